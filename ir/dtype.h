@@ -1,0 +1,24 @@
+#pragma once
+// Element types of IR values. Names are part of the `.wir` and JSON formats.
+
+#include <cstddef>
+#include <optional>
+#include <string_view>
+
+namespace weft {
+
+enum class DType { f32, f64, f16, bf16, i32, i64, u8, boolean };
+
+inline constexpr DType kAllDTypes[] = {DType::f32, DType::f64, DType::f16, DType::bf16,
+                                       DType::i32, DType::i64, DType::u8,  DType::boolean};
+
+/// The printed name: `f32 f64 f16 bf16 i32 i64 u8 bool`.
+std::string_view dtype_name(DType dtype);
+/// Parses a printed name; nullopt if it is not a dtype.
+std::optional<DType> parse_dtype(std::string_view name);
+/// Bytes per element in memory (bool is one byte).
+size_t dtype_size(DType dtype);
+bool is_floating(DType dtype);  ///< f32, f64, f16, bf16
+bool is_integer(DType dtype);   ///< i32, i64, u8 (not bool)
+
+}  // namespace weft

@@ -1,0 +1,49 @@
+#include "ir/shape.h"
+
+#include <algorithm>
+
+namespace weft {
+
+int64_t Shape::numel() const {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+std::vector<int64_t> Shape::strides() const {
+  std::vector<int64_t> s(dims.size(), 1);
+  for (int i = rank() - 2; i >= 0; --i) s[i] = s[i + 1] * dims[i + 1];
+  return s;
+}
+
+std::string Shape::to_string() const {
+  std::string out = "[";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i > 0) out += ",";
+    out += std::to_string(dims[i]);
+  }
+  return out + "]";
+}
+
+std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b) {
+  int rank = std::max(a.rank(), b.rank());
+  std::vector<int64_t> dims(rank);
+  for (int i = 0; i < rank; ++i) {
+    int ia = a.rank() - rank + i, ib = b.rank() - rank + i;
+    int64_t da = ia >= 0 ? a.dims[ia] : 1, db = ib >= 0 ? b.dims[ib] : 1;
+    if (da != db && da != 1 && db != 1) return std::nullopt;
+    dims[i] = da == 1 ? db : da;
+  }
+  return Shape(std::move(dims));
+}
+
+std::optional<int> normalize_axis(int64_t axis, int rank) {
+  if (axis < -rank || axis >= rank) return std::nullopt;
+  return static_cast<int>(axis < 0 ? axis + rank : axis);
+}
+
+std::string Type::to_string() const {
+  return std::string(dtype_name(dtype)) + shape.to_string();
+}
+
+}  // namespace weft

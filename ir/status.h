@@ -18,6 +18,9 @@ namespace weft {
 
 /// A user-facing error: what went wrong, and where (if known).
 struct Error {
+  Error(std::string message_in, Location loc_in = {})  // NOLINT: implicit by design
+      : message(std::move(message_in)), loc(std::move(loc_in)) {}
+
   std::string message;
   Location loc;
 

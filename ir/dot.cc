@@ -1,0 +1,65 @@
+#include "ir/dot.h"
+
+namespace weft {
+namespace {
+
+// Escapes a string for a double-quoted DOT label.
+std::string escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+std::string type_string(const Graph& g, ValueId v) {
+  const auto& t = g.value(v).type;
+  return t ? t->to_string() : "?";
+}
+
+}  // namespace
+
+std::string graph_to_dot(const Graph& g) {
+  std::string out = "digraph \"" + escape(g.name()) + "\" {\n";
+  out += "  rankdir=TB;\n  node [fontname=\"monospace\", fontsize=10];\n";
+  out += "  edge [fontname=\"monospace\", fontsize=9];\n";
+  // Which DOT node defines each value: "in<i>" for inputs, "n<i>" for nodes.
+  std::vector<std::string> def(g.num_values());
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    const Input& in = g.inputs()[i];
+    def[in.value] = "in" + std::to_string(i);
+    bool persistent = in.kind != InputKind::data;
+    out += "  " + def[in.value] + " [shape=ellipse" +
+           (persistent ? ", style=filled, fillcolor=\"#e8e0ff\"" : "") + ", label=\"%" +
+           escape(g.value(in.value).name) + "\\n" + type_string(g, in.value) +
+           (persistent ? "\\n{" + std::string(input_kind_name(in.kind)) + "}" : "") + "\"];\n";
+  }
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    const Node& n = g.nodes()[i];
+    std::string id = "n" + std::to_string(i);
+    for (ValueId r : n.results) def[r] = id;
+    std::string label = std::string(op_name(n.op));
+    for (const auto& [name, value] : n.attrs) label += "\n" + name + "=" + attribute_to_string(value);
+    if (n.result() != kNoValue) label += "\n" + type_string(g, n.result());
+    bool state = n.info().category == OpCategory::State;
+    out += "  " + id + " [shape=box" + (state ? ", style=filled, fillcolor=\"#ffe0e0\"" : "") +
+           ", label=\"" + escape(label) + "\"];\n";
+    for (size_t k = 0; k < n.operands.size(); ++k) {
+      ValueId o = n.operands[k];
+      out += "  " + def[o] + " -> " + id + " [label=\"%" + escape(g.value(o).name) + "\"];\n";
+    }
+  }
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    std::string id = "out" + std::to_string(i);
+    out += "  " + id + " [shape=doublecircle, label=\"out " + std::to_string(i) + "\"];\n";
+    out += "  " + def[g.outputs()[i]] + " -> " + id + ";\n";
+  }
+  return out + "}\n";
+}
+
+}  // namespace weft

@@ -1,0 +1,44 @@
+#include "ir/dot.h"
+
+#include <gtest/gtest.h>
+
+namespace weft {
+namespace {
+
+TEST(Dot, DrawsInputsNodesAndOutputs) {
+  Graph g("f");
+  ValueId x = g.add_input("x", {DType::f32, {4, 6}});
+  ValueId w = g.add_input("w", {DType::f32, {6, 5}}, InputKind::param);
+  ValueId h = g.add_node(Op::Matmul, {x, w}, {}, {}, Type{DType::f32, {4, 5}}, "h");
+  ValueId s = g.add_node(Op::Sum, {h}, {{"axes", IntList{1}}}, {}, Type{DType::f32, {4}}, "s");
+  g.add_output(s);
+  EXPECT_EQ(graph_to_dot(g),
+            "digraph \"f\" {\n"
+            "  rankdir=TB;\n"
+            "  node [fontname=\"monospace\", fontsize=10];\n"
+            "  edge [fontname=\"monospace\", fontsize=9];\n"
+            "  in0 [shape=ellipse, label=\"%x\\nf32[4,6]\"];\n"
+            "  in1 [shape=ellipse, style=filled, fillcolor=\"#e8e0ff\", "
+            "label=\"%w\\nf32[6,5]\\n{param}\"];\n"
+            "  n0 [shape=box, label=\"matmul\\nf32[4,5]\"];\n"
+            "  in0 -> n0 [label=\"%x\"];\n"
+            "  in1 -> n0 [label=\"%w\"];\n"
+            "  n1 [shape=box, label=\"sum\\naxes=[1]\\nf32[4]\"];\n"
+            "  n0 -> n1 [label=\"%h\"];\n"
+            "  out0 [shape=doublecircle, label=\"out 0\"];\n"
+            "  n1 -> out0;\n"
+            "}\n");
+}
+
+TEST(Dot, EscapesStringAttributes) {
+  Graph g("q");
+  ValueId x = g.add_input("x", {DType::f32, {2}});
+  g.add_output(g.add_node(Op::Gelu, {x}, {{"approximate", std::string("tanh")}}, {},
+                          Type{DType::f32, {2}}, "y"));
+  EXPECT_NE(graph_to_dot(g).find("label=\"gelu\\napproximate=\\\"tanh\\\"\\nf32[2]\""),
+            std::string::npos)
+      << graph_to_dot(g);
+}
+
+}  // namespace
+}  // namespace weft

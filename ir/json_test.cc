@@ -1,0 +1,198 @@
+#include "ir/json.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace weft {
+namespace {
+
+Graph example_graph() {
+  Graph g("mlp");
+  ValueId x = g.add_input("x", {DType::f32, {4, 6}}, InputKind::data, {"model.cc", 3, 1, ""});
+  ValueId w = g.add_input("w", {DType::f32, {6, 5}}, InputKind::param);
+  ValueId n = g.add_input("n", {DType::i64, {}}, InputKind::state);
+  ValueId h = g.add_node(Op::Matmul, {x, w}, {}, {"model.cc", 12, 5, "encoder > Linear(6->5)"},
+                         Type{DType::f32, {4, 5}}, "h");
+  ValueId p = g.add_node(Op::Softmax, {h}, {{"axis", int64_t{1}}}, {"model.cc", 13, 5, ""},
+                         std::nullopt, "p");
+  ValueId c = g.add_node(Op::Full, {},
+                         {{"shape", IntList{2}},
+                          {"value", -INFINITY},
+                          {"dtype", DType::bf16}},
+                         {}, Type{DType::bf16, {2}}, "c");
+  ValueId gl = g.add_node(Op::Gelu, {x}, {{"approximate", std::string("q\"\\\n")}});
+  ValueId r = g.add_node(Op::Sum, {gl}, {{"axes", IntList{}}, {"keepdims", true}});
+  g.add_node(Op::Assign, {n, n});
+  g.set_outputs({p, c, r});
+  g.set_declared_output_types({Type{DType::f32, {4, 5}}, Type{DType::bf16, {2}}, Type{}});
+  return g;
+}
+
+std::string import_error(std::string_view text) {
+  StatusOr<Graph> g = graph_from_json(text, "g.json");
+  return g.ok() ? "ok" : g.error().to_string();
+}
+
+TEST(JsonTest, RoundTrip) {
+  Graph g = example_graph();
+  std::string text = graph_to_json(g);
+  StatusOr<Graph> back = graph_from_json(text, "g.json");
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  std::string why;
+  EXPECT_TRUE(structurally_equal(g, *back, &why)) << why;
+  EXPECT_EQ(graph_to_json(*back), text);
+  // Input locations survive too (structurally_equal does not compare them).
+  EXPECT_EQ(back->inputs()[0].loc, (Location{"model.cc", 3, 1, ""}));
+  EXPECT_EQ(graph_to_json(*back, -1), graph_to_json(g, -1));
+}
+
+TEST(JsonTest, NanSurvives) {
+  Graph g("n");
+  ValueId x = g.add_input("x", {DType::f32, {2}});
+  g.add_output(g.add_node(Op::Pad, {x},
+                          {{"low", IntList{0}}, {"high", IntList{1}}, {"value", NAN}}));
+  StatusOr<Graph> back = graph_from_json(graph_to_json(g), "n.json");
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  EXPECT_TRUE(std::isnan(back->nodes()[0].float_attr("value")));
+}
+
+TEST(JsonTest, Format) {
+  Graph g("f");
+  ValueId x = g.add_input("x", {DType::f32, {4}});
+  g.add_output(g.add_node(Op::Softmax, {x}, {{"axis", int64_t{0}}}, {"m.cc", 2, 3, "a > b"},
+                          Type{DType::f32, {4}}, "y"));
+  EXPECT_EQ(graph_to_json(g, -1),
+            R"({"declared_output_types":[],"inputs":[{"kind":"data","name":"x","type":)"
+            R"({"dtype":"f32","shape":[4]}}],"name":"f","nodes":[{"attrs":{"axis":{"int":0}},)"
+            R"("loc":{"col":3,"file":"m.cc","line":2,"path":"a > b"},"op":"softmax",)"
+            R"("operands":["x"],"results":[{"name":"y","type":{"dtype":"f32","shape":[4]}}]}],)"
+            R"("outputs":["y"],"version":1})"
+            "\n");
+}
+
+// A one-node document in which `node` replaces the node and `extra` adds fields.
+std::string doc(std::string_view node, std::string_view top = R"("version": 1)") {
+  return std::string("{") + std::string(top) +
+         R"(, "name": "g", "inputs": [{"name": "x", "kind": "data", )"
+         R"("type": {"dtype": "f32", "shape": [4]}}], "nodes": [)" +
+         std::string(node) + R"(], "outputs": []})";
+}
+
+TEST(JsonErrorTest, IntegerWhereFloatIsExpected) {
+  StatusOr<Graph> g = graph_from_json(
+      doc(R"({"op": "full", "operands": [], "results": [{"name": "c"}], )"
+          R"("attrs": {"shape": {"ints": [2]}, "value": {"int": 3}}})"),
+      "g.json");
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  EXPECT_EQ(g->nodes()[0].attrs.at("value"), Attribute(3.0));
+}
+
+TEST(JsonErrorTest, InvalidJson) {
+  EXPECT_EQ(import_error("{\n  \"version\": 1,\n  \"name\": \n}"),
+            "g.json:4:1: error: invalid JSON: syntax error while parsing value - unexpected '}'; "
+            "expected '[', '{', or a literal");
+}
+
+TEST(JsonErrorTest, WrongVersion) {
+  EXPECT_EQ(import_error(doc("", R"("version": 2)")),
+            "g.json: error: version: unsupported version 2; this weft reads version 1");
+}
+
+TEST(JsonErrorTest, MissingField) {
+  EXPECT_EQ(import_error(R"({"version": 1, "name": "g", "inputs": [], "nodes": []})"),
+            "g.json: error: missing field 'outputs'");
+  EXPECT_EQ(import_error(doc(R"({"op": "neg", "operands": ["x"]})")),
+            "g.json: error: nodes[0]: missing field 'results'");
+}
+
+TEST(JsonErrorTest, UnknownField) {
+  EXPECT_EQ(import_error(doc(R"({"op": "neg", "operands": ["x"], "results": [{"name": "y"}], )"
+                             R"("attributes": {}})")),
+            "g.json: error: nodes[0]: unknown field 'attributes'");
+}
+
+TEST(JsonErrorTest, WrongFieldType) {
+  EXPECT_EQ(import_error(doc(R"({"op": "neg", "operands": "x", "results": []})")),
+            "g.json: error: nodes[0].operands: expected an array, found string");
+  EXPECT_EQ(import_error(doc("", R"("version": "1")")),
+            "g.json: error: version: expected an integer, found string");
+  EXPECT_EQ(import_error(R"({"version": 1, "name": "g", "inputs": [{"name": "x", "kind": "data",)"
+                         R"( "type": {"dtype": "f32", "shape": [4.5]}}], "nodes": [],)"
+                         R"( "outputs": []})"),
+            "g.json: error: inputs[0].type.shape[0]: expected an integer, found number");
+  EXPECT_EQ(import_error("[1, 2]"), "g.json: error: expected an object, found array");
+}
+
+TEST(JsonErrorTest, UnknownOp) {
+  EXPECT_EQ(import_error(doc(R"({"op": "matmull", "operands": ["x", "x"], "results": []})")),
+            "g.json: error: nodes[0].op: unknown op 'matmull'; did you mean 'matmul'?");
+}
+
+TEST(JsonErrorTest, UnknownValue) {
+  EXPECT_EQ(import_error(doc(R"({"op": "neg", "operands": ["z"], "results": [{"name": "y"}]})")),
+            "g.json: error: nodes[0].operands[0]: use of undefined value '%z'");
+  EXPECT_EQ(import_error(R"({"version": 1, "name": "g", "inputs": [], "nodes": [],)"
+                         R"( "outputs": ["y"]})"),
+            "g.json: error: outputs[0]: use of undefined value '%y'");
+}
+
+TEST(JsonErrorTest, DuplicateValue) {
+  EXPECT_EQ(import_error(doc(R"({"op": "neg", "operands": ["x"], "results": [{"name": "x"}]})")),
+            "g.json: error: nodes[0].results[0].name: value '%x' is defined twice");
+}
+
+TEST(JsonErrorTest, OperandAndResultCounts) {
+  EXPECT_EQ(import_error(doc(R"({"op": "add", "operands": ["x"], "results": [{"name": "y"}]})")),
+            "g.json: error: nodes[0].operands: 'add' takes 2 operands, but 1 was given");
+  EXPECT_EQ(import_error(doc(R"({"op": "neg", "operands": ["x"], "results": []})")),
+            "g.json: error: nodes[0].results: 'neg' has 1 result(s), but 0 were given");
+}
+
+TEST(JsonErrorTest, Attributes) {
+  auto softmax = [](std::string_view attrs) {
+    return doc(std::string(R"({"op": "softmax", "operands": ["x"], "results": [{"name": "y"}],)") +
+               R"( "attrs": )" + std::string(attrs) + "}");
+  };
+  EXPECT_EQ(import_error(softmax(R"({"axes": {"ints": [0]}})")),
+            "g.json: error: nodes[0].attrs.axes: 'softmax' has no attribute 'axes'; it accepts "
+            "axis");
+  EXPECT_EQ(import_error(softmax(R"({"axis": {"float": 0.5}})")),
+            "g.json: error: nodes[0].attrs.axis: attribute 'axis' of 'softmax' must be an int, "
+            "but 0.5 is a float");
+  EXPECT_EQ(import_error(softmax(R"({"axis": 1})")),
+            "g.json: error: nodes[0].attrs.axis: expected an object with one kind tag such as "
+            "{\"int\": 3} or {\"floats\": [0.5]}, found 1");
+  EXPECT_EQ(import_error(softmax(R"({"axis": {"integer": 1}})")),
+            "g.json: error: nodes[0].attrs.axis: unknown attribute kind 'integer'; expected one of "
+            "int, float, str, bool, dtype, ints, floats");
+  EXPECT_EQ(import_error(softmax(R"({"axis": {"int": 1.5}})")),
+            "g.json: error: nodes[0].attrs.axis.int: expected an integer, found number");
+  EXPECT_EQ(import_error(doc(R"({"op": "reshape", "operands": ["x"], "results": [{"name": "y"}]})")),
+            "g.json: error: nodes[0]: 'reshape' requires attribute 'shape' (ints)");
+  EXPECT_EQ(import_error(doc(R"({"op": "pad", "operands": ["x"], "results": [{"name": "y"}], )"
+                             R"("attrs": {"low": {"ints": [0]}, "high": {"ints": [0]}, )"
+                             R"("value": {"float": "infinity"}}})")),
+            "g.json: error: nodes[0].attrs.value.float: expected a number or \"nan\", \"inf\", "
+            "\"-inf\", found \"infinity\"");
+}
+
+TEST(JsonErrorTest, TypesKindsAndLocations) {
+  EXPECT_EQ(import_error(R"({"version": 1, "name": "g", "inputs": [{"name": "x", "kind": "data",)"
+                         R"( "type": {"dtype": "f33", "shape": []}}], "nodes": [], "outputs": []})"),
+            "g.json: error: inputs[0].type.dtype: unknown dtype 'f33'; expected one of f32, f64, "
+            "f16, bf16, i32, i64, u8, bool");
+  EXPECT_EQ(import_error(R"({"version": 1, "name": "g", "inputs": [{"name": "x", "kind": "parm",)"
+                         R"( "type": {"dtype": "f32", "shape": []}}], "nodes": [], "outputs": []})"),
+            "g.json: error: inputs[0].kind: unknown input kind 'parm'; expected 'data', 'param' "
+            "or 'state'");
+  EXPECT_EQ(import_error(doc(R"({"op": "neg", "operands": ["x"], "results": [{"name": "y"}], )"
+                             R"("loc": {"file": "m.cc", "line": "3", "col": 1}})")),
+            "g.json: error: nodes[0].loc.line: expected an integer, found string");
+  EXPECT_EQ(import_error(doc(R"({"op": "assign", "operands": ["x", "x"], "results": []})")),
+            "g.json: error: nodes[0].operands[0]: 'assign' target '%x' must be a param or state "
+            "input, but it is a data input");
+}
+
+}  // namespace
+}  // namespace weft

@@ -1,0 +1,157 @@
+#pragma once
+// Shape and dtype rules: one per op in ir/ops.def, registered in a table indexed by `Op`
+// (shape_rules_test fails when an op has none). These rules define what a well-typed
+// weft graph is; the reference interpreter implements the same semantics.
+//
+// Example: the result type of `matmul(%x: f32[8,4,6], %w: f32[6,5])`:
+//
+//   Node n{Op::Matmul, {x, w}};
+//   StatusOr<Type> t = infer_node_type(n, {{DType::f32, {8, 4, 6}}, {DType::f32, {6, 5}}});
+//   // *t == f32[8,4,5]
+//
+// and with `%w: f32[5,5]` the error reads
+//
+//   model.wir:3:8: error: matmul: contraction dims differ: lhs f32[8,4,6] has 6 columns
+//   but rhs f32[5,5] has 5 rows
+//
+// Common conventions. Axes may be negative (-1 is the last axis) and must lie in
+// [-rank, rank). There is no implicit dtype promotion anywhere: operands that must agree
+// in dtype and do not are an error suggesting `cast`. Arithmetic on `bool` is an error.
+// "float" below means f32, f64, f16 or bf16; "signed" means f* or i32/i64.
+//
+// Elementwise, unary (result: the operand's type)
+//   neg abs sign floor                       float or signed integer
+//   exp log log1p sqrt rsqrt tanh sigmoid
+//   sin cos erf gelu                         float
+//   relu                                     float or integer (i32, i64, u8)
+//   not                                      bool
+//   gelu {approximate}                       "none" (erf form) or "tanh"; others rejected
+//   cast {dtype}                             any dtype to any dtype; same shape
+//
+// Elementwise, binary and ternary (NumPy broadcasting; both operands of one dtype)
+//   add sub mul div pow maximum minimum      numeric (not bool) -> the operands' dtype
+//   eq ne lt le gt ge                        any dtype (false < true) -> bool
+//   and or                                   bool -> bool
+//   select(cond, a, b)                       cond bool; a, b one dtype; the three shapes
+//                                            broadcast together -> a's dtype
+//
+// Reductions
+//   sum mean max min {axes?, keepdims}       absent `axes`: every axis; `axes=[]`:
+//                                            none (identity). Axes unique after
+//                                            normalization. Reduced axes are dropped,
+//                                            or kept as size 1 with keepdims. sum needs
+//                                            a number (not bool), mean a float; max and
+//                                            min take any dtype. Result dtype: the
+//                                            operand's.
+//   argmax {axis, keepdims}                  rank >= 1 -> i64 (index of the first max)
+//
+// Movement
+//   reshape {shape}                          same element count; at most one -1, which
+//                                            takes the remaining count; other entries
+//                                            >= 0
+//   transpose {perm}                         perm is a permutation of 0..rank-1; result
+//                                            dim i = operand dim perm[i]
+//   broadcast_to {shape}                     the operand broadcasts (NumPy) to exactly
+//                                            `shape`
+//   slice {start, stop, step?}               one entry per axis; step >= 1 (absent: all
+//                                            1). Python clamping on each axis of size d:
+//                                            a negative bound b becomes max(b + d, 0), a
+//                                            non-negative one min(b, d); the result dim
+//                                            is max(0, ceil((stop - start) / step)).
+//   concat(xs...) {axis}                     one or more operands of one dtype and rank
+//                                            >= 1; every dim equal except `axis`, which
+//                                            is summed
+//   pad {low, high, value}                   one entry per axis each, >= 0; result dim =
+//                                            low + dim + high; `value` fills (converted
+//                                            to the dtype)
+//   gather(x, idx) {axis}                    idx is i64 and 1-D; result = x's shape with
+//                                            dim `axis` replaced by len(idx)
+//                                            (index_select)
+//   scatter_add(base, idx, src) {axis}       idx i64 1-D; src has base's dtype and base's
+//                                            shape with dim `axis` = len(idx); result:
+//                                            base's type (base plus src rows added at
+//                                            idx; repeated indices accumulate)
+//   one_hot(idx) {depth, dtype}              idx i64, any shape; depth >= 1 ->
+//                                            dtype[idx.shape..., depth]
+//
+// Contraction and windowed ops (NCHW layout; 2-element int lists for stride, padding,
+// dilation, kernel)
+//   matmul(a, b)                             rank >= 2 each (1-D is an error: reshape
+//                                            vectors); one numeric dtype;
+//                                            [..., m, k] x [..., k, n] ->
+//                                            [broadcast(batch dims), m, n]
+//   conv2d(x, w) {stride, padding,           x [N, C, H, W], w [O, C/groups, kh, kw],
+//     dilation, groups}                      one float dtype; groups >= 1 divides C and
+//                                            O; stride, dilation >= 1; padding >= 0
+//                                            (symmetric). Result [N, O, Ho, Wo] with
+//                                            Ho = floor((H + 2p - d(kh-1) - 1) / s) + 1,
+//                                            which must be >= 1 (same for W).
+//   conv2d_backward_input(gy, w)             -> gy's dtype with shape input_shape;
+//     {input_shape, conv attrs}              conv2d(input_shape, w) must give gy's shape
+//   conv2d_backward_weight(x, gy)            -> x's dtype with shape weight_shape;
+//     {weight_shape, conv attrs}             conv2d(x, weight_shape) must give gy's shape
+//   max_pool2d avg_pool2d(x)                 x [N, C, H, W]; kernel >= 1; stride >= 1
+//     {kernel, stride?, padding}             (absent: kernel); 0 <= padding <= kernel/2
+//                                            (PyTorch's rule); floor mode:
+//                                            Ho = floor((H + 2p - k) / s) + 1 >= 1.
+//                                            max: numeric, avg: float.
+//   max_pool2d_backward(x, gy) {pool attrs}  gy = pool(x)'s type -> x's type
+//   avg_pool2d_backward(gy)                  pool(input_shape) must give gy's shape ->
+//     {input_shape, pool attrs}              gy's dtype with shape input_shape
+//
+// Creation (shape entries >= 0)
+//   full {shape, value, dtype}               -> dtype[shape]
+//   iota {shape, axis, dtype}                axis in range of shape; numeric dtype;
+//                                            values count along `axis` from 0
+//   random_uniform(key) {shape, dtype}       key i64[2]; dtype float; values in [0, 1)
+//   random_bernoulli(key) {shape, p, dtype}  key i64[2]; 0 <= p <= 1; any dtype (1 with
+//                                            probability p, else 0)
+//   Random ops are pure functions of their key (a counter-based generator): the same
+//   key and attributes give the same tensor.
+//
+// State
+//   assign(target, value)                    identical types; no result (the rule
+//                                            returns target's type, which callers ignore).
+//                                            That target is a param/state input is the
+//                                            verifier's business.
+//
+// Composites (a reference kernel plus a decomposition into primitives)
+//   softmax log_softmax {axis}               float, rank >= 1; keeps the type
+//   layer_norm(x, gamma, beta) {axes, eps}   one float dtype; `axes` must be the last k
+//                                            axes of x (in any order, unique); gamma and
+//                                            beta have shape x.shape[rank-k:]; eps >= 0;
+//                                            keeps x's type
+//   cross_entropy(logits, labels)            logits [N, C] float, labels [N] i64
+//     {reduction}                            (class indices); "mean" or "sum" -> scalar,
+//                                            "none" -> [N]; logits' dtype
+//   mse(pred, target) {reduction}            identical float types (no broadcasting);
+//                                            "mean"/"sum" -> scalar, "none" -> the shape
+//
+// Rules assume the node passed the verifier's attribute checks (schema attributes
+// present with the right kind); values inside attributes (axes, sizes, strings) are
+// checked here.
+
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/shape.h"
+#include "ir/status.h"
+
+namespace weft {
+
+/// Computes a node's result type from its operand types and attributes, or returns an
+/// Error whose message says what rule failed, naming the operand types (no op name and
+/// no location: `infer_node_type` adds both).
+using ShapeRule = StatusOr<Type> (*)(const Node& node, const std::vector<Type>& operands);
+
+/// The op's shape rule, or nullptr when it has none (the completeness test asks).
+const ShapeRule* find_shape_rule(Op op);
+
+/// Runs the op's rule on `operands` (the operand types, in order) and decorates an error
+/// with the op name and `node.loc`, so the final message names the op, where it came
+/// from, the operand types and what rule failed, e.g. "matmul: contraction dims differ:
+/// lhs f32[4,6] has 6 columns but rhs f32[5,5] has 5 rows". For ops without a result
+/// (assign) the returned type only means "the node is well-typed".
+StatusOr<Type> infer_node_type(const Node& node, const std::vector<Type>& operands);
+
+}  // namespace weft

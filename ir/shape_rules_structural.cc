@@ -1,0 +1,221 @@
+// Shape rules of reductions and movement ops (reshape, transpose, broadcast_to, slice,
+// concat, pad, gather, scatter_add, one_hot). Semantics: shape_rules.h.
+
+#include <algorithm>
+
+#include "ir/shape_rules_internal.h"
+
+namespace weft::shape_rules_internal {
+namespace {
+
+// ---- Reductions ----------------------------------------------------------------------
+
+/// Drops (or, with keepdims, sets to 1) the dims at `axes`.
+Shape reduce_dims(const Shape& s, const std::vector<int>& axes, bool keepdims) {
+  std::vector<int64_t> dims;
+  for (int i = 0; i < s.rank(); ++i) {
+    bool reduced = std::find(axes.begin(), axes.end(), i) != axes.end();
+    if (!reduced) dims.push_back(s[i]);
+    else if (keepdims) dims.push_back(1);
+  }
+  return Shape(std::move(dims));
+}
+
+enum class Accepts { number, floating, any };
+
+template <Accepts accepts>
+StatusOr<Type> reduce(const Node& node, const std::vector<Type>& in) {
+  if (accepts == Accepts::number) {
+    WEFT_RETURN_IF_ERROR(require_dtype(in[0], "operand", is_numeric(in[0].dtype),
+                                       "a numeric dtype (not bool); cast it to a number"));
+  }
+  if (accepts == Accepts::floating) {
+    WEFT_RETURN_IF_ERROR(require_dtype(in[0], "operand", is_floating(in[0].dtype),
+                                       "a floating dtype; cast it first"));
+  }
+  std::vector<int> axes;
+  if (node.has_attr("axes")) {
+    WEFT_ASSIGN_OR_RETURN(axes, normalize_unique(node.ints_attr("axes"), "axes", in[0],
+                                                 "operand"));
+  } else {
+    for (int i = 0; i < in[0].shape.rank(); ++i) axes.push_back(i);
+  }
+  return Type{in[0].dtype, reduce_dims(in[0].shape, axes, node.bool_attr("keepdims"))};
+}
+
+StatusOr<Type> argmax(const Node& node, const std::vector<Type>& in) {
+  WEFT_ASSIGN_OR_RETURN(int axis, normalize(node.int_attr("axis"), "axis", in[0], "operand"));
+  return Type{DType::i64, reduce_dims(in[0].shape, {axis}, node.bool_attr("keepdims"))};
+}
+
+// ---- Movement ------------------------------------------------------------------------
+
+StatusOr<Type> reshape(const Node& node, const std::vector<Type>& in) {
+  IntList dims = node.ints_attr("shape");
+  int inferred = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] == -1 && inferred < 0) {
+      inferred = static_cast<int>(i);
+    } else if (dims[i] < 0) {
+      return rule_error("shape " + str(dims) + " may hold one -1 and otherwise sizes >= 0");
+    } else {
+      known *= dims[i];
+    }
+  }
+  int64_t numel = in[0].numel();
+  if (inferred >= 0) {
+    if (known == 0 || numel % known != 0) {
+      return rule_error("cannot reshape " + str(in[0]) + " (" + std::to_string(numel) +
+                        " elements) to " + str(dims) + ": no size for -1 fits");
+    }
+    dims[inferred] = numel / known;
+  } else if (known != numel) {
+    return rule_error("cannot reshape " + str(in[0]) + " (" + std::to_string(numel) +
+                      " elements) to " + str(dims) + " (" + std::to_string(known) +
+                      " elements)");
+  }
+  return Type{in[0].dtype, Shape(std::move(dims))};
+}
+
+StatusOr<Type> transpose(const Node& node, const std::vector<Type>& in) {
+  const IntList& perm = node.ints_attr("perm");
+  const int rank = in[0].shape.rank();
+  std::vector<bool> seen(rank, false);
+  bool ok = static_cast<int>(perm.size()) == rank;
+  for (size_t i = 0; ok && i < perm.size(); ++i) {
+    ok = perm[i] >= 0 && perm[i] < rank && !seen[perm[i]];
+    if (ok) seen[perm[i]] = true;
+  }
+  if (!ok) {
+    return rule_error("perm " + str(perm) + " is not a permutation of 0.." +
+                      std::to_string(rank - 1) + " for operand " + str(in[0]));
+  }
+  std::vector<int64_t> dims;
+  for (int64_t p : perm) dims.push_back(in[0].shape[static_cast<int>(p)]);
+  return Type{in[0].dtype, Shape(std::move(dims))};
+}
+
+StatusOr<Type> broadcast_to(const Node& node, const std::vector<Type>& in) {
+  WEFT_ASSIGN_OR_RETURN(Shape target, shape_attr(node, "shape"));
+  auto b = broadcast_shapes(in[0].shape, target);
+  if (!b || !(*b == target)) {
+    return rule_error("cannot broadcast operand " + str(in[0]) + " to shape " +
+                      target.to_string() + " (each operand dim must equal the target's or be "
+                      "1, aligned from the right)");
+  }
+  return Type{in[0].dtype, std::move(target)};
+}
+
+/// Python's clamping of a slice bound against a dim of size d.
+int64_t clamp_bound(int64_t b, int64_t d) { return b < 0 ? std::max<int64_t>(b + d, 0) : std::min(b, d); }
+
+StatusOr<Type> slice(const Node& node, const std::vector<Type>& in) {
+  const size_t rank = static_cast<size_t>(in[0].shape.rank());
+  const IntList& start = node.ints_attr("start");
+  const IntList& stop = node.ints_attr("stop");
+  IntList step = node.has_attr("step") ? node.ints_attr("step") : IntList(rank, 1);
+  if (start.size() != rank || stop.size() != rank || step.size() != rank) {
+    return rule_error("start " + str(start) + ", stop " + str(stop) + " and step " + str(step) +
+                      " need one entry per axis of operand " + str(in[0]));
+  }
+  std::vector<int64_t> dims;
+  for (size_t i = 0; i < rank; ++i) {
+    if (step[i] < 1) return rule_error("step " + str(step) + " must have entries >= 1");
+    int64_t d = in[0].shape[static_cast<int>(i)];
+    int64_t len = clamp_bound(stop[i], d) - clamp_bound(start[i], d);
+    dims.push_back(len <= 0 ? 0 : (len + step[i] - 1) / step[i]);
+  }
+  return Type{in[0].dtype, Shape(std::move(dims))};
+}
+
+StatusOr<Type> concat(const Node& node, const std::vector<Type>& in) {
+  WEFT_ASSIGN_OR_RETURN(int axis, normalize(node.int_attr("axis"), "axis", in[0], "operand 0"));
+  Type out = in[0];
+  for (size_t i = 1; i < in.size(); ++i) {
+    std::string name = "operand " + std::to_string(i);
+    WEFT_RETURN_IF_ERROR(require_same_dtype(in[0], "operand 0", in[i], name));
+    bool same = in[i].shape.rank() == in[0].shape.rank();
+    for (int d = 0; same && d < in[0].shape.rank(); ++d) {
+      same = d == axis || in[i].shape[d] == in[0].shape[d];
+    }
+    if (!same) {
+      return rule_error("operand 0 " + str(in[0]) + " and " + name + " " + str(in[i]) +
+                        " must have the same rank and equal dims except on axis " +
+                        std::to_string(axis));
+    }
+    out.shape.dims[axis] += in[i].shape[axis];
+  }
+  return out;
+}
+
+StatusOr<Type> pad(const Node& node, const std::vector<Type>& in) {
+  const size_t rank = static_cast<size_t>(in[0].shape.rank());
+  WEFT_ASSIGN_OR_RETURN(IntList low, list_attr(node, "low", rank, 0));
+  WEFT_ASSIGN_OR_RETURN(IntList high, list_attr(node, "high", rank, 0));
+  Type out = in[0];
+  for (size_t i = 0; i < rank; ++i) out.shape.dims[i] += low[i] + high[i];
+  return out;
+}
+
+/// An index operand: i64 and (when `one_d`) rank 1.
+Status require_index(const Type& idx, bool one_d) {
+  if (idx.dtype != DType::i64 || (one_d && idx.shape.rank() != 1)) {
+    return rule_error(std::string("indices ") + str(idx) + " must be " +
+                      (one_d ? "a 1-D i64 tensor" : "i64"));
+  }
+  return Status();
+}
+
+StatusOr<Type> gather(const Node& node, const std::vector<Type>& in) {
+  WEFT_RETURN_IF_ERROR(require_index(in[1], /*one_d=*/true));
+  WEFT_ASSIGN_OR_RETURN(int axis, normalize(node.int_attr("axis"), "axis", in[0], "operand"));
+  Type out = in[0];
+  out.shape.dims[axis] = in[1].shape[0];
+  return out;
+}
+
+StatusOr<Type> scatter_add(const Node& node, const std::vector<Type>& in) {
+  WEFT_RETURN_IF_ERROR(require_dtype(in[0], "base", is_numeric(in[0].dtype), "a numeric dtype"));
+  WEFT_RETURN_IF_ERROR(require_index(in[1], /*one_d=*/true));
+  WEFT_RETURN_IF_ERROR(require_same_dtype(in[0], "base", in[2], "src"));
+  WEFT_ASSIGN_OR_RETURN(int axis, normalize(node.int_attr("axis"), "axis", in[0], "base"));
+  Shape expected = in[0].shape;
+  expected.dims[axis] = in[1].shape[0];
+  if (!(in[2].shape == expected)) {
+    return rule_error("src " + str(in[2]) + " must have shape " + expected.to_string() +
+                      " (base " + str(in[0]) + " with dim " + std::to_string(axis) +
+                      " = len(indices " + str(in[1]) + "))");
+  }
+  return in[0];
+}
+
+StatusOr<Type> one_hot(const Node& node, const std::vector<Type>& in) {
+  WEFT_RETURN_IF_ERROR(require_index(in[0], /*one_d=*/false));
+  int64_t depth = node.int_attr("depth");
+  if (depth < 1) return rule_error("depth " + std::to_string(depth) + " must be >= 1");
+  Shape shape = in[0].shape;
+  shape.dims.push_back(depth);
+  return Type{node.dtype_attr("dtype"), std::move(shape)};
+}
+
+}  // namespace
+
+void add_structural_rules(RuleTable& t) {
+  set_rule(t, Op::Sum, reduce<Accepts::number>);
+  set_rule(t, Op::Mean, reduce<Accepts::floating>);
+  set_rule(t, Op::Max, reduce<Accepts::any>);
+  set_rule(t, Op::Min, reduce<Accepts::any>);
+  set_rule(t, Op::Argmax, argmax);
+  set_rule(t, Op::Reshape, reshape);
+  set_rule(t, Op::Transpose, transpose);
+  set_rule(t, Op::BroadcastTo, broadcast_to);
+  set_rule(t, Op::Slice, slice);
+  set_rule(t, Op::Concat, concat);
+  set_rule(t, Op::Pad, pad);
+  set_rule(t, Op::Gather, gather);
+  set_rule(t, Op::ScatterAdd, scatter_add);
+  set_rule(t, Op::OneHot, one_hot);
+}
+
+}  // namespace weft::shape_rules_internal

@@ -1,0 +1,97 @@
+// The `.wir` printer. The parser is in text_parser.cc, its tokenizer in text_lexer.cc.
+#include "ir/text.h"
+
+#include "ir/text_lexer.h"
+
+namespace weft {
+namespace {
+
+std::string quote(const std::string& s) { return attribute_to_string(Attribute(s)); }
+
+// `%h`, or `%"a b"` when the name holds characters an unquoted name cannot.
+std::string name_ref(char sigil, const std::string& name) {
+  bool plain = !name.empty();
+  for (char c : name) plain = plain && is_name_char(c);
+  return sigil + (plain ? name : quote(name));
+}
+
+std::string value_ref(const Graph& g, ValueId v) { return name_ref('%', g.value(v).name); }
+
+std::string types_list(const std::vector<Type>& types) {
+  std::string out;
+  for (size_t i = 0; i < types.size(); ++i) out += (i ? ", " : "") + types[i].to_string();
+  return out;
+}
+
+std::string location_text(const Location& loc) {
+  std::string out = " loc(";
+  if (loc.file.empty() && loc.line == 0 && loc.col == 0) {
+    out += "unknown";
+  } else {
+    out += quote(loc.file) + ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col);
+  }
+  if (!loc.path.empty()) out += ", " + quote(loc.path);
+  return out + ")";
+}
+
+std::string header(const Graph& g) {
+  std::string out = "graph " + name_ref('@', g.name()) + "(";
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    const Input& input = g.inputs()[i];
+    out += (i ? ", " : "") + value_ref(g, input.value) + ": " + g.type(input.value).to_string();
+    if (input.kind != InputKind::data) out += " {" + std::string(input_kind_name(input.kind)) + "}";
+  }
+  out += ")";
+  std::vector<Type> output_types = g.declared_output_types();
+  bool show = !output_types.empty();
+  if (!show) {
+    show = true;
+    for (ValueId v : g.outputs()) {
+      if (!g.value(v).type) {
+        show = false;
+        break;
+      }
+      output_types.push_back(*g.value(v).type);
+    }
+  }
+  if (show) out += " -> (" + types_list(output_types) + ")";
+  return out + " {\n";
+}
+
+std::string statement(const Graph& g, const Node& n, const PrintOptions& options) {
+  std::string out = "  ";
+  if (n.result() != kNoValue) out += value_ref(g, n.result()) + " = ";
+  out += std::string(op_name(n.op)) + "(";
+  for (size_t i = 0; i < n.operands.size(); ++i) {
+    out += (i ? ", " : "") + value_ref(g, n.operands[i]);
+  }
+  out += ")";
+  if (!n.attrs.empty()) {
+    out += " {";
+    bool first = true;
+    for (const auto& [name, value] : n.attrs) {
+      out += (first ? "" : ", ") + name + "=" + attribute_to_string(value);
+      first = false;
+    }
+    out += "}";
+  }
+  if (n.result() != kNoValue && g.value(n.result()).type) {
+    out += " : " + g.value(n.result()).type->to_string();
+  }
+  if (options.locations) out += location_text(n.loc);
+  return out + "\n";
+}
+
+}  // namespace
+
+std::string print_graph(const Graph& g, const PrintOptions& options) {
+  std::string out = header(g);
+  for (const Node& n : g.nodes()) out += statement(g, n, options);
+  out += "  return";
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    out += (i ? ", " : " ") + value_ref(g, g.outputs()[i]);
+  }
+  return out + "\n}\n";
+}
+
+}  // namespace weft

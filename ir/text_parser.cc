@@ -1,0 +1,446 @@
+// The `.wir` parser: recursive descent over the tokens of text_lexer.h, one method per
+// grammar rule of ir/text.h. Every error is a user error at the offending token.
+#include <charconv>
+#include <cstdint>
+#include <cmath>
+#include <cstdlib>
+#include <unordered_map>
+
+#include "ir/schema_check.h"
+#include "ir/text.h"
+#include "ir/text_lexer.h"
+
+namespace weft {
+namespace {
+
+// Parses a number token: an int unless it has a `.`, an exponent, or is inf/nan.
+std::optional<Attribute> number_value(const std::string& text) {
+  std::string_view s = text;
+  bool negative = !s.empty() && s.front() == '-';
+  if (!s.empty() && (s.front() == '-' || s.front() == '+')) s.remove_prefix(1);
+  if (s == "inf") return Attribute(negative ? -INFINITY : INFINITY);
+  if (s == "nan") return Attribute(static_cast<double>(NAN));
+  if (s.empty() || !(s.front() >= '0' && s.front() <= '9')) return std::nullopt;
+  const char* begin = text.data() + (text.front() == '+' ? 1 : 0);
+  const char* end = text.data() + text.size();
+  if (s.find_first_of(".eE") == std::string_view::npos) {
+    int64_t v = 0;
+    auto [ptr, ec] = std::from_chars(begin, end, v);
+    if (ec != std::errc() || ptr != end) return std::nullopt;
+    return Attribute(v);
+  }
+  double v = 0;
+  auto [ptr, ec] = std::from_chars(begin, end, v);
+  if (ptr != end) return std::nullopt;
+  if (ec == std::errc::result_out_of_range) {
+    // Subnormals such as 5e-324 are out of range for from_chars but exact for strtod.
+    v = std::strtod(std::string(begin, end).c_str(), nullptr);
+    if (!std::isfinite(v)) return std::nullopt;
+  } else if (ec != std::errc()) {
+    return std::nullopt;
+  }
+  return Attribute(v);
+}
+
+std::string all_dtype_names() {
+  std::string out;
+  for (DType d : kAllDTypes) out += (out.empty() ? "" : ", ") + std::string(dtype_name(d));
+  return out;
+}
+
+class Parser {
+ public:
+  Parser(std::string_view text, std::string_view filename)
+      : lexer_(text), filename_(filename) {
+    tok_ = lexer_.next();
+  }
+
+  StatusOr<Graph> parse();
+
+ private:
+  Location loc_of(const Token& t) const { return Location{filename_, t.line, t.col, ""}; }
+  Error error_at(const Token& t, std::string message) const {
+    return Error{std::move(message), loc_of(t)};
+  }
+  /// The current token is not what the grammar wants here: "expected X, found Y".
+  Error unexpected(const std::string& expected) const;
+  Token take() {
+    Token t = std::move(tok_);
+    tok_ = lexer_.next();
+    return t;
+  }
+  bool at(TokenKind kind) const { return tok_.kind == kind; }
+  bool at_word(std::string_view word) const { return at(TokenKind::Ident) && tok_.text == word; }
+  StatusOr<Token> expect(TokenKind kind, const std::string& expected);
+  /// After a ',' in a list closed by `closer`: a trailing comma is an error.
+  Status no_trailing_comma(const Token& comma, TokenKind closer, std::string_view list);
+
+  Status parse_header();
+  Status parse_input();
+  StatusOr<Type> parse_type();
+  Status parse_statement();
+  Status parse_return();
+  StatusOr<ValueId> parse_use(Token* where = nullptr);
+  Status parse_attrs(const OpInfo& info, Attrs& attrs);
+  StatusOr<Attribute> parse_attr_value();
+  StatusOr<Attribute> parse_list();
+  StatusOr<Location> parse_loc();
+  /// Checks that `name` is not defined yet and remembers where it is being defined.
+  Status check_new_name(const Token& name);
+
+  Lexer lexer_;
+  std::string filename_;
+  Token tok_;
+  Graph graph_;
+  std::unordered_map<std::string, Location> defined_at_;
+  std::optional<std::vector<Type>> header_types_;
+};
+
+Error Parser::unexpected(const std::string& expected) const {
+  if (tok_.kind == TokenKind::Error) return error_at(tok_, tok_.text);
+  if (tok_.kind == TokenKind::Eof) {
+    return error_at(tok_, "unexpected end of file; expected " + expected);
+  }
+  return error_at(tok_, "expected " + expected + ", found " + describe(tok_));
+}
+
+StatusOr<Token> Parser::expect(TokenKind kind, const std::string& expected) {
+  if (!at(kind)) return unexpected(expected);
+  return take();
+}
+
+Status Parser::no_trailing_comma(const Token& comma, TokenKind closer, std::string_view list) {
+  if (!at(closer)) return Status::ok_status();
+  return error_at(comma, "trailing ',' in " + std::string(list) + "; remove it");
+}
+
+StatusOr<Graph> Parser::parse() {
+  WEFT_RETURN_IF_ERROR(parse_header());
+  while (!at_word("return")) {
+    if (at(TokenKind::RBrace)) {
+      return error_at(tok_, "graph @" + graph_.name() +
+                                " has no 'return'; end its body with 'return %value, ...'");
+    }
+    WEFT_RETURN_IF_ERROR(parse_statement());
+  }
+  WEFT_RETURN_IF_ERROR(parse_return());
+  WEFT_RETURN_IF_ERROR(expect(TokenKind::RBrace, "'}' to close graph @" + graph_.name() +
+                                                     " after its 'return'"));
+  if (!at(TokenKind::Eof)) {
+    if (at(TokenKind::Error)) return error_at(tok_, tok_.text);
+    return error_at(tok_, "unexpected " + describe(tok_) + " after the end of graph @" +
+                              graph_.name() + "; a file holds exactly one graph");
+  }
+  // The header is kept only where it says more than the output values' types do.
+  if (header_types_) {
+    bool implied = header_types_->size() == graph_.outputs().size();
+    for (size_t i = 0; implied && i < graph_.outputs().size(); ++i) {
+      const auto& type = graph_.value(graph_.outputs()[i]).type;
+      implied = type && *type == (*header_types_)[i];
+    }
+    if (!implied) graph_.set_declared_output_types(std::move(*header_types_));
+  }
+  return std::move(graph_);
+}
+
+Status Parser::parse_header() {
+  if (!at_word("graph")) return unexpected("'graph' to begin a graph");
+  take();
+  WEFT_ASSIGN_OR_RETURN(Token name, expect(TokenKind::GraphName, "a graph name such as '@main'"));
+  graph_.set_name(name.text);
+  WEFT_RETURN_IF_ERROR(expect(TokenKind::LParen, "'(' to begin the inputs of @" + name.text));
+  if (!at(TokenKind::RParen)) {
+    while (true) {
+      WEFT_RETURN_IF_ERROR(parse_input());
+      if (!at(TokenKind::Comma)) break;
+      Token comma = take();
+      WEFT_RETURN_IF_ERROR(no_trailing_comma(comma, TokenKind::RParen, "the input list"));
+    }
+  }
+  WEFT_RETURN_IF_ERROR(expect(TokenKind::RParen, "',' or ')' after an input"));
+  if (at(TokenKind::Arrow)) {
+    take();
+    WEFT_RETURN_IF_ERROR(expect(TokenKind::LParen, "'(' to begin the output types"));
+    header_types_.emplace();
+    if (!at(TokenKind::RParen)) {
+      while (true) {
+        WEFT_ASSIGN_OR_RETURN(Type type, parse_type());
+        header_types_->push_back(std::move(type));
+        if (!at(TokenKind::Comma)) break;
+        Token comma = take();
+        WEFT_RETURN_IF_ERROR(no_trailing_comma(comma, TokenKind::RParen, "the output types"));
+      }
+    }
+    WEFT_RETURN_IF_ERROR(expect(TokenKind::RParen, "',' or ')' after an output type"));
+  }
+  WEFT_RETURN_IF_ERROR(expect(TokenKind::LBrace, "'{' to begin the body of @" + name.text));
+  return Status::ok_status();
+}
+
+Status Parser::parse_input() {
+  WEFT_ASSIGN_OR_RETURN(Token name, expect(TokenKind::ValueName, "an input such as '%x: f32[4]'"));
+  WEFT_RETURN_IF_ERROR(check_new_name(name));
+  WEFT_RETURN_IF_ERROR(expect(TokenKind::Colon, "':' and a type after input '%" + name.text + "'"));
+  WEFT_ASSIGN_OR_RETURN(Type type, parse_type());
+  InputKind kind = InputKind::data;
+  if (at(TokenKind::LBrace)) {
+    take();
+    WEFT_ASSIGN_OR_RETURN(Token word, expect(TokenKind::Ident, "an input kind ('param' or 'state')"));
+    auto parsed = parse_input_kind(word.text);
+    if (!parsed) {
+      return error_at(word, "unknown input kind '" + word.text + "'; expected 'param' or 'state'");
+    }
+    kind = *parsed;
+    WEFT_RETURN_IF_ERROR(expect(TokenKind::RBrace, "'}' after the input kind"));
+  }
+  graph_.add_input(name.text, std::move(type), kind, loc_of(name));
+  return Status::ok_status();
+}
+
+StatusOr<Type> Parser::parse_type() {
+  WEFT_ASSIGN_OR_RETURN(Token dtype_tok, expect(TokenKind::Ident, "a type such as 'f32[4,6]'"));
+  auto dtype = parse_dtype(dtype_tok.text);
+  if (!dtype) {
+    return error_at(dtype_tok, "unknown dtype '" + dtype_tok.text + "'; expected one of " +
+                                   all_dtype_names());
+  }
+  WEFT_RETURN_IF_ERROR(expect(TokenKind::LBracket, "'[' and the dimensions after dtype '" +
+                                                       dtype_tok.text + "' (a scalar is '" +
+                                                       dtype_tok.text + "[]')"));
+  Type type{*dtype, {}};
+  if (!at(TokenKind::RBracket)) {
+    while (true) {
+      auto dim = at(TokenKind::Number) ? number_value(tok_.text) : std::nullopt;
+      if (!dim || attr_kind(*dim) != AttrKind::Int || std::get<int64_t>(*dim) < 0) {
+        return unexpected("a dimension size (a non-negative integer)");
+      }
+      take();
+      type.shape.dims.push_back(std::get<int64_t>(*dim));
+      if (!at(TokenKind::Comma)) break;
+      Token comma = take();
+      WEFT_RETURN_IF_ERROR(no_trailing_comma(comma, TokenKind::RBracket, "the dimensions"));
+    }
+  }
+  WEFT_RETURN_IF_ERROR(expect(TokenKind::RBracket, "',' or ']' after a dimension"));
+  return type;
+}
+
+Status Parser::check_new_name(const Token& name) {
+  auto it = defined_at_.find(name.text);
+  if (it != defined_at_.end()) {
+    return error_at(name, "value '%" + name.text + "' is defined twice; first defined at " +
+                              std::to_string(it->second.line) + ":" +
+                              std::to_string(it->second.col));
+  }
+  defined_at_[name.text] = loc_of(name);
+  return Status::ok_status();
+}
+
+Status Parser::parse_statement() {
+  Token first = tok_;
+  std::optional<Token> result;
+  if (at(TokenKind::ValueName)) {
+    result = take();
+    WEFT_RETURN_IF_ERROR(expect(TokenKind::Equals, "'=' after '%" + result->text + "'"));
+  }
+  if (!at(TokenKind::Ident)) {
+    return unexpected(result ? std::string("an op name") : "a statement or 'return'");
+  }
+  Token op_tok = take();
+  auto op = parse_op(op_tok.text);
+  if (!op) return error_at(op_tok, unknown_op_message(op_tok.text));
+  const OpInfo& info = op_info(*op);
+  std::string op_quoted = "'" + std::string(info.name) + "'";
+  if (result && info.results == 0) {
+    return error_at(*result, op_quoted + " has no result; remove '%" + result->text + " ='");
+  }
+  if (!result && info.results > 0) {
+    return error_at(op_tok, op_quoted + " has a result; name it: '%name = " +
+                                std::string(info.name) + "(...)'");
+  }
+  if (result) WEFT_RETURN_IF_ERROR(check_new_name(*result));
+
+  WEFT_RETURN_IF_ERROR(expect(TokenKind::LParen, "'(' after " + op_quoted));
+  std::vector<ValueId> operands;
+  std::optional<Token> first_operand;
+  if (!at(TokenKind::RParen)) {
+    while (true) {
+      Token where;
+      WEFT_ASSIGN_OR_RETURN(ValueId v, parse_use(&where));
+      if (!first_operand) first_operand = where;
+      operands.push_back(v);
+      if (!at(TokenKind::Comma)) break;
+      Token comma = take();
+      WEFT_RETURN_IF_ERROR(no_trailing_comma(comma, TokenKind::RParen, "the operands"));
+    }
+  }
+  WEFT_RETURN_IF_ERROR(expect(TokenKind::RParen, "',' or ')' after an operand of " + op_quoted));
+  if (auto message = check_operand_count(info, operands.size())) return error_at(op_tok, *message);
+
+  Attrs attrs;
+  if (at(TokenKind::LBrace)) WEFT_RETURN_IF_ERROR(parse_attrs(info, attrs));
+  if (auto message = check_required_attributes(info, attrs)) return error_at(op_tok, *message);
+
+  std::optional<Type> type;
+  if (at(TokenKind::Colon)) {
+    if (!result) return error_at(tok_, op_quoted + " has no result, so it takes no ': type'");
+    take();
+    WEFT_ASSIGN_OR_RETURN(type, parse_type());
+  }
+  if (at(TokenKind::LParen) || at(TokenKind::LBrace)) {
+    return error_at(tok_, "unexpected " + describe(tok_) + " after " + op_quoted +
+                              ": op bodies ('({ ... })' regions) are not supported yet");
+  }
+  Location loc = loc_of(first);
+  if (at_word("loc")) {
+    WEFT_ASSIGN_OR_RETURN(loc, parse_loc());
+  }
+
+  graph_.add_node(*op, operands, std::move(attrs), std::move(loc), std::move(type),
+                  result ? result->text : "");
+  if (*op == Op::Assign) {
+    if (auto message = check_assign_target(graph_, operands[0])) {
+      return error_at(*first_operand, *message);
+    }
+  }
+  return Status::ok_status();
+}
+
+Status Parser::parse_return() {
+  take();  // 'return'
+  std::vector<ValueId> outputs;
+  if (at(TokenKind::ValueName)) {
+    while (true) {
+      WEFT_ASSIGN_OR_RETURN(ValueId v, parse_use());
+      outputs.push_back(v);
+      if (!at(TokenKind::Comma)) break;
+      Token comma = take();
+      WEFT_RETURN_IF_ERROR(no_trailing_comma(comma, TokenKind::RBrace, "the return values"));
+    }
+  }
+  graph_.set_outputs(std::move(outputs));
+  return Status::ok_status();
+}
+
+StatusOr<ValueId> Parser::parse_use(Token* where) {
+  WEFT_ASSIGN_OR_RETURN(Token name, expect(TokenKind::ValueName, "a value such as '%x'"));
+  auto v = graph_.find_value(name.text);
+  if (!v) return error_at(name, "use of undefined value '%" + name.text + "'");
+  if (where) *where = std::move(name);
+  return *v;
+}
+
+Status Parser::parse_attrs(const OpInfo& info, Attrs& attrs) {
+  take();  // '{'
+  if (at(TokenKind::RBrace)) {
+    take();
+    return Status::ok_status();
+  }
+  while (true) {
+    WEFT_ASSIGN_OR_RETURN(Token name, expect(TokenKind::Ident, "an attribute name"));
+    if (auto message = check_attribute_name(info, name.text)) return error_at(name, *message);
+    WEFT_RETURN_IF_ERROR(expect(TokenKind::Equals, "'=' after attribute '" + name.text + "'"));
+    Token value_tok = tok_;
+    WEFT_ASSIGN_OR_RETURN(Attribute value, parse_attr_value());
+    if (auto message = check_attribute(info, name.text, value)) {
+      return error_at(value_tok, *message);
+    }
+    if (!attrs.emplace(name.text, std::move(value)).second) {
+      return error_at(name, "attribute '" + name.text + "' is given twice");
+    }
+    if (!at(TokenKind::Comma)) break;
+    Token comma = take();
+    WEFT_RETURN_IF_ERROR(no_trailing_comma(comma, TokenKind::RBrace, "the attributes"));
+  }
+  WEFT_RETURN_IF_ERROR(expect(TokenKind::RBrace, "',' or '}' after an attribute"));
+  return Status::ok_status();
+}
+
+StatusOr<Attribute> Parser::parse_attr_value() {
+  const std::string expected =
+      "an attribute value (a number, string, true/false, dtype or list)";
+  if (at(TokenKind::String)) return Attribute(take().text);
+  if (at(TokenKind::LBracket)) return parse_list();
+  if (at(TokenKind::Number) || at_word("inf") || at_word("nan")) {
+    auto value = number_value(tok_.text);
+    if (!value) return error_at(tok_, "malformed number '" + tok_.text + "'");
+    take();
+    return *value;
+  }
+  if (at(TokenKind::Ident)) {
+    if (tok_.text == "true" || tok_.text == "false") return Attribute(take().text == "true");
+    if (auto dtype = parse_dtype(tok_.text)) {
+      take();
+      return Attribute(*dtype);
+    }
+  }
+  return unexpected(expected);
+}
+
+StatusOr<Attribute> Parser::parse_list() {
+  take();  // '['
+  IntList ints;
+  FloatList floats;
+  bool any_float = false;
+  if (!at(TokenKind::RBracket)) {
+    while (true) {
+      if (!at(TokenKind::Number) && !at_word("inf") && !at_word("nan")) {
+        return unexpected("a number in the list");
+      }
+      auto value = number_value(tok_.text);
+      if (!value) return error_at(tok_, "malformed number '" + tok_.text + "'");
+      take();
+      if (attr_kind(*value) == AttrKind::Float) {
+        any_float = true;
+        floats.push_back(std::get<double>(*value));
+      } else {
+        ints.push_back(std::get<int64_t>(*value));
+        floats.push_back(static_cast<double>(ints.back()));
+      }
+      if (!at(TokenKind::Comma)) break;
+      Token comma = take();
+      WEFT_RETURN_IF_ERROR(no_trailing_comma(comma, TokenKind::RBracket, "the list"));
+    }
+  }
+  WEFT_RETURN_IF_ERROR(expect(TokenKind::RBracket, "',' or ']' after a list element"));
+  if (any_float) return Attribute(std::move(floats));
+  return Attribute(std::move(ints));
+}
+
+StatusOr<Location> Parser::parse_loc() {
+  take();  // 'loc'
+  WEFT_RETURN_IF_ERROR(expect(TokenKind::LParen, "'(' after 'loc'"));
+  Location loc;
+  if (at_word("unknown")) {
+    take();
+  } else {
+    WEFT_ASSIGN_OR_RETURN(Token file, expect(TokenKind::String,
+                                             "a location such as '\"model.cc\":12:5' or 'unknown'"));
+    loc.file = std::move(file.text);
+    for (int* field : {&loc.line, &loc.col}) {
+      WEFT_RETURN_IF_ERROR(expect(TokenKind::Colon, "':' in the location"));
+      auto n = at(TokenKind::Number) ? number_value(tok_.text) : std::nullopt;
+      if (!n || attr_kind(*n) != AttrKind::Int || std::get<int64_t>(*n) < 0 ||
+          std::get<int64_t>(*n) > INT32_MAX) {
+        return unexpected(field == &loc.line ? "a line number" : "a column number");
+      }
+      take();
+      *field = static_cast<int>(std::get<int64_t>(*n));
+    }
+  }
+  if (at(TokenKind::Comma)) {
+    take();
+    WEFT_ASSIGN_OR_RETURN(Token path, expect(TokenKind::String, "a builder path string"));
+    loc.path = std::move(path.text);
+  }
+  WEFT_RETURN_IF_ERROR(expect(TokenKind::RParen, "')' to close the location"));
+  return loc;
+}
+
+}  // namespace
+
+StatusOr<Graph> parse_graph(std::string_view text, std::string_view filename) {
+  return Parser(text, filename).parse();
+}
+
+}  // namespace weft

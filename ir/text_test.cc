@@ -1,0 +1,396 @@
+#include "ir/text.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace weft {
+namespace {
+
+// The graph of ir/graph.h's header comment, f(x) = relu(x·w + b), with known types.
+Graph small_graph() {
+  Graph g("f");
+  ValueId x = g.add_input("x", {DType::f32, {4, 6}});
+  ValueId w = g.add_input("w", {DType::f32, {6, 5}}, InputKind::param);
+  ValueId b = g.add_input("b", {DType::f32, {5}}, InputKind::param);
+  ValueId h = g.add_node(Op::Matmul, {x, w}, {}, {}, Type{DType::f32, {4, 5}});
+  ValueId s = g.add_node(Op::Add, {h, b}, {}, {}, Type{DType::f32, {4, 5}});
+  g.add_output(g.add_node(Op::Relu, {s}, {}, {}, Type{DType::f32, {4, 5}}));
+  return g;
+}
+
+/// The error of parsing `text` as "bad.wir", or "ok" if it parses.
+std::string parse_error(std::string_view text) {
+  StatusOr<Graph> g = parse_graph(text, "bad.wir");
+  return g.ok() ? "ok" : g.error().to_string();
+}
+
+// ---- Printing ----------------------------------------------------------------------
+
+TEST(PrintTest, GraphHeaderExample) {
+  EXPECT_EQ(print_graph(small_graph(), {.locations = false}),
+            "graph @f(%x: f32[4,6], %w: f32[6,5] {param}, %b: f32[5] {param}) -> (f32[4,5]) {\n"
+            "  %0 = matmul(%x, %w) : f32[4,5]\n"
+            "  %1 = add(%0, %b) : f32[4,5]\n"
+            "  %2 = relu(%1) : f32[4,5]\n"
+            "  return %2\n"
+            "}\n");
+}
+
+TEST(PrintTest, UnknownLocationsPrintAsUnknown) {
+  EXPECT_EQ(print_graph(small_graph()),
+            "graph @f(%x: f32[4,6], %w: f32[6,5] {param}, %b: f32[5] {param}) -> (f32[4,5]) {\n"
+            "  %0 = matmul(%x, %w) : f32[4,5] loc(unknown)\n"
+            "  %1 = add(%0, %b) : f32[4,5] loc(unknown)\n"
+            "  %2 = relu(%1) : f32[4,5] loc(unknown)\n"
+            "  return %2\n"
+            "}\n");
+}
+
+TEST(PrintTest, AttributesStatementsLocationsAndUntypedValues) {
+  Graph g("step");
+  ValueId x = g.add_input("x", {DType::f32, {2, 3}});
+  ValueId w = g.add_input("w", {DType::f32, {3}}, InputKind::param);
+  ValueId n = g.add_input("n", {DType::i64, {}}, InputKind::state);
+  ValueId s = g.add_node(Op::Sum, {x}, {{"axes", IntList{1}}, {"keepdims", true}},
+                         {"model.cc", 12, 5, "encoder > split[1] > Linear(256->10)"});
+  ValueId c = g.add_node(Op::Full, {}, {{"shape", IntList{2}}, {"value", 1e-05}},
+                         {"model.cc", 13, 1, ""}, Type{DType::f32, {2}}, "c");
+  ValueId gl = g.add_node(Op::Gelu, {w}, {{"approximate", std::string("say \"hi\"\\\n")}},
+                          {}, std::nullopt, "w_new");
+  g.add_node(Op::Assign, {w, gl}, {}, {"model.cc", 20, 3, ""});
+  g.add_node(Op::Cast, {n}, {{"dtype", DType::bf16}}, {}, Type{DType::bf16, {}}, "a b");
+  g.set_outputs({s, c});
+  EXPECT_EQ(print_graph(g),
+            "graph @step(%x: f32[2,3], %w: f32[3] {param}, %n: i64[] {state}) {\n"
+            "  %0 = sum(%x) {axes=[1], keepdims=true} "
+            "loc(\"model.cc\":12:5, \"encoder > split[1] > Linear(256->10)\")\n"
+            "  %c = full() {shape=[2], value=1e-05} : f32[2] loc(\"model.cc\":13:1)\n"
+            "  %w_new = gelu(%w) {approximate=\"say \\\"hi\\\"\\\\\\n\"} loc(unknown)\n"
+            "  assign(%w, %w_new) loc(\"model.cc\":20:3)\n"
+            "  %\"a b\" = cast(%n) {dtype=bf16} : bf16[] loc(unknown)\n"
+            "  return %0, %c\n"
+            "}\n");
+}
+
+TEST(PrintTest, DeclaredOutputTypesWhenOutputsAreUntyped) {
+  Graph g("d");
+  ValueId x = g.add_input("x", {DType::f32, {4}});
+  g.add_output(g.add_node(Op::Exp, {x}, {}, {}, std::nullopt, "y"));
+  EXPECT_EQ(print_graph(g, {.locations = false}),
+            "graph @d(%x: f32[4]) {\n  %y = exp(%x)\n  return %y\n}\n");
+  g.set_declared_output_types({Type{DType::f32, {4}}});
+  EXPECT_EQ(print_graph(g, {.locations = false}),
+            "graph @d(%x: f32[4]) -> (f32[4]) {\n  %y = exp(%x)\n  return %y\n}\n");
+}
+
+TEST(PrintTest, NoOutputs) {
+  Graph g("empty");
+  EXPECT_EQ(print_graph(g), "graph @empty() -> () {\n  return\n}\n");
+}
+
+// ---- Parsing -----------------------------------------------------------------------
+
+constexpr std::string_view kMlp =
+    "# comment\n"
+    "graph @mlp(%x: f32[4,6], %w1: f32[6,5] {param}, %b1: f32[5] {param}, "
+    "%w1_new: f32[6,5]) -> (f32[4,5]) {\n"
+    "  %h = matmul(%x, %w1)\n"
+    "  %hb = add(%h, %b1) : f32[4,5]  # a comment after a statement\n"
+    "  %p = softmax(%hb) {axis=1}\n"
+    "  assign(%w1, %w1_new)\n"
+    "  return %p\n"
+    "}\n";
+
+TEST(ParseTest, IssueExample) {
+  StatusOr<Graph> parsed = parse_graph(kMlp, "mlp.wir");
+  ASSERT_TRUE(parsed.ok()) << parsed.error().to_string();
+  const Graph& g = *parsed;
+  EXPECT_EQ(g.name(), "mlp");
+  ASSERT_EQ(g.inputs().size(), 4u);
+  EXPECT_EQ(g.inputs()[1].kind, InputKind::param);
+  EXPECT_EQ(g.inputs()[3].kind, InputKind::data);
+  EXPECT_EQ(g.inputs()[1].loc, (Location{"mlp.wir", 2, 26, ""}));
+  EXPECT_EQ(g.type(g.inputs()[0].value), (Type{DType::f32, {4, 6}}));
+  ASSERT_EQ(g.nodes().size(), 4u);
+  EXPECT_EQ(g.nodes()[0].op, Op::Matmul);
+  EXPECT_EQ(g.nodes()[0].loc, (Location{"mlp.wir", 3, 3, ""}));
+  EXPECT_FALSE(g.value(g.nodes()[0].result()).type.has_value());
+  EXPECT_EQ(g.value(g.nodes()[1].result()).type, (Type{DType::f32, {4, 5}}));
+  EXPECT_EQ(g.nodes()[2].int_attr("axis"), 1);
+  EXPECT_EQ(g.nodes()[3].op, Op::Assign);
+  EXPECT_TRUE(g.nodes()[3].results.empty());
+  EXPECT_EQ(g.nodes()[3].loc, (Location{"mlp.wir", 6, 3, ""}));
+  ASSERT_EQ(g.outputs().size(), 1u);
+  EXPECT_EQ(g.value(g.outputs()[0]).name, "p");
+  // %p's type is not known yet, so the header is kept as the declared output type.
+  EXPECT_EQ(g.declared_output_types(), (std::vector<Type>{{DType::f32, {4, 5}}}));
+  EXPECT_EQ(print_graph(g, {.locations = false}),
+            "graph @mlp(%x: f32[4,6], %w1: f32[6,5] {param}, %b1: f32[5] {param}, "
+            "%w1_new: f32[6,5]) -> (f32[4,5]) {\n"
+            "  %h = matmul(%x, %w1)\n"
+            "  %hb = add(%h, %b1) : f32[4,5]\n"
+            "  %p = softmax(%hb) {axis=1}\n"
+            "  assign(%w1, %w1_new)\n"
+            "  return %p\n"
+            "}\n");
+}
+
+TEST(ParseTest, HeaderImpliedByOutputTypesIsNotStored) {
+  StatusOr<Graph> g = parse_graph(print_graph(small_graph()), "f.wir");
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  EXPECT_TRUE(g->declared_output_types().empty());
+  std::string why;
+  EXPECT_TRUE(structurally_equal(small_graph(), *g, &why)) << why;
+}
+
+TEST(ParseTest, AttributeValues) {
+  StatusOr<Graph> g = parse_graph(
+      "graph @a(%x: f32[2,2]) {\n"
+      "  %c = full() {shape=[2, 2], value=-2, dtype=f64}\n"
+      "  %p = pad(%x) {low=[0,0], high=[1, 1], value=-inf}\n"
+      "  %q = pad(%x) {low=[], high=[], value=nan}\n"
+      "  %n = layer_norm(%x, %x, %x) {eps=1e-05, axes=[-1]}\n"
+      "  %g = gelu(%x) {approximate=\"tanh\"}\n"
+      "  %s = sum(%x) {keepdims=false}\n"
+      "  return %c, %p, %q, %n, %g, %s\n"
+      "}\n",
+      "a.wir");
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  const auto& n = g->nodes();
+  EXPECT_EQ(n[0].attrs.at("value"), Attribute(-2.0));  // int widened to the schema's float
+  EXPECT_EQ(n[0].dtype_attr("dtype"), DType::f64);
+  EXPECT_EQ(n[0].ints_attr("shape"), (IntList{2, 2}));
+  EXPECT_EQ(n[1].float_attr("value"), -INFINITY);
+  EXPECT_TRUE(std::isnan(n[2].float_attr("value")));
+  EXPECT_EQ(n[2].ints_attr("low"), IntList{});
+  EXPECT_EQ(n[3].float_attr("eps"), 1e-05);
+  EXPECT_EQ(n[3].ints_attr("axes"), IntList{-1});
+  EXPECT_EQ(n[4].str_attr("approximate"), "tanh");
+  EXPECT_FALSE(n[5].bool_attr("keepdims"));
+}
+
+TEST(ParseTest, ExplicitLocationsAndQuotedNames) {
+  StatusOr<Graph> g = parse_graph(
+      "graph @\"my graph\"(%\"x 1\": f32[]) {\n"
+      "  %y = neg(%\"x 1\") : f32[] loc(\"a \\\"b\\\".cc\":7:9, \"enc > Linear(2->3)\")\n"
+      "  %z = neg(%y) loc(unknown)\n"
+      "  %w.2 = neg(%z) loc(unknown, \"only a path\")\n"
+      "  return %w.2\n"
+      "}",
+      "q.wir");
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  EXPECT_EQ(g->name(), "my graph");
+  EXPECT_EQ(g->value(g->inputs()[0].value).name, "x 1");
+  EXPECT_EQ(g->nodes()[0].loc, (Location{"a \"b\".cc", 7, 9, "enc > Linear(2->3)"}));
+  EXPECT_EQ(g->nodes()[1].loc, Location{});
+  EXPECT_EQ(g->nodes()[2].loc, (Location{"", 0, 0, "only a path"}));
+  EXPECT_EQ(g->value(g->outputs()[0]).name, "w.2");
+}
+
+TEST(ParseTest, RoundTripsThroughText) {
+  for (std::string_view text : {kMlp}) {
+    StatusOr<Graph> g = parse_graph(text, "mlp.wir");
+    ASSERT_TRUE(g.ok()) << g.error().to_string();
+    std::string printed = print_graph(*g);
+    StatusOr<Graph> again = parse_graph(printed, "other.wir");
+    ASSERT_TRUE(again.ok()) << again.error().to_string();
+    EXPECT_EQ(print_graph(*again), printed);
+    std::string why;
+    EXPECT_TRUE(structurally_equal(*g, *again, &why)) << why;
+  }
+  Graph g = small_graph();
+  StatusOr<Graph> again = parse_graph(print_graph(g), "f.wir");
+  ASSERT_TRUE(again.ok()) << again.error().to_string();
+  EXPECT_EQ(print_graph(*again), print_graph(g));
+}
+
+TEST(ParseTest, MultipleOutputsAndNoOutputs) {
+  EXPECT_EQ(parse_error("graph @g(%x: f32[2]) { return %x, %x }"), "ok");
+  EXPECT_EQ(parse_error("graph @g() -> () {\n  return\n}"), "ok");
+  EXPECT_EQ(parse_error("graph @g(%x: f32[2]) {\n  %y = concat(%x, %x, %x) {axis=0}\n"
+                        "  return %y\n}"),
+            "ok");
+}
+
+// ---- Parse errors: one test per message, pinning text and line:col ----------------------
+
+TEST(ParseErrorTest, UnexpectedEndOfFile) {
+  EXPECT_EQ(parse_error("graph @g(%x: f32[2]) {\n  %y = neg(%x)\n  return %y\n"),
+            "bad.wir:4:1: error: unexpected end of file; expected '}' to close graph @g after "
+            "its 'return'");
+  EXPECT_EQ(parse_error("graph @g(%x: f32[2]) {\n  %y = neg(%x"),
+            "bad.wir:2:14: error: unexpected end of file; expected ',' or ')' after an operand "
+            "of 'neg'");
+  EXPECT_EQ(parse_error(""), "bad.wir:1:1: error: unexpected end of file; expected 'graph' to "
+                             "begin a graph");
+}
+
+TEST(ParseErrorTest, UnknownOp) {
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4,6], %w: f32[6,5]) {\n"
+                        "  # matmul, misspelt\n"
+                        "  %h = matmull(%x, %w)\n"
+                        "  return %h\n}"),
+            "bad.wir:3:8: error: unknown op 'matmull'; did you mean 'matmul'?");
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %h = frobnicate(%x)\n  return %h\n}"),
+            "bad.wir:2:8: error: unknown op 'frobnicate'");
+}
+
+TEST(ParseErrorTest, WrongNumberOfOperands) {
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %y = add(%x, %x, %x)\n  return %y\n}"),
+            "bad.wir:2:8: error: 'add' takes 2 operands, but 3 were given");
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %y = neg()\n  return %y\n}"),
+            "bad.wir:2:8: error: 'neg' takes 1 operand, but 0 were given");
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %y = concat() {axis=0}\n  return %y\n}"),
+            "bad.wir:2:8: error: 'concat' takes at least 1 operand, but none were given");
+}
+
+TEST(ParseErrorTest, UndefinedValue) {
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %y = add(%x, %z)\n  return %y\n}"),
+            "bad.wir:2:16: error: use of undefined value '%z'");
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %y = neg(%x)\n  return %q\n}"),
+            "bad.wir:3:10: error: use of undefined value '%q'");
+}
+
+TEST(ParseErrorTest, ValueDefinedTwice) {
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %y = neg(%x)\n  %y = neg(%y)\n  return %y\n}"),
+            "bad.wir:3:3: error: value '%y' is defined twice; first defined at 2:3");
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4], %x: f32[2]) {\n  return %x\n}"),
+            "bad.wir:1:22: error: value '%x' is defined twice; first defined at 1:10");
+}
+
+TEST(ParseErrorTest, UnknownAttribute) {
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %y = sum(%x) {axis=[0]}\n  return %y\n}"),
+            "bad.wir:2:17: error: 'sum' has no attribute 'axis'; it accepts axes, keepdims");
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %y = neg(%x) {axis=0}\n  return %y\n}"),
+            "bad.wir:2:17: error: 'neg' takes no attributes, but 'axis' was given");
+}
+
+TEST(ParseErrorTest, AttributeOfWrongKind) {
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %y = softmax(%x) {axis=1.5}\n  return %y\n}"),
+            "bad.wir:2:26: error: attribute 'axis' of 'softmax' must be an int, but 1.5 is a "
+            "float");
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %y = reshape(%x) {shape=\"4\"}\n"
+                        "  return %y\n}"),
+            "bad.wir:2:27: error: attribute 'shape' of 'reshape' must be an int list, but \"4\" "
+            "is a string");
+}
+
+TEST(ParseErrorTest, MissingRequiredAttribute) {
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %y = reshape(%x)\n  return %y\n}"),
+            "bad.wir:2:8: error: 'reshape' requires attribute 'shape' (ints)");
+}
+
+TEST(ParseErrorTest, AttributeSyntax) {
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %y = reshape(%x) {shape=[4,]}\n"
+                        "  return %y\n}"),
+            "bad.wir:2:29: error: trailing ',' in the list; remove it");
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %y = softmax(%x) {axis=0,}\n  return %y\n}"),
+            "bad.wir:2:27: error: trailing ',' in the attributes; remove it");
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %y = softmax(%x) {axis=1x}\n  return %y\n}"),
+            "bad.wir:2:26: error: malformed number '1x'");
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %y = softmax(%x) {axis=one}\n  return %y\n}"),
+            "bad.wir:2:26: error: expected an attribute value (a number, string, true/false, "
+            "dtype or list), found 'one'");
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n"
+                        "  %y = softmax(%x) {axis=0, axis=1}\n  return %y\n}"),
+            "bad.wir:2:29: error: attribute 'axis' is given twice");
+}
+
+TEST(ParseErrorTest, BadTypes) {
+  EXPECT_EQ(parse_error("graph @g(%x: f33[4]) {\n  return %x\n}"),
+            "bad.wir:1:14: error: unknown dtype 'f33'; expected one of f32, f64, f16, bf16, i32, "
+            "i64, u8, bool");
+  EXPECT_EQ(parse_error("graph @g(%x: f32) {\n  return %x\n}"),
+            "bad.wir:1:17: error: expected '[' and the dimensions after dtype 'f32' (a scalar is "
+            "'f32[]'), found ')'");
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4,-1]) {\n  return %x\n}"),
+            "bad.wir:1:20: error: expected a dimension size (a non-negative integer), found '-1'");
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4,]) {\n  return %x\n}"),
+            "bad.wir:1:19: error: trailing ',' in the dimensions; remove it");
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %y = neg(%x) : f32[4\n  return %y\n}"),
+            "bad.wir:3:3: error: expected ',' or ']' after a dimension, found 'return'");
+  EXPECT_EQ(parse_error("graph @g(%x) {\n  return %x\n}"),
+            "bad.wir:1:12: error: expected ':' and a type after input '%x', found ')'");
+}
+
+TEST(ParseErrorTest, AssignTargetMustBeParamOrState) {
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4], %v: f32[4]) {\n  assign(%x, %v)\n  return\n}"),
+            "bad.wir:2:10: error: 'assign' target '%x' must be a param or state input, but it "
+            "is a data input");
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4] {state}) {\n  %y = neg(%x)\n  assign(%y, %x)\n"
+                        "  return\n}"),
+            "bad.wir:3:10: error: 'assign' target '%y' must be a param or state input, but it "
+            "is the result of 'neg'");
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4] {parm}) {\n  return\n}"),
+            "bad.wir:1:22: error: unknown input kind 'parm'; expected 'param' or 'state'");
+}
+
+TEST(ParseErrorTest, ResultNames) {
+  EXPECT_EQ(parse_error("graph @g(%w: f32[4] {param}) {\n  %a = assign(%w, %w)\n  return\n}"),
+            "bad.wir:2:3: error: 'assign' has no result; remove '%a ='");
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  neg(%x)\n  return\n}"),
+            "bad.wir:2:3: error: 'neg' has a result; name it: '%name = neg(...)'");
+  EXPECT_EQ(parse_error("graph @g(%w: f32[4] {param}) {\n  assign(%w, %w) : f32[4]\n  return\n}"),
+            "bad.wir:2:18: error: 'assign' has no result, so it takes no ': type'");
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %y neg(%x)\n  return %y\n}"),
+            "bad.wir:2:6: error: expected '=' after '%y', found 'neg'");
+}
+
+TEST(ParseErrorTest, UnterminatedString) {
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %y = gelu(%x) {approximate=\"tanh}\n"
+                        "  return %y\n}"),
+            "bad.wir:2:30: error: unterminated string; add the closing '\"' (a string may not "
+            "span lines; write a newline as \\n)");
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %y = gelu(%x) {approximate=\"a\\tb\"}\n"
+                        "  return %y\n}"),
+            "bad.wir:2:32: error: unknown escape sequence '\\t' in string; use \\\", \\\\ or \\n");
+}
+
+TEST(ParseErrorTest, GarbageAfterGraph) {
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  return %x\n}\ngraph @h() {\n  return\n}\n"),
+            "bad.wir:4:1: error: unexpected 'graph' after the end of graph @g; a file holds "
+            "exactly one graph");
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  return %x\n} }"),
+            "bad.wir:3:3: error: unexpected '}' after the end of graph @g; a file holds exactly "
+            "one graph");
+}
+
+TEST(ParseErrorTest, TrailingCommas) {
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4],) {\n  return %x\n}"),
+            "bad.wir:1:20: error: trailing ',' in the input list; remove it");
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %y = add(%x, %x,)\n  return %y\n}"),
+            "bad.wir:2:18: error: trailing ',' in the operands; remove it");
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  return %x,\n}"),
+            "bad.wir:2:12: error: trailing ',' in the return values; remove it");
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) -> (f32[4],) {\n  return %x\n}"),
+            "bad.wir:1:32: error: trailing ',' in the output types; remove it");
+}
+
+TEST(ParseErrorTest, NestedBodiesAreNotSupportedYet) {
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %y = neg(%x) : f32[4] ({\n    return %x\n"
+                        "  })\n  return %y\n}"),
+            "bad.wir:2:25: error: unexpected '(' after 'neg': op bodies ('({ ... })' regions) "
+            "are not supported yet");
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %y = softmax(%x) {axis=0} {\n  }\n"
+                        "  return %y\n}"),
+            "bad.wir:2:29: error: unexpected '{' after 'softmax': op bodies ('({ ... })' "
+            "regions) are not supported yet");
+}
+
+TEST(ParseErrorTest, MiscellaneousSyntax) {
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %y = neg(%x) $\n  return %y\n}"),
+            "bad.wir:2:16: error: unexpected character '$'");
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n}"),
+            "bad.wir:2:1: error: graph @g has no 'return'; end its body with 'return %value, "
+            "...'");
+  EXPECT_EQ(parse_error("graph g() {\n  return\n}"),
+            "bad.wir:1:7: error: expected a graph name such as '@main', found 'g'");
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %y = neg(%x) loc(\"a.cc\":3)\n  return %y\n}"),
+            "bad.wir:2:28: error: expected ':' in the location, found ')'");
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %y = neg(%\"\")\n  return %y\n}"),
+            "bad.wir:2:12: error: expected a name after '%'");
+}
+
+}  // namespace
+}  // namespace weft

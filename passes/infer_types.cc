@@ -1,0 +1,76 @@
+#include "passes/infer_types.h"
+
+#include "ir/shape_rules.h"
+
+namespace weft {
+namespace {
+
+/// Where value `v` comes from: its producer's location, or its graph input's.
+Location location_of(const Graph& g, ValueId v) {
+  if (int node = g.value(v).node; node >= 0) return g.node(node).loc;
+  if (int input = g.input_index(v); input >= 0) return g.inputs()[input].loc;
+  return Location{};
+}
+
+Status check_inputs_typed(const Graph& g) {
+  for (const Input& in : g.inputs()) {
+    const Value& v = g.value(in.value);
+    if (!v.type) {
+      return Error{"graph input %" + v.name + " has no type; declare it, e.g. %" + v.name +
+                       ": f32[4,6]",
+                   in.loc};
+    }
+  }
+  return Status();
+}
+
+/// The declared `-> (...)` signature must match the outputs' inferred types.
+Status check_declared_outputs(const Graph& g) {
+  const std::vector<Type>& declared = g.declared_output_types();
+  if (declared.empty()) return Status();
+  if (declared.size() != g.outputs().size()) {
+    return Error{"the signature declares " + std::to_string(declared.size()) +
+                     " output types but the graph returns " +
+                     std::to_string(g.outputs().size()) + " values",
+                 {}};
+  }
+  for (size_t i = 0; i < declared.size(); ++i) {
+    ValueId v = g.outputs()[i];
+    const Type& inferred = g.type(v);
+    if (!(inferred == declared[i])) {
+      return Error{"output " + std::to_string(i) + " %" + g.value(v).name + " is " +
+                       inferred.to_string() + " but the signature declares " +
+                       declared[i].to_string(),
+                   location_of(g, v)};
+    }
+  }
+  return Status();
+}
+
+}  // namespace
+
+StatusOr<bool> InferTypesPass::run(Graph& g) {
+  WEFT_RETURN_IF_ERROR(check_inputs_typed(g));
+  bool changed = false;
+  std::vector<Type> operand_types;
+  for (const Node& node : g.nodes()) {
+    operand_types.clear();
+    for (ValueId v : node.operands) operand_types.push_back(g.type(v));
+    WEFT_ASSIGN_OR_RETURN(Type inferred, infer_node_type(node, operand_types));
+    for (ValueId r : node.results) {  // none for statements such as assign
+      Value& value = g.mutable_value(r);
+      if (!value.type) {
+        value.type = inferred;
+        changed = true;
+      } else if (!(*value.type == inferred)) {
+        return Error{"%" + value.name + " is declared " + value.type->to_string() + " but " +
+                         std::string(op_name(node.op)) + " gives " + inferred.to_string(),
+                     node.loc};
+      }
+    }
+  }
+  WEFT_RETURN_IF_ERROR(check_declared_outputs(g));
+  return changed;
+}
+
+}  // namespace weft

@@ -1,0 +1,394 @@
+// Contraction and windowed kernels: matmul, conv2d and its two gradients (through
+// im2col and the gemm core), max/avg pooling and their gradients.
+
+#include <cmath>
+#include <limits>
+
+#include "runtime/reference/kernels.h"
+
+namespace weft::reference {
+namespace {
+
+using Inputs = std::vector<const Tensor*>;
+
+Status check_result(const Node& node, const Type& want, const Tensor& out) {
+  if (want != out.type()) {
+    return node_error(node, "result type " + out.type().to_string() + " should be " +
+                                want.to_string());
+  }
+  return Status::ok_status();
+}
+
+// ---- matmul ----
+
+Status matmul(const Node& node, const Inputs& in, Tensor& out) {
+  const Tensor& a = *in[0];
+  const Tensor& b = *in[1];
+  if (a.dtype() != b.dtype() || a.rank() == 0 || b.rank() == 0) {
+    return node_error(node, "cannot multiply " + a.type().to_string() + " by " +
+                                b.type().to_string());
+  }
+  // NumPy's matmul: a 1-D left operand is a row vector, a 1-D right one a column
+  // vector, and the added axis is dropped from the result.
+  std::vector<int64_t> ad = a.shape().dims, bd = b.shape().dims;
+  if (a.rank() == 1) ad.insert(ad.begin(), 1);
+  if (b.rank() == 1) bd.push_back(1);
+  const int64_t m = ad[ad.size() - 2], k = ad.back(), n = bd.back();
+  if (bd[bd.size() - 2] != k) {
+    return node_error(node, "contracted dimensions differ: " + a.type().to_string() + " and " +
+                                b.type().to_string());
+  }
+  const Shape a_batch(std::vector<int64_t>(ad.begin(), ad.end() - 2));
+  const Shape b_batch(std::vector<int64_t>(bd.begin(), bd.end() - 2));
+  std::optional<Shape> batch = broadcast_shapes(a_batch, b_batch);
+  if (!batch) {
+    return node_error(node, "batch dimensions of " + a.type().to_string() + " and " +
+                                b.type().to_string() + " do not broadcast");
+  }
+  std::vector<int64_t> want = batch->dims;
+  if (a.rank() > 1) want.push_back(m);
+  if (b.rank() > 1) want.push_back(n);
+  WEFT_RETURN_IF_ERROR(check_result(node, Type{a.dtype(), Shape(want)}, out));
+  std::vector<int64_t> sa = broadcast_strides(a_batch, *batch);
+  std::vector<int64_t> sb = broadcast_strides(b_batch, *batch);
+  return dispatch<kFloats | kInts>(node, a.dtype(), [&](auto tag) -> Status {
+    using T = decltype(tag);
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    T* pc = out.data<T>();
+    for_each_row<2>(*batch, {sa, sb},
+                    [&](int64_t start, const std::array<int64_t, 2>& off,
+                        const std::array<int64_t, 2>& st, int64_t count) {
+                      for (int64_t i = 0; i < count; ++i) {
+                        gemm(m, n, k, pa + (off[0] + i * st[0]) * m * k,
+                             pb + (off[1] + i * st[1]) * k * n, pc + (start + i) * m * n,
+                             /*accumulate=*/false);
+                      }
+                    });
+    return Status::ok_status();
+  });
+}
+
+// ---- convolution ----
+
+struct ConvGeometry {
+  int64_t n, c, h, w;     // Input.
+  int64_t o, kh, kw;      // Weight [o, c / groups, kh, kw].
+  int64_t oh, ow;         // Output.
+  int64_t sh, sw, ph, pw, dh, dw, groups;
+  int64_t cg() const { return c / groups; }
+  int64_t og() const { return o / groups; }
+  int64_t patch() const { return cg() * kh * kw; }  // Rows of a group's im2col matrix.
+  int64_t pixels() const { return oh * ow; }
+};
+
+StatusOr<ConvGeometry> conv_geometry(const Node& node, const Shape& x, const Shape& w) {
+  if (x.rank() != 4 || w.rank() != 4) {
+    return node_error(node, "expects a 4-D NCHW input and a 4-D OIHW weight, got " +
+                                x.to_string() + " and " + w.to_string());
+  }
+  const IntList& stride = node.ints_attr("stride");
+  const IntList& padding = node.ints_attr("padding");
+  const IntList& dilation = node.ints_attr("dilation");
+  if (stride.size() != 2 || padding.size() != 2 || dilation.size() != 2) {
+    return node_error(node, "stride, padding and dilation need two entries each");
+  }
+  ConvGeometry g{x[0], x[1], x[2], x[3], w[0], w[2], w[3], 0, 0,
+                 stride[0], stride[1], padding[0], padding[1], dilation[0], dilation[1],
+                 node.int_attr("groups")};
+  if (g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1 || g.ph < 0 || g.pw < 0 || g.groups < 1 ||
+      g.c % g.groups != 0 || g.o % g.groups != 0 || w[1] != g.cg()) {
+    return node_error(node, "invalid convolution of " + x.to_string() + " by " + w.to_string());
+  }
+  g.oh = (g.h + 2 * g.ph - g.dh * (g.kh - 1) - 1) / g.sh + 1;
+  g.ow = (g.w + 2 * g.pw - g.dw * (g.kw - 1) - 1) / g.sw + 1;
+  if (g.oh < 1 || g.ow < 1) {
+    return node_error(node, "the kernel is larger than the padded input " + x.to_string());
+  }
+  return g;
+}
+
+// col[patch, pixels] for image `img` (its [c, h, w] block) and channel group `grp`.
+template <typename T>
+void im2col(const ConvGeometry& g, const T* img, int64_t grp, T* col) {
+  for (int64_t c = 0; c < g.cg(); ++c) {
+    const T* plane = img + (grp * g.cg() + c) * g.h * g.w;
+    for (int64_t ki = 0; ki < g.kh; ++ki) {
+      for (int64_t kj = 0; kj < g.kw; ++kj) {
+        T* row = col + ((c * g.kh + ki) * g.kw + kj) * g.pixels();
+        for (int64_t y = 0; y < g.oh; ++y) {
+          const int64_t iy = y * g.sh - g.ph + ki * g.dh;
+          T* dst = row + y * g.ow;
+          if (iy < 0 || iy >= g.h) {
+            for (int64_t x = 0; x < g.ow; ++x) dst[x] = T{0};
+            continue;
+          }
+          for (int64_t x = 0; x < g.ow; ++x) {
+            const int64_t ix = x * g.sw - g.pw + kj * g.dw;
+            dst[x] = ix >= 0 && ix < g.w ? plane[iy * g.w + ix] : T{0};
+          }
+        }
+      }
+    }
+  }
+}
+
+// The adjoint of im2col: adds col[patch, pixels] into `img`.
+template <typename T>
+void col2im_add(const ConvGeometry& g, const T* col, int64_t grp, T* img) {
+  for (int64_t c = 0; c < g.cg(); ++c) {
+    T* plane = img + (grp * g.cg() + c) * g.h * g.w;
+    for (int64_t ki = 0; ki < g.kh; ++ki) {
+      for (int64_t kj = 0; kj < g.kw; ++kj) {
+        const T* row = col + ((c * g.kh + ki) * g.kw + kj) * g.pixels();
+        for (int64_t y = 0; y < g.oh; ++y) {
+          const int64_t iy = y * g.sh - g.ph + ki * g.dh;
+          if (iy < 0 || iy >= g.h) continue;
+          for (int64_t x = 0; x < g.ow; ++x) {
+            const int64_t ix = x * g.sw - g.pw + kj * g.dw;
+            if (ix >= 0 && ix < g.w) plane[iy * g.w + ix] += row[y * g.ow + x];
+          }
+        }
+      }
+    }
+  }
+}
+
+Status conv2d(const Node& node, const Inputs& in, Tensor& out) {
+  const Tensor& x = *in[0];
+  const Tensor& w = *in[1];
+  WEFT_ASSIGN_OR_RETURN(ConvGeometry g, conv_geometry(node, x.shape(), w.shape()));
+  if (x.dtype() != w.dtype()) return node_error(node, "input and weight dtypes differ");
+  WEFT_RETURN_IF_ERROR(check_result(node, Type{x.dtype(), Shape{g.n, g.o, g.oh, g.ow}}, out));
+  return dispatch<kFloats>(node, x.dtype(), [&](auto tag) -> Status {
+    using T = decltype(tag);
+    std::vector<T> col(static_cast<size_t>(g.patch() * g.pixels()));
+    for (int64_t b = 0; b < g.n; ++b) {
+      for (int64_t grp = 0; grp < g.groups; ++grp) {
+        im2col(g, x.data<T>() + b * g.c * g.h * g.w, grp, col.data());
+        gemm(g.og(), g.pixels(), g.patch(), w.data<T>() + grp * g.og() * g.patch(), col.data(),
+             out.data<T>() + (b * g.o + grp * g.og()) * g.pixels(), /*accumulate=*/false);
+      }
+    }
+    return Status::ok_status();
+  });
+}
+
+Status conv2d_backward_input(const Node& node, const Inputs& in, Tensor& out) {
+  const Tensor& gy = *in[0];
+  const Tensor& w = *in[1];
+  const Shape x_shape(node.ints_attr("input_shape"));
+  WEFT_ASSIGN_OR_RETURN(ConvGeometry g, conv_geometry(node, x_shape, w.shape()));
+  if (gy.type() != Type{w.dtype(), Shape{g.n, g.o, g.oh, g.ow}}) {
+    return node_error(node, "output gradient " + gy.type().to_string() + " does not match the " +
+                                "convolution of " + x_shape.to_string() + " by " +
+                                w.type().to_string());
+  }
+  WEFT_RETURN_IF_ERROR(check_result(node, Type{w.dtype(), x_shape}, out));
+  return dispatch<kFloats>(node, w.dtype(), [&](auto tag) -> Status {
+    using T = decltype(tag);
+    std::vector<T> wt(static_cast<size_t>(g.patch() * g.og()));
+    std::vector<T> col(static_cast<size_t>(g.patch() * g.pixels()));
+    for (int64_t grp = 0; grp < g.groups; ++grp) {
+      transpose_2d(g.og(), g.patch(), w.data<T>() + grp * g.og() * g.patch(), wt.data());
+      for (int64_t b = 0; b < g.n; ++b) {
+        gemm(g.patch(), g.pixels(), g.og(), wt.data(),
+             gy.data<T>() + (b * g.o + grp * g.og()) * g.pixels(), col.data(),
+             /*accumulate=*/false);
+        col2im_add(g, col.data(), grp, out.data<T>() + b * g.c * g.h * g.w);
+      }
+    }
+    return Status::ok_status();
+  });
+}
+
+Status conv2d_backward_weight(const Node& node, const Inputs& in, Tensor& out) {
+  const Tensor& x = *in[0];
+  const Tensor& gy = *in[1];
+  const Shape w_shape(node.ints_attr("weight_shape"));
+  WEFT_ASSIGN_OR_RETURN(ConvGeometry g, conv_geometry(node, x.shape(), w_shape));
+  if (gy.type() != Type{x.dtype(), Shape{g.n, g.o, g.oh, g.ow}}) {
+    return node_error(node, "output gradient " + gy.type().to_string() + " does not match the " +
+                                "convolution of " + x.type().to_string() + " by " +
+                                w_shape.to_string());
+  }
+  WEFT_RETURN_IF_ERROR(check_result(node, Type{x.dtype(), w_shape}, out));
+  return dispatch<kFloats>(node, x.dtype(), [&](auto tag) -> Status {
+    using T = decltype(tag);
+    std::vector<T> col(static_cast<size_t>(g.patch() * g.pixels()));
+    std::vector<T> colt(col.size());
+    for (int64_t b = 0; b < g.n; ++b) {
+      for (int64_t grp = 0; grp < g.groups; ++grp) {
+        im2col(g, x.data<T>() + b * g.c * g.h * g.w, grp, col.data());
+        transpose_2d(g.patch(), g.pixels(), col.data(), colt.data());
+        gemm(g.og(), g.patch(), g.pixels(), gy.data<T>() + (b * g.o + grp * g.og()) * g.pixels(),
+             colt.data(), out.data<T>() + grp * g.og() * g.patch(), /*accumulate=*/true);
+      }
+    }
+    return Status::ok_status();
+  });
+}
+
+// ---- pooling ----
+
+struct PoolGeometry {
+  int64_t planes, h, w;  // planes = N * C.
+  int64_t kh, kw, sh, sw, ph, pw;
+  int64_t oh, ow;
+};
+
+StatusOr<PoolGeometry> pool_geometry(const Node& node, const Shape& x) {
+  if (x.rank() != 4) return node_error(node, "expects a 4-D NCHW input, got " + x.to_string());
+  const IntList& kernel = node.ints_attr("kernel");
+  const IntList stride = node.has_attr("stride") ? node.ints_attr("stride") : kernel;
+  const IntList& padding = node.ints_attr("padding");
+  if (kernel.size() != 2 || stride.size() != 2 || padding.size() != 2) {
+    return node_error(node, "kernel, stride and padding need two entries each");
+  }
+  PoolGeometry g{x[0] * x[1], x[2], x[3], kernel[0], kernel[1], stride[0], stride[1],
+                 padding[0], padding[1], 0, 0};
+  if (g.kh < 1 || g.kw < 1 || g.sh < 1 || g.sw < 1 || g.ph < 0 || g.pw < 0) {
+    return node_error(node, "invalid pooling window");
+  }
+  g.oh = (g.h + 2 * g.ph - g.kh) / g.sh + 1;  // Floor mode.
+  g.ow = (g.w + 2 * g.pw - g.kw) / g.sw + 1;
+  if (g.oh < 1 || g.ow < 1) {
+    return node_error(node, "the window is larger than the padded input " + x.to_string());
+  }
+  return g;
+}
+
+Shape pooled_shape(const Shape& x, const PoolGeometry& g) { return Shape{x[0], x[1], g.oh, g.ow}; }
+
+// Calls f(y, x) for the valid input positions of output pixel (oy, ox), in row-major order.
+template <typename F>
+void for_window(const PoolGeometry& g, int64_t oy, int64_t ox, F&& f) {
+  for (int64_t i = 0; i < g.kh; ++i) {
+    const int64_t y = oy * g.sh - g.ph + i;
+    if (y < 0 || y >= g.h) continue;
+    for (int64_t j = 0; j < g.kw; ++j) {
+      const int64_t x = ox * g.sw - g.pw + j;
+      if (x >= 0 && x < g.w) f(y, x);
+    }
+  }
+}
+
+// Index in the plane of the first maximum of a window (NaN counts as the maximum);
+// -1 when the window holds no input element.
+template <typename T>
+int64_t window_argmax(const PoolGeometry& g, const T* plane, int64_t oy, int64_t ox) {
+  int64_t best = -1;
+  for_window(g, oy, ox, [&](int64_t y, int64_t x) {
+    const T v = plane[y * g.w + x];
+    if (best < 0) {
+      best = y * g.w + x;
+    } else {
+      const T b = plane[best];
+      if constexpr (std::is_floating_point_v<T>) {
+        if (!std::isnan(b) && (v > b || std::isnan(v))) best = y * g.w + x;
+      } else {
+        if (v > b) best = y * g.w + x;
+      }
+    }
+  });
+  return best;
+}
+
+template <bool kMax>
+Status pool(const Node& node, const Inputs& in, Tensor& out) {
+  const Tensor& x = *in[0];
+  WEFT_ASSIGN_OR_RETURN(PoolGeometry g, pool_geometry(node, x.shape()));
+  WEFT_RETURN_IF_ERROR(check_result(node, Type{x.dtype(), pooled_shape(x.shape(), g)}, out));
+  return dispatch<kMax ? (kFloats | kInts) : kFloats>(node, x.dtype(), [&](auto tag) -> Status {
+    using T = decltype(tag);
+    for (int64_t p = 0; p < g.planes; ++p) {
+      const T* plane = x.data<T>() + p * g.h * g.w;
+      T* dst = out.data<T>() + p * g.oh * g.ow;
+      for (int64_t oy = 0; oy < g.oh; ++oy) {
+        for (int64_t ox = 0; ox < g.ow; ++ox) {
+          if constexpr (kMax) {
+            const int64_t i = window_argmax(g, plane, oy, ox);
+            // A window of padding only: -inf (the lowest value for integers).
+            const T lowest = std::numeric_limits<T>::has_infinity
+                                 ? -std::numeric_limits<T>::infinity()
+                                 : std::numeric_limits<T>::lowest();
+            dst[oy * g.ow + ox] = i < 0 ? lowest : plane[i];
+          } else {
+            // Padding counts as zeros: divide by the full window.
+            double sum = 0;
+            for_window(g, oy, ox, [&](int64_t y, int64_t xx) { sum += plane[y * g.w + xx]; });
+            dst[oy * g.ow + ox] = static_cast<T>(sum / static_cast<double>(g.kh * g.kw));
+          }
+        }
+      }
+    }
+    return Status::ok_status();
+  });
+}
+
+Status max_pool2d_backward(const Node& node, const Inputs& in, Tensor& out) {
+  const Tensor& x = *in[0];
+  const Tensor& gy = *in[1];
+  WEFT_ASSIGN_OR_RETURN(PoolGeometry g, pool_geometry(node, x.shape()));
+  if (gy.type() != Type{x.dtype(), pooled_shape(x.shape(), g)}) {
+    return node_error(node, "output gradient " + gy.type().to_string() +
+                                " does not match pooling " + x.type().to_string());
+  }
+  WEFT_RETURN_IF_ERROR(check_result(node, x.type(), out));
+  return dispatch<kFloats | kInts>(node, x.dtype(), [&](auto tag) -> Status {
+    using T = decltype(tag);
+    for (int64_t p = 0; p < g.planes; ++p) {
+      const T* plane = x.data<T>() + p * g.h * g.w;
+      const T* grad = gy.data<T>() + p * g.oh * g.ow;
+      T* dst = out.data<T>() + p * g.h * g.w;
+      for (int64_t oy = 0; oy < g.oh; ++oy) {
+        for (int64_t ox = 0; ox < g.ow; ++ox) {
+          const int64_t i = window_argmax(g, plane, oy, ox);
+          if (i >= 0) dst[i] = static_cast<T>(dst[i] + grad[oy * g.ow + ox]);
+        }
+      }
+    }
+    return Status::ok_status();
+  });
+}
+
+Status avg_pool2d_backward(const Node& node, const Inputs& in, Tensor& out) {
+  const Tensor& gy = *in[0];
+  const Shape x_shape(node.ints_attr("input_shape"));
+  WEFT_ASSIGN_OR_RETURN(PoolGeometry g, pool_geometry(node, x_shape));
+  if (gy.shape() != pooled_shape(x_shape, g)) {
+    return node_error(node, "output gradient " + gy.type().to_string() +
+                                " does not match pooling " + x_shape.to_string());
+  }
+  WEFT_RETURN_IF_ERROR(check_result(node, Type{gy.dtype(), x_shape}, out));
+  return dispatch<kFloats>(node, gy.dtype(), [&](auto tag) -> Status {
+    using T = decltype(tag);
+    const T scale = static_cast<T>(1.0 / static_cast<double>(g.kh * g.kw));
+    for (int64_t p = 0; p < g.planes; ++p) {
+      const T* grad = gy.data<T>() + p * g.oh * g.ow;
+      T* dst = out.data<T>() + p * g.h * g.w;
+      for (int64_t oy = 0; oy < g.oh; ++oy) {
+        for (int64_t ox = 0; ox < g.ow; ++ox) {
+          const T v = grad[oy * g.ow + ox] * scale;
+          for_window(g, oy, ox, [&](int64_t y, int64_t x) { dst[y * g.w + x] += v; });
+        }
+      }
+    }
+    return Status::ok_status();
+  });
+}
+
+}  // namespace
+
+void register_contraction_kernels(KernelTable& t) {
+  t.add(Op::Matmul, matmul);
+  t.add(Op::Conv2d, conv2d);
+  t.add(Op::Conv2dBackwardInput, conv2d_backward_input);
+  t.add(Op::Conv2dBackwardWeight, conv2d_backward_weight);
+  t.add(Op::MaxPool2d, pool<true>);
+  t.add(Op::AvgPool2d, pool<false>);
+  t.add(Op::MaxPool2dBackward, max_pool2d_backward);
+  t.add(Op::AvgPool2dBackward, avg_pool2d_backward);
+}
+
+}  // namespace weft::reference

@@ -1,0 +1,192 @@
+#include "runtime/reference/interpreter.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "runtime/reference/kernels.h"
+
+namespace weft::reference {
+
+std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out) {
+  std::vector<int64_t> in_strides = in.strides();
+  std::vector<int64_t> s(out.rank(), 0);
+  const int offset = out.rank() - in.rank();
+  for (int d = 0; d < in.rank(); ++d) {
+    s[offset + d] = in.dims[d] == 1 ? 0 : in_strides[d];
+  }
+  return s;
+}
+
+int64_t int_element(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DType::i32: return t.data<int32_t>()[i];
+    case DType::i64: return t.data<int64_t>()[i];
+    case DType::u8: return t.data<uint8_t>()[i];
+    default: return static_cast<int64_t>(t.get_double(i));
+  }
+}
+
+StatusOr<int> checked_axis(const Node& node, int64_t axis, int rank) {
+  std::optional<int> a = normalize_axis(axis, rank);
+  if (!a) {
+    return node_error(node, "axis " + std::to_string(axis) + " is out of range for rank " +
+                                std::to_string(rank));
+  }
+  return *a;
+}
+
+namespace {
+
+const KernelTable& kernel_table() {
+  static const KernelTable table = [] {
+    KernelTable t;
+    register_elementwise_kernels(t);
+    register_reduction_kernels(t);
+    register_movement_kernels(t);
+    register_contraction_kernels(t);
+    register_creation_kernels(t);
+    register_composite_kernels(t);
+    return t;
+  }();
+  return table;
+}
+
+bool is_half(DType d) { return d == DType::f16 || d == DType::bf16; }
+
+// Ops whose kernels handle every dtype themselves (bit copies or per-dtype rules);
+// the others see f16/bf16 operands widened to f32 and produce f32 that is then rounded.
+bool computes_in_f32(Op op) {
+  switch (op_info(op).category) {
+    case OpCategory::Movement:
+    case OpCategory::Creation:
+    case OpCategory::State: return false;
+    default: return op != Op::Cast && op != Op::Select;
+  }
+}
+
+Tensor convert(const Tensor& t, DType to) {
+  Tensor out(Type{to, t.shape()});
+  if (t.dtype() == DType::f32 && is_half(to)) {
+    const float* src = t.data<float>();
+    uint16_t* dst = out.data<uint16_t>();
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      dst[i] = to == DType::f16 ? float_to_f16(src[i]) : float_to_bf16(src[i]);
+    }
+  } else {
+    for (int64_t i = 0; i < t.numel(); ++i) out.set_double(i, t.get_double(i));
+  }
+  return out;
+}
+
+Status run_node(const Node& node, const Kernel& kernel, const std::vector<const Tensor*>& in,
+                const Type& result_type, Tensor* out) {
+  bool widen = computes_in_f32(node.op) && is_half(result_type.dtype);
+  for (const Tensor* t : in) widen = widen || (computes_in_f32(node.op) && is_half(t->dtype()));
+  if (!widen) {
+    *out = Tensor(result_type);
+    return kernel(node, in, *out);
+  }
+  std::vector<Tensor> widened;
+  widened.reserve(in.size());
+  std::vector<const Tensor*> args;
+  for (const Tensor* t : in) {
+    if (is_half(t->dtype())) {
+      widened.push_back(convert(*t, DType::f32));
+      args.push_back(&widened.back());
+    } else {
+      args.push_back(t);
+    }
+  }
+  Type wide_type = result_type;
+  if (is_half(wide_type.dtype)) wide_type.dtype = DType::f32;
+  Tensor wide(wide_type);
+  WEFT_RETURN_IF_ERROR(kernel(node, args, wide));
+  *out = is_half(result_type.dtype) ? convert(wide, result_type.dtype) : std::move(wide);
+  return Status::ok_status();
+}
+
+}  // namespace
+
+const Kernel* find_kernel(Op op) {
+  const Kernel& k = kernel_table().kernels[static_cast<size_t>(op)];
+  return k == nullptr ? nullptr : &k;
+}
+
+StatusOr<RunResult> run(const Graph& g, const std::vector<Tensor>& inputs) {
+  if (inputs.size() != g.inputs().size()) {
+    return Error{"graph @" + g.name() + " takes " + std::to_string(g.inputs().size()) +
+                     " inputs, but " + std::to_string(inputs.size()) + " were given",
+                 {}};
+  }
+  std::vector<std::optional<Tensor>> values(static_cast<size_t>(g.num_values()));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Input& input = g.inputs()[i];
+    const Value& v = g.value(input.value);
+    if (!v.type || *v.type != inputs[i].type()) {
+      return Error{"input %" + v.name + " expects " + (v.type ? v.type->to_string() : "?") +
+                       ", but was given " + inputs[i].type().to_string(),
+                   input.loc};
+    }
+    values[input.value] = inputs[i];
+  }
+  // Intermediates are freed after their last use; graph outputs count as a use.
+  std::vector<int> uses = g.use_counts();
+  std::vector<std::pair<int, std::pair<std::string, Tensor>>> updated;
+  for (const Node& node : g.nodes()) {
+    const Kernel* kernel = find_kernel(node.op);
+    if (kernel == nullptr) {
+      return Error{std::string(op_name(node.op)) + ": no reference kernel", node.loc};
+    }
+    std::vector<const Tensor*> in;
+    for (ValueId o : node.operands) {
+      WEFT_CHECK(values[o].has_value(), "operand %" + g.value(o).name + " has no value");
+      in.push_back(&*values[o]);
+    }
+    Type result_type;
+    if (node.op == Op::Assign) {
+      WEFT_CHECK(in.size() == 2, "assign takes two operands");
+      result_type = in[0]->type();
+    } else {
+      const Value& r = g.value(node.result());
+      if (!r.type) {
+        return Error{std::string(op_name(node.op)) + ": result %" + r.name +
+                         " has no type; run shape inference before the reference interpreter",
+                     node.loc};
+      }
+      result_type = *r.type;
+    }
+    Tensor out;
+    WEFT_RETURN_IF_ERROR(run_node(node, *kernel, in, result_type, &out));
+    if (node.op == Op::Assign) {
+      const int index = g.input_index(node.operands[0]);
+      if (index < 0) {
+        return Error{"assign: target %" + g.value(node.operands[0]).name +
+                         " is not a graph input",
+                     node.loc};
+      }
+      for (const auto& u : updated) {
+        if (u.first == index) {
+          return Error{"assign: input %" + u.second.first + " is assigned more than once",
+                       node.loc};
+        }
+      }
+      updated.push_back({index, {g.value(node.operands[0]).name, std::move(out)}});
+    } else {
+      values[node.result()] = std::move(out);
+    }
+    for (ValueId o : node.operands) {
+      if (--uses[o] == 0) values[o].reset();
+    }
+  }
+  RunResult result;
+  for (ValueId o : g.outputs()) {
+    WEFT_CHECK(values[o].has_value(), "output %" + g.value(o).name + " has no value");
+    result.outputs.push_back(*values[o]);
+  }
+  std::sort(updated.begin(), updated.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& u : updated) result.updated.push_back(std::move(u.second));
+  return result;
+}
+
+}  // namespace weft::reference

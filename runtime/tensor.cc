@@ -1,0 +1,214 @@
+#include "runtime/tensor.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <new>
+
+namespace weft {
+namespace {
+
+constexpr size_t kAlignment = 64;
+
+uint32_t float_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof(u));
+  return u;
+}
+
+float bits_float(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof(f));
+  return f;
+}
+
+std::byte* allocate(size_t bytes) {
+  // Round up so aligned_alloc's size is a multiple of the alignment; never allocate 0.
+  size_t size = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  if (size == 0) size = kAlignment;
+  void* p = std::aligned_alloc(kAlignment, size);
+  if (p == nullptr) throw std::bad_alloc();
+  std::memset(p, 0, size);
+  return static_cast<std::byte*>(p);
+}
+
+}  // namespace
+
+// Float/half conversions after Fabian Giesen's `float_to_half_fast3_rtne` and
+// `half_to_float`: exact, with the float unit doing the round-to-nearest-even for
+// subnormal results.
+uint16_t float_to_f16(float value) {
+  uint32_t u = float_bits(value);
+  const uint32_t sign = u & 0x80000000u;
+  u ^= sign;
+  uint16_t out;
+  if (u >= (127u + 16u) << 23) {  // |value| >= 65536 (or inf/NaN): inf or NaN.
+    out = u > 0x7f800000u ? 0x7e00 : 0x7c00;
+  } else if (u < (113u << 23)) {  // Result is subnormal or zero.
+    const float denorm_magic = bits_float(((127u - 15u) + (23u - 10u) + 1u) << 23);
+    float f = bits_float(u) + denorm_magic;
+    out = static_cast<uint16_t>(float_bits(f) - float_bits(denorm_magic));
+  } else {
+    const uint32_t mant_odd = (u >> 13) & 1u;
+    u += (static_cast<uint32_t>(15 - 127) << 23) + 0xfffu;  // Rebias, round half down...
+    u += mant_odd;                                          // ...or up to even.
+    out = static_cast<uint16_t>(u >> 13);                   // Carries into inf past 65504.
+  }
+  return static_cast<uint16_t>(out | (sign >> 16));
+}
+
+float f16_to_float(uint16_t bits) {
+  const uint32_t shifted_exp = 0x7c00u << 13;
+  uint32_t u = (bits & 0x7fffu) << 13;
+  const uint32_t exp = shifted_exp & u;
+  u += (127u - 15u) << 23;
+  float f;
+  if (exp == shifted_exp) {  // Inf/NaN.
+    u += (128u - 16u) << 23;
+    f = bits_float(u);
+  } else if (exp == 0) {  // Zero/subnormal: renormalize through the float unit.
+    u += 1u << 23;
+    f = bits_float(u) - bits_float(113u << 23);
+  } else {
+    f = bits_float(u);
+  }
+  return bits_float(float_bits(f) | (static_cast<uint32_t>(bits & 0x8000u) << 16));
+}
+
+uint16_t float_to_bf16(float value) {
+  uint32_t u = float_bits(value);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+float bf16_to_float(uint16_t bits) { return bits_float(static_cast<uint32_t>(bits) << 16); }
+
+void Tensor::Free::operator()(std::byte* p) const { std::free(p); }
+
+Tensor::Tensor(Type type) : type_(std::move(type)) {
+  for (int64_t d : type_.shape.dims) WEFT_CHECK(d >= 0, "negative dimension in " + type_.to_string());
+  storage_.reset(allocate(type_.bytes()));
+}
+
+Tensor::Tensor(const Tensor& other) : type_(other.type_), storage_(allocate(other.bytes())) {
+  if (other.bytes() > 0) std::memcpy(storage_.get(), other.storage_.get(), other.bytes());
+}
+
+Tensor& Tensor::operator=(const Tensor& other) {
+  if (this != &other) *this = Tensor(other);
+  return *this;
+}
+
+Tensor Tensor::from_doubles(DType dtype, Shape shape, const std::vector<double>& values) {
+  Tensor t(Type{dtype, std::move(shape)});
+  WEFT_CHECK(static_cast<int64_t>(values.size()) == t.numel(),
+             "Tensor::from_doubles: " + std::to_string(values.size()) + " values for " +
+                 t.type().to_string());
+  for (size_t i = 0; i < values.size(); ++i) t.set_double(static_cast<int64_t>(i), values[i]);
+  return t;
+}
+
+Tensor Tensor::scalar(DType dtype, double value) { return from_doubles(dtype, Shape{}, {value}); }
+
+double Tensor::get_double(int64_t i) const {
+  const std::byte* p = storage_.get();
+  switch (type_.dtype) {
+    case DType::f32: return reinterpret_cast<const float*>(p)[i];
+    case DType::f64: return reinterpret_cast<const double*>(p)[i];
+    case DType::f16: return f16_to_float(reinterpret_cast<const uint16_t*>(p)[i]);
+    case DType::bf16: return bf16_to_float(reinterpret_cast<const uint16_t*>(p)[i]);
+    case DType::i32: return reinterpret_cast<const int32_t*>(p)[i];
+    case DType::i64: return static_cast<double>(reinterpret_cast<const int64_t*>(p)[i]);
+    case DType::u8: return reinterpret_cast<const uint8_t*>(p)[i];
+    case DType::boolean: return reinterpret_cast<const uint8_t*>(p)[i] != 0 ? 1.0 : 0.0;
+  }
+  return 0;
+}
+
+void Tensor::set_double(int64_t i, double v) {
+  std::byte* p = storage_.get();
+  switch (type_.dtype) {
+    case DType::f32: reinterpret_cast<float*>(p)[i] = static_cast<float>(v); return;
+    case DType::f64: reinterpret_cast<double*>(p)[i] = v; return;
+    // Through f32: a double rounding, exact for every value that is already an f32.
+    case DType::f16: reinterpret_cast<uint16_t*>(p)[i] = float_to_f16(static_cast<float>(v)); return;
+    case DType::bf16: reinterpret_cast<uint16_t*>(p)[i] = float_to_bf16(static_cast<float>(v)); return;
+    case DType::i32: reinterpret_cast<int32_t*>(p)[i] = saturating_cast<int32_t>(v); return;
+    case DType::i64: reinterpret_cast<int64_t*>(p)[i] = saturating_cast<int64_t>(v); return;
+    case DType::u8: reinterpret_cast<uint8_t*>(p)[i] = saturating_cast<uint8_t>(v); return;
+    case DType::boolean: reinterpret_cast<uint8_t*>(p)[i] = v != 0 ? 1 : 0; return;
+  }
+}
+
+std::vector<double> Tensor::to_doubles() const {
+  std::vector<double> out(static_cast<size_t>(numel()));
+  for (int64_t i = 0; i < numel(); ++i) out[static_cast<size_t>(i)] = get_double(i);
+  return out;
+}
+
+bool Tensor::operator==(const Tensor& other) const {
+  return type_ == other.type_ && std::memcmp(storage_.get(), other.storage_.get(), bytes()) == 0;
+}
+
+bool all_close(const Tensor& a, const Tensor& b, double tol, std::string* why) {
+  if (a.type() != b.type()) {
+    if (why) *why = "types differ: " + a.type().to_string() + " vs " + b.type().to_string();
+    return false;
+  }
+  int64_t bad = 0, first = -1;
+  double first_a = 0, first_b = 0;
+  // i64 values beyond 2^53 lose precision as doubles; compare those exactly.
+  const bool exact_i64 = a.dtype() == DType::i64;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    bool ok;
+    double x = a.get_double(i), y = b.get_double(i);
+    if (exact_i64) {
+      ok = a.data<int64_t>()[i] == b.data<int64_t>()[i];
+    } else if (std::isnan(x) || std::isnan(y)) {
+      ok = std::isnan(x) && std::isnan(y);
+    } else if (std::isinf(x) || std::isinf(y)) {
+      ok = x == y;
+    } else {
+      ok = std::fabs(x - y) <= tol + tol * std::fabs(y);
+    }
+    if (!ok) {
+      if (bad == 0) {
+        first = i;
+        first_a = x;
+        first_b = y;
+      }
+      ++bad;
+    }
+  }
+  if (bad == 0) return true;
+  if (why) {
+    // Name the first mismatch by its multi-index.
+    std::string index = "[";
+    std::vector<int64_t> strides = a.shape().strides();
+    int64_t rest = first;
+    for (size_t d = 0; d < strides.size(); ++d) {
+      index += (d ? "," : "") + std::to_string(rest / strides[d]);
+      rest %= strides[d];
+    }
+    index += "]";
+    char buf[160];
+    std::snprintf(buf, sizeof(buf), "%s: element %s is %.9g, expected %.9g (tol %g); ",
+                  a.type().to_string().c_str(), index.c_str(), first_a, first_b, tol);
+    *why = std::string(buf) + std::to_string(bad) + " of " + std::to_string(a.numel()) +
+           " elements differ";
+  }
+  return false;
+}
+
+std::string tensor_to_string(const Tensor& t, int max_elements) {
+  std::string out = t.type().to_string() + " {";
+  for (int64_t i = 0; i < t.numel() && i < max_elements; ++i) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%s%.7g", i ? ", " : "", t.get_double(i));
+    out += buf;
+  }
+  if (t.numel() > max_elements) out += ", ...";
+  return out + "}";
+}
+
+}  // namespace weft

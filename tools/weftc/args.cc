@@ -1,0 +1,70 @@
+#include "tools/weftc/args.h"
+
+#include <cstdlib>
+
+namespace weft::cli {
+
+std::string Args::get(const std::string& name, const std::string& fallback) const {
+  auto it = flags.find(name);
+  if (it == flags.end() || it->second.empty()) return fallback;
+  return it->second.back();
+}
+
+StatusOr<Args> parse_args(const std::string& command, const std::vector<std::string>& argv,
+                          const std::vector<FlagSpec>& specs) {
+  auto accepted = [&] {
+    std::string list;
+    for (const FlagSpec& s : specs) {
+      list += (list.empty() ? "" : ", ") + std::string("--") + s.name;
+      if (!s.alias.empty()) list += " (-" + s.alias + ")";
+    }
+    return list.empty() ? std::string("none") : list;
+  };
+  Args args;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a.size() < 2 || a[0] != '-') {
+      args.positional.push_back(a);
+      continue;
+    }
+    std::string body = a.substr(a[1] == '-' ? 2 : 1);
+    std::string value;
+    bool has_value = false;
+    if (size_t eq = body.find('='); eq != std::string::npos) {
+      value = body.substr(eq + 1);
+      body = body.substr(0, eq);
+      has_value = true;
+    }
+    const FlagSpec* spec = nullptr;
+    for (const FlagSpec& s : specs) {
+      if (s.name == body || (!s.alias.empty() && s.alias == body)) spec = &s;
+    }
+    if (!spec) {
+      return Error{"weftc " + command + ": unknown flag '" + a + "'; accepted flags: " +
+                   accepted() + " (see weftc " + command + " --help)"};
+    }
+    if (spec->takes_value && !has_value) {
+      if (i + 1 >= argv.size()) {
+        return Error{"weftc " + command + ": flag --" + spec->name + " needs a value"};
+      }
+      value = argv[++i];
+    } else if (!spec->takes_value && has_value) {
+      return Error{"weftc " + command + ": flag --" + spec->name + " takes no value"};
+    }
+    auto& slot = args.flags[spec->name];
+    if (!spec->repeatable && !slot.empty()) {
+      return Error{"weftc " + command + ": flag --" + spec->name + " given twice"};
+    }
+    slot.push_back(value);
+  }
+  return args;
+}
+
+std::string resolve_path(const std::string& path) {
+  if (path.empty() || path[0] == '/') return path;
+  const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY");
+  if (cwd == nullptr || *cwd == '\0') return path;
+  return std::string(cwd) + "/" + path;
+}
+
+}  // namespace weft::cli

@@ -1,0 +1,45 @@
+#pragma once
+// A small command-line parser for weftc's subcommands: `--name=value`, `--name value`,
+// `-o value`, repeatable flags (`--input a=x.npy --input b=y.npy`), bare `--flag`
+// booleans and positional arguments. Unknown flags are errors naming the flag and the
+// subcommand's accepted flags.
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ir/status.h"
+
+namespace weft::cli {
+
+struct FlagSpec {
+  FlagSpec(std::string name_in, std::string alias_in = "", bool takes_value_in = true,
+           bool repeatable_in = false)
+      : name(std::move(name_in)), alias(std::move(alias_in)), takes_value(takes_value_in),
+        repeatable(repeatable_in) {}
+
+  std::string name;  ///< Without dashes: "after", "out", "input".
+  std::string alias; ///< Short form without dash ("o"), or empty.
+  bool takes_value;
+  bool repeatable;
+};
+
+struct Args {
+  std::vector<std::string> positional;
+  std::map<std::string, std::vector<std::string>> flags;  ///< By long name.
+
+  bool has(const std::string& name) const { return flags.count(name) > 0; }
+  /// The last value given for `name`, or `fallback`.
+  std::string get(const std::string& name, const std::string& fallback = "") const;
+};
+
+/// Parses `argv` (the arguments after the subcommand name) for `command`.
+StatusOr<Args> parse_args(const std::string& command, const std::vector<std::string>& argv,
+                          const std::vector<FlagSpec>& specs);
+
+/// Resolves a user-supplied path: relative paths are taken against the directory the
+/// user ran `bazel run` from (BUILD_WORKING_DIRECTORY) when set.
+std::string resolve_path(const std::string& path);
+
+}  // namespace weft::cli

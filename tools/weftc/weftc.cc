@@ -1,0 +1,327 @@
+// weftc: the command-line face of weft.
+//
+//   weftc check FILE.wir                      parse, verify, infer types
+//   weftc dump FILE.wir [--after=PASS] [--format=text|json|dot] [-o OUT]
+//   weftc run FILE.wir --input NAME=PATH.npy ... --out DIR [--backend=reference]
+//
+// Errors are printed as `FILE:LINE:COL: error: ...` and the exit status is 1. FILE may
+// be `.wir` text or its JSON form (`.json`).
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ir/dot.h"
+#include "ir/json.h"
+#include "ir/text.h"
+#include "ir/verifier.h"
+#include "passes/infer_types.h"
+#include "passes/pipeline.h"
+#include "runtime/npy.h"
+#include "runtime/reference/interpreter.h"
+#include "tools/weftc/args.h"
+
+namespace weft::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "weftc: the weft graph compiler\n"
+    "\n"
+    "usage: weftc <command> [args]\n"
+    "\n"
+    "commands:\n"
+    "  check   parse, verify and infer the types of a graph\n"
+    "  dump    print a graph after a pass, as text, JSON or DOT\n"
+    "  run     execute a graph on .npy inputs and write .npy outputs\n"
+    "\n"
+    "`weftc <command> --help` describes each command.\n";
+
+constexpr const char* kCheckHelp =
+    "usage: weftc check FILE.wir [-o OUT.wir]\n"
+    "\n"
+    "Parses FILE (.wir text, or its JSON form if it ends in .json), verifies its structure\n"
+    "and infers every value's type. Errors are printed as FILE:LINE:COL: error: ... and\n"
+    "the exit status is 1. With -o/--out, writes the graph with its inferred types.\n";
+
+constexpr const char* kDumpHelp =
+    "usage: weftc dump FILE.wir [--after=PASS] [--format=text|json|dot] [-o OUT]\n"
+    "                 [--dump-dir=DIR] [--no-locations]\n"
+    "\n"
+    "Runs weft's pass pipeline on FILE up to and including PASS and prints the graph.\n"
+    "  --after=PASS     stop after this pass (default: infer-types); `parse` prints the\n"
+    "                   graph as parsed. Passes: infer-types, dce, cse.\n"
+    "  --format=F       text (default), json, or dot (Graphviz: `| dot -Tsvg > g.svg`)\n"
+    "  -o, --out=OUT    write to OUT instead of standard output\n"
+    "  --dump-dir=DIR   also write the IR after every pass to DIR/NN-PASS.wir\n"
+    "  --no-locations   leave loc(...) out of the text form\n";
+
+constexpr const char* kRunHelp =
+    "usage: weftc run FILE.wir --input NAME=PATH.npy ... --out DIR [--backend=reference]\n"
+    "\n"
+    "Executes the graph once. Every graph input, whatever its kind (data, param, state),\n"
+    "must be given with --input; its .npy file must hold exactly the input's dtype and\n"
+    "shape (no silent casts). Creates DIR if needed and writes the outputs as\n"
+    "DIR/out_0.npy, DIR/out_1.npy, ... in return order, and every param or state input\n"
+    "that an assign updated as DIR/NAME.npy, overwriting existing files.\n"
+    "  --backend=B      reference (default): the reference interpreter\n";
+
+bool wants_help(const std::vector<std::string>& argv) {
+  for (const std::string& a : argv) {
+    if (a == "--help" || a == "-h") return true;
+  }
+  return false;
+}
+
+StatusOr<std::string> read_file(const std::string& shown_path) {
+  std::ifstream in(resolve_path(shown_path), std::ios::binary);
+  if (!in) {
+    return Error{"cannot read '" + shown_path + "': " + std::strerror(errno)};
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+Status write_file(const std::string& shown_path, const std::string& contents) {
+  std::string path = resolve_path(shown_path);
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return Error{"cannot write '" + shown_path + "': " + std::strerror(errno)};
+    out << contents;
+    if (!out.flush()) return Error{"cannot write '" + shown_path + "': " + std::strerror(errno)};
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return Error{"cannot write '" + shown_path + "': " + std::strerror(errno)};
+  }
+  return Status();
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+/// Reads and parses FILE: JSON when it ends in .json, `.wir` text otherwise.
+StatusOr<Graph> load_graph(const std::string& shown_path) {
+  WEFT_ASSIGN_OR_RETURN(std::string text, read_file(shown_path));
+  if (ends_with(shown_path, ".json")) return graph_from_json(text, shown_path);
+  return parse_graph(text, shown_path);
+}
+
+/// Parses, verifies and infers types: what every command needs first.
+StatusOr<Graph> load_typed_graph(const std::string& shown_path) {
+  WEFT_ASSIGN_OR_RETURN(Graph g, load_graph(shown_path));
+  WEFT_RETURN_IF_ERROR(default_pipeline().run_until(g, "infer-types"));
+  WEFT_RETURN_IF_ERROR(verify(g));
+  return g;
+}
+
+StatusOr<std::string> one_file_argument(const std::string& command, const Args& args) {
+  if (args.positional.size() != 1) {
+    return Error{"weftc " + command + ": expected one FILE argument, got " +
+                 std::to_string(args.positional.size()) + " (see weftc " + command + " --help)"};
+  }
+  return args.positional[0];
+}
+
+Status check_command(const std::vector<std::string>& argv) {
+  WEFT_ASSIGN_OR_RETURN(Args args, parse_args("check", argv, {{"out", "o"}}));
+  WEFT_ASSIGN_OR_RETURN(std::string file, one_file_argument("check", args));
+  WEFT_ASSIGN_OR_RETURN(Graph g, load_typed_graph(file));
+  if (args.has("out")) WEFT_RETURN_IF_ERROR(write_file(args.get("out"), print_graph(g)));
+  std::cout << file << ": ok: @" << g.name() << ", " << g.inputs().size() << " inputs, "
+            << g.nodes().size() << " nodes, " << g.outputs().size() << " outputs\n";
+  return Status();
+}
+
+Status dump_command(const std::vector<std::string>& argv) {
+  WEFT_ASSIGN_OR_RETURN(
+      Args args, parse_args("dump", argv,
+                            {{"after"}, {"format"}, {"out", "o"}, {"dump-dir"},
+                             {"no-locations", "", /*takes_value=*/false}}));
+  WEFT_ASSIGN_OR_RETURN(std::string file, one_file_argument("dump", args));
+  std::string format = args.get("format", "text");
+  if (format != "text" && format != "json" && format != "dot") {
+    return Error{"weftc dump: unknown format '" + format + "'; formats: text, json, dot"};
+  }
+  WEFT_ASSIGN_OR_RETURN(Graph g, load_graph(file));
+  std::string after = args.get("after", "infer-types");
+  if (after != "parse") {
+    PipelineOptions options;
+    options.dump_dir = args.has("dump-dir") ? resolve_path(args.get("dump-dir")) : "";
+    WEFT_RETURN_IF_ERROR(default_pipeline(options).run_until(g, after));
+  }
+  PrintOptions print_options;
+  print_options.locations = !args.has("no-locations");
+  std::string text = format == "json"  ? graph_to_json(g)
+                     : format == "dot" ? graph_to_dot(g)
+                                       : print_graph(g, print_options);
+  if (format == "json") text += "\n";
+  if (args.has("out")) return write_file(args.get("out"), text);
+  std::cout << text;
+  return Status();
+}
+
+Status make_directories(const std::string& shown_dir) {
+  std::string dir = resolve_path(shown_dir);
+  for (size_t pos = 1; pos <= dir.size(); ++pos) {
+    if (pos == dir.size() || dir[pos] == '/') {
+      std::string prefix = dir.substr(0, pos);
+      if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
+        return Error{"cannot create directory '" + shown_dir + "': " + std::strerror(errno)};
+      }
+    }
+  }
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return Error{"cannot create directory '" + shown_dir + "': a file of that name exists"};
+  }
+  return Status();
+}
+
+std::string input_list(const Graph& g) {
+  std::string names;
+  for (const Input& in : g.inputs()) {
+    names += (names.empty() ? "%" : ", %") + g.value(in.value).name;
+  }
+  return names.empty() ? "(none)" : names;
+}
+
+/// Reads the `--input NAME=PATH` files into graph-input order, checking each type.
+StatusOr<std::vector<Tensor>> read_inputs(const Graph& g, const std::string& file,
+                                          const std::vector<std::string>& specs) {
+  std::vector<std::optional<Tensor>> given(g.inputs().size());
+  for (const std::string& spec : specs) {
+    size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
+      return Error{"weftc run: --input expects NAME=PATH.npy, got '" + spec + "'"};
+    }
+    std::string name = spec.substr(0, eq), path = spec.substr(eq + 1);
+    if (!name.empty() && name[0] == '%') name = name.substr(1);
+    auto v = g.find_value(name);
+    int index = v ? g.input_index(*v) : -1;
+    if (index < 0) {
+      return Error{"weftc run: graph @" + g.name() + " in '" + file + "' has no input named %" +
+                   name + "; its inputs are " + input_list(g)};
+    }
+    if (given[index]) return Error{"weftc run: input %" + name + " given twice"};
+    WEFT_ASSIGN_OR_RETURN(Tensor t, read_npy(resolve_path(path)));
+    const Input& in = g.inputs()[index];
+    const Type& want = g.type(in.value);
+    if (!(t.type() == want)) {
+      return Error{"input %" + name + " is declared " + want.to_string() + " but '" + path +
+                       "' holds " + t.type().to_string() + " (weft does not cast inputs)",
+                   in.loc};
+    }
+    given[index] = std::move(t);
+  }
+  std::vector<Tensor> inputs;
+  std::string missing;
+  for (size_t i = 0; i < given.size(); ++i) {
+    if (given[i]) {
+      inputs.push_back(std::move(*given[i]));
+    } else {
+      const Input& in = g.inputs()[i];
+      missing += (missing.empty() ? "" : ", ") + std::string("%") + g.value(in.value).name + " (" +
+                 g.type(in.value).to_string() + ", " + std::string(input_kind_name(in.kind)) + ")";
+    }
+  }
+  if (!missing.empty()) {
+    return Error{"weftc run: missing --input for " + missing +
+                 "; every graph input must be given as --input NAME=PATH.npy"};
+  }
+  return inputs;
+}
+
+/// ` = [v0, v1, ...]` for small tensors, so a run's results can be read at a glance.
+std::string preview(const Tensor& t) {
+  constexpr int64_t kMax = 6;
+  std::string out = " = ";
+  if (t.rank() > 0) out += "[";
+  for (int64_t i = 0; i < std::min(t.numel(), kMax); ++i) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.6g", t.get_double(i));
+    out += (i ? ", " : "") + std::string(buf);
+  }
+  if (t.numel() > kMax) out += ", ...";
+  if (t.rank() > 0) out += "]";
+  return out;
+}
+
+Status run_command(const std::vector<std::string>& argv) {
+  WEFT_ASSIGN_OR_RETURN(
+      Args args, parse_args("run", argv,
+                            {{"input", "i", true, /*repeatable=*/true}, {"out", "o"}, {"backend"}}));
+  WEFT_ASSIGN_OR_RETURN(std::string file, one_file_argument("run", args));
+  if (!args.has("out")) return Error{"weftc run: --out DIR is required (see weftc run --help)"};
+  std::string backend = args.get("backend", "reference");
+  if (backend != "reference") {
+    return Error{"weftc run: unknown backend '" + backend + "'; backends: reference"};
+  }
+  WEFT_ASSIGN_OR_RETURN(Graph g, load_typed_graph(file));
+  auto specs = args.flags.count("input") ? args.flags.at("input") : std::vector<std::string>{};
+  WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, read_inputs(g, file, specs));
+  WEFT_ASSIGN_OR_RETURN(reference::RunResult result, reference::run(g, inputs));
+
+  std::string dir = args.get("out");
+  WEFT_RETURN_IF_ERROR(make_directories(dir));
+  auto write = [&](const std::string& name, const Tensor& t) -> Status {
+    std::string shown = dir + "/" + name + ".npy";
+    WEFT_RETURN_IF_ERROR(write_npy(resolve_path(shown), t));
+    std::cout << "wrote " << shown << "  " << t.type().to_string() << preview(t) << "\n";
+    return Status();
+  };
+  for (size_t i = 0; i < result.outputs.size(); ++i) {
+    WEFT_RETURN_IF_ERROR(write("out_" + std::to_string(i), result.outputs[i]));
+  }
+  for (const auto& [name, t] : result.updated) WEFT_RETURN_IF_ERROR(write(name, t));
+  return Status();
+}
+
+int main_impl(int argc, char** argv) {
+  std::vector<std::string> rest(argv + std::min(argc, 2), argv + argc);
+  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" ||
+      std::string(argv[1]) == "help") {
+    std::cout << kUsage;
+    return argc < 2 ? 1 : 0;
+  }
+  std::string command = argv[1];
+  struct Command {
+    const char* help;
+    std::function<Status(const std::vector<std::string>&)> run;
+  };
+  const std::map<std::string, Command> commands = {
+      {"check", {kCheckHelp, check_command}},
+      {"dump", {kDumpHelp, dump_command}},
+      {"run", {kRunHelp, run_command}},
+  };
+  auto it = commands.find(command);
+  if (it == commands.end()) {
+    std::cerr << "error: unknown command '" << command << "'\n\n" << kUsage;
+    return 1;
+  }
+  if (wants_help(rest)) {
+    std::cout << it->second.help;
+    return 0;
+  }
+  Status status = it->second.run(rest);
+  if (!status.ok()) {
+    std::cerr << status.error().to_string() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace weft::cli
+
+int main(int argc, char** argv) { return weft::cli::main_impl(argc, argv); }

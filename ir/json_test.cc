@@ -63,12 +63,31 @@ TEST(JsonTest, Format) {
   g.add_output(g.add_node(Op::Softmax, {x}, {{"axis", int64_t{0}}}, {"m.cc", 2, 3, "a > b"},
                           Type{DType::f32, {4}}, "y"));
   EXPECT_EQ(graph_to_json(g, -1),
-            R"({"declared_output_types":[],"inputs":[{"kind":"data","name":"x","type":)"
-            R"({"dtype":"f32","shape":[4]}}],"name":"f","nodes":[{"attrs":{"axis":{"int":0}},)"
-            R"("loc":{"col":3,"file":"m.cc","line":2,"path":"a > b"},"op":"softmax",)"
-            R"("operands":["x"],"results":[{"name":"y","type":{"dtype":"f32","shape":[4]}}]}],)"
-            R"("outputs":["y"],"version":1})"
+            R"({"version": 1, "name": "f", "inputs": [{"name": "x", "kind": "data", )"
+            R"("type": {"dtype": "f32", "shape": [4]}}], "nodes": [{"op": "softmax", )"
+            R"("operands": ["x"], "results": [{"name": "y", "type": {"dtype": "f32", )"
+            R"("shape": [4]}}], "attrs": {"axis": {"int": 0}}, "loc": {"file": "m.cc", )"
+            R"("line": 2, "col": 3, "path": "a > b"}}], "outputs": ["y"], )"
+            R"("declared_output_types": []})"
             "\n");
+  EXPECT_EQ(graph_to_json(g),
+            R"({
+  "version": 1,
+  "name": "f",
+  "inputs": [{"name": "x", "kind": "data", "type": {"dtype": "f32", "shape": [4]}}],
+  "nodes": [
+    {
+      "op": "softmax",
+      "operands": ["x"],
+      "results": [{"name": "y", "type": {"dtype": "f32", "shape": [4]}}],
+      "attrs": {"axis": {"int": 0}},
+      "loc": {"file": "m.cc", "line": 2, "col": 3, "path": "a > b"}
+    }
+  ],
+  "outputs": ["y"],
+  "declared_output_types": []
+}
+)");
 }
 
 // A one-node document in which `node` replaces the node and `extra` adds fields.
@@ -168,6 +187,10 @@ TEST(JsonErrorTest, Attributes) {
             "int, float, str, bool, dtype, ints, floats");
   EXPECT_EQ(import_error(softmax(R"({"axis": {"int": 1.5}})")),
             "g.json: error: nodes[0].attrs.axis.int: expected an integer, found number");
+  EXPECT_EQ(import_error(doc(R"({"op": "reshape", "operands": ["x"], "results": [{"name": "y"}], )"
+                             R"("attrs": {"shape": {"floats": [4, "-inf"]}}})")),
+            "g.json: error: nodes[0].attrs.shape: attribute 'shape' of 'reshape' must be an int "
+            "list, but [4.0, -inf] is a float list");
   EXPECT_EQ(import_error(doc(R"({"op": "reshape", "operands": ["x"], "results": [{"name": "y"}]})")),
             "g.json: error: nodes[0]: 'reshape' requires attribute 'shape' (ints)");
   EXPECT_EQ(import_error(doc(R"({"op": "pad", "operands": ["x"], "results": [{"name": "y"}], )"

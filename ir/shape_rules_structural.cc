@@ -108,7 +108,9 @@ StatusOr<Type> broadcast_to(const Node& node, const std::vector<Type>& in) {
 }
 
 /// Python's clamping of a slice bound against a dim of size d.
-int64_t clamp_bound(int64_t b, int64_t d) { return b < 0 ? std::max<int64_t>(b + d, 0) : std::min(b, d); }
+int64_t clamp_bound(int64_t b, int64_t d) {
+  return b < 0 ? std::max<int64_t>(b + d, 0) : std::min(b, d);
+}
 
 StatusOr<Type> slice(const Node& node, const std::vector<Type>& in) {
   const size_t rank = static_cast<size_t>(in[0].shape.rank());

@@ -18,7 +18,8 @@
 //   input      := VALUE ':' type ['{' ('param' | 'state' | 'data') '}']
 //   statement  := [VALUE '='] OP '(' [VALUE (',' VALUE)*] ')' [attrs] [':' type] [loc]
 //   attrs      := '{' [NAME '=' attr (',' NAME '=' attr)*] '}'
-//   attr       := INT | FLOAT | STRING | 'true' | 'false' | DTYPE | '[' [num (',' num)*] ']'
+//   attr       := num | STRING | 'true' | 'false' | DTYPE | '[' [num (',' num)*] ']'
+//   num        := INT | FLOAT
 //   type       := DTYPE '[' [INT (',' INT)*] ']'  (`f32[]` is a scalar)
 //   loc        := 'loc' '(' (STRING ':' INT ':' INT | 'unknown') [',' STRING] ')'
 //

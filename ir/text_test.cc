@@ -276,6 +276,14 @@ TEST(ParseErrorTest, AttributeOfWrongKind) {
             "is a string");
 }
 
+TEST(ParseErrorTest, FloatListWhereIntListIsExpected) {
+  // Any float element makes a float list, which the int-list attribute rejects.
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %y = reshape(%x) {shape=[1, 0.5, inf]}\n"
+                        "  return %y\n}"),
+            "bad.wir:2:27: error: attribute 'shape' of 'reshape' must be an int list, but "
+            "[1.0, 0.5, inf] is a float list");
+}
+
 TEST(ParseErrorTest, MissingRequiredAttribute) {
   EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %y = reshape(%x)\n  return %y\n}"),
             "bad.wir:2:8: error: 'reshape' requires attribute 'shape' (ints)");

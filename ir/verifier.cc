@@ -52,7 +52,9 @@ class Verifier {
     const OpInfo& info = node.info();
     // Messages from ir/schema_check.h name the op themselves; ours get an `op: ` prefix.
     auto at = [&](std::string message) { return Status(Error{std::move(message), node.loc}); };
-    auto fail = [&](const std::string& message) { return at(std::string(info.name) + ": " + message); };
+    auto fail = [&](const std::string& message) {
+      return at(std::string(info.name) + ": " + message);
+    };
 
     // Operands: the right number, each defined before this node.
     const int n = static_cast<int>(node.operands.size());

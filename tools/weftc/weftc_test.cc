@@ -1,0 +1,203 @@
+// End-to-end tests of the weftc binary: each runs it as a user would (a subprocess in
+// the runfiles tree) and checks its exit status, what it printed and what it wrote.
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "runtime/npy.h"
+
+namespace weft {
+namespace {
+
+struct Result {
+  int exit_code;
+  std::string out;  ///< stdout and stderr together
+};
+
+std::string temp_dir() {
+  const char* t = std::getenv("TEST_TMPDIR");
+  return t ? t : "/tmp";
+}
+
+/// Runs `weftc ARGS` with an optional environment prefix and captures its output.
+Result weftc(const std::string& args, const std::string& env = "") {
+  static const std::string binary = std::string(std::getenv("PWD")) + "/tools/weftc/weftc";
+  std::string cmd = env + " " + binary + " " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
+  int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+std::string write_temp(const std::string& name, const std::string& contents) {
+  std::string path = temp_dir() + "/" + name;
+  std::ofstream(path) << contents;
+  return path;
+}
+
+const std::string kExample = "examples/mlp/";
+
+std::string example_inputs() {
+  std::string args;
+  for (const char* name : {"x", "labels", "w1", "b1", "w2", "b2", "lr"}) {
+    args += std::string(" --input ") + name + "=" + kExample + name + ".npy";
+  }
+  return args;
+}
+
+void expect_close(const std::string& actual_path, const std::string& expected_path, double tol) {
+  auto actual = read_npy(actual_path);
+  auto expected = read_npy(expected_path);
+  ASSERT_TRUE(actual.ok()) << actual.error().to_string();
+  ASSERT_TRUE(expected.ok()) << expected.error().to_string();
+  ASSERT_EQ(actual->type(), expected->type()) << actual_path;
+  for (int64_t i = 0; i < actual->numel(); ++i) {
+    double a = actual->get_double(i), b = expected->get_double(i);
+    EXPECT_LE(std::abs(a - b), tol + tol * std::abs(b)) << actual_path << " element " << i;
+  }
+}
+
+TEST(Weftc, RunsTheExampleAndMatchesPyTorch) {
+  std::string out = temp_dir() + "/run/nested/dir";  // created on demand
+  Result r = weftc("run " + kExample + "mlp.wir" + example_inputs() + " --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  expect_close(out + "/out_0.npy", kExample + "expected/out_0.npy", 1e-5);
+  expect_close(out + "/out_1.npy", kExample + "expected/out_1.npy", 1e-5);
+  expect_close(out + "/b2.npy", kExample + "expected/b2.npy", 1e-5);
+  // Running again overwrites the outputs.
+  r = weftc("run " + kExample + "mlp.wir" + example_inputs() + " --out " + out);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+}
+
+TEST(Weftc, ResolvesRelativePathsAgainstBuildWorkingDirectory) {
+  // `bazel run` starts weftc in its runfiles tree; relative paths are the user's.
+  std::string cwd = temp_dir() + "/user_cwd";
+  ::mkdir(cwd.c_str(), 0755);
+  std::string wir;
+  {
+    std::ifstream in(kExample + "mlp.wir");
+    wir.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  std::ofstream(cwd + "/model.wir") << wir;
+  Result r = weftc("check model.wir -o typed.wir", "BUILD_WORKING_DIRECTORY=" + cwd);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out, "model.wir: ok: @mlp, 7 inputs, 13 nodes, 2 outputs\n");
+  std::ifstream typed(cwd + "/typed.wir");
+  EXPECT_TRUE(typed.good());
+}
+
+TEST(Weftc, CheckReportsOneLocatedErrorPerMalformedFile) {
+  struct Case {
+    const char* name;
+    const char* text;
+    const char* expected;
+  };
+  const Case cases[] = {
+      {"truncated.wir", "graph @g(%x: f32[2]) {\n  %y = neg(%x)\n",
+       "truncated.wir:3:1: error: unexpected end of file; expected a statement or 'return'"},
+      {"unknown_op.wir", "graph @g(%x: f32[2]) {\n  %y = negate(%x)\n  return %y\n}\n",
+       "unknown_op.wir:2:8: error: unknown op 'negate'"},
+      {"arity.wir", "graph @g(%x: f32[2]) {\n  %y = add(%x)\n  return %y\n}\n",
+       "arity.wir:2:8: error: 'add' takes 2 operands, but 1 was given"},
+      {"undefined.wir", "graph @g(%x: f32[2]) {\n  %y = add(%x, %z)\n  return %y\n}\n",
+       "undefined.wir:2:16: error: use of undefined value '%z'"},
+      {"shape.wir",
+       "graph @g(%x: f32[2,3], %w: f32[4,5]) {\n  %y = matmul(%x, %w)\n  return %y\n}\n",
+       "shape.wir:2:3: error: matmul: contraction dims differ: lhs f32[2,3] has 3 columns but rhs "
+       "f32[4,5] has 4 rows"},
+  };
+  for (const Case& c : cases) {
+    std::string path = write_temp(c.name, c.text);
+    Result r = weftc("check " + path, "cd " + temp_dir() + " &&");
+    EXPECT_EQ(r.exit_code, 1) << c.name;
+    // Exactly one line, starting with FILE:LINE:COL: error:
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+    EXPECT_EQ(r.out, temp_dir() + "/" + c.expected + "\n");
+  }
+}
+
+TEST(Weftc, RunRejectsMissingAndMistypedInputs) {
+  std::string wir = kExample + "mlp.wir";
+  Result r = weftc("run " + wir + " --input x=" + kExample + "x.npy --out " + temp_dir() + "/o");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out,
+            "error: weftc run: missing --input for %labels (i64[8], data), %w1 (f32[16,32], "
+            "param), %b1 (f32[32], param), %w2 (f32[32,10], param), %b2 (f32[10], param), %lr "
+            "(f32[], data); every graph input must be given as --input NAME=PATH.npy\n");
+
+  // x.npy holds f32[8,16]; feeding it as w1 (f32[16,32]) is an error at w1's declaration.
+  std::string inputs = example_inputs();
+  inputs.replace(inputs.find("w1=" + kExample + "w1.npy"), 3 + kExample.size() + 6,
+                 "w1=" + kExample + "x.npy");
+  r = weftc("run " + wir + inputs + " --out " + temp_dir() + "/o");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, wir + ":10:12: error: input %w1 is declared f32[16,32] but '" + kExample +
+                       "x.npy' holds f32[8,16] (weft does not cast inputs)\n");
+
+  r = weftc("run " + wir + example_inputs() + " --input y=" + kExample + "x.npy --out o");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "error: weftc run: graph @mlp in '" + wir +
+                       "' has no input named %y; its inputs are %x, %labels, %w1, %b1, %w2, "
+                       "%b2, %lr\n");
+
+  r = weftc("run " + wir + example_inputs());
+  EXPECT_EQ(r.out, "error: weftc run: --out DIR is required (see weftc run --help)\n");
+  r = weftc("run " + wir + example_inputs() + " --out o --backend=tpu");
+  EXPECT_EQ(r.out, "error: weftc run: unknown backend 'tpu'; backends: reference\n");
+  r = weftc("run " + wir + " --input x --out o");
+  EXPECT_EQ(r.out, "error: weftc run: --input expects NAME=PATH.npy, got 'x'\n");
+  r = weftc("run " + wir + " --input x=missing.npy --out o");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("missing.npy"), std::string::npos) << r.out;
+}
+
+TEST(Weftc, DumpFormatsAndPasses) {
+  std::string wir = kExample + "mlp.wir";
+  Result r = weftc("dump " + wir + " --no-locations");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("  %h = matmul(%x, %w1) : f32[8,32]\n"), std::string::npos) << r.out;
+  r = weftc("dump " + wir + " --format=dot");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("digraph \"mlp\" {", 0), 0u) << r.out;
+  // JSON out and back in again gives the same text.
+  std::string json = temp_dir() + "/mlp.json";
+  r = weftc("dump " + wir + " --format=json -o " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  Result from_json = weftc("dump " + json + " --after=parse");
+  Result from_text = weftc("dump " + wir);
+  EXPECT_EQ(from_json.out, from_text.out);
+  r = weftc("dump " + wir + " --after=fuse");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("fuse"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("infer-types"), std::string::npos) << r.out;
+  r = weftc("dump " + wir + " --format=svg");
+  EXPECT_EQ(r.out, "error: weftc dump: unknown format 'svg'; formats: text, json, dot\n");
+}
+
+TEST(Weftc, HelpAndUsage) {
+  for (const char* command : {"check", "dump", "run"}) {
+    Result r = weftc(std::string(command) + " --help");
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_EQ(r.out.rfind(std::string("usage: weftc ") + command, 0), 0u) << r.out;
+  }
+  EXPECT_EQ(weftc("--help").exit_code, 0);
+  Result r = weftc("frobnicate");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out.rfind("error: unknown command 'frobnicate'", 0), 0u) << r.out;
+  r = weftc("check --bogus x.wir");
+  EXPECT_EQ(r.out,
+            "error: weftc check: unknown flag '--bogus'; accepted flags: --out (-o) (see weftc "
+            "check --help)\n");
+}
+
+}  // namespace
+}  // namespace weft

@@ -26,14 +26,20 @@ double seconds_since(Clock::time_point t0) {
 }
 
 void bench_gemm(int64_t m, int64_t n, int64_t k) {
-  std::vector<float> a(m * k), b(k * n), c(m * n);
-  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i % 7) * 0.1f;
-  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(i % 5) * 0.1f;
-  weft::reference::gemm(m, n, k, a.data(), b.data(), c.data(), false);  // Warm up.
+  // Allocated as the interpreter allocates (weft::Tensor, 64-byte aligned), since the
+  // relative placement of A, B and C matters (4K aliasing).
+  weft::Tensor ta(weft::Type{weft::DType::f32, {m, k}}), tb(weft::Type{weft::DType::f32, {k, n}});
+  weft::Tensor tc(weft::Type{weft::DType::f32, {m, n}});
+  float* a = ta.data<float>();
+  float* b = tb.data<float>();
+  float* c = tc.data<float>();
+  for (int64_t i = 0; i < m * k; ++i) a[i] = static_cast<float>(i % 7) * 0.1f;
+  for (int64_t i = 0; i < k * n; ++i) b[i] = static_cast<float>(i % 5) * 0.1f;
+  weft::reference::gemm(m, n, k, a, b, c, false);  // Warm up.
   double best = 1e9;
   for (int rep = 0; rep < 20; ++rep) {
     auto t0 = Clock::now();
-    weft::reference::gemm(m, n, k, a.data(), b.data(), c.data(), false);
+    weft::reference::gemm(m, n, k, a, b, c, false);
     best = std::min(best, seconds_since(t0));
   }
   std::printf("gemm %4lldx%4lldx%4lld: %7.3f ms, %6.1f GFLOP/s\n", static_cast<long long>(m),

@@ -1,0 +1,179 @@
+// Trains the 784-256-256-10 MLP of mlp_train_step.wir on Fashion-MNIST with SGD, one
+// reference-interpreter execution of the whole training step per batch, and reports
+// the loss, the time per step and the test accuracy after each epoch.
+//
+//   bazel run //examples/fashion_mnist:train_mlp -- --epochs=1
+//
+// The reference interpreter is weft's semantic oracle, not its fast path; this program
+// shows that it is fast enough to train real models (and is the baseline later
+// backends are measured against, see bench/RESULTS.md).
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <numeric>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ir/text.h"
+#include "passes/pipeline.h"
+#include "runtime/data/idx.h"
+#include "runtime/reference/interpreter.h"
+
+namespace weft {
+namespace {
+
+struct Options {
+  int epochs = 1;
+  int max_steps = 0;  ///< Per epoch; 0: the whole epoch.
+  double lr = 0.1;
+  unsigned seed = 0;
+  std::string data = "/usr/share/datasets/fashion-mnist";
+};
+
+constexpr int kBatch = 128;
+constexpr int kPixels = 784;
+
+[[noreturn]] void die(const std::string& message) {
+  std::fprintf(stderr, "%s\n", message.c_str());
+  std::exit(1);
+}
+
+template <typename T>
+T value_or_die(StatusOr<T> v) {
+  if (!v.ok()) die(v.error().to_string());
+  return std::move(v).value();
+}
+
+Graph load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) die("cannot read " + path + " (run this program with bazel run)");
+  std::stringstream text;
+  text << in.rdbuf();
+  Graph g = value_or_die(parse_graph(text.str(), path));
+  value_or_die(default_pipeline().run_until(g, "infer-types"));
+  return g;
+}
+
+/// Images scaled to [0, 1] as f32 rows, and labels as i64.
+struct Dataset {
+  std::vector<float> images;
+  std::vector<int64_t> labels;
+  int64_t size() const { return static_cast<int64_t>(labels.size()); }
+};
+
+Dataset load_dataset(const std::string& dir, const std::string& split) {
+  Tensor images = value_or_die(read_idx(dir + "/" + split + "-images-idx3-ubyte.gz"));
+  Tensor labels = value_or_die(read_idx(dir + "/" + split + "-labels-idx1-ubyte.gz"));
+  Dataset d;
+  d.images.resize(images.numel());
+  for (int64_t i = 0; i < images.numel(); ++i) d.images[i] = images.data<uint8_t>()[i] / 255.0f;
+  d.labels.assign(labels.data<uint8_t>(), labels.data<uint8_t>() + labels.numel());
+  return d;
+}
+
+/// PyTorch's nn.Linear initialization: U(-1/sqrt(in), 1/sqrt(in)) for weight and bias.
+std::vector<Tensor> init_params(unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<Tensor> params;
+  const int sizes[] = {kPixels, 256, 256, 10};
+  for (int layer = 0; layer < 3; ++layer) {
+    int in = sizes[layer], out = sizes[layer + 1];
+    std::uniform_real_distribution<float> u(-1.0f / std::sqrt(float(in)), 1.0f / std::sqrt(float(in)));
+    Tensor w(Type{DType::f32, {in, out}}), b(Type{DType::f32, {out}});
+    for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = u(rng);
+    for (int64_t i = 0; i < b.numel(); ++i) b.data<float>()[i] = u(rng);
+    params.push_back(std::move(w));
+    params.push_back(std::move(b));
+  }
+  return params;
+}
+
+double evaluate(const Graph& eval, const Dataset& test, const std::vector<Tensor>& params) {
+  Tensor x(Type{DType::f32, {test.size(), kPixels}});
+  std::copy(test.images.begin(), test.images.end(), x.data<float>());
+  std::vector<Tensor> inputs = {std::move(x), Tensor::from_vector<int64_t>({test.size()}, test.labels)};
+  inputs.insert(inputs.end(), params.begin(), params.end());
+  auto result = value_or_die(reference::run(eval, inputs));
+  return result.outputs[0].get_double(0);
+}
+
+Options parse_options(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&](const std::string& flag) -> const char* {
+      return a.rfind(flag + "=", 0) == 0 ? argv[i] + flag.size() + 1 : nullptr;
+    };
+    if (const char* v = value("--epochs")) o.epochs = std::atoi(v);
+    else if (const char* v = value("--steps")) o.max_steps = std::atoi(v);
+    else if (const char* v = value("--lr")) o.lr = std::atof(v);
+    else if (const char* v = value("--seed")) o.seed = static_cast<unsigned>(std::atoi(v));
+    else if (const char* v = value("--data")) o.data = v;
+    else die("usage: train_mlp [--epochs=N] [--steps=N per epoch] [--lr=X] [--seed=N] [--data=DIR]");
+  }
+  return o;
+}
+
+int main_impl(int argc, char** argv) {
+  Options options = parse_options(argc, argv);
+  Graph step = load("examples/fashion_mnist/mlp_train_step.wir");
+  Graph eval = load("examples/fashion_mnist/mlp_eval.wir");
+  Dataset train = load_dataset(options.data, "train");
+  Dataset test = load_dataset(options.data, "t10k");
+  std::vector<Tensor> params = init_params(options.seed);
+  std::mt19937 shuffle_rng(options.seed + 1);
+  std::vector<int64_t> order(train.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::printf("training a 784-256-256-10 MLP on Fashion-MNIST: batch %d, SGD lr %g, "
+              "reference interpreter\n", kBatch, options.lr);
+
+  for (int epoch = 1; epoch <= options.epochs; ++epoch) {
+    std::shuffle(order.begin(), order.end(), shuffle_rng);
+    int64_t steps = train.size() / kBatch;  // the last partial batch is dropped
+    if (options.max_steps > 0) steps = std::min<int64_t>(steps, options.max_steps);
+    std::vector<double> step_ms;
+    double loss_sum = 0;
+    auto epoch_start = std::chrono::steady_clock::now();
+    for (int64_t s = 0; s < steps; ++s) {
+      Tensor x(Type{DType::f32, {kBatch, kPixels}});
+      Tensor labels(Type{DType::i64, {kBatch}});
+      for (int r = 0; r < kBatch; ++r) {
+        int64_t row = order[s * kBatch + r];
+        std::copy_n(&train.images[row * kPixels], kPixels, x.data<float>() + r * kPixels);
+        labels.data<int64_t>()[r] = train.labels[row];
+      }
+      std::vector<Tensor> inputs;
+      inputs.reserve(9);
+      inputs.push_back(std::move(x));
+      inputs.push_back(std::move(labels));
+      for (Tensor& p : params) inputs.push_back(std::move(p));
+      inputs.push_back(Tensor::scalar(DType::f32, options.lr));
+
+      auto t0 = std::chrono::steady_clock::now();
+      auto result = value_or_die(reference::run(step, inputs));
+      step_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+
+      loss_sum += result.outputs[0].get_double(0);
+      for (size_t i = 0; i < params.size(); ++i) params[i] = std::move(result.updated[i].second);
+    }
+    double epoch_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
+    std::sort(step_ms.begin(), step_ms.end());
+    double accuracy = evaluate(eval, test, params);
+    std::printf("epoch %d: %lld steps, mean loss %.4f, median step %.1f ms, epoch %.1f s, "
+                "test accuracy %.4f\n",
+                epoch, static_cast<long long>(steps), loss_sum / steps, step_ms[step_ms.size() / 2],
+                epoch_s, accuracy);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace weft
+
+int main(int argc, char** argv) { return weft::main_impl(argc, argv); }

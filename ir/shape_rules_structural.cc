@@ -126,7 +126,8 @@ StatusOr<Type> slice(const Node& node, const std::vector<Type>& in) {
     if (step[i] < 1) return rule_error("step " + str(step) + " must have entries >= 1");
     int64_t d = in[0].shape[static_cast<int>(i)];
     int64_t len = clamp_bound(stop[i], d) - clamp_bound(start[i], d);
-    dims.push_back(len <= 0 ? 0 : (len + step[i] - 1) / step[i]);
+    // (len - 1) / step + 1 rather than (len + step - 1) / step, which overflows for a huge step.
+    dims.push_back(len <= 0 ? 0 : (len - 1) / step[i] + 1);
   }
   return Type{in[0].dtype, Shape(std::move(dims))};
 }

@@ -12,6 +12,20 @@ Location location_of(const Graph& g, ValueId v) {
   return Location{};
 }
 
+/// A type whose size in bytes does not fit in int64 cannot be allocated or even
+/// measured (Shape::numel would wrap), so it is a user error rather than a crash later.
+Status check_size(const Type& type, const std::string& what, const Location& loc) {
+  int64_t bytes = static_cast<int64_t>(dtype_size(type.dtype));
+  for (int64_t d : type.shape.dims) {
+    if (__builtin_mul_overflow(bytes, d, &bytes)) {
+      return Error{what + " has type " + type.to_string() +
+                       ", whose size in bytes does not fit in 64 bits; check its dims",
+                   loc};
+    }
+  }
+  return Status();
+}
+
 Status check_inputs_typed(const Graph& g) {
   for (const Input& in : g.inputs()) {
     const Value& v = g.value(in.value);
@@ -20,6 +34,7 @@ Status check_inputs_typed(const Graph& g) {
                        ": f32[4,6]",
                    in.loc};
     }
+    WEFT_RETURN_IF_ERROR(check_size(*v.type, "graph input %" + v.name, in.loc));
   }
   return Status();
 }
@@ -57,6 +72,10 @@ StatusOr<bool> InferTypesPass::run(Graph& g) {
     operand_types.clear();
     for (ValueId v : node.operands) operand_types.push_back(g.type(v));
     WEFT_ASSIGN_OR_RETURN(Type inferred, infer_node_type(node, operand_types));
+    if (!node.results.empty()) {
+      WEFT_RETURN_IF_ERROR(check_size(inferred, std::string(op_name(node.op)) + ": result %" +
+                                                    g.value(node.result()).name, node.loc));
+    }
     for (ValueId r : node.results) {  // none for statements such as assign
       Value& value = g.mutable_value(r);
       if (!value.type) {

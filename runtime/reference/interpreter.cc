@@ -1,6 +1,7 @@
 #include "runtime/reference/interpreter.h"
 
 #include <algorithm>
+#include <new>
 #include <optional>
 
 #include "runtime/reference/kernels.h"
@@ -156,7 +157,15 @@ StatusOr<RunResult> run(const Graph& g, const std::vector<Tensor>& inputs) {
       result_type = *r.type;
     }
     Tensor out;
-    WEFT_RETURN_IF_ERROR(run_node(node, *kernel, in, result_type, &out));
+    // A type that fits in int64 may still be far beyond memory (f32[1000000000000]).
+    try {
+      WEFT_RETURN_IF_ERROR(run_node(node, *kernel, in, result_type, &out));
+    } catch (const std::bad_alloc&) {
+      return Error{std::string(op_name(node.op)) + ": cannot allocate its result " +
+                       result_type.to_string() + " (" + std::to_string(result_type.bytes()) +
+                       " bytes)",
+                   node.loc};
+    }
     if (node.op == Op::Assign) {
       const int index = g.input_index(node.operands[0]);
       if (index < 0) {

@@ -11,6 +11,8 @@
 
 #include "ir/op.h"
 #include "ir/text.h"
+#include "passes/pipeline.h"
+#include "runtime/reference/interpreter.h"
 #include "tests/robustness/graph_checks.h"
 #include "tests/robustness/mutator.h"
 #include "tests/robustness/seed_graphs.h"
@@ -195,6 +197,59 @@ TEST(TextMutationTest, PathologicalInputs) {
   for (const auto& [label, text] : cases) check_text(tally, label, text, "p.wir");
   tally.print_summary();
   EXPECT_EQ(tally.failures(), 0);
+}
+
+// A type that fits in int64 but not in memory: `weftc run` must report it, not abort on
+// std::bad_alloc. (ASan refuses such allocations by aborting, by design, so the check
+// only runs in normal builds.)
+TEST(TextMutationTest, HugeTensorIsAnErrorNotAnAbort) {
+#ifdef __SANITIZE_ADDRESS__
+  GTEST_SKIP() << "ASan aborts on allocations beyond its maximum size";
+#endif
+  StatusOr<Graph> g = parse_graph(
+      "graph @g() {\n  %y = full() {shape=[1000000000000], value=1.0}\n  return %y\n}\n", "h.wir");
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  ASSERT_TRUE(default_pipeline().run_until(*g, "infer-types").ok());
+  try {
+    StatusOr<reference::RunResult> r = reference::run(*g, {});
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().to_string(),
+              "h.wir:2:3: error: full: cannot allocate its result f32[1000000000000] "
+              "(4000000000000 bytes)");
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "exception escaped from reference::run: " << e.what();
+  }
+}
+
+// Sizes beyond int64 are a user error of infer-types, not a wrapped Shape::numel.
+TEST(TextMutationTest, SizeOverflowIsAnError) {
+  StatusOr<Graph> g = parse_graph(
+      "graph @g(%x: f32[4294967296,4294967296,4]) {\n  %y = neg(%x)\n  return %y\n}\n", "o.wir");
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  StatusOr<bool> typed = default_pipeline().run_until(*g, "infer-types");
+  ASSERT_FALSE(typed.ok());
+  EXPECT_EQ(typed.error().to_string(),
+            "o.wir:1:10: error: graph input %x has type f32[4294967296,4294967296,4], whose "
+            "size in bytes does not fit in 64 bits; check its dims");
+
+  g = parse_graph("graph @g(%i: i64[3]) {\n  %y = one_hot(%i) {depth=4611686018427387904}\n"
+                  "  return %y\n}\n", "o.wir");
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  typed = default_pipeline().run_until(*g, "infer-types");
+  ASSERT_FALSE(typed.ok());
+  EXPECT_EQ(typed.error().to_string(),
+            "o.wir:2:3: error: one_hot: result %y has type f32[3,4611686018427387904], whose "
+            "size in bytes does not fit in 64 bits; check its dims");
+}
+
+// A huge slice step once overflowed `(len + step - 1) / step` into a dim of -1.
+TEST(TextMutationTest, HugeSliceStep) {
+  StatusOr<Graph> g = parse_graph(
+      "graph @g(%x: f32[2]) {\n  %y = slice(%x) {start=[-9223372036854775808], "
+      "stop=[9223372036854775807], step=[9223372036854775807]}\n  return %y\n}\n", "s.wir");
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  ASSERT_TRUE(default_pipeline().run_until(*g, "infer-types").ok());
+  EXPECT_EQ(g->type(g->outputs()[0]).to_string(), "f32[1]");
 }
 
 }  // namespace

@@ -490,6 +490,13 @@ StatusOr<Graph> graph_from_json(std::string_view json_text, std::string_view fil
     std::string detail = colon == std::string::npos ? what : what.substr(colon + 2);
     size_t offset = e.byte == 0 ? 0 : e.byte - 1;
     return Error{"invalid JSON: " + detail, location_of_byte(json_text, offset, filename)};
+  } catch (const Json::exception& e) {
+    // A number too large for a double (`1e400`) is out_of_range.406, which carries no
+    // position.
+    std::string what = e.what();
+    size_t bracket = what.find("] ");
+    return Error{"invalid JSON: " + (bracket == std::string::npos ? what : what.substr(bracket + 2)),
+                 Location{std::string(filename), 0, 0, ""}};
   }
   try {
     return Reader(filename).read(doc);

@@ -33,7 +33,7 @@ std::vector<std::string> wir_dictionary() {
         "axes", "shape", "perm", "kernel", "stride", "padding", "dtype", "depth", "keepdims",
         "%undefined", "%x", "%", "@", "@g", "%\"\"", "\"", "\"unterminated", "\"\\q\"", "->",
         "f32[]", "f32[-1]", "f32[99999999999999999999]", "i64[1000000000000,1000000000000]",
-        "[]", "[1,]", "{}", "{axis=}", ":", "::", "()", std::string("\0", 1).c_str(),
+        "[]", "[1,]", "{}", "{axis=}", ":", "::", "()",
         "\xff\xfe", "\xc3\x28", "\xe2\x82", "\xf0\x9f\x98\x80", "\r", "\t", "#", "\\"}) {
     words.emplace_back(w);
   }

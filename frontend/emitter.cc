@@ -1,0 +1,170 @@
+#include "frontend/module.h"
+
+#include "ir/shape_rules.h"
+
+namespace weft {
+
+ValueId UnaryModule::forward(Emitter& e, const std::vector<ValueId>& inputs) {
+  if (inputs.size() != 1) {
+    e.fail(describe() + " takes one input, but " + std::to_string(inputs.size()) +
+           " were given (the stream plus " + std::to_string(inputs.size() - 1) +
+           " from uses(...))");
+  }
+  return forward1(e, inputs[0]);
+}
+
+Emitter::Emitter(Graph& graph, BuildOptions options) : graph_(graph), options_(options) {}
+
+Location Emitter::location() const {
+  Location loc;
+  if (!frames_.empty()) {
+    const std::source_location& s = frames_.back().loc;
+    loc.file = s.file_name();
+    loc.line = static_cast<int>(s.line());
+    loc.col = static_cast<int>(s.column());
+  }
+  loc.path = path();
+  return loc;
+}
+
+std::string Emitter::path() const {
+  std::string out;
+  for (const Frame& f : frames_) {
+    if (f.path_part.empty()) continue;
+    out += (out.empty() ? "" : " > ") + f.path_part;
+  }
+  return out;
+}
+
+std::string Emitter::label_path() const {
+  std::string out;
+  for (const Frame& f : frames_) {
+    if (f.is_label) out += (out.empty() ? "" : ".") + f.name_part;
+  }
+  return out;
+}
+
+std::string Emitter::param_prefix() const {
+  std::string out;
+  for (const Frame& f : frames_) {
+    if (!f.name_part.empty()) out += f.name_part + ".";
+  }
+  return out;
+}
+
+void Emitter::fail(const std::string& message) const { throw BuildFailure{Error{message, location()}}; }
+
+ValueId Emitter::op(Op op, std::vector<ValueId> operands, Attrs attrs) {
+  Node probe{op, operands, attrs, {}, location()};
+  std::vector<Type> operand_types;
+  for (ValueId v : operands) operand_types.push_back(graph_.type(v));
+  StatusOr<Type> t = infer_node_type(probe, operand_types);
+  if (!t.ok()) {
+    Error error = t.error();
+    error.loc = location();
+    throw BuildFailure{error};
+  }
+  ValueId result = graph_.add_node(op, std::move(operands), std::move(attrs), location(),
+                                   op_info(op).results > 0 ? std::optional<Type>(*t) : std::nullopt);
+  node_labels_.push_back(label_path());
+  return result;
+}
+
+ValueId Emitter::transpose_last2(ValueId x) {
+  IntList perm;
+  for (int i = 0; i < rank(x); ++i) perm.push_back(i);
+  std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+  return transpose(x, perm);
+}
+
+ValueId Emitter::sum(ValueId x, IntList axes, bool keepdims) {
+  return op(Op::Sum, {x}, {{"axes", axes}, {"keepdims", keepdims}});
+}
+
+ValueId Emitter::mean(ValueId x, IntList axes, bool keepdims) {
+  return op(Op::Mean, {x}, {{"axes", axes}, {"keepdims", keepdims}});
+}
+
+ValueId Emitter::constant(double value, DType dtype) { return full({}, value, dtype); }
+
+ValueId Emitter::full(Shape shape, double value, DType dtype) {
+  return op(Op::Full, {}, {{"shape", shape.dims}, {"value", value}, {"dtype", dtype}});
+}
+
+ValueId Emitter::persistent(std::string_view name, Shape shape, Initializer init, DType dtype,
+                            InputKind kind) {
+  const Module* owner = frames_.empty() ? nullptr : frames_.back().module;
+  auto key = std::make_pair(owner, std::string(name));
+  if (auto it = shared_.find(key); it != shared_.end()) {
+    const Type& t = graph_.type(it->second);
+    if (t.shape != shape || t.dtype != dtype) {
+      fail("a shared module's parameter '" + std::string(name) + "' was created as " +
+           t.to_string() + " but this use needs " + Type{dtype, shape}.to_string() +
+           "; a module instance used in several places must see the same input shapes");
+    }
+    return it->second;
+  }
+  std::string full_name = param_prefix() + std::string(name);
+  if (graph_.find_value(full_name)) {
+    fail("two parameters are both named '" + full_name + "'; give one of the flows a label");
+  }
+  ValueId v = graph_.add_input(full_name, Type{dtype, std::move(shape)}, kind, location());
+  shared_[key] = v;
+  params_.push_back(ParamInfo{full_name, v, kind, init, label_path()});
+  return v;
+}
+
+ValueId Emitter::param(std::string_view name, Shape shape, Initializer init, DType dtype) {
+  return persistent(name, std::move(shape), init, dtype, InputKind::param);
+}
+
+ValueId Emitter::state(std::string_view name, Shape shape, Initializer init, DType dtype) {
+  return persistent(name, std::move(shape), init, dtype, InputKind::state);
+}
+
+void Emitter::assign(ValueId target, ValueId value) { op(Op::Assign, {target, value}); }
+
+ValueId Emitter::random_key() {
+  if (rng_state_ == kNoValue) {
+    // (seed, offset): the runtime seeds it from BuildOptions::seed; finish() makes every
+    // step advance the offset.
+    rng_state_ = graph_.add_input("rng", Type{DType::i64, {2}}, InputKind::state, location());
+    params_.push_back(ParamInfo{"rng", rng_state_, InputKind::state,
+                                Initializer::constant(static_cast<double>(options_.seed)), ""});
+  }
+  // Call site k draws with offset + k * 2^32: disjoint counters for 2^32 steps.
+  int k = random_calls_++;
+  if (k == 0) return rng_state_;
+  ValueId lanes = op(Op::Iota, {}, {{"shape", IntList{2}}, {"axis", int64_t{0}}, {"dtype", DType::i64}});
+  ValueId shift = op(Op::Mul, {lanes, constant(static_cast<double>(int64_t{k} << 32), DType::i64)});
+  return add(rng_state_, shift);
+}
+
+void Emitter::finish() {
+  if (rng_state_ == kNoValue) return;
+  ValueId lanes = op(Op::Iota, {}, {{"shape", IntList{2}}, {"axis", int64_t{0}}, {"dtype", DType::i64}});
+  assign(rng_state_, add(rng_state_, lanes));
+}
+
+void Emitter::push_frame(const Module* m, std::string path_part, std::string name_part,
+                         std::source_location loc, bool is_label) {
+  frames_.push_back(Frame{m, std::move(path_part), std::move(name_part), loc, is_label});
+}
+
+void Emitter::pop_frame() { frames_.pop_back(); }
+
+ValueId Emitter::emit(const ModulePtr& m, const std::vector<ValueId>& inputs,
+                      std::string path_part, std::string name_part, std::source_location loc) {
+  for (const Frame& f : frames_) {
+    if (f.module == m.get()) {
+      push_frame(m.get(), path_part, name_part, loc);
+      fail("cycle: " + m->describe() + " contains itself (builder path " + path() + ")");
+    }
+  }
+  push_frame(m.get(), std::move(path_part), std::move(name_part), loc);
+  ValueId out = m->forward(*this, inputs);
+  pop_frame();
+  return out;
+}
+
+}  // namespace weft

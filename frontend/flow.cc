@@ -1,0 +1,462 @@
+#include "frontend/flow.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "ir/verifier.h"
+
+namespace weft {
+namespace {
+
+using Kind = FlowStep::Kind;
+
+std::string where(const std::source_location& loc) {
+  return std::string(loc.file_name()) + ":" + std::to_string(loc.line());
+}
+
+Location to_location(const std::source_location& loc) {
+  Location l;
+  l.file = loc.file_name();
+  l.line = static_cast<int>(loc.line());
+  l.col = static_cast<int>(loc.column());
+  return l;
+}
+
+bool is_module_step(Kind k) {
+  return k == Kind::From || k == Kind::Through || k == Kind::Also || k == Kind::AlsoWith ||
+         k == Kind::Fork;
+}
+
+const Flow* as_flow(const ModulePtr& m) { return dynamic_cast<const Flow*>(m.get()); }
+
+// Checks one flow's structure (not its children's: they were checked when built).
+Status validate(const std::vector<FlowStep>& steps) {
+  std::map<std::string, std::source_location> tags;  // tag or input name -> where
+  std::map<std::string, std::pair<std::source_location, const Flow*>> labels;  // child label
+  std::string own_label;
+  std::source_location own_label_loc;
+  // Tags defined anywhere in the flow, for telling a forward reference from a typo.
+  std::map<std::string, std::source_location> all_tags;
+  for (const FlowStep& s : steps) {
+    if (s.kind == Kind::Tag || s.kind == Kind::Input) {
+      for (const std::string& n : s.names) all_tags.emplace(n, s.loc);
+    }
+  }
+  auto define = [&](const std::string& name, const std::source_location& loc,
+                    const char* what) -> Status {
+    if (name.empty()) return Error{std::string(what) + " name must not be empty", to_location(loc)};
+    if (auto it = tags.find(name); it != tags.end()) {
+      return Error{"duplicate tag '" + name + "': already defined at " + where(it->second),
+                   to_location(loc)};
+    }
+    tags[name] = loc;
+    return Status();
+  };
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const FlowStep& s = steps[i];
+    Kind prev = i > 0 ? steps[i - 1].kind : Kind::From;
+    // What may follow a split or a fork.
+    if (i > 0 && (prev == Kind::Split || prev == Kind::TagGroup) && s.kind != Kind::TagGroup &&
+        s.kind != Kind::Merge) {
+      size_t split = prev == Kind::Split ? i - 1 : i - 2;
+      return Error{"split(...) is never merged: merge(...) must follow it (after an optional "
+                   "tag_group)",
+                   to_location(steps[split].loc)};
+    }
+    switch (s.kind) {
+      case Kind::TagGroup:
+        if (prev != Kind::Split) {
+          return Error{"tag_group(\"" + s.names[0] + "\") must directly follow split(...)",
+                       to_location(s.loc)};
+        }
+        for (size_t b = 0; b < steps[i - 1].modules.size(); ++b) {
+          WEFT_RETURN_IF_ERROR(define(s.names[0] + "." + std::to_string(b), s.loc, "tag_group"));
+        }
+        break;
+      case Kind::Merge:
+        if (prev != Kind::Split && prev != Kind::TagGroup) {
+          return Error{"merge(...) without a split(...) before it", to_location(s.loc)};
+        }
+        break;
+      case Kind::Tag:
+        WEFT_RETURN_IF_ERROR(define(s.names[0], s.loc, "tag"));
+        break;
+      case Kind::Input:
+        for (const std::string& n : s.names) WEFT_RETURN_IF_ERROR(define(n, s.loc, "input"));
+        break;
+      case Kind::Uses: {
+        size_t m = i;
+        while (m > 0 && steps[m - 1].kind == Kind::Uses) --m;
+        if (m == 0 || !is_module_step(steps[m - 1].kind)) {
+          return Error{"uses(...) must follow a module: from, through, also, also_with or fork",
+                       to_location(s.loc)};
+        }
+        for (const std::string& n : s.names) {
+          if (tags.count(n)) continue;
+          bool group = false;
+          for (const auto& [t, unused] : tags) group |= t.rfind(n + ".", 0) == 0;
+          if (group) continue;
+          if (auto later = all_tags.find(n); later != all_tags.end()) {
+            return Error{"uses(\"" + n + "\") refers to a tag defined later, at " +
+                             where(later->second) +
+                             "; forward references (state carried across steps) are not "
+                             "supported yet",
+                         to_location(s.loc)};
+          }
+          std::string known;
+          for (const auto& [t, unused] : tags) known += (known.empty() ? "" : ", ") + t;
+          return Error{"uses of unknown tag '" + n + "'; tags defined before this call: " +
+                           (known.empty() ? "(none)" : known),
+                       to_location(s.loc)};
+        }
+        break;
+      }
+      case Kind::Label: {
+        const std::string& name = s.names[0];
+        if (name.empty()) return Error{"label name must not be empty", to_location(s.loc)};
+        if (name.find('.') != std::string::npos) {
+          return Error{"label '" + name + "' contains a dot; dots separate the levels of a "
+                       "label path (encoder.scan), so a label cannot contain one",
+                       to_location(s.loc)};
+        }
+        if (!own_label.empty()) {
+          return Error{"flow labelled twice: '" + own_label + "' at " + where(own_label_loc) +
+                           ", then '" + name + "'",
+                       to_location(s.loc)};
+        }
+        own_label = name;
+        own_label_loc = s.loc;
+        break;
+      }
+      default:
+        break;
+    }
+    if (s.kind == Kind::Fork) {
+      size_t next = i + 1;
+      while (next < steps.size() && steps[next].kind == Kind::Uses) ++next;
+      if (next >= steps.size() || steps[next].kind != Kind::Tag) {
+        return Error{"fork(" + s.modules[0]->describe() +
+                         ")'s output is never named: tag(...) must follow fork(...)",
+                     to_location(s.loc)};
+      }
+    }
+    // Labels of nested flows, one level down. One flow instance used twice shares its
+    // parameters and its label; two different flows may not share a label.
+    for (const ModulePtr& m : s.modules) {
+      const Flow* f = as_flow(m);
+      if (!f || f->label().empty()) continue;
+      if (auto it = labels.find(f->label()); it != labels.end() && it->second.second != f) {
+        return Error{"duplicate label '" + f->label() + "' at one level: already used at " +
+                         where(it->second.first),
+                     to_location(s.loc)};
+      }
+      labels.emplace(f->label(), std::make_pair(s.loc, f));
+    }
+  }
+  if (!steps.empty() && (steps.back().kind == Kind::Split || steps.back().kind == Kind::TagGroup)) {
+    size_t split = steps.back().kind == Kind::Split ? steps.size() - 1 : steps.size() - 2;
+    return Error{"split(...) is never merged: merge(...) must follow it (after an optional "
+                 "tag_group)",
+                 to_location(steps[split].loc)};
+  }
+  for (const auto& [label, where_and_flow] : labels) {
+    const std::source_location& loc = where_and_flow.first;
+    if (auto it = tags.find(label); it != tags.end()) {
+      return Error{"label '" + label + "' collides with the tag of that name defined at " +
+                       where(it->second) + "; tags and labels share one namespace",
+                   to_location(loc)};
+    }
+  }
+  if (!own_label.empty()) {
+    if (auto it = tags.find(own_label); it != tags.end()) {
+      return Error{"label '" + own_label + "' collides with the tag of that name defined at " +
+                       where(it->second) + "; tags and labels share one namespace",
+                   to_location(own_label_loc)};
+    }
+  }
+  return Status();
+}
+
+// A flow reachable from itself through nested flows.
+Status check_cycles(const Flow* f, std::vector<const Flow*>& stack) {
+  for (const Flow* s : stack) {
+    if (s == f) {
+      return Error{"cycle: flow " + f->describe() + " contains itself"};
+    }
+  }
+  stack.push_back(f);
+  for (const FlowStep& s : f->steps()) {
+    for (const ModulePtr& m : s.modules) {
+      if (const Flow* child = as_flow(m)) WEFT_RETURN_IF_ERROR(check_cycles(child, stack));
+    }
+  }
+  stack.pop_back();
+  return Status();
+}
+
+}  // namespace
+
+std::string Merge::describe() const {
+  switch (kind) {
+    case Kind::Add: return "add";
+    case Kind::Mean: return "mean";
+    case Kind::Concat: return "concat(" + std::to_string(axis) + ")";
+  }
+  return "?";
+}
+
+Flow::Flow(std::vector<FlowStep> steps, std::string label)
+    : steps_(std::move(steps)), label_(std::move(label)) {}
+
+std::string Flow::describe() const {
+  if (!label_.empty()) return label_;
+  return "Flow(" + std::to_string(steps_.size()) + " steps)";
+}
+
+std::vector<std::string> Flow::extra_inputs() const {
+  std::vector<std::string> names;
+  for (const FlowStep& s : steps_) {
+    if (s.kind == Kind::Input) names.insert(names.end(), s.names.begin(), s.names.end());
+  }
+  return names;
+}
+
+namespace {
+
+// Runs one module of the chain at position `pos`: a labelled flow gets its label as
+// path and name part, anything else its description and its position.
+ValueId emit_at(Emitter& e, const ModulePtr& m, const std::vector<ValueId>& inputs,
+                const std::string& pos, const std::source_location& loc,
+                const std::string& path_prefix = "") {
+  const Flow* f = as_flow(m);
+  if (f && !f->label().empty()) {
+    e.push_frame(nullptr, path_prefix + f->label(), f->label(), loc, /*is_label=*/true);
+    ValueId out = e.emit(m, inputs, "", "", loc);
+    e.pop_frame();
+    return out;
+  }
+  return e.emit(m, inputs, path_prefix + m->describe(), pos, loc);
+}
+
+}  // namespace
+
+ValueId Flow::forward(Emitter& e, const std::vector<ValueId>& inputs) {
+  std::vector<std::string> extra = extra_inputs();
+  if (inputs.size() != 1 + extra.size()) {
+    std::string want = "the stream";
+    for (const std::string& n : extra) want += ", " + n;
+    e.fail(describe() + " expects " + std::to_string(1 + extra.size()) + " inputs (" + want +
+           ") but receives " + std::to_string(inputs.size()) +
+           "; pass the extra ones with uses({...})");
+  }
+  std::map<std::string, ValueId> tags;
+  std::map<std::string, std::vector<ValueId>> groups;
+  for (size_t i = 0; i < extra.size(); ++i) tags[extra[i]] = inputs[i + 1];
+  ValueId stream = inputs[0];
+  ValueId forked = kNoValue;
+  std::vector<ValueId> branches;
+  int pos = 0;
+
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const FlowStep& s = steps_[i];
+    // The module's inputs: the stream, then the values of any uses(...) right after it.
+    auto module_inputs = [&](ValueId x) {
+      std::vector<ValueId> in = {x};
+      for (size_t u = i + 1; u < steps_.size() && steps_[u].kind == Kind::Uses; ++u) {
+        for (const std::string& n : steps_[u].names) {
+          if (auto it = tags.find(n); it != tags.end()) {
+            in.push_back(it->second);
+          } else {
+            for (ValueId v : groups.at(n)) in.push_back(v);
+          }
+        }
+      }
+      return in;
+    };
+    std::string p = std::to_string(pos);
+    switch (s.kind) {
+      case Kind::From:
+      case Kind::Through:
+        stream = emit_at(e, s.modules[0], module_inputs(stream), p, s.loc);
+        ++pos;
+        break;
+      case Kind::Also: {
+        ValueId out = emit_at(e, s.modules[0], module_inputs(stream), p, s.loc);
+        e.push_frame(nullptr, "also", "", s.loc);
+        stream = e.add(stream, out);
+        e.pop_frame();
+        ++pos;
+        break;
+      }
+      case Kind::AlsoWith: {
+        ValueId skip = emit_at(e, s.modules[0], {stream}, p + ".0", s.loc);
+        ValueId out = emit_at(e, s.modules[1], module_inputs(stream), p + ".1", s.loc);
+        e.push_frame(nullptr, "also_with", "", s.loc);
+        stream = e.add(skip, out);
+        e.pop_frame();
+        ++pos;
+        break;
+      }
+      case Kind::Fork:
+        forked = emit_at(e, s.modules[0], module_inputs(stream), p, s.loc);
+        ++pos;
+        break;
+      case Kind::Split:
+        branches.clear();
+        for (size_t b = 0; b < s.modules.size(); ++b) {
+          std::string prefix = "split[" + std::to_string(b) + "] > ";
+          branches.push_back(
+              emit_at(e, s.modules[b], {stream}, p + "." + std::to_string(b), s.loc, prefix));
+        }
+        ++pos;
+        break;
+      case Kind::TagGroup:
+        for (size_t b = 0; b < branches.size(); ++b) {
+          tags[s.names[0] + "." + std::to_string(b)] = branches[b];
+        }
+        groups[s.names[0]] = branches;
+        break;
+      case Kind::Merge: {
+        e.push_frame(nullptr, "merge(" + s.merge.describe() + ")", "", s.loc);
+        if (s.merge.kind == Merge::Kind::Concat) {
+          stream = e.op(Op::Concat, branches, {{"axis", s.merge.axis}});
+        } else {
+          stream = branches[0];
+          for (size_t b = 1; b < branches.size(); ++b) stream = e.add(stream, branches[b]);
+          if (s.merge.kind == Merge::Kind::Mean && branches.size() > 1) {
+            stream = e.mul(stream, e.constant(1.0 / static_cast<double>(branches.size()),
+                                              e.type(stream).dtype));
+          }
+        }
+        e.pop_frame();
+        break;
+      }
+      case Kind::Tag:
+        tags[s.names[0]] = forked != kNoValue ? forked : stream;
+        forked = kNoValue;
+        break;
+      case Kind::Uses:
+      case Kind::Input:
+      case Kind::Label:
+        break;
+    }
+  }
+  return stream;
+}
+
+StatusOr<Model> Flow::build(const std::vector<InputSpec>& inputs, BuildOptions options) const {
+  std::vector<std::string> extra = extra_inputs();
+  std::string want = "the stream input";
+  for (const std::string& n : extra) want += ", '" + n + "'";
+  if (inputs.size() != 1 + extra.size()) {
+    return Error{"build(...) got " + std::to_string(inputs.size()) + " input types but the flow "
+                 "has " + std::to_string(1 + extra.size()) + " inputs: " + want};
+  }
+  for (size_t i = 0; i < extra.size(); ++i) {
+    if (inputs[i + 1].name != extra[i]) {
+      return Error{"build(...) input " + std::to_string(i + 1) + " is named '" +
+                   inputs[i + 1].name + "' but the flow's input " + std::to_string(i + 1) +
+                   " is '" + extra[i] + "' (inputs: " + want + ")"};
+    }
+  }
+  Graph g(label_.empty() ? "model" : label_);
+  Emitter e(g, options);
+  std::vector<ValueId> values;
+  for (const InputSpec& in : inputs) values.push_back(g.add_input(in.name, in.type));
+  try {
+    // The top-level flow is emitted like a nested one, so its label (if any) prefixes
+    // every parameter name.
+    auto self = std::make_shared<Flow>(steps_, label_);
+    std::source_location loc = steps_.empty() ? std::source_location::current() : steps_[0].loc;
+    ValueId out = label_.empty() ? e.emit(self, values, "", "", loc)
+                                 : emit_at(e, self, values, "", loc);
+    e.finish();
+    g.add_output(out);
+  } catch (const BuildFailure& failure) {
+    return failure.error;
+  }
+  WEFT_CHECK(verify(g).ok(), "builder emitted an invalid graph: " + verify(g).to_string());
+  std::vector<std::string> labels;
+  auto note = [&](const std::string& path) {
+    for (size_t dot = 0; dot != std::string::npos;) {
+      dot = path.find('.', dot + 1);
+      std::string prefix = path.substr(0, dot);
+      if (!prefix.empty() && std::find(labels.begin(), labels.end(), prefix) == labels.end()) {
+        labels.push_back(prefix);
+      }
+    }
+  };
+  for (const std::string& l : e.node_label_paths()) note(l);
+  for (const ParamInfo& p : e.params()) note(p.label_path);
+  return Model(std::move(g), e.params(), e.node_label_paths(), std::move(labels));
+}
+
+FlowBuilder FlowBuilder::from(ModulePtr m, Loc loc) {
+  FlowBuilder b;
+  b.add(FlowStep{Kind::From, {std::move(m)}, {}, {}, {}, loc});
+  return b;
+}
+
+FlowBuilder& FlowBuilder::add(FlowStep step) {
+  steps_.push_back(std::move(step));
+  return *this;
+}
+
+FlowBuilder& FlowBuilder::through(ModulePtr m, Loc loc) {
+  return add(FlowStep{Kind::Through, {std::move(m)}, {}, {}, {}, loc});
+}
+FlowBuilder& FlowBuilder::also(ModulePtr m, Loc loc) {
+  return add(FlowStep{Kind::Also, {std::move(m)}, {}, {}, {}, loc});
+}
+FlowBuilder& FlowBuilder::also_with(ModulePtr skip, ModulePtr m, Loc loc) {
+  return add(FlowStep{Kind::AlsoWith, {std::move(skip), std::move(m)}, {}, {}, {}, loc});
+}
+FlowBuilder& FlowBuilder::fork(ModulePtr m, Loc loc) {
+  return add(FlowStep{Kind::Fork, {std::move(m)}, {}, {}, {}, loc});
+}
+FlowBuilder& FlowBuilder::split(std::vector<ModulePtr> branches, Loc loc) {
+  return add(FlowStep{Kind::Split, std::move(branches), {}, {}, {}, loc});
+}
+FlowBuilder& FlowBuilder::tag_group(std::string name, Loc loc) {
+  return add(FlowStep{Kind::TagGroup, {}, {std::move(name)}, {}, {}, loc});
+}
+FlowBuilder& FlowBuilder::merge(Merge how, Loc loc) {
+  return add(FlowStep{Kind::Merge, {}, {}, how, {}, loc});
+}
+FlowBuilder& FlowBuilder::tag(std::string name, Loc loc) {
+  return add(FlowStep{Kind::Tag, {}, {std::move(name)}, {}, {}, loc});
+}
+FlowBuilder& FlowBuilder::uses(std::vector<std::string> names, Loc loc) {
+  return add(FlowStep{Kind::Uses, {}, std::move(names), {}, {}, loc});
+}
+FlowBuilder& FlowBuilder::input(std::vector<std::string> names, Loc loc) {
+  return add(FlowStep{Kind::Input, {}, std::move(names), {}, {}, loc});
+}
+FlowBuilder& FlowBuilder::label(std::string name, Loc loc) {
+  return add(FlowStep{Kind::Label, {}, {std::move(name)}, {}, {}, loc});
+}
+
+StatusOr<FlowPtr> FlowBuilder::build() const {
+  for (const FlowStep& s : steps_) {
+    for (const ModulePtr& m : s.modules) {
+      if (!m) return Error{"a null module was passed to the builder", to_location(s.loc)};
+    }
+  }
+  WEFT_RETURN_IF_ERROR(validate(steps_));
+  std::string label;
+  for (const FlowStep& s : steps_) {
+    if (s.kind == Kind::Label) label = s.names[0];
+  }
+  auto flow = std::make_shared<Flow>(steps_, label);
+  std::vector<const Flow*> stack;
+  WEFT_RETURN_IF_ERROR(check_cycles(flow.get(), stack));
+  return flow;
+}
+
+StatusOr<Model> FlowBuilder::build(const std::vector<InputSpec>& inputs, BuildOptions options) const {
+  WEFT_ASSIGN_OR_RETURN(FlowPtr flow, build());
+  return flow->build(inputs, options);
+}
+
+}  // namespace weft

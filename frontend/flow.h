@@ -1,0 +1,133 @@
+#pragma once
+// FlowBuilder: the fluent way to describe a network (vocabulary from flodl).
+//
+//   auto net = FlowBuilder::from(Linear(784, 256))
+//                  .through(GELU())
+//                  .tag("hidden")
+//                  .through(LayerNorm(256))
+//                  .also(Linear(256, 256))           // residual: x + Linear(x)
+//                  .through(Linear(256, 10))
+//                  .build({{"x", f32({128, 784})}});  // StatusOr<Model>
+//
+// | call                       | meaning                                                 |
+// |----------------------------|---------------------------------------------------------|
+// | from(m) / through(m)       | start / continue the stream with module m               |
+// | also(m)                    | residual: stream + m(stream)                            |
+// | also_with(skip, m)         | skip(stream) + m(stream)                                |
+// | fork(m)                    | side branch m(stream); the stream continues unchanged;  |
+// |                            | the next tag(name) names the branch's output            |
+// | split({a, b, ...})         | parallel branches on the stream, then                   |
+// |   .tag_group(name)         |   (optional) tags the branch outputs name.0, name.1, ...|
+// |   .merge(Merge::add())     |   recombined: add, mean or concat(axis)                 |
+// | tag(name)                  | names the current stream value (or a fork's output)     |
+// | uses({names})              | the previous module also receives these tagged values   |
+// | input({names})             | extra graph inputs, usable as tags                      |
+// | label(name)                | makes this flow an addressable subgraph (`encoder`)     |
+// | build()                    | validates the structure: a Flow, itself a module        |
+// | build(inputs, options)     | ...and emits typed IR for these input types: a Model    |
+//
+// Every call records its C++ source location, so errors — structural ones from build()
+// and shape errors from build(inputs) — name the user's file:line and the builder path
+// (`encoder > split[1] > Linear(256->10)`).
+//
+// Parameter names follow the structure: labels, then the module's position in its
+// chain, then the parameter (`encoder.2.weight`; a split branch adds its index:
+// `3.1.weight`). They are stable checkpoint keys.
+
+#include <memory>
+#include <source_location>
+#include <string>
+#include <vector>
+
+#include "frontend/model.h"
+#include "frontend/module.h"
+
+namespace weft {
+
+/// How split branches recombine.
+struct Merge {
+  enum class Kind { Add, Mean, Concat };
+  Kind kind = Kind::Add;
+  int64_t axis = -1;  ///< For concat.
+
+  static Merge add() { return {Kind::Add, -1}; }
+  static Merge mean() { return {Kind::Mean, -1}; }
+  static Merge concat(int64_t axis) { return {Kind::Concat, axis}; }
+  std::string describe() const;
+};
+
+class Flow;
+using FlowPtr = std::shared_ptr<Flow>;
+
+/// One recorded builder call.
+struct FlowStep {
+  enum class Kind { From, Through, Also, AlsoWith, Fork, Split, TagGroup, Merge, Tag, Uses,
+                    Input, Label };
+  Kind kind;
+  std::vector<ModulePtr> modules;  ///< From/Through/Also/Fork: 1; AlsoWith: skip, m; Split: branches
+  std::vector<std::string> names;  ///< Tag/TagGroup/Uses/Input/Label
+  Merge merge;
+  std::vector<std::string> uses;   ///< Tags the step's module also receives.
+  std::source_location loc;
+};
+
+/// A validated flow: a module that emits its steps, and nests inside other builders.
+class Flow : public Module {
+ public:
+  Flow(std::vector<FlowStep> steps, std::string label);
+
+  std::string describe() const override;
+  ValueId forward(Emitter& e, const std::vector<ValueId>& inputs) override;
+
+  const std::string& label() const { return label_; }
+  const std::vector<FlowStep>& steps() const { return steps_; }
+  /// Names declared by input({...}), in order.
+  std::vector<std::string> extra_inputs() const;
+
+  /// Emits IR for `inputs` (the stream input first, then one per input({...}) name, in
+  /// order) and returns the model, or the first error.
+  StatusOr<Model> build(const std::vector<InputSpec>& inputs, BuildOptions options = {}) const;
+
+ private:
+  std::vector<FlowStep> steps_;
+  std::string label_;
+};
+
+class FlowBuilder {
+ public:
+  using Loc = std::source_location;
+
+  static FlowBuilder from(ModulePtr m, Loc loc = Loc::current());
+  FlowBuilder& through(ModulePtr m, Loc loc = Loc::current());
+  FlowBuilder& also(ModulePtr m, Loc loc = Loc::current());
+  FlowBuilder& also_with(ModulePtr skip, ModulePtr m, Loc loc = Loc::current());
+  FlowBuilder& fork(ModulePtr m, Loc loc = Loc::current());
+  FlowBuilder& split(std::vector<ModulePtr> branches, Loc loc = Loc::current());
+  FlowBuilder& tag_group(std::string name, Loc loc = Loc::current());
+  FlowBuilder& merge(Merge how, Loc loc = Loc::current());
+  FlowBuilder& tag(std::string name, Loc loc = Loc::current());
+  FlowBuilder& uses(std::vector<std::string> names, Loc loc = Loc::current());
+  FlowBuilder& input(std::vector<std::string> names, Loc loc = Loc::current());
+  FlowBuilder& label(std::string name, Loc loc = Loc::current());
+
+  /// Validates the structure (no shapes needed): a split never merged, uses of an
+  /// unknown tag, a duplicate tag, a label containing a dot, two nested flows with one
+  /// label, a label colliding with a tag, ... The result is a module.
+  StatusOr<FlowPtr> build() const;
+  /// build(), then emits typed IR for `inputs`: the stream input first, then one per
+  /// input({...}) name.
+  StatusOr<Model> build(const std::vector<InputSpec>& inputs, BuildOptions options = {}) const;
+
+ private:
+  FlowBuilder() = default;
+  FlowBuilder& add(FlowStep step);
+
+  std::vector<FlowStep> steps_;
+};
+
+/// `f32({128, 784})`: an input type.
+inline Type f32(std::vector<int64_t> dims) { return Type{DType::f32, Shape(std::move(dims))}; }
+inline Type f64(std::vector<int64_t> dims) { return Type{DType::f64, Shape(std::move(dims))}; }
+inline Type i64(std::vector<int64_t> dims) { return Type{DType::i64, Shape(std::move(dims))}; }
+
+}  // namespace weft

@@ -1,0 +1,60 @@
+#pragma once
+// A Model: a built network as typed IR plus its parameter table and label tree.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "frontend/module.h"
+#include "ir/graph.h"
+
+namespace weft {
+
+/// A named, typed graph input for build().
+struct InputSpec {
+  std::string name;
+  Type type;
+};
+
+class Model {
+ public:
+  Model(Graph graph, std::vector<ParamInfo> params, std::vector<std::string> node_labels,
+        std::vector<std::string> labels);
+
+  const Graph& graph() const { return graph_; }
+  /// Parameters and state, in graph-input order.
+  const std::vector<ParamInfo>& parameters() const { return params_; }
+  const ParamInfo* find_parameter(const std::string& name) const;
+  /// Number of trainable scalars (kind param).
+  int64_t parameter_count() const;
+
+  // ---- The graph tree: labelled subgraphs addressed by dot paths (`encoder.scan`).
+  /// Every label path in the model, in definition order.
+  const std::vector<std::string>& label_paths() const { return labels_; }
+  /// Ok if `path` names a labelled subgraph ("" is the whole model); else an error
+  /// listing the known paths.
+  Status validate_path(const std::string& path) const;
+  /// Parameters (kind param and state) inside the subgraph at `path`.
+  StatusOr<std::vector<const ParamInfo*>> parameters_at(const std::string& path) const;
+  /// Node indices emitted inside the subgraph at `path`.
+  StatusOr<std::vector<int>> subgraph(const std::string& path) const;
+  /// Frozen parameters are excluded from what training updates.
+  Status freeze(const std::string& path);
+  Status thaw(const std::string& path);
+  bool is_frozen(const std::string& param_name) const;
+  /// The label path that emitted each node, by node index ("" outside any label).
+  const std::vector<std::string>& node_label_paths() const { return node_labels_; }
+
+  /// A hash of the architecture: ops, attributes, types, wiring, parameter names and
+  /// shapes — not parameter values and not source locations.
+  uint64_t structural_hash() const;
+
+ private:
+  Graph graph_;
+  std::vector<ParamInfo> params_;
+  std::vector<std::string> node_labels_;
+  std::vector<std::string> labels_;
+  std::vector<bool> frozen_;
+};
+
+}  // namespace weft

@@ -1,0 +1,175 @@
+#pragma once
+// Modules and the Emitter they write IR through.
+//
+// A module is a building block of a network (Linear, GELU, a whole built flow, ...). It
+// knows how to emit its computation as IR nodes, given the values flowing into it:
+//
+//   class Scale : public UnaryModule {
+//    public:
+//     explicit Scale(double s) : s_(s) {}
+//     std::string describe() const override { return "Scale(" + format_float(s_) + ")"; }
+//     ValueId forward1(Emitter& e, ValueId x) override {
+//       return e.mul(x, e.constant(s_, e.type(x).dtype));
+//     }
+//    private:
+//     double s_;
+//   };
+//
+// Modules are held by shared pointer (`ModulePtr`); using one instance in several places
+// shares its parameters. Every node a module emits carries the location of the builder
+// call that placed the module and its builder path (`encoder > split[1] >
+// Linear(256->10)`); a shape error inside a module is a user error pointing there.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <source_location>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/initializer.h"
+#include "ir/status.h"
+
+namespace weft {
+
+class Emitter;
+
+class Module {
+ public:
+  virtual ~Module() = default;
+  /// A short description for builder paths and errors: `Linear(256->10)`.
+  virtual std::string describe() const = 0;
+  /// Emits the module on `inputs`: the stream first, then any values named by `uses`.
+  /// Returns the output value. Errors are reported with `Emitter::fail`.
+  virtual ValueId forward(Emitter& e, const std::vector<ValueId>& inputs) = 0;
+};
+
+using ModulePtr = std::shared_ptr<Module>;
+
+/// A module with exactly one input (most of them).
+class UnaryModule : public Module {
+ public:
+  ValueId forward(Emitter& e, const std::vector<ValueId>& inputs) final;
+  virtual ValueId forward1(Emitter& e, ValueId x) = 0;
+};
+
+/// How a graph is built: training or evaluation behaviour (BatchNorm statistics,
+/// Dropout), and the seed of the parameter initializers.
+struct BuildOptions {
+  bool training = true;
+  uint64_t seed = 0;
+};
+
+/// One parameter or state input created by a module.
+struct ParamInfo {
+  std::string name;        ///< Stable path name: `encoder.0.weight`, a checkpoint key.
+  ValueId value;           ///< The graph input.
+  InputKind kind;          ///< param (trained) or state (e.g. running statistics).
+  Initializer init;
+  std::string label_path;  ///< The labels enclosing the module: `encoder.scan`, or "".
+};
+
+/// User errors inside Emitter calls unwind to the builder's `build`, which returns
+/// them; modules never see this type.
+struct BuildFailure {
+  Error error;
+};
+
+/// Writes IR for modules: ops with immediate shape inference, parameters shared per
+/// module instance, and the location/path bookkeeping the builder sets up.
+class Emitter {
+ public:
+  Emitter(Graph& graph, BuildOptions options);
+
+  // ---- Ops. Each infers its result type at once; a shape error fails the build
+  // ---- naming the op, both shapes, the builder call's file:line and the builder path.
+  ValueId op(Op op, std::vector<ValueId> operands, Attrs attrs = {});
+  ValueId add(ValueId a, ValueId b) { return op(Op::Add, {a, b}); }
+  ValueId sub(ValueId a, ValueId b) { return op(Op::Sub, {a, b}); }
+  ValueId mul(ValueId a, ValueId b) { return op(Op::Mul, {a, b}); }
+  ValueId div(ValueId a, ValueId b) { return op(Op::Div, {a, b}); }
+  ValueId matmul(ValueId a, ValueId b) { return op(Op::Matmul, {a, b}); }
+  ValueId reshape(ValueId x, IntList shape) { return op(Op::Reshape, {x}, {{"shape", shape}}); }
+  ValueId transpose(ValueId x, IntList perm) { return op(Op::Transpose, {x}, {{"perm", perm}}); }
+  /// Swaps the last two axes.
+  ValueId transpose_last2(ValueId x);
+  ValueId sum(ValueId x, IntList axes, bool keepdims = false);
+  ValueId mean(ValueId x, IntList axes, bool keepdims = false);
+  /// A scalar constant of `dtype`.
+  ValueId constant(double value, DType dtype = DType::f32);
+  /// A constant tensor filled with `value`.
+  ValueId full(Shape shape, double value, DType dtype = DType::f32);
+
+  const Type& type(ValueId v) const { return graph_.type(v); }
+  const Shape& shape(ValueId v) const { return graph_.type(v).shape; }
+  int rank(ValueId v) const { return graph_.type(v).shape.rank(); }
+
+  // ---- Parameters and state of the module being emitted. The first call for a
+  // ---- (module instance, name) pair creates a graph input named by the module's
+  // ---- path (`encoder.0.weight`); later calls, from other uses of the same instance,
+  // ---- return the same input.
+  ValueId param(std::string_view name, Shape shape, Initializer init, DType dtype = DType::f32);
+  ValueId state(std::string_view name, Shape shape, Initializer init, DType dtype = DType::f32);
+  /// `assign(target, value)`: after the step, the param/state `target` holds `value`.
+  void assign(ValueId target, ValueId value);
+
+  bool training() const { return options_.training; }
+  const BuildOptions& options() const { return options_; }
+  /// A fresh i64[2] Philox key (seed, offset) for one random op. Keys derive from the
+  /// graph's `rng` state input, which the step advances, so each call site and each
+  /// step draws different numbers.
+  ValueId random_key();
+
+  /// Called once after the whole graph is emitted: advances the `rng` state if any
+  /// random op drew from it.
+  void finish();
+
+  /// Fails the build with a user error at the current builder call and path.
+  [[noreturn]] void fail(const std::string& message) const;
+
+  // ---- Used by the builder.
+  /// Runs `m` on `inputs` inside a new frame: `path_part` extends the builder path
+  /// (`Linear(256->10)`, `split[1]`), `name_part` the parameter names (`3`, `encoder`),
+  /// `loc` is the builder call. A module already on the frame stack is a cycle.
+  ValueId emit(const ModulePtr& m, const std::vector<ValueId>& inputs, std::string path_part,
+               std::string name_part, std::source_location loc);
+  /// Enters/leaves a frame without running a module (flows use it for split branches).
+  void push_frame(const Module* m, std::string path_part, std::string name_part,
+                  std::source_location loc, bool is_label = false);
+  void pop_frame();
+  /// The builder path of the current frame: `encoder > split[1] > Linear(256->10)`.
+  std::string path() const;
+  /// The labels of the enclosing frames, dot-joined: `encoder.scan`.
+  std::string label_path() const;
+  Location location() const;
+
+  Graph& graph() { return graph_; }
+  const std::vector<ParamInfo>& params() const { return params_; }
+  /// The label path of the module that emitted each node, by node index.
+  const std::vector<std::string>& node_label_paths() const { return node_labels_; }
+
+ private:
+  struct Frame {
+    const Module* module;
+    std::string path_part;
+    std::string name_part;
+    std::source_location loc;
+    bool is_label;
+  };
+  ValueId persistent(std::string_view name, Shape shape, Initializer init, DType dtype,
+                     InputKind kind);
+  std::string param_prefix() const;
+
+  Graph& graph_;
+  BuildOptions options_;
+  std::vector<Frame> frames_;
+  std::vector<ParamInfo> params_;
+  std::vector<std::string> node_labels_;
+  std::map<std::pair<const Module*, std::string>, ValueId> shared_;
+  ValueId rng_state_ = kNoValue;
+  int random_calls_ = 0;
+};
+
+}  // namespace weft

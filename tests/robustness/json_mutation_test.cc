@@ -186,6 +186,9 @@ TEST(JsonMutationTest, PathologicalInputs) {
       {"deep shape", "{\"version\":1,\"name\":\"g\",\"inputs\":[{\"name\":\"x\",\"kind\":\"data\","
                      "\"type\":{\"dtype\":\"f32\",\"shape\":" + std::string(10000, '[') +
                      std::string(10000, ']') + "}}],\"nodes\":[],\"outputs\":[\"x\"]}"},
+      {"deeper shape", "{\"version\":1,\"name\":\"g\",\"inputs\":[{\"name\":\"x\",\"kind\":\"data\","
+                       "\"type\":{\"dtype\":\"f32\",\"shape\":" + std::string(200000, '[') +
+                       std::string(200000, ']') + "}}],\"nodes\":[],\"outputs\":[\"x\"]}"},
       {"huge dims", "{\"version\":1,\"name\":\"g\",\"inputs\":[{\"name\":\"x\",\"kind\":\"data\","
                     "\"type\":{\"dtype\":\"f32\",\"shape\":[9223372036854775807,2]}}],"
                     "\"nodes\":[],\"outputs\":[\"x\"]}"},
@@ -201,6 +204,16 @@ TEST(JsonMutationTest, PathologicalInputs) {
   for (const auto& [label, text] : cases) check_json(tally, label, text);
   tally.print_summary();
   EXPECT_EQ(tally.failures(), 0);
+}
+
+// ordered_json copies nested values recursively when an object grows, so a deeply
+// nested document once overflowed the stack inside nlohmann's parser.
+TEST(JsonMutationTest, DeepNestingIsAnError) {
+  std::string text = "{\"version\":1,\"name\":" + std::string(300, '[') + std::string(300, ']') +
+                     ",\"inputs\":[]}";
+  StatusOr<Graph> g = graph_from_json(text, "d.json");
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().to_string(), "d.json:1:275: error: invalid JSON: nested deeper than 256 levels");
 }
 
 // nlohmann throws out_of_range (not parse_error) for a number beyond double; it once

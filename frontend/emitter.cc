@@ -146,6 +146,11 @@ void Emitter::finish() {
   assign(rng_state_, add(rng_state_, lanes));
 }
 
+void Emitter::note_tag(const std::string& name, ValueId value) {
+  std::string labels = label_path();
+  tags_.emplace_back(labels.empty() ? name : labels + "." + name, value);
+}
+
 void Emitter::push_frame(const Module* m, std::string path_part, std::string name_part,
                          std::source_location loc, bool is_label) {
   frames_.push_back(Frame{m, std::move(path_part), std::move(name_part), loc, is_label});

@@ -314,6 +314,7 @@ ValueId Flow::forward(Emitter& e, const std::vector<ValueId>& inputs) {
       case Kind::TagGroup:
         for (size_t b = 0; b < branches.size(); ++b) {
           tags[s.names[0] + "." + std::to_string(b)] = branches[b];
+          e.note_tag(s.names[0] + "." + std::to_string(b), branches[b]);
         }
         groups[s.names[0]] = branches;
         break;
@@ -334,6 +335,7 @@ ValueId Flow::forward(Emitter& e, const std::vector<ValueId>& inputs) {
       }
       case Kind::Tag:
         tags[s.names[0]] = forked != kNoValue ? forked : stream;
+        e.note_tag(s.names[0], tags[s.names[0]]);
         forked = kNoValue;
         break;
       case Kind::Uses:
@@ -389,7 +391,9 @@ StatusOr<Model> Flow::build(const std::vector<InputSpec>& inputs, BuildOptions o
   };
   for (const std::string& l : e.node_label_paths()) note(l);
   for (const ParamInfo& p : e.params()) note(p.label_path);
-  return Model(std::move(g), e.params(), e.node_label_paths(), std::move(labels));
+  Model model(std::move(g), e.params(), e.node_label_paths(), std::move(labels));
+  model.set_tags(e.tags());
+  return model;
 }
 
 FlowBuilder FlowBuilder::from(ModulePtr m, Loc loc) {

@@ -112,6 +112,81 @@ TEST(Flow, StructuralErrorsNameTheCall) {
                        "of a label path (encoder.scan), so a label cannot contain one");
 }
 
+TEST(Flow, LabelErrors) {
+  auto a = FlowBuilder::from(Linear(2, 2)).label("block").build();
+  auto b = FlowBuilder::from(Linear(2, 2)).label("block").build();
+  ASSERT_TRUE(a.ok() && b.ok());
+  int line = __LINE__ + 1;
+  auto twice = FlowBuilder::from(*a).through(*b).build();
+  EXPECT_EQ(twice.error().to_string(),
+            at(line) + ":45: error: duplicate label 'block' at one level: already used at " +
+                at(line));
+  // The same labelled instance twice is sharing, not a duplicate.
+  EXPECT_TRUE(FlowBuilder::from(*a).through(*a).build().ok());
+
+  line = __LINE__ + 1;
+  auto collides = FlowBuilder::from(Linear(2, 2)).tag("block").through(*a).build();
+  EXPECT_EQ(collides.error().to_string(),
+            at(line) + ":71: error: label 'block' collides with the tag of that name defined at " +
+                at(line) + "; tags and labels share one namespace");
+}
+
+/// Forwards to a module set after construction: the only way to make a flow that
+/// contains itself.
+class Indirect : public UnaryModule {
+ public:
+  std::string describe() const override { return "Indirect"; }
+  ValueId forward1(Emitter& e, ValueId x) override {
+    return e.emit(target, {x}, target->describe(), "0", std::source_location::current());
+  }
+  ModulePtr target;
+};
+
+TEST(Flow, CycleIsAnError) {
+  auto indirect = std::make_shared<Indirect>();
+  int line = __LINE__ + 1;
+  auto flow = FlowBuilder::from(indirect).label("loop").build();
+  ASSERT_TRUE(flow.ok());
+  indirect->target = *flow;
+  auto model = (*flow)->build({{"x", f32({1, 2})}});
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.error().message,
+            "cycle: Indirect contains itself (builder path loop > Indirect > loop > Indirect)");
+  (void)line;
+}
+
+TEST(Flow, ForwardReferenceIsNotSupportedYet) {
+  int line = __LINE__ + 1;
+  auto flow = FlowBuilder::from(Linear(2, 2)).through(Linear(2, 2)).uses({"later"}).tag("later").build();
+  EXPECT_EQ(flow.error().to_string(),
+            at(line) + ":73: error: uses(\"later\") refers to a tag defined later, at " + at(line) +
+                "; forward references (state carried across steps) are not supported yet");
+}
+
+TEST(Flow, UsesPassesTaggedValuesAndInputs) {
+  auto model = FlowBuilder::from(Linear(2, 3))
+                   .input({"bias"})
+                   .tag("h")
+                   .through(Tanh())
+                   .split({Identity(), Identity()})
+                   .merge(Merge::mean())
+                   .build({{"x", f32({4, 2})}, {"bias", f32({3})}});
+  ASSERT_TRUE(model.ok()) << model.error().to_string();
+  EXPECT_EQ(model->graph().inputs().size(), 4u);  // x, bias, 0.weight, 0.bias
+  auto wrong = FlowBuilder::from(Linear(2, 3)).input({"bias"}).build({{"x", f32({4, 2})}});
+  EXPECT_EQ(wrong.error().to_string(),
+            "error: build(...) got 1 input types but the flow has 2 inputs: the stream input, "
+            "'bias'");
+}
+
+TEST(Flow, ForkNeedsATag) {
+  int line = __LINE__ + 1;
+  auto flow = FlowBuilder::from(Linear(2, 2)).fork(ReLU()).through(Tanh()).build();
+  EXPECT_EQ(flow.error().to_string(),
+            at(line) + ":51: error: fork(ReLU)'s output is never named: tag(...) must follow "
+                       "fork(...)");
+}
+
 TEST(Flow, ShapeErrorsNameFileLinePathOpAndShapes) {
   int line = __LINE__ + 2;
   auto model = FlowBuilder::from(Linear(4, 8))
@@ -120,6 +195,19 @@ TEST(Flow, ShapeErrorsNameFileLinePathOpAndShapes) {
   EXPECT_EQ(model.error().to_string(),
             at(line) + ":28: error: Linear(6->2) expects inputs whose last dim is 6, got "
                        "f32[2,8] [in Linear(6->2)]");
+
+  // An op's own shape rule, deep inside a nested labelled flow and a split.
+  auto head = FlowBuilder::from(Linear(8, 4)).label("head").build();
+  ASSERT_TRUE(head.ok());
+  line = __LINE__ + 2;
+  auto merged = FlowBuilder::from(Linear(4, 8))
+                    .split({*head, Identity()})
+                    .merge(Merge::add())
+                    .build({{"x", f32({2, 4})}});
+  EXPECT_EQ(merged.error().to_string(),
+            at(line + 1) + ":27: error: add: cannot broadcast lhs f32[2,4] with rhs f32[2,8]: "
+                           "dim 1 of lhs is 4 but dim 1 of rhs is 8 (dims must match or be 1) "
+                           "[in merge(add)]");
 }
 
 }  // namespace

@@ -45,6 +45,10 @@ class Model {
   /// The label path that emitted each node, by node index ("" outside any label).
   const std::vector<std::string>& node_label_paths() const { return node_labels_; }
 
+  /// Tagged values (`hidden`, `encoder.hidden` inside a label), for drawing.
+  const std::vector<std::pair<std::string, ValueId>>& tags() const { return tags_; }
+  void set_tags(std::vector<std::pair<std::string, ValueId>> tags) { tags_ = std::move(tags); }
+
   /// A hash of the architecture: ops, attributes, types, wiring, parameter names and
   /// shapes — not parameter values and not source locations.
   uint64_t structural_hash() const;
@@ -55,6 +59,7 @@ class Model {
   std::vector<std::string> node_labels_;
   std::vector<std::string> labels_;
   std::vector<bool> frozen_;
+  std::vector<std::pair<std::string, ValueId>> tags_;
 };
 
 }  // namespace weft

@@ -149,6 +149,9 @@ class Emitter {
   const std::vector<ParamInfo>& params() const { return params_; }
   /// The label path of the module that emitted each node, by node index.
   const std::vector<std::string>& node_label_paths() const { return node_labels_; }
+  /// Records a tag for drawing: `name` prefixed by the enclosing labels (`encoder.hidden`).
+  void note_tag(const std::string& name, ValueId value);
+  const std::vector<std::pair<std::string, ValueId>>& tags() const { return tags_; }
 
  private:
   struct Frame {
@@ -168,6 +171,7 @@ class Emitter {
   std::vector<ParamInfo> params_;
   std::vector<std::string> node_labels_;
   std::map<std::pair<const Module*, std::string>, ValueId> shared_;
+  std::vector<std::pair<std::string, ValueId>> tags_;
   ValueId rng_state_ = kNoValue;
   int random_calls_ = 0;
 };

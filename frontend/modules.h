@@ -66,19 +66,48 @@ ModulePtr Flatten(int64_t start_dim = 1, int64_t end_dim = -1);
 
 // ---- Attention and recurrent cells (frontend/modules/attention.cc, recurrent.cc)
 struct AttentionOptions {
-  bool bias = true;
-  bool causal = false;           ///< Mask future positions.
-  bool key_padding_mask = false; ///< A bool [batch, seq] input (true = padding) via uses.
+  bool bias = true;              ///< in_proj_bias and out_proj.bias (PyTorch: both or none).
+  bool causal = false;           ///< Query i sees keys 0..i only (-inf above the diagonal).
+  bool key_padding_mask = false; ///< A second input, bool [batch, seq] (true = padding) via uses.
   bool packed_qkv = true;        ///< One in_proj [3·dim, dim] (PyTorch's layout) or q/k/v_proj.
-  double dropout = 0;            ///< On the attention weights, in training.
+  double dropout = 0;            ///< On the attention weights, in training; off in eval.
 };
-/// Batch-first self-attention: [batch, seq, dim] -> [batch, seq, dim].
+/// Batch-first self-attention: [batch, seq, dim] -> [batch, seq, dim], PyTorch's
+/// nn.MultiheadAttention(dim, heads, batch_first=True) called as attn(x, x, x).
+/// Parameters (PyTorch's names, so state dicts map directly):
+///   packed_qkv: `in_proj_weight` [3·dim, dim] (q, k, v rows), `in_proj_bias` [3·dim];
+///   separate:   `q_proj.weight`, `k_proj.weight`, `v_proj.weight` [dim, dim] and
+///               `q_proj.bias`, ... [dim] (PyTorch's `q_proj_weight` etc. exist only for
+///               kdim != dim; these are the rows of in_proj_weight, split);
+///   both:       `out_proj.weight` [dim, dim], `out_proj.bias` [dim].
+/// Init as PyTorch: projections xavier_uniform (each matrix on its own when separate),
+/// out_proj.weight as Linear's, biases zero. embed_dim must divide by num_heads. With
+/// `key_padding_mask` the module takes the stream and the mask:
+///   FlowBuilder::from(Identity()).input({"mask"})
+///       .through(MultiheadAttention(64, 4, {.key_padding_mask = true})).uses({"mask"})
+/// A query whose keys are all masked gets NaN, as in PyTorch.
 ModulePtr MultiheadAttention(int64_t embed_dim, int64_t num_heads, AttentionOptions options = {});
-/// One step: inputs (x [batch, in], h [batch, hidden]) -> h'. PyTorch's gate layout.
+/// One GRU step, torch.nn.GRUCell: inputs (x [batch, in], h [batch, hidden] from uses)
+/// -> h'. Gates r, z, n; parameters `weight_ih` [3·hidden, in], `weight_hh` [3·hidden,
+/// hidden], `bias_ih`, `bias_hh` [3·hidden], all U(±1/sqrt(hidden)).
 ModulePtr GRUCell(int64_t input_size, int64_t hidden_size, bool bias = true);
-/// One step: inputs (x, h, c) -> concat([h', c'], axis -1) ([batch, 2·hidden]); split
-/// it with LSTMState / LSTMCellState helpers. PyTorch's gate layout (i, f, g, o).
+/// One LSTM step, torch.nn.LSTMCell (gates i, f, g, o; `weight_ih` [4·hidden, in],
+/// `weight_hh` [4·hidden, hidden], `bias_ih`, `bias_hh`, all U(±1/sqrt(hidden))).
+/// A module has one output, so the cell returns the packed state
+/// s' = concat([h', c'], -1) [batch, 2·hidden]. It takes x as the stream and, from uses,
+/// either the packed state s [batch, 2·hidden] or h and c [batch, hidden] each. Taking
+/// and returning s makes the cell a state -> state map: one instance chains step after
+/// step (sharing its parameters) with a single carried value. LSTMHidden / LSTMCellState
+/// extract h and c from s:
+///   auto cell = LSTMCell(8, 16);
+///   FlowBuilder::from(Identity()).input({"s0"})      // stream x [batch, 8], s0 [batch, 32]
+///       .through(cell).uses({"s0"})                  // s1 = concat([h1, c1], -1)
+///       .through(LSTMHidden(16));                    // h1
 ModulePtr LSTMCell(int64_t input_size, int64_t hidden_size, bool bias = true);
+/// h from a packed LSTM state [..., 2·hidden]: its first `hidden_size` features.
+ModulePtr LSTMHidden(int64_t hidden_size);
+/// c from a packed LSTM state [..., 2·hidden]: its last `hidden_size` features.
+ModulePtr LSTMCellState(int64_t hidden_size);
 
 // ---- Activations (frontend/modules/activation.cc)
 ModulePtr Identity();

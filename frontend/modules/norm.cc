@@ -1,4 +1,5 @@
-// Normalization layers.
+// Normalization layers. BatchNorm2d, RMSNorm and GroupNorm are written with primitives
+// (mean, sub, mul, rsqrt), so autodiff needs no rules of their own.
 #include "frontend/modules.h"
 
 namespace weft {
@@ -40,7 +41,151 @@ class LayerNormModule : public UnaryModule {
   bool affine_;
 };
 
+std::string dims_string(const std::vector<int64_t>& dims) {
+  std::string out;
+  for (int64_t d : dims) out += (out.empty() ? "" : ",") + std::to_string(d);
+  return out;
+}
+
+/// Training: y = (x - mean) / sqrt(var + eps) · weight + bias with the batch statistics
+/// over (N, H, W) and the biased variance; the running statistics move towards the batch
+/// ones (running_var towards the unbiased variance) and num_batches_tracked counts the
+/// steps, as in PyTorch. Eval: the running statistics normalize.
+class BatchNorm2dModule : public UnaryModule {
+ public:
+  BatchNorm2dModule(int64_t channels, double eps, double momentum)
+      : channels_(channels), eps_(eps), momentum_(momentum) {}
+
+  std::string describe() const override { return "BatchNorm2d(" + std::to_string(channels_) + ")"; }
+
+  ValueId forward1(Emitter& e, ValueId x) override {
+    const Type& t = e.type(x);
+    if (t.shape.rank() != 4 || t.shape[1] != channels_) {
+      e.fail(describe() + " expects an NCHW input [N," + std::to_string(channels_) +
+             ",H,W], got " + t.to_string());
+    }
+    const DType dtype = t.dtype;
+    const int64_t c = channels_;
+    ValueId weight = e.param("weight", {c}, Initializer::ones(), dtype);
+    ValueId bias = e.param("bias", {c}, Initializer::zeros(), dtype);
+    ValueId running_mean = e.state("running_mean", {c}, Initializer::zeros(), dtype);
+    ValueId running_var = e.state("running_var", {c}, Initializer::ones(), dtype);
+    ValueId batches = e.state("num_batches_tracked", {}, Initializer::zeros(), DType::i64);
+    auto per_channel = [&](ValueId v) { return e.reshape(v, {1, c, 1, 1}); };
+
+    ValueId mean, var;
+    if (e.training()) {
+      const int64_t n = t.shape[0] * t.shape[2] * t.shape[3];
+      if (n < 2) {
+        e.fail(describe() + " in training needs more than one value per channel to compute "
+               "the batch variance, got " + t.to_string());
+      }
+      mean = e.mean(x, {0, 2, 3}, /*keepdims=*/true);
+      ValueId centered = e.sub(x, mean);
+      var = e.mean(e.mul(centered, centered), {0, 2, 3}, /*keepdims=*/true);
+      // running = (1 - momentum) · running + momentum · batch.
+      auto update = [&](ValueId running, ValueId batch) {
+        return e.add(e.mul(running, e.constant(1.0 - momentum_, dtype)),
+                     e.mul(e.reshape(batch, {c}), e.constant(momentum_, dtype)));
+      };
+      ValueId unbiased = e.mul(var, e.constant(static_cast<double>(n) / static_cast<double>(n - 1), dtype));
+      e.assign(running_mean, update(running_mean, mean));
+      e.assign(running_var, update(running_var, unbiased));
+      e.assign(batches, e.add(batches, e.constant(1, DType::i64)));
+      ValueId scale = e.mul(e.op(Op::Rsqrt, {e.add(var, e.constant(eps_, dtype))}), per_channel(weight));
+      return e.add(e.mul(centered, scale), per_channel(bias));
+    }
+    ValueId scale = e.mul(e.op(Op::Rsqrt, {e.add(running_var, e.constant(eps_, dtype))}), weight);
+    return e.add(e.mul(e.sub(x, per_channel(running_mean)), per_channel(scale)), per_channel(bias));
+  }
+
+ private:
+  int64_t channels_;
+  double eps_, momentum_;
+};
+
+/// y = x / sqrt(mean(x², trailing dims) + eps) · weight.
+class RMSNormModule : public UnaryModule {
+ public:
+  RMSNormModule(std::vector<int64_t> shape, double eps) : shape_(std::move(shape)), eps_(eps) {}
+
+  std::string describe() const override { return "RMSNorm(" + dims_string(shape_) + ")"; }
+
+  ValueId forward1(Emitter& e, ValueId x) override {
+    const Shape& s = e.shape(x);
+    int k = static_cast<int>(shape_.size());
+    bool fits = s.rank() >= k;
+    for (int i = 0; fits && i < k; ++i) fits = s[s.rank() - k + i] == shape_[i];
+    if (!fits) {
+      e.fail(describe() + " normalizes trailing dims " + Shape(shape_).to_string() +
+             " but the input is " + e.type(x).to_string());
+    }
+    DType dtype = e.type(x).dtype;
+    IntList axes;
+    for (int i = 0; i < k; ++i) axes.push_back(s.rank() - k + i);
+    ValueId ms = e.mean(e.mul(x, x), axes, /*keepdims=*/true);
+    ValueId inv = e.op(Op::Rsqrt, {e.add(ms, e.constant(eps_, dtype))});
+    return e.mul(e.mul(x, inv), e.param("weight", shape_, Initializer::ones(), dtype));
+  }
+
+ private:
+  std::vector<int64_t> shape_;
+  double eps_;
+};
+
+/// Normalizes each sample's channel groups over (channels in the group, spatial dims),
+/// with the biased variance, then a per-channel affine (weight ones, bias zeros).
+class GroupNormModule : public UnaryModule {
+ public:
+  GroupNormModule(int64_t groups, int64_t channels, double eps)
+      : groups_(groups), channels_(channels), eps_(eps) {}
+
+  std::string describe() const override {
+    return "GroupNorm(" + std::to_string(groups_) + ", " + std::to_string(channels_) + ")";
+  }
+
+  ValueId forward1(Emitter& e, ValueId x) override {
+    if (groups_ < 1 || channels_ % groups_ != 0) {
+      e.fail(describe() + ": groups=" + std::to_string(groups_) + " must divide the " +
+             std::to_string(channels_) + " channels");
+    }
+    const Type& t = e.type(x);
+    if (t.shape.rank() < 2 || t.shape[1] != channels_) {
+      e.fail(describe() + " expects an input [N," + std::to_string(channels_) + ",...], got " +
+             t.to_string());
+    }
+    const DType dtype = t.dtype;
+    const int64_t n = t.shape[0];
+    ValueId g = e.reshape(x, {n, groups_, -1});
+    ValueId centered = e.sub(g, e.mean(g, {2}, /*keepdims=*/true));
+    ValueId var = e.mean(e.mul(centered, centered), {2}, /*keepdims=*/true);
+    ValueId normalized =
+        e.reshape(e.mul(centered, e.op(Op::Rsqrt, {e.add(var, e.constant(eps_, dtype))})), t.shape.dims);
+    IntList affine_shape(t.shape.rank(), 1);
+    affine_shape[1] = channels_;
+    ValueId weight = e.param("weight", {channels_}, Initializer::ones(), dtype);
+    ValueId bias = e.param("bias", {channels_}, Initializer::zeros(), dtype);
+    return e.add(e.mul(normalized, e.reshape(weight, affine_shape)), e.reshape(bias, affine_shape));
+  }
+
+ private:
+  int64_t groups_, channels_;
+  double eps_;
+};
+
 }  // namespace
+
+ModulePtr BatchNorm2d(int64_t channels, double eps, double momentum) {
+  return std::make_shared<BatchNorm2dModule>(channels, eps, momentum);
+}
+
+ModulePtr RMSNorm(std::vector<int64_t> normalized_shape, double eps) {
+  return std::make_shared<RMSNormModule>(std::move(normalized_shape), eps);
+}
+
+ModulePtr GroupNorm(int64_t groups, int64_t channels, double eps) {
+  return std::make_shared<GroupNormModule>(groups, channels, eps);
+}
 
 ModulePtr LayerNorm(std::vector<int64_t> normalized_shape, double eps, bool elementwise_affine) {
   return std::make_shared<LayerNormModule>(std::move(normalized_shape), eps, elementwise_affine);

@@ -213,7 +213,7 @@ TEST(JsonMutationTest, DeepNestingIsAnError) {
                      ",\"inputs\":[]}";
   StatusOr<Graph> g = graph_from_json(text, "d.json");
   ASSERT_FALSE(g.ok());
-  EXPECT_EQ(g.error().to_string(), "d.json:1:275: error: invalid JSON: nested deeper than 256 levels");
+  EXPECT_EQ(g.error().to_string(), "d.json:1:276: error: invalid JSON: nested deeper than 256 levels");
 }
 
 // nlohmann throws out_of_range (not parse_error) for a number beyond double; it once

@@ -1,0 +1,133 @@
+#include "frontend/draw.h"
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+
+namespace weft {
+namespace {
+
+std::string escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+std::string cluster_id(const std::string& path) {
+  std::string id = "cluster_";
+  for (char c : path) id += (c == '.' ? '_' : c);
+  return id;
+}
+
+// One level of the label tree: its nodes and its child labels.
+struct Cluster {
+  std::vector<int> nodes;
+  std::map<std::string, Cluster> children;  // by full label path
+};
+
+void write_cluster(const Graph& g, const std::string& path, const Cluster& c,
+                   const std::map<ValueId, std::string>& tag_of, std::string& out, int depth) {
+  std::string indent(2 * depth, ' ');
+  for (const auto& [child_path, child] : c.children) {
+    std::string name = child_path.substr(child_path.rfind('.') + 1);
+    out += indent + "subgraph \"" + escape(cluster_id(child_path)) + "\" {\n";
+    out += indent + "  label=\"" + escape(name) + "\"; style=rounded; color=\"#7060c0\";\n";
+    write_cluster(g, child_path, child, tag_of, out, depth + 1);
+    out += indent + "}\n";
+  }
+  for (int i : c.nodes) {
+    const Node& n = g.node(i);
+    std::string label = std::string(op_name(n.op));
+    if (!n.loc.path.empty()) {
+      std::string last = n.loc.path.substr(n.loc.path.rfind('>') == std::string::npos
+                                                ? 0
+                                                : n.loc.path.rfind('>') + 2);
+      label = last + "\\n" + label;
+    }
+    if (auto it = tag_of.find(n.result()); it != tag_of.end()) label += "\\n#" + it->second;
+    out += indent + "n" + std::to_string(i) + " [label=\"" + escape(label) + "\"" +
+           (tag_of.count(n.result()) ? ", style=\"filled\", fillcolor=\"#fff3c0\"" : "") + "];\n";
+  }
+  (void)path;
+}
+
+}  // namespace
+
+std::string model_to_dot(const Model& model) {
+  const Graph& g = model.graph();
+  std::map<ValueId, std::string> tag_of;
+  for (const auto& [name, v] : model.tags()) tag_of[v] = name;
+
+  Cluster root;
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    const std::string& path = i < model.node_label_paths().size() ? model.node_label_paths()[i] : "";
+    Cluster* c = &root;
+    for (size_t dot = 0; !path.empty() && dot != std::string::npos;) {
+      dot = path.find('.', dot + 1);
+      c = &c->children[path.substr(0, dot)];
+    }
+    c->nodes.push_back(static_cast<int>(i));
+  }
+
+  std::string out = "digraph \"" + escape(g.name()) + "\" {\n";
+  out += "  rankdir=TB;\n  node [shape=box, fontname=\"monospace\", fontsize=10];\n";
+  out += "  edge [fontname=\"monospace\", fontsize=9];\n";
+  std::vector<std::string> def(g.num_values());
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    const Input& in = g.inputs()[i];
+    def[in.value] = "in" + std::to_string(i);
+    if (in.kind != InputKind::data) continue;  // parameters are drawn as edges' sources only
+    out += "  " + def[in.value] + " [shape=ellipse, label=\"" + escape(g.value(in.value).name) +
+           "\\n" + g.type(in.value).to_string() + "\"];\n";
+  }
+  write_cluster(g, "", root, tag_of, out, 1);
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    const Node& n = g.node(i);
+    for (ValueId r : n.results) def[r] = "n" + std::to_string(i);
+    for (ValueId o : n.operands) {
+      int k = g.input_index(o);
+      if (k >= 0 && g.inputs()[k].kind != InputKind::data) continue;  // keep the picture readable
+      out += "  " + def[o] + " -> n" + std::to_string(i) + " [label=\"" +
+             g.type(o).shape.to_string() + "\"];\n";
+    }
+  }
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    out += "  out" + std::to_string(i) + " [shape=doublecircle, label=\"out " + std::to_string(i) +
+           "\"];\n  " + def[g.outputs()[i]] + " -> out" + std::to_string(i) + " [label=\"" +
+           g.type(g.outputs()[i]).shape.to_string() + "\"];\n";
+  }
+  return out + "}\n";
+}
+
+Status render_svg(const std::string& dot, const std::string& svg_path) {
+  if (std::system("command -v dot >/dev/null 2>&1") != 0) {
+    return Error{"cannot render '" + svg_path + "': graphviz's `dot` is not on PATH; install "
+                 "the Debian package `graphviz` (tools/setup installs it)"};
+  }
+  std::string dot_path = svg_path + ".dot.tmp";
+  {
+    std::ofstream f(dot_path);
+    f << dot;
+    if (!f.flush()) return Error{"cannot write '" + dot_path + "'"};
+  }
+  std::string cmd = "dot -Tsvg '" + dot_path + "' -o '" + svg_path + "' 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string messages;
+  char buf[512];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) messages.append(buf, n);
+  int status = pclose(pipe);
+  std::remove(dot_path.c_str());
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return Error{"graphviz's dot failed to render '" + svg_path + "': " + messages};
+  }
+  return Status();
+}
+
+}  // namespace weft

@@ -1,0 +1,84 @@
+#pragma once
+// Loss functions, matching torch.nn.functional (PyTorch 1.13) value for value.
+//
+// Two forms of each loss:
+//  - a function on emitter values, for modules and training code that emit IR directly:
+//      ValueId l = loss::cross_entropy(e, logits, labels, {.label_smoothing = 0.1});
+//  - a module taking (prediction, target), the target passed with uses(...):
+//      auto net = FlowBuilder::from(Linear(784, 10))
+//                     .input({"labels"})
+//                     .through(CrossEntropyLoss()).uses({"labels"})
+//                     .build({{"x", f32({128, 784})}, {"labels", i64({128})}});
+//
+// Elementwise losses (mse, l1, smooth_l1, bce, bce_with_logits, kl_div) require the
+// prediction and target to have the same type: PyTorch broadcasts mismatched shapes
+// with only a warning, which almost always hides a bug, so weft refuses. Every loss is
+// emitted as primitives or as a composite op with a primitive decomposition, so it is
+// differentiable like any other graph.
+
+#include "frontend/module.h"
+
+namespace weft {
+
+/// How a loss reduces its per-element values (torch.nn.functional's `reduction`).
+enum class Reduction {
+  Mean,       ///< Mean over every element (for cross_entropy/nll: over the batch).
+  Sum,        ///< Sum over every element.
+  None,       ///< The per-element (per-sample for cross_entropy/nll) losses.
+  BatchMean,  ///< kl_div only: sum / batch size (dim 0), the mathematically right KL.
+};
+
+/// "mean", "sum", "none", "batchmean".
+const char* to_string(Reduction reduction);
+
+namespace loss {
+
+/// (prediction - target)², reduced. The composite `mse` op.
+ValueId mse(Emitter& e, ValueId prediction, ValueId target, Reduction reduction = Reduction::Mean);
+/// |prediction - target|, reduced.
+ValueId l1(Emitter& e, ValueId prediction, ValueId target, Reduction reduction = Reduction::Mean);
+/// Huber-like: 0.5·d²/beta where |d| < beta, else |d| - 0.5·beta (d = prediction -
+/// target); beta = 0 is l1. beta must be >= 0.
+ValueId smooth_l1(Emitter& e, ValueId prediction, ValueId target,
+                  Reduction reduction = Reduction::Mean, double beta = 1.0);
+
+struct CrossEntropyOptions {
+  Reduction reduction = Reduction::Mean;
+  /// ε in [0, 1]: the target is (1 - ε)·one_hot + ε/C, as in PyTorch.
+  double label_smoothing = 0;
+};
+/// logits [N, C] (float), labels [N] (i64 class indices in [0, C)) -> -log_softmax
+/// picked at the label, reduced over N. Without label smoothing this is the composite
+/// `cross_entropy` op (which checks the label range at run time); with it, log_softmax
+/// and one_hot primitives (a label outside [0, C) then contributes only the smoothing
+/// term).
+ValueId cross_entropy(Emitter& e, ValueId logits, ValueId labels, CrossEntropyOptions options = {});
+/// log_probs [N, C], labels [N] (i64) -> -log_probs[n, label[n]], reduced over N.
+ValueId nll(Emitter& e, ValueId log_probs, ValueId labels, Reduction reduction = Reduction::Mean);
+/// Binary cross-entropy on probabilities in [0, 1]: -(y·log p + (1 - y)·log(1 - p)), each
+/// log clamped at -100 as in PyTorch.
+ValueId bce(Emitter& e, ValueId probabilities, ValueId target, Reduction reduction = Reduction::Mean);
+/// Binary cross-entropy on logits, numerically stable for any x:
+/// max(x, 0) - x·y + log1p(exp(-|x|)).
+ValueId bce_with_logits(Emitter& e, ValueId logits, ValueId target,
+                        Reduction reduction = Reduction::Mean);
+/// PyTorch's kl_div: the input is log-probabilities, the target probabilities (or
+/// log-probabilities with `log_target`); pointwise target·(log target - input), with
+/// 0·log 0 = 0. Reduction Mean averages over every element (PyTorch's default, which it
+/// warns about); BatchMean divides the sum by the batch size, the true KL divergence.
+ValueId kl_div(Emitter& e, ValueId log_probs, ValueId target, Reduction reduction = Reduction::Mean,
+               bool log_target = false);
+
+}  // namespace loss
+
+// ---- The losses as modules: inputs (prediction, target), the target from uses(...).
+ModulePtr MSELoss(Reduction reduction = Reduction::Mean);
+ModulePtr L1Loss(Reduction reduction = Reduction::Mean);
+ModulePtr SmoothL1Loss(Reduction reduction = Reduction::Mean, double beta = 1.0);
+ModulePtr CrossEntropyLoss(loss::CrossEntropyOptions options = {});
+ModulePtr NLLLoss(Reduction reduction = Reduction::Mean);
+ModulePtr BCELoss(Reduction reduction = Reduction::Mean);
+ModulePtr BCEWithLogitsLoss(Reduction reduction = Reduction::Mean);
+ModulePtr KLDivLoss(Reduction reduction = Reduction::Mean, bool log_target = false);
+
+}  // namespace weft

@@ -1,0 +1,178 @@
+// Embedding, Dropout, pooling and Flatten.
+#include <algorithm>
+
+#include "frontend/modules.h"
+
+namespace weft {
+namespace {
+
+/// Looks rows of `weight` up: the indices are flattened into one gather on axis 0 of the
+/// weight, and the result is reshaped to [indices..., dim].
+class EmbeddingModule : public UnaryModule {
+ public:
+  EmbeddingModule(int64_t num, int64_t dim) : num_(num), dim_(dim) {}
+
+  std::string describe() const override {
+    return "Embedding(" + std::to_string(num_) + ", " + std::to_string(dim_) + ")";
+  }
+
+  ValueId forward1(Emitter& e, ValueId x) override {
+    const Type& t = e.type(x);
+    if (t.dtype != DType::i64 && t.dtype != DType::i32) {
+      e.fail(describe() + " expects integer indices (i64 or i32), got " + t.to_string());
+    }
+    IntList out_shape = t.shape.dims;
+    ValueId idx = t.dtype == DType::i64 ? x : e.op(Op::Cast, {x}, {{"dtype", DType::i64}});
+    idx = e.reshape(idx, {t.shape.numel()});
+    ValueId weight = e.param("weight", {num_, dim_}, Initializer::normal(0, 1));
+    out_shape.push_back(dim_);
+    return e.reshape(e.op(Op::Gather, {weight, idx}, {{"axis", int64_t{0}}}), out_shape);
+  }
+
+ private:
+  int64_t num_, dim_;
+};
+
+/// Training: x · mask / (1 - p) with mask ~ Bernoulli(1 - p) drawn from the graph's
+/// Philox stream (a fresh key per module use and per step). Eval, or p = 0: identity.
+class DropoutModule : public UnaryModule {
+ public:
+  explicit DropoutModule(double p) : p_(p) {}
+
+  std::string describe() const override { return "Dropout(" + format_float(p_) + ")"; }
+
+  ValueId forward1(Emitter& e, ValueId x) override {
+    if (!(p_ >= 0 && p_ < 1)) {
+      e.fail(describe() + ": the drop probability p must be in [0, 1), got " + format_float(p_));
+    }
+    if (!e.training() || p_ == 0) return x;
+    const Type& t = e.type(x);
+    ValueId mask = e.op(Op::RandomBernoulli, {e.random_key()},
+                        {{"shape", t.shape.dims}, {"p", 1.0 - p_}, {"dtype", t.dtype}});
+    return e.mul(e.mul(x, mask), e.constant(1.0 / (1.0 - p_), t.dtype));
+  }
+
+ private:
+  double p_;
+};
+
+/// Checks an NCHW input for a pooling module and fails naming it.
+void check_nchw(Emitter& e, const std::string& module, ValueId x) {
+  if (e.rank(x) != 4) {
+    e.fail(module + " expects an NCHW input [N,C,H,W], got " + e.type(x).to_string());
+  }
+}
+
+class PoolModule : public UnaryModule {
+ public:
+  PoolModule(bool max, int64_t kernel, int64_t stride, int64_t padding)
+      : max_(max), kernel_(kernel), stride_(stride == 0 ? kernel : stride), padding_(padding) {}
+
+  std::string describe() const override {
+    return std::string(max_ ? "MaxPool2d" : "AvgPool2d") + "(k" + std::to_string(kernel_) +
+           ", s" + std::to_string(stride_) + ", p" + std::to_string(padding_) + ")";
+  }
+
+  ValueId forward1(Emitter& e, ValueId x) override {
+    if (kernel_ < 1 || stride_ < 1 || padding_ < 0 || 2 * padding_ > kernel_) {
+      e.fail(describe() + ": kernel and stride must be >= 1 and padding in [0, kernel/2]");
+    }
+    check_nchw(e, describe(), x);
+    const Shape& s = e.shape(x);
+    if (s[2] + 2 * padding_ < kernel_ || s[3] + 2 * padding_ < kernel_) {
+      e.fail(describe() + ": the window is larger than the padded input " + e.type(x).to_string());
+    }
+    return e.op(max_ ? Op::MaxPool2d : Op::AvgPool2d, {x},
+                {{"kernel", IntList{kernel_, kernel_}},
+                 {"stride", IntList{stride_, stride_}},
+                 {"padding", IntList{padding_, padding_}}});
+  }
+
+ private:
+  bool max_;
+  int64_t kernel_, stride_, padding_;
+};
+
+/// The evenly dividing case of PyTorch's adaptive average pooling: every output pixel
+/// averages an (H/out_h) x (W/out_w) block, an avg_pool2d with kernel = stride.
+class AdaptiveAvgPoolModule : public UnaryModule {
+ public:
+  AdaptiveAvgPoolModule(int64_t oh, int64_t ow) : oh_(oh), ow_(ow) {}
+
+  std::string describe() const override {
+    return "AdaptiveAvgPool2d(" + std::to_string(oh_) + "x" + std::to_string(ow_) + ")";
+  }
+
+  ValueId forward1(Emitter& e, ValueId x) override {
+    check_nchw(e, describe(), x);
+    const Shape& s = e.shape(x);
+    if (oh_ < 1 || ow_ < 1 || s[2] % oh_ != 0 || s[3] % ow_ != 0) {
+      e.fail(describe() + " needs the input's spatial size to be a multiple of the output's " +
+             std::to_string(oh_) + "x" + std::to_string(ow_) + ", got " + e.type(x).to_string() +
+             " (" + std::to_string(s[2]) + "x" + std::to_string(s[3]) + "); uneven windows are "
+             "not supported");
+    }
+    const IntList window = {s[2] / oh_, s[3] / ow_};
+    return e.op(Op::AvgPool2d, {x}, {{"kernel", window}, {"stride", window}});
+  }
+
+ private:
+  int64_t oh_, ow_;
+};
+
+class FlattenModule : public UnaryModule {
+ public:
+  FlattenModule(int64_t start, int64_t end) : start_(start), end_(end) {}
+
+  std::string describe() const override {
+    return "Flatten(" + std::to_string(start_) + ", " + std::to_string(end_) + ")";
+  }
+
+  ValueId forward1(Emitter& e, ValueId x) override {
+    const Shape& s = e.shape(x);
+    // A scalar flattens like a 1-D tensor, as in PyTorch.
+    const int64_t rank = std::max(s.rank(), 1);
+    int64_t start = start_ < 0 ? start_ + rank : start_;
+    int64_t end = end_ < 0 ? end_ + rank : end_;
+    if (start < 0 || start >= rank || end < 0 || end >= rank || start > end) {
+      e.fail(describe() + ": dims " + std::to_string(start_) + ".." + std::to_string(end_) +
+             " are not an ordered range of the input " + e.type(x).to_string());
+    }
+    if (s.rank() == 0) return e.reshape(x, {1});
+    IntList out(s.dims.begin(), s.dims.begin() + start);
+    int64_t merged = 1;
+    for (int64_t i = start; i <= end; ++i) merged *= s[static_cast<int>(i)];
+    out.push_back(merged);
+    out.insert(out.end(), s.dims.begin() + end + 1, s.dims.end());
+    return e.reshape(x, out);
+  }
+
+ private:
+  int64_t start_, end_;
+};
+
+}  // namespace
+
+ModulePtr Embedding(int64_t num_embeddings, int64_t embedding_dim) {
+  return std::make_shared<EmbeddingModule>(num_embeddings, embedding_dim);
+}
+
+ModulePtr Dropout(double p) { return std::make_shared<DropoutModule>(p); }
+
+ModulePtr MaxPool2d(int64_t kernel, int64_t stride, int64_t padding) {
+  return std::make_shared<PoolModule>(/*max=*/true, kernel, stride, padding);
+}
+
+ModulePtr AvgPool2d(int64_t kernel, int64_t stride, int64_t padding) {
+  return std::make_shared<PoolModule>(/*max=*/false, kernel, stride, padding);
+}
+
+ModulePtr AdaptiveAvgPool2d(int64_t out_h, int64_t out_w) {
+  return std::make_shared<AdaptiveAvgPoolModule>(out_h, out_w);
+}
+
+ModulePtr Flatten(int64_t start_dim, int64_t end_dim) {
+  return std::make_shared<FlattenModule>(start_dim, end_dim);
+}
+
+}  // namespace weft

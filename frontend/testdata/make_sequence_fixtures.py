@@ -1,0 +1,187 @@
+#!/usr/bin/python3
+"""Writes the PyTorch 1.13 fixtures for frontend/sequence_parity_test.cc and
+frontend/losses_test.cc: MultiheadAttention, GRUCell, LSTMCell and the losses.
+
+Run with Debian's Python (torch 1.13 + numpy), from the repository root:
+
+    /usr/bin/python3 frontend/testdata/make_sequence_fixtures.py
+
+Each case is a folder frontend/testdata/sequence/CASE/ holding
+    input.npy         the stream input
+    NAME.npy          each extra graph input (input({"NAME"}) in the test's flow)
+    PARAM.npy         each parameter, named exactly as weft names it in the test's flow
+                      (`0.in_proj_weight` for a module first in the chain, `1.weight_ih`
+                      when an Identity() comes first to declare the extra inputs)
+    output.npy        PyTorch's result
+All arrays are f32 (bool for masks, i64 for labels). The C++ tests build the same flows
+and compare to 1e-5.
+"""
+import os
+import shutil
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sequence")
+
+
+def save(case, arrays):
+    d = os.path.join(ROOT, case)
+    os.makedirs(d, exist_ok=True)
+    for name, a in arrays.items():
+        if isinstance(a, torch.Tensor):
+            a = a.detach().numpy()
+        if a.dtype == np.float64:
+            a = a.astype(np.float32)
+        np.save(os.path.join(d, name + ".npy"), np.ascontiguousarray(a))
+
+
+def randn(*shape):
+    return torch.randn(*shape, dtype=torch.float32)
+
+
+# ---- MultiheadAttention ------------------------------------------------------------
+def mha_case(case, dim, heads, batch, seq, prefix, causal=False, pad=None, packed=True,
+             bias=True):
+    """`pad`: per batch row, how many trailing keys are padding."""
+    m = torch.nn.MultiheadAttention(dim, heads, bias=bias, batch_first=True)
+    with torch.no_grad():
+        # Non-zero biases exercise the bias paths (PyTorch initializes them to zero).
+        if bias:
+            m.in_proj_bias.copy_(0.1 * randn(3 * dim))
+            m.out_proj.bias.copy_(0.1 * randn(dim))
+    m.eval()
+    x = randn(batch, seq, dim)
+    kwargs = {}
+    arrays = {"input": x}
+    if causal:
+        kwargs["attn_mask"] = torch.triu(torch.ones(seq, seq, dtype=torch.bool), diagonal=1)
+    if pad is not None:
+        mask = torch.zeros(batch, seq, dtype=torch.bool)
+        for b, n in enumerate(pad):
+            if n:
+                mask[b, seq - n:] = True
+        kwargs["key_padding_mask"] = mask
+        arrays["mask"] = mask.numpy()
+    # Parameters require grad, so PyTorch takes its composite (not the fused fast) path.
+    y, _ = m(x, x, x, need_weights=False, **kwargs)
+    arrays["output"] = y
+    w, b = m.in_proj_weight, m.in_proj_bias
+    if packed:
+        arrays[prefix + "in_proj_weight"] = w
+        if bias:
+            arrays[prefix + "in_proj_bias"] = b
+    else:
+        for i, part in enumerate(["q_proj", "k_proj", "v_proj"]):
+            arrays[prefix + part + ".weight"] = w[i * dim:(i + 1) * dim]
+            if bias:
+                arrays[prefix + part + ".bias"] = b[i * dim:(i + 1) * dim]
+    arrays[prefix + "out_proj.weight"] = m.out_proj.weight
+    if bias:
+        arrays[prefix + "out_proj.bias"] = m.out_proj.bias
+    save(case, arrays)
+
+
+# ---- Recurrent cells -------------------------------------------------------------------
+def cell_params(cell, prefix):
+    return {prefix + n: p for n, p in cell.named_parameters()}
+
+
+def gru_case():
+    cell = torch.nn.GRUCell(3, 4)
+    x, h = randn(2, 3), randn(2, 4)
+    save("gru_cell", {"input": x, "h": h, "output": cell(x, h), **cell_params(cell, "1.")})
+
+
+def lstm_step_case():
+    cell = torch.nn.LSTMCell(3, 4)
+    x, h, c = randn(2, 3), randn(2, 4), randn(2, 4)
+    h1, c1 = cell(x, (h, c))
+    save("lstm_cell", {"input": x, "h": h, "c": c, "output": torch.cat([h1, c1], -1),
+                       **cell_params(cell, "1.")})
+
+
+def lstm_unrolled_case():
+    """Three steps of one shared cell; the state travels packed as concat([h, c], -1)."""
+    cell = torch.nn.LSTMCell(3, 4)
+    xs = [randn(2, 3) for _ in range(3)]
+    h, c = randn(2, 4), randn(2, 4)
+    s0 = torch.cat([h, c], -1)
+    for x in xs:
+        h, c = cell(x, (h, c))
+    save("lstm_unrolled", {"input": xs[0], "x1": xs[1], "x2": xs[2], "s0": s0,
+                           "output": torch.cat([h, c], -1), **cell_params(cell, "1.")})
+
+
+# ---- Losses ----------------------------------------------------------------------------
+REDUCTIONS = ["mean", "sum", "none"]
+
+
+def loss_case(case, prediction, target, output):
+    save(case, {"input": prediction, "target": target, "output": output})
+
+
+def losses():
+    p, t = randn(3, 4), randn(3, 4)
+    # Differences on both sides of beta.
+    for r in REDUCTIONS:
+        loss_case("loss_mse_" + r, p, t, F.mse_loss(p, t, reduction=r))
+        loss_case("loss_l1_" + r, p, t, F.l1_loss(p, t, reduction=r))
+        loss_case("loss_smooth_l1_" + r, p, t, F.smooth_l1_loss(p, t, reduction=r, beta=1.0))
+    loss_case("loss_smooth_l1_beta0.5_mean", p, t, F.smooth_l1_loss(p, t, beta=0.5))
+    loss_case("loss_smooth_l1_beta0_sum", p, t, F.smooth_l1_loss(p, t, beta=0.0, reduction="sum"))
+
+    logits = 2 * randn(4, 5)
+    labels = torch.tensor([0, 3, 4, 3], dtype=torch.int64)
+    log_probs = F.log_softmax(randn(4, 5), dim=1)
+    for r in REDUCTIONS:
+        loss_case("loss_cross_entropy_" + r, logits, labels,
+                  F.cross_entropy(logits, labels, reduction=r))
+        loss_case("loss_cross_entropy_smooth_" + r, logits, labels,
+                  F.cross_entropy(logits, labels, reduction=r, label_smoothing=0.1))
+        loss_case("loss_nll_" + r, log_probs, labels, F.nll_loss(log_probs, labels, reduction=r))
+
+    probs = torch.rand(3, 4)
+    probs[0, 0], probs[0, 1], probs[1, 0] = 0.0, 1.0, 1e-30  # the -100 clamp
+    y = (torch.rand(3, 4) > 0.5).float()
+    y[0, 0], y[0, 1], y[1, 0] = 1.0, 0.0, 1.0
+    big = 30 * randn(3, 4)  # large logits: the stable form must not overflow
+    soft_y = torch.rand(3, 4)
+    for r in REDUCTIONS:
+        loss_case("loss_bce_" + r, probs, y, F.binary_cross_entropy(probs, y, reduction=r))
+        loss_case("loss_bce_with_logits_" + r, big, soft_y,
+                  F.binary_cross_entropy_with_logits(big, soft_y, reduction=r))
+
+    kl_input = F.log_softmax(randn(3, 4), dim=1)
+    kl_target = F.softmax(randn(3, 4), dim=1)
+    kl_target[1, 2] = 0.0  # 0·log 0 = 0
+    for r in REDUCTIONS + ["batchmean"]:
+        loss_case("loss_kl_div_" + r, kl_input, kl_target,
+                  F.kl_div(kl_input, kl_target, reduction=r))
+    log_t = F.log_softmax(randn(3, 4), dim=1)
+    loss_case("loss_kl_div_log_target_batchmean", kl_input, log_t,
+              F.kl_div(kl_input, log_t, reduction="batchmean", log_target=True))
+
+
+def main():
+    torch.manual_seed(0)
+    if os.path.isdir(ROOT):
+        shutil.rmtree(ROOT)
+    mha_case("mha_plain", dim=8, heads=2, batch=2, seq=5, prefix="0.")
+    mha_case("mha_one_head", dim=6, heads=1, batch=2, seq=4, prefix="0.")
+    mha_case("mha_four_heads", dim=16, heads=4, batch=3, seq=6, prefix="0.")
+    mha_case("mha_causal", dim=8, heads=2, batch=2, seq=5, prefix="0.", causal=True)
+    mha_case("mha_padding", dim=8, heads=2, batch=3, seq=5, prefix="1.", pad=[0, 2, 4])
+    mha_case("mha_causal_padding", dim=8, heads=4, batch=2, seq=5, prefix="1.", causal=True,
+             pad=[1, 3])
+    mha_case("mha_separate", dim=8, heads=2, batch=2, seq=5, prefix="0.", packed=False)
+    mha_case("mha_no_bias", dim=8, heads=2, batch=2, seq=3, prefix="0.", bias=False)
+    gru_case()
+    lstm_step_case()
+    lstm_unrolled_case()
+    losses()
+
+
+if __name__ == "__main__":
+    main()

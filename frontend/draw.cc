@@ -1,5 +1,7 @@
 #include "frontend/draw.h"
 
+#include "ir/dot.h"
+
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -10,14 +12,7 @@
 namespace weft {
 namespace {
 
-std::string escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out;
-}
+std::string escape(const std::string& s) { return dot_escape(s); }
 
 std::string cluster_id(const std::string& path) {
   std::string id = "cluster_";
@@ -48,9 +43,9 @@ void write_cluster(const Graph& g, const std::string& path, const Cluster& c,
       std::string last = n.loc.path.substr(n.loc.path.rfind('>') == std::string::npos
                                                 ? 0
                                                 : n.loc.path.rfind('>') + 2);
-      label = last + "\\n" + label;
+      label = last + "\n" + label;
     }
-    if (auto it = tag_of.find(n.result()); it != tag_of.end()) label += "\\n#" + it->second;
+    if (auto it = tag_of.find(n.result()); it != tag_of.end()) label += "\n#" + it->second;
     out += indent + "n" + std::to_string(i) + " [label=\"" + escape(label) + "\"" +
            (tag_of.count(n.result()) ? ", style=\"filled\", fillcolor=\"#fff3c0\"" : "") + "];\n";
   }
@@ -82,9 +77,9 @@ std::string model_to_dot(const Model& model) {
   for (size_t i = 0; i < g.inputs().size(); ++i) {
     const Input& in = g.inputs()[i];
     def[in.value] = "in" + std::to_string(i);
-    if (in.kind != InputKind::data) continue;  // parameters are drawn as edges' sources only
-    out += "  " + def[in.value] + " [shape=ellipse, label=\"" + escape(g.value(in.value).name) +
-           "\\n" + g.type(in.value).to_string() + "\"];\n";
+    if (in.kind != InputKind::data) continue;  // parameters are left out: too many arrows
+    out += "  " + def[in.value] + " [shape=ellipse, label=\"" +
+           escape(g.value(in.value).name + "\n" + g.type(in.value).to_string()) + "\"];\n";
   }
   write_cluster(g, "", root, tag_of, out, 1);
   for (size_t i = 0; i < g.nodes().size(); ++i) {

@@ -93,7 +93,8 @@ TEST(GraphTree, DotHasClustersTagsAndShapes) {
   EXPECT_NE(dot.find("subgraph \"cluster_encoder\" {"), std::string::npos) << dot;
   EXPECT_NE(dot.find("subgraph \"cluster_encoder_scan\" {"), std::string::npos) << dot;
   EXPECT_NE(dot.find("label=\"scan\""), std::string::npos) << dot;
-  EXPECT_NE(dot.find("#encoder.scan.inner"), std::string::npos) << dot;
+  EXPECT_NE(dot.find("[label=\"ReLU\\nrelu\\n#encoder.scan.inner\""), std::string::npos) << dot;
+  EXPECT_NE(dot.find("in0 [shape=ellipse, label=\"x\\nf32[3,4]\"];"), std::string::npos) << dot;
   EXPECT_NE(dot.find("#features"), std::string::npos) << dot;
   EXPECT_NE(dot.find("[label=\"[3,8]\"]"), std::string::npos) << dot;
 }

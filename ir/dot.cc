@@ -1,10 +1,8 @@
 #include "ir/dot.h"
 
 namespace weft {
-namespace {
 
-// Escapes a string for a double-quoted DOT label.
-std::string escape(const std::string& s) {
+std::string dot_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     if (c == '"' || c == '\\') out += '\\';
@@ -16,6 +14,10 @@ std::string escape(const std::string& s) {
   }
   return out;
 }
+
+namespace {
+
+std::string escape(const std::string& s) { return dot_escape(s); }
 
 std::string type_string(const Graph& g, ValueId v) {
   const auto& t = g.value(v).type;

@@ -11,4 +11,8 @@ namespace weft {
 
 std::string graph_to_dot(const Graph& g);
 
+/// Escapes text for a double-quoted DOT string: quotes and backslashes are escaped and
+/// newlines become `\n` line breaks.
+std::string dot_escape(const std::string& s);
+
 }  // namespace weft

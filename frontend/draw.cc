@@ -40,9 +40,9 @@ void write_cluster(const Graph& g, const std::string& path, const Cluster& c,
     const Node& n = g.node(i);
     std::string label = std::string(op_name(n.op));
     if (!n.loc.path.empty()) {
-      std::string last = n.loc.path.substr(n.loc.path.rfind('>') == std::string::npos
-                                                ? 0
-                                                : n.loc.path.rfind('>') + 2);
+      // The innermost step of the builder path `encoder > split[1] > Linear(256->10)`.
+      size_t sep = n.loc.path.rfind(" > ");
+      std::string last = sep == std::string::npos ? n.loc.path : n.loc.path.substr(sep + 3);
       label = last + "\n" + label;
     }
     if (auto it = tag_of.find(n.result()); it != tag_of.end()) label += "\n#" + it->second;

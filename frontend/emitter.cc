@@ -129,8 +129,7 @@ ValueId Emitter::random_key() {
     // (seed, offset): the runtime seeds it from BuildOptions::seed; finish() makes every
     // step advance the offset.
     rng_state_ = graph_.add_input("rng", Type{DType::i64, {2}}, InputKind::state, location());
-    params_.push_back(ParamInfo{"rng", rng_state_, InputKind::state,
-                                Initializer::constant(static_cast<double>(options_.seed)), ""});
+    params_.push_back(ParamInfo{"rng", rng_state_, InputKind::state, Initializer::rng_key(), ""});
   }
   // Call site k draws with offset + k * 2^32: disjoint counters for 2^32 steps.
   int k = random_calls_++;

@@ -97,6 +97,7 @@ TEST(GraphTree, DotHasClustersTagsAndShapes) {
   EXPECT_NE(dot.find("in0 [shape=ellipse, label=\"x\\nf32[3,4]\"];"), std::string::npos) << dot;
   EXPECT_NE(dot.find("#features"), std::string::npos) << dot;
   EXPECT_NE(dot.find("[label=\"[3,8]\"]"), std::string::npos) << dot;
+  EXPECT_NE(dot.find("[label=\"Linear(4->8)\\nmatmul\"]"), std::string::npos) << dot;
 }
 
 TEST(GraphTree, RendersSvgOrNamesGraphviz) {

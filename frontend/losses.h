@@ -57,7 +57,8 @@ ValueId cross_entropy(Emitter& e, ValueId logits, ValueId labels, CrossEntropyOp
 ValueId nll(Emitter& e, ValueId log_probs, ValueId labels, Reduction reduction = Reduction::Mean);
 /// Binary cross-entropy on probabilities in [0, 1]: -(y·log p + (1 - y)·log(1 - p)), each
 /// log clamped at -100 as in PyTorch.
-ValueId bce(Emitter& e, ValueId probabilities, ValueId target, Reduction reduction = Reduction::Mean);
+ValueId bce(Emitter& e, ValueId probabilities, ValueId target,
+            Reduction reduction = Reduction::Mean);
 /// Binary cross-entropy on logits, numerically stable for any x:
 /// max(x, 0) - x·y + log1p(exp(-|x|)).
 ValueId bce_with_logits(Emitter& e, ValueId logits, ValueId target,

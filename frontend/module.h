@@ -102,8 +102,10 @@ class Emitter {
   /// A constant tensor filled with `value`.
   ValueId full(Shape shape, double value, DType dtype = DType::f32);
 
-  const Type& type(ValueId v) const { return graph_.type(v); }
-  const Shape& shape(ValueId v) const { return graph_.type(v).shape; }
+  // By value on purpose: emitting a parameter adds a graph value, which would leave a
+  // reference into the graph's value table dangling.
+  Type type(ValueId v) const { return graph_.type(v); }
+  Shape shape(ValueId v) const { return graph_.type(v).shape; }
   int rank(ValueId v) const { return graph_.type(v).shape.rank(); }
 
   // ---- Parameters and state of the module being emitted. The first call for a

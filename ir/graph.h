@@ -85,6 +85,11 @@ class Graph {
 
   const std::string& name() const { return name_; }
   void set_name(std::string name) { name_ = std::move(name); }
+  /// Where the graph's header is (the `graph` keyword of a `.wir` file); unknown for
+  /// built graphs. Errors about the whole graph, such as a signature that does not
+  /// match the outputs, point here.
+  const Location& loc() const { return loc_; }
+  void set_loc(Location loc) { loc_ = std::move(loc); }
 
   /// Adds a named graph input. `name` must be unique (empty: a fresh numeric name).
   ValueId add_input(std::string name, Type type, InputKind kind = InputKind::data,
@@ -132,6 +137,7 @@ class Graph {
   ValueId new_value(std::string name, std::optional<Type> type, int node);
 
   std::string name_;
+  Location loc_;
   std::vector<Value> values_;
   std::vector<Input> inputs_;
   std::vector<Node> nodes_;
@@ -143,7 +149,8 @@ class Graph {
 
 /// True when the graphs are identical up to value numbering: same name, inputs (names,
 /// kinds, types), nodes (ops, operands, attributes, result names and types, locations)
-/// and outputs. On a difference, `why` (if given) says where the first one is.
+/// and outputs. On a difference, `why` (if given) says where the first one is. The
+/// graph's own `loc()` is not compared: it says where a copy was read from.
 bool structurally_equal(const Graph& a, const Graph& b, std::string* why = nullptr);
 
 }  // namespace weft

@@ -69,6 +69,12 @@ Initializer Initializer::orthogonal(double gain) {
   return i;
 }
 
+Initializer Initializer::rng_key() {
+  Initializer i;
+  i.kind = Kind::RngKey;
+  return i;
+}
+
 std::string Initializer::to_string() const {
   auto f = format_float;
   std::string fan = mode == FanMode::FanIn ? "fan_in" : "fan_out";
@@ -83,6 +89,7 @@ std::string Initializer::to_string() const {
     case Kind::KaimingUniform: return "kaiming_uniform(" + f(a) + ", " + fan + ")";
     case Kind::KaimingNormal: return "kaiming_normal(" + f(a) + ", " + fan + ")";
     case Kind::Orthogonal: return "orthogonal(" + f(gain) + ")";
+    case Kind::RngKey: return "rng_key()";
   }
   return "?";
 }

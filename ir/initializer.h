@@ -15,6 +15,8 @@
 //   kaiming_normal(a, mode)      N(0, (gain / sqrt(fan))²)
 //   orthogonal(gain)             a (semi-)orthogonal matrix over [dim0, rest] times gain
 //   constant(value)              zeros and ones are constant(0) / constant(1)
+//   rng_key()                    the i64[2] Philox key (seed, 0) of the graph's `rng`
+//                                state: random ops draw from the initialization seed
 // fan_in / fan_out are computed from the shape as PyTorch does: for a [out, in, k...]
 // weight, fan_in = in·prod(k), fan_out = out·prod(k); a 1-D shape has fan_in = fan_out
 // = its size.
@@ -37,6 +39,7 @@ struct Initializer {
     KaimingUniform,
     KaimingNormal,
     Orthogonal,
+    RngKey,
   };
   enum class FanMode { FanIn, FanOut };
 
@@ -59,6 +62,7 @@ struct Initializer {
   static Initializer kaiming_uniform(double a = 0, FanMode mode = FanMode::FanIn);
   static Initializer kaiming_normal(double a = 0, FanMode mode = FanMode::FanIn);
   static Initializer orthogonal(double gain = 1);
+  static Initializer rng_key();
 
   /// `kaiming_uniform(a=2.23607, fan_in)`, `constant(0)`, ...: for printing and hashing.
   std::string to_string() const;

@@ -84,12 +84,13 @@ Json graph_json(const Graph& g) {
   for (ValueId v : g.outputs()) outputs.push_back(g.value(v).name);
   Json declared = Json::array();
   for (const Type& t : g.declared_output_types()) declared.push_back(type_json(t));
-  return Json{{"version", kVersion},
-              {"name", g.name()},
-              {"inputs", std::move(inputs)},
-              {"nodes", std::move(nodes)},
-              {"outputs", std::move(outputs)},
-              {"declared_output_types", std::move(declared)}};
+  Json doc{{"version", kVersion}, {"name", g.name()}};
+  put_location(doc, g.loc());
+  doc["inputs"] = std::move(inputs);
+  doc["nodes"] = std::move(nodes);
+  doc["outputs"] = std::move(outputs);
+  doc["declared_output_types"] = std::move(declared);
+  return doc;
 }
 
 // Appends `j` on one line (`{"dtype": "f32", "shape": [4, 6]}`); returns false as soon
@@ -252,7 +253,7 @@ StatusOr<Type> Reader::read_type(const Json& j, const std::string& path) const {
 StatusOr<Location> Reader::read_location(const Json& object, const std::string& path) const {
   if (!object.contains("loc")) return Location{};
   const Json& j = object["loc"];
-  std::string loc_path = path + ".loc";
+  std::string loc_path = path.empty() ? "loc" : path + ".loc";
   WEFT_RETURN_IF_ERROR(check_object(j, loc_path, {"file", "line", "col"}, {"path"}));
   Location loc;
   WEFT_ASSIGN_OR_RETURN(loc.file, read_string(j["file"], loc_path + ".file"));
@@ -417,7 +418,7 @@ Status Reader::read_node(const Json& j, const std::string& path) {
 
 StatusOr<Graph> Reader::read(const Json& doc) {
   WEFT_RETURN_IF_ERROR(check_object(doc, "", {"version", "name", "inputs", "nodes", "outputs"},
-                                    {"declared_output_types"}));
+                                    {"declared_output_types", "loc"}));
   WEFT_ASSIGN_OR_RETURN(int64_t version, read_int(doc["version"], "version"));
   if (version != kVersion) {
     return error("version", "unsupported version " + std::to_string(version) +
@@ -425,6 +426,8 @@ StatusOr<Graph> Reader::read(const Json& doc) {
   }
   WEFT_ASSIGN_OR_RETURN(std::string name, read_string(doc["name"], "name"));
   graph_.set_name(std::move(name));
+  WEFT_ASSIGN_OR_RETURN(Location loc, read_location(doc, ""));
+  graph_.set_loc(std::move(loc));
   for (const char* list : {"inputs", "nodes", "outputs"}) {
     WEFT_RETURN_IF_ERROR(check_array(doc[list], list));
   }

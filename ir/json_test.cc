@@ -9,6 +9,7 @@ namespace {
 
 Graph example_graph() {
   Graph g("mlp");
+  g.set_loc({"model.wir", 2, 1, ""});
   ValueId x = g.add_input("x", {DType::f32, {4, 6}}, InputKind::data, {"model.cc", 3, 1, ""});
   ValueId w = g.add_input("w", {DType::f32, {6, 5}}, InputKind::param);
   ValueId n = g.add_input("n", {DType::i64, {}}, InputKind::state);
@@ -44,6 +45,7 @@ TEST(JsonTest, RoundTrip) {
   EXPECT_EQ(graph_to_json(*back), text);
   // Input locations survive too (structurally_equal does not compare them).
   EXPECT_EQ(back->inputs()[0].loc, (Location{"model.cc", 3, 1, ""}));
+  EXPECT_EQ(back->loc(), (Location{"model.wir", 2, 1, ""}));  // the graph header's
   EXPECT_EQ(graph_to_json(*back, -1), graph_to_json(g, -1));
 }
 
@@ -123,6 +125,15 @@ TEST(JsonErrorTest, MissingField) {
             "g.json: error: missing field 'outputs'");
   EXPECT_EQ(import_error(doc(R"({"op": "neg", "operands": ["x"]})")),
             "g.json: error: nodes[0]: missing field 'results'");
+}
+
+TEST(JsonErrorTest, GraphLocation) {
+  EXPECT_EQ(import_error(doc("", R"("version": 1, "loc": {"file": "m.wir", "line": 2, "col": 1})")),
+            "ok");
+  EXPECT_EQ(import_error(doc("", R"("version": 1, "loc": {"file": "m.wir", "line": -2, "col": 1})")),
+            "g.json: error: loc.line: out of range: -2");
+  EXPECT_EQ(import_error(doc("", R"("version": 1, "loc": {"file": "m.wir"})")),
+            "g.json: error: loc: missing field 'line'");
 }
 
 TEST(JsonErrorTest, UnknownField) {

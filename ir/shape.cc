@@ -2,12 +2,19 @@
 
 #include <algorithm>
 
+#include "ir/checked_math.h"
+#include "ir/status.h"
+
 namespace weft {
 
 int64_t Shape::numel() const {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  return n;
+  Checked n = 1;
+  for (int64_t d : dims) n = n * d;
+  // Callers measure only checked types (infer-types, parse_npy); a huge shape from a
+  // file must have been refused with a user error before reaching here.
+  WEFT_CHECK(n.ok(), "Shape::numel of " + to_string() +
+                         " overflows int64; check the size with checked_math.h first");
+  return n.value();
 }
 
 std::vector<int64_t> Shape::strides() const {

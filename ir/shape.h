@@ -19,6 +19,8 @@ struct Shape {
   Shape(std::initializer_list<int64_t> d) : dims(d) {}
 
   int rank() const { return static_cast<int>(dims.size()); }
+  /// The element count. The shape's size must fit in int64 (`size_fits` in
+  /// ir/checked_math.h); an overflow is an internal error, never wrapped.
   int64_t numel() const;
   int64_t operator[](int i) const { return dims[i]; }
   /// Row-major strides in elements.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "ir/checked_math.h"
 #include "ir/schema_check.h"
 #include "ir/shape_rules_internal.h"
 
@@ -86,6 +87,10 @@ StatusOr<Shape> shape_attr(const Node& node, std::string_view attr_name) {
       return rule_error(std::string(attr_name) + " " + str(dims) +
                         " has a negative dim; sizes must be >= 0");
     }
+  }
+  if (!checked_extent(dims)) {
+    return rule_error(std::string(attr_name) + " " + str(dims) +
+                      " is too large: its element count overflows int64");
   }
   return Shape(dims);
 }

@@ -18,6 +18,10 @@
 // [-rank, rank). There is no implicit dtype promotion anywhere: operands that must agree
 // in dtype and do not are an error suggesting `cast`. Arithmetic on `bool` is an error.
 // "float" below means f32, f64, f16 or bf16; "signed" means f* or i32/i64.
+// Sizes are exact: a size computed from huge dims or attributes (padding, dilation,
+// pad's low/high, reshape's and creation ops' `shape`, concat's summed axis) that
+// overflows int64 is an error naming the attribute and its value, never wrapped
+// (ir/checked_math.h). Shape attributes must have an element count that fits in int64.
 //
 // Elementwise, unary (result: the operand's type)
 //   neg abs sign floor                       float or signed integer

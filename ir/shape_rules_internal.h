@@ -53,7 +53,8 @@ StatusOr<int> normalize(int64_t axis, std::string_view attr_name, const Type& t,
 StatusOr<std::vector<int>> normalize_unique(const IntList& axes, std::string_view attr_name,
                                             const Type& t, std::string_view what);
 
-/// A shape attribute (`shape`, `input_shape`, ...): every entry >= 0.
+/// A shape attribute (`shape`, `input_shape`, ...): every entry >= 0, and the element
+/// count fits in int64 (ir/checked_math.h).
 StatusOr<Shape> shape_attr(const Node& node, std::string_view attr_name);
 
 /// The list attribute must have `n` entries, each >= `min`.

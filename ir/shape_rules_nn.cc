@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "ir/checked_math.h"
 #include "ir/shape_rules_internal.h"
 
 namespace weft::shape_rules_internal {
@@ -66,7 +67,8 @@ StatusOr<Window> pool_window(const Node& node) {
   WEFT_ASSIGN_OR_RETURN(win.padding, list_attr(node, "padding", 2, 0));
   win.dilation = {1, 1};
   for (int i = 0; i < 2; ++i) {
-    if (2 * win.padding[i] > win.kernel[i]) {
+    // padding <= kernel / 2 is 2 * padding <= kernel without overflowing on huge padding.
+    if (win.padding[i] > win.kernel[i] / 2) {
       return rule_error("padding " + str(win.padding) + " must be at most half of kernel " +
                         str(win.kernel));
     }
@@ -79,14 +81,33 @@ StatusOr<std::vector<int64_t>> window_output(const Type& x, std::string_view x_n
                                              const Window& win) {
   std::vector<int64_t> out;
   for (int i = 0; i < 2; ++i) {
-    int64_t span = win.dilation[i] * (win.kernel[i] - 1) + 1;
-    int64_t padded = x.shape[2 + i] + 2 * win.padding[i];
-    if (padded < span) {
+    const std::string axis = " on spatial axis " + std::to_string(i);
+    Checked span = Checked(win.dilation[i]) * (Checked(win.kernel[i]) - 1) + 1;
+    if (!span.ok()) {
+      return rule_error("the window of kernel " + str(win.kernel) + " with dilation " +
+                        str(win.dilation) + " spans more than int64 can hold" + axis +
+                        " (dilation * (kernel - 1) + 1 overflows); check dilation and the "
+                        "kernel size");
+    }
+    Checked padded = Checked(x.shape[2 + i]) + Checked(win.padding[i]) * 2;
+    if (!padded.ok()) {
+      return rule_error("padding " + str(win.padding) + " overflows int64" + axis + " of " +
+                        std::string(x_name) + " " + str(x) +
+                        " (size + 2 * padding); check the padding");
+    }
+    if (padded.value() < span.value()) {
       return rule_error("window " + str(win.kernel) + " (dilation " + str(win.dilation) +
                         ") does not fit " + std::string(x_name) + " " + str(x) +
                         " padded by " + str(win.padding) + ": the output would be empty");
     }
-    out.push_back((padded - span) / win.stride[i] + 1);
+    // A kernel dim of 0 makes span = 1 - dilation <= 0, so this may still overflow.
+    Checked size = (padded - span) / win.stride[i] + 1;
+    if (!size.ok()) {
+      return rule_error("the output size of kernel " + str(win.kernel) + " with dilation " +
+                        str(win.dilation) + " over " + std::string(x_name) + " " + str(x) +
+                        " padded by " + str(win.padding) + " overflows int64" + axis);
+    }
+    out.push_back(size.value());
   }
   return out;
 }

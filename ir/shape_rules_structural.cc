@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "ir/checked_math.h"
 #include "ir/shape_rules_internal.h"
 
 namespace weft::shape_rules_internal {
@@ -53,26 +54,35 @@ StatusOr<Type> argmax(const Node& node, const std::vector<Type>& in) {
 StatusOr<Type> reshape(const Node& node, const std::vector<Type>& in) {
   IntList dims = node.ints_attr("shape");
   int inferred = -1;
-  int64_t known = 1;
+  IntList given;  // the entries other than -1
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i] == -1 && inferred < 0) {
       inferred = static_cast<int>(i);
     } else if (dims[i] < 0) {
       return rule_error("shape " + str(dims) + " may hold one -1 and otherwise sizes >= 0");
     } else {
-      known *= dims[i];
+      given.push_back(dims[i]);
     }
   }
-  int64_t numel = in[0].numel();
+  std::optional<int64_t> known = checked_numel(given);
+  if (!known) {
+    return rule_error("shape " + str(dims) + " is too large: its element count overflows int64");
+  }
+  std::optional<int64_t> operand_numel = checked_numel(in[0].shape.dims);
+  if (!operand_numel) {
+    return rule_error("operand " + str(in[0]) +
+                      " is too large: its element count overflows int64");
+  }
+  const int64_t numel = *operand_numel;
   if (inferred >= 0) {
-    if (known == 0 || numel % known != 0) {
+    if (*known == 0 || numel % *known != 0) {
       return rule_error("cannot reshape " + str(in[0]) + " (" + std::to_string(numel) +
                         " elements) to " + str(dims) + ": no size for -1 fits");
     }
-    dims[inferred] = numel / known;
-  } else if (known != numel) {
+    dims[inferred] = numel / *known;
+  } else if (*known != numel) {
     return rule_error("cannot reshape " + str(in[0]) + " (" + std::to_string(numel) +
-                      " elements) to " + str(dims) + " (" + std::to_string(known) +
+                      " elements) to " + str(dims) + " (" + std::to_string(*known) +
                       " elements)");
   }
   return Type{in[0].dtype, Shape(std::move(dims))};
@@ -147,7 +157,13 @@ StatusOr<Type> concat(const Node& node, const std::vector<Type>& in) {
                         " must have the same rank and equal dims except on axis " +
                         std::to_string(axis));
     }
-    out.shape.dims[axis] += in[i].shape[axis];
+    Checked sum = Checked(out.shape.dims[axis]) + in[i].shape[axis];
+    if (!sum.ok()) {
+      return rule_error("the sizes along axis " + std::to_string(axis) + " of operands 0.." +
+                        std::to_string(i) + " (last " + name + " " + str(in[i]) +
+                        ") add up to more than int64 can hold");
+    }
+    out.shape.dims[axis] = sum.value();
   }
   return out;
 }
@@ -157,7 +173,15 @@ StatusOr<Type> pad(const Node& node, const std::vector<Type>& in) {
   WEFT_ASSIGN_OR_RETURN(IntList low, list_attr(node, "low", rank, 0));
   WEFT_ASSIGN_OR_RETURN(IntList high, list_attr(node, "high", rank, 0));
   Type out = in[0];
-  for (size_t i = 0; i < rank; ++i) out.shape.dims[i] += low[i] + high[i];
+  for (size_t i = 0; i < rank; ++i) {
+    Checked dim = Checked(low[i]) + in[0].shape.dims[i] + high[i];
+    if (!dim.ok()) {
+      return rule_error("low " + str(low) + " and high " + str(high) + " overflow int64 on axis " +
+                        std::to_string(i) + " of operand " + str(in[0]) + " (low + " +
+                        std::to_string(in[0].shape.dims[i]) + " + high); check the padding");
+    }
+    out.shape.dims[i] = dim.value();
+  }
   return out;
 }
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace weft {
 namespace {
 
@@ -243,6 +245,93 @@ TEST(ShapeRulesTest, CreationAndState) {
   EXPECT_EQ(run(Op::Assign, {f32({4}), f32({4})}), "f32[4]");
   EXPECT_EQ(run(Op::Assign, {f32({4}), f32({5})}),
             "model.wir:3:8: error: assign: value f32[5] must have the target's type f32[4]");
+}
+
+// Huge attributes and dims from a hostile file: each overflow is a user error naming the
+// op, the attribute and its value, never wrapped arithmetic (signed overflow is UB).
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+
+TEST(ShapeRulesTest, HugeWindowsDoNotOverflow) {
+  EXPECT_EQ(run(Op::MaxPool2d, {f32({1, 1, 4, 4})},
+                {{"kernel", IntList{2, 2}}, {"padding", IntList{kMax, 0}}}),
+            "model.wir:3:8: error: max_pool2d: padding [9223372036854775807, 0] must be at most "
+            "half of kernel [2, 2]");
+  EXPECT_EQ(run(Op::AvgPool2d, {f32({1, 1, int64_t{1} << 62, 4})},
+                {{"kernel", IntList{kMax, 1}}, {"padding", IntList{kMax / 2, 0}}}),
+            "model.wir:3:8: error: avg_pool2d: padding [4611686018427387903, 0] overflows int64 "
+            "on spatial axis 0 of x f32[1,1,4611686018427387904,4] (size + 2 * padding); check "
+            "the padding");
+  EXPECT_EQ(run(Op::Conv2d, {f32({1, 1, 8, 8}), f32({1, 1, 3, 3})},
+                {{"dilation", IntList{kMax, 1}}}),
+            "model.wir:3:8: error: conv2d: the window of kernel [3, 3] with dilation "
+            "[9223372036854775807, 1] spans more than int64 can hold on spatial axis 0 "
+            "(dilation * (kernel - 1) + 1 overflows); check dilation and the kernel size");
+  EXPECT_EQ(run(Op::Conv2d, {f32({1, 1, 8, 8}), f32({1, 1, 3, 3})},
+                {{"padding", IntList{0, kMax}}}),
+            "model.wir:3:8: error: conv2d: padding [0, 9223372036854775807] overflows int64 on "
+            "spatial axis 1 of x f32[1,1,8,8] (size + 2 * padding); check the padding");
+  // A kernel dim of 0 makes the span negative: padded - span overflows instead.
+  EXPECT_EQ(run(Op::Conv2d, {f32({1, 1, kMax, 3}), f32({1, 1, 0, 3})},
+                {{"dilation", IntList{2, 1}}}),
+            "model.wir:3:8: error: conv2d: the output size of kernel [0, 3] with dilation [2, 1] "
+            "over x f32[1,1,9223372036854775807,3] padded by [0, 0] overflows int64 on spatial "
+            "axis 0");
+  EXPECT_EQ(run(Op::Conv2dBackwardInput, {f32({1, 1, 1, 1}), f32({1, 1, 1, 1})},
+                {{"input_shape", IntList{1, 1, 1, kMax}}, {"stride", IntList{1, kMax}},
+                 {"padding", IntList{0, 1}}}),
+            "model.wir:3:8: error: conv2d_backward_input: padding [0, 1] overflows int64 on "
+            "spatial axis 1 of input_shape f32[1,1,1,9223372036854775807] (size + 2 * padding); "
+            "check the padding");
+  EXPECT_EQ(run(Op::Conv2dBackwardWeight, {f32({1, 1, 8, 8}), f32({1, 1, 6, 6})},
+                {{"weight_shape", IntList{4294967296, 4294967296, 3, 3}}}),
+            "model.wir:3:8: error: conv2d_backward_weight: weight_shape [4294967296, "
+            "4294967296, 3, 3] is too large: its element count overflows int64");
+  EXPECT_EQ(run(Op::AvgPool2dBackward, {f32({1, 1, 2, 2})},
+                {{"input_shape", IntList{0, 4294967296, 4294967296, 4}},
+                 {"kernel", IntList{2, 2}}}),
+            "model.wir:3:8: error: avg_pool2d_backward: input_shape [0, 4294967296, 4294967296, "
+            "4] is too large: its element count overflows int64");
+}
+
+TEST(ShapeRulesTest, HugeMovementsDoNotOverflow) {
+  EXPECT_EQ(run(Op::Pad, {f32({2})}, {{"low", IntList{kMax}}, {"high", IntList{kMax}}}),
+            "model.wir:3:8: error: pad: low [9223372036854775807] and high "
+            "[9223372036854775807] overflow int64 on axis 0 of operand f32[2] (low + 2 + high); "
+            "check the padding");
+  EXPECT_EQ(run(Op::Pad, {f32({2})}, {{"low", IntList{kMax - 2}}, {"high", IntList{0}}}),
+            "f32[9223372036854775807]");
+  EXPECT_EQ(run(Op::Reshape, {f32({2})}, {{"shape", IntList{4294967296, 4294967296, 0}}}),
+            "model.wir:3:8: error: reshape: shape [4294967296, 4294967296, 0] is too large: its "
+            "element count overflows int64");
+  EXPECT_EQ(run(Op::Reshape, {f32({2})}, {{"shape", IntList{3037000500, -1, 3037000500}}}),
+            "model.wir:3:8: error: reshape: shape [3037000500, -1, 3037000500] is too large: "
+            "its element count overflows int64");
+  EXPECT_EQ(run(Op::Reshape, {f32({4294967296, 4294967296})}, {{"shape", IntList{-1}}}),
+            "model.wir:3:8: error: reshape: operand f32[4294967296,4294967296] is too large: "
+            "its element count overflows int64");
+  EXPECT_EQ(run(Op::Concat, {f32({kMax - 1}), f32({1}), f32({1})}, {{"axis", int64_t{0}}}),
+            "model.wir:3:8: error: concat: the sizes along axis 0 of operands 0..2 (last "
+            "operand 2 f32[1]) add up to more than int64 can hold");
+  EXPECT_EQ(run(Op::BroadcastTo, {f32({1})}, {{"shape", IntList{4294967296, 4294967296}}}),
+            "model.wir:3:8: error: broadcast_to: shape [4294967296, 4294967296] is too large: "
+            "its element count overflows int64");
+  // Slice's step is divided, never added: a huge step takes one element.
+  EXPECT_EQ(run(Op::Slice, {f32({10})}, {{"start", IntList{2}}, {"stop", IntList{kMax}},
+                                         {"step", IntList{kMax}}}),
+            "f32[1]");
+}
+
+TEST(ShapeRulesTest, HugeCreationShapesAreErrors) {
+  EXPECT_EQ(run(Op::Full, {}, {{"shape", IntList{4294967296, 4294967296}}, {"value", 0.0}}),
+            "model.wir:3:8: error: full: shape [4294967296, 4294967296] is too large: its "
+            "element count overflows int64");
+  EXPECT_EQ(run(Op::Iota, {}, {{"shape", IntList{0, 4294967296, 4294967296}},
+                               {"axis", int64_t{0}}}),
+            "model.wir:3:8: error: iota: shape [0, 4294967296, 4294967296] is too large: its "
+            "element count overflows int64");
+  EXPECT_EQ(run(Op::RandomUniform, {i64({2})}, {{"shape", IntList{kMax, 2}}}),
+            "model.wir:3:8: error: random_uniform: shape [9223372036854775807, 2] is too large: "
+            "its element count overflows int64");
 }
 
 TEST(ShapeRulesTest, Composites) {

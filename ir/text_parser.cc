@@ -145,7 +145,7 @@ StatusOr<Graph> Parser::parse() {
 
 Status Parser::parse_header() {
   if (!at_word("graph")) return unexpected("'graph' to begin a graph");
-  take();
+  graph_.set_loc(loc_of(take()));
   WEFT_ASSIGN_OR_RETURN(Token name, expect(TokenKind::GraphName, "a graph name such as '@main'"));
   graph_.set_name(name.text);
   WEFT_RETURN_IF_ERROR(expect(TokenKind::LParen, "'(' to begin the inputs of @" + name.text));

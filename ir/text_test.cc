@@ -107,6 +107,7 @@ TEST(ParseTest, IssueExample) {
   ASSERT_TRUE(parsed.ok()) << parsed.error().to_string();
   const Graph& g = *parsed;
   EXPECT_EQ(g.name(), "mlp");
+  EXPECT_EQ(g.loc(), (Location{"mlp.wir", 2, 1, ""}));  // the `graph` keyword
   ASSERT_EQ(g.inputs().size(), 4u);
   EXPECT_EQ(g.inputs()[1].kind, InputKind::param);
   EXPECT_EQ(g.inputs()[3].kind, InputKind::data);

@@ -157,7 +157,7 @@ class Verifier {
       return Error{"the signature declares " + std::to_string(declared) +
                        " output types but the graph returns " +
                        std::to_string(g_.outputs().size()) + " values",
-                   {}};
+                   g_.loc()};
     }
     return Status();
   }

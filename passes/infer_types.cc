@@ -1,5 +1,6 @@
 #include "passes/infer_types.h"
 
+#include "ir/checked_math.h"
 #include "ir/shape_rules.h"
 
 namespace weft {
@@ -13,17 +14,13 @@ Location location_of(const Graph& g, ValueId v) {
 }
 
 /// A type whose size in bytes does not fit in int64 cannot be allocated or even
-/// measured (Shape::numel would wrap), so it is a user error rather than a crash later.
+/// measured (Shape::numel would overflow), so it is a user error rather than a crash
+/// later. Zero dims do not excuse the others (NumPy's rule, ir/checked_math.h).
 Status check_size(const Type& type, const std::string& what, const Location& loc) {
-  int64_t bytes = static_cast<int64_t>(dtype_size(type.dtype));
-  for (int64_t d : type.shape.dims) {
-    if (__builtin_mul_overflow(bytes, d, &bytes)) {
-      return Error{what + " has type " + type.to_string() +
-                       ", whose size in bytes does not fit in 64 bits; check its dims",
-                   loc};
-    }
-  }
-  return Status();
+  if (size_fits(type.dtype, type.shape.dims)) return Status();
+  return Error{what + " has type " + type.to_string() +
+                   ", whose size in bytes does not fit in 64 bits; check its dims",
+               loc};
 }
 
 Status check_inputs_typed(const Graph& g) {
@@ -47,16 +44,18 @@ Status check_declared_outputs(const Graph& g) {
     return Error{"the signature declares " + std::to_string(declared.size()) +
                      " output types but the graph returns " +
                      std::to_string(g.outputs().size()) + " values",
-                 {}};
+                 g.loc()};
   }
   for (size_t i = 0; i < declared.size(); ++i) {
     ValueId v = g.outputs()[i];
     const Type& inferred = g.type(v);
     if (!(inferred == declared[i])) {
+      // Point at the output's producer, or at the signature when that is unknown.
+      Location loc = location_of(g, v);
       return Error{"output " + std::to_string(i) + " %" + g.value(v).name + " is " +
                        inferred.to_string() + " but the signature declares " +
                        declared[i].to_string(),
-                   location_of(g, v)};
+                   loc.known() ? loc : g.loc()};
     }
   }
   return Status();

@@ -74,6 +74,40 @@ TEST(InferTypesTest, SignatureMustMatch) {
             "test.wir:3:3: error: output 1 %s is f32[6] but the signature declares f32[4]");
 }
 
+TEST(InferTypesTest, SignatureCountErrorPointsAtTheHeader) {
+  InferTypesPass pass;
+  EXPECT_EQ(run_pass_on_text(pass, R"(# comment
+graph @f(%x: f32[4,6]) -> (f32[4,6], f32[4]) {
+  %y = exp(%x)
+  return %y
+}
+)"),
+            "test.wir:2:1: error: the signature declares 2 output types but the graph returns 1 "
+            "values");
+  // An output with no known producer location (an input declared without one) falls back
+  // to the header too.
+  Graph g("f");
+  g.set_loc({"m.wir", 1, 1, ""});
+  ValueId x = g.add_input("x", {DType::f32, {4}});
+  g.add_output(x);
+  g.set_declared_output_types({Type{DType::f32, {5}}});
+  StatusOr<bool> r = pass.run(g);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().to_string(),
+            "m.wir:1:1: error: output 0 %x is f32[4] but the signature declares f32[5]");
+}
+
+TEST(InferTypesTest, ZeroDimsDoNotExcuseHugeOnes) {
+  InferTypesPass pass;
+  // NumPy's rule (ir/checked_math.h): the others must still fit, so strides always do.
+  EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%x: f32[0,4294967296,4294967296]) {
+  return %x
+}
+)"),
+            "test.wir:1:10: error: graph input %x has type f32[0,4294967296,4294967296], whose "
+            "size in bytes does not fit in 64 bits; check its dims");
+}
+
 TEST(InferTypesTest, AssignTypesMustMatch) {
   InferTypesPass pass;
   EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%w: f32[4] {param}, %x: f32[5]) {

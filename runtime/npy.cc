@@ -10,6 +10,8 @@
 #include <optional>
 #include <sstream>
 
+#include "ir/checked_math.h"
+
 namespace weft {
 namespace {
 
@@ -195,18 +197,18 @@ StatusOr<Tensor> parse_npy(std::string_view bytes, const std::string& name) {
                             "e.g. np.ascontiguousarray(arr)");
   }
   Type type{*dtype, Shape(header.shape)};
-  // Guard the size computation against overflow before allocating.
-  long double elements = 1;
-  for (int64_t d : header.shape) elements *= static_cast<long double>(d);
+  // Measure the array before anything multiplies its dims (Shape::numel requires it).
+  // As NumPy does, a 0 dim does not excuse the others: (10**16, 10**16, 0) is refused.
+  if (!size_fits(type.dtype, type.shape.dims)) {
+    return file_error(name, "shape " + type.shape.to_string() + " of " + header.descr +
+                                " is too large: its size in bytes does not fit in 64 bits");
+  }
   const size_t data_start = prefix + header_len;
   const size_t available = bytes.size() - data_start;
-  const long double needed = elements * static_cast<long double>(dtype_size(*dtype));
-  if (needed > static_cast<long double>(available)) {
-    char buf[64];
-    std::snprintf(buf, sizeof(buf), "%.0Lf", needed);
+  if (type.bytes() > available) {
     return file_error(name, "data is truncated: shape " + type.shape.to_string() + " of " +
-                                header.descr + " needs " + buf + " bytes, the file has " +
-                                std::to_string(available));
+                                header.descr + " needs " + std::to_string(type.bytes()) +
+                                " bytes, the file has " + std::to_string(available));
   }
   if (type.bytes() < available) {
     return file_error(name, std::to_string(available - type.bytes()) +

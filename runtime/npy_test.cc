@@ -120,8 +120,26 @@ TEST(NpyTest, ErrorsNameTheProblem) {
   EXPECT_EQ(error_of(npy_bytes("{'descr': '<f4', 'fortran_order': False, "
                                "'shape': (4294967296, 4294967296, 4294967296), }",
                                "")),
-            "data is truncated: shape [4294967296,4294967296,4294967296] of <f4 needs "
-            "316912650057057350374175801344 bytes, the file has 0");
+            "shape [4294967296,4294967296,4294967296] of <f4 is too large: its size in bytes "
+            "does not fit in 64 bits");
+  // A 0 dim does not excuse the others (NumPy refuses these too): Shape::numel used to
+  // overflow on the first two before reaching the 0.
+  EXPECT_EQ(error_of(npy_bytes("{'descr': '<f4', 'fortran_order': False, "
+                               "'shape': (10000000000000000, 10000000000000000, 0), }",
+                               "")),
+            "shape [10000000000000000,10000000000000000,0] of <f4 is too large: its size in "
+            "bytes does not fit in 64 bits");
+  EXPECT_EQ(error_of(npy_bytes("{'descr': '<f8', 'fortran_order': False, "
+                               "'shape': (0, 10000000000000000, 1000), }",
+                               "")),
+            "shape [0,10000000000000000,1000] of <f8 is too large: its size in bytes does not "
+            "fit in 64 bits");
+  // A huge but representable empty array is accepted (and needs no data).
+  EXPECT_TRUE(parse_npy(npy_bytes("{'descr': '<f8', 'fortran_order': False, "
+                                  "'shape': (0, 1000000000000000), }",
+                                  ""),
+                        "x.npy")
+                  .ok());
 }
 
 TEST(NpyTest, TruncationAtEveryLengthNeverCrashes) {

@@ -57,7 +57,7 @@ class PReLUModule : public UnaryModule {
   std::string describe() const override { return "PReLU(" + std::to_string(num_) + ")"; }
 
   ValueId forward1(Emitter& e, ValueId x) override {
-    const Type& t = e.type(x);
+    const Type t = e.type(x);  // A copy: emitting ops may move the graph's types.
     if (num_ < 1) e.fail(describe() + ": num_parameters must be >= 1");
     ValueId slope = e.param("weight", {num_}, Initializer::constant(init_), t.dtype);
     if (num_ > 1) {

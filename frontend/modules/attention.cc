@@ -24,8 +24,8 @@ class MultiheadAttentionModule : public Module {
       : dim_(embed_dim), heads_(num_heads), options_(options) {}
 
   std::string describe() const override {
-    std::string s = "MultiheadAttention(" + std::to_string(dim_) + ", heads=" +
-                    std::to_string(heads_);
+    std::string s =
+        "MultiheadAttention(" + std::to_string(dim_) + ", heads=" + std::to_string(heads_);
     if (options_.causal) s += ", causal";
     return s + ")";
   }
@@ -71,8 +71,9 @@ class MultiheadAttentionModule : public Module {
         qkv = e.add(qkv, e.param("in_proj_bias", {3 * dim_}, Initializer::zeros(), dtype));
       }
       auto part = [&](int64_t i) {
-        return e.op(Op::Slice, {qkv},
-                    {{"start", IntList{0, 0, i * dim_}}, {"stop", IntList{batch, seq, (i + 1) * dim_}}});
+        return e.op(
+            Op::Slice, {qkv},
+            {{"start", IntList{0, 0, i * dim_}}, {"stop", IntList{batch, seq, (i + 1) * dim_}}});
       };
       q = part(0);
       k = part(1);
@@ -142,8 +143,9 @@ class MultiheadAttentionModule : public Module {
   ValueId dropout(Emitter& e, ValueId w) const {
     const Type& t = e.type(w);
     if (options_.dropout >= 1) return e.full(t.shape, 0.0, t.dtype);
-    ValueId keep = e.op(Op::RandomBernoulli, {e.random_key()},
-                        {{"shape", t.shape.dims}, {"p", 1.0 - options_.dropout}, {"dtype", t.dtype}});
+    ValueId keep =
+        e.op(Op::RandomBernoulli, {e.random_key()},
+             {{"shape", t.shape.dims}, {"p", 1.0 - options_.dropout}, {"dtype", t.dtype}});
     return e.mul(e.mul(w, keep), e.constant(1.0 / (1.0 - options_.dropout), t.dtype));
   }
 

@@ -34,7 +34,7 @@ class ConvModule : public UnaryModule {
 
   ValueId forward1(Emitter& e, ValueId x) override {
     check_options(e);
-    const Type& t = e.type(x);
+    const Type t = e.type(x);  // A copy: emitting ops may move the graph's types.
     if (t.shape.rank() != 4 || t.shape[1] != in_) {
       e.fail(describe() + " expects an NCHW input [N," + std::to_string(in_) + ",H,W], got " +
              t.to_string());

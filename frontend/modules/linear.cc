@@ -53,8 +53,8 @@ class BilinearModule : public Module {
              std::to_string(inputs.size()) + " were given");
     }
     ValueId x1 = inputs[0], x2 = inputs[1];
-    const Type& t1 = e.type(x1);
-    const Type& t2 = e.type(x2);
+    const Type t1 = e.type(x1);  // Copies: emitting ops may move the graph's types.
+    const Type t2 = e.type(x2);
     const Shape& s1 = t1.shape;
     const Shape& s2 = t2.shape;
     bool ok = s1.rank() >= 1 && s2.rank() == s1.rank() && s1.dims.back() == in1_ &&
@@ -92,7 +92,7 @@ class LearnedParameterModule : public UnaryModule {
   std::string describe() const override { return "LearnedParameter(" + Shape(shape_).to_string() + ")"; }
 
   ValueId forward1(Emitter& e, ValueId x) override {
-    const Shape& s = e.shape(x);
+    const Shape s = e.shape(x);
     // NumPy broadcasting of p into x: x's shape must not change.
     bool ok = s.rank() >= static_cast<int>(shape_.size());
     for (size_t i = 0; ok && i < shape_.size(); ++i) {

@@ -8,10 +8,14 @@ namespace weft {
 
 const char* to_string(Reduction reduction) {
   switch (reduction) {
-    case Reduction::Mean: return "mean";
-    case Reduction::Sum: return "sum";
-    case Reduction::None: return "none";
-    case Reduction::BatchMean: return "batchmean";
+    case Reduction::Mean:
+      return "mean";
+    case Reduction::Sum:
+      return "sum";
+    case Reduction::None:
+      return "none";
+    case Reduction::BatchMean:
+      return "batchmean";
   }
   return "?";
 }
@@ -21,7 +25,8 @@ namespace {
 
 void check_not_batchmean(Emitter& e, const char* name, Reduction r) {
   if (r == Reduction::BatchMean) {
-    e.fail(std::string(name) + ": reduction 'batchmean' is only defined for kl_div; use "
+    e.fail(std::string(name) +
+           ": reduction 'batchmean' is only defined for kl_div; use "
            "mean, sum or none");
   }
 }
@@ -29,9 +34,12 @@ void check_not_batchmean(Emitter& e, const char* name, Reduction r) {
 /// Mean or sum over every element, or nothing.
 ValueId reduce(Emitter& e, ValueId x, Reduction r) {
   switch (r) {
-    case Reduction::None: return x;
-    case Reduction::Sum: return e.op(Op::Sum, {x});
-    case Reduction::Mean: return e.op(Op::Mean, {x});
+    case Reduction::None:
+      return x;
+    case Reduction::Sum:
+      return e.op(Op::Sum, {x});
+    case Reduction::Mean:
+      return e.op(Op::Mean, {x});
     case Reduction::BatchMean: {
       const Shape& s = e.shape(x);
       double batch = s.rank() == 0 ? 1.0 : static_cast<double>(s[0]);
@@ -151,12 +159,14 @@ ValueId bce_with_logits(Emitter& e, ValueId logits, ValueId target, Reduction re
   check_same(e, "bce_with_logits", "logits", logits, target);
   DType dtype = e.type(logits).dtype;
   ValueId relu = e.op(Op::Maximum, {logits, e.constant(0, dtype)});
-  ValueId softplus_tail = e.op(Op::Log1p, {e.op(Op::Exp, {e.op(Op::Neg, {e.op(Op::Abs, {logits})})})});
+  ValueId softplus_tail =
+      e.op(Op::Log1p, {e.op(Op::Exp, {e.op(Op::Neg, {e.op(Op::Abs, {logits})})})});
   ValueId loss = e.add(e.sub(relu, e.mul(logits, target)), softplus_tail);
   return reduce(e, loss, reduction);
 }
 
-ValueId kl_div(Emitter& e, ValueId log_probs, ValueId target, Reduction reduction, bool log_target) {
+ValueId kl_div(Emitter& e, ValueId log_probs, ValueId target, Reduction reduction,
+               bool log_target) {
   check_same(e, "kl_div", "input (log-probabilities)", log_probs, target);
   DType dtype = e.type(log_probs).dtype;
   ValueId pointwise;
@@ -186,8 +196,10 @@ class LossModule : public Module {
 
   ValueId forward(Emitter& e, const std::vector<ValueId>& inputs) override {
     if (inputs.size() != 2) {
-      e.fail(name_ + " takes two inputs, the prediction (the stream) and the target from "
-             "uses({...}), but " + std::to_string(inputs.size()) + " were given");
+      e.fail(name_ +
+             " takes two inputs, the prediction (the stream) and the target from "
+             "uses({...}), but " +
+             std::to_string(inputs.size()) + " were given");
     }
     return body_(e, inputs[0], inputs[1]);
   }
@@ -204,15 +216,13 @@ std::string named(const char* name, Reduction r, const std::string& extra = "") 
 }  // namespace
 
 ModulePtr MSELoss(Reduction r) {
-  return std::make_shared<LossModule>(named("MSELoss", r), [r](Emitter& e, ValueId p, ValueId t) {
-    return loss::mse(e, p, t, r);
-  });
+  return std::make_shared<LossModule>(
+      named("MSELoss", r), [r](Emitter& e, ValueId p, ValueId t) { return loss::mse(e, p, t, r); });
 }
 
 ModulePtr L1Loss(Reduction r) {
-  return std::make_shared<LossModule>(named("L1Loss", r), [r](Emitter& e, ValueId p, ValueId t) {
-    return loss::l1(e, p, t, r);
-  });
+  return std::make_shared<LossModule>(
+      named("L1Loss", r), [r](Emitter& e, ValueId p, ValueId t) { return loss::l1(e, p, t, r); });
 }
 
 ModulePtr SmoothL1Loss(Reduction r, double beta) {
@@ -225,21 +235,20 @@ ModulePtr CrossEntropyLoss(loss::CrossEntropyOptions options) {
   std::string extra = options.label_smoothing != 0
                           ? ", label_smoothing=" + format_float(options.label_smoothing)
                           : "";
-  return std::make_shared<LossModule>(
-      named("CrossEntropyLoss", options.reduction, extra),
-      [options](Emitter& e, ValueId p, ValueId t) { return loss::cross_entropy(e, p, t, options); });
+  return std::make_shared<LossModule>(named("CrossEntropyLoss", options.reduction, extra),
+                                      [options](Emitter& e, ValueId p, ValueId t) {
+                                        return loss::cross_entropy(e, p, t, options);
+                                      });
 }
 
 ModulePtr NLLLoss(Reduction r) {
-  return std::make_shared<LossModule>(named("NLLLoss", r), [r](Emitter& e, ValueId p, ValueId t) {
-    return loss::nll(e, p, t, r);
-  });
+  return std::make_shared<LossModule>(
+      named("NLLLoss", r), [r](Emitter& e, ValueId p, ValueId t) { return loss::nll(e, p, t, r); });
 }
 
 ModulePtr BCELoss(Reduction r) {
-  return std::make_shared<LossModule>(named("BCELoss", r), [r](Emitter& e, ValueId p, ValueId t) {
-    return loss::bce(e, p, t, r);
-  });
+  return std::make_shared<LossModule>(
+      named("BCELoss", r), [r](Emitter& e, ValueId p, ValueId t) { return loss::bce(e, p, t, r); });
 }
 
 ModulePtr BCEWithLogitsLoss(Reduction r) {
@@ -249,11 +258,10 @@ ModulePtr BCEWithLogitsLoss(Reduction r) {
 }
 
 ModulePtr KLDivLoss(Reduction r, bool log_target) {
-  return std::make_shared<LossModule>(
-      named("KLDivLoss", r, log_target ? ", log_target" : ""),
-      [r, log_target](Emitter& e, ValueId p, ValueId t) {
-        return loss::kl_div(e, p, t, r, log_target);
-      });
+  return std::make_shared<LossModule>(named("KLDivLoss", r, log_target ? ", log_target" : ""),
+                                      [r, log_target](Emitter& e, ValueId p, ValueId t) {
+                                        return loss::kl_div(e, p, t, r, log_target);
+                                      });
 }
 
 }  // namespace weft

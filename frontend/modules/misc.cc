@@ -17,7 +17,7 @@ class EmbeddingModule : public UnaryModule {
   }
 
   ValueId forward1(Emitter& e, ValueId x) override {
-    const Type& t = e.type(x);
+    const Type t = e.type(x);  // A copy: emitting ops may move the graph's types.
     if (t.dtype != DType::i64 && t.dtype != DType::i32) {
       e.fail(describe() + " expects integer indices (i64 or i32), got " + t.to_string());
     }
@@ -46,7 +46,7 @@ class DropoutModule : public UnaryModule {
       e.fail(describe() + ": the drop probability p must be in [0, 1), got " + format_float(p_));
     }
     if (!e.training() || p_ == 0) return x;
-    const Type& t = e.type(x);
+    const Type t = e.type(x);  // A copy: emitting ops may move the graph's types.
     ValueId mask = e.op(Op::RandomBernoulli, {e.random_key()},
                         {{"shape", t.shape.dims}, {"p", 1.0 - p_}, {"dtype", t.dtype}});
     return e.mul(e.mul(x, mask), e.constant(1.0 / (1.0 - p_), t.dtype));
@@ -78,7 +78,7 @@ class PoolModule : public UnaryModule {
       e.fail(describe() + ": kernel and stride must be >= 1 and padding in [0, kernel/2]");
     }
     check_nchw(e, describe(), x);
-    const Shape& s = e.shape(x);
+    const Shape s = e.shape(x);
     if (s[2] + 2 * padding_ < kernel_ || s[3] + 2 * padding_ < kernel_) {
       e.fail(describe() + ": the window is larger than the padded input " + e.type(x).to_string());
     }
@@ -105,7 +105,7 @@ class AdaptiveAvgPoolModule : public UnaryModule {
 
   ValueId forward1(Emitter& e, ValueId x) override {
     check_nchw(e, describe(), x);
-    const Shape& s = e.shape(x);
+    const Shape s = e.shape(x);
     if (oh_ < 1 || ow_ < 1 || s[2] % oh_ != 0 || s[3] % ow_ != 0) {
       e.fail(describe() + " needs the input's spatial size to be a multiple of the output's " +
              std::to_string(oh_) + "x" + std::to_string(ow_) + ", got " + e.type(x).to_string() +
@@ -129,7 +129,7 @@ class FlattenModule : public UnaryModule {
   }
 
   ValueId forward1(Emitter& e, ValueId x) override {
-    const Shape& s = e.shape(x);
+    const Shape s = e.shape(x);
     // A scalar flattens like a 1-D tensor, as in PyTorch.
     const int64_t rank = std::max(s.rank(), 1);
     int64_t start = start_ < 0 ? start_ + rank : start_;

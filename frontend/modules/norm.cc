@@ -17,7 +17,7 @@ class LayerNormModule : public UnaryModule {
   }
 
   ValueId forward1(Emitter& e, ValueId x) override {
-    const Shape& s = e.shape(x);
+    const Shape s = e.shape(x);
     int k = static_cast<int>(shape_.size());
     bool fits = s.rank() >= k;
     for (int i = 0; fits && i < k; ++i) fits = s[s.rank() - k + i] == shape_[i];
@@ -59,7 +59,7 @@ class BatchNorm2dModule : public UnaryModule {
   std::string describe() const override { return "BatchNorm2d(" + std::to_string(channels_) + ")"; }
 
   ValueId forward1(Emitter& e, ValueId x) override {
-    const Type& t = e.type(x);
+    const Type t = e.type(x);  // A copy: emitting ops may move the graph's types.
     if (t.shape.rank() != 4 || t.shape[1] != channels_) {
       e.fail(describe() + " expects an NCHW input [N," + std::to_string(channels_) +
              ",H,W], got " + t.to_string());
@@ -112,7 +112,7 @@ class RMSNormModule : public UnaryModule {
   std::string describe() const override { return "RMSNorm(" + dims_string(shape_) + ")"; }
 
   ValueId forward1(Emitter& e, ValueId x) override {
-    const Shape& s = e.shape(x);
+    const Shape s = e.shape(x);
     int k = static_cast<int>(shape_.size());
     bool fits = s.rank() >= k;
     for (int i = 0; fits && i < k; ++i) fits = s[s.rank() - k + i] == shape_[i];
@@ -149,7 +149,7 @@ class GroupNormModule : public UnaryModule {
       e.fail(describe() + ": groups=" + std::to_string(groups_) + " must divide the " +
              std::to_string(channels_) + " channels");
     }
-    const Type& t = e.type(x);
+    const Type t = e.type(x);  // A copy: emitting ops may move the graph's types.
     if (t.shape.rank() < 2 || t.shape[1] != channels_) {
       e.fail(describe() + " expects an input [N," + std::to_string(channels_) + ",...], got " +
              t.to_string());

@@ -21,8 +21,8 @@ ValueId affine(Emitter& e, ValueId x, ValueId w, ValueId b) {
 /// Columns [i·H, (i+1)·H) of a [B, n·H] value.
 ValueId chunk(Emitter& e, ValueId x, int64_t i, int64_t hidden) {
   int64_t batch = e.shape(x)[0];
-  return e.op(Op::Slice, {x}, {{"start", IntList{0, i * hidden}},
-                               {"stop", IntList{batch, (i + 1) * hidden}}});
+  return e.op(Op::Slice, {x},
+              {{"start", IntList{0, i * hidden}}, {"stop", IntList{batch, (i + 1) * hidden}}});
 }
 
 /// Common parts of the two cells: checks and the gate pre-activations.
@@ -42,8 +42,8 @@ class CellBase : public Module {
              DType dtype) const {
     const Type& t = e.type(v);
     if (t.dtype != dtype || t.shape != Shape({batch, dim})) {
-      e.fail(describe() + ": " + what + " must be " +
-             Type{dtype, Shape({batch, dim})}.to_string() + ", got " + t.to_string());
+      e.fail(describe() + ": " + what + " must be " + Type{dtype, Shape({batch, dim})}.to_string() +
+             ", got " + t.to_string());
     }
   }
 
@@ -92,7 +92,8 @@ class GRUCellModule : public CellBase {
     // torch.nn.GRUCell: r, z, n in that order; r gates the hidden part of n, bias included.
     ValueId r = e.op(Op::Sigmoid, {e.add(chunk(e, gi, 0, hidden_), chunk(e, gh, 0, hidden_))});
     ValueId z = e.op(Op::Sigmoid, {e.add(chunk(e, gi, 1, hidden_), chunk(e, gh, 1, hidden_))});
-    ValueId n = e.op(Op::Tanh, {e.add(chunk(e, gi, 2, hidden_), e.mul(r, chunk(e, gh, 2, hidden_)))});
+    ValueId n =
+        e.op(Op::Tanh, {e.add(chunk(e, gi, 2, hidden_), e.mul(r, chunk(e, gh, 2, hidden_)))});
     // h' = (1 - z)·n + z·h = n + z·(h - n).
     return e.add(n, e.mul(z, e.sub(h, n)));
   }
@@ -143,7 +144,8 @@ class LSTMStatePart : public UnaryModule {
   LSTMStatePart(int64_t hidden, int64_t part) : hidden_(hidden), part_(part) {}
 
   std::string describe() const override {
-    return std::string(part_ == 0 ? "LSTMHidden(" : "LSTMCellState(") + std::to_string(hidden_) + ")";
+    return std::string(part_ == 0 ? "LSTMHidden(" : "LSTMCellState(") + std::to_string(hidden_) +
+           ")";
   }
 
   ValueId forward1(Emitter& e, ValueId s) override {
@@ -172,7 +174,9 @@ ModulePtr LSTMCell(int64_t input_size, int64_t hidden_size, bool bias) {
   return std::make_shared<LSTMCellModule>(input_size, hidden_size, bias);
 }
 
-ModulePtr LSTMHidden(int64_t hidden_size) { return std::make_shared<LSTMStatePart>(hidden_size, 0); }
+ModulePtr LSTMHidden(int64_t hidden_size) {
+  return std::make_shared<LSTMStatePart>(hidden_size, 0);
+}
 
 ModulePtr LSTMCellState(int64_t hidden_size) {
   return std::make_shared<LSTMStatePart>(hidden_size, 1);

@@ -153,7 +153,7 @@ def save(path, t):
     a = t.detach().numpy()
     if a.dtype == np.float64:
         a = a.astype(np.float32)
-    np.save(path, np.ascontiguousarray(a))
+    np.save(path, a.copy(order="C"))  # ascontiguousarray would make a 0-d array 1-d.
 
 
 def main():

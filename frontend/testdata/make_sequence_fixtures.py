@@ -34,7 +34,7 @@ def save(case, arrays):
             a = a.detach().numpy()
         if a.dtype == np.float64:
             a = a.astype(np.float32)
-        np.save(os.path.join(d, name + ".npy"), np.ascontiguousarray(a))
+        np.save(os.path.join(d, name + ".npy"), np.array(a, order="C"))  # keeps 0-d
 
 
 def randn(*shape):

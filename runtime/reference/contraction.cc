@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ir/checked_math.h"
 #include "runtime/reference/kernels.h"
 
 namespace weft::reference {
@@ -100,8 +101,23 @@ StatusOr<ConvGeometry> conv_geometry(const Node& node, const Shape& x, const Sha
       g.c % g.groups != 0 || g.o % g.groups != 0 || w[1] != g.cg()) {
     return node_error(node, "invalid convolution of " + x.to_string() + " by " + w.to_string());
   }
-  g.oh = (g.h + 2 * g.ph - g.dh * (g.kh - 1) - 1) / g.sh + 1;
-  g.ow = (g.w + 2 * g.pw - g.dw * (g.kw - 1) - 1) / g.sw + 1;
+  // Attributes and shapes may be huge: every size below is computed with overflow checks,
+  // after which the kernels' index arithmetic stays within these products.
+  const Checked oh = (Checked(g.h) + Checked(g.ph) * 2 - Checked(g.dh) * (Checked(g.kh) - 1) - 1) /
+                         g.sh + 1;
+  const Checked ow = (Checked(g.w) + Checked(g.pw) * 2 - Checked(g.dw) * (Checked(g.kw) - 1) - 1) /
+                         g.sw + 1;
+  const Checked patch = Checked(g.cg()) * g.kh * g.kw;
+  const Checked pixels = oh * ow;
+  if (!(oh.ok() && ow.ok() && (patch * pixels).ok() && (patch * g.og()).ok() &&
+        checked_extent(x.dims) && checked_extent(w.dims))) {
+    return node_error(node, "the convolution of " + x.to_string() + " by " + w.to_string() +
+                                " with stride " + attribute_to_string(stride) + ", padding " +
+                                attribute_to_string(padding) + " and dilation " +
+                                attribute_to_string(dilation) + " has sizes that overflow int64");
+  }
+  g.oh = oh.value();
+  g.ow = ow.value();
   if (g.oh < 1 || g.ow < 1) {
     return node_error(node, "the kernel is larger than the padded input " + x.to_string());
   }
@@ -245,13 +261,25 @@ StatusOr<PoolGeometry> pool_geometry(const Node& node, const Shape& x) {
   if (kernel.size() != 2 || stride.size() != 2 || padding.size() != 2) {
     return node_error(node, "kernel, stride and padding need two entries each");
   }
-  PoolGeometry g{x[0] * x[1], x[2], x[3], kernel[0], kernel[1], stride[0], stride[1],
+  PoolGeometry g{0, x[2], x[3], kernel[0], kernel[1], stride[0], stride[1],
                  padding[0], padding[1], 0, 0};
   if (g.kh < 1 || g.kw < 1 || g.sh < 1 || g.sw < 1 || g.ph < 0 || g.pw < 0) {
     return node_error(node, "invalid pooling window");
   }
-  g.oh = (g.h + 2 * g.ph - g.kh) / g.sh + 1;  // Floor mode.
-  g.ow = (g.w + 2 * g.pw - g.kw) / g.sw + 1;
+  // x may come from an attribute (avg_pool2d_backward's input_shape): check every size.
+  const Checked planes = Checked(x[0]) * x[1];
+  const Checked oh = (Checked(g.h) + Checked(g.ph) * 2 - g.kh) / g.sh + 1;  // Floor mode.
+  const Checked ow = (Checked(g.w) + Checked(g.pw) * 2 - g.kw) / g.sw + 1;
+  if (!(planes.ok() && oh.ok() && ow.ok() && (oh * ow * planes).ok() &&
+        (Checked(g.kh) * g.kw).ok() && checked_extent(x.dims))) {
+    return node_error(node, "pooling " + x.to_string() + " with kernel " +
+                                attribute_to_string(kernel) + ", stride " +
+                                attribute_to_string(stride) + " and padding " +
+                                attribute_to_string(padding) + " has sizes that overflow int64");
+  }
+  g.planes = planes.value();
+  g.oh = oh.value();
+  g.ow = ow.value();
   if (g.oh < 1 || g.ow < 1) {
     return node_error(node, "the window is larger than the padded input " + x.to_string());
   }

@@ -4,6 +4,7 @@
 #include <new>
 #include <optional>
 
+#include "ir/checked_math.h"
 #include "runtime/reference/kernels.h"
 
 namespace weft::reference {
@@ -155,6 +156,12 @@ StatusOr<RunResult> run(const Graph& g, const std::vector<Tensor>& inputs) {
                      node.loc};
       }
       result_type = *r.type;
+    }
+    // Types come from the graph, which the caller may not have run infer-types on.
+    if (!size_fits(result_type.dtype, result_type.shape.dims)) {
+      return Error{std::string(op_name(node.op)) + ": result type " + result_type.to_string() +
+                       " has a size in bytes that does not fit in 64 bits",
+                   node.loc};
     }
     Tensor out;
     // A type that fits in int64 may still be far beyond memory (f32[1000000000000]).

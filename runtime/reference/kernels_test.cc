@@ -148,6 +148,82 @@ TEST(KernelsTest, SliceClampsLikePython) {
                 f32({1, 2}, {3, 4}));
 }
 
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+
+TEST(KernelsTest, SliceWithAHugeStepTakesOneElement) {
+  // (stop - start + step - 1) / step and stride * step used to overflow here.
+  Tensor y = f32({2, 4}, {0, 1, 2, 3, 4, 5, 6, 7});
+  EXPECT_TENSOR(run_op(Op::Slice, {y}, {{"start", IntList{1, 1}}, {"stop", IntList{kMax, kMax}},
+                                        {"step", IntList{kMax, 2}}}),
+                f32({1, 2}, {5, 7}));
+  EXPECT_TENSOR(run_op(Op::Slice, {y}, {{"start", IntList{0, -1}}, {"stop", IntList{kMax, 4}},
+                                        {"step", IntList{kMax, kMax}}}),
+                f32({1, 1}, {3}));
+}
+
+// A one-node graph whose result type is given rather than inferred, as a caller that
+// skips infer-types might build it: the kernels must not trust huge attributes either.
+StatusOr<Tensor> run_typed(Op op, const std::vector<Tensor>& ins, Attrs attrs, Type type) {
+  Graph g("t");
+  std::vector<ValueId> operands;
+  for (size_t i = 0; i < ins.size(); ++i) {
+    operands.push_back(g.add_input("in" + std::to_string(i), ins[i].type()));
+  }
+  g.add_output(g.add_node(op, operands, std::move(attrs), kLoc, std::move(type)));
+  WEFT_ASSIGN_OR_RETURN(RunResult r, run(g, ins));
+  return r.outputs.at(0);
+}
+
+std::string error_of(const StatusOr<Tensor>& r) { return r.ok() ? "ok" : r.error().to_string(); }
+
+TEST(KernelsTest, HugeAttributesAreErrorsNotOverflow) {
+  // 2 + kMax + kMax wraps to 0: the old shape rule typed this f32[0].
+  EXPECT_EQ(error_of(run_typed(Op::Pad, {f32({2}, {1, 2})},
+                               {{"low", IntList{kMax}}, {"high", IntList{kMax}}, {"value", 0.0}},
+                               Type{DType::f32, {0}})),
+            "test.wir:3:5: error: pad: low 9223372036854775807 and high 9223372036854775807 "
+            "overflow int64 on axis 0 of f32[2]");
+  EXPECT_EQ(error_of(run_typed(Op::Pad, {f32({2}, {1, 2})},
+                               {{"low", IntList{-1}}, {"high", IntList{0}}, {"value", 0.0}},
+                               Type{DType::f32, {1}})),
+            "test.wir:3:5: error: pad: low [-1] and high [0] must have entries >= 0");
+  EXPECT_EQ(error_of(run_typed(Op::Conv2d, {f32({1, 1, 2, 2}, {1, 2, 3, 4}), f32({1, 1, 1, 1}, {1})},
+                               {{"stride", IntList{1, 1}}, {"padding", IntList{kMax, 0}},
+                                {"dilation", IntList{1, 1}}, {"groups", int64_t{1}}},
+                               Type{DType::f32, {1, 1, 1, 2}})),
+            "test.wir:3:5: error: conv2d: the convolution of [1,1,2,2] by [1,1,1,1] with stride "
+            "[1, 1], padding [9223372036854775807, 0] and dilation [1, 1] has sizes that "
+            "overflow int64");
+  EXPECT_EQ(error_of(run_typed(Op::Conv2dBackwardInput,
+                               {f32({1, 1, 2, 2}, {1, 2, 3, 4}), f32({1, 1, 1, 1}, {1})},
+                               {{"input_shape", IntList{1, 1, 2, 2}}, {"stride", IntList{1, 1}},
+                                {"padding", IntList{0, 0}}, {"dilation", IntList{kMax, 1}},
+                                {"groups", int64_t{1}}},
+                               Type{DType::f32, {1, 1, 2, 2}})),
+            "ok");  // A 1x1 kernel spans one element whatever its dilation.
+  EXPECT_EQ(error_of(run_typed(Op::AvgPool2dBackward, {f32({1, 1, 1, 1}, {1})},
+                               {{"input_shape", IntList{4294967296, 4294967296, 2, 2}},
+                                {"kernel", IntList{2, 2}}, {"padding", IntList{0, 0}}},
+                               Type{DType::f32, {1, 1, 2, 2}})),
+            "test.wir:3:5: error: avg_pool2d_backward: pooling [4294967296,4294967296,2,2] with "
+            "kernel [2, 2], stride [2, 2] and padding [0, 0] has sizes that overflow int64");
+  EXPECT_EQ(error_of(run_typed(Op::MaxPool2d, {f32({1, 1, 2, 2}, {1, 2, 3, 4})},
+                               {{"kernel", IntList{2, 2}}, {"padding", IntList{0, kMax}}},
+                               Type{DType::f32, {1, 1, 1, 1}})),
+            "test.wir:3:5: error: max_pool2d: pooling [1,1,2,2] with kernel [2, 2], stride "
+            "[2, 2] and padding [0, 9223372036854775807] has sizes that overflow int64");
+  EXPECT_EQ(error_of(run_typed(Op::Concat, {f32({0, kMax}, {}), f32({0, 1}, {})},
+                               {{"axis", int64_t{1}}}, Type{DType::f32, {0, 0}})),
+            "test.wir:3:5: error: concat: the sizes along axis 1 add up to more than int64 can "
+            "hold");
+  // A result type that cannot be measured is refused before it is allocated.
+  EXPECT_EQ(error_of(run_typed(Op::Full, {},
+                               {{"shape", IntList{4294967296, 4294967296}}, {"value", 0.0}},
+                               Type{DType::f32, {4294967296, 4294967296}})),
+            "test.wir:3:5: error: full: result type f32[4294967296,4294967296] has a size in "
+            "bytes that does not fit in 64 bits");
+}
+
 TEST(KernelsTest, CastRoundsToHalfTypesAndSaturatesToIntegers) {
   // 1 + 2^-11 ties to 1.0 in f16; 1 + 3·2^-11 ties up to 1 + 2^-9.
   Tensor x = f32({3}, {1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 70000.0f});

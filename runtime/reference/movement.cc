@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "ir/checked_math.h"
 #include "runtime/reference/kernels.h"
 
 namespace weft::reference {
@@ -136,8 +137,11 @@ Status slice(const Node& node, const Inputs& in, Tensor& out) {
       return v < 0 ? int64_t{0} : v > dim ? dim : v;
     };
     const int64_t s = clamp(start[d]), e = clamp(stop[d]);
-    dims[d] = e > s ? (e - s + step[d] - 1) / step[d] : 0;
-    strides[d] = in_strides[d] * step[d];
+    // As in the shape rule: (len - 1) / step + 1, since len + step - 1 overflows for a
+    // huge step. The stride only matters when more than one element is taken, and then
+    // step < dim, so in_strides[d] * step stays within the tensor.
+    dims[d] = e > s ? (e - s - 1) / step[d] + 1 : 0;
+    strides[d] = dims[d] > 1 ? in_strides[d] * step[d] : 0;
     base += s * in_strides[d];
   }
   WEFT_RETURN_IF_ERROR(check_shape(node, Shape(dims), out));
@@ -160,7 +164,12 @@ Status concat(const Node& node, const Inputs& in, Tensor& out) {
       return node_error(node, "cannot concatenate " + first.type().to_string() + " and " +
                                   t->type().to_string() + " along axis " + std::to_string(axis));
     }
-    dims[axis] += t->shape().dims[axis];
+    Checked sum = Checked(dims[axis]) + t->shape().dims[axis];
+    if (!sum.ok()) {
+      return node_error(node, "the sizes along axis " + std::to_string(axis) +
+                                  " add up to more than int64 can hold");
+    }
+    dims[axis] = sum.value();
   }
   WEFT_RETURN_IF_ERROR(check_shape(node, Shape(dims), out));
   int64_t outer = 1;
@@ -191,7 +200,17 @@ Status pad(const Node& node, const Inputs& in, Tensor& out) {
   }
   std::vector<int64_t> dims(rank);
   for (int d = 0; d < rank; ++d) {
-    dims[d] = x.shape().dims[d] + low[d] + high[d];
+    if (low[d] < 0 || high[d] < 0) {
+      return node_error(node, "low " + attribute_to_string(low) + " and high " +
+                                  attribute_to_string(high) + " must have entries >= 0");
+    }
+    Checked dim = Checked(low[d]) + x.shape().dims[d] + high[d];
+    if (!dim.ok()) {
+      return node_error(node, "low " + std::to_string(low[d]) + " and high " +
+                                  std::to_string(high[d]) + " overflow int64 on axis " +
+                                  std::to_string(d) + " of " + x.type().to_string());
+    }
+    dims[d] = dim.value();
     if (dims[d] < 0) return node_error(node, "padding leaves a negative size on axis " + std::to_string(d));
   }
   WEFT_RETURN_IF_ERROR(check_shape(node, Shape(dims), out));

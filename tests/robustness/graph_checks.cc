@@ -5,6 +5,7 @@
 #include <exception>
 #include <iostream>
 
+#include "ir/checked_math.h"
 #include "ir/json.h"
 #include "ir/text.h"
 #include "ir/verifier.h"
@@ -20,19 +21,6 @@ constexpr int kMaxPrintedFailures = 10;
 // would take seconds (a 1024^3 matmul) or gigabytes on them.
 constexpr int64_t kMaxRunBytes = int64_t{64} << 20;
 constexpr double kMaxRunWork = 5e7;
-
-// Element count of `type` if it fits in int64.
-std::optional<int64_t> checked_numel(const Type& type) {
-  int64_t n = 1;
-  for (int64_t d : type.shape.dims) {
-    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return std::nullopt;
-  }
-  int64_t bytes = 0;
-  if (__builtin_mul_overflow(n, static_cast<int64_t>(dtype_size(type.dtype)), &bytes)) {
-    return std::nullopt;
-  }
-  return n;
-}
 
 // Why `g` is too large to run quickly, or empty. Assumes every value type fits in int64.
 std::string too_large_to_run(const Graph& g) {
@@ -54,7 +42,7 @@ std::string too_large_to_run(const Graph& g) {
 
 }  // namespace
 
-bool size_overflows(const Type& type) { return !checked_numel(type).has_value(); }
+bool size_overflows(const Type& type) { return !size_fits(type.dtype, type.shape.dims); }
 
 void Tally::fail(std::string_view label, std::string_view input, const std::string& problem) {
   ++failures_;

@@ -250,6 +250,47 @@ TEST(TextMutationTest, HugeSliceStep) {
   ASSERT_TRUE(g.ok()) << g.error().to_string();
   ASSERT_TRUE(default_pipeline().run_until(*g, "infer-types").ok());
   EXPECT_EQ(g->type(g->outputs()[0]).to_string(), "f32[1]");
+  // The slice kernel once computed the same overflowing expression.
+  StatusOr<reference::RunResult> r =
+      reference::run(*g, {Tensor::from_vector<float>({2}, {5, 6})});
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(r->outputs[0].type().to_string(), "f32[1]");
+  EXPECT_EQ(r->outputs[0].data<float>()[0], 5);
+}
+
+/// The first error of parsing `text` and running the pipeline up to infer-types.
+std::string infer_error(std::string_view text) {
+  StatusOr<Graph> g = parse_graph(text, "h.wir");
+  if (!g.ok()) return "parse " + g.error().to_string();
+  StatusOr<bool> typed = default_pipeline().run_until(*g, "infer-types");
+  return typed.ok() ? "ok" : typed.error().to_string();
+}
+
+// Overflows that UBSan found in the shape rules, each now a user error naming the op,
+// the attribute and its value.
+TEST(TextMutationTest, HugeAttributesAreErrors) {
+  // pad once wrapped 2 + 2 * (2^63 - 1) to 0 and typed this f32[0].
+  EXPECT_EQ(infer_error("graph @g(%x: f32[2]) {\n  %y = pad(%x) {low=[9223372036854775807], "
+                        "high=[9223372036854775807]}\n  return %y\n}\n"),
+            "h.wir:2:3: error: pad: low [9223372036854775807] and high [9223372036854775807] "
+            "overflow int64 on axis 0 of operand f32[2] (low + 2 + high); check the padding");
+  EXPECT_EQ(infer_error("graph @g(%x: f32[1,1,4,4]) {\n  %y = max_pool2d(%x) {kernel=[2, 2], "
+                        "padding=[9223372036854775807, 0]}\n  return %y\n}\n"),
+            "h.wir:2:3: error: max_pool2d: padding [9223372036854775807, 0] must be at most "
+            "half of kernel [2, 2]");
+  EXPECT_EQ(infer_error("graph @g(%x: f32[1,1,8,8], %w: f32[1,1,3,3]) {\n  %y = conv2d(%x, %w) "
+                        "{dilation=[1, 9223372036854775807]}\n  return %y\n}\n"),
+            "h.wir:2:3: error: conv2d: the window of kernel [3, 3] with dilation [1, "
+            "9223372036854775807] spans more than int64 can hold on spatial axis 1 (dilation * "
+            "(kernel - 1) + 1 overflows); check dilation and the kernel size");
+  EXPECT_EQ(infer_error("graph @g(%x: f32[2]) {\n  %y = reshape(%x) {shape=[4294967296, "
+                        "4294967296, 0]}\n  return %y\n}\n"),
+            "h.wir:2:3: error: reshape: shape [4294967296, 4294967296, 0] is too large: its "
+            "element count overflows int64");
+  EXPECT_EQ(infer_error("graph @g() {\n  %y = iota() {shape=[0, 4294967296, 4294967296], "
+                        "axis=0}\n  return %y\n}\n"),
+            "h.wir:2:3: error: iota: shape [0, 4294967296, 4294967296] is too large: its "
+            "element count overflows int64");
 }
 
 }  // namespace

@@ -1,0 +1,58 @@
+// Runs the example programs as a user would and checks what they print and write:
+// the showcase's dumped IR passes `weftc check` and its DOT renders with graphviz; the
+// other examples build and report the parameter counts PyTorch gives for the same
+// architectures.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace {
+
+struct Result {
+  int exit_code;
+  std::string out;
+};
+
+Result run(const std::string& cmd) {
+  FILE* pipe = popen((cmd + " 2>&1").c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
+  int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+std::string tmp() { return std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp"; }
+
+TEST(Examples, ShowcaseDumpsCheckableIrAndRenderableDot) {
+  std::string dir = tmp() + "/showcase";
+  Result r = run("examples/showcase --dump=" + dir);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("labels: encoder head"), std::string::npos) << r.out;
+  Result check = run("tools/weftc/weftc check " + dir + "/showcase.wir");
+  EXPECT_EQ(check.exit_code, 0) << check.out;
+  Result dot = run("dot -Tsvg " + dir + "/showcase.dot -o " + dir + "/showcase.svg");
+  EXPECT_EQ(dot.exit_code, 0) << dot.out;
+}
+
+// Parameter counts of the same architectures in PyTorch (sum of p.numel()).
+TEST(Examples, ParameterCountsMatchPyTorch) {
+  Result readme = run("examples/readme_model");
+  ASSERT_EQ(readme.exit_code, 0) << readme.out;
+  EXPECT_NE(readme.out.find("parameters: 269834\n"), std::string::npos);
+  Result cnn = run("examples/cnn");
+  ASSERT_EQ(cnn.exit_code, 0) << cnn.out;
+  EXPECT_NE(cnn.out.find("parameters: 421834\n"), std::string::npos) << cnn.out.substr(cnn.out.size() - 200);
+  // nn.TransformerEncoderLayer(128, 4, 512): 198272 in both norm_first settings.
+  Result block = run("examples/transformer_block");
+  ASSERT_EQ(block.exit_code, 0) << block.out;
+  size_t first = block.out.find("parameters: 198272\n");
+  ASSERT_NE(first, std::string::npos);
+  EXPECT_NE(block.out.find("parameters: 198272\n", first + 1), std::string::npos);
+}
+
+}  // namespace

@@ -3,6 +3,7 @@
 //   weftc check FILE.wir                      parse, verify, infer types
 //   weftc dump FILE.wir [--after=PASS] [--format=text|json|dot] [-o OUT]
 //   weftc run FILE.wir --input NAME=PATH.npy ... --out DIR [--backend=reference]
+//   weftc grad FILE.wir --wrt NAME,NAME,... -o OUT.wir [--output=K] [--seed=NAME]
 //
 // Errors are printed as `FILE:LINE:COL: error: ...` and the exit status is 1. FILE may
 // be `.wir` text or its JSON form (`.json`).
@@ -20,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "autodiff/grad.h"
 #include "ir/dot.h"
 #include "ir/json.h"
 #include "ir/text.h"
@@ -42,6 +44,7 @@ constexpr const char* kUsage =
     "  check   parse, verify and infer the types of a graph\n"
     "  dump    print a graph after a pass, as text, JSON or DOT\n"
     "  run     execute a graph on .npy inputs and write .npy outputs\n"
+    "  grad    differentiate a graph: a graph computing gradients\n"
     "\n"
     "`weftc <command> --help` describes each command.\n";
 
@@ -73,6 +76,18 @@ constexpr const char* kRunHelp =
     "DIR/out_0.npy, DIR/out_1.npy, ... in return order, and every param or state input\n"
     "that an assign updated as DIR/NAME.npy, overwriting existing files.\n"
     "  --backend=B      reference (default): the reference interpreter\n";
+
+constexpr const char* kGradHelp =
+    "usage: weftc grad FILE.wir --wrt NAME,NAME,... -o OUT.wir [--output=K] [--seed=NAME]\n"
+    "\n"
+    "Differentiates FILE's output K (default 0) by reverse-mode autodiff. OUT takes the\n"
+    "same inputs as FILE, in the same order, and returns the gradients with respect to\n"
+    "the --wrt inputs, in that order, each with its input's shape. The output must be a\n"
+    "float scalar unless --seed=NAME is given: then OUT has one more input, NAME,\n"
+    "appended last, holding the output's cotangent (its type is the output's). A --wrt\n"
+    "input of integer dtype is an error; one the output does not depend on gets a zero\n"
+    "gradient. The result is optimized (dce, cse) and written as .wir text (JSON if\n"
+    "OUT ends in .json); without -o it is printed.\n";
 
 bool wants_help(const std::vector<std::string>& argv) {
   for (const std::string& a : argv) {
@@ -169,6 +184,43 @@ Status dump_command(const std::vector<std::string>& argv) {
   if (args.has("out")) return write_file(args.get("out"), text);
   std::cout << text;
   return Status();
+}
+
+Status grad_command(const std::vector<std::string>& argv) {
+  WEFT_ASSIGN_OR_RETURN(Args args,
+                        parse_args("grad", argv, {{"wrt"}, {"out", "o"}, {"output"}, {"seed"}}));
+  WEFT_ASSIGN_OR_RETURN(std::string file, one_file_argument("grad", args));
+  if (!args.has("wrt")) return Error{"weftc grad: --wrt NAME,NAME,... is required"};
+  std::vector<std::string> wrt;
+  std::string list = args.get("wrt");
+  for (size_t start = 0; start <= list.size();) {
+    size_t comma = std::min(list.find(',', start), list.size());
+    std::string name = list.substr(start, comma - start);
+    if (!name.empty() && name[0] == '%') name = name.substr(1);
+    if (name.empty()) return Error{"weftc grad: --wrt has an empty name in '" + list + "'"};
+    wrt.push_back(name);
+    start = comma + 1;
+  }
+  int output = 0;
+  if (args.has("output")) {
+    std::string k = args.get("output");
+    char* end = nullptr;
+    long v = std::strtol(k.c_str(), &end, 10);
+    if (k.empty() || *end != '\0' || v < 0) {
+      return Error{"weftc grad: --output expects a non-negative integer, got '" + k + "'"};
+    }
+    output = static_cast<int>(v);
+  }
+  WEFT_ASSIGN_OR_RETURN(Graph g, load_typed_graph(file));
+  WEFT_ASSIGN_OR_RETURN(Graph grad, gradient_graph(g, output, wrt, args.get("seed")));
+  WEFT_RETURN_IF_ERROR(default_pipeline().run(grad));
+  std::string out = args.get("out");
+  std::string text = ends_with(out, ".json") ? graph_to_json(grad) + "\n" : print_graph(grad);
+  if (out.empty()) {
+    std::cout << text;
+    return Status();
+  }
+  return write_file(out, text);
 }
 
 Status make_directories(const std::string& shown_dir) {
@@ -303,6 +355,7 @@ int main_impl(int argc, char** argv) {
       {"check", {kCheckHelp, check_command}},
       {"dump", {kDumpHelp, dump_command}},
       {"run", {kRunHelp, run_command}},
+      {"grad", {kGradHelp, grad_command}},
   };
   auto it = commands.find(command);
   if (it == commands.end()) {

@@ -183,8 +183,32 @@ TEST(Weftc, DumpFormatsAndPasses) {
   EXPECT_EQ(r.out, "error: weftc dump: unknown format 'svg'; formats: text, json, dot\n");
 }
 
+TEST(Weftc, GradWritesAGradientGraphThatRuns) {
+  std::string wir = write_temp("f.wir",
+                               "graph @f(%x: f32[2,3], %w: f32[3] {param}, %n: i64[2]) {\n"
+                               "  %p = mul(%x, %w)\n"
+                               "  %l = sum(%p)\n"
+                               "  return %l\n"
+                               "}\n");
+  std::string out = temp_dir() + "/f_grad.wir";
+  Result r = weftc("grad " + wir + " --wrt w,x -o " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  r = weftc("check " + out);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("@f_grad, 3 inputs"), std::string::npos) << r.out;
+
+  r = weftc("grad " + wir + " --wrt n -o " + out);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, wir + ":1:44: error: cannot differentiate w.r.t. %n: it is i64[2], and only "
+                         "floating-point inputs have gradients\n");
+  r = weftc("grad " + wir + " -o " + out);
+  EXPECT_EQ(r.out, "error: weftc grad: --wrt NAME,NAME,... is required\n");
+  r = weftc("grad " + wir + " --wrt w --output=x");
+  EXPECT_EQ(r.out, "error: weftc grad: --output expects a non-negative integer, got 'x'\n");
+}
+
 TEST(Weftc, HelpAndUsage) {
-  for (const char* command : {"check", "dump", "run"}) {
+  for (const char* command : {"check", "dump", "run", "grad"}) {
     Result r = weftc(std::string(command) + " --help");
     EXPECT_EQ(r.exit_code, 0);
     EXPECT_EQ(r.out.rfind(std::string("usage: weftc ") + command, 0), 0u) << r.out;

@@ -25,12 +25,12 @@ ValueId GradBuilder::zeros(const Type& type) {
   return op(Op::Full, {}, {{"shape", type.shape.dims}, {"value", 0.0}, {"dtype", type.dtype}});
 }
 
-ValueId GradBuilder::broadcast_to(ValueId g, const Shape& shape) {
+ValueId GradBuilder::broadcast_to(ValueId g, Shape shape) {
   if (this->shape(g) == shape) return g;
   return op(Op::BroadcastTo, {g}, {{"shape", shape.dims}});
 }
 
-ValueId GradBuilder::sum_to_shape(ValueId g, const Shape& target) {
+ValueId GradBuilder::sum_to_shape(ValueId g, Shape target) {
   Shape s = shape(g);
   if (s == target) return g;
   int lead = s.rank() - target.rank();
@@ -50,6 +50,7 @@ const GradEntry& grad_entry(Op op) {
     grad_rules::add_reduction(t);
     grad_rules::add_movement(t);
     grad_rules::add_nn(t);
+    grad_rules::add_composite(t);
     return t;
   }();
   return table[static_cast<int>(op)];

@@ -53,9 +53,11 @@ class GradBuilder {
   ValueId zeros(const Type& type);
   /// Sums `g` (whose shape `x` was broadcast to) back to `target`'s shape: NumPy
   /// broadcasting undone (leading axes summed away, size-1 axes summed with keepdims).
-  ValueId sum_to_shape(ValueId g, const Shape& target);
+  /// Shapes are taken by value: a reference into the graph (`graph().type(v).shape`)
+  /// would dangle once a node is appended.
+  ValueId sum_to_shape(ValueId g, Shape target);
   /// Broadcasts `g` to `shape` (NumPy rules).
-  ValueId broadcast_to(ValueId g, const Shape& shape);
+  ValueId broadcast_to(ValueId g, Shape shape);
 
   Type type(ValueId v) const { return graph_.type(v); }
   Shape shape(ValueId v) const { return graph_.type(v).shape; }

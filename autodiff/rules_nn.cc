@@ -1,8 +1,119 @@
-// Gradient rules of the nn ops.
+// Gradient rules of the contractions and windowed ops (matmul, convolution, pooling and
+// their backward ops), creation ops and assign.
+//
+// The backward ops are differentiable too, so a gradient graph can be differentiated
+// again. With <·,·> the elementwise inner product and G the result's cotangent:
+//   conv2d_backward_input(gy, w)  = ∂/∂x <gy, conv2d(x, w)>  (linear in x), so
+//     <G, bi(gy, w)> = <gy, conv2d(G, w)>:  d/dgy = conv2d(G, w),
+//                                           d/dw  = conv2d_backward_weight(G, gy);
+//   conv2d_backward_weight(x, gy) = ∂/∂w <gy, conv2d(x, w)>, so
+//     <G, bw(x, gy)> = <gy, conv2d(x, G)>:  d/dgy = conv2d(x, G),
+//                                           d/dx  = conv2d_backward_input(gy, G);
+//   max_pool2d_backward(x, gy) routes each window's gy to the window's first argmax, so
+//     <G, mpb(x, gy)> = <gy, max_pool2d_select(x, G)>, and max_pool2d_select back;
+//   avg_pool2d and avg_pool2d_backward are each other's adjoints (both linear).
+// The argmax positions are piecewise constant in x: pooling's backward ops have no
+// gradient w.r.t. x (zero almost everywhere; ties are measure zero).
 #include "autodiff/rules.h"
 
 namespace weft::grad_rules {
+namespace {
 
-void add_nn(Table& t) { (void)t; }
+using Grads = std::vector<ValueId>;
+
+/// `v` with its last two axes swapped.
+ValueId transpose_last2(GradBuilder& b, ValueId v) {
+  const int rank = b.shape(v).rank();
+  IntList perm;
+  for (int i = 0; i < rank; ++i) perm.push_back(i);
+  std::swap(perm[rank - 1], perm[rank - 2]);
+  return b.op(Op::Transpose, {v}, {{"perm", perm}});
+}
+
+Grads matmul(GradBuilder& b, const Node& n, ValueId g) {
+  // Full batch-broadcast gradients; the driver sums them to each operand's batch shape.
+  ValueId a = n.operands[0], w = n.operands[1];
+  return {b.op(Op::Matmul, {g, transpose_last2(b, w)}),
+          b.op(Op::Matmul, {transpose_last2(b, a), g})};
+}
+
+/// The node's attributes (as given: defaults stay implied) plus one more.
+Attrs with(const Node& n, const char* name, Attribute value) {
+  Attrs attrs = n.attrs;
+  attrs[name] = std::move(value);
+  return attrs;
+}
+/// The node's attributes less one.
+Attrs without(const Node& n, const char* name) {
+  Attrs attrs = n.attrs;
+  attrs.erase(name);
+  return attrs;
+}
+
+Grads conv2d(GradBuilder& b, const Node& n, ValueId g) {
+  ValueId x = n.operands[0], w = n.operands[1];
+  return {b.op(Op::Conv2dBackwardInput, {g, w}, with(n, "input_shape", b.shape(x).dims)),
+          b.op(Op::Conv2dBackwardWeight, {x, g}, with(n, "weight_shape", b.shape(w).dims))};
+}
+
+Grads conv2d_backward_input(GradBuilder& b, const Node& n, ValueId g) {
+  ValueId gy = n.operands[0], w = n.operands[1];
+  Attrs conv = without(n, "input_shape");
+  Attrs bw = conv;
+  bw["weight_shape"] = b.shape(w).dims;
+  return {b.op(Op::Conv2d, {g, w}, conv), b.op(Op::Conv2dBackwardWeight, {g, gy}, bw)};
+}
+
+Grads conv2d_backward_weight(GradBuilder& b, const Node& n, ValueId g) {
+  ValueId x = n.operands[0], gy = n.operands[1];
+  Attrs conv = without(n, "weight_shape");
+  Attrs bi = conv;
+  bi["input_shape"] = b.shape(x).dims;
+  return {b.op(Op::Conv2dBackwardInput, {gy, g}, bi), b.op(Op::Conv2d, {x, g}, conv)};
+}
+
+Grads max_pool2d(GradBuilder& b, const Node& n, ValueId g) {
+  // To each window's first maximum, as PyTorch (ties are not shared here).
+  return {b.op(Op::MaxPool2dBackward, {n.operands[0], g}, n.attrs)};
+}
+
+Grads max_pool2d_backward(GradBuilder& b, const Node& n, ValueId g) {
+  // x: piecewise constant (it only picks positions), no gradient.
+  return {kNoValue, b.op(Op::MaxPool2dSelect, {n.operands[0], g}, n.attrs)};
+}
+
+Grads max_pool2d_select(GradBuilder& b, const Node& n, ValueId g) {
+  // x: piecewise constant (it only picks positions), no gradient.
+  return {kNoValue, b.op(Op::MaxPool2dBackward, {n.operands[0], g}, n.attrs)};
+}
+
+Grads avg_pool2d(GradBuilder& b, const Node& n, ValueId g) {
+  return {b.op(Op::AvgPool2dBackward, {g}, with(n, "input_shape", b.shape(n.operands[0]).dims))};
+}
+
+Grads avg_pool2d_backward(GradBuilder& b, const Node& n, ValueId g) {
+  return {b.op(Op::AvgPool2d, {g}, without(n, "input_shape"))};
+}
+
+}  // namespace
+
+void add_nn(Table& t) {
+  auto rule = [&](Op op, GradRule r) { t[static_cast<int>(op)].rule = r; };
+  auto none = [&](Op op, const char* why) { t[static_cast<int>(op)].not_differentiable = why; };
+  rule(Op::Matmul, matmul);
+  rule(Op::Conv2d, conv2d);
+  rule(Op::Conv2dBackwardInput, conv2d_backward_input);
+  rule(Op::Conv2dBackwardWeight, conv2d_backward_weight);
+  rule(Op::MaxPool2d, max_pool2d);
+  rule(Op::AvgPool2d, avg_pool2d);
+  rule(Op::MaxPool2dBackward, max_pool2d_backward);  // x: piecewise constant
+  rule(Op::AvgPool2dBackward, avg_pool2d_backward);
+  rule(Op::MaxPool2dSelect, max_pool2d_select);  // x: piecewise constant
+  none(Op::Full, "no differentiable operand");
+  none(Op::Iota, "no differentiable operand");
+  none(Op::RandomUniform, "random draw: not differentiable w.r.t. its key");
+  none(Op::RandomBernoulli, "random draw: not differentiable w.r.t. its key");
+  none(Op::Assign, "a statement (no result to differentiate)");
+}
 
 }  // namespace weft::grad_rules

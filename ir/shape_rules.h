@@ -102,6 +102,7 @@
 //   max_pool2d_backward(x, gy) {pool attrs}  gy = pool(x)'s type -> x's type
 //   avg_pool2d_backward(gy)                  pool(input_shape) must give gy's shape ->
 //     {input_shape, pool attrs}              gy's dtype with shape input_shape
+//   max_pool2d_select(x, g) {pool attrs}     g has x's type -> max_pool2d(x)'s type
 //
 // Creation (shape entries >= 0)
 //   full {shape, value, dtype}               -> dtype[shape]

@@ -192,6 +192,12 @@ StatusOr<Type> max_pool2d_backward(const Node& node, const std::vector<Type>& in
   return check_backward(y, in[1], "max_pool2d of x " + str(in[0]), in[0]);
 }
 
+StatusOr<Type> max_pool2d_select(const Node& node, const std::vector<Type>& in) {
+  WEFT_ASSIGN_OR_RETURN(Type y, pool<false>(node, {in[0]}));
+  if (in[1] == in[0]) return y;
+  return rule_error("g " + str(in[1]) + " must have x " + str(in[0]) + "'s type");
+}
+
 StatusOr<Type> avg_pool2d_backward(const Node& node, const std::vector<Type>& in) {
   WEFT_ASSIGN_OR_RETURN(Shape x_shape, shape_attr(node, "input_shape"));
   Type x{in[0].dtype, x_shape};
@@ -316,6 +322,7 @@ void add_nn_rules(RuleTable& t) {
   set_rule(t, Op::AvgPool2d, pool<true>);
   set_rule(t, Op::MaxPool2dBackward, max_pool2d_backward);
   set_rule(t, Op::AvgPool2dBackward, avg_pool2d_backward);
+  set_rule(t, Op::MaxPool2dSelect, max_pool2d_select);
   set_rule(t, Op::Full, full);
   set_rule(t, Op::Iota, iota);
   set_rule(t, Op::RandomUniform, random_uniform);

@@ -215,6 +215,13 @@ TEST(ShapeRulesTest, Pooling) {
   EXPECT_EQ(run(Op::MaxPool2dBackward, {f32({1, 3, 7, 7}), f32({1, 3, 3, 3})},
                 {{"kernel", IntList{2, 2}}}),
             "f32[1,3,7,7]");
+  EXPECT_EQ(run(Op::MaxPool2dSelect, {f32({1, 3, 7, 7}), f32({1, 3, 7, 7})},
+                {{"kernel", IntList{2, 2}}}),
+            "f32[1,3,3,3]");
+  EXPECT_EQ(run(Op::MaxPool2dSelect, {f32({1, 3, 7, 7}), f32({1, 3, 3, 3})},
+                {{"kernel", IntList{2, 2}}}),
+            "model.wir:3:8: error: max_pool2d_select: g f32[1,3,3,3] must have x "
+            "f32[1,3,7,7]'s type");
   EXPECT_EQ(run(Op::AvgPool2dBackward, {f32({1, 3, 4, 4})},
                 {{"input_shape", IntList{1, 3, 7, 7}},
                  {"kernel", IntList{3, 3}},

@@ -1,5 +1,6 @@
 // Contraction and windowed kernels: matmul, conv2d and its two gradients (through
-// im2col and the gemm core), max/avg pooling and their gradients.
+// im2col and the gemm core), max/avg pooling and their gradients, and max_pool2d_select
+// (the adjoint of max_pool2d_backward).
 
 #include <cmath>
 #include <limits>
@@ -380,6 +381,34 @@ Status max_pool2d_backward(const Node& node, const Inputs& in, Tensor& out) {
   });
 }
 
+// The adjoint of max_pool2d_backward in gy: each window reads g at the position that
+// max_pool2d_backward routes the window's gradient to (its first maximum of x).
+Status max_pool2d_select(const Node& node, const Inputs& in, Tensor& out) {
+  const Tensor& x = *in[0];
+  const Tensor& g = *in[1];
+  WEFT_ASSIGN_OR_RETURN(PoolGeometry geo, pool_geometry(node, x.shape()));
+  if (g.type() != x.type()) {
+    return node_error(node, "g " + g.type().to_string() + " must have x " +
+                                x.type().to_string() + "'s type");
+  }
+  WEFT_RETURN_IF_ERROR(check_result(node, Type{x.dtype(), pooled_shape(x.shape(), geo)}, out));
+  return dispatch<kFloats | kInts>(node, x.dtype(), [&](auto tag) -> Status {
+    using T = decltype(tag);
+    for (int64_t p = 0; p < geo.planes; ++p) {
+      const T* plane = x.data<T>() + p * geo.h * geo.w;
+      const T* src = g.data<T>() + p * geo.h * geo.w;
+      T* dst = out.data<T>() + p * geo.oh * geo.ow;
+      for (int64_t oy = 0; oy < geo.oh; ++oy) {
+        for (int64_t ox = 0; ox < geo.ow; ++ox) {
+          const int64_t i = window_argmax(geo, plane, oy, ox);
+          dst[oy * geo.ow + ox] = i < 0 ? T{0} : src[i];
+        }
+      }
+    }
+    return Status::ok_status();
+  });
+}
+
 Status avg_pool2d_backward(const Node& node, const Inputs& in, Tensor& out) {
   const Tensor& gy = *in[0];
   const Shape x_shape(node.ints_attr("input_shape"));
@@ -417,6 +446,7 @@ void register_contraction_kernels(KernelTable& t) {
   t.add(Op::AvgPool2d, pool<false>);
   t.add(Op::MaxPool2dBackward, max_pool2d_backward);
   t.add(Op::AvgPool2dBackward, avg_pool2d_backward);
+  t.add(Op::MaxPool2dSelect, max_pool2d_select);
 }
 
 }  // namespace weft::reference

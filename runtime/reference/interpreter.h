@@ -43,6 +43,8 @@
 //    (PyTorch's count_include_pad=True). `max_pool2d_backward(x, gy)` routes each
 //    window's gradient to the first maximum of the window in row-major order;
 //    `avg_pool2d_backward(gy) {input_shape}` spreads it evenly over the window.
+//    `max_pool2d_select(x, g)` (pooled shape) reads, for each window, g at that same
+//    first maximum of x (0 for a window of padding only): max_pool2d_backward's adjoint.
 //  - `full`, `iota {axis}` (the index along `axis`), `random_uniform(key)` and
 //    `random_bernoulli(key) {p}`: counter-based Philox 4x32-10, defined in
 //    runtime/philox.h; key is i64[2] = (seed, offset).

@@ -335,6 +335,14 @@ TEST(KernelsTest, MaxPoolBackwardRoutesToTheFirstMaximum) {
                 f32({1, 1, 2, 2}, {1, 0, 0, 0}));
 }
 
+TEST(KernelsTest, MaxPoolSelectReadsTheFirstMaximum) {
+  // Windows [[7, 7], [7, 7]] (a tie: the first wins) and [[1, 9], [3, 2]].
+  Tensor x = f32({1, 1, 2, 4}, {7, 7, 1, 9, 7, 7, 3, 2});
+  Tensor g = f32({1, 1, 2, 4}, {10, 20, 30, 40, 50, 60, 70, 80});
+  EXPECT_TENSOR(run_op(Op::MaxPool2dSelect, {x, g}, {{"kernel", IntList{2, 2}}}),
+                f32({1, 1, 1, 2}, {10, 40}));
+}
+
 TEST(KernelsTest, CrossEntropyLabelOutOfRange) {
   auto r = run_op(Op::CrossEntropy, {f32({2, 3}, {0, 0, 0, 0, 0, 0}), i64({2}, {0, 3})});
   ASSERT_FALSE(r.ok());

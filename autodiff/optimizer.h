@@ -1,0 +1,145 @@
+#pragma once
+// Optimizers as graph ops: the update of every parameter, appended to the training-step
+// graph after the backward pass (DESIGN.md, decision 5). Parameters and optimizer state
+// are `param`/`state` inputs written back by `assign`; the learning rate and the step
+// number are runtime scalars, so a schedule (runtime/schedule.h) needs no recompile.
+//
+// The arithmetic is PyTorch 1.13's `torch.optim.*` single-tensor implementation
+// (foreach=False), operation for operation, with PyTorch's names and defaults. For
+// `adam(/*lr=*/1e-3)` and a parameter %w: f32[2,3] with gradient %gw the graph gains
+//
+//   %optimizer.w.exp_avg: f32[2,3] {state}        # Initializer::zeros()
+//   %optimizer.w.exp_avg_sq: f32[2,3] {state}     # Initializer::zeros()
+//   m  = exp_avg·β1 + gw·(1-β1)
+//   v  = exp_avg_sq·β2 + gw·gw·(1-β2)
+//   w' = w - (lr / (1-β1^step)) · m / (sqrt(v) / sqrt(1-β2^step) + eps)
+//   assign(%w, w'), assign(%optimizer.w.exp_avg, m), assign(%optimizer.w.exp_avg_sq, v)
+//
+// Runtime scalars:
+//  - `lr`: a float scalar (f32[] by convention), the learning rate of this step.
+//  - `step`: i64[], the 1-based number of the step being taken (1 on the first step;
+//    PyTorch's `state['step']` after its increment). i64 rather than f32 because a count
+//    must stay exact: f32 stops counting at 2^24 steps. It drives Adam's bias
+//    corrections, Adagrad's lr decay and SGD's first-step momentum buffer, so it is the
+//    global count (restored with the state when resuming from a checkpoint), never reset
+//    per epoch.
+// Scalar hyper-parameter arithmetic (bias corrections, step sizes, the clipping
+// coefficient) is done in f64 on scalars, as PyTorch does it in Python floats, and cast
+// to the parameter's dtype once; tensor arithmetic is in the parameter's dtype (f32 or
+// f64; f16/bf16 parameters are rejected: keep f32 master weights).
+//
+// Semantics pinned by autodiff/optimizer_test.cc against PyTorch 1.13 fixtures:
+//  - SGD: g += wd·p; buf = g on the first step, else momentum·buf + (1-dampening)·g;
+//    nesterov uses g + momentum·buf; p -= lr·(buf or g).
+//  - Adam: L2 weight decay added to the gradient; AdamW: decoupled, p *= 1 - lr·wd
+//    before the update. amsgrad keeps max_exp_avg_sq = max(max_exp_avg_sq, v) and
+//    normalizes by it.
+//  - RMSprop: square_avg = α·sq + (1-α)·g²; centered subtracts grad_avg²; with momentum
+//    buf = momentum·buf + g/avg, p -= lr·buf; otherwise p -= lr·g/avg (avg includes eps).
+//  - Adagrad: clr = lr / (1 + (step-1)·lr_decay); sum += g²; p -= clr·g/(sqrt(sum)+eps);
+//    `sum` starts at initial_accumulator_value.
+//  - maximize negates the gradient (after clipping).
+//  - max_grad_norm > 0 clips first, as torch.nn.utils.clip_grad_norm_ does: total_norm =
+//    sqrt(Σ over all gradients of Σ g²), every gradient scaled by
+//    min(max_grad_norm / (total_norm + 1e-6), 1).
+
+#include <array>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/initializer.h"
+#include "ir/status.h"
+
+namespace weft {
+
+/// An optimizer and its hyper-parameters, with PyTorch 1.13's names and defaults. Fields
+/// that the kind does not use are ignored. Build one with the static constructors, whose
+/// arguments follow the order of PyTorch's constructors:
+///
+///   auto opt = OptimizerSpec::adamw(/*lr=*/3e-4, /*betas=*/{0.9, 0.95}, /*eps=*/1e-8,
+///                                   /*weight_decay=*/0.1).with_max_grad_norm(1.0);
+struct OptimizerSpec {
+  enum class Kind { SGD, Adam, AdamW, RMSprop, Adagrad };
+
+  Kind kind = Kind::SGD;
+  /// The base learning rate. It is not part of the graph (`lr` is a runtime input): it
+  /// is what a training loop feeds, or what a schedule starts from.
+  double lr = 1e-3;
+  double momentum = 0;            ///< SGD, RMSprop.
+  double dampening = 0;           ///< SGD.
+  bool nesterov = false;          ///< SGD.
+  double weight_decay = 0;        ///< All; decoupled for AdamW (default 1e-2 there).
+  std::array<double, 2> betas = {0.9, 0.999};  ///< Adam, AdamW.
+  double eps = 1e-8;              ///< Adam, AdamW, RMSprop (1e-8); Adagrad (1e-10).
+  bool amsgrad = false;           ///< Adam, AdamW.
+  double alpha = 0.99;            ///< RMSprop: smoothing constant.
+  bool centered = false;          ///< RMSprop.
+  double lr_decay = 0;            ///< Adagrad.
+  double initial_accumulator_value = 0;  ///< Adagrad.
+  bool maximize = false;          ///< All: ascend instead of descend.
+  /// Clip the gradients to this global L2 norm before the update; 0 turns clipping off.
+  double max_grad_norm = 0;
+
+  /// torch.optim.SGD. PyTorch has no default lr for SGD; neither does this.
+  static OptimizerSpec sgd(double lr, double momentum = 0, double dampening = 0,
+                           double weight_decay = 0, bool nesterov = false);
+  static OptimizerSpec adam(double lr = 1e-3, std::array<double, 2> betas = {0.9, 0.999},
+                            double eps = 1e-8, double weight_decay = 0, bool amsgrad = false);
+  static OptimizerSpec adamw(double lr = 1e-3, std::array<double, 2> betas = {0.9, 0.999},
+                             double eps = 1e-8, double weight_decay = 1e-2,
+                             bool amsgrad = false);
+  static OptimizerSpec rmsprop(double lr = 1e-2, double alpha = 0.99, double eps = 1e-8,
+                               double weight_decay = 0, double momentum = 0,
+                               bool centered = false);
+  static OptimizerSpec adagrad(double lr = 1e-2, double lr_decay = 0, double weight_decay = 0,
+                               double initial_accumulator_value = 0, double eps = 1e-10);
+
+  OptimizerSpec& with_max_grad_norm(double norm) {
+    max_grad_norm = norm;
+    return *this;
+  }
+  OptimizerSpec& with_maximize(bool value = true) {
+    maximize = value;
+    return *this;
+  }
+
+  /// PyTorch's constructor checks, with its messages ("Invalid epsilon value: -1.0",
+  /// "Nesterov momentum requires a momentum and zero dampening", ...), plus
+  /// "Invalid max_grad_norm value: ..." for a negative or non-finite clipping norm.
+  Status validate() const;
+  /// The kind and the hyper-parameters it uses, in PyTorch's order:
+  /// `AdamW(lr=0.001, betas=(0.9, 0.999), eps=1e-08, weight_decay=0.01, amsgrad=False)`,
+  /// then `, maximize=True` and `, max_grad_norm=1.0` when set.
+  std::string describe() const;
+  /// The names of the state slots each parameter gets, in creation order (PyTorch's
+  /// state keys): e.g. {"exp_avg", "exp_avg_sq"} for Adam.
+  std::vector<std::string> slot_names() const;
+};
+
+/// "SGD", "Adam", "AdamW", "RMSprop", "Adagrad".
+const char* optimizer_kind_name(OptimizerSpec::Kind kind);
+
+/// One piece of optimizer state: a `state` input of the graph.
+struct OptimizerSlot {
+  std::string name;  ///< "optimizer.<param name>.<slot>", e.g. "optimizer.fc1.w.exp_avg".
+  ValueId value = kNoValue;  ///< The state input.
+  Initializer init;  ///< Its value before the first step (zeros, or Adagrad's accumulator).
+  ValueId param = kNoValue;  ///< The parameter the slot belongs to.
+};
+
+/// Appends to `g`, after everything already there (the backward pass), the update of
+/// every (param, grad) pair: creates the slot inputs (kind state, the parameter's type),
+/// reads the runtime scalars `lr` (float scalar) and `step` (i64[], 1-based), and emits
+/// `assign(param, new value)` and `assign(slot, new value)` for each. Every node is typed;
+/// a parameter's update is located at its input, the step-wide scalars nowhere. Returns
+/// the slots it created, parameter by parameter. Errors (the graph is left unchanged): an
+/// invalid spec (see `validate`), a `param` that is not a param input, a non-float or
+/// f16/bf16 parameter, a gradient whose type differs from its parameter's, a parameter
+/// listed twice, `lr`/`step` of the wrong type, a slot name already taken.
+StatusOr<std::vector<OptimizerSlot>> append_optimizer(
+    Graph& g, const OptimizerSpec& spec,
+    const std::vector<std::pair<ValueId, ValueId>>& params_and_grads, ValueId lr, ValueId step);
+
+}  // namespace weft

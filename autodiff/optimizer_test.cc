@@ -1,0 +1,521 @@
+// Optimizers as graph ops: hand-computed single steps of each optimizer, PyTorch 1.13
+// fixtures over three steps (autodiff/testdata/make_optimizer_fixtures.py), the graph's
+// shape (slots, types, verifier) and every error message.
+#include "autodiff/optimizer.h"
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "ir/verifier.h"
+#include "passes/pipeline.h"
+#include "runtime/init.h"
+#include "runtime/npy.h"
+#include "runtime/reference/interpreter.h"
+
+namespace weft {
+namespace {
+
+using Kind = OptimizerSpec::Kind;
+
+// A training step reduced to its optimizer: param inputs, one data input per gradient,
+// `lr` and `step`, and the appended update. `run` feeds the current values, then takes
+// the assigned ones as the next step's, as a runtime does with its persistent buffers.
+class Stepper {
+ public:
+  Stepper(const OptimizerSpec& spec, const std::map<std::string, Tensor>& params,
+          DType lr_dtype = DType::f32) {
+    std::vector<std::pair<ValueId, ValueId>> pairs;
+    for (const auto& [name, value] : params) {
+      ValueId p = g_.add_input(name, value.type(), InputKind::param);
+      ValueId grad = g_.add_input("grad." + name, value.type());
+      pairs.push_back({p, grad});
+      state_[name] = value;
+    }
+    ValueId lr = g_.add_input("lr", {lr_dtype, {}});
+    ValueId step = g_.add_input("step", {DType::i64, {}});
+    auto slots = append_optimizer(g_, spec, pairs, lr, step);
+    status_ = slots.status();
+    if (!slots.ok()) return;
+    slots_ = *slots;
+    for (const OptimizerSlot& s : slots_) {
+      auto init = materialize(s.init, g_.type(s.value), /*seed=*/0, /*stream=*/0);
+      EXPECT_TRUE(init.ok());
+      state_[s.name] = *init;
+    }
+    lr_dtype_ = lr_dtype;
+  }
+
+  const Status& status() const { return status_; }
+  const Graph& graph() const { return g_; }
+  Graph& mutable_graph() { return g_; }
+  const std::vector<OptimizerSlot>& slots() const { return slots_; }
+  const Tensor& operator[](const std::string& name) const { return state_.at(name); }
+
+  /// Runs step number `step` (1-based) with these gradients; false on an error.
+  bool run(double lr, int64_t step, const std::map<std::string, Tensor>& grads) {
+    std::vector<Tensor> inputs;
+    for (const Input& in : g_.inputs()) {
+      const std::string& name = g_.value(in.value).name;
+      if (name == "lr") inputs.push_back(Tensor::scalar(lr_dtype_, lr));
+      else if (name == "step") inputs.push_back(Tensor::scalar(DType::i64, double(step)));
+      else if (name.rfind("grad.", 0) == 0) inputs.push_back(grads.at(name.substr(5)));
+      else inputs.push_back(state_.at(name));
+    }
+    auto r = reference::run(g_, inputs);
+    EXPECT_TRUE(r.ok()) << r.error().to_string();
+    if (!r.ok()) return false;
+    EXPECT_EQ(r->updated.size(), state_.size());
+    for (auto& [name, value] : r->updated) state_[name] = std::move(value);
+    return true;
+  }
+
+ private:
+  Graph g_{"step"};
+  Status status_;
+  std::vector<OptimizerSlot> slots_;
+  std::map<std::string, Tensor> state_;
+  DType lr_dtype_ = DType::f32;
+};
+
+Tensor f64s(std::vector<double> v) {
+  int64_t n = static_cast<int64_t>(v.size());
+  return Tensor::from_vector<double>({n}, v);
+}
+
+void expect_near(const Tensor& t, const std::vector<double>& want, double tol = 1e-12) {
+  std::vector<double> got = t.to_doubles();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_NEAR(got[i], want[i], tol + tol * std::abs(want[i])) << "element " << i;
+  }
+}
+
+// f32 rounding of a learning rate fed as f32[], which PyTorch holds as a double.
+double f32(double x) { return static_cast<float>(x); }
+
+// ---- (a) hand-computed steps ----
+
+TEST(Optimizer, SgdMomentumStartsFromTheGradientThenDampens) {
+  Stepper s(OptimizerSpec::sgd(/*lr=*/0.5, /*momentum=*/0.9, /*dampening=*/0.5),
+            {{"w", f64s({1, -2})}});
+  ASSERT_TRUE(s.status().ok()) << s.status().to_string();
+  // Step 1: buf = g = [0.5, 1] (no dampening on the first step); w -= 0.5·buf.
+  ASSERT_TRUE(s.run(0.5, 1, {{"w", f64s({0.5, 1})}}));
+  expect_near(s["optimizer.w.momentum_buffer"], {0.5, 1});
+  expect_near(s["w"], {1 - 0.25, -2 - 0.5});
+  // Step 2, g = [1, -1]: buf = 0.9·[0.5, 1] + (1 - 0.5)·[1, -1] = [0.95, 0.4].
+  ASSERT_TRUE(s.run(0.5, 2, {{"w", f64s({1, -1})}}));
+  expect_near(s["optimizer.w.momentum_buffer"], {0.95, 0.4});
+  expect_near(s["w"], {0.75 - 0.5 * 0.95, -2.5 - 0.5 * 0.4});
+}
+
+TEST(Optimizer, SgdPlainHasNoState) {
+  Stepper s(OptimizerSpec::sgd(/*lr=*/0.5), {{"w", f64s({1, -2})}});
+  ASSERT_TRUE(s.status().ok());
+  EXPECT_TRUE(s.slots().empty());
+  ASSERT_TRUE(s.run(0.5, 1, {{"w", f64s({0.5, 1})}}));
+  expect_near(s["w"], {1 - 0.25, -2 - 0.5});
+}
+
+TEST(Optimizer, SgdNesterovWithWeightDecay) {
+  Stepper s(OptimizerSpec::sgd(/*lr=*/0.1, /*momentum=*/0.9, /*dampening=*/0,
+                               /*weight_decay=*/0.1, /*nesterov=*/true),
+            {{"w", f64s({1, -2})}});
+  ASSERT_TRUE(s.status().ok());
+  // d = g + 0.1·w = [0.5 + 0.1, 1 - 0.2] = [0.6, 0.8]; buf = d;
+  // nesterov: d + 0.9·buf = [1.14, 1.52]; w -= 0.1·that.
+  ASSERT_TRUE(s.run(0.1, 1, {{"w", f64s({0.5, 1})}}));
+  expect_near(s["optimizer.w.momentum_buffer"], {0.6, 0.8});
+  expect_near(s["w"], {1 - f32(0.1) * 1.14, -2 - f32(0.1) * 1.52});
+}
+
+TEST(Optimizer, SgdMaximizeAscends) {
+  Stepper s(OptimizerSpec::sgd(/*lr=*/0.5).with_maximize(), {{"w", f64s({1, -2})}});
+  ASSERT_TRUE(s.run(0.5, 1, {{"w", f64s({0.5, 1})}}));
+  expect_near(s["w"], {1 + 0.25, -2 + 0.5});
+}
+
+TEST(Optimizer, AdamFirstStepIsLrTimesSign) {
+  Stepper s(OptimizerSpec::adam(/*lr=*/0.5), {{"w", f64s({1, -2})}});
+  ASSERT_TRUE(s.status().ok());
+  ASSERT_EQ(s.slots().size(), 2u);
+  // Step 1, g = [0.5, -1]: m = 0.1·g, v = 0.001·g²; bias corrections 1 - 0.9 = 0.1 and
+  // 1 - 0.999 = 0.001, so step_size = 0.5 / 0.1 = 5 and
+  // denom = sqrt(0.001·g²) / sqrt(0.001) + 1e-8 = |g| + 1e-8:
+  // w -= 5 · 0.1·g / (|g| + 1e-8).
+  ASSERT_TRUE(s.run(0.5, 1, {{"w", f64s({0.5, -1})}}));
+  expect_near(s["optimizer.w.exp_avg"], {0.05, -0.1});
+  expect_near(s["optimizer.w.exp_avg_sq"], {0.001 * 0.25, 0.001});
+  expect_near(s["w"], {1 - 0.5 * 0.5 / (0.5 + 1e-8), -2 + 0.5 * 1 / (1 + 1e-8)}, 1e-10);
+}
+
+TEST(Optimizer, AdamAmsgradKeepsTheMaximum) {
+  Stepper s(OptimizerSpec::adam(/*lr=*/0.5, /*betas=*/{0.5, 0.5}, /*eps=*/0,
+                                /*weight_decay=*/0, /*amsgrad=*/true),
+            {{"w", f64s({0})}});
+  ASSERT_EQ(s.slots().size(), 3u);
+  // Step 1, g = 2: m = 1, v = 2, vmax = 2; bc1 = bc2 = 0.5;
+  // w = 0 - (0.5/0.5) · 1 / (sqrt(2)/sqrt(0.5)) = -0.5.
+  ASSERT_TRUE(s.run(0.5, 1, {{"w", f64s({2})}}));
+  expect_near(s["optimizer.w.max_exp_avg_sq"], {2});
+  expect_near(s["w"], {-0.5});
+  // Step 2, g = 0: m = 0.5, v = 1, vmax stays 2; bc1 = bc2 = 0.75;
+  // w = -0.5 - (0.5/0.75) · 0.5 / (sqrt(2)/sqrt(0.75)).
+  ASSERT_TRUE(s.run(0.5, 2, {{"w", f64s({0})}}));
+  expect_near(s["optimizer.w.exp_avg_sq"], {1});
+  expect_near(s["optimizer.w.max_exp_avg_sq"], {2});
+  expect_near(s["w"], {-0.5 - (0.5 / 0.75) * 0.5 / (std::sqrt(2) / std::sqrt(0.75))});
+}
+
+TEST(Optimizer, AdamWDecaysTheParameterNotTheGradient) {
+  Stepper s(OptimizerSpec::adamw(/*lr=*/0.5, /*betas=*/{0.5, 0.5}, /*eps=*/0,
+                                 /*weight_decay=*/0.1),
+            {{"w", f64s({4})}}, DType::f64);
+  // w *= 1 - 0.5·0.1 = 0.95 → 3.8; m = 0.5·g = 1, v = 0.5·g² = 2 (g = 2);
+  // bc1 = bc2 = 0.5; w -= (0.5/0.5) · 1 / (sqrt(2)/sqrt(0.5)) = 0.5 → 3.3.
+  ASSERT_TRUE(s.run(0.5, 1, {{"w", f64s({2})}}));
+  expect_near(s["optimizer.w.exp_avg"], {1});
+  expect_near(s["w"], {3.3});
+}
+
+TEST(Optimizer, AdamL2WeightDecayIsAddedToTheGradient) {
+  Stepper s(OptimizerSpec::adam(/*lr=*/0.5, /*betas=*/{0.5, 0.5}, /*eps=*/0,
+                                /*weight_decay=*/0.5),
+            {{"w", f64s({4})}}, DType::f64);
+  // g' = 1 + 0.5·4 = 3: m = 1.5, v = 4.5; w -= 1 · 1.5 / (sqrt(4.5)/sqrt(0.5)) = 0.5.
+  ASSERT_TRUE(s.run(0.5, 1, {{"w", f64s({1})}}));
+  expect_near(s["optimizer.w.exp_avg"], {1.5});
+  expect_near(s["w"], {3.5});
+}
+
+TEST(Optimizer, RmspropCenteredWithMomentum) {
+  Stepper s(OptimizerSpec::rmsprop(/*lr=*/0.5, /*alpha=*/0.5, /*eps=*/0, /*weight_decay=*/0,
+                                   /*momentum=*/0.5, /*centered=*/true),
+            {{"w", f64s({1})}}, DType::f64);
+  ASSERT_EQ(s.slots().size(), 3u);
+  EXPECT_EQ(s.slots()[0].name, "optimizer.w.square_avg");
+  EXPECT_EQ(s.slots()[1].name, "optimizer.w.momentum_buffer");
+  EXPECT_EQ(s.slots()[2].name, "optimizer.w.grad_avg");
+  // g = 2: square_avg = 0.5·4 = 2, grad_avg = 0.5·2 = 1, avg = sqrt(2 - 1) = 1;
+  // buf = g / avg = 2; w -= 0.5·2 → 0.
+  ASSERT_TRUE(s.run(0.5, 1, {{"w", f64s({2})}}));
+  expect_near(s["optimizer.w.square_avg"], {2});
+  expect_near(s["optimizer.w.grad_avg"], {1});
+  expect_near(s["optimizer.w.momentum_buffer"], {2});
+  expect_near(s["w"], {0});
+  // g = 0: square_avg = 1, grad_avg = 0.5, avg = sqrt(1 - 0.25); buf = 0.5·2 + 0 = 1;
+  // w -= 0.5·1.
+  ASSERT_TRUE(s.run(0.5, 2, {{"w", f64s({0})}}));
+  expect_near(s["optimizer.w.momentum_buffer"], {1});
+  expect_near(s["w"], {-0.5});
+}
+
+TEST(Optimizer, RmspropPlain) {
+  Stepper s(OptimizerSpec::rmsprop(/*lr=*/0.5, /*alpha=*/0.75, /*eps=*/1),
+            {{"w", f64s({1})}}, DType::f64);
+  ASSERT_EQ(s.slots().size(), 1u);
+  // g = 4: square_avg = 0.25·16 = 4; avg = 2 + eps = 3; w -= 0.5·4/3.
+  ASSERT_TRUE(s.run(0.5, 1, {{"w", f64s({4})}}));
+  expect_near(s["optimizer.w.square_avg"], {4});
+  expect_near(s["w"], {1 - 0.5 * 4 / 3});
+}
+
+TEST(Optimizer, AdagradDecaysTheLearningRateWithTheStep) {
+  Stepper s(OptimizerSpec::adagrad(/*lr=*/0.5, /*lr_decay=*/0.5, /*weight_decay=*/0,
+                                   /*initial_accumulator_value=*/1, /*eps=*/0),
+            {{"w", f64s({1})}}, DType::f64);
+  ASSERT_EQ(s.slots().size(), 1u);
+  EXPECT_EQ(s.slots()[0].init, Initializer::constant(1));
+  expect_near(s["optimizer.w.sum"], {1});
+  // Step 1: clr = 0.5 / (1 + 0·0.5) = 0.5; sum = 1 + 3² = 10; w -= 0.5·3/sqrt(10).
+  ASSERT_TRUE(s.run(0.5, 1, {{"w", f64s({3})}}));
+  expect_near(s["optimizer.w.sum"], {10});
+  const double w1 = 1 - 0.5 * 3 / std::sqrt(10);
+  expect_near(s["w"], {w1});
+  // Step 2: clr = 0.5 / (1 + 1·0.5) = 1/3; sum = 10 + 6² = 46; w -= clr·6/sqrt(46).
+  ASSERT_TRUE(s.run(0.5, 2, {{"w", f64s({6})}}));
+  expect_near(s["optimizer.w.sum"], {46});
+  expect_near(s["w"], {w1 - (0.5 / 1.5) * 6 / std::sqrt(46)});
+}
+
+TEST(Optimizer, ClipsByTheGlobalNormFirst) {
+  Stepper s(OptimizerSpec::sgd(/*lr=*/1).with_max_grad_norm(1),
+            {{"a", f64s({0})}, {"b", f64s({0})}}, DType::f64);
+  // total_norm = sqrt(3² + 4²) = 5; coef = 1 / (5 + 1e-6); each gradient scaled by it.
+  ASSERT_TRUE(s.run(1, 1, {{"a", f64s({3})}, {"b", f64s({4})}}));
+  expect_near(s["a"], {-3 / (5 + 1e-6)});
+  expect_near(s["b"], {-4 / (5 + 1e-6)});
+  // A norm below max_grad_norm leaves the gradients alone (coef clamped to 1).
+  ASSERT_TRUE(s.run(1, 2, {{"a", f64s({0.3})}, {"b", f64s({0.4})}}));
+  expect_near(s["a"], {-3 / (5 + 1e-6) - 0.3});
+  expect_near(s["b"], {-4 / (5 + 1e-6) - 0.4});
+}
+
+TEST(Optimizer, F32ParametersStayF32AndTheGraphVerifies) {
+  Stepper s(OptimizerSpec::adamw().with_max_grad_norm(1),
+            {{"w", Tensor::from_vector<float>({2, 2}, {1, 2, 3, 4})},
+             {"b", Tensor::from_vector<float>({2}, {1, 2})}});
+  ASSERT_TRUE(s.status().ok());
+  Status v = verify(s.graph());
+  EXPECT_TRUE(v.ok()) << v.to_string();
+  for (const Node& n : s.graph().nodes()) {
+    if (n.result() != kNoValue) {
+      EXPECT_TRUE(s.graph().value(n.result()).type.has_value());
+    }
+  }
+  ASSERT_EQ(s.slots().size(), 4u);
+  for (const OptimizerSlot& slot : s.slots()) {
+    int i = s.graph().input_index(slot.value);
+    ASSERT_GE(i, 0);
+    EXPECT_EQ(s.graph().inputs()[i].kind, InputKind::state);
+    EXPECT_EQ(s.graph().type(slot.value), s.graph().type(slot.param));
+    EXPECT_EQ(slot.init, Initializer::zeros());
+  }
+  EXPECT_EQ(s.slots()[0].name, "optimizer.b.exp_avg");
+  EXPECT_EQ(s.slots()[3].name, "optimizer.w.exp_avg_sq");
+  ASSERT_TRUE(s.run(1e-3, 1, {{"w", Tensor::from_vector<float>({2, 2}, {1, 1, 1, 1})},
+                              {"b", Tensor::from_vector<float>({2}, {1, 1})}}));
+  EXPECT_EQ(s["w"].dtype(), DType::f32);
+}
+
+TEST(Optimizer, SurvivesTheDefaultPipeline) {
+  // Folding, CSE and DCE must keep the assigns and the values: the optimized step gives
+  // the same parameters and state as the unoptimized one.
+  auto spec = OptimizerSpec::adam(/*lr=*/0.1, {0.9, 0.999}, 1e-8, /*weight_decay=*/0.1,
+                                  /*amsgrad=*/true)
+                  .with_max_grad_norm(0.5);
+  std::map<std::string, Tensor> params = {{"w", f64s({1, -2, 3})}, {"b", f64s({0.5})}};
+  Stepper plain(spec, params), optimized(spec, params);
+  auto changed = default_pipeline().run(optimized.mutable_graph());
+  ASSERT_TRUE(changed.ok()) << changed.error().to_string();
+  for (int64_t k = 1; k <= 3; ++k) {
+    std::map<std::string, Tensor> grads = {{"w", f64s({0.3 * k, -1, 2})}, {"b", f64s({-0.5})}};
+    ASSERT_TRUE(plain.run(0.1, k, grads));
+    ASSERT_TRUE(optimized.run(0.1, k, grads));
+  }
+  for (const char* name : {"w", "b", "optimizer.w.max_exp_avg_sq", "optimizer.b.exp_avg"}) {
+    std::string why;
+    EXPECT_TRUE(all_close(optimized[name], plain[name], 1e-12, &why)) << name << ": " << why;
+  }
+}
+
+TEST(Optimizer, DefaultsAndDescribe) {
+  EXPECT_EQ(OptimizerSpec::sgd(0.1).describe(),
+            "SGD(lr=0.1, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False)");
+  EXPECT_EQ(OptimizerSpec::adam().describe(),
+            "Adam(lr=0.001, betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, amsgrad=False)");
+  EXPECT_EQ(OptimizerSpec::adamw().describe(),
+            "AdamW(lr=0.001, betas=(0.9, 0.999), eps=1e-08, weight_decay=0.01, amsgrad=False)");
+  EXPECT_EQ(OptimizerSpec::rmsprop().describe(),
+            "RMSprop(lr=0.01, alpha=0.99, eps=1e-08, weight_decay=0.0, momentum=0.0, "
+            "centered=False)");
+  EXPECT_EQ(OptimizerSpec::adagrad().describe(),
+            "Adagrad(lr=0.01, lr_decay=0.0, weight_decay=0.0, initial_accumulator_value=0.0, "
+            "eps=1e-10)");
+  EXPECT_EQ(OptimizerSpec::sgd(0.1, 0.9).with_maximize().with_max_grad_norm(1).describe(),
+            "SGD(lr=0.1, momentum=0.9, dampening=0.0, weight_decay=0.0, nesterov=False, "
+            "maximize=True, max_grad_norm=1.0)");
+}
+
+// ---- errors ----
+
+std::string spec_error(const OptimizerSpec& spec) {
+  Status s = spec.validate();
+  return s.ok() ? "ok" : s.error().message;
+}
+
+TEST(Optimizer, HyperParameterErrorsUsePyTorchsMessages) {
+  EXPECT_EQ(spec_error(OptimizerSpec::sgd(-0.1)), "Invalid learning rate: -0.1");
+  EXPECT_EQ(spec_error(OptimizerSpec::sgd(0.1, -0.5)), "Invalid momentum value: -0.5");
+  EXPECT_EQ(spec_error(OptimizerSpec::sgd(0.1, 0.9, 0, -0.01)),
+            "Invalid weight_decay value: -0.01");
+  EXPECT_EQ(spec_error(OptimizerSpec::sgd(0.1, 0, 0, 0, /*nesterov=*/true)),
+            "Nesterov momentum requires a momentum and zero dampening");
+  EXPECT_EQ(spec_error(OptimizerSpec::sgd(0.1, 0.9, 0.1, 0, /*nesterov=*/true)),
+            "Nesterov momentum requires a momentum and zero dampening");
+  EXPECT_EQ(spec_error(OptimizerSpec::adam(1e-3, {0.9, 0.999}, -1.0)),
+            "Invalid epsilon value: -1.0");
+  EXPECT_EQ(spec_error(OptimizerSpec::adam(1e-3, {1.0, 0.999})),
+            "Invalid beta parameter at index 0: 1.0");
+  EXPECT_EQ(spec_error(OptimizerSpec::adamw(1e-3, {0.9, -0.1})),
+            "Invalid beta parameter at index 1: -0.1");
+  EXPECT_EQ(spec_error(OptimizerSpec::adamw(1e-3, {0.9, 0.999}, 1e-8, -0.5)),
+            "Invalid weight_decay value: -0.5");
+  EXPECT_EQ(spec_error(OptimizerSpec::rmsprop(0.01, -1.0)), "Invalid alpha value: -1.0");
+  EXPECT_EQ(spec_error(OptimizerSpec::rmsprop(0.01, 0.99, 1e-8, 0, -0.9)),
+            "Invalid momentum value: -0.9");
+  EXPECT_EQ(spec_error(OptimizerSpec::rmsprop(0.01, 0.99, -1e-8)),
+            "Invalid epsilon value: -1e-08");
+  EXPECT_EQ(spec_error(OptimizerSpec::adagrad(0.01, -1.0)), "Invalid lr_decay value: -1.0");
+  // Values print as Python's repr does.
+  EXPECT_EQ(spec_error(OptimizerSpec::adagrad(0.01, -1e-4)), "Invalid lr_decay value: -0.0001");
+  EXPECT_EQ(spec_error(OptimizerSpec::adagrad(0.01, -1e-5)), "Invalid lr_decay value: -1e-05");
+  EXPECT_EQ(spec_error(OptimizerSpec::adagrad(0.01, -1e16)), "Invalid lr_decay value: -1e+16");
+  EXPECT_EQ(spec_error(OptimizerSpec::adagrad(0.01, -123456.5)),
+            "Invalid lr_decay value: -123456.5");
+  EXPECT_EQ(spec_error(OptimizerSpec::adagrad(0.01, 0, 0, -0.1)),
+            "Invalid initial_accumulator_value value: -0.1");
+  EXPECT_EQ(spec_error(OptimizerSpec::adagrad(0.01, 0, 0, 0, -1e-10)),
+            "Invalid epsilon value: -1e-10");
+  EXPECT_EQ(spec_error(OptimizerSpec::adam().with_max_grad_norm(-1)),
+            "Invalid max_grad_norm value: -1.0 (a finite norm > 0 clips the gradients; 0 "
+            "turns clipping off)");
+  // Dampening without nesterov is allowed, as in PyTorch.
+  EXPECT_EQ(spec_error(OptimizerSpec::sgd(0.1, 0.9, 0.5)), "ok");
+}
+
+TEST(Optimizer, GraphErrors) {
+  Graph g("f");
+  ValueId w = g.add_input("w", {DType::f32, {2}}, InputKind::param);
+  ValueId x = g.add_input("x", {DType::f32, {2}});
+  ValueId h = g.add_input("h", {DType::f16, {2}}, InputKind::param);
+  ValueId gd = g.add_input("gd", {DType::f64, {2}});
+  ValueId lr = g.add_input("lr", {DType::f32, {}});
+  ValueId lr_vec = g.add_input("lr_vec", {DType::f32, {2}});
+  ValueId step = g.add_input("step", {DType::i64, {}});
+  ValueId step_f = g.add_input("step_f", {DType::f32, {}});
+  auto err = [&](const std::vector<std::pair<ValueId, ValueId>>& pairs, ValueId l, ValueId s,
+                 OptimizerSpec spec = OptimizerSpec::adam()) {
+    auto r = append_optimizer(g, spec, pairs, l, s);
+    return r.ok() ? std::string("ok") : r.error().message;
+  };
+  EXPECT_EQ(err({{x, x}}, lr, step),
+            "append_optimizer: %x is not a param input; only inputs declared with "
+            "InputKind::param are updated by an optimizer");
+  EXPECT_EQ(err({{w, gd}}, lr, step),
+            "append_optimizer: the gradient %gd of parameter %w is f64[2], not f32[2]");
+  EXPECT_EQ(err({{h, h}}, lr, step),
+            "append_optimizer: parameter %h is f16[2]; optimizers update f32 or f64 parameters "
+            "(keep f32 master weights and cast them for the forward pass)");
+  EXPECT_EQ(err({{w, x}, {w, x}}, lr, step), "append_optimizer: parameter %w is listed twice");
+  EXPECT_EQ(err({{w, x}}, lr_vec, step),
+            "append_optimizer: the learning rate must be a float scalar (f32[]), not "
+            "%lr_vec: f32[2]");
+  EXPECT_EQ(err({{w, x}}, lr, step_f),
+            "append_optimizer: the step number must be an i64[] scalar (1 on the first step), "
+            "not %step_f: f32[]");
+  EXPECT_EQ(err({{w, x}}, lr, step, OptimizerSpec::adam(1e-3, {0.9, 0.999}, -1.0)),
+            "Invalid epsilon value: -1.0");
+  const size_t nodes_before = g.nodes().size();
+  EXPECT_EQ(nodes_before, 0u);  // errors leave the graph alone
+  EXPECT_EQ(err({{w, x}}, lr, step), "ok");
+  EXPECT_EQ(err({{w, x}}, lr, step),
+            "append_optimizer: the slot name %optimizer.w.exp_avg is already taken (was an "
+            "optimizer appended twice?)");
+}
+
+// ---- (b) PyTorch 1.13 fixtures ----
+
+// Bazel runs the test in its runfiles root, where the fixtures keep their tree paths.
+constexpr char kDir[] = "autodiff/testdata/optimizer/";
+
+const nlohmann::json& manifest() {
+  static const nlohmann::json m = [] {
+    std::ifstream in(std::string(kDir) + "cases.json");
+    if (!in.good()) return nlohmann::json::array();
+    return nlohmann::json::parse(in);
+  }();
+  return m;
+}
+
+std::vector<std::string> case_names() {
+  std::vector<std::string> names;
+  for (const auto& c : manifest()) names.push_back(c["name"].get<std::string>());
+  return names;
+}
+
+// The spec for a case: the kind's static constructor (PyTorch's defaults), then the
+// keyword arguments the script passed.
+OptimizerSpec spec_for(const nlohmann::json& c) {
+  const std::string kind = c["kind"];
+  const nlohmann::json& h = c["hyper"];
+  OptimizerSpec s = kind == "SGD"       ? OptimizerSpec::sgd(h["lr"].get<double>())
+                    : kind == "Adam"    ? OptimizerSpec::adam()
+                    : kind == "AdamW"   ? OptimizerSpec::adamw()
+                    : kind == "RMSprop" ? OptimizerSpec::rmsprop()
+                                        : OptimizerSpec::adagrad();
+  EXPECT_EQ(optimizer_kind_name(s.kind), kind);
+  for (const auto& [key, v] : h.items()) {
+    if (key == "lr") s.lr = v;
+    else if (key == "momentum") s.momentum = v;
+    else if (key == "dampening") s.dampening = v;
+    else if (key == "nesterov") s.nesterov = v;
+    else if (key == "weight_decay") s.weight_decay = v;
+    else if (key == "maximize") s.maximize = v;
+    else if (key == "betas") s.betas = {v[0].get<double>(), v[1].get<double>()};
+    else if (key == "eps") s.eps = v;
+    else if (key == "amsgrad") s.amsgrad = v;
+    else if (key == "alpha") s.alpha = v;
+    else if (key == "centered") s.centered = v;
+    else if (key == "lr_decay") s.lr_decay = v;
+    else if (key == "initial_accumulator_value") s.initial_accumulator_value = v;
+    else ADD_FAILURE() << "unknown hyper-parameter " << key;
+  }
+  s.max_grad_norm = c["max_grad_norm"];
+  return s;
+}
+
+Tensor load(const std::string& dir, const std::string& file) {
+  auto t = read_npy(dir + file);
+  EXPECT_TRUE(t.ok()) << t.error().to_string();
+  return t.ok() ? *t : Tensor();
+}
+
+class OptimizerFixture : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OptimizerFixture, MatchesPyTorchOverThreeSteps) {
+  const nlohmann::json* found = nullptr;
+  for (const auto& c : manifest()) {
+    if (c["name"] == GetParam()) found = &c;
+  }
+  ASSERT_NE(found, nullptr);
+  const nlohmann::json& c = *found;
+  const std::string dir = std::string(kDir) + GetParam() + "/";
+  const OptimizerSpec spec = spec_for(c);
+  SCOPED_TRACE(spec.describe());
+  std::map<std::string, Tensor> params;
+  for (const auto& [name, shape] : c["params"].items()) {
+    params[name] = load(dir, "init." + name + ".npy");
+  }
+  Stepper s(spec, params);
+  ASSERT_TRUE(s.status().ok()) << s.status().to_string();
+  ASSERT_TRUE(verify(s.graph()).ok());
+  const std::vector<std::string> slots = c["slots"];
+  EXPECT_EQ(s.slots().size(), slots.size() * params.size());
+  const double tol = 1e-6;
+  for (int k = 1; k <= 3; ++k) {
+    const std::string prefix = "step" + std::to_string(k) + ".";
+    std::map<std::string, Tensor> grads;
+    for (const auto& [name, value] : params) {
+      grads[name] = load(dir, prefix + "grad." + name + ".npy");
+    }
+    ASSERT_TRUE(s.run(spec.lr, k, grads));
+    for (const auto& [name, value] : params) {
+      std::string why;
+      EXPECT_TRUE(all_close(s[name], load(dir, prefix + name + ".npy"), tol, &why))
+          << "step " << k << ", param " << name << ": " << why;
+      for (const std::string& slot : slots) {
+        EXPECT_TRUE(all_close(s["optimizer." + name + "." + slot],
+                              load(dir, prefix + name + "." + slot + ".npy"), tol, &why))
+            << "step " << k << ", " << name << "." << slot << ": " << why;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(PyTorch, OptimizerFixture, ::testing::ValuesIn(case_names()),
+                         [](const auto& info) { return info.param; });
+
+TEST(OptimizerFixtures, CoverEveryKind) {
+  std::set<std::string> kinds;
+  for (const auto& c : manifest()) kinds.insert(c["kind"].get<std::string>());
+  EXPECT_EQ(kinds, (std::set<std::string>{"SGD", "Adam", "AdamW", "RMSprop", "Adagrad"}));
+}
+
+}  // namespace
+}  // namespace weft

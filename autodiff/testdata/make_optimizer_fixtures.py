@@ -1,0 +1,113 @@
+"""Makes the PyTorch 1.13 fixtures of autodiff/optimizer_test.cc.
+
+Run with Debian's Python, which has torch 1.13 (not the `python3` first on PATH):
+
+    /usr/bin/python3 autodiff/testdata/make_optimizer_fixtures.py
+
+For each case below it takes two fixed parameters (`w` f[2,3] and `b` f[3]) and three
+fixed gradients each, runs three `opt.step()`s of torch.optim's single-tensor
+implementation (foreach=False) — after `clip_grad_norm_` when the case clips — and
+writes, under autodiff/testdata/optimizer/CASE/:
+
+    init.P.npy             parameter P before the first step
+    stepK.grad.P.npy       the gradient fed at step K (1-based), before any clipping
+    stepK.P.npy            P after step K
+    stepK.P.SLOT.npy       optimizer state SLOT of P after step K (PyTorch's names)
+
+and the list of cases with their hyper-parameters to autodiff/testdata/optimizer/cases.json.
+"""
+
+import json
+import os
+
+import numpy as np
+import torch
+
+assert torch.__version__.startswith("1.13"), torch.__version__
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "optimizer")
+
+# name, optimizer kind, keyword arguments of torch.optim.KIND (lr included), dtype,
+# max_grad_norm (0: no clipping), gradient scale (large to make clipping bite).
+CASES = [
+    ("sgd_plain", "SGD", dict(lr=0.1), "f64", 0.0, 1.0),
+    ("sgd_momentum", "SGD", dict(lr=0.1, momentum=0.9), "f64", 0.0, 1.0),
+    ("sgd_dampening", "SGD", dict(lr=0.1, momentum=0.9, dampening=0.3), "f64", 0.0, 1.0),
+    ("sgd_nesterov", "SGD", dict(lr=0.1, momentum=0.9, nesterov=True), "f64", 0.0, 1.0),
+    ("sgd_weight_decay", "SGD", dict(lr=0.1, momentum=0.5, weight_decay=0.01), "f64", 0.0, 1.0),
+    ("sgd_maximize_f32", "SGD", dict(lr=0.05, momentum=0.9, weight_decay=0.1, maximize=True),
+     "f32", 0.0, 1.0),
+    ("adam", "Adam", dict(lr=0.01), "f64", 0.0, 1.0),
+    ("adam_weight_decay_f32", "Adam", dict(lr=0.01, weight_decay=0.1), "f32", 0.0, 1.0),
+    ("adam_amsgrad", "Adam", dict(lr=0.01, betas=(0.8, 0.99), amsgrad=True, weight_decay=0.05),
+     "f64", 0.0, 1.0),
+    ("adamw", "AdamW", dict(lr=0.01), "f64", 0.0, 1.0),
+    ("adamw_amsgrad_f32", "AdamW", dict(lr=0.01, weight_decay=0.1, amsgrad=True, eps=1e-6),
+     "f32", 0.0, 1.0),
+    ("adamw_maximize", "AdamW", dict(lr=0.02, maximize=True), "f64", 0.0, 1.0),
+    ("rmsprop", "RMSprop", dict(lr=0.01), "f64", 0.0, 1.0),
+    ("rmsprop_centered", "RMSprop", dict(lr=0.01, centered=True, weight_decay=0.1), "f64", 0.0,
+     1.0),
+    ("rmsprop_momentum", "RMSprop", dict(lr=0.01, momentum=0.9, alpha=0.9), "f64", 0.0, 1.0),
+    ("rmsprop_centered_momentum_f32", "RMSprop", dict(lr=0.01, momentum=0.5, centered=True),
+     "f32", 0.0, 1.0),
+    ("adagrad", "Adagrad", dict(lr=0.1, lr_decay=0.01, initial_accumulator_value=0.1), "f64",
+     0.0, 1.0),
+    ("adagrad_weight_decay_f32", "Adagrad", dict(lr=0.1, weight_decay=0.1, eps=1e-6), "f32",
+     0.0, 1.0),
+    ("clip_sgd_momentum", "SGD", dict(lr=0.1, momentum=0.9), "f64", 1.0, 10.0),
+    ("clip_adam_f32", "Adam", dict(lr=0.01), "f32", 0.5, 3.0),
+    ("clip_inactive_rmsprop", "RMSprop", dict(lr=0.01), "f64", 100.0, 1.0),
+]
+
+SHAPES = {"w": (2, 3), "b": (3,)}
+
+
+def run_case(name, kind, kwargs, dtype, max_grad_norm, grad_scale, rng):
+    torch_dtype = {"f32": torch.float32, "f64": torch.float64}[dtype]
+    np_dtype = {"f32": np.float32, "f64": np.float64}[dtype]
+    out = os.path.join(OUT, name)
+    os.makedirs(out, exist_ok=True)
+
+    def save(fname, t):
+        np.save(os.path.join(out, fname), t.detach().numpy().astype(np_dtype))
+
+    params = {}
+    for pname, shape in SHAPES.items():
+        params[pname] = torch.tensor(rng.uniform(-1, 1, shape), dtype=torch_dtype,
+                                     requires_grad=True)
+        save("init.%s.npy" % pname, params[pname])
+    opt = getattr(torch.optim, kind)(list(params.values()), foreach=False, **kwargs)
+    slots = set()
+    for k in range(1, 4):
+        for pname, p in params.items():
+            # Gradients shrink over the steps so that amsgrad's maximum matters.
+            g = rng.uniform(-1, 1, SHAPES[pname]) * grad_scale / k
+            p.grad = torch.tensor(g, dtype=torch_dtype)
+            save("step%d.grad.%s.npy" % (k, pname), p.grad)
+        if max_grad_norm > 0:
+            torch.nn.utils.clip_grad_norm_(list(params.values()), max_grad_norm)
+        opt.step()
+        for pname, p in params.items():
+            save("step%d.%s.npy" % (k, pname), p)
+            for slot, value in opt.state[p].items():
+                if slot == "step" or value is None:
+                    continue
+                slots.add(slot)
+                save("step%d.%s.%s.npy" % (k, pname, slot), value)
+    hyper = {k: (list(v) if isinstance(v, tuple) else v) for k, v in kwargs.items()}
+    return dict(name=name, kind=kind, dtype=dtype, hyper=hyper, max_grad_norm=max_grad_norm,
+                params={p: list(s) for p, s in SHAPES.items()}, slots=sorted(slots))
+
+
+def main():
+    rng = np.random.RandomState(1913)
+    manifest = [run_case(*case, rng) for case in CASES]
+    with open(os.path.join(OUT, "cases.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()

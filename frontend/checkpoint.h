@@ -1,0 +1,85 @@
+#pragma once
+// Model checkpoints: a model's parameters, state and optimizer slots, saved as one
+// safetensors file (runtime/safetensors.h) that PyTorch tools can read.
+//
+//   std::map<std::string, Tensor> values = ...;   // `encoder.0.weight`, `0.running_mean`,
+//                                                 // `optimizer.encoder.0.weight.m`, ...
+//   WEFT_RETURN_IF_ERROR(save_checkpoint("ckpt.safetensors", model, values, /*step=*/1200));
+//   // Later, or in a model that shares the labelled `encoder`:
+//   WEFT_ASSIGN_OR_RETURN(LoadReport report,
+//                         load_checkpoint("ckpt.safetensors", model, values, {.subgraph = "encoder"}));
+//
+// Keys are the model's parameter names (`ParamInfo::name`, stable paths), optimizer
+// slots `optimizer.<parameter name>.<slot>`, and any other entries the caller keeps in
+// `values` (say `optimizer.t`), which belong to the whole model. `__metadata__` holds
+//   weft.format_version   "1"
+//   weft.structural_hash  Model::structural_hash() as 16 lowercase hex digits
+//   weft.step             the training step, decimal
+// plus the data checksum that write_safetensors adds. Saving is atomic (a failed save
+// leaves the previous file as it was); a failed load leaves `values` exactly as it was:
+// everything is read and checked into a staging map first, and committed only when the
+// whole load succeeds.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "frontend/model.h"
+#include "ir/status.h"
+#include "runtime/tensor.h"
+
+namespace weft {
+
+/// The checkpoint format version weft writes (and the newest it reads).
+inline constexpr int kCheckpointFormatVersion = 1;
+
+/// What to load.
+struct LoadOptions {
+  /// A label path (`encoder`, `encoder.scan`): load only the parameters inside that
+  /// subgraph and their optimizer slots, from a checkpoint of any model that shares it
+  /// (the structural hash is not checked). "" loads everything and requires the
+  /// checkpoint's structural hash to match the model's.
+  std::string subgraph;
+  /// Also fail when an expected key is missing from the checkpoint, or when the
+  /// checkpoint holds a key (in scope) that nothing expects — as PyTorch's
+  /// `load_state_dict(strict=True)` does.
+  bool strict = false;
+};
+
+/// What a successful load did. All lists are sorted.
+struct LoadReport {
+  /// Keys written into `values`.
+  std::vector<std::string> loaded;
+  /// Expected keys that the checkpoint lacks: the in-scope parameters of the model and
+  /// the in-scope keys already in `values`. Their values were left as they were.
+  std::vector<std::string> missing;
+  /// In-scope keys of the checkpoint that nothing expects (neither a parameter, nor an
+  /// optimizer slot of one, nor a key of `values`); not loaded.
+  std::vector<std::string> unexpected;
+  /// Keys of the checkpoint outside the requested subgraph; ignored.
+  std::vector<std::string> skipped;
+  /// The checkpoint's `weft.step` (0 when it has none).
+  int64_t step = 0;
+};
+
+/// Saves `values` for `model` at `path`, atomically. Every parameter and state of the
+/// model must be in `values` with the model's type (an error names the key otherwise);
+/// other keys are saved as they are.
+Status save_checkpoint(const std::string& path, const Model& model,
+                       const std::map<std::string, Tensor>& values, int64_t step);
+
+/// Loads the checkpoint at `path` into `values` (see LoadOptions for what is loaded).
+/// Errors, each leaving `values` untouched: an unreadable or malformed file; a full load
+/// of a checkpoint whose structural hash differs from the model's (both hashes named)
+/// or that has none; an unknown subgraph path; a key whose dtype or shape differs from
+/// the model's parameter or from the entry already in `values` (the key and both types
+/// named); under `strict`, missing or unexpected keys.
+StatusOr<LoadReport> load_checkpoint(const std::string& path, const Model& model,
+                                     std::map<std::string, Tensor>& values,
+                                     const LoadOptions& options = {});
+
+/// `hash` as weft.structural_hash spells it: 16 lowercase hex digits.
+std::string structural_hash_hex(uint64_t hash);
+
+}  // namespace weft

@@ -1,0 +1,365 @@
+#include "frontend/checkpoint.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "frontend/flow.h"
+#include "frontend/init_params.h"
+#include "frontend/modules.h"
+#include "runtime/safetensors.h"
+
+namespace weft {
+namespace {
+
+using Values = std::map<std::string, Tensor>;
+
+std::string temp_path(const std::string& name) {
+  const char* t = std::getenv("TEST_TMPDIR");
+  return std::string(t ? t : "/tmp") + "/" + name;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+// encoder { 0: Linear(4 -> width), 1: LayerNorm(width) } then a head.
+Model model_with(int64_t width, ModulePtr head, ModulePtr extra = Identity()) {
+  auto encoder = FlowBuilder::from(Linear(4, width)).through(LayerNorm(width)).label("encoder").build();
+  EXPECT_TRUE(encoder.ok()) << encoder.error().to_string();
+  auto model = FlowBuilder::from(*encoder).through(head).through(extra).build({{"x", f32({3, 4})}});
+  EXPECT_TRUE(model.ok()) << model.error().to_string();
+  return std::move(*model);
+}
+
+Model model_a() { return model_with(8, Linear(8, 2)); }
+// Shares the labelled encoder with model_a; the rest differs.
+Model model_b() { return model_with(8, Linear(8, 3), ReLU()); }
+
+// Parameters from `seed`, plus Adam-like slots `m` and `v` for every parameter and a
+// global counter.
+Values values_for(const Model& model, uint64_t seed, bool with_slots = true) {
+  auto params = initialize_parameter_map(model, seed);
+  EXPECT_TRUE(params.ok()) << params.error().to_string();
+  Values values = *params;
+  if (!with_slots) return values;
+  for (const ParamInfo& p : model.parameters()) {
+    Tensor m = values.at(p.name), v = values.at(p.name);
+    for (int64_t i = 0; i < m.numel(); ++i) {
+      m.set_double(i, 0.5 * m.get_double(i) + static_cast<double>(seed));
+      v.set_double(i, static_cast<double>(i + seed));
+    }
+    values["optimizer." + p.name + ".m"] = m;
+    values["optimizer." + p.name + ".v"] = v;
+  }
+  values["optimizer.t"] = Tensor::scalar(DType::i64, static_cast<double>(seed));
+  return values;
+}
+
+std::vector<std::string> keys_of(const Values& values) {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : values) out.push_back(k);
+  return out;
+}
+
+void expect_same(const Values& a, const Values& b) {
+  ASSERT_EQ(keys_of(a), keys_of(b));
+  for (const auto& [k, t] : a) EXPECT_EQ(t, b.at(k)) << k;
+}
+
+TEST(Checkpoint, RoundTrip) {
+  Model model = model_a();
+  Values saved = values_for(model, 1);
+  const std::string path = temp_path("round_trip.safetensors");
+  ASSERT_TRUE(save_checkpoint(path, model, saved, /*step=*/1200).ok());
+
+  Values loaded = values_for(model, 2);
+  auto report = load_checkpoint(path, model, loaded, {.subgraph = "", .strict = true});
+  ASSERT_TRUE(report.ok()) << report.error().to_string();
+  expect_same(loaded, saved);
+  EXPECT_EQ(report->loaded, keys_of(saved));
+  EXPECT_TRUE(report->missing.empty());
+  EXPECT_TRUE(report->unexpected.empty());
+  EXPECT_TRUE(report->skipped.empty());
+  EXPECT_EQ(report->step, 1200);
+
+  // Into an empty map: parameters and their slots are known keys; the global counter is
+  // not expected by anything, so it is reported and left out.
+  Values fresh;
+  report = load_checkpoint(path, model, fresh);
+  ASSERT_TRUE(report.ok()) << report.error().to_string();
+  EXPECT_EQ(report->unexpected, std::vector<std::string>{"optimizer.t"});
+  EXPECT_EQ(fresh.size(), saved.size() - 1);
+  EXPECT_EQ(fresh.at("optimizer.encoder.0.weight.m"), saved.at("optimizer.encoder.0.weight.m"));
+}
+
+TEST(Checkpoint, MetadataAndLayout) {
+  Model model = model_a();
+  const std::string path = temp_path("metadata.safetensors");
+  ASSERT_TRUE(save_checkpoint(path, model, values_for(model, 1), /*step=*/7).ok());
+  auto file = read_safetensors(path);
+  ASSERT_TRUE(file.ok()) << file.error().to_string();
+  EXPECT_EQ(file->metadata.at("weft.format_version"), "1");
+  EXPECT_EQ(file->metadata.at("weft.step"), "7");
+  EXPECT_EQ(file->metadata.at("weft.structural_hash"), structural_hash_hex(model.structural_hash()));
+  EXPECT_EQ(file->metadata.at("weft.structural_hash").size(), 16u);
+  EXPECT_EQ(file->metadata.count("checksum"), 1u);
+  // Parameters first, in graph-input order.
+  EXPECT_EQ(file->tensors[0].first, "encoder.0.weight");
+  EXPECT_EQ(file->tensors[0].second.type().to_string(), "f32[8,4]");
+}
+
+TEST(Checkpoint, StateAndIntegerDTypesRoundTrip) {
+  auto model = FlowBuilder::from(BatchNorm2d(3)).build({{"x", f32({2, 3, 4, 4})}});
+  ASSERT_TRUE(model.ok()) << model.error().to_string();
+  Values saved = values_for(*model, 3, /*with_slots=*/false);
+  ASSERT_EQ(saved.at("0.num_batches_tracked").dtype(), DType::i64);
+  saved.at("0.num_batches_tracked") = Tensor::scalar(DType::i64, 41);
+  saved.at("0.running_mean").set_double(1, 0.25);
+  const std::string path = temp_path("state.safetensors");
+  ASSERT_TRUE(save_checkpoint(path, *model, saved, 41).ok());
+  Values loaded = values_for(*model, 4, false);
+  auto report = load_checkpoint(path, *model, loaded, {.subgraph = "", .strict = true});
+  ASSERT_TRUE(report.ok()) << report.error().to_string();
+  expect_same(loaded, saved);
+}
+
+TEST(Checkpoint, SubgraphLoadIntoADifferentModel) {
+  Model a = model_a(), b = model_b();
+  ASSERT_NE(a.structural_hash(), b.structural_hash());
+  Values saved = values_for(a, 1);
+  const std::string path = temp_path("subgraph.safetensors");
+  ASSERT_TRUE(save_checkpoint(path, a, saved, 5).ok());
+
+  Values target = values_for(b, 2);
+  const Values before = target;
+  auto report = load_checkpoint(path, b, target, {.subgraph = "encoder", .strict = true});
+  ASSERT_TRUE(report.ok()) << report.error().to_string();
+  EXPECT_EQ(report->loaded,
+            (std::vector<std::string>{"encoder.0.bias", "encoder.0.weight", "encoder.1.bias",
+                                      "encoder.1.weight", "optimizer.encoder.0.bias.m",
+                                      "optimizer.encoder.0.bias.v", "optimizer.encoder.0.weight.m",
+                                      "optimizer.encoder.0.weight.v", "optimizer.encoder.1.bias.m",
+                                      "optimizer.encoder.1.bias.v", "optimizer.encoder.1.weight.m",
+                                      "optimizer.encoder.1.weight.v"}));
+  EXPECT_EQ(report->skipped,
+            (std::vector<std::string>{"1.bias", "1.weight", "optimizer.1.bias.m", "optimizer.1.bias.v",
+                                      "optimizer.1.weight.m", "optimizer.1.weight.v", "optimizer.t"}));
+  EXPECT_TRUE(report->missing.empty());
+  EXPECT_TRUE(report->unexpected.empty());
+  EXPECT_EQ(report->step, 5);
+  for (const auto& [key, t] : target) {
+    const bool encoder = key.rfind("encoder.", 0) == 0 || key.rfind("optimizer.encoder.", 0) == 0;
+    EXPECT_EQ(t, encoder ? saved.at(key) : before.at(key)) << key;
+  }
+  EXPECT_EQ(keys_of(target), keys_of(before));
+
+  // Loading the whole of a's checkpoint into b is refused: different architectures.
+  auto whole = load_checkpoint(path, b, target);
+  ASSERT_FALSE(whole.ok());
+  EXPECT_EQ(whole.error().to_string(),
+            path + ": error: checkpoint is of a different architecture: structural hash " +
+                structural_hash_hex(a.structural_hash()) + " in the checkpoint, " +
+                structural_hash_hex(b.structural_hash()) +
+                " for this model; to load only a labelled subgraph both models share, set "
+                "LoadOptions::subgraph");
+}
+
+TEST(Checkpoint, UnknownSubgraph) {
+  Model a = model_a();
+  const std::string path = temp_path("unknown_subgraph.safetensors");
+  ASSERT_TRUE(save_checkpoint(path, a, values_for(a, 1), 0).ok());
+  Values values;
+  auto r = load_checkpoint(path, a, values, {.subgraph = "decoder"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().to_string(),
+            "error: no subgraph labelled 'decoder'; label paths in this model: encoder");
+}
+
+TEST(Checkpoint, MissingAndUnexpectedKeys) {
+  Model model = model_a();
+  // The checkpoint lacks the `v` slots and holds a key nothing expects.
+  Values saved = values_for(model, 1);
+  for (auto it = saved.begin(); it != saved.end();) {
+    it = it->first.size() > 2 && it->first.substr(it->first.size() - 2) == ".v" ? saved.erase(it) : std::next(it);
+  }
+  saved["extra.counter"] = Tensor::scalar(DType::i32, 3);
+  const std::string path = temp_path("missing.safetensors");
+  ASSERT_TRUE(save_checkpoint(path, model, saved, 9).ok());
+
+  Values target = values_for(model, 2);
+  target.erase("optimizer.t");
+  const Values before = target;
+  auto strict = load_checkpoint(path, model, target, {.subgraph = "", .strict = true});
+  ASSERT_FALSE(strict.ok());
+  EXPECT_EQ(strict.error().to_string(),
+            path + ": error: strict load: the checkpoint lacks 6 expected key(s): "
+                   "optimizer.1.bias.v, optimizer.1.weight.v, optimizer.encoder.0.bias.v, "
+                   "optimizer.encoder.0.weight.v, optimizer.encoder.1.bias.v, "
+                   "optimizer.encoder.1.weight.v; nothing was loaded");
+  expect_same(target, before);
+
+  auto report = load_checkpoint(path, model, target);
+  ASSERT_TRUE(report.ok()) << report.error().to_string();
+  EXPECT_EQ(report->missing,
+            (std::vector<std::string>{"optimizer.1.bias.v", "optimizer.1.weight.v",
+                                      "optimizer.encoder.0.bias.v", "optimizer.encoder.0.weight.v",
+                                      "optimizer.encoder.1.bias.v", "optimizer.encoder.1.weight.v"}));
+  EXPECT_EQ(report->unexpected, (std::vector<std::string>{"extra.counter", "optimizer.t"}));
+  EXPECT_EQ(target.count("extra.counter"), 0u);
+  EXPECT_EQ(target.at("optimizer.1.bias.v"), before.at("optimizer.1.bias.v"));  // Kept.
+  EXPECT_EQ(target.at("optimizer.1.bias.m"), saved.at("optimizer.1.bias.m"));   // Loaded.
+
+  // Strict also refuses unexpected keys when nothing is missing.
+  Values no_v = values_for(model, 2, /*with_slots=*/false);
+  auto unexpected = load_checkpoint(path, model, no_v, {.subgraph = "", .strict = true});
+  ASSERT_FALSE(unexpected.ok());
+  EXPECT_EQ(unexpected.error().message,
+            "strict load: the checkpoint holds 2 unexpected key(s): extra.counter, optimizer.t; "
+            "nothing was loaded");
+}
+
+TEST(Checkpoint, ShapeMismatchLeavesValuesUntouched) {
+  Model a = model_a();
+  const std::string path = temp_path("shape_mismatch.safetensors");
+  ASSERT_TRUE(save_checkpoint(path, a, values_for(a, 1), 3).ok());
+
+  // A model whose encoder is wider: the encoder's keys exist with other shapes.
+  Model wide = model_with(6, Linear(6, 2));
+  Values target = values_for(wide, 2);
+  const Values before = target;
+  auto r = load_checkpoint(path, wide, target, {.subgraph = "encoder"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().to_string(), path + ": error: 'encoder.0.weight' is f32[8,4] in the checkpoint but "
+                                          "f32[6,4] in the model; nothing was loaded");
+  expect_same(target, before);
+
+  // A slot already in values with another dtype: named with both types.
+  Values slots = values_for(a, 2);
+  slots["optimizer.encoder.0.weight.m"] = Tensor(Type{DType::f64, {8, 4}});
+  const Values slots_before = slots;
+  r = load_checkpoint(path, a, slots);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "'optimizer.encoder.0.weight.m' is f32[8,4] in the checkpoint but "
+                               "f64[8,4] in values; nothing was loaded");
+  expect_same(slots, slots_before);
+}
+
+TEST(Checkpoint, TruncatedFileLeavesValuesUntouched) {
+  Model a = model_a();
+  const std::string path = temp_path("truncated.safetensors");
+  ASSERT_TRUE(save_checkpoint(path, a, values_for(a, 1), 3).ok());
+  std::string bytes = slurp(path);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes.substr(0, bytes.size() - 100);
+  Values target = values_for(a, 2);
+  const Values before = target;
+  auto r = load_checkpoint(path, a, target);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().loc.file, path);
+  EXPECT_NE(r.error().message.find("are out of bounds: the data section has"), std::string::npos)
+      << r.error().message;
+  EXPECT_NE(r.error().message.find("(is the file truncated?)"), std::string::npos);
+  expect_same(target, before);
+}
+
+TEST(Checkpoint, ForeignFiles) {
+  Model a = model_a();
+  // A plain safetensors file with the encoder's weights and no weft metadata.
+  Values params = values_for(a, 1, false);
+  const std::string path = temp_path("foreign.safetensors");
+  ASSERT_TRUE(write_safetensors(path, {{"encoder.0.weight", params.at("encoder.0.weight")}}).ok());
+  Values target = values_for(a, 2, false);
+  auto whole = load_checkpoint(path, a, target);
+  ASSERT_FALSE(whole.ok());
+  EXPECT_EQ(whole.error().message,
+            "not a weft checkpoint: __metadata__ has no weft.structural_hash, so it cannot be "
+            "checked against the model; to load the parameters of a labelled subgraph, set "
+            "LoadOptions::subgraph");
+  auto part = load_checkpoint(path, a, target, {.subgraph = "encoder"});
+  ASSERT_TRUE(part.ok()) << part.error().to_string();
+  EXPECT_EQ(part->loaded, std::vector<std::string>{"encoder.0.weight"});
+  EXPECT_EQ(part->missing, (std::vector<std::string>{"encoder.0.bias", "encoder.1.bias", "encoder.1.weight"}));
+  EXPECT_EQ(part->step, 0);
+  EXPECT_EQ(target.at("encoder.0.weight"), params.at("encoder.0.weight"));
+
+  ASSERT_TRUE(write_safetensors(path, {}, {{"weft.format_version", "2"}}).ok());
+  auto newer = load_checkpoint(path, a, target, {.subgraph = "encoder"});
+  ASSERT_FALSE(newer.ok());
+  EXPECT_EQ(newer.error().message, "checkpoint format version 2 is newer than this weft reads (1); upgrade weft");
+  ASSERT_TRUE(write_safetensors(path, {}, {{"weft.step", "12x"}}).ok());
+  auto bad_step = load_checkpoint(path, a, target, {.subgraph = "encoder"});
+  ASSERT_FALSE(bad_step.ok());
+  EXPECT_EQ(bad_step.error().message, "malformed checkpoint: weft.step is '12x', not an integer");
+}
+
+TEST(Checkpoint, SaveErrors) {
+  Model a = model_a();
+  const std::string path = temp_path("save_errors.safetensors");
+  Values values = values_for(a, 1);
+  values.erase("1.bias");
+  Status s = save_checkpoint(path, a, values, 0);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().to_string(),
+            path + ": error: cannot save checkpoint: values have no entry for parameter '1.bias' "
+                   "(f32[2]); a checkpoint holds every parameter and state of the model");
+  values["1.bias"] = Tensor(Type{DType::f32, {3}});
+  s = save_checkpoint(path, a, values, 0);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message, "cannot save checkpoint: '1.bias' is f32[3] in values but f32[2] in the model");
+}
+
+TEST(Checkpoint, FailedSaveKeepsTheOldCheckpoint) {
+  Model a = model_a();
+  const std::string dir = temp_path("atomic");
+  mkdir(dir.c_str(), 0755);
+  const std::string path = dir + "/ckpt.safetensors";
+  ASSERT_TRUE(save_checkpoint(path, a, values_for(a, 1), 1).ok());
+  const std::string old = slurp(path);
+
+  // Invalid values: nothing is written.
+  Values bad = values_for(a, 2);
+  bad["1.bias"] = Tensor(Type{DType::f64, {2}});
+  EXPECT_FALSE(save_checkpoint(path, a, bad, 2).ok());
+  EXPECT_EQ(slurp(path), old);
+
+  // A directory that does not exist.
+  const std::string missing_dir = dir + "/no_such_dir/ckpt.safetensors";
+  Status s = save_checkpoint(missing_dir, a, values_for(a, 2), 2);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().loc.file, missing_dir);
+  EXPECT_NE(s.error().message.find("No such file or directory"), std::string::npos) << s.error().message;
+
+  // The rename fails (a directory is in the way): its temporary file is removed.
+  const std::string blocked = dir + "/blocked.safetensors";
+  mkdir(blocked.c_str(), 0755);
+  std::ofstream(blocked + "/inside") << "x";
+  s = save_checkpoint(blocked, a, values_for(a, 2), 2);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("cannot rename"), std::string::npos) << s.error().message;
+  std::vector<std::string> entries;
+  DIR* d = opendir(dir.c_str());
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] != '.') entries.push_back(e->d_name);
+  }
+  closedir(d);
+  std::sort(entries.begin(), entries.end());
+  EXPECT_EQ(entries, (std::vector<std::string>{"blocked.safetensors", "ckpt.safetensors"}));
+  EXPECT_EQ(slurp(path), old);
+
+  // The old checkpoint still loads.
+  Values target = values_for(a, 3);
+  auto r = load_checkpoint(path, a, target);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(r->step, 1);
+}
+
+}  // namespace
+}  // namespace weft

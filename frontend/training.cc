@@ -1,0 +1,229 @@
+#include "frontend/training.h"
+
+#include "autodiff/grad.h"
+#include "frontend/init_params.h"
+#include "ir/verifier.h"
+#include "passes/pipeline.h"
+#include "runtime/init.h"
+#include "runtime/reference/interpreter.h"
+
+namespace weft {
+namespace {
+
+// Names of the step's own inputs; the dots keep them apart from user names.
+constexpr const char* kTarget = "weft.target";
+constexpr const char* kLr = "weft.lr";
+constexpr const char* kStep = "weft.step";
+
+std::string type_key(const std::vector<Tensor>& inputs) {
+  std::string key;
+  for (const Tensor& t : inputs) key += t.type().to_string() + ";";
+  return key;
+}
+
+}  // namespace
+
+LossSpec LossSpec::cross_entropy(double label_smoothing) {
+  LossSpec s;
+  s.kind = Kind::CrossEntropy;
+  s.label_smoothing = label_smoothing;
+  return s;
+}
+LossSpec LossSpec::nll() { return LossSpec{Kind::Nll}; }
+LossSpec LossSpec::mse() { return LossSpec{Kind::Mse}; }
+LossSpec LossSpec::l1() { return LossSpec{Kind::L1}; }
+LossSpec LossSpec::smooth_l1(double beta) {
+  LossSpec s{Kind::SmoothL1};
+  s.beta = beta;
+  return s;
+}
+LossSpec LossSpec::bce() { return LossSpec{Kind::Bce}; }
+LossSpec LossSpec::bce_with_logits() { return LossSpec{Kind::BceWithLogits}; }
+LossSpec LossSpec::kl_div() { return LossSpec{Kind::KlDiv}; }
+
+namespace {
+
+ValueId emit_loss(Emitter& e, const LossSpec& spec, ValueId out, ValueId target) {
+  switch (spec.kind) {
+    case LossSpec::Kind::CrossEntropy:
+      return loss::cross_entropy(e, out, target, {spec.reduction, spec.label_smoothing});
+    case LossSpec::Kind::Nll: return loss::nll(e, out, target, spec.reduction);
+    case LossSpec::Kind::Mse: return loss::mse(e, out, target, spec.reduction);
+    case LossSpec::Kind::L1: return loss::l1(e, out, target, spec.reduction);
+    case LossSpec::Kind::SmoothL1: return loss::smooth_l1(e, out, target, spec.reduction, spec.beta);
+    case LossSpec::Kind::Bce: return loss::bce(e, out, target, spec.reduction);
+    case LossSpec::Kind::BceWithLogits: return loss::bce_with_logits(e, out, target, spec.reduction);
+    case LossSpec::Kind::KlDiv: return loss::kl_div(e, out, target, spec.reduction);
+  }
+  return kNoValue;
+}
+
+}  // namespace
+
+StatusOr<Trainer> Trainer::compile(const FlowPtr& net, const std::vector<InputSpec>& inputs,
+                                   LossSpec loss, OptimizerSpec optimizer, TrainOptions options) {
+  if (options.backend != "reference") {
+    return Error{"unknown backend '" + options.backend + "'; backends: reference"};
+  }
+  Trainer t;
+  t.net_ = net;
+  t.inputs_ = inputs;
+  t.loss_ = loss;
+  t.optimizer_ = std::move(optimizer);
+  t.options_ = options;
+  t.lr_ = t.optimizer_.lr;
+  WEFT_RETURN_IF_ERROR(t.build_step());
+  return t;
+}
+
+Status Trainer::build_step() {
+  BuildOptions build;
+  build.training = true;
+  build.seed = options_.seed;
+  WEFT_ASSIGN_OR_RETURN(Model built, net_->build(inputs_, build));
+  // Replay freeze/thaw calls: they survive recompiles.
+  for (const auto& [freeze, path] : freezes_) {
+    WEFT_RETURN_IF_ERROR(freeze ? built.freeze(path) : built.thaw(path));
+  }
+  auto model = std::make_shared<Model>(std::move(built));
+  Graph g = model->graph();
+  ValueId out = g.outputs()[0];
+  Type out_type = g.type(out);
+  if (loss_.integer_targets() && out_type.shape.rank() < 1) {
+    return Error{"the network's output is " + out_type.to_string() +
+                 "; a classification loss needs [batch, classes] logits"};
+  }
+  Type target_type =
+      loss_.integer_targets() ? Type{DType::i64, {out_type.shape[0]}} : out_type;
+  ValueId target = g.add_input(kTarget, target_type);
+
+  ValueId loss_value;
+  try {
+    Emitter e(g, BuildOptions{});
+    loss_value = emit_loss(e, loss_, out, target);
+  } catch (const BuildFailure& failure) {
+    return failure.error;
+  }
+  ValueId lr = g.add_input(kLr, Type{DType::f32, {}});
+  ValueId step = g.add_input(kStep, Type{DType::i64, {}});
+
+  std::vector<ValueId> wrt;
+  for (const ParamInfo& p : model->parameters()) {
+    if (p.kind == InputKind::param && !model->is_frozen(p.name)) wrt.push_back(p.value);
+  }
+  WEFT_ASSIGN_OR_RETURN(std::vector<ValueId> grads, append_gradients(g, loss_value, wrt));
+  std::vector<std::pair<ValueId, ValueId>> pairs;
+  for (size_t i = 0; i < wrt.size(); ++i) pairs.emplace_back(wrt[i], grads[i]);
+  WEFT_ASSIGN_OR_RETURN(std::vector<OptimizerSlot> slots,
+                        append_optimizer(g, optimizer_, pairs, lr, step));
+  g.set_outputs({loss_value});
+  g.set_declared_output_types({});
+  WEFT_RETURN_IF_ERROR(default_pipeline().run(g));
+  WEFT_RETURN_IF_ERROR(verify(g));
+
+  // First values for whatever is new: parameters and state, then optimizer slots.
+  WEFT_ASSIGN_OR_RETURN(auto initial, initialize_parameter_map(*model, options_.seed));
+  for (auto& [name, value] : initial) values_.try_emplace(name, std::move(value));
+  for (const OptimizerSlot& slot : slots) {
+    if (values_.count(slot.name)) continue;
+    WEFT_ASSIGN_OR_RETURN(Tensor v, materialize(slot.init, g.type(slot.value), options_.seed,
+                                                parameter_stream(slot.name)));
+    values_.emplace(slot.name, std::move(v));
+  }
+  step_ = std::move(g);
+  model_ = std::move(model);
+  return Status();
+}
+
+StatusOr<double> Trainer::step(const std::vector<Tensor>& batch) {
+  std::vector<Tensor> inputs;
+  size_t next = 0;
+  for (const Input& in : step_.inputs()) {
+    const std::string& name = step_.value(in.value).name;
+    if (name == kLr) {
+      inputs.push_back(Tensor::scalar(DType::f32, lr_));
+    } else if (name == kStep) {
+      inputs.push_back(Tensor::scalar(DType::i64, static_cast<double>(steps_ + 1)));
+    } else if (in.kind == InputKind::data) {
+      if (next >= batch.size()) break;
+      inputs.push_back(batch[next++]);
+    } else {
+      inputs.push_back(values_.at(name));
+    }
+  }
+  if (next != batch.size() || inputs.size() != step_.inputs().size()) {
+    return Error{"step(...) takes " + std::to_string(inputs_.size() + 1) +
+                 " tensors (the inputs, then the target), got " + std::to_string(batch.size())};
+  }
+  WEFT_ASSIGN_OR_RETURN(reference::RunResult r, reference::run(step_, inputs));
+  for (auto& [name, value] : r.updated) values_[name] = std::move(value);
+  ++steps_;
+  return r.outputs[0].get_double(0);
+}
+
+StatusOr<std::vector<Tensor>> Trainer::evaluate(const std::vector<Tensor>& batch) {
+  if (batch.size() != inputs_.size()) {
+    return Error{"evaluate(...) takes " + std::to_string(inputs_.size()) + " tensors, got " +
+                 std::to_string(batch.size())};
+  }
+  std::string key = type_key(batch);
+  auto it = eval_graphs_.find(key);
+  if (it == eval_graphs_.end()) {
+    std::vector<InputSpec> specs;
+    for (size_t i = 0; i < batch.size(); ++i) specs.push_back({inputs_[i].name, batch[i].type()});
+    BuildOptions eval;
+    eval.training = false;
+    eval.seed = options_.seed;
+    WEFT_ASSIGN_OR_RETURN(Model m, net_->build(specs, eval));
+    it = eval_graphs_.emplace(key, m.graph()).first;
+  }
+  const Graph& g = it->second;
+  std::vector<Tensor> inputs;
+  size_t next = 0;
+  for (const Input& in : g.inputs()) {
+    if (in.kind == InputKind::data) {
+      inputs.push_back(batch[next++]);
+    } else {
+      inputs.push_back(values_.at(g.value(in.value).name));
+    }
+  }
+  WEFT_ASSIGN_OR_RETURN(reference::RunResult r, reference::run(g, inputs));
+  return std::move(r.outputs);
+}
+
+Status Trainer::freeze(const std::string& path) {
+  WEFT_RETURN_IF_ERROR(model_->validate_path(path));
+  freezes_.emplace_back(true, path);
+  return build_step();
+}
+
+Status Trainer::thaw(const std::string& path) {
+  WEFT_RETURN_IF_ERROR(model_->validate_path(path));
+  freezes_.emplace_back(false, path);
+  return build_step();
+}
+
+Status Trainer::set_value(const std::string& name, Tensor value) {
+  auto it = values_.find(name);
+  if (it == values_.end()) return Error{"no parameter, state or optimizer slot named '" + name + "'"};
+  if (!(it->second.type() == value.type())) {
+    return Error{"'" + name + "' is " + it->second.type().to_string() + ", not " +
+                 value.type().to_string()};
+  }
+  it->second = std::move(value);
+  return Status();
+}
+
+Status Trainer::save(const std::string& path) const {
+  return save_checkpoint(path, *model_, values_, steps_);
+}
+
+StatusOr<LoadReport> Trainer::load(const std::string& path, const std::string& subgraph) {
+  LoadOptions options;
+  options.subgraph = subgraph;
+  WEFT_ASSIGN_OR_RETURN(LoadReport report, load_checkpoint(path, *model_, values_, options));
+  if (subgraph.empty()) steps_ = report.step;
+  return report;
+}
+
+}  // namespace weft

@@ -1,0 +1,113 @@
+#pragma once
+// Training: a built network, a loss and an optimizer compiled into ONE graph — forward,
+// loss, backward and the optimizer update — executed once per step. Parameters,
+// state (batch-norm statistics, the dropout generator) and optimizer slots live in a
+// value table the step updates in place; the learning rate and the step count are
+// runtime inputs, so schedules never recompile.
+//
+//   auto net = FlowBuilder::from(Linear(784, 256)).through(ReLU()).through(Linear(256, 10)).build();
+//   auto trainer = Trainer::compile(*net, {{"x", f32({128, 784})}}, LossSpec::cross_entropy(),
+//                                   OptimizerSpec::adam());
+//   for (...) { StatusOr<double> loss = trainer->step({x, labels}); }
+//   auto logits = trainer->evaluate({test_x});        // eval mode, any batch size
+//   trainer->save("model.safetensors");
+//
+// This is the top of weft's stack: it uses the frontend, autodiff, the passes and a
+// backend (the reference interpreter until a faster one exists).
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "autodiff/optimizer.h"
+#include "frontend/checkpoint.h"
+#include "frontend/flow.h"
+#include "frontend/losses.h"
+#include "runtime/tensor.h"
+
+namespace weft {
+
+/// The loss between the network's output and a target input.
+struct LossSpec {
+  enum class Kind { CrossEntropy, Nll, Mse, L1, SmoothL1, Bce, BceWithLogits, KlDiv };
+  Kind kind = Kind::CrossEntropy;
+  Reduction reduction = Reduction::Mean;
+  double label_smoothing = 0;  ///< cross_entropy
+  double beta = 1;             ///< smooth_l1
+
+  static LossSpec cross_entropy(double label_smoothing = 0);
+  static LossSpec nll();
+  static LossSpec mse();
+  static LossSpec l1();
+  static LossSpec smooth_l1(double beta = 1);
+  static LossSpec bce();
+  static LossSpec bce_with_logits();
+  static LossSpec kl_div();
+  /// Class-index targets (i64 [batch]) for cross_entropy and nll; the output's type
+  /// otherwise.
+  bool integer_targets() const { return kind == Kind::CrossEntropy || kind == Kind::Nll; }
+};
+
+struct TrainOptions {
+  uint64_t seed = 0;                 ///< Parameter initialization and dropout.
+  std::string backend = "reference"; ///< The only backend so far.
+};
+
+class Trainer {
+ public:
+  /// Compiles the training step of `net` for `inputs` (the stream input first, then the
+  /// flow's input({...}) names). The step's batch is those inputs followed by the target.
+  static StatusOr<Trainer> compile(const FlowPtr& net, const std::vector<InputSpec>& inputs,
+                                   LossSpec loss, OptimizerSpec optimizer,
+                                   TrainOptions options = {});
+
+  /// One training step; returns the loss. `batch` holds the inputs then the target.
+  StatusOr<double> step(const std::vector<Tensor>& batch);
+  /// The network in eval mode (dropout off, batch-norm running statistics), sharing the
+  /// parameters; `inputs` may have another batch size than training (compiled once per
+  /// input types).
+  StatusOr<std::vector<Tensor>> evaluate(const std::vector<Tensor>& inputs);
+
+  /// The learning rate of the next steps (the optimizer's `lr` until changed; a
+  /// schedule from runtime/schedule.h calls this every step or epoch).
+  void set_lr(double lr) { lr_ = lr; }
+  double lr() const { return lr_; }
+  /// Steps taken so far (restored by load()).
+  int64_t steps() const { return steps_; }
+
+  /// Excludes the parameters under `path` from training (recompiles the step).
+  Status freeze(const std::string& path);
+  Status thaw(const std::string& path);
+
+  /// Saves parameters, state, optimizer slots and the step count (safetensors).
+  Status save(const std::string& path) const;
+  /// Loads a checkpoint (all, or one labelled subgraph); on error nothing changes.
+  StatusOr<LoadReport> load(const std::string& path, const std::string& subgraph = "");
+
+  const Model& model() const { return *model_; }
+  const Graph& step_graph() const { return step_; }
+  const std::map<std::string, Tensor>& values() const { return values_; }
+  /// Replaces a value (a parameter loaded from elsewhere); its type must match.
+  Status set_value(const std::string& name, Tensor value);
+
+ private:
+  Trainer() = default;
+  Status build_step();
+
+  FlowPtr net_;
+  std::vector<InputSpec> inputs_;
+  LossSpec loss_;
+  OptimizerSpec optimizer_;
+  TrainOptions options_;
+  std::shared_ptr<Model> model_;        ///< Training-mode forward, for the parameter table.
+  Graph step_;
+  std::map<std::string, Tensor> values_;
+  std::map<std::string, Graph> eval_graphs_;  ///< By printed input types.
+  std::vector<std::pair<bool, std::string>> freezes_;  ///< (freeze?, path), in call order.
+  double lr_ = 1e-3;
+  int64_t steps_ = 0;
+};
+
+}  // namespace weft

@@ -1,0 +1,196 @@
+// The training API: steps match PyTorch, runs are bitwise reproducible, checkpoints
+// resume the exact loss curve, frozen parameters stay put, eval mode shares weights.
+#include "frontend/training.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "frontend/modules.h"
+#include "runtime/npy.h"
+
+namespace weft {
+namespace {
+
+const std::string kData = "frontend/testdata/training/";
+
+Tensor npy(const std::string& case_name, const std::string& name) {
+  auto t = read_npy(kData + case_name + "/" + name + ".npy");
+  EXPECT_TRUE(t.ok()) << t.error().to_string();
+  return std::move(t).value();
+}
+
+std::string tmp(const std::string& name) {
+  return std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp") + "/" + name;
+}
+
+void expect_close(const Tensor& a, const Tensor& b, double tol, const std::string& what) {
+  std::string why;
+  EXPECT_TRUE(all_close(a, b, tol, &why)) << what << ": " << why;
+}
+
+/// Runs three steps of a fixture case from PyTorch's initial weights and compares the
+/// losses and final weights.
+void check_against_pytorch(const std::string& case_name, const FlowPtr& net,
+                           std::vector<InputSpec> inputs, LossSpec loss, OptimizerSpec opt) {
+  auto trainer = Trainer::compile(net, inputs, loss, opt);
+  ASSERT_TRUE(trainer.ok()) << trainer.error().to_string();
+  const char* names[] = {"0.weight", "0.bias", "2.weight", "2.bias"};
+  for (const char* name : names) {
+    ASSERT_TRUE(trainer->set_value(name, npy(case_name, std::string("init.") + name)).ok()) << name;
+  }
+  Tensor losses = npy(case_name, "losses");
+  for (int i = 0; i < 3; ++i) {
+    auto l = trainer->step({npy(case_name, "x" + std::to_string(i)), npy(case_name, "y" + std::to_string(i))});
+    ASSERT_TRUE(l.ok()) << l.error().to_string();
+    double want = losses.get_double(i);
+    EXPECT_NEAR(*l, want, 1e-5 + 1e-5 * std::abs(want)) << case_name << " step " << i;
+  }
+  for (const char* name : names) {
+    expect_close(trainer->values().at(name), npy(case_name, std::string("final.") + name), 1e-5,
+                 case_name + " " + name);
+  }
+}
+
+TEST(Training, MatchesPyTorchAdamCrossEntropy) {
+  auto net = FlowBuilder::from(Linear(4, 8)).through(Tanh()).through(Linear(8, 3)).build();
+  ASSERT_TRUE(net.ok());
+  check_against_pytorch("mlp_adam", *net, {{"x", f32({5, 4})}}, LossSpec::cross_entropy(),
+                        OptimizerSpec::adam(0.01));
+}
+
+TEST(Training, MatchesPyTorchSgdMomentumMse) {
+  auto net = FlowBuilder::from(Linear(3, 6)).through(ReLU()).through(Linear(6, 2)).build();
+  ASSERT_TRUE(net.ok());
+  check_against_pytorch("reg_sgd", *net, {{"x", f32({4, 3})}}, LossSpec::mse(),
+                        OptimizerSpec::sgd(0.1, /*momentum=*/0.9, /*dampening=*/0,
+                                           /*weight_decay=*/1e-3));
+}
+
+/// A small CNN with batch norm and dropout: every kind of state the step carries.
+StatusOr<FlowPtr> cnn() {
+  return FlowBuilder::from(Conv2d(1, 4, {.kernel = 3, .padding = 1}))
+      .through(BatchNorm2d(4))
+      .through(ReLU())
+      .through(MaxPool2d(2))
+      .through(Flatten())
+      .through(Dropout(0.2))
+      .through(Linear(4 * 4 * 4, 3))
+      .label("net")
+      .build();
+}
+
+std::vector<Tensor> cnn_batch(int i) {
+  Tensor x(Type{DType::f32, {6, 1, 8, 8}});
+  for (int64_t k = 0; k < x.numel(); ++k) x.data<float>()[k] = std::sin(0.37f * k + i);
+  Tensor y = Tensor::from_vector<int64_t>({6}, {0, 1, 2, (i + 1) % 3, 1, 0});
+  return {x, y};
+}
+
+std::vector<double> train_cnn(Trainer& t, int from, int to) {
+  std::vector<double> losses;
+  for (int i = from; i < to; ++i) {
+    auto l = t.step(cnn_batch(i));
+    EXPECT_TRUE(l.ok()) << l.error().to_string();
+    losses.push_back(l.ok() ? *l : NAN);
+  }
+  return losses;
+}
+
+TEST(Training, SameSeedGivesBitwiseIdenticalLosses) {
+  auto net = cnn();
+  ASSERT_TRUE(net.ok()) << net.error().to_string();
+  auto a = Trainer::compile(*net, {{"x", f32({6, 1, 8, 8})}}, LossSpec::cross_entropy(),
+                            OptimizerSpec::adamw(1e-2), {.seed = 7});
+  auto b = Trainer::compile(*net, {{"x", f32({6, 1, 8, 8})}}, LossSpec::cross_entropy(),
+                            OptimizerSpec::adamw(1e-2), {.seed = 7});
+  ASSERT_TRUE(a.ok() && b.ok());
+  std::vector<double> la = train_cnn(*a, 0, 5), lb = train_cnn(*b, 0, 5);
+  EXPECT_EQ(la, lb);  // bitwise
+  EXPECT_LT(la.back(), la.front());
+}
+
+TEST(Training, ResumingFromACheckpointReproducesTheLossCurve) {
+  auto net = cnn();
+  ASSERT_TRUE(net.ok());
+  auto compile = [&] {
+    return Trainer::compile(*net, {{"x", f32({6, 1, 8, 8})}}, LossSpec::cross_entropy(),
+                            OptimizerSpec::adam(1e-2), {.seed = 3});
+  };
+  auto straight = compile();
+  ASSERT_TRUE(straight.ok());
+  std::vector<double> all = train_cnn(*straight, 0, 6);
+
+  auto first = compile();
+  ASSERT_TRUE(first.ok());
+  train_cnn(*first, 0, 3);
+  std::string path = tmp("mid.safetensors");
+  ASSERT_TRUE(first->save(path).ok());
+
+  auto resumed = compile();
+  ASSERT_TRUE(resumed.ok());
+  auto report = resumed->load(path);
+  ASSERT_TRUE(report.ok()) << report.error().to_string();
+  EXPECT_EQ(resumed->steps(), 3);
+  EXPECT_TRUE(report->missing.empty());
+  std::vector<double> rest = train_cnn(*resumed, 3, 6);
+  EXPECT_EQ(rest, std::vector<double>(all.begin() + 3, all.end()));  // bitwise
+}
+
+TEST(Training, FrozenParametersDoNotMove) {
+  auto encoder = FlowBuilder::from(Linear(4, 8)).through(Tanh()).label("encoder").build();
+  ASSERT_TRUE(encoder.ok());
+  auto net = FlowBuilder::from(*encoder).through(Linear(8, 3)).build();
+  ASSERT_TRUE(net.ok());
+  auto t = Trainer::compile(*net, {{"x", f32({5, 4})}}, LossSpec::cross_entropy(),
+                            OptimizerSpec::sgd(0.5));
+  ASSERT_TRUE(t.ok());
+  ASSERT_TRUE(t->freeze("encoder").ok());
+  Tensor w_encoder = t->values().at("encoder.0.weight");
+  Tensor w_head = t->values().at("1.weight");
+  ASSERT_TRUE(t->step({npy("mlp_adam", "x0"), npy("mlp_adam", "y0")}).ok());
+  EXPECT_TRUE(t->values().at("encoder.0.weight") == w_encoder);
+  EXPECT_FALSE(t->values().at("1.weight") == w_head);
+  EXPECT_EQ(t->freeze("decoder").to_string(),
+            "error: no subgraph labelled 'decoder'; label paths in this model: encoder");
+}
+
+TEST(Training, EvaluateUsesRunningStatisticsAndAnyBatchSize) {
+  auto net = cnn();
+  ASSERT_TRUE(net.ok());
+  auto t = Trainer::compile(*net, {{"x", f32({6, 1, 8, 8})}}, LossSpec::cross_entropy(),
+                            OptimizerSpec::sgd(0.1));
+  ASSERT_TRUE(t.ok());
+  train_cnn(*t, 0, 2);
+  Tensor x(Type{DType::f32, {2, 1, 8, 8}});
+  auto a = t->evaluate({x});
+  ASSERT_TRUE(a.ok()) << a.error().to_string();
+  EXPECT_EQ(a->at(0).type().to_string(), "f32[2,3]");
+  auto b = t->evaluate({x});  // eval is deterministic: no dropout, fixed statistics
+  EXPECT_TRUE(a->at(0) == b->at(0));
+  // Evaluating does not change the running statistics.
+  Tensor mean = t->values().at("net.1.running_mean");
+  ASSERT_TRUE(t->evaluate({x}).ok());
+  EXPECT_TRUE(t->values().at("net.1.running_mean") == mean);
+}
+
+TEST(Training, Errors) {
+  auto net = FlowBuilder::from(Linear(4, 3)).build();
+  ASSERT_TRUE(net.ok());
+  EXPECT_EQ(Trainer::compile(*net, {{"x", f32({5, 4})}}, LossSpec::mse(), OptimizerSpec::adam(),
+                             {.seed = 0, .backend = "tpu"})
+                .error()
+                .to_string(),
+            "error: unknown backend 'tpu'; backends: reference");
+  auto t = Trainer::compile(*net, {{"x", f32({5, 4})}}, LossSpec::mse(), OptimizerSpec::adam());
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->step({Tensor(Type{DType::f32, {5, 4}})}).error().to_string(),
+            "error: step(...) takes 2 tensors (the inputs, then the target), got 1");
+  auto wrong = t->step({Tensor(Type{DType::f32, {5, 4}}), Tensor(Type{DType::i64, {5}})});
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.error().message.find("weft.target"), std::string::npos) << wrong.error().message;
+}
+
+}  // namespace
+}  // namespace weft

@@ -1,0 +1,159 @@
+#include "runtime/data/fashion_mnist.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <numeric>
+
+#include "runtime/data/idx.h"
+#include "runtime/philox.h"
+
+namespace weft {
+
+struct FashionMnist::OrderCache {
+  std::mutex mu;
+  int64_t epoch = -1;
+  std::vector<int64_t> order;
+};
+
+namespace {
+
+Error file_error(const std::string& file, std::string message) {
+  return Error{std::move(message), Location::of_file(file)};
+}
+
+// Reads one split's images (u8[N,28,28], returned as u8[N,784]) and labels (u8[N]).
+Status read_split(const std::string& dir, const std::string& split, Tensor* images, Tensor* labels) {
+  const std::string image_path = dir + "/" + split + "-images-idx3-ubyte.gz";
+  const std::string label_path = dir + "/" + split + "-labels-idx1-ubyte.gz";
+  for (const std::string& path : {image_path, label_path}) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) {
+      return file_error(path, "Fashion-MNIST file not found (" + std::string(std::strerror(errno)) +
+                                  "); install the Debian package dataset-fashion-mnist "
+                                  "(tools/setup does), or set FashionMnistOptions::directory to "
+                                  "the directory that holds the four .gz files");
+    }
+  }
+  WEFT_ASSIGN_OR_RETURN(Tensor im, read_idx(image_path));
+  WEFT_ASSIGN_OR_RETURN(Tensor lb, read_idx(label_path));
+  if (im.dtype() != DType::u8 || im.rank() != 3 || im.shape()[1] != 28 || im.shape()[2] != 28) {
+    return file_error(image_path, "expected Fashion-MNIST images u8[N,28,28], found " +
+                                      im.type().to_string());
+  }
+  if (lb.dtype() != DType::u8 || lb.rank() != 1) {
+    return file_error(label_path, "expected Fashion-MNIST labels u8[N], found " + lb.type().to_string());
+  }
+  if (lb.shape()[0] != im.shape()[0]) {
+    return file_error(label_path, std::to_string(lb.shape()[0]) + " labels for " +
+                                      std::to_string(im.shape()[0]) + " images in " + image_path);
+  }
+  const uint8_t* l = lb.data<uint8_t>();
+  for (int64_t i = 0; i < lb.numel(); ++i) {
+    if (l[i] >= FashionMnist::kClasses) {
+      return file_error(label_path, "label " + std::to_string(l[i]) + " of example " + std::to_string(i) +
+                                        " is not a class in 0..9");
+    }
+  }
+  // Same bytes, viewed as rows of 784 pixels.
+  *images = Tensor(Type{DType::u8, {im.shape()[0], FashionMnist::kPixels}});
+  if (im.bytes() > 0) std::memcpy(images->raw_data(), im.raw_data(), im.bytes());
+  *labels = std::move(lb);
+  return Status::ok_status();
+}
+
+}  // namespace
+
+StatusOr<FashionMnist> FashionMnist::load(FashionMnistOptions options) {
+  FashionMnist data;
+  WEFT_RETURN_IF_ERROR(read_split(options.directory, "train", &data.train_images_, &data.train_labels_));
+  WEFT_RETURN_IF_ERROR(read_split(options.directory, "t10k", &data.test_images_, &data.test_labels_));
+  for (int b = 0; b < 256; ++b) {
+    const float x = static_cast<float>(b) / 255.0f;
+    data.pixel_value_[b] = options.normalize ? (x - kFashionMnistMean) / kFashionMnistStd : x;
+  }
+  data.options_ = std::move(options);
+  data.cache_ = std::make_shared<OrderCache>();
+  return data;
+}
+
+std::vector<int64_t> FashionMnist::order(int64_t epoch) const {
+  WEFT_CHECK(epoch >= 0, "FashionMnist::order: negative epoch " + std::to_string(epoch));
+  std::vector<int64_t> out(static_cast<size_t>(train_size()));
+  std::iota(out.begin(), out.end(), int64_t{0});
+  if (!options_.shuffle) return out;
+  for (int64_t i = train_size() - 1; i > 0; --i) {
+    const philox::Block b = philox::element_block(static_cast<int64_t>(options_.seed), epoch,
+                                                  static_cast<uint64_t>(i));
+    const uint64_t r = (static_cast<uint64_t>(b.v[0]) << 32) | b.v[1];
+    std::swap(out[i], out[r % static_cast<uint64_t>(i + 1)]);
+  }
+  return out;
+}
+
+int64_t FashionMnist::num_batches(int64_t batch_size) const {
+  return batch_size <= 0 ? 0 : train_size() / batch_size;
+}
+
+FashionMnistBatch FashionMnist::gather(const Tensor& images, const Tensor& labels,
+                                       const int64_t* indices, int64_t count) const {
+  Shape shape = options_.layout == ImageLayout::flat ? Shape{count, kPixels}
+                                                     : Shape{count, 1, kImageSize, kImageSize};
+  FashionMnistBatch out{Tensor(Type{DType::f32, shape}), Tensor(Type{DType::i64, {count}})};
+  float* x = out.images.data<float>();
+  int64_t* y = out.labels.data<int64_t>();
+  const uint8_t* pixels = images.data<uint8_t>();
+  const uint8_t* classes = labels.data<uint8_t>();
+  for (int64_t n = 0; n < count; ++n) {
+    const uint8_t* row = pixels + indices[n] * kPixels;
+    for (int64_t p = 0; p < kPixels; ++p) x[n * kPixels + p] = pixel_value_[row[p]];
+    y[n] = classes[indices[n]];
+  }
+  return out;
+}
+
+StatusOr<FashionMnistBatch> FashionMnist::batch(int64_t epoch, int64_t index, int64_t batch_size) const {
+  if (batch_size <= 0) {
+    return Error{"FashionMnist::batch: batch_size must be positive, got " + std::to_string(batch_size)};
+  }
+  if (epoch < 0) return Error{"FashionMnist::batch: epoch must be >= 0, got " + std::to_string(epoch)};
+  const int64_t batches = num_batches(batch_size);
+  if (index < 0 || index >= batches) {
+    return Error{"FashionMnist::batch: batch index " + std::to_string(index) +
+                 " is out of range: an epoch has " + std::to_string(batches) + " batches of " +
+                 std::to_string(batch_size) + " (" + std::to_string(train_size()) +
+                 " training examples; the last partial batch is dropped)"};
+  }
+  std::lock_guard<std::mutex> lock(cache_->mu);
+  if (cache_->epoch != epoch) {
+    cache_->order = order(epoch);
+    cache_->epoch = epoch;
+  }
+  return gather(train_images_, train_labels_, cache_->order.data() + index * batch_size, batch_size);
+}
+
+StatusOr<FashionMnistBatch> FashionMnist::train_examples(const std::vector<int64_t>& indices) const {
+  for (int64_t i : indices) {
+    if (i < 0 || i >= train_size()) {
+      return Error{"FashionMnist::train_examples: index " + std::to_string(i) + " is outside [0, " +
+                   std::to_string(train_size()) + ")"};
+    }
+  }
+  return gather(train_images_, train_labels_, indices.data(), static_cast<int64_t>(indices.size()));
+}
+
+FashionMnistBatch FashionMnist::train_set() const {
+  std::vector<int64_t> all(static_cast<size_t>(train_size()));
+  std::iota(all.begin(), all.end(), int64_t{0});
+  return gather(train_images_, train_labels_, all.data(), train_size());
+}
+
+FashionMnistBatch FashionMnist::test_set() const {
+  std::vector<int64_t> all(static_cast<size_t>(test_size()));
+  std::iota(all.begin(), all.end(), int64_t{0});
+  return gather(test_images_, test_labels_, all.data(), test_size());
+}
+
+}  // namespace weft

@@ -1,0 +1,448 @@
+#include "runtime/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "ir/checked_math.h"
+
+namespace weft {
+namespace {
+
+static_assert(std::endian::native == std::endian::little,
+              "safetensors data is little-endian; weft copies it byte for byte");
+
+using Json = nlohmann::json;
+using OrderedJson = nlohmann::ordered_json;
+
+// The safetensors reference implementation refuses headers larger than this.
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+// A header is an object of objects holding arrays: three levels. Anything much deeper is
+// not a safetensors header, and refusing it early keeps nlohmann's recursive copies off a
+// hostile file's nesting.
+constexpr int kMaxJsonDepth = 8;
+constexpr std::string_view kMetadataKey = "__metadata__";
+
+Error file_error(const std::string& file, std::string message) {
+  return Error{std::move(message), Location::of_file(file)};
+}
+
+std::optional<DType> dtype_from_name(std::string_view name) {
+  for (DType d : kAllDTypes) {
+    if (safetensors_dtype_name(d) == name) return d;
+  }
+  return std::nullopt;
+}
+
+std::string shape_string(const std::vector<int64_t>& dims) { return Shape(dims).to_string(); }
+
+bool too_deep(std::string_view text) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) return true;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return false;
+}
+
+// Parses the header, refusing duplicate keys (nlohmann would keep the last silently, so
+// two entries for one tensor would read as one).
+StatusOr<Json> parse_header_json(std::string_view text, const std::string& name) {
+  if (too_deep(text)) {
+    return file_error(name, "malformed safetensors header: JSON nested deeper than " +
+                                std::to_string(kMaxJsonDepth) + " levels");
+  }
+  std::vector<std::set<std::string>> keys;
+  std::string duplicate;
+  auto callback = [&](int /*depth*/, Json::parse_event_t event, Json& parsed) {
+    if (event == Json::parse_event_t::object_start) {
+      keys.emplace_back();
+    } else if (event == Json::parse_event_t::object_end) {
+      if (!keys.empty()) keys.pop_back();
+    } else if (event == Json::parse_event_t::key && !keys.empty() && parsed.is_string()) {
+      const std::string& key = parsed.get_ref<const std::string&>();
+      if (!keys.back().insert(key).second && duplicate.empty()) duplicate = key;
+    }
+    return true;
+  };
+  Json doc;
+  try {
+    doc = Json::parse(text.begin(), text.end(), callback);
+  } catch (const Json::exception& e) {
+    // nlohmann's message reads "[json.exception.parse_error.101] parse error at line 1,
+    // column 5: ..."; drop the bracketed id.
+    std::string what = e.what();
+    size_t bracket = what.find("] ");
+    return file_error(name, "malformed safetensors header: invalid JSON: " +
+                                (bracket == std::string::npos ? what : what.substr(bracket + 2)));
+  }
+  if (!duplicate.empty()) {
+    return file_error(name, "malformed safetensors header: key '" + duplicate +
+                                "' appears twice in one object");
+  }
+  return doc;
+}
+
+std::optional<uint64_t> as_uint(const Json& j) {
+  if (j.is_number_unsigned()) return j.get<uint64_t>();
+  if (j.is_number_integer() && j.get<int64_t>() >= 0) return static_cast<uint64_t>(j.get<int64_t>());
+  return std::nullopt;
+}
+
+struct Entry {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> shape;
+  uint64_t begin = 0, end = 0;
+};
+
+// Validates one tensor entry of the header against a data section of `data_size` bytes.
+StatusOr<Entry> parse_entry(const std::string& tensor, const Json& j, uint64_t data_size,
+                            const std::string& name) {
+  auto bad = [&](const std::string& what) {
+    return file_error(name, "tensor '" + tensor + "': " + what);
+  };
+  if (!j.is_object()) return bad("header entry is not an object");
+  for (const char* key : {"dtype", "shape", "data_offsets"}) {
+    if (!j.contains(key)) return bad(std::string("header entry has no '") + key + "'");
+  }
+  for (const auto& [key, value] : j.items()) {
+    if (key != "dtype" && key != "shape" && key != "data_offsets") {
+      return bad("unexpected key '" + key + "' in the header entry (expected dtype, shape, "
+                 "data_offsets)");
+    }
+  }
+  Entry e;
+  e.name = tensor;
+  if (!j["dtype"].is_string()) return bad("'dtype' is not a string");
+  const std::string& dtype = j["dtype"].get_ref<const std::string&>();
+  std::optional<DType> d = dtype_from_name(dtype);
+  if (!d) return bad("unsupported dtype '" + dtype + "' (weft reads F32 F64 F16 BF16 I32 I64 U8 BOOL)");
+  e.dtype = *d;
+  const Json& shape = j["shape"];
+  if (!shape.is_array()) return bad("'shape' is not an array");
+  for (const Json& dim : shape) {
+    std::optional<uint64_t> v = as_uint(dim);
+    if (!v || *v > static_cast<uint64_t>(INT64_MAX)) {
+      return bad("'shape' holds " + dim.dump() + ", not a non-negative integer");
+    }
+    e.shape.push_back(static_cast<int64_t>(*v));
+  }
+  if (!size_fits(e.dtype, e.shape)) {
+    return bad("shape " + shape_string(e.shape) + " of " + dtype +
+               " is too large: its size in bytes does not fit in 64 bits");
+  }
+  const Json& offsets = j["data_offsets"];
+  std::optional<uint64_t> begin, end;
+  if (offsets.is_array() && offsets.size() == 2) {
+    begin = as_uint(offsets[0]);
+    end = as_uint(offsets[1]);
+  }
+  if (!begin || !end) return bad("'data_offsets' is " + offsets.dump() + ", not [begin, end]");
+  if (*begin > *end) {
+    return bad("data_offsets [" + std::to_string(*begin) + ", " + std::to_string(*end) +
+               "] end before they begin");
+  }
+  if (*end > data_size) {
+    return bad("data_offsets [" + std::to_string(*begin) + ", " + std::to_string(*end) +
+               "] are out of bounds: the data section has " + std::to_string(data_size) +
+               " bytes (is the file truncated?)");
+  }
+  const uint64_t need = Type{e.dtype, Shape(e.shape)}.bytes();
+  if (*end - *begin != need) {
+    return bad("data_offsets [" + std::to_string(*begin) + ", " + std::to_string(*end) +
+               "] span " + std::to_string(*end - *begin) + " bytes, but " + dtype +
+               shape_string(e.shape) + " needs " + std::to_string(need));
+  }
+  e.begin = *begin;
+  e.end = *end;
+  return e;
+}
+
+uint64_t fnv1a64(std::string_view bytes) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+// The directory holding `path`, for the temporary file and the directory fsync.
+std::string directory_of(const std::string& path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+}  // namespace
+
+const Tensor* SafetensorsFile::find(std::string_view name) const {
+  for (const auto& [n, t] : tensors) {
+    if (n == name) return &t;
+  }
+  return nullptr;
+}
+
+std::string_view safetensors_dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return "F32";
+    case DType::f64: return "F64";
+    case DType::f16: return "F16";
+    case DType::bf16: return "BF16";
+    case DType::i32: return "I32";
+    case DType::i64: return "I64";
+    case DType::u8: return "U8";
+    case DType::boolean: return "BOOL";
+  }
+  return "";
+}
+
+std::string safetensors_checksum(std::string_view bytes) {
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(fnv1a64(bytes)));
+  return hex;
+}
+
+StatusOr<std::string> serialize_safetensors(
+    const std::vector<std::pair<std::string, Tensor>>& tensors,
+    const std::map<std::string, std::string>& metadata, const std::string& name) {
+  if (metadata.count(std::string(kSafetensorsChecksumKey)) != 0) {
+    return file_error(name, "metadata key 'checksum' is reserved: write_safetensors computes it");
+  }
+  std::set<std::string_view> seen;
+  std::string data;
+  size_t total = 0;
+  for (const auto& [tensor, t] : tensors) {
+    if (tensor == kMetadataKey) {
+      return file_error(name, "a tensor cannot be named '__metadata__': the header reserves it");
+    }
+    if (!seen.insert(tensor).second) {
+      return file_error(name, "tensor name '" + tensor + "' appears twice");
+    }
+    total += t.bytes();
+  }
+  data.reserve(total);
+  OrderedJson header = OrderedJson::object();
+  OrderedJson meta = OrderedJson::object();
+  for (const auto& [key, value] : metadata) meta[key] = value;
+  header[std::string(kMetadataKey)] = meta;  // Placeholder; the checksum is added below.
+  for (const auto& [tensor, t] : tensors) {
+    const size_t begin = data.size();
+    data.append(static_cast<const char*>(t.raw_data()), t.bytes());
+    header[tensor] = OrderedJson{{"dtype", safetensors_dtype_name(t.dtype())},
+                                 {"shape", t.shape().dims},
+                                 {"data_offsets", {begin, data.size()}}};
+  }
+  header[std::string(kMetadataKey)][std::string(kSafetensorsChecksumKey)] = safetensors_checksum(data);
+  std::string text;
+  try {
+    text = header.dump(-1, ' ', /*ensure_ascii=*/false, nlohmann::detail::error_handler_t::strict);
+  } catch (const OrderedJson::exception& e) {
+    return file_error(name, "tensor names and metadata must be valid UTF-8: " +
+                                std::string(e.what()));
+  }
+  text.append((8 - text.size() % 8) % 8, ' ');
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((uint64_t{text.size()} >> (8 * i)) & 0xff);
+  out.reserve(8 + text.size() + data.size());
+  out += text;
+  out += data;
+  return out;
+}
+
+StatusOr<SafetensorsFile> parse_safetensors(std::string_view bytes, const std::string& name) {
+  if (bytes.size() < 8) {
+    return file_error(name, "not a safetensors file: it has " + std::to_string(bytes.size()) +
+                                " bytes, fewer than the 8-byte header length");
+  }
+  uint64_t header_len = 0;
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | static_cast<uint8_t>(bytes[i]);
+  if (header_len > kMaxHeaderBytes) {
+    return file_error(name, "header length " + std::to_string(header_len) +
+                                " is larger than the 100000000 bytes safetensors allows "
+                                "(not a safetensors file, or a corrupted one)");
+  }
+  if (header_len > bytes.size() - 8) {
+    return file_error(name, "header length " + std::to_string(header_len) +
+                                " runs past the end of the file (" + std::to_string(bytes.size()) +
+                                " bytes): the file is truncated or not a safetensors file");
+  }
+  std::string_view header_text = bytes.substr(8, header_len);
+  if (header_text.empty() || header_text[0] != '{') {
+    return file_error(name, "malformed safetensors header: it must start with '{'");
+  }
+  WEFT_ASSIGN_OR_RETURN(Json header, parse_header_json(header_text, name));
+  if (!header.is_object()) {
+    return file_error(name, "malformed safetensors header: not a JSON object");
+  }
+  const std::string_view data = bytes.substr(8 + header_len);
+  SafetensorsFile file;
+  std::vector<Entry> entries;
+  for (const auto& [key, value] : header.items()) {
+    if (key == kMetadataKey) {
+      if (!value.is_object()) {
+        return file_error(name, "'__metadata__' is not an object of strings");
+      }
+      for (const auto& [mkey, mvalue] : value.items()) {
+        if (!mvalue.is_string()) {
+          return file_error(name, "'__metadata__' value of '" + mkey + "' is " + mvalue.dump() +
+                                      ", not a string");
+        }
+        file.metadata[mkey] = mvalue.get<std::string>();
+      }
+      continue;
+    }
+    WEFT_ASSIGN_OR_RETURN(Entry e, parse_entry(key, value, data.size(), name));
+    entries.push_back(std::move(e));
+  }
+  // The tensors must tile the data section exactly: sorted by offsets, each begins where
+  // the previous ended, and the last ends at the end of the file.
+  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  uint64_t covered = 0;
+  const Entry* previous = nullptr;
+  for (const Entry& e : entries) {
+    if (e.begin < covered) {
+      return file_error(name, "tensors '" + previous->name + "' [" + std::to_string(previous->begin) +
+                                  ", " + std::to_string(previous->end) + ") and '" + e.name + "' [" +
+                                  std::to_string(e.begin) + ", " + std::to_string(e.end) +
+                                  ") overlap in the data section");
+    }
+    if (e.begin > covered) {
+      return file_error(name, "bytes [" + std::to_string(covered) + ", " + std::to_string(e.begin) +
+                                  ") of the data section belong to no tensor (before '" + e.name +
+                                  "')");
+    }
+    covered = e.end;
+    previous = &e;
+  }
+  if (covered != data.size()) {
+    return file_error(name, "bytes [" + std::to_string(covered) + ", " + std::to_string(data.size()) +
+                                ") of the data section belong to no tensor (trailing data)");
+  }
+  auto checksum = file.metadata.find(std::string(kSafetensorsChecksumKey));
+  if (checksum != file.metadata.end()) {
+    const std::string actual = safetensors_checksum(data);
+    if (checksum->second != actual) {
+      return file_error(name, "checksum mismatch: the header says " + checksum->second +
+                                  ", the data section hashes to " + actual +
+                                  " (FNV-1a 64): the data is corrupted");
+    }
+  }
+  for (const Entry& e : entries) {
+    Tensor t(Type{e.dtype, Shape(e.shape)});
+    if (t.bytes() > 0) std::memcpy(t.raw_data(), data.data() + e.begin, t.bytes());
+    if (e.dtype == DType::boolean) {
+      const uint8_t* b = t.data<uint8_t>();
+      for (int64_t i = 0; i < t.numel(); ++i) {
+        if (b[i] > 1) {
+          return file_error(name, "tensor '" + e.name + "': BOOL data holds byte value " +
+                                      std::to_string(b[i]) + " at element " + std::to_string(i) +
+                                      " (expected 0 or 1)");
+        }
+      }
+    }
+    file.tensors.emplace_back(e.name, std::move(t));
+  }
+  return file;
+}
+
+StatusOr<SafetensorsFile> read_safetensors(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return file_error(path, "cannot open for reading: " + std::string(std::strerror(errno)));
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return file_error(path, "cannot read: not a regular file");
+  }
+  std::string bytes(static_cast<size_t>(st.st_size), '\0');
+  size_t got = 0;
+  while (got < bytes.size()) {
+    ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      std::string err = std::strerror(errno);
+      ::close(fd);
+      return file_error(path, "read failed: " + err);
+    }
+    if (n == 0) break;  // The file shrank while we read; parse what is there.
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  bytes.resize(got);
+  return parse_safetensors(bytes, path);
+}
+
+Status write_file_atomically(const std::string& path, std::string_view bytes) {
+  static std::atomic<uint64_t> counter{0};
+  // Same directory, so that the rename is atomic; O_EXCL so that two writers never share
+  // a temporary file.
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
+                          std::to_string(counter.fetch_add(1));
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    return file_error(path, "cannot create the temporary file " + tmp + ": " + std::strerror(errno));
+  }
+  auto fail = [&](const std::string& what) {
+    std::string err = std::strerror(errno);
+    if (fd >= 0) ::close(fd);
+    ::unlink(tmp.c_str());
+    return file_error(path, what + ": " + err + " (" + path + " was left as it was)");
+  };
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return fail("write to " + tmp + " failed");
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) return fail("fsync of " + tmp + " failed");
+  if (::close(fd) != 0) {
+    fd = -1;
+    return fail("close of " + tmp + " failed");
+  }
+  fd = -1;
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return fail("cannot rename " + tmp + " into place");
+  // Make the rename itself durable.
+  int dir = ::open(directory_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    const bool synced = ::fsync(dir) == 0;
+    const std::string err = std::strerror(errno);
+    ::close(dir);
+    if (!synced) return file_error(path, "fsync of the directory " + directory_of(path) + " failed: " + err);
+  }
+  return Status::ok_status();
+}
+
+Status write_safetensors(const std::string& path,
+                         const std::vector<std::pair<std::string, Tensor>>& tensors,
+                         const std::map<std::string, std::string>& metadata) {
+  WEFT_ASSIGN_OR_RETURN(std::string bytes, serialize_safetensors(tensors, metadata, path));
+  return write_file_atomically(path, bytes);
+}
+
+}  // namespace weft

@@ -1,0 +1,278 @@
+#include "runtime/schedule.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <numbers>
+
+namespace weft {
+
+namespace {
+
+// Python's repr of a float ("0.1", "0.0001", "1e-05", "25.0", "1e+16"): shortest
+// round-trip digits, fixed notation for decimal exponents in [-4, 16), so messages read
+// exactly like PyTorch's.
+std::string py_float(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::scientific);
+  std::string s(buf, res.ptr);  // [-]d[.ddd]e±XX
+  const size_t e = s.find('e');
+  const int exp = std::stoi(s.substr(e + 1));
+  const bool negative = s[0] == '-';
+  std::string digits;
+  for (size_t i = negative ? 1 : 0; i < e; ++i) {
+    if (s[i] != '.') digits += s[i];
+  }
+  std::string out;
+  if (exp < -4 || exp >= 16) {
+    out = digits.substr(0, 1) + (digits.size() > 1 ? "." + digits.substr(1) : "");
+    char tail[16];
+    std::snprintf(tail, sizeof(tail), "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
+    out += tail;
+  } else if (exp < 0) {
+    out = "0." + std::string(-exp - 1, '0') + digits;
+  } else if (digits.size() <= static_cast<size_t>(exp) + 1) {
+    out = digits + std::string(exp + 1 - digits.size(), '0') + ".0";
+  } else {
+    out = digits.substr(0, exp + 1) + "." + digits.substr(exp + 1);
+  }
+  return (negative ? "-" : "") + out;
+}
+
+int64_t clamp_t(int64_t t) { return std::max<int64_t>(t, 0); }
+
+// (1 + cos(π·x / period)) / 2 scaled between eta_min and base_lr: PyTorch's closed form.
+double cosine(double base_lr, double eta_min, double x, double period) {
+  return eta_min + (base_lr - eta_min) * (1 + std::cos(std::numbers::pi * x / period)) / 2;
+}
+
+}  // namespace
+
+// ---- StepLR ----
+
+double StepLR::lr_at(int64_t t) const {
+  return base_lr_ * std::pow(gamma_, static_cast<double>(clamp_t(t) / step_size_));
+}
+
+Status StepLR::validate() const {
+  if (step_size_ < 1) {
+    return Error{"StepLR: step_size must be at least 1, not " + std::to_string(step_size_)};
+  }
+  return Status();
+}
+
+std::string StepLR::describe() const {
+  return "StepLR(base_lr=" + py_float(base_lr_) + ", step_size=" + std::to_string(step_size_) +
+         ", gamma=" + py_float(gamma_) + ")";
+}
+
+// ---- MultiStepLR ----
+
+MultiStepLR::MultiStepLR(double base_lr, std::vector<int64_t> milestones, double gamma)
+    : base_lr_(base_lr), milestones_(std::move(milestones)), gamma_(gamma) {
+  std::sort(milestones_.begin(), milestones_.end());
+}
+
+double MultiStepLR::lr_at(int64_t t) const {
+  auto passed = std::upper_bound(milestones_.begin(), milestones_.end(), clamp_t(t)) -
+                milestones_.begin();
+  return base_lr_ * std::pow(gamma_, static_cast<double>(passed));
+}
+
+std::string MultiStepLR::describe() const {
+  std::string ms;
+  for (size_t i = 0; i < milestones_.size(); ++i) {
+    ms += (i ? ", " : "") + std::to_string(milestones_[i]);
+  }
+  return "MultiStepLR(base_lr=" + py_float(base_lr_) + ", milestones=[" + ms +
+         "], gamma=" + py_float(gamma_) + ")";
+}
+
+// ---- ExponentialLR ----
+
+double ExponentialLR::lr_at(int64_t t) const {
+  return base_lr_ * std::pow(gamma_, static_cast<double>(clamp_t(t)));
+}
+
+std::string ExponentialLR::describe() const {
+  return "ExponentialLR(base_lr=" + py_float(base_lr_) + ", gamma=" + py_float(gamma_) + ")";
+}
+
+// ---- CosineAnnealingLR ----
+
+double CosineAnnealingLR::lr_at(int64_t t) const {
+  return cosine(base_lr_, eta_min_, static_cast<double>(clamp_t(t)),
+                static_cast<double>(t_max_));
+}
+
+Status CosineAnnealingLR::validate() const {
+  if (t_max_ < 1) {
+    return Error{"CosineAnnealingLR: T_max must be at least 1, not " + std::to_string(t_max_)};
+  }
+  return Status();
+}
+
+std::string CosineAnnealingLR::describe() const {
+  return "CosineAnnealingLR(base_lr=" + py_float(base_lr_) + ", T_max=" +
+         std::to_string(t_max_) + ", eta_min=" + py_float(eta_min_) + ")";
+}
+
+// ---- WarmupCosineLR ----
+
+double WarmupCosineLR::lr_at(int64_t t) const {
+  t = clamp_t(t);
+  if (t < warmup_steps_) {
+    return base_lr_ * (start_factor_ + (1 - start_factor_) * static_cast<double>(t) /
+                                           static_cast<double>(warmup_steps_));
+  }
+  if (t > total_steps_) return eta_min_;
+  return cosine(base_lr_, eta_min_, static_cast<double>(t - warmup_steps_),
+                static_cast<double>(total_steps_ - warmup_steps_));
+}
+
+Status WarmupCosineLR::validate() const {
+  if (warmup_steps_ < 0) {
+    return Error{"WarmupCosineLR: warmup_steps must be >= 0, not " +
+                 std::to_string(warmup_steps_)};
+  }
+  if (total_steps_ <= warmup_steps_) {
+    return Error{"WarmupCosineLR: total_steps (" + std::to_string(total_steps_) +
+                 ") must exceed warmup_steps (" + std::to_string(warmup_steps_) +
+                 "): the cosine phase needs at least one step"};
+  }
+  if (!(start_factor_ >= 0 && start_factor_ <= 1)) {
+    return Error{"Starting multiplicative factor expected to be between 0 and 1."};
+  }
+  return Status();
+}
+
+std::string WarmupCosineLR::describe() const {
+  return "WarmupCosineLR(base_lr=" + py_float(base_lr_) + ", warmup_steps=" +
+         std::to_string(warmup_steps_) + ", total_steps=" + std::to_string(total_steps_) +
+         ", warmup_start_factor=" + py_float(start_factor_) + ", eta_min=" + py_float(eta_min_) +
+         ")";
+}
+
+// ---- OneCycleLR ----
+
+double OneCycleLR::lr_at(int64_t t) const {
+  t = clamp_t(t);
+  const OneCycleOptions& o = options_;
+  const double initial_lr = max_lr_ / o.div_factor;
+  const double min_lr = initial_lr / o.final_div_factor;
+  if (t > total_steps_) return min_lr;
+  struct Phase {
+    double end_step, start_lr, end_lr;
+  };
+  // PyTorch's _schedule_phases, with its arithmetic order.
+  const double total = static_cast<double>(total_steps_);
+  std::vector<Phase> phases;
+  if (o.three_phase) {
+    phases = {{o.pct_start * total - 1, initial_lr, max_lr_},
+              {2 * o.pct_start * total - 2, max_lr_, initial_lr},
+              {total - 1, initial_lr, min_lr}};
+  } else {
+    phases = {{o.pct_start * total - 1, initial_lr, max_lr_}, {total - 1, max_lr_, min_lr}};
+  }
+  const double step = static_cast<double>(t);
+  double start_step = 0;
+  for (size_t i = 0; i < phases.size(); ++i) {
+    const Phase& p = phases[i];
+    if (step <= p.end_step || i + 1 == phases.size()) {
+      // A phase of zero length (PyTorch divides by zero there) is taken as finished.
+      double span = p.end_step - start_step;
+      double pct = span == 0 ? 1.0 : (step - start_step) / span;
+      if (o.anneal_strategy == OneCycleOptions::Anneal::cos) {
+        double cos_out = std::cos(std::numbers::pi * pct) + 1;
+        return p.end_lr + (p.start_lr - p.end_lr) / 2.0 * cos_out;
+      }
+      return (p.end_lr - p.start_lr) * pct + p.start_lr;
+    }
+    start_step = p.end_step;
+  }
+  return min_lr;  // unreachable: the last phase always matches
+}
+
+Status OneCycleLR::validate() const {
+  if (total_steps_ <= 0) {
+    return Error{"Expected positive integer total_steps, but got " +
+                 std::to_string(total_steps_)};
+  }
+  if (!(options_.pct_start >= 0 && options_.pct_start <= 1)) {
+    return Error{"Expected float between 0 and 1 pct_start, but got " +
+                 py_float(options_.pct_start)};
+  }
+  return Status();
+}
+
+std::string OneCycleLR::describe() const {
+  const OneCycleOptions& o = options_;
+  return "OneCycleLR(max_lr=" + py_float(max_lr_) + ", total_steps=" +
+         std::to_string(total_steps_) + ", pct_start=" + py_float(o.pct_start) +
+         ", anneal_strategy='" +
+         (o.anneal_strategy == OneCycleOptions::Anneal::cos ? "cos" : "linear") +
+         "', div_factor=" + py_float(o.div_factor) + ", final_div_factor=" +
+         py_float(o.final_div_factor) + ", three_phase=" + (o.three_phase ? "True" : "False") +
+         ")";
+}
+
+// ---- ReduceLROnPlateau ----
+
+ReduceLROnPlateau::ReduceLROnPlateau(double lr, PlateauOptions options)
+    : lr_(lr), options_(options) {
+  best_ = options_.mode == PlateauOptions::Mode::min ? std::numeric_limits<double>::infinity()
+                                                     : -std::numeric_limits<double>::infinity();
+}
+
+Status ReduceLROnPlateau::validate() const {
+  if (!(options_.factor < 1.0)) return Error{"Factor should be < 1.0."};
+  return Status();
+}
+
+bool ReduceLROnPlateau::is_better(double a) const {
+  using M = PlateauOptions::Mode;
+  using T = PlateauOptions::ThresholdMode;
+  const double th = options_.threshold;
+  if (options_.mode == M::min) {
+    return options_.threshold_mode == T::rel ? a < best_ * (1. - th) : a < best_ - th;
+  }
+  return options_.threshold_mode == T::rel ? a > best_ * (th + 1.) : a > best_ + th;
+}
+
+double ReduceLROnPlateau::observe(double metric) {
+  ++epochs_;
+  if (is_better(metric)) {
+    best_ = metric;
+    num_bad_epochs_ = 0;
+  } else {
+    ++num_bad_epochs_;
+  }
+  if (cooldown_counter_ > 0) {
+    --cooldown_counter_;
+    num_bad_epochs_ = 0;  // bad epochs during the cooldown are ignored
+  }
+  if (num_bad_epochs_ > options_.patience) {
+    double new_lr = std::max(lr_ * options_.factor, options_.min_lr);
+    if (lr_ - new_lr > options_.eps) lr_ = new_lr;
+    cooldown_counter_ = options_.cooldown;
+    num_bad_epochs_ = 0;
+  }
+  return lr_;
+}
+
+std::string ReduceLROnPlateau::describe() const {
+  const PlateauOptions& o = options_;
+  return std::string("ReduceLROnPlateau(lr=") + py_float(lr_) + ", mode='" +
+         (o.mode == PlateauOptions::Mode::min ? "min" : "max") +
+         "', factor=" + py_float(o.factor) + ", patience=" + std::to_string(o.patience) +
+         ", threshold=" + py_float(o.threshold) + ", threshold_mode='" +
+         (o.threshold_mode == PlateauOptions::ThresholdMode::rel ? "rel" : "abs") +
+         "', cooldown=" + std::to_string(o.cooldown) + ", min_lr=" + py_float(o.min_lr) +
+         ", eps=" + py_float(o.eps) + ")";
+}
+
+}  // namespace weft

@@ -1,0 +1,209 @@
+#pragma once
+// Learning-rate schedules, computed on the host. The learning rate is a runtime input of
+// the training-step graph (DESIGN.md, decision 5; autodiff/optimizer.h), so a schedule
+// is plain C++ that picks the value fed to `lr` before each step: nothing recompiles.
+//
+//   weft::WarmupCosineLR sched(/*base_lr=*/3e-4, /*warmup_steps=*/500,
+//                              /*total_steps=*/10000, /*warmup_start_factor=*/0.01);
+//   for (int64_t t = 0; t < 10000; ++t) step.run(batch, /*lr=*/sched.lr_at(t), /*step=*/t + 1);
+//
+// `t` counts scheduler steps taken so far, PyTorch's `last_epoch`: `lr_at(0)` is the
+// learning rate before any `scheduler.step()`, `lr_at(t)` the one after t of them —
+// epochs or iterations, whichever the caller steps the schedule by. Negative t is
+// treated as 0.
+//
+// The stateless schedules are closed forms that reproduce the values of PyTorch 1.13's
+// torch.optim.lr_scheduler (its chainable, step-by-step updates) to ~1e-15 relative;
+// runtime/schedule_test.cc pins them to 1e-9 against fixtures made by
+// runtime/testdata/make_schedule_fixtures.py. ReduceLROnPlateau depends on the metrics
+// it has seen, so it is a stateful object fed once per epoch.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/status.h"
+
+namespace weft {
+
+/// A schedule whose learning rate is a function of the step count alone.
+class LrSchedule {
+ public:
+  virtual ~LrSchedule() = default;
+  /// The learning rate after `t` scheduler steps (see the header comment).
+  virtual double lr_at(int64_t t) const = 0;
+  /// The constructor arguments checked, with PyTorch's message where it has one.
+  virtual Status validate() const { return Status(); }
+  /// `StepLR(base_lr=0.1, step_size=30, gamma=0.1)`, for logs.
+  virtual std::string describe() const = 0;
+};
+
+/// base_lr · gamma^floor(t / step_size). Errors: step_size < 1.
+class StepLR final : public LrSchedule {
+ public:
+  StepLR(double base_lr, int64_t step_size, double gamma = 0.1)
+      : base_lr_(base_lr), step_size_(step_size), gamma_(gamma) {}
+  double lr_at(int64_t t) const override;
+  Status validate() const override;
+  std::string describe() const override;
+
+ private:
+  double base_lr_;
+  int64_t step_size_;
+  double gamma_;
+};
+
+/// base_lr · gamma^(number of milestones <= t); a milestone listed twice counts twice,
+/// as in PyTorch. Milestones need not be sorted.
+class MultiStepLR final : public LrSchedule {
+ public:
+  MultiStepLR(double base_lr, std::vector<int64_t> milestones, double gamma = 0.1);
+  double lr_at(int64_t t) const override;
+  std::string describe() const override;
+
+ private:
+  double base_lr_;
+  std::vector<int64_t> milestones_;  // sorted
+  double gamma_;
+};
+
+/// base_lr · gamma^t.
+class ExponentialLR final : public LrSchedule {
+ public:
+  ExponentialLR(double base_lr, double gamma) : base_lr_(base_lr), gamma_(gamma) {}
+  double lr_at(int64_t t) const override;
+  std::string describe() const override;
+
+ private:
+  double base_lr_;
+  double gamma_;
+};
+
+/// eta_min + (base_lr - eta_min) · (1 + cos(π·t / T_max)) / 2. Like PyTorch's, it does
+/// not stop at T_max: past it the cosine rises again (period 2·T_max); use
+/// WarmupCosineLR to stay at eta_min. Errors: T_max < 1.
+class CosineAnnealingLR final : public LrSchedule {
+ public:
+  CosineAnnealingLR(double base_lr, int64_t T_max, double eta_min = 0)
+      : base_lr_(base_lr), t_max_(T_max), eta_min_(eta_min) {}
+  double lr_at(int64_t t) const override;
+  Status validate() const override;
+  std::string describe() const override;
+
+ private:
+  double base_lr_;
+  int64_t t_max_;
+  double eta_min_;
+};
+
+/// Linear warmup, then cosine annealing:
+///   t <  warmup_steps:  base_lr · (f + (1 - f) · t / warmup_steps), f = warmup_start_factor
+///   t <= total_steps:   eta_min + (base_lr - eta_min) · (1 + cos(π·(t - warmup_steps) /
+///                       (total_steps - warmup_steps))) / 2
+///   t >  total_steps:   eta_min (the cosine does not rise again).
+/// Up to total_steps this is PyTorch's SequentialLR([LinearLR(start_factor=f,
+/// total_iters=warmup_steps), CosineAnnealingLR(T_max=total_steps - warmup_steps,
+/// eta_min)], milestones=[warmup_steps]). f = 0 (warm up from zero) is allowed here; it
+/// makes PyTorch's chainable LinearLR divide by zero. warmup_steps = 0 is plain cosine.
+/// Errors: warmup_steps < 0, total_steps <= warmup_steps, f outside [0, 1].
+class WarmupCosineLR final : public LrSchedule {
+ public:
+  WarmupCosineLR(double base_lr, int64_t warmup_steps, int64_t total_steps,
+                 double warmup_start_factor = 0, double eta_min = 0)
+      : base_lr_(base_lr),
+        warmup_steps_(warmup_steps),
+        total_steps_(total_steps),
+        start_factor_(warmup_start_factor),
+        eta_min_(eta_min) {}
+  double lr_at(int64_t t) const override;
+  Status validate() const override;
+  std::string describe() const override;
+
+ private:
+  double base_lr_;
+  int64_t warmup_steps_;
+  int64_t total_steps_;
+  double start_factor_;
+  double eta_min_;
+};
+
+/// OneCycleLR's options, with PyTorch's names and defaults.
+struct OneCycleOptions {
+  enum class Anneal { cos, linear };
+  double pct_start = 0.3;         ///< Fraction of the cycle spent increasing the lr.
+  Anneal anneal_strategy = Anneal::cos;
+  double div_factor = 25;         ///< initial_lr = max_lr / div_factor.
+  double final_div_factor = 1e4;  ///< min_lr = initial_lr / final_div_factor.
+  bool three_phase = false;       ///< Anneal back to initial_lr, then down to min_lr.
+};
+
+/// PyTorch's OneCycleLR (Smith & Topin, super-convergence), for the learning rate only:
+/// the momentum cycling (cycle_momentum, base_momentum, max_momentum) is left out, since
+/// momentum and betas are compiled into the optimizer graph, not fed at run time.
+/// Phases (two, or three with three_phase) end at steps pct_start·total_steps - 1,
+/// [2·pct_start·total_steps - 2,] total_steps - 1 and anneal between initial_lr, max_lr
+/// and min_lr exactly as PyTorch's get_lr does. Valid for 0 <= t <= total_steps (PyTorch
+/// raises after that); later t give min_lr. Errors: PyTorch's, for total_steps and
+/// pct_start.
+class OneCycleLR final : public LrSchedule {
+ public:
+  OneCycleLR(double max_lr, int64_t total_steps, OneCycleOptions options = {})
+      : max_lr_(max_lr), total_steps_(total_steps), options_(options) {}
+  double lr_at(int64_t t) const override;
+  Status validate() const override;
+  std::string describe() const override;
+
+ private:
+  double max_lr_;
+  int64_t total_steps_;
+  OneCycleOptions options_;
+};
+
+/// ReduceLROnPlateau's options, with PyTorch's names and defaults.
+struct PlateauOptions {
+  enum class Mode { min, max };
+  enum class ThresholdMode { rel, abs };
+  Mode mode = Mode::min;          ///< min: the metric should fall (a loss); max: rise.
+  double factor = 0.1;            ///< new_lr = lr · factor.
+  int64_t patience = 10;          ///< Bad epochs tolerated before reducing.
+  double threshold = 1e-4;        ///< How much better counts as better.
+  ThresholdMode threshold_mode = ThresholdMode::rel;
+  int64_t cooldown = 0;           ///< Epochs to wait after a reduction.
+  double min_lr = 0;              ///< Lower bound on the lr.
+  double eps = 1e-8;              ///< Reductions smaller than this are skipped.
+};
+
+/// PyTorch's ReduceLROnPlateau: reduces the lr by `factor` once the metric has not
+/// improved for more than `patience` epochs. Better means, for mode min, metric < best ·
+/// (1 - threshold) (rel) or metric < best - threshold (abs); for max, metric > best ·
+/// (1 + threshold) or metric > best + threshold. During `cooldown` epochs after a
+/// reduction bad epochs are not counted. Errors: factor >= 1 ("Factor should be < 1.0.").
+///
+///   ReduceLROnPlateau plateau(/*lr=*/0.1, {.factor = 0.5, .patience = 2});
+///   for (int epoch = 0; ...; ++epoch) { train_epoch(plateau.lr()); plateau.observe(val_loss); }
+class ReduceLROnPlateau {
+ public:
+  explicit ReduceLROnPlateau(double lr, PlateauOptions options = {});
+  Status validate() const;
+  /// Records the metric of the epoch just finished (PyTorch's `step(metric)`) and
+  /// returns the learning rate for the next one.
+  double observe(double metric);
+  /// The current learning rate.
+  double lr() const { return lr_; }
+  double best() const { return best_; }
+  int64_t num_bad_epochs() const { return num_bad_epochs_; }
+  int64_t epochs_observed() const { return epochs_; }
+  std::string describe() const;
+
+ private:
+  bool is_better(double a) const;
+
+  double lr_;
+  PlateauOptions options_;
+  double best_;
+  int64_t num_bad_epochs_ = 0;
+  int64_t cooldown_counter_ = 0;
+  int64_t epochs_ = 0;
+};
+
+}  // namespace weft

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string>
 
+#include "ir/text.h"
 #include "runtime/npy.h"
 
 namespace weft {
@@ -205,6 +206,38 @@ TEST(Weftc, GradWritesAGradientGraphThatRuns) {
   EXPECT_EQ(r.out, "error: weftc grad: --wrt NAME,NAME,... is required\n");
   r = weftc("grad " + wir + " --wrt w --output=x");
   EXPECT_EQ(r.out, "error: weftc grad: --output expects a non-negative integer, got 'x'\n");
+}
+
+// `weftc grad` then `weftc run` on the gradient fixtures, which torch.autograd made.
+TEST(Weftc, GradMatchesTheGradientFixtures) {
+  for (const char* name : {"mlp_cross_entropy", "conv_max_pool_mse", "layer_norm_gelu_softmax",
+                           "broadcasting"}) {
+    std::string dir = std::string("tests/fixtures/grad/") + name + "/";
+    std::ifstream in(dir + "graph.wir");
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    auto g = parse_graph(text, dir + "graph.wir");
+    ASSERT_TRUE(g.ok()) << g.error().to_string();
+    std::string wrt, inputs;
+    std::vector<std::string> wrt_names;
+    for (const Input& input : g->inputs()) {
+      const std::string& n = g->value(input.value).name;
+      inputs += " --input " + n + "=" + dir + n + ".npy";
+      if (std::ifstream(dir + "grad_" + n + ".npy").good()) {
+        wrt += (wrt.empty() ? "" : ",") + n;
+        wrt_names.push_back(n);
+      }
+    }
+    std::string grad = temp_dir() + "/" + name + "_grad.wir";
+    Result r = weftc("grad " + dir + "graph.wir --wrt " + wrt + " -o " + grad);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    std::string out = temp_dir() + "/" + name + "_out";
+    r = weftc("run " + grad + inputs + " --out " + out);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    for (size_t k = 0; k < wrt_names.size(); ++k) {
+      expect_close(out + "/out_" + std::to_string(k) + ".npy", dir + "grad_" + wrt_names[k] + ".npy",
+                   1e-9);
+    }
+  }
 }
 
 TEST(Weftc, HelpAndUsage) {

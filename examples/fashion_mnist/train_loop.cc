@@ -1,0 +1,153 @@
+#include "examples/fashion_mnist/train_loop.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "tools/weftc/args.h"
+
+namespace weft::examples {
+namespace {
+
+[[noreturn]] void usage(const std::string& problem, bool allow_bn) {
+  std::fprintf(stderr,
+               "%s\nusage: [--epochs=N] [--batch=B] [--lr=X] [--seed=S] [--backend=NAME]\n"
+               "       [--checkpoint-out=PATH] [--resume=PATH] [--data=DIR] [--max-steps=N]%s\n",
+               problem.c_str(), allow_bn ? " [--bn]" : "");
+  std::exit(1);
+}
+
+std::string format_duration(double seconds) {
+  int s = static_cast<int>(seconds + 0.5);
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%d:%02d", s / 60, s % 60);
+  return buf;
+}
+
+/// Accuracy on the whole test set, in eval mode, in batches of 1000.
+StatusOr<double> test_accuracy(Trainer& trainer, const FashionMnist& data) {
+  FashionMnistBatch test = data.test_set();
+  const int64_t n = test.labels.numel(), chunk = 1000;
+  const int64_t per_image = test.images.numel() / n;
+  int64_t correct = 0;
+  for (int64_t start = 0; start < n; start += chunk) {
+    Shape shape = test.images.shape();
+    shape.dims[0] = chunk;
+    Tensor images(Type{DType::f32, shape});
+    std::memcpy(images.data<float>(), test.images.data<float>() + start * per_image,
+                chunk * per_image * sizeof(float));
+    WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> out, trainer.evaluate({images}));
+    const float* logits = out[0].data<float>();
+    for (int64_t i = 0; i < chunk; ++i) {
+      int best = 0;
+      for (int c = 1; c < 10; ++c) {
+        if (logits[i * 10 + c] > logits[i * 10 + best]) best = c;
+      }
+      correct += best == test.labels.data<int64_t>()[start + i];
+    }
+  }
+  return static_cast<double>(correct) / static_cast<double>(n);
+}
+
+}  // namespace
+
+void parse_flags(int argc, char** argv, RunConfig& c, bool allow_bn) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    size_t eq = a.find('=');
+    std::string flag = a.substr(0, eq), value = eq == std::string::npos ? "" : a.substr(eq + 1);
+    auto number = [&](double low) {
+      char* end = nullptr;
+      double v = std::strtod(value.c_str(), &end);
+      if (value.empty() || *end != '\0' || !(v >= low)) usage("bad value for " + flag + ": '" + value + "'", allow_bn);
+      return v;
+    };
+    if (flag == "--epochs") c.epochs = static_cast<int>(number(0));
+    else if (flag == "--batch") c.batch = static_cast<int>(number(1));
+    else if (flag == "--lr") c.lr = number(0);
+    else if (flag == "--seed") c.seed = static_cast<uint64_t>(number(0));
+    else if (flag == "--max-steps") c.max_steps = static_cast<int>(number(0));
+    else if (flag == "--backend") c.backend = value;
+    else if (flag == "--checkpoint-out") c.checkpoint_out = cli::resolve_path(value);
+    else if (flag == "--resume") c.resume = cli::resolve_path(value);
+    else if (flag == "--data") c.data = cli::resolve_path(value);
+    else if (flag == "--bn" && allow_bn && eq == std::string::npos) c.bn = true;
+    else usage("unknown flag '" + a + "'", allow_bn);
+  }
+  if (c.checkpoint_out.empty()) c.checkpoint_out = cli::resolve_path(c.name + ".safetensors");
+}
+
+int train(const FlowPtr& net, const RunConfig& c) {
+  auto fail = [](const Error& e) {
+    std::fprintf(stderr, "%s\n", e.to_string().c_str());
+    return 1;
+  };
+  FashionMnistOptions data_options;
+  data_options.directory = c.data;
+  data_options.normalize = true;
+  data_options.layout = c.layout;
+  data_options.seed = c.seed;
+  StatusOr<FashionMnist> data = FashionMnist::load(data_options);
+  if (!data.ok()) return fail(data.error());
+
+  Shape input = c.layout == ImageLayout::flat ? Shape{c.batch, 784} : Shape{c.batch, 1, 28, 28};
+  TrainOptions options;
+  options.seed = c.seed;
+  options.backend = c.backend;
+  StatusOr<Trainer> trainer = Trainer::compile(net, {{"x", Type{DType::f32, input}}},
+                                               LossSpec::cross_entropy(), OptimizerSpec::adam(c.lr),
+                                               options);
+  if (!trainer.ok()) return fail(trainer.error());
+  if (!c.resume.empty()) {
+    StatusOr<LoadReport> report = trainer->load(c.resume);
+    if (!report.ok()) return fail(report.error());
+    std::printf("resumed from %s at step %lld\n", c.resume.c_str(),
+                static_cast<long long>(trainer->steps()));
+  }
+  const int64_t batches = data->num_batches(c.batch);  // the last partial batch is dropped
+  const int64_t per_epoch = c.max_steps > 0 ? std::min<int64_t>(batches, c.max_steps) : batches;
+  std::printf("%s: %lld parameters, Adam lr %g, batch %d, %lld steps per epoch, backend %s\n",
+              c.name.c_str(), static_cast<long long>(trainer->model().parameter_count()), c.lr,
+              c.batch, static_cast<long long>(per_epoch), c.backend.c_str());
+  const bool terminal = isatty(fileno(stdout));
+  int64_t start_epoch = trainer->steps() / per_epoch, start_step = trainer->steps() % per_epoch;
+  for (int64_t epoch = start_epoch; epoch < c.epochs; ++epoch) {
+    auto epoch_start = std::chrono::steady_clock::now();
+    double loss_sum = 0;
+    int64_t steps = 0;
+    for (int64_t s = epoch == start_epoch ? start_step : 0; s < per_epoch; ++s) {
+      StatusOr<FashionMnistBatch> b = data->batch(epoch, s, c.batch);
+      if (!b.ok()) return fail(b.error());
+      StatusOr<double> loss = trainer->step({b->images, b->labels});
+      if (!loss.ok()) return fail(loss.error());
+      loss_sum += *loss;
+      ++steps;
+      if (terminal) {
+        double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
+        double rate = steps * c.batch / elapsed;
+        double eta = (per_epoch - s - 1) * c.batch / rate;
+        std::printf("\repoch %lld/%d  step %lld/%lld  loss %.4f  %.0f examples/s  ETA %s   ",
+                    static_cast<long long>(epoch + 1), c.epochs, static_cast<long long>(s + 1),
+                    static_cast<long long>(per_epoch), *loss, rate, format_duration(eta).c_str());
+        std::fflush(stdout);
+      }
+    }
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
+    StatusOr<double> accuracy = test_accuracy(*trainer, *data);
+    if (!accuracy.ok()) return fail(accuracy.error());
+    std::printf("%sepoch %lld/%d: mean loss %.4f, %.1f s (%.2f min), test accuracy: %.4f\n",
+                terminal ? "\r" : "", static_cast<long long>(epoch + 1), c.epochs,
+                steps > 0 ? loss_sum / steps : 0.0, seconds, seconds / 60, *accuracy);
+    std::fflush(stdout);
+  }
+  Status saved = trainer->save(c.checkpoint_out);
+  if (!saved.ok()) return fail(saved.error());
+  std::printf("checkpoint: %s (step %lld)\n", c.checkpoint_out.c_str(),
+              static_cast<long long>(trainer->steps()));
+  return 0;
+}
+
+}  // namespace weft::examples

@@ -1,0 +1,40 @@
+#pragma once
+// The training loop shared by the Fashion-MNIST examples (mlp.cc, cnn.cc): flags,
+// data, progress, per-epoch test accuracy, checkpoints and resuming.
+//
+// Flags: --epochs=N --batch=B --lr=X --seed=S --backend=NAME --checkpoint-out=PATH
+//        --resume=PATH --data=DIR --max-steps=N (per epoch, for quick runs)
+
+#include <functional>
+#include <string>
+
+#include "frontend/training.h"
+#include "runtime/data/fashion_mnist.h"
+
+namespace weft::examples {
+
+struct RunConfig {
+  std::string name;                ///< "mlp": the default checkpoint is mlp.safetensors
+  ImageLayout layout = ImageLayout::flat;
+  int epochs = 10;
+  int batch = 128;
+  double lr = 1e-3;
+  uint64_t seed = 0;
+  std::string backend = "reference";
+  std::string checkpoint_out;
+  std::string resume;
+  std::string data = kFashionMnistDirectory;
+  int max_steps = 0;
+  bool bn = false;                 ///< cnn: with batch norm
+};
+
+/// Parses the flags above (plus `--bn` when `allow_bn`) into `config`; exits with a
+/// usage message on a bad flag.
+void parse_flags(int argc, char** argv, RunConfig& config, bool allow_bn = false);
+
+/// Trains `net` (input f32[batch, ...] in `config.layout`, 10 logits) on Fashion-MNIST
+/// with Adam and cross-entropy, printing progress and `test accuracy: 0.xxxx` after every
+/// epoch, and saving a checkpoint at the end. Returns the process exit code.
+int train(const FlowPtr& net, const RunConfig& config);
+
+}  // namespace weft::examples

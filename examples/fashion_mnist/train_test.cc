@@ -1,0 +1,86 @@
+// The Fashion-MNIST examples end to end, on a few steps per epoch: they train, report
+// test accuracy every epoch, write a checkpoint, and resume from it exactly.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <regex>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Result {
+  int exit_code;
+  std::string out;
+};
+
+Result run(const std::string& cmd) {
+  FILE* pipe = popen((cmd + " 2>&1").c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
+  int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+std::string tmp(const std::string& name) {
+  return std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp") + "/" + name;
+}
+
+/// "mean loss X ... test accuracy: Y" of every epoch line (the time varies, these must not).
+std::vector<std::string> epoch_results(const std::string& out) {
+  std::vector<std::string> results;
+  std::regex line("epoch (\\d+)/\\d+: mean loss ([0-9.]+), .* test accuracy: (0\\.\\d{4})");
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), line); it != std::sregex_iterator(); ++it) {
+    results.push_back((*it)[1].str() + " " + (*it)[2].str() + " " + (*it)[3].str());
+  }
+  return results;
+}
+
+TEST(FashionMnist, MlpTrainsReportsAccuracyAndResumesExactly) {
+  const std::string flags = " --max-steps=30 --seed=5";
+  Result full = run("examples/fashion_mnist/mlp --epochs=3" + flags +
+                    " --checkpoint-out=" + tmp("full.safetensors"));
+  ASSERT_EQ(full.exit_code, 0) << full.out;
+  std::vector<std::string> all = epoch_results(full.out);
+  ASSERT_EQ(all.size(), 3u) << full.out;
+  // After 90 Adam steps the MLP is well past chance (0.1).
+  double accuracy = std::stod(all.back().substr(all.back().rfind(' ') + 1));
+  EXPECT_GT(accuracy, 0.7) << full.out;
+  EXPECT_NE(full.out.find("checkpoint: " + tmp("full.safetensors") + " (step 90)"), std::string::npos);
+
+  Result first = run("examples/fashion_mnist/mlp --epochs=2" + flags +
+                     " --checkpoint-out=" + tmp("two.safetensors"));
+  ASSERT_EQ(first.exit_code, 0) << first.out;
+  Result resumed = run("examples/fashion_mnist/mlp --epochs=3" + flags + " --resume=" +
+                       tmp("two.safetensors") + " --checkpoint-out=" + tmp("three.safetensors"));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out;
+  EXPECT_NE(resumed.out.find("at step 60"), std::string::npos) << resumed.out;
+  std::vector<std::string> tail = epoch_results(resumed.out);
+  ASSERT_EQ(tail.size(), 1u) << resumed.out;
+  EXPECT_EQ(tail[0], all[2]);  // the uninterrupted run's third epoch, to the printed digit
+}
+
+TEST(FashionMnist, CnnWithBatchNormRuns) {
+  Result r = run("examples/fashion_mnist/cnn --bn --epochs=1 --max-steps=3 --checkpoint-out=" +
+                 tmp("cnn.safetensors"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(epoch_results(r.out).size(), 1u) << r.out;
+}
+
+TEST(FashionMnist, Errors) {
+  Result r = run("examples/fashion_mnist/mlp --data=/nonexistent");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("dataset-fashion-mnist"), std::string::npos) << r.out;
+  r = run("examples/fashion_mnist/mlp --epochs=x");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out.rfind("bad value for --epochs: 'x'", 0), 0u) << r.out;
+  r = run("examples/fashion_mnist/mlp --backend=tpu --max-steps=1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("unknown backend 'tpu'; backends: reference"), std::string::npos) << r.out;
+}
+
+}  // namespace

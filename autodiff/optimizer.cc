@@ -7,43 +7,12 @@
 #include <set>
 
 #include "ir/shape_rules.h"
+#include "ir/text_util.h"
 
 namespace weft {
 
 namespace {
 
-// Python's repr of a float ("0.1", "0.0001", "1e-05", "25.0", "1e+16"): shortest
-// round-trip digits, fixed notation for decimal exponents in [-4, 16), so messages read
-// exactly like PyTorch's. (runtime/schedule.cc has the same helper; neither library may
-// depend on the other.)
-std::string py_float(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  char buf[64];
-  auto res = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::scientific);
-  std::string s(buf, res.ptr);  // [-]d[.ddd]e±XX
-  const size_t e = s.find('e');
-  const int exp = std::stoi(s.substr(e + 1));
-  const bool negative = s[0] == '-';
-  std::string digits;
-  for (size_t i = negative ? 1 : 0; i < e; ++i) {
-    if (s[i] != '.') digits += s[i];
-  }
-  std::string out;
-  if (exp < -4 || exp >= 16) {
-    out = digits.substr(0, 1) + (digits.size() > 1 ? "." + digits.substr(1) : "");
-    char tail[16];
-    std::snprintf(tail, sizeof(tail), "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
-    out += tail;
-  } else if (exp < 0) {
-    out = "0." + std::string(-exp - 1, '0') + digits;
-  } else if (digits.size() <= static_cast<size_t>(exp) + 1) {
-    out = digits + std::string(exp + 1 - digits.size(), '0') + ".0";
-  } else {
-    out = digits.substr(0, exp + 1) + "." + digits.substr(exp + 1);
-  }
-  return (negative ? "-" : "") + out;
-}
 
 }  // namespace
 
@@ -121,7 +90,7 @@ Status OptimizerSpec::validate() const {
   // also rejects NaN, as PyTorch's `not 0.0 <= x` does.
   auto check = [](double x, bool ok, const char* what) -> Status {
     if (ok) return Status();
-    return Error{std::string("Invalid ") + what + ": " + py_float(x)};
+    return Error{std::string("Invalid ") + what + ": " + python_float_repr(x)};
   };
   auto nonneg = [&](double x, const char* what) { return check(x, 0.0 <= x, what); };
   WEFT_RETURN_IF_ERROR(nonneg(lr, "learning rate"));
@@ -156,14 +125,14 @@ Status OptimizerSpec::validate() const {
       break;
   }
   if (!(0.0 <= max_grad_norm) || std::isinf(max_grad_norm)) {
-    return Error{"Invalid max_grad_norm value: " + py_float(max_grad_norm) +
+    return Error{"Invalid max_grad_norm value: " + python_float_repr(max_grad_norm) +
                  " (a finite norm > 0 clips the gradients; 0 turns clipping off)"};
   }
   return Status();
 }
 
 std::string OptimizerSpec::describe() const {
-  auto f = [](double x) { return py_float(x); };
+  auto f = [](double x) { return python_float_repr(x); };
   auto b = [](bool x) { return std::string(x ? "True" : "False"); };
   std::string s = std::string(optimizer_kind_name(kind)) + "(lr=" + f(lr);
   switch (kind) {

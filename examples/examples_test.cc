@@ -3,6 +3,8 @@
 // other examples build and report the parameter counts PyTorch gives for the same
 // architectures.
 #include <gtest/gtest.h>
+
+#include "tests/testing/subprocess.h"
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -11,22 +13,11 @@
 
 namespace {
 
-struct Result {
-  int exit_code;
-  std::string out;
-};
+using Result = weft::testing::CommandResult;
 
-Result run(const std::string& cmd) {
-  FILE* pipe = popen((cmd + " 2>&1").c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+Result run(const std::string& cmd) { return weft::testing::run_command(cmd); }
 
-std::string tmp() { return std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp"; }
+std::string tmp() { return weft::testing::test_tmpdir(); }
 
 TEST(Examples, ShowcaseDumpsCheckableIrAndRenderableDot) {
   std::string dir = tmp() + "/showcase";

@@ -1,5 +1,7 @@
 #include "ir/json.h"
 
+#include "ir/text_util.h"
+
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -489,30 +491,11 @@ namespace {
 // than a handful of levels.
 constexpr int kMaxJsonDepth = 256;
 
-/// The offset of the bracket that nests deeper than kMaxJsonDepth, if any.
-std::optional<size_t> too_deep(std::string_view text) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxJsonDepth) return i;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return std::nullopt;
-}
 
 }  // namespace
 
 StatusOr<Graph> graph_from_json(std::string_view json_text, std::string_view filename) {
-  if (std::optional<size_t> at = too_deep(json_text)) {
+  if (std::optional<size_t> at = find_excess_nesting(json_text, kMaxJsonDepth)) {
     return Error{"invalid JSON: nested deeper than " + std::to_string(kMaxJsonDepth) + " levels",
                  location_of_byte(json_text, *at, filename)};
   }

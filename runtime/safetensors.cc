@@ -1,5 +1,7 @@
 #include "runtime/safetensors.h"
 
+#include "ir/text_util.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -47,29 +49,11 @@ std::optional<DType> dtype_from_name(std::string_view name) {
 
 std::string shape_string(const std::vector<int64_t>& dims) { return Shape(dims).to_string(); }
 
-bool too_deep(std::string_view text) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxJsonDepth) return true;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return false;
-}
 
 // Parses the header, refusing duplicate keys (nlohmann would keep the last silently, so
 // two entries for one tensor would read as one).
 StatusOr<Json> parse_header_json(std::string_view text, const std::string& name) {
-  if (too_deep(text)) {
+  if (find_excess_nesting(text, kMaxJsonDepth)) {
     return file_error(name, "malformed safetensors header: JSON nested deeper than " +
                                 std::to_string(kMaxJsonDepth) + " levels");
   }

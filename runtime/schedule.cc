@@ -1,5 +1,7 @@
 #include "runtime/schedule.h"
 
+#include "ir/text_util.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -11,37 +13,6 @@ namespace weft {
 
 namespace {
 
-// Python's repr of a float ("0.1", "0.0001", "1e-05", "25.0", "1e+16"): shortest
-// round-trip digits, fixed notation for decimal exponents in [-4, 16), so messages read
-// exactly like PyTorch's.
-std::string py_float(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  char buf[64];
-  auto res = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::scientific);
-  std::string s(buf, res.ptr);  // [-]d[.ddd]e±XX
-  const size_t e = s.find('e');
-  const int exp = std::stoi(s.substr(e + 1));
-  const bool negative = s[0] == '-';
-  std::string digits;
-  for (size_t i = negative ? 1 : 0; i < e; ++i) {
-    if (s[i] != '.') digits += s[i];
-  }
-  std::string out;
-  if (exp < -4 || exp >= 16) {
-    out = digits.substr(0, 1) + (digits.size() > 1 ? "." + digits.substr(1) : "");
-    char tail[16];
-    std::snprintf(tail, sizeof(tail), "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
-    out += tail;
-  } else if (exp < 0) {
-    out = "0." + std::string(-exp - 1, '0') + digits;
-  } else if (digits.size() <= static_cast<size_t>(exp) + 1) {
-    out = digits + std::string(exp + 1 - digits.size(), '0') + ".0";
-  } else {
-    out = digits.substr(0, exp + 1) + "." + digits.substr(exp + 1);
-  }
-  return (negative ? "-" : "") + out;
-}
 
 int64_t clamp_t(int64_t t) { return std::max<int64_t>(t, 0); }
 
@@ -66,8 +37,8 @@ Status StepLR::validate() const {
 }
 
 std::string StepLR::describe() const {
-  return "StepLR(base_lr=" + py_float(base_lr_) + ", step_size=" + std::to_string(step_size_) +
-         ", gamma=" + py_float(gamma_) + ")";
+  return "StepLR(base_lr=" + python_float_repr(base_lr_) + ", step_size=" + std::to_string(step_size_) +
+         ", gamma=" + python_float_repr(gamma_) + ")";
 }
 
 // ---- MultiStepLR ----
@@ -88,8 +59,8 @@ std::string MultiStepLR::describe() const {
   for (size_t i = 0; i < milestones_.size(); ++i) {
     ms += (i ? ", " : "") + std::to_string(milestones_[i]);
   }
-  return "MultiStepLR(base_lr=" + py_float(base_lr_) + ", milestones=[" + ms +
-         "], gamma=" + py_float(gamma_) + ")";
+  return "MultiStepLR(base_lr=" + python_float_repr(base_lr_) + ", milestones=[" + ms +
+         "], gamma=" + python_float_repr(gamma_) + ")";
 }
 
 // ---- ExponentialLR ----
@@ -99,7 +70,7 @@ double ExponentialLR::lr_at(int64_t t) const {
 }
 
 std::string ExponentialLR::describe() const {
-  return "ExponentialLR(base_lr=" + py_float(base_lr_) + ", gamma=" + py_float(gamma_) + ")";
+  return "ExponentialLR(base_lr=" + python_float_repr(base_lr_) + ", gamma=" + python_float_repr(gamma_) + ")";
 }
 
 // ---- CosineAnnealingLR ----
@@ -117,8 +88,8 @@ Status CosineAnnealingLR::validate() const {
 }
 
 std::string CosineAnnealingLR::describe() const {
-  return "CosineAnnealingLR(base_lr=" + py_float(base_lr_) + ", T_max=" +
-         std::to_string(t_max_) + ", eta_min=" + py_float(eta_min_) + ")";
+  return "CosineAnnealingLR(base_lr=" + python_float_repr(base_lr_) + ", T_max=" +
+         std::to_string(t_max_) + ", eta_min=" + python_float_repr(eta_min_) + ")";
 }
 
 // ---- WarmupCosineLR ----
@@ -151,9 +122,9 @@ Status WarmupCosineLR::validate() const {
 }
 
 std::string WarmupCosineLR::describe() const {
-  return "WarmupCosineLR(base_lr=" + py_float(base_lr_) + ", warmup_steps=" +
+  return "WarmupCosineLR(base_lr=" + python_float_repr(base_lr_) + ", warmup_steps=" +
          std::to_string(warmup_steps_) + ", total_steps=" + std::to_string(total_steps_) +
-         ", warmup_start_factor=" + py_float(start_factor_) + ", eta_min=" + py_float(eta_min_) +
+         ", warmup_start_factor=" + python_float_repr(start_factor_) + ", eta_min=" + python_float_repr(eta_min_) +
          ")";
 }
 
@@ -204,19 +175,19 @@ Status OneCycleLR::validate() const {
   }
   if (!(options_.pct_start >= 0 && options_.pct_start <= 1)) {
     return Error{"Expected float between 0 and 1 pct_start, but got " +
-                 py_float(options_.pct_start)};
+                 python_float_repr(options_.pct_start)};
   }
   return Status();
 }
 
 std::string OneCycleLR::describe() const {
   const OneCycleOptions& o = options_;
-  return "OneCycleLR(max_lr=" + py_float(max_lr_) + ", total_steps=" +
-         std::to_string(total_steps_) + ", pct_start=" + py_float(o.pct_start) +
+  return "OneCycleLR(max_lr=" + python_float_repr(max_lr_) + ", total_steps=" +
+         std::to_string(total_steps_) + ", pct_start=" + python_float_repr(o.pct_start) +
          ", anneal_strategy='" +
          (o.anneal_strategy == OneCycleOptions::Anneal::cos ? "cos" : "linear") +
-         "', div_factor=" + py_float(o.div_factor) + ", final_div_factor=" +
-         py_float(o.final_div_factor) + ", three_phase=" + (o.three_phase ? "True" : "False") +
+         "', div_factor=" + python_float_repr(o.div_factor) + ", final_div_factor=" +
+         python_float_repr(o.final_div_factor) + ", three_phase=" + (o.three_phase ? "True" : "False") +
          ")";
 }
 
@@ -266,13 +237,13 @@ double ReduceLROnPlateau::observe(double metric) {
 
 std::string ReduceLROnPlateau::describe() const {
   const PlateauOptions& o = options_;
-  return std::string("ReduceLROnPlateau(lr=") + py_float(lr_) + ", mode='" +
+  return std::string("ReduceLROnPlateau(lr=") + python_float_repr(lr_) + ", mode='" +
          (o.mode == PlateauOptions::Mode::min ? "min" : "max") +
-         "', factor=" + py_float(o.factor) + ", patience=" + std::to_string(o.patience) +
-         ", threshold=" + py_float(o.threshold) + ", threshold_mode='" +
+         "', factor=" + python_float_repr(o.factor) + ", patience=" + std::to_string(o.patience) +
+         ", threshold=" + python_float_repr(o.threshold) + ", threshold_mode='" +
          (o.threshold_mode == PlateauOptions::ThresholdMode::rel ? "rel" : "abs") +
-         "', cooldown=" + std::to_string(o.cooldown) + ", min_lr=" + py_float(o.min_lr) +
-         ", eps=" + py_float(o.eps) + ")";
+         "', cooldown=" + std::to_string(o.cooldown) + ", min_lr=" + python_float_repr(o.min_lr) +
+         ", eps=" + python_float_repr(o.eps) + ")";
 }
 
 }  // namespace weft

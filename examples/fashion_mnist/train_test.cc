@@ -1,6 +1,8 @@
 // The Fashion-MNIST examples end to end, on a few steps per epoch: they train, report
 // test accuracy every epoch, write a checkpoint, and resume from it exactly.
 #include <gtest/gtest.h>
+
+#include "tests/testing/subprocess.h"
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -11,23 +13,12 @@
 
 namespace {
 
-struct Result {
-  int exit_code;
-  std::string out;
-};
+using Result = weft::testing::CommandResult;
 
-Result run(const std::string& cmd) {
-  FILE* pipe = popen((cmd + " 2>&1").c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+Result run(const std::string& cmd) { return weft::testing::run_command(cmd); }
 
 std::string tmp(const std::string& name) {
-  return std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp") + "/" + name;
+  return weft::testing::test_tmpdir() + "/" + name;
 }
 
 /// "mean loss X ... test accuracy: Y" of every epoch line (the time varies, these must not).

@@ -11,32 +11,20 @@
 #include <string>
 
 #include "ir/text.h"
+#include "tests/testing/subprocess.h"
 #include "runtime/npy.h"
 
 namespace weft {
 namespace {
 
-struct Result {
-  int exit_code;
-  std::string out;  ///< stdout and stderr together
-};
+using Result = testing::CommandResult;
 
-std::string temp_dir() {
-  const char* t = std::getenv("TEST_TMPDIR");
-  return t ? t : "/tmp";
-}
+std::string temp_dir() { return testing::test_tmpdir(); }
 
 /// Runs `weftc ARGS` with an optional environment prefix and captures its output.
 Result weftc(const std::string& args, const std::string& env = "") {
   static const std::string binary = std::string(std::getenv("PWD")) + "/tools/weftc/weftc";
-  std::string cmd = env + " " + binary + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  return testing::run_command(env + " " + binary + " " + args);
 }
 
 std::string write_temp(const std::string& name, const std::string& contents) {

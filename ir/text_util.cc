@@ -1,0 +1,57 @@
+#include "ir/text_util.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
+namespace weft {
+
+std::string python_float_repr(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::scientific);
+  std::string s(buf, res.ptr);  // [-]d[.ddd]e±XX
+  const size_t e = s.find('e');
+  const int exp = std::stoi(s.substr(e + 1));
+  const bool negative = s[0] == '-';
+  std::string digits;
+  for (size_t i = negative ? 1 : 0; i < e; ++i) {
+    if (s[i] != '.') digits += s[i];
+  }
+  std::string out;
+  if (exp < -4 || exp >= 16) {
+    out = digits.substr(0, 1) + (digits.size() > 1 ? "." + digits.substr(1) : "");
+    char tail[16];
+    std::snprintf(tail, sizeof(tail), "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
+    out += tail;
+  } else if (exp < 0) {
+    out = "0." + std::string(-exp - 1, '0') + digits;
+  } else if (digits.size() <= static_cast<size_t>(exp) + 1) {
+    out = digits + std::string(exp + 1 - digits.size(), '0') + ".0";
+  } else {
+    out = digits.substr(0, exp + 1) + "." + digits.substr(exp + 1);
+  }
+  return (negative ? "-" : "") + out;
+}
+
+std::optional<size_t> find_excess_nesting(std::string_view text, int max_depth) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) return i;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace weft

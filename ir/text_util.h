@@ -1,0 +1,22 @@
+#pragma once
+// Small text helpers shared by readers and error messages across the tree (the IR's
+// JSON form, safetensors headers, PyTorch-worded optimizer and schedule errors).
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace weft {
+
+/// Python's repr of a float ("0.1", "0.0001", "1e-05", "25.0", "1e+16"): the shortest
+/// round-trip digits, in fixed notation for decimal exponents in [-4, 16), so messages
+/// that quote PyTorch read exactly like PyTorch's.
+std::string python_float_repr(double v);
+
+/// The offset of the first `[` or `{` in the JSON text `text` that nests deeper than
+/// `max_depth` levels (brackets inside strings do not count), or nullopt. Lets a reader
+/// refuse pathological nesting before a recursive JSON parser overflows the stack.
+std::optional<size_t> find_excess_nesting(std::string_view text, int max_depth);
+
+}  // namespace weft

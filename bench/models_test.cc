@@ -1,0 +1,216 @@
+// The suite's models: each builds at the cpu preset, compiles into a Trainer and takes a
+// step; parameter counts are pinned against PyTorch 1.13's (the same architectures in
+// torch.nn, counted with sum(p.numel() for p in m.parameters())); parameter names follow
+// the layout PROTOCOL.md documents; the step statistics count GEMMs as documented.
+#include "bench/models.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "bench/gate.h"
+#include "bench/step_stats.h"
+#include "bench/unroll.h"
+#include "frontend/modules.h"
+#include "frontend/testing/run_model.h"
+
+namespace weft::bench {
+namespace {
+
+/// The model with its batch (dim 0 of every input and of the target) set to `batch`,
+/// to keep the heavy models' test step short.
+BenchModel with_batch(BenchModel m, int64_t batch) {
+  const int64_t old = m.inputs[0].type.shape[0];
+  for (InputSpec& in : m.inputs) in.type.shape.dims[0] = batch;
+  m.target.shape.dims[0] = m.target.shape[0] / old * batch;
+  return m;
+}
+
+Tensor random_tensor(const Type& t, int64_t high, std::mt19937_64& rng) {
+  Tensor out(t);
+  if (t.dtype == DType::i64) {
+    std::uniform_int_distribution<int64_t> d(0, high - 1);
+    for (int64_t i = 0; i < t.numel(); ++i) out.data<int64_t>()[i] = d(rng);
+  } else {
+    std::normal_distribution<float> d(0.0f, 1.0f);
+    for (int64_t i = 0; i < t.numel(); ++i) out.data<float>()[i] = d(rng);
+  }
+  return out;
+}
+
+TEST(BenchModels, NamesInTheIssuesOrder) {
+  EXPECT_EQ(bench_model_names(),
+            (std::vector<std::string>{"transformer", "mlp", "residual_tower", "feedback_fixed",
+                                      "gated_routing", "iterative_refine", "gru_seq",
+                                      "conv_autoenc", "lstm_seq", "convnet"}));
+}
+
+TEST(BenchModels, UnknownModelAndPresetAreErrors) {
+  auto m = make_bench_model("resnet", Preset::cpu);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().message,
+            "unknown model 'resnet'; models: transformer, mlp, residual_tower, feedback_fixed, "
+            "gated_routing, iterative_refine, gru_seq, conv_autoenc, lstm_seq, convnet");
+  auto p = parse_preset("gpu");
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.error().message, "unknown preset 'gpu'; presets: cpu, paper");
+}
+
+// torch 1.13 counts of the same models (nn.TransformerEncoderLayer, nn.GRUCell, nn.LSTM,
+// nn.Conv2d / nn.ConvTranspose2d / nn.BatchNorm2d, ...).
+const std::map<std::string, std::pair<int64_t, int64_t>> kPyTorchParams = {
+    // model: {cpu, paper}
+    {"transformer", {1064448, 21071872}},   {"mlp", {1054976, 16802816}},
+    {"residual_tower", {927232, 14718976}}, {"feedback_fixed", {50048, 790016}},
+    {"gated_routing", {168200, 2638856}},   {"iterative_refine", {198400, 3152896}},
+    {"gru_seq", {82752, 1314048}},          {"conv_autoenc", {346659, 5515395}},
+    {"lstm_seq", {239680, 3809536}},        {"convnet", {248985, 3965028}},
+};
+
+TEST(BenchModels, ParameterCountsMatchPyTorch) {
+  for (Preset preset : {Preset::cpu, Preset::paper}) {
+    for (const std::string& name : bench_model_names()) {
+      SCOPED_TRACE(name + " at " + to_string(preset));
+      auto m = make_bench_model(name, preset);
+      ASSERT_TRUE(m.ok()) << m.error().to_string();
+      auto built = m->net->build(m->inputs);
+      ASSERT_TRUE(built.ok()) << built.error().to_string();
+      const auto& want = kPyTorchParams.at(name);
+      EXPECT_EQ(built->parameter_count(), preset == Preset::cpu ? want.first : want.second);
+      EXPECT_EQ(built->graph().type(built->graph().outputs()[0]).shape,
+                m->loss.integer_targets() ? Shape({m->target.shape[0], m->token_range})
+                                          : m->target.shape);
+    }
+  }
+}
+
+std::vector<std::string> param_names(const std::string& model) {
+  auto m = make_bench_model(model, Preset::cpu);
+  EXPECT_TRUE(m.ok());
+  auto built = m->net->build(m->inputs);
+  EXPECT_TRUE(built.ok()) << built.error().to_string();
+  std::vector<std::string> names;
+  for (const ParamInfo& p : built->parameters()) names.push_back(p.name);
+  return names;
+}
+
+TEST(BenchModels, ParameterNamesAreTheDocumentedOnes) {
+  // Shared blocks are named once, at their first use.
+  EXPECT_EQ(
+      param_names("feedback_fixed"),
+      (std::vector<std::string>{"0.weight", "0.bias", "2.weight", "2.bias", "3.0.weight",
+                                "3.0.bias", "3.2.weight", "3.2.bias", "13.weight", "13.bias"}));
+  EXPECT_EQ(param_names("iterative_refine").back(), "11.bias");
+  EXPECT_EQ(param_names("lstm_seq"),
+            (std::vector<std::string>{"0.l0.weight_ih", "0.l0.weight_hh", "0.l0.bias_ih",
+                                      "0.l0.bias_hh", "0.l1.weight_ih", "0.l1.weight_hh",
+                                      "0.l1.bias_ih", "0.l1.bias_hh", "1.weight", "1.bias"}));
+  auto gated = param_names("gated_routing");
+  ASSERT_EQ(gated.size(), 2u + 2u + 8u * 4u + 2u);
+  EXPECT_EQ(gated[2], "2.router.weight");
+  EXPECT_EQ(gated[4], "2.experts.0.0.weight");
+  EXPECT_EQ(gated[35], "2.experts.7.2.bias");
+  auto transformer = param_names("transformer");
+  EXPECT_EQ(transformer[2], "layer0.1.in_proj_weight");
+  EXPECT_EQ(transformer[transformer.size() - 3], "layer3.4.bias");
+  EXPECT_EQ(transformer.back(), "6.bias");
+  auto conv = param_names("conv_autoenc");
+  EXPECT_EQ(conv[6], "1.num_batches_tracked");
+  EXPECT_EQ(conv.back(), "21.bias");
+  EXPECT_EQ(param_names("convnet").back(), "21.bias");
+}
+
+// Every model compiles into a Trainer and takes one step with a finite loss; the heavy
+// ones with a smaller batch (the reference interpreter is slow, and the test is about
+// the graph, not the figures).
+TEST(BenchModels, EveryModelTrainsOneStep) {
+  const std::map<std::string, int64_t> small_batch = {
+      {"transformer", 1}, {"mlp", 8},      {"residual_tower", 8}, {"conv_autoenc", 2},
+      {"convnet", 2},     {"lstm_seq", 4}, {"gru_seq", 4}};
+  std::mt19937_64 rng(1);
+  for (const std::string& name : bench_model_names()) {
+    SCOPED_TRACE(name);
+    auto m = make_bench_model(name, Preset::cpu);
+    ASSERT_TRUE(m.ok()) << m.error().to_string();
+    BenchModel model = small_batch.count(name) ? with_batch(*m, small_batch.at(name)) : *m;
+    auto trainer =
+        Trainer::compile(model.net, model.inputs, model.loss, OptimizerSpec::adam(model.lr));
+    ASSERT_TRUE(trainer.ok()) << trainer.error().to_string();
+    std::vector<Tensor> batch;
+    for (const InputSpec& in : model.inputs)
+      batch.push_back(random_tensor(in.type, model.token_range, rng));
+    batch.push_back(model.target_is_input ? batch[0]
+                                          : random_tensor(model.target, model.token_range, rng));
+    auto loss = trainer->step(batch);
+    ASSERT_TRUE(loss.ok()) << loss.error().to_string();
+    EXPECT_TRUE(std::isfinite(*loss)) << *loss;
+    StepStats st = step_stats(*trainer);
+    EXPECT_GT(st.matmul_flops, 0);
+    EXPECT_GE(st.planned_bytes, st.state_bytes);
+  }
+}
+
+TEST(StepStats, CountsTheMlpsGemms) {
+  // One Linear(256 -> 512) on [64, 256]: forward x·Wᵀ, dW and (not needed, the input is
+  // data) no dx. Each is 64·256·512 multiply-adds.
+  auto net = FlowBuilder::from(Linear(256, 512)).build();
+  ASSERT_TRUE(net.ok());
+  auto trainer =
+      Trainer::compile(*net, {{"x", f32({64, 256})}}, LossSpec::mse(), OptimizerSpec::adam());
+  ASSERT_TRUE(trainer.ok()) << trainer.error().to_string();
+  StepStats st = step_stats(*trainer);
+  EXPECT_EQ(st.matmul_flops, 2.0 * 2 * 64 * 256 * 512);
+  // Adam: weight and bias, their gradients, two slots each.
+  EXPECT_EQ(st.param_bytes, (512 * 256 + 512) * 4);
+}
+
+TEST(StepStats, CountsAConvolutionAsItsIm2colGemm) {
+  auto net = FlowBuilder::from(Conv2d(3, 8, {.kernel = 3, .padding = 1, .bias = false})).build();
+  ASSERT_TRUE(net.ok());
+  auto trainer =
+      Trainer::compile(*net, {{"x", f32({2, 3, 5, 5})}}, LossSpec::mse(), OptimizerSpec::adam());
+  ASSERT_TRUE(trainer.ok()) << trainer.error().to_string();
+  // Forward m = 2·5·5, n = 8, k = 3·3·3; the weight gradient m = 8, n = 27, k = 50.
+  std::vector<std::array<int64_t, 4>> want = {{50, 8, 27, 1}, {8, 27, 50, 1}};
+  EXPECT_EQ(step_stats(*trainer).gemm_shapes, want);
+}
+
+TEST(Gate, IsTheSoftmaxWeightedSumOfTheExperts) {
+  // The router is the identity (the input's two features are the logits); expert 0 maps
+  // x to 2x (x plus itself), expert 1 is the identity: y = p0·2x + p1·x, p = softmax(x).
+  auto twice = *FlowBuilder::from(Identity()).also(Identity()).build();
+  auto model = FlowBuilder::from(Gate(Identity(), {twice, Identity()})).build({{"x", f32({1, 2})}});
+  ASSERT_TRUE(model.ok()) << model.error().to_string();
+  EXPECT_TRUE(model->parameters().empty());
+  auto run = testing::run_model(*model, {Tensor::from_vector<float>({1, 2}, {0.5f, -1.0f})}, {});
+  ASSERT_TRUE(run.ok()) << run.error().to_string();
+  const double p0 = 1 / (1 + std::exp(-1.5)), p1 = 1 - p0;
+  const std::vector<double> got = run->outputs[0].to_doubles();
+  EXPECT_NEAR(got[0], p0 * 1.0 + p1 * 0.5, 1e-6);
+  EXPECT_NEAR(got[1], p0 * -2.0 + p1 * -1.0, 1e-6);
+
+  auto bad =
+      FlowBuilder::from(Gate(Linear(2, 3), {Identity(), Identity()})).build({{"x", f32({1, 2})}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message,
+            "Gate(2 experts): the router's output f32[1,3] must have 2 features on its last axis, "
+            "one per expert");
+}
+
+TEST(Unroll, SharesOneCellPerLayerAcrossSteps) {
+  auto net = FlowBuilder::from(UnrolledGRU(3, 4, /*layers=*/2)).build({{"x", f32({2, 7, 3})}});
+  ASSERT_TRUE(net.ok()) << net.error().to_string();
+  EXPECT_EQ(net->parameters().size(), 8u);
+  EXPECT_EQ(net->graph().type(net->graph().outputs()[0]), f32({2, 4}));
+  auto bad = FlowBuilder::from(UnrolledLSTM(3, 4)).build({{"x", f32({2, 3})}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find(
+                "UnrolledLSTM(3->4, 1 layers) expects a [batch, T, 3] input, got f32[2,3]"),
+            std::string::npos)
+      << bad.error().message;
+}
+
+}  // namespace
+}  // namespace weft::bench

@@ -1,0 +1,619 @@
+// The benchmark suite: ten models on weft and on PyTorch, one table (bench/PROTOCOL.md).
+//
+//   bazel run //bench:suite -- --preset=cpu|paper [--models=a,b] [--epochs=N] [--warmup=N]
+//       [--rounds=N] [--json=PATH] [--pytorch-only] [--allow-paper] [--keep-tmp] [--python=PATH]
+//
+// --pytorch-only skips weft's timed runs; --allow-paper is passed to the weft worker,
+// which otherwise declines timed runs at the paper preset (meant for GPU backends);
+// --keep-tmp keeps the intermediate files and logs, which are kept anyway on failure.
+//
+// Per model, every step in its own process, intermediate files in a temporary folder:
+//  1. `weft_worker --names-out=NAMES.json`: weft's parameter names and shapes;
+//  2. `run.py --names=NAMES.json --init-out=INIT.safetensors`: PyTorch's initial weights
+//     under weft's names, and the input and target data;
+//  3. timed runs, `--rounds` rounds (default 2): weft, then PyTorch in four
+//     configurations (1 and 2 threads, each with the default environment and "tuned":
+//     OMP_WAIT_POLICY=PASSIVE plus the glibc malloc thresholds of ../shared/ENVIRONMENT.md);
+//     odd rounds run the same list in reverse order. Each configuration's figure is the
+//     median over rounds of its process's median epoch, and weft is compared with the
+//     fastest PyTorch configuration.
+// The first round checks that the two sides agree: same parameter count, and first-step
+// losses within 1e-4·(1 + |PyTorch's|). A model that fails is reported and the others
+// still run; the suite then exits 1.
+// After every model ran, the suite measures the roofline (bench/roofline.h) in its own
+// process, so that its oneDNN threads never compete with a timed run.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench/roofline.h"
+#include "bench/suite_report.h"
+
+extern char** environ;
+
+namespace weft::bench {
+namespace {
+
+using nlohmann::json;
+
+const std::vector<std::string> kModels = {
+    "transformer", "mlp",    "residual_tower", "feedback_fixed", "gated_routing",
+    "iterative_refine", "gru_seq", "conv_autoenc", "lstm_seq", "convnet"};
+
+constexpr const char* kTunedMalloc =
+    "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296";
+
+struct Options {
+  std::string preset;
+  std::vector<std::string> models = kModels;
+  int epochs = 0, warmup = 0, rounds = 2;
+  std::string json_path;
+  bool pytorch_only = false, keep_tmp = false, allow_paper = false;
+  std::string python = "/usr/bin/python3";
+};
+
+/// A failed step of the suite: the message is printed and the model is marked failed.
+struct SuiteError {
+  std::string message;
+};
+
+[[noreturn]] void usage_error(const std::string& message) {
+  std::fprintf(stderr,
+               "suite: %s\nusage: bazel run //bench:suite -- --preset=cpu|paper [--models=a,b] "
+               "[--epochs=N] [--warmup=N] [--rounds=N] [--json=PATH] [--pytorch-only] "
+               "[--allow-paper] [--keep-tmp] [--python=PATH]\n",
+               message.c_str());
+  std::exit(2);
+}
+
+int parse_count(const std::string& flag, const std::string& value, int min) {
+  char* end = nullptr;
+  long v = std::strtol(value.c_str(), &end, 10);
+  if (value.empty() || *end != '\0' || v < min || v > 100000) {
+    usage_error("bad value for --" + flag + ": '" + value + "' (an integer ≥ " +
+                std::to_string(min) + ")");
+  }
+  return int(v);
+}
+
+/// Relative paths are the user's: against the folder `bazel run` was started from.
+std::string user_path(const std::string& path) {
+  const char* wd = std::getenv("BUILD_WORKING_DIRECTORY");
+  if (path.empty() || path[0] == '/' || !wd) return path;
+  return std::string(wd) + "/" + path;
+}
+
+Options parse_options(int argc, char** argv) {
+  Options o;
+  bool epochs_set = false, warmup_set = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i], name = a, value;
+    bool has_value = false;
+    if (size_t eq = a.find('='); eq != std::string::npos) {
+      name = a.substr(0, eq);
+      value = a.substr(eq + 1);
+      has_value = true;
+    }
+    auto need_value = [&] {
+      if (!has_value) usage_error("flag " + name + " needs a value (" + name + "=...)");
+    };
+    if (name == "--help" || name == "-h") {
+      usage_error("runs the benchmark models on weft and PyTorch (bench/PROTOCOL.md)");
+    } else if (name == "--preset") {
+      need_value();
+      if (value != "cpu" && value != "paper") {
+        usage_error("bad value for --preset: '" + value + "' (cpu or paper)");
+      }
+      o.preset = value;
+    } else if (name == "--models") {
+      need_value();
+      o.models.clear();
+      std::stringstream ss(value);
+      for (std::string m; std::getline(ss, m, ',');) {
+        if (m.empty()) continue;
+        if (std::find(kModels.begin(), kModels.end(), m) == kModels.end()) {
+          std::string known;
+          for (const std::string& k : kModels) known += (known.empty() ? "" : ", ") + k;
+          usage_error("unknown model '" + m + "' in --models; the models are " + known);
+        }
+        o.models.push_back(m);
+      }
+      if (o.models.empty()) usage_error("--models names no model");
+    } else if (name == "--epochs") {
+      need_value();
+      o.epochs = parse_count("epochs", value, 1);
+      epochs_set = true;
+    } else if (name == "--warmup") {
+      need_value();
+      o.warmup = parse_count("warmup", value, 0);
+      warmup_set = true;
+    } else if (name == "--rounds") {
+      need_value();
+      o.rounds = parse_count("rounds", value, 1);
+    } else if (name == "--json") {
+      need_value();
+      o.json_path = user_path(value);
+    } else if (name == "--python") {
+      need_value();
+      o.python = value;
+    } else if (name == "--pytorch-only" && !has_value) {
+      o.pytorch_only = true;
+    } else if (name == "--allow-paper" && !has_value) {
+      o.allow_paper = true;
+    } else if (name == "--keep-tmp" && !has_value) {
+      o.keep_tmp = true;
+    } else {
+      usage_error("unknown flag '" + a + "'");
+    }
+  }
+  if (o.preset.empty()) usage_error("--preset=cpu or --preset=paper is required");
+  // bench/PROTOCOL.md: 3 warm-up and 20 measured epochs; the cpu preset 1 and 5.
+  if (!epochs_set) o.epochs = o.preset == "cpu" ? 5 : 20;
+  if (!warmup_set) o.warmup = o.preset == "cpu" ? 1 : 3;
+  return o;
+}
+
+bool is_file(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/// A data dependency of //bench:suite, found in its runfiles tree.
+std::string runfile(const char* argv0, const std::string& rel) {
+  std::vector<std::string> roots;
+  if (const char* d = std::getenv("RUNFILES_DIR")) roots.push_back(std::string(d) + "/weft/");
+  roots.push_back(std::string(argv0) + ".runfiles/weft/");
+  roots.push_back("");  // `bazel run` starts in the runfiles' workspace folder
+  for (const std::string& root : roots) {
+    if (is_file(root + rel)) return root + rel;
+  }
+  std::fprintf(stderr, "suite: cannot find %s in the runfiles; run the suite with "
+                       "`bazel run //bench:suite -- ...`\n", rel.c_str());
+  std::exit(2);
+}
+
+std::string tail(const std::string& text, size_t chars = 3000) {
+  return text.size() <= chars ? text : "..." + text.substr(text.size() - chars);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct ProcessResult {
+  int exit_code = -1;  ///< The exit status, or 128 + signal.
+  std::string out;     ///< Everything it wrote to stdout.
+  std::string err;     ///< Everything it wrote to stderr.
+};
+
+/// Runs `argv` with the suite's environment minus `unset` plus `set`, stdout captured
+/// through a pipe and stderr through the file `err_path` (one pipe cannot deadlock).
+ProcessResult run_process(const std::vector<std::string>& argv,
+                          const std::map<std::string, std::string>& set,
+                          const std::set<std::string>& unset, const std::string& err_path) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e, key = kv.substr(0, kv.find('='));
+    if (!set.count(key) && !unset.count(key)) env.push_back(kv);
+  }
+  for (const auto& [k, v] : set) env.push_back(k + "=" + v);
+  std::vector<char*> cargv, cenv;
+  for (const std::string& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  for (const std::string& e : env) cenv.push_back(const_cast<char*>(e.c_str()));
+  cenv.push_back(nullptr);
+
+  int out_pipe[2];
+  if (pipe(out_pipe) != 0) throw SuiteError{std::string("pipe: ") + std::strerror(errno)};
+  std::fflush(nullptr);
+  pid_t pid = fork();
+  if (pid < 0) throw SuiteError{std::string("fork: ") + std::strerror(errno)};
+  if (pid == 0) {
+    int err_fd = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(out_pipe[1], STDOUT_FILENO);
+    if (err_fd >= 0) dup2(err_fd, STDERR_FILENO);
+    close(out_pipe[0]);
+    close(out_pipe[1]);
+    execve(cargv[0], cargv.data(), cenv.data());
+    std::fprintf(stderr, "cannot run %s: %s\n", cargv[0], std::strerror(errno));
+    _exit(127);
+  }
+  close(out_pipe[1]);
+  ProcessResult r;
+  char buf[65536];
+  for (ssize_t n; (n = read(out_pipe[0], buf, sizeof(buf))) != 0;) {
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    r.out.append(buf, size_t(n));
+  }
+  close(out_pipe[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.err = read_file(err_path);
+  return r;
+}
+
+std::string command_line(const std::vector<std::string>& argv,
+                         const std::map<std::string, std::string>& set) {
+  std::string s;
+  for (const auto& [k, v] : set) s += k + "=" + v + " ";
+  for (const std::string& a : argv) s += a + " ";
+  return s.substr(0, s.size() - 1);
+}
+
+/// Runs a step that must succeed; its failure is a SuiteError with the command and output.
+ProcessResult run_or_fail(const std::string& what, const std::vector<std::string>& argv,
+                          const std::map<std::string, std::string>& set,
+                          const std::set<std::string>& unset, const std::string& err_path) {
+  ProcessResult r = run_process(argv, set, unset, err_path);
+  if (r.exit_code != 0) {
+    throw SuiteError{what + " failed (exit " + std::to_string(r.exit_code) + "): " +
+                     command_line(argv, set) + "\n" + tail(r.err + r.out)};
+  }
+  return r;
+}
+
+/// The JSON object a timed run prints as its last stdout line.
+json last_json_line(const std::string& what, const ProcessResult& r) {
+  std::string line;
+  std::stringstream ss(r.out);
+  for (std::string l; std::getline(ss, l);) {
+    if (l.find_first_not_of(" \t\r") != std::string::npos) line = l;
+  }
+  json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) {
+    throw SuiteError{what + ": the last line of its output is not a JSON object: '" + line +
+                     "'\n" + tail(r.err + r.out)};
+  }
+  return j;
+}
+
+template <typename T>
+std::optional<T> optional_field(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  return it->get<T>();
+}
+
+template <typename T>
+T required_field(const std::string& what, const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) {
+    throw SuiteError{what + ": its result has no \"" + std::string(key) + "\": " + j.dump()};
+  }
+  return it->get<T>();
+}
+
+/// Adds one timed run's figures to the summary of its configuration.
+void record(const std::string& what, const json& j, RunSummary& s) {
+  try {
+    s.round_median_ms.push_back(required_field<double>(what, j, "median_ms"));
+    s.round_epoch_ms.push_back(optional_field<std::vector<double>>(j, "epoch_ms").value_or(
+        std::vector<double>{}));
+    if (!s.first_loss) s.first_loss = optional_field<double>(j, "first_loss");
+    if (auto n = optional_field<int64_t>(j, "param_count")) {
+      if (s.param_count && *s.param_count != *n) {
+        throw SuiteError{what + " counts " + std::to_string(*n) + " parameters, the weft " +
+                         "worker's --names-out " + std::to_string(*s.param_count)};
+      }
+      s.param_count = n;
+    }
+    if (auto peak = optional_field<int64_t>(j, "peak_rss_increase_bytes")) {
+      s.peak_bytes = std::max(s.peak_bytes.value_or(*peak), *peak);
+    }
+  } catch (const json::exception& e) {
+    throw SuiteError{what + ": unexpected result " + j.dump() + ": " + e.what()};
+  }
+}
+
+struct PytorchConfig {
+  int threads;
+  bool tuned;
+  std::string label() const {
+    return std::to_string(threads) + (threads == 1 ? " thread" : " threads") +
+           (tuned ? " tuned" : "");
+  }
+};
+
+const std::vector<PytorchConfig> kPytorchConfigs = {{1, false}, {1, true}, {2, false}, {2, true}};
+
+class Suite {
+ public:
+  Suite(Options options, std::string worker, std::string run_py, std::string dir)
+      : o_(std::move(options)), worker_(std::move(worker)), run_py_(std::move(run_py)),
+        dir_(std::move(dir)) {}
+
+  ModelResult run_model(const std::string& model) {
+    ModelResult r;
+    r.model = model;
+    try {
+      r.weft = RunSummary{};
+      r.weft->config = "weft";
+      prepare(model, r);
+      time_model(model, r);
+    } catch (const SuiteError& e) {
+      r.error = e.message;
+    } catch (const std::exception& e) {  // a malformed result the checks above missed
+      r.error = std::string("unexpected: ") + e.what();
+    }
+    if (!r.error.empty()) std::printf("[%s] FAILED: %s\n", model.c_str(), r.error.c_str());
+    return r;
+  }
+
+ private:
+  std::string file(const std::string& model, const std::string& suffix) const {
+    return dir_ + "/" + model + "." + suffix;
+  }
+
+  std::vector<std::string> worker_args(const std::string& model) const {
+    return {worker_, "--model=" + model, "--preset=" + o_.preset};
+  }
+  std::vector<std::string> run_py_args(const std::string& model) const {
+    return {o_.python, run_py_, "--model=" + model, "--preset=" + o_.preset};
+  }
+
+  /// Steps 1 and 2: weft's names, then PyTorch's initial weights and data under them.
+  void prepare(const std::string& model, ModelResult& r) {
+    std::vector<std::string> names = worker_args(model);
+    names.push_back("--names-out=" + file(model, "names.json"));
+    run_or_fail("weft_worker --names-out for " + model, names, {}, {},
+                file(model, "names.stderr"));
+    // weft's parameter count, known even where its timed runs are declined or skipped.
+    json names_json = json::parse(read_file(file(model, "names.json")), nullptr,
+                                  /*allow_exceptions=*/false);
+    if (names_json.is_object()) r.weft->param_count = optional_field<int64_t>(names_json, "param_count");
+    std::vector<std::string> init = run_py_args(model);
+    init.push_back("--names=" + file(model, "names.json"));
+    init.push_back("--init-out=" + file(model, "init.safetensors"));
+    run_or_fail("run.py --init-out for " + model, init, {}, {}, file(model, "init.stderr"));
+  }
+
+  /// Step 3: the timed rounds, weft and the PyTorch configurations interleaved.
+  void time_model(const std::string& model, ModelResult& r) {
+    const std::string init = "--init=" + file(model, "init.safetensors");
+    const std::string epochs = "--epochs=" + std::to_string(o_.epochs);
+    const std::string warmup = "--warmup=" + std::to_string(o_.warmup);
+    if (o_.pytorch_only) r.weft_note = "not run (--pytorch-only)";
+    for (const PytorchConfig& c : kPytorchConfigs) {
+      RunSummary s;
+      s.config = c.label();
+      s.threads = c.threads;
+      s.tuned_env = c.tuned;
+      r.pytorch.push_back(s);
+    }
+    // -1 stands for weft, i ≥ 0 for kPytorchConfigs[i].
+    std::vector<int> order = {-1};
+    for (int i = 0; i < int(kPytorchConfigs.size()); ++i) order.push_back(i);
+    for (int round = 0; round < o_.rounds; ++round) {
+      std::string line = "[" + model + "] round " + std::to_string(round + 1) + "/" +
+                         std::to_string(o_.rounds) + ", median epoch ms:";
+      std::string sep = " ";
+      for (int who : order) {
+        std::string tag = "r" + std::to_string(round + 1);
+        if (who < 0) {
+          if (o_.pytorch_only || !r.weft_note.empty()) continue;
+          std::vector<std::string> args = worker_args(model);
+          args.insert(args.end(), {init, epochs, warmup});
+          if (o_.allow_paper) args.push_back("--allow-paper");
+          ProcessResult p = run_process(args, {}, {}, file(model, "weft." + tag + ".stderr"));
+          if (p.exit_code != 0 && o_.preset == "paper" && round == 0) {
+            // The paper preset is meant for GPU machines; the worker may decline it here.
+            r.weft_note = "declined the paper preset: " + last_line(p.err + p.out);
+            std::printf("[%s] weft: %s\n", model.c_str(), r.weft_note.c_str());
+            continue;
+          }
+          if (p.exit_code != 0) {
+            throw SuiteError{"weft_worker timed run for " + model + " failed (exit " +
+                             std::to_string(p.exit_code) + "): " + command_line(args, {}) +
+                             "\n" + tail(p.err + p.out)};
+          }
+          json j = last_json_line("weft_worker for " + model, p);
+          record("weft_worker for " + model, j, *r.weft);
+          if (round == 0) take_weft_extras(model, j, r);
+          line += sep + "weft " + format_ms(r.weft->round_median_ms.back());
+          sep = ", ";
+        } else {
+          const PytorchConfig& c = kPytorchConfigs[size_t(who)];
+          std::vector<std::string> args = run_py_args(model);
+          args.insert(args.end(), {init, epochs, warmup, "--threads=" + std::to_string(c.threads)});
+          std::map<std::string, std::string> set;
+          if (c.tuned) set = {{"OMP_WAIT_POLICY", "PASSIVE"}, {"GLIBC_TUNABLES", kTunedMalloc}};
+          std::string what = "run.py (" + c.label() + ") for " + model;
+          // run.py sets the thread counts of OpenMP and OpenBLAS from --threads unless the
+          // environment already does: the user's settings must not leak into the configs.
+          ProcessResult p = run_or_fail(what, args, set,
+                                        {"OMP_WAIT_POLICY", "GLIBC_TUNABLES", "OMP_NUM_THREADS",
+                                         "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"},
+                                        file(model, "pytorch" + std::to_string(who) + "." + tag +
+                                                        ".stderr"));
+          record(what, last_json_line(what, p), r.pytorch[size_t(who)]);
+          line += sep + c.label() + " " + format_ms(r.pytorch[size_t(who)].round_median_ms.back());
+          sep = ", ";
+        }
+      }
+      std::printf("%s\n", line.c_str());
+      std::fflush(stdout);
+      if (round == 0) check_agreement(r);
+      std::reverse(order.begin(), order.end());
+    }
+  }
+
+  static std::string last_line(const std::string& text) {
+    std::string last;
+    std::stringstream ss(text);
+    for (std::string l; std::getline(ss, l);) {
+      if (l.find_first_not_of(" \t\r") != std::string::npos) last = l;
+    }
+    return last;
+  }
+
+  /// The weft worker's static figures: memory plan and the step's matmuls.
+  static void take_weft_extras(const std::string& model, const json& j, ModelResult& r) {
+    try {
+      r.weft_planned_bytes = optional_field<int64_t>(j, "planned_bytes");
+      r.arena_bytes = optional_field<int64_t>(j, "arena_bytes");
+      r.arena_lower_bound_bytes = optional_field<int64_t>(j, "arena_lower_bound_bytes");
+      r.weft_matmul_flops = optional_field<double>(j, "matmul_flops");
+      r.state_bytes = optional_field<int64_t>(j, "state_bytes");
+      if (auto it = j.find("gemm_shapes"); it != j.end() && it->is_array()) {
+        for (const json& s : *it) {
+          std::vector<int64_t> v = s.get<std::vector<int64_t>>();
+          if (v.size() != 4) throw SuiteError{"gemm_shapes entry " + s.dump() + " is not [m, n, k, count]"};
+          r.gemm_shapes.push_back({v[0], v[1], v[2], v[3]});
+        }
+      }
+    } catch (const json::exception& e) {
+      throw SuiteError{"weft_worker for " + model + ": unexpected result " + j.dump() + ": " +
+                       e.what()};
+    }
+  }
+
+  /// Parameter counts equal, first-step losses within tolerance (bench/PROTOCOL.md 4).
+  static void check_agreement(const ModelResult& r) {
+    for (const RunSummary& pt : r.pytorch) {
+      if (!pt.ran()) continue;
+      if (!r.weft->param_count || !pt.param_count) {
+        throw SuiteError{"no param_count to compare for " + r.model + " (weft or PyTorch " +
+                         pt.config + " reported none)"};
+      }
+      if (*r.weft->param_count != *pt.param_count) {
+        throw SuiteError{"parameter counts differ for " + r.model + ": weft " +
+                         std::to_string(*r.weft->param_count) + ", PyTorch (" + pt.config + ") " +
+                         std::to_string(*pt.param_count)};
+      }
+      if (!r.weft->ran()) continue;
+      if (!r.weft->first_loss || !pt.first_loss) {
+        throw SuiteError{"no first_loss to compare for " + r.model + " (weft or PyTorch " +
+                         pt.config + " reported none)"};
+      }
+      if (!first_losses_agree(*r.weft->first_loss, *pt.first_loss)) {
+        char buf[256];
+        std::snprintf(buf, sizeof(buf),
+                      "first-step losses differ for %s: weft %.9g, PyTorch (%s) %.9g "
+                      "(tolerance 1e-4·(1 + |PyTorch|))",
+                      r.model.c_str(), *r.weft->first_loss, pt.config.c_str(), *pt.first_loss);
+        throw SuiteError{buf};
+      }
+    }
+  }
+
+  Options o_;
+  std::string worker_, run_py_, dir_;
+};
+
+std::string make_temp_dir() {
+  std::string tmpl = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
+                     "/weft-suite-XXXXXX";
+  if (!mkdtemp(tmpl.data())) {
+    std::fprintf(stderr, "suite: cannot create %s: %s\n", tmpl.c_str(), std::strerror(errno));
+    std::exit(2);
+  }
+  return tmpl;
+}
+
+/// The roofline of every model that reported its matmuls, measured here and now.
+void measure_rooflines(std::vector<ModelResult>& results) {
+  bool any = false;
+  for (const ModelResult& r : results) any |= r.state_bytes.has_value() || !r.gemm_shapes.empty();
+  if (!any) return;
+  std::printf("measuring the roofline: memory bandwidth (triad over 256 MiB) ...");
+  std::fflush(stdout);
+  double bandwidth = measure_triad_bandwidth();
+  std::printf(" %.1f GB/s; sgemm (oneDNN) per shape ...", bandwidth / 1e9);
+  std::fflush(stdout);
+  SgemmTable sgemm;
+  for (ModelResult& r : results) {
+    if (!r.state_bytes && r.gemm_shapes.empty()) continue;
+    r.roofline = roofline(r.gemm_shapes, [&](const GemmShape& s) { return sgemm.flops(s); },
+                          r.state_bytes.value_or(0), bandwidth);
+    if (r.weft_matmul_flops && *r.weft_matmul_flops > 0 &&
+        std::abs(r.roofline->flops_per_step - *r.weft_matmul_flops) >
+            1e-6 * *r.weft_matmul_flops) {
+      std::printf("\nwarning: %s: the gemm_shapes add up to %.6g FLOP per step, matmul_flops "
+                  "says %.6g", r.model.c_str(), r.roofline->flops_per_step, *r.weft_matmul_flops);
+    }
+  }
+  double lo = 1e30, hi = 0;
+  for (const auto& [shape, f] : sgemm.measured()) {
+    lo = std::min(lo, f);
+    hi = std::max(hi, f);
+  }
+  if (sgemm.measured().empty()) {
+    std::printf(" no shapes\n");
+  } else {
+    std::printf(" %zu shapes, %.0f–%.0f GFLOP/s\n", sgemm.measured().size(), lo / 1e9, hi / 1e9);
+  }
+}
+
+int suite_main(int argc, char** argv) {
+  Options o = parse_options(argc, argv);
+  std::string worker = runfile(argv[0], "bench/weft_worker");
+  std::string run_py = runfile(argv[0], "bench/pytorch/run.py");
+  if (!is_file(o.python)) {
+    usage_error("no Python at " + o.python + " (Debian's python3 with python3-torch; "
+                "tools/setup --peer installs it)");
+  }
+  std::string dir = make_temp_dir();
+  std::printf("weft benchmark suite: preset %s, %d warm-up + %d measured epochs of 50 steps, "
+              "%d rounds; intermediate files in %s\n",
+              o.preset.c_str(), o.warmup, o.epochs, o.rounds, dir.c_str());
+  Suite suite(o, worker, run_py, dir);
+  std::vector<ModelResult> results;
+  for (const std::string& model : o.models) results.push_back(suite.run_model(model));
+  measure_rooflines(results);
+
+  std::printf("\n%s\n%s", format_table(results).c_str(), format_checks(results).c_str());
+  if (!o.json_path.empty()) {
+    std::ofstream out(o.json_path);
+    out << results_json(results, o.preset, o.epochs, o.warmup, o.rounds);
+    if (!out) {
+      std::fprintf(stderr, "suite: cannot write %s\n", o.json_path.c_str());
+      return 1;
+    }
+    std::printf("wrote %s\n", o.json_path.c_str());
+  }
+  int failed = 0;
+  for (const ModelResult& r : results) failed += !r.error.empty();
+  if (failed == 0 && !o.keep_tmp) {
+    std::string cmd = "rm -rf '" + dir + "'";
+    if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "suite: could not remove %s\n", dir.c_str());
+  } else {
+    std::printf("intermediate files and logs kept in %s\n", dir.c_str());
+  }
+  if (failed) {
+    std::printf("%d of %zu models FAILED:\n", failed, results.size());
+    for (const ModelResult& r : results) {
+      if (!r.error.empty()) std::printf("  %s: %s\n", r.model.c_str(), r.error.c_str());
+    }
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace weft::bench
+
+int main(int argc, char** argv) { return weft::bench::suite_main(argc, argv); }

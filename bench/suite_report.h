@@ -1,0 +1,72 @@
+#pragma once
+// What the benchmark suite (bench/suite.cc) collects per model, and how it prints it:
+// the table, the JSON list, and the checks between the two sides (bench/PROTOCOL.md).
+// Pure: no processes, no timing; bench/suite_test.cc covers it.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench/roofline.h"
+
+namespace weft::bench {
+
+/// The median of `values` (the mean of the two middle ones for an even count); 0 for none.
+double median(std::vector<double> values);
+
+/// bench/PROTOCOL.md step 4: |weft − pytorch| ≤ 1e-4·(1 + |pytorch|).
+bool first_losses_agree(double weft, double pytorch);
+
+/// One (framework, configuration) of one model, over every round it ran in.
+struct RunSummary {
+  std::string config;     ///< "weft", "1 thread", "2 threads tuned", ...
+  int threads = 0;        ///< PyTorch's thread count; 0 for weft.
+  bool tuned_env = false; ///< PyTorch ran with OMP_WAIT_POLICY and GLIBC_TUNABLES set.
+  std::vector<double> round_median_ms;           ///< Each process's median epoch.
+  std::vector<std::vector<double>> round_epoch_ms;  ///< Each process's epochs.
+  std::optional<double> first_loss;        ///< Of the first round.
+  std::optional<int64_t> param_count;
+  std::optional<int64_t> peak_bytes;       ///< Largest peak RSS increase over the rounds.
+
+  /// The median over rounds of each process's median epoch.
+  double median_ms() const { return median(round_median_ms); }
+  bool ran() const { return !round_median_ms.empty(); }
+};
+
+/// Everything measured about one model.
+struct ModelResult {
+  std::string model;
+  std::optional<RunSummary> weft;
+  std::vector<RunSummary> pytorch;  ///< Every PyTorch configuration that ran.
+  std::optional<int64_t> weft_planned_bytes, arena_bytes, arena_lower_bound_bytes;
+  std::optional<double> weft_matmul_flops;  ///< Per step, as the weft worker counted them.
+  std::vector<GemmShape> gemm_shapes;
+  std::optional<int64_t> state_bytes;
+  std::optional<Roofline> roofline;
+  std::string weft_note;  ///< Why weft did not run (declined the preset, --pytorch-only).
+  std::string error;      ///< Non-empty when this model failed; the run then fails.
+
+  /// The fastest PyTorch configuration by median, or null when none ran.
+  const RunSummary* best_pytorch() const;
+};
+
+/// "12.3 MiB" (binary megabytes, one decimal); "—" for null.
+std::string format_bytes(std::optional<int64_t> bytes);
+/// "123.4" (milliseconds, one decimal, three significant digits below 10); "—" for null.
+std::string format_ms(std::optional<double> ms);
+
+/// The suite's table in Markdown (ready for bench/RESULTS.md), one row per model, then
+/// a legend explaining each column and the roofline formula.
+std::string format_table(const std::vector<ModelResult>& results);
+
+/// The parameter-count and first-loss lines printed under the table:
+/// "mlp: params weft 1,181,952 = PyTorch 1,181,952; first loss weft 1.0234 PyTorch 1.0234".
+std::string format_checks(const std::vector<ModelResult>& results);
+
+/// The JSON list written by --json, one object per model (keys in bench/PROTOCOL.md and
+/// issue 5; null where unknown), pretty-printed.
+std::string results_json(const std::vector<ModelResult>& results, const std::string& preset,
+                         int epochs, int warmup, int rounds);
+
+}  // namespace weft::bench

@@ -1,0 +1,158 @@
+// The suite's pure parts: median, the loss check, the roofline arithmetic, the table and
+// the JSON list. The suite itself is a benchmark program: no test runs it.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/roofline.h"
+#include "bench/suite_report.h"
+
+namespace weft::bench {
+namespace {
+
+TEST(Median, OddEvenEmpty) {
+  EXPECT_EQ(median({3, 1, 2}), 2);
+  EXPECT_EQ(median({4, 1, 3, 2}), 2.5);
+  EXPECT_EQ(median({}), 0);
+}
+
+TEST(FirstLosses, ToleranceIsRelativeToPytorchPlusOne) {
+  EXPECT_TRUE(first_losses_agree(1.00005, 1.0));   // |Δ| 5e-5 ≤ 2e-4
+  EXPECT_FALSE(first_losses_agree(1.0003, 1.0));   // 3e-4 > 2e-4
+  EXPECT_TRUE(first_losses_agree(0.0, 9e-5));      // ≤ 1e-4·(1 + 9e-5)
+  EXPECT_TRUE(first_losses_agree(100.009, 100.0)); // 9e-3 ≤ 1.01e-2
+  EXPECT_FALSE(first_losses_agree(100.02, 100.0));
+}
+
+TEST(Roofline, ComputeBoundAndMemoryBound) {
+  // 2 × (2·100·200·300) + 1 × (2·10·10·10) FLOP per step at 1e11 FLOP/s.
+  std::vector<GemmShape> shapes = {{100, 200, 300, 2}, {10, 10, 10, 1}};
+  auto flat = [](const GemmShape&) { return 1e11; };
+  Roofline r = roofline(shapes, flat, /*state_bytes=*/1000, /*bandwidth_bytes_per_s=*/1e10);
+  EXPECT_DOUBLE_EQ(r.flops_per_step, 2 * 2.0 * 100 * 200 * 300 + 2.0 * 10 * 10 * 10);
+  EXPECT_DOUBLE_EQ(r.compute_ms_per_step, r.flops_per_step / 1e11 * 1e3);
+  EXPECT_DOUBLE_EQ(r.memory_bytes_per_step, 2000);  // read once, written once
+  EXPECT_DOUBLE_EQ(r.memory_ms_per_step, 2000 / 1e10 * 1e3);
+  EXPECT_DOUBLE_EQ(r.epoch_ms, 50 * r.compute_ms_per_step);
+  EXPECT_STREQ(r.bound_by(), "compute");
+  EXPECT_EQ(r.sgemm_flops_per_s, (std::vector<double>{1e11, 1e11}));
+
+  // Per-shape throughput: the slow shape dominates.
+  auto per_shape = [](const GemmShape& s) { return s.m == 10 ? 1e6 : 1e11; };
+  Roofline slow = roofline(shapes, per_shape, 1000, 1e10);
+  EXPECT_DOUBLE_EQ(slow.compute_ms_per_step, (2 * 2.0 * 100 * 200 * 300 / 1e11 + 2000 / 1e6) * 1e3);
+
+  // 1 GB of state at 10 GB/s: 0.2 s per step, memory-bound.
+  Roofline mem = roofline(shapes, flat, /*state_bytes=*/1000000000, 1e10);
+  EXPECT_DOUBLE_EQ(mem.epoch_ms, 50 * 200.0);
+  EXPECT_STREQ(mem.bound_by(), "memory");
+}
+
+TEST(Roofline, SgemmTableMeasuresEachShapeOnce) {
+  SgemmTable table;
+  double a = table.flops({16, 16, 16, 3});
+  double b = table.flops({16, 16, 16, 7});  // same shape, another count
+  EXPECT_GT(a, 0);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(table.measured().size(), 1u);
+}
+
+ModelResult sample(bool with_weft) {
+  ModelResult r;
+  r.model = "mlp";
+  if (with_weft) {
+    RunSummary w;
+    w.config = "weft";
+    w.round_median_ms = {200, 220};
+    w.round_epoch_ms = {{199, 200, 201}, {220}};
+    w.first_loss = 1.25;
+    w.param_count = 1181952;
+    w.peak_bytes = 10 << 20;
+    r.weft = w;
+    r.weft_planned_bytes = 8 << 20;
+    r.state_bytes = 4 << 20;
+    r.gemm_shapes = {{64, 512, 256, 3}};
+    r.roofline = roofline(r.gemm_shapes, [](const GemmShape&) { return 2e11; }, *r.state_bytes,
+                          3e10);
+  }
+  for (int threads : {1, 2}) {
+    RunSummary p;
+    p.config = std::to_string(threads) + (threads == 1 ? " thread" : " threads") + " tuned";
+    p.threads = threads;
+    p.tuned_env = true;
+    p.round_median_ms = threads == 1 ? std::vector<double>{100, 104} : std::vector<double>{150};
+    p.first_loss = 1.25001;
+    p.param_count = 1181952;
+    p.peak_bytes = 30 << 20;
+    r.pytorch.push_back(p);
+  }
+  return r;
+}
+
+TEST(Table, RowsLegendAndNulls) {
+  ModelResult failed;
+  failed.model = "gru_seq";
+  failed.error = "first-step losses differ";
+  std::string table = format_table({sample(true), sample(false), failed});
+  // Header, best PyTorch config (1 thread: median 102), weft median 210, ratio 210/102.
+  EXPECT_NE(table.find("| model "), std::string::npos) << table;
+  EXPECT_NE(table.find("arena / lower bound |"), std::string::npos) << table;
+  EXPECT_NE(table.find("| mlp "), std::string::npos) << table;
+  EXPECT_NE(table.find("102"), std::string::npos) << table;
+  EXPECT_NE(table.find("1 thread tuned"), std::string::npos) << table;
+  EXPECT_NE(table.find("210"), std::string::npos) << table;
+  EXPECT_NE(table.find("2.06×"), std::string::npos) << table;
+  EXPECT_NE(table.find("10.0 MiB"), std::string::npos) << table;
+  EXPECT_NE(table.find("30.0 MiB"), std::string::npos) << table;
+  EXPECT_NE(table.find("14.0 (memory)"), std::string::npos) << table;  // 8 MiB / 30 GB/s × 50
+  EXPECT_NE(table.find("FAILED"), std::string::npos) << table;
+  EXPECT_NE(table.find("roofline ms: 50 × max("), std::string::npos) << table;
+  // Every row has the header's number of columns.
+  size_t rows = 0;
+  for (size_t pos = 0; (pos = table.find("\n|", pos)) != std::string::npos; ++pos) ++rows;
+  EXPECT_EQ(rows, 4u) << table;  // separator + 3 models
+
+  std::string checks = format_checks({sample(true)});
+  EXPECT_NE(checks.find("mlp: params weft 1,181,952 = PyTorch 1,181,952; first loss weft 1.25 "
+                        "PyTorch 1.25001"),
+            std::string::npos)
+      << checks;
+}
+
+TEST(Json, OneObjectPerModelWithTheContractKeys) {
+  ModelResult failed;
+  failed.model = "gru_seq";
+  failed.error = "boom";
+  nlohmann::json list =
+      nlohmann::json::parse(results_json({sample(true), failed}, "cpu", 5, 1, 2));
+  ASSERT_TRUE(list.is_array());
+  ASSERT_EQ(list.size(), 2u);
+  const nlohmann::json& m = list[0];
+  for (const char* key : {"model", "pytorch_ms", "pytorch_config", "weft_ms", "weft_peak_bytes",
+                          "pytorch_peak_bytes", "weft_planned_bytes", "arena_bytes",
+                          "arena_lower_bound_bytes", "roofline_ms"}) {
+    EXPECT_TRUE(m.contains(key)) << key;
+    EXPECT_TRUE(list[1].contains(key)) << key;
+  }
+  EXPECT_EQ(m["model"], "mlp");
+  EXPECT_EQ(m["pytorch_ms"], 102.0);
+  EXPECT_EQ(m["pytorch_config"], "1 thread tuned");
+  EXPECT_EQ(m["weft_ms"], 210.0);
+  EXPECT_EQ(m["weft_peak_bytes"], 10 << 20);
+  EXPECT_EQ(m["pytorch_peak_bytes"], 30 << 20);
+  EXPECT_EQ(m["weft_planned_bytes"], 8 << 20);
+  EXPECT_TRUE(m["arena_bytes"].is_null());
+  EXPECT_TRUE(m["arena_lower_bound_bytes"].is_null());
+  EXPECT_GT(m["roofline_ms"].get<double>(), 0);
+  EXPECT_EQ(m["param_count_weft"], 1181952);
+  EXPECT_EQ(m["pytorch_configs"].size(), 2u);
+  EXPECT_EQ(m["gemm_shapes"][0], nlohmann::json({64, 512, 256, 3}));
+  EXPECT_EQ(m["sgemm_gflops"], nlohmann::json({200.0}));
+  EXPECT_TRUE(m["error"].is_null());
+  EXPECT_TRUE(list[1]["weft_ms"].is_null());
+  EXPECT_TRUE(list[1]["roofline_ms"].is_null());
+  EXPECT_EQ(list[1]["error"], "boom");
+}
+
+}  // namespace
+}  // namespace weft::bench

@@ -53,7 +53,10 @@ std::string graph_to_dot(const Graph& g) {
            ", label=\"" + escape(label) + "\"];\n";
     for (size_t k = 0; k < n.operands.size(); ++k) {
       ValueId o = n.operands[k];
-      out += "  " + def[o] + " -> " + id + " [label=\"%" + escape(g.value(o).name) + "\"];\n";
+      // The value's name and shape on the edge (the node shows its result type).
+      std::string shape = g.value(o).type ? g.value(o).type->shape.to_string() : "?";
+      out += "  " + def[o] + " -> " + id + " [label=\"" +
+             escape("%" + g.value(o).name + " " + shape) + "\"];\n";
     }
   }
   for (size_t i = 0; i < g.outputs().size(); ++i) {

@@ -1,7 +1,8 @@
 #pragma once
 // Graphviz DOT rendering of a graph: `weftc dump FILE.wir --format=dot | dot -Tsvg`.
 // Inputs are ellipses (params and state shaded), nodes are boxes showing the op, its
-// attributes and result type, edges carry the value's name; outputs are double circles.
+// attributes and result type, edges carry the value's name and shape; outputs are
+// double circles.
 
 #include <string>
 

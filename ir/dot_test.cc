@@ -21,10 +21,10 @@ TEST(Dot, DrawsInputsNodesAndOutputs) {
             "  in1 [shape=ellipse, style=filled, fillcolor=\"#e8e0ff\", "
             "label=\"%w\\nf32[6,5]\\n{param}\"];\n"
             "  n0 [shape=box, label=\"matmul\\nf32[4,5]\"];\n"
-            "  in0 -> n0 [label=\"%x\"];\n"
-            "  in1 -> n0 [label=\"%w\"];\n"
+            "  in0 -> n0 [label=\"%x [4,6]\"];\n"
+            "  in1 -> n0 [label=\"%w [6,5]\"];\n"
             "  n1 [shape=box, label=\"sum\\naxes=[1]\\nf32[4]\"];\n"
-            "  n0 -> n1 [label=\"%h\"];\n"
+            "  n0 -> n1 [label=\"%h [4,5]\"];\n"
             "  out0 [shape=doublecircle, label=\"out 0\"];\n"
             "  n1 -> out0;\n"
             "}\n");

@@ -71,7 +71,8 @@ StatusOr<std::vector<ValueId>> append_gradients(Graph& g, ValueId output,
   for (int i = 0; i < num_nodes; ++i) {
     const Node& n = g.node(i);
     bool any = std::any_of(n.operands.begin(), n.operands.end(), [&](ValueId o) { return from_wrt[o]; });
-    for (ValueId r : n.results) from_wrt[r] = any;
+    // `|=`, not `=`: a wrt value may be a node's result (an intermediate), not an input.
+    for (ValueId r : n.results) from_wrt[r] = from_wrt[r] || any;
   }
   to_output[output] = true;
   for (int i = num_nodes - 1; i >= 0; --i) {

@@ -57,6 +57,26 @@ TEST(Grad, IndependentInputGetsZerosAndSeedIsAnInput) {
   EXPECT_EQ(r->outputs[1].to_doubles(), (std::vector<double>{0, 0}));
 }
 
+TEST(Grad, WithRespectToAnIntermediateValue) {
+  // l = sum(h * h), h = x * x: dl/dh = 2h. The forward walk used to overwrite the wrt
+  // mark of a node's result with "depends on a wrt operand" and return zeros here.
+  Graph g = parse(R"(graph @f(%x: f64[2]) -> (f64[]) {
+    %h = mul(%x, %x)
+    %s = mul(%h, %h)
+    %l = sum(%s)
+    return %l
+  })");
+  ValueId h = *g.find_value("h");
+  auto grads = append_gradients(g, g.outputs()[0], {h});
+  ASSERT_TRUE(grads.ok()) << grads.error().to_string();
+  g.set_outputs(*grads);
+  g.set_declared_output_types({});
+  ASSERT_TRUE(default_pipeline().run(g).ok());
+  auto r = reference::run(g, {Tensor::from_vector<double>({2}, {1, 2})});
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(r->outputs[0].to_doubles(), (std::vector<double>{2, 8}));
+}
+
 TEST(Grad, Errors) {
   Graph g = parse(R"(graph @f(%x: f32[2], %n: i64[2]) -> (f32[2]) {
     %p = mul(%x, %x)

@@ -184,7 +184,12 @@ StatusOr<std::vector<Tensor>> Trainer::evaluate(const std::vector<Tensor>& batch
     if (in.kind == InputKind::data) {
       inputs.push_back(batch[next++]);
     } else {
-      inputs.push_back(values_.at(g.value(in.value).name));
+      auto v = values_.find(g.value(in.value).name);
+      if (v == values_.end()) {
+        return Error{"the eval-mode graph needs '" + g.value(in.value).name +
+                     "', which the training step does not have"};
+      }
+      inputs.push_back(v->second);
     }
   }
   WEFT_ASSIGN_OR_RETURN(reference::RunResult r, reference::run(g, inputs));
@@ -194,13 +199,17 @@ StatusOr<std::vector<Tensor>> Trainer::evaluate(const std::vector<Tensor>& batch
 Status Trainer::freeze(const std::string& path) {
   WEFT_RETURN_IF_ERROR(model_->validate_path(path));
   freezes_.emplace_back(true, path);
-  return build_step();
+  Status s = build_step();
+  if (!s.ok()) freezes_.pop_back();  // on error nothing changes
+  return s;
 }
 
 Status Trainer::thaw(const std::string& path) {
   WEFT_RETURN_IF_ERROR(model_->validate_path(path));
   freezes_.emplace_back(false, path);
-  return build_step();
+  Status s = build_step();
+  if (!s.ok()) freezes_.pop_back();
+  return s;
 }
 
 Status Trainer::set_value(const std::string& name, Tensor value) {

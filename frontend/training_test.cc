@@ -169,6 +169,16 @@ TEST(Training, EvaluateUsesRunningStatisticsAndAnyBatchSize) {
   EXPECT_EQ(a->at(0).type().to_string(), "f32[2,3]");
   auto b = t->evaluate({x});  // eval is deterministic: no dropout, fixed statistics
   EXPECT_TRUE(a->at(0) == b->at(0));
+  // Eval mode normalizes with the running statistics: moving them moves the output
+  // (batch statistics would not notice).
+  Tensor shifted = t->values().at("net.1.running_mean");
+  for (int64_t k = 0; k < shifted.numel(); ++k) shifted.data<float>()[k] += 3.0f;
+  Tensor original = t->values().at("net.1.running_mean");
+  ASSERT_TRUE(t->set_value("net.1.running_mean", shifted).ok());
+  auto moved = t->evaluate({x});
+  ASSERT_TRUE(moved.ok());
+  EXPECT_FALSE(moved->at(0) == a->at(0));
+  ASSERT_TRUE(t->set_value("net.1.running_mean", original).ok());
   // Evaluating does not change the running statistics.
   Tensor mean = t->values().at("net.1.running_mean");
   ASSERT_TRUE(t->evaluate({x}).ok());
@@ -190,6 +200,13 @@ TEST(Training, Errors) {
   auto wrong = t->step({Tensor(Type{DType::f32, {5, 4}}), Tensor(Type{DType::i64, {5}})});
   ASSERT_FALSE(wrong.ok());
   EXPECT_NE(wrong.error().message.find("weft.target"), std::string::npos) << wrong.error().message;
+  EXPECT_EQ(t->evaluate({}).error().to_string(), "error: evaluate(...) takes 1 tensors, got 0");
+  EXPECT_EQ(t->set_value("0.wieght", Tensor(Type{DType::f32, {3, 4}})).to_string(),
+            "error: no parameter, state or optimizer slot named '0.wieght'");
+  EXPECT_EQ(t->set_value("0.weight", Tensor(Type{DType::f32, {4, 3}})).to_string(),
+            "error: '0.weight' is f32[3,4], not f32[4,3]");
+  EXPECT_EQ(t->thaw("decoder").to_string(),
+            "error: no subgraph labelled 'decoder'; label paths in this model: (none)");
 }
 
 }  // namespace

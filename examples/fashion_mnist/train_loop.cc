@@ -2,10 +2,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 #include "tools/weftc/args.h"
 
@@ -34,14 +38,15 @@ StatusOr<double> test_accuracy(Trainer& trainer, const FashionMnist& data) {
   const int64_t per_image = test.images.numel() / n;
   int64_t correct = 0;
   for (int64_t start = 0; start < n; start += chunk) {
+    const int64_t rows = std::min(chunk, n - start);  // the last chunk may be short
     Shape shape = test.images.shape();
-    shape.dims[0] = chunk;
+    shape.dims[0] = rows;
     Tensor images(Type{DType::f32, shape});
     std::memcpy(images.data<float>(), test.images.data<float>() + start * per_image,
-                chunk * per_image * sizeof(float));
+                rows * per_image * sizeof(float));
     WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> out, trainer.evaluate({images}));
     const float* logits = out[0].data<float>();
-    for (int64_t i = 0; i < chunk; ++i) {
+    for (int64_t i = 0; i < rows; ++i) {
       int best = 0;
       for (int c = 1; c < 10; ++c) {
         if (logits[i * 10 + c] > logits[i * 10 + best]) best = c;
@@ -59,17 +64,32 @@ void parse_flags(int argc, char** argv, RunConfig& c, bool allow_bn) {
     std::string a = argv[i];
     size_t eq = a.find('=');
     std::string flag = a.substr(0, eq), value = eq == std::string::npos ? "" : a.substr(eq + 1);
+    auto bad_value = [&] { usage("bad value for " + flag + ": '" + value + "'", allow_bn); };
     auto number = [&](double low) {
       char* end = nullptr;
       double v = std::strtod(value.c_str(), &end);
-      if (value.empty() || *end != '\0' || !(v >= low)) usage("bad value for " + flag + ": '" + value + "'", allow_bn);
+      if (value.empty() || *end != '\0' || !(v >= low) || !std::isfinite(v)) bad_value();
       return v;
     };
-    if (flag == "--epochs") c.epochs = static_cast<int>(number(0));
-    else if (flag == "--batch") c.batch = static_cast<int>(number(1));
+    // Counts are whole numbers that fit an int: `--epochs=1.5` or `--batch=1e12` would
+    // otherwise be truncated or overflow the cast.
+    auto count = [&](int low) {
+      double v = number(low);
+      if (v != std::floor(v) || v > std::numeric_limits<int>::max()) bad_value();
+      return static_cast<int>(v);
+    };
+    if (flag == "--epochs") c.epochs = count(0);
+    else if (flag == "--batch") c.batch = count(1);
     else if (flag == "--lr") c.lr = number(0);
-    else if (flag == "--seed") c.seed = static_cast<uint64_t>(number(0));
-    else if (flag == "--max-steps") c.max_steps = static_cast<int>(number(0));
+    else if (flag == "--seed") {
+      // Every uint64 seed, exactly: a double would round seeds above 2^53.
+      char* end = nullptr;
+      errno = 0;
+      unsigned long long v = std::strtoull(value.c_str(), &end, 10);
+      if (value.empty() || value[0] == '-' || *end != '\0' || errno == ERANGE) bad_value();
+      c.seed = v;
+    }
+    else if (flag == "--max-steps") c.max_steps = count(0);
     else if (flag == "--backend") c.backend = value;
     else if (flag == "--checkpoint-out") c.checkpoint_out = cli::resolve_path(value);
     else if (flag == "--resume") c.resume = cli::resolve_path(value);
@@ -92,6 +112,12 @@ int train(const FlowPtr& net, const RunConfig& c) {
   data_options.seed = c.seed;
   StatusOr<FashionMnist> data = FashionMnist::load(data_options);
   if (!data.ok()) return fail(data.error());
+  const int64_t batches = data->num_batches(c.batch);  // the last partial batch is dropped
+  if (batches == 0) {  // per_epoch would be 0: a division by zero below
+    std::fprintf(stderr, "--batch=%d is larger than the training set; use at most %lld\n",
+                 c.batch, static_cast<long long>(data->train_size()));
+    return 1;
+  }
 
   Shape input = c.layout == ImageLayout::flat ? Shape{c.batch, 784} : Shape{c.batch, 1, 28, 28};
   TrainOptions options;
@@ -107,7 +133,6 @@ int train(const FlowPtr& net, const RunConfig& c) {
     std::printf("resumed from %s at step %lld\n", c.resume.c_str(),
                 static_cast<long long>(trainer->steps()));
   }
-  const int64_t batches = data->num_batches(c.batch);  // the last partial batch is dropped
   const int64_t per_epoch = c.max_steps > 0 ? std::min<int64_t>(batches, c.max_steps) : batches;
   std::printf("%s: %lld parameters, Adam lr %g, batch %d, %lld steps per epoch, backend %s\n",
               c.name.c_str(), static_cast<long long>(trainer->model().parameter_count()), c.lr,

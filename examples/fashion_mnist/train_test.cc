@@ -69,6 +69,24 @@ TEST(FashionMnist, Errors) {
   r = run("examples/fashion_mnist/mlp --epochs=x");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.out.rfind("bad value for --epochs: 'x'", 0), 0u) << r.out;
+  // Counts must be whole numbers that fit an int (they were truncated, or overflowed the
+  // cast); seeds are read exactly, as uint64.
+  r = run("examples/fashion_mnist/mlp --epochs=1.5");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out.rfind("bad value for --epochs: '1.5'", 0), 0u) << r.out;
+  r = run("examples/fashion_mnist/mlp --batch=1e12");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out.rfind("bad value for --batch: '1e12'", 0), 0u) << r.out;
+  r = run("examples/fashion_mnist/mlp --seed=-1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out.rfind("bad value for --seed: '-1'", 0), 0u) << r.out;
+  // A batch larger than the training set left no steps per epoch, and the resume
+  // arithmetic divided by zero (SIGFPE).
+  r = run("examples/fashion_mnist/mlp --batch=60001 --epochs=1");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("--batch=60001 is larger than the training set; use at most 60000"),
+            std::string::npos)
+      << r.out;
   r = run("examples/fashion_mnist/mlp --backend=tpu --max-steps=1");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("unknown backend 'tpu'; backends: reference"), std::string::npos) << r.out;

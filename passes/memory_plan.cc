@@ -1,0 +1,257 @@
+#include "passes/memory_plan.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <numeric>
+
+namespace weft {
+namespace {
+
+// Per-value lifetimes over the node order: [def, last], last = n for values that live to
+// the end of the step. Only node results (intermediates) are set; def = -1 otherwise.
+struct Lifetimes {
+  std::vector<int> def, last;
+  std::vector<int64_t> size;  // aligned bytes
+};
+
+int64_t round_up(int64_t bytes, int64_t alignment) {
+  return (bytes + alignment - 1) / alignment * alignment;
+}
+
+StatusOr<Lifetimes> lifetimes(const Graph& g, int64_t alignment) {
+  const int n = static_cast<int>(g.nodes().size());
+  Lifetimes l;
+  l.def.assign(g.num_values(), -1);
+  l.last.assign(g.num_values(), -1);
+  l.size.assign(g.num_values(), 0);
+  for (int i = 0; i < n; ++i) {
+    const Node& node = g.node(i);
+    for (ValueId r : node.results) {
+      const auto& type = g.value(r).type;
+      if (!type) {
+        return Error{"memory planning: %" + g.value(r).name +
+                         " has no type (run infer-types first)",
+                     node.loc};
+      }
+      l.def[r] = l.last[r] = i;
+      l.size[r] = round_up(static_cast<int64_t>(type->bytes()), alignment);
+    }
+    for (ValueId o : node.operands) {
+      if (l.def[o] >= 0) l.last[o] = i;
+    }
+  }
+  // Assigned values and outputs live to the end, whatever reads them after the assign.
+  for (const Node& node : g.nodes()) {
+    if (node.op == Op::Assign && node.operands.size() == 2 && l.def[node.operands[1]] >= 0) {
+      l.last[node.operands[1]] = n;
+    }
+  }
+  for (ValueId v : g.outputs()) {
+    if (l.def[v] >= 0) l.last[v] = n;
+  }
+  return l;
+}
+
+struct Buffer {
+  int begin, end;  // inclusive node range
+  int64_t size;
+  int64_t offset = -1;
+};
+
+// Places `buffers` in the given order, each at the best-fitting gap among the placed
+// buffers whose lifetimes overlap it; returns the arena size and sets the offsets.
+int64_t place(std::vector<Buffer>& buffers, const std::vector<int>& order) {
+  std::vector<int> placed;
+  int64_t arena = 0;
+  std::vector<std::pair<int64_t, int64_t>> busy;  // [offset, end) of overlapping buffers
+  for (int b : order) {
+    Buffer& buf = buffers[b];
+    if (buf.size == 0) {
+      buf.offset = 0;
+      continue;
+    }
+    busy.clear();
+    for (int p : placed) {
+      const Buffer& q = buffers[p];
+      if (q.begin <= buf.end && buf.begin <= q.end) busy.push_back({q.offset, q.offset + q.size});
+    }
+    std::sort(busy.begin(), busy.end());
+    int64_t best = -1, best_gap = 0, cursor = 0;
+    for (const auto& [lo, hi] : busy) {
+      const int64_t gap = lo - cursor;
+      if (gap >= buf.size && (best < 0 || gap < best_gap)) best = cursor, best_gap = gap;
+      cursor = std::max(cursor, hi);
+    }
+    buf.offset = best >= 0 ? best : cursor;
+    arena = std::max(arena, buf.offset + buf.size);
+    placed.push_back(b);
+  }
+  return arena;
+}
+
+}  // namespace
+
+double MemoryPlan::efficiency() const {
+  return arena_bytes == 0 ? 1.0 : static_cast<double>(lower_bound_bytes) / arena_bytes;
+}
+
+std::string MemoryPlan::report() const {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "memory plan: %d intermediates, alignment %lld\n"
+                "  naive   %lld bytes\n"
+                "  planned %lld bytes (strategy %s, %zu nodes in place)\n"
+                "  bound   %lld bytes (efficiency %.3f)\n",
+                num_intermediates, static_cast<long long>(alignment),
+                static_cast<long long>(naive_bytes), static_cast<long long>(arena_bytes),
+                strategy.c_str(), in_place_nodes.size(),
+                static_cast<long long>(lower_bound_bytes), efficiency());
+  return buf;
+}
+
+StatusOr<MemoryPlan> plan_memory(const Graph& g, const PlanOptions& options) {
+  if (options.alignment <= 0 || (options.alignment & (options.alignment - 1)) != 0) {
+    return Error{"memory planning: alignment " + std::to_string(options.alignment) +
+                 " is not a positive power of two"};
+  }
+  StatusOr<Lifetimes> lt = lifetimes(g, options.alignment);
+  if (!lt.ok()) return lt.error();
+  const Lifetimes& l = *lt;
+  const int n = static_cast<int>(g.nodes().size());
+
+  MemoryPlan plan;
+  plan.alignment = options.alignment;
+  std::vector<int> buffer_of(g.num_values(), -1);
+  std::vector<Buffer> buffers;
+  for (int i = 0; i < n; ++i) {
+    const Node& node = g.node(i);
+    for (ValueId r : node.results) {
+      ++plan.num_intermediates;
+      plan.naive_bytes += l.size[r];
+      int shared = -1;
+      if (options.in_place && node.info().category == OpCategory::Elementwise) {
+        for (ValueId o : node.operands) {
+          if (l.def[o] >= 0 && l.last[o] == i && l.size[o] == l.size[r] &&
+              g.type(o).bytes() == g.type(r).bytes() && g.type(o).shape == g.type(r).shape) {
+            shared = buffer_of[o];
+            break;
+          }
+        }
+      }
+      if (shared >= 0) {
+        buffer_of[r] = shared;
+        buffers[shared].end = l.last[r];
+        plan.in_place_nodes.push_back(i);
+      } else {
+        buffer_of[r] = static_cast<int>(buffers.size());
+        buffers.push_back({i, l.last[r], l.size[r]});
+      }
+    }
+  }
+
+  // The lower bound: the most buffer bytes live at one node (n is "after the last node").
+  std::vector<int64_t> delta(n + 2, 0);
+  for (const Buffer& b : buffers) delta[b.begin] += b.size, delta[b.end + 1] -= b.size;
+  int64_t live = 0;
+  for (int64_t d : delta) plan.lower_bound_bytes = std::max(plan.lower_bound_bytes, live += d);
+
+  using Less = std::function<bool(const Buffer&, const Buffer&)>;
+  const auto length = [](const Buffer& b) { return static_cast<int64_t>(b.end - b.begin + 1); };
+  const std::vector<std::pair<std::string, Less>> strategies = {
+      {"size", [](const Buffer& a, const Buffer& b) { return a.size > b.size; }},
+      {"lifetime", [&](const Buffer& a, const Buffer& b) {
+         return length(a) != length(b) ? length(a) > length(b) : a.size > b.size;
+       }},
+      {"first-use", [](const Buffer& a, const Buffer& b) {
+         return a.begin != b.begin ? a.begin < b.begin : a.size > b.size;
+       }},
+      {"area", [&](const Buffer& a, const Buffer& b) {
+         return a.size * length(a) > b.size * length(b);
+       }},
+  };
+  std::vector<Buffer> best;
+  for (const auto& [name, less] : strategies) {
+    std::vector<int> order(buffers.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return less(buffers[a], buffers[b]); });
+    std::vector<Buffer> trial = buffers;
+    const int64_t arena = place(trial, order);
+    if (plan.strategy.empty() || arena < plan.arena_bytes) {
+      plan.arena_bytes = arena;
+      plan.strategy = name;
+      best = std::move(trial);
+    }
+  }
+
+  plan.offset.assign(g.num_values(), -1);
+  for (ValueId v = 0; v < g.num_values(); ++v) {
+    if (buffer_of[v] >= 0) plan.offset[v] = best[buffer_of[v]].offset;
+  }
+  return plan;
+}
+
+Status verify_plan(const Graph& g, const MemoryPlan& plan) {
+  if (plan.alignment <= 0) return Error{"verify_plan: alignment must be positive"};
+  StatusOr<Lifetimes> lt = lifetimes(g, plan.alignment);
+  if (!lt.ok()) return lt.status();
+  const Lifetimes& l = *lt;
+  if (static_cast<int>(plan.offset.size()) != g.num_values()) {
+    return Error{"verify_plan: " + std::to_string(plan.offset.size()) + " offsets for " +
+                 std::to_string(g.num_values()) + " values"};
+  }
+  const auto name = [&](ValueId v) { return "%" + g.value(v).name; };
+  std::vector<ValueId> live_values;
+  for (ValueId v = 0; v < g.num_values(); ++v) {
+    const int64_t off = plan.offset[v];
+    if (l.def[v] < 0) {
+      if (off != -1) {
+        return Error{"verify_plan: " + name(v) + " is not an intermediate but has an offset"};
+      }
+      continue;
+    }
+    if (off < 0 || off % plan.alignment != 0 || off + l.size[v] > plan.arena_bytes) {
+      return Error{"verify_plan: " + name(v) + " at offset " + std::to_string(off) +
+                   " (size " + std::to_string(l.size[v]) +
+                   ") is unaligned or outside the arena of " +
+                   std::to_string(plan.arena_bytes) + " bytes"};
+    }
+    if (l.size[v] > 0) live_values.push_back(v);
+  }
+  std::vector<bool> in_place(g.nodes().size(), false);
+  for (int i : plan.in_place_nodes) {
+    if (i < 0 || i >= static_cast<int>(g.nodes().size()) ||
+        g.node(i).info().category != OpCategory::Elementwise) {
+      return Error{"verify_plan: in-place node " + std::to_string(i) +
+                   " is not an elementwise node"};
+    }
+    in_place[i] = true;
+  }
+  // A dying operand u of in-place node i and i's result v may share bytes: same offset.
+  const auto takes_over = [&](ValueId u, ValueId v) {
+    const int i = l.def[v];
+    if (!in_place[i] || l.last[u] != i || plan.offset[u] != plan.offset[v]) return false;
+    const auto& ops = g.node(i).operands;
+    return std::find(ops.begin(), ops.end(), u) != ops.end();
+  };
+  for (size_t a = 0; a < live_values.size(); ++a) {
+    const ValueId u = live_values[a];
+    for (size_t b = a + 1; b < live_values.size(); ++b) {
+      const ValueId v = live_values[b];
+      if (l.def[u] > l.last[v] || l.def[v] > l.last[u]) continue;  // never live together
+      if (plan.offset[u] >= plan.offset[v] + l.size[v] ||
+          plan.offset[v] >= plan.offset[u] + l.size[u]) {
+        continue;  // disjoint bytes
+      }
+      if (takes_over(u, v) || takes_over(v, u)) continue;
+      return Error{"verify_plan: " + name(u) + " [" + std::to_string(plan.offset[u]) + ", +" +
+                   std::to_string(l.size[u]) + ") and " + name(v) + " [" +
+                   std::to_string(plan.offset[v]) + ", +" + std::to_string(l.size[v]) +
+                   ") overlap while both are live"};
+    }
+  }
+  return Status();
+}
+
+}  // namespace weft

@@ -1,0 +1,87 @@
+#pragma once
+// Memory planning: an analysis (not a Pass) that gives every intermediate of one step a
+// fixed byte offset in a single arena (DESIGN.md decision 6), over the graph's current
+// node order (run schedule-memory first to lower the peak).
+//
+//   graph @f(%x: f32[16]) {        liveness (node index)   plan (alignment 64)
+//     %a = neg(%x)                 %a: [0, 1]              %a @ 0
+//     %b = exp(%a)                 %b: [1, 2]  in place    %b @ 0   (takes over %a)
+//     %c = sum(%b) : f32[]         %c: [2, 3]              %c @ 64
+//     return %c                    output: live to the end
+//   }                              arena 128 bytes, naive 192, bound 128
+//
+// What is in the arena: every node result (an "intermediate"), graph outputs included;
+// graph inputs are caller-owned and are not (offset -1). A result is live from its node
+// to its last user; graph outputs and values written by `assign` are live to the end of
+// the step (the runtime applies updates after the step), so they are never overwritten.
+// Sizes are `Type::bytes()` rounded up to `alignment`; offsets are multiples of it.
+//
+// In place: an elementwise node (OpCategory::Elementwise) whose result has the same shape
+// and byte size as one of its operands writes over that operand's buffer when the operand
+// is an intermediate that dies at this node (its last user, and neither an output nor
+// assigned). Values sharing a buffer this way form one buffer whose lifetime is their
+// union.
+//
+// Placement: buffers are placed one at a time, each at the best-fitting gap (the smallest
+// one that holds it, else on top) among the already-placed buffers whose lifetimes
+// overlap its own. Several orders are tried (by size, by lifetime length, by first use,
+// by size × lifetime) and the smallest arena is kept.
+//
+// The lower bound is the most (aligned, in-place-merged) buffer bytes live at any node of
+// the schedule: no placement of those buffers can use less, so efficiency() =
+// bound / planned is at most 1.
+//
+//   StatusOr<MemoryPlan> plan = plan_memory(g);
+//   std::cout << plan->report();
+//   WEFT_CHECK(verify_plan(g, *plan).ok(), "overlap");
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/status.h"
+
+namespace weft {
+
+struct PlanOptions {
+  /// Offsets are multiples of this and sizes are rounded up to it (bytes, a power of two).
+  int64_t alignment = 64;
+  /// Let elementwise nodes take over a dying operand's buffer.
+  bool in_place = true;
+};
+
+struct MemoryPlan {
+  /// Byte offset in the arena per ValueId; -1 for values not in the arena (graph inputs,
+  /// values of removed nodes).
+  std::vector<int64_t> offset;
+  /// Bytes of the arena: the end of the highest buffer.
+  int64_t arena_bytes = 0;
+  /// Every intermediate in its own (aligned) buffer, no reuse.
+  int64_t naive_bytes = 0;
+  /// The most buffer bytes live at any point of the schedule.
+  int64_t lower_bound_bytes = 0;
+  /// Nodes (indices into g.nodes()) whose result takes over an operand's buffer.
+  std::vector<int> in_place_nodes;
+  /// The placement order that won: "size", "lifetime", "first-use" or "area".
+  std::string strategy;
+  int64_t alignment = 64;
+  int num_intermediates = 0;
+
+  /// lower_bound_bytes / arena_bytes; 1 for an empty arena.
+  double efficiency() const;
+  /// A few lines: naive, planned, bound, efficiency, strategy and in-place nodes.
+  std::string report() const;
+};
+
+/// Plans the arena for `g` in its current node order. Errors: a node result whose type
+/// is unknown (run infer-types first), an alignment that is not a positive power of two.
+StatusOr<MemoryPlan> plan_memory(const Graph& g, const PlanOptions& options = {});
+
+/// Checks `plan` against `g` independently of how it was made: every intermediate has an
+/// aligned offset inside the arena, other values have -1, and no two buffers whose values
+/// are live at the same node overlap in bytes, except a listed in-place node's result and
+/// the dying operand it takes over (same offset). The first violation is the error.
+Status verify_plan(const Graph& g, const MemoryPlan& plan);
+
+}  // namespace weft

@@ -1,0 +1,133 @@
+#include "passes/schedule.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace weft {
+namespace {
+
+// What the scheduler needs to know about each value, independent of the order.
+struct Liveness {
+  std::vector<int64_t> bytes;             // per value; 0 for graph inputs
+  std::vector<bool> to_end;               // graph output or assigned: live to the end
+  std::vector<std::vector<int>> users;    // distinct using nodes, per value
+  std::vector<std::vector<ValueId>> ops;  // distinct operands, per node
+};
+
+StatusOr<Liveness> analyze(const Graph& g) {
+  Liveness l;
+  const int n = static_cast<int>(g.nodes().size());
+  l.bytes.assign(g.num_values(), 0);
+  l.to_end.assign(g.num_values(), false);
+  l.users.resize(g.num_values());
+  l.ops.resize(n);
+  for (int i = 0; i < n; ++i) {
+    const Node& node = g.node(i);
+    for (ValueId r : node.results) {
+      const auto& type = g.value(r).type;
+      if (!type) {
+        return Error{"schedule-memory: %" + g.value(r).name +
+                         " has no type (run infer-types first)",
+                     node.loc};
+      }
+      l.bytes[r] = static_cast<int64_t>(type->bytes());
+    }
+    std::vector<ValueId>& ops = l.ops[i];
+    for (ValueId o : node.operands) {
+      if (std::find(ops.begin(), ops.end(), o) == ops.end()) ops.push_back(o);
+    }
+    for (ValueId o : ops) l.users[o].push_back(i);
+    if (node.op == Op::Assign && node.operands.size() == 2) l.to_end[node.operands[1]] = true;
+  }
+  for (ValueId v : g.outputs()) l.to_end[v] = true;
+  return l;
+}
+
+int64_t peak_of(const Graph& g, const Liveness& l, const std::vector<int>& order) {
+  const int n = static_cast<int>(order.size());
+  std::vector<int> pos(n);
+  for (int p = 0; p < n; ++p) pos[order[p]] = p;
+  std::vector<int64_t> delta(n + 2, 0);
+  for (int i = 0; i < n; ++i) {
+    for (ValueId r : g.node(i).results) {
+      int last = pos[i];
+      for (int u : l.users[r]) last = std::max(last, pos[u]);
+      if (l.to_end[r]) last = n;
+      delta[pos[i]] += l.bytes[r];
+      delta[last + 1] -= l.bytes[r];
+    }
+  }
+  int64_t live = 0, peak = 0;
+  for (int64_t d : delta) peak = std::max(peak, live += d);
+  return peak;
+}
+
+// Greedy list scheduling: among the ready nodes, run the one with the largest
+// (bytes freed - bytes allocated), ties to the earliest in the current order.
+std::vector<int> greedy_order(const Graph& g, const Liveness& l) {
+  const int n = static_cast<int>(g.nodes().size());
+  std::vector<int> remaining_users(g.num_values());
+  for (ValueId v = 0; v < g.num_values(); ++v) {
+    remaining_users[v] = static_cast<int>(l.users[v].size());
+  }
+  std::vector<int> pending(n, 0);  // operands whose producer has not run yet
+  for (int i = 0; i < n; ++i) {
+    for (ValueId o : l.ops[i]) pending[i] += g.value(o).node >= 0 ? 1 : 0;
+  }
+  std::vector<bool> done(n, false);
+  std::vector<int> order;
+  order.reserve(n);
+  for (int step = 0; step < n; ++step) {
+    int best = -1;
+    int64_t best_score = 0;
+    for (int i = 0; i < n; ++i) {
+      if (done[i] || pending[i] != 0) continue;
+      int64_t score = 0;
+      for (ValueId r : g.node(i).results) score -= l.bytes[r];
+      for (ValueId o : l.ops[i]) {
+        if (g.value(o).node >= 0 && !l.to_end[o] && remaining_users[o] == 1) score += l.bytes[o];
+      }
+      if (best < 0 || score > best_score) best = i, best_score = score;
+    }
+    WEFT_CHECK(best >= 0, "schedule-memory: no ready node (cycle?)");
+    done[best] = true;
+    order.push_back(best);
+    for (ValueId o : l.ops[best]) --remaining_users[o];
+    for (ValueId r : g.node(best).results) {
+      for (int u : l.users[r]) --pending[u];
+    }
+  }
+  return order;
+}
+
+}  // namespace
+
+StatusOr<int64_t> peak_live_bytes(const Graph& g, const std::vector<int>& order) {
+  StatusOr<Liveness> l = analyze(g);
+  if (!l.ok()) return l.error();
+  if (!order.empty()) return peak_of(g, *l, order);
+  std::vector<int> identity(g.nodes().size());
+  std::iota(identity.begin(), identity.end(), 0);
+  return peak_of(g, *l, identity);
+}
+
+StatusOr<bool> ScheduleMemoryPass::run(Graph& g) {
+  StatusOr<Liveness> l = analyze(g);
+  if (!l.ok()) return l.error();
+  const int n = static_cast<int>(g.nodes().size());
+  std::vector<int> identity(n);
+  std::iota(identity.begin(), identity.end(), 0);
+  std::vector<int> order = greedy_order(g, *l);
+  if (order == identity || peak_of(g, *l, order) >= peak_of(g, *l, identity)) return false;
+
+  std::vector<Node> reordered;
+  reordered.reserve(n);
+  for (int i : order) reordered.push_back(std::move(g.node(i)));
+  g.mutable_nodes() = std::move(reordered);
+  for (int i = 0; i < n; ++i) {
+    for (ValueId r : g.node(i).results) g.mutable_value(r).node = i;
+  }
+  return true;
+}
+
+}  // namespace weft

@@ -1,0 +1,117 @@
+#include "passes/schedule.h"
+
+#include <gtest/gtest.h>
+
+#include "passes/pass_testing.h"
+
+namespace weft {
+namespace {
+
+// Three 1 KiB values computed before any of them is reduced: 3 KiB live at once.
+constexpr const char* kWide = R"(graph @f(%x: f32[256]) {
+  %a = exp(%x) : f32[256]
+  %b = neg(%x) : f32[256]
+  %c = tanh(%x) : f32[256]
+  %ra = sum(%a) : f32[]
+  %rb = sum(%b) : f32[]
+  %rc = sum(%c) : f32[]
+  %s = add(%ra, %rb) : f32[]
+  %t = add(%s, %rc) : f32[]
+  return %t
+}
+)";
+
+Graph parse(const char* text) {
+  StatusOr<Graph> g = parse_graph(text, "test.wir");
+  EXPECT_TRUE(g.ok()) << g.error().to_string();
+  return std::move(g).value();
+}
+
+TEST(ScheduleMemoryTest, ReducesEachWideValueBeforeComputingTheNext) {
+  ScheduleMemoryPass pass;
+  EXPECT_EQ(run_pass_on_text(pass, kWide), R"(graph @f(%x: f32[256]) -> (f32[]) {
+  %a = exp(%x) : f32[256]
+  %ra = sum(%a) : f32[]
+  %b = neg(%x) : f32[256]
+  %rb = sum(%b) : f32[]
+  %s = add(%ra, %rb) : f32[]
+  %c = tanh(%x) : f32[256]
+  %rc = sum(%c) : f32[]
+  %t = add(%s, %rc) : f32[]
+  return %t
+}
+)");
+}
+
+TEST(ScheduleMemoryTest, LowersThePeak) {
+  Graph g = parse(kWide);
+  EXPECT_EQ(*peak_live_bytes(g), 3 * 1024 + 4);  // %a %b %c, then %ra with them
+  ScheduleMemoryPass pass;
+  ASSERT_TRUE(*pass.run(g));
+  EXPECT_EQ(*peak_live_bytes(g), 1024 + 8);  // one wide value and two scalars
+}
+
+TEST(ScheduleMemoryTest, AssignStaysAfterItsValue) {
+  ScheduleMemoryPass pass;
+  EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%x: f32[256], %w: f32[256] {param}) {
+  %a = exp(%x) : f32[256]
+  %b = neg(%x) : f32[256]
+  %u = mul(%w, %x) : f32[256]
+  assign(%w, %u)
+  %ra = sum(%a) : f32[]
+  %rb = sum(%b) : f32[]
+  %t = add(%ra, %rb) : f32[]
+  return %t
+}
+)"),
+            R"(graph @f(%x: f32[256], %w: f32[256] {param}) -> (f32[]) {
+  %a = exp(%x) : f32[256]
+  %ra = sum(%a) : f32[]
+  %b = neg(%x) : f32[256]
+  %rb = sum(%b) : f32[]
+  %t = add(%ra, %rb) : f32[]
+  %u = mul(%w, %x) : f32[256]
+  assign(%w, %u)
+  return %t
+}
+)");
+}
+
+TEST(ScheduleMemoryTest, NoChangeWhenTheOrderIsAlreadyGood) {
+  ScheduleMemoryPass pass;
+  const char* good = R"(graph @f(%x: f32[256]) -> (f32[]) {
+  %a = exp(%x) : f32[256]
+  %ra = sum(%a) : f32[]
+  %b = neg(%x) : f32[256]
+  %rb = sum(%b) : f32[]
+  %t = add(%ra, %rb) : f32[]
+  return %t
+}
+)";
+  EXPECT_EQ(run_pass_on_text(pass, good), std::string(good) + "(no change)\n");
+}
+
+TEST(ScheduleMemoryTest, NoChangeOnAChain) {
+  // A chain has a single topological order.
+  ScheduleMemoryPass pass;
+  const char* chain = R"(graph @f(%x: f32[64]) -> (f32[64]) {
+  %a = exp(%x) : f32[64]
+  %b = neg(%a) : f32[64]
+  %c = tanh(%b) : f32[64]
+  return %c
+}
+)";
+  EXPECT_EQ(run_pass_on_text(pass, chain), std::string(chain) + "(no change)\n");
+}
+
+TEST(ScheduleMemoryTest, UnknownTypesAreAnError) {
+  ScheduleMemoryPass pass;
+  EXPECT_NE(run_pass_on_text(pass, R"(graph @f(%x: f32[4]) {
+  %a = exp(%x)
+  return %a
+}
+)").find("no type"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace weft

@@ -8,8 +8,10 @@
 
 #include "ir/text.h"
 #include "ir/verifier.h"
+#include "passes/canonicalize.h"
 #include "passes/cse.h"
 #include "passes/dce.h"
+#include "passes/fold_constants.h"
 #include "passes/infer_types.h"
 
 namespace weft {
@@ -28,7 +30,13 @@ Pipeline default_pipeline(PipelineOptions options) {
   // Every value gets its static type first; declared types are checked against the
   // shape rules, so a wrong `: f32[...]` annotation is reported here.
   p.add(std::make_unique<InferTypesPass>());
-  // Drop what reaches neither an output nor an assign ...
+  // Drop computations that return an operand unchanged (x·1, transpose of transpose,
+  // ...), bit for bit, then evaluate what is left whose operands are uniform constants.
+  // Both keep every type, so infer-types need not run again.
+  p.add(std::make_unique<CanonicalizePass>());
+  p.add(std::make_unique<FoldConstantsPass>());
+  // Drop what reaches neither an output nor an assign (including what the two passes
+  // above left dead) ...
   p.add(std::make_unique<DcePass>());
   // ... then merge identical computations. CSE keeps every type and leaves no dead node
   // behind, so neither a second infer-types nor a second dce is needed after it; a pass

@@ -7,8 +7,9 @@
 //   PipelineOptions options;
 //   options.dump_dir = "/tmp/ir";
 //   Pipeline p = default_pipeline(options);
-//   StatusOr<bool> changed = p.run_until(g, "dce");   // infer-types, then dce
-//   // wrote /tmp/ir/01-infer-types.wir and /tmp/ir/02-dce.wir
+//   StatusOr<bool> changed = p.run_until(g, "dce");   // infer-types ... dce
+//   // wrote /tmp/ir/01-infer-types.wir, 02-canonicalize.wir, 03-fold-constants.wir
+//   // and 04-dce.wir
 //
 // The input graph is always checked structurally first (ir/verifier.h without types), so
 // malformed input is a user error rather than a crash inside a pass.
@@ -62,7 +63,8 @@ class Pipeline {
   std::vector<std::unique_ptr<Pass>> passes_;
 };
 
-/// weft's standard optimization pipeline: infer-types, dce, cse.
+/// weft's standard optimization pipeline: infer-types, canonicalize, fold-constants, dce,
+/// cse.
 Pipeline default_pipeline(PipelineOptions options = {});
 
 }  // namespace weft

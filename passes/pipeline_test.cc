@@ -55,7 +55,8 @@ class BreakTypes : public Pass {
 TEST(PipelineTest, DefaultPipelineInfersThenCleansUp) {
   Graph g = parse(kModel);
   Pipeline p = default_pipeline();
-  EXPECT_EQ(p.pass_names(), (std::vector<std::string_view>{"infer-types", "dce", "cse"}));
+  EXPECT_EQ(p.pass_names(), (std::vector<std::string_view>{"infer-types", "canonicalize",
+                                                     "fold-constants", "dce", "cse"}));
   StatusOr<bool> changed = p.run(g);
   ASSERT_TRUE(changed.ok()) << changed.error().to_string();
   EXPECT_TRUE(*changed);
@@ -144,7 +145,8 @@ TEST(PipelineTest, UnknownPassNameListsTheKnownOnes) {
   StatusOr<bool> changed = default_pipeline().run_until(g, "cs");
   ASSERT_FALSE(changed.ok());
   EXPECT_EQ(changed.error().to_string(),
-            "error: unknown pass 'cs'; known passes: infer-types, dce, cse");
+            "error: unknown pass 'cs'; known passes: infer-types, canonicalize, "
+            "fold-constants, dce, cse");
   EXPECT_EQ(g.nodes().size(), 5u);  // nothing ran
   EXPECT_FALSE(g.value(*g.find_value("h")).type.has_value());
 }
@@ -172,8 +174,10 @@ TEST(PipelineTest, DumpsOneFilePerPass) {
     files.push_back(entry.path().filename().string());
   }
   std::sort(files.begin(), files.end());
-  EXPECT_EQ(files, (std::vector<std::string>{"01-infer-types.wir", "02-dce.wir", "03-cse.wir"}));
-  EXPECT_EQ(read_file(dir / "03-cse.wir"), print(g));
+  EXPECT_EQ(files, (std::vector<std::string>{"01-infer-types.wir", "02-canonicalize.wir",
+                                            "03-fold-constants.wir", "04-dce.wir",
+                                            "05-cse.wir"}));
+  EXPECT_EQ(read_file(dir / "05-cse.wir"), print(g));
   EXPECT_NE(read_file(dir / "01-infer-types.wir").find("%dead = exp(%h) : f32[4,5]"),
             std::string::npos);
 
@@ -183,10 +187,10 @@ TEST(PipelineTest, DumpsOneFilePerPass) {
   options.print = nullptr;
   options.after = "dce";
   ASSERT_TRUE(default_pipeline(options).run(h).ok());
-  EXPECT_FALSE(std::filesystem::exists(dir / "03-cse.wir"));
-  std::string dce = read_file(dir / "02-dce.wir");
+  EXPECT_FALSE(std::filesystem::exists(dir / "05-cse.wir"));
+  std::string dce = read_file(dir / "04-dce.wir");
   EXPECT_NE(dce.find("loc(\"test.wir\":2:3)"), std::string::npos) << dce;
-  EXPECT_TRUE(parse_graph(dce, "02-dce.wir").ok());
+  EXPECT_TRUE(parse_graph(dce, "04-dce.wir").ok());
 }
 
 }  // namespace

@@ -186,6 +186,10 @@ StatusOr<LoadReport> load_checkpoint(const std::string& path, const Model& model
     } else if (auto it = values.find(key); it != values.end()) {
       want = &it->second.type();
       where = "values";
+    } else if (owner.param != nullptr && owner.is_slot) {
+      // Every optimizer slot has its parameter's type (optimizer.h).
+      want = &model.graph().type(owner.param->value);
+      where = "the model (the parameter's type)";
     }
     if (want != nullptr && t.type() != *want) {
       return file_error(path, "'" + key + "' is " + t.type().to_string() + " in the checkpoint but " +

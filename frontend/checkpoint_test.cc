@@ -251,6 +251,19 @@ TEST(Checkpoint, ShapeMismatchLeavesValuesUntouched) {
   EXPECT_EQ(r.error().message, "'optimizer.encoder.0.weight.m' is f32[8,4] in the checkpoint but "
                                "f64[8,4] in values; nothing was loaded");
   expect_same(slots, slots_before);
+
+  // A slot not in values yet must still have its parameter's type.
+  Values with_bad_slot = values_for(a, 1);
+  with_bad_slot["optimizer.encoder.0.weight.exp_avg"] = Tensor(Type{DType::f32, {2, 2}});
+  const std::string slot_path = temp_path("bad_slot.safetensors");
+  ASSERT_TRUE(save_checkpoint(slot_path, a, with_bad_slot, 3).ok());
+  Values fresh = values_for(a, 2);
+  const Values fresh_before = fresh;
+  r = load_checkpoint(slot_path, a, fresh);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "'optimizer.encoder.0.weight.exp_avg' is f32[2,2] in the checkpoint "
+                               "but f32[8,4] in the model (the parameter's type); nothing was loaded");
+  expect_same(fresh, fresh_before);
 }
 
 TEST(Checkpoint, TruncatedFileLeavesValuesUntouched) {

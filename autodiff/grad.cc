@@ -8,13 +8,10 @@
 namespace weft {
 
 ValueId GradBuilder::op(Op op, std::vector<ValueId> operands, Attrs attrs) {
-  Node probe{op, operands, attrs, {}, loc_};
-  std::vector<Type> types;
-  for (ValueId v : operands) types.push_back(graph_.type(v));
-  StatusOr<Type> t = infer_node_type(probe, types);
-  WEFT_CHECK(t.ok(), "a gradient rule built an ill-typed node: " + t.status().to_string());
-  return graph_.add_node(op, std::move(operands), std::move(attrs), loc_,
-                         op_info(op).results > 0 ? std::optional<Type>(*t) : std::nullopt);
+  StatusOr<ValueId> result = add_typed_node(graph_, op, std::move(operands), std::move(attrs), loc_);
+  WEFT_CHECK(result.ok(), "autodiff or an optimizer built an ill-typed node: " +
+                              result.status().to_string());
+  return *result;
 }
 
 ValueId GradBuilder::constant(double value, DType dtype) {

@@ -6,7 +6,7 @@
 #include <map>
 #include <set>
 
-#include "ir/shape_rules.h"
+#include "autodiff/grad.h"
 #include "ir/text_util.h"
 
 namespace weft {
@@ -184,42 +184,19 @@ std::vector<std::string> OptimizerSpec::slot_names() const {
 
 namespace {
 
-// Appends typed nodes at one location. (GradBuilder in autodiff/grad.h does the same; a
-// small copy here keeps this library free of the gradient rules' dependencies.)
-class Emitter {
+// GradBuilder (typed nodes at one location) plus what the updates need besides.
+class Emitter : public GradBuilder {
  public:
-  Emitter(Graph& g, Location loc) : g_(g), loc_(std::move(loc)) {}
+  using GradBuilder::GradBuilder;
 
-  ValueId op(Op op, std::vector<ValueId> operands, Attrs attrs = {}) {
-    Node probe{op, operands, attrs, {}, loc_};
-    std::vector<Type> types;
-    for (ValueId v : operands) types.push_back(g_.type(v));
-    StatusOr<Type> t = infer_node_type(probe, types);
-    WEFT_CHECK(t.ok(), "append_optimizer built an ill-typed node: " + t.status().to_string());
-    return g_.add_node(op, std::move(operands), std::move(attrs), loc_,
-                       op_info(op).results > 0 ? std::optional<Type>(*t) : std::nullopt);
-  }
-  ValueId constant(double value, DType dtype) {
-    return op(Op::Full, {}, {{"shape", IntList{}}, {"value", value}, {"dtype", dtype}});
-  }
-  ValueId add(ValueId a, ValueId b) { return op(Op::Add, {a, b}); }
-  ValueId sub(ValueId a, ValueId b) { return op(Op::Sub, {a, b}); }
-  ValueId mul(ValueId a, ValueId b) { return op(Op::Mul, {a, b}); }
-  ValueId div(ValueId a, ValueId b) { return op(Op::Div, {a, b}); }
   ValueId sqrt(ValueId a) { return op(Op::Sqrt, {a}); }
-  ValueId neg(ValueId a) { return op(Op::Neg, {a}); }
   ValueId cast(ValueId a, DType dtype) {
-    if (g_.type(a).dtype == dtype) return a;
+    if (type(a).dtype == dtype) return a;
     return op(Op::Cast, {a}, {{"dtype", dtype}});
   }
   /// `x · c` with the host constant `c` in x's dtype.
-  ValueId scale(ValueId x, double c) { return mul(x, constant(c, g_.type(x).dtype)); }
+  ValueId scale(ValueId x, double c) { return mul(x, constant(c, type(x).dtype)); }
   void assign(ValueId target, ValueId value) { op(Op::Assign, {target, value}); }
-  void set_loc(Location loc) { loc_ = std::move(loc); }
-
- private:
-  Graph& g_;
-  Location loc_;
 };
 
 // The f64 scalars of one step, each cast once per parameter dtype on first use.

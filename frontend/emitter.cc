@@ -55,19 +55,11 @@ std::string Emitter::param_prefix() const {
 void Emitter::fail(const std::string& message) const { throw BuildFailure{Error{message, location()}}; }
 
 ValueId Emitter::op(Op op, std::vector<ValueId> operands, Attrs attrs) {
-  Node probe{op, operands, attrs, {}, location()};
-  std::vector<Type> operand_types;
-  for (ValueId v : operands) operand_types.push_back(graph_.type(v));
-  StatusOr<Type> t = infer_node_type(probe, operand_types);
-  if (!t.ok()) {
-    Error error = t.error();
-    error.loc = location();
-    throw BuildFailure{error};
-  }
-  ValueId result = graph_.add_node(op, std::move(operands), std::move(attrs), location(),
-                                   op_info(op).results > 0 ? std::optional<Type>(*t) : std::nullopt);
+  StatusOr<ValueId> result =
+      add_typed_node(graph_, op, std::move(operands), std::move(attrs), location());
+  if (!result.ok()) throw BuildFailure{result.error()};
   node_labels_.push_back(label_path());
-  return result;
+  return *result;
 }
 
 ValueId Emitter::transpose_last2(ValueId x) {

@@ -153,4 +153,15 @@ StatusOr<Type> infer_node_type(const Node& node, const std::vector<Type>& operan
   return result;
 }
 
+StatusOr<ValueId> add_typed_node(Graph& g, Op op, std::vector<ValueId> operands, Attrs attrs,
+                                 Location loc) {
+  Node probe{op, operands, attrs, {}, loc};
+  std::vector<Type> types;
+  types.reserve(operands.size());
+  for (ValueId v : operands) types.push_back(g.type(v));
+  WEFT_ASSIGN_OR_RETURN(Type type, infer_node_type(probe, types));
+  return g.add_node(op, std::move(operands), std::move(attrs), std::move(loc),
+                    op_info(op).results > 0 ? std::optional<Type>(type) : std::nullopt);
+}
+
 }  // namespace weft

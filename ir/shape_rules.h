@@ -159,4 +159,10 @@ const ShapeRule* find_shape_rule(Op op);
 /// (assign) the returned type only means "the node is well-typed".
 StatusOr<Type> infer_node_type(const Node& node, const std::vector<Type>& operands);
 
+/// Appends `op(operands) {attrs}` at `loc` to `g` with its result typed by the shape
+/// rule (operand types must be known): how the builder, the autodiff rules and the
+/// optimizer emit nodes. A shape-rule error is returned and nothing is appended.
+StatusOr<ValueId> add_typed_node(Graph& g, Op op, std::vector<ValueId> operands, Attrs attrs,
+                                 Location loc);
+
 }  // namespace weft

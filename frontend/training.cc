@@ -155,7 +155,7 @@ StatusOr<double> Trainer::step(const std::vector<Tensor>& batch) {
     return Error{"step(...) takes " + std::to_string(inputs_.size() + 1) +
                  " tensors (the inputs, then the target), got " + std::to_string(batch.size())};
   }
-  WEFT_ASSIGN_OR_RETURN(reference::RunResult r, reference::run(step_, inputs));
+  WEFT_ASSIGN_OR_RETURN(reference::RunResult r, reference::run(step_, std::move(inputs)));
   for (auto& [name, value] : r.updated) values_[name] = std::move(value);
   ++steps_;
   return r.outputs[0].get_double(0);
@@ -192,7 +192,7 @@ StatusOr<std::vector<Tensor>> Trainer::evaluate(const std::vector<Tensor>& batch
       inputs.push_back(v->second);
     }
   }
-  WEFT_ASSIGN_OR_RETURN(reference::RunResult r, reference::run(g, inputs));
+  WEFT_ASSIGN_OR_RETURN(reference::RunResult r, reference::run(g, std::move(inputs)));
   return std::move(r.outputs);
 }
 

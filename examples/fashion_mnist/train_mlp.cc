@@ -99,7 +99,7 @@ double evaluate(const Graph& eval, const Dataset& test, const std::vector<Tensor
   std::copy(test.images.begin(), test.images.end(), x.data<float>());
   std::vector<Tensor> inputs = {std::move(x), Tensor::from_vector<int64_t>({test.size()}, test.labels)};
   inputs.insert(inputs.end(), params.begin(), params.end());
-  auto result = value_or_die(reference::run(eval, inputs));
+  auto result = value_or_die(reference::run(eval, std::move(inputs)));
   return result.outputs[0].get_double(0);
 }
 
@@ -156,7 +156,7 @@ int main_impl(int argc, char** argv) {
       inputs.push_back(Tensor::scalar(DType::f32, options.lr));
 
       auto t0 = std::chrono::steady_clock::now();
-      auto result = value_or_die(reference::run(step, inputs));
+      auto result = value_or_die(reference::run(step, std::move(inputs)));
       step_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
 
       loss_sum += result.outputs[0].get_double(0);

@@ -24,7 +24,7 @@ StatusOr<ModelRun> run_model(const Model& model, const std::vector<Tensor>& data
     }
   }
   if (next_data != data.size()) return Error{"run_model: too many data inputs"};
-  WEFT_ASSIGN_OR_RETURN(reference::RunResult r, reference::run(g, inputs));
+  WEFT_ASSIGN_OR_RETURN(reference::RunResult r, reference::run(g, std::move(inputs)));
   ModelRun run;
   run.outputs = std::move(r.outputs);
   for (auto& [name, t] : r.updated) run.updated.emplace(name, std::move(t));

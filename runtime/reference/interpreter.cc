@@ -114,7 +114,7 @@ const Kernel* find_kernel(Op op) {
   return k == nullptr ? nullptr : &k;
 }
 
-StatusOr<RunResult> run(const Graph& g, const std::vector<Tensor>& inputs) {
+StatusOr<RunResult> run(const Graph& g, std::vector<Tensor> inputs) {
   if (inputs.size() != g.inputs().size()) {
     return Error{"graph @" + g.name() + " takes " + std::to_string(g.inputs().size()) +
                      " inputs, but " + std::to_string(inputs.size()) + " were given",
@@ -129,7 +129,7 @@ StatusOr<RunResult> run(const Graph& g, const std::vector<Tensor>& inputs) {
                        ", but was given " + inputs[i].type().to_string(),
                    input.loc};
     }
-    values[input.value] = inputs[i];
+    values[input.value] = std::move(inputs[i]);
   }
   // Intermediates are freed after their last use; graph outputs count as a use.
   std::vector<int> uses = g.use_counts();

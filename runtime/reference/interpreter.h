@@ -76,7 +76,9 @@ struct RunResult {
 /// Runs a type-inferred graph. `inputs` in graph-input order, every input given; a
 /// wrong type is an error naming the input and both types. Runtime errors (e.g. a
 /// gather index out of range) name the op and its node location.
-StatusOr<RunResult> run(const Graph& g, const std::vector<Tensor>& inputs);
+/// `inputs` is taken by value: callers that no longer need them move them in, and the
+/// interpreter keeps them without a second copy.
+StatusOr<RunResult> run(const Graph& g, std::vector<Tensor> inputs);
 
 /// A reference kernel. `in` holds the operands (f16/bf16 operands already widened to f32
 /// for ops computed in f32); `out` is allocated with the node's result type (for

@@ -322,7 +322,7 @@ Status run_command(const std::vector<std::string>& argv) {
   WEFT_ASSIGN_OR_RETURN(Graph g, load_typed_graph(file));
   auto specs = args.flags.count("input") ? args.flags.at("input") : std::vector<std::string>{};
   WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, read_inputs(g, file, specs));
-  WEFT_ASSIGN_OR_RETURN(reference::RunResult result, reference::run(g, inputs));
+  WEFT_ASSIGN_OR_RETURN(reference::RunResult result, reference::run(g, std::move(inputs)));
 
   std::string dir = args.get("out");
   WEFT_RETURN_IF_ERROR(make_directories(dir));

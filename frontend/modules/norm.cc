@@ -5,29 +5,39 @@
 namespace weft {
 namespace {
 
+std::string dims_string(const std::vector<int64_t>& dims) {
+  std::string out;
+  for (int64_t d : dims) out += (out.empty() ? "" : ",") + std::to_string(d);
+  return out;
+}
+
+/// The axes of the trailing dims `shape` of x (what a norm over `shape` reduces), or a
+/// build error naming the module (`who`) and the input's type.
+IntList trailing_axes(Emitter& e, ValueId x, const std::vector<int64_t>& shape,
+                      const std::string& who) {
+  const Shape s = e.shape(x);
+  const int k = static_cast<int>(shape.size());
+  bool fits = s.rank() >= k;
+  for (int i = 0; fits && i < k; ++i) fits = s[s.rank() - k + i] == shape[i];
+  if (!fits) {
+    e.fail(who + " normalizes trailing dims " + Shape(shape).to_string() + " but the input is " +
+           e.type(x).to_string());
+  }
+  IntList axes;
+  for (int i = 0; i < k; ++i) axes.push_back(s.rank() - k + i);
+  return axes;
+}
+
 class LayerNormModule : public UnaryModule {
  public:
   LayerNormModule(std::vector<int64_t> shape, double eps, bool affine)
       : shape_(std::move(shape)), eps_(eps), affine_(affine) {}
 
-  std::string describe() const override {
-    std::string dims;
-    for (int64_t d : shape_) dims += (dims.empty() ? "" : ",") + std::to_string(d);
-    return "LayerNorm(" + dims + ")";
-  }
+  std::string describe() const override { return "LayerNorm(" + dims_string(shape_) + ")"; }
 
   ValueId forward1(Emitter& e, ValueId x) override {
-    const Shape s = e.shape(x);
-    int k = static_cast<int>(shape_.size());
-    bool fits = s.rank() >= k;
-    for (int i = 0; fits && i < k; ++i) fits = s[s.rank() - k + i] == shape_[i];
-    if (!fits) {
-      e.fail(describe() + " normalizes trailing dims " + Shape(shape_).to_string() +
-             " but the input is " + e.type(x).to_string());
-    }
+    IntList axes = trailing_axes(e, x, shape_, describe());
     DType dtype = e.type(x).dtype;
-    IntList axes;
-    for (int i = 0; i < k; ++i) axes.push_back(s.rank() - k + i);
     ValueId gamma = affine_ ? e.param("weight", shape_, Initializer::ones(), dtype)
                             : e.full(shape_, 1.0, dtype);
     ValueId beta = affine_ ? e.param("bias", shape_, Initializer::zeros(), dtype)
@@ -41,11 +51,6 @@ class LayerNormModule : public UnaryModule {
   bool affine_;
 };
 
-std::string dims_string(const std::vector<int64_t>& dims) {
-  std::string out;
-  for (int64_t d : dims) out += (out.empty() ? "" : ",") + std::to_string(d);
-  return out;
-}
 
 /// Training: y = (x - mean) / sqrt(var + eps) · weight + bias with the batch statistics
 /// over (N, H, W) and the biased variance; the running statistics move towards the batch
@@ -112,17 +117,8 @@ class RMSNormModule : public UnaryModule {
   std::string describe() const override { return "RMSNorm(" + dims_string(shape_) + ")"; }
 
   ValueId forward1(Emitter& e, ValueId x) override {
-    const Shape s = e.shape(x);
-    int k = static_cast<int>(shape_.size());
-    bool fits = s.rank() >= k;
-    for (int i = 0; fits && i < k; ++i) fits = s[s.rank() - k + i] == shape_[i];
-    if (!fits) {
-      e.fail(describe() + " normalizes trailing dims " + Shape(shape_).to_string() +
-             " but the input is " + e.type(x).to_string());
-    }
+    IntList axes = trailing_axes(e, x, shape_, describe());
     DType dtype = e.type(x).dtype;
-    IntList axes;
-    for (int i = 0; i < k; ++i) axes.push_back(s.rank() - k + i);
     ValueId ms = e.mean(e.mul(x, x), axes, /*keepdims=*/true);
     ValueId inv = e.op(Op::Rsqrt, {e.add(ms, e.constant(eps_, dtype))});
     return e.mul(e.mul(x, inv), e.param("weight", shape_, Initializer::ones(), dtype));

@@ -22,10 +22,6 @@
 // still run; the suite then exits 1.
 // After every model ran, the suite measures the roofline (bench/roofline.h) in its own
 // process, so that its oneDNN threads never compete with a timed run.
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -42,10 +38,9 @@
 #include <string>
 #include <vector>
 
+#include "bench/process.h"
 #include "bench/roofline.h"
 #include "bench/suite_report.h"
-
-extern char** environ;
 
 namespace weft::bench {
 namespace {
@@ -66,11 +61,6 @@ struct Options {
   std::string json_path;
   bool pytorch_only = false, keep_tmp = false, allow_paper = false;
   std::string python = "/usr/bin/python3";
-};
-
-/// A failed step of the suite: the message is printed and the model is marked failed.
-struct SuiteError {
-  std::string message;
 };
 
 [[noreturn]] void usage_error(const std::string& message) {
@@ -169,11 +159,6 @@ Options parse_options(int argc, char** argv) {
   return o;
 }
 
-bool is_file(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
 /// A data dependency of //bench:suite, found in its runfiles tree.
 std::string runfile(const char* argv0, const std::string& rel) {
   std::vector<std::string> roots;
@@ -186,94 +171,6 @@ std::string runfile(const char* argv0, const std::string& rel) {
   std::fprintf(stderr, "suite: cannot find %s in the runfiles; run the suite with "
                        "`bazel run //bench:suite -- ...`\n", rel.c_str());
   std::exit(2);
-}
-
-std::string tail(const std::string& text, size_t chars = 3000) {
-  return text.size() <= chars ? text : "..." + text.substr(text.size() - chars);
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-struct ProcessResult {
-  int exit_code = -1;  ///< The exit status, or 128 + signal.
-  std::string out;     ///< Everything it wrote to stdout.
-  std::string err;     ///< Everything it wrote to stderr.
-};
-
-/// Runs `argv` with the suite's environment minus `unset` plus `set`, stdout captured
-/// through a pipe and stderr through the file `err_path` (one pipe cannot deadlock).
-ProcessResult run_process(const std::vector<std::string>& argv,
-                          const std::map<std::string, std::string>& set,
-                          const std::set<std::string>& unset, const std::string& err_path) {
-  std::vector<std::string> env;
-  for (char** e = environ; *e; ++e) {
-    std::string kv = *e, key = kv.substr(0, kv.find('='));
-    if (!set.count(key) && !unset.count(key)) env.push_back(kv);
-  }
-  for (const auto& [k, v] : set) env.push_back(k + "=" + v);
-  std::vector<char*> cargv, cenv;
-  for (const std::string& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
-  for (const std::string& e : env) cenv.push_back(const_cast<char*>(e.c_str()));
-  cenv.push_back(nullptr);
-
-  int out_pipe[2];
-  if (pipe(out_pipe) != 0) throw SuiteError{std::string("pipe: ") + std::strerror(errno)};
-  std::fflush(nullptr);
-  pid_t pid = fork();
-  if (pid < 0) throw SuiteError{std::string("fork: ") + std::strerror(errno)};
-  if (pid == 0) {
-    int err_fd = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(out_pipe[1], STDOUT_FILENO);
-    if (err_fd >= 0) dup2(err_fd, STDERR_FILENO);
-    close(out_pipe[0]);
-    close(out_pipe[1]);
-    execve(cargv[0], cargv.data(), cenv.data());
-    std::fprintf(stderr, "cannot run %s: %s\n", cargv[0], std::strerror(errno));
-    _exit(127);
-  }
-  close(out_pipe[1]);
-  ProcessResult r;
-  char buf[65536];
-  for (ssize_t n; (n = read(out_pipe[0], buf, sizeof(buf))) != 0;) {
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    r.out.append(buf, size_t(n));
-  }
-  close(out_pipe[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.err = read_file(err_path);
-  return r;
-}
-
-std::string command_line(const std::vector<std::string>& argv,
-                         const std::map<std::string, std::string>& set) {
-  std::string s;
-  for (const auto& [k, v] : set) s += k + "=" + v + " ";
-  for (const std::string& a : argv) s += a + " ";
-  return s.substr(0, s.size() - 1);
-}
-
-/// Runs a step that must succeed; its failure is a SuiteError with the command and output.
-ProcessResult run_or_fail(const std::string& what, const std::vector<std::string>& argv,
-                          const std::map<std::string, std::string>& set,
-                          const std::set<std::string>& unset, const std::string& err_path) {
-  ProcessResult r = run_process(argv, set, unset, err_path);
-  if (r.exit_code != 0) {
-    throw SuiteError{what + " failed (exit " + std::to_string(r.exit_code) + "): " +
-                     command_line(argv, set) + "\n" + tail(r.err + r.out)};
-  }
-  return r;
 }
 
 /// The JSON object a timed run prints as its last stdout line.

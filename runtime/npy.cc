@@ -1,6 +1,5 @@
 #include "runtime/npy.h"
 
-#include <unistd.h>
 
 #include <cctype>
 #include <cerrno>
@@ -11,6 +10,7 @@
 #include <sstream>
 
 #include "ir/checked_math.h"
+#include "runtime/file_io.h"
 
 namespace weft {
 namespace {
@@ -271,24 +271,7 @@ StatusOr<Tensor> read_npy(const std::string& path) {
 
 Status write_npy(const std::string& path, const Tensor& t) {
   WEFT_ASSIGN_OR_RETURN(std::string bytes, serialize_npy(t, path));
-  // Same directory, so that the rename is atomic.
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr) {
-    return file_error(path, "cannot open " + tmp + " for writing: " + std::strerror(errno));
-  }
-  const bool wrote = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  const bool closed = std::fclose(f) == 0;
-  if (!wrote || !closed) {
-    std::remove(tmp.c_str());
-    return file_error(path, "write failed: " + std::string(std::strerror(errno)));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::string err = std::strerror(errno);
-    std::remove(tmp.c_str());
-    return file_error(path, "cannot rename " + tmp + " into place: " + err);
-  }
-  return Status::ok_status();
+  return write_file_atomically(path, bytes);
 }
 
 }  // namespace weft

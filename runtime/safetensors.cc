@@ -1,6 +1,7 @@
 #include "runtime/safetensors.h"
 
 #include "ir/text_util.h"
+#include "runtime/file_io.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -173,13 +174,6 @@ uint64_t fnv1a64(std::string_view bytes) {
   return h;
 }
 
-// The directory holding `path`, for the temporary file and the directory fsync.
-std::string directory_of(const std::string& path) {
-  size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
 
 }  // namespace
 
@@ -381,46 +375,6 @@ StatusOr<SafetensorsFile> read_safetensors(const std::string& path) {
   return parse_safetensors(bytes, path);
 }
 
-Status write_file_atomically(const std::string& path, std::string_view bytes) {
-  static std::atomic<uint64_t> counter{0};
-  // Same directory, so that the rename is atomic; O_EXCL so that two writers never share
-  // a temporary file.
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
-                          std::to_string(counter.fetch_add(1));
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  if (fd < 0) {
-    return file_error(path, "cannot create the temporary file " + tmp + ": " + std::strerror(errno));
-  }
-  auto fail = [&](const std::string& what) {
-    std::string err = std::strerror(errno);
-    if (fd >= 0) ::close(fd);
-    ::unlink(tmp.c_str());
-    return file_error(path, what + ": " + err + " (" + path + " was left as it was)");
-  };
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return fail("write to " + tmp + " failed");
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) return fail("fsync of " + tmp + " failed");
-  if (::close(fd) != 0) {
-    fd = -1;
-    return fail("close of " + tmp + " failed");
-  }
-  fd = -1;
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return fail("cannot rename " + tmp + " into place");
-  // Make the rename itself durable.
-  int dir = ::open(directory_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir >= 0) {
-    const bool synced = ::fsync(dir) == 0;
-    const std::string err = std::strerror(errno);
-    ::close(dir);
-    if (!synced) return file_error(path, "fsync of the directory " + directory_of(path) + " failed: " + err);
-  }
-  return Status::ok_status();
-}
 
 Status write_safetensors(const std::string& path,
                          const std::vector<std::pair<std::string, Tensor>>& tensors,

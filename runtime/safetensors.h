@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "ir/status.h"
+#include "runtime/file_io.h"  // write_file_atomically, which write_safetensors uses
 #include "runtime/tensor.h"
 
 namespace weft {
@@ -75,10 +76,5 @@ std::string safetensors_checksum(std::string_view bytes);
 
 /// The safetensors dtype name of `dtype` (`F32`, `BOOL`, ...).
 std::string_view safetensors_dtype_name(DType dtype);
-
-/// Writes `bytes` to `path` atomically, as `write_safetensors` does: temporary file in
-/// the same directory, fsync, rename over `path`, fsync of the directory. Errors name
-/// `path`.
-Status write_file_atomically(const std::string& path, std::string_view bytes);
 
 }  // namespace weft

@@ -28,6 +28,7 @@
 #include "ir/verifier.h"
 #include "passes/infer_types.h"
 #include "passes/pipeline.h"
+#include "runtime/file_io.h"
 #include "runtime/npy.h"
 #include "runtime/reference/interpreter.h"
 #include "tools/weftc/args.h"
@@ -107,18 +108,7 @@ StatusOr<std::string> read_file(const std::string& shown_path) {
 }
 
 Status write_file(const std::string& shown_path, const std::string& contents) {
-  std::string path = resolve_path(shown_path);
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return Error{"cannot write '" + shown_path + "': " + std::strerror(errno)};
-    out << contents;
-    if (!out.flush()) return Error{"cannot write '" + shown_path + "': " + std::strerror(errno)};
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return Error{"cannot write '" + shown_path + "': " + std::strerror(errno)};
-  }
-  return Status();
+  return write_file_atomically(resolve_path(shown_path), contents);
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {

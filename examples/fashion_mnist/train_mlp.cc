@@ -22,7 +22,7 @@
 
 #include "ir/text.h"
 #include "passes/pipeline.h"
-#include "runtime/data/idx.h"
+#include "runtime/data/fashion_mnist.h"
 #include "runtime/reference/interpreter.h"
 
 namespace weft {
@@ -67,13 +67,10 @@ struct Dataset {
   int64_t size() const { return static_cast<int64_t>(labels.size()); }
 };
 
-Dataset load_dataset(const std::string& dir, const std::string& split) {
-  Tensor images = value_or_die(read_idx(dir + "/" + split + "-images-idx3-ubyte.gz"));
-  Tensor labels = value_or_die(read_idx(dir + "/" + split + "-labels-idx1-ubyte.gz"));
+Dataset to_dataset(const FashionMnistBatch& split) {
   Dataset d;
-  d.images.resize(images.numel());
-  for (int64_t i = 0; i < images.numel(); ++i) d.images[i] = images.data<uint8_t>()[i] / 255.0f;
-  d.labels.assign(labels.data<uint8_t>(), labels.data<uint8_t>() + labels.numel());
+  d.images.assign(split.images.data<float>(), split.images.data<float>() + split.images.numel());
+  d.labels.assign(split.labels.data<int64_t>(), split.labels.data<int64_t>() + split.labels.numel());
   return d;
 }
 
@@ -124,8 +121,11 @@ int main_impl(int argc, char** argv) {
   Options options = parse_options(argc, argv);
   Graph step = load("examples/fashion_mnist/mlp_train_step.wir");
   Graph eval = load("examples/fashion_mnist/mlp_eval.wir");
-  Dataset train = load_dataset(options.data, "train");
-  Dataset test = load_dataset(options.data, "t10k");
+  FashionMnistOptions data_options;  // [0, 1] pixels, flat rows; shuffled here below
+  data_options.directory = options.data;
+  FashionMnist data = value_or_die(FashionMnist::load(data_options));
+  Dataset train = to_dataset(data.train_set());
+  Dataset test = to_dataset(data.test_set());
   std::vector<Tensor> params = init_params(options.seed);
   std::mt19937 shuffle_rng(options.seed + 1);
   std::vector<int64_t> order(train.size());

@@ -15,14 +15,16 @@ ValueId UnaryModule::forward(Emitter& e, const std::vector<ValueId>& inputs) {
 
 Emitter::Emitter(Graph& graph, BuildOptions options) : graph_(graph), options_(options) {}
 
+Location to_location(const std::source_location& loc) {
+  Location l;
+  l.file = loc.file_name();
+  l.line = static_cast<int>(loc.line());
+  l.col = static_cast<int>(loc.column());
+  return l;
+}
+
 Location Emitter::location() const {
-  Location loc;
-  if (!frames_.empty()) {
-    const std::source_location& s = frames_.back().loc;
-    loc.file = s.file_name();
-    loc.line = static_cast<int>(s.line());
-    loc.col = static_cast<int>(s.column());
-  }
+  Location loc = frames_.empty() ? Location{} : to_location(frames_.back().loc);
   loc.path = path();
   return loc;
 }

@@ -15,14 +15,6 @@ std::string where(const std::source_location& loc) {
   return std::string(loc.file_name()) + ":" + std::to_string(loc.line());
 }
 
-Location to_location(const std::source_location& loc) {
-  Location l;
-  l.file = loc.file_name();
-  l.line = static_cast<int>(loc.line());
-  l.col = static_cast<int>(loc.column());
-  return l;
-}
-
 bool is_module_step(Kind k) {
   return k == Kind::From || k == Kind::Through || k == Kind::Also || k == Kind::AlsoWith ||
          k == Kind::Fork;

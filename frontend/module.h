@@ -36,6 +36,9 @@ namespace weft {
 
 class Emitter;
 
+/// The IR location of a C++ call site (file, line, column; no builder path).
+Location to_location(const std::source_location& loc);
+
 class Module {
  public:
   virtual ~Module() = default;

@@ -1,17 +1,11 @@
 #include "frontend/init_params.h"
 
+#include "ir/text_util.h"
 #include "runtime/init.h"
 
 namespace weft {
 
-uint64_t parameter_stream(std::string_view name) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : name) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
+uint64_t parameter_stream(std::string_view name) { return fnv1a64(name); }
 
 StatusOr<std::vector<Tensor>> initialize_parameters(const Model& model, uint64_t seed) {
   std::vector<Tensor> values;

@@ -1,6 +1,7 @@
 #include "frontend/model.h"
 
 #include "ir/text.h"
+#include "ir/text_util.h"
 
 namespace weft {
 
@@ -90,13 +91,7 @@ uint64_t Model::structural_hash() const {
   // and the inputs' names, kinds and shapes (parameter names are input names).
   PrintOptions options;
   options.locations = false;
-  std::string text = print_graph(graph_, options);
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
+  return fnv1a64(print_graph(graph_, options));
 }
 
 }  // namespace weft

@@ -35,6 +35,15 @@ std::string python_float_repr(double v) {
   return (negative ? "-" : "") + out;
 }
 
+uint64_t fnv1a64(std::string_view bytes) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
 std::optional<size_t> find_excess_nesting(std::string_view text, int max_depth) {
   int depth = 0;
   bool in_string = false;

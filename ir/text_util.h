@@ -3,6 +3,7 @@
 // JSON form, safetensors headers, PyTorch-worded optimizer and schedule errors).
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,6 +14,11 @@ namespace weft {
 /// round-trip digits, in fixed notation for decimal exponents in [-4, 16), so messages
 /// that quote PyTorch read exactly like PyTorch's.
 std::string python_float_repr(double v);
+
+/// 64-bit FNV-1a of `bytes` (offset basis 0xcbf29ce484222325, prime 0x100000001b3):
+/// weft's one non-cryptographic hash (checkpoint checksums, parameter streams, the
+/// structural hash). Part of file formats: never change it.
+uint64_t fnv1a64(std::string_view bytes);
 
 /// The offset of the first `[` or `{` in the JSON text `text` that nests deeper than
 /// `max_depth` levels (brackets inside strings do not count), or nullopt. Lets a reader

@@ -165,15 +165,6 @@ StatusOr<Entry> parse_entry(const std::string& tensor, const Json& j, uint64_t d
   return e;
 }
 
-uint64_t fnv1a64(std::string_view bytes) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
 
 }  // namespace
 

@@ -12,14 +12,6 @@ namespace {
 
 using Inputs = std::vector<const Tensor*>;
 
-Status check_result(const Node& node, const Type& want, const Tensor& out) {
-  if (want != out.type()) {
-    return node_error(node, "result type " + out.type().to_string() + " should be " +
-                                want.to_string());
-  }
-  return Status::ok_status();
-}
-
 template <bool kLog>
 Status softmax(const Node& node, const Inputs& in, Tensor& out) {
   const Tensor& x = *in[0];

@@ -35,6 +35,15 @@ inline Error node_error(const Node& node, const std::string& message) {
   return Error{std::string(op_name(node.op)) + ": " + message, node.loc};
 }
 
+/// An internal consistency check of a kernel's output against the type it computed.
+inline Status check_result(const Node& node, const Type& want, const Tensor& out) {
+  if (want != out.type()) {
+    return node_error(node, "result type " + out.type().to_string() + " should be " +
+                                want.to_string());
+  }
+  return Status::ok_status();
+}
+
 /// The error for a dtype a kernel does not implement.
 inline Error unsupported_dtype(const Node& node, DType dtype) {
   return node_error(node, "dtype " + std::string(dtype_name(dtype)) +

@@ -1,0 +1,92 @@
+#pragma once
+// Generates fused elementwise kernels through MLIR and JIT-compiles them for the host
+// CPU. A kernel is described by a small weft graph, its *body*: graph inputs are the
+// kernel's operands, nodes are elementwise ops (NumPy broadcasting between them, as in
+// the graph they came from), graph outputs are its results, which all have one shape,
+// the iteration space. For example the body of a fused bias + GELU:
+//
+//   graph @k(%a: f32[128,256], %b: f32[256]) -> (f32[128,256]) {
+//     %0 = add(%a, %b) : f32[128,256]
+//     %1 = gelu(%0) {approximate="tanh"} : f32[128,256]
+//     return %1
+//   }
+//
+// The iteration space is collapsed to rows: adjacent dimensions merge when every operand
+// is contiguous (or broadcast) across both, and the last merged dimension is the row
+// (here 128 rows of 256). The generated function has the Program ABI
+// (runtime/program.h, GeneratedFn): `fn(buffers, row_begin, row_end)` with buffers =
+// operands then results. Each row is computed with `vector<W x T>` loads, arithmetic
+// and stores emitted directly in MLIR's vector dialect (W = 16 f32 / 8 f64 lanes with
+// AVX-512), a broadcast operand being a splat, then a scalar tail;
+// math functions use MLIR's polynomial approximations (f32) or libm (f64). Lowering:
+// vector/scf/arith/math → LLVM dialect → LLVM IR → host machine code (ExecutionEngine,
+// O3, the host CPU's features).
+//
+//   KernelCompiler& jit = KernelCompiler::global();
+//   StatusOr<const CompiledKernel*> k = jit.compile(body);
+//   (*k)->fn(buffers, 0, (*k)->rows);
+//
+// Kernels are cached by structure (`kernel_key`): a second body with the same ops,
+// dtypes, shapes and attributes, whatever its value names, returns the first kernel.
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "ir/graph.h"
+#include "ir/status.h"
+#include "runtime/program.h"
+
+namespace weft::codegen {
+
+struct CompiledKernel {
+  GeneratedFn fn = nullptr;
+  int64_t rows = 0;
+  int64_t row_length = 0;
+  std::string symbol;  ///< The function's name in the JIT module.
+};
+
+/// The canonical structural text of a body: value names replaced by position, so two
+/// bodies that compute the same thing on the same types have the same key.
+std::string kernel_key(const Graph& body);
+
+/// The rows × row_length iteration space of a body (see the top of this file).
+struct RowLayout {
+  int64_t rows = 0;
+  int64_t row_length = 0;
+};
+RowLayout row_layout(const Graph& body);
+
+class KernelCompiler {
+ public:
+  KernelCompiler();
+  ~KernelCompiler();
+  KernelCompiler(const KernelCompiler&) = delete;
+  KernelCompiler& operator=(const KernelCompiler&) = delete;
+
+  /// The process-wide compiler; its kernels live until the process exits.
+  static KernelCompiler& global();
+
+  /// True when `node` of `g` (an elementwise op, with its operand and result types
+  /// known) can be part of a generated kernel: the op and its dtypes are supported.
+  /// The fuser only groups nodes for which this holds.
+  static bool supports(const Graph& g, const Node& node);
+
+  /// The compiled kernel for `body` (cached by kernel_key). Thread-safe. Errors: a node
+  /// that `supports` rejects, or an MLIR/LLVM failure (with MLIR's diagnostic).
+  StatusOr<const CompiledKernel*> compile(const Graph& body);
+
+  /// The MLIR module generated for `body`, before lowering (for dumps and tests).
+  StatusOr<std::string> emit_mlir(const Graph& body);
+
+  int compilations() const;  ///< Kernels compiled (cache misses) so far.
+  int cache_hits() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace weft::codegen

@@ -1,0 +1,63 @@
+#pragma once
+// Library kernels of the CPU runtime: hand-written (and library-backed: oneDNN) kernels
+// for the ops that are not generated through MLIR — contractions, convolutions, pooling,
+// reductions, movement, creation and the composites. A Program invocation that names an
+// op becomes one `BoundKernel`: the kernel is chosen, its loop bounds, strides and
+// library descriptors are worked out, and its buffer pointers fixed, once, when the
+// Program is loaded. `run` then does no allocation, no hashing and no graph walking.
+//
+//   LibraryCall call;
+//   call.node.op = Op::Matmul;
+//   call.operand_types = {{DType::f32, {128, 784}}, {DType::f32, {784, 256}}};
+//   call.result_type = {DType::f32, {128, 256}};
+//   auto k = make_library_kernel(call, {x, w}, y);     // StatusOr<unique_ptr<BoundKernel>>
+//   if (k.ok() && *k) (*k)->run(pool);                 // y = x·w on the pool's threads
+//
+// Every kernel computes what the reference interpreter computes for the same node
+// (runtime/reference/interpreter.h defines the semantics), within a per-dtype tolerance
+// (summation order may differ; for a fixed thread count results are bitwise
+// reproducible). Parallel loops go through the one `ThreadPool` passed to `run`; library
+// calls (oneDNN) are made from inside the pool's chunks with the library limited to one
+// thread each, so there is never a second pool competing for the cores.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/status.h"
+#include "runtime/cpu/thread_pool.h"
+
+namespace weft::cpu {
+
+/// What one library invocation computes: the op and its attributes (in `node`; its
+/// operand and result ids are meaningless here, `node.loc` is where errors point), the
+/// operand types in order and the result type. Attributes are read with node.attr(...)
+/// so schema defaults apply.
+struct LibraryCall {
+  Node node;
+  std::vector<Type> operand_types;
+  Type result_type;
+};
+
+/// A kernel with its buffers bound. Buffers are row-major and contiguous, 64-byte
+/// aligned when they start an allocation (arena offsets are multiples of 64), and the
+/// result never overlaps an operand unless the op is elementwise.
+class BoundKernel {
+ public:
+  virtual ~BoundKernel() = default;
+  /// Computes the result. Errors are the reference interpreter's messages for the same
+  /// condition (a gather index out of range, a label outside [0, C)), at node.loc.
+  virtual Status run(ThreadPool& pool) = 0;
+  /// A short description for Program dumps and profiles, e.g. "onednn sgemm 128x256x784".
+  virtual std::string describe() const = 0;
+};
+
+/// The library kernel for `call`, bound to `operands` (in order) and `result`, or nullptr
+/// when this op/dtype combination has no CPU library kernel (the runtime then runs the
+/// reference kernel for that invocation). Errors: attributes the kernel cannot accept.
+StatusOr<std::unique_ptr<BoundKernel>> make_library_kernel(const LibraryCall& call,
+                                                           std::vector<const void*> operands,
+                                                           void* result);
+
+}  // namespace weft::cpu

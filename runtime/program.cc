@@ -1,0 +1,53 @@
+#include "runtime/program.h"
+
+#include <sstream>
+
+namespace weft {
+
+std::string BufferRef::to_string() const {
+  std::string where = space == Space::input ? "in" + std::to_string(input)
+                                            : "arena+" + std::to_string(offset);
+  return where + " " + type.to_string();
+}
+
+std::string Program::to_string() const {
+  std::ostringstream os;
+  os << "program @" << name << "  arena " << arena_bytes << " bytes (bound "
+     << lower_bound_bytes << ", naive " << naive_bytes << ")\n";
+  os << "  inputs:";
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    os << (i ? ", " : " ") << "%" << inputs[i].name << " " << inputs[i].type.to_string() << " "
+       << input_kind_name(inputs[i].kind) << " @in" << i;
+  }
+  os << "\n";
+  for (size_t i = 0; i < code.size(); ++i) {
+    const Invocation& inv = code[i];
+    os << "  " << i << "  ";
+    switch (inv.kind) {
+      case Invocation::Kind::library: os << op_name(inv.node.op); break;
+      case Invocation::Kind::generated: os << "generated " << kernels[inv.kernel].name; break;
+      case Invocation::Kind::copy: os << "copy"; break;
+    }
+    os << "  ";
+    for (size_t r = 0; r < inv.results.size(); ++r) os << (r ? ", " : "") << inv.results[r].to_string();
+    os << " <-";
+    for (size_t o = 0; o < inv.operands.size(); ++o) {
+      os << (o ? ", " : " ") << inv.operands[o].to_string();
+    }
+    if (!inv.label.empty()) os << "  ; %" << inv.label;
+    os << "\n";
+  }
+  if (!updates.empty()) {
+    os << "  updates:";
+    for (size_t i = 0; i < updates.size(); ++i) {
+      os << (i ? ", " : " ") << "in" << updates[i].input << " <- " << updates[i].from.to_string();
+    }
+    os << "\n";
+  }
+  os << "  outputs:";
+  for (size_t i = 0; i < outputs.size(); ++i) os << (i ? ", " : " ") << outputs[i].to_string();
+  os << "\n";
+  return os.str();
+}
+
+}  // namespace weft

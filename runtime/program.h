@@ -1,0 +1,99 @@
+#pragma once
+// The Program: what the CPU runtime executes (DESIGN.md, "The flow of data"). codegen/
+// lowers a fused, scheduled, planned graph into one; runtime/cpu runs it. It is plain
+// data — a flat list of kernel invocations whose buffers are fixed at compile time — so
+// it can be printed, and (for AOT) written out as C++ source.
+//
+//   program @mlp_step  arena 1.2 MiB (bound 1.2 MiB, naive 3.4 MiB)
+//     inputs: %x f32[128,784] data @in0, %w1 f32[784,256] param @in1, ...
+//     0  matmul         arena+0 f32[128,256]      <- in0 f32[128,784], in1 f32[784,256]
+//     1  generated k0   arena+131072 f32[128,256] <- arena+0, in2
+//     ...
+//     updates: in1 <- arena+..., ...
+//     outputs: arena+4096 f32[]
+//
+// Buffers. Every graph input has its own buffer owned by the runtime (`Space::input`,
+// indexed like Graph::inputs()); every intermediate lives at a fixed offset in one arena
+// (`Space::arena`, from passes/memory_plan.h). A view (a reshape of a buffer that dies
+// there) shares its operand's bytes. Updates (`assign`) are applied after the last
+// invocation, so every invocation of a step reads the old parameters.
+//
+// Generated kernels share one calling convention, `GeneratedFn`: buffers[] holds the
+// kernel's operand pointers then its result pointers, and the call computes rows
+// [row_begin, row_end) of its iteration space (`rows` rows of `row_length` elements of
+// the result, row-major), so the runtime splits the rows over its threads.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace weft {
+
+/// The ABI of every generated kernel (JIT or AOT object code).
+using GeneratedFn = void (*)(void* const* buffers, int64_t row_begin, int64_t row_end);
+
+enum class Space : uint8_t { input, arena };
+
+/// One buffer operand of an invocation.
+struct BufferRef {
+  Space space = Space::arena;
+  int32_t input = -1;   ///< Space::input: index into Program::inputs.
+  int64_t offset = 0;   ///< Space::arena: byte offset in the arena.
+  Type type;
+
+  bool operator==(const BufferRef& o) const {
+    return space == o.space && input == o.input && offset == o.offset;
+  }
+  std::string to_string() const;  ///< "in3 f32[4]" or "arena+128 f32[4]".
+};
+
+struct ProgramInput {
+  std::string name;
+  Type type;
+  InputKind kind = InputKind::data;
+};
+
+/// A kernel generated for a fused group: its structure key (identical keys compile
+/// once), its body as printable IR, and the shape of its iteration space.
+struct GeneratedKernel {
+  std::string name;     ///< "k0", "k1", ... (the symbol of AOT object code).
+  std::string key;      ///< Canonical text of the body with its types.
+  Graph body;           ///< Operands are the body's inputs, results its outputs.
+  int64_t rows = 0;
+  int64_t row_length = 0;
+};
+
+struct Invocation {
+  enum class Kind : uint8_t { library, generated, copy };
+  Kind kind = Kind::library;
+  Node node;                         ///< library: the op, its attributes and location.
+  int kernel = -1;                   ///< generated: index into Program::kernels.
+  std::vector<BufferRef> operands;
+  std::vector<BufferRef> results;
+  std::string label;                 ///< The graph value it computes (for dumps).
+};
+
+/// An `assign`: after the step, input `input` takes the bytes of `from`.
+struct Update {
+  int32_t input = -1;
+  BufferRef from;
+};
+
+struct Program {
+  std::string name;
+  std::vector<ProgramInput> inputs;
+  std::vector<Invocation> code;
+  std::vector<GeneratedKernel> kernels;
+  std::vector<Update> updates;
+  std::vector<BufferRef> outputs;
+  int64_t arena_bytes = 0;
+  int64_t naive_bytes = 0;        ///< From the memory plan (every intermediate alone).
+  int64_t lower_bound_bytes = 0;  ///< From the memory plan (most bytes live at once).
+
+  /// The listing shown at the top of this file.
+  std::string to_string() const;
+};
+
+}  // namespace weft

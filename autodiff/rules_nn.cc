@@ -114,6 +114,7 @@ void add_nn(Table& t) {
   none(Op::RandomUniform, "random draw: not differentiable w.r.t. its key");
   none(Op::RandomBernoulli, "random draw: not differentiable w.r.t. its key");
   none(Op::Assign, "a statement (no result to differentiate)");
+  none(Op::Fused, "fusion runs after autodiff: differentiate the graph before fusing it");
 }
 
 }  // namespace weft::grad_rules

@@ -187,6 +187,13 @@ bool structurally_equal(const Graph& a, const Graph& b, std::string* why) {
     if (!(x.loc == y.loc)) {
       return fail(where + ": locations differ: " + x.loc.to_string() + " vs " + y.loc.to_string());
     }
+    if ((x.body == nullptr) != (y.body == nullptr)) return fail(where + ": only one has a body");
+    if (x.body) {
+      std::string body_why;
+      if (!structurally_equal(*x.body, *y.body, &body_why)) {
+        return fail(where + ": bodies differ: " + body_why);
+      }
+    }
     if (x.results.size() != y.results.size()) return fail(where + ": result counts differ");
     for (size_t k = 0; k < x.results.size(); ++k) {
       if (!same_value(x.results[k], y.results[k], where)) return false;

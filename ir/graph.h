@@ -24,6 +24,7 @@
 //   }
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -44,6 +45,8 @@ enum class InputKind { data, param, state };
 std::string_view input_kind_name(InputKind kind);  ///< "data", "param", "state"
 std::optional<InputKind> parse_input_kind(std::string_view name);
 
+class Graph;
+
 struct Value {
   std::string name;           ///< Unique within the graph, printed as `%name`.
   std::optional<Type> type;   ///< Unknown until shape inference (or declared in text).
@@ -56,6 +59,9 @@ struct Node {
   Attrs attrs;                  ///< Only attributes that were given; defaults are implied.
   std::vector<ValueId> results; ///< One value, or none for statements such as assign.
   Location loc;
+  /// `fused` only: the kernel's body, a graph whose inputs are the node's operands (same
+  /// types, in order) and whose one output is the node's result.
+  std::shared_ptr<const Graph> body;
 
   ValueId result() const { return results.empty() ? kNoValue : results[0]; }
   const OpInfo& info() const { return op_info(op); }

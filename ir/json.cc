@@ -80,6 +80,7 @@ Json graph_json(const Graph& g) {
       j["attrs"] = std::move(attrs);
     }
     put_location(j, n.loc);
+    if (n.body) j["body"] = graph_json(*n.body);
     nodes.push_back(std::move(j));
   }
   Json outputs = Json::array();
@@ -357,7 +358,8 @@ Status Reader::read_input(const Json& j, const std::string& path) {
 }
 
 Status Reader::read_node(const Json& j, const std::string& path) {
-  WEFT_RETURN_IF_ERROR(check_object(j, path, {"op", "operands", "results"}, {"attrs", "loc"}));
+  WEFT_RETURN_IF_ERROR(
+      check_object(j, path, {"op", "operands", "results"}, {"attrs", "loc", "body"}));
   WEFT_ASSIGN_OR_RETURN(std::string op_text, read_string(j["op"], path + ".op"));
   auto op = parse_op(op_text);
   if (!op) return error(path + ".op", unknown_op_message(op_text));
@@ -408,8 +410,19 @@ Status Reader::read_node(const Json& j, const std::string& path) {
   if (auto message = check_required_attributes(info, attrs)) return error(path, *message);
 
   WEFT_ASSIGN_OR_RETURN(Location loc, read_location(j, path));
+  std::shared_ptr<const Graph> body;
+  if (j.contains("body") != (*op == Op::Fused)) {
+    return error(path, *op == Op::Fused ? "'fused' needs a \"body\" graph"
+                                        : "only 'fused' nodes have a \"body\"");
+  }
+  if (j.contains("body")) {
+    StatusOr<Graph> b = Reader(filename_).read(j["body"]);
+    if (!b.ok()) return Error{path + ".body." + b.error().message, b.error().loc};
+    body = std::make_shared<const Graph>(std::move(*b));
+  }
   graph_.add_node(*op, operands, std::move(attrs), std::move(loc), std::move(result_type),
                   std::move(result_name));
+  graph_.mutable_nodes().back().body = std::move(body);
   if (*op == Op::Assign) {
     if (auto message = check_assign_target(graph_, operands[0])) {
       return error(path + ".operands[0]", *message);

@@ -1,4 +1,5 @@
 #include "ir/json.h"
+#include "ir/text.h"
 
 #include <gtest/gtest.h>
 
@@ -226,6 +227,35 @@ TEST(JsonErrorTest, TypesKindsAndLocations) {
   EXPECT_EQ(import_error(doc(R"({"op": "assign", "operands": ["x", "x"], "results": []})")),
             "g.json: error: nodes[0].operands[0]: 'assign' target '%x' must be a param or state "
             "input, but it is a data input");
+}
+
+}  // namespace
+}  // namespace weft
+
+namespace weft {
+namespace {
+
+TEST(JsonTest, FusedBodyRoundTrips) {
+  StatusOr<Graph> g = parse_graph(
+      "graph @g(%x: f32[4,5], %b: f32[5]) {\n"
+      "  %y = fused(%x, %b) : f32[4,5] ({\n"
+      "    ^body(%a: f32[4,5], %c: f32[5]):\n"
+      "      %0 = add(%a, %c) : f32[4,5]\n"
+      "      return %0\n"
+      "  })\n"
+      "  return %y\n"
+      "}\n", "f.wir");
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  StatusOr<Graph> back = graph_from_json(graph_to_json(*g), "f.json");
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  std::string why;
+  EXPECT_TRUE(structurally_equal(*g, *back, &why)) << why;
+  StatusOr<Graph> bad = graph_from_json(
+      R"({"version": 1, "name": "g", "inputs": [{"name": "x", "kind": "data", "type": {"dtype": "f32", "shape": [4]}}],
+          "nodes": [{"op": "fused", "operands": ["x"], "results": [{"name": "y"}]}],
+          "outputs": ["y"]})", "f.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message, "nodes[0]: 'fused' needs a \"body\" graph");
 }
 
 }  // namespace

@@ -228,7 +228,34 @@ StatusOr<Type> one_hot(const Node& node, const std::vector<Type>& in) {
 
 }  // namespace
 
+// The result of a fused kernel is its body's one output; the operands must be exactly
+// the body's inputs.
+StatusOr<Type> fused(const Node& node, const std::vector<Type>& in) {
+  if (node.body == nullptr) return rule_error("the node has no body");
+  const Graph& body = *node.body;
+  if (body.inputs().size() != in.size()) {
+    return rule_error("body @" + body.name() + " takes " + std::to_string(body.inputs().size()) +
+                      " inputs, but the node has " + std::to_string(in.size()) + " operands");
+  }
+  for (size_t i = 0; i < in.size(); ++i) {
+    const auto& want = body.value(body.inputs()[i].value).type;
+    if (!want || *want != in[i]) {
+      return rule_error("operand " + std::to_string(i) + " is " + str(in[i]) + " but body input %" +
+                        body.value(body.inputs()[i].value).name + " is " +
+                        (want ? str(*want) : std::string("untyped")));
+    }
+  }
+  if (body.outputs().size() != 1) {
+    return rule_error("body @" + body.name() + " must return one value, not " +
+                      std::to_string(body.outputs().size()));
+  }
+  const auto& out = body.value(body.outputs()[0]).type;
+  if (!out) return rule_error("the type of body @" + body.name() + "'s result is unknown");
+  return *out;
+}
+
 void add_structural_rules(RuleTable& t) {
+  set_rule(t, Op::Fused, fused);
   set_rule(t, Op::Sum, reduce<Accepts::number>);
   set_rule(t, Op::Mean, reduce<Accepts::floating>);
   set_rule(t, Op::Max, reduce<Accepts::any>);

@@ -58,8 +58,28 @@ std::string header(const Graph& g) {
   return out + " {\n";
 }
 
-std::string statement(const Graph& g, const Node& n, const PrintOptions& options) {
-  std::string out = "  ";
+std::string statement(const Graph& g, const Node& n, const PrintOptions& options,
+                      const std::string& indent);
+
+// A fused node's body: `({`, `^body(%a: f32[4], ...):`, its statements, `return`, `})`.
+std::string region(const Graph& body, const PrintOptions& options, const std::string& indent) {
+  std::string out = " ({\n" + indent + "  ^" + body.name() + "(";
+  for (size_t i = 0; i < body.inputs().size(); ++i) {
+    ValueId v = body.inputs()[i].value;
+    out += (i ? ", " : "") + value_ref(body, v) + ": " + body.type(v).to_string();
+  }
+  out += "):\n";
+  for (const Node& n : body.nodes()) out += statement(body, n, options, indent + "    ");
+  out += indent + "    return";
+  for (size_t i = 0; i < body.outputs().size(); ++i) {
+    out += (i ? ", " : " ") + value_ref(body, body.outputs()[i]);
+  }
+  return out + "\n" + indent + "})";
+}
+
+std::string statement(const Graph& g, const Node& n, const PrintOptions& options,
+                      const std::string& indent) {
+  std::string out = indent;
   if (n.result() != kNoValue) out += value_ref(g, n.result()) + " = ";
   out += std::string(op_name(n.op)) + "(";
   for (size_t i = 0; i < n.operands.size(); ++i) {
@@ -78,6 +98,7 @@ std::string statement(const Graph& g, const Node& n, const PrintOptions& options
   if (n.result() != kNoValue && g.value(n.result()).type) {
     out += " : " + g.value(n.result()).type->to_string();
   }
+  if (n.body) out += region(*n.body, options, indent);
   if (options.locations) out += location_text(n.loc);
   return out + "\n";
 }
@@ -86,7 +107,7 @@ std::string statement(const Graph& g, const Node& n, const PrintOptions& options
 
 std::string print_graph(const Graph& g, const PrintOptions& options) {
   std::string out = header(g);
-  for (const Node& n : g.nodes()) out += statement(g, n, options);
+  for (const Node& n : g.nodes()) out += statement(g, n, options, "  ");
   out += "  return";
   for (size_t i = 0; i < g.outputs().size(); ++i) {
     out += (i ? ", " : " ") + value_ref(g, g.outputs()[i]);

@@ -52,8 +52,15 @@
 //       yield %x1
 //   }) loc("model.cc":40:3)
 //
-// The parser rejects such a body today with an error saying that bodies are not
-// supported yet.
+// `fused` (a kernel made by fusion, passes/fuse.h) is the one op with a body; its region
+// is its body graph, whose block arguments are the body's inputs:
+//
+//   %k = fused(%h, %b) : f32[4,5] ({
+//     ^body(%a: f32[4,5], %c: f32[5]):
+//       %0 = add(%a, %c) : f32[4,5]
+//       %1 = relu(%0) : f32[4,5]
+//       return %1
+//   })
 
 #include <string>
 #include <string_view>

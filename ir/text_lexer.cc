@@ -26,6 +26,7 @@ std::string describe(const Token& token) {
     case TokenKind::Error: return "malformed input";
     case TokenKind::ValueName: return "'%" + token.text + "'";
     case TokenKind::GraphName: return "'@" + token.text + "'";
+    case TokenKind::BlockLabel: return "'^" + token.text + "'";
     case TokenKind::String: return "a string";
     case TokenKind::Ident:
     case TokenKind::Number: return "'" + token.text + "'";
@@ -100,6 +101,9 @@ Token Lexer::next() {
     case '@':
       advance();
       return lex_name(TokenKind::GraphName, std::move(token));
+    case '^':
+      advance();
+      return lex_name(TokenKind::BlockLabel, std::move(token));
     default: break;
   }
   if (c == '-' && peek(1) == '>') {
@@ -124,7 +128,7 @@ Token Lexer::next() {
 
 // `%name`, `@name`, or the quoted forms `%"any name"` for names with other characters.
 Token Lexer::lex_name(TokenKind kind, Token token) {
-  char sigil = kind == TokenKind::ValueName ? '%' : '@';
+  char sigil = kind == TokenKind::ValueName ? '%' : kind == TokenKind::GraphName ? '@' : '^';
   if (peek() == '"') {
     Token quoted = lex_string(token);
     if (quoted.kind == TokenKind::Error) return quoted;

@@ -13,6 +13,7 @@ enum class TokenKind {
   Ident,      ///< `graph`, `matmul`, `f32`, `true`, `inf`, `loc`, attribute names.
   ValueName,  ///< `%h`; `text` holds the name without `%`.
   GraphName,  ///< `@mlp`; `text` holds the name without `@`.
+  BlockLabel, ///< `^body`; `text` holds the label without `^`.
   Number,     ///< `12`, `-3`, `1e-05`, `2.0`, `-inf`; `text` is the literal as written.
   String,     ///< `"..."`; `text` holds the decoded contents.
   LParen, RParen, LBrace, RBrace, LBracket, RBracket, Comma, Colon, Equals,

@@ -80,6 +80,7 @@ class Parser {
   StatusOr<Type> parse_type();
   Status parse_statement();
   Status parse_return();
+  StatusOr<std::shared_ptr<const Graph>> parse_region(const std::string& op_quoted);
   StatusOr<ValueId> parse_use(Token* where = nullptr);
   Status parse_attrs(const OpInfo& info, Attrs& attrs);
   StatusOr<Attribute> parse_attr_value();
@@ -287,9 +288,14 @@ Status Parser::parse_statement() {
     take();
     WEFT_ASSIGN_OR_RETURN(type, parse_type());
   }
-  if (at(TokenKind::LParen) || at(TokenKind::LBrace)) {
-    return error_at(tok_, "unexpected " + describe(tok_) + " after " + op_quoted +
-                              ": op bodies ('({ ... })' regions) are not supported yet");
+  std::shared_ptr<const Graph> body;
+  if (at(TokenKind::LParen)) {
+    if (*op != Op::Fused) {
+      return error_at(tok_, op_quoted + " takes no body; only 'fused' has a '({ ... })' region");
+    }
+    WEFT_ASSIGN_OR_RETURN(body, parse_region(op_quoted));
+  } else if (*op == Op::Fused) {
+    return unexpected("'({' to begin the body of 'fused'");
   }
   Location loc = loc_of(first);
   if (at_word("loc")) {
@@ -298,12 +304,52 @@ Status Parser::parse_statement() {
 
   graph_.add_node(*op, operands, std::move(attrs), std::move(loc), std::move(type),
                   result ? result->text : "");
+  graph_.mutable_nodes().back().body = std::move(body);
   if (*op == Op::Assign) {
     if (auto message = check_assign_target(graph_, operands[0])) {
       return error_at(*first_operand, *message);
     }
   }
   return Status::ok_status();
+}
+
+// `({ ^label(%arg: type, ...): statement* return %v })`: the body is parsed as a graph
+// of its own (its names are its own), then the outer graph's state is restored.
+StatusOr<std::shared_ptr<const Graph>> Parser::parse_region(const std::string& op_quoted) {
+  take();  // '('
+  WEFT_RETURN_IF_ERROR(expect(TokenKind::LBrace, "'{' to begin the body of " + op_quoted));
+  WEFT_ASSIGN_OR_RETURN(Token label, expect(TokenKind::BlockLabel,
+                                            "a block label such as '^body(%x: f32[4]):'"));
+  Graph outer = std::move(graph_);
+  auto outer_defined = std::move(defined_at_);
+  graph_ = Graph(label.text);
+  graph_.set_loc(loc_of(label));
+  defined_at_.clear();
+  WEFT_RETURN_IF_ERROR(expect(TokenKind::LParen, "'(' after '^" + label.text + "'"));
+  if (!at(TokenKind::RParen)) {
+    while (true) {
+      WEFT_RETURN_IF_ERROR(parse_input());
+      if (!at(TokenKind::Comma)) break;
+      Token comma = take();
+      WEFT_RETURN_IF_ERROR(no_trailing_comma(comma, TokenKind::RParen, "the block arguments"));
+    }
+  }
+  WEFT_RETURN_IF_ERROR(expect(TokenKind::RParen, "',' or ')' after a block argument"));
+  WEFT_RETURN_IF_ERROR(expect(TokenKind::Colon, "':' after the block arguments"));
+  while (!at_word("return")) {
+    if (at(TokenKind::RBrace)) {
+      return error_at(tok_, "the body of " + op_quoted +
+                                " has no 'return'; end it with 'return %value'");
+    }
+    WEFT_RETURN_IF_ERROR(parse_statement());
+  }
+  WEFT_RETURN_IF_ERROR(parse_return());
+  WEFT_RETURN_IF_ERROR(expect(TokenKind::RBrace, "'}' to close the body after its 'return'"));
+  WEFT_RETURN_IF_ERROR(expect(TokenKind::RParen, "')' after the body's '}'"));
+  auto body = std::make_shared<const Graph>(std::move(graph_));
+  graph_ = std::move(outer);
+  defined_at_ = std::move(outer_defined);
+  return body;
 }
 
 Status Parser::parse_return() {

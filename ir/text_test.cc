@@ -1,4 +1,5 @@
 #include "ir/text.h"
+#include "ir/verifier.h"
 
 #include <gtest/gtest.h>
 
@@ -376,15 +377,40 @@ TEST(ParseErrorTest, TrailingCommas) {
             "bad.wir:1:32: error: trailing ',' in the output types; remove it");
 }
 
-TEST(ParseErrorTest, NestedBodiesAreNotSupportedYet) {
+TEST(ParseErrorTest, Bodies) {
   EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %y = neg(%x) : f32[4] ({\n    return %x\n"
                         "  })\n  return %y\n}"),
-            "bad.wir:2:25: error: unexpected '(' after 'neg': op bodies ('({ ... })' regions) "
-            "are not supported yet");
-  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %y = softmax(%x) {axis=0} {\n  }\n"
-                        "  return %y\n}"),
-            "bad.wir:2:29: error: unexpected '{' after 'softmax': op bodies ('({ ... })' "
-            "regions) are not supported yet");
+            "bad.wir:2:25: error: 'neg' takes no body; only 'fused' has a '({ ... })' region");
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %y = fused(%x) : f32[4]\n  return %y\n}"),
+            "bad.wir:3:3: error: expected '({' to begin the body of 'fused', found 'return'");
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %y = fused(%x) : f32[4] ({\n    ^body(%a: "
+                        "f32[4]):\n  })\n  return %y\n}"),
+            "bad.wir:4:3: error: the body of 'fused' has no 'return'; end it with 'return %value'");
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %y = fused(%x) : f32[4] ({\n    %a = neg(%x)"),
+            "bad.wir:3:5: error: expected a block label such as '^body(%x: f32[4]):', found '%a'");
+}
+
+TEST(TextTest, FusedBodyRoundTrips) {
+  const std::string text =
+      "graph @g(%x: f32[4,5], %b: f32[5]) -> (f32[4,5]) {\n"
+      "  %y = fused(%x, %b) : f32[4,5] ({\n"
+      "    ^body(%a: f32[4,5], %c: f32[5]):\n"
+      "      %0 = add(%a, %c) : f32[4,5]\n"
+      "      %1 = relu(%0) : f32[4,5]\n"
+      "      return %1\n"
+      "  })\n"
+      "  return %y\n"
+      "}\n";
+  StatusOr<Graph> g = parse_graph(text, "f.wir");
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  ASSERT_NE(g->nodes()[0].body, nullptr);
+  EXPECT_EQ(g->nodes()[0].body->nodes().size(), 2u);
+  EXPECT_TRUE(verify(*g).ok()) << verify(*g).to_string();
+  EXPECT_EQ(print_graph(*g, {.locations = false}), text);
+  StatusOr<Graph> again = parse_graph(print_graph(*g), "f.wir");
+  ASSERT_TRUE(again.ok()) << again.error().to_string();
+  std::string why;
+  EXPECT_TRUE(structurally_equal(*g, *again, &why)) << why;
 }
 
 TEST(ParseErrorTest, MiscellaneousSyntax) {

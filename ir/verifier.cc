@@ -75,6 +75,13 @@ class Verifier {
     }
 
     if (auto message = check_attributes(node, info)) return at(*message);
+    if ((node.body != nullptr) != (node.op == Op::Fused)) {
+      return fail(node.body ? "only 'fused' nodes have a body" : "has no body");
+    }
+    if (node.body) {
+      Status body = verify(*node.body, options_);
+      if (!body.ok()) return fail("in its body: " + body.error().message);
+    }
     if (node.op == Op::Assign) {
       if (auto message = check_assign_target(g_, node.operands[0])) return at(*message);
       WEFT_RETURN_IF_ERROR(check_assigned_once(node, fail));

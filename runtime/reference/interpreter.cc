@@ -39,6 +39,8 @@ StatusOr<int> checked_axis(const Node& node, int64_t axis, int rank) {
 
 namespace {
 
+Status fused(const Node& node, const std::vector<const Tensor*>& in, Tensor& out);
+
 const KernelTable& kernel_table() {
   static const KernelTable table = [] {
     KernelTable t;
@@ -48,6 +50,7 @@ const KernelTable& kernel_table() {
     register_contraction_kernels(t);
     register_creation_kernels(t);
     register_composite_kernels(t);
+    t.add(Op::Fused, fused);
     return t;
   }();
   return table;
@@ -62,8 +65,18 @@ bool computes_in_f32(Op op) {
     case OpCategory::Movement:
     case OpCategory::Creation:
     case OpCategory::State: return false;
-    default: return op != Op::Cast && op != Op::Select;
+    default: return op != Op::Cast && op != Op::Select && op != Op::Fused;
   }
+}
+
+// A fused kernel computes its body (the body's own nodes widen what they need).
+Status fused(const Node& node, const std::vector<const Tensor*>& in, Tensor& out) {
+  std::vector<Tensor> args;
+  args.reserve(in.size());
+  for (const Tensor* t : in) args.push_back(*t);
+  WEFT_ASSIGN_OR_RETURN(RunResult r, run(*node.body, std::move(args)));
+  out = std::move(r.outputs[0]);
+  return Status::ok_status();
 }
 
 Tensor convert(const Tensor& t, DType to) {

@@ -1,0 +1,116 @@
+#include "passes/fuse_elementwise.h"
+
+#include <algorithm>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+namespace weft {
+namespace {
+
+bool plain_dtype(DType d) {
+  return d == DType::f32 || d == DType::f64 || d == DType::i32 || d == DType::i64 ||
+         d == DType::boolean;
+}
+
+// The body of one group: its external operands become inputs (first use first), the
+// members are copied in order, the root's value is the output.
+std::shared_ptr<const Graph> make_body(const Graph& g, const std::vector<int>& members,
+                                       std::vector<ValueId>& operands) {
+  auto body = std::make_shared<Graph>("body");
+  std::unordered_map<ValueId, ValueId> inner;  // outer value -> body value
+  for (int m : members) inner[g.node(m).result()] = kNoValue;
+  for (int m : members) {
+    for (ValueId v : g.node(m).operands) {
+      if (inner.count(v)) continue;
+      inner[v] = body->add_input(std::to_string(operands.size()), g.type(v));
+      operands.push_back(v);
+    }
+  }
+  int next = 0;
+  for (int m : members) {
+    const Node& n = g.node(m);
+    std::vector<ValueId> args;
+    for (ValueId v : n.operands) args.push_back(inner.at(v));
+    inner[n.result()] = body->add_node(n.op, std::move(args), n.attrs, n.loc, g.type(n.result()),
+                                       "t" + std::to_string(next++));
+  }
+  body->add_output(inner.at(g.node(members.back()).result()));
+  return body;
+}
+
+}  // namespace
+
+bool default_fusible(const Graph& g, const Node& node) {
+  if (node.info().category != OpCategory::Elementwise || node.result() == kNoValue) return false;
+  if (!plain_dtype(g.type(node.result()).dtype)) return false;
+  for (ValueId v : node.operands) {
+    if (!plain_dtype(g.type(v).dtype)) return false;
+  }
+  return true;
+}
+
+FuseElementwisePass::FuseElementwisePass(FuseOptions options) : options_(std::move(options)) {
+  if (!options_.fusible) options_.fusible = default_fusible;
+}
+
+StatusOr<bool> FuseElementwisePass::run(Graph& g) {
+  const int n = static_cast<int>(g.nodes().size());
+  for (const Node& node : g.nodes()) {
+    for (ValueId r : node.results) {
+      if (!g.value(r).type) {
+        return Error{"fuse-elementwise: %" + g.value(r).name + " has no type; run infer-types first",
+                     node.loc};
+      }
+    }
+  }
+  std::vector<char> fusible(n);
+  for (int i = 0; i < n; ++i) fusible[i] = options_.fusible(g, g.node(i));
+
+  // Users of each value: node indices, or n for a graph output.
+  std::vector<std::vector<int>> users(g.num_values());
+  for (int i = 0; i < n; ++i) {
+    for (ValueId v : g.node(i).operands) users[v].push_back(i);
+  }
+  for (ValueId v : g.outputs()) users[v].push_back(n);
+
+  std::vector<int> group(n, -1);
+  std::vector<std::vector<int>> groups;  // member node indices, root first
+  for (int root = n - 1; root >= 0; --root) {
+    if (!fusible[root] || group[root] >= 0) continue;
+    const int id = static_cast<int>(groups.size());
+    groups.push_back({root});
+    group[root] = id;
+    const Shape& shape = g.type(g.node(root).result()).shape;
+    for (size_t k = 0; k < groups[id].size(); ++k) {
+      for (ValueId v : g.node(groups[id][k]).operands) {
+        const int p = g.value(v).node;
+        if (p < 0 || !fusible[p] || group[p] >= 0) continue;
+        if (!(g.type(v).shape == shape)) continue;
+        bool inside = true;
+        for (int u : users[v]) inside = inside && u < n && group[u] == id;
+        if (!inside) continue;
+        group[p] = id;
+        groups[id].push_back(p);
+      }
+    }
+  }
+  if (groups.empty()) return false;
+
+  std::vector<bool> keep(n, true);
+  for (std::vector<int>& members : groups) {
+    std::sort(members.begin(), members.end());  // topological: the root is last
+    std::vector<ValueId> operands;
+    std::shared_ptr<const Graph> body = make_body(g, members, operands);
+    Node& root = g.node(members.back());
+    root.op = Op::Fused;
+    root.operands = std::move(operands);
+    root.attrs = {};
+    root.body = std::move(body);
+    for (size_t k = 0; k + 1 < members.size(); ++k) keep[members[k]] = false;
+  }
+  g.remove_nodes(keep);
+  return true;
+}
+
+}  // namespace weft

@@ -1,0 +1,64 @@
+#pragma once
+// fuse-elementwise: groups chains of elementwise nodes into `fused` nodes, each one
+// kernel whose body (Node::body) is the group as a small graph. The fuser reads only the
+// op table's categories (OpCategory::Elementwise), never op names, plus a predicate
+// saying which nodes the code generator can compile.
+//
+//   graph @f(%x: f32[4,5], %b: f32[5]) {
+//     %h = add(%x, %b) : f32[4,5]
+//     %g = gelu(%h) : f32[4,5]
+//     %y = mul(%g, %x) : f32[4,5]
+//     %s = sum(%y) : f32[]
+//     return %s, %h
+//   }
+// becomes
+//   graph @f(%x: f32[4,5], %b: f32[5]) {
+//     %h = fused(%x, %b) : f32[4,5] ({ ^body(%0: f32[4,5], %1: f32[5]): add ... })
+//     %y = fused(%h, %x) : f32[4,5] ({ ^body(%0: f32[4,5], %1: f32[4,5]): gelu, mul })
+//     %s = sum(%y) : f32[]
+//     return %s, %h
+//   }
+// (%h is used outside its consumer's group, so it stays a kernel result of its own.)
+//
+// Grouping: nodes are visited from the last to the first. A fusible node not yet in a
+// group starts one (it is the group's root, the one member whose value leaves the
+// kernel); then the producers of the group's operands join it while (1) they are
+// fusible, (2) every use of their result is inside the group, and (3) their result has
+// the root's shape, so each is computed once per element (a smaller producer broadcast
+// into the group would be recomputed for every element; it stays a kernel of its own).
+// By (2), only the root has users outside its group, so replacing a group by one node
+// at the root's position keeps the graph acyclic and in topological order.
+// Every fusible node ends up in exactly one `fused` node, a group of one included: the
+// CPU backend runs every elementwise op as a generated kernel.
+//
+// Requires: a type-inferred graph after autodiff (fused nodes are not differentiable).
+// Guarantees: the graph computes the same values; every remaining elementwise node is
+// one the predicate rejects; a fused node keeps its root's result name and location;
+// body nodes keep their own locations, so errors still point at the user's line.
+
+#include <functional>
+
+#include "passes/pass.h"
+
+namespace weft {
+
+struct FuseOptions {
+  /// Whether `node` of `g` may go into a generated kernel. Default: an elementwise node
+  /// whose operands and result are f32, f64, i32, i64 or bool.
+  std::function<bool(const Graph& g, const Node& node)> fusible;
+};
+
+class FuseElementwisePass : public Pass {
+ public:
+  explicit FuseElementwisePass(FuseOptions options = {});
+  std::string_view name() const override { return "fuse-elementwise"; }
+  StatusOr<bool> run(Graph& g) override;
+
+ private:
+  FuseOptions options_;
+};
+
+/// The default fusibility test (see FuseOptions::fusible).
+bool default_fusible(const Graph& g, const Node& node);
+
+}  // namespace weft

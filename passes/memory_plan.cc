@@ -6,6 +6,11 @@
 #include <numeric>
 
 namespace weft {
+bool may_take_over_operand(const Node& node) {
+  return node.info().category == OpCategory::Elementwise || node.op == Op::Reshape ||
+         (node.op == Op::Fused && node.str_attr("kind") == "elementwise");
+}
+
 namespace {
 
 // Per-value lifetimes over the node order: [def, last], last = n for values that live to
@@ -130,10 +135,11 @@ StatusOr<MemoryPlan> plan_memory(const Graph& g, const PlanOptions& options) {
       ++plan.num_intermediates;
       plan.naive_bytes += l.size[r];
       int shared = -1;
-      if (options.in_place && node.info().category == OpCategory::Elementwise) {
+      if (options.in_place && may_take_over_operand(node)) {
         for (ValueId o : node.operands) {
           if (l.def[o] >= 0 && l.last[o] == i && l.size[o] == l.size[r] &&
-              g.type(o).bytes() == g.type(r).bytes() && g.type(o).shape == g.type(r).shape) {
+              g.type(o).bytes() == g.type(r).bytes() &&
+              (node.op == Op::Reshape || g.type(o).shape == g.type(r).shape)) {
             shared = buffer_of[o];
             break;
           }
@@ -222,9 +228,9 @@ Status verify_plan(const Graph& g, const MemoryPlan& plan) {
   std::vector<bool> in_place(g.nodes().size(), false);
   for (int i : plan.in_place_nodes) {
     if (i < 0 || i >= static_cast<int>(g.nodes().size()) ||
-        g.node(i).info().category != OpCategory::Elementwise) {
+        !may_take_over_operand(g.node(i))) {
       return Error{"verify_plan: in-place node " + std::to_string(i) +
-                   " is not an elementwise node"};
+                   " is not an elementwise node, a fused kernel or a reshape"};
     }
     in_place[i] = true;
   }

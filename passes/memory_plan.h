@@ -16,8 +16,9 @@
 // the step (the runtime applies updates after the step), so they are never overwritten.
 // Sizes are `Type::bytes()` rounded up to `alignment`; offsets are multiples of it.
 //
-// In place: an elementwise node (OpCategory::Elementwise) whose result has the same shape
-// and byte size as one of its operands writes over that operand's buffer when the operand
+// In place: an elementwise node (OpCategory::Elementwise, or a fused elementwise kernel)
+// whose result has the same shape and byte size as one of its operands (or a reshape,
+// whose result has the same byte size) writes over that operand's buffer when the operand
 // is an intermediate that dies at this node (its last user, and neither an output nor
 // assigned). Values sharing a buffer this way form one buffer whose lifetime is their
 // union.
@@ -73,6 +74,12 @@ struct MemoryPlan {
   /// A few lines: naive, planned, bound, efficiency, strategy and in-place nodes.
   std::string report() const;
 };
+
+/// Whether `node`'s result may take over the buffer of an operand that dies at it:
+/// elementwise ops and fused elementwise kernels (each element is read before it is
+/// written, at the same index), and reshape (the same bytes in the same order, so the
+/// runtime makes it a view and runs nothing).
+bool may_take_over_operand(const Node& node);
 
 /// Plans the arena for `g` in its current node order. Errors: a node result whose type
 /// is unknown (run infer-types first), an alignment that is not a positive power of two.

@@ -1,6 +1,7 @@
 #include "frontend/training.h"
 
 #include "autodiff/grad.h"
+#include "codegen/cpu_backend.h"
 #include "frontend/init_params.h"
 #include "ir/verifier.h"
 #include "passes/pipeline.h"
@@ -62,8 +63,8 @@ ValueId emit_loss(Emitter& e, const LossSpec& spec, ValueId out, ValueId target)
 
 StatusOr<Trainer> Trainer::compile(const FlowPtr& net, const std::vector<InputSpec>& inputs,
                                    LossSpec loss, OptimizerSpec optimizer, TrainOptions options) {
-  if (options.backend != "reference") {
-    return Error{"unknown backend '" + options.backend + "'; backends: reference"};
+  if (options.backend != "reference" && options.backend != "cpu") {
+    return Error{"unknown backend '" + options.backend + "'; backends: cpu, reference"};
   }
   Trainer t;
   t.net_ = net;
@@ -130,12 +131,70 @@ Status Trainer::build_step() {
                                                 parameter_stream(slot.name)));
     values_.emplace(slot.name, std::move(v));
   }
+  if (compiled()) {
+    codegen::CpuOptions cpu;
+    cpu.executor.num_threads = options_.num_threads;
+    WEFT_ASSIGN_OR_RETURN(step_exec_, codegen::compile_for_cpu(g, cpu));
+    WEFT_RETURN_IF_ERROR(push_values(*step_exec_));
+  }
   step_ = std::move(g);
   model_ = std::move(model);
+  eval_execs_.clear();
   return Status();
 }
 
+void Trainer::sync_values() const {
+  if (!values_stale_ || !step_exec_) return;
+  const Program& p = step_exec_->program();
+  for (size_t i = 0; i < p.inputs.size(); ++i) {
+    if (p.inputs[i].kind == InputKind::data) continue;
+    auto it = values_.find(p.inputs[i].name);
+    if (it != values_.end()) it->second = step_exec_->input(static_cast<int>(i));
+  }
+  values_stale_ = false;
+}
+
+Status Trainer::push_values(cpu::Executor& ex) const {
+  const Program& p = ex.program();
+  for (size_t i = 0; i < p.inputs.size(); ++i) {
+    if (p.inputs[i].kind == InputKind::data) continue;
+    auto it = values_.find(p.inputs[i].name);
+    if (it == values_.end()) {
+      return Error{"the compiled graph needs '" + p.inputs[i].name + "', which the trainer does not have"};
+    }
+    WEFT_RETURN_IF_ERROR(ex.set_input(static_cast<int>(i), it->second));
+  }
+  return Status();
+}
+
+const std::map<std::string, Tensor>& Trainer::values() const {
+  sync_values();
+  return values_;
+}
+
 StatusOr<double> Trainer::step(const std::vector<Tensor>& batch) {
+  if (compiled()) {
+    const Program& p = step_exec_->program();
+    size_t next = 0;
+    for (size_t i = 0; i < p.inputs.size(); ++i) {
+      const ProgramInput& in = p.inputs[i];
+      if (in.name == kLr) {
+        *static_cast<float*>(step_exec_->input_data(static_cast<int>(i))) = static_cast<float>(lr_);
+      } else if (in.name == kStep) {
+        *static_cast<int64_t*>(step_exec_->input_data(static_cast<int>(i))) = steps_ + 1;
+      } else if (in.kind == InputKind::data && next < batch.size()) {
+        WEFT_RETURN_IF_ERROR(step_exec_->set_input(static_cast<int>(i), batch[next++]));
+      }
+    }
+    if (next != batch.size() || batch.size() != inputs_.size() + 1) {
+      return Error{"step(...) takes " + std::to_string(inputs_.size() + 1) +
+                   " tensors (the inputs, then the target), got " + std::to_string(batch.size())};
+    }
+    WEFT_RETURN_IF_ERROR(step_exec_->run());
+    values_stale_ = true;
+    ++steps_;
+    return step_exec_->output(0).get_double(0);
+  }
   std::vector<Tensor> inputs;
   size_t next = 0;
   for (const Input& in : step_.inputs()) {
@@ -178,6 +237,27 @@ StatusOr<std::vector<Tensor>> Trainer::evaluate(const std::vector<Tensor>& batch
     it = eval_graphs_.emplace(key, m.graph()).first;
   }
   const Graph& g = it->second;
+  sync_values();
+  if (compiled()) {
+    auto ex = eval_execs_.find(key);
+    if (ex == eval_execs_.end()) {
+      codegen::CpuOptions cpu;
+      cpu.executor.num_threads = options_.num_threads;
+      WEFT_ASSIGN_OR_RETURN(std::unique_ptr<cpu::Executor> e, codegen::compile_for_cpu(g, cpu));
+      ex = eval_execs_.emplace(key, std::move(e)).first;
+    }
+    cpu::Executor& e = *ex->second;
+    WEFT_RETURN_IF_ERROR(push_values(e));
+    size_t next = 0;
+    for (size_t i = 0; i < e.program().inputs.size(); ++i) {
+      if (e.program().inputs[i].kind != InputKind::data) continue;
+      WEFT_RETURN_IF_ERROR(e.set_input(static_cast<int>(i), batch[next++]));
+    }
+    WEFT_RETURN_IF_ERROR(e.run());
+    std::vector<Tensor> outputs;
+    for (int i = 0; i < e.num_outputs(); ++i) outputs.push_back(e.output(i));
+    return outputs;
+  }
   std::vector<Tensor> inputs;
   size_t next = 0;
   for (const Input& in : g.inputs()) {
@@ -199,6 +279,7 @@ StatusOr<std::vector<Tensor>> Trainer::evaluate(const std::vector<Tensor>& batch
 Status Trainer::freeze(const std::string& path) {
   WEFT_RETURN_IF_ERROR(model_->validate_path(path));
   freezes_.emplace_back(true, path);
+  sync_values();
   Status s = build_step();
   if (!s.ok()) freezes_.pop_back();  // on error nothing changes
   return s;
@@ -207,12 +288,14 @@ Status Trainer::freeze(const std::string& path) {
 Status Trainer::thaw(const std::string& path) {
   WEFT_RETURN_IF_ERROR(model_->validate_path(path));
   freezes_.emplace_back(false, path);
+  sync_values();
   Status s = build_step();
   if (!s.ok()) freezes_.pop_back();
   return s;
 }
 
 Status Trainer::set_value(const std::string& name, Tensor value) {
+  sync_values();
   auto it = values_.find(name);
   if (it == values_.end()) return Error{"no parameter, state or optimizer slot named '" + name + "'"};
   if (!(it->second.type() == value.type())) {
@@ -220,18 +303,21 @@ Status Trainer::set_value(const std::string& name, Tensor value) {
                  value.type().to_string()};
   }
   it->second = std::move(value);
-  return Status();
+  return step_exec_ ? push_values(*step_exec_) : Status();
 }
 
 Status Trainer::save(const std::string& path) const {
+  sync_values();
   return save_checkpoint(path, *model_, values_, steps_);
 }
 
 StatusOr<LoadReport> Trainer::load(const std::string& path, const std::string& subgraph) {
   LoadOptions options;
   options.subgraph = subgraph;
+  sync_values();
   WEFT_ASSIGN_OR_RETURN(LoadReport report, load_checkpoint(path, *model_, values_, options));
   if (subgraph.empty()) steps_ = report.step;
+  if (step_exec_) WEFT_RETURN_IF_ERROR(push_values(*step_exec_));
   return report;
 }
 

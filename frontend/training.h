@@ -13,7 +13,9 @@
 //   trainer->save("model.safetensors");
 //
 // This is the top of weft's stack: it uses the frontend, autodiff, the passes and a
-// backend (the reference interpreter until a faster one exists).
+// backend: "cpu" (the default: fused, planned, MLIR-generated kernels on runtime/cpu,
+// where parameters and optimizer state stay in the executor's buffers between steps) or
+// "reference" (the reference interpreter, the oracle).
 
 #include <cstdint>
 #include <map>
@@ -25,6 +27,7 @@
 #include "frontend/checkpoint.h"
 #include "frontend/flow.h"
 #include "frontend/losses.h"
+#include "runtime/cpu/executor.h"
 #include "runtime/tensor.h"
 
 namespace weft {
@@ -52,7 +55,8 @@ struct LossSpec {
 
 struct TrainOptions {
   uint64_t seed = 0;                 ///< Parameter initialization and dropout.
-  std::string backend = "reference"; ///< The only backend so far.
+  std::string backend = "cpu";       ///< "cpu" or "reference".
+  int num_threads = 0;               ///< cpu: 0 means $WEFT_NUM_THREADS or every core.
 };
 
 class Trainer {
@@ -88,13 +92,19 @@ class Trainer {
 
   const Model& model() const { return *model_; }
   const Graph& step_graph() const { return step_; }
-  const std::map<std::string, Tensor>& values() const { return values_; }
+  /// Parameters, state and optimizer slots by name (read back from the backend).
+  const std::map<std::string, Tensor>& values() const;
   /// Replaces a value (a parameter loaded from elsewhere); its type must match.
   Status set_value(const std::string& name, Tensor value);
 
  private:
   Trainer() = default;
   Status build_step();
+  bool compiled() const { return options_.backend == "cpu"; }
+  /// Copies the executor's parameters, state and slots into values_ when they are newer.
+  void sync_values() const;
+  /// Copies values_ into an executor's param and state inputs.
+  Status push_values(cpu::Executor& ex) const;
 
   FlowPtr net_;
   std::vector<InputSpec> inputs_;
@@ -103,8 +113,11 @@ class Trainer {
   TrainOptions options_;
   std::shared_ptr<Model> model_;        ///< Training-mode forward, for the parameter table.
   Graph step_;
-  std::map<std::string, Tensor> values_;
+  mutable std::map<std::string, Tensor> values_;
+  mutable bool values_stale_ = false;  ///< The step executor holds newer values.
+  std::unique_ptr<cpu::Executor> step_exec_;
   std::map<std::string, Graph> eval_graphs_;  ///< By printed input types.
+  std::map<std::string, std::unique_ptr<cpu::Executor>> eval_execs_;
   std::vector<std::pair<bool, std::string>> freezes_;  ///< (freeze?, path), in call order.
   double lr_ = 1e-3;
   int64_t steps_ = 0;

@@ -1,0 +1,39 @@
+#include "codegen/cpu_backend.h"
+
+#include "codegen/kernel_compiler.h"
+
+namespace weft::codegen {
+
+StatusOr<std::unique_ptr<cpu::Executor>> compile_for_cpu(const Graph& g,
+                                                         const CpuOptions& options) {
+  WEFT_ASSIGN_OR_RETURN(Lowering lowering, lower_to_program(g, options.lower));
+  std::vector<GeneratedFn> fns;
+  for (const GeneratedKernel& k : lowering.program.kernels) {
+    WEFT_ASSIGN_OR_RETURN(const CompiledKernel* compiled, KernelCompiler::global().compile(k.body));
+    fns.push_back(compiled->fn);
+  }
+  return cpu::Executor::create(std::move(lowering.program), std::move(fns), options.executor);
+}
+
+StatusOr<reference::RunResult> run_on_cpu(const Graph& g, const std::vector<Tensor>& inputs,
+                                          const CpuOptions& options) {
+  if (inputs.size() != g.inputs().size()) {
+    return Error{"graph @" + g.name() + " takes " + std::to_string(g.inputs().size()) +
+                 " inputs, got " + std::to_string(inputs.size())};
+  }
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<cpu::Executor> ex, compile_for_cpu(g, options));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    WEFT_RETURN_IF_ERROR(ex->set_input(static_cast<int>(i), inputs[i]));
+  }
+  WEFT_RETURN_IF_ERROR(ex->run());
+  reference::RunResult r;
+  for (int i = 0; i < ex->num_outputs(); ++i) r.outputs.push_back(ex->output(i));
+  std::vector<bool> updated(inputs.size(), false);
+  for (const Update& u : ex->program().updates) updated[u.input] = true;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (updated[i]) r.updated.emplace_back(ex->program().inputs[i].name, ex->input(static_cast<int>(i)));
+  }
+  return r;
+}
+
+}  // namespace weft::codegen

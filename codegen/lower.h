@@ -1,0 +1,48 @@
+#pragma once
+// Lowering: a type-inferred graph (a whole training step, or any graph) becomes a
+// Program (runtime/program.h) — the CPU backend's compile pipeline after the default
+// passes:
+//
+//   fuse-elementwise   elementwise chains -> `fused` kernels (what codegen supports)
+//   schedule-memory    a topological order with a low peak of live bytes
+//   plan_memory        one arena, fixed offsets, in-place reuse, several greedy orders
+//   build_program      one invocation per node: `fused` -> a generated kernel (bodies
+//                      with the same structure share one), `assign` -> an update,
+//                      a reshape planned in place -> nothing (a view), any other op ->
+//                      a library kernel call
+//
+//   StatusOr<Lowering> l = lower_to_program(step_graph);
+//   std::cout << l->program.to_string();
+//
+// Requires: a verified, type-inferred graph (run the default pipeline first).
+
+#include <functional>
+
+#include "ir/graph.h"
+#include "ir/status.h"
+#include "passes/memory_plan.h"
+#include "runtime/program.h"
+
+namespace weft::codegen {
+
+struct LowerOptions {
+  bool fuse = true;
+  bool schedule = true;
+  PlanOptions plan;
+  /// Which nodes go into generated kernels; default: KernelCompiler::supports.
+  std::function<bool(const Graph& g, const Node& node)> fusible;
+};
+
+struct Lowering {
+  Graph graph;       ///< After fusion and scheduling: what the program runs, node by node.
+  MemoryPlan plan;   ///< The arena plan of `graph`.
+  Program program;
+};
+
+/// Fuses, schedules, plans and lowers `g` (taken by value: it is rewritten).
+StatusOr<Lowering> lower_to_program(Graph g, const LowerOptions& options = {});
+
+/// The last step alone: one invocation per node of `g` with buffers from `plan`.
+StatusOr<Program> build_program(const Graph& g, const MemoryPlan& plan);
+
+}  // namespace weft::codegen

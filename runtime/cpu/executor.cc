@@ -1,0 +1,249 @@
+#include "runtime/cpu/executor.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "runtime/cpu/kernel.h"
+#include "runtime/reference/interpreter.h"
+
+namespace weft::cpu {
+
+struct Executor::Bound {
+  virtual ~Bound() = default;
+  virtual Status run(ThreadPool& pool) = 0;
+  virtual std::string describe() const = 0;
+};
+
+namespace {
+
+using Buffer = std::unique_ptr<std::byte[], void (*)(std::byte*)>;
+
+Buffer allocate(int64_t bytes) {
+  const size_t size = static_cast<size_t>((std::max<int64_t>(bytes, 1) + 63) / 64 * 64);
+  void* p = std::aligned_alloc(64, size);
+  if (p == nullptr) throw std::bad_alloc();
+  std::memset(p, 0, size);
+  return Buffer(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
+}
+
+class LibraryBound : public Executor::Bound {
+ public:
+  explicit LibraryBound(std::unique_ptr<BoundKernel> k) : kernel_(std::move(k)) {}
+  Status run(ThreadPool& pool) override { return kernel_->run(pool); }
+  std::string describe() const override { return kernel_->describe(); }
+
+ private:
+  std::unique_ptr<BoundKernel> kernel_;
+};
+
+// A generated kernel: its rows split over the pool, at least ~16K elements per chunk so
+// that small kernels run on the caller alone.
+class GeneratedBound : public Executor::Bound {
+ public:
+  GeneratedBound(GeneratedFn fn, std::vector<void*> buffers, const GeneratedKernel& k)
+      : fn_(fn), buffers_(std::move(buffers)), rows_(k.rows), name_(k.name) {
+    grain_ = std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(1, k.row_length));
+  }
+  Status run(ThreadPool& pool) override {
+    void* const* buffers = buffers_.data();
+    GeneratedFn fn = fn_;
+    pool.parallel_for(rows_, grain_, [fn, buffers](int64_t begin, int64_t end) {
+      fn(buffers, begin, end);
+    });
+    return Status::ok_status();
+  }
+  std::string describe() const override { return "generated " + name_; }
+
+ private:
+  GeneratedFn fn_;
+  std::vector<void*> buffers_;
+  int64_t rows_;
+  int64_t grain_;
+  std::string name_;
+};
+
+class CopyBound : public Executor::Bound {
+ public:
+  CopyBound(const void* from, void* to, size_t bytes) : from_(from), to_(to), bytes_(bytes) {}
+  Status run(ThreadPool&) override {
+    std::memcpy(to_, from_, bytes_);
+    return Status::ok_status();
+  }
+  std::string describe() const override { return "copy " + std::to_string(bytes_) + " bytes"; }
+
+ private:
+  const void* from_;
+  void* to_;
+  size_t bytes_;
+};
+
+// No CPU kernel: the reference interpreter runs a one-node graph of the invocation.
+class FallbackBound : public Executor::Bound {
+ public:
+  FallbackBound(const Node& node, const std::vector<Type>& operand_types, const Type& result,
+                std::vector<const void*> in, void* out)
+      : graph_("fallback"), in_(std::move(in)), out_(out), result_bytes_(result.bytes()) {
+    std::vector<ValueId> operands;
+    for (size_t i = 0; i < operand_types.size(); ++i) {
+      operands.push_back(graph_.add_input("in" + std::to_string(i), operand_types[i]));
+      types_.push_back(operand_types[i]);
+    }
+    ValueId r = graph_.add_node(node.op, operands, node.attrs, node.loc, result);
+    graph_.mutable_nodes().back().body = node.body;
+    graph_.add_output(r);
+  }
+  Status run(ThreadPool&) override {
+    std::vector<Tensor> args;
+    args.reserve(in_.size());
+    for (size_t i = 0; i < in_.size(); ++i) {
+      args.emplace_back(types_[i]);
+      std::memcpy(args.back().raw_data(), in_[i], types_[i].bytes());
+    }
+    WEFT_ASSIGN_OR_RETURN(reference::RunResult r, reference::run(graph_, std::move(args)));
+    std::memcpy(out_, r.outputs[0].raw_data(), result_bytes_);
+    return Status::ok_status();
+  }
+  std::string describe() const override {
+    return "reference " + std::string(op_name(graph_.nodes()[0].op)) + " (no CPU kernel)";
+  }
+
+ private:
+  Graph graph_;
+  std::vector<Type> types_;
+  std::vector<const void*> in_;
+  void* out_;
+  size_t result_bytes_;
+};
+
+}  // namespace
+
+Executor::~Executor() = default;
+
+void* Executor::resolve(const BufferRef& ref) const {
+  if (ref.space == Space::input) return input_ptr_[ref.input];
+  return arena_.get() + ref.offset;
+}
+
+StatusOr<std::unique_ptr<Executor>> Executor::create(Program program,
+                                                     std::vector<GeneratedFn> generated,
+                                                     ExecutorOptions options) {
+  WEFT_CHECK(generated.size() == program.kernels.size(),
+             "Executor::create: one function per generated kernel");
+  std::unique_ptr<Executor> ex(new Executor());
+  ex->pool_ = std::make_unique<ThreadPool>(options.num_threads);
+  try {
+    ex->arena_ = allocate(program.arena_bytes);
+    for (const ProgramInput& in : program.inputs) {
+      ex->inputs_.push_back(allocate(static_cast<int64_t>(in.type.bytes())));
+      ex->input_ptr_.push_back(ex->inputs_.back().get());
+    }
+  } catch (const std::bad_alloc&) {
+    return Error{"cannot allocate the arena of program @" + program.name + " (" +
+                 std::to_string(program.arena_bytes) + " bytes)"};
+  }
+  for (const Invocation& inv : program.code) {
+    std::vector<const void*> in;
+    std::vector<Type> types;
+    for (const BufferRef& r : inv.operands) {
+      in.push_back(ex->resolve(r));
+      types.push_back(r.type);
+    }
+    void* out = ex->resolve(inv.results[0]);
+    switch (inv.kind) {
+      case Invocation::Kind::generated: {
+        std::vector<void*> buffers;
+        for (const void* p : in) buffers.push_back(const_cast<void*>(p));
+        for (const BufferRef& r : inv.results) buffers.push_back(ex->resolve(r));
+        ex->code_.push_back(std::make_unique<GeneratedBound>(
+            generated[inv.kernel], std::move(buffers), program.kernels[inv.kernel]));
+        break;
+      }
+      case Invocation::Kind::copy:
+        ex->code_.push_back(std::make_unique<CopyBound>(in[0], out, inv.results[0].type.bytes()));
+        break;
+      case Invocation::Kind::library: {
+        LibraryCall call{inv.node, types, inv.results[0].type};
+        WEFT_ASSIGN_OR_RETURN(std::unique_ptr<BoundKernel> k, make_library_kernel(call, in, out));
+        if (k) {
+          ex->code_.push_back(std::make_unique<LibraryBound>(std::move(k)));
+        } else {
+          ++ex->fallbacks_;
+          ex->code_.push_back(
+              std::make_unique<FallbackBound>(inv.node, types, inv.results[0].type, in, out));
+        }
+        break;
+      }
+    }
+  }
+  // An update whose value is itself an input (assign(%a, %b)) must read %b's old value
+  // even when %b is updated too: such values are snapshotted before any update lands.
+  for (const Update& u : program.updates) {
+    if (u.from.space != Space::input) continue;
+    ex->snapshots_.push_back(allocate(static_cast<int64_t>(u.from.type.bytes())));
+  }
+  ex->program_ = std::move(program);
+  return ex;
+}
+
+int Executor::find_input(const std::string& name) const {
+  for (size_t i = 0; i < program_.inputs.size(); ++i) {
+    if (program_.inputs[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+Status Executor::set_input(int index, const Tensor& value) {
+  const ProgramInput& in = program_.inputs[index];
+  if (value.type() != in.type) {
+    return Error{"input %" + in.name + " of program @" + program_.name + " is " +
+                 in.type.to_string() + ", but the value given is " + value.type().to_string()};
+  }
+  std::memcpy(input_ptr_[index], value.raw_data(), value.bytes());
+  return Status::ok_status();
+}
+
+Status Executor::set_input(const std::string& name, const Tensor& value) {
+  const int index = find_input(name);
+  if (index < 0) return Error{"program @" + program_.name + " has no input %" + name};
+  return set_input(index, value);
+}
+
+Tensor Executor::input(int index) const {
+  Tensor t(program_.inputs[index].type);
+  std::memcpy(t.raw_data(), input_ptr_[index], t.bytes());
+  return t;
+}
+
+Status Executor::run() {
+  for (const std::unique_ptr<Bound>& b : code_) WEFT_RETURN_IF_ERROR(b->run(*pool_));
+  size_t next = 0;
+  for (const Update& u : program_.updates) {
+    if (u.from.space != Space::input) continue;
+    std::memcpy(snapshots_[next++].get(), resolve(u.from), u.from.type.bytes());
+  }
+  next = 0;
+  for (const Update& u : program_.updates) {
+    const void* from = u.from.space == Space::input ? snapshots_[next++].get() : resolve(u.from);
+    std::memcpy(input_ptr_[u.input], from, program_.inputs[u.input].type.bytes());
+  }
+  return Status::ok_status();
+}
+
+Tensor Executor::output(int index) const {
+  const BufferRef& ref = program_.outputs[index];
+  Tensor t(ref.type);
+  std::memcpy(t.raw_data(), resolve(ref), t.bytes());
+  return t;
+}
+
+std::string Executor::describe() const {
+  std::string out;
+  for (size_t i = 0; i < code_.size(); ++i) {
+    out += std::to_string(i) + "  " + code_[i]->describe() + "\n";
+  }
+  return out;
+}
+
+}  // namespace weft::cpu

@@ -1,0 +1,93 @@
+#pragma once
+// The CPU runtime: runs a Program (runtime/program.h) on the machine's cores.
+//
+//   // codegen::compile_for_cpu lowers a graph and JIT-compiles its kernels; an AOT
+//   // binary passes the function pointers of its object code instead.
+//   StatusOr<std::unique_ptr<Executor>> ex = Executor::create(program, kernel_fns);
+//   (*ex)->set_input("x", batch);        // copies into the input's own buffer
+//   Status s = (*ex)->run();             // one step: every invocation, then the updates
+//   Tensor loss = (*ex)->output(0);
+//
+// Everything is decided in create(): the arena and one buffer per graph input are
+// allocated (64-byte aligned), each invocation is bound to its pointers — a library
+// kernel (runtime/cpu/kernel.h) with its descriptors and scratch, a generated kernel with
+// its buffer table and row partition — so run() walks a flat array of bound kernels:
+// no allocation, no hashing, no graph.
+//
+// Threads: one persistent ThreadPool (runtime/cpu/thread_pool.h) shared by every kernel;
+// generated kernels split their rows over it, library kernels their loops and library
+// calls. For a fixed thread count a step is bitwise reproducible.
+//
+// Fallback: an op with no CPU kernel for its dtypes (create() counts them in
+// fallbacks()) runs through the reference interpreter for that one invocation; it is
+// correct but allocates, and the Program dump lists it.
+//
+// Updates: after the last invocation each `assign`'s value is copied into its param or
+// state buffer, so parameters and optimizer state persist in the executor between steps.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/status.h"
+#include "runtime/cpu/thread_pool.h"
+#include "runtime/program.h"
+#include "runtime/tensor.h"
+
+namespace weft::cpu {
+
+struct ExecutorOptions {
+  int num_threads = 0;  ///< 0: default_num_threads() ($WEFT_NUM_THREADS or the cores).
+};
+
+class Executor {
+ public:
+  /// Binds `program`. `generated[k]` is the compiled function of program.kernels[k].
+  /// Errors: a library kernel that refuses its attributes.
+  static StatusOr<std::unique_ptr<Executor>> create(Program program,
+                                                    std::vector<GeneratedFn> generated,
+                                                    ExecutorOptions options = {});
+  ~Executor();
+
+  const Program& program() const { return program_; }
+  ThreadPool& pool() { return *pool_; }
+
+  /// Index of the input named `name` in program().inputs, or -1.
+  int find_input(const std::string& name) const;
+  /// Copies `value` into input `index`. Errors name the input and both types.
+  Status set_input(int index, const Tensor& value);
+  Status set_input(const std::string& name, const Tensor& value);
+  /// A copy of input `index`'s current value (parameters after the last step's update).
+  Tensor input(int index) const;
+  void* input_data(int index) { return input_ptr_[index]; }
+
+  /// One step. A kernel's runtime error (a gather index out of range) stops the step
+  /// and is returned with the op's location; the updates are then not applied.
+  Status run();
+
+  int num_outputs() const { return static_cast<int>(program_.outputs.size()); }
+  Tensor output(int index) const;
+
+  /// Invocations that run through the reference interpreter (no CPU kernel).
+  int fallbacks() const { return fallbacks_; }
+  /// One line per invocation: its kind and what it runs ("onednn sgemm 128x256x784").
+  std::string describe() const;
+
+  struct Bound;  ///< A bound invocation (executor.cc).
+
+ private:
+  Executor() = default;
+  void* resolve(const BufferRef& ref) const;
+
+  Program program_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<std::byte[], void (*)(std::byte*)> arena_{nullptr, nullptr};
+  std::vector<std::unique_ptr<std::byte[], void (*)(std::byte*)>> inputs_;
+  std::vector<void*> input_ptr_;
+  std::vector<std::unique_ptr<Bound>> code_;
+  std::vector<std::unique_ptr<std::byte[], void (*)(std::byte*)>> snapshots_;
+  int fallbacks_ = 0;
+};
+
+}  // namespace weft::cpu

@@ -165,17 +165,20 @@ std::string Emitter::cast(const std::string& x, DType from, DType to, int w) {
 
 std::string Emitter::gelu(const std::string& x, DType d, bool tanh, int w) {
   const std::string t = vec(compute_elem(d), w);
-  const std::string half_x = bi("arith.mulf", cst(d, 0.5, w), x, t);
-  std::string inner;
-  if (tanh) {  // 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), PyTorch's order of operations.
+  if (tanh) {
+    // PyTorch's 0.5·x·(1 + tanh(u)), u = √(2/π)·(x + 0.044715·x³), computed as the equal
+    // x / (1 + exp(-2u)): for x ≲ -4, 1 + tanh(u) cancels, and the f32 tanh
+    // approximation's absolute error (~1e-7 near -1) would become a large relative one.
     std::string cube = bi("arith.mulf", cst(d, 0.044715, w), x, t);
     cube = bi("arith.mulf", bi("arith.mulf", cube, x, t), x, t);
-    inner = un("math.tanh", bi("arith.mulf", cst(d, 0.79788456080286535587989211986876, w),
-                               bi("arith.addf", x, cube, t), t), t);
-  } else {  // 0.5·x·(1 + erf(x/√2))
-    inner = un("math.erf", bi("arith.mulf", x, cst(d, 0.70710678118654752440084436210485, w), t), t);
+    const std::string minus_2u = bi("arith.mulf", cst(d, -2 * 0.79788456080286535587989211986876, w),
+                                    bi("arith.addf", x, cube, t), t);
+    return bi("arith.divf", x, bi("arith.addf", cst(d, 1, w), un("math.exp", minus_2u, t), t), t);
   }
-  return bi("arith.mulf", half_x, bi("arith.addf", cst(d, 1, w), inner, t), t);
+  // 0.5·x·(1 + erf(x/√2))
+  const std::string half_x = bi("arith.mulf", cst(d, 0.5, w), x, t);
+  const std::string e = un("math.erf", bi("arith.mulf", x, cst(d, 0.70710678118654752440084436210485, w), t), t);
+  return bi("arith.mulf", half_x, bi("arith.addf", cst(d, 1, w), e, t), t);
 }
 
 std::string Emitter::node(const Node& n, const std::vector<std::string>& a, int w) {
@@ -284,7 +287,8 @@ void Emitter::body(int w, const std::string& i, const std::vector<std::string>& 
     const DType d = g_.type(g_.outputs()[o]).dtype;
     std::string x = val.at(g_.outputs()[o]);
     if (d == DType::boolean) x = conv("arith.extui", x, DType::boolean, DType::u8, w);
-    os_ << indent_ << "llvm.store " << x << ", " << access(outs[o], d) << align
+    const std::string address = access(outs[o], d);
+    os_ << indent_ << "llvm.store " << x << ", " << address << align
         << dtype_size(d) << " : i64} : " << vec(memory_elem(d), w) << ", !llvm.ptr\n";
   }
 }

@@ -92,7 +92,7 @@ StatusOr<JitResult> Jit::compile(const std::string& mlir_text, const std::string
   });
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::parseSourceString<mlir::ModuleOp>(mlir_text, &ctx);
-  if (!module) return Error("codegen: the generated MLIR does not parse: " + diagnostics);
+  if (!module) return Error("codegen: the generated MLIR does not parse: " + diagnostics + mlir_text);
 
   // f32 tanh/exp/log/log1p/erf/sin/cos become polynomials on vectors; what is left
   // (f64, pow) goes to libm, the rest to LLVM intrinsics.

@@ -50,7 +50,7 @@ TEST(KernelOps, FloatUnaryMatchesReference) {
     for (DType d : {DType::f32, DType::f64}) {
       double worst = 0;
       for (const Shape& s : kShapes) {
-        SCOPED_TRACE(std::string(op_name(c.op)) + " " + Type{d, s}.to_string());
+        SCOPED_TRACE(std::string(op_name(c.op)) + " " + (Type{d, s}).to_string());
         worst = std::max(worst, expect_random_matches(op_body(c.op, {{d, s}}, c.attrs),
                                                       d == DType::f32 ? c.f32_tol : 1e-12,
                                                       c.lo, c.hi));

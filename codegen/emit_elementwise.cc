@@ -1,0 +1,448 @@
+// Emits the MLIR text of a fused elementwise kernel; see emit_elementwise.h.
+// Semantics follow runtime/reference/elementwise.cc op by op (the comments say where
+// an emitted sequence exists to match it exactly: NaN handling, saturation, wrapping).
+
+#include "codegen/emit_elementwise.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <sstream>
+#include <unordered_map>
+
+#include "ir/status.h"
+
+namespace weft::codegen {
+namespace {
+
+bool is_signed_int(DType d) { return d == DType::i32 || d == DType::i64; }
+bool is_int_like(DType d) { return is_integer(d) || d == DType::boolean; }
+int bits(DType d) { return d == DType::boolean ? 1 : static_cast<int>(dtype_size(d)) * 8; }
+
+/// The element type values of `d` are computed in (bool is i1) and stored as (i8).
+std::string compute_elem(DType d) {
+  switch (d) {
+    case DType::f32: return "f32";
+    case DType::f64: return "f64";
+    case DType::i32: return "i32";
+    case DType::i64: return "i64";
+    case DType::u8: return "i8";
+    case DType::boolean: return "i1";
+    default: return "<unsupported>";
+  }
+}
+std::string memory_elem(DType d) { return d == DType::boolean ? "i8" : compute_elem(d); }
+std::string vec(const std::string& elem, int w) {
+  return w == 1 ? elem : "vector<" + std::to_string(w) + "x" + elem + ">";
+}
+
+/// `v`'s element stride along each output dimension (0 where it is broadcast).
+std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out) {
+  std::vector<int64_t> st(out.rank(), 0);
+  const std::vector<int64_t> contiguous = in.strides();
+  for (int d = 0; d < out.rank(); ++d) {
+    const int id = d - (out.rank() - in.rank());
+    if (id >= 0 && in[id] != 1) st[d] = contiguous[id];
+  }
+  return st;
+}
+
+class Emitter {
+ public:
+  Emitter(const Graph& g, const CollapsedSpace& space) : g_(g), space_(space) {
+    width_ = 16;
+    for (ValueId v = 0; v < g.num_values(); ++v) {
+      if (g.value(v).type && dtype_size(g.type(v).dtype) == 8) width_ = 8;
+    }
+  }
+
+  std::string module(const std::string& symbol);
+
+ private:
+  std::string emit(const std::string& rhs) {
+    std::string name = "%t" + std::to_string(next_++);
+    os_ << indent_ << name << " = " << rhs << "\n";
+    return name;
+  }
+  std::string cst(DType d, double v, int w);
+  std::string un(const std::string& op, const std::string& x, const std::string& t) {
+    return emit(op + " " + x + " : " + t);
+  }
+  std::string bi(const std::string& op, const std::string& x, const std::string& y,
+                 const std::string& t) {
+    return emit(op + " " + x + ", " + y + " : " + t);
+  }
+  std::string cmp(DType d, const std::string& pred, const std::string& x, const std::string& y,
+                  int w) {
+    return emit(std::string(is_floating(d) ? "arith.cmpf " : "arith.cmpi ") + pred + ", " + x +
+                ", " + y + " : " + vec(compute_elem(d), w));
+  }
+  std::string sel(const std::string& c, const std::string& x, const std::string& y, DType d,
+                  int w) {
+    return emit("arith.select " + c + ", " + x + ", " + y + " : " +
+                (w > 1 ? vec("i1", w) + ", " : "") + vec(compute_elem(d), w));
+  }
+  std::string conv(const std::string& op, const std::string& x, DType from, DType to, int w) {
+    return emit(op + " " + x + " : " + vec(compute_elem(from), w) + " to " +
+                vec(compute_elem(to), w));
+  }
+  std::string node(const Node& n, const std::vector<std::string>& a, int w);
+  std::string cast(const std::string& x, DType from, DType to, int w);
+  std::string gelu(const std::string& x, DType d, bool tanh, int w);
+  void body(int w, const std::string& i, const std::vector<std::string>& bases,
+            const std::vector<std::string>& splats, const std::vector<std::string>& outs);
+
+  const Graph& g_;
+  const CollapsedSpace& space_;
+  int width_;
+  int next_ = 0;
+  std::string indent_ = "    ";
+  std::ostringstream os_;
+};
+
+std::string Emitter::cst(DType d, double v, int w) {
+  std::string lit;
+  if (d == DType::f32) {
+    const float f = static_cast<float>(v);
+    uint32_t b;
+    std::memcpy(&b, &f, 4);
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "0x%08X", b);
+    lit = std::string(buf) + " : f32";
+  } else if (d == DType::f64) {
+    uint64_t b;
+    std::memcpy(&b, &v, 8);
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "0x%016llX", static_cast<unsigned long long>(b));
+    lit = std::string(buf) + " : f64";
+  } else if (d == DType::boolean) {
+    lit = v != 0 ? "true" : "false";
+  } else {
+    // Two's complement in the type's width (255 : i8 is written -1).
+    int64_t x = static_cast<int64_t>(v);
+    if (d == DType::u8) x = static_cast<int8_t>(static_cast<uint8_t>(x));
+    if (d == DType::i32) x = static_cast<int32_t>(x);
+    lit = std::to_string(x) + " : " + compute_elem(d);
+  }
+  std::string s = emit("arith.constant " + lit);
+  if (w == 1) return s;
+  return emit("vector.broadcast " + s + " : " + compute_elem(d) + " to " +
+              vec(compute_elem(d), w));
+}
+
+std::string Emitter::cast(const std::string& x, DType from, DType to, int w) {
+  if (from == to) return x;
+  if (to == DType::boolean) {
+    return cmp(from, is_floating(from) ? "une" : "ne", x, cst(from, 0, w), w);  // x != 0
+  }
+  const bool fl_from = is_floating(from), fl_to = is_floating(to);
+  if (fl_from && fl_to) return conv(bits(to) > bits(from) ? "arith.extf" : "arith.truncf", x, from, to, w);
+  if (!fl_from && fl_to) {
+    return conv(is_signed_int(from) ? "arith.sitofp" : "arith.uitofp", x, from, to, w);
+  }
+  if (!fl_from && !fl_to) {
+    if (bits(to) < bits(from)) return conv("arith.trunci", x, from, to, w);  // Wraps.
+    return conv(is_signed_int(from) ? "arith.extsi" : "arith.extui", x, from, to, w);
+  }
+  // Float to integer truncates toward zero and saturates, NaN gives 0 (saturating_cast
+  // in runtime/tensor.h). Out-of-range fptosi is poison, which the selects discard.
+  const bool sign = is_signed_int(to);
+  const double lo = sign ? -std::ldexp(1.0, bits(to) - 1) : 0.0;
+  const double hi = sign ? std::ldexp(1.0, bits(to) - 1) : std::ldexp(1.0, bits(to));
+  const int64_t min = sign ? std::numeric_limits<int64_t>::min() >> (64 - bits(to)) : 0;
+  const int64_t max = sign ? std::numeric_limits<int64_t>::max() >> (64 - bits(to))
+                           : (int64_t{1} << bits(to)) - 1;
+  std::string r = conv(sign ? "arith.fptosi" : "arith.fptoui", x, from, to, w);
+  r = sel(cmp(from, "ole", x, cst(from, lo, w), w), cst(to, static_cast<double>(min), w), r, to, w);
+  // cst takes a double: i64's max rounds to 2^63, so build it from the wrapped minimum.
+  std::string max_c = to == DType::i64 ? bi("arith.subi", cst(to, static_cast<double>(min), w),
+                                            cst(to, 1, w), vec("i64", w))
+                                       : cst(to, static_cast<double>(max), w);
+  r = sel(cmp(from, "oge", x, cst(from, hi, w), w), max_c, r, to, w);
+  return sel(cmp(from, "uno", x, x, w), cst(to, 0, w), r, to, w);
+}
+
+std::string Emitter::gelu(const std::string& x, DType d, bool tanh, int w) {
+  const std::string t = vec(compute_elem(d), w);
+  if (tanh) {
+    // PyTorch's 0.5·x·(1 + tanh(u)), u = √(2/π)·(x + 0.044715·x³), computed as the equal
+    // x / (1 + exp(-2u)): for x ≲ -4, 1 + tanh(u) cancels, and the f32 tanh
+    // approximation's absolute error (~1e-7 near -1) would become a large relative one.
+    std::string cube = bi("arith.mulf", cst(d, 0.044715, w), x, t);
+    cube = bi("arith.mulf", bi("arith.mulf", cube, x, t), x, t);
+    const std::string minus_2u = bi("arith.mulf", cst(d, -2 * 0.79788456080286535587989211986876, w),
+                                    bi("arith.addf", x, cube, t), t);
+    return bi("arith.divf", x, bi("arith.addf", cst(d, 1, w), un("math.exp", minus_2u, t), t), t);
+  }
+  // 0.5·x·(1 + erf(x/√2))
+  const std::string half_x = bi("arith.mulf", cst(d, 0.5, w), x, t);
+  const std::string e = un("math.erf", bi("arith.mulf", x, cst(d, 0.70710678118654752440084436210485, w), t), t);
+  return bi("arith.mulf", half_x, bi("arith.addf", cst(d, 1, w), e, t), t);
+}
+
+std::string Emitter::node(const Node& n, const std::vector<std::string>& a, int w) {
+  const DType rd = g_.type(n.result()).dtype;
+  const DType d = g_.type(n.operands[0]).dtype;
+  const std::string t = vec(compute_elem(d), w);
+  const bool fl = is_floating(d);
+  auto arith = [&](const char* f, const char* i) { return bi(fl ? f : i, a[0], a[1], t); };
+  auto math = [&](const char* op) { return un(op, a[0], t); };
+  switch (n.op) {
+    case Op::Neg: return fl ? math("arith.negf") : bi("arith.subi", cst(d, 0, w), a[0], t);
+    case Op::Abs:
+      if (fl) return math("math.absf");
+      if (!is_signed_int(d)) return a[0];
+      return sel(cmp(d, "slt", a[0], cst(d, 0, w), w), bi("arith.subi", cst(d, 0, w), a[0], t),
+                 a[0], d, w);  // Wraps at the minimum, as the reference does.
+    case Op::Exp: return math("math.exp");
+    case Op::Log: return math("math.log");
+    case Op::Log1p: return math("math.log1p");
+    case Op::Sqrt: return math("math.sqrt");
+    case Op::Rsqrt: return bi("arith.divf", cst(d, 1, w), math("math.sqrt"), t);
+    case Op::Tanh: return math("math.tanh");
+    case Op::Sin: return math("math.sin");
+    case Op::Cos: return math("math.cos");
+    case Op::Erf: return math("math.erf");
+    case Op::Sigmoid:
+      return bi("arith.divf", cst(d, 1, w),
+                bi("arith.addf", cst(d, 1, w), un("math.exp", math("arith.negf"), t), t), t);
+    case Op::Relu:  // NaN stays NaN: `ugt` is true for unordered operands.
+      if (!fl && !is_signed_int(d)) return a[0];
+      return sel(cmp(d, fl ? "ugt" : "sgt", a[0], cst(d, 0, w), w), a[0], cst(d, 0, w), d, w);
+    case Op::Sign: {
+      if (!fl && !is_signed_int(d)) {
+        return sel(cmp(d, "ne", a[0], cst(d, 0, w), w), cst(d, 1, w), cst(d, 0, w), d, w);
+      }
+      std::string s = sel(cmp(d, fl ? "olt" : "slt", a[0], cst(d, 0, w), w), cst(d, -1, w),
+                          cst(d, 0, w), d, w);
+      s = sel(cmp(d, fl ? "ogt" : "sgt", a[0], cst(d, 0, w), w), cst(d, 1, w), s, d, w);
+      return fl ? sel(cmp(d, "uno", a[0], a[0], w), a[0], s, d, w) : s;
+    }
+    case Op::Floor: return fl ? math("math.floor") : a[0];
+    case Op::Not: return bi("arith.xori", a[0], cst(d, 1, w), t);
+    case Op::Gelu: return gelu(a[0], d, n.str_attr("approximate") == "tanh", w);
+    case Op::Cast: return cast(a[0], d, rd, w);
+    case Op::Add: return arith("arith.addf", "arith.addi");
+    case Op::Sub: return arith("arith.subf", "arith.subi");
+    case Op::Mul: return arith("arith.mulf", "arith.muli");
+    case Op::Div: return arith("arith.divf", "<int div>");
+    case Op::Pow: return arith("math.powf", "<int pow>");
+    case Op::Maximum:
+    case Op::Minimum: {
+      const bool max = n.op == Op::Maximum;
+      if (!fl) {
+        const bool s = is_signed_int(d);
+        return arith("", max ? (s ? "arith.maxsi" : "arith.maxui") : (s ? "arith.minsi" : "arith.minui"));
+      }
+      // a < b ? b : a (maximum) or b < a ? b : a, then NaN if either operand is NaN.
+      std::string m = sel(max ? cmp(d, "olt", a[0], a[1], w) : cmp(d, "olt", a[1], a[0], w),
+                          a[1], a[0], d, w);
+      return sel(cmp(d, "uno", a[0], a[1], w), cst(d, std::numeric_limits<double>::quiet_NaN(), w),
+                 m, d, w);
+    }
+    case Op::Eq: return cmp(d, fl ? "oeq" : "eq", a[0], a[1], w);
+    case Op::Ne: return cmp(d, fl ? "une" : "ne", a[0], a[1], w);
+    case Op::Lt: return cmp(d, fl ? "olt" : is_signed_int(d) ? "slt" : "ult", a[0], a[1], w);
+    case Op::Le: return cmp(d, fl ? "ole" : is_signed_int(d) ? "sle" : "ule", a[0], a[1], w);
+    case Op::Gt: return cmp(d, fl ? "ogt" : is_signed_int(d) ? "sgt" : "ugt", a[0], a[1], w);
+    case Op::Ge: return cmp(d, fl ? "oge" : is_signed_int(d) ? "sge" : "uge", a[0], a[1], w);
+    case Op::And: return bi("arith.andi", a[0], a[1], t);
+    case Op::Or: return bi("arith.ori", a[0], a[1], t);
+    case Op::Select: return sel(a[0], a[1], a[2], rd, w);
+    default: WEFT_CHECK(false, "emit_elementwise: unsupported op " + std::string(op_name(n.op)));
+  }
+  return "";
+}
+
+// One iteration of width `w` at element index `i` of the row: loads, the nodes, stores.
+void Emitter::body(int w, const std::string& i, const std::vector<std::string>& bases,
+                   const std::vector<std::string>& splats, const std::vector<std::string>& outs) {
+  std::unordered_map<ValueId, std::string> val;
+  auto access = [&](const std::string& base, DType d) {
+    return emit("llvm.getelementptr " + base + "[" + i + "] : (!llvm.ptr, i64) -> !llvm.ptr, " +
+                memory_elem(d));
+  };
+  const std::string align = " {alignment = ";
+  for (size_t k = 0; k < g_.inputs().size(); ++k) {
+    const ValueId v = g_.inputs()[k].value;
+    const DType d = g_.type(v).dtype;
+    if (space_.strides[k].back() == 0) {
+      val[v] = w == 1 ? splats[k] : emit("vector.broadcast " + splats[k] + " : " +
+                                         compute_elem(d) + " to " + vec(compute_elem(d), w));
+      continue;
+    }
+    std::string x = emit("llvm.load " + access(bases[k], d) + align +
+                         std::to_string(dtype_size(d)) + " : i64} : !llvm.ptr -> " +
+                         vec(memory_elem(d), w));
+    if (d == DType::boolean) x = cmp(DType::u8, "ne", x, cst(DType::u8, 0, w), w);
+    val[v] = x;
+  }
+  for (const Node& n : g_.nodes()) {
+    std::vector<std::string> a;
+    for (ValueId o : n.operands) a.push_back(val.at(o));
+    val[n.result()] = node(n, a, w);
+  }
+  for (size_t o = 0; o < g_.outputs().size(); ++o) {
+    const DType d = g_.type(g_.outputs()[o]).dtype;
+    std::string x = val.at(g_.outputs()[o]);
+    if (d == DType::boolean) x = conv("arith.extui", x, DType::boolean, DType::u8, w);
+    const std::string address = access(outs[o], d);
+    os_ << indent_ << "llvm.store " << x << ", " << address << align
+        << dtype_size(d) << " : i64} : " << vec(memory_elem(d), w) << ", !llvm.ptr\n";
+  }
+}
+
+std::string Emitter::module(const std::string& symbol) {
+  os_ << "module {\n  func.func @" << symbol
+      << "(%bufs: !llvm.ptr, %row_begin: i64, %row_end: i64) {\n";
+  const size_t n_in = g_.inputs().size(), n_out = g_.outputs().size();
+  std::vector<std::string> ptr;
+  for (size_t k = 0; k < n_in + n_out; ++k) {
+    std::string slot = emit("llvm.getelementptr %bufs[" + std::to_string(k) +
+                            "] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr");
+    ptr.push_back(emit("llvm.load " + slot + " : !llvm.ptr -> !llvm.ptr"));
+  }
+  const int64_t length = space_.row_length();
+  if (space_.rows() * length != 0) {
+    const std::string one = cst(DType::i64, 1, 1);
+    os_ << indent_ << "scf.for %r = %row_begin to %row_end step " << one << " : i64 {\n";
+    indent_ += "  ";
+    const int outer = static_cast<int>(space_.dims.size()) - 1;
+    std::vector<std::string> bases, splats, outs;
+    auto gep = [&](const std::string& p, const std::string& off, DType d) {
+      return emit("llvm.getelementptr " + p + "[" + off + "] : (!llvm.ptr, i64) -> !llvm.ptr, " +
+                  memory_elem(d));
+    };
+    for (size_t k = 0; k < n_in; ++k) {
+      // offset = Σ_j ((r / Π dims[j+1..outer)) % dims[j]) · stride[j]
+      std::string off;
+      int64_t inner_rows = 1;
+      for (int j = outer - 1; j >= 0; inner_rows *= space_.dims[j], --j) {
+        if (space_.strides[k][j] == 0) continue;
+        std::string q = "%r";
+        if (inner_rows != 1) q = bi("arith.divui", q, cst(DType::i64, inner_rows, 1), "i64");
+        if (j > 0) q = bi("arith.remui", q, cst(DType::i64, space_.dims[j], 1), "i64");
+        if (space_.strides[k][j] != 1) {
+          q = bi("arith.muli", q, cst(DType::i64, space_.strides[k][j], 1), "i64");
+        }
+        off = off.empty() ? q : bi("arith.addi", off, q, "i64");
+      }
+      const DType d = g_.type(g_.inputs()[k].value).dtype;
+      bases.push_back(off.empty() ? ptr[k] : gep(ptr[k], off, d));
+      std::string s;
+      if (space_.strides[k].back() == 0) {
+        s = emit("llvm.load " + bases.back() + " : !llvm.ptr -> " + memory_elem(d));
+        if (d == DType::boolean) s = cmp(DType::u8, "ne", s, cst(DType::u8, 0, 1), 1);
+      }
+      splats.push_back(s);
+    }
+    const std::string row_off = bi("arith.muli", "%r", cst(DType::i64, length, 1), "i64");
+    for (size_t o = 0; o < n_out; ++o) {
+      outs.push_back(gep(ptr[n_in + o], row_off, g_.type(g_.outputs()[o]).dtype));
+    }
+    const int64_t main = length / width_ * width_;
+    auto loop = [&](int64_t from, int64_t to, int w) {
+      if (from == to) return;
+      const std::string lo = cst(DType::i64, from, 1), hi = cst(DType::i64, to, 1),
+                        step = cst(DType::i64, w, 1);
+      const std::string i = "%i" + std::to_string(next_++);
+      os_ << indent_ << "scf.for " << i << " = " << lo << " to " << hi << " step " << step
+          << " : i64 {\n";
+      indent_ += "  ";
+      body(w, i, bases, splats, outs);
+      indent_.resize(indent_.size() - 2);
+      os_ << indent_ << "}\n";
+    };
+    loop(0, main, width_);
+    loop(main, length, 1);
+    indent_.resize(indent_.size() - 2);
+    os_ << indent_ << "}\n";
+  }
+  os_ << "    return\n  }\n}\n";
+  return os_.str();
+}
+
+}  // namespace
+
+int64_t CollapsedSpace::rows() const {
+  int64_t r = 1;
+  for (size_t j = 0; j + 1 < dims.size(); ++j) r *= dims[j];
+  return r;
+}
+
+CollapsedSpace collapse_space(const Graph& body) {
+  const Shape& out = body.type(body.outputs()[0]).shape;
+  std::vector<std::vector<int64_t>> full;
+  for (const Input& in : body.inputs()) full.push_back(broadcast_strides(body.type(in.value).shape, out));
+  CollapsedSpace s;
+  s.strides.resize(full.size());
+  for (int d = 0; d < out.rank(); ++d) {
+    if (out[d] == 1) continue;
+    bool merge = !s.dims.empty();
+    for (size_t k = 0; k < full.size() && merge; ++k) {
+      merge = s.strides[k].back() == full[k][d] * out[d];
+    }
+    if (merge) {
+      s.dims.back() *= out[d];
+      for (size_t k = 0; k < full.size(); ++k) s.strides[k].back() = full[k][d];
+    } else {
+      s.dims.push_back(out[d]);
+      for (size_t k = 0; k < full.size(); ++k) s.strides[k].push_back(full[k][d]);
+    }
+  }
+  if (s.dims.empty()) {  // Rank 0, or every dimension is 1.
+    s.dims.push_back(1);
+    for (auto& st : s.strides) st.push_back(0);
+  }
+  return s;
+}
+
+bool emit_supports(const Graph& g, const Node& node) {
+  if (node.info().category != OpCategory::Elementwise || node.results.size() != 1) return false;
+  auto known = [&](ValueId v) { return g.value(v).type.has_value(); };
+  if (!known(node.result())) return false;
+  for (ValueId o : node.operands) {
+    if (!known(o)) return false;
+  }
+  auto ok_dtype = [](DType d) { return d != DType::f16 && d != DType::bf16; };
+  const DType rd = g.type(node.result()).dtype;
+  if (!ok_dtype(rd)) return false;
+  for (ValueId o : node.operands) {
+    if (!ok_dtype(g.type(o).dtype)) return false;
+  }
+  const DType d = g.type(node.operands[0]).dtype;
+  const DType last = g.type(node.operands.back()).dtype;
+  const bool fl = is_floating(d), num = fl || is_integer(d);
+  switch (node.op) {
+    case Op::Neg: case Op::Abs: case Op::Relu: case Op::Sign: case Op::Floor:
+      return num && rd == d;
+    case Op::Exp: case Op::Log: case Op::Log1p: case Op::Sqrt: case Op::Rsqrt: case Op::Tanh:
+    case Op::Sigmoid: case Op::Sin: case Op::Cos: case Op::Erf:
+      return fl && rd == d;
+    case Op::Gelu: {
+      const std::string& mode = node.str_attr("approximate");
+      return fl && rd == d && (mode == "none" || mode == "tanh");
+    }
+    case Op::Not: return d == DType::boolean && rd == d;
+    case Op::Cast: return true;
+    case Op::Add: case Op::Sub: case Op::Mul: case Op::Maximum: case Op::Minimum:
+      return num && last == d && rd == d;
+    case Op::Div: case Op::Pow:  // Integer div and pow need runtime errors: not here.
+      return fl && last == d && rd == d;
+    case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
+      return is_int_like(d) || fl ? last == d && rd == DType::boolean : false;
+    case Op::And: case Op::Or:
+      return d == DType::boolean && last == d && rd == d;
+    case Op::Select:
+      return d == DType::boolean && g.type(node.operands[1]).dtype == rd && last == rd;
+    default: return false;
+  }
+}
+
+std::string emit_elementwise(const Graph& body, const std::string& symbol) {
+  const CollapsedSpace space = collapse_space(body);
+  return Emitter(body, space).module(symbol);
+}
+
+}  // namespace weft::codegen

@@ -1,0 +1,140 @@
+// The lowering pipeline and JIT of jit.h. Only the dialects and conversions the
+// emitted kernels use are included (InitAll*.h would cost a minute per build).
+
+#include "codegen/jit.h"
+
+#include <mutex>
+
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MathToLibm/MathToLibm.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace weft::codegen {
+namespace {
+
+class EngineModule : public JitModule {
+ public:
+  explicit EngineModule(std::unique_ptr<mlir::ExecutionEngine> e) : engine_(std::move(e)) {}
+
+ private:
+  std::unique_ptr<mlir::ExecutionEngine> engine_;
+};
+
+}  // namespace
+
+struct Jit::Impl {
+  mlir::MLIRContext context;
+  std::unique_ptr<llvm::TargetMachine> host;
+};
+
+Jit::Jit() : impl_(std::make_unique<Impl>()) {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+  mlir::DialectRegistry registry;
+  registry.insert<mlir::arith::ArithDialect, mlir::cf::ControlFlowDialect,
+                  mlir::func::FuncDialect, mlir::LLVM::LLVMDialect, mlir::math::MathDialect,
+                  mlir::scf::SCFDialect, mlir::vector::VectorDialect>();
+  mlir::registerBuiltinDialectTranslation(registry);
+  mlir::registerLLVMDialectTranslation(registry);
+  impl_->context.appendDialectRegistry(registry);
+  impl_->context.loadAllAvailableDialects();
+  impl_->context.disableMultithreading();
+  // detectHost() takes the CPU name and features from llvm::sys (znver4 and AVX-512 here).
+  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (builder) {
+    auto tm = builder->createTargetMachine();
+    if (tm) impl_->host = std::move(*tm);
+    else llvm::consumeError(tm.takeError());
+  } else {
+    llvm::consumeError(builder.takeError());
+  }
+}
+
+Jit::~Jit() = default;
+
+StatusOr<JitResult> Jit::compile(const std::string& mlir_text, const std::string& symbol) {
+  mlir::MLIRContext& ctx = impl_->context;
+  std::string diagnostics;
+  llvm::raw_string_ostream diag_os(diagnostics);
+  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic& d) {
+    diag_os << d.getLocation() << ": " << d << "\n";
+    return mlir::success();
+  });
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceString<mlir::ModuleOp>(mlir_text, &ctx);
+  if (!module) return Error("codegen: the generated MLIR does not parse: " + diagnostics + mlir_text);
+
+  // f32 tanh/exp/log/log1p/erf/sin/cos become polynomials on vectors; what is left
+  // (f64, pow) goes to libm, the rest to LLVM intrinsics.
+  mlir::RewritePatternSet approximations(&ctx);
+  mlir::populateMathPolynomialApproximationPatterns(approximations);
+  if (mlir::failed(mlir::applyPatternsAndFoldGreedily(*module, std::move(approximations)))) {
+    return Error("codegen: math approximation failed: " + diagnostics);
+  }
+  mlir::PassManager pm(&ctx);
+  pm.addPass(mlir::createConvertMathToLibmPass());
+  pm.addPass(mlir::createConvertSCFToCFPass());
+  pm.addPass(mlir::createConvertMathToLLVMPass());
+  pm.addPass(mlir::createConvertVectorToLLVMPass());
+  pm.addPass(mlir::createArithToLLVMConversionPass());
+  pm.addPass(mlir::createConvertFuncToLLVMPass());
+  pm.addPass(mlir::createConvertControlFlowToLLVMPass());
+  pm.addPass(mlir::createReconcileUnrealizedCastsPass());
+  if (mlir::failed(pm.run(*module))) {
+    return Error("codegen: lowering to the LLVM dialect failed: " + diagnostics);
+  }
+
+  auto transformer = mlir::makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0,
+                                                     impl_->host.get());
+  mlir::ExecutionEngineOptions options;
+  options.transformer = transformer;
+  options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
+  options.enableGDBNotificationListener = false;
+  options.enablePerfNotificationListener = false;
+  auto engine = mlir::ExecutionEngine::create(*module, options);
+  if (!engine) {
+    return Error("codegen: JIT compilation failed: " + llvm::toString(engine.takeError()) +
+                 diagnostics);
+  }
+  auto address = (*engine)->lookup(symbol);
+  if (!address) {
+    return Error("codegen: symbol " + symbol + " not found: " +
+                 llvm::toString(address.takeError()));
+  }
+  JitResult result;
+  result.address = *address;
+  result.module = std::make_unique<EngineModule>(std::move(*engine));
+  return result;
+}
+
+}  // namespace weft::codegen

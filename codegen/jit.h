@@ -1,0 +1,45 @@
+#pragma once
+// MLIR text → machine code for the host CPU: parse, expand math (polynomial
+// approximations for f32, libm for the rest), lower func/arith/math/scf/vector to the
+// LLVM dialect, translate to LLVM IR, optimize at O3 for the host (CPU name and
+// features from llvm::sys) and JIT with MLIR's ExecutionEngine. The only file of
+// codegen/'s kernel path that includes MLIR headers.
+
+#include <memory>
+#include <string>
+
+#include "ir/status.h"
+
+namespace weft::codegen {
+
+/// Owns the machine code of one compiled module: its functions stay callable while it
+/// lives.
+class JitModule {
+ public:
+  virtual ~JitModule() = default;
+};
+
+struct JitResult {
+  std::unique_ptr<JitModule> module;
+  void* address = nullptr;  ///< Of the requested symbol.
+};
+
+/// One MLIR context and the host target; not thread-safe (KernelCompiler serializes).
+class Jit {
+ public:
+  Jit();
+  ~Jit();
+  Jit(const Jit&) = delete;
+  Jit& operator=(const Jit&) = delete;
+
+  /// Compiles `mlir_text` and returns the address of `symbol`, a function whose C
+  /// signature is the one written in the module (no C-interface wrapper). Errors carry
+  /// MLIR's diagnostics or LLVM's error text.
+  StatusOr<JitResult> compile(const std::string& mlir_text, const std::string& symbol);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace weft::codegen

@@ -1,0 +1,110 @@
+#pragma once
+// Test helpers shared by the kernel compiler's tests: one-node bodies, random inputs,
+// and a run of a body through both the JIT and the reference interpreter.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "codegen/kernel_compiler.h"
+#include "runtime/reference/interpreter.h"
+#include "runtime/tensor.h"
+
+namespace weft::codegen::testing {
+
+/// A body applying `op` once to inputs of `operand_types`; the result has the
+/// broadcast shape of the operands and dtype `result` (default: the first operand's).
+inline Graph op_body(Op op, const std::vector<Type>& operand_types, Attrs attrs = {},
+                     std::optional<DType> result = std::nullopt) {
+  Graph g("k");
+  std::vector<ValueId> in;
+  Shape shape = operand_types[0].shape;
+  for (size_t i = 0; i < operand_types.size(); ++i) {
+    in.push_back(g.add_input("x" + std::to_string(i), operand_types[i]));
+    shape = *broadcast_shapes(shape, operand_types[i].shape);
+  }
+  const DType d = result.value_or(operand_types.back().dtype);
+  g.add_output(g.add_node(op, in, std::move(attrs), {}, Type{d, shape}));
+  return g;
+}
+
+/// Uniform random values in [lo, hi] (integers rounded; bool 0/1).
+inline Tensor random_tensor(const Type& type, std::mt19937_64& rng, double lo, double hi) {
+  Tensor t(type);
+  std::uniform_real_distribution<double> u(lo, hi);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    double v = u(rng);
+    if (type.dtype == DType::boolean) v = v > (lo + hi) / 2;
+    else if (!is_floating(type.dtype)) v = std::round(v);
+    t.set_double(i, v);
+  }
+  return t;
+}
+
+/// The JIT's outputs for `inputs`, rows computed in two calls (so row_begin matters).
+inline std::vector<Tensor> run_kernel(const Graph& body, std::vector<Tensor>& inputs) {
+  StatusOr<const CompiledKernel*> k = KernelCompiler::global().compile(body);
+  EXPECT_TRUE(k.ok()) << k.error().to_string();
+  if (!k.ok()) return {};
+  std::vector<Tensor> outputs;
+  std::vector<void*> buffers;
+  for (Tensor& t : inputs) buffers.push_back(t.raw_data());
+  for (ValueId v : body.outputs()) outputs.emplace_back(body.type(v));
+  for (Tensor& t : outputs) buffers.push_back(t.raw_data());
+  const int64_t rows = (*k)->rows, half = rows / 2;
+  (*k)->fn(buffers.data(), 0, half);
+  (*k)->fn(buffers.data(), half, rows);
+  return outputs;
+}
+
+/// Largest |jit - reference| over the elements (NaN where exactly one side is NaN).
+inline double max_abs_error(const Tensor& a, const Tensor& b) {
+  double worst = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const double x = a.get_double(i), y = b.get_double(i);
+    if (std::isnan(x) || std::isnan(y)) {
+      if (std::isnan(x) != std::isnan(y)) return NAN;
+    } else if (x != y) {
+      worst = std::max(worst, std::abs(x - y));
+    }
+  }
+  return worst;
+}
+
+/// Runs `body` on `inputs` through the JIT and the reference interpreter and expects
+/// every output within `tol` (all_close: |a-b| <= tol + tol·|b|). Returns the largest
+/// absolute error seen.
+inline double expect_matches_reference(const Graph& body, std::vector<Tensor> inputs,
+                                       double tol) {
+  std::vector<Tensor> got = run_kernel(body, inputs);
+  StatusOr<reference::RunResult> want = reference::run(body, inputs);
+  EXPECT_TRUE(want.ok()) << want.error().to_string();
+  if (!want.ok() || got.size() != want->outputs.size()) return NAN;
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    std::string why;
+    EXPECT_TRUE(all_close(got[i], want->outputs[i], tol, &why))
+        << "output " << i << ": " << why << "\n" << kernel_key(body);
+    worst = std::max(worst, max_abs_error(got[i], want->outputs[i]));
+  }
+  return worst;
+}
+
+/// expect_matches_reference with random inputs in [lo, hi].
+inline double expect_random_matches(const Graph& body, double tol, double lo = -3,
+                                    double hi = 3, uint64_t seed = 42) {
+  std::mt19937_64 rng(seed);
+  std::vector<Tensor> inputs;
+  for (const Input& in : body.inputs()) {
+    const DType d = body.type(in.value).dtype;
+    const double l = d == DType::u8 ? std::max(lo, 0.0) : lo;
+    inputs.push_back(random_tensor(body.type(in.value), rng, l, hi));
+  }
+  return expect_matches_reference(body, std::move(inputs), tol);
+}
+
+}  // namespace weft::codegen::testing

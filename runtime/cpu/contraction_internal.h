@@ -43,6 +43,33 @@ void run_gemm(ThreadPool& pool, const GemmPlan& plan, const T* a, const T* b, T*
 /// Limits OpenMP (hence oneDNN) to the calling thread; cheap when already so.
 void use_one_omp_thread();
 
+/// A convolution's sizes: x [n, c, h, w], weight [o, c / groups, kh, kw], y [n, o, oh, ow].
+struct ConvGeometry {
+  int64_t n, c, h, w;
+  int64_t o, kh, kw;
+  int64_t oh, ow;
+  int64_t sh, sw, ph, pw, dh, dw, groups;
+  int64_t cg() const { return c / groups; }
+  int64_t og() const { return o / groups; }
+  int64_t patch() const { return cg() * kh * kw; }  ///< Rows of a group's im2col matrix.
+  int64_t pixels() const { return oh * ow; }
+  bool pointwise() const { return kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0; }
+};
+
+enum class ConvOp { kForward, kBackwardInput, kBackwardWeight };
+
+/// The f32 convolution through oneDNN's convolution primitives (conv_onednn.cc), or
+/// nullptr when oneDNN has no implementation for it. Operands as the op's (x, w), (gy, w)
+/// or (x, gy).
+std::unique_ptr<BoundKernel> make_onednn_conv_kernel(ConvOp op, const ConvGeometry& g,
+                                                     const void* in0, const void* in1,
+                                                     void* out);
+
+/// The convolution through im2col and gemm_serial (conv.cc), for f32 or f64.
+std::unique_ptr<BoundKernel> make_im2col_conv_kernel(ConvOp op, const ConvGeometry& g,
+                                                     DType dtype, const void* in0,
+                                                     const void* in1, void* out);
+
 KernelOr make_matmul_kernel(const LibraryCall& call, const std::vector<const void*>& in,
                             void* out);
 KernelOr make_conv_kernel(const LibraryCall& call, const std::vector<const void*>& in,

@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 
+#include "runtime/cpu/contraction_internal.h"
 #include "runtime/cpu/kernel_testing.h"
 
 namespace weft::cpu {
@@ -141,6 +142,9 @@ std::vector<ConvCase> conv_cases() {
       {{5, 3, 10, 10}, {5, 3, 3, 3}, conv_attrs({1, 1}, {0, 0}, {2, 2}, 1)},
       {{3, 8, 7, 7}, {12, 8, 1, 1}, conv_attrs({1, 1}, {0, 0}, {1, 1}, 1)},
       {{1, 6, 9, 9}, {6, 1, 3, 3}, conv_attrs({2, 1}, {1, 2}, {1, 1}, 6)},
+      // 16+ channels per group: oneDNN's primitives (the others use im2col).
+      {{3, 32, 9, 10}, {32, 16, 3, 3}, conv_attrs({2, 2}, {1, 1}, {2, 2}, 2)},
+      {{2, 16, 8, 8}, {16, 16, 3, 3}, conv_attrs({1, 2}, {2, 1}, {1, 1}, 1)},
   };
 }
 
@@ -205,6 +209,35 @@ TEST(ConvTest, BitwiseReproducible) {
   expect_reproducible(Op::Conv2d, c.attrs, {x, w});
   expect_reproducible(Op::Conv2dBackwardInput, bi, {gy, w});
   expect_reproducible(Op::Conv2dBackwardWeight, bw, {x, gy});
+}
+
+// Both f32 paths, bound directly: oneDNN primitives where they apply, and im2col.
+TEST(ConvTest, OnednnAndIm2colAgree) {
+  const ConvCase c = conv_cases()[1];
+  const Tensor x = rnd(DType::f32, c.x, 1), w = rnd(DType::f32, c.w, 2);
+  const Tensor gy = rnd(DType::f32, conv_out(c), 3);
+  const ConvGeometry g{c.x[0], c.x[1], c.x[2], c.x[3], c.w[0], c.w[2], c.w[3], c.x[2], c.x[3],
+                       1, 1, 1, 1, 1, 1, 1};
+  struct Bound {
+    ConvOp op;
+    const Tensor *in0, *in1;
+    Type out;
+  };
+  const Bound cases[] = {{ConvOp::kForward, &x, &w, gy.type()},
+                         {ConvOp::kBackwardInput, &gy, &w, x.type()},
+                         {ConvOp::kBackwardWeight, &x, &gy, w.type()}};
+  ThreadPool pool(2);
+  for (const Bound& b : cases) {
+    Tensor a(b.out), i(b.out);
+    auto onednn = make_onednn_conv_kernel(b.op, g, b.in0->raw_data(), b.in1->raw_data(), a.raw_data());
+    auto im2col = make_im2col_conv_kernel(b.op, g, DType::f32, b.in0->raw_data(),
+                                          b.in1->raw_data(), i.raw_data());
+    ASSERT_TRUE(onednn && im2col);
+    EXPECT_EQ(onednn->describe().rfind("onednn ", 0), 0u) << onednn->describe();
+    ASSERT_TRUE(onednn->run(pool).ok() && im2col->run(pool).ok());
+    std::string why;
+    EXPECT_TRUE(all_close(a, i, kGemmTol, &why)) << onednn->describe() << ": " << why;
+  }
 }
 
 struct PoolCase {

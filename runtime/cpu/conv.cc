@@ -1,5 +1,7 @@
-// Convolution kernels: conv2d and its two gradients, through im2col and the GEMM core
-// (gemm_serial: oneDNN's sgemm on one thread for f32, a loop for f64).
+// Convolution kernels: conv2d and its two gradients. f32 with at least 16 channels per
+// group goes to oneDNN's convolution primitives (conv_onednn.cc) when they accept the
+// convolution; f64, and the other f32 convolutions, go through im2col and the GEMM core here (gemm_serial: oneDNN's sgemm on one
+// thread for f32, a loop for f64).
 //
 // The batch is cut into `parts` contiguous runs of images, one per pool chunk; each
 // part has its own im2col scratch, allocated when the kernel is bound, for as many
@@ -15,18 +17,6 @@
 
 namespace weft::cpu {
 namespace {
-
-struct ConvGeometry {
-  int64_t n, c, h, w;  // Input.
-  int64_t o, kh, kw;   // Weight [o, c / groups, kh, kw].
-  int64_t oh, ow;      // Output.
-  int64_t sh, sw, ph, pw, dh, dw, groups;
-  int64_t cg() const { return c / groups; }
-  int64_t og() const { return o / groups; }
-  int64_t patch() const { return cg() * kh * kw; }
-  int64_t pixels() const { return oh * ow; }
-  bool pointwise() const { return kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0; }
-};
 
 int64_t ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
 
@@ -83,8 +73,6 @@ void col2im_add(const ConvGeometry& g, const T* col, T* img) {
     for (int64_t x = x_lo; x < x_hi; ++x) dst[x * g.sw] += src[x];
   });
 }
-
-enum class ConvOp { kForward, kBackwardInput, kBackwardWeight };
 
 template <typename T>
 class ConvKernel final : public BoundKernel {
@@ -189,6 +177,13 @@ class ConvKernel final : public BoundKernel {
 
 }  // namespace
 
+std::unique_ptr<BoundKernel> make_im2col_conv_kernel(ConvOp op, const ConvGeometry& g,
+                                                     DType dtype, const void* in0,
+                                                     const void* in1, void* out) {
+  if (dtype == DType::f32) return std::make_unique<ConvKernel<float>>(op, g, in0, in1, out);
+  return std::make_unique<ConvKernel<double>>(op, g, in0, in1, out);
+}
+
 KernelOr make_conv_kernel(const LibraryCall& call, const std::vector<const void*>& in,
                           void* out) {
   const Node& node = call.node;
@@ -234,10 +229,13 @@ KernelOr make_conv_kernel(const LibraryCall& call, const std::vector<const void*
   WEFT_CHECK(call.result_type.shape == (op == ConvOp::kForward ? y
                                         : op == ConvOp::kBackwardInput ? x : w),
              "conv2d: result type does not match the operands");
-  if (dtype == DType::f32) {
-    return std::unique_ptr<BoundKernel>(new ConvKernel<float>(op, g, in[0], in[1], out));
+  // oneDNN's direct kernels work on blocks of 16 channels: with fewer (the first layer of
+  // a CNN) they were no faster than im2col for conv2d and its weight gradient, and 5-20x
+  // slower for the input gradient (gemm_bench, conv1 1->32).
+  if (dtype == DType::f32 && g.cg() >= 16 && g.og() >= 16) {
+    if (auto k = make_onednn_conv_kernel(op, g, in[0], in[1], out)) return k;
   }
-  return std::unique_ptr<BoundKernel>(new ConvKernel<double>(op, g, in[0], in[1], out));
+  return make_im2col_conv_kernel(op, g, dtype, in[0], in[1], out);
 }
 
 }  // namespace weft::cpu

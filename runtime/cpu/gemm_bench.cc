@@ -161,7 +161,7 @@ void conv_figures(ThreadPool& pool) {
       {"conv1 1->32 3x3 on [64,1,28,28]", {64, 1, 28, 28}, {32, 1, 3, 3}},
       {"conv2 32->64 3x3 on [64,32,14,14]", {64, 32, 14, 14}, {64, 32, 3, 3}},
   };
-  std::printf("\nconv2d, pad 1 (2 threads): ms per call and GFLOP/s\n");
+  std::printf("conv2d, pad 1 (2 threads): weft (oneDNN primitives per chunk) | im2col + sgemm\n");
   for (const ConvShape& s : shapes) {
     const Shape y{s.x[0], s.w[0], s.x[2], s.x[3]};
     const Type tx{DType::f32, s.x}, tw{DType::f32, s.w}, ty{DType::f32, y};
@@ -184,10 +184,22 @@ void conv_figures(ThreadPool& pool) {
         {"backward_weight",
          bind(Op::Conv2dBackwardWeight, bw, {tx, ty}, tw, {x.data(), gy.data()}, gw.data())},
     };
-    for (Kernel& k : ks) {
-      const double t = seconds_per_call([&] { (void)k.k->run(pool); });
-      std::printf("  %-36s %-16s %7.3f ms %7.1f GFLOP/s\n", s.what, k.name, t * 1e3,
-                  flops / t * 1e-9);
+    // The same convolutions through im2col + sgemm, the alternative to oneDNN's primitives.
+    const ConvGeometry g{s.x[0], s.x[1], s.x[2], s.x[3], s.w[0], s.w[2], s.w[3], s.x[2], s.x[3],
+                         1, 1, 1, 1, 1, 1, 1};
+    std::unique_ptr<BoundKernel> im2col[] = {
+        make_im2col_conv_kernel(ConvOp::kForward, g, DType::f32, x.data(), w.data(), out.data()),
+        make_im2col_conv_kernel(ConvOp::kBackwardInput, g, DType::f32, gy.data(), w.data(),
+                                out.data()),
+        make_im2col_conv_kernel(ConvOp::kBackwardWeight, g, DType::f32, x.data(), gy.data(),
+                                gw.data()),
+    };
+    for (int i = 0; i < 3; ++i) {
+      const double t = seconds_per_call([&] { (void)ks[i].k->run(pool); });
+      const double t2 = seconds_per_call([&] { (void)im2col[i]->run(pool); });
+      std::printf("  %-34s %-16s %7.3f ms %6.1f GFLOP/s | im2col %7.3f ms %6.1f GFLOP/s  (%s)\n",
+                  s.what, ks[i].name, t * 1e3, flops / t * 1e-9, t2 * 1e3, flops / t2 * 1e-9,
+                  ks[i].k->describe().c_str());
     }
   }
 }

@@ -211,6 +211,25 @@ TEST(ConvTest, BitwiseReproducible) {
   expect_reproducible(Op::Conv2dBackwardWeight, bw, {x, gy});
 }
 
+// f32 convolutions with 16+ channels per group (strided, dilated, grouped included) get
+// oneDNN's primitives; the first layer's few channels get im2col.
+TEST(ConvTest, ChoosesOnednnForWideChannels) {
+  for (size_t i = 0; i < conv_cases().size(); ++i) {
+    const ConvCase c = conv_cases()[i];
+    const Tensor x = rnd(DType::f32, c.x, 1), w = rnd(DType::f32, c.w, 2);
+    Tensor y(Type{DType::f32, conv_out(c)});
+    LibraryCall call;
+    call.node.op = Op::Conv2d;
+    call.node.attrs = c.attrs;
+    call.operand_types = {x.type(), w.type()};
+    call.result_type = y.type();
+    auto k = make_library_kernel(call, {x.raw_data(), w.raw_data()}, y.raw_data());
+    ASSERT_TRUE(k.ok() && *k);
+    const bool wide = c.w[1] >= 16 && c.w[0] / std::get<int64_t>(c.attrs.at("groups")) >= 16;
+    EXPECT_EQ((*k)->describe().rfind(wide ? "onednn " : "im2col+", 0), 0u) << (*k)->describe();
+  }
+}
+
 // Both f32 paths, bound directly: oneDNN primitives where they apply, and im2col.
 TEST(ConvTest, OnednnAndIm2colAgree) {
   const ConvCase c = conv_cases()[1];

@@ -4,10 +4,10 @@
 //
 // Everything is created when the kernel is bound: the batch is cut into `parts`
 // contiguous runs of images (as many as default_num_threads(), at least 2), and each part
-// gets its own primitives, created while the binding thread is limited to one OpenMP
-// thread so that oneDNN plans for one thread; its own blocked-layout buffers, with the
-// reorders from and to weft's NCHW / OIHW buffers; its own user-mode scratchpad; and its
-// own stream. run() executes the parts on the pool's chunks and allocates nothing. For
+// gets its own primitives, created after the binding thread's OpenMP count is set to 1
+// (and left so: weft never lets oneDNN start threads) so that oneDNN plans for one
+// thread; its own blocked-layout buffers, with the reorders from and to weft's NCHW /
+// OIHW buffers; its own user-mode scratchpad; and its own stream. run() executes the parts on the pool's chunks and allocates nothing. For
 // backward_weights each part writes its own gradient (part 0 into the result) and the
 // parts are added in index order, so results are bitwise reproducible.
 

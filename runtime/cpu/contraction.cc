@@ -1,9 +1,20 @@
-#include "runtime/cpu/kernels_internal.h"
+// Contraction-category library kernels: matmul (gemm.cc), the convolutions (conv.cc)
+// and pooling (pool.cc). Each factory returns nullptr for a dtype it does not implement
+// (f32 is fast; f64 uses plain loops; other dtypes fall back to the reference kernel).
+
+#include "runtime/cpu/contraction_internal.h"
 
 namespace weft::cpu {
 
-KernelOr make_contraction_kernel(const LibraryCall&, const std::vector<const void*>&, void*) {
-  return std::unique_ptr<BoundKernel>();
+KernelOr make_contraction_kernel(const LibraryCall& call, const std::vector<const void*>& in,
+                                 void* out) {
+  switch (call.node.op) {
+    case Op::Matmul: return make_matmul_kernel(call, in, out);
+    case Op::Conv2d:
+    case Op::Conv2dBackwardInput:
+    case Op::Conv2dBackwardWeight: return make_conv_kernel(call, in, out);
+    default: return make_pool_kernel(call, in, out);
+  }
 }
 
 }  // namespace weft::cpu

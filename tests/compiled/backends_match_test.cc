@@ -29,7 +29,9 @@ StatusOr<FlowPtr> mlp() {
 }
 
 StatusOr<FlowPtr> cnn() {
-  return FlowBuilder::from(Conv2d(2, 6, {.kernel = 3, .padding = 1}))
+  // No bias before batch norm: its gradient is exactly zero, so AdamW would amplify
+  // rounding noise (see the note on attention's key bias below).
+  return FlowBuilder::from(Conv2d(2, 6, {.kernel = 3, .padding = 1, .bias = false}))
       .through(BatchNorm2d(6))
       .through(ReLU())
       .through(MaxPool2d(2))

@@ -1,0 +1,80 @@
+#pragma once
+// Internal to the contraction-category kernels (contraction.cc dispatches to gemm.cc,
+// conv.cc and pool.cc): the pool-partitioned GEMM core they share, and one factory per
+// op family. gemm_bench uses the GEMM core directly for its transposed shapes.
+//
+//   GemmPlan plan = GemmPlan::single(/*m=*/128, /*n=*/256, /*k=*/784);
+//   run_gemm<float>(pool, plan, x, w, y);   // y = x·w, split over the pool's chunks
+
+#include <cstdint>
+#include <vector>
+
+#include "runtime/cpu/kernels_internal.h"
+
+namespace weft::cpu {
+
+/// A batch of row-major GEMMs C_i = op(A_i)·op(B_i) (+ C_i when `accumulate`), op()
+/// transposing when trans_a / trans_b is set. Fixed when a kernel is bound.
+struct GemmPlan {
+  bool trans_a = false, trans_b = false, accumulate = false;
+  int64_t m = 0, n = 0, k = 0;
+  int64_t lda = 0, ldb = 0, ldc = 0;
+  std::vector<int64_t> a_offsets{0}, b_offsets{0};  ///< Per batch entry, in elements.
+  int64_t c_stride = 0;                              ///< Elements between C_i and C_i+1.
+
+  int64_t batch() const { return static_cast<int64_t>(a_offsets.size()); }
+  /// One dense GEMM with the leading dimensions its transposes imply.
+  static GemmPlan single(int64_t m, int64_t n, int64_t k, bool trans_a = false,
+                         bool trans_b = false);
+};
+
+/// One GEMM on the calling thread: C = op(A)·op(B) + beta·C (beta 0 or 1; with beta 0, C
+/// is only written). f32 goes to oneDNN limited to this thread; f64 is a plain loop.
+template <typename T>
+void gemm_serial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a,
+                 int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
+
+/// Runs every GEMM of `plan`, split over the pool's chunks (rows of all the batch's C
+/// matrices together, or columns when there are few rows). The split depends only on
+/// the plan and the pool's thread count, so results are bitwise reproducible.
+template <typename T>
+void run_gemm(ThreadPool& pool, const GemmPlan& plan, const T* a, const T* b, T* c);
+
+/// Limits OpenMP (hence oneDNN) to the calling thread; cheap when already so.
+void use_one_omp_thread();
+
+/// A convolution's sizes: x [n, c, h, w], weight [o, c / groups, kh, kw], y [n, o, oh, ow].
+struct ConvGeometry {
+  int64_t n, c, h, w;
+  int64_t o, kh, kw;
+  int64_t oh, ow;
+  int64_t sh, sw, ph, pw, dh, dw, groups;
+  int64_t cg() const { return c / groups; }
+  int64_t og() const { return o / groups; }
+  int64_t patch() const { return cg() * kh * kw; }  ///< Rows of a group's im2col matrix.
+  int64_t pixels() const { return oh * ow; }
+  bool pointwise() const { return kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0; }
+};
+
+enum class ConvOp { kForward, kBackwardInput, kBackwardWeight };
+
+/// The f32 convolution through oneDNN's convolution primitives (conv_onednn.cc), or
+/// nullptr when oneDNN has no implementation for it. Operands as the op's (x, w), (gy, w)
+/// or (x, gy).
+std::unique_ptr<BoundKernel> make_onednn_conv_kernel(ConvOp op, const ConvGeometry& g,
+                                                     const void* in0, const void* in1,
+                                                     void* out);
+
+/// The convolution through im2col and gemm_serial (conv.cc), for f32 or f64.
+std::unique_ptr<BoundKernel> make_im2col_conv_kernel(ConvOp op, const ConvGeometry& g,
+                                                     DType dtype, const void* in0,
+                                                     const void* in1, void* out);
+
+KernelOr make_matmul_kernel(const LibraryCall& call, const std::vector<const void*>& in,
+                            void* out);
+KernelOr make_conv_kernel(const LibraryCall& call, const std::vector<const void*>& in,
+                          void* out);
+KernelOr make_pool_kernel(const LibraryCall& call, const std::vector<const void*>& in,
+                          void* out);
+
+}  // namespace weft::cpu

@@ -1,0 +1,230 @@
+// The GEMM core of the CPU runtime and the matmul kernel built on it.
+//
+// How the pool and oneDNN share the cores. Debian's oneDNN is built on the OpenMP
+// runtime, which would start its own team of threads on each sgemm call and keep them
+// spinning afterwards: a second pool fighting weft's ThreadPool for the same 2 cores
+// (ENVIRONMENT.md). So oneDNN never parallelizes here. Each GEMM is cut into the pool's
+// chunks (rows of C, or column blocks when C has few rows), and every chunk calls
+// dnnl_sgemm on its own thread after `use_one_omp_thread()` has set that thread's
+// OpenMP thread count to 1 (the count is a per-thread setting in OpenMP, so the worker
+// threads and the caller each set it the first time they run a chunk). With one
+// thread, oneDNN runs inline and OpenMP never creates a team; contraction_test checks
+// that no thread appears in /proc/self/task. The cut is a pure function of the shapes
+// and the pool's thread count, and each element of C is computed by one call, so the
+// results are bitwise reproducible for a given thread count.
+
+#include <dnnl.h>
+#include <omp.h>
+
+#include <algorithm>
+
+#include "runtime/cpu/contraction_internal.h"
+
+namespace weft::cpu {
+
+void use_one_omp_thread() {
+  if (omp_get_max_threads() != 1) omp_set_num_threads(1);
+}
+
+GemmPlan GemmPlan::single(int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b) {
+  GemmPlan p;
+  p.trans_a = trans_a;
+  p.trans_b = trans_b;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.lda = trans_a ? m : k;
+  p.ldb = trans_b ? k : n;
+  p.ldc = n;
+  p.c_stride = m * n;
+  return p;
+}
+
+template <>
+void gemm_serial<float>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                        const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
+                        float* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {  // oneDNN rejects k = 0; C = beta·C.
+    if (beta == 0.0f) {
+      for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+    }
+    return;
+  }
+  use_one_omp_thread();
+  const dnnl_status_t s = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, 1.0f,
+                                     a, lda, b, ldb, beta, c, ldc);
+  WEFT_CHECK(s == dnnl_success, "dnnl_sgemm failed");
+}
+
+template <>
+void gemm_serial<double>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                         const double* a, int64_t lda, const double* b, int64_t ldb,
+                         double beta, double* c, int64_t ldc) {
+  for (int64_t i = 0; i < m; ++i) {
+    double* row = c + i * ldc;
+    if (beta == 0.0) std::fill(row, row + n, 0.0);
+    for (int64_t p = 0; p < k; ++p) {
+      const double av = trans_a ? a[p * lda + i] : a[i * lda + p];
+      if (trans_b) {
+        for (int64_t j = 0; j < n; ++j) row[j] += av * b[j * ldb + p];
+      } else {
+        const double* brow = b + p * ldb;
+        for (int64_t j = 0; j < n; ++j) row[j] += av * brow[j];
+      }
+    }
+  }
+}
+
+namespace {
+
+// A chunk should hold at least this many flops, so that waking a worker (about 1 µs
+// when it spins) costs little next to its share of the work.
+constexpr int64_t kMinChunkFlops = int64_t{1} << 18;
+// Column chunks are cut in blocks of this many columns (one AVX-512 vector of f32).
+constexpr int64_t kColumnBlock = 16;
+
+}  // namespace
+
+template <typename T>
+void run_gemm(ThreadPool& pool, const GemmPlan& p, const T* a, const T* b, T* c) {
+  const T beta = p.accumulate ? T{1} : T{0};
+  const int64_t rows = p.batch() * p.m;
+  const int64_t row_flops = std::max<int64_t>(1, 2 * p.n * p.k);
+  // Few rows but wide: cut the columns instead, in blocks of kColumnBlock.
+  if (rows < 4 * pool.num_threads() && p.n >= 2 * kColumnBlock * pool.num_threads()) {
+    const int64_t blocks = (p.n + kColumnBlock - 1) / kColumnBlock;
+    const int64_t grain = std::max<int64_t>(
+        1, kMinChunkFlops / std::max<int64_t>(1, 2 * rows * p.k * kColumnBlock));
+    pool.parallel_for(blocks, grain, [&](int64_t begin, int64_t end) {
+      const int64_t j0 = begin * kColumnBlock, j1 = std::min(p.n, end * kColumnBlock);
+      for (int64_t i = 0; i < p.batch(); ++i) {
+        const T* bi = b + p.b_offsets[i] + (p.trans_b ? j0 * p.ldb : j0);
+        gemm_serial<T>(p.trans_a, p.trans_b, p.m, j1 - j0, p.k, a + p.a_offsets[i], p.lda, bi,
+                       p.ldb, beta, c + i * p.c_stride + j0, p.ldc);
+      }
+    });
+    return;
+  }
+  const int64_t grain = std::max<int64_t>(1, kMinChunkFlops / row_flops);
+  pool.parallel_for(rows, grain, [&](int64_t begin, int64_t end) {
+    // [begin, end) spans the rows of one or more batch entries: one call per entry.
+    while (begin < end) {
+      const int64_t i = begin / p.m, r0 = begin % p.m;
+      const int64_t r1 = std::min(p.m, r0 + (end - begin));
+      const T* ai = a + p.a_offsets[i] + (p.trans_a ? r0 : r0 * p.lda);
+      gemm_serial<T>(p.trans_a, p.trans_b, r1 - r0, p.n, p.k, ai, p.lda, b + p.b_offsets[i],
+                     p.ldb, beta, c + i * p.c_stride + r0 * p.ldc, p.ldc);
+      begin += r1 - r0;
+    }
+  });
+}
+
+template void run_gemm<float>(ThreadPool&, const GemmPlan&, const float*, const float*, float*);
+template void run_gemm<double>(ThreadPool&, const GemmPlan&, const double*, const double*,
+                               double*);
+
+namespace {
+
+template <typename T>
+class MatmulKernel final : public BoundKernel {
+ public:
+  MatmulKernel(GemmPlan plan, const void* a, const void* b, void* c)
+      : plan_(std::move(plan)), a_(static_cast<const T*>(a)), b_(static_cast<const T*>(b)),
+        c_(static_cast<T*>(c)) {}
+
+  Status run(ThreadPool& pool) override {
+    run_gemm<T>(pool, plan_, a_, b_, c_);
+    return Status::ok_status();
+  }
+
+  std::string describe() const override {
+    std::string s = std::is_same_v<T, float> ? "onednn sgemm " : "loop dgemm ";
+    s += std::to_string(plan_.m) + "x" + std::to_string(plan_.n) + "x" + std::to_string(plan_.k);
+    if (plan_.batch() > 1) s += " batch " + std::to_string(plan_.batch());
+    return s;
+  }
+
+ private:
+  GemmPlan plan_;
+  const T* a_;
+  const T* b_;
+  T* c_;
+};
+
+// Offsets (in batch entries) of each entry of `batch` in an operand with batch dims
+// `dims`, NumPy broadcasting (size-1 and missing leading dims repeat).
+std::vector<int64_t> broadcast_entries(const std::vector<int64_t>& dims, const Shape& batch) {
+  const int rank = batch.rank(), lead = rank - static_cast<int>(dims.size());
+  std::vector<int64_t> strides(rank, 0);
+  int64_t s = 1;
+  for (int d = rank - 1; d >= lead; --d) {
+    const int64_t size = dims[d - lead];
+    strides[d] = size == 1 ? 0 : s;
+    s *= size;
+  }
+  std::vector<int64_t> out(batch.numel());
+  std::vector<int64_t> index(rank, 0);
+  for (int64_t e = 0; e < static_cast<int64_t>(out.size()); ++e) {
+    int64_t off = 0;
+    for (int d = 0; d < rank; ++d) off += index[d] * strides[d];
+    out[e] = off;
+    for (int d = rank - 1; d >= 0; --d) {
+      if (++index[d] < batch[d]) break;
+      index[d] = 0;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+KernelOr make_matmul_kernel(const LibraryCall& call, const std::vector<const void*>& in,
+                            void* out) {
+  const Type& ta = call.operand_types[0];
+  const Type& tb = call.operand_types[1];
+  if (ta.dtype != tb.dtype || (ta.dtype != DType::f32 && ta.dtype != DType::f64) ||
+      ta.shape.rank() == 0 || tb.shape.rank() == 0) {
+    return std::unique_ptr<BoundKernel>();
+  }
+  std::vector<int64_t> ad = ta.shape.dims, bd = tb.shape.dims;
+  if (ad.size() == 1) ad.insert(ad.begin(), 1);
+  if (bd.size() == 1) bd.push_back(1);
+  const int64_t m = ad[ad.size() - 2], k = ad.back(), n = bd.back();
+  if (bd[bd.size() - 2] != k) {
+    return call_error(call, "contracted dimensions differ: " + ta.to_string() + " and " +
+                                tb.to_string());
+  }
+  const std::vector<int64_t> a_batch(ad.begin(), ad.end() - 2), b_batch(bd.begin(), bd.end() - 2);
+  const std::optional<Shape> batch = broadcast_shapes(Shape(a_batch), Shape(b_batch));
+  if (!batch) {
+    return call_error(call, "batch dimensions of " + ta.to_string() + " and " + tb.to_string() +
+                                " do not broadcast");
+  }
+  WEFT_CHECK(call.result_type.numel() == batch->numel() * m * n,
+             "matmul: result type does not match the operands");
+  GemmPlan plan = GemmPlan::single(m, n, k);
+  const std::vector<int64_t> ea = broadcast_entries(a_batch, *batch);
+  const std::vector<int64_t> eb = broadcast_entries(b_batch, *batch);
+  const bool b_shared = std::all_of(eb.begin(), eb.end(), [](int64_t e) { return e == 0; });
+  bool a_dense = true;
+  for (size_t i = 0; i < ea.size(); ++i) a_dense = a_dense && ea[i] == static_cast<int64_t>(i);
+  if (b_shared && a_dense) {
+    // [..., m, k] x [k, n]: the batch folds into the rows of one GEMM.
+    plan.m = batch->numel() * m;
+    plan.c_stride = plan.m * n;
+  } else {
+    plan.a_offsets.resize(ea.size());
+    plan.b_offsets.resize(eb.size());
+    for (size_t i = 0; i < ea.size(); ++i) {
+      plan.a_offsets[i] = ea[i] * m * k;
+      plan.b_offsets[i] = eb[i] * k * n;
+    }
+  }
+  if (ta.dtype == DType::f32) {
+    return std::unique_ptr<BoundKernel>(new MatmulKernel<float>(std::move(plan), in[0], in[1], out));
+  }
+  return std::unique_ptr<BoundKernel>(new MatmulKernel<double>(std::move(plan), in[0], in[1], out));
+}
+
+}  // namespace weft::cpu

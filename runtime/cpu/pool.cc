@@ -1,0 +1,194 @@
+// Pooling kernels: max_pool2d, avg_pool2d, their gradients and max_pool2d_select.
+// Hand-written loops, parallel over the N·C planes; within a plane they visit windows
+// and elements in the reference's order (runtime/reference/contraction.cc), so results
+// are exactly the reference's: the same first maximum (NaN counts as the maximum), the
+// same f64 window sums for avg_pool2d and the same accumulation order in the gradients.
+
+#include <cmath>
+#include <limits>
+
+#include "runtime/cpu/contraction_internal.h"
+
+namespace weft::cpu {
+namespace {
+
+struct PoolGeometry {
+  int64_t planes, h, w;  // planes = N * C.
+  int64_t kh, kw, sh, sw, ph, pw;
+  int64_t oh, ow;
+};
+
+// Calls f(y, x) for the valid input positions of output pixel (oy, ox), row-major.
+template <typename F>
+inline void for_window(const PoolGeometry& g, int64_t oy, int64_t ox, F&& f) {
+  const int64_t y0 = oy * g.sh - g.ph, x0 = ox * g.sw - g.pw;
+  const int64_t ya = std::max<int64_t>(y0, 0), yb = std::min(y0 + g.kh, g.h);
+  const int64_t xa = std::max<int64_t>(x0, 0), xb = std::min(x0 + g.kw, g.w);
+  for (int64_t y = ya; y < yb; ++y) {
+    for (int64_t x = xa; x < xb; ++x) f(y, x);
+  }
+}
+
+// Index in the plane of the window's first maximum (NaN wins); -1 for padding only.
+template <typename T>
+inline int64_t window_argmax(const PoolGeometry& g, const T* plane, int64_t oy, int64_t ox) {
+  int64_t best = -1;
+  T b{};
+  for_window(g, oy, ox, [&](int64_t y, int64_t x) {
+    const T v = plane[y * g.w + x];
+    if (best < 0 || (!std::isnan(b) && (v > b || std::isnan(v)))) {
+      best = y * g.w + x;
+      b = v;
+    }
+  });
+  return best;
+}
+
+enum class PoolOp { kMax, kAvg, kMaxBackward, kAvgBackward, kMaxSelect };
+
+template <typename T>
+class PoolKernel final : public BoundKernel {
+ public:
+  PoolKernel(PoolOp op, const PoolGeometry& g, const void* in0, const void* in1, void* out)
+      : op_(op), g_(g), in0_(static_cast<const T*>(in0)), in1_(static_cast<const T*>(in1)),
+        out_(static_cast<T*>(out)) {}
+
+  Status run(ThreadPool& pool) override {
+    const int64_t work = std::max<int64_t>(1, g_.h * g_.w + g_.oh * g_.ow * g_.kh * g_.kw);
+    pool.parallel_for(g_.planes, std::max<int64_t>(1, 16384 / work),
+                      [&](int64_t begin, int64_t end) {
+                        for (int64_t p = begin; p < end; ++p) plane(p);
+                      });
+    return Status::ok_status();
+  }
+
+  std::string describe() const override {
+    static const char* const kNames[] = {"max_pool2d", "avg_pool2d", "max_pool2d_backward",
+                                         "avg_pool2d_backward", "max_pool2d_select"};
+    return std::string("loop ") + kNames[static_cast<int>(op_)] + " " +
+           std::to_string(g_.kh) + "x" + std::to_string(g_.kw) + " over " +
+           std::to_string(g_.planes) + " planes";
+  }
+
+ private:
+  void plane(int64_t p) const {
+    const PoolGeometry& g = g_;
+    const int64_t in_size = g.h * g.w, out_size = g.oh * g.ow;
+    switch (op_) {
+      case PoolOp::kMax: {
+        const T* x = in0_ + p * in_size;
+        T* y = out_ + p * out_size;
+        for (int64_t oy = 0; oy < g.oh; ++oy) {
+          for (int64_t ox = 0; ox < g.ow; ++ox) {
+            const int64_t i = window_argmax(g, x, oy, ox);
+            y[oy * g.ow + ox] = i < 0 ? -std::numeric_limits<T>::infinity() : x[i];
+          }
+        }
+        break;
+      }
+      case PoolOp::kAvg: {
+        const T* x = in0_ + p * in_size;
+        T* y = out_ + p * out_size;
+        const double window = static_cast<double>(g.kh * g.kw);
+        for (int64_t oy = 0; oy < g.oh; ++oy) {
+          for (int64_t ox = 0; ox < g.ow; ++ox) {
+            double sum = 0;
+            for_window(g, oy, ox, [&](int64_t yy, int64_t xx) { sum += x[yy * g.w + xx]; });
+            y[oy * g.ow + ox] = static_cast<T>(sum / window);
+          }
+        }
+        break;
+      }
+      case PoolOp::kMaxBackward: {
+        const T* x = in0_ + p * in_size;
+        const T* gy = in1_ + p * out_size;
+        T* gx = out_ + p * in_size;
+        std::fill(gx, gx + in_size, T{0});
+        for (int64_t oy = 0; oy < g.oh; ++oy) {
+          for (int64_t ox = 0; ox < g.ow; ++ox) {
+            const int64_t i = window_argmax(g, x, oy, ox);
+            if (i >= 0) gx[i] += gy[oy * g.ow + ox];
+          }
+        }
+        break;
+      }
+      case PoolOp::kAvgBackward: {
+        const T* gy = in0_ + p * out_size;
+        T* gx = out_ + p * in_size;
+        std::fill(gx, gx + in_size, T{0});
+        const T scale = static_cast<T>(1.0 / static_cast<double>(g.kh * g.kw));
+        for (int64_t oy = 0; oy < g.oh; ++oy) {
+          for (int64_t ox = 0; ox < g.ow; ++ox) {
+            const T v = gy[oy * g.ow + ox] * scale;
+            for_window(g, oy, ox, [&](int64_t yy, int64_t xx) { gx[yy * g.w + xx] += v; });
+          }
+        }
+        break;
+      }
+      case PoolOp::kMaxSelect: {
+        const T* x = in0_ + p * in_size;
+        const T* src = in1_ + p * in_size;
+        T* y = out_ + p * out_size;
+        for (int64_t oy = 0; oy < g.oh; ++oy) {
+          for (int64_t ox = 0; ox < g.ow; ++ox) {
+            const int64_t i = window_argmax(g, x, oy, ox);
+            y[oy * g.ow + ox] = i < 0 ? T{0} : src[i];
+          }
+        }
+        break;
+      }
+    }
+  }
+
+  PoolOp op_;
+  PoolGeometry g_;
+  const T* in0_;
+  const T* in1_;
+  T* out_;
+};
+
+}  // namespace
+
+KernelOr make_pool_kernel(const LibraryCall& call, const std::vector<const void*>& in,
+                          void* out) {
+  const Node& node = call.node;
+  PoolOp op;
+  switch (node.op) {
+    case Op::MaxPool2d: op = PoolOp::kMax; break;
+    case Op::AvgPool2d: op = PoolOp::kAvg; break;
+    case Op::MaxPool2dBackward: op = PoolOp::kMaxBackward; break;
+    case Op::AvgPool2dBackward: op = PoolOp::kAvgBackward; break;
+    case Op::MaxPool2dSelect: op = PoolOp::kMaxSelect; break;
+    default: return std::unique_ptr<BoundKernel>();
+  }
+  const DType dtype = call.result_type.dtype;
+  if (dtype != DType::f32 && dtype != DType::f64) return std::unique_ptr<BoundKernel>();
+  for (const Type& t : call.operand_types) {
+    if (t.dtype != dtype) return std::unique_ptr<BoundKernel>();
+  }
+  const Shape x = op == PoolOp::kAvgBackward ? Shape(node.ints_attr("input_shape"))
+                                             : call.operand_types[0].shape;
+  const IntList& kernel = node.ints_attr("kernel");
+  const IntList stride = node.has_attr("stride") ? node.ints_attr("stride") : kernel;
+  const IntList& padding = node.ints_attr("padding");
+  if (x.rank() != 4 || kernel.size() != 2 || stride.size() != 2 || padding.size() != 2 ||
+      kernel[0] < 1 || kernel[1] < 1 || stride[0] < 1 || stride[1] < 1 || padding[0] < 0 ||
+      padding[1] < 0) {
+    return call_error(call, "invalid pooling window");
+  }
+  PoolGeometry g{x[0] * x[1], x[2], x[3], kernel[0], kernel[1], stride[0], stride[1],
+                 padding[0], padding[1], 0, 0};
+  g.oh = (g.h + 2 * g.ph - g.kh) / g.sh + 1;
+  g.ow = (g.w + 2 * g.pw - g.kw) / g.sw + 1;
+  const Shape pooled{x[0], x[1], g.oh, g.ow};
+  const bool to_input = op == PoolOp::kMaxBackward || op == PoolOp::kAvgBackward;
+  WEFT_CHECK(call.result_type.shape == (to_input ? x : pooled),
+             "pooling: result type does not match the operands");
+  const void* in1 = in.size() > 1 ? in[1] : nullptr;
+  if (dtype == DType::f32) {
+    return std::unique_ptr<BoundKernel>(new PoolKernel<float>(op, g, in[0], in1, out));
+  }
+  return std::unique_ptr<BoundKernel>(new PoolKernel<double>(op, g, in[0], in1, out));
+}
+
+}  // namespace weft::cpu

@@ -1,6 +1,7 @@
 #pragma once
 // Internal to runtime/cpu's library kernels: one factory per op category, each in its
-// own file (contraction.cc, reduction.cc, movement.cc, creation.cc, composite.cc), and
+// own file (contraction.cc, reduction.cc, movement.cc + indexing.cc, creation.cc,
+// composite.cc), and
 // helpers they share. kernel.cc dispatches on the op table's category, never on names.
 // Each factory returns nullptr for an op or dtype it does not implement.
 
@@ -21,6 +22,9 @@ KernelOr make_contraction_kernel(const LibraryCall& call, const std::vector<cons
 KernelOr make_reduction_kernel(const LibraryCall& call, const std::vector<const void*>& in,
                                void* out);
 KernelOr make_movement_kernel(const LibraryCall& call, const std::vector<const void*>& in,
+                              void* out);
+/// gather, one_hot and scatter_add (indexing.cc), called by make_movement_kernel.
+KernelOr make_indexing_kernel(const LibraryCall& call, const std::vector<const void*>& in,
                               void* out);
 KernelOr make_creation_kernel(const LibraryCall& call, const std::vector<const void*>& in,
                               void* out);

@@ -2,7 +2,8 @@
 // Internal to runtime/cpu's library kernels: one factory per op category, each in its
 // own file (contraction.cc, reduction.cc, movement.cc + indexing.cc, creation.cc,
 // composite.cc), and helpers they share. kernel.cc dispatches on the op table's
-// category, never on names. Each factory returns nullptr for an op or dtype it does not implement.
+// category, never on names. Each factory returns nullptr for an op or dtype it does
+// not implement.
 
 #include <cstdint>
 #include <memory>

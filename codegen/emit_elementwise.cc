@@ -4,6 +4,7 @@
 
 #include "codegen/emit_elementwise.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -88,6 +89,8 @@ class Emitter {
                 vec(compute_elem(to), w));
   }
   std::string node(const Node& n, const std::vector<std::string>& a, int w);
+  std::string libm(const std::string& fn, const std::string& x, int w);
+  std::string math_f64(const char* op, const std::string& x, DType d, int w);
   std::string cast(const std::string& x, DType from, DType to, int w);
   std::string gelu(const std::string& x, DType d, bool tanh, int w);
   void body(int w, const std::string& i, const std::vector<std::string>& bases,
@@ -99,7 +102,30 @@ class Emitter {
   int next_ = 0;
   std::string indent_ = "    ";
   std::ostringstream os_;
+  std::vector<std::string> libm_;  ///< f64 functions called (declared after the kernel).
 };
+
+// f64 tanh, erf and log1p have no LLVM intrinsic and no MLIR approximation, and
+// MathToLLVM would expand log1p(x) as log(1 + x), which loses digits for small x: call
+// libm per lane, as the reference does.
+std::string Emitter::libm(const std::string& fn, const std::string& x, int w) {
+  if (std::find(libm_.begin(), libm_.end(), fn) == libm_.end()) libm_.push_back(fn);
+  auto call = [&](const std::string& arg) { return emit("func.call @" + fn + "(" + arg + ") : (f64) -> f64"); };
+  if (w == 1) return call(x);
+  const std::string t = vec("f64", w);
+  std::string acc = emit("arith.constant dense<0.0> : " + t);
+  for (int lane = 0; lane < w; ++lane) {
+    const std::string l = std::to_string(lane);
+    const std::string r = call(emit("vector.extract " + x + "[" + l + "] : f64 from " + t));
+    acc = emit("vector.insert " + r + ", " + acc + " [" + l + "] : f64 into " + t);
+  }
+  return acc;
+}
+
+std::string Emitter::math_f64(const char* op, const std::string& x, DType d, int w) {
+  if (d == DType::f64) return libm(std::string(op).substr(5), x, w);  // "math.tanh" → tanh
+  return un(op, x, vec(compute_elem(d), w));
+}
 
 std::string Emitter::cst(DType d, double v, int w) {
   std::string lit;
@@ -177,7 +203,7 @@ std::string Emitter::gelu(const std::string& x, DType d, bool tanh, int w) {
   }
   // 0.5·x·(1 + erf(x/√2))
   const std::string half_x = bi("arith.mulf", cst(d, 0.5, w), x, t);
-  const std::string e = un("math.erf", bi("arith.mulf", x, cst(d, 0.70710678118654752440084436210485, w), t), t);
+  const std::string e = math_f64("math.erf", bi("arith.mulf", x, cst(d, 0.70710678118654752440084436210485, w), t), d, w);
   return bi("arith.mulf", half_x, bi("arith.addf", cst(d, 1, w), e, t), t);
 }
 
@@ -197,13 +223,13 @@ std::string Emitter::node(const Node& n, const std::vector<std::string>& a, int 
                  a[0], d, w);  // Wraps at the minimum, as the reference does.
     case Op::Exp: return math("math.exp");
     case Op::Log: return math("math.log");
-    case Op::Log1p: return math("math.log1p");
+    case Op::Log1p: return math_f64("math.log1p", a[0], d, w);
     case Op::Sqrt: return math("math.sqrt");
     case Op::Rsqrt: return bi("arith.divf", cst(d, 1, w), math("math.sqrt"), t);
-    case Op::Tanh: return math("math.tanh");
+    case Op::Tanh: return math_f64("math.tanh", a[0], d, w);
     case Op::Sin: return math("math.sin");
     case Op::Cos: return math("math.cos");
-    case Op::Erf: return math("math.erf");
+    case Op::Erf: return math_f64("math.erf", a[0], d, w);
     case Op::Sigmoid:
       return bi("arith.divf", cst(d, 1, w),
                 bi("arith.addf", cst(d, 1, w), un("math.exp", math("arith.negf"), t), t), t);
@@ -359,7 +385,9 @@ std::string Emitter::module(const std::string& symbol) {
     indent_.resize(indent_.size() - 2);
     os_ << indent_ << "}\n";
   }
-  os_ << "    return\n  }\n}\n";
+  os_ << "    return\n  }\n";
+  for (const std::string& fn : libm_) os_ << "  func.func private @" << fn << "(f64) -> f64\n";
+  os_ << "}\n";
   return os_.str();
 }
 

@@ -4,6 +4,7 @@
 
 #include "codegen/emit_elementwise.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -17,7 +18,6 @@ namespace weft::codegen {
 namespace {
 
 bool is_signed_int(DType d) { return d == DType::i32 || d == DType::i64; }
-bool is_int_like(DType d) { return is_integer(d) || d == DType::boolean; }
 int bits(DType d) { return d == DType::boolean ? 1 : static_cast<int>(dtype_size(d)) * 8; }
 
 /// The element type values of `d` are computed in (bool is i1) and stored as (i8).
@@ -35,17 +35,6 @@ std::string compute_elem(DType d) {
 std::string memory_elem(DType d) { return d == DType::boolean ? "i8" : compute_elem(d); }
 std::string vec(const std::string& elem, int w) {
   return w == 1 ? elem : "vector<" + std::to_string(w) + "x" + elem + ">";
-}
-
-/// `v`'s element stride along each output dimension (0 where it is broadcast).
-std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out) {
-  std::vector<int64_t> st(out.rank(), 0);
-  const std::vector<int64_t> contiguous = in.strides();
-  for (int d = 0; d < out.rank(); ++d) {
-    const int id = d - (out.rank() - in.rank());
-    if (id >= 0 && in[id] != 1) st[d] = contiguous[id];
-  }
-  return st;
 }
 
 class Emitter {
@@ -88,6 +77,8 @@ class Emitter {
                 vec(compute_elem(to), w));
   }
   std::string node(const Node& n, const std::vector<std::string>& a, int w);
+  std::string libm(const std::string& fn, const std::string& x, int w);
+  std::string math_f64(const char* op, const std::string& x, DType d, int w);
   std::string cast(const std::string& x, DType from, DType to, int w);
   std::string gelu(const std::string& x, DType d, bool tanh, int w);
   void body(int w, const std::string& i, const std::vector<std::string>& bases,
@@ -99,7 +90,30 @@ class Emitter {
   int next_ = 0;
   std::string indent_ = "    ";
   std::ostringstream os_;
+  std::vector<std::string> libm_;  ///< f64 functions called (declared after the kernel).
 };
+
+// f64 tanh, erf and log1p have no LLVM intrinsic and no MLIR approximation, and
+// MathToLLVM would expand log1p(x) as log(1 + x), which loses digits for small x: call
+// libm per lane, as the reference does.
+std::string Emitter::libm(const std::string& fn, const std::string& x, int w) {
+  if (std::find(libm_.begin(), libm_.end(), fn) == libm_.end()) libm_.push_back(fn);
+  auto call = [&](const std::string& arg) { return emit("func.call @" + fn + "(" + arg + ") : (f64) -> f64"); };
+  if (w == 1) return call(x);
+  const std::string t = vec("f64", w);
+  std::string acc = emit("arith.constant dense<0.0> : " + t);
+  for (int lane = 0; lane < w; ++lane) {
+    const std::string l = std::to_string(lane);
+    const std::string r = call(emit("vector.extract " + x + "[" + l + "] : f64 from " + t));
+    acc = emit("vector.insert " + r + ", " + acc + " [" + l + "] : f64 into " + t);
+  }
+  return acc;
+}
+
+std::string Emitter::math_f64(const char* op, const std::string& x, DType d, int w) {
+  if (d == DType::f64) return libm(std::string(op).substr(5), x, w);  // "math.tanh" → tanh
+  return un(op, x, vec(compute_elem(d), w));
+}
 
 std::string Emitter::cst(DType d, double v, int w) {
   std::string lit;
@@ -177,7 +191,7 @@ std::string Emitter::gelu(const std::string& x, DType d, bool tanh, int w) {
   }
   // 0.5·x·(1 + erf(x/√2))
   const std::string half_x = bi("arith.mulf", cst(d, 0.5, w), x, t);
-  const std::string e = un("math.erf", bi("arith.mulf", x, cst(d, 0.70710678118654752440084436210485, w), t), t);
+  const std::string e = math_f64("math.erf", bi("arith.mulf", x, cst(d, 0.70710678118654752440084436210485, w), t), d, w);
   return bi("arith.mulf", half_x, bi("arith.addf", cst(d, 1, w), e, t), t);
 }
 
@@ -197,13 +211,13 @@ std::string Emitter::node(const Node& n, const std::vector<std::string>& a, int 
                  a[0], d, w);  // Wraps at the minimum, as the reference does.
     case Op::Exp: return math("math.exp");
     case Op::Log: return math("math.log");
-    case Op::Log1p: return math("math.log1p");
+    case Op::Log1p: return math_f64("math.log1p", a[0], d, w);
     case Op::Sqrt: return math("math.sqrt");
     case Op::Rsqrt: return bi("arith.divf", cst(d, 1, w), math("math.sqrt"), t);
-    case Op::Tanh: return math("math.tanh");
+    case Op::Tanh: return math_f64("math.tanh", a[0], d, w);
     case Op::Sin: return math("math.sin");
     case Op::Cos: return math("math.cos");
-    case Op::Erf: return math("math.erf");
+    case Op::Erf: return math_f64("math.erf", a[0], d, w);
     case Op::Sigmoid:
       return bi("arith.divf", cst(d, 1, w),
                 bi("arith.addf", cst(d, 1, w), un("math.exp", math("arith.negf"), t), t), t);
@@ -359,86 +373,13 @@ std::string Emitter::module(const std::string& symbol) {
     indent_.resize(indent_.size() - 2);
     os_ << indent_ << "}\n";
   }
-  os_ << "    return\n  }\n}\n";
+  os_ << "    return\n  }\n";
+  for (const std::string& fn : libm_) os_ << "  func.func private @" << fn << "(f64) -> f64\n";
+  os_ << "}\n";
   return os_.str();
 }
 
 }  // namespace
-
-int64_t CollapsedSpace::rows() const {
-  int64_t r = 1;
-  for (size_t j = 0; j + 1 < dims.size(); ++j) r *= dims[j];
-  return r;
-}
-
-CollapsedSpace collapse_space(const Graph& body) {
-  const Shape& out = body.type(body.outputs()[0]).shape;
-  std::vector<std::vector<int64_t>> full;
-  for (const Input& in : body.inputs()) full.push_back(broadcast_strides(body.type(in.value).shape, out));
-  CollapsedSpace s;
-  s.strides.resize(full.size());
-  for (int d = 0; d < out.rank(); ++d) {
-    if (out[d] == 1) continue;
-    bool merge = !s.dims.empty();
-    for (size_t k = 0; k < full.size() && merge; ++k) {
-      merge = s.strides[k].back() == full[k][d] * out[d];
-    }
-    if (merge) {
-      s.dims.back() *= out[d];
-      for (size_t k = 0; k < full.size(); ++k) s.strides[k].back() = full[k][d];
-    } else {
-      s.dims.push_back(out[d]);
-      for (size_t k = 0; k < full.size(); ++k) s.strides[k].push_back(full[k][d]);
-    }
-  }
-  if (s.dims.empty()) {  // Rank 0, or every dimension is 1.
-    s.dims.push_back(1);
-    for (auto& st : s.strides) st.push_back(0);
-  }
-  return s;
-}
-
-bool emit_supports(const Graph& g, const Node& node) {
-  if (node.info().category != OpCategory::Elementwise || node.results.size() != 1) return false;
-  auto known = [&](ValueId v) { return g.value(v).type.has_value(); };
-  if (!known(node.result())) return false;
-  for (ValueId o : node.operands) {
-    if (!known(o)) return false;
-  }
-  auto ok_dtype = [](DType d) { return d != DType::f16 && d != DType::bf16; };
-  const DType rd = g.type(node.result()).dtype;
-  if (!ok_dtype(rd)) return false;
-  for (ValueId o : node.operands) {
-    if (!ok_dtype(g.type(o).dtype)) return false;
-  }
-  const DType d = g.type(node.operands[0]).dtype;
-  const DType last = g.type(node.operands.back()).dtype;
-  const bool fl = is_floating(d), num = fl || is_integer(d);
-  switch (node.op) {
-    case Op::Neg: case Op::Abs: case Op::Relu: case Op::Sign: case Op::Floor:
-      return num && rd == d;
-    case Op::Exp: case Op::Log: case Op::Log1p: case Op::Sqrt: case Op::Rsqrt: case Op::Tanh:
-    case Op::Sigmoid: case Op::Sin: case Op::Cos: case Op::Erf:
-      return fl && rd == d;
-    case Op::Gelu: {
-      const std::string& mode = node.str_attr("approximate");
-      return fl && rd == d && (mode == "none" || mode == "tanh");
-    }
-    case Op::Not: return d == DType::boolean && rd == d;
-    case Op::Cast: return true;
-    case Op::Add: case Op::Sub: case Op::Mul: case Op::Maximum: case Op::Minimum:
-      return num && last == d && rd == d;
-    case Op::Div: case Op::Pow:  // Integer div and pow need runtime errors: not here.
-      return fl && last == d && rd == d;
-    case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
-      return is_int_like(d) || fl ? last == d && rd == DType::boolean : false;
-    case Op::And: case Op::Or:
-      return d == DType::boolean && last == d && rd == d;
-    case Op::Select:
-      return d == DType::boolean && g.type(node.operands[1]).dtype == rd && last == rd;
-    default: return false;
-  }
-}
 
 std::string emit_elementwise(const Graph& body, const std::string& symbol) {
   const CollapsedSpace space = collapse_space(body);

@@ -3,9 +3,12 @@
 
 #include "codegen/jit.h"
 
+#include <cstdlib>
+#include <functional>
 #include <mutex>
 
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/IR/Module.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
@@ -94,17 +97,19 @@ StatusOr<JitResult> Jit::compile(const std::string& mlir_text, const std::string
       mlir::parseSourceString<mlir::ModuleOp>(mlir_text, &ctx);
   if (!module) return Error("codegen: the generated MLIR does not parse: " + diagnostics + mlir_text);
 
-  // f32 tanh/exp/log/log1p/erf/sin/cos become polynomials on vectors; what is left
-  // (f64, pow) goes to libm, the rest to LLVM intrinsics.
+  // f32 tanh/exp/log/log1p/erf/sin/cos become polynomials on vectors.
   mlir::RewritePatternSet approximations(&ctx);
   mlir::populateMathPolynomialApproximationPatterns(approximations);
   if (mlir::failed(mlir::applyPatternsAndFoldGreedily(*module, std::move(approximations)))) {
     return Error("codegen: math approximation failed: " + diagnostics);
   }
   mlir::PassManager pm(&ctx);
+  // Math to LLVM intrinsics first (fma, fabs, sqrt, floor, f64 exp/log/sin/cos, pow):
+  // MathToLibm would turn the approximations' vector fma and fabs into scalar libm
+  // calls. Libm then takes what has no intrinsic (f64 tanh, erf, log1p), per lane.
+  pm.addPass(mlir::createConvertMathToLLVMPass());
   pm.addPass(mlir::createConvertMathToLibmPass());
   pm.addPass(mlir::createConvertSCFToCFPass());
-  pm.addPass(mlir::createConvertMathToLLVMPass());
   pm.addPass(mlir::createConvertVectorToLLVMPass());
   pm.addPass(mlir::createArithToLLVMConversionPass());
   pm.addPass(mlir::createConvertFuncToLLVMPass());
@@ -114,9 +119,17 @@ StatusOr<JitResult> Jit::compile(const std::string& mlir_text, const std::string
     return Error("codegen: lowering to the LLVM dialect failed: " + diagnostics);
   }
 
-  auto transformer = mlir::makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0,
+  // WEFT_JIT_DUMP=1 prints the LLVM dialect module and the optimized LLVM IR.
+  const bool dump = std::getenv("WEFT_JIT_DUMP") != nullptr;
+  if (dump) module->print(llvm::errs());
+  auto optimize = mlir::makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0,
                                                      impl_->host.get());
   mlir::ExecutionEngineOptions options;
+  std::function<llvm::Error(llvm::Module*)> transformer = [&](llvm::Module* m) {
+    llvm::Error e = optimize(m);
+    if (dump) m->print(llvm::errs(), nullptr);
+    return e;
+  };
   options.transformer = transformer;
   options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
   options.enableGDBNotificationListener = false;

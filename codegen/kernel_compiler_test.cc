@@ -88,7 +88,7 @@ TEST(KernelCompiler, IdenticalBodiesCompileOnce) {
 
 TEST(KernelCompiler, ConcurrentCompilesOfOneBodyCompileOnce) {
   KernelCompiler jit;
-  Graph body = op_body(Op::Sigmoid, {{DType::f32, {3, 50}}, });
+  Graph body = op_body(Op::Sigmoid, {{DType::f32, {3, 50}}});
   std::vector<std::thread> threads;
   std::vector<const CompiledKernel*> got(4);
   for (int t = 0; t < 4; ++t) {
@@ -193,6 +193,14 @@ TEST(KernelCompiler, MixedDTypesAndScalars) {
   expect_random_matches(body, 1e-6, -3, 3);
   Graph scalar = op_body(Op::Mul, {{DType::f64, {}}, {DType::f64, {}}});
   expect_random_matches(scalar, 0);
+}
+
+TEST(KernelCompiler, OperandReturnedAsAResult) {
+  Graph body = parse(R"(graph @k(%b: bool[37], %x: i64[37]) -> (bool[37], bool[37], i64[37]) {
+    %n = not(%b) : bool[37]
+    return %b, %n, %x
+  })");
+  expect_random_matches(body, 0);
 }
 
 }  // namespace

@@ -61,15 +61,16 @@ inline std::vector<Tensor> run_kernel(const Graph& body, std::vector<Tensor>& in
   return outputs;
 }
 
-/// Largest |jit - reference| over the elements (NaN where exactly one side is NaN).
-inline double max_abs_error(const Tensor& a, const Tensor& b) {
+/// Largest |jit - reference| / max(1, |reference|) over the elements (absolute error
+/// below 1, relative above; NaN where exactly one side is NaN).
+inline double max_scaled_error(const Tensor& a, const Tensor& b) {
   double worst = 0;
   for (int64_t i = 0; i < a.numel(); ++i) {
     const double x = a.get_double(i), y = b.get_double(i);
     if (std::isnan(x) || std::isnan(y)) {
       if (std::isnan(x) != std::isnan(y)) return NAN;
     } else if (x != y) {
-      worst = std::max(worst, std::abs(x - y));
+      worst = std::max(worst, std::abs(x - y) / std::max(1.0, std::abs(y)));
     }
   }
   return worst;
@@ -77,7 +78,7 @@ inline double max_abs_error(const Tensor& a, const Tensor& b) {
 
 /// Runs `body` on `inputs` through the JIT and the reference interpreter and expects
 /// every output within `tol` (all_close: |a-b| <= tol + tol·|b|). Returns the largest
-/// absolute error seen.
+/// scaled error seen (max_scaled_error).
 inline double expect_matches_reference(const Graph& body, std::vector<Tensor> inputs,
                                        double tol) {
   std::vector<Tensor> got = run_kernel(body, inputs);
@@ -89,7 +90,7 @@ inline double expect_matches_reference(const Graph& body, std::vector<Tensor> in
     std::string why;
     EXPECT_TRUE(all_close(got[i], want->outputs[i], tol, &why))
         << "output " << i << ": " << why << "\n" << kernel_key(body);
-    worst = std::max(worst, max_abs_error(got[i], want->outputs[i]));
+    worst = std::max(worst, max_scaled_error(got[i], want->outputs[i]));
   }
   return worst;
 }

@@ -53,6 +53,29 @@ CollapsedSpace collapse_space(const Graph& body) {
     s.dims.push_back(1);
     for (auto& st : s.strides) st.push_back(0);
   }
+  // A long row (an all-contiguous body collapses to one) is cut into rows of `c`
+  // elements, c a divisor of it, so the runtime can split the rows over its threads.
+  // Each operand's row stride is 0 or 1, so it becomes (0 or c, then 0 or 1).
+  const int64_t n = s.dims.back();
+  constexpr int64_t kLongRow = 16384;
+  if (n > kLongRow) {
+    int64_t c = 0;
+    for (int64_t d = 4096; d >= 256 && c == 0; d -= 16) {
+      if (n % d == 0) c = d;
+    }
+    for (int64_t d = 4096; d >= 256 && c == 0; --d) {
+      if (n % d == 0) c = d;
+    }
+    if (c > 0) {
+      s.dims.back() = n / c;
+      s.dims.push_back(c);
+      for (auto& st : s.strides) {
+        const int64_t inner = st.back();
+        st.back() = inner * c;
+        st.push_back(inner);
+      }
+    }
+  }
   return s;
 }
 

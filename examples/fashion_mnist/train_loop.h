@@ -20,7 +20,7 @@ struct RunConfig {
   int batch = 128;
   double lr = 1e-3;
   uint64_t seed = 0;
-  std::string backend = "reference";
+  std::string backend = "cpu";
   std::string checkpoint_out;
   std::string resume;
   std::string data = kFashionMnistDirectory;

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "autodiff/grad.h"
+#include "codegen/cpu_backend.h"
 #include "ir/dot.h"
 #include "ir/json.h"
 #include "ir/text.h"
@@ -69,14 +70,15 @@ constexpr const char* kDumpHelp =
     "  --no-locations   leave loc(...) out of the text form\n";
 
 constexpr const char* kRunHelp =
-    "usage: weftc run FILE.wir --input NAME=PATH.npy ... --out DIR [--backend=reference]\n"
+    "usage: weftc run FILE.wir --input NAME=PATH.npy ... --out DIR [--backend=cpu|reference]\n"
     "\n"
     "Executes the graph once. Every graph input, whatever its kind (data, param, state),\n"
     "must be given with --input; its .npy file must hold exactly the input's dtype and\n"
     "shape (no silent casts). Creates DIR if needed and writes the outputs as\n"
     "DIR/out_0.npy, DIR/out_1.npy, ... in return order, and every param or state input\n"
     "that an assign updated as DIR/NAME.npy, overwriting existing files.\n"
-    "  --backend=B      reference (default): the reference interpreter\n";
+    "  --backend=B      cpu (default): fused, memory-planned, MLIR-generated kernels on\n"
+    "                   all cores; reference: the reference interpreter (the oracle)\n";
 
 constexpr const char* kGradHelp =
     "usage: weftc grad FILE.wir --wrt NAME,NAME,... -o OUT.wir [--output=K] [--seed=NAME]\n"
@@ -305,14 +307,16 @@ Status run_command(const std::vector<std::string>& argv) {
                             {{"input", "i", true, /*repeatable=*/true}, {"out", "o"}, {"backend"}}));
   WEFT_ASSIGN_OR_RETURN(std::string file, one_file_argument("run", args));
   if (!args.has("out")) return Error{"weftc run: --out DIR is required (see weftc run --help)"};
-  std::string backend = args.get("backend", "reference");
-  if (backend != "reference") {
-    return Error{"weftc run: unknown backend '" + backend + "'; backends: reference"};
+  std::string backend = args.get("backend", "cpu");
+  if (backend != "reference" && backend != "cpu") {
+    return Error{"weftc run: unknown backend '" + backend + "'; backends: cpu, reference"};
   }
   WEFT_ASSIGN_OR_RETURN(Graph g, load_typed_graph(file));
   auto specs = args.flags.count("input") ? args.flags.at("input") : std::vector<std::string>{};
   WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, read_inputs(g, file, specs));
-  WEFT_ASSIGN_OR_RETURN(reference::RunResult result, reference::run(g, std::move(inputs)));
+  WEFT_ASSIGN_OR_RETURN(reference::RunResult result,
+                        backend == "cpu" ? codegen::run_on_cpu(g, inputs)
+                                         : reference::run(g, std::move(inputs)));
 
   std::string dir = args.get("out");
   WEFT_RETURN_IF_ERROR(make_directories(dir));

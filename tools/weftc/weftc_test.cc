@@ -141,7 +141,7 @@ TEST(Weftc, RunRejectsMissingAndMistypedInputs) {
   r = weftc("run " + wir + example_inputs());
   EXPECT_EQ(r.out, "error: weftc run: --out DIR is required (see weftc run --help)\n");
   r = weftc("run " + wir + example_inputs() + " --out o --backend=tpu");
-  EXPECT_EQ(r.out, "error: weftc run: unknown backend 'tpu'; backends: reference\n");
+  EXPECT_EQ(r.out, "error: weftc run: unknown backend 'tpu'; backends: cpu, reference\n");
   r = weftc("run " + wir + " --input x --out o");
   EXPECT_EQ(r.out, "error: weftc run: --input expects NAME=PATH.npy, got 'x'\n");
   r = weftc("run " + wir + " --input x=missing.npy --out o");

@@ -32,9 +32,14 @@ ValueId transpose_last2(GradBuilder& b, ValueId v) {
 
 Grads matmul(GradBuilder& b, const Node& n, ValueId g) {
   // Full batch-broadcast gradients; the driver sums them to each operand's batch shape.
-  ValueId a = n.operands[0], w = n.operands[1];
-  return {b.op(Op::Matmul, {g, transpose_last2(b, w)}),
-          b.op(Op::Matmul, {transpose_last2(b, a), g})};
+  // With transpose flags, C = A'·W' for A' = op(A), W' = op(W): the plain rule gives
+  // dA' and dW', and dA = op(dA') (a transpose undoes itself).
+  const bool ta = n.bool_attr("transpose_a"), tw = n.bool_attr("transpose_b");
+  ValueId a = ta ? transpose_last2(b, n.operands[0]) : n.operands[0];
+  ValueId w = tw ? transpose_last2(b, n.operands[1]) : n.operands[1];
+  ValueId ga = b.op(Op::Matmul, {g, transpose_last2(b, w)});
+  ValueId gw = b.op(Op::Matmul, {transpose_last2(b, a), g});
+  return {ta ? transpose_last2(b, ga) : ga, tw ? transpose_last2(b, gw) : gw};
 }
 
 /// The node's attributes (as given: defaults stay implied) plus one more.

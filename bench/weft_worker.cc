@@ -221,7 +221,11 @@ int run(const cli::Args& args) {
 
   double first_loss = 0, last_loss = 0;
   std::vector<double> epoch_ms;
+  const bool profile = args.has("profile");
   for (int epoch = 0; epoch < warmup + epochs; ++epoch) {
+    if (profile && epoch == warmup && trainer->step_executor()) {
+      trainer->step_executor()->set_profiling(true);
+    }
     auto start = std::chrono::steady_clock::now();
     for (int s = 0; s < steps_per_epoch; ++s) {
       StatusOr<double> loss = trainer->step(batch);
@@ -234,6 +238,9 @@ int run(const cli::Args& args) {
     if (epoch >= warmup) epoch_ms.push_back(ms);
     std::fprintf(stderr, "%s epoch %d/%d%s: %.1f ms, loss %.6f\n", m->name.c_str(), epoch + 1,
                  warmup + epochs, epoch < warmup ? " (warm-up)" : "", ms, last_loss);
+  }
+  if (profile && trainer->step_executor()) {
+    std::fprintf(stderr, "%s", trainer->step_executor()->profile_report().c_str());
   }
   const int64_t peak = proc_status_bytes("VmHWM");
   StepStats st = step_stats(*trainer);
@@ -275,7 +282,8 @@ int main(int argc, char** argv) {
        FlagSpec("epochs"), FlagSpec("warmup"), FlagSpec("seed"), FlagSpec("steps"),
        FlagSpec("random-init", "", /*takes_value_in=*/false),
        FlagSpec("print-params", "", /*takes_value_in=*/false),
-       FlagSpec("allow-paper", "", /*takes_value_in=*/false)});
+       FlagSpec("allow-paper", "", /*takes_value_in=*/false),
+       FlagSpec("profile", "", /*takes_value_in=*/false)});
   if (!args.ok()) return weft::bench::fail(args.error());
   return weft::bench::run(*args);
 }

@@ -4,6 +4,7 @@
 
 #include "codegen/kernel_compiler.h"
 #include "ir/verifier.h"
+#include "passes/fold_transpose.h"
 #include "passes/fuse_elementwise.h"
 #include "passes/schedule.h"
 
@@ -69,6 +70,10 @@ StatusOr<Program> build_program(const Graph& g, const MemoryPlan& plan) {
 
 StatusOr<Lowering> lower_to_program(Graph g, const LowerOptions& options) {
   WEFT_RETURN_IF_ERROR(verify(g));
+  {
+    FoldTransposePass pass;
+    WEFT_RETURN_IF_ERROR(pass.run(g).status());
+  }
   if (options.fuse) {
     FuseOptions fuse;
     fuse.fusible = options.fusible ? options.fusible : KernelCompiler::supports;

@@ -3,6 +3,7 @@
 // Program (runtime/program.h) — the CPU backend's compile pipeline after the default
 // passes:
 //
+//   fold-transpose     matmul operands transposed in their last two dims -> GEMM flags
 //   fuse-elementwise   elementwise chains -> `fused` kernels (what codegen supports)
 //   schedule-memory    a topological order with a low peak of live bytes
 //   plan_memory        one arena, fixed offsets, in-place reuse, several greedy orders

@@ -92,6 +92,9 @@ class Trainer {
 
   const Model& model() const { return *model_; }
   const Graph& step_graph() const { return step_; }
+  /// The compiled step (backend "cpu"), for its Program, profile and fallbacks; nullptr
+  /// on the reference backend.
+  cpu::Executor* step_executor() { return step_exec_.get(); }
   /// Parameters, state and optimizer slots by name (read back from the backend).
   const std::map<std::string, Tensor>& values() const;
   /// Replaces a value (a parameter loaded from elsewhere); its type must match.

@@ -11,13 +11,21 @@ namespace {
 
 // ---- Matmul --------------------------------------------------------------------------
 
-StatusOr<Type> matmul(const Node&, const std::vector<Type>& in) {
-  const Type& a = in[0];
-  const Type& b = in[1];
-  if (a.shape.rank() < 2 || b.shape.rank() < 2) {
-    return rule_error("operands need rank >= 2, got lhs " + str(a) + " and rhs " + str(b) +
+// The operand as the product sees it: the last two dimensions swapped under `flag`.
+Type maybe_transposed(const Type& t, bool flag) {
+  Type out = t;
+  if (flag) std::swap(out.shape.dims[t.shape.rank() - 2], out.shape.dims[t.shape.rank() - 1]);
+  return out;
+}
+
+StatusOr<Type> matmul(const Node& node, const std::vector<Type>& in) {
+  if (in[0].shape.rank() < 2 || in[1].shape.rank() < 2) {
+    return rule_error("operands need rank >= 2, got lhs " + str(in[0]) + " and rhs " +
+                      str(in[1]) +
                       "; 1-D operands are not allowed: reshape a vector to [1,k] or [k,1]");
   }
+  const Type a = maybe_transposed(in[0], node.bool_attr("transpose_a"));
+  const Type b = maybe_transposed(in[1], node.bool_attr("transpose_b"));
   WEFT_RETURN_IF_ERROR(require_same_dtype(a, "lhs", b, "rhs"));
   WEFT_RETURN_IF_ERROR(require_dtype(a, "lhs", is_numeric(a.dtype), "a numeric dtype"));
   const int ra = a.shape.rank(), rb = b.shape.rank();

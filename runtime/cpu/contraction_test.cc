@@ -62,6 +62,34 @@ TEST(MatmulTest, MatchesReference) {
   }
 }
 
+// Transpose flags (set by fold-transpose): the operands are read transposed in place.
+TEST(MatmulTest, TransposeFlagsMatchReference) {
+  struct Case {
+    Shape a, b;
+    bool ta, tb;
+  };
+  const std::vector<Case> cases = {
+      {{13, 7}, {13, 5}, true, false},      {{7, 13}, {5, 13}, false, true},
+      {{13, 7}, {5, 13}, true, true},       {{784, 128}, {784, 256}, true, false},
+      {{128, 256}, {784, 256}, false, true}, {{3, 13, 7}, {13, 5}, true, false},
+      {{3, 7, 13}, {3, 5, 13}, false, true}, {{2, 1, 6, 4}, {3, 5, 6}, true, true},
+      {{4, 40}, {4, 3}, true, false},
+  };
+  unsigned seed = 100;
+  for (const Case& c : cases) {
+    for (DType dt : {DType::f32, DType::f64}) {
+      SCOPED_TRACE(c.a.to_string() + " x " + c.b.to_string() + (c.ta ? " T" : " N") +
+                   (c.tb ? "T" : "N"));
+      Attrs attrs;
+      if (c.ta) attrs["transpose_a"] = true;
+      if (c.tb) attrs["transpose_b"] = true;
+      expect_matches(Op::Matmul, attrs, {rnd(dt, c.a, seed), rnd(dt, c.b, seed + 1)},
+                     dt == DType::f32 ? kGemmTol : 1e-12);
+      seed += 2;
+    }
+  }
+}
+
 // The IR rejects 1-D matmul operands, but the kernel follows NumPy like the reference
 // kernel does: [k] x [k, n] gives what [1, k] x [k, n] gives, with the added axis dropped.
 TEST(MatmulTest, OneDOperandsArePromoted) {

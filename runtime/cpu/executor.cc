@@ -1,6 +1,8 @@
 #include "runtime/cpu/executor.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -217,7 +219,17 @@ Tensor Executor::input(int index) const {
 }
 
 Status Executor::run() {
-  for (const std::unique_ptr<Bound>& b : code_) WEFT_RETURN_IF_ERROR(b->run(*pool_));
+  if (profiling_) {
+    using Clock = std::chrono::steady_clock;
+    for (size_t i = 0; i < code_.size(); ++i) {
+      const auto start = Clock::now();
+      WEFT_RETURN_IF_ERROR(code_[i]->run(*pool_));
+      profile_ns_[i] += std::chrono::duration<double, std::nano>(Clock::now() - start).count();
+    }
+    ++profiled_steps_;
+  } else {
+    for (const std::unique_ptr<Bound>& b : code_) WEFT_RETURN_IF_ERROR(b->run(*pool_));
+  }
   size_t next = 0;
   for (const Update& u : program_.updates) {
     if (u.from.space != Space::input) continue;
@@ -236,6 +248,39 @@ Tensor Executor::output(int index) const {
   Tensor t(ref.type);
   std::memcpy(t.raw_data(), resolve(ref), t.bytes());
   return t;
+}
+
+void Executor::set_profiling(bool on) {
+  profiling_ = on;
+  profile_ns_.assign(code_.size(), 0.0);
+  profiled_steps_ = 0;
+}
+
+std::string Executor::profile_report(int top) const {
+  if (profiled_steps_ == 0) return "no profiled steps\n";
+  std::vector<size_t> order(code_.size());
+  double total = 0;
+  for (size_t i = 0; i < order.size(); ++i) {
+    order[i] = i;
+    total += profile_ns_[i];
+  }
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return profile_ns_[a] > profile_ns_[b]; });
+  char line[512];
+  std::snprintf(line, sizeof(line), "%lld steps, %.1f us per step in %zu invocations\n",
+                static_cast<long long>(profiled_steps_), total / 1e3 / profiled_steps_,
+                code_.size());
+  std::string out = line;
+  for (size_t k = 0; k < order.size() && static_cast<int>(k) < top; ++k) {
+    const size_t i = order[k];
+    const Invocation& inv = program_.code[i];
+    std::snprintf(line, sizeof(line), "  %8.1f us %5.1f%%  #%-4zu %-40s %s  %%%s\n",
+                  profile_ns_[i] / 1e3 / profiled_steps_, 100.0 * profile_ns_[i] / total, i,
+                  code_[i]->describe().c_str(), inv.results[0].type.to_string().c_str(),
+                  inv.label.c_str());
+    out += line;
+  }
+  return out;
 }
 
 std::string Executor::describe() const {

@@ -69,6 +69,11 @@ class Executor {
   int num_outputs() const { return static_cast<int>(program_.outputs.size()); }
   Tensor output(int index) const;
 
+  /// Per-invocation timing: while enabled, run() adds each invocation's wall time to a
+  /// table that profile_report() prints (the top invocations, their share of the step).
+  void set_profiling(bool on);
+  std::string profile_report(int top = 20) const;
+
   /// Invocations that run through the reference interpreter (no CPU kernel).
   int fallbacks() const { return fallbacks_; }
   /// One line per invocation: its kind and what it runs ("onednn sgemm 128x256x784").
@@ -88,6 +93,9 @@ class Executor {
   std::vector<std::unique_ptr<Bound>> code_;
   std::vector<std::unique_ptr<std::byte[], void (*)(std::byte*)>> snapshots_;
   int fallbacks_ = 0;
+  bool profiling_ = false;
+  int64_t profiled_steps_ = 0;
+  std::vector<double> profile_ns_;  ///< Per invocation, then the updates, summed over steps.
 };
 
 }  // namespace weft::cpu

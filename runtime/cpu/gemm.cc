@@ -140,6 +140,9 @@ class MatmulKernel final : public BoundKernel {
 
   std::string describe() const override {
     std::string s = std::is_same_v<T, float> ? "onednn sgemm " : "loop dgemm ";
+    if (plan_.trans_a || plan_.trans_b) {
+      s += std::string(plan_.trans_a ? "T" : "N") + (plan_.trans_b ? "T " : "N ");
+    }
     s += std::to_string(plan_.m) + "x" + std::to_string(plan_.n) + "x" + std::to_string(plan_.k);
     if (plan_.batch() > 1) s += " batch " + std::to_string(plan_.batch());
     return s;
@@ -187,7 +190,15 @@ KernelOr make_matmul_kernel(const LibraryCall& call, const std::vector<const voi
       ta.shape.rank() == 0 || tb.shape.rank() == 0) {
     return std::unique_ptr<BoundKernel>();
   }
+  const bool trans_a = call.node.bool_attr("transpose_a");
+  const bool trans_b = call.node.bool_attr("transpose_b");
+  if ((trans_a && ta.shape.rank() < 2) || (trans_b && tb.shape.rank() < 2)) {
+    return std::unique_ptr<BoundKernel>();
+  }
+  // ad and bd are the operands as multiplied (op(a), op(b)).
   std::vector<int64_t> ad = ta.shape.dims, bd = tb.shape.dims;
+  if (trans_a) std::swap(ad[ad.size() - 2], ad[ad.size() - 1]);
+  if (trans_b) std::swap(bd[bd.size() - 2], bd[bd.size() - 1]);
   if (ad.size() == 1) ad.insert(ad.begin(), 1);
   if (bd.size() == 1) bd.push_back(1);
   const int64_t m = ad[ad.size() - 2], k = ad.back(), n = bd.back();
@@ -203,13 +214,13 @@ KernelOr make_matmul_kernel(const LibraryCall& call, const std::vector<const voi
   }
   WEFT_CHECK(call.result_type.numel() == batch->numel() * m * n,
              "matmul: result type does not match the operands");
-  GemmPlan plan = GemmPlan::single(m, n, k);
+  GemmPlan plan = GemmPlan::single(m, n, k, trans_a, trans_b);
   const std::vector<int64_t> ea = broadcast_entries(a_batch, *batch);
   const std::vector<int64_t> eb = broadcast_entries(b_batch, *batch);
   const bool b_shared = std::all_of(eb.begin(), eb.end(), [](int64_t e) { return e == 0; });
   bool a_dense = true;
   for (size_t i = 0; i < ea.size(); ++i) a_dense = a_dense && ea[i] == static_cast<int64_t>(i);
-  if (b_shared && a_dense) {
+  if (b_shared && a_dense && !trans_a) {
     // [..., m, k] x [k, n]: the batch folds into the rows of one GEMM.
     plan.m = batch->numel() * m;
     plan.c_stride = plan.m * n;

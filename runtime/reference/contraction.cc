@@ -6,6 +6,8 @@
 #include <limits>
 
 #include "ir/checked_math.h"
+#include <cstring>
+
 #include "runtime/reference/kernels.h"
 
 namespace weft::reference {
@@ -15,7 +17,42 @@ using Inputs = std::vector<const Tensor*>;
 
 // ---- matmul ----
 
+// The tensor with its last two dimensions swapped (a copy).
+Tensor transpose_last2(const Tensor& t) {
+  std::vector<int64_t> dims = t.shape().dims;
+  const int r = t.rank();
+  const int64_t rows = dims[r - 2], cols = dims[r - 1];
+  std::swap(dims[r - 2], dims[r - 1]);
+  Tensor out(Type{t.dtype(), Shape(dims)});
+  const int64_t size = dtype_size(t.dtype()), plane = rows * cols;
+  const auto* src = static_cast<const std::byte*>(t.raw_data());
+  auto* dst = static_cast<std::byte*>(out.raw_data());
+  for (int64_t b = 0; b * plane < t.numel(); ++b) {
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t j = 0; j < cols; ++j) {
+        std::memcpy(dst + ((b * plane) + j * rows + i) * size,
+                    src + ((b * plane) + i * cols + j) * size, size);
+      }
+    }
+  }
+  return out;
+}
+
 Status matmul(const Node& node, const Inputs& in, Tensor& out) {
+  // Transpose flags: multiply explicitly transposed copies (the flags never change the
+  // arithmetic, only where operands are read from).
+  const bool ta = node.bool_attr("transpose_a"), tb = node.bool_attr("transpose_b");
+  if ((ta && in[0]->rank() < 2) || (tb && in[1]->rank() < 2)) {
+    return node_error(node, "a transposed operand needs rank >= 2");
+  }
+  if (ta || tb) {
+    Node plain = node;
+    plain.attrs.erase("transpose_a");
+    plain.attrs.erase("transpose_b");
+    Tensor a = ta ? transpose_last2(*in[0]) : *in[0];
+    Tensor b = tb ? transpose_last2(*in[1]) : *in[1];
+    return matmul(plain, {&a, &b}, out);
+  }
   const Tensor& a = *in[0];
   const Tensor& b = *in[1];
   if (a.dtype() != b.dtype() || a.rank() == 0 || b.rank() == 0) {

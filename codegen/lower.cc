@@ -1,5 +1,6 @@
 #include "codegen/lower.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "codegen/kernel_compiler.h"
@@ -10,6 +11,37 @@
 
 namespace weft::codegen {
 
+std::vector<bool> updates_in_place(const Graph& g) {
+  const int n = static_cast<int>(g.nodes().size());
+  std::vector<bool> external(g.num_values(), false);
+  std::vector<int> last_reader(g.num_values(), -1);  // excluding assigns
+  std::vector<int> assigned(g.num_values(), 0);
+  for (int i = 0; i < n; ++i) {
+    const Node& node = g.node(i);
+    if (node.op == Op::Assign) {
+      ++assigned[node.operands[1]];
+      continue;
+    }
+    for (ValueId v : node.operands) last_reader[v] = std::max(last_reader[v], i);
+  }
+  for (ValueId v : g.outputs()) last_reader[v] = n;
+  for (const Node& node : g.nodes()) {
+    if (node.op != Op::Assign) continue;
+    const ValueId target = node.operands[0], value = node.operands[1];
+    const int producer = g.value(value).node;
+    if (producer < 0 || assigned[value] != 1 || g.type(value) != g.type(target)) continue;
+    const Node& p = g.node(producer);
+    bool reads_target = false;
+    for (ValueId o : p.operands) reads_target = reads_target || o == target;
+    // The producer may read the target only element by element (it then writes each
+    // element after reading it); every other reader must come before it.
+    if (reads_target && !may_take_over_operand(p)) continue;
+    if (last_reader[target] > producer) continue;
+    external[value] = true;
+  }
+  return external;
+}
+
 StatusOr<Program> build_program(const Graph& g, const MemoryPlan& plan) {
   Program p;
   p.name = g.name();
@@ -19,10 +51,19 @@ StatusOr<Program> build_program(const Graph& g, const MemoryPlan& plan) {
   for (const Input& in : g.inputs()) {
     p.inputs.push_back({g.value(in.value).name, g.type(in.value), in.kind});
   }
+  // Values written straight into the buffer of the input they are assigned to.
+  std::unordered_map<ValueId, int> written_to;
+  for (const Node& n : g.nodes()) {
+    const ValueId v = n.op == Op::Assign ? n.operands[1] : kNoValue;
+    if (v != kNoValue && v < static_cast<ValueId>(plan.external.size()) && plan.external[v]) {
+      written_to[v] = g.input_index(n.operands[0]);
+    }
+  }
   auto ref = [&](ValueId v) {
     BufferRef r;
     r.type = g.type(v);
-    const int input = g.input_index(v);
+    auto in_place = written_to.find(v);
+    const int input = in_place != written_to.end() ? in_place->second : g.input_index(v);
     if (input >= 0) {
       r.space = Space::input;
       r.input = input;
@@ -36,7 +77,9 @@ StatusOr<Program> build_program(const Graph& g, const MemoryPlan& plan) {
   std::unordered_map<std::string, int> kernel_by_key;
   for (const Node& n : g.nodes()) {
     if (n.op == Op::Assign) {
-      p.updates.push_back({g.input_index(n.operands[0]), ref(n.operands[1])});
+      Update u{g.input_index(n.operands[0]), ref(n.operands[1])};
+      // A value already written into its target's buffer needs no copy.
+      if (u.from.space != Space::input || u.from.input != u.input) p.updates.push_back(u);
       continue;
     }
     Invocation inv;
@@ -84,7 +127,9 @@ StatusOr<Lowering> lower_to_program(Graph g, const LowerOptions& options) {
     ScheduleMemoryPass pass;
     WEFT_RETURN_IF_ERROR(pass.run(g).status());
   }
-  WEFT_ASSIGN_OR_RETURN(MemoryPlan plan, plan_memory(g, options.plan));
+  PlanOptions plan_options = options.plan;
+  if (options.update_in_place) plan_options.external = updates_in_place(g);
+  WEFT_ASSIGN_OR_RETURN(MemoryPlan plan, plan_memory(g, plan_options));
   WEFT_ASSIGN_OR_RETURN(Program program, build_program(g, plan));
   return Lowering{std::move(g), std::move(plan), std::move(program)};
 }

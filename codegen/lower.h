@@ -6,6 +6,8 @@
 //   fold-transpose     matmul operands transposed in their last two dims -> GEMM flags
 //   fuse-elementwise   elementwise chains -> `fused` kernels (what codegen supports)
 //   schedule-memory    a topological order with a low peak of live bytes
+//   updates in place   a parameter's new value is written straight into the
+//                      parameter's buffer when nothing reads the old value afterwards
 //   plan_memory        one arena, fixed offsets, in-place reuse, several greedy orders
 //   build_program      one invocation per node: `fused` -> a generated kernel (bodies
 //                      with the same structure share one), `assign` -> an update,
@@ -29,6 +31,9 @@ namespace weft::codegen {
 struct LowerOptions {
   bool fuse = true;
   bool schedule = true;
+  /// Write assigned values into their param/state buffers where that is safe (see
+  /// updates_in_place) instead of copying them there after the step.
+  bool update_in_place = true;
   PlanOptions plan;
   /// Which nodes go into generated kernels; default: KernelCompiler::supports.
   std::function<bool(const Graph& g, const Node& node)> fusible;
@@ -42,6 +47,13 @@ struct Lowering {
 
 /// Fuses, schedules, plans and lowers `g` (taken by value: it is rewritten).
 StatusOr<Lowering> lower_to_program(Graph g, const LowerOptions& options = {});
+
+/// By ValueId: the assigned values that can be computed straight into their target's
+/// buffer. assign(%t, %v) qualifies when %v is assigned once, has %t's type, its producer
+/// reads %t only element by element (an elementwise or fused elementwise node) if at all,
+/// and every other reader of %t comes before that producer (the runtime applies
+/// updates after the step; this keeps every read of %t seeing the old value).
+std::vector<bool> updates_in_place(const Graph& g);
 
 /// The last step alone: one invocation per node of `g` with buffers from `plan`.
 StatusOr<Program> build_program(const Graph& g, const MemoryPlan& plan);

@@ -25,6 +25,21 @@ TEST(FoldTransposeTest, FlagsReplaceTransposes) {
 )");
 }
 
+TEST(FoldTransposeTest, TransposedProductsSwapTheirOperands) {
+  FoldTransposePass pass;
+  EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%x: f32[8,4], %g: f32[8,3]) {
+  %xt = transpose(%x) {perm=[1,0]} : f32[4,8]
+  %gw = matmul(%xt, %g) : f32[4,3]
+  %w = transpose(%gw) {perm=[1,0]} : f32[3,4]
+  return %w
+})"),
+            R"(graph @f(%x: f32[8,4], %g: f32[8,3]) -> (f32[3,4]) {
+  %w = matmul(%g, %x) {transpose_a=true} : f32[3,4]
+  return %w
+}
+)");
+}
+
 TEST(FoldTransposeTest, OnlyTheLastTwoDimensions) {
   FoldTransposePass pass;
   EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%x: f32[2,3,4], %w: f32[3,4,3]) {

@@ -24,7 +24,8 @@ int64_t round_up(int64_t bytes, int64_t alignment) {
   return (bytes + alignment - 1) / alignment * alignment;
 }
 
-StatusOr<Lifetimes> lifetimes(const Graph& g, int64_t alignment) {
+StatusOr<Lifetimes> lifetimes(const Graph& g, int64_t alignment,
+                              const std::vector<bool>& external) {
   const int n = static_cast<int>(g.nodes().size());
   Lifetimes l;
   l.def.assign(g.num_values(), -1);
@@ -33,6 +34,7 @@ StatusOr<Lifetimes> lifetimes(const Graph& g, int64_t alignment) {
   for (int i = 0; i < n; ++i) {
     const Node& node = g.node(i);
     for (ValueId r : node.results) {
+      if (r < static_cast<int>(external.size()) && external[r]) continue;
       const auto& type = g.value(r).type;
       if (!type) {
         return Error{"memory planning: %" + g.value(r).name +
@@ -120,18 +122,20 @@ StatusOr<MemoryPlan> plan_memory(const Graph& g, const PlanOptions& options) {
     return Error{"memory planning: alignment " + std::to_string(options.alignment) +
                  " is not a positive power of two"};
   }
-  StatusOr<Lifetimes> lt = lifetimes(g, options.alignment);
+  StatusOr<Lifetimes> lt = lifetimes(g, options.alignment, options.external);
   if (!lt.ok()) return lt.error();
   const Lifetimes& l = *lt;
   const int n = static_cast<int>(g.nodes().size());
 
   MemoryPlan plan;
   plan.alignment = options.alignment;
+  plan.external = options.external;
   std::vector<int> buffer_of(g.num_values(), -1);
   std::vector<Buffer> buffers;
   for (int i = 0; i < n; ++i) {
     const Node& node = g.node(i);
     for (ValueId r : node.results) {
+      if (l.def[r] < 0) continue;  // external
       ++plan.num_intermediates;
       plan.naive_bytes += l.size[r];
       int shared = -1;
@@ -200,7 +204,7 @@ StatusOr<MemoryPlan> plan_memory(const Graph& g, const PlanOptions& options) {
 
 Status verify_plan(const Graph& g, const MemoryPlan& plan) {
   if (plan.alignment <= 0) return Error{"verify_plan: alignment must be positive"};
-  StatusOr<Lifetimes> lt = lifetimes(g, plan.alignment);
+  StatusOr<Lifetimes> lt = lifetimes(g, plan.alignment, plan.external);
   if (!lt.ok()) return lt.status();
   const Lifetimes& l = *lt;
   if (static_cast<int>(plan.offset.size()) != g.num_values()) {

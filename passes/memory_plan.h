@@ -50,6 +50,10 @@ struct PlanOptions {
   int64_t alignment = 64;
   /// Let elementwise nodes take over a dying operand's buffer.
   bool in_place = true;
+  /// By ValueId (may be shorter than the value count): node results that live outside
+  /// the arena, as graph inputs do (the CPU lowering writes a parameter's new value
+  /// straight into the parameter's own buffer).
+  std::vector<bool> external;
 };
 
 struct MemoryPlan {
@@ -68,6 +72,7 @@ struct MemoryPlan {
   std::string strategy;
   int64_t alignment = 64;
   int num_intermediates = 0;
+  std::vector<bool> external;  ///< PlanOptions::external, for verify_plan.
 
   /// lower_bound_bytes / arena_bytes; 1 for an empty arena.
   double efficiency() const;

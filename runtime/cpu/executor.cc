@@ -267,9 +267,11 @@ std::string Executor::profile_report(int top) const {
   std::sort(order.begin(), order.end(),
             [&](size_t a, size_t b) { return profile_ns_[a] > profile_ns_[b]; });
   char line[512];
-  std::snprintf(line, sizeof(line), "%lld steps, %.1f us per step in %zu invocations\n",
+  std::snprintf(line, sizeof(line),
+                "%lld steps, %.1f us per step in %zu invocations (%d on the reference "
+                "interpreter), then %zu updates copied\n",
                 static_cast<long long>(profiled_steps_), total / 1e3 / profiled_steps_,
-                code_.size());
+                code_.size(), fallbacks_, program_.updates.size());
   std::string out = line;
   for (size_t k = 0; k < order.size() && static_cast<int>(k) < top; ++k) {
     const size_t i = order[k];

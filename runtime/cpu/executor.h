@@ -72,7 +72,7 @@ class Executor {
   /// Per-invocation timing: while enabled, run() adds each invocation's wall time to a
   /// table that profile_report() prints (the top invocations, their share of the step).
   void set_profiling(bool on);
-  std::string profile_report(int top = 20) const;
+  std::string profile_report(int top = 25) const;
 
   /// Invocations that run through the reference interpreter (no CPU kernel).
   int fallbacks() const { return fallbacks_; }

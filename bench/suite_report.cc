@@ -146,8 +146,8 @@ std::string format_table(const std::vector<ModelResult>& results) {
       "weft peak, PyTorch peak: the process's peak RSS increase (VmHWM at the end minus VmRSS "
       "before the model is built), the largest over rounds.\n"
       "weft planned: parameters + gradients + optimizer state + the intermediates weft accounts "
-      "for. arena / lower bound: weft's planned arena and its lower bound (— until the compiled "
-      "CPU backend plans memory).\n";
+      "for. arena / lower bound: the compiled step's planned arena and its lower bound (the "
+      "most intermediate bytes live at any point of its schedule).\n";
   return out;
 }
 

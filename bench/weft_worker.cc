@@ -13,8 +13,8 @@
 //       Prints each model's trainable parameter count.
 //
 // Defaults: 3 warm-up and 20 measured epochs; at the cpu preset 1 and 5. Timed runs at
-// the paper preset are declined unless --allow-paper: weft's only backend so far is the
-// reference interpreter on the CPU.
+// the paper preset are declined unless --allow-paper: weft's backends so far run on the
+// CPU. --profile prints the compiled step's per-kernel times after the warm-up.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -191,8 +191,8 @@ int run(const cli::Args& args) {
   }
   if (*preset == Preset::paper && !args.has("allow-paper")) {
     return fail(
-        Error{"the paper preset is meant for GPU backends and weft's only backend is the "
-              "reference interpreter; use --preset=cpu (or --allow-paper to run it anyway)"});
+        Error{"the paper preset is meant for GPU backends and weft's backends run on the "
+              "CPU; use --preset=cpu (or --allow-paper to run it anyway)"});
   }
   const bool cpu = *preset == Preset::cpu;
   const int epochs = std::stoi(args.get("epochs", cpu ? "5" : "20"));
@@ -248,7 +248,11 @@ int run(const cli::Args& args) {
   for (const auto& g : st.gemm_shapes) gemms.push_back({g[0], g[1], g[2], g[3]});
   json out = {{"model", m->name},
               {"framework", "weft"},
-              {"config", "reference interpreter, 1 thread"},
+              {"config", trainer->step_executor()
+                             ? "compiled cpu, " +
+                                   std::to_string(trainer->step_executor()->pool().num_threads()) +
+                                   " threads"
+                             : std::string("reference interpreter, 1 thread")},
               {"preset", to_string(*preset)},
               {"init", random_init ? "random" : "file"},
               {"steps_per_epoch", steps_per_epoch},
@@ -261,8 +265,13 @@ int run(const cli::Args& args) {
               {"peak_rss_increase_bytes",
                peak >= 0 && rss_before >= 0 ? json(peak - rss_before) : json(nullptr)},
               {"planned_bytes", st.planned_bytes},
-              {"arena_bytes", nullptr},
-              {"arena_lower_bound_bytes", nullptr},
+              {"arena_bytes", trainer->step_executor()
+                                  ? json(trainer->step_executor()->program().arena_bytes)
+                                  : json(nullptr)},
+              {"arena_lower_bound_bytes",
+               trainer->step_executor()
+                   ? json(trainer->step_executor()->program().lower_bound_bytes)
+                   : json(nullptr)},
               {"matmul_flops", st.matmul_flops},
               {"gemm_shapes", gemms},
               {"state_bytes", st.state_bytes}};

@@ -19,7 +19,8 @@ namespace {
 [[noreturn]] void usage(const std::string& problem, bool allow_bn) {
   std::fprintf(stderr,
                "%s\nusage: [--epochs=N] [--batch=B] [--lr=X] [--seed=S] [--backend=NAME]\n"
-               "       [--checkpoint-out=PATH] [--resume=PATH] [--data=DIR] [--max-steps=N]%s\n",
+               "       [--checkpoint-out=PATH] [--resume=PATH] [--data=DIR] [--max-steps=N]\n"
+               "       [--profile]%s\n",
                problem.c_str(), allow_bn ? " [--bn]" : "");
   std::exit(1);
 }
@@ -95,6 +96,7 @@ void parse_flags(int argc, char** argv, RunConfig& c, bool allow_bn) {
     else if (flag == "--resume") c.resume = cli::resolve_path(value);
     else if (flag == "--data") c.data = cli::resolve_path(value);
     else if (flag == "--bn" && allow_bn && eq == std::string::npos) c.bn = true;
+    else if (flag == "--profile" && eq == std::string::npos) c.profile = true;
     else usage("unknown flag '" + a + "'", allow_bn);
   }
   if (c.checkpoint_out.empty()) c.checkpoint_out = cli::resolve_path(c.name + ".safetensors");
@@ -138,6 +140,10 @@ int train(const FlowPtr& net, const RunConfig& c) {
               c.name.c_str(), static_cast<long long>(trainer->model().parameter_count()), c.lr,
               c.batch, static_cast<long long>(per_epoch), c.backend.c_str());
   const bool terminal = isatty(fileno(stdout));
+  if (c.profile) {
+    if (!trainer->step_executor()) return fail(Error{"--profile needs --backend=cpu"});
+    trainer->step_executor()->set_profiling(true);
+  }
   int64_t start_epoch = trainer->steps() / per_epoch, start_step = trainer->steps() % per_epoch;
   for (int64_t epoch = start_epoch; epoch < c.epochs; ++epoch) {
     auto epoch_start = std::chrono::steady_clock::now();
@@ -161,6 +167,10 @@ int train(const FlowPtr& net, const RunConfig& c) {
       }
     }
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
+    if (c.profile && trainer->step_executor()) {
+      std::printf("%s", trainer->step_executor()->profile_report().c_str());
+      trainer->step_executor()->set_profiling(true);
+    }
     StatusOr<double> accuracy = test_accuracy(*trainer, *data);
     if (!accuracy.ok()) return fail(accuracy.error());
     std::printf("%sepoch %lld/%d: mean loss %.4f, %.1f s (%.2f min), test accuracy: %.4f\n",

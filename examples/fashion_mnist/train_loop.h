@@ -4,6 +4,7 @@
 //
 // Flags: --epochs=N --batch=B --lr=X --seed=S --backend=NAME --checkpoint-out=PATH
 //        --resume=PATH --data=DIR --max-steps=N (per epoch, for quick runs)
+//        --profile (cpu backend: per-kernel times of the training step after each epoch)
 
 #include <functional>
 #include <string>
@@ -26,6 +27,7 @@ struct RunConfig {
   std::string data = kFashionMnistDirectory;
   int max_steps = 0;
   bool bn = false;                 ///< cnn: with batch norm
+  bool profile = false;
 };
 
 /// Parses the flags above (plus `--bn` when `allow_bn`) into `config`; exits with a

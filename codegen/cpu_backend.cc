@@ -28,8 +28,11 @@ StatusOr<reference::RunResult> run_on_cpu(const Graph& g, const std::vector<Tens
   WEFT_RETURN_IF_ERROR(ex->run());
   reference::RunResult r;
   for (int i = 0; i < ex->num_outputs(); ++i) r.outputs.push_back(ex->output(i));
+  // Assigned inputs, from the graph: updates written in place have no Update entry.
   std::vector<bool> updated(inputs.size(), false);
-  for (const Update& u : ex->program().updates) updated[u.input] = true;
+  for (const Node& n : g.nodes()) {
+    if (n.op == Op::Assign) updated[g.input_index(n.operands[0])] = true;
+  }
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (updated[i]) r.updated.emplace_back(ex->program().inputs[i].name, ex->input(static_cast<int>(i)));
   }

@@ -124,6 +124,23 @@ TEST(LowerTest, RunOnCpuMatchesTheReference) {
   EXPECT_EQ(bad.error().to_string(), reference::run(g, inputs).error().to_string());
 }
 
+TEST(LowerTest, RunOnCpuReportsUpdatesWrittenInPlace) {
+  Graph g = parse(R"(graph @f(%w: f32[3] {param}, %g: f32[3]) {
+  %w1 = sub(%w, %g)
+  assign(%w, %w1)
+  %s = sum(%w)
+  return %s
+})");
+  std::vector<Tensor> inputs = {Tensor::from_vector<float>({3}, {1, 2, 3}),
+                                Tensor::from_vector<float>({3}, {0.5f, 0.5f, 0.5f})};
+  auto cpu = run_on_cpu(g, inputs);
+  ASSERT_TRUE(cpu.ok()) << cpu.error().to_string();
+  EXPECT_EQ(cpu->outputs[0].get_double(0), 6.0);  // the old value: sum runs before the update
+  ASSERT_EQ(cpu->updated.size(), 1u);
+  EXPECT_EQ(cpu->updated[0].first, "w");
+  EXPECT_EQ(cpu->updated[0].second, Tensor::from_vector<float>({3}, {0.5f, 1.5f, 2.5f}));
+}
+
 TEST(LowerTest, WrongInputTypesAreNamed) {
   Graph g = parse("graph @f(%x: f32[3]) {\n  %y = neg(%x)\n  return %y\n}");
   auto r = run_on_cpu(g, {Tensor(Type{DType::f32, {4}})});

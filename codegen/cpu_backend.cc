@@ -1,12 +1,25 @@
 #include "codegen/cpu_backend.h"
 
+#include <cstdlib>
+#include <fstream>
+
 #include "codegen/kernel_compiler.h"
+#include "ir/text.h"
 
 namespace weft::codegen {
 
 StatusOr<std::unique_ptr<cpu::Executor>> compile_for_cpu(const Graph& g,
                                                          const CpuOptions& options) {
   WEFT_ASSIGN_OR_RETURN(Lowering lowering, lower_to_program(g, options.lower));
+  if (const char* dir = std::getenv("WEFT_DUMP_PROGRAM")) {
+    // Debugging aid: the Program and every generated kernel's body, one file per program.
+    std::string text = lowering.program.to_string();
+    for (const GeneratedKernel& k : lowering.program.kernels) {
+      text += "\nkernel " + k.name + " (" + std::to_string(k.rows) + " rows of " +
+              std::to_string(k.row_length) + ")\n" + print_graph(k.body, {.locations = false});
+    }
+    std::ofstream(std::string(dir) + "/" + lowering.program.name + ".program.txt") << text;
+  }
   std::vector<GeneratedFn> fns;
   for (const GeneratedKernel& k : lowering.program.kernels) {
     WEFT_ASSIGN_OR_RETURN(const CompiledKernel* compiled, KernelCompiler::global().compile(k.body));

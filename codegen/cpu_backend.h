@@ -25,6 +25,8 @@ struct CpuOptions {
 };
 
 /// Lowers `g` (verified and type-inferred), compiles its kernels and binds an executor.
+/// With $WEFT_DUMP_PROGRAM=DIR it also writes DIR/NAME.program.txt: the Program listing
+/// and every generated kernel's body.
 StatusOr<std::unique_ptr<cpu::Executor>> compile_for_cpu(const Graph& g,
                                                          const CpuOptions& options = {});
 

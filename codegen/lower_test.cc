@@ -141,6 +141,32 @@ TEST(LowerTest, RunOnCpuReportsUpdatesWrittenInPlace) {
   EXPECT_EQ(cpu->updated[0].second, Tensor::from_vector<float>({3}, {0.5f, 1.5f, 2.5f}));
 }
 
+// Ops with no CPU kernel for their dtypes (f16 here) run through the reference
+// interpreter, one invocation at a time, and the executor counts them.
+TEST(LowerTest, OpsWithoutACpuKernelFallBackToTheReference) {
+  Graph g = parse(R"(graph @f(%x: f16[4,8], %y: f32[8,3]) {
+  %e = exp(%x)
+  %s = sum(%e) {axes=[0]}
+  %c = cast(%s) {dtype=f32}
+  %r = reshape(%c) {shape=[1,8]}
+  %m = matmul(%r, %y)
+  return %m
+})");
+  std::mt19937_64 rng(5);
+  std::vector<Tensor> inputs = {testing::random_tensor(g.type(g.inputs()[0].value), rng, -1, 1),
+                                testing::random_tensor(g.type(g.inputs()[1].value), rng, -1, 1)};
+  StatusOr<std::unique_ptr<cpu::Executor>> ex = compile_for_cpu(g);
+  ASSERT_TRUE(ex.ok()) << ex.error().to_string();
+  EXPECT_EQ((*ex)->fallbacks(), 3);  // exp, sum and cast on f16
+  EXPECT_NE((*ex)->describe().find("reference exp (no CPU kernel)"), std::string::npos)
+      << (*ex)->describe();
+  auto cpu = run_on_cpu(g, inputs);
+  auto ref = reference::run(g, inputs);
+  ASSERT_TRUE(cpu.ok() && ref.ok());
+  std::string why;
+  EXPECT_TRUE(all_close(cpu->outputs[0], ref->outputs[0], 1e-6, &why)) << why;
+}
+
 TEST(LowerTest, WrongInputTypesAreNamed) {
   Graph g = parse("graph @f(%x: f32[3]) {\n  %y = neg(%x)\n  return %y\n}");
   auto r = run_on_cpu(g, {Tensor(Type{DType::f32, {4}})});

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <random>
+#include <tuple>
 
 #include "frontend/modules.h"
 #include "frontend/training.h"
@@ -77,13 +78,16 @@ Tensor random(const Type& t, std::mt19937& rng, int64_t classes) {
   return x;
 }
 
-class BackendsMatch : public ::testing::TestWithParam<int> {};
+// (model, thread count): every model on one thread and on two.
+class BackendsMatch : public ::testing::TestWithParam<std::tuple<int, int>> {};
 
 TEST_P(BackendsMatch, TwentyStepsOfLosses) {
-  const Case c = cases()[GetParam()];
+  const Case c = cases()[std::get<0>(GetParam())];
+  const int threads = std::get<1>(GetParam());
   auto net = c.net();
   ASSERT_TRUE(net.ok()) << net.error().to_string();
-  auto cpu = Trainer::compile(*net, c.inputs, c.loss, c.optimizer, {.seed = 5, .backend = "cpu"});
+  auto cpu = Trainer::compile(*net, c.inputs, c.loss, c.optimizer,
+                              {.seed = 5, .backend = "cpu", .num_threads = threads});
   auto ref = Trainer::compile(*net, c.inputs, c.loss, c.optimizer,
                               {.seed = 5, .backend = "reference"});
   ASSERT_TRUE(cpu.ok()) << cpu.error().to_string();
@@ -120,9 +124,11 @@ TEST_P(BackendsMatch, TwentyStepsOfLosses) {
   EXPECT_TRUE(all_close((*ea)[0], (*eb)[0], 1e-4, &why)) << why;
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, BackendsMatch, ::testing::Range(0, 4),
-                         [](const ::testing::TestParamInfo<int>& info) {
-                           return cases()[info.param].name;
+INSTANTIATE_TEST_SUITE_P(Models, BackendsMatch,
+                         ::testing::Combine(::testing::Range(0, 4), ::testing::Values(1, 2)),
+                         [](const ::testing::TestParamInfo<std::tuple<int, int>>& info) {
+                           return cases()[std::get<0>(info.param)].name + "_" +
+                                  std::to_string(std::get<1>(info.param)) + "_threads";
                          });
 
 }  // namespace

@@ -298,6 +298,14 @@ std::vector<PoolCase> pool_cases() {
       {{2, 3, 9, 11}, {{"kernel", IntList{3, 3}}, {"stride", IntList{2, 2}}, {"padding", IntList{1, 1}}}},
       {{2, 2, 8, 7}, {{"kernel", IntList{2, 3}}, {"stride", IntList{1, 2}}, {"padding", IntList{1, 0}}}},
       {{1, 5, 6, 6}, {{"kernel", IntList{3, 3}}, {"stride", IntList{3, 1}}}},
+      // The 2x2 stride-2 fast path: widths that fill whole vectors and leave tails, odd
+      // heights and widths (a last row or column no window reads).
+      {{2, 3, 32, 32}, {{"kernel", IntList{2, 2}}}},
+      {{1, 2, 6, 40}, {{"kernel", IntList{2, 2}}, {"stride", IntList{2, 2}}}},
+      {{2, 3, 9, 7}, {{"kernel", IntList{2, 2}}}},
+      // 2x2 windows that overlap or are padded take the general path.
+      {{1, 2, 7, 9}, {{"kernel", IntList{2, 2}}, {"stride", IntList{1, 1}}}},
+      {{1, 2, 7, 9}, {{"kernel", IntList{2, 2}}, {"padding", IntList{1, 1}}}},
   };
 }
 
@@ -338,6 +346,49 @@ TEST(PoolTest, NanIsTheMaximum) {
   const Attrs attrs = {{"kernel", IntList{2, 2}}};
   expect_matches(Op::MaxPool2d, attrs, {x}, 0);
   expect_matches(Op::MaxPool2dBackward, attrs, {x, rnd(DType::f32, {1, 1, 2, 2}, 6)}, 0);
+}
+
+// The kernel's result has the reference's exact bytes (all_close with tolerance 0 would
+// accept -0 for +0), with 1 and 2 threads.
+void expect_bitwise(Op op, const Attrs& attrs, const std::vector<Tensor>& inputs) {
+  for (int threads : {1, 2}) {
+    const testing::Comparison c = run_both(op, attrs, inputs, threads);
+    ASSERT_TRUE(c.has_kernel && c.cpu_status.ok() && c.reference_status.ok()) << op_name(op);
+    EXPECT_TRUE(c.cpu == c.reference) << op_name(op) << " with " << threads << " threads";
+  }
+}
+
+// Windows full of the cases the first-maximum rule decides: NaNs at every position
+// (the first NaN wins), ties, +0 against -0, infinities, and gradients of -0 (the
+// reference's 0 + g makes them +0).
+TEST(PoolTest, SpecialValuesMatchReferenceBitwise) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  const std::vector<double> specials = {nan, 1.0, 1.0, -0.0, 0.0, -inf, inf, -1.0, nan, 2.0};
+  const std::vector<Attrs> windows = {
+      {{"kernel", IntList{2, 2}}},
+      {{"kernel", IntList{3, 3}}, {"stride", IntList{2, 2}}, {"padding", IntList{1, 1}}},
+      {{"kernel", IntList{2, 2}}, {"stride", IntList{1, 1}}},
+  };
+  for (DType dt : {DType::f32, DType::f64}) {
+    for (const Attrs& attrs : windows) {
+      for (unsigned seed = 1; seed <= 4; ++seed) {
+        SCOPED_TRACE(std::string(dtype_name(dt)) + " seed " + std::to_string(seed));
+        const Shape shape{2, 2, 10, 36};
+        Tensor x = random_tensor({dt, shape}, seed, 0, static_cast<double>(specials.size()));
+        const std::vector<double> picks = x.to_doubles();
+        for (int64_t i = 0; i < x.numel(); ++i) {
+          x.set_double(i, specials[static_cast<size_t>(picks[i])]);
+        }
+        PoolCase c{shape, attrs};
+        Tensor gy = rnd(dt, pool_out(c), seed + 10);
+        for (int64_t i = 0; i < gy.numel(); i += 3) gy.set_double(i, -0.0);
+        const Tensor g = rnd(dt, shape, seed + 20);
+        expect_bitwise(Op::MaxPool2d, attrs, {x});
+        expect_bitwise(Op::MaxPool2dBackward, attrs, {x, gy});
+        expect_bitwise(Op::MaxPool2dSelect, attrs, {x, g});
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 // and elements in the reference's order (runtime/reference/contraction.cc), so results
 // are exactly the reference's: the same first maximum (NaN counts as the maximum), the
 // same f64 window sums for avg_pool2d and the same accumulation order in the gradients.
+// The common 2x2, stride-2, unpadded max pooling has its own branch-free row loops that
+// the compiler vectorizes; the maximum is found with `!(v <= b)` compares, not isnan.
 
 #include <cmath>
 #include <limits>
@@ -29,19 +31,49 @@ inline void for_window(const PoolGeometry& g, int64_t oy, int64_t ox, F&& f) {
   }
 }
 
+// Whether v replaces the running first maximum b: v is larger or NaN, and b is not NaN.
+// `!(v <= b)` is "v > b or v is NaN"; together with `b == b` it is the reference's
+// `!isnan(b) && (v > b || isnan(v))` in two compares that vectorize.
+template <typename T>
+inline bool replaces(T v, T b) {
+  return b == b && !(v <= b);
+}
+
 // Index in the plane of the window's first maximum (NaN wins); -1 for padding only.
 template <typename T>
 inline int64_t window_argmax(const PoolGeometry& g, const T* plane, int64_t oy, int64_t ox) {
-  int64_t best = -1;
-  T b{};
-  for_window(g, oy, ox, [&](int64_t y, int64_t x) {
-    const T v = plane[y * g.w + x];
-    if (best < 0 || (!std::isnan(b) && (v > b || std::isnan(v)))) {
-      best = y * g.w + x;
-      b = v;
+  const int64_t y0 = oy * g.sh - g.ph, x0 = ox * g.sw - g.pw;
+  const int64_t ya = std::max<int64_t>(y0, 0), yb = std::min(y0 + g.kh, g.h);
+  const int64_t xa = std::max<int64_t>(x0, 0), xb = std::min(x0 + g.kw, g.w);
+  if (ya >= yb || xa >= xb) return -1;
+  int64_t best = ya * g.w + xa;
+  T b = plane[best];
+  for (int64_t y = ya; y < yb; ++y) {
+    const T* row = plane + y * g.w;
+    for (int64_t x = y == ya ? xa + 1 : xa; x < xb; ++x) {
+      if (replaces(row[x], b)) {
+        best = y * g.w + x;
+        b = row[x];
+      }
     }
-  });
+  }
   return best;
+}
+
+// The first maximum of the 2x2 window (a, b / c, d), row-major; NaN wins.
+template <typename T>
+inline T max_2x2(T a, T b, T c, T d) {
+  T m = replaces(b, a) ? b : a;
+  m = replaces(c, m) ? c : m;
+  return replaces(d, m) ? d : m;
+}
+
+// Whether v is the value max_2x2 returned as m. The first maximum is the first element
+// that compares equal to m (no earlier one does, or it would have been kept), or, when
+// m is NaN, the first NaN. (These selects vectorize where index arithmetic would not.)
+template <typename T>
+inline bool is_max(T v, T m) {
+  return v == m || v != v;
 }
 
 enum class PoolOp { kMax, kAvg, kMaxBackward, kAvgBackward, kMaxSelect };
@@ -71,9 +103,95 @@ class PoolKernel final : public BoundKernel {
   }
 
  private:
+  // max_pool2d, its gradient and max_pool2d_select with 2x2 windows, stride 2 and no
+  // padding: every window lies inside the input and no two overlap, so each input
+  // element receives at most one window's gradient.
+  bool is_2x2() const {
+    return g_.kh == 2 && g_.kw == 2 && g_.sh == 2 && g_.sw == 2 && g_.ph == 0 && g_.pw == 0;
+  }
+
+  void plane_2x2(int64_t p) const {
+    const PoolGeometry& g = g_;
+    const int64_t in_size = g.h * g.w, out_size = g.oh * g.ow, w = g.w, ow = g.ow;
+    const T* x = in0_ + p * in_size;
+    switch (op_) {
+      case PoolOp::kMax: {
+        T* y = out_ + p * out_size;
+        for (int64_t oy = 0; oy < g.oh; ++oy) {
+          const T* r0 = x + 2 * oy * w;
+          const T* r1 = r0 + w;
+          T* yr = y + oy * ow;
+          for (int64_t ox = 0; ox < ow; ++ox) {
+            yr[ox] = max_2x2(r0[2 * ox], r0[2 * ox + 1], r1[2 * ox], r1[2 * ox + 1]);
+          }
+        }
+        break;
+      }
+      case PoolOp::kMaxSelect: {
+        const T* src = in1_ + p * in_size;
+        T* y = out_ + p * out_size;
+        for (int64_t oy = 0; oy < g.oh; ++oy) {
+          const T* r0 = x + 2 * oy * w;
+          const T* r1 = r0 + w;
+          const T* s0 = src + 2 * oy * w;
+          const T* s1 = s0 + w;
+          T* yr = y + oy * ow;
+          for (int64_t ox = 0; ox < ow; ++ox) {
+            const T a = r0[2 * ox], b = r0[2 * ox + 1], c = r1[2 * ox];
+            const T m = max_2x2(a, b, c, r1[2 * ox + 1]);
+            T v = is_max(c, m) ? s1[2 * ox] : s1[2 * ox + 1];
+            v = is_max(b, m) ? s0[2 * ox + 1] : v;
+            yr[ox] = is_max(a, m) ? s0[2 * ox] : v;
+          }
+        }
+        break;
+      }
+      case PoolOp::kMaxBackward: {
+        // The reference adds each window's gradient to a zeroed buffer: 0 + g (which
+        // turns -0 into +0), written here directly.
+        const T* gy = in1_ + p * out_size;
+        T* gx = out_ + p * in_size;
+        for (int64_t oy = 0; oy < g.oh; ++oy) {
+          const T* r0 = x + 2 * oy * w;
+          const T* r1 = r0 + w;
+          T* g0 = gx + 2 * oy * w;
+          T* g1 = g0 + w;
+          const T* gr = gy + oy * ow;
+          for (int64_t ox = 0; ox < ow; ++ox) {
+            const T a = r0[2 * ox], b = r0[2 * ox + 1], c = r1[2 * ox];
+            const T m = max_2x2(a, b, c, r1[2 * ox + 1]);
+            // The gradient goes to the first element equal to m and is then spent.
+            T v = T{0} + gr[ox];
+            const T o0 = is_max(a, m) ? v : T{0};
+            v = is_max(a, m) ? T{0} : v;
+            const T o1 = is_max(b, m) ? v : T{0};
+            v = is_max(b, m) ? T{0} : v;
+            const T o2 = is_max(c, m) ? v : T{0};
+            v = is_max(c, m) ? T{0} : v;
+            g0[2 * ox] = o0;
+            g0[2 * ox + 1] = o1;
+            g1[2 * ox] = o2;
+            g1[2 * ox + 1] = v;
+          }
+          // An odd width leaves a last column no window reads.
+          for (int64_t xx = 2 * ow; xx < w; ++xx) g0[xx] = g1[xx] = T{0};
+        }
+        // An odd height leaves a last row no window reads.
+        std::fill(gx + 2 * g.oh * w, gx + in_size, T{0});
+        break;
+      }
+      default: break;
+    }
+  }
+
   void plane(int64_t p) const {
     const PoolGeometry& g = g_;
     const int64_t in_size = g.h * g.w, out_size = g.oh * g.ow;
+    if (is_2x2() && (op_ == PoolOp::kMax || op_ == PoolOp::kMaxSelect ||
+                     op_ == PoolOp::kMaxBackward)) {
+      plane_2x2(p);
+      return;
+    }
     switch (op_) {
       case PoolOp::kMax: {
         const T* x = in0_ + p * in_size;

@@ -5,6 +5,9 @@
 //    vectorized with independent accumulators;
 //  - inner > 1 (e.g. a bias gradient [128, 256] summed over axis 0): blocks of 64
 //    columns per task, each accumulated down the reduced axis;
+//  - [a, c, b] over a and b, keeping c (batch-norm statistics, NCHW over N, H and W):
+//    one channel per task, its a rows of b contiguous elements reduced as above and
+//    combined in row order;
 // and anything else (several separate reduced axes) walks each output's elements.
 // Float sums accumulate in f64, as the reference does. Every output element is computed
 // by one task in a fixed order, so results do not depend on the thread count at all.
@@ -93,6 +96,24 @@ void reduce_3d(ThreadPool& pool, const T* x, T* y, int64_t outer, int64_t r, int
       for (int64_t c = 0; c < w; ++c) q[c] = A::finish(acc[c], r);
     }
   });
+}
+
+// x viewed as [a, c, b] -> y[c], reducing a and b.
+template <typename T, Kind K>
+void reduce_outer_inner(ThreadPool& pool, const T* x, T* y, int64_t a, int64_t c, int64_t b) {
+  using A = Acc<T, K>;
+  pool.parallel_for(c, std::max<int64_t>(1, kGrainElements / std::max<int64_t>(a * b, 1)),
+                    [=](int64_t begin, int64_t end) {
+                      for (int64_t j = begin; j < end; ++j) {
+                        typename A::type acc = A::init();
+                        for (int64_t i = 0; i < a; ++i) {
+                          const auto part = reduce_contiguous<T, K>(x + (i * c + j) * b, b);
+                          if constexpr (K == Kind::kSum || K == Kind::kMean) acc += part;
+                          else acc = A::step(acc, part);
+                        }
+                        y[j] = A::finish(acc, a * b);
+                      }
+                    });
 }
 
 // Any set of reduced axes: for each output, an odometer over the reduced groups.
@@ -184,6 +205,13 @@ KernelOr make_reduce(const LibraryCall& call, const T* x, T* y) {
                             reduce_3d<T, K>(pool, x, y, outer, r, inner);
                             return Status::ok_status();
                           });
+  }
+  if (dims.size() == 3 && reduced[0] && !reduced[1] && reduced[2]) {
+    const int64_t a = dims[0], c = dims[1], b = dims[2];
+    return make_fn_kernel(name + " outer+inner", [=](ThreadPool& pool) -> Status {
+      reduce_outer_inner<T, K>(pool, x, y, a, c, b);
+      return Status::ok_status();
+    });
   }
   GeneralPlan plan;
   int64_t stride = 1;

@@ -48,6 +48,12 @@ std::vector<Case> cases() {
       {{6, 9, 4}, std::nullopt},          // All axes.
       {{64, 3000}, IntList{0, 1}},
       {{0, 4}, IntList{0}},               // Empty reduced axis: sum 0, mean NaN.
+      // Batch-norm statistics over N, H and W of NCHW: the outer+inner path.
+      {{32, 16, 32, 32}, IntList{0, 2, 3}},
+      {{8, 3, 5, 7}, IntList{0, 2, 3}},   // Rows shorter than the 16 lanes.
+      {{4, 33, 17, 1}, IntList{0, 2}},    // A trailing size-1 axis; odd channel count.
+      {{3, 2, 40}, IntList{-1, 0}},
+      {{2, 5, 1, 1}, IntList{0, 2, 3}},   // Only N is left to reduce: the columns path.
   };
 }
 
@@ -66,6 +72,20 @@ TEST(ReductionTest, MatchesReference) {
       }
     }
   }
+}
+
+// [a, c, b] reduced over a and b takes the outer+inner path, not the general one.
+TEST(ReductionTest, ChannelStatisticsUseTheOuterInnerPath) {
+  const Tensor x = random_tensor({DType::f32, Shape{4, 3, 6, 5}}, 3);
+  LibraryCall call;
+  call.node.op = Op::Sum;
+  call.node.attrs = {{"axes", IntList{0, 2, 3}}, {"keepdims", true}};
+  call.operand_types = {x.type()};
+  call.result_type = {DType::f32, {1, 3, 1, 1}};
+  std::vector<float> out(3);
+  auto k = make_library_kernel(call, {x.raw_data()}, out.data());
+  ASSERT_TRUE(k.ok() && *k);
+  EXPECT_NE((*k)->describe().find("outer+inner"), std::string::npos) << (*k)->describe();
 }
 
 TEST(ReductionTest, MaxAndMinPropagateNaN) {

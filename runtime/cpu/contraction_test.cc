@@ -173,6 +173,8 @@ std::vector<ConvCase> conv_cases() {
       // 16+ channels per group: oneDNN's primitives (the others use im2col).
       {{3, 32, 9, 10}, {32, 16, 3, 3}, conv_attrs({2, 2}, {1, 1}, {2, 2}, 2)},
       {{2, 16, 8, 8}, {16, 16, 3, 3}, conv_attrs({1, 2}, {2, 1}, {1, 1}, 1)},
+      // An RGB first layer: im2col, but oneDNN for the weight gradient.
+      {{3, 3, 12, 12}, {16, 3, 3, 3}, conv_attrs({1, 1}, {1, 1}, {1, 1}, 1)},
   };
 }
 
@@ -255,6 +257,27 @@ TEST(ConvTest, ChoosesOnednnForWideChannels) {
     ASSERT_TRUE(k.ok() && *k);
     const bool wide = c.w[1] >= 16 && c.w[0] / std::get<int64_t>(c.attrs.at("groups")) >= 16;
     EXPECT_EQ((*k)->describe().rfind(wide ? "onednn " : "im2col+", 0), 0u) << (*k)->describe();
+  }
+}
+
+// The weight gradient goes to oneDNN from 3 input and 16 output channels per group (its
+// im2col GEMM is thin), the single-channel one stays with im2col.
+TEST(ConvTest, WeightGradientOfAnRgbLayerUsesOnednn) {
+  for (int64_t channels : {1, 3}) {
+    const ConvCase c{{4, channels, 12, 12}, {16, channels, 3, 3},
+                     conv_attrs({1, 1}, {1, 1}, {1, 1}, 1)};
+    const Tensor x = rnd(DType::f32, c.x, 1), gy = rnd(DType::f32, conv_out(c), 2);
+    Tensor gw(Type{DType::f32, c.w});
+    LibraryCall call;
+    call.node.op = Op::Conv2dBackwardWeight;
+    call.node.attrs = c.attrs;
+    call.node.attrs["weight_shape"] = c.w.dims;
+    call.operand_types = {x.type(), gy.type()};
+    call.result_type = gw.type();
+    auto k = make_library_kernel(call, {x.raw_data(), gy.raw_data()}, gw.raw_data());
+    ASSERT_TRUE(k.ok() && *k);
+    EXPECT_EQ((*k)->describe().rfind(channels == 3 ? "onednn " : "im2col+", 0), 0u)
+        << (*k)->describe();
   }
 }
 

@@ -1,6 +1,6 @@
 // Convolution kernels: conv2d and its two gradients. f32 with at least 16 channels per
-// group goes to oneDNN's convolution primitives (conv_onednn.cc) when they accept the
-// convolution; f64, and the other f32 convolutions, go through im2col and the GEMM core here (gemm_serial: oneDNN's sgemm on one
+// group (for the weight gradient: 16 output and 3 input channels) goes to oneDNN's
+// convolution primitives (conv_onednn.cc) when they accept the convolution; f64, and the other f32 convolutions, go through im2col and the GEMM core here (gemm_serial: oneDNN's sgemm on one
 // thread for f32, a loop for f64).
 //
 // The batch is cut into `parts` contiguous runs of images, one per pool chunk; each
@@ -229,10 +229,15 @@ KernelOr make_conv_kernel(const LibraryCall& call, const std::vector<const void*
   WEFT_CHECK(call.result_type.shape == (op == ConvOp::kForward ? y
                                         : op == ConvOp::kBackwardInput ? x : w),
              "conv2d: result type does not match the operands");
-  // oneDNN's direct kernels work on blocks of 16 channels: with fewer (the first layer of
-  // a CNN) they were no faster than im2col for conv2d and its weight gradient, and 5-20x
-  // slower for the input gradient (gemm_bench, conv1 1->32).
-  if (dtype == DType::f32 && g.cg() >= 16 && g.og() >= 16) {
+  // oneDNN's direct kernels work on blocks of 16 channels: with fewer input channels (the
+  // first layer of a CNN) they were no faster than im2col for conv2d, and 2-10x slower
+  // for the input gradient (gemm_bench, conv1 1->32 and convnet 3->16). The weight
+  // gradient is the exception from 3 input channels on: its im2col GEMM (16x27, k = 1024
+  // per image) runs at ~15 GFLOP/s, and oneDNN's was 5-7x faster on convnet 3->16
+  // (0.24-0.61 ms against 1.7-3.3 ms), though slower with a single channel (conv1 1->32).
+  const bool wide = g.cg() >= 16 && g.og() >= 16;
+  const bool weight_grad = op == ConvOp::kBackwardWeight && g.cg() >= 3 && g.og() >= 16;
+  if (dtype == DType::f32 && (wide || weight_grad)) {
     if (auto k = make_onednn_conv_kernel(op, g, in[0], in[1], out)) return k;
   }
   return make_im2col_conv_kernel(op, g, dtype, in[0], in[1], out);

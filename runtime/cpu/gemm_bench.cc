@@ -163,8 +163,11 @@ void conv_figures(ThreadPool& pool) {
   const std::vector<ConvShape> shapes = {
       {"conv1 1->32 3x3 on [64,1,28,28]", {64, 1, 28, 28}, {32, 1, 3, 3}},
       {"conv2 32->64 3x3 on [64,32,14,14]", {64, 32, 14, 14}, {64, 32, 3, 3}},
+      {"convnet 3->16 3x3 on [32,3,32,32]", {32, 3, 32, 32}, {16, 3, 3, 3}},
+      {"convnet 16->32 3x3 on [32,16,16,16]", {32, 16, 16, 16}, {32, 16, 3, 3}},
   };
-  std::printf("conv2d, pad 1 (2 threads): weft (oneDNN primitives per chunk) | im2col + sgemm\n");
+  std::printf("conv2d, pad 1 (2 threads): weft's choice | oneDNN primitives per chunk | "
+              "im2col + sgemm\n");
   for (const ConvShape& s : shapes) {
     const Shape y{s.x[0], s.w[0], s.x[2], s.x[3]};
     const Type tx{DType::f32, s.x}, tw{DType::f32, s.w}, ty{DType::f32, y};
@@ -197,11 +200,18 @@ void conv_figures(ThreadPool& pool) {
         make_im2col_conv_kernel(ConvOp::kBackwardWeight, g, DType::f32, x.data(), gy.data(),
                                 gw.data()),
     };
+    std::unique_ptr<BoundKernel> onednn[] = {
+        make_onednn_conv_kernel(ConvOp::kForward, g, x.data(), w.data(), out.data()),
+        make_onednn_conv_kernel(ConvOp::kBackwardInput, g, gy.data(), w.data(), out.data()),
+        make_onednn_conv_kernel(ConvOp::kBackwardWeight, g, x.data(), gy.data(), gw.data()),
+    };
     for (int i = 0; i < 3; ++i) {
       const double t = seconds_per_call([&] { (void)ks[i].k->run(pool); });
+      const double t1 = onednn[i] ? seconds_per_call([&] { (void)onednn[i]->run(pool); }) : 0;
       const double t2 = seconds_per_call([&] { (void)im2col[i]->run(pool); });
-      std::printf("  %-34s %-16s %7.3f ms %6.1f GFLOP/s | im2col %7.3f ms %6.1f GFLOP/s  (%s)\n",
-                  s.what, ks[i].name, t * 1e3, flops / t * 1e-9, t2 * 1e3, flops / t2 * 1e-9,
+      std::printf("  %-36s %-16s %7.3f ms | onednn %7.3f ms | im2col %7.3f ms"
+                  "  (%6.1f GFLOP/s; %s)\n",
+                  s.what, ks[i].name, t * 1e3, t1 * 1e3, t2 * 1e3, flops / t * 1e-9,
                   ks[i].k->describe().c_str());
     }
   }

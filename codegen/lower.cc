@@ -1,6 +1,7 @@
 #include "codegen/lower.h"
 
 #include <algorithm>
+#include <memory>
 #include <unordered_map>
 
 #include "codegen/kernel_compiler.h"
@@ -111,22 +112,27 @@ StatusOr<Program> build_program(const Graph& g, const MemoryPlan& plan) {
   return p;
 }
 
-StatusOr<Lowering> lower_to_program(Graph g, const LowerOptions& options) {
-  WEFT_RETURN_IF_ERROR(verify(g));
-  {
-    FoldTransposePass pass;
-    WEFT_RETURN_IF_ERROR(pass.run(g).status());
-  }
+void add_cpu_passes(Pipeline& p, const LowerOptions& options) {
+  p.add(std::make_unique<FoldTransposePass>());
   if (options.fuse) {
     FuseOptions fuse;
     fuse.fusible = options.fusible ? options.fusible : KernelCompiler::supports;
-    FuseElementwisePass pass(fuse);
-    WEFT_RETURN_IF_ERROR(pass.run(g).status());
+    p.add(std::make_unique<FuseElementwisePass>(fuse));
   }
-  if (options.schedule) {
-    ScheduleMemoryPass pass;
-    WEFT_RETURN_IF_ERROR(pass.run(g).status());
-  }
+  if (options.schedule) p.add(std::make_unique<ScheduleMemoryPass>());
+}
+
+Pipeline cpu_pipeline(PipelineOptions options) {
+  Pipeline p = default_pipeline(std::move(options));
+  add_cpu_passes(p);
+  return p;
+}
+
+StatusOr<Lowering> lower_to_program(Graph g, const LowerOptions& options) {
+  WEFT_RETURN_IF_ERROR(verify(g));
+  Pipeline passes;
+  add_cpu_passes(passes, options);
+  WEFT_RETURN_IF_ERROR(passes.run(g).status());
   PlanOptions plan_options = options.plan;
   if (options.update_in_place) plan_options.external = updates_in_place(g);
   WEFT_ASSIGN_OR_RETURN(MemoryPlan plan, plan_memory(g, plan_options));

@@ -24,6 +24,7 @@
 #include "ir/graph.h"
 #include "ir/status.h"
 #include "passes/memory_plan.h"
+#include "passes/pipeline.h"
 #include "runtime/program.h"
 
 namespace weft::codegen {
@@ -44,6 +45,14 @@ struct Lowering {
   MemoryPlan plan;   ///< The arena plan of `graph`.
   Program program;
 };
+
+/// The CPU backend's graph passes after the default pipeline: fold-transpose,
+/// fuse-elementwise (with `options.fusible`) and schedule-memory, as `options` enables.
+void add_cpu_passes(Pipeline& p, const LowerOptions& options = {});
+
+/// The default pipeline followed by the CPU passes: what `weftc dump` shows for the
+/// cpu backend (`--after=fuse-elementwise`, `--dump-dir`).
+Pipeline cpu_pipeline(PipelineOptions options = {});
 
 /// Fuses, schedules, plans and lowers `g` (taken by value: it is rewritten).
 StatusOr<Lowering> lower_to_program(Graph g, const LowerOptions& options = {});

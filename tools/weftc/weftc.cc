@@ -59,11 +59,15 @@ constexpr const char* kCheckHelp =
 
 constexpr const char* kDumpHelp =
     "usage: weftc dump FILE.wir [--after=PASS] [--format=text|json|dot] [-o OUT]\n"
-    "                 [--dump-dir=DIR] [--no-locations]\n"
+    "                 [--dump-dir=DIR] [--backend=cpu|reference] [--no-locations]\n"
     "\n"
     "Runs weft's pass pipeline on FILE up to and including PASS and prints the graph.\n"
     "  --after=PASS     stop after this pass (default: infer-types); `parse` prints the\n"
-    "                   graph as parsed. Passes: infer-types, dce, cse.\n"
+    "                   graph as parsed. Passes: infer-types, canonicalize,\n"
+    "                   fold-constants, dce, cse, then for the cpu backend\n"
+    "                   fold-transpose, fuse-elementwise, schedule-memory.\n"
+    "  --backend=B      cpu (default): the pipeline of `weftc run`; reference: the\n"
+    "                   default pipeline only\n"
     "  --format=F       text (default), json, or dot (Graphviz: `| dot -Tsvg > g.svg`)\n"
     "  -o, --out=OUT    write to OUT instead of standard output\n"
     "  --dump-dir=DIR   also write the IR after every pass to DIR/NN-PASS.wir\n"
@@ -153,19 +157,25 @@ Status check_command(const std::vector<std::string>& argv) {
 Status dump_command(const std::vector<std::string>& argv) {
   WEFT_ASSIGN_OR_RETURN(
       Args args, parse_args("dump", argv,
-                            {{"after"}, {"format"}, {"out", "o"}, {"dump-dir"},
+                            {{"after"}, {"format"}, {"out", "o"}, {"dump-dir"}, {"backend"},
                              {"no-locations", "", /*takes_value=*/false}}));
   WEFT_ASSIGN_OR_RETURN(std::string file, one_file_argument("dump", args));
   std::string format = args.get("format", "text");
   if (format != "text" && format != "json" && format != "dot") {
     return Error{"weftc dump: unknown format '" + format + "'; formats: text, json, dot"};
   }
+  std::string backend = args.get("backend", "cpu");
+  if (backend != "reference" && backend != "cpu") {
+    return Error{"weftc dump: unknown backend '" + backend + "'; backends: cpu, reference"};
+  }
   WEFT_ASSIGN_OR_RETURN(Graph g, load_graph(file));
   std::string after = args.get("after", "infer-types");
   if (after != "parse") {
     PipelineOptions options;
     options.dump_dir = args.has("dump-dir") ? resolve_path(args.get("dump-dir")) : "";
-    WEFT_RETURN_IF_ERROR(default_pipeline(options).run_until(g, after));
+    Pipeline pipeline =
+        backend == "cpu" ? codegen::cpu_pipeline(options) : default_pipeline(options);
+    WEFT_RETURN_IF_ERROR(pipeline.run_until(g, after));
   }
   PrintOptions print_options;
   print_options.locations = !args.has("no-locations");

@@ -170,6 +170,20 @@ TEST(Weftc, DumpFormatsAndPasses) {
   EXPECT_NE(r.out.find("infer-types"), std::string::npos) << r.out;
   r = weftc("dump " + wir + " --format=svg");
   EXPECT_EQ(r.out, "error: weftc dump: unknown format 'svg'; formats: text, json, dot\n");
+  // The cpu backend's passes: fused kernels print with their bodies and parse back.
+  r = weftc("dump " + wir + " --after=fuse-elementwise --no-locations");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("  %a = fused(%h, %b1) : f32[8,32] ({\n    ^body(%0: f32[8,32], "
+                       "%1: f32[32]):\n"),
+            std::string::npos)
+      << r.out;
+  std::string fused = write_temp("fused.wir", r.out);
+  Result again = weftc("dump " + fused + " --after=parse --no-locations");
+  EXPECT_EQ(again.out, r.out);
+  r = weftc("dump " + wir + " --after=fuse-elementwise --backend=reference");
+  EXPECT_EQ(r.exit_code, 1);
+  r = weftc("dump " + wir + " --backend=tpu");
+  EXPECT_EQ(r.out, "error: weftc dump: unknown backend 'tpu'; backends: cpu, reference\n");
 }
 
 TEST(Weftc, GradWritesAGradientGraphThatRuns) {

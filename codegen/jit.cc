@@ -8,7 +8,12 @@
 #include <mutex>
 
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Linker/Linker.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/TargetParser/Host.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
@@ -37,6 +42,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace weft::codegen {
@@ -49,6 +55,44 @@ class EngineModule : public JitModule {
  private:
   std::unique_ptr<mlir::ExecutionEngine> engine_;
 };
+
+// Parses `mlir_text` and lowers it to the LLVM dialect (the part the JIT and object
+// files share). Diagnostics go to `diagnostics`.
+StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> lower_to_llvm_dialect(mlir::MLIRContext& ctx,
+                                                                  const std::string& mlir_text,
+                                                                  std::string& diagnostics) {
+  llvm::raw_string_ostream diag_os(diagnostics);
+  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic& d) {
+    diag_os << d.getLocation() << ": " << d << "\n";
+    return mlir::success();
+  });
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceString<mlir::ModuleOp>(mlir_text, &ctx);
+  if (!module) return Error("codegen: the generated MLIR does not parse: " + diagnostics + mlir_text);
+
+  // f32 tanh/exp/log/log1p/erf/sin/cos become polynomials on vectors.
+  mlir::RewritePatternSet approximations(&ctx);
+  mlir::populateMathPolynomialApproximationPatterns(approximations);
+  if (mlir::failed(mlir::applyPatternsAndFoldGreedily(*module, std::move(approximations)))) {
+    return Error("codegen: math approximation failed: " + diagnostics);
+  }
+  mlir::PassManager pm(&ctx);
+  // Math to LLVM intrinsics first (fma, fabs, sqrt, floor, f64 exp/log/sin/cos, pow):
+  // MathToLibm would turn the approximations' vector fma and fabs into scalar libm
+  // calls. Libm then takes what has no intrinsic (f64 tanh, erf, log1p), per lane.
+  pm.addPass(mlir::createConvertMathToLLVMPass());
+  pm.addPass(mlir::createConvertMathToLibmPass());
+  pm.addPass(mlir::createConvertSCFToCFPass());
+  pm.addPass(mlir::createConvertVectorToLLVMPass());
+  pm.addPass(mlir::createArithToLLVMConversionPass());
+  pm.addPass(mlir::createConvertFuncToLLVMPass());
+  pm.addPass(mlir::createConvertControlFlowToLLVMPass());
+  pm.addPass(mlir::createReconcileUnrealizedCastsPass());
+  if (mlir::failed(pm.run(*module))) {
+    return Error("codegen: lowering to the LLVM dialect failed: " + diagnostics);
+  }
+  return module;
+}
 
 }  // namespace
 
@@ -88,36 +132,8 @@ Jit::~Jit() = default;
 StatusOr<JitResult> Jit::compile(const std::string& mlir_text, const std::string& symbol) {
   mlir::MLIRContext& ctx = impl_->context;
   std::string diagnostics;
-  llvm::raw_string_ostream diag_os(diagnostics);
-  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic& d) {
-    diag_os << d.getLocation() << ": " << d << "\n";
-    return mlir::success();
-  });
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceString<mlir::ModuleOp>(mlir_text, &ctx);
-  if (!module) return Error("codegen: the generated MLIR does not parse: " + diagnostics + mlir_text);
-
-  // f32 tanh/exp/log/log1p/erf/sin/cos become polynomials on vectors.
-  mlir::RewritePatternSet approximations(&ctx);
-  mlir::populateMathPolynomialApproximationPatterns(approximations);
-  if (mlir::failed(mlir::applyPatternsAndFoldGreedily(*module, std::move(approximations)))) {
-    return Error("codegen: math approximation failed: " + diagnostics);
-  }
-  mlir::PassManager pm(&ctx);
-  // Math to LLVM intrinsics first (fma, fabs, sqrt, floor, f64 exp/log/sin/cos, pow):
-  // MathToLibm would turn the approximations' vector fma and fabs into scalar libm
-  // calls. Libm then takes what has no intrinsic (f64 tanh, erf, log1p), per lane.
-  pm.addPass(mlir::createConvertMathToLLVMPass());
-  pm.addPass(mlir::createConvertMathToLibmPass());
-  pm.addPass(mlir::createConvertSCFToCFPass());
-  pm.addPass(mlir::createConvertVectorToLLVMPass());
-  pm.addPass(mlir::createArithToLLVMConversionPass());
-  pm.addPass(mlir::createConvertFuncToLLVMPass());
-  pm.addPass(mlir::createConvertControlFlowToLLVMPass());
-  pm.addPass(mlir::createReconcileUnrealizedCastsPass());
-  if (mlir::failed(pm.run(*module))) {
-    return Error("codegen: lowering to the LLVM dialect failed: " + diagnostics);
-  }
+  WEFT_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> module,
+                        lower_to_llvm_dialect(ctx, mlir_text, diagnostics));
 
   // WEFT_JIT_DUMP=1 prints the LLVM dialect module and the optimized LLVM IR.
   const bool dump = std::getenv("WEFT_JIT_DUMP") != nullptr;
@@ -148,6 +164,62 @@ StatusOr<JitResult> Jit::compile(const std::string& mlir_text, const std::string
   result.address = *address;
   result.module = std::make_unique<EngineModule>(std::move(*engine));
   return result;
+}
+
+StatusOr<std::string> Jit::compile_object(const std::vector<std::string>& mlir_modules,
+                                          const std::string& cpu) {
+  mlir::MLIRContext& ctx = impl_->context;
+  // The target: the host's triple, and the named CPU ("native": the host's CPU and
+  // features, as the JIT uses).
+  const std::string triple = llvm::sys::getProcessTriple();
+  std::string error;
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (target == nullptr) return Error("codegen: no LLVM target for " + triple + ": " + error);
+  std::string cpu_name = cpu, features;
+  if (cpu.empty() || cpu == "native") {
+    cpu_name = llvm::sys::getHostCPUName().str();
+    llvm::StringMap<bool> host_features = llvm::sys::getHostCPUFeatures();
+    for (const auto& f : host_features) {
+      features += (features.empty() ? "" : ",") + std::string(f.second ? "+" : "-") + f.first().str();
+    }
+  }
+  if (!target->createMCSubtargetInfo(triple, cpu_name, "")->isCPUStringValid(cpu_name)) {
+    return Error("codegen: unknown CPU '" + cpu + "' for " + triple +
+                 " (try 'native', 'x86-64-v3', 'znver4', 'skylake-avx512')");
+  }
+  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
+      triple, cpu_name, features, llvm::TargetOptions(), llvm::Reloc::PIC_, std::nullopt,
+      llvm::CodeGenOptLevel::Aggressive));
+
+  llvm::LLVMContext llvm_ctx;
+  std::unique_ptr<llvm::Module> linked;
+  for (const std::string& text : mlir_modules) {
+    std::string diagnostics;
+    WEFT_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> module,
+                          lower_to_llvm_dialect(ctx, text, diagnostics));
+    std::unique_ptr<llvm::Module> m = mlir::translateModuleToLLVMIR(*module, llvm_ctx);
+    if (!m) return Error("codegen: translation to LLVM IR failed: " + diagnostics);
+    if (!linked) {
+      linked = std::move(m);
+    } else if (llvm::Linker::linkModules(*linked, std::move(m))) {
+      return Error("codegen: linking the kernels' LLVM modules failed");
+    }
+  }
+  if (!linked) linked = std::make_unique<llvm::Module>("empty", llvm_ctx);
+  linked->setTargetTriple(triple);
+  linked->setDataLayout(tm->createDataLayout());
+  auto optimize = mlir::makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0, tm.get());
+  if (llvm::Error e = optimize(linked.get())) {
+    return Error("codegen: optimizing the kernels failed: " + llvm::toString(std::move(e)));
+  }
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream os(buffer);
+  llvm::legacy::PassManager emit;
+  if (tm->addPassesToEmitFile(emit, os, nullptr, llvm::CodeGenFileType::ObjectFile)) {
+    return Error("codegen: " + triple + " cannot emit object files");
+  }
+  emit.run(*linked);
+  return std::string(buffer.data(), buffer.size());
 }
 
 }  // namespace weft::codegen

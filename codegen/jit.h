@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ir/status.h"
 
@@ -36,6 +37,14 @@ class Jit {
   /// signature is the one written in the module (no C-interface wrapper). Errors carry
   /// MLIR's diagnostics or LLVM's error text.
   StatusOr<JitResult> compile(const std::string& mlir_text, const std::string& symbol);
+
+  /// Compiles `mlir_modules` ahead of time into ONE relocatable object file (ELF bytes)
+  /// for the host's triple and CPU `cpu` ("native": the host's CPU and features, as the
+  /// JIT; or an LLVM CPU name such as "x86-64-v3" or "znver4"), with the same lowering
+  /// and O3 optimization as the JIT. Each module's functions keep their names, so the
+  /// object defines every kernel symbol; libm calls stay external (link with -lm).
+  StatusOr<std::string> compile_object(const std::vector<std::string>& mlir_modules,
+                                       const std::string& cpu = "native");
 
  private:
   struct Impl;

@@ -128,6 +128,17 @@ StatusOr<const CompiledKernel*> KernelCompiler::compile(const Graph& body) {
   return result;
 }
 
+StatusOr<std::string> KernelCompiler::compile_object(const std::vector<ObjectKernel>& kernels,
+                                                    const std::string& cpu) {
+  std::vector<std::string> modules;
+  for (const ObjectKernel& k : kernels) {
+    WEFT_RETURN_IF_ERROR(check_body(*k.body));
+    modules.push_back(emit_elementwise(*k.body, k.symbol));
+  }
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->jit.compile_object(modules, cpu);
+}
+
 int KernelCompiler::compilations() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   return impl_->compilations;

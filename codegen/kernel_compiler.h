@@ -34,6 +34,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "ir/graph.h"
 #include "ir/status.h"
@@ -80,6 +81,18 @@ class KernelCompiler {
 
   /// The MLIR module generated for `body`, before lowering (for dumps and tests).
   StatusOr<std::string> emit_mlir(const Graph& body);
+
+  /// One kernel of an ahead-of-time object file: its body and its symbol.
+  struct ObjectKernel {
+    std::string symbol;
+    const Graph* body = nullptr;
+  };
+  /// Compiles `kernels` ahead of time into one relocatable object file (ELF bytes) for
+  /// the host's triple and CPU `cpu` ("native", or an LLVM CPU name such as
+  /// "x86-64-v3"), defining each kernel under its symbol with the GeneratedFn ABI: what
+  /// AOT-compiled training binaries link instead of the JIT. Needs libm at link time.
+  StatusOr<std::string> compile_object(const std::vector<ObjectKernel>& kernels,
+                                       const std::string& cpu = "native");
 
   int compilations() const;  ///< Kernels compiled (cache misses) so far.
   int cache_hits() const;

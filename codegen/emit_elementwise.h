@@ -42,12 +42,49 @@ struct CollapsedSpace {
 /// contiguous (or broadcast) across both. A rank-0 output is one row of one element.
 CollapsedSpace collapse_space(const Graph& body);
 
-/// True when the emitter implements `node`'s op on its operand and result dtypes.
+/// The iteration space of a reduction body: the reduction's *input* shape, collapsed
+/// like an elementwise space but merging only dimensions of one kind (both reduced or
+/// both kept). `reduced[j]` says whether dims[j] is reduced. The innermost dimension is
+/// always present; when nothing is reduced a reduced dimension of size 1 is appended.
+/// Two layouts follow from the innermost dimension (see `rows()`):
+///  - reduced ("row"): one row per output element, reducing all reduced dims, the
+///    innermost contiguously (sum(x, axes=[-1]), and [N,C,H,W] over 0,2,3 as C rows).
+///  - kept ("column"): the innermost kept dim is cut into blocks of `width` outputs
+///    (then one row per leftover column); a row reduces every reduced dim for its block.
+/// Either way every output element is written by exactly one row.
+struct ReductionSpace {
+  CollapsedSpace space;
+  std::vector<bool> reduced;  ///< [dim]
+  int width = 16;             ///< Vector lanes (8 when the body has an 8-byte dtype).
+
+  bool column() const { return !reduced.back(); }
+  int64_t reduced_size() const;  ///< Elements reduced into each output element.
+  int64_t rows() const;
+  int64_t row_length() const;  ///< Elements a row reads (row: reduced_size; column: ·width).
+};
+
+/// The node whose result is the body's one output, when it is a reduction (sum, mean,
+/// max, min) computed from elementwise nodes; nullptr for an elementwise body.
+const Node* body_reduction(const Graph& body);
+
+/// Collapses the iteration space of reduction body `body` (body_reduction is not null).
+ReductionSpace collapse_reduction_space(const Graph& body);
+
+/// The vector width of a body: 16 lanes, 8 when any value has an 8-byte dtype.
+int body_width(const Graph& body);
+
+/// True when the emitter implements `node`'s op on its operand and result dtypes: an
+/// elementwise op, or sum/mean/max/min on f32 or f64 (the reduction of a body).
 bool emit_supports(const Graph& g, const Node& node);
 
 /// The MLIR module (func, arith, math, scf, vector and llvm dialects) defining
 /// `symbol` with the GeneratedFn ABI. Every node must pass `emit_supports`, and every
 /// output must have the shape of the first.
 std::string emit_elementwise(const Graph& body, const std::string& symbol);
+
+/// The same for a reduction body (body_reduction is not null): the elementwise nodes
+/// are computed per element of the reduction's input, then accumulated (float sums in
+/// f64, max/min propagating NaN as runtime/reference/reduction.cc does).
+std::string emit_reduction(const Graph& body, const std::string& symbol);
 
 }  // namespace weft::codegen

@@ -1,6 +1,7 @@
 // The iteration space of a kernel body and which nodes the emitter implements
 // (declared in emit_elementwise.h).
 
+#include <algorithm>
 #include <optional>
 
 #include "codegen/emit_elementwise.h"
@@ -29,26 +30,40 @@ int64_t CollapsedSpace::rows() const {
   return r;
 }
 
-CollapsedSpace collapse_space(const Graph& body) {
-  const Shape& out = body.type(body.outputs()[0]).shape;
+namespace {
+
+/// Drops size-1 dims of `out` and merges adjacent ones of the same kind (`kind`, or all
+/// one kind when empty) across which every operand is contiguous or broadcast.
+CollapsedSpace merge_dims(const Graph& body, const Shape& out, const std::vector<bool>& kind,
+                          std::vector<bool>* kinds_out) {
   std::vector<std::vector<int64_t>> full;
   for (const Input& in : body.inputs()) full.push_back(broadcast_strides(body.type(in.value).shape, out));
   CollapsedSpace s;
   s.strides.resize(full.size());
   for (int d = 0; d < out.rank(); ++d) {
     if (out[d] == 1) continue;
-    bool merge = !s.dims.empty();
-    for (size_t k = 0; k < full.size() && merge; ++k) {
-      merge = s.strides[k].back() == full[k][d] * out[d];
+    const bool k = !kind.empty() && kind[d];
+    bool merge = !s.dims.empty() && (kinds_out == nullptr || kinds_out->back() == k);
+    for (size_t j = 0; j < full.size() && merge; ++j) {
+      merge = s.strides[j].back() == full[j][d] * out[d];
     }
     if (merge) {
       s.dims.back() *= out[d];
-      for (size_t k = 0; k < full.size(); ++k) s.strides[k].back() = full[k][d];
+      for (size_t j = 0; j < full.size(); ++j) s.strides[j].back() = full[j][d];
     } else {
       s.dims.push_back(out[d]);
-      for (size_t k = 0; k < full.size(); ++k) s.strides[k].push_back(full[k][d]);
+      if (kinds_out != nullptr) kinds_out->push_back(k);
+      for (size_t j = 0; j < full.size(); ++j) s.strides[j].push_back(full[j][d]);
     }
   }
+  return s;
+}
+
+}  // namespace
+
+CollapsedSpace collapse_space(const Graph& body) {
+  const Shape& out = body.type(body.outputs()[0]).shape;
+  CollapsedSpace s = merge_dims(body, out, {}, nullptr);
   if (s.dims.empty()) {  // Rank 0, or every dimension is 1.
     s.dims.push_back(1);
     for (auto& st : s.strides) st.push_back(0);
@@ -79,7 +94,68 @@ CollapsedSpace collapse_space(const Graph& body) {
   return s;
 }
 
+const Node* body_reduction(const Graph& body) {
+  if (body.outputs().size() != 1) return nullptr;
+  const int p = body.value(body.outputs()[0]).node;
+  if (p < 0 || body.node(p).info().category != OpCategory::Reduction) return nullptr;
+  return &body.node(p);
+}
+
+int body_width(const Graph& body) {
+  for (ValueId v = 0; v < body.num_values(); ++v) {
+    if (body.value(v).type && dtype_size(body.type(v).dtype) == 8) return 8;
+  }
+  return 16;
+}
+
+int64_t ReductionSpace::reduced_size() const {
+  int64_t n = 1;
+  for (size_t j = 0; j < reduced.size(); ++j) n *= reduced[j] ? space.dims[j] : 1;
+  return n;
+}
+
+int64_t ReductionSpace::rows() const {
+  int64_t r = 1;
+  for (size_t j = 0; j + 1 < reduced.size(); ++j) r *= reduced[j] ? 1 : space.dims[j];
+  if (!column()) return r;
+  const int64_t n = space.dims.back();
+  return r * (n / width + n % width);
+}
+
+int64_t ReductionSpace::row_length() const { return reduced_size() * (column() ? width : 1); }
+
+ReductionSpace collapse_reduction_space(const Graph& body) {
+  const Node& red = *body_reduction(body);
+  const Shape& in = body.type(red.operands[0]).shape;
+  std::vector<bool> mask(in.rank(), !red.has_attr("axes"));
+  if (red.has_attr("axes")) {
+    for (int64_t a : red.ints_attr("axes")) mask[*normalize_axis(a, in.rank())] = true;
+  }
+  ReductionSpace r;
+  r.space = merge_dims(body, in, mask, &r.reduced);
+  if (r.space.dims.empty() || !std::count(r.reduced.begin(), r.reduced.end(), true)) {
+    r.space.dims.push_back(1);  // Nothing left to reduce: a reduced dim of size 1.
+    r.reduced.push_back(true);
+    for (auto& st : r.space.strides) st.push_back(0);
+  }
+  r.width = body_width(body);
+  return r;
+}
+
 bool emit_supports(const Graph& g, const Node& node) {
+  if (node.info().category == OpCategory::Reduction) {
+    // sum, mean, max, min (argmax has an i64 result): float in, the same float out.
+    if (node.results.size() != 1 || node.operands.size() != 1) return false;
+    if (!g.value(node.result()).type || !g.value(node.operands[0]).type) return false;
+    const Type& in = g.type(node.operands[0]);
+    const DType d = in.dtype;
+    if ((d != DType::f32 && d != DType::f64) || g.type(node.result()).dtype != d) return false;
+    switch (node.op) {
+      case Op::Sum: case Op::Mean: return true;
+      case Op::Max: case Op::Min: return in.shape.numel() > 0;  // Empty: the reference's error.
+      default: return false;
+    }
+  }
   if (node.info().category != OpCategory::Elementwise || node.results.size() != 1) return false;
   auto known = [&](ValueId v) { return g.value(v).type.has_value(); };
   if (!known(node.result())) return false;

@@ -18,8 +18,22 @@ Status check_body(const Graph& body) {
                    " has no type; run shape inference before generating code");
     }
   }
-  const Shape& space = body.type(body.outputs()[0]).shape;
+  const Node* red = body_reduction(body);
+  if (red != nullptr && &body.nodes().back() != red) {
+    return Error("codegen: the reduction of kernel body @" + body.name() +
+                 " must be its last node (its one output)", red->loc);
+  }
+  for (const Node& n : body.nodes()) {
+    if (&n != red && n.info().category != OpCategory::Elementwise) {
+      return Error("codegen: " + std::string(op_name(n.op)) + " in kernel body @" + body.name() +
+                       " is neither elementwise nor the body's final reduction",
+                   n.loc);
+    }
+  }
+  // A reduction body iterates over the reduction's input shape.
+  const Shape& space = red ? body.type(red->operands[0]).shape : body.type(body.outputs()[0]).shape;
   for (ValueId out : body.outputs()) {
+    if (red) break;
     if (body.type(out).shape != space) {
       return Error("codegen: outputs of kernel body @" + body.name() + " differ in shape: " +
                    space.to_string() + " and " + body.type(out).shape.to_string() +
@@ -45,6 +59,10 @@ Status check_body(const Graph& body) {
     }
   }
   return Status::ok_status();
+}
+
+std::string emit(const Graph& body, const std::string& symbol) {
+  return body_reduction(body) ? emit_reduction(body, symbol) : emit_elementwise(body, symbol);
 }
 
 }  // namespace
@@ -77,6 +95,10 @@ std::string kernel_key(const Graph& body) {
 }
 
 RowLayout row_layout(const Graph& body) {
+  if (body_reduction(body) != nullptr) {
+    const ReductionSpace r = collapse_reduction_space(body);
+    return {r.rows(), r.row_length()};
+  }
   const CollapsedSpace space = collapse_space(body);
   return {space.rows(), space.row_length()};
 }
@@ -102,7 +124,7 @@ bool KernelCompiler::supports(const Graph& g, const Node& node) { return emit_su
 
 StatusOr<std::string> KernelCompiler::emit_mlir(const Graph& body) {
   WEFT_RETURN_IF_ERROR(check_body(body));
-  return emit_elementwise(body, "weft_kernel");
+  return emit(body, "weft_kernel");
 }
 
 StatusOr<const CompiledKernel*> KernelCompiler::compile(const Graph& body) {
@@ -116,7 +138,7 @@ StatusOr<const CompiledKernel*> KernelCompiler::compile(const Graph& body) {
   auto kernel = std::make_unique<CompiledKernel>();
   kernel->symbol = "weft_kernel_" + std::to_string(impl_->compilations);
   WEFT_ASSIGN_OR_RETURN(JitResult jit,
-                        impl_->jit.compile(emit_elementwise(body, kernel->symbol), kernel->symbol));
+                        impl_->jit.compile(emit(body, kernel->symbol), kernel->symbol));
   const RowLayout layout = row_layout(body);
   kernel->fn = reinterpret_cast<GeneratedFn>(jit.address);
   kernel->rows = layout.rows;
@@ -133,7 +155,7 @@ StatusOr<std::string> KernelCompiler::compile_object(const std::vector<ObjectKer
   std::vector<std::string> modules;
   for (const ObjectKernel& k : kernels) {
     WEFT_RETURN_IF_ERROR(check_body(*k.body));
-    modules.push_back(emit_elementwise(*k.body, k.symbol));
+    modules.push_back(emit(*k.body, k.symbol));
   }
   std::lock_guard<std::mutex> lock(impl_->mutex);
   return impl_->jit.compile_object(modules, cpu);

@@ -26,6 +26,16 @@
 //   StatusOr<const CompiledKernel*> k = jit.compile(body);
 //   (*k)->fn(buffers, 0, (*k)->rows);
 //
+// A *reduction body* ends in one sum/mean/max/min (its one output) over a value the
+// elementwise nodes compute; its iteration space is the reduction's input shape, and
+// each row computes whole output elements (emit_elementwise.h, ReductionSpace), e.g.
+//
+//   graph @k(%g: f32[512,1024], %y: f32[512,1024]) -> (f32[512]) {
+//     %0 = mul(%g, %y) : f32[512,1024]
+//     %1 = sum(%0) {axes=[-1]} : f32[512]        // 512 rows of 1024, sums in f64
+//     return %1
+//   }
+//
 // Kernels are cached by structure (`kernel_key`): a second body with the same ops,
 // dtypes, shapes and attributes, whatever its value names, returns the first kernel.
 
@@ -53,7 +63,9 @@ struct CompiledKernel {
 /// bodies that compute the same thing on the same types have the same key.
 std::string kernel_key(const Graph& body);
 
-/// The rows × row_length iteration space of a body (see the top of this file).
+/// The rows × row_length iteration space of a body (see the top of this file), as the
+/// runtime splits it; for a reduction body, rows own disjoint output elements and
+/// row_length is the number of elements a row reads.
 struct RowLayout {
   int64_t rows = 0;
   int64_t row_length = 0;
@@ -70,9 +82,10 @@ class KernelCompiler {
   /// The process-wide compiler; its kernels live until the process exits.
   static KernelCompiler& global();
 
-  /// True when `node` of `g` (an elementwise op, with its operand and result types
-  /// known) can be part of a generated kernel: the op and its dtypes are supported.
-  /// The fuser only groups nodes for which this holds.
+  /// True when `node` of `g` (an elementwise op, or a reduction that would end a body,
+  /// with its operand and result types known) can be part of a generated kernel: the
+  /// op and its dtypes are supported (reductions: f32/f64 sum, mean, max, min over any
+  /// axes). The fuser only groups nodes for which this holds.
   static bool supports(const Graph& g, const Node& node);
 
   /// The compiled kernel for `body` (cached by kernel_key). Thread-safe. Errors: a node

@@ -42,7 +42,14 @@ std::shared_ptr<const Graph> make_body(const Graph& g, const std::vector<int>& m
 }  // namespace
 
 bool default_fusible(const Graph& g, const Node& node) {
-  if (node.info().category != OpCategory::Elementwise || node.result() == kNoValue) return false;
+  const OpCategory c = node.info().category;
+  if (node.result() == kNoValue) return false;
+  if (c == OpCategory::Reduction) {  // A float reduction keeping its dtype (not argmax).
+    const DType d = g.type(node.result()).dtype;
+    return node.operands.size() == 1 && g.type(node.operands[0]).dtype == d &&
+           (d == DType::f32 || d == DType::f64);
+  }
+  if (c != OpCategory::Elementwise) return false;
   if (!plain_dtype(g.type(node.result()).dtype)) return false;
   for (ValueId v : node.operands) {
     if (!plain_dtype(g.type(v).dtype)) return false;
@@ -64,8 +71,13 @@ StatusOr<bool> FuseElementwisePass::run(Graph& g) {
       }
     }
   }
-  std::vector<char> fusible(n);
-  for (int i = 0; i < n; ++i) fusible[i] = options_.fusible(g, g.node(i));
+  // A fusible node may be a root; only elementwise ones may join a group as producers.
+  std::vector<char> fusible(n), reduction(n);
+  for (int i = 0; i < n; ++i) {
+    const OpCategory c = g.node(i).info().category;
+    reduction[i] = c == OpCategory::Reduction;
+    fusible[i] = (c == OpCategory::Elementwise || reduction[i]) && options_.fusible(g, g.node(i));
+  }
 
   // Users of each value: node indices, or n for a graph output.
   std::vector<std::vector<int>> users(g.num_values());
@@ -81,11 +93,13 @@ StatusOr<bool> FuseElementwisePass::run(Graph& g) {
     const int id = static_cast<int>(groups.size());
     groups.push_back({root});
     group[root] = id;
-    const Shape& shape = g.type(g.node(root).result()).shape;
+    // Producers have the iteration space's shape: a reduction's input shape.
+    const Node& r = g.node(root);
+    const Shape& shape = g.type(reduction[root] ? r.operands[0] : r.result()).shape;
     for (size_t k = 0; k < groups[id].size(); ++k) {
       for (ValueId v : g.node(groups[id][k]).operands) {
         const int p = g.value(v).node;
-        if (p < 0 || !fusible[p] || group[p] >= 0) continue;
+        if (p < 0 || !fusible[p] || reduction[p] || group[p] >= 0) continue;
         if (!(g.type(v).shape == shape)) continue;
         bool inside = true;
         for (int u : users[v]) inside = inside && u < n && group[u] == id;
@@ -93,6 +107,10 @@ StatusOr<bool> FuseElementwisePass::run(Graph& g) {
         group[p] = id;
         groups[id].push_back(p);
       }
+    }
+    if (reduction[root] && groups[id].size() == 1) {  // Alone: the library kernel stays.
+      group[root] = -1;
+      groups.pop_back();
     }
   }
   if (groups.empty()) return false;
@@ -103,9 +121,11 @@ StatusOr<bool> FuseElementwisePass::run(Graph& g) {
     std::vector<ValueId> operands;
     std::shared_ptr<const Graph> body = make_body(g, members, operands);
     Node& root = g.node(members.back());
+    const bool reduces = reduction[members.back()];
     root.op = Op::Fused;
     root.operands = std::move(operands);
     root.attrs = {};
+    if (reduces) root.attrs["kind"] = std::string("reduction");
     root.body = std::move(body);
     for (size_t k = 0; k + 1 < members.size(); ++k) keep[members[k]] = false;
   }

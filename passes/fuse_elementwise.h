@@ -1,8 +1,9 @@
 #pragma once
 // fuse-elementwise: groups chains of elementwise nodes into `fused` nodes, each one
-// kernel whose body (Node::body) is the group as a small graph. The fuser reads only the
-// op table's categories (OpCategory::Elementwise), never op names, plus a predicate
-// saying which nodes the code generator can compile.
+// kernel whose body (Node::body) is the group as a small graph, and lets a reduction
+// absorb the elementwise chain that computes its input (kind="reduction"). The fuser
+// reads only the op table's categories (OpCategory::Elementwise, ::Reduction), never op
+// names, plus a predicate saying which nodes the code generator can compile.
 //
 //   graph @f(%x: f32[4,5], %b: f32[5]) {
 //     %h = add(%x, %b) : f32[4,5]
@@ -14,11 +15,12 @@
 // becomes
 //   graph @f(%x: f32[4,5], %b: f32[5]) {
 //     %h = fused(%x, %b) : f32[4,5] ({ ^body(%0: f32[4,5], %1: f32[5]): add ... })
-//     %y = fused(%h, %x) : f32[4,5] ({ ^body(%0: f32[4,5], %1: f32[4,5]): gelu, mul })
-//     %s = sum(%y) : f32[]
+//     %s = fused(%h, %x) {kind="reduction"} : f32[] ({
+//       ^body(%0: f32[4,5], %1: f32[4,5]): gelu, mul, sum })
 //     return %s, %h
 //   }
-// (%h is used outside its consumer's group, so it stays a kernel result of its own.)
+// (%h is used outside its consumer's group, so it stays a kernel result of its own; the
+// reduction `sum` is the root of the second kernel, which never writes %y to memory.)
 //
 // Grouping: nodes are visited from the last to the first. A fusible node not yet in a
 // group starts one (it is the group's root, the one member whose value leaves the
@@ -26,6 +28,10 @@
 // fusible, (2) every use of their result is inside the group, and (3) their result has
 // the root's shape, so each is computed once per element (a smaller producer broadcast
 // into the group would be recomputed for every element; it stays a kernel of its own).
+// A reduction the predicate accepts is a root too (never a producer): its producers must
+// have the reduction's *input* shape, and a reduction that absorbs nothing stays the
+// node it was (the library's reduction kernel). Its fused node has kind="reduction", so
+// the memory planner never computes it in place of an operand.
 // By (2), only the root has users outside its group, so replacing a group by one node
 // at the root's position keeps the graph acyclic and in topological order.
 // Every fusible node ends up in exactly one `fused` node, a group of one included: the
@@ -43,8 +49,9 @@
 namespace weft {
 
 struct FuseOptions {
-  /// Whether `node` of `g` may go into a generated kernel. Default: an elementwise node
-  /// whose operands and result are f32, f64, i32, i64 or bool.
+  /// Whether `node` of `g` (elementwise or reduction: other categories are never asked)
+  /// may go into a generated kernel. Default: an elementwise node whose operands and
+  /// result are f32, f64, i32, i64 or bool, or a reduction from f32 (f64) to f32 (f64).
   std::function<bool(const Graph& g, const Node& node)> fusible;
 };
 

@@ -34,16 +34,99 @@ TEST(FuseElementwiseTest, GroupsAChainAndKeepsASharedValue) {
       %t0 = add(%0, %1) : f32[4,5]
       return %t0
   })
-  %y = fused(%h, %x) : f32[4,5] ({
+  %s = fused(%h, %x) {kind="reduction"} : f32[] ({
     ^body(%0: f32[4,5], %1: f32[4,5]):
       %t0 = gelu(%0) : f32[4,5]
       %t1 = mul(%t0, %1) : f32[4,5]
-      return %t1
+      %t2 = sum(%t1) : f32[]
+      return %t2
   })
-  %s = sum(%y) : f32[]
   return %s, %h
 }
 )");
+}
+
+// Layer-norm backward's row sums: the reduction absorbs the producers of its input's
+// shape; a broadcast operand joins as a kernel operand.
+TEST(FuseElementwiseTest, AReductionIsTheRootOfItsProducers) {
+  FuseElementwisePass pass;
+  EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%g: f32[8,6], %y: f32[8,6], %w: f32[6]) {
+  %gw = mul(%g, %w) : f32[8,6]
+  %p = mul(%gw, %y) : f32[8,6]
+  %s = mean(%p) {axes=[-1], keepdims=true} : f32[8,1]
+  return %s
+})"),
+            R"(graph @f(%g: f32[8,6], %y: f32[8,6], %w: f32[6]) -> (f32[8,1]) {
+  %s = fused(%g, %w, %y) {kind="reduction"} : f32[8,1] ({
+    ^body(%0: f32[8,6], %1: f32[6], %2: f32[8,6]):
+      %t0 = mul(%0, %1) : f32[8,6]
+      %t1 = mul(%t0, %2) : f32[8,6]
+      %t2 = mean(%t1) {axes=[-1], keepdims=true} : f32[8,1]
+      return %t2
+  })
+  return %s
+}
+)");
+}
+
+// A producer used outside the group stays a kernel of its own; a reduction that would
+// absorb nothing stays the library's reduction; argmax (i64) is never a root.
+TEST(FuseElementwiseTest, AReductionAbsorbsOnlyPrivateProducers) {
+  FuseElementwisePass pass;
+  EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%g: f32[8,6], %x: f32[8,6]) {
+  %p = mul(%g, %x) : f32[8,6]
+  %s = sum(%p) {axes=[0]} : f32[6]
+  %m = max(%x) {axes=[1]} : f32[8]
+  %i = argmax(%p) {axis=1} : i64[8]
+  return %s, %m, %i
+})"),
+            R"(graph @f(%g: f32[8,6], %x: f32[8,6]) -> (f32[6], f32[8], i64[8]) {
+  %p = fused(%g, %x) : f32[8,6] ({
+    ^body(%0: f32[8,6], %1: f32[8,6]):
+      %t0 = mul(%0, %1) : f32[8,6]
+      return %t0
+  })
+  %s = sum(%p) {axes=[0]} : f32[6]
+  %m = max(%x) {axes=[1]} : f32[8]
+  %i = argmax(%p) {axis=1} : i64[8]
+  return %s, %m, %i
+}
+)");
+}
+
+// Batch-norm statistics: a producer of a different shape than the reduction's input
+// (here the [C] scale) is not absorbed; the predicate can keep reductions out.
+TEST(FuseElementwiseTest, ReductionRootsFollowShapesAndThePredicate) {
+  const char* text = R"(graph @f(%d: f32[2,3,4,4], %x: f32[2,3,4,4], %c: f32[3,1,1]) {
+  %e = exp(%c) : f32[3,1,1]
+  %s = sub(%x, %e) : f32[2,3,4,4]
+  %p = mul(%d, %s) : f32[2,3,4,4]
+  %r = sum(%p) {axes=[0,2,3]} : f32[3]
+  return %r
+})";
+  FuseElementwisePass pass;
+  EXPECT_EQ(run_pass_on_text(pass, text),
+            R"(graph @f(%d: f32[2,3,4,4], %x: f32[2,3,4,4], %c: f32[3,1,1]) -> (f32[3]) {
+  %e = fused(%c) : f32[3,1,1] ({
+    ^body(%0: f32[3,1,1]):
+      %t0 = exp(%0) : f32[3,1,1]
+      return %t0
+  })
+  %r = fused(%x, %e, %d) {kind="reduction"} : f32[3] ({
+    ^body(%0: f32[2,3,4,4], %1: f32[3,1,1], %2: f32[2,3,4,4]):
+      %t0 = sub(%0, %1) : f32[2,3,4,4]
+      %t1 = mul(%2, %t0) : f32[2,3,4,4]
+      %t2 = sum(%t1) {axes=[0, 2, 3]} : f32[3]
+      return %t2
+  })
+  return %r
+}
+)");
+  FuseElementwisePass no_reductions(FuseOptions{.fusible = [](const Graph& g, const Node& n) {
+    return n.info().category == OpCategory::Elementwise && default_fusible(g, n);
+  }});
+  const std::string unfused = run_pass_on_text(no_reductions, text);
+  EXPECT_NE(unfused.find("%r = sum(%p) {axes=[0, 2, 3]} : f32[3]"), std::string::npos) << unfused;
 }
 
 TEST(FuseElementwiseTest, SmallerProducersStayKernelsOfTheirOwn) {
@@ -141,6 +224,9 @@ TEST(FuseElementwiseTest, TrainingStepOfAnMlp) {
   std::printf("elementwise nodes %d -> fused kernels %d; nodes %zu -> %zu\n", elementwise_before,
               count_op(after, Op::Fused), before.nodes().size(), after.nodes().size());
   EXPECT_EQ(count_op(after, Op::Fused), 20);  // from 78 elementwise nodes
+  int reductions = 0;
+  for (const Node& n : after.nodes()) reductions += n.op == Op::Fused && n.str_attr("kind") == "reduction";
+  std::printf("fused kernels with a reduction root: %d\n", reductions);
 
   std::mt19937 rng(7);
   std::vector<Tensor> inputs;

@@ -92,7 +92,10 @@ void run_gemm(ThreadPool& pool, const GemmPlan& p, const T* a, const T* b, T* c)
   const int64_t rows = p.batch() * p.m;
   const int64_t row_flops = std::max<int64_t>(1, 2 * p.n * p.k);
   // Few rows but wide: cut the columns instead, in blocks of kColumnBlock.
-  if (rows < 4 * pool.num_threads() && p.n >= 2 * kColumnBlock * pool.num_threads()) {
+  // With B transposed each chunk packs the part of B it reads, so cutting the columns
+  // lets each thread pack only its share.
+  const bool wide = p.n >= 2 * kColumnBlock * pool.num_threads();
+  if (wide && (rows < 4 * pool.num_threads() || (p.trans_b && p.batch() == 1))) {
     const int64_t blocks = (p.n + kColumnBlock - 1) / kColumnBlock;
     const int64_t grain = std::max<int64_t>(
         1, kMinChunkFlops / std::max<int64_t>(1, 2 * rows * p.k * kColumnBlock));

@@ -10,7 +10,6 @@ Run with Debian's Python (PyTorch 1.13):
 For PyTorch's best setting on this machine (ENVIRONMENT.md) also set
   OMP_WAIT_POLICY=PASSIVE GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296
 """
-import gzip
 import statistics
 import sys
 import time
@@ -18,16 +17,9 @@ import time
 import numpy as np
 import torch
 
-DATA = "/usr/share/datasets/fashion-mnist"
+from fashion_mnist_io import DATA, read_idx
+
 MEAN, STD = 0.2860, 0.3530
-
-
-def read_idx(path):
-    with gzip.open(path, "rb") as f:
-        data = f.read()
-    rank = data[3]
-    dims = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(rank)]
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * rank).reshape(dims)
 
 
 def images(name):

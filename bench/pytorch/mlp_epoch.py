@@ -5,7 +5,6 @@ images (468 full batches), then accuracy on the 10000 test images.
 
 Run with Debian's Python: /usr/bin/python3 bench/pytorch/mlp_epoch.py [--epochs=N] [--threads=N]
 """
-import gzip
 import statistics
 import sys
 import time
@@ -13,15 +12,8 @@ import time
 import numpy as np
 import torch
 
-DATA = "/usr/share/datasets/fashion-mnist"
+from fashion_mnist_io import DATA, read_idx
 
-
-def read_idx(path):
-    with gzip.open(path, "rb") as f:
-        data = f.read()
-    rank = data[3]
-    dims = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(rank)]
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * rank).reshape(dims)
 
 
 def main():

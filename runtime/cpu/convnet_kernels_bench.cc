@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "runtime/cpu/bench_util.h"
 #include "runtime/cpu/kernel.h"
 
 namespace weft::cpu {
@@ -18,22 +19,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Median seconds per call of f, over 41 repeats of enough calls to last ~2 ms.
-double seconds_per_call(const std::function<void()>& f) {
-  f();
-  const auto t0 = Clock::now();
-  f();
-  const double once = std::chrono::duration<double>(Clock::now() - t0).count();
-  const int calls = std::max(1, static_cast<int>(2e-3 / std::max(once, 1e-7)));
-  std::vector<double> times;
-  for (int rep = 0; rep < 41; ++rep) {
-    const auto t = Clock::now();
-    for (int i = 0; i < calls; ++i) f();
-    times.push_back(std::chrono::duration<double>(Clock::now() - t).count() / calls);
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
 
 struct Case {
   const char* what;
@@ -61,7 +46,8 @@ void run_case(ThreadPool& pool, const Case& c) {
   call.result_type = c.result;
   auto k = make_library_kernel(call, ptrs, out.data());
   WEFT_CHECK(k.ok() && *k, "convnet_kernels_bench: no kernel");
-  const double t = seconds_per_call([&] { (void)(*k)->run(pool); });
+  const double t = bench::seconds_per_call([&] { (void)(*k)->run(pool); }, /*repeats=*/41,
+                                            /*batch_seconds=*/2e-3);
   std::printf("  %-44s %8.1f us  (%s)\n", c.what, t * 1e6, (*k)->describe().c_str());
 }
 

@@ -20,6 +20,7 @@
 #include <random>
 #include <vector>
 
+#include "runtime/cpu/bench_util.h"
 #include "runtime/cpu/contraction_internal.h"
 
 extern "C" void openblas_set_num_threads(int num_threads);
@@ -29,30 +30,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Median seconds per call of f, over 15 repeats of enough calls to last ~5 ms.
-double seconds_per_call(const std::function<void()>& f) {
-  f();
-  const auto t0 = Clock::now();
-  f();
-  const double once = std::chrono::duration<double>(Clock::now() - t0).count();
-  const int calls = std::max(1, static_cast<int>(5e-3 / std::max(once, 1e-7)));
-  std::vector<double> times;
-  for (int rep = 0; rep < 15; ++rep) {
-    const auto t = Clock::now();
-    for (int i = 0; i < calls; ++i) f();
-    times.push_back(std::chrono::duration<double>(Clock::now() - t).count() / calls);
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
 
-std::vector<float> random_floats(int64_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
 
 struct GemmShape {
   const char* what;
@@ -97,8 +75,8 @@ void gemm_figures(ThreadPool& pool) {
   std::vector<Row> rows(shapes.size());
   std::vector<std::vector<float>> as, bs, cs;
   for (const GemmShape& s : shapes) {
-    as.push_back(random_floats(s.m * s.k, 1));
-    bs.push_back(random_floats(s.k * s.n, 2));
+    as.push_back(bench::random_floats(s.m * s.k, 1));
+    bs.push_back(bench::random_floats(s.k * s.n, 2));
     cs.push_back(std::vector<float>(s.m * s.n));
   }
   // weft: the bound matmul kernel for plain products, the same GEMM core for transposes.
@@ -108,10 +86,10 @@ void gemm_figures(ThreadPool& pool) {
     if (!s.ta && !s.tb) {
       auto k = bind(Op::Matmul, {}, {{DType::f32, {s.m, s.k}}, {DType::f32, {s.k, s.n}}},
                     {DType::f32, {s.m, s.n}}, {as[i].data(), bs[i].data()}, cs[i].data());
-      rows[i].weft = flops / seconds_per_call([&] { (void)k->run(pool); }) * 1e-9;
+      rows[i].weft = flops / bench::seconds_per_call([&] { (void)k->run(pool); }) * 1e-9;
     } else {
       const GemmPlan plan = GemmPlan::single(s.m, s.n, s.k, s.ta, s.tb);
-      rows[i].weft = flops / seconds_per_call([&] {
+      rows[i].weft = flops / bench::seconds_per_call([&] {
         run_gemm<float>(pool, plan, as[i].data(), bs[i].data(), cs[i].data());
       }) * 1e-9;
     }
@@ -121,7 +99,7 @@ void gemm_figures(ThreadPool& pool) {
   for (size_t i = 0; i < shapes.size(); ++i) {
     const GemmShape& s = shapes[i];
     const int64_t lda = s.ta ? s.m : s.k, ldb = s.tb ? s.k : s.n;
-    rows[i].openblas = 2.0 * s.m * s.n * s.k / seconds_per_call([&] {
+    rows[i].openblas = 2.0 * s.m * s.n * s.k / bench::seconds_per_call([&] {
       pool.parallel_for(s.m, 1, [&](int64_t r0, int64_t r1) {
         cblas_sgemm(CblasRowMajor, s.ta ? CblasTrans : CblasNoTrans,
                     s.tb ? CblasTrans : CblasNoTrans, r1 - r0, s.n, s.k, 1.0f,
@@ -135,7 +113,7 @@ void gemm_figures(ThreadPool& pool) {
   for (size_t i = 0; i < shapes.size(); ++i) {
     const GemmShape& s = shapes[i];
     const int64_t lda = s.ta ? s.m : s.k, ldb = s.tb ? s.k : s.n;
-    rows[i].onednn = 2.0 * s.m * s.n * s.k / seconds_per_call([&] {
+    rows[i].onednn = 2.0 * s.m * s.n * s.k / bench::seconds_per_call([&] {
       dnnl_sgemm(s.ta ? 'T' : 'N', s.tb ? 'T' : 'N', s.m, s.n, s.k, 1.0f, as[i].data(), lda,
                  bs[i].data(), ldb, 0.0f, cs[i].data(), s.n);
     }) * 1e-9;
@@ -171,8 +149,8 @@ void conv_figures(ThreadPool& pool) {
   for (const ConvShape& s : shapes) {
     const Shape y{s.x[0], s.w[0], s.x[2], s.x[3]};
     const Type tx{DType::f32, s.x}, tw{DType::f32, s.w}, ty{DType::f32, y};
-    std::vector<float> x = random_floats(tx.numel(), 1), w = random_floats(tw.numel(), 2);
-    std::vector<float> gy = random_floats(ty.numel(), 3), out(std::max(tx.numel(), ty.numel()));
+    std::vector<float> x = bench::random_floats(tx.numel(), 1), w = bench::random_floats(tw.numel(), 2);
+    std::vector<float> gy = bench::random_floats(ty.numel(), 3), out(std::max(tx.numel(), ty.numel()));
     std::vector<float> gw(tw.numel());
     const Attrs attrs = {{"padding", IntList{1, 1}}};
     Attrs bi = attrs, bw = attrs;
@@ -206,9 +184,9 @@ void conv_figures(ThreadPool& pool) {
         make_onednn_conv_kernel(ConvOp::kBackwardWeight, g, x.data(), gy.data(), gw.data()),
     };
     for (int i = 0; i < 3; ++i) {
-      const double t = seconds_per_call([&] { (void)ks[i].k->run(pool); });
-      const double t1 = onednn[i] ? seconds_per_call([&] { (void)onednn[i]->run(pool); }) : 0;
-      const double t2 = seconds_per_call([&] { (void)im2col[i]->run(pool); });
+      const double t = bench::seconds_per_call([&] { (void)ks[i].k->run(pool); });
+      const double t1 = onednn[i] ? bench::seconds_per_call([&] { (void)onednn[i]->run(pool); }) : 0;
+      const double t2 = bench::seconds_per_call([&] { (void)im2col[i]->run(pool); });
       std::printf("  %-36s %-16s %7.3f ms | onednn %7.3f ms | im2col %7.3f ms"
                   "  (%6.1f GFLOP/s; %s)\n",
                   s.what, ks[i].name, t * 1e3, t1 * 1e3, t2 * 1e3, flops / t * 1e-9,

@@ -9,7 +9,6 @@ import statistics
 import sys
 import time
 
-import numpy as np
 import torch
 
 from fashion_mnist_io import DATA, read_idx

@@ -81,6 +81,12 @@ ValueId Graph::add_node(Op op, std::vector<ValueId> operands, Attrs attrs, Locat
   return nodes_.back().result();
 }
 
+ValueId Graph::add_result(int node, std::string result_name, std::optional<Type> type) {
+  ValueId v = new_value(std::move(result_name), std::move(type), node);
+  nodes_[node].results.push_back(v);
+  return v;
+}
+
 const Type& Graph::type(ValueId v) const {
   WEFT_CHECK(values_[v].type.has_value(), "type of %" + values_[v].name + " is not inferred");
   return *values_[v].type;

@@ -378,20 +378,26 @@ Status Reader::read_node(const Json& j, const std::string& path) {
 
   const Json& result_list = j["results"];
   WEFT_RETURN_IF_ERROR(check_array(result_list, path + ".results"));
-  if (result_list.size() != static_cast<size_t>(info.results)) {
+  const bool several = *op == Op::Fused && result_list.size() > 1;  // one per body output
+  if (result_list.size() != static_cast<size_t>(info.results) && !several) {
     return error(path + ".results", "'" + std::string(info.name) + "' has " +
                                         std::to_string(info.results) + " result(s), but " +
                                         std::to_string(result_list.size()) + " were given");
   }
-  std::string result_name;
-  std::optional<Type> result_type;
-  if (info.results == 1) {
-    std::string result_path = path + ".results[0]";
-    const Json& r = result_list[0];
+  std::vector<std::string> result_names;
+  std::vector<std::optional<Type>> result_types;
+  for (size_t k = 0; k < result_list.size(); ++k) {
+    std::string result_path = at_index(path + ".results", k);
+    const Json& r = result_list[k];
     WEFT_RETURN_IF_ERROR(check_object(r, result_path, {"name"}, {"type"}));
-    WEFT_ASSIGN_OR_RETURN(result_name, read_new_name(r["name"], result_path + ".name"));
+    WEFT_ASSIGN_OR_RETURN(std::string name, read_new_name(r["name"], result_path + ".name"));
+    for (const std::string& earlier : result_names) {
+      if (earlier == name) return error(result_path + ".name", "'" + name + "' is defined twice");
+    }
+    result_names.push_back(std::move(name));
+    result_types.emplace_back();
     if (r.contains("type")) {
-      WEFT_ASSIGN_OR_RETURN(result_type, read_type(r["type"], result_path + ".type"));
+      WEFT_ASSIGN_OR_RETURN(result_types.back(), read_type(r["type"], result_path + ".type"));
     }
   }
 
@@ -420,8 +426,18 @@ Status Reader::read_node(const Json& j, const std::string& path) {
     if (!b.ok()) return Error{path + ".body." + b.error().message, b.error().loc};
     body = std::make_shared<const Graph>(std::move(*b));
   }
-  graph_.add_node(*op, operands, std::move(attrs), std::move(loc), std::move(result_type),
-                  std::move(result_name));
+  if (body && body->outputs().size() != result_names.size()) {
+    return error(path + ".results", "the body returns " + std::to_string(body->outputs().size()) +
+                                        " values but " + std::to_string(result_names.size()) +
+                                        " results are given");
+  }
+  graph_.add_node(*op, operands, std::move(attrs), std::move(loc),
+                  result_types.empty() ? std::nullopt : result_types[0],
+                  result_names.empty() ? "" : result_names[0]);
+  const int index = static_cast<int>(graph_.nodes().size()) - 1;
+  for (size_t k = 1; k < result_names.size(); ++k) {
+    graph_.add_result(index, result_names[k], result_types[k]);
+  }
   graph_.mutable_nodes().back().body = std::move(body);
   if (*op == Op::Assign) {
     if (auto message = check_assign_target(graph_, operands[0])) {

@@ -250,6 +250,19 @@ TEST(JsonTest, FusedBodyRoundTrips) {
   ASSERT_TRUE(back.ok()) << back.error().to_string();
   std::string why;
   EXPECT_TRUE(structurally_equal(*g, *back, &why)) << why;
+  StatusOr<Graph> two = parse_graph(
+      "graph @g(%x: f32[4]) {\n"
+      "  %a, %b = fused(%x) : f32[4], f32[4] ({\n"
+      "    ^body(%y: f32[4]):\n"
+      "      %0 = neg(%y) : f32[4]\n"
+      "      return %0, %y\n"
+      "  })\n"
+      "  return %a, %b\n"
+      "}\n", "f.wir");
+  ASSERT_TRUE(two.ok()) << two.error().to_string();
+  StatusOr<Graph> two_back = graph_from_json(graph_to_json(*two), "f.json");
+  ASSERT_TRUE(two_back.ok()) << two_back.error().to_string();
+  EXPECT_TRUE(structurally_equal(*two, *two_back, &why)) << why;
   StatusOr<Graph> bad = graph_from_json(
       R"({"version": 1, "name": "g", "inputs": [{"name": "x", "kind": "data", "type": {"dtype": "f32", "shape": [4]}}],
           "nodes": [{"op": "fused", "operands": ["x"], "results": [{"name": "y"}]}],

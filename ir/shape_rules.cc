@@ -153,6 +153,11 @@ StatusOr<Type> infer_node_type(const Node& node, const std::vector<Type>& operan
   return result;
 }
 
+Type result_type(const Node& node, size_t k, const Type& inferred) {
+  if (k == 0 || node.body == nullptr || k >= node.body->outputs().size()) return inferred;
+  return node.body->type(node.body->outputs()[k]);
+}
+
 StatusOr<ValueId> add_typed_node(Graph& g, Op op, std::vector<ValueId> operands, Attrs attrs,
                                  Location loc) {
   Node probe{op, operands, attrs, {}, loc};

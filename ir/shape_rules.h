@@ -159,6 +159,10 @@ const ShapeRule* find_shape_rule(Op op);
 /// (assign) the returned type only means "the node is well-typed".
 StatusOr<Type> infer_node_type(const Node& node, const std::vector<Type>& operands);
 
+/// The type of result `k` of `node` given the type the shape rule inferred (result 0):
+/// a `fused` node's further results have its body outputs' types.
+Type result_type(const Node& node, size_t k, const Type& inferred);
+
 /// Appends `op(operands) {attrs}` at `loc` to `g` with its result typed by the shape
 /// rule (operand types must be known): how the builder, the autodiff rules and the
 /// optimizer emit nodes. A shape-rule error is returned and nothing is appended.

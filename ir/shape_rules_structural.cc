@@ -228,8 +228,8 @@ StatusOr<Type> one_hot(const Node& node, const std::vector<Type>& in) {
 
 }  // namespace
 
-// The result of a fused kernel is its body's one output; the operands must be exactly
-// the body's inputs.
+// The results of a fused kernel are its body's outputs (the rule gives the first; see
+// fused_result_type); the operands must be exactly the body's inputs.
 StatusOr<Type> fused(const Node& node, const std::vector<Type>& in) {
   if (node.body == nullptr) return rule_error("the node has no body");
   const Graph& body = *node.body;
@@ -245,13 +245,15 @@ StatusOr<Type> fused(const Node& node, const std::vector<Type>& in) {
                         (want ? str(*want) : std::string("untyped")));
     }
   }
-  if (body.outputs().size() != 1) {
-    return rule_error("body @" + body.name() + " must return one value, not " +
-                      std::to_string(body.outputs().size()));
+  if (body.outputs().empty()) return rule_error("body @" + body.name() + " returns nothing");
+  for (ValueId v : body.outputs()) {
+    if (!body.value(v).type) {
+      return rule_error("the type of body @" + body.name() + "'s result %" + body.value(v).name +
+                        " is unknown");
+    }
   }
-  const auto& out = body.value(body.outputs()[0]).type;
-  if (!out) return rule_error("the type of body @" + body.name() + "'s result is unknown");
-  return *out;
+  // The first result's type; further results have their body outputs' types.
+  return *body.value(body.outputs()[0]).type;
 }
 
 void add_structural_rules(RuleTable& t) {

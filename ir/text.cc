@@ -80,7 +80,9 @@ std::string region(const Graph& body, const PrintOptions& options, const std::st
 std::string statement(const Graph& g, const Node& n, const PrintOptions& options,
                       const std::string& indent) {
   std::string out = indent;
-  if (n.result() != kNoValue) out += value_ref(g, n.result()) + " = ";
+  for (size_t k = 0; k < n.results.size(); ++k) {
+    out += value_ref(g, n.results[k]) + (k + 1 < n.results.size() ? ", " : " = ");
+  }
   out += std::string(op_name(n.op)) + "(";
   for (size_t i = 0; i < n.operands.size(); ++i) {
     out += (i ? ", " : "") + value_ref(g, n.operands[i]);
@@ -95,8 +97,13 @@ std::string statement(const Graph& g, const Node& n, const PrintOptions& options
     }
     out += "}";
   }
-  if (n.result() != kNoValue && g.value(n.result()).type) {
-    out += " : " + g.value(n.result()).type->to_string();
+  bool typed = !n.results.empty();
+  for (ValueId r : n.results) typed = typed && g.value(r).type.has_value();
+  if (typed) {
+    out += " :";
+    for (size_t k = 0; k < n.results.size(); ++k) {
+      out += (k ? ", " : " ") + g.value(n.results[k]).type->to_string();
+    }
   }
   if (n.body) out += region(*n.body, options, indent);
   if (options.locations) out += location_text(n.loc);

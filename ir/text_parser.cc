@@ -239,11 +239,19 @@ Status Parser::check_new_name(const Token& name) {
 
 Status Parser::parse_statement() {
   Token first = tok_;
-  std::optional<Token> result;
+  // Results: `%a =`, or `%a, %b =` for a fused node with several.
+  std::vector<Token> results;
   if (at(TokenKind::ValueName)) {
-    result = take();
-    WEFT_RETURN_IF_ERROR(expect(TokenKind::Equals, "'=' after '%" + result->text + "'"));
+    results.push_back(take());
+    while (at(TokenKind::Comma)) {
+      take();
+      WEFT_ASSIGN_OR_RETURN(Token next, expect(TokenKind::ValueName, "a result name after ','"));
+      results.push_back(std::move(next));
+    }
+    WEFT_RETURN_IF_ERROR(expect(TokenKind::Equals, "'=' after '%" + results.back().text + "'"));
   }
+  std::optional<Token> result;
+  if (!results.empty()) result = results[0];
   if (!at(TokenKind::Ident)) {
     return unexpected(result ? std::string("an op name") : "a statement or 'return'");
   }
@@ -259,7 +267,10 @@ Status Parser::parse_statement() {
     return error_at(op_tok, op_quoted + " has a result; name it: '%name = " +
                                 std::string(info.name) + "(...)'");
   }
-  if (result) WEFT_RETURN_IF_ERROR(check_new_name(*result));
+  if (results.size() > 1 && *op != Op::Fused) {
+    return error_at(results[1], op_quoted + " has one result; only 'fused' may have several");
+  }
+  for (const Token& r : results) WEFT_RETURN_IF_ERROR(check_new_name(r));
 
   WEFT_RETURN_IF_ERROR(expect(TokenKind::LParen, "'(' after " + op_quoted));
   std::vector<ValueId> operands;
@@ -282,11 +293,17 @@ Status Parser::parse_statement() {
   if (at(TokenKind::LBrace)) WEFT_RETURN_IF_ERROR(parse_attrs(info, attrs));
   if (auto message = check_required_attributes(info, attrs)) return error_at(op_tok, *message);
 
-  std::optional<Type> type;
+  std::vector<std::optional<Type>> types(results.size());
   if (at(TokenKind::Colon)) {
     if (!result) return error_at(tok_, op_quoted + " has no result, so it takes no ': type'");
     take();
-    WEFT_ASSIGN_OR_RETURN(type, parse_type());
+    for (size_t k = 0; k < results.size(); ++k) {
+      if (k > 0) {
+        WEFT_RETURN_IF_ERROR(expect(TokenKind::Comma, "',' and the type of '%" +
+                                                          results[k].text + "'"));
+      }
+      WEFT_ASSIGN_OR_RETURN(types[k], parse_type());
+    }
   }
   std::shared_ptr<const Graph> body;
   if (at(TokenKind::LParen)) {
@@ -302,8 +319,17 @@ Status Parser::parse_statement() {
     WEFT_ASSIGN_OR_RETURN(loc, parse_loc());
   }
 
-  graph_.add_node(*op, operands, std::move(attrs), std::move(loc), std::move(type),
-                  result ? result->text : "");
+  if (body && body->outputs().size() != results.size()) {
+    return error_at(*result, "the body returns " + std::to_string(body->outputs().size()) +
+                                 " values but 'fused' names " + std::to_string(results.size()) +
+                                 " results");
+  }
+  graph_.add_node(*op, operands, std::move(attrs), std::move(loc),
+                  types.empty() ? std::nullopt : types[0], result ? result->text : "");
+  const int index = static_cast<int>(graph_.nodes().size()) - 1;
+  for (size_t k = 1; k < results.size(); ++k) {
+    graph_.add_result(index, results[k].text, types[k]);
+  }
   graph_.mutable_nodes().back().body = std::move(body);
   if (*op == Op::Assign) {
     if (auto message = check_assign_target(graph_, operands[0])) {

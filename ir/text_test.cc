@@ -390,6 +390,30 @@ TEST(ParseErrorTest, Bodies) {
             "bad.wir:3:5: error: expected a block label such as '^body(%x: f32[4]):', found '%a'");
 }
 
+TEST(TextTest, FusedNodesWithSeveralResultsRoundTrip) {
+  const std::string text =
+      "graph @g(%m: f32[4] {state}, %g: f32[4]) -> (f32[4]) {\n"
+      "  %p, %m1 = fused(%m, %g) : f32[4], f32[4] ({\n"
+      "    ^body(%a: f32[4], %b: f32[4]):\n"
+      "      %0 = add(%a, %b) : f32[4]\n"
+      "      %1 = mul(%0, %b) : f32[4]\n"
+      "      return %1, %0\n"
+      "  })\n"
+      "  assign(%m, %m1)\n"
+      "  return %p\n"
+      "}\n";
+  StatusOr<Graph> g = parse_graph(text, "f.wir");
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  EXPECT_EQ(g->nodes()[0].results.size(), 2u);
+  EXPECT_TRUE(verify(*g).ok()) << verify(*g).to_string();
+  EXPECT_EQ(print_graph(*g, {.locations = false}), text);
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %a, %b = neg(%x)\n  return %a\n}"),
+            "bad.wir:2:7: error: 'neg' has one result; only 'fused' may have several");
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %a, %b = fused(%x) : f32[4], f32[4] ({\n"
+                        "    ^body(%y: f32[4]):\n      return %y\n  })\n  return %a\n}"),
+            "bad.wir:2:3: error: the body returns 1 values but 'fused' names 2 results");
+}
+
 TEST(TextTest, FusedBodyRoundTrips) {
   const std::string text =
       "graph @g(%x: f32[4,5], %b: f32[5]) -> (f32[4,5]) {\n"

@@ -88,9 +88,12 @@ class Verifier {
     }
 
     // Results: as many as the op has, produced by this node.
-    if (static_cast<int>(node.results.size()) != info.results) {
-      return fail("has " + std::to_string(node.results.size()) + " results but the op has " +
-                  std::to_string(info.results));
+    const int want_results = node.op == Op::Fused && node.body
+                                 ? static_cast<int>(node.body->outputs().size())
+                                 : info.results;
+    if (static_cast<int>(node.results.size()) != want_results) {
+      return fail("has " + std::to_string(node.results.size()) + " results but should have " +
+                  std::to_string(want_results));
     }
     for (ValueId r : node.results) {
       if (!exists(r) || g_.value(r).node != index) {
@@ -133,9 +136,10 @@ class Verifier {
       if (!g_.value(v).type) return Status();  // not inferred yet
       operand_types.push_back(*g_.value(v).type);
     }
-    WEFT_ASSIGN_OR_RETURN(Type inferred, infer_node_type(node, operand_types));
-    for (ValueId r : node.results) {
-      const Value& v = g_.value(r);
+    WEFT_ASSIGN_OR_RETURN(Type inferred0, infer_node_type(node, operand_types));
+    for (size_t k = 0; k < node.results.size(); ++k) {
+      const Value& v = g_.value(node.results[k]);
+      const Type inferred = result_type(node, k, inferred0);
       if (v.type && !(*v.type == inferred)) {
         return Error{"%" + v.name + " has type " + v.type->to_string() + " but " +
                          std::string(op_name(node.op)) + "'s shape rule gives " +

@@ -134,7 +134,7 @@ TEST(VerifierTest, ValuesAndResults) {
   Fixture r;
   r.g.add_node(Op::Exp, {r.x}, {}, at(2));
   r.g.node(0).results.clear();
-  EXPECT_EQ(verify_message(r.g), "model.wir:2:3: error: exp: has 0 results but the op has 1");
+  EXPECT_EQ(verify_message(r.g), "model.wir:2:3: error: exp: has 0 results but should have 1");
 }
 
 TEST(VerifierTest, TypesFollowTheShapeRules) {

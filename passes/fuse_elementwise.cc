@@ -16,6 +16,7 @@ bool plain_dtype(DType d) {
 // The body of one group: its external operands become inputs (first use first), the
 // members are copied in order, the root's value is the output.
 std::shared_ptr<const Graph> make_body(const Graph& g, const std::vector<int>& members,
+                                       const std::vector<int>& extra,
                                        std::vector<ValueId>& operands) {
   auto body = std::make_shared<Graph>("body");
   std::unordered_map<ValueId, ValueId> inner;  // outer value -> body value
@@ -36,7 +37,48 @@ std::shared_ptr<const Graph> make_body(const Graph& g, const std::vector<int>& m
                                        "t" + std::to_string(next++));
   }
   body->add_output(inner.at(g.node(members.back()).result()));
+  for (int p : extra) body->add_output(inner.at(g.node(p).result()));
   return body;
+}
+
+// A stable topological order again: an assign of an extra result may stand before the
+// fused node that now computes it; such nodes move to just after their last operand.
+void restore_topological_order(Graph& g) {
+  std::vector<Node>& nodes = g.mutable_nodes();
+  std::vector<char> defined(g.num_values(), 0);
+  for (const Input& in : g.inputs()) defined[in.value] = 1;
+  std::vector<Node> order;
+  std::vector<Node> waiting;
+  auto ready = [&](const Node& node) {
+    for (ValueId v : node.operands) {
+      if (!defined[v]) return false;
+    }
+    return true;
+  };
+  auto emit = [&](Node node) {
+    for (ValueId r : node.results) defined[r] = 1;
+    order.push_back(std::move(node));
+  };
+  for (Node& node : nodes) {
+    if (!ready(node)) {
+      waiting.push_back(std::move(node));
+      continue;
+    }
+    emit(std::move(node));
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (size_t k = 0; k < waiting.size(); ++k) {
+        if (!ready(waiting[k])) continue;
+        emit(std::move(waiting[k]));
+        waiting.erase(waiting.begin() + static_cast<long>(k));
+        progress = true;
+        break;
+      }
+    }
+  }
+  WEFT_CHECK(waiting.empty(), "fuse-elementwise: the fused graph has a cycle");
+  nodes = std::move(order);
+  g.remove_nodes(std::vector<bool>(nodes.size(), true));  // renumbers value producers
 }
 
 }  // namespace
@@ -88,10 +130,12 @@ StatusOr<bool> FuseElementwisePass::run(Graph& g) {
 
   std::vector<int> group(n, -1);
   std::vector<std::vector<int>> groups;  // member node indices, root first
+  std::vector<std::vector<int>> extra;   // members whose value also leaves the kernel
   for (int root = n - 1; root >= 0; --root) {
     if (!fusible[root] || group[root] >= 0) continue;
     const int id = static_cast<int>(groups.size());
     groups.push_back({root});
+    extra.emplace_back();
     group[root] = id;
     // Producers have the iteration space's shape: a reduction's input shape.
     const Node& r = g.node(root);
@@ -101,26 +145,45 @@ StatusOr<bool> FuseElementwisePass::run(Graph& g) {
         const int p = g.value(v).node;
         if (p < 0 || !fusible[p] || reduction[p] || group[p] >= 0) continue;
         if (!(g.type(v).shape == shape)) continue;
-        bool inside = true;
-        for (int u : users[v]) inside = inside && u < n && group[u] == id;
+        // Every use inside the group — or, under an elementwise root, outside it only by
+        // assigns: the value then also leaves the kernel as one more result (an
+        // optimizer's new moment estimates: one kernel computes them and the parameter).
+        bool inside = true, escapes = false;
+        for (int u : users[v]) {
+          if (u < n && group[u] == id) continue;
+          const bool to_assign = u < n && g.node(u).op == Op::Assign && !reduction[root];
+          escapes = escapes || to_assign;
+          inside = inside && to_assign;
+        }
         if (!inside) continue;
         group[p] = id;
         groups[id].push_back(p);
+        if (escapes) extra[id].push_back(p);
       }
     }
     if (reduction[root] && groups[id].size() == 1) {  // Alone: the library kernel stays.
       group[root] = -1;
       groups.pop_back();
+      extra.pop_back();
     }
   }
   if (groups.empty()) return false;
 
   std::vector<bool> keep(n, true);
-  for (std::vector<int>& members : groups) {
+  for (size_t id = 0; id < groups.size(); ++id) {
+    std::vector<int>& members = groups[id];
     std::sort(members.begin(), members.end());  // topological: the root is last
+    std::sort(extra[id].begin(), extra[id].end());
     std::vector<ValueId> operands;
-    std::shared_ptr<const Graph> body = make_body(g, members, operands);
+    std::shared_ptr<const Graph> body = make_body(g, members, extra[id], operands);
+    // The extra results move from their producers to the fused node, names and all.
+    std::vector<ValueId> results = {g.node(members.back()).result()};
+    for (int p : extra[id]) {
+      results.push_back(g.node(p).result());
+      g.node(p).results.clear();
+    }
     Node& root = g.node(members.back());
+    root.results = std::move(results);
     const bool reduces = reduction[members.back()];
     root.op = Op::Fused;
     root.operands = std::move(operands);
@@ -130,6 +193,7 @@ StatusOr<bool> FuseElementwisePass::run(Graph& g) {
     for (size_t k = 0; k + 1 < members.size(); ++k) keep[members[k]] = false;
   }
   g.remove_nodes(keep);
+  restore_topological_order(g);
   return true;
 }
 

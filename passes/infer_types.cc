@@ -75,14 +75,15 @@ StatusOr<bool> InferTypesPass::run(Graph& g) {
       WEFT_RETURN_IF_ERROR(check_size(inferred, std::string(op_name(node.op)) + ": result %" +
                                                     g.value(node.result()).name, node.loc));
     }
-    for (ValueId r : node.results) {  // none for statements such as assign
-      Value& value = g.mutable_value(r);
+    for (size_t k = 0; k < node.results.size(); ++k) {  // none for statements (assign)
+      const Type inferred_k = result_type(node, k, inferred);
+      Value& value = g.mutable_value(node.results[k]);
       if (!value.type) {
-        value.type = inferred;
+        value.type = inferred_k;
         changed = true;
-      } else if (!(*value.type == inferred)) {
+      } else if (!(*value.type == inferred_k)) {
         return Error{"%" + value.name + " is declared " + value.type->to_string() + " but " +
-                         std::string(op_name(node.op)) + " gives " + inferred.to_string(),
+                         std::string(op_name(node.op)) + " gives " + inferred_k.to_string(),
                      node.loc};
       }
     }

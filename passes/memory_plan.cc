@@ -134,6 +134,7 @@ StatusOr<MemoryPlan> plan_memory(const Graph& g, const PlanOptions& options) {
   std::vector<Buffer> buffers;
   for (int i = 0; i < n; ++i) {
     const Node& node = g.node(i);
+    std::vector<ValueId> taken;  // operands already taken over by a result of this node
     for (ValueId r : node.results) {
       if (l.def[r] < 0) continue;  // external
       ++plan.num_intermediates;
@@ -141,10 +142,12 @@ StatusOr<MemoryPlan> plan_memory(const Graph& g, const PlanOptions& options) {
       int shared = -1;
       if (options.in_place && may_take_over_operand(node)) {
         for (ValueId o : node.operands) {
+          if (std::find(taken.begin(), taken.end(), o) != taken.end()) continue;
           if (l.def[o] >= 0 && l.last[o] == i && l.size[o] == l.size[r] &&
               g.type(o).bytes() == g.type(r).bytes() &&
               (node.op == Op::Reshape || g.type(o).shape == g.type(r).shape)) {
             shared = buffer_of[o];
+            taken.push_back(o);
             break;
           }
         }

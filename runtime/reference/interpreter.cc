@@ -157,6 +157,19 @@ StatusOr<RunResult> run(const Graph& g, std::vector<Tensor> inputs) {
       WEFT_CHECK(values[o].has_value(), "operand %" + g.value(o).name + " has no value");
       in.push_back(&*values[o]);
     }
+    if (node.op == Op::Fused && node.results.size() > 1) {
+      // A fused kernel with several results: its body's outputs, in order.
+      std::vector<Tensor> args;
+      for (const Tensor* t : in) args.push_back(*t);
+      WEFT_ASSIGN_OR_RETURN(RunResult r, run(*node.body, std::move(args)));
+      for (size_t k = 0; k < node.results.size(); ++k) {
+        values[node.results[k]] = std::move(r.outputs[k]);
+      }
+      for (ValueId o : node.operands) {
+        if (--uses[o] == 0) values[o].reset();
+      }
+      continue;
+    }
     Type result_type;
     if (node.op == Op::Assign) {
       WEFT_CHECK(in.size() == 2, "assign takes two operands");

@@ -61,7 +61,7 @@ struct Node {
   Location loc;
   /// `fused` only: the kernel's body, a graph whose inputs are the node's operands (same
   /// types, in order) and whose outputs are the node's results (same types, in order).
-  std::shared_ptr<const Graph> body;
+  std::shared_ptr<const Graph> body = nullptr;
 
   ValueId result() const { return results.empty() ? kNoValue : results[0]; }
   const OpInfo& info() const { return op_info(op); }

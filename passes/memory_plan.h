@@ -53,7 +53,7 @@ struct PlanOptions {
   /// By ValueId (may be shorter than the value count): node results that live outside
   /// the arena, as graph inputs do (the CPU lowering writes a parameter's new value
   /// straight into the parameter's own buffer).
-  std::vector<bool> external;
+  std::vector<bool> external = {};
 };
 
 struct MemoryPlan {

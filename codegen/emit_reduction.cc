@@ -1,0 +1,192 @@
+// Emits the MLIR text of a reduction kernel body (an elementwise chain ending in sum,
+// mean, max or min); see emit_elementwise.h for the ABI and the row layouts.
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "codegen/emit_elementwise.h"
+#include "codegen/emitter.h"
+
+namespace weft::codegen {
+namespace emit_detail {
+
+// acc ⊕ x: sums in f64 (f32 lanes widened); max/min take x when it is larger (smaller)
+// or NaN, and keep a NaN accumulator, as the reference does.
+std::string Emitter::accumulate(const Node& red, const std::string& acc, const std::string& x, int w) {
+  const DType d = g_.type(red.result()).dtype;
+  if (red.op == Op::Sum || red.op == Op::Mean) {
+    const std::string x64 = d == DType::f64 ? x : conv("arith.extf", x, d, DType::f64, w);
+    return bi("arith.addf", acc, x64, vec("f64", w));
+  }
+  const std::string better = cmp(d, red.op == Op::Max ? "ogt" : "olt", x, acc, w);
+  const std::string take = bi("arith.ori", better, cmp(d, "uno", x, x, w), vec("i1", w));
+  return sel(take, x, acc, d, w);
+}
+
+// The accumulation of one row: a loop over the reduced index `o` (the dims in `list`);
+// inside it, for the row layout, a vector loop and a scalar tail along the innermost
+// dim; for the column layout, one `w`-wide access at column `col`. Returns the final
+// accumulator: a scalar (row layout) or a vector<w> (column layout).
+std::string Emitter::reduce_rows(const Node& red, const ReductionSpace& rs,
+                                 const std::vector<std::string>& ptr,
+                                 const std::vector<std::string>& row_off,
+                                 const std::vector<int>& list, const std::string& col, int w) {
+  const DType d = g_.type(red.result()).dtype;
+  const bool sum = red.op == Op::Sum || red.op == Op::Mean;
+  const DType acc_d = sum ? DType::f64 : d;
+  const double init = sum ? 0.0 : red.op == Op::Max ? -INFINITY : INFINITY;
+  const ValueId x = red.operands[0];
+  int64_t outer = 1;
+  for (int j : list) outer *= space_.dims[j];
+  const std::string c0 = cst(DType::i64, 0, 1), c1 = cst(DType::i64, 1, 1);
+  const std::string co = cst(DType::i64, static_cast<double>(outer), 1);
+  auto open_for = [&](const std::string& res, const std::string& iv, const std::string& lo,
+                      const std::string& hi, const std::string& step,
+                      const std::vector<std::pair<std::string, std::string>>& args,
+                      const std::string& types) {
+    os_ << indent_ << res << " = scf.for " << iv << " = " << lo << " to " << hi << " step " << step
+        << " iter_args(";
+    for (size_t a = 0; a < args.size(); ++a) os_ << (a ? ", " : "") << args[a].first << " = " << args[a].second;
+    os_ << ") -> (" << types << ") : i64 {\n";
+    indent_ += "  ";
+  };
+  auto close_for = [&](const std::string& vals, const std::string& types) {
+    os_ << indent_ << "scf.yield " << vals << " : " << types << "\n";
+    indent_.resize(indent_.size() - 2);
+    os_ << indent_ << "}\n";
+  };
+  std::vector<std::string> bases, splats;
+  if (rs.column()) {
+    const std::string t = vec(compute_elem(acc_d), w);
+    const std::string init_v = cst(acc_d, init, w);
+    const std::string res = "%t" + std::to_string(next_++), o = "%o" + std::to_string(next_++),
+                      a = "%a" + std::to_string(next_++);
+    open_for(res, o, c0, co, c1, {{a, init_v}}, t);
+    operand_bases(ptr, row_off, o, list, bases, splats);
+    close_for(accumulate(red, a, compute(w, col, bases, splats, &red).at(x), w), t);
+    return res;
+  }
+  const int64_t length = space_.dims.back(), main = length / w * w;
+  const std::string vt = vec(compute_elem(acc_d), w), st = compute_elem(acc_d);
+  const std::string res = "%t" + std::to_string(next_++), o = "%o" + std::to_string(next_++),
+                    va = "%a" + std::to_string(next_++), sa = "%a" + std::to_string(next_++);
+  open_for(res + ":2", o, c0, co, c1, {{va, cst(acc_d, init, w)}, {sa, cst(acc_d, init, 1)}},
+           vt + ", " + st);
+  operand_bases(ptr, row_off, o, list, bases, splats);
+  std::string v = va, s = sa;
+  auto inner = [&](int64_t from, int64_t to, int step, const std::string& acc, const std::string& t) {
+    const std::string r = "%t" + std::to_string(next_++), i = "%i" + std::to_string(next_++),
+                      a = "%a" + std::to_string(next_++);
+    open_for(r, i, cst(DType::i64, static_cast<double>(from), 1),
+             cst(DType::i64, static_cast<double>(to), 1), cst(DType::i64, step, 1), {{a, acc}}, t);
+    close_for(accumulate(red, a, compute(step, i, bases, splats, &red).at(x), step), t);
+    return r;
+  };
+  if (main > 0) v = inner(0, main, w, va, vt);
+  if (main < length) s = inner(main, length, 1, sa, st);
+  close_for(v + ", " + s, vt + ", " + st);
+  // Horizontal: sums add the lanes (f64, so the order hardly matters); max/min fold
+  // them into the scalar accumulator one by one.
+  std::string total = res + "#1";
+  if (sum) {
+    total = bi("arith.addf", emit("vector.reduction <add>, " + res + "#0 : " + vt + " into f64"),
+               total, "f64");
+  } else {
+    for (int lane = 0; lane < w; ++lane) {
+      total = accumulate(red, total,
+                         emit("vector.extract " + res + "#0[" + std::to_string(lane) + "] : " +
+                              st + " from " + vt), 1);
+    }
+  }
+  return total;
+}
+
+std::string Emitter::reduction_module(const std::string& symbol, const Node& red,
+                                      const ReductionSpace& rs) {
+  std::vector<std::string> ptr;
+  header(ptr, symbol);
+  const DType d = g_.type(red.result()).dtype;
+  const bool sum = red.op == Op::Sum || red.op == Op::Mean;
+  const int last = static_cast<int>(space_.dims.size()) - 1;
+  std::vector<int> kept, reduced;  // Dims other than the innermost, by kind.
+  for (int j = 0; j < last; ++j) (rs.reduced[j] ? reduced : kept).push_back(j);
+  const std::string out = ptr[g_.inputs().size()];
+  // The result (w lanes, from the f64 accumulator of sums) at `index` of the output.
+  auto finish = [&](std::string acc, const std::string& index, int w) {
+    if (sum) {
+      if (red.op == Op::Mean) {
+        acc = bi("arith.divf", acc, cst(DType::f64, static_cast<double>(rs.reduced_size()), w),
+                 vec("f64", w));
+      }
+      if (d == DType::f32) acc = conv("arith.truncf", acc, DType::f64, d, w);
+    }
+    const std::string address = gep(out, index, d);
+    os_ << indent_ << "llvm.store " << acc << ", " << address << " {alignment = "
+        << dtype_size(d) << " : i64} : " << vec(compute_elem(d), w) << ", !llvm.ptr\n";
+  };
+  if (rs.rows() > 0) {
+    const std::string one = cst(DType::i64, 1, 1);
+    os_ << indent_ << "scf.for %r = %row_begin to %row_end step " << one << " : i64 {\n";
+    indent_ += "  ";
+    std::vector<std::string> row_off;
+    if (!rs.column()) {  // Row r is output element r: its kept indices come from r.
+      for (size_t k = 0; k < g_.inputs().size(); ++k) row_off.push_back(offset(k, "%r", kept));
+      finish(reduce_rows(red, rs, ptr, row_off, reduced, "", width_), "%r", 1);
+    } else {
+      // Row r = (kept index c, block b): blocks of w columns, then single columns.
+      const int64_t length = space_.dims.back(), blocks = length / width_,
+                    per = blocks + length % width_;
+      const std::string c_per = cst(DType::i64, static_cast<double>(per), 1);
+      const std::string c = bi("arith.divui", "%r", c_per, "i64");
+      const std::string b = bi("arith.remui", "%r", c_per, "i64");
+      for (size_t k = 0; k < g_.inputs().size(); ++k) row_off.push_back(offset(k, c, kept));
+      const std::string out_row = bi("arith.muli", c, cst(DType::i64, static_cast<double>(length), 1), "i64");
+      auto path = [&](int w) {
+        std::string col;
+        if (w > 1) {
+          col = bi("arith.muli", b, cst(DType::i64, w, 1), "i64");
+        } else {
+          col = bi("arith.addi", b, cst(DType::i64, static_cast<double>(blocks * width_ - blocks), 1), "i64");
+        }
+        // Along the innermost dim every operand's stride is 0 or 1: offset by the column.
+        std::vector<std::string> off = row_off;
+        for (size_t k = 0; k < off.size(); ++k) {
+          if (space_.strides[k].back() == 0) continue;
+          off[k] = off[k].empty() ? col : bi("arith.addi", off[k], col, "i64");
+        }
+        const std::string zero = cst(DType::i64, 0, 1);
+        finish(reduce_rows(red, rs, ptr, off, reduced, zero, w), bi("arith.addi", out_row, col, "i64"), w);
+      };
+      if (blocks > 0 && length % width_ > 0) {
+        const std::string is_block =
+            bi("arith.cmpi ult,", b, cst(DType::i64, static_cast<double>(blocks), 1), "i64");
+        os_ << indent_ << "scf.if " << is_block << " {\n";
+        indent_ += "  ";
+        path(width_);
+        indent_.resize(indent_.size() - 2);
+        os_ << indent_ << "} else {\n";
+        indent_ += "  ";
+        path(1);
+        indent_.resize(indent_.size() - 2);
+        os_ << indent_ << "}\n";
+      } else {
+        path(blocks > 0 ? width_ : 1);
+      }
+    }
+    indent_.resize(indent_.size() - 2);
+    os_ << indent_ << "}\n";
+  }
+  return footer();
+}
+
+}  // namespace emit_detail
+
+using emit_detail::Emitter;
+
+std::string emit_reduction(const Graph& body, const std::string& symbol) {
+  const ReductionSpace rs = collapse_reduction_space(body);
+  return Emitter(body, rs.space).reduction_module(symbol, *body_reduction(body), rs);
+}
+
+}  // namespace weft::codegen

@@ -1,0 +1,104 @@
+#pragma once
+// Internal to codegen/: the MLIR text emitter shared by emit_elementwise.cc (elementwise
+// bodies) and emit_reduction.cc (reduction bodies). Plain strings, no MLIR headers.
+
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "codegen/emit_elementwise.h"
+
+namespace weft::codegen::emit_detail {
+
+
+inline bool is_signed_int(DType d) { return d == DType::i32 || d == DType::i64; }
+inline int bits(DType d) { return d == DType::boolean ? 1 : static_cast<int>(dtype_size(d)) * 8; }
+
+/// The element type values of `d` are computed in (bool is i1) and stored as (i8).
+inline std::string compute_elem(DType d) {
+  switch (d) {
+    case DType::f32: return "f32";
+    case DType::f64: return "f64";
+    case DType::i32: return "i32";
+    case DType::i64: return "i64";
+    case DType::u8: return "i8";
+    case DType::boolean: return "i1";
+    default: return "<unsupported>";
+  }
+}
+inline std::string memory_elem(DType d) { return d == DType::boolean ? "i8" : compute_elem(d); }
+inline std::string vec(const std::string& elem, int w) {
+  return w == 1 ? elem : "vector<" + std::to_string(w) + "x" + elem + ">";
+}
+
+class Emitter {
+ public:
+  Emitter(const Graph& g, const CollapsedSpace& space) : g_(g), space_(space), width_(body_width(g)) {}
+
+  std::string module(const std::string& symbol);
+  std::string reduction_module(const std::string& symbol, const Node& red, const ReductionSpace& rs);
+
+ private:
+  std::string emit(const std::string& rhs) {
+    std::string name = "%t" + std::to_string(next_++);
+    os_ << indent_ << name << " = " << rhs << "\n";
+    return name;
+  }
+  std::string cst(DType d, double v, int w);
+  std::string un(const std::string& op, const std::string& x, const std::string& t) {
+    return emit(op + " " + x + " : " + t);
+  }
+  std::string bi(const std::string& op, const std::string& x, const std::string& y,
+                 const std::string& t) {
+    return emit(op + " " + x + ", " + y + " : " + t);
+  }
+  std::string cmp(DType d, const std::string& pred, const std::string& x, const std::string& y,
+                  int w) {
+    return emit(std::string(is_floating(d) ? "arith.cmpf " : "arith.cmpi ") + pred + ", " + x +
+                ", " + y + " : " + vec(compute_elem(d), w));
+  }
+  std::string sel(const std::string& c, const std::string& x, const std::string& y, DType d,
+                  int w) {
+    return emit("arith.select " + c + ", " + x + ", " + y + " : " +
+                (w > 1 ? vec("i1", w) + ", " : "") + vec(compute_elem(d), w));
+  }
+  std::string conv(const std::string& op, const std::string& x, DType from, DType to, int w) {
+    return emit(op + " " + x + " : " + vec(compute_elem(from), w) + " to " +
+                vec(compute_elem(to), w));
+  }
+  std::string node(const Node& n, const std::vector<std::string>& a, int w);
+  std::string libm(const std::string& fn, const std::string& x, int w);
+  std::string math_f64(const char* op, const std::string& x, DType d, int w);
+  std::string cast(const std::string& x, DType from, DType to, int w);
+  std::string gelu(const std::string& x, DType d, bool tanh, int w);
+  void body(int w, const std::string& i, const std::vector<std::string>& bases,
+            const std::vector<std::string>& splats, const std::vector<std::string>& outs);
+  std::unordered_map<ValueId, std::string> compute(int w, const std::string& i,
+                                                   const std::vector<std::string>& bases,
+                                                   const std::vector<std::string>& splats,
+                                                   const Node* stop);
+  void header(std::vector<std::string>& ptr, const std::string& symbol);
+  std::string footer();
+  std::string offset(size_t k, const std::string& idx, const std::vector<int>& list);
+  std::string gep(const std::string& p, const std::string& off, DType d) {
+    return off.empty() ? p : emit("llvm.getelementptr " + p + "[" + off + "] : (!llvm.ptr, i64) -> !llvm.ptr, " + memory_elem(d));
+  }
+  void operand_bases(const std::vector<std::string>& ptr, const std::vector<std::string>& row_off,
+                     const std::string& o, const std::vector<int>& list,
+                     std::vector<std::string>& bases, std::vector<std::string>& splats);
+  std::string accumulate(const Node& red, const std::string& acc, const std::string& x, int w);
+  std::string reduce_rows(const Node& red, const ReductionSpace& rs,
+                          const std::vector<std::string>& ptr, const std::vector<std::string>& row_off,
+                          const std::vector<int>& list, const std::string& col, int w);
+
+  const Graph& g_;
+  const CollapsedSpace& space_;
+  int width_;
+  int next_ = 0;
+  std::string indent_ = "    ";
+  std::ostringstream os_;
+  std::vector<std::string> libm_;  ///< f64 functions called (declared after the kernel).
+};
+
+}  // namespace weft::codegen::emit_detail

@@ -1,0 +1,26 @@
+#pragma once
+// A Program (runtime/program.h) as C++ source, for ahead-of-time builds ([AOT]): the
+// generated file defines
+//
+//   weft::Program NAME_program();                  // the Program, data only
+//   std::vector<weft::GeneratedFn> NAME_kernels(); // its kernels' addresses
+//
+// and declares each kernel `extern "C" void NAME_kI(void* const*, int64_t, int64_t)`,
+// defined by the object file KernelCompiler::compile_object emits for the same Program
+// (kernel_symbol gives the names). Linked with runtime/cpu alone — no MLIR, no LLVM —
+// `cpu::Executor::create(NAME_program(), NAME_kernels())` runs the step.
+// Kernel bodies are not embedded (the object file is their compiled form).
+
+#include <string>
+
+#include "runtime/program.h"
+
+namespace weft::codegen {
+
+/// The symbol of kernel `index` of the Program generated under `name`.
+std::string kernel_symbol(const std::string& name, int index);
+
+/// The C++ source described above. `name` must be a C identifier.
+std::string program_to_cpp(const Program& program, const std::string& name);
+
+}  // namespace weft::codegen

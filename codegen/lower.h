@@ -4,6 +4,7 @@
 // passes:
 //
 //   fold-transpose     matmul operands transposed in their last two dims -> GEMM flags
+//   fold-batch-matmul  a batched product summed over its batch -> one GEMM, batch in K
 //   fuse-elementwise   elementwise chains -> `fused` kernels (what codegen supports)
 //   schedule-memory    a topological order with a low peak of live bytes
 //   updates in place   a parameter's new value is written straight into the
@@ -47,7 +48,7 @@ struct Lowering {
 };
 
 /// The CPU backend's graph passes after the default pipeline: fold-transpose,
-/// fuse-elementwise (with `options.fusible`) and schedule-memory, as `options` enables.
+/// fold-batch-matmul, fuse-elementwise (with `options.fusible`) and schedule-memory, as `options` enables.
 void add_cpu_passes(Pipeline& p, const LowerOptions& options = {});
 
 /// The default pipeline followed by the CPU passes: what `weftc dump` shows for the

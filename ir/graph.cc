@@ -140,6 +140,44 @@ void Graph::remove_nodes(const std::vector<bool>& keep) {
   }
 }
 
+void Graph::sort_topologically() {
+  std::vector<Node>& nodes = nodes_;
+  std::vector<char> defined(values_.size(), 0);
+  for (const Input& in : inputs_) defined[in.value] = 1;
+  std::vector<Node> order;
+  std::vector<Node> waiting;
+  auto ready = [&](const Node& node) {
+    for (ValueId v : node.operands) {
+      if (!defined[v]) return false;
+    }
+    return true;
+  };
+  auto emit = [&](Node node) {
+    for (ValueId r : node.results) defined[r] = 1;
+    order.push_back(std::move(node));
+  };
+  for (Node& node : nodes) {
+    if (!ready(node)) {
+      waiting.push_back(std::move(node));
+      continue;
+    }
+    emit(std::move(node));
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (size_t k = 0; k < waiting.size(); ++k) {
+        if (!ready(waiting[k])) continue;
+        emit(std::move(waiting[k]));
+        waiting.erase(waiting.begin() + static_cast<long>(k));
+        progress = true;
+        break;
+      }
+    }
+  }
+  WEFT_CHECK(waiting.empty(), "sort_topologically: the graph has a cycle");
+  nodes = std::move(order);
+  remove_nodes(std::vector<bool>(nodes_.size(), true));  // renumbers value producers
+}
+
 std::vector<int> Graph::use_counts() const {
   std::vector<int> counts(values_.size(), 0);
   for (const Node& n : nodes_) {

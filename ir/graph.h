@@ -140,6 +140,10 @@ class Graph {
   /// Keeps the nodes whose `keep` entry is true, in order. Values of removed nodes stay
   /// allocated but have no producer and must have no remaining uses.
   void remove_nodes(const std::vector<bool>& keep);
+  /// Reorders the nodes into a topological order, keeping the current order wherever it
+  /// already is one: a node whose operands are not all defined yet waits until they are.
+  /// For passes that append a node and redirect earlier uses to it.
+  void sort_topologically();
   /// Number of uses of each value, counting graph outputs.
   std::vector<int> use_counts() const;
 

@@ -41,45 +41,7 @@ std::shared_ptr<const Graph> make_body(const Graph& g, const std::vector<int>& m
   return body;
 }
 
-// A stable topological order again: an assign of an extra result may stand before the
-// fused node that now computes it; such nodes move to just after their last operand.
-void restore_topological_order(Graph& g) {
-  std::vector<Node>& nodes = g.mutable_nodes();
-  std::vector<char> defined(g.num_values(), 0);
-  for (const Input& in : g.inputs()) defined[in.value] = 1;
-  std::vector<Node> order;
-  std::vector<Node> waiting;
-  auto ready = [&](const Node& node) {
-    for (ValueId v : node.operands) {
-      if (!defined[v]) return false;
-    }
-    return true;
-  };
-  auto emit = [&](Node node) {
-    for (ValueId r : node.results) defined[r] = 1;
-    order.push_back(std::move(node));
-  };
-  for (Node& node : nodes) {
-    if (!ready(node)) {
-      waiting.push_back(std::move(node));
-      continue;
-    }
-    emit(std::move(node));
-    for (bool progress = true; progress;) {
-      progress = false;
-      for (size_t k = 0; k < waiting.size(); ++k) {
-        if (!ready(waiting[k])) continue;
-        emit(std::move(waiting[k]));
-        waiting.erase(waiting.begin() + static_cast<long>(k));
-        progress = true;
-        break;
-      }
-    }
-  }
-  WEFT_CHECK(waiting.empty(), "fuse-elementwise: the fused graph has a cycle");
-  nodes = std::move(order);
-  g.remove_nodes(std::vector<bool>(nodes.size(), true));  // renumbers value producers
-}
+
 
 }  // namespace
 
@@ -193,7 +155,8 @@ StatusOr<bool> FuseElementwisePass::run(Graph& g) {
     for (size_t k = 0; k + 1 < members.size(); ++k) keep[members[k]] = false;
   }
   g.remove_nodes(keep);
-  restore_topological_order(g);
+  // An assign of an extra result may stand before the fused node that now computes it.
+  g.sort_topologically();
   return true;
 }
 

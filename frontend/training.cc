@@ -136,6 +136,16 @@ Status Trainer::build_step() {
     cpu.executor.num_threads = options_.num_threads;
     WEFT_ASSIGN_OR_RETURN(step_exec_, codegen::compile_for_cpu(g, cpu));
     WEFT_RETURN_IF_ERROR(push_values(*step_exec_));
+    // Where each step's inputs go, found once: the batch (data inputs in order, the
+    // target last), the learning rate and the step count.
+    batch_inputs_.clear();
+    const Program& p = step_exec_->program();
+    for (size_t i = 0; i < p.inputs.size(); ++i) {
+      const int index = static_cast<int>(i);
+      if (p.inputs[i].name == kLr) lr_input_ = index;
+      else if (p.inputs[i].name == kStep) step_input_ = index;
+      else if (p.inputs[i].kind == InputKind::data) batch_inputs_.push_back(index);
+    }
   }
   step_ = std::move(g);
   model_ = std::move(model);
@@ -174,22 +184,16 @@ const std::map<std::string, Tensor>& Trainer::values() const {
 
 StatusOr<double> Trainer::step(const std::vector<Tensor>& batch) {
   if (compiled()) {
-    const Program& p = step_exec_->program();
-    size_t next = 0;
-    for (size_t i = 0; i < p.inputs.size(); ++i) {
-      const ProgramInput& in = p.inputs[i];
-      if (in.name == kLr) {
-        *static_cast<float*>(step_exec_->input_data(static_cast<int>(i))) = static_cast<float>(lr_);
-      } else if (in.name == kStep) {
-        *static_cast<int64_t*>(step_exec_->input_data(static_cast<int>(i))) = steps_ + 1;
-      } else if (in.kind == InputKind::data && next < batch.size()) {
-        WEFT_RETURN_IF_ERROR(step_exec_->set_input(static_cast<int>(i), batch[next++]));
-      }
-    }
-    if (next != batch.size() || batch.size() != inputs_.size() + 1) {
+    // The batch goes straight into the executor's input buffers (positions found once).
+    if (batch.size() != batch_inputs_.size()) {
       return Error{"step(...) takes " + std::to_string(inputs_.size() + 1) +
                    " tensors (the inputs, then the target), got " + std::to_string(batch.size())};
     }
+    for (size_t k = 0; k < batch.size(); ++k) {
+      WEFT_RETURN_IF_ERROR(step_exec_->set_input(batch_inputs_[k], batch[k]));
+    }
+    *static_cast<float*>(step_exec_->input_data(lr_input_)) = static_cast<float>(lr_);
+    *static_cast<int64_t*>(step_exec_->input_data(step_input_)) = steps_ + 1;
     WEFT_RETURN_IF_ERROR(step_exec_->run());
     values_stale_ = true;
     ++steps_;

@@ -119,6 +119,8 @@ class Trainer {
   mutable std::map<std::string, Tensor> values_;
   mutable bool values_stale_ = false;  ///< The step executor holds newer values.
   std::unique_ptr<cpu::Executor> step_exec_;
+  std::vector<int> batch_inputs_;  ///< step_exec_'s input index of each batch tensor.
+  int lr_input_ = -1, step_input_ = -1;
   std::map<std::string, Graph> eval_graphs_;  ///< By printed input types.
   std::map<std::string, std::unique_ptr<cpu::Executor>> eval_execs_;
   std::vector<std::pair<bool, std::string>> freezes_;  ///< (freeze?, path), in call order.

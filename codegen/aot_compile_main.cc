@@ -9,8 +9,6 @@
 // run the same Program. OUT.cc defines NAME_program() and NAME_kernels()
 // (codegen/program_source.h); OUT.o defines the kernels for CPU (default "native").
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "codegen/kernel_compiler.h"
@@ -45,11 +43,7 @@ int main(int argc, char** argv) {
   if (graph_path.empty() || name.empty() || object_path.empty() || source_path.empty()) {
     return fail("--graph, --name, --object and --source are required");
   }
-  std::ifstream in(graph_path);
-  if (!in) return fail(graph_path + ": cannot open for reading");
-  std::stringstream text;
-  text << in.rdbuf();
-  StatusOr<Graph> g = parse_graph(text.str(), graph_path);
+  StatusOr<Graph> g = read_graph_file(graph_path);
   if (!g.ok()) return fail(g.error().to_string());
   if (Status s = default_pipeline().run(*g).status(); !s.ok()) return fail(s.to_string());
   StatusOr<codegen::Lowering> lowered = codegen::lower_to_program(std::move(*g));

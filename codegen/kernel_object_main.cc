@@ -9,8 +9,6 @@
 // Program ABI `void SYMBOL(void* const* buffers, int64_t row_begin, int64_t row_end)`;
 // `SYMBOL.rows` lines on standard output give each kernel's row count and row length.
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -47,11 +45,7 @@ int main(int argc, char** argv) {
   std::vector<Graph> bodies;
   bodies.reserve(specs.size());
   for (const auto& [symbol, path] : specs) {
-    std::ifstream in(path);
-    if (!in) return fail(path + ": cannot open for reading");
-    std::stringstream text;
-    text << in.rdbuf();
-    StatusOr<Graph> g = parse_graph(text.str(), path);
+    StatusOr<Graph> g = read_graph_file(path);
     if (!g.ok()) return fail(g.error().to_string());
     InferTypesPass infer;
     if (StatusOr<bool> typed = infer.run(*g); !typed.ok()) return fail(typed.error().to_string());

@@ -7,6 +7,8 @@
 namespace weft::codegen {
 namespace {
 
+// A C++ string literal: unlike the `.wir` quoting of ir/attribute.cc, other control
+// characters are escaped too (a raw one may not stand in C++ source).
 std::string quoted(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {

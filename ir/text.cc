@@ -1,6 +1,11 @@
 // The `.wir` printer. The parser is in text_parser.cc, its tokenizer in text_lexer.cc.
 #include "ir/text.h"
 
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
 #include "ir/text_lexer.h"
 
 namespace weft {
@@ -120,6 +125,14 @@ std::string print_graph(const Graph& g, const PrintOptions& options) {
     out += (i ? ", " : " ") + value_ref(g, g.outputs()[i]);
   }
   return out + "\n}\n";
+}
+
+StatusOr<Graph> read_graph_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error{"cannot read '" + path + "': " + std::strerror(errno)};
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_graph(text.str(), path);
 }
 
 }  // namespace weft

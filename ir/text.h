@@ -81,4 +81,8 @@ std::string print_graph(const Graph& g, const PrintOptions& options = {});
 /// Parses one graph. Errors carry Error.loc = {filename, line, col} of the offending token.
 StatusOr<Graph> parse_graph(std::string_view text, std::string_view filename);
 
+/// Reads the `.wir` file at `path` and parses it (errors name the file); an unreadable
+/// file is "cannot read 'PATH': REASON".
+StatusOr<Graph> read_graph_file(const std::string& path);
+
 }  // namespace weft

@@ -414,6 +414,13 @@ TEST(TextTest, FusedNodesWithSeveralResultsRoundTrip) {
             "bad.wir:2:3: error: the body returns 1 values but 'fused' names 2 results");
 }
 
+TEST(TextTest, ReadGraphFileNamesAnUnreadableFile) {
+  StatusOr<Graph> g = read_graph_file("/nonexistent/model.wir");
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().to_string(),
+            "error: cannot read '/nonexistent/model.wir': No such file or directory");
+}
+
 TEST(TextTest, FusedBodyRoundTrips) {
   const std::string text =
       "graph @g(%x: f32[4,5], %b: f32[5]) -> (f32[4,5]) {\n"

@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <sstream>
 
 #include "ir/text.h"
 #include "passes/pipeline.h"
@@ -24,10 +23,7 @@ TEST(AotProgram, RunsWithoutMlirOrLlvmAndMatchesTheReference) {
   StatusOr<std::unique_ptr<cpu::Executor>> ex =
       cpu::Executor::create(mlp_aot_program(), mlp_aot_kernels());
   ASSERT_TRUE(ex.ok()) << ex.error().to_string();
-  std::ifstream wir(kDir + "mlp.wir");
-  std::stringstream text;
-  text << wir.rdbuf();
-  StatusOr<Graph> g = parse_graph(text.str(), "mlp.wir");
+  StatusOr<Graph> g = read_graph_file(kDir + "mlp.wir");
   ASSERT_TRUE(g.ok());
   ASSERT_TRUE(default_pipeline().run(*g).ok());
   std::vector<Tensor> inputs;

@@ -3,9 +3,7 @@
 // what the reference interpreter computes for the same bodies.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <random>
-#include <sstream>
 
 #include "ir/text.h"
 #include "passes/infer_types.h"
@@ -20,10 +18,7 @@ namespace weft {
 namespace {
 
 Graph body(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  StatusOr<Graph> g = parse_graph(text.str(), path);
+  StatusOr<Graph> g = read_graph_file(path);
   EXPECT_TRUE(g.ok()) << g.error().to_string();
   InferTypesPass infer;
   EXPECT_TRUE(infer.run(*g).ok());

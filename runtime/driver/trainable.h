@@ -1,0 +1,62 @@
+#pragma once
+// What the training driver (runtime/driver/driver.h) trains: a compiled training step and
+// its evaluation, however they were compiled — ahead of time (runtime/aot, emitted by the
+// weft_binary / weft_library Bazel macros of [AOT]) or by the JIT (frontend's Trainer,
+// through an adapter). The driver owns data, epochs, shuffling, the learning-rate schedule,
+// checkpoints, evaluation and progress; a Trainable owns the step and the values it trains.
+//
+//   std::unique_ptr<driver::Trainable> model = ...;   // AOT class or Trainer adapter
+//   model->set_lr(schedule.lr_at(t));
+//   StatusOr<double> loss = model->step({images, labels});
+//   StatusOr<std::vector<Tensor>> logits = model->evaluate({test_images});
+//
+// Shapes are static: every step takes tensors of exactly step_inputs()' types, every
+// evaluation exactly eval_inputs()' types (dimension 0 is the batch of both; the driver
+// pads a short last evaluation batch and drops the padding's outputs).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/status.h"
+#include "ir/shape.h"
+#include "runtime/tensor.h"
+
+namespace weft::driver {
+
+/// A named, typed tensor slot.
+struct TensorSpec {
+  std::string name;
+  Type type;
+};
+
+class Trainable {
+ public:
+  virtual ~Trainable() = default;
+
+  /// The tensors of one training step, in order: the network's inputs, then the target.
+  virtual const std::vector<TensorSpec>& step_inputs() const = 0;
+  /// The tensors of one evaluation (the network's inputs, eval mode), in order.
+  virtual const std::vector<TensorSpec>& eval_inputs() const = 0;
+  /// The evaluation's outputs (the network's outputs), in order.
+  virtual const std::vector<TensorSpec>& eval_outputs() const = 0;
+
+  /// One training step on `batch` (step_inputs() order and types); returns the loss.
+  virtual StatusOr<double> step(const std::vector<Tensor>& batch) = 0;
+  /// The network in eval mode on `inputs` (eval_inputs() order and types).
+  virtual StatusOr<std::vector<Tensor>> evaluate(const std::vector<Tensor>& inputs) = 0;
+
+  /// The learning rate fed to the following steps.
+  virtual void set_lr(double lr) = 0;
+  virtual double lr() const = 0;
+  /// Steps taken so far (restored by load()).
+  virtual int64_t steps() const = 0;
+
+  /// Parameters, state, optimizer slots and the step count, as safetensors, written
+  /// atomically (the Trainer's checkpoint format: the same keys and metadata).
+  virtual Status save(const std::string& path) const = 0;
+  /// Loads such a checkpoint; on any error nothing changes.
+  virtual Status load(const std::string& path) = 0;
+};
+
+}  // namespace weft::driver

@@ -15,6 +15,7 @@
 // pads a short last evaluation batch and drops the padding's outputs).
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -58,5 +59,11 @@ class Trainable {
   /// Loads such a checkpoint; on any error nothing changes.
   virtual Status load(const std::string& path) = 0;
 };
+
+/// The model a training binary was built with. Declared here for the driver's main();
+/// defined by the C++ source that the weft_binary macro generates (runtime/aot) — or, in
+/// the driver's own tests, by an adapter over the JIT Trainer. Parameters and state start
+/// from their initializers with `seed`; `num_threads` 0 means $WEFT_NUM_THREADS or every core.
+StatusOr<std::unique_ptr<Trainable>> make_compiled_model(uint64_t seed, int num_threads);
 
 }  // namespace weft::driver

@@ -1,0 +1,425 @@
+#include "runtime/driver/driver.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "runtime/driver/flags.h"
+
+namespace weft::driver {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string format_duration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const int64_t s = static_cast<int64_t>(seconds + 0.5);
+  char buf[48];
+  if (s >= 3600) {
+    std::snprintf(buf, sizeof(buf), "%lld:%02lld:%02lld", static_cast<long long>(s / 3600),
+                  static_cast<long long>(s / 60 % 60), static_cast<long long>(s % 60));
+  } else {
+    std::snprintf(buf, sizeof(buf), "%lld:%02lld", static_cast<long long>(s / 60),
+                  static_cast<long long>(s % 60));
+  }
+  return buf;
+}
+
+std::string format_number(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), format, v);
+  return buf;
+}
+
+/// A failure and the exit status it gives.
+struct Failure {
+  int status;
+  Error error;
+};
+
+/// The checks between the model's step and evaluation signatures and the data.
+Status check_model(const Trainable& model) {
+  const auto& step = model.step_inputs();
+  const auto& eval = model.eval_inputs();
+  if (step.empty() || step[0].type.shape.rank() < 1) {
+    return Error{"the model's step takes no batched input"};
+  }
+  if (eval.size() + 1 != step.size()) {
+    return Error{"the model's evaluation takes " + std::to_string(eval.size()) +
+                 " inputs; its step takes " + std::to_string(step.size()) +
+                 " (the inputs, then the target), so evaluation should take " +
+                 std::to_string(step.size() - 1)};
+  }
+  for (size_t k = 0; k < eval.size(); ++k) {
+    if (eval[k].type.shape.rank() < 1 || eval[k].type.dtype != step[k].type.dtype ||
+        sample_elements(eval[k].type) != sample_elements(step[k].type) ||
+        eval[k].type.shape[0] != eval[0].type.shape[0]) {
+      return Error{"the model's eval input '" + eval[k].name + "' " + eval[k].type.to_string() +
+                   " does not take the samples of its step input '" + step[k].name + "' " +
+                   step[k].type.to_string()};
+    }
+  }
+  if (model.eval_outputs().empty() || model.eval_outputs()[0].type.shape.rank() < 1 ||
+      model.eval_outputs()[0].type.shape[0] != eval[0].type.shape[0]) {
+    return Error{"the model's evaluation has no output with a batch dimension"};
+  }
+  return Status();
+}
+
+/// Class labels must index the first eval output's classes.
+Status check_classes(const Split& split, const Trainable& model) {
+  if (!split.classes) return Status();
+  const Type& out = model.eval_outputs()[0].type;
+  const int64_t classes = sample_elements(out);
+  const int64_t* c = split.classes->data<int64_t>();
+  for (int64_t i = 0; i < split.classes->numel(); ++i) {
+    if (c[i] < 0 || c[i] >= classes) {
+      return Error{split.source + ": the label " + std::to_string(c[i]) + " of sample " + std::to_string(i) +
+                   " is not one of the model's " + std::to_string(classes) + " classes (its output '" +
+                   model.eval_outputs()[0].name + "' is " + out.to_string() + ")"};
+    }
+  }
+  return Status();
+}
+
+/// Fails early, not after hours of training, when `path` cannot be written.
+Status check_writable(const std::string& flag, const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return Error{"--" + flag + "=" + path + ": the directory " + dir + " does not exist"};
+  }
+  if (::access(dir.c_str(), W_OK) != 0) {
+    return Error{"--" + flag + "=" + path + ": the directory " + dir + " is not writable"};
+  }
+  return Status();
+}
+
+/// The progress line: rewritten in place on a terminal, a plain line every `every` steps
+/// otherwise.
+class Progress {
+ public:
+  Progress(std::FILE* out, int64_t every) : out_(out), every_(every), terminal_(isatty(fileno(out))) {}
+
+  void update(int64_t step, int64_t total, int64_t epoch, int64_t epochs, double loss, double lr,
+              double steps_per_s) {
+    const bool last = step == total;
+    if (terminal_) {
+      const double now = seconds_since(start_);
+      if (!last && now - shown_at_ < 0.1) return;
+      shown_at_ = now;
+    } else if (step % every_ != 0) {
+      return;
+    }
+    char line[256];
+    std::snprintf(line, sizeof(line), "step %lld/%lld  epoch %lld/%lld  loss %.4f  lr %.4g  %.1f steps/s  ETA %s",
+                  static_cast<long long>(step), static_cast<long long>(total),
+                  static_cast<long long>(epoch + 1), static_cast<long long>(epochs), loss, lr,
+                  steps_per_s, format_duration((total - step) / steps_per_s).c_str());
+    if (terminal_) {
+      std::fprintf(out_, "\r%s\033[K", line);
+      open_ = true;
+    } else {
+      std::fprintf(out_, "%s\n", line);
+    }
+    std::fflush(out_);
+  }
+
+  /// Prints a whole line, ending the progress line first on a terminal.
+  void line(const std::string& text) {
+    if (open_) std::fprintf(out_, "\r\033[K");
+    open_ = false;
+    std::fprintf(out_, "%s\n", text.c_str());
+    std::fflush(out_);
+  }
+
+ private:
+  std::FILE* out_;
+  int64_t every_;
+  bool terminal_;
+  bool open_ = false;
+  Clock::time_point start_ = Clock::now();
+  double shown_at_ = -1;
+};
+
+/// --metrics-csv: one row per step.
+class MetricsCsv {
+ public:
+  ~MetricsCsv() {
+    if (file_) std::fclose(file_);
+  }
+  Status open(const std::string& path) {
+    file_ = std::fopen(path.c_str(), "w");
+    if (!file_) {
+      return Error{"--metrics-csv=" + path + ": cannot write it (" + std::strerror(errno) + ")"};
+    }
+    std::fprintf(file_, "step,epoch,loss,lr,test_accuracy,test_loss,elapsed_s\n");
+    return Status();
+  }
+  void row(int64_t step, int64_t epoch, double loss, double lr, const std::optional<Evaluation>& eval,
+           double elapsed) {
+    if (!file_) return;
+    std::string accuracy = eval && eval->accuracy ? format_number("%.6f", *eval->accuracy) : "";
+    std::string test_loss = eval && eval->loss ? format_number("%.9g", *eval->loss) : "";
+    std::fprintf(file_, "%lld,%lld,%.9g,%.9g,%s,%s,%.3f\n", static_cast<long long>(step),
+                 static_cast<long long>(epoch), loss, lr, accuracy.c_str(), test_loss.c_str(), elapsed);
+    std::fflush(file_);
+  }
+
+ private:
+  std::FILE* file_ = nullptr;
+};
+
+StatusOr<Dataset> load_data(const DriverConfig& config, const Trainable& model) {
+  if (config.train_files.empty()) return load_fashion_mnist(config.data_dir, model.step_inputs());
+  return load_npy(config.train_files, config.test_files, model.step_inputs());
+}
+
+/// The whole run once the flags are parsed; failures carry their exit status.
+std::optional<Failure> train(const DriverConfig& config, const ModelFactory& factory, std::FILE* out) {
+  auto runtime = [](Error e) { return Failure{kExitRuntime, std::move(e)}; };
+  auto usage = [](Error e) { return Failure{kExitUsage, std::move(e)}; };
+
+  StatusOr<std::unique_ptr<Trainable>> made = factory(config.seed, static_cast<int>(config.threads));
+  if (!made.ok()) return runtime(made.error());
+  Trainable& model = **made;
+  if (Status s = check_model(model); !s.ok()) return runtime(s.error());
+  const auto& step_inputs = model.step_inputs();
+  for (const auto& [flag, files] : {std::pair{"train", &config.train_files}, {"test", &config.test_files}}) {
+    if (!files->empty() && files->size() != step_inputs.size()) {
+      std::string names;
+      for (const TensorSpec& s : step_inputs) names += (names.empty() ? "'" : ", '") + s.name + "'";
+      return usage(Error{"--" + std::string(flag) + " gives " + std::to_string(files->size()) +
+                         " arrays; the model's step takes " + std::to_string(step_inputs.size()) +
+                         " (the inputs, then the target): " + names});
+    }
+  }
+  for (const auto& [flag, path] : {std::pair{"checkpoint-out", &config.checkpoint_out},
+                                   {"metrics-csv", &config.metrics_csv}}) {
+    if (path->empty()) continue;
+    if (Status s = check_writable(flag, *path); !s.ok()) return runtime(s.error());
+  }
+
+  StatusOr<Dataset> data = load_data(config, model);
+  if (!data.ok()) return runtime(data.error());
+  if (Status s = check_classes(data->train, model); !s.ok()) return runtime(s.error());
+  if (data->test) {
+    if (Status s = check_classes(*data->test, model); !s.ok()) return runtime(s.error());
+  }
+  const int64_t batch = step_inputs[0].type.shape[0];
+  const int64_t samples = data->train.size();
+  int64_t per_epoch = samples / batch;  // the last partial batch is dropped
+  if (per_epoch == 0) {
+    return runtime(Error{data->train.source + ": " + std::to_string(samples) +
+                         " training samples do not make one batch of " + std::to_string(batch) +
+                         " (the model's batch size)"});
+  }
+  if (config.max_steps > 0) per_epoch = std::min(per_epoch, config.max_steps);
+  const int64_t total = config.epochs * per_epoch;
+
+  const double base_lr = config.lr.value_or(model.lr());
+  StatusOr<std::unique_ptr<LrSchedule>> schedule = make_schedule(config, base_lr, total);
+  if (!schedule.ok()) return usage(schedule.error());
+
+  Progress progress(out, config.log_every);
+  if (!config.checkpoint_in.empty()) {
+    if (Status s = model.load(config.checkpoint_in); !s.ok()) return runtime(s.error());
+    progress.line("resumed from " + config.checkpoint_in + " at step " + std::to_string(model.steps()));
+  }
+  MetricsCsv csv;
+  if (!config.metrics_csv.empty()) {
+    if (Status s = csv.open(config.metrics_csv); !s.ok()) return runtime(s.error());
+  }
+  std::string test_text = data->test ? std::to_string(data->test->size()) + " test samples (eval batch " +
+                                           std::to_string(model.eval_inputs()[0].type.shape[0]) + ")"
+                                     : "no test split";
+  progress.line("training on " + std::to_string(samples) + " samples (" + data->train.source + "), batch " +
+                std::to_string(batch) + ", " + std::to_string(per_epoch) + " steps per epoch, " +
+                std::to_string(config.epochs) + " epochs (" + std::to_string(total) + " steps); " +
+                (*schedule)->describe() + "; " + test_text);
+
+  auto evaluate = [&]() -> StatusOr<std::optional<Evaluation>> {
+    if (!data->test) return std::optional<Evaluation>();
+    WEFT_ASSIGN_OR_RETURN(Evaluation e, evaluate_split(model, *data->test));
+    return std::optional<Evaluation>(std::move(e));
+  };
+  auto save = [&]() -> std::optional<Failure> {
+    if (Status s = model.save(config.checkpoint_out); !s.ok()) return runtime(s.error());
+    progress.line("checkpoint: " + config.checkpoint_out + " (step " + std::to_string(model.steps()) + ")");
+    return std::nullopt;
+  };
+
+  int64_t t = model.steps();
+  if (t >= total) {
+    progress.line("nothing to train: the model is at step " + std::to_string(t) + ", the run ends at step " +
+                  std::to_string(total));
+    StatusOr<std::optional<Evaluation>> e = evaluate();
+    if (!e.ok()) return runtime(e.error());
+    if (*e) progress.line("step " + std::to_string(t) + ": " + (*e)->to_string());
+  }
+
+  const auto start = Clock::now();
+  const int64_t first = t;
+  std::vector<int64_t> order;
+  int64_t order_epoch = -1;
+  double epoch_loss = 0;
+  int64_t epoch_steps = 0;
+  auto epoch_start = start;
+  int64_t saved_at = -1;
+  std::vector<Tensor> inputs(step_inputs.size());
+  while (t < total) {
+    const int64_t epoch = t / per_epoch, index = t % per_epoch;
+    if (epoch != order_epoch) {
+      order = epoch_order(config.shuffle_seed, epoch, samples);
+      order_epoch = epoch;
+    }
+    for (size_t k = 0; k < step_inputs.size(); ++k) {
+      inputs[k] = gather_rows(data->train.arrays[k], order.data() + index * batch, batch, step_inputs[k].type);
+    }
+    const double lr = (*schedule)->lr_at(t);
+    model.set_lr(lr);
+    StatusOr<double> loss = model.step(inputs);
+    if (!loss.ok()) return runtime(loss.error());
+    ++t;
+    epoch_loss += *loss;
+    ++epoch_steps;
+    const double elapsed = seconds_since(start);
+    progress.update(t, total, epoch, config.epochs, *loss, lr, (t - first) / std::max(elapsed, 1e-9));
+
+    const bool epoch_end = t % per_epoch == 0;
+    std::optional<Evaluation> eval;
+    if (epoch_end || (config.eval_every > 0 && t % config.eval_every == 0)) {
+      StatusOr<std::optional<Evaluation>> e = evaluate();
+      if (!e.ok()) return runtime(e.error());
+      eval = std::move(*e);
+      if (eval && !epoch_end) {
+        progress.line("step " + std::to_string(t) + " (epoch " + std::to_string(epoch + 1) + "/" +
+                      std::to_string(config.epochs) + "): " + eval->to_string());
+      }
+    }
+    csv.row(t, epoch + 1, *loss, lr, eval, seconds_since(start));
+    if (epoch_end) {
+      const double seconds = seconds_since(epoch_start);
+      char line[160];
+      std::snprintf(line, sizeof(line), "epoch %lld/%lld: mean loss %.4f, %.1f s",
+                    static_cast<long long>(epoch + 1), static_cast<long long>(config.epochs),
+                    epoch_loss / static_cast<double>(epoch_steps), seconds);
+      progress.line(std::string(line) + (eval ? ", " + eval->to_string() : ""));
+      epoch_loss = 0;
+      epoch_steps = 0;
+      epoch_start = Clock::now();
+    }
+    if (config.checkpoint_every > 0 && t % config.checkpoint_every == 0) {
+      if (auto f = save()) return f;
+      saved_at = t;
+    }
+  }
+  if (!config.checkpoint_out.empty() && saved_at != t) {
+    if (auto f = save()) return f;
+  }
+  if (t > first) {
+    const double seconds = seconds_since(start);
+    progress.line("done: " + std::to_string(t - first) + " steps in " + format_number("%.1f", seconds) + " s (" +
+                  format_number("%.1f", (t - first) / std::max(seconds, 1e-9)) + " steps/s)");
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string Evaluation::to_string() const {
+  std::string s;
+  if (accuracy) s = "test accuracy: " + format_number("%.4f", *accuracy);
+  if (loss) s += (s.empty() ? "" : ", ") + std::string("test ") + loss_name + ": " + format_number("%.4f", *loss);
+  if (s.empty()) s = "evaluated " + std::to_string(samples) + " test samples (no metric for this target)";
+  return s;
+}
+
+StatusOr<Evaluation> evaluate_split(Trainable& model, const Split& test) {
+  const auto& eval_inputs = model.eval_inputs();
+  const int64_t eval_batch = eval_inputs[0].type.shape[0];
+  const int64_t n = test.size();
+  const Tensor& target = test.arrays.back();
+  const int64_t target_elements = sample_elements(target.type());
+  int64_t correct = 0;
+  double loss_sum = 0;
+  bool has_loss = true;
+  Evaluation result;
+  result.samples = n;
+  std::vector<Tensor> inputs(eval_inputs.size());
+  for (int64_t start = 0; start < n; start += eval_batch) {
+    const int64_t rows = std::min(eval_batch, n - start);  // the last batch may be short: padded
+    for (size_t k = 0; k < eval_inputs.size(); ++k) {
+      inputs[k] = slice_rows(test.arrays[k], start, rows, eval_inputs[k].type);
+    }
+    WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, model.evaluate(inputs));
+    if (outputs.empty() || outputs[0].rank() < 1 || outputs[0].shape()[0] != eval_batch) {
+      return Error{"the model's evaluation returned " +
+                   (outputs.empty() ? std::string("no outputs") : outputs[0].type().to_string()) +
+                   "; expected a first output with " + std::to_string(eval_batch) + " rows"};
+    }
+    const Tensor& out = outputs[0];
+    const int64_t width = sample_elements(out.type());
+    std::vector<double> row(static_cast<size_t>(width));
+    for (int64_t i = 0; i < rows; ++i) {  // the padding's rows are dropped
+      for (int64_t c = 0; c < width; ++c) row[c] = out.get_double(i * width + c);
+      if (test.classes) {
+        const int64_t label = test.classes->data<int64_t>()[start + i];
+        const int64_t best = std::max_element(row.begin(), row.end()) - row.begin();
+        correct += best == label;
+        const double top = row[best];
+        double sum = 0;
+        for (double v : row) sum += std::exp(v - top);
+        loss_sum += top + std::log(sum) - row[label];
+      } else if (width == target_elements) {
+        for (int64_t c = 0; c < width; ++c) {
+          const double d = row[c] - target.get_double((start + i) * width + c);
+          loss_sum += d * d / static_cast<double>(width);
+        }
+      } else {
+        has_loss = false;
+      }
+    }
+  }
+  if (n > 0 && test.classes) {
+    result.accuracy = static_cast<double>(correct) / static_cast<double>(n);
+    result.loss = loss_sum / static_cast<double>(n);
+    result.loss_name = "cross-entropy";
+  } else if (n > 0 && has_loss) {
+    result.loss = loss_sum / static_cast<double>(n);
+    result.loss_name = "mse";
+  }
+  return result;
+}
+
+int run_driver(const std::vector<std::string>& args, const std::string& program,
+               const ModelFactory& factory, std::FILE* out, std::FILE* err) {
+  StatusOr<DriverConfig> config = parse_flags(args);
+  if (!config.ok()) {
+    std::fprintf(err, "%s\n", config.error().to_string().c_str());
+    return kExitUsage;
+  }
+  if (config->help) {
+    std::fprintf(out, "%s", help_text(program).c_str());
+    return kExitOk;
+  }
+  std::optional<Failure> failure = train(*config, factory, out);
+  std::fflush(out);
+  if (failure) {
+    std::fprintf(err, "%s\n", failure->error.to_string().c_str());
+    return failure->status;
+  }
+  return kExitOk;
+}
+
+}  // namespace weft::driver

@@ -1,0 +1,71 @@
+#pragma once
+// The generic training driver: the `main` of every training binary that the weft_binary
+// macro builds (runtime/driver:main), and of the JIT path's equivalents. It owns the data,
+// epochs, the shuffle, the learning-rate schedule, checkpoints, evaluation, the metrics
+// CSV and the progress line; the model is a Trainable (trainable.h).
+//
+//   // main.cc of a training binary (//runtime/driver:main):
+//   int main(int argc, char** argv) { return weft::driver::run_driver(argc, argv); }
+//
+//   // Elsewhere, with any factory and streams (the driver's tests):
+//   int status = run_driver({"--epochs=1", "--train=x.npy,y.npy"}, "train", factory,
+//                           stdout, stderr);
+//
+// Step t (0-based, counted across epochs and resumptions) is batch t % P of epoch t / P,
+// P the steps per epoch, in the order epoch_order(--shuffle-seed, epoch) gives; its
+// learning rate is schedule.lr_at(t). A run resumed from a checkpoint at step t therefore
+// repeats exactly what an uninterrupted run would have done from step t on. The README
+// lists the flags, the data formats and the exit statuses.
+
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/status.h"
+#include "runtime/driver/data.h"
+#include "runtime/driver/trainable.h"
+
+namespace weft::driver {
+
+/// Exit statuses of run_driver.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitRuntime = 1;  ///< A file, the model or a step failed.
+inline constexpr int kExitUsage = 2;    ///< The command line is wrong (or does not fit the model).
+
+/// Makes the model: make_compiled_model in a training binary.
+using ModelFactory = std::function<StatusOr<std::unique_ptr<Trainable>>(uint64_t seed, int num_threads)>;
+
+/// What one evaluation on a test split measured.
+struct Evaluation {
+  int64_t samples = 0;
+  /// Classification (the split has classes): argmax of the first eval output.
+  std::optional<double> accuracy;
+  /// Classification: the mean cross-entropy of the first eval output's rows taken as
+  /// logits (the test loss for cross_entropy, and for nll on log-probabilities). Other
+  /// targets: the mean squared error between the first eval output and the target.
+  std::optional<double> loss;
+  std::string loss_name;  ///< "cross-entropy" or "mse".
+
+  /// `test accuracy: 0.8123, test cross-entropy: 0.4567` (what is known of it).
+  std::string to_string() const;
+};
+
+/// Evaluates `model` on every sample of `test` in batches of the eval inputs' batch size;
+/// the last short batch is padded with zeros and the padding's outputs are dropped.
+StatusOr<Evaluation> evaluate_split(Trainable& model, const Split& test);
+
+/// Runs the driver on `args` (the arguments after the program name) with the model that
+/// `factory` makes; progress and results go to `out`, errors (one line each) to `err`.
+/// Returns an exit status (kExitOk, kExitRuntime, kExitUsage).
+int run_driver(const std::vector<std::string>& args, const std::string& program,
+               const ModelFactory& factory, std::FILE* out, std::FILE* err);
+
+/// run_driver with make_compiled_model, stdout and stderr. Defined by //runtime/driver:main
+/// (main.cc), which also defines main().
+int run_driver(int argc, char** argv);
+
+}  // namespace weft::driver

@@ -1,0 +1,374 @@
+#include "runtime/driver/flags.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <limits>
+#include <sstream>
+
+namespace weft::driver {
+namespace {
+
+constexpr const char* kSchedules = "constant, step, multistep, exponential, cosine, warmup-cosine, onecycle";
+
+/// One flag: how it is written, what it means, and how its value is stored.
+struct Flag {
+  std::string name;         ///< Without dashes.
+  std::string placeholder;  ///< `N`, `X`, `PATH`; empty for a flag without a value.
+  std::string default_text;
+  std::string help;
+  std::function<Status(DriverConfig&, const std::string& value)> set;
+};
+
+Error bad(const std::string& name, const std::string& value, const std::string& problem) {
+  return Error{"--" + name + "=" + value + ": " + problem};
+}
+
+/// A whole number in [low, high], digits only (an optional leading '-').
+StatusOr<int64_t> parse_int(const std::string& name, const std::string& value, int64_t low,
+                            int64_t high = std::numeric_limits<int64_t>::max()) {
+  const size_t digits = !value.empty() && value[0] == '-' ? 1 : 0;
+  if (value.size() == digits || value.find_first_not_of("0123456789", digits) != std::string::npos) {
+    return bad(name, value, "not a whole number");
+  }
+  errno = 0;
+  const long long v = std::strtoll(value.c_str(), nullptr, 10);
+  if (errno == ERANGE || v < low || v > high) {
+    std::string range = high == std::numeric_limits<int64_t>::max()
+                            ? "must be >= " + std::to_string(low)
+                            : "must be in [" + std::to_string(low) + ", " + std::to_string(high) + "]";
+    return bad(name, value, range);
+  }
+  return static_cast<int64_t>(v);
+}
+
+StatusOr<uint64_t> parse_u64(const std::string& name, const std::string& value) {
+  if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos) {
+    return bad(name, value, "not an unsigned whole number");
+  }
+  errno = 0;
+  const unsigned long long v = std::strtoull(value.c_str(), nullptr, 10);
+  if (errno == ERANGE) return bad(name, value, "does not fit 64 bits");
+  return static_cast<uint64_t>(v);
+}
+
+/// A finite number >= low (or > low when `strict`), and <= high.
+StatusOr<double> parse_double(const std::string& name, const std::string& value, double low,
+                              bool strict = false,
+                              double high = std::numeric_limits<double>::infinity()) {
+  char* end = nullptr;
+  const double v = std::strtod(value.c_str(), &end);
+  if (value.empty() || *end != '\0' || std::isspace(static_cast<unsigned char>(value[0]))) {
+    return bad(name, value, "not a number");
+  }
+  if (!std::isfinite(v)) return bad(name, value, "must be finite");
+  std::ostringstream low_text, high_text;
+  low_text << low;
+  high_text << high;
+  if (std::isfinite(high) && (v < low || v > high)) {
+    return bad(name, value, "must be in [" + low_text.str() + ", " + high_text.str() + "]");
+  }
+  if (strict ? !(v > low) : !(v >= low)) {
+    return bad(name, value, std::string(strict ? "must be > " : "must be >= ") + low_text.str());
+  }
+  return v;
+}
+
+StatusOr<std::vector<std::string>> parse_files(const std::string& name, const std::string& value) {
+  std::vector<std::string> files;
+  std::stringstream in(value);
+  std::string file;
+  while (std::getline(in, file, ',')) {
+    if (file.empty()) return bad(name, value, "an empty file name in the list");
+    files.push_back(resolve_path(file));
+  }
+  if (files.empty() || value.back() == ',') return bad(name, value, "an empty file name in the list");
+  return files;
+}
+
+std::vector<Flag> make_flags() {
+  std::vector<Flag> f;
+  auto integer = [&](std::string name, std::string def, std::string help, int64_t DriverConfig::*field,
+                     int64_t low, int64_t high = std::numeric_limits<int64_t>::max()) {
+    f.push_back({name, "N", std::move(def), std::move(help),
+                 [name, field, low, high](DriverConfig& c, const std::string& v) -> Status {
+                   WEFT_ASSIGN_OR_RETURN(c.*field, parse_int(name, v, low, high));
+                   return Status();
+                 }});
+  };
+  auto number = [&](std::string name, std::string def, std::string help, double DriverConfig::*field,
+                    double low, bool strict, double high = std::numeric_limits<double>::infinity()) {
+    f.push_back({name, "X", std::move(def), std::move(help),
+                 [name, field, low, strict, high](DriverConfig& c, const std::string& v) -> Status {
+                   WEFT_ASSIGN_OR_RETURN(c.*field, parse_double(name, v, low, strict, high));
+                   return Status();
+                 }});
+  };
+  auto path = [&](std::string name, std::string help, std::string DriverConfig::*field) {
+    f.push_back({name, "PATH", "none", std::move(help),
+                 [name, field](DriverConfig& c, const std::string& v) -> Status {
+                   if (v.empty()) return Error{"--" + name + " needs a path: --" + name + "=PATH"};
+                   c.*field = resolve_path(v);
+                   return Status();
+                 }});
+  };
+  auto seed = [&](std::string name, std::string help, uint64_t DriverConfig::*field) {
+    f.push_back({name, "S", "0", std::move(help),
+                 [name, field](DriverConfig& c, const std::string& v) -> Status {
+                   WEFT_ASSIGN_OR_RETURN(c.*field, parse_u64(name, v));
+                   return Status();
+                 }});
+  };
+
+  // Data.
+  f.push_back({"data", "DIR", DriverConfig{}.data_dir,
+               "Fashion-MNIST (or MNIST) IDX files: {train,t10k}-{images-idx3,labels-idx1}-ubyte.gz",
+               [](DriverConfig& c, const std::string& v) -> Status {
+                 if (v.empty()) return Error{"--data needs a directory: --data=DIR"};
+                 c.data_dir = resolve_path(v);
+                 return Status();
+               }});
+  f.push_back({"train", "X.npy,Y.npy", "none",
+               ".npy arrays of the training split instead of --data, one per step input "
+               "(the inputs, then the target); dimension 0 is the sample",
+               [](DriverConfig& c, const std::string& v) -> Status {
+                 WEFT_ASSIGN_OR_RETURN(c.train_files, parse_files("train", v));
+                 return Status();
+               }});
+  f.push_back({"test", "X.npy,Y.npy", "none", ".npy arrays of the test split (with --train)",
+               [](DriverConfig& c, const std::string& v) -> Status {
+                 WEFT_ASSIGN_OR_RETURN(c.test_files, parse_files("test", v));
+                 return Status();
+               }});
+  // The run.
+  integer("epochs", "1", "epochs to train (a resumed run counts the checkpoint's)", &DriverConfig::epochs, 0);
+  integer("max-steps", "0", "at most N steps per epoch (0: every full batch)", &DriverConfig::max_steps, 0);
+  seed("seed", "parameter initialization (and dropout) seed", &DriverConfig::seed);
+  seed("shuffle-seed", "seed of the per-epoch batch shuffle", &DriverConfig::shuffle_seed);
+  integer("threads", "0", "worker threads (0: $WEFT_NUM_THREADS or every core)", &DriverConfig::threads, 0,
+          4096);
+  // The learning rate.
+  f.push_back({"lr", "X", "the model's", "base learning rate (default: the compiled optimizer's)",
+               [](DriverConfig& c, const std::string& v) -> Status {
+                 WEFT_ASSIGN_OR_RETURN(c.lr, parse_double("lr", v, 0));
+                 return Status();
+               }});
+  f.push_back({"schedule", "NAME", "constant", std::string("learning-rate schedule, stepped every step: ") + kSchedules,
+               [](DriverConfig& c, const std::string& v) -> Status {
+                 const std::string known = std::string(", ") + kSchedules + ",";
+                 if (v.empty() || v.find(',') != std::string::npos ||
+                     known.find(", " + v + ",") == std::string::npos) {
+                   return bad("schedule", v, std::string("unknown schedule; one of ") + kSchedules);
+                 }
+                 c.schedule = v;
+                 return Status();
+               }});
+  integer("lr-step-size", "none", "step: multiply the lr by --lr-gamma every N steps",
+          &DriverConfig::lr_step_size, 1);
+  number("lr-gamma", "0.1", "step, multistep, exponential: the lr's decay factor", &DriverConfig::lr_gamma,
+         0, /*strict=*/true);
+  f.push_back({"milestones", "N,N,...", "none", "multistep: the steps at which the lr is multiplied by --lr-gamma",
+               [](DriverConfig& c, const std::string& v) -> Status {
+                 std::vector<int64_t> out;
+                 std::stringstream in(v);
+                 std::string item;
+                 while (std::getline(in, item, ',')) {
+                   StatusOr<int64_t> m = parse_int("milestones", item, 0);
+                   if (!m.ok()) return bad("milestones", v, "'" + item + "' is not a whole number >= 0");
+                   out.push_back(*m);
+                 }
+                 if (out.empty() || v.back() == ',') return bad("milestones", v, "'' is not a whole number >= 0");
+                 c.milestones = std::move(out);
+                 return Status();
+               }});
+  integer("warmup-steps", "0", "warmup-cosine: steps of linear warmup", &DriverConfig::warmup_steps, 0);
+  number("warmup-start-factor", "0", "warmup-cosine: the warmup starts at lr * X",
+         &DriverConfig::warmup_start_factor, 0, false, 1);
+  number("min-lr", "0", "cosine, warmup-cosine: the lr the cosine ends at", &DriverConfig::min_lr, 0, false);
+  number("pct-start", "0.3", "onecycle: fraction of the run spent raising the lr", &DriverConfig::pct_start, 0,
+         false, 1);
+  number("div-factor", "25", "onecycle: the first lr is --lr / X", &DriverConfig::div_factor, 0, true);
+  number("final-div-factor", "10000", "onecycle: the last lr is the first / X",
+         &DriverConfig::final_div_factor, 0, true);
+  // Checkpoints, evaluation, reporting.
+  path("checkpoint-in", "resume from this checkpoint (safetensors); the step count continues",
+       &DriverConfig::checkpoint_in);
+  path("checkpoint-out", "write a checkpoint here (safetensors, atomically) at the end",
+       &DriverConfig::checkpoint_out);
+  integer("checkpoint-every", "0", "also write --checkpoint-out every N steps (0: only at the end)",
+          &DriverConfig::checkpoint_every, 0);
+  integer("eval-every", "0", "evaluate on the test split every N steps (always after each epoch)",
+          &DriverConfig::eval_every, 0);
+  path("metrics-csv", "write step, epoch, loss, lr, test accuracy, test loss, elapsed seconds here",
+       &DriverConfig::metrics_csv);
+  integer("log-every", "100", "print a progress line every N steps when stdout is not a terminal",
+          &DriverConfig::log_every, 1);
+  f.push_back({"help", "", "", "print this list and exit",
+               [](DriverConfig& c, const std::string&) -> Status {
+                 c.help = true;
+                 return Status();
+               }});
+  return f;
+}
+
+const std::vector<Flag>& flags() {
+  static const std::vector<Flag> table = make_flags();
+  return table;
+}
+
+/// Whole-command-line checks, once every flag is read.
+Status check(const DriverConfig& c, const std::vector<std::string>& given) {
+  auto was_given = [&](const std::string& name) {
+    for (const std::string& g : given) if (g == name) return true;
+    return false;
+  };
+  if (!c.train_files.empty() && was_given("data")) {
+    return Error{"--data and --train are two data sources; give one"};
+  }
+  if (!c.test_files.empty() && c.train_files.empty()) return Error{"--test needs --train"};
+  if (c.checkpoint_every > 0 && c.checkpoint_out.empty()) {
+    return Error{"--checkpoint-every needs --checkpoint-out"};
+  }
+  if (c.schedule == "step" && c.lr_step_size == 0) return Error{"--schedule=step needs --lr-step-size=N"};
+  if (c.schedule == "multistep" && c.milestones.empty()) {
+    return Error{"--schedule=multistep needs --milestones=N,N,..."};
+  }
+  // A schedule's own flags given with another schedule are probably a mistake.
+  const std::vector<std::pair<std::string, std::string>> owners = {
+      {"lr-step-size", "step"},       {"milestones", "multistep"},
+      {"warmup-steps", "warmup-cosine"}, {"warmup-start-factor", "warmup-cosine"},
+      {"pct-start", "onecycle"},      {"div-factor", "onecycle"},
+      {"final-div-factor", "onecycle"}};
+  for (const auto& [flag, schedule] : owners) {
+    if (was_given(flag) && c.schedule != schedule) {
+      return Error{"--" + flag + " applies to --schedule=" + schedule + ", not --schedule=" + c.schedule};
+    }
+  }
+  if (was_given("lr-gamma") && c.schedule != "step" && c.schedule != "multistep" &&
+      c.schedule != "exponential") {
+    return Error{"--lr-gamma applies to --schedule=step, multistep or exponential, not --schedule=" +
+                 c.schedule};
+  }
+  if (was_given("min-lr") && c.schedule != "cosine" && c.schedule != "warmup-cosine") {
+    return Error{"--min-lr applies to --schedule=cosine or warmup-cosine, not --schedule=" + c.schedule};
+  }
+  return Status();
+}
+
+/// The learning rate never changes.
+class ConstantLR final : public LrSchedule {
+ public:
+  explicit ConstantLR(double lr) : lr_(lr) {}
+  double lr_at(int64_t) const override { return lr_; }
+  std::string describe() const override {
+    std::ostringstream s;
+    s << "ConstantLR(lr=" << lr_ << ")";
+    return s.str();
+  }
+
+ private:
+  double lr_;
+};
+
+}  // namespace
+
+std::string resolve_path(const std::string& path) {
+  if (path.empty() || path[0] == '/') return path;
+  const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY");
+  if (cwd == nullptr || *cwd == '\0') return path;
+  return std::string(cwd) + "/" + path;
+}
+
+StatusOr<DriverConfig> parse_flags(const std::vector<std::string>& args) {
+  DriverConfig config;
+  std::vector<std::string> given;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg.rfind("--", 0) != 0 || arg.size() == 2) {
+      return Error{"unexpected argument '" + arg + "'; flags are --name=value (--help lists them)"};
+    }
+    const size_t eq = arg.find('=');
+    const std::string name = arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+    const Flag* flag = nullptr;
+    for (const Flag& f : flags()) {
+      if (f.name == name) flag = &f;
+    }
+    if (flag == nullptr) return Error{"unknown flag '--" + name + "' (--help lists the flags)"};
+    std::string value;
+    if (flag->placeholder.empty()) {
+      if (eq != std::string::npos) return Error{"--" + name + " takes no value"};
+    } else if (eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+    } else if (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0) {
+      value = args[++i];
+    } else {
+      return Error{"--" + name + " needs a value: --" + name + "=" + flag->placeholder};
+    }
+    WEFT_RETURN_IF_ERROR(flag->set(config, value));
+    given.push_back(name);
+  }
+  if (config.help) return config;
+  WEFT_RETURN_IF_ERROR(check(config, given));
+  return config;
+}
+
+std::vector<std::string> flag_names() {
+  std::vector<std::string> names;
+  for (const Flag& f : flags()) names.push_back(f.name);
+  return names;
+}
+
+std::string help_text(const std::string& program) {
+  std::ostringstream out;
+  out << "usage: " << program << " [--flag=value ...]\n"
+      << "Trains the model this binary was built with (weft_binary) and evaluates it on the\n"
+      << "test split. Exit status: 0 done, 1 a file or the run failed, 2 a bad command line.\n\n";
+  for (const Flag& f : flags()) {
+    std::string left = "  --" + f.name + (f.placeholder.empty() ? "" : "=" + f.placeholder);
+    if (left.size() < 30) left.resize(30, ' ');
+    else left += "\n" + std::string(30, ' ');
+    out << left << f.help;
+    if (!f.default_text.empty()) out << " (default: " << f.default_text << ")";
+    out << "\n";
+  }
+  return out.str();
+}
+
+StatusOr<std::unique_ptr<LrSchedule>> make_schedule(const DriverConfig& c, double base_lr,
+                                                    int64_t total_steps) {
+  std::unique_ptr<LrSchedule> s;
+  const std::string& name = c.schedule;
+  const int64_t total = std::max<int64_t>(total_steps, 1);
+  if (name == "constant") {
+    s = std::make_unique<ConstantLR>(base_lr);
+  } else if (name == "step") {
+    s = std::make_unique<StepLR>(base_lr, c.lr_step_size, c.lr_gamma);
+  } else if (name == "multistep") {
+    s = std::make_unique<MultiStepLR>(base_lr, c.milestones, c.lr_gamma);
+  } else if (name == "exponential") {
+    s = std::make_unique<ExponentialLR>(base_lr, c.lr_gamma);
+  } else if (name == "cosine") {
+    s = std::make_unique<CosineAnnealingLR>(base_lr, total, c.min_lr);
+  } else if (name == "warmup-cosine") {
+    if (c.warmup_steps >= total) {
+      return Error{"--warmup-steps=" + std::to_string(c.warmup_steps) +
+                   " must be less than the run's " + std::to_string(total) + " steps"};
+    }
+    s = std::make_unique<WarmupCosineLR>(base_lr, c.warmup_steps, total, c.warmup_start_factor, c.min_lr);
+  } else if (name == "onecycle") {
+    OneCycleOptions o;
+    o.pct_start = c.pct_start;
+    o.div_factor = c.div_factor;
+    o.final_div_factor = c.final_div_factor;
+    s = std::make_unique<OneCycleLR>(base_lr, total, o);
+  } else {
+    return Error{"--schedule=" + name + ": unknown schedule; one of " + kSchedules};
+  }
+  Status valid = s->validate();
+  if (!valid.ok()) return Error{"--schedule=" + name + ": " + valid.error().message};
+  return s;
+}
+
+}  // namespace weft::driver

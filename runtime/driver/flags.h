@@ -1,0 +1,76 @@
+#pragma once
+// The training driver's command line: one table of flags (name, placeholder, default,
+// help) from which parsing, `--help` and the README's list all follow.
+//
+//   StatusOr<DriverConfig> config = parse_flags({"--epochs=3", "--schedule=cosine"});
+//   if (!config.ok()) { /* one line naming the flag and the problem; exit status 2 */ }
+//   StatusOr<std::unique_ptr<LrSchedule>> lr = make_schedule(*config, base_lr, total_steps);
+//
+// Flags are `--name=value` or `--name value`; a flag given twice keeps its last value.
+// Numbers are checked whole: `--epochs=1.5`, `--lr=1e` and `--seed=-1` are errors, not
+// truncations.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/status.h"
+#include "runtime/schedule.h"
+
+namespace weft::driver {
+
+/// Everything the command line sets. Defaults are the flags' defaults.
+struct DriverConfig {
+  // Data.
+  std::string data_dir = "/usr/share/datasets/fashion-mnist";  ///< IDX files (Fashion-MNIST).
+  std::vector<std::string> train_files;  ///< .npy arrays, step_inputs() order; empty: --data.
+  std::vector<std::string> test_files;   ///< .npy arrays of the test split; may be empty.
+  // The run.
+  int64_t epochs = 1;
+  int64_t max_steps = 0;  ///< Per epoch; 0: every full batch.
+  uint64_t seed = 0;
+  uint64_t shuffle_seed = 0;
+  int64_t threads = 0;
+  // The learning rate.
+  std::optional<double> lr;  ///< Unset: the model's own (its compiled optimizer's).
+  std::string schedule = "constant";
+  int64_t lr_step_size = 0;
+  double lr_gamma = 0.1;
+  std::vector<int64_t> milestones;
+  int64_t warmup_steps = 0;
+  double warmup_start_factor = 0;
+  double min_lr = 0;
+  double pct_start = 0.3;
+  double div_factor = 25;
+  double final_div_factor = 1e4;
+  // Checkpoints, evaluation, reporting.
+  std::string checkpoint_in;
+  std::string checkpoint_out;
+  int64_t checkpoint_every = 0;
+  int64_t eval_every = 0;
+  std::string metrics_csv;
+  int64_t log_every = 100;
+  bool help = false;
+};
+
+/// Parses the arguments after the program name. Errors are one line naming the flag.
+StatusOr<DriverConfig> parse_flags(const std::vector<std::string>& args);
+
+/// `--help`'s text: usage, then every flag with its placeholder, default and meaning.
+std::string help_text(const std::string& program);
+
+/// The names of every flag, without dashes, in --help order.
+std::vector<std::string> flag_names();
+
+/// The schedule that `config` chooses for a run of `total_steps` steps whose base
+/// learning rate is `base_lr`. Errors (exit status 2) name the flag at fault.
+StatusOr<std::unique_ptr<LrSchedule>> make_schedule(const DriverConfig& config, double base_lr,
+                                                    int64_t total_steps);
+
+/// A user-supplied path, relative paths taken against $BUILD_WORKING_DIRECTORY when set
+/// (the directory `bazel run` was started in).
+std::string resolve_path(const std::string& path);
+
+}  // namespace weft::driver

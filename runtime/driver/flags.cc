@@ -35,7 +35,8 @@ StatusOr<int64_t> parse_int(const std::string& name, const std::string& value, i
   }
   errno = 0;
   const long long v = std::strtoll(value.c_str(), nullptr, 10);
-  if (errno == ERANGE || v < low || v > high) {
+  if (errno == ERANGE) return bad(name, value, "does not fit 64 bits");
+  if (v < low || v > high) {
     std::string range = high == std::numeric_limits<int64_t>::max()
                             ? "must be >= " + std::to_string(low)
                             : "must be in [" + std::to_string(low) + ", " + std::to_string(high) + "]";
@@ -150,7 +151,7 @@ std::vector<Flag> make_flags() {
   integer("threads", "0", "worker threads (0: $WEFT_NUM_THREADS or every core)", &DriverConfig::threads, 0,
           4096);
   // The learning rate.
-  f.push_back({"lr", "X", "the model's", "base learning rate (default: the compiled optimizer's)",
+  f.push_back({"lr", "X", "the compiled optimizer's", "base learning rate",
                [](DriverConfig& c, const std::string& v) -> Status {
                  WEFT_ASSIGN_OR_RETURN(c.lr, parse_double("lr", v, 0));
                  return Status();

@@ -1,0 +1,206 @@
+// The driver's command line: every flag parses into the config, every error message is
+// pinned, --help lists every flag, and the schedules are the runtime/schedule.h ones.
+#include "runtime/driver/flags.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace weft::driver {
+namespace {
+
+/// The error message of parsing `args`, or "ok".
+std::string error_of(const std::vector<std::string>& args) {
+  StatusOr<DriverConfig> c = parse_flags(args);
+  return c.ok() ? "ok" : c.error().message;
+}
+
+DriverConfig parse(const std::vector<std::string>& args) {
+  StatusOr<DriverConfig> c = parse_flags(args);
+  EXPECT_TRUE(c.ok()) << c.error().to_string();
+  return c.ok() ? *c : DriverConfig{};
+}
+
+TEST(Flags, Defaults) {
+  DriverConfig c = parse({});
+  EXPECT_EQ(c.data_dir, "/usr/share/datasets/fashion-mnist");
+  EXPECT_TRUE(c.train_files.empty());
+  EXPECT_EQ(c.epochs, 1);
+  EXPECT_EQ(c.max_steps, 0);
+  EXPECT_EQ(c.seed, 0u);
+  EXPECT_EQ(c.shuffle_seed, 0u);
+  EXPECT_FALSE(c.lr.has_value());
+  EXPECT_EQ(c.schedule, "constant");
+  EXPECT_EQ(c.eval_every, 0);
+  EXPECT_EQ(c.log_every, 100);
+  EXPECT_FALSE(c.help);
+}
+
+TEST(Flags, EveryFlagParses) {
+  unsetenv("BUILD_WORKING_DIRECTORY");
+  DriverConfig c = parse({"--epochs=3", "--max-steps", "7", "--seed=18446744073709551615",
+                          "--shuffle-seed=9", "--threads=2", "--lr=0.01", "--schedule=warmup-cosine",
+                          "--warmup-steps=5", "--warmup-start-factor=0.1", "--min-lr=1e-5",
+                          "--checkpoint-in=in.safetensors", "--checkpoint-out=/tmp/out.safetensors",
+                          "--checkpoint-every=50", "--eval-every=20", "--metrics-csv=m.csv",
+                          "--log-every=10", "--data=/data"});
+  EXPECT_EQ(c.epochs, 3);
+  EXPECT_EQ(c.max_steps, 7);
+  EXPECT_EQ(c.seed, 18446744073709551615ull);  // every uint64 seed, exactly
+  EXPECT_EQ(c.shuffle_seed, 9u);
+  EXPECT_EQ(c.threads, 2);
+  EXPECT_EQ(c.lr, 0.01);
+  EXPECT_EQ(c.schedule, "warmup-cosine");
+  EXPECT_EQ(c.warmup_steps, 5);
+  EXPECT_EQ(c.warmup_start_factor, 0.1);
+  EXPECT_EQ(c.min_lr, 1e-5);
+  EXPECT_EQ(c.checkpoint_in, "in.safetensors");
+  EXPECT_EQ(c.checkpoint_out, "/tmp/out.safetensors");
+  EXPECT_EQ(c.checkpoint_every, 50);
+  EXPECT_EQ(c.eval_every, 20);
+  EXPECT_EQ(c.metrics_csv, "m.csv");
+  EXPECT_EQ(c.log_every, 10);
+  EXPECT_EQ(c.data_dir, "/data");
+
+  c = parse({"--train=x.npy,y.npy", "--test=tx.npy,ty.npy", "--schedule=multistep",
+             "--milestones=10,30,30", "--lr-gamma=0.5"});
+  EXPECT_EQ(c.train_files, (std::vector<std::string>{"x.npy", "y.npy"}));
+  EXPECT_EQ(c.test_files, (std::vector<std::string>{"tx.npy", "ty.npy"}));
+  EXPECT_EQ(c.milestones, (std::vector<int64_t>{10, 30, 30}));
+  EXPECT_EQ(c.lr_gamma, 0.5);
+  c = parse({"--schedule=step", "--lr-step-size=4"});
+  EXPECT_EQ(c.lr_step_size, 4);
+  c = parse({"--schedule=onecycle", "--pct-start=0.25", "--div-factor=10", "--final-div-factor=100"});
+  EXPECT_EQ(c.pct_start, 0.25);
+  EXPECT_EQ(c.div_factor, 10);
+  EXPECT_EQ(c.final_div_factor, 100);
+  EXPECT_TRUE(parse({"--help"}).help);
+  // The last of a repeated flag wins.
+  EXPECT_EQ(parse({"--epochs=2", "--epochs=5"}).epochs, 5);
+}
+
+TEST(Flags, RelativePathsFollowBazelRun) {
+  setenv("BUILD_WORKING_DIRECTORY", "/home/me", 1);
+  DriverConfig c = parse({"--checkpoint-out=ck.safetensors", "--train=a.npy,/abs/b.npy"});
+  unsetenv("BUILD_WORKING_DIRECTORY");
+  EXPECT_EQ(c.checkpoint_out, "/home/me/ck.safetensors");
+  EXPECT_EQ(c.train_files, (std::vector<std::string>{"/home/me/a.npy", "/abs/b.npy"}));
+}
+
+TEST(Flags, SyntaxErrors) {
+  EXPECT_EQ(error_of({"data"}), "unexpected argument 'data'; flags are --name=value (--help lists them)");
+  EXPECT_EQ(error_of({"--"}), "unexpected argument '--'; flags are --name=value (--help lists them)");
+  EXPECT_EQ(error_of({"--bogus=1"}), "unknown flag '--bogus' (--help lists the flags)");
+  EXPECT_EQ(error_of({"--batch=32"}), "unknown flag '--batch' (--help lists the flags)");
+  EXPECT_EQ(error_of({"--epochs"}), "--epochs needs a value: --epochs=N");
+  EXPECT_EQ(error_of({"--lr", "--epochs=1"}), "--lr needs a value: --lr=X");
+  EXPECT_EQ(error_of({"--help=yes"}), "--help takes no value");
+}
+
+TEST(Flags, NumberErrors) {
+  EXPECT_EQ(error_of({"--epochs=x"}), "--epochs=x: not a whole number");
+  EXPECT_EQ(error_of({"--epochs=1.5"}), "--epochs=1.5: not a whole number");
+  EXPECT_EQ(error_of({"--epochs="}), "--epochs=: not a whole number");
+  EXPECT_EQ(error_of({"--epochs=-1"}), "--epochs=-1: must be >= 0");
+  EXPECT_EQ(error_of({"--max-steps=99999999999999999999"}), "--max-steps=99999999999999999999: does not fit 64 bits");
+  EXPECT_EQ(error_of({"--threads=5000"}), "--threads=5000: must be in [0, 4096]");
+  EXPECT_EQ(error_of({"--log-every=0"}), "--log-every=0: must be >= 1");
+  EXPECT_EQ(error_of({"--seed=-1"}), "--seed=-1: not an unsigned whole number");
+  EXPECT_EQ(error_of({"--shuffle-seed=18446744073709551616"}),
+            "--shuffle-seed=18446744073709551616: does not fit 64 bits");
+  EXPECT_EQ(error_of({"--lr=abc"}), "--lr=abc: not a number");
+  EXPECT_EQ(error_of({"--lr=1e"}), "--lr=1e: not a number");
+  EXPECT_EQ(error_of({"--lr= 1"}), "--lr= 1: not a number");
+  EXPECT_EQ(error_of({"--lr=-0.1"}), "--lr=-0.1: must be >= 0");
+  EXPECT_EQ(error_of({"--lr=inf"}), "--lr=inf: must be finite");
+  EXPECT_EQ(error_of({"--lr=nan"}), "--lr=nan: must be finite");
+  EXPECT_EQ(error_of({"--schedule=exponential", "--lr-gamma=0"}), "--lr-gamma=0: must be > 0");
+  EXPECT_EQ(error_of({"--warmup-start-factor=2"}), "--warmup-start-factor=2: must be in [0, 1]");
+  EXPECT_EQ(error_of({"--pct-start=-0.5"}), "--pct-start=-0.5: must be in [0, 1]");
+  EXPECT_EQ(error_of({"--schedule=linear"}),
+            "--schedule=linear: unknown schedule; one of constant, step, multistep, exponential, "
+            "cosine, warmup-cosine, onecycle");
+  EXPECT_EQ(error_of({"--schedule=step,cosine"}),
+            "--schedule=step,cosine: unknown schedule; one of constant, step, multistep, exponential, "
+            "cosine, warmup-cosine, onecycle");
+  EXPECT_EQ(error_of({"--milestones=3,x"}), "--milestones=3,x: 'x' is not a whole number >= 0");
+  EXPECT_EQ(error_of({"--milestones=3,"}), "--milestones=3,: '' is not a whole number >= 0");
+  EXPECT_EQ(error_of({"--milestones=-3"}), "--milestones=-3: '-3' is not a whole number >= 0");
+}
+
+TEST(Flags, PathErrors) {
+  EXPECT_EQ(error_of({"--train=a.npy,,b.npy"}), "--train=a.npy,,b.npy: an empty file name in the list");
+  EXPECT_EQ(error_of({"--test=a.npy,"}), "--test=a.npy,: an empty file name in the list");
+  EXPECT_EQ(error_of({"--data="}), "--data needs a directory: --data=DIR");
+  EXPECT_EQ(error_of({"--checkpoint-out="}), "--checkpoint-out needs a path: --checkpoint-out=PATH");
+  EXPECT_EQ(error_of({"--checkpoint-in="}), "--checkpoint-in needs a path: --checkpoint-in=PATH");
+  EXPECT_EQ(error_of({"--metrics-csv="}), "--metrics-csv needs a path: --metrics-csv=PATH");
+}
+
+TEST(Flags, InconsistentFlags) {
+  EXPECT_EQ(error_of({"--data=/d", "--train=x.npy,y.npy"}), "--data and --train are two data sources; give one");
+  EXPECT_EQ(error_of({"--test=x.npy,y.npy"}), "--test needs --train");
+  EXPECT_EQ(error_of({"--checkpoint-every=10"}), "--checkpoint-every needs --checkpoint-out");
+  EXPECT_EQ(error_of({"--schedule=step"}), "--schedule=step needs --lr-step-size=N");
+  EXPECT_EQ(error_of({"--schedule=multistep"}), "--schedule=multistep needs --milestones=N,N,...");
+  EXPECT_EQ(error_of({"--warmup-steps=10"}),
+            "--warmup-steps applies to --schedule=warmup-cosine, not --schedule=constant");
+  EXPECT_EQ(error_of({"--schedule=cosine", "--lr-step-size=3"}),
+            "--lr-step-size applies to --schedule=step, not --schedule=cosine");
+  EXPECT_EQ(error_of({"--pct-start=0.2"}), "--pct-start applies to --schedule=onecycle, not --schedule=constant");
+  EXPECT_EQ(error_of({"--schedule=cosine", "--lr-gamma=0.5"}),
+            "--lr-gamma applies to --schedule=step, multistep or exponential, not --schedule=cosine");
+  EXPECT_EQ(error_of({"--schedule=step", "--lr-step-size=3", "--min-lr=0.1"}),
+            "--min-lr applies to --schedule=cosine or warmup-cosine, not --schedule=step");
+  // --help wins over anything else on the line that is well-formed.
+  EXPECT_EQ(error_of({"--help", "--checkpoint-every=10"}), "ok");
+}
+
+TEST(Flags, HelpListsEveryFlagWithItsDefault) {
+  const std::string help = help_text("train");
+  EXPECT_EQ(help.rfind("usage: train [--flag=value ...]\n", 0), 0u) << help;
+  const std::vector<std::string> names = flag_names();
+  EXPECT_EQ(names.size(), 26u);
+  for (const std::string& name : names) {
+    EXPECT_NE(help.find("\n  --" + name), std::string::npos) << name << "\n" << help;
+  }
+  EXPECT_NE(help.find("--epochs=N"), std::string::npos);
+  EXPECT_NE(help.find("(default: 1)"), std::string::npos);
+  EXPECT_NE(help.find("(default: /usr/share/datasets/fashion-mnist)"), std::string::npos);
+  EXPECT_NE(help.find("(default: constant)"), std::string::npos);
+  EXPECT_NE(help.find("(default: the compiled optimizer's)"), std::string::npos);
+}
+
+TEST(Schedules, AreRuntimeSchedules) {
+  auto lr = [](const std::vector<std::string>& args, int64_t total, int64_t t) {
+    StatusOr<DriverConfig> c = parse_flags(args);
+    EXPECT_TRUE(c.ok()) << c.error().to_string();
+    StatusOr<std::unique_ptr<LrSchedule>> s = make_schedule(*c, /*base_lr=*/0.1, total);
+    EXPECT_TRUE(s.ok()) << s.error().to_string();
+    return (*s)->lr_at(t);
+  };
+  EXPECT_EQ(lr({}, 100, 0), 0.1);
+  EXPECT_EQ(lr({}, 100, 99), 0.1);
+  EXPECT_DOUBLE_EQ(lr({"--schedule=step", "--lr-step-size=10", "--lr-gamma=0.5"}, 100, 25), 0.025);
+  EXPECT_DOUBLE_EQ(lr({"--schedule=multistep", "--milestones=5,8"}, 100, 9), 0.1 * 0.1 * 0.1);
+  EXPECT_DOUBLE_EQ(lr({"--schedule=exponential", "--lr-gamma=0.9"}, 100, 2), 0.1 * 0.81);
+  // Cosine over the whole run: half-way is the mean of the two ends, the end is --min-lr.
+  EXPECT_DOUBLE_EQ(lr({"--schedule=cosine", "--min-lr=0.02"}, 100, 50), 0.06);
+  EXPECT_DOUBLE_EQ(lr({"--schedule=cosine", "--min-lr=0.02"}, 100, 100), 0.02);
+  EXPECT_DOUBLE_EQ(lr({"--schedule=warmup-cosine", "--warmup-steps=10"}, 100, 5), 0.05);
+  EXPECT_DOUBLE_EQ(lr({"--schedule=warmup-cosine", "--warmup-steps=10"}, 100, 10), 0.1);
+  EXPECT_DOUBLE_EQ(lr({"--schedule=warmup-cosine", "--warmup-steps=10"}, 100, 55), 0.05);
+  EXPECT_DOUBLE_EQ(lr({"--schedule=onecycle"}, 100, 0), 0.1 / 25);
+  EXPECT_NEAR(lr({"--schedule=onecycle"}, 100, 29), 0.1, 1e-12);  // the peak ends phase one
+
+  StatusOr<DriverConfig> c = parse_flags({"--schedule=warmup-cosine", "--warmup-steps=100"});
+  ASSERT_TRUE(c.ok());
+  StatusOr<std::unique_ptr<LrSchedule>> s = make_schedule(*c, 0.1, 50);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message, "--warmup-steps=100 must be less than the run's 50 steps");
+}
+
+}  // namespace
+}  // namespace weft::driver

@@ -1,0 +1,204 @@
+// The driver's evaluation, in process, on a JIT-compiled model: batches of the eval
+// inputs' static size with the last one padded, compared with the Trainer evaluating the
+// whole split at once; and run_driver's exit statuses where the model and the flags
+// disagree.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "frontend/jit_trainable.h"
+#include "frontend/modules.h"
+#include "runtime/driver/driver.h"
+#include "runtime/npy.h"
+
+namespace weft::driver {
+namespace {
+
+/// A 4-feature, 3-class problem: the class is the argmax of the first three features.
+Split classification(int64_t n, uint32_t seed) {
+  Split s;
+  Tensor x(Type{DType::f32, {n, 4}});
+  Tensor y(Type{DType::i64, {n}});
+  uint32_t state = seed;
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < 4; ++j) {
+      state = state * 1664525u + 1013904223u;
+      x.data<float>()[i * 4 + j] = static_cast<float>(state >> 8) / static_cast<float>(1 << 24) - 0.5f;
+    }
+    const float* r = x.data<float>() + i * 4;
+    y.data<int64_t>()[i] = r[0] >= r[1] && r[0] >= r[2] ? 0 : r[1] >= r[2] ? 1 : 2;
+  }
+  s.arrays = {x, y};
+  s.classes = y;
+  s.source = "synthetic";
+  return s;
+}
+
+std::unique_ptr<JitTrainable> classifier(int64_t eval_batch) {
+  StatusOr<FlowPtr> net = FlowBuilder::from(Linear(4, 16)).through(ReLU()).through(Linear(16, 3)).build();
+  EXPECT_TRUE(net.ok());
+  StatusOr<std::unique_ptr<JitTrainable>> m =
+      JitTrainable::compile(*net, {{"x", Type{DType::f32, {8, 4}}}}, LossSpec::cross_entropy(),
+                            OptimizerSpec::adam(0.05), {}, eval_batch);
+  EXPECT_TRUE(m.ok()) << m.error().to_string();
+  return std::move(*m);
+}
+
+TEST(Evaluate, PadsTheLastBatchAndDropsItsOutputs) {
+  std::unique_ptr<JitTrainable> model = classifier(/*eval_batch=*/5);
+  EXPECT_EQ(model->eval_inputs()[0].type, (Type{DType::f32, {5, 4}}));
+  EXPECT_EQ(model->eval_outputs()[0].type, (Type{DType::f32, {5, 3}}));
+  EXPECT_EQ(model->step_inputs()[1].type, (Type{DType::i64, {8}}));
+  Split train = classification(64, 1);
+  for (int64_t s = 0; s < 40; ++s) {
+    std::vector<int64_t> order = epoch_order(0, s / 8, 64);
+    std::vector<Tensor> batch;
+    for (size_t k = 0; k < 2; ++k) {
+      batch.push_back(gather_rows(train.arrays[k], order.data() + (s % 8) * 8, 8, model->step_inputs()[k].type));
+    }
+    ASSERT_TRUE(model->step(batch).ok());
+  }
+
+  Split test = classification(23, 2);  // 4 batches of 5, then 3 rows and 2 of padding
+  StatusOr<Evaluation> e = evaluate_split(*model, test);
+  ASSERT_TRUE(e.ok()) << e.error().to_string();
+
+  // The Trainer evaluates any batch size: all 23 rows at once, no padding.
+  StatusOr<std::vector<Tensor>> whole = model->trainer().evaluate({test.arrays[0]});
+  ASSERT_TRUE(whole.ok());
+  int64_t correct = 0;
+  double ce = 0;
+  for (int64_t i = 0; i < 23; ++i) {
+    const float* r = (*whole)[0].data<float>() + i * 3;
+    const int64_t best = std::max_element(r, r + 3) - r;
+    const int64_t label = test.classes->data<int64_t>()[i];
+    correct += best == label;
+    ce += std::log(std::exp(r[0]) + std::exp(r[1]) + std::exp(r[2])) - r[label];
+  }
+  EXPECT_EQ(e->samples, 23);
+  ASSERT_TRUE(e->accuracy.has_value());
+  EXPECT_DOUBLE_EQ(*e->accuracy, correct / 23.0);
+  EXPECT_GT(*e->accuracy, 0.6);  // trained: well past chance (1/3)
+  ASSERT_TRUE(e->loss.has_value());
+  EXPECT_NEAR(*e->loss, ce / 23, 1e-6);
+  EXPECT_EQ(e->loss_name, "cross-entropy");
+  char expected[128];
+  std::snprintf(expected, sizeof(expected), "test accuracy: %.4f, test cross-entropy: %.4f", correct / 23.0, ce / 23);
+  EXPECT_EQ(e->to_string(), expected);
+}
+
+TEST(Evaluate, MeanSquaredErrorForOtherTargets) {
+  StatusOr<FlowPtr> net = FlowBuilder::from(Linear(3, 2)).build();
+  ASSERT_TRUE(net.ok());
+  StatusOr<std::unique_ptr<JitTrainable>> model = JitTrainable::compile(
+      *net, {{"x", Type{DType::f32, {4, 3}}}}, LossSpec::mse(), OptimizerSpec::sgd(0.1), {}, /*eval_batch=*/4);
+  ASSERT_TRUE(model.ok()) << model.error().to_string();
+  EXPECT_EQ((*model)->step_inputs()[1].type, (Type{DType::f32, {4, 2}}));
+  Split test;
+  Tensor x(Type{DType::f32, {6, 3}}), y(Type{DType::f32, {6, 2}});
+  for (int64_t i = 0; i < 18; ++i) x.data<float>()[i] = 0.1f * static_cast<float>(i % 7);
+  for (int64_t i = 0; i < 12; ++i) y.data<float>()[i] = 0.3f * static_cast<float>(i % 5);
+  test.arrays = {x, y};
+  StatusOr<Evaluation> e = evaluate_split(**model, test);
+  ASSERT_TRUE(e.ok()) << e.error().to_string();
+  StatusOr<std::vector<Tensor>> whole = (*model)->trainer().evaluate({x});
+  ASSERT_TRUE(whole.ok());
+  double mse = 0;
+  for (int64_t i = 0; i < 12; ++i) {
+    const double d = (*whole)[0].data<float>()[i] - y.data<float>()[i];
+    mse += d * d;
+  }
+  EXPECT_FALSE(e->accuracy.has_value());
+  ASSERT_TRUE(e->loss.has_value());
+  EXPECT_NEAR(*e->loss, mse / 12, 1e-6);
+  EXPECT_EQ(e->to_string().rfind("test mse: ", 0), 0u);
+}
+
+/// run_driver in process: the exit status and what went to stdout and stderr.
+struct DriverRun {
+  int status;
+  std::string out, err;
+};
+
+DriverRun run(const std::vector<std::string>& args, const ModelFactory& factory) {
+  std::FILE* out = std::tmpfile();
+  std::FILE* err = std::tmpfile();
+  DriverRun r;
+  r.status = run_driver(args, "train", factory, out, err);
+  for (auto [file, text] : {std::pair{out, &r.out}, {err, &r.err}}) {
+    std::rewind(file);
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof(buf), file)) > 0) text->append(buf, n);
+    std::fclose(file);
+  }
+  return r;
+}
+
+std::string tmp(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return std::string(dir ? dir : "/tmp") + "/" + name;
+}
+
+TEST(RunDriver, ExitStatuses) {
+  ModelFactory factory = [](uint64_t, int) -> StatusOr<std::unique_ptr<Trainable>> {
+    return std::unique_ptr<Trainable>(classifier(5));
+  };
+  Split data = classification(40, 3);
+  ASSERT_TRUE(write_npy(tmp("x.npy"), data.arrays[0]).ok());
+  ASSERT_TRUE(write_npy(tmp("y.npy"), data.arrays[1]).ok());
+  const std::string train = "--train=" + tmp("x.npy") + "," + tmp("y.npy");
+
+  DriverRun r = run({train, "--test=" + tmp("x.npy") + "," + tmp("y.npy"), "--epochs=2"}, factory);
+  EXPECT_EQ(r.status, kExitOk) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_NE(r.out.find("epoch 2/2: mean loss "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("test accuracy: 0."), std::string::npos) << r.out;
+
+  r = run({"--epochs=x"}, factory);
+  EXPECT_EQ(r.status, kExitUsage);
+  EXPECT_EQ(r.err, "error: --epochs=x: not a whole number\n");
+  r = run({"--train=" + tmp("x.npy")}, factory);
+  EXPECT_EQ(r.status, kExitUsage);
+  EXPECT_EQ(r.err, "error: --train gives 1 arrays; the model's step takes 2 (the inputs, then the target): "
+                   "'x', 'target'\n");
+  r = run({train, "--schedule=warmup-cosine", "--warmup-steps=10"}, factory);  // 40/8 = 5 steps
+  EXPECT_EQ(r.status, kExitUsage);
+  EXPECT_EQ(r.err, "error: --warmup-steps=10 must be less than the run's 5 steps\n");
+  r = run({"--help"}, factory);
+  EXPECT_EQ(r.status, kExitOk);
+  EXPECT_EQ(r.out.rfind("usage: train ", 0), 0u);
+
+  // Labels that are not classes of the model's output.
+  Tensor bad = data.arrays[1];
+  bad.data<int64_t>()[7] = 3;
+  ASSERT_TRUE(write_npy(tmp("bad.npy"), bad).ok());
+  r = run({"--train=" + tmp("x.npy") + "," + tmp("bad.npy")}, factory);
+  EXPECT_EQ(r.status, kExitRuntime);
+  EXPECT_EQ(r.err, "error: train: the label 3 of sample 7 is not one of the model's 3 classes (its output "
+                   "'output' is f32[5,3])\n");
+  r = run({"--train=" + tmp("x.npy") + "," + tmp("y.npy"), "--checkpoint-out=/nonexistent/ck.safetensors"},
+          factory);
+  EXPECT_EQ(r.status, kExitRuntime);
+  EXPECT_EQ(r.err, "error: --checkpoint-out=/nonexistent/ck.safetensors: the directory /nonexistent does not "
+                   "exist\n");
+  Split few = classification(7, 4);  // less than one batch of 8
+  ASSERT_TRUE(write_npy(tmp("fx.npy"), few.arrays[0]).ok());
+  ASSERT_TRUE(write_npy(tmp("fy.npy"), few.arrays[1]).ok());
+  r = run({"--train=" + tmp("fx.npy") + "," + tmp("fy.npy")}, factory);
+  EXPECT_EQ(r.status, kExitRuntime);
+  EXPECT_EQ(r.err, "error: train: 7 training samples do not make one batch of 8 (the model's batch size)\n");
+
+  ModelFactory failing = [](uint64_t, int) -> StatusOr<std::unique_ptr<Trainable>> {
+    return Error{"no such model"};
+  };
+  r = run({}, failing);
+  EXPECT_EQ(r.status, kExitRuntime);
+  EXPECT_EQ(r.err, "error: no such model\n");
+}
+
+}  // namespace
+}  // namespace weft::driver

@@ -210,6 +210,12 @@ std::optional<Failure> train(const DriverConfig& config, const ModelFactory& fac
     if (Status s = check_writable(flag, *path); !s.ok()) return runtime(s.error());
   }
 
+  // The checkpoint before the data: a wrong path fails in milliseconds.
+  Progress progress(out, config.log_every);
+  if (!config.checkpoint_in.empty()) {
+    if (Status s = model.load(config.checkpoint_in); !s.ok()) return runtime(s.error());
+    progress.line("resumed from " + config.checkpoint_in + " at step " + std::to_string(model.steps()));
+  }
   StatusOr<Dataset> data = load_data(config, model);
   if (!data.ok()) return runtime(data.error());
   if (Status s = check_classes(data->train, model); !s.ok()) return runtime(s.error());
@@ -231,11 +237,6 @@ std::optional<Failure> train(const DriverConfig& config, const ModelFactory& fac
   StatusOr<std::unique_ptr<LrSchedule>> schedule = make_schedule(config, base_lr, total);
   if (!schedule.ok()) return usage(schedule.error());
 
-  Progress progress(out, config.log_every);
-  if (!config.checkpoint_in.empty()) {
-    if (Status s = model.load(config.checkpoint_in); !s.ok()) return runtime(s.error());
-    progress.line("resumed from " + config.checkpoint_in + " at step " + std::to_string(model.steps()));
-  }
   MetricsCsv csv;
   if (!config.metrics_csv.empty()) {
     if (Status s = csv.open(config.metrics_csv); !s.ok()) return runtime(s.error());

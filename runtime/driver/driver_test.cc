@@ -1,0 +1,271 @@
+// The training driver end to end, run as a user runs a training binary: jit_model_train is
+// //runtime/driver:main linked with a make_compiled_model over the JIT Trainer
+// (testing/jit_model.cc). Printed lines, the metrics CSV, an exact resume, the .npy data
+// path, pinned errors with their exit statuses, and --help.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "runtime/npy.h"
+#include "tests/testing/subprocess.h"
+
+namespace {
+
+using weft::testing::CommandResult;
+
+const std::string kBinary = "runtime/driver/jit_model_train";
+
+CommandResult train(const std::string& flags, const std::string& model = "fashion") {
+  return weft::testing::run_command("WEFT_DRIVER_TEST_MODEL=" + model + " " + kBinary + " " + flags);
+}
+
+std::string tmp(const std::string& name) { return weft::testing::test_tmpdir() + "/" + name; }
+
+std::vector<std::vector<std::string>> read_csv(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::vector<std::string>> rows;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::stringstream s(line);
+    std::string cell;
+    while (std::getline(s, cell, ',')) cells.push_back(cell);
+    if (!line.empty() && line.back() == ',') cells.push_back("");
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+int count(const std::string& text, const std::string& pattern) {
+  std::regex re(pattern);
+  return static_cast<int>(std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator()));
+}
+
+TEST(Driver, TrainsEvaluatesAndWritesMetrics) {
+  const std::string csv = tmp("metrics.csv"), ck = tmp("ck.safetensors");
+  CommandResult r = train("--epochs=2 --max-steps=40 --eval-every=25 --log-every=20 --metrics-csv=" + csv +
+                          " --checkpoint-out=" + ck);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("training on 60000 samples (/usr/share/datasets/fashion-mnist/train-*), batch 32, 40 "
+                       "steps per epoch, 2 epochs (80 steps); ConstantLR(lr=0.001); 10000 test samples "
+                       "(eval batch 768)\n"),
+            std::string::npos)
+      << r.out;
+  // Not a terminal: a plain progress line every --log-every steps.
+  EXPECT_EQ(count(r.out, "step (20|40|60|80)/80  epoch [12]/2  loss [0-9.]+  lr 0.001  [0-9.]+ steps/s  ETA "
+                         "[0-9]+:[0-9]{2}\n"),
+            4)
+      << r.out;
+  EXPECT_EQ(r.out.find('\r'), std::string::npos);
+  EXPECT_EQ(count(r.out, "step (25|50|75) \\(epoch [12]/2\\): test accuracy: 0\\.[0-9]{4}, test cross-entropy: "
+                         "[0-9.]+\n"),
+            3)
+      << r.out;
+  std::smatch last;
+  std::regex epoch_line("epoch 2/2: mean loss [0-9.]+, [0-9.]+ s, test accuracy: (0\\.[0-9]{4}), test "
+                        "cross-entropy: [0-9.]+\n");
+  ASSERT_TRUE(std::regex_search(r.out, last, epoch_line)) << r.out;
+  EXPECT_EQ(count(r.out, "epoch 1/2: mean loss [0-9.]+, [0-9.]+ s, test accuracy: 0\\.[0-9]{4}"), 1) << r.out;
+  EXPECT_GT(std::stod(last[1].str()), 0.65) << r.out;  // 80 Adam steps: far past chance (0.1)
+  EXPECT_NE(r.out.find("checkpoint: " + ck + " (step 80)\n"), std::string::npos) << r.out;
+
+  std::vector<std::vector<std::string>> rows = read_csv(csv);
+  ASSERT_EQ(rows.size(), 81u);
+  EXPECT_EQ(rows[0], (std::vector<std::string>{"step", "epoch", "loss", "lr", "test_accuracy", "test_loss",
+                                                "elapsed_s"}));
+  for (int step = 1; step <= 80; ++step) {
+    const std::vector<std::string>& row = rows[step];
+    ASSERT_EQ(row.size(), 7u) << step;
+    EXPECT_EQ(row[0], std::to_string(step));
+    EXPECT_EQ(row[1], step <= 40 ? "1" : "2");
+    EXPECT_TRUE(std::isfinite(std::stod(row[2])));
+    EXPECT_EQ(row[3], "0.001");
+    const bool evaluated = step % 25 == 0 || step % 40 == 0;
+    EXPECT_EQ(row[4].empty(), !evaluated) << step;
+    EXPECT_EQ(row[5].empty(), !evaluated) << step;
+    EXPECT_GE(std::stod(row[6]), step > 1 ? std::stod(rows[step - 1][6]) : 0.0);
+  }
+  EXPECT_NEAR(std::stod(rows[80][4]), std::stod(last[1].str()), 5e-5);
+}
+
+TEST(Driver, ResumesWhereAnUninterruptedRunWouldBe) {
+  // A schedule of the step count alone, so the two halves agree with the whole on lr too.
+  const std::string flags = " --max-steps=30 --seed=5 --shuffle-seed=3 --schedule=step --lr-step-size=20 "
+                            "--lr-gamma=0.5 --lr=0.002";
+  CommandResult full = train("--epochs=2" + flags + " --metrics-csv=" + tmp("full.csv"));
+  ASSERT_EQ(full.exit_code, 0) << full.out;
+  CommandResult first = train("--epochs=1" + flags + " --checkpoint-out=" + tmp("half.safetensors"));
+  ASSERT_EQ(first.exit_code, 0) << first.out;
+  CommandResult second = train("--epochs=2" + flags + " --checkpoint-in=" + tmp("half.safetensors") +
+                               " --metrics-csv=" + tmp("second.csv") + " --checkpoint-out=" + tmp("end.safetensors"));
+  ASSERT_EQ(second.exit_code, 0) << second.out;
+  EXPECT_NE(second.out.find("resumed from " + tmp("half.safetensors") + " at step 30\n"), std::string::npos)
+      << second.out;
+  EXPECT_NE(second.out.find("checkpoint: " + tmp("end.safetensors") + " (step 60)\n"), std::string::npos)
+      << second.out;
+
+  std::vector<std::vector<std::string>> whole = read_csv(tmp("full.csv")), tail = read_csv(tmp("second.csv"));
+  ASSERT_EQ(whole.size(), 61u);
+  ASSERT_EQ(tail.size(), 31u);
+  for (int i = 1; i <= 30; ++i) {
+    const std::vector<std::string>& a = whole[30 + i];
+    const std::vector<std::string>& b = tail[i];
+    EXPECT_EQ(b[0], a[0]);  // the step count continues
+    EXPECT_EQ(b[1], a[1]);
+    EXPECT_NEAR(std::stod(b[2]), std::stod(a[2]), 1e-6 * std::abs(std::stod(a[2]))) << "step " << a[0];
+    EXPECT_EQ(b[3], a[3]);  // the learning rate of the same step
+  }
+  // Row k is step k, taken with lr_at(k - 1).
+  EXPECT_EQ(whole[20][3], "0.002");
+  EXPECT_EQ(whole[21][3], "0.001");
+  EXPECT_EQ(whole[45][3], "0.0005");
+  EXPECT_EQ(whole[60][4], tail[30][4]);  // the same test accuracy at the end
+
+  // A finished run has nothing to train: it evaluates the checkpoint.
+  CommandResult done = train("--epochs=2" + flags + " --checkpoint-in=" + tmp("end.safetensors"));
+  ASSERT_EQ(done.exit_code, 0) << done.out;
+  EXPECT_NE(done.out.find("nothing to train: the model is at step 60, the run ends at step 60\nstep 60: test "
+                          "accuracy: " + whole[60][4].substr(0, 6)),
+            std::string::npos)
+      << done.out << whole[60][4];
+}
+
+/// Features and class labels (the argmax of the first three features) for the npy models.
+void write_classification(const std::string& x, const std::string& y, int64_t n, uint32_t seed) {
+  weft::Tensor xs(weft::Type{weft::DType::f64, {n, 4}});
+  weft::Tensor ys(weft::Type{weft::DType::i32, {n}});
+  uint32_t state = seed;
+  for (int64_t i = 0; i < n; ++i) {
+    double* r = xs.data<double>() + i * 4;
+    for (int j = 0; j < 4; ++j) {
+      state = state * 1664525u + 1013904223u;
+      r[j] = static_cast<double>(state >> 8) / (1 << 24) - 0.5;
+    }
+    ys.data<int32_t>()[i] = r[0] >= r[1] && r[0] >= r[2] ? 0 : r[1] >= r[2] ? 1 : 2;
+  }
+  ASSERT_TRUE(weft::write_npy(x, xs).ok());
+  ASSERT_TRUE(weft::write_npy(y, ys).ok());
+}
+
+TEST(Driver, NpyData) {
+  write_classification(tmp("x.npy"), tmp("y.npy"), 200, 1);
+  write_classification(tmp("tx.npy"), tmp("ty.npy"), 42, 2);  // eval batch 5: a short last batch
+  CommandResult r = train("--epochs=6 --lr=1 --train=" + tmp("x.npy") + "," + tmp("y.npy") + " --test=" + tmp("tx.npy") +
+                              "," + tmp("ty.npy") + " --schedule=cosine",
+                          "npy-classifier");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("training on 200 samples (train), batch 8, 25 steps per epoch, 6 epochs (150 steps); "
+                       "CosineAnnealingLR(base_lr=1.0, T_max=150, eta_min=0.0); 42 test samples (eval batch 5)"),
+            std::string::npos)
+      << r.out;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("epoch 6/6: .* test accuracy: (0\\.[0-9]{4})"))) << r.out;
+  EXPECT_GT(std::stod(m[1].str()), 0.7) << r.out;  // a linear model of a linear rule; chance is 1/3
+
+  // Regression: a float target, evaluated by mean squared error.
+  weft::Tensor x(weft::Type{weft::DType::f32, {40, 3}}), y(weft::Type{weft::DType::f32, {40, 2}});
+  for (int64_t i = 0; i < 40; ++i) {
+    float* r3 = x.data<float>() + i * 3;
+    for (int j = 0; j < 3; ++j) r3[j] = static_cast<float>((i * 7 + j * 3) % 11) / 11.0f;
+    y.data<float>()[i * 2] = r3[0] + r3[1];
+    y.data<float>()[i * 2 + 1] = r3[2] - r3[0];
+  }
+  ASSERT_TRUE(weft::write_npy(tmp("rx.npy"), x).ok());
+  ASSERT_TRUE(weft::write_npy(tmp("ry.npy"), y).ok());
+  const std::string data = " --train=" + tmp("rx.npy") + "," + tmp("ry.npy") + " --test=" + tmp("rx.npy") + "," +
+                           tmp("ry.npy");
+  r = train("--epochs=1" + data, "npy-regressor");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("epoch 1/1: .* test mse: ([0-9.]+)\n"))) << r.out;
+  const double first_mse = std::stod(m[1].str());
+  r = train("--epochs=30" + data, "npy-regressor");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("epoch 30/30: .* test mse: ([0-9.]+)\n"))) << r.out;
+  EXPECT_LT(std::stod(m[1].str()), first_mse / 2) << r.out;
+}
+
+TEST(Driver, NchwImages) {
+  CommandResult r = train("--max-steps=3", "nchw");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(count(r.out, "epoch 1/1: mean loss [0-9.]+, [0-9.]+ s, test accuracy: 0\\.[0-9]{4}"), 1) << r.out;
+}
+
+TEST(Driver, ErrorsAndExitStatuses) {
+  // The command line: status 2, one line.
+  CommandResult r = train("--epochs=x");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "error: --epochs=x: not a whole number\n");
+  r = train("--bogus=1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "error: unknown flag '--bogus' (--help lists the flags)\n");
+  r = train("--schedule=cosine --lr-gamma=0.5");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "error: --lr-gamma applies to --schedule=step, multistep or exponential, not --schedule=cosine\n");
+  write_classification(tmp("x.npy"), tmp("y.npy"), 20, 1);
+  r = train("--train=" + tmp("x.npy") + "," + tmp("y.npy") + "," + tmp("y.npy"), "npy-classifier");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "error: --train gives 3 arrays; the model's step takes 2 (the inputs, then the target): 'x', "
+                   "'target'\n");
+
+  // Files: status 1, one line naming the file.
+  r = train("--data=/nonexistent");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out.rfind("/nonexistent/train-images-idx3-ubyte.gz: error: Fashion-MNIST file not found (No such "
+                        "file or directory); install the Debian package dataset-fashion-mnist",
+                        0),
+            0u)
+      << r.out;
+  r = train("--checkpoint-in=" + tmp("absent.safetensors"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, tmp("absent.safetensors") + ": error: cannot open for reading: No such file or directory\n");
+  {
+    std::ofstream(tmp("garbage.safetensors")) << "garbage\n";
+    std::ofstream(tmp("garbage.npy")) << "garbage\n";
+  }
+  r = train("--checkpoint-in=" + tmp("garbage.safetensors"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out.rfind(tmp("garbage.safetensors") + ": error: header length ", 0), 0u) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  r = train("--train=" + tmp("garbage.npy") + "," + tmp("y.npy"), "npy-classifier");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, tmp("garbage.npy") + ": error: not a .npy file: bad magic string (expected \\x93NUMPY)\n");
+  r = train("--train=" + tmp("x.npy") + "," + tmp("y.npy"), "nchw");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, tmp("x.npy") + ": error: samples of shape [4] (4 elements) do not fit the model's input 'x' "
+                                  "f32[32,1,28,28] (784 elements per sample)\n");
+  r = train("--metrics-csv=/nonexistent/m.csv");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "error: --metrics-csv=/nonexistent/m.csv: the directory /nonexistent does not exist\n");
+  // A checkpoint of another model.
+  write_classification(tmp("x.npy"), tmp("y.npy"), 16, 1);
+  r = train("--train=" + tmp("x.npy") + "," + tmp("y.npy") + " --checkpoint-out=" + tmp("small.safetensors"),
+            "npy-classifier");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  r = train("--checkpoint-in=" + tmp("small.safetensors"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out.rfind(tmp("small.safetensors") + ": error: ", 0), 0u) << r.out;
+}
+
+TEST(Driver, HelpListsEveryFlag) {
+  CommandResult r = train("--help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out.rfind("usage: jit_model_train [--flag=value ...]\n", 0), 0u) << r.out;
+  for (const char* flag :
+       {"--data=DIR", "--train=X.npy,Y.npy", "--test=X.npy,Y.npy", "--epochs=N", "--max-steps=N", "--seed=S",
+        "--shuffle-seed=S", "--threads=N", "--lr=X", "--schedule=NAME", "--lr-step-size=N", "--lr-gamma=X",
+        "--milestones=N,N,...", "--warmup-steps=N", "--warmup-start-factor=X", "--min-lr=X", "--pct-start=X",
+        "--div-factor=X", "--final-div-factor=X", "--checkpoint-in=PATH", "--checkpoint-out=PATH",
+        "--checkpoint-every=N", "--eval-every=N", "--metrics-csv=PATH", "--log-every=N", "--help"}) {
+    EXPECT_NE(r.out.find(std::string("\n  ") + flag), std::string::npos) << flag;
+  }
+  EXPECT_EQ(count(r.out, "\\(default: "), 25);  // every flag but --help
+}
+
+}  // namespace

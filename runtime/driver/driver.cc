@@ -246,7 +246,8 @@ std::optional<Failure> train(const DriverConfig& config, const ModelFactory& fac
                                      : "no test split";
   progress.line("training on " + std::to_string(samples) + " samples (" + data->train.source + "), batch " +
                 std::to_string(batch) + ", " + std::to_string(per_epoch) + " steps per epoch, " +
-                std::to_string(config.epochs) + " epochs (" + std::to_string(total) + " steps); " +
+                std::to_string(config.epochs) + (config.epochs == 1 ? " epoch (" : " epochs (") +
+                std::to_string(total) + " steps); " +
                 (*schedule)->describe() + "; " + test_text);
 
   auto evaluate = [&]() -> StatusOr<std::optional<Evaluation>> {

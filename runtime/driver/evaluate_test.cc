@@ -117,6 +117,20 @@ TEST(Evaluate, MeanSquaredErrorForOtherTargets) {
   EXPECT_EQ(e->to_string().rfind("test mse: ", 0), 0u);
 }
 
+TEST(JitTrainable, TakesOnlyItsStaticTypes) {
+  std::unique_ptr<JitTrainable> model = classifier(/*eval_batch=*/5);
+  StatusOr<double> loss = model->step({Tensor(Type{DType::f32, {4, 4}}), Tensor(Type{DType::i64, {4}})});
+  ASSERT_FALSE(loss.ok());
+  EXPECT_EQ(loss.error().message, "step: 'x' is f32[8,4], got f32[4,4]");
+  loss = model->step({Tensor(Type{DType::f32, {8, 4}})});
+  ASSERT_FALSE(loss.ok());
+  EXPECT_EQ(loss.error().message, "step takes 2 tensors, got 1");
+  StatusOr<std::vector<Tensor>> out = model->evaluate({Tensor(Type{DType::f32, {8, 4}})});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.error().message, "evaluate: 'x' is f32[5,4], got f32[8,4]");
+  EXPECT_EQ(model->steps(), 0);
+}
+
 /// run_driver in process: the exit status and what went to stdout and stderr.
 struct DriverRun {
   int status;

@@ -229,6 +229,9 @@ Status check(const DriverConfig& c, const std::vector<std::string>& given) {
     return Error{"--data and --train are two data sources; give one"};
   }
   if (!c.test_files.empty() && c.train_files.empty()) return Error{"--test needs --train"};
+  if (c.eval_every > 0 && !c.train_files.empty() && c.test_files.empty()) {
+    return Error{"--eval-every needs a test split: --test=X.npy,Y.npy"};
+  }
   if (c.checkpoint_every > 0 && c.checkpoint_out.empty()) {
     return Error{"--checkpoint-every needs --checkpoint-out"};
   }

@@ -143,6 +143,8 @@ TEST(Flags, InconsistentFlags) {
   EXPECT_EQ(error_of({"--data=/d", "--train=x.npy,y.npy"}), "--data and --train are two data sources; give one");
   EXPECT_EQ(error_of({"--test=x.npy,y.npy"}), "--test needs --train");
   EXPECT_EQ(error_of({"--checkpoint-every=10"}), "--checkpoint-every needs --checkpoint-out");
+  EXPECT_EQ(error_of({"--train=x.npy,y.npy", "--eval-every=10"}),
+            "--eval-every needs a test split: --test=X.npy,Y.npy");
   EXPECT_EQ(error_of({"--schedule=step"}), "--schedule=step needs --lr-step-size=N");
   EXPECT_EQ(error_of({"--schedule=multistep"}), "--schedule=multistep needs --milestones=N,N,...");
   EXPECT_EQ(error_of({"--warmup-steps=10"}),

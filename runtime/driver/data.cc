@@ -26,8 +26,9 @@ Shape with_samples(const Type& type, int64_t n) {
   return s;
 }
 
-/// `src` ([N, ...]) as an array for `spec`: [N, spec's per-sample dims] in spec's dtype.
-StatusOr<Tensor> to_model_array(const Tensor& src, const TensorSpec& spec, const std::string& file) {
+/// `src` ([N, ...]) as an array for `spec`: [N, spec's per-sample dims] in spec's dtype
+/// (`src` itself, not a copy, when it already is one).
+StatusOr<Tensor> to_model_array(Tensor src, const TensorSpec& spec, const std::string& file) {
   if (src.rank() < 1) {
     return file_error(file, "holds a scalar " + src.type().to_string() +
                                 "; dimension 0 must be the sample");
@@ -47,6 +48,7 @@ StatusOr<Tensor> to_model_array(const Tensor& src, const TensorSpec& spec, const
                                 " takes integers: save the array with an integer dtype");
   }
   Tensor out(Type{spec.type.dtype, with_samples(spec.type, n)});
+  if (src.type() == out.type()) return src;
   if (src.dtype() == spec.type.dtype) {
     if (out.bytes() > 0) std::memcpy(out.raw_data(), src.raw_data(), out.bytes());
   } else {
@@ -91,16 +93,6 @@ StatusOr<Tensor> labels_as_target(const Tensor& labels, const TensorSpec& spec, 
                "], a float dtype)"};
 }
 
-Split fashion_split(const FashionMnistBatch& set, const Tensor& images, Tensor target,
-                    const std::string& source) {
-  Split split;
-  split.arrays.push_back(images);
-  split.arrays.push_back(std::move(target));
-  split.classes = set.labels;
-  split.source = source;
-  return split;
-}
-
 StatusOr<Split> npy_split(const std::vector<std::string>& files,
                           const std::vector<TensorSpec>& step_inputs, const std::string& flag) {
   if (files.size() != step_inputs.size()) {
@@ -113,7 +105,7 @@ StatusOr<Split> npy_split(const std::vector<std::string>& files,
   split.source = flag;
   for (size_t k = 0; k < files.size(); ++k) {
     WEFT_ASSIGN_OR_RETURN(Tensor raw, read_npy(files[k]));
-    WEFT_ASSIGN_OR_RETURN(Tensor array, to_model_array(raw, step_inputs[k], files[k]));
+    WEFT_ASSIGN_OR_RETURN(Tensor array, to_model_array(std::move(raw), step_inputs[k], files[k]));
     if (k > 0 && array.shape()[0] != split.arrays[0].shape()[0]) {
       return file_error(files[k], "holds " + std::to_string(array.shape()[0]) + " samples; " + files[0] +
                                       " holds " + std::to_string(split.arrays[0].shape()[0]));
@@ -157,14 +149,19 @@ StatusOr<Dataset> load_fashion_mnist(const std::string& directory,
   options.directory = directory;
   options.normalize = true;  // as examples/fashion_mnist/train_loop.cc trains
   options.shuffle = false;   // the driver shuffles (epoch_order, the same permutation)
+  // Images come in the model's layout when FashionMnist has it: no copy to reshape.
+  if (image.type.shape == Shape{image.type.shape[0], 1, 28, 28}) options.layout = ImageLayout::nchw;
   WEFT_ASSIGN_OR_RETURN(FashionMnist data, FashionMnist::load(options));
   Dataset out;
   for (bool train : {true, false}) {
     FashionMnistBatch set = train ? data.train_set() : data.test_set();
-    WEFT_ASSIGN_OR_RETURN(Tensor images, to_model_array(set.images, image, directory));
     WEFT_ASSIGN_OR_RETURN(Tensor target, labels_as_target(set.labels, step_inputs[1], FashionMnist::kClasses));
-    Split split = fashion_split(set, images, std::move(target),
-                                directory + (train ? "/train-*" : "/t10k-*"));
+    WEFT_ASSIGN_OR_RETURN(Tensor images, to_model_array(std::move(set.images), image, directory));
+    Split split;
+    split.arrays.push_back(std::move(images));
+    split.arrays.push_back(std::move(target));
+    split.classes = std::move(set.labels);
+    split.source = directory + (train ? "/train-*" : "/t10k-*");
     if (train) out.train = std::move(split);
     else out.test = std::move(split);
   }

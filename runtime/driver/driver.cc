@@ -1,11 +1,13 @@
 #include "runtime/driver/driver.h"
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstring>
 #include <limits>
 
@@ -39,6 +41,33 @@ std::string format_number(const char* format, double v) {
   std::snprintf(buf, sizeof(buf), format, v);
   return buf;
 }
+
+/// The signal (SIGINT, SIGTERM) that asked the run to stop, 0 if none.
+volatile std::sig_atomic_t stop_signal = 0;
+
+extern "C" void on_stop_signal(int number) { stop_signal = number; }
+
+/// While alive, SIGINT and SIGTERM stop the run after the current step (a second one
+/// kills it: SA_RESETHAND); the previous handlers come back at the end.
+class StopSignals {
+ public:
+  StopSignals() {
+    stop_signal = 0;
+    struct sigaction action = {};
+    action.sa_handler = on_stop_signal;
+    action.sa_flags = SA_RESETHAND;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, &old_int_);
+    sigaction(SIGTERM, &action, &old_term_);
+  }
+  ~StopSignals() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+
+ private:
+  struct sigaction old_int_ = {}, old_term_ = {};
+};
 
 /// A failure and the exit status it gives.
 struct Failure {
@@ -325,6 +354,17 @@ std::optional<Failure> train(const DriverConfig& config, const ModelFactory& fac
       if (auto f = save()) return f;
       saved_at = t;
     }
+    if (const int number = stop_signal; number != 0) {
+      const std::string name = number == SIGINT ? "SIGINT" : "SIGTERM";
+      std::string message = "interrupted by " + name + " at step " + std::to_string(t);
+      if (!config.checkpoint_out.empty()) {
+        if (saved_at != t) {
+          if (auto f = save()) return f;
+        }
+        message += "; resume with --checkpoint-in=" + config.checkpoint_out;
+      }
+      return Failure{128 + number, Error{message}};
+    }
   }
   if (!config.checkpoint_out.empty() && saved_at != t) {
     if (auto f = save()) return f;
@@ -415,7 +455,11 @@ int run_driver(const std::vector<std::string>& args, const std::string& program,
     std::fprintf(out, "%s", help_text(program).c_str());
     return kExitOk;
   }
-  std::optional<Failure> failure = train(*config, factory, out);
+  std::optional<Failure> failure;
+  {
+    StopSignals signals;
+    failure = train(*config, factory, out);
+  }
   std::fflush(out);
   if (failure) {
     std::fprintf(err, "%s\n", failure->error.to_string().c_str());

@@ -35,6 +35,8 @@ namespace weft::driver {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitRuntime = 1;  ///< A file, the model or a step failed.
 inline constexpr int kExitUsage = 2;    ///< The command line is wrong (or does not fit the model).
+// SIGINT or SIGTERM stop the run after the current step, write --checkpoint-out if given,
+// and exit with 128 + the signal (130, 143).
 
 /// Makes the model: make_compiled_model in a training binary.
 using ModelFactory = std::function<StatusOr<std::unique_ptr<Trainable>>(uint64_t seed, int num_threads)>;

@@ -253,6 +253,26 @@ TEST(Driver, ErrorsAndExitStatuses) {
   EXPECT_EQ(r.out.rfind(tmp("small.safetensors") + ": error: ", 0), 0u) << r.out;
 }
 
+TEST(Driver, StopsOnSigtermWithACheckpoint) {
+  // A preempted job: SIGTERM once training is under way; the run finishes its step,
+  // writes the checkpoint, says how to resume and exits 128 + 15.
+  const std::string out = tmp("sigterm.out"), ck = tmp("sigterm.safetensors");
+  CommandResult r = weft::testing::run_command(
+      "WEFT_DRIVER_TEST_MODEL=fashion " + kBinary + " --epochs=50 --log-every=20 --checkpoint-out=" + ck + " >" +
+      out + " 2>&1 & pid=$!; n=0; while ! grep -q '^step 20/' " + out +
+      " && [ $n -lt 600 ]; do sleep 0.1; n=$((n+1)); done; kill -TERM $pid; wait $pid; echo \"exit $?\"; cat " + out);
+  ASSERT_NE(r.out.find("exit 143\n"), std::string::npos) << r.out;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("checkpoint: " + ck + " \\(step ([0-9]+)\\)\n"
+                                                     "error: interrupted by SIGTERM at step ([0-9]+); resume with "
+                                                     "--checkpoint-in=" + ck + "\n")))
+      << r.out;
+  EXPECT_EQ(m[1].str(), m[2].str());
+  CommandResult resumed = train("--epochs=50 --max-steps=1 --checkpoint-in=" + ck);
+  EXPECT_NE(resumed.out.find("resumed from " + ck + " at step " + m[1].str() + "\n"), std::string::npos)
+      << resumed.out;
+}
+
 TEST(Driver, HelpListsEveryFlag) {
   CommandResult r = train("--help");
   EXPECT_EQ(r.exit_code, 0);

@@ -260,6 +260,10 @@ std::optional<Failure> train(const DriverConfig& config, const ModelFactory& fac
                          " (the model's batch size)"});
   }
   if (config.max_steps > 0) per_epoch = std::min(per_epoch, config.max_steps);
+  if (config.epochs > std::numeric_limits<int64_t>::max() / per_epoch) {
+    return usage(Error{"--epochs=" + std::to_string(config.epochs) + ": " + std::to_string(per_epoch) +
+                       " steps per epoch make more steps than 64 bits count"});
+  }
   const int64_t total = config.epochs * per_epoch;
 
   const double base_lr = config.lr.value_or(model.lr());

@@ -182,6 +182,9 @@ TEST(RunDriver, ExitStatuses) {
   r = run({train, "--schedule=warmup-cosine", "--warmup-steps=10"}, factory);  // 40/8 = 5 steps
   EXPECT_EQ(r.status, kExitUsage);
   EXPECT_EQ(r.err, "error: --warmup-steps=10 must be less than the run's 5 steps\n");
+  r = run({train, "--epochs=9223372036854775807"}, factory);
+  EXPECT_EQ(r.status, kExitUsage);
+  EXPECT_EQ(r.err, "error: --epochs=9223372036854775807: 5 steps per epoch make more steps than 64 bits count\n");
   r = run({"--help"}, factory);
   EXPECT_EQ(r.status, kExitOk);
   EXPECT_EQ(r.out.rfind("usage: train ", 0), 0u);

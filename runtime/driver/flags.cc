@@ -328,7 +328,8 @@ std::string help_text(const std::string& program) {
   std::ostringstream out;
   out << "usage: " << program << " [--flag=value ...]\n"
       << "Trains the model this binary was built with (weft_binary) and evaluates it on the\n"
-      << "test split. Exit status: 0 done, 1 a file or the run failed, 2 a bad command line.\n\n";
+      << "test split. Exit status: 0 done, 1 a file or the run failed, 2 a bad command line,\n"
+      << "130/143 stopped by SIGINT/SIGTERM (after the current step and --checkpoint-out).\n\n";
   for (const Flag& f : flags()) {
     std::string left = "  --" + f.name + (f.placeholder.empty() ? "" : "=" + f.placeholder);
     if (left.size() < 30) left.resize(30, ' ');

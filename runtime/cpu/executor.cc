@@ -133,6 +133,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program,
                                                      ExecutorOptions options) {
   WEFT_CHECK(generated.size() == program.kernels.size(),
              "Executor::create: one function per generated kernel");
+  WEFT_RETURN_IF_ERROR(check_memory(program, options));
   std::unique_ptr<Executor> ex(new Executor());
   ex->pool_ = std::make_unique<ThreadPool>(options.num_threads);
   try {
@@ -219,6 +220,7 @@ Tensor Executor::input(int index) const {
 }
 
 Status Executor::run() {
+  if (check_numerics_) return run_checking_numerics();
   if (profiling_) {
     using Clock = std::chrono::steady_clock;
     for (size_t i = 0; i < code_.size(); ++i) {
@@ -230,6 +232,13 @@ Status Executor::run() {
   } else {
     for (const std::unique_ptr<Bound>& b : code_) WEFT_RETURN_IF_ERROR(b->run(*pool_));
   }
+  apply_updates();
+  return Status::ok_status();
+}
+
+Status Executor::run_invocation(size_t index) { return code_[index]->run(*pool_); }
+
+void Executor::apply_updates() {
   size_t next = 0;
   for (const Update& u : program_.updates) {
     if (u.from.space != Space::input) continue;
@@ -240,7 +249,6 @@ Status Executor::run() {
     const void* from = u.from.space == Space::input ? snapshots_[next++].get() : resolve(u.from);
     std::memcpy(input_ptr_[u.input], from, program_.inputs[u.input].type.bytes());
   }
-  return Status::ok_status();
 }
 
 Tensor Executor::output(int index) const {

@@ -1,0 +1,110 @@
+// The compiled CPU backend's run-time checks ([Reliability]): check-numerics names the
+// op that first produced a NaN or infinity — inside a fused kernel, the body node, with
+// its own `.wir` location — and a plan larger than the memory allowed is refused before
+// anything is allocated.
+
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "codegen/cpu_backend.h"
+#include "ir/text.h"
+#include "passes/pipeline.h"
+
+namespace weft {
+namespace {
+
+Graph typed(const char* text) {
+  StatusOr<Graph> g = parse_graph(text, "step.wir");
+  EXPECT_TRUE(g.ok()) << g.status().to_string();
+  Pipeline p = default_pipeline();
+  EXPECT_TRUE(p.run_until(*g, "infer-types").ok());
+  return std::move(*g);
+}
+
+Tensor f32(std::vector<float> v) { return Tensor::from_vector<float>(Shape({int64_t(v.size())}), v); }
+
+// mul, log, add and sqrt fuse into one generated kernel; sum over it is a reduction
+// kernel; the last sum (of %big alone) is a library reduction.
+constexpr const char* kStep = R"(graph @step(%x: f32[4], %y: f32[4], %big: f32[2]) {
+  %a = mul(%x, %y) : f32[4]
+  %b = log(%a) : f32[4]
+  %c = add(%b, %x) : f32[4]
+  %d = sqrt(%c) : f32[4]
+  %s = sum(%big) : f32[]
+  return %d, %s
+}
+)";
+
+std::unique_ptr<cpu::Executor> compile(const Graph& g) {
+  StatusOr<std::unique_ptr<cpu::Executor>> ex = codegen::compile_for_cpu(g);
+  EXPECT_TRUE(ex.ok()) << ex.status().to_string();
+  (*ex)->set_check_numerics(true);
+  return std::move(*ex);
+}
+
+TEST(CompiledCheckNumerics, FiniteStepRuns) {
+  auto ex = compile(typed(kStep));
+  ASSERT_TRUE(ex->set_input("x", f32({1, 2, 3, 4})).ok());
+  ASSERT_TRUE(ex->set_input("y", f32({1, 1, 1, 1})).ok());
+  ASSERT_TRUE(ex->set_input("big", f32({1, 2})).ok());
+  Status s = ex->run();
+  EXPECT_TRUE(s.ok()) << s.to_string();
+  EXPECT_FLOAT_EQ(ex->output(1).data<float>()[0], 3.0f);
+}
+
+TEST(CompiledCheckNumerics, FindsTheBodyNodeOfAFusedKernel) {
+  auto ex = compile(typed(kStep));
+  ASSERT_TRUE(ex->set_input("x", f32({1, 2, 3, 4})).ok());
+  ASSERT_TRUE(ex->set_input("y", f32({1, 1, 0, 1})).ok());
+  ASSERT_TRUE(ex->set_input("big", f32({1, 2})).ok());
+  Status s = ex->run();
+  ASSERT_FALSE(s.ok());
+  const std::string m = s.error().to_string();
+  EXPECT_EQ(m.rfind("step.wir:3:3: error: check-numerics: log produced -inf in %", 0), 0u) << m;
+  EXPECT_NE(m.find("(f32[4], element 2) (inside the fused kernel computing %d)"), std::string::npos) << m;
+}
+
+TEST(CompiledCheckNumerics, NamesALibraryKernel) {
+  auto ex = compile(typed(kStep));
+  ASSERT_TRUE(ex->set_input("x", f32({1, 2, 3, 4})).ok());
+  ASSERT_TRUE(ex->set_input("y", f32({1, 1, 1, 1})).ok());
+  ASSERT_TRUE(ex->set_input("big", f32({3e38f, 3e38f})).ok());
+  Status s = ex->run();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().to_string(),
+            "step.wir:6:3: error: check-numerics: sum produced inf in %s (f32[], element 0)");
+}
+
+TEST(CompiledCheckNumerics, NamesAnInput) {
+  auto ex = compile(typed(kStep));
+  ASSERT_TRUE(ex->set_input("x", f32({1, 2, 3, 4})).ok());
+  ASSERT_TRUE(ex->set_input("y", f32({1, std::numeric_limits<float>::infinity(), 1, 1})).ok());
+  ASSERT_TRUE(ex->set_input("big", f32({1, 2})).ok());
+  Status s = ex->run();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message, "check-numerics: input %y holds inf (f32[4], element 1)");
+}
+
+TEST(CompiledMemoryCheck, RefusesAPlanLargerThanTheLimit) {
+  Graph g = typed(R"(graph @wide(%x: f32[1024,256]) {
+  %a = exp(%x) : f32[1024,256]
+  %b = sum(%a) {axes=[1]} : f32[1024]
+  %c = neg(%x) : f32[1024,256]
+  return %b, %c
+}
+)");
+  codegen::CpuOptions options;
+  options.executor.max_memory = 1 << 20;  // 1 MiB; the inputs alone take 1 MiB
+  StatusOr<std::unique_ptr<cpu::Executor>> ex = codegen::compile_for_cpu(g, options);
+  ASSERT_FALSE(ex.ok());
+  EXPECT_EQ(ex.error().message,
+            "program @wide needs 2.0 MiB (arena 1.0 MiB + inputs 1.0 MiB) but only 1.0 MiB are "
+            "available (the memory limit); largest buffers: %x f32[1024,256] (input) 1.0 MiB, "
+            "%c f32[1024,256] (arena+0) 1.0 MiB, %b f32[1024] (arena+1048576) 4.0 KiB");
+  options.executor.max_memory = 3 << 20;
+  EXPECT_TRUE(codegen::compile_for_cpu(g, options).ok());
+}
+
+}  // namespace
+}  // namespace weft

@@ -7,6 +7,7 @@
 #include "passes/pipeline.h"
 #include "runtime/init.h"
 #include "runtime/reference/interpreter.h"
+#include "runtime/reference/numerics.h"
 
 namespace weft {
 namespace {
@@ -134,6 +135,8 @@ Status Trainer::build_step() {
   if (compiled()) {
     codegen::CpuOptions cpu;
     cpu.executor.num_threads = options_.num_threads;
+    cpu.executor.max_memory = options_.max_memory;
+    cpu.executor.check_numerics = options_.check_numerics;
     WEFT_ASSIGN_OR_RETURN(step_exec_, codegen::compile_for_cpu(g, cpu));
     WEFT_RETURN_IF_ERROR(push_values(*step_exec_));
     // Where each step's inputs go, found once: the batch (data inputs in order, the
@@ -218,6 +221,7 @@ StatusOr<double> Trainer::step(const std::vector<Tensor>& batch) {
     return Error{"step(...) takes " + std::to_string(inputs_.size() + 1) +
                  " tensors (the inputs, then the target), got " + std::to_string(batch.size())};
   }
+  if (options_.check_numerics) WEFT_RETURN_IF_ERROR(reference::check_numerics(step_, inputs));
   WEFT_ASSIGN_OR_RETURN(reference::RunResult r, reference::run(step_, std::move(inputs)));
   for (auto& [name, value] : r.updated) values_[name] = std::move(value);
   ++steps_;
@@ -247,6 +251,8 @@ StatusOr<std::vector<Tensor>> Trainer::evaluate(const std::vector<Tensor>& batch
     if (ex == eval_execs_.end()) {
       codegen::CpuOptions cpu;
       cpu.executor.num_threads = options_.num_threads;
+      cpu.executor.max_memory = options_.max_memory;
+      cpu.executor.check_numerics = options_.check_numerics;
       WEFT_ASSIGN_OR_RETURN(std::unique_ptr<cpu::Executor> e, codegen::compile_for_cpu(g, cpu));
       ex = eval_execs_.emplace(key, std::move(e)).first;
     }
@@ -276,6 +282,7 @@ StatusOr<std::vector<Tensor>> Trainer::evaluate(const std::vector<Tensor>& batch
       inputs.push_back(v->second);
     }
   }
+  if (options_.check_numerics) WEFT_RETURN_IF_ERROR(reference::check_numerics(g, inputs));
   WEFT_ASSIGN_OR_RETURN(reference::RunResult r, reference::run(g, std::move(inputs)));
   return std::move(r.outputs);
 }

@@ -57,6 +57,12 @@ struct TrainOptions {
   uint64_t seed = 0;                 ///< Parameter initialization and dropout.
   std::string backend = "cpu";       ///< "cpu" or "reference".
   int num_threads = 0;               ///< cpu: 0 means $WEFT_NUM_THREADS or every core.
+  /// Stop a step or evaluation at the first op producing a NaN or infinity, naming it and
+  /// its builder call site (runtime/reference/numerics.h); slow, for debugging.
+  bool check_numerics = false;
+  /// cpu: the most bytes a compiled step may plan (cpu::ExecutorOptions::max_memory; 0:
+  /// MemAvailable).
+  int64_t max_memory = 0;
 };
 
 class Trainer {

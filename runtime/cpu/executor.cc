@@ -135,6 +135,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program,
              "Executor::create: one function per generated kernel");
   WEFT_RETURN_IF_ERROR(check_memory(program, options));
   std::unique_ptr<Executor> ex(new Executor());
+  ex->check_numerics_ = options.check_numerics;
   ex->pool_ = std::make_unique<ThreadPool>(options.num_threads);
   try {
     ex->arena_ = allocate(program.arena_bytes);

@@ -43,6 +43,8 @@ struct ExecutorOptions {
   /// MemAvailable (/proc/meminfo; no limit where it cannot be read). create() refuses a
   /// larger plan before allocating anything, naming its size and largest buffers.
   int64_t max_memory = 0;
+  /// Start with set_check_numerics(true).
+  bool check_numerics = false;
 };
 
 /// The check create() makes: ok, or the error naming the Program's arena, input bytes,

@@ -116,10 +116,14 @@ Status Executor::check_invocation_numerics(size_t index, std::vector<Tensor> ope
     if (inv.kind == Invocation::Kind::generated) {
       // Which node of the kernel's body? Its operands were finite (checked before), so
       // the reference interpreter, run on them node by node, finds it.
-      Status in_body = reference::check_numerics(program_.kernels[inv.kernel].body, std::move(operands));
-      if (!in_body.ok()) {
-        Error e = in_body.error();
-        e.message += " (inside the fused kernel computing %" + inv.label + ")";
+      const Graph& body = program_.kernels[inv.kernel].body;
+      WEFT_ASSIGN_OR_RETURN(std::optional<reference::NonFinite> found,
+                            reference::find_nonfinite(body, std::move(operands)));
+      if (found && found->node >= 0) {
+        // Body values have the kernel's own names: name the kernel's result instead.
+        Error e = reference::nonfinite_error(&body.nodes()[found->node], "", found->type,
+                                             found->index, found->element);
+        e.message += " inside the fused kernel computing %" + inv.label;
         return e;
       }
     }

@@ -65,17 +65,16 @@ Error nonfinite_error(const Node* node, const std::string& name, const Type& typ
                  input_loc};
   }
   return Error{"check-numerics: " + std::string(node->info().name) + " produced " +
-                   format_value(value) + " in %" + name + where,
+                   format_value(value) + (name.empty() ? "" : " in %" + name) + where,
                node->loc};
 }
 
-Status check_numerics(const Graph& g, std::vector<Tensor> inputs) {
+StatusOr<std::optional<NonFinite>> find_nonfinite(const Graph& g, std::vector<Tensor> inputs) {
   for (size_t i = 0; i < inputs.size() && i < g.inputs().size(); ++i) {
     const int64_t bad = first_nonfinite(inputs[i]);
     if (bad >= 0) {
-      const Input& in = g.inputs()[i];
-      return nonfinite_error(nullptr, g.value(in.value).name, inputs[i].type(), bad,
-                             inputs[i].get_double(bad), in.loc);
+      return std::optional<NonFinite>(NonFinite{-1, static_cast<int>(i), g.inputs()[i].value,
+                                                inputs[i].type(), bad, inputs[i].get_double(bad)});
     }
   }
   // The same graph returning every node's results, in node order.
@@ -92,12 +91,22 @@ Status check_numerics(const Graph& g, std::vector<Tensor> inputs) {
   for (size_t k = 0; k < produced.size(); ++k) {
     const int64_t bad = first_nonfinite(r.outputs[k]);
     if (bad >= 0) {
-      const auto [n, v] = produced[k];
-      return nonfinite_error(&g.nodes()[n], g.value(v).name, r.outputs[k].type(), bad,
-                             r.outputs[k].get_double(bad));
+      return std::optional<NonFinite>(NonFinite{produced[k].first, -1, produced[k].second,
+                                                r.outputs[k].type(), bad, r.outputs[k].get_double(bad)});
     }
   }
-  return Status::ok_status();
+  return std::optional<NonFinite>();
+}
+
+Status check_numerics(const Graph& g, std::vector<Tensor> inputs) {
+  WEFT_ASSIGN_OR_RETURN(std::optional<NonFinite> found, find_nonfinite(g, std::move(inputs)));
+  if (!found) return Status::ok_status();
+  const std::string& name = g.value(found->value).name;
+  if (found->node < 0) {
+    return nonfinite_error(nullptr, name, found->type, found->index, found->element,
+                           g.inputs()[found->input].loc);
+  }
+  return nonfinite_error(&g.nodes()[found->node], name, found->type, found->index, found->element);
 }
 
 }  // namespace weft::reference

@@ -14,6 +14,7 @@
 //   Status s = weft::reference::check_numerics(g, inputs);   // reference backend
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,9 +35,24 @@ double element_value(const void* data, const Type& type, int64_t index);
 
 /// The error for value `name` of `type`, whose element `index` is `value`, produced by
 /// `node` (its op and location), or held by a graph input when `node` is nullptr (then
-/// `input_loc` is its location).
+/// `input_loc` is its location). An empty `name` is left out of the message.
 Error nonfinite_error(const Node* node, const std::string& name, const Type& type, int64_t index,
                       double value, const Location& input_loc = {});
+
+/// A non-finite value found by find_nonfinite.
+struct NonFinite {
+  int node = -1;     ///< Index into g.nodes() of its producer; -1: graph input `input`.
+  int input = -1;
+  ValueId value = kNoValue;
+  Type type;
+  int64_t index = 0;  ///< The first non-finite element.
+  double element = 0;
+};
+
+/// Runs `g` on `inputs` with the reference interpreter (every node result kept), and
+/// finds the first input, then the first node result in graph order, that holds a NaN or
+/// an infinity; nullopt when none does. Errors are the interpreter's.
+StatusOr<std::optional<NonFinite>> find_nonfinite(const Graph& g, std::vector<Tensor> inputs);
 
 /// Runs `g` on `inputs` with the reference interpreter (every node result kept), and
 /// returns the error above for the first input, then the first node in graph order,

@@ -23,6 +23,7 @@
 
 #include "autodiff/grad.h"
 #include "codegen/cpu_backend.h"
+#include "runtime/reference/numerics.h"
 #include "ir/dot.h"
 #include "ir/json.h"
 #include "ir/text.h"
@@ -76,6 +77,7 @@ constexpr const char* kDumpHelp =
 
 constexpr const char* kRunHelp =
     "usage: weftc run FILE.wir --input NAME=PATH.npy ... --out DIR [--backend=cpu|reference]\n"
+    "                [--check-numerics] [--max-memory=BYTES]\n"
     "\n"
     "Executes the graph once. Every graph input, whatever its kind (data, param, state),\n"
     "must be given with --input; its .npy file must hold exactly the input's dtype and\n"
@@ -83,7 +85,12 @@ constexpr const char* kRunHelp =
     "DIR/out_0.npy, DIR/out_1.npy, ... in return order, and every param or state input\n"
     "that an assign updated as DIR/NAME.npy, overwriting existing files.\n"
     "  --backend=B      cpu (default): fused, memory-planned, MLIR-generated kernels on\n"
-    "                   all cores; reference: the reference interpreter (the oracle)\n";
+    "                   all cores; reference: the reference interpreter (the oracle)\n"
+    "  --check-numerics stop at the first op producing a NaN or an infinity and name it\n"
+    "                   with its source location (inside a fused kernel: its body's op)\n"
+    "  --max-memory=N   cpu: refuse to run when the planned arena and the inputs need more\n"
+    "                   than N bytes (suffixes K, M, G: KiB, MiB, GiB); default: the\n"
+    "                   machine's MemAvailable\n";
 
 constexpr const char* kGradHelp =
     "usage: weftc grad FILE.wir --wrt NAME,NAME,... -o OUT.wir [--output=K] [--seed=NAME]\n"
@@ -312,10 +319,27 @@ std::string preview(const Tensor& t) {
   return out;
 }
 
+/// "N", "NK", "NM" or "NG" (KiB, MiB, GiB) as bytes; errors name the flag.
+StatusOr<int64_t> parse_bytes(const std::string& flag, const std::string& text) {
+  size_t used = 0;
+  long long n = -1;
+  try {
+    n = std::stoll(text, &used);
+  } catch (const std::exception&) {
+  }
+  const std::string suffix = used > 0 ? text.substr(used) : "";
+  const int shift = suffix.empty() ? 0 : suffix == "K" ? 10 : suffix == "M" ? 20 : suffix == "G" ? 30 : -1;
+  if (n <= 0 || shift < 0 || n > (int64_t{1} << (62 - shift))) {
+    return Error{"weftc run: " + flag + " expects a positive number of bytes (suffixes K, M, G), got '" + text + "'"};
+  }
+  return static_cast<int64_t>(n) << shift;
+}
+
 Status run_command(const std::vector<std::string>& argv) {
   WEFT_ASSIGN_OR_RETURN(
       Args args, parse_args("run", argv,
-                            {{"input", "i", true, /*repeatable=*/true}, {"out", "o"}, {"backend"}}));
+                            {{"input", "i", true, /*repeatable=*/true}, {"out", "o"}, {"backend"},
+                             {"check-numerics", "", false}, {"max-memory"}}));
   WEFT_ASSIGN_OR_RETURN(std::string file, one_file_argument("run", args));
   if (!args.has("out")) return Error{"weftc run: --out DIR is required (see weftc run --help)"};
   std::string backend = args.get("backend", "cpu");
@@ -325,8 +349,16 @@ Status run_command(const std::vector<std::string>& argv) {
   WEFT_ASSIGN_OR_RETURN(Graph g, load_typed_graph(file));
   auto specs = args.flags.count("input") ? args.flags.at("input") : std::vector<std::string>{};
   WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, read_inputs(g, file, specs));
+  codegen::CpuOptions cpu;
+  cpu.executor.check_numerics = args.has("check-numerics");
+  if (args.has("max-memory")) {
+    WEFT_ASSIGN_OR_RETURN(cpu.executor.max_memory, parse_bytes("--max-memory", args.get("max-memory")));
+  }
+  if (backend == "reference" && cpu.executor.check_numerics) {
+    WEFT_RETURN_IF_ERROR(reference::check_numerics(g, inputs));
+  }
   WEFT_ASSIGN_OR_RETURN(reference::RunResult result,
-                        backend == "cpu" ? codegen::run_on_cpu(g, inputs)
+                        backend == "cpu" ? codegen::run_on_cpu(g, inputs, cpu)
                                          : reference::run(g, std::move(inputs)));
 
   std::string dir = args.get("out");

@@ -149,6 +149,44 @@ TEST(Weftc, RunRejectsMissingAndMistypedInputs) {
   EXPECT_NE(r.out.find("missing.npy"), std::string::npos) << r.out;
 }
 
+TEST(Weftc, CheckNumericsNamesTheFirstNonFiniteOp) {
+  std::string wir = write_temp("logs.wir", R"(graph @logs(%x: f32[4], %y: f32[4]) {
+  %a = mul(%x, %y)
+  %b = log(%a)
+  %c = add(%b, %x)
+  return %c
+}
+)");
+  std::string x = temp_dir() + "/logs_x.npy", y = temp_dir() + "/logs_y.npy";
+  ASSERT_TRUE(write_npy(x, Tensor::from_vector<float>(Shape({4}), {1, 2, 3, 4})).ok());
+  ASSERT_TRUE(write_npy(y, Tensor::from_vector<float>(Shape({4}), {1, 1, 0, 1})).ok());
+  const std::string run = "run " + wir + " --input x=" + x + " --input y=" + y + " --out " +
+                          temp_dir() + "/logs_out";
+  Result r = weftc(run);  // without the flag, -inf is a result like any other
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  r = weftc(run + " --check-numerics --backend=reference");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, wir + ":3:3: error: check-numerics: log produced -inf in %b (f32[4], element 2)\n");
+  r = weftc(run + " --check-numerics");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, wir + ":3:3: error: check-numerics: log produced -inf (f32[4], element 2) "
+                         "inside the fused kernel computing %c\n");
+}
+
+TEST(Weftc, MaxMemoryRefusesALargerPlan) {
+  const std::string run = "run " + kExample + "mlp.wir" + example_inputs() + " --out " + temp_dir() + "/mm";
+  Result r = weftc(run + " --max-memory=1K");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out.rfind("error: program @mlp needs ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("but only 1.0 KiB are available (the memory limit); largest buffers: "),
+            std::string::npos) << r.out;
+  EXPECT_EQ(weftc(run + " --max-memory=1G").exit_code, 0);
+  r = weftc(run + " --max-memory=lots");
+  EXPECT_EQ(r.out, "error: weftc run: --max-memory expects a positive number of bytes (suffixes K, M, G), got 'lots'\n");
+  r = weftc(run + " --max-memory=5T");
+  EXPECT_EQ(r.out, "error: weftc run: --max-memory expects a positive number of bytes (suffixes K, M, G), got '5T'\n");
+}
+
 TEST(Weftc, DumpFormatsAndPasses) {
   std::string wir = kExample + "mlp.wir";
   Result r = weftc("dump " + wir + " --no-locations");

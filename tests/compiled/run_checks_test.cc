@@ -89,6 +89,21 @@ TEST(CompiledCheckNumerics, NamesAnInput) {
   EXPECT_EQ(s.error().message, "check-numerics: input %y holds inf (f32[4], element 1)");
 }
 
+TEST(CompiledInputs, WrongTypesAndNamesAreRefusedWithoutChangingTheInput) {
+  auto ex = compile(typed(kStep));
+  ASSERT_TRUE(ex->set_input("x", f32({1, 2, 3, 4})).ok());
+  Status s = ex->set_input("x", f32({1, 2, 3}));
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message, "input %x of program @step is f32[4], but the value given is f32[3]");
+  s = ex->set_input("x", Tensor::from_doubles(DType::f64, Shape({4}), {1, 2, 3, 4}));
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message, "input %x of program @step is f32[4], but the value given is f64[4]");
+  s = ex->set_input("z", f32({1}));
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message, "program @step has no input %z");
+  EXPECT_EQ(ex->input(ex->find_input("x")), f32({1, 2, 3, 4}));
+}
+
 TEST(CompiledMemoryCheck, RefusesAPlanLargerThanTheLimit) {
   Graph g = typed(R"(graph @wide(%x: f32[1024,256]) {
   %a = exp(%x) : f32[1024,256]
@@ -133,7 +148,7 @@ TEST(TrainerCheckNumerics, NamesTheBuilderCallSite) {
     for (int step = 0; step < 5 && failed.ok(); ++step) failed = t->step({x, y}).status();
     ASSERT_FALSE(failed.ok()) << options.backend;
     messages[b] = failed.error().to_string();
-    EXPECT_NE(messages[b].find("numerics_test.cc:"), std::string::npos) << messages[b];
+    EXPECT_NE(messages[b].find("run_checks_test.cc:"), std::string::npos) << messages[b];
     EXPECT_NE(messages[b].find(": error: check-numerics: "), std::string::npos) << messages[b];
     EXPECT_NE(messages[b].find("produced inf"), std::string::npos) << messages[b];
     EXPECT_NE(messages[b].find("Linear"), std::string::npos) << messages[b];

@@ -63,7 +63,8 @@ ValueId emit_loss(Emitter& e, const LossSpec& spec, ValueId out, ValueId target)
 }  // namespace
 
 StatusOr<Trainer> Trainer::compile(const FlowPtr& net, const std::vector<InputSpec>& inputs,
-                                   LossSpec loss, OptimizerSpec optimizer, TrainOptions options) {
+                                   LossSpec loss, OptimizerSpec optimizer, TrainOptions options,
+                                   std::source_location where) {
   if (options.backend != "reference" && options.backend != "cpu") {
     return Error{"unknown backend '" + options.backend + "'; backends: cpu, reference"};
   }
@@ -73,6 +74,7 @@ StatusOr<Trainer> Trainer::compile(const FlowPtr& net, const std::vector<InputSp
   t.loss_ = loss;
   t.optimizer_ = std::move(optimizer);
   t.options_ = options;
+  t.where_ = where;
   t.lr_ = t.optimizer_.lr;
   WEFT_RETURN_IF_ERROR(t.build_step());
   return t;
@@ -102,7 +104,9 @@ Status Trainer::build_step() {
   ValueId loss_value;
   try {
     Emitter e(g, BuildOptions{});
+    e.push_frame(nullptr, "loss", "", where_);
     loss_value = emit_loss(e, loss_, out, target);
+    e.pop_frame();
   } catch (const BuildFailure& failure) {
     return failure.error;
   }

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <source_location>
 #include <string>
 #include <vector>
 
@@ -69,9 +70,12 @@ class Trainer {
  public:
   /// Compiles the training step of `net` for `inputs` (the stream input first, then the
   /// flow's input({...}) names). The step's batch is those inputs followed by the target.
+  /// The loss's nodes carry the location of this call (builder path `loss`), so errors
+  /// and --check-numerics name it.
   static StatusOr<Trainer> compile(const FlowPtr& net, const std::vector<InputSpec>& inputs,
                                    LossSpec loss, OptimizerSpec optimizer,
-                                   TrainOptions options = {});
+                                   TrainOptions options = {},
+                                   std::source_location where = std::source_location::current());
 
   /// One training step; returns the loss. `batch` holds the inputs then the target.
   StatusOr<double> step(const std::vector<Tensor>& batch);
@@ -130,6 +134,7 @@ class Trainer {
   std::map<std::string, Graph> eval_graphs_;  ///< By printed input types.
   std::map<std::string, std::unique_ptr<cpu::Executor>> eval_execs_;
   std::vector<std::pair<bool, std::string>> freezes_;  ///< (freeze?, path), in call order.
+  std::source_location where_;  ///< The compile() call: the loss's location.
   double lr_ = 1e-3;
   int64_t steps_ = 0;
 };

@@ -157,5 +157,30 @@ TEST(TrainerCheckNumerics, NamesTheBuilderCallSite) {
   EXPECT_EQ(messages[0], messages[1]);
 }
 
+// The loss's nodes carry the Trainer::compile call site, with builder path `loss`.
+TEST(TrainerCheckNumerics, NamesTheLoss) {
+  auto net = FlowBuilder::from(Linear(2, 2)).build();
+  ASSERT_TRUE(net.ok());
+  for (const char* backend : {"reference", "cpu"}) {
+    TrainOptions options;
+    options.backend = backend;
+    options.check_numerics = true;
+    StatusOr<Trainer> t = Trainer::compile(*net, {{"x", Type{DType::f32, Shape({1, 2})}}},
+                                           LossSpec::mse(), OptimizerSpec::sgd(0.1), options);
+    ASSERT_TRUE(t.ok()) << t.status().to_string();
+    // Outputs near 1e20 are finite; their squares are not.
+    Tensor x = Tensor::from_doubles(DType::f32, Shape({1, 2}), {1e20, 1e20});
+    Tensor y = Tensor::from_doubles(DType::f32, Shape({1, 2}), {0, 0});
+    const std::string w = t->model().parameters()[0].name;
+    ASSERT_TRUE(t->set_value(w, Tensor::from_doubles(DType::f32, Shape({2, 2}), {1, 0, 0, 1})).ok());
+    Status s = t->step({x, y}).status();
+    ASSERT_FALSE(s.ok()) << backend;
+    const std::string m = s.error().to_string();
+    EXPECT_NE(m.find("run_checks_test.cc:" + std::to_string(__LINE__ - 11)), std::string::npos) << m;
+    EXPECT_NE(m.find("check-numerics: "), std::string::npos) << m;
+    EXPECT_NE(m.find("[in loss]"), std::string::npos) << m;
+  }
+}
+
 }  // namespace
 }  // namespace weft

@@ -72,7 +72,8 @@ constexpr const char* kDumpHelp =
     "                   default pipeline only\n"
     "  --format=F       text (default), json, or dot (Graphviz: `| dot -Tsvg > g.svg`)\n"
     "  -o, --out=OUT    write to OUT instead of standard output\n"
-    "  --dump-dir=DIR   also write the IR after every pass to DIR/NN-PASS.wir\n"
+    "  --dump-dir=DIR   also write the IR after every pass to DIR/NN-PASS.wir, .json\n"
+    "                   and .dot (NN: the pass's position in the pipeline)\n"
     "  --no-locations   leave loc(...) out of the text form\n";
 
 constexpr const char* kRunHelp =

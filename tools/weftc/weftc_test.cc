@@ -5,11 +5,16 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <iterator>
+#include <vector>
 #include <cstdlib>
 #include <fstream>
 #include <string>
 
+#include "ir/json.h"
 #include "ir/text.h"
 #include "tests/testing/subprocess.h"
 #include "runtime/npy.h"
@@ -185,6 +190,39 @@ TEST(Weftc, MaxMemoryRefusesALargerPlan) {
   EXPECT_EQ(r.out, "error: weftc run: --max-memory expects a positive number of bytes (suffixes K, M, G), got 'lots'\n");
   r = weftc(run + " --max-memory=5T");
   EXPECT_EQ(r.out, "error: weftc run: --max-memory expects a positive number of bytes (suffixes K, M, G), got '5T'\n");
+}
+
+// --dump-dir on a whole training step (forward, backward, SGD updates with their
+// assigns): every pass of the cpu pipeline, in order, as .wir, .json and .dot.
+TEST(Weftc, DumpDirWritesEveryPassInEveryFormat) {
+  const std::string dir = temp_dir() + "/dumps";
+  Result r = weftc("dump examples/fashion_mnist/mlp_train_step.wir --after=schedule-memory --dump-dir=" + dir);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) files.push_back(entry.path().filename().string());
+  std::sort(files.begin(), files.end());
+  std::vector<std::string> expected;
+  const char* passes[] = {"01-infer-types", "02-canonicalize", "03-fold-constants", "04-dce", "05-cse",
+                          "06-fold-transpose", "07-fold-batch-matmul", "08-fuse-elementwise",
+                          "09-schedule-memory"};
+  for (const char* pass : passes) {
+    for (const char* extension : {".dot", ".json", ".wir"}) expected.push_back(pass + std::string(extension));
+  }
+  EXPECT_EQ(files, expected);
+  // The last dump is what was printed; every dump parses back; the step keeps its assigns.
+  std::ifstream last(dir + "/09-schedule-memory.wir");
+  std::string text((std::istreambuf_iterator<char>(last)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, r.out);
+  EXPECT_NE(text.find("assign("), std::string::npos);
+  EXPECT_NE(text.find("fused("), std::string::npos);
+  for (const char* pass : passes) {
+    std::ifstream json(dir + "/" + pass + ".json");
+    std::string j((std::istreambuf_iterator<char>(json)), std::istreambuf_iterator<char>());
+    EXPECT_TRUE(graph_from_json(j, pass).ok()) << pass;
+    std::ifstream dot(dir + "/" + pass + ".dot");
+    std::string d((std::istreambuf_iterator<char>(dot)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(d.rfind("digraph", 0), 0u) << pass;
+  }
 }
 
 TEST(Weftc, DumpFormatsAndPasses) {

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <new>
 
+#include "runtime/cpu/cost.h"
 #include "runtime/cpu/kernel.h"
 #include "runtime/reference/interpreter.h"
 
@@ -282,12 +283,17 @@ std::string Executor::profile_report(int top) const {
                 static_cast<long long>(profiled_steps_), total / 1e3 / profiled_steps_,
                 code_.size(), fallbacks_, program_.updates.size());
   std::string out = line;
+  out += "        time  share  invocation                                     GFLOP/s   GB/s  result\n";
   for (size_t k = 0; k < order.size() && static_cast<int>(k) < top; ++k) {
     const size_t i = order[k];
     const Invocation& inv = program_.code[i];
-    std::snprintf(line, sizeof(line), "  %8.1f us %5.1f%%  #%-4zu %-40s %s  %%%s\n",
-                  profile_ns_[i] / 1e3 / profiled_steps_, 100.0 * profile_ns_[i] / total, i,
-                  code_[i]->describe().c_str(), inv.results[0].type.to_string().c_str(),
+    const double ns = profile_ns_[i] / profiled_steps_;
+    const InvocationCost cost = invocation_cost(program_, inv);
+    char gflops[16] = "      -";
+    if (cost.flops > 0 && ns > 0) std::snprintf(gflops, sizeof(gflops), "%7.1f", cost.flops / ns);
+    std::snprintf(line, sizeof(line), "  %8.1f us %5.1f%%  #%-4zu %-40s %s %6.1f  %s  %%%s\n",
+                  ns / 1e3, 100.0 * profile_ns_[i] / total, i, code_[i]->describe().c_str(),
+                  gflops, ns > 0 ? cost.bytes / ns : 0.0, inv.results[0].type.to_string().c_str(),
                   inv.label.c_str());
     out += line;
   }

@@ -48,6 +48,7 @@ constexpr const char* kUsage =
     "  dump    print a graph after a pass, as text, JSON or DOT\n"
     "  run     execute a graph on .npy inputs and write .npy outputs\n"
     "  grad    differentiate a graph: a graph computing gradients\n"
+    "  profile time every kernel of a graph's compiled step over several steps\n"
     "\n"
     "`weftc <command> --help` describes each command.\n";
 
@@ -92,6 +93,16 @@ constexpr const char* kRunHelp =
     "  --max-memory=N   cpu: refuse to run when the planned arena and the inputs need more\n"
     "                   than N bytes (suffixes K, M, G: KiB, MiB, GiB); default: the\n"
     "                   machine's MemAvailable\n";
+
+constexpr const char* kProfileHelp =
+    "usage: weftc profile FILE.wir --input NAME=PATH.npy ... [--steps=N] [--warmup=N] [--top=K]\n"
+    "\n"
+    "Compiles FILE for the cpu backend (the pipeline of `weftc run`), runs --warmup steps\n"
+    "(default 3), then times every invocation over --steps steps (default 20) and prints\n"
+    "the --top (default 25) by time: their share of the step, what they run, and the\n"
+    "GFLOP/s and GB/s they achieve (runtime/cpu/cost.h: flops of GEMMs, convolutions and\n"
+    "generated kernels; every operand read and result written once). Inputs are given as\n"
+    "for `weftc run`; assigned parameters are updated every step, as in training.\n";
 
 constexpr const char* kGradHelp =
     "usage: weftc grad FILE.wir --wrt NAME,NAME,... -o OUT.wir [--output=K] [--seed=NAME]\n"
@@ -336,6 +347,46 @@ StatusOr<int64_t> parse_bytes(const std::string& flag, const std::string& text) 
   return static_cast<int64_t>(n) << shift;
 }
 
+/// `--NAME=N` as a positive int (default `fallback`); errors name the command and flag.
+StatusOr<int> positive_flag(const Args& args, const std::string& command, const std::string& name,
+                            int fallback) {
+  if (!args.has(name)) return fallback;
+  const std::string text = args.get(name);
+  size_t used = 0;
+  long long n = -1;
+  try {
+    n = std::stoll(text, &used);
+  } catch (const std::exception&) {
+  }
+  if (used != text.size() || n <= 0 || n > 1000000000) {
+    return Error{"weftc " + command + ": --" + name + " expects a positive whole number, got '" + text + "'"};
+  }
+  return static_cast<int>(n);
+}
+
+Status profile_command(const std::vector<std::string>& argv) {
+  WEFT_ASSIGN_OR_RETURN(
+      Args args, parse_args("profile", argv,
+                            {{"input", "i", true, /*repeatable=*/true}, {"steps"}, {"warmup"}, {"top"}}));
+  WEFT_ASSIGN_OR_RETURN(std::string file, one_file_argument("profile", args));
+  WEFT_ASSIGN_OR_RETURN(int steps, positive_flag(args, "profile", "steps", 20));
+  WEFT_ASSIGN_OR_RETURN(int warmup, positive_flag(args, "profile", "warmup", 3));
+  WEFT_ASSIGN_OR_RETURN(int top, positive_flag(args, "profile", "top", 25));
+  WEFT_ASSIGN_OR_RETURN(Graph g, load_typed_graph(file));
+  auto specs = args.flags.count("input") ? args.flags.at("input") : std::vector<std::string>{};
+  WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, read_inputs(g, file, specs));
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<cpu::Executor> ex, codegen::compile_for_cpu(g));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    WEFT_RETURN_IF_ERROR(ex->set_input(static_cast<int>(i), inputs[i]));
+  }
+  for (int i = 0; i < warmup; ++i) WEFT_RETURN_IF_ERROR(ex->run());
+  ex->set_profiling(true);
+  for (int i = 0; i < steps; ++i) WEFT_RETURN_IF_ERROR(ex->run());
+  std::cout << "program @" << ex->program().name << " on " << ex->pool().num_threads()
+            << " threads\n" << ex->profile_report(top);
+  return Status();
+}
+
 Status run_command(const std::vector<std::string>& argv) {
   WEFT_ASSIGN_OR_RETURN(
       Args args, parse_args("run", argv,
@@ -394,6 +445,7 @@ int main_impl(int argc, char** argv) {
       {"dump", {kDumpHelp, dump_command}},
       {"run", {kRunHelp, run_command}},
       {"grad", {kGradHelp, grad_command}},
+      {"profile", {kProfileHelp, profile_command}},
   };
   auto it = commands.find(command);
   if (it == commands.end()) {

@@ -178,6 +178,19 @@ TEST(Weftc, CheckNumericsNamesTheFirstNonFiniteOp) {
                          "inside the fused kernel computing %c\n");
 }
 
+TEST(Weftc, ProfileTimesEveryKernel) {
+  Result r = weftc("profile " + kExample + "mlp.wir" + example_inputs() + " --steps=4 --top=3");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("program @mlp on ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("\n4 steps, "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("GFLOP/s   GB/s"), std::string::npos) << r.out;
+  // Three rows under the header: the --top.
+  const size_t header = r.out.find("GFLOP/s");
+  EXPECT_EQ(std::count(r.out.begin() + header, r.out.end(), '\n'), 4) << r.out;
+  r = weftc("profile " + kExample + "mlp.wir" + example_inputs() + " --steps=0");
+  EXPECT_EQ(r.out, "error: weftc profile: --steps expects a positive whole number, got '0'\n");
+}
+
 TEST(Weftc, MaxMemoryRefusesALargerPlan) {
   const std::string run = "run " + kExample + "mlp.wir" + example_inputs() + " --out " + temp_dir() + "/mm";
   Result r = weftc(run + " --max-memory=1K");

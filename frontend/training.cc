@@ -7,6 +7,7 @@
 #include "passes/pipeline.h"
 #include "runtime/init.h"
 #include "runtime/reference/interpreter.h"
+#include "runtime/reference/numerics.h"
 
 namespace weft {
 namespace {
@@ -62,7 +63,8 @@ ValueId emit_loss(Emitter& e, const LossSpec& spec, ValueId out, ValueId target)
 }  // namespace
 
 StatusOr<Trainer> Trainer::compile(const FlowPtr& net, const std::vector<InputSpec>& inputs,
-                                   LossSpec loss, OptimizerSpec optimizer, TrainOptions options) {
+                                   LossSpec loss, OptimizerSpec optimizer, TrainOptions options,
+                                   std::source_location where) {
   if (options.backend != "reference" && options.backend != "cpu") {
     return Error{"unknown backend '" + options.backend + "'; backends: cpu, reference"};
   }
@@ -72,6 +74,7 @@ StatusOr<Trainer> Trainer::compile(const FlowPtr& net, const std::vector<InputSp
   t.loss_ = loss;
   t.optimizer_ = std::move(optimizer);
   t.options_ = options;
+  t.where_ = where;
   t.lr_ = t.optimizer_.lr;
   WEFT_RETURN_IF_ERROR(t.build_step());
   return t;
@@ -101,7 +104,9 @@ Status Trainer::build_step() {
   ValueId loss_value;
   try {
     Emitter e(g, BuildOptions{});
+    e.push_frame(nullptr, "loss", "", where_);
     loss_value = emit_loss(e, loss_, out, target);
+    e.pop_frame();
   } catch (const BuildFailure& failure) {
     return failure.error;
   }
@@ -134,6 +139,8 @@ Status Trainer::build_step() {
   if (compiled()) {
     codegen::CpuOptions cpu;
     cpu.executor.num_threads = options_.num_threads;
+    cpu.executor.max_memory = options_.max_memory;
+    cpu.executor.check_numerics = options_.check_numerics;
     WEFT_ASSIGN_OR_RETURN(step_exec_, codegen::compile_for_cpu(g, cpu));
     WEFT_RETURN_IF_ERROR(push_values(*step_exec_));
     // Where each step's inputs go, found once: the batch (data inputs in order, the
@@ -218,6 +225,7 @@ StatusOr<double> Trainer::step(const std::vector<Tensor>& batch) {
     return Error{"step(...) takes " + std::to_string(inputs_.size() + 1) +
                  " tensors (the inputs, then the target), got " + std::to_string(batch.size())};
   }
+  if (options_.check_numerics) WEFT_RETURN_IF_ERROR(reference::check_numerics(step_, inputs));
   WEFT_ASSIGN_OR_RETURN(reference::RunResult r, reference::run(step_, std::move(inputs)));
   for (auto& [name, value] : r.updated) values_[name] = std::move(value);
   ++steps_;
@@ -247,6 +255,8 @@ StatusOr<std::vector<Tensor>> Trainer::evaluate(const std::vector<Tensor>& batch
     if (ex == eval_execs_.end()) {
       codegen::CpuOptions cpu;
       cpu.executor.num_threads = options_.num_threads;
+      cpu.executor.max_memory = options_.max_memory;
+      cpu.executor.check_numerics = options_.check_numerics;
       WEFT_ASSIGN_OR_RETURN(std::unique_ptr<cpu::Executor> e, codegen::compile_for_cpu(g, cpu));
       ex = eval_execs_.emplace(key, std::move(e)).first;
     }
@@ -276,6 +286,7 @@ StatusOr<std::vector<Tensor>> Trainer::evaluate(const std::vector<Tensor>& batch
       inputs.push_back(v->second);
     }
   }
+  if (options_.check_numerics) WEFT_RETURN_IF_ERROR(reference::check_numerics(g, inputs));
   WEFT_ASSIGN_OR_RETURN(reference::RunResult r, reference::run(g, std::move(inputs)));
   return std::move(r.outputs);
 }

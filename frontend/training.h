@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <source_location>
 #include <string>
 #include <vector>
 
@@ -57,15 +58,24 @@ struct TrainOptions {
   uint64_t seed = 0;                 ///< Parameter initialization and dropout.
   std::string backend = "cpu";       ///< "cpu" or "reference".
   int num_threads = 0;               ///< cpu: 0 means $WEFT_NUM_THREADS or every core.
+  /// Stop a step or evaluation at the first op producing a NaN or infinity, naming it and
+  /// its builder call site (runtime/reference/numerics.h); slow, for debugging.
+  bool check_numerics = false;
+  /// cpu: the most bytes a compiled step may plan (cpu::ExecutorOptions::max_memory; 0:
+  /// MemAvailable).
+  int64_t max_memory = 0;
 };
 
 class Trainer {
  public:
   /// Compiles the training step of `net` for `inputs` (the stream input first, then the
   /// flow's input({...}) names). The step's batch is those inputs followed by the target.
+  /// The loss's nodes carry the location of this call (builder path `loss`), so errors
+  /// and --check-numerics name it.
   static StatusOr<Trainer> compile(const FlowPtr& net, const std::vector<InputSpec>& inputs,
                                    LossSpec loss, OptimizerSpec optimizer,
-                                   TrainOptions options = {});
+                                   TrainOptions options = {},
+                                   std::source_location where = std::source_location::current());
 
   /// One training step; returns the loss. `batch` holds the inputs then the target.
   StatusOr<double> step(const std::vector<Tensor>& batch);
@@ -124,6 +134,7 @@ class Trainer {
   std::map<std::string, Graph> eval_graphs_;  ///< By printed input types.
   std::map<std::string, std::unique_ptr<cpu::Executor>> eval_execs_;
   std::vector<std::pair<bool, std::string>> freezes_;  ///< (freeze?, path), in call order.
+  std::source_location where_;  ///< The compile() call: the loss's location.
   double lr_ = 1e-3;
   int64_t steps_ = 0;
 };

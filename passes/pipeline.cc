@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "ir/dot.h"
+#include "ir/json.h"
 #include "ir/text.h"
 #include "ir/verifier.h"
 #include "passes/canonicalize.h"
@@ -103,10 +105,18 @@ Status Pipeline::dump(const Graph& g, size_t index, std::string_view pass) const
   fs::create_directories(options_.dump_dir, ec);
   char prefix[16];
   std::snprintf(prefix, sizeof(prefix), "%02zu-", index + 1);
-  fs::path path = fs::path(options_.dump_dir) / (prefix + std::string(pass) + ".wir");
-  std::ofstream out(path);
-  out << (options_.print ? options_.print(g) : print_graph(g));
-  if (!out) return Error{"cannot write the IR dump " + path.string(), {}};
+  const fs::path stem = fs::path(options_.dump_dir) / (prefix + std::string(pass));
+  const std::pair<const char*, std::string> files[] = {
+      {".wir", options_.print ? options_.print(g) : print_graph(g)},
+      {".json", graph_to_json(g)},
+      {".dot", graph_to_dot(g)},
+  };
+  for (const auto& [extension, text] : files) {
+    const fs::path path = stem.string() + extension;
+    std::ofstream out(path);
+    out << text;
+    if (!out) return Error{"cannot write the IR dump " + path.string(), {}};
+  }
   return Status();
 }
 

@@ -32,10 +32,10 @@ struct PipelineOptions {
   bool verify_each = verify_between_passes_by_default();
   /// Stop after the pass of this name; empty: run every pass.
   std::string after;
-  /// Write the IR after each pass to `DIR/NN-NAME.wir` (NN: 1-based position); empty:
-  /// no dumps.
+  /// Write the IR after each pass to `DIR/NN-NAME.wir`, `.json` and `.dot` (NN: 1-based
+  /// position in the pipeline; XLA's --xla_dump_to); empty: no dumps.
   std::string dump_dir;
-  /// Renders the dumped IR; empty: `print_graph` (ir/text.h) with locations.
+  /// Renders the dumped `.wir`; empty: `print_graph` (ir/text.h) with locations.
   std::function<std::string(const Graph&)> print;
 };
 

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "ir/dot.h"
+#include "ir/json.h"
 #include "ir/text.h"
 
 namespace weft {
@@ -174,10 +176,14 @@ TEST(PipelineTest, DumpsOneFilePerPass) {
     files.push_back(entry.path().filename().string());
   }
   std::sort(files.begin(), files.end());
-  EXPECT_EQ(files, (std::vector<std::string>{"01-infer-types.wir", "02-canonicalize.wir",
-                                            "03-fold-constants.wir", "04-dce.wir",
-                                            "05-cse.wir"}));
+  std::vector<std::string> expected;
+  for (const char* pass : {"01-infer-types", "02-canonicalize", "03-fold-constants", "04-dce", "05-cse"}) {
+    for (const char* extension : {".dot", ".json", ".wir"}) expected.push_back(pass + std::string(extension));
+  }
+  EXPECT_EQ(files, expected);
   EXPECT_EQ(read_file(dir / "05-cse.wir"), print(g));
+  EXPECT_EQ(read_file(dir / "05-cse.json"), graph_to_json(g));
+  EXPECT_EQ(read_file(dir / "05-cse.dot"), graph_to_dot(g));
   EXPECT_NE(read_file(dir / "01-infer-types.wir").find("%dead = exp(%h) : f32[4,5]"),
             std::string::npos);
 

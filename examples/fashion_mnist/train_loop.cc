@@ -20,7 +20,7 @@ namespace {
   std::fprintf(stderr,
                "%s\nusage: [--epochs=N] [--batch=B] [--lr=X] [--seed=S] [--backend=NAME]\n"
                "       [--checkpoint-out=PATH] [--resume=PATH] [--data=DIR] [--max-steps=N]\n"
-               "       [--profile]%s\n",
+               "       [--profile] [--check-numerics]%s\n",
                problem.c_str(), allow_bn ? " [--bn]" : "");
   std::exit(1);
 }
@@ -97,6 +97,7 @@ void parse_flags(int argc, char** argv, RunConfig& c, bool allow_bn) {
     else if (flag == "--data") c.data = cli::resolve_path(value);
     else if (flag == "--bn" && allow_bn && eq == std::string::npos) c.bn = true;
     else if (flag == "--profile" && eq == std::string::npos) c.profile = true;
+    else if (flag == "--check-numerics" && eq == std::string::npos) c.check_numerics = true;
     else usage("unknown flag '" + a + "'", allow_bn);
   }
   if (c.checkpoint_out.empty()) c.checkpoint_out = cli::resolve_path(c.name + ".safetensors");
@@ -125,6 +126,7 @@ int train(const FlowPtr& net, const RunConfig& c) {
   TrainOptions options;
   options.seed = c.seed;
   options.backend = c.backend;
+  options.check_numerics = c.check_numerics;
   StatusOr<Trainer> trainer = Trainer::compile(net, {{"x", Type{DType::f32, input}}},
                                                LossSpec::cross_entropy(), OptimizerSpec::adam(c.lr),
                                                options);

@@ -5,6 +5,7 @@
 // Flags: --epochs=N --batch=B --lr=X --seed=S --backend=NAME --checkpoint-out=PATH
 //        --resume=PATH --data=DIR --max-steps=N (per epoch, for quick runs)
 //        --profile (cpu backend: per-kernel times of the training step after each epoch)
+//        --check-numerics (stop at the first op producing a NaN or an infinity, naming it)
 
 #include <functional>
 #include <string>
@@ -28,6 +29,7 @@ struct RunConfig {
   int max_steps = 0;
   bool bn = false;                 ///< cnn: with batch norm
   bool profile = false;
+  bool check_numerics = false;     ///< TrainOptions::check_numerics
 };
 
 /// Parses the flags above (plus `--bn` when `allow_bn`) into `config`; exits with a

@@ -62,6 +62,16 @@ TEST(FashionMnist, CnnWithBatchNormRuns) {
   EXPECT_EQ(epoch_results(r.out).size(), 1u) << r.out;
 }
 
+// A learning rate of 1e30 makes Adam's first update enormous; --check-numerics stops the
+// next step at the first op that overflows and names its builder call site in mlp.cc.
+TEST(FashionMnist, CheckNumericsStopsAtTheFirstOverflow) {
+  Result r = run("examples/fashion_mnist/mlp --lr=1e30 --epochs=1 --max-steps=5 --check-numerics");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("error: check-numerics: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("examples/fashion_mnist/mlp.cc:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" produced "), std::string::npos) << r.out;
+}
+
 TEST(FashionMnist, Errors) {
   Result r = run("examples/fashion_mnist/mlp --data=/nonexistent");
   EXPECT_EQ(r.exit_code, 1);

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <new>
 
+#include "runtime/cpu/cost.h"
 #include "runtime/cpu/kernel.h"
 #include "runtime/reference/interpreter.h"
 
@@ -133,7 +134,9 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program,
                                                      ExecutorOptions options) {
   WEFT_CHECK(generated.size() == program.kernels.size(),
              "Executor::create: one function per generated kernel");
+  WEFT_RETURN_IF_ERROR(check_memory(program, options));
   std::unique_ptr<Executor> ex(new Executor());
+  ex->check_numerics_ = options.check_numerics;
   ex->pool_ = std::make_unique<ThreadPool>(options.num_threads);
   try {
     ex->arena_ = allocate(program.arena_bytes);
@@ -219,6 +222,7 @@ Tensor Executor::input(int index) const {
 }
 
 Status Executor::run() {
+  if (check_numerics_) return run_checking_numerics();
   if (profiling_) {
     using Clock = std::chrono::steady_clock;
     for (size_t i = 0; i < code_.size(); ++i) {
@@ -230,6 +234,13 @@ Status Executor::run() {
   } else {
     for (const std::unique_ptr<Bound>& b : code_) WEFT_RETURN_IF_ERROR(b->run(*pool_));
   }
+  apply_updates();
+  return Status::ok_status();
+}
+
+Status Executor::run_invocation(size_t index) { return code_[index]->run(*pool_); }
+
+void Executor::apply_updates() {
   size_t next = 0;
   for (const Update& u : program_.updates) {
     if (u.from.space != Space::input) continue;
@@ -240,7 +251,6 @@ Status Executor::run() {
     const void* from = u.from.space == Space::input ? snapshots_[next++].get() : resolve(u.from);
     std::memcpy(input_ptr_[u.input], from, program_.inputs[u.input].type.bytes());
   }
-  return Status::ok_status();
 }
 
 Tensor Executor::output(int index) const {
@@ -273,12 +283,17 @@ std::string Executor::profile_report(int top) const {
                 static_cast<long long>(profiled_steps_), total / 1e3 / profiled_steps_,
                 code_.size(), fallbacks_, program_.updates.size());
   std::string out = line;
+  out += "        time  share  invocation                                     GFLOP/s   GB/s  result\n";
   for (size_t k = 0; k < order.size() && static_cast<int>(k) < top; ++k) {
     const size_t i = order[k];
     const Invocation& inv = program_.code[i];
-    std::snprintf(line, sizeof(line), "  %8.1f us %5.1f%%  #%-4zu %-40s %s  %%%s\n",
-                  profile_ns_[i] / 1e3 / profiled_steps_, 100.0 * profile_ns_[i] / total, i,
-                  code_[i]->describe().c_str(), inv.results[0].type.to_string().c_str(),
+    const double ns = profile_ns_[i] / profiled_steps_;
+    const InvocationCost cost = invocation_cost(program_, inv);
+    char gflops[16] = "      -";
+    if (cost.flops > 0 && ns > 0) std::snprintf(gflops, sizeof(gflops), "%7.1f", cost.flops / ns);
+    std::snprintf(line, sizeof(line), "  %8.1f us %5.1f%%  #%-4zu %-40s %s %6.1f  %s  %%%s\n",
+                  ns / 1e3, 100.0 * profile_ns_[i] / total, i, code_[i]->describe().c_str(),
+                  gflops, ns > 0 ? cost.bytes / ns : 0.0, inv.results[0].type.to_string().c_str(),
                   inv.label.c_str());
     out += line;
   }

@@ -39,7 +39,17 @@ namespace weft::cpu {
 
 struct ExecutorOptions {
   int num_threads = 0;  ///< 0: default_num_threads() ($WEFT_NUM_THREADS or the cores).
+  /// The most bytes the arena and the input buffers may take together; 0: the machine's
+  /// MemAvailable (/proc/meminfo; no limit where it cannot be read). create() refuses a
+  /// larger plan before allocating anything, naming its size and largest buffers.
+  int64_t max_memory = 0;
+  /// Start with set_check_numerics(true).
+  bool check_numerics = false;
 };
+
+/// The check create() makes: ok, or the error naming the Program's arena, input bytes,
+/// the limit (and where it comes from) and the three largest buffers.
+Status check_memory(const Program& program, const ExecutorOptions& options);
 
 class Executor {
  public:
@@ -74,6 +84,13 @@ class Executor {
   void set_profiling(bool on);
   std::string profile_report(int top = 25) const;
 
+  /// check-numerics ([Reliability]): while enabled, run() checks every float input before
+  /// the step and every invocation's results after it, and stops at the first NaN or
+  /// infinity with the error of runtime/reference/numerics.h — the op and its source
+  /// location; inside a generated kernel, the body node that produced it (found by
+  /// running the body on the reference interpreter). The updates are then not applied.
+  void set_check_numerics(bool on) { check_numerics_ = on; }
+
   /// Invocations that run through the reference interpreter (no CPU kernel).
   int fallbacks() const { return fallbacks_; }
   /// One line per invocation: its kind and what it runs ("onednn sgemm 128x256x784").
@@ -84,6 +101,10 @@ class Executor {
  private:
   Executor() = default;
   void* resolve(const BufferRef& ref) const;
+  void apply_updates();
+  Status run_invocation(size_t index);  ///< code_[index] on the pool.
+  Status run_checking_numerics();                  // executor_checks.cc
+  Status check_invocation_numerics(size_t index, std::vector<Tensor> operands);
 
   Program program_;
   std::unique_ptr<ThreadPool> pool_;
@@ -94,6 +115,7 @@ class Executor {
   std::vector<std::unique_ptr<std::byte[], void (*)(std::byte*)>> snapshots_;
   int fallbacks_ = 0;
   bool profiling_ = false;
+  bool check_numerics_ = false;
   int64_t profiled_steps_ = 0;
   std::vector<double> profile_ns_;  ///< Per invocation, then the updates, summed over steps.
 };

@@ -23,6 +23,7 @@
 
 #include "autodiff/grad.h"
 #include "codegen/cpu_backend.h"
+#include "runtime/reference/numerics.h"
 #include "ir/dot.h"
 #include "ir/json.h"
 #include "ir/text.h"
@@ -47,6 +48,7 @@ constexpr const char* kUsage =
     "  dump    print a graph after a pass, as text, JSON or DOT\n"
     "  run     execute a graph on .npy inputs and write .npy outputs\n"
     "  grad    differentiate a graph: a graph computing gradients\n"
+    "  profile time every kernel of a graph's compiled step over several steps\n"
     "\n"
     "`weftc <command> --help` describes each command.\n";
 
@@ -71,11 +73,13 @@ constexpr const char* kDumpHelp =
     "                   default pipeline only\n"
     "  --format=F       text (default), json, or dot (Graphviz: `| dot -Tsvg > g.svg`)\n"
     "  -o, --out=OUT    write to OUT instead of standard output\n"
-    "  --dump-dir=DIR   also write the IR after every pass to DIR/NN-PASS.wir\n"
+    "  --dump-dir=DIR   also write the IR after every pass to DIR/NN-PASS.wir, .json\n"
+    "                   and .dot (NN: the pass's position in the pipeline)\n"
     "  --no-locations   leave loc(...) out of the text form\n";
 
 constexpr const char* kRunHelp =
     "usage: weftc run FILE.wir --input NAME=PATH.npy ... --out DIR [--backend=cpu|reference]\n"
+    "                [--check-numerics] [--max-memory=BYTES]\n"
     "\n"
     "Executes the graph once. Every graph input, whatever its kind (data, param, state),\n"
     "must be given with --input; its .npy file must hold exactly the input's dtype and\n"
@@ -83,7 +87,22 @@ constexpr const char* kRunHelp =
     "DIR/out_0.npy, DIR/out_1.npy, ... in return order, and every param or state input\n"
     "that an assign updated as DIR/NAME.npy, overwriting existing files.\n"
     "  --backend=B      cpu (default): fused, memory-planned, MLIR-generated kernels on\n"
-    "                   all cores; reference: the reference interpreter (the oracle)\n";
+    "                   all cores; reference: the reference interpreter (the oracle)\n"
+    "  --check-numerics stop at the first op producing a NaN or an infinity and name it\n"
+    "                   with its source location (inside a fused kernel: its body's op)\n"
+    "  --max-memory=N   cpu: refuse to run when the planned arena and the inputs need more\n"
+    "                   than N bytes (suffixes K, M, G: KiB, MiB, GiB); default: the\n"
+    "                   machine's MemAvailable\n";
+
+constexpr const char* kProfileHelp =
+    "usage: weftc profile FILE.wir --input NAME=PATH.npy ... [--steps=N] [--warmup=N] [--top=K]\n"
+    "\n"
+    "Compiles FILE for the cpu backend (the pipeline of `weftc run`), runs --warmup steps\n"
+    "(default 3), then times every invocation over --steps steps (default 20) and prints\n"
+    "the --top (default 25) by time: their share of the step, what they run, and the\n"
+    "GFLOP/s and GB/s they achieve (runtime/cpu/cost.h: flops of GEMMs, convolutions and\n"
+    "generated kernels; every operand read and result written once). Inputs are given as\n"
+    "for `weftc run`; assigned parameters are updated every step, as in training.\n";
 
 constexpr const char* kGradHelp =
     "usage: weftc grad FILE.wir --wrt NAME,NAME,... -o OUT.wir [--output=K] [--seed=NAME]\n"
@@ -312,10 +331,67 @@ std::string preview(const Tensor& t) {
   return out;
 }
 
+/// "N", "NK", "NM" or "NG" (KiB, MiB, GiB) as bytes; errors name the flag.
+StatusOr<int64_t> parse_bytes(const std::string& flag, const std::string& text) {
+  size_t used = 0;
+  long long n = -1;
+  try {
+    n = std::stoll(text, &used);
+  } catch (const std::exception&) {
+  }
+  const std::string suffix = used > 0 ? text.substr(used) : "";
+  const int shift = suffix.empty() ? 0 : suffix == "K" ? 10 : suffix == "M" ? 20 : suffix == "G" ? 30 : -1;
+  if (n <= 0 || shift < 0 || n > (int64_t{1} << (62 - shift))) {
+    return Error{"weftc run: " + flag + " expects a positive number of bytes (suffixes K, M, G), got '" + text + "'"};
+  }
+  return static_cast<int64_t>(n) << shift;
+}
+
+/// `--NAME=N` as a positive int (default `fallback`); errors name the command and flag.
+StatusOr<int> positive_flag(const Args& args, const std::string& command, const std::string& name,
+                            int fallback) {
+  if (!args.has(name)) return fallback;
+  const std::string text = args.get(name);
+  size_t used = 0;
+  long long n = -1;
+  try {
+    n = std::stoll(text, &used);
+  } catch (const std::exception&) {
+  }
+  if (used != text.size() || n <= 0 || n > 1000000000) {
+    return Error{"weftc " + command + ": --" + name + " expects a positive whole number, got '" + text + "'"};
+  }
+  return static_cast<int>(n);
+}
+
+Status profile_command(const std::vector<std::string>& argv) {
+  WEFT_ASSIGN_OR_RETURN(
+      Args args, parse_args("profile", argv,
+                            {{"input", "i", true, /*repeatable=*/true}, {"steps"}, {"warmup"}, {"top"}}));
+  WEFT_ASSIGN_OR_RETURN(std::string file, one_file_argument("profile", args));
+  WEFT_ASSIGN_OR_RETURN(int steps, positive_flag(args, "profile", "steps", 20));
+  WEFT_ASSIGN_OR_RETURN(int warmup, positive_flag(args, "profile", "warmup", 3));
+  WEFT_ASSIGN_OR_RETURN(int top, positive_flag(args, "profile", "top", 25));
+  WEFT_ASSIGN_OR_RETURN(Graph g, load_typed_graph(file));
+  auto specs = args.flags.count("input") ? args.flags.at("input") : std::vector<std::string>{};
+  WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, read_inputs(g, file, specs));
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<cpu::Executor> ex, codegen::compile_for_cpu(g));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    WEFT_RETURN_IF_ERROR(ex->set_input(static_cast<int>(i), inputs[i]));
+  }
+  for (int i = 0; i < warmup; ++i) WEFT_RETURN_IF_ERROR(ex->run());
+  ex->set_profiling(true);
+  for (int i = 0; i < steps; ++i) WEFT_RETURN_IF_ERROR(ex->run());
+  std::cout << "program @" << ex->program().name << " on " << ex->pool().num_threads()
+            << " threads\n" << ex->profile_report(top);
+  return Status();
+}
+
 Status run_command(const std::vector<std::string>& argv) {
   WEFT_ASSIGN_OR_RETURN(
       Args args, parse_args("run", argv,
-                            {{"input", "i", true, /*repeatable=*/true}, {"out", "o"}, {"backend"}}));
+                            {{"input", "i", true, /*repeatable=*/true}, {"out", "o"}, {"backend"},
+                             {"check-numerics", "", false}, {"max-memory"}}));
   WEFT_ASSIGN_OR_RETURN(std::string file, one_file_argument("run", args));
   if (!args.has("out")) return Error{"weftc run: --out DIR is required (see weftc run --help)"};
   std::string backend = args.get("backend", "cpu");
@@ -325,8 +401,16 @@ Status run_command(const std::vector<std::string>& argv) {
   WEFT_ASSIGN_OR_RETURN(Graph g, load_typed_graph(file));
   auto specs = args.flags.count("input") ? args.flags.at("input") : std::vector<std::string>{};
   WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, read_inputs(g, file, specs));
+  codegen::CpuOptions cpu;
+  cpu.executor.check_numerics = args.has("check-numerics");
+  if (args.has("max-memory")) {
+    WEFT_ASSIGN_OR_RETURN(cpu.executor.max_memory, parse_bytes("--max-memory", args.get("max-memory")));
+  }
+  if (backend == "reference" && cpu.executor.check_numerics) {
+    WEFT_RETURN_IF_ERROR(reference::check_numerics(g, inputs));
+  }
   WEFT_ASSIGN_OR_RETURN(reference::RunResult result,
-                        backend == "cpu" ? codegen::run_on_cpu(g, inputs)
+                        backend == "cpu" ? codegen::run_on_cpu(g, inputs, cpu)
                                          : reference::run(g, std::move(inputs)));
 
   std::string dir = args.get("out");
@@ -361,6 +445,7 @@ int main_impl(int argc, char** argv) {
       {"dump", {kDumpHelp, dump_command}},
       {"run", {kRunHelp, run_command}},
       {"grad", {kGradHelp, grad_command}},
+      {"profile", {kProfileHelp, profile_command}},
   };
   auto it = commands.find(command);
   if (it == commands.end()) {

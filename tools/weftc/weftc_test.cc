@@ -5,11 +5,16 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <iterator>
+#include <vector>
 #include <cstdlib>
 #include <fstream>
 #include <string>
 
+#include "ir/json.h"
 #include "ir/text.h"
 #include "tests/testing/subprocess.h"
 #include "runtime/npy.h"
@@ -147,6 +152,90 @@ TEST(Weftc, RunRejectsMissingAndMistypedInputs) {
   r = weftc("run " + wir + " --input x=missing.npy --out o");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("missing.npy"), std::string::npos) << r.out;
+}
+
+TEST(Weftc, CheckNumericsNamesTheFirstNonFiniteOp) {
+  std::string wir = write_temp("logs.wir", R"(graph @logs(%x: f32[4], %y: f32[4]) {
+  %a = mul(%x, %y)
+  %b = log(%a)
+  %c = add(%b, %x)
+  return %c
+}
+)");
+  std::string x = temp_dir() + "/logs_x.npy", y = temp_dir() + "/logs_y.npy";
+  ASSERT_TRUE(write_npy(x, Tensor::from_vector<float>(Shape({4}), {1, 2, 3, 4})).ok());
+  ASSERT_TRUE(write_npy(y, Tensor::from_vector<float>(Shape({4}), {1, 1, 0, 1})).ok());
+  const std::string run = "run " + wir + " --input x=" + x + " --input y=" + y + " --out " +
+                          temp_dir() + "/logs_out";
+  Result r = weftc(run);  // without the flag, -inf is a result like any other
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  r = weftc(run + " --check-numerics --backend=reference");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, wir + ":3:3: error: check-numerics: log produced -inf in %b (f32[4], element 2)\n");
+  r = weftc(run + " --check-numerics");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, wir + ":3:3: error: check-numerics: log produced -inf (f32[4], element 2) "
+                         "inside the fused kernel computing %c\n");
+}
+
+TEST(Weftc, ProfileTimesEveryKernel) {
+  Result r = weftc("profile " + kExample + "mlp.wir" + example_inputs() + " --steps=4 --top=3");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("program @mlp on ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("\n4 steps, "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("GFLOP/s   GB/s"), std::string::npos) << r.out;
+  // Three rows under the header: the --top.
+  const size_t header = r.out.find("GFLOP/s");
+  EXPECT_EQ(std::count(r.out.begin() + header, r.out.end(), '\n'), 4) << r.out;
+  r = weftc("profile " + kExample + "mlp.wir" + example_inputs() + " --steps=0");
+  EXPECT_EQ(r.out, "error: weftc profile: --steps expects a positive whole number, got '0'\n");
+}
+
+TEST(Weftc, MaxMemoryRefusesALargerPlan) {
+  const std::string run = "run " + kExample + "mlp.wir" + example_inputs() + " --out " + temp_dir() + "/mm";
+  Result r = weftc(run + " --max-memory=1K");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out.rfind("error: program @mlp needs ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("but only 1.0 KiB are available (the memory limit); largest buffers: "),
+            std::string::npos) << r.out;
+  EXPECT_EQ(weftc(run + " --max-memory=1G").exit_code, 0);
+  r = weftc(run + " --max-memory=lots");
+  EXPECT_EQ(r.out, "error: weftc run: --max-memory expects a positive number of bytes (suffixes K, M, G), got 'lots'\n");
+  r = weftc(run + " --max-memory=5T");
+  EXPECT_EQ(r.out, "error: weftc run: --max-memory expects a positive number of bytes (suffixes K, M, G), got '5T'\n");
+}
+
+// --dump-dir on a whole training step (forward, backward, SGD updates with their
+// assigns): every pass of the cpu pipeline, in order, as .wir, .json and .dot.
+TEST(Weftc, DumpDirWritesEveryPassInEveryFormat) {
+  const std::string dir = temp_dir() + "/dumps";
+  Result r = weftc("dump examples/fashion_mnist/mlp_train_step.wir --after=schedule-memory --dump-dir=" + dir);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) files.push_back(entry.path().filename().string());
+  std::sort(files.begin(), files.end());
+  std::vector<std::string> expected;
+  const char* passes[] = {"01-infer-types", "02-canonicalize", "03-fold-constants", "04-dce", "05-cse",
+                          "06-fold-transpose", "07-fold-batch-matmul", "08-fuse-elementwise",
+                          "09-schedule-memory"};
+  for (const char* pass : passes) {
+    for (const char* extension : {".dot", ".json", ".wir"}) expected.push_back(pass + std::string(extension));
+  }
+  EXPECT_EQ(files, expected);
+  // The last dump is what was printed; every dump parses back; the step keeps its assigns.
+  std::ifstream last(dir + "/09-schedule-memory.wir");
+  std::string text((std::istreambuf_iterator<char>(last)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, r.out);
+  EXPECT_NE(text.find("assign("), std::string::npos);
+  EXPECT_NE(text.find("fused("), std::string::npos);
+  for (const char* pass : passes) {
+    std::ifstream json(dir + "/" + pass + ".json");
+    std::string j((std::istreambuf_iterator<char>(json)), std::istreambuf_iterator<char>());
+    EXPECT_TRUE(graph_from_json(j, pass).ok()) << pass;
+    std::ifstream dot(dir + "/" + pass + ".dot");
+    std::string d((std::istreambuf_iterator<char>(dot)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(d.rfind("digraph", 0), 0u) << pass;
+  }
 }
 
 TEST(Weftc, DumpFormatsAndPasses) {

@@ -1,0 +1,136 @@
+// The Executor's checks ([Reliability]): the memory a Program needs against what the
+// machine has (before anything is allocated), and check-numerics — the step run one
+// invocation at a time with every float result scanned for NaN and infinity (executor.h).
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "runtime/cpu/executor.h"
+#include "runtime/reference/numerics.h"
+
+namespace weft::cpu {
+namespace {
+
+std::string format_bytes(int64_t bytes) {
+  char buf[32];
+  if (bytes >= (int64_t{1} << 30)) {
+    std::snprintf(buf, sizeof(buf), "%.1f GiB", bytes / double(int64_t{1} << 30));
+  } else if (bytes >= (int64_t{1} << 20)) {
+    std::snprintf(buf, sizeof(buf), "%.1f MiB", bytes / double(int64_t{1} << 20));
+  } else if (bytes >= 1024) {
+    std::snprintf(buf, sizeof(buf), "%.1f KiB", bytes / 1024.0);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%lld bytes", static_cast<long long>(bytes));
+  }
+  return buf;
+}
+
+// MemAvailable from /proc/meminfo in bytes, or -1.
+int64_t mem_available() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  int64_t kib;
+  std::string unit;
+  while (in >> key >> kib) {
+    std::getline(in, unit);
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  return -1;
+}
+
+}  // namespace
+
+Status check_memory(const Program& program, const ExecutorOptions& options) {
+  int64_t inputs = 0;
+  for (const ProgramInput& in : program.inputs) inputs += static_cast<int64_t>(in.type.bytes());
+  const int64_t needed = program.arena_bytes + inputs;
+  const int64_t limit = options.max_memory > 0 ? options.max_memory : mem_available();
+  if (limit < 0 || needed <= limit) return Status::ok_status();
+
+  // The largest buffers: inputs and arena results (each once), by size.
+  struct Buffer {
+    int64_t bytes;
+    std::string what;
+  };
+  std::vector<Buffer> buffers;
+  for (const ProgramInput& in : program.inputs) {
+    buffers.push_back({static_cast<int64_t>(in.type.bytes()), "%" + in.name + " " + in.type.to_string() + " (input)"});
+  }
+  for (const Invocation& inv : program.code) {
+    for (const BufferRef& r : inv.results) {
+      if (r.space != Space::arena) continue;
+      buffers.push_back({static_cast<int64_t>(r.type.bytes()),
+                         "%" + inv.label + " " + r.type.to_string() + " (arena+" + std::to_string(r.offset) + ")"});
+    }
+  }
+  std::stable_sort(buffers.begin(), buffers.end(),
+                   [](const Buffer& a, const Buffer& b) { return a.bytes > b.bytes; });
+  std::ostringstream msg;
+  msg << "program @" << program.name << " needs " << format_bytes(needed) << " (arena "
+      << format_bytes(program.arena_bytes) << " + inputs " << format_bytes(inputs) << ") but only "
+      << format_bytes(limit) << " are available ("
+      << (options.max_memory > 0 ? "the memory limit" : "MemAvailable") << "); largest buffers: ";
+  for (size_t i = 0; i < buffers.size() && i < 3; ++i) {
+    msg << (i ? ", " : "") << buffers[i].what << " " << format_bytes(buffers[i].bytes);
+  }
+  return Error{msg.str()};
+}
+
+Status Executor::run_checking_numerics() {
+  for (size_t i = 0; i < program_.inputs.size(); ++i) {
+    const Type& type = program_.inputs[i].type;
+    const int64_t bad = reference::first_nonfinite(input_ptr_[i], type);
+    if (bad >= 0) {
+      return reference::nonfinite_error(nullptr, program_.inputs[i].name, type, bad,
+                                        reference::element_value(input_ptr_[i], type, bad));
+    }
+  }
+  for (size_t i = 0; i < code_.size(); ++i) {
+    // A generated kernel may write over an operand (in place): keep its operands, in
+    // case its body must be searched for the culprit.
+    std::vector<Tensor> operands;
+    if (program_.code[i].kind == Invocation::Kind::generated) {
+      for (const BufferRef& op : program_.code[i].operands) {
+        Tensor t(op.type);
+        std::memcpy(t.raw_data(), resolve(op), t.bytes());
+        operands.push_back(std::move(t));
+      }
+    }
+    WEFT_RETURN_IF_ERROR(run_invocation(i));
+    WEFT_RETURN_IF_ERROR(check_invocation_numerics(i, std::move(operands)));
+  }
+  apply_updates();
+  return Status::ok_status();
+}
+
+Status Executor::check_invocation_numerics(size_t index, std::vector<Tensor> operands) {
+  const Invocation& inv = program_.code[index];
+  if (inv.kind == Invocation::Kind::copy) return Status::ok_status();  // moves bytes only
+  for (const BufferRef& ref : inv.results) {
+    const void* data = resolve(ref);
+    const int64_t bad = reference::first_nonfinite(data, ref.type);
+    if (bad < 0) continue;
+    if (inv.kind == Invocation::Kind::generated) {
+      // Which node of the kernel's body? Its operands were finite (checked before), so
+      // the reference interpreter, run on them node by node, finds it.
+      const Graph& body = program_.kernels[inv.kernel].body;
+      WEFT_ASSIGN_OR_RETURN(std::optional<reference::NonFinite> found,
+                            reference::find_nonfinite(body, std::move(operands)));
+      if (found && found->node >= 0) {
+        // Body values have the kernel's own names: name the kernel's result instead.
+        Error e = reference::nonfinite_error(&body.nodes()[found->node], "", found->type,
+                                             found->index, found->element);
+        e.message += " inside the fused kernel computing %" + inv.label;
+        return e;
+      }
+    }
+    return reference::nonfinite_error(&inv.node, inv.label, ref.type, bad,
+                                      reference::element_value(data, ref.type, bad));
+  }
+  return Status::ok_status();
+}
+
+}  // namespace weft::cpu

@@ -1,0 +1,63 @@
+#pragma once
+// Numerics checking ([Reliability], `--check-numerics`): where does the first NaN or
+// infinity of a step come from? Every backend reports it the same way — the first op, in
+// execution order, whose result holds a non-finite value, with that op's source location
+// (the `.wir` line, or the C++ builder call site and builder path):
+//
+//   model.cc:42:7: error: check-numerics: log produced -inf in %h3 (f32[128,10], element 17)
+//     (encoder > Linear(256->10))
+//
+// A graph input (data, a parameter, optimizer state) that already holds one is reported
+// as `input %x holds nan (...)`. Inside a fused kernel the culprit is found among the
+// kernel body's nodes, which keep their own locations (runtime/cpu/executor.h).
+//
+//   Status s = weft::reference::check_numerics(g, inputs);   // reference backend
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/status.h"
+#include "runtime/tensor.h"
+
+namespace weft::reference {
+
+/// The first element of `t` that is NaN or ±infinity (f32, f64, f16, bf16), or -1 (also
+/// for integer and bool tensors, which have none).
+int64_t first_nonfinite(const Tensor& t);
+/// The same for raw bytes of `type`.
+int64_t first_nonfinite(const void* data, const Type& type);
+
+/// Element `index` of raw bytes of `type`, as a double (floats only).
+double element_value(const void* data, const Type& type, int64_t index);
+
+/// The error for value `name` of `type`, whose element `index` is `value`, produced by
+/// `node` (its op and location), or held by a graph input when `node` is nullptr (then
+/// `input_loc` is its location). An empty `name` is left out of the message.
+Error nonfinite_error(const Node* node, const std::string& name, const Type& type, int64_t index,
+                      double value, const Location& input_loc = {});
+
+/// A non-finite value found by find_nonfinite.
+struct NonFinite {
+  int node = -1;     ///< Index into g.nodes() of its producer; -1: graph input `input`.
+  int input = -1;
+  ValueId value = kNoValue;
+  Type type;
+  int64_t index = 0;  ///< The first non-finite element.
+  double element = 0;
+};
+
+/// Runs `g` on `inputs` with the reference interpreter (every node result kept), and
+/// finds the first input, then the first node result in graph order, that holds a NaN or
+/// an infinity; nullopt when none does. Errors are the interpreter's.
+StatusOr<std::optional<NonFinite>> find_nonfinite(const Graph& g, std::vector<Tensor> inputs);
+
+/// Runs `g` on `inputs` with the reference interpreter (every node result kept), and
+/// returns the error above for the first input, then the first node in graph order,
+/// whose value holds a NaN or an infinity; ok when none does. Other errors are the
+/// interpreter's.
+Status check_numerics(const Graph& g, std::vector<Tensor> inputs);
+
+}  // namespace weft::reference

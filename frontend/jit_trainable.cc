@@ -60,4 +60,21 @@ StatusOr<std::vector<Tensor>> JitTrainable::evaluate(const std::vector<Tensor>& 
 
 Status JitTrainable::load(const std::string& path) { return trainer_.load(path).status(); }
 
+Status JitTrainable::set_check_numerics(bool on) {
+  trainer_.set_check_numerics(on);
+  return Status();
+}
+
+Status JitTrainable::set_profiling(bool on) {
+  cpu::Executor* ex = trainer_.step_executor();
+  if (ex == nullptr) return Error{"--profile needs the cpu backend; this model runs on the reference interpreter"};
+  ex->set_profiling(on);
+  return Status();
+}
+
+std::string JitTrainable::profile_report() const {
+  cpu::Executor* ex = const_cast<Trainer&>(trainer_).step_executor();
+  return ex == nullptr ? "no profile: the reference backend\n" : ex->profile_report();
+}
+
 }  // namespace weft

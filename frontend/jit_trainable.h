@@ -39,6 +39,9 @@ class JitTrainable final : public driver::Trainable {
   void set_lr(double lr) override { trainer_.set_lr(lr); }
   double lr() const override { return trainer_.lr(); }
   int64_t steps() const override { return trainer_.steps(); }
+  Status set_check_numerics(bool on) override;
+  Status set_profiling(bool on) override;
+  std::string profile_report() const override;
   Status save(const std::string& path) const override { return trainer_.save(path); }
   Status load(const std::string& path) override;
 

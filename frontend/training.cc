@@ -80,6 +80,12 @@ StatusOr<Trainer> Trainer::compile(const FlowPtr& net, const std::vector<InputSp
   return t;
 }
 
+void Trainer::set_check_numerics(bool on) {
+  options_.check_numerics = on;
+  if (step_exec_) step_exec_->set_check_numerics(on);
+  for (auto& [key, ex] : eval_execs_) ex->set_check_numerics(on);
+}
+
 Status Trainer::build_step() {
   BuildOptions build;
   build.training = true;

@@ -91,6 +91,9 @@ class Trainer {
   /// Steps taken so far (restored by load()).
   int64_t steps() const { return steps_; }
 
+  /// TrainOptions::check_numerics for the following steps and evaluations.
+  void set_check_numerics(bool on);
+
   /// Excludes the parameters under `path` from training (recompiles the step).
   Status freeze(const std::string& path);
   Status thaw(const std::string& path);

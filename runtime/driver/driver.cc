@@ -223,6 +223,12 @@ std::optional<Failure> train(const DriverConfig& config, const ModelFactory& fac
   if (!made.ok()) return runtime(made.error());
   Trainable& model = **made;
   if (Status s = check_model(model); !s.ok()) return runtime(s.error());
+  if (config.check_numerics) {
+    if (Status s = model.set_check_numerics(true); !s.ok()) return runtime(s.error());
+  }
+  if (config.profile) {
+    if (Status s = model.set_profiling(true); !s.ok()) return runtime(s.error());
+  }
   const auto& step_inputs = model.step_inputs();
   for (const auto& [flag, files] : {std::pair{"train", &config.train_files}, {"test", &config.test_files}}) {
     if (!files->empty() && files->size() != step_inputs.size()) {
@@ -350,6 +356,7 @@ std::optional<Failure> train(const DriverConfig& config, const ModelFactory& fac
                     static_cast<long long>(epoch + 1), static_cast<long long>(config.epochs),
                     epoch_loss / static_cast<double>(epoch_steps), seconds);
       progress.line(std::string(line) + (eval ? ", " + eval->to_string() : ""));
+      if (config.profile) progress.line(model.profile_report());
       epoch_loss = 0;
       epoch_steps = 0;
       epoch_start = Clock::now();

@@ -197,6 +197,22 @@ TEST(Driver, NchwImages) {
   EXPECT_EQ(count(r.out, "epoch 1/1: mean loss [0-9.]+, [0-9.]+ s, test accuracy: 0\\.[0-9]{4}"), 1) << r.out;
 }
 
+TEST(Driver, CheckNumericsAndProfile) {
+  // Adam at lr 1e30 overflows the next step's forward pass: the error names the op and
+  // its builder call site in the model's source.
+  CommandResult r = train("--max-steps=5 --lr=1e30 --check-numerics");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("runtime/driver/testing/jit_model.cc:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(": error: check-numerics: "), std::string::npos) << r.out;
+  r = train("--max-steps=3 --profile");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("3 steps, "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("GFLOP/s   GB/s"), std::string::npos) << r.out;
+  r = train("--profile=yes");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("--profile takes no value"), std::string::npos) << r.out;
+}
+
 TEST(Driver, ErrorsAndExitStatuses) {
   // The command line: status 2, one line.
   CommandResult r = train("--epochs=x");
@@ -282,10 +298,11 @@ TEST(Driver, HelpListsEveryFlag) {
         "--shuffle-seed=S", "--threads=N", "--lr=X", "--schedule=NAME", "--lr-step-size=N", "--lr-gamma=X",
         "--milestones=N,N,...", "--warmup-steps=N", "--warmup-start-factor=X", "--min-lr=X", "--pct-start=X",
         "--div-factor=X", "--final-div-factor=X", "--checkpoint-in=PATH", "--checkpoint-out=PATH",
-        "--checkpoint-every=N", "--eval-every=N", "--metrics-csv=PATH", "--log-every=N", "--help"}) {
+        "--checkpoint-every=N", "--eval-every=N", "--metrics-csv=PATH", "--log-every=N", "--check-numerics",
+        "--profile", "--help"}) {
     EXPECT_NE(r.out.find(std::string("\n  ") + flag), std::string::npos) << flag;
   }
-  EXPECT_EQ(count(r.out, "\\(default: "), 25);  // every flag but --help
+  EXPECT_EQ(count(r.out, "\\(default: "), 27);  // every flag but --help
 }
 
 }  // namespace

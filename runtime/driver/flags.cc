@@ -206,6 +206,17 @@ std::vector<Flag> make_flags() {
        &DriverConfig::metrics_csv);
   integer("log-every", "100", "print a progress line every N steps when stdout is not a terminal",
           &DriverConfig::log_every, 1);
+  f.push_back({"check-numerics", "", "off",
+               "stop at the first op producing a NaN or an infinity, naming it and its source line (slow)",
+               [](DriverConfig& c, const std::string&) -> Status {
+                 c.check_numerics = true;
+                 return Status();
+               }});
+  f.push_back({"profile", "", "off", "time every kernel of the step; print the table after each epoch",
+               [](DriverConfig& c, const std::string&) -> Status {
+                 c.profile = true;
+                 return Status();
+               }});
   f.push_back({"help", "", "", "print this list and exit",
                [](DriverConfig& c, const std::string&) -> Status {
                  c.help = true;

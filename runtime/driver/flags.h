@@ -52,6 +52,8 @@ struct DriverConfig {
   int64_t eval_every = 0;
   std::string metrics_csv;
   int64_t log_every = 100;
+  bool check_numerics = false;
+  bool profile = false;
   bool help = false;
 };
 

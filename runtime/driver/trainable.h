@@ -53,6 +53,16 @@ class Trainable {
   /// Steps taken so far (restored by load()).
   virtual int64_t steps() const = 0;
 
+  /// --check-numerics: while on, a step or evaluation stops at the first op producing a
+  /// NaN or an infinity and its error names that op and its source location
+  /// (runtime/reference/numerics.h). Slow; for debugging.
+  virtual Status set_check_numerics(bool on) = 0;
+  /// --profile: while on, every step times each kernel; profile_report() prints the table
+  /// of runtime/cpu/executor.h (top kernels, share of the step, GFLOP/s, GB/s). An error
+  /// when the model runs on a backend without a profiler.
+  virtual Status set_profiling(bool on) = 0;
+  virtual std::string profile_report() const = 0;
+
   /// Parameters, state, optimizer slots and the step count, as safetensors, written
   /// atomically (the Trainer's checkpoint format: the same keys and metadata).
   virtual Status save(const std::string& path) const = 0;

@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "runtime/driver/flags.h"
+#include "runtime/monitor/monitor.h"
 
 namespace weft::driver {
 namespace {
@@ -20,20 +21,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-std::string format_duration(double seconds) {
-  if (!std::isfinite(seconds) || seconds < 0) return "?";
-  const int64_t s = static_cast<int64_t>(seconds + 0.5);
-  char buf[48];
-  if (s >= 3600) {
-    std::snprintf(buf, sizeof(buf), "%lld:%02lld:%02lld", static_cast<long long>(s / 3600),
-                  static_cast<long long>(s / 60 % 60), static_cast<long long>(s % 60));
-  } else {
-    std::snprintf(buf, sizeof(buf), "%lld:%02lld", static_cast<long long>(s / 60),
-                  static_cast<long long>(s % 60));
-  }
-  return buf;
 }
 
 std::string format_number(const char* format, double v) {
@@ -134,88 +121,14 @@ Status check_writable(const std::string& flag, const std::string& path) {
   return Status();
 }
 
-/// The progress line: rewritten in place on a terminal, a plain line every `every` steps
-/// otherwise.
-class Progress {
- public:
-  Progress(std::FILE* out, int64_t every) : out_(out), every_(every), terminal_(isatty(fileno(out))) {}
-
-  void update(int64_t step, int64_t total, int64_t epoch, int64_t epochs, double loss, double lr,
-              double steps_per_s) {
-    const bool last = step == total;
-    if (terminal_) {
-      const double now = seconds_since(start_);
-      if (!last && now - shown_at_ < 0.1) return;
-      shown_at_ = now;
-    } else if (step % every_ != 0) {
-      return;
-    }
-    char line[256];
-    std::snprintf(line, sizeof(line), "step %lld/%lld  epoch %lld/%lld  loss %.4f  lr %.4g  %.1f steps/s  ETA %s",
-                  static_cast<long long>(step), static_cast<long long>(total),
-                  static_cast<long long>(epoch + 1), static_cast<long long>(epochs), loss, lr,
-                  steps_per_s, format_duration((total - step) / steps_per_s).c_str());
-    if (terminal_) {
-      std::fprintf(out_, "\r%s\033[K", line);
-      open_ = true;
-    } else {
-      std::fprintf(out_, "%s\n", line);
-    }
-    std::fflush(out_);
-  }
-
-  /// Prints a whole line, ending the progress line first on a terminal.
-  void line(const std::string& text) {
-    if (open_) std::fprintf(out_, "\r\033[K");
-    open_ = false;
-    std::fprintf(out_, "%s\n", text.c_str());
-    std::fflush(out_);
-  }
-
- private:
-  std::FILE* out_;
-  int64_t every_;
-  bool terminal_;
-  bool open_ = false;
-  Clock::time_point start_ = Clock::now();
-  double shown_at_ = -1;
-};
-
-/// --metrics-csv: one row per step.
-class MetricsCsv {
- public:
-  ~MetricsCsv() {
-    if (file_) std::fclose(file_);
-  }
-  Status open(const std::string& path) {
-    file_ = std::fopen(path.c_str(), "w");
-    if (!file_) {
-      return Error{"--metrics-csv=" + path + ": cannot write it (" + std::strerror(errno) + ")"};
-    }
-    std::fprintf(file_, "step,epoch,loss,lr,test_accuracy,test_loss,elapsed_s\n");
-    return Status();
-  }
-  void row(int64_t step, int64_t epoch, double loss, double lr, const std::optional<Evaluation>& eval,
-           double elapsed) {
-    if (!file_) return;
-    std::string accuracy = eval && eval->accuracy ? format_number("%.6f", *eval->accuracy) : "";
-    std::string test_loss = eval && eval->loss ? format_number("%.9g", *eval->loss) : "";
-    std::fprintf(file_, "%lld,%lld,%.9g,%.9g,%s,%s,%.3f\n", static_cast<long long>(step),
-                 static_cast<long long>(epoch), loss, lr, accuracy.c_str(), test_loss.c_str(), elapsed);
-    std::fflush(file_);
-  }
-
- private:
-  std::FILE* file_ = nullptr;
-};
-
 StatusOr<Dataset> load_data(const DriverConfig& config, const Trainable& model) {
   if (config.train_files.empty()) return load_fashion_mnist(config.data_dir, model.step_inputs());
   return load_npy(config.train_files, config.test_files, model.step_inputs());
 }
 
 /// The whole run once the flags are parsed; failures carry their exit status.
-std::optional<Failure> train(const DriverConfig& config, const ModelFactory& factory, std::FILE* out) {
+std::optional<Failure> train(const DriverConfig& config, const std::string& program, const ModelFactory& factory,
+                              std::FILE* out) {
   auto runtime = [](Error e) { return Failure{kExitRuntime, std::move(e)}; };
   auto usage = [](Error e) { return Failure{kExitUsage, std::move(e)}; };
 
@@ -240,13 +153,13 @@ std::optional<Failure> train(const DriverConfig& config, const ModelFactory& fac
     }
   }
   for (const auto& [flag, path] : {std::pair{"checkpoint-out", &config.checkpoint_out},
-                                   {"metrics-csv", &config.metrics_csv}}) {
+                                   {"metrics-csv", &config.metrics_csv}, {"report", &config.report}}) {
     if (path->empty()) continue;
     if (Status s = check_writable(flag, *path); !s.ok()) return runtime(s.error());
   }
 
   // The checkpoint before the data: a wrong path fails in milliseconds.
-  Progress progress(out, config.log_every);
+  monitor::Progress progress(out, config.log_every);
   if (!config.checkpoint_in.empty()) {
     if (Status s = model.load(config.checkpoint_in); !s.ok()) return runtime(s.error());
     progress.line("resumed from " + config.checkpoint_in + " at step " + std::to_string(model.steps()));
@@ -276,9 +189,11 @@ std::optional<Failure> train(const DriverConfig& config, const ModelFactory& fac
   StatusOr<std::unique_ptr<LrSchedule>> schedule = make_schedule(config, base_lr, total);
   if (!schedule.ok()) return usage(schedule.error());
 
-  MetricsCsv csv;
+  monitor::RunLog log({"test_accuracy", "test_loss"});
   if (!config.metrics_csv.empty()) {
-    if (Status s = csv.open(config.metrics_csv); !s.ok()) return runtime(s.error());
+    if (Status s = log.open_csv(config.metrics_csv, "--metrics-csv=" + config.metrics_csv); !s.ok()) {
+      return runtime(s.error());
+    }
   }
   std::string test_text = data->test ? std::to_string(data->test->size()) + " test samples (eval batch " +
                                            std::to_string(model.eval_inputs()[0].type.shape[0]) + ")"
@@ -348,7 +263,14 @@ std::optional<Failure> train(const DriverConfig& config, const ModelFactory& fac
                       std::to_string(config.epochs) + "): " + eval->to_string());
       }
     }
-    csv.row(t, epoch + 1, *loss, lr, eval, seconds_since(start));
+    std::map<std::string, double> metrics;
+    if (eval && eval->accuracy) metrics["test_accuracy"] = *eval->accuracy;
+    if (eval && eval->loss) metrics["test_loss"] = *eval->loss;
+    const double now = seconds_since(start);
+    log.record({.step = t, .epoch = epoch + 1, .loss = *loss, .lr = lr,
+                .examples_per_s = static_cast<double>((t - first) * batch) / std::max(now, 1e-9),
+                .elapsed_s = now},
+               metrics);
     if (epoch_end) {
       const double seconds = seconds_since(epoch_start);
       char line[160];
@@ -356,6 +278,7 @@ std::optional<Failure> train(const DriverConfig& config, const ModelFactory& fac
                     static_cast<long long>(epoch + 1), static_cast<long long>(config.epochs),
                     epoch_loss / static_cast<double>(epoch_steps), seconds);
       progress.line(std::string(line) + (eval ? ", " + eval->to_string() : ""));
+      log.end_epoch(epoch + 1, seconds);
       if (config.profile) progress.line(model.profile_report());
       epoch_loss = 0;
       epoch_steps = 0;
@@ -384,6 +307,12 @@ std::optional<Failure> train(const DriverConfig& config, const ModelFactory& fac
     const double seconds = seconds_since(start);
     progress.line("done: " + std::to_string(t - first) + " steps in " + format_number("%.1f", seconds) + " s (" +
                   format_number("%.1f", (t - first) / std::max(seconds, 1e-9)) + " steps/s)");
+  }
+  if (!config.report.empty()) {
+    if (Status s = log.write_report(config.report, program + ": training report"); !s.ok()) {
+      return runtime(s.error());
+    }
+    progress.line("report: " + config.report);
   }
   return std::nullopt;
 }
@@ -469,7 +398,7 @@ int run_driver(const std::vector<std::string>& args, const std::string& program,
   std::optional<Failure> failure;
   {
     StopSignals signals;
-    failure = train(*config, factory, out);
+    failure = train(*config, program, factory, out);
   }
   std::fflush(out);
   if (failure) {

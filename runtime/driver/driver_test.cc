@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -51,7 +52,7 @@ int count(const std::string& text, const std::string& pattern) {
 TEST(Driver, TrainsEvaluatesAndWritesMetrics) {
   const std::string csv = tmp("metrics.csv"), ck = tmp("ck.safetensors");
   CommandResult r = train("--epochs=2 --max-steps=40 --eval-every=25 --log-every=20 --metrics-csv=" + csv +
-                          " --checkpoint-out=" + ck);
+                          " --checkpoint-out=" + ck + " --report=" + tmp("report.html"));
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("training on 60000 samples (/usr/share/datasets/fashion-mnist/train-*), batch 32, 40 "
                        "steps per epoch, 2 epochs (80 steps); ConstantLR(lr=0.001); 10000 test samples "
@@ -75,24 +76,31 @@ TEST(Driver, TrainsEvaluatesAndWritesMetrics) {
   EXPECT_EQ(count(r.out, "epoch 1/2: mean loss [0-9.]+, [0-9.]+ s, test accuracy: 0\\.[0-9]{4}"), 1) << r.out;
   EXPECT_GT(std::stod(last[1].str()), 0.65) << r.out;  // 80 Adam steps: far past chance (0.1)
   EXPECT_NE(r.out.find("checkpoint: " + ck + " (step 80)\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("report: " + tmp("report.html") + "\n"), std::string::npos) << r.out;
+  std::ifstream report(tmp("report.html"));
+  std::string html((std::istreambuf_iterator<char>(report)), std::istreambuf_iterator<char>());
+  EXPECT_NE(html.find("<title>jit_model_train: training report</title>"), std::string::npos);
+  EXPECT_EQ(count(html, "<svg class=\"chart\""), 6);
 
   std::vector<std::vector<std::string>> rows = read_csv(csv);
   ASSERT_EQ(rows.size(), 81u);
-  EXPECT_EQ(rows[0], (std::vector<std::string>{"step", "epoch", "loss", "lr", "test_accuracy", "test_loss",
-                                                "elapsed_s"}));
+  EXPECT_EQ(rows[0], (std::vector<std::string>{"epoch", "step", "loss", "lr", "examples_per_s", "elapsed_s",
+                                                "rss_mib", "test_accuracy", "test_loss"}));
   for (int step = 1; step <= 80; ++step) {
     const std::vector<std::string>& row = rows[step];
-    ASSERT_EQ(row.size(), 7u) << step;
-    EXPECT_EQ(row[0], std::to_string(step));
-    EXPECT_EQ(row[1], step <= 40 ? "1" : "2");
+    ASSERT_EQ(row.size(), 9u) << step;
+    EXPECT_EQ(row[0], step <= 40 ? "1" : "2");
+    EXPECT_EQ(row[1], std::to_string(step));
     EXPECT_TRUE(std::isfinite(std::stod(row[2])));
     EXPECT_EQ(row[3], "0.001");
+    EXPECT_GT(std::stod(row[4]), 0) << step;
+    EXPECT_GE(std::stod(row[5]), step > 1 ? std::stod(rows[step - 1][5]) : 0.0);
+    EXPECT_GT(std::stod(row[6]), 1) << step;
     const bool evaluated = step % 25 == 0 || step % 40 == 0;
-    EXPECT_EQ(row[4].empty(), !evaluated) << step;
-    EXPECT_EQ(row[5].empty(), !evaluated) << step;
-    EXPECT_GE(std::stod(row[6]), step > 1 ? std::stod(rows[step - 1][6]) : 0.0);
+    EXPECT_EQ(row[7].empty(), !evaluated) << step;
+    EXPECT_EQ(row[8].empty(), !evaluated) << step;
   }
-  EXPECT_NEAR(std::stod(rows[80][4]), std::stod(last[1].str()), 5e-5);
+  EXPECT_NEAR(std::stod(rows[80][7]), std::stod(last[1].str()), 5e-5);
 }
 
 TEST(Driver, ResumesWhereAnUninterruptedRunWouldBe) {
@@ -117,24 +125,24 @@ TEST(Driver, ResumesWhereAnUninterruptedRunWouldBe) {
   for (int i = 1; i <= 30; ++i) {
     const std::vector<std::string>& a = whole[30 + i];
     const std::vector<std::string>& b = tail[i];
-    EXPECT_EQ(b[0], a[0]);  // the step count continues
-    EXPECT_EQ(b[1], a[1]);
-    EXPECT_NEAR(std::stod(b[2]), std::stod(a[2]), 1e-6 * std::abs(std::stod(a[2]))) << "step " << a[0];
+    EXPECT_EQ(b[0], a[0]);
+    EXPECT_EQ(b[1], a[1]);  // the step count continues
+    EXPECT_NEAR(std::stod(b[2]), std::stod(a[2]), 1e-6 * std::abs(std::stod(a[2]))) << "step " << a[1];
     EXPECT_EQ(b[3], a[3]);  // the learning rate of the same step
   }
   // Row k is step k, taken with lr_at(k - 1).
   EXPECT_EQ(whole[20][3], "0.002");
   EXPECT_EQ(whole[21][3], "0.001");
   EXPECT_EQ(whole[45][3], "0.0005");
-  EXPECT_EQ(whole[60][4], tail[30][4]);  // the same test accuracy at the end
+  EXPECT_EQ(whole[60][7], tail[30][7]);  // the same test accuracy at the end
 
   // A finished run has nothing to train: it evaluates the checkpoint.
   CommandResult done = train("--epochs=2" + flags + " --checkpoint-in=" + tmp("end.safetensors"));
   ASSERT_EQ(done.exit_code, 0) << done.out;
   EXPECT_NE(done.out.find("nothing to train: the model is at step 60, the run ends at step 60\nstep 60: test "
-                          "accuracy: " + whole[60][4].substr(0, 6)),
+                          "accuracy: " + whole[60][7].substr(0, 6)),
             std::string::npos)
-      << done.out << whole[60][4];
+      << done.out << whole[60][7];
 }
 
 /// Features and class labels (the argmax of the first three features) for the npy models.
@@ -298,11 +306,12 @@ TEST(Driver, HelpListsEveryFlag) {
         "--shuffle-seed=S", "--threads=N", "--lr=X", "--schedule=NAME", "--lr-step-size=N", "--lr-gamma=X",
         "--milestones=N,N,...", "--warmup-steps=N", "--warmup-start-factor=X", "--min-lr=X", "--pct-start=X",
         "--div-factor=X", "--final-div-factor=X", "--checkpoint-in=PATH", "--checkpoint-out=PATH",
-        "--checkpoint-every=N", "--eval-every=N", "--metrics-csv=PATH", "--log-every=N", "--check-numerics",
+        "--checkpoint-every=N", "--eval-every=N", "--metrics-csv=PATH", "--report=PATH", "--log-every=N",
+        "--check-numerics",
         "--profile", "--help"}) {
     EXPECT_NE(r.out.find(std::string("\n  ") + flag), std::string::npos) << flag;
   }
-  EXPECT_EQ(count(r.out, "\\(default: "), 27);  // every flag but --help
+  EXPECT_EQ(count(r.out, "\\(default: "), 28);  // every flag but --help
 }
 
 }  // namespace

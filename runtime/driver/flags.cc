@@ -202,8 +202,10 @@ std::vector<Flag> make_flags() {
           &DriverConfig::checkpoint_every, 0);
   integer("eval-every", "0", "evaluate on the test split every N steps (always after each epoch)",
           &DriverConfig::eval_every, 0);
-  path("metrics-csv", "write step, epoch, loss, lr, test accuracy, test loss, elapsed seconds here",
+  path("metrics-csv", "write epoch, step, loss, lr, examples/s, elapsed s, memory, test accuracy and loss per step",
        &DriverConfig::metrics_csv);
+  path("report", "at the end, write an HTML report here: loss, test metrics, time per epoch, memory",
+       &DriverConfig::report);
   integer("log-every", "100", "print a progress line every N steps when stdout is not a terminal",
           &DriverConfig::log_every, 1);
   f.push_back({"check-numerics", "", "off",

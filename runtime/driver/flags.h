@@ -51,6 +51,7 @@ struct DriverConfig {
   int64_t checkpoint_every = 0;
   int64_t eval_every = 0;
   std::string metrics_csv;
+  std::string report;
   int64_t log_every = 100;
   bool check_numerics = false;
   bool profile = false;

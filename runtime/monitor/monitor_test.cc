@@ -1,0 +1,93 @@
+// The training monitor: the CSV's columns and rows, and the HTML report's charts.
+
+#include "runtime/monitor/monitor.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "tests/testing/subprocess.h"
+
+namespace weft::monitor {
+namespace {
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+RunLog& filled(RunLog& log) {
+  for (int64_t t = 1; t <= 6; ++t) {
+    std::map<std::string, double> metrics;
+    if (t % 3 == 0) metrics = {{"test_accuracy", 0.5 + 0.1 * t}};
+    log.record({.step = t, .epoch = (t - 1) / 3 + 1, .loss = 2.0 / t, .lr = 0.01, .examples_per_s = 1000 + t,
+                .elapsed_s = 0.5 * t},
+               metrics);
+    if (t % 3 == 0) log.end_epoch(t / 3, 1.5);
+  }
+  return log;
+}
+
+TEST(RunLog, CsvHasTheRequiredColumnsAndOneRowPerStep) {
+  const std::string path = testing::test_tmpdir() + "/metrics.csv";
+  RunLog log({"test_accuracy"});
+  ASSERT_TRUE(log.open_csv(path).ok());
+  filled(log);
+  std::istringstream csv(read(path));
+  std::string line;
+  std::getline(csv, line);
+  EXPECT_EQ(line, "epoch,step,loss,lr,examples_per_s,elapsed_s,rss_mib,test_accuracy");
+  std::vector<std::string> rows;
+  while (std::getline(csv, line)) rows.push_back(line);
+  ASSERT_EQ(rows.size(), 6u);
+  EXPECT_EQ(rows[0].rfind("1,1,2,0.01,1001.0,0.500,", 0), 0u) << rows[0];
+  EXPECT_EQ(rows[0].back(), ',');  // no accuracy measured at step 1
+  EXPECT_EQ(rows[2].rfind("1,3,0.666666667,0.01,1003.0,1.500,", 0), 0u) << rows[2];
+  EXPECT_EQ(rows[2].substr(rows[2].rfind(',')), ",0.8");
+}
+
+TEST(RunLog, CsvErrorNamesTheFlag) {
+  RunLog log;
+  Status s = log.open_csv("/nonexistent/dir/m.csv", "--metrics-csv=/nonexistent/dir/m.csv");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message, "--metrics-csv=/nonexistent/dir/m.csv: cannot write it (No such file or directory)");
+}
+
+TEST(RunLog, ReportIsOneSelfContainedPageOfCharts) {
+  RunLog log({"test_accuracy", "test_loss"});
+  filled(log);
+  const std::string path = testing::test_tmpdir() + "/report.html";
+  ASSERT_TRUE(log.write_report(path, "mlp <on> Fashion-MNIST").ok());
+  const std::string html = read(path);
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_NE(html.find("<title>mlp &lt;on&gt; Fashion-MNIST</title>"), std::string::npos);
+  // loss, two metrics, time per epoch, memory, learning rate.
+  EXPECT_EQ(count(html, "<svg class=\"chart\""), 6);
+  EXPECT_EQ(count(html, "class=\"bar\""), 2);  // two epochs
+  EXPECT_NE(html.find("test_loss</text>"), std::string::npos);
+  EXPECT_NE(html.find("no data"), std::string::npos);  // test_loss was never measured
+  EXPECT_EQ(html.find("<script src"), std::string::npos);
+  EXPECT_EQ(html.find("href=\"http"), std::string::npos);
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+}
+
+TEST(Monitor, FormatsDurationsAndReadsMemory) {
+  EXPECT_EQ(format_duration(12.4), "0:12");
+  EXPECT_EQ(format_duration(187), "3:07");
+  EXPECT_EQ(format_duration(3725), "1:02:05");
+  EXPECT_EQ(format_duration(-1), "?");
+  EXPECT_GT(resident_bytes(), 0);
+  EXPECT_GE(peak_resident_bytes(), resident_bytes());
+}
+
+}  // namespace
+}  // namespace weft::monitor

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 
+#include "runtime/monitor/monitor.h"
 #include "tools/weftc/args.h"
 
 namespace weft::examples {
@@ -20,17 +21,11 @@ namespace {
   std::fprintf(stderr,
                "%s\nusage: [--epochs=N] [--batch=B] [--lr=X] [--seed=S] [--backend=NAME]\n"
                "       [--checkpoint-out=PATH] [--resume=PATH] [--data=DIR] [--max-steps=N]\n"
-               "       [--profile] [--check-numerics]%s\n",
+               "       [--profile] [--check-numerics] [--metrics-csv=PATH] [--report=PATH]%s\n",
                problem.c_str(), allow_bn ? " [--bn]" : "");
   std::exit(1);
 }
 
-std::string format_duration(double seconds) {
-  int s = static_cast<int>(seconds + 0.5);
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%d:%02d", s / 60, s % 60);
-  return buf;
-}
 
 /// Accuracy on the whole test set, in eval mode, in batches of 1000.
 StatusOr<double> test_accuracy(Trainer& trainer, const FashionMnist& data) {
@@ -98,6 +93,8 @@ void parse_flags(int argc, char** argv, RunConfig& c, bool allow_bn) {
     else if (flag == "--bn" && allow_bn && eq == std::string::npos) c.bn = true;
     else if (flag == "--profile" && eq == std::string::npos) c.profile = true;
     else if (flag == "--check-numerics" && eq == std::string::npos) c.check_numerics = true;
+    else if (flag == "--metrics-csv" && !value.empty()) c.metrics_csv = cli::resolve_path(value);
+    else if (flag == "--report" && !value.empty()) c.report = cli::resolve_path(value);
     else usage("unknown flag '" + a + "'", allow_bn);
   }
   if (c.checkpoint_out.empty()) c.checkpoint_out = cli::resolve_path(c.name + ".safetensors");
@@ -141,12 +138,23 @@ int train(const FlowPtr& net, const RunConfig& c) {
   std::printf("%s: %lld parameters, Adam lr %g, batch %d, %lld steps per epoch, backend %s\n",
               c.name.c_str(), static_cast<long long>(trainer->model().parameter_count()), c.lr,
               c.batch, static_cast<long long>(per_epoch), c.backend.c_str());
-  const bool terminal = isatty(fileno(stdout));
   if (c.profile) {
     if (!trainer->step_executor()) return fail(Error{"--profile needs --backend=cpu"});
     trainer->step_executor()->set_profiling(true);
   }
+  monitor::Progress progress(stdout, /*every=*/100);
+  monitor::RunLog log({"test_accuracy"});
+  if (!c.metrics_csv.empty()) {
+    Status opened = log.open_csv(c.metrics_csv, "--metrics-csv=" + c.metrics_csv);
+    if (!opened.ok()) return fail(opened.error());
+  }
+  const int64_t total = c.epochs * per_epoch, first = trainer->steps();
+  const auto run_start = std::chrono::steady_clock::now();
+  auto since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  };
   int64_t start_epoch = trainer->steps() / per_epoch, start_step = trainer->steps() % per_epoch;
+  double last_loss = 0;
   for (int64_t epoch = start_epoch; epoch < c.epochs; ++epoch) {
     auto epoch_start = std::chrono::steady_clock::now();
     double loss_sum = 0;
@@ -158,27 +166,39 @@ int train(const FlowPtr& net, const RunConfig& c) {
       if (!loss.ok()) return fail(loss.error());
       loss_sum += *loss;
       ++steps;
-      if (terminal) {
-        double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
-        double rate = steps * c.batch / elapsed;
-        double eta = (per_epoch - s - 1) * c.batch / rate;
-        std::printf("\repoch %lld/%d  step %lld/%lld  loss %.4f  %.0f examples/s  ETA %s   ",
-                    static_cast<long long>(epoch + 1), c.epochs, static_cast<long long>(s + 1),
-                    static_cast<long long>(per_epoch), *loss, rate, format_duration(eta).c_str());
-        std::fflush(stdout);
+      const double elapsed = since(run_start);
+      const double steps_per_s = static_cast<double>(trainer->steps() - first) / std::max(elapsed, 1e-9);
+      progress.update(trainer->steps(), total, epoch, c.epochs, *loss, trainer->lr(), steps_per_s);
+      if (s + 1 < per_epoch) {  // the epoch's last step is recorded with its test accuracy
+        log.record({.step = trainer->steps(), .epoch = epoch + 1, .loss = *loss, .lr = trainer->lr(),
+                    .examples_per_s = steps_per_s * c.batch, .elapsed_s = elapsed});
+      } else {
+        last_loss = *loss;
       }
     }
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
+    double seconds = since(epoch_start);
     if (c.profile && trainer->step_executor()) {
-      std::printf("%s", trainer->step_executor()->profile_report().c_str());
+      progress.line(trainer->step_executor()->profile_report());
       trainer->step_executor()->set_profiling(true);
     }
     StatusOr<double> accuracy = test_accuracy(*trainer, *data);
     if (!accuracy.ok()) return fail(accuracy.error());
-    std::printf("%sepoch %lld/%d: mean loss %.4f, %.1f s (%.2f min), test accuracy: %.4f\n",
-                terminal ? "\r" : "", static_cast<long long>(epoch + 1), c.epochs,
-                steps > 0 ? loss_sum / steps : 0.0, seconds, seconds / 60, *accuracy);
-    std::fflush(stdout);
+    const double elapsed = since(run_start);
+    log.record({.step = trainer->steps(), .epoch = epoch + 1, .loss = last_loss, .lr = trainer->lr(),
+                .examples_per_s = static_cast<double>(trainer->steps() - first) * c.batch / std::max(elapsed, 1e-9),
+                .elapsed_s = elapsed},
+               {{"test_accuracy", *accuracy}});
+    log.end_epoch(epoch + 1, seconds);
+    char line[160];
+    std::snprintf(line, sizeof(line), "epoch %lld/%d: mean loss %.4f, %.1f s (%.2f min), test accuracy: %.4f",
+                  static_cast<long long>(epoch + 1), c.epochs, steps > 0 ? loss_sum / steps : 0.0, seconds,
+                  seconds / 60, *accuracy);
+    progress.line(line);
+  }
+  if (!c.report.empty()) {
+    Status written = log.write_report(c.report, c.name + " on Fashion-MNIST");
+    if (!written.ok()) return fail(written.error());
+    progress.line("report: " + c.report);
   }
   Status saved = trainer->save(c.checkpoint_out);
   if (!saved.ok()) return fail(saved.error());

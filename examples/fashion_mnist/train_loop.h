@@ -6,6 +6,8 @@
 //        --resume=PATH --data=DIR --max-steps=N (per epoch, for quick runs)
 //        --profile (cpu backend: per-kernel times of the training step after each epoch)
 //        --check-numerics (stop at the first op producing a NaN or an infinity, naming it)
+//        --metrics-csv=PATH, --report=PATH (the training monitor, runtime/monitor: a CSV
+//        row per step, and an HTML report at the end)
 
 #include <functional>
 #include <string>
@@ -30,6 +32,8 @@ struct RunConfig {
   bool bn = false;                 ///< cnn: with batch norm
   bool profile = false;
   bool check_numerics = false;     ///< TrainOptions::check_numerics
+  std::string metrics_csv;
+  std::string report;
 };
 
 /// Parses the flags above (plus `--bn` when `allow_bn`) into `config`; exits with a

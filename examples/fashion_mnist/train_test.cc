@@ -7,6 +7,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <regex>
 #include <string>
 #include <vector>
@@ -53,6 +55,27 @@ TEST(FashionMnist, MlpTrainsReportsAccuracyAndResumesExactly) {
   std::vector<std::string> tail = epoch_results(resumed.out);
   ASSERT_EQ(tail.size(), 1u) << resumed.out;
   EXPECT_EQ(tail[0], all[2]);  // the uninterrupted run's third epoch, to the printed digit
+}
+
+TEST(FashionMnist, MetricsCsvAndReport) {
+  Result r = run("examples/fashion_mnist/mlp --epochs=2 --max-steps=5 --metrics-csv=" + tmp("m.csv") +
+                 " --report=" + tmp("r.html") + " --checkpoint-out=" + tmp("m.safetensors"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::ifstream csv(tmp("m.csv"));
+  std::string header, line;
+  std::getline(csv, header);
+  EXPECT_EQ(header, "epoch,step,loss,lr,examples_per_s,elapsed_s,rss_mib,test_accuracy");
+  int rows = 0, with_accuracy = 0;
+  while (std::getline(csv, line)) {
+    ++rows;
+    if (line.back() != ',') ++with_accuracy;
+  }
+  EXPECT_EQ(rows, 10);
+  EXPECT_EQ(with_accuracy, 2);  // once per epoch
+  std::ifstream report(tmp("r.html"));
+  std::string html((std::istreambuf_iterator<char>(report)), std::istreambuf_iterator<char>());
+  EXPECT_NE(html.find("<title>mlp on Fashion-MNIST</title>"), std::string::npos);
+  EXPECT_NE(r.out.find("report: " + tmp("r.html")), std::string::npos) << r.out;
 }
 
 TEST(FashionMnist, CnnWithBatchNormRuns) {

@@ -32,14 +32,21 @@ class Checked {
   int64_t value() const { return value_; }
   std::optional<int64_t> get() const { return ok_ ? std::optional<int64_t>(value_) : std::nullopt; }
 
+  // The builtin writes a.value_, so it must run before `a` is passed on: function
+  // arguments are evaluated in an unspecified order (GCC happened to go right to left,
+  // clang goes left to right and passed the old value: every product was its first
+  // factor; found by tests/fuzz:idx_reader_fuzzer).
   friend Checked operator+(Checked a, Checked b) {
-    return combine(a, b, __builtin_add_overflow(a.value_, b.value_, &a.value_));
+    const bool overflowed = __builtin_add_overflow(a.value_, b.value_, &a.value_);
+    return combine(a, b, overflowed);
   }
   friend Checked operator-(Checked a, Checked b) {
-    return combine(a, b, __builtin_sub_overflow(a.value_, b.value_, &a.value_));
+    const bool overflowed = __builtin_sub_overflow(a.value_, b.value_, &a.value_);
+    return combine(a, b, overflowed);
   }
   friend Checked operator*(Checked a, Checked b) {
-    return combine(a, b, __builtin_mul_overflow(a.value_, b.value_, &a.value_));
+    const bool overflowed = __builtin_mul_overflow(a.value_, b.value_, &a.value_);
+    return combine(a, b, overflowed);
   }
   /// Truncating division; dividing by 0 or INT64_MIN by -1 does not fit.
   friend Checked operator/(Checked a, Checked b) {

@@ -44,12 +44,17 @@ weft_binary(name = NAME, ...) takes the same attributes and makes the library NA
 generic training driver //runtime/driver:main (flags, data, epochs, checkpoints,
 evaluation) training this model.
 
-Caching. The generator action's inputs are the generator binary — that is, the model
-source, `model_deps`, tools/aot/generate_main.cc and options.cc, and weft's compiler
-(frontend, autodiff, passes, codegen and the ir/runtime headers they include) — and the
-command line, which holds the compile options. Editing the model source or an option
-reruns it; editing the training driver (runtime/driver) or anything only the runtime
-uses (runtime/cpu kernels, runtime/aot) does not: those only relink NAME's users.
+Caching. The generator action (NAME_generated) has two inputs: the generator binary and
+its command line. The binary is built from the model source and `model_deps`,
+tools/aot/{generate_main,options}.cc and weft's compiler with the Trainer it links
+(frontend, autodiff, passes, codegen, and the runtime/cpu executor the JIT uses); the
+command line holds the compile options. Bazel reruns the action only when one of those
+changes in content: editing the model source or an attribute reruns it (if the edit
+changes the compiled generator: a comment-only edit that leaves the object file
+identical does not); editing the training driver (runtime/driver's driver.cc, main.cc),
+the tests' and benchmarks' mains or runtime/aot/compiled_model.cc does not: those only
+recompile and relink NAME's users. (`bazel aquery 'mnemonic("Genrule", //pkg:NAME_generated)'`
+lists the action's inputs.)
 
 Attributes:
     model           the model source file(s)
@@ -154,6 +159,9 @@ def _weft_aot(
         name = library,
         srcs = [outs["source"], outs["step_source"], outs["eval_source"], outs["object"]],
         hdrs = [outs["header"]],
+        # The generated sources build data once at startup (a Program is a few hundred
+        # push_backs in one function); GCC at -O2 spends minutes on such functions.
+        copts = ["-O0"],
         linkopts = ["-lm"],
         deps = [
             "//ir:graph",

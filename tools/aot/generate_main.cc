@@ -27,7 +27,6 @@
 #include "codegen/lower.h"
 #include "codegen/program_source.h"
 #include "frontend/training.h"
-#include "runtime/aot/compiled_model.h"
 #include "runtime/file_io.h"
 #include "tools/aot/model.h"
 #include "tools/aot/options.h"
@@ -36,6 +35,21 @@ namespace weft::aot {
 namespace {
 
 constexpr const char* kTarget = "weft.target";
+
+// What the generated ModelTable (runtime/aot/compiled_model.h) holds, on the generator's
+// side. The generator does not link runtime/aot, so that editing it (or the training
+// driver) leaves the generator binary, and so the generator action, unchanged.
+struct ValueEntry {
+  std::string name;
+  Type type;
+  InputKind kind;
+  Initializer init;
+};
+
+struct TensorSpec {
+  std::string name;
+  Type type;
+};
 
 std::string quoted(const std::string& s) {
   std::string out = "\"";
@@ -98,7 +112,7 @@ std::string initializer_cpp(const Initializer& i) {
          ", static_cast<weft::Initializer::FanMode>(" + std::to_string(static_cast<int>(i.mode)) + ")}";
 }
 
-std::string specs_cpp(const std::vector<driver::TensorSpec>& specs) {
+std::string specs_cpp(const std::vector<TensorSpec>& specs) {
   std::string out = "{";
   for (size_t i = 0; i < specs.size(); ++i) {
     out += std::string(i ? ",\n      " : "\n      ") + "{" + quoted(specs[i].name) + ", " +
@@ -119,7 +133,7 @@ struct Generated {
   int num_model_values = 0;
   uint64_t structural_hash = 0;
   double lr = 0;
-  std::vector<driver::TensorSpec> step_inputs, eval_inputs, eval_outputs;
+  std::vector<TensorSpec> step_inputs, eval_inputs, eval_outputs;
   const Program* step = nullptr;
   const Program* eval = nullptr;
 };
@@ -142,7 +156,7 @@ std::string header(const Generated& g) {
      << "  /// The untyped model: step(), evaluate(), set_lr(), save(), load(), values().\n"
      << "  weft::aot::CompiledModel& model() { return *model_; }\n"
      << "  std::unique_ptr<weft::aot::CompiledModel> release() { return std::move(model_); }\n\n";
-  auto buffers = [&](const std::vector<driver::TensorSpec>& specs, const char* prefix,
+  auto buffers = [&](const std::vector<TensorSpec>& specs, const char* prefix,
                      const char* fn) {
     for (size_t i = 0; i < specs.size(); ++i) {
       const Type& t = specs[i].type;

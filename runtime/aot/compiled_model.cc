@@ -74,9 +74,14 @@ StatusOr<std::unique_ptr<CompiledModel>> CompiledModel::create(const ModelTable&
   // Every value from its initializer, into the executor that owns it.
   cpu::Executor& owner = m->owner();
   for (const ValueEntry& v : table.values) {
-    const int index = owner.find_input(v.name);
-    if (index < 0) continue;  // inference-only: optimizer slots have no buffer
     WEFT_ASSIGN_OR_RETURN(Tensor t, materialize(v.init, v.type, seed, parameter_stream(v.name)));
+    const int index = owner.find_input(v.name);
+    if (index < 0) {
+      // Not read by the Program (inference-only: the dropout generator's state): kept
+      // here so that checkpoints still hold every value of the model.
+      m->unbound_.emplace(v.name, std::move(t));
+      continue;
+    }
     WEFT_RETURN_IF_ERROR(owner.set_input(index, t));
     m->owner_index_.emplace(v.name, index);
   }
@@ -148,12 +153,13 @@ Status CompiledModel::run_eval() {
 }
 
 std::map<std::string, Tensor> CompiledModel::values() const {
-  std::map<std::string, Tensor> out;
+  std::map<std::string, Tensor> out = unbound_;
   for (const auto& [name, index] : owner_index_) out.emplace(name, owner().input(index));
   return out;
 }
 
 StatusOr<Tensor> CompiledModel::value(const std::string& name) const {
+  if (auto u = unbound_.find(name); u != unbound_.end()) return u->second;
   auto it = owner_index_.find(name);
   if (it == owner_index_.end()) {
     return Error{"no parameter, state or optimizer slot named '" + name + "'"};
@@ -162,6 +168,14 @@ StatusOr<Tensor> CompiledModel::value(const std::string& name) const {
 }
 
 Status CompiledModel::set_value(const std::string& name, const Tensor& value) {
+  if (auto u = unbound_.find(name); u != unbound_.end()) {
+    if (u->second.type() != value.type()) {
+      return Error{"'" + name + "' is " + u->second.type().to_string() + ", not " +
+                   value.type().to_string()};
+    }
+    u->second = value;
+    return Status();
+  }
   auto it = owner_index_.find(name);
   if (it == owner_index_.end()) {
     return Error{"no parameter, state or optimizer slot named '" + name + "'"};
@@ -181,8 +195,11 @@ Status CompiledModel::load(const std::string& path) {
   // below cannot fail: on any error nothing has changed.
   WEFT_ASSIGN_OR_RETURN(LoadReport report, load_checkpoint(path, schema_, values));
   for (const std::string& key : report.loaded) {
-    auto it = owner_index_.find(key);
-    if (it != owner_index_.end()) WEFT_RETURN_IF_ERROR(owner().set_input(it->second, values.at(key)));
+    if (auto u = unbound_.find(key); u != unbound_.end()) {
+      u->second = values.at(key);
+    } else if (auto it = owner_index_.find(key); it != owner_index_.end()) {
+      WEFT_RETURN_IF_ERROR(owner().set_input(it->second, values.at(key)));
+    }
   }
   steps_ = report.step;
   eval_values_fresh_ = false;

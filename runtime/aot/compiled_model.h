@@ -124,6 +124,7 @@ class CompiledModel : public driver::Trainable {
   std::vector<int> step_batch_, eval_batch_;  ///< Executor input index of each batch tensor.
   int lr_input_ = -1, step_input_ = -1;
   std::map<std::string, int> owner_index_;    ///< Value name -> owner() input index.
+  std::map<std::string, Tensor> unbound_;     ///< Values no Program reads.
   /// (eval input index, owner input index) of every value the eval Program reads.
   std::vector<std::pair<int, int>> eval_values_;
   bool eval_values_fresh_ = false;

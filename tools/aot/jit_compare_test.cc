@@ -4,10 +4,10 @@
 // the same eval outputs, and checkpoints that load into each other.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <sstream>
 
 #include "runtime/aot/compiled_model.h"
@@ -57,7 +57,19 @@ Pair make_pair_of_models() {
 }
 
 std::vector<Tensor> batch(const Pair& p, uint64_t i) {
-  return random_batch(p.aot->step_inputs(), p.source.token_range, p.classes, 1000 + i % 10);
+  if (!p.aot->inference_only()) {
+    return random_batch(p.aot->step_inputs(), p.source.token_range, p.classes, 1000 + i % 10);
+  }
+  // An inference-only model has no step inputs: the JIT step's batch inputs.
+  std::vector<driver::TensorSpec> specs;
+  const Graph& g = p.jit->step_graph();
+  for (const Input& in : g.inputs()) {
+    const std::string& name = g.value(in.value).name;
+    if (in.kind == InputKind::data && name != "weft.lr" && name != "weft.step") {
+      specs.push_back({name, g.type(in.value)});
+    }
+  }
+  return random_batch(specs, p.source.token_range, p.classes, 1000 + i % 10);
 }
 
 std::vector<Tensor> eval_batch(const Pair& p) {
@@ -73,17 +85,34 @@ TEST(AotVsJit, SameInitialValues) {
   ASSERT_TRUE(p.aot && p.jit);
   const std::map<std::string, Tensor> aot = p.aot->values();
   const std::map<std::string, Tensor>& jit = p.jit->values();
-  ASSERT_EQ(aot.size(), jit.size());
-  for (const auto& [name, value] : jit) {
-    auto it = aot.find(name);
-    ASSERT_NE(it, aot.end()) << name;
+  // Inference-only models have no optimizer slots; everything else is the same.
+  EXPECT_EQ(aot.size(), p.aot->inference_only() ? p.jit->model().parameters().size() : jit.size());
+  for (const auto& [name, value] : aot) {
+    auto it = jit.find(name);
+    ASSERT_NE(it, jit.end()) << name;
     EXPECT_TRUE(it->second == value) << name << " differs at initialization";
+  }
+}
+
+TEST(AotVsJit, SameEvalOutputsAtInitialization) {
+  Pair p = make_pair_of_models();
+  ASSERT_TRUE(p.aot && p.jit);
+  const std::vector<Tensor> x = eval_batch(p);
+  StatusOr<std::vector<Tensor>> a = p.aot->evaluate(x);
+  StatusOr<std::vector<Tensor>> j = p.jit->evaluate(x);
+  ASSERT_TRUE(a.ok()) << a.error().to_string();
+  ASSERT_TRUE(j.ok()) << j.error().to_string();
+  ASSERT_EQ(a->size(), j->size());
+  for (size_t i = 0; i < a->size(); ++i) {
+    std::string why;
+    EXPECT_TRUE(all_close((*a)[i], (*j)[i], 1e-5, &why)) << "eval output " << i << ": " << why;
   }
 }
 
 TEST(AotVsJit, SameLossesFor100StepsAndSameEvalOutputs) {
   Pair p = make_pair_of_models();
   ASSERT_TRUE(p.aot && p.jit);
+  if (p.aot->inference_only()) GTEST_SKIP() << "inference-only: no training step";
   std::vector<double> aot_ms, jit_ms;
   double worst = 0;
   for (int i = 0; i < 100; ++i) {
@@ -123,6 +152,28 @@ TEST(AotVsJit, CheckpointsInterchange) {
   Pair p = make_pair_of_models();
   ASSERT_TRUE(p.aot && p.jit);
   const std::string dir = testing::TempDir();
+  if (p.aot->inference_only()) {
+    // A trained JIT checkpoint loads into the inference-only model (its optimizer
+    // slots are ignored), and the model saves what it holds.
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(p.jit->step(batch(p, i)).ok());
+    ASSERT_TRUE(p.jit->save(dir + "/jit.safetensors").ok());
+    Status s = p.aot->load(dir + "/jit.safetensors");
+    ASSERT_TRUE(s.ok()) << s.to_string();
+    EXPECT_EQ(p.aot->steps(), 3);
+    for (const auto& [name, value] : p.aot->values()) {
+      EXPECT_TRUE(value == p.jit->values().at(name)) << name << " not loaded exactly";
+    }
+    const std::vector<Tensor> x = eval_batch(p);
+    StatusOr<std::vector<Tensor>> a = p.aot->evaluate(x);
+    StatusOr<std::vector<Tensor>> j = p.jit->evaluate(x);
+    ASSERT_TRUE(a.ok() && j.ok());
+    std::string why;
+    EXPECT_TRUE(all_close((*a)[0], (*j)[0], 1e-5, &why)) << why;
+    ASSERT_TRUE(p.aot->save(dir + "/aot.safetensors").ok());
+    StatusOr<LoadReport> r = p.jit->load(dir + "/aot.safetensors");
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    return;
+  }
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(p.aot->step(batch(p, i)).ok());
   // AOT -> JIT: the Trainer resumes exactly where the AOT model is.
   ASSERT_TRUE(p.aot->save(dir + "/aot.safetensors").ok());
@@ -148,6 +199,7 @@ TEST(AotVsJit, CheckpointsInterchange) {
 TEST(AotVsJit, FailedLoadChangesNothing) {
   Pair p = make_pair_of_models();
   ASSERT_TRUE(p.aot);
+  if (p.aot->inference_only()) GTEST_SKIP() << "inference-only: no training step";
   const std::string dir = testing::TempDir();
   ASSERT_TRUE(p.aot->step(batch(p, 0)).ok());
   ASSERT_TRUE(p.aot->save(dir + "/good.safetensors").ok());
@@ -179,8 +231,18 @@ TEST(AotVsJit, WrongBatchIsAnError) {
   ASSERT_TRUE(p.aot);
   StatusOr<double> loss = p.aot->step({});
   ASSERT_FALSE(loss.ok());
-  EXPECT_EQ(loss.error().message, "step(...) takes " + std::to_string(p.aot->step_inputs().size()) +
-                                      " tensors, got 0");
+  if (p.aot->inference_only()) {
+    EXPECT_EQ(loss.error().message, "model '" + p.aot->table().name +
+                                        "' was compiled inference-only; it has no training step");
+  } else {
+    EXPECT_EQ(loss.error().message, "step(...) takes " +
+                                        std::to_string(p.aot->step_inputs().size()) +
+                                        " tensors, got 0");
+  }
+  StatusOr<std::vector<Tensor>> out = p.aot->evaluate({});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.error().message, "evaluate(...) takes " +
+                                     std::to_string(p.aot->eval_inputs().size()) + " tensors, got 0");
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "runtime/init.h"
+#include "runtime/init.h"  // materialize
 
 namespace weft::aot {
 namespace {
@@ -74,7 +74,7 @@ StatusOr<std::unique_ptr<CompiledModel>> CompiledModel::create(const ModelTable&
   // Every value from its initializer, into the executor that owns it.
   cpu::Executor& owner = m->owner();
   for (const ValueEntry& v : table.values) {
-    WEFT_ASSIGN_OR_RETURN(Tensor t, materialize(v.init, v.type, seed, parameter_stream(v.name)));
+    WEFT_ASSIGN_OR_RETURN(Tensor t, materialize(v.init, v.type, seed, v.stream));
     const int index = owner.find_input(v.name);
     if (index < 0) {
       // Not read by the Program (inference-only: the dropout generator's state): kept

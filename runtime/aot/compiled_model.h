@@ -15,7 +15,7 @@
 //
 // Values. Parameters, state and optimizer slots live in the step executor's input
 // buffers (updated in place by each step). create() fills them from their initializers
-// with materialize(init, type, seed, parameter_stream(name)) (runtime/init.h), exactly
+// with materialize(init, type, seed, stream), stream = parameter_stream(name) (runtime/init.h), exactly
 // as the Trainer does, so an AOT binary and the JIT Trainer start from the same values
 // and, step for step, compute the same losses. The eval executor gets a copy of the
 // values it reads before each evaluate().
@@ -41,6 +41,9 @@ struct ValueEntry {
   Type type;
   InputKind kind = InputKind::param;
   Initializer init;
+  /// The Philox stream it is drawn from: parameter_stream(name) (runtime/init.h),
+  /// computed by the generator.
+  uint64_t stream = 0;
 };
 
 /// What the generator emits for one model (tools/aot/generate_main.cc).

@@ -28,6 +28,7 @@
 #include "codegen/program_source.h"
 #include "frontend/training.h"
 #include "runtime/file_io.h"
+#include "runtime/init.h"
 #include "tools/aot/model.h"
 #include "tools/aot/options.h"
 
@@ -45,6 +46,7 @@ struct ValueEntry {
   InputKind kind;
   Initializer init;
 };
+
 
 struct TensorSpec {
   std::string name;
@@ -203,11 +205,12 @@ std::string source(const Generated& g) {
      << "  t.num_model_values = " << g.num_model_values << ";\n"
      << "  t.structural_hash = " << g.structural_hash << "ULL;\n"
      << "  t.lr = " << exact(g.lr) << ";\n"
-     << "  // name, type, kind, initializer (drawn from Philox stream parameter_stream(name)).\n";
+     << "  // name, type, kind, initializer, Philox stream (parameter_stream(name)).\n";
   for (const ValueEntry& v : g.values) {
     os << "  t.values.push_back({" << quoted(v.name) << ", " << type_cpp(v.type)
        << ", weft::InputKind::" << input_kind_name(v.kind) << ",\n      "
-       << initializer_cpp(v.init) << "});  // " << v.init.to_string() << "\n";
+       << initializer_cpp(v.init) << ",\n      " << parameter_stream(v.name) << "ULL});  // "
+       << v.init.to_string() << "\n";
   }
   os << "  t.step_inputs = " << specs_cpp(g.step_inputs) << ";\n"
      << "  t.eval_inputs = " << specs_cpp(g.eval_inputs) << ";\n"

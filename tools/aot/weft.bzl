@@ -38,6 +38,9 @@ What one weft_library(name = NAME) defines:
     NAME_runtime_test cc_test linking NAME alone: trains a step with no libMLIR/libLLVM
                       mapped; prints the time from process start to the first step
     NAME_benchmark    cc_binary: median AOT and JIT step times in alternating rounds
+With inference_only, NAME has no training step (its class has only the eval buffers
+and run_eval()); NAME_test then compares eval outputs and checkpoint loading, and
+NAME_benchmark times the eval forward.
 
 weft_binary(name = NAME, ...) takes the same attributes and makes the library NAME_lib
 (with NAME_test, NAME_runtime_test, NAME_benchmark) plus the cc_binary NAME: the

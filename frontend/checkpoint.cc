@@ -1,225 +1,34 @@
 #include "frontend/checkpoint.h"
 
-#include <algorithm>
-#include <charconv>
-#include <cstdio>
-#include <optional>
-#include <set>
-#include <utility>
-
-#include "runtime/safetensors.h"
-
 namespace weft {
-namespace {
 
-constexpr const char* kVersionKey = "weft.format_version";
-constexpr const char* kHashKey = "weft.structural_hash";
-constexpr const char* kStepKey = "weft.step";
-constexpr std::string_view kOptimizerPrefix = "optimizer.";
-
-Error file_error(const std::string& file, std::string message) {
-  return Error{std::move(message), Location::of_file(file)};
-}
-
-// "a, b, c", or the first few and a count.
-std::string key_list(const std::vector<std::string>& keys) {
-  constexpr size_t kShown = 8;
-  std::string out;
-  for (size_t i = 0; i < keys.size() && i < kShown; ++i) out += (i ? ", " : "") + keys[i];
-  if (keys.size() > kShown) out += " and " + std::to_string(keys.size() - kShown) + " more";
-  return out;
-}
-
-std::optional<int64_t> parse_int(const std::string& s) {
-  int64_t v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
-  return v;
-}
-
-// How a key relates to the model: the parameter it belongs to (itself, or the parameter
-// whose optimizer slot it is), or none for keys of the whole model.
-struct KeyOwner {
-  const ParamInfo* param = nullptr;
-  bool is_slot = false;
-};
-
-class KeyClassifier {
- public:
-  explicit KeyClassifier(const Model& model) {
-    for (const ParamInfo& p : model.parameters()) by_name_[p.name] = &p;
+CheckpointSchema checkpoint_schema(const Model& model) {
+  CheckpointSchema schema;
+  schema.structural_hash = model.structural_hash();
+  for (const ParamInfo& p : model.parameters()) {
+    schema.params.push_back({p.name, model.graph().type(p.value)});
   }
-
-  KeyOwner owner(const std::string& key) const {
-    if (auto it = by_name_.find(key); it != by_name_.end()) return {it->second, false};
-    if (key.compare(0, kOptimizerPrefix.size(), kOptimizerPrefix) != 0) return {};
-    // `optimizer.<parameter>.<slot>`: parameter names hold dots too, so take the longest
-    // parameter name followed by a dot and a non-empty slot.
-    const std::string rest = key.substr(kOptimizerPrefix.size());
-    for (size_t dot = rest.rfind('.'); dot != std::string::npos && dot > 0;
-         dot = rest.rfind('.', dot - 1)) {
-      if (dot + 1 == rest.size()) continue;
-      if (auto it = by_name_.find(rest.substr(0, dot)); it != by_name_.end()) return {it->second, true};
-    }
-    return {};
-  }
-
- private:
-  std::map<std::string, const ParamInfo*> by_name_;
-};
-
-}  // namespace
-
-std::string structural_hash_hex(uint64_t hash) {
-  char hex[17];
-  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(hash));
-  return hex;
+  return schema;
 }
 
 Status save_checkpoint(const std::string& path, const Model& model,
                        const std::map<std::string, Tensor>& values, int64_t step) {
-  std::vector<std::pair<std::string, Tensor>> tensors;
-  std::set<std::string> written;
-  // Parameters first, in graph-input order, then everything else by key.
-  for (const ParamInfo& p : model.parameters()) {
-    const Type& want = model.graph().type(p.value);
-    auto it = values.find(p.name);
-    if (it == values.end()) {
-      return file_error(path, "cannot save checkpoint: values have no entry for parameter '" +
-                                  p.name + "' (" + want.to_string() +
-                                  "); a checkpoint holds every parameter and state of the model");
-    }
-    if (it->second.type() != want) {
-      return file_error(path, "cannot save checkpoint: '" + p.name + "' is " +
-                                  it->second.type().to_string() + " in values but " +
-                                  want.to_string() + " in the model");
-    }
-    tensors.emplace_back(p.name, it->second);
-    written.insert(p.name);
-  }
-  for (const auto& [key, t] : values) {
-    if (!written.count(key)) tensors.emplace_back(key, t);
-  }
-  const std::map<std::string, std::string> metadata = {
-      {kVersionKey, std::to_string(kCheckpointFormatVersion)},
-      {kHashKey, structural_hash_hex(model.structural_hash())},
-      {kStepKey, std::to_string(step)},
-  };
-  return write_safetensors(path, tensors, metadata);
+  return save_checkpoint(path, checkpoint_schema(model), values, step);
 }
 
 StatusOr<LoadReport> load_checkpoint(const std::string& path, const Model& model,
                                      std::map<std::string, Tensor>& values,
                                      const LoadOptions& options) {
   WEFT_RETURN_IF_ERROR(model.validate_path(options.subgraph));
-  WEFT_ASSIGN_OR_RETURN(SafetensorsFile file, read_safetensors(path));
-  const bool whole = options.subgraph.empty();
-  LoadReport report;
-
-  // ---- Metadata: version, step, and (for a whole-model load) the architecture.
-  auto meta = [&](const char* key) -> const std::string* {
-    auto it = file.metadata.find(key);
-    return it == file.metadata.end() ? nullptr : &it->second;
-  };
-  if (const std::string* v = meta(kVersionKey)) {
-    std::optional<int64_t> version = parse_int(*v);
-    if (!version || *version < 1) {
-      return file_error(path, "malformed checkpoint: weft.format_version is '" + *v +
-                                  "', not a positive integer");
-    }
-    if (*version > kCheckpointFormatVersion) {
-      return file_error(path, "checkpoint format version " + *v + " is newer than this weft reads (" +
-                                  std::to_string(kCheckpointFormatVersion) + "); upgrade weft");
-    }
+  CheckpointScope scope;
+  scope.whole = options.subgraph.empty();
+  scope.strict = options.strict;
+  if (!scope.whole) {
+    WEFT_ASSIGN_OR_RETURN(std::vector<const ParamInfo*> scoped,
+                          model.parameters_at(options.subgraph));
+    for (const ParamInfo* p : scoped) scope.params.push_back(p->name);
   }
-  if (const std::string* s = meta(kStepKey)) {
-    std::optional<int64_t> step = parse_int(*s);
-    if (!step) return file_error(path, "malformed checkpoint: weft.step is '" + *s + "', not an integer");
-    report.step = *step;
-  }
-  if (whole) {
-    const std::string ours = structural_hash_hex(model.structural_hash());
-    const std::string* theirs = meta(kHashKey);
-    if (theirs == nullptr) {
-      return file_error(path, "not a weft checkpoint: __metadata__ has no weft.structural_hash, "
-                              "so it cannot be checked against the model; to load the "
-                              "parameters of a labelled subgraph, set LoadOptions::subgraph");
-    }
-    if (*theirs != ours) {
-      return file_error(path, "checkpoint is of a different architecture: structural hash " + *theirs +
-                                  " in the checkpoint, " + ours +
-                                  " for this model; to load only a labelled subgraph both "
-                                  "models share, set LoadOptions::subgraph");
-    }
-  }
-
-  // ---- Scope: which keys this load is about.
-  std::set<std::string> params_in_scope;
-  WEFT_ASSIGN_OR_RETURN(std::vector<const ParamInfo*> scoped, model.parameters_at(options.subgraph));
-  for (const ParamInfo* p : scoped) params_in_scope.insert(p->name);
-  const KeyClassifier classify(model);
-  auto in_scope = [&](const KeyOwner& owner) {
-    return whole || (owner.param != nullptr && params_in_scope.count(owner.param->name));
-  };
-  std::set<std::string> expected(params_in_scope.begin(), params_in_scope.end());
-  for (const auto& [key, t] : values) {
-    if (in_scope(classify.owner(key))) expected.insert(key);
-  }
-
-  // ---- Stage every in-scope key of the file, checking its type.
-  std::map<std::string, Tensor> staged;
-  for (auto& [key, t] : file.tensors) {
-    const KeyOwner owner = classify.owner(key);
-    if (!in_scope(owner)) {
-      report.skipped.push_back(key);
-      continue;
-    }
-    if (!expected.count(key) && !(owner.param != nullptr && owner.is_slot)) {
-      report.unexpected.push_back(key);
-      continue;
-    }
-    const Type* want = nullptr;
-    const char* where = "";
-    if (owner.param != nullptr && !owner.is_slot) {
-      want = &model.graph().type(owner.param->value);
-      where = "the model";
-    } else if (auto it = values.find(key); it != values.end()) {
-      want = &it->second.type();
-      where = "values";
-    } else if (owner.param != nullptr && owner.is_slot) {
-      // Every optimizer slot has its parameter's type (optimizer.h).
-      want = &model.graph().type(owner.param->value);
-      where = "the model (the parameter's type)";
-    }
-    if (want != nullptr && t.type() != *want) {
-      return file_error(path, "'" + key + "' is " + t.type().to_string() + " in the checkpoint but " +
-                                  want->to_string() + " in " + where + "; nothing was loaded");
-    }
-    staged.emplace(key, std::move(t));
-  }
-  for (const std::string& key : expected) {
-    if (!staged.count(key)) report.missing.push_back(key);
-  }
-  std::sort(report.unexpected.begin(), report.unexpected.end());
-  std::sort(report.skipped.begin(), report.skipped.end());
-  if (options.strict && !report.missing.empty()) {
-    return file_error(path, "strict load: the checkpoint lacks " + std::to_string(report.missing.size()) +
-                                " expected key(s): " + key_list(report.missing) +
-                                "; nothing was loaded");
-  }
-  if (options.strict && !report.unexpected.empty()) {
-    return file_error(path, "strict load: the checkpoint holds " +
-                                std::to_string(report.unexpected.size()) +
-                                " unexpected key(s): " + key_list(report.unexpected) +
-                                "; nothing was loaded");
-  }
-
-  // ---- Commit. Nothing above touched `values`.
-  for (auto& [key, t] : staged) {
-    report.loaded.push_back(key);
-    values.insert_or_assign(key, std::move(t));
-  }
-  return report;
+  return load_checkpoint(path, checkpoint_schema(model), values, scope);
 }
 
 }  // namespace weft

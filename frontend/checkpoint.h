@@ -1,6 +1,8 @@
 #pragma once
 // Model checkpoints: a model's parameters, state and optimizer slots, saved as one
-// safetensors file (runtime/safetensors.h) that PyTorch tools can read.
+// safetensors file (runtime/safetensors.h) that PyTorch tools can read. The format
+// itself lives in runtime/checkpoint.h (AOT binaries use it without the frontend); this
+// is its Model-level front: the parameter table from the Model, labelled-subgraph loads.
 //
 //   std::map<std::string, Tensor> values = ...;   // `encoder.0.weight`, `0.running_mean`,
 //                                                 // `optimizer.encoder.0.weight.m`, ...
@@ -20,19 +22,15 @@
 // everything is read and checked into a staging map first, and committed only when the
 // whole load succeeds.
 
-#include <cstdint>
 #include <map>
 #include <string>
-#include <vector>
 
 #include "frontend/model.h"
 #include "ir/status.h"
+#include "runtime/checkpoint.h"
 #include "runtime/tensor.h"
 
 namespace weft {
-
-/// The checkpoint format version weft writes (and the newest it reads).
-inline constexpr int kCheckpointFormatVersion = 1;
 
 /// What to load.
 struct LoadOptions {
@@ -47,21 +45,9 @@ struct LoadOptions {
   bool strict = false;
 };
 
-/// What a successful load did. All lists are sorted.
-struct LoadReport {
-  /// Keys written into `values`.
-  std::vector<std::string> loaded;
-  /// Expected keys that the checkpoint lacks: the in-scope parameters of the model and
-  /// the in-scope keys already in `values`. Their values were left as they were.
-  std::vector<std::string> missing;
-  /// In-scope keys of the checkpoint that nothing expects (neither a parameter, nor an
-  /// optimizer slot of one, nor a key of `values`); not loaded.
-  std::vector<std::string> unexpected;
-  /// Keys of the checkpoint outside the requested subgraph; ignored.
-  std::vector<std::string> skipped;
-  /// The checkpoint's `weft.step` (0 when it has none).
-  int64_t step = 0;
-};
+/// The checkpoint table of `model`: its parameters and state with their types, and its
+/// structural hash.
+CheckpointSchema checkpoint_schema(const Model& model);
 
 /// Saves `values` for `model` at `path`, atomically. Every parameter and state of the
 /// model must be in `values` with the model's type (an error names the key otherwise);
@@ -78,8 +64,5 @@ Status save_checkpoint(const std::string& path, const Model& model,
 StatusOr<LoadReport> load_checkpoint(const std::string& path, const Model& model,
                                      std::map<std::string, Tensor>& values,
                                      const LoadOptions& options = {});
-
-/// `hash` as weft.structural_hash spells it: 16 lowercase hex digits.
-std::string structural_hash_hex(uint64_t hash);
 
 }  // namespace weft

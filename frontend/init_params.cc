@@ -1,11 +1,8 @@
 #include "frontend/init_params.h"
 
-#include "ir/text_util.h"
 #include "runtime/init.h"
 
 namespace weft {
-
-uint64_t parameter_stream(std::string_view name) { return fnv1a64(name); }
 
 StatusOr<std::vector<Tensor>> initialize_parameters(const Model& model, uint64_t seed) {
   std::vector<Tensor> values;

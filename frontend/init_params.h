@@ -6,7 +6,7 @@
 //   // values[i] belongs to model->parameters()[i]
 //
 // Each parameter draws from its own Philox stream, a stable hash of its name
-// (`parameter_stream`), so a parameter's value depends only on the seed, its name, its
+// (`parameter_stream`, runtime/init.h), so a parameter's value depends only on the seed, its name, its
 // type and its initializer: adding, removing or reordering other parameters never
 // changes it, and a checkpoint key always gets the same first value.
 
@@ -18,13 +18,10 @@
 
 #include "frontend/model.h"
 #include "ir/status.h"
+#include "runtime/init.h"  // parameter_stream
 #include "runtime/tensor.h"
 
 namespace weft {
-
-/// The Philox stream of the parameter named `name`: 64-bit FNV-1a of the name's bytes.
-/// Part of the checkpoint format's reproducibility: never change it.
-uint64_t parameter_stream(std::string_view name);
 
 /// Materializes every parameter and state input of `model`, in `parameters()` order.
 /// An initializer that cannot produce its parameter's type (orthogonal on a vector, a

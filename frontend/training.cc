@@ -161,6 +161,7 @@ Status Trainer::build_step() {
     }
   }
   step_ = std::move(g);
+  slots_ = std::move(slots);
   model_ = std::move(model);
   eval_execs_.clear();
   return Status();

@@ -105,6 +105,9 @@ class Trainer {
 
   const Model& model() const { return *model_; }
   const Graph& step_graph() const { return step_; }
+  /// The optimizer's state slots in the step graph (names and initializers; the AOT
+  /// generator's parameter table lists them with the model's parameters).
+  const std::vector<OptimizerSlot>& optimizer_slots() const { return slots_; }
   /// The compiled step (backend "cpu"), for its Program, profile and fallbacks; nullptr
   /// on the reference backend.
   cpu::Executor* step_executor() { return step_exec_.get(); }
@@ -129,6 +132,7 @@ class Trainer {
   TrainOptions options_;
   std::shared_ptr<Model> model_;        ///< Training-mode forward, for the parameter table.
   Graph step_;
+  std::vector<OptimizerSlot> slots_;
   mutable std::map<std::string, Tensor> values_;
   mutable bool values_stale_ = false;  ///< The step executor holds newer values.
   std::unique_ptr<cpu::Executor> step_exec_;

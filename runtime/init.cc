@@ -6,6 +6,7 @@
 #include <numbers>
 #include <vector>
 
+#include "ir/text_util.h"
 #include "runtime/philox.h"
 
 namespace weft {
@@ -212,5 +213,7 @@ StatusOr<Tensor> materialize(const Initializer& init, const Type& type, uint64_t
   }
   return out;
 }
+
+uint64_t parameter_stream(std::string_view name) { return fnv1a64(name); }
 
 }  // namespace weft

@@ -28,6 +28,7 @@
 // Values are computed in f64 and rounded to the dtype (f32, f64, f16, bf16) once.
 
 #include <cstdint>
+#include <string_view>
 
 #include "ir/initializer.h"
 #include "ir/shape.h"
@@ -41,6 +42,12 @@ namespace weft {
 /// negative std or gain, an empty uniform or truncation range.
 StatusOr<Tensor> materialize(const Initializer& init, const Type& type, uint64_t seed,
                              uint64_t stream);
+
+/// The Philox stream of the parameter (or optimizer slot) named `name`: 64-bit FNV-1a of
+/// the name's bytes. The Trainer and AOT binaries both initialize a value with
+/// materialize(init, type, seed, parameter_stream(name)), so they start from the same
+/// values. Part of the checkpoint format's reproducibility: never change it.
+uint64_t parameter_stream(std::string_view name);
 
 /// The standard normal quantile Φ⁻¹(p) for p in (0, 1), accurate to ~1e-15 (Acklam's
 /// rational approximation refined by one Halley step); ±inf at 0 and 1.

@@ -1,0 +1,209 @@
+#include "runtime/aot/compiled_model.h"
+
+#include <cstring>
+
+#include "runtime/init.h"  // materialize
+
+namespace weft::aot {
+namespace {
+
+// The step's own inputs (frontend/training.cc names them; the dots keep them apart from
+// user names).
+constexpr const char* kLr = "weft.lr";
+constexpr const char* kStep = "weft.step";
+
+// The data inputs of `p` that are the batch, in order, checked against `specs`.
+StatusOr<std::vector<int>> batch_inputs(const Program& p, const std::vector<driver::TensorSpec>& specs) {
+  std::vector<int> out;
+  for (size_t i = 0; i < p.inputs.size(); ++i) {
+    const ProgramInput& in = p.inputs[i];
+    if (in.kind != InputKind::data || in.name == kLr || in.name == kStep) continue;
+    out.push_back(static_cast<int>(i));
+  }
+  if (out.size() != specs.size()) {
+    return Error{"internal: program @" + p.name + " has " + std::to_string(out.size()) +
+                 " batch inputs but its table lists " + std::to_string(specs.size())};
+  }
+  for (size_t k = 0; k < out.size(); ++k) {
+    const ProgramInput& in = p.inputs[out[k]];
+    if (in.name != specs[k].name || in.type != specs[k].type) {
+      return Error{"internal: program @" + p.name + " input " + in.name + " " +
+                   in.type.to_string() + " does not match its table's " + specs[k].name + " " +
+                   specs[k].type.to_string()};
+    }
+  }
+  return out;
+}
+
+Status check_batch(const char* what, const std::vector<Tensor>& batch,
+                   const std::vector<driver::TensorSpec>& specs) {
+  if (batch.size() != specs.size()) {
+    return Error{std::string(what) + " takes " + std::to_string(specs.size()) + " tensors, got " +
+                 std::to_string(batch.size())};
+  }
+  return Status();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<CompiledModel>> CompiledModel::create(const ModelTable& table,
+                                                               uint64_t seed, int num_threads) {
+  std::unique_ptr<CompiledModel> m(new CompiledModel());
+  m->table_ = &table;
+  m->lr_ = table.lr;
+  m->schema_.structural_hash = table.structural_hash;
+  for (int i = 0; i < table.num_model_values; ++i) {
+    m->schema_.params.push_back({table.values[i].name, table.values[i].type});
+  }
+  cpu::ExecutorOptions options;
+  options.num_threads = num_threads;
+  if (table.step_program != nullptr) {
+    WEFT_ASSIGN_OR_RETURN(m->step_, cpu::Executor::create(table.step_program(),
+                                                          table.step_kernels(), options));
+    WEFT_ASSIGN_OR_RETURN(m->step_batch_, batch_inputs(m->step_->program(), table.step_inputs));
+    m->lr_input_ = m->step_->find_input(kLr);
+    m->step_input_ = m->step_->find_input(kStep);
+    if (m->lr_input_ < 0 || m->step_input_ < 0) {
+      return Error{"internal: the step program has no " + std::string(kLr) + " or " + kStep + " input"};
+    }
+  }
+  WEFT_ASSIGN_OR_RETURN(m->eval_, cpu::Executor::create(table.eval_program(), table.eval_kernels(),
+                                                        options));
+  WEFT_ASSIGN_OR_RETURN(m->eval_batch_, batch_inputs(m->eval_->program(), table.eval_inputs));
+
+  // Every value from its initializer, into the executor that owns it.
+  cpu::Executor& owner = m->owner();
+  for (const ValueEntry& v : table.values) {
+    WEFT_ASSIGN_OR_RETURN(Tensor t, materialize(v.init, v.type, seed, v.stream));
+    const int index = owner.find_input(v.name);
+    if (index < 0) {
+      // Not read by the Program (inference-only: the dropout generator's state): kept
+      // here so that checkpoints still hold every value of the model.
+      m->unbound_.emplace(v.name, std::move(t));
+      continue;
+    }
+    WEFT_RETURN_IF_ERROR(owner.set_input(index, t));
+    m->owner_index_.emplace(v.name, index);
+  }
+  const Program& owned = owner.program();
+  for (size_t i = 0; i < owned.inputs.size(); ++i) {
+    if (owned.inputs[i].kind != InputKind::data && !m->owner_index_.count(owned.inputs[i].name)) {
+      return Error{"internal: program @" + owned.name + " reads '" + owned.inputs[i].name +
+                   "', which the parameter table lacks"};
+    }
+  }
+  if (m->step_) {
+    const Program& e = m->eval_->program();
+    for (size_t i = 0; i < e.inputs.size(); ++i) {
+      if (e.inputs[i].kind == InputKind::data) continue;
+      auto it = m->owner_index_.find(e.inputs[i].name);
+      if (it == m->owner_index_.end()) {
+        return Error{"internal: the eval program reads '" + e.inputs[i].name +
+                     "', which the training step does not have"};
+      }
+      m->eval_values_.emplace_back(static_cast<int>(i), it->second);
+    }
+  }
+  return m;
+}
+
+StatusOr<double> CompiledModel::step(const std::vector<Tensor>& batch) {
+  if (!step_) return Error{"model '" + table_->name + "' was compiled inference-only; it has no training step"};
+  WEFT_RETURN_IF_ERROR(check_batch("step(...)", batch, table_->step_inputs));
+  for (size_t k = 0; k < batch.size(); ++k) {
+    WEFT_RETURN_IF_ERROR(step_->set_input(step_batch_[k], batch[k]));
+  }
+  return run_step();
+}
+
+StatusOr<double> CompiledModel::run_step() {
+  if (!step_) return Error{"model '" + table_->name + "' was compiled inference-only; it has no training step"};
+  *static_cast<float*>(step_->input_data(lr_input_)) = static_cast<float>(lr_);
+  *static_cast<int64_t*>(step_->input_data(step_input_)) = steps_ + 1;
+  WEFT_RETURN_IF_ERROR(step_->run());
+  eval_values_fresh_ = false;
+  ++steps_;
+  return step_->output(0).get_double(0);
+}
+
+Status CompiledModel::push_eval_values() {
+  if (eval_values_fresh_) return Status();
+  for (const auto& [eval_index, owner_index] : eval_values_) {
+    std::memcpy(eval_->input_data(eval_index), step_->input_data(owner_index),
+                eval_->program().inputs[eval_index].type.bytes());
+  }
+  eval_values_fresh_ = true;
+  return Status();
+}
+
+StatusOr<std::vector<Tensor>> CompiledModel::evaluate(const std::vector<Tensor>& inputs) {
+  WEFT_RETURN_IF_ERROR(check_batch("evaluate(...)", inputs, table_->eval_inputs));
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    WEFT_RETURN_IF_ERROR(eval_->set_input(eval_batch_[k], inputs[k]));
+  }
+  WEFT_RETURN_IF_ERROR(run_eval());
+  std::vector<Tensor> outputs;
+  for (int i = 0; i < eval_->num_outputs(); ++i) outputs.push_back(eval_->output(i));
+  return outputs;
+}
+
+Status CompiledModel::run_eval() {
+  if (step_) WEFT_RETURN_IF_ERROR(push_eval_values());
+  return eval_->run();
+}
+
+std::map<std::string, Tensor> CompiledModel::values() const {
+  std::map<std::string, Tensor> out = unbound_;
+  for (const auto& [name, index] : owner_index_) out.emplace(name, owner().input(index));
+  return out;
+}
+
+StatusOr<Tensor> CompiledModel::value(const std::string& name) const {
+  if (auto u = unbound_.find(name); u != unbound_.end()) return u->second;
+  auto it = owner_index_.find(name);
+  if (it == owner_index_.end()) {
+    return Error{"no parameter, state or optimizer slot named '" + name + "'"};
+  }
+  return owner().input(it->second);
+}
+
+Status CompiledModel::set_value(const std::string& name, const Tensor& value) {
+  if (auto u = unbound_.find(name); u != unbound_.end()) {
+    if (u->second.type() != value.type()) {
+      return Error{"'" + name + "' is " + u->second.type().to_string() + ", not " +
+                   value.type().to_string()};
+    }
+    u->second = value;
+    return Status();
+  }
+  auto it = owner_index_.find(name);
+  if (it == owner_index_.end()) {
+    return Error{"no parameter, state or optimizer slot named '" + name + "'"};
+  }
+  WEFT_RETURN_IF_ERROR(owner().set_input(it->second, value));
+  eval_values_fresh_ = false;
+  return Status();
+}
+
+Status CompiledModel::save(const std::string& path) const {
+  return save_checkpoint(path, schema_, values(), steps_);
+}
+
+Status CompiledModel::load(const std::string& path) {
+  std::map<std::string, Tensor> values = this->values();
+  // load_checkpoint checks every key's type before it commits anything, so the copies
+  // below cannot fail: on any error nothing has changed.
+  WEFT_ASSIGN_OR_RETURN(LoadReport report, load_checkpoint(path, schema_, values));
+  for (const std::string& key : report.loaded) {
+    if (auto u = unbound_.find(key); u != unbound_.end()) {
+      u->second = values.at(key);
+    } else if (auto it = owner_index_.find(key); it != owner_index_.end()) {
+      WEFT_RETURN_IF_ERROR(owner().set_input(it->second, values.at(key)));
+    }
+  }
+  steps_ = report.step;
+  eval_values_fresh_ = false;
+  return Status();
+}
+
+}  // namespace weft::aot

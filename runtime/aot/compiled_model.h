@@ -1,0 +1,150 @@
+#pragma once
+// A model compiled ahead of time, at run time: what the code that the weft_library /
+// weft_binary Bazel macros generate (tools/aot/weft.bzl) instantiates. The generator
+// emits a ModelTable — the Programs of the training step and of the eval-mode forward,
+// their kernels' addresses (object code linked into the binary), the parameter table —
+// and a typed class deriving from CompiledModel; this file holds everything else, and
+// needs only weft's runtime (no frontend, passes, MLIR or LLVM).
+//
+//   // Generated (bazel-bin/examples/fashion_mnist/train_model.h):
+//   StatusOr<std::unique_ptr<weft::aot::CompiledModel>> m = weft::aot::CompiledModel::create(
+//       table, /*seed=*/0, /*num_threads=*/0);
+//   (*m)->set_lr(1e-3);
+//   StatusOr<double> loss = (*m)->step({images, labels});
+//   (*m)->save("cnn.safetensors");               // the Trainer's checkpoint format
+//
+// Values. Parameters, state and optimizer slots live in the step executor's input
+// buffers (updated in place by each step). create() fills them from their initializers
+// with materialize(init, type, seed, stream), stream = parameter_stream(name) (runtime/init.h), exactly
+// as the Trainer does, so an AOT binary and the JIT Trainer start from the same values
+// and, step for step, compute the same losses. The eval executor gets a copy of the
+// values it reads before each evaluate().
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/initializer.h"
+#include "runtime/checkpoint.h"
+#include "runtime/cpu/executor.h"
+#include "runtime/driver/trainable.h"
+#include "runtime/program.h"
+
+namespace weft::aot {
+
+/// One row of the parameter table: a parameter or state of the model, or an optimizer
+/// slot.
+struct ValueEntry {
+  std::string name;  ///< The checkpoint key (`0.weight`, `optimizer.0.weight.exp_avg`).
+  Type type;
+  InputKind kind = InputKind::param;
+  Initializer init;
+  /// The Philox stream it is drawn from: parameter_stream(name) (runtime/init.h),
+  /// computed by the generator.
+  uint64_t stream = 0;
+};
+
+/// What the generator emits for one model (tools/aot/generate_main.cc).
+struct ModelTable {
+  std::string name;     ///< The target's name.
+  std::string options;  ///< The generator's compile options, as flags (for tests and --help).
+  /// The model's parameters and state in graph-input order (the checkpoint's parameter
+  /// table), then the optimizer slots.
+  std::vector<ValueEntry> values;
+  int num_model_values = 0;      ///< How many of `values` are the model's.
+  uint64_t structural_hash = 0;  ///< frontend's Model::structural_hash (checkpoints).
+  double lr = 1e-3;              ///< The optimizer's base learning rate.
+
+  std::vector<driver::TensorSpec> step_inputs;   ///< Empty when inference-only.
+  std::vector<driver::TensorSpec> eval_inputs;
+  std::vector<driver::TensorSpec> eval_outputs;
+
+  /// The Programs and their kernels (codegen/program_source.h); step_* are null when
+  /// the library is inference-only.
+  Program (*step_program)() = nullptr;
+  std::vector<GeneratedFn> (*step_kernels)() = nullptr;
+  Program (*eval_program)() = nullptr;
+  std::vector<GeneratedFn> (*eval_kernels)() = nullptr;
+};
+
+class CompiledModel : public driver::Trainable {
+ public:
+  /// Binds the Programs of `table` (which must outlive the model) and initializes every
+  /// value from `seed`. `num_threads` 0 means $WEFT_NUM_THREADS or every core.
+  static StatusOr<std::unique_ptr<CompiledModel>> create(const ModelTable& table, uint64_t seed,
+                                                         int num_threads = 0);
+
+  const ModelTable& table() const { return *table_; }
+  bool inference_only() const { return step_ == nullptr; }
+
+  // ---- driver::Trainable
+  const std::vector<driver::TensorSpec>& step_inputs() const override { return table_->step_inputs; }
+  const std::vector<driver::TensorSpec>& eval_inputs() const override { return table_->eval_inputs; }
+  const std::vector<driver::TensorSpec>& eval_outputs() const override { return table_->eval_outputs; }
+  StatusOr<double> step(const std::vector<Tensor>& batch) override;
+  StatusOr<std::vector<Tensor>> evaluate(const std::vector<Tensor>& inputs) override;
+  void set_lr(double lr) override { lr_ = lr; }
+  double lr() const override { return lr_; }
+  int64_t steps() const override { return steps_; }
+  Status set_check_numerics(bool on) override {
+    for (cpu::Executor* ex : {step_.get(), eval_.get()}) {
+      if (ex) ex->set_check_numerics(on);
+    }
+    return Status();
+  }
+  Status set_profiling(bool on) override {
+    if (!step_) return Error{"--profile: this model is inference-only; it has no training step"};
+    step_->set_profiling(on);
+    return Status();
+  }
+  std::string profile_report() const override { return step_ ? step_->profile_report() : ""; }
+  Status save(const std::string& path) const override;
+  Status load(const std::string& path) override;
+
+  // ---- In place, without copies (what the generated typed accessors use).
+  /// The buffer of step input `i` (step_inputs() order): write the next batch there.
+  void* step_input_data(int i) { return step_->input_data(step_batch_[i]); }
+  /// One step on the batch already in the step input buffers; returns the loss.
+  StatusOr<double> run_step();
+  /// The buffer of eval input `i` (eval_inputs() order).
+  void* eval_input_data(int i) { return eval_->input_data(eval_batch_[i]); }
+  /// The eval-mode forward on the inputs already in the eval input buffers.
+  Status run_eval();
+  /// Eval output `i` of the last run_eval() or evaluate().
+  Tensor eval_output(int i) const { return eval_->output(i); }
+
+  /// Every parameter, state and optimizer slot by name (read from the executors).
+  std::map<std::string, Tensor> values() const;
+  /// A copy of one value; an error names an unknown key.
+  StatusOr<Tensor> value(const std::string& name) const;
+  /// Replaces one value; its type must match.
+  Status set_value(const std::string& name, const Tensor& value);
+
+  /// The executors, for profiles and Program listings (step is null when inference-only).
+  cpu::Executor* step_executor() { return step_.get(); }
+  cpu::Executor* eval_executor() { return eval_.get(); }
+
+ private:
+  CompiledModel() = default;
+  /// The executor that owns the values: the step's, or the eval's when inference-only.
+  cpu::Executor& owner() const { return step_ ? *step_ : *eval_; }
+  /// Copies the values the eval executor reads from the step executor.
+  Status push_eval_values();
+
+  const ModelTable* table_ = nullptr;
+  CheckpointSchema schema_;
+  std::unique_ptr<cpu::Executor> step_, eval_;
+  std::vector<int> step_batch_, eval_batch_;  ///< Executor input index of each batch tensor.
+  int lr_input_ = -1, step_input_ = -1;
+  std::map<std::string, int> owner_index_;    ///< Value name -> owner() input index.
+  std::map<std::string, Tensor> unbound_;     ///< Values no Program reads.
+  /// (eval input index, owner input index) of every value the eval Program reads.
+  std::vector<std::pair<int, int>> eval_values_;
+  bool eval_values_fresh_ = false;
+  double lr_ = 1e-3;
+  int64_t steps_ = 0;
+};
+
+}  // namespace weft::aot

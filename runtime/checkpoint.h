@@ -1,0 +1,93 @@
+#pragma once
+// The checkpoint format, runtime side: parameters, state and optimizer slots as one
+// safetensors file (runtime/safetensors.h), checked against a parameter table rather
+// than a built Model, so that AOT-compiled binaries (runtime/aot), which have no
+// frontend, read and write exactly the checkpoints the Trainer does.
+// frontend/checkpoint.h builds the table from a Model and adds labelled-subgraph loads.
+//
+//   CheckpointSchema schema{{{"0.weight", f32[256,784]}, ...}, /*structural_hash=*/h};
+//   WEFT_RETURN_IF_ERROR(save_checkpoint("ckpt.safetensors", schema, values, /*step=*/1200));
+//   WEFT_ASSIGN_OR_RETURN(LoadReport report, load_checkpoint("ckpt.safetensors", schema, values));
+//
+// Keys are the parameter names (stable paths), optimizer slots
+// `optimizer.<parameter name>.<slot>`, and any other entries the caller keeps in
+// `values`, which belong to the whole model. `__metadata__` holds
+//   weft.format_version   "1"
+//   weft.structural_hash  the model's structural hash as 16 lowercase hex digits
+//   weft.step             the training step, decimal
+// plus the data checksum that write_safetensors adds. Saving is atomic (a failed save
+// leaves the previous file as it was); a failed load leaves `values` exactly as it was:
+// everything is read and checked into a staging map first, and committed only when the
+// whole load succeeds.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/shape.h"
+#include "ir/status.h"
+#include "runtime/tensor.h"
+
+namespace weft {
+
+/// The checkpoint format version weft writes (and the newest it reads).
+inline constexpr int kCheckpointFormatVersion = 1;
+
+/// What a checkpoint is checked against: the model's parameters and state, in
+/// graph-input order, and its architecture's hash (frontend's Model::structural_hash).
+struct CheckpointSchema {
+  struct Entry {
+    std::string name;
+    Type type;
+  };
+  std::vector<Entry> params;
+  uint64_t structural_hash = 0;
+};
+
+/// Which keys a load is about.
+struct CheckpointScope {
+  /// True: the whole model; the checkpoint's structural hash must match the schema's.
+  /// False: only `params` (names from the schema) and their optimizer slots, from a
+  /// checkpoint of any model that shares them (the hash is not checked).
+  bool whole = true;
+  std::vector<std::string> params;
+  /// Also fail when an expected key is missing from the checkpoint, or when the
+  /// checkpoint holds a key (in scope) that nothing expects.
+  bool strict = false;
+};
+
+/// What a successful load did. All lists are sorted.
+struct LoadReport {
+  /// Keys written into `values`.
+  std::vector<std::string> loaded;
+  /// Expected keys that the checkpoint lacks: the in-scope parameters of the model and
+  /// the in-scope keys already in `values`. Their values were left as they were.
+  std::vector<std::string> missing;
+  /// In-scope keys of the checkpoint that nothing expects (neither a parameter, nor an
+  /// optimizer slot of one, nor a key of `values`); not loaded.
+  std::vector<std::string> unexpected;
+  /// Keys of the checkpoint outside the requested scope; ignored.
+  std::vector<std::string> skipped;
+  /// The checkpoint's `weft.step` (0 when it has none).
+  int64_t step = 0;
+};
+
+/// Saves `values` at `path`, atomically. Every parameter of `schema` must be in `values`
+/// with its type (an error names the key otherwise); other keys are saved as they are.
+Status save_checkpoint(const std::string& path, const CheckpointSchema& schema,
+                       const std::map<std::string, Tensor>& values, int64_t step);
+
+/// Loads the checkpoint at `path` into `values`. Errors, each leaving `values`
+/// untouched: an unreadable or malformed file; a whole load of a checkpoint whose
+/// structural hash differs from the schema's (both hashes named) or that has none; a key
+/// whose dtype or shape differs from the schema's parameter or from the entry already in
+/// `values` (the key and both types named); under `strict`, missing or unexpected keys.
+StatusOr<LoadReport> load_checkpoint(const std::string& path, const CheckpointSchema& schema,
+                                     std::map<std::string, Tensor>& values,
+                                     const CheckpointScope& scope = {});
+
+/// `hash` as weft.structural_hash spells it: 16 lowercase hex digits.
+std::string structural_hash_hex(uint64_t hash);
+
+}  // namespace weft

@@ -1,0 +1,372 @@
+// The AOT generator: linked with a model source (tools/aot/model.h) into a host tool by
+// the weft_library macro (tools/aot/weft.bzl), and run by a genrule at build time.
+//
+//   NAME_generator --name=NAME --class=ns::Class --include=pkg/NAME.h
+//       --header=NAME.h --source=NAME.cc --factory=NAME_factory.cc
+//       --step_source=NAME_step.cc --eval_source=NAME_eval.cc --object=NAME.o
+//       --batch=128 --loss=cross_entropy --optimizer=adam --lr=0.001 ...
+//
+// It builds the training step exactly as Trainer::compile does (it compiles a Trainer on
+// the reference backend and takes its step graph, parameter table and optimizer slots),
+// builds the eval-mode forward as Trainer::evaluate does, lowers both with
+// codegen::lower_to_program (the Programs the JIT path runs), compiles every kernel of
+// both into one object file (KernelCompiler::compile_object, for --cpu) and writes:
+//   NAME_step.cc / NAME_eval.cc   the Programs (codegen/program_source.h)
+//   NAME.h / NAME.cc              the ModelTable (runtime/aot/compiled_model.h) and a
+//                                 typed class over CompiledModel (typed input buffers)
+//   NAME_factory.cc               driver::make_compiled_model, for weft_binary
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "codegen/kernel_compiler.h"
+#include "codegen/lower.h"
+#include "codegen/program_source.h"
+#include "frontend/training.h"
+#include "runtime/file_io.h"
+#include "runtime/init.h"
+#include "tools/aot/model.h"
+#include "tools/aot/options.h"
+
+namespace weft::aot {
+namespace {
+
+constexpr const char* kTarget = "weft.target";
+
+// What the generated ModelTable (runtime/aot/compiled_model.h) holds, on the generator's
+// side. The generator does not link runtime/aot, so that editing it (or the training
+// driver) leaves the generator binary, and so the generator action, unchanged.
+struct ValueEntry {
+  std::string name;
+  Type type;
+  InputKind kind;
+  Initializer init;
+};
+
+
+struct TensorSpec {
+  std::string name;
+  Type type;
+};
+
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string exact(double v) {
+  if (std::isinf(v)) return v > 0 ? "HUGE_VAL" : "-HUGE_VAL";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%a", v);
+  return buf;
+}
+
+std::string identifier(const std::string& s) {
+  std::string out;
+  for (char c : s) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "_" + out;
+  return out;
+}
+
+std::string dtype_cpp(DType d) {
+  return "weft::DType::" + std::string(d == DType::boolean ? "boolean" : dtype_name(d));
+}
+
+std::string type_cpp(const Type& t) {
+  std::string dims;
+  for (size_t i = 0; i < t.shape.dims.size(); ++i) {
+    dims += (i ? ", " : "") + std::to_string(t.shape.dims[i]) + "LL";
+  }
+  return "weft::Type{" + dtype_cpp(t.dtype) + ", weft::Shape(std::vector<int64_t>{" + dims + "})}";
+}
+
+// The C++ element type of a buffer (f16/bf16 as their raw 16 bits).
+std::string element_cpp(DType d) {
+  switch (d) {
+    case DType::f32: return "float";
+    case DType::f64: return "double";
+    case DType::f16:
+    case DType::bf16: return "uint16_t";
+    case DType::i32: return "int32_t";
+    case DType::i64: return "int64_t";
+    case DType::u8: return "uint8_t";
+    case DType::boolean: return "bool";
+  }
+  return "void";
+}
+
+std::string initializer_cpp(const Initializer& i) {
+  return "weft::Initializer{static_cast<weft::Initializer::Kind>(" +
+         std::to_string(static_cast<int>(i.kind)) + "), " + exact(i.a) + ", " + exact(i.b) + ", " +
+         exact(i.low) + ", " + exact(i.high) + ", " + exact(i.gain) +
+         ", static_cast<weft::Initializer::FanMode>(" + std::to_string(static_cast<int>(i.mode)) + ")}";
+}
+
+std::string specs_cpp(const std::vector<TensorSpec>& specs) {
+  std::string out = "{";
+  for (size_t i = 0; i < specs.size(); ++i) {
+    out += std::string(i ? ",\n      " : "\n      ") + "{" + quoted(specs[i].name) + ", " +
+           type_cpp(specs[i].type) + "}";
+  }
+  return out + "}";
+}
+
+// The accessor name of a batch tensor: `x`, `input_0`; the step's target is `target`.
+std::string accessor(const std::string& name) {
+  return name == kTarget ? "target" : identifier(name);
+}
+
+struct Generated {
+  std::string name, symbol, cls, ns, include;
+  CompileOptions options;
+  std::vector<ValueEntry> values;
+  int num_model_values = 0;
+  uint64_t structural_hash = 0;
+  double lr = 0;
+  std::vector<TensorSpec> step_inputs, eval_inputs, eval_outputs;
+  const Program* step = nullptr;
+  const Program* eval = nullptr;
+};
+
+std::string header(const Generated& g) {
+  std::ostringstream os;
+  os << "// Generated by weft's AOT generator (tools/aot/generate_main.cc) for target " << g.name
+     << ". Do not edit.\n// Compile options: " << g.options.to_flags() << "\n"
+     << "#pragma once\n\n#include <cstdint>\n#include <memory>\n\n"
+     << "#include \"runtime/aot/compiled_model.h\"\n\n";
+  if (!g.ns.empty()) os << "namespace " << g.ns << " {\n\n";
+  os << "/// The model of " << g.name << ", compiled ahead of time. Typed buffers are the\n"
+     << "/// executors' own input buffers: write a batch there, then run_step() / run_eval().\n"
+     << "class " << g.cls << " {\n public:\n"
+     << "  /// Binds the compiled Programs and initializes every value from `seed` (the JIT\n"
+     << "  /// Trainer's values for the same seed). num_threads 0: $WEFT_NUM_THREADS or every core.\n"
+     << "  static weft::StatusOr<" << g.cls << "> create(uint64_t seed = 0, int num_threads = 0);\n"
+     << "  /// The Programs, parameter table and tensor specs.\n"
+     << "  static const weft::aot::ModelTable& table();\n\n"
+     << "  /// The untyped model: step(), evaluate(), set_lr(), save(), load(), values().\n"
+     << "  weft::aot::CompiledModel& model() { return *model_; }\n"
+     << "  std::unique_ptr<weft::aot::CompiledModel> release() { return std::move(model_); }\n\n";
+  auto buffers = [&](const std::vector<TensorSpec>& specs, const char* prefix,
+                     const char* fn) {
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const Type& t = specs[i].type;
+      os << "  /// " << quoted(specs[i].name) << ": " << t.to_string() << " (" << t.shape.numel()
+         << " elements).\n"
+         << "  " << element_cpp(t.dtype) << "* " << prefix << accessor(specs[i].name) << "_data() {\n"
+         << "    return static_cast<" << element_cpp(t.dtype) << "*>(model_->" << fn << "(" << i
+         << "));\n  }\n";
+    }
+  };
+  if (g.step != nullptr) {
+    os << "  // ---- The training step (batch " << g.options.batch << ").\n";
+    buffers(g.step_inputs, "", "step_input_data");
+    os << "  /// One step on the batch in the buffers above; returns the loss.\n"
+       << "  weft::StatusOr<double> run_step() { return model_->run_step(); }\n"
+       << "  void set_lr(double lr) { model_->set_lr(lr); }\n\n";
+  }
+  os << "  // ---- The eval-mode forward.\n";
+  buffers(g.eval_inputs, "eval_", "eval_input_data");
+  os << "  weft::Status run_eval() { return model_->run_eval(); }\n";
+  for (size_t i = 0; i < g.eval_outputs.size(); ++i) {
+    os << "  /// Output " << i << " of the last run_eval(): " << g.eval_outputs[i].type.to_string()
+       << ".\n  weft::Tensor eval_output_" << i << "() const { return model_->eval_output(" << i
+       << "); }\n";
+  }
+  os << "\n private:\n  std::unique_ptr<weft::aot::CompiledModel> model_;\n};\n";
+  if (!g.ns.empty()) os << "\n}  // namespace " << g.ns << "\n";
+  return os.str();
+}
+
+std::string source(const Generated& g) {
+  const std::string q = g.ns.empty() ? g.cls : g.ns + "::" + g.cls;
+  std::ostringstream os;
+  os << "// Generated by weft's AOT generator (tools/aot/generate_main.cc) for target " << g.name
+     << ". Do not edit.\n#include " << quoted(g.include) << "\n\n#include <cmath>\n\n";
+  for (const char* part : {"step", "eval"}) {
+    if (std::string(part) == "step" && g.step == nullptr) continue;
+    os << "weft::Program " << g.symbol << "_" << part << "_program();\n"
+       << "std::vector<weft::GeneratedFn> " << g.symbol << "_" << part << "_kernels();\n";
+  }
+  os << "\nnamespace {\n\nweft::aot::ModelTable make_table() {\n  weft::aot::ModelTable t;\n"
+     << "  t.name = " << quoted(g.name) << ";\n"
+     << "  t.options = " << quoted(g.options.to_flags()) << ";\n"
+     << "  t.num_model_values = " << g.num_model_values << ";\n"
+     << "  t.structural_hash = " << g.structural_hash << "ULL;\n"
+     << "  t.lr = " << exact(g.lr) << ";\n"
+     << "  // name, type, kind, initializer, Philox stream (parameter_stream(name)).\n";
+  for (const ValueEntry& v : g.values) {
+    os << "  t.values.push_back({" << quoted(v.name) << ", " << type_cpp(v.type)
+       << ", weft::InputKind::" << input_kind_name(v.kind) << ",\n      "
+       << initializer_cpp(v.init) << ",\n      " << parameter_stream(v.name) << "ULL});  // "
+       << v.init.to_string() << "\n";
+  }
+  os << "  t.step_inputs = " << specs_cpp(g.step_inputs) << ";\n"
+     << "  t.eval_inputs = " << specs_cpp(g.eval_inputs) << ";\n"
+     << "  t.eval_outputs = " << specs_cpp(g.eval_outputs) << ";\n";
+  if (g.step != nullptr) {
+    os << "  t.step_program = &" << g.symbol << "_step_program;\n"
+       << "  t.step_kernels = &" << g.symbol << "_step_kernels;\n";
+  }
+  os << "  t.eval_program = &" << g.symbol << "_eval_program;\n"
+     << "  t.eval_kernels = &" << g.symbol << "_eval_kernels;\n"
+     << "  return t;\n}\n\n}  // namespace\n\n"
+     << "const weft::aot::ModelTable& " << q << "::table() {\n"
+     << "  static const weft::aot::ModelTable table = make_table();\n  return table;\n}\n\n"
+     << "weft::StatusOr<" << q << "> " << q << "::create(uint64_t seed, int num_threads) {\n"
+     << "  " << q << " m;\n"
+     << "  WEFT_ASSIGN_OR_RETURN(m.model_, weft::aot::CompiledModel::create(table(), seed, num_threads));\n"
+     << "  return m;\n}\n";
+  return os.str();
+}
+
+std::string factory(const Generated& g) {
+  const std::string q = g.ns.empty() ? g.cls : g.ns + "::" + g.cls;
+  return "// Generated by weft's AOT generator for target " + g.name +
+         ": the model a weft_binary trains. Do not edit.\n#include " + quoted(g.include) +
+         "\n#include \"runtime/driver/trainable.h\"\n\n"
+         "namespace weft::driver {\n\n"
+         "StatusOr<std::unique_ptr<Trainable>> make_compiled_model(uint64_t seed, int num_threads) {\n"
+         "  WEFT_ASSIGN_OR_RETURN(" + q + " m, " + q + "::create(seed, num_threads));\n"
+         "  return std::unique_ptr<Trainable>(m.release());\n}\n\n}  // namespace weft::driver\n";
+}
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "weft AOT generator: %s\n", message.c_str());
+  return 1;
+}
+
+StatusOr<Program> lower(const Graph& g) {
+  WEFT_ASSIGN_OR_RETURN(codegen::Lowering l, codegen::lower_to_program(g));
+  return std::move(l.program);
+}
+
+int run(int argc, char** argv) {
+  const std::vector<std::string> own = {"name", "class", "include", "header", "source", "factory",
+                                        "step_source", "eval_source", "object"};
+  std::map<std::string, std::string> paths;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (const std::string& a : args) {
+    for (const std::string& f : own) {
+      if (a.rfind("--" + f + "=", 0) == 0) paths[f] = a.substr(f.size() + 3);
+    }
+  }
+  for (const std::string& f : own) {
+    if (!paths.count(f)) return fail("--" + f + "=... is required (the weft_library macro passes it)");
+  }
+  StatusOr<CompileOptions> options = parse_compile_options(args, own);
+  if (!options.ok()) return fail(options.error().to_string());
+  Generated g;
+  g.name = paths["name"];
+  g.symbol = identifier(g.name);
+  g.include = paths["include"];
+  g.options = *options;
+  const std::string cls = paths["class"];
+  const size_t colon = cls.rfind("::");
+  g.ns = colon == std::string::npos ? "" : cls.substr(0, colon);
+  g.cls = colon == std::string::npos ? cls : cls.substr(colon + 2);
+
+  StatusOr<ModelSource> src = weft_model(options->batch, options->dtype);
+  if (!src.ok()) return fail("weft_model: " + src.error().to_string());
+  StatusOr<LossSpec> loss = options->loss_spec();
+  StatusOr<OptimizerSpec> optimizer = options->optimizer_spec();
+  if (!loss.ok() || !optimizer.ok()) return fail("bad options");
+
+  // The training step, built by the Trainer itself (reference backend: nothing is
+  // compiled here), so its graph, parameter table and slots are the JIT path's.
+  StatusOr<Trainer> trainer = Trainer::compile(src->net, src->inputs, *loss, *optimizer,
+                                               {.seed = 0, .backend = "reference"});
+  if (!trainer.ok()) return fail(trainer.error().to_string());
+  const Model& model = trainer->model();
+  const Graph& step_graph = trainer->step_graph();
+  g.structural_hash = model.structural_hash();
+  g.lr = optimizer->lr;
+  for (const ParamInfo& p : model.parameters()) {
+    g.values.push_back({p.name, model.graph().type(p.value), p.kind, p.init});
+  }
+  g.num_model_values = static_cast<int>(g.values.size());
+
+  Program step, eval;
+  if (!options->inference_only) {
+    std::map<std::string, Type> step_types;
+    for (const Input& in : step_graph.inputs()) {
+      step_types[step_graph.value(in.value).name] = step_graph.type(in.value);
+    }
+    for (const OptimizerSlot& s : trainer->optimizer_slots()) {
+      g.values.push_back({s.name, step_types.at(s.name), InputKind::state, s.init});
+    }
+    for (const InputSpec& in : src->inputs) g.step_inputs.push_back({in.name, in.type});
+    g.step_inputs.push_back({kTarget, step_types.at(kTarget)});
+    StatusOr<Program> p = lower(step_graph);
+    if (!p.ok()) return fail("lowering the training step: " + p.error().to_string());
+    step = std::move(*p);
+    g.step = &step;
+  }
+
+  // The eval-mode forward at the eval batch, as Trainer::evaluate builds it.
+  const int64_t eval_batch = options->eval_batch > 0 ? options->eval_batch : options->batch;
+  std::vector<InputSpec> eval_specs = src->inputs;
+  for (InputSpec& s : eval_specs) {
+    if (s.type.shape.rank() > 0) s.type.shape.dims[0] = eval_batch;
+  }
+  BuildOptions eval_build;
+  eval_build.training = false;
+  StatusOr<Model> eval_model = src->net->build(eval_specs, eval_build);
+  if (!eval_model.ok()) return fail("building the eval forward: " + eval_model.error().to_string());
+  for (const InputSpec& in : eval_specs) g.eval_inputs.push_back({in.name, in.type});
+  for (ValueId out : eval_model->graph().outputs()) {
+    g.eval_outputs.push_back({"output." + std::to_string(g.eval_outputs.size()),
+                              eval_model->graph().type(out)});
+  }
+  StatusOr<Program> p = lower(eval_model->graph());
+  if (!p.ok()) return fail("lowering the eval forward: " + p.error().to_string());
+  eval = std::move(*p);
+  g.eval = &eval;
+
+  // Every kernel of both Programs into one object file.
+  std::vector<codegen::KernelCompiler::ObjectKernel> kernels;
+  for (const auto& [program, part] : {std::pair{g.step, "_step"}, std::pair{g.eval, "_eval"}}) {
+    if (program == nullptr) continue;
+    for (size_t k = 0; k < program->kernels.size(); ++k) {
+      kernels.push_back({codegen::kernel_symbol(g.symbol + part, static_cast<int>(k)),
+                         &program->kernels[k].body});
+    }
+  }
+  StatusOr<std::string> object = codegen::KernelCompiler::global().compile_object(kernels, options->cpu);
+  if (!object.ok()) return fail(object.error().to_string());
+
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {paths["object"], *object},
+      {paths["step_source"], g.step ? codegen::program_to_cpp(*g.step, g.symbol + "_step")
+                                    : "// " + g.name + " is inference-only: no training step.\n"},
+      {paths["eval_source"], codegen::program_to_cpp(*g.eval, g.symbol + "_eval")},
+      {paths["header"], header(g)},
+      {paths["source"], source(g)},
+      {paths["factory"], factory(g)},
+  };
+  for (const auto& [path, text] : files) {
+    if (Status s = write_file_atomically(path, text); !s.ok()) return fail(s.to_string());
+  }
+  std::printf("%s: step %zu invocations, %zu kernels, arena %lld bytes; eval %zu invocations, "
+              "%zu kernels; %zu values\n",
+              g.name.c_str(), step.code.size(), step.kernels.size(),
+              static_cast<long long>(step.arena_bytes), eval.code.size(), eval.kernels.size(),
+              g.values.size());
+  return 0;
+}
+
+}  // namespace
+}  // namespace weft::aot
+
+int main(int argc, char** argv) { return weft::aot::run(argc, argv); }

@@ -1,0 +1,249 @@
+// NAME_test of an AOT model target (tools/aot/weft.bzl): the model compiled ahead of time
+// and the same model source compiled by the JIT Trainer, with the options the generator
+// recorded in the table, give the same losses for the same seed (to 1e-6 over 100 steps),
+// the same eval outputs, and checkpoints that load into each other.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "runtime/aot/compiled_model.h"
+#include "runtime/safetensors.h"
+#include "tools/aot/batches.h"
+#include "tools/aot/model.h"
+#include "tools/aot/options.h"
+
+namespace weft::aot {
+namespace {
+
+constexpr uint64_t kSeed = 7;
+constexpr int kThreads = 2;  // both paths on the same thread count: bitwise-stable steps
+
+struct Pair {
+  std::unique_ptr<CompiledModel> aot;
+  std::unique_ptr<Trainer> jit;
+  ModelSource source;
+  int64_t classes = 0;
+};
+
+std::vector<std::string> split(const std::string& flags) {
+  std::istringstream in(flags);
+  std::vector<std::string> out;
+  for (std::string s; in >> s;) out.push_back(s);
+  return out;
+}
+
+Pair make_pair_of_models() {
+  Pair p;
+  StatusOr<std::unique_ptr<driver::Trainable>> t = driver::make_compiled_model(kSeed, kThreads);
+  EXPECT_TRUE(t.ok()) << t.error().to_string();
+  if (!t.ok()) return p;
+  p.aot.reset(dynamic_cast<CompiledModel*>(t->release()));
+  StatusOr<CompileOptions> options = parse_compile_options(split(p.aot->table().options));
+  EXPECT_TRUE(options.ok()) << options.error().to_string();
+  StatusOr<ModelSource> source = weft_model(options->batch, options->dtype);
+  EXPECT_TRUE(source.ok()) << source.error().to_string();
+  p.source = *source;
+  StatusOr<Trainer> jit = Trainer::compile(p.source.net, p.source.inputs, *options->loss_spec(),
+                                           *options->optimizer_spec(),
+                                           {.seed = kSeed, .backend = "cpu", .num_threads = kThreads});
+  EXPECT_TRUE(jit.ok()) << jit.error().to_string();
+  p.jit = std::make_unique<Trainer>(std::move(*jit));
+  p.classes = p.aot->eval_outputs()[0].type.shape.dims.back();
+  return p;
+}
+
+std::vector<Tensor> batch(const Pair& p, uint64_t i) {
+  if (!p.aot->inference_only()) {
+    return random_batch(p.aot->step_inputs(), p.source.token_range, p.classes, 1000 + i % 10);
+  }
+  // An inference-only model has no step inputs: the JIT step's batch inputs.
+  std::vector<driver::TensorSpec> specs;
+  const Graph& g = p.jit->step_graph();
+  for (const Input& in : g.inputs()) {
+    const std::string& name = g.value(in.value).name;
+    if (in.kind == InputKind::data && name != "weft.lr" && name != "weft.step") {
+      specs.push_back({name, g.type(in.value)});
+    }
+  }
+  return random_batch(specs, p.source.token_range, p.classes, 1000 + i % 10);
+}
+
+std::vector<Tensor> eval_batch(const Pair& p) {
+  std::vector<driver::TensorSpec> specs = p.aot->eval_inputs();
+  specs.push_back({"target", Type{DType::i64, {1}}});  // random_batch's last is the target
+  std::vector<Tensor> b = random_batch(specs, p.source.token_range, p.classes, 99);
+  b.pop_back();
+  return b;
+}
+
+TEST(AotVsJit, SameInitialValues) {
+  Pair p = make_pair_of_models();
+  ASSERT_TRUE(p.aot && p.jit);
+  const std::map<std::string, Tensor> aot = p.aot->values();
+  const std::map<std::string, Tensor>& jit = p.jit->values();
+  // Inference-only models have no optimizer slots; everything else is the same.
+  EXPECT_EQ(aot.size(), p.aot->inference_only() ? p.jit->model().parameters().size() : jit.size());
+  for (const auto& [name, value] : aot) {
+    auto it = jit.find(name);
+    ASSERT_NE(it, jit.end()) << name;
+    EXPECT_TRUE(it->second == value) << name << " differs at initialization";
+  }
+}
+
+TEST(AotVsJit, SameEvalOutputsAtInitialization) {
+  Pair p = make_pair_of_models();
+  ASSERT_TRUE(p.aot && p.jit);
+  const std::vector<Tensor> x = eval_batch(p);
+  StatusOr<std::vector<Tensor>> a = p.aot->evaluate(x);
+  StatusOr<std::vector<Tensor>> j = p.jit->evaluate(x);
+  ASSERT_TRUE(a.ok()) << a.error().to_string();
+  ASSERT_TRUE(j.ok()) << j.error().to_string();
+  ASSERT_EQ(a->size(), j->size());
+  for (size_t i = 0; i < a->size(); ++i) {
+    std::string why;
+    EXPECT_TRUE(all_close((*a)[i], (*j)[i], 1e-5, &why)) << "eval output " << i << ": " << why;
+  }
+}
+
+TEST(AotVsJit, SameLossesFor100StepsAndSameEvalOutputs) {
+  Pair p = make_pair_of_models();
+  ASSERT_TRUE(p.aot && p.jit);
+  if (p.aot->inference_only()) GTEST_SKIP() << "inference-only: no training step";
+  std::vector<double> aot_ms, jit_ms;
+  double worst = 0;
+  for (int i = 0; i < 100; ++i) {
+    const std::vector<Tensor> b = batch(p, i);
+    auto t0 = std::chrono::steady_clock::now();
+    StatusOr<double> a = p.aot->step(b);
+    auto t1 = std::chrono::steady_clock::now();
+    StatusOr<double> j = p.jit->step(b);
+    auto t2 = std::chrono::steady_clock::now();
+    ASSERT_TRUE(a.ok()) << a.error().to_string();
+    ASSERT_TRUE(j.ok()) << j.error().to_string();
+    ASSERT_TRUE(std::isfinite(*a)) << "step " << i;
+    ASSERT_NEAR(*a, *j, 1e-6 * std::max(1.0, std::abs(*j))) << "step " << i;
+    worst = std::max(worst, std::abs(*a - *j));
+    aot_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    jit_ms.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
+  }
+  EXPECT_EQ(p.aot->steps(), 100);
+  std::sort(aot_ms.begin(), aot_ms.end());
+  std::sort(jit_ms.begin(), jit_ms.end());
+  std::printf("%s: 100 steps, largest loss difference %.3g; median step %.3f ms AOT, %.3f ms JIT\n",
+              p.aot->table().name.c_str(), worst, aot_ms[50], jit_ms[50]);
+
+  const std::vector<Tensor> x = eval_batch(p);
+  StatusOr<std::vector<Tensor>> a = p.aot->evaluate(x);
+  StatusOr<std::vector<Tensor>> j = p.jit->evaluate(x);
+  ASSERT_TRUE(a.ok()) << a.error().to_string();
+  ASSERT_TRUE(j.ok()) << j.error().to_string();
+  ASSERT_EQ(a->size(), j->size());
+  for (size_t i = 0; i < a->size(); ++i) {
+    std::string why;
+    EXPECT_TRUE(all_close((*a)[i], (*j)[i], 1e-5, &why)) << "eval output " << i << ": " << why;
+  }
+}
+
+TEST(AotVsJit, CheckpointsInterchange) {
+  Pair p = make_pair_of_models();
+  ASSERT_TRUE(p.aot && p.jit);
+  const std::string dir = testing::TempDir();
+  if (p.aot->inference_only()) {
+    // A trained JIT checkpoint loads into the inference-only model (its optimizer
+    // slots are ignored), and the model saves what it holds.
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(p.jit->step(batch(p, i)).ok());
+    ASSERT_TRUE(p.jit->save(dir + "/jit.safetensors").ok());
+    Status s = p.aot->load(dir + "/jit.safetensors");
+    ASSERT_TRUE(s.ok()) << s.to_string();
+    EXPECT_EQ(p.aot->steps(), 3);
+    for (const auto& [name, value] : p.aot->values()) {
+      EXPECT_TRUE(value == p.jit->values().at(name)) << name << " not loaded exactly";
+    }
+    const std::vector<Tensor> x = eval_batch(p);
+    StatusOr<std::vector<Tensor>> a = p.aot->evaluate(x);
+    StatusOr<std::vector<Tensor>> j = p.jit->evaluate(x);
+    ASSERT_TRUE(a.ok() && j.ok());
+    std::string why;
+    EXPECT_TRUE(all_close((*a)[0], (*j)[0], 1e-5, &why)) << why;
+    ASSERT_TRUE(p.aot->save(dir + "/aot.safetensors").ok());
+    StatusOr<LoadReport> r = p.jit->load(dir + "/aot.safetensors");
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    return;
+  }
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(p.aot->step(batch(p, i)).ok());
+  // AOT -> JIT: the Trainer resumes exactly where the AOT model is.
+  ASSERT_TRUE(p.aot->save(dir + "/aot.safetensors").ok());
+  StatusOr<LoadReport> r = p.jit->load(dir + "/aot.safetensors");
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_TRUE(r->missing.empty() && r->unexpected.empty());
+  EXPECT_EQ(p.jit->steps(), 3);
+  StatusOr<double> a = p.aot->step(batch(p, 3));
+  StatusOr<double> j = p.jit->step(batch(p, 3));
+  ASSERT_TRUE(a.ok() && j.ok());
+  EXPECT_NEAR(*a, *j, 1e-6 * std::max(1.0, std::abs(*j)));
+  // JIT -> AOT, after the JIT model moved on alone.
+  ASSERT_TRUE(p.jit->step(batch(p, 4)).ok());
+  ASSERT_TRUE(p.jit->save(dir + "/jit.safetensors").ok());
+  Status s = p.aot->load(dir + "/jit.safetensors");
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  EXPECT_EQ(p.aot->steps(), 5);
+  for (const auto& [name, value] : p.jit->values()) {
+    EXPECT_TRUE(*p.aot->value(name) == value) << name << " not loaded exactly";
+  }
+}
+
+TEST(AotVsJit, FailedLoadChangesNothing) {
+  Pair p = make_pair_of_models();
+  ASSERT_TRUE(p.aot);
+  if (p.aot->inference_only()) GTEST_SKIP() << "inference-only: no training step";
+  const std::string dir = testing::TempDir();
+  ASSERT_TRUE(p.aot->step(batch(p, 0)).ok());
+  ASSERT_TRUE(p.aot->save(dir + "/good.safetensors").ok());
+  // The same file claiming another architecture.
+  StatusOr<SafetensorsFile> f = read_safetensors(dir + "/good.safetensors");
+  ASSERT_TRUE(f.ok());
+  std::map<std::string, std::string> meta = f->metadata;
+  meta.erase("checksum");
+  meta["weft.structural_hash"] = "0123456789abcdef";
+  ASSERT_TRUE(write_safetensors(dir + "/other.safetensors", f->tensors, meta).ok());
+  ASSERT_TRUE(p.aot->step(batch(p, 1)).ok());
+  const std::map<std::string, Tensor> before = p.aot->values();
+  Status s = p.aot->load(dir + "/other.safetensors");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.to_string().find("checkpoint is of a different architecture: structural hash "
+                               "0123456789abcdef in the checkpoint"),
+            std::string::npos)
+      << s.to_string();
+  s = p.aot->load(dir + "/missing.safetensors");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(p.aot->steps(), 2);
+  for (const auto& [name, value] : p.aot->values()) {
+    EXPECT_TRUE(value == before.at(name)) << name << " changed by a failed load";
+  }
+}
+
+TEST(AotVsJit, WrongBatchIsAnError) {
+  Pair p = make_pair_of_models();
+  ASSERT_TRUE(p.aot);
+  StatusOr<double> loss = p.aot->step({});
+  ASSERT_FALSE(loss.ok());
+  if (p.aot->inference_only()) {
+    EXPECT_EQ(loss.error().message, "model '" + p.aot->table().name +
+                                        "' was compiled inference-only; it has no training step");
+  } else {
+    EXPECT_EQ(loss.error().message, "step(...) takes " +
+                                        std::to_string(p.aot->step_inputs().size()) +
+                                        " tensors, got 0");
+  }
+  StatusOr<std::vector<Tensor>> out = p.aot->evaluate({});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.error().message, "evaluate(...) takes " +
+                                     std::to_string(p.aot->eval_inputs().size()) + " tensors, got 0");
+}
+
+}  // namespace
+}  // namespace weft::aot

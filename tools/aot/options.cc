@@ -1,0 +1,163 @@
+#include "tools/aot/options.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+
+namespace weft::aot {
+namespace {
+
+const std::vector<std::string> kLossHyper = {"label_smoothing", "beta"};
+const std::vector<std::string> kOptimizerHyper = {
+    "lr",  "momentum", "dampening", "nesterov", "weight_decay", "beta1", "beta2", "eps",
+    "amsgrad", "alpha", "centered", "lr_decay", "initial_accumulator_value", "max_grad_norm"};
+const char* kUsage =
+    "flags: --batch=N --dtype=f32 --loss=NAME --optimizer=NAME [--eval_batch=N] [--cpu=CPU] "
+    "[--inference_only] and the hyper-parameters --label_smoothing --beta --lr --momentum "
+    "--dampening --nesterov --weight_decay --beta1 --beta2 --eps --amsgrad --alpha --centered "
+    "--lr_decay --initial_accumulator_value --max_grad_norm";
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+StatusOr<double> to_double(const std::string& flag, const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size()) {
+    return Error{"--" + flag + "=" + text + ": not a number"};
+  }
+  return v;
+}
+
+StatusOr<int64_t> to_int(const std::string& flag, const std::string& text) {
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
+    return Error{"--" + flag + "=" + text + ": not an integer"};
+  }
+  return v;
+}
+
+StatusOr<bool> to_bool(const std::string& flag, const std::string& text) {
+  if (text == "1" || text == "true" || text == "True") return true;
+  if (text == "0" || text == "false" || text == "False") return false;
+  return Error{"--" + flag + "=" + text + ": not a boolean (true or false)"};
+}
+
+}  // namespace
+
+StatusOr<LossSpec> CompileOptions::loss_spec() const {
+  double smoothing = 0, beta = 1;
+  if (auto it = hyper.find("label_smoothing"); it != hyper.end()) {
+    WEFT_ASSIGN_OR_RETURN(smoothing, to_double(it->first, it->second));
+  }
+  if (auto it = hyper.find("beta"); it != hyper.end()) {
+    WEFT_ASSIGN_OR_RETURN(beta, to_double(it->first, it->second));
+  }
+  if (loss == "cross_entropy") return LossSpec::cross_entropy(smoothing);
+  if (loss == "nll") return LossSpec::nll();
+  if (loss == "mse") return LossSpec::mse();
+  if (loss == "l1") return LossSpec::l1();
+  if (loss == "smooth_l1") return LossSpec::smooth_l1(beta);
+  if (loss == "bce") return LossSpec::bce();
+  if (loss == "bce_with_logits") return LossSpec::bce_with_logits();
+  if (loss == "kl_div") return LossSpec::kl_div();
+  return Error{"unknown loss '" + loss +
+               "'; losses: cross_entropy nll mse l1 smooth_l1 bce bce_with_logits kl_div"};
+}
+
+StatusOr<OptimizerSpec> CompileOptions::optimizer_spec() const {
+  OptimizerSpec s;
+  if (optimizer == "sgd") {
+    if (!hyper.count("lr")) return Error{"optimizer sgd needs --lr (PyTorch's SGD has no default)"};
+    s = OptimizerSpec::sgd(/*lr=*/0);
+  } else if (optimizer == "adam") {
+    s = OptimizerSpec::adam();
+  } else if (optimizer == "adamw") {
+    s = OptimizerSpec::adamw();
+  } else if (optimizer == "rmsprop") {
+    s = OptimizerSpec::rmsprop();
+  } else if (optimizer == "adagrad") {
+    s = OptimizerSpec::adagrad();
+  } else {
+    return Error{"unknown optimizer '" + optimizer + "'; optimizers: sgd adam adamw rmsprop adagrad"};
+  }
+  for (const auto& [flag, text] : hyper) {
+    if (contains(kLossHyper, flag)) continue;
+    if (flag == "nesterov" || flag == "amsgrad" || flag == "centered") {
+      WEFT_ASSIGN_OR_RETURN(bool b, to_bool(flag, text));
+      (flag == "nesterov" ? s.nesterov : flag == "amsgrad" ? s.amsgrad : s.centered) = b;
+      continue;
+    }
+    WEFT_ASSIGN_OR_RETURN(double v, to_double(flag, text));
+    if (flag == "lr") s.lr = v;
+    else if (flag == "momentum") s.momentum = v;
+    else if (flag == "dampening") s.dampening = v;
+    else if (flag == "weight_decay") s.weight_decay = v;
+    else if (flag == "beta1") s.betas[0] = v;
+    else if (flag == "beta2") s.betas[1] = v;
+    else if (flag == "eps") s.eps = v;
+    else if (flag == "alpha") s.alpha = v;
+    else if (flag == "lr_decay") s.lr_decay = v;
+    else if (flag == "initial_accumulator_value") s.initial_accumulator_value = v;
+    else if (flag == "max_grad_norm") s.max_grad_norm = v;
+  }
+  WEFT_RETURN_IF_ERROR(s.validate());
+  return s;
+}
+
+std::string CompileOptions::to_flags() const {
+  std::string out = "--batch=" + std::to_string(batch) + " --dtype=" +
+                    std::string(dtype_name(dtype)) + " --loss=" + loss + " --optimizer=" + optimizer;
+  for (const auto& [flag, text] : hyper) out += " --" + flag + "=" + text;
+  if (eval_batch != 0) out += " --eval_batch=" + std::to_string(eval_batch);
+  out += " --cpu=" + cpu;
+  if (inference_only) out += " --inference_only";
+  return out;
+}
+
+StatusOr<CompileOptions> parse_compile_options(const std::vector<std::string>& args,
+                                               const std::vector<std::string>& passthrough) {
+  CompileOptions o;
+  for (const std::string& a : args) {
+    if (a.rfind("--", 0) != 0) return Error{"unexpected argument '" + a + "'; " + kUsage};
+    const size_t eq = a.find('=');
+    const std::string flag = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+    const std::string text = eq == std::string::npos ? "" : a.substr(eq + 1);
+    if (contains(passthrough, flag)) continue;
+    if (flag == "inference_only") {
+      o.inference_only = true;
+      if (eq != std::string::npos) {
+        WEFT_ASSIGN_OR_RETURN(o.inference_only, to_bool(flag, text));
+      }
+    } else if (eq == std::string::npos) {
+      return Error{"flag --" + flag + " needs a value (--" + flag + "=...); " + kUsage};
+    } else if (flag == "batch") {
+      WEFT_ASSIGN_OR_RETURN(o.batch, to_int(flag, text));
+    } else if (flag == "eval_batch") {
+      WEFT_ASSIGN_OR_RETURN(o.eval_batch, to_int(flag, text));
+    } else if (flag == "dtype") {
+      std::optional<DType> d = parse_dtype(text);
+      if (!d) return Error{"--dtype=" + text + ": not a dtype (f32 f64 f16 bf16 ...)"};
+      o.dtype = *d;
+    } else if (flag == "loss") {
+      o.loss = text;
+    } else if (flag == "optimizer") {
+      o.optimizer = text;
+    } else if (flag == "cpu") {
+      o.cpu = text;
+    } else if (contains(kLossHyper, flag) || contains(kOptimizerHyper, flag)) {
+      o.hyper[flag] = text;
+    } else {
+      return Error{"unknown flag --" + flag + "; " + kUsage};
+    }
+  }
+  if (o.batch <= 0) return Error{"--batch must be a positive integer (the training batch size)"};
+  if (o.eval_batch < 0) return Error{"--eval_batch must be positive (or 0: the training batch)"};
+  WEFT_RETURN_IF_ERROR(o.loss_spec().status());
+  WEFT_RETURN_IF_ERROR(o.optimizer_spec().status());
+  return o;
+}
+
+}  // namespace weft::aot

@@ -1,0 +1,46 @@
+#pragma once
+// The compile options of an AOT model target (tools/aot/weft.bzl's attributes), as the
+// generator's flags, parsed once here for the generator and for the NAME_test /
+// NAME_benchmark binaries (which rebuild the same step with the JIT Trainer):
+//
+//   --batch=128 --dtype=f32 --loss=cross_entropy --optimizer=adam --lr=0.001
+//   [--eval_batch=N] [--cpu=native] [--inference_only]
+//   loss hyper-parameters:      --label_smoothing --beta
+//   optimizer hyper-parameters: --lr --momentum --dampening --nesterov --weight_decay
+//     --beta1 --beta2 --eps --amsgrad --alpha --centered --lr_decay
+//     --initial_accumulator_value --max_grad_norm
+// Unset hyper-parameters take PyTorch's defaults for the optimizer (OptimizerSpec's
+// static constructors); SGD needs --lr.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "frontend/training.h"
+
+namespace weft::aot {
+
+struct CompileOptions {
+  int64_t batch = 0;
+  DType dtype = DType::f32;
+  std::string loss = "cross_entropy";
+  std::string optimizer = "adam";
+  /// Hyper-parameters given on the command line, by flag name (values as written).
+  std::map<std::string, std::string> hyper;
+  int64_t eval_batch = 0;  ///< 0: the training batch.
+  std::string cpu = "native";
+  bool inference_only = false;
+
+  StatusOr<LossSpec> loss_spec() const;
+  StatusOr<OptimizerSpec> optimizer_spec() const;
+  /// The options as the flags that parse back to them (recorded in the generated table).
+  std::string to_flags() const;
+};
+
+/// Parses the flags above; an unknown flag or a bad value is an error naming it and
+/// listing the flags. Extra flags in `passthrough` (name without dashes) are ignored.
+StatusOr<CompileOptions> parse_compile_options(const std::vector<std::string>& args,
+                                               const std::vector<std::string>& passthrough = {});
+
+}  // namespace weft::aot

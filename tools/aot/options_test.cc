@@ -1,0 +1,60 @@
+// The compile options of AOT targets: flags round-trip, and every bad flag gives an error
+// that names it.
+#include "tools/aot/options.h"
+
+#include <gtest/gtest.h>
+
+namespace weft::aot {
+namespace {
+
+std::string error_of(const std::vector<std::string>& args) {
+  StatusOr<CompileOptions> o = parse_compile_options(args);
+  return o.ok() ? "(ok)" : o.error().message;
+}
+
+TEST(AotOptions, ParseAndRoundTrip) {
+  StatusOr<CompileOptions> o = parse_compile_options(
+      {"--batch=128", "--loss=cross_entropy", "--label_smoothing=0.1", "--optimizer=adamw",
+       "--lr=3e-4", "--beta2=0.95", "--amsgrad=true", "--eval_batch=500", "--cpu=x86-64-v3"});
+  ASSERT_TRUE(o.ok()) << o.error().to_string();
+  EXPECT_EQ(o->batch, 128);
+  EXPECT_EQ(o->eval_batch, 500);
+  EXPECT_EQ(o->cpu, "x86-64-v3");
+  StatusOr<OptimizerSpec> opt = o->optimizer_spec();
+  ASSERT_TRUE(opt.ok());
+  EXPECT_EQ(opt->describe(),
+            "AdamW(lr=0.0003, betas=(0.9, 0.95), eps=1e-08, weight_decay=0.01, amsgrad=True)");
+  EXPECT_DOUBLE_EQ(o->loss_spec()->label_smoothing, 0.1);
+  std::vector<std::string> again;
+  std::string flags = o->to_flags();
+  for (size_t b = 0, e; b < flags.size(); b = e + 1) {
+    e = flags.find(' ', b);
+    if (e == std::string::npos) e = flags.size();
+    again.push_back(flags.substr(b, e - b));
+  }
+  StatusOr<CompileOptions> back = parse_compile_options(again);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->to_flags(), flags);
+}
+
+TEST(AotOptions, Errors) {
+  EXPECT_EQ(error_of({"--loss=cross_entropy"}),
+            "--batch must be a positive integer (the training batch size)");
+  EXPECT_EQ(error_of({"--batch=x"}), "--batch=x: not an integer");
+  EXPECT_EQ(error_of({"--batch=8", "--loss=hinge"}),
+            "unknown loss 'hinge'; losses: cross_entropy nll mse l1 smooth_l1 bce "
+            "bce_with_logits kl_div");
+  EXPECT_EQ(error_of({"--batch=8", "--optimizer=lamb"}),
+            "unknown optimizer 'lamb'; optimizers: sgd adam adamw rmsprop adagrad");
+  EXPECT_EQ(error_of({"--batch=8", "--optimizer=sgd"}),
+            "optimizer sgd needs --lr (PyTorch's SGD has no default)");
+  EXPECT_EQ(error_of({"--batch=8", "--lr=fast"}), "--lr=fast: not a number");
+  EXPECT_EQ(error_of({"--batch=8", "--dtype=f8"}), "--dtype=f8: not a dtype (f32 f64 f16 bf16 ...)");
+  EXPECT_EQ(error_of({"--batch=8", "--eps=-1"}), "Invalid epsilon value: -1.0");
+  EXPECT_EQ(error_of({"--batch=8", "--nesterov=maybe"}),
+            "--nesterov=maybe: not a boolean (true or false)");
+  EXPECT_EQ(error_of({"--batch=8", "--epochs=3"}).substr(0, 36), "unknown flag --epochs; flags: --batc");
+}
+
+}  // namespace
+}  // namespace weft::aot

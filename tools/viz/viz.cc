@@ -412,6 +412,9 @@ std::string annotate_svg(const std::string& svg) {
       const size_t tag_end = svg.find('>', id_end);
       const std::string id = svg.substr(id_start, id_end - id_start);
       std::string rest = svg.substr(id_end + 1, tag_end - id_end - 1);  // ` class="..."`
+      for (size_t dash = rest.find("&#45;"); dash != std::string::npos; dash = rest.find("&#45;")) {
+        rest.replace(dash, 5, "-");  // graphviz escapes the `-` of `kind-gradient`
+      }
       auto digits = [&](size_t from) {
         return id.size() > from && id.find_first_not_of("0123456789", from) == std::string::npos;
       };

@@ -5,6 +5,16 @@
 namespace weft::viz {
 
 StatusOr<MemoryPlan> cpu_memory_plan(const Graph& g) {
+  // updates_in_place reads types: report an untyped graph as plan_memory does.
+  for (const Node& node : g.nodes()) {
+    for (ValueId v : node.results) {
+      if (!g.value(v).type) {
+        return Error{"memory planning: %" + g.value(v).name +
+                         " has no type (run infer-types first)",
+                     node.loc};
+      }
+    }
+  }
   PlanOptions options;
   options.external = codegen::updates_in_place(g);
   return plan_memory(g, options);

@@ -16,9 +16,12 @@
 #include <vector>
 
 #include "codegen/lower.h"
+#include "frontend/flow.h"
+#include "frontend/modules.h"
 #include "ir/text.h"
 #include "passes/pipeline.h"
 #include "tests/testing/subprocess.h"
+#include "tools/viz/viz.h"
 
 namespace weft {
 namespace {
@@ -205,6 +208,50 @@ TEST_F(ChromiumTest, TheReferenceBackendsViewerRendersEveryNode) {
   ASSERT_EQ(dom.exit_code, 0) << "chromium --dump-dom failed (see " << tmp("chromium.log") << ")";
   EXPECT_NE(dom.out.find("data-ready=\"1\""), std::string::npos);
   EXPECT_EQ(static_cast<int>(count(dom.out, "data-node=\"")), nodes_after(kMlp, /*cpu=*/false));
+}
+
+// The page's interactions, driven by a script appended to it: collapsing the clusters
+// hides exactly the nodes inside them, and clicking a node shows its details.
+TEST_F(ChromiumTest, ClustersCollapseAndNodesShowTheirDetails) {
+  StatusOr<FlowPtr> encoder = FlowBuilder::from(Linear(16, 32))
+                                  .through(GELU())
+                                  .through(Linear(32, 32))
+                                  .label("encoder")
+                                  .build();
+  ASSERT_TRUE(encoder.ok()) << encoder.error().to_string();
+  StatusOr<Model> model =
+      FlowBuilder::from(*encoder).through(Linear(32, 10)).build({{"x", f32({8, 16})}});
+  ASSERT_TRUE(model.ok()) << model.error().to_string();
+  const Graph& g = model->graph();
+  int inside = 0;
+  for (const Node& n : g.nodes()) inside += n.loc.path.rfind("encoder > ", 0) == 0;
+  ASSERT_GT(inside, 0);
+  ASSERT_LT(inside, static_cast<int>(g.nodes().size()));
+
+  StatusOr<std::string> page = viz::graph_to_html(g);
+  ASSERT_TRUE(page.ok()) << page.error().to_string();
+  const std::string driver =
+      "<script>\n"
+      "document.getElementById('collapse-all').click();\n"
+      "document.body.dataset.folded = document.querySelectorAll('#graph g.node.folded').length;\n"
+      "document.querySelector('#graph g[data-node=\"1\"]').dispatchEvent(new MouseEvent('click'));\n"
+      "document.body.dataset.shown = document.querySelector('#details h2').textContent;\n"
+      "document.getElementById('expand-all').click();\n"
+      "document.body.dataset.unfolded = document.querySelectorAll('#graph g.node.folded').length;\n"
+      "</script>\n";
+  std::string html = *page;
+  html.insert(html.rfind("</body>"), driver);
+  const std::string path = tmp("clusters.html");
+  std::ofstream(path) << html;
+
+  CommandResult dom = chromium("--dump-dom file://" + path);
+  ASSERT_EQ(dom.exit_code, 0) << "chromium --dump-dom failed (see " << tmp("chromium.log") << ")";
+  EXPECT_NE(dom.out.find("data-ready=\"1\""), std::string::npos);
+  EXPECT_NE(dom.out.find("data-folded=\"" + std::to_string(inside) + "\""), std::string::npos)
+      << inside << " nodes are inside the cluster";
+  EXPECT_NE(dom.out.find("data-shown=\"" + std::string(op_name(g.node(1).op)) + "\""),
+            std::string::npos);
+  EXPECT_NE(dom.out.find("data-unfolded=\"0\""), std::string::npos);
 }
 
 TEST_F(ChromiumTest, TheMemoryPictureIsNotBlank) {

@@ -243,6 +243,11 @@ const char* const kViewerJs = R"JS(
     if (first) first.scrollIntoView({ block: 'center', inline: 'center' });
   });
 
+  // A link may open the page on a node (`model.html#n12`, `#in0`) or on the memory tab.
+  const hash = location.hash.slice(1);
+  if (/^(n|in)[0-9]+$/.test(hash)) select(hash, true);
+  else if (hash === 'memory' && document.getElementById('memory-view')) showTab('memory');
+
   document.body.dataset.ready = '1';
 })();
 )JS";

@@ -22,11 +22,12 @@
 // optimizer-state>` (memory_picture.h's classify_values). The details are in a
 // `<script type="application/json" id="weft-data">` block.
 //
-// Clusters: a node's builder path (Location::path, e.g. `encoder > also >
-// Linear(32->32)`) minus its last step (the module call that emitted it) names the
-// nested clusters it is drawn in (`encoder`, then `also` inside it). Nodes with the
+// Clusters: a node's builder path (Location::path, e.g. `encoder > split[1] >
+// Linear(256->10)`) minus its last step (the module call that emitted it) names the
+// nested clusters it is drawn in (`encoder`, then `split[1]` inside it). Nodes with the
 // same path prefix share a cluster, so labelled subgraphs (unique by construction) are
-// exactly one cluster each.
+// exactly one cluster each, while two unlabelled `split[1]`s at one level are drawn as
+// one.
 //
 // Layout runs graphviz's `dot -Tsvg` as a subprocess (the `graphviz` Debian package,
 // installed by tools/setup); without it graph_to_html fails with an error saying so.

@@ -82,10 +82,10 @@ const char* const kViewerJs = R"JS(
     graphSvg.setAttribute('width', (box.width * scale).toFixed(1));
     graphSvg.setAttribute('height', (box.height * scale).toFixed(1));
   }
-  function fit() {
-    const view = document.getElementById('graph-view');
-    zoom(Math.min(1.25, (view.clientWidth - 8) / box.width));
+  function fitScale() {
+    return Math.min(1.25, (document.getElementById('graph-view').clientWidth - 8) / box.width);
   }
+  function fit() { zoom(fitScale()); }
   document.getElementById('zoom-in').onclick = () => zoom(scale * 1.25);
   document.getElementById('zoom-out').onclick = () => zoom(scale / 1.25);
   document.getElementById('zoom-fit').onclick = fit;
@@ -94,7 +94,9 @@ const char* const kViewerJs = R"JS(
     e.preventDefault();
     zoom(scale * (e.deltaY < 0 ? 1.1 : 1 / 1.1));
   }, { passive: false });
-  fit();
+  // Start at the width of the window, but never so small that labels cannot be read
+  // (a training step is wide): scroll, or press `fit`, to see all of it.
+  zoom(Math.max(fitScale(), 0.6));
 
   // ---- Details -----------------------------------------------------------------------
   const esc = s => String(s).replace(/[&<>"]/g, c => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]);

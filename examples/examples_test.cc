@@ -30,6 +30,24 @@ TEST(Examples, ShowcaseDumpsCheckableIrAndRenderableDot) {
   EXPECT_EQ(dot.exit_code, 0) << dot.out;
 }
 
+// The viewer from C++: a labelled network and its Adam training step.
+TEST(Examples, VizTrainingStepWritesTheViewerAndTheMemoryPicture) {
+  std::string dir = tmp() + "/viz";
+  Result r = run("examples/viz_training_step --out=" + dir);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  Result model = run("grep -c 'class=\"cluster\" data-cluster=' " + dir + "/model.html");
+  EXPECT_EQ(model.out, "2\n");  // encoder, head
+  Result tag = run("grep -c '#encoder.hidden' " + dir + "/model.html");
+  EXPECT_EQ(tag.exit_code, 0) << tag.out;
+  // The step shows gradients and the optimizer's slots; the picture is an SVG.
+  for (const char* what : {"kind-gradient", "\"kind\":\"optimizer state\"", "data-tab=\"memory\""}) {
+    Result found = run("grep -c -F '" + std::string(what) + "' " + dir + "/train_step.html");
+    EXPECT_EQ(found.exit_code, 0) << what;
+  }
+  Result svg = run("head -c 4 " + dir + "/train_step_memory.svg");
+  EXPECT_EQ(svg.out, "<svg");
+}
+
 // Parameter counts of the same architectures in PyTorch (sum of p.numel()).
 TEST(Examples, ParameterCountsMatchPyTorch) {
   Result readme = run("examples/readme_model");

@@ -4,6 +4,7 @@
 //   weftc dump FILE.wir [--after=PASS] [--format=text|json|dot] [-o OUT]
 //   weftc run FILE.wir --input NAME=PATH.npy ... --out DIR [--backend=reference]
 //   weftc grad FILE.wir --wrt NAME,NAME,... -o OUT.wir [--output=K] [--seed=NAME]
+//   weftc viz FILE.wir -o model.html [--after=PASS] [--backend=cpu|reference] [--memory]
 //
 // Errors are printed as `FILE:LINE:COL: error: ...` and the exit status is 1. FILE may
 // be `.wir` text or its JSON form (`.json`).
@@ -17,6 +18,7 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -33,6 +35,9 @@
 #include "runtime/file_io.h"
 #include "runtime/npy.h"
 #include "runtime/reference/interpreter.h"
+#include "tools/viz/cpu_viz.h"
+#include "tools/viz/memory_picture.h"
+#include "tools/viz/viz.h"
 #include "tools/weftc/args.h"
 
 namespace weft::cli {
@@ -49,6 +54,7 @@ constexpr const char* kUsage =
     "  run     execute a graph on .npy inputs and write .npy outputs\n"
     "  grad    differentiate a graph: a graph computing gradients\n"
     "  profile time every kernel of a graph's compiled step over several steps\n"
+    "  viz     draw a graph as an interactive HTML page, or its memory plan as SVG\n"
     "\n"
     "`weftc <command> --help` describes each command.\n";
 
@@ -115,6 +121,34 @@ constexpr const char* kGradHelp =
     "input of integer dtype is an error; one the output does not depend on gets a zero\n"
     "gradient. The result is optimized (dce, cse) and written as .wir text (JSON if\n"
     "OUT ends in .json); without -o it is printed.\n";
+
+constexpr const char* kVizHelp =
+    "usage: weftc viz FILE.wir [-o OUT] [--after=PASS] [--backend=cpu|reference] [--memory]\n"
+    "                [--title=TEXT]\n"
+    "\n"
+    "Draws FILE as one self-contained HTML page (inline SVG, CSS and JavaScript; it loads\n"
+    "nothing from the network): the graph laid out by graphviz's `dot` (the `graphviz`\n"
+    "package), after the same pipeline as `weftc dump`. Hover over a node (or click it to\n"
+    "keep them) for its op, attributes, operand and result types, source location and\n"
+    "builder path, fused body and, on the cpu backend, its arena buffer (offset, bytes).\n"
+    "Builder paths (`encoder > split[1] > Linear(256->10)`) become nested clusters that\n"
+    "collapse on a click; fused kernels are double-outlined; nodes are filled by what\n"
+    "their result is (activation, gradient, parameter, optimizer state). On the cpu\n"
+    "backend a second tab draws the memory plan: each arena buffer a rectangle over the\n"
+    "schedule steps its value is live (x) at its arena offset (y), the peak of live bytes\n"
+    "marked. `OUT.html#n12` opens the page on node 12, `#memory` on the memory tab.\n"
+    "  -o, --out=OUT    write to OUT instead of standard output\n"
+    "  --after=PASS     draw the graph after this pass (default: the whole pipeline;\n"
+    "                   `parse`: as parsed). Passes as in `weftc dump --help`.\n"
+    "  --backend=B      cpu (default): the cpu pipeline and its memory plan (parameters\n"
+    "                   updated in place, as `weftc run` does); reference: the default\n"
+    "                   pipeline, no memory plan\n"
+    "  --memory         write the memory plan alone, as a standalone SVG (cpu only)\n"
+    "  --title=TEXT     the page's title (default: @GRAPH)\n"
+    "\n"
+    "examples:\n"
+    "  weftc viz examples/fashion_mnist/mlp_train_step.wir -o step.html\n"
+    "  weftc viz examples/fashion_mnist/mlp_train_step.wir --memory -o step_memory.svg\n";
 
 bool wants_help(const std::vector<std::string>& argv) {
   for (const std::string& a : argv) {
@@ -243,6 +277,56 @@ Status grad_command(const std::vector<std::string>& argv) {
     return Status();
   }
   return write_file(out, text);
+}
+
+Status viz_command(const std::vector<std::string>& argv) {
+  WEFT_ASSIGN_OR_RETURN(
+      Args args, parse_args("viz", argv,
+                            {{"out", "o"}, {"after"}, {"backend"}, {"title"},
+                             {"memory", "", /*takes_value=*/false}}));
+  WEFT_ASSIGN_OR_RETURN(std::string file, one_file_argument("viz", args));
+  std::string backend = args.get("backend", "cpu");
+  if (backend != "reference" && backend != "cpu") {
+    return Error{"weftc viz: unknown backend '" + backend + "'; backends: cpu, reference"};
+  }
+  const bool memory = args.has("memory");
+  if (memory && backend != "cpu") {
+    return Error{"weftc viz: --memory draws the cpu backend's memory plan; the reference "
+                 "interpreter plans no memory (leave out --backend=reference)"};
+  }
+  WEFT_ASSIGN_OR_RETURN(Graph g, load_graph(file));
+  Pipeline pipeline = backend == "cpu" ? codegen::cpu_pipeline() : default_pipeline();
+  std::string after = args.get("after", "");
+  if (after.empty()) {
+    WEFT_RETURN_IF_ERROR(pipeline.run(g).status());
+    after = backend == "cpu" ? "schedule-memory" : "cse";
+  } else if (after != "parse") {
+    WEFT_RETURN_IF_ERROR(pipeline.run_until(g, after).status());
+  }
+  std::optional<MemoryPlan> plan;
+  if (backend == "cpu" && (after != "parse" || memory)) {
+    WEFT_ASSIGN_OR_RETURN(plan, viz::cpu_memory_plan(g));
+  }
+  std::string text;
+  if (memory) {
+    text = viz::memory_plan_svg(g, *plan);
+  } else {
+    viz::VizOptions options;
+    options.title = args.get("title", "");
+    options.backend = backend;
+    options.after_pass = after;
+    options.plan = plan ? &*plan : nullptr;
+    WEFT_ASSIGN_OR_RETURN(text, viz::graph_to_html(g, options));
+  }
+  if (args.has("out")) {
+    WEFT_RETURN_IF_ERROR(write_file(args.get("out"), text));
+    std::cout << "wrote " << args.get("out") << " (@" << g.name() << ", " << g.nodes().size()
+              << " nodes" << (plan ? ", arena " + viz::format_bytes(plan->arena_bytes) : "")
+              << ")\n";
+    return Status();
+  }
+  std::cout << text;
+  return Status();
 }
 
 Status make_directories(const std::string& shown_dir) {
@@ -446,6 +530,7 @@ int main_impl(int argc, char** argv) {
       {"run", {kRunHelp, run_command}},
       {"grad", {kGradHelp, grad_command}},
       {"profile", {kProfileHelp, profile_command}},
+      {"viz", {kVizHelp, viz_command}},
   };
   auto it = commands.find(command);
   if (it == commands.end()) {

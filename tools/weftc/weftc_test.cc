@@ -275,6 +275,50 @@ TEST(Weftc, DumpFormatsAndPasses) {
   EXPECT_EQ(r.out, "error: weftc dump: unknown backend 'tpu'; backends: cpu, reference\n");
 }
 
+TEST(Weftc, VizWritesAPageAndAMemoryPicture) {
+  std::string wir = kExample + "mlp.wir";
+  std::string html = temp_dir() + "/mlp.html";
+  Result r = weftc("viz " + wir + " -o " + html);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out, "wrote " + html + " (@mlp, 10 nodes, arena 1.3 KiB)\n");
+  std::ifstream page(html);
+  std::string text((std::istreambuf_iterator<char>(page)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_NE(text.find("after schedule-memory"), std::string::npos);
+  // Without -o the page goes to standard output; any pass may be the last one.
+  r = weftc("viz " + wir + " --backend=reference --after=dce --title=MLP");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("<title>MLP · weft</title>"), std::string::npos);
+  EXPECT_NE(r.out.find("backend reference · after dce"), std::string::npos);
+  EXPECT_EQ(r.out.find("data-tab=\"memory\""), std::string::npos);
+  r = weftc("viz " + wir + " --after=parse");
+  EXPECT_EQ(r.exit_code, 0) << r.out.substr(0, 200);
+  r = weftc("viz " + wir + " --memory");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"memory-plan\"", 0), 0u);
+  r = weftc("viz --help");
+  EXPECT_EQ(r.out.rfind("usage: weftc viz FILE.wir", 0), 0u) << r.out;
+}
+
+TEST(Weftc, VizErrors) {
+  std::string wir = kExample + "mlp.wir";
+  Result r = weftc("viz " + wir + " --memory --backend=reference");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "error: weftc viz: --memory draws the cpu backend's memory plan; the reference "
+                   "interpreter plans no memory (leave out --backend=reference)\n");
+  r = weftc("viz " + wir + " --backend=tpu");
+  EXPECT_EQ(r.out, "error: weftc viz: unknown backend 'tpu'; backends: cpu, reference\n");
+  r = weftc("viz " + wir + " --memory --after=parse");
+  EXPECT_EQ(r.out, wir + ":13:3: error: memory planning: %h has no type (run infer-types first)\n");
+  r = weftc("viz");
+  EXPECT_EQ(r.out, "error: weftc viz: expected one FILE argument, got 0 (see weftc viz --help)\n");
+  // Without graphviz there is no layout; the error names the package.
+  r = weftc("viz " + wir + " -o " + temp_dir() + "/never.html", "PATH=/nonexistent");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "error: cannot lay out the graph: graphviz's `dot` is not on PATH; install the "
+                   "Debian package `graphviz` (tools/setup installs it)\n");
+}
+
 TEST(Weftc, GradWritesAGradientGraphThatRuns) {
   std::string wir = write_temp("f.wir",
                                "graph @f(%x: f32[2,3], %w: f32[3] {param}, %n: i64[2]) {\n"

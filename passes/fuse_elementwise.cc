@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -40,10 +41,19 @@ std::shared_ptr<const Graph> make_body(const Graph& g, const std::vector<int>& m
   for (int p : extra) body->add_output(inner.at(g.node(p).result()));
   return body;
 }
-
-
-
 }  // namespace
+
+bool is_row_shape(const Shape& row, const Shape& full) {
+  if (row.rank() != full.rank() || row == full) return false;
+  bool reducing = false;
+  for (int j = 0; j < full.rank(); ++j) {
+    if (row[j] != full[j] && row[j] != 1) return false;
+    if (full[j] == 1) continue;
+    if (row[j] == 1) reducing = true;
+    else if (reducing) return false;  // A kept axis after a reduced one.
+  }
+  return true;
+}
 
 bool default_fusible(const Graph& g, const Node& node) {
   const OpCategory c = node.info().category;
@@ -99,28 +109,56 @@ StatusOr<bool> FuseElementwisePass::run(Graph& g) {
     groups.push_back({root});
     extra.emplace_back();
     group[root] = id;
-    // Producers have the iteration space's shape: a reduction's input shape.
+    // Members compute `full` (a reduction root: its input's shape) or, in a row group,
+    // the per-row shape `row` of its keepdims reductions.
     const Node& r = g.node(root);
-    const Shape& shape = g.type(reduction[root] ? r.operands[0] : r.result()).shape;
-    for (size_t k = 0; k < groups[id].size(); ++k) {
-      for (ValueId v : g.node(groups[id][k]).operands) {
-        const int p = g.value(v).node;
-        if (p < 0 || !fusible[p] || reduction[p] || group[p] >= 0) continue;
-        if (!(g.type(v).shape == shape)) continue;
-        // Every use inside the group — or, under an elementwise root, outside it only by
-        // assigns: the value then also leaves the kernel as one more result (an
-        // optimizer's new moment estimates: one kernel computes them and the parameter).
-        bool inside = true, escapes = false;
-        for (int u : users[v]) {
-          if (u < n && group[u] == id) continue;
-          const bool to_assign = u < n && g.node(u).op == Op::Assign && !reduction[root];
-          escapes = escapes || to_assign;
-          inside = inside && to_assign;
+    Shape full = g.type(reduction[root] ? r.operands[0] : r.result()).shape;
+    std::optional<Shape> row;
+    if (reduction[root] && is_row_shape(g.type(r.result()).shape, full)) row = g.type(r.result()).shape;
+    auto admits = [&](int p) {
+      const Shape& s = g.type(g.node(p).result()).shape;
+      if (!reduction[p]) return s == full || (row && s == *row);
+      const Shape& in = g.type(g.node(p).operands[0]).shape;
+      if (!g.node(p).bool_attr("keepdims")) return false;
+      if (row) return in == full && s == *row;
+      if (in == full && is_row_shape(s, full)) {
+        row = s;
+      } else if (!reduction[root] && s == full && is_row_shape(s, in)) {
+        row = full;  // The members so far compute per-row values.
+        full = in;
+      } else {
+        return false;
+      }
+      return true;
+    };
+    // Producers join until none can: one that fails only because a user is not in the
+    // group yet may join once it is (softmax's exp feeds the sum and the division).
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (size_t k = 0; k < groups[id].size(); ++k) {
+        for (ValueId v : g.node(groups[id][k]).operands) {
+          const int p = g.value(v).node;
+          if (p < 0 || !fusible[p] || group[p] >= 0) continue;
+          // Every use inside the group; or outside it, in a row group by nodes after the
+          // root, under an elementwise root by assigns: the value then also leaves the
+          // kernel as one more result (an optimizer's new moment estimates: one kernel
+          // computes them and the parameter; layer-norm backward's x̂, also summed
+          // over the batch for the gain's gradient).
+          bool inside = true, escapes = false;
+          for (int u : users[v]) {
+            if (u < n && group[u] == id) continue;
+            const bool ok = (row && u > root) ||
+                            (u < n && g.node(u).op == Op::Assign && !reduction[root]);
+            escapes = escapes || ok;
+            inside = inside && ok;
+          }
+          if (!inside) continue;
+          if (!admits(p)) continue;
+          group[p] = id;
+          groups[id].push_back(p);
+          if (escapes) extra[id].push_back(p);
+          grew = true;
         }
-        if (!inside) continue;
-        group[p] = id;
-        groups[id].push_back(p);
-        if (escapes) extra[id].push_back(p);
       }
     }
     if (reduction[root] && groups[id].size() == 1) {  // Alone: the library kernel stays.
@@ -146,11 +184,19 @@ StatusOr<bool> FuseElementwisePass::run(Graph& g) {
     }
     Node& root = g.node(members.back());
     root.results = std::move(results);
-    const bool reduces = reduction[members.back()];
+    // One reduction computing the kernel's one result: kind="reduction"; reductions
+    // whose per-row values other members consume: a row kernel.
+    const int reductions = static_cast<int>(
+        std::count_if(members.begin(), members.end(), [&](int m) { return reduction[m]; }));
+    const bool last_reduces = reduction[members.back()] && extra[id].empty();
     root.op = Op::Fused;
     root.operands = std::move(operands);
     root.attrs = {};
-    if (reduces) root.attrs["kind"] = std::string("reduction");
+    if (reductions > 1 || (reductions == 1 && !last_reduces)) {
+      root.attrs["kind"] = std::string("row");
+    } else if (reductions == 1) {
+      root.attrs["kind"] = std::string("reduction");
+    }
     root.body = std::move(body);
     for (size_t k = 0; k + 1 < members.size(); ++k) keep[members[k]] = false;
   }

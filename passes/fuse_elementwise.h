@@ -28,14 +28,39 @@
 // fusible, (2) every use of their result is inside the group, and (3) their result has
 // the root's shape, so each is computed once per element (a smaller producer broadcast
 // into the group would be recomputed for every element; it stays a kernel of its own).
-// A reduction the predicate accepts is a root too (never a producer): its producers must
-// have the reduction's *input* shape, and a reduction that absorbs nothing stays the
+// A reduction the predicate accepts is a root too (a producer only in a row group, below):
+// its producers have the reduction's *input* shape, and a reduction that absorbs nothing stays the
 // node it was (the library's reduction kernel). Its fused node has kind="reduction", so
 // the memory planner never computes it in place of an operand.
-// By (2), only the root has users outside its group, so replacing a group by one node
-// at the root's position keeps the graph acyclic and in topological order.
+//
+// Row groups: a reduction with keepdims=true whose result `row` is its input `full` with
+// trailing axes set to 1 (is_row_shape: softmax's max and sum, layer norm's means) may
+// also join a group as a producer, when its input has the group's shape; the group then
+// also takes elementwise producers of shape `row` (per-row values such as rsqrt(var+eps),
+// computed once per row), and a group whose root has shape `row` takes its full-shape
+// producers once a reduction of that shape joins. Its consumers broadcast the per-row
+// values along the row by NumPy broadcasting (as autodiff's rules emit them). In a row
+// group a member may also be used outside it by nodes after the root: its value is
+// one more result (layer-norm backward's x̂, also summed over the batch for the gain).
+//
+//   %m = max(%x) {axes=[-1], keepdims=true} : f32[8,1]
+//   %d = sub(%x, %m) : f32[8,16]
+//   %e = exp(%d) : f32[8,16]
+//   %s = sum(%e) {axes=[-1], keepdims=true} : f32[8,1]
+//   %y = div(%e, %s) : f32[8,16]
+// becomes one kernel, `%y = fused(%x) {kind="row"}` with those five nodes as its body:
+// per row, one pass computes the max, one the sum, one writes %y (codegen/README.md).
+// A producer that fails only because a user has not joined yet is tried again when the
+// group grows (%e joins once %s has).
+//
+// Every user of a member is in its group or after the root (by (2) and the row rule),
+// so replacing a group by one node at the root's position keeps the graph acyclic and
+// in topological order (assigns moved after the kernel are re-sorted).
 // Every fusible node ends up in exactly one `fused` node, a group of one included: the
 // CPU backend runs every elementwise op as a generated kernel.
+//
+// Kinds: "reduction" when a reduction is the root and the one result, "row" when a
+// group holds a reduction whose value other members consume (or several reductions).
 //
 // Requires: a type-inferred graph after autodiff (fused nodes are not differentiable).
 // Guarantees: the graph computes the same values; every remaining elementwise node is
@@ -64,6 +89,10 @@ class FuseElementwisePass : public Pass {
  private:
   FuseOptions options_;
 };
+
+/// Whether `row` is `full` with one or more trailing axes (of size > 1) set to 1: the
+/// result shape of a keepdims reduction over a row (size-1 axes may sit anywhere).
+bool is_row_shape(const Shape& row, const Shape& full);
 
 /// The default fusibility test (see FuseOptions::fusible).
 bool default_fusible(const Graph& g, const Node& node);

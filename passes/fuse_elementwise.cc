@@ -1,6 +1,7 @@
 #include "passes/fuse_elementwise.h"
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -115,9 +116,25 @@ StatusOr<bool> FuseElementwisePass::run(Graph& g) {
     Shape full = g.type(reduction[root] ? r.operands[0] : r.result()).shape;
     std::optional<Shape> row;
     if (reduction[root] && is_row_shape(g.type(r.result()).shape, full)) row = g.type(r.result()).shape;
+    // Whether a reduction of `full` to `s` computes p's value, through per-row nodes.
+    std::function<bool(int, const Shape&)> from_row_reduction = [&](int p, const Shape& s) {
+      if (reduction[p]) return g.type(g.node(p).operands[0]).shape == full && g.node(p).bool_attr("keepdims");
+      for (ValueId v : g.node(p).operands) {
+        const int q = g.value(v).node;
+        if (q >= 0 && fusible[q] && group[q] < 0 && g.type(v).shape == s && from_row_reduction(q, s)) return true;
+      }
+      return false;
+    };
     auto admits = [&](int p) {
       const Shape& s = g.type(g.node(p).result()).shape;
-      if (!reduction[p]) return s == full || (row && s == *row);
+      if (!reduction[p]) {
+        if (s == full || (row && s == *row)) return true;
+        // A per-row value (log-softmax's log of the sum) may open a row group when a
+        // row reduction computes it.
+        if (row || !is_row_shape(s, full) || !from_row_reduction(p, s)) return false;
+        row = s;
+        return true;
+      }
       const Shape& in = g.type(g.node(p).operands[0]).shape;
       if (!g.node(p).bool_attr("keepdims")) return false;
       if (row) return in == full && s == *row;

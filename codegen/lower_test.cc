@@ -97,6 +97,33 @@ TEST(LowerTest, TrainingStepOfAnMlp) {
   }
 }
 
+// The training step of an attention block with layer norm: softmax's and layer norm's
+// backward are one row kernel each (fuse-elementwise's row groups), and every row kernel
+// computes what the reference interpreter computes.
+TEST(LowerTest, AttentionBackwardUsesRowKernels) {
+  auto net = FlowBuilder::from(Identity()).also(MultiheadAttention(16, 2)).through(LayerNorm(16)).build();
+  auto trainer = Trainer::compile(*net, {{"x", Type{DType::f32, {2, 6, 16}}}}, LossSpec::mse(),
+                                  OptimizerSpec::sgd(0.1), {.backend = "reference"});
+  ASSERT_TRUE(trainer.ok()) << trainer.error().to_string();
+  StatusOr<Lowering> l = lower_to_program(trainer->step_graph());
+  ASSERT_TRUE(l.ok()) << l.error().to_string();
+  const Program& p = l->program;
+  int row_invocations = 0;
+  for (const Invocation& inv : p.code) {
+    row_invocations += inv.kind == Invocation::Kind::generated && is_row_body(p.kernels[inv.kernel].body);
+  }
+  EXPECT_EQ(row_invocations, 2) << p.to_string();  // softmax backward, layer-norm backward
+  std::mt19937_64 rng(5);
+  for (const GeneratedKernel& k : p.kernels) {
+    if (!is_row_body(k.body)) continue;
+    std::vector<Tensor> inputs;  // Positive: a scalar operand may be layer norm's eps.
+    for (const Input& in : k.body.inputs()) {
+      inputs.push_back(testing::random_tensor(k.body.type(in.value), rng, 0.1, 2));
+    }
+    testing::expect_matches_reference(k.body, inputs, 2e-6);
+  }
+}
+
 TEST(LowerTest, RunOnCpuMatchesTheReference) {
   Graph g = parse(R"(graph @f(%x: f32[3,40,33], %y: f32[33,7], %i: i64[5]) {
   %a = tanh(%x)

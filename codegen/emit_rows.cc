@@ -262,10 +262,13 @@ std::string Emitter::row_module(const std::string& symbol, const ReductionSpace&
       const std::string i = "%i" + std::to_string(next_++);
       open_for("", i, from, to, w, {}, none, {});
       val.clear();
+      // Every output is computed before any is stored: a result may take over the
+      // buffer of an operand (memory_plan's in-place rule), read here at the same index.
+      std::vector<std::string> xs;
+      for (size_t j : full_outs) xs.push_back(at(g_.outputs()[j], w, i));
       for (size_t k = 0; k < full_outs.size(); ++k) {
-        const ValueId out = g_.outputs()[full_outs[k]];
-        const DType d = g_.type(out).dtype;
-        std::string x = at(out, w, i);
+        const DType d = g_.type(g_.outputs()[full_outs[k]]).dtype;
+        std::string x = xs[k];
         if (d == DType::boolean) x = conv("arith.extui", x, DType::boolean, DType::u8, w);
         const std::string address = emit("llvm.getelementptr " + outs[k] + "[" + i +
                                           "] : (!llvm.ptr, i64) -> !llvm.ptr, " + memory_elem(d));

@@ -73,7 +73,7 @@ TEST(LowerTest, TrainingStepOfAnMlp) {
   }
   std::printf("%s", p.to_string().c_str());
   EXPECT_EQ(generated, 12);  // each Adam update is one kernel with three results
-  EXPECT_EQ(library, 24);
+  EXPECT_EQ(library, 23);  // cross_entropy's gradient: its softmax is in a row kernel
   EXPECT_LE(static_cast<int>(p.kernels.size()), generated);  // identical bodies share one
   EXPECT_EQ(p.arena_bytes, 2176);
   EXPECT_EQ(p.arena_bytes, p.lower_bound_bytes);
@@ -97,9 +97,10 @@ TEST(LowerTest, TrainingStepOfAnMlp) {
   }
 }
 
-// The training step of an attention block with layer norm: softmax's and layer norm's
-// backward are one row kernel each (fuse-elementwise's row groups), and every row kernel
-// computes what the reference interpreter computes.
+// The training step of an attention block with layer norm: softmax and layer norm,
+// forward and backward, are one row kernel each (fuse-elementwise's row groups; the
+// forward ones decomposed by decompose-composites unless that is off), and every row
+// kernel computes what the reference interpreter computes.
 TEST(LowerTest, AttentionBackwardUsesRowKernels) {
   auto net = FlowBuilder::from(Identity()).also(MultiheadAttention(16, 2)).through(LayerNorm(16)).build();
   auto trainer = Trainer::compile(*net, {{"x", Type{DType::f32, {2, 6, 16}}}}, LossSpec::mse(),
@@ -112,7 +113,17 @@ TEST(LowerTest, AttentionBackwardUsesRowKernels) {
   for (const Invocation& inv : p.code) {
     row_invocations += inv.kind == Invocation::Kind::generated && is_row_body(p.kernels[inv.kernel].body);
   }
-  EXPECT_EQ(row_invocations, 2) << p.to_string();  // softmax backward, layer-norm backward
+  // Softmax and layer norm, forward (decompose-composites) and backward.
+  EXPECT_EQ(row_invocations, 4) << p.to_string();
+  LowerOptions library;
+  library.decompose_composites = false;
+  StatusOr<Lowering> composite = lower_to_program(trainer->step_graph(), library);
+  ASSERT_TRUE(composite.ok()) << composite.error().to_string();
+  int softmax = 0;
+  for (const Invocation& inv : composite->program.code) {
+    softmax += inv.kind == Invocation::Kind::library && inv.node.op == Op::Softmax;
+  }
+  EXPECT_EQ(softmax, 1);
   std::mt19937_64 rng(5);
   for (const GeneratedKernel& k : p.kernels) {
     if (!is_row_body(k.body)) continue;

@@ -75,6 +75,7 @@ bool decompose(Graph& g, int i) {
 
 StatusOr<bool> DecomposeCompositesPass::run(Graph& g) {
   const int n = static_cast<int>(g.nodes().size());
+  std::vector<std::pair<int, int>> appended(n, {0, 0});  // [begin, end) of each node's primitives
   bool changed = false;
   for (int i = 0; i < n; ++i) {
     if (g.node(i).info().category != OpCategory::Composite) continue;
@@ -84,10 +85,24 @@ StatusOr<bool> DecomposeCompositesPass::run(Graph& g) {
                      g.node(i).loc};
       }
     }
-    changed = decompose(g, i) || changed;
+    const int begin = static_cast<int>(g.nodes().size());
+    if (!decompose(g, i)) continue;
+    appended[i] = {begin, static_cast<int>(g.nodes().size())};
+    changed = true;
   }
-  if (changed) g.sort_topologically();  // The primitives were appended after their user.
-  return changed;
+  if (!changed) return false;
+  // The primitives were appended: move them to just before the node they replace, so
+  // the rest of the order (which the memory schedule starts from) stays as it was.
+  std::vector<Node>& nodes = g.mutable_nodes();
+  std::vector<Node> order;
+  order.reserve(nodes.size());
+  for (int i = 0; i < n; ++i) {
+    for (int k = appended[i].first; k < appended[i].second; ++k) order.push_back(std::move(nodes[k]));
+    order.push_back(std::move(nodes[i]));
+  }
+  nodes = std::move(order);
+  g.remove_nodes(std::vector<bool>(nodes.size(), true));  // Renumbers the producers.
+  return true;
 }
 
 }  // namespace weft

@@ -123,6 +123,7 @@ void add_cpu_passes(Pipeline& p, const LowerOptions& options) {
   if (options.fuse) {
     FuseOptions fuse;
     fuse.fusible = options.fusible ? options.fusible : KernelCompiler::supports;
+    fuse.rows = options.fuse_rows;
     p.add(std::make_unique<FuseElementwisePass>(fuse));
   }
   if (options.schedule) p.add(std::make_unique<ScheduleMemoryPass>());

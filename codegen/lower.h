@@ -36,6 +36,8 @@ struct LowerOptions {
   /// ops that fuse with their neighbours into row kernels (decompose-composites) instead
   /// of library kernels; codegen/row_kernel_bench measures both.
   bool decompose_composites = true;
+  /// With `fuse`: row groups (FuseOptions::rows): reductions fused with their consumers.
+  bool fuse_rows = true;
   bool schedule = true;
   /// Write assigned values into their param/state buffers where that is safe (see
   /// updates_in_place) instead of copying them there after the step.

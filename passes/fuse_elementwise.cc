@@ -115,7 +115,9 @@ StatusOr<bool> FuseElementwisePass::run(Graph& g) {
     const Node& r = g.node(root);
     Shape full = g.type(reduction[root] ? r.operands[0] : r.result()).shape;
     std::optional<Shape> row;
-    if (reduction[root] && is_row_shape(g.type(r.result()).shape, full)) row = g.type(r.result()).shape;
+    if (options_.rows && reduction[root] && is_row_shape(g.type(r.result()).shape, full)) {
+      row = g.type(r.result()).shape;
+    }
     // Whether a reduction of `full` to `s` computes p's value, through per-row nodes.
     std::function<bool(int, const Shape&)> from_row_reduction = [&](int p, const Shape& s) {
       if (reduction[p]) return g.type(g.node(p).operands[0]).shape == full && g.node(p).bool_attr("keepdims");
@@ -127,6 +129,7 @@ StatusOr<bool> FuseElementwisePass::run(Graph& g) {
     };
     auto admits = [&](int p) {
       const Shape& s = g.type(g.node(p).result()).shape;
+      if (!options_.rows) return !reduction[p] && s == full;
       if (!reduction[p]) {
         if (s == full || (row && s == *row)) return true;
         // A per-row value (log-softmax's log of the sum) may open a row group when a

@@ -78,6 +78,9 @@ struct FuseOptions {
   /// may go into a generated kernel. Default: an elementwise node whose operands and
   /// result are f32, f64, i32, i64 or bool, or a reduction from f32 (f64) to f32 (f64).
   std::function<bool(const Graph& g, const Node& node)> fusible;
+  /// Row groups (see the top of this file): reductions that take their consumers. Off,
+  /// the fuser groups as it did before them (for measurements).
+  bool rows = true;
 };
 
 class FuseElementwisePass : public Pass {

@@ -1,10 +1,10 @@
 #include "passes/fuse_elementwise.h"
 
 #include <algorithm>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace weft {
@@ -118,12 +118,25 @@ StatusOr<bool> FuseElementwisePass::run(Graph& g) {
     if (options_.rows && reduction[root] && is_row_shape(g.type(r.result()).shape, full)) {
       row = g.type(r.result()).shape;
     }
-    // Whether a reduction of `full` to `s` computes p's value, through per-row nodes.
-    std::function<bool(int, const Shape&)> from_row_reduction = [&](int p, const Shape& s) {
-      if (reduction[p]) return g.type(g.node(p).operands[0]).shape == full && g.node(p).bool_attr("keepdims");
-      for (ValueId v : g.node(p).operands) {
-        const int q = g.value(v).node;
-        if (q >= 0 && fusible[q] && group[q] < 0 && g.type(v).shape == s && from_row_reduction(q, s)) return true;
+    // Whether a keepdims reduction of `full` to `s` computes p's value through fusible
+    // per-row nodes of shape `s` not yet in a group (each node visited once).
+    auto from_row_reduction = [&](int p, const Shape& s) {
+      std::vector<int> stack = {p};
+      std::unordered_set<int> seen = {p};
+      while (!stack.empty()) {
+        const int i = stack.back();
+        const Node& node = g.node(i);
+        stack.pop_back();
+        if (reduction[i]) {
+          if (g.type(node.operands[0]).shape == full && node.bool_attr("keepdims")) return true;
+          continue;
+        }
+        for (ValueId v : node.operands) {
+          const int q = g.value(v).node;
+          if (q >= 0 && fusible[q] && group[q] < 0 && g.type(v).shape == s && seen.insert(q).second) {
+            stack.push_back(q);
+          }
+        }
       }
       return false;
     };

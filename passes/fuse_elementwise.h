@@ -28,10 +28,10 @@
 // fusible, (2) every use of their result is inside the group, and (3) their result has
 // the root's shape, so each is computed once per element (a smaller producer broadcast
 // into the group would be recomputed for every element; it stays a kernel of its own).
-// A reduction the predicate accepts is a root too (a producer only in a row group, below):
-// its producers have the reduction's *input* shape, and a reduction that absorbs nothing stays the
-// node it was (the library's reduction kernel). Its fused node has kind="reduction", so
-// the memory planner never computes it in place of an operand.
+// A reduction the predicate accepts is a root too (a producer only in a row group,
+// below): its producers have the reduction's *input* shape, and a reduction that absorbs
+// nothing stays the node it was (the library's reduction kernel). Its fused node has
+// kind="reduction", so the memory planner never computes it in place of an operand.
 //
 // Row groups: a reduction with keepdims=true whose result `row` is its input `full` with
 // trailing axes set to 1 (is_row_shape: softmax's max and sum, layer norm's means) may

@@ -5,7 +5,7 @@
 // default) — printing the Program's invocation counts and the median ms per step.
 // Random parameters and data; prints figures, asserts nothing.
 //
-//   bazel run //bench:row_fusion -- transformer mlp
+//   bazel run //bench:row_fusion -- transformer mlp [--profile]
 #include <cstdio>
 #include <random>
 #include <string>
@@ -23,7 +23,7 @@ struct Config {
   bool rows, decompose;
 };
 
-Status measure(const std::string& name) {
+Status measure(const std::string& name, bool profile) {
   WEFT_ASSIGN_OR_RETURN(BenchModel m, make_bench_model(name, Preset::cpu));
   TrainOptions reference;
   reference.backend = "reference";  // Only for its step graph.
@@ -57,6 +57,11 @@ Status measure(const std::string& name) {
     const double ms = cpu::bench::seconds_per_call([&] { (void)ex->run(); }, 9) * 1e3;
     std::printf("%-16s %-36s %4zu invocations (%3d generated, %3d library)  %8.2f ms/step\n",
                 name.c_str(), c.name, p.code.size(), generated, library, ms);
+    if (profile) {
+      ex->set_profiling(true);
+      for (int i = 0; i < 20; ++i) (void)ex->run();
+      std::printf("%s\n", ex->profile_report(12).c_str());
+    }
   }
   return Status::ok_status();
 }
@@ -65,10 +70,15 @@ Status measure(const std::string& name) {
 }  // namespace weft::bench
 
 int main(int argc, char** argv) {
-  std::vector<std::string> models(argv + 1, argv + argc);
+  std::vector<std::string> models;
+  bool profile = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--profile") profile = true;
+    else models.push_back(argv[i]);
+  }
   if (models.empty()) models = {"transformer"};
   for (const std::string& m : models) {
-    if (weft::Status s = weft::bench::measure(m); !s.ok()) {
+    if (weft::Status s = weft::bench::measure(m, profile); !s.ok()) {
       std::fprintf(stderr, "%s: %s\n", m.c_str(), s.to_string().c_str());
       return 1;
     }

@@ -220,6 +220,26 @@ TEST(KernelRows, RejectsReductionsOfOtherAxes) {
   EXPECT_EQ(k.error().message,
             "codegen: row kernel body @k: output %z [6] has neither the full shape [4,6] nor "
             "the per-row shape [4,1]");
+  Graph wide = body(R"(graph @k(%x: $T[$F], %b: $T[5]) -> ($T[$F]) {
+  %s = sum(%x) {axes=[1], keepdims=true} : $T[$R]
+  %y = sub(%x, %s) : $T[$F]
+  %z = add(%b, %b) : $T[5]
+  return %y
+})", DType::f32, {4, 6}, {4, 1}, "1", {});
+  k = KernelCompiler::global().compile(wide);
+  ASSERT_FALSE(k.ok());
+  EXPECT_EQ(k.error().message,
+            "codegen: row kernel body @k: %b [5] does not broadcast to the row space [4,6]");
+  Graph moved = body(R"(graph @k(%x: $T[$F]) -> ($T[$F]) {
+  %s = sum(%x) {axes=[1], keepdims=true} : $T[$R]
+  %t = transpose(%x) {perm=[0, 1]} : $T[$F]
+  %y = sub(%t, %s) : $T[$F]
+  return %y
+})", DType::f32, {4, 6}, {4, 1}, "1", {});
+  k = KernelCompiler::global().compile(moved);
+  ASSERT_FALSE(k.ok());
+  EXPECT_EQ(k.error().message,
+            "codegen: row kernel body @k: transpose is neither elementwise nor a reduction");
 }
 
 }  // namespace

@@ -51,7 +51,11 @@
 // becomes one kernel, `%y = fused(%x) {kind="row"}` with those five nodes as its body:
 // per row, one pass computes the max, one the sum, one writes %y (codegen/README.md).
 // A producer that fails only because a user has not joined yet is tried again when the
-// group grows (%e joins once %s has).
+// group grows (%e joins once %s has). A per-row producer (log-softmax's log of the sum)
+// opens a row group when a row reduction computes it. Not fused: siblings (a softmax and
+// a log-softmax of one %x both returned: only producers join, so the second group reads
+// the values the first returns), and a member whose value is used outside the group
+// before its root (it stays a kernel result of its own group).
 //
 // Every user of a member is in its group or after the root (by (2) and the row rule),
 // so replacing a group by one node at the root's position keeps the graph acyclic and

@@ -140,9 +140,11 @@ StatusOr<bool> FuseElementwisePass::run(Graph& g) {
       }
       return false;
     };
+    // A reduction root of other axes (a column sum) keeps to its input's producers.
+    const bool rows = options_.rows && (!reduction[root] || row.has_value());
     auto admits = [&](int p) {
       const Shape& s = g.type(g.node(p).result()).shape;
-      if (!options_.rows) return !reduction[p] && s == full;
+      if (!rows) return !reduction[p] && s == full;
       if (!reduction[p]) {
         if (s == full || (row && s == *row)) return true;
         // A per-row value (log-softmax's log of the sum) may open a row group when a

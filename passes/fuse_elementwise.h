@@ -40,8 +40,10 @@
 // computed once per row), and a group whose root has shape `row` takes its full-shape
 // producers once a reduction of that shape joins. Its consumers broadcast the per-row
 // values along the row by NumPy broadcasting (as autodiff's rules emit them). In a row
-// group a member may also be used outside it by nodes after the root: its value is
-// one more result (layer-norm backward's x̂, also summed over the batch for the gain).
+// group a member may also be used outside it, by nodes after the root or by nodes
+// before it that do not lead back to it: its value is one more result (layer-norm
+// backward's x̂, also summed over the batch for the gain). If the groups formed so
+// would, contracted, make the graph cyclic, grouping is redone allowing only the former.
 //
 //   %m = max(%x) {axes=[-1], keepdims=true} : f32[8,1]
 //   %d = sub(%x, %m) : f32[8,16]
@@ -57,9 +59,10 @@
 // the values the first returns), and a member whose value is used outside the group
 // before its root (it stays a kernel result of its own group).
 //
-// Every user of a member is in its group or after the root (by (2) and the row rule),
-// so replacing a group by one node at the root's position keeps the graph acyclic and
-// in topological order (assigns moved after the kernel are re-sorted).
+// The groups are checked to be acyclic when contracted (the strict rules guarantee it:
+// every user of a member is in its group or after its root), and the graph is sorted
+// topologically after the replacement (users of an escaped value, assigns included,
+// move after the kernel that now computes it).
 // Every fusible node ends up in exactly one `fused` node, a group of one included: the
 // CPU backend runs every elementwise op as a generated kernel.
 //

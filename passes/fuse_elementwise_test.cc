@@ -286,6 +286,31 @@ TEST(FuseElementwiseTest, LayerNormBackwardIsOneRowKernel) {
   EXPECT_EQ(count_nodes(after), 2) << after;
 }
 
+// The gain's gradient uses x - mean and rstd before the row group's root (a GELU backward
+// after layer norm's): they still leave the row kernel as results, since that user does
+// not lead back into the group.
+TEST(FuseElementwiseTest, AnEarlierUserThatDoesNotLeadBack) {
+  FuseElementwisePass pass;
+  const std::string after = run_pass_on_text(pass, R"(graph @f(%x: f32[4,8], %g: f32[4,8], %k: f32[4,8]) {
+  %mu = mean(%x) {axes=[-1], keepdims=true} : f32[4,1]
+  %xc = sub(%x, %mu) : f32[4,8]
+  %sq = mul(%xc, %xc) : f32[4,8]
+  %var = mean(%sq) {axes=[-1], keepdims=true} : f32[4,1]
+  %r = rsqrt(%var) : f32[4,1]
+  %xh = mul(%xc, %r) : f32[4,8]
+  %m = mean(%g) {axes=[-1], keepdims=true} : f32[4,1]
+  %gx = mul(%g, %xh) : f32[4,8]
+  %dw = sum(%gx) {axes=[0]} : f32[8]
+  %a = sub(%g, %m) : f32[4,8]
+  %dx = mul(%r, %a) : f32[4,8]
+  %out = mul(%dx, %k) : f32[4,8]
+  return %out, %dw
+})");
+  EXPECT_NE(after.find("%out, %xc, %r = fused(%x, %g, %k) {kind=\"row\"}"), std::string::npos) << after;
+  EXPECT_NE(after.find("%dw = fused(%xc, %r, %g) {kind=\"reduction\"}"), std::string::npos) << after;
+  EXPECT_EQ(count_nodes(after), 2) << after;
+}
+
 // Only keepdims reductions of trailing axes take consumers: a column sum's consumer and
 // a reduction without keepdims stay kernels of their own.
 TEST(FuseElementwiseTest, OtherReductionsTakeNoConsumers) {

@@ -23,9 +23,10 @@
 // reduction `sum` is the root of the second kernel, which never writes %y to memory.)
 //
 // Grouping: nodes are visited from the last to the first. A fusible node not yet in a
-// group starts one (it is the group's root, the one member whose value leaves the
-// kernel); then the producers of the group's operands join it while (1) they are
-// fusible, (2) every use of their result is inside the group, and (3) their result has
+// group starts one (it is the group's root, its first result); then the producers of
+// the group's operands join it while (1) they are fusible, (2) every use of their
+// result is inside the group (exceptions: assigns, and the row groups' rule below, make
+// a member one more result), and (3) their result has
 // the root's shape, so each is computed once per element (a smaller producer broadcast
 // into the group would be recomputed for every element; it stays a kernel of its own).
 // A reduction the predicate accepts is a root too (a producer only in a row group,

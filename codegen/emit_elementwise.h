@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/kernel_compiler.h"
 #include "ir/graph.h"
 
 namespace weft::codegen {
@@ -64,10 +65,16 @@ struct ReductionSpace {
 };
 
 /// The node whose result is the body's one output, when it is a reduction (sum, mean,
-/// max, min) computed from elementwise nodes; nullptr for an elementwise body.
+/// max, min) computed from elementwise nodes and the body's only reduction; nullptr
+/// for an elementwise body and for a row body.
 const Node* body_reduction(const Graph& body);
 
-/// Collapses the iteration space of reduction body `body` (body_reduction is not null).
+/// The body's first reduction node (in node order), or nullptr.
+const Node* first_reduction(const Graph& body);
+
+/// Collapses the iteration space of reduction body `body` (body_reduction is not null)
+/// or of a row body (the first reduction's input shape and axes: every reduction of a
+/// row body has them); a row body's space is always of the "row" layout.
 ReductionSpace collapse_reduction_space(const Graph& body);
 
 /// The vector width of a body: 16 lanes, 8 when any value has an 8-byte dtype.
@@ -81,6 +88,14 @@ bool emit_supports(const Graph& g, const Node& node);
 /// `symbol` with the GeneratedFn ABI. Every node must pass `emit_supports`, and every
 /// output must have the shape of the first.
 std::string emit_elementwise(const Graph& body, const std::string& symbol);
+
+/// The MLIR module of a row body (is_row_body): per row, one pass over the row for
+/// each level of reductions (a reduction whose input needs the per-row values of
+/// earlier ones waits for their pass; several reductions of one level share a pass),
+/// the per-row nodes computed once per row as scalars between passes, then a last pass
+/// computing and storing the full-shape outputs; per-row outputs are stored at the end
+/// of the row. Accumulation as in emit_reduction.
+std::string emit_rows(const Graph& body, const std::string& symbol);
 
 /// The same for a reduction body (body_reduction is not null): the elementwise nodes
 /// are computed per element of the reduction's input, then accumulated (float sums in

@@ -1,6 +1,6 @@
 #pragma once
 // Internal to codegen/: the MLIR text emitter shared by emit_elementwise.cc (elementwise
-// bodies) and emit_reduction.cc (reduction bodies). Plain strings, no MLIR headers.
+// bodies), emit_reduction.cc (reduction bodies) and emit_rows.cc (row bodies). Plain strings, no MLIR headers.
 
 #include <sstream>
 #include <string>
@@ -38,6 +38,7 @@ class Emitter {
 
   std::string module(const std::string& symbol);
   std::string reduction_module(const std::string& symbol, const Node& red, const ReductionSpace& rs);
+  std::string row_module(const std::string& symbol, const ReductionSpace& rs);
 
  private:
   std::string emit(const std::string& rhs) {

@@ -94,11 +94,30 @@ CollapsedSpace collapse_space(const Graph& body) {
   return s;
 }
 
+namespace {
+int count_reductions(const Graph& body) {
+  int n = 0;
+  for (const Node& node : body.nodes()) n += node.info().category == OpCategory::Reduction;
+  return n;
+}
+}  // namespace
+
 const Node* body_reduction(const Graph& body) {
   if (body.outputs().size() != 1) return nullptr;
   const int p = body.value(body.outputs()[0]).node;
   if (p < 0 || body.node(p).info().category != OpCategory::Reduction) return nullptr;
-  return &body.node(p);
+  return count_reductions(body) == 1 ? &body.node(p) : nullptr;
+}
+
+bool is_row_body(const Graph& body) {
+  return body_reduction(body) == nullptr && count_reductions(body) > 0;
+}
+
+const Node* first_reduction(const Graph& body) {
+  for (const Node& node : body.nodes()) {
+    if (node.info().category == OpCategory::Reduction) return &node;
+  }
+  return nullptr;
 }
 
 int body_width(const Graph& body) {
@@ -125,7 +144,7 @@ int64_t ReductionSpace::rows() const {
 int64_t ReductionSpace::row_length() const { return reduced_size() * (column() ? width : 1); }
 
 ReductionSpace collapse_reduction_space(const Graph& body) {
-  const Node& red = *body_reduction(body);
+  const Node& red = is_row_body(body) ? *first_reduction(body) : *body_reduction(body);
   const Shape& in = body.type(red.operands[0]).shape;
   std::vector<bool> mask(in.rank(), !red.has_attr("axes"));
   if (red.has_attr("axes")) {

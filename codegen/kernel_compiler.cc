@@ -5,9 +5,66 @@
 
 #include "codegen/emit_elementwise.h"
 #include "codegen/jit.h"
+#include "passes/fuse_elementwise.h"
 
 namespace weft::codegen {
 namespace {
+
+Status check_supported(const Graph& body) {
+  for (const Node& n : body.nodes()) {
+    if (!KernelCompiler::supports(body, n)) {
+      std::string types;
+      for (ValueId o : n.operands) types += (types.empty() ? "" : ", ") + body.type(o).to_string();
+      return Error("codegen: " + std::string(op_name(n.op)) + "(" + types +
+                       ") is not supported by the kernel generator; keep it out of fused "
+                       "kernels (KernelCompiler::supports)",
+                   n.loc);
+    }
+  }
+  return Status::ok_status();
+}
+
+/// A row body (is_row_body): every reduction keepdims over the same trailing axes of
+/// one shape, every value broadcasting to that shape, outputs full or per-row.
+Status check_row_body(const Graph& body) {
+  const Node& first = *first_reduction(body);
+  const Shape& full = body.type(first.operands[0]).shape;
+  const Shape& row = body.type(first.result()).shape;
+  const std::string where = "codegen: row kernel body @" + body.name() + ": ";
+  for (const Node& n : body.nodes()) {
+    const Shape& s = body.type(n.result()).shape;
+    if (n.info().category == OpCategory::Reduction) {
+      if (!n.bool_attr("keepdims") || body.type(n.operands[0]).shape != full || s != row ||
+          !is_row_shape(row, full)) {
+        return Error(where + std::string(op_name(n.op)) + " from " +
+                         body.type(n.operands[0]).shape.to_string() + " to " + s.to_string() +
+                         ": the reductions of a row kernel keep their dims and reduce the "
+                         "same trailing axes of one shape (here " + full.to_string() + " to " +
+                         row.to_string() + ")",
+                     n.loc);
+      }
+    } else if (n.info().category != OpCategory::Elementwise) {
+      return Error(where + std::string(op_name(n.op)) + " is neither elementwise nor a reduction", n.loc);
+    }
+  }
+  for (ValueId v = 0; v < body.num_values(); ++v) {
+    const Shape& s = body.type(v).shape;
+    std::optional<Shape> b = broadcast_shapes(s, full);
+    if (!b || *b != full) {
+      return Error(where + "%" + body.value(v).name + " " + s.to_string() +
+                   " does not broadcast to the row space " + full.to_string());
+    }
+  }
+  for (ValueId out : body.outputs()) {
+    const Shape& s = body.type(out).shape;
+    if (s != full && s != row) {
+      return Error(where + "output %" + body.value(out).name + " " + s.to_string() +
+                   " has neither the full shape " + full.to_string() + " nor the per-row shape " +
+                   row.to_string());
+    }
+  }
+  return check_supported(body);
+}
 
 /// The user error for a body the generator cannot compile, or ok.
 Status check_body(const Graph& body) {
@@ -18,6 +75,7 @@ Status check_body(const Graph& body) {
                    " has no type; run shape inference before generating code");
     }
   }
+  if (is_row_body(body)) return check_row_body(body);
   const Node* red = body_reduction(body);
   if (red != nullptr && &body.nodes().back() != red) {
     return Error("codegen: the reduction of kernel body @" + body.name() +
@@ -48,20 +106,11 @@ Status check_body(const Graph& body) {
                    " does not broadcast to the iteration space " + space.to_string());
     }
   }
-  for (const Node& n : body.nodes()) {
-    if (!KernelCompiler::supports(body, n)) {
-      std::string types;
-      for (ValueId o : n.operands) types += (types.empty() ? "" : ", ") + body.type(o).to_string();
-      return Error("codegen: " + std::string(op_name(n.op)) + "(" + types +
-                       ") is not supported by the kernel generator; keep it out of fused "
-                       "kernels (KernelCompiler::supports)",
-                   n.loc);
-    }
-  }
-  return Status::ok_status();
+  return check_supported(body);
 }
 
 std::string emit(const Graph& body, const std::string& symbol) {
+  if (is_row_body(body)) return emit_rows(body, symbol);
   return body_reduction(body) ? emit_reduction(body, symbol) : emit_elementwise(body, symbol);
 }
 
@@ -95,6 +144,10 @@ std::string kernel_key(const Graph& body) {
 }
 
 RowLayout row_layout(const Graph& body) {
+  if (is_row_body(body)) {  // A row is read once per pass.
+    const ReductionSpace r = collapse_reduction_space(body);
+    return {r.rows(), r.row_length() * row_passes(body)};
+  }
   if (body_reduction(body) != nullptr) {
     const ReductionSpace r = collapse_reduction_space(body);
     return {r.rows(), r.row_length()};

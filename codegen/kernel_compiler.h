@@ -36,6 +36,23 @@
 //     return %1
 //   }
 //
+// A *row body* (fused nodes of kind "row") also consumes its reductions: keepdims
+// reductions over the trailing axes of one shape, whose per-row values the elementwise
+// nodes broadcast along the row, possibly chained; its outputs have the full or the
+// per-row shape. Softmax:
+//
+//   graph @k(%x: f32[512,64]) -> (f32[512,64]) {
+//     %0 = max(%x) {axes=[-1], keepdims=true} : f32[512,1]   // pass 1
+//     %1 = sub(%x, %0) : f32[512,64]
+//     %2 = exp(%1) : f32[512,64]
+//     %3 = sum(%2) {axes=[-1], keepdims=true} : f32[512,1]   // pass 2
+//     %4 = div(%2, %3) : f32[512,64]                         // pass 3 stores it
+//     return %4
+//   }
+//
+// Each row (512 of 64) is read once per pass; values of full shape are recomputed in
+// each pass that needs them, never stored unless they are outputs (emit_rows).
+//
 // Kernels are cached by structure (`kernel_key`): a second body with the same ops,
 // dtypes, shapes and attributes, whatever its value names, returns the first kernel.
 
@@ -71,6 +88,15 @@ struct RowLayout {
   int64_t row_length = 0;
 };
 RowLayout row_layout(const Graph& body);
+
+/// True for a *row body* (see the top of this file): keepdims reductions over the
+/// trailing axes of one shape whose per-row values other nodes consume, or several
+/// reductions; false for elementwise and reduction bodies.
+bool is_row_body(const Graph& body);
+
+/// The passes over each row a row body takes: one per level of reductions (a reduction
+/// whose input needs another's value comes a pass later), plus the one storing outputs.
+int row_passes(const Graph& body);
 
 class KernelCompiler {
  public:

@@ -6,6 +6,7 @@
 
 #include "codegen/kernel_compiler.h"
 #include "ir/verifier.h"
+#include "passes/decompose_composites.h"
 #include "passes/fold_batch_matmul.h"
 #include "passes/fold_transpose.h"
 #include "passes/fuse_elementwise.h"
@@ -116,9 +117,13 @@ StatusOr<Program> build_program(const Graph& g, const MemoryPlan& plan) {
 void add_cpu_passes(Pipeline& p, const LowerOptions& options) {
   p.add(std::make_unique<FoldTransposePass>());
   p.add(std::make_unique<FoldBatchMatmulPass>());
+  if (options.fuse && options.decompose_composites) {
+    p.add(std::make_unique<DecomposeCompositesPass>());
+  }
   if (options.fuse) {
     FuseOptions fuse;
     fuse.fusible = options.fusible ? options.fusible : KernelCompiler::supports;
+    fuse.rows = options.fuse_rows;
     p.add(std::make_unique<FuseElementwisePass>(fuse));
   }
   if (options.schedule) p.add(std::make_unique<ScheduleMemoryPass>());

@@ -32,6 +32,12 @@ namespace weft::codegen {
 
 struct LowerOptions {
   bool fuse = true;
+  /// With `fuse`: softmax, log_softmax and layer_norm over trailing axes become primitive
+  /// ops that fuse with their neighbours into row kernels (decompose-composites) instead
+  /// of library kernels; codegen/row_kernel_bench measures both.
+  bool decompose_composites = true;
+  /// With `fuse`: row groups (FuseOptions::rows): reductions fused with their consumers.
+  bool fuse_rows = true;
   bool schedule = true;
   /// Write assigned values into their param/state buffers where that is safe (see
   /// updates_in_place) instead of copying them there after the step.
@@ -48,7 +54,8 @@ struct Lowering {
 };
 
 /// The CPU backend's graph passes after the default pipeline: fold-transpose,
-/// fold-batch-matmul, fuse-elementwise (with `options.fusible`) and schedule-memory, as `options` enables.
+/// fold-batch-matmul, decompose-composites, fuse-elementwise (with `options.fusible`)
+/// and schedule-memory, as `options` enables.
 void add_cpu_passes(Pipeline& p, const LowerOptions& options = {});
 
 /// The default pipeline followed by the CPU passes: what `weftc dump` shows for the

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace weft {
@@ -40,10 +42,19 @@ std::shared_ptr<const Graph> make_body(const Graph& g, const std::vector<int>& m
   for (int p : extra) body->add_output(inner.at(g.node(p).result()));
   return body;
 }
-
-
-
 }  // namespace
+
+bool is_row_shape(const Shape& row, const Shape& full) {
+  if (row.rank() != full.rank() || row == full) return false;
+  bool reducing = false;
+  for (int j = 0; j < full.rank(); ++j) {
+    if (row[j] != full[j] && row[j] != 1) return false;
+    if (full[j] == 1) continue;
+    if (row[j] == 1) reducing = true;
+    else if (reducing) return false;  // A kept axis after a reduced one.
+  }
+  return true;
+}
 
 bool default_fusible(const Graph& g, const Node& node) {
   const OpCategory c = node.info().category;
@@ -90,45 +101,165 @@ StatusOr<bool> FuseElementwisePass::run(Graph& g) {
   }
   for (ValueId v : g.outputs()) users[v].push_back(n);
 
-  std::vector<int> group(n, -1);
-  std::vector<std::vector<int>> groups;  // member node indices, root first
-  std::vector<std::vector<int>> extra;   // members whose value also leaves the kernel
-  for (int root = n - 1; root >= 0; --root) {
-    if (!fusible[root] || group[root] >= 0) continue;
-    const int id = static_cast<int>(groups.size());
-    groups.push_back({root});
-    extra.emplace_back();
-    group[root] = id;
-    // Producers have the iteration space's shape: a reduction's input shape.
-    const Node& r = g.node(root);
-    const Shape& shape = g.type(reduction[root] ? r.operands[0] : r.result()).shape;
-    for (size_t k = 0; k < groups[id].size(); ++k) {
-      for (ValueId v : g.node(groups[id][k]).operands) {
-        const int p = g.value(v).node;
-        if (p < 0 || !fusible[p] || reduction[p] || group[p] >= 0) continue;
-        if (!(g.type(v).shape == shape)) continue;
-        // Every use inside the group — or, under an elementwise root, outside it only by
-        // assigns: the value then also leaves the kernel as one more result (an
-        // optimizer's new moment estimates: one kernel computes them and the parameter).
-        bool inside = true, escapes = false;
-        for (int u : users[v]) {
-          if (u < n && group[u] == id) continue;
-          const bool to_assign = u < n && g.node(u).op == Op::Assign && !reduction[root];
-          escapes = escapes || to_assign;
-          inside = inside && to_assign;
+  // Whether node `from` reaches node `to` through users (nodes after `to` cannot).
+  auto reaches = [&](int from, int to) {
+    std::vector<int> stack = {from};
+    std::unordered_set<int> seen = {from};
+    while (!stack.empty()) {
+      const int i = stack.back();
+      stack.pop_back();
+      if (i == to) return true;
+      for (ValueId r : g.node(i).results) {
+        for (int u : users[r]) {
+          if (u <= to && seen.insert(u).second) stack.push_back(u);
         }
-        if (!inside) continue;
-        group[p] = id;
-        groups[id].push_back(p);
-        if (escapes) extra[id].push_back(p);
       }
     }
-    if (reduction[root] && groups[id].size() == 1) {  // Alone: the library kernel stays.
-      group[root] = -1;
-      groups.pop_back();
-      extra.pop_back();
+    return false;
+  };
+
+  std::vector<int> group;
+  std::vector<std::vector<int>> groups;  // member node indices, root first
+  std::vector<std::vector<int>> extra;   // members whose value also leaves the kernel
+  // `relaxed`: a row group's member may also be used by a node before the root that
+  // does not lead back to it (layer-norm backward's x̂ in the gain's gradient, computed
+  // before the GELU backward that ends the group); the caller then checks that the
+  // groups together leave the graph acyclic.
+  auto form_groups = [&](bool relaxed) {
+    group.assign(n, -1);
+    groups.clear();
+    extra.clear();
+    for (int root = n - 1; root >= 0; --root) {
+      if (!fusible[root] || group[root] >= 0) continue;
+      const int id = static_cast<int>(groups.size());
+      groups.push_back({root});
+      extra.emplace_back();
+      group[root] = id;
+      // Members compute `full` (a reduction root: its input's shape) or, in a row group,
+      // the per-row shape `row` of its keepdims reductions.
+      const Node& r = g.node(root);
+      Shape full = g.type(reduction[root] ? r.operands[0] : r.result()).shape;
+      std::optional<Shape> row;
+      if (options_.rows && reduction[root] && is_row_shape(g.type(r.result()).shape, full)) {
+        row = g.type(r.result()).shape;
+      }
+      // Whether a keepdims reduction of `full` to `s` computes p's value through fusible
+      // per-row nodes of shape `s` not yet in a group (each node visited once).
+      auto from_row_reduction = [&](int p, const Shape& s) {
+        std::vector<int> stack = {p};
+        std::unordered_set<int> seen = {p};
+        while (!stack.empty()) {
+          const int i = stack.back();
+          const Node& node = g.node(i);
+          stack.pop_back();
+          if (reduction[i]) {
+            if (g.type(node.operands[0]).shape == full && node.bool_attr("keepdims")) return true;
+            continue;
+          }
+          for (ValueId v : node.operands) {
+            const int q = g.value(v).node;
+            if (q >= 0 && fusible[q] && group[q] < 0 && g.type(v).shape == s && seen.insert(q).second) {
+              stack.push_back(q);
+            }
+          }
+        }
+        return false;
+      };
+      // A reduction root of other axes (a column sum) keeps to its input's producers.
+      const bool rows = options_.rows && (!reduction[root] || row.has_value());
+      auto admits = [&](int p) {
+        const Shape& s = g.type(g.node(p).result()).shape;
+        if (!rows) return !reduction[p] && s == full;
+        if (!reduction[p]) {
+          if (s == full || (row && s == *row)) return true;
+          // A per-row value (log-softmax's log of the sum) may open a row group when a
+          // row reduction computes it.
+          if (row || !is_row_shape(s, full) || !from_row_reduction(p, s)) return false;
+          row = s;
+          return true;
+        }
+        const Shape& in = g.type(g.node(p).operands[0]).shape;
+        if (!g.node(p).bool_attr("keepdims")) return false;
+        if (row) return in == full && s == *row;
+        if (in == full && is_row_shape(s, full)) {
+          row = s;
+        } else if (!reduction[root] && s == full && is_row_shape(s, in)) {
+          row = full;  // The members so far compute per-row values.
+          full = in;
+        } else {
+          return false;
+        }
+        return true;
+      };
+      // Producers join until none can: one that fails only because a user is not in the
+      // group yet may join once it is (softmax's exp feeds the sum and the division).
+      for (bool grew = true; grew;) {
+        grew = false;
+        for (size_t k = 0; k < groups[id].size(); ++k) {
+          for (ValueId v : g.node(groups[id][k]).operands) {
+            const int p = g.value(v).node;
+            if (p < 0 || !fusible[p] || group[p] >= 0) continue;
+            // Every use inside the group; or outside it, in a row group by nodes after the
+            // root, under an elementwise root by assigns: the value then also leaves the
+            // kernel as one more result (an optimizer's new moment estimates: one kernel
+            // computes them and the parameter; layer-norm backward's x̂, also summed
+            // over the batch for the gain's gradient).
+            bool inside = true, escapes = false;
+            for (int u : users[v]) {
+              if (u < n && group[u] == id) continue;
+              const bool ok = (row && (u > root || (relaxed && u < n && !reaches(u, root)))) ||
+                              (u < n && g.node(u).op == Op::Assign && !reduction[root]);
+              escapes = escapes || ok;
+              inside = inside && ok;
+            }
+            if (!inside) continue;
+            if (!admits(p)) continue;
+            group[p] = id;
+            groups[id].push_back(p);
+            if (escapes) extra[id].push_back(p);
+            grew = true;
+          }
+        }
+      }
+      if (reduction[root] && groups[id].size() == 1) {  // Alone: the library kernel stays.
+        group[root] = -1;
+        groups.pop_back();
+        extra.pop_back();
+      }
     }
-  }
+  };
+  // Each group contracted to one node, the graph must stay acyclic (Kahn's algorithm on
+  // the clusters: groups, then one per ungrouped node); if not, group strictly.
+  auto acyclic = [&]() {
+    const int clusters = static_cast<int>(groups.size()) + n;
+    auto cluster = [&](int i) { return group[i] >= 0 ? group[i] : static_cast<int>(groups.size()) + i; };
+    std::vector<std::vector<int>> next(clusters);
+    std::vector<int> indegree(clusters, 0);
+    for (int i = 0; i < n; ++i) {
+      for (ValueId v : g.node(i).operands) {
+        const int p = g.value(v).node;
+        if (p < 0 || cluster(p) == cluster(i)) continue;
+        next[cluster(p)].push_back(cluster(i));
+        ++indegree[cluster(i)];
+      }
+    }
+    std::vector<int> ready;
+    for (int c = 0; c < clusters; ++c) {
+      if (indegree[c] == 0) ready.push_back(c);
+    }
+    int done = 0;
+    while (!ready.empty()) {
+      const int c = ready.back();
+      ready.pop_back();
+      ++done;
+      for (int d : next[c]) {
+        if (--indegree[d] == 0) ready.push_back(d);
+      }
+    }
+    return done == clusters;
+  };
+  form_groups(options_.rows);
+  if (!acyclic()) form_groups(false);
   if (groups.empty()) return false;
 
   std::vector<bool> keep(n, true);
@@ -146,11 +277,19 @@ StatusOr<bool> FuseElementwisePass::run(Graph& g) {
     }
     Node& root = g.node(members.back());
     root.results = std::move(results);
-    const bool reduces = reduction[members.back()];
+    // One reduction computing the kernel's one result: kind="reduction"; reductions
+    // whose per-row values other members consume: a row kernel.
+    const int reductions = static_cast<int>(
+        std::count_if(members.begin(), members.end(), [&](int m) { return reduction[m]; }));
+    const bool last_reduces = reduction[members.back()] && extra[id].empty();
     root.op = Op::Fused;
     root.operands = std::move(operands);
     root.attrs = {};
-    if (reduces) root.attrs["kind"] = std::string("reduction");
+    if (reductions > 1 || (reductions == 1 && !last_reduces)) {
+      root.attrs["kind"] = std::string("row");
+    } else if (reductions == 1) {
+      root.attrs["kind"] = std::string("reduction");
+    }
     root.body = std::move(body);
     for (size_t k = 0; k + 1 < members.size(); ++k) keep[members[k]] = false;
   }

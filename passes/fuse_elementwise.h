@@ -23,19 +23,52 @@
 // reduction `sum` is the root of the second kernel, which never writes %y to memory.)
 //
 // Grouping: nodes are visited from the last to the first. A fusible node not yet in a
-// group starts one (it is the group's root, the one member whose value leaves the
-// kernel); then the producers of the group's operands join it while (1) they are
-// fusible, (2) every use of their result is inside the group, and (3) their result has
+// group starts one (it is the group's root, its first result); then the producers of
+// the group's operands join it while (1) they are fusible, (2) every use of their
+// result is inside the group (exceptions: assigns, and the row groups' rule below, make
+// a member one more result), and (3) their result has
 // the root's shape, so each is computed once per element (a smaller producer broadcast
 // into the group would be recomputed for every element; it stays a kernel of its own).
-// A reduction the predicate accepts is a root too (never a producer): its producers must
-// have the reduction's *input* shape, and a reduction that absorbs nothing stays the
-// node it was (the library's reduction kernel). Its fused node has kind="reduction", so
-// the memory planner never computes it in place of an operand.
-// By (2), only the root has users outside its group, so replacing a group by one node
-// at the root's position keeps the graph acyclic and in topological order.
+// A reduction the predicate accepts is a root too (a producer only in a row group,
+// below): its producers have the reduction's *input* shape, and a reduction that absorbs
+// nothing stays the node it was (the library's reduction kernel). Its fused node has
+// kind="reduction", so the memory planner never computes it in place of an operand.
+//
+// Row groups: a reduction with keepdims=true whose result `row` is its input `full` with
+// trailing axes set to 1 (is_row_shape: softmax's max and sum, layer norm's means) may
+// also join a group as a producer, when its input has the group's shape; the group then
+// also takes elementwise producers of shape `row` (per-row values such as rsqrt(var+eps),
+// computed once per row), and a group whose root has shape `row` takes its full-shape
+// producers once a reduction of that shape joins. Its consumers broadcast the per-row
+// values along the row by NumPy broadcasting (as autodiff's rules emit them). In a row
+// group a member may also be used outside it, by nodes after the root or by nodes
+// before it that do not lead back to it: its value is one more result (layer-norm
+// backward's x̂, also summed over the batch for the gain). If the groups formed so
+// would, contracted, make the graph cyclic, grouping is redone allowing only the former.
+//
+//   %m = max(%x) {axes=[-1], keepdims=true} : f32[8,1]
+//   %d = sub(%x, %m) : f32[8,16]
+//   %e = exp(%d) : f32[8,16]
+//   %s = sum(%e) {axes=[-1], keepdims=true} : f32[8,1]
+//   %y = div(%e, %s) : f32[8,16]
+// becomes one kernel, `%y = fused(%x) {kind="row"}` with those five nodes as its body:
+// per row, one pass computes the max, one the sum, one writes %y (codegen/README.md).
+// A producer that fails only because a user has not joined yet is tried again when the
+// group grows (%e joins once %s has). A per-row producer (log-softmax's log of the sum)
+// opens a row group when a row reduction computes it. Not fused: siblings (a softmax and
+// a log-softmax of one %x both returned: only producers join, so the second group reads
+// the values the first returns), and a member whose value is used outside the group
+// before its root (it stays a kernel result of its own group).
+//
+// The groups are checked to be acyclic when contracted (the strict rules guarantee it:
+// every user of a member is in its group or after its root), and the graph is sorted
+// topologically after the replacement (users of an escaped value, assigns included,
+// move after the kernel that now computes it).
 // Every fusible node ends up in exactly one `fused` node, a group of one included: the
 // CPU backend runs every elementwise op as a generated kernel.
+//
+// Kinds: "reduction" when a reduction is the root and the one result, "row" when a
+// group holds a reduction whose value other members consume (or several reductions).
 //
 // Requires: a type-inferred graph after autodiff (fused nodes are not differentiable).
 // Guarantees: the graph computes the same values; every remaining elementwise node is
@@ -53,6 +86,9 @@ struct FuseOptions {
   /// may go into a generated kernel. Default: an elementwise node whose operands and
   /// result are f32, f64, i32, i64 or bool, or a reduction from f32 (f64) to f32 (f64).
   std::function<bool(const Graph& g, const Node& node)> fusible;
+  /// Row groups (see the top of this file): reductions that take their consumers. Off,
+  /// the fuser groups as it did before them (for measurements).
+  bool rows = true;
 };
 
 class FuseElementwisePass : public Pass {
@@ -64,6 +100,10 @@ class FuseElementwisePass : public Pass {
  private:
   FuseOptions options_;
 };
+
+/// Whether `row` is `full` with one or more trailing axes (of size > 1) set to 1: the
+/// result shape of a keepdims reduction over a row (size-1 axes may sit anywhere).
+bool is_row_shape(const Shape& row, const Shape& full);
 
 /// The default fusibility test (see FuseOptions::fusible).
 bool default_fusible(const Graph& g, const Node& node);

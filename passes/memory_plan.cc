@@ -7,7 +7,8 @@
 
 namespace weft {
 bool may_take_over_operand(const Node& node) {
-  return node.info().category == OpCategory::Elementwise || node.op == Op::Reshape ||
+  const bool row = node.op == Op::Fused && node.str_attr("kind") == "row";
+  return node.info().category == OpCategory::Elementwise || node.op == Op::Reshape || row ||
          (node.op == Op::Fused && node.str_attr("kind") == "elementwise");
 }
 

@@ -82,7 +82,8 @@ struct MemoryPlan {
 
 /// Whether `node`'s result may take over the buffer of an operand that dies at it:
 /// elementwise ops and fused elementwise kernels (each element is read before it is
-/// written, at the same index), and reshape (the same bytes in the same order, so the
+/// written, at the same index), row kernels (fused kind "row": their earlier passes over
+/// a row only read, the last one writes each element after reading it), and reshape (the same bytes in the same order, so the
 /// runtime makes it a view and runs nothing).
 bool may_take_over_operand(const Node& node);
 

@@ -1,0 +1,309 @@
+// Emits the MLIR text of a row body (emit_elementwise.h, emit_rows): keepdims
+// reductions over the trailing axes whose per-row values the other nodes consume
+// broadcast along the row, e.g. softmax
+//
+//   %m = max(%x) {axes=[-1], keepdims=true}   pass 1: m = max over the row
+//   %d = sub(%x, %m); %e = exp(%d)
+//   %s = sum(%e) {axes=[-1], keepdims=true}   pass 2: s = Σ exp(x - m)
+//   %y = div(%e, %s)                          pass 3: y = exp(x - m) / s, stored
+//
+// Per row: a pass over the row for each level of reductions (the reductions of one
+// level share one loop, each with its own accumulators), the per-row nodes (shapes that
+// do not vary along the row: rsqrt(var + eps)) computed once as scalars between passes,
+// the full-shape values recomputed from the operands in each pass that needs them (they
+// are never written to memory unless they are outputs), then a last pass storing the
+// full-shape outputs, and the per-row outputs stored at the end of the row.
+
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "codegen/emit_elementwise.h"
+#include "codegen/emitter.h"
+
+namespace weft::codegen {
+namespace emit_detail {
+namespace {
+
+/// Which values of a row body are per-row, and the pass after which each is known.
+struct RowPlan {
+  std::vector<char> per_row;  ///< [value]: constant along the row (a reduction's result too)
+  std::vector<int> level;     ///< [value]: the last reduction pass it depends on (0: none)
+  int passes = 0;             ///< Reduction passes; one more stores the outputs.
+};
+
+RowPlan plan_rows(const Graph& g) {
+  const Node& first = *first_reduction(g);
+  const Shape& full = g.type(first.operands[0]).shape;
+  const Shape& row = g.type(first.result()).shape;
+  // Right-aligned against the full shape, a per-row value is 1 along every row axis.
+  auto per_row = [&](const Shape& s) {
+    for (int j = 0; j < s.rank(); ++j) {
+      if (s[j] != 1 && row[j + full.rank() - s.rank()] == 1) return false;
+    }
+    return true;
+  };
+  RowPlan plan;
+  plan.per_row.assign(g.num_values(), 0);
+  plan.level.assign(g.num_values(), 0);
+  for (const Input& in : g.inputs()) plan.per_row[in.value] = per_row(g.type(in.value).shape);
+  for (const Node& n : g.nodes()) {
+    int level = 0;
+    for (ValueId o : n.operands) level = std::max(level, plan.level[o]);
+    if (n.info().category == OpCategory::Reduction) {
+      plan.level[n.result()] = level + 1;
+      plan.per_row[n.result()] = 1;
+      plan.passes = std::max(plan.passes, level + 1);
+    } else {
+      plan.level[n.result()] = level;
+      plan.per_row[n.result()] = per_row(g.type(n.result()).shape);
+    }
+  }
+  return plan;
+}
+
+}  // namespace
+
+std::string Emitter::row_module(const std::string& symbol, const ReductionSpace& rs) {
+  std::vector<std::string> ptr;
+  header(ptr, symbol);
+  const RowPlan plan = plan_rows(g_);
+  const size_t n_in = g_.inputs().size();
+  const int last = static_cast<int>(space_.dims.size()) - 1;
+  std::vector<int> kept, reduced;  // Dims other than the innermost (reduced), by kind.
+  for (int j = 0; j < last; ++j) (rs.reduced[j] ? reduced : kept).push_back(j);
+  const int64_t length = space_.dims.back(), main = length / width_ * width_;
+  int64_t outer = 1;
+  for (int j : reduced) outer *= space_.dims[j];
+  std::vector<int> input_of(g_.num_values(), -1);
+  for (size_t k = 0; k < n_in; ++k) input_of[g_.inputs()[k].value] = static_cast<int>(k);
+  if (rs.rows() == 0) return footer();
+
+  const std::string one = cst(DType::i64, 1, 1);
+  os_ << indent_ << "scf.for %r = %row_begin to %row_end step " << one << " : i64 {\n";
+  indent_ += "  ";
+  std::vector<std::string> row_off, bases, splats;
+  for (size_t k = 0; k < n_in; ++k) row_off.push_back(offset(k, "%r", kept));
+  // The per-row values of this row, as scalars of their compute type.
+  std::unordered_map<ValueId, std::string> scalar;
+  for (size_t k = 0; k < n_in; ++k) {
+    const ValueId v = g_.inputs()[k].value;
+    if (!plan.per_row[v]) continue;
+    const DType d = g_.type(v).dtype;
+    std::string s = emit("llvm.load " + gep(ptr[k], row_off[k], d) + " : !llvm.ptr -> " + memory_elem(d));
+    if (d == DType::boolean) s = cmp(DType::u8, "ne", s, cst(DType::u8, 0, 1), 1);
+    scalar[v] = s;
+  }
+  auto per_row_nodes = [&](int level) {
+    for (const Node& n : g_.nodes()) {
+      const ValueId r = n.result();
+      if (n.info().category == OpCategory::Reduction || !plan.per_row[r] ||
+          plan.level[r] > level || scalar.count(r)) {
+        continue;
+      }
+      std::vector<std::string> a;
+      for (ValueId o : n.operands) a.push_back(scalar.at(o));
+      scalar[r] = node(n, a, 1);
+    }
+  };
+  // A full-shape value at element `i` of the row, `w` lanes (memoized in `val`, which
+  // holds one loop body's values).
+  std::unordered_map<ValueId, std::string> val;
+  std::function<std::string(ValueId, int, const std::string&)> at =
+      [&](ValueId v, int w, const std::string& i) -> std::string {
+    if (auto it = val.find(v); it != val.end()) return it->second;
+    const DType d = g_.type(v).dtype;
+    std::string x;
+    const int k = input_of[v];
+    if (plan.per_row[v] || (k >= 0 && space_.strides[k].back() == 0)) {
+      x = plan.per_row[v] ? scalar.at(v) : splats[k];
+      if (w > 1) x = emit("vector.broadcast " + x + " : " + compute_elem(d) + " to " + vec(compute_elem(d), w));
+    } else if (k >= 0) {
+      const std::string address = emit("llvm.getelementptr " + bases[k] + "[" + i +
+                                        "] : (!llvm.ptr, i64) -> !llvm.ptr, " + memory_elem(d));
+      x = emit("llvm.load " + address + " {alignment = " + std::to_string(dtype_size(d)) +
+               " : i64} : !llvm.ptr -> " + vec(memory_elem(d), w));
+      if (d == DType::boolean) x = cmp(DType::u8, "ne", x, cst(DType::u8, 0, w), w);
+    } else {
+      const Node& n = g_.node(g_.value(v).node);
+      std::vector<std::string> a;
+      for (ValueId o : n.operands) a.push_back(at(o, w, i));
+      x = node(n, a, w);
+    }
+    return val[v] = x;
+  };
+  // `%name:c` declares c loop results, `%name#j` names one (a lone result is `%name`).
+  auto results = [&](int c) {
+    const std::string name = "%t" + std::to_string(next_++);
+    std::vector<std::string> refs;
+    for (int j = 0; j < c; ++j) refs.push_back(c == 1 ? name : name + "#" + std::to_string(j));
+    return std::make_pair(c == 1 ? name : name + ":" + std::to_string(c), refs);
+  };
+  auto join = [](const std::vector<std::string>& xs) {
+    std::string s;
+    for (const std::string& x : xs) s += (s.empty() ? "" : ", ") + x;
+    return s;
+  };
+  auto open_for = [&](const std::string& res, const std::string& iv, int64_t lo, int64_t hi,
+                      int64_t step, const std::vector<std::string>& inits,
+                      std::vector<std::string>& args, const std::vector<std::string>& types) {
+    const std::string clo = cst(DType::i64, static_cast<double>(lo), 1),
+                      chi = cst(DType::i64, static_cast<double>(hi), 1),
+                      cstep = cst(DType::i64, static_cast<double>(step), 1);
+    os_ << indent_ << (res.empty() ? "" : res + " = ") << "scf.for " << iv << " = " << clo
+        << " to " << chi << " step " << cstep;
+    if (!inits.empty()) {
+      os_ << " iter_args(";
+      for (size_t a = 0; a < inits.size(); ++a) {
+        args.push_back("%a" + std::to_string(next_++));
+        os_ << (a ? ", " : "") << args.back() << " = " << inits[a];
+      }
+      os_ << ") -> (" << join(types) << ")";
+    }
+    os_ << " : i64 {\n";
+    indent_ += "  ";
+  };
+  auto close_for = [&](const std::vector<std::string>& yields, const std::vector<std::string>& types) {
+    if (!yields.empty()) os_ << indent_ << "scf.yield " << join(yields) << " : " << join(types) << "\n";
+    indent_.resize(indent_.size() - 2);
+    os_ << indent_ << "}\n";
+  };
+
+  per_row_nodes(0);
+  for (int pass = 1; pass <= plan.passes; ++pass) {
+    std::vector<const Node*> reds;
+    for (const Node& n : g_.nodes()) {
+      if (n.info().category == OpCategory::Reduction && plan.level[n.result()] == pass) reds.push_back(&n);
+    }
+    const int c = static_cast<int>(reds.size());
+    std::vector<std::string> vinit, sinit, vt, st;
+    std::vector<char> sum(c);
+    for (int j = 0; j < c; ++j) {
+      const Op op = reds[j]->op;
+      sum[j] = op == Op::Sum || op == Op::Mean;
+      const DType acc = sum[j] ? DType::f64 : g_.type(reds[j]->result()).dtype;
+      const double init = sum[j] ? 0.0 : op == Op::Max ? -INFINITY : INFINITY;
+      vinit.push_back(cst(acc, init, width_));
+      sinit.push_back(cst(acc, init, 1));
+      vt.push_back(vec(compute_elem(acc), width_));
+      st.push_back(compute_elem(acc));
+    }
+    // Over the outer reduced dims: the vector loop and the scalar tail along the row.
+    std::vector<std::string> inits = vinit, types = vt, args;
+    inits.insert(inits.end(), sinit.begin(), sinit.end());
+    types.insert(types.end(), st.begin(), st.end());
+    auto [decl, res] = results(2 * c);
+    const std::string o = "%o" + std::to_string(next_++);
+    open_for(decl, o, 0, outer, 1, inits, args, types);
+    std::vector<std::string> v(args.begin(), args.begin() + c), s(args.begin() + c, args.end());
+    operand_bases(ptr, row_off, o, reduced, bases, splats);
+    auto inner = [&](int64_t from, int64_t to, int w, std::vector<std::string>& acc,
+                     const std::vector<std::string>& t) {
+      auto [idecl, ires] = results(c);
+      std::vector<std::string> iargs;
+      const std::string i = "%i" + std::to_string(next_++);
+      open_for(idecl, i, from, to, w, acc, iargs, t);
+      val.clear();
+      std::vector<std::string> next;
+      for (int j = 0; j < c; ++j) {
+        next.push_back(accumulate(*reds[j], iargs[j], at(reds[j]->operands[0], w, i), w));
+      }
+      close_for(next, t);
+      acc = ires;
+    };
+    if (main > 0) inner(0, main, width_, v, vt);
+    if (main < length) inner(main, length, 1, s, st);
+    std::vector<std::string> yields = v;
+    yields.insert(yields.end(), s.begin(), s.end());
+    close_for(yields, types);
+    // Horizontal: sums add the lanes in f64; max/min fold them in one by one. Then the
+    // mean's division and the f32 rounding give the per-row value.
+    for (int j = 0; j < c; ++j) {
+      const Node& red = *reds[j];
+      const DType d = g_.type(red.result()).dtype;
+      std::string total = res[c + j];
+      if (sum[j]) {
+        total = bi("arith.addf", emit("vector.reduction <add>, " + res[j] + " : " + vt[j] + " into f64"),
+                   total, "f64");
+        if (red.op == Op::Mean) {
+          total = bi("arith.divf", total, cst(DType::f64, static_cast<double>(rs.reduced_size()), 1), "f64");
+        }
+        if (d == DType::f32) total = conv("arith.truncf", total, DType::f64, d, 1);
+      } else {
+        for (int lane = 0; lane < width_; ++lane) {
+          total = accumulate(red, total, emit("vector.extract " + res[j] + "[" + std::to_string(lane) +
+                                              "] : " + st[j] + " from " + vt[j]), 1);
+        }
+      }
+      scalar[red.result()] = total;
+    }
+    per_row_nodes(pass);
+  }
+
+  // The last pass: full-shape outputs, row r at r·L + o·length + i.
+  std::vector<size_t> full_outs;
+  for (size_t j = 0; j < g_.outputs().size(); ++j) {
+    if (!plan.per_row[g_.outputs()[j]]) full_outs.push_back(j);
+  }
+  const std::string row_base =
+      bi("arith.muli", "%r", cst(DType::i64, static_cast<double>(rs.reduced_size()), 1), "i64");
+  if (!full_outs.empty() && length > 0) {
+    std::vector<std::string> none;
+    const std::string o = "%o" + std::to_string(next_++);
+    open_for("", o, 0, outer, 1, {}, none, {});
+    operand_bases(ptr, row_off, o, reduced, bases, splats);
+    const std::string base = bi("arith.addi", row_base,
+                                bi("arith.muli", o, cst(DType::i64, static_cast<double>(length), 1), "i64"), "i64");
+    std::vector<std::string> outs;
+    for (size_t j : full_outs) outs.push_back(gep(ptr[n_in + j], base, g_.type(g_.outputs()[j]).dtype));
+    auto store = [&](int64_t from, int64_t to, int w) {
+      if (from == to) return;
+      const std::string i = "%i" + std::to_string(next_++);
+      open_for("", i, from, to, w, {}, none, {});
+      val.clear();
+      // Every output is computed before any is stored: a result may take over the
+      // buffer of an operand (memory_plan's in-place rule), read here at the same index.
+      std::vector<std::string> xs;
+      for (size_t j : full_outs) xs.push_back(at(g_.outputs()[j], w, i));
+      for (size_t k = 0; k < full_outs.size(); ++k) {
+        const DType d = g_.type(g_.outputs()[full_outs[k]]).dtype;
+        std::string x = xs[k];
+        if (d == DType::boolean) x = conv("arith.extui", x, DType::boolean, DType::u8, w);
+        const std::string address = emit("llvm.getelementptr " + outs[k] + "[" + i +
+                                          "] : (!llvm.ptr, i64) -> !llvm.ptr, " + memory_elem(d));
+        os_ << indent_ << "llvm.store " << x << ", " << address << " {alignment = " << dtype_size(d)
+            << " : i64} : " << vec(memory_elem(d), w) << ", !llvm.ptr\n";
+      }
+      close_for({}, {});
+    };
+    store(0, main, width_);
+    store(main, length, 1);
+    close_for({}, {});
+  }
+  // Per-row outputs: one element per row.
+  for (size_t j = 0; j < g_.outputs().size(); ++j) {
+    const ValueId out = g_.outputs()[j];
+    if (!plan.per_row[out]) continue;
+    const DType d = g_.type(out).dtype;
+    std::string x = scalar.at(out);
+    if (d == DType::boolean) x = conv("arith.extui", x, DType::boolean, DType::u8, 1);
+    const std::string address = gep(ptr[n_in + j], "%r", d);
+    os_ << indent_ << "llvm.store " << x << ", " << address << " {alignment = "
+        << dtype_size(d) << " : i64} : " << memory_elem(d) << ", !llvm.ptr\n";
+  }
+  indent_.resize(indent_.size() - 2);
+  os_ << indent_ << "}\n";
+  return footer();
+}
+
+}  // namespace emit_detail
+
+std::string emit_rows(const Graph& body, const std::string& symbol) {
+  const ReductionSpace rs = collapse_reduction_space(body);
+  return emit_detail::Emitter(body, rs.space).row_module(symbol, rs);
+}
+
+int row_passes(const Graph& body) { return emit_detail::plan_rows(body).passes + 1; }
+
+}  // namespace weft::codegen

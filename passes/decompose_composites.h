@@ -1,0 +1,39 @@
+#pragma once
+// decompose-composites: softmax, log_softmax and layer_norm over the trailing axes of
+// an f32/f64 value become the primitive ops they are made of, so that fuse-elementwise
+// groups them with their neighbours into one row kernel (codegen/emit_rows): the
+// attention scores' scale before softmax and the mask after it, the residual add before
+// layer norm. The CPU pipeline runs it before fusion (codegen::LowerOptions::
+// decompose_composites); codegen/row_kernel_bench measures it against the composites'
+// library kernels.
+//
+//   %y = softmax(%x) {axis=-1} : f32[8,16]
+// becomes
+//   %0 = max(%x) {axes=[-1], keepdims=true} : f32[8,1]
+//   %1 = sub(%x, %0) : f32[8,16]
+//   %2 = exp(%1) : f32[8,16]
+//   %3 = sum(%2) {axes=[-1], keepdims=true} : f32[8,1]
+//   %y = div(%2, %3) : f32[8,16]
+// log_softmax ends in `sub(%1, log(%3))`; layer_norm(%x, %w, %b) computes
+// (x - mean) · rsqrt(mean((x - mean)²) + eps) · w + b with eps a `full` scalar.
+//
+// Left alone: a softmax over another axis (its reductions would not be rows: the
+// library kernel is faster), other dtypes, and cross_entropy (the library kernel checks
+// that each label is in range; a one_hot would silently drop a bad label).
+// Requires: a type-inferred graph after autodiff (the gradient rules read the
+// composites). Guarantees: the same values up to float rounding (the library kernels
+// compute the exponential sums and layer norm's statistics in f64, the decomposition
+// sums in f64 but rounds each per-row value to the dtype); the result keeps its name
+// and location; the graph stays in topological order.
+
+#include "passes/pass.h"
+
+namespace weft {
+
+class DecomposeCompositesPass : public Pass {
+ public:
+  std::string_view name() const override { return "decompose-composites"; }
+  StatusOr<bool> run(Graph& g) override;
+};
+
+}  // namespace weft

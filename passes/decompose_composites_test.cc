@@ -1,0 +1,130 @@
+#include "passes/decompose_composites.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "passes/fuse_elementwise.h"
+#include "passes/pass_testing.h"
+#include "runtime/reference/interpreter.h"
+
+namespace weft {
+namespace {
+
+TEST(DecomposeCompositesTest, SoftmaxBecomesItsPrimitives) {
+  DecomposeCompositesPass pass;
+  EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%x: f32[8,16]) {
+  %y = softmax(%x) {axis=1} : f32[8,16]
+  %z = neg(%y) : f32[8,16]
+  return %z
+})"),
+            R"(graph @f(%x: f32[8,16]) -> (f32[8,16]) {
+  %0 = max(%x) {axes=[1], keepdims=true} : f32[8,1]
+  %1 = sub(%x, %0) : f32[8,16]
+  %2 = exp(%1) : f32[8,16]
+  %3 = sum(%2) {axes=[1], keepdims=true} : f32[8,1]
+  %y = div(%2, %3) : f32[8,16]
+  %z = neg(%y) : f32[8,16]
+  return %z
+}
+)");
+}
+
+TEST(DecomposeCompositesTest, LogSoftmaxAndLayerNorm) {
+  DecomposeCompositesPass pass;
+  EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%x: f64[2,3,4], %w: f64[3,4], %b: f64[3,4]) {
+  %n = layer_norm(%x, %w, %b) {axes=[1, 2], eps=0.001} : f64[2,3,4]
+  %l = log_softmax(%n) {axis=-1} : f64[2,3,4]
+  return %l
+})"),
+            R"(graph @f(%x: f64[2,3,4], %w: f64[3,4], %b: f64[3,4]) -> (f64[2,3,4]) {
+  %0 = mean(%x) {axes=[1, 2], keepdims=true} : f64[2,1,1]
+  %1 = sub(%x, %0) : f64[2,3,4]
+  %2 = mul(%1, %1) : f64[2,3,4]
+  %3 = mean(%2) {axes=[1, 2], keepdims=true} : f64[2,1,1]
+  %4 = full() {dtype=f64, shape=[], value=0.001} : f64[]
+  %5 = add(%3, %4) : f64[2,1,1]
+  %6 = rsqrt(%5) : f64[2,1,1]
+  %7 = mul(%1, %6) : f64[2,3,4]
+  %8 = mul(%7, %w) : f64[2,3,4]
+  %n = add(%8, %b) : f64[2,3,4]
+  %9 = max(%n) {axes=[2], keepdims=true} : f64[2,3,1]
+  %10 = sub(%n, %9) : f64[2,3,4]
+  %11 = exp(%10) : f64[2,3,4]
+  %12 = sum(%11) {axes=[2], keepdims=true} : f64[2,3,1]
+  %13 = log(%12) : f64[2,3,1]
+  %l = sub(%10, %13) : f64[2,3,4]
+  return %l
+}
+)");
+}
+
+// A softmax over a leading axis, an f16 one and cross_entropy stay library kernels.
+TEST(DecomposeCompositesTest, NoChangeOffTheRow) {
+  DecomposeCompositesPass pass;
+  EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%x: f32[4,6], %h: f16[4,6], %t: i64[4]) {
+  %y = softmax(%x) {axis=0} : f32[4,6]
+  %z = softmax(%h) {axis=1} : f16[4,6]
+  %c = cross_entropy(%x, %t) : f32[]
+  return %y, %z, %c
+})"),
+            R"(graph @f(%x: f32[4,6], %h: f16[4,6], %t: i64[4]) -> (f32[4,6], f16[4,6], f32[]) {
+  %y = softmax(%x) {axis=0} : f32[4,6]
+  %z = softmax(%h) {axis=1} : f16[4,6]
+  %c = cross_entropy(%x, %t) : f32[]
+  return %y, %z, %c
+}
+(no change)
+)");
+}
+
+TEST(DecomposeCompositesTest, RequiresTypes) {
+  DecomposeCompositesPass pass;
+  EXPECT_EQ(run_pass_on_text(pass, "graph @f(%x: f32[3]) {\n  %a = softmax(%x)\n  return %a\n}"),
+            "test.wir:2:3: error: decompose-composites: %a has no type; run infer-types first");
+}
+
+// The decomposed graph computes what the composites compute (reference interpreter),
+// and the fuser makes the composites and their neighbours one row kernel.
+TEST(DecomposeCompositesTest, SameValuesAndOneRowKernel) {
+  const char* text = R"(graph @f(%x: f64[6,10], %c: f64[], %w: f64[10], %b: f64[10], %k: f64[6,10]) {
+  %s = mul(%x, %c) : f64[6,10]
+  %p = softmax(%s) {axis=-1} : f64[6,10]
+  %m = mul(%p, %k) : f64[6,10]
+  %r = add(%m, %x) : f64[6,10]
+  %n = layer_norm(%r, %w, %b) {axes=[-1], eps=1e-05} : f64[6,10]
+  %l = log_softmax(%n) {axis=1} : f64[6,10]
+  return %l
+})";
+  StatusOr<Graph> before = parse_graph(text, "test.wir");
+  ASSERT_TRUE(before.ok()) << before.error().to_string();
+  Graph after = *before;
+  DecomposeCompositesPass decompose;
+  ASSERT_TRUE(decompose.run(after).ok());
+  std::mt19937_64 rng(9);
+  std::vector<Tensor> inputs;
+  for (const Input& in : before->inputs()) {
+    Tensor t(before->type(in.value));
+    for (int64_t i = 0; i < t.numel(); ++i) t.set_double(i, std::uniform_real_distribution<double>(-2, 2)(rng));
+    inputs.push_back(t);
+  }
+  auto want = reference::run(*before, inputs);
+  auto got = reference::run(after, inputs);
+  ASSERT_TRUE(want.ok() && got.ok());
+  std::string why;
+  EXPECT_TRUE(all_close(got->outputs[0], want->outputs[0], 1e-12, &why)) << why;
+  FuseElementwisePass fuse;
+  ASSERT_TRUE(fuse.run(after).ok());
+  int fused = 0, full = 0;
+  for (const Node& node : after.nodes()) {
+    fused += node.op == Op::Fused;
+    full += node.op == Op::Full;
+  }
+  // Scale, softmax, mask, residual add, layer norm and log-softmax over the same rows:
+  // one row kernel of six passes.
+  EXPECT_EQ(fused, 1) << print_graph(after);
+  EXPECT_EQ(full, 1);
+}
+
+}  // namespace
+}  // namespace weft

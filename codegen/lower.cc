@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "codegen/kernel_compiler.h"
+#include "codegen/merge_updates.h"
 #include "ir/verifier.h"
 #include "passes/fold_batch_matmul.h"
 #include "passes/fold_transpose.h"
@@ -44,7 +45,8 @@ std::vector<bool> updates_in_place(const Graph& g) {
   return external;
 }
 
-StatusOr<Program> build_program(const Graph& g, const MemoryPlan& plan) {
+StatusOr<Program> build_program(const Graph& g, const MemoryPlan& plan,
+                                const std::vector<MergedUpdate>& merged) {
   Program p;
   p.name = g.name();
   p.arena_bytes = plan.arena_bytes;
@@ -52,6 +54,13 @@ StatusOr<Program> build_program(const Graph& g, const MemoryPlan& plan) {
   p.lower_bound_bytes = plan.lower_bound_bytes;
   for (const Input& in : g.inputs()) {
     p.inputs.push_back({g.value(in.value).name, g.type(in.value), in.kind});
+  }
+  lay_out_inputs(g, merged, p);
+  // Node index -> the merged update it starts (-1), or -2 for the other members.
+  std::vector<int> merged_at(g.nodes().size(), -1);
+  for (size_t m = 0; m < merged.size(); ++m) {
+    for (int i : merged[m].nodes) merged_at[i] = -2;
+    merged_at[merged[m].nodes.front()] = static_cast<int>(m);
   }
   // Values written straight into the buffer of the input they are assigned to.
   std::unordered_map<ValueId, int> written_to;
@@ -77,7 +86,41 @@ StatusOr<Program> build_program(const Graph& g, const MemoryPlan& plan) {
     return r;
   };
   std::unordered_map<std::string, int> kernel_by_key;
-  for (const Node& n : g.nodes()) {
+  const auto kernel = [&](const Graph& body) {
+    std::string key = kernel_key(body);
+    auto [it, added] = kernel_by_key.emplace(key, static_cast<int>(p.kernels.size()));
+    if (added) {
+      const RowLayout layout = row_layout(body);
+      p.kernels.push_back({"k" + std::to_string(it->second), std::move(key), body, layout.rows,
+                           layout.row_length});
+    }
+    return it->second;
+  };
+  for (int i = 0; i < static_cast<int>(g.nodes().size()); ++i) {
+    const Node& n = g.node(i);
+    if (merged_at[i] == -2) continue;  // runs in its group's merged invocation
+    if (merged_at[i] >= 0) {
+      const MergedUpdate& m = merged[merged_at[i]];
+      const auto range = [&](int r) {
+        BufferRef b = ref(m.ranges[r].values[0]);
+        b.type = Type{m.ranges[r].dtype, Shape({m.length})};
+        return b;
+      };
+      Invocation inv;
+      for (size_t j = 0; j < n.operands.size(); ++j) {
+        inv.operands.push_back(m.operand_range[j] >= 0 ? range(m.operand_range[j])
+                                                       : ref(n.operands[j]));
+      }
+      for (int r : m.result_range) inv.results.push_back(range(r));
+      inv.label = g.value(n.result()).name + ".." +
+                  g.value(g.node(m.nodes.back()).result()).name;
+      inv.kind = Invocation::Kind::generated;
+      inv.kernel = kernel(m.body);
+      inv.node.op = n.op;
+      inv.node.loc = n.loc;
+      p.code.push_back(std::move(inv));
+      continue;
+    }
     if (n.op == Op::Assign) {
       Update u{g.input_index(n.operands[0]), ref(n.operands[1])};
       // A value already written into its target's buffer needs no copy.
@@ -92,15 +135,8 @@ StatusOr<Program> build_program(const Graph& g, const MemoryPlan& plan) {
       if (inv.operands[0] == inv.results[0]) continue;  // planned in place: a view
       inv.kind = Invocation::Kind::copy;
     } else if (n.op == Op::Fused) {
-      std::string key = kernel_key(*n.body);
-      auto [it, added] = kernel_by_key.emplace(key, static_cast<int>(p.kernels.size()));
-      if (added) {
-        const RowLayout layout = row_layout(*n.body);
-        p.kernels.push_back({"k" + std::to_string(it->second), std::move(key), *n.body,
-                             layout.rows, layout.row_length});
-      }
       inv.kind = Invocation::Kind::generated;
-      inv.kernel = it->second;
+      inv.kernel = kernel(*n.body);
       inv.node.op = n.op;
       inv.node.loc = n.loc;
     } else {
@@ -136,9 +172,17 @@ StatusOr<Lowering> lower_to_program(Graph g, const LowerOptions& options) {
   add_cpu_passes(passes, options);
   WEFT_RETURN_IF_ERROR(passes.run(g).status());
   PlanOptions plan_options = options.plan;
-  if (options.update_in_place) plan_options.external = updates_in_place(g);
+  std::vector<MergedUpdate> merged;
+  if (options.update_in_place) {
+    plan_options.external = updates_in_place(g);
+    if (options.merge_updates) {
+      merged = merge_updates(g, plan_options.external, plan_options.alignment);
+      std::vector<ContiguousGroup> groups = arena_groups(merged);
+      plan_options.groups.insert(plan_options.groups.end(), groups.begin(), groups.end());
+    }
+  }
   WEFT_ASSIGN_OR_RETURN(MemoryPlan plan, plan_memory(g, plan_options));
-  WEFT_ASSIGN_OR_RETURN(Program program, build_program(g, plan));
+  WEFT_ASSIGN_OR_RETURN(Program program, build_program(g, plan, merged));
   return Lowering{std::move(g), std::move(plan), std::move(program)};
 }
 

@@ -111,6 +111,8 @@ std::string program_to_cpp(const Program& p, const std::string& name) {
        << ", weft::parse_input_kind(" << quoted(std::string(input_kind_name(in.kind)))
        << ").value()});\n";
   }
+  os << "  p.input_offsets = " << ints(p.input_offsets) << ";\n"
+     << "  p.inputs_bytes = " << p.inputs_bytes << "LL;\n";
   for (const GeneratedKernel& k : p.kernels) {
     os << "  p.kernels.emplace_back();\n"
        << "  p.kernels.back().name = " << quoted(k.name) << ";\n"

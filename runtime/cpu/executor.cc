@@ -135,15 +135,41 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program,
              "Executor::create: one function per generated kernel");
   std::unique_ptr<Executor> ex(new Executor());
   ex->pool_ = std::make_unique<ThreadPool>(options.num_threads);
+  if (program.input_offsets.empty()) lay_out_inputs_in_order(program);
+  WEFT_CHECK(program.input_offsets.size() == program.inputs.size(),
+             "Executor::create: one offset per input of program @" + program.name);
+  for (size_t i = 0; i < program.inputs.size(); ++i) {
+    const int64_t at = program.input_offsets[i];
+    WEFT_CHECK(at >= 0 && at % 64 == 0 &&
+                   at + static_cast<int64_t>(program.inputs[i].type.bytes()) <= program.inputs_bytes,
+               "Executor::create: input " + std::to_string(i) + " of program @" + program.name +
+                   " is unaligned or outside the inputs block");
+  }
   try {
     ex->arena_ = allocate(program.arena_bytes);
-    for (const ProgramInput& in : program.inputs) {
-      ex->inputs_.push_back(allocate(static_cast<int64_t>(in.type.bytes())));
-      ex->input_ptr_.push_back(ex->inputs_.back().get());
-    }
+    // Zeroed, like the arena: the alignment padding between inputs (which a merged update
+    // computes on and never reads back) holds defined bytes from the start.
+    ex->inputs_block_ = allocate(program.inputs_bytes);
   } catch (const std::bad_alloc&) {
     return Error{"cannot allocate the arena of program @" + program.name + " (" +
-                 std::to_string(program.arena_bytes) + " bytes)"};
+                 std::to_string(program.arena_bytes) + " bytes) and its inputs (" +
+                 std::to_string(program.inputs_bytes) + " bytes)"};
+  }
+  for (int64_t at : program.input_offsets) ex->input_ptr_.push_back(ex->inputs_block_.get() + at);
+  // Every buffer an invocation names, flat ranges included, lies inside its block.
+  const auto inside = [&](const BufferRef& r) {
+    const int64_t bytes = static_cast<int64_t>(r.type.bytes());
+    if (r.space == Space::arena) return r.offset >= 0 && r.offset + bytes <= program.arena_bytes;
+    return r.input >= 0 && r.input < static_cast<int>(program.inputs.size()) &&
+           program.input_offsets[r.input] + bytes <= program.inputs_bytes;
+  };
+  for (const Invocation& inv : program.code) {
+    for (const auto* refs : {&inv.operands, &inv.results}) {
+      for (const BufferRef& r : *refs) {
+        WEFT_CHECK(inside(r), "Executor::create: " + r.to_string() + " of %" + inv.label +
+                                  " lies outside its block in program @" + program.name);
+      }
+    }
   }
   for (const Invocation& inv : program.code) {
     std::vector<const void*> in;

@@ -8,8 +8,9 @@
 //   Status s = (*ex)->run();             // one step: every invocation, then the updates
 //   Tensor loss = (*ex)->output(0);
 //
-// Everything is decided in create(): the arena and one buffer per graph input are
-// allocated (64-byte aligned), each invocation is bound to its pointers — a library
+// Everything is decided in create(): the arena and the inputs block (every graph input
+// at its Program::input_offsets entry, 64-byte aligned, the padding between them zeroed)
+// are allocated, each invocation is bound to its pointers — a library
 // kernel (runtime/cpu/kernel.h) with its descriptors and scratch, a generated kernel with
 // its buffer table and row partition — so run() walks a flat array of bound kernels:
 // no allocation, no hashing, no graph.
@@ -88,7 +89,7 @@ class Executor {
   Program program_;
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<std::byte[], void (*)(std::byte*)> arena_{nullptr, nullptr};
-  std::vector<std::unique_ptr<std::byte[], void (*)(std::byte*)>> inputs_;
+  std::unique_ptr<std::byte[], void (*)(std::byte*)> inputs_block_{nullptr, nullptr};
   std::vector<void*> input_ptr_;
   std::vector<std::unique_ptr<Bound>> code_;
   std::vector<std::unique_ptr<std::byte[], void (*)(std::byte*)>> snapshots_;

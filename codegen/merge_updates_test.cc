@@ -196,7 +196,15 @@ TEST(MergeUpdatesTest, MergesPerDtypeAndLeavesFrozenAndOddOnesAlone) {
   EXPECT_EQ(l->plan.offset[gd] - l->plan.offset[gc], 8 * 8);
   EXPECT_TRUE(verify_plan(l->graph, l->plan).ok());
 
-  // One step on the CPU equals the reference interpreter; two steps keep the frozen %e.
+  // The executor keeps every input at its offset of one block.
+  auto ex = compile_for_cpu(g);
+  ASSERT_TRUE(ex.ok()) << ex.error().to_string();
+  const int a = g.input_index(*g.find_value("a")), d = g.input_index(*g.find_value("d"));
+  EXPECT_EQ(static_cast<std::byte*>((*ex)->input_data(d)) -
+                static_cast<std::byte*>((*ex)->input_data(a)),
+            p.input_offsets[d] - p.input_offsets[a]);
+
+  // One step on the CPU equals the reference interpreter.
   std::mt19937_64 rng(5);
   std::vector<Tensor> inputs;
   for (const Input& in : g.inputs()) {

@@ -107,9 +107,9 @@ StatusOr<Program> build_program(const Graph& g, const MemoryPlan& plan,
         return b;
       };
       Invocation inv;
-      for (size_t j = 0; j < n.operands.size(); ++j) {
+      for (size_t j = 0; j < m.operands.size(); ++j) {
         inv.operands.push_back(m.operand_range[j] >= 0 ? range(m.operand_range[j])
-                                                       : ref(n.operands[j]));
+                                                       : ref(m.operands[j]));
       }
       for (int r : m.result_range) inv.results.push_back(range(r));
       inv.label = g.value(n.result()).name + ".." +

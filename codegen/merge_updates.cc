@@ -1,6 +1,7 @@
 #include "codegen/merge_updates.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -24,8 +25,9 @@ constexpr int64_t kKeyLength = 1;
 struct Candidate {
   int node = -1;
   std::string signature;
-  std::vector<bool> flat;        // per operand
-  std::vector<int> result_slot;  // per result: the operand it overwrites
+  std::vector<ValueId> operands;  // the node's operands in its body's canonical order
+  std::vector<bool> flat;         // per canonical operand
+  std::vector<int> result_slot;   // per result: the canonical operand it overwrites
 };
 
 std::optional<Candidate> candidate(const Graph& g, int i, const std::vector<bool>& external,
@@ -37,10 +39,12 @@ std::optional<Candidate> candidate(const Graph& g, int i, const std::vector<bool
   const Shape& full = body.type(body.outputs()[0]).shape;
   Candidate c;
   c.node = i;
-  std::optional<Graph> flat_body = flatten_body(body, kKeyLength);
+  std::vector<int> order;
+  std::optional<Graph> flat_body = flatten_body(body, kKeyLength, &order);
   if (!flat_body) return std::nullopt;
   c.signature = kernel_key(*flat_body) + "|";
-  for (ValueId o : n.operands) {
+  for (int j : order) c.operands.push_back(n.operands[j]);
+  for (ValueId o : c.operands) {
     const Type& t = g.type(o);
     const bool flat = t.shape == full;
     if (flat) {
@@ -48,7 +52,7 @@ std::optional<Candidate> candidate(const Graph& g, int i, const std::vector<bool
       const bool intermediate = g.value(o).node >= 0 &&
                                 !(o < static_cast<ValueId>(external.size()) && external[o]);
       if (!input && !intermediate) return std::nullopt;
-      if (std::count(n.operands.begin(), n.operands.end(), o) != 1) return std::nullopt;
+      if (std::count(c.operands.begin(), c.operands.end(), o) != 1) return std::nullopt;
       c.signature += input ? "in," : "arena,";
     } else {
       c.signature += "%" + std::to_string(o) + ",";
@@ -62,9 +66,9 @@ std::optional<Candidate> candidate(const Graph& g, int i, const std::vector<bool
     }
     auto t = target_of.find(r);
     if (t == target_of.end()) return std::nullopt;
-    auto at = std::find(n.operands.begin(), n.operands.end(), t->second);
-    if (at == n.operands.end() || !c.flat[at - n.operands.begin()]) return std::nullopt;
-    c.result_slot.push_back(static_cast<int>(at - n.operands.begin()));
+    auto at = std::find(c.operands.begin(), c.operands.end(), t->second);
+    if (at == c.operands.end() || !c.flat[at - c.operands.begin()]) return std::nullopt;
+    c.result_slot.push_back(static_cast<int>(at - c.operands.begin()));
     c.signature += std::to_string(c.result_slot.back()) + ",";
   }
   return c;
@@ -78,8 +82,8 @@ MergedUpdate build_merge(const Graph& g, const std::vector<Candidate>& members,
   const Candidate& c0 = members[0];
   MergedUpdate m;
   size_t smallest = 8;
-  for (size_t j = 0; j < first.operands.size(); ++j) {
-    if (c0.flat[j]) smallest = std::min(smallest, dtype_size(g.type(first.operands[j]).dtype));
+  for (size_t j = 0; j < c0.operands.size(); ++j) {
+    if (c0.flat[j]) smallest = std::min(smallest, dtype_size(g.type(c0.operands[j]).dtype));
   }
   const int64_t unit = std::max<int64_t>(1, alignment / static_cast<int64_t>(smallest));
   int64_t end = 0;
@@ -90,17 +94,18 @@ MergedUpdate build_merge(const Graph& g, const std::vector<Candidate>& members,
   }
   m.length = end > kLongRange ? round_up(end, std::max(unit, kRowMultiple)) : end;
   m.body = *flatten_body(*first.body, m.length);
-  for (size_t j = 0; j < first.operands.size(); ++j) {
+  m.operands = c0.operands;
+  for (size_t j = 0; j < c0.operands.size(); ++j) {
     if (!c0.flat[j]) {
       m.operand_range.push_back(-1);
       continue;
     }
     FlatRange r;
-    r.dtype = g.type(first.operands[j]).dtype;
+    r.dtype = g.type(c0.operands[j]).dtype;
     const int64_t size = static_cast<int64_t>(dtype_size(r.dtype));
-    r.space = g.input_index(first.operands[j]) >= 0 ? Space::input : Space::arena;
+    r.space = g.input_index(c0.operands[j]) >= 0 ? Space::input : Space::arena;
     for (size_t k = 0; k < members.size(); ++k) {
-      r.values.push_back(g.node(members[k].node).operands[j]);
+      r.values.push_back(members[k].operands[j]);
       r.offsets.push_back(m.starts[k] * size);
     }
     r.bytes = round_up(m.length * size, alignment);
@@ -113,11 +118,36 @@ MergedUpdate build_merge(const Graph& g, const std::vector<Candidate>& members,
 
 }  // namespace
 
-std::optional<Graph> flatten_body(const Graph& body, int64_t length) {
+std::optional<Graph> flatten_body(const Graph& body, int64_t length,
+                                  std::vector<int>* input_order) {
   const Shape& full = body.type(body.outputs()[0]).shape;
+  // The canonical order: a depth-first walk from the outputs (in order) through each
+  // node's operands (in order) reaches inputs and finishes nodes in an order that does
+  // not depend on how the fuser numbered the body; unreached inputs come last.
+  std::vector<int> inputs, nodes;
+  std::vector<bool> seen(body.num_values(), false);
+  const std::function<void(ValueId)> visit = [&](ValueId v) {
+    if (seen[v]) return;
+    seen[v] = true;
+    const int p = body.value(v).node;
+    if (p < 0) {
+      inputs.push_back(body.input_index(v));
+      return;
+    }
+    for (ValueId o : body.node(p).operands) visit(o);
+    nodes.push_back(p);
+  };
+  for (ValueId o : body.outputs()) visit(o);
+  for (int j = 0; j < static_cast<int>(body.inputs().size()); ++j) {
+    if (!seen[body.inputs()[j].value]) inputs.push_back(j);
+  }
+  if (nodes.size() != body.nodes().size()) return std::nullopt;  // a dead node
+  if (input_order != nullptr) *input_order = inputs;
+
   Graph flat(body.name());
   std::vector<ValueId> map(body.num_values(), kNoValue);
-  for (const Input& in : body.inputs()) {
+  for (int j : inputs) {
+    const Input& in = body.inputs()[j];
     const Type& t = body.type(in.value);
     Type ft = t;
     if (t.shape == full) {
@@ -129,7 +159,8 @@ std::optional<Graph> flatten_body(const Graph& body, int64_t length) {
     }
     map[in.value] = flat.add_input(body.value(in.value).name, ft, in.kind, in.loc);
   }
-  for (const Node& n : body.nodes()) {
+  for (int i : nodes) {
+    const Node& n = body.node(i);
     if (n.results.size() != 1 || body.type(n.result()).shape != full) return std::nullopt;
     std::vector<ValueId> operands;
     for (ValueId o : n.operands) operands.push_back(map[o]);
@@ -170,15 +201,14 @@ std::vector<MergedUpdate> merge_updates(Graph& g, const std::vector<bool>& exter
     std::vector<Candidate> kept;
     std::unordered_set<ValueId> mine;
     for (Candidate& c : group) {
-      const Node& node = g.node(c.node);
       bool free = true;
-      for (size_t j = 0; j < node.operands.size(); ++j) {
-        free = free && (!c.flat[j] || (!taken.count(node.operands[j]) &&
-                                       !mine.count(node.operands[j])));
+      for (size_t j = 0; j < c.operands.size(); ++j) {
+        free = free && (!c.flat[j] || (!taken.count(c.operands[j]) &&
+                                       !mine.count(c.operands[j])));
       }
       if (!free) continue;
-      for (size_t j = 0; j < node.operands.size(); ++j) {
-        if (c.flat[j]) mine.insert(node.operands[j]);
+      for (size_t j = 0; j < c.operands.size(); ++j) {
+        if (c.flat[j]) mine.insert(c.operands[j]);
       }
       kept.push_back(std::move(c));
     }

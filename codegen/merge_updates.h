@@ -23,7 +23,8 @@
 // per-parameter operand: an input, or an intermediate in the arena) or is one element
 // (a shared operand: lr, the bias corrections, the clipping coefficient), and whose
 // every result overwrites one of its per-parameter input operands. Kernels merge when
-// their bodies, flattened to 1-D, are the same (kernel_key), their shared operands are
+// their bodies, flattened to 1-D and put in canonical order (flatten_body: the fuser may
+// build two bodies of one formula in different node orders), are the same (kernel_key), their shared operands are
 // the same values, their per-parameter operands are in the same spaces and their results
 // overwrite the same operand positions. A value or input can be in one flat range only;
 // a kernel whose operands are already taken stays alone. A group of one is left as it
@@ -78,6 +79,9 @@ struct MergedUpdate {
   int64_t length = 0;           ///< Elements of every range, padding included.
   std::vector<int64_t> starts;  ///< Element offset of each member in every range.
   std::vector<FlatRange> ranges;
+  /// The first member's operands in the body's canonical order (shared ones are what
+  /// every member reads).
+  std::vector<ValueId> operands;
   std::vector<int> operand_range;  ///< Per body input: its range, or -1 (shared operand).
   std::vector<int> result_range;   ///< Per body output: the range it overwrites.
 };
@@ -96,8 +100,13 @@ std::vector<ContiguousGroup> arena_groups(const std::vector<MergedUpdate>& merge
 void lay_out_inputs(const Graph& g, const std::vector<MergedUpdate>& merged, Program& p);
 
 /// `body` with every value of the iteration space's shape made 1-D of `length` elements
-/// and every one-element input made rank 0; nullopt when a value has another shape
-/// (a broadcast that flattening would break).
-std::optional<Graph> flatten_body(const Graph& body, int64_t length);
+/// and every one-element input made rank 0, its inputs and nodes in canonical order: the
+/// order a depth-first walk from the outputs through each node's operands reaches them,
+/// so two bodies that compute the same thing get the same key whatever order the fuser
+/// built them in. `input_order` (if given) receives, per new input, the index of the
+/// old one. nullopt when a value has another shape (a broadcast that flattening would
+/// break) or a node computes nothing the outputs use.
+std::optional<Graph> flatten_body(const Graph& body, int64_t length,
+                                  std::vector<int>* input_order = nullptr);
 
 }  // namespace weft::codegen

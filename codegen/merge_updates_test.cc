@@ -10,6 +10,7 @@
 #include <random>
 
 #include "codegen/cpu_backend.h"
+#include "codegen/kernel_compiler.h"
 #include "codegen/kernel_test_util.h"
 #include "frontend/modules.h"
 #include "frontend/training.h"
@@ -292,6 +293,26 @@ TEST(MergeUpdatesTest, FlattenBody) {
             "  %p1 = sub(%p, %u) : f32[64] loc(\"test.wir\":3:3)\n"
             "  return %p1\n"
             "}\n");
+  // One formula built in two node and input orders (as the fuser may build the Adam
+  // updates of two parameters) has one canonical form.
+  Graph a = parse(R"(graph @k(%m: f32[5], %g: f32[5], %b: f32[]) {
+  %x = mul(%m, %b)
+  %y = mul(%g, %b)
+  %z = add(%x, %y)
+  return %z
+})");
+  Graph b = parse(R"(graph @k(%g: f32[7], %b: f32[], %m: f32[7]) {
+  %y = mul(%g, %b)
+  %x = mul(%m, %b)
+  %z = add(%x, %y)
+  return %z
+})");
+  std::vector<int> order_a, order_b;
+  std::optional<Graph> fa = flatten_body(a, 1, &order_a), fb = flatten_body(b, 1, &order_b);
+  ASSERT_TRUE(fa && fb);
+  EXPECT_EQ(kernel_key(*fa), kernel_key(*fb));
+  EXPECT_EQ(order_a, (std::vector<int>{0, 2, 1}));  // %m, %b, %g
+  EXPECT_EQ(order_b, (std::vector<int>{2, 1, 0}));  // %m, %b, %g
   // A row broadcast cannot be flattened.
   Graph row = parse(R"(graph @k(%p: f32[3,4], %b: f32[4]) {
   %p1 = sub(%p, %b)

@@ -299,6 +299,18 @@ std::string Executor::profile_report(int top) const {
                 static_cast<long long>(profiled_steps_), total / 1e3 / profiled_steps_,
                 code_.size(), fallbacks_, program_.updates.size());
   std::string out = line;
+  // The optimizer's share: invocations that write parameters or state in place.
+  double in_place_ns = 0;
+  int in_place = 0;
+  for (size_t i = 0; i < code_.size(); ++i) {
+    if (program_.code[i].results[0].space != Space::input) continue;
+    in_place_ns += profile_ns_[i];
+    ++in_place;
+  }
+  std::snprintf(line, sizeof(line),
+                "  %.1f us per step in %d invocations writing parameters/state in place\n",
+                in_place_ns / 1e3 / profiled_steps_, in_place);
+  out += line;
   for (size_t k = 0; k < order.size() && static_cast<int>(k) < top; ++k) {
     const size_t i = order[k];
     const Invocation& inv = program_.code[i];

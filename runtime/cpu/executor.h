@@ -71,7 +71,8 @@ class Executor {
   Tensor output(int index) const;
 
   /// Per-invocation timing: while enabled, run() adds each invocation's wall time to a
-  /// table that profile_report() prints (the top invocations, their share of the step).
+  /// table that profile_report() prints (the top invocations, their share of the step,
+  /// and the time of the invocations that write parameters/state in place: the update).
   void set_profiling(bool on);
   std::string profile_report(int top = 25) const;
 

@@ -15,6 +15,7 @@
 #include "frontend/modules.h"
 #include "frontend/training.h"
 #include "ir/text.h"
+#include "ir/verifier.h"
 #include "passes/infer_types.h"
 
 namespace weft::codegen {
@@ -196,6 +197,9 @@ TEST(MergeUpdatesTest, MergesPerDtypeAndLeavesFrozenAndOddOnesAlone) {
   EXPECT_EQ(l->plan.offset[gb] - l->plan.offset[ga], 48 * 4);
   EXPECT_EQ(l->plan.offset[gd] - l->plan.offset[gc], 8 * 8);
   EXPECT_TRUE(verify_plan(l->graph, l->plan).ok());
+  // The reordered graph (members together, assigns last) is still a valid graph.
+  Status valid = verify(l->graph);
+  EXPECT_TRUE(valid.ok()) << valid.to_string();
 
   // The executor keeps every input at its offset of one block.
   auto ex = compile_for_cpu(g);

@@ -112,6 +112,21 @@ StatusOr<Program> build_program(const Graph& g, const MemoryPlan& plan,
                                                        : ref(m.operands[j]));
       }
       for (int r : m.result_range) inv.results.push_back(range(r));
+      // The padding of the arena ranges (after each member, and the tail) may hold bytes
+      // of earlier intermediates: zeroed first, so every padding lane computes on zeros.
+      for (const FlatRange& r : m.ranges) {
+        if (r.space != Space::arena) continue;
+        const int64_t start = plan.offset[r.values[0]];
+        const int64_t end = start + m.length * static_cast<int64_t>(dtype_size(r.dtype));
+        for (size_t k = 0; k < r.values.size(); ++k) {
+          const int64_t from =
+              plan.offset[r.values[k]] + static_cast<int64_t>(g.type(r.values[k]).bytes());
+          const int64_t to = k + 1 < r.values.size() ? plan.offset[r.values[k + 1]] : end;
+          if (to > from) {
+            inv.clear.push_back({Space::arena, -1, from, Type{DType::u8, Shape({to - from})}});
+          }
+        }
+      }
       inv.label = g.value(n.result()).name + ".." +
                   g.value(g.node(m.nodes.back()).result()).name;
       inv.kind = Invocation::Kind::generated;

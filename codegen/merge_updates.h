@@ -38,13 +38,13 @@
 // longer than 16384 elements is padded to a multiple of 256 so the kernel's rows divide
 // it (codegen/kernel_compiler.h) and the runtime splits it over its threads.
 //
-// Padding: the kernel computes the padding lanes too. Their inputs are defined bytes
-// (the inputs block and the arena are zeroed when allocated; arena padding may hold
-// bytes of an earlier intermediate), their results land only in the padding of param and
-// state ranges, which nothing reads but this kernel (Executor::input and set_input copy
-// an input's own bytes), so whatever they hold (even NaN) never reaches a parameter, a
-// loss or a checkpoint. A reduction over a flat gradient range would read them, which is
-// why gradient clipping keeps its per-gradient reductions.
+// Padding: the kernel computes the padding lanes too, on zeros: the inputs block is
+// zeroed when allocated and set_input writes an input's own bytes only, and the padding
+// of the arena ranges (which earlier intermediates of the step may have used) is zeroed
+// just before the kernel runs (Invocation::clear: a memset of a few bytes per member).
+// So the padding of param and state ranges holds what the formula makes of zeros (0 for
+// every optimizer of autodiff/optimizer.h), never garbage or NaN, and nothing reads it
+// but this kernel (Executor::input copies an input's own bytes).
 //
 // Schedule: the members move to the position of the last one, consecutive (and every
 // assign to the end of the graph, where the runtime applies updates anyway). Moving an

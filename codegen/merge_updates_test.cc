@@ -31,6 +31,8 @@ int update_invocations(const Program& p) {
   return n;
 }
 
+void expect_padding_zero(cpu::Executor& ex, const std::string& what);
+
 bool bitwise_equal(const Tensor& a, const Tensor& b) {
   return a.type() == b.type() && std::memcmp(a.raw_data(), b.raw_data(), a.bytes()) == 0;
 }
@@ -114,7 +116,22 @@ TEST_P(MergedStep, EqualsTheReferenceAndTheUnmergedProgram) {
       EXPECT_TRUE(bitwise_equal(mine, (*separate)->input(i))) << c.name << " %" << name;
       inputs[g.input_index(*g.find_value(name))] = value;
     }
+    expect_padding_zero(**merged, c.name + " step " + std::to_string(step));
   }
+}
+
+// Every byte of the inputs block that belongs to no input (the padding of the flat
+// ranges, which the merged kernel computes on) is still exactly zero.
+void expect_padding_zero(cpu::Executor& ex, const std::string& what) {
+  const Program& p = ex.program();
+  const std::byte* block = static_cast<std::byte*>(ex.input_data(0)) - p.input_offsets[0];
+  std::vector<bool> owned(p.inputs_bytes, false);
+  for (size_t i = 0; i < p.inputs.size(); ++i) {
+    for (size_t b = 0; b < p.inputs[i].type.bytes(); ++b) owned[p.input_offsets[i] + b] = true;
+  }
+  int64_t nonzero = 0;
+  for (int64_t b = 0; b < p.inputs_bytes; ++b) nonzero += !owned[b] && block[b] != std::byte{0};
+  EXPECT_EQ(nonzero, 0) << what;
 }
 
 INSTANTIATE_TEST_SUITE_P(Optimizers, MergedStep, ::testing::Range(0, 5),
@@ -280,6 +297,47 @@ TEST(MergeUpdatesTest, DataInputsFormRangesToo) {
   ASSERT_TRUE(cpu.ok() && ref.ok());
   for (size_t i = 0; i < ref->updated.size(); ++i) {
     EXPECT_TRUE(all_close(cpu->updated[i].second, ref->updated[i].second, 1e-6));
+  }
+}
+
+// The gradients' padding lies in arena bytes that %h (exp: never zero) used before
+// them; the merged kernel zeroes it first, so the parameters' padding stays zero.
+TEST(MergeUpdatesTest, PaddingComputesOnZeros) {
+  Graph g = parse(R"(graph @f(%a: f32[5] {param}, %b: f32[3] {param}, %x: f32[64],
+    %xa: f32[5], %xb: f32[3], %lr: f32[]) {
+  %h = exp(%x)
+  %s = sum(%h)
+  %m = max(%h)
+  %ga = tanh(%xa)
+  %gb = tanh(%xb)
+  %sa = sum(%ga)
+  %sb = sum(%gb)
+  %ua = mul(%ga, %lr)
+  %a1 = sub(%a, %ua)
+  assign(%a, %a1)
+  %ub = mul(%gb, %lr)
+  %b1 = sub(%b, %ub)
+  assign(%b, %b1)
+  return %s, %m, %sa, %sb
+})");
+  StatusOr<Lowering> l = lower_to_program(g);
+  ASSERT_TRUE(l.ok()) << l.error().to_string();
+  const ValueId h = *l->graph.find_value("h"), ga = *l->graph.find_value("ga");
+  // The premise: the gradient range reuses %h's bytes.
+  ASSERT_GE(l->plan.offset[h], 0);
+  ASSERT_LT(l->plan.offset[ga], l->plan.offset[h] + 256) << l->program.to_string();
+  ASSERT_GE(l->plan.offset[ga] + 64, l->plan.offset[h]) << l->program.to_string();
+  auto ex = compile_for_cpu(g);
+  ASSERT_TRUE(ex.ok()) << ex.error().to_string();
+  EXPECT_EQ(update_invocations((*ex)->program()), 1);
+  std::mt19937_64 rng(4);
+  for (const Input& in : g.inputs()) {
+    const int i = g.input_index(in.value);
+    ASSERT_TRUE((*ex)->set_input(i, testing::random_tensor(g.type(in.value), rng, 1, 2)).ok());
+  }
+  for (int step = 0; step < 3; ++step) {
+    ASSERT_TRUE((*ex)->run().ok());
+    expect_padding_zero(**ex, "step " + std::to_string(step));
   }
 }
 

@@ -136,7 +136,9 @@ std::string program_to_cpp(const Program& p, const std::string& name) {
        << "    inv.kernel = " << inv.kernel << ";\n"
        << "    inv.operands = " << buffers(inv.operands) << ";\n"
        << "    inv.results = " << buffers(inv.results) << ";\n"
-       << "    inv.label = " << quoted(inv.label) << ";\n"
+       << "    inv.label = " << quoted(inv.label) << ";\n";
+    if (!inv.clear.empty()) os << "    inv.clear = " << buffers(inv.clear) << ";\n";
+    os
        << "    p.code.push_back(std::move(inv));\n  }\n";
   }
   for (const Update& u : p.updates) {

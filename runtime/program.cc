@@ -55,6 +55,7 @@ std::string Program::to_string() const {
     for (size_t o = 0; o < inv.operands.size(); ++o) {
       os << (o ? ", " : " ") << inv.operands[o].to_string();
     }
+    if (!inv.clear.empty()) os << "  (first zeroes " << inv.clear.size() << " padding ranges)";
     if (!inv.label.empty()) os << "  ; %" << inv.label;
     os << "\n";
   }

@@ -79,6 +79,10 @@ struct Invocation {
   std::vector<BufferRef> operands;
   std::vector<BufferRef> results;
   std::string label;                 ///< The graph value it computes (for dumps).
+  /// generated: arena bytes zeroed just before the kernel runs (`u8[n]` ranges): the
+  /// alignment padding inside the flat gradient ranges of a merged update, which other
+  /// intermediates may have used earlier in the step (codegen/merge_updates.h).
+  std::vector<BufferRef> clear;
 };
 
 /// An `assign`: after the step, input `input` takes the bytes of `from`.

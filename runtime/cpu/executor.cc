@@ -44,11 +44,14 @@ class LibraryBound : public Executor::Bound {
 // that small kernels run on the caller alone.
 class GeneratedBound : public Executor::Bound {
  public:
-  GeneratedBound(GeneratedFn fn, std::vector<void*> buffers, const GeneratedKernel& k)
-      : fn_(fn), buffers_(std::move(buffers)), rows_(k.rows), name_(k.name) {
+  GeneratedBound(GeneratedFn fn, std::vector<void*> buffers, const GeneratedKernel& k,
+                 std::vector<std::pair<void*, size_t>> clear)
+      : fn_(fn), buffers_(std::move(buffers)), rows_(k.rows), name_(k.name),
+        clear_(std::move(clear)) {
     grain_ = std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(1, k.row_length));
   }
   Status run(ThreadPool& pool) override {
+    for (const auto& [at, bytes] : clear_) std::memset(at, 0, bytes);
     void* const* buffers = buffers_.data();
     GeneratedFn fn = fn_;
     pool.parallel_for(rows_, grain_, [fn, buffers](int64_t begin, int64_t end) {
@@ -64,6 +67,7 @@ class GeneratedBound : public Executor::Bound {
   int64_t rows_;
   int64_t grain_;
   std::string name_;
+  std::vector<std::pair<void*, size_t>> clear_;  // Invocation::clear
 };
 
 class CopyBound : public Executor::Bound {
@@ -164,7 +168,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program,
            program.input_offsets[r.input] + bytes <= program.inputs_bytes;
   };
   for (const Invocation& inv : program.code) {
-    for (const auto* refs : {&inv.operands, &inv.results}) {
+    for (const auto* refs : {&inv.operands, &inv.results, &inv.clear}) {
       for (const BufferRef& r : *refs) {
         WEFT_CHECK(inside(r), "Executor::create: " + r.to_string() + " of %" + inv.label +
                                   " lies outside its block in program @" + program.name);
@@ -184,8 +188,12 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program,
         std::vector<void*> buffers;
         for (const void* p : in) buffers.push_back(const_cast<void*>(p));
         for (const BufferRef& r : inv.results) buffers.push_back(ex->resolve(r));
-        ex->code_.push_back(std::make_unique<GeneratedBound>(
-            generated[inv.kernel], std::move(buffers), program.kernels[inv.kernel]));
+        std::vector<std::pair<void*, size_t>> clear;
+        for (const BufferRef& r : inv.clear) clear.push_back({ex->resolve(r), r.type.bytes()});
+        ex->code_.push_back(std::make_unique<GeneratedBound>(generated[inv.kernel],
+                                                             std::move(buffers),
+                                                             program.kernels[inv.kernel],
+                                                             std::move(clear)));
         break;
       }
       case Invocation::Kind::copy:

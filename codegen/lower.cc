@@ -119,6 +119,8 @@ StatusOr<Program> build_program(const Graph& g, const MemoryPlan& plan,
         const int64_t start = plan.offset[r.values[0]];
         const int64_t end = start + m.length * static_cast<int64_t>(dtype_size(r.dtype));
         for (size_t k = 0; k < r.values.size(); ++k) {
+          WEFT_CHECK(plan.offset[r.values[k]] - start == r.offsets[k],
+                     "build_program: the memory plan broke a merged update's gradient range");
           const int64_t from =
               plan.offset[r.values[k]] + static_cast<int64_t>(g.type(r.values[k]).bytes());
           const int64_t to = k + 1 < r.values.size() ? plan.offset[r.values[k + 1]] : end;

@@ -21,8 +21,10 @@
 // into an input (updates_in_place) and read by nothing but their assign (and graph
 // outputs, read after the step), whose every operand either has the kernel's shape (a
 // per-parameter operand: an input, or an intermediate in the arena) or is one element
-// (a shared operand: lr, the bias corrections, the clipping coefficient), and whose
-// every result overwrites one of its per-parameter input operands. Kernels merge when
+// (a shared operand: lr, the bias corrections, the clipping coefficient), at most one of
+// them in the arena (the gradient; a body that absorbed the sum of many partial
+// gradients, as in an unrolled RNN, would keep them all alive until the merged kernel),
+// and whose every result overwrites one of its per-parameter input operands. Kernels merge when
 // their bodies, flattened to 1-D and put in canonical order (flatten_body: the fuser may
 // build two bodies of one formula in different node orders), are the same (kernel_key), their shared operands are
 // the same values, their per-parameter operands are in the same spaces and their results

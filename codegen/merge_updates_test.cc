@@ -270,6 +270,38 @@ TEST(MergeUpdatesTest, AnUpdateReadInTheStepDoesNotMerge) {
   EXPECT_EQ(merged, 0) << l->program.to_string();
 }
 
+// An update that sums two partial gradients in its body (a weight used twice) reads two
+// arena values per parameter: merging would keep every partial gradient alive until the
+// end, so it does not merge.
+TEST(MergeUpdatesTest, UpdatesSummingPartialGradientsStayAlone) {
+  Graph g = parse(R"(graph @f(%a: f32[20] {param}, %b: f32[20] {param}, %x: f32[20],
+    %y: f32[20], %lr: f32[]) {
+  %a1g = tanh(%x)
+  %a2g = exp(%x)
+  %b1g = tanh(%y)
+  %b2g = exp(%y)
+  %s1 = sum(%a1g)
+  %s2 = sum(%a2g)
+  %s3 = sum(%b1g)
+  %s4 = sum(%b2g)
+  %ga = add(%a1g, %a2g)
+  %ua = mul(%ga, %lr)
+  %a1 = sub(%a, %ua)
+  assign(%a, %a1)
+  %gb = add(%b1g, %b2g)
+  %ub = mul(%gb, %lr)
+  %b1 = sub(%b, %ub)
+  assign(%b, %b1)
+  return %s1, %s2, %s3, %s4
+})");
+  StatusOr<Lowering> l = lower_to_program(g);
+  ASSERT_TRUE(l.ok()) << l.error().to_string();
+  EXPECT_EQ(update_invocations(l->program), 2) << l->program.to_string();
+  for (const Invocation& inv : l->program.code) {
+    EXPECT_NE(inv.results[0].type.to_string(), "f32[64]") << l->program.to_string();
+  }
+}
+
 // Updates whose per-parameter operands are graph inputs (data) merge too: those inputs
 // are laid out back to back like the parameters.
 TEST(MergeUpdatesTest, DataInputsFormRangesToo) {

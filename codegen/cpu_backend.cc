@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <string>
 
 #include "codegen/kernel_compiler.h"
 #include "ir/text.h"
@@ -10,7 +11,11 @@ namespace weft::codegen {
 
 StatusOr<std::unique_ptr<cpu::Executor>> compile_for_cpu(const Graph& g,
                                                          const CpuOptions& options) {
-  WEFT_ASSIGN_OR_RETURN(Lowering lowering, lower_to_program(g, options.lower));
+  LowerOptions lower = options.lower;
+  if (const char* merge = std::getenv("WEFT_MERGE_UPDATES"); merge && std::string(merge) == "0") {
+    lower.merge_updates = false;  // A/B switch for measurements (see the header)
+  }
+  WEFT_ASSIGN_OR_RETURN(Lowering lowering, lower_to_program(g, lower));
   if (const char* dir = std::getenv("WEFT_DUMP_PROGRAM")) {
     // Debugging aid: the Program and every generated kernel's body, one file per program.
     std::string text = lowering.program.to_string();

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "codegen/kernel_compiler.h"
+#include "codegen/merge_updates.h"
 #include "ir/verifier.h"
 #include "passes/decompose_composites.h"
 #include "passes/fold_batch_matmul.h"
@@ -45,7 +46,8 @@ std::vector<bool> updates_in_place(const Graph& g) {
   return external;
 }
 
-StatusOr<Program> build_program(const Graph& g, const MemoryPlan& plan) {
+StatusOr<Program> build_program(const Graph& g, const MemoryPlan& plan,
+                                const std::vector<MergedUpdate>& merged) {
   Program p;
   p.name = g.name();
   p.arena_bytes = plan.arena_bytes;
@@ -53,6 +55,13 @@ StatusOr<Program> build_program(const Graph& g, const MemoryPlan& plan) {
   p.lower_bound_bytes = plan.lower_bound_bytes;
   for (const Input& in : g.inputs()) {
     p.inputs.push_back({g.value(in.value).name, g.type(in.value), in.kind});
+  }
+  lay_out_inputs(g, merged, p);
+  // Node index -> the merged update it starts (-1), or -2 for the other members.
+  std::vector<int> merged_at(g.nodes().size(), -1);
+  for (size_t m = 0; m < merged.size(); ++m) {
+    for (int i : merged[m].nodes) merged_at[i] = -2;
+    merged_at[merged[m].nodes.front()] = static_cast<int>(m);
   }
   // Values written straight into the buffer of the input they are assigned to.
   std::unordered_map<ValueId, int> written_to;
@@ -78,7 +87,58 @@ StatusOr<Program> build_program(const Graph& g, const MemoryPlan& plan) {
     return r;
   };
   std::unordered_map<std::string, int> kernel_by_key;
-  for (const Node& n : g.nodes()) {
+  const auto kernel = [&](const Graph& body) {
+    std::string key = kernel_key(body);
+    auto [it, added] = kernel_by_key.emplace(key, static_cast<int>(p.kernels.size()));
+    if (added) {
+      const RowLayout layout = row_layout(body);
+      p.kernels.push_back({"k" + std::to_string(it->second), std::move(key), body, layout.rows,
+                           layout.row_length});
+    }
+    return it->second;
+  };
+  for (int i = 0; i < static_cast<int>(g.nodes().size()); ++i) {
+    const Node& n = g.node(i);
+    if (merged_at[i] == -2) continue;  // runs in its group's merged invocation
+    if (merged_at[i] >= 0) {
+      const MergedUpdate& m = merged[merged_at[i]];
+      const auto range = [&](int r) {
+        BufferRef b = ref(m.ranges[r].values[0]);
+        b.type = Type{m.ranges[r].dtype, Shape({m.length})};
+        return b;
+      };
+      Invocation inv;
+      for (size_t j = 0; j < m.operands.size(); ++j) {
+        inv.operands.push_back(m.operand_range[j] >= 0 ? range(m.operand_range[j])
+                                                       : ref(m.operands[j]));
+      }
+      for (int r : m.result_range) inv.results.push_back(range(r));
+      // The padding of the arena ranges (after each member, and the tail) may hold bytes
+      // of earlier intermediates: zeroed first, so every padding lane computes on zeros.
+      for (const FlatRange& r : m.ranges) {
+        if (r.space != Space::arena) continue;
+        const int64_t start = plan.offset[r.values[0]];
+        const int64_t end = start + m.length * static_cast<int64_t>(dtype_size(r.dtype));
+        for (size_t k = 0; k < r.values.size(); ++k) {
+          WEFT_CHECK(plan.offset[r.values[k]] - start == r.offsets[k],
+                     "build_program: the memory plan broke a merged update's gradient range");
+          const int64_t from =
+              plan.offset[r.values[k]] + static_cast<int64_t>(g.type(r.values[k]).bytes());
+          const int64_t to = k + 1 < r.values.size() ? plan.offset[r.values[k + 1]] : end;
+          if (to > from) {
+            inv.clear.push_back({Space::arena, -1, from, Type{DType::u8, Shape({to - from})}});
+          }
+        }
+      }
+      inv.label = g.value(n.result()).name + ".." +
+                  g.value(g.node(m.nodes.back()).result()).name;
+      inv.kind = Invocation::Kind::generated;
+      inv.kernel = kernel(m.body);
+      inv.node.op = n.op;
+      inv.node.loc = n.loc;
+      p.code.push_back(std::move(inv));
+      continue;
+    }
     if (n.op == Op::Assign) {
       Update u{g.input_index(n.operands[0]), ref(n.operands[1])};
       // A value already written into its target's buffer needs no copy.
@@ -93,15 +153,8 @@ StatusOr<Program> build_program(const Graph& g, const MemoryPlan& plan) {
       if (inv.operands[0] == inv.results[0]) continue;  // planned in place: a view
       inv.kind = Invocation::Kind::copy;
     } else if (n.op == Op::Fused) {
-      std::string key = kernel_key(*n.body);
-      auto [it, added] = kernel_by_key.emplace(key, static_cast<int>(p.kernels.size()));
-      if (added) {
-        const RowLayout layout = row_layout(*n.body);
-        p.kernels.push_back({"k" + std::to_string(it->second), std::move(key), *n.body,
-                             layout.rows, layout.row_length});
-      }
       inv.kind = Invocation::Kind::generated;
-      inv.kernel = it->second;
+      inv.kernel = kernel(*n.body);
       inv.node.op = n.op;
       inv.node.loc = n.loc;
     } else {
@@ -141,9 +194,17 @@ StatusOr<Lowering> lower_to_program(Graph g, const LowerOptions& options) {
   add_cpu_passes(passes, options);
   WEFT_RETURN_IF_ERROR(passes.run(g).status());
   PlanOptions plan_options = options.plan;
-  if (options.update_in_place) plan_options.external = updates_in_place(g);
+  std::vector<MergedUpdate> merged;
+  if (options.update_in_place) {
+    plan_options.external = updates_in_place(g);
+    if (options.merge_updates) {
+      merged = merge_updates(g, plan_options.external, plan_options.alignment);
+      std::vector<ContiguousGroup> groups = arena_groups(merged);
+      plan_options.groups.insert(plan_options.groups.end(), groups.begin(), groups.end());
+    }
+  }
   WEFT_ASSIGN_OR_RETURN(MemoryPlan plan, plan_memory(g, plan_options));
-  WEFT_ASSIGN_OR_RETURN(Program program, build_program(g, plan));
+  WEFT_ASSIGN_OR_RETURN(Program program, build_program(g, plan, merged));
   return Lowering{std::move(g), std::move(plan), std::move(program)};
 }
 

@@ -9,11 +9,16 @@
 //   schedule-memory    a topological order with a low peak of live bytes
 //   updates in place   a parameter's new value is written straight into the
 //                      parameter's buffer when nothing reads the old value afterwards
+//   merge updates      the in-place update kernels of many parameters with one
+//                      structure -> ONE kernel over a flat range: their params/states
+//                      lie back to back in the inputs block, their gradients in one
+//                      contiguous group of the arena (codegen/merge_updates.h)
 //   plan_memory        one arena, fixed offsets, in-place reuse, several greedy orders
 //   build_program      one invocation per node: `fused` -> a generated kernel (bodies
 //                      with the same structure share one), `assign` -> an update,
 //                      a reshape planned in place -> nothing (a view), any other op ->
-//                      a library kernel call
+//                      a library kernel call; a merged update -> one generated
+//                      invocation over its flat ranges; the inputs block's layout
 //
 //   StatusOr<Lowering> l = lower_to_program(step_graph);
 //   std::cout << l->program.to_string();
@@ -22,6 +27,7 @@
 
 #include <functional>
 
+#include "codegen/merge_updates.h"
 #include "ir/graph.h"
 #include "ir/status.h"
 #include "passes/memory_plan.h"
@@ -42,6 +48,9 @@ struct LowerOptions {
   /// Write assigned values into their param/state buffers where that is safe (see
   /// updates_in_place) instead of copying them there after the step.
   bool update_in_place = true;
+  /// Run the in-place updates of parameters with one kernel structure as one kernel over
+  /// flat ranges (see merge_updates.h); needs update_in_place.
+  bool merge_updates = true;
   PlanOptions plan;
   /// Which nodes go into generated kernels; default: KernelCompiler::supports.
   std::function<bool(const Graph& g, const Node& node)> fusible;
@@ -72,7 +81,9 @@ StatusOr<Lowering> lower_to_program(Graph g, const LowerOptions& options = {});
 /// updates after the step; this keeps every read of %t seeing the old value).
 std::vector<bool> updates_in_place(const Graph& g);
 
-/// The last step alone: one invocation per node of `g` with buffers from `plan`.
-StatusOr<Program> build_program(const Graph& g, const MemoryPlan& plan);
+/// The last step alone: one invocation per node of `g` with buffers from `plan`, one per
+/// group of `merged` (from merge_updates, whose arena groups `plan` was made with).
+StatusOr<Program> build_program(const Graph& g, const MemoryPlan& plan,
+                                const std::vector<MergedUpdate>& merged = {});
 
 }  // namespace weft::codegen

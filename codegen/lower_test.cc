@@ -73,12 +73,30 @@ TEST(LowerTest, TrainingStepOfAnMlp) {
     library += inv.kind == Invocation::Kind::library;
   }
   std::printf("%s", p.to_string().c_str());
-  // Each Adam update is one kernel with three results; the logits' bias add is an extra
-  // result of cross_entropy's gradient row kernel.
-  EXPECT_EQ(generated, 11);
+  // 7 kernels of the forward and backward passes (the logits' bias add is an extra
+  // result of cross_entropy's gradient row kernel), and the Adam update of all four
+  // parameters as ONE kernel with three results (new p, m, v) over flat ranges of
+  // 192 + 16 + 80 + 16 = 304 elements (each parameter rounded up to 16), instead of one
+  // kernel per parameter (codegen/merge_updates.h).
+  EXPECT_EQ(generated, 8);
   EXPECT_EQ(library, 23);  // cross_entropy's gradient: its softmax is in a row kernel
   EXPECT_LE(static_cast<int>(p.kernels.size()), generated);  // identical bodies share one
-  EXPECT_EQ(p.arena_bytes, 2176);
+  int updates = 0;
+  for (const Invocation& inv : p.code) {
+    if (inv.kind != Invocation::Kind::generated || inv.results[0].space != Space::input) continue;
+    ++updates;
+    EXPECT_EQ(inv.results.size(), 3u);
+    EXPECT_EQ(inv.results[0].type.to_string(), "f32[304]");
+  }
+  EXPECT_EQ(updates, 1);
+  // The parameters lie back to back in the inputs block (likewise each state), and so
+  // do their gradients in the arena, at the same element offsets.
+  EXPECT_EQ(p.input_offsets[2] - p.input_offsets[1], 192 * 4);
+  EXPECT_EQ(p.input_offsets[3] - p.input_offsets[1], 208 * 4);
+  EXPECT_EQ(p.input_offsets[4] - p.input_offsets[1], 288 * 4);
+  // The gradients now live until the merged update at the end of the step (they used to
+  // die at their own parameter's update): 2176 bytes before merging, 3008 after.
+  EXPECT_EQ(p.arena_bytes, 3008);
   EXPECT_EQ(p.arena_bytes, p.lower_bound_bytes);
   EXPECT_TRUE(p.updates.empty());
 

@@ -111,6 +111,8 @@ std::string program_to_cpp(const Program& p, const std::string& name) {
        << ", weft::parse_input_kind(" << quoted(std::string(input_kind_name(in.kind)))
        << ").value()});\n";
   }
+  os << "  p.input_offsets = " << ints(p.input_offsets) << ";\n"
+     << "  p.inputs_bytes = " << p.inputs_bytes << "LL;\n";
   for (const GeneratedKernel& k : p.kernels) {
     os << "  p.kernels.emplace_back();\n"
        << "  p.kernels.back().name = " << quoted(k.name) << ";\n"
@@ -134,7 +136,9 @@ std::string program_to_cpp(const Program& p, const std::string& name) {
        << "    inv.kernel = " << inv.kernel << ";\n"
        << "    inv.operands = " << buffers(inv.operands) << ";\n"
        << "    inv.results = " << buffers(inv.results) << ";\n"
-       << "    inv.label = " << quoted(inv.label) << ";\n"
+       << "    inv.label = " << quoted(inv.label) << ";\n";
+    if (!inv.clear.empty()) os << "    inv.clear = " << buffers(inv.clear) << ";\n";
+    os
        << "    p.code.push_back(std::move(inv));\n  }\n";
   }
   for (const Update& u : p.updates) {

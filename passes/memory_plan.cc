@@ -98,6 +98,65 @@ int64_t place(std::vector<Buffer>& buffers, const std::vector<int>& order) {
   return arena;
 }
 
+// What placement sees: every buffer outside a contiguous group as it is, and each group
+// as one block of its members' buffers (`rel`: a buffer's offset inside its unit).
+struct Units {
+  std::vector<Buffer> units;
+  std::vector<int> unit_of;    // per buffer
+  std::vector<int64_t> rel;    // per buffer
+};
+
+StatusOr<Units> form_units(const Graph& g, const PlanOptions& options, const Lifetimes& l,
+                           const std::vector<Buffer>& buffers,
+                           const std::vector<int>& buffer_of) {
+  Units u;
+  u.unit_of.assign(buffers.size(), -1);
+  u.rel.assign(buffers.size(), 0);
+  const int64_t a = options.alignment;
+  for (size_t gi = 0; gi < options.groups.size(); ++gi) {
+    const ContiguousGroup& group = options.groups[gi];
+    const std::string where = "memory planning: contiguous group " + std::to_string(gi);
+    if (group.values.empty() || group.values.size() != group.offsets.size() ||
+        group.bytes % a != 0) {
+      return Error{where + " needs one offset per value and a size that is a multiple of " +
+                   std::to_string(a) + " bytes"};
+    }
+    const int unit = static_cast<int>(u.units.size());
+    Buffer block{0, 0, group.bytes};
+    int64_t end = 0;
+    for (size_t k = 0; k < group.values.size(); ++k) {
+      const ValueId v = group.values[k];
+      if (v < 0 || v >= g.num_values() || l.def[v] < 0) {
+        return Error{where + ": %" + (v >= 0 && v < g.num_values() ? g.value(v).name : "?") +
+                     " is not a node result in the arena"};
+      }
+      const int b = buffer_of[v];
+      if (u.unit_of[b] >= 0) {
+        return Error{where + ": %" + g.value(v).name +
+                     " shares its buffer with a member of a contiguous group"};
+      }
+      const int64_t at = group.offsets[k];
+      if (at % a != 0 || at < end || at + buffers[b].size > group.bytes) {
+        return Error{where + ": %" + g.value(v).name + " at offset " + std::to_string(at) +
+                     " is unaligned, overlaps the member before it or ends past the group's " +
+                     std::to_string(group.bytes) + " bytes"};
+      }
+      end = at + buffers[b].size;
+      block.begin = k == 0 ? buffers[b].begin : std::min(block.begin, buffers[b].begin);
+      block.end = k == 0 ? buffers[b].end : std::max(block.end, buffers[b].end);
+      u.unit_of[b] = unit;
+      u.rel[b] = at;
+    }
+    u.units.push_back(block);
+  }
+  for (size_t b = 0; b < buffers.size(); ++b) {
+    if (u.unit_of[b] >= 0) continue;
+    u.unit_of[b] = static_cast<int>(u.units.size());
+    u.units.push_back(buffers[b]);
+  }
+  return u;
+}
+
 }  // namespace
 
 double MemoryPlan::efficiency() const {
@@ -164,9 +223,14 @@ StatusOr<MemoryPlan> plan_memory(const Graph& g, const PlanOptions& options) {
     }
   }
 
+  StatusOr<Units> formed = form_units(g, options, l, buffers, buffer_of);
+  if (!formed.ok()) return formed.error();
+  const std::vector<Buffer>& units = formed->units;
+  plan.groups = options.groups;
+
   // The lower bound: the most buffer bytes live at one node (n is "after the last node").
   std::vector<int64_t> delta(n + 2, 0);
-  for (const Buffer& b : buffers) delta[b.begin] += b.size, delta[b.end + 1] -= b.size;
+  for (const Buffer& b : units) delta[b.begin] += b.size, delta[b.end + 1] -= b.size;
   int64_t live = 0;
   for (int64_t d : delta) plan.lower_bound_bytes = std::max(plan.lower_bound_bytes, live += d);
 
@@ -186,11 +250,11 @@ StatusOr<MemoryPlan> plan_memory(const Graph& g, const PlanOptions& options) {
   };
   std::vector<Buffer> best;
   for (const auto& [name, less] : strategies) {
-    std::vector<int> order(buffers.size());
+    std::vector<int> order(units.size());
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(),
-                     [&](int a, int b) { return less(buffers[a], buffers[b]); });
-    std::vector<Buffer> trial = buffers;
+                     [&](int a, int b) { return less(units[a], units[b]); });
+    std::vector<Buffer> trial = units;
     const int64_t arena = place(trial, order);
     if (plan.strategy.empty() || arena < plan.arena_bytes) {
       plan.arena_bytes = arena;
@@ -201,7 +265,8 @@ StatusOr<MemoryPlan> plan_memory(const Graph& g, const PlanOptions& options) {
 
   plan.offset.assign(g.num_values(), -1);
   for (ValueId v = 0; v < g.num_values(); ++v) {
-    if (buffer_of[v] >= 0) plan.offset[v] = best[buffer_of[v]].offset;
+    const int b = buffer_of[v];
+    if (b >= 0) plan.offset[v] = best[formed->unit_of[b]].offset + formed->rel[b];
   }
   return plan;
 }
@@ -249,6 +314,18 @@ Status verify_plan(const Graph& g, const MemoryPlan& plan) {
     const auto& ops = g.node(i).operands;
     return std::find(ops.begin(), ops.end(), u) != ops.end();
   };
+  for (size_t gi = 0; gi < plan.groups.size(); ++gi) {
+    const ContiguousGroup& group = plan.groups[gi];
+    for (size_t k = 0; k < group.values.size() && k < group.offsets.size(); ++k) {
+      const ValueId v = group.values[k], first = group.values[0];
+      if (plan.offset[v] < 0 ||
+          plan.offset[v] - plan.offset[first] != group.offsets[k] - group.offsets[0]) {
+        return Error{"verify_plan: " + name(v) + " is not at offset " +
+                     std::to_string(group.offsets[k]) + " of contiguous group " +
+                     std::to_string(gi)};
+      }
+    }
+  }
   for (size_t a = 0; a < live_values.size(); ++a) {
     const ValueId u = live_values[a];
     for (size_t b = a + 1; b < live_values.size(); ++b) {

@@ -23,6 +23,14 @@
 // assigned). Values sharing a buffer this way form one buffer whose lifetime is their
 // union.
 //
+// Contiguous groups (PlanOptions::groups): values that must lie back to back, at given
+// offsets from the group's start, e.g. the gradients of parameters whose update is one
+// kernel over a flat range (codegen/merge_updates.h). The buffers of a group's members
+// (with whatever they share in place) become one block of the group's size, live from
+// the first definition to the last use of any member, placed like any other buffer:
+//
+//   groups = {{%ga, %gb} at {0, 64}, 128 bytes}   %ga: f32[10] @ X, %gb: f32[16] @ X+64
+//
 // Placement: buffers are placed one at a time, each at the best-fitting gap (the smallest
 // one that holds it, else on top) among the already-placed buffers whose lifetimes
 // overlap its own. Several orders are tried (by size, by lifetime length, by first use,
@@ -45,6 +53,17 @@
 
 namespace weft {
 
+/// Values laid out back to back in the arena (see the top of this file).
+struct ContiguousGroup {
+  std::vector<ValueId> values;
+  /// Each member's byte offset from the group's start: multiples of the alignment, in
+  /// increasing order, each member ending (its aligned size) before the next begins.
+  std::vector<int64_t> offsets;
+  /// Bytes of the group's block: at least the end of the last member (a multiple of the
+  /// alignment); the bytes past it belong to the block and to no value.
+  int64_t bytes = 0;
+};
+
 struct PlanOptions {
   /// Offsets are multiples of this and sizes are rounded up to it (bytes, a power of two).
   int64_t alignment = 64;
@@ -54,6 +73,9 @@ struct PlanOptions {
   /// the arena, as graph inputs do (the CPU lowering writes a parameter's new value
   /// straight into the parameter's own buffer).
   std::vector<bool> external = {};
+  /// Values placed as contiguous blocks. Members are distinct node results in the arena
+  /// (not external), each in at most one group, and no two share a buffer in place.
+  std::vector<ContiguousGroup> groups = {};
 };
 
 struct MemoryPlan {
@@ -73,6 +95,7 @@ struct MemoryPlan {
   int64_t alignment = 64;
   int num_intermediates = 0;
   std::vector<bool> external;  ///< PlanOptions::external, for verify_plan.
+  std::vector<ContiguousGroup> groups;  ///< PlanOptions::groups, for verify_plan.
 
   /// lower_bound_bytes / arena_bytes; 1 for an empty arena.
   double efficiency() const;
@@ -88,13 +111,15 @@ struct MemoryPlan {
 bool may_take_over_operand(const Node& node);
 
 /// Plans the arena for `g` in its current node order. Errors: a node result whose type
-/// is unknown (run infer-types first), an alignment that is not a positive power of two.
+/// is unknown (run infer-types first), an alignment that is not a positive power of two,
+/// a contiguous group that breaks the rules of ContiguousGroup or PlanOptions::groups.
 StatusOr<MemoryPlan> plan_memory(const Graph& g, const PlanOptions& options = {});
 
 /// Checks `plan` against `g` independently of how it was made: every intermediate has an
 /// aligned offset inside the arena, other values have -1, and no two buffers whose values
 /// are live at the same node overlap in bytes, except a listed in-place node's result and
-/// the dying operand it takes over (same offset). The first violation is the error.
+/// the dying operand it takes over (same offset), and every contiguous group's members
+/// lie at their offsets from the first one's. The first violation is the error.
 Status verify_plan(const Graph& g, const MemoryPlan& plan);
 
 }  // namespace weft

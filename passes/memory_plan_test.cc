@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <random>
 
@@ -197,6 +198,75 @@ Graph random_graph(std::mt19937& rng) {
   g.add_output(values.back());
   if (values.size() > 3) g.add_output(values[any(rng)]);
   return g;
+}
+
+// Three gradients of different sizes computed at different times, read together at the
+// end: as a contiguous group they lie back to back at the given offsets, as one block
+// live from the first definition (%ga) to the last use; %t, dead before %ga is defined,
+// may share bytes with the block, while %u (live across it) may not.
+constexpr const char* kGroup = R"(graph @f(%x: f32[10], %y: f32[16], %z: f32[3]) {
+  %t = exp(%x) : f32[10]
+  %s = sum(%t) : f32[]
+  %ga = neg(%x) : f32[10]
+  %u = exp(%y) : f32[16]
+  %gb = tanh(%y) : f32[16]
+  %gc = neg(%z) : f32[3]
+  %ra = sum(%ga) : f32[]
+  %rb = sum(%gb) : f32[]
+  %rc = sum(%gc) : f32[]
+  %ru = sum(%u) : f32[]
+  return %s, %ra, %rb, %rc, %ru
+}
+)";
+
+TEST(MemoryPlanTest, ContiguousGroupLiesBackToBack) {
+  Graph g = parse(kGroup);
+  const ValueId ga = *g.find_value("ga"), gb = *g.find_value("gb"), gc = *g.find_value("gc");
+  PlanOptions options;
+  options.groups = {{{ga, gb, gc}, {0, 64, 128}, 256}};  // 64 bytes of tail, as a flat range
+  MemoryPlan p = plan(g, options);
+  EXPECT_EQ(p.offset[gb] - p.offset[ga], 64);
+  EXPECT_EQ(p.offset[gc] - p.offset[ga], 128);
+  const int64_t block = p.offset[ga];
+  const ValueId u = *g.find_value("u");
+  EXPECT_TRUE(p.offset[u] + 64 <= block || p.offset[u] >= block + 256) << p.offset[u];
+  // Without the group the three share less room: the group costs bytes, never overlap.
+  MemoryPlan free_plan = plan(g);
+  EXPECT_LE(free_plan.arena_bytes, p.arena_bytes);
+  // At %rc: the block (its last use), %u, and the outputs %s, %ra, %rb, %rc.
+  EXPECT_EQ(p.lower_bound_bytes, 256 + 5 * 64);
+}
+
+TEST(MemoryPlanTest, ContiguousGroupErrors) {
+  Graph g = parse(kGroup);
+  const ValueId ga = *g.find_value("ga"), gb = *g.find_value("gb"), x = *g.find_value("x");
+  const auto error = [&](std::vector<ContiguousGroup> groups) {
+    PlanOptions options;
+    options.groups = std::move(groups);
+    StatusOr<MemoryPlan> p = plan_memory(g, options);
+    return p.ok() ? std::string("ok") : p.error().to_string();
+  };
+  EXPECT_EQ(error({{{ga, gb}, {0, 32}, 128}}),
+            "error: memory planning: contiguous group 0: %gb at offset 32 is unaligned, overlaps the "
+            "member before it or ends past the group's 128 bytes");
+  EXPECT_EQ(error({{{gb, ga}, {0, 64}, 64}}),
+            "error: memory planning: contiguous group 0: %ga at offset 64 is unaligned, overlaps the "
+            "member before it or ends past the group's 64 bytes");
+  EXPECT_EQ(error({{{ga, x}, {0, 64}, 128}}),
+            "error: memory planning: contiguous group 0: %x is not a node result in the arena");
+  EXPECT_EQ(error({{{ga}, {0}, 64}, {{ga}, {0}, 64}}),
+            "error: memory planning: contiguous group 1: %ga shares its buffer with a member of a "
+            "contiguous group");
+  EXPECT_EQ(error({{{ga, gb}, {0}, 128}}),
+            "error: memory planning: contiguous group 0 needs one offset per value and a size that is "
+            "a multiple of 64 bytes");
+  // verify_plan checks the layout independently of how the plan was made.
+  PlanOptions options;
+  options.groups = {{{ga, gb}, {0, 64}, 128}};
+  MemoryPlan p = plan(g, options);
+  p.groups[0].offsets[1] = 128;
+  EXPECT_EQ(verify_plan(g, p).to_string(),
+            "error: verify_plan: %gb is not at offset 128 of contiguous group 0");
 }
 
 TEST(MemoryPlanTest, RandomGraphsPlanWithoutOverlap) {

@@ -10,6 +10,16 @@ std::string BufferRef::to_string() const {
   return where + " " + type.to_string();
 }
 
+void lay_out_inputs_in_order(Program& p) {
+  p.input_offsets.clear();
+  int64_t end = 0;
+  for (const ProgramInput& in : p.inputs) {
+    p.input_offsets.push_back(end);
+    end += (static_cast<int64_t>(in.type.bytes()) + 63) / 64 * 64;
+  }
+  p.inputs_bytes = end;
+}
+
 std::string Program::to_string() const {
   std::ostringstream os;
   os << "program @" << name << "  arena " << arena_bytes << " bytes (bound "
@@ -20,6 +30,17 @@ std::string Program::to_string() const {
        << input_kind_name(inputs[i].kind) << " @in" << i;
   }
   os << "\n";
+  // The inputs block, when the lowering chose an order other than the default one.
+  Program in_order;
+  in_order.inputs = inputs;
+  lay_out_inputs_in_order(in_order);
+  if (!input_offsets.empty() && input_offsets != in_order.input_offsets) {
+    os << "  inputs block " << inputs_bytes << " bytes:";
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      os << (i ? ", " : " ") << "in" << i << " +" << input_offsets[i];
+    }
+    os << "\n";
+  }
   for (size_t i = 0; i < code.size(); ++i) {
     const Invocation& inv = code[i];
     os << "  " << i << "  ";
@@ -34,6 +55,7 @@ std::string Program::to_string() const {
     for (size_t o = 0; o < inv.operands.size(); ++o) {
       os << (o ? ", " : " ") << inv.operands[o].to_string();
     }
+    if (!inv.clear.empty()) os << "  (first zeroes " << inv.clear.size() << " padding ranges)";
     if (!inv.label.empty()) os << "  ; %" << inv.label;
     os << "\n";
   }

@@ -14,7 +14,13 @@
 //
 // Buffers. Every graph input has its own buffer owned by the runtime (`Space::input`,
 // indexed like Graph::inputs()); every intermediate lives at a fixed offset in one arena
-// (`Space::arena`, from passes/memory_plan.h). A view (a reshape of a buffer that dies
+// (`Space::arena`, from passes/memory_plan.h). The input buffers are themselves one
+// block, the *inputs block*: input i starts `input_offsets[i]` bytes into it (a multiple
+// of 64), in an order the lowering chooses, so that the parameters (or the optimizer
+// states) of one merged update lie back to back and one kernel can walk them as a single
+// flat range (codegen/merge_updates.h). A BufferRef in the input space whose type is
+// larger than its input's own (`in1 f32[4096]`) is such a range: it starts at the input
+// and runs on through the inputs laid out after it. A view (a reshape of a buffer that dies
 // there) shares its operand's bytes. Updates (`assign`) are applied after the last
 // invocation, so every invocation of a step reads the old parameters.
 //
@@ -73,6 +79,10 @@ struct Invocation {
   std::vector<BufferRef> operands;
   std::vector<BufferRef> results;
   std::string label;                 ///< The graph value it computes (for dumps).
+  /// generated: arena bytes zeroed just before the kernel runs (`u8[n]` ranges): the
+  /// alignment padding inside the flat gradient ranges of a merged update, which other
+  /// intermediates may have used earlier in the step (codegen/merge_updates.h).
+  std::vector<BufferRef> clear;
 };
 
 /// An `assign`: after the step, input `input` takes the bytes of `from`.
@@ -84,6 +94,12 @@ struct Update {
 struct Program {
   std::string name;
   std::vector<ProgramInput> inputs;
+  /// Byte offset of each input in the inputs block (see the top of this file), indexed
+  /// like `inputs`; empty: every input in index order, each at the next multiple of 64
+  /// (lay_out_inputs_in_order).
+  std::vector<int64_t> input_offsets;
+  /// Bytes of the inputs block (at least the end of every input and flat range).
+  int64_t inputs_bytes = 0;
   std::vector<Invocation> code;
   std::vector<GeneratedKernel> kernels;
   std::vector<Update> updates;
@@ -95,5 +111,9 @@ struct Program {
   /// The listing shown at the top of this file.
   std::string to_string() const;
 };
+
+/// Sets `p.input_offsets` and `p.inputs_bytes` to the default layout: every input in
+/// index order, each at the next multiple of 64 bytes.
+void lay_out_inputs_in_order(Program& p);
 
 }  // namespace weft

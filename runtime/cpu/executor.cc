@@ -45,11 +45,14 @@ class LibraryBound : public Executor::Bound {
 // that small kernels run on the caller alone.
 class GeneratedBound : public Executor::Bound {
  public:
-  GeneratedBound(GeneratedFn fn, std::vector<void*> buffers, const GeneratedKernel& k)
-      : fn_(fn), buffers_(std::move(buffers)), rows_(k.rows), name_(k.name) {
+  GeneratedBound(GeneratedFn fn, std::vector<void*> buffers, const GeneratedKernel& k,
+                 std::vector<std::pair<void*, size_t>> clear)
+      : fn_(fn), buffers_(std::move(buffers)), rows_(k.rows), name_(k.name),
+        clear_(std::move(clear)) {
     grain_ = std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(1, k.row_length));
   }
   Status run(ThreadPool& pool) override {
+    for (const auto& [at, bytes] : clear_) std::memset(at, 0, bytes);
     void* const* buffers = buffers_.data();
     GeneratedFn fn = fn_;
     pool.parallel_for(rows_, grain_, [fn, buffers](int64_t begin, int64_t end) {
@@ -65,6 +68,7 @@ class GeneratedBound : public Executor::Bound {
   int64_t rows_;
   int64_t grain_;
   std::string name_;
+  std::vector<std::pair<void*, size_t>> clear_;  // Invocation::clear
 };
 
 class CopyBound : public Executor::Bound {
@@ -138,15 +142,41 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program,
   std::unique_ptr<Executor> ex(new Executor());
   ex->check_numerics_ = options.check_numerics;
   ex->pool_ = std::make_unique<ThreadPool>(options.num_threads);
+  if (program.input_offsets.empty()) lay_out_inputs_in_order(program);
+  WEFT_CHECK(program.input_offsets.size() == program.inputs.size(),
+             "Executor::create: one offset per input of program @" + program.name);
+  for (size_t i = 0; i < program.inputs.size(); ++i) {
+    const int64_t at = program.input_offsets[i];
+    WEFT_CHECK(at >= 0 && at % 64 == 0 &&
+                   at + static_cast<int64_t>(program.inputs[i].type.bytes()) <= program.inputs_bytes,
+               "Executor::create: input " + std::to_string(i) + " of program @" + program.name +
+                   " is unaligned or outside the inputs block");
+  }
   try {
     ex->arena_ = allocate(program.arena_bytes);
-    for (const ProgramInput& in : program.inputs) {
-      ex->inputs_.push_back(allocate(static_cast<int64_t>(in.type.bytes())));
-      ex->input_ptr_.push_back(ex->inputs_.back().get());
-    }
+    // Zeroed, like the arena: the alignment padding between inputs (which a merged update
+    // computes on and never reads back) holds defined bytes from the start.
+    ex->inputs_block_ = allocate(program.inputs_bytes);
   } catch (const std::bad_alloc&) {
     return Error{"cannot allocate the arena of program @" + program.name + " (" +
-                 std::to_string(program.arena_bytes) + " bytes)"};
+                 std::to_string(program.arena_bytes) + " bytes) and its inputs (" +
+                 std::to_string(program.inputs_bytes) + " bytes)"};
+  }
+  for (int64_t at : program.input_offsets) ex->input_ptr_.push_back(ex->inputs_block_.get() + at);
+  // Every buffer an invocation names, flat ranges included, lies inside its block.
+  const auto inside = [&](const BufferRef& r) {
+    const int64_t bytes = static_cast<int64_t>(r.type.bytes());
+    if (r.space == Space::arena) return r.offset >= 0 && r.offset + bytes <= program.arena_bytes;
+    return r.input >= 0 && r.input < static_cast<int>(program.inputs.size()) &&
+           program.input_offsets[r.input] + bytes <= program.inputs_bytes;
+  };
+  for (const Invocation& inv : program.code) {
+    for (const auto* refs : {&inv.operands, &inv.results, &inv.clear}) {
+      for (const BufferRef& r : *refs) {
+        WEFT_CHECK(inside(r), "Executor::create: " + r.to_string() + " of %" + inv.label +
+                                  " lies outside its block in program @" + program.name);
+      }
+    }
   }
   for (const Invocation& inv : program.code) {
     std::vector<const void*> in;
@@ -161,8 +191,12 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program,
         std::vector<void*> buffers;
         for (const void* p : in) buffers.push_back(const_cast<void*>(p));
         for (const BufferRef& r : inv.results) buffers.push_back(ex->resolve(r));
-        ex->code_.push_back(std::make_unique<GeneratedBound>(
-            generated[inv.kernel], std::move(buffers), program.kernels[inv.kernel]));
+        std::vector<std::pair<void*, size_t>> clear;
+        for (const BufferRef& r : inv.clear) clear.push_back({ex->resolve(r), r.type.bytes()});
+        ex->code_.push_back(std::make_unique<GeneratedBound>(generated[inv.kernel],
+                                                             std::move(buffers),
+                                                             program.kernels[inv.kernel],
+                                                             std::move(clear)));
         break;
       }
       case Invocation::Kind::copy:
@@ -283,6 +317,18 @@ std::string Executor::profile_report(int top) const {
                 static_cast<long long>(profiled_steps_), total / 1e3 / profiled_steps_,
                 code_.size(), fallbacks_, program_.updates.size());
   std::string out = line;
+  // The optimizer's share: invocations that write parameters or state in place.
+  double in_place_ns = 0;
+  int in_place = 0;
+  for (size_t i = 0; i < code_.size(); ++i) {
+    if (program_.code[i].results[0].space != Space::input) continue;
+    in_place_ns += profile_ns_[i];
+    ++in_place;
+  }
+  std::snprintf(line, sizeof(line),
+                "  %.1f us per step in %d invocations writing parameters/state in place\n",
+                in_place_ns / 1e3 / profiled_steps_, in_place);
+  out += line;
   out += "        time  share  invocation                                     GFLOP/s   GB/s  result\n";
   for (size_t k = 0; k < order.size() && static_cast<int>(k) < top; ++k) {
     const size_t i = order[k];

@@ -8,8 +8,9 @@
 //   Status s = (*ex)->run();             // one step: every invocation, then the updates
 //   Tensor loss = (*ex)->output(0);
 //
-// Everything is decided in create(): the arena and one buffer per graph input are
-// allocated (64-byte aligned), each invocation is bound to its pointers — a library
+// Everything is decided in create(): the arena and the inputs block (every graph input
+// at its Program::input_offsets entry, 64-byte aligned, the padding between them zeroed)
+// are allocated, each invocation is bound to its pointers — a library
 // kernel (runtime/cpu/kernel.h) with its descriptors and scratch, a generated kernel with
 // its buffer table and row partition — so run() walks a flat array of bound kernels:
 // no allocation, no hashing, no graph.
@@ -80,7 +81,8 @@ class Executor {
   Tensor output(int index) const;
 
   /// Per-invocation timing: while enabled, run() adds each invocation's wall time to a
-  /// table that profile_report() prints (the top invocations, their share of the step).
+  /// table that profile_report() prints (the top invocations, their share of the step,
+  /// and the time of the invocations that write parameters/state in place: the update).
   void set_profiling(bool on);
   std::string profile_report(int top = 25) const;
 
@@ -109,7 +111,7 @@ class Executor {
   Program program_;
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<std::byte[], void (*)(std::byte*)> arena_{nullptr, nullptr};
-  std::vector<std::unique_ptr<std::byte[], void (*)(std::byte*)>> inputs_;
+  std::unique_ptr<std::byte[], void (*)(std::byte*)> inputs_block_{nullptr, nullptr};
   std::vector<void*> input_ptr_;
   std::vector<std::unique_ptr<Bound>> code_;
   std::vector<std::unique_ptr<std::byte[], void (*)(std::byte*)>> snapshots_;

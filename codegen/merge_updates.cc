@@ -1,0 +1,297 @@
+#include "codegen/merge_updates.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "codegen/kernel_compiler.h"
+
+namespace weft::codegen {
+namespace {
+
+int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
+
+// A range this long is cut into rows by collapse_space (codegen/iteration_space.cc);
+// padded to a multiple of kRowMultiple it always finds a divisor, so it runs threaded.
+constexpr int64_t kLongRange = 16384;
+constexpr int64_t kRowMultiple = 256;
+// The length flattened bodies are compared at (any length gives the same key).
+constexpr int64_t kKeyLength = 1;
+// Per-parameter operands in the arena a mergeable update may have: its gradient. More
+// means the body absorbed the sum of a shared weight's partial gradients (50 of them in
+// an unrolled RNN); merging would keep all of them, of every member, alive and
+// contiguous until the merged kernel (gru_seq's arena: 9.9 -> 21.1 MB, 4 dispatches saved).
+constexpr int kMaxArenaOperands = 1;
+
+// What makes an update kernel mergeable, and with which others.
+struct Candidate {
+  int node = -1;
+  std::string signature;
+  std::vector<ValueId> operands;  // the node's operands in its body's canonical order
+  std::vector<bool> flat;         // per canonical operand
+  std::vector<int> result_slot;   // per result: the canonical operand it overwrites
+};
+
+std::optional<Candidate> candidate(const Graph& g, int i, const std::vector<bool>& external,
+                                   const std::vector<int>& non_assign_readers,
+                                   const std::unordered_map<ValueId, ValueId>& target_of) {
+  const Node& n = g.node(i);
+  if (n.op != Op::Fused || n.str_attr("kind") != "elementwise" || !n.body) return std::nullopt;
+  const Graph& body = *n.body;
+  const Shape& full = body.type(body.outputs()[0]).shape;
+  Candidate c;
+  c.node = i;
+  std::vector<int> order;
+  std::optional<Graph> flat_body = flatten_body(body, kKeyLength, &order);
+  if (!flat_body) return std::nullopt;
+  c.signature = kernel_key(*flat_body) + "|";
+  for (int j : order) c.operands.push_back(n.operands[j]);
+  for (ValueId o : c.operands) {
+    const Type& t = g.type(o);
+    const bool flat = t.shape == full;
+    if (flat) {
+      const bool input = g.input_index(o) >= 0;
+      const bool intermediate = g.value(o).node >= 0 &&
+                                !(o < static_cast<ValueId>(external.size()) && external[o]);
+      if (!input && !intermediate) return std::nullopt;
+      if (std::count(c.operands.begin(), c.operands.end(), o) != 1) return std::nullopt;
+      c.signature += input ? "in," : "arena,";
+    } else {
+      c.signature += "%" + std::to_string(o) + ",";
+    }
+    c.flat.push_back(flat);
+  }
+  c.signature += "|";
+  int arena_operands = 0;
+  for (size_t j = 0; j < c.operands.size(); ++j) {
+    arena_operands += c.flat[j] && g.input_index(c.operands[j]) < 0;
+  }
+  if (arena_operands > kMaxArenaOperands) return std::nullopt;
+  for (ValueId r : n.results) {
+    if (r >= static_cast<ValueId>(external.size()) || !external[r] || non_assign_readers[r] > 0) {
+      return std::nullopt;
+    }
+    auto t = target_of.find(r);
+    if (t == target_of.end()) return std::nullopt;
+    auto at = std::find(c.operands.begin(), c.operands.end(), t->second);
+    if (at == c.operands.end() || !c.flat[at - c.operands.begin()]) return std::nullopt;
+    c.result_slot.push_back(static_cast<int>(at - c.operands.begin()));
+    c.signature += std::to_string(c.result_slot.back()) + ",";
+  }
+  return c;
+}
+
+// Builds the merged update of `members` (candidates with one signature, none of whose
+// per-parameter values is taken yet).
+MergedUpdate build_merge(const Graph& g, const std::vector<Candidate>& members,
+                         int64_t alignment) {
+  const Node& first = g.node(members[0].node);
+  const Candidate& c0 = members[0];
+  MergedUpdate m;
+  size_t smallest = 8;
+  for (size_t j = 0; j < c0.operands.size(); ++j) {
+    if (c0.flat[j]) smallest = std::min(smallest, dtype_size(g.type(c0.operands[j]).dtype));
+  }
+  const int64_t unit = std::max<int64_t>(1, alignment / static_cast<int64_t>(smallest));
+  int64_t end = 0;
+  for (const Candidate& c : members) {
+    m.nodes.push_back(c.node);
+    m.starts.push_back(end);
+    end += round_up(g.type(g.node(c.node).results[0]).numel(), unit);
+  }
+  m.length = end > kLongRange ? round_up(end, std::max(unit, kRowMultiple)) : end;
+  m.body = *flatten_body(*first.body, m.length);
+  m.operands = c0.operands;
+  for (size_t j = 0; j < c0.operands.size(); ++j) {
+    if (!c0.flat[j]) {
+      m.operand_range.push_back(-1);
+      continue;
+    }
+    FlatRange r;
+    r.dtype = g.type(c0.operands[j]).dtype;
+    const int64_t size = static_cast<int64_t>(dtype_size(r.dtype));
+    r.space = g.input_index(c0.operands[j]) >= 0 ? Space::input : Space::arena;
+    for (size_t k = 0; k < members.size(); ++k) {
+      r.values.push_back(members[k].operands[j]);
+      r.offsets.push_back(m.starts[k] * size);
+    }
+    r.bytes = round_up(m.length * size, alignment);
+    m.operand_range.push_back(static_cast<int>(m.ranges.size()));
+    m.ranges.push_back(std::move(r));
+  }
+  for (int slot : c0.result_slot) m.result_range.push_back(m.operand_range[slot]);
+  return m;
+}
+
+}  // namespace
+
+std::optional<Graph> flatten_body(const Graph& body, int64_t length,
+                                  std::vector<int>* input_order) {
+  const Shape& full = body.type(body.outputs()[0]).shape;
+  // The canonical order: a depth-first walk from the outputs (in order) through each
+  // node's operands (in order) reaches inputs and finishes nodes in an order that does
+  // not depend on how the fuser numbered the body; unreached inputs come last.
+  std::vector<int> inputs, nodes;
+  std::vector<bool> seen(body.num_values(), false);
+  const std::function<void(ValueId)> visit = [&](ValueId v) {
+    if (seen[v]) return;
+    seen[v] = true;
+    const int p = body.value(v).node;
+    if (p < 0) {
+      inputs.push_back(body.input_index(v));
+      return;
+    }
+    for (ValueId o : body.node(p).operands) visit(o);
+    nodes.push_back(p);
+  };
+  for (ValueId o : body.outputs()) visit(o);
+  for (int j = 0; j < static_cast<int>(body.inputs().size()); ++j) {
+    if (!seen[body.inputs()[j].value]) inputs.push_back(j);
+  }
+  if (nodes.size() != body.nodes().size()) return std::nullopt;  // a dead node
+  if (input_order != nullptr) *input_order = inputs;
+
+  Graph flat(body.name());
+  std::vector<ValueId> map(body.num_values(), kNoValue);
+  for (int j : inputs) {
+    const Input& in = body.inputs()[j];
+    const Type& t = body.type(in.value);
+    Type ft = t;
+    if (t.shape == full) {
+      ft.shape = Shape({length});
+    } else if (t.shape.numel() == 1) {
+      ft.shape = Shape();
+    } else {
+      return std::nullopt;
+    }
+    map[in.value] = flat.add_input(body.value(in.value).name, ft, in.kind, in.loc);
+  }
+  for (int i : nodes) {
+    const Node& n = body.node(i);
+    if (n.results.size() != 1 || body.type(n.result()).shape != full) return std::nullopt;
+    std::vector<ValueId> operands;
+    for (ValueId o : n.operands) operands.push_back(map[o]);
+    Type t = body.type(n.result());
+    t.shape = Shape({length});
+    map[n.result()] =
+        flat.add_node(n.op, std::move(operands), n.attrs, n.loc, t, body.value(n.result()).name);
+  }
+  for (ValueId o : body.outputs()) flat.add_output(map[o]);
+  return flat;
+}
+
+std::vector<MergedUpdate> merge_updates(Graph& g, const std::vector<bool>& external,
+                                        int64_t alignment) {
+  const int n = static_cast<int>(g.nodes().size());
+  std::vector<int> non_assign_readers(g.num_values(), 0);
+  std::unordered_map<ValueId, ValueId> target_of;  // assigned value -> its input
+  for (const Node& node : g.nodes()) {
+    if (node.op == Op::Assign) {
+      target_of[node.operands[1]] = node.operands[0];
+      continue;
+    }
+    for (ValueId o : node.operands) ++non_assign_readers[o];
+  }
+  // Candidates by signature, in schedule order; the groups in order of first member.
+  std::map<std::string, int> group_of;
+  std::vector<std::vector<Candidate>> groups;
+  for (int i = 0; i < n; ++i) {
+    std::optional<Candidate> c = candidate(g, i, external, non_assign_readers, target_of);
+    if (!c) continue;
+    auto [it, added] = group_of.emplace(c->signature, static_cast<int>(groups.size()));
+    if (added) groups.emplace_back();
+    groups[it->second].push_back(std::move(*c));
+  }
+  std::unordered_set<ValueId> taken;
+  std::vector<std::vector<Candidate>> merging;
+  for (std::vector<Candidate>& group : groups) {
+    std::vector<Candidate> kept;
+    std::unordered_set<ValueId> mine;
+    for (Candidate& c : group) {
+      bool free = true;
+      for (size_t j = 0; j < c.operands.size(); ++j) {
+        free = free && (!c.flat[j] || (!taken.count(c.operands[j]) &&
+                                       !mine.count(c.operands[j])));
+      }
+      if (!free) continue;
+      for (size_t j = 0; j < c.operands.size(); ++j) {
+        if (c.flat[j]) mine.insert(c.operands[j]);
+      }
+      kept.push_back(std::move(c));
+    }
+    if (kept.size() < 2) continue;
+    taken.insert(mine.begin(), mine.end());
+    merging.push_back(std::move(kept));
+  }
+  if (merging.empty()) return {};
+
+  std::vector<MergedUpdate> merged;
+  for (const std::vector<Candidate>& members : merging) {
+    merged.push_back(build_merge(g, members, alignment));
+  }
+  // The new order: members together at their last one's position, assigns at the end.
+  std::vector<int> group_of_node(n, -1);
+  for (size_t m = 0; m < merged.size(); ++m) {
+    for (int i : merged[m].nodes) group_of_node[i] = static_cast<int>(m);
+  }
+  std::vector<int> order, assigns;
+  for (int i = 0; i < n; ++i) {
+    const int m = group_of_node[i];
+    if (g.node(i).op == Op::Assign) {
+      assigns.push_back(i);
+    } else if (m < 0) {
+      order.push_back(i);
+    } else if (i == merged[m].nodes.back()) {
+      order.insert(order.end(), merged[m].nodes.begin(), merged[m].nodes.end());
+    }
+  }
+  order.insert(order.end(), assigns.begin(), assigns.end());
+  std::vector<int> new_index(n);
+  for (int k = 0; k < n; ++k) new_index[order[k]] = k;
+  std::vector<Node> reordered;
+  reordered.reserve(n);
+  for (int i : order) reordered.push_back(std::move(g.node(i)));
+  g.mutable_nodes() = std::move(reordered);
+  for (int i = 0; i < n; ++i) {
+    for (ValueId r : g.node(i).results) g.mutable_value(r).node = i;
+  }
+  for (MergedUpdate& m : merged) {
+    for (int& i : m.nodes) i = new_index[i];
+  }
+  return merged;
+}
+
+std::vector<ContiguousGroup> arena_groups(const std::vector<MergedUpdate>& merged) {
+  std::vector<ContiguousGroup> groups;
+  for (const MergedUpdate& m : merged) {
+    for (const FlatRange& r : m.ranges) {
+      if (r.space == Space::arena) groups.push_back({r.values, r.offsets, r.bytes});
+    }
+  }
+  return groups;
+}
+
+void lay_out_inputs(const Graph& g, const std::vector<MergedUpdate>& merged, Program& p) {
+  p.input_offsets.assign(p.inputs.size(), -1);
+  int64_t end = 0;
+  for (const MergedUpdate& m : merged) {
+    for (const FlatRange& r : m.ranges) {
+      if (r.space != Space::input) continue;
+      for (size_t k = 0; k < r.values.size(); ++k) {
+        p.input_offsets[g.input_index(r.values[k])] = end + r.offsets[k];
+      }
+      end += round_up(r.bytes, 64);
+    }
+  }
+  for (size_t i = 0; i < p.inputs.size(); ++i) {
+    if (p.input_offsets[i] >= 0) continue;
+    p.input_offsets[i] = end;
+    end += round_up(static_cast<int64_t>(p.inputs[i].type.bytes()), 64);
+  }
+  p.inputs_bytes = end;
+}
+
+}  // namespace weft::codegen

@@ -94,7 +94,10 @@ TEST(FashionMnist, NormalizationStatistics) {
   EXPECT_NEAR(nmean, 0.0, 2e-4);
   EXPECT_NEAR(nstd, 1.0, 2e-4);
   FashionMnist normalized = load_or_die({.normalize = true});
-  const float* x = normalized.test_set().images.data<float>();
+  // test_set() returns a batch by value: keep it while reading its data (ASan found the
+  // pointer into a destroyed temporary).
+  const FashionMnistBatch test = normalized.test_set();
+  const float* x = test.images.data<float>();
   EXPECT_FLOAT_EQ(x[0], (0.0f - 0.2860f) / 0.3530f);
 }
 

@@ -43,14 +43,14 @@ TEST(LowerTest, GoldenProgramOfALinearLayer) {
             "program @f  arena 192 bytes (bound 192, naive 192)\n"
             "  inputs: %x f32[4,6] data @in0, %w f32[5,6] param @in1, %b f32[5] param @in2, "
             "%lr f32[] data @in3\n"
-            "  0  matmul  arena+0 f32[4,5] <- in0 f32[4,6], in1 f32[5,6]  ; %h\n"
-            "  1  generated k0  arena+128 f32[] <- arena+0 f32[4,5], in2 f32[5]  ; %s\n"
+            "  0  matmul + k0  arena+0 f32[4,5] <- in0 f32[4,6], in1 f32[5,6], in2 f32[5]  ; %y\n"
+            "  1  sum  arena+128 f32[] <- arena+0 f32[4,5]  ; %s\n"
             "  2  generated k1  in1 f32[5,6] <- in1 f32[5,6], in3 f32[]  ; %w1\n"
             "  outputs: arena+128 f32[]\n");
   ASSERT_EQ(l->program.kernels.size(), 2u);
-  // add, relu and sum are one reduction kernel: one row of all 20 elements.
-  EXPECT_EQ(l->program.kernels[0].rows, 1);
-  EXPECT_EQ(l->program.kernels[0].row_length, 20);
+  // The GEMM's epilogue (bias add and relu) is kernel k0: 4 rows of 5, the product's rows.
+  EXPECT_EQ(l->program.kernels[0].rows, 4);
+  EXPECT_EQ(l->program.kernels[0].row_length, 5);
   // The update is written in place: nothing to copy after the step.
   EXPECT_TRUE(l->program.updates.empty());
 }
@@ -66,16 +66,22 @@ TEST(LowerTest, TrainingStepOfAnMlp) {
   StatusOr<Lowering> l = lower_to_program(trainer->step_graph());
   ASSERT_TRUE(l.ok()) << l.error().to_string();
   const Program& p = l->program;
-  int generated = 0, library = 0;
+  int generated = 0, library = 0, contraction = 0;
   for (const Invocation& inv : p.code) {
     generated += inv.kind == Invocation::Kind::generated;
     library += inv.kind == Invocation::Kind::library;
+    contraction += inv.kind == Invocation::Kind::contraction;
   }
   std::printf("%s", p.to_string().c_str());
-  EXPECT_EQ(generated, 12);  // each Adam update is one kernel with three results
-  EXPECT_EQ(library, 24);
-  EXPECT_LE(static_cast<int>(p.kernels.size()), generated);  // identical bodies share one
-  EXPECT_EQ(p.arena_bytes, 2176);
+  EXPECT_EQ(generated, 8);  // each Adam update is one kernel with three results
+  // Both forward layers with their bias (and gelu) and the backward product that gelu's
+  // derivative multiplies are GEMMs with an epilogue: three generated kernels (bias
+  // adds, the gelu derivative) and three library GEMMs fewer than without epilogues.
+  EXPECT_EQ(contraction, 3);
+  EXPECT_EQ(library, 21);
+  // Identical bodies share one.
+  EXPECT_LE(static_cast<int>(p.kernels.size()), generated + contraction);
+  EXPECT_EQ(p.arena_bytes, 1984);  // 2176 without epilogues
   EXPECT_EQ(p.arena_bytes, p.lower_bound_bytes);
   EXPECT_TRUE(p.updates.empty());
 

@@ -17,6 +17,15 @@ bool float_contraction(const Graph& g, const Node& node) {
   return d == DType::f32 || d == DType::f64;
 }
 
+// Whether a State-category node (an assign) writes `v` into a parameter or state: such
+// a value is left to fuse-elementwise, which computes an optimizer's whole update in one
+// kernel written in place into the parameter's and state's buffers.
+bool updates_state(const Graph& g, const std::vector<std::vector<int>>& users, ValueId v) {
+  return std::any_of(users[v].begin(), users[v].end(), [&](int u) {
+    return u >= 0 && g.node(u).info().category == OpCategory::State;
+  });
+}
+
 // One group: the contraction, then its epilogue members in node order.
 struct Group {
   std::vector<int> members;  // node indices, the contraction first
@@ -24,7 +33,7 @@ struct Group {
 
 // Grows the epilogue chain of the contraction at node `root` (see the header).
 Group grow_chain(const Graph& g, int root, const std::vector<char>& fusible,
-                 const std::vector<int>& last_reader) {
+                 const std::vector<std::vector<int>>& users, const std::vector<int>& last_reader) {
   const int n = static_cast<int>(g.nodes().size());
   const Type& type = g.type(g.node(root).result());
   Group group{{root}};
@@ -40,7 +49,7 @@ Group grow_chain(const Graph& g, int root, const std::vector<char>& fusible,
       blocked = blocked || depends[v];
     }
     const bool joins = reads_tail && !blocked && fusible[j] && node.results.size() == 1 &&
-                       g.type(node.result()) == type;
+                       g.type(node.result()) == type && !updates_state(g, users, node.result());
     if (joins) {
       group.members.push_back(j);
       tail = node.result();
@@ -49,6 +58,36 @@ Group grow_chain(const Graph& g, int root, const std::vector<char>& fusible,
       for (ValueId r : node.results) depends[r] = 1;
     }
   }
+  // A tail read only by elementwise nodes of its type outside the group is given back:
+  // fuse-elementwise can compute it inside its readers' kernel, where the epilogue would
+  // write it to memory for them (an optimizer's (1-β)·g, read by the update's kernel).
+  while (group.members.size() > 1) {
+    const ValueId v = g.node(group.members.back()).result();
+    const bool to_elementwise = std::all_of(users[v].begin(), users[v].end(), [&](int u) {
+      return u >= 0 && fusible[u] && g.node(u).results.size() == 1 &&
+             g.type(g.node(u).result()) == type;
+    });
+    if (!to_elementwise) break;
+    group.members.pop_back();
+  }
+  if (group.members.size() < 2) return group;
+  // Producers of the epilogue's other operands join too when the group reads all of
+  // their value and it has the product's type (a moment estimate's m·β before the
+  // gradient's (1-β)·g is added): otherwise each would be a kernel of its own.
+  std::vector<char> in_group(n, 0);
+  for (int m : group.members) in_group[m] = 1;
+  for (size_t k = 1; k < group.members.size(); ++k) {
+    for (ValueId v : g.node(group.members[k]).operands) {
+      const int p = g.value(v).node;
+      if (p < 0 || in_group[p] || !fusible[p] || !(g.type(v) == type)) continue;
+      const bool private_value = std::all_of(users[v].begin(), users[v].end(),
+                                             [&](int u) { return u >= 0 && in_group[u]; });
+      if (!private_value) continue;
+      in_group[p] = 1;
+      group.members.push_back(p);
+    }
+  }
+  std::sort(group.members.begin() + 1, group.members.end());
   return group;
 }
 
@@ -145,7 +184,7 @@ StatusOr<bool> FuseContractionEpiloguePass::run(Graph& g) {
       }
     }
     for (ValueId v : g.outputs()) users[v].push_back(-1);
-    const Group group = grow_chain(g, root, fusible, last_reader);
+    const Group group = grow_chain(g, root, fusible, users, last_reader);
     if (group.members.size() < 2) continue;
 
     std::vector<ValueId> operands;

@@ -33,11 +33,18 @@
 // first node that reads the tail joins when (1) it is elementwise and fusible, (2) its
 // result has exactly the contraction's type (shape and dtype: each member is computed
 // once per element of the product, in the product's buffer), (3) it is not in an
-// earlier group and (4) each of its other operands is a member or does not depend on
-// any member (so the fused node can stand where the chain ends without a cycle). It
-// becomes the tail. A node that reads a member without joining makes that member an
-// extra result. The chain ends after the tail's last reader; a contraction whose chain
-// stays empty is left alone (the plain library GEMM).
+// earlier group, (4) each of its other operands is a member or does not depend on any
+// member (so the fused node can stand where the chain ends without a cycle) and (5) no
+// State-category node (an assign) reads its result: an optimizer's update stays whole
+// for fuse-elementwise, one kernel written in place into the parameter and its state.
+// It becomes the tail. A node that reads a member without joining makes that member an
+// extra result. The chain ends after the tail's last reader; while its tail is read
+// only by elementwise nodes of the same type, the tail is given back (fuse-elementwise
+// can compute it inside its readers' kernel instead of writing it). Then the elementwise
+// producers of the chain's other operands join when only the group reads their value
+// and it has the contraction's type (an optimizer's β·m beside the gradient's (1-β)·g),
+// so they are not left behind as kernels of their own. A contraction whose chain stays
+// empty is left alone (the plain library GEMM).
 //
 // Body layout (what codegen/lower.cc relies on): inputs 0 and 1 are the contraction's
 // operands (the same value twice for x·xᵀ) and are read only by the contraction; the

@@ -91,6 +91,58 @@ TEST(FuseContractionEpilogueTest, AResidualReadsTheGemmOperandAgain) {
 )");
 }
 
+// A product feeding m·β + g·(1-β): the other term's producer joins the epilogue, and
+// the product stays a result for its other reader.
+TEST(FuseContractionEpilogueTest, PrivateProducersOfOtherOperandsJoin) {
+  FuseContractionEpiloguePass pass;
+  EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%x: f32[8,3], %d: f32[8,4], %m: f32[3,4], %b: f32[]) {
+  %mb = mul(%m, %b) : f32[3,4]
+  %g = matmul(%x, %d) {transpose_a=true} : f32[3,4]
+  %gb = mul(%g, %b) : f32[3,4]
+  %m2 = add(%mb, %gb) : f32[3,4]
+  %q = sum(%g) : f32[]
+  return %m2, %q
+})"),
+            R"(graph @f(%x: f32[8,3], %d: f32[8,4], %m: f32[3,4], %b: f32[]) -> (f32[3,4], f32[]) {
+  %m2, %g = fused(%x, %d, %m, %b) {kind="contraction"} : f32[3,4], f32[3,4] ({
+    ^body(%0: f32[8,3], %1: f32[8,4], %2: f32[3,4], %3: f32[]):
+      %t0 = matmul(%0, %1) {transpose_a=true} : f32[3,4]
+      %t1 = mul(%2, %3) : f32[3,4]
+      %t2 = mul(%t0, %3) : f32[3,4]
+      %t3 = add(%t1, %t2) : f32[3,4]
+      return %t3, %t0
+  })
+  %q = sum(%g) : f32[]
+  return %m2, %q
+}
+)");
+}
+
+// An optimizer's update stays whole for fuse-elementwise: the moment written back to the
+// state does not join, and the (1-β)·g left as the tail, read only by that update, is
+// given back, so nothing fuses.
+TEST(FuseContractionEpilogueTest, StateUpdatesStayWithTheElementwiseFuser) {
+  FuseContractionEpiloguePass pass;
+  EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%x: f32[8,3], %d: f32[8,4], %m: f32[3,4] {state}, %b: f32[]) {
+  %g = matmul(%x, %d) {transpose_a=true} : f32[3,4]
+  %gb = mul(%g, %b) : f32[3,4]
+  %m2 = add(%m, %gb) : f32[3,4]
+  assign(%m, %m2)
+  %q = mul(%g, %g) : f32[3,4]
+  return %q
+})"),
+            R"(graph @f(%x: f32[8,3], %d: f32[8,4], %m: f32[3,4] {state}, %b: f32[]) -> (f32[3,4]) {
+  %g = matmul(%x, %d) {transpose_a=true} : f32[3,4]
+  %gb = mul(%g, %b) : f32[3,4]
+  %m2 = add(%m, %gb) : f32[3,4]
+  assign(%m, %m2)
+  %q = mul(%g, %g) : f32[3,4]
+  return %q
+}
+(no change)
+)");
+}
+
 // Nothing fuses across a non-elementwise op (a transpose, a reduction), into a result of
 // another shape (a broadcast), or into a node reading something computed from the
 // product outside the chain (it would make a cycle).

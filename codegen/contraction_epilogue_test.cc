@@ -75,6 +75,12 @@ const Case kCases[] = {
   %y = gelu(%h)
   return %y
 })"},
+    {"matrix_vector", R"(graph @f(%x: T[9,13], %v: T[13,1], %s: T[]) {
+  %m = matmul(%x, %v)
+  %y = add(%m, %s)
+  %z = tanh(%y)
+  return %z
+})"},
     {"one_row", R"(graph @f(%x: T[1,300], %w: T[300,7], %b: T[7]) {
   %m = matmul(%x, %w)
   %y = add(%m, %b)

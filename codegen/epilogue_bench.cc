@@ -12,11 +12,16 @@
 //             per row block on the pool's threads (one OpenMP thread each), the library
 //             alternative to a generated epilogue
 //
+// Each figure is the median over `repeats` rounds in which the four variants take turns
+// (one ~5 ms batch of calls each), so a change in a shared machine's load touches all.
+//
 //   bazel run //codegen:epilogue_bench [-- repeats]
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <cstdlib>
 #include <dnnl.hpp>
 #include <string>
@@ -127,29 +132,38 @@ void bench(const Shape3& s, int threads, int repeats) {
     pool.parallel_for(kernel.rows, epi_grain,
                       [&](int64_t r0, int64_t r1) { kernel.fn(buffers.data(), r0, r1); });
   };
-  const double separate = cpu::bench::seconds_per_call(
-      [&] {
+  const int64_t row_grain = std::max<int64_t>(1, cpu::kMinChunkFlops / (2 * s.n * s.k));
+  DnnlPostOps dnnl(s, pool, row_grain, x.data(), w.data(), b.data(), r.data(), y2.data());
+  const std::function<void()> variants[] = {
+      [&] {  // separate
         cpu::run_gemm<float>(pool, plan, x.data(), w.data(), y.data());
         epilogue_pass();
       },
-      repeats);
-  const int64_t row_grain = std::max<int64_t>(1, cpu::kMinChunkFlops / (2 * s.n * s.k));
-  const double rows_sep = cpu::bench::seconds_per_call(
-      [&] {
+      [&] {  // rows+sep
         pool.parallel_for(s.m, row_grain, [&](int64_t r0, int64_t r1) {
           cpu::gemm_rows<float>(plan, x.data(), w.data(), y.data(), r0, r1);
         });
         epilogue_pass();
       },
-      repeats);
-  const double fused = cpu::bench::seconds_per_call(
-      [&] {
+      [&] {  // fused
         cpu::run_gemm_epilogue<float>(pool, plan, x.data(), w.data(), y.data(), epilogue,
                                       cpu::EpilogueSplit::kRowBlocks);
       },
-      repeats);
-  DnnlPostOps dnnl(s, pool, row_grain, x.data(), w.data(), b.data(), r.data(), y2.data());
-  const double po = cpu::bench::seconds_per_call([&] { dnnl.run(pool); }, repeats);
+      [&] { dnnl.run(pool); },
+  };
+  // The variants take turns, one batch of calls each per round, so that a change in
+  // the machine's load touches them alike; each figure is a median over the rounds.
+  constexpr int kVariants = 4;
+  std::vector<double> times[kVariants];
+  for (int round = 0; round < repeats; ++round) {
+    for (int v = 0; v < kVariants; ++v) times[v].push_back(cpu::bench::seconds_per_call(variants[v], 1));
+  }
+  double median[kVariants];
+  for (int v = 0; v < kVariants; ++v) {
+    std::sort(times[v].begin(), times[v].end());
+    median[v] = times[v][times[v].size() / 2];
+  }
+  const double separate = median[0], rows_sep = median[1], fused = median[2], po = median[3];
   // The two fused forms agree (gelu: oneDNN's erf vs the generated polynomial).
   cpu::run_gemm_epilogue<float>(pool, plan, x.data(), w.data(), y.data(), epilogue,
                                 cpu::EpilogueSplit::kRowBlocks);

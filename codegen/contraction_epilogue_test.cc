@@ -81,6 +81,13 @@ const Case kCases[] = {
   %z = tanh(%y)
   return %z
 })"},
+    // x·Wᵀ with fewer rows than columns: run_gemm's column split, then the epilogue.
+    {"nt_wide_columns", R"(graph @f(%x: T[40,96], %w: T[300,96], %b: T[300]) {
+  %m = matmul(%x, %w) {transpose_b=true}
+  %h = add(%m, %b)
+  %y = relu(%h)
+  return %y
+})"},
     {"one_row", R"(graph @f(%x: T[1,300], %w: T[300,7], %b: T[7]) {
   %m = matmul(%x, %w)
   %y = add(%m, %b)

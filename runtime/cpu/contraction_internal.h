@@ -40,6 +40,10 @@ void gemm_serial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, co
 template <typename T>
 void run_gemm(ThreadPool& pool, const GemmPlan& plan, const T* a, const T* b, T* c);
 
+/// Whether run_gemm cuts the columns of C over the pool rather than its rows (few rows
+/// but wide, or a single x·Wᵀ wide enough to share the packing of W).
+bool cuts_columns(const GemmPlan& plan, int threads);
+
 /// Rows [begin, end) of every C_i of `plan` together (row r is row r % m of entry
 /// r / m), computed on the calling thread: what one chunk of run_gemm's row split does.
 template <typename T>
@@ -66,7 +70,8 @@ struct Epilogue {
 
 /// How run_gemm_epilogue splits the work: kRowBlocks, each chunk's GEMM rows then the
 /// epilogue on them (falling back to kAfterGemm when there are fewer aligned row blocks
-/// than threads); kAfterGemm, run_gemm and then the epilogue split over its own rows.
+/// than threads, or when run_gemm would cut the columns and C has fewer rows than
+/// columns); kAfterGemm, run_gemm and then the epilogue split over its own rows.
 enum class EpilogueSplit { kRowBlocks, kAfterGemm };
 
 /// C = op(A)·op(B) for every GEMM of `plan`, then the epilogue on C.

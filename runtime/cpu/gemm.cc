@@ -83,16 +83,20 @@ constexpr int64_t kColumnBlock = 16;
 
 }  // namespace
 
+bool cuts_columns(const GemmPlan& p, int threads) {
+  // Few rows but wide: cut the columns instead, in blocks of kColumnBlock.
+  // With B transposed each chunk packs the part of B it reads, so cutting the columns
+  // lets each thread pack only its share.
+  const bool wide = p.n >= 2 * kColumnBlock * threads;
+  return wide && (p.batch() * p.m < 4 * threads || (p.trans_b && p.batch() == 1));
+}
+
 template <typename T>
 void run_gemm(ThreadPool& pool, const GemmPlan& p, const T* a, const T* b, T* c) {
   const T beta = p.accumulate ? T{1} : T{0};
   const int64_t rows = p.batch() * p.m;
   const int64_t row_flops = std::max<int64_t>(1, 2 * p.n * p.k);
-  // Few rows but wide: cut the columns instead, in blocks of kColumnBlock.
-  // With B transposed each chunk packs the part of B it reads, so cutting the columns
-  // lets each thread pack only its share.
-  const bool wide = p.n >= 2 * kColumnBlock * pool.num_threads();
-  if (wide && (rows < 4 * pool.num_threads() || (p.trans_b && p.batch() == 1))) {
+  if (cuts_columns(p, pool.num_threads())) {
     const int64_t blocks = (p.n + kColumnBlock - 1) / kColumnBlock;
     const int64_t grain = std::max<int64_t>(
         1, kMinChunkFlops / std::max<int64_t>(1, 2 * rows * p.k * kColumnBlock));

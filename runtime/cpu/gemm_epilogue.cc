@@ -11,8 +11,11 @@
 // then calls the epilogue on the same rows while they are in cache: one pass over
 // memory instead of the product written, then re-read by a second kernel.
 //
-// When there are too few blocks to give every thread one, the GEMM runs as run_gemm
-// splits it and the epilogue follows over its own rows (still one invocation). Either
+// When there are too few blocks to give every thread one, or when run_gemm would cut
+// the columns of an x·Wᵀ with fewer rows than columns (each thread then packs its share
+// of W and all of the smaller x; a row split would make each pack all of W: measured by
+// codegen/epilogue_bench as "separate" vs "rows+sep"), the GEMM runs as run_gemm splits
+// it and the epilogue follows over its own rows (still one invocation). Either
 // way the split is a pure function of the shapes and the thread count, and the
 // epilogue is elementwise (each element computed once, from the same inputs, whatever
 // the split), so results are bitwise reproducible for a given thread count.
@@ -32,7 +35,11 @@ void run_gemm_epilogue(ThreadPool& pool, const GemmPlan& p, const T* a, const T*
   GeneratedFn fn = e.fn;
   const int64_t g = rows * p.n == 0 ? 1 : e.row_length / std::gcd(e.row_length, p.n);
   const int64_t blocks = (rows + g - 1) / g;
-  if (split == EpilogueSplit::kAfterGemm || blocks < pool.num_threads()) {
+  // A row split makes every thread pack all of B (rows·K of A are packed once in all),
+  // a column split all of A: where run_gemm cuts columns for x·Wᵀ and A is the smaller
+  // operand (fewer rows than columns: the MLP's 128x784 · 784x256), its split stays.
+  const bool keep_columns = cuts_columns(p, pool.num_threads()) && rows < p.n;
+  if (split == EpilogueSplit::kAfterGemm || blocks < pool.num_threads() || keep_columns) {
     run_gemm<T>(pool, p, a, b, c);
     const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(1, e.row_length));
     pool.parallel_for(e.rows, grain, [=](int64_t begin, int64_t end) { fn(buffers, begin, end); });

@@ -192,7 +192,7 @@ void add_cpu_passes(Pipeline& p, const LowerOptions& options) {
       for (ValueId v : n.operands) call.operand_types.push_back(g.type(v));
       return cpu::supports_gemm_epilogue(call);
     };
-    epilogue.elementwise = options.fusible ? options.fusible : KernelCompiler::supports;
+    epilogue.fusible = options.fusible ? options.fusible : KernelCompiler::supports;
     if (options.fuse_epilogues) {
       p.add(std::make_unique<FuseContractionEpiloguePass>(std::move(epilogue)));
     }

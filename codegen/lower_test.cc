@@ -43,14 +43,15 @@ TEST(LowerTest, GoldenProgramOfALinearLayer) {
             "program @f  arena 192 bytes (bound 192, naive 192)\n"
             "  inputs: %x f32[4,6] data @in0, %w f32[5,6] param @in1, %b f32[5] param @in2, "
             "%lr f32[] data @in3\n"
-            "  0  matmul + k0  arena+0 f32[4,5] <- in0 f32[4,6], in1 f32[5,6], in2 f32[5]  ; %y\n"
-            "  1  sum  arena+128 f32[] <- arena+0 f32[4,5]  ; %s\n"
+            "  0  matmul  arena+0 f32[4,5] <- in0 f32[4,6], in1 f32[5,6]  ; %h\n"
+            "  1  generated k0  arena+128 f32[] <- arena+0 f32[4,5], in2 f32[5]  ; %s\n"
             "  2  generated k1  in1 f32[5,6] <- in1 f32[5,6], in3 f32[]  ; %w1\n"
             "  outputs: arena+128 f32[]\n");
   ASSERT_EQ(l->program.kernels.size(), 2u);
-  // The GEMM's epilogue (bias add and relu) is kernel k0: 4 rows of 5, the product's rows.
-  EXPECT_EQ(l->program.kernels[0].rows, 4);
-  EXPECT_EQ(l->program.kernels[0].row_length, 5);
+  // add, relu and sum are one reduction kernel: one row of all 20 elements (the GEMM's
+  // epilogue gives its chain back to the reduction that reads it).
+  EXPECT_EQ(l->program.kernels[0].rows, 1);
+  EXPECT_EQ(l->program.kernels[0].row_length, 20);
   // The update is written in place: nothing to copy after the step.
   EXPECT_TRUE(l->program.updates.empty());
 }

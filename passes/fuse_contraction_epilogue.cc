@@ -33,6 +33,7 @@ struct Group {
 
 // Grows the epilogue chain of the contraction at node `root` (see the header).
 Group grow_chain(const Graph& g, int root, const std::vector<char>& fusible,
+                 const std::vector<char>& reducible,
                  const std::vector<std::vector<int>>& users, const std::vector<int>& last_reader) {
   const int n = static_cast<int>(g.nodes().size());
   const Type& type = g.type(g.node(root).result());
@@ -58,14 +59,18 @@ Group grow_chain(const Graph& g, int root, const std::vector<char>& fusible,
       for (ValueId r : node.results) depends[r] = 1;
     }
   }
-  // A tail read only by elementwise nodes of its type outside the group is given back:
-  // fuse-elementwise can compute it inside its readers' kernel, where the epilogue would
-  // write it to memory for them (an optimizer's (1-β)·g, read by the update's kernel).
+  // A tail read only by elementwise nodes of its type or by reductions (that the
+  // predicate accepts) outside the group is given back: fuse-elementwise can compute it
+  // inside its readers' kernel, where the epilogue would write it to memory for them (an
+  // optimizer's (1-β)·g read by the update's kernel; softmax backward's dP·P read by
+  // its row sum).
   while (group.members.size() > 1) {
     const ValueId v = g.node(group.members.back()).result();
     const bool to_elementwise = std::all_of(users[v].begin(), users[v].end(), [&](int u) {
-      return u >= 0 && fusible[u] && g.node(u).results.size() == 1 &&
-             g.type(g.node(u).result()) == type;
+      if (u < 0) return false;
+      const Node& reader = g.node(u);
+      return reducible[u] ||
+             (fusible[u] && reader.results.size() == 1 && g.type(reader.result()) == type);
     });
     if (!to_elementwise) break;
     group.members.pop_back();
@@ -141,7 +146,7 @@ std::shared_ptr<const Graph> make_body(const Graph& g, const Group& group,
 FuseContractionEpiloguePass::FuseContractionEpiloguePass(ContractionEpilogueOptions options)
     : options_(std::move(options)) {
   if (!options_.contraction) options_.contraction = float_contraction;
-  if (!options_.elementwise) options_.elementwise = default_fusible;
+  if (!options_.fusible) options_.fusible = default_fusible;
 }
 
 StatusOr<bool> FuseContractionEpiloguePass::run(Graph& g) {
@@ -172,19 +177,21 @@ StatusOr<bool> FuseContractionEpiloguePass::run(Graph& g) {
     }
     if (root < 0) break;
 
-    std::vector<char> fusible(n, 0);
+    std::vector<char> fusible(n, 0), reducible(n, 0);
     std::vector<std::vector<int>> users(g.num_values());  // -1: a graph output
     std::vector<int> last_reader(g.num_values(), -1);
     for (int i = 0; i < n; ++i) {
       const Node& node = g.node(i);
-      fusible[i] = node.info().category == OpCategory::Elementwise && options_.elementwise(g, node);
+      const OpCategory c = node.info().category;
+      fusible[i] = c == OpCategory::Elementwise && options_.fusible(g, node);
+      reducible[i] = c == OpCategory::Reduction && options_.fusible(g, node);
       for (ValueId v : node.operands) {
         users[v].push_back(i);
         last_reader[v] = i;
       }
     }
     for (ValueId v : g.outputs()) users[v].push_back(-1);
-    const Group group = grow_chain(g, root, fusible, users, last_reader);
+    const Group group = grow_chain(g, root, fusible, reducible, users, last_reader);
     if (group.members.size() < 2) continue;
 
     std::vector<ValueId> operands;

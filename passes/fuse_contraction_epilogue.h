@@ -39,8 +39,9 @@
 // for fuse-elementwise, one kernel written in place into the parameter and its state.
 // It becomes the tail. A node that reads a member without joining makes that member an
 // extra result. The chain ends after the tail's last reader; while its tail is read
-// only by elementwise nodes of the same type, the tail is given back (fuse-elementwise
-// can compute it inside its readers' kernel instead of writing it). Then the elementwise
+// only by elementwise nodes of the same type or by fusible reductions, the tail is given
+// back (fuse-elementwise can compute it inside its readers' kernel instead of writing
+// it: softmax backward's dP·P feeding its row sums). Then the elementwise
 // producers of the chain's other operands join when only the group reads their value
 // and it has the contraction's type (an optimizer's β·m beside the gradient's (1-β)·g),
 // so they are not left behind as kernels of their own. A contraction whose chain stays
@@ -69,9 +70,11 @@ struct ContractionEpilogueOptions {
   /// Whether the contraction `node` of `g` can run with an epilogue. Default: a
   /// contraction with two operands and one f32 or f64 result.
   std::function<bool(const Graph& g, const Node& node)> contraction;
-  /// Whether the elementwise `node` of `g` can be part of an epilogue (a generated
-  /// kernel). Default: default_fusible of fuse-elementwise's rules (plain dtypes).
-  std::function<bool(const Graph& g, const Node& node)> elementwise;
+  /// Whether `node` of `g` (elementwise or reduction: other categories are never asked)
+  /// can be part of a generated kernel: an elementwise node may join an epilogue; a
+  /// reduction is one fuse-elementwise can give a chain to (see "given back").
+  /// Default: fuse-elementwise's default_fusible.
+  std::function<bool(const Graph& g, const Node& node)> fusible;
 };
 
 class FuseContractionEpiloguePass : public Pass {

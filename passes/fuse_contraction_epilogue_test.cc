@@ -143,6 +143,28 @@ TEST(FuseContractionEpilogueTest, StateUpdatesStayWithTheElementwiseFuser) {
 )");
 }
 
+// Softmax backward's dP·P feeds its row sums: fuse-elementwise computes the product
+// inside the reduction's kernel, so the chain gives it back and nothing fuses here.
+TEST(FuseContractionEpilogueTest, ATailReadByAReductionIsGivenBack) {
+  FuseContractionEpiloguePass pass;
+  EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%g: f32[4,8], %v: f32[6,8], %p: f32[4,6]) {
+  %dp = matmul(%g, %v) {transpose_b=true} : f32[4,6]
+  %q = mul(%dp, %p) : f32[4,6]
+  %s = sum(%q) {axes=[1], keepdims=true} : f32[4,1]
+  %d = sub(%dp, %s) : f32[4,6]
+  return %d
+})"),
+            R"(graph @f(%g: f32[4,8], %v: f32[6,8], %p: f32[4,6]) -> (f32[4,6]) {
+  %dp = matmul(%g, %v) {transpose_b=true} : f32[4,6]
+  %q = mul(%dp, %p) : f32[4,6]
+  %s = sum(%q) {axes=[1], keepdims=true} : f32[4,1]
+  %d = sub(%dp, %s) : f32[4,6]
+  return %d
+}
+(no change)
+)");
+}
+
 // Nothing fuses across a non-elementwise op (a transpose, a reduction), into a result of
 // another shape (a broadcast), or into a node reading something computed from the
 // product outside the chain (it would make a cycle).
@@ -173,7 +195,7 @@ TEST(FuseContractionEpilogueTest, NothingFusesAcrossOtherOps) {
 TEST(FuseContractionEpilogueTest, ThePredicatesDecide) {
   FuseContractionEpiloguePass pass(ContractionEpilogueOptions{
       .contraction = [](const Graph&, const Node&) { return true; },
-      .elementwise = [](const Graph&, const Node& n) { return n.op != Op::Exp; }});
+      .fusible = [](const Graph&, const Node& n) { return n.op != Op::Exp; }});
   EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%x: f32[2,3], %w: f32[3,2]) {
   %m = matmul(%x, %w) : f32[2,2]
   %e = exp(%m) : f32[2,2]

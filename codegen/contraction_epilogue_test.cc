@@ -172,5 +172,45 @@ TEST(ContractionEpilogueErrors, ABodyThatIsNotLaidOutIsNamed) {
             "contraction of its first two inputs (passes/fuse_contraction_epilogue.h)");
 }
 
+TEST(ContractionEpilogueErrors, AnEpilogueReadingTheGemmOperandIsNamed) {
+  StatusOr<Graph> g = parse_graph(R"(graph @f(%x: f32[4,4], %w: f32[4,4]) {
+  %y = fused(%x, %w) {kind="contraction"} : f32[4,4] ({
+    ^body(%0: f32[4,4], %1: f32[4,4]):
+      %t0 = matmul(%0, %1) : f32[4,4]
+      %t1 = add(%t0, %0) : f32[4,4]
+      return %t1
+  })
+  return %y
+})", "bad.wir");
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  StatusOr<Lowering> l = lower_to_program(*g);
+  ASSERT_FALSE(l.ok());
+  EXPECT_EQ(l.error().to_string(),
+            "bad.wir:2:3: error: fused {kind=\"contraction\"}: the epilogue reads the "
+            "contraction's operand %0 (give it as an input of its own)");
+}
+
+// The runtime has no GEMM for i32: a hand-written contraction of i32 is refused when the
+// Program is bound, at the matmul's line.
+TEST(ContractionEpilogueErrors, AGemmTheRuntimeLacksIsNamed) {
+  StatusOr<Graph> g = parse_graph(R"(graph @f(%x: i32[4,4], %w: i32[4,4], %b: i32[4]) {
+  %y = fused(%x, %w, %b) {kind="contraction"} : i32[4,4] ({
+    ^body(%0: i32[4,4], %1: i32[4,4], %2: i32[4]):
+      %t0 = matmul(%0, %1) : i32[4,4]
+      %t1 = add(%t0, %2) : i32[4,4]
+      return %t1
+  })
+  return %y
+})", "bad.wir");
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  std::vector<Tensor> inputs;
+  for (const Input& in : g->inputs()) inputs.emplace_back(g->type(in.value));
+  StatusOr<reference::RunResult> r = run_on_cpu(*g, inputs);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().to_string(),
+            "bad.wir:4:7: error: program @f: no CPU kernel runs matmul on i32[4,4] and i32[4,4] "
+            "with an epilogue");
+}
+
 }  // namespace
 }  // namespace weft::codegen

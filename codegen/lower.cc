@@ -8,8 +8,10 @@
 #include "codegen/merge_updates.h"
 #include "ir/verifier.h"
 #include "passes/decompose_composites.h"
+#include "runtime/cpu/kernel.h"
 #include "passes/fold_batch_matmul.h"
 #include "passes/fold_transpose.h"
+#include "passes/fuse_contraction_epilogue.h"
 #include "passes/fuse_elementwise.h"
 #include "passes/schedule.h"
 
@@ -45,6 +47,63 @@ std::vector<bool> updates_in_place(const Graph& g) {
   }
   return external;
 }
+
+namespace {
+
+// The epilogue of a fused contraction's body (layout: passes/fuse_contraction_epilogue.h)
+// as a generated kernel's body: the product C, then the body's inputs from 2 on, then the
+// elementwise members; its outputs are the body's, less C where C is one of them
+// (`gemm_result` receives its position, or 0).
+StatusOr<Graph> epilogue_body(const Node& fused, int& gemm_result) {
+  const Graph& body = *fused.body;
+  const bool laid_out = body.inputs().size() >= 2 && !body.nodes().empty() &&
+                        body.node(0).info().category == OpCategory::Contraction &&
+                        body.node(0).operands.size() == 2 &&
+                        body.node(0).operands[0] == body.inputs()[0].value &&
+                        body.node(0).operands[1] == body.inputs()[1].value;
+  if (!laid_out) {
+    return Error{"fused {kind=\"contraction\"}: the body must start with a contraction of its "
+                 "first two inputs (passes/fuse_contraction_epilogue.h)",
+                 fused.loc};
+  }
+  Graph epi("epilogue");
+  std::unordered_map<ValueId, ValueId> inner;
+  const ValueId c = body.node(0).result();
+  inner[c] = epi.add_input("c", body.type(c));
+  for (size_t i = 2; i < body.inputs().size(); ++i) {
+    const ValueId v = body.inputs()[i].value;
+    inner[v] = epi.add_input(body.value(v).name, body.type(v));
+  }
+  for (size_t k = 1; k < body.nodes().size(); ++k) {
+    const Node& n = body.node(static_cast<int>(k));
+    std::vector<ValueId> args;
+    for (ValueId v : n.operands) {
+      if (!inner.count(v)) {
+        return Error{"fused {kind=\"contraction\"}: the epilogue reads the contraction's operand %" +
+                         body.value(v).name + " (give it as an input of its own)",
+                     fused.loc};
+      }
+      args.push_back(inner.at(v));
+    }
+    inner[n.result()] = epi.add_node(n.op, std::move(args), n.attrs, n.loc,
+                                     body.type(n.result()), body.value(n.result()).name);
+  }
+  gemm_result = 0;
+  for (size_t o = 0; o < body.outputs().size(); ++o) {
+    if (body.outputs()[o] == c) {
+      gemm_result = static_cast<int>(o);
+    } else {
+      epi.add_output(inner.at(body.outputs()[o]));
+    }
+  }
+  if (gemm_result == 0 && body.type(body.outputs()[0]) != body.type(c)) {
+    return Error{"fused {kind=\"contraction\"}: the first result must have the product's type",
+                 fused.loc};
+  }
+  return epi;
+}
+
+}  // namespace
 
 StatusOr<Program> build_program(const Graph& g, const MemoryPlan& plan,
                                 const std::vector<MergedUpdate>& merged) {
@@ -153,10 +212,19 @@ StatusOr<Program> build_program(const Graph& g, const MemoryPlan& plan,
       if (inv.operands[0] == inv.results[0]) continue;  // planned in place: a view
       inv.kind = Invocation::Kind::copy;
     } else if (n.op == Op::Fused) {
-      inv.kind = Invocation::Kind::generated;
-      inv.kernel = kernel(*n.body);
-      inv.node.op = n.op;
-      inv.node.loc = n.loc;
+      const bool contraction = n.str_attr("kind") == "contraction";
+      Graph epilogue;
+      if (contraction) {
+        WEFT_ASSIGN_OR_RETURN(epilogue, epilogue_body(n, inv.gemm_result));
+      }
+      inv.kind = contraction ? Invocation::Kind::contraction : Invocation::Kind::generated;
+      inv.kernel = kernel(contraction ? epilogue : *n.body);
+      if (contraction) {
+        inv.node = n.body->node(0);  // the matmul: its op, transposes and location
+      } else {
+        inv.node.op = n.op;
+        inv.node.loc = n.loc;
+      }
     } else {
       inv.kind = Invocation::Kind::library;
       inv.node = n;
@@ -174,6 +242,16 @@ void add_cpu_passes(Pipeline& p, const LowerOptions& options) {
     p.add(std::make_unique<DecomposeCompositesPass>());
   }
   if (options.fuse) {
+    ContractionEpilogueOptions epilogue;
+    epilogue.contraction = [](const Graph& g, const Node& n) {
+      cpu::LibraryCall call{n, {}, g.type(n.result())};
+      for (ValueId v : n.operands) call.operand_types.push_back(g.type(v));
+      return cpu::supports_gemm_epilogue(call);
+    };
+    epilogue.fusible = options.fusible ? options.fusible : KernelCompiler::supports;
+    if (options.fuse_epilogues) {
+      p.add(std::make_unique<FuseContractionEpiloguePass>(std::move(epilogue)));
+    }
     FuseOptions fuse;
     fuse.fusible = options.fusible ? options.fusible : KernelCompiler::supports;
     fuse.rows = options.fuse_rows;

@@ -5,6 +5,8 @@
 //
 //   fold-transpose     matmul operands transposed in their last two dims -> GEMM flags
 //   fold-batch-matmul  a batched product summed over its batch -> one GEMM, batch in K
+//   fuse-contraction-epilogue  a GEMM and the elementwise chain on its result (bias,
+//                      activation, residual) -> one `fused` node of kind "contraction"
 //   fuse-elementwise   elementwise chains -> `fused` kernels (what codegen supports)
 //   schedule-memory    a topological order with a low peak of live bytes
 //   updates in place   a parameter's new value is written straight into the
@@ -15,7 +17,9 @@
 //                      contiguous group of the arena (codegen/merge_updates.h)
 //   plan_memory        one arena, fixed offsets, in-place reuse, several greedy orders
 //   build_program      one invocation per node: `fused` -> a generated kernel (bodies
-//                      with the same structure share one), `assign` -> an update,
+//                      with the same structure share one; of kind "contraction": the
+//                      GEMM with its epilogue as a generated kernel applied to each
+//                      block of rows the GEMM finishes), `assign` -> an update,
 //                      a reshape planned in place -> nothing (a view), any other op ->
 //                      a library kernel call; a merged update -> one generated
 //                      invocation over its flat ranges; the inputs block's layout
@@ -44,6 +48,8 @@ struct LowerOptions {
   bool decompose_composites = true;
   /// With `fuse`: row groups (FuseOptions::rows): reductions fused with their consumers.
   bool fuse_rows = true;
+  /// With `fuse`: run fuse-contraction-epilogue before fuse-elementwise.
+  bool fuse_epilogues = true;
   bool schedule = true;
   /// Write assigned values into their param/state buffers where that is safe (see
   /// updates_in_place) instead of copying them there after the step.
@@ -63,7 +69,9 @@ struct Lowering {
 };
 
 /// The CPU backend's graph passes after the default pipeline: fold-transpose,
-/// fold-batch-matmul, decompose-composites, fuse-elementwise (with `options.fusible`)
+/// fold-batch-matmul, decompose-composites, fuse-contraction-epilogue (GEMMs that
+/// runtime/cpu runs with an epilogue, members by `options.fusible`), fuse-elementwise
+/// (with `options.fusible`)
 /// and schedule-memory, as `options` enables.
 void add_cpu_passes(Pipeline& p, const LowerOptions& options = {});
 

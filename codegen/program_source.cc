@@ -122,9 +122,10 @@ std::string program_to_cpp(const Program& p, const std::string& name) {
   for (const Invocation& inv : p.code) {
     os << "  {\n    weft::Invocation inv;\n"
        << "    inv.kind = weft::Invocation::Kind::"
-       << (inv.kind == Invocation::Kind::library     ? "library"
-           : inv.kind == Invocation::Kind::generated ? "generated"
-                                                     : "copy")
+       << (inv.kind == Invocation::Kind::library       ? "library"
+           : inv.kind == Invocation::Kind::generated   ? "generated"
+           : inv.kind == Invocation::Kind::contraction ? "contraction"
+                                                       : "copy")
        << ";\n"
        << "    inv.node.op = op(" << quoted(std::string(op_name(inv.node.op))) << ");\n";
     for (const auto& [attr_name, value] : inv.node.attrs) {
@@ -134,6 +135,7 @@ std::string program_to_cpp(const Program& p, const std::string& name) {
     os << "    inv.node.loc = weft::Location{" << quoted(l.file) << ", " << l.line << ", " << l.col
        << ", " << quoted(l.path) << "};\n"
        << "    inv.kernel = " << inv.kernel << ";\n"
+       << "    inv.gemm_result = " << inv.gemm_result << ";\n"
        << "    inv.operands = " << buffers(inv.operands) << ";\n"
        << "    inv.results = " << buffers(inv.results) << ";\n"
        << "    inv.label = " << quoted(inv.label) << ";\n";

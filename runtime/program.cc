@@ -48,6 +48,10 @@ std::string Program::to_string() const {
       case Invocation::Kind::library: os << op_name(inv.node.op); break;
       case Invocation::Kind::generated: os << "generated " << kernels[inv.kernel].name; break;
       case Invocation::Kind::copy: os << "copy"; break;
+      case Invocation::Kind::contraction:
+        os << op_name(inv.node.op) << " + " << kernels[inv.kernel].name;
+        if (inv.gemm_result > 0) os << " (C in result " << inv.gemm_result << ")";
+        break;
     }
     os << "  ";
     for (size_t r = 0; r < inv.results.size(); ++r) os << (r ? ", " : "") << inv.results[r].to_string();

@@ -71,11 +71,20 @@ struct GeneratedKernel {
   int64_t row_length = 0;
 };
 
+/// A `contraction` invocation is a GEMM with a generated epilogue (a fused node of kind
+/// "contraction"): `node` is the matmul (op, transposes, location), its A and B are
+/// operands[0] and [1], and it writes C into results[gemm_result]; then kernel `kernel`
+/// runs on C's elements with buffers = C, operands[2...], then every result except
+/// results[gemm_result] when gemm_result > 0. With gemm_result == 0, C is not a value
+/// of the graph: it is computed in results[0]'s buffer, which the epilogue overwrites in
+/// place. The runtime applies the epilogue to each block of C's rows right after the
+/// block's GEMM (runtime/cpu/kernel.h, make_gemm_epilogue_kernel).
 struct Invocation {
-  enum class Kind : uint8_t { library, generated, copy };
+  enum class Kind : uint8_t { library, generated, copy, contraction };
   Kind kind = Kind::library;
-  Node node;                         ///< library: the op, its attributes and location.
-  int kernel = -1;                   ///< generated: index into Program::kernels.
+  Node node;                         ///< library, contraction: the op, attributes, location.
+  int kernel = -1;                   ///< generated, contraction: index into Program::kernels.
+  int gemm_result = 0;               ///< contraction: where C goes (see above).
   std::vector<BufferRef> operands;
   std::vector<BufferRef> results;
   std::string label;                 ///< The graph value it computes (for dumps).

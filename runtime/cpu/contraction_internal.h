@@ -40,6 +40,45 @@ void gemm_serial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, co
 template <typename T>
 void run_gemm(ThreadPool& pool, const GemmPlan& plan, const T* a, const T* b, T* c);
 
+/// Whether run_gemm cuts the columns of C over the pool rather than its rows (few rows
+/// but wide, or a single x·Wᵀ wide enough to share the packing of W).
+bool cuts_columns(const GemmPlan& plan, int threads);
+
+/// Rows [begin, end) of every C_i of `plan` together (row r is row r % m of entry
+/// r / m), computed on the calling thread: what one chunk of run_gemm's row split does.
+template <typename T>
+void gemm_rows(const GemmPlan& plan, const T* a, const T* b, T* c, int64_t begin, int64_t end);
+
+/// A chunk should hold at least this many flops, so that waking a worker (about 1 µs
+/// when it spins) costs little next to its share of the work.
+inline constexpr int64_t kMinChunkFlops = int64_t{1} << 18;
+
+/// The plan of a matmul call (its operands' batch broadcasting, transposes, a batch
+/// folded into the rows where B is shared), or false when no CPU GEMM implements it
+/// (not a matmul, a dtype other than f32/f64, a scalar operand). Errors: operands whose
+/// shapes do not multiply.
+StatusOr<bool> plan_matmul(const LibraryCall& call, GemmPlan& plan);
+
+/// A generated elementwise kernel over a GEMM's result (gemm_epilogue.cc): `fn` over
+/// `buffers`, `rows` rows of `row_length` elements, the product's elements in order.
+struct Epilogue {
+  GeneratedFn fn = nullptr;
+  void* const* buffers = nullptr;
+  int64_t rows = 0;
+  int64_t row_length = 0;
+};
+
+/// How run_gemm_epilogue splits the work: kRowBlocks, each chunk's GEMM rows then the
+/// epilogue on them (falling back to kAfterGemm when there are fewer aligned row blocks
+/// than threads, or when run_gemm would cut the columns and C has fewer rows than
+/// columns); kAfterGemm, run_gemm and then the epilogue split over its own rows.
+enum class EpilogueSplit { kRowBlocks, kAfterGemm };
+
+/// C = op(A)·op(B) for every GEMM of `plan`, then the epilogue on C.
+template <typename T>
+void run_gemm_epilogue(ThreadPool& pool, const GemmPlan& plan, const T* a, const T* b, T* c,
+                       const Epilogue& epilogue, EpilogueSplit split);
+
 /// Limits OpenMP (hence oneDNN) to the calling thread; cheap when already so.
 void use_one_omp_thread();
 

@@ -199,6 +199,31 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program,
                                                              std::move(clear)));
         break;
       }
+      case Invocation::Kind::contraction: {
+        // C, the epilogue's other operands, then its results (runtime/program.h).
+        void* c = ex->resolve(inv.results[inv.gemm_result]);
+        std::vector<void*> buffers = {c};
+        for (size_t i = 2; i < in.size(); ++i) buffers.push_back(const_cast<void*>(in[i]));
+        for (size_t r = 0; r < inv.results.size(); ++r) {
+          if (inv.gemm_result == 0 || static_cast<int>(r) != inv.gemm_result) {
+            buffers.push_back(ex->resolve(inv.results[r]));
+          }
+        }
+        const GeneratedKernel& k = program.kernels[inv.kernel];
+        LibraryCall gemm{inv.node, {types[0], types[1]}, inv.results[inv.gemm_result].type};
+        WEFT_ASSIGN_OR_RETURN(
+            std::unique_ptr<BoundKernel> bound,
+            make_gemm_epilogue_kernel(gemm, in[0], in[1], c, generated[inv.kernel],
+                                      std::move(buffers), k.rows, k.row_length, k.name));
+        if (!bound) {
+          return Error{"program @" + program.name + ": no CPU kernel runs " +
+                           std::string(op_name(inv.node.op)) + " on " + types[0].to_string() +
+                           " and " + types[1].to_string() + " with an epilogue",
+                       inv.node.loc};
+        }
+        ex->code_.push_back(std::make_unique<LibraryBound>(std::move(bound)));
+        break;
+      }
       case Invocation::Kind::copy:
         ex->code_.push_back(std::make_unique<CopyBound>(in[0], out, inv.results[0].type.bytes()));
         break;

@@ -78,24 +78,25 @@ void gemm_serial<double>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64
 
 namespace {
 
-// A chunk should hold at least this many flops, so that waking a worker (about 1 µs
-// when it spins) costs little next to its share of the work.
-constexpr int64_t kMinChunkFlops = int64_t{1} << 18;
 // Column chunks are cut in blocks of this many columns (one AVX-512 vector of f32).
 constexpr int64_t kColumnBlock = 16;
 
 }  // namespace
+
+bool cuts_columns(const GemmPlan& p, int threads) {
+  // Few rows but wide: cut the columns instead, in blocks of kColumnBlock.
+  // With B transposed each chunk packs the part of B it reads, so cutting the columns
+  // lets each thread pack only its share.
+  const bool wide = p.n >= 2 * kColumnBlock * threads;
+  return wide && (p.batch() * p.m < 4 * threads || (p.trans_b && p.batch() == 1));
+}
 
 template <typename T>
 void run_gemm(ThreadPool& pool, const GemmPlan& p, const T* a, const T* b, T* c) {
   const T beta = p.accumulate ? T{1} : T{0};
   const int64_t rows = p.batch() * p.m;
   const int64_t row_flops = std::max<int64_t>(1, 2 * p.n * p.k);
-  // Few rows but wide: cut the columns instead, in blocks of kColumnBlock.
-  // With B transposed each chunk packs the part of B it reads, so cutting the columns
-  // lets each thread pack only its share.
-  const bool wide = p.n >= 2 * kColumnBlock * pool.num_threads();
-  if (wide && (rows < 4 * pool.num_threads() || (p.trans_b && p.batch() == 1))) {
+  if (cuts_columns(p, pool.num_threads())) {
     const int64_t blocks = (p.n + kColumnBlock - 1) / kColumnBlock;
     const int64_t grain = std::max<int64_t>(
         1, kMinChunkFlops / std::max<int64_t>(1, 2 * rows * p.k * kColumnBlock));
@@ -110,18 +111,28 @@ void run_gemm(ThreadPool& pool, const GemmPlan& p, const T* a, const T* b, T* c)
     return;
   }
   const int64_t grain = std::max<int64_t>(1, kMinChunkFlops / row_flops);
-  pool.parallel_for(rows, grain, [&](int64_t begin, int64_t end) {
-    // [begin, end) spans the rows of one or more batch entries: one call per entry.
-    while (begin < end) {
-      const int64_t i = begin / p.m, r0 = begin % p.m;
-      const int64_t r1 = std::min(p.m, r0 + (end - begin));
-      const T* ai = a + p.a_offsets[i] + (p.trans_a ? r0 : r0 * p.lda);
-      gemm_serial<T>(p.trans_a, p.trans_b, r1 - r0, p.n, p.k, ai, p.lda, b + p.b_offsets[i],
-                     p.ldb, beta, c + i * p.c_stride + r0 * p.ldc, p.ldc);
-      begin += r1 - r0;
-    }
-  });
+  pool.parallel_for(rows, grain,
+                    [&](int64_t begin, int64_t end) { gemm_rows<T>(p, a, b, c, begin, end); });
 }
+
+template <typename T>
+void gemm_rows(const GemmPlan& p, const T* a, const T* b, T* c, int64_t begin, int64_t end) {
+  const T beta = p.accumulate ? T{1} : T{0};
+  // [begin, end) spans the rows of one or more batch entries: one call per entry.
+  while (begin < end) {
+    const int64_t i = begin / p.m, r0 = begin % p.m;
+    const int64_t r1 = std::min(p.m, r0 + (end - begin));
+    const T* ai = a + p.a_offsets[i] + (p.trans_a ? r0 : r0 * p.lda);
+    gemm_serial<T>(p.trans_a, p.trans_b, r1 - r0, p.n, p.k, ai, p.lda, b + p.b_offsets[i], p.ldb,
+                   beta, c + i * p.c_stride + r0 * p.ldc, p.ldc);
+    begin += r1 - r0;
+  }
+}
+
+template void gemm_rows<float>(const GemmPlan&, const float*, const float*, float*, int64_t,
+                               int64_t);
+template void gemm_rows<double>(const GemmPlan&, const double*, const double*, double*, int64_t,
+                                int64_t);
 
 template void run_gemm<float>(ThreadPool&, const GemmPlan&, const float*, const float*, float*);
 template void run_gemm<double>(ThreadPool&, const GemmPlan&, const double*, const double*,
@@ -185,19 +196,17 @@ std::vector<int64_t> broadcast_entries(const std::vector<int64_t>& dims, const S
 
 }  // namespace
 
-KernelOr make_matmul_kernel(const LibraryCall& call, const std::vector<const void*>& in,
-                            void* out) {
+StatusOr<bool> plan_matmul(const LibraryCall& call, GemmPlan& plan) {
   const Type& ta = call.operand_types[0];
   const Type& tb = call.operand_types[1];
-  if (ta.dtype != tb.dtype || (ta.dtype != DType::f32 && ta.dtype != DType::f64) ||
-      ta.shape.rank() == 0 || tb.shape.rank() == 0) {
-    return std::unique_ptr<BoundKernel>();
+  if (call.node.op != Op::Matmul || ta.dtype != tb.dtype ||
+      (ta.dtype != DType::f32 && ta.dtype != DType::f64) || ta.shape.rank() == 0 ||
+      tb.shape.rank() == 0) {
+    return false;
   }
   const bool trans_a = call.node.bool_attr("transpose_a");
   const bool trans_b = call.node.bool_attr("transpose_b");
-  if ((trans_a && ta.shape.rank() < 2) || (trans_b && tb.shape.rank() < 2)) {
-    return std::unique_ptr<BoundKernel>();
-  }
+  if ((trans_a && ta.shape.rank() < 2) || (trans_b && tb.shape.rank() < 2)) return false;
   // ad and bd are the operands as multiplied (op(a), op(b)).
   std::vector<int64_t> ad = ta.shape.dims, bd = tb.shape.dims;
   if (trans_a) std::swap(ad[ad.size() - 2], ad[ad.size() - 1]);
@@ -217,7 +226,7 @@ KernelOr make_matmul_kernel(const LibraryCall& call, const std::vector<const voi
   }
   WEFT_CHECK(call.result_type.numel() == batch->numel() * m * n,
              "matmul: result type does not match the operands");
-  GemmPlan plan = GemmPlan::single(m, n, k, trans_a, trans_b);
+  plan = GemmPlan::single(m, n, k, trans_a, trans_b);
   const std::vector<int64_t> ea = broadcast_entries(a_batch, *batch);
   const std::vector<int64_t> eb = broadcast_entries(b_batch, *batch);
   const bool b_shared = std::all_of(eb.begin(), eb.end(), [](int64_t e) { return e == 0; });
@@ -235,7 +244,15 @@ KernelOr make_matmul_kernel(const LibraryCall& call, const std::vector<const voi
       plan.b_offsets[i] = eb[i] * k * n;
     }
   }
-  if (ta.dtype == DType::f32) {
+  return true;
+}
+
+KernelOr make_matmul_kernel(const LibraryCall& call, const std::vector<const void*>& in,
+                            void* out) {
+  GemmPlan plan;
+  WEFT_ASSIGN_OR_RETURN(bool planned, plan_matmul(call, plan));
+  if (!planned) return std::unique_ptr<BoundKernel>();
+  if (call.operand_types[0].dtype == DType::f32) {
     return std::unique_ptr<BoundKernel>(new MatmulKernel<float>(std::move(plan), in[0], in[1], out));
   }
   return std::unique_ptr<BoundKernel>(new MatmulKernel<double>(std::move(plan), in[0], in[1], out));

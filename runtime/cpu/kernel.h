@@ -27,6 +27,7 @@
 #include "ir/graph.h"
 #include "ir/status.h"
 #include "runtime/cpu/thread_pool.h"
+#include "runtime/program.h"
 
 namespace weft::cpu {
 
@@ -59,5 +60,20 @@ class BoundKernel {
 StatusOr<std::unique_ptr<BoundKernel>> make_library_kernel(const LibraryCall& call,
                                                            std::vector<const void*> operands,
                                                            void* result);
+
+/// A contraction with a generated epilogue (a `fused` node of kind "contraction"): the
+/// GEMM of `gemm` (a matmul call: op, transposes, operand and result types) computes C
+/// into `c`, and the epilogue `epilogue` — a GeneratedFn over `buffers` (C first, then
+/// its other operands, then its results), `rows` rows of `row_length` elements in C's
+/// element order — runs on each block of C's rows right after that block's GEMM, on the
+/// same thread (runtime/cpu/gemm_epilogue.cc). nullptr when supports_gemm_epilogue is
+/// false. `name` names the epilogue in describe().
+StatusOr<std::unique_ptr<BoundKernel>> make_gemm_epilogue_kernel(
+    const LibraryCall& gemm, const void* a, const void* b, void* c, GeneratedFn epilogue,
+    std::vector<void*> buffers, int64_t rows, int64_t row_length, std::string name);
+
+/// Whether make_gemm_epilogue_kernel runs `gemm`: an f32 or f64 matmul (2-D or batched,
+/// any transposes) whose result has its operands' dtype.
+bool supports_gemm_epilogue(const LibraryCall& gemm);
 
 }  // namespace weft::cpu

@@ -272,13 +272,20 @@ TEST(Weftc, DumpFormatsAndPasses) {
   EXPECT_NE(r.out.find("infer-types"), std::string::npos) << r.out;
   r = weftc("dump " + wir + " --format=svg");
   EXPECT_EQ(r.out, "error: weftc dump: unknown format 'svg'; formats: text, json, dot\n");
-  // The cpu backend's passes: fused kernels print with their bodies and parse back.
+  // The cpu backend's passes: fused kernels print with their bodies and parse back. The
+  // first Linear layer and its gelu are one contraction: the GEMM, then its epilogue.
   r = weftc("dump " + wir + " --after=fuse-elementwise --no-locations");
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_NE(r.out.find("  %a = fused(%h, %b1) : f32[8,32] ({\n    ^body(%0: f32[8,32], "
-                       "%1: f32[32]):\n"),
+  EXPECT_NE(r.out.find("  %a = fused(%x, %w1, %b1) {kind=\"contraction\"} : f32[8,32] ({\n"
+                       "    ^body(%0: f32[8,16], %1: f32[16,32], %2: f32[32]):\n"
+                       "      %t0 = matmul(%0, %1) : f32[8,32]\n"
+                       "      %t1 = add(%t0, %2) : f32[8,32]\n"
+                       "      %t2 = gelu(%t1) {approximate=\"tanh\"} : f32[8,32]\n"
+                       "      return %t2\n"),
             std::string::npos)
       << r.out;
+  EXPECT_EQ(weftc("dump " + wir + " --after=fuse-contraction-epilogue --no-locations").exit_code,
+            0);
   std::string fused = write_temp("fused.wir", r.out);
   Result again = weftc("dump " + fused + " --after=parse --no-locations");
   EXPECT_EQ(again.out, r.out);

@@ -1,0 +1,261 @@
+#include "passes/fuse_contraction_epilogue.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "frontend/flow.h"
+#include "frontend/modules.h"
+#include "frontend/training.h"
+#include "passes/pass_testing.h"
+#include "runtime/reference/interpreter.h"
+
+namespace weft {
+namespace {
+
+int count_kind(const Graph& g, const std::string& kind) {
+  int n = 0;
+  for (const Node& node : g.nodes()) n += node.op == Op::Fused && node.str_attr("kind") == kind;
+  return n;
+}
+
+// A Linear layer + ReLU: one contraction node whose body is the GEMM and its epilogue.
+TEST(FuseContractionEpilogueTest, LinearAndReluBecomeOneNode) {
+  FuseContractionEpiloguePass pass;
+  EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%x: f32[8,6], %w: f32[5,6], %b: f32[5]) {
+  %m = matmul(%x, %w) {transpose_b=true} : f32[8,5]
+  %h = add(%m, %b) : f32[8,5]
+  %y = relu(%h) : f32[8,5]
+  return %y
+})"),
+            R"(graph @f(%x: f32[8,6], %w: f32[5,6], %b: f32[5]) -> (f32[8,5]) {
+  %y = fused(%x, %w, %b) {kind="contraction"} : f32[8,5] ({
+    ^body(%0: f32[8,6], %1: f32[5,6], %2: f32[5]):
+      %t0 = matmul(%0, %1) {transpose_b=true} : f32[8,5]
+      %t1 = add(%t0, %2) : f32[8,5]
+      %t2 = relu(%t1) : f32[8,5]
+      return %t2
+  })
+  return %y
+}
+)");
+}
+
+// Values read outside the chain (the product itself, gelu's pre-activation) stay
+// results of the fused node; their readers move after it. The chain follows the first
+// reader of its tail (gelu here, not the later mul standing for gelu's backward).
+TEST(FuseContractionEpilogueTest, ValuesUsedElsewhereBecomeExtraResults) {
+  FuseContractionEpiloguePass pass;
+  EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%x: f32[4,3], %w: f32[3,5], %b: f32[5], %k: f32[]) {
+  %m = matmul(%x, %w) : f32[4,5]
+  %s = sum(%m) : f32[]
+  %h = add(%m, %b) : f32[4,5]
+  %y = gelu(%h) : f32[4,5]
+  %z = mul(%y, %k) : f32[4,5]
+  %u = mul(%h, %h) : f32[4,5]
+  return %z, %s, %u
+})"),
+            R"(graph @f(%x: f32[4,3], %w: f32[3,5], %b: f32[5], %k: f32[]) -> (f32[4,5], f32[], f32[4,5]) {
+  %z, %m, %h = fused(%x, %w, %b, %k) {kind="contraction"} : f32[4,5], f32[4,5], f32[4,5] ({
+    ^body(%0: f32[4,3], %1: f32[3,5], %2: f32[5], %3: f32[]):
+      %t0 = matmul(%0, %1) : f32[4,5]
+      %t1 = add(%t0, %2) : f32[4,5]
+      %t2 = gelu(%t1) : f32[4,5]
+      %t3 = mul(%t2, %3) : f32[4,5]
+      return %t3, %t0, %t1
+  })
+  %s = sum(%m) : f32[]
+  %u = mul(%h, %h) : f32[4,5]
+  return %z, %s, %u
+}
+)");
+}
+
+// A residual x + x·W reads x twice: as the GEMM's operand and as the epilogue's.
+TEST(FuseContractionEpilogueTest, AResidualReadsTheGemmOperandAgain) {
+  FuseContractionEpiloguePass pass;
+  EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%x: f64[4,4], %w: f64[4,4]) {
+  %m = matmul(%x, %w) : f64[4,4]
+  %y = add(%x, %m) : f64[4,4]
+  return %y
+})"),
+            R"(graph @f(%x: f64[4,4], %w: f64[4,4]) -> (f64[4,4]) {
+  %y = fused(%x, %w, %x) {kind="contraction"} : f64[4,4] ({
+    ^body(%0: f64[4,4], %1: f64[4,4], %2: f64[4,4]):
+      %t0 = matmul(%0, %1) : f64[4,4]
+      %t1 = add(%2, %t0) : f64[4,4]
+      return %t1
+  })
+  return %y
+}
+)");
+}
+
+// A product feeding m·β + g·(1-β): the other term's producer joins the epilogue, and
+// the product stays a result for its other reader.
+TEST(FuseContractionEpilogueTest, PrivateProducersOfOtherOperandsJoin) {
+  FuseContractionEpiloguePass pass;
+  EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%x: f32[8,3], %d: f32[8,4], %m: f32[3,4], %b: f32[]) {
+  %mb = mul(%m, %b) : f32[3,4]
+  %g = matmul(%x, %d) {transpose_a=true} : f32[3,4]
+  %gb = mul(%g, %b) : f32[3,4]
+  %m2 = add(%mb, %gb) : f32[3,4]
+  %q = sum(%g) : f32[]
+  return %m2, %q
+})"),
+            R"(graph @f(%x: f32[8,3], %d: f32[8,4], %m: f32[3,4], %b: f32[]) -> (f32[3,4], f32[]) {
+  %m2, %g = fused(%x, %d, %m, %b) {kind="contraction"} : f32[3,4], f32[3,4] ({
+    ^body(%0: f32[8,3], %1: f32[8,4], %2: f32[3,4], %3: f32[]):
+      %t0 = matmul(%0, %1) {transpose_a=true} : f32[3,4]
+      %t1 = mul(%2, %3) : f32[3,4]
+      %t2 = mul(%t0, %3) : f32[3,4]
+      %t3 = add(%t1, %t2) : f32[3,4]
+      return %t3, %t0
+  })
+  %q = sum(%g) : f32[]
+  return %m2, %q
+}
+)");
+}
+
+// An optimizer's update stays whole for fuse-elementwise: the moment written back to the
+// state does not join, and the (1-β)·g left as the tail, read only by that update, is
+// given back, so nothing fuses.
+TEST(FuseContractionEpilogueTest, StateUpdatesStayWithTheElementwiseFuser) {
+  FuseContractionEpiloguePass pass;
+  EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%x: f32[8,3], %d: f32[8,4], %m: f32[3,4] {state}, %b: f32[]) {
+  %g = matmul(%x, %d) {transpose_a=true} : f32[3,4]
+  %gb = mul(%g, %b) : f32[3,4]
+  %m2 = add(%m, %gb) : f32[3,4]
+  assign(%m, %m2)
+  %q = mul(%g, %g) : f32[3,4]
+  return %q
+})"),
+            R"(graph @f(%x: f32[8,3], %d: f32[8,4], %m: f32[3,4] {state}, %b: f32[]) -> (f32[3,4]) {
+  %g = matmul(%x, %d) {transpose_a=true} : f32[3,4]
+  %gb = mul(%g, %b) : f32[3,4]
+  %m2 = add(%m, %gb) : f32[3,4]
+  assign(%m, %m2)
+  %q = mul(%g, %g) : f32[3,4]
+  return %q
+}
+(no change)
+)");
+}
+
+// Softmax backward's dP·P feeds its row sums: fuse-elementwise computes the product
+// inside the reduction's kernel, so the chain gives it back and nothing fuses here.
+TEST(FuseContractionEpilogueTest, ATailReadByAReductionIsGivenBack) {
+  FuseContractionEpiloguePass pass;
+  EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%g: f32[4,8], %v: f32[6,8], %p: f32[4,6]) {
+  %dp = matmul(%g, %v) {transpose_b=true} : f32[4,6]
+  %q = mul(%dp, %p) : f32[4,6]
+  %s = sum(%q) {axes=[1], keepdims=true} : f32[4,1]
+  %d = sub(%dp, %s) : f32[4,6]
+  return %d
+})"),
+            R"(graph @f(%g: f32[4,8], %v: f32[6,8], %p: f32[4,6]) -> (f32[4,6]) {
+  %dp = matmul(%g, %v) {transpose_b=true} : f32[4,6]
+  %q = mul(%dp, %p) : f32[4,6]
+  %s = sum(%q) {axes=[1], keepdims=true} : f32[4,1]
+  %d = sub(%dp, %s) : f32[4,6]
+  return %d
+}
+(no change)
+)");
+}
+
+// Nothing fuses across a non-elementwise op (a transpose, a reduction), into a result of
+// another shape (a broadcast), or into a node reading something computed from the
+// product outside the chain (it would make a cycle).
+TEST(FuseContractionEpilogueTest, NothingFusesAcrossOtherOps) {
+  FuseContractionEpiloguePass pass;
+  EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%x: f32[4,3], %w: f32[3,4], %c: f32[2,4,4]) {
+  %m = matmul(%x, %w) : f32[4,4]
+  %t = transpose(%m) {perm=[1,0]} : f32[4,4]
+  %r = relu(%t) : f32[4,4]
+  %s = sum(%m) {axes=[1], keepdims=true} : f32[4,1]
+  %d = sub(%m, %s) : f32[4,4]
+  %e = add(%m, %c) : f32[2,4,4]
+  return %r, %d, %e
+})"),
+            R"(graph @f(%x: f32[4,3], %w: f32[3,4], %c: f32[2,4,4]) -> (f32[4,4], f32[4,4], f32[2,4,4]) {
+  %m = matmul(%x, %w) : f32[4,4]
+  %t = transpose(%m) {perm=[1, 0]} : f32[4,4]
+  %r = relu(%t) : f32[4,4]
+  %s = sum(%m) {axes=[1], keepdims=true} : f32[4,1]
+  %d = sub(%m, %s) : f32[4,4]
+  %e = add(%m, %c) : f32[2,4,4]
+  return %r, %d, %e
+}
+(no change)
+)");
+}
+
+TEST(FuseContractionEpilogueTest, ThePredicatesDecide) {
+  FuseContractionEpiloguePass pass(ContractionEpilogueOptions{
+      .contraction = [](const Graph&, const Node&) { return true; },
+      .fusible = [](const Graph&, const Node& n) { return n.op != Op::Exp; }});
+  EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%x: f32[2,3], %w: f32[3,2]) {
+  %m = matmul(%x, %w) : f32[2,2]
+  %e = exp(%m) : f32[2,2]
+  %n = neg(%e) : f32[2,2]
+  return %n
+})"),
+            R"(graph @f(%x: f32[2,3], %w: f32[3,2]) -> (f32[2,2]) {
+  %m = matmul(%x, %w) : f32[2,2]
+  %e = exp(%m) : f32[2,2]
+  %n = neg(%e) : f32[2,2]
+  return %n
+}
+(no change)
+)");
+}
+
+TEST(FuseContractionEpilogueTest, RequiresTypes) {
+  FuseContractionEpiloguePass pass;
+  EXPECT_EQ(
+      run_pass_on_text(pass, "graph @f(%x: f32[3,3]) {\n  %a = matmul(%x, %x)\n  return %a\n}"),
+      "test.wir:2:3: error: fuse-contraction-epilogue: %a has no type; run infer-types first");
+}
+
+// A training step of an MLP: each forward Linear + activation is one contraction node,
+// and the step computes bitwise what the unfused one does on the reference interpreter.
+TEST(FuseContractionEpilogueTest, TrainingStepOfAnMlp) {
+  auto net = FlowBuilder::from(Linear(12, 16)).through(GELU()).through(Linear(16, 5)).build();
+  auto trainer = Trainer::compile(*net, {{"x", Type{DType::f32, {8, 12}}}},
+                                  LossSpec::cross_entropy(), OptimizerSpec::adam());
+  ASSERT_TRUE(trainer.ok()) << trainer.error().to_string();
+  const Graph& before = trainer->step_graph();
+  Graph after = before;
+  FuseContractionEpiloguePass pass;
+  ASSERT_TRUE(pass.run(after).ok());
+  ASSERT_TRUE(verify(after).ok()) << verify(after).to_string();
+  // Both forward layers (bias + gelu; bias), and the backward product gy·W2 that gelu's
+  // derivative multiplies; the weight gradients (a transpose follows) have no epilogue.
+  EXPECT_EQ(count_kind(after, "contraction"), 3);
+
+  std::mt19937 rng(7);
+  std::vector<Tensor> inputs;
+  for (const Input& in : before.inputs()) {
+    Tensor t(before.type(in.value));
+    const std::string& name = before.value(in.value).name;
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      if (is_floating(t.dtype())) t.set_double(i, std::uniform_real_distribution<>(-1, 1)(rng));
+      else if (name == "weft.step") t.set_double(i, 3);
+      else t.set_double(i, static_cast<double>(rng() % 5));
+    }
+    inputs.push_back(std::move(t));
+  }
+  auto a = reference::run(before, inputs);
+  auto b = reference::run(after, inputs);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->outputs[0], b->outputs[0]);
+  ASSERT_EQ(a->updated.size(), b->updated.size());
+  for (size_t i = 0; i < a->updated.size(); ++i) {
+    EXPECT_EQ(a->updated[i].second, b->updated[i].second) << a->updated[i].first;
+  }
+}
+
+}  // namespace
+}  // namespace weft

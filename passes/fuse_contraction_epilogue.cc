@@ -85,8 +85,12 @@ Group grow_chain(const Graph& g, int root, const std::vector<char>& fusible,
     for (ValueId v : g.node(group.members[k]).operands) {
       const int p = g.value(v).node;
       if (p < 0 || in_group[p] || !fusible[p] || !(g.type(v) == type)) continue;
-      const bool private_value = std::all_of(users[v].begin(), users[v].end(),
-                                             [&](int u) { return u >= 0 && in_group[u]; });
+      // ... and the contraction itself does not read it: the kernel's GEMM operands come
+      // from outside (a residual `x + x·W` whose x is an elementwise result, a layer
+      // norm's output, made a cycle).
+      const bool private_value =
+          std::all_of(users[v].begin(), users[v].end(),
+                      [&](int u) { return u >= 0 && in_group[u] && u != group.members[0]; });
       if (!private_value) continue;
       in_group[p] = 1;
       group.members.push_back(p);

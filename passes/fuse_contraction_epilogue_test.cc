@@ -118,6 +118,29 @@ TEST(FuseContractionEpilogueTest, PrivateProducersOfOtherOperandsJoin) {
 )");
 }
 
+// A residual x + x·W whose x is computed (a layer norm's output): x's producer is read by
+// the GEMM itself, so it must not join the epilogue (it did, and made a cycle).
+TEST(FuseContractionEpilogueTest, TheGemmsOwnOperandNeverJoins) {
+  FuseContractionEpiloguePass pass;
+  EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%a: f32[4,4], %s: f32[4], %w: f32[4,4]) {
+  %x = mul(%a, %s) : f32[4,4]
+  %m = matmul(%x, %w) : f32[4,4]
+  %y = add(%x, %m) : f32[4,4]
+  return %y
+})"),
+            R"(graph @f(%a: f32[4,4], %s: f32[4], %w: f32[4,4]) -> (f32[4,4]) {
+  %x = mul(%a, %s) : f32[4,4]
+  %y = fused(%x, %w, %x) {kind="contraction"} : f32[4,4] ({
+    ^body(%0: f32[4,4], %1: f32[4,4], %2: f32[4,4]):
+      %t0 = matmul(%0, %1) : f32[4,4]
+      %t1 = add(%2, %t0) : f32[4,4]
+      return %t1
+  })
+  return %y
+}
+)");
+}
+
 // An optimizer's update stays whole for fuse-elementwise: the moment written back to the
 // state does not join, and the (1-β)·g left as the tail, read only by that update, is
 // given back, so nothing fuses.

@@ -40,6 +40,14 @@ InvocationCost invocation_cost(const Program& program, const Invocation& inv) {
   for (const BufferRef& r : inv.results) c.bytes += static_cast<double>(r.type.bytes());
   switch (inv.kind) {
     case Invocation::Kind::copy: return c;
+    case Invocation::Kind::contraction: {
+      // The GEMM (C has results[gemm_result]'s type), then the epilogue per element of C.
+      const Type& product = inv.results[inv.gemm_result].type;
+      const GeneratedKernel& k = program.kernels[inv.kernel];
+      c.flops = 2.0 * numel(product) * reduction_length(inv.node, inv.operands) +
+                numel(product) * static_cast<double>(k.body.nodes().size());
+      return c;
+    }
     case Invocation::Kind::generated: {
       const GeneratedKernel& k = program.kernels[inv.kernel];
       double elements = static_cast<double>(k.rows) * static_cast<double>(k.row_length);

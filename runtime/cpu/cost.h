@@ -4,7 +4,9 @@
 //
 //   flops  matmul 2·M·N·K per batch; conv2d and its two backward ops 2·(output or input
 //          gradient elements)·(the reduction length: C_in/groups·kh·kw, or the matching
-//          one); a generated kernel one flop per body node per element of its
+//          one); a GEMM with an epilogue (a `contraction` invocation) the GEMM's flops
+//          plus one per epilogue node per element of the product; a generated kernel one
+//          flop per body node per element of its
 //          iteration space (transcendentals count as one); a reduction one per input
 //          element; movement, indexing, pooling, the composites (softmax, layer norm,
 //          cross-entropy) and copies none (their GB/s is the figure that matters).

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "runtime/cpu/executor.h"
+#include "runtime/reference/interpreter.h"
 #include "runtime/reference/numerics.h"
 
 namespace weft::cpu {
@@ -92,7 +93,8 @@ Status Executor::run_checking_numerics() {
     // A generated kernel may write over an operand (in place): keep its operands, in
     // case its body must be searched for the culprit.
     std::vector<Tensor> operands;
-    if (program_.code[i].kind == Invocation::Kind::generated) {
+    if (program_.code[i].kind == Invocation::Kind::generated ||
+        program_.code[i].kind == Invocation::Kind::contraction) {
       for (const BufferRef& op : program_.code[i].operands) {
         Tensor t(op.type);
         std::memcpy(t.raw_data(), resolve(op), t.bytes());
@@ -113,7 +115,35 @@ Status Executor::check_invocation_numerics(size_t index, std::vector<Tensor> ope
     const void* data = resolve(ref);
     const int64_t bad = reference::first_nonfinite(data, ref.type);
     if (bad < 0) continue;
-    if (inv.kind == Invocation::Kind::generated) {
+    if (inv.kind == Invocation::Kind::contraction) {
+      // The GEMM, then its epilogue: which produced it? C = A·B on the reference
+      // interpreter from the operands as they were, then the epilogue's body on C.
+      Graph gemm("gemm");
+      const ValueId a = gemm.add_input("a", inv.operands[0].type);
+      const ValueId b = gemm.add_input("b", inv.operands[1].type);
+      const Type c_type = inv.results[inv.gemm_result].type;
+      gemm.add_output(gemm.add_node(inv.node.op, {a, b}, inv.node.attrs, inv.node.loc, c_type, "c"));
+      WEFT_ASSIGN_OR_RETURN(reference::RunResult c, reference::run(gemm, {operands[0], operands[1]}));
+      const std::string where = " inside the fused kernel computing %" + inv.label;
+      const int64_t bad_c = reference::first_nonfinite(c.outputs[0]);
+      if (bad_c >= 0) {
+        Error e = reference::nonfinite_error(&inv.node, "", c_type, bad_c, c.outputs[0].get_double(bad_c));
+        e.message += where;
+        return e;
+      }
+      std::vector<Tensor> epilogue_inputs;
+      epilogue_inputs.push_back(std::move(c.outputs[0]));
+      for (size_t k = 2; k < operands.size(); ++k) epilogue_inputs.push_back(std::move(operands[k]));
+      const Graph& body = program_.kernels[inv.kernel].body;
+      WEFT_ASSIGN_OR_RETURN(std::optional<reference::NonFinite> found,
+                            reference::find_nonfinite(body, std::move(epilogue_inputs)));
+      if (found && found->node >= 0) {
+        Error e = reference::nonfinite_error(&body.nodes()[found->node], "", found->type, found->index,
+                                             found->element);
+        e.message += where;
+        return e;
+      }
+    } else if (inv.kind == Invocation::Kind::generated) {
       // Which node of the kernel's body? Its operands were finite (checked before), so
       // the reference interpreter, run on them node by node, finds it.
       const Graph& body = program_.kernels[inv.kernel].body;

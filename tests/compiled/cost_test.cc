@@ -31,7 +31,12 @@ TEST(InvocationCost, GemmConvAndGeneratedKernels) {
     for (const BufferRef& r : inv.operands) bytes += r.type.bytes();
     for (const BufferRef& r : inv.results) bytes += r.type.bytes();
     EXPECT_EQ(c.bytes, bytes);
-    if (inv.kind == Invocation::Kind::generated) {
+    if (inv.kind == Invocation::Kind::contraction) {
+      // The GEMM with relu and exp as its epilogue (fuse-contraction-epilogue).
+      saw_gemm = saw_kernel = true;
+      EXPECT_EQ(inv.node.op, Op::Matmul);
+      EXPECT_EQ(c.flops, 2.0 * 8 * 32 * 16 + 8 * 32 * 2);
+    } else if (inv.kind == Invocation::Kind::generated) {
       saw_kernel = true;
       EXPECT_EQ(c.flops, 8 * 32 * 2);  // relu and exp on 256 elements
     } else if (inv.node.op == Op::Matmul) {

@@ -149,7 +149,9 @@ std::string graph_to_viz_dot(const Graph& g, const VizOptions& options) {
   const std::vector<BufferKind> kinds = classify_values(g);
   const std::map<ValueId, std::string> tags = internal::tags_by_value(g, options);
   std::string out = "digraph \"" + dot_escape(g.name()) + "\" {\n";
-  out += "  rankdir=TB; nodesep=0.25; ranksep=0.35;\n";
+  // newrank: rank nodes globally rather than cluster by cluster; without it dot fails
+  // ("trouble in init_rank") on some training steps whose edges cross nested clusters.
+  out += "  rankdir=TB; newrank=true; nodesep=0.25; ranksep=0.35;\n";
   out += "  graph [fontname=\"sans-serif\", fontsize=11];\n";
   out += "  node [shape=box, fontname=\"monospace\", fontsize=10, margin=\"0.08,0.04\"];\n";
   out += "  edge [fontname=\"monospace\", fontsize=8, color=\"#666666\", arrowsize=0.6];\n";

@@ -49,7 +49,7 @@ TEST(VizDot, GoldenForASmallGraph) {
   options.tags = {{"y", "hidden"}};
   EXPECT_EQ(graph_to_viz_dot(g, options),
             "digraph \"f\" {\n"
-            "  rankdir=TB; nodesep=0.25; ranksep=0.35;\n"
+            "  rankdir=TB; newrank=true; nodesep=0.25; ranksep=0.35;\n"
             "  graph [fontname=\"sans-serif\", fontsize=11];\n"
             "  node [shape=box, fontname=\"monospace\", fontsize=10, margin=\"0.08,0.04\"];\n"
             "  edge [fontname=\"monospace\", fontsize=8, color=\"#666666\", arrowsize=0.6];\n"
@@ -178,12 +178,14 @@ TEST(VizHtml, BuilderLabelsBecomeClustersAndTagsAreAnnotated) {
   EXPECT_NE(html->find("id=\"collapse-all\""), std::string::npos);
   EXPECT_NE(html->find("\"path\":\"encoder \\u003e Linear(16-\\u003e32)\""), std::string::npos);
 
-  // The CPU backend's view of the same graph keeps the clusters and the tag.
+  // The CPU backend's view of the same graph keeps the clusters and the tag: the tagged
+  // value (the GELU's output) is computed inside the layer norm's row kernel there, and
+  // the tag moves to that fused node.
   StatusOr<std::string> cpu = cpu_graph_to_html(g, options);
   ASSERT_TRUE(cpu.ok()) << cpu.error().to_string();
   EXPECT_NE(cpu->find("data-tab=\"memory\""), std::string::npos);
   EXPECT_EQ(count(*cpu, "class=\"cluster\" data-cluster=\""), 2u);
-  EXPECT_NE(cpu->find("#encoder.hidden"), std::string::npos);
+  EXPECT_NE(cpu->find("#encoder.hidden (fused)"), std::string::npos);
 }
 
 TEST(RenderDotToSvg, ReportsDotsErrors) {

@@ -1,4 +1,4 @@
-// Opens `weftc viz` pages in headless Chromium (Debian's `chromium` package; tools/setup
+// Opens `weftc viz` pages and the training monitor's report in headless Chromium (Debian's `chromium` package; tools/setup
 // installs it, so this test runs in CI and fails, rather than skips, without it):
 // the rendered DOM, after the page's script ran, has one graph-node element per node
 // of the graph, and screenshots of the viewer and of the memory picture are not blank
@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -20,6 +21,7 @@
 #include "frontend/modules.h"
 #include "ir/text.h"
 #include "passes/pipeline.h"
+#include "runtime/monitor/monitor.h"
 #include "tests/testing/subprocess.h"
 #include "tools/viz/viz.h"
 
@@ -259,6 +261,29 @@ TEST_F(ChromiumTest, TheMemoryPictureIsNotBlank) {
   CommandResult viz = weftc("viz " + kStep + " --memory -o " + svg);
   ASSERT_EQ(viz.exit_code, 0) << viz.out;
   expect_not_blank("file://" + svg, tmp("step_memory.png"), 960, 420);
+}
+
+// The training monitor's HTML report (runtime/monitor): every chart renders, and a
+// screenshot is a real picture.
+TEST_F(ChromiumTest, TheTrainingReportRenders) {
+  monitor::RunLog log({"test_accuracy", "test_loss"});
+  for (int64_t t = 1; t <= 120; ++t) {
+    std::map<std::string, double> metrics;
+    if (t % 40 == 0) metrics = {{"test_accuracy", 0.7 + 0.001 * t}, {"test_loss", 1.0 / t}};
+    log.record({.step = t, .epoch = (t - 1) / 40 + 1, .loss = 2.0 / std::sqrt(t) + 0.05 * (t % 7),
+                .lr = 1e-3, .examples_per_s = 9000 + t, .elapsed_s = 0.1 * t},
+               metrics);
+    if (t % 40 == 0) log.end_epoch(t / 40, 4.0 + 0.1 * t / 40);
+  }
+  const std::string html = tmp("report.html");
+  ASSERT_TRUE(log.write_report(html, "chromium test run").ok());
+  CommandResult dom = chromium("--dump-dom file://" + html);
+  ASSERT_EQ(dom.exit_code, 0) << "chromium --dump-dom failed (see " << tmp("chromium.log") << ")";
+  // loss, two metrics, time per epoch, memory, learning rate.
+  EXPECT_EQ(count(dom.out, "<svg class=\"chart\""), 6u);
+  EXPECT_EQ(count(dom.out, "class=\"bar\""), 3u);
+  EXPECT_NE(dom.out.find("<title>chromium test run</title>"), std::string::npos);
+  expect_not_blank("file://" + html, tmp("report.png"), 1200, 900);
 }
 
 }  // namespace

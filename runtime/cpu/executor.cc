@@ -325,6 +325,13 @@ void Executor::set_profiling(bool on) {
   profiled_steps_ = 0;
 }
 
+std::vector<double> Executor::profile_us_per_step() const {
+  std::vector<double> us;
+  if (profiled_steps_ == 0) return us;
+  for (size_t i = 0; i < code_.size(); ++i) us.push_back(profile_ns_[i] / 1e3 / profiled_steps_);
+  return us;
+}
+
 std::string Executor::profile_report(int top) const {
   if (profiled_steps_ == 0) return "no profiled steps\n";
   std::vector<size_t> order(code_.size());

@@ -85,6 +85,9 @@ class Executor {
   /// and the time of the invocations that write parameters/state in place: the update).
   void set_profiling(bool on);
   std::string profile_report(int top = 25) const;
+  /// Microseconds per profiled step of each invocation (program().code order); empty
+  /// before a profiled step.
+  std::vector<double> profile_us_per_step() const;
 
   /// check-numerics ([Reliability]): while enabled, run() checks every float input before
   /// the step and every invocation's results after it, and stops at the first NaN or

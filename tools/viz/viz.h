@@ -54,6 +54,10 @@ struct VizOptions {
   /// Tag names by value name (`{"17", "hidden"}`): the builder's tags (Model::tags(),
   /// mapped through g.value(v).name), annotated on the value's producer or input.
   std::map<std::string, std::string> tags;
+  /// Profile (`weftc profile --html`): microseconds per step spent computing each value,
+  /// by value name. Nodes with a time are filled on a white-to-red scale by their share
+  /// of the total, and their label shows the time and the share.
+  std::map<std::string, double> time_us;
 };
 
 /// The Graphviz DOT text the page lays out: ids `in<I>`, `n<I>`, `out<I>`, `c<K>`

@@ -1,5 +1,8 @@
 // The viewer's DOT (viz.h: graph_to_viz_dot) and the cluster tree of builder paths.
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
@@ -87,9 +90,17 @@ std::string short_attr(const std::string& name, const Attribute& value) {
 
 // ---- DOT ------------------------------------------------------------------------------
 
+// White to red by `share` (0..1) of the profiled step.
+std::string heat_colour(double share) {
+  const double t = std::sqrt(std::clamp(share, 0.0, 1.0));  // small shares stay visible
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "#ff%02x%02x", static_cast<int>(255 - 200 * t), static_cast<int>(255 - 220 * t));
+  return buf;
+}
+
 void write_node(const Graph& g, int i, const std::vector<BufferKind>& kinds,
-                const std::map<ValueId, std::string>& tags, const std::string& indent,
-                std::string& out) {
+                const std::map<ValueId, std::string>& tags, const std::map<ValueId, double>& times,
+                double total_us, const std::string& indent, std::string& out) {
   const Node& n = g.node(i);
   std::string label;
   if (!n.loc.path.empty()) label += last_path_step(n.loc.path) + "\n";
@@ -124,21 +135,31 @@ void write_node(const Graph& g, int i, const std::vector<BufferKind>& kinds,
     label += "\n#" + tags.at(r);
     extra += ", fontcolor=\"#7a4f00\"";
   }
+  std::string fill = kNodeFill[static_cast<int>(kind)];
+  if (r != kNoValue && times.count(r) && total_us > 0) {
+    const double us = times.at(r), share = us / total_us;
+    cls += " timed";
+    fill = heat_colour(share);
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "\n%.1f us (%.1f%%)", us, 100 * share);
+    label += buf;
+  }
   out += indent + "n" + std::to_string(i) + " [id=\"n" + std::to_string(i) + "\", class=\"" +
-         cls + "\", style=\"" + style + "\", fillcolor=\"" + kNodeFill[static_cast<int>(kind)] +
-         "\"" + extra + ", label=\"" + dot_escape(label) + "\"];\n";
+         cls + "\", style=\"" + style + "\", fillcolor=\"" + fill + "\"" + extra + ", label=\"" +
+         dot_escape(label) + "\"];\n";
 }
 
 void write_cluster(const Graph& g, const ClusterTree& t, int k,
                    const std::vector<BufferKind>& kinds,
-                   const std::map<ValueId, std::string>& tags, int depth, std::string& out) {
+                   const std::map<ValueId, std::string>& tags, const std::map<ValueId, double>& times,
+                   double total_us, int depth, std::string& out) {
   const std::string indent(2 * depth, ' ');
   const Cluster& c = t.clusters[k];
   out += indent + "subgraph \"cluster_" + std::to_string(k) + "\" {\n";
   out += indent + "  id=\"c" + std::to_string(k) + "\"; label=\"" + dot_escape(c.name) +
          "\"; style=\"rounded,filled\"; fillcolor=\"#f7f5ff\"; color=\"#7060c0\";\n";
-  for (int child : c.children) write_cluster(g, t, child, kinds, tags, depth + 1, out);
-  for (int i : c.nodes) write_node(g, i, kinds, tags, indent + "  ", out);
+  for (int child : c.children) write_cluster(g, t, child, kinds, tags, times, total_us, depth + 1, out);
+  for (int i : c.nodes) write_node(g, i, kinds, tags, times, total_us, indent + "  ", out);
   out += indent + "}\n";
 }
 
@@ -148,6 +169,12 @@ std::string graph_to_viz_dot(const Graph& g, const VizOptions& options) {
   const ClusterTree tree = internal::cluster_tree(g);
   const std::vector<BufferKind> kinds = classify_values(g);
   const std::map<ValueId, std::string> tags = internal::tags_by_value(g, options);
+  std::map<ValueId, double> times;
+  double total_us = 0;
+  for (const auto& [name, us] : options.time_us) {
+    total_us += us;
+    if (auto v = g.find_value(name)) times[*v] = us;
+  }
   std::string out = "digraph \"" + dot_escape(g.name()) + "\" {\n";
   // newrank: rank nodes globally rather than cluster by cluster; without it dot fails
   // ("trouble in init_rank") on some training steps whose edges cross nested clusters.
@@ -167,8 +194,8 @@ std::string graph_to_viz_dot(const Graph& g, const VizOptions& options) {
     out += "  " + id + " [id=\"" + id + "\", shape=ellipse, style=filled, fillcolor=\"" + fill +
            "\", label=\"" + dot_escape(label) + "\"];\n";
   }
-  for (int k : tree.top) write_cluster(g, tree, k, kinds, tags, 1, out);
-  for (int i : tree.top_nodes) write_node(g, i, kinds, tags, "  ", out);
+  for (int k : tree.top) write_cluster(g, tree, k, kinds, tags, times, total_us, 1, out);
+  for (int i : tree.top_nodes) write_node(g, i, kinds, tags, times, total_us, "  ", out);
   int edge = 0;
   for (size_t i = 0; i < g.nodes().size(); ++i) {
     const Node& n = g.node(i);

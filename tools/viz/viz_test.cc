@@ -188,6 +188,24 @@ TEST(VizHtml, BuilderLabelsBecomeClustersAndTagsAreAnnotated) {
   EXPECT_NE(cpu->find("#encoder.hidden (fused)"), std::string::npos);
 }
 
+// A profile fills each timed node by its share of the step and labels its time.
+TEST(VizDot, ProfileTimesColourTheNodes) {
+  StatusOr<Graph> g = parse_graph(R"(graph @f(%x: f32[4]) {
+  %a = exp(%x) : f32[4]
+  %b = neg(%a) : f32[4]
+  return %b
+}
+)", "f.wir");
+  ASSERT_TRUE(g.ok());
+  VizOptions options;
+  options.time_us = {{"a", 30.0}, {"b", 10.0}};
+  const std::string dot = graph_to_viz_dot(*g, options);
+  EXPECT_NE(dot.find("30.0 us (75.0%)"), std::string::npos) << dot;
+  EXPECT_NE(dot.find("10.0 us (25.0%)"), std::string::npos) << dot;
+  EXPECT_EQ(count(dot, " timed"), 2u) << dot;
+  EXPECT_NE(dot.find("fillcolor=\"#ff5140\""), std::string::npos) << dot;  // 75%: deep red
+}
+
 TEST(RenderDotToSvg, ReportsDotsErrors) {
   StatusOr<std::string> svg = render_dot_to_svg("digraph { a -> }");
   ASSERT_FALSE(svg.ok());

@@ -102,13 +102,18 @@ constexpr const char* kRunHelp =
 
 constexpr const char* kProfileHelp =
     "usage: weftc profile FILE.wir --input NAME=PATH.npy ... [--steps=N] [--warmup=N] [--top=K]\n"
+    "                     [--html=OUT.html]\n"
     "\n"
     "Compiles FILE for the cpu backend (the pipeline of `weftc run`), runs --warmup steps\n"
     "(default 3), then times every invocation over --steps steps (default 20) and prints\n"
     "the --top (default 25) by time: their share of the step, what they run, and the\n"
     "GFLOP/s and GB/s they achieve (runtime/cpu/cost.h: flops of GEMMs, convolutions and\n"
     "generated kernels; every operand read and result written once). Inputs are given as\n"
-    "for `weftc run`; assigned parameters are updated every step, as in training.\n";
+    "for `weftc run`; assigned parameters are updated every step, as in training.\n"
+    "  --html=OUT       also write the viewer (`weftc viz`) of the compiled graph with\n"
+    "                   every node filled by its share of the step (white to red) and\n"
+    "                   its time in its label (a merged optimizer update counts on its\n"
+    "                   first parameter's node)\n";
 
 constexpr const char* kGradHelp =
     "usage: weftc grad FILE.wir --wrt NAME,NAME,... -o OUT.wir [--output=K] [--seed=NAME]\n"
@@ -451,7 +456,8 @@ StatusOr<int> positive_flag(const Args& args, const std::string& command, const 
 Status profile_command(const std::vector<std::string>& argv) {
   WEFT_ASSIGN_OR_RETURN(
       Args args, parse_args("profile", argv,
-                            {{"input", "i", true, /*repeatable=*/true}, {"steps"}, {"warmup"}, {"top"}}));
+                            {{"input", "i", true, /*repeatable=*/true}, {"steps"}, {"warmup"}, {"top"},
+                             {"html"}}));
   WEFT_ASSIGN_OR_RETURN(std::string file, one_file_argument("profile", args));
   WEFT_ASSIGN_OR_RETURN(int steps, positive_flag(args, "profile", "steps", 20));
   WEFT_ASSIGN_OR_RETURN(int warmup, positive_flag(args, "profile", "warmup", 3));
@@ -468,6 +474,19 @@ Status profile_command(const std::vector<std::string>& argv) {
   for (int i = 0; i < steps; ++i) WEFT_RETURN_IF_ERROR(ex->run());
   std::cout << "program @" << ex->program().name << " on " << ex->pool().num_threads()
             << " threads\n" << ex->profile_report(top);
+  if (args.has("html")) {
+    viz::VizOptions options;
+    options.title = "profile of @" + g.name();
+    const std::vector<double> us = ex->profile_us_per_step();
+    for (size_t i = 0; i < us.size(); ++i) {
+      const std::string& label = ex->program().code[i].label;
+      options.time_us[label.substr(0, label.find(".."))] += us[i];  // "a..b": a merged update
+    }
+    WEFT_ASSIGN_OR_RETURN(std::string page, viz::cpu_graph_to_html(g, options));
+    const std::string out = args.get("html");
+    WEFT_RETURN_IF_ERROR(write_file_atomically(resolve_path(out), page));
+    std::cout << "wrote " << out << "\n";
+  }
   return Status();
 }
 

@@ -187,6 +187,16 @@ TEST(Weftc, ProfileTimesEveryKernel) {
   // Three rows under the header: the --top.
   const size_t header = r.out.find("GFLOP/s");
   EXPECT_EQ(std::count(r.out.begin() + header, r.out.end(), '\n'), 4) << r.out;
+  // --html: the viewer with the nodes filled by their share of the step.
+  const std::string html = temp_dir() + "/profile.html";
+  r = weftc("profile " + kExample + "mlp.wir" + example_inputs() + " --steps=2 --html=" + html);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("wrote " + html + "\n"), std::string::npos) << r.out;
+  std::ifstream page(html);
+  std::string text((std::istreambuf_iterator<char>(page)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("<title>profile of @mlp"), std::string::npos);
+  EXPECT_GE(std::count(text.begin(), text.end(), '%'), 1);
+  EXPECT_NE(text.find(" timed"), std::string::npos);
   r = weftc("profile " + kExample + "mlp.wir" + example_inputs() + " --steps=0");
   EXPECT_EQ(r.out, "error: weftc profile: --steps expects a positive whole number, got '0'\n");
 }

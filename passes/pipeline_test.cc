@@ -182,6 +182,23 @@ TEST(PipelineTest, DumpsOneFilePerPass) {
   }
   EXPECT_EQ(files, expected);
   EXPECT_EQ(read_file(dir / "05-cse.wir"), print(g));
+  // Golden: each dump is the graph right after its pass (dce dropped %dead, cse merged
+  // the two relus).
+  EXPECT_EQ(read_file(dir / "04-dce.wir"), R"(graph @f(%x: f32[4,6], %w: f32[6,5] {param}) -> (f32[4,5]) {
+  %h = matmul(%x, %w) : f32[4,5]
+  %a = relu(%h) : f32[4,5]
+  %b = relu(%h) : f32[4,5]
+  %y = add(%a, %b) : f32[4,5]
+  return %y
+}
+)");
+  EXPECT_EQ(read_file(dir / "05-cse.wir"), R"(graph @f(%x: f32[4,6], %w: f32[6,5] {param}) -> (f32[4,5]) {
+  %h = matmul(%x, %w) : f32[4,5]
+  %a = relu(%h) : f32[4,5]
+  %y = add(%a, %a) : f32[4,5]
+  return %y
+}
+)");
   EXPECT_EQ(read_file(dir / "05-cse.json"), graph_to_json(g));
   EXPECT_EQ(read_file(dir / "05-cse.dot"), graph_to_dot(g));
   EXPECT_NE(read_file(dir / "01-infer-types.wir").find("%dead = exp(%h) : f32[4,5]"),

@@ -68,6 +68,11 @@ StatusOr<Trainer> Trainer::compile(const FlowPtr& net, const std::vector<InputSp
   if (options.backend != "reference" && options.backend != "cpu") {
     return Error{"unknown backend '" + options.backend + "'; backends: cpu, reference"};
   }
+  if (options.communicator && options.communicator->world_size() > 1 &&
+      options.backend != "cpu") {
+    return Error{"data parallelism over " + std::to_string(options.communicator->world_size()) +
+                 " ranks needs the cpu backend; the reference interpreter runs one process"};
+  }
   Trainer t;
   t.net_ = net;
   t.inputs_ = inputs;
@@ -126,9 +131,16 @@ Status Trainer::build_step() {
   WEFT_ASSIGN_OR_RETURN(std::vector<ValueId> grads, append_gradients(g, loss_value, wrt));
   std::vector<std::pair<ValueId, ValueId>> pairs;
   for (size_t i = 0; i < wrt.size(); ++i) pairs.emplace_back(wrt[i], grads[i]);
+  ValueId loss_out = loss_value;
+  if (options_.communicator) {
+    // Data parallel: the gradients, and the reported loss, are means over the ranks.
+    WEFT_ASSIGN_OR_RETURN(pairs, append_gradient_all_reduce(g, pairs));
+    loss_out = g.add_node(Op::AllReduce, {loss_value}, {{"reduction", std::string("mean")}},
+                          g.node(g.value(loss_value).node).loc, g.type(loss_value));
+  }
   WEFT_ASSIGN_OR_RETURN(std::vector<OptimizerSlot> slots,
                         append_optimizer(g, optimizer_, pairs, lr, step));
-  g.set_outputs({loss_value});
+  g.set_outputs({loss_out});
   g.set_declared_output_types({});
   WEFT_RETURN_IF_ERROR(default_pipeline().run(g));
   WEFT_RETURN_IF_ERROR(verify(g));
@@ -147,6 +159,7 @@ Status Trainer::build_step() {
     cpu.executor.num_threads = options_.num_threads;
     cpu.executor.max_memory = options_.max_memory;
     cpu.executor.check_numerics = options_.check_numerics;
+    cpu.executor.communicator = options_.communicator;
     WEFT_ASSIGN_OR_RETURN(step_exec_, codegen::compile_for_cpu(g, cpu));
     WEFT_RETURN_IF_ERROR(push_values(*step_exec_));
     // Where each step's inputs go, found once: the batch (data inputs in order, the

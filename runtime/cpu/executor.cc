@@ -86,6 +86,33 @@ class CopyBound : public Executor::Bound {
   size_t bytes_;
 };
 
+// all_reduce: in place on the result's buffer through the communicator.
+class AllReduceBound : public Executor::Bound {
+ public:
+  AllReduceBound(std::shared_ptr<collective::Communicator> comm, collective::Reduction reduction,
+                 const void* from, void* to, const Type& type, Location loc)
+      : comm_(std::move(comm)), reduction_(reduction), from_(from), to_(to), type_(type),
+        loc_(std::move(loc)) {}
+  Status run(ThreadPool&) override {
+    if (from_ != to_) std::memcpy(to_, from_, type_.bytes());
+    Status s = comm_->all_reduce(to_, type_.shape.numel(), type_.dtype, reduction_);
+    if (!s.ok()) return Error{s.error().message, loc_};
+    return s;
+  }
+  std::string describe() const override {
+    return std::string("all_reduce ") + collective::reduction_name(reduction_) + " " +
+           type_.to_string() + " (" + comm_->describe() + ")";
+  }
+
+ private:
+  std::shared_ptr<collective::Communicator> comm_;
+  collective::Reduction reduction_;
+  const void* from_;
+  void* to_;
+  Type type_;
+  Location loc_;
+};
+
 // No CPU kernel: the reference interpreter runs a one-node graph of the invocation.
 class FallbackBound : public Executor::Bound {
  public:
@@ -228,6 +255,15 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program,
         ex->code_.push_back(std::make_unique<CopyBound>(in[0], out, inv.results[0].type.bytes()));
         break;
       case Invocation::Kind::library: {
+        if (inv.node.op == Op::AllReduce) {
+          WEFT_ASSIGN_OR_RETURN(collective::Reduction reduction,
+                                collective::parse_reduction(inv.node.str_attr("reduction")));
+          std::shared_ptr<collective::Communicator> comm =
+              options.communicator ? options.communicator : collective::single_process();
+          ex->code_.push_back(std::make_unique<AllReduceBound>(
+              std::move(comm), reduction, in[0], out, inv.results[0].type, inv.node.loc));
+          break;
+        }
         LibraryCall call{inv.node, types, inv.results[0].type};
         WEFT_ASSIGN_OR_RETURN(std::unique_ptr<BoundKernel> k, make_library_kernel(call, in, out));
         if (k) {

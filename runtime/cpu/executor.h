@@ -23,6 +23,11 @@
 // fallbacks()) runs through the reference interpreter for that one invocation; it is
 // correct but allocates, and the Program dump lists it.
 //
+// Collectives: an `all_reduce` invocation runs through ExecutorOptions::communicator
+// (runtime/collective/communicator.h), in place on its result's buffer (the operand is
+// copied there first when the memory plan put them apart); with no communicator it is
+// a one-process step, where all_reduce changes nothing.
+//
 // Updates: after the last invocation each `assign`'s value is copied into its param or
 // state buffer, so parameters and optimizer state persist in the executor between steps.
 
@@ -32,6 +37,7 @@
 #include <vector>
 
 #include "ir/status.h"
+#include "runtime/collective/communicator.h"
 #include "runtime/cpu/thread_pool.h"
 #include "runtime/program.h"
 #include "runtime/tensor.h"
@@ -46,6 +52,8 @@ struct ExecutorOptions {
   int64_t max_memory = 0;
   /// Start with set_check_numerics(true).
   bool check_numerics = false;
+  /// What runs the program's all_reduce invocations; nullptr: collective::single_process().
+  std::shared_ptr<collective::Communicator> communicator;
 };
 
 /// The check create() makes: ok, or the error naming the Program's arena, input bytes,

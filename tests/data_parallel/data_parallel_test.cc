@@ -1,0 +1,188 @@
+// Data parallelism on CPU over MPI, end to end (DESIGN.md, decision 11): 2 ranks, each
+// training on its half of every global batch, against 1 process on the whole batch;
+// world size 1 with the option on against the option off; the compiled backend's
+// all_reduce against the reference interpreter; and the errors a user can hit.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "codegen/cpu_backend.h"
+#include "frontend/modules.h"
+#include "frontend/training.h"
+#include "runtime/reference/interpreter.h"
+#include "tests/testing/subprocess.h"
+
+namespace weft {
+namespace {
+
+using testing::CommandResult;
+using testing::run_command;
+
+// Bazel runs the test in its runfiles root.
+const std::string kBinary = "tests/data_parallel/train_mlp";
+// Open MPI refuses root without these; shared memory and loopback only, no daemons
+// looked for on other hosts.
+const std::string kMpirun =
+    "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader "
+    "OMPI_MCA_rmaps_base_oversubscribe=1 mpirun -np 2 ";
+
+struct TrainedRun {
+  std::vector<double> losses;
+  std::map<std::string, std::vector<double>> params;
+  std::string text;  ///< The file as written.
+};
+
+TrainedRun read_run(const std::string& path) {
+  TrainedRun r;
+  std::ifstream f(path);
+  std::stringstream all;
+  all << f.rdbuf();
+  r.text = all.str();
+  std::istringstream lines(r.text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream in(line);
+    std::string kind, name, word;
+    in >> kind >> name;
+    if (kind == "loss") {
+      in >> word;
+      r.losses.push_back(std::strtod(word.c_str(), nullptr));
+    } else if (kind == "param") {
+      while (in >> word) r.params[name].push_back(std::strtod(word.c_str(), nullptr));
+    }
+  }
+  return r;
+}
+
+std::string tmp(const std::string& name) { return testing::test_tmpdir() + "/" + name; }
+
+TEST(DataParallel, TwoRanksMatchOneProcessOnTheGlobalBatch) {
+  CommandResult one = run_command(kBinary + " --ranks=none --out=" + tmp("one"));
+  ASSERT_EQ(one.exit_code, 0) << one.out;
+  CommandResult two = run_command(kMpirun + kBinary + " --ranks=mpi --out=" + tmp("two"));
+  ASSERT_EQ(two.exit_code, 0) << two.out;
+  const TrainedRun want = read_run(tmp("one.rank0"));
+  const TrainedRun r0 = read_run(tmp("two.rank0"));
+  const TrainedRun r1 = read_run(tmp("two.rank1"));
+  ASSERT_EQ(want.losses.size(), 20u);
+  ASSERT_EQ(want.params.size(), 18u);  // 3 weights, 3 biases, Adam's 2 slots for each
+  // Both ranks hold bitwise the same losses and parameters: they reduce the same bytes.
+  EXPECT_EQ(r0.text, r1.text);
+  ASSERT_EQ(r0.losses.size(), want.losses.size());
+  for (size_t s = 0; s < want.losses.size(); ++s) {
+    EXPECT_NEAR(r0.losses[s], want.losses[s], 1e-5 * std::abs(want.losses[s])) << "step " << s;
+  }
+  // The loss moved: the comparison is about a model that trains.
+  EXPECT_LT(want.losses.back(), 0.8 * want.losses.front());
+  ASSERT_EQ(r0.params.size(), want.params.size());
+  for (const auto& [name, values] : want.params) {
+    const std::vector<double>& got = r0.params.at(name);
+    ASSERT_EQ(got.size(), values.size()) << name;
+    double scale = 0;
+    for (double v : values) scale = std::max(scale, std::abs(v));
+    for (size_t i = 0; i < values.size(); ++i) {
+      EXPECT_NEAR(got[i], values[i], 1e-5 * scale) << name << "[" << i << "]";
+    }
+  }
+}
+
+TEST(DataParallel, WorldSizeOneIsBitwiseTheStepWithoutAllReduce) {
+  CommandResult off = run_command(kBinary + " --ranks=none --out=" + tmp("off"));
+  ASSERT_EQ(off.exit_code, 0) << off.out;
+  CommandResult on = run_command(kBinary + " --ranks=single --out=" + tmp("on"));
+  ASSERT_EQ(on.exit_code, 0) << on.out;
+  const TrainedRun a = read_run(tmp("off.rank0"));
+  const TrainedRun b = read_run(tmp("on.rank0"));
+  ASSERT_EQ(a.losses.size(), 20u);
+  EXPECT_EQ(a.text, b.text);
+}
+
+TEST(DataParallel, MpiRanksWithoutMpirunIsAnError) {
+  CommandResult r = run_command(kBinary + " --ranks=mpi");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out,
+            "train_mlp: error: data parallelism over MPI: this process was not started by an "
+            "MPI launcher (none of OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_RANK is set); run it as "
+            "`mpirun -np N PROGRAM` (or `srun -n N PROGRAM`), or train in one process with "
+            "collective::single_process()\n");
+}
+
+TEST(DataParallel, AGlobalBatchThatDoesNotSplitIsAnError) {
+  CommandResult r = run_command(kMpirun + kBinary + " --ranks=mpi --batch=33");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("train_mlp: error: the global batch of 33 rows (f32[33,16]) does not split "
+                       "evenly over 2 ranks; use a batch size that is a multiple of the world "
+                       "size\n"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(DataParallel, SeveralRanksNeedTheCpuBackend) {
+  CommandResult r = run_command(kMpirun + kBinary + " --ranks=mpi --backend=reference");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("train_mlp: error: data parallelism over 2 ranks needs the cpu backend; "
+                       "the reference interpreter runs one process\n"),
+            std::string::npos)
+      << r.out;
+}
+
+// The compiled all_reduce against the reference interpreter's, world size 1: as an op
+// alone (operand and result in different buffers: an input and the arena), and inside a
+// whole data-parallel training step.
+TEST(DataParallel, CompiledAllReduceMatchesTheReference) {
+  for (const char* reduction : {"mean", "sum"}) {
+    for (DType dtype : {DType::f32, DType::f64}) {
+      Graph g("f");
+      const Type t{dtype, {3, 5}};
+      ValueId x = g.add_input("x", t);
+      ValueId y = g.add_node(Op::AllReduce, {x}, {{"reduction", std::string(reduction)}}, {}, t);
+      g.add_output(g.add_node(Op::Mul, {y, y}, {}, {}, t));
+      Tensor in(t);
+      for (int64_t i = 0; i < in.numel(); ++i) in.set_double(i, 0.25 * i - 1.5);
+      auto ex = codegen::compile_for_cpu(g);
+      ASSERT_TRUE(ex.ok()) << ex.error().to_string();
+      EXPECT_NE((*ex)->describe().find("all_reduce " + std::string(reduction) + " " +
+                                       t.to_string() + " (single process)"),
+                std::string::npos)
+          << (*ex)->describe();
+      ASSERT_TRUE((*ex)->set_input("x", in).ok());
+      ASSERT_TRUE((*ex)->run().ok());
+      auto want = reference::run(g, {in});
+      ASSERT_TRUE(want.ok()) << want.error().to_string();
+      std::string why;
+      EXPECT_TRUE(all_close((*ex)->output(0), want->outputs[0], 0.0, &why)) << why;
+    }
+  }
+  auto net = FlowBuilder::from(Linear(6, 8)).through(ReLU()).through(Linear(8, 3)).build();
+  ASSERT_TRUE(net.ok());
+  const std::vector<InputSpec> inputs = {{"x", Type{DType::f32, {4, 6}}}};
+  auto cpu = Trainer::compile(*net, inputs, LossSpec::cross_entropy(), OptimizerSpec::adam(1e-2),
+                              {.seed = 3, .communicator = collective::single_process()});
+  auto ref = Trainer::compile(*net, inputs, LossSpec::cross_entropy(), OptimizerSpec::adam(1e-2),
+                              {.seed = 3, .backend = "reference",
+                               .communicator = collective::single_process()});
+  ASSERT_TRUE(cpu.ok()) << cpu.error().to_string();
+  ASSERT_TRUE(ref.ok()) << ref.error().to_string();
+  int all_reduces = 0;
+  for (const Node& n : ref->step_graph().nodes()) all_reduces += n.op == Op::AllReduce;
+  EXPECT_EQ(all_reduces, 5);  // 4 gradients and the loss
+  for (int step = 0; step < 10; ++step) {
+    Tensor x(Type{DType::f32, {4, 6}});
+    for (int64_t i = 0; i < x.numel(); ++i) x.set_double(i, std::sin(0.7 * i + step));
+    Tensor y = Tensor::from_vector<int64_t>({4}, {0, 2, 1, step % 3});
+    auto a = cpu->step({x, y});
+    auto b = ref->step({x, y});
+    ASSERT_TRUE(a.ok()) << a.error().to_string();
+    ASSERT_TRUE(b.ok()) << b.error().to_string();
+    EXPECT_NEAR(*a, *b, 1e-5 * std::abs(*b)) << "step " << step;
+  }
+}
+
+}  // namespace
+}  // namespace weft

@@ -160,6 +160,7 @@ Status Trainer::build_step() {
     cpu.executor.max_memory = options_.max_memory;
     cpu.executor.check_numerics = options_.check_numerics;
     cpu.executor.communicator = options_.communicator;
+    cpu.executor.all_reduce_bucket_bytes = options_.all_reduce_bucket_bytes;
     WEFT_ASSIGN_OR_RETURN(step_exec_, codegen::compile_for_cpu(g, cpu));
     WEFT_RETURN_IF_ERROR(push_values(*step_exec_));
     // Where each step's inputs go, found once: the batch (data inputs in order, the

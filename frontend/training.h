@@ -75,7 +75,10 @@ struct TrainOptions {
   /// statistics stay per rank, and dropout draws the same mask pattern on every rank.
   /// Backend "cpu" only when the world size is above 1. nullptr: one process, no
   /// all_reduce ops; collective::single_process(): the ops, each changing nothing.
-  std::shared_ptr<collective::Communicator> communicator;
+  std::shared_ptr<collective::Communicator> communicator = nullptr;
+  /// cpu, more than one rank: the gradients' all_reduce calls are bucketed up to this
+  /// many bytes (cpu::ExecutorOptions::all_reduce_bucket_bytes); 0: one call per gradient.
+  int64_t all_reduce_bucket_bytes = int64_t{25} << 20;
 };
 
 class Trainer {

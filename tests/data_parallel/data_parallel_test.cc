@@ -92,6 +92,28 @@ TEST(DataParallel, TwoRanksMatchOneProcessOnTheGlobalBatch) {
   }
 }
 
+// One bucket holds every gradient and the loss (1,732 parameters + 1): one MPI call per
+// step instead of seven, with the same bytes (two ranks sum each element as a + b).
+TEST(DataParallel, BucketedAllReduceIsOneCallWithTheSameResult) {
+  CommandResult bucketed =
+      run_command(kMpirun + kBinary + " --ranks=mpi --describe --out=" + tmp("bucketed"));
+  ASSERT_EQ(bucketed.exit_code, 0) << bucketed.out;
+  CommandResult per_op = run_command(kMpirun + kBinary +
+                                     " --ranks=mpi --describe --bucket_bytes=0 --out=" + tmp("per_op"));
+  ASSERT_EQ(per_op.exit_code, 0) << per_op.out;
+  auto count = [](const std::string& text, const std::string& what) {
+    int n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count(bucketed.out, "into bucket of 7"), 7) << bucketed.out;
+  EXPECT_EQ(count(bucketed.out, ": one call on 1733 elements (MPI rank 0 of 2"), 1) << bucketed.out;
+  EXPECT_EQ(count(per_op.out, "into bucket"), 0) << per_op.out;
+  EXPECT_EQ(count(per_op.out, "all_reduce mean f32["), 7) << per_op.out;
+  EXPECT_EQ(read_run(tmp("bucketed.rank0")).text, read_run(tmp("per_op.rank0")).text);
+  EXPECT_EQ(read_run(tmp("bucketed.rank1")).text, read_run(tmp("per_op.rank1")).text);
+}
+
 TEST(DataParallel, WorldSizeOneIsBitwiseTheStepWithoutAllReduce) {
   CommandResult off = run_command(kBinary + " --ranks=none --out=" + tmp("off"));
   ASSERT_EQ(off.exit_code, 0) << off.out;

@@ -7,8 +7,11 @@
 //   mpirun -np 2 train_mlp --ranks=mpi --out=FILE   # each rank trains on its half
 //
 // Every rank writes FILE.rankR ("loss STEP HEX" lines, then "param NAME HEX HEX ...").
-// --batch=B sets the global batch (32), --steps=S the steps (20), --time prints the
-// median step time (after 5 warm-up steps) on stdout. Errors go to stderr, exit 1.
+// --batch=B sets the global batch (32), --steps=S the steps (20), --hidden=H the hidden
+// width (32), --bucket_bytes=N the all_reduce bucket size (TrainOptions's default; 0: one
+// call per gradient), --backend=cpu|reference; --describe prints the step's all_reduce
+// invocations, --time the median step time (after 5 warm-up steps). Errors go to
+// stderr, exit 1.
 
 #include <algorithm>
 #include <chrono>
@@ -17,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -66,7 +70,8 @@ int fail(const std::string& message) {
 int main(int argc, char** argv) {
   std::string ranks = "none", out, backend = "cpu";
   int64_t batch = 32, steps = 20;
-  bool time = false;
+  int64_t bucket_bytes = -1, hidden = 32;
+  bool time = false, describe = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a.rfind("--ranks=", 0) == 0) ranks = a.substr(8);
@@ -74,12 +79,16 @@ int main(int argc, char** argv) {
     else if (a.rfind("--batch=", 0) == 0) batch = std::atoll(a.c_str() + 8);
     else if (a.rfind("--steps=", 0) == 0) steps = std::atoll(a.c_str() + 8);
     else if (a.rfind("--backend=", 0) == 0) backend = a.substr(10);
+    else if (a.rfind("--bucket_bytes=", 0) == 0) bucket_bytes = std::atoll(a.c_str() + 15);
+    else if (a.rfind("--hidden=", 0) == 0) hidden = std::atoll(a.c_str() + 9);
+    else if (a == "--describe") describe = true;
     else if (a == "--time") time = true;
     else return fail("unknown argument " + a);
   }
   TrainOptions options;
   options.seed = 7;
   options.backend = backend;
+  if (bucket_bytes >= 0) options.all_reduce_bucket_bytes = bucket_bytes;
   if (ranks == "mpi") {
     StatusOr<std::shared_ptr<collective::Communicator>> world = collective::mpi_world();
     if (!world.ok()) return fail(world.error().to_string());
@@ -97,11 +106,11 @@ int main(int argc, char** argv) {
     return fail(collective::shard_batch(probe, rank, world).error().to_string());
   }
 
-  auto net = FlowBuilder::from(Linear(kFeatures, 32))
+  auto net = FlowBuilder::from(Linear(kFeatures, hidden))
                  .through(ReLU())
-                 .through(Linear(32, 32))
+                 .through(Linear(hidden, hidden))
                  .through(ReLU())
-                 .through(Linear(32, kClasses))
+                 .through(Linear(hidden, kClasses))
                  .build();
   if (!net.ok()) return fail(net.error().to_string());
   auto trainer = Trainer::compile(*net, {{"x", Type{DType::f32, {batch / world, kFeatures}}}},
@@ -109,6 +118,13 @@ int main(int argc, char** argv) {
                                   options);
   if (!trainer.ok()) return fail(trainer.error().to_string());
 
+  if (describe && rank == 0 && trainer->step_executor() != nullptr) {
+    // The step's collective invocations, as the executor bound them.
+    std::istringstream lines(trainer->step_executor()->describe());
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find("all_reduce") != std::string::npos) std::printf("%s\n", line.c_str());
+    }
+  }
   std::vector<double> losses;
   std::vector<double> step_ms;
   for (int64_t s = 0; s < steps; ++s) {

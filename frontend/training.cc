@@ -1,8 +1,11 @@
 #include "frontend/training.h"
 
+#include <functional>
+
 #include "autodiff/grad.h"
 #include "codegen/cpu_backend.h"
 #include "frontend/init_params.h"
+#include "ir/text.h"
 #include "ir/verifier.h"
 #include "passes/pipeline.h"
 #include "runtime/init.h"
@@ -21,6 +24,31 @@ std::string type_key(const std::vector<Tensor>& inputs) {
   std::string key;
   for (const Tensor& t : inputs) key += t.type().to_string() + ";";
   return key;
+}
+
+// Data parallelism needs every rank to run the same step (else the all_reduce calls
+// disagree on their sizes): a fingerprint of the printed step, two 16-bit slices x,
+// summed over the ranks with x²; all equal exactly when N·Σx² = (Σx)² for each slice.
+// 16 bits keep every sum exact in f64 up to 1024 ranks.
+Status check_same_step_on_every_rank(collective::Communicator& comm, const Graph& step) {
+  const uint64_t h = std::hash<std::string>{}(print_graph(step));
+  double x[4];
+  for (int k = 0; k < 2; ++k) {
+    const double v = static_cast<double>((h >> (16 * k)) & 0xffff);
+    x[2 * k] = v;
+    x[2 * k + 1] = v * v;
+  }
+  WEFT_RETURN_IF_ERROR(comm.all_reduce(x, 4, DType::f64, collective::Reduction::sum));
+  const double n = comm.world_size();
+  for (int k = 0; k < 2; ++k) {
+    if (n * x[2 * k + 1] != x[2 * k] * x[2 * k]) {
+      return Error{"data parallelism: the " + std::to_string(comm.world_size()) +
+                   " ranks compiled different training steps (a different model, batch size, "
+                   "loss or optimizer on some rank); every rank must compile the same step "
+                   "for its share of the global batch"};
+    }
+  }
+  return Status();
 }
 
 }  // namespace
@@ -144,6 +172,9 @@ Status Trainer::build_step() {
   g.set_declared_output_types({});
   WEFT_RETURN_IF_ERROR(default_pipeline().run(g));
   WEFT_RETURN_IF_ERROR(verify(g));
+  if (options_.communicator && options_.communicator->world_size() > 1) {
+    WEFT_RETURN_IF_ERROR(check_same_step_on_every_rank(*options_.communicator, g));
+  }
 
   // First values for whatever is new: parameters and state, then optimizer slots.
   WEFT_ASSIGN_OR_RETURN(auto initial, initialize_parameter_map(*model, options_.seed));

@@ -73,7 +73,8 @@ struct TrainOptions {
   /// equal share of each global batch (collective::shard_batch); with a mean loss the
   /// step is then the step of one process on the global batch. Batch-norm running
   /// statistics stay per rank, and dropout draws the same mask pattern on every rank.
-  /// Backend "cpu" only when the world size is above 1. nullptr: one process, no
+  /// Backend "cpu" only when the world size is above 1; compile() checks (one small
+  /// all_reduce) that every rank compiled the same step. nullptr: one process, no
   /// all_reduce ops; collective::single_process(): the ops, each changing nothing.
   std::shared_ptr<collective::Communicator> communicator = nullptr;
   /// cpu, more than one rank: the gradients' all_reduce calls are bucketed up to this

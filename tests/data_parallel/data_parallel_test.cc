@@ -28,9 +28,10 @@ using testing::run_command;
 const std::string kBinary = "tests/data_parallel/train_mlp";
 // Open MPI refuses root without these; shared memory and loopback only, no daemons
 // looked for on other hosts.
-const std::string kMpirun =
+const std::string kMpiEnv =
     "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader "
-    "OMPI_MCA_rmaps_base_oversubscribe=1 mpirun -np 2 ";
+    "OMPI_MCA_rmaps_base_oversubscribe=1 ";
+const std::string kMpirun = kMpiEnv + "mpirun -np 2 ";
 
 struct TrainedRun {
   std::vector<double> losses;
@@ -152,6 +153,22 @@ TEST(DataParallel, SeveralRanksNeedTheCpuBackend) {
                        "the reference interpreter runs one process\n"),
             std::string::npos)
       << r.out;
+}
+
+TEST(DataParallel, RanksWithDifferentStepsAreAnError) {
+  // mpirun's MPMD form: rank 0 a 32-wide MLP, rank 1 a 64-wide one.
+  CommandResult r = run_command(kMpiEnv + "mpirun -np 1 " + kBinary +
+                                " --ranks=mpi --hidden=32 : -np 1 " + kBinary +
+                                " --ranks=mpi --hidden=64");
+  EXPECT_NE(r.exit_code, 0);
+  const std::string message =
+      "train_mlp: error: data parallelism: the 2 ranks compiled different training steps (a "
+      "different model, batch size, loss or optimizer on some rank); every rank must compile "
+      "the same step for its share of the global batch\n";
+  const size_t first = r.out.find(message);
+  ASSERT_NE(first, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(message, first + 1), std::string::npos) << "both ranks report it:\n"
+                                                                << r.out;
 }
 
 // The compiled all_reduce against the reference interpreter's, world size 1: as an op

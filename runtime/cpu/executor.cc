@@ -267,17 +267,35 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program,
   }
   // Buckets of all_reduce invocations (more than one rank): invocation index -> (bucket,
   // member). A bucket closes before the first invocation that reads or writes one of its
-  // results, when it reaches bucket_bytes, and at the end of the step.
+  // results, when it reaches bucket_bytes, and at the end of the step. A result that
+  // nothing reads later is not bucketed: the memory plan may reuse its bytes right away,
+  // so it must be written where the invocation stands.
   std::shared_ptr<collective::Communicator> comm =
       options.communicator ? options.communicator : collective::single_process();
-  std::vector<std::pair<std::shared_ptr<AllReduceBucket>, size_t>> bucket_of(program.code.size());
+  using BucketSlot = std::pair<std::shared_ptr<AllReduceBucket>, size_t>;
+  std::vector<BucketSlot> bucket_of(program.code.size());
   if (comm->world_size() > 1 && options.all_reduce_bucket_bytes > 0) {
     std::map<std::pair<DType, collective::Reduction>, std::shared_ptr<AllReduceBucket>> open;
-    std::map<AllReduceBucket*, int64_t> open_bytes;
     const auto overlaps = [&](const BufferRef& r, const void* p, size_t bytes) {
       const std::byte* a = static_cast<const std::byte*>(ex->resolve(r));
       const std::byte* b = static_cast<const std::byte*>(p);
       return a < b + bytes && b < a + r.type.bytes();
+    };
+    const auto read_after = [&](size_t i, const BufferRef& result) {
+      const void* p = ex->resolve(result);
+      const size_t bytes = result.type.bytes();
+      for (size_t j = i + 1; j < program.code.size(); ++j) {
+        for (const BufferRef& r : program.code[j].operands) {
+          if (overlaps(r, p, bytes)) return true;
+        }
+      }
+      for (const BufferRef& r : program.outputs) {
+        if (overlaps(r, p, bytes)) return true;
+      }
+      for (const Update& u : program.updates) {
+        if (overlaps(u.from, p, bytes)) return true;
+      }
+      return false;
     };
     for (size_t i = 0; i < program.code.size(); ++i) {
       const Invocation& inv = program.code[i];
@@ -292,6 +310,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program,
         it = touches ? open.erase(it) : std::next(it);
       }
       if (inv.kind != Invocation::Kind::library || inv.node.op != Op::AllReduce) continue;
+      if (!read_after(i, inv.results[0])) continue;
       WEFT_ASSIGN_OR_RETURN(collective::Reduction reduction,
                             collective::parse_reduction(inv.node.str_attr("reduction")));
       const Type& type = inv.results[0].type;
@@ -306,12 +325,12 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program,
       b->count += type.numel();
       b->loc = inv.node.loc;
       bucket_of[i] = {b, b->members.size() - 1};
-      if (b->count * static_cast<int64_t>(dtype_size(type.dtype)) >= options.all_reduce_bucket_bytes) {
-        open.erase({type.dtype, reduction});
-      }
+      const int64_t bytes = b->count * static_cast<int64_t>(dtype_size(type.dtype));
+      if (bytes >= options.all_reduce_bucket_bytes) open.erase({type.dtype, reduction});
     }
     for (auto& [b, member] : bucket_of) {
-      if (b && !b->staging) b->staging = allocate(b->count * static_cast<int64_t>(dtype_size(b->dtype)));
+      if (!b || b->staging) continue;
+      b->staging = allocate(b->count * static_cast<int64_t>(dtype_size(b->dtype)));
     }
   }
   for (size_t index = 0; index < program.code.size(); ++index) {

@@ -99,8 +99,8 @@ TEST(DataParallel, BucketedAllReduceIsOneCallWithTheSameResult) {
   CommandResult bucketed =
       run_command(kMpirun + kBinary + " --ranks=mpi --describe --out=" + tmp("bucketed"));
   ASSERT_EQ(bucketed.exit_code, 0) << bucketed.out;
-  CommandResult per_op = run_command(kMpirun + kBinary +
-                                     " --ranks=mpi --describe --bucket_bytes=0 --out=" + tmp("per_op"));
+  CommandResult per_op = run_command(kMpirun + kBinary + " --ranks=mpi --describe " +
+                                     "--bucket_bytes=0 --out=" + tmp("per_op"));
   ASSERT_EQ(per_op.exit_code, 0) << per_op.out;
   auto count = [](const std::string& text, const std::string& what) {
     int n = 0;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -32,6 +33,19 @@ const std::string kMpiEnv =
     "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader "
     "OMPI_MCA_rmaps_base_oversubscribe=1 ";
 const std::string kMpirun = kMpiEnv + "mpirun -np 2 ";
+
+// Open MPI 4.x sometimes reports a rank that exited cleanly as "rank 1 with PID 0 ...
+// exiting improperly" (a race in its runtime's shutdown, open-mpi/ompi#7833 and #9389;
+// about 1 launch in 80 here). Only that message earns one more try.
+CommandResult run_mpi(const std::string& command) {
+  CommandResult r = run_command(command);
+  if (r.exit_code != 0 && r.out.find("with PID 0 on") != std::string::npos &&
+      r.out.find("exiting improperly") != std::string::npos) {
+    std::printf("Open MPI's shutdown race; running again: %s\n", command.c_str());
+    r = run_command(command);
+  }
+  return r;
+}
 
 struct TrainedRun {
   std::vector<double> losses;
@@ -66,7 +80,7 @@ std::string tmp(const std::string& name) { return testing::test_tmpdir() + "/" +
 TEST(DataParallel, TwoRanksMatchOneProcessOnTheGlobalBatch) {
   CommandResult one = run_command(kBinary + " --ranks=none --out=" + tmp("one"));
   ASSERT_EQ(one.exit_code, 0) << one.out;
-  CommandResult two = run_command(kMpirun + kBinary + " --ranks=mpi --out=" + tmp("two"));
+  CommandResult two = run_mpi(kMpirun + kBinary + " --ranks=mpi --out=" + tmp("two"));
   ASSERT_EQ(two.exit_code, 0) << two.out;
   const TrainedRun want = read_run(tmp("one.rank0"));
   const TrainedRun r0 = read_run(tmp("two.rank0"));
@@ -97,9 +111,9 @@ TEST(DataParallel, TwoRanksMatchOneProcessOnTheGlobalBatch) {
 // step instead of seven, with the same bytes (two ranks sum each element as a + b).
 TEST(DataParallel, BucketedAllReduceIsOneCallWithTheSameResult) {
   CommandResult bucketed =
-      run_command(kMpirun + kBinary + " --ranks=mpi --describe --out=" + tmp("bucketed"));
+      run_mpi(kMpirun + kBinary + " --ranks=mpi --describe --out=" + tmp("bucketed"));
   ASSERT_EQ(bucketed.exit_code, 0) << bucketed.out;
-  CommandResult per_op = run_command(kMpirun + kBinary + " --ranks=mpi --describe " +
+  CommandResult per_op = run_mpi(kMpirun + kBinary + " --ranks=mpi --describe " +
                                      "--bucket_bytes=0 --out=" + tmp("per_op"));
   ASSERT_EQ(per_op.exit_code, 0) << per_op.out;
   auto count = [](const std::string& text, const std::string& what) {
@@ -137,7 +151,7 @@ TEST(DataParallel, MpiRanksWithoutMpirunIsAnError) {
 }
 
 TEST(DataParallel, AGlobalBatchThatDoesNotSplitIsAnError) {
-  CommandResult r = run_command(kMpirun + kBinary + " --ranks=mpi --batch=33");
+  CommandResult r = run_mpi(kMpirun + kBinary + " --ranks=mpi --batch=33");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.out.find("train_mlp: error: the global batch of 33 rows (f32[33,16]) does not split "
                        "evenly over 2 ranks; use a batch size that is a multiple of the world "
@@ -147,7 +161,7 @@ TEST(DataParallel, AGlobalBatchThatDoesNotSplitIsAnError) {
 }
 
 TEST(DataParallel, SeveralRanksNeedTheCpuBackend) {
-  CommandResult r = run_command(kMpirun + kBinary + " --ranks=mpi --backend=reference");
+  CommandResult r = run_mpi(kMpirun + kBinary + " --ranks=mpi --backend=reference");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.out.find("train_mlp: error: data parallelism over 2 ranks needs the cpu backend; "
                        "the reference interpreter runs one process\n"),
@@ -157,7 +171,7 @@ TEST(DataParallel, SeveralRanksNeedTheCpuBackend) {
 
 TEST(DataParallel, RanksWithDifferentStepsAreAnError) {
   // mpirun's MPMD form: rank 0 a 32-wide MLP, rank 1 a 64-wide one.
-  CommandResult r = run_command(kMpiEnv + "mpirun -np 1 " + kBinary +
+  CommandResult r = run_mpi(kMpiEnv + "mpirun -np 1 " + kBinary +
                                 " --ranks=mpi --hidden=32 : -np 1 " + kBinary +
                                 " --ranks=mpi --hidden=64");
   EXPECT_NE(r.exit_code, 0);

@@ -129,6 +129,24 @@ TEST(DataParallel, BucketedAllReduceIsOneCallWithTheSameResult) {
   EXPECT_EQ(read_run(tmp("bucketed.rank1")).text, read_run(tmp("per_op.rank1")).text);
 }
 
+// Buckets close at the first reader of a result, are kept apart by reduction, and leave
+// out a result nothing reads (bucket_check.cc has the graph and the closed form).
+TEST(DataParallel, BucketsCloseAtTheirFirstReader) {
+  CommandResult r = run_mpi(kMpirun + "tests/data_parallel/bucket_check");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const std::string mpi = " (MPI rank 0 of 2 (Open MPI v4.1.4))\n";
+  for (const std::string& line : std::vector<std::string>{
+           "0  all_reduce sum f32[4] into bucket of 1: one call on 4 elements" + mpi,
+           "1  all_reduce mean f32[4] into bucket of 2\n",
+           "2  all_reduce mean f32[4] into bucket of 2: one call on 8 elements" + mpi,
+           "3  all_reduce sum f32[4]" + mpi,
+           "rank 0: out 12.000000 38.500000 83.000000 145.500000\n",
+           "rank 1: out 12.000000 38.500000 83.000000 145.500000\n",
+       }) {
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << r.out;
+  }
+}
+
 TEST(DataParallel, WorldSizeOneIsBitwiseTheStepWithoutAllReduce) {
   CommandResult off = run_command(kBinary + " --ranks=none --out=" + tmp("off"));
   ASSERT_EQ(off.exit_code, 0) << off.out;

@@ -189,6 +189,11 @@ std::vector<Case> cases() {
                {uniform({2, 3}), i64({2}, {2, 0}), uniform({2, 2})},
                {{"axis", int64_t{1}}}});
 
+  // Collective: in one process (the reference interpreter) all_reduce is the identity,
+  // and so is its gradient rule's all_reduce of the cotangent.
+  reduce(Op::AllReduce, uniform({2, 3}), "mean", {{"reduction", std::string("mean")}});
+  reduce(Op::AllReduce, uniform({3}), "sum", {{"reduction", std::string("sum")}});
+
   // Contractions.
   binary(Op::Matmul, uniform({2, 3}), uniform({3, 4}), "2d");
   binary(Op::Matmul, uniform({2, 1, 3, 4}), uniform({3, 4, 5}), "batch_broadcast");

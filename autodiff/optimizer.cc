@@ -418,4 +418,32 @@ StatusOr<std::vector<OptimizerSlot>> append_optimizer(
   return slots;
 }
 
+StatusOr<std::vector<std::pair<ValueId, ValueId>>> append_gradient_all_reduce(
+    Graph& g, const std::vector<std::pair<ValueId, ValueId>>& params_and_grads) {
+  auto typed = [&](ValueId v) { return v >= 0 && v < g.num_values() && g.value(v).type; };
+  for (const auto& [p, grad] : params_and_grads) {
+    if (!typed(p) || !typed(grad) || g.type(p) != g.type(grad) ||
+        !is_floating(g.type(grad).dtype)) {
+      return Error{"append_gradient_all_reduce: the gradient of " +
+                   (typed(p) ? value_name(g, p) + ": " + g.type(p).to_string()
+                             : std::string("a parameter")) +
+                   " must be a float tensor of the parameter's type" +
+                   (typed(grad) ? ", not " + value_name(g, grad) + ": " +
+                                      g.type(grad).to_string()
+                                : std::string())};
+    }
+  }
+  std::vector<std::pair<ValueId, ValueId>> out;
+  for (const auto& [p, grad] : params_and_grads) {
+    const int index = g.input_index(p);
+    const Location loc = index >= 0 ? g.inputs()[index].loc : Location{};
+    std::string name = g.value(grad).name + ".all_reduce";
+    if (g.find_value(name)) name.clear();  // taken: a fresh name
+    const ValueId reduced = g.add_node(Op::AllReduce, {grad}, {{"reduction", std::string("mean")}},
+                                       loc, g.type(grad), std::move(name));
+    out.emplace_back(p, reduced);
+  }
+  return out;
+}
+
 }  // namespace weft

@@ -142,4 +142,17 @@ StatusOr<std::vector<OptimizerSlot>> append_optimizer(
     Graph& g, const OptimizerSpec& spec,
     const std::vector<std::pair<ValueId, ValueId>>& params_and_grads, ValueId lr, ValueId step);
 
+/// Data parallelism (DESIGN.md, decision 11): replaces every gradient by its mean over
+/// the ranks of the data-parallel group, appending to `g`, for each (param, grad) pair,
+///
+///   %grad.w.all_reduce = all_reduce(%grad.w) {reduction="mean"}
+///
+/// located at the parameter's input, and returns the pairs with the averaged gradients
+/// (feed them to append_optimizer). When each rank's loss is the mean over its equal
+/// share of the global batch, the averaged gradient is the gradient of the mean loss
+/// over the global batch. Errors: a gradient that is not a float tensor typed like its
+/// parameter.
+StatusOr<std::vector<std::pair<ValueId, ValueId>>> append_gradient_all_reduce(
+    Graph& g, const std::vector<std::pair<ValueId, ValueId>>& params_and_grads);
+
 }  // namespace weft

@@ -369,6 +369,46 @@ TEST(Optimizer, HyperParameterErrorsUsePyTorchsMessages) {
   EXPECT_EQ(spec_error(OptimizerSpec::sgd(0.1, 0.9, 0.5)), "ok");
 }
 
+TEST(Optimizer, GradientAllReduceAveragesEveryGradientAtItsParameter) {
+  Graph g("step");
+  const Location at{"model.cc", 7, 3, "fc"};
+  ValueId w = g.add_input("w", {DType::f32, {2, 3}}, InputKind::param, at);
+  ValueId b = g.add_input("b", {DType::f32, {3}}, InputKind::param);
+  ValueId gw = g.add_input("grad.w", {DType::f32, {2, 3}});
+  ValueId gb = g.add_input("grad.b", {DType::f32, {3}});
+  g.add_input("grad.b.all_reduce", {DType::f32, {3}});  // the name is taken: a fresh one
+  auto pairs = append_gradient_all_reduce(g, {{w, gw}, {b, gb}});
+  ASSERT_TRUE(pairs.ok()) << pairs.error().to_string();
+  ASSERT_EQ(pairs->size(), 2u);
+  ASSERT_EQ(g.nodes().size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    const Node& n = g.node(i);
+    EXPECT_EQ(n.op, Op::AllReduce);
+    EXPECT_EQ(n.str_attr("reduction"), "mean");
+    EXPECT_EQ((*pairs)[i].second, n.result());
+    EXPECT_EQ(g.type(n.result()), g.type((*pairs)[i].first));
+  }
+  EXPECT_EQ(g.node(0).operands[0], gw);
+  EXPECT_EQ(g.value((*pairs)[0].second).name, "grad.w.all_reduce");
+  EXPECT_EQ(g.node(0).loc, at);
+  EXPECT_NE(g.value((*pairs)[1].second).name, "grad.b.all_reduce");
+  // In one process (the reference interpreter) the averaged gradient is the gradient.
+  ValueId lr = g.add_input("lr", {DType::f32, {}});
+  ValueId step = g.add_input("step", {DType::i64, {}});
+  ASSERT_TRUE(append_optimizer(g, OptimizerSpec::sgd(0.5), *pairs, lr, step).ok());
+  EXPECT_TRUE(verify(g).ok()) << verify(g).to_string();
+
+  Graph bad("bad");
+  ValueId p = bad.add_input("p", {DType::f32, {2}}, InputKind::param);
+  ValueId q = bad.add_input("q", {DType::f32, {3}});
+  auto r = append_gradient_all_reduce(bad, {{p, q}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message,
+            "append_gradient_all_reduce: the gradient of %p: f32[2] must be a float tensor of "
+            "the parameter's type, not %q: f32[3]");
+  EXPECT_TRUE(bad.nodes().empty());
+}
+
 TEST(Optimizer, GraphErrors) {
   Graph g("f");
   ValueId w = g.add_input("w", {DType::f32, {2}}, InputKind::param);

@@ -100,6 +100,12 @@ Grads avg_pool2d_backward(GradBuilder& b, const Node& n, ValueId g) {
   return {b.op(Op::AvgPool2d, {g}, without(n, "input_shape"))};
 }
 
+Grads all_reduce(GradBuilder& b, const Node& n, ValueId g) {
+  // Linear across ranks: y_r = Σ_s x_s (times 1/N for mean), so ∂L/∂x_s = Σ_r g_r (times
+  // 1/N): the same all_reduce of the cotangent, where L is the sum of every rank's loss.
+  return {b.op(Op::AllReduce, {g}, {{"reduction", n.str_attr("reduction")}})};
+}
+
 }  // namespace
 
 void add_nn(Table& t) {
@@ -120,6 +126,7 @@ void add_nn(Table& t) {
   none(Op::RandomBernoulli, "random draw: not differentiable w.r.t. its key");
   none(Op::Assign, "a statement (no result to differentiate)");
   none(Op::Fused, "fusion runs after autodiff: differentiate the graph before fusing it");
+  rule(Op::AllReduce, all_reduce);
 }
 
 }  // namespace weft::grad_rules

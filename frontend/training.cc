@@ -1,8 +1,11 @@
 #include "frontend/training.h"
 
+#include <functional>
+
 #include "autodiff/grad.h"
 #include "codegen/cpu_backend.h"
 #include "frontend/init_params.h"
+#include "ir/text.h"
 #include "ir/verifier.h"
 #include "passes/pipeline.h"
 #include "runtime/init.h"
@@ -21,6 +24,31 @@ std::string type_key(const std::vector<Tensor>& inputs) {
   std::string key;
   for (const Tensor& t : inputs) key += t.type().to_string() + ";";
   return key;
+}
+
+// Data parallelism needs every rank to run the same step (else the all_reduce calls
+// disagree on their sizes): a fingerprint of the printed step, two 16-bit slices x,
+// summed over the ranks with x²; all equal exactly when N·Σx² = (Σx)² for each slice.
+// 16 bits keep every sum exact in f64 up to 1024 ranks.
+Status check_same_step_on_every_rank(collective::Communicator& comm, const Graph& step) {
+  const uint64_t h = std::hash<std::string>{}(print_graph(step));
+  double x[4];
+  for (int k = 0; k < 2; ++k) {
+    const double v = static_cast<double>((h >> (16 * k)) & 0xffff);
+    x[2 * k] = v;
+    x[2 * k + 1] = v * v;
+  }
+  WEFT_RETURN_IF_ERROR(comm.all_reduce(x, 4, DType::f64, collective::Reduction::sum));
+  const double n = comm.world_size();
+  for (int k = 0; k < 2; ++k) {
+    if (n * x[2 * k + 1] != x[2 * k] * x[2 * k]) {
+      return Error{"data parallelism: the " + std::to_string(comm.world_size()) +
+                   " ranks compiled different training steps (a different model, batch size, "
+                   "loss or optimizer on some rank); every rank must compile the same step "
+                   "for its share of the global batch"};
+    }
+  }
+  return Status();
 }
 
 }  // namespace
@@ -67,6 +95,11 @@ StatusOr<Trainer> Trainer::compile(const FlowPtr& net, const std::vector<InputSp
                                    std::source_location where) {
   if (options.backend != "reference" && options.backend != "cpu") {
     return Error{"unknown backend '" + options.backend + "'; backends: cpu, reference"};
+  }
+  if (options.communicator && options.communicator->world_size() > 1 &&
+      options.backend != "cpu") {
+    return Error{"data parallelism over " + std::to_string(options.communicator->world_size()) +
+                 " ranks needs the cpu backend; the reference interpreter runs one process"};
   }
   Trainer t;
   t.net_ = net;
@@ -126,12 +159,22 @@ Status Trainer::build_step() {
   WEFT_ASSIGN_OR_RETURN(std::vector<ValueId> grads, append_gradients(g, loss_value, wrt));
   std::vector<std::pair<ValueId, ValueId>> pairs;
   for (size_t i = 0; i < wrt.size(); ++i) pairs.emplace_back(wrt[i], grads[i]);
+  ValueId loss_out = loss_value;
+  if (options_.communicator) {
+    // Data parallel: the gradients, and the reported loss, are means over the ranks.
+    WEFT_ASSIGN_OR_RETURN(pairs, append_gradient_all_reduce(g, pairs));
+    loss_out = g.add_node(Op::AllReduce, {loss_value}, {{"reduction", std::string("mean")}},
+                          g.node(g.value(loss_value).node).loc, g.type(loss_value));
+  }
   WEFT_ASSIGN_OR_RETURN(std::vector<OptimizerSlot> slots,
                         append_optimizer(g, optimizer_, pairs, lr, step));
-  g.set_outputs({loss_value});
+  g.set_outputs({loss_out});
   g.set_declared_output_types({});
   WEFT_RETURN_IF_ERROR(default_pipeline().run(g));
   WEFT_RETURN_IF_ERROR(verify(g));
+  if (options_.communicator && options_.communicator->world_size() > 1) {
+    WEFT_RETURN_IF_ERROR(check_same_step_on_every_rank(*options_.communicator, g));
+  }
 
   // First values for whatever is new: parameters and state, then optimizer slots.
   WEFT_ASSIGN_OR_RETURN(auto initial, initialize_parameter_map(*model, options_.seed));
@@ -147,6 +190,8 @@ Status Trainer::build_step() {
     cpu.executor.num_threads = options_.num_threads;
     cpu.executor.max_memory = options_.max_memory;
     cpu.executor.check_numerics = options_.check_numerics;
+    cpu.executor.communicator = options_.communicator;
+    cpu.executor.all_reduce_bucket_bytes = options_.all_reduce_bucket_bytes;
     WEFT_ASSIGN_OR_RETURN(step_exec_, codegen::compile_for_cpu(g, cpu));
     WEFT_RETURN_IF_ERROR(push_values(*step_exec_));
     // Where each step's inputs go, found once: the batch (data inputs in order, the

@@ -28,6 +28,7 @@
 #include "frontend/checkpoint.h"
 #include "frontend/flow.h"
 #include "frontend/losses.h"
+#include "runtime/collective/communicator.h"
 #include "runtime/cpu/executor.h"
 #include "runtime/tensor.h"
 
@@ -64,6 +65,21 @@ struct TrainOptions {
   /// cpu: the most bytes a compiled step may plan (cpu::ExecutorOptions::max_memory; 0:
   /// MemAvailable).
   int64_t max_memory = 0;
+  /// Data parallelism (DESIGN.md, decision 11; CPU over MPI today): when set, the step
+  /// averages every parameter gradient over the communicator's ranks (an all_reduce
+  /// {reduction="mean"} op before the optimizer update, autodiff/optimizer.h) and returns
+  /// the loss averaged over the ranks too. Every rank compiles the same network with the
+  /// same seed (so the parameters start equal and stay equal) and feeds step() its own
+  /// equal share of each global batch (collective::shard_batch); with a mean loss the
+  /// step is then the step of one process on the global batch. Batch-norm running
+  /// statistics stay per rank, and dropout draws the same mask pattern on every rank.
+  /// Backend "cpu" only when the world size is above 1; compile() checks (one small
+  /// all_reduce) that every rank compiled the same step. nullptr: one process, no
+  /// all_reduce ops; collective::single_process(): the ops, each changing nothing.
+  std::shared_ptr<collective::Communicator> communicator = nullptr;
+  /// cpu, more than one rank: the gradients' all_reduce calls are bucketed up to this
+  /// many bytes (cpu::ExecutorOptions::all_reduce_bucket_bytes); 0: one call per gradient.
+  int64_t all_reduce_bucket_bytes = int64_t{25} << 20;
 };
 
 class Trainer {

@@ -50,6 +50,20 @@ TEST(JsonTest, RoundTrip) {
   EXPECT_EQ(graph_to_json(*back, -1), graph_to_json(g, -1));
 }
 
+TEST(JsonTest, AllReduceRoundTrips) {
+  Graph g("step");
+  ValueId grad = g.add_input("grad", {DType::f32, {3}});
+  g.add_output(g.add_node(Op::AllReduce, {grad}, {{"reduction", std::string("sum")}}, {},
+                          Type{DType::f32, {3}}, "reduced"));
+  std::string text = graph_to_json(g);
+  EXPECT_NE(text.find("\"all_reduce\""), std::string::npos) << text;
+  StatusOr<Graph> back = graph_from_json(text, "g.json");
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  std::string why;
+  EXPECT_TRUE(structurally_equal(g, *back, &why)) << why;
+  EXPECT_EQ(back->node(0).str_attr("reduction"), "sum");
+}
+
 TEST(JsonTest, NanSurvives) {
   Graph g("n");
   ValueId x = g.add_input("x", {DType::f32, {2}});

@@ -20,7 +20,7 @@ inline constexpr int kNumOps = 0
 #include "ir/ops.def"
 #undef WEFT_OP
     ;
-static_assert(kNumOps == 68, "ops.def changed: update kNumOps's expected count and the tables "
+static_assert(kNumOps == 69, "ops.def changed: update kNumOps's expected count and the tables "
                              "keyed by op (shape rules, reference kernels, gradient rules)");
 
 /// What the fuser and other generic passes ask about an op (tinygrad's GroupOp sets).

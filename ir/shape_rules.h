@@ -120,6 +120,13 @@
 //                                            That target is a param/state input is the
 //                                            verifier's business.
 //
+// Collective
+//   all_reduce(x) {reduction}                "mean" (float dtypes) or "sum" (numeric);
+//                                            keeps x's type. Across the ranks of the
+//                                            data-parallel group every rank's result is
+//                                            the sum or mean of every rank's x; in one
+//                                            process it is x.
+//
 // Composites (a reference kernel plus a decomposition into primitives)
 //   softmax log_softmax {axis}               float, rank >= 1; keeps the type
 //   layer_norm(x, gamma, beta) {axes, eps}   one float dtype; `axes` must be the last k

@@ -256,8 +256,29 @@ StatusOr<Type> fused(const Node& node, const std::vector<Type>& in) {
   return *body.value(body.outputs()[0]).type;
 }
 
+namespace {
+
+// all_reduce(x) {reduction}: the identity on types; "mean" needs a float dtype (an
+// integer mean would round), "sum" any numeric one.
+StatusOr<Type> all_reduce(const Node& node, const std::vector<Type>& in) {
+  const std::string& r = node.str_attr("reduction");
+  if (r != "mean" && r != "sum") {
+    return rule_error("unknown reduction \"" + r + "\"; expected \"mean\" or \"sum\"");
+  }
+  if (r == "mean") {
+    WEFT_RETURN_IF_ERROR(require_dtype(in[0], "x", is_floating(in[0].dtype),
+                                       "a floating dtype for reduction \"mean\" (\"sum\" "
+                                       "takes integers)"));
+  }
+  WEFT_RETURN_IF_ERROR(require_dtype(in[0], "x", is_numeric(in[0].dtype), "a numeric dtype"));
+  return in[0];
+}
+
+}  // namespace
+
 void add_structural_rules(RuleTable& t) {
   set_rule(t, Op::Fused, fused);
+  set_rule(t, Op::AllReduce, all_reduce);
   set_rule(t, Op::Sum, reduce<Accepts::number>);
   set_rule(t, Op::Mean, reduce<Accepts::floating>);
   set_rule(t, Op::Max, reduce<Accepts::any>);

@@ -371,6 +371,17 @@ TEST(ShapeRulesTest, Composites) {
             "shape (mse does not broadcast)");
 }
 
+TEST(ShapeRulesTest, AllReduce) {
+  EXPECT_EQ(run(Op::AllReduce, {f32({3, 4})}, {}), "f32[3,4]");  // reduction="mean"
+  EXPECT_EQ(run(Op::AllReduce, {i64({5})}, {{"reduction", std::string("sum")}}), "i64[5]");
+  EXPECT_EQ(run(Op::AllReduce, {i64({5})}, {{"reduction", std::string("mean")}}),
+            "model.wir:3:8: error: all_reduce: x i64[5] needs a floating dtype for reduction "
+            "\"mean\" (\"sum\" takes integers)");
+  EXPECT_EQ(run(Op::AllReduce, {f32({5})}, {{"reduction", std::string("max")}}),
+            "model.wir:3:8: error: all_reduce: unknown reduction \"max\"; expected \"mean\" "
+            "or \"sum\"");
+}
+
 TEST(ShapeRulesTest, OperandCountIsChecked) {
   EXPECT_EQ(run(Op::Add, {f32({2})}),
             "model.wir:3:8: error: 'add' takes 2 operands, but 1 was given");

@@ -207,6 +207,29 @@ TEST(ParseTest, RoundTripsThroughText) {
   EXPECT_EQ(print_graph(*again), print_graph(g));
 }
 
+TEST(ParseTest, AllReduceRoundTrips) {
+  constexpr std::string_view kStep =
+      "graph @step(%g: f32[3], %n: i64[2]) {\n"
+      "  %m = all_reduce(%g)\n"
+      "  %s = all_reduce(%n) {reduction=\"sum\"}\n"
+      "  return %m, %s\n"
+      "}\n";
+  StatusOr<Graph> g = parse_graph(kStep, "step.wir");
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  EXPECT_TRUE(verify(*g, {.check_types = true}).ok());
+  EXPECT_EQ(g->node(0).str_attr("reduction"), "mean");  // the default
+  StatusOr<Graph> again = parse_graph(print_graph(*g), "again.wir");
+  ASSERT_TRUE(again.ok()) << again.error().to_string();
+  std::string why;
+  EXPECT_TRUE(structurally_equal(*g, *again, &why)) << why;
+  StatusOr<Graph> mean_of_ints =
+      parse_graph("graph @f(%n: i64[2]) {\n  %m = all_reduce(%n) : i64[2]\n  return %m\n}\n", "f.wir");
+  ASSERT_TRUE(mean_of_ints.ok()) << mean_of_ints.error().to_string();
+  EXPECT_EQ(verify(*mean_of_ints).to_string(),
+            "f.wir:2:3: error: all_reduce: x i64[2] needs a floating dtype for reduction "
+            "\"mean\" (\"sum\" takes integers)");
+}
+
 TEST(ParseTest, MultipleOutputsAndNoOutputs) {
   EXPECT_EQ(parse_error("graph @g(%x: f32[2]) { return %x, %x }"), "ok");
   EXPECT_EQ(parse_error("graph @g() -> () {\n  return\n}"), "ok");

@@ -57,6 +57,31 @@ TEST(FashionMnist, MlpTrainsReportsAccuracyAndResumesExactly) {
   EXPECT_EQ(tail[0], all[2]);  // the uninterrupted run's third epoch, to the printed digit
 }
 
+// --data-parallel under `mpirun -np 2`: each rank trains on 64 rows of every 128-row
+// batch; the epoch's mean loss and test accuracy are one process's, to the printed digit.
+TEST(FashionMnist, MlpDataParallelOverTwoRanksMatchesOneProcess) {
+  const std::string flags = " --epochs=1 --max-steps=30 --seed=5";
+  Result one = run("examples/fashion_mnist/mlp" + flags + " --checkpoint-out=" +
+                   tmp("one.safetensors"));
+  ASSERT_EQ(one.exit_code, 0) << one.out;
+  const std::string mpirun =
+      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader "
+      "OMPI_MCA_rmaps_base_oversubscribe=1 mpirun -np 2 ";
+  const std::string command = mpirun + "examples/fashion_mnist/mlp --data-parallel" + flags +
+                              " --checkpoint-out=" + tmp("two.safetensors");
+  Result two = run(command);
+  // Open MPI 4.x's shutdown race (tests/data_parallel/data_parallel_test.cc, run_mpi).
+  if (two.exit_code != 0 && two.out.find("with PID 0 on") != std::string::npos) two = run(command);
+  ASSERT_EQ(two.exit_code, 0) << two.out;
+  EXPECT_NE(two.out.find("data parallel: 2 ranks, 64 rows each (MPI rank 0 of 2"),
+            std::string::npos) << two.out;
+  const std::vector<std::string> a = epoch_results(one.out), b = epoch_results(two.out);
+  ASSERT_EQ(a.size(), 1u) << one.out;
+  EXPECT_EQ(b, a) << two.out;  // rank 0 alone prints: one epoch line
+  EXPECT_NE(two.out.find("checkpoint: " + tmp("two.safetensors") + " (step 30)"),
+            std::string::npos) << two.out;
+}
+
 TEST(FashionMnist, MetricsCsvAndReport) {
   Result r = run("examples/fashion_mnist/mlp --epochs=2 --max-steps=5 --metrics-csv=" + tmp("m.csv") +
                  " --report=" + tmp("r.html") + " --checkpoint-out=" + tmp("m.safetensors"));

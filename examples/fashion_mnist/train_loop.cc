@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 
+#include "runtime/collective/mpi_communicator.h"
 #include "runtime/monitor/monitor.h"
 #include "tools/weftc/args.h"
 
@@ -21,7 +22,9 @@ namespace {
   std::fprintf(stderr,
                "%s\nusage: [--epochs=N] [--batch=B] [--lr=X] [--seed=S] [--backend=NAME]\n"
                "       [--checkpoint-out=PATH] [--resume=PATH] [--data=DIR] [--max-steps=N]\n"
-               "       [--profile] [--check-numerics] [--metrics-csv=PATH] [--report=PATH]%s\n",
+               "       [--profile] [--check-numerics] [--metrics-csv=PATH] [--report=PATH]\n"
+               "       [--data-parallel] (under mpirun: each rank trains on its share of every "
+               "batch)%s\n",
                problem.c_str(), allow_bn ? " [--bn]" : "");
   std::exit(1);
 }
@@ -93,6 +96,7 @@ void parse_flags(int argc, char** argv, RunConfig& c, bool allow_bn) {
     else if (flag == "--bn" && allow_bn && eq == std::string::npos) c.bn = true;
     else if (flag == "--profile" && eq == std::string::npos) c.profile = true;
     else if (flag == "--check-numerics" && eq == std::string::npos) c.check_numerics = true;
+    else if (flag == "--data-parallel" && eq == std::string::npos) c.data_parallel = true;
     else if (flag == "--metrics-csv" && !value.empty()) c.metrics_csv = cli::resolve_path(value);
     else if (flag == "--report" && !value.empty()) c.report = cli::resolve_path(value);
     else usage("unknown flag '" + a + "'", allow_bn);
@@ -119,11 +123,28 @@ int train(const FlowPtr& net, const RunConfig& c) {
     return 1;
   }
 
-  Shape input = c.layout == ImageLayout::flat ? Shape{c.batch, 784} : Shape{c.batch, 1, 28, 28};
   TrainOptions options;
   options.seed = c.seed;
   options.backend = c.backend;
   options.check_numerics = c.check_numerics;
+  // --data-parallel: every rank of `mpirun -np N` trains on its rows of each batch; rank 0
+  // alone prints, records metrics and writes the checkpoint.
+  int rank = 0, world = 1;
+  if (c.data_parallel) {
+    StatusOr<std::shared_ptr<collective::Communicator>> comm = collective::mpi_world();
+    if (!comm.ok()) return fail(comm.error());
+    options.communicator = *comm;
+    rank = (*comm)->rank();
+    world = (*comm)->world_size();
+    if (c.batch % world != 0) {
+      return fail(collective::shard_batch(Tensor(Type{DType::f32, {c.batch}}), rank, world)
+                      .error());
+    }
+  }
+  std::FILE* out = rank == 0 ? stdout : std::fopen("/dev/null", "w");
+  if (out == nullptr) return fail(Error{"cannot open /dev/null"});
+  const int64_t rows = c.batch / world;
+  Shape input = c.layout == ImageLayout::flat ? Shape{rows, 784} : Shape{rows, 1, 28, 28};
   StatusOr<Trainer> trainer = Trainer::compile(net, {{"x", Type{DType::f32, input}}},
                                                LossSpec::cross_entropy(), OptimizerSpec::adam(c.lr),
                                                options);
@@ -131,20 +152,31 @@ int train(const FlowPtr& net, const RunConfig& c) {
   if (!c.resume.empty()) {
     StatusOr<LoadReport> report = trainer->load(c.resume);
     if (!report.ok()) return fail(report.error());
-    std::printf("resumed from %s at step %lld\n", c.resume.c_str(),
+    std::fprintf(out, "resumed from %s at step %lld\n", c.resume.c_str(),
                 static_cast<long long>(trainer->steps()));
   }
   const int64_t per_epoch = c.max_steps > 0 ? std::min<int64_t>(batches, c.max_steps) : batches;
-  std::printf("%s: %lld parameters, Adam lr %g, batch %d, %lld steps per epoch, backend %s\n",
-              c.name.c_str(), static_cast<long long>(trainer->model().parameter_count()), c.lr,
-              c.batch, static_cast<long long>(per_epoch), c.backend.c_str());
+  std::fprintf(out, "%s: %lld parameters, Adam lr %g, batch %d, %lld steps per epoch, backend %s\n",
+               c.name.c_str(), static_cast<long long>(trainer->model().parameter_count()), c.lr,
+               c.batch, static_cast<long long>(per_epoch), c.backend.c_str());
+  if (c.data_parallel) {
+    std::fprintf(out, "data parallel: %d ranks, %lld rows each (%s)\n", world,
+                 static_cast<long long>(rows), options.communicator->describe().c_str());
+  }
   if (c.profile) {
     if (!trainer->step_executor()) return fail(Error{"--profile needs --backend=cpu"});
     trainer->step_executor()->set_profiling(true);
   }
-  monitor::Progress progress(stdout, /*every=*/100);
+  // One step on this rank's rows of batch `b` (all of them in one process).
+  auto step = [&](const FashionMnistBatch& b) -> StatusOr<double> {
+    if (world == 1) return trainer->step({b.images, b.labels});
+    WEFT_ASSIGN_OR_RETURN(Tensor x, collective::shard_batch(b.images, rank, world));
+    WEFT_ASSIGN_OR_RETURN(Tensor y, collective::shard_batch(b.labels, rank, world));
+    return trainer->step({x, y});
+  };
+  monitor::Progress progress(out, /*every=*/100);
   monitor::RunLog log({"test_accuracy"});
-  if (!c.metrics_csv.empty()) {
+  if (!c.metrics_csv.empty() && rank == 0) {
     Status opened = log.open_csv(c.metrics_csv, "--metrics-csv=" + c.metrics_csv);
     if (!opened.ok()) return fail(opened.error());
   }
@@ -162,7 +194,7 @@ int train(const FlowPtr& net, const RunConfig& c) {
     for (int64_t s = epoch == start_epoch ? start_step : 0; s < per_epoch; ++s) {
       StatusOr<FashionMnistBatch> b = data->batch(epoch, s, c.batch);
       if (!b.ok()) return fail(b.error());
-      StatusOr<double> loss = trainer->step({b->images, b->labels});
+      StatusOr<double> loss = step(*b);
       if (!loss.ok()) return fail(loss.error());
       loss_sum += *loss;
       ++steps;
@@ -195,6 +227,7 @@ int train(const FlowPtr& net, const RunConfig& c) {
                   seconds / 60, *accuracy);
     progress.line(line);
   }
+  if (rank != 0) return 0;
   if (!c.report.empty()) {
     Status written = log.write_report(c.report, c.name + " on Fashion-MNIST");
     if (!written.ok()) return fail(written.error());

@@ -8,6 +8,8 @@
 //        --check-numerics (stop at the first op producing a NaN or an infinity, naming it)
 //        --metrics-csv=PATH, --report=PATH (the training monitor, runtime/monitor: a CSV
 //        row per step, and an HTML report at the end)
+//        --data-parallel (run under `mpirun -np N`: every rank trains on its batch/N rows of
+//        each batch, gradients averaged over the ranks; rank 0 prints and saves)
 
 #include <functional>
 #include <string>
@@ -34,6 +36,7 @@ struct RunConfig {
   bool check_numerics = false;     ///< TrainOptions::check_numerics
   std::string metrics_csv;
   std::string report;
+  bool data_parallel = false;      ///< TrainOptions::communicator = collective::mpi_world()
 };
 
 /// Parses the flags above (plus `--bn` when `allow_bn`) into `config`; exits with a

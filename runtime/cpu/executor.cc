@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <new>
 
 #include "runtime/cpu/cost.h"
@@ -84,6 +85,92 @@ class CopyBound : public Executor::Bound {
   const void* from_;
   void* to_;
   size_t bytes_;
+};
+
+// all_reduce: in place on the result's buffer through the communicator.
+class AllReduceBound : public Executor::Bound {
+ public:
+  AllReduceBound(std::shared_ptr<collective::Communicator> comm, collective::Reduction reduction,
+                 const void* from, void* to, const Type& type, Location loc)
+      : comm_(std::move(comm)), reduction_(reduction), from_(from), to_(to), type_(type),
+        loc_(std::move(loc)) {}
+  Status run(ThreadPool&) override {
+    if (from_ != to_) std::memcpy(to_, from_, type_.bytes());
+    Status s = comm_->all_reduce(to_, type_.shape.numel(), type_.dtype, reduction_);
+    if (!s.ok()) return Error{s.error().message, loc_};
+    return s;
+  }
+  std::string describe() const override {
+    return std::string("all_reduce ") + collective::reduction_name(reduction_) + " " +
+           type_.to_string() + " (" + comm_->describe() + ")";
+  }
+
+ private:
+  std::shared_ptr<collective::Communicator> comm_;
+  collective::Reduction reduction_;
+  const void* from_;
+  void* to_;
+  Type type_;
+  Location loc_;
+};
+
+// A bucket of all_reduce invocations of one dtype and reduction (world size > 1): each
+// member copies its operand into the bucket's staging buffer; the last one reduces the
+// whole buffer in one collective call and copies every member's slice to its result.
+// The members' results are written only then: the executor closes a bucket before any
+// invocation that touches one of them (executor.h, "Collectives").
+struct AllReduceBucket {
+  struct Member {
+    void* result;
+    int64_t offset;  ///< Elements into the staging buffer.
+    int64_t count;
+  };
+  std::shared_ptr<collective::Communicator> comm;
+  collective::Reduction reduction;
+  DType dtype;
+  std::vector<Member> members;
+  int64_t count = 0;
+  Buffer staging{nullptr, nullptr};
+  Location loc;  ///< The last member's.
+
+  Status flush() {
+    const size_t element = dtype_size(dtype);
+    Status s = comm->all_reduce(staging.get(), count, dtype, reduction);
+    if (!s.ok()) return Error{s.error().message, loc};
+    for (const Member& m : members) {
+      std::memcpy(m.result, staging.get() + m.offset * element, m.count * element);
+    }
+    return Status::ok_status();
+  }
+};
+
+class BucketMemberBound : public Executor::Bound {
+ public:
+  BucketMemberBound(std::shared_ptr<AllReduceBucket> bucket, size_t member, const void* from)
+      : bucket_(std::move(bucket)), member_(member), from_(from) {}
+  Status run(ThreadPool&) override {
+    const AllReduceBucket::Member& m = bucket_->members[member_];
+    const size_t element = dtype_size(bucket_->dtype);
+    std::memcpy(bucket_->staging.get() + m.offset * element, from_, m.count * element);
+    return last() ? bucket_->flush() : Status::ok_status();
+  }
+  std::string describe() const override {
+    const AllReduceBucket& b = *bucket_;
+    std::string out = std::string("all_reduce ") + collective::reduction_name(b.reduction) + " " +
+                      std::string(dtype_name(b.dtype)) + "[" +
+                      std::to_string(b.members[member_].count) + "] into bucket of " +
+                      std::to_string(b.members.size());
+    if (last()) {
+      out += ": one call on " + std::to_string(b.count) + " elements (" + b.comm->describe() + ")";
+    }
+    return out;
+  }
+
+ private:
+  bool last() const { return member_ + 1 == bucket_->members.size(); }
+  std::shared_ptr<AllReduceBucket> bucket_;
+  size_t member_;
+  const void* from_;
 };
 
 // No CPU kernel: the reference interpreter runs a one-node graph of the invocation.
@@ -178,7 +265,76 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program,
       }
     }
   }
-  for (const Invocation& inv : program.code) {
+  // Buckets of all_reduce invocations (more than one rank): invocation index -> (bucket,
+  // member). A bucket closes before the first invocation that reads or writes one of its
+  // results, when it reaches bucket_bytes, and at the end of the step. A result that
+  // nothing reads later is not bucketed: the memory plan may reuse its bytes right away,
+  // so it must be written where the invocation stands.
+  std::shared_ptr<collective::Communicator> comm =
+      options.communicator ? options.communicator : collective::single_process();
+  using BucketSlot = std::pair<std::shared_ptr<AllReduceBucket>, size_t>;
+  std::vector<BucketSlot> bucket_of(program.code.size());
+  if (comm->world_size() > 1 && options.all_reduce_bucket_bytes > 0) {
+    std::map<std::pair<DType, collective::Reduction>, std::shared_ptr<AllReduceBucket>> open;
+    const auto overlaps = [&](const BufferRef& r, const void* p, size_t bytes) {
+      const std::byte* a = static_cast<const std::byte*>(ex->resolve(r));
+      const std::byte* b = static_cast<const std::byte*>(p);
+      return a < b + bytes && b < a + r.type.bytes();
+    };
+    const auto read_after = [&](size_t i, const BufferRef& result) {
+      const void* p = ex->resolve(result);
+      const size_t bytes = result.type.bytes();
+      for (size_t j = i + 1; j < program.code.size(); ++j) {
+        for (const BufferRef& r : program.code[j].operands) {
+          if (overlaps(r, p, bytes)) return true;
+        }
+      }
+      for (const BufferRef& r : program.outputs) {
+        if (overlaps(r, p, bytes)) return true;
+      }
+      for (const Update& u : program.updates) {
+        if (overlaps(u.from, p, bytes)) return true;
+      }
+      return false;
+    };
+    for (size_t i = 0; i < program.code.size(); ++i) {
+      const Invocation& inv = program.code[i];
+      for (auto it = open.begin(); it != open.end();) {
+        bool touches = false;
+        for (const AllReduceBucket::Member& m : it->second->members) {
+          const size_t bytes = m.count * dtype_size(it->second->dtype);
+          for (const auto* refs : {&inv.operands, &inv.results}) {
+            for (const BufferRef& r : *refs) touches = touches || overlaps(r, m.result, bytes);
+          }
+        }
+        it = touches ? open.erase(it) : std::next(it);
+      }
+      if (inv.kind != Invocation::Kind::library || inv.node.op != Op::AllReduce) continue;
+      if (!read_after(i, inv.results[0])) continue;
+      WEFT_ASSIGN_OR_RETURN(collective::Reduction reduction,
+                            collective::parse_reduction(inv.node.str_attr("reduction")));
+      const Type& type = inv.results[0].type;
+      std::shared_ptr<AllReduceBucket>& b = open[{type.dtype, reduction}];
+      if (!b) {
+        b = std::make_shared<AllReduceBucket>();
+        b->comm = comm;
+        b->reduction = reduction;
+        b->dtype = type.dtype;
+      }
+      b->members.push_back({ex->resolve(inv.results[0]), b->count, type.numel()});
+      b->count += type.numel();
+      b->loc = inv.node.loc;
+      bucket_of[i] = {b, b->members.size() - 1};
+      const int64_t bytes = b->count * static_cast<int64_t>(dtype_size(type.dtype));
+      if (bytes >= options.all_reduce_bucket_bytes) open.erase({type.dtype, reduction});
+    }
+    for (auto& [b, member] : bucket_of) {
+      if (!b || b->staging) continue;
+      b->staging = allocate(b->count * static_cast<int64_t>(dtype_size(b->dtype)));
+    }
+  }
+  for (size_t index = 0; index < program.code.size(); ++index) {
+    const Invocation& inv = program.code[index];
     std::vector<const void*> in;
     std::vector<Type> types;
     for (const BufferRef& r : inv.operands) {
@@ -228,6 +384,18 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program,
         ex->code_.push_back(std::make_unique<CopyBound>(in[0], out, inv.results[0].type.bytes()));
         break;
       case Invocation::Kind::library: {
+        if (inv.node.op == Op::AllReduce) {
+          if (const auto& [bucket, member] = bucket_of[index]; bucket) {
+            ex->code_.push_back(std::make_unique<BucketMemberBound>(bucket, member, in[0]));
+            ex->bucketed_all_reduce_ = true;
+            break;
+          }
+          WEFT_ASSIGN_OR_RETURN(collective::Reduction reduction,
+                                collective::parse_reduction(inv.node.str_attr("reduction")));
+          ex->code_.push_back(std::make_unique<AllReduceBound>(
+              comm, reduction, in[0], out, inv.results[0].type, inv.node.loc));
+          break;
+        }
         LibraryCall call{inv.node, types, inv.results[0].type};
         WEFT_ASSIGN_OR_RETURN(std::unique_ptr<BoundKernel> k, make_library_kernel(call, in, out));
         if (k) {

@@ -23,6 +23,18 @@
 // fallbacks()) runs through the reference interpreter for that one invocation; it is
 // correct but allocates, and the Program dump lists it.
 //
+// Collectives: an `all_reduce` invocation runs through ExecutorOptions::communicator
+// (runtime/collective/communicator.h), in place on its result's buffer (the operand is
+// copied there first when the memory plan put them apart); with no communicator it is
+// a one-process step, where all_reduce changes nothing. With more than one rank the
+// invocations are bucketed: each copies its operand into a staging buffer, and one
+// collective call reduces the bucket when the step reaches the first invocation that
+// touches one of the bucket's results (for a training step, the optimizer update after
+// the whole backward pass), or when the bucket is full (all_reduce_bucket_bytes); then
+// every result is copied out. The calls block (no overlap with the backward pass yet).
+// Under check-numerics, results of bucketed all_reduce invocations are not scanned
+// (their operands were).
+//
 // Updates: after the last invocation each `assign`'s value is copied into its param or
 // state buffer, so parameters and optimizer state persist in the executor between steps.
 
@@ -32,6 +44,7 @@
 #include <vector>
 
 #include "ir/status.h"
+#include "runtime/collective/communicator.h"
 #include "runtime/cpu/thread_pool.h"
 #include "runtime/program.h"
 #include "runtime/tensor.h"
@@ -46,6 +59,12 @@ struct ExecutorOptions {
   int64_t max_memory = 0;
   /// Start with set_check_numerics(true).
   bool check_numerics = false;
+  /// What runs the program's all_reduce invocations; nullptr: collective::single_process().
+  std::shared_ptr<collective::Communicator> communicator = nullptr;
+  /// With more than one rank, all_reduce invocations of one dtype and reduction share a
+  /// bucket — one collective call — of up to this many bytes (PyTorch DDP's default
+  /// bucket size); 0: one call per invocation.
+  int64_t all_reduce_bucket_bytes = int64_t{25} << 20;
 };
 
 /// The check create() makes: ok, or the error naming the Program's arena, input bytes,
@@ -121,6 +140,7 @@ class Executor {
   int fallbacks_ = 0;
   bool profiling_ = false;
   bool check_numerics_ = false;
+  bool bucketed_all_reduce_ = false;  ///< Some all_reduce results are written by a bucket.
   int64_t profiled_steps_ = 0;
   std::vector<double> profile_ns_;  ///< Per invocation, then the updates, summed over steps.
 };

@@ -108,6 +108,14 @@ Status assign(const Node& node, const Inputs& in, Tensor& out) {
   return Status::ok_status();
 }
 
+// all_reduce in one process: the reference interpreter is a single process (world size
+// 1), where the sum and the mean over the ranks are both the rank's own tensor. The
+// executors of runtime/cpu run it through a communicator (runtime/collective).
+Status all_reduce(const Node&, const Inputs& in, Tensor& out) {
+  std::memcpy(out.raw_data(), in[0]->raw_data(), out.bytes());
+  return Status::ok_status();
+}
+
 }  // namespace
 
 void register_creation_kernels(KernelTable& t) {
@@ -116,6 +124,7 @@ void register_creation_kernels(KernelTable& t) {
   t.add(Op::RandomUniform, random_uniform);
   t.add(Op::RandomBernoulli, random_bernoulli);
   t.add(Op::Assign, assign);
+  t.add(Op::AllReduce, all_reduce);
 }
 
 }  // namespace weft::reference

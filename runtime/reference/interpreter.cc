@@ -65,7 +65,8 @@ bool computes_in_f32(Op op) {
     case OpCategory::Movement:
     case OpCategory::Creation:
     case OpCategory::State: return false;
-    default: return op != Op::Cast && op != Op::Select && op != Op::Fused;
+    default:
+      return op != Op::Cast && op != Op::Select && op != Op::Fused && op != Op::AllReduce;
   }
 }
 

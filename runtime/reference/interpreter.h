@@ -57,6 +57,9 @@
 //    is -log_softmax(logits)[n, label[n]], then mean, sum or none; a label outside
 //    [0, C) is an error. `gelu {approximate}`: "none" is x·Φ(x) with erf, "tanh" is
 //    PyTorch's tanh approximation. `mse(a, b) {reduction}` is (a - b)² reduced.
+//  - `all_reduce(x) {reduction}`: the interpreter is one process (world size 1), so the
+//    sum or mean over the ranks is x itself. Across processes, runtime/cpu's executor
+//    runs it through a communicator (runtime/collective/communicator.h).
 
 #include <string>
 #include <utility>

@@ -1,0 +1,61 @@
+#include "runtime/collective/communicator.h"
+
+#include <cstring>
+
+namespace weft::collective {
+
+StatusOr<Reduction> parse_reduction(std::string_view name) {
+  if (name == "sum") return Reduction::sum;
+  if (name == "mean") return Reduction::mean;
+  return Error{"unknown all_reduce reduction \"" + std::string(name) +
+               "\"; expected \"mean\" or \"sum\""};
+}
+
+const char* reduction_name(Reduction r) { return r == Reduction::sum ? "sum" : "mean"; }
+
+namespace {
+
+class SingleProcess : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int world_size() const override { return 1; }
+  Status all_reduce(void*, int64_t, DType dtype, Reduction reduction) override {
+    if (reduction == Reduction::mean && !is_floating(dtype)) {
+      return Error{"all_reduce: the mean of " + std::string(dtype_name(dtype)) +
+                   " values is not defined; use reduction \"sum\""};
+    }
+    return Status::ok_status();
+  }
+  std::string describe() const override { return "single process"; }
+};
+
+}  // namespace
+
+std::shared_ptr<Communicator> single_process() {
+  static const std::shared_ptr<Communicator> one = std::make_shared<SingleProcess>();
+  return one;
+}
+
+StatusOr<Tensor> shard_batch(const Tensor& global, int rank, int world_size) {
+  WEFT_CHECK(world_size >= 1 && rank >= 0 && rank < world_size,
+             "shard_batch: rank outside [0, world_size)");
+  const Type& type = global.type();
+  if (type.shape.rank() < 1) {
+    return Error{"shard_batch: a batch needs a leading batch axis, got " + type.to_string()};
+  }
+  const int64_t rows = type.shape[0];
+  if (rows % world_size != 0) {
+    return Error{"the global batch of " + std::to_string(rows) + " rows (" + type.to_string() +
+                 ") does not split evenly over " + std::to_string(world_size) +
+                 " ranks; use a batch size that is a multiple of the world size"};
+  }
+  Type part = type;
+  part.shape.dims[0] = rows / world_size;
+  Tensor out(part);
+  const size_t bytes = part.bytes();
+  std::memcpy(out.raw_data(), static_cast<const std::byte*>(global.raw_data()) + bytes * rank,
+              bytes);
+  return out;
+}
+
+}  // namespace weft::collective

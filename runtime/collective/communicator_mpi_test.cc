@@ -1,0 +1,41 @@
+// The MPI communicator on 2 ranks: `mpirun -np 2 mpi_check` (mpi_check_main.cc).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/testing/subprocess.h"
+
+namespace weft::collective {
+namespace {
+
+TEST(MpiCommunicator, TwoRanksSumAndAverage) {
+  const std::string command =
+      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader "
+      "OMPI_MCA_rmaps_base_oversubscribe=1 mpirun -np 2 runtime/collective/mpi_check";
+  testing::CommandResult r = testing::run_command(command);
+  // Open MPI 4.x's shutdown race (tests/data_parallel/data_parallel_test.cc, run_mpi).
+  if (r.exit_code != 0 && r.out.find("with PID 0 on") != std::string::npos) {
+    r = testing::run_command(command);
+  }
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  for (const std::string rank : {"rank 0: ", "rank 1: "}) {
+    // Ranks contribute (1, 0, 0) and (2, 2, -1).
+    for (const std::string& line : std::vector<std::string>{
+             "MPI rank " + rank.substr(5, 1) + " of 2 (Open MPI v4.1.4)",
+             "f32 sum: 3.000000 2.000000 -1.000000",
+             "f32 mean: 1.500000 1.000000 -0.500000",
+             "f64 mean: 1.500000 1.000000 -0.500000",
+             // i64 contributes (1, 0, 0) and (2, 2, -1) too.
+             "i64 sum: 3.000000 2.000000 -1.000000",
+             "i64 mean: all_reduce: the mean over MPI needs f32 or f64 values, got i64",
+             "f16 sum: all_reduce over MPI: dtype f16 is not supported (f32, f64, i32, i64, "
+             "u8); keep gradients in f32",
+         }) {
+      EXPECT_NE(r.out.find(rank + line + "\n"), std::string::npos) << rank + line << "\n" << r.out;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace weft::collective

@@ -1,0 +1,129 @@
+#include "runtime/collective/mpi_communicator.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdlib>
+#include <string>
+
+namespace weft::collective {
+namespace {
+
+std::string mpi_error(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  return std::string(text, static_cast<size_t>(length));
+}
+
+StatusOr<MPI_Datatype> mpi_type(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return MPI_FLOAT;
+    case DType::f64: return MPI_DOUBLE;
+    case DType::i32: return MPI_INT32_T;
+    case DType::i64: return MPI_INT64_T;
+    case DType::u8: return MPI_UINT8_T;
+    default:
+      return Error{"all_reduce over MPI: dtype " + std::string(dtype_name(dtype)) +
+                   " is not supported (f32, f64, i32, i64, u8); keep gradients in f32"};
+  }
+}
+
+template <typename T>
+void divide(void* data, int64_t count, int world) {
+  T* x = static_cast<T*>(data);
+  const T n = static_cast<T>(world);
+  for (int64_t i = 0; i < count; ++i) x[i] /= n;
+}
+
+class MpiWorld : public Communicator {
+ public:
+  MpiWorld(int rank, int size, std::string library)
+      : rank_(rank), size_(size), library_(std::move(library)) {}
+  int rank() const override { return rank_; }
+  int world_size() const override { return size_; }
+
+  Status all_reduce(void* data, int64_t count, DType dtype, Reduction reduction) override {
+    if (reduction == Reduction::mean && dtype != DType::f32 && dtype != DType::f64) {
+      return Error{"all_reduce: the mean over MPI needs f32 or f64 values, got " +
+                   std::string(dtype_name(dtype))};
+    }
+    WEFT_ASSIGN_OR_RETURN(MPI_Datatype type, mpi_type(dtype));
+    // MPI counts are int: large buffers go in chunks.
+    const int64_t kChunk = int64_t{1} << 30;
+    const size_t element = dtype_size(dtype);
+    for (int64_t at = 0; at < count; at += kChunk) {
+      const int n = static_cast<int>(std::min(kChunk, count - at));
+      const int rc = MPI_Allreduce(MPI_IN_PLACE, static_cast<std::byte*>(data) + at * element, n,
+                                   type, MPI_SUM, MPI_COMM_WORLD);
+      if (rc != MPI_SUCCESS) {
+        return Error{"all_reduce: MPI_Allreduce of " + std::to_string(n) + " " +
+                     std::string(dtype_name(dtype)) + " values failed on rank " +
+                     std::to_string(rank_) + ": " + mpi_error(rc)};
+      }
+    }
+    if (reduction == Reduction::mean) {
+      if (dtype == DType::f32) divide<float>(data, count, size_);
+      else divide<double>(data, count, size_);
+    }
+    return Status::ok_status();
+  }
+
+  std::string describe() const override {
+    return "MPI rank " + std::to_string(rank_) + " of " + std::to_string(size_) + " (" +
+           library_ + ")";
+  }
+
+ private:
+  int rank_;
+  int size_;
+  std::string library_;
+};
+
+void finalize_mpi() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+}  // namespace
+
+bool launched_by_mpi_launcher() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"}) {
+    if (std::getenv(name) != nullptr) return true;
+  }
+  return false;
+}
+
+StatusOr<std::shared_ptr<Communicator>> mpi_world() {
+  static std::shared_ptr<Communicator> world;
+  if (world) return world;
+  if (!launched_by_mpi_launcher()) {
+    return Error{"data parallelism over MPI: this process was not started by an MPI "
+                 "launcher (none of OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_RANK is set); run it "
+                 "as `mpirun -np N PROGRAM` (or `srun -n N PROGRAM`), or train in one process "
+                 "with collective::single_process()"};
+  }
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    int provided = 0;
+    const int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    if (rc != MPI_SUCCESS) return Error{"MPI_Init_thread failed: " + mpi_error(rc)};
+    std::atexit(finalize_mpi);
+  }
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  char version[MPI_MAX_LIBRARY_VERSION_STRING];
+  int length = 0;
+  MPI_Get_library_version(version, &length);
+  std::string library(version, static_cast<size_t>(length));
+  if (const size_t comma = library.find(','); comma != std::string::npos) library.resize(comma);
+  world = std::make_shared<MpiWorld>(rank, size, library);
+  return world;
+}
+
+}  // namespace weft::collective

@@ -63,4 +63,20 @@ std::optional<size_t> find_excess_nesting(std::string_view text, int max_depth) 
   return std::nullopt;
 }
 
+std::string format_bytes(int64_t bytes, int decimals, bool trim_zeros) {
+  if (bytes < 1024) return std::to_string(bytes) + " B";
+  constexpr const char* kUnits[] = {"KiB", "MiB", "GiB"};
+  double value = bytes / 1024.0;
+  int unit = 0;
+  for (; unit < 2 && value >= 1024; ++unit) value /= 1024;
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", decimals, value);
+  std::string number = buf;
+  if (trim_zeros && number.find('.') != std::string::npos) {
+    while (number.back() == '0') number.pop_back();
+    if (number.back() == '.') number.pop_back();
+  }
+  return number + " " + kUnits[unit];
+}
+
 }  // namespace weft

@@ -4,6 +4,8 @@
 #include <array>
 #include <cstdio>
 
+#include "ir/text_util.h"
+
 namespace weft::viz {
 namespace {
 
@@ -183,9 +185,7 @@ std::vector<BufferSpan> buffer_spans(const Graph& g, const MemoryPlan& plan) {
 }
 
 std::string format_bytes(int64_t bytes) {
-  if (bytes < 1024) return std::to_string(bytes) + " B";
-  if (bytes < 1024 * 1024) return fmt(bytes % 1024 == 0 ? "%.0f KiB" : "%.1f KiB", bytes / 1024.0);
-  return fmt("%.2f MiB", bytes / (1024.0 * 1024.0));
+  return weft::format_bytes(bytes, /*decimals=*/2, /*trim_zeros=*/true);
 }
 
 std::string memory_plan_svg(const Graph& g, const MemoryPlan& plan,

@@ -31,4 +31,8 @@ std::optional<size_t> find_excess_nesting(std::string_view text, int max_depth);
 /// decimals are dropped, and the point with them ("256 KiB", "1.5 MiB", "1.25 MiB").
 std::string format_bytes(int64_t bytes, int decimals = 1, bool trim_zeros = false);
 
+/// `text` made safe inside HTML or XML text and double-quoted attribute values: `&`, `<`,
+/// `>` and `"` become entities; everything else is kept.
+std::string html_escape(std::string_view text);
+
 }  // namespace weft

@@ -30,5 +30,11 @@ TEST(FormatBytes, DecimalsAndTrimmedZeros) {
   EXPECT_EQ(format_bytes(2250, /*decimals=*/2, /*trim_zeros=*/true), "2.2 KiB");
 }
 
+TEST(HtmlEscape, TheFourSpecialCharacters) {
+  EXPECT_EQ(html_escape(R"(<a href="x">Q&A</a>)"), "&lt;a href=&quot;x&quot;&gt;Q&amp;A&lt;/a&gt;");
+  EXPECT_EQ(html_escape("it's · plain"), "it's · plain");
+  EXPECT_EQ(html_escape(""), "");
+}
+
 }  // namespace
 }  // namespace weft

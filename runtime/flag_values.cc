@@ -62,4 +62,11 @@ std::optional<int64_t> parse_byte_size(std::string_view text) {
   return n.value << shift;
 }
 
+std::string resolve_path(const std::string& path) {
+  if (path.empty() || path[0] == '/') return path;
+  const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY");
+  if (cwd == nullptr || *cwd == '\0') return path;
+  return std::string(cwd) + "/" + path;
+}
+
 }  // namespace weft

@@ -1,6 +1,6 @@
 #pragma once
-// Numbers in command-line flag values, read one way for every tool: weftc, the training
-// driver (runtime/driver) and the examples. Each tool words its own errors; these say
+// Numbers and paths in command-line flag values, read one way for every tool: weftc, the
+// training driver (runtime/driver) and the examples. Each tool words its own errors; these say
 // only whether the text is the number asked for and, if it is well written, whether it
 // fits.
 //
@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace weft {
@@ -41,5 +42,9 @@ FlagNumber<double> parse_real_number(std::string_view text);
 /// A positive byte count, a whole number with an optional suffix K, M or G (KiB, MiB,
 /// GiB): "512", "64K", "2G". nullopt for anything else, zero, or more than 2^62 bytes.
 std::optional<int64_t> parse_byte_size(std::string_view text);
+
+/// A user-supplied path, relative paths taken against $BUILD_WORKING_DIRECTORY when set
+/// (the directory `bazel run` was started in).
+std::string resolve_path(const std::string& path);
 
 }  // namespace weft

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 namespace weft {
 namespace {
 
@@ -50,6 +52,15 @@ TEST(FlagValues, ByteSizes) {
   for (const char* bad : {"", "0", "-1K", "K", "lots", "5T", "5k", "1.5M", "4294967297G"}) {
     EXPECT_EQ(parse_byte_size(bad), std::nullopt) << bad;
   }
+}
+
+TEST(FlagValues, PathsRelativeToWhereBazelRunStarted) {
+  ::setenv("BUILD_WORKING_DIRECTORY", "/home/me/project", 1);
+  EXPECT_EQ(resolve_path("out/model.safetensors"), "/home/me/project/out/model.safetensors");
+  EXPECT_EQ(resolve_path("/abs/x.npy"), "/abs/x.npy");
+  EXPECT_EQ(resolve_path(""), "");
+  ::unsetenv("BUILD_WORKING_DIRECTORY");
+  EXPECT_EQ(resolve_path("out/model.safetensors"), "out/model.safetensors");
 }
 
 }  // namespace

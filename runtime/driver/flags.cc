@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <functional>
 #include <limits>
 #include <sstream>
@@ -282,13 +281,6 @@ class ConstantLR final : public LrSchedule {
 };
 
 }  // namespace
-
-std::string resolve_path(const std::string& path) {
-  if (path.empty() || path[0] == '/') return path;
-  const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY");
-  if (cwd == nullptr || *cwd == '\0') return path;
-  return std::string(cwd) + "/" + path;
-}
 
 StatusOr<DriverConfig> parse_flags(const std::vector<std::string>& args) {
   DriverConfig config;

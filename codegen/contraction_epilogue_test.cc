@@ -10,7 +10,6 @@
 #include "codegen/cpu_backend.h"
 #include "codegen/kernel_test_util.h"
 #include "ir/text.h"
-#include "passes/infer_types.h"
 
 namespace weft::codegen {
 namespace {
@@ -100,11 +99,7 @@ Graph parse_case(const Case& c, const std::string& dtype) {
   for (size_t p = text.find("T["); p != std::string::npos; p = text.find("T[", p)) {
     text.replace(p, 1, dtype);
   }
-  StatusOr<Graph> g = parse_graph(text, std::string(c.name) + ".wir");
-  EXPECT_TRUE(g.ok()) << g.error().to_string();
-  InferTypesPass infer;
-  EXPECT_TRUE(infer.run(*g).ok());
-  return std::move(*g);
+  return testing::parse_typed(text, std::string(c.name) + ".wir");
 }
 
 class ContractionEpilogueTest
@@ -124,8 +119,7 @@ TEST_P(ContractionEpilogueTest, MatchesTheReference) {
   EXPECT_EQ(gemms, 1) << l->program.to_string();
 
   std::mt19937_64 rng(11);
-  std::vector<Tensor> inputs;
-  for (const Input& in : g.inputs()) inputs.push_back(testing::random_tensor(g.type(in.value), rng, -1, 1));
+  const std::vector<Tensor> inputs = testing::random_inputs(g, rng, -1, 1);
   CpuOptions options;
   options.executor.num_threads = threads;
   StatusOr<reference::RunResult> cpu = run_on_cpu(g, inputs, options);
@@ -153,27 +147,37 @@ INSTANTIATE_TEST_SUITE_P(
              std::to_string(std::get<2>(info.param)) + "threads";
     });
 
+// `text` parsed as bad.wir, as written: it must parse (the errors under test come later).
+Graph parse_bad(const char* text) {
+  StatusOr<Graph> g = parse_graph(text, "bad.wir");
+  EXPECT_TRUE(g.ok()) << g.error().to_string();
+  return g.ok() ? std::move(*g) : Graph();
+}
+
+// The error lowering `g` gives, or "lowered" when it gives none.
+std::string lowering_error(const Graph& g) {
+  StatusOr<Lowering> l = lower_to_program(g);
+  return l.ok() ? "lowered" : l.error().to_string();
+}
+
 // The epilogue's layout must match its body: a hand-written contraction whose body does
 // not start with a product of its first two inputs is refused with a message.
 TEST(ContractionEpilogueErrors, ABodyThatIsNotLaidOutIsNamed) {
-  StatusOr<Graph> g = parse_graph(R"(graph @f(%x: f32[4,4], %w: f32[4,4]) {
+  Graph g = parse_bad(R"(graph @f(%x: f32[4,4], %w: f32[4,4]) {
   %y = fused(%x, %w) {kind="contraction"} : f32[4,4] ({
     ^body(%0: f32[4,4], %1: f32[4,4]):
       %t0 = add(%0, %1) : f32[4,4]
       return %t0
   })
   return %y
-})", "bad.wir");
-  ASSERT_TRUE(g.ok()) << g.error().to_string();
-  StatusOr<Lowering> l = lower_to_program(*g);
-  ASSERT_FALSE(l.ok());
-  EXPECT_EQ(l.error().to_string(),
+})");
+  EXPECT_EQ(lowering_error(g),
             "bad.wir:2:3: error: fused {kind=\"contraction\"}: the body must start with a "
             "contraction of its first two inputs (passes/fuse_contraction_epilogue.h)");
 }
 
 TEST(ContractionEpilogueErrors, AnEpilogueReadingTheGemmOperandIsNamed) {
-  StatusOr<Graph> g = parse_graph(R"(graph @f(%x: f32[4,4], %w: f32[4,4]) {
+  Graph g = parse_bad(R"(graph @f(%x: f32[4,4], %w: f32[4,4]) {
   %y = fused(%x, %w) {kind="contraction"} : f32[4,4] ({
     ^body(%0: f32[4,4], %1: f32[4,4]):
       %t0 = matmul(%0, %1) : f32[4,4]
@@ -181,11 +185,8 @@ TEST(ContractionEpilogueErrors, AnEpilogueReadingTheGemmOperandIsNamed) {
       return %t1
   })
   return %y
-})", "bad.wir");
-  ASSERT_TRUE(g.ok()) << g.error().to_string();
-  StatusOr<Lowering> l = lower_to_program(*g);
-  ASSERT_FALSE(l.ok());
-  EXPECT_EQ(l.error().to_string(),
+})");
+  EXPECT_EQ(lowering_error(g),
             "bad.wir:2:3: error: fused {kind=\"contraction\"}: the epilogue reads the "
             "contraction's operand %0 (give it as an input of its own)");
 }
@@ -193,7 +194,7 @@ TEST(ContractionEpilogueErrors, AnEpilogueReadingTheGemmOperandIsNamed) {
 // The runtime has no GEMM for i32: a hand-written contraction of i32 is refused when the
 // Program is bound, at the matmul's line.
 TEST(ContractionEpilogueErrors, AGemmTheRuntimeLacksIsNamed) {
-  StatusOr<Graph> g = parse_graph(R"(graph @f(%x: i32[4,4], %w: i32[4,4], %b: i32[4]) {
+  Graph g = parse_bad(R"(graph @f(%x: i32[4,4], %w: i32[4,4], %b: i32[4]) {
   %y = fused(%x, %w, %b) {kind="contraction"} : i32[4,4] ({
     ^body(%0: i32[4,4], %1: i32[4,4], %2: i32[4]):
       %t0 = matmul(%0, %1) : i32[4,4]
@@ -201,11 +202,10 @@ TEST(ContractionEpilogueErrors, AGemmTheRuntimeLacksIsNamed) {
       return %t1
   })
   return %y
-})", "bad.wir");
-  ASSERT_TRUE(g.ok()) << g.error().to_string();
+})");
   std::vector<Tensor> inputs;
-  for (const Input& in : g->inputs()) inputs.emplace_back(g->type(in.value));
-  StatusOr<reference::RunResult> r = run_on_cpu(*g, inputs);
+  for (const Input& in : g.inputs()) inputs.emplace_back(g.type(in.value));
+  StatusOr<reference::RunResult> r = run_on_cpu(g, inputs);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().to_string(),
             "bad.wir:4:7: error: program @f: no CPU kernel runs matmul on i32[4,4] and i32[4,4] "

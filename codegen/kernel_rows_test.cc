@@ -36,6 +36,19 @@ Graph body(std::string text, DType d, const Shape& full, const Shape& row,
   return g.ok() ? std::move(*g) : Graph();
 }
 
+// The message compiling the row body `g` fails with, or "compiled".
+std::string compile_error(const Graph& g) {
+  StatusOr<const CompiledKernel*> k = KernelCompiler::global().compile(g);
+  return k.ok() ? "compiled" : k.error().message;
+}
+
+// The passes over each row `g` makes, and its row layout.
+void expect_rows(const Graph& g, int passes, int64_t rows, int64_t row_length) {
+  EXPECT_EQ(row_passes(g), passes);
+  EXPECT_EQ(row_layout(g).rows, rows);
+  EXPECT_EQ(row_layout(g).row_length, row_length);
+}
+
 const char* kSoftmax = R"(graph @k(%x: $T[$F]) -> ($T[$F]) {
   %m = max(%x) {axes=[$A], keepdims=true} : $T[$R]
   %d = sub(%x, %m) : $T[$F]
@@ -168,9 +181,7 @@ TEST(KernelRows, PerRowInputsAndOutputs) {
   ASSERT_TRUE(is_row_body(g));
   testing::expect_random_matches(g, 2e-6, 0.5, 3);
   // max and min read the same row: one pass for both, one for the outputs.
-  EXPECT_EQ(row_passes(g), 2);
-  EXPECT_EQ(row_layout(g).rows, 15);
-  EXPECT_EQ(row_layout(g).row_length, 33 * 2);
+  expect_rows(g, /*passes=*/2, /*rows=*/15, /*row_length=*/33 * 2);
 }
 
 TEST(KernelRows, MaxPropagatesNaN) {
@@ -184,9 +195,8 @@ TEST(KernelRows, MaxPropagatesNaN) {
 
 TEST(KernelRows, LayoutsAndPasses) {
   Graph ln = body(kLayerNormBackward, DType::f32, {8, 64, 128}, {8, 64, 1}, "-1", {128});
-  EXPECT_EQ(row_passes(ln), 4);  // mean(x); var; mean(dx̂) and mean(dx̂ x̂); outputs.
-  EXPECT_EQ(row_layout(ln).rows, 512);
-  EXPECT_EQ(row_layout(ln).row_length, 128 * 4);
+  // mean(x); var; mean(dx̂) and mean(dx̂ x̂); outputs.
+  expect_rows(ln, /*passes=*/4, /*rows=*/512, /*row_length=*/128 * 4);
   Graph sm = body(kSoftmax, DType::f32, {8, 4, 64, 64}, {8, 4, 64, 1}, "-1", {});
   EXPECT_EQ(row_passes(sm), 3);
   EXPECT_EQ(row_layout(sm).rows, 8 * 4 * 64);
@@ -203,9 +213,7 @@ TEST(KernelRows, RejectsReductionsOfOtherAxes) {
   %y = sub(%x, %s) : $T[$F]
   return %y
 })", DType::f32, {4, 6}, {4, 1}, "-1", {});
-  StatusOr<const CompiledKernel*> k = KernelCompiler::global().compile(g);
-  ASSERT_FALSE(k.ok());
-  EXPECT_EQ(k.error().message,
+  EXPECT_EQ(compile_error(g),
             "codegen: row kernel body @k: sum from [4,6] to [1,6]: the reductions of a row "
             "kernel keep their dims and reduce the same trailing axes of one shape (here [4,6] "
             "to [1,6])");
@@ -215,9 +223,7 @@ TEST(KernelRows, RejectsReductionsOfOtherAxes) {
   %z = add(%b, %b) : $T[6]
   return %z
 })", DType::f32, {4, 6}, {4, 1}, "1", {});
-  k = KernelCompiler::global().compile(out);
-  ASSERT_FALSE(k.ok());
-  EXPECT_EQ(k.error().message,
+  EXPECT_EQ(compile_error(out),
             "codegen: row kernel body @k: output %z [6] has neither the full shape [4,6] nor "
             "the per-row shape [4,1]");
   Graph wide = body(R"(graph @k(%x: $T[$F], %b: $T[5]) -> ($T[$F]) {
@@ -226,9 +232,7 @@ TEST(KernelRows, RejectsReductionsOfOtherAxes) {
   %z = add(%b, %b) : $T[5]
   return %y
 })", DType::f32, {4, 6}, {4, 1}, "1", {});
-  k = KernelCompiler::global().compile(wide);
-  ASSERT_FALSE(k.ok());
-  EXPECT_EQ(k.error().message,
+  EXPECT_EQ(compile_error(wide),
             "codegen: row kernel body @k: %b [5] does not broadcast to the row space [4,6]");
   Graph moved = body(R"(graph @k(%x: $T[$F]) -> ($T[$F]) {
   %s = sum(%x) {axes=[1], keepdims=true} : $T[$R]
@@ -236,9 +240,7 @@ TEST(KernelRows, RejectsReductionsOfOtherAxes) {
   %y = sub(%t, %s) : $T[$F]
   return %y
 })", DType::f32, {4, 6}, {4, 1}, "1", {});
-  k = KernelCompiler::global().compile(moved);
-  ASSERT_FALSE(k.ok());
-  EXPECT_EQ(k.error().message,
+  EXPECT_EQ(compile_error(moved),
             "codegen: row kernel body @k: transpose is neither elementwise nor a reduction");
 }
 

@@ -1,6 +1,7 @@
 #pragma once
-// Test helpers shared by the kernel compiler's tests: one-node bodies, random inputs,
-// and a run of a body through both the JIT and the reference interpreter.
+// Test helpers shared by the kernel compiler's and the CPU backend's tests: graphs parsed
+// with their types, one-node bodies, random inputs, and a run of a body through both the
+// JIT and the reference interpreter.
 
 #include <gtest/gtest.h>
 
@@ -11,10 +12,23 @@
 #include <vector>
 
 #include "codegen/kernel_compiler.h"
+#include "ir/text.h"
+#include "passes/infer_types.h"
 #include "runtime/reference/interpreter.h"
 #include "runtime/tensor.h"
 
 namespace weft::codegen::testing {
+
+/// `text` parsed as the IR file `file`, with every value's type inferred.
+inline Graph parse_typed(const std::string& text, const std::string& file = "test.wir") {
+  StatusOr<Graph> g = parse_graph(text, file);
+  EXPECT_TRUE(g.ok()) << g.error().to_string();
+  if (!g.ok()) return Graph();
+  InferTypesPass infer;
+  StatusOr<bool> typed = infer.run(*g);
+  EXPECT_TRUE(typed.ok()) << typed.error().to_string();
+  return std::move(*g);
+}
 
 /// A body applying `op` once to inputs of `operand_types`; the result has the
 /// broadcast shape of the operands and dtype `result` (default: the first operand's).
@@ -43,6 +57,14 @@ inline Tensor random_tensor(const Type& type, std::mt19937_64& rng, double lo, d
     t.set_double(i, v);
   }
   return t;
+}
+
+/// random_tensor for every input of `g`, in order.
+inline std::vector<Tensor> random_inputs(const Graph& g, std::mt19937_64& rng, double lo,
+                                         double hi) {
+  std::vector<Tensor> inputs;
+  for (const Input& in : g.inputs()) inputs.push_back(random_tensor(g.type(in.value), rng, lo, hi));
+  return inputs;
 }
 
 /// The JIT's outputs for `inputs`, rows computed in two calls (so row_begin matters).

@@ -16,7 +16,6 @@
 #include "frontend/training.h"
 #include "ir/text.h"
 #include "ir/verifier.h"
-#include "passes/infer_types.h"
 
 namespace weft::codegen {
 namespace {
@@ -84,10 +83,12 @@ TEST_P(MergedStep, EqualsTheReferenceAndTheUnmergedProgram) {
     auto v = trainer->values().find(name);
     inputs.push_back(v != trainer->values().end() ? v->second : Tensor(g.type(in.value)));
   }
-  for (size_t i = 0; i < inputs.size(); ++i) {
+  // Both Programs take the same inputs, in graph order.
+  auto set_both = [&](size_t i) {
     ASSERT_TRUE((*merged)->set_input(static_cast<int>(i), inputs[i]).ok());
     ASSERT_TRUE((*separate)->set_input(static_cast<int>(i), inputs[i]).ok());
-  }
+  };
+  for (size_t i = 0; i < inputs.size(); ++i) ASSERT_NO_FATAL_FAILURE(set_both(i));
   std::mt19937_64 rng(7);
   for (int step = 1; step <= 4; ++step) {
     for (size_t i = 0; i < inputs.size(); ++i) {
@@ -99,8 +100,7 @@ TEST_P(MergedStep, EqualsTheReferenceAndTheUnmergedProgram) {
       }
       if (name == "weft.lr") inputs[i].set_double(0, c.spec.lr);
       if (name == "weft.step") inputs[i].set_double(0, step);
-      ASSERT_TRUE((*merged)->set_input(static_cast<int>(i), inputs[i]).ok());
-      ASSERT_TRUE((*separate)->set_input(static_cast<int>(i), inputs[i]).ok());
+      ASSERT_NO_FATAL_FAILURE(set_both(i));
     }
     auto ref = reference::run(g, inputs);
     ASSERT_TRUE(ref.ok()) << ref.error().to_string();
@@ -139,12 +139,27 @@ INSTANTIATE_TEST_SUITE_P(Optimizers, MergedStep, ::testing::Range(0, 5),
                            return optimizers()[info.param].name;
                          });
 
-Graph parse(const std::string& text) {
-  StatusOr<Graph> g = parse_graph(text, "test.wir");
-  EXPECT_TRUE(g.ok()) << g.error().to_string();
-  InferTypesPass infer;
-  EXPECT_TRUE(infer.run(*g).ok());
-  return std::move(*g);
+Graph parse(const std::string& text) { return testing::parse_typed(text); }
+
+// One step of `g` on `inputs` on the CPU equals the reference interpreter (1e-6): every
+// updated value, in the same order, and every output.
+void expect_cpu_matches_reference(const Graph& g, const std::vector<Tensor>& inputs) {
+  auto cpu = run_on_cpu(g, inputs);
+  auto ref = reference::run(g, inputs);
+  ASSERT_TRUE(cpu.ok()) << cpu.error().to_string();
+  ASSERT_TRUE(ref.ok()) << ref.error().to_string();
+  ASSERT_EQ(cpu->updated.size(), ref->updated.size());
+  for (size_t i = 0; i < ref->updated.size(); ++i) {
+    std::string why;
+    EXPECT_EQ(cpu->updated[i].first, ref->updated[i].first);
+    EXPECT_TRUE(all_close(cpu->updated[i].second, ref->updated[i].second, 1e-6, &why))
+        << ref->updated[i].first << ": " << why;
+  }
+  ASSERT_EQ(cpu->outputs.size(), ref->outputs.size());
+  for (size_t i = 0; i < ref->outputs.size(); ++i) {
+    std::string why;
+    EXPECT_TRUE(all_close(cpu->outputs[i], ref->outputs[i], 1e-6, &why)) << i << ": " << why;
+  }
 }
 
 // %a, %b (f32) and %c, %d (f64) are updated by the same formula, %g by another, %e is
@@ -228,25 +243,7 @@ TEST(MergeUpdatesTest, MergesPerDtypeAndLeavesFrozenAndOddOnesAlone) {
 
   // One step on the CPU equals the reference interpreter.
   std::mt19937_64 rng(5);
-  std::vector<Tensor> inputs;
-  for (const Input& in : g.inputs()) {
-    inputs.push_back(testing::random_tensor(g.type(in.value), rng, -1, 1));
-  }
-  auto cpu = run_on_cpu(g, inputs);
-  auto ref = reference::run(g, inputs);
-  ASSERT_TRUE(cpu.ok()) << cpu.error().to_string();
-  ASSERT_TRUE(ref.ok());
-  ASSERT_EQ(cpu->updated.size(), ref->updated.size());
-  for (size_t i = 0; i < ref->updated.size(); ++i) {
-    std::string why;
-    EXPECT_EQ(cpu->updated[i].first, ref->updated[i].first);
-    EXPECT_TRUE(all_close(cpu->updated[i].second, ref->updated[i].second, 1e-6, &why))
-        << ref->updated[i].first << ": " << why;
-  }
-  for (size_t i = 0; i < ref->outputs.size(); ++i) {
-    std::string why;
-    EXPECT_TRUE(all_close(cpu->outputs[i], ref->outputs[i], 1e-6, &why)) << i << ": " << why;
-  }
+  expect_cpu_matches_reference(g, testing::random_inputs(g, rng, -1, 1));
 }
 
 // An update whose result is read again in the step (here by %s after the update) cannot
@@ -320,16 +317,7 @@ TEST(MergeUpdatesTest, DataInputsFormRangesToo) {
   ASSERT_TRUE(l.ok()) << l.error().to_string();
   EXPECT_EQ(update_invocations(l->program), 1) << l->program.to_string();
   std::mt19937_64 rng(1);
-  std::vector<Tensor> inputs;
-  for (const Input& in : g.inputs()) {
-    inputs.push_back(testing::random_tensor(g.type(in.value), rng, -1, 1));
-  }
-  auto cpu = run_on_cpu(g, inputs);
-  auto ref = reference::run(g, inputs);
-  ASSERT_TRUE(cpu.ok() && ref.ok());
-  for (size_t i = 0; i < ref->updated.size(); ++i) {
-    EXPECT_TRUE(all_close(cpu->updated[i].second, ref->updated[i].second, 1e-6));
-  }
+  expect_cpu_matches_reference(g, testing::random_inputs(g, rng, -1, 1));
 }
 
 // The gradients' padding lies in arena bytes that %h (exp: never zero) used before

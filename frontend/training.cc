@@ -114,9 +114,23 @@ StatusOr<Trainer> Trainer::compile(const FlowPtr& net, const std::vector<InputSp
 }
 
 void Trainer::set_check_numerics(bool on) {
-  options_.check_numerics = on;
-  if (step_exec_) step_exec_->set_check_numerics(on);
-  for (auto& [key, ex] : eval_execs_) ex->set_check_numerics(on);
+  options_.check_numerics = on;  // for the executors created from now on
+  for (cpu::Executor* ex : executors()) ex->set_check_numerics(on);
+}
+
+cpu::ExecutorOptions Trainer::executor_options() const {
+  cpu::ExecutorOptions executor;
+  executor.num_threads = options_.num_threads;
+  executor.max_memory = options_.max_memory;
+  executor.check_numerics = options_.check_numerics;
+  return executor;
+}
+
+std::vector<cpu::Executor*> Trainer::executors() {
+  std::vector<cpu::Executor*> all;
+  if (step_exec_) all.push_back(step_exec_.get());
+  for (auto& [key, ex] : eval_execs_) all.push_back(ex.get());
+  return all;
 }
 
 Status Trainer::build_step() {
@@ -187,9 +201,7 @@ Status Trainer::build_step() {
   }
   if (compiled()) {
     codegen::CpuOptions cpu;
-    cpu.executor.num_threads = options_.num_threads;
-    cpu.executor.max_memory = options_.max_memory;
-    cpu.executor.check_numerics = options_.check_numerics;
+    cpu.executor = executor_options();
     cpu.executor.communicator = options_.communicator;
     cpu.executor.all_reduce_bucket_bytes = options_.all_reduce_bucket_bytes;
     WEFT_ASSIGN_OR_RETURN(step_exec_, codegen::compile_for_cpu(g, cpu));
@@ -306,9 +318,7 @@ StatusOr<std::vector<Tensor>> Trainer::evaluate(const std::vector<Tensor>& batch
     auto ex = eval_execs_.find(key);
     if (ex == eval_execs_.end()) {
       codegen::CpuOptions cpu;
-      cpu.executor.num_threads = options_.num_threads;
-      cpu.executor.max_memory = options_.max_memory;
-      cpu.executor.check_numerics = options_.check_numerics;
+      cpu.executor = executor_options();
       WEFT_ASSIGN_OR_RETURN(std::unique_ptr<cpu::Executor> e, codegen::compile_for_cpu(g, cpu));
       ex = eval_execs_.emplace(key, std::move(e)).first;
     }

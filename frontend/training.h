@@ -136,6 +136,11 @@ class Trainer {
   Trainer() = default;
   Status build_step();
   bool compiled() const { return options_.backend == "cpu"; }
+  /// What every executor is created with: options_'s threads, memory limit and
+  /// check-numerics.
+  cpu::ExecutorOptions executor_options() const;
+  /// The executors created so far: the step's, then each evaluation's.
+  std::vector<cpu::Executor*> executors();
   /// Copies the executor's parameters, state and slots into values_ when they are newer.
   void sync_values() const;
   /// Copies values_ into an executor's param and state inputs.

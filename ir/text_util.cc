@@ -63,4 +63,35 @@ std::optional<size_t> find_excess_nesting(std::string_view text, int max_depth) 
   return std::nullopt;
 }
 
+std::string format_bytes(int64_t bytes, int decimals, bool trim_zeros) {
+  if (bytes < 1024) return std::to_string(bytes) + " B";
+  constexpr const char* kUnits[] = {"KiB", "MiB", "GiB"};
+  double value = bytes / 1024.0;
+  int unit = 0;
+  for (; unit < 2 && value >= 1024; ++unit) value /= 1024;
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", decimals, value);
+  std::string number = buf;
+  if (trim_zeros && number.find('.') != std::string::npos) {
+    while (number.back() == '0') number.pop_back();
+    if (number.back() == '.') number.pop_back();
+  }
+  return number + " " + kUnits[unit];
+}
+
+std::string html_escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
 }  // namespace weft

@@ -1,6 +1,7 @@
 #pragma once
-// Small text helpers shared by readers and error messages across the tree (the IR's
-// JSON form, safetensors headers, PyTorch-worded optimizer and schedule errors).
+// Small text helpers shared by readers, error messages and reports across the tree (the
+// IR's JSON form, safetensors headers, PyTorch-worded optimizer and schedule errors, the
+// memory picture and the training report).
 
 #include <cstddef>
 #include <cstdint>
@@ -24,5 +25,14 @@ uint64_t fnv1a64(std::string_view bytes);
 /// `max_depth` levels (brackets inside strings do not count), or nullopt. Lets a reader
 /// refuse pathological nesting before a recursive JSON parser overflows the stack.
 std::optional<size_t> find_excess_nesting(std::string_view text, int max_depth);
+
+/// `bytes` for people, in binary units: "704 B" below 1 KiB, else KiB, MiB or GiB with
+/// `decimals` decimals ("2.2 KiB", "1.0 MiB"). With `trim_zeros`, zeros that end the
+/// decimals are dropped, and the point with them ("256 KiB", "1.5 MiB", "1.25 MiB").
+std::string format_bytes(int64_t bytes, int decimals = 1, bool trim_zeros = false);
+
+/// `text` made safe inside HTML or XML text and double-quoted attribute values: `&`, `<`,
+/// `>` and `"` become entities; everything else is kept.
+std::string html_escape(std::string_view text);
 
 }  // namespace weft

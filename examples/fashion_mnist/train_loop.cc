@@ -3,15 +3,14 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 
 #include "runtime/collective/mpi_communicator.h"
+#include "runtime/flag_values.h"
 #include "runtime/monitor/monitor.h"
 #include "tools/weftc/args.h"
 
@@ -65,28 +64,22 @@ void parse_flags(int argc, char** argv, RunConfig& c, bool allow_bn) {
     std::string flag = a.substr(0, eq), value = eq == std::string::npos ? "" : a.substr(eq + 1);
     auto bad_value = [&] { usage("bad value for " + flag + ": '" + value + "'", allow_bn); };
     auto number = [&](double low) {
-      char* end = nullptr;
-      double v = std::strtod(value.c_str(), &end);
-      if (value.empty() || *end != '\0' || !(v >= low) || !std::isfinite(v)) bad_value();
-      return v;
+      const FlagNumber<double> v = parse_real_number(value);
+      if (!v.ok() || !(v.value >= low)) bad_value();
+      return v.value;
     };
-    // Counts are whole numbers that fit an int: `--epochs=1.5` or `--batch=1e12` would
-    // otherwise be truncated or overflow the cast.
     auto count = [&](int low) {
-      double v = number(low);
-      if (v != std::floor(v) || v > std::numeric_limits<int>::max()) bad_value();
-      return static_cast<int>(v);
+      const FlagNumber<int64_t> v = parse_whole_number(value);
+      if (!v.ok() || v.value < low || v.value > std::numeric_limits<int>::max()) bad_value();
+      return static_cast<int>(v.value);
     };
     if (flag == "--epochs") c.epochs = count(0);
     else if (flag == "--batch") c.batch = count(1);
     else if (flag == "--lr") c.lr = number(0);
     else if (flag == "--seed") {
-      // Every uint64 seed, exactly: a double would round seeds above 2^53.
-      char* end = nullptr;
-      errno = 0;
-      unsigned long long v = std::strtoull(value.c_str(), &end, 10);
-      if (value.empty() || value[0] == '-' || *end != '\0' || errno == ERANGE) bad_value();
-      c.seed = v;
+      const FlagNumber<uint64_t> v = parse_unsigned_number(value);
+      if (!v.ok()) bad_value();
+      c.seed = v.value;
     }
     else if (flag == "--max-steps") c.max_steps = count(0);
     else if (flag == "--backend") c.backend = value;

@@ -3,31 +3,17 @@
 // invocation at a time with every float result scanned for NaN and infinity (executor.h).
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
+#include "ir/text_util.h"
 #include "runtime/cpu/executor.h"
 #include "runtime/reference/interpreter.h"
 #include "runtime/reference/numerics.h"
 
 namespace weft::cpu {
 namespace {
-
-std::string format_bytes(int64_t bytes) {
-  char buf[32];
-  if (bytes >= (int64_t{1} << 30)) {
-    std::snprintf(buf, sizeof(buf), "%.1f GiB", bytes / double(int64_t{1} << 30));
-  } else if (bytes >= (int64_t{1} << 20)) {
-    std::snprintf(buf, sizeof(buf), "%.1f MiB", bytes / double(int64_t{1} << 20));
-  } else if (bytes >= 1024) {
-    std::snprintf(buf, sizeof(buf), "%.1f KiB", bytes / 1024.0);
-  } else {
-    std::snprintf(buf, sizeof(buf), "%lld bytes", static_cast<long long>(bytes));
-  }
-  return buf;
-}
 
 // MemAvailable from /proc/meminfo in bytes, or -1.
 int64_t mem_available() {

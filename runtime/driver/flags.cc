@@ -1,12 +1,12 @@
 #include "runtime/driver/flags.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstdlib>
 #include <functional>
 #include <limits>
 #include <sstream>
+
+#include "runtime/flag_values.h"
 
 namespace weft::driver {
 namespace {
@@ -26,45 +26,36 @@ Error bad(const std::string& name, const std::string& value, const std::string& 
   return Error{"--" + name + "=" + value + ": " + problem};
 }
 
-/// A whole number in [low, high], digits only (an optional leading '-').
+/// A whole number in [low, high] (runtime/flag_values.h).
 StatusOr<int64_t> parse_int(const std::string& name, const std::string& value, int64_t low,
                             int64_t high = std::numeric_limits<int64_t>::max()) {
-  const size_t digits = !value.empty() && value[0] == '-' ? 1 : 0;
-  if (value.size() == digits || value.find_first_not_of("0123456789", digits) != std::string::npos) {
-    return bad(name, value, "not a whole number");
-  }
-  errno = 0;
-  const long long v = std::strtoll(value.c_str(), nullptr, 10);
-  if (errno == ERANGE) return bad(name, value, "does not fit 64 bits");
-  if (v < low || v > high) {
+  const FlagNumber<int64_t> n = parse_whole_number(value);
+  if (n.malformed) return bad(name, value, "not a whole number");
+  if (n.out_of_range) return bad(name, value, "does not fit 64 bits");
+  if (n.value < low || n.value > high) {
     std::string range = high == std::numeric_limits<int64_t>::max()
                             ? "must be >= " + std::to_string(low)
                             : "must be in [" + std::to_string(low) + ", " + std::to_string(high) + "]";
     return bad(name, value, range);
   }
-  return static_cast<int64_t>(v);
+  return n.value;
 }
 
 StatusOr<uint64_t> parse_u64(const std::string& name, const std::string& value) {
-  if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos) {
-    return bad(name, value, "not an unsigned whole number");
-  }
-  errno = 0;
-  const unsigned long long v = std::strtoull(value.c_str(), nullptr, 10);
-  if (errno == ERANGE) return bad(name, value, "does not fit 64 bits");
-  return static_cast<uint64_t>(v);
+  const FlagNumber<uint64_t> n = parse_unsigned_number(value);
+  if (n.malformed) return bad(name, value, "not an unsigned whole number");
+  if (n.out_of_range) return bad(name, value, "does not fit 64 bits");
+  return n.value;
 }
 
 /// A finite number >= low (or > low when `strict`), and <= high.
 StatusOr<double> parse_double(const std::string& name, const std::string& value, double low,
                               bool strict = false,
                               double high = std::numeric_limits<double>::infinity()) {
-  char* end = nullptr;
-  const double v = std::strtod(value.c_str(), &end);
-  if (value.empty() || *end != '\0' || std::isspace(static_cast<unsigned char>(value[0]))) {
-    return bad(name, value, "not a number");
-  }
-  if (!std::isfinite(v)) return bad(name, value, "must be finite");
+  const FlagNumber<double> n = parse_real_number(value);
+  if (n.malformed) return bad(name, value, "not a number");
+  if (n.out_of_range) return bad(name, value, "must be finite");
+  const double v = n.value;
   std::ostringstream low_text, high_text;
   low_text << low;
   high_text << high;
@@ -290,13 +281,6 @@ class ConstantLR final : public LrSchedule {
 };
 
 }  // namespace
-
-std::string resolve_path(const std::string& path) {
-  if (path.empty() || path[0] == '/') return path;
-  const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY");
-  if (cwd == nullptr || *cwd == '\0') return path;
-  return std::string(cwd) + "/" + path;
-}
 
 StatusOr<DriverConfig> parse_flags(const std::vector<std::string>& args) {
   DriverConfig config;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ir/status.h"
+#include "runtime/flag_values.h"
 #include "runtime/schedule.h"
 
 namespace weft::driver {
@@ -72,8 +73,7 @@ std::vector<std::string> flag_names();
 StatusOr<std::unique_ptr<LrSchedule>> make_schedule(const DriverConfig& config, double base_lr,
                                                     int64_t total_steps);
 
-/// A user-supplied path, relative paths taken against $BUILD_WORKING_DIRECTORY when set
-/// (the directory `bazel run` was started in).
-std::string resolve_path(const std::string& path);
+/// runtime/flag_values.h's: relative paths against $BUILD_WORKING_DIRECTORY.
+using ::weft::resolve_path;
 
 }  // namespace weft::driver

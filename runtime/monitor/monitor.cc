@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "ir/text_util.h"
 #include "runtime/file_io.h"
 
 namespace weft::monitor {
@@ -38,20 +39,6 @@ std::string fmt(const char* format, double v) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), format, v);
   return buf;
-}
-
-std::string escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
 }
 
 // 1, 2 or 5 times a power of ten, near (hi - lo) / 5.
@@ -92,7 +79,7 @@ std::string chart(const std::string& title, const std::string& x_label, const st
   std::ostringstream o;
   o << "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
     << "\" viewBox=\"0 0 " << W << " " << H << "\">";
-  o << "<text x=\"" << W / 2 << "\" y=\"18\" text-anchor=\"middle\" class=\"title\">" << escape(title) << "</text>";
+  o << "<text x=\"" << W / 2 << "\" y=\"18\" text-anchor=\"middle\" class=\"title\">" << html_escape(title) << "</text>";
   if (!std::isfinite(x0)) {
     o << "<text x=\"" << W / 2 << "\" y=\"" << H / 2 << "\" text-anchor=\"middle\">no data</text></svg>";
     return o.str();
@@ -115,7 +102,7 @@ std::string chart(const std::string& title, const std::string& x_label, const st
     o << "<text x=\"" << px(x) << "\" y=\"" << H - B + 16 << "\" text-anchor=\"middle\">" << tick_label(x, xs)
       << "</text>";
   }
-  o << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - 6 << "\" text-anchor=\"middle\">" << escape(x_label)
+  o << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - 6 << "\" text-anchor=\"middle\">" << html_escape(x_label)
     << "</text>";
   for (size_t k = 0; k < series.size(); ++k) {
     const Series& s = series[k];
@@ -137,13 +124,13 @@ std::string chart(const std::string& title, const std::string& x_label, const st
         for (auto [x, y] : s.points) {
           if (!std::isfinite(y)) continue;
           o << "<circle cx=\"" << fmt("%.1f", px(x)) << "\" cy=\"" << fmt("%.1f", py(y)) << "\" r=\"2.5\" fill=\""
-            << s.color << "\"><title>" << escape(s.name) << " at " << fmt("%g", x) << ": " << fmt("%.5g", y)
+            << s.color << "\"><title>" << html_escape(s.name) << " at " << fmt("%g", x) << ": " << fmt("%.5g", y)
             << "</title></circle>";
         }
       }
     }
     o << "<rect x=\"" << L + 8 << "\" y=\"" << T + 6 + 16 * k << "\" width=\"10\" height=\"10\" fill=\"" << s.color
-      << "\"/><text x=\"" << L + 22 << "\" y=\"" << T + 15 + 16 * k << "\">" << escape(s.name) << "</text>";
+      << "\"/><text x=\"" << L + 22 << "\" y=\"" << T + 15 + 16 * k << "\">" << html_escape(s.name) << "</text>";
   }
   o << "</svg>";
   return o.str();
@@ -251,16 +238,16 @@ void RunLog::end_epoch(int64_t epoch, double seconds) { epochs_.emplace_back(epo
 
 std::string RunLog::report_html(const std::string& title) const {
   std::ostringstream o;
-  o << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" << escape(title) << "</title><style>\n"
+  o << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" << html_escape(title) << "</title><style>\n"
     << "body{font-family:sans-serif;margin:24px;color:#222}h1{font-size:20px}"
     << "table{border-collapse:collapse;margin:12px 0}td,th{border:1px solid #ccc;padding:4px 10px;text-align:right}"
     << "th{background:#f4f4f4}.charts{display:flex;flex-wrap:wrap;gap:16px}"
     << "svg.chart{background:#fff;border:1px solid #ddd}svg text{font-size:11px;fill:#333}"
     << "svg text.title{font-size:13px;font-weight:bold}.plot{fill:#fbfbfb;stroke:#999}.grid{stroke:#e4e4e4}\n"
-    << "</style></head><body>\n<h1>" << escape(title) << "</h1>\n";
+    << "</style></head><body>\n<h1>" << html_escape(title) << "</h1>\n";
   // Summary.
   o << "<table class=\"summary\"><tr><th>steps</th><th>epochs</th><th>time</th><th>last loss</th>";
-  for (const std::string& m : metric_names_) o << "<th>last " << escape(m) << "</th>";
+  for (const std::string& m : metric_names_) o << "<th>last " << html_escape(m) << "</th>";
   o << "<th>examples/s (median)</th><th>peak memory</th></tr><tr>";
   std::vector<double> rates;
   for (const Row& r : rows_) rates.push_back(r.step.examples_per_s);

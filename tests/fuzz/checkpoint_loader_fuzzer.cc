@@ -7,8 +7,6 @@
 // WEFT_FUZZ_WRITE_SEED=PATH writes a valid checkpoint of the model to PATH and exits:
 // how the seed corpus's checkpoint was made (tools/fuzz --make-seeds).
 
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -73,11 +71,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const std::string path = "/tmp/weft_checkpoint_fuzz." + std::to_string(getpid()) + ".safetensors";
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  FUZZ_CHECK(f != nullptr, "cannot create the scratch file " + path);
-  FUZZ_CHECK(std::fwrite(data, 1, size, f) == size, "cannot write the scratch file " + path);
-  std::fclose(f);
+  const std::string path =
+      weft::fuzz::write_scratch_file("weft_checkpoint_fuzz", ".safetensors", data, size);
 
   Fixture& fx = fixture();
   std::map<std::string, weft::Tensor> values;  // a deep copy to load into

@@ -1,8 +1,13 @@
 #pragma once
 // What every fuzz target asserts beyond "no crash": FUZZ_CHECK aborts with a message
 // (libFuzzer then saves the input as crash-*), so an invariant broken by some input is a
-// finding exactly like a sanitizer report.
+// finding exactly like a sanitizer report. Also the scratch file through which targets
+// whose reader takes a path see their input.
 
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -28,6 +33,26 @@ inline void check_error(const Error& e, const char* file, int line) {
   do {                         \
     if (!(cond)) ::weft::fuzz::fail(__FILE__, __LINE__, (what)); \
   } while (0)
+
+namespace weft::fuzz {
+
+/// Writes the input to `$TMPDIR/NAME.PID` + `extension` (/tmp without TMPDIR) and returns
+/// that path, the same for every input of one process, for a target whose reader takes a
+/// path; the target removes the file when done.
+inline std::string write_scratch_file(std::string_view name, std::string_view extension,
+                                      const uint8_t* data, size_t size) {
+  const char* dir = std::getenv("TMPDIR");
+  const std::string path = std::string(dir != nullptr && *dir != '\0' ? dir : "/tmp") + "/" +
+                           std::string(name) + "." + std::to_string(getpid()) +
+                           std::string(extension);
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  FUZZ_CHECK(f != nullptr, "cannot create the scratch file " + path);
+  FUZZ_CHECK(std::fwrite(data, 1, size, f) == size, "cannot write the scratch file " + path);
+  std::fclose(f);
+  return path;
+}
+
+}  // namespace weft::fuzz
 
 #define FUZZ_CHECK_ERROR(status_or) \
   ::weft::fuzz::check_error((status_or).error(), __FILE__, __LINE__)

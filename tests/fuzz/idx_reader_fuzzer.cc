@@ -3,8 +3,6 @@
 // not crashing: an error has a message naming the file; a tensor that reads has exactly
 // as many elements as its shape says and one of the dtypes IDX maps to.
 
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -13,25 +11,8 @@
 #include "runtime/data/idx.h"
 #include "tests/fuzz/fuzz_check.h"
 
-namespace {
-
-const std::string& scratch_path() {
-  static const std::string path = [] {
-    const char* dir = std::getenv("TMPDIR");
-    return std::string(dir != nullptr && *dir != '\0' ? dir : "/tmp") + "/weft_idx_fuzz." +
-           std::to_string(getpid());
-  }();
-  return path;
-}
-
-}  // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const std::string& path = scratch_path();
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  FUZZ_CHECK(f != nullptr, "cannot create the scratch file " + path);
-  FUZZ_CHECK(std::fwrite(data, 1, size, f) == size, "cannot write the scratch file " + path);
-  std::fclose(f);
+  const std::string path = weft::fuzz::write_scratch_file("weft_idx_fuzz", "", data, size);
 
   weft::StatusOr<weft::Tensor> t = weft::read_idx(path);
   std::remove(path.c_str());

@@ -80,23 +80,18 @@ std::vector<Tensor> eval_batch(const Pair& p) {
   return b;
 }
 
-TEST(AotVsJit, SameInitialValues) {
-  Pair p = make_pair_of_models();
-  ASSERT_TRUE(p.aot && p.jit);
-  const std::map<std::string, Tensor> aot = p.aot->values();
-  const std::map<std::string, Tensor>& jit = p.jit->values();
-  // Inference-only models have no optimizer slots; everything else is the same.
-  EXPECT_EQ(aot.size(), p.aot->inference_only() ? p.jit->model().parameters().size() : jit.size());
-  for (const auto& [name, value] : aot) {
-    auto it = jit.find(name);
-    ASSERT_NE(it, jit.end()) << name;
-    EXPECT_TRUE(it->second == value) << name << " differs at initialization";
+// Every test starts from a fresh pair of models.
+class AotVsJit : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    p = make_pair_of_models();
+    ASSERT_TRUE(p.aot && p.jit);
   }
-}
+  Pair p;
+};
 
-TEST(AotVsJit, SameEvalOutputsAtInitialization) {
-  Pair p = make_pair_of_models();
-  ASSERT_TRUE(p.aot && p.jit);
+// Both models give the same outputs (1e-5) for eval_batch.
+void expect_same_eval_outputs(const Pair& p) {
   const std::vector<Tensor> x = eval_batch(p);
   StatusOr<std::vector<Tensor>> a = p.aot->evaluate(x);
   StatusOr<std::vector<Tensor>> j = p.jit->evaluate(x);
@@ -109,9 +104,23 @@ TEST(AotVsJit, SameEvalOutputsAtInitialization) {
   }
 }
 
-TEST(AotVsJit, SameLossesFor100StepsAndSameEvalOutputs) {
-  Pair p = make_pair_of_models();
-  ASSERT_TRUE(p.aot && p.jit);
+TEST_F(AotVsJit, SameInitialValues) {
+  const std::map<std::string, Tensor> aot = p.aot->values();
+  const std::map<std::string, Tensor>& jit = p.jit->values();
+  // Inference-only models have no optimizer slots; everything else is the same.
+  EXPECT_EQ(aot.size(), p.aot->inference_only() ? p.jit->model().parameters().size() : jit.size());
+  for (const auto& [name, value] : aot) {
+    auto it = jit.find(name);
+    ASSERT_NE(it, jit.end()) << name;
+    EXPECT_TRUE(it->second == value) << name << " differs at initialization";
+  }
+}
+
+TEST_F(AotVsJit, SameEvalOutputsAtInitialization) {
+  expect_same_eval_outputs(p);
+}
+
+TEST_F(AotVsJit, SameLossesFor100StepsAndSameEvalOutputs) {
   if (p.aot->inference_only()) GTEST_SKIP() << "inference-only: no training step";
   std::vector<double> aot_ms, jit_ms;
   double worst = 0;
@@ -136,21 +145,10 @@ TEST(AotVsJit, SameLossesFor100StepsAndSameEvalOutputs) {
   std::printf("%s: 100 steps, largest loss difference %.3g; median step %.3f ms AOT, %.3f ms JIT\n",
               p.aot->table().name.c_str(), worst, aot_ms[50], jit_ms[50]);
 
-  const std::vector<Tensor> x = eval_batch(p);
-  StatusOr<std::vector<Tensor>> a = p.aot->evaluate(x);
-  StatusOr<std::vector<Tensor>> j = p.jit->evaluate(x);
-  ASSERT_TRUE(a.ok()) << a.error().to_string();
-  ASSERT_TRUE(j.ok()) << j.error().to_string();
-  ASSERT_EQ(a->size(), j->size());
-  for (size_t i = 0; i < a->size(); ++i) {
-    std::string why;
-    EXPECT_TRUE(all_close((*a)[i], (*j)[i], 1e-5, &why)) << "eval output " << i << ": " << why;
-  }
+  expect_same_eval_outputs(p);
 }
 
-TEST(AotVsJit, CheckpointsInterchange) {
-  Pair p = make_pair_of_models();
-  ASSERT_TRUE(p.aot && p.jit);
+TEST_F(AotVsJit, CheckpointsInterchange) {
   const std::string dir = testing::TempDir();
   if (p.aot->inference_only()) {
     // A trained JIT checkpoint loads into the inference-only model (its optimizer
@@ -163,12 +161,7 @@ TEST(AotVsJit, CheckpointsInterchange) {
     for (const auto& [name, value] : p.aot->values()) {
       EXPECT_TRUE(value == p.jit->values().at(name)) << name << " not loaded exactly";
     }
-    const std::vector<Tensor> x = eval_batch(p);
-    StatusOr<std::vector<Tensor>> a = p.aot->evaluate(x);
-    StatusOr<std::vector<Tensor>> j = p.jit->evaluate(x);
-    ASSERT_TRUE(a.ok() && j.ok());
-    std::string why;
-    EXPECT_TRUE(all_close((*a)[0], (*j)[0], 1e-5, &why)) << why;
+    ASSERT_NO_FATAL_FAILURE(expect_same_eval_outputs(p));
     ASSERT_TRUE(p.aot->save(dir + "/aot.safetensors").ok());
     StatusOr<LoadReport> r = p.jit->load(dir + "/aot.safetensors");
     ASSERT_TRUE(r.ok()) << r.error().to_string();
@@ -196,9 +189,7 @@ TEST(AotVsJit, CheckpointsInterchange) {
   }
 }
 
-TEST(AotVsJit, FailedLoadChangesNothing) {
-  Pair p = make_pair_of_models();
-  ASSERT_TRUE(p.aot);
+TEST_F(AotVsJit, FailedLoadChangesNothing) {
   if (p.aot->inference_only()) GTEST_SKIP() << "inference-only: no training step";
   const std::string dir = testing::TempDir();
   ASSERT_TRUE(p.aot->step(batch(p, 0)).ok());
@@ -226,9 +217,7 @@ TEST(AotVsJit, FailedLoadChangesNothing) {
   }
 }
 
-TEST(AotVsJit, WrongBatchIsAnError) {
-  Pair p = make_pair_of_models();
-  ASSERT_TRUE(p.aot);
+TEST_F(AotVsJit, WrongBatchIsAnError) {
   StatusOr<double> loss = p.aot->step({});
   ASSERT_FALSE(loss.ok());
   if (p.aot->inference_only()) {

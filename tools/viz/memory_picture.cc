@@ -4,6 +4,8 @@
 #include <array>
 #include <cstdio>
 
+#include "ir/text_util.h"
+
 namespace weft::viz {
 namespace {
 
@@ -22,20 +24,6 @@ std::string fmt(const char* format, double x) {
 }
 
 std::string px(double x) { return fmt("%.1f", x); }
-
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 // A round tick spacing giving at most about `max_ticks` ticks over [0, range].
 int64_t tick_step(int64_t range, int max_ticks, bool powers_of_two) {
@@ -183,9 +171,7 @@ std::vector<BufferSpan> buffer_spans(const Graph& g, const MemoryPlan& plan) {
 }
 
 std::string format_bytes(int64_t bytes) {
-  if (bytes < 1024) return std::to_string(bytes) + " B";
-  if (bytes < 1024 * 1024) return fmt(bytes % 1024 == 0 ? "%.0f KiB" : "%.1f KiB", bytes / 1024.0);
-  return fmt("%.2f MiB", bytes / (1024.0 * 1024.0));
+  return weft::format_bytes(bytes, /*decimals=*/2, /*trim_zeros=*/true);
 }
 
 std::string memory_plan_svg(const Graph& g, const MemoryPlan& plan,
@@ -216,7 +202,7 @@ std::string memory_plan_svg(const Graph& g, const MemoryPlan& plan,
          std::to_string(options.height) + "\" font-family=\"sans-serif\" font-size=\"11\">\n";
   out += "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
   out += "<text x=\"" + px(left) + "\" y=\"18\" font-size=\"14\" font-weight=\"bold\">@" +
-         xml_escape(g.name()) + ": memory plan, arena " + format_bytes(plan.arena_bytes) +
+         html_escape(g.name()) + ": memory plan, arena " + format_bytes(plan.arena_bytes) +
          "</text>\n";
   out += "<text x=\"" + px(left) + "\" y=\"34\" fill=\"#555555\">" +
          std::to_string(spans.size()) + " buffers over " + std::to_string(steps) +
@@ -264,7 +250,7 @@ std::string memory_plan_svg(const Graph& g, const MemoryPlan& plan,
            px(x1 - x0) + "\" height=\"" + px(h) + "\" fill=\"" +
            kFill[static_cast<int>(s.kind)] + "\"";
     if (options.node_links) out += " data-producer=\"" + std::to_string(s.node) + "\"";
-    out += "><title>%" + xml_escape(g.value(s.value).name) + " = " +
+    out += "><title>%" + html_escape(g.value(s.value).name) + " = " +
            std::string(op_name(node.op)) + " : " + type.to_string() + "\n" +
            std::string(buffer_kind_name(s.kind)) + ", offset " + std::to_string(s.offset) +
            ", " + format_bytes(s.bytes) + ", steps " + std::to_string(s.first_step) + "-" +

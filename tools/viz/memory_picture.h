@@ -72,7 +72,8 @@ struct MemoryPictureOptions {
 std::string memory_plan_svg(const Graph& g, const MemoryPlan& plan,
                             const MemoryPictureOptions& options = {});
 
-/// `12 B`, `4.0 KiB`, `1.50 MiB`: bytes for people.
+/// Bytes as the picture and the viewer print them: `12 B`, `2.2 KiB`, `256 KiB`,
+/// `1.25 MiB` (ir/text_util.h's format_bytes, two decimals at most).
 std::string format_bytes(int64_t bytes);
 
 }  // namespace weft::viz

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ir/text.h"
+#include "ir/text_util.h"
 #include "tools/viz/memory_picture.h"
 #include "tools/viz/viewer_assets.h"
 #include "tools/viz/viz_internal.h"
@@ -48,20 +49,6 @@ std::string json(const std::string& s) {
     }
   }
   return out + "\"";
-}
-
-std::string html_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
 }
 
 std::string location_json(const Location& loc) {

@@ -1,7 +1,5 @@
 #include "tools/weftc/args.h"
 
-#include <cstdlib>
-
 namespace weft::cli {
 
 std::string Args::get(const std::string& name, const std::string& fallback) const {
@@ -58,13 +56,6 @@ StatusOr<Args> parse_args(const std::string& command, const std::vector<std::str
     slot.push_back(value);
   }
   return args;
-}
-
-std::string resolve_path(const std::string& path) {
-  if (path.empty() || path[0] == '/') return path;
-  const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY");
-  if (cwd == nullptr || *cwd == '\0') return path;
-  return std::string(cwd) + "/" + path;
 }
 
 }  // namespace weft::cli

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ir/status.h"
+#include "runtime/flag_values.h"
 
 namespace weft::cli {
 
@@ -38,8 +39,7 @@ struct Args {
 StatusOr<Args> parse_args(const std::string& command, const std::vector<std::string>& argv,
                           const std::vector<FlagSpec>& specs);
 
-/// Resolves a user-supplied path: relative paths are taken against the directory the
-/// user ran `bazel run` from (BUILD_WORKING_DIRECTORY) when set.
-std::string resolve_path(const std::string& path);
+/// runtime/flag_values.h's: relative paths against $BUILD_WORKING_DIRECTORY.
+using ::weft::resolve_path;
 
 }  // namespace weft::cli

@@ -33,6 +33,7 @@
 #include "passes/infer_types.h"
 #include "passes/pipeline.h"
 #include "runtime/file_io.h"
+#include "runtime/flag_values.h"
 #include "runtime/npy.h"
 #include "runtime/reference/interpreter.h"
 #include "tools/viz/cpu_viz.h"
@@ -422,18 +423,11 @@ std::string preview(const Tensor& t) {
 
 /// "N", "NK", "NM" or "NG" (KiB, MiB, GiB) as bytes; errors name the flag.
 StatusOr<int64_t> parse_bytes(const std::string& flag, const std::string& text) {
-  size_t used = 0;
-  long long n = -1;
-  try {
-    n = std::stoll(text, &used);
-  } catch (const std::exception&) {
-  }
-  const std::string suffix = used > 0 ? text.substr(used) : "";
-  const int shift = suffix.empty() ? 0 : suffix == "K" ? 10 : suffix == "M" ? 20 : suffix == "G" ? 30 : -1;
-  if (n <= 0 || shift < 0 || n > (int64_t{1} << (62 - shift))) {
+  const std::optional<int64_t> bytes = parse_byte_size(text);
+  if (!bytes) {
     return Error{"weftc run: " + flag + " expects a positive number of bytes (suffixes K, M, G), got '" + text + "'"};
   }
-  return static_cast<int64_t>(n) << shift;
+  return *bytes;
 }
 
 /// `--NAME=N` as a positive int (default `fallback`); errors name the command and flag.
@@ -441,16 +435,11 @@ StatusOr<int> positive_flag(const Args& args, const std::string& command, const 
                             int fallback) {
   if (!args.has(name)) return fallback;
   const std::string text = args.get(name);
-  size_t used = 0;
-  long long n = -1;
-  try {
-    n = std::stoll(text, &used);
-  } catch (const std::exception&) {
-  }
-  if (used != text.size() || n <= 0 || n > 1000000000) {
+  const FlagNumber<int64_t> n = parse_whole_number(text);
+  if (!n.ok() || n.value <= 0 || n.value > 1000000000) {
     return Error{"weftc " + command + ": --" + name + " expects a positive whole number, got '" + text + "'"};
   }
-  return static_cast<int>(n);
+  return static_cast<int>(n.value);
 }
 
 Status profile_command(const std::vector<std::string>& argv) {

@@ -310,7 +310,7 @@ TEST(Weftc, VizWritesAPageAndAMemoryPicture) {
   std::string html = temp_dir() + "/mlp.html";
   Result r = weftc("viz " + wir + " -o " + html);
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_EQ(r.out, "wrote " + html + " (@mlp, 8 nodes, arena 1.3 KiB)\n");
+  EXPECT_EQ(r.out, "wrote " + html + " (@mlp, 8 nodes, arena 1.31 KiB)\n");
   std::ifstream page(html);
   std::string text((std::istreambuf_iterator<char>(page)), std::istreambuf_iterator<char>());
   EXPECT_EQ(text.rfind("<!DOCTYPE html>", 0), 0u);

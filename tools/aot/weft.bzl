@@ -162,13 +162,9 @@ def _weft_aot(
         name = library,
         srcs = [outs["source"], outs["step_source"], outs["eval_source"], outs["object"]],
         hdrs = [outs["header"]],
-        # The generated sources build data once at startup (a Program is a few hundred
-        # push_backs in one function); GCC at -O2 spends minutes on such functions.
-        copts = ["-O0"],
         linkopts = ["-lm"],
         deps = [
-            "//ir:graph",
-            "//runtime:program",
+            "//runtime:program_tables",
             "//runtime/aot:compiled_model",
         ],
         visibility = visibility,

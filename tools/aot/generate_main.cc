@@ -1,5 +1,6 @@
-// The AOT generator: linked with a model source (tools/aot/model.h) into a host tool by
-// the weft_library macro (tools/aot/weft.bzl), and run by a genrule at build time.
+// The AOT generator: linked with a model source (tools/aot/model.h) into a tool by the
+// weft_library macro (tools/aot/weft.bzl), built for the target (which must be the build
+// machine) and run by the macro's WeftGenerate action at build time.
 //
 //   NAME_generator --name=NAME --class=ns::Class --include=pkg/NAME.h
 //       --header=NAME.h --source=NAME.cc --factory=NAME_factory.cc

@@ -17,19 +17,24 @@ cc_library that needs only weft's runtime comes out:
 
 What one weft_library(name = NAME) defines:
     NAME_model        cc_library of the model source (frontend; never in NAME itself)
-    NAME_generator    the host generator: the model source + tools/aot/generate_main.cc,
+    NAME_generator    the generator: the model source + tools/aot/generate_main.cc,
                       linking frontend, autodiff, passes and codegen (MLIR, LLVM); built
-                      in Bazel's host configuration (.bazelrc's --host_cxxopt)
-    NAME_generated    the genrule that runs it, emitting
+                      in the target configuration, like the tests that link the same
+                      libraries, and run on the build machine (so no cross-compiling:
+                      see _weft_generate below)
+    NAME_generated    the action that runs it (mnemonic WeftGenerate), emitting
                         NAME.o          every kernel of both Programs (LLVM's TargetMachine,
                                         for `cpu`)
                         NAME_step.cc    the training step's Program (schedule, buffer
-                        NAME_eval.cc    offsets, arena size); the eval forward's
+                        NAME_eval.cc    offsets, arena size); the eval forward's; both
+                                        as constant tables (runtime/program_tables.h)
                         NAME.h, NAME.cc the parameter table (names, shapes, dtypes, kinds,
-                                        initializers) and a typed class `cpp_class`
+                                        initializers, as constant rows) and a typed
+                                        class `cpp_class`
                         NAME_factory.cc driver::make_compiled_model, for binaries
     NAME              cc_library: NAME.h + the above, depending only on
-                      //runtime/aot:compiled_model (runtime/, ir/ data types): no MLIR,
+                      //runtime/aot:compiled_model and //runtime:program_tables
+                      (runtime/, ir/ data types): no MLIR,
                       no LLVM, no passes
     NAME_factory      cc_library defining driver::make_compiled_model with this model
     NAME_test         cc_test: AOT vs the JIT Trainer on the same source and options:
@@ -56,7 +61,7 @@ changes in content: editing the model source or an attribute reruns it (if the e
 changes the compiled generator: a comment-only edit that leaves the object file
 identical does not); editing the training driver (runtime/driver's driver.cc, main.cc),
 the tests' and benchmarks' mains or runtime/aot/compiled_model.cc does not: those only
-recompile and relink NAME's users. (`bazel aquery 'mnemonic("Genrule", //pkg:NAME_generated)'`
+recompile and relink NAME's users. (`bazel aquery 'mnemonic("WeftGenerate", //pkg:NAME_generated)'`
 lists the action's inputs.)
 
 Attributes:

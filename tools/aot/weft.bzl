@@ -127,9 +127,12 @@ def _weft_generate_impl(ctx):
     for out in _OUTPUTS:
         args.add("--%s=%s" % (out, getattr(ctx.outputs, out).path))
     args.add_all(ctx.attr.flags)
-    ctx.actions.run(
-        executable = ctx.executable.generator,
-        arguments = [args],
+    # Through a shell only to drop the generator's one-line summary from Bazel's output
+    # (errors go to stderr).
+    ctx.actions.run_shell(
+        tools = [ctx.attr.generator[DefaultInfo].files_to_run],
+        command = '"$@" > /dev/null',
+        arguments = [ctx.executable.generator.path, args],
         outputs = [getattr(ctx.outputs, out) for out in _OUTPUTS],
         mnemonic = "WeftGenerate",
         progress_message = "Compiling the weft model %s ahead of time" % ctx.label,

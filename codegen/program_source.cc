@@ -2,10 +2,20 @@
 
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <sstream>
+#include <tuple>
+#include <vector>
 
 namespace weft::codegen {
 namespace {
+
+// The enumerator of each op (`weft::Op::Matmul`), indexed like the enum.
+const char* const kOpIds[] = {
+#define WEFT_OP(id, name, arity, results, category, schema) #id,
+#include "ir/ops.def"
+#undef WEFT_OP
+};
 
 // A C++ string literal: unlike the `.wir` quoting of ir/attribute.cc, other control
 // characters are escaped too (a raw one may not stand in C++ source).
@@ -37,46 +47,214 @@ std::string exact(double v) {  // round-trips through the compiler's literal par
   return buf;
 }
 
-std::string ints(const std::vector<int64_t>& v) {
-  std::string out = "{";
-  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]) + "LL";
-  return out + "}";
+std::string dtype(DType d) {
+  return "weft::DType::" + std::string(d == DType::boolean ? "boolean" : dtype_name(d));
 }
 
-std::string dtype(DType d) { return "dt(" + quoted(std::string(dtype_name(d))) + ")"; }
-
-std::string type(const Type& t) {
-  return "weft::Type{" + dtype(t.dtype) + ", weft::Shape(std::vector<int64_t>" +
-         ints(t.shape.dims) + ")}";
-}
-
-std::string attribute(const Attribute& a) {
-  switch (a.index()) {
-    case 0: return "weft::Attribute(int64_t{" + std::to_string(std::get<int64_t>(a)) + "LL})";
-    case 1: return "weft::Attribute(" + exact(std::get<double>(a)) + ")";
-    case 2: return "weft::Attribute(std::string(" + quoted(std::get<std::string>(a)) + "))";
-    case 3: return std::string("weft::Attribute(") + (std::get<bool>(a) ? "true" : "false") + ")";
-    case 4: return "weft::Attribute(" + dtype(std::get<DType>(a)) + ")";
-    case 5: return "weft::Attribute(weft::IntList" + ints(std::get<IntList>(a)) + ")";
-    default: {
-      std::string out = "weft::Attribute(weft::FloatList{";
-      const FloatList& f = std::get<FloatList>(a);
-      for (size_t i = 0; i < f.size(); ++i) out += (i ? ", " : "") + exact(f[i]);
-      return out + "})";
-    }
+const char* attr_kind_enumerator(AttrKind k) {
+  switch (k) {
+    case AttrKind::Int: return "weft::AttrKind::Int";
+    case AttrKind::Float: return "weft::AttrKind::Float";
+    case AttrKind::Str: return "weft::AttrKind::Str";
+    case AttrKind::Bool: return "weft::AttrKind::Bool";
+    case AttrKind::DType: return "weft::AttrKind::DType";
+    case AttrKind::Ints: return "weft::AttrKind::Ints";
+    case AttrKind::Floats: return "weft::AttrKind::Floats";
   }
+  return "";
 }
 
-std::string buffer(const BufferRef& r) {
-  return std::string("{") + (r.space == Space::input ? "weft::Space::input" : "weft::Space::arena") +
-         ", " + std::to_string(r.input) + ", " + std::to_string(r.offset) + "LL, " + type(r.type) +
-         "}";
+const char* invocation_kind(Invocation::Kind k) {
+  switch (k) {
+    case Invocation::Kind::library: return "weft::Invocation::Kind::library";
+    case Invocation::Kind::generated: return "weft::Invocation::Kind::generated";
+    case Invocation::Kind::copy: return "weft::Invocation::Kind::copy";
+    case Invocation::Kind::contraction: return "weft::Invocation::Kind::contraction";
+  }
+  return "";
 }
 
-std::string buffers(const std::vector<BufferRef>& refs) {
-  std::string out = "{";
-  for (size_t i = 0; i < refs.size(); ++i) out += (i ? ", " : "") + buffer(refs[i]);
-  return out + "}";
+// The tables of runtime/program_tables.h for one Program, each row already as C++.
+class Tables {
+ public:
+  // Appends `v` to the int pool; returns its first index.
+  int ints(const std::vector<int64_t>& v) {
+    const int first = static_cast<int>(ints_.size());
+    ints_.insert(ints_.end(), v.begin(), v.end());
+    return first;
+  }
+
+  int floats(const std::vector<double>& v) {
+    const int first = static_cast<int>(floats_.size());
+    floats_.insert(floats_.end(), v.begin(), v.end());
+    return first;
+  }
+
+  // Equal types share one row.
+  int type(const Type& t) {
+    auto [it, added] = type_index_.try_emplace(std::pair{t.dtype, t.shape.dims},
+                                               static_cast<int>(types_.size()));
+    if (added) {
+      types_.push_back("{" + dtype(t.dtype) + ", " + std::to_string(t.shape.rank()) + ", " +
+                       std::to_string(ints(t.shape.dims)) + "}");
+    }
+    return it->second;
+  }
+
+  // Appends rows for `refs`; returns the first.
+  int buffers(const std::vector<BufferRef>& refs) {
+    const int first = static_cast<int>(buffers_.size());
+    for (const BufferRef& r : refs) {
+      buffers_.push_back(std::string("{") +
+                         (r.space == Space::input ? "weft::Space::input" : "weft::Space::arena") +
+                         ", " + std::to_string(r.input) + ", " + std::to_string(r.offset) +
+                         "LL, " + std::to_string(type(r.type)) + "}");
+    }
+    return first;
+  }
+
+  int attrs(const Attrs& attrs) {
+    const int first = static_cast<int>(attrs_.size());
+    for (const auto& [name, a] : attrs) {
+      const AttrKind kind = weft::attr_kind(a);
+      int64_t i = 0;
+      double f = 0;
+      std::string s = "nullptr";
+      DType d = DType::f32;
+      size_t count = 0;
+      switch (kind) {
+        case AttrKind::Int: i = std::get<int64_t>(a); break;
+        case AttrKind::Float: f = std::get<double>(a); break;
+        case AttrKind::Str: s = quoted(std::get<std::string>(a)); break;
+        case AttrKind::Bool: i = std::get<bool>(a) ? 1 : 0; break;
+        case AttrKind::DType: d = std::get<DType>(a); break;
+        case AttrKind::Ints:
+          i = ints(std::get<IntList>(a));
+          count = std::get<IntList>(a).size();
+          break;
+        case AttrKind::Floats:
+          i = floats(std::get<FloatList>(a));
+          count = std::get<FloatList>(a).size();
+          break;
+      }
+      attrs_.push_back("{" + quoted(name) + ", " + attr_kind_enumerator(kind) + ", " +
+                       std::to_string(i) + "LL, " + exact(f) + ", " + s + ", " + dtype(d) +
+                       ", " + std::to_string(count) + "}");
+    }
+    return first;
+  }
+
+  std::string source(const Program& p, const std::string& name);
+
+ private:
+  std::vector<int64_t> ints_;
+  std::vector<double> floats_;
+  std::vector<std::string> types_, buffers_, attrs_;
+  std::map<std::pair<DType, std::vector<int64_t>>, int> type_index_;
+};
+
+// `const ROW NAME[] = {...};`, or nothing for an empty table (C++ has no empty arrays).
+void table(std::ostream& os, const char* row, const std::string& name,
+           const std::vector<std::string>& rows) {
+  if (rows.empty()) return;
+  os << "const " << row << " " << name << "[] = {\n";
+  for (const std::string& r : rows) os << "    " << r << ",\n";
+  os << "};\n\n";
+}
+
+std::string pointer(const std::string& name, bool empty) { return empty ? "nullptr" : name; }
+
+std::string Tables::source(const Program& p, const std::string& name) {
+  // The Program's own lists first: they fill the pools.
+  std::vector<std::string> inputs, kernels, code, updates;
+  for (const ProgramInput& in : p.inputs) {
+    inputs.push_back("{" + quoted(in.name) + ", " + std::to_string(type(in.type)) +
+                     ", weft::InputKind::" + std::string(input_kind_name(in.kind)) + "}");
+  }
+  const int input_offsets = ints(p.input_offsets);
+  for (const GeneratedKernel& k : p.kernels) {
+    kernels.push_back("{" + quoted(k.name) + ", " + std::to_string(k.rows) + "LL, " +
+                      std::to_string(k.row_length) + "LL}");
+  }
+  for (const Invocation& inv : p.code) {
+    const Location& l = inv.node.loc;
+    const int attrs_first = attrs(inv.node.attrs);
+    const int operands = buffers(inv.operands);
+    const int results = buffers(inv.results);
+    const int clear = buffers(inv.clear);
+    code.push_back(
+        std::string("{") + invocation_kind(inv.kind) + ", weft::Op::" +
+        kOpIds[static_cast<int>(inv.node.op)] + ", " + std::to_string(attrs_first) + ", " +
+        std::to_string(inv.node.attrs.size()) + ", " + quoted(l.file) + ", " +
+        std::to_string(l.line) + ", " + std::to_string(l.col) + ", " + quoted(l.path) + ", " +
+        std::to_string(inv.kernel) + ", " + std::to_string(inv.gemm_result) + ", " +
+        std::to_string(operands) + ", " + std::to_string(inv.operands.size()) + ", " +
+        std::to_string(results) + ", " + std::to_string(inv.results.size()) + ", " +
+        std::to_string(clear) + ", " + std::to_string(inv.clear.size()) + ", " +
+        quoted(inv.label) + "}");
+  }
+  for (const Update& u : p.updates) {
+    updates.push_back("{" + std::to_string(u.input) + ", " + std::to_string(buffers({u.from})) +
+                      "}");
+  }
+  const int outputs = buffers(p.outputs);
+
+  std::ostringstream os;
+  os << "// Generated by weft (codegen/program_source.h) from program @" << p.name
+     << ". Do not edit.\n"
+     << "#include <cstdint>\n#include <limits>\n#include <vector>\n\n"
+     << "#include \"runtime/program_tables.h\"\n\n"
+     << "extern \"C\" {\n";
+  for (size_t k = 0; k < p.kernels.size(); ++k) {
+    os << "void " << kernel_symbol(name, static_cast<int>(k))
+       << "(void* const* buffers, int64_t row_begin, int64_t row_end);\n";
+  }
+  os << "}\n\nnamespace {\n\n";
+  if (!ints_.empty()) {
+    os << "const int64_t kInts[] = {";
+    for (size_t i = 0; i < ints_.size(); ++i) {
+      os << (i % 8 ? " " : "\n    ") << ints_[i] << "LL,";
+    }
+    os << "\n};\n\n";
+  }
+  if (!floats_.empty()) {
+    os << "const double kFloats[] = {";
+    for (size_t i = 0; i < floats_.size(); ++i) os << "\n    " << exact(floats_[i]) << ",";
+    os << "\n};\n\n";
+  }
+  os << "// dtype, rank, first dim in kInts\n";
+  table(os, "weft::TypeRow", "kTypes", types_);
+  os << "// space, input, arena offset, type\n";
+  table(os, "weft::BufferRow", "kBuffers", buffers_);
+  os << "// name, kind, int (or first in kInts / kFloats), float, string, dtype, count\n";
+  table(os, "weft::AttrRow", "kAttrs", attrs_);
+  table(os, "weft::InputRow", "kInputs", inputs);
+  table(os, "weft::KernelRow", "kKernels", kernels);
+  os << "// kind, op, attrs (first, count), file, line, col, builder path, kernel, gemm_result,\n"
+     << "// operands, results, clear (first, count in kBuffers), label\n";
+  table(os, "weft::InvocationRow", "kCode", code);
+  table(os, "weft::UpdateRow", "kUpdates", updates);
+  os << "const weft::ProgramTables kProgram = {\n"
+     << "    " << quoted(p.name) << ", " << p.arena_bytes << "LL, " << p.naive_bytes << "LL, "
+     << p.lower_bound_bytes << "LL, " << p.inputs_bytes << "LL,\n"
+     << "    " << pointer("kInts", ints_.empty()) << ", " << pointer("kFloats", floats_.empty())
+     << ", " << pointer("kTypes", types_.empty()) << ", "
+     << pointer("kBuffers", buffers_.empty()) << ", " << pointer("kAttrs", attrs_.empty())
+     << ",\n"
+     << "    " << pointer("kInputs", inputs.empty()) << ", " << inputs.size() << ", "
+     << input_offsets << ", " << p.input_offsets.size() << ",\n"
+     << "    " << pointer("kKernels", kernels.empty()) << ", " << kernels.size() << ",\n"
+     << "    " << pointer("kCode", code.empty()) << ", " << code.size() << ",\n"
+     << "    " << pointer("kUpdates", updates.empty()) << ", " << updates.size() << ",\n"
+     << "    " << outputs << ", " << p.outputs.size() << ",\n};\n\n";
+  os << "}  // namespace\n\n"
+     << "weft::Program " << name << "_program() { return weft::assemble_program(kProgram); }\n\n"
+     << "std::vector<weft::GeneratedFn> " << name << "_kernels() {\n  return {";
+  for (size_t k = 0; k < p.kernels.size(); ++k) {
+    os << (k ? ", " : "") << kernel_symbol(name, static_cast<int>(k));
+  }
+  os << "};\n}\n";
+  return os.str();
 }
 
 }  // namespace
@@ -86,74 +264,7 @@ std::string kernel_symbol(const std::string& name, int index) {
 }
 
 std::string program_to_cpp(const Program& p, const std::string& name) {
-  std::ostringstream os;
-  os << "// Generated by weft (codegen/program_source.h) from program @" << p.name
-     << ". Do not edit.\n"
-     << "#include <cstdint>\n#include <limits>\n#include <string>\n#include <vector>\n\n"
-     << "#include \"ir/op.h\"\n#include \"runtime/program.h\"\n\n"
-     << "extern \"C\" {\n";
-  for (size_t k = 0; k < p.kernels.size(); ++k) {
-    os << "void " << kernel_symbol(name, static_cast<int>(k))
-       << "(void* const* buffers, int64_t row_begin, int64_t row_end);\n";
-  }
-  os << "}\n\nnamespace {\n\n"
-     << "weft::DType dt(const char* n) { return weft::parse_dtype(n).value(); }\n"
-     << "weft::Op op(const char* n) { return weft::parse_op(n).value(); }\n\n"
-     << "}  // namespace\n\n"
-     << "weft::Program " << name << "_program() {\n"
-     << "  weft::Program p;\n"
-     << "  p.name = " << quoted(p.name) << ";\n"
-     << "  p.arena_bytes = " << p.arena_bytes << "LL;\n"
-     << "  p.naive_bytes = " << p.naive_bytes << "LL;\n"
-     << "  p.lower_bound_bytes = " << p.lower_bound_bytes << "LL;\n";
-  for (const ProgramInput& in : p.inputs) {
-    os << "  p.inputs.push_back({" << quoted(in.name) << ", " << type(in.type)
-       << ", weft::parse_input_kind(" << quoted(std::string(input_kind_name(in.kind)))
-       << ").value()});\n";
-  }
-  os << "  p.input_offsets = " << ints(p.input_offsets) << ";\n"
-     << "  p.inputs_bytes = " << p.inputs_bytes << "LL;\n";
-  for (const GeneratedKernel& k : p.kernels) {
-    os << "  p.kernels.emplace_back();\n"
-       << "  p.kernels.back().name = " << quoted(k.name) << ";\n"
-       << "  p.kernels.back().rows = " << k.rows << "LL;\n"
-       << "  p.kernels.back().row_length = " << k.row_length << "LL;\n";
-  }
-  for (const Invocation& inv : p.code) {
-    os << "  {\n    weft::Invocation inv;\n"
-       << "    inv.kind = weft::Invocation::Kind::"
-       << (inv.kind == Invocation::Kind::library       ? "library"
-           : inv.kind == Invocation::Kind::generated   ? "generated"
-           : inv.kind == Invocation::Kind::contraction ? "contraction"
-                                                       : "copy")
-       << ";\n"
-       << "    inv.node.op = op(" << quoted(std::string(op_name(inv.node.op))) << ");\n";
-    for (const auto& [attr_name, value] : inv.node.attrs) {
-      os << "    inv.node.attrs[" << quoted(attr_name) << "] = " << attribute(value) << ";\n";
-    }
-    const Location& l = inv.node.loc;
-    os << "    inv.node.loc = weft::Location{" << quoted(l.file) << ", " << l.line << ", " << l.col
-       << ", " << quoted(l.path) << "};\n"
-       << "    inv.kernel = " << inv.kernel << ";\n"
-       << "    inv.gemm_result = " << inv.gemm_result << ";\n"
-       << "    inv.operands = " << buffers(inv.operands) << ";\n"
-       << "    inv.results = " << buffers(inv.results) << ";\n"
-       << "    inv.label = " << quoted(inv.label) << ";\n";
-    if (!inv.clear.empty()) os << "    inv.clear = " << buffers(inv.clear) << ";\n";
-    os
-       << "    p.code.push_back(std::move(inv));\n  }\n";
-  }
-  for (const Update& u : p.updates) {
-    os << "  p.updates.push_back({" << u.input << ", " << buffer(u.from) << "});\n";
-  }
-  os << "  p.outputs = " << buffers(p.outputs) << ";\n"
-     << "  return p;\n}\n\n"
-     << "std::vector<weft::GeneratedFn> " << name << "_kernels() {\n  return {";
-  for (size_t k = 0; k < p.kernels.size(); ++k) {
-    os << (k ? ", " : "") << kernel_symbol(name, static_cast<int>(k));
-  }
-  os << "};\n}\n";
-  return os.str();
+  return Tables().source(p, name);
 }
 
 }  // namespace weft::codegen

@@ -44,7 +44,32 @@ Status check_batch(const char* what, const std::vector<Tensor>& batch,
   return Status();
 }
 
+// A type whose dims are `rank` entries of `dims` from `first`.
+Type pooled_type(DType dtype, int32_t rank, int32_t first, const int64_t* dims) {
+  return Type{dtype, Shape(std::vector<int64_t>(dims + first, dims + first + rank))};
+}
+
 }  // namespace
+
+std::vector<ValueEntry> value_entries(const ValueRow* rows, int count, const int64_t* dims) {
+  std::vector<ValueEntry> out;
+  out.reserve(count);
+  for (const ValueRow* r = rows; r != rows + count; ++r) {
+    out.push_back({r->name, pooled_type(r->dtype, r->rank, r->dims, dims), r->kind, r->init,
+                   r->stream});
+  }
+  return out;
+}
+
+std::vector<driver::TensorSpec> tensor_specs(const TensorSpecRow* rows, int count,
+                                             const int64_t* dims) {
+  std::vector<driver::TensorSpec> out;
+  out.reserve(count);
+  for (const TensorSpecRow* r = rows; r != rows + count; ++r) {
+    out.push_back({r->name, pooled_type(r->dtype, r->rank, r->dims, dims)});
+  }
+  return out;
+}
 
 StatusOr<std::unique_ptr<CompiledModel>> CompiledModel::create(const ModelTable& table,
                                                                uint64_t seed, int num_threads) {

@@ -46,6 +46,32 @@ struct ValueEntry {
   uint64_t stream = 0;
 };
 
+/// The generated source holds the parameter table and the tensor specs as constant rows
+/// (string literals, dims as a range of one shared pool) and builds the ModelTable from
+/// them with the two functions below: data, which compiles in seconds at -O2, where code
+/// that pushes every entry took several times longer.
+struct ValueRow {
+  const char* name;
+  DType dtype;
+  int32_t rank;
+  int32_t dims;  ///< The first of `rank` entries of the dims pool.
+  InputKind kind;
+  Initializer init;
+  uint64_t stream;
+};
+
+struct TensorSpecRow {
+  const char* name;
+  DType dtype;
+  int32_t rank;
+  int32_t dims;
+};
+
+/// The entries of `count` rows (`rows` may be null when `count` is 0).
+std::vector<ValueEntry> value_entries(const ValueRow* rows, int count, const int64_t* dims);
+std::vector<driver::TensorSpec> tensor_specs(const TensorSpecRow* rows, int count,
+                                             const int64_t* dims);
+
 /// What the generator emits for one model (tools/aot/generate_main.cc).
 struct ModelTable {
   std::string name;     ///< The target's name.

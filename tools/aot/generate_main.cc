@@ -1,5 +1,6 @@
-// The AOT generator: linked with a model source (tools/aot/model.h) into a host tool by
-// the weft_library macro (tools/aot/weft.bzl), and run by a genrule at build time.
+// The AOT generator: linked with a model source (tools/aot/model.h) into a tool by the
+// weft_library macro (tools/aot/weft.bzl), built for the target (which must be the build
+// machine) and run by the macro's WeftGenerate action at build time.
 //
 //   NAME_generator --name=NAME --class=ns::Class --include=pkg/NAME.h
 //       --header=NAME.h --source=NAME.cc --factory=NAME_factory.cc
@@ -84,14 +85,6 @@ std::string dtype_cpp(DType d) {
   return "weft::DType::" + std::string(d == DType::boolean ? "boolean" : dtype_name(d));
 }
 
-std::string type_cpp(const Type& t) {
-  std::string dims;
-  for (size_t i = 0; i < t.shape.dims.size(); ++i) {
-    dims += (i ? ", " : "") + std::to_string(t.shape.dims[i]) + "LL";
-  }
-  return "weft::Type{" + dtype_cpp(t.dtype) + ", weft::Shape(std::vector<int64_t>{" + dims + "})}";
-}
-
 // The C++ element type of a buffer (f16/bf16 as their raw 16 bits).
 std::string element_cpp(DType d) {
   switch (d) {
@@ -112,15 +105,6 @@ std::string initializer_cpp(const Initializer& i) {
          std::to_string(static_cast<int>(i.kind)) + "), " + exact(i.a) + ", " + exact(i.b) + ", " +
          exact(i.low) + ", " + exact(i.high) + ", " + exact(i.gain) +
          ", static_cast<weft::Initializer::FanMode>(" + std::to_string(static_cast<int>(i.mode)) + ")}";
-}
-
-std::string specs_cpp(const std::vector<TensorSpec>& specs) {
-  std::string out = "{";
-  for (size_t i = 0; i < specs.size(); ++i) {
-    out += std::string(i ? ",\n      " : "\n      ") + "{" + quoted(specs[i].name) + ", " +
-           type_cpp(specs[i].type) + "}";
-  }
-  return out + "}";
 }
 
 // The accessor name of a batch tensor: `x`, `input_0`; the step's target is `target`.
@@ -199,22 +183,54 @@ std::string source(const Generated& g) {
     os << "weft::Program " << g.symbol << "_" << part << "_program();\n"
        << "std::vector<weft::GeneratedFn> " << g.symbol << "_" << part << "_kernels();\n";
   }
-  os << "\nnamespace {\n\nweft::aot::ModelTable make_table() {\n  weft::aot::ModelTable t;\n"
+  // The rows of runtime/aot/compiled_model.h, their dims in one pool.
+  std::vector<int64_t> dims;
+  auto type_fields = [&](const Type& t) {
+    const std::string f = dtype_cpp(t.dtype) + ", " + std::to_string(t.shape.rank()) + ", " +
+                          std::to_string(dims.size());
+    dims.insert(dims.end(), t.shape.dims.begin(), t.shape.dims.end());
+    return f;
+  };
+  std::ostringstream rows;
+  if (!g.values.empty()) {  // C++ has no empty arrays
+    rows << "// name, dtype, rank, first dim in kDims, kind, initializer, Philox stream\n"
+         << "// (parameter_stream(name))\nconst weft::aot::ValueRow kValues[] = {\n";
+    for (const ValueEntry& v : g.values) {
+      rows << "    {" << quoted(v.name) << ", " << type_fields(v.type) << ", weft::InputKind::"
+           << input_kind_name(v.kind) << ",\n     " << initializer_cpp(v.init) << ",\n     "
+           << parameter_stream(v.name) << "ULL},  // " << v.init.to_string() << "\n";
+    }
+    rows << "};\n";
+  }
+  // Returns the call that builds `specs` (rows named `array`).
+  auto spec_rows = [&](const std::vector<TensorSpec>& specs, const std::string& array) {
+    if (specs.empty()) return std::string("{}");
+    rows << "\nconst weft::aot::TensorSpecRow " << array << "[] = {\n";
+    for (const TensorSpec& s : specs) {
+      rows << "    {" << quoted(s.name) << ", " << type_fields(s.type) << "},\n";
+    }
+    rows << "};\n";
+    return "weft::aot::tensor_specs(" + array + ", " + std::to_string(specs.size()) + ", kDims)";
+  };
+  const std::string step_inputs = spec_rows(g.step_inputs, "kStepInputs");
+  const std::string eval_inputs = spec_rows(g.eval_inputs, "kEvalInputs");
+  const std::string eval_outputs = spec_rows(g.eval_outputs, "kEvalOutputs");
+  os << "\nnamespace {\n\nconst int64_t kDims[] = {";
+  for (size_t i = 0; i < dims.size(); ++i) os << (i % 8 ? " " : "\n    ") << dims[i] << "LL,";
+  if (dims.empty()) os << "0LL";  // no empty arrays either
+  os << "\n};\n\n"
+     << rows.str() << "\n"
+     << "weft::aot::ModelTable make_table() {\n  weft::aot::ModelTable t;\n"
      << "  t.name = " << quoted(g.name) << ";\n"
      << "  t.options = " << quoted(g.options.to_flags()) << ";\n"
      << "  t.num_model_values = " << g.num_model_values << ";\n"
      << "  t.structural_hash = " << g.structural_hash << "ULL;\n"
      << "  t.lr = " << exact(g.lr) << ";\n"
-     << "  // name, type, kind, initializer, Philox stream (parameter_stream(name)).\n";
-  for (const ValueEntry& v : g.values) {
-    os << "  t.values.push_back({" << quoted(v.name) << ", " << type_cpp(v.type)
-       << ", weft::InputKind::" << input_kind_name(v.kind) << ",\n      "
-       << initializer_cpp(v.init) << ",\n      " << parameter_stream(v.name) << "ULL});  // "
-       << v.init.to_string() << "\n";
-  }
-  os << "  t.step_inputs = " << specs_cpp(g.step_inputs) << ";\n"
-     << "  t.eval_inputs = " << specs_cpp(g.eval_inputs) << ";\n"
-     << "  t.eval_outputs = " << specs_cpp(g.eval_outputs) << ";\n";
+     << "  t.values = weft::aot::value_entries(" << (g.values.empty() ? "nullptr" : "kValues")
+     << ", " << g.values.size() << ", kDims);\n"
+     << "  t.step_inputs = " << step_inputs << ";\n"
+     << "  t.eval_inputs = " << eval_inputs << ";\n"
+     << "  t.eval_outputs = " << eval_outputs << ";\n";
   if (g.step != nullptr) {
     os << "  t.step_program = &" << g.symbol << "_step_program;\n"
        << "  t.step_kernels = &" << g.symbol << "_step_kernels;\n";

@@ -17,19 +17,24 @@ cc_library that needs only weft's runtime comes out:
 
 What one weft_library(name = NAME) defines:
     NAME_model        cc_library of the model source (frontend; never in NAME itself)
-    NAME_generator    the host generator: the model source + tools/aot/generate_main.cc,
+    NAME_generator    the generator: the model source + tools/aot/generate_main.cc,
                       linking frontend, autodiff, passes and codegen (MLIR, LLVM); built
-                      in Bazel's host configuration (.bazelrc's --host_cxxopt)
-    NAME_generated    the genrule that runs it, emitting
+                      in the target configuration, like the tests that link the same
+                      libraries, and run on the build machine (so no cross-compiling:
+                      see _weft_generate below)
+    NAME_generated    the action that runs it (mnemonic WeftGenerate), emitting
                         NAME.o          every kernel of both Programs (LLVM's TargetMachine,
                                         for `cpu`)
                         NAME_step.cc    the training step's Program (schedule, buffer
-                        NAME_eval.cc    offsets, arena size); the eval forward's
+                        NAME_eval.cc    offsets, arena size); the eval forward's; both
+                                        as constant tables (runtime/program_tables.h)
                         NAME.h, NAME.cc the parameter table (names, shapes, dtypes, kinds,
-                                        initializers) and a typed class `cpp_class`
+                                        initializers, as constant rows) and a typed
+                                        class `cpp_class`
                         NAME_factory.cc driver::make_compiled_model, for binaries
     NAME              cc_library: NAME.h + the above, depending only on
-                      //runtime/aot:compiled_model (runtime/, ir/ data types): no MLIR,
+                      //runtime/aot:compiled_model and //runtime:program_tables
+                      (runtime/, ir/ data types): no MLIR,
                       no LLVM, no passes
     NAME_factory      cc_library defining driver::make_compiled_model with this model
     NAME_test         cc_test: AOT vs the JIT Trainer on the same source and options:
@@ -56,7 +61,7 @@ changes in content: editing the model source or an attribute reruns it (if the e
 changes the compiled generator: a comment-only edit that leaves the object file
 identical does not); editing the training driver (runtime/driver's driver.cc, main.cc),
 the tests' and benchmarks' mains or runtime/aot/compiled_model.cc does not: those only
-recompile and relink NAME's users. (`bazel aquery 'mnemonic("Genrule", //pkg:NAME_generated)'`
+recompile and relink NAME's users. (`bazel aquery 'mnemonic("WeftGenerate", //pkg:NAME_generated)'`
 lists the action's inputs.)
 
 Attributes:
@@ -98,6 +103,62 @@ def _flags(batch, dtype, loss, loss_args, optimizer, optimizer_args, eval_batch,
     if inference_only:
         flags.append("--inference_only")
     return flags
+
+# The files the generator writes, by its flag (--header=..., --object=...).
+_OUTPUTS = ["header", "source", "factory", "step_source", "eval_source", "object"]
+
+WeftCpuInfo = provider(doc = "The CPU a configuration builds for.", fields = ["cpu"])
+
+def _weft_cpu_impl(ctx):
+    return [WeftCpuInfo(cpu = ctx.var["TARGET_CPU"])]
+
+# Instantiated once, as //tools/aot:host_cpu: read through a host-configured attribute,
+# it gives the CPU of the machine that runs build actions.
+weft_cpu = rule(implementation = _weft_cpu_impl)
+
+def _weft_generate_impl(ctx):
+    host_cpu = ctx.attr._host_cpu[WeftCpuInfo].cpu
+    if ctx.var["TARGET_CPU"] != host_cpu:
+        fail(("%s: weft_library cannot cross-compile: its generator is built for the target " +
+              "CPU (%s) and runs on the build machine (%s). Build AOT models natively.") %
+             (ctx.label, ctx.var["TARGET_CPU"], host_cpu))
+    args = ctx.actions.args()
+    args.add_all(ctx.attr.names)
+    for out in _OUTPUTS:
+        args.add("--%s=%s" % (out, getattr(ctx.outputs, out).path))
+    args.add_all(ctx.attr.flags)
+    # Through a shell only to drop the generator's one-line summary from Bazel's output
+    # (errors go to stderr).
+    ctx.actions.run_shell(
+        tools = [ctx.attr.generator[DefaultInfo].files_to_run],
+        command = '"$@" > /dev/null',
+        arguments = [ctx.executable.generator.path, args],
+        outputs = [getattr(ctx.outputs, out) for out in _OUTPUTS],
+        mnemonic = "WeftGenerate",
+        progress_message = "Compiling the weft model %s ahead of time" % ctx.label,
+    )
+
+# Runs the generator. Not a genrule: a genrule builds its tools in the host
+# configuration, and the generator links weft's compiler and runtime, which the
+# library's tests and users build in the target configuration — so a cold build compiled
+# all of them twice. Here the generator is built for the target (cfg = "target") and run
+# on the build machine, which is valid only when the two are the same machine: the
+# kernels are compiled for the build machine anyway (`cpu`), so weft_library does not
+# support cross-compiling, and the rule fails (above) when the target CPU is not the
+# host's.
+_weft_generate = rule(
+    implementation = _weft_generate_impl,
+    attrs = dict(
+        {
+            "generator": attr.label(executable = True, cfg = "target", mandatory = True),
+            "names": attr.string_list(doc = "--name, --class, --include"),
+            "flags": attr.string_list(doc = "The compile options (_flags)."),
+            "_host_cpu": attr.label(default = "//tools/aot:host_cpu", cfg = "host",
+                                    providers = [WeftCpuInfo]),
+        },
+        **{out: attr.output(mandatory = True) for out in _OUTPUTS}
+    ),
+)
 
 def _weft_aot(
         name,
@@ -143,32 +204,26 @@ def _weft_aot(
         "eval_source": library + "_eval.cc",
         "object": library + ".o",
     }
-    cmd = " ".join(
-        ["$(location :%s_generator)" % library, "--name=" + library] +
-        ["--class=" + (cpp_class or "weft_aot::" + _camel(library))] +
-        ["--include=%s/%s.h" % (native.package_name(), library)] +
-        ["--%s=$(location %s)" % (k, v) for k, v in sorted(outs.items())] +
-        _flags(batch, dtype, loss, loss_args, optimizer, optimizer_args, eval_batch, cpu, inference_only),
-    ) + " > /dev/null"
-    native.genrule(
+    _weft_generate(
         name = library + "_generated",
-        outs = [v for _, v in sorted(outs.items())],
-        cmd = cmd,
-        tools = [":" + library + "_generator"],
-        message = "Compiling the weft model %s ahead of time" % library,
+        generator = ":" + library + "_generator",
+        names = [
+            "--name=" + library,
+            "--class=" + (cpp_class or "weft_aot::" + _camel(library)),
+            "--include=%s/%s.h" % (native.package_name(), library),
+        ],
+        flags = _flags(batch, dtype, loss, loss_args, optimizer, optimizer_args, eval_batch, cpu,
+                       inference_only),
         tags = tags,
+        **outs
     )
     cc_library(
         name = library,
         srcs = [outs["source"], outs["step_source"], outs["eval_source"], outs["object"]],
         hdrs = [outs["header"]],
-        # The generated sources build data once at startup (a Program is a few hundred
-        # push_backs in one function); GCC at -O2 spends minutes on such functions.
-        copts = ["-O0"],
         linkopts = ["-lm"],
         deps = [
-            "//ir:graph",
-            "//runtime:program",
+            "//runtime:program_tables",
             "//runtime/aot:compiled_model",
         ],
         visibility = visibility,
@@ -185,35 +240,20 @@ def _weft_aot(
         visibility = visibility,
         tags = tags,
     )
-    cc_test(
-        name = name + "_test",
-        size = "medium",
-        deps = [
-            ":" + library + "_factory",
-            ":" + library + "_model",
-            "//tools/aot:jit_compare_test",
-            "//third_party:gtest_main",
-        ],
-        tags = tags,
-    )
-    cc_test(
-        name = name + "_runtime_test",
-        deps = [
-            ":" + library + "_factory",
-            "//tools/aot:runtime_only_test",
-            "//third_party:gtest_main",
-        ],
-        tags = tags,
-    )
-    cc_binary(
-        name = name + "_benchmark",
-        deps = [
-            ":" + library + "_factory",
-            ":" + library + "_model",
-            "//tools/aot:benchmark_main",
-        ],
-        tags = tags,
-    )
+
+    # The tests and the benchmark: each is a body from tools/aot linked with NAME_factory;
+    # NAME_test and NAME_benchmark also link the model source (the JIT side), while
+    # NAME_runtime_test links the generated library alone. (Bazel's default test size,
+    # medium, covers NAME_test's 100 steps.)
+    factory = ":" + library + "_factory"
+    model_lib = ":" + library + "_model"
+    gtest = "//third_party:gtest_main"
+    for make, suffix, deps in [
+        (cc_test, "_test", ["//tools/aot:jit_compare_test", model_lib, gtest]),
+        (cc_test, "_runtime_test", ["//tools/aot:runtime_only_test", gtest]),
+        (cc_binary, "_benchmark", ["//tools/aot:benchmark_main", model_lib]),
+    ]:
+        make(name = name + suffix, deps = [factory] + deps, tags = tags)
 
 def weft_library(
         name,

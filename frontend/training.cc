@@ -27,28 +27,14 @@ std::string type_key(const std::vector<Tensor>& inputs) {
 }
 
 // Data parallelism needs every rank to run the same step (else the all_reduce calls
-// disagree on their sizes): a fingerprint of the printed step, two 16-bit slices x,
-// summed over the ranks with x²; all equal exactly when N·Σx² = (Σx)² for each slice.
-// 16 bits keep every sum exact in f64 up to 1024 ranks.
+// disagree on their sizes): a fingerprint of the printed step, compared over the ranks.
 Status check_same_step_on_every_rank(collective::Communicator& comm, const Graph& step) {
-  const uint64_t h = std::hash<std::string>{}(print_graph(step));
-  double x[4];
-  for (int k = 0; k < 2; ++k) {
-    const double v = static_cast<double>((h >> (16 * k)) & 0xffff);
-    x[2 * k] = v;
-    x[2 * k + 1] = v * v;
-  }
-  WEFT_RETURN_IF_ERROR(comm.all_reduce(x, 4, DType::f64, collective::Reduction::sum));
-  const double n = comm.world_size();
-  for (int k = 0; k < 2; ++k) {
-    if (n * x[2 * k + 1] != x[2 * k] * x[2 * k]) {
-      return Error{"data parallelism: the " + std::to_string(comm.world_size()) +
-                   " ranks compiled different training steps (a different model, batch size, "
-                   "loss or optimizer on some rank); every rank must compile the same step "
-                   "for its share of the global batch"};
-    }
-  }
-  return Status();
+  return collective::check_same_on_every_rank(
+      comm, std::hash<std::string>{}(print_graph(step)),
+      "data parallelism: the " + std::to_string(comm.world_size()) +
+          " ranks compiled different training steps (a different model, batch size, "
+          "loss or optimizer on some rank); every rank must compile the same step "
+          "for its share of the global batch");
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "runtime/aot/compiled_model.h"
 
 #include <cstring>
+#include <functional>
 
 #include "runtime/init.h"  // materialize
 
@@ -72,7 +73,7 @@ std::vector<driver::TensorSpec> tensor_specs(const TensorSpecRow* rows, int coun
 }
 
 StatusOr<std::unique_ptr<CompiledModel>> CompiledModel::create(const ModelTable& table,
-                                                               uint64_t seed, int num_threads) {
+                                                               uint64_t seed, const Options& options) {
   std::unique_ptr<CompiledModel> m(new CompiledModel());
   m->table_ = &table;
   m->lr_ = table.lr;
@@ -80,11 +81,13 @@ StatusOr<std::unique_ptr<CompiledModel>> CompiledModel::create(const ModelTable&
   for (int i = 0; i < table.num_model_values; ++i) {
     m->schema_.params.push_back({table.values[i].name, table.values[i].type});
   }
-  cpu::ExecutorOptions options;
-  options.num_threads = num_threads;
+  cpu::ExecutorOptions executor;
+  executor.num_threads = options.num_threads;
+  executor.communicator = options.communicator;
+  executor.all_reduce_bucket_bytes = options.all_reduce_bucket_bytes;
   if (table.step_program != nullptr) {
     WEFT_ASSIGN_OR_RETURN(m->step_, cpu::Executor::create(table.step_program(),
-                                                          table.step_kernels(), options));
+                                                          table.step_kernels(), executor));
     WEFT_ASSIGN_OR_RETURN(m->step_batch_, batch_inputs(m->step_->program(), table.step_inputs));
     m->lr_input_ = m->step_->find_input(kLr);
     m->step_input_ = m->step_->find_input(kStep);
@@ -93,8 +96,25 @@ StatusOr<std::unique_ptr<CompiledModel>> CompiledModel::create(const ModelTable&
     }
   }
   WEFT_ASSIGN_OR_RETURN(m->eval_, cpu::Executor::create(table.eval_program(), table.eval_kernels(),
-                                                        options));
+                                                        executor));
   WEFT_ASSIGN_OR_RETURN(m->eval_batch_, batch_inputs(m->eval_->program(), table.eval_inputs));
+
+  if (options.communicator && options.communicator->world_size() > 1) {
+    if (!m->step_) {
+      return Error{"data parallelism: model '" + table.name +
+                   "' was compiled inference-only; it has no training step to run on " +
+                   std::to_string(options.communicator->world_size()) + " ranks"};
+    }
+    // Every rank must run the same step (else the all_reduce calls disagree on their
+    // sizes): a fingerprint of the step's Program and of the parameter table's shapes.
+    std::string text = table.name + "\n" + table.options + "\n" + m->step_->program().to_string();
+    for (const ValueEntry& v : table.values) text += v.name + " " + v.type.to_string() + "\n";
+    WEFT_RETURN_IF_ERROR(collective::check_same_on_every_rank(
+        *options.communicator, std::hash<std::string>{}(text),
+        "data parallelism: the " + std::to_string(options.communicator->world_size()) +
+            " ranks run different models (a binary built from another model, batch size, "
+            "loss or optimizer on some rank); every rank must run the same binary"));
+  }
 
   // Every value from its initializer, into the executor that owns it.
   cpu::Executor& owner = m->owner();

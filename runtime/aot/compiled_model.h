@@ -8,7 +8,7 @@
 //
 //   // Generated (bazel-bin/examples/fashion_mnist/train_model.h):
 //   StatusOr<std::unique_ptr<weft::aot::CompiledModel>> m = weft::aot::CompiledModel::create(
-//       table, /*seed=*/0, /*num_threads=*/0);
+//       table, /*seed=*/0, {.num_threads = 0, .communicator = nullptr});
 //   (*m)->set_lr(1e-3);
 //   StatusOr<double> loss = (*m)->step({images, labels});
 //   (*m)->save("cnn.safetensors");               // the Trainer's checkpoint format
@@ -28,6 +28,7 @@
 
 #include "ir/initializer.h"
 #include "runtime/checkpoint.h"
+#include "runtime/collective/communicator.h"
 #include "runtime/cpu/executor.h"
 #include "runtime/driver/trainable.h"
 #include "runtime/program.h"
@@ -95,12 +96,28 @@ struct ModelTable {
   std::vector<GeneratedFn> (*eval_kernels)() = nullptr;
 };
 
+/// How a CompiledModel runs.
+struct CompiledModelOptions {
+  /// 0: $WEFT_NUM_THREADS or every core.
+  int num_threads = 0;
+  /// Data parallelism: what runs the step's all_reduce ops (the generator always emits
+  /// them: a mean over the ranks of every gradient and of the loss). nullptr or
+  /// collective::single_process(): one process, where they change nothing. With more
+  /// than one rank (collective::mpi_world() under mpirun), create() checks that every
+  /// rank has the same model and step, and step() returns the loss averaged over the ranks.
+  std::shared_ptr<collective::Communicator> communicator = nullptr;
+  /// More than one rank: the gradients' all_reduce calls are bucketed up to this many
+  /// bytes (cpu::ExecutorOptions::all_reduce_bucket_bytes); 0: one call per gradient.
+  int64_t all_reduce_bucket_bytes = int64_t{25} << 20;
+};
+
 class CompiledModel : public driver::Trainable {
  public:
+  using Options = CompiledModelOptions;
   /// Binds the Programs of `table` (which must outlive the model) and initializes every
-  /// value from `seed`. `num_threads` 0 means $WEFT_NUM_THREADS or every core.
+  /// value from `seed`.
   static StatusOr<std::unique_ptr<CompiledModel>> create(const ModelTable& table, uint64_t seed,
-                                                         int num_threads = 0);
+                                                         const Options& options = {});
 
   const ModelTable& table() const { return *table_; }
   bool inference_only() const { return step_ == nullptr; }

@@ -58,4 +58,23 @@ StatusOr<Tensor> shard_batch(const Tensor& global, int rank, int world_size) {
   return out;
 }
 
+// Two 16-bit slices x of the fingerprint, summed over the ranks with x²: all equal
+// exactly when N·Σx² = (Σx)² for each slice. 16 bits keep every sum exact in f64 up to
+// 1024 ranks.
+Status check_same_on_every_rank(Communicator& comm, uint64_t fingerprint,
+                                const std::string& mismatch) {
+  double x[4];
+  for (int k = 0; k < 2; ++k) {
+    const double v = static_cast<double>((fingerprint >> (16 * k)) & 0xffff);
+    x[2 * k] = v;
+    x[2 * k + 1] = v * v;
+  }
+  WEFT_RETURN_IF_ERROR(comm.all_reduce(x, 4, DType::f64, Reduction::sum));
+  const double n = comm.world_size();
+  for (int k = 0; k < 2; ++k) {
+    if (n * x[2 * k + 1] != x[2 * k] * x[2 * k]) return Error{mismatch};
+  }
+  return Status();
+}
+
 }  // namespace weft::collective

@@ -62,4 +62,12 @@ std::shared_ptr<Communicator> single_process();
 /// ranks' means to be the global mean).
 StatusOr<Tensor> shard_batch(const Tensor& global, int rank, int world_size);
 
+/// Whether every rank passed the same `fingerprint` (a hash of what must agree across
+/// the ranks: the training step each compiled or was built with), checked with one sum
+/// all_reduce. Data parallelism needs it: ranks running different steps would disagree
+/// on the sizes of their all_reduce calls and hang or mix unrelated buffers. Error:
+/// `mismatch` (which says what differs and how to fix it). Every rank must call it.
+Status check_same_on_every_rank(Communicator& comm, uint64_t fingerprint,
+                                const std::string& mismatch);
+
 }  // namespace weft::collective

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 
+#include "runtime/collective/mpi_communicator.h"
 #include "runtime/driver/flags.h"
 #include "runtime/monitor/monitor.h"
 
@@ -132,7 +133,29 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
   auto runtime = [](Error e) { return Failure{kExitRuntime, std::move(e)}; };
   auto usage = [](Error e) { return Failure{kExitUsage, std::move(e)}; };
 
-  StatusOr<std::unique_ptr<Trainable>> made = factory(config.seed, static_cast<int>(config.threads));
+  // --data-parallel: every rank of `mpirun -np N` builds the same model with MPI as its
+  // communicator and trains on its rows of each global batch (the model's batch times N);
+  // rank 0 alone prints, evaluates and writes files.
+  std::shared_ptr<collective::Communicator> comm;
+  if (config.data_parallel) {
+    if (!collective::launched_by_mpi_launcher()) {
+      return usage(Error{"--data-parallel: this process was not started by an MPI launcher; run it as "
+                         "`mpirun -np N " + program + " --data-parallel ...` (or `srun -n N ...`), or "
+                         "drop --data-parallel to train in one process"});
+    }
+    StatusOr<std::shared_ptr<collective::Communicator>> world = collective::mpi_world();
+    if (!world.ok()) return runtime(Error{"--data-parallel: " + world.error().message});
+    comm = *world;
+  }
+  const int rank = comm ? comm->rank() : 0, world_size = comm ? comm->world_size() : 1;
+  const bool lead = rank == 0;
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> silent(nullptr, std::fclose);
+  if (!lead) {
+    silent.reset(std::fopen("/dev/null", "w"));
+    if (!silent) return runtime(Error{"--data-parallel: rank " + std::to_string(rank) + " cannot open /dev/null"});
+    out = silent.get();
+  }
+  StatusOr<std::unique_ptr<Trainable>> made = factory(config.seed, static_cast<int>(config.threads), comm);
   if (!made.ok()) return runtime(made.error());
   Trainable& model = **made;
   if (Status s = check_model(model); !s.ok()) return runtime(s.error());
@@ -154,7 +177,7 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
   }
   for (const auto& [flag, path] : {std::pair{"checkpoint-out", &config.checkpoint_out},
                                    {"metrics-csv", &config.metrics_csv}, {"report", &config.report}}) {
-    if (path->empty()) continue;
+    if (path->empty() || !lead) continue;
     if (Status s = check_writable(flag, *path); !s.ok()) return runtime(s.error());
   }
 
@@ -170,13 +193,15 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
   if (data->test) {
     if (Status s = check_classes(*data->test, model); !s.ok()) return runtime(s.error());
   }
-  const int64_t batch = step_inputs[0].type.shape[0];
+  const int64_t batch = step_inputs[0].type.shape[0] * world_size;  // the global batch
   const int64_t samples = data->train.size();
   int64_t per_epoch = samples / batch;  // the last partial batch is dropped
   if (per_epoch == 0) {
     return runtime(Error{data->train.source + ": " + std::to_string(samples) +
                          " training samples do not make one batch of " + std::to_string(batch) +
-                         " (the model's batch size)"});
+                         (comm ? " (the model's batch size " + std::to_string(batch / world_size) +
+                                     " times " + std::to_string(world_size) + " ranks)"
+                               : std::string(" (the model's batch size)"))});
   }
   if (config.max_steps > 0) per_epoch = std::min(per_epoch, config.max_steps);
   if (config.epochs > std::numeric_limits<int64_t>::max() / per_epoch) {
@@ -190,7 +215,7 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
   if (!schedule.ok()) return usage(schedule.error());
 
   monitor::RunLog log({"test_accuracy", "test_loss"});
-  if (!config.metrics_csv.empty()) {
+  if (!config.metrics_csv.empty() && lead) {
     if (Status s = log.open_csv(config.metrics_csv, "--metrics-csv=" + config.metrics_csv); !s.ok()) {
       return runtime(s.error());
     }
@@ -199,17 +224,21 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
                                            std::to_string(model.eval_inputs()[0].type.shape[0]) + ")"
                                      : "no test split";
   progress.line("training on " + std::to_string(samples) + " samples (" + data->train.source + "), batch " +
-                std::to_string(batch) + ", " + std::to_string(per_epoch) + " steps per epoch, " +
+                std::to_string(batch) +
+                (comm ? " (" + std::to_string(world_size) + " ranks x " + std::to_string(batch / world_size) + ")"
+                      : std::string()) +
+                ", " + std::to_string(per_epoch) + " steps per epoch, " +
                 std::to_string(config.epochs) + (config.epochs == 1 ? " epoch (" : " epochs (") +
                 std::to_string(total) + " steps); " +
                 (*schedule)->describe() + "; " + test_text);
 
   auto evaluate = [&]() -> StatusOr<std::optional<Evaluation>> {
-    if (!data->test) return std::optional<Evaluation>();
+    if (!data->test || !lead) return std::optional<Evaluation>();  // every rank has the same values
     WEFT_ASSIGN_OR_RETURN(Evaluation e, evaluate_split(model, *data->test));
     return std::optional<Evaluation>(std::move(e));
   };
   auto save = [&]() -> std::optional<Failure> {
+    if (!lead) return std::nullopt;
     if (Status s = model.save(config.checkpoint_out); !s.ok()) return runtime(s.error());
     progress.line("checkpoint: " + config.checkpoint_out + " (step " + std::to_string(model.steps()) + ")");
     return std::nullopt;
@@ -240,7 +269,16 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
       order_epoch = epoch;
     }
     for (size_t k = 0; k < step_inputs.size(); ++k) {
-      inputs[k] = gather_rows(data->train.arrays[k], order.data() + index * batch, batch, step_inputs[k].type);
+      if (!comm) {
+        inputs[k] = gather_rows(data->train.arrays[k], order.data() + index * batch, batch, step_inputs[k].type);
+        continue;
+      }
+      Type global = step_inputs[k].type;
+      global.shape.dims[0] = batch;
+      StatusOr<Tensor> shard = collective::shard_batch(
+          gather_rows(data->train.arrays[k], order.data() + index * batch, batch, global), rank, world_size);
+      if (!shard.ok()) return runtime(shard.error());
+      inputs[k] = std::move(*shard);
     }
     const double lr = (*schedule)->lr_at(t);
     model.set_lr(lr);
@@ -308,7 +346,7 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
     progress.line("done: " + std::to_string(t - first) + " steps in " + format_number("%.1f", seconds) + " s (" +
                   format_number("%.1f", (t - first) / std::max(seconds, 1e-9)) + " steps/s)");
   }
-  if (!config.report.empty()) {
+  if (!config.report.empty() && lead) {
     if (Status s = log.write_report(config.report, program + ": training report"); !s.ok()) {
       return runtime(s.error());
     }

@@ -39,7 +39,8 @@ inline constexpr int kExitUsage = 2;    ///< The command line is wrong (or does 
 // and exit with 128 + the signal (130, 143).
 
 /// Makes the model: make_compiled_model in a training binary.
-using ModelFactory = std::function<StatusOr<std::unique_ptr<Trainable>>(uint64_t seed, int num_threads)>;
+using ModelFactory = std::function<StatusOr<std::unique_ptr<Trainable>>(
+    uint64_t seed, int num_threads, std::shared_ptr<collective::Communicator> communicator)>;
 
 /// What one evaluation on a test split measured.
 struct Evaluation {

@@ -223,7 +223,12 @@ TEST(Driver, CheckNumericsAndProfile) {
 
 TEST(Driver, ErrorsAndExitStatuses) {
   // The command line: status 2, one line.
-  CommandResult r = train("--epochs=x");
+  CommandResult r = train("--data-parallel --max-steps=1");  // not under mpirun
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "error: --data-parallel: this process was not started by an MPI launcher; run it as "
+                   "`mpirun -np N jit_model_train --data-parallel ...` (or `srun -n N ...`), or drop "
+                   "--data-parallel to train in one process\n");
+  r = train("--epochs=x");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "error: --epochs=x: not a whole number\n");
   r = train("--bogus=1");
@@ -308,10 +313,10 @@ TEST(Driver, HelpListsEveryFlag) {
         "--div-factor=X", "--final-div-factor=X", "--checkpoint-in=PATH", "--checkpoint-out=PATH",
         "--checkpoint-every=N", "--eval-every=N", "--metrics-csv=PATH", "--report=PATH", "--log-every=N",
         "--check-numerics",
-        "--profile", "--help"}) {
+        "--profile", "--data-parallel", "--help"}) {
     EXPECT_NE(r.out.find(std::string("\n  ") + flag), std::string::npos) << flag;
   }
-  EXPECT_EQ(count(r.out, "\\(default: "), 28);  // every flag but --help
+  EXPECT_EQ(count(r.out, "\\(default: "), 29);  // every flag but --help
 }
 
 }  // namespace

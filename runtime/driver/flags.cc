@@ -210,6 +210,13 @@ std::vector<Flag> make_flags() {
                  c.profile = true;
                  return Status();
                }});
+  f.push_back({"data-parallel", "", "off",
+               "under mpirun -np N: each rank trains on its share of every global batch (the model's "
+               "batch times N); rank 0 alone prints and writes",
+               [](DriverConfig& c, const std::string&) -> Status {
+                 c.data_parallel = true;
+                 return Status();
+               }});
   f.push_back({"help", "", "", "print this list and exit",
                [](DriverConfig& c, const std::string&) -> Status {
                  c.help = true;

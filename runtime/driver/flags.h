@@ -56,6 +56,8 @@ struct DriverConfig {
   int64_t log_every = 100;
   bool check_numerics = false;
   bool profile = false;
+  /// Under mpirun: every rank trains on its rows of each global batch (collective::mpi_world()).
+  bool data_parallel = false;
   bool help = false;
 };
 

@@ -21,6 +21,7 @@
 
 #include "ir/status.h"
 #include "ir/shape.h"
+#include "runtime/collective/communicator.h"
 #include "runtime/tensor.h"
 
 namespace weft::driver {
@@ -74,6 +75,10 @@ class Trainable {
 /// defined by the C++ source that the weft_binary macro generates (runtime/aot) — or, in
 /// the driver's own tests, by an adapter over the JIT Trainer. Parameters and state start
 /// from their initializers with `seed`; `num_threads` 0 means $WEFT_NUM_THREADS or every core.
-StatusOr<std::unique_ptr<Trainable>> make_compiled_model(uint64_t seed, int num_threads);
+/// `communicator` (--data-parallel: collective::mpi_world()) runs the step's gradient
+/// all_reduce ops, and with more than one rank the model checks that every rank built the
+/// same step; nullptr: one process.
+StatusOr<std::unique_ptr<Trainable>> make_compiled_model(
+    uint64_t seed, int num_threads, std::shared_ptr<collective::Communicator> communicator = nullptr);
 
 }  // namespace weft::driver

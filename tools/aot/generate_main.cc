@@ -28,6 +28,7 @@
 #include "codegen/lower.h"
 #include "codegen/program_source.h"
 #include "frontend/training.h"
+#include "runtime/collective/communicator.h"
 #include "runtime/file_io.h"
 #include "runtime/init.h"
 #include "tools/aot/model.h"
@@ -137,6 +138,9 @@ std::string header(const Generated& g) {
      << "  /// Binds the compiled Programs and initializes every value from `seed` (the JIT\n"
      << "  /// Trainer's values for the same seed). num_threads 0: $WEFT_NUM_THREADS or every core.\n"
      << "  static weft::StatusOr<" << g.cls << "> create(uint64_t seed = 0, int num_threads = 0);\n"
+     << "  /// With CompiledModel's options: data parallelism (a communicator).\n"
+     << "  static weft::StatusOr<" << g.cls << "> create(uint64_t seed,\n"
+     << "                                           const weft::aot::CompiledModelOptions& options);\n"
      << "  /// The Programs, parameter table and tensor specs.\n"
      << "  static const weft::aot::ModelTable& table();\n\n"
      << "  /// The untyped model: step(), evaluate(), set_lr(), save(), load(), values().\n"
@@ -241,8 +245,11 @@ std::string source(const Generated& g) {
      << "const weft::aot::ModelTable& " << q << "::table() {\n"
      << "  static const weft::aot::ModelTable table = make_table();\n  return table;\n}\n\n"
      << "weft::StatusOr<" << q << "> " << q << "::create(uint64_t seed, int num_threads) {\n"
+     << "  return create(seed, {.num_threads = num_threads});\n}\n\n"
+     << "weft::StatusOr<" << q << "> " << q
+     << "::create(uint64_t seed, const weft::aot::CompiledModelOptions& options) {\n"
      << "  " << q << " m;\n"
-     << "  WEFT_ASSIGN_OR_RETURN(m.model_, weft::aot::CompiledModel::create(table(), seed, num_threads));\n"
+     << "  WEFT_ASSIGN_OR_RETURN(m.model_, weft::aot::CompiledModel::create(table(), seed, options));\n"
      << "  return m;\n}\n";
   return os.str();
 }
@@ -253,8 +260,10 @@ std::string factory(const Generated& g) {
          ": the model a weft_binary trains. Do not edit.\n#include " + quoted(g.include) +
          "\n#include \"runtime/driver/trainable.h\"\n\n"
          "namespace weft::driver {\n\n"
-         "StatusOr<std::unique_ptr<Trainable>> make_compiled_model(uint64_t seed, int num_threads) {\n"
-         "  WEFT_ASSIGN_OR_RETURN(" + q + " m, " + q + "::create(seed, num_threads));\n"
+         "StatusOr<std::unique_ptr<Trainable>> make_compiled_model(\n"
+         "    uint64_t seed, int num_threads, std::shared_ptr<collective::Communicator> communicator) {\n"
+         "  WEFT_ASSIGN_OR_RETURN(" + q + " m, " + q + "::create(seed, {.num_threads = num_threads,\n"
+         "                                                .communicator = std::move(communicator)}));\n"
          "  return std::unique_ptr<Trainable>(m.release());\n}\n\n}  // namespace weft::driver\n";
 }
 
@@ -300,9 +309,14 @@ int run(int argc, char** argv) {
   if (!loss.ok() || !optimizer.ok()) return fail("bad options");
 
   // The training step, built by the Trainer itself (reference backend: nothing is
-  // compiled here), so its graph, parameter table and slots are the JIT path's.
-  StatusOr<Trainer> trainer = Trainer::compile(src->net, src->inputs, *loss, *optimizer,
-                                               {.seed = 0, .backend = "reference"});
+  // compiled here), so its graph, parameter table and slots are the JIT path's. Always
+  // the data-parallel step: an all_reduce mean on every gradient and on the loss
+  // (append_gradient_all_reduce), which the binary runs through the communicator it is
+  // given (CompiledModel::Options) — with one process they change nothing, so the same
+  // library trains alone or under mpirun.
+  TrainOptions train{.seed = 0, .backend = "reference"};
+  train.communicator = collective::single_process();
+  StatusOr<Trainer> trainer = Trainer::compile(src->net, src->inputs, *loss, *optimizer, train);
   if (!trainer.ok()) return fail(trainer.error().to_string());
   const Model& model = trainer->model();
   const Graph& step_graph = trainer->step_graph();

@@ -14,12 +14,14 @@
 
 namespace weft::driver {
 
-StatusOr<std::unique_ptr<Trainable>> make_compiled_model(uint64_t seed, int num_threads) {
+StatusOr<std::unique_ptr<Trainable>> make_compiled_model(
+    uint64_t seed, int num_threads, std::shared_ptr<collective::Communicator> communicator) {
   const char* env = std::getenv("WEFT_DRIVER_TEST_MODEL");
   const std::string which = env ? env : "fashion";
   TrainOptions options;
   options.seed = seed;
   options.num_threads = num_threads;
+  options.communicator = std::move(communicator);
   StatusOr<std::unique_ptr<JitTrainable>> model = Error{"unknown WEFT_DRIVER_TEST_MODEL '" + which + "'"};
   if (which == "fashion" || which == "nchw") {
     const bool nchw = which == "nchw";

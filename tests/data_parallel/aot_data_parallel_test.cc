@@ -1,0 +1,124 @@
+// Data parallelism in an AOT training binary (tools/aot/weft.bzl, runtime/driver):
+// `mpirun -np 2 aot_regressor --data-parallel`, 2 ranks of a model compiled at batch 4,
+// against the JIT driver's npy-regressor (the same network, seed and data order) in one
+// process at batch 8. Same losses every step and the same test loss after every epoch
+// (so the same parameters), rank 0 alone printing and writing.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "runtime/npy.h"
+#include "tests/testing/subprocess.h"
+
+namespace weft {
+namespace {
+
+using testing::CommandResult;
+using testing::run_command;
+
+// As in data_parallel_test.cc: Open MPI refuses root without these; shared memory and
+// loopback only.
+const std::string kMpirun =
+    "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader "
+    "OMPI_MCA_rmaps_base_oversubscribe=1 mpirun -np 2 ";
+
+// Open MPI 4.x's shutdown race (data_parallel_test.cc, run_mpi): one more try.
+CommandResult run_mpi(const std::string& command) {
+  CommandResult r = run_command(command);
+  if (r.exit_code != 0 && r.out.find("with PID 0 on") != std::string::npos &&
+      r.out.find("exiting improperly") != std::string::npos) {
+    std::printf("Open MPI's shutdown race; running again: %s\n", command.c_str());
+    r = run_command(command);
+  }
+  return r;
+}
+
+std::string tmp(const std::string& name) { return testing::test_tmpdir() + "/" + name; }
+
+// The metrics CSV's columns by name (empty cells are NaN).
+std::map<std::string, std::vector<double>> read_metrics(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::vector<std::string> names;
+  std::map<std::string, std::vector<double>> columns;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::stringstream s(line);
+    std::string cell;
+    while (std::getline(s, cell, ',')) cells.push_back(cell);
+    if (!line.empty() && line.back() == ',') cells.push_back("");
+    if (names.empty()) {
+      names = cells;
+      continue;
+    }
+    for (size_t c = 0; c < names.size() && c < cells.size(); ++c) {
+      columns[names[c]].push_back(cells[c].empty() ? NAN : std::stod(cells[c]));
+    }
+  }
+  return columns;
+}
+
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(AotDataParallel, TwoRanksOfTheBinaryMatchOneProcessOnTheGlobalBatch) {
+  // 52 samples: 6 global batches of 8 per epoch, 4 left over (dropped).
+  Tensor x(Type{DType::f32, {52, 3}}), y(Type{DType::f32, {52, 2}});
+  for (int64_t i = 0; i < 52; ++i) {
+    float* r = x.data<float>() + i * 3;
+    for (int j = 0; j < 3; ++j) r[j] = static_cast<float>((i * 7 + j * 3) % 11) / 11.0f;
+    y.data<float>()[i * 2] = r[0] + r[1];
+    y.data<float>()[i * 2 + 1] = r[2] - r[0];
+  }
+  ASSERT_TRUE(write_npy(tmp("x.npy"), x).ok());
+  ASSERT_TRUE(write_npy(tmp("y.npy"), y).ok());
+  const std::string flags = " --epochs=4 --seed=3 --shuffle-seed=5 --log-every=1000 --train=" + tmp("x.npy") +
+                            "," + tmp("y.npy") + " --test=" + tmp("x.npy") + "," + tmp("y.npy");
+
+  CommandResult one = run_command("WEFT_DRIVER_TEST_MODEL=npy-regressor runtime/driver/jit_model_train" + flags +
+                                  " --metrics-csv=" + tmp("one.csv"));
+  ASSERT_EQ(one.exit_code, 0) << one.out;
+  CommandResult two = run_mpi(kMpirun + "tests/data_parallel/aot_regressor --data-parallel" + flags +
+                              " --metrics-csv=" + tmp("two.csv") + " --checkpoint-out=" + tmp("two.safetensors"));
+  ASSERT_EQ(two.exit_code, 0) << two.out;
+
+  // Rank 0 alone prints (each line once) and writes the files.
+  EXPECT_EQ(count(two.out, "), batch 8 (2 ranks x 4), 6 steps per epoch, 4 epochs (24 steps)"), 1)
+      << two.out;
+  EXPECT_EQ(count(two.out, "epoch 4/4: mean loss "), 1) << two.out;
+  EXPECT_EQ(count(two.out, "checkpoint: " + tmp("two.safetensors") + " (step 24)"), 1) << two.out;
+
+  std::map<std::string, std::vector<double>> want = read_metrics(tmp("one.csv"));
+  std::map<std::string, std::vector<double>> got = read_metrics(tmp("two.csv"));
+  ASSERT_EQ(want["loss"].size(), 24u);
+  ASSERT_EQ(got["loss"].size(), 24u);
+  double worst = 0;
+  for (size_t s = 0; s < 24; ++s) {
+    worst = std::max(worst, std::abs(got["loss"][s] - want["loss"][s]) / std::abs(want["loss"][s]));
+    EXPECT_NEAR(got["loss"][s], want["loss"][s], 1e-5 * std::abs(want["loss"][s])) << "step " << s + 1;
+    EXPECT_EQ(got["lr"][s], want["lr"][s]);
+    // The test loss after each epoch: the parameters agree.
+    if (std::isnan(want["test_loss"][s])) {
+      EXPECT_TRUE(std::isnan(got["test_loss"][s])) << "step " << s + 1;
+    } else {
+      EXPECT_NEAR(got["test_loss"][s], want["test_loss"][s], 1e-5 * want["test_loss"][s]) << "step " << s + 1;
+    }
+  }
+  std::printf("largest relative loss difference over 24 steps: %.3g\n", worst);
+  EXPECT_FALSE(std::isnan(want["test_loss"].back()));
+  // The model trains: the comparison is about a loss that moves.
+  EXPECT_LT(want["loss"].back(), 0.8 * want["loss"].front());
+}
+
+}  // namespace
+}  // namespace weft

@@ -120,5 +120,21 @@ TEST(AotDataParallel, TwoRanksOfTheBinaryMatchOneProcessOnTheGlobalBatch) {
   EXPECT_LT(want["loss"].back(), 0.8 * want["loss"].front());
 }
 
+// Ranks started from different binaries (MPMD: rank 0 the regressor, rank 1 the
+// //bench/aot:mlp driver) stop before their first step, each with the same error, rather
+// than hang in mismatched all_reduce calls.
+TEST(AotDataParallel, RanksWithDifferentModelsAreAnError) {
+  CommandResult r = run_mpi(kMpirun.substr(0, kMpirun.size() - std::string("-np 2 ").size()) +
+                            "-np 1 tests/data_parallel/aot_regressor --data-parallel : "
+                            "-np 1 tests/data_parallel/aot_mlp_train --data-parallel");
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_EQ(count(r.out, "error: data parallelism: the 2 ranks run different models (a binary built "
+                         "from another model, batch size, loss or optimizer on some rank); every rank "
+                         "must run the same binary\n"),
+            2)
+      << r.out;
+  EXPECT_EQ(count(r.out, "training on"), 0) << r.out;
+}
+
 }  // namespace
 }  // namespace weft

@@ -120,6 +120,22 @@ TEST(AotDataParallel, TwoRanksOfTheBinaryMatchOneProcessOnTheGlobalBatch) {
   EXPECT_LT(want["loss"].back(), 0.8 * want["loss"].front());
 }
 
+// Fewer samples than one global batch (the model's 4 rows times 2 ranks): every rank says so.
+TEST(AotDataParallel, FewerSamplesThanOneGlobalBatchIsAnError) {
+  Tensor x(Type{DType::f32, {6, 3}}), y(Type{DType::f32, {6, 2}});
+  for (int64_t i = 0; i < 18; ++i) x.data<float>()[i] = static_cast<float>(i);
+  for (int64_t i = 0; i < 12; ++i) y.data<float>()[i] = static_cast<float>(i);
+  ASSERT_TRUE(write_npy(tmp("x6.npy"), x).ok());
+  ASSERT_TRUE(write_npy(tmp("y6.npy"), y).ok());
+  CommandResult r = run_mpi(kMpirun + "tests/data_parallel/aot_regressor --data-parallel --train=" + tmp("x6.npy") +
+                            "," + tmp("y6.npy"));
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_EQ(count(r.out, ": 6 training samples do not make one batch of 8 (the model's batch size 4 times 2 "
+                         "ranks)\n"),
+            2)
+      << r.out;
+}
+
 // Ranks started from different binaries (MPMD: rank 0 the regressor, rank 1 the
 // //bench/aot:mlp driver) stop before their first step, each with the same error, rather
 // than hang in mismatched all_reduce calls.

@@ -105,7 +105,7 @@ void write_init(const std::string& names_path, const std::string& init_path) {
 TEST(AotWorker, LoadsTheSuitesInitFileLikeTheJitWorker) {
   // conv_autoenc: batch-norm state (i64 num_batches_tracked), the target is the input;
   // transformer: token inputs and targets.
-  for (const std::string& model : {"conv_autoenc", "transformer"}) {
+  for (const std::string model : {"conv_autoenc", "transformer"}) {
     SCOPED_TRACE(model);
     const std::string names = tmp(model + ".names.json"), init = tmp(model + ".init.safetensors");
     ASSERT_EQ(run_worker("weft_worker", {"--model=" + model, "--names-out=" + names}).exit_code, 0);

@@ -1,8 +1,15 @@
 // The benchmark suite: ten models on weft and on PyTorch, one table (bench/PROTOCOL.md).
 //
-//   bazel run //bench:suite -- --preset=cpu|paper [--models=a,b] [--epochs=N] [--warmup=N]
-//       [--rounds=N] [--json=PATH] [--pytorch-only] [--allow-paper] [--keep-tmp] [--python=PATH]
+//   bazel run //bench:suite -- --preset=cpu|paper [--weft=jit|aot] [--models=a,b] [--epochs=N]
+//       [--warmup=N] [--rounds=N] [--json=PATH] [--pytorch-only] [--allow-paper] [--keep-tmp]
+//       [--python=PATH]
 //
+// --weft chooses weft's side of the timed runs: `jit` (the default) is bench/weft_worker,
+// the frontend's Trainer compiling through MLIR/LLVM in the process; `aot` is
+// bench/weft_aot_worker, the libraries of bench/aot compiled by `bazel build` (cpu
+// preset only; it declines the paper preset), a process with weft's runtime alone. Both
+// run the same Programs; the AOT worker reports no step graph, so no roofline, planned
+// bytes or matmul FLOPs in that mode. The names (step 1 below) come from weft_worker either way.
 // --pytorch-only skips weft's timed runs; --allow-paper is passed to the weft worker,
 // which otherwise declines timed runs at the paper preset (meant for GPU backends);
 // --keep-tmp keeps the intermediate files and logs, which are kept anyway on failure.
@@ -40,6 +47,7 @@
 
 #include "bench/process.h"
 #include "bench/roofline.h"
+#include "bench/suite_options.h"
 #include "bench/suite_report.h"
 
 namespace weft::bench {
@@ -47,116 +55,12 @@ namespace {
 
 using nlohmann::json;
 
-const std::vector<std::string> kModels = {
-    "transformer", "mlp",    "residual_tower", "feedback_fixed", "gated_routing",
-    "iterative_refine", "gru_seq", "conv_autoenc", "lstm_seq", "convnet"};
-
 constexpr const char* kTunedMalloc =
     "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296";
 
-struct Options {
-  std::string preset;
-  std::vector<std::string> models = kModels;
-  int epochs = 0, warmup = 0, rounds = 2;
-  std::string json_path;
-  bool pytorch_only = false, keep_tmp = false, allow_paper = false;
-  std::string python = "/usr/bin/python3";
-};
-
 [[noreturn]] void usage_error(const std::string& message) {
-  std::fprintf(stderr,
-               "suite: %s\nusage: bazel run //bench:suite -- --preset=cpu|paper [--models=a,b] "
-               "[--epochs=N] [--warmup=N] [--rounds=N] [--json=PATH] [--pytorch-only] "
-               "[--allow-paper] [--keep-tmp] [--python=PATH]\n",
-               message.c_str());
+  std::fprintf(stderr, "suite: %s\nusage: %s\n", message.c_str(), kSuiteUsage);
   std::exit(2);
-}
-
-int parse_count(const std::string& flag, const std::string& value, int min) {
-  char* end = nullptr;
-  long v = std::strtol(value.c_str(), &end, 10);
-  if (value.empty() || *end != '\0' || v < min || v > 100000) {
-    usage_error("bad value for --" + flag + ": '" + value + "' (an integer ≥ " +
-                std::to_string(min) + ")");
-  }
-  return int(v);
-}
-
-/// Relative paths are the user's: against the folder `bazel run` was started from.
-std::string user_path(const std::string& path) {
-  const char* wd = std::getenv("BUILD_WORKING_DIRECTORY");
-  if (path.empty() || path[0] == '/' || !wd) return path;
-  return std::string(wd) + "/" + path;
-}
-
-Options parse_options(int argc, char** argv) {
-  Options o;
-  bool epochs_set = false, warmup_set = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i], name = a, value;
-    bool has_value = false;
-    if (size_t eq = a.find('='); eq != std::string::npos) {
-      name = a.substr(0, eq);
-      value = a.substr(eq + 1);
-      has_value = true;
-    }
-    auto need_value = [&] {
-      if (!has_value) usage_error("flag " + name + " needs a value (" + name + "=...)");
-    };
-    if (name == "--help" || name == "-h") {
-      usage_error("runs the benchmark models on weft and PyTorch (bench/PROTOCOL.md)");
-    } else if (name == "--preset") {
-      need_value();
-      if (value != "cpu" && value != "paper") {
-        usage_error("bad value for --preset: '" + value + "' (cpu or paper)");
-      }
-      o.preset = value;
-    } else if (name == "--models") {
-      need_value();
-      o.models.clear();
-      std::stringstream ss(value);
-      for (std::string m; std::getline(ss, m, ',');) {
-        if (m.empty()) continue;
-        if (std::find(kModels.begin(), kModels.end(), m) == kModels.end()) {
-          std::string known;
-          for (const std::string& k : kModels) known += (known.empty() ? "" : ", ") + k;
-          usage_error("unknown model '" + m + "' in --models; the models are " + known);
-        }
-        o.models.push_back(m);
-      }
-      if (o.models.empty()) usage_error("--models names no model");
-    } else if (name == "--epochs") {
-      need_value();
-      o.epochs = parse_count("epochs", value, 1);
-      epochs_set = true;
-    } else if (name == "--warmup") {
-      need_value();
-      o.warmup = parse_count("warmup", value, 0);
-      warmup_set = true;
-    } else if (name == "--rounds") {
-      need_value();
-      o.rounds = parse_count("rounds", value, 1);
-    } else if (name == "--json") {
-      need_value();
-      o.json_path = user_path(value);
-    } else if (name == "--python") {
-      need_value();
-      o.python = value;
-    } else if (name == "--pytorch-only" && !has_value) {
-      o.pytorch_only = true;
-    } else if (name == "--allow-paper" && !has_value) {
-      o.allow_paper = true;
-    } else if (name == "--keep-tmp" && !has_value) {
-      o.keep_tmp = true;
-    } else {
-      usage_error("unknown flag '" + a + "'");
-    }
-  }
-  if (o.preset.empty()) usage_error("--preset=cpu or --preset=paper is required");
-  // bench/PROTOCOL.md: 3 warm-up and 20 measured epochs; the cpu preset 1 and 5.
-  if (!epochs_set) o.epochs = o.preset == "cpu" ? 5 : 20;
-  if (!warmup_set) o.warmup = o.preset == "cpu" ? 1 : 3;
-  return o;
 }
 
 /// A data dependency of //bench:suite, found in its runfiles tree.
@@ -239,16 +143,19 @@ const std::vector<PytorchConfig> kPytorchConfigs = {{1, false}, {1, true}, {2, f
 
 class Suite {
  public:
-  Suite(Options options, std::string worker, std::string run_py, std::string dir)
-      : o_(std::move(options)), worker_(std::move(worker)), run_py_(std::move(run_py)),
-        dir_(std::move(dir)) {}
+  /// `worker` gives the names; `timed_worker` (the same, or the AOT worker) runs weft's
+  /// timed runs.
+  Suite(SuiteOptions options, std::string worker, std::string timed_worker, std::string run_py,
+        std::string dir)
+      : o_(std::move(options)), worker_(std::move(worker)),
+        timed_worker_(std::move(timed_worker)), run_py_(std::move(run_py)), dir_(std::move(dir)) {}
 
   ModelResult run_model(const std::string& model) {
     ModelResult r;
     r.model = model;
     try {
       r.weft = RunSummary{};
-      r.weft->config = "weft";
+      r.weft->config = o_.weft == "aot" ? "weft aot" : "weft";
       prepare(model, r);
       time_model(model, r);
     } catch (const SuiteError& e) {
@@ -267,6 +174,10 @@ class Suite {
 
   std::vector<std::string> worker_args(const std::string& model) const {
     return {worker_, "--model=" + model, "--preset=" + o_.preset};
+  }
+  /// The worker of weft's timed runs, for messages.
+  std::string timed_worker_name() const {
+    return o_.weft == "aot" ? "weft_aot_worker" : "weft_worker";
   }
   std::vector<std::string> run_py_args(const std::string& model) const {
     return {o_.python, run_py_, "--model=" + model, "--preset=" + o_.preset};
@@ -312,9 +223,9 @@ class Suite {
         std::string tag = "r" + std::to_string(round + 1);
         if (who < 0) {
           if (o_.pytorch_only || !r.weft_note.empty()) continue;
-          std::vector<std::string> args = worker_args(model);
-          args.insert(args.end(), {init, epochs, warmup});
-          if (o_.allow_paper) args.push_back("--allow-paper");
+          std::vector<std::string> args = {timed_worker_, "--model=" + model,
+                                           "--preset=" + o_.preset, init, epochs, warmup};
+          if (o_.allow_paper && o_.weft == "jit") args.push_back("--allow-paper");
           ProcessResult p = run_process(args, {}, {}, file(model, "weft." + tag + ".stderr"));
           if (p.exit_code != 0 && o_.preset == "paper" && round == 0) {
             // The paper preset is meant for GPU machines; the worker may decline it here.
@@ -323,13 +234,17 @@ class Suite {
             continue;
           }
           if (p.exit_code != 0) {
-            throw SuiteError{"weft_worker timed run for " + model + " failed (exit " +
+            throw SuiteError{timed_worker_name() + " timed run for " + model + " failed (exit " +
                              std::to_string(p.exit_code) + "): " + command_line(args, {}) +
                              "\n" + tail(p.err + p.out)};
           }
-          json j = last_json_line("weft_worker for " + model, p);
-          record("weft_worker for " + model, j, *r.weft);
-          if (round == 0) take_weft_extras(model, j, r);
+          json j = last_json_line(timed_worker_name() + " for " + model, p);
+          record(timed_worker_name() + " for " + model, j, *r.weft);
+          if (o_.weft == "aot" && j.value("compiler_mapped", true)) {
+            throw SuiteError{"weft_aot_worker for " + model + " had MLIR or LLVM mapped "
+                             "(its \"compiler_mapped\" is not false): " + j.dump()};
+          }
+          if (round == 0) take_weft_extras(timed_worker_name(), model, j, r);
           line += sep + "weft " + format_ms(r.weft->round_median_ms.back());
           sep = ", ";
         } else {
@@ -368,7 +283,8 @@ class Suite {
   }
 
   /// The weft worker's static figures: memory plan and the step's matmuls.
-  static void take_weft_extras(const std::string& model, const json& j, ModelResult& r) {
+  static void take_weft_extras(const std::string& worker, const std::string& model,
+                               const json& j, ModelResult& r) {
     try {
       r.weft_planned_bytes = optional_field<int64_t>(j, "planned_bytes");
       r.arena_bytes = optional_field<int64_t>(j, "arena_bytes");
@@ -383,7 +299,7 @@ class Suite {
         }
       }
     } catch (const json::exception& e) {
-      throw SuiteError{"weft_worker for " + model + ": unexpected result " + j.dump() + ": " +
+      throw SuiteError{worker + " for " + model + ": unexpected result " + j.dump() + ": " +
                        e.what()};
     }
   }
@@ -417,8 +333,8 @@ class Suite {
     }
   }
 
-  Options o_;
-  std::string worker_, run_py_, dir_;
+  SuiteOptions o_;
+  std::string worker_, timed_worker_, run_py_, dir_;
 };
 
 std::string make_temp_dir() {
@@ -466,18 +382,21 @@ void measure_rooflines(std::vector<ModelResult>& results) {
 }
 
 int suite_main(int argc, char** argv) {
-  Options o = parse_options(argc, argv);
+  StatusOr<SuiteOptions> parsed = parse_suite_options(std::vector<std::string>(argv + 1, argv + argc));
+  if (!parsed.ok()) usage_error(parsed.error().message);
+  SuiteOptions o = std::move(*parsed);
   std::string worker = runfile(argv[0], "bench/weft_worker");
+  std::string timed_worker = o.weft == "aot" ? runfile(argv[0], "bench/weft_aot_worker") : worker;
   std::string run_py = runfile(argv[0], "bench/pytorch/run.py");
   if (!is_file(o.python)) {
     usage_error("no Python at " + o.python + " (Debian's python3 with python3-torch; "
                 "tools/setup --peer installs it)");
   }
   std::string dir = make_temp_dir();
-  std::printf("weft benchmark suite: preset %s, %d warm-up + %d measured epochs of 50 steps, "
-              "%d rounds; intermediate files in %s\n",
-              o.preset.c_str(), o.warmup, o.epochs, o.rounds, dir.c_str());
-  Suite suite(o, worker, run_py, dir);
+  std::printf("weft benchmark suite: preset %s, weft %s, %d warm-up + %d measured epochs of "
+              "50 steps, %d rounds; intermediate files in %s\n",
+              o.preset.c_str(), o.weft.c_str(), o.warmup, o.epochs, o.rounds, dir.c_str());
+  Suite suite(o, worker, timed_worker, run_py, dir);
   std::vector<ModelResult> results;
   for (const std::string& model : o.models) results.push_back(suite.run_model(model));
   measure_rooflines(results);
@@ -485,7 +404,7 @@ int suite_main(int argc, char** argv) {
   std::printf("\n%s\n%s", format_table(results).c_str(), format_checks(results).c_str());
   if (!o.json_path.empty()) {
     std::ofstream out(o.json_path);
-    out << results_json(results, o.preset, o.epochs, o.warmup, o.rounds);
+    out << results_json(results, o.preset, o.weft, o.epochs, o.warmup, o.rounds);
     if (!out) {
       std::fprintf(stderr, "suite: cannot write %s\n", o.json_path.c_str());
       return 1;

@@ -180,7 +180,7 @@ std::string format_checks(const std::vector<ModelResult>& results) {
 }
 
 std::string results_json(const std::vector<ModelResult>& results, const std::string& preset,
-                         int epochs, int warmup, int rounds) {
+                         const std::string& weft_path, int epochs, int warmup, int rounds) {
   json list = json::array();
   for (const ModelResult& r : results) {
     const RunSummary* pt = r.best_pytorch();
@@ -188,6 +188,7 @@ std::string results_json(const std::vector<ModelResult>& results, const std::str
     json o;
     o["model"] = r.model;
     o["preset"] = preset;
+    o["weft_path"] = weft_path;
     o["epochs"] = epochs;
     o["warmup"] = warmup;
     o["rounds"] = rounds;

@@ -65,8 +65,9 @@ std::string format_table(const std::vector<ModelResult>& results);
 std::string format_checks(const std::vector<ModelResult>& results);
 
 /// The JSON list written by --json, one object per model (keys in bench/PROTOCOL.md and
-/// issue 5; null where unknown), pretty-printed.
+/// issue 5; null where unknown), pretty-printed. `weft_path` is the suite's --weft: "jit"
+/// or "aot", which worker ran weft's side.
 std::string results_json(const std::vector<ModelResult>& results, const std::string& preset,
-                         int epochs, int warmup, int rounds);
+                         const std::string& weft_path, int epochs, int warmup, int rounds);
 
 }  // namespace weft::bench

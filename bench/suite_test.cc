@@ -1,10 +1,12 @@
-// The suite's pure parts: median, the loss check, the roofline arithmetic, the table and
-// the JSON list. The suite itself is a benchmark program: no test runs it.
+// The suite's pure parts: its command line, median, the loss check, the roofline
+// arithmetic, the table and the JSON list. The suite itself is a benchmark program: no test
+// runs it (bench/aot_worker_test runs both weft workers it chooses between).
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include "bench/roofline.h"
+#include "bench/suite_options.h"
 #include "bench/suite_report.h"
 
 namespace weft::bench {
@@ -124,7 +126,7 @@ TEST(Json, OneObjectPerModelWithTheContractKeys) {
   failed.model = "gru_seq";
   failed.error = "boom";
   nlohmann::json list =
-      nlohmann::json::parse(results_json({sample(true), failed}, "cpu", 5, 1, 2));
+      nlohmann::json::parse(results_json({sample(true), failed}, "cpu", "aot", 5, 1, 2));
   ASSERT_TRUE(list.is_array());
   ASSERT_EQ(list.size(), 2u);
   const nlohmann::json& m = list[0];
@@ -135,6 +137,7 @@ TEST(Json, OneObjectPerModelWithTheContractKeys) {
     EXPECT_TRUE(list[1].contains(key)) << key;
   }
   EXPECT_EQ(m["model"], "mlp");
+  EXPECT_EQ(m["weft_path"], "aot");
   EXPECT_EQ(m["pytorch_ms"], 102.0);
   EXPECT_EQ(m["pytorch_config"], "1 thread tuned");
   EXPECT_EQ(m["weft_ms"], 210.0);
@@ -152,6 +155,47 @@ TEST(Json, OneObjectPerModelWithTheContractKeys) {
   EXPECT_TRUE(list[1]["weft_ms"].is_null());
   EXPECT_TRUE(list[1]["roofline_ms"].is_null());
   EXPECT_EQ(list[1]["error"], "boom");
+}
+
+TEST(Options, WeftPathDefaultsToTheJit) {
+  StatusOr<SuiteOptions> o = parse_suite_options({"--preset=cpu"});
+  ASSERT_TRUE(o.ok()) << o.error().to_string();
+  EXPECT_EQ(o->weft, "jit");
+  EXPECT_EQ(o->epochs, 5);
+  EXPECT_EQ(o->warmup, 1);
+  EXPECT_EQ(o->models, suite_models());
+}
+
+TEST(Options, WeftAotChoosesTheAotWorker) {
+  StatusOr<SuiteOptions> o =
+      parse_suite_options({"--weft=aot", "--preset=cpu", "--models=mlp,convnet", "--rounds=3"});
+  ASSERT_TRUE(o.ok()) << o.error().to_string();
+  EXPECT_EQ(o->weft, "aot");
+  EXPECT_EQ(o->models, (std::vector<std::string>{"mlp", "convnet"}));
+  EXPECT_EQ(o->rounds, 3);
+  StatusOr<SuiteOptions> jit = parse_suite_options({"--preset=paper", "--weft=jit"});
+  ASSERT_TRUE(jit.ok()) << jit.error().to_string();
+  EXPECT_EQ(jit->weft, "jit");
+  EXPECT_EQ(jit->epochs, 20);
+}
+
+TEST(Options, ErrorsNameTheFlag) {
+  auto error = [](std::vector<std::string> args) {
+    StatusOr<SuiteOptions> o = parse_suite_options(args);
+    return o.ok() ? std::string("(ok)") : o.error().message;
+  };
+  EXPECT_EQ(error({"--preset=cpu", "--weft=xla"}),
+            "bad value for --weft: 'xla' (jit: bench/weft_worker, the Trainer's JIT; aot: "
+            "bench/weft_aot_worker, the libraries of bench/aot)");
+  EXPECT_EQ(error({"--preset=cpu", "--weft"}), "flag --weft needs a value (--weft=...)");
+  EXPECT_EQ(error({"--weft=aot"}), "--preset=cpu or --preset=paper is required");
+  EXPECT_EQ(error({"--preset=gpu"}), "bad value for --preset: 'gpu' (cpu or paper)");
+  EXPECT_EQ(error({"--preset=cpu", "--models=mlp,bert"}),
+            "unknown model 'bert' in --models; the models are transformer, mlp, residual_tower, "
+            "feedback_fixed, gated_routing, iterative_refine, gru_seq, conv_autoenc, lstm_seq, "
+            "convnet");
+  EXPECT_EQ(error({"--preset=cpu", "--epochs=0"}), "bad value for --epochs: '0' (an integer ≥ 1)");
+  EXPECT_EQ(error({"--preset=cpu", "--pytorch-only=1"}), "unknown flag '--pytorch-only=1'");
 }
 
 }  // namespace

@@ -1,0 +1,6 @@
+// The suite's gated_routing (bench/models*.cc), compiled ahead of time by //bench/aot:gated_routing.
+#include "bench/aot/suite_model.h"
+
+weft::StatusOr<weft::aot::ModelSource> weft_model(int64_t batch, weft::DType dtype) {
+  return weft::bench::suite_model("gated_routing", batch, dtype);
+}

@@ -1,5 +1,6 @@
 #include "runtime/aot/compiled_model.h"
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 
@@ -114,6 +115,18 @@ StatusOr<std::unique_ptr<CompiledModel>> CompiledModel::create(const ModelTable&
         "data parallelism: the " + std::to_string(options.communicator->world_size()) +
             " ranks run different models (a binary built from another model, batch size, "
             "loss or optimizer on some rank); every rank must run the same binary"));
+    // The step must average its gradients (weft.bzl's data_parallel), else every rank
+    // would train alone on its shard.
+    const std::vector<Invocation>& code = m->step_->program().code;
+    if (std::none_of(code.begin(), code.end(), [](const Invocation& inv) {
+          return inv.kind == Invocation::Kind::library && inv.node.op == Op::AllReduce;
+        })) {
+      return Error{"data parallelism: model '" + table.name +
+                   "' was built without data_parallel = True (weft_library / weft_binary), "
+                   "so its step does not average gradients over the " +
+                   std::to_string(options.communicator->world_size()) +
+                   " ranks; rebuild it with data_parallel = True"};
+    }
   }
 
   // Every value from its initializer, into the executor that owns it.

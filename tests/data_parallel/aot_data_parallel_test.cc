@@ -152,5 +152,18 @@ TEST(AotDataParallel, RanksWithDifferentModelsAreAnError) {
   EXPECT_EQ(count(r.out, "training on"), 0) << r.out;
 }
 
+// A library built without data_parallel = True has no all_reduce ops in its step: under
+// --data-parallel every rank would train alone on its shard, so both refuse to start.
+TEST(AotDataParallel, ModelBuiltWithoutDataParallelIsAnError) {
+  CommandResult r = run_mpi(kMpirun + "tests/data_parallel/aot_mlp_train --data-parallel");
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_EQ(count(r.out, "error: data parallelism: model 'mlp' was built without data_parallel = "
+                         "True (weft_library / weft_binary), so its step does not average "
+                         "gradients over the 2 ranks; rebuild it with data_parallel = True\n"),
+            2)
+      << r.out;
+  EXPECT_EQ(count(r.out, "training on"), 0) << r.out;
+}
+
 }  // namespace
 }  // namespace weft

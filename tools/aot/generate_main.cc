@@ -309,13 +309,13 @@ int run(int argc, char** argv) {
   if (!loss.ok() || !optimizer.ok()) return fail("bad options");
 
   // The training step, built by the Trainer itself (reference backend: nothing is
-  // compiled here), so its graph, parameter table and slots are the JIT path's. Always
-  // the data-parallel step: an all_reduce mean on every gradient and on the loss
-  // (append_gradient_all_reduce), which the binary runs through the communicator it is
-  // given (CompiledModel::Options) — with one process they change nothing, so the same
-  // library trains alone or under mpirun.
+  // compiled here), so its graph, parameter table and slots are the JIT path's. With
+  // --data_parallel, the data-parallel step: an all_reduce mean on every gradient and on
+  // the loss (append_gradient_all_reduce), which the binary runs through the communicator
+  // it is given (CompiledModel::Options) — with one process they change nothing, so the
+  // same library trains alone or under mpirun.
   TrainOptions train{.seed = 0, .backend = "reference"};
-  train.communicator = collective::single_process();
+  if (options->data_parallel) train.communicator = collective::single_process();
   StatusOr<Trainer> trainer = Trainer::compile(src->net, src->inputs, *loss, *optimizer, train);
   if (!trainer.ok()) return fail(trainer.error().to_string());
   const Model& model = trainer->model();

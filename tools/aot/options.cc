@@ -13,7 +13,7 @@ const std::vector<std::string> kOptimizerHyper = {
     "amsgrad", "alpha", "centered", "lr_decay", "initial_accumulator_value", "max_grad_norm"};
 const char* kUsage =
     "flags: --batch=N --dtype=f32 --loss=NAME --optimizer=NAME [--eval_batch=N] [--cpu=CPU] "
-    "[--inference_only] and the hyper-parameters --label_smoothing --beta --lr --momentum "
+    "[--inference_only] [--data_parallel] and the hyper-parameters --label_smoothing --beta --lr --momentum "
     "--dampening --nesterov --weight_decay --beta1 --beta2 --eps --amsgrad --alpha --centered "
     "--lr_decay --initial_accumulator_value --max_grad_norm";
 
@@ -114,6 +114,7 @@ std::string CompileOptions::to_flags() const {
   if (eval_batch != 0) out += " --eval_batch=" + std::to_string(eval_batch);
   out += " --cpu=" + cpu;
   if (inference_only) out += " --inference_only";
+  if (data_parallel) out += " --data_parallel";
   return out;
 }
 
@@ -126,10 +127,11 @@ StatusOr<CompileOptions> parse_compile_options(const std::vector<std::string>& a
     const std::string flag = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
     const std::string text = eq == std::string::npos ? "" : a.substr(eq + 1);
     if (contains(passthrough, flag)) continue;
-    if (flag == "inference_only") {
-      o.inference_only = true;
+    if (flag == "inference_only" || flag == "data_parallel") {
+      bool& on = flag == "inference_only" ? o.inference_only : o.data_parallel;
+      on = true;
       if (eq != std::string::npos) {
-        WEFT_ASSIGN_OR_RETURN(o.inference_only, to_bool(flag, text));
+        WEFT_ASSIGN_OR_RETURN(on, to_bool(flag, text));
       }
     } else if (eq == std::string::npos) {
       return Error{"flag --" + flag + " needs a value (--" + flag + "=...); " + kUsage};

@@ -4,7 +4,7 @@
 // NAME_benchmark binaries (which rebuild the same step with the JIT Trainer):
 //
 //   --batch=128 --dtype=f32 --loss=cross_entropy --optimizer=adam --lr=0.001
-//   [--eval_batch=N] [--cpu=native] [--inference_only]
+//   [--eval_batch=N] [--cpu=native] [--inference_only] [--data_parallel]
 //   loss hyper-parameters:      --label_smoothing --beta
 //   optimizer hyper-parameters: --lr --momentum --dampening --nesterov --weight_decay
 //     --beta1 --beta2 --eps --amsgrad --alpha --centered --lr_decay
@@ -31,6 +31,9 @@ struct CompileOptions {
   int64_t eval_batch = 0;  ///< 0: the training batch.
   std::string cpu = "native";
   bool inference_only = false;
+  /// The training step holds an all_reduce mean on every gradient and on the loss
+  /// (data parallelism under mpirun; weft.bzl's data_parallel).
+  bool data_parallel = false;
 
   StatusOr<LossSpec> loss_spec() const;
   StatusOr<OptimizerSpec> optimizer_spec() const;

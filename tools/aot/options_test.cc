@@ -15,9 +15,12 @@ std::string error_of(const std::vector<std::string>& args) {
 TEST(AotOptions, ParseAndRoundTrip) {
   StatusOr<CompileOptions> o = parse_compile_options(
       {"--batch=128", "--loss=cross_entropy", "--label_smoothing=0.1", "--optimizer=adamw",
-       "--lr=3e-4", "--beta2=0.95", "--amsgrad=true", "--eval_batch=500", "--cpu=x86-64-v3"});
+       "--lr=3e-4", "--beta2=0.95", "--amsgrad=true", "--eval_batch=500", "--cpu=x86-64-v3",
+       "--data_parallel"});
   ASSERT_TRUE(o.ok()) << o.error().to_string();
   EXPECT_EQ(o->batch, 128);
+  EXPECT_TRUE(o->data_parallel);
+  EXPECT_FALSE(o->inference_only);
   EXPECT_EQ(o->eval_batch, 500);
   EXPECT_EQ(o->cpu, "x86-64-v3");
   StatusOr<OptimizerSpec> opt = o->optimizer_spec();
@@ -51,6 +54,8 @@ TEST(AotOptions, Errors) {
   EXPECT_EQ(error_of({"--batch=8", "--lr=fast"}), "--lr=fast: not a number");
   EXPECT_EQ(error_of({"--batch=8", "--dtype=f8"}), "--dtype=f8: not a dtype (f32 f64 f16 bf16 ...)");
   EXPECT_EQ(error_of({"--batch=8", "--eps=-1"}), "Invalid epsilon value: -1.0");
+  EXPECT_EQ(error_of({"--batch=8", "--data_parallel=2"}),
+            "--data_parallel=2: not a boolean (true or false)");
   EXPECT_EQ(error_of({"--batch=8", "--nesterov=maybe"}),
             "--nesterov=maybe: not a boolean (true or false)");
   EXPECT_EQ(error_of({"--batch=8", "--epochs=3"}).substr(0, 36), "unknown flag --epochs; flags: --batc");

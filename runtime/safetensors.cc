@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <set>
 
@@ -242,24 +243,40 @@ StatusOr<std::string> serialize_safetensors(
   return out;
 }
 
-StatusOr<SafetensorsFile> parse_safetensors(std::string_view bytes, const std::string& name) {
-  if (bytes.size() < 8) {
-    return file_error(name, "not a safetensors file: it has " + std::to_string(bytes.size()) +
+namespace {
+
+// Reads `size` bytes at `offset` of the data section into `out`.
+using ReadData = std::function<Status(uint64_t offset, void* out, uint64_t size)>;
+
+// The header length in the file's first 8 bytes (little-endian).
+uint64_t header_length(std::string_view head) {
+  uint64_t header_len = 0;
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | static_cast<uint8_t>(head[i]);
+  return header_len;
+}
+
+// The format's checks and the tensors, from the file's first bytes (`head`: the 8-byte
+// length and, where the length fits the file, the header) and the file's size. The data
+// section is read tensor by tensor through `read_data`, straight into each tensor, so a
+// file read from disk is never held whole in memory beside its tensors.
+StatusOr<SafetensorsFile> decode(std::string_view head, uint64_t file_size,
+                                 const ReadData& read_data, const std::string& name) {
+  if (file_size < 8) {
+    return file_error(name, "not a safetensors file: it has " + std::to_string(file_size) +
                                 " bytes, fewer than the 8-byte header length");
   }
-  uint64_t header_len = 0;
-  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | static_cast<uint8_t>(bytes[i]);
+  const uint64_t header_len = header_length(head);
   if (header_len > kMaxHeaderBytes) {
     return file_error(name, "header length " + std::to_string(header_len) +
                                 " is larger than the 100000000 bytes safetensors allows "
                                 "(not a safetensors file, or a corrupted one)");
   }
-  if (header_len > bytes.size() - 8) {
+  if (header_len > file_size - 8) {
     return file_error(name, "header length " + std::to_string(header_len) +
-                                " runs past the end of the file (" + std::to_string(bytes.size()) +
+                                " runs past the end of the file (" + std::to_string(file_size) +
                                 " bytes): the file is truncated or not a safetensors file");
   }
-  std::string_view header_text = bytes.substr(8, header_len);
+  std::string_view header_text = head.substr(8, header_len);
   if (header_text.empty() || header_text[0] != '{') {
     return file_error(name, "malformed safetensors header: it must start with '{'");
   }
@@ -267,7 +284,7 @@ StatusOr<SafetensorsFile> parse_safetensors(std::string_view bytes, const std::s
   if (!header.is_object()) {
     return file_error(name, "malformed safetensors header: not a JSON object");
   }
-  const std::string_view data = bytes.substr(8 + header_len);
+  const uint64_t data_size = file_size - 8 - header_len;
   SafetensorsFile file;
   std::vector<Entry> entries;
   for (const auto& [key, value] : header.items()) {
@@ -284,7 +301,7 @@ StatusOr<SafetensorsFile> parse_safetensors(std::string_view bytes, const std::s
       }
       continue;
     }
-    WEFT_ASSIGN_OR_RETURN(Entry e, parse_entry(key, value, data.size(), name));
+    WEFT_ASSIGN_OR_RETURN(Entry e, parse_entry(key, value, data_size, name));
     entries.push_back(std::move(e));
   }
   // The tensors must tile the data section exactly: sorted by offsets, each begins where
@@ -309,63 +326,109 @@ StatusOr<SafetensorsFile> parse_safetensors(std::string_view bytes, const std::s
     covered = e.end;
     previous = &e;
   }
-  if (covered != data.size()) {
-    return file_error(name, "bytes [" + std::to_string(covered) + ", " + std::to_string(data.size()) +
+  if (covered != data_size) {
+    return file_error(name, "bytes [" + std::to_string(covered) + ", " + std::to_string(data_size) +
                                 ") of the data section belong to no tensor (trailing data)");
+  }
+  // The tensors tile the data section in this order, so hashing each one's bytes as it
+  // is read hashes the whole section: ir/text_util.h's fnv1a64, continued tensor by tensor.
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (const Entry& e : entries) {
+    Tensor t(Type{e.dtype, Shape(e.shape)});
+    if (t.bytes() > 0) {
+      WEFT_RETURN_IF_ERROR(read_data(e.begin, t.raw_data(), t.bytes()));
+      const auto* p = static_cast<const unsigned char*>(t.raw_data());
+      for (size_t i = 0; i < t.bytes(); ++i) {
+        hash ^= p[i];
+        hash *= 0x100000001b3ull;
+      }
+    }
+    file.tensors.emplace_back(e.name, std::move(t));
   }
   auto checksum = file.metadata.find(std::string(kSafetensorsChecksumKey));
   if (checksum != file.metadata.end()) {
-    const std::string actual = safetensors_checksum(data);
+    char actual[17];
+    std::snprintf(actual, sizeof(actual), "%016llx", static_cast<unsigned long long>(hash));
     if (checksum->second != actual) {
       return file_error(name, "checksum mismatch: the header says " + checksum->second +
                                   ", the data section hashes to " + actual +
                                   " (FNV-1a 64): the data is corrupted");
     }
   }
-  for (const Entry& e : entries) {
-    Tensor t(Type{e.dtype, Shape(e.shape)});
-    if (t.bytes() > 0) std::memcpy(t.raw_data(), data.data() + e.begin, t.bytes());
-    if (e.dtype == DType::boolean) {
-      const uint8_t* b = t.data<uint8_t>();
-      for (int64_t i = 0; i < t.numel(); ++i) {
-        if (b[i] > 1) {
-          return file_error(name, "tensor '" + e.name + "': BOOL data holds byte value " +
-                                      std::to_string(b[i]) + " at element " + std::to_string(i) +
-                                      " (expected 0 or 1)");
-        }
+  for (const auto& [tensor, t] : file.tensors) {
+    if (t.type().dtype != DType::boolean) continue;
+    const uint8_t* b = t.data<uint8_t>();
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      if (b[i] > 1) {
+        return file_error(name, "tensor '" + tensor + "': BOOL data holds byte value " +
+                                    std::to_string(b[i]) + " at element " + std::to_string(i) +
+                                    " (expected 0 or 1)");
       }
     }
-    file.tensors.emplace_back(e.name, std::move(t));
   }
   return file;
 }
 
-StatusOr<SafetensorsFile> read_safetensors(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return file_error(path, "cannot open for reading: " + std::string(std::strerror(errno)));
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return file_error(path, "cannot read: not a regular file");
-  }
-  std::string bytes(static_cast<size_t>(st.st_size), '\0');
-  size_t got = 0;
-  while (got < bytes.size()) {
-    ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      std::string err = std::strerror(errno);
-      ::close(fd);
-      return file_error(path, "read failed: " + err);
-    }
-    if (n == 0) break;  // The file shrank while we read; parse what is there.
-    got += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  bytes.resize(got);
-  return parse_safetensors(bytes, path);
+}  // namespace
+
+StatusOr<SafetensorsFile> parse_safetensors(std::string_view bytes, const std::string& name) {
+  return decode(bytes, bytes.size(),
+                [&](uint64_t offset, void* out, uint64_t size) {
+                  // decode checked the header's length against the size of `bytes`.
+                  std::memcpy(out, bytes.data() + 8 + header_length(bytes) + offset, size);
+                  return Status::ok_status();
+                },
+                name);
 }
 
+// The length and the header from the file, then each tensor's bytes straight into the
+// tensor (pread): the file is never held whole in memory.
+StatusOr<SafetensorsFile> read_safetensors(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return file_error(path, "cannot open for reading: " + std::string(std::strerror(errno)));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    return file_error(path, "cannot read: not a regular file");
+  }
+  const uint64_t file_size = static_cast<uint64_t>(st.st_size);
+  // Bytes [offset, offset + size) of the file; a file that shrank since fstat is truncated.
+  auto read_at = [&](uint64_t offset, void* out, uint64_t size) -> Status {
+    char* p = static_cast<char*>(out);
+    uint64_t got = 0;
+    while (got < size) {
+      const ssize_t n = ::pread(fd, p + got, size - got, static_cast<off_t>(offset + got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return file_error(path, "read failed: " + std::string(std::strerror(errno)));
+      if (n == 0) {
+        return file_error(path, "the file is truncated: it ended at byte " +
+                                    std::to_string(offset + got) + " while being read (its size said " +
+                                    std::to_string(file_size) + " bytes)");
+      }
+      got += static_cast<uint64_t>(n);
+    }
+    return Status::ok_status();
+  };
+  std::string head(std::min<uint64_t>(file_size, 8), '\0');
+  WEFT_RETURN_IF_ERROR(read_at(0, head.data(), head.size()));
+  if (file_size >= 8) {
+    const uint64_t header_len = header_length(head);
+    // A length out of range is decode's to report; the header is read only when it fits.
+    if (header_len <= kMaxHeaderBytes && header_len <= file_size - 8) {
+      head.resize(8 + header_len);
+      WEFT_RETURN_IF_ERROR(read_at(8, head.data() + 8, header_len));
+    }
+  }
+  const uint64_t data_begin = head.size();
+  return decode(head, file_size,
+                [&](uint64_t offset, void* out, uint64_t size) {
+                  return read_at(data_begin + offset, out, size);
+                },
+                path);
+}
 
 Status write_safetensors(const std::string& path,
                          const std::vector<std::pair<std::string, Tensor>>& tensors,

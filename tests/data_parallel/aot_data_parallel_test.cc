@@ -15,30 +15,17 @@
 #include <vector>
 
 #include "runtime/npy.h"
+#include "tests/data_parallel/mpi_run.h"
 #include "tests/testing/subprocess.h"
 
 namespace weft {
 namespace {
 
 using testing::CommandResult;
+using testing::kMpiEnv;
+using testing::kMpirun;
 using testing::run_command;
-
-// As in data_parallel_test.cc: Open MPI refuses root without these; shared memory and
-// loopback only.
-const std::string kMpirun =
-    "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader "
-    "OMPI_MCA_rmaps_base_oversubscribe=1 mpirun -np 2 ";
-
-// Open MPI 4.x's shutdown race (data_parallel_test.cc, run_mpi): one more try.
-CommandResult run_mpi(const std::string& command) {
-  CommandResult r = run_command(command);
-  if (r.exit_code != 0 && r.out.find("with PID 0 on") != std::string::npos &&
-      r.out.find("exiting improperly") != std::string::npos) {
-    std::printf("Open MPI's shutdown race; running again: %s\n", command.c_str());
-    r = run_command(command);
-  }
-  return r;
-}
+using testing::run_mpi;
 
 std::string tmp(const std::string& name) { return testing::test_tmpdir() + "/" + name; }
 
@@ -140,7 +127,7 @@ TEST(AotDataParallel, FewerSamplesThanOneGlobalBatchIsAnError) {
 // //bench/aot:mlp driver) stop before their first step, each with the same error, rather
 // than hang in mismatched all_reduce calls.
 TEST(AotDataParallel, RanksWithDifferentModelsAreAnError) {
-  CommandResult r = run_mpi(kMpirun.substr(0, kMpirun.size() - std::string("-np 2 ").size()) +
+  CommandResult r = run_mpi(kMpiEnv + "mpirun " +
                             "-np 1 tests/data_parallel/aot_regressor --data-parallel : "
                             "-np 1 tests/data_parallel/aot_mlp_train --data-parallel");
   EXPECT_NE(r.exit_code, 0) << r.out;

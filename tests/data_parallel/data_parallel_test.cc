@@ -17,36 +17,20 @@
 #include "frontend/modules.h"
 #include "frontend/training.h"
 #include "runtime/reference/interpreter.h"
+#include "tests/data_parallel/mpi_run.h"
 #include "tests/testing/subprocess.h"
 
 namespace weft {
 namespace {
 
 using testing::CommandResult;
+using testing::kMpiEnv;
+using testing::kMpirun;
 using testing::run_command;
+using testing::run_mpi;
 
 // Bazel runs the test in its runfiles root.
 const std::string kBinary = "tests/data_parallel/train_mlp";
-// Open MPI refuses root without these; shared memory and loopback only, no daemons
-// looked for on other hosts.
-const std::string kMpiEnv =
-    "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader "
-    "OMPI_MCA_rmaps_base_oversubscribe=1 ";
-const std::string kMpirun = kMpiEnv + "mpirun -np 2 ";
-
-// Open MPI 4.x sometimes reports a rank that exited cleanly as "rank 1 with PID 0 ...
-// exiting improperly" (a race in its runtime's shutdown, open-mpi/ompi#7833 and #9389;
-// about 1 launch in 80 here). Only that message earns one more try.
-CommandResult run_mpi(const std::string& command) {
-  CommandResult r = run_command(command);
-  if (r.exit_code != 0 && r.out.find("with PID 0 on") != std::string::npos &&
-      r.out.find("exiting improperly") != std::string::npos) {
-    std::printf("Open MPI's shutdown race; running again: %s\n", command.c_str());
-    r = run_command(command);
-  }
-  return r;
-}
-
 struct TrainedRun {
   std::vector<double> losses;
   std::map<std::string, std::vector<double>> params;

@@ -2,21 +2,20 @@
 """Draws docs/data_parallel/step_time.svg from the step times measured with train_mlp.
 
 The figures below are medians (of three runs, each the median of 55 steps after 5
-warm-up steps) of `train_mlp --hidden=512 --batch=256 --steps=60 --time`, measured on
-2026-11-22 on the 2-core development machine while other jobs kept its load average
-at 9-10: they show the cost structure (MPI ranks spin-waiting against each other on
-oversubscribed cores, one call per gradient against one bucket), not what 2 ranks
-gain on idle cores. No dependencies beyond the standard library.
+warm-up steps) of `train_mlp --hidden=512 --batch=256 --steps=60 --time`, rank 0's,
+measured on 2026-11-22 at 23:42 UTC on the 2-core development machine with no other
+jobs (load average 0.06 at the start): 2 ranks of 1 thread each against one process of
+1 and of 2 threads. (The same runs with other builds keeping the load at 9-10 took
+36-100 ms per step on 2 ranks: oversubscribed MPI ranks spin-wait against each other.)
+No dependencies beyond the standard library.
 """
 import os
 
 RUNS = [  # (label, [median step ms of each run])
-    ("1 process, 2 threads", [17.4, 24.6, 23.9]),
-    ("1 process, 1 thread", [10.6, 16.6, 16.4]),
-    ("2 ranks x 1 thread, bucketed", [36.9, 48.0, 50.4]),
-    ("2 ranks x 1 thread, per gradient", [59.6, 85.1, 100.5]),
-    ("2 ranks, bucketed, yield_when_idle", [32.2, 35.5, 41.7]),
-    ("2 ranks, per gradient, yield_when_idle", [51.4, 48.9, 46.2]),
+    ("1 process, 2 threads", [2.34, 4.19, 2.35]),
+    ("1 process, 1 thread", [4.53, 4.26, 4.19]),
+    ("2 ranks x 1 thread, bucketed", [2.77, 2.91, 2.85]),
+    ("2 ranks x 1 thread, per gradient", [2.95, 3.05, 2.69]),
 ]
 
 

@@ -115,6 +115,14 @@ StatusOr<int64_t> parse_int(const std::string& flag, const std::string& value, i
 
 }  // namespace
 
+std::vector<cli::FlagSpec> worker_flag_specs() {
+  using cli::FlagSpec;
+  return {FlagSpec("model"), FlagSpec("preset"), FlagSpec("names-out"), FlagSpec("init"),
+          FlagSpec("epochs"), FlagSpec("warmup"), FlagSpec("seed"), FlagSpec("steps"),
+          FlagSpec("random-init", "", /*takes_value_in=*/false),
+          FlagSpec("profile", "", /*takes_value_in=*/false)};
+}
+
 StatusOr<TimedRunFlags> parse_timed_run_flags(const cli::Args& args, const std::string& preset) {
   TimedRunFlags f;
   f.preset = preset;

@@ -68,6 +68,10 @@ struct TimedRunFlags {
   int epochs = 0, warmup = 0, steps_per_epoch = 50;
 };
 
+/// The flags both workers take: --model, --preset, --names-out, --profile and the
+/// timed-run flags above; each worker adds its own.
+std::vector<cli::FlagSpec> worker_flag_specs();
+
 /// The timed-run flags of `args` for `preset` ("cpu" or "paper"); an error unless exactly
 /// one of --init and --random-init is given, or for a count that is not a number.
 StatusOr<TimedRunFlags> parse_timed_run_flags(const cli::Args& args, const std::string& preset);

@@ -188,14 +188,10 @@ int run(const cli::Args& args) {
 int main(int argc, char** argv) {
   using weft::cli::FlagSpec;
   std::vector<std::string> argv_list(argv + 1, argv + argc);
-  auto args = weft::cli::parse_args(
-      "weft_worker", argv_list,
-      {FlagSpec("model"), FlagSpec("preset"), FlagSpec("names-out"), FlagSpec("init"),
-       FlagSpec("epochs"), FlagSpec("warmup"), FlagSpec("seed"), FlagSpec("steps"),
-       FlagSpec("random-init", "", /*takes_value_in=*/false),
-       FlagSpec("print-params", "", /*takes_value_in=*/false),
-       FlagSpec("allow-paper", "", /*takes_value_in=*/false),
-       FlagSpec("profile", "", /*takes_value_in=*/false)});
+  std::vector<FlagSpec> specs = weft::bench::worker_flag_specs();
+  specs.push_back(FlagSpec("print-params", "", /*takes_value_in=*/false));
+  specs.push_back(FlagSpec("allow-paper", "", /*takes_value_in=*/false));
+  auto args = weft::cli::parse_args("weft_worker", argv_list, specs);
   if (!args.ok()) return weft::bench::fail(args.error());
   return weft::bench::run(*args);
 }

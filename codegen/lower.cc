@@ -211,6 +211,8 @@ StatusOr<Program> build_program(const Graph& g, const MemoryPlan& plan,
     if (n.op == Op::Reshape) {
       if (inv.operands[0] == inv.results[0]) continue;  // planned in place: a view
       inv.kind = Invocation::Kind::copy;
+      inv.node.op = n.op;  // every invocation names its op (Node::op has no default)
+      inv.node.loc = n.loc;
     } else if (n.op == Op::Fused) {
       const bool contraction = n.str_attr("kind") == "contraction";
       Graph epilogue;

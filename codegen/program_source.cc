@@ -2,10 +2,13 @@
 
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <sstream>
 #include <tuple>
 #include <vector>
+
+#include "ir/status.h"
 
 namespace weft::codegen {
 namespace {
@@ -178,6 +181,8 @@ std::string Tables::source(const Program& p, const std::string& name) {
   }
   for (const Invocation& inv : p.code) {
     const Location& l = inv.node.loc;
+    WEFT_CHECK(static_cast<size_t>(inv.node.op) < std::size(kOpIds),
+               "program_source: invocation '" + inv.label + "' has no valid op");
     const int attrs_first = attrs(inv.node.attrs);
     const int operands = buffers(inv.operands);
     const int results = buffers(inv.results);

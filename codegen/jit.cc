@@ -183,7 +183,10 @@ StatusOr<std::string> Jit::compile_object(const std::vector<std::string>& mlir_m
       features += (features.empty() ? "" : ",") + std::string(f.second ? "+" : "-") + f.first().str();
     }
   }
-  if (!target->createMCSubtargetInfo(triple, cpu_name, "")->isCPUStringValid(cpu_name)) {
+  // createMCSubtargetInfo hands over ownership (LeakSanitizer found it leaked here).
+  const std::unique_ptr<llvm::MCSubtargetInfo> subtarget(
+      target->createMCSubtargetInfo(triple, cpu_name, ""));
+  if (!subtarget->isCPUStringValid(cpu_name)) {
     return Error("codegen: unknown CPU '" + cpu + "' for " + triple +
                  " (try 'native', 'x86-64-v3', 'znver4', 'skylake-avx512')");
   }

@@ -3,6 +3,7 @@
 // torch.nn, counted with sum(p.numel() for p in m.parameters())); parameter names follow
 // the layout PROTOCOL.md documents; the step statistics count GEMMs as documented.
 #include "bench/models.h"
+#include "bench/timed_run.h"
 
 #include <gtest/gtest.h>
 
@@ -26,18 +27,6 @@ BenchModel with_batch(BenchModel m, int64_t batch) {
   for (InputSpec& in : m.inputs) in.type.shape.dims[0] = batch;
   m.target.shape.dims[0] = m.target.shape[0] / old * batch;
   return m;
-}
-
-Tensor random_tensor(const Type& t, int64_t high, std::mt19937_64& rng) {
-  Tensor out(t);
-  if (t.dtype == DType::i64) {
-    std::uniform_int_distribution<int64_t> d(0, high - 1);
-    for (int64_t i = 0; i < t.numel(); ++i) out.data<int64_t>()[i] = d(rng);
-  } else {
-    std::normal_distribution<float> d(0.0f, 1.0f);
-    for (int64_t i = 0; i < t.numel(); ++i) out.data<float>()[i] = d(rng);
-  }
-  return out;
 }
 
 TEST(BenchModels, NamesInTheIssuesOrder) {

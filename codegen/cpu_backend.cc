@@ -5,6 +5,7 @@
 #include <string>
 
 #include "codegen/kernel_compiler.h"
+#include "codegen/run_once.h"
 #include "ir/text.h"
 
 namespace weft::codegen {
@@ -35,26 +36,9 @@ StatusOr<std::unique_ptr<cpu::Executor>> compile_for_cpu(const Graph& g,
 
 StatusOr<reference::RunResult> run_on_cpu(const Graph& g, const std::vector<Tensor>& inputs,
                                           const CpuOptions& options) {
-  if (inputs.size() != g.inputs().size()) {
-    return Error{"graph @" + g.name() + " takes " + std::to_string(g.inputs().size()) +
-                 " inputs, got " + std::to_string(inputs.size())};
-  }
+  WEFT_RETURN_IF_ERROR(check_input_count(g, inputs));
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<cpu::Executor> ex, compile_for_cpu(g, options));
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    WEFT_RETURN_IF_ERROR(ex->set_input(static_cast<int>(i), inputs[i]));
-  }
-  WEFT_RETURN_IF_ERROR(ex->run());
-  reference::RunResult r;
-  for (int i = 0; i < ex->num_outputs(); ++i) r.outputs.push_back(ex->output(i));
-  // Assigned inputs, from the graph: updates written in place have no Update entry.
-  std::vector<bool> updated(inputs.size(), false);
-  for (const Node& n : g.nodes()) {
-    if (n.op == Op::Assign) updated[g.input_index(n.operands[0])] = true;
-  }
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (updated[i]) r.updated.emplace_back(ex->program().inputs[i].name, ex->input(static_cast<int>(i)));
-  }
-  return r;
+  return run_once(*ex, g, inputs);
 }
 
 }  // namespace weft::codegen

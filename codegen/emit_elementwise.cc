@@ -262,8 +262,43 @@ std::string Emitter::footer() {
   return os_.str();
 }
 
-std::string Emitter::module(const std::string& symbol) {
+// Row `r`'s start in every operand (offset = Σ_j ((r / Π dims[j+1..outer)) % dims[j]) ·
+// stride[j]) and in every result (r · row_length), and the splat value of each operand
+// broadcast along the row.
+void Emitter::row_pointers(const std::vector<std::string>& ptr, const std::string& r,
+                           std::vector<std::string>& bases, std::vector<std::string>& splats,
+                           std::vector<std::string>& outs) {
   const size_t n_in = g_.inputs().size(), n_out = g_.outputs().size();
+  const int outer = static_cast<int>(space_.dims.size()) - 1;
+  for (size_t k = 0; k < n_in; ++k) {
+    std::string off;
+    int64_t inner_rows = 1;
+    for (int j = outer - 1; j >= 0; inner_rows *= space_.dims[j], --j) {
+      if (space_.strides[k][j] == 0) continue;
+      std::string q = r;
+      if (inner_rows != 1) q = bi("arith.divui", q, cst(DType::i64, inner_rows, 1), "i64");
+      if (j > 0) q = bi("arith.remui", q, cst(DType::i64, space_.dims[j], 1), "i64");
+      if (space_.strides[k][j] != 1) {
+        q = bi("arith.muli", q, cst(DType::i64, space_.strides[k][j], 1), "i64");
+      }
+      off = off.empty() ? q : bi("arith.addi", off, q, "i64");
+    }
+    const DType d = g_.type(g_.inputs()[k].value).dtype;
+    bases.push_back(gep(ptr[k], off, d));
+    std::string s;
+    if (space_.strides[k].back() == 0) {
+      s = emit("llvm.load " + bases.back() + " : !llvm.ptr -> " + memory_elem(d));
+      if (d == DType::boolean) s = cmp(DType::u8, "ne", s, cst(DType::u8, 0, 1), 1);
+    }
+    splats.push_back(s);
+  }
+  const std::string row_off = bi("arith.muli", r, cst(DType::i64, space_.row_length(), 1), "i64");
+  for (size_t o = 0; o < n_out; ++o) {
+    outs.push_back(gep(ptr[n_in + o], row_off, g_.type(g_.outputs()[o]).dtype));
+  }
+}
+
+std::string Emitter::module(const std::string& symbol) {
   std::vector<std::string> ptr;
   header(ptr, symbol);
   const int64_t length = space_.row_length();
@@ -271,39 +306,8 @@ std::string Emitter::module(const std::string& symbol) {
     const std::string one = cst(DType::i64, 1, 1);
     os_ << indent_ << "scf.for %r = %row_begin to %row_end step " << one << " : i64 {\n";
     indent_ += "  ";
-    const int outer = static_cast<int>(space_.dims.size()) - 1;
     std::vector<std::string> bases, splats, outs;
-    auto gep = [&](const std::string& p, const std::string& off, DType d) {
-      return emit("llvm.getelementptr " + p + "[" + off + "] : (!llvm.ptr, i64) -> !llvm.ptr, " +
-                  memory_elem(d));
-    };
-    for (size_t k = 0; k < n_in; ++k) {
-      // offset = Σ_j ((r / Π dims[j+1..outer)) % dims[j]) · stride[j]
-      std::string off;
-      int64_t inner_rows = 1;
-      for (int j = outer - 1; j >= 0; inner_rows *= space_.dims[j], --j) {
-        if (space_.strides[k][j] == 0) continue;
-        std::string q = "%r";
-        if (inner_rows != 1) q = bi("arith.divui", q, cst(DType::i64, inner_rows, 1), "i64");
-        if (j > 0) q = bi("arith.remui", q, cst(DType::i64, space_.dims[j], 1), "i64");
-        if (space_.strides[k][j] != 1) {
-          q = bi("arith.muli", q, cst(DType::i64, space_.strides[k][j], 1), "i64");
-        }
-        off = off.empty() ? q : bi("arith.addi", off, q, "i64");
-      }
-      const DType d = g_.type(g_.inputs()[k].value).dtype;
-      bases.push_back(off.empty() ? ptr[k] : gep(ptr[k], off, d));
-      std::string s;
-      if (space_.strides[k].back() == 0) {
-        s = emit("llvm.load " + bases.back() + " : !llvm.ptr -> " + memory_elem(d));
-        if (d == DType::boolean) s = cmp(DType::u8, "ne", s, cst(DType::u8, 0, 1), 1);
-      }
-      splats.push_back(s);
-    }
-    const std::string row_off = bi("arith.muli", "%r", cst(DType::i64, length, 1), "i64");
-    for (size_t o = 0; o < n_out; ++o) {
-      outs.push_back(gep(ptr[n_in + o], row_off, g_.type(g_.outputs()[o]).dtype));
-    }
+    row_pointers(ptr, "%r", bases, splats, outs);
     const int64_t main = length / width_ * width_;
     auto loop = [&](int64_t from, int64_t to, int w) {
       if (from == to) return;

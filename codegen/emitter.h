@@ -39,6 +39,8 @@ class Emitter {
   std::string module(const std::string& symbol);
   std::string reduction_module(const std::string& symbol, const Node& red, const ReductionSpace& rs);
   std::string row_module(const std::string& symbol, const ReductionSpace& rs);
+  /// The CUDA form of module(): one thread per element (emit_gpu.cc).
+  std::string gpu_module(const std::string& symbol);
 
  private:
   std::string emit(const std::string& rhs) {
@@ -80,6 +82,9 @@ class Emitter {
                                                    const std::vector<std::string>& splats,
                                                    const Node* stop);
   void header(std::vector<std::string>& ptr, const std::string& symbol);
+  void row_pointers(const std::vector<std::string>& ptr, const std::string& r,
+                    std::vector<std::string>& bases, std::vector<std::string>& splats,
+                    std::vector<std::string>& outs);
   std::string footer();
   std::string offset(size_t k, const std::string& idx, const std::vector<int>& list);
   std::string gep(const std::string& p, const std::string& off, DType d) {

@@ -2,6 +2,7 @@
 // emitted kernels use are included (InitAll*.h would cost a minute per build).
 
 #include "codegen/jit.h"
+#include "codegen/llvm_dialect.h"
 
 #include <cstdlib>
 #include <functional>
@@ -56,8 +57,8 @@ class EngineModule : public JitModule {
   std::unique_ptr<mlir::ExecutionEngine> engine_;
 };
 
-// Parses `mlir_text` and lowers it to the LLVM dialect (the part the JIT and object
-// files share). Diagnostics go to `diagnostics`.
+}  // namespace
+
 StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> lower_to_llvm_dialect(mlir::MLIRContext& ctx,
                                                                   const std::string& mlir_text,
                                                                   std::string& diagnostics) {
@@ -93,8 +94,6 @@ StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> lower_to_llvm_dialect(mlir::MLIRCont
   }
   return module;
 }
-
-}  // namespace
 
 struct Jit::Impl {
   mlir::MLIRContext context;

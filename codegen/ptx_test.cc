@@ -1,0 +1,135 @@
+// CUDA kernel generation without a GPU: the emitted MLIR, the PTX of every op × dtype
+// that gpu_supports accepts (one module, all kernels linked), assembled for Hopper by
+// the toolkit's ptxas, which needs no GPU; and the errors. Running the kernels against
+// the reference interpreter needs a GPU: tests/cuda.
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include "codegen/emit_gpu.h"
+#include "codegen/kernel_test_util.h"
+#include "codegen/ptx.h"
+
+namespace weft::codegen {
+namespace {
+
+using testing::op_body;
+using testing::parse_typed;
+
+constexpr char kPtxas[] = "/usr/local/cuda/bin/ptxas";
+
+/// Every body of one op over a few dtypes and broadcasts that gpu_supports accepts.
+std::vector<Graph> supported_bodies() {
+  std::vector<Graph> bodies;
+  const std::vector<std::vector<Shape>> shapes = {{{37}}, {{4, 19}, {19}}, {{3, 1, 5}, {2, 1}}};
+  for (int i = 0; i < kNumOps; ++i) {
+    const Op op = static_cast<Op>(i);
+    const OpInfo& info = op_info(op);
+    if (info.category != OpCategory::Elementwise || info.arity < 1 || info.arity > 3) continue;
+    for (DType d : {DType::f32, DType::f64, DType::i32, DType::i64, DType::u8, DType::boolean}) {
+      for (const std::vector<Shape>& s : shapes) {
+        std::vector<Type> types;
+        for (int k = 0; k < info.arity; ++k) types.push_back({d, s[k % s.size()]});
+        Attrs attrs;
+        std::optional<DType> result;
+        if (op == Op::Gelu) attrs["approximate"] = std::string("tanh");
+        if (op == Op::Cast) result = d == DType::f32 ? DType::i32 : DType::f32;
+        if (op == Op::Select) types[0].dtype = DType::boolean;
+        if (op == Op::Eq || op == Op::Ne || op == Op::Lt || op == Op::Le || op == Op::Gt ||
+            op == Op::Ge) {
+          result = DType::boolean;
+        }
+        Graph body = op_body(op, types, attrs, result);
+        if (gpu_supports(body, body.nodes()[0])) bodies.push_back(std::move(body));
+      }
+    }
+  }
+  return bodies;
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  const std::string path = std::string(dir ? dir : "/tmp") + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(Ptx, EmittedKernelIsOneThreadPerElement) {
+  const Graph body = op_body(Op::Add, {{DType::f32, {128, 256}}, {DType::f32, {256}}});
+  const std::string mlir = emit_gpu_elementwise(body, "k0");
+  EXPECT_NE(mlir.find("func.func @k0(%p0: !llvm.ptr, %p1: !llvm.ptr, %p2: !llvm.ptr)"),
+            std::string::npos) << mlir;
+  EXPECT_NE(mlir.find("nvvm.read.ptx.sreg.tid.x : i32"), std::string::npos) << mlir;
+  EXPECT_NE(mlir.find("nvvm.read.ptx.sreg.nctaid.x : i32"), std::string::npos) << mlir;
+  EXPECT_NE(mlir.find("arith.addf"), std::string::npos) << mlir;
+  EXPECT_EQ(mlir.find("vector<"), std::string::npos) << "scalar code expected:\n" << mlir;
+}
+
+TEST(Ptx, EveryGpuOpCompilesToOneModuleThatPtxasAssembles) {
+  const std::vector<Graph> bodies = supported_bodies();
+  ASSERT_GT(bodies.size(), 100u);
+  std::vector<std::string> modules, symbols;
+  for (size_t i = 0; i < bodies.size(); ++i) {
+    symbols.push_back("k" + std::to_string(i));
+    modules.push_back(emit_gpu_elementwise(bodies[i], symbols.back()));
+  }
+  StatusOr<std::string> ptx = compile_ptx(modules, symbols);
+  ASSERT_TRUE(ptx.ok()) << ptx.error().to_string();
+  EXPECT_NE(ptx->find(".target sm_80"), std::string::npos);
+  EXPECT_NE(ptx->find(".version 7.8"), std::string::npos);
+  for (const std::string& s : symbols) {
+    EXPECT_NE(ptx->find(".visible .entry " + s + "("), std::string::npos) << s;
+  }
+  std::printf("  %zu kernels, %zu bytes of PTX\n", bodies.size(), ptx->size());
+  // ptxas ships with the CUDA toolkit on every machine (ENVIRONMENT.md) and runs
+  // without a GPU: the PTX must assemble for Hopper, the GPU the device machines have.
+  if (std::ifstream(kPtxas).good()) {
+    const std::string path = write_temp("all_ops.ptx", *ptx);
+    const std::string cmd = std::string(kPtxas) + " -arch=sm_90 " + path + " -o " + path + ".cubin";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  } else {
+    std::printf("  %s not found: PTX not assembled\n", kPtxas);
+  }
+}
+
+TEST(Ptx, FusedChainsAndMultipleOutputs) {
+  const Graph body = parse_typed(R"(
+graph @k(%x: f32[8,3,33], %b: f32[3,1], %m: bool[33]) -> (f32[8,3,33], f32[8,3,33]) {
+  %s = add(%x, %b)
+  %g = gelu(%s) {approximate="none"}
+  %t = tanh(%g)
+  %z = select(%m, %t, %s)
+  return %z, %g
+}
+)");
+  StatusOr<std::string> ptx = compile_ptx({emit_gpu_elementwise(body, "fused")}, {"fused"});
+  ASSERT_TRUE(ptx.ok()) << ptx.error().to_string();
+  EXPECT_NE(ptx->find(".visible .entry fused("), std::string::npos);
+  // Five buffers: three operands, two results.
+  EXPECT_NE(ptx->find("fused_param_4"), std::string::npos) << *ptx;
+  EXPECT_EQ(ptx->find("fused_param_5"), std::string::npos) << *ptx;
+}
+
+TEST(Ptx, WhatTheGpuCannotComputeIsRejected) {
+  const Graph exp64 = op_body(Op::Exp, {{DType::f64, {4}}});
+  EXPECT_FALSE(gpu_supports(exp64, exp64.nodes()[0]));
+  const Graph pow32 = op_body(Op::Pow, {{DType::f32, {4}}, {DType::f32, {4}}});
+  EXPECT_FALSE(gpu_supports(pow32, pow32.nodes()[0]));
+  const Graph add64 = op_body(Op::Add, {{DType::f64, {4}}, {DType::f64, {4}}});
+  EXPECT_TRUE(gpu_supports(add64, add64.nodes()[0]));
+  const Graph sum = parse_typed("graph @k(%x: f32[4,5]) -> (f32[4]) {\n  %s = sum(%x) {axes=[1]}\n  return %s\n}\n");
+  EXPECT_FALSE(gpu_supports(sum, sum.nodes()[0]));
+}
+
+TEST(Ptx, MissingKernelSymbolIsAnError) {
+  const Graph body = op_body(Op::Neg, {{DType::f32, {4}}});
+  StatusOr<std::string> ptx = compile_ptx({emit_gpu_elementwise(body, "k0")}, {"k0", "k1"});
+  ASSERT_FALSE(ptx.ok());
+  EXPECT_EQ(ptx.error().message, "codegen: no generated module defines CUDA kernel k1");
+}
+
+}  // namespace
+}  // namespace weft::codegen

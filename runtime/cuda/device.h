@@ -1,0 +1,82 @@
+#pragma once
+// What the files of the CUDA executor share (internal to runtime/cuda): CUDA and cuBLAS
+// return codes as weft Statuses, the executor's device state, and the bound invocations
+// (bound.cc) that create() builds and run() walks.
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ir/status.h"
+#include "runtime/cuda/executor.h"
+#include "runtime/cuda/plan.h"
+
+namespace weft::cuda {
+
+/// Ok, or the error "`call`: `cudaGetErrorString(error)`".
+Status cuda_status(cudaError_t error, const std::string& call);
+
+/// Ok, or the error "`call`: `cublasGetStatusString(status)`".
+Status cublas_status(cublasStatus_t status, const std::string& call);
+
+/// Enqueues `plan`'s cuBLAS calls (or, for an empty contraction, zeroes `c_bytes` of C) on
+/// the stream `cublas` is bound to: C = op(A)·op(B) in `dtype` (f32 or f64). gemm.cc.
+Status run_matmul(cublasHandle_t cublas, cudaStream_t stream, const MatmulPlan& plan,
+                  DType dtype, const void* a, const void* b, void* c, size_t c_bytes);
+
+/// The device an executor runs on and everything it owns there; the destructor waits for
+/// the stream and releases it all.
+struct Executor::Device {
+  int ordinal = 0;
+  cudaStream_t stream = nullptr;
+  cublasHandle_t cublas = nullptr;  ///< On `stream`, in pedantic math mode.
+  cudaLibrary_t library = nullptr;  ///< The program's PTX module.
+  void* arena = nullptr;
+  void* inputs = nullptr;     ///< The inputs block.
+  void* snapshots = nullptr;  ///< Update values that are inputs, copied before updating.
+
+  ~Device();
+};
+
+/// One invocation bound to its device pointers.
+struct Executor::Bound {
+  virtual ~Bound() = default;
+  /// Enqueues the invocation on `device.stream` (a host fallback synchronizes it first).
+  virtual Status run(Device& device) = 0;
+  virtual std::string describe() const = 0;
+};
+
+using BoundPtr = std::unique_ptr<Executor::Bound>;
+using ClearRanges = std::vector<std::pair<void*, size_t>>;
+
+/// A generated kernel: `kernel` over `buffers` (operands then results), after zeroing
+/// `clear`.
+BoundPtr generated_bound(cudaKernel_t kernel, const GeneratedKernel& k, std::vector<void*> buffers,
+                         ClearRanges clear);
+
+/// A matmul through cuBLAS.
+BoundPtr matmul_bound(MatmulPlan plan, DType dtype, const void* a, const void* b, void* c,
+                      size_t c_bytes);
+
+/// `node` on the reference interpreter on the host: operands `in` of `operand_types`
+/// copied to the host, the result copied back into `out`.
+BoundPtr fallback_bound(const Node& node, std::vector<Type> operand_types, const Type& result,
+                        std::vector<const void*> in, void* out);
+
+/// A GEMM with a generated epilogue: C = `node`(A, B) through cuBLAS when `plan` is
+/// given, else on the reference interpreter; then `kernel` over `buffers` (C first).
+BoundPtr contraction_bound(const Node& node, std::optional<MatmulPlan> plan, const Type& a_type,
+                           const Type& b_type, const Type& c_type, const void* a, const void* b,
+                           void* c, cudaKernel_t kernel, const GeneratedKernel& k,
+                           std::vector<void*> buffers);
+
+/// `bytes` from `from` to `to`, device to device (nothing when they are the same bytes);
+/// `what` names it in describe() and errors ("copy").
+BoundPtr copy_bound(const void* from, void* to, size_t bytes, std::string what);
+
+}  // namespace weft::cuda

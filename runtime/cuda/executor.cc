@@ -1,0 +1,335 @@
+#include "runtime/cuda/executor.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+#include "runtime/cuda/device.h"
+
+namespace weft::cuda {
+
+Status cuda_status(cudaError_t error, const std::string& call) {
+  if (error == cudaSuccess) return Status::ok_status();
+  return Error{call + ": " + cudaGetErrorString(error)};
+}
+
+bool available() { return unavailable_reason().empty(); }
+
+std::string unavailable_reason() {
+  int count = 0;
+  const cudaError_t error = cudaGetDeviceCount(&count);
+  if (error != cudaSuccess) {
+    cudaGetLastError();  // leave no error behind for later calls to report
+    return std::string("cudaGetDeviceCount: ") + cudaGetErrorString(error);
+  }
+  if (count == 0) return "cudaGetDeviceCount: 0 devices";
+  return "";
+}
+
+namespace {
+
+// cudaMalloc of at least one byte, zeroed.
+Status allocate(void*& p, int64_t bytes, const std::string& what) {
+  const size_t size = static_cast<size_t>(std::max<int64_t>(bytes, 1));
+  WEFT_RETURN_IF_ERROR(cuda_status(cudaMalloc(&p, size), "cudaMalloc (" + what + ", " +
+                                                             std::to_string(size) + " bytes)"));
+  return cuda_status(cudaMemset(p, 0, size), "cudaMemset (" + what + ")");
+}
+
+// Loads the PTX module; a JIT error comes back with the compiler's log.
+Status load_module(const std::string& ptx, cudaLibrary_t& library) {
+  char log[4096] = {};
+  cudaJitOption options[] = {cudaJitErrorLogBuffer, cudaJitErrorLogBufferSizeBytes};
+  void* values[] = {log, reinterpret_cast<void*>(static_cast<uintptr_t>(sizeof(log)))};
+  const cudaError_t error =
+      cudaLibraryLoadData(&library, ptx.c_str(), options, values, 2, nullptr, nullptr, 0);
+  if (error == cudaSuccess) return Status::ok_status();
+  std::string message = std::string("cudaLibraryLoadData (the program's PTX): ") +
+                        cudaGetErrorString(error);
+  if (log[0] != '\0') message += ": " + std::string(log);
+  return Error{message};
+}
+
+}  // namespace
+
+Executor::Executor() = default;
+Executor::~Executor() = default;
+
+void* Executor::resolve(const BufferRef& ref) const {
+  if (ref.space == Space::input) return input_ptr_[ref.input];
+  return static_cast<std::byte*>(device_->arena) + ref.offset;
+}
+
+StatusOr<std::unique_ptr<Executor>> Executor::create(Program program, std::string ptx,
+                                                     std::vector<std::string> symbols,
+                                                     ExecutorOptions options) {
+  if (const std::string why = unavailable_reason(); !why.empty()) {
+    return Error{"no CUDA device: " + why};
+  }
+  WEFT_CHECK(symbols.size() == program.kernels.size(),
+             "cuda::Executor::create: one symbol per generated kernel");
+  int count = 0;
+  WEFT_RETURN_IF_ERROR(cuda_status(cudaGetDeviceCount(&count), "cudaGetDeviceCount"));
+  if (options.device < 0 || options.device >= count) {
+    return Error{"CUDA device " + std::to_string(options.device) + " does not exist (" +
+                 std::to_string(count) + " devices)"};
+  }
+  WEFT_RETURN_IF_ERROR(cuda_status(cudaSetDevice(options.device), "cudaSetDevice"));
+  if (program.input_offsets.empty()) lay_out_inputs_in_order(program);
+  WEFT_CHECK(program.input_offsets.size() == program.inputs.size(),
+             "cuda::Executor::create: one offset per input of program @" + program.name);
+  for (size_t i = 0; i < program.inputs.size(); ++i) {
+    const int64_t at = program.input_offsets[i];
+    WEFT_CHECK(at >= 0 && at % 64 == 0 &&
+                   at + static_cast<int64_t>(program.inputs[i].type.bytes()) <= program.inputs_bytes,
+               "cuda::Executor::create: input " + std::to_string(i) + " of program @" +
+                   program.name + " is unaligned or outside the inputs block");
+  }
+  const auto inside = [&](const BufferRef& r) {
+    const int64_t bytes = static_cast<int64_t>(r.type.bytes());
+    if (r.space == Space::arena) return r.offset >= 0 && r.offset + bytes <= program.arena_bytes;
+    return r.input >= 0 && r.input < static_cast<int>(program.inputs.size()) &&
+           program.input_offsets[r.input] + bytes <= program.inputs_bytes;
+  };
+  for (const Invocation& inv : program.code) {
+    for (const auto* refs : {&inv.operands, &inv.results, &inv.clear}) {
+      for (const BufferRef& r : *refs) {
+        WEFT_CHECK(inside(r), "cuda::Executor::create: " + r.to_string() + " of %" + inv.label +
+                                  " lies outside its block in program @" + program.name);
+      }
+    }
+  }
+
+  // Memory: refuse a plan that cannot fit before allocating anything.
+  int64_t limit = options.max_memory;
+  std::string limit_source = "the memory limit";
+  if (limit <= 0) {
+    size_t free = 0, total = 0;
+    WEFT_RETURN_IF_ERROR(cuda_status(cudaMemGetInfo(&free, &total), "cudaMemGetInfo"));
+    limit = static_cast<int64_t>(free);
+    limit_source = "free memory of CUDA device " + std::to_string(options.device);
+  }
+  WEFT_RETURN_IF_ERROR(check_memory(program, limit, limit_source));
+
+  std::unique_ptr<Executor> ex(new Executor());
+  ex->device_ = std::make_unique<Device>();
+  Device& d = *ex->device_;
+  d.ordinal = options.device;
+  WEFT_RETURN_IF_ERROR(cuda_status(cudaStreamCreate(&d.stream), "cudaStreamCreate"));
+  WEFT_RETURN_IF_ERROR(cublas_status(cublasCreate(&d.cublas), "cublasCreate"));
+  WEFT_RETURN_IF_ERROR(cublas_status(cublasSetStream(d.cublas, d.stream), "cublasSetStream"));
+  WEFT_RETURN_IF_ERROR(
+      cublas_status(cublasSetMathMode(d.cublas, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode"));
+  WEFT_RETURN_IF_ERROR(allocate(d.arena, program.arena_bytes, "arena of program @" + program.name));
+  // Zeroed, like the arena: the alignment padding between inputs (which a merged update
+  // computes on and never reads back) holds defined bytes from the start.
+  WEFT_RETURN_IF_ERROR(
+      allocate(d.inputs, program.inputs_bytes, "inputs block of program @" + program.name));
+  for (int64_t at : program.input_offsets) {
+    ex->input_ptr_.push_back(static_cast<std::byte*>(d.inputs) + at);
+  }
+
+  std::vector<cudaKernel_t> kernels;
+  if (!program.kernels.empty()) {
+    if (ptx.empty()) {
+      return Error{"program @" + program.name + " has " + std::to_string(program.kernels.size()) +
+                   " generated kernels but no PTX was given"};
+    }
+    WEFT_RETURN_IF_ERROR(load_module(ptx, d.library));
+    for (size_t k = 0; k < program.kernels.size(); ++k) {
+      cudaKernel_t kernel = nullptr;
+      WEFT_RETURN_IF_ERROR(cuda_status(
+          cudaLibraryGetKernel(&kernel, d.library, symbols[k].c_str()),
+          // The runtime compiles the PTX lazily: a module that does not compile is
+          // reported here, as "device kernel image is invalid".
+          "cudaLibraryGetKernel (" + program.kernels[k].name + ", symbol \"" + symbols[k] +
+              "\" in the program's PTX)"));
+      kernels.push_back(kernel);
+    }
+  }
+
+  for (const Invocation& inv : program.code) {
+    std::vector<const void*> in;
+    std::vector<Type> types;
+    for (const BufferRef& r : inv.operands) {
+      in.push_back(ex->resolve(r));
+      types.push_back(r.type);
+    }
+    void* out = ex->resolve(inv.results[0]);
+    switch (inv.kind) {
+      case Invocation::Kind::generated: {
+        std::vector<void*> buffers;
+        for (const void* p : in) buffers.push_back(const_cast<void*>(p));
+        for (const BufferRef& r : inv.results) buffers.push_back(ex->resolve(r));
+        std::vector<std::pair<void*, size_t>> clear;
+        for (const BufferRef& r : inv.clear) clear.push_back({ex->resolve(r), r.type.bytes()});
+        ex->code_.push_back(generated_bound(kernels[inv.kernel], program.kernels[inv.kernel],
+                                            std::move(buffers), std::move(clear)));
+        break;
+      }
+      case Invocation::Kind::contraction: {
+        // C, the epilogue's other operands, then its results (runtime/program.h).
+        const BufferRef& c_ref = inv.results[inv.gemm_result];
+        void* c = ex->resolve(c_ref);
+        std::vector<void*> buffers = {c};
+        for (size_t i = 2; i < in.size(); ++i) buffers.push_back(const_cast<void*>(in[i]));
+        for (size_t r = 0; r < inv.results.size(); ++r) {
+          if (inv.gemm_result == 0 || static_cast<int>(r) != inv.gemm_result) {
+            buffers.push_back(ex->resolve(inv.results[r]));
+          }
+        }
+        MatmulPlan plan;
+        WEFT_ASSIGN_OR_RETURN(bool planned, plan_matmul(inv.node, types[0], types[1], plan));
+        if (!planned) ++ex->fallbacks_;
+        ex->code_.push_back(contraction_bound(
+            inv.node, planned ? std::optional<MatmulPlan>(std::move(plan)) : std::nullopt,
+            types[0], types[1], c_ref.type, in[0], in[1], c, kernels[inv.kernel],
+            program.kernels[inv.kernel], std::move(buffers)));
+        break;
+      }
+      case Invocation::Kind::copy:
+        ex->code_.push_back(copy_bound(in[0], out, inv.results[0].type.bytes(), "copy"));
+        break;
+      case Invocation::Kind::library: {
+        if (inv.node.op == Op::AllReduce) {
+          ex->code_.push_back(copy_bound(in[0], out, inv.results[0].type.bytes(),
+                                         "all_reduce (one process): copy"));
+          break;
+        }
+        MatmulPlan plan;
+        bool planned = false;
+        if (inv.node.op == Op::Matmul) {
+          WEFT_ASSIGN_OR_RETURN(planned, plan_matmul(inv.node, types[0], types[1], plan));
+        }
+        if (planned) {
+          ex->code_.push_back(matmul_bound(std::move(plan), types[0].dtype, in[0], in[1], out,
+                                           inv.results[0].type.bytes()));
+        } else {
+          ++ex->fallbacks_;
+          ex->code_.push_back(fallback_bound(inv.node, types, inv.results[0].type, in, out));
+        }
+        break;
+      }
+    }
+  }
+  // An update whose value is itself an input (assign(%a, %b)) must read %b's old value
+  // even when %b is updated too: such values are snapshotted before any update lands.
+  std::vector<int64_t> snapshot_at;
+  int64_t snapshot_bytes = 0;
+  for (const Update& u : program.updates) {
+    if (u.from.space != Space::input) continue;
+    snapshot_at.push_back(snapshot_bytes);
+    snapshot_bytes += (static_cast<int64_t>(u.from.type.bytes()) + 255) / 256 * 256;
+  }
+  if (!snapshot_at.empty()) {
+    WEFT_RETURN_IF_ERROR(allocate(d.snapshots, snapshot_bytes, "update snapshots"));
+    for (int64_t at : snapshot_at) {
+      ex->snapshots_.push_back(static_cast<std::byte*>(d.snapshots) + at);
+    }
+  }
+  ex->program_ = std::move(program);
+  return ex;
+}
+
+int Executor::find_input(const std::string& name) const {
+  for (size_t i = 0; i < program_.inputs.size(); ++i) {
+    if (program_.inputs[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+Status Executor::set_input(int index, const Tensor& value) {
+  const ProgramInput& in = program_.inputs[index];
+  if (value.type() != in.type) {
+    return Error{"input %" + in.name + " of program @" + program_.name + " is " +
+                 in.type.to_string() + ", but the value given is " + value.type().to_string()};
+  }
+  WEFT_RETURN_IF_ERROR(cuda_status(cudaSetDevice(device_->ordinal), "cudaSetDevice"));
+  return cuda_status(
+      cudaMemcpy(input_ptr_[index], value.raw_data(), value.bytes(), cudaMemcpyHostToDevice),
+      "cudaMemcpy (input %" + in.name + ")");
+}
+
+Status Executor::set_input(const std::string& name, const Tensor& value) {
+  const int index = find_input(name);
+  if (index < 0) return Error{"program @" + program_.name + " has no input %" + name};
+  return set_input(index, value);
+}
+
+namespace {
+
+Tensor copy_to_host(int device, const void* from, const Type& type, const std::string& what) {
+  Tensor t(type);
+  Status s = cuda_status(cudaSetDevice(device), "cudaSetDevice");
+  if (s.ok()) {
+    s = cuda_status(cudaMemcpy(t.raw_data(), from, t.bytes(), cudaMemcpyDeviceToHost),
+                    "cudaMemcpy (" + what + ")");
+  }
+  WEFT_CHECK(s.ok(), "cuda::Executor: " + s.to_string());
+  return t;
+}
+
+}  // namespace
+
+Tensor Executor::input(int index) const {
+  return copy_to_host(device_->ordinal, input_ptr_[index], program_.inputs[index].type,
+                      "input %" + program_.inputs[index].name);
+}
+
+Tensor Executor::output(int index) const {
+  const BufferRef& ref = program_.outputs[index];
+  return copy_to_host(device_->ordinal, resolve(ref), ref.type,
+                      "output " + std::to_string(index));
+}
+
+Status Executor::run() {
+  Device& d = *device_;
+  WEFT_RETURN_IF_ERROR(cuda_status(cudaSetDevice(d.ordinal), "cudaSetDevice"));
+  for (size_t i = 0; i < code_.size(); ++i) {
+    Status s = code_[i]->run(d);
+    if (!s.ok()) {
+      cudaStreamSynchronize(d.stream);  // leave nothing in flight; s is the error to report
+      Error e = s.error();
+      if (e.loc.file.empty()) e.loc = program_.code[i].node.loc;
+      e.message += " (invocation #" + std::to_string(i) + ", %" + program_.code[i].label +
+                   " of program @" + program_.name + ")";
+      return e;
+    }
+  }
+  WEFT_RETURN_IF_ERROR(apply_updates());
+  return cuda_status(cudaStreamSynchronize(d.stream),
+                     "cudaStreamSynchronize (end of the step of program @" + program_.name + ")");
+}
+
+Status Executor::apply_updates() {
+  cudaStream_t stream = device_->stream;
+  size_t next = 0;
+  for (const Update& u : program_.updates) {
+    if (u.from.space != Space::input) continue;
+    WEFT_RETURN_IF_ERROR(cuda_status(
+        cudaMemcpyAsync(snapshots_[next++], resolve(u.from), u.from.type.bytes(),
+                        cudaMemcpyDeviceToDevice, stream),
+        "cudaMemcpyAsync (snapshot of an update's value)"));
+  }
+  next = 0;
+  for (const Update& u : program_.updates) {
+    const void* from = u.from.space == Space::input ? snapshots_[next++] : resolve(u.from);
+    if (from == input_ptr_[u.input]) continue;
+    WEFT_RETURN_IF_ERROR(cuda_status(
+        cudaMemcpyAsync(input_ptr_[u.input], from, program_.inputs[u.input].type.bytes(),
+                        cudaMemcpyDeviceToDevice, stream),
+        "cudaMemcpyAsync (update of %" + program_.inputs[u.input].name + ")"));
+  }
+  return Status::ok_status();
+}
+
+std::string Executor::describe() const {
+  std::string out;
+  for (size_t i = 0; i < code_.size(); ++i) {
+    out += std::to_string(i) + "  " + code_[i]->describe() + "\n";
+  }
+  return out;
+}
+
+}  // namespace weft::cuda

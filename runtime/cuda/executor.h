@@ -1,0 +1,122 @@
+#pragma once
+// The CUDA runtime: runs a Program (runtime/program.h) on one GPU, as runtime/cpu's
+// Executor runs it on the host.
+//
+//   // ptx: one PTX module holding every generated kernel; symbols[k]: the entry of
+//   // program.kernels[k] in it (both empty for a program without kernels).
+//   if (!weft::cuda::available()) return weft::cuda::unavailable_reason();
+//   StatusOr<std::unique_ptr<cuda::Executor>> ex =
+//       cuda::Executor::create(program, ptx, symbols);
+//   (*ex)->set_input("x", batch);        // host -> device, into the input's own buffer
+//   Status s = (*ex)->run();             // one step on one stream, then the updates
+//   Tensor loss = (*ex)->output(0);      // device -> host
+//
+// Everything is decided in create(): the arena and the inputs block are two device
+// allocations, zeroed (every input at its Program::input_offsets entry); the PTX module
+// is loaded once through the CUDA runtime's library API (no driver-API link, so binaries
+// start on machines without a driver); each invocation is bound to its device pointers:
+//  - generated: its kernel, launched with one pointer per buffer (operands then results,
+//    as GeneratedFn's buffers[]) on 256-thread blocks, at most 65535 of them; every
+//    thread walks a grid-stride loop over the kernel's rows·row_length elements. Its
+//    `clear` ranges are zeroed just before.
+//  - contraction: the GEMM into C (results[gemm_result]), then its epilogue kernel on
+//    C, operands[2...], and the other results (program.h).
+//  - library: matmul in f32 and f64 through cuBLAS (pedantic math: no TF32, so results
+//    match the reference interpreter's f32); all_reduce as one process (a copy when the
+//    plan put operand and result apart); any other op, the reference interpreter on the
+//    host for that invocation (the stream is synchronized, the operands copied to the
+//    host and the result back): correct but slow, counted in fallbacks().
+//  - copy: a device-to-device copy.
+// run() enqueues every invocation on the executor's stream, then the updates (each
+// `assign`'s value copied into its input buffer; values that are themselves inputs are
+// snapshotted first, as on the CPU), and returns once the stream is synchronized.
+//
+// Errors: every failed CUDA or cuBLAS call is an Error naming the call and CUDA's
+// message. Asynchronous kernel faults surface when run() synchronizes. input() and
+// output() return a Tensor; a failed copy there (a device already faulted, which run()
+// has reported) is an internal error.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/status.h"
+#include "runtime/program.h"
+#include "runtime/tensor.h"
+
+namespace weft::cuda {
+
+/// True when a CUDA device can be used (cudaGetDeviceCount succeeds and is > 0). Any
+/// error there means "no GPU" (without a GPU the runtime returns error 35).
+bool available();
+
+/// Why not (e.g. "cudaGetDeviceCount: CUDA driver version is insufficient for CUDA
+/// runtime version"), "" when available.
+std::string unavailable_reason();
+
+struct ExecutorOptions {
+  int device = 0;  ///< The CUDA device ordinal.
+  /// The most bytes the arena and the inputs block may take together; 0: the device's
+  /// free memory (cudaMemGetInfo). create() refuses a larger plan before allocating,
+  /// naming its size and largest buffers.
+  int64_t max_memory = 0;
+};
+
+class Executor {
+ public:
+  /// Binds `program` on the GPU. `ptx` is one PTX module (text) holding every generated
+  /// kernel; `symbols[k]` is the entry name of program.kernels[k] in it (empty ptx and
+  /// symbols when the program has no kernels). Errors: no usable device ("no CUDA device:
+  /// " and unavailable_reason()), a plan larger than the memory limit, PTX that does not
+  /// load or lacks a symbol, any failed CUDA or cuBLAS call.
+  static StatusOr<std::unique_ptr<Executor>> create(Program program, std::string ptx,
+                                                    std::vector<std::string> symbols,
+                                                    ExecutorOptions options = {});
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  const Program& program() const { return program_; }
+
+  /// Index of the input named `name` in program().inputs, or -1.
+  int find_input(const std::string& name) const;
+  /// Copies `value` from the host into input `index`'s device buffer. Errors name the
+  /// input and both types.
+  Status set_input(int index, const Tensor& value);
+  Status set_input(const std::string& name, const Tensor& value);
+  /// A host copy of input `index`'s current value (parameters after the last step's
+  /// update).
+  Tensor input(int index) const;
+
+  /// One step: every invocation in order on one stream, then the updates; returns after
+  /// the stream is synchronized. On an error the updates are not applied.
+  Status run();
+
+  int num_outputs() const { return static_cast<int>(program_.outputs.size()); }
+  /// A host copy of output `index`.
+  Tensor output(int index) const;
+
+  /// Invocations that run through the reference interpreter on the host (no CUDA kernel).
+  int fallbacks() const { return fallbacks_; }
+  /// One line per invocation: its index, kind and what it runs ("cublas sgemm 64x32x48",
+  /// "generated k0 (4 blocks of 256)", "reference softmax (no CUDA kernel)").
+  std::string describe() const;
+
+  struct Bound;   ///< A bound invocation (executor.cc).
+  struct Device;  ///< The device, its stream, cuBLAS handle, module and memory (executor.cc).
+
+ private:
+  Executor();
+  void* resolve(const BufferRef& ref) const;
+  Status apply_updates();
+
+  Program program_;
+  std::unique_ptr<Device> device_;
+  std::vector<void*> input_ptr_;  ///< Device pointers, indexed like program_.inputs.
+  std::vector<std::unique_ptr<Bound>> code_;
+  std::vector<void*> snapshots_;  ///< Device copies of update values that are inputs.
+  int fallbacks_ = 0;
+};
+
+}  // namespace weft::cuda

@@ -1,0 +1,183 @@
+#include "runtime/cuda/plan.h"
+
+#include <algorithm>
+#include <climits>
+#include <optional>
+#include <sstream>
+#include <utility>
+
+#include "ir/text_util.h"
+
+namespace weft::cuda {
+namespace {
+
+Error matmul_error(const Node& node, const std::string& message) {
+  return Error{std::string(op_name(node.op)) + ": " + message, node.loc};
+}
+
+// Offsets (in batch entries) of each entry of `batch` in an operand with batch dims
+// `dims`, NumPy broadcasting (size-1 and missing leading dims repeat); as runtime/cpu's
+// gemm.cc.
+std::vector<int64_t> broadcast_entries(const std::vector<int64_t>& dims, const Shape& batch) {
+  const int rank = batch.rank(), lead = rank - static_cast<int>(dims.size());
+  std::vector<int64_t> strides(rank, 0);
+  int64_t s = 1;
+  for (int d = rank - 1; d >= lead; --d) {
+    const int64_t size = dims[d - lead];
+    strides[d] = size == 1 ? 0 : s;
+    s *= size;
+  }
+  std::vector<int64_t> out(batch.numel());
+  std::vector<int64_t> index(rank, 0);
+  for (int64_t e = 0; e < static_cast<int64_t>(out.size()); ++e) {
+    int64_t off = 0;
+    for (int d = 0; d < rank; ++d) off += index[d] * strides[d];
+    out[e] = off;
+    for (int d = rank - 1; d >= 0; --d) {
+      if (++index[d] < batch[d]) break;
+      index[d] = 0;
+    }
+  }
+  return out;
+}
+
+// The step s when entries[e] == e * s for every e (one strided-batched operand).
+std::optional<int64_t> constant_step(const std::vector<int64_t>& entries) {
+  const int64_t step = entries.size() > 1 ? entries[1] : 0;
+  for (size_t e = 0; e < entries.size(); ++e) {
+    if (entries[e] != static_cast<int64_t>(e) * step) return std::nullopt;
+  }
+  return step;
+}
+
+bool fits_int(const CublasGemm& g) {
+  for (int64_t v : {g.m, g.n, g.k, g.ld_first, g.ld_second, g.ldc, g.count}) {
+    if (v > INT_MAX) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string MatmulPlan::describe(DType dtype) const {
+  std::string out = dtype == DType::f64 ? "d" : "s";
+  const bool strided = calls.size() == 1 && calls[0].count > 1;
+  out += strided ? "gemm_strided_batched " : "gemm ";
+  out += std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+  if (batch > 1) out += " batch " + std::to_string(batch);
+  if (calls.size() > 1) out += " in " + std::to_string(calls.size()) + " calls";
+  if (zero_fill) out += " (k = 0: zeros)";
+  return out;
+}
+
+StatusOr<bool> plan_matmul(const Node& node, const Type& ta, const Type& tb, MatmulPlan& plan) {
+  if (node.op != Op::Matmul || ta.dtype != tb.dtype ||
+      (ta.dtype != DType::f32 && ta.dtype != DType::f64) || ta.shape.rank() == 0 ||
+      tb.shape.rank() == 0) {
+    return false;
+  }
+  const bool trans_a = node.bool_attr("transpose_a");
+  const bool trans_b = node.bool_attr("transpose_b");
+  if ((trans_a && ta.shape.rank() < 2) || (trans_b && tb.shape.rank() < 2)) return false;
+  // ad and bd are the operands as multiplied (op(a), op(b)).
+  std::vector<int64_t> ad = ta.shape.dims, bd = tb.shape.dims;
+  if (trans_a) std::swap(ad[ad.size() - 2], ad[ad.size() - 1]);
+  if (trans_b) std::swap(bd[bd.size() - 2], bd[bd.size() - 1]);
+  if (ad.size() == 1) ad.insert(ad.begin(), 1);
+  if (bd.size() == 1) bd.push_back(1);
+  const int64_t m = ad[ad.size() - 2], k = ad.back(), n = bd.back();
+  if (bd[bd.size() - 2] != k) {
+    return matmul_error(node, "contracted dimensions differ: " + ta.to_string() + " and " +
+                                  tb.to_string());
+  }
+  const std::vector<int64_t> a_batch(ad.begin(), ad.end() - 2), b_batch(bd.begin(), bd.end() - 2);
+  const std::optional<Shape> batch = broadcast_shapes(Shape(a_batch), Shape(b_batch));
+  if (!batch) {
+    return matmul_error(node, "batch dimensions of " + ta.to_string() + " and " +
+                                  tb.to_string() + " do not broadcast");
+  }
+  plan = MatmulPlan{};
+  plan.m = m;
+  plan.n = n;
+  plan.k = k;
+  plan.batch = batch->numel();
+  if (plan.batch == 0 || m == 0 || n == 0) return true;  // C has no elements
+  if (k == 0) {
+    plan.zero_fill = true;
+    return true;
+  }
+
+  // One GEMM C = op(A)·op(B), row-major, as the column-major Cᵀ = op(B)ᵀ·op(A)ᵀ.
+  CublasGemm g;
+  g.trans_first = trans_b;
+  g.trans_second = trans_a;
+  g.m = n;
+  g.n = m;
+  g.k = k;
+  g.ld_first = trans_b ? k : n;   // B is stored [n, k] or [k, n]
+  g.ld_second = trans_a ? m : k;  // A is stored [k, m] or [m, k]
+  g.ldc = n;
+
+  const std::vector<int64_t> ea = broadcast_entries(a_batch, *batch);
+  const std::vector<int64_t> eb = broadcast_entries(b_batch, *batch);
+  const std::optional<int64_t> sa = constant_step(ea), sb = constant_step(eb);
+  if (sb && *sb == 0 && sa && *sa == 1 && !trans_a) {
+    // [..., m, k] x [k, n]: the batch folds into the rows of one GEMM (cuBLAS's n).
+    g.n = plan.batch * m;
+  } else if (sa && sb) {
+    g.count = plan.batch;
+    g.stride_first = *sb * k * n;
+    g.stride_second = *sa * m * k;
+    g.stride_c = m * n;
+  } else {
+    if (!fits_int(g)) return false;
+    for (int64_t e = 0; e < plan.batch; ++e) {
+      CublasGemm one = g;
+      one.first_offset = eb[e] * k * n;
+      one.second_offset = ea[e] * m * k;
+      one.c_offset = e * m * n;
+      plan.calls.push_back(one);
+    }
+    return true;
+  }
+  if (!fits_int(g)) return false;
+  plan.calls.push_back(g);
+  return true;
+}
+
+Status check_memory(const Program& program, int64_t limit, const std::string& limit_source) {
+  const int64_t needed = program.arena_bytes + program.inputs_bytes;
+  if (needed <= limit) return Status::ok_status();
+
+  // The largest buffers: inputs and arena results (each once), by size.
+  struct Buffer {
+    int64_t bytes;
+    std::string what;
+  };
+  std::vector<Buffer> buffers;
+  for (const ProgramInput& in : program.inputs) {
+    buffers.push_back({static_cast<int64_t>(in.type.bytes()),
+                       "%" + in.name + " " + in.type.to_string() + " (input)"});
+  }
+  for (const Invocation& inv : program.code) {
+    for (const BufferRef& r : inv.results) {
+      if (r.space != Space::arena) continue;
+      buffers.push_back({static_cast<int64_t>(r.type.bytes()),
+                         "%" + inv.label + " " + r.type.to_string() + " (arena+" +
+                             std::to_string(r.offset) + ")"});
+    }
+  }
+  std::stable_sort(buffers.begin(), buffers.end(),
+                   [](const Buffer& a, const Buffer& b) { return a.bytes > b.bytes; });
+  std::ostringstream msg;
+  msg << "program @" << program.name << " needs " << format_bytes(needed) << " (arena "
+      << format_bytes(program.arena_bytes) << " + inputs " << format_bytes(program.inputs_bytes)
+      << ") but only " << format_bytes(limit) << " are available (" << limit_source
+      << "); largest buffers: ";
+  for (size_t i = 0; i < buffers.size() && i < 3; ++i) {
+    msg << (i ? ", " : "") << buffers[i].what << " " << format_bytes(buffers[i].bytes);
+  }
+  return Error{msg.str()};
+}
+
+}  // namespace weft::cuda

@@ -1,0 +1,220 @@
+// The CUDA executor's host-side plans, tested without a GPU: each matmul's cuBLAS calls
+// run on a host emulation of cuBLAS's column-major GEMM (with its argument checks) and
+// are compared with the reference interpreter, for every transpose combination, 1-D
+// operands and each way batch dimensions broadcast. A wrong leading dimension, operand
+// order or stride fails here rather than on the GPU.
+#include "runtime/cuda/plan.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "runtime/reference/interpreter.h"
+#include "runtime/tensor.h"
+
+namespace weft::cuda {
+namespace {
+
+Tensor random_tensor(Type type, uint32_t seed) {
+  Tensor t(type);
+  uint32_t s = seed * 2654435761u + 12345u;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    s = s * 1664525u + 1013904223u;
+    t.set_double(i, static_cast<double>(s >> 8) / (1 << 24) * 2.0 - 1.0);
+  }
+  return t;
+}
+
+// cuBLAS's gemm (column-major, alpha 1, beta 0) on the host, with the argument rules
+// cuBLAS checks and every read and write checked against its buffer.
+template <typename T>
+void emulate_cublas(const MatmulPlan& plan, const T* a, int64_t a_size, const T* b,
+                    int64_t b_size, T* c, int64_t c_size) {
+  if (plan.zero_fill) {
+    std::fill(c, c + c_size, T(0));
+    return;
+  }
+  for (const CublasGemm& g : plan.calls) {
+    ASSERT_GE(g.m, 0);
+    ASSERT_GE(g.count, 1);
+    ASSERT_GE(g.ld_first, std::max<int64_t>(1, g.trans_first ? g.k : g.m));
+    ASSERT_GE(g.ld_second, std::max<int64_t>(1, g.trans_second ? g.n : g.k));
+    ASSERT_GE(g.ldc, std::max<int64_t>(1, g.m));
+    for (int64_t e = 0; e < g.count; ++e) {
+      const int64_t f0 = g.first_offset + e * g.stride_first;
+      const int64_t s0 = g.second_offset + e * g.stride_second;
+      const int64_t c0 = g.c_offset + e * g.stride_c;
+      for (int64_t i = 0; i < g.m; ++i) {
+        for (int64_t j = 0; j < g.n; ++j) {
+          double sum = 0;
+          for (int64_t l = 0; l < g.k; ++l) {
+            const int64_t fi = f0 + (g.trans_first ? l + i * g.ld_first : i + l * g.ld_first);
+            const int64_t si = s0 + (g.trans_second ? j + l * g.ld_second : l + j * g.ld_second);
+            ASSERT_TRUE(fi >= 0 && fi < b_size) << "first (B) read out of bounds";
+            ASSERT_TRUE(si >= 0 && si < a_size) << "second (A) read out of bounds";
+            sum += static_cast<double>(b[fi]) * static_cast<double>(a[si]);
+          }
+          const int64_t ci = c0 + i + j * g.ldc;
+          ASSERT_TRUE(ci >= 0 && ci < c_size) << "C write out of bounds";
+          c[ci] = static_cast<T>(sum);
+        }
+      }
+    }
+  }
+}
+
+struct Case {
+  const char* name;
+  DType dtype;
+  Shape a, b, c;
+  bool trans_a = false, trans_b = false;
+  size_t calls;   // cuBLAS calls planned
+  int64_t count;  // batch count of the first call
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+Node matmul_node(bool ta, bool tb) {
+  Node n;
+  n.op = Op::Matmul;
+  if (ta) n.attrs["transpose_a"] = Attribute(true);
+  if (tb) n.attrs["transpose_b"] = Attribute(true);
+  return n;
+}
+
+class PlanMatmulTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(PlanMatmulTest, EmulatedCublasMatchesReference) {
+  const Case& p = GetParam();
+  const Type ta{p.dtype, p.a}, tb{p.dtype, p.b}, tc{p.dtype, p.c};
+  const Node node = matmul_node(p.trans_a, p.trans_b);
+  MatmulPlan plan;
+  StatusOr<bool> planned = plan_matmul(node, ta, tb, plan);
+  ASSERT_TRUE(planned.ok()) << planned.error().to_string();
+  ASSERT_TRUE(*planned);
+  EXPECT_EQ(plan.calls.size(), p.calls) << plan.describe(p.dtype);
+  if (!plan.calls.empty()) {
+    EXPECT_EQ(plan.calls[0].count, p.count) << plan.describe(p.dtype);
+  }
+
+  const Tensor a = random_tensor(ta, 1), b = random_tensor(tb, 2);
+  Tensor c(tc);
+  for (int64_t i = 0; i < c.numel(); ++i) c.set_double(i, std::nan(""));  // unwritten shows
+  if (p.dtype == DType::f32) {
+    emulate_cublas(plan, a.data<float>(), a.numel(), b.data<float>(), b.numel(), c.data<float>(),
+                   c.numel());
+  } else {
+    emulate_cublas(plan, a.data<double>(), a.numel(), b.data<double>(), b.numel(),
+                   c.data<double>(), c.numel());
+  }
+
+  Graph g("matmul");
+  const ValueId va = g.add_input("a", ta), vb = g.add_input("b", tb);
+  g.add_output(g.add_node(Op::Matmul, {va, vb}, node.attrs, {}, tc));
+  StatusOr<reference::RunResult> want = reference::run(g, {a, b});
+  ASSERT_TRUE(want.ok()) << want.error().to_string();
+  std::string why;
+  EXPECT_TRUE(all_close(c, want->outputs[0], 1e-5, &why)) << why;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, PlanMatmulTest,
+    ::testing::Values(
+        Case{"plain", DType::f32, {64, 48}, {48, 32}, {64, 32}, false, false, 1, 1},
+        Case{"trans_a", DType::f32, {48, 64}, {48, 32}, {64, 32}, true, false, 1, 1},
+        Case{"trans_b", DType::f32, {64, 48}, {32, 48}, {64, 32}, false, true, 1, 1},
+        Case{"trans_ab", DType::f32, {48, 64}, {32, 48}, {64, 32}, true, true, 1, 1},
+        Case{"vector_a", DType::f32, {48}, {48, 32}, {32}, false, false, 1, 1},
+        Case{"vector_b", DType::f32, {64, 48}, {48}, {64}, false, false, 1, 1},
+        Case{"vector_b_trans_a", DType::f64, {48, 64}, {48}, {64}, true, false, 1, 1},
+        Case{"batched", DType::f32, {4, 16, 24}, {4, 24, 8}, {4, 16, 8}, false, false, 1, 4},
+        Case{"batched_trans_ab", DType::f32, {4, 24, 16}, {4, 8, 24}, {4, 16, 8}, true, true, 1, 4},
+        // B shared: the batch folds into the rows of one GEMM.
+        Case{"folded", DType::f32, {2, 3, 16, 24}, {24, 8}, {2, 3, 16, 8}, false, false, 1, 1},
+        Case{"folded_trans_b", DType::f32, {5, 16, 24}, {8, 24}, {5, 16, 8}, false, true, 1, 1},
+        // B shared but A transposed: a strided batch reading B with stride 0.
+        Case{"shared_b_trans_a", DType::f32, {5, 24, 16}, {24, 8}, {5, 16, 8}, true, false, 1, 5},
+        // A shared: stride 0 on cuBLAS's second matrix.
+        Case{"shared_a", DType::f64, {16, 24}, {4, 24, 8}, {4, 16, 8}, false, false, 1, 4},
+        Case{"size1_batch", DType::f32, {1, 16, 24}, {3, 24, 8}, {3, 16, 8}, false, false, 1, 3},
+        // [2,1] x [3] batches: entries (0,0) (0,1) (0,2) (1,0) ... no constant stride.
+        Case{"broadcast_outer", DType::f32, {2, 1, 8, 12}, {3, 12, 5}, {2, 3, 8, 5}, false, false,
+             6, 1},
+        Case{"broadcast_outer_trans", DType::f64, {2, 1, 12, 8}, {3, 5, 12}, {2, 3, 8, 5}, true,
+             true, 6, 1},
+        Case{"empty_k", DType::f32, {3, 0}, {0, 4}, {3, 4}, false, false, 0, 0},
+        Case{"empty_m", DType::f32, {0, 5}, {5, 4}, {0, 4}, false, false, 0, 0}),
+    [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
+
+TEST(PlanMatmul, EmptyContractionFillsZeros) {
+  MatmulPlan plan;
+  ASSERT_TRUE(*plan_matmul(matmul_node(false, false), {DType::f32, {3, 0}}, {DType::f32, {0, 4}},
+                           plan));
+  EXPECT_TRUE(plan.zero_fill);
+  EXPECT_EQ(plan.describe(DType::f32), "sgemm 3x4x0 (k = 0: zeros)");
+}
+
+TEST(PlanMatmul, Describe) {
+  MatmulPlan plan;
+  ASSERT_TRUE(*plan_matmul(matmul_node(false, false), {DType::f32, {64, 48}},
+                           {DType::f32, {48, 32}}, plan));
+  EXPECT_EQ(plan.describe(DType::f32), "sgemm 64x32x48");
+  ASSERT_TRUE(*plan_matmul(matmul_node(false, false), {DType::f64, {4, 16, 24}},
+                           {DType::f64, {4, 24, 8}}, plan));
+  EXPECT_EQ(plan.describe(DType::f64), "dgemm_strided_batched 16x8x24 batch 4");
+  ASSERT_TRUE(*plan_matmul(matmul_node(false, false), {DType::f32, {2, 1, 8, 12}},
+                           {DType::f32, {3, 12, 5}}, plan));
+  EXPECT_EQ(plan.describe(DType::f32), "sgemm 8x5x12 batch 6 in 6 calls");
+}
+
+TEST(PlanMatmul, WhatCublasDoesNotRunIsNotPlanned) {
+  MatmulPlan plan;
+  EXPECT_FALSE(*plan_matmul(matmul_node(false, false), {DType::i32, {4, 4}}, {DType::i32, {4, 4}},
+                            plan));
+  EXPECT_FALSE(*plan_matmul(matmul_node(false, false), {DType::f32, {4, 4}}, {DType::f64, {4, 4}},
+                            plan));
+  EXPECT_FALSE(*plan_matmul(matmul_node(true, false), {DType::f32, {4}}, {DType::f32, {4, 4}},
+                            plan));
+  EXPECT_FALSE(*plan_matmul(matmul_node(false, false), {DType::f32, {}}, {DType::f32, {4}}, plan));
+}
+
+TEST(PlanMatmul, ShapesThatDoNotMultiplyAreErrors) {
+  MatmulPlan plan;
+  StatusOr<bool> r = plan_matmul(matmul_node(false, false), {DType::f32, {4, 5}},
+                                 {DType::f32, {4, 3}}, plan);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "matmul: contracted dimensions differ: f32[4,5] and f32[4,3]");
+  r = plan_matmul(matmul_node(false, false), {DType::f32, {2, 4, 5}}, {DType::f32, {3, 5, 3}},
+                  plan);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message,
+            "matmul: batch dimensions of f32[2,4,5] and f32[3,5,3] do not broadcast");
+}
+
+TEST(CheckMemory, RefusesAPlanLargerThanTheLimit) {
+  Program p;
+  p.name = "step";
+  p.inputs = {{"x", Type{DType::f32, {256, 256}}, InputKind::data},
+              {"w", Type{DType::f32, {256}}, InputKind::param}};
+  lay_out_inputs_in_order(p);
+  p.arena_bytes = 1 << 20;
+  Invocation inv;
+  inv.kind = Invocation::Kind::copy;
+  inv.node.op = Op::Reshape;
+  inv.operands = {{Space::input, 0, 0, p.inputs[0].type}};
+  inv.results = {{Space::arena, -1, 4096, Type{DType::f32, {512, 256}}}};
+  inv.label = "h";
+  p.code = {inv};
+  EXPECT_TRUE(check_memory(p, int64_t{1} << 30, "the memory limit").ok());
+  Status s = check_memory(p, 1, "the memory limit");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message,
+            "program @step needs 1.3 MiB (arena 1.0 MiB + inputs 257.0 KiB) but only 1 B are "
+            "available (the memory limit); largest buffers: %h f32[512,256] (arena+4096) 512.0 "
+            "KiB, %x f32[256,256] (input) 256.0 KiB, %w f32[256] (input) 1.0 KiB");
+}
+
+}  // namespace
+}  // namespace weft::cuda

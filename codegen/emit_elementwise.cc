@@ -246,13 +246,55 @@ void Emitter::body(int w, const std::string& i, const std::vector<std::string>& 
 }
 
 void Emitter::header(std::vector<std::string>& ptr, const std::string& symbol) {
+  const size_t buffers = g_.inputs().size() + g_.outputs().size();
+  if (gpu_) {
+    os_ << "module {\n  func.func @" << symbol << "(";
+    for (size_t k = 0; k < buffers; ++k) {
+      ptr.push_back("%p" + std::to_string(k));
+      os_ << (k ? ", " : "") << ptr.back() << ": !llvm.ptr";
+    }
+    os_ << ") {\n";
+    return;
+  }
   os_ << "module {\n  func.func @" << symbol
       << "(%bufs: !llvm.ptr, %row_begin: i64, %row_end: i64) {\n";
-  for (size_t k = 0; k < g_.inputs().size() + g_.outputs().size(); ++k) {
+  for (size_t k = 0; k < buffers; ++k) {
     std::string slot = emit("llvm.getelementptr %bufs[" + std::to_string(k) +
                             "] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr");
     ptr.push_back(emit("llvm.load " + slot + " : !llvm.ptr -> !llvm.ptr"));
   }
+}
+
+void Emitter::open_rows(const std::string& iv, int64_t count) {
+  if (!gpu_) {
+    const std::string one = cst(DType::i64, 1, 1);
+    os_ << indent_ << "scf.for " << iv << " = %row_begin to %row_end step " << one << " : i64 {\n";
+  } else {
+    // Thread t of T (blocks × threads per block) takes rows t, t + T, t + 2T, ...
+    auto sreg = [&](const std::string& reg) {
+      return conv("arith.extui", emit("nvvm.read.ptx.sreg." + reg + " : i32"), DType::i32,
+                  DType::i64, 1);
+    };
+    const std::string tid = sreg("tid.x"), block = sreg("ctaid.x"), block_size = sreg("ntid.x"),
+                      blocks = sreg("nctaid.x");
+    const std::string first = bi("arith.addi", bi("arith.muli", block, block_size, "i64"), tid, "i64");
+    const std::string threads = bi("arith.muli", block_size, blocks, "i64");
+    const std::string end = cst(DType::i64, static_cast<double>(count), 1);
+    os_ << indent_ << "scf.for " << iv << " = " << first << " to " << end << " step " << threads
+        << " : i64 {\n";
+  }
+  indent_ += "  ";
+}
+
+std::string Emitter::lanes_sum(const std::string& acc, const std::string& t, int w) {
+  if (w == 1) return acc;
+  return emit("vector.reduction <add>, " + acc + " : " + t + " into f64");
+}
+
+std::string Emitter::lane(const std::string& acc, int lane, const std::string& st,
+                          const std::string& vt, int w) {
+  if (w == 1) return acc;
+  return emit("vector.extract " + acc + "[" + std::to_string(lane) + "] : " + st + " from " + vt);
 }
 
 std::string Emitter::footer() {
@@ -303,9 +345,7 @@ std::string Emitter::module(const std::string& symbol) {
   header(ptr, symbol);
   const int64_t length = space_.row_length();
   if (space_.rows() * length != 0) {
-    const std::string one = cst(DType::i64, 1, 1);
-    os_ << indent_ << "scf.for %r = %row_begin to %row_end step " << one << " : i64 {\n";
-    indent_ += "  ";
+    open_rows("%r", space_.rows());
     std::vector<std::string> bases, splats, outs;
     row_pointers(ptr, "%r", bases, splats, outs);
     const int64_t main = length / width_ * width_;

@@ -10,30 +10,16 @@
 namespace weft::codegen {
 namespace emit_detail {
 
+// With gpu_ false (emit_host_scalar_kernel) the same code with the CPU's ABI, a "row"
+// being one element.
 std::string Emitter::gpu_module(const std::string& symbol) {
-  const size_t buffers = g_.inputs().size() + g_.outputs().size();
   std::vector<std::string> ptr;
-  os_ << "module {\n  func.func @" << symbol << "(";
-  for (size_t k = 0; k < buffers; ++k) {
-    ptr.push_back("%p" + std::to_string(k));
-    os_ << (k ? ", " : "") << ptr.back() << ": !llvm.ptr";
-  }
-  os_ << ") {\n";
+  header(ptr, symbol);
   const int64_t length = space_.row_length(), total = space_.rows() * length;
   if (total != 0) {
-    auto sreg = [&](const std::string& reg) {
-      return conv("arith.extui", emit("nvvm.read.ptx.sreg." + reg + " : i32"), DType::i32,
-                  DType::i64, 1);
-    };
-    const std::string tid = sreg("tid.x"), block = sreg("ctaid.x"), block_size = sreg("ntid.x"),
-                      blocks = sreg("nctaid.x");
-    const std::string first = bi("arith.addi", bi("arith.muli", block, block_size, "i64"), tid, "i64");
-    const std::string threads = bi("arith.muli", block_size, blocks, "i64");
-    const std::string end = cst(DType::i64, static_cast<double>(total), 1);
+    // One thread per element: its row and column, then the CPU's row addressing.
+    open_rows("%e", total);
     const std::string length_c = cst(DType::i64, static_cast<double>(length), 1);
-    os_ << indent_ << "scf.for %e = " << first << " to " << end << " step " << threads
-        << " : i64 {\n";
-    indent_ += "  ";
     const std::string row = bi("arith.divui", "%e", length_c, "i64");
     const std::string column = bi("arith.remui", "%e", length_c, "i64");
     std::vector<std::string> bases, splats, outs;
@@ -48,7 +34,9 @@ std::string Emitter::gpu_module(const std::string& symbol) {
 }  // namespace emit_detail
 
 bool gpu_supports(const Graph& g, const Node& node) {
-  if (node.info().category != OpCategory::Elementwise || !emit_supports(g, node)) return false;
+  if (!emit_supports(g, node)) return false;
+  if (node.info().category == OpCategory::Reduction) return true;  // sum, mean, max, min
+  if (node.info().category != OpCategory::Elementwise) return false;
   if (node.op == Op::Pow) return false;  // math.powf has no NVPTX lowering.
   bool f64 = g.type(node.result()).dtype == DType::f64;
   for (ValueId o : node.operands) f64 = f64 || g.type(o).dtype == DType::f64;
@@ -62,9 +50,37 @@ bool gpu_supports(const Graph& g, const Node& node) {
   }
 }
 
-std::string emit_gpu_elementwise(const Graph& body, const std::string& symbol) {
+namespace {
+
+GpuKernel emit_scalar_kernel(const Graph& body, const std::string& symbol, bool gpu) {
+  if (is_row_body(body) || body_reduction(body) != nullptr) {
+    // One thread per row: the CPU's row code at width 1, so the column layout's blocks
+    // are single columns and every row computes one output element (or one row of a
+    // row body).
+    ReductionSpace rs = collapse_reduction_space(body);
+    rs.width = 1;
+    emit_detail::Emitter e(body, rs.space, gpu, /*scalar=*/true);
+    std::string mlir = is_row_body(body) ? e.row_module(symbol, rs)
+                                         : e.reduction_module(symbol, *body_reduction(body), rs);
+    return {std::move(mlir), rs.rows()};
+  }
   const CollapsedSpace space = collapse_space(body);
-  return emit_detail::Emitter(body, space).gpu_module(symbol);
+  return {emit_detail::Emitter(body, space, gpu, /*scalar=*/true).gpu_module(symbol),
+          space.rows() * space.row_length()};
+}
+
+}  // namespace
+
+GpuKernel emit_gpu_kernel(const Graph& body, const std::string& symbol) {
+  return emit_scalar_kernel(body, symbol, /*gpu=*/true);
+}
+
+GpuKernel emit_host_scalar_kernel(const Graph& body, const std::string& symbol) {
+  return emit_scalar_kernel(body, symbol, /*gpu=*/false);
+}
+
+std::string emit_gpu_elementwise(const Graph& body, const std::string& symbol) {
+  return emit_gpu_kernel(body, symbol).mlir;
 }
 
 }  // namespace weft::codegen

@@ -1,5 +1,5 @@
 #pragma once
-// CUDA kernels for fused elementwise bodies ([CUDA]): the same body graphs as the CPU's
+// CUDA kernels for fused bodies ([CUDA]): the same body graphs as the CPU's
 // kernel_compiler.h, emitted as MLIR (func, arith, math, scf, llvm and nvvm dialects)
 // that codegen/ptx.h compiles to PTX. One thread computes one element of the iteration
 // space; each thread walks a grid-stride loop over all rows × row_length elements, so
@@ -25,14 +25,33 @@
 
 namespace weft::codegen {
 
-/// True when `node` of `g` can be part of a generated CUDA kernel: an elementwise op the
-/// CPU emitter supports, except pow and the f64 transcendental functions (exp, log,
-/// log1p, tanh, sin, cos, erf, sigmoid, gelu), which would need libdevice. Reductions
-/// are not fused on the GPU yet.
+/// True when `node` of `g` can be part of a generated CUDA kernel: what the CPU emitter
+/// supports (elementwise ops; sum, mean, max, min ending a reduction or row body), except
+/// pow and the f64 transcendental functions (exp, log, log1p, tanh, sin, cos, erf,
+/// sigmoid, gelu), which would need libdevice.
 bool gpu_supports(const Graph& g, const Node& node);
 
-/// The MLIR module defining kernel `symbol` for elementwise body `body` (every node
-/// passes gpu_supports, every output has the first output's shape).
+/// A kernel's MLIR and the threads it wants: any launch is correct (grid-stride), and
+/// `threads` is the count beyond which threads have nothing to do.
+struct GpuKernel {
+  std::string mlir;
+  int64_t threads = 0;
+};
+
+/// The kernel `symbol` for `body` (every node passes gpu_supports): an elementwise body
+/// gets one thread per element; a reduction body (kernel_compiler.h) one thread per
+/// output element, which accumulates its reduced elements in order (sums in f64, as on
+/// the CPU); a row body (softmax, layer norm, ...) one thread per row, which makes the
+/// CPU row kernel's passes over its row.
+GpuKernel emit_gpu_kernel(const Graph& body, const std::string& symbol);
+
+/// The same scalar code as emit_gpu_kernel with the host's ABI (GeneratedFn) instead of
+/// the CUDA entry point: `threads` rows, row r doing what GPU thread r does. Tests JIT it
+/// (codegen/jit.h) and compare with the reference interpreter, so the arithmetic of
+/// every GPU kernel is checked on machines without a GPU.
+GpuKernel emit_host_scalar_kernel(const Graph& body, const std::string& symbol);
+
+/// emit_gpu_kernel(...).mlir.
 std::string emit_gpu_elementwise(const Graph& body, const std::string& symbol);
 
 }  // namespace weft::codegen

@@ -90,13 +90,10 @@ std::string Emitter::reduce_rows(const Node& red, const ReductionSpace& rs,
   // them into the scalar accumulator one by one.
   std::string total = res + "#1";
   if (sum) {
-    total = bi("arith.addf", emit("vector.reduction <add>, " + res + "#0 : " + vt + " into f64"),
-               total, "f64");
+    total = bi("arith.addf", lanes_sum(res + "#0", vt, w), total, "f64");
   } else {
     for (int lane = 0; lane < w; ++lane) {
-      total = accumulate(red, total,
-                         emit("vector.extract " + res + "#0[" + std::to_string(lane) + "] : " +
-                              st + " from " + vt), 1);
+      total = accumulate(red, total, this->lane(res + "#0", lane, st, vt, w), 1);
     }
   }
   return total;
@@ -126,9 +123,7 @@ std::string Emitter::reduction_module(const std::string& symbol, const Node& red
         << dtype_size(d) << " : i64} : " << vec(compute_elem(d), w) << ", !llvm.ptr\n";
   };
   if (rs.rows() > 0) {
-    const std::string one = cst(DType::i64, 1, 1);
-    os_ << indent_ << "scf.for %r = %row_begin to %row_end step " << one << " : i64 {\n";
-    indent_ += "  ";
+    open_rows("%r", rs.rows());
     std::vector<std::string> row_off;
     if (!rs.column()) {  // Row r is output element r: its kept indices come from r.
       for (size_t k = 0; k < g_.inputs().size(); ++k) row_off.push_back(offset(k, "%r", kept));

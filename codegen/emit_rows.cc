@@ -80,9 +80,7 @@ std::string Emitter::row_module(const std::string& symbol, const ReductionSpace&
   for (size_t k = 0; k < n_in; ++k) input_of[g_.inputs()[k].value] = static_cast<int>(k);
   if (rs.rows() == 0) return footer();
 
-  const std::string one = cst(DType::i64, 1, 1);
-  os_ << indent_ << "scf.for %r = %row_begin to %row_end step " << one << " : i64 {\n";
-  indent_ += "  ";
+  open_rows("%r", rs.rows());
   std::vector<std::string> row_off, bases, splats;
   for (size_t k = 0; k < n_in; ++k) row_off.push_back(offset(k, "%r", kept));
   // The per-row values of this row, as scalars of their compute type.
@@ -224,16 +222,14 @@ std::string Emitter::row_module(const std::string& symbol, const ReductionSpace&
       const DType d = g_.type(red.result()).dtype;
       std::string total = res[c + j];
       if (sum[j]) {
-        total = bi("arith.addf", emit("vector.reduction <add>, " + res[j] + " : " + vt[j] + " into f64"),
-                   total, "f64");
+        total = bi("arith.addf", lanes_sum(res[j], vt[j], width_), total, "f64");
         if (red.op == Op::Mean) {
           total = bi("arith.divf", total, cst(DType::f64, static_cast<double>(rs.reduced_size()), 1), "f64");
         }
         if (d == DType::f32) total = conv("arith.truncf", total, DType::f64, d, 1);
       } else {
         for (int lane = 0; lane < width_; ++lane) {
-          total = accumulate(red, total, emit("vector.extract " + res[j] + "[" + std::to_string(lane) +
-                                              "] : " + st[j] + " from " + vt[j]), 1);
+          total = accumulate(red, total, this->lane(res[j], lane, st[j], vt[j], width_), 1);
         }
       }
       scalar[red.result()] = total;

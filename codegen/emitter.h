@@ -34,12 +34,17 @@ inline std::string vec(const std::string& elem, int w) {
 
 class Emitter {
  public:
-  Emitter(const Graph& g, const CollapsedSpace& space) : g_(g), space_(space), width_(body_width(g)) {}
+  /// `gpu`: emit CUDA kernels (emit_gpu.h): scalar code (width 1), one pointer parameter
+  /// per buffer, and a grid-stride loop over the rows instead of [row_begin, row_end).
+  /// `scalar` alone: the GPU's scalar code with the CPU's ABI (emit_gpu.h's
+  /// emit_host_scalar_kernel, so tests run the GPU kernels' arithmetic on the host).
+  Emitter(const Graph& g, const CollapsedSpace& space, bool gpu = false, bool scalar = false)
+      : g_(g), space_(space), width_(gpu || scalar ? 1 : body_width(g)), gpu_(gpu) {}
 
   std::string module(const std::string& symbol);
   std::string reduction_module(const std::string& symbol, const Node& red, const ReductionSpace& rs);
   std::string row_module(const std::string& symbol, const ReductionSpace& rs);
-  /// The CUDA form of module(): one thread per element (emit_gpu.cc).
+  /// The CUDA form of module(): one thread per element (emit_gpu.cc; needs `gpu`).
   std::string gpu_module(const std::string& symbol);
 
  private:
@@ -82,6 +87,14 @@ class Emitter {
                                                    const std::vector<std::string>& splats,
                                                    const Node* stop);
   void header(std::vector<std::string>& ptr, const std::string& symbol);
+  /// Opens the loop over rows [0, count) with induction variable `iv` ("%r"): the
+  /// caller's share [row_begin, row_end) on the CPU, a grid-stride loop on the GPU.
+  void open_rows(const std::string& iv, int64_t count);
+  /// The f64 sum of the lanes of `acc` (type `t`, `w` lanes): `acc` itself when w == 1.
+  std::string lanes_sum(const std::string& acc, const std::string& t, int w);
+  /// Lane `lane` of `acc` (element type `st`, vector type `vt`): `acc` when w == 1.
+  std::string lane(const std::string& acc, int lane, const std::string& st,
+                   const std::string& vt, int w);
   void row_pointers(const std::vector<std::string>& ptr, const std::string& r,
                     std::vector<std::string>& bases, std::vector<std::string>& splats,
                     std::vector<std::string>& outs);
@@ -101,6 +114,7 @@ class Emitter {
   const Graph& g_;
   const CollapsedSpace& space_;
   int width_;
+  bool gpu_;
   int next_ = 0;
   std::string indent_ = "    ";
   std::ostringstream os_;

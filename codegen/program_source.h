@@ -25,7 +25,10 @@ namespace weft::codegen {
 /// The symbol of kernel `index` of the Program generated under `name`.
 std::string kernel_symbol(const std::string& name, int index);
 
-/// The C++ source described above. `name` must be a C identifier.
-std::string program_to_cpp(const Program& program, const std::string& name);
+/// The C++ source described above. `name` must be a C identifier. Without
+/// `host_kernels` the kernel declarations and NAME_kernels() are left out: a CUDA
+/// Program's kernels are PTX (codegen/cuda_backend.h), not host functions.
+std::string program_to_cpp(const Program& program, const std::string& name,
+                           bool host_kernels = true);
 
 }  // namespace weft::codegen

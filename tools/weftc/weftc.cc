@@ -25,6 +25,7 @@
 
 #include "autodiff/grad.h"
 #include "codegen/cpu_backend.h"
+#include "codegen/cuda_backend.h"
 #include "runtime/reference/numerics.h"
 #include "ir/dot.h"
 #include "ir/json.h"
@@ -67,8 +68,8 @@ constexpr const char* kCheckHelp =
     "the exit status is 1. With -o/--out, writes the graph with its inferred types.\n";
 
 constexpr const char* kDumpHelp =
-    "usage: weftc dump FILE.wir [--after=PASS] [--format=text|json|dot] [-o OUT]\n"
-    "                 [--dump-dir=DIR] [--backend=cpu|reference] [--no-locations]\n"
+    "usage: weftc dump FILE.wir [--after=PASS] [--format=text|json|dot|ptx] [-o OUT]\n"
+    "                 [--dump-dir=DIR] [--backend=cpu|cuda|reference] [--no-locations]\n"
     "\n"
     "Runs weft's pass pipeline on FILE up to and including PASS and prints the graph.\n"
     "  --after=PASS     stop after this pass (default: infer-types); `parse` prints the\n"
@@ -76,16 +77,20 @@ constexpr const char* kDumpHelp =
     "                   fold-constants, dce, cse, then for the cpu backend\n"
     "                   fold-transpose, fold-batch-matmul, decompose-composites,\n"
     "                   fuse-elementwise, schedule-memory.\n"
-    "  --backend=B      cpu (default): the pipeline of `weftc run`; reference: the\n"
-    "                   default pipeline only\n"
-    "  --format=F       text (default), json, or dot (Graphviz: `| dot -Tsvg > g.svg`)\n"
+    "  --backend=B      cpu (default): the pipeline of `weftc run`; cuda: the GPU's\n"
+    "                   (fusion limited to what the GPU kernels support, no row\n"
+    "                   kernels); reference: the default pipeline only\n"
+    "  --format=F       text (default), json, or dot (Graphviz: `| dot -Tsvg > g.svg`);\n"
+    "                   with --backend=cuda also ptx: every generated kernel of the\n"
+    "                   lowered graph as one PTX module (no GPU needed)\n"
     "  -o, --out=OUT    write to OUT instead of standard output\n"
     "  --dump-dir=DIR   also write the IR after every pass to DIR/NN-PASS.wir, .json\n"
     "                   and .dot (NN: the pass's position in the pipeline)\n"
     "  --no-locations   leave loc(...) out of the text form\n";
 
 constexpr const char* kRunHelp =
-    "usage: weftc run FILE.wir --input NAME=PATH.npy ... --out DIR [--backend=cpu|reference]\n"
+    "usage: weftc run FILE.wir --input NAME=PATH.npy ... --out DIR\n"
+    "                [--backend=cpu|cuda|reference]\n"
     "                [--check-numerics] [--max-memory=BYTES]\n"
     "\n"
     "Executes the graph once. Every graph input, whatever its kind (data, param, state),\n"
@@ -94,12 +99,14 @@ constexpr const char* kRunHelp =
     "DIR/out_0.npy, DIR/out_1.npy, ... in return order, and every param or state input\n"
     "that an assign updated as DIR/NAME.npy, overwriting existing files.\n"
     "  --backend=B      cpu (default): fused, memory-planned, MLIR-generated kernels on\n"
-    "                   all cores; reference: the reference interpreter (the oracle)\n"
+    "                   all cores; cuda: the GPU (cuBLAS GEMMs, generated PTX kernels,\n"
+    "                   the ops with no CUDA kernel yet on the host); reference: the\n"
+    "                   reference interpreter (the oracle)\n"
     "  --check-numerics stop at the first op producing a NaN or an infinity and name it\n"
     "                   with its source location (inside a fused kernel: its body's op)\n"
-    "  --max-memory=N   cpu: refuse to run when the planned arena and the inputs need more\n"
-    "                   than N bytes (suffixes K, M, G: KiB, MiB, GiB); default: the\n"
-    "                   machine's MemAvailable\n";
+    "  --max-memory=N   cpu, cuda: refuse to run when the planned arena and the inputs\n"
+    "                   need more than N bytes (suffixes K, M, G: KiB, MiB, GiB); default:\n"
+    "                   the machine's MemAvailable (cuda: the GPU's free memory)\n";
 
 constexpr const char* kProfileHelp =
     "usage: weftc profile FILE.wir --input NAME=PATH.npy ... [--steps=N] [--warmup=N] [--top=K]\n"
@@ -214,6 +221,14 @@ Status check_command(const std::vector<std::string>& argv) {
   return Status();
 }
 
+/// ok for a backend `weftc COMMAND` knows: cpu, cuda (dump and run) or reference.
+Status check_backend(const std::string& command, const std::string& backend) {
+  const bool cuda = command == "dump" || command == "run";
+  if (backend == "cpu" || backend == "reference" || (cuda && backend == "cuda")) return Status();
+  return Error{"weftc " + command + ": unknown backend '" + backend + "'; backends: cpu, " +
+               (cuda ? "cuda, " : "") + "reference"};
+}
+
 Status dump_command(const std::vector<std::string>& argv) {
   WEFT_ASSIGN_OR_RETURN(
       Args args, parse_args("dump", argv,
@@ -221,20 +236,29 @@ Status dump_command(const std::vector<std::string>& argv) {
                              {"no-locations", "", /*takes_value=*/false}}));
   WEFT_ASSIGN_OR_RETURN(std::string file, one_file_argument("dump", args));
   std::string format = args.get("format", "text");
-  if (format != "text" && format != "json" && format != "dot") {
-    return Error{"weftc dump: unknown format '" + format + "'; formats: text, json, dot"};
+  if (format != "text" && format != "json" && format != "dot" && format != "ptx") {
+    return Error{"weftc dump: unknown format '" + format + "'; formats: text, json, dot, ptx"};
   }
   std::string backend = args.get("backend", "cpu");
-  if (backend != "reference" && backend != "cpu") {
-    return Error{"weftc dump: unknown backend '" + backend + "'; backends: cpu, reference"};
+  WEFT_RETURN_IF_ERROR(check_backend("dump", backend));
+  if (format == "ptx") {
+    if (backend != "cuda") {
+      return Error{"weftc dump: --format=ptx prints the CUDA backend's kernels; add --backend=cuda"};
+    }
+    WEFT_ASSIGN_OR_RETURN(Graph typed, load_typed_graph(file));
+    WEFT_ASSIGN_OR_RETURN(codegen::CudaProgram p, codegen::compile_cuda_program(typed));
+    if (args.has("out")) return write_file(args.get("out"), p.ptx);
+    std::cout << p.ptx;
+    return Status();
   }
   WEFT_ASSIGN_OR_RETURN(Graph g, load_graph(file));
   std::string after = args.get("after", "infer-types");
   if (after != "parse") {
     PipelineOptions options;
     options.dump_dir = args.has("dump-dir") ? resolve_path(args.get("dump-dir")) : "";
-    Pipeline pipeline =
-        backend == "cpu" ? codegen::cpu_pipeline(options) : default_pipeline(options);
+    Pipeline pipeline = backend == "cpu"    ? codegen::cpu_pipeline(options)
+                        : backend == "cuda" ? codegen::cuda_pipeline(options)
+                                            : default_pipeline(options);
     WEFT_RETURN_IF_ERROR(pipeline.run_until(g, after));
   }
   PrintOptions print_options;
@@ -292,9 +316,7 @@ Status viz_command(const std::vector<std::string>& argv) {
                              {"memory", "", /*takes_value=*/false}}));
   WEFT_ASSIGN_OR_RETURN(std::string file, one_file_argument("viz", args));
   std::string backend = args.get("backend", "cpu");
-  if (backend != "reference" && backend != "cpu") {
-    return Error{"weftc viz: unknown backend '" + backend + "'; backends: cpu, reference"};
-  }
+  WEFT_RETURN_IF_ERROR(check_backend("viz", backend));
   const bool memory = args.has("memory");
   if (memory && backend != "cpu") {
     return Error{"weftc viz: --memory draws the cpu backend's memory plan; the reference "
@@ -487,8 +509,9 @@ Status run_command(const std::vector<std::string>& argv) {
   WEFT_ASSIGN_OR_RETURN(std::string file, one_file_argument("run", args));
   if (!args.has("out")) return Error{"weftc run: --out DIR is required (see weftc run --help)"};
   std::string backend = args.get("backend", "cpu");
-  if (backend != "reference" && backend != "cpu") {
-    return Error{"weftc run: unknown backend '" + backend + "'; backends: cpu, reference"};
+  WEFT_RETURN_IF_ERROR(check_backend("run", backend));
+  if (backend == "cuda" && args.has("check-numerics")) {
+    return Error{"weftc run: --check-numerics runs on the cpu and reference backends, not yet on cuda"};
   }
   WEFT_ASSIGN_OR_RETURN(Graph g, load_typed_graph(file));
   auto specs = args.flags.count("input") ? args.flags.at("input") : std::vector<std::string>{};
@@ -501,9 +524,12 @@ Status run_command(const std::vector<std::string>& argv) {
   if (backend == "reference" && cpu.executor.check_numerics) {
     WEFT_RETURN_IF_ERROR(reference::check_numerics(g, inputs));
   }
+  cuda::ExecutorOptions gpu;
+  gpu.max_memory = cpu.executor.max_memory;
   WEFT_ASSIGN_OR_RETURN(reference::RunResult result,
-                        backend == "cpu" ? codegen::run_on_cpu(g, inputs, cpu)
-                                         : reference::run(g, std::move(inputs)));
+                        backend == "cpu"    ? codegen::run_on_cpu(g, inputs, cpu)
+                        : backend == "cuda" ? codegen::run_on_cuda(g, inputs, gpu)
+                                            : reference::run(g, std::move(inputs)));
 
   std::string dir = args.get("out");
   WEFT_RETURN_IF_ERROR(make_directories(dir));

@@ -17,6 +17,7 @@
 #include "ir/json.h"
 #include "ir/text.h"
 #include "tests/testing/subprocess.h"
+#include "runtime/cuda/executor.h"
 #include "runtime/npy.h"
 
 namespace weft {
@@ -146,7 +147,7 @@ TEST(Weftc, RunRejectsMissingAndMistypedInputs) {
   r = weftc("run " + wir + example_inputs());
   EXPECT_EQ(r.out, "error: weftc run: --out DIR is required (see weftc run --help)\n");
   r = weftc("run " + wir + example_inputs() + " --out o --backend=tpu");
-  EXPECT_EQ(r.out, "error: weftc run: unknown backend 'tpu'; backends: cpu, reference\n");
+  EXPECT_EQ(r.out, "error: weftc run: unknown backend 'tpu'; backends: cpu, cuda, reference\n");
   r = weftc("run " + wir + " --input x --out o");
   EXPECT_EQ(r.out, "error: weftc run: --input expects NAME=PATH.npy, got 'x'\n");
   r = weftc("run " + wir + " --input x=missing.npy --out o");
@@ -281,7 +282,7 @@ TEST(Weftc, DumpFormatsAndPasses) {
   EXPECT_NE(r.out.find("fuse"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("infer-types"), std::string::npos) << r.out;
   r = weftc("dump " + wir + " --format=svg");
-  EXPECT_EQ(r.out, "error: weftc dump: unknown format 'svg'; formats: text, json, dot\n");
+  EXPECT_EQ(r.out, "error: weftc dump: unknown format 'svg'; formats: text, json, dot, ptx\n");
   // The cpu backend's passes: fused kernels print with their bodies and parse back. The
   // first Linear layer and its gelu are one contraction: the GEMM, then its epilogue.
   r = weftc("dump " + wir + " --after=fuse-elementwise --no-locations");
@@ -302,7 +303,37 @@ TEST(Weftc, DumpFormatsAndPasses) {
   r = weftc("dump " + wir + " --after=fuse-elementwise --backend=reference");
   EXPECT_EQ(r.exit_code, 1);
   r = weftc("dump " + wir + " --backend=tpu");
-  EXPECT_EQ(r.out, "error: weftc dump: unknown backend 'tpu'; backends: cpu, reference\n");
+  EXPECT_EQ(r.out, "error: weftc dump: unknown backend 'tpu'; backends: cpu, cuda, reference\n");
+}
+
+TEST(Weftc, CudaBackendDumpsPtxAndRunsWhereAGpuIs) {
+  const std::string wir = kExample + "mlp.wir";
+  // The GPU pipeline's IR, and its kernels as PTX: no GPU needed.
+  Result r = weftc("dump " + wir + " --backend=cuda --after=fuse-elementwise --no-locations");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("fused("), std::string::npos) << r.out;
+  r = weftc("dump " + wir + " --backend=cuda --format=ptx");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find(".target sm_80"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(".visible .entry k0("), std::string::npos) << r.out;
+  r = weftc("dump " + wir + " --format=ptx");
+  EXPECT_EQ(r.out,
+            "error: weftc dump: --format=ptx prints the CUDA backend's kernels; add --backend=cuda\n");
+  r = weftc("run " + wir + example_inputs() + " --out o --backend=cuda --check-numerics");
+  EXPECT_EQ(r.out, "error: weftc run: --check-numerics runs on the cpu and reference backends, "
+                   "not yet on cuda\n");
+  r = weftc("viz " + wir + " --backend=cuda");
+  EXPECT_EQ(r.out, "error: weftc viz: unknown backend 'cuda'; backends: cpu, reference\n");
+  // Running needs a GPU: without one the error says why; with one, the outputs.
+  const std::string out = temp_dir() + "/cuda_out";
+  r = weftc("run " + wir + example_inputs() + " --out " + out + " --backend=cuda");
+  if (cuda::available()) {
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_NE(r.out.find("out_0.npy"), std::string::npos) << r.out;
+  } else {
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.out.rfind("error: no CUDA device: ", 0), 0u) << r.out;
+  }
 }
 
 TEST(Weftc, VizWritesAPageAndAMemoryPicture) {

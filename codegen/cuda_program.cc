@@ -1,0 +1,39 @@
+#include "codegen/cuda_program.h"
+
+#include "codegen/emit_gpu.h"
+#include "codegen/ptx.h"
+
+namespace weft::codegen {
+
+LowerOptions cuda_lower_options() {
+  LowerOptions options;
+  options.fusible = gpu_supports;
+  return options;
+}
+
+Pipeline cuda_pipeline(PipelineOptions options) {
+  Pipeline p = default_pipeline(std::move(options));
+  add_cpu_passes(p, cuda_lower_options());
+  return p;
+}
+
+StatusOr<CudaProgram> compile_cuda_program(const Graph& g, const LowerOptions& options) {
+  WEFT_ASSIGN_OR_RETURN(Lowering lowering, lower_to_program(g, options));
+  CudaProgram out;
+  std::vector<std::string> modules;
+  for (GeneratedKernel& k : lowering.program.kernels) {
+    out.symbols.push_back(k.name);
+    GpuKernel kernel = emit_gpu_kernel(k.body, k.name);
+    modules.push_back(std::move(kernel.mlir));
+    // The launch: runtime/cuda starts rows · row_length threads.
+    k.rows = kernel.threads;
+    k.row_length = 1;
+  }
+  if (!modules.empty()) {
+    WEFT_ASSIGN_OR_RETURN(out.ptx, compile_ptx(modules, out.symbols));
+  }
+  out.program = std::move(lowering.program);
+  return out;
+}
+
+}  // namespace weft::codegen

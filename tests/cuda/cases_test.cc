@@ -1,0 +1,143 @@
+// Every case of cases.h on the GPU against the reference interpreter ([CUDA]): each
+// graph's CUDA Program (cuBLAS GEMMs, PTX kernels, host fallbacks) on seeded inputs,
+// and the training steps several times in a row, parameters staying on the GPU. Skips
+// where no GPU is present (every CI machine); run it on a GPU machine as
+// tests/cuda/README.md says.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include "ir/text.h"
+#include "passes/infer_types.h"
+#include "runtime/cuda/executor.h"
+#include "runtime/reference/interpreter.h"
+#include "tests/cuda/cases.h"
+
+namespace weft::cuda_cases {
+namespace {
+
+Graph parse_case(const Case& c) {
+  StatusOr<Graph> g = parse_graph(c.wir, c.name + ".wir");
+  EXPECT_TRUE(g.ok()) << g.error().to_string();
+  if (!g.ok()) return Graph();
+  InferTypesPass infer;
+  StatusOr<bool> typed = infer.run(*g);
+  EXPECT_TRUE(typed.ok()) << typed.error().to_string();
+  return std::move(*g);
+}
+
+/// Seeded inputs by kind and dtype: data floats in [-2, 2] (the training step's
+/// `weft.lr` is 0.01), integers in [0, 2] (class labels), parameters in [-0.5, 0.5],
+/// state (optimizer slots, running statistics, counters) zero; `weft.step` is set per
+/// step (set_step).
+std::vector<Tensor> make_inputs(const Graph& g, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<Tensor> inputs;
+  for (const Input& in : g.inputs()) {
+    const Type& type = g.type(in.value);
+    Tensor t(type);
+    const std::string& name = g.value(in.value).name;
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      double v = 0;
+      if (in.kind == InputKind::param) {
+        v = std::uniform_real_distribution<double>(-0.5, 0.5)(rng);
+      } else if (in.kind == InputKind::data) {
+        if (name == "weft.lr") v = 0.01;
+        else if (type.dtype == DType::boolean) v = rng() % 2;
+        else if (!is_floating(type.dtype)) v = static_cast<double>(rng() % 3);
+        else v = std::uniform_real_distribution<double>(-2, 2)(rng);
+      }
+      t.set_double(i, v);
+    }
+    inputs.push_back(std::move(t));
+  }
+  return inputs;
+}
+
+/// |a - b| <= tol·(1 + |b|) everywhere, NaN where the reference has NaN; the first
+/// element that differs otherwise.
+::testing::AssertionResult close(const Tensor& got, const Tensor& want, double tol) {
+  if (got.type() != want.type()) {
+    return ::testing::AssertionFailure() << got.type().to_string() << " vs " << want.type().to_string();
+  }
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    const double a = got.get_double(i), b = want.get_double(i);
+    if (std::isnan(a) && std::isnan(b)) continue;
+    if (!(std::abs(a - b) <= tol * (1 + std::abs(b)))) {
+      return ::testing::AssertionFailure() << "element " << i << ": GPU " << a << ", reference " << b;
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+/// The training step's 1-based step count (Adam's bias correction divides by 1 - β^step).
+void set_step(const Graph& g, std::vector<Tensor>& inputs, int step) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (g.value(g.inputs()[i].value).name == "weft.step") inputs[i].set_double(0, step + 1);
+  }
+}
+
+class CudaCase : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(CudaCase, MatchesReference) {
+  if (!cuda::available()) GTEST_SKIP() << "no GPU: " << cuda::unavailable_reason();
+  const Case& c = all_cases()[GetParam()];
+  const Graph g = parse_case(c);
+  std::vector<Tensor> inputs = make_inputs(g, 1000 + GetParam());
+  StatusOr<std::unique_ptr<cuda::Executor>> ex =
+      cuda::Executor::create(c.program(), c.ptx, c.symbols);
+  ASSERT_TRUE(ex.ok()) << ex.error().to_string();
+  set_step(g, inputs, 0);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    ASSERT_TRUE((*ex)->set_input(static_cast<int>(i), inputs[i]).ok());
+  }
+  // f32 kernels use polynomial approximations and FMA contraction; training steps
+  // accumulate GEMM reassociation over several steps.
+  const double tol = c.steps > 1 ? 2e-4 : 2e-5;
+  for (int step = 0; step < c.steps; ++step) {
+    SCOPED_TRACE(c.name + " step " + std::to_string(step));
+    set_step(g, inputs, step);
+    if (const int s = (*ex)->find_input("weft.step"); s >= 0) {
+      ASSERT_TRUE((*ex)->set_input(s, inputs[s]).ok());
+    }
+    StatusOr<reference::RunResult> want = reference::run(g, inputs);
+    ASSERT_TRUE(want.ok()) << want.error().to_string();
+    Status run = (*ex)->run();
+    ASSERT_TRUE(run.ok()) << run.to_string();
+    ASSERT_EQ((*ex)->num_outputs(), static_cast<int>(want->outputs.size()));
+    for (size_t o = 0; o < want->outputs.size(); ++o) {
+      EXPECT_TRUE(close((*ex)->output(static_cast<int>(o)), want->outputs[o], tol)) << "output " << o;
+    }
+    for (auto& [name, value] : want->updated) {
+      const int index = (*ex)->find_input(name);
+      ASSERT_GE(index, 0) << name;
+      EXPECT_TRUE(close((*ex)->input(index), value, tol)) << "updated " << name;
+      inputs[index] = value;  // The reference's next step starts from its own update.
+    }
+  }
+  std::printf("  %-18s %3zu invocations, %2zu kernels, %2d on the host\n", c.name.c_str(),
+              (*ex)->program().code.size(), c.symbols.size(), (*ex)->fallbacks());
+}
+
+INSTANTIATE_TEST_SUITE_P(All, CudaCase, ::testing::Range<size_t>(0, all_cases().size()),
+                         [](const ::testing::TestParamInfo<size_t>& info) {
+                           return all_cases()[info.param].name;
+                         });
+
+TEST(CudaCases, EveryCaseHasItsProgramAndKernels) {
+  ASSERT_GT(all_cases().size(), 90u);
+  for (const Case& c : all_cases()) {
+    const Program p = c.program();
+    EXPECT_EQ(p.kernels.size(), c.symbols.size()) << c.name;
+    EXPECT_EQ(c.ptx.empty(), c.symbols.empty()) << c.name;
+    for (const std::string& s : c.symbols) {
+      EXPECT_NE(c.ptx.find(".visible .entry " + s + "("), std::string::npos) << c.name << " " << s;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace weft::cuda_cases

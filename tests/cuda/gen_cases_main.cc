@@ -1,0 +1,195 @@
+// Writes tests/cuda/cases.cc (cases.h): each graph lowered for the GPU. Run by the
+// genrule in tests/cuda/BUILD: `gen_cases OUT.cc`.
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "codegen/cuda_program.h"
+#include "codegen/program_source.h"
+#include "frontend/flow.h"
+#include "frontend/modules.h"
+#include "frontend/training.h"
+#include "ir/text.h"
+#include "passes/infer_types.h"
+
+namespace weft {
+namespace {
+
+struct GraphCase {
+  std::string name;
+  Graph graph;
+  int steps = 1;
+};
+
+Graph parse(const std::string& text) {
+  StatusOr<Graph> g = parse_graph(text, "tests/cuda/gen_cases_main.cc");
+  WEFT_CHECK(g.ok(), g.ok() ? "" : g.error().to_string());
+  InferTypesPass infer;
+  StatusOr<bool> typed = infer.run(*g);
+  WEFT_CHECK(typed.ok(), typed.ok() ? "" : typed.error().to_string());
+  return std::move(*g);
+}
+
+/// `graph @NAME(INPUTS) { BODY return OUTS }`: every result type left to inference.
+std::string graph_text(const std::string& name, const std::string& inputs,
+                       const std::string& body, const std::string& outs) {
+  return "graph @" + name + "(" + inputs + ") {\n" + body + "  return " + outs + "\n}\n";
+}
+
+/// One graph per elementwise op and dtype the GPU emitter fuses, over a row-broadcast
+/// operand; library ops that run through cuBLAS or fall back to the host; a GEMM with
+/// its epilogue.
+std::vector<GraphCase> op_cases() {
+  std::vector<GraphCase> cases;
+  auto add = [&](const std::string& name, const std::string& inputs, const std::string& body,
+                 const std::string& outs) {
+    cases.push_back({name, parse(graph_text(name, inputs, body, outs))});
+  };
+  // Unary float ops on x and on |x| + 0.01 (the domain of log, sqrt, ...), fused with
+  // abs and add into one kernel; the constant is a library op.
+  for (const char* op : {"neg", "abs", "exp", "log", "log1p", "sqrt", "rsqrt", "tanh", "sigmoid",
+                         "relu", "sin", "cos", "erf", "sign", "floor"}) {
+    for (const char* d : {"f32", "f64"}) {
+      add(std::string(op) + "_" + d, std::string("%x: ") + d + "[6,37]",
+          std::string("  %c = full() {shape=[], value=0.01, dtype=") + d + "}\n" +
+              "  %a = abs(%x)\n  %p = add(%a, %c)\n  %y = " + op + "(%p)\n  %z = " + op +
+              "(%x)\n",
+          "%y, %z");
+    }
+  }
+  for (const char* mode : {"none", "tanh"}) {
+    add(std::string("gelu_") + mode, "%x: f32[6,37]",
+        std::string("  %y = gelu(%x) {approximate=\"") + mode + "\"}\n", "%y");
+  }
+  for (const char* op : {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne",
+                         "lt", "le", "gt", "ge"}) {
+    for (const char* d : {"f32", "f64", "i32", "i64"}) {
+      const std::string o(op);
+      if ((o == "div" || o == "pow") && d[0] == 'i') continue;
+      add(o + "_" + d, std::string("%x: ") + d + "[6,37], %y: " + d + "[37]",
+          "  %z = " + o + "(%x, %y)\n", "%z");
+    }
+  }
+  add("bool_ops", "%a: bool[6,37], %b: bool[37], %x: f32[6,37], %y: f32[6,37]",
+      "  %n = not(%a)\n  %o = or(%n, %b)\n  %c = and(%o, %a)\n  %s = select(%c, %x, %y)\n",
+      "%s, %c");
+  add("casts", "%x: f32[6,37], %i: i32[6,37]",
+      "  %a = cast(%x) {dtype=i32}\n  %b = cast(%i) {dtype=f32}\n  %c = cast(%x) {dtype=u8}\n"
+      "  %d = cast(%x) {dtype=bool}\n  %e = cast(%d) {dtype=f32}\n  %f = cast(%x) {dtype=f64}\n",
+      "%a, %b, %c, %e, %f");
+  add("int_unary", "%x: i32[6,37]", "  %a = neg(%x)\n  %b = abs(%a)\n  %c = sign(%x)\n  %d = relu(%x)\n",
+      "%b, %c, %d");
+  // Library ops: cuBLAS GEMMs (each transpose), batched and broadcast; host fallbacks.
+  add("matmul", "%a: f32[48,64], %b: f32[64,40]", "  %c = matmul(%a, %b)\n", "%c");
+  add("matmul_ta", "%a: f32[64,48], %b: f32[64,40]",
+      "  %c = matmul(%a, %b) {transpose_a=true}\n", "%c");
+  add("matmul_tb", "%a: f32[48,64], %b: f32[40,64]",
+      "  %c = matmul(%a, %b) {transpose_b=true}\n", "%c");
+  add("matmul_tab", "%a: f32[64,48], %b: f32[40,64]",
+      "  %c = matmul(%a, %b) {transpose_a=true, transpose_b=true}\n", "%c");
+  add("matmul_f64", "%a: f64[17,33], %b: f64[33,9]", "  %c = matmul(%a, %b)\n", "%c");
+  add("matmul_batched", "%a: f32[3,16,24], %b: f32[3,24,8]", "  %c = matmul(%a, %b)\n", "%c");
+  add("matmul_broadcast", "%a: f32[3,16,24], %b: f32[24,8]", "  %c = matmul(%a, %b)\n", "%c");
+  add("gemm_epilogue", "%x: f32[32,48], %w: f32[48,24], %b: f32[24], %r: f32[32,24]",
+      "  %m = matmul(%x, %w)\n  %s = add(%m, %b)\n  %t = relu(%s)\n  %u = add(%t, %r)\n", "%u");
+  // Reductions and row kernels (one GPU thread per output element or row).
+  add("softmax_sum", "%x: f32[6,37]",
+      "  %s = softmax(%x) {axis=-1}\n  %t = sum(%x) {axes=[1]}\n  %e = exp(%s)\n", "%e, %t");
+  add("log_softmax_mean", "%x: f32[20,10]",
+      "  %s = log_softmax(%x) {axis=-1}\n  %m = mean(%s) {axes=[0, 1]}\n", "%s, %m");
+  add("layer_norm", "%x: f32[12,48], %g: f32[48], %b: f32[48]",
+      "  %y = layer_norm(%x, %g, %b) {axes=[-1], eps=1e-5}\n", "%y");
+  add("column_sum_max", "%x: f32[64,24], %y: f32[64,24]",
+      "  %m = mul(%x, %y)\n  %s = sum(%m) {axes=[0]}\n  %t = max(%x) {axes=[0]}\n"
+      "  %u = min(%y) {axes=[1], keepdims=true}\n", "%s, %t, %u");
+  add("sum_f64", "%x: f64[5,7,9]", "  %s = sum(%x) {axes=[0, 2]}\n", "%s");
+  return cases;
+}
+
+/// Whole training steps built by the Trainer (reference backend: only its step graph is
+/// used), run `steps` times by the test.
+std::vector<GraphCase> training_cases() {
+  std::vector<GraphCase> cases;
+  auto add = [&](const std::string& name, StatusOr<FlowPtr> net, std::vector<InputSpec> inputs,
+                 LossSpec loss, OptimizerSpec opt, int steps) {
+    WEFT_CHECK(net.ok(), net.ok() ? "" : net.error().to_string());
+    StatusOr<Trainer> t = Trainer::compile(*net, inputs, loss, opt, {.seed = 3, .backend = "reference"});
+    WEFT_CHECK(t.ok(), t.ok() ? "" : t.error().to_string());
+    cases.push_back({name, t->step_graph(), steps});
+  };
+  add("mlp_adam_step",
+      FlowBuilder::from(Linear(16, 32)).through(GELU()).through(Linear(32, 32)).through(ReLU())
+          .through(Linear(32, 4)).build(),
+      {{"x", f32({8, 16})}}, LossSpec::cross_entropy(), OptimizerSpec::adam(1e-2), 5);
+  add("cnn_sgd_step",
+      FlowBuilder::from(Conv2d(1, 4, {.kernel = 3, .padding = 1}))
+          .through(BatchNorm2d(4)).through(ReLU()).through(MaxPool2d(2)).through(Flatten())
+          .through(Linear(4 * 4 * 4, 3)).build(),
+      {{"x", f32({6, 1, 8, 8})}}, LossSpec::cross_entropy(),
+      OptimizerSpec::sgd(0.05, /*momentum=*/0.9, /*dampening=*/0, /*weight_decay=*/1e-3), 3);
+  return cases;
+}
+
+std::string cpp_string(const std::string& s) {
+  // A raw string literal split into pieces (GCC accepts long ones; the split keeps lines
+  // of the generated file readable and well under any literal limit).
+  std::string out;
+  for (size_t i = 0; i < s.size(); i += 16000) {
+    out += "R\"WEFT(" + s.substr(i, 16000) + ")WEFT\"\n";
+  }
+  return out.empty() ? "\"\"" : out;
+}
+
+int run(const std::string& out_path) {
+  std::vector<GraphCase> cases = op_cases();
+  for (GraphCase& c : training_cases()) cases.push_back(std::move(c));
+  std::ostringstream os;
+  os << "// Generated by tests/cuda/gen_cases_main.cc. Do not edit.\n"
+     << "#include <cstdint>\n#include <limits>\n#include <vector>\n\n"
+     << "#include \"runtime/program_tables.h\"\n#include \"tests/cuda/cases.h\"\n\n";
+  std::ostringstream table;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const GraphCase& c = cases[i];
+    StatusOr<codegen::CudaProgram> p = codegen::compile_cuda_program(c.graph);
+    if (!p.ok()) {
+      std::fprintf(stderr, "gen_cases: %s: %s\n", c.name.c_str(), p.error().to_string().c_str());
+      return 1;
+    }
+    const std::string ns = "case_" + std::to_string(i);
+    std::string src = codegen::program_to_cpp(p->program, ns, /*host_kernels=*/false);
+    std::istringstream lines(src);
+    os << "namespace " << ns << " {\n";
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind("#include", 0) != 0) os << line << "\n";
+    }
+    os << "}  // namespace " << ns << "\n\n";
+    table << "      {\"" << c.name << "\",\n" << cpp_string(print_graph(c.graph)) << ",\n"
+          << "       &" << ns << "::" << ns << "_program,\n" << cpp_string(p->ptx) << ",\n       {";
+    for (size_t k = 0; k < p->symbols.size(); ++k) table << (k ? ", " : "") << "\"" << p->symbols[k] << "\"";
+    table << "}, " << c.steps << "},\n";
+  }
+  os << "namespace weft::cuda_cases {\n\nconst std::vector<Case>& all_cases() {\n"
+     << "  static const std::vector<Case> cases = {\n" << table.str() << "  };\n  return cases;\n}\n\n"
+     << "}  // namespace weft::cuda_cases\n";
+  std::ofstream out(out_path);
+  out << os.str();
+  if (!out) {
+    std::fprintf(stderr, "gen_cases: cannot write %s\n", out_path.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace weft
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: gen_cases OUT.cc\n");
+    return 2;
+  }
+  return weft::run(argv[1]);
+}

@@ -8,6 +8,7 @@ namespace weft::codegen {
 LowerOptions cuda_lower_options() {
   LowerOptions options;
   options.fusible = gpu_supports;
+  options.fuse_lone_reductions = true;  // No library reduction kernel on the GPU.
   return options;
 }
 

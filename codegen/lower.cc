@@ -257,6 +257,7 @@ void add_cpu_passes(Pipeline& p, const LowerOptions& options) {
     FuseOptions fuse;
     fuse.fusible = options.fusible ? options.fusible : KernelCompiler::supports;
     fuse.rows = options.fuse_rows;
+    fuse.lone_reductions = options.fuse_lone_reductions;
     p.add(std::make_unique<FuseElementwisePass>(fuse));
   }
   if (options.schedule) p.add(std::make_unique<ScheduleMemoryPass>());

@@ -48,6 +48,9 @@ struct LowerOptions {
   bool decompose_composites = true;
   /// With `fuse`: row groups (FuseOptions::rows): reductions fused with their consumers.
   bool fuse_rows = true;
+  /// With `fuse`: a reduction that fuses with nothing is a generated kernel too
+  /// (FuseOptions::lone_reductions) rather than a library call.
+  bool fuse_lone_reductions = false;
   /// With `fuse`: run fuse-contraction-epilogue before fuse-elementwise.
   bool fuse_epilogues = true;
   bool schedule = true;

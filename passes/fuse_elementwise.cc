@@ -221,7 +221,8 @@ StatusOr<bool> FuseElementwisePass::run(Graph& g) {
           }
         }
       }
-      if (reduction[root] && groups[id].size() == 1) {  // Alone: the library kernel stays.
+      if (reduction[root] && groups[id].size() == 1 && !options_.lone_reductions) {
+        // Alone: the library kernel stays.
         group[root] = -1;
         groups.pop_back();
         extra.pop_back();

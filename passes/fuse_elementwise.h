@@ -31,7 +31,8 @@
 // into the group would be recomputed for every element; it stays a kernel of its own).
 // A reduction the predicate accepts is a root too (a producer only in a row group,
 // below): its producers have the reduction's *input* shape, and a reduction that absorbs
-// nothing stays the node it was (the library's reduction kernel). Its fused node has
+// nothing stays the node it was (the library's reduction kernel; with
+// FuseOptions::lone_reductions, a group of one). Its fused node has
 // kind="reduction", so the memory planner never computes it in place of an operand.
 //
 // Row groups: a reduction with keepdims=true whose result `row` is its input `full` with
@@ -89,6 +90,10 @@ struct FuseOptions {
   /// Row groups (see the top of this file): reductions that take their consumers. Off,
   /// the fuser groups as it did before them (for measurements).
   bool rows = true;
+  /// A fusible reduction that absorbs nothing becomes a `fused` node of one too (a
+  /// generated kernel) instead of staying the node it was: for backends without a
+  /// library reduction kernel (CUDA).
+  bool lone_reductions = false;
 };
 
 class FuseElementwisePass : public Pass {

@@ -94,6 +94,38 @@ TEST(FuseElementwiseTest, AReductionAbsorbsOnlyPrivateProducers) {
 )");
 }
 
+// For a backend without library reductions (CUDA), lone reductions are kernels of one.
+TEST(FuseElementwiseTest, LoneReductionsBecomeKernelsWhenAsked) {
+  FuseOptions options;
+  options.lone_reductions = true;
+  FuseElementwisePass pass(options);
+  EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%g: f32[8,6], %x: f32[8,6]) {
+  %p = mul(%g, %x) : f32[8,6]
+  %s = sum(%p) {axes=[0]} : f32[6]
+  %m = max(%x) {axes=[1]} : f32[8]
+  return %s, %m, %p
+})"),
+            R"(graph @f(%g: f32[8,6], %x: f32[8,6]) -> (f32[6], f32[8], f32[8,6]) {
+  %p = fused(%g, %x) : f32[8,6] ({
+    ^body(%0: f32[8,6], %1: f32[8,6]):
+      %t0 = mul(%0, %1) : f32[8,6]
+      return %t0
+  })
+  %s = fused(%p) {kind="reduction"} : f32[6] ({
+    ^body(%0: f32[8,6]):
+      %t0 = sum(%0) {axes=[0]} : f32[6]
+      return %t0
+  })
+  %m = fused(%x) {kind="reduction"} : f32[8] ({
+    ^body(%0: f32[8,6]):
+      %t0 = max(%0) {axes=[1]} : f32[8]
+      return %t0
+  })
+  return %s, %m, %p
+}
+)");
+}
+
 // Batch-norm statistics: a producer of a different shape than the reduction's input
 // (here the [C] scale) is not absorbed; the predicate can keep reductions out.
 TEST(FuseElementwiseTest, ReductionRootsFollowShapesAndThePredicate) {

@@ -198,7 +198,48 @@ class CopyBound : public Executor::Bound {
   std::string what_;
 };
 
+// See constant_bound (device.h).
+class ConstantBound : public Executor::Bound {
+ public:
+  ConstantBound(void* value, void* to, size_t bytes, std::string op)
+      : value_(value), to_(to), bytes_(bytes), op_(std::move(op)) {}
+  ~ConstantBound() override { cudaFree(value_); }
+  Status run(Device& d) override {
+    return cuda_status(cudaMemcpyAsync(to_, value_, bytes_, cudaMemcpyDeviceToDevice, d.stream),
+                       "cudaMemcpyAsync (constant " + op_ + ")");
+  }
+  std::string describe() const override {
+    return "constant " + op_ + " " + std::to_string(bytes_) + " bytes (computed once)";
+  }
+
+ private:
+  void* value_;
+  void* to_;
+  size_t bytes_;
+  std::string op_;
+};
+
 }  // namespace
+
+StatusOr<BoundPtr> constant_bound(const Node& node, const Type& result, void* out) {
+  Graph g("constant");
+  const ValueId r = g.add_node(node.op, {}, node.attrs, node.loc, result);
+  g.add_output(r);
+  WEFT_ASSIGN_OR_RETURN(reference::RunResult value, reference::run(g, {}));
+  const std::string op(op_name(node.op));
+  const size_t bytes = result.bytes();
+  void* device = nullptr;
+  WEFT_RETURN_IF_ERROR(cuda_status(cudaMalloc(&device, std::max<size_t>(bytes, 1)),
+                                   "cudaMalloc (constant " + op + ")"));
+  Status copied = cuda_status(
+      cudaMemcpy(device, value.outputs[0].raw_data(), bytes, cudaMemcpyHostToDevice),
+      "cudaMemcpy (constant " + op + ")");
+  if (!copied.ok()) {
+    cudaFree(device);
+    return copied.error();
+  }
+  return BoundPtr(std::make_unique<ConstantBound>(device, out, bytes, op));
+}
 
 BoundPtr generated_bound(cudaKernel_t kernel, const GeneratedKernel& k, std::vector<void*> buffers,
                          ClearRanges clear) {

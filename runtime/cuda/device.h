@@ -75,6 +75,12 @@ BoundPtr contraction_bound(const Node& node, std::optional<MatmulPlan> plan, con
                            void* c, cudaKernel_t kernel, const GeneratedKernel& k,
                            std::vector<void*> buffers);
 
+/// An invocation with no operands (full, iota): its value never changes, so the reference
+/// interpreter computes it once, here, into a device buffer of its own, and each step
+/// copies it into `out` (an arena slot other values use in between). Errors: the
+/// reference's, or a failed allocation or copy.
+StatusOr<BoundPtr> constant_bound(const Node& node, const Type& result, void* out);
+
 /// `bytes` from `from` to `to`, device to device (nothing when they are the same bytes);
 /// `what` names it in describe() and errors ("copy").
 BoundPtr copy_bound(const void* from, void* to, size_t bytes, std::string what);

@@ -197,6 +197,12 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program, std::strin
                                          "all_reduce (one process): copy"));
           break;
         }
+        if (inv.operands.empty() && inv.node.info().category == OpCategory::Creation) {
+          WEFT_ASSIGN_OR_RETURN(BoundPtr constant,
+                                constant_bound(inv.node, inv.results[0].type, out));
+          ex->code_.push_back(std::move(constant));
+          break;
+        }
         MatmulPlan plan;
         bool planned = false;
         if (inv.node.op == Op::Matmul) {

@@ -23,7 +23,9 @@
 //    C, operands[2...], and the other results (program.h).
 //  - library: matmul in f32 and f64 through cuBLAS (pedantic math: no TF32, so results
 //    match the reference interpreter's f32); all_reduce as one process (a copy when the
-//    plan put operand and result apart); any other op, the reference interpreter on the
+//    plan put operand and result apart); an op with no operands (full, iota), a
+//    constant: computed once by the reference interpreter at create(), copied device to
+//    device into its arena slot each step; any other op, the reference interpreter on the
 //    host for that invocation (the stream is synchronized, the operands copied to the
 //    host and the result back): correct but slow, counted in fallbacks().
 //  - copy: a device-to-device copy.

@@ -227,6 +227,22 @@ TEST(CudaExecutor, OpWithoutACudaKernelFallsBackToTheReference) {
   EXPECT_EQ(run_program(*ex, ints)[0], reference_op(Op::Matmul, {}, ints, i));
 }
 
+TEST(CudaExecutor, OpsWithoutOperandsAreConstantsComputedOnce) {
+  SKIP_WITHOUT_GPU();
+  const Type t{DType::f32, {3, 5}};
+  const Attrs full = {{"shape", std::vector<int64_t>{3, 5}}, {"value", 2.5}, {"dtype", DType::f32}};
+  std::unique_ptr<Executor> ex = create_or_die(one_op(Op::Full, full, {}, t));
+  EXPECT_EQ(ex->fallbacks(), 0);
+  EXPECT_EQ(ex->describe(), "0  constant full 60 bytes (computed once)\n");
+  for (int step = 0; step < 2; ++step) {
+    EXPECT_EQ(run_program(*ex, {})[0], reference_op(Op::Full, full, {}, t));
+  }
+  const Type i{DType::i64, {4, 3}};
+  const Attrs iota = {{"shape", std::vector<int64_t>{4, 3}}, {"axis", int64_t{1}}, {"dtype", DType::i64}};
+  ex = create_or_die(one_op(Op::Iota, iota, {}, i));
+  EXPECT_EQ(run_program(*ex, {})[0], reference_op(Op::Iota, iota, {}, i));
+}
+
 TEST(CudaExecutor, CopyAndOneProcessAllReduce) {
   SKIP_WITHOUT_GPU();
   const Type x{DType::f32, {4, 6}}, flat{DType::f32, {24}};

@@ -124,6 +124,11 @@ std::vector<GraphCase> training_cases() {
       FlowBuilder::from(Linear(16, 32)).through(GELU()).through(Linear(32, 32)).through(ReLU())
           .through(Linear(32, 4)).build(),
       {{"x", f32({8, 16})}}, LossSpec::cross_entropy(), OptimizerSpec::adam(1e-2), 5);
+  // The step_bench model (DESIGN.md's MLP; bench/pytorch/cuda_mlp.py is the peer).
+  add("mlp784_adam_step",
+      FlowBuilder::from(Linear(784, 256)).through(ReLU()).through(Linear(256, 256))
+          .through(ReLU()).through(Linear(256, 10)).build(),
+      {{"x", f32({128, 784})}}, LossSpec::cross_entropy(), OptimizerSpec::adam(1e-3), 2);
   add("cnn_sgd_step",
       FlowBuilder::from(Conv2d(1, 4, {.kernel = 3, .padding = 1}))
           .through(BatchNorm2d(4)).through(ReLU()).through(MaxPool2d(2)).through(Flatten())

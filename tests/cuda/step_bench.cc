@@ -1,0 +1,101 @@
+// Times the training-step cases of cases.h on the GPU ([CUDA]): for each, the median
+// wall time of one run() (every invocation, the updates, the final synchronize) over
+// --steps steps after --warmup, and what still runs on the host. The PyTorch peer for
+// mlp784_adam_step is bench/pytorch/cuda_mlp.py, run in the same session on the same
+// GPU (bench/RESULTS.md, "CUDA"). Prints the reason and exits 0 without a GPU.
+//
+//   step_bench [--steps=50] [--warmup=5] [--case=NAME] [--program]
+//
+// --program prints each case's Program listing instead (no GPU needed).
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "runtime/cuda/executor.h"
+#include "tests/cuda/case_inputs.h"
+#include "tests/cuda/cases.h"
+
+namespace weft::cuda_cases {
+namespace {
+
+int run(int argc, char** argv) {
+  int steps = 50, warmup = 5;
+  std::string only;
+  bool listing = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a.rfind("--steps=", 0) == 0) steps = std::atoi(a.c_str() + 8);
+    else if (a.rfind("--warmup=", 0) == 0) warmup = std::atoi(a.c_str() + 9);
+    else if (a.rfind("--case=", 0) == 0) only = a.substr(7);
+    else if (a == "--program") listing = true;
+    else {
+      std::fprintf(stderr, "usage: step_bench [--steps=N] [--warmup=N] [--case=NAME] [--program]\n");
+      return 2;
+    }
+  }
+  if (steps < 1) steps = 1;
+  if (listing) {
+    for (const Case& c : all_cases()) {
+      if (only.empty() ? c.steps >= 2 : c.name == only) std::printf("%s\n", c.program().to_string().c_str());
+    }
+    return 0;
+  }
+  if (!cuda::available()) {
+    std::printf("step_bench: no GPU (%s)\n", cuda::unavailable_reason().c_str());
+    return 0;
+  }
+  for (const Case& c : all_cases()) {
+    if (c.steps < 2 || (!only.empty() && c.name != only)) continue;
+    const Graph g = parse_case(c);
+    std::vector<Tensor> inputs = make_inputs(g, 7);
+    set_step(g, inputs, 0);
+    StatusOr<std::unique_ptr<cuda::Executor>> ex = cuda::Executor::create(c.program(), c.ptx, c.symbols);
+    if (!ex.ok()) {
+      std::fprintf(stderr, "%s: %s\n", c.name.c_str(), ex.error().to_string().c_str());
+      return 1;
+    }
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (Status s = (*ex)->set_input(static_cast<int>(i), inputs[i]); !s.ok()) {
+        std::fprintf(stderr, "%s: %s\n", c.name.c_str(), s.to_string().c_str());
+        return 1;
+      }
+    }
+    std::vector<double> ms;
+    double first_loss = 0, last_loss = 0;
+    for (int s = 0; s < warmup + steps; ++s) {
+      const auto t0 = std::chrono::steady_clock::now();
+      if (Status st = (*ex)->run(); !st.ok()) {
+        std::fprintf(stderr, "%s: %s\n", c.name.c_str(), st.to_string().c_str());
+        return 1;
+      }
+      const auto t1 = std::chrono::steady_clock::now();
+      if (s >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      const double loss = (*ex)->output(0).get_double(0);
+      if (s == 0) first_loss = loss;
+      last_loss = loss;
+    }
+    std::sort(ms.begin(), ms.end());
+    std::printf("weft cuda  %-18s median %.3f ms/step  (min %.3f, %d steps; loss %.4f -> %.4f; "
+                "%zu invocations, %zu generated kernels, %d on the host)\n",
+                c.name.c_str(), ms[ms.size() / 2], ms.front(), steps, first_loss, last_loss,
+                (*ex)->program().code.size(), c.symbols.size(), (*ex)->fallbacks());
+    // Which invocations still run on the host, by op.
+    const std::string d = (*ex)->describe();
+    size_t at = 0;
+    while ((at = d.find("reference ", at)) != std::string::npos) {
+      const size_t end = d.find('\n', at);
+      std::printf("    host: %s\n", d.substr(at, end - at).c_str());
+      at = end;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace weft::cuda_cases
+
+int main(int argc, char** argv) { return weft::cuda_cases::run(argc, argv); }

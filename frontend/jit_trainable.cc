@@ -67,14 +67,18 @@ Status JitTrainable::set_check_numerics(bool on) {
 
 Status JitTrainable::set_profiling(bool on) {
   cpu::Executor* ex = trainer_.step_executor();
-  if (ex == nullptr) return Error{"--profile needs the cpu backend; this model runs on the reference interpreter"};
+  if (ex == nullptr) {
+    return Error{"--profile needs the cpu backend; this model runs on the " +
+                 trainer_.options().backend + " backend"};
+  }
   ex->set_profiling(on);
   return Status();
 }
 
 std::string JitTrainable::profile_report() const {
   cpu::Executor* ex = const_cast<Trainer&>(trainer_).step_executor();
-  return ex == nullptr ? "no profile: the reference backend\n" : ex->profile_report();
+  return ex == nullptr ? "no profile: the " + trainer_.options().backend + " backend\n"
+                       : ex->profile_report();
 }
 
 }  // namespace weft

@@ -4,6 +4,7 @@
 
 #include "autodiff/grad.h"
 #include "codegen/cpu_backend.h"
+#include "codegen/cuda_backend.h"
 #include "frontend/init_params.h"
 #include "ir/text.h"
 #include "ir/verifier.h"
@@ -74,19 +75,27 @@ ValueId emit_loss(Emitter& e, const LossSpec& spec, ValueId out, ValueId target)
   return kNoValue;
 }
 
+Error check_numerics_on_cuda() {
+  return Error{"check_numerics runs on the cpu and reference backends, not yet on cuda"};
+}
+
 }  // namespace
 
 StatusOr<Trainer> Trainer::compile(const FlowPtr& net, const std::vector<InputSpec>& inputs,
                                    LossSpec loss, OptimizerSpec optimizer, TrainOptions options,
                                    std::source_location where) {
-  if (options.backend != "reference" && options.backend != "cpu") {
-    return Error{"unknown backend '" + options.backend + "'; backends: cpu, reference"};
+  if (options.backend != "reference" && options.backend != "cpu" && options.backend != "cuda") {
+    return Error{"unknown backend '" + options.backend + "'; backends: cpu, cuda, reference"};
   }
   if (options.communicator && options.communicator->world_size() > 1 &&
       options.backend != "cpu") {
     return Error{"data parallelism over " + std::to_string(options.communicator->world_size()) +
-                 " ranks needs the cpu backend; the reference interpreter runs one process"};
+                 " ranks needs the cpu backend; the " +
+                 (options.backend == "cuda" ? "cuda backend (no NCCL yet)"
+                                            : "reference interpreter") +
+                 " runs one process"};
   }
+  if (options.backend == "cuda" && options.check_numerics) return check_numerics_on_cuda();
   Trainer t;
   t.net_ = net;
   t.inputs_ = inputs;
@@ -114,9 +123,28 @@ cpu::ExecutorOptions Trainer::executor_options() const {
 
 std::vector<cpu::Executor*> Trainer::executors() {
   std::vector<cpu::Executor*> all;
-  if (step_exec_) all.push_back(step_exec_.get());
-  for (auto& [key, ex] : eval_execs_) all.push_back(ex.get());
+  if (auto* cpu = dynamic_cast<cpu::Executor*>(step_exec_.get())) all.push_back(cpu);
+  for (auto& [key, ex] : eval_execs_) {
+    if (auto* cpu = dynamic_cast<cpu::Executor*>(ex.get())) all.push_back(cpu);
+  }
   return all;
+}
+
+StatusOr<std::unique_ptr<ProgramExecutor>> Trainer::compile_graph(const Graph& g, bool step) const {
+  if (options_.backend == "cuda") {
+    cuda::ExecutorOptions gpu;
+    gpu.max_memory = options_.max_memory;
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<cuda::Executor> ex, codegen::compile_for_cuda(g, gpu));
+    return std::unique_ptr<ProgramExecutor>(std::move(ex));
+  }
+  codegen::CpuOptions cpu;
+  cpu.executor = executor_options();
+  if (step) {
+    cpu.executor.communicator = options_.communicator;
+    cpu.executor.all_reduce_bucket_bytes = options_.all_reduce_bucket_bytes;
+  }
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<cpu::Executor> ex, codegen::compile_for_cpu(g, cpu));
+  return std::unique_ptr<ProgramExecutor>(std::move(ex));
 }
 
 Status Trainer::build_step() {
@@ -186,11 +214,7 @@ Status Trainer::build_step() {
     values_.emplace(slot.name, std::move(v));
   }
   if (compiled()) {
-    codegen::CpuOptions cpu;
-    cpu.executor = executor_options();
-    cpu.executor.communicator = options_.communicator;
-    cpu.executor.all_reduce_bucket_bytes = options_.all_reduce_bucket_bytes;
-    WEFT_ASSIGN_OR_RETURN(step_exec_, codegen::compile_for_cpu(g, cpu));
+    WEFT_ASSIGN_OR_RETURN(step_exec_, compile_graph(g, /*step=*/true));
     WEFT_RETURN_IF_ERROR(push_values(*step_exec_));
     // Where each step's inputs go, found once: the batch (data inputs in order, the
     // target last), the learning rate and the step count.
@@ -221,7 +245,7 @@ void Trainer::sync_values() const {
   values_stale_ = false;
 }
 
-Status Trainer::push_values(cpu::Executor& ex) const {
+Status Trainer::push_values(ProgramExecutor& ex) const {
   const Program& p = ex.program();
   for (size_t i = 0; i < p.inputs.size(); ++i) {
     if (p.inputs[i].kind == InputKind::data) continue;
@@ -249,8 +273,10 @@ StatusOr<double> Trainer::step(const std::vector<Tensor>& batch) {
     for (size_t k = 0; k < batch.size(); ++k) {
       WEFT_RETURN_IF_ERROR(step_exec_->set_input(batch_inputs_[k], batch[k]));
     }
-    *static_cast<float*>(step_exec_->input_data(lr_input_)) = static_cast<float>(lr_);
-    *static_cast<int64_t*>(step_exec_->input_data(step_input_)) = steps_ + 1;
+    if (options_.check_numerics && options_.backend == "cuda") return check_numerics_on_cuda();
+    WEFT_RETURN_IF_ERROR(step_exec_->set_input(lr_input_, Tensor::scalar(DType::f32, lr_)));
+    WEFT_RETURN_IF_ERROR(step_exec_->set_input(
+        step_input_, Tensor::scalar(DType::i64, static_cast<double>(steps_ + 1))));
     WEFT_RETURN_IF_ERROR(step_exec_->run());
     values_stale_ = true;
     ++steps_;
@@ -301,14 +327,13 @@ StatusOr<std::vector<Tensor>> Trainer::evaluate(const std::vector<Tensor>& batch
   const Graph& g = it->second;
   sync_values();
   if (compiled()) {
+    if (options_.check_numerics && options_.backend == "cuda") return check_numerics_on_cuda();
     auto ex = eval_execs_.find(key);
     if (ex == eval_execs_.end()) {
-      codegen::CpuOptions cpu;
-      cpu.executor = executor_options();
-      WEFT_ASSIGN_OR_RETURN(std::unique_ptr<cpu::Executor> e, codegen::compile_for_cpu(g, cpu));
+      WEFT_ASSIGN_OR_RETURN(std::unique_ptr<ProgramExecutor> e, compile_graph(g, /*step=*/false));
       ex = eval_execs_.emplace(key, std::move(e)).first;
     }
-    cpu::Executor& e = *ex->second;
+    ProgramExecutor& e = *ex->second;
     WEFT_RETURN_IF_ERROR(push_values(e));
     size_t next = 0;
     for (size_t i = 0; i < e.program().inputs.size(); ++i) {

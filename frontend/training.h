@@ -14,8 +14,10 @@
 //
 // This is the top of weft's stack: it uses the frontend, autodiff, the passes and a
 // backend: "cpu" (the default: fused, planned, MLIR-generated kernels on runtime/cpu,
-// where parameters and optimizer state stay in the executor's buffers between steps) or
-// "reference" (the reference interpreter, the oracle).
+// where parameters and optimizer state stay in the executor's buffers between steps),
+// "cuda" (the same Program on one GPU through runtime/cuda, parameters and optimizer
+// state in GPU memory; ops with no CUDA kernel yet run on the host) or "reference" (the
+// reference interpreter, the oracle).
 
 #include <cstdint>
 #include <map>
@@ -30,6 +32,7 @@
 #include "frontend/losses.h"
 #include "runtime/collective/communicator.h"
 #include "runtime/cpu/executor.h"
+#include "runtime/executor.h"
 #include "runtime/tensor.h"
 
 namespace weft {
@@ -57,13 +60,14 @@ struct LossSpec {
 
 struct TrainOptions {
   uint64_t seed = 0;                 ///< Parameter initialization and dropout.
-  std::string backend = "cpu";       ///< "cpu" or "reference".
+  std::string backend = "cpu";       ///< "cpu", "cuda" or "reference".
   int num_threads = 0;               ///< cpu: 0 means $WEFT_NUM_THREADS or every core.
   /// Stop a step or evaluation at the first op producing a NaN or infinity, naming it and
-  /// its builder call site (runtime/reference/numerics.h); slow, for debugging.
+  /// its builder call site (runtime/reference/numerics.h); slow, for debugging. cpu and
+  /// reference only (cuda refuses it).
   bool check_numerics = false;
-  /// cpu: the most bytes a compiled step may plan (cpu::ExecutorOptions::max_memory; 0:
-  /// MemAvailable).
+  /// cpu, cuda: the most bytes a compiled step may plan (cpu::ExecutorOptions::max_memory;
+  /// 0: MemAvailable, or the GPU's free memory).
   int64_t max_memory = 0;
   /// Data parallelism (DESIGN.md, decision 11; CPU over MPI today): when set, the step
   /// averages every parameter gradient over the communicator's ranks (an all_reduce
@@ -120,13 +124,17 @@ class Trainer {
   StatusOr<LoadReport> load(const std::string& path, const std::string& subgraph = "");
 
   const Model& model() const { return *model_; }
+  const TrainOptions& options() const { return options_; }
   const Graph& step_graph() const { return step_; }
   /// The optimizer's state slots in the step graph (names and initializers; the AOT
   /// generator's parameter table lists them with the model's parameters).
   const std::vector<OptimizerSlot>& optimizer_slots() const { return slots_; }
-  /// The compiled step (backend "cpu"), for its Program, profile and fallbacks; nullptr
-  /// on the reference backend.
-  cpu::Executor* step_executor() { return step_exec_.get(); }
+  /// The compiled step on backend "cpu", for its Program, profile and fallbacks; nullptr
+  /// on the other backends.
+  cpu::Executor* step_executor() { return dynamic_cast<cpu::Executor*>(step_exec_.get()); }
+  /// The compiled step on backend "cpu" or "cuda" (its Program, describe(), fallbacks());
+  /// nullptr on the reference backend.
+  ProgramExecutor* compiled_step() { return step_exec_.get(); }
   /// Parameters, state and optimizer slots by name (read back from the backend).
   const std::map<std::string, Tensor>& values() const;
   /// Replaces a value (a parameter loaded from elsewhere); its type must match.
@@ -135,16 +143,18 @@ class Trainer {
  private:
   Trainer() = default;
   Status build_step();
-  bool compiled() const { return options_.backend == "cpu"; }
+  bool compiled() const { return options_.backend == "cpu" || options_.backend == "cuda"; }
+  /// `g` compiled for the backend (the step's with the communicator when `step`).
+  StatusOr<std::unique_ptr<ProgramExecutor>> compile_graph(const Graph& g, bool step) const;
   /// What every executor is created with: options_'s threads, memory limit and
   /// check-numerics.
   cpu::ExecutorOptions executor_options() const;
-  /// The executors created so far: the step's, then each evaluation's.
+  /// The cpu executors created so far: the step's, then each evaluation's.
   std::vector<cpu::Executor*> executors();
   /// Copies the executor's parameters, state and slots into values_ when they are newer.
   void sync_values() const;
   /// Copies values_ into an executor's param and state inputs.
-  Status push_values(cpu::Executor& ex) const;
+  Status push_values(ProgramExecutor& ex) const;
 
   FlowPtr net_;
   std::vector<InputSpec> inputs_;
@@ -156,11 +166,11 @@ class Trainer {
   std::vector<OptimizerSlot> slots_;
   mutable std::map<std::string, Tensor> values_;
   mutable bool values_stale_ = false;  ///< The step executor holds newer values.
-  std::unique_ptr<cpu::Executor> step_exec_;
+  std::unique_ptr<ProgramExecutor> step_exec_;
   std::vector<int> batch_inputs_;  ///< step_exec_'s input index of each batch tensor.
   int lr_input_ = -1, step_input_ = -1;
   std::map<std::string, Graph> eval_graphs_;  ///< By printed input types.
-  std::map<std::string, std::unique_ptr<cpu::Executor>> eval_execs_;
+  std::map<std::string, std::unique_ptr<ProgramExecutor>> eval_execs_;
   std::vector<std::pair<bool, std::string>> freezes_;  ///< (freeze?, path), in call order.
   std::source_location where_;  ///< The compile() call: the loss's location.
   double lr_ = 1e-3;

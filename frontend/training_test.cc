@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "frontend/modules.h"
+#include "runtime/cuda/executor.h"
 #include "runtime/npy.h"
 
 namespace weft {
@@ -185,6 +186,33 @@ TEST(Training, EvaluateUsesRunningStatisticsAndAnyBatchSize) {
   EXPECT_TRUE(t->values().at("net.1.running_mean") == mean);
 }
 
+// The cuda backend: the same step on the GPU. Without one, compile says why; with one
+// (tests/cuda's machines), its losses and parameters follow the cpu backend's.
+TEST(Training, CudaBackendFollowsTheCpuBackend) {
+  auto net = cnn();
+  ASSERT_TRUE(net.ok()) << net.error().to_string();
+  auto gpu = Trainer::compile(*net, {{"x", f32({6, 1, 8, 8})}}, LossSpec::cross_entropy(),
+                              OptimizerSpec::adamw(1e-2), {.seed = 7, .backend = "cuda"});
+  if (!cuda::available()) {
+    ASSERT_FALSE(gpu.ok());
+    EXPECT_EQ(gpu.error().to_string().rfind("error: no CUDA device: ", 0), 0u) << gpu.error().to_string();
+    return;
+  }
+  ASSERT_TRUE(gpu.ok()) << gpu.error().to_string();
+  auto cpu = Trainer::compile(*net, {{"x", f32({6, 1, 8, 8})}}, LossSpec::cross_entropy(),
+                              OptimizerSpec::adamw(1e-2), {.seed = 7});
+  ASSERT_TRUE(cpu.ok());
+  std::vector<double> on_gpu = train_cnn(*gpu, 0, 5), on_cpu = train_cnn(*cpu, 0, 5);
+  for (size_t i = 0; i < on_cpu.size(); ++i) EXPECT_NEAR(on_gpu[i], on_cpu[i], 1e-4 * (1 + std::abs(on_cpu[i])));
+  for (const auto& [name, value] : cpu->values()) {
+    std::string why;
+    EXPECT_TRUE(all_close(gpu->values().at(name), value, 1e-4, &why)) << name << ": " << why;
+  }
+  auto eval_gpu = gpu->evaluate({cnn_batch(9)[0]}), eval_cpu = cpu->evaluate({cnn_batch(9)[0]});
+  ASSERT_TRUE(eval_gpu.ok() && eval_cpu.ok());
+  EXPECT_TRUE(all_close((*eval_gpu)[0], (*eval_cpu)[0], 1e-4));
+}
+
 TEST(Training, Errors) {
   auto net = FlowBuilder::from(Linear(4, 3)).build();
   ASSERT_TRUE(net.ok());
@@ -192,7 +220,12 @@ TEST(Training, Errors) {
                              {.seed = 0, .backend = "tpu"})
                 .error()
                 .to_string(),
-            "error: unknown backend 'tpu'; backends: cpu, reference");
+            "error: unknown backend 'tpu'; backends: cpu, cuda, reference");
+  EXPECT_EQ(Trainer::compile(*net, {{"x", f32({5, 4})}}, LossSpec::mse(), OptimizerSpec::adam(),
+                             {.seed = 0, .backend = "cuda", .check_numerics = true})
+                .error()
+                .to_string(),
+            "error: check_numerics runs on the cpu and reference backends, not yet on cuda");
   auto t = Trainer::compile(*net, {{"x", f32({5, 4})}}, LossSpec::mse(), OptimizerSpec::adam());
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(t->step({Tensor(Type{DType::f32, {5, 4}})}).error().to_string(),

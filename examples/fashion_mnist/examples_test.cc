@@ -147,7 +147,7 @@ TEST(FashionMnist, Errors) {
       << r.out;
   r = run("examples/fashion_mnist/mlp --backend=tpu --max-steps=1");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.out.find("unknown backend 'tpu'; backends: cpu, reference"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("unknown backend 'tpu'; backends: cpu, cuda, reference"), std::string::npos) << r.out;
 }
 
 }  // namespace

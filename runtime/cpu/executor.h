@@ -46,6 +46,7 @@
 #include "ir/status.h"
 #include "runtime/collective/communicator.h"
 #include "runtime/cpu/thread_pool.h"
+#include "runtime/executor.h"
 #include "runtime/program.h"
 #include "runtime/tensor.h"
 
@@ -71,33 +72,33 @@ struct ExecutorOptions {
 /// the limit (and where it comes from) and the three largest buffers.
 Status check_memory(const Program& program, const ExecutorOptions& options);
 
-class Executor {
+class Executor : public ProgramExecutor {
  public:
   /// Binds `program`. `generated[k]` is the compiled function of program.kernels[k].
   /// Errors: a library kernel that refuses its attributes.
   static StatusOr<std::unique_ptr<Executor>> create(Program program,
                                                     std::vector<GeneratedFn> generated,
                                                     ExecutorOptions options = {});
-  ~Executor();
+  ~Executor() override;
 
-  const Program& program() const { return program_; }
+  const Program& program() const override { return program_; }
   ThreadPool& pool() { return *pool_; }
 
   /// Index of the input named `name` in program().inputs, or -1.
-  int find_input(const std::string& name) const;
+  int find_input(const std::string& name) const override;
   /// Copies `value` into input `index`. Errors name the input and both types.
-  Status set_input(int index, const Tensor& value);
+  Status set_input(int index, const Tensor& value) override;
   Status set_input(const std::string& name, const Tensor& value);
   /// A copy of input `index`'s current value (parameters after the last step's update).
-  Tensor input(int index) const;
+  Tensor input(int index) const override;
   void* input_data(int index) { return input_ptr_[index]; }
 
   /// One step. A kernel's runtime error (a gather index out of range) stops the step
   /// and is returned with the op's location; the updates are then not applied.
-  Status run();
+  Status run() override;
 
-  int num_outputs() const { return static_cast<int>(program_.outputs.size()); }
-  Tensor output(int index) const;
+  int num_outputs() const override { return static_cast<int>(program_.outputs.size()); }
+  Tensor output(int index) const override;
 
   /// Per-invocation timing: while enabled, run() adds each invocation's wall time to a
   /// table that profile_report() prints (the top invocations, their share of the step,
@@ -116,9 +117,9 @@ class Executor {
   void set_check_numerics(bool on) { check_numerics_ = on; }
 
   /// Invocations that run through the reference interpreter (no CPU kernel).
-  int fallbacks() const { return fallbacks_; }
+  int fallbacks() const override { return fallbacks_; }
   /// One line per invocation: its kind and what it runs ("onednn sgemm 128x256x784").
-  std::string describe() const;
+  std::string describe() const override;
 
   struct Bound;  ///< A bound invocation (executor.cc).
 

@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "ir/status.h"
+#include "runtime/executor.h"
 #include "runtime/program.h"
 #include "runtime/tensor.h"
 
@@ -65,7 +66,7 @@ struct ExecutorOptions {
   int64_t max_memory = 0;
 };
 
-class Executor {
+class Executor : public ProgramExecutor {
  public:
   /// Binds `program` on the GPU. `ptx` is one PTX module (text) holding every generated
   /// kernel; `symbols[k]` is the entry name of program.kernels[k] in it (empty ptx and
@@ -75,35 +76,35 @@ class Executor {
   static StatusOr<std::unique_ptr<Executor>> create(Program program, std::string ptx,
                                                     std::vector<std::string> symbols,
                                                     ExecutorOptions options = {});
-  ~Executor();
+  ~Executor() override;
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 
-  const Program& program() const { return program_; }
+  const Program& program() const override { return program_; }
 
   /// Index of the input named `name` in program().inputs, or -1.
-  int find_input(const std::string& name) const;
+  int find_input(const std::string& name) const override;
   /// Copies `value` from the host into input `index`'s device buffer. Errors name the
   /// input and both types.
-  Status set_input(int index, const Tensor& value);
+  Status set_input(int index, const Tensor& value) override;
   Status set_input(const std::string& name, const Tensor& value);
   /// A host copy of input `index`'s current value (parameters after the last step's
   /// update).
-  Tensor input(int index) const;
+  Tensor input(int index) const override;
 
   /// One step: every invocation in order on one stream, then the updates; returns after
   /// the stream is synchronized. On an error the updates are not applied.
-  Status run();
+  Status run() override;
 
-  int num_outputs() const { return static_cast<int>(program_.outputs.size()); }
+  int num_outputs() const override { return static_cast<int>(program_.outputs.size()); }
   /// A host copy of output `index`.
-  Tensor output(int index) const;
+  Tensor output(int index) const override;
 
   /// Invocations that run through the reference interpreter on the host (no CUDA kernel).
-  int fallbacks() const { return fallbacks_; }
+  int fallbacks() const override { return fallbacks_; }
   /// One line per invocation: its index, kind and what it runs ("cublas sgemm 64x32x48",
   /// "generated k0 (4 blocks of 256)", "reference softmax (no CUDA kernel)").
-  std::string describe() const;
+  std::string describe() const override;
 
   struct Bound;   ///< A bound invocation (executor.cc).
   struct Device;  ///< The device, its stream, cuBLAS handle, module and memory (executor.cc).

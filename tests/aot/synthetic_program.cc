@@ -70,8 +70,9 @@ Program synthetic_program() {
   fused.clear = {arena(304, Type{DType::u8, Shape({16})}), arena(512, Type{DType::u8, Shape({8})})};
   fused.label = "3..5";
 
-  Invocation copy;
-  copy.kind = Invocation::Kind::copy;
+  Invocation copy;  // copies name their op (Node::op has no default: AddressSanitizer
+  copy.kind = Invocation::Kind::copy;  // saw the indeterminate value this left here)
+  copy.node.op = Op::Reshape;
   copy.operands = {arena(256, f64_6)};
   copy.results = {arena(0, scalar)};
 

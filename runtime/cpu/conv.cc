@@ -4,8 +4,9 @@
 // thread for f32, a loop for f64).
 //
 // The batch is cut into `parts` contiguous runs of images, one per pool chunk; each
-// part has its own im2col scratch, allocated when the kernel is bound, for as many
-// parts as default_num_threads() (a larger pool still uses that many parts). For
+// part has its own im2col columns in the kernel's scratch (BoundKernel::scratch_bytes:
+// the Executor's one block shared by every kernel), for as many parts as
+// default_num_threads() (a larger pool still uses that many parts). For
 // conv2d_backward_weight each part sums its images' gradients into its own buffer (part
 // 0 straight into the result) and the parts are then added in index order, so the result
 // is bitwise reproducible for a given part count. A 1x1 convolution with stride 1 and no
@@ -82,13 +83,18 @@ class ConvKernel final : public BoundKernel {
         out_(static_cast<T*>(out)) {
     slots_ = static_cast<int>(
         std::max<int64_t>(1, std::min<int64_t>(std::max(default_num_threads(), 2), g.n)));
-    if (!g.pointwise()) cols_.assign(slots_, std::vector<T>(g.patch() * g.pixels()));
-    if (op == ConvOp::kBackwardWeight && slots_ > 1) {
-      partials_.assign(slots_ - 1, std::vector<T>(g.o * g.patch()));
-    }
+    if (!g.pointwise()) cols_.assign(slots_, nullptr);
+    if (op == ConvOp::kBackwardWeight && slots_ > 1) partials_.assign(slots_ - 1, nullptr);
+  }
+
+  // Columns of every part, then the partial weight gradients, each 64-byte aligned.
+  int64_t scratch_bytes() const override {
+    return static_cast<int64_t>(cols_.size()) * aligned(g_.patch() * g_.pixels()) +
+           static_cast<int64_t>(partials_.size()) * aligned(g_.o * g_.patch());
   }
 
   Status run(ThreadPool& pool) override {
+    ensure_scratch();
     const ConvGeometry& g = g_;
     const int parts = std::max(1, std::min(slots_, pool.num_threads()));
     const Partition images = Partition::make(g.n, 1, parts);
@@ -102,7 +108,7 @@ class ConvKernel final : public BoundKernel {
       const int extra = images.num_chunks - 1;
       pool.parallel_for(g.o * g.patch(), 4096, [&](int64_t begin, int64_t end) {
         for (int s = 0; s < extra; ++s) {
-          const T* p = partials_[s].data();
+          const T* p = partials_[s];
           for (int64_t i = begin; i < end; ++i) out_[i] += p[i];
         }
       });
@@ -128,7 +134,7 @@ class ConvKernel final : public BoundKernel {
     const int64_t in_img = g.c * g.h * g.w, out_img = g.o * g.pixels();
     const int64_t in_grp = g.cg() * g.h * g.w, out_grp = g.og() * g.pixels();
     const int64_t w_grp = g.og() * g.patch();
-    T* col = g.pointwise() ? nullptr : cols_[s].data();
+    T* col = g.pointwise() ? nullptr : cols_[s];
     for (int64_t b = b0; b < b1; ++b) {
       for (int64_t grp = 0; grp < g.groups; ++grp) {
         switch (op_) {
@@ -154,7 +160,7 @@ class ConvKernel final : public BoundKernel {
           case ConvOp::kBackwardWeight: {  // gW_g += gy · col(x)^T
             const T* x = in0_ + b * in_img + grp * in_grp;
             if (col) im2col(g, x, col);
-            T* gw = (s == 0 ? out_ : partials_[s - 1].data()) + grp * w_grp;
+            T* gw = (s == 0 ? out_ : partials_[s - 1]) + grp * w_grp;
             gemm_serial<T>(false, true, g.og(), g.patch(), g.pixels(),
                            in1_ + b * out_img + grp * out_grp, g.pixels(), col ? col : x,
                            g.pixels(), b == b0 ? T{0} : T{1}, gw, g.patch());
@@ -165,14 +171,30 @@ class ConvKernel final : public BoundKernel {
     }
   }
 
+  // Bytes of `elements` T, rounded up to 64.
+  static int64_t aligned(int64_t elements) {
+    return (elements * static_cast<int64_t>(sizeof(T)) + 63) / 64 * 64;
+  }
+
+  void bind_scratch(std::byte* scratch) override {
+    for (T*& col : cols_) {
+      col = reinterpret_cast<T*>(scratch);
+      scratch += aligned(g_.patch() * g_.pixels());
+    }
+    for (T*& partial : partials_) {
+      partial = reinterpret_cast<T*>(scratch);
+      scratch += aligned(g_.o * g_.patch());
+    }
+  }
+
   ConvOp op_;
   ConvGeometry g_;
   const T* in0_;
   const T* in1_;
   T* out_;
   int slots_ = 1;
-  std::vector<std::vector<T>> cols_;      // im2col scratch, one per part.
-  std::vector<std::vector<T>> partials_;  // Weight gradients of parts 1, 2, ...
+  std::vector<T*> cols_;      // im2col columns, one per part (in the scratch).
+  std::vector<T*> partials_;  // Weight gradients of parts 1, 2, ... (in the scratch).
 };
 
 }  // namespace

@@ -7,9 +7,13 @@
 // gets its own primitives, created after the binding thread's OpenMP count is set to 1
 // (and left so: weft never lets oneDNN start threads) so that oneDNN plans for one
 // thread; its own blocked-layout buffers, with the reorders from and to weft's NCHW /
-// OIHW buffers; its own user-mode scratchpad; and its own stream. run() executes the parts on the pool's chunks and allocates nothing. For
-// backward_weights each part writes its own gradient (part 0 into the result) and the
-// parts are added in index order, so results are bitwise reproducible.
+// OIHW buffers; its own user-mode scratchpad; and its own stream. The blocked buffers,
+// scratchpads and partial gradients hold nothing between runs: they are laid out in the
+// kernel's scratch (BoundKernel::scratch_bytes), the one block the Executor shares
+// among its kernels, and bound to it by set_data_handle. run() executes the parts on
+// the pool's chunks and allocates nothing. For backward_weights each part writes its own
+// gradient (part 0 into the result) and the parts are added in index order, so results
+// are bitwise reproducible.
 
 #include <dnnl.hpp>
 
@@ -38,11 +42,30 @@ struct Part {
   dnnl::stream stream;
 };
 
-// Adds a user-mode scratchpad to `step` when the primitive needs one.
-void add_scratchpad(Step& step, const memory::desc& scratchpad) {
-  if (scratchpad.get_size() > 0) {
-    step.args[DNNL_ARG_SCRATCHPAD] = memory(scratchpad, cpu_engine());
+// The temporary buffers of a kernel: memories created without a buffer, each given a
+// 64-byte aligned offset in the kernel's scratch, bound when the scratch is.
+struct Scratch {
+  std::vector<std::pair<memory, int64_t>> memories;
+  int64_t bytes = 0;
+
+  int64_t reserve(size_t size) {
+    const int64_t at = bytes;
+    bytes += static_cast<int64_t>((size + 63) / 64 * 64);
+    return at;
   }
+  memory make(const memory::desc& desc) {
+    memory m(desc, cpu_engine(), DNNL_MEMORY_NONE);
+    memories.emplace_back(m, reserve(desc.get_size()));
+    return m;
+  }
+  void bind(std::byte* base) {
+    for (auto& [m, at] : memories) m.set_data_handle(base + at);
+  }
+};
+
+// Adds a user-mode scratchpad to `step` when the primitive needs one.
+void add_scratchpad(Step& step, const memory::desc& scratchpad, Scratch& scratch) {
+  if (scratchpad.get_size() > 0) step.args[DNNL_ARG_SCRATCHPAD] = scratch.make(scratchpad);
 }
 
 dnnl::primitive_attr user_scratchpad() {
@@ -51,27 +74,30 @@ dnnl::primitive_attr user_scratchpad() {
   return attr;
 }
 
-void add_reorder(std::vector<Step>& steps, const memory& from, const memory& to) {
+void add_reorder(std::vector<Step>& steps, const memory& from, const memory& to,
+                 Scratch& scratch) {
   dnnl::reorder::primitive_desc pd(from, to, user_scratchpad());
   Step step{dnnl::reorder(pd), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}}};
-  add_scratchpad(step, pd.scratchpad_desc());
+  add_scratchpad(step, pd.scratchpad_desc(), scratch);
   steps.push_back(std::move(step));
 }
 
 // The memory the primitive reads for `user`: `user` itself, or a buffer in layout `want`
-// filled by a reorder step added to `before`.
-memory input(const memory::desc& want, const memory& user, std::vector<Step>& before) {
+// (in the scratch) filled by a reorder step added to `before`.
+memory input(const memory::desc& want, const memory& user, std::vector<Step>& before,
+             Scratch& scratch) {
   if (want == user.get_desc()) return user;
-  memory m(want, cpu_engine());
-  add_reorder(before, user, m);
+  memory m = scratch.make(want);
+  add_reorder(before, user, m, scratch);
   return m;
 }
 
 // The memory the primitive writes for `user`; a reorder to `user` goes to `after`.
-memory output(const memory::desc& want, const memory& user, std::vector<Step>& after) {
+memory output(const memory::desc& want, const memory& user, std::vector<Step>& after,
+              Scratch& scratch) {
   if (want == user.get_desc()) return user;
-  memory m(want, cpu_engine());
-  add_reorder(after, m, user);
+  memory m = scratch.make(want);
+  add_reorder(after, m, user, scratch);
   return m;
 }
 
@@ -82,18 +108,23 @@ class OnednnConvKernel final : public BoundKernel {
     use_one_omp_thread();  // oneDNN plans its primitives for the creating thread's count.
     const int slots = static_cast<int>(std::min<int64_t>(std::max(default_num_threads(), 2), g.n));
     const Partition images = Partition::make(g.n, 1, slots);
-    if (op == ConvOp::kBackwardWeight) {
-      partials_.assign(std::max(0, images.num_chunks - 1), std::vector<float>(weight_size()));
-    }
     for (int s = 0; s < images.num_chunks; ++s) {
-      parts_.push_back(make_part(images.begin(s), images.end(s), in0, in1,
-                                 op == ConvOp::kBackwardWeight && s > 0 ? partials_[s - 1].data()
-                                                                        : out));
+      // Parts 1, 2, ... of a weight gradient write partial sums into the scratch.
+      const bool partial = op == ConvOp::kBackwardWeight && s > 0;
+      if (partial) {
+        partial_at_.push_back(scratch_.reserve(static_cast<size_t>(weight_size()) * sizeof(float)));
+      }
+      parts_.push_back(make_part(images.begin(s), images.end(s), in0, in1, partial ? nullptr : out,
+                                 partial ? partial_at_.back() : 0));
     }
+    partials_.assign(partial_at_.size(), nullptr);
     out_ = static_cast<float*>(out);
   }
 
+  int64_t scratch_bytes() const override { return scratch_.bytes; }
+
   Status run(ThreadPool& pool) override {
+    ensure_scratch();
     pool.parallel_for(static_cast<int64_t>(parts_.size()), 1, [&](int64_t begin, int64_t end) {
       use_one_omp_thread();
       for (int64_t s = begin; s < end; ++s) {
@@ -104,7 +135,7 @@ class OnednnConvKernel final : public BoundKernel {
     });
     if (!partials_.empty()) {
       pool.parallel_for(weight_size(), 4096, [&](int64_t begin, int64_t end) {
-        for (const std::vector<float>& partial : partials_) {
+        for (const float* partial : partials_) {
           for (int64_t i = begin; i < end; ++i) out_[i] += partial[i];
         }
       });
@@ -123,7 +154,17 @@ class OnednnConvKernel final : public BoundKernel {
  private:
   int64_t weight_size() const { return g_.o * g_.patch(); }
 
-  Part make_part(int64_t b0, int64_t b1, const void* in0, const void* in1, void* out) {
+  void bind_scratch(std::byte* scratch) override {
+    scratch_.bind(scratch);
+    for (size_t i = 0; i < partials_.size(); ++i) {
+      partials_[i] = reinterpret_cast<float*>(scratch + partial_at_[i]);
+    }
+  }
+
+  // Images [b0, b1) writing into `out`, or (out == nullptr) into the scratch at
+  // `partial_at`.
+  Part make_part(int64_t b0, int64_t b1, const void* in0, const void* in1, void* out,
+                 int64_t partial_at) {
     const ConvGeometry& g = g_;
     const int64_t n = b1 - b0;
     const memory::dims x_dims{n, g.c, g.h, g.w}, y_dims{n, g.o, g.oh, g.ow};
@@ -137,6 +178,11 @@ class OnednnConvKernel final : public BoundKernel {
     const memory::dims strides{g.sh, g.sw}, dilates{g.dh - 1, g.dw - 1}, pad{g.ph, g.pw};
     // Slices of weft's buffers for images [b0, b1).
     auto user = [&](const memory::dims& dims, Tag tag, const void* p, int64_t offset) {
+      if (p == nullptr) {  // A partial gradient in the scratch, bound with it.
+        memory m({dims, f32, tag}, cpu_engine(), DNNL_MEMORY_NONE);
+        scratch_.memories.emplace_back(m, partial_at);
+        return m;
+      }
       return memory({dims, f32, tag}, cpu_engine(),
                     const_cast<float*>(static_cast<const float*>(p)) + offset);
     };
@@ -154,9 +200,9 @@ class OnednnConvKernel final : public BoundKernel {
     memory::desc scratchpad;
     switch (op_) {
       case ConvOp::kForward: {
-        conv.args[DNNL_ARG_SRC] = input(fwd.src_desc(), user(x_dims, Tag::nchw, in0, b0 * x_img), part.steps);
-        conv.args[DNNL_ARG_WEIGHTS] = input(fwd.weights_desc(), user(w_dims, w_tag, in1, 0), part.steps);
-        conv.args[DNNL_ARG_DST] = output(fwd.dst_desc(), user(y_dims, Tag::nchw, out, b0 * y_img), after);
+        conv.args[DNNL_ARG_SRC] = input(fwd.src_desc(), user(x_dims, Tag::nchw, in0, b0 * x_img), part.steps, scratch_);
+        conv.args[DNNL_ARG_WEIGHTS] = input(fwd.weights_desc(), user(w_dims, w_tag, in1, 0), part.steps, scratch_);
+        conv.args[DNNL_ARG_DST] = output(fwd.dst_desc(), user(y_dims, Tag::nchw, out, b0 * y_img), after, scratch_);
         conv.primitive = dnnl::convolution_forward(fwd);
         scratchpad = fwd.scratchpad_desc();
         impl_ = fwd.impl_info_str();
@@ -166,9 +212,9 @@ class OnednnConvKernel final : public BoundKernel {
         dnnl::convolution_backward_data::primitive_desc pd(
             {dnnl::algorithm::convolution_direct, x_any, w_any, y_any, strides, dilates, pad, pad},
             user_scratchpad(), cpu_engine(), fwd);
-        conv.args[DNNL_ARG_DIFF_DST] = input(pd.diff_dst_desc(), user(y_dims, Tag::nchw, in0, b0 * y_img), part.steps);
-        conv.args[DNNL_ARG_WEIGHTS] = input(pd.weights_desc(), user(w_dims, w_tag, in1, 0), part.steps);
-        conv.args[DNNL_ARG_DIFF_SRC] = output(pd.diff_src_desc(), user(x_dims, Tag::nchw, out, b0 * x_img), after);
+        conv.args[DNNL_ARG_DIFF_DST] = input(pd.diff_dst_desc(), user(y_dims, Tag::nchw, in0, b0 * y_img), part.steps, scratch_);
+        conv.args[DNNL_ARG_WEIGHTS] = input(pd.weights_desc(), user(w_dims, w_tag, in1, 0), part.steps, scratch_);
+        conv.args[DNNL_ARG_DIFF_SRC] = output(pd.diff_src_desc(), user(x_dims, Tag::nchw, out, b0 * x_img), after, scratch_);
         conv.primitive = dnnl::convolution_backward_data(pd);
         scratchpad = pd.scratchpad_desc();
         impl_ = pd.impl_info_str();
@@ -178,16 +224,16 @@ class OnednnConvKernel final : public BoundKernel {
         dnnl::convolution_backward_weights::primitive_desc pd(
             {dnnl::algorithm::convolution_direct, x_any, w_any, y_any, strides, dilates, pad, pad},
             user_scratchpad(), cpu_engine(), fwd);
-        conv.args[DNNL_ARG_SRC] = input(pd.src_desc(), user(x_dims, Tag::nchw, in0, b0 * x_img), part.steps);
-        conv.args[DNNL_ARG_DIFF_DST] = input(pd.diff_dst_desc(), user(y_dims, Tag::nchw, in1, b0 * y_img), part.steps);
-        conv.args[DNNL_ARG_DIFF_WEIGHTS] = output(pd.diff_weights_desc(), user(w_dims, w_tag, out, 0), after);
+        conv.args[DNNL_ARG_SRC] = input(pd.src_desc(), user(x_dims, Tag::nchw, in0, b0 * x_img), part.steps, scratch_);
+        conv.args[DNNL_ARG_DIFF_DST] = input(pd.diff_dst_desc(), user(y_dims, Tag::nchw, in1, b0 * y_img), part.steps, scratch_);
+        conv.args[DNNL_ARG_DIFF_WEIGHTS] = output(pd.diff_weights_desc(), user(w_dims, w_tag, out, 0), after, scratch_);
         conv.primitive = dnnl::convolution_backward_weights(pd);
         scratchpad = pd.scratchpad_desc();
         impl_ = pd.impl_info_str();
         break;
       }
     }
-    add_scratchpad(conv, scratchpad);
+    add_scratchpad(conv, scratchpad, scratch_);
     part.steps.push_back(std::move(conv));
     for (Step& s : after) part.steps.push_back(std::move(s));
     return part;
@@ -198,7 +244,9 @@ class OnednnConvKernel final : public BoundKernel {
   float* out_ = nullptr;
   std::string impl_;
   std::vector<Part> parts_;
-  std::vector<std::vector<float>> partials_;  // Weight gradients of parts 1, 2, ...
+  Scratch scratch_;                  // Blocked buffers, scratchpads and partials.
+  std::vector<int64_t> partial_at_;  // Where the weight gradients of parts 1, 2, ... are,
+  std::vector<float*> partials_;     // and (once bound) their addresses.
 };
 
 }  // namespace

@@ -18,6 +18,8 @@ struct Executor::Bound {
   virtual ~Bound() = default;
   virtual Status run(ThreadPool& pool) = 0;
   virtual std::string describe() const = 0;
+  /// The library kernel it runs, if any (for the shared scratch).
+  virtual BoundKernel* kernel() { return nullptr; }
 };
 
 namespace {
@@ -37,6 +39,7 @@ class LibraryBound : public Executor::Bound {
   explicit LibraryBound(std::unique_ptr<BoundKernel> k) : kernel_(std::move(k)) {}
   Status run(ThreadPool& pool) override { return kernel_->run(pool); }
   std::string describe() const override { return kernel_->describe(); }
+  BoundKernel* kernel() override { return kernel_.get(); }
 
  private:
   std::unique_ptr<BoundKernel> kernel_;
@@ -414,6 +417,22 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program,
   for (const Update& u : program.updates) {
     if (u.from.space != Space::input) continue;
     ex->snapshots_.push_back(allocate(static_cast<int64_t>(u.from.type.bytes())));
+  }
+  // One scratch block for every library kernel (invocations run one at a time), as
+  // large as the largest need; not zeroed, so its pages are touched only when used.
+  for (auto& bound : ex->code_) {
+    if (BoundKernel* k = bound->kernel()) {
+      ex->scratch_bytes_ = std::max(ex->scratch_bytes_, k->scratch_bytes());
+      ex->unshared_scratch_bytes_ += (k->scratch_bytes() + 63) / 64 * 64;
+    }
+  }
+  if (ex->scratch_bytes_ > 0) {
+    void* p = std::aligned_alloc(64, static_cast<size_t>((ex->scratch_bytes_ + 63) / 64 * 64));
+    if (p == nullptr) throw std::bad_alloc();
+    ex->scratch_ = Buffer(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
+  }
+  for (auto& bound : ex->code_) {
+    if (BoundKernel* k = bound->kernel(); k && k->scratch_bytes() > 0) k->set_scratch(ex->scratch_.get());
   }
   ex->program_ = std::move(program);
   return ex;

@@ -116,6 +116,13 @@ class Executor : public ProgramExecutor {
   /// running the body on the reference interpreter). The updates are then not applied.
   void set_check_numerics(bool on) { check_numerics_ = on; }
 
+  /// Bytes of the one scratch block the library kernels share (convolutions' im2col
+  /// columns, oneDNN's blocked layouts and scratchpads: BoundKernel::scratch_bytes), the
+  /// largest kernel's need; and what the kernels would hold with a block each. Not
+  /// counted by check_memory (it is not part of the Program's plan).
+  int64_t scratch_bytes() const { return scratch_bytes_; }
+  int64_t unshared_scratch_bytes() const { return unshared_scratch_bytes_; }
+
   /// Invocations that run through the reference interpreter (no CPU kernel).
   int fallbacks() const override { return fallbacks_; }
   /// One line per invocation: its kind and what it runs ("onednn sgemm 128x256x784").
@@ -138,6 +145,9 @@ class Executor : public ProgramExecutor {
   std::vector<void*> input_ptr_;
   std::vector<std::unique_ptr<Bound>> code_;
   std::vector<std::unique_ptr<std::byte[], void (*)(std::byte*)>> snapshots_;
+  std::unique_ptr<std::byte[], void (*)(std::byte*)> scratch_{nullptr, nullptr};
+  int64_t scratch_bytes_ = 0;
+  int64_t unshared_scratch_bytes_ = 0;
   int fallbacks_ = 0;
   bool profiling_ = false;
   bool check_numerics_ = false;

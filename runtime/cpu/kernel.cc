@@ -1,8 +1,22 @@
 #include "runtime/cpu/kernel.h"
 
+#include <cstdlib>
+#include <new>
+
 #include "runtime/cpu/kernels_internal.h"
 
 namespace weft::cpu {
+
+void BoundKernel::ensure_scratch() {
+  if (scratch_given_) return;
+  const int64_t bytes = scratch_bytes();
+  if (bytes > 0) {
+    void* p = std::aligned_alloc(64, static_cast<size_t>((bytes + 63) / 64 * 64));
+    if (p == nullptr) throw std::bad_alloc();
+    own_scratch_ = {static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); }};
+  }
+  set_scratch(own_scratch_.get());
+}
 
 StatusOr<std::unique_ptr<BoundKernel>> make_library_kernel(const LibraryCall& call,
                                                            std::vector<const void*> operands,

@@ -20,6 +20,8 @@
 // calls (oneDNN) are made from inside the pool's chunks with the library limited to one
 // thread each, so there is never a second pool competing for the cores.
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -52,6 +54,29 @@ class BoundKernel {
   virtual Status run(ThreadPool& pool) = 0;
   /// A short description for Program dumps and profiles, e.g. "onednn sgemm 128x256x784".
   virtual std::string describe() const = 0;
+
+  /// Bytes of scratch the kernel needs while it runs (im2col columns, blocked layouts,
+  /// library scratchpads, per-thread partial sums): nothing in it outlives run(), so the
+  /// Executor gives every kernel the same block — invocations run one at a time — sized to
+  /// the largest need, instead of each kernel holding its own for the program's life.
+  virtual int64_t scratch_bytes() const { return 0; }
+  /// Hands the kernel its scratch: a 64-byte aligned block of at least scratch_bytes(),
+  /// before the first run(). A kernel never given one allocates its own on its first
+  /// run() (kernels bound outside an Executor: tests, benchmarks).
+  void set_scratch(std::byte* scratch) {
+    scratch_given_ = true;
+    bind_scratch(scratch);
+  }
+
+ protected:
+  /// Points the kernel's scratch buffers into `scratch` (see set_scratch).
+  virtual void bind_scratch(std::byte* /*scratch*/) {}
+  /// For run(): binds a scratch block of the kernel's own unless one was given.
+  void ensure_scratch();
+
+ private:
+  bool scratch_given_ = false;
+  std::unique_ptr<std::byte[], void (*)(std::byte*)> own_scratch_{nullptr, nullptr};
 };
 
 /// The library kernel for `call`, bound to `operands` (in order) and `result`, or nullptr

@@ -4,6 +4,8 @@
 // layer norm, GELU, and every optimizer's fused update.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include <cmath>
 #include <random>
 #include <tuple>
@@ -122,6 +124,44 @@ TEST_P(BackendsMatch, TwentyStepsOfLosses) {
   ASSERT_TRUE(eb.ok()) << eb.error().to_string();
   std::string why;
   EXPECT_TRUE(all_close((*ea)[0], (*eb)[0], 1e-4, &why)) << why;
+}
+
+// Every convolution kernel (im2col and oneDNN, forward and both gradients) keeps its
+// temporaries in one scratch block the executor shares: the block is the largest
+// kernel's need, not their sum, and the steps still match the reference.
+TEST(BackendsMatchScratch, ConvolutionsShareOneScratchBlock) {
+  auto net = FlowBuilder::from(Conv2d(3, 16, {.kernel = 3, .padding = 1}))
+                 .through(ReLU())
+                 .through(Conv2d(16, 16, {.kernel = 3, .padding = 1}))
+                 .through(ReLU())
+                 .through(Conv2d(16, 4, {.kernel = 3, .stride = 2}))
+                 .through(Flatten())
+                 .through(Linear(4 * 3 * 3, 3))
+                 .build();
+  ASSERT_TRUE(net.ok()) << net.error().to_string();
+  const std::vector<InputSpec> inputs = {{"x", f32({6, 3, 8, 8})}};
+  auto cpu = Trainer::compile(*net, inputs, LossSpec::cross_entropy(), OptimizerSpec::adam(1e-2),
+                              {.seed = 5, .backend = "cpu", .num_threads = 2});
+  auto ref = Trainer::compile(*net, inputs, LossSpec::cross_entropy(), OptimizerSpec::adam(1e-2),
+                              {.seed = 5, .backend = "reference"});
+  ASSERT_TRUE(cpu.ok() && ref.ok());
+  const cpu::Executor& ex = *cpu->step_executor();
+  EXPECT_NE(ex.describe().find("onednn conv2d_backward_weight"), std::string::npos) << ex.describe();
+  EXPECT_NE(ex.describe().find("im2col+"), std::string::npos) << ex.describe();
+  EXPECT_GT(ex.scratch_bytes(), 0);
+  EXPECT_LT(ex.scratch_bytes(), ex.unshared_scratch_bytes() / 2);
+  std::printf("  shared scratch %lld bytes (one block per kernel: %lld)\n",
+              static_cast<long long>(ex.scratch_bytes()),
+              static_cast<long long>(ex.unshared_scratch_bytes()));
+  std::mt19937 rng(3);
+  for (int step = 0; step < 5; ++step) {
+    const std::vector<Tensor> batch = {random(inputs[0].type, rng, 0),
+                                       random(Type{DType::i64, Shape({6})}, rng, 3)};
+    auto a = cpu->step(batch);
+    auto b = ref->step(batch);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_NEAR(*a, *b, 1e-5 * std::max(1.0, std::abs(*b))) << "step " << step;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, BackendsMatch,

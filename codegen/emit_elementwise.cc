@@ -304,6 +304,20 @@ std::string Emitter::footer() {
   return os_.str();
 }
 
+// Operand k's address at element offset `off` of `p`, and its value there when it is
+// broadcast along the row (the splat: loaded once, not per element).
+void Emitter::operand_base(size_t k, const std::string& p, const std::string& off,
+                           std::vector<std::string>& bases, std::vector<std::string>& splats) {
+  const DType d = g_.type(g_.inputs()[k].value).dtype;
+  bases.push_back(gep(p, off, d));
+  std::string s;
+  if (space_.strides[k].back() == 0) {
+    s = emit("llvm.load " + bases.back() + " : !llvm.ptr -> " + memory_elem(d));
+    if (d == DType::boolean) s = cmp(DType::u8, "ne", s, cst(DType::u8, 0, 1), 1);
+  }
+  splats.push_back(s);
+}
+
 // Row `r`'s start in every operand (offset = Σ_j ((r / Π dims[j+1..outer)) % dims[j]) ·
 // stride[j]) and in every result (r · row_length), and the splat value of each operand
 // broadcast along the row.
@@ -325,14 +339,7 @@ void Emitter::row_pointers(const std::vector<std::string>& ptr, const std::strin
       }
       off = off.empty() ? q : bi("arith.addi", off, q, "i64");
     }
-    const DType d = g_.type(g_.inputs()[k].value).dtype;
-    bases.push_back(gep(ptr[k], off, d));
-    std::string s;
-    if (space_.strides[k].back() == 0) {
-      s = emit("llvm.load " + bases.back() + " : !llvm.ptr -> " + memory_elem(d));
-      if (d == DType::boolean) s = cmp(DType::u8, "ne", s, cst(DType::u8, 0, 1), 1);
-    }
-    splats.push_back(s);
+    operand_base(k, ptr[k], off, bases, splats);
   }
   const std::string row_off = bi("arith.muli", r, cst(DType::i64, space_.row_length(), 1), "i64");
   for (size_t o = 0; o < n_out; ++o) {
@@ -399,16 +406,9 @@ void Emitter::operand_bases(const std::vector<std::string>& ptr,
   bases.clear();
   splats.clear();
   for (size_t k = 0; k < g_.inputs().size(); ++k) {
-    const DType d = g_.type(g_.inputs()[k].value).dtype;
     std::string off = offset(k, o, list);
     if (!row_off[k].empty()) off = off.empty() ? row_off[k] : bi("arith.addi", off, row_off[k], "i64");
-    bases.push_back(gep(ptr[k], off, d));
-    std::string s;
-    if (space_.strides[k].back() == 0) {
-      s = emit("llvm.load " + bases.back() + " : !llvm.ptr -> " + memory_elem(d));
-      if (d == DType::boolean) s = cmp(DType::u8, "ne", s, cst(DType::u8, 0, 1), 1);
-    }
-    splats.push_back(s);
+    operand_base(k, ptr[k], off, bases, splats);
   }
 }
 

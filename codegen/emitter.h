@@ -95,6 +95,8 @@ class Emitter {
   /// Lane `lane` of `acc` (element type `st`, vector type `vt`): `acc` when w == 1.
   std::string lane(const std::string& acc, int lane, const std::string& st,
                    const std::string& vt, int w);
+  void operand_base(size_t k, const std::string& p, const std::string& off,
+                    std::vector<std::string>& bases, std::vector<std::string>& splats);
   void row_pointers(const std::vector<std::string>& ptr, const std::string& r,
                     std::vector<std::string>& bases, std::vector<std::string>& splats,
                     std::vector<std::string>& outs);

@@ -95,6 +95,17 @@ StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> lower_to_llvm_dialect(mlir::MLIRCont
   return module;
 }
 
+StatusOr<std::unique_ptr<llvm::Module>> translate_to_llvm_ir(mlir::MLIRContext& ctx,
+                                                             const std::string& mlir_text,
+                                                             llvm::LLVMContext& llvm_ctx) {
+  std::string diagnostics;
+  WEFT_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> module,
+                        lower_to_llvm_dialect(ctx, mlir_text, diagnostics));
+  std::unique_ptr<llvm::Module> m = mlir::translateModuleToLLVMIR(*module, llvm_ctx);
+  if (!m) return Error("codegen: translation to LLVM IR failed: " + diagnostics);
+  return m;
+}
+
 struct Jit::Impl {
   mlir::MLIRContext context;
   std::unique_ptr<llvm::TargetMachine> host;
@@ -196,11 +207,7 @@ StatusOr<std::string> Jit::compile_object(const std::vector<std::string>& mlir_m
   llvm::LLVMContext llvm_ctx;
   std::unique_ptr<llvm::Module> linked;
   for (const std::string& text : mlir_modules) {
-    std::string diagnostics;
-    WEFT_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> module,
-                          lower_to_llvm_dialect(ctx, text, diagnostics));
-    std::unique_ptr<llvm::Module> m = mlir::translateModuleToLLVMIR(*module, llvm_ctx);
-    if (!m) return Error("codegen: translation to LLVM IR failed: " + diagnostics);
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> m, translate_to_llvm_ir(ctx, text, llvm_ctx));
     if (!linked) {
       linked = std::move(m);
     } else if (llvm::Linker::linkModules(*linked, std::move(m))) {

@@ -6,7 +6,11 @@
 
 #include <string>
 
+#include <memory>
+
 #include "ir/status.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -19,5 +23,10 @@ namespace weft::codegen {
 StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> lower_to_llvm_dialect(mlir::MLIRContext& ctx,
                                                                   const std::string& mlir_text,
                                                                   std::string& diagnostics);
+
+/// lower_to_llvm_dialect, then the translation to an LLVM IR module in `llvm_ctx`.
+StatusOr<std::unique_ptr<llvm::Module>> translate_to_llvm_ir(mlir::MLIRContext& ctx,
+                                                             const std::string& mlir_text,
+                                                             llvm::LLVMContext& llvm_ctx);
 
 }  // namespace weft::codegen

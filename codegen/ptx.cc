@@ -88,11 +88,7 @@ StatusOr<std::string> compile_ptx(const std::vector<std::string>& mlir_modules,
   llvm::LLVMContext llvm_ctx;
   std::unique_ptr<llvm::Module> linked = std::make_unique<llvm::Module>("weft_cuda", llvm_ctx);
   for (const std::string& text : mlir_modules) {
-    std::string diagnostics;
-    WEFT_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> module,
-                          lower_to_llvm_dialect(ctx, text, diagnostics));
-    std::unique_ptr<llvm::Module> m = mlir::translateModuleToLLVMIR(*module, llvm_ctx);
-    if (!m) return Error("codegen: translation to LLVM IR failed: " + diagnostics);
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> m, translate_to_llvm_ir(ctx, text, llvm_ctx));
     m->setTargetTriple(kTriple);
     m->setDataLayout(tm->createDataLayout());
     if (llvm::Linker::linkModules(*linked, std::move(m))) {

@@ -33,6 +33,11 @@ struct Shape {
 /// NumPy broadcasting of two shapes; nullopt when they are incompatible.
 std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b);
 
+/// For an operand with dims `dims` broadcast (NumPy rules: size-1 and missing leading
+/// dims repeat) to `out`, the operand's flat index of each of `out`'s elements in
+/// row-major order: the batch entries a batched matmul reads (runtime/cpu, runtime/cuda).
+std::vector<int64_t> broadcast_entries(const std::vector<int64_t>& dims, const Shape& out);
+
 /// Normalizes a possibly negative axis against `rank`; nullopt when out of range.
 std::optional<int> normalize_axis(int64_t axis, int rank);
 

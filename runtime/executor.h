@@ -11,6 +11,7 @@
 // executor between steps, and input(i) copies the current value out.
 
 #include <string>
+#include <vector>
 
 #include "ir/status.h"
 #include "runtime/program.h"
@@ -23,9 +24,22 @@ class ProgramExecutor {
   virtual ~ProgramExecutor() = default;
   virtual const Program& program() const = 0;
   /// Index of the input named `name` in program().inputs, or -1.
-  virtual int find_input(const std::string& name) const = 0;
-  /// Copies `value` into input `index`. Errors name the input and both types.
+  int find_input(const std::string& name) const {
+    const std::vector<ProgramInput>& inputs = program().inputs;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (inputs[i].name == name) return static_cast<int>(i);
+    }
+    return -1;
+  }
+  /// Copies `value` into input `index`. Errors name the input and both types
+  /// (check_input).
   virtual Status set_input(int index, const Tensor& value) = 0;
+  /// set_input of the input named `name`; an error when there is none.
+  Status set_input(const std::string& name, const Tensor& value) {
+    const int index = find_input(name);
+    if (index < 0) return Error{"program @" + program().name + " has no input %" + name};
+    return set_input(index, value);
+  }
   /// A host copy of input `index`'s current value.
   virtual Tensor input(int index) const = 0;
   /// One step: every invocation, then the updates.
@@ -37,6 +51,15 @@ class ProgramExecutor {
   virtual int fallbacks() const = 0;
   /// One line per invocation: its kind and what it runs.
   virtual std::string describe() const = 0;
+
+ protected:
+  /// ok when `value` has input `index`'s type; else the error set_input returns.
+  Status check_input(int index, const Tensor& value) const {
+    const ProgramInput& in = program().inputs[index];
+    if (value.type() == in.type) return Status::ok_status();
+    return Error{"input %" + in.name + " of program @" + program().name + " is " +
+                 in.type.to_string() + ", but the value given is " + value.type().to_string()};
+  }
 };
 
 }  // namespace weft

@@ -438,27 +438,10 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program,
   return ex;
 }
 
-int Executor::find_input(const std::string& name) const {
-  for (size_t i = 0; i < program_.inputs.size(); ++i) {
-    if (program_.inputs[i].name == name) return static_cast<int>(i);
-  }
-  return -1;
-}
-
 Status Executor::set_input(int index, const Tensor& value) {
-  const ProgramInput& in = program_.inputs[index];
-  if (value.type() != in.type) {
-    return Error{"input %" + in.name + " of program @" + program_.name + " is " +
-                 in.type.to_string() + ", but the value given is " + value.type().to_string()};
-  }
+  WEFT_RETURN_IF_ERROR(check_input(index, value));
   std::memcpy(input_ptr_[index], value.raw_data(), value.bytes());
   return Status::ok_status();
-}
-
-Status Executor::set_input(const std::string& name, const Tensor& value) {
-  const int index = find_input(name);
-  if (index < 0) return Error{"program @" + program_.name + " has no input %" + name};
-  return set_input(index, value);
 }
 
 Tensor Executor::input(int index) const {

@@ -84,11 +84,9 @@ class Executor : public ProgramExecutor {
   const Program& program() const override { return program_; }
   ThreadPool& pool() { return *pool_; }
 
-  /// Index of the input named `name` in program().inputs, or -1.
-  int find_input(const std::string& name) const override;
   /// Copies `value` into input `index`. Errors name the input and both types.
   Status set_input(int index, const Tensor& value) override;
-  Status set_input(const std::string& name, const Tensor& value);
+  using ProgramExecutor::set_input;  // By name.
   /// A copy of input `index`'s current value (parameters after the last step's update).
   Tensor input(int index) const override;
   void* input_data(int index) { return input_ptr_[index]; }

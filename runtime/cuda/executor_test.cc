@@ -5,6 +5,7 @@
 // GPU every device test skips with unavailable_reason(), and the "no CUDA device" error
 // is pinned instead.
 #include "runtime/cuda/executor.h"
+#include "runtime/cuda/test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -23,15 +24,7 @@ namespace {
 BufferRef arena(int64_t offset, Type type) { return {Space::arena, -1, offset, std::move(type)}; }
 BufferRef input(int32_t index, Type type) { return {Space::input, index, 0, std::move(type)}; }
 
-Tensor random_tensor(Type type, uint32_t seed) {
-  Tensor t(type);
-  uint32_t s = seed * 2654435761u + 12345u;
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    s = s * 1664525u + 1013904223u;
-    t.set_double(i, static_cast<double>(s >> 8) / (1 << 24) * 2.0 - 1.0);
-  }
-  return t;
-}
+using test_util::random_tensor;
 
 int64_t round_up(int64_t bytes) { return (bytes + 255) / 256 * 256; }
 

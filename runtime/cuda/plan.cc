@@ -15,31 +15,6 @@ Error matmul_error(const Node& node, const std::string& message) {
   return Error{std::string(op_name(node.op)) + ": " + message, node.loc};
 }
 
-// Offsets (in batch entries) of each entry of `batch` in an operand with batch dims
-// `dims`, NumPy broadcasting (size-1 and missing leading dims repeat); as runtime/cpu's
-// gemm.cc.
-std::vector<int64_t> broadcast_entries(const std::vector<int64_t>& dims, const Shape& batch) {
-  const int rank = batch.rank(), lead = rank - static_cast<int>(dims.size());
-  std::vector<int64_t> strides(rank, 0);
-  int64_t s = 1;
-  for (int d = rank - 1; d >= lead; --d) {
-    const int64_t size = dims[d - lead];
-    strides[d] = size == 1 ? 0 : s;
-    s *= size;
-  }
-  std::vector<int64_t> out(batch.numel());
-  std::vector<int64_t> index(rank, 0);
-  for (int64_t e = 0; e < static_cast<int64_t>(out.size()); ++e) {
-    int64_t off = 0;
-    for (int d = 0; d < rank; ++d) off += index[d] * strides[d];
-    out[e] = off;
-    for (int d = rank - 1; d >= 0; --d) {
-      if (++index[d] < batch[d]) break;
-      index[d] = 0;
-    }
-  }
-  return out;
-}
 
 // The step s when entries[e] == e * s for every e (one strided-batched operand).
 std::optional<int64_t> constant_step(const std::vector<int64_t>& entries) {

@@ -13,19 +13,12 @@
 
 #include "runtime/reference/interpreter.h"
 #include "runtime/tensor.h"
+#include "runtime/cuda/test_util.h"
 
 namespace weft::cuda {
 namespace {
 
-Tensor random_tensor(Type type, uint32_t seed) {
-  Tensor t(type);
-  uint32_t s = seed * 2654435761u + 12345u;
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    s = s * 1664525u + 1013904223u;
-    t.set_double(i, static_cast<double>(s >> 8) / (1 << 24) * 2.0 - 1.0);
-  }
-  return t;
-}
+using test_util::random_tensor;
 
 // cuBLAS's gemm (column-major, alpha 1, beta 0) on the host, with the argument rules
 // cuBLAS checks and every read and write checked against its buffer.

@@ -2,6 +2,7 @@
 // test accuracy every epoch, write a checkpoint, and resume from it exactly.
 #include <gtest/gtest.h>
 
+#include "tests/testing/mpi_run.h"
 #include "tests/testing/subprocess.h"
 #include <sys/wait.h>
 
@@ -64,14 +65,9 @@ TEST(FashionMnist, MlpDataParallelOverTwoRanksMatchesOneProcess) {
   Result one = run("examples/fashion_mnist/mlp" + flags + " --checkpoint-out=" +
                    tmp("one.safetensors"));
   ASSERT_EQ(one.exit_code, 0) << one.out;
-  const std::string mpirun =
-      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader "
-      "OMPI_MCA_rmaps_base_oversubscribe=1 mpirun -np 2 ";
-  const std::string command = mpirun + "examples/fashion_mnist/mlp --data-parallel" + flags +
-                              " --checkpoint-out=" + tmp("two.safetensors");
-  Result two = run(command);
-  // Open MPI 4.x's shutdown race (tests/data_parallel/data_parallel_test.cc, run_mpi).
-  if (two.exit_code != 0 && two.out.find("with PID 0 on") != std::string::npos) two = run(command);
+  Result two = weft::testing::run_mpi(weft::testing::kMpirun +
+                                     "examples/fashion_mnist/mlp --data-parallel" + flags +
+                                     " --checkpoint-out=" + tmp("two.safetensors"));
   ASSERT_EQ(two.exit_code, 0) << two.out;
   EXPECT_NE(two.out.find("data parallel: 2 ranks, 64 rows each (MPI rank 0 of 2"),
             std::string::npos) << two.out;

@@ -4,20 +4,14 @@
 #include <string>
 #include <vector>
 
+#include "tests/testing/mpi_run.h"
 #include "tests/testing/subprocess.h"
 
 namespace weft::collective {
 namespace {
 
 TEST(MpiCommunicator, TwoRanksSumAndAverage) {
-  const std::string command =
-      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader "
-      "OMPI_MCA_rmaps_base_oversubscribe=1 mpirun -np 2 runtime/collective/mpi_check";
-  testing::CommandResult r = testing::run_command(command);
-  // Open MPI 4.x's shutdown race (tests/data_parallel/data_parallel_test.cc, run_mpi).
-  if (r.exit_code != 0 && r.out.find("with PID 0 on") != std::string::npos) {
-    r = testing::run_command(command);
-  }
+  testing::CommandResult r = testing::run_mpi(testing::kMpirun + "runtime/collective/mpi_check");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   for (const std::string rank : {"rank 0: ", "rank 1: "}) {
     // Ranks contribute (1, 0, 0) and (2, 2, -1).

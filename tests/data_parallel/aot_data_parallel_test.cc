@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "runtime/npy.h"
-#include "tests/data_parallel/mpi_run.h"
+#include "tests/testing/mpi_run.h"
 #include "tests/testing/subprocess.h"
 
 namespace weft {

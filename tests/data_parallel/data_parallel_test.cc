@@ -17,7 +17,7 @@
 #include "frontend/modules.h"
 #include "frontend/training.h"
 #include "runtime/reference/interpreter.h"
-#include "tests/data_parallel/mpi_run.h"
+#include "tests/testing/mpi_run.h"
 #include "tests/testing/subprocess.h"
 
 namespace weft {

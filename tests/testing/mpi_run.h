@@ -1,7 +1,7 @@
 #pragma once
-// Launching a data-parallel test program under Open MPI from a test (data_parallel_test,
-// aot_data_parallel_test): the environment it needs here and one retry on its known
-// shutdown race.
+// Launching a test program under Open MPI from a test (data_parallel_test,
+// aot_data_parallel_test, communicator_mpi_test, the examples' test): the environment it
+// needs here and one retry on its known shutdown race.
 
 #include <cstdio>
 #include <string>
@@ -11,10 +11,15 @@
 namespace weft::testing {
 
 // Open MPI refuses root without these; shared memory and loopback only, no daemons
-// looked for on other hosts.
+// looked for on other hosts. Under `tools/sanitize asan` the ranks also unwind every
+// allocation's stack fully (ASAN_OPTIONS fast_unwind_on_malloc=0; ignored by programs
+// built without ASan): Open MPI unloads its plugins before LeakSanitizer reports, so
+// only frames below them, in libmpi and libopen-pal, can match
+// tools/lsan_suppressions.txt, and the default frame-pointer unwinder stops inside the
+// plugins.
 inline const std::string kMpiEnv =
     "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader "
-    "OMPI_MCA_rmaps_base_oversubscribe=1 ";
+    "OMPI_MCA_rmaps_base_oversubscribe=1 ASAN_OPTIONS=\"$ASAN_OPTIONS:fast_unwind_on_malloc=0\" ";
 inline const std::string kMpirun = kMpiEnv + "mpirun -np 2 ";
 
 // Open MPI 4.x sometimes reports a rank that exited cleanly as "rank 1 with PID 0 ...

@@ -24,6 +24,27 @@ namespace {
 BufferRef arena(int64_t offset, Type type) { return {Space::arena, -1, offset, std::move(type)}; }
 BufferRef input(int32_t index, Type type) { return {Space::input, index, 0, std::move(type)}; }
 
+// A copy invocation (a reshape's bytes) from `from` to `to`.
+Invocation copy_of(BufferRef from, BufferRef to) {
+  Invocation inv;
+  inv.kind = Invocation::Kind::copy;
+  inv.node.op = Op::Reshape;
+  inv.operands = {std::move(from)};
+  inv.results = {std::move(to)};
+  return inv;
+}
+
+// Generated kernel `kernel` on `operands` into `result`.
+Invocation generated(int kernel, std::vector<BufferRef> operands, BufferRef result) {
+  Invocation inv;
+  inv.kind = Invocation::Kind::generated;
+  inv.node.op = Op::Fused;
+  inv.kernel = kernel;
+  inv.operands = std::move(operands);
+  inv.results = {std::move(result)};
+  return inv;
+}
+
 using test_util::random_tensor;
 
 int64_t round_up(int64_t bytes) { return (bytes + 255) / 256 * 256; }
@@ -242,11 +263,7 @@ TEST(CudaExecutor, CopyAndOneProcessAllReduce) {
   Program p;
   p.name = "copies";
   p.inputs = {{"x", x, InputKind::data}};
-  Invocation copy;
-  copy.kind = Invocation::Kind::copy;
-  copy.node.op = Op::Reshape;
-  copy.operands = {input(0, x)};
-  copy.results = {arena(0, flat)};
+  const Invocation copy = copy_of(input(0, x), arena(0, flat));
   Invocation reduce;
   reduce.kind = Invocation::Kind::library;
   reduce.node.op = Op::AllReduce;
@@ -277,11 +294,7 @@ TEST(CudaExecutor, UpdatesLandAfterTheStep) {
   Program p;
   p.name = "updates";
   p.inputs = {{"a", t, InputKind::param}, {"b", t, InputKind::param}, {"c", t, InputKind::state}};
-  Invocation copy;  // reads a's old value
-  copy.kind = Invocation::Kind::copy;
-  copy.node.op = Op::Reshape;
-  copy.operands = {input(0, t)};
-  copy.results = {arena(0, t)};
+  const Invocation copy = copy_of(input(0, t), arena(0, t));  // reads a's old value
   p.code = {copy};
   // a and b swap (each reads the other's old value); c takes the copy of a.
   p.updates = {{0, input(1, t)}, {1, input(0, t)}, {2, arena(0, t)}};
@@ -309,17 +322,9 @@ TEST(CudaExecutor, GeneratedKernelsFromPtx) {
   p.name = "generated";
   p.inputs = {{"x", t, InputKind::data}, {"y", t, InputKind::data}};
   p.kernels = {kernel("k0", 10, 100), kernel("k1", 10, 100)};
-  Invocation copy;  // bytes that k0's clear range must zero
-  copy.kind = Invocation::Kind::copy;
-  copy.node.op = Op::Reshape;
-  copy.operands = {input(0, t)};
-  copy.results = {arena(8192, t)};
-  Invocation add;
-  add.kind = Invocation::Kind::generated;
-  add.node.op = Op::Fused;
-  add.kernel = 0;
-  add.operands = {input(0, t), input(1, t)};
-  add.results = {arena(0, t)};
+  // The copy writes bytes that k0's clear range must zero.
+  const Invocation copy = copy_of(input(0, t), arena(8192, t));
+  Invocation add = generated(0, {input(0, t), input(1, t)}, arena(0, t));
   add.clear = {arena(8192, Type{DType::u8, {n * 4}})};
   Invocation mul = add;
   mul.kernel = 1;
@@ -352,13 +357,7 @@ TEST(CudaExecutor, GeneratedKernelLoopsOverMoreThanOneGrid) {
   p.name = "large";
   p.inputs = {{"x", t, InputKind::data}, {"y", t, InputKind::data}};
   p.kernels = {kernel("k0", 1, n)};
-  Invocation add;
-  add.kind = Invocation::Kind::generated;
-  add.node.op = Op::Fused;
-  add.kernel = 0;
-  add.operands = {input(0, t), input(1, t)};
-  add.results = {arena(0, t)};
-  p.code = {add};
+  p.code = {generated(0, {input(0, t), input(1, t)}, arena(0, t))};
   p.outputs = {arena(0, t)};
   p.arena_bytes = round_up(static_cast<int64_t>(t.bytes()));
   std::unique_ptr<Executor> ex =

@@ -39,6 +39,16 @@ struct Executor::Device {
   void* arena = nullptr;
   void* inputs = nullptr;     ///< The inputs block.
   void* snapshots = nullptr;  ///< Update values that are inputs, copied before updating.
+  /// One block every bound invocation uses as its workspace (cuDNN's, a two-pass
+  /// reduction's partial results), sized to the largest Bound::workspace_bytes() after
+  /// binding: invocations run one at a time on one stream, so they share it.
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+  /// Errors found by kernels (an index or label out of range): pinned host memory mapped
+  /// into the device (`device_error` is its device address), read after the step's
+  /// synchronize, cleared before each step.
+  DeviceError* error = nullptr;
+  DeviceError* device_error = nullptr;
 
   ~Device();
 };
@@ -47,8 +57,18 @@ struct Executor::Device {
 struct Executor::Bound {
   virtual ~Bound() = default;
   /// Enqueues the invocation on `device.stream` (a host fallback synchronizes it first).
-  virtual Status run(Device& device) = 0;
+  /// Kernels that check their data report through device.device_error with `index`,
+  /// this invocation's place in the Program.
+  virtual Status run(Device& device, int index) = 0;
   virtual std::string describe() const = 0;
+  /// Bytes of Device::workspace the invocation uses while it runs.
+  virtual size_t workspace_bytes() const { return 0; }
+  /// True when run() synchronizes with the host (the reference fallback): such a step
+  /// cannot be captured as a CUDA graph.
+  virtual bool on_host() const { return false; }
+  /// The user error for what this invocation's kernel wrote into Device::error (the
+  /// same message as the CPU backend's for the same data).
+  virtual Error device_error(const DeviceError& e) const;
 };
 
 using BoundPtr = std::unique_ptr<Executor::Bound>;

@@ -1,0 +1,129 @@
+#include "runtime/cuda/library.h"
+
+#include "runtime/cuda/plan.h"
+
+namespace weft::cuda {
+
+const char* library_kind_name(LibraryKind kind) {
+  switch (kind) {
+    case LibraryKind::matmul: return "matmul";
+    case LibraryKind::all_reduce: return "all_reduce";
+    case LibraryKind::constant: return "constant";
+    case LibraryKind::strided_copy: return "strided_copy";
+    case LibraryKind::gather: return "gather";
+    case LibraryKind::scatter_add: return "scatter_add";
+    case LibraryKind::one_hot: return "one_hot";
+    case LibraryKind::cross_entropy: return "cross_entropy";
+    case LibraryKind::elementwise: return "elementwise";
+    case LibraryKind::random: return "random";
+    case LibraryKind::convolution: return "convolution";
+    case LibraryKind::pooling: return "pooling";
+    case LibraryKind::host: return "host";
+  }
+  return "?";
+}
+
+namespace {
+
+bool is_f32_or_f64(DType d) { return d == DType::f32 || d == DType::f64; }
+bool is_index(DType d) { return d == DType::i32 || d == DType::i64 || d == DType::u8; }
+bool all_f32_or_f64(const std::vector<Type>& types, const Type& result) {
+  for (const Type& t : types) {
+    if (!is_f32_or_f64(t.dtype) || t.dtype != result.dtype) return false;
+  }
+  return is_f32_or_f64(result.dtype);
+}
+
+// The ops the generated kernels lack (codegen/emit_gpu.h, gpu_supports): pow in f32 and
+// f64, and the transcendental functions in f64.
+bool library_elementwise(const Node& node, const std::vector<Type>& operands, const Type& result) {
+  if (!all_f32_or_f64(operands, result)) return false;
+  switch (node.op) {
+    case Op::Pow:
+      return true;
+    case Op::Exp: case Op::Log: case Op::Log1p: case Op::Tanh: case Op::Sin: case Op::Cos:
+    case Op::Erf: case Op::Sigmoid:
+      return result.dtype == DType::f64;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+LibraryKind library_kind(const Node& node, const std::vector<Type>& operands, const Type& result) {
+  if (node.op == Op::AllReduce) return LibraryKind::all_reduce;
+  if (operands.empty() && node.info().category == OpCategory::Creation) {
+    return LibraryKind::constant;
+  }
+  constexpr int kMaxRank = 8;  // index_maps.h
+  for (const Type& t : operands) {
+    if (t.shape.rank() > kMaxRank) return LibraryKind::host;
+  }
+  if (result.shape.rank() > kMaxRank) return LibraryKind::host;
+  switch (node.op) {
+    case Op::Matmul: {
+      if (operands.size() != 2) return LibraryKind::host;
+      MatmulPlan plan;
+      StatusOr<bool> planned = plan_matmul(node, operands[0], operands[1], plan);
+      return planned.ok() && *planned ? LibraryKind::matmul : LibraryKind::host;
+    }
+    case Op::Reshape: case Op::Transpose: case Op::BroadcastTo: case Op::Slice: case Op::Pad:
+    case Op::Concat:
+      return LibraryKind::strided_copy;
+    case Op::Gather:
+      return is_index(operands[1].dtype) ? LibraryKind::gather : LibraryKind::host;
+    case Op::ScatterAdd:
+      return is_index(operands[1].dtype) &&
+                     (is_f32_or_f64(result.dtype) || result.dtype == DType::i32 ||
+                      result.dtype == DType::i64)
+                 ? LibraryKind::scatter_add
+                 : LibraryKind::host;
+    case Op::OneHot:
+      return is_index(operands[0].dtype) ? LibraryKind::one_hot : LibraryKind::host;
+    case Op::CrossEntropy:
+      return is_f32_or_f64(operands[0].dtype) && is_index(operands[1].dtype)
+                 ? LibraryKind::cross_entropy
+                 : LibraryKind::host;
+    case Op::RandomUniform:
+      return result.dtype == DType::f32 || result.dtype == DType::f64 ? LibraryKind::random
+                                                                     : LibraryKind::host;
+    case Op::RandomBernoulli:
+      return LibraryKind::random;
+    default:
+      break;
+  }
+  if (library_elementwise(node, operands, result)) return LibraryKind::elementwise;
+  return LibraryKind::host;
+}
+
+std::vector<int> host_invocations(const Program& program) {
+  std::vector<int> out;
+  for (size_t i = 0; i < program.code.size(); ++i) {
+    const Invocation& inv = program.code[i];
+    std::vector<Type> types;
+    for (const BufferRef& r : inv.operands) types.push_back(r.type);
+    bool host = false;
+    if (inv.kind == Invocation::Kind::library) {
+      host = library_kind(inv.node, types, inv.results[0].type) == LibraryKind::host;
+    } else if (inv.kind == Invocation::Kind::contraction) {
+      MatmulPlan plan;
+      StatusOr<bool> planned = plan_matmul(inv.node, types[0], types[1], plan);
+      host = !planned.ok() || !*planned;
+    }
+    if (host) out.push_back(static_cast<int>(i));
+  }
+  return out;
+}
+
+std::string describe_host_invocation(const Invocation& inv) {
+  std::string s(op_name(inv.node.op));
+  if (inv.node.loc.known()) s += " at " + inv.node.loc.to_string();
+  s += " (%" + inv.label + "): ";
+  for (size_t i = 0; i < inv.operands.size(); ++i) {
+    s += (i ? ", " : "") + inv.operands[i].type.to_string();
+  }
+  return s + " -> " + inv.results[0].type.to_string();
+}
+
+}  // namespace weft::cuda

@@ -25,7 +25,9 @@ def cuda_objects(name, srcs, hdrs = [], deps = [], **kwargs):
     """A cc_library of the objects nvcc makes from `srcs` (.cu files).
 
     `hdrs` are the headers the .cu files include (tree-relative, like the rest of the
-    tree: #include "runtime/philox.h"); `deps` are the cc_library deps of the host side.
+    tree: #include "runtime/philox.h"); those of other packages are labels ("//runtime:
+    philox.h", exported there) and are only given to nvcc. `deps` are the cc_library deps
+    of the host side.
     """
     objs = []
     for src in srcs:
@@ -41,7 +43,7 @@ def cuda_objects(name, srcs, hdrs = [], deps = [], **kwargs):
     cc_library(
         name = name,
         srcs = objs,
-        hdrs = hdrs,
+        hdrs = [h for h in hdrs if not h.startswith("//")],
         deps = deps + ["//third_party:cudart"],
         alwayslink = True,
         **kwargs

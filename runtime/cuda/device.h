@@ -14,6 +14,8 @@
 
 #include "ir/status.h"
 #include "runtime/cuda/executor.h"
+#include "runtime/cuda/index_maps.h"
+#include "runtime/cuda/library.h"
 #include "runtime/cuda/plan.h"
 
 namespace weft::cuda {
@@ -49,6 +51,8 @@ struct Executor::Device {
   /// synchronize, cleared before each step.
   DeviceError* error = nullptr;
   DeviceError* device_error = nullptr;
+  cudaGraph_t graph = nullptr;          ///< The captured step (ExecutorOptions::cuda_graph).
+  cudaGraphExec_t graph_exec = nullptr;
 
   ~Device();
 };
@@ -100,6 +104,12 @@ BoundPtr contraction_bound(const Node& node, std::optional<MatmulPlan> plan, con
 /// copies it into `out` (an arena slot other values use in between). Errors: the
 /// reference's, or a failed allocation or copy.
 StatusOr<BoundPtr> constant_bound(const Node& node, const Type& result, void* out);
+
+/// A library invocation of `kind` (strided_copy, gather, scatter_add, one_hot,
+/// cross_entropy, elementwise, random) on weft's CUDA kernels (library_bound.cc).
+StatusOr<BoundPtr> library_bound(LibraryKind kind, const Node& node,
+                                 const std::vector<Type>& types, const Type& result,
+                                 std::vector<const void*> in, void* out);
 
 /// `bytes` from `from` to `to`, device to device (nothing when they are the same bytes);
 /// `what` names it in describe() and errors ("copy").

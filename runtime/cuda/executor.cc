@@ -29,6 +29,10 @@ std::string unavailable_reason() {
 
 namespace {
 
+// cuBLAS's workspace inside the shared block (NVIDIA recommends 32 MiB on Hopper for the
+// best kernels; weft's GEMMs are fp32 in pedantic mode, which need far less).
+constexpr size_t kCublasWorkspaceBytes = size_t{4} << 20;
+
 // cudaMalloc of at least one byte, zeroed.
 Status allocate(void*& p, int64_t bytes, const std::string& what) {
   const size_t size = static_cast<size_t>(std::max<int64_t>(bytes, 1));
@@ -111,6 +115,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program, std::strin
     limit_source = "free memory of CUDA device " + std::to_string(options.device);
   }
   WEFT_RETURN_IF_ERROR(check_memory(program, limit, limit_source));
+  if (!options.allow_host_fallback) WEFT_RETURN_IF_ERROR(check_device_only(program));
 
   std::unique_ptr<Executor> ex(new Executor());
   ex->device_ = std::make_unique<Device>();
@@ -192,28 +197,38 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program, std::strin
         ex->code_.push_back(copy_bound(in[0], out, inv.results[0].type.bytes(), "copy"));
         break;
       case Invocation::Kind::library: {
-        if (inv.node.op == Op::AllReduce) {
-          ex->code_.push_back(copy_bound(in[0], out, inv.results[0].type.bytes(),
-                                         "all_reduce (one process): copy"));
-          break;
-        }
-        if (inv.operands.empty() && inv.node.info().category == OpCategory::Creation) {
-          WEFT_ASSIGN_OR_RETURN(BoundPtr constant,
-                                constant_bound(inv.node, inv.results[0].type, out));
-          ex->code_.push_back(std::move(constant));
-          break;
-        }
-        MatmulPlan plan;
-        bool planned = false;
-        if (inv.node.op == Op::Matmul) {
-          WEFT_ASSIGN_OR_RETURN(planned, plan_matmul(inv.node, types[0], types[1], plan));
-        }
-        if (planned) {
-          ex->code_.push_back(matmul_bound(std::move(plan), types[0].dtype, in[0], in[1], out,
-                                           inv.results[0].type.bytes()));
-        } else {
-          ++ex->fallbacks_;
-          ex->code_.push_back(fallback_bound(inv.node, types, inv.results[0].type, in, out));
+        const LibraryKind kind = library_kind(inv.node, types, inv.results[0].type);
+        switch (kind) {
+          case LibraryKind::all_reduce:
+            ex->code_.push_back(copy_bound(in[0], out, inv.results[0].type.bytes(),
+                                           "all_reduce (one process): copy"));
+            break;
+          case LibraryKind::constant: {
+            WEFT_ASSIGN_OR_RETURN(BoundPtr constant,
+                                  constant_bound(inv.node, inv.results[0].type, out));
+            ex->code_.push_back(std::move(constant));
+            break;
+          }
+          case LibraryKind::matmul: {
+            MatmulPlan plan;
+            WEFT_ASSIGN_OR_RETURN(bool planned, plan_matmul(inv.node, types[0], types[1], plan));
+            WEFT_CHECK(planned, "cuda::Executor: library_kind planned a matmul cuBLAS refuses");
+            ex->code_.push_back(matmul_bound(std::move(plan), types[0].dtype, in[0], in[1], out,
+                                             inv.results[0].type.bytes()));
+            break;
+          }
+          case LibraryKind::host:
+          case LibraryKind::convolution:  // cuDNN: not bound yet
+          case LibraryKind::pooling:
+            ++ex->fallbacks_;
+            ex->code_.push_back(fallback_bound(inv.node, types, inv.results[0].type, in, out));
+            break;
+          default: {
+            WEFT_ASSIGN_OR_RETURN(BoundPtr bound, library_bound(kind, inv.node, types,
+                                                                inv.results[0].type, in, out));
+            ex->code_.push_back(std::move(bound));
+            break;
+          }
         }
         break;
       }
@@ -234,8 +249,41 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program, std::strin
       ex->snapshots_.push_back(static_cast<std::byte*>(d.snapshots) + at);
     }
   }
+  // The shared workspace: the largest need of any invocation, and cuBLAS's (given its
+  // own workspace so that nothing is allocated while a step is captured or replayed).
+  size_t workspace = kCublasWorkspaceBytes;
+  for (const BoundPtr& b : ex->code_) workspace = std::max(workspace, b->workspace_bytes());
+  WEFT_RETURN_IF_ERROR(allocate(d.workspace, static_cast<int64_t>(workspace), "workspace"));
+  d.workspace_bytes = workspace;
+  WEFT_RETURN_IF_ERROR(cublas_status(cublasSetWorkspace(d.cublas, d.workspace, workspace),
+                                     "cublasSetWorkspace"));
+  WEFT_RETURN_IF_ERROR(cuda_status(
+      cudaHostAlloc(reinterpret_cast<void**>(&d.error), sizeof(DeviceError), cudaHostAllocMapped),
+      "cudaHostAlloc (device error flag)"));
+  *d.error = DeviceError{};
+  WEFT_RETURN_IF_ERROR(cuda_status(
+      cudaHostGetDevicePointer(reinterpret_cast<void**>(&d.device_error), d.error, 0),
+      "cudaHostGetDevicePointer (device error flag)"));
   ex->program_ = std::move(program);
+  const bool on_host = std::any_of(ex->code_.begin(), ex->code_.end(),
+                                   [](const BoundPtr& b) { return b->on_host(); });
+  if (options.cuda_graph && !on_host) WEFT_RETURN_IF_ERROR(ex->capture_graph());
   return ex;
+}
+
+bool Executor::uses_cuda_graph() const { return device_->graph_exec != nullptr; }
+
+Status Executor::capture_graph() {
+  Device& d = *device_;
+  WEFT_RETURN_IF_ERROR(cuda_status(
+      cudaStreamBeginCapture(d.stream, cudaStreamCaptureModeThreadLocal),
+      "cudaStreamBeginCapture (the step of program @" + program_.name + ")"));
+  const Status enqueued = enqueue_step();
+  const cudaError_t ended = cudaStreamEndCapture(d.stream, &d.graph);
+  WEFT_RETURN_IF_ERROR(enqueued);
+  WEFT_RETURN_IF_ERROR(cuda_status(ended, "cudaStreamEndCapture (program @" + program_.name + ")"));
+  return cuda_status(cudaGraphInstantiate(&d.graph_exec, d.graph, 0),
+                     "cudaGraphInstantiate (the step of program @" + program_.name + ")");
 }
 
 Status Executor::set_input(int index, const Tensor& value) {
@@ -272,23 +320,43 @@ Tensor Executor::output(int index) const {
                       "output " + std::to_string(index));
 }
 
+Error Executor::invocation_error(Error e, size_t i) const {
+  if (e.loc.file.empty()) e.loc = program_.code[i].node.loc;
+  e.message += " (invocation #" + std::to_string(i) + ", %" + program_.code[i].label +
+               " of program @" + program_.name + ")";
+  return e;
+}
+
+Status Executor::enqueue_step() {
+  Device& d = *device_;
+  for (size_t i = 0; i < code_.size(); ++i) {
+    Status s = code_[i]->run(d, static_cast<int>(i));
+    if (!s.ok()) return invocation_error(s.error(), i);
+  }
+  return apply_updates();
+}
+
 Status Executor::run() {
   Device& d = *device_;
   WEFT_RETURN_IF_ERROR(cuda_status(cudaSetDevice(d.ordinal), "cudaSetDevice"));
-  for (size_t i = 0; i < code_.size(); ++i) {
-    Status s = code_[i]->run(d);
-    if (!s.ok()) {
-      cudaStreamSynchronize(d.stream);  // leave nothing in flight; s is the error to report
-      Error e = s.error();
-      if (e.loc.file.empty()) e.loc = program_.code[i].node.loc;
-      e.message += " (invocation #" + std::to_string(i) + ", %" + program_.code[i].label +
-                   " of program @" + program_.name + ")";
-      return e;
-    }
+  *d.error = DeviceError{};  // the previous step has finished: run() synchronizes
+  Status s = d.graph_exec != nullptr
+                 ? cuda_status(cudaGraphLaunch(d.graph_exec, d.stream),
+                               "cudaGraphLaunch (the step of program @" + program_.name + ")")
+                 : enqueue_step();
+  // Leave nothing in flight, also after an error (then s is the one to report).
+  const Status synced =
+      cuda_status(cudaStreamSynchronize(d.stream),
+                  "cudaStreamSynchronize (end of the step of program @" + program_.name + ")");
+  WEFT_RETURN_IF_ERROR(s);
+  WEFT_RETURN_IF_ERROR(synced);
+  const DeviceError found = *d.error;
+  if (found.code != kNoError && found.invocation >= 0 &&
+      found.invocation < static_cast<int>(code_.size())) {
+    return invocation_error(code_[found.invocation]->device_error(found),
+                            static_cast<size_t>(found.invocation));
   }
-  WEFT_RETURN_IF_ERROR(apply_updates());
-  return cuda_status(cudaStreamSynchronize(d.stream),
-                     "cudaStreamSynchronize (end of the step of program @" + program_.name + ")");
+  return Status::ok_status();
 }
 
 Status Executor::apply_updates() {

@@ -64,6 +64,15 @@ struct ExecutorOptions {
   /// free memory (cudaMemGetInfo). create() refuses a larger plan before allocating,
   /// naming its size and largest buffers.
   int64_t max_memory = 0;
+  /// Capture the whole step (every invocation and the updates) as one CUDA graph at
+  /// create() and replay it in run(). false: launch by launch (for comparison and
+  /// debugging); a Program with host fallbacks always runs launch by launch.
+  bool cuda_graph = true;
+  /// Let invocations with no CUDA kernel run on the reference interpreter on the host (a
+  /// debugging path: a stream synchronize and two copies each). Without it, create()
+  /// refuses such a Program, naming each op and its line (library.h,
+  /// check_device_only).
+  bool allow_host_fallback = false;
 };
 
 class Executor : public ProgramExecutor {
@@ -100,6 +109,8 @@ class Executor : public ProgramExecutor {
 
   /// Invocations that run through the reference interpreter on the host (no CUDA kernel).
   int fallbacks() const override { return fallbacks_; }
+  /// True when run() replays the step as one captured CUDA graph.
+  bool uses_cuda_graph() const;
   /// One line per invocation: its index, kind and what it runs ("cublas sgemm 64x32x48",
   /// "generated k0 (4 blocks of 256)", "reference softmax (no CUDA kernel)").
   std::string describe() const override;
@@ -110,7 +121,12 @@ class Executor : public ProgramExecutor {
  private:
   Executor();
   void* resolve(const BufferRef& ref) const;
+  /// Enqueues the whole step on the stream: every invocation, then the updates.
+  Status enqueue_step();
   Status apply_updates();
+  Status capture_graph();
+  /// `e` at invocation `i`: its location (when `e` has none) and which invocation.
+  Error invocation_error(Error e, size_t i) const;
 
   Program program_;
   std::unique_ptr<Device> device_;

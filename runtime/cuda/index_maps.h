@@ -92,6 +92,9 @@ WEFT_HD inline int64_t index_at(const void* p, IndexType t, int64_t i) {
   }
 }
 
+/// The value types of the kernels that compute (scatter_add, elementwise, random).
+enum ValueType : int32_t { kF32 = 0, kF64 = 1, kI32 = 2, kI64 = 3 };
+
 /// An elementwise op the generated kernels lack, with its operands broadcast: the result
 /// is contiguous, operand k's element for output e is at map_element(operands[k], e).
 enum ElementwiseOp : int32_t {

@@ -126,4 +126,16 @@ std::string describe_host_invocation(const Invocation& inv) {
   return s + " -> " + inv.results[0].type.to_string();
 }
 
+Status check_device_only(const Program& program) {
+  const std::vector<int> host = host_invocations(program);
+  if (host.empty()) return Status::ok_status();
+  std::string message = "program @" + program.name + " would run " + std::to_string(host.size()) +
+                        (host.size() == 1 ? " op" : " ops") +
+                        " on the host (no CUDA kernel for it):";
+  for (int i : host) message += "\n  " + describe_host_invocation(program.code[i]);
+  message += "\nset allow_host_fallback to run them on the reference interpreter on the host "
+             "(a debugging path: a synchronize and two copies each)";
+  return Error{message, program.code[host[0]].node.loc};
+}
+
 }  // namespace weft::cuda

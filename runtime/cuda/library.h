@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ir/status.h"
 #include "runtime/program.h"
 
 namespace weft::cuda {
@@ -51,5 +52,11 @@ std::vector<int> host_invocations(const Program& program);
 /// "cross_entropy at model.cc:12:3 (%loss): f32[64,10], i64[64] -> f32[]": what a
 /// host-fallback error or `weftc check` names for invocation `inv`.
 std::string describe_host_invocation(const Invocation& inv);
+
+/// Ok when every invocation of `program` runs on the device; otherwise the error naming
+/// each op that would run on the host (describe_host_invocation), at the first one's
+/// location, and the way out (allow_host_fallback). What the executor, compile_for_cuda
+/// and `weftc check --backend=cuda` report.
+Status check_device_only(const Program& program);
 
 }  // namespace weft::cuda

@@ -9,8 +9,10 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <tuple>
 
 #include "runtime/cuda/executor.h"
+#include "runtime/cuda/library.h"
 #include "runtime/reference/interpreter.h"
 #include "tests/cuda/cases.h"
 #include "tests/cuda/case_inputs.h"
@@ -34,16 +36,21 @@ namespace {
   return ::testing::AssertionSuccess();
 }
 
-class CudaCase : public ::testing::TestWithParam<size_t> {};
+// Each case launch by launch and as one captured CUDA graph.
+class CudaCase : public ::testing::TestWithParam<std::tuple<size_t, bool>> {};
 
 TEST_P(CudaCase, MatchesReference) {
   if (!cuda::available()) GTEST_SKIP() << "no GPU: " << cuda::unavailable_reason();
-  const Case& c = all_cases()[GetParam()];
+  const auto [index, graph] = GetParam();
+  const Case& c = all_cases()[index];
   const Graph g = parse_case(c);
-  std::vector<Tensor> inputs = make_inputs(g, 1000 + GetParam());
-  StatusOr<std::unique_ptr<cuda::Executor>> ex =
-      cuda::Executor::create(c.program(), c.ptx, c.symbols);
+  std::vector<Tensor> inputs = make_inputs(g, 1000 + index);
+  const Program program = c.program();
+  const bool host = !cuda::host_invocations(program).empty();
+  StatusOr<std::unique_ptr<cuda::Executor>> ex = cuda::Executor::create(
+      program, c.ptx, c.symbols, {.cuda_graph = graph, .allow_host_fallback = host});
   ASSERT_TRUE(ex.ok()) << ex.error().to_string();
+  EXPECT_EQ((*ex)->uses_cuda_graph(), graph && !host);
   set_step(g, inputs, 0);
   for (size_t i = 0; i < inputs.size(); ++i) {
     ASSERT_TRUE((*ex)->set_input(static_cast<int>(i), inputs[i]).ok());
@@ -72,14 +79,76 @@ TEST_P(CudaCase, MatchesReference) {
       inputs[index] = value;  // The reference's next step starts from its own update.
     }
   }
-  std::printf("  %-18s %3zu invocations, %2zu kernels, %2d on the host\n", c.name.c_str(),
-              (*ex)->program().code.size(), c.symbols.size(), (*ex)->fallbacks());
+  std::printf("  %-24s %3zu invocations, %2zu kernels, %2d on the host%s\n", c.name.c_str(),
+              (*ex)->program().code.size(), c.symbols.size(), (*ex)->fallbacks(),
+              (*ex)->uses_cuda_graph() ? ", one CUDA graph" : "");
 }
 
-INSTANTIATE_TEST_SUITE_P(All, CudaCase, ::testing::Range<size_t>(0, all_cases().size()),
-                         [](const ::testing::TestParamInfo<size_t>& info) {
-                           return all_cases()[info.param].name;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    All, CudaCase,
+    ::testing::Combine(::testing::Range<size_t>(0, all_cases().size()), ::testing::Bool()),
+    [](const ::testing::TestParamInfo<std::tuple<size_t, bool>>& info) {
+      return all_cases()[std::get<0>(info.param)].name +
+             (std::get<1>(info.param) ? "_graph" : "_launches");
+    });
+
+const Case& find_case(const std::string& name) {
+  for (const Case& c : all_cases()) {
+    if (c.name == name) return c;
+  }
+  WEFT_CHECK(false, "no case " + name);
+  return all_cases()[0];
+}
+
+// A kernel that finds bad data records it on the device; run() reports it after the
+// step's synchronize with the CPU backend's message, and the next step runs again.
+void expect_device_error(const std::string& name, int input, int64_t position, double value,
+                         const std::string& message) {
+  const Case& c = find_case(name);
+  const Graph g = parse_case(c);
+  std::vector<Tensor> inputs = make_inputs(g, 5);
+  for (bool graph : {false, true}) {
+    SCOPED_TRACE(graph ? "one CUDA graph" : "launch by launch");
+    StatusOr<std::unique_ptr<cuda::Executor>> ex =
+        cuda::Executor::create(c.program(), c.ptx, c.symbols, {.cuda_graph = graph});
+    ASSERT_TRUE(ex.ok()) << ex.error().to_string();
+    Tensor bad = inputs[input];
+    bad.set_double(position, value);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      ASSERT_TRUE((*ex)->set_input(static_cast<int>(i), i == static_cast<size_t>(input) ? bad : inputs[i]).ok());
+    }
+    Status s = (*ex)->run();
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.error().message.find(message), std::string::npos) << s.to_string();
+    ASSERT_TRUE((*ex)->set_input(input, inputs[input]).ok());
+    EXPECT_TRUE((*ex)->run().ok());
+  }
+}
+
+TEST(CudaCases, LabelOutOfRangeIsFoundOnTheDevice) {
+  if (!cuda::available()) GTEST_SKIP() << "no GPU: " << cuda::unavailable_reason();
+  expect_device_error("cross_entropy_mean", 1, 2, 10,
+                      "cross_entropy: label 10 at position 2 is out of range for 10 classes");
+}
+
+TEST(CudaCases, IndexOutOfRangeIsFoundOnTheDevice) {
+  if (!cuda::available()) GTEST_SKIP() << "no GPU: " << cuda::unavailable_reason();
+  expect_device_error("gather_rows", 1, 3, -1,
+                      "gather: index -1 at position 3 is out of range for axis 0 of size 3");
+  expect_device_error("scatter_add_rows", 1, 4, 3,
+                      "scatter_add: index 3 at position 4 is out of range for axis 0 of size 3");
+}
+
+// A property of the lowered Programs, so it needs no GPU: every op of every case has
+// device code (library.h).
+TEST(CudaCases, NoCaseRunsOnTheHost) {
+  for (const Case& c : all_cases()) {
+    const Program p = c.program();
+    for (int i : cuda::host_invocations(p)) {
+      ADD_FAILURE() << c.name << ": " << cuda::describe_host_invocation(p.code[i]);
+    }
+  }
+}
 
 TEST(CudaCases, EveryCaseHasItsProgramAndKernels) {
   ASSERT_GT(all_cases().size(), 90u);

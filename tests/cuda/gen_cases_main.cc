@@ -106,6 +106,32 @@ std::vector<GraphCase> op_cases() {
       "  %m = mul(%x, %y)\n  %s = sum(%m) {axes=[0]}\n  %t = max(%x) {axes=[0]}\n"
       "  %u = min(%y) {axes=[1], keepdims=true}\n", "%s, %t, %u");
   add("sum_f64", "%x: f64[5,7,9]", "  %s = sum(%x) {axes=[0, 2]}\n", "%s");
+  // weft's CUDA library kernels (runtime/cuda/library_kernels.cu): movement, indexing,
+  // cross-entropy and random ops. Integer inputs are in [0, 2] (case_inputs.h).
+  add("transpose_3d", "%x: f32[4,6,5]", "  %y = transpose(%x) {perm=[2, 0, 1]}\n", "%y");
+  add("transpose_f64_2d", "%x: f64[33,17]", "  %y = transpose(%x) {perm=[1, 0]}\n", "%y");
+  add("broadcast_to", "%x: f32[6,1]", "  %y = broadcast_to(%x) {shape=[3, 6, 5]}\n", "%y");
+  add("slice_step", "%x: f32[9,12]",
+      "  %y = slice(%x) {start=[1, -10], stop=[8, 12], step=[3, 2]}\n", "%y");
+  add("pad_value", "%x: i32[3,4]", "  %y = pad(%x) {low=[1, 0], high=[2, 3], value=7.0}\n", "%y");
+  add("concat_axis1", "%a: f32[3,2,4], %b: f32[3,5,4], %c: f32[3,1,4]",
+      "  %y = concat(%a, %b, %c) {axis=1}\n", "%y");
+  add("gather_rows", "%x: f32[3,5], %i: i64[7]", "  %y = gather(%x, %i) {axis=0}\n", "%y");
+  add("gather_axis1_f64", "%x: f64[4,3,6], %i: i64[5]", "  %y = gather(%x, %i) {axis=1}\n", "%y");
+  add("scatter_add_rows", "%b: f32[3,4], %i: i64[9], %s: f32[9,4]",
+      "  %y = scatter_add(%b, %i, %s) {axis=0}\n", "%y");
+  add("one_hot", "%i: i64[11]", "  %y = one_hot(%i) {depth=4, dtype=f32}\n", "%y");
+  for (const char* r : {"mean", "sum", "none"}) {
+    add(std::string("cross_entropy_") + r, "%x: f32[37,10], %l: i64[37]",
+        std::string("  %y = cross_entropy(%x, %l) {reduction=\"") + r + "\"}\n", "%y");
+  }
+  add("cross_entropy_f64_wide", "%x: f64[5,300], %l: i64[5]",
+      "  %y = cross_entropy(%x, %l) {reduction=\"mean\"}\n", "%y");
+  add("random_ops", "%k: i64[2]",
+      "  %u = random_uniform(%k) {shape=[7, 9], dtype=f32}\n"
+      "  %v = random_uniform(%k) {shape=[5], dtype=f64}\n"
+      "  %b = random_bernoulli(%k) {shape=[6, 8], p=0.3, dtype=f32}\n", "%u, %v, %b");
+  add("pow_scalar_f64", "%b: f64[], %t: f64[]", "  %y = pow(%b, %t)\n", "%y");
   return cases;
 }
 

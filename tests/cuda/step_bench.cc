@@ -1,5 +1,6 @@
-// Times the training-step cases of cases.h on the GPU ([CUDA]): for each, the median
-// wall time of one run() (every invocation, the updates, the final synchronize) over
+// Times the training-step cases of cases.h on the GPU ([CUDA]): for each, replayed as one
+// CUDA graph and launch by launch, the median wall time of one step (the step count
+// written, then run(): every invocation, the updates, the final synchronize) over
 // --steps steps after --warmup, and what still runs on the host. The PyTorch peer for
 // mlp784_adam_step is bench/pytorch/cuda_mlp.py, run in the same session on the same
 // GPU (bench/RESULTS.md, "CUDA"). Prints the reason and exits 0 without a GPU.
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "runtime/cuda/executor.h"
+#include "runtime/cuda/library.h"
 #include "tests/cuda/case_inputs.h"
 #include "tests/cuda/cases.h"
 
@@ -50,46 +52,62 @@ int run(int argc, char** argv) {
   }
   for (const Case& c : all_cases()) {
     if (c.steps < 2 || (!only.empty() && c.name != only)) continue;
-    const Graph g = parse_case(c);
-    std::vector<Tensor> inputs = make_inputs(g, 7);
-    set_step(g, inputs, 0);
-    StatusOr<std::unique_ptr<cuda::Executor>> ex = cuda::Executor::create(c.program(), c.ptx, c.symbols);
-    if (!ex.ok()) {
-      std::fprintf(stderr, "%s: %s\n", c.name.c_str(), ex.error().to_string().c_str());
-      return 1;
-    }
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      if (Status s = (*ex)->set_input(static_cast<int>(i), inputs[i]); !s.ok()) {
-        std::fprintf(stderr, "%s: %s\n", c.name.c_str(), s.to_string().c_str());
+    for (bool graph : {true, false}) {
+      const Graph g = parse_case(c);
+      std::vector<Tensor> inputs = make_inputs(g, 7);
+      set_step(g, inputs, 0);
+      const Program program = c.program();
+      const bool host = !cuda::host_invocations(program).empty();
+      StatusOr<std::unique_ptr<cuda::Executor>> ex = cuda::Executor::create(
+          program, c.ptx, c.symbols, {.cuda_graph = graph, .allow_host_fallback = host});
+      if (!ex.ok()) {
+        std::fprintf(stderr, "%s: %s\n", c.name.c_str(), ex.error().to_string().c_str());
         return 1;
       }
-    }
-    std::vector<double> ms;
-    double first_loss = 0, last_loss = 0;
-    for (int s = 0; s < warmup + steps; ++s) {
-      const auto t0 = std::chrono::steady_clock::now();
-      if (Status st = (*ex)->run(); !st.ok()) {
-        std::fprintf(stderr, "%s: %s\n", c.name.c_str(), st.to_string().c_str());
-        return 1;
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        if (Status s = (*ex)->set_input(static_cast<int>(i), inputs[i]); !s.ok()) {
+          std::fprintf(stderr, "%s: %s\n", c.name.c_str(), s.to_string().c_str());
+          return 1;
+        }
       }
-      const auto t1 = std::chrono::steady_clock::now();
-      if (s >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-      const double loss = (*ex)->output(0).get_double(0);
-      if (s == 0) first_loss = loss;
-      last_loss = loss;
-    }
-    std::sort(ms.begin(), ms.end());
-    std::printf("weft cuda  %-18s median %.3f ms/step  (min %.3f, %d steps; loss %.4f -> %.4f; "
-                "%zu invocations, %zu generated kernels, %d on the host)\n",
-                c.name.c_str(), ms[ms.size() / 2], ms.front(), steps, first_loss, last_loss,
-                (*ex)->program().code.size(), c.symbols.size(), (*ex)->fallbacks());
-    // Which invocations still run on the host, by op.
-    const std::string d = (*ex)->describe();
-    size_t at = 0;
-    while ((at = d.find("reference ", at)) != std::string::npos) {
-      const size_t end = d.find('\n', at);
-      std::printf("    host: %s\n", d.substr(at, end - at).c_str());
-      at = end;
+      const int step_input = (*ex)->find_input("weft.step");
+      std::vector<double> ms;
+      double first_loss = 0, last_loss = 0;
+      for (int s = 0; s < warmup + steps; ++s) {
+        // A training loop's step: the step count (Adam's bias correction), then the step.
+        const auto t0 = std::chrono::steady_clock::now();
+        if (step_input >= 0) {
+          set_step(g, inputs, s);
+          if (Status st = (*ex)->set_input(step_input, inputs[step_input]); !st.ok()) {
+            std::fprintf(stderr, "%s: %s\n", c.name.c_str(), st.to_string().c_str());
+            return 1;
+          }
+        }
+        if (Status st = (*ex)->run(); !st.ok()) {
+          std::fprintf(stderr, "%s: %s\n", c.name.c_str(), st.to_string().c_str());
+          return 1;
+        }
+        const auto t1 = std::chrono::steady_clock::now();
+        if (s >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+        const double loss = (*ex)->output(0).get_double(0);
+        if (s == 0) first_loss = loss;
+        last_loss = loss;
+      }
+      std::sort(ms.begin(), ms.end());
+      std::printf("weft cuda  %-18s %-14s median %.3f ms/step  (min %.3f, %d steps; loss %.4f -> "
+                  "%.4f; %zu invocations, %zu generated kernels, %d on the host)\n",
+                  c.name.c_str(), (*ex)->uses_cuda_graph() ? "one CUDA graph" : "launches",
+                  ms[ms.size() / 2], ms.front(), steps, first_loss, last_loss,
+                  (*ex)->program().code.size(), c.symbols.size(), (*ex)->fallbacks());
+      if (!graph) continue;
+      // Which invocations still run on the host, by op.
+      const std::string d = (*ex)->describe();
+      size_t at = 0;
+      while ((at = d.find("reference ", at)) != std::string::npos) {
+        const size_t end = d.find('\n', at);
+        std::printf("    host: %s\n", d.substr(at, end - at).c_str());
+        at = end;
+      }
     }
   }
   return 0;

@@ -26,6 +26,7 @@
 #include "autodiff/grad.h"
 #include "codegen/cpu_backend.h"
 #include "codegen/cuda_backend.h"
+#include "runtime/cuda/library.h"
 #include "runtime/reference/numerics.h"
 #include "ir/dot.h"
 #include "ir/json.h"
@@ -61,11 +62,14 @@ constexpr const char* kUsage =
     "`weftc <command> --help` describes each command.\n";
 
 constexpr const char* kCheckHelp =
-    "usage: weftc check FILE.wir [-o OUT.wir]\n"
+    "usage: weftc check FILE.wir [-o OUT.wir] [--backend=cuda]\n"
     "\n"
     "Parses FILE (.wir text, or its JSON form if it ends in .json), verifies its structure\n"
     "and infers every value's type. Errors are printed as FILE:LINE:COL: error: ... and\n"
-    "the exit status is 1. With -o/--out, writes the graph with its inferred types.\n";
+    "the exit status is 1. With -o/--out, writes the graph with its inferred types.\n"
+    "  --backend=cuda   also lower FILE for the GPU (no GPU needed) and fail, naming each\n"
+    "                   op and its line, when any op would run on the host rather than on\n"
+    "                   the device: \"does this run on the GPU?\"\n";
 
 constexpr const char* kDumpHelp =
     "usage: weftc dump FILE.wir [--after=PASS] [--format=text|json|dot|ptx] [-o OUT]\n"
@@ -91,7 +95,7 @@ constexpr const char* kDumpHelp =
 constexpr const char* kRunHelp =
     "usage: weftc run FILE.wir --input NAME=PATH.npy ... --out DIR\n"
     "                [--backend=cpu|cuda|reference]\n"
-    "                [--check-numerics] [--max-memory=BYTES]\n"
+    "                [--check-numerics] [--max-memory=BYTES] [--allow-host-fallback]\n"
     "\n"
     "Executes the graph once. Every graph input, whatever its kind (data, param, state),\n"
     "must be given with --input; its .npy file must hold exactly the input's dtype and\n"
@@ -100,13 +104,17 @@ constexpr const char* kRunHelp =
     "that an assign updated as DIR/NAME.npy, overwriting existing files.\n"
     "  --backend=B      cpu (default): fused, memory-planned, MLIR-generated kernels on\n"
     "                   all cores; cuda: the GPU (cuBLAS GEMMs, generated PTX kernels,\n"
-    "                   the ops with no CUDA kernel yet on the host); reference: the\n"
-    "                   reference interpreter (the oracle)\n"
+    "                   weft's CUDA library kernels); reference: the reference\n"
+    "                   interpreter (the oracle)\n"
     "  --check-numerics stop at the first op producing a NaN or an infinity and name it\n"
     "                   with its source location (inside a fused kernel: its body's op)\n"
     "  --max-memory=N   cpu, cuda: refuse to run when the planned arena and the inputs\n"
     "                   need more than N bytes (suffixes K, M, G: KiB, MiB, GiB); default:\n"
-    "                   the machine's MemAvailable (cuda: the GPU's free memory)\n";
+    "                   the machine's MemAvailable (cuda: the GPU's free memory)\n"
+    "  --allow-host-fallback\n"
+    "                   cuda: run the ops that have no CUDA kernel on the reference\n"
+    "                   interpreter on the host (a debugging path) instead of refusing\n"
+    "                   the graph (weftc check --backend=cuda lists them)\n";
 
 constexpr const char* kProfileHelp =
     "usage: weftc profile FILE.wir --input NAME=PATH.npy ... [--steps=N] [--warmup=N] [--top=K]\n"
@@ -212,12 +220,23 @@ StatusOr<std::string> one_file_argument(const std::string& command, const Args& 
 }
 
 Status check_command(const std::vector<std::string>& argv) {
-  WEFT_ASSIGN_OR_RETURN(Args args, parse_args("check", argv, {{"out", "o"}}));
+  WEFT_ASSIGN_OR_RETURN(Args args, parse_args("check", argv, {{"out", "o"}, {"backend"}}));
   WEFT_ASSIGN_OR_RETURN(std::string file, one_file_argument("check", args));
+  const std::string backend = args.get("backend", "");
+  if (!backend.empty() && backend != "cuda") {
+    return Error{"weftc check: --backend=" + backend +
+                 " is not checked; --backend=cuda checks that every op runs on the GPU"};
+  }
   WEFT_ASSIGN_OR_RETURN(Graph g, load_typed_graph(file));
   if (args.has("out")) WEFT_RETURN_IF_ERROR(write_file(args.get("out"), print_graph(g)));
   std::cout << file << ": ok: @" << g.name() << ", " << g.inputs().size() << " inputs, "
             << g.nodes().size() << " nodes, " << g.outputs().size() << " outputs\n";
+  if (backend == "cuda") {
+    WEFT_ASSIGN_OR_RETURN(codegen::CudaProgram p, codegen::compile_cuda_program(g));
+    WEFT_RETURN_IF_ERROR(cuda::check_device_only(p.program));
+    std::cout << file << ": cuda: every op runs on the GPU (" << p.program.code.size()
+              << " invocations, " << p.program.kernels.size() << " generated kernels)\n";
+  }
   return Status();
 }
 
@@ -505,7 +524,8 @@ Status run_command(const std::vector<std::string>& argv) {
   WEFT_ASSIGN_OR_RETURN(
       Args args, parse_args("run", argv,
                             {{"input", "i", true, /*repeatable=*/true}, {"out", "o"}, {"backend"},
-                             {"check-numerics", "", false}, {"max-memory"}}));
+                             {"check-numerics", "", false}, {"max-memory"},
+                             {"allow-host-fallback", "", false}}));
   WEFT_ASSIGN_OR_RETURN(std::string file, one_file_argument("run", args));
   if (!args.has("out")) return Error{"weftc run: --out DIR is required (see weftc run --help)"};
   std::string backend = args.get("backend", "cpu");
@@ -526,6 +546,7 @@ Status run_command(const std::vector<std::string>& argv) {
   }
   cuda::ExecutorOptions gpu;
   gpu.max_memory = cpu.executor.max_memory;
+  gpu.allow_host_fallback = args.has("allow-host-fallback");
   WEFT_ASSIGN_OR_RETURN(reference::RunResult result,
                         backend == "cpu"    ? codegen::run_on_cpu(g, inputs, cpu)
                         : backend == "cuda" ? codegen::run_on_cuda(g, inputs, gpu)

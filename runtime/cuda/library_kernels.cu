@@ -1,0 +1,353 @@
+// The CUDA library kernels (library_kernels.h). Element loops are grid-stride over
+// 256-thread blocks; the index arithmetic is index_maps.h's, shared with the host tests.
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "runtime/cuda/index_maps.h"
+#include "runtime/cuda/library_kernels.h"
+#include "runtime/philox.h"
+
+namespace weft::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned blocks_for(int64_t n) {
+  const int64_t b = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(b < 1 ? 1 : b > 65535 ? 65535 : b);
+}
+
+__device__ inline int64_t first_index() {
+  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ inline int64_t grid_stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
+
+// The first error of the step wins; later ones are dropped.
+__device__ void report(DeviceError* error, int invocation, int32_t code, int64_t value,
+                       int64_t position) {
+  if (atomicCAS(&error->code, 0, code) == 0) {
+    error->invocation = invocation;
+    error->value = value;
+    error->position = position;
+  }
+}
+
+// An element of `Bytes` bytes, copied as one word.
+template <int Bytes> struct Word;
+template <> struct Word<1> { using T = uint8_t; };
+template <> struct Word<2> { using T = uint16_t; };
+template <> struct Word<4> { using T = uint32_t; };
+template <> struct Word<8> { using T = uint64_t; };
+
+template <typename W>
+__global__ void strided_copy(const W* in, W* out, StridedMap map, W fill) {
+  for (int64_t e = first_index(); e < map.count; e += grid_stride()) {
+    int64_t o = 0;
+    const int64_t i = map_element(map, e, o);
+    out[o] = i < 0 ? fill : in[i];
+  }
+}
+
+template <typename W>
+__global__ void gather(const W* x, const void* idx, IndexType it, W* out, GatherGeometry g,
+                       DeviceError* error, int invocation) {
+  const int64_t count = g.outer * g.n * g.inner;
+  for (int64_t e = first_index(); e < count; e += grid_stride()) {
+    const int64_t j = gather_position(g, e);
+    const int64_t i = index_at(idx, it, j);
+    if (i < 0 || i >= g.dim) {
+      report(error, invocation, kIndexOutOfRange, i, j);
+      out[e] = W(0);
+      continue;
+    }
+    out[e] = x[gather_other(g, e, i)];
+  }
+}
+
+template <typename T>
+__device__ void atomic_add(T* at, T v) {
+  if constexpr (sizeof(T) == 8 && !std::is_floating_point_v<T>) {
+    atomicAdd(reinterpret_cast<unsigned long long*>(at), static_cast<unsigned long long>(v));
+  } else {
+    atomicAdd(at, v);
+  }
+}
+
+template <typename T>
+__global__ void scatter_add(const void* idx, IndexType it, const T* src, T* out, GatherGeometry g,
+                            DeviceError* error, int invocation) {
+  const int64_t count = g.outer * g.n * g.inner;
+  for (int64_t e = first_index(); e < count; e += grid_stride()) {
+    const int64_t j = gather_position(g, e);
+    const int64_t i = index_at(idx, it, j);
+    if (i < 0 || i >= g.dim) {
+      report(error, invocation, kIndexOutOfRange, i, j);
+      continue;
+    }
+    atomic_add(out + gather_other(g, e, i), src[e]);
+  }
+}
+
+template <typename W>
+__global__ void one_hot(const void* idx, IndexType it, int64_t n, int64_t depth, W* out, W one) {
+  for (int64_t j = first_index(); j < n; j += grid_stride()) {
+    const int64_t i = index_at(idx, it, j);
+    if (i >= 0 && i < depth) out[j * depth + i] = one;
+  }
+}
+
+__device__ inline double warp_max(double v) {
+  for (int s = 16; s > 0; s /= 2) v = fmax(v, __shfl_xor_sync(0xffffffffu, v, s));
+  return v;
+}
+__device__ inline double warp_sum(double v) {
+  for (int s = 16; s > 0; s /= 2) v += __shfl_xor_sync(0xffffffffu, v, s);
+  return v;
+}
+
+// One warp per row: the maximum, the sum of exponentials, then the loss of the label.
+template <typename T>
+__global__ void cross_entropy_rows(const T* logits, const void* labels, IndexType lt, int64_t n,
+                                   int64_t c, double* row_loss, T* out_none,
+                                   DeviceError* error, int invocation) {
+  const int lane = threadIdx.x % 32;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x / 32);
+  for (int64_t r = first_index() / 32; r < n; r += warps) {
+    const T* row = logits + r * c;
+    double m = -INFINITY;
+    for (int64_t j = lane; j < c; j += 32) m = fmax(m, static_cast<double>(row[j]));
+    m = warp_max(m);
+    double sum = 0;
+    for (int64_t j = lane; j < c; j += 32) sum += exp(static_cast<double>(row[j]) - m);
+    sum = warp_sum(sum);
+    if (lane == 0) {
+      const int64_t label = index_at(labels, lt, r);
+      double loss = 0;
+      if (label < 0 || label >= c) {
+        report(error, invocation, kLabelOutOfRange, label, r);
+      } else {
+        loss = m + log(sum) - static_cast<double>(row[label]);
+      }
+      row_loss[r] = loss;
+      if (out_none != nullptr) out_none[r] = static_cast<T>(loss);
+    }
+  }
+}
+
+// One block adds the rows' losses: each thread a strided share in order, then a tree.
+template <typename T>
+__global__ void cross_entropy_total(const double* row_loss, int64_t n, double scale, T* out) {
+  __shared__ double part[kThreads];
+  double s = 0;
+  for (int64_t r = threadIdx.x; r < n; r += kThreads) s += row_loss[r];
+  part[threadIdx.x] = s;
+  __syncthreads();
+  for (int w = kThreads / 2; w > 0; w /= 2) {
+    if (threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) out[0] = static_cast<T>(part[0] * scale);
+}
+
+template <typename T>
+__device__ T apply(ElementwiseOp op, T a, T b) {
+  switch (op) {
+    case kPow: return pow(a, b);
+    case kExp: return exp(a);
+    case kLog: return log(a);
+    case kLog1p: return log1p(a);
+    case kTanh: return tanh(a);
+    case kSin: return sin(a);
+    case kCos: return cos(a);
+    case kErf: return erf(a);
+    case kSigmoid: return T(1) / (T(1) + exp(-a));
+  }
+  return a;
+}
+
+template <typename T>
+__global__ void elementwise(ElementwiseOp op, const T* a, StridedMap am, const T* b,
+                            StridedMap bm, T* out, int64_t count) {
+  for (int64_t e = first_index(); e < count; e += grid_stride()) {
+    int64_t o = 0;
+    const T x = a[map_element(am, e, o)];
+    const T y = b != nullptr ? b[map_element(bm, e, o)] : T(0);
+    out[e] = apply(op, x, y);
+  }
+}
+
+template <typename T>
+__global__ void random_uniform(const int64_t* key, T* out, int64_t count) {
+  const int64_t seed = key[0], offset = key[1];
+  for (int64_t e = first_index(); e < count; e += grid_stride()) {
+    const philox::Block b = philox::element_block(seed, offset, static_cast<uint64_t>(e));
+    if constexpr (sizeof(T) == 8) {
+      out[e] = philox::uniform_f64(b);
+    } else {
+      out[e] = philox::uniform_f32(b);
+    }
+  }
+}
+
+template <typename W>
+__global__ void random_bernoulli(const int64_t* key, W* out, int64_t count, double p, W one) {
+  const int64_t seed = key[0], offset = key[1];
+  for (int64_t e = first_index(); e < count; e += grid_stride()) {
+    const philox::Block b = philox::element_block(seed, offset, static_cast<uint64_t>(e));
+    out[e] = static_cast<double>(philox::uniform_f32(b)) < p ? one : W(0);  // as the reference
+  }
+}
+
+// Calls f(Word<esize>::T{}) for the element size.
+template <typename F>
+cudaError_t by_size(int esize, F&& f) {
+  switch (esize) {
+    case 1: return f(uint8_t{});
+    case 2: return f(uint16_t{});
+    case 4: return f(uint32_t{});
+    case 8: return f(uint64_t{});
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace
+
+cudaError_t launch_strided_copy(const void* in, void* out, const StridedMap& map, int esize,
+                                uint64_t fill, cudaStream_t stream) {
+  if (map.count == 0) return cudaSuccess;
+  return by_size(esize, [&](auto w) {
+    using W = decltype(w);
+    strided_copy<W><<<blocks_for(map.count), kThreads, 0, stream>>>(
+        static_cast<const W*>(in), static_cast<W*>(out), map, static_cast<W>(fill));
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t launch_gather(const void* x, const void* idx, IndexType idx_type, void* out,
+                          const GatherGeometry& g, int esize, DeviceError* error,
+                          int invocation, cudaStream_t stream) {
+  const int64_t count = g.outer * g.n * g.inner;
+  if (count == 0) return cudaSuccess;
+  return by_size(esize, [&](auto w) {
+    using W = decltype(w);
+    gather<W><<<blocks_for(count), kThreads, 0, stream>>>(
+        static_cast<const W*>(x), idx, idx_type, static_cast<W*>(out), g, error, invocation);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t launch_scatter_add(const void* idx, IndexType idx_type, const void* src, void* out,
+                               const GatherGeometry& g, ValueType type, DeviceError* error,
+                               int invocation, cudaStream_t stream) {
+  const int64_t count = g.outer * g.n * g.inner;
+  if (count == 0) return cudaSuccess;
+  const unsigned blocks = blocks_for(count);
+  switch (type) {
+    case kF32:
+      scatter_add<float><<<blocks, kThreads, 0, stream>>>(
+          idx, idx_type, static_cast<const float*>(src), static_cast<float*>(out), g, error,
+          invocation);
+      break;
+    case kF64:
+      scatter_add<double><<<blocks, kThreads, 0, stream>>>(
+          idx, idx_type, static_cast<const double*>(src), static_cast<double*>(out), g, error,
+          invocation);
+      break;
+    case kI32:
+      scatter_add<int32_t><<<blocks, kThreads, 0, stream>>>(
+          idx, idx_type, static_cast<const int32_t*>(src), static_cast<int32_t*>(out), g, error,
+          invocation);
+      break;
+    case kI64:
+      scatter_add<int64_t><<<blocks, kThreads, 0, stream>>>(
+          idx, idx_type, static_cast<const int64_t*>(src), static_cast<int64_t*>(out), g, error,
+          invocation);
+      break;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t launch_one_hot(const void* idx, IndexType idx_type, int64_t n, int64_t depth,
+                           void* out, int esize, uint64_t one, cudaStream_t stream) {
+  const cudaError_t cleared =
+      cudaMemsetAsync(out, 0, static_cast<size_t>(n * depth * esize), stream);
+  if (cleared != cudaSuccess || n == 0) return cleared;
+  return by_size(esize, [&](auto w) {
+    using W = decltype(w);
+    one_hot<W><<<blocks_for(n), kThreads, 0, stream>>>(idx, idx_type, n, depth,
+                                                       static_cast<W*>(out), static_cast<W>(one));
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t launch_cross_entropy(const void* logits, ValueType type, const void* labels,
+                                 IndexType label_type, int64_t n, int64_t c, int mode,
+                                 double* row_loss, void* out, DeviceError* error,
+                                 int invocation, cudaStream_t stream) {
+  const unsigned blocks = blocks_for(n * 32);
+  const double scale = mode == 0 ? 1.0 / static_cast<double>(n) : 1.0;
+  if (type == kF64) {
+    double* none = mode == 2 ? static_cast<double*>(out) : nullptr;
+    cross_entropy_rows<double><<<blocks, kThreads, 0, stream>>>(
+        static_cast<const double*>(logits), labels, label_type, n, c, row_loss, none, error,
+        invocation);
+    if (mode != 2) {
+      cross_entropy_total<double><<<1, kThreads, 0, stream>>>(row_loss, n, scale,
+                                                             static_cast<double*>(out));
+    }
+  } else {
+    float* none = mode == 2 ? static_cast<float*>(out) : nullptr;
+    cross_entropy_rows<float><<<blocks, kThreads, 0, stream>>>(
+        static_cast<const float*>(logits), labels, label_type, n, c, row_loss, none, error,
+        invocation);
+    if (mode != 2) {
+      cross_entropy_total<float><<<1, kThreads, 0, stream>>>(row_loss, n, scale,
+                                                            static_cast<float*>(out));
+    }
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t launch_elementwise(ElementwiseOp op, ValueType type, const void* a,
+                               const StridedMap& a_map, const void* b, const StridedMap& b_map,
+                               void* out, int64_t count, cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
+  if (type == kF64) {
+    elementwise<double><<<blocks_for(count), kThreads, 0, stream>>>(
+        op, static_cast<const double*>(a), a_map, static_cast<const double*>(b), b_map,
+        static_cast<double*>(out), count);
+  } else {
+    elementwise<float><<<blocks_for(count), kThreads, 0, stream>>>(
+        op, static_cast<const float*>(a), a_map, static_cast<const float*>(b), b_map,
+        static_cast<float*>(out), count);
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t launch_random(bool bernoulli, ValueType type, const int64_t* key, void* out,
+                          int64_t count, double p, int esize, uint64_t one,
+                          cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
+  if (bernoulli) {
+    return by_size(esize, [&](auto w) {
+      using W = decltype(w);
+      random_bernoulli<W><<<blocks_for(count), kThreads, 0, stream>>>(
+          key, static_cast<W*>(out), count, p, static_cast<W>(one));
+      return cudaGetLastError();
+    });
+  }
+  if (type == kF64) {
+    random_uniform<double><<<blocks_for(count), kThreads, 0, stream>>>(
+        key, static_cast<double*>(out), count);
+  } else {
+    random_uniform<float><<<blocks_for(count), kThreads, 0, stream>>>(
+        key, static_cast<float*>(out), count);
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace weft::cuda

@@ -1,0 +1,42 @@
+#pragma once
+// The host-side plans of the CUDA library kernels (library_kernels.cu): a movement op as
+// StridedMaps, gather/scatter_add geometry, the operand maps of a broadcast elementwise
+// op, and dtype bit patterns. Host-only, like plan.h, so CI tests them
+// (library_plan_test runs the kernels' per-element functions from index_maps.h over host
+// buffers against the reference interpreter).
+
+#include <cstdint>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/status.h"
+#include "runtime/cuda/index_maps.h"
+
+namespace weft::cuda {
+
+/// The maps of a movement op (transpose, broadcast_to, slice, pad, reshape: one; concat:
+/// one per operand) writing a result of type `result`. Errors (internal: the shape rules
+/// have checked the attributes) for a rank above kMaxRank.
+StatusOr<std::vector<StridedMap>> plan_strided_copy(const Node& node,
+                                                    const std::vector<Type>& operands,
+                                                    const Type& result);
+
+/// The map reading an operand of shape `operand` broadcast (NumPy rules) to `result`,
+/// for each of `result`'s elements in row-major order.
+StridedMap broadcast_map(const Shape& operand, const Shape& result);
+
+/// gather (x, idx) and scatter_add (base, idx, src) along `node`'s axis: `data` is x or
+/// base, `n` the number of indices.
+GatherGeometry plan_gather(const Node& node, const Shape& data, int64_t n);
+
+/// The IndexType of an index operand (i32, i64, u8).
+IndexType index_type(DType dtype);
+
+/// The ElementwiseOp of an op library.h sends to LibraryKind::elementwise.
+ElementwiseOp elementwise_op(Op op);
+
+/// The bytes of `value` in `dtype`, in the low bytes of the result (one_hot's and
+/// random_bernoulli's 0 and 1, pad's fill).
+uint64_t dtype_bits(DType dtype, double value);
+
+}  // namespace weft::cuda

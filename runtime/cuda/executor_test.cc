@@ -83,10 +83,14 @@ Tensor reference_op(Op op, const Attrs& attrs, const std::vector<Tensor>& args, 
   return r->outputs[0];
 }
 
+// The hand-built Programs use softmax as their op without a CUDA kernel: the host
+// fallback is allowed here (library.h's check is tested in library_plan_test).
+constexpr ExecutorOptions kDebug{.allow_host_fallback = true};
+
 std::unique_ptr<Executor> create_or_die(Program p, std::string ptx = "",
                                         std::vector<std::string> symbols = {}) {
   StatusOr<std::unique_ptr<Executor>> ex = Executor::create(std::move(p), std::move(ptx),
-                                                            std::move(symbols));
+                                                            std::move(symbols), kDebug);
   WEFT_CHECK(ex.ok(), ex.status().to_string());
   return std::move(*ex);
 }
@@ -439,7 +443,7 @@ TEST(CudaExecutor, Errors) {
 
   Program p = one_op(Op::Softmax, {}, {t}, t);
   p.kernels = {kernel("k0", 1, 4)};
-  bad = Executor::create(p, ptx_module({ptx_entry("weft_add", "add", 4)}), {"missing"});
+  bad = Executor::create(p, ptx_module({ptx_entry("weft_add", "add", 4)}), {"missing"}, kDebug);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().message.rfind(
                 "cudaLibraryGetKernel (k0, symbol \"missing\" in the program's PTX): ", 0),
@@ -448,15 +452,23 @@ TEST(CudaExecutor, Errors) {
   // PTX that does not compile: with lazy module loading (the default) the runtime compiles
   // it at the first kernel lookup (an H200 with driver 580 says "device kernel image is
   // invalid" there); with CUDA_MODULE_LOADING=EAGER, at the load.
-  bad = Executor::create(p, "this is not PTX", {"weft_add"});
+  bad = Executor::create(p, "this is not PTX", {"weft_add"}, kDebug);
   ASSERT_FALSE(bad.ok());
   const std::string& m = bad.error().message;
   EXPECT_TRUE(m.rfind("cudaLibraryLoadData (the program's PTX): ", 0) == 0 ||
               m.rfind("cudaLibraryGetKernel (k0, symbol \"weft_add\" in the program's PTX): ", 0) == 0)
       << m;
-  bad = Executor::create(p, "", {"weft_add"});
+  bad = Executor::create(p, "", {"weft_add"}, kDebug);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().message, "program @one_op has 1 generated kernels but no PTX was given");
+  // Without allow_host_fallback, an op with no CUDA kernel is refused before anything is
+  // allocated (library.h, check_device_only).
+  bad = Executor::create(one_op(Op::Softmax, {}, {t}, t), "", {});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message.rfind("program @one_op would run 1 op on the host (no CUDA kernel "
+                                      "for it):\n  softmax (%", 0),
+            0u)
+      << bad.error().message;
 }
 
 }  // namespace

@@ -14,6 +14,7 @@ const char* library_kind_name(LibraryKind kind) {
     case LibraryKind::scatter_add: return "scatter_add";
     case LibraryKind::one_hot: return "one_hot";
     case LibraryKind::cross_entropy: return "cross_entropy";
+    case LibraryKind::mse: return "mse";
     case LibraryKind::elementwise: return "elementwise";
     case LibraryKind::random: return "random";
     case LibraryKind::convolution: return "convolution";
@@ -85,6 +86,8 @@ LibraryKind library_kind(const Node& node, const std::vector<Type>& operands, co
       return is_f32_or_f64(operands[0].dtype) && is_index(operands[1].dtype)
                  ? LibraryKind::cross_entropy
                  : LibraryKind::host;
+    case Op::Mse:
+      return all_f32_or_f64(operands, result) ? LibraryKind::mse : LibraryKind::host;
     case Op::RandomUniform:
       return result.dtype == DType::f32 || result.dtype == DType::f64 ? LibraryKind::random
                                                                      : LibraryKind::host;

@@ -30,6 +30,7 @@ enum class LibraryKind {
   scatter_add,    ///< Atomic adds after a copy of the base.
   one_hot,
   cross_entropy,  ///< One warp per row; labels checked on the device.
+  mse,            ///< Block partial sums, then one block: deterministic.
   elementwise,    ///< What the generated kernels lack: pow, f64 transcendental math.
   random,         ///< Philox on the device, the reference's streams (runtime/philox.h).
   convolution,    ///< cuDNN: conv2d and its two gradients.

@@ -143,6 +143,19 @@ StatusOr<BoundPtr> library_bound(LibraryKind kind, const Node& node,
       b->set_error_context(c, 0, 0);
       return BoundPtr(std::move(b));
     }
+    case LibraryKind::mse: {
+      const std::string& reduction = node.str_attr("reduction");
+      const int mode = reduction == "mean" ? 0 : reduction == "sum" ? 1 : 2;
+      const ValueType vt = value_type(types[0].dtype);
+      const int64_t count = types[0].numel();
+      return BoundPtr(std::make_unique<LibraryBound>(
+          node, what,
+          [=](Device& d, int) {
+            return launch_mse(in[0], in[1], vt, count, mode, static_cast<double*>(d.workspace),
+                              out, d.stream);
+          },
+          static_cast<size_t>(kMseBlocks) * sizeof(double)));
+    }
     case LibraryKind::elementwise: {
       const ElementwiseOp eop = elementwise_op(node.op);
       const StridedMap am = broadcast_map(types[0].shape, result.shape);

@@ -138,19 +138,39 @@ __global__ void cross_entropy_rows(const T* logits, const void* labels, IndexTyp
   }
 }
 
-// One block adds the rows' losses: each thread a strided share in order, then a tree.
-template <typename T>
-__global__ void cross_entropy_total(const double* row_loss, int64_t n, double scale, T* out) {
+// The sum of a block's threads' values, in a fixed order (a tree over shared memory);
+// valid in thread 0.
+__device__ double block_sum(double v) {
   __shared__ double part[kThreads];
-  double s = 0;
-  for (int64_t r = threadIdx.x; r < n; r += kThreads) s += row_loss[r];
-  part[threadIdx.x] = s;
+  part[threadIdx.x] = v;
   __syncthreads();
   for (int w = kThreads / 2; w > 0; w /= 2) {
     if (threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
     __syncthreads();
   }
-  if (threadIdx.x == 0) out[0] = static_cast<T>(part[0] * scale);
+  return part[0];
+}
+
+// One block adds n doubles (rows' losses, blocks' partial sums): each thread a strided
+// share in order, then a tree; out[0] = the sum times `scale`.
+template <typename T>
+__global__ void sum_doubles(const double* values, int64_t n, double scale, T* out) {
+  double s = 0;
+  for (int64_t r = threadIdx.x; r < n; r += kThreads) s += values[r];
+  s = block_sum(s);
+  if (threadIdx.x == 0) out[0] = static_cast<T>(s * scale);
+}
+
+template <typename T>
+__global__ void squared_error(const T* a, const T* b, int64_t n, double* partial, T* out_none) {
+  double s = 0;
+  for (int64_t e = first_index(); e < n; e += grid_stride()) {
+    const double d = static_cast<double>(a[e]) - static_cast<double>(b[e]);
+    if (out_none != nullptr) out_none[e] = static_cast<T>(d * d);
+    s += d * d;
+  }
+  s = block_sum(s);
+  if (threadIdx.x == 0 && partial != nullptr) partial[blockIdx.x] = s;
 }
 
 template <typename T>
@@ -296,7 +316,7 @@ cudaError_t launch_cross_entropy(const void* logits, ValueType type, const void*
         static_cast<const double*>(logits), labels, label_type, n, c, row_loss, none, error,
         invocation);
     if (mode != 2) {
-      cross_entropy_total<double><<<1, kThreads, 0, stream>>>(row_loss, n, scale,
+      sum_doubles<double><<<1, kThreads, 0, stream>>>(row_loss, n, scale,
                                                              static_cast<double*>(out));
     }
   } else {
@@ -305,8 +325,33 @@ cudaError_t launch_cross_entropy(const void* logits, ValueType type, const void*
         static_cast<const float*>(logits), labels, label_type, n, c, row_loss, none, error,
         invocation);
     if (mode != 2) {
-      cross_entropy_total<float><<<1, kThreads, 0, stream>>>(row_loss, n, scale,
+      sum_doubles<float><<<1, kThreads, 0, stream>>>(row_loss, n, scale,
                                                             static_cast<float*>(out));
+    }
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t launch_mse(const void* a, const void* b, ValueType type, int64_t count, int mode,
+                       double* partial, void* out, cudaStream_t stream) {
+  const int64_t want = (count + kThreads - 1) / kThreads;
+  const unsigned blocks = static_cast<unsigned>(want < 1 ? 1 : want > kMseBlocks ? kMseBlocks : want);
+  const double scale = mode == 0 ? 1.0 / static_cast<double>(count) : 1.0;
+  if (type == kF64) {
+    squared_error<double><<<blocks, kThreads, 0, stream>>>(
+        static_cast<const double*>(a), static_cast<const double*>(b), count,
+        mode == 2 ? nullptr : partial, mode == 2 ? static_cast<double*>(out) : nullptr);
+    if (mode != 2) {
+      sum_doubles<double><<<1, kThreads, 0, stream>>>(partial, blocks, scale,
+                                                      static_cast<double*>(out));
+    }
+  } else {
+    squared_error<float><<<blocks, kThreads, 0, stream>>>(
+        static_cast<const float*>(a), static_cast<const float*>(b), count,
+        mode == 2 ? nullptr : partial, mode == 2 ? static_cast<float*>(out) : nullptr);
+    if (mode != 2) {
+      sum_doubles<float><<<1, kThreads, 0, stream>>>(partial, blocks, scale,
+                                                     static_cast<float*>(out));
     }
   }
   return cudaGetLastError();

@@ -42,6 +42,13 @@ cudaError_t launch_cross_entropy(const void* logits, ValueType type, const void*
                                  double* row_loss, void* out, DeviceError* error,
                                  int invocation, cudaStream_t stream);
 
+/// The squared error of a and b (count elements, f32 or f64): mode 0 mean, 1 sum, 2 none
+/// (out has count elements). Accumulated in f64 like the reference, in kMseBlocks block
+/// partial sums (`partial`, kMseBlocks doubles of workspace) added in a fixed order.
+inline constexpr int kMseBlocks = 1024;
+cudaError_t launch_mse(const void* a, const void* b, ValueType type, int64_t count, int mode,
+                       double* partial, void* out, cudaStream_t stream);
+
 /// out[e] = op(a[a_map(e)], b[b_map(e)]) for e < count (b: nullptr for unary ops).
 cudaError_t launch_elementwise(ElementwiseOp op, ValueType type, const void* a,
                                const StridedMap& a_map, const void* b, const StridedMap& b_map,

@@ -185,6 +185,7 @@ TEST(LibraryKind, EveryOpOfATrainingStepHasDeviceCode) {
       {"%x: f32[4,6], %l: i64[4]", "  %y = cross_entropy(%x, %l) {reduction=\"mean\"}\n",
        LibraryKind::cross_entropy},
       {"%l: i64[4]", "  %y = one_hot(%l) {depth=6, dtype=f32}\n", LibraryKind::one_hot},
+      {"%a: f32[4,6], %b: f32[4,6]", "  %y = mse(%a, %b) {reduction=\"mean\"}\n", LibraryKind::mse},
       {"%x: f64[], %t: f64[]", "  %y = pow(%x, %t)\n", LibraryKind::elementwise},
       {"%x: f64[3]", "  %y = tanh(%x)\n", LibraryKind::elementwise},
       {"%k: i64[2]", "  %y = random_bernoulli(%k) {shape=[4], p=0.5, dtype=bf16}\n",

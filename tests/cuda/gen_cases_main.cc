@@ -127,6 +127,11 @@ std::vector<GraphCase> op_cases() {
   }
   add("cross_entropy_f64_wide", "%x: f64[5,300], %l: i64[5]",
       "  %y = cross_entropy(%x, %l) {reduction=\"mean\"}\n", "%y");
+  for (const char* r : {"mean", "sum", "none"}) {
+    add(std::string("mse_") + r, "%a: f32[300,257], %b: f32[300,257]",
+        std::string("  %y = mse(%a, %b) {reduction=\"") + r + "\"}\n", "%y");
+  }
+  add("mse_f64_small", "%a: f64[7], %b: f64[7]", "  %y = mse(%a, %b) {reduction=\"mean\"}\n", "%y");
   add("random_ops", "%k: i64[2]",
       "  %u = random_uniform(%k) {shape=[7, 9], dtype=f32}\n"
       "  %v = random_uniform(%k) {shape=[5], dtype=f64}\n"

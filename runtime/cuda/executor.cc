@@ -289,9 +289,11 @@ Status Executor::capture_graph() {
 Status Executor::set_input(int index, const Tensor& value) {
   WEFT_RETURN_IF_ERROR(check_input(index, value));
   WEFT_RETURN_IF_ERROR(cuda_status(cudaSetDevice(device_->ordinal), "cudaSetDevice"));
-  return cuda_status(
-      cudaMemcpy(input_ptr_[index], value.raw_data(), value.bytes(), cudaMemcpyHostToDevice),
-      "cudaMemcpy (input %" + program_.inputs[index].name + ")");
+  // Ordered on the step's stream, before the next run(), without waiting for the
+  // previous one: from pageable memory the call returns once `value` is staged.
+  return cuda_status(cudaMemcpyAsync(input_ptr_[index], value.raw_data(), value.bytes(),
+                                     cudaMemcpyHostToDevice, device_->stream),
+                     "cudaMemcpyAsync (input %" + program_.inputs[index].name + ")");
 }
 
 namespace {

@@ -106,6 +106,14 @@ std::vector<GraphCase> op_cases() {
       "  %m = mul(%x, %y)\n  %s = sum(%m) {axes=[0]}\n  %t = max(%x) {axes=[0]}\n"
       "  %u = min(%y) {axes=[1], keepdims=true}\n", "%s, %t, %u");
   add("sum_f64", "%x: f64[5,7,9]", "  %s = sum(%x) {axes=[0, 2]}\n", "%s");
+  // Long rows: one warp per row (emit_gpu.h), f32 and f64, with a ragged last stride.
+  add("softmax_long_rows", "%x: f32[9,1000]", "  %s = softmax(%x) {axis=-1}\n", "%s");
+  add("log_softmax_f64_rows", "%x: f64[4,333]", "  %s = log_softmax(%x) {axis=-1}\n", "%s");
+  add("full_sum_long", "%x: f32[300,257]", "  %s = sum(%x)\n", "%s");
+  add("row_max_f64", "%x: f64[10,100]", "  %s = max(%x) {axes=[1]}\n", "%s");
+  add("mean_outer_and_inner", "%x: f32[4,5,64]", "  %s = mean(%x) {axes=[0, 2]}\n", "%s");
+  add("layer_norm_768", "%x: f32[6,768], %g: f32[768], %b: f32[768]",
+      "  %y = layer_norm(%x, %g, %b) {axes=[-1], eps=1e-5}\n", "%y");
   // weft's CUDA library kernels (runtime/cuda/library_kernels.cu): movement, indexing,
   // cross-entropy and random ops. Integer inputs are in [0, 2] (case_inputs.h).
   add("transpose_3d", "%x: f32[4,6,5]", "  %y = transpose(%x) {perm=[2, 0, 1]}\n", "%y");
@@ -160,6 +168,11 @@ std::vector<GraphCase> training_cases() {
       FlowBuilder::from(Linear(784, 256)).through(ReLU()).through(Linear(256, 256))
           .through(ReLU()).through(Linear(256, 10)).build(),
       {{"x", f32({128, 784})}}, LossSpec::cross_entropy(), OptimizerSpec::adam(1e-3), 2);
+  // Layer norm and softmax rows of 64 forward and backward: warp-per-row kernels.
+  add("layer_norm_adam_step",
+      FlowBuilder::from(Linear(64, 64)).through(LayerNorm(64)).through(GELU())
+          .through(Linear(64, 64)).through(LayerNorm(64)).through(Linear(64, 5)).build(),
+      {{"x", f32({16, 64})}}, LossSpec::cross_entropy(), OptimizerSpec::adam(1e-2), 3);
   add("cnn_sgd_step",
       FlowBuilder::from(Conv2d(1, 4, {.kernel = 3, .padding = 1}))
           .through(BatchNorm2d(4)).through(ReLU()).through(MaxPool2d(2)).through(Flatten())

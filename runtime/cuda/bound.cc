@@ -13,12 +13,17 @@ namespace weft::cuda {
 Executor::Device::~Device() {
   cudaSetDevice(ordinal);
   if (stream) cudaStreamSynchronize(stream);
-  for (void* p : {arena, inputs, snapshots}) {
+  for (void* p : {arena, inputs, snapshots, workspace}) {
     if (p) cudaFree(p);
   }
   if (cublas) cublasDestroy(cublas);
   if (library) cudaLibraryUnload(library);
   if (stream) cudaStreamDestroy(stream);
+}
+
+Error Executor::Bound::device_error(const DeviceError& e) const {
+  return Error{"internal: " + describe() + " reported device error code " +
+               std::to_string(e.code) + " but checks no data"};
 }
 
 namespace {
@@ -66,7 +71,7 @@ class Launch {
 class GeneratedBound : public Executor::Bound {
  public:
   explicit GeneratedBound(Launch launch) : launch_(std::move(launch)) {}
-  Status run(Device& d) override { return launch_.run(d.stream); }
+  Status run(Device& d, int /*index*/) override { return launch_.run(d.stream); }
   std::string describe() const override { return launch_.describe(); }
 
  private:
@@ -124,7 +129,7 @@ class HostOp {
 class FallbackBound : public Executor::Bound {
  public:
   explicit FallbackBound(HostOp op) : op_(std::move(op)) {}
-  Status run(Device& d) override { return op_.run(d.stream); }
+  Status run(Device& d, int /*index*/) override { return op_.run(d.stream); }
   std::string describe() const override { return op_.describe(); }
 
  private:
@@ -149,7 +154,7 @@ struct Gemm {
 class MatmulBound : public Executor::Bound {
  public:
   explicit MatmulBound(Gemm gemm) : gemm_(std::move(gemm)) {}
-  Status run(Device& d) override { return gemm_.run(d); }
+  Status run(Device& d, int /*index*/) override { return gemm_.run(d); }
   std::string describe() const override { return gemm_.describe(); }
 
  private:
@@ -162,7 +167,7 @@ class ContractionBound : public Executor::Bound {
  public:
   ContractionBound(std::optional<Gemm> gemm, std::optional<HostOp> host, Launch epilogue)
       : gemm_(std::move(gemm)), host_(std::move(host)), epilogue_(std::move(epilogue)) {}
-  Status run(Device& d) override {
+  Status run(Device& d, int /*index*/) override {
     WEFT_RETURN_IF_ERROR(gemm_ ? gemm_->run(d) : host_->run(d.stream));
     return epilogue_.run(d.stream);
   }
@@ -182,7 +187,7 @@ class CopyBound : public Executor::Bound {
  public:
   CopyBound(const void* from, void* to, size_t bytes, std::string what)
       : from_(from), to_(to), bytes_(bytes), what_(std::move(what)) {}
-  Status run(Device& d) override {
+  Status run(Device& d, int /*index*/) override {
     if (from_ == to_ || bytes_ == 0) return Status::ok_status();
     return cuda_status(cudaMemcpyAsync(to_, from_, bytes_, cudaMemcpyDeviceToDevice, d.stream),
                        "cudaMemcpyAsync (" + what_ + ")");
@@ -204,7 +209,7 @@ class ConstantBound : public Executor::Bound {
   ConstantBound(void* value, void* to, size_t bytes, std::string op)
       : value_(value), to_(to), bytes_(bytes), op_(std::move(op)) {}
   ~ConstantBound() override { cudaFree(value_); }
-  Status run(Device& d) override {
+  Status run(Device& d, int /*index*/) override {
     return cuda_status(cudaMemcpyAsync(to_, value_, bytes_, cudaMemcpyDeviceToDevice, d.stream),
                        "cudaMemcpyAsync (constant " + op_ + ")");
   }

@@ -14,6 +14,7 @@
 
 #include "ir/status.h"
 #include "runtime/cuda/executor.h"
+#include "runtime/cuda/index_maps.h"
 #include "runtime/cuda/plan.h"
 
 namespace weft::cuda {

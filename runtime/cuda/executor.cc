@@ -276,7 +276,7 @@ Status Executor::run() {
   Device& d = *device_;
   WEFT_RETURN_IF_ERROR(cuda_status(cudaSetDevice(d.ordinal), "cudaSetDevice"));
   for (size_t i = 0; i < code_.size(); ++i) {
-    Status s = code_[i]->run(d);
+    Status s = code_[i]->run(d, static_cast<int>(i));
     if (!s.ok()) {
       cudaStreamSynchronize(d.stream);  // leave nothing in flight; s is the error to report
       Error e = s.error();

@@ -17,6 +17,7 @@ Executor::Device::~Device() {
     if (p) cudaFree(p);
   }
   if (cublas) cublasDestroy(cublas);
+  if (cudnn) cudnnDestroy(cudnn);
   if (library) cudaLibraryUnload(library);
   if (stream) cudaStreamDestroy(stream);
 }

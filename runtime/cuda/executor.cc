@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "runtime/cuda/device.h"
+#include "runtime/cuda/library.h"
 
 namespace weft::cuda {
 
@@ -203,6 +204,17 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program, std::strin
           ex->code_.push_back(std::move(constant));
           break;
         }
+        // The library kernels' kinds (library.h); the lead's binding switch supersedes this.
+        const LibraryKind kind = library_kind(inv.node, types, inv.results[0].type);
+        if (kind == LibraryKind::convolution || kind == LibraryKind::pooling) {
+          WEFT_ASSIGN_OR_RETURN(
+              BoundPtr bound,
+              kind == LibraryKind::convolution
+                  ? convolution_bound(d, inv.node, types, inv.results[0].type, in, out)
+                  : pooling_bound(inv.node, types, inv.results[0].type, in, out));
+          ex->code_.push_back(std::move(bound));
+          break;
+        }
         MatmulPlan plan;
         bool planned = false;
         if (inv.node.op == Op::Matmul) {
@@ -218,6 +230,15 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program, std::strin
         break;
       }
     }
+  }
+  // One workspace for every invocation (they run one at a time on one stream).
+  for (const BoundPtr& b : ex->code_) {
+    d.workspace_bytes = std::max(d.workspace_bytes, b->workspace_bytes());
+  }
+  if (d.workspace_bytes > 0) {
+    WEFT_RETURN_IF_ERROR(cuda_status(cudaMalloc(&d.workspace, d.workspace_bytes),
+                                     "cudaMalloc (workspace, " +
+                                         std::to_string(d.workspace_bytes) + " bytes)"));
   }
   // An update whose value is itself an input (assign(%a, %b)) must read %b's old value
   // even when %b is updated too: such values are snapshotted before any update lands.

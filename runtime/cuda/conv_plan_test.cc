@@ -14,14 +14,15 @@
 #include <string>
 #include <vector>
 
+#include "runtime/cuda/library.h"
 #include "runtime/cuda/test_util.h"
-#include "runtime/reference/interpreter.h"
 #include "runtime/tensor.h"
 
 namespace weft::cuda {
 namespace {
 
 using test_util::random_tensor;
+using test_util::reference_node;
 
 int64_t count(const int (&d)[4]) {
   return static_cast<int64_t>(d[0]) * d[1] * d[2] * d[3];
@@ -147,18 +148,6 @@ Node conv_node(Op op, const Geometry& g) {
   return n;
 }
 
-Tensor reference_op(const Node& node, const std::vector<Tensor>& args, const Type& result) {
-  Graph graph("reference");
-  std::vector<ValueId> in;
-  for (size_t i = 0; i < args.size(); ++i) {
-    in.push_back(graph.add_input("in" + std::to_string(i), args[i].type()));
-  }
-  graph.add_output(graph.add_node(node.op, in, node.attrs, {}, result));
-  StatusOr<reference::RunResult> r = reference::run(graph, args);
-  WEFT_CHECK(r.ok(), r.status().to_string());
-  return r->outputs[0];
-}
-
 void check_op(Op op, const Geometry& g, DType dtype) {
   const Type xt{dtype, g.x}, wt{dtype, g.w}, yt{dtype, conv_output(g)};
   std::vector<Tensor> args;
@@ -193,7 +182,7 @@ void check_op(Op op, const Geometry& g, DType dtype) {
   };
   emulate_cudnn(*plan, buffer(plan->x_at), buffer(plan->w_at), buffer(plan->y_at));
   if (::testing::Test::HasFatalFailure()) return;
-  const Tensor want = reference_op(node, args, result);
+  const Tensor want = reference_node(node, args, result);
   ASSERT_EQ(want.numel(), static_cast<int64_t>(out.size()));
   const double tol = dtype == DType::f32 ? 2e-5 : 1e-12;
   for (int64_t i = 0; i < want.numel(); ++i) {
@@ -265,6 +254,37 @@ TEST(ConvPlan, RefusesWhatCudnnDoesNotRun) {
   EXPECT_EQ(mismatch.error().message,
             "conv2d: output gradient or result [2,4,5,5] does not match the convolution of "
             "[2,3,8,8] by [4,3,3,3]");
+}
+
+// library.h's decision: f32 and f64 convolutions go to cuDNN and poolings to pool.cu;
+// what the plans refuse stays on the host.
+TEST(ConvPlan, LibraryKindSendsConvolutionsAndPoolingsToTheDevice) {
+  const Geometry g = kGeometries[7];  // all_at_once
+  for (DType dtype : {DType::f32, DType::f64}) {
+    const Type xt{dtype, g.x}, wt{dtype, g.w}, yt{dtype, conv_output(g)};
+    EXPECT_EQ(library_kind(conv_node(Op::Conv2d, g), {xt, wt}, yt), LibraryKind::convolution);
+    EXPECT_EQ(library_kind(conv_node(Op::Conv2dBackwardInput, g), {yt, wt}, xt),
+              LibraryKind::convolution);
+    EXPECT_EQ(library_kind(conv_node(Op::Conv2dBackwardWeight, g), {xt, yt}, wt),
+              LibraryKind::convolution);
+  }
+  const Type i{DType::i32, g.x}, iw{DType::i32, g.w}, iy{DType::i32, conv_output(g)};
+  EXPECT_EQ(library_kind(conv_node(Op::Conv2d, g), {i, iw}, iy), LibraryKind::host);
+  const Type xt{DType::f32, Shape{1, 2, 6, 6}}, yt{DType::f32, Shape{1, 2, 3, 3}};
+  Node pool;
+  pool.op = Op::MaxPool2d;
+  pool.attrs["kernel"] = IntList{2, 2};
+  EXPECT_EQ(library_kind(pool, {xt}, yt), LibraryKind::pooling);
+  pool.op = Op::MaxPool2dBackward;
+  EXPECT_EQ(library_kind(pool, {xt, yt}, xt), LibraryKind::pooling);
+  pool.op = Op::MaxPool2dSelect;
+  EXPECT_EQ(library_kind(pool, {xt, xt}, yt), LibraryKind::pooling);
+  pool.op = Op::AvgPool2dBackward;
+  pool.attrs["input_shape"] = xt.shape.dims;
+  EXPECT_EQ(library_kind(pool, {yt}, xt), LibraryKind::pooling);
+  pool.op = Op::MaxPool2d;
+  const Type ix{DType::i64, xt.shape}, iy2{DType::i64, yt.shape};
+  EXPECT_EQ(library_kind(pool, {ix}, iy2), LibraryKind::host);  // integer max pooling
 }
 
 ConvAlgorithm algo(int id, bool deterministic, bool approximate, size_t workspace,

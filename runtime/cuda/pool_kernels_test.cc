@@ -15,13 +15,13 @@
 
 #include "runtime/cuda/conv_plan.h"
 #include "runtime/cuda/test_util.h"
-#include "runtime/reference/interpreter.h"
 #include "runtime/tensor.h"
 
 namespace weft::cuda {
 namespace {
 
 using test_util::random_tensor;
+using test_util::reference_node;
 
 struct Geometry {
   const char* name;
@@ -51,18 +51,6 @@ Node pool_node(Op op, const Geometry& g) {
   n.attrs["padding"] = g.padding;
   if (op == Op::AvgPool2dBackward) n.attrs["input_shape"] = g.x.dims;
   return n;
-}
-
-Tensor reference_op(const Node& node, const std::vector<Tensor>& args, const Type& result) {
-  Graph graph("reference");
-  std::vector<ValueId> in;
-  for (size_t i = 0; i < args.size(); ++i) {
-    in.push_back(graph.add_input("in" + std::to_string(i), args[i].type()));
-  }
-  graph.add_output(graph.add_node(node.op, in, node.attrs, {}, result));
-  StatusOr<reference::RunResult> r = reference::run(graph, args);
-  WEFT_CHECK(r.ok(), r.status().to_string());
-  return r->outputs[0];
 }
 
 // Values with many ties (multiples of 1/4 in [-1, 1]) and, with `nans`, a NaN in about
@@ -133,7 +121,7 @@ void check_op(Op op, const Geometry& geo, DType dtype, bool nans) {
   EXPECT_EQ(pool_op(op), pool_op(node.op));
   const Tensor got = run_elements<T>(pool_op(op), *w, args[0], args.size() > 1 ? &args[1] : nullptr,
                                      result);
-  expect_identical(got, reference_op(node, args, result));
+  expect_identical(got, reference_node(node, args, result));
 }
 
 class PoolKernelsTest : public ::testing::TestWithParam<Geometry> {};

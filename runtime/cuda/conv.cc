@@ -72,154 +72,140 @@ struct Descriptors {
   }
 };
 
-const char* algo_name(cudnnConvolutionFwdAlgo_t a) {
-  switch (a) {
-    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "implicit_gemm";
-    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: return "implicit_precomp_gemm";
-    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM: return "gemm";
-    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT: return "direct";
-    case CUDNN_CONVOLUTION_FWD_ALGO_FFT: return "fft";
-    case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING: return "fft_tiling";
-    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD: return "winograd";
-    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED: return "winograd_nonfused";
-    default: return "?";
+// What differs between cuDNN's three calls at bind time: the perf and algorithm types,
+// the heuristics and workspace queries (each with its own argument order), which
+// algorithms are FFT or Winograd, and the algorithms' names.
+struct Forward {
+  using Perf = cudnnConvolutionFwdAlgoPerf_t;
+  using Algo = cudnnConvolutionFwdAlgo_t;
+  static constexpr const char* kHeuristics = "cudnnGetConvolutionForwardAlgorithm_v7";
+  static cudnnStatus_t max_count(cudnnHandle_t h, int* n) {
+    return cudnnGetConvolutionForwardAlgorithmMaxCount(h, n);
   }
-}
-
-const char* algo_name(cudnnConvolutionBwdDataAlgo_t a) {
-  switch (a) {
-    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_0: return "algo_0";
-    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_1: return "algo_1";
-    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT: return "fft";
-    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING: return "fft_tiling";
-    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD: return "winograd";
-    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED: return "winograd_nonfused";
-    default: return "?";
+  static cudnnStatus_t heuristics(cudnnHandle_t h, const Descriptors& d, int n, int* got,
+                                  Perf* perf) {
+    return cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, n, got, perf);
   }
-}
-
-const char* algo_name(cudnnConvolutionBwdFilterAlgo_t a) {
-  switch (a) {
-    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0: return "algo_0";
-    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1: return "algo_1";
-    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT: return "fft";
-    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3: return "algo_3";
-    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED: return "winograd_nonfused";
-    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING: return "fft_tiling";
-    default: return "?";
+  static cudnnStatus_t workspace(cudnnHandle_t h, const Descriptors& d, Algo a, size_t* bytes) {
+    return cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y, a, bytes);
   }
+  static const char* name(Algo a) {
+    switch (a) {
+      case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "implicit_gemm";
+      case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: return "implicit_precomp_gemm";
+      case CUDNN_CONVOLUTION_FWD_ALGO_GEMM: return "gemm";
+      case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT: return "direct";
+      case CUDNN_CONVOLUTION_FWD_ALGO_FFT: return "fft";
+      case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING: return "fft_tiling";
+      case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD: return "winograd";
+      case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED: return "winograd_nonfused";
+      default: return "?";
+    }
+  }
+};
+
+struct BackwardData {
+  using Perf = cudnnConvolutionBwdDataAlgoPerf_t;
+  using Algo = cudnnConvolutionBwdDataAlgo_t;
+  static constexpr const char* kHeuristics = "cudnnGetConvolutionBackwardDataAlgorithm_v7";
+  static cudnnStatus_t max_count(cudnnHandle_t h, int* n) {
+    return cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, n);
+  }
+  static cudnnStatus_t heuristics(cudnnHandle_t h, const Descriptors& d, int n, int* got,
+                                  Perf* perf) {
+    return cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, d.x, n, got, perf);
+  }
+  static cudnnStatus_t workspace(cudnnHandle_t h, const Descriptors& d, Algo a, size_t* bytes) {
+    return cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w, d.y, d.conv, d.x, a, bytes);
+  }
+  static const char* name(Algo a) {
+    switch (a) {
+      case CUDNN_CONVOLUTION_BWD_DATA_ALGO_0: return "algo_0";
+      case CUDNN_CONVOLUTION_BWD_DATA_ALGO_1: return "algo_1";
+      case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT: return "fft";
+      case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING: return "fft_tiling";
+      case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD: return "winograd";
+      case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED: return "winograd_nonfused";
+      default: return "?";
+    }
+  }
+};
+
+struct BackwardFilter {
+  using Perf = cudnnConvolutionBwdFilterAlgoPerf_t;
+  using Algo = cudnnConvolutionBwdFilterAlgo_t;
+  static constexpr const char* kHeuristics = "cudnnGetConvolutionBackwardFilterAlgorithm_v7";
+  static cudnnStatus_t max_count(cudnnHandle_t h, int* n) {
+    return cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, n);
+  }
+  static cudnnStatus_t heuristics(cudnnHandle_t h, const Descriptors& d, int n, int* got,
+                                  Perf* perf) {
+    return cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w, n, got, perf);
+  }
+  static cudnnStatus_t workspace(cudnnHandle_t h, const Descriptors& d, Algo a, size_t* bytes) {
+    return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x, d.y, d.conv, d.w, a, bytes);
+  }
+  static const char* name(Algo a) {
+    switch (a) {
+      case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0: return "algo_0";
+      case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1: return "algo_1";
+      case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT: return "fft";
+      case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3: return "algo_3";
+      case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED: return "winograd_nonfused";
+      case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING: return "fft_tiling";
+      default: return "?";
+    }
+  }
+};
+
+// FFT and Winograd transform the data: not the reference's f32 sums of products.
+bool approximate(const char* name) {
+  const std::string n(name);
+  return n.rfind("fft", 0) == 0 || n.rfind("winograd", 0) == 0;
 }
 
-bool tensor_ops(cudnnMathType_t m) {
-  return m != CUDNN_DEFAULT_MATH && m != CUDNN_FMA_MATH;
-}
+// The algorithm fixed at bind time.
+struct Algorithm {
+  int algo = 0;
+  size_t workspace = 0;
+  std::string name;
+  bool nondeterministic = false;  ///< Only when cuDNN offers no deterministic one.
+};
 
-// One of cuDNN's heuristic results as choose_conv_algorithm sees it.
-template <typename Perf>
-ConvAlgorithm offered(const Perf& perf, bool approximate) {
-  ConvAlgorithm a;
-  a.algo = static_cast<int>(perf.algo);
-  a.supported = perf.status == CUDNN_STATUS_SUCCESS;
-  a.deterministic = perf.determinism == CUDNN_DETERMINISTIC;
-  a.tensor_ops = tensor_ops(perf.mathType);
-  a.approximate = approximate;
-  a.workspace = perf.memory;
-  return a;
-}
-
-// The algorithm for `plan`'s call: cuDNN's heuristics (cudnnGet*Algorithm_v7), then
-// choose_conv_algorithm; the workspace is asked again for the choice (the heuristics'
-// figure is an estimate). `algo`, its `name`, `workspace` and whether the algorithm is
-// `nondeterministic` (only when cuDNN offers no deterministic one) are set on success.
-Status choose(cudnnHandle_t h, const ConvPlan& plan, const Descriptors& d, int& algo,
-              size_t& workspace, std::string& name, bool& nondeterministic) {
-  std::vector<ConvAlgorithm> candidates;
+// Call's algorithm for `plan`: cuDNN's heuristics (no benchmarking), then
+// choose_conv_algorithm (conv_plan.h); the workspace is asked again for the choice (the
+// heuristics' figure is an estimate).
+template <typename Call>
+StatusOr<Algorithm> choose(cudnnHandle_t h, const ConvPlan& plan, const Descriptors& d) {
   int count = 0, returned = 0;
-  switch (plan.call) {
-    case ConvCall::forward: {
-      WEFT_RETURN_IF_ERROR(cudnn_status(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &count),
-                                        "cudnnGetConvolutionForwardAlgorithmMaxCount"));
-      std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(std::max(count, 1));
-      WEFT_RETURN_IF_ERROR(cudnn_status(
-          cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, count, &returned,
-                                                 perf.data()),
-          "cudnnGetConvolutionForwardAlgorithm_v7"));
-      for (int i = 0; i < returned; ++i) {
-        const cudnnConvolutionFwdAlgo_t a = perf[i].algo;
-        candidates.push_back(offered(
-            perf[i], a == CUDNN_CONVOLUTION_FWD_ALGO_FFT ||
-                         a == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
-                         a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD ||
-                         a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED));
-      }
-      break;
-    }
-    case ConvCall::backward_data: {
-      WEFT_RETURN_IF_ERROR(
-          cudnn_status(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &count),
-                       "cudnnGetConvolutionBackwardDataAlgorithmMaxCount"));
-      std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(std::max(count, 1));
-      WEFT_RETURN_IF_ERROR(cudnn_status(
-          cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, d.x, count, &returned,
-                                                      perf.data()),
-          "cudnnGetConvolutionBackwardDataAlgorithm_v7"));
-      for (int i = 0; i < returned; ++i) {
-        const cudnnConvolutionBwdDataAlgo_t a = perf[i].algo;
-        candidates.push_back(offered(
-            perf[i], a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT ||
-                         a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING ||
-                         a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD ||
-                         a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED));
-      }
-      break;
-    }
-    case ConvCall::backward_filter: {
-      WEFT_RETURN_IF_ERROR(
-          cudnn_status(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &count),
-                       "cudnnGetConvolutionBackwardFilterAlgorithmMaxCount"));
-      std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(std::max(count, 1));
-      WEFT_RETURN_IF_ERROR(cudnn_status(
-          cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w, count,
-                                                        &returned, perf.data()),
-          "cudnnGetConvolutionBackwardFilterAlgorithm_v7"));
-      for (int i = 0; i < returned; ++i) {
-        const cudnnConvolutionBwdFilterAlgo_t a = perf[i].algo;
-        candidates.push_back(offered(
-            perf[i], a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT ||
-                         a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING ||
-                         a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED));
-      }
-      break;
-    }
+  WEFT_RETURN_IF_ERROR(cudnn_status(Call::max_count(h, &count), "cudnnGet*AlgorithmMaxCount"));
+  std::vector<typename Call::Perf> perf(static_cast<size_t>(std::max(count, 1)));
+  WEFT_RETURN_IF_ERROR(cudnn_status(Call::heuristics(h, d, count, &returned, perf.data()),
+                                    Call::kHeuristics));
+  std::vector<ConvAlgorithm> offered;
+  for (int i = 0; i < returned; ++i) {
+    ConvAlgorithm a;
+    a.algo = static_cast<int>(perf[i].algo);
+    a.supported = perf[i].status == CUDNN_STATUS_SUCCESS;
+    a.deterministic = perf[i].determinism == CUDNN_DETERMINISTIC;
+    a.tensor_ops = perf[i].mathType != CUDNN_DEFAULT_MATH && perf[i].mathType != CUDNN_FMA_MATH;
+    a.approximate = approximate(Call::name(perf[i].algo));
+    a.workspace = perf[i].memory;
+    offered.push_back(a);
   }
-  const int chosen = choose_conv_algorithm(candidates);
-  if (chosen >= 0 && !candidates[chosen].deterministic) nondeterministic = true;
+  const int chosen = choose_conv_algorithm(offered);
   if (chosen < 0) {
     return Error{"cuDNN offers no FMA-math algorithm for the convolution " + plan.describe() +
                  " (" + std::to_string(returned) + " offered)"};
   }
-  algo = candidates[chosen].algo;
-  switch (plan.call) {
-    case ConvCall::forward:
-      name = algo_name(static_cast<cudnnConvolutionFwdAlgo_t>(algo));
-      return cudnn_status(
-          cudnnGetConvolutionForwardWorkspaceSize(
-              h, d.x, d.w, d.conv, d.y, static_cast<cudnnConvolutionFwdAlgo_t>(algo), &workspace),
-          "cudnnGetConvolutionForwardWorkspaceSize");
-    case ConvCall::backward_data:
-      name = algo_name(static_cast<cudnnConvolutionBwdDataAlgo_t>(algo));
-      return cudnn_status(cudnnGetConvolutionBackwardDataWorkspaceSize(
-                              h, d.w, d.y, d.conv, d.x,
-                              static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), &workspace),
-                          "cudnnGetConvolutionBackwardDataWorkspaceSize");
-    case ConvCall::backward_filter:
-      name = algo_name(static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo));
-      return cudnn_status(cudnnGetConvolutionBackwardFilterWorkspaceSize(
-                              h, d.x, d.y, d.conv, d.w,
-                              static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), &workspace),
-                          "cudnnGetConvolutionBackwardFilterWorkspaceSize");
-  }
-  return Status::ok_status();
+  Algorithm out;
+  const auto algo = static_cast<typename Call::Algo>(offered[chosen].algo);
+  out.algo = offered[chosen].algo;
+  out.name = Call::name(algo);
+  out.nondeterministic = !offered[chosen].deterministic;
+  WEFT_RETURN_IF_ERROR(cudnn_status(Call::workspace(h, d, algo, &out.workspace),
+                                    "cudnnGet*WorkspaceSize (" + out.name + ")"));
+  return out;
 }
 
 class ConvolutionBound : public Executor::Bound {
@@ -232,7 +218,13 @@ class ConvolutionBound : public Executor::Bound {
   Status bind(cudnnHandle_t h) {
     if (plan_.zero_fill) return Status::ok_status();
     WEFT_RETURN_IF_ERROR(desc_.make(plan_));
-    return choose(h, plan_, desc_, algo_, workspace_, algo_name_, nondeterministic_);
+    StatusOr<Algorithm> a = plan_.call == ConvCall::forward ? choose<Forward>(h, plan_, desc_)
+                            : plan_.call == ConvCall::backward_data
+                                ? choose<BackwardData>(h, plan_, desc_)
+                                : choose<BackwardFilter>(h, plan_, desc_);
+    if (!a.ok()) return a.error();
+    algo_ = std::move(*a);
+    return Status::ok_status();
   }
 
   Status run(Device& d, int /*index*/) override {
@@ -240,8 +232,9 @@ class ConvolutionBound : public Executor::Bound {
       return cuda_status(cudaMemsetAsync(out_, 0, out_bytes_, d.stream),
                          "cudaMemsetAsync (empty " + op_ + ")");
     }
-    if (d.workspace_bytes < workspace_) {
-      return Error{"internal: " + op_ + " needs " + std::to_string(workspace_) +
+    const size_t workspace = algo_.workspace;
+    if (d.workspace_bytes < workspace) {
+      return Error{"internal: " + op_ + " needs " + std::to_string(workspace) +
                    " bytes of workspace, the device has " + std::to_string(d.workspace_bytes)};
     }
     // alpha 1, beta 0: the result is overwritten. Scaling factors are double for double
@@ -251,25 +244,26 @@ class ConvolutionBound : public Executor::Bound {
     const bool f64 = plan_.dtype == DType::f64;
     const void* one = f64 ? static_cast<const void*>(&one_d) : &one_f;
     const void* zero = f64 ? static_cast<const void*>(&zero_d) : &zero_f;
-    void* ws = workspace_ ? d.workspace : nullptr;
+    void* ws = workspace ? d.workspace : nullptr;
     switch (plan_.call) {
       case ConvCall::forward:
         return cudnn_status(
             cudnnConvolutionForward(d.cudnn, one, desc_.x, x_, desc_.w, w_, desc_.conv,
-                                    static_cast<cudnnConvolutionFwdAlgo_t>(algo_), ws,
-                                    workspace_, zero, desc_.y, out_),
+                                    static_cast<cudnnConvolutionFwdAlgo_t>(algo_.algo), ws,
+                                    workspace, zero, desc_.y, out_),
             "cudnnConvolutionForward (" + op_ + ")");
       case ConvCall::backward_data:
         return cudnn_status(
             cudnnConvolutionBackwardData(d.cudnn, one, desc_.w, w_, desc_.y, y_, desc_.conv,
-                                         static_cast<cudnnConvolutionBwdDataAlgo_t>(algo_), ws,
-                                         workspace_, zero, desc_.x, out_),
+                                         static_cast<cudnnConvolutionBwdDataAlgo_t>(algo_.algo),
+                                         ws, workspace, zero, desc_.x, out_),
             "cudnnConvolutionBackwardData (" + op_ + ")");
       case ConvCall::backward_filter:
         return cudnn_status(
-            cudnnConvolutionBackwardFilter(d.cudnn, one, desc_.x, x_, desc_.y, y_, desc_.conv,
-                                           static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo_),
-                                           ws, workspace_, zero, desc_.w, out_),
+            cudnnConvolutionBackwardFilter(
+                d.cudnn, one, desc_.x, x_, desc_.y, y_, desc_.conv,
+                static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo_.algo), ws, workspace, zero,
+                desc_.w, out_),
             "cudnnConvolutionBackwardFilter (" + op_ + ")");
     }
     return Status::ok_status();
@@ -278,13 +272,13 @@ class ConvolutionBound : public Executor::Bound {
   std::string describe() const override {
     std::string s = "cudnn " + op_ + " " + plan_.describe();
     if (!plan_.zero_fill) {
-      s += " (" + algo_name_ + (nondeterministic_ ? ", nondeterministic" : "") + ", " +
-           std::to_string(workspace_) + " bytes of workspace)";
+      s += " (" + algo_.name + (algo_.nondeterministic ? ", nondeterministic" : "") + ", " +
+           std::to_string(algo_.workspace) + " bytes of workspace)";
     }
     return s;
   }
 
-  size_t workspace_bytes() const override { return workspace_; }
+  size_t workspace_bytes() const override { return algo_.workspace; }
 
  private:
   std::string op_;
@@ -295,10 +289,7 @@ class ConvolutionBound : public Executor::Bound {
   void* out_;
   size_t out_bytes_;
   Descriptors desc_;
-  int algo_ = 0;
-  size_t workspace_ = 0;
-  std::string algo_name_;
-  bool nondeterministic_ = false;
+  Algorithm algo_;
 };
 
 }  // namespace

@@ -45,8 +45,9 @@ std::string ConvPlan::describe() const {
   const char* name = call == ConvCall::forward         ? "forward"
                      : call == ConvCall::backward_data ? "backward_data"
                                                        : "backward_filter";
-  std::string s = std::string(name) + " " + std::string(dtype_name(dtype)) + " x" + dims_string(x) + " w" +
-                  dims_string(w) + " y" + dims_string(y) + " stride " + std::to_string(stride[0]) +
+  std::string s = std::string(name) + " " + std::string(dtype_name(dtype)) + " x" +
+                  dims_string(x) + " w" + dims_string(w) + " y" + dims_string(y) + " stride " +
+                  std::to_string(stride[0]) +
                   "x" + std::to_string(stride[1]) + " pad " + std::to_string(pad[0]) + "x" +
                   std::to_string(pad[1]) + " dilation " + std::to_string(dilation[0]) + "x" +
                   std::to_string(dilation[1]) + " groups " + std::to_string(groups);

@@ -8,12 +8,13 @@
 // [O, C/groups, kh, kw]) seen from three sides; the plan says which of the invocation's
 // buffers is x, w and y:
 //
-//   conv2d(x, w)                          cudnnConvolutionForward        x = operand 0,
-//                                                                         w = operand 1, y = result
-//   conv2d_backward_input(gy, w)          cudnnConvolutionBackwardData   y = operand 0 (dy),
-//     {input_shape}                                                      w = operand 1, x = result (dx)
-//   conv2d_backward_weight(x, gy)         cudnnConvolutionBackwardFilter x = operand 0,
-//     {weight_shape}                                                     y = operand 1 (dy), w = result (dw)
+//   op                             cuDNN call                      operand 0  operand 1  result
+//   conv2d(x, w)                   cudnnConvolutionForward         x          w          y
+//   conv2d_backward_input(gy, w)   cudnnConvolutionBackwardData    y (dy)     w          x (dx)
+//   conv2d_backward_weight(x, gy)  cudnnConvolutionBackwardFilter  x          y (dy)     w (dw)
+//
+// (x's shape is input_shape for conv2d_backward_input, w's weight_shape for
+// conv2d_backward_weight.)
 //
 // For f32[8,3,32,32] by f32[16,3,3,3], stride 2, padding 1: x [8,3,32,32], w [16,3,3,3],
 // y [8,16,16,16] (cuDNN's output rule, 1 + (32 + 2·1 - 3) / 2 = 16, is the reference's).

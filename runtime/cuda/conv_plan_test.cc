@@ -289,14 +289,8 @@ TEST(ConvPlan, LibraryKindSendsConvolutionsAndPoolingsToTheDevice) {
 
 ConvAlgorithm algo(int id, bool deterministic, bool approximate, size_t workspace,
                    bool tensor_ops = false, bool supported = true) {
-  ConvAlgorithm a;
-  a.algo = id;
-  a.supported = supported;
-  a.deterministic = deterministic;
-  a.approximate = approximate;
-  a.workspace = workspace;
-  a.tensor_ops = tensor_ops;
-  return a;
+  return {.algo = id, .supported = supported, .deterministic = deterministic,
+          .tensor_ops = tensor_ops, .approximate = approximate, .workspace = workspace};
 }
 
 TEST(ConvAlgorithmChoice, PrefersDeterministicExactWithinTheLimit) {

@@ -94,7 +94,9 @@ void expect_identical(const Tensor& got, const Tensor& want) {
 Shape pooled_shape(const Geometry& g) {
   const IntList stride = g.stride.empty() ? g.kernel : g.stride;
   std::vector<int64_t> d = g.x.dims;
-  for (int a = 0; a < 2; ++a) d[2 + a] = (d[2 + a] + 2 * g.padding[a] - g.kernel[a]) / stride[a] + 1;
+  for (int a = 0; a < 2; ++a) {
+    d[2 + a] = (d[2 + a] + 2 * g.padding[a] - g.kernel[a]) / stride[a] + 1;
+  }
   return Shape(d);
 }
 

@@ -38,7 +38,7 @@ struct Executor::Device {
   cudaStream_t stream = nullptr;
   cublasHandle_t cublas = nullptr;  ///< On `stream`, in pedantic math mode.
   /// On `stream`; created by the first convolution_bound (conv.cc), so programs without
-  /// convolutions never load cuDNN.
+  /// convolutions never pay for cudnnCreate (which loads cuDNN's engine libraries).
   cudnnHandle_t cudnn = nullptr;
   cudaLibrary_t library = nullptr;  ///< The program's PTX module.
   void* arena = nullptr;

@@ -204,7 +204,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program, std::strin
           ex->code_.push_back(std::move(constant));
           break;
         }
-        // The library kernels' kinds (library.h); the lead's binding switch supersedes this.
+        // Convolutions on cuDNN, poolings on pool.cu (library.h decides).
         const LibraryKind kind = library_kind(inv.node, types, inv.results[0].type);
         if (kind == LibraryKind::convolution || kind == LibraryKind::pooling) {
           WEFT_ASSIGN_OR_RETURN(

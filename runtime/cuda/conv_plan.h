@@ -81,7 +81,11 @@ inline constexpr size_t kConvWorkspaceLimit = size_t{256} << 20;
 /// Index in `offered` (cuDNN's order: fastest expected first) of the algorithm to use, -1
 /// when none is usable. Never tensor ops (results must match the reference's f32 within
 /// 2e-5). Preferred in turn: deterministic, exact and within `limit`; exact within
-/// `limit`; deterministic within `limit`; then any of those classes ignoring the limit.
+/// `limit` (a nondeterministic sum differs between runs in its last bits only, while an
+/// FFT or Winograd result can miss the tolerance); deterministic within `limit`; then the
+/// same classes ignoring the limit. cuDNN offers a deterministic exact algorithm for
+/// each call (forward: all but FFT/Winograd; backward data and filter: ALGO_1), so the
+/// later classes are for shapes those do not support.
 int choose_conv_algorithm(const std::vector<ConvAlgorithm>& offered,
                           size_t limit = kConvWorkspaceLimit);
 

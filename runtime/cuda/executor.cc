@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "runtime/cuda/device.h"
+#include "runtime/cuda/library.h"
 
 namespace weft::cuda {
 
@@ -217,9 +218,19 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program, std::strin
                                              inv.results[0].type.bytes()));
             break;
           }
+          case LibraryKind::convolution: {  // cuDNN
+            WEFT_ASSIGN_OR_RETURN(BoundPtr bound, convolution_bound(d, inv.node, types,
+                                                                    inv.results[0].type, in, out));
+            ex->code_.push_back(std::move(bound));
+            break;
+          }
+          case LibraryKind::pooling: {  // pool.cu
+            WEFT_ASSIGN_OR_RETURN(BoundPtr bound,
+                                  pooling_bound(inv.node, types, inv.results[0].type, in, out));
+            ex->code_.push_back(std::move(bound));
+            break;
+          }
           case LibraryKind::host:
-          case LibraryKind::convolution:  // cuDNN: not bound yet
-          case LibraryKind::pooling:
             ++ex->fallbacks_;
             ex->code_.push_back(fallback_bound(inv.node, types, inv.results[0].type, in, out));
             break;

@@ -186,5 +186,26 @@ TEST(CudaCases, EveryCaseHasItsProgramAndKernels) {
   }
 }
 
+// Without a GPU too: no convolution or pooling of any case (the op cases, the CNN step's
+// forward and backward) is left to the host; cuDNN and pool.cu take them all.
+TEST(CudaCases, ConvolutionsAndPoolingsRunOnTheDevice) {
+  // The windowed ops: every contraction but matmul (ir/ops.def).
+  const auto windowed = [](const Node& n) {
+    return n.info().category == OpCategory::Contraction && n.op != Op::Matmul;
+  };
+  int seen = 0;
+  for (const Case& c : all_cases()) {
+    const Program p = c.program();
+    for (const Invocation& inv : p.code) {
+      if (inv.kind == Invocation::Kind::library && windowed(inv.node)) ++seen;
+    }
+    for (int i : cuda::host_invocations(p)) {
+      EXPECT_FALSE(windowed(p.code[i].node))
+          << c.name << ": " << cuda::describe_host_invocation(p.code[i]);
+    }
+  }
+  EXPECT_GE(seen, 12);  // 9 op cases and the CNN step's conv, its gradient and pooling
+}
+
 }  // namespace
 }  // namespace weft::cuda_cases

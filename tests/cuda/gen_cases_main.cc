@@ -41,7 +41,7 @@ std::string graph_text(const std::string& name, const std::string& inputs,
 
 /// One graph per elementwise op and dtype the GPU emitter fuses, over a row-broadcast
 /// operand; library ops that run through cuBLAS or fall back to the host; a GEMM with
-/// its epilogue.
+/// its epilogue; each convolution (cuDNN) and pooling (pool.cu) op.
 std::vector<GraphCase> op_cases() {
   std::vector<GraphCase> cases;
   auto add = [&](const std::string& name, const std::string& inputs, const std::string& body,
@@ -145,6 +145,26 @@ std::vector<GraphCase> op_cases() {
       "  %v = random_uniform(%k) {shape=[5], dtype=f64}\n"
       "  %b = random_bernoulli(%k) {shape=[6, 8], p=0.3, dtype=f32}\n", "%u, %v, %b");
   add("pow_scalar_f64", "%b: f64[], %t: f64[]", "  %y = pow(%b, %t)\n", "%y");
+  // Convolutions (cuDNN) and poolings (pool.cu): each op with strides, padding, and for
+  // the convolutions groups and dilation.
+  const std::string conv = "stride=[2, 2], padding=[1, 1], groups=2";
+  add("conv2d_grouped", "%x: f32[2,4,9,9], %w: f32[6,2,3,3]",
+      "  %y = conv2d(%x, %w) {" + conv + "}\n", "%y");
+  add("conv2d_dilated_f64", "%x: f64[1,3,10,9], %w: f64[4,3,3,2]",
+      "  %y = conv2d(%x, %w) {padding=[2, 1], dilation=[2, 2]}\n", "%y");
+  add("conv2d_backward_input", "%g: f32[2,6,5,5], %w: f32[6,2,3,3]",
+      "  %d = conv2d_backward_input(%g, %w) {input_shape=[2, 4, 9, 9], " + conv + "}\n", "%d");
+  add("conv2d_backward_weight", "%x: f32[2,4,9,9], %g: f32[2,6,5,5]",
+      "  %d = conv2d_backward_weight(%x, %g) {weight_shape=[6, 2, 3, 3], " + conv + "}\n", "%d");
+  const std::string pool = "kernel=[3, 2], stride=[2, 2], padding=[1, 0]";
+  add("max_pool2d", "%x: f32[2,3,9,8]", "  %y = max_pool2d(%x) {" + pool + "}\n", "%y");
+  add("avg_pool2d_f64", "%x: f64[2,3,9,8]", "  %y = avg_pool2d(%x) {" + pool + "}\n", "%y");
+  add("max_pool2d_backward", "%x: f32[2,3,9,8], %g: f32[2,3,5,4]",
+      "  %d = max_pool2d_backward(%x, %g) {" + pool + "}\n", "%d");
+  add("avg_pool2d_backward", "%g: f32[2,3,5,4]",
+      "  %d = avg_pool2d_backward(%g) {input_shape=[2, 3, 9, 8], " + pool + "}\n", "%d");
+  add("max_pool2d_select", "%x: f32[2,3,9,8], %g: f32[2,3,9,8]",
+      "  %y = max_pool2d_select(%x, %g) {" + pool + "}\n", "%y");
   return cases;
 }
 

@@ -21,7 +21,8 @@
 
 namespace weft::cuda {
 
-/// Ok, or the error "`call`: `cudaGetErrorString(error)`".
+/// Ok, or the error "`call`: `cudaGetErrorString(error)`", the thread's last error
+/// cleared (so a later launch check does not report it again).
 Status cuda_status(cudaError_t error, const std::string& call);
 
 /// Ok, or the error "`call`: `cublasGetStatusString(status)`".

@@ -12,6 +12,10 @@ namespace weft::cuda {
 
 Status cuda_status(cudaError_t error, const std::string& call) {
   if (error == cudaSuccess) return Status::ok_status();
+  // Reported here, once: a failed call also leaves its error as the thread's last error,
+  // which the next kernel launch's check (cudaGetLastError) would otherwise report
+  // again, against an innocent kernel (a sticky error stays whatever is done here).
+  cudaGetLastError();
   return Error{call + ": " + cudaGetErrorString(error)};
 }
 

@@ -221,6 +221,7 @@ class ConstantBound : public Executor::Bound {
   std::string describe() const override {
     return "constant " + op_ + " " + std::to_string(bytes_) + " bytes (computed once)";
   }
+  size_t owned_bytes() const override { return bytes_; }
 
  private:
   void* value_;

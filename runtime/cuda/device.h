@@ -46,6 +46,7 @@ struct Executor::Device {
   void* arena = nullptr;
   void* inputs = nullptr;     ///< The inputs block.
   void* snapshots = nullptr;  ///< Update values that are inputs, copied before updating.
+  size_t snapshot_bytes = 0;
   /// One block every bound invocation uses as its workspace (cuDNN's, a two-pass
   /// reduction's partial results), sized to the largest Bound::workspace_bytes() after
   /// binding: invocations run one at a time on one stream, so they share it.
@@ -72,6 +73,8 @@ struct Executor::Bound {
   virtual std::string describe() const = 0;
   /// Bytes of Device::workspace the invocation uses while it runs.
   virtual size_t workspace_bytes() const { return 0; }
+  /// Device memory the invocation allocated for itself (a constant's value).
+  virtual size_t owned_bytes() const { return 0; }
   /// True when run() synchronizes with the host (the reference fallback): such a step
   /// cannot be captured as a CUDA graph.
   virtual bool on_host() const { return false; }

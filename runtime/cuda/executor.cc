@@ -259,6 +259,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program, std::strin
     snapshot_bytes += (static_cast<int64_t>(u.from.type.bytes()) + 255) / 256 * 256;
   }
   if (!snapshot_at.empty()) {
+    d.snapshot_bytes = static_cast<size_t>(snapshot_bytes);
     WEFT_RETURN_IF_ERROR(allocate(d.snapshots, snapshot_bytes, "update snapshots"));
     for (int64_t at : snapshot_at) {
       ex->snapshots_.push_back(static_cast<std::byte*>(d.snapshots) + at);
@@ -287,6 +288,15 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program, std::strin
 }
 
 bool Executor::uses_cuda_graph() const { return device_->graph_exec != nullptr; }
+
+int64_t Executor::device_bytes() const {
+  const Device& d = *device_;
+  size_t bytes = static_cast<size_t>(std::max<int64_t>(program_.arena_bytes, 1)) +
+                 static_cast<size_t>(std::max<int64_t>(program_.inputs_bytes, 1)) +
+                 d.workspace_bytes + d.snapshot_bytes;
+  for (const BoundPtr& b : code_) bytes += b->owned_bytes();
+  return static_cast<int64_t>(bytes);
+}
 
 Status Executor::capture_graph() {
   Device& d = *device_;

@@ -113,6 +113,9 @@ class Executor : public ProgramExecutor {
   int fallbacks() const override { return fallbacks_; }
   /// True when run() replays the step as one captured CUDA graph.
   bool uses_cuda_graph() const;
+  /// Device memory the executor allocated: the arena, the inputs block, the shared
+  /// workspace (cuBLAS's and cuDNN's included), update snapshots and constants.
+  int64_t device_bytes() const;
   /// One line per invocation: its index, kind and what it runs ("cublas sgemm 64x32x48",
   /// "generated k0 (4 blocks of 256)", "reference softmax (no CUDA kernel)").
   std::string describe() const override;

@@ -3,7 +3,7 @@
 def _cuda_cases_source_impl(ctx):
     ctx.actions.run(
         executable = ctx.attr.generator[DefaultInfo].files_to_run,
-        arguments = [ctx.outputs.out.path],
+        arguments = ctx.attr.flags + [ctx.outputs.out.path],
         outputs = [ctx.outputs.out],
         mnemonic = "WeftCudaCases",
         progress_message = "Lowering the CUDA test cases %s" % ctx.label,
@@ -17,5 +17,6 @@ cuda_cases_source = rule(
     attrs = {
         "generator": attr.label(executable = True, cfg = "target", mandatory = True),
         "out": attr.output(mandatory = True),
+        "flags": attr.string_list(),
     },
 )

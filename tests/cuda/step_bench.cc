@@ -95,10 +95,12 @@ int run(int argc, char** argv) {
       }
       std::sort(ms.begin(), ms.end());
       std::printf("weft cuda  %-18s %-14s median %.3f ms/step  (min %.3f, %d steps; loss %.4f -> "
-                  "%.4f; %zu invocations, %zu generated kernels, %d on the host)\n",
+                  "%.4f; %zu invocations, %zu generated kernels, %d on the host; device %.1f "
+                  "MiB)\n",
                   c.name.c_str(), (*ex)->uses_cuda_graph() ? "one CUDA graph" : "launches",
                   ms[ms.size() / 2], ms.front(), steps, first_loss, last_loss,
-                  (*ex)->program().code.size(), c.symbols.size(), (*ex)->fallbacks());
+                  (*ex)->program().code.size(), c.symbols.size(), (*ex)->fallbacks(),
+                  static_cast<double>((*ex)->device_bytes()) / (1 << 20));
       if (!graph) continue;
       // Which invocations still run on the host, by op.
       const std::string d = (*ex)->describe();

@@ -1,0 +1,124 @@
+"""The PyTorch side of the suite on a GPU ([GPU]): the ten models of bench/pytorch/models.py
+at a preset, each in PyTorch's GPU configurations, the best reported per model.
+
+  eager        default Adam
+  fused        Adam(fused=True)
+  compile      torch.compile(model) (default mode) with fused Adam (slow to compile: only
+               for the models in --compile, default transformer and mlp, where it has a
+               chance; ENVIRONMENT.md: it helps only the transformer)
+  cuda_graph   the whole step (forward, loss, backward, capturable fused Adam) captured
+               once as one CUDA graph and replayed
+
+fp32 with TF32 off (weft's cuBLAS and cuDNN math is pedantic fp32). Each configuration
+times --steps steps after --warmup (median ms per step, each step ending with
+torch.cuda.synchronize(), as tests/cuda/step_bench times weft's) and records
+torch.cuda.max_memory_allocated() over its steps. The last line per model is a JSON object.
+
+    python3 bench/pytorch/cuda_suite.py [--preset=paper] [--steps=100] [--warmup=10]
+        [--models=a,b] [--configs=eager,fused,compile,cuda_graph] [--compile=transformer,mlp]
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch  # noqa: E402
+
+import models  # noqa: E402
+
+
+def run_config(name, preset, config, steps, warmup, dev):
+    torch.manual_seed(0)
+    spec = models.build(name, preset)
+    inputs, target = spec.make_data()
+    inputs = [x.to(dev) for x in inputs]
+    target = inputs[0] if spec.target == "input" else target.to(dev)
+    model = spec.module.to(dev)
+    model.train()
+    if config == "eager":
+        opt = torch.optim.Adam(model.parameters(), lr=spec.lr)
+    elif config in ("fused", "compile"):
+        opt = torch.optim.Adam(model.parameters(), lr=spec.lr, fused=True)
+    else:
+        opt = torch.optim.Adam(model.parameters(), lr=torch.tensor(spec.lr, device=dev),
+                               fused=True, capturable=True)
+    fwd = torch.compile(model) if config == "compile" else model
+    out = {}
+
+    def step():
+        opt.zero_grad(set_to_none=(config != "cuda_graph"))
+        loss = spec.loss_fn(fwd(*inputs), target)
+        loss.backward()
+        opt.step()
+        out["loss"] = loss
+
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    run = step
+    if config == "cuda_graph":
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                step()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        opt.zero_grad(set_to_none=False)
+        with torch.cuda.graph(graph):
+            step()
+        run = graph.replay
+    first = None
+    ms = []
+    for s in range(warmup + steps):
+        t0 = time.perf_counter()
+        run()
+        torch.cuda.synchronize()
+        if s >= warmup:
+            ms.append((time.perf_counter() - t0) * 1e3)
+        if first is None:
+            first = out["loss"].item()
+    return statistics.median(ms), min(ms), first, torch.cuda.max_memory_allocated()
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--preset", default="paper")
+    p.add_argument("--steps", type=int, default=100)
+    p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--models", default=",".join(models.MODEL_NAMES))
+    p.add_argument("--configs", default="eager,fused,compile,cuda_graph")
+    p.add_argument("--compile", default="transformer,mlp")
+    a = p.parse_args()
+    if not torch.cuda.is_available():
+        print("cuda_suite: no GPU")
+        return
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    dev = torch.device("cuda")
+    compile_ok = set(a.compile.split(",")) if a.compile else set()
+    for name in a.models.split(","):
+        results = {}
+        for config in a.configs.split(","):
+            if config == "compile" and name not in compile_ok:
+                continue
+            try:
+                med, low, first, peak = run_config(name, a.preset, config, a.steps, a.warmup, dev)
+            except Exception as e:  # a configuration PyTorch cannot run this model in
+                print(f"pytorch {name:17} {config:10} failed: {type(e).__name__}: {e}"[:300],
+                      flush=True)
+                continue
+            results[config] = {"median_ms": round(med, 4), "min_ms": round(low, 4),
+                               "first_loss": first, "peak_bytes": peak}
+            print(f"pytorch {name:17} {config:10} median {med:8.3f} ms/step (min {low:.3f}), "
+                  f"first loss {first:.5f}, peak {peak / 2**20:8.1f} MiB", flush=True)
+        best = min(results, key=lambda c: results[c]["median_ms"]) if results else None
+        print(json.dumps({"model": name, "preset": a.preset, "torch": torch.__version__,
+                          "best": best, "configs": results}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -6,6 +6,8 @@
 // run on CUDA: its step has host-only ops).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <fstream>
 #include <string>
 
 #include "runtime/cuda/executor.h"
@@ -65,7 +67,14 @@ TEST(TrainCuda, TrainsOnTheGpu) {
   if (!weft::cuda::available()) {
     GTEST_SKIP() << "no CUDA device: " << weft::cuda::unavailable_reason();
   }
-  CommandResult r = run_command(std::string(kBinaries[1]) + " --epochs=1 --max-steps=20");
+  // Fashion-MNIST: $WEFT_FASHION_MNIST (a copied folder), else Debian's path.
+  const char* env = std::getenv("WEFT_FASHION_MNIST");
+  const std::string data = env ? env : "/usr/share/datasets/fashion-mnist";
+  if (!std::ifstream(data + "/train-images-idx3-ubyte.gz").good()) {
+    GTEST_SKIP() << "no Fashion-MNIST at " << data << " (set WEFT_FASHION_MNIST)";
+  }
+  CommandResult r = run_command(std::string(kBinaries[1]) + " --data=" + data +
+                                " --epochs=1 --max-steps=20");
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("test accuracy: "), std::string::npos) << r.out;
 }

@@ -73,21 +73,21 @@ std::vector<driver::TensorSpec> tensor_specs(const TensorSpecRow* rows, int coun
   return out;
 }
 
-DeviceCode ModelTable::step_code() const {
+namespace {
+
+DeviceCode device_code(std::vector<GeneratedFn> (*kernels)(), const char* ptx,
+                       const std::vector<std::string>& symbols) {
   DeviceCode code;
-  if (step_kernels) code.host_kernels = step_kernels();
-  if (step_ptx) code.ptx = step_ptx;
-  code.symbols = step_symbols;
+  if (kernels) code.host_kernels = kernels();
+  if (ptx) code.ptx = ptx;
+  code.symbols = symbols;
   return code;
 }
 
-DeviceCode ModelTable::eval_code() const {
-  DeviceCode code;
-  if (eval_kernels) code.host_kernels = eval_kernels();
-  if (eval_ptx) code.ptx = eval_ptx;
-  code.symbols = eval_symbols;
-  return code;
-}
+}  // namespace
+
+DeviceCode ModelTable::step_code() const { return device_code(step_kernels, step_ptx, step_symbols); }
+DeviceCode ModelTable::eval_code() const { return device_code(eval_kernels, eval_ptx, eval_symbols); }
 
 StatusOr<std::unique_ptr<CompiledModel>> CompiledModel::create(const ModelTable& table,
                                                                uint64_t seed, const Options& options) {

@@ -496,4 +496,12 @@ int run_driver(const std::vector<std::string>& args, const std::string& program,
   return kExitOk;
 }
 
+int run_driver(int argc, char** argv, const ModelFactory& factory, const BinaryInfo& info) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::string program = argc > 0 ? argv[0] : "train";
+  const size_t slash = program.rfind('/');
+  if (slash != std::string::npos) program = program.substr(slash + 1);
+  return run_driver(args, program, factory, stdout, stderr, info);
+}
+
 }  // namespace weft::driver

@@ -84,9 +84,12 @@ int run_driver(const std::vector<std::string>& args, const std::string& program,
                const ModelFactory& factory, std::FILE* out, std::FILE* err,
                const BinaryInfo& info = {});
 
-/// run_driver with make_compiled_model, compiled_model_backend(), stdout and stderr.
-/// Defined by //runtime/driver:main (main.cc) and :main_one_process, which also define
-/// main().
+/// run_driver on main()'s arguments (the program named by argv[0]'s last component),
+/// with stdout and stderr.
+int run_driver(int argc, char** argv, const ModelFactory& factory, const BinaryInfo& info);
+
+/// run_driver with compiled_model_backend() and the binary's MPI (or none). Defined by
+/// //runtime/driver:main (main.cc) and :main_one_process, which also define main().
 int run_driver(int argc, char** argv);
 
 }  // namespace weft::driver

@@ -159,7 +159,7 @@ int run(const cli::Args& args) {
   if (!times.ok()) return fail(times.error());
   if (profile) std::fprintf(stderr, "%s", m.profile_report().c_str());
   // The suite's CPU libraries run on runtime/cpu (their tables name "cpu").
-  const auto* cpu_executor = dynamic_cast<const cpu::Executor*>(m.step_executor());
+  auto* cpu_executor = dynamic_cast<cpu::Executor*>(m.step_executor());
   const std::string config =
       "aot " + table.backend +
       (cpu_executor ? ", " + std::to_string(cpu_executor->pool().num_threads()) + " threads" : "");

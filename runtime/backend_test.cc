@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "runtime/collective/fake_ranks.h"
 #include "runtime/cpu/executor.h"
 #include "runtime/cuda/executor.h"
 
@@ -24,14 +25,6 @@ Program identity_program() {
   lay_out_inputs_in_order(p);
   return p;
 }
-
-class TwoRanks : public collective::Communicator {
- public:
-  int rank() const override { return 0; }
-  int world_size() const override { return 2; }
-  Status all_reduce(void*, int64_t, DType, collective::Reduction) override { return Status(); }
-  std::string describe() const override { return "two ranks (test)"; }
-};
 
 TEST(Backend, LinkedBackendsAreRegistered) {
   EXPECT_EQ(backend_names(), (std::vector<std::string>{"cpu", "cuda"}));
@@ -97,7 +90,7 @@ TEST(Backend, CudaLacksTheCpuOnlyFeaturesAndSaysSo) {
             "for (backends in this binary that have it: cpu)");
   // Refused before any device is asked for.
   StatusOr<std::unique_ptr<ProgramExecutor>> ex =
-      cuda->bind(identity_program(), {}, {.communicator = std::make_shared<TwoRanks>()});
+      cuda->bind(identity_program(), {}, {.communicator = std::make_shared<collective::FakeRanks>(2)});
   ASSERT_FALSE(ex.ok());
   EXPECT_EQ(ex.error().message,
             "data parallelism over 2 ranks needs the cpu backend; the cuda backend runs one "

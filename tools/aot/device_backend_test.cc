@@ -11,6 +11,7 @@
 #include "bench/aot/mlp.h"
 #include "runtime/aot/compiled_model.h"
 #include "runtime/backend.h"
+#include "runtime/collective/fake_ranks.h"
 #include "tools/aot/batches.h"
 
 namespace weft::aot {
@@ -29,14 +30,6 @@ ModelTable hostless_table() {
   t.backend = "hostless";
   return t;
 }
-
-class TwoRanks : public collective::Communicator {
- public:
-  int rank() const override { return 0; }
-  int world_size() const override { return 2; }
-  Status all_reduce(void*, int64_t, DType, collective::Reduction) override { return Status(); }
-  std::string describe() const override { return "two ranks (test)"; }
-};
 
 std::unique_ptr<CompiledModel> make(const ModelTable& table) {
   StatusOr<std::unique_ptr<CompiledModel>> m = CompiledModel::create(table, /*seed=*/3, {.num_threads = 1});
@@ -94,7 +87,7 @@ TEST(DeviceBackend, CpuOnlyFeaturesArePinnedErrors) {
             "for (backends in this binary that have it: cpu)");
   EXPECT_EQ(dev->profile_report(), "");
   StatusOr<std::unique_ptr<CompiledModel>> ranks =
-      CompiledModel::create(hostless, 0, {.communicator = std::make_shared<TwoRanks>()});
+      CompiledModel::create(hostless, 0, {.communicator = std::make_shared<collective::FakeRanks>(2)});
   ASSERT_FALSE(ranks.ok());
   EXPECT_EQ(ranks.error().message,
             "--data-parallel is not available on the hostless backend, which this model was "

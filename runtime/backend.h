@@ -50,7 +50,6 @@ struct BindOptions {
 
 struct Backend {
   std::string name;     ///< "cpu", "cuda": what weft_library's `backend` names.
-  std::string summary;  ///< One line for --help ("one NVIDIA GPU through ...").
   /// Binds `program` with `code` on the device. Errors: the device is absent (cuda: "no
   /// CUDA device: ..."), an option it cannot honour, a plan too large for its memory.
   StatusOr<std::unique_ptr<ProgramExecutor>> (*bind)(Program program, DeviceCode code,

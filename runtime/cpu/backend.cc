@@ -23,7 +23,6 @@ Executor& cpu(ProgramExecutor& ex) { return static_cast<Executor&>(ex); }
 
 const bool registered = register_backend({
     .name = "cpu",
-    .summary = "the host's cores (oneDNN GEMMs and convolutions, generated vector kernels)",
     .bind = bind,
     .host_input_data = [](ProgramExecutor& ex, int index) { return cpu(ex).input_data(index); },
     .set_check_numerics = [](ProgramExecutor& ex, bool on) { cpu(ex).set_check_numerics(on); },

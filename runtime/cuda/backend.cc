@@ -26,8 +26,6 @@ StatusOr<std::unique_ptr<ProgramExecutor>> bind(Program program, DeviceCode code
 
 const bool registered = register_backend({
     .name = "cuda",
-    .summary = "one NVIDIA GPU (cuBLAS GEMMs, weft's PTX and CUDA library kernels, the step "
-               "replayed as one CUDA graph)",
     .bind = bind,
     .unavailable_reason = unavailable_reason,
     .check_program = check_device_only,

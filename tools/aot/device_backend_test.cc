@@ -19,7 +19,6 @@ namespace {
 
 const bool registered = register_backend({
     .name = "hostless",
-    .summary = "the cpu executor without host addresses or optional features (a test)",
     .bind = [](Program program, DeviceCode code, const BindOptions& options) {
       return (*find_backend("cpu"))->bind(std::move(program), std::move(code), options);
     },

@@ -277,13 +277,60 @@ void Emitter::open_rows(const std::string& iv, int64_t count) {
     };
     const std::string tid = sreg("tid.x"), block = sreg("ctaid.x"), block_size = sreg("ntid.x"),
                       blocks = sreg("nctaid.x");
-    const std::string first = bi("arith.addi", bi("arith.muli", block, block_size, "i64"), tid, "i64");
-    const std::string threads = bi("arith.muli", block_size, blocks, "i64");
+    std::string first = bi("arith.addi", bi("arith.muli", block, block_size, "i64"), tid, "i64");
+    std::string threads = bi("arith.muli", block_size, blocks, "i64");
+    if (lanes_ > 1) {
+      // Warp w (of T / 32) takes rows w, w + T/32, ...: the same rows for its 32 lanes.
+      const std::string lanes = cst(DType::i64, lanes_, 1);
+      lane_id_ = bi("arith.remui", first, lanes, "i64");
+      first = bi("arith.divui", first, lanes, "i64");
+      threads = bi("arith.divui", threads, lanes, "i64");
+    }
     const std::string end = cst(DType::i64, static_cast<double>(count), 1);
     os_ << indent_ << "scf.for " << iv << " = " << first << " to " << end << " step " << threads
         << " : i64 {\n";
   }
   indent_ += "  ";
+}
+
+std::string Emitter::shuffle_xor(const std::string& x, DType d, int offset) {
+  const std::string all = cst(DType::i32, -1, 1), clamp = cst(DType::i32, 31, 1),
+                    by = cst(DType::i32, offset, 1);
+  auto shuffle32 = [&](const std::string& v, const std::string& t) {
+    return emit("nvvm.shfl.sync bfly " + all + ", " + v + ", " + by + ", " + clamp + " : " + t +
+                " -> " + t);
+  };
+  switch (d) {
+    case DType::f32: return shuffle32(x, "f32");
+    case DType::i32: return shuffle32(x, "i32");
+    case DType::f64:
+    case DType::i64: {
+      // Two 32-bit halves.
+      const std::string bits = d == DType::f64 ? emit("arith.bitcast " + x + " : f64 to i64") : x;
+      const std::string c32 = cst(DType::i64, 32, 1);
+      const std::string lo = shuffle32(emit("arith.trunci " + bits + " : i64 to i32"), "i32");
+      const std::string hi = shuffle32(
+          emit("arith.trunci " + bi("arith.shrui", bits, c32, "i64") + " : i64 to i32"), "i32");
+      const std::string joined =
+          bi("arith.ori", emit("arith.extui " + lo + " : i32 to i64"),
+             bi("arith.shli", emit("arith.extui " + hi + " : i32 to i64"), c32, "i64"), "i64");
+      return d == DType::f64 ? emit("arith.bitcast " + joined + " : i64 to f64") : joined;
+    }
+    default: {  // u8, bool: widened to i32 and back
+      const std::string t = compute_elem(d);
+      const std::string wide = shuffle32(emit("arith.extui " + x + " : " + t + " to i32"), "i32");
+      return emit("arith.trunci " + wide + " : i32 to " + t);
+    }
+  }
+}
+
+std::string Emitter::warp_combine(const Node& red, std::string x, DType d) {
+  const bool sum = red.op == Op::Sum || red.op == Op::Mean;
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) {
+    const std::string other = shuffle_xor(x, d, offset);
+    x = sum ? bi("arith.addf", x, other, "f64") : accumulate(red, x, other, 1);
+  }
+  return x;
 }
 
 std::string Emitter::lanes_sum(const std::string& acc, const std::string& t, int w) {

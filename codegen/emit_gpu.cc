@@ -60,9 +60,17 @@ GpuKernel emit_scalar_kernel(const Graph& body, const std::string& symbol, bool 
     ReductionSpace rs = collapse_reduction_space(body);
     rs.width = 1;
     emit_detail::Emitter e(body, rs.space, gpu, /*scalar=*/true);
+    // Row bodies and reductions along the innermost dim with rows of a warp's width or
+    // more: one warp per row (its lanes stride the row, shuffles combine the
+    // statistics), so loads coalesce and long rows are split 32 ways. Shorter rows, and
+    // column reductions (whose threads already read consecutive columns), keep one
+    // thread per row or output.
+    const bool warp = gpu && (is_row_body(body) || !rs.column()) && !rs.space.dims.empty() &&
+                      rs.space.dims.back() >= emit_detail::Emitter::kWarp;
+    if (warp) e.set_warp_rows();
     std::string mlir = is_row_body(body) ? e.row_module(symbol, rs)
                                          : e.reduction_module(symbol, *body_reduction(body), rs);
-    return {std::move(mlir), rs.rows()};
+    return {std::move(mlir), rs.rows() * (warp ? emit_detail::Emitter::kWarp : 1)};
   }
   const CollapsedSpace space = collapse_space(body);
   return {emit_detail::Emitter(body, space, gpu, /*scalar=*/true).gpu_module(symbol),

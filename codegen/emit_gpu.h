@@ -41,8 +41,10 @@ struct GpuKernel {
 /// The kernel `symbol` for `body` (every node passes gpu_supports): an elementwise body
 /// gets one thread per element; a reduction body (kernel_compiler.h) one thread per
 /// output element, which accumulates its reduced elements in order (sums in f64, as on
-/// the CPU); a row body (softmax, layer norm, ...) one thread per row, which makes the
-/// CPU row kernel's passes over its row.
+/// the CPU); a row body (softmax, layer norm, their backward, ...) one warp per row when
+/// its rows hold 32 elements or more — the lanes take every 32nd element of each of the
+/// CPU row kernel's passes, and butterfly shuffles (nvvm.shfl.sync) give every lane the
+/// row's sums (f64) and maxima — and one thread per row for shorter rows.
 GpuKernel emit_gpu_kernel(const Graph& body, const std::string& symbol);
 
 /// The same scalar code as emit_gpu_kernel with the host's ABI (GeneratedFn) instead of

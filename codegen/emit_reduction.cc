@@ -78,8 +78,11 @@ std::string Emitter::reduce_rows(const Node& red, const ReductionSpace& rs,
   auto inner = [&](int64_t from, int64_t to, int step, const std::string& acc, const std::string& t) {
     const std::string r = "%t" + std::to_string(next_++), i = "%i" + std::to_string(next_++),
                       a = "%a" + std::to_string(next_++);
-    open_for(r, i, cst(DType::i64, static_cast<double>(from), 1),
-             cst(DType::i64, static_cast<double>(to), 1), cst(DType::i64, step, 1), {{a, acc}}, t);
+    // In warp-row mode (width 1) lane l takes elements from + l, from + l + 32, ...
+    std::string lo = cst(DType::i64, static_cast<double>(from), 1);
+    if (lanes_ > 1) lo = bi("arith.addi", lo, lane_id_, "i64");
+    open_for(r, i, lo, cst(DType::i64, static_cast<double>(to), 1),
+             cst(DType::i64, static_cast<double>(step) * lanes_, 1), {{a, acc}}, t);
     close_for(accumulate(red, a, compute(step, i, bases, splats, &red).at(x), step), t);
     return r;
   };
@@ -96,6 +99,7 @@ std::string Emitter::reduce_rows(const Node& red, const ReductionSpace& rs,
       total = accumulate(red, total, this->lane(res + "#0", lane, st, vt, w), 1);
     }
   }
+  if (lanes_ > 1) total = warp_combine(red, total, acc_d);
   return total;
 }
 
@@ -119,8 +123,14 @@ std::string Emitter::reduction_module(const std::string& symbol, const Node& red
       if (d == DType::f32) acc = conv("arith.truncf", acc, DType::f64, d, w);
     }
     const std::string address = gep(out, index, d);
-    os_ << indent_ << "llvm.store " << acc << ", " << address << " {alignment = "
-        << dtype_size(d) << " : i64} : " << vec(compute_elem(d), w) << ", !llvm.ptr\n";
+    if (lanes_ > 1) {  // every lane holds the result; lane 0 stores it
+      const std::string first_lane = bi("arith.cmpi eq,", lane_id_, cst(DType::i64, 0, 1), "i64");
+      os_ << indent_ << "scf.if " << first_lane << " {\n";
+    }
+    os_ << indent_ << (lanes_ > 1 ? "  " : "") << "llvm.store " << acc << ", " << address
+        << " {alignment = " << dtype_size(d) << " : i64} : " << vec(compute_elem(d), w)
+        << ", !llvm.ptr\n";
+    if (lanes_ > 1) os_ << indent_ << "}\n";
   };
   if (rs.rows() > 0) {
     open_rows("%r", rs.rows());

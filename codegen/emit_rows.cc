@@ -143,12 +143,19 @@ std::string Emitter::row_module(const std::string& symbol, const ReductionSpace&
     for (const std::string& x : xs) s += (s.empty() ? "" : ", ") + x;
     return s;
   };
+  // `along`: a loop along the row, which the warp's lanes share in warp-row mode (lane l
+  // takes elements lo + l, lo + l + 32, ...).
   auto open_for = [&](const std::string& res, const std::string& iv, int64_t lo, int64_t hi,
                       int64_t step, const std::vector<std::string>& inits,
-                      std::vector<std::string>& args, const std::vector<std::string>& types) {
-    const std::string clo = cst(DType::i64, static_cast<double>(lo), 1),
-                      chi = cst(DType::i64, static_cast<double>(hi), 1),
-                      cstep = cst(DType::i64, static_cast<double>(step), 1);
+                      std::vector<std::string>& args, const std::vector<std::string>& types,
+                      bool along = false) {
+    std::string clo = cst(DType::i64, static_cast<double>(lo), 1);
+    const std::string chi = cst(DType::i64, static_cast<double>(hi), 1);
+    if (along && lanes_ > 1) {
+      clo = bi("arith.addi", clo, lane_id_, "i64");
+      step *= lanes_;
+    }
+    const std::string cstep = cst(DType::i64, static_cast<double>(step), 1);
     os_ << indent_ << (res.empty() ? "" : res + " = ") << "scf.for " << iv << " = " << clo
         << " to " << chi << " step " << cstep;
     if (!inits.empty()) {
@@ -201,7 +208,7 @@ std::string Emitter::row_module(const std::string& symbol, const ReductionSpace&
       auto [idecl, ires] = results(c);
       std::vector<std::string> iargs;
       const std::string i = "%i" + std::to_string(next_++);
-      open_for(idecl, i, from, to, w, acc, iargs, t);
+      open_for(idecl, i, from, to, w, acc, iargs, t, /*along=*/true);
       val.clear();
       std::vector<std::string> next;
       for (int j = 0; j < c; ++j) {
@@ -223,6 +230,7 @@ std::string Emitter::row_module(const std::string& symbol, const ReductionSpace&
       std::string total = res[c + j];
       if (sum[j]) {
         total = bi("arith.addf", lanes_sum(res[j], vt[j], width_), total, "f64");
+        if (lanes_ > 1) total = warp_combine(red, total, DType::f64);
         if (red.op == Op::Mean) {
           total = bi("arith.divf", total, cst(DType::f64, static_cast<double>(rs.reduced_size()), 1), "f64");
         }
@@ -231,6 +239,7 @@ std::string Emitter::row_module(const std::string& symbol, const ReductionSpace&
         for (int lane = 0; lane < width_; ++lane) {
           total = accumulate(red, total, this->lane(res[j], lane, st[j], vt[j], width_), 1);
         }
+        if (lanes_ > 1) total = warp_combine(red, total, d);
       }
       scalar[red.result()] = total;
     }
@@ -256,7 +265,7 @@ std::string Emitter::row_module(const std::string& symbol, const ReductionSpace&
     auto store = [&](int64_t from, int64_t to, int w) {
       if (from == to) return;
       const std::string i = "%i" + std::to_string(next_++);
-      open_for("", i, from, to, w, {}, none, {});
+      open_for("", i, from, to, w, {}, none, {}, /*along=*/true);
       val.clear();
       // Every output is computed before any is stored: a result may take over the
       // buffer of an operand (memory_plan's in-place rule), read here at the same index.
@@ -277,8 +286,16 @@ std::string Emitter::row_module(const std::string& symbol, const ReductionSpace&
     store(main, length, 1);
     close_for({}, {});
   }
-  // Per-row outputs: one element per row.
+  // Per-row outputs: one element per row (stored by lane 0 in warp-row mode).
+  bool guarded = false;
   for (size_t j = 0; j < g_.outputs().size(); ++j) {
+    if (lanes_ > 1 && plan.per_row[g_.outputs()[j]] && !guarded) {
+      const std::string first_lane =
+          bi("arith.cmpi eq,", lane_id_, cst(DType::i64, 0, 1), "i64");
+      os_ << indent_ << "scf.if " << first_lane << " {\n";
+      indent_ += "  ";
+      guarded = true;
+    }
     const ValueId out = g_.outputs()[j];
     if (!plan.per_row[out]) continue;
     const DType d = g_.type(out).dtype;
@@ -287,6 +304,10 @@ std::string Emitter::row_module(const std::string& symbol, const ReductionSpace&
     const std::string address = gep(ptr[n_in + j], "%r", d);
     os_ << indent_ << "llvm.store " << x << ", " << address << " {alignment = "
         << dtype_size(d) << " : i64} : " << memory_elem(d) << ", !llvm.ptr\n";
+  }
+  if (guarded) {
+    indent_.resize(indent_.size() - 2);
+    os_ << indent_ << "}\n";
   }
   indent_.resize(indent_.size() - 2);
   os_ << indent_ << "}\n";

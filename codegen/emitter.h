@@ -46,6 +46,12 @@ class Emitter {
   std::string row_module(const std::string& symbol, const ReductionSpace& rs);
   /// The CUDA form of module(): one thread per element (emit_gpu.cc; needs `gpu`).
   std::string gpu_module(const std::string& symbol);
+  /// GPU row kernels (row_module): the 32 lanes of a warp share each row, each taking
+  /// every 32nd element, and combine their partial reductions with butterfly shuffles
+  /// (so every lane holds the row's statistics); lane 0 stores the per-row outputs.
+  /// Launch 32 threads per row.
+  void set_warp_rows() { lanes_ = kWarp; }
+  static constexpr int kWarp = 32;
 
  private:
   std::string emit(const std::string& rhs) {
@@ -90,6 +96,11 @@ class Emitter {
   /// Opens the loop over rows [0, count) with induction variable `iv` ("%r"): the
   /// caller's share [row_begin, row_end) on the CPU, a grid-stride loop on the GPU.
   void open_rows(const std::string& iv, int64_t count);
+  /// `x` (dtype `d`) combined over the warp's lanes with `red`'s operation (sums in f64):
+  /// every lane gets the result (warp-row mode, set_warp_rows).
+  std::string warp_combine(const Node& red, std::string x, DType d);
+  /// Lane `x` of the lane `offset` places away by xor (nvvm.shfl.sync bfly).
+  std::string shuffle_xor(const std::string& x, DType d, int offset);
   /// The f64 sum of the lanes of `acc` (type `t`, `w` lanes): `acc` itself when w == 1.
   std::string lanes_sum(const std::string& acc, const std::string& t, int w);
   /// Lane `lane` of `acc` (element type `st`, vector type `vt`): `acc` when w == 1.
@@ -117,6 +128,8 @@ class Emitter {
   const CollapsedSpace& space_;
   int width_;
   bool gpu_;
+  int lanes_ = 1;           ///< GPU threads sharing one row (set_warp_rows).
+  std::string lane_id_;     ///< This thread's lane in its row's warp (lanes_ > 1).
   int next_ = 0;
   std::string indent_ = "    ";
   std::ostringstream os_;

@@ -117,18 +117,19 @@ graph @k(%x: f32[8,3,33], %b: f32[3,1], %m: bool[33]) -> (f32[8,3,33], f32[8,3,3
   EXPECT_EQ(ptx->find("fused_param_5"), std::string::npos) << *ptx;
 }
 
-TEST(Ptx, ReductionAndRowBodiesRunOneThreadPerOutputOrRow) {
+TEST(Ptx, ReductionsRunOneThreadPerOutputAndRowBodiesOneWarpPerRow) {
   // A column reduction (the bias gradient's sum over the batch): one thread per column.
   const Graph column = parse_typed(
       "graph @k(%g: f32[128,10], %y: f32[128,10]) {\n  %m = mul(%g, %y)\n"
       "  %s = sum(%m) {axes=[0]}\n  return %s\n}\n");
   GpuKernel c = emit_gpu_kernel(column, "col");
   EXPECT_EQ(c.threads, 10);
-  // A row reduction and a softmax row body: one thread per row.
+  // A reduction along rows of 40: one warp per row.
   const Graph row = parse_typed(
       "graph @k(%x: f32[64,40]) {\n  %s = max(%x) {axes=[1]}\n  return %s\n}\n");
   GpuKernel r = emit_gpu_kernel(row, "row");
-  EXPECT_EQ(r.threads, 64);
+  EXPECT_EQ(r.threads, 64 * 32);
+  EXPECT_NE(r.mlir.find("nvvm.shfl.sync bfly"), std::string::npos) << r.mlir;
   const Graph softmax = parse_typed(R"(
 graph @k(%x: f32[64,40]) {
   %m = max(%x) {axes=[-1], keepdims=true}
@@ -140,10 +141,36 @@ graph @k(%x: f32[64,40]) {
 }
 )");
   ASSERT_TRUE(is_row_body(softmax));
+  // Rows of 40: one warp per row (32 threads each), its statistics combined by shuffles.
   GpuKernel sm = emit_gpu_kernel(softmax, "softmax");
-  EXPECT_EQ(sm.threads, 64);
+  EXPECT_EQ(sm.threads, 64 * 32);
   EXPECT_EQ(sm.mlir.find("vector"), std::string::npos) << sm.mlir;
-  StatusOr<std::string> ptx = compile_ptx({c.mlir, r.mlir, sm.mlir}, {"col", "row", "softmax"});
+  EXPECT_NE(sm.mlir.find("nvvm.shfl.sync bfly"), std::string::npos) << sm.mlir;
+  // f64 statistics shuffle as two 32-bit halves; rows shorter than a warp keep one
+  // thread per row.
+  const Graph softmax64 = parse_typed(R"(
+graph @k(%x: f64[8,300]) {
+  %m = max(%x) {axes=[-1], keepdims=true}
+  %d = sub(%x, %m)
+  %s = sum(%d) {axes=[-1], keepdims=true}
+  %p = div(%d, %s)
+  return %p
+}
+)");
+  GpuKernel sm64 = emit_gpu_kernel(softmax64, "softmax64");
+  EXPECT_EQ(sm64.threads, 8 * 32);
+  const Graph short_rows = parse_typed(R"(
+graph @k(%x: f32[64,10]) {
+  %m = max(%x) {axes=[-1], keepdims=true}
+  %d = sub(%x, %m)
+  return %d
+}
+)");
+  GpuKernel sr = emit_gpu_kernel(short_rows, "short_rows");
+  EXPECT_EQ(sr.threads, 64);
+  EXPECT_EQ(sr.mlir.find("nvvm.shfl.sync"), std::string::npos) << sr.mlir;
+  StatusOr<std::string> ptx = compile_ptx({c.mlir, r.mlir, sm.mlir, sm64.mlir, sr.mlir},
+                                          {"col", "row", "softmax", "softmax64", "short_rows"});
   ASSERT_TRUE(ptx.ok()) << ptx.error().to_string();
   if (std::ifstream(kPtxas).good()) {
     const std::string path = write_temp("reductions.ptx", *ptx);

@@ -134,6 +134,8 @@ StatusOr<std::unique_ptr<ProgramExecutor>> Trainer::compile_graph(const Graph& g
   if (options_.backend == "cuda") {
     cuda::ExecutorOptions gpu;
     gpu.max_memory = options_.max_memory;
+    gpu.cuda_graph = options_.cuda_graph;
+    gpu.allow_host_fallback = options_.allow_host_fallback;
     WEFT_ASSIGN_OR_RETURN(std::unique_ptr<cuda::Executor> ex, codegen::compile_for_cuda(g, gpu));
     return std::unique_ptr<ProgramExecutor>(std::move(ex));
   }

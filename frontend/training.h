@@ -61,6 +61,12 @@ struct LossSpec {
 struct TrainOptions {
   uint64_t seed = 0;                 ///< Parameter initialization and dropout.
   std::string backend = "cpu";       ///< "cpu", "cuda" or "reference".
+  /// cuda: replay each step as one captured CUDA graph (false: launch by launch, for
+  /// comparison and debugging; cuda::ExecutorOptions::cuda_graph).
+  bool cuda_graph = true;
+  /// cuda: run the ops with no CUDA kernel on the host instead of refusing the model
+  /// (a debugging path; cuda::ExecutorOptions::allow_host_fallback).
+  bool allow_host_fallback = false;
   int num_threads = 0;               ///< cpu: 0 means $WEFT_NUM_THREADS or every core.
   /// Stop a step or evaluation at the first op producing a NaN or infinity, naming it and
   /// its builder call site (runtime/reference/numerics.h); slow, for debugging. cpu and

@@ -22,6 +22,7 @@ namespace {
                "%s\nusage: [--epochs=N] [--batch=B] [--lr=X] [--seed=S] [--backend=NAME]\n"
                "       [--checkpoint-out=PATH] [--resume=PATH] [--data=DIR] [--max-steps=N]\n"
                "       [--profile] [--check-numerics] [--metrics-csv=PATH] [--report=PATH]\n"
+               "       [--no-cuda-graph] (--backend=cuda: launch by launch, not one CUDA graph)\n"
                "       [--data-parallel] (under mpirun: each rank trains on its share of every "
                "batch)%s\n",
                problem.c_str(), allow_bn ? " [--bn]" : "");
@@ -88,6 +89,7 @@ void parse_flags(int argc, char** argv, RunConfig& c, bool allow_bn) {
     else if (flag == "--data") c.data = cli::resolve_path(value);
     else if (flag == "--bn" && allow_bn && eq == std::string::npos) c.bn = true;
     else if (flag == "--profile" && eq == std::string::npos) c.profile = true;
+    else if (flag == "--no-cuda-graph" && eq == std::string::npos) c.cuda_graph = false;
     else if (flag == "--check-numerics" && eq == std::string::npos) c.check_numerics = true;
     else if (flag == "--data-parallel" && eq == std::string::npos) c.data_parallel = true;
     else if (flag == "--metrics-csv" && !value.empty()) c.metrics_csv = cli::resolve_path(value);
@@ -119,6 +121,7 @@ int train(const FlowPtr& net, const RunConfig& c) {
   TrainOptions options;
   options.seed = c.seed;
   options.backend = c.backend;
+  options.cuda_graph = c.cuda_graph;
   options.check_numerics = c.check_numerics;
   // --data-parallel: every rank of `mpirun -np N` trains on its rows of each batch; rank 0
   // alone prints, records metrics and writes the checkpoint.

@@ -5,6 +5,7 @@
 // Flags: --epochs=N --batch=B --lr=X --seed=S --backend=NAME --checkpoint-out=PATH
 //        --resume=PATH --data=DIR --max-steps=N (per epoch, for quick runs)
 //        --profile (cpu backend: per-kernel times of the training step after each epoch)
+//        --no-cuda-graph (cuda backend: launch by launch instead of one CUDA graph per step)
 //        --check-numerics (stop at the first op producing a NaN or an infinity, naming it)
 //        --metrics-csv=PATH, --report=PATH (the training monitor, runtime/monitor: a CSV
 //        row per step, and an HTML report at the end)
@@ -27,6 +28,7 @@ struct RunConfig {
   double lr = 1e-3;
   uint64_t seed = 0;
   std::string backend = "cpu";
+  bool cuda_graph = true;  ///< --no-cuda-graph: false.
   std::string checkpoint_out;
   std::string resume;
   std::string data = kFashionMnistDirectory;

@@ -20,6 +20,7 @@ Executor::Device::~Device() {
   if (graph_exec) cudaGraphExecDestroy(graph_exec);
   if (graph) cudaGraphDestroy(graph);
   if (cublas) cublasDestroy(cublas);
+  if (cudnn) cudnnDestroy(cudnn);
   if (library) cudaLibraryUnload(library);
   if (stream) cudaStreamDestroy(stream);
 }

@@ -5,6 +5,7 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <cudnn.h>
 
 #include <memory>
 #include <optional>
@@ -20,7 +21,8 @@
 
 namespace weft::cuda {
 
-/// Ok, or the error "`call`: `cudaGetErrorString(error)`".
+/// Ok, or the error "`call`: `cudaGetErrorString(error)`", the thread's last error
+/// cleared (so a later launch check does not report it again).
 Status cuda_status(cudaError_t error, const std::string& call);
 
 /// Ok, or the error "`call`: `cublasGetStatusString(status)`".
@@ -37,6 +39,9 @@ struct Executor::Device {
   int ordinal = 0;
   cudaStream_t stream = nullptr;
   cublasHandle_t cublas = nullptr;  ///< On `stream`, in pedantic math mode.
+  /// On `stream`; created by the first convolution_bound (conv.cc), so programs without
+  /// convolutions never pay for cudnnCreate (which loads cuDNN's engine libraries).
+  cudnnHandle_t cudnn = nullptr;
   cudaLibrary_t library = nullptr;  ///< The program's PTX module.
   void* arena = nullptr;
   void* inputs = nullptr;     ///< The inputs block.
@@ -114,5 +119,17 @@ StatusOr<BoundPtr> library_bound(LibraryKind kind, const Node& node,
 /// `bytes` from `from` to `to`, device to device (nothing when they are the same bytes);
 /// `what` names it in describe() and errors ("copy").
 BoundPtr copy_bound(const void* from, void* to, size_t bytes, std::string what);
+
+/// A conv2d, conv2d_backward_input or conv2d_backward_weight through cuDNN (conv.cc): the
+/// plan (conv_plan.h), descriptors and algorithm made here, d.cudnn created on d.stream
+/// if need be. Errors: the plan's (library_kind says `host` for those), a failed cuDNN
+/// call, no FMA-math algorithm.
+StatusOr<BoundPtr> convolution_bound(Executor::Device& d, const Node& node,
+                                     const std::vector<Type>& operand_types, const Type& result,
+                                     std::vector<const void*> in, void* out);
+
+/// A pooling op on pool.cu's kernels (pool.cc). Errors: the plan's (conv_plan.h).
+StatusOr<BoundPtr> pooling_bound(const Node& node, const std::vector<Type>& operand_types,
+                                 const Type& result, std::vector<const void*> in, void* out);
 
 }  // namespace weft::cuda

@@ -6,11 +6,16 @@
 #include <utility>
 
 #include "runtime/cuda/device.h"
+#include "runtime/cuda/library.h"
 
 namespace weft::cuda {
 
 Status cuda_status(cudaError_t error, const std::string& call) {
   if (error == cudaSuccess) return Status::ok_status();
+  // Reported here, once: a failed call also leaves its error as the thread's last error,
+  // which the next kernel launch's check (cudaGetLastError) would otherwise report
+  // again, against an innocent kernel (a sticky error stays whatever is done here).
+  cudaGetLastError();
   return Error{call + ": " + cudaGetErrorString(error)};
 }
 
@@ -217,9 +222,19 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program, std::strin
                                              inv.results[0].type.bytes()));
             break;
           }
+          case LibraryKind::convolution: {  // cuDNN
+            WEFT_ASSIGN_OR_RETURN(BoundPtr bound, convolution_bound(d, inv.node, types,
+                                                                    inv.results[0].type, in, out));
+            ex->code_.push_back(std::move(bound));
+            break;
+          }
+          case LibraryKind::pooling: {  // pool.cu
+            WEFT_ASSIGN_OR_RETURN(BoundPtr bound,
+                                  pooling_bound(inv.node, types, inv.results[0].type, in, out));
+            ex->code_.push_back(std::move(bound));
+            break;
+          }
           case LibraryKind::host:
-          case LibraryKind::convolution:  // cuDNN: not bound yet
-          case LibraryKind::pooling:
             ++ex->fallbacks_;
             ex->code_.push_back(fallback_bound(inv.node, types, inv.results[0].type, in, out));
             break;
@@ -289,9 +304,11 @@ Status Executor::capture_graph() {
 Status Executor::set_input(int index, const Tensor& value) {
   WEFT_RETURN_IF_ERROR(check_input(index, value));
   WEFT_RETURN_IF_ERROR(cuda_status(cudaSetDevice(device_->ordinal), "cudaSetDevice"));
-  return cuda_status(
-      cudaMemcpy(input_ptr_[index], value.raw_data(), value.bytes(), cudaMemcpyHostToDevice),
-      "cudaMemcpy (input %" + program_.inputs[index].name + ")");
+  // Ordered on the step's stream, before the next run(), without waiting for the
+  // previous one: from pageable memory the call returns once `value` is staged.
+  return cuda_status(cudaMemcpyAsync(input_ptr_[index], value.raw_data(), value.bytes(),
+                                     cudaMemcpyHostToDevice, device_->stream),
+                     "cudaMemcpyAsync (input %" + program_.inputs[index].name + ")");
 }
 
 namespace {

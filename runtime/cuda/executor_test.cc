@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -72,15 +73,10 @@ Program one_op(Op op, Attrs attrs, const std::vector<Type>& operands, const Type
 
 // The same op on the reference interpreter.
 Tensor reference_op(Op op, const Attrs& attrs, const std::vector<Tensor>& args, const Type& result) {
-  Graph g("reference");
-  std::vector<ValueId> in;
-  for (size_t i = 0; i < args.size(); ++i) {
-    in.push_back(g.add_input("in" + std::to_string(i), args[i].type()));
-  }
-  g.add_output(g.add_node(op, in, attrs, {}, result));
-  StatusOr<reference::RunResult> r = reference::run(g, args);
-  WEFT_CHECK(r.ok(), r.status().to_string());
-  return r->outputs[0];
+  Node node;
+  node.op = op;
+  node.attrs = attrs;
+  return test_util::reference_node(node, args, result);
 }
 
 // The hand-built Programs use softmax as their op without a CUDA kernel: the host
@@ -469,6 +465,93 @@ TEST(CudaExecutor, Errors) {
                                       "for it):\n  softmax (%", 0),
             0u)
       << bad.error().message;
+}
+
+// Convolutions through cuDNN: each op on geometries with strides, padding, dilation and
+// groups, f32 and f64, within 2e-5 of the reference (FMA math, no TF32), the same bits on
+// a second step (a deterministic algorithm).
+TEST(CudaExecutor, ConvolutionsRunOnCudnn) {
+  SKIP_WITHOUT_GPU();
+  struct Geometry {
+    Shape x, w, y;
+    IntList stride, padding, dilation;
+    int64_t groups;
+  };
+  const std::vector<Geometry> geometries = {
+      {{4, 3, 16, 16}, {8, 3, 3, 3}, {4, 8, 8, 8}, {2, 2}, {1, 1}, {1, 1}, 1},
+      {{2, 4, 11, 9}, {6, 2, 3, 2}, {2, 6, 11, 10}, {1, 1}, {2, 1}, {2, 1}, 2},
+      {{2, 6, 8, 8}, {6, 1, 3, 3}, {2, 6, 4, 4}, {2, 2}, {1, 1}, {1, 1}, 6},
+  };
+  for (const Geometry& g : geometries) {
+    for (DType dtype : {DType::f32, DType::f64}) {
+      SCOPED_TRACE(g.x.to_string() + " by " + g.w.to_string() + " " +
+                   std::string(dtype_name(dtype)));
+      const Type xt{dtype, g.x}, wt{dtype, g.w}, yt{dtype, g.y};
+      const Attrs conv = {{"stride", g.stride}, {"padding", g.padding},
+                          {"dilation", g.dilation}, {"groups", g.groups}};
+      Attrs data = conv, filter = conv;
+      data["input_shape"] = g.x.dims;
+      filter["weight_shape"] = g.w.dims;
+      struct OpCase {
+        Op op;
+        const Attrs& attrs;
+        std::vector<Type> operands;
+        Type result;
+        const char* call;
+      };
+      for (const OpCase& c : {OpCase{Op::Conv2d, conv, {xt, wt}, yt, "forward"},
+                              OpCase{Op::Conv2dBackwardInput, data, {yt, wt}, xt, "backward_data"},
+                              OpCase{Op::Conv2dBackwardWeight, filter, {xt, yt}, wt,
+                                     "backward_filter"}}) {
+        std::unique_ptr<Executor> ex = create_or_die(one_op(c.op, c.attrs, c.operands, c.result));
+        EXPECT_EQ(ex->fallbacks(), 0);
+        const std::string line = "0  cudnn " + std::string(op_name(c.op)) + " " + c.call + " ";
+        EXPECT_EQ(ex->describe().rfind(line, 0), 0u) << ex->describe();
+        const std::vector<Tensor> args = {random_tensor(c.operands[0], 7),
+                                          random_tensor(c.operands[1], 8)};
+        const Tensor first = run_program(*ex, args)[0];
+        expect_close(first, reference_op(c.op, c.attrs, args, c.result),
+                     dtype == DType::f32 ? 2e-5 : 1e-12);
+        EXPECT_EQ(run_program(*ex, args)[0], first) << "a second step differs";
+      }
+    }
+  }
+}
+
+// Pooling on pool.cu's kernels: every op, f32 and f64, on values with many ties, the
+// reference's results to the last bit (the first maximum, the same summation order).
+TEST(CudaExecutor, PoolingRunsOnPoolKernels) {
+  SKIP_WITHOUT_GPU();
+  for (DType dtype : {DType::f32, DType::f64}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const Type xt{dtype, {2, 3, 9, 8}}, yt{dtype, {2, 3, 5, 4}};
+    const Attrs pool = {{"kernel", IntList{3, 2}}, {"stride", IntList{2, 2}},
+                        {"padding", IntList{1, 0}}};
+    Attrs avg_backward = pool;
+    avg_backward["input_shape"] = xt.shape.dims;
+    Tensor x = random_tensor(xt, 9);
+    for (int64_t i = 0; i < x.numel(); ++i) x.set_double(i, std::round(x.get_double(i) * 3) / 3);
+    struct OpCase {
+      Op op;
+      const Attrs& attrs;
+      std::vector<Tensor> args;
+      Type result;
+    };
+    for (const OpCase& c :
+         {OpCase{Op::MaxPool2d, pool, {x}, yt}, OpCase{Op::AvgPool2d, pool, {x}, yt},
+          OpCase{Op::MaxPool2dBackward, pool, {x, random_tensor(yt, 10)}, xt},
+          OpCase{Op::AvgPool2dBackward, avg_backward, {random_tensor(yt, 11)}, xt},
+          OpCase{Op::MaxPool2dSelect, pool, {x, random_tensor(xt, 12)}, yt}}) {
+      SCOPED_TRACE(op_name(c.op));
+      std::vector<Type> types;
+      for (const Tensor& t : c.args) types.push_back(t.type());
+      std::unique_ptr<Executor> ex = create_or_die(one_op(c.op, c.attrs, types, c.result));
+      EXPECT_EQ(ex->fallbacks(), 0);
+      EXPECT_EQ(ex->describe().rfind("0  pool " + std::string(op_name(c.op)) + " ", 0), 0u)
+          << ex->describe();
+      EXPECT_EQ(run_program(*ex, c.args)[0], reference_op(c.op, c.attrs, c.args, c.result));
+    }
+  }
 }
 
 }  // namespace

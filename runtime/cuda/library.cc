@@ -1,5 +1,6 @@
 #include "runtime/cuda/library.h"
 
+#include "runtime/cuda/conv_plan.h"
 #include "runtime/cuda/plan.h"
 
 namespace weft::cuda {
@@ -93,6 +94,13 @@ LibraryKind library_kind(const Node& node, const std::vector<Type>& operands, co
                                                                      : LibraryKind::host;
     case Op::RandomBernoulli:
       return LibraryKind::random;
+    case Op::Conv2d: case Op::Conv2dBackwardInput: case Op::Conv2dBackwardWeight:
+      return plan_convolution(node, operands, result).ok() ? LibraryKind::convolution
+                                                           : LibraryKind::host;
+    case Op::MaxPool2d: case Op::AvgPool2d: case Op::MaxPool2dBackward:
+    case Op::AvgPool2dBackward: case Op::MaxPool2dSelect:
+      return plan_pooling(node, operands, result).ok() ? LibraryKind::pooling
+                                                       : LibraryKind::host;
     default:
       break;
   }

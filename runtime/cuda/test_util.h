@@ -2,7 +2,11 @@
 // What runtime/cuda's tests share.
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
+#include "ir/graph.h"
+#include "runtime/reference/interpreter.h"
 #include "runtime/tensor.h"
 
 namespace weft::cuda::test_util {
@@ -16,6 +20,21 @@ inline Tensor random_tensor(Type type, uint32_t seed) {
     t.set_double(i, static_cast<double>(s >> 8) / (1 << 24) * 2.0 - 1.0);
   }
   return t;
+}
+
+/// `node`'s op and attributes on the reference interpreter, applied to `args`, giving a
+/// value of type `result`; a reference error aborts (the tests give valid ops).
+inline Tensor reference_node(const Node& node, const std::vector<Tensor>& args,
+                             const Type& result) {
+  Graph graph("reference");
+  std::vector<ValueId> in;
+  for (size_t i = 0; i < args.size(); ++i) {
+    in.push_back(graph.add_input("in" + std::to_string(i), args[i].type()));
+  }
+  graph.add_output(graph.add_node(node.op, in, node.attrs, {}, result));
+  StatusOr<reference::RunResult> r = reference::run(graph, args);
+  WEFT_CHECK(r.ok(), r.ok() ? "" : r.status().to_string());
+  return r->outputs[0];
 }
 
 }  // namespace weft::cuda::test_util

@@ -2,6 +2,7 @@
 // What cases_test and step_bench feed the cases of cases.h: the graph parsed back, and
 // seeded inputs.
 
+#include <cmath>
 #include <random>
 #include <string>
 #include <vector>
@@ -24,9 +25,10 @@ inline Graph parse_case(const Case& c) {
 }
 
 /// Seeded inputs by kind and dtype: data floats in [-2, 2] (the training step's
-/// `weft.lr` is 0.01), integers in [0, 2] (class labels), parameters in [-0.5, 0.5],
-/// state (optimizer slots, running statistics, counters) zero; `weft.step` is set per
-/// step (set_step).
+/// `weft.lr` is 0.01), integers in [0, 2] (class labels), parameters uniform in
+/// ±1/√fan_in as PyTorch initializes them (fan_in = numel / dims[0]; ±0.5 for vectors),
+/// so activations stay O(1) and softmax does not saturate, state (optimizer slots,
+/// running statistics, counters) zero; `weft.step` is set per step (set_step).
 inline std::vector<Tensor> make_inputs(const Graph& g, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<Tensor> inputs;
@@ -34,10 +36,14 @@ inline std::vector<Tensor> make_inputs(const Graph& g, uint64_t seed) {
     const Type& type = g.type(in.value);
     Tensor t(type);
     const std::string& name = g.value(in.value).name;
+    const int64_t fan_in = type.shape.rank() >= 2 && type.shape[0] > 0
+                               ? type.numel() / type.shape[0]
+                               : 0;
+    const double bound = fan_in > 0 ? 1.0 / std::sqrt(static_cast<double>(fan_in)) : 0.5;
     for (int64_t i = 0; i < t.numel(); ++i) {
       double v = 0;
       if (in.kind == InputKind::param) {
-        v = std::uniform_real_distribution<double>(-0.5, 0.5)(rng);
+        v = std::uniform_real_distribution<double>(-bound, bound)(rng);
       } else if (in.kind == InputKind::data) {
         if (name == "weft.lr") v = 0.01;
         else if (type.dtype == DType::boolean) v = rng() % 2;

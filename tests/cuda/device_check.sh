@@ -36,7 +36,7 @@ if [[ "${1:-}" != "quick" ]]; then
   timeout 200 compute-sanitizer --tool memcheck --error-exitcode=9 .gpu/cases_test --gtest_brief=1 \
     >"$out/memcheck.txt" 2>&1
   note "memcheck rc=$? $(grep -E 'ERROR SUMMARY' "$out/memcheck.txt" | tail -1)"
-  timeout 100 compute-sanitizer --tool racecheck --error-exitcode=9 .gpu/cases_test --gtest_brief=1 \
+  timeout 70 compute-sanitizer --tool racecheck --error-exitcode=9 .gpu/cases_test --gtest_brief=1 \
     --gtest_filter='*cross_entropy*:*mse*:*softmax*:*layer_norm*:*sum*' >"$out/racecheck.txt" 2>&1
   note "racecheck rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$out/racecheck.txt" | tail -1)"
 fi

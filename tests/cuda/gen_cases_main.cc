@@ -41,7 +41,7 @@ std::string graph_text(const std::string& name, const std::string& inputs,
 
 /// One graph per elementwise op and dtype the GPU emitter fuses, over a row-broadcast
 /// operand; library ops that run through cuBLAS or fall back to the host; a GEMM with
-/// its epilogue.
+/// its epilogue; each convolution (cuDNN) and pooling (pool.cu) op.
 std::vector<GraphCase> op_cases() {
   std::vector<GraphCase> cases;
   auto add = [&](const std::string& name, const std::string& inputs, const std::string& body,
@@ -106,6 +106,14 @@ std::vector<GraphCase> op_cases() {
       "  %m = mul(%x, %y)\n  %s = sum(%m) {axes=[0]}\n  %t = max(%x) {axes=[0]}\n"
       "  %u = min(%y) {axes=[1], keepdims=true}\n", "%s, %t, %u");
   add("sum_f64", "%x: f64[5,7,9]", "  %s = sum(%x) {axes=[0, 2]}\n", "%s");
+  // Long rows: one warp per row (emit_gpu.h), f32 and f64, with a ragged last stride.
+  add("softmax_long_rows", "%x: f32[9,1000]", "  %s = softmax(%x) {axis=-1}\n", "%s");
+  add("log_softmax_f64_rows", "%x: f64[4,333]", "  %s = log_softmax(%x) {axis=-1}\n", "%s");
+  add("full_sum_long", "%x: f32[300,257]", "  %s = sum(%x)\n", "%s");
+  add("row_max_f64", "%x: f64[10,100]", "  %s = max(%x) {axes=[1]}\n", "%s");
+  add("mean_outer_and_inner", "%x: f32[4,5,64]", "  %s = mean(%x) {axes=[0, 2]}\n", "%s");
+  add("layer_norm_768", "%x: f32[6,768], %g: f32[768], %b: f32[768]",
+      "  %y = layer_norm(%x, %g, %b) {axes=[-1], eps=1e-5}\n", "%y");
   // weft's CUDA library kernels (runtime/cuda/library_kernels.cu): movement, indexing,
   // cross-entropy and random ops. Integer inputs are in [0, 2] (case_inputs.h).
   add("transpose_3d", "%x: f32[4,6,5]", "  %y = transpose(%x) {perm=[2, 0, 1]}\n", "%y");
@@ -137,6 +145,26 @@ std::vector<GraphCase> op_cases() {
       "  %v = random_uniform(%k) {shape=[5], dtype=f64}\n"
       "  %b = random_bernoulli(%k) {shape=[6, 8], p=0.3, dtype=f32}\n", "%u, %v, %b");
   add("pow_scalar_f64", "%b: f64[], %t: f64[]", "  %y = pow(%b, %t)\n", "%y");
+  // Convolutions (cuDNN) and poolings (pool.cu): each op with strides, padding, and for
+  // the convolutions groups and dilation.
+  const std::string conv = "stride=[2, 2], padding=[1, 1], groups=2";
+  add("conv2d_grouped", "%x: f32[2,4,9,9], %w: f32[6,2,3,3]",
+      "  %y = conv2d(%x, %w) {" + conv + "}\n", "%y");
+  add("conv2d_dilated_f64", "%x: f64[1,3,10,9], %w: f64[4,3,3,2]",
+      "  %y = conv2d(%x, %w) {padding=[2, 1], dilation=[2, 2]}\n", "%y");
+  add("conv2d_backward_input", "%g: f32[2,6,5,5], %w: f32[6,2,3,3]",
+      "  %d = conv2d_backward_input(%g, %w) {input_shape=[2, 4, 9, 9], " + conv + "}\n", "%d");
+  add("conv2d_backward_weight", "%x: f32[2,4,9,9], %g: f32[2,6,5,5]",
+      "  %d = conv2d_backward_weight(%x, %g) {weight_shape=[6, 2, 3, 3], " + conv + "}\n", "%d");
+  const std::string pool = "kernel=[3, 2], stride=[2, 2], padding=[1, 0]";
+  add("max_pool2d", "%x: f32[2,3,9,8]", "  %y = max_pool2d(%x) {" + pool + "}\n", "%y");
+  add("avg_pool2d_f64", "%x: f64[2,3,9,8]", "  %y = avg_pool2d(%x) {" + pool + "}\n", "%y");
+  add("max_pool2d_backward", "%x: f32[2,3,9,8], %g: f32[2,3,5,4]",
+      "  %d = max_pool2d_backward(%x, %g) {" + pool + "}\n", "%d");
+  add("avg_pool2d_backward", "%g: f32[2,3,5,4]",
+      "  %d = avg_pool2d_backward(%g) {input_shape=[2, 3, 9, 8], " + pool + "}\n", "%d");
+  add("max_pool2d_select", "%x: f32[2,3,9,8], %g: f32[2,3,9,8]",
+      "  %y = max_pool2d_select(%x, %g) {" + pool + "}\n", "%y");
   return cases;
 }
 
@@ -160,6 +188,11 @@ std::vector<GraphCase> training_cases() {
       FlowBuilder::from(Linear(784, 256)).through(ReLU()).through(Linear(256, 256))
           .through(ReLU()).through(Linear(256, 10)).build(),
       {{"x", f32({128, 784})}}, LossSpec::cross_entropy(), OptimizerSpec::adam(1e-3), 2);
+  // Layer norm and softmax rows of 64 forward and backward: warp-per-row kernels.
+  add("layer_norm_adam_step",
+      FlowBuilder::from(Linear(64, 64)).through(LayerNorm(64)).through(GELU())
+          .through(Linear(64, 64)).through(LayerNorm(64)).through(Linear(64, 5)).build(),
+      {{"x", f32({16, 64})}}, LossSpec::cross_entropy(), OptimizerSpec::adam(1e-2), 3);
   add("cnn_sgd_step",
       FlowBuilder::from(Conv2d(1, 4, {.kernel = 3, .padding = 1}))
           .through(BatchNorm2d(4)).through(ReLU()).through(MaxPool2d(2)).through(Flatten())

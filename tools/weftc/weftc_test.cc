@@ -155,6 +155,30 @@ TEST(Weftc, RunRejectsMissingAndMistypedInputs) {
   EXPECT_NE(r.out.find("missing.npy"), std::string::npos) << r.out;
 }
 
+// `weftc check --backend=cuda` lowers for the GPU (no GPU needed) and names every op that
+// would run on the host, at its line.
+TEST(Weftc, CheckBackendCudaNamesOpsThatWouldRunOnTheHost) {
+  Result r = weftc("check " + kExample + "mlp.wir --backend=cuda");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("mlp.wir: cuda: every op runs on the GPU ("), std::string::npos) << r.out;
+  const std::string path = write_temp("half.wir",
+                                      "graph @g(%x: f16[4,6], %w: f16[6,3]) {\n"
+                                      "  %y = matmul(%x, %w)\n  %z = neg(%y)\n  return %z\n}\n");
+  r = weftc("check half.wir --backend=cuda", "cd " + temp_dir() + " &&");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("half.wir:2:3: error: program @g would run 2 ops on the host (no CUDA "
+                       "kernel for it):\n  matmul at half.wir:2:3 (%y): f16[4,6], f16[6,3] -> "
+                       "f16[4,3]\n  neg at half.wir:3:3"),
+            std::string::npos)
+      << r.out;
+  r = weftc("check " + path + " --backend=cpu");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("error: weftc check: --backend=cpu is not checked; --backend=cuda checks "
+                       "that every op runs on the GPU"),
+            std::string::npos)
+      << r.out;
+}
+
 TEST(Weftc, CheckNumericsNamesTheFirstNonFiniteOp) {
   std::string wir = write_temp("logs.wir", R"(graph @logs(%x: f32[4], %y: f32[4]) {
   %a = mul(%x, %y)

@@ -1,0 +1,315 @@
+// Convolutions through cuDNN's legacy API (cudnn_cnn.h, in every cuDNN 9): conv2d and its
+// two gradients as the one call conv_plan.h plans. Everything is decided at bind time —
+// the descriptors, FMA math (no TF32, so f32 results stay within the reference's
+// tolerance), and the algorithm, from cuDNN's heuristics (no benchmarking: binding stays
+// deterministic and fast) through choose_conv_algorithm — so run() is one cuDNN call on
+// the executor's stream with Device::workspace, and never allocates.
+
+#include <cudnn.h>
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/cuda/conv_plan.h"
+#include "runtime/cuda/device.h"
+
+namespace weft::cuda {
+namespace {
+
+using Device = Executor::Device;
+
+Status cudnn_status(cudnnStatus_t status, const std::string& call) {
+  if (status == CUDNN_STATUS_SUCCESS) return Status::ok_status();
+  return Error{call + ": " + cudnnGetErrorString(status)};
+}
+
+// The descriptors of one convolution, destroyed with it.
+struct Descriptors {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+
+  Descriptors() = default;
+  Descriptors(const Descriptors&) = delete;
+  Descriptors& operator=(const Descriptors&) = delete;
+  ~Descriptors() {
+    if (x) cudnnDestroyTensorDescriptor(x);
+    if (y) cudnnDestroyTensorDescriptor(y);
+    if (w) cudnnDestroyFilterDescriptor(w);
+    if (conv) cudnnDestroyConvolutionDescriptor(conv);
+  }
+
+  Status make(const ConvPlan& p) {
+    const cudnnDataType_t type = p.dtype == DType::f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+    WEFT_RETURN_IF_ERROR(
+        cudnn_status(cudnnCreateTensorDescriptor(&x), "cudnnCreateTensorDescriptor"));
+    WEFT_RETURN_IF_ERROR(
+        cudnn_status(cudnnCreateTensorDescriptor(&y), "cudnnCreateTensorDescriptor"));
+    WEFT_RETURN_IF_ERROR(
+        cudnn_status(cudnnCreateFilterDescriptor(&w), "cudnnCreateFilterDescriptor"));
+    WEFT_RETURN_IF_ERROR(cudnn_status(cudnnCreateConvolutionDescriptor(&conv),
+                                      "cudnnCreateConvolutionDescriptor"));
+    WEFT_RETURN_IF_ERROR(cudnn_status(
+        cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, type, p.x[0], p.x[1], p.x[2], p.x[3]),
+        "cudnnSetTensor4dDescriptor (x)"));
+    WEFT_RETURN_IF_ERROR(cudnn_status(
+        cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, type, p.y[0], p.y[1], p.y[2], p.y[3]),
+        "cudnnSetTensor4dDescriptor (y)"));
+    WEFT_RETURN_IF_ERROR(cudnn_status(
+        cudnnSetFilter4dDescriptor(w, type, CUDNN_TENSOR_NCHW, p.w[0], p.w[1], p.w[2], p.w[3]),
+        "cudnnSetFilter4dDescriptor"));
+    WEFT_RETURN_IF_ERROR(cudnn_status(
+        cudnnSetConvolution2dDescriptor(conv, p.pad[0], p.pad[1], p.stride[0], p.stride[1],
+                                        p.dilation[0], p.dilation[1], CUDNN_CROSS_CORRELATION,
+                                        type),
+        "cudnnSetConvolution2dDescriptor"));
+    WEFT_RETURN_IF_ERROR(cudnn_status(cudnnSetConvolutionGroupCount(conv, p.groups),
+                                      "cudnnSetConvolutionGroupCount"));
+    return cudnn_status(cudnnSetConvolutionMathType(conv, CUDNN_FMA_MATH),
+                        "cudnnSetConvolutionMathType");
+  }
+};
+
+// What differs between cuDNN's three calls at bind time: the perf and algorithm types,
+// the heuristics and workspace queries (each with its own argument order), which
+// algorithms are FFT or Winograd, and the algorithms' names.
+struct Forward {
+  using Perf = cudnnConvolutionFwdAlgoPerf_t;
+  using Algo = cudnnConvolutionFwdAlgo_t;
+  static constexpr const char* kHeuristics = "cudnnGetConvolutionForwardAlgorithm_v7";
+  static cudnnStatus_t max_count(cudnnHandle_t h, int* n) {
+    return cudnnGetConvolutionForwardAlgorithmMaxCount(h, n);
+  }
+  static cudnnStatus_t heuristics(cudnnHandle_t h, const Descriptors& d, int n, int* got,
+                                  Perf* perf) {
+    return cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, n, got, perf);
+  }
+  static cudnnStatus_t workspace(cudnnHandle_t h, const Descriptors& d, Algo a, size_t* bytes) {
+    return cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y, a, bytes);
+  }
+  static const char* name(Algo a) {
+    switch (a) {
+      case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "implicit_gemm";
+      case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: return "implicit_precomp_gemm";
+      case CUDNN_CONVOLUTION_FWD_ALGO_GEMM: return "gemm";
+      case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT: return "direct";
+      case CUDNN_CONVOLUTION_FWD_ALGO_FFT: return "fft";
+      case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING: return "fft_tiling";
+      case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD: return "winograd";
+      case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED: return "winograd_nonfused";
+      default: return "?";
+    }
+  }
+};
+
+struct BackwardData {
+  using Perf = cudnnConvolutionBwdDataAlgoPerf_t;
+  using Algo = cudnnConvolutionBwdDataAlgo_t;
+  static constexpr const char* kHeuristics = "cudnnGetConvolutionBackwardDataAlgorithm_v7";
+  static cudnnStatus_t max_count(cudnnHandle_t h, int* n) {
+    return cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, n);
+  }
+  static cudnnStatus_t heuristics(cudnnHandle_t h, const Descriptors& d, int n, int* got,
+                                  Perf* perf) {
+    return cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, d.x, n, got, perf);
+  }
+  static cudnnStatus_t workspace(cudnnHandle_t h, const Descriptors& d, Algo a, size_t* bytes) {
+    return cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w, d.y, d.conv, d.x, a, bytes);
+  }
+  static const char* name(Algo a) {
+    switch (a) {
+      case CUDNN_CONVOLUTION_BWD_DATA_ALGO_0: return "algo_0";
+      case CUDNN_CONVOLUTION_BWD_DATA_ALGO_1: return "algo_1";
+      case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT: return "fft";
+      case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING: return "fft_tiling";
+      case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD: return "winograd";
+      case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED: return "winograd_nonfused";
+      default: return "?";
+    }
+  }
+};
+
+struct BackwardFilter {
+  using Perf = cudnnConvolutionBwdFilterAlgoPerf_t;
+  using Algo = cudnnConvolutionBwdFilterAlgo_t;
+  static constexpr const char* kHeuristics = "cudnnGetConvolutionBackwardFilterAlgorithm_v7";
+  static cudnnStatus_t max_count(cudnnHandle_t h, int* n) {
+    return cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, n);
+  }
+  static cudnnStatus_t heuristics(cudnnHandle_t h, const Descriptors& d, int n, int* got,
+                                  Perf* perf) {
+    return cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w, n, got, perf);
+  }
+  static cudnnStatus_t workspace(cudnnHandle_t h, const Descriptors& d, Algo a, size_t* bytes) {
+    return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x, d.y, d.conv, d.w, a, bytes);
+  }
+  static const char* name(Algo a) {
+    switch (a) {
+      case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0: return "algo_0";
+      case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1: return "algo_1";
+      case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT: return "fft";
+      case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3: return "algo_3";
+      case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED: return "winograd_nonfused";
+      case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING: return "fft_tiling";
+      default: return "?";
+    }
+  }
+};
+
+// FFT and Winograd transform the data: not the reference's f32 sums of products.
+bool approximate(const char* name) {
+  const std::string n(name);
+  return n.rfind("fft", 0) == 0 || n.rfind("winograd", 0) == 0;
+}
+
+// The algorithm fixed at bind time.
+struct Algorithm {
+  int algo = 0;
+  size_t workspace = 0;
+  std::string name;
+  bool nondeterministic = false;  ///< Only when cuDNN offers no deterministic one.
+};
+
+// Call's algorithm for `plan`: cuDNN's heuristics (no benchmarking), then
+// choose_conv_algorithm (conv_plan.h); the workspace is asked again for the choice (the
+// heuristics' figure is an estimate).
+template <typename Call>
+StatusOr<Algorithm> choose(cudnnHandle_t h, const ConvPlan& plan, const Descriptors& d) {
+  int count = 0, returned = 0;
+  WEFT_RETURN_IF_ERROR(cudnn_status(Call::max_count(h, &count), "cudnnGet*AlgorithmMaxCount"));
+  std::vector<typename Call::Perf> perf(static_cast<size_t>(std::max(count, 1)));
+  WEFT_RETURN_IF_ERROR(cudnn_status(Call::heuristics(h, d, count, &returned, perf.data()),
+                                    Call::kHeuristics));
+  std::vector<ConvAlgorithm> offered;
+  for (int i = 0; i < returned; ++i) {
+    ConvAlgorithm a;
+    a.algo = static_cast<int>(perf[i].algo);
+    a.supported = perf[i].status == CUDNN_STATUS_SUCCESS;
+    a.deterministic = perf[i].determinism == CUDNN_DETERMINISTIC;
+    a.tensor_ops = perf[i].mathType != CUDNN_DEFAULT_MATH && perf[i].mathType != CUDNN_FMA_MATH;
+    a.approximate = approximate(Call::name(perf[i].algo));
+    a.workspace = perf[i].memory;
+    offered.push_back(a);
+  }
+  const int chosen = choose_conv_algorithm(offered);
+  if (chosen < 0) {
+    return Error{"cuDNN offers no FMA-math algorithm for the convolution " + plan.describe() +
+                 " (" + std::to_string(returned) + " offered)"};
+  }
+  Algorithm out;
+  const auto algo = static_cast<typename Call::Algo>(offered[chosen].algo);
+  out.algo = offered[chosen].algo;
+  out.name = Call::name(algo);
+  out.nondeterministic = !offered[chosen].deterministic;
+  WEFT_RETURN_IF_ERROR(cudnn_status(Call::workspace(h, d, algo, &out.workspace),
+                                    "cudnnGet*WorkspaceSize (" + out.name + ")"));
+  return out;
+}
+
+class ConvolutionBound : public Executor::Bound {
+ public:
+  ConvolutionBound(std::string op, ConvPlan plan, const void* x, const void* w, const void* y,
+                   void* out, size_t out_bytes)
+      : op_(std::move(op)), plan_(std::move(plan)), x_(x), w_(w), y_(y), out_(out),
+        out_bytes_(out_bytes) {}
+
+  Status bind(cudnnHandle_t h) {
+    if (plan_.zero_fill) return Status::ok_status();
+    WEFT_RETURN_IF_ERROR(desc_.make(plan_));
+    StatusOr<Algorithm> a = plan_.call == ConvCall::forward ? choose<Forward>(h, plan_, desc_)
+                            : plan_.call == ConvCall::backward_data
+                                ? choose<BackwardData>(h, plan_, desc_)
+                                : choose<BackwardFilter>(h, plan_, desc_);
+    if (!a.ok()) return a.error();
+    algo_ = std::move(*a);
+    return Status::ok_status();
+  }
+
+  Status run(Device& d, int /*index*/) override {
+    if (plan_.zero_fill) {
+      return cuda_status(cudaMemsetAsync(out_, 0, out_bytes_, d.stream),
+                         "cudaMemsetAsync (empty " + op_ + ")");
+    }
+    const size_t workspace = algo_.workspace;
+    if (d.workspace_bytes < workspace) {
+      return Error{"internal: " + op_ + " needs " + std::to_string(workspace) +
+                   " bytes of workspace, the device has " + std::to_string(d.workspace_bytes)};
+    }
+    // alpha 1, beta 0: the result is overwritten. Scaling factors are double for double
+    // data, float otherwise.
+    const double one_d = 1, zero_d = 0;
+    const float one_f = 1, zero_f = 0;
+    const bool f64 = plan_.dtype == DType::f64;
+    const void* one = f64 ? static_cast<const void*>(&one_d) : &one_f;
+    const void* zero = f64 ? static_cast<const void*>(&zero_d) : &zero_f;
+    void* ws = workspace ? d.workspace : nullptr;
+    switch (plan_.call) {
+      case ConvCall::forward:
+        return cudnn_status(
+            cudnnConvolutionForward(d.cudnn, one, desc_.x, x_, desc_.w, w_, desc_.conv,
+                                    static_cast<cudnnConvolutionFwdAlgo_t>(algo_.algo), ws,
+                                    workspace, zero, desc_.y, out_),
+            "cudnnConvolutionForward (" + op_ + ")");
+      case ConvCall::backward_data:
+        return cudnn_status(
+            cudnnConvolutionBackwardData(d.cudnn, one, desc_.w, w_, desc_.y, y_, desc_.conv,
+                                         static_cast<cudnnConvolutionBwdDataAlgo_t>(algo_.algo),
+                                         ws, workspace, zero, desc_.x, out_),
+            "cudnnConvolutionBackwardData (" + op_ + ")");
+      case ConvCall::backward_filter:
+        return cudnn_status(
+            cudnnConvolutionBackwardFilter(
+                d.cudnn, one, desc_.x, x_, desc_.y, y_, desc_.conv,
+                static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo_.algo), ws, workspace, zero,
+                desc_.w, out_),
+            "cudnnConvolutionBackwardFilter (" + op_ + ")");
+    }
+    return Status::ok_status();
+  }
+
+  std::string describe() const override {
+    std::string s = "cudnn " + op_ + " " + plan_.describe();
+    if (!plan_.zero_fill) {
+      s += " (" + algo_.name + (algo_.nondeterministic ? ", nondeterministic" : "") + ", " +
+           std::to_string(algo_.workspace) + " bytes of workspace)";
+    }
+    return s;
+  }
+
+  size_t workspace_bytes() const override { return algo_.workspace; }
+
+ private:
+  std::string op_;
+  ConvPlan plan_;
+  const void* x_;  ///< The operands in their roles (the result's role is nullptr).
+  const void* w_;
+  const void* y_;
+  void* out_;
+  size_t out_bytes_;
+  Descriptors desc_;
+  Algorithm algo_;
+};
+
+}  // namespace
+
+StatusOr<BoundPtr> convolution_bound(Device& d, const Node& node,
+                                     const std::vector<Type>& operand_types, const Type& result,
+                                     std::vector<const void*> in, void* out) {
+  WEFT_ASSIGN_OR_RETURN(ConvPlan plan, plan_convolution(node, operand_types, result));
+  if (!d.cudnn) {
+    WEFT_RETURN_IF_ERROR(cudnn_status(cudnnCreate(&d.cudnn), "cudnnCreate"));
+    WEFT_RETURN_IF_ERROR(cudnn_status(cudnnSetStream(d.cudnn, d.stream), "cudnnSetStream"));
+  }
+  const auto at = [&](ConvBuffer b) -> const void* {
+    return b == ConvBuffer::operand0 ? in[0] : b == ConvBuffer::operand1 ? in[1] : nullptr;
+  };
+  auto bound = std::make_unique<ConvolutionBound>(std::string(op_name(node.op)), plan,
+                                                  at(plan.x_at), at(plan.w_at), at(plan.y_at),
+                                                  out, result.bytes());
+  WEFT_RETURN_IF_ERROR(bound->bind(d.cudnn));
+  return BoundPtr(std::move(bound));
+}
+
+}  // namespace weft::cuda

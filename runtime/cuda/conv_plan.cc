@@ -1,0 +1,245 @@
+#include "runtime/cuda/conv_plan.h"
+
+#include <climits>
+#include <string>
+
+#include "ir/checked_math.h"
+
+namespace weft::cuda {
+namespace {
+
+Error op_error(const Node& node, const std::string& message) {
+  return Error{std::string(op_name(node.op)) + ": " + message, node.loc};
+}
+
+std::string types_string(const std::vector<Type>& operands, const Type& result) {
+  std::string s;
+  for (size_t i = 0; i < operands.size(); ++i) s += (i ? ", " : "") + operands[i].to_string();
+  return s + " -> " + result.to_string();
+}
+
+// f32 or f64, the same for every operand and the result.
+bool float_types(const std::vector<Type>& operands, const Type& result) {
+  if (result.dtype != DType::f32 && result.dtype != DType::f64) return false;
+  for (const Type& t : operands) {
+    if (t.dtype != result.dtype) return false;
+  }
+  return true;
+}
+
+// The product of dims, when it fits int64.
+std::optional<int64_t> extent(const Shape& s) {
+  Checked n = 1;
+  for (int64_t d : s.dims) n = n * d;
+  return n.get();
+}
+
+std::string dims_string(const int (&d)[4]) {
+  return "[" + std::to_string(d[0]) + "," + std::to_string(d[1]) + "," + std::to_string(d[2]) +
+         "," + std::to_string(d[3]) + "]";
+}
+
+}  // namespace
+
+std::string ConvPlan::describe() const {
+  const char* name = call == ConvCall::forward         ? "forward"
+                     : call == ConvCall::backward_data ? "backward_data"
+                                                       : "backward_filter";
+  std::string s = std::string(name) + " " + std::string(dtype_name(dtype)) + " x" +
+                  dims_string(x) + " w" + dims_string(w) + " y" + dims_string(y) + " stride " +
+                  std::to_string(stride[0]) +
+                  "x" + std::to_string(stride[1]) + " pad " + std::to_string(pad[0]) + "x" +
+                  std::to_string(pad[1]) + " dilation " + std::to_string(dilation[0]) + "x" +
+                  std::to_string(dilation[1]) + " groups " + std::to_string(groups);
+  if (zero_fill) s += " (empty: zeros)";
+  return s;
+}
+
+StatusOr<ConvPlan> plan_convolution(const Node& node, const std::vector<Type>& operands,
+                                    const Type& result) {
+  const std::string types = types_string(operands, result);
+  if (operands.size() != 2) return op_error(node, "expects two operands, got " + types);
+  if (!float_types(operands, result)) {
+    return op_error(node, "cuDNN runs f32 and f64 convolutions only, not " + types);
+  }
+  ConvPlan plan;
+  plan.dtype = result.dtype;
+  Shape x, w, y;
+  switch (node.op) {
+    case Op::Conv2d:
+      plan.call = ConvCall::forward;
+      x = operands[0].shape, w = operands[1].shape, y = result.shape;
+      plan.x_at = ConvBuffer::operand0, plan.w_at = ConvBuffer::operand1,
+      plan.y_at = ConvBuffer::result;
+      break;
+    case Op::Conv2dBackwardInput:
+      plan.call = ConvCall::backward_data;
+      x = Shape(node.ints_attr("input_shape")), w = operands[1].shape, y = operands[0].shape;
+      plan.y_at = ConvBuffer::operand0, plan.w_at = ConvBuffer::operand1,
+      plan.x_at = ConvBuffer::result;
+      if (result.shape != x) return op_error(node, "result should have input_shape: " + types);
+      break;
+    case Op::Conv2dBackwardWeight:
+      plan.call = ConvCall::backward_filter;
+      x = operands[0].shape, w = Shape(node.ints_attr("weight_shape")), y = operands[1].shape;
+      plan.x_at = ConvBuffer::operand0, plan.y_at = ConvBuffer::operand1,
+      plan.w_at = ConvBuffer::result;
+      if (result.shape != w) return op_error(node, "result should have weight_shape: " + types);
+      break;
+    default:
+      return op_error(node, "is not a convolution");
+  }
+  if (x.rank() != 4 || w.rank() != 4 || y.rank() != 4) {
+    return op_error(node, "expects 4-D NCHW tensors and a 4-D OIHW weight: " + types);
+  }
+  const IntList& stride = node.ints_attr("stride");
+  const IntList& padding = node.ints_attr("padding");
+  const IntList& dilation = node.ints_attr("dilation");
+  const int64_t groups = node.int_attr("groups");
+  if (stride.size() != 2 || padding.size() != 2 || dilation.size() != 2) {
+    return op_error(node, "stride, padding and dilation need two entries each");
+  }
+  for (int a = 0; a < 2; ++a) {
+    if (stride[a] < 1 || dilation[a] < 1 || padding[a] < 0 || stride[a] > INT_MAX ||
+        dilation[a] > INT_MAX || padding[a] > INT_MAX) {
+      return op_error(node, "stride, dilation or padding out of cuDNN's range: " + types);
+    }
+  }
+  if (groups < 1 || groups > INT_MAX || x[1] % groups != 0 || w[0] % groups != 0 ||
+      w[1] != x[1] / groups) {
+    return op_error(node, "invalid convolution of " + x.to_string() + " by " + w.to_string() +
+                              " in " + std::to_string(groups) + " groups");
+  }
+  // The output size, as the reference (and cudnnGetConvolution2dForwardOutputDim) has it.
+  int64_t out_hw[2];
+  for (int a = 0; a < 2; ++a) {
+    const Checked span = Checked(dilation[a]) * (Checked(w[2 + a]) - 1) + 1;
+    const Checked o = (Checked(x[2 + a]) + Checked(padding[a]) * 2 - span) / stride[a] + 1;
+    if (!o.ok()) return op_error(node, "sizes overflow int64: " + types);
+    out_hw[a] = o.value();
+  }
+  if (out_hw[0] < 1 || out_hw[1] < 1) {
+    return op_error(node, "the kernel is larger than the padded input " + x.to_string());
+  }
+  if (y != Shape{x[0], w[0], out_hw[0], out_hw[1]}) {
+    return op_error(node, "output gradient or result " + y.to_string() +
+                              " does not match the convolution of " + x.to_string() + " by " +
+                              w.to_string());
+  }
+  bool empty = false;
+  for (const Shape* s : {&x, &w, &y}) {
+    const std::optional<int64_t> n = extent(*s);
+    if (!n || *n > INT_MAX) {
+      return op_error(node, s->to_string() + " is beyond cuDNN's int: " + types);
+    }
+    if (*n == 0) empty = true;
+  }
+  for (int d = 0; d < 4; ++d) {
+    plan.x[d] = static_cast<int>(x[d]);
+    plan.w[d] = static_cast<int>(w[d]);
+    plan.y[d] = static_cast<int>(y[d]);
+  }
+  for (int a = 0; a < 2; ++a) {
+    plan.pad[a] = static_cast<int>(padding[a]);
+    plan.stride[a] = static_cast<int>(stride[a]);
+    plan.dilation[a] = static_cast<int>(dilation[a]);
+  }
+  plan.groups = static_cast<int>(groups);
+  plan.zero_fill = empty;
+  return plan;
+}
+
+int choose_conv_algorithm(const std::vector<ConvAlgorithm>& offered, size_t limit) {
+  // Classes in order of preference; within one, cuDNN's order (fastest expected first).
+  struct Want {
+    bool deterministic, exact, within_limit;
+  };
+  constexpr Want kOrder[] = {
+      {true, true, true},  {false, true, true},  {true, false, true},  {false, false, true},
+      {true, true, false}, {false, true, false}, {true, false, false}, {false, false, false},
+  };
+  for (const Want& want : kOrder) {
+    for (size_t i = 0; i < offered.size(); ++i) {
+      const ConvAlgorithm& a = offered[i];
+      if (!a.supported || a.tensor_ops) continue;
+      if (want.deterministic && !a.deterministic) continue;
+      if (want.exact && a.approximate) continue;
+      if (want.within_limit && a.workspace > limit) continue;
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+StatusOr<PoolWindow> plan_pooling(const Node& node, const std::vector<Type>& operands,
+                                  const Type& result) {
+  const std::string types = types_string(operands, result);
+  if (!float_types(operands, result)) {
+    return op_error(node, "the pooling kernels run f32 and f64 only, not " + types);
+  }
+  const size_t arity = node.op == Op::MaxPool2dBackward || node.op == Op::MaxPool2dSelect ? 2 : 1;
+  if (operands.size() != arity) return op_error(node, "wrong number of operands: " + types);
+  // The pooled input: the first operand, or avg_pool2d_backward's input_shape.
+  const Shape x = node.op == Op::AvgPool2dBackward ? Shape(node.ints_attr("input_shape"))
+                                                   : operands[0].shape;
+  if (x.rank() != 4) return op_error(node, "expects a 4-D NCHW input, got " + x.to_string());
+  const IntList& kernel = node.ints_attr("kernel");
+  const IntList stride = node.has_attr("stride") ? node.ints_attr("stride") : kernel;
+  const IntList& padding = node.ints_attr("padding");
+  if (kernel.size() != 2 || stride.size() != 2 || padding.size() != 2) {
+    return op_error(node, "kernel, stride and padding need two entries each");
+  }
+  PoolWindow g;
+  g.h = x[2], g.w = x[3];
+  g.kh = kernel[0], g.kw = kernel[1], g.sh = stride[0], g.sw = stride[1];
+  g.ph = padding[0], g.pw = padding[1];
+  if (g.kh < 1 || g.kw < 1 || g.sh < 1 || g.sw < 1 || g.ph < 0 || g.pw < 0) {
+    return op_error(node, "invalid pooling window");
+  }
+  const Checked planes = Checked(x[0]) * x[1];
+  const Checked oh = (Checked(g.h) + Checked(g.ph) * 2 - g.kh) / g.sh + 1;  // Floor mode.
+  const Checked ow = (Checked(g.w) + Checked(g.pw) * 2 - g.kw) / g.sw + 1;
+  if (!(planes.ok() && oh.ok() && ow.ok() && (oh * ow * planes).ok() &&
+        (Checked(g.kh) * g.kw).ok() && extent(x))) {
+    return op_error(node, "sizes overflow int64: " + types);
+  }
+  g.planes = planes.value(), g.oh = oh.value(), g.ow = ow.value();
+  if (g.oh < 1 || g.ow < 1) {
+    return op_error(node, "the window is larger than the padded input " + x.to_string());
+  }
+  const Shape pooled{x[0], x[1], g.oh, g.ow};
+  bool ok = false;
+  switch (node.op) {
+    case Op::MaxPool2d: case Op::AvgPool2d:
+      ok = result.shape == pooled;
+      break;
+    case Op::MaxPool2dBackward:
+      ok = operands[1].shape == pooled && result.shape == x;
+      break;
+    case Op::AvgPool2dBackward:
+      ok = operands[0].shape == pooled && result.shape == x;
+      break;
+    case Op::MaxPool2dSelect:
+      ok = operands[1].shape == x && result.shape == pooled;
+      break;
+    default:
+      return op_error(node, "is not a pooling");
+  }
+  if (!ok) return op_error(node, "types do not match pooling " + x.to_string() + ": " + types);
+  return g;
+}
+
+PoolOp pool_op(Op op) {
+  switch (op) {
+    case Op::MaxPool2d: return kMaxPool;
+    case Op::AvgPool2d: return kAvgPool;
+    case Op::MaxPool2dBackward: return kMaxPoolBackward;
+    case Op::AvgPool2dBackward: return kAvgPoolBackward;
+    case Op::MaxPool2dSelect: return kMaxPoolSelect;
+    default: break;
+  }
+  WEFT_CHECK(false, "pool_op: " + std::string(op_name(op)) + " is not a pooling");
+  return kMaxPool;
+}
+
+}  // namespace weft::cuda

@@ -1,0 +1,103 @@
+#pragma once
+// The host-side decisions for the windowed ops on the GPU, kept apart from every CUDA
+// call (as plan.h is for cuBLAS) so machines without a GPU test them: a convolution or
+// one of its gradients as one cuDNN legacy-API call, the choice among the algorithms
+// cuDNN's heuristics offer, and a pooling's window (pool_kernels.h).
+//
+// The three convolution ops are one cuDNN convolution (cross-correlation, NCHW, filter
+// [O, C/groups, kh, kw]) seen from three sides; the plan says which of the invocation's
+// buffers is x, w and y:
+//
+//   op                             cuDNN call                      operand 0  operand 1  result
+//   conv2d(x, w)                   cudnnConvolutionForward         x          w          y
+//   conv2d_backward_input(gy, w)   cudnnConvolutionBackwardData    y (dy)     w          x (dx)
+//   conv2d_backward_weight(x, gy)  cudnnConvolutionBackwardFilter  x          y (dy)     w (dw)
+//
+// (x's shape is input_shape for conv2d_backward_input, w's weight_shape for
+// conv2d_backward_weight.)
+//
+// For f32[8,3,32,32] by f32[16,3,3,3], stride 2, padding 1: x [8,3,32,32], w [16,3,3,3],
+// y [8,16,16,16] (cuDNN's output rule, 1 + (32 + 2·1 - 3) / 2 = 16, is the reference's).
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/status.h"
+#include "runtime/cuda/pool_kernels.h"
+
+namespace weft::cuda {
+
+/// Which cuDNN call computes the op.
+enum class ConvCall { forward, backward_data, backward_filter };
+
+/// Where a tensor of the convolution lives among the invocation's buffers.
+enum class ConvBuffer { operand0, operand1, result };
+
+/// One cuDNN legacy-API convolution call. Dimensions fit cuDNN's int (plan_convolution
+/// refuses larger ones).
+struct ConvPlan {
+  ConvCall call = ConvCall::forward;
+  DType dtype = DType::f32;        ///< Data and compute type (f32 or f64).
+  int x[4] = {};                   ///< The convolution's input, NCHW.
+  int w[4] = {};                   ///< The filter: O, C/groups, kh, kw.
+  int y[4] = {};                   ///< The convolution's output, NCHW.
+  int pad[2] = {}, stride[2] = {1, 1}, dilation[2] = {1, 1};
+  int groups = 1;
+  ConvBuffer x_at = ConvBuffer::operand0, w_at = ConvBuffer::operand1,
+             y_at = ConvBuffer::result;
+  /// An empty tensor (cuDNN refuses zero dimensions): the result is all zeros (a sum over
+  /// nothing) and no cuDNN call is made.
+  bool zero_fill = false;
+
+  /// "forward f32 x[8,3,32,32] w[16,3,3,3] y[8,16,16,16] stride 2x2 pad 1x1 dilation 1x1
+  /// groups 1".
+  std::string describe() const;
+};
+
+/// The cuDNN call of `node` (conv2d, conv2d_backward_input or conv2d_backward_weight,
+/// semantics of runtime/reference/contraction.cc) on operands of `operands` types giving
+/// `result`. Errors (naming the op and the types): shapes or attributes the reference
+/// rejects, a dtype other than f32/f64, a dimension or tensor beyond cuDNN's int — for
+/// those library.h's library_kind says `host`.
+StatusOr<ConvPlan> plan_convolution(const Node& node, const std::vector<Type>& operands,
+                                    const Type& result);
+
+/// An algorithm cuDNN's heuristics (cudnnGet*Algorithm_v7) offer, as the choice sees it.
+struct ConvAlgorithm {
+  int algo = 0;                ///< cuDNN's enum value (for the caller).
+  bool supported = false;      ///< Status CUDNN_STATUS_SUCCESS.
+  bool deterministic = false;  ///< CUDNN_DETERMINISTIC.
+  bool tensor_ops = false;     ///< Math type other than FMA/default (TF32 or half: refused).
+  bool approximate = false;    ///< FFT or Winograd: not the reference's f32 arithmetic.
+  size_t workspace = 0;        ///< Bytes.
+};
+
+/// The most workspace a chosen algorithm may take while one within it exists.
+inline constexpr size_t kConvWorkspaceLimit = size_t{256} << 20;
+
+/// Index in `offered` (cuDNN's order: fastest expected first) of the algorithm to use, -1
+/// when none is usable. Never tensor ops (results must match the reference's f32 within
+/// 2e-5). Preferred in turn: deterministic, exact and within `limit`; exact within
+/// `limit` (a nondeterministic sum differs between runs in its last bits only, while an
+/// FFT or Winograd result can miss the tolerance); deterministic within `limit`; then the
+/// same classes ignoring the limit. cuDNN offers a deterministic exact algorithm for
+/// each call (forward: all but FFT/Winograd; backward data and filter: ALGO_1), so the
+/// later classes are for shapes those do not support.
+int choose_conv_algorithm(const std::vector<ConvAlgorithm>& offered,
+                          size_t limit = kConvWorkspaceLimit);
+
+/// The window of `node` (max_pool2d, avg_pool2d, max_pool2d_backward,
+/// avg_pool2d_backward, max_pool2d_select) on operands of `operands` types giving
+/// `result`, with reference semantics (kernel, stride defaulting to kernel, padding;
+/// floor mode). Errors (naming the op and types): what the reference rejects, a dtype
+/// other than f32/f64.
+StatusOr<PoolWindow> plan_pooling(const Node& node, const std::vector<Type>& operands,
+                                  const Type& result);
+
+/// The PoolOp of a pooling op (internal error for another op).
+PoolOp pool_op(Op op);
+
+}  // namespace weft::cuda

@@ -27,11 +27,11 @@ for b in train_mlp_cuda train_cuda; do
   note "${b}_runtime_test rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$out/${b}_runtime_test.txt" | tr '\n' ' ')"
   grep -E "Failure|Skipped|first step" -A2 "$out/${b}_runtime_test.txt" | head -12
 done
-# The MLP end to end: every op of its step runs on the device.
+# Both examples end to end: every op of their steps runs on the device.
 timeout 300 .gpu/train_mlp_cuda --data="$data" --epochs="$epochs" --metrics-csv="$out/mlp.csv" \
   --checkpoint-out="$out/mlp.safetensors" >"$out/train_mlp_cuda.txt" 2>&1
 note "train_mlp_cuda rc=$? $(grep -E '^epoch|^error' "$out/train_mlp_cuda.txt" | tr '\n' ' ')"
-# The BN CNN: refused (host-only convolutions and pooling) until they run on CUDA.
+# The BN CNN (cuDNN convolutions, weft's pooling kernels).
 timeout 300 .gpu/train_cuda --data="$data" --epochs="$epochs" >"$out/train_cuda.txt" 2>&1
 note "train_cuda rc=$? $(grep -E '^epoch|^error' "$out/train_cuda.txt" | head -3 | tr '\n' ' ')"
 

@@ -472,8 +472,8 @@ TEST(Weftc, HelpAndUsage) {
   EXPECT_EQ(r.out.rfind("error: unknown command 'frobnicate'", 0), 0u) << r.out;
   r = weftc("check --bogus x.wir");
   EXPECT_EQ(r.out,
-            "error: weftc check: unknown flag '--bogus'; accepted flags: --out (-o) (see weftc "
-            "check --help)\n");
+            "error: weftc check: unknown flag '--bogus'; accepted flags: --out (-o), --backend "
+            "(see weftc check --help)\n");
 }
 
 }  // namespace

@@ -30,6 +30,7 @@
 #include "bench/aot/transformer.h"
 #include "bench/timed_run.h"
 #include "runtime/aot/compiled_model.h"
+#include "runtime/cpu/executor.h"
 
 namespace weft::bench {
 namespace {
@@ -148,15 +149,20 @@ int run(const cli::Args& args) {
   }
 
   const bool profile = args.has("profile");
+  Status profiling;
   StatusOr<EpochTimes> times = run_epochs(
       model->name, *flags, [&] { return m.step(batch); },
       [&] {
-        if (profile) m.step_executor()->set_profiling(true);
+        if (profile) profiling = m.set_profiling(true);
       });
+  if (!profiling.ok()) return fail(profiling.error());
   if (!times.ok()) return fail(times.error());
-  if (profile) std::fprintf(stderr, "%s", m.step_executor()->profile_report().c_str());
-  const std::string config = "aot cpu, " +
-                             std::to_string(m.step_executor()->pool().num_threads()) + " threads";
+  if (profile) std::fprintf(stderr, "%s", m.profile_report().c_str());
+  // The suite's CPU libraries run on runtime/cpu (their tables name "cpu").
+  auto* cpu_executor = dynamic_cast<cpu::Executor*>(m.step_executor());
+  const std::string config =
+      "aot " + table.backend +
+      (cpu_executor ? ", " + std::to_string(cpu_executor->pool().num_threads()) + " threads" : "");
   json out = result_json(model->name, config, *flags, *times, parameter_count(table), rss_before);
   out["arena_bytes"] = m.step_executor()->program().arena_bytes;
   out["arena_lower_bound_bytes"] = m.step_executor()->program().lower_bound_bytes;

@@ -73,6 +73,22 @@ std::vector<driver::TensorSpec> tensor_specs(const TensorSpecRow* rows, int coun
   return out;
 }
 
+namespace {
+
+DeviceCode device_code(std::vector<GeneratedFn> (*kernels)(), const char* ptx,
+                       const std::vector<std::string>& symbols) {
+  DeviceCode code;
+  if (kernels) code.host_kernels = kernels();
+  if (ptx) code.ptx = ptx;
+  code.symbols = symbols;
+  return code;
+}
+
+}  // namespace
+
+DeviceCode ModelTable::step_code() const { return device_code(step_kernels, step_ptx, step_symbols); }
+DeviceCode ModelTable::eval_code() const { return device_code(eval_kernels, eval_ptx, eval_symbols); }
+
 StatusOr<std::unique_ptr<CompiledModel>> CompiledModel::create(const ModelTable& table,
                                                                uint64_t seed, const Options& options) {
   std::unique_ptr<CompiledModel> m(new CompiledModel());
@@ -82,13 +98,16 @@ StatusOr<std::unique_ptr<CompiledModel>> CompiledModel::create(const ModelTable&
   for (int i = 0; i < table.num_model_values; ++i) {
     m->schema_.params.push_back({table.values[i].name, table.values[i].type});
   }
-  cpu::ExecutorOptions executor;
-  executor.num_threads = options.num_threads;
-  executor.communicator = options.communicator;
-  executor.all_reduce_bucket_bytes = options.all_reduce_bucket_bytes;
+  WEFT_ASSIGN_OR_RETURN(m->backend_, find_backend(table.backend));
+  if (options.communicator && options.communicator->world_size() > 1 && !m->backend_->multi_rank) {
+    return m->backend_->unsupported("--data-parallel");
+  }
+  BindOptions bind;
+  bind.num_threads = options.num_threads;
+  bind.communicator = options.communicator;
+  bind.all_reduce_bucket_bytes = options.all_reduce_bucket_bytes;
   if (table.step_program != nullptr) {
-    WEFT_ASSIGN_OR_RETURN(m->step_, cpu::Executor::create(table.step_program(),
-                                                          table.step_kernels(), executor));
+    WEFT_ASSIGN_OR_RETURN(m->step_, m->backend_->bind(table.step_program(), table.step_code(), bind));
     WEFT_ASSIGN_OR_RETURN(m->step_batch_, batch_inputs(m->step_->program(), table.step_inputs));
     m->lr_input_ = m->step_->find_input(kLr);
     m->step_input_ = m->step_->find_input(kStep);
@@ -96,8 +115,9 @@ StatusOr<std::unique_ptr<CompiledModel>> CompiledModel::create(const ModelTable&
       return Error{"internal: the step program has no " + std::string(kLr) + " or " + kStep + " input"};
     }
   }
-  WEFT_ASSIGN_OR_RETURN(m->eval_, cpu::Executor::create(table.eval_program(), table.eval_kernels(),
-                                                        executor));
+  // The eval forward runs no collectives.
+  bind.communicator = nullptr;
+  WEFT_ASSIGN_OR_RETURN(m->eval_, m->backend_->bind(table.eval_program(), table.eval_code(), bind));
   WEFT_ASSIGN_OR_RETURN(m->eval_batch_, batch_inputs(m->eval_->program(), table.eval_inputs));
 
   if (options.communicator && options.communicator->world_size() > 1) {
@@ -130,7 +150,7 @@ StatusOr<std::unique_ptr<CompiledModel>> CompiledModel::create(const ModelTable&
   }
 
   // Every value from its initializer, into the executor that owns it.
-  cpu::Executor& owner = m->owner();
+  ProgramExecutor& owner = m->owner();
   for (const ValueEntry& v : table.values) {
     WEFT_ASSIGN_OR_RETURN(Tensor t, materialize(v.init, v.type, seed, v.stream));
     const int index = owner.find_input(v.name);
@@ -171,27 +191,93 @@ StatusOr<double> CompiledModel::step(const std::vector<Tensor>& batch) {
   for (size_t k = 0; k < batch.size(); ++k) {
     WEFT_RETURN_IF_ERROR(step_->set_input(step_batch_[k], batch[k]));
   }
-  return run_step();
+  return run_bound_step();
 }
 
 StatusOr<double> CompiledModel::run_step() {
   if (!step_) return Error{"model '" + table_->name + "' was compiled inference-only; it has no training step"};
-  *static_cast<float*>(step_->input_data(lr_input_)) = static_cast<float>(lr_);
-  *static_cast<int64_t*>(step_->input_data(step_input_)) = steps_ + 1;
+  WEFT_RETURN_IF_ERROR(upload(*step_, step_batch_, step_staging_));
+  return run_bound_step();
+}
+
+Status CompiledModel::set_scalar(int index, double value) {
+  if (backend_->host_input_data) {
+    void* p = backend_->host_input_data(*step_, index);
+    if (step_->program().inputs[index].type.dtype == DType::i64) {
+      *static_cast<int64_t*>(p) = static_cast<int64_t>(value);
+    } else {
+      *static_cast<float*>(p) = static_cast<float>(value);
+    }
+    return Status();
+  }
+  return step_->set_input(index, Tensor::scalar(step_->program().inputs[index].type.dtype, value));
+}
+
+StatusOr<double> CompiledModel::run_bound_step() {
+  WEFT_RETURN_IF_ERROR(set_scalar(lr_input_, lr_));
+  WEFT_RETURN_IF_ERROR(set_scalar(step_input_, static_cast<double>(steps_ + 1)));
   WEFT_RETURN_IF_ERROR(step_->run());
   eval_values_fresh_ = false;
   ++steps_;
   return step_->output(0).get_double(0);
 }
 
+void* CompiledModel::input_data(ProgramExecutor& ex, int index, std::vector<Tensor>& staging,
+                                int slot, int count) {
+  if (backend_->host_input_data) return backend_->host_input_data(ex, index);
+  if (staging.empty()) {
+    const std::vector<int>& indices = &ex == step_.get() ? step_batch_ : eval_batch_;
+    for (int i = 0; i < count; ++i) staging.emplace_back(ex.program().inputs[indices[i]].type);
+  }
+  return staging[slot].raw_data();
+}
+
+void* CompiledModel::step_input_data(int i) {
+  return input_data(*step_, step_batch_[i], step_staging_, i, static_cast<int>(step_batch_.size()));
+}
+
+void* CompiledModel::eval_input_data(int i) {
+  return input_data(*eval_, eval_batch_[i], eval_staging_, i, static_cast<int>(eval_batch_.size()));
+}
+
+Status CompiledModel::upload(ProgramExecutor& ex, const std::vector<int>& indices,
+                             std::vector<Tensor>& staging) {
+  for (size_t k = 0; k < staging.size(); ++k) WEFT_RETURN_IF_ERROR(ex.set_input(indices[k], staging[k]));
+  return Status();
+}
+
 Status CompiledModel::push_eval_values() {
   if (eval_values_fresh_) return Status();
   for (const auto& [eval_index, owner_index] : eval_values_) {
-    std::memcpy(eval_->input_data(eval_index), step_->input_data(owner_index),
-                eval_->program().inputs[eval_index].type.bytes());
+    if (backend_->host_input_data) {
+      std::memcpy(backend_->host_input_data(*eval_, eval_index),
+                  backend_->host_input_data(*step_, owner_index),
+                  eval_->program().inputs[eval_index].type.bytes());
+    } else {
+      WEFT_RETURN_IF_ERROR(eval_->set_input(eval_index, step_->input(owner_index)));
+    }
   }
   eval_values_fresh_ = true;
   return Status();
+}
+
+Status CompiledModel::set_check_numerics(bool on) {
+  if (!backend_->set_check_numerics) return backend_->unsupported("--check-numerics");
+  for (ProgramExecutor* ex : {step_.get(), eval_.get()}) {
+    if (ex) backend_->set_check_numerics(*ex, on);
+  }
+  return Status();
+}
+
+Status CompiledModel::set_profiling(bool on) {
+  if (!step_) return Error{"--profile: this model is inference-only; it has no training step"};
+  if (!backend_->set_profiling) return backend_->unsupported("--profile");
+  backend_->set_profiling(*step_, on);
+  return Status();
+}
+
+std::string CompiledModel::profile_report() const {
+  return step_ && backend_->profile_report ? backend_->profile_report(*step_) : "";
 }
 
 StatusOr<std::vector<Tensor>> CompiledModel::evaluate(const std::vector<Tensor>& inputs) {
@@ -199,13 +285,18 @@ StatusOr<std::vector<Tensor>> CompiledModel::evaluate(const std::vector<Tensor>&
   for (size_t k = 0; k < inputs.size(); ++k) {
     WEFT_RETURN_IF_ERROR(eval_->set_input(eval_batch_[k], inputs[k]));
   }
-  WEFT_RETURN_IF_ERROR(run_eval());
+  WEFT_RETURN_IF_ERROR(run_bound_eval());
   std::vector<Tensor> outputs;
   for (int i = 0; i < eval_->num_outputs(); ++i) outputs.push_back(eval_->output(i));
   return outputs;
 }
 
 Status CompiledModel::run_eval() {
+  WEFT_RETURN_IF_ERROR(upload(*eval_, eval_batch_, eval_staging_));
+  return run_bound_eval();
+}
+
+Status CompiledModel::run_bound_eval() {
   if (step_) WEFT_RETURN_IF_ERROR(push_eval_values());
   return eval_->run();
 }

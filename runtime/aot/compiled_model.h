@@ -1,10 +1,20 @@
 #pragma once
 // A model compiled ahead of time, at run time: what the code that the weft_library /
 // weft_binary Bazel macros generate (tools/aot/weft.bzl) instantiates. The generator
-// emits a ModelTable — the Programs of the training step and of the eval-mode forward,
-// their kernels' addresses (object code linked into the binary), the parameter table —
-// and a typed class deriving from CompiledModel; this file holds everything else, and
-// needs only weft's runtime (no frontend, passes, MLIR or LLVM).
+// emits a ModelTable — the backend it compiled for, the Programs of the training step and
+// of the eval-mode forward with their device code (cpu: the kernels' addresses, object
+// code linked into the binary; cuda: one PTX module per Program and its kernels' entry
+// symbols), the parameter table — and a typed class over CompiledModel; this file holds
+// everything else, and needs only weft's runtime (no frontend, passes, MLIR or LLVM).
+//
+// Devices. The table's backend is looked up in the backend registry (runtime/backend.h),
+// which binds both Programs as ProgramExecutors; the generated library links that
+// backend's registration (//runtime/cpu:backend or //runtime/cuda:backend). On cuda the
+// executor's defaults apply (the whole step as one CUDA graph, host fallback refused), and
+// what the cuda backend lacks is an error naming it: set_check_numerics, set_profiling,
+// and a communicator of more than one rank. The typed accessors (step_input_data) point
+// into the executor's own input buffers on cpu (zero-copy); on cuda into host staging
+// buffers that run_step() / run_eval() upload before the step.
 //
 //   // Generated (bazel-bin/examples/fashion_mnist/train_model.h):
 //   StatusOr<std::unique_ptr<weft::aot::CompiledModel>> m = weft::aot::CompiledModel::create(
@@ -29,7 +39,7 @@
 #include "ir/initializer.h"
 #include "runtime/checkpoint.h"
 #include "runtime/collective/communicator.h"
-#include "runtime/cpu/executor.h"
+#include "runtime/backend.h"
 #include "runtime/driver/trainable.h"
 #include "runtime/program.h"
 
@@ -88,19 +98,36 @@ struct ModelTable {
   std::vector<driver::TensorSpec> eval_inputs;
   std::vector<driver::TensorSpec> eval_outputs;
 
-  /// The Programs and their kernels (codegen/program_source.h); step_* are null when
-  /// the library is inference-only.
+  /// The backend the Programs were compiled for (runtime/backend.h): "cpu" or "cuda".
+  std::string backend = "cpu";
+
+  /// The Programs (codegen/program_source.h); step_* are null when the library is
+  /// inference-only. Their device code: cpu, the kernels' addresses (*_kernels); cuda,
+  /// one PTX module per Program and the entry symbol of each of its kernels (*_ptx,
+  /// *_symbols; the *_kernels are null).
   Program (*step_program)() = nullptr;
   std::vector<GeneratedFn> (*step_kernels)() = nullptr;
   Program (*eval_program)() = nullptr;
   std::vector<GeneratedFn> (*eval_kernels)() = nullptr;
+  const char* step_ptx = nullptr;
+  std::vector<std::string> step_symbols;
+  const char* eval_ptx = nullptr;
+  std::vector<std::string> eval_symbols;
+
+  /// The step's or the eval forward's device code, as the backend binds it.
+  DeviceCode step_code() const;
+  DeviceCode eval_code() const;
 };
+
+/// The table of the model a binary is built with: defined, like
+/// driver::make_compiled_model, by the generated NAME_factory library.
+const ModelTable& linked_model_table();
 
 /// How a CompiledModel runs.
 struct CompiledModelOptions {
   /// 0: $WEFT_NUM_THREADS or every core.
   int num_threads = 0;
-  /// Data parallelism: what runs the step's all_reduce ops (the generator always emits
+  /// Data parallelism (cpu): what runs the step's all_reduce ops (the generator always emits
   /// them: a mean over the ranks of every gradient and of the loss). nullptr or
   /// collective::single_process(): one process, where they change nothing. With more
   /// than one rank (collective::mpi_world() under mpirun), create() checks that every
@@ -114,12 +141,15 @@ struct CompiledModelOptions {
 class CompiledModel : public driver::Trainable {
  public:
   using Options = CompiledModelOptions;
-  /// Binds the Programs of `table` (which must outlive the model) and initializes every
-  /// value from `seed`.
+  /// Binds the Programs of `table` (which must outlive the model) on its backend and
+  /// initializes every value from `seed`. Errors: a backend this binary does not link, a
+  /// device that is absent ("no CUDA device: ..."), an option the backend lacks.
   static StatusOr<std::unique_ptr<CompiledModel>> create(const ModelTable& table, uint64_t seed,
                                                          const Options& options = {});
 
   const ModelTable& table() const { return *table_; }
+  /// The backend the model runs on (table().backend's entry in the registry).
+  const Backend& backend() const { return *backend_; }
   bool inference_only() const { return step_ == nullptr; }
 
   // ---- driver::Trainable
@@ -131,28 +161,23 @@ class CompiledModel : public driver::Trainable {
   void set_lr(double lr) override { lr_ = lr; }
   double lr() const override { return lr_; }
   int64_t steps() const override { return steps_; }
-  Status set_check_numerics(bool on) override {
-    for (cpu::Executor* ex : {step_.get(), eval_.get()}) {
-      if (ex) ex->set_check_numerics(on);
-    }
-    return Status();
-  }
-  Status set_profiling(bool on) override {
-    if (!step_) return Error{"--profile: this model is inference-only; it has no training step"};
-    step_->set_profiling(on);
-    return Status();
-  }
-  std::string profile_report() const override { return step_ ? step_->profile_report() : ""; }
+  /// Errors on a backend without check-numerics (cuda), naming it.
+  Status set_check_numerics(bool on) override;
+  /// Errors on a backend without a profiler (cuda), naming it.
+  Status set_profiling(bool on) override;
+  std::string profile_report() const override;
   Status save(const std::string& path) const override;
   Status load(const std::string& path) override;
 
   // ---- In place, without copies (what the generated typed accessors use).
-  /// The buffer of step input `i` (step_inputs() order): write the next batch there.
-  void* step_input_data(int i) { return step_->input_data(step_batch_[i]); }
+  /// The buffer of step input `i` (step_inputs() order): write the next batch there. On
+  /// a backend whose buffers are not host memory (cuda), a host staging buffer that
+  /// run_step() uploads.
+  void* step_input_data(int i);
   /// One step on the batch already in the step input buffers; returns the loss.
   StatusOr<double> run_step();
-  /// The buffer of eval input `i` (eval_inputs() order).
-  void* eval_input_data(int i) { return eval_->input_data(eval_batch_[i]); }
+  /// The buffer of eval input `i` (eval_inputs() order); staged like step_input_data.
+  void* eval_input_data(int i);
   /// The eval-mode forward on the inputs already in the eval input buffers.
   Status run_eval();
   /// Eval output `i` of the last run_eval() or evaluate().
@@ -165,20 +190,33 @@ class CompiledModel : public driver::Trainable {
   /// Replaces one value; its type must match.
   Status set_value(const std::string& name, const Tensor& value);
 
-  /// The executors, for profiles and Program listings (step is null when inference-only).
-  cpu::Executor* step_executor() { return step_.get(); }
-  cpu::Executor* eval_executor() { return eval_.get(); }
+  /// The executors, for Program listings (step is null when inference-only).
+  ProgramExecutor* step_executor() { return step_.get(); }
+  ProgramExecutor* eval_executor() { return eval_.get(); }
 
  private:
   CompiledModel() = default;
   /// The executor that owns the values: the step's, or the eval's when inference-only.
-  cpu::Executor& owner() const { return step_ ? *step_ : *eval_; }
+  ProgramExecutor& owner() const { return step_ ? *step_ : *eval_; }
   /// Copies the values the eval executor reads from the step executor.
   Status push_eval_values();
+  /// Input `index` of `ex` in host memory, or a staging tensor in `staging` (`slot` of
+  /// `count`) when the backend has none.
+  void* input_data(ProgramExecutor& ex, int index, std::vector<Tensor>& staging, int slot, int count);
+  /// Copies the staging tensors (if any) into `ex`'s inputs `indices`.
+  Status upload(ProgramExecutor& ex, const std::vector<int>& indices, std::vector<Tensor>& staging);
+  /// Writes a scalar input (the learning rate, the step count).
+  Status set_scalar(int index, double value);
+  StatusOr<double> run_bound_step();
+  Status run_bound_eval();
 
   const ModelTable* table_ = nullptr;
+  const Backend* backend_ = nullptr;
   CheckpointSchema schema_;
-  std::unique_ptr<cpu::Executor> step_, eval_;
+  std::unique_ptr<ProgramExecutor> step_, eval_;
+  /// Host staging of the batch buffers where the backend has no host address for them
+  /// (created by the first step_input_data / eval_input_data).
+  std::vector<Tensor> step_staging_, eval_staging_;
   std::vector<int> step_batch_, eval_batch_;  ///< Executor input index of each batch tensor.
   int lr_input_ = -1, step_input_ = -1;
   std::map<std::string, int> owner_index_;    ///< Value name -> owner() input index.

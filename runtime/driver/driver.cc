@@ -11,7 +11,6 @@
 #include <cstring>
 #include <limits>
 
-#include "runtime/collective/mpi_communicator.h"
 #include "runtime/driver/flags.h"
 #include "runtime/monitor/monitor.h"
 
@@ -129,7 +128,7 @@ StatusOr<Dataset> load_data(const DriverConfig& config, const Trainable& model) 
 
 /// The whole run once the flags are parsed; failures carry their exit status.
 std::optional<Failure> train(const DriverConfig& config, const std::string& program, const ModelFactory& factory,
-                              std::FILE* out) {
+                              std::FILE* out, const BinaryInfo& info) {
   auto runtime = [](Error e) { return Failure{kExitRuntime, std::move(e)}; };
   auto usage = [](Error e) { return Failure{kExitUsage, std::move(e)}; };
 
@@ -138,12 +137,20 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
   // rank 0 alone prints, evaluates and writes files.
   std::shared_ptr<collective::Communicator> comm;
   if (config.data_parallel) {
-    if (!collective::launched_by_mpi_launcher()) {
+    if (!info.mpi_world || !info.launched_by_mpi_launcher) {
+      return usage(Error{"--data-parallel: this binary links no MPI" +
+                         (info.backend.empty() ? std::string()
+                                               : " (its model was compiled for " + info.backend +
+                                                     ", which trains in one process)") +
+                         "; drop --data-parallel, or build the model for cpu with "
+                         "data_parallel = True"});
+    }
+    if (!info.launched_by_mpi_launcher()) {
       return usage(Error{"--data-parallel: this process was not started by an MPI launcher; run it as "
                          "`mpirun -np N " + program + " --data-parallel ...` (or `srun -n N ...`), or "
                          "drop --data-parallel to train in one process"});
     }
-    StatusOr<std::shared_ptr<collective::Communicator>> world = collective::mpi_world();
+    StatusOr<std::shared_ptr<collective::Communicator>> world = info.mpi_world();
     if (!world.ok()) return runtime(Error{"--data-parallel: " + world.error().message});
     comm = *world;
   }
@@ -422,21 +429,64 @@ StatusOr<Evaluation> evaluate_split(Trainable& model, const Split& test) {
   return result;
 }
 
+namespace {
+
+// `args` without a --backend naming `info.backend`; an error for one naming another.
+// Without a known backend, --backend stays for parse_flags to refuse as unknown.
+StatusOr<std::vector<std::string>> drop_backend_flag(const std::vector<std::string>& args,
+                                                     const BinaryInfo& info) {
+  if (info.backend.empty()) return args;
+  std::vector<std::string> out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string value;
+    if (args[i].rfind("--backend=", 0) == 0) {
+      value = args[i].substr(10);
+    } else if (args[i] == "--backend" && i + 1 < args.size()) {
+      value = args[++i];
+    } else {
+      out.push_back(args[i]);
+      continue;
+    }
+    if (value != info.backend) {
+      return Error{"--backend=" + value + ": this binary's model was compiled for " + info.backend +
+                   ", and a binary trains on the backend it was built for; build one with "
+                   "backend = \"" + value + "\" (weft_binary, tools/aot/weft.bzl)"};
+    }
+  }
+  return out;
+}
+
+std::string backend_help(const BinaryInfo& info) {
+  if (info.backend.empty()) return "";
+  return "\nThis binary's model was compiled for the " + info.backend +
+         " backend (weft_binary's `backend`); --backend=" + info.backend +
+         " is accepted, any other is an error." +
+         (info.mpi_world ? "" : " It links no MPI: --data-parallel is not available.") + "\n";
+}
+
+}  // namespace
+
 int run_driver(const std::vector<std::string>& args, const std::string& program,
-               const ModelFactory& factory, std::FILE* out, std::FILE* err) {
-  StatusOr<DriverConfig> config = parse_flags(args);
+               const ModelFactory& factory, std::FILE* out, std::FILE* err,
+               const BinaryInfo& info) {
+  StatusOr<std::vector<std::string>> kept = drop_backend_flag(args, info);
+  if (!kept.ok()) {
+    std::fprintf(err, "%s\n", kept.error().to_string().c_str());
+    return kExitUsage;
+  }
+  StatusOr<DriverConfig> config = parse_flags(*kept);
   if (!config.ok()) {
     std::fprintf(err, "%s\n", config.error().to_string().c_str());
     return kExitUsage;
   }
   if (config->help) {
-    std::fprintf(out, "%s", help_text(program).c_str());
+    std::fprintf(out, "%s%s", help_text(program).c_str(), backend_help(info).c_str());
     return kExitOk;
   }
   std::optional<Failure> failure;
   {
     StopSignals signals;
-    failure = train(*config, program, factory, out);
+    failure = train(*config, program, factory, out, info);
   }
   std::fflush(out);
   if (failure) {
@@ -444,6 +494,14 @@ int run_driver(const std::vector<std::string>& args, const std::string& program,
     return failure->status;
   }
   return kExitOk;
+}
+
+int run_driver(int argc, char** argv, const ModelFactory& factory, const BinaryInfo& info) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::string program = argc > 0 ? argv[0] : "train";
+  const size_t slash = program.rfind('/');
+  if (slash != std::string::npos) program = program.substr(slash + 1);
+  return run_driver(args, program, factory, stdout, stderr, info);
 }
 
 }  // namespace weft::driver

@@ -61,14 +61,35 @@ struct Evaluation {
 /// the last short batch is padded with zeros and the padding's outputs are dropped.
 StatusOr<Evaluation> evaluate_split(Trainable& model, const Split& test);
 
+/// What a training binary's main() knows besides its model: the backend the model was
+/// compiled for, and where --data-parallel finds its ranks. The driver itself links no
+/// MPI: //runtime/driver:main passes Open MPI's launcher check and world (main.cc), while
+/// //runtime/driver:main_one_process (what cuda binaries link, so that they start on a
+/// GPU machine without Open MPI) passes none, and --data-parallel is then a usage error.
+struct BinaryInfo {
+  /// compiled_model_backend(): "cpu", "cuda"; "" when unknown (in-process tests).
+  std::string backend;
+  /// True when an MPI launcher (mpirun, srun) started this process; null: no MPI.
+  bool (*launched_by_mpi_launcher)() = nullptr;
+  /// The communicator over every rank of the launch.
+  StatusOr<std::shared_ptr<collective::Communicator>> (*mpi_world)() = nullptr;
+};
+
 /// Runs the driver on `args` (the arguments after the program name) with the model that
 /// `factory` makes; progress and results go to `out`, errors (one line each) to `err`.
-/// Returns an exit status (kExitOk, kExitRuntime, kExitUsage).
+/// Returns an exit status (kExitOk, kExitRuntime, kExitUsage). `--backend=NAME` is
+/// accepted when it names `info.backend` (a no-op) and is a usage error otherwise: a
+/// binary trains on the backend its model was compiled for.
 int run_driver(const std::vector<std::string>& args, const std::string& program,
-               const ModelFactory& factory, std::FILE* out, std::FILE* err);
+               const ModelFactory& factory, std::FILE* out, std::FILE* err,
+               const BinaryInfo& info = {});
 
-/// run_driver with make_compiled_model, stdout and stderr. Defined by //runtime/driver:main
-/// (main.cc), which also defines main().
+/// run_driver on main()'s arguments (the program named by argv[0]'s last component),
+/// with stdout and stderr.
+int run_driver(int argc, char** argv, const ModelFactory& factory, const BinaryInfo& info);
+
+/// run_driver with compiled_model_backend() and the binary's MPI (or none). Defined by
+/// //runtime/driver:main (main.cc) and :main_one_process, which also define main().
 int run_driver(int argc, char** argv);
 
 }  // namespace weft::driver

@@ -319,4 +319,20 @@ TEST(Driver, HelpListsEveryFlag) {
   EXPECT_EQ(count(r.out, "\\(default: "), 29);  // every flag but --help
 }
 
+// A binary trains on the backend its model was compiled for: --backend naming it is a
+// no-op, naming another a usage error (cuda binaries: examples/fashion_mnist:cuda_binaries_test).
+TEST(Driver, BackendFlagNamesTheCompiledBackend) {
+  CommandResult help = train("--help --backend=cpu");
+  EXPECT_EQ(help.exit_code, 0) << help.out;
+  EXPECT_NE(help.out.find("\nThis binary's model was compiled for the cpu backend (weft_binary's "
+                          "`backend`); --backend=cpu is accepted, any other is an error.\n"),
+            std::string::npos)
+      << help.out;
+  CommandResult r = train("--backend cuda --max-steps=1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "error: --backend=cuda: this binary's model was compiled for cpu, and a binary "
+                   "trains on the backend it was built for; build one with backend = \"cuda\" "
+                   "(weft_binary, tools/aot/weft.bzl)\n");
+}
+
 }  // namespace

@@ -81,4 +81,9 @@ class Trainable {
 StatusOr<std::unique_ptr<Trainable>> make_compiled_model(
     uint64_t seed, int num_threads, std::shared_ptr<collective::Communicator> communicator = nullptr);
 
+/// The backend the model of make_compiled_model was compiled for ("cpu", "cuda";
+/// runtime/backend.h), known without making it (for --help and flag errors). Defined next
+/// to make_compiled_model.
+std::string compiled_model_backend();
+
 }  // namespace weft::driver

@@ -39,6 +39,15 @@ int run(int argc, char** argv) {
     else return fail("unknown flag " + a + "; flags: --rounds=N --steps=N --threads=N");
   }
   if (rounds < 1 || steps < 1) return fail("--rounds and --steps must be positive");
+  // A model compiled for a device this machine lacks: nothing to time.
+  const ModelTable& table = linked_model_table();
+  StatusOr<const Backend*> backend = find_backend(table.backend);
+  if (!backend.ok()) return fail(backend.error().to_string());
+  if ((*backend)->unavailable_reason && !(*backend)->unavailable_reason().empty()) {
+    std::printf("%s: skipped: compiled for %s, which this machine cannot run: %s\n",
+                table.name.c_str(), table.backend.c_str(), (*backend)->unavailable_reason().c_str());
+    return 0;
+  }
   auto t0 = std::chrono::steady_clock::now();
   StatusOr<std::unique_ptr<driver::Trainable>> t = driver::make_compiled_model(0, threads);
   if (!t.ok()) return fail(t.error().to_string());
@@ -53,7 +62,7 @@ int run(int argc, char** argv) {
   if (!source.ok()) return fail(source.error().to_string());
   StatusOr<Trainer> jit = Trainer::compile(source->net, source->inputs, *options->loss_spec(),
                                            *options->optimizer_spec(),
-                                           {.seed = 0, .backend = "cpu", .num_threads = threads});
+                                           {.seed = 0, .backend = table.backend, .num_threads = threads});
   if (!jit.ok()) return fail(jit.error().to_string());
   auto t2 = std::chrono::steady_clock::now();
 

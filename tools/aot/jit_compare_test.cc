@@ -1,7 +1,9 @@
 // NAME_test of an AOT model target (tools/aot/weft.bzl): the model compiled ahead of time
 // and the same model source compiled by the JIT Trainer, with the options the generator
 // recorded in the table, give the same losses for the same seed (to 1e-6 over 100 steps),
-// the same eval outputs, and checkpoints that load into each other.
+// the same eval outputs, and checkpoints that load into each other. A model compiled for
+// cuda is compared with Trainer{.backend = "cuda"}; without a GPU every test skips,
+// naming why.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -49,7 +51,8 @@ Pair make_pair_of_models() {
   p.source = *source;
   StatusOr<Trainer> jit = Trainer::compile(p.source.net, p.source.inputs, *options->loss_spec(),
                                            *options->optimizer_spec(),
-                                           {.seed = kSeed, .backend = "cpu", .num_threads = kThreads});
+                                           {.seed = kSeed, .backend = p.aot->table().backend,
+                                            .num_threads = kThreads});
   EXPECT_TRUE(jit.ok()) << jit.error().to_string();
   p.jit = std::make_unique<Trainer>(std::move(*jit));
   p.classes = p.aot->eval_outputs()[0].type.shape.dims.back();
@@ -84,6 +87,18 @@ std::vector<Tensor> eval_batch(const Pair& p) {
 class AotVsJit : public ::testing::Test {
  protected:
   void SetUp() override {
+    const Backend* backend = *find_backend(linked_model_table().backend);
+    if (backend->unavailable_reason && !backend->unavailable_reason().empty()) {
+      GTEST_SKIP() << "model '" << linked_model_table().name << "' was compiled for "
+                   << backend->name << ", which this machine cannot run: "
+                   << backend->unavailable_reason();
+    }
+    if (backend->check_program && linked_model_table().step_program) {
+      if (Status s = backend->check_program(linked_model_table().step_program()); !s.ok()) {
+        GTEST_SKIP() << "the step is not yet runnable on " << backend->name << ": "
+                     << s.error().to_string();
+      }
+    }
     p = make_pair_of_models();
     ASSERT_TRUE(p.aot && p.jit);
   }

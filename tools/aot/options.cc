@@ -12,8 +12,8 @@ const std::vector<std::string> kOptimizerHyper = {
     "lr",  "momentum", "dampening", "nesterov", "weight_decay", "beta1", "beta2", "eps",
     "amsgrad", "alpha", "centered", "lr_decay", "initial_accumulator_value", "max_grad_norm"};
 const char* kUsage =
-    "flags: --batch=N --dtype=f32 --loss=NAME --optimizer=NAME [--eval_batch=N] [--cpu=CPU] "
-    "[--inference_only] [--data_parallel] and the hyper-parameters --label_smoothing --beta --lr --momentum "
+    "flags: --batch=N --dtype=f32 --loss=NAME --optimizer=NAME [--eval_batch=N] [--backend=cpu|cuda] "
+    "[--cpu=CPU] [--inference_only] [--data_parallel] and the hyper-parameters --label_smoothing --beta --lr --momentum "
     "--dampening --nesterov --weight_decay --beta1 --beta2 --eps --amsgrad --alpha --centered "
     "--lr_decay --initial_accumulator_value --max_grad_norm";
 
@@ -112,6 +112,7 @@ std::string CompileOptions::to_flags() const {
                     std::string(dtype_name(dtype)) + " --loss=" + loss + " --optimizer=" + optimizer;
   for (const auto& [flag, text] : hyper) out += " --" + flag + "=" + text;
   if (eval_batch != 0) out += " --eval_batch=" + std::to_string(eval_batch);
+  if (backend != "cpu") out += " --backend=" + backend;
   out += " --cpu=" + cpu;
   if (inference_only) out += " --inference_only";
   if (data_parallel) out += " --data_parallel";
@@ -149,6 +150,8 @@ StatusOr<CompileOptions> parse_compile_options(const std::vector<std::string>& a
       o.optimizer = text;
     } else if (flag == "cpu") {
       o.cpu = text;
+    } else if (flag == "backend") {
+      o.backend = text;
     } else if (contains(kLossHyper, flag) || contains(kOptimizerHyper, flag)) {
       o.hyper[flag] = text;
     } else {
@@ -157,6 +160,13 @@ StatusOr<CompileOptions> parse_compile_options(const std::vector<std::string>& a
   }
   if (o.batch <= 0) return Error{"--batch must be a positive integer (the training batch size)"};
   if (o.eval_batch < 0) return Error{"--eval_batch must be positive (or 0: the training batch)"};
+  if (o.backend != "cpu" && o.backend != "cuda") {
+    return Error{"--backend=" + o.backend + ": the AOT generator compiles for cpu and cuda"};
+  }
+  if (o.backend == "cuda" && o.data_parallel) {
+    return Error{"--data_parallel needs --backend=cpu: the cuda backend runs one process (no "
+                 "NCCL yet)"};
+  }
   WEFT_RETURN_IF_ERROR(o.loss_spec().status());
   WEFT_RETURN_IF_ERROR(o.optimizer_spec().status());
   return o;

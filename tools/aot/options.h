@@ -4,7 +4,7 @@
 // NAME_benchmark binaries (which rebuild the same step with the JIT Trainer):
 //
 //   --batch=128 --dtype=f32 --loss=cross_entropy --optimizer=adam --lr=0.001
-//   [--eval_batch=N] [--cpu=native] [--inference_only] [--data_parallel]
+//   [--eval_batch=N] [--backend=cpu|cuda] [--cpu=native] [--inference_only] [--data_parallel]
 //   loss hyper-parameters:      --label_smoothing --beta
 //   optimizer hyper-parameters: --lr --momentum --dampening --nesterov --weight_decay
 //     --beta1 --beta2 --eps --amsgrad --alpha --centered --lr_decay
@@ -29,6 +29,9 @@ struct CompileOptions {
   /// Hyper-parameters given on the command line, by flag name (values as written).
   std::map<std::string, std::string> hyper;
   int64_t eval_batch = 0;  ///< 0: the training batch.
+  /// The backend the Programs are compiled for (runtime/backend.h): "cpu" (kernels as
+  /// host object code for `cpu`) or "cuda" (one PTX module per Program; `cpu` unused).
+  std::string backend = "cpu";
   std::string cpu = "native";
   bool inference_only = false;
   /// The training step holds an all_reduce mean on every gradient and on the loss

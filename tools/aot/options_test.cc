@@ -59,6 +59,22 @@ TEST(AotOptions, Errors) {
   EXPECT_EQ(error_of({"--batch=8", "--nesterov=maybe"}),
             "--nesterov=maybe: not a boolean (true or false)");
   EXPECT_EQ(error_of({"--batch=8", "--epochs=3"}).substr(0, 36), "unknown flag --epochs; flags: --batc");
+  EXPECT_EQ(error_of({"--batch=8", "--backend=tpu"}),
+            "--backend=tpu: the AOT generator compiles for cpu and cuda");
+  EXPECT_EQ(error_of({"--batch=8", "--backend=cuda", "--data_parallel"}),
+            "--data_parallel needs --backend=cpu: the cuda backend runs one process (no NCCL yet)");
+}
+
+TEST(AotOptions, BackendRoundTripsAndCpuIsTheDefault) {
+  StatusOr<CompileOptions> cpu = parse_compile_options({"--batch=8"});
+  ASSERT_TRUE(cpu.ok());
+  EXPECT_EQ(cpu->backend, "cpu");
+  EXPECT_EQ(cpu->to_flags().find("--backend"), std::string::npos);  // cpu tables unchanged
+  StatusOr<CompileOptions> cuda = parse_compile_options({"--batch=8", "--backend=cuda"});
+  ASSERT_TRUE(cuda.ok()) << cuda.error().to_string();
+  EXPECT_EQ(cuda->backend, "cuda");
+  EXPECT_EQ(cuda->to_flags(),
+            "--batch=8 --dtype=f32 --loss=cross_entropy --optimizer=adam --backend=cuda --cpu=native");
 }
 
 }  // namespace

@@ -24,16 +24,21 @@ What one weft_library(name = NAME) defines:
                       see _weft_generate below)
     NAME_generated    the action that runs it (mnemonic WeftGenerate), emitting
                         NAME.o          every kernel of both Programs (LLVM's TargetMachine,
-                                        for `cpu`)
+                                        for `cpu`); backend "cpu" only
+
                         NAME_step.cc    the training step's Program (schedule, buffer
                         NAME_eval.cc    offsets, arena size); the eval forward's; both
-                                        as constant tables (runtime/program_tables.h)
+                                        as constant tables (runtime/program_tables.h);
+                                        backend "cuda": each with its kernels as one PTX
+                                        module (a string constant) and their symbols
                         NAME.h, NAME.cc the parameter table (names, shapes, dtypes, kinds,
                                         initializers, as constant rows) and a typed
                                         class `cpp_class`
                         NAME_factory.cc driver::make_compiled_model, for binaries
     NAME              cc_library: NAME.h + the above, depending only on
-                      //runtime/aot:compiled_model and //runtime:program_tables
+                      //runtime/aot:compiled_model, //runtime:program_tables and the
+                      backend's registration (//runtime/cpu:backend, or
+                      //runtime/cuda:backend: cudart and cuBLAS, never libcuda)
                       (runtime/, ir/ data types): no MLIR,
                       no LLVM, no passes
     NAME_factory      cc_library defining driver::make_compiled_model with this model
@@ -43,6 +48,11 @@ What one weft_library(name = NAME) defines:
     NAME_runtime_test cc_test linking NAME alone: trains a step with no libMLIR/libLLVM
                       mapped; prints the time from process start to the first step
     NAME_benchmark    cc_binary: median AOT and JIT step times in alternating rounds
+With backend = "cuda", NAME_test and NAME_benchmark compare with Trainer{.backend =
+"cuda"} and skip without a GPU (printing why); NAME_runtime_test checks the PTX (every
+symbol present, `ptxas -arch=sm_90` assembles it) and, without a GPU, the pinned
+"no CUDA device: ..." error; NAME_runtime_test and the binary link libstdc++ and libgcc
+statically, so they can be carried to a GPU machine that has only CUDA's libraries.
 With inference_only, NAME has no training step (its class has only the eval buffers
 and run_eval()); NAME_test then compares eval outputs and checkpoint loading, and
 NAME_benchmark times the eval forward.
@@ -78,8 +88,14 @@ Attributes:
                     initial_accumulator_value max_grad_norm; unset ones take PyTorch's
                     defaults (SGD needs lr)
     eval_batch      the evaluation batch (0: the training batch)
+    backend         "cpu" (default) or "cuda": the device the Programs are compiled for
+                    (runtime/backend.h). cuda: codegen::compile_cuda_program, kernels as
+                    PTX; the step runs as one CUDA graph with host fallback refused, so a
+                    model with ops that have no CUDA kernel yet builds but its binary
+                    refuses the step at run time (NAME.h's header says which ops).
+                    Not with data_parallel (no NCCL yet)
     cpu             the CPU the kernels are compiled for: "native" (the build machine)
-                    or an LLVM CPU name ("x86-64-v3", "znver4")
+                    or an LLVM CPU name ("x86-64-v3", "znver4"); unused for cuda
     inference_only  only the eval forward: no training step, no optimizer slots
     data_parallel   the training step averages every gradient and the loss over the
                     ranks of `mpirun` (an all_reduce op each, runtime/collective), so the
@@ -95,7 +111,7 @@ def _camel(name):
     return "".join([p.capitalize() for p in name.split("_")])
 
 def _flags(batch, dtype, loss, loss_args, optimizer, optimizer_args, eval_batch, cpu, inference_only,
-           data_parallel):
+           data_parallel, backend):
     flags = [
         "--batch=%d" % batch,
         "--dtype=" + dtype,
@@ -110,9 +126,12 @@ def _flags(batch, dtype, loss, loss_args, optimizer, optimizer_args, eval_batch,
         flags.append("--inference_only")
     if data_parallel:
         flags.append("--data_parallel")
+    if backend != "cpu":
+        flags.append("--backend=" + backend)
     return flags
 
-# The files the generator writes, by its flag (--header=..., --object=...).
+# The files the generator writes, by its flag (--header=..., --object=...); `object`
+# only for backend "cpu".
 _OUTPUTS = ["header", "source", "factory", "step_source", "eval_source", "object"]
 
 WeftCpuInfo = provider(doc = "The CPU a configuration builds for.", fields = ["cpu"])
@@ -130,10 +149,12 @@ def _weft_generate_impl(ctx):
         fail(("%s: weft_library cannot cross-compile: its generator is built for the target " +
               "CPU (%s) and runs on the build machine (%s). Build AOT models natively.") %
              (ctx.label, ctx.var["TARGET_CPU"], host_cpu))
+    outputs = [getattr(ctx.outputs, out) for out in _OUTPUTS if getattr(ctx.outputs, out)]
     args = ctx.actions.args()
     args.add_all(ctx.attr.names)
     for out in _OUTPUTS:
-        args.add("--%s=%s" % (out, getattr(ctx.outputs, out).path))
+        if getattr(ctx.outputs, out):
+            args.add("--%s=%s" % (out, getattr(ctx.outputs, out).path))
     args.add_all(ctx.attr.flags)
     # Through a shell only to drop the generator's one-line summary from Bazel's output
     # (errors go to stderr).
@@ -141,7 +162,7 @@ def _weft_generate_impl(ctx):
         tools = [ctx.attr.generator[DefaultInfo].files_to_run],
         command = '"$@" > /dev/null',
         arguments = [ctx.executable.generator.path, args],
-        outputs = [getattr(ctx.outputs, out) for out in _OUTPUTS],
+        outputs = outputs,
         mnemonic = "WeftGenerate",
         progress_message = "Compiling the weft model %s ahead of time" % ctx.label,
     )
@@ -164,7 +185,7 @@ _weft_generate = rule(
             "_host_cpu": attr.label(default = "//tools/aot:host_cpu", cfg = "host",
                                     providers = [WeftCpuInfo]),
         },
-        **{out: attr.output(mandatory = True) for out in _OUTPUTS}
+        **{out: attr.output(mandatory = out != "object") for out in _OUTPUTS}
     ),
 )
 
@@ -185,7 +206,17 @@ def _weft_aot(
         data_parallel,
         cpp_class,
         visibility,
-        tags):
+        tags,
+        backend):
+    if backend not in ["cpu", "cuda"]:
+        fail("%s: backend = \"%s\": weft_library compiles for \"cpu\" and \"cuda\"" % (name, backend))
+    cuda = backend == "cuda"
+
+    # A cuda library runs on a GPU machine that has CUDA's libraries but not necessarily
+    # this machine's libstdc++: its runtime-only binaries carry their own (as
+    # tests/cuda:cases_test does). Not the JIT-comparison ones, which link libMLIR and
+    # libLLVM (shared, over the shared libstdc++) and never leave this machine.
+    carried = ["-static-libstdc++", "-static-libgcc"] if cuda else []
     cc_library(
         name = library + "_model",
         srcs = model,
@@ -211,8 +242,9 @@ def _weft_aot(
         "factory": library + "_factory.cc",
         "step_source": library + "_step.cc",
         "eval_source": library + "_eval.cc",
-        "object": library + ".o",
     }
+    if not cuda:
+        outs["object"] = library + ".o"
     _weft_generate(
         name = library + "_generated",
         generator = ":" + library + "_generator",
@@ -222,18 +254,20 @@ def _weft_aot(
             "--include=%s/%s.h" % (native.package_name(), library),
         ],
         flags = _flags(batch, dtype, loss, loss_args, optimizer, optimizer_args, eval_batch, cpu,
-                       inference_only, data_parallel),
+                       inference_only, data_parallel, backend),
         tags = tags,
         **outs
     )
     cc_library(
         name = library,
-        srcs = [outs["source"], outs["step_source"], outs["eval_source"], outs["object"]],
+        srcs = [outs["source"], outs["step_source"], outs["eval_source"]] +
+               ([] if cuda else [outs["object"]]),
         hdrs = [outs["header"]],
         linkopts = ["-lm"],
         deps = [
             "//runtime:program_tables",
             "//runtime/aot:compiled_model",
+            "//runtime/cuda:backend" if cuda else "//runtime/cpu:backend",
         ],
         visibility = visibility,
         tags = tags,
@@ -257,12 +291,19 @@ def _weft_aot(
     factory = ":" + library + "_factory"
     model_lib = ":" + library + "_model"
     gtest = "//third_party:gtest_main"
-    for make, suffix, deps in [
-        (cc_test, "_test", ["//tools/aot:jit_compare_test", model_lib, gtest]),
-        (cc_test, "_runtime_test", ["//tools/aot:runtime_only_test", gtest]),
-        (cc_binary, "_benchmark", ["//tools/aot:benchmark_main", model_lib]),
+    for make, suffix, deps, linkopts in [
+        (cc_test, "_test", ["//tools/aot:jit_compare_test", model_lib, gtest], []),
+        (cc_test, "_runtime_test", ["//tools/aot:runtime_only_test", gtest], carried),
+        (cc_binary, "_benchmark", ["//tools/aot:benchmark_main", model_lib], []),
     ]:
-        make(name = name + suffix, deps = [factory] + deps, tags = tags)
+        make(
+            name = name + suffix,
+            deps = [factory] + deps,
+            linkopts = linkopts,
+            # One self-contained file to carry (a cc_test links shared objects otherwise).
+            linkstatic = bool(linkopts),
+            tags = tags,
+        )
 
 def weft_library(
         name,
@@ -280,11 +321,12 @@ def weft_library(
         data_parallel = False,
         cpp_class = None,
         visibility = None,
-        tags = []):
+        tags = [],
+        backend = "cpu"):
     """A model compiled ahead of time into a runtime-only cc_library (see the file's header)."""
     _weft_aot(name, name, model, model_deps, batch, dtype, loss, loss_args, optimizer,
               optimizer_args, eval_batch, cpu, inference_only, data_parallel, cpp_class, visibility,
-              tags)
+              tags, backend)
 
 def weft_binary(
         name,
@@ -301,17 +343,21 @@ def weft_binary(
         data_parallel = False,
         cpp_class = None,
         visibility = None,
-        tags = []):
+        tags = [],
+        backend = "cpu"):
     """A training binary: weft_library NAME_lib + the generic driver (see the file's header)."""
     _weft_aot(name, name + "_lib", model, model_deps, batch, dtype, loss, loss_args, optimizer,
               optimizer_args, eval_batch, cpu, False, data_parallel,
-              cpp_class or "weft_aot::" + _camel(name), visibility, tags)
+              cpp_class or "weft_aot::" + _camel(name), visibility, tags, backend)
     cc_binary(
         name = name,
         deps = [
             ":" + name + "_lib_factory",
-            "//runtime/driver:main",
+            # cuda: one process, no Open MPI linked (the GPU machine may lack it).
+            "//runtime/driver:main_one_process" if backend == "cuda" else "//runtime/driver:main",
         ],
+        # Carried to a GPU machine: libstdc++ and libgcc inside (see _weft_aot).
+        linkopts = ["-static-libstdc++", "-static-libgcc"] if backend == "cuda" else [],
         visibility = visibility,
         tags = tags,
     )

@@ -14,6 +14,8 @@
 
 namespace weft::driver {
 
+std::string compiled_model_backend() { return "cpu"; }  // the JIT Trainer's default
+
 StatusOr<std::unique_ptr<Trainable>> make_compiled_model(
     uint64_t seed, int num_threads, std::shared_ptr<collective::Communicator> communicator) {
   const char* env = std::getenv("WEFT_DRIVER_TEST_MODEL");

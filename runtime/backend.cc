@@ -1,0 +1,59 @@
+#include "runtime/backend.h"
+
+#include <map>
+
+namespace weft {
+namespace {
+
+// Function-local, so registrations from other translation units' static initializers
+// find it constructed whatever the initialization order.
+std::map<std::string, Backend>& registry() {
+  static std::map<std::string, Backend> backends;
+  return backends;
+}
+
+std::string joined_names() {
+  std::string out;
+  for (const std::string& n : backend_names()) out += (out.empty() ? "" : ", ") + n;
+  return out.empty() ? "none" : out;
+}
+
+}  // namespace
+
+Error Backend::unsupported(const std::string& feature) const {
+  std::string with;
+  for (const auto& [n, b] : registry()) {
+    const bool has = (feature == "--check-numerics" && b.set_check_numerics) ||
+                     (feature == "--profile" && b.set_profiling) ||
+                     (feature == "--data-parallel" && b.multi_rank);
+    if (has) with += (with.empty() ? "" : ", ") + n;
+  }
+  return Error{feature + " is not available on the " + name +
+               " backend, which this model was compiled for" +
+               (with.empty() ? std::string() : " (backends in this binary that have it: " + with + ")")};
+}
+
+bool register_backend(Backend backend) {
+  WEFT_CHECK(backend.bind != nullptr, "register_backend: backend '" + backend.name + "' has no bind");
+  const std::string name = backend.name;
+  const bool added = registry().emplace(name, std::move(backend)).second;
+  WEFT_CHECK(added, "register_backend: backend '" + name + "' registered twice");
+  return true;
+}
+
+StatusOr<const Backend*> find_backend(const std::string& name) {
+  auto it = registry().find(name);
+  if (it == registry().end()) {
+    return Error{"unknown backend '" + name + "'; this binary links: " + joined_names() +
+                 " (a backend is linked by its //runtime/<name>:backend library)"};
+  }
+  return &it->second;
+}
+
+std::vector<std::string> backend_names() {
+  std::vector<std::string> out;
+  for (const auto& [n, b] : registry()) out.push_back(n);
+  return out;
+}
+
+}  // namespace weft

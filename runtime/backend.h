@@ -1,0 +1,91 @@
+#pragma once
+// The backend registry: one place that maps a device's name ("cpu", "cuda") to how a
+// Program is bound to that device as a ProgramExecutor (runtime/executor.h), and to what
+// else the device offers. Each backend registers itself from its own folder
+// (runtime/cpu/backend.cc, runtime/cuda/backend.cc: one `register_backend` call in an
+// alwayslink cc_library, //runtime/cpu:backend, //runtime/cuda:backend), so a binary
+// knows the backends it links and nothing else; a third device is a new folder and one
+// registration, not edits across the tree.
+//
+//   // An AOT library links //runtime/cuda:backend; its generated table names "cuda".
+//   StatusOr<const Backend*> b = find_backend("cuda");   // error lists the linked ones
+//   DeviceCode code{.ptx = ptx, .symbols = symbols};     // cpu: .host_kernels
+//   StatusOr<std::unique_ptr<ProgramExecutor>> ex = (*b)->bind(program, code, {});
+//   // without a GPU: "no CUDA device: cudaGetDeviceCount: ..."
+//
+// Features that only some devices have (a host address for zero-copy input writes,
+// check-numerics, per-kernel profiles, collectives over more than one rank) are entries of
+// Backend: null where the device lacks them, and unsupported() gives the one message
+// every caller reports for that case. Depends on runtime/ only: no codegen, no MLIR.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/status.h"
+#include "runtime/collective/communicator.h"
+#include "runtime/executor.h"
+#include "runtime/program.h"
+
+namespace weft {
+
+/// The device code of a Program's generated kernels (Program::kernels), in the form its
+/// backend loads: host function pointers (cpu: JIT-compiled, or an AOT object file's),
+/// or one PTX module with each kernel's entry symbol (cuda).
+struct DeviceCode {
+  std::vector<GeneratedFn> host_kernels;  ///< cpu: host_kernels[k] runs kernels[k].
+  std::string ptx;                        ///< cuda: one PTX module (text).
+  std::vector<std::string> symbols;       ///< cuda: symbols[k] is kernels[k]'s entry.
+};
+
+/// How to bind; what a backend cannot honour it refuses (bind's errors).
+struct BindOptions {
+  int num_threads = 0;      ///< Host threads (cpu); 0: $WEFT_NUM_THREADS or every core.
+  int64_t max_memory = 0;   ///< Arena + inputs limit; 0: the device's available memory.
+  /// What runs the Program's all_reduce ops; nullptr: one process.
+  std::shared_ptr<collective::Communicator> communicator = nullptr;
+  int64_t all_reduce_bucket_bytes = int64_t{25} << 20;  ///< cpu::ExecutorOptions'.
+};
+
+struct Backend {
+  std::string name;     ///< "cpu", "cuda": what weft_library's `backend` names.
+  /// Binds `program` with `code` on the device. Errors: the device is absent (cuda: "no
+  /// CUDA device: ..."), an option it cannot honour, a plan too large for its memory.
+  StatusOr<std::unique_ptr<ProgramExecutor>> (*bind)(Program program, DeviceCode code,
+                                                      const BindOptions& options) = nullptr;
+  /// Why the device cannot be used on this machine, "" when it can (nullptr: always).
+  std::string (*unavailable_reason)() = nullptr;
+  /// Ok when the device runs every invocation of `program` (nullptr: always); else the
+  /// error naming the ops it would refuse (cuda: the host-only ops, library.h).
+  Status (*check_program)(const Program& program) = nullptr;
+
+  // ---- Optional features; each takes an executor this backend bound.
+  /// The host address of input `index`'s buffer: a batch written there needs no copy.
+  void* (*host_input_data)(ProgramExecutor& ex, int index) = nullptr;
+  /// Stop at the first op producing a NaN or an infinity (cpu::Executor's).
+  void (*set_check_numerics)(ProgramExecutor& ex, bool on) = nullptr;
+  /// Per-invocation timing and its report (cpu::Executor's).
+  void (*set_profiling)(ProgramExecutor& ex, bool on) = nullptr;
+  std::string (*profile_report)(const ProgramExecutor& ex) = nullptr;
+  /// Collectives over more than one rank (a communicator with world_size() > 1).
+  bool multi_rank = false;
+
+  /// The error for a `feature` this backend lacks, named as the user asked for it
+  /// ("--check-numerics", "--profile", "--data-parallel"): "--profile is not available on
+  /// the cuda backend, which this model was compiled for".
+  Error unsupported(const std::string& feature) const;
+};
+
+/// Adds `backend` (its name must be new). Called once per backend by a static
+/// initializer in the backend's registration library; returns true for that purpose.
+bool register_backend(Backend backend);
+
+/// The backend named `name`, or an error naming the backends linked into this binary
+/// (and that a backend is linked by its //runtime/NAME:backend library).
+StatusOr<const Backend*> find_backend(const std::string& name);
+
+/// The names of the linked backends, sorted.
+std::vector<std::string> backend_names();
+
+}  // namespace weft

@@ -1,0 +1,38 @@
+// Registers the "cpu" backend (runtime/backend.h): a Program bound by cpu::Executor, with
+// every optional feature (zero-copy inputs, check-numerics, profiles, MPI ranks).
+#include "runtime/backend.h"
+#include "runtime/cpu/executor.h"
+
+namespace weft::cpu {
+namespace {
+
+StatusOr<std::unique_ptr<ProgramExecutor>> bind(Program program, DeviceCode code,
+                                                 const BindOptions& options) {
+  ExecutorOptions executor;
+  executor.num_threads = options.num_threads;
+  executor.max_memory = options.max_memory;
+  executor.communicator = options.communicator;
+  executor.all_reduce_bucket_bytes = options.all_reduce_bucket_bytes;
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex,
+                        Executor::create(std::move(program), std::move(code.host_kernels), executor));
+  return std::unique_ptr<ProgramExecutor>(std::move(ex));
+}
+
+// Every hook receives an executor bind() made.
+Executor& cpu(ProgramExecutor& ex) { return static_cast<Executor&>(ex); }
+
+const bool registered = register_backend({
+    .name = "cpu",
+    .bind = bind,
+    .host_input_data = [](ProgramExecutor& ex, int index) { return cpu(ex).input_data(index); },
+    .set_check_numerics = [](ProgramExecutor& ex, bool on) { cpu(ex).set_check_numerics(on); },
+    .set_profiling = [](ProgramExecutor& ex, bool on) { cpu(ex).set_profiling(on); },
+    .profile_report =
+        [](const ProgramExecutor& ex) {
+          return static_cast<const Executor&>(ex).profile_report();
+        },
+    .multi_rank = true,
+});
+
+}  // namespace
+}  // namespace weft::cpu

@@ -1,0 +1,35 @@
+// Registers the "cuda" backend (runtime/backend.h): a Program bound by cuda::Executor on
+// device 0 with its default options (the whole step as one CUDA graph, host fallback
+// refused). Its buffers are device memory, and it has no check-numerics, profiler or
+// collectives yet: those hooks stay null. Links cudart and cuBLAS only (never libcuda),
+// so a binary with it starts on a machine without a GPU and says why it cannot bind.
+#include "runtime/backend.h"
+#include "runtime/cuda/executor.h"
+#include "runtime/cuda/library.h"
+
+namespace weft::cuda {
+namespace {
+
+StatusOr<std::unique_ptr<ProgramExecutor>> bind(Program program, DeviceCode code,
+                                                 const BindOptions& options) {
+  if (options.communicator && options.communicator->world_size() > 1) {
+    return Error{"data parallelism over " + std::to_string(options.communicator->world_size()) +
+                 " ranks needs the cpu backend; the cuda backend runs one process (no NCCL yet)"};
+  }
+  ExecutorOptions executor;
+  executor.max_memory = options.max_memory;
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex,
+                        Executor::create(std::move(program), std::move(code.ptx),
+                                         std::move(code.symbols), executor));
+  return std::unique_ptr<ProgramExecutor>(std::move(ex));
+}
+
+const bool registered = register_backend({
+    .name = "cuda",
+    .bind = bind,
+    .unavailable_reason = unavailable_reason,
+    .check_program = check_device_only,
+});
+
+}  // namespace
+}  // namespace weft::cuda

@@ -7,6 +7,8 @@ does ((x/255 - 0.2860) / 0.3530), then test accuracy in eval mode.
 
 Run with Debian's Python (PyTorch 1.13):
   /usr/bin/python3 bench/pytorch/cnn_epoch.py [--epochs=N] [--threads=N] [--steps=N]
+On a GPU (PyTorch 2.x; the data on the device, TF32 off, fused Adam with --fused=1):
+  python3 bench/pytorch/cnn_epoch.py --device=cuda --fused=1 [--data=DIR] [--epochs=N]
 For PyTorch's best setting on this machine (ENVIRONMENT.md) also set
   OMP_WAIT_POLICY=PASSIVE GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296
 """
@@ -16,13 +18,14 @@ import time
 
 import torch
 
-from fashion_mnist_io import DATA, read_idx
+import fashion_mnist_io
+from fashion_mnist_io import read_idx
 
 MEAN, STD = 0.2860, 0.3530
 
 
 def images(name):
-    x = read_idx(f"{DATA}/{name}-images-idx3-ubyte.gz").reshape(-1, 1, 28, 28) / 255.0
+    x = read_idx(f"{fashion_mnist_io.DATA}/{name}-images-idx3-ubyte.gz").reshape(-1, 1, 28, 28) / 255.0
     return torch.tensor((x - MEAN) / STD, dtype=torch.float32)
 
 
@@ -35,18 +38,25 @@ def main():
     args = dict(a.lstrip("-").split("=") for a in sys.argv[1:])
     epochs = int(args.get("epochs", 1))
     torch.set_num_threads(int(args.get("threads", 2)))
+    dev = torch.device(args.get("device", "cpu"))
+    if "data" in args:
+        fashion_mnist_io.DATA = args["data"]
+    data = fashion_mnist_io.DATA
+    if dev.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
     torch.manual_seed(0)
-    x_train, x_test = images("train"), images("t10k")
-    y_train = torch.tensor(read_idx(f"{DATA}/train-labels-idx1-ubyte.gz"), dtype=torch.int64)
-    y_test = torch.tensor(read_idx(f"{DATA}/t10k-labels-idx1-ubyte.gz"), dtype=torch.int64)
+    x_train, x_test = images("train").to(dev), images("t10k").to(dev)
+    y_train = torch.tensor(read_idx(f"{data}/train-labels-idx1-ubyte.gz"), dtype=torch.int64).to(dev)
+    y_test = torch.tensor(read_idx(f"{data}/t10k-labels-idx1-ubyte.gz"), dtype=torch.int64).to(dev)
     model = torch.nn.Sequential(*stage(1, 32), *stage(32, 64), torch.nn.Flatten(),
                                 torch.nn.Linear(64 * 7 * 7, 128), torch.nn.ReLU(),
-                                torch.nn.Dropout(0.25), torch.nn.Linear(128, 10))
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+                                torch.nn.Dropout(0.25), torch.nn.Linear(128, 10)).to(dev)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3, **({"fused": True} if args.get("fused") == "1" else {}))
     steps = int(args.get("steps", 60000 // 64))
     for epoch in range(1, epochs + 1):
         model.train()
-        order = torch.randperm(60000)
+        order = torch.randperm(60000, device=dev)
         step_ms, losses = [], []
         start = time.perf_counter()
         for s in range(steps):

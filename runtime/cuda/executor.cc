@@ -289,6 +289,37 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program, std::strin
 
 bool Executor::uses_cuda_graph() const { return device_->graph_exec != nullptr; }
 
+StatusOr<std::vector<double>> Executor::profile_step() {
+  Device& d = *device_;
+  WEFT_RETURN_IF_ERROR(cuda_status(cudaSetDevice(d.ordinal), "cudaSetDevice"));
+  *d.error = DeviceError{};
+  std::vector<cudaEvent_t> events(code_.size() + 1, nullptr);
+  Status s;
+  for (cudaEvent_t& e : events) {
+    if (s.ok()) s = cuda_status(cudaEventCreate(&e), "cudaEventCreate (profile)");
+  }
+  for (size_t i = 0; i < code_.size() && s.ok(); ++i) {
+    s = cuda_status(cudaEventRecord(events[i], d.stream), "cudaEventRecord (profile)");
+    if (s.ok()) s = code_[i]->run(d, static_cast<int>(i));
+    if (!s.ok()) s = invocation_error(s.error(), i);
+  }
+  if (s.ok()) s = cuda_status(cudaEventRecord(events.back(), d.stream), "cudaEventRecord (profile)");
+  if (s.ok()) s = apply_updates();
+  const Status synced = cuda_status(cudaStreamSynchronize(d.stream), "cudaStreamSynchronize (profile)");
+  std::vector<double> ms(code_.size(), 0.0);
+  for (size_t i = 0; i < code_.size() && s.ok() && synced.ok(); ++i) {
+    float t = 0;
+    s = cuda_status(cudaEventElapsedTime(&t, events[i], events[i + 1]), "cudaEventElapsedTime");
+    ms[i] = t;
+  }
+  for (cudaEvent_t e : events) {
+    if (e) cudaEventDestroy(e);
+  }
+  WEFT_RETURN_IF_ERROR(s);
+  WEFT_RETURN_IF_ERROR(synced);
+  return ms;
+}
+
 int64_t Executor::device_bytes() const {
   const Device& d = *device_;
   size_t bytes = static_cast<size_t>(std::max<int64_t>(program_.arena_bytes, 1)) +

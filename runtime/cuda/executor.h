@@ -113,6 +113,10 @@ class Executor : public ProgramExecutor {
   int fallbacks() const override { return fallbacks_; }
   /// True when run() replays the step as one captured CUDA graph.
   bool uses_cuda_graph() const;
+  /// One step launch by launch with a CUDA event pair around each invocation (the
+  /// updates are not timed): milliseconds per invocation, indexed like program().code.
+  /// For finding the costly kernels; the step's results are those of run().
+  StatusOr<std::vector<double>> profile_step();
   /// Device memory the executor allocated: the arena, the inputs block, the shared
   /// workspace (cuBLAS's and cuDNN's included), update snapshots and constants.
   int64_t device_bytes() const;

@@ -5,9 +5,10 @@
 // mlp784_adam_step is bench/pytorch/cuda_mlp.py, run in the same session on the same
 // GPU (bench/RESULTS.md, "CUDA"). Prints the reason and exits 0 without a GPU.
 //
-//   step_bench [--steps=50] [--warmup=5] [--case=NAME] [--program]
+//   step_bench [--steps=50] [--warmup=5] [--case=NAME] [--program] [--profile=TOP]
 //
-// --program prints each case's Program listing instead (no GPU needed).
+// --program prints each case's Program listing instead (no GPU needed); --profile=TOP
+// prints, launch by launch, the TOP costliest invocations of one more step (CUDA events).
 
 #include <algorithm>
 #include <chrono>
@@ -25,7 +26,7 @@ namespace weft::cuda_cases {
 namespace {
 
 int run(int argc, char** argv) {
-  int steps = 50, warmup = 5;
+  int steps = 50, warmup = 5, top = 0;
   std::string only;
   bool listing = false;
   for (int i = 1; i < argc; ++i) {
@@ -34,8 +35,10 @@ int run(int argc, char** argv) {
     else if (a.rfind("--warmup=", 0) == 0) warmup = std::atoi(a.c_str() + 9);
     else if (a.rfind("--case=", 0) == 0) only = a.substr(7);
     else if (a == "--program") listing = true;
+    else if (a.rfind("--profile=", 0) == 0) top = std::atoi(a.c_str() + 10);
     else {
-      std::fprintf(stderr, "usage: step_bench [--steps=N] [--warmup=N] [--case=NAME] [--program]\n");
+      std::fprintf(stderr, "usage: step_bench [--steps=N] [--warmup=N] [--case=NAME] [--program] "
+                           "[--profile=TOP]\n");
       return 2;
     }
   }
@@ -101,6 +104,31 @@ int run(int argc, char** argv) {
                   ms[ms.size() / 2], ms.front(), steps, first_loss, last_loss,
                   (*ex)->program().code.size(), c.symbols.size(), (*ex)->fallbacks(),
                   static_cast<double>((*ex)->device_bytes()) / (1 << 20));
+      if (top > 0 && !graph) {
+        // The costliest invocations of one more step, launch by launch.
+        StatusOr<std::vector<double>> prof = (*ex)->profile_step();
+        if (!prof.ok()) {
+          std::fprintf(stderr, "%s: %s\n", c.name.c_str(), prof.error().to_string().c_str());
+          return 1;
+        }
+        std::vector<size_t> order(prof->size());
+        for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+        std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return (*prof)[a] > (*prof)[b]; });
+        double total = 0;
+        for (double t : *prof) total += t;
+        std::printf("    profile: %.3f ms in %zu invocations; the costliest:\n", total, prof->size());
+        std::vector<std::string> lines;
+        const std::string d = (*ex)->describe();
+        for (size_t at = 0, end; (end = d.find('\n', at)) != std::string::npos; at = end + 1) {
+          lines.push_back(d.substr(at, end - at));
+        }
+        for (int k = 0; k < top && k < static_cast<int>(order.size()); ++k) {
+          const size_t i = order[k];
+          const Invocation& inv = (*ex)->program().code[i];
+          std::printf("    %8.3f ms  %-60.60s %s\n", (*prof)[i], i < lines.size() ? lines[i].c_str() : "",
+                      inv.results[0].type.to_string().c_str());
+        }
+      }
       if (!graph) continue;
       // Which invocations still run on the host, by op.
       const std::string d = (*ex)->describe();

@@ -246,6 +246,7 @@ void Emitter::body(int w, const std::string& i, const std::vector<std::string>& 
 }
 
 void Emitter::header(std::vector<std::string>& ptr, const std::string& symbol) {
+  symbol_ = symbol;
   const size_t buffers = g_.inputs().size() + g_.outputs().size();
   if (gpu_) {
     os_ << "module {\n  func.func @" << symbol << "(";
@@ -326,11 +327,61 @@ std::string Emitter::shuffle_xor(const std::string& x, DType d, int offset) {
 
 std::string Emitter::warp_combine(const Node& red, std::string x, DType d) {
   const bool sum = red.op == Op::Sum || red.op == Op::Mean;
-  for (int offset = kWarp / 2; offset > 0; offset /= 2) {
-    const std::string other = shuffle_xor(x, d, offset);
-    x = sum ? bi("arith.addf", x, other, "f64") : accumulate(red, x, other, 1);
+  auto combine = [&](const std::string& a, const std::string& b) {
+    return sum ? bi("arith.addf", a, b, "f64") : accumulate(red, a, b, 1);
+  };
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) x = combine(x, shuffle_xor(x, d, offset));
+  if (lanes_ <= kWarp) return x;
+  // A block: lane 0 of each warp publishes its warp's result in shared memory, then every
+  // thread folds the warps' results in warp order (the same order everywhere, so every
+  // lane holds the same bits). The first barrier keeps an earlier combine's readers
+  // ahead of this one's writers.
+  const std::string t = compute_elem(d);
+  const std::string smem = emit("llvm.mlir.addressof @" + symbol_ + "_smem : !llvm.ptr<3>");
+  auto slot = [&](const std::string& i) {
+    return emit("llvm.getelementptr " + smem + "[" + i + "] : (!llvm.ptr<3>, i64) -> !llvm.ptr<3>, " + t);
+  };
+  const std::string warp_size = cst(DType::i64, kWarp, 1);
+  const std::string warp = bi("arith.divui", lane_id_, warp_size, "i64");
+  const std::string first =
+      bi("arith.cmpi eq,", bi("arith.remui", lane_id_, warp_size, "i64"), cst(DType::i64, 0, 1), "i64");
+  const std::string mine = slot(warp);
+  os_ << indent_ << "nvvm.barrier0\n";
+  os_ << indent_ << "scf.if " << first << " {\n";
+  os_ << indent_ << "  llvm.store " << x << ", " << mine << " {alignment = " << dtype_size(d)
+      << " : i64} : " << t << ", !llvm.ptr<3>\n";
+  os_ << indent_ << "}\n";
+  os_ << indent_ << "nvvm.barrier0\n";
+  std::string total;
+  for (int w = 0; w < lanes_ / kWarp; ++w) {
+    const std::string v = emit("llvm.load " + slot(cst(DType::i64, w, 1)) + " {alignment = " +
+                               std::to_string(dtype_size(d)) + " : i64} : !llvm.ptr<3> -> " + t);
+    total = w == 0 ? v : combine(total, v);
   }
-  return x;
+  return total;
+}
+
+std::string Emitter::group_combine(const Node& red, const std::string& x, DType d) {
+  const bool sum = red.op == Op::Sum || red.op == Op::Mean;
+  const std::string t = compute_elem(d);
+  const std::string smem = emit("llvm.mlir.addressof @" + symbol_ + "_smem : !llvm.ptr<3>");
+  auto slot = [&](const std::string& i) {
+    return emit("llvm.getelementptr " + smem + "[" + i + "] : (!llvm.ptr<3>, i64) -> !llvm.ptr<3>, " + t);
+  };
+  const std::string align = " {alignment = " + std::to_string(dtype_size(d)) + " : i64} ";
+  const std::string warp_size = cst(DType::i64, kWarp, 1);
+  const std::string lane = bi("arith.remui", lane_id_, warp_size, "i64");
+  const std::string mine = slot(lane_id_);  // group · 32 + lane
+  os_ << indent_ << "nvvm.barrier0\n";
+  os_ << indent_ << "llvm.store " << x << ", " << mine << align << ": " << t << ", !llvm.ptr<3>\n";
+  os_ << indent_ << "nvvm.barrier0\n";
+  std::string total;
+  for (int g = 0; g < lanes_ / kWarp; ++g) {
+    const std::string at = bi("arith.addi", cst(DType::i64, g * kWarp, 1), lane, "i64");
+    const std::string v = emit("llvm.load " + slot(at) + align + ": !llvm.ptr<3> -> " + t);
+    total = g == 0 ? v : (sum ? bi("arith.addf", total, v, "f64") : accumulate(red, total, v, 1));
+  }
+  return total;
 }
 
 std::string Emitter::lanes_sum(const std::string& acc, const std::string& t, int w) {
@@ -346,6 +397,13 @@ std::string Emitter::lane(const std::string& acc, int lane, const std::string& s
 
 std::string Emitter::footer() {
   os_ << "    return\n  }\n";
+  if (lanes_ > kWarp) {  // one 8-byte slot per warp (warp_combine) or thread (group_combine)
+    const int slots = column_groups_ ? lanes_ : lanes_ / kWarp;
+    const std::string array = "!llvm.array<" + std::to_string(slots) + " x i64>";
+    os_ << "  llvm.mlir.global internal @" << symbol_ << "_smem() {addr_space = 3 : i32, "
+        << "alignment = 8 : i64} : " << array << " {\n    %u = llvm.mlir.undef : " << array
+        << "\n    llvm.return %u : " << array << "\n  }\n";
+  }
   for (const std::string& fn : libm_) os_ << "  func.func private @" << fn << "(f64) -> f64\n";
   os_ << "}\n";
   return os_.str();

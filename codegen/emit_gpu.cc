@@ -65,12 +65,37 @@ GpuKernel emit_scalar_kernel(const Graph& body, const std::string& symbol, bool 
     // statistics), so loads coalesce and long rows are split 32 ways. Shorter rows, and
     // column reductions (whose threads already read consecutive columns), keep one
     // thread per row or output.
-    const bool warp = gpu && (is_row_body(body) || !rs.column()) && !rs.space.dims.empty() &&
-                      rs.space.dims.back() >= emit_detail::Emitter::kWarp;
-    if (warp) e.set_warp_rows();
+    // Fewer rows than would fill the GPU with one warp each (under 2048 rows: 64K
+    // threads), of 256 elements or more (batch-norm statistics: a channel's N·H·W; a
+    // small batch's rows), take a whole block per row.
+    using emit_detail::Emitter;
+    bool slots_ok = true;  // shared-memory slots hold f32, f64, i32, i64
+    for (const Node& n : body.nodes()) {
+      const DType d = body.type(n.result()).dtype;
+      if (n.info().category == OpCategory::Reduction && d != DType::f32 && d != DType::f64 &&
+          d != DType::i32 && d != DType::i64) {
+        slots_ok = false;
+      }
+    }
+    if (gpu && slots_ok && !is_row_body(body) && rs.column() && rs.reduced_size() >= 64) {
+      // Column reductions (a bias gradient's sum over the batch) over 64 rows or more:
+      // blocks of 32 columns, the rows split over the block's 8 warps.
+      e.set_column_groups();
+      std::string mlir = e.reduction_module(symbol, *body_reduction(body), rs);
+      return {std::move(mlir), (rs.rows() + Emitter::kWarp - 1) / Emitter::kWarp * Emitter::kBlock};
+    }
+    int lanes = 1;
+    if (gpu && (is_row_body(body) || !rs.column()) && !rs.space.dims.empty() &&
+        rs.space.dims.back() >= Emitter::kWarp) {
+      lanes = Emitter::kWarp;
+      if (slots_ok && rs.space.dims.back() >= Emitter::kBlock && rs.rows() < 2048) {
+        lanes = Emitter::kBlock;
+      }
+    }
+    e.set_row_lanes(lanes);
     std::string mlir = is_row_body(body) ? e.row_module(symbol, rs)
                                          : e.reduction_module(symbol, *body_reduction(body), rs);
-    return {std::move(mlir), rs.rows() * (warp ? emit_detail::Emitter::kWarp : 1)};
+    return {std::move(mlir), rs.rows() * lanes};
   }
   const CollapsedSpace space = collapse_space(body);
   return {emit_detail::Emitter(body, space, gpu, /*scalar=*/true).gpu_module(symbol),

@@ -44,7 +44,13 @@ struct GpuKernel {
 /// the CPU); a row body (softmax, layer norm, their backward, ...) one warp per row when
 /// its rows hold 32 elements or more — the lanes take every 32nd element of each of the
 /// CPU row kernel's passes, and butterfly shuffles (nvvm.shfl.sync) give every lane the
-/// row's sums (f64) and maxima — and one thread per row for shorter rows.
+/// row's sums (f64) and maxima — and one thread per row for shorter rows. Reductions
+/// along rows get the same warp per row; when fewer rows than fill the GPU that way
+/// (under 2048) hold 256 elements or more (batch-norm statistics, a small batch's rows)
+/// a whole 256-thread block takes each row, its warps' results combined through shared
+/// memory in a fixed order. Column reductions (a bias gradient's sum over the batch) over
+/// 64 rows or more give each 256-thread block 32 adjacent columns (coalesced loads) and
+/// split the rows over its 8 warps, whose partial results shared memory adds in order.
 GpuKernel emit_gpu_kernel(const Graph& body, const std::string& symbol);
 
 /// The same scalar code as emit_gpu_kernel with the host's ABI (GeneratedFn) instead of

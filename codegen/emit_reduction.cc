@@ -62,10 +62,14 @@ std::string Emitter::reduce_rows(const Node& red, const ReductionSpace& rs,
     const std::string init_v = cst(acc_d, init, w);
     const std::string res = "%t" + std::to_string(next_++), o = "%o" + std::to_string(next_++),
                       a = "%a" + std::to_string(next_++);
-    open_for(res, o, c0, co, c1, {{a, init_v}}, t);
+    if (column_groups_) {  // warp g takes rows g, g + 8, ... of the column
+      open_for(res, o, group_id_, co, cst(DType::i64, lanes_ / kWarp, 1), {{a, init_v}}, t);
+    } else {
+      open_for(res, o, c0, co, c1, {{a, init_v}}, t);
+    }
     operand_bases(ptr, row_off, o, list, bases, splats);
     close_for(accumulate(red, a, compute(w, col, bases, splats, &red).at(x), w), t);
-    return res;
+    return column_groups_ ? group_combine(red, res, acc_d) : res;
   }
   const int64_t length = space_.dims.back(), main = length / w * w;
   const std::string vt = vec(compute_elem(acc_d), w), st = compute_elem(acc_d);
@@ -114,6 +118,7 @@ std::string Emitter::reduction_module(const std::string& symbol, const Node& red
   for (int j = 0; j < last; ++j) (rs.reduced[j] ? reduced : kept).push_back(j);
   const std::string out = ptr[g_.inputs().size()];
   // The result (w lanes, from the f64 accumulator of sums) at `index` of the output.
+  std::string valid_column;  // column groups: this lane's column exists
   auto finish = [&](std::string acc, const std::string& index, int w) {
     if (sum) {
       if (red.op == Op::Mean) {
@@ -123,17 +128,36 @@ std::string Emitter::reduction_module(const std::string& symbol, const Node& red
       if (d == DType::f32) acc = conv("arith.truncf", acc, DType::f64, d, w);
     }
     const std::string address = gep(out, index, d);
-    if (lanes_ > 1) {  // every lane holds the result; lane 0 stores it
-      const std::string first_lane = bi("arith.cmpi eq,", lane_id_, cst(DType::i64, 0, 1), "i64");
-      os_ << indent_ << "scf.if " << first_lane << " {\n";
+    // Every lane holds the result: lane 0 stores it (a row's), or warp 0 for the columns
+    // that exist (column groups).
+    std::string guard;
+    if (column_groups_) {
+      guard = bi("arith.andi", valid_column,
+                 bi("arith.cmpi eq,", group_id_, cst(DType::i64, 0, 1), "i64"), "i1");
+    } else if (lanes_ > 1) {
+      guard = bi("arith.cmpi eq,", lane_id_, cst(DType::i64, 0, 1), "i64");
     }
-    os_ << indent_ << (lanes_ > 1 ? "  " : "") << "llvm.store " << acc << ", " << address
+    if (!guard.empty()) os_ << indent_ << "scf.if " << guard << " {\n";
+    os_ << indent_ << (guard.empty() ? "" : "  ") << "llvm.store " << acc << ", " << address
         << " {alignment = " << dtype_size(d) << " : i64} : " << vec(compute_elem(d), w)
         << ", !llvm.ptr\n";
-    if (lanes_ > 1) os_ << indent_ << "}\n";
+    if (!guard.empty()) os_ << indent_ << "}\n";
   };
   if (rs.rows() > 0) {
-    open_rows("%r", rs.rows());
+    // Column groups: the loop walks blocks of 32 columns; lane l of warp g takes column
+    // 32·block + l (clamped to the last, and not stored, past the end) and rows g, g + 8...
+    const int64_t per_block = kWarp;
+    open_rows("%r", column_groups_ ? (rs.rows() + per_block - 1) / per_block : rs.rows());
+    std::string r = "%r";
+    if (column_groups_) {
+      const std::string warp_size = cst(DType::i64, kWarp, 1);
+      group_id_ = bi("arith.divui", lane_id_, warp_size, "i64");
+      const std::string raw = bi("arith.addi", bi("arith.muli", "%r", warp_size, "i64"),
+                                 bi("arith.remui", lane_id_, warp_size, "i64"), "i64");
+      const std::string last = cst(DType::i64, static_cast<double>(rs.rows() - 1), 1);
+      valid_column = bi("arith.cmpi ule,", raw, last, "i64");
+      r = sel(valid_column, raw, last, DType::i64, 1);
+    }
     std::vector<std::string> row_off;
     if (!rs.column()) {  // Row r is output element r: its kept indices come from r.
       for (size_t k = 0; k < g_.inputs().size(); ++k) row_off.push_back(offset(k, "%r", kept));
@@ -143,8 +167,8 @@ std::string Emitter::reduction_module(const std::string& symbol, const Node& red
       const int64_t length = space_.dims.back(), blocks = length / width_,
                     per = blocks + length % width_;
       const std::string c_per = cst(DType::i64, static_cast<double>(per), 1);
-      const std::string c = bi("arith.divui", "%r", c_per, "i64");
-      const std::string b = bi("arith.remui", "%r", c_per, "i64");
+      const std::string c = bi("arith.divui", r, c_per, "i64");
+      const std::string b = bi("arith.remui", r, c_per, "i64");
       for (size_t k = 0; k < g_.inputs().size(); ++k) row_off.push_back(offset(k, c, kept));
       const std::string out_row = bi("arith.muli", c, cst(DType::i64, static_cast<double>(length), 1), "i64");
       auto path = [&](int w) {

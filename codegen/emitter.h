@@ -46,12 +46,23 @@ class Emitter {
   std::string row_module(const std::string& symbol, const ReductionSpace& rs);
   /// The CUDA form of module(): one thread per element (emit_gpu.cc; needs `gpu`).
   std::string gpu_module(const std::string& symbol);
-  /// GPU row kernels (row_module): the 32 lanes of a warp share each row, each taking
-  /// every 32nd element, and combine their partial reductions with butterfly shuffles
-  /// (so every lane holds the row's statistics); lane 0 stores the per-row outputs.
-  /// Launch 32 threads per row.
-  void set_warp_rows() { lanes_ = kWarp; }
+  /// GPU row kernels and reductions along rows: `lanes` threads (kWarp: a warp; kBlock:
+  /// a whole 256-thread block) share each row, each taking every lanes-th element, and
+  /// combine their partial reductions — butterfly shuffles within a warp, then, for a
+  /// block, the warps' results through shared memory in a fixed order — so every lane
+  /// holds the row's statistics; lane 0 stores the per-row outputs. Launch `lanes`
+  /// threads per row (runtime/cuda's blocks are kBlock threads).
+  void set_row_lanes(int lanes) { lanes_ = lanes; }
+  /// GPU column reductions (reduction_module, column layout): a 256-thread block takes 32
+  /// adjacent output columns (one per lane, so loads coalesce) and splits the reduced rows
+  /// 8 ways (one share per warp); shared memory adds the 8 partial results in order.
+  /// Launch 256 threads per 32 outputs.
+  void set_column_groups() {
+    lanes_ = kBlock;
+    column_groups_ = true;
+  }
   static constexpr int kWarp = 32;
+  static constexpr int kBlock = 256;
 
  private:
   std::string emit(const std::string& rhs) {
@@ -97,8 +108,11 @@ class Emitter {
   /// caller's share [row_begin, row_end) on the CPU, a grid-stride loop on the GPU.
   void open_rows(const std::string& iv, int64_t count);
   /// `x` (dtype `d`) combined over the warp's lanes with `red`'s operation (sums in f64):
-  /// every lane gets the result (warp-row mode, set_warp_rows).
+  /// every lane gets the result (set_row_lanes: a warp, or a block through shared memory).
   std::string warp_combine(const Node& red, std::string x, DType d);
+  /// Column groups: `x` (this warp's share of its column, dtype `d`) combined over the
+  /// block's 8 warps in warp order; every thread gets its column's result.
+  std::string group_combine(const Node& red, const std::string& x, DType d);
   /// Lane `x` of the lane `offset` places away by xor (nvvm.shfl.sync bfly).
   std::string shuffle_xor(const std::string& x, DType d, int offset);
   /// The f64 sum of the lanes of `acc` (type `t`, `w` lanes): `acc` itself when w == 1.
@@ -128,8 +142,11 @@ class Emitter {
   const CollapsedSpace& space_;
   int width_;
   bool gpu_;
-  int lanes_ = 1;           ///< GPU threads sharing one row (set_warp_rows).
+  int lanes_ = 1;           ///< GPU threads sharing one row (set_row_lanes).
+  std::string symbol_;      ///< The kernel's name (its shared-memory global is named after it).
   std::string lane_id_;     ///< This thread's lane in its row's warp (lanes_ > 1).
+  bool column_groups_ = false;  ///< set_column_groups.
+  std::string group_id_;    ///< Column groups: this thread's warp (its share of the rows).
   int next_ = 0;
   std::string indent_ = "    ";
   std::ostringstream os_;

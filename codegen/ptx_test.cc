@@ -117,13 +117,17 @@ graph @k(%x: f32[8,3,33], %b: f32[3,1], %m: bool[33]) -> (f32[8,3,33], f32[8,3,3
   EXPECT_EQ(ptx->find("fused_param_5"), std::string::npos) << *ptx;
 }
 
-TEST(Ptx, ReductionsRunOneThreadPerOutputAndRowBodiesOneWarpPerRow) {
-  // A column reduction (the bias gradient's sum over the batch): one thread per column.
+TEST(Ptx, ReductionsAndRowBodiesSpreadOverWarpsAndBlocks) {
+  // A column reduction (the bias gradient's sum over the batch): columns over lanes, rows over warps.
   const Graph column = parse_typed(
       "graph @k(%g: f32[128,10], %y: f32[128,10]) {\n  %m = mul(%g, %y)\n"
       "  %s = sum(%m) {axes=[0]}\n  return %s\n}\n");
   GpuKernel c = emit_gpu_kernel(column, "col");
-  EXPECT_EQ(c.threads, 10);
+  EXPECT_EQ(c.threads, 256);  // 10 columns: one block of 32 columns, rows split 8 ways
+  EXPECT_NE(c.mlir.find("nvvm.barrier0"), std::string::npos) << c.mlir;
+  const Graph few_rows = parse_typed(
+      "graph @k(%g: f32[16,10]) {\n  %s = sum(%g) {axes=[0]}\n  return %s\n}\n");
+  EXPECT_EQ(emit_gpu_kernel(few_rows, "few").threads, 10);  // under 64 rows: a thread each
   // A reduction along rows of 40: one warp per row.
   const Graph row = parse_typed(
       "graph @k(%x: f32[64,40]) {\n  %s = max(%x) {axes=[1]}\n  return %s\n}\n");
@@ -158,7 +162,7 @@ graph @k(%x: f64[8,300]) {
 }
 )");
   GpuKernel sm64 = emit_gpu_kernel(softmax64, "softmax64");
-  EXPECT_EQ(sm64.threads, 8 * 32);
+  EXPECT_EQ(sm64.threads, 8 * 256);  // 8 rows of 300: a block each
   const Graph short_rows = parse_typed(R"(
 graph @k(%x: f32[64,10]) {
   %m = max(%x) {axes=[-1], keepdims=true}
@@ -166,11 +170,20 @@ graph @k(%x: f32[64,10]) {
   return %d
 }
 )");
+  // Few rows of many elements (batch-norm statistics over N, H, W): a block per row, its
+  // warps combined through shared memory between barriers.
+  const Graph stats = parse_typed(
+      "graph @k(%x: f32[32,16,32,32]) {\n  %s = sum(%x) {axes=[0, 2, 3]}\n  return %s\n}\n");
+  GpuKernel st = emit_gpu_kernel(stats, "stats");
+  EXPECT_EQ(st.threads, 16 * 256);
+  EXPECT_NE(st.mlir.find("nvvm.barrier0"), std::string::npos) << st.mlir;
+  EXPECT_NE(st.mlir.find("addr_space = 3"), std::string::npos) << st.mlir;
   GpuKernel sr = emit_gpu_kernel(short_rows, "short_rows");
   EXPECT_EQ(sr.threads, 64);
   EXPECT_EQ(sr.mlir.find("nvvm.shfl.sync"), std::string::npos) << sr.mlir;
-  StatusOr<std::string> ptx = compile_ptx({c.mlir, r.mlir, sm.mlir, sm64.mlir, sr.mlir},
-                                          {"col", "row", "softmax", "softmax64", "short_rows"});
+  StatusOr<std::string> ptx =
+      compile_ptx({c.mlir, r.mlir, sm.mlir, sm64.mlir, sr.mlir, st.mlir},
+                  {"col", "row", "softmax", "softmax64", "short_rows", "stats"});
   ASSERT_TRUE(ptx.ok()) << ptx.error().to_string();
   if (std::ifstream(kPtxas).good()) {
     const std::string path = write_temp("reductions.ptx", *ptx);

@@ -114,6 +114,17 @@ std::vector<GraphCase> op_cases() {
   add("full_sum_long", "%x: f32[300,257]", "  %s = sum(%x)\n", "%s");
   add("row_max_f64", "%x: f64[10,100]", "  %s = max(%x) {axes=[1]}\n", "%s");
   add("mean_outer_and_inner", "%x: f32[4,5,64]", "  %s = mean(%x) {axes=[0, 2]}\n", "%s");
+  // Few long rows: a 256-thread block per row (statistics of a batch norm, a softmax
+  // over 20,000, f64 maxima), the warps combined through shared memory.
+  add("bn_stats_block", "%x: f32[16,8,40,40]",
+      "  %s = sum(%x) {axes=[0, 2, 3]}\n  %m = mean(%x) {axes=[0, 2, 3], keepdims=true}\n", "%s, %m");
+  add("softmax_block_rows", "%x: f32[3,20000]", "  %s = softmax(%x) {axis=-1}\n", "%s");
+  add("max_block_f64", "%x: f64[8,4,4096]", "  %s = max(%x) {axes=[0, 2]}\n", "%s");
+  // Column reductions over 64 rows or more: 32 columns a block, rows over 8 warps (a
+  // ragged last block of columns, f64 maxima, two reduced outer dims).
+  add("column_sum_groups", "%x: f32[300,70]", "  %s = sum(%x) {axes=[0]}\n", "%s");
+  add("column_max_f64_groups", "%x: f64[100,33]", "  %s = max(%x) {axes=[0]}\n", "%s");
+  add("column_mean_two_axes", "%x: f32[8,20,45]", "  %s = mean(%x) {axes=[0, 1]}\n", "%s");
   add("layer_norm_768", "%x: f32[6,768], %g: f32[768], %b: f32[768]",
       "  %y = layer_norm(%x, %g, %b) {axes=[-1], eps=1e-5}\n", "%y");
   // weft's CUDA library kernels (runtime/cuda/library_kernels.cu): movement, indexing,

@@ -1,9 +1,12 @@
 // Convolutions through cuDNN's legacy API (cudnn_cnn.h, in every cuDNN 9): conv2d and its
 // two gradients as the one call conv_plan.h plans. Everything is decided at bind time —
 // the descriptors, FMA math (no TF32, so f32 results stay within the reference's
-// tolerance), and the algorithm, from cuDNN's heuristics (no benchmarking: binding stays
-// deterministic and fast) through choose_conv_algorithm — so run() is one cuDNN call on
-// the executor's stream with Device::workspace, and never allocates.
+// tolerance), and the algorithm, measured by cuDNN on the bound buffers (like PyTorch's
+// cudnn.benchmark; the heuristics where the search fails) through choose_conv_algorithm,
+// which keeps the fastest deterministic exact one — so run() is one cuDNN call on the
+// executor's stream with Device::workspace, and never allocates. Every step of one
+// executor computes the same bits; two processes may measure differently and pick
+// different algorithms, whose results differ in the last bits.
 
 #include <cudnn.h>
 
@@ -72,6 +75,18 @@ struct Descriptors {
   }
 };
 
+// The buffers of one convolution in their roles (the result's role is `out`).
+struct Buffers {
+  const void* x;
+  const void* w;
+  const void* y;
+  void* out;
+};
+
+// cuDNN's measured search (cudnnFind*AlgorithmEx) gets this much scratch at bind time; the
+// heuristics' workspace limit is choose_conv_algorithm's.
+constexpr size_t kFindWorkspaceBytes = size_t{256} << 20;
+
 // What differs between cuDNN's three calls at bind time: the perf and algorithm types,
 // the heuristics and workspace queries (each with its own argument order), which
 // algorithms are FFT or Winograd, and the algorithms' names.
@@ -88,6 +103,11 @@ struct Forward {
   }
   static cudnnStatus_t workspace(cudnnHandle_t h, const Descriptors& d, Algo a, size_t* bytes) {
     return cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y, a, bytes);
+  }
+  static cudnnStatus_t find(cudnnHandle_t h, const Descriptors& d, const Buffers& b, int n,
+                            int* got, Perf* perf, void* ws, size_t ws_bytes) {
+    return cudnnFindConvolutionForwardAlgorithmEx(h, d.x, b.x, d.w, b.w, d.conv, d.y, b.out, n,
+                                                  got, perf, ws, ws_bytes);
   }
   static const char* name(Algo a) {
     switch (a) {
@@ -118,6 +138,11 @@ struct BackwardData {
   static cudnnStatus_t workspace(cudnnHandle_t h, const Descriptors& d, Algo a, size_t* bytes) {
     return cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w, d.y, d.conv, d.x, a, bytes);
   }
+  static cudnnStatus_t find(cudnnHandle_t h, const Descriptors& d, const Buffers& b, int n,
+                            int* got, Perf* perf, void* ws, size_t ws_bytes) {
+    return cudnnFindConvolutionBackwardDataAlgorithmEx(h, d.w, b.w, d.y, b.y, d.conv, d.x, b.out,
+                                                       n, got, perf, ws, ws_bytes);
+  }
   static const char* name(Algo a) {
     switch (a) {
       case CUDNN_CONVOLUTION_BWD_DATA_ALGO_0: return "algo_0";
@@ -144,6 +169,11 @@ struct BackwardFilter {
   }
   static cudnnStatus_t workspace(cudnnHandle_t h, const Descriptors& d, Algo a, size_t* bytes) {
     return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x, d.y, d.conv, d.w, a, bytes);
+  }
+  static cudnnStatus_t find(cudnnHandle_t h, const Descriptors& d, const Buffers& b, int n,
+                            int* got, Perf* perf, void* ws, size_t ws_bytes) {
+    return cudnnFindConvolutionBackwardFilterAlgorithmEx(h, d.x, b.x, d.y, b.y, d.conv, d.w,
+                                                         b.out, n, got, perf, ws, ws_bytes);
   }
   static const char* name(Algo a) {
     switch (a) {
@@ -172,16 +202,29 @@ struct Algorithm {
   bool nondeterministic = false;  ///< Only when cuDNN offers no deterministic one.
 };
 
-// Call's algorithm for `plan`: cuDNN's heuristics (no benchmarking), then
-// choose_conv_algorithm (conv_plan.h); the workspace is asked again for the choice (the
-// heuristics' figure is an estimate).
+// Call's algorithm for `plan`, once, at bind time: cuDNN runs every algorithm on the
+// bound buffers and orders them by measured time (cudnnFind*AlgorithmEx, the results are
+// overwritten later by the step itself), or, where that fails, its heuristics; then
+// choose_conv_algorithm (conv_plan.h) takes the fastest deterministic exact one. The
+// workspace is asked again for the choice.
 template <typename Call>
-StatusOr<Algorithm> choose(cudnnHandle_t h, const ConvPlan& plan, const Descriptors& d) {
+StatusOr<Algorithm> choose(cudnnHandle_t h, const ConvPlan& plan, const Descriptors& d,
+                           const Buffers& buffers) {
   int count = 0, returned = 0;
   WEFT_RETURN_IF_ERROR(cudnn_status(Call::max_count(h, &count), "cudnnGet*AlgorithmMaxCount"));
   std::vector<typename Call::Perf> perf(static_cast<size_t>(std::max(count, 1)));
-  WEFT_RETURN_IF_ERROR(cudnn_status(Call::heuristics(h, d, count, &returned, perf.data()),
-                                    Call::kHeuristics));
+  void* scratch = nullptr;
+  bool found = false;
+  if (cudaMalloc(&scratch, kFindWorkspaceBytes) == cudaSuccess) {
+    found = Call::find(h, d, buffers, count, &returned, perf.data(), scratch,
+                       kFindWorkspaceBytes) == CUDNN_STATUS_SUCCESS;
+    cudaFree(scratch);
+  }
+  cudaGetLastError();  // a failed search or allocation leaves the heuristics to decide
+  if (!found) {
+    WEFT_RETURN_IF_ERROR(cudnn_status(Call::heuristics(h, d, count, &returned, perf.data()),
+                                      Call::kHeuristics));
+  }
   std::vector<ConvAlgorithm> offered;
   for (int i = 0; i < returned; ++i) {
     ConvAlgorithm a;
@@ -218,10 +261,11 @@ class ConvolutionBound : public Executor::Bound {
   Status bind(cudnnHandle_t h) {
     if (plan_.zero_fill) return Status::ok_status();
     WEFT_RETURN_IF_ERROR(desc_.make(plan_));
-    StatusOr<Algorithm> a = plan_.call == ConvCall::forward ? choose<Forward>(h, plan_, desc_)
+    const Buffers b{x_, w_, y_, out_};
+    StatusOr<Algorithm> a = plan_.call == ConvCall::forward ? choose<Forward>(h, plan_, desc_, b)
                             : plan_.call == ConvCall::backward_data
-                                ? choose<BackwardData>(h, plan_, desc_)
-                                : choose<BackwardFilter>(h, plan_, desc_);
+                                ? choose<BackwardData>(h, plan_, desc_, b)
+                                : choose<BackwardFilter>(h, plan_, desc_, b);
     if (!a.ok()) return a.error();
     algo_ = std::move(*a);
     return Status::ok_status();

@@ -17,6 +17,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -287,18 +288,11 @@ Status grad_command(const std::vector<std::string>& argv) {
     wrt.push_back(name);
     start = comma + 1;
   }
-  int output = 0;
-  if (args.has("output")) {
-    std::string k = args.get("output");
-    char* end = nullptr;
-    long v = std::strtol(k.c_str(), &end, 10);
-    if (k.empty() || *end != '\0' || v < 0) {
-      return Error{"weftc grad: --output expects a non-negative integer, got '" + k + "'"};
-    }
-    output = static_cast<int>(v);
-  }
+  WEFT_ASSIGN_OR_RETURN(const int64_t output,
+                        whole_number_flag(args, "grad", "output", /*fallback=*/0, /*low=*/0,
+                                          /*high=*/std::numeric_limits<int>::max()));
   WEFT_ASSIGN_OR_RETURN(Graph g, load_typed_graph(file));
-  WEFT_ASSIGN_OR_RETURN(Graph grad, gradient_graph(g, output, wrt, args.get("seed")));
+  WEFT_ASSIGN_OR_RETURN(Graph grad, gradient_graph(g, static_cast<int>(output), wrt, args.get("seed")));
   WEFT_RETURN_IF_ERROR(default_pipeline().run(grad));
   std::string out = args.get("out");
   std::string text = ends_with(out, ".json") ? graph_to_json(grad) + "\n" : print_graph(grad);
@@ -452,27 +446,16 @@ StatusOr<int64_t> parse_bytes(const std::string& flag, const std::string& text) 
   return *bytes;
 }
 
-/// `--NAME=N` as a positive int (default `fallback`); errors name the command and flag.
-StatusOr<int> positive_flag(const Args& args, const std::string& command, const std::string& name,
-                            int fallback) {
-  if (!args.has(name)) return fallback;
-  const std::string text = args.get(name);
-  const FlagNumber<int64_t> n = parse_whole_number(text);
-  if (!n.ok() || n.value <= 0 || n.value > 1000000000) {
-    return Error{"weftc " + command + ": --" + name + " expects a positive whole number, got '" + text + "'"};
-  }
-  return static_cast<int>(n.value);
-}
-
 Status profile_command(const std::vector<std::string>& argv) {
   WEFT_ASSIGN_OR_RETURN(
       Args args, parse_args("profile", argv,
                             {{"input", "i", true, /*repeatable=*/true}, {"steps"}, {"warmup"}, {"top"},
                              {"html"}}));
   WEFT_ASSIGN_OR_RETURN(std::string file, one_file_argument("profile", args));
-  WEFT_ASSIGN_OR_RETURN(int steps, positive_flag(args, "profile", "steps", 20));
-  WEFT_ASSIGN_OR_RETURN(int warmup, positive_flag(args, "profile", "warmup", 3));
-  WEFT_ASSIGN_OR_RETURN(int top, positive_flag(args, "profile", "top", 25));
+  constexpr int64_t kMaxSteps = 1000000000;
+  WEFT_ASSIGN_OR_RETURN(const int64_t steps, whole_number_flag(args, "profile", "steps", 20, 1, kMaxSteps));
+  WEFT_ASSIGN_OR_RETURN(const int64_t warmup, whole_number_flag(args, "profile", "warmup", 3, 1, kMaxSteps));
+  WEFT_ASSIGN_OR_RETURN(const int64_t top, whole_number_flag(args, "profile", "top", 25, 1, kMaxSteps));
   WEFT_ASSIGN_OR_RETURN(Graph g, load_typed_graph(file));
   auto specs = args.flags.count("input") ? args.flags.at("input") : std::vector<std::string>{};
   WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, read_inputs(g, file, specs));
@@ -480,11 +463,11 @@ Status profile_command(const std::vector<std::string>& argv) {
   for (size_t i = 0; i < inputs.size(); ++i) {
     WEFT_RETURN_IF_ERROR(ex->set_input(static_cast<int>(i), inputs[i]));
   }
-  for (int i = 0; i < warmup; ++i) WEFT_RETURN_IF_ERROR(ex->run());
+  for (int64_t i = 0; i < warmup; ++i) WEFT_RETURN_IF_ERROR(ex->run());
   ex->set_profiling(true);
-  for (int i = 0; i < steps; ++i) WEFT_RETURN_IF_ERROR(ex->run());
+  for (int64_t i = 0; i < steps; ++i) WEFT_RETURN_IF_ERROR(ex->run());
   std::cout << "program @" << ex->program().name << " on " << ex->pool().num_threads()
-            << " threads\n" << ex->profile_report(top);
+            << " threads\n" << ex->profile_report(static_cast<int>(top));
   if (args.has("html")) {
     viz::VizOptions options;
     options.title = "profile of @" + g.name();

@@ -199,7 +199,7 @@ TEST(Weftc, ProfileTimesEveryKernel) {
   EXPECT_GE(std::count(text.begin(), text.end(), '%'), 1);
   EXPECT_NE(text.find(" timed"), std::string::npos);
   r = weftc("profile " + kExample + "mlp.wir" + example_inputs() + " --steps=0");
-  EXPECT_EQ(r.out, "error: weftc profile: --steps expects a positive whole number, got '0'\n");
+  EXPECT_EQ(r.out, "error: weftc profile: --steps expects a whole number in [1, 1000000000], got '0'\n");
 }
 
 TEST(Weftc, MaxMemoryRefusesALargerPlan) {
@@ -401,7 +401,30 @@ TEST(Weftc, GradWritesAGradientGraphThatRuns) {
   r = weftc("grad " + wir + " -o " + out);
   EXPECT_EQ(r.out, "error: weftc grad: --wrt NAME,NAME,... is required\n");
   r = weftc("grad " + wir + " --wrt w --output=x");
-  EXPECT_EQ(r.out, "error: weftc grad: --output expects a non-negative integer, got 'x'\n");
+  EXPECT_EQ(r.out, "error: weftc grad: --output expects a whole number in [0, 2147483647], got 'x'\n");
+}
+
+// Every integer flag is read by one checked parser: a value that does not fit is refused,
+// never wrapped (4294967296 used to become output 0 and succeed).
+TEST(Weftc, IntegerFlagsAreCheckedNotWrapped) {
+  std::string wir = write_temp("g.wir",
+                               "graph @g(%x: f32[3]) {\n"
+                               "  %l = sum(%x)\n"
+                               "  return %l\n"
+                               "}\n");
+  for (const char* value : {"4294967296", "-1", "1.5", "99999999999999999999", "+0", ""}) {
+    Result r = weftc("grad " + wir + " --wrt x --output=" + value);
+    EXPECT_EQ(r.exit_code, 1) << value;
+    EXPECT_EQ(r.out, std::string("error: weftc grad: --output expects a whole number in [0, "
+                                 "2147483647], got '") + value + "'\n");
+  }
+  const std::string profile = "profile " + kExample + "mlp.wir" + example_inputs();
+  for (const char* flag : {"steps", "warmup", "top"}) {
+    Result r = weftc(profile + " --" + flag + "=4294967297");
+    EXPECT_EQ(r.exit_code, 1) << flag;
+    EXPECT_EQ(r.out, std::string("error: weftc profile: --") + flag +
+                         " expects a whole number in [1, 1000000000], got '4294967297'\n");
+  }
 }
 
 // `weftc grad` then `weftc run` on the gradient fixtures, which torch.autograd made.

@@ -11,6 +11,7 @@
 
 #include <sys/stat.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -98,7 +99,10 @@ constexpr const char* kRunHelp =
     "must be given with --input; its .npy file must hold exactly the input's dtype and\n"
     "shape (no silent casts). Creates DIR if needed and writes the outputs as\n"
     "DIR/out_0.npy, DIR/out_1.npy, ... in return order, and every param or state input\n"
-    "that an assign updated as DIR/NAME.npy, overwriting existing files.\n"
+    "that an assign updated as DIR/NAME.npy, overwriting existing files. Nothing is\n"
+    "written outside DIR: bytes of NAME other than letters, digits, '_', '-' and '.' (and\n"
+    "a leading '.') are written %XX; an updated input whose file would be an output's is\n"
+    "an error before anything is written.\n"
     "  --backend=B      cpu (default): fused, memory-planned, MLIR-generated kernels on\n"
     "                   all cores; cuda: the GPU (cuBLAS GEMMs, generated PTX kernels,\n"
     "                   the ops with no CUDA kernel yet on the host); reference: the\n"
@@ -422,6 +426,24 @@ StatusOr<std::vector<Tensor>> read_inputs(const Graph& g, const std::string& fil
   return inputs;
 }
 
+/// `name` as a file name that stays in its folder: ASCII letters, digits, '_', '-' and '.'
+/// are kept, any other byte and a leading '.' become %XX, so "../x" is "%2E.%2Fx", "a/b"
+/// is "a%2Fb", and two different names never share a file.
+std::string file_name_for(const std::string& name) {
+  std::string out;
+  for (size_t i = 0; i < name.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(name[i]);
+    if (std::isalnum(c) || c == '_' || c == '-' || (c == '.' && i > 0)) {
+      out += static_cast<char>(c);
+    } else {
+      char hex[4];
+      std::snprintf(hex, sizeof(hex), "%%%02X", c);
+      out += hex;
+    }
+  }
+  return out;
+}
+
 /// ` = [v0, v1, ...]` for small tensors, so a run's results can be read at a glance.
 std::string preview(const Tensor& t) {
   constexpr int64_t kMax = 6;
@@ -514,18 +536,29 @@ Status run_command(const std::vector<std::string>& argv) {
                         : backend == "cuda" ? codegen::run_on_cuda(g, inputs, gpu)
                                             : reference::run(g, std::move(inputs)));
 
+  // Every file is named and checked before the first is written.
+  std::vector<std::pair<std::string, const Tensor*>> files;  // (file name, tensor)
+  std::map<std::string, std::string> written_for;            // file name -> what it holds
+  for (size_t i = 0; i < result.outputs.size(); ++i) {
+    files.emplace_back("out_" + std::to_string(i) + ".npy", &result.outputs[i]);
+    written_for[files.back().first] = "output " + std::to_string(i);
+  }
+  for (const auto& [name, t] : result.updated) {
+    files.emplace_back(file_name_for(name) + ".npy", &t);
+    auto [it, fresh] = written_for.emplace(files.back().first, "%" + name);
+    if (!fresh) {
+      return Error{"weftc run: the updated input %" + name + " would be written to '" +
+                   files.back().first + "', the file of " + it->second +
+                   "; rename the input in '" + file + "'"};
+    }
+  }
   std::string dir = args.get("out");
   WEFT_RETURN_IF_ERROR(make_directories(dir));
-  auto write = [&](const std::string& name, const Tensor& t) -> Status {
-    std::string shown = dir + "/" + name + ".npy";
-    WEFT_RETURN_IF_ERROR(write_npy(resolve_path(shown), t));
-    std::cout << "wrote " << shown << "  " << t.type().to_string() << preview(t) << "\n";
-    return Status();
-  };
-  for (size_t i = 0; i < result.outputs.size(); ++i) {
-    WEFT_RETURN_IF_ERROR(write("out_" + std::to_string(i), result.outputs[i]));
+  for (const auto& [name, t] : files) {
+    std::string shown = dir + "/" + name;
+    WEFT_RETURN_IF_ERROR(write_npy(resolve_path(shown), *t));
+    std::cout << "wrote " << shown << "  " << t->type().to_string() << preview(*t) << "\n";
   }
-  for (const auto& [name, t] : result.updated) WEFT_RETURN_IF_ERROR(write(name, t));
   return Status();
 }
 

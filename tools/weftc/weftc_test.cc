@@ -155,6 +155,49 @@ TEST(Weftc, RunRejectsMissingAndMistypedInputs) {
   EXPECT_NE(r.out.find("missing.npy"), std::string::npos) << r.out;
 }
 
+// Output files stay inside --out whatever the value names, and an updated input never
+// takes an output's file (a parameter %"../../x" used to write x.npy two folders up, and
+// one named out_0 to overwrite output 0).
+TEST(Weftc, RunWritesOnlyInsideOutAndNeverOverAnOutput) {
+  const std::string one = temp_dir() + "/one.npy";
+  ASSERT_TRUE(write_npy(one, Tensor::scalar(DType::f32, 1)).ok());
+  std::string wir = write_temp("names.wir",
+                               "graph @names(%\"../../x\": f32[] {param}, %\"a/b%\": f32[] {param},\n"
+                               "             %\".hidden\": f32[] {param}) {\n"
+                               "  %y = add(%\"../../x\", %\"a/b%\")\n"
+                               "  assign(%\"../../x\", %y)\n"
+                               "  assign(%\"a/b%\", %y)\n"
+                               "  assign(%\".hidden\", %y)\n"
+                               "  return %y\n"
+                               "}\n");
+  const std::string out = temp_dir() + "/names/deep/out";
+  Result r = weftc("run " + wir + " --input '../../x=" + one + "' --input 'a/b%=" + one +
+                   "' --input .hidden=" + one + " --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::vector<std::string> written;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(temp_dir() + "/names")) {
+    written.push_back(entry.path().string());
+  }
+  std::sort(written.begin(), written.end());
+  EXPECT_EQ(written, (std::vector<std::string>{temp_dir() + "/names/deep", out,
+                                               out + "/%2E.%2F..%2Fx.npy",
+                                               out + "/%2Ehidden.npy", out + "/a%2Fb%25.npy",
+                                               out + "/out_0.npy"}));
+  EXPECT_FALSE(std::filesystem::exists(temp_dir() + "/x.npy"));
+
+  wir = write_temp("clash.wir",
+                   "graph @clash(%out_0: f32[] {param}) {\n"
+                   "  %y = add(%out_0, %out_0)\n"
+                   "  assign(%out_0, %y)\n"
+                   "  return %out_0\n"
+                   "}\n");
+  r = weftc("run " + wir + " --input out_0=" + one + " --out " + temp_dir() + "/clash");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "error: weftc run: the updated input %out_0 would be written to 'out_0.npy', "
+                   "the file of output 0; rename the input in '" + wir + "'\n");
+  EXPECT_FALSE(std::filesystem::exists(temp_dir() + "/clash"));
+}
+
 TEST(Weftc, CheckNumericsNamesTheFirstNonFiniteOp) {
   std::string wir = write_temp("logs.wir", R"(graph @logs(%x: f32[4], %y: f32[4]) {
   %a = mul(%x, %y)

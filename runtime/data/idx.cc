@@ -19,10 +19,13 @@ StatusOr<std::string> read_all(const std::string& path) {
   int n;
   while ((n = gzread(f, buf, sizeof(buf))) > 0) bytes.append(buf, n);
   int err = 0;
-  const char* message = gzerror(f, &err);
+  // gzerror's message lives in `f`: copy it before gzclose frees it. zlib prefixes it
+  // with the path, which the error's location already names.
+  std::string message = gzerror(f, &err);
   gzclose(f);
+  if (message.compare(0, path.size() + 2, path + ": ") == 0) message.erase(0, path.size() + 2);
   if (n < 0 || (err != Z_OK && err != Z_STREAM_END)) {
-    return Error{"cannot decompress IDX file: " + std::string(message), Location::of_file(path)};
+    return Error{"cannot decompress IDX file: " + message, Location::of_file(path)};
   }
   return bytes;
 }

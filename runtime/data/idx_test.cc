@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 namespace weft {
@@ -65,6 +66,23 @@ TEST(Idx, ErrorsNameTheFileAndTheProblem) {
   EXPECT_EQ(read_idx(p).error().to_string(), p + ": error: 2 unexpected bytes after the IDX data");
   EXPECT_EQ(read_idx(temp_path("missing.gz")).error().to_string(),
             temp_path("missing.gz") + ": error: cannot open IDX file: No such file or directory");
+}
+
+// A truncated .gz names zlib's reason, read before gzclose frees it (it used to be read
+// after, so the reason was whatever the heap held; ASan: heap-use-after-free).
+TEST(Idx, TruncatedGzipNamesZlibsReason) {
+  std::string p = temp_path("whole.gz");
+  std::string noise(4000, '\0');  // little that deflate can shorten
+  uint32_t state = 1;
+  for (char& c : noise) c = static_cast<char>((state = state * 1664525u + 1013904223u) >> 24);
+  write_gz(p, idx_u8_2x3() + noise);
+  std::ifstream in(p, std::ios::binary);
+  std::string gz((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(gz.size(), 1000u);
+  p = temp_path("truncated.gz");
+  std::ofstream(p, std::ios::binary) << gz.substr(0, gz.size() / 2);
+  EXPECT_EQ(read_idx(p).error().to_string(),
+            p + ": error: cannot decompress IDX file: unexpected end of file");
 }
 
 TEST(Idx, ReadsFashionMnistTestLabels) {

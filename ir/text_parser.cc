@@ -95,6 +95,7 @@ class Parser {
   Graph graph_;
   std::unordered_map<std::string, Location> defined_at_;
   std::optional<std::vector<Type>> header_types_;
+  int region_depth_ = 0;  ///< 'fused' bodies open around the current statement.
 };
 
 Error Parser::unexpected(const std::string& expected) const {
@@ -342,6 +343,14 @@ Status Parser::parse_statement() {
 // `({ ^label(%arg: type, ...): statement* return %v })`: the body is parsed as a graph
 // of its own (its names are its own), then the outer graph's state is restored.
 StatusOr<std::shared_ptr<const Graph>> Parser::parse_region(const std::string& op_quoted) {
+  // Bodies are parsed recursively; a cap keeps a hostile file from overflowing the stack
+  // (ir/json.cc caps JSON nesting at the same depth). No graph needs more than a few.
+  constexpr int kMaxRegionDepth = 256;
+  if (region_depth_ == kMaxRegionDepth) {
+    return error_at(tok_, "'fused' bodies nested more than " + std::to_string(kMaxRegionDepth) +
+                              " deep; weft reads at most " + std::to_string(kMaxRegionDepth) +
+                              " levels");
+  }
   take();  // '('
   WEFT_RETURN_IF_ERROR(expect(TokenKind::LBrace, "'{' to begin the body of " + op_quoted));
   WEFT_ASSIGN_OR_RETURN(Token label, expect(TokenKind::BlockLabel,
@@ -367,7 +376,10 @@ StatusOr<std::shared_ptr<const Graph>> Parser::parse_region(const std::string& o
       return error_at(tok_, "the body of " + op_quoted +
                                 " has no 'return'; end it with 'return %value'");
     }
-    WEFT_RETURN_IF_ERROR(parse_statement());
+    ++region_depth_;
+    Status statement = parse_statement();
+    --region_depth_;
+    WEFT_RETURN_IF_ERROR(statement);
   }
   WEFT_RETURN_IF_ERROR(parse_return());
   WEFT_RETURN_IF_ERROR(expect(TokenKind::RBrace, "'}' to close the body after its 'return'"));

@@ -413,6 +413,26 @@ TEST(ParseErrorTest, Bodies) {
             "bad.wir:3:5: error: expected a block label such as '^body(%x: f32[4]):', found '%a'");
 }
 
+/// `depth` 'fused' nodes, each in the body of the one before; 'fused' number k is on line 2k.
+std::string nested_fused(int depth) {
+  std::string text = "graph @g(%x: f32[4]) {\n  %y = fused(%x) : f32[4] ({\n";
+  for (int i = 1; i < depth; ++i) text += "^b(%a: f32[4]):\n  %y = fused(%a) : f32[4] ({\n";
+  text += "^b(%a: f32[4]):\n  %n = neg(%a)\n  return %n\n";
+  for (int i = 1; i < depth; ++i) text += "})\n  return %y\n";
+  return text + "})\n  return %y\n}\n";
+}
+
+// Nesting is capped as the JSON reader caps it: 4000 levels used to overflow the stack.
+TEST(ParseErrorTest, DeeplyNestedBodiesAreRefusedNotAStackOverflow) {
+  StatusOr<Graph> g = parse_graph(nested_fused(256), "deep.wir");
+  EXPECT_TRUE(g.ok()) << g.error().to_string();
+  const std::string refused =
+      "bad.wir:514:27: error: 'fused' bodies nested more than 256 deep; weft reads at most 256 "
+      "levels";
+  EXPECT_EQ(parse_error(nested_fused(257)), refused);
+  EXPECT_EQ(parse_error(nested_fused(4000)), refused);
+}
+
 TEST(TextTest, FusedNodesWithSeveralResultsRoundTrip) {
   const std::string text =
       "graph @g(%m: f32[4] {state}, %g: f32[4]) -> (f32[4]) {\n"

@@ -310,7 +310,46 @@ TEST(Checkpoint, ForeignFiles) {
   ASSERT_TRUE(write_safetensors(path, {}, {{"weft.step", "12x"}}).ok());
   auto bad_step = load_checkpoint(path, a, target, {.subgraph = "encoder"});
   ASSERT_FALSE(bad_step.ok());
-  EXPECT_EQ(bad_step.error().message, "malformed checkpoint: weft.step is '12x', not an integer");
+  EXPECT_EQ(bad_step.error().message, "malformed checkpoint: weft.step is '12x', not a non-negative integer");
+}
+
+// Every metadata value is checked on load, with a user error naming the key: a negative
+// weft.step used to load and then abort the AOT driver on an internal check.
+TEST(Checkpoint, MalformedMetadataIsAUserErrorNamingTheKey) {
+  Model a = model_a();
+  const std::string path = temp_path("metadata.safetensors");
+  ASSERT_TRUE(save_checkpoint(path, a, values_for(a, 1), 3).ok());
+  SafetensorsFile file = *read_safetensors(path);
+  std::vector<std::pair<std::string, Tensor>> tensors(file.tensors.begin(), file.tensors.end());
+  struct Case {
+    const char* key;
+    const char* value;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"weft.step", "-1", "malformed checkpoint: weft.step is '-1', not a non-negative integer"},
+      {"weft.step", "", "malformed checkpoint: weft.step is '', not a non-negative integer"},
+      {"weft.step", "99999999999999999999",
+       "malformed checkpoint: weft.step is '99999999999999999999', not a non-negative integer"},
+      {"weft.format_version", "0",
+       "malformed checkpoint: weft.format_version is '0', not a positive integer"},
+      {"weft.structural_hash", "XYZ",
+       "malformed checkpoint: weft.structural_hash is 'XYZ', not 16 lowercase hex digits"},
+  };
+  for (const Case& c : cases) {
+    std::map<std::string, std::string> metadata = file.metadata;
+    metadata.erase(std::string(kSafetensorsChecksumKey));
+    metadata[c.key] = c.value;
+    ASSERT_TRUE(write_safetensors(path, tensors, metadata).ok());
+    Values target = values_for(a, 2);
+    const Values before = target;
+    for (const std::string& subgraph : {"", "encoder"}) {
+      auto r = load_checkpoint(path, a, target, {.subgraph = subgraph});
+      ASSERT_FALSE(r.ok()) << c.key << "=" << c.value;
+      EXPECT_EQ(r.error().to_string(), path + ": error: " + c.message);
+      expect_same(target, before);
+    }
+  }
 }
 
 TEST(Checkpoint, SaveErrors) {

@@ -133,8 +133,19 @@ StatusOr<LoadReport> load_checkpoint(const std::string& path, const CheckpointSc
   }
   if (const std::string* s = meta(kStepKey)) {
     std::optional<int64_t> step = parse_int(*s);
-    if (!step) return file_error(path, "malformed checkpoint: weft.step is '" + *s + "', not an integer");
+    if (!step || *step < 0) {
+      return file_error(path, "malformed checkpoint: weft.step is '" + *s + "', not a non-negative integer");
+    }
     report.step = *step;
+  }
+  if (const std::string* h = meta(kHashKey)) {
+    const bool hex = h->size() == 16 && std::all_of(h->begin(), h->end(), [](char c) {
+      return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+    });
+    if (!hex) {
+      return file_error(path, "malformed checkpoint: weft.structural_hash is '" + *h +
+                                  "', not 16 lowercase hex digits");
+    }
   }
   if (whole) {
     const std::string ours = structural_hash_hex(schema.structural_hash);

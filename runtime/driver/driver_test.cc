@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "runtime/npy.h"
+#include "runtime/safetensors.h"
 #include "tests/testing/subprocess.h"
 
 namespace {
@@ -280,6 +281,24 @@ TEST(Driver, ErrorsAndExitStatuses) {
   r = train("--checkpoint-in=" + tmp("small.safetensors"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.out.rfind(tmp("small.safetensors") + ": error: ", 0), 0u) << r.out;
+}
+
+// A checkpoint's metadata is validated on resume: a negative weft.step used to load and
+// then abort the driver on an internal check (epoch_order, data.cc).
+TEST(Driver, ResumeRefusesANegativeStep) {
+  write_classification(tmp("x.npy"), tmp("y.npy"), 16, 1);
+  const std::string data = "--train=" + tmp("x.npy") + "," + tmp("y.npy");
+  const std::string ck = tmp("negative.safetensors");
+  CommandResult r = train(data + " --checkpoint-out=" + ck, "npy-classifier");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  weft::StatusOr<weft::SafetensorsFile> file = weft::read_safetensors(ck);
+  ASSERT_TRUE(file.ok()) << file.error().to_string();
+  file->metadata.erase(std::string(weft::kSafetensorsChecksumKey));
+  file->metadata["weft.step"] = "-5";
+  ASSERT_TRUE(weft::write_safetensors(ck, file->tensors, file->metadata).ok());
+  r = train(data + " --checkpoint-in=" + ck, "npy-classifier");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, ck + ": error: malformed checkpoint: weft.step is '-5', not a non-negative integer\n");
 }
 
 TEST(Driver, StopsOnSigtermWithACheckpoint) {

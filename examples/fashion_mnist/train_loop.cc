@@ -102,6 +102,12 @@ int train(const FlowPtr& net, const RunConfig& c) {
     std::fprintf(stderr, "%s\n", e.to_string().c_str());
     return 1;
   };
+  // Output paths are checked before the data and the compile, not when the run ends.
+  for (const auto& [flag, path] : {std::pair{"checkpoint-out", &c.checkpoint_out},
+                                   {"metrics-csv", &c.metrics_csv}, {"report", &c.report}}) {
+    if (path->empty()) continue;
+    if (auto why = unwritable_file(*path)) return fail(Error{"--" + std::string(flag) + "=" + *path + ": " + *why});
+  }
   FashionMnistOptions data_options;
   data_options.directory = c.data;
   data_options.normalize = true;

@@ -1,8 +1,6 @@
 #include "runtime/driver/driver.h"
 
 #include <signal.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -13,6 +11,7 @@
 
 #include "runtime/collective/mpi_communicator.h"
 #include "runtime/driver/flags.h"
+#include "runtime/flag_values.h"
 #include "runtime/monitor/monitor.h"
 
 namespace weft::driver {
@@ -108,20 +107,6 @@ Status check_classes(const Split& split, const Trainable& model) {
   return Status();
 }
 
-/// Fails early, not after hours of training, when `path` cannot be written.
-Status check_writable(const std::string& flag, const std::string& path) {
-  const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  struct stat st;
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    return Error{"--" + flag + "=" + path + ": the directory " + dir + " does not exist"};
-  }
-  if (::access(dir.c_str(), W_OK) != 0) {
-    return Error{"--" + flag + "=" + path + ": the directory " + dir + " is not writable"};
-  }
-  return Status();
-}
-
 StatusOr<Dataset> load_data(const DriverConfig& config, const Trainable& model) {
   if (config.train_files.empty()) return load_fashion_mnist(config.data_dir, model.step_inputs());
   return load_npy(config.train_files, config.test_files, model.step_inputs());
@@ -178,7 +163,8 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
   for (const auto& [flag, path] : {std::pair{"checkpoint-out", &config.checkpoint_out},
                                    {"metrics-csv", &config.metrics_csv}, {"report", &config.report}}) {
     if (path->empty() || !lead) continue;
-    if (Status s = check_writable(flag, *path); !s.ok()) return runtime(s.error());
+    // Fails early, not after hours of training, when `path` cannot be written.
+    if (auto why = unwritable_file(*path)) return runtime(Error{"--" + std::string(flag) + "=" + *path + ": " + *why});
   }
 
   // The checkpoint before the data: a wrong path fails in milliseconds.

@@ -3,6 +3,7 @@
 // (testing/jit_model.cc). Printed lines, the metrics CSV, an exact resume, the .npy data
 // path, pinned errors with their exit statuses, and --help.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
@@ -299,6 +300,22 @@ TEST(Driver, ResumeRefusesANegativeStep) {
   r = train(data + " --checkpoint-in=" + ck, "npy-classifier");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.out, ck + ": error: malformed checkpoint: weft.step is '-5', not a non-negative integer\n");
+}
+
+// Every output path is checked before the first step: a directory given as
+// --checkpoint-out (or --report) used to be found only when the run ended.
+TEST(Driver, OutputPathsAreCheckedBeforeTheFirstStep) {
+  const std::string dir = tmp("a_directory");
+  ::mkdir(dir.c_str(), 0755);
+  for (const std::string flag : {"checkpoint-out", "report", "metrics-csv"}) {
+    CommandResult r = train("--max-steps=2 --" + flag + "=" + dir);
+    EXPECT_EQ(r.exit_code, 1) << flag;
+    EXPECT_EQ(r.out, "error: --" + flag + "=" + dir + ": that is a directory; name a file\n");
+    r = train("--max-steps=2 --" + flag + "=" + tmp("absent/file"));
+    EXPECT_EQ(r.exit_code, 1) << flag;
+    EXPECT_EQ(r.out, "error: --" + flag + "=" + tmp("absent/file") + ": the directory " + tmp("absent") +
+                         " does not exist\n");
+  }
 }
 
 TEST(Driver, StopsOnSigtermWithACheckpoint) {

@@ -20,7 +20,8 @@ namespace {
 [[noreturn]] void usage(const std::string& problem, bool allow_bn) {
   std::fprintf(stderr,
                "%s\nusage: [--epochs=N] [--batch=B] [--lr=X] [--seed=S] [--backend=NAME]\n"
-               "       [--checkpoint-out=PATH] [--resume=PATH] [--data=DIR] [--max-steps=N]\n"
+               "       [--checkpoint-out=PATH] [--resume=PATH [--partial-load]] [--data=DIR]\n"
+               "       [--max-steps=N]\n"
                "       [--profile] [--check-numerics] [--metrics-csv=PATH] [--report=PATH]\n"
                "       [--data-parallel] (under mpirun: each rank trains on its share of every "
                "batch)%s\n",
@@ -88,6 +89,7 @@ void parse_flags(int argc, char** argv, RunConfig& c, bool allow_bn) {
     else if (flag == "--data") c.data = cli::resolve_path(value);
     else if (flag == "--bn" && allow_bn && eq == std::string::npos) c.bn = true;
     else if (flag == "--profile" && eq == std::string::npos) c.profile = true;
+    else if (flag == "--partial-load" && eq == std::string::npos) c.partial_load = true;
     else if (flag == "--check-numerics" && eq == std::string::npos) c.check_numerics = true;
     else if (flag == "--data-parallel" && eq == std::string::npos) c.data_parallel = true;
     else if (flag == "--metrics-csv" && !value.empty()) c.metrics_csv = cli::resolve_path(value);
@@ -149,8 +151,11 @@ int train(const FlowPtr& net, const RunConfig& c) {
                                                options);
   if (!trainer.ok()) return fail(trainer.error());
   if (!c.resume.empty()) {
-    StatusOr<LoadReport> report = trainer->load(c.resume);
+    StatusOr<LoadReport> report = trainer->load(c.resume, {.subgraph = "", .strict = !c.partial_load});
     if (!report.ok()) return fail(report.error());
+    if (c.partial_load) {
+      std::fprintf(out, "partial load of %s: %s\n", c.resume.c_str(), partial_load_report(*report).c_str());
+    }
     std::fprintf(out, "resumed from %s at step %lld\n", c.resume.c_str(),
                 static_cast<long long>(trainer->steps()));
   }

@@ -170,7 +170,9 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
   // The checkpoint before the data: a wrong path fails in milliseconds.
   monitor::Progress progress(out, config.log_every);
   if (!config.checkpoint_in.empty()) {
-    if (Status s = model.load(config.checkpoint_in); !s.ok()) return runtime(s.error());
+    StatusOr<LoadReport> report = model.load(config.checkpoint_in, config.partial_load);
+    if (!report.ok()) return runtime(report.error());
+    if (config.partial_load) progress.line("partial load of " + config.checkpoint_in + ": " + partial_load_report(*report));
     progress.line("resumed from " + config.checkpoint_in + " at step " + std::to_string(model.steps()));
   }
   StatusOr<Dataset> data = load_data(config, model);

@@ -3,8 +3,6 @@
 #include "ir/text_util.h"
 #include "runtime/file_io.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -384,17 +382,10 @@ StatusOr<SafetensorsFile> parse_safetensors(std::string_view bytes, const std::s
 // The length and the header from the file, then each tensor's bytes straight into the
 // tensor (pread): the file is never held whole in memory.
 StatusOr<SafetensorsFile> read_safetensors(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return file_error(path, "cannot open for reading: " + std::string(std::strerror(errno)));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    return file_error(path, "cannot read: not a regular file");
-  }
-  const uint64_t file_size = static_cast<uint64_t>(st.st_size);
+  WEFT_ASSIGN_OR_RETURN(ReadOnlyFile file, ReadOnlyFile::open(path));
+  if (!file.is_regular()) return file_error(path, "cannot read: not a regular file");
+  const int fd = file.fd();
+  const uint64_t file_size = file.size();
   // Bytes [offset, offset + size) of the file; a file that shrank since fstat is truncated.
   auto read_at = [&](uint64_t offset, void* out, uint64_t size) -> Status {
     char* p = static_cast<char*>(out);

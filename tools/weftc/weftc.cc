@@ -15,13 +15,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <iostream>
 #include <limits>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -175,14 +173,12 @@ bool wants_help(const std::vector<std::string>& argv) {
   return false;
 }
 
+/// runtime/file_io.h's read_file (out of memory reported as such), its errors naming the
+/// path as the user wrote it.
 StatusOr<std::string> read_file(const std::string& shown_path) {
-  std::ifstream in(resolve_path(shown_path), std::ios::binary);
-  if (!in) {
-    return Error{"cannot read '" + shown_path + "': " + std::strerror(errno)};
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  StatusOr<std::string> bytes = weft::read_file(resolve_path(shown_path));
+  if (!bytes.ok()) return Error{bytes.error().message, Location::of_file(shown_path)};
+  return bytes;
 }
 
 Status write_file(const std::string& shown_path, const std::string& contents) {

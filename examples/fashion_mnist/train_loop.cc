@@ -112,6 +112,7 @@ int train(const FlowPtr& net, const RunConfig& c) {
   }
   FashionMnistOptions data_options;
   data_options.directory = c.data;
+  data_options.directory_knob = "--data";
   data_options.normalize = true;
   data_options.layout = c.layout;
   data_options.seed = c.seed;

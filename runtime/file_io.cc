@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <new>
 
@@ -16,6 +17,12 @@ namespace {
 Error file_error(const std::string& file, std::string message) {
   return Error{std::move(message), Location::of_file(file)};
 }
+
+// SIGXFSZ's default action kills the process with no message and leaves the temporary
+// file behind. Ignored (in every program that writes through here), a write past the
+// file-size limit (RLIMIT_FSIZE) fails with EFBIG instead, and the writer reports it,
+// naming the file, and removes the temporary file.
+[[maybe_unused]] const bool kFileSizeLimitIsAnError = std::signal(SIGXFSZ, SIG_IGN) != SIG_ERR;
 
 // The directory holding `path`, for the temporary file and the directory fsync.
 std::string directory_of(const std::string& path) {

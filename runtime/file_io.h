@@ -12,7 +12,8 @@ namespace weft {
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory (O_EXCL),
 /// fsync, rename over `path`, fsync of the directory. On failure the old file is left
-/// as it was and the temporary file removed; errors name `path`.
+/// as it was and the temporary file removed; errors name `path`. A file-size limit
+/// (`ulimit -f`) is such a failure: linking this file makes SIGXFSZ ignored.
 Status write_file_atomically(const std::string& path, std::string_view bytes);
 
 /// A file open for reading: its descriptor, closed when this goes out of scope, and what

@@ -502,6 +502,19 @@ TEST(Weftc, GradMatchesTheGradientFixtures) {
   }
 }
 
+// Under a file-size limit a write fails with an error naming the file, and no temporary
+// file is left (SIGXFSZ used to kill weftc with no message, leaving OUT.tmp.*).
+TEST(Weftc, FileSizeLimitIsAnErrorNotASignal) {
+  const std::string dir = temp_dir() + "/fsize";
+  ::mkdir(dir.c_str(), 0755);
+  Result r = weftc("dump " + kExample + "mlp.wir -o " + dir + "/big.wir", "ulimit -f 1 &&");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_EQ(r.out.rfind(dir + "/big.wir: error: write to " + dir + "/big.wir.tmp.", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find(" failed: File too large (" + dir + "/big.wir was left as it was)\n"), std::string::npos)
+      << r.out;
+  EXPECT_TRUE(std::filesystem::is_empty(dir));
+}
+
 TEST(Weftc, HelpAndUsage) {
   for (const char* command : {"check", "dump", "run", "grad"}) {
     Result r = weftc(std::string(command) + " --help");

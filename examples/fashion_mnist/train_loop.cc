@@ -179,7 +179,7 @@ int train(const FlowPtr& net, const RunConfig& c) {
     WEFT_ASSIGN_OR_RETURN(Tensor y, collective::shard_batch(b.labels, rank, world));
     return trainer->step({x, y});
   };
-  monitor::Progress progress(out, /*every=*/100);
+  monitor::Progress progress(out, /*every=*/100, collective::launched_by_mpi_launcher());
   monitor::RunLog log({"test_accuracy"});
   if (!c.metrics_csv.empty() && rank == 0) {
     Status opened = log.open_csv(c.metrics_csv, "--metrics-csv=" + c.metrics_csv);

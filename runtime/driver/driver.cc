@@ -168,7 +168,7 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
   }
 
   // The checkpoint before the data: a wrong path fails in milliseconds.
-  monitor::Progress progress(out, config.log_every);
+  monitor::Progress progress(out, config.log_every, collective::launched_by_mpi_launcher());
   if (!config.checkpoint_in.empty()) {
     StatusOr<LoadReport> report = model.load(config.checkpoint_in, config.partial_load);
     if (!report.ok()) return runtime(report.error());

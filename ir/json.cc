@@ -487,20 +487,6 @@ StatusOr<Graph> Reader::read(const Json& doc) {
   return std::move(graph_);
 }
 
-// The 1-based line and column of byte `offset` in `text`.
-Location location_of_byte(std::string_view text, size_t offset, std::string_view filename) {
-  Location loc{std::string(filename), 1, 1, ""};
-  for (size_t i = 0; i < offset && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++loc.line;
-      loc.col = 1;
-    } else {
-      ++loc.col;
-    }
-  }
-  return loc;
-}
-
 }  // namespace
 
 std::string graph_to_json(const Graph& g, int indent) {

@@ -2,6 +2,7 @@
 // grammar rule of ir/text.h. Every error is a user error at the offending token.
 #include <charconv>
 #include <cstdint>
+#include <cstdio>
 #include <cmath>
 #include <cstdlib>
 #include <unordered_map>
@@ -9,6 +10,7 @@
 #include "ir/schema_check.h"
 #include "ir/text.h"
 #include "ir/text_lexer.h"
+#include "ir/text_util.h"
 
 namespace weft {
 namespace {
@@ -524,6 +526,14 @@ StatusOr<Location> Parser::parse_loc() {
 }  // namespace
 
 StatusOr<Graph> parse_graph(std::string_view text, std::string_view filename) {
+  // Names and strings become JSON strings (`weftc dump --format=json`), which must be
+  // UTF-8: invalid bytes would be replaced there, and two names could become one.
+  if (std::optional<size_t> at = find_invalid_utf8(text)) {
+    char hex[8];
+    std::snprintf(hex, sizeof(hex), "0x%02X", static_cast<unsigned char>(text[*at]));
+    return Error{"invalid UTF-8 (byte " + std::string(hex) + "); a .wir file is UTF-8 text",
+                 location_of_byte(text, *at, filename)};
+  }
   return Parser(text, filename).parse();
 }
 

@@ -433,6 +433,14 @@ TEST(ParseErrorTest, DeeplyNestedBodiesAreRefusedNotAStackOverflow) {
   EXPECT_EQ(parse_error(nested_fused(4000)), refused);
 }
 
+// A .wir file is UTF-8: two names that differ only in invalid bytes used to parse, and
+// `weftc dump --format=json` turned both into the same name, which weftc then refused.
+TEST(ParseErrorTest, InvalidUtf8IsRefusedWhereItIs) {
+  EXPECT_EQ(parse_error("graph @g(%\"a\xFF\": f32[2]) {\n  return %\"a\xFF\"\n}"),
+            "bad.wir:1:13: error: invalid UTF-8 (byte 0xFF); a .wir file is UTF-8 text");
+  EXPECT_EQ(parse_error("# caf\xC3\xA9\ngraph @g(%x: f32[2]) {\n  return %x\n}"), "ok");
+}
+
 TEST(TextTest, FusedNodesWithSeveralResultsRoundTrip) {
   const std::string text =
       "graph @g(%m: f32[4] {state}, %g: f32[4]) -> (f32[4]) {\n"

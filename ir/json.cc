@@ -514,6 +514,13 @@ StatusOr<Graph> graph_from_json(std::string_view json_text, std::string_view fil
     return Error{"invalid JSON: nested deeper than " + std::to_string(kMaxJsonDepth) + " levels",
                  location_of_byte(json_text, *at, filename)};
   }
+  if (std::optional<size_t> at = find_duplicate_json_key(json_text)) {
+    size_t end = *at + 1;  // the key's closing quote
+    while (end < json_text.size() && json_text[end] != '"') end += json_text[end] == '\\' ? 2 : 1;
+    return Error{"invalid JSON: the key " + std::string(json_text.substr(*at, end + 1 - *at)) +
+                     " appears twice in one object; remove one (JSON readers keep either)",
+                 location_of_byte(json_text, *at, filename)};
+  }
   Json doc;
   try {
     doc = Json::parse(json_text.begin(), json_text.end());

@@ -3,6 +3,8 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <set>
+#include <vector>
 
 namespace weft {
 
@@ -42,6 +44,33 @@ uint64_t fnv1a64(std::string_view bytes) {
     h *= 0x100000001b3ull;
   }
   return h;
+}
+
+std::optional<size_t> find_duplicate_json_key(std::string_view text) {
+  // One entry per open bracket: an object's keys so far, or nullopt for an array.
+  std::vector<std::optional<std::set<std::string_view>>> open;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '"') {
+      const size_t start = i;
+      for (++i; i < text.size() && text[i] != '"'; ++i) {
+        if (text[i] == '\\') ++i;
+      }
+      size_t next = i + 1;
+      while (next < text.size() && (text[next] == ' ' || text[next] == '\t' || text[next] == '\n' || text[next] == '\r')) {
+        ++next;
+      }
+      const bool is_key = next < text.size() && text[next] == ':' && !open.empty() && open.back();
+      if (is_key && !open.back()->insert(text.substr(start, i + 1 - start)).second) return start;
+    } else if (c == '{') {
+      open.emplace_back(std::set<std::string_view>{});
+    } else if (c == '[') {
+      open.emplace_back(std::nullopt);
+    } else if ((c == '}' || c == ']') && !open.empty()) {
+      open.pop_back();
+    }
+  }
+  return std::nullopt;
 }
 
 std::optional<size_t> find_invalid_utf8(std::string_view text) {

@@ -28,6 +28,11 @@ uint64_t fnv1a64(std::string_view bytes);
 /// refuse pathological nesting before a recursive JSON parser overflows the stack.
 std::optional<size_t> find_excess_nesting(std::string_view text, int max_depth);
 
+/// The offset of the opening quote of the first key in the JSON text `text` that an
+/// object already has (keys compared as written, escapes not decoded), or nullopt. JSON
+/// parsers keep one of the two silently; a reader that must not guess refuses the file.
+std::optional<size_t> find_duplicate_json_key(std::string_view text);
+
 /// The offset of the first byte of `text` that does not begin a valid UTF-8 sequence
 /// (malformed, overlong, a surrogate, beyond U+10FFFF, cut short), or nullopt.
 std::optional<size_t> find_invalid_utf8(std::string_view text);

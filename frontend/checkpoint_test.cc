@@ -75,12 +75,13 @@ void expect_same(const Values& a, const Values& b) {
   for (const auto& [k, t] : a) EXPECT_EQ(t, b.at(k)) << k;
 }
 
-/// The file at `path` less its checksum, for a test to damage and write again
-/// (write_safetensors adds a new checksum).
+/// The file at `path` less its checksums, for a test to damage and write again
+/// (write_safetensors adds new ones).
 SafetensorsFile without_checksum(const std::string& path) {
   StatusOr<SafetensorsFile> file = read_safetensors(path);
   EXPECT_TRUE(file.ok()) << file.error().to_string();
   file->metadata.erase(std::string(kSafetensorsChecksumKey));
+  file->metadata.erase(std::string(kSafetensorsMetadataChecksumKey));
   return std::move(*file);
 }
 

@@ -15,10 +15,10 @@
 //   weft.format_version   "1"
 //   weft.structural_hash  the model's structural hash as 16 lowercase hex digits
 //   weft.step             the training step, decimal
-// plus the data checksum that write_safetensors adds. Saving is atomic (a failed save
-// leaves the previous file as it was); a failed load leaves `values` exactly as it was:
-// everything is read and checked into a staging map first, and committed only when the
-// whole load succeeds.
+// plus the checksums of the data and of the metadata that write_safetensors adds, and
+// every value is validated on load. Saving is atomic (a failed save leaves the previous
+// file as it was); a failed load leaves `values` exactly as it was: everything is read
+// and checked into a staging map first, and committed only when the whole load succeeds.
 
 #include <cstdint>
 #include <map>

@@ -289,7 +289,7 @@ std::string classifier_data() {
 }
 
 /// The npy-classifier's checkpoint after one epoch, written at `ck` and read back less its
-/// checksum, for a test to damage and write again (write_safetensors adds a new one).
+/// checksums, for a test to damage and write again (write_safetensors adds new ones).
 void classifier_checkpoint(const std::string& ck, weft::SafetensorsFile* file) {
   CommandResult r = train(classifier_data() + " --checkpoint-out=" + ck, "npy-classifier");
   ASSERT_EQ(r.exit_code, 0) << r.out;
@@ -297,6 +297,7 @@ void classifier_checkpoint(const std::string& ck, weft::SafetensorsFile* file) {
   ASSERT_TRUE(read.ok()) << read.error().to_string();
   *file = std::move(*read);
   file->metadata.erase(std::string(weft::kSafetensorsChecksumKey));
+  file->metadata.erase(std::string(weft::kSafetensorsMetadataChecksumKey));
 }
 
 // A checkpoint's metadata is validated on resume: a negative weft.step used to load and

@@ -39,10 +39,11 @@ struct LoadOptions {
   /// (the structural hash is not checked). "" loads everything and requires the
   /// checkpoint's structural hash to match the model's.
   std::string subgraph;
-  /// Also fail when an expected key is missing from the checkpoint, or when the
-  /// checkpoint holds a key (in scope) that nothing expects — as PyTorch's
-  /// `load_state_dict(strict=True)` does.
-  bool strict = false;
+  /// Fail when an expected key is missing from the checkpoint, or when the checkpoint
+  /// holds a key (in scope) that nothing expects, listing both — as PyTorch's
+  /// `load_state_dict(strict=True)` does. The default: resuming is strict. False: a
+  /// partial load, which loads what matches and reports the rest in LoadReport.
+  bool strict = true;
 };
 
 /// The checkpoint table of `model`: its parameters and state with their types, and its
@@ -60,7 +61,7 @@ Status save_checkpoint(const std::string& path, const Model& model,
 /// of a checkpoint whose structural hash differs from the model's (both hashes named)
 /// or that has none; an unknown subgraph path; a key whose dtype or shape differs from
 /// the model's parameter or from the entry already in `values` (the key and both types
-/// named); under `strict`, missing or unexpected keys.
+/// named); under `strict` (the default), missing or unexpected keys.
 StatusOr<LoadReport> load_checkpoint(const std::string& path, const Model& model,
                                      std::map<std::string, Tensor>& values,
                                      const LoadOptions& options = {});

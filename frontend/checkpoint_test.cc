@@ -75,6 +75,16 @@ void expect_same(const Values& a, const Values& b) {
   for (const auto& [k, t] : a) EXPECT_EQ(t, b.at(k)) << k;
 }
 
+/// The file at `path` less its checksums, for a test to damage and write again
+/// (write_safetensors adds new ones).
+SafetensorsFile without_checksum(const std::string& path) {
+  StatusOr<SafetensorsFile> file = read_safetensors(path);
+  EXPECT_TRUE(file.ok()) << file.error().to_string();
+  file->metadata.erase(std::string(kSafetensorsChecksumKey));
+  file->metadata.erase(std::string(kSafetensorsMetadataChecksumKey));
+  return std::move(*file);
+}
+
 TEST(Checkpoint, RoundTrip) {
   Model model = model_a();
   Values saved = values_for(model, 1);
@@ -91,10 +101,10 @@ TEST(Checkpoint, RoundTrip) {
   EXPECT_TRUE(report->skipped.empty());
   EXPECT_EQ(report->step, 1200);
 
-  // Into an empty map: parameters and their slots are known keys; the global counter is
-  // not expected by anything, so it is reported and left out.
+  // Into an empty map, partially: parameters and their slots are known keys; the global
+  // counter is not expected by anything, so it is reported and left out.
   Values fresh;
-  report = load_checkpoint(path, model, fresh);
+  report = load_checkpoint(path, model, fresh, {.subgraph = "", .strict = false});
   ASSERT_TRUE(report.ok()) << report.error().to_string();
   EXPECT_EQ(report->unexpected, std::vector<std::string>{"optimizer.t"});
   EXPECT_EQ(fresh.size(), saved.size() - 1);
@@ -204,10 +214,12 @@ TEST(Checkpoint, MissingAndUnexpectedKeys) {
             path + ": error: strict load: the checkpoint lacks 6 expected key(s): "
                    "optimizer.1.bias.v, optimizer.1.weight.v, optimizer.encoder.0.bias.v, "
                    "optimizer.encoder.0.weight.v, optimizer.encoder.1.bias.v, "
-                   "optimizer.encoder.1.weight.v; nothing was loaded");
+                   "optimizer.encoder.1.weight.v; it holds 2 unexpected key(s): extra.counter, "
+                   "optimizer.t; nothing was loaded (a partial load loads the keys that match "
+                   "and reports the rest)");
   expect_same(target, before);
 
-  auto report = load_checkpoint(path, model, target);
+  auto report = load_checkpoint(path, model, target, {.subgraph = "", .strict = false});
   ASSERT_TRUE(report.ok()) << report.error().to_string();
   EXPECT_EQ(report->missing,
             (std::vector<std::string>{"optimizer.1.bias.v", "optimizer.1.weight.v",
@@ -224,7 +236,47 @@ TEST(Checkpoint, MissingAndUnexpectedKeys) {
   ASSERT_FALSE(unexpected.ok());
   EXPECT_EQ(unexpected.error().message,
             "strict load: the checkpoint holds 2 unexpected key(s): extra.counter, optimizer.t; "
-            "nothing was loaded");
+            "nothing was loaded (a partial load loads the keys that match and reports the rest)");
+}
+
+// Resuming is strict by default: a checkpoint with no tensors, or with a renamed key, is
+// refused with everything missing and extra listed (it used to load nothing, silently).
+TEST(Checkpoint, StrictByDefault) {
+  Model model = model_a();
+  const std::string empty = temp_path("empty.safetensors");
+  ASSERT_TRUE(save_checkpoint(empty, model, values_for(model, 1, /*with_slots=*/false), 4).ok());
+  const SafetensorsFile file = without_checksum(empty);
+  ASSERT_TRUE(write_safetensors(empty, {}, file.metadata).ok());
+  Values target = values_for(model, 2, /*with_slots=*/false);
+  const Values before = target;
+  auto r = load_checkpoint(empty, model, target);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message,
+            "strict load: the checkpoint lacks 6 expected key(s): 1.bias, 1.weight, encoder.0.bias, "
+            "encoder.0.weight, encoder.1.bias, encoder.1.weight; nothing was loaded (a partial load "
+            "loads the keys that match and reports the rest)");
+  expect_same(target, before);
+
+  std::vector<std::pair<std::string, Tensor>> renamed = file.tensors;
+  for (auto& [key, t] : renamed) {
+    if (key == "1.bias") key = "head.bias";
+  }
+  const std::string path = temp_path("renamed.safetensors");
+  ASSERT_TRUE(write_safetensors(path, renamed, file.metadata).ok());
+  r = load_checkpoint(path, model, target);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message,
+            "strict load: the checkpoint lacks 1 expected key(s): 1.bias; it holds 1 unexpected "
+            "key(s): head.bias; nothing was loaded (a partial load loads the keys that match and "
+            "reports the rest)");
+  expect_same(target, before);
+
+  // A partial load is asked for, and says what it did.
+  r = load_checkpoint(path, model, target, {.subgraph = "", .strict = false});
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(partial_load_report(*r),
+            "loaded 5 key(s); missing (left as they were): 1.bias; unexpected (ignored): head.bias");
+  EXPECT_EQ(target.at("1.bias"), before.at("1.bias"));
 }
 
 TEST(Checkpoint, ShapeMismatchLeavesValuesUntouched) {
@@ -296,7 +348,7 @@ TEST(Checkpoint, ForeignFiles) {
             "not a weft checkpoint: __metadata__ has no weft.structural_hash, so it cannot be "
             "checked against the model; to load the parameters of a labelled subgraph, set "
             "LoadOptions::subgraph");
-  auto part = load_checkpoint(path, a, target, {.subgraph = "encoder"});
+  auto part = load_checkpoint(path, a, target, {.subgraph = "encoder", .strict = false});
   ASSERT_TRUE(part.ok()) << part.error().to_string();
   EXPECT_EQ(part->loaded, std::vector<std::string>{"encoder.0.weight"});
   EXPECT_EQ(part->missing, (std::vector<std::string>{"encoder.0.bias", "encoder.1.bias", "encoder.1.weight"}));
@@ -310,7 +362,44 @@ TEST(Checkpoint, ForeignFiles) {
   ASSERT_TRUE(write_safetensors(path, {}, {{"weft.step", "12x"}}).ok());
   auto bad_step = load_checkpoint(path, a, target, {.subgraph = "encoder"});
   ASSERT_FALSE(bad_step.ok());
-  EXPECT_EQ(bad_step.error().message, "malformed checkpoint: weft.step is '12x', not an integer");
+  EXPECT_EQ(bad_step.error().message, "malformed checkpoint: weft.step is '12x', not a non-negative integer");
+}
+
+// Every metadata value is checked on load, with a user error naming the key: a negative
+// weft.step used to load and then abort the AOT driver on an internal check.
+TEST(Checkpoint, MalformedMetadataIsAUserErrorNamingTheKey) {
+  Model a = model_a();
+  const std::string path = temp_path("metadata.safetensors");
+  ASSERT_TRUE(save_checkpoint(path, a, values_for(a, 1), 3).ok());
+  const SafetensorsFile file = without_checksum(path);
+  struct Case {
+    const char* key;
+    const char* value;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"weft.step", "-1", "malformed checkpoint: weft.step is '-1', not a non-negative integer"},
+      {"weft.step", "", "malformed checkpoint: weft.step is '', not a non-negative integer"},
+      {"weft.step", "99999999999999999999",
+       "malformed checkpoint: weft.step is '99999999999999999999', not a non-negative integer"},
+      {"weft.format_version", "0",
+       "malformed checkpoint: weft.format_version is '0', not a positive integer"},
+      {"weft.structural_hash", "XYZ",
+       "malformed checkpoint: weft.structural_hash is 'XYZ', not 16 lowercase hex digits"},
+  };
+  for (const Case& c : cases) {
+    std::map<std::string, std::string> metadata = file.metadata;
+    metadata[c.key] = c.value;
+    ASSERT_TRUE(write_safetensors(path, file.tensors, metadata).ok());
+    Values target = values_for(a, 2);
+    const Values before = target;
+    for (const std::string& subgraph : {"", "encoder"}) {
+      auto r = load_checkpoint(path, a, target, {.subgraph = subgraph});
+      ASSERT_FALSE(r.ok()) << c.key << "=" << c.value;
+      EXPECT_EQ(r.error().to_string(), path + ": error: " + c.message);
+      expect_same(target, before);
+    }
+  }
 }
 
 TEST(Checkpoint, SaveErrors) {

@@ -58,7 +58,9 @@ StatusOr<std::vector<Tensor>> JitTrainable::evaluate(const std::vector<Tensor>& 
   return trainer_.evaluate(inputs);
 }
 
-Status JitTrainable::load(const std::string& path) { return trainer_.load(path).status(); }
+StatusOr<LoadReport> JitTrainable::load(const std::string& path, bool partial) {
+  return trainer_.load(path, {.subgraph = "", .strict = !partial});
+}
 
 Status JitTrainable::set_check_numerics(bool on) {
   trainer_.set_check_numerics(on);

@@ -43,7 +43,7 @@ class JitTrainable final : public driver::Trainable {
   Status set_profiling(bool on) override;
   std::string profile_report() const override;
   Status save(const std::string& path) const override { return trainer_.save(path); }
-  Status load(const std::string& path) override;
+  StatusOr<LoadReport> load(const std::string& path, bool partial) override;
 
   Trainer& trainer() { return trainer_; }
 

@@ -401,12 +401,10 @@ Status Trainer::save(const std::string& path) const {
   return save_checkpoint(path, *model_, values_, steps_);
 }
 
-StatusOr<LoadReport> Trainer::load(const std::string& path, const std::string& subgraph) {
-  LoadOptions options;
-  options.subgraph = subgraph;
+StatusOr<LoadReport> Trainer::load(const std::string& path, const LoadOptions& options) {
   sync_values();
   WEFT_ASSIGN_OR_RETURN(LoadReport report, load_checkpoint(path, *model_, values_, options));
-  if (subgraph.empty()) steps_ = report.step;
+  if (options.subgraph.empty()) steps_ = report.step;
   if (step_exec_) WEFT_RETURN_IF_ERROR(push_values(*step_exec_));
   return report;
 }

@@ -126,8 +126,10 @@ class Trainer {
 
   /// Saves parameters, state, optimizer slots and the step count (safetensors).
   Status save(const std::string& path) const;
-  /// Loads a checkpoint (all, or one labelled subgraph); on error nothing changes.
-  StatusOr<LoadReport> load(const std::string& path, const std::string& subgraph = "");
+  /// Loads a checkpoint (all, or one labelled subgraph: LoadOptions::subgraph); on error
+  /// nothing changes. Strict unless `options.strict` is false: a checkpoint lacking an
+  /// expected tensor or holding an unexpected one is refused, both listed.
+  StatusOr<LoadReport> load(const std::string& path, const LoadOptions& options = {});
 
   const Model& model() const { return *model_; }
   const TrainOptions& options() const { return options_; }

@@ -487,20 +487,6 @@ StatusOr<Graph> Reader::read(const Json& doc) {
   return std::move(graph_);
 }
 
-// The 1-based line and column of byte `offset` in `text`.
-Location location_of_byte(std::string_view text, size_t offset, std::string_view filename) {
-  Location loc{std::string(filename), 1, 1, ""};
-  for (size_t i = 0; i < offset && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++loc.line;
-      loc.col = 1;
-    } else {
-      ++loc.col;
-    }
-  }
-  return loc;
-}
-
 }  // namespace
 
 std::string graph_to_json(const Graph& g, int indent) {
@@ -526,6 +512,13 @@ constexpr int kMaxJsonDepth = 256;
 StatusOr<Graph> graph_from_json(std::string_view json_text, std::string_view filename) {
   if (std::optional<size_t> at = find_excess_nesting(json_text, kMaxJsonDepth)) {
     return Error{"invalid JSON: nested deeper than " + std::to_string(kMaxJsonDepth) + " levels",
+                 location_of_byte(json_text, *at, filename)};
+  }
+  if (std::optional<size_t> at = find_duplicate_json_key(json_text)) {
+    size_t end = *at + 1;  // the key's closing quote
+    while (end < json_text.size() && json_text[end] != '"') end += json_text[end] == '\\' ? 2 : 1;
+    return Error{"invalid JSON: the key " + std::string(json_text.substr(*at, end + 1 - *at)) +
+                     " appears twice in one object; remove one (JSON readers keep either)",
                  location_of_byte(json_text, *at, filename)};
   }
   Json doc;

@@ -1,4 +1,5 @@
 #include "ir/json.h"
+#include "ir/text_util.h"
 #include "ir/text.h"
 
 #include <gtest/gtest.h>
@@ -185,6 +186,17 @@ TEST(JsonErrorTest, UnknownValue) {
 TEST(JsonErrorTest, DuplicateValue) {
   EXPECT_EQ(import_error(doc(R"({"op": "neg", "operands": ["x"], "results": [{"name": "x"}]})")),
             "g.json: error: nodes[0].results[0].name: value '%x' is defined twice");
+}
+
+// A key given twice in one object is refused where it repeats (nlohmann kept the last).
+TEST(JsonErrorTest, DuplicateKey) {
+  EXPECT_EQ(import_error("{\"version\": 1,\n \"name\": \"g\", \"name\": \"h\", \"inputs\": [], \"nodes\": [],"
+                         " \"outputs\": []}"),
+            "g.json:2:15: error: invalid JSON: the key \"name\" appears twice in one object; remove one "
+            "(JSON readers keep either)");
+  // The same key in two objects, or as a string value, is fine.
+  EXPECT_EQ(find_duplicate_json_key(R"({"a": {"a": 1}, "b": ["a", "a"], "c": {"a": 2}})"), std::nullopt);
+  EXPECT_EQ(find_duplicate_json_key(R"({"a": [{"k": 1, "k": 2}]})"), 16u);
 }
 
 TEST(JsonErrorTest, OperandAndResultCounts) {

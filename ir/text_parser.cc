@@ -2,6 +2,7 @@
 // grammar rule of ir/text.h. Every error is a user error at the offending token.
 #include <charconv>
 #include <cstdint>
+#include <cstdio>
 #include <cmath>
 #include <cstdlib>
 #include <unordered_map>
@@ -9,6 +10,7 @@
 #include "ir/schema_check.h"
 #include "ir/text.h"
 #include "ir/text_lexer.h"
+#include "ir/text_util.h"
 
 namespace weft {
 namespace {
@@ -95,6 +97,7 @@ class Parser {
   Graph graph_;
   std::unordered_map<std::string, Location> defined_at_;
   std::optional<std::vector<Type>> header_types_;
+  int region_depth_ = 0;  ///< 'fused' bodies open around the current statement.
 };
 
 Error Parser::unexpected(const std::string& expected) const {
@@ -342,6 +345,14 @@ Status Parser::parse_statement() {
 // `({ ^label(%arg: type, ...): statement* return %v })`: the body is parsed as a graph
 // of its own (its names are its own), then the outer graph's state is restored.
 StatusOr<std::shared_ptr<const Graph>> Parser::parse_region(const std::string& op_quoted) {
+  // Bodies are parsed recursively; a cap keeps a hostile file from overflowing the stack
+  // (ir/json.cc caps JSON nesting at the same depth). No graph needs more than a few.
+  constexpr int kMaxRegionDepth = 256;
+  if (region_depth_ == kMaxRegionDepth) {
+    return error_at(tok_, "'fused' bodies nested more than " + std::to_string(kMaxRegionDepth) +
+                              " deep; weft reads at most " + std::to_string(kMaxRegionDepth) +
+                              " levels");
+  }
   take();  // '('
   WEFT_RETURN_IF_ERROR(expect(TokenKind::LBrace, "'{' to begin the body of " + op_quoted));
   WEFT_ASSIGN_OR_RETURN(Token label, expect(TokenKind::BlockLabel,
@@ -367,7 +378,10 @@ StatusOr<std::shared_ptr<const Graph>> Parser::parse_region(const std::string& o
       return error_at(tok_, "the body of " + op_quoted +
                                 " has no 'return'; end it with 'return %value'");
     }
-    WEFT_RETURN_IF_ERROR(parse_statement());
+    ++region_depth_;
+    Status statement = parse_statement();
+    --region_depth_;
+    WEFT_RETURN_IF_ERROR(statement);
   }
   WEFT_RETURN_IF_ERROR(parse_return());
   WEFT_RETURN_IF_ERROR(expect(TokenKind::RBrace, "'}' to close the body after its 'return'"));
@@ -512,6 +526,14 @@ StatusOr<Location> Parser::parse_loc() {
 }  // namespace
 
 StatusOr<Graph> parse_graph(std::string_view text, std::string_view filename) {
+  // Names and strings become JSON strings (`weftc dump --format=json`), which must be
+  // UTF-8: invalid bytes would be replaced there, and two names could become one.
+  if (std::optional<size_t> at = find_invalid_utf8(text)) {
+    char hex[8];
+    std::snprintf(hex, sizeof(hex), "0x%02X", static_cast<unsigned char>(text[*at]));
+    return Error{"invalid UTF-8 (byte " + std::string(hex) + "); a .wir file is UTF-8 text",
+                 location_of_byte(text, *at, filename)};
+  }
   return Parser(text, filename).parse();
 }
 

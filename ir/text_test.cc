@@ -413,6 +413,34 @@ TEST(ParseErrorTest, Bodies) {
             "bad.wir:3:5: error: expected a block label such as '^body(%x: f32[4]):', found '%a'");
 }
 
+/// `depth` 'fused' nodes, each in the body of the one before; 'fused' number k is on line 2k.
+std::string nested_fused(int depth) {
+  std::string text = "graph @g(%x: f32[4]) {\n  %y = fused(%x) : f32[4] ({\n";
+  for (int i = 1; i < depth; ++i) text += "^b(%a: f32[4]):\n  %y = fused(%a) : f32[4] ({\n";
+  text += "^b(%a: f32[4]):\n  %n = neg(%a)\n  return %n\n";
+  for (int i = 1; i < depth; ++i) text += "})\n  return %y\n";
+  return text + "})\n  return %y\n}\n";
+}
+
+// Nesting is capped as the JSON reader caps it: 4000 levels used to overflow the stack.
+TEST(ParseErrorTest, DeeplyNestedBodiesAreRefusedNotAStackOverflow) {
+  StatusOr<Graph> g = parse_graph(nested_fused(256), "deep.wir");
+  EXPECT_TRUE(g.ok()) << g.error().to_string();
+  const std::string refused =
+      "bad.wir:514:27: error: 'fused' bodies nested more than 256 deep; weft reads at most 256 "
+      "levels";
+  EXPECT_EQ(parse_error(nested_fused(257)), refused);
+  EXPECT_EQ(parse_error(nested_fused(4000)), refused);
+}
+
+// A .wir file is UTF-8: two names that differ only in invalid bytes used to parse, and
+// `weftc dump --format=json` turned both into the same name, which weftc then refused.
+TEST(ParseErrorTest, InvalidUtf8IsRefusedWhereItIs) {
+  EXPECT_EQ(parse_error("graph @g(%\"a\xFF\": f32[2]) {\n  return %\"a\xFF\"\n}"),
+            "bad.wir:1:13: error: invalid UTF-8 (byte 0xFF); a .wir file is UTF-8 text");
+  EXPECT_EQ(parse_error("# caf\xC3\xA9\ngraph @g(%x: f32[2]) {\n  return %x\n}"), "ok");
+}
+
 TEST(TextTest, FusedNodesWithSeveralResultsRoundTrip) {
   const std::string text =
       "graph @g(%m: f32[4] {state}, %g: f32[4]) -> (f32[4]) {\n"

@@ -3,6 +3,8 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <set>
+#include <vector>
 
 namespace weft {
 
@@ -42,6 +44,70 @@ uint64_t fnv1a64(std::string_view bytes) {
     h *= 0x100000001b3ull;
   }
   return h;
+}
+
+std::optional<size_t> find_duplicate_json_key(std::string_view text) {
+  // One entry per open bracket: an object's keys so far, or nullopt for an array.
+  std::vector<std::optional<std::set<std::string_view>>> open;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '"') {
+      const size_t start = i;
+      for (++i; i < text.size() && text[i] != '"'; ++i) {
+        if (text[i] == '\\') ++i;
+      }
+      size_t next = i + 1;
+      while (next < text.size() && (text[next] == ' ' || text[next] == '\t' || text[next] == '\n' || text[next] == '\r')) {
+        ++next;
+      }
+      const bool is_key = next < text.size() && text[next] == ':' && !open.empty() && open.back();
+      if (is_key && !open.back()->insert(text.substr(start, i + 1 - start)).second) return start;
+    } else if (c == '{') {
+      open.emplace_back(std::set<std::string_view>{});
+    } else if (c == '[') {
+      open.emplace_back(std::nullopt);
+    } else if ((c == '}' || c == ']') && !open.empty()) {
+      open.pop_back();
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<size_t> find_invalid_utf8(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    // The sequence's length, its lead byte's payload and the least code point it may encode.
+    const size_t length = (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (length == 0 || i + length > text.size()) return i;
+    uint32_t code = c & (0x7F >> length);
+    for (size_t k = 1; k < length; ++k) {
+      const auto next = static_cast<unsigned char>(text[i + k]);
+      if ((next & 0xC0) != 0x80) return i;
+      code = (code << 6) | (next & 0x3F);
+    }
+    const uint32_t least = length == 2 ? 0x80 : length == 3 ? 0x800 : 0x10000;
+    if (code < least || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return i;
+    i += length;
+  }
+  return std::nullopt;
+}
+
+Location location_of_byte(std::string_view text, size_t offset, std::string_view filename) {
+  Location loc{std::string(filename), 1, 1, ""};
+  for (size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++loc.line;
+      loc.col = 1;
+    } else {
+      ++loc.col;
+    }
+  }
+  return loc;
 }
 
 std::optional<size_t> find_excess_nesting(std::string_view text, int max_depth) {

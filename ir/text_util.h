@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "ir/location.h"
+
 namespace weft {
 
 /// Python's repr of a float ("0.1", "0.0001", "1e-05", "25.0", "1e+16"): the shortest
@@ -25,6 +27,19 @@ uint64_t fnv1a64(std::string_view bytes);
 /// `max_depth` levels (brackets inside strings do not count), or nullopt. Lets a reader
 /// refuse pathological nesting before a recursive JSON parser overflows the stack.
 std::optional<size_t> find_excess_nesting(std::string_view text, int max_depth);
+
+/// The offset of the opening quote of the first key in the JSON text `text` that an
+/// object already has (keys compared as written, escapes not decoded), or nullopt. JSON
+/// parsers keep one of the two silently; a reader that must not guess refuses the file.
+std::optional<size_t> find_duplicate_json_key(std::string_view text);
+
+/// The offset of the first byte of `text` that does not begin a valid UTF-8 sequence
+/// (malformed, overlong, a surrogate, beyond U+10FFFF, cut short), or nullopt.
+std::optional<size_t> find_invalid_utf8(std::string_view text);
+
+/// The 1-based line and column (in bytes) of byte `offset` in `text`, for readers'
+/// errors.
+Location location_of_byte(std::string_view text, size_t offset, std::string_view filename);
 
 /// `bytes` for people, in binary units: "704 B" below 1 KiB, else KiB, MiB or GiB with
 /// `decimals` decimals ("2.2 KiB", "1.0 MiB"). With `trim_zeros`, zeros that end the

@@ -30,6 +30,22 @@ TEST(FormatBytes, DecimalsAndTrimmedZeros) {
   EXPECT_EQ(format_bytes(2250, /*decimals=*/2, /*trim_zeros=*/true), "2.2 KiB");
 }
 
+TEST(FindInvalidUtf8, TheFirstByteThatBeginsNoValidSequence) {
+  EXPECT_EQ(find_invalid_utf8("plain ascii"), std::nullopt);
+  EXPECT_EQ(find_invalid_utf8("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"), std::nullopt);  // é € 😀
+  EXPECT_EQ(find_invalid_utf8("ab\xFF"), 2u);              // never a lead byte
+  EXPECT_EQ(find_invalid_utf8("a\x80"), 1u);               // a continuation alone
+  EXPECT_EQ(find_invalid_utf8("a\xC3"), 1u);               // cut short
+  EXPECT_EQ(find_invalid_utf8("\xC0\xAF"), 0u);           // overlong '/'
+  EXPECT_EQ(find_invalid_utf8("\xED\xA0\x80"), 0u);      // a surrogate
+  EXPECT_EQ(find_invalid_utf8("\xF4\x90\x80\x80"), 0u);  // beyond U+10FFFF
+}
+
+TEST(LocationOfByte, LinesAndColumnsFromOne) {
+  const Location loc = location_of_byte("ab\ncd", 4, "f.wir");
+  EXPECT_EQ(loc.to_string(), "f.wir:2:2");
+}
+
 TEST(HtmlEscape, TheFourSpecialCharacters) {
   EXPECT_EQ(html_escape(R"(<a href="x">Q&A</a>)"), "&lt;a href=&quot;x&quot;&gt;Q&amp;A&lt;/a&gt;");
   EXPECT_EQ(html_escape("it's · plain"), "it's · plain");

@@ -70,6 +70,13 @@ class KeyClassifier {
 
 }  // namespace
 
+std::string partial_load_report(const LoadReport& report) {
+  std::string text = "loaded " + std::to_string(report.loaded.size()) + " key(s)";
+  if (!report.missing.empty()) text += "; missing (left as they were): " + key_list(report.missing);
+  if (!report.unexpected.empty()) text += "; unexpected (ignored): " + key_list(report.unexpected);
+  return text;
+}
+
 std::string structural_hash_hex(uint64_t hash) {
   char hex[17];
   std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(hash));
@@ -133,8 +140,19 @@ StatusOr<LoadReport> load_checkpoint(const std::string& path, const CheckpointSc
   }
   if (const std::string* s = meta(kStepKey)) {
     std::optional<int64_t> step = parse_int(*s);
-    if (!step) return file_error(path, "malformed checkpoint: weft.step is '" + *s + "', not an integer");
+    if (!step || *step < 0) {
+      return file_error(path, "malformed checkpoint: weft.step is '" + *s + "', not a non-negative integer");
+    }
     report.step = *step;
+  }
+  if (const std::string* h = meta(kHashKey)) {
+    const bool hex = h->size() == 16 && std::all_of(h->begin(), h->end(), [](char c) {
+      return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+    });
+    if (!hex) {
+      return file_error(path, "malformed checkpoint: weft.structural_hash is '" + *h +
+                                  "', not 16 lowercase hex digits");
+    }
   }
   if (whole) {
     const std::string ours = structural_hash_hex(schema.structural_hash);
@@ -204,16 +222,18 @@ StatusOr<LoadReport> load_checkpoint(const std::string& path, const CheckpointSc
   }
   std::sort(report.unexpected.begin(), report.unexpected.end());
   std::sort(report.skipped.begin(), report.skipped.end());
-  if (options.strict && !report.missing.empty()) {
-    return file_error(path, "strict load: the checkpoint lacks " + std::to_string(report.missing.size()) +
-                                " expected key(s): " + key_list(report.missing) +
-                                "; nothing was loaded");
-  }
-  if (options.strict && !report.unexpected.empty()) {
-    return file_error(path, "strict load: the checkpoint holds " +
-                                std::to_string(report.unexpected.size()) +
-                                " unexpected key(s): " + key_list(report.unexpected) +
-                                "; nothing was loaded");
+  if (options.strict && (!report.missing.empty() || !report.unexpected.empty())) {
+    std::string problems;
+    if (!report.missing.empty()) {
+      problems = "lacks " + std::to_string(report.missing.size()) + " expected key(s): " + key_list(report.missing);
+    }
+    if (!report.unexpected.empty()) {
+      problems += std::string(problems.empty() ? "" : "; it ") + "holds " +
+                  std::to_string(report.unexpected.size()) + " unexpected key(s): " + key_list(report.unexpected);
+    }
+    return file_error(path, "strict load: the checkpoint " + problems +
+                                "; nothing was loaded (a partial load loads the keys that match and "
+                                "reports the rest)");
   }
 
   // ---- Commit. Nothing above touched `values`.

@@ -15,10 +15,10 @@
 //   weft.format_version   "1"
 //   weft.structural_hash  the model's structural hash as 16 lowercase hex digits
 //   weft.step             the training step, decimal
-// plus the data checksum that write_safetensors adds. Saving is atomic (a failed save
-// leaves the previous file as it was); a failed load leaves `values` exactly as it was:
-// everything is read and checked into a staging map first, and committed only when the
-// whole load succeeds.
+// plus the checksums of the data and of the metadata that write_safetensors adds, and
+// every value is validated on load. Saving is atomic (a failed save leaves the previous
+// file as it was); a failed load leaves `values` exactly as it was: everything is read
+// and checked into a staging map first, and committed only when the whole load succeeds.
 
 #include <cstdint>
 #include <map>
@@ -52,9 +52,11 @@ struct CheckpointScope {
   /// checkpoint of any model that shares them (the hash is not checked).
   bool whole = true;
   std::vector<std::string> params;
-  /// Also fail when an expected key is missing from the checkpoint, or when the
-  /// checkpoint holds a key (in scope) that nothing expects.
-  bool strict = false;
+  /// Fail when an expected key is missing from the checkpoint or when the checkpoint
+  /// holds a key (in scope) that nothing expects, listing both: resuming is strict by
+  /// default. False: a partial load, which loads what matches and says in LoadReport
+  /// what did not (partial_load_report() words it for a user).
+  bool strict = true;
 };
 
 /// What a successful load did. All lists are sorted.
@@ -86,6 +88,10 @@ Status save_checkpoint(const std::string& path, const CheckpointSchema& schema,
 StatusOr<LoadReport> load_checkpoint(const std::string& path, const CheckpointSchema& schema,
                                      std::map<std::string, Tensor>& values,
                                      const CheckpointScope& scope = {});
+
+/// What a partial load did, for the user: "loaded 10 key(s); missing (left as they
+/// were): a, b; unexpected (ignored): c".
+std::string partial_load_report(const LoadReport& report);
 
 /// `hash` as weft.structural_hash spells it: 16 lowercase hex digits.
 std::string structural_hash_hex(uint64_t hash);

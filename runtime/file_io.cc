@@ -1,11 +1,15 @@
 #include "runtime/file_io.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
+#include <new>
 
 namespace weft {
 namespace {
@@ -13,6 +17,12 @@ namespace {
 Error file_error(const std::string& file, std::string message) {
   return Error{std::move(message), Location::of_file(file)};
 }
+
+// SIGXFSZ's default action kills the process with no message and leaves the temporary
+// file behind. Ignored (in every program that writes through here), a write past the
+// file-size limit (RLIMIT_FSIZE) fails with EFBIG instead, and the writer reports it,
+// naming the file, and removes the temporary file.
+[[maybe_unused]] const bool kFileSizeLimitIsAnError = std::signal(SIGXFSZ, SIG_IGN) != SIG_ERR;
 
 // The directory holding `path`, for the temporary file and the directory fsync.
 std::string directory_of(const std::string& path) {
@@ -63,6 +73,61 @@ Status write_file_atomically(const std::string& path, std::string_view bytes) {
     if (!synced) return file_error(path, "fsync of the directory " + directory_of(path) + " failed: " + err);
   }
   return Status::ok_status();
+}
+
+StatusOr<ReadOnlyFile> ReadOnlyFile::open(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return file_error(path, "cannot open for reading: " + std::string(std::strerror(errno)));
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    const std::string err = std::strerror(errno);
+    ::close(fd);
+    return file_error(path, "cannot read: " + err);
+  }
+  return ReadOnlyFile(fd, S_ISREG(st.st_mode), S_ISDIR(st.st_mode), static_cast<uint64_t>(st.st_size));
+}
+
+ReadOnlyFile::ReadOnlyFile(ReadOnlyFile&& other) noexcept
+    : fd_(other.fd_), regular_(other.regular_), directory_(other.directory_), size_(other.size_) {
+  other.fd_ = -1;
+}
+
+ReadOnlyFile::~ReadOnlyFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+StatusOr<std::string> read_file(const std::string& path) {
+  WEFT_ASSIGN_OR_RETURN(ReadOnlyFile file, ReadOnlyFile::open(path));
+  if (file.is_directory()) return file_error(path, "cannot read: it is a directory, not a file");
+  const int fd = file.fd();
+  std::string bytes;
+  auto grow = [&](size_t capacity) -> Status {
+    try {
+      bytes.resize(capacity);
+    } catch (const std::bad_alloc&) {
+      return file_error(path, "out of memory: reading the file needs " + std::to_string(capacity) + " bytes");
+    }
+    return Status::ok_status();
+  };
+  // A regular file is read into one buffer of its size; a pipe, or a file that grew,
+  // into a buffer that doubles.
+  WEFT_RETURN_IF_ERROR(grow(file.is_regular() ? static_cast<size_t>(file.size()) : 0));
+  size_t size = 0;  // bytes read so far
+  while (true) {
+    char more;
+    const bool full = size == bytes.size();
+    const ssize_t n = full ? ::read(fd, &more, 1) : ::read(fd, bytes.data() + size, bytes.size() - size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return file_error(path, "read failed: " + std::string(std::strerror(errno)));
+    if (n == 0) break;
+    if (full) {
+      WEFT_RETURN_IF_ERROR(grow(std::max<size_t>(2 * size, 1 << 16)));
+      bytes[size] = more;
+    }
+    size += static_cast<size_t>(n);
+  }
+  bytes.resize(size);
+  return bytes;
 }
 
 }  // namespace weft

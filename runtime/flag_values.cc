@@ -1,5 +1,8 @@
 #include "runtime/flag_values.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -67,6 +70,19 @@ std::string resolve_path(const std::string& path) {
   const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY");
   if (cwd == nullptr || *cwd == '\0') return path;
   return std::string(cwd) + "/" + path;
+}
+
+std::optional<std::string> unwritable_file(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return "the directory " + dir + " does not exist";
+  if (::access(dir.c_str(), W_OK) != 0) return "the directory " + dir + " is not writable";
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return "that is a directory; name a file";
+    if (::access(path.c_str(), W_OK) != 0) return "the file exists and is not writable";
+  }
+  return std::nullopt;
 }
 
 }  // namespace weft

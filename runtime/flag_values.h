@@ -47,4 +47,10 @@ std::optional<int64_t> parse_byte_size(std::string_view text);
 /// (the directory `bazel run` was started in).
 std::string resolve_path(const std::string& path);
 
+/// Why no file can be written at `path` (an output flag's value, checked before a long
+/// run rather than at its end), or nullopt: "the directory D does not exist", "... is
+/// not writable", "that is a directory; name a file", "the file exists and is not
+/// writable".
+std::optional<std::string> unwritable_file(const std::string& path);
+
 }  // namespace weft

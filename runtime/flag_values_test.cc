@@ -63,5 +63,13 @@ TEST(FlagValues, PathsRelativeToWhereBazelRunStarted) {
   EXPECT_EQ(resolve_path("out/model.safetensors"), "out/model.safetensors");
 }
 
+TEST(FlagValues, UnwritableFile) {
+  const std::string dir = std::getenv("TEST_TMPDIR");
+  EXPECT_EQ(unwritable_file(dir + "/new.csv"), std::nullopt);
+  EXPECT_EQ(unwritable_file(dir), "that is a directory; name a file");
+  EXPECT_EQ(unwritable_file(dir + "/absent/new.csv"), "the directory " + dir + "/absent does not exist");
+  EXPECT_EQ(unwritable_file("/nonexistent/x"), "the directory /nonexistent does not exist");
+}
+
 }  // namespace
 }  // namespace weft

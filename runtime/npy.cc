@@ -2,12 +2,9 @@
 
 
 #include <cctype>
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <optional>
-#include <sstream>
 
 #include "ir/checked_math.h"
 #include "runtime/file_io.h"
@@ -214,7 +211,9 @@ StatusOr<Tensor> parse_npy(std::string_view bytes, const std::string& name) {
     return file_error(name, std::to_string(available - type.bytes()) +
                                 " bytes of trailing data after the array");
   }
-  Tensor t(type);
+  StatusOr<Tensor> made = Tensor::try_create(type);
+  if (!made.ok()) return file_error(name, made.error().message);
+  Tensor& t = *made;
   if (type.bytes() > 0) std::memcpy(t.raw_data(), bytes.data() + data_start, type.bytes());
   if (*dtype == DType::boolean) {
     const uint8_t* b = t.data<uint8_t>();
@@ -225,7 +224,7 @@ StatusOr<Tensor> parse_npy(std::string_view bytes, const std::string& name) {
       }
     }
   }
-  return t;
+  return made;
 }
 
 StatusOr<std::string> serialize_npy(const Tensor& t, const std::string& name) {
@@ -261,12 +260,8 @@ StatusOr<std::string> serialize_npy(const Tensor& t, const std::string& name) {
 }
 
 StatusOr<Tensor> read_npy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return file_error(path, "cannot open for reading: " + std::string(std::strerror(errno)));
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  if (in.bad()) return file_error(path, "read failed");
-  return parse_npy(buf.str(), path);
+  WEFT_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
+  return parse_npy(bytes, path);
 }
 
 Status write_npy(const std::string& path, const Tensor& t) {

@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/testing/memory_limit.h"
+
 namespace weft {
 namespace {
 
@@ -169,6 +171,37 @@ TEST(NpyTest, FilesRoundTripAtomically) {
   auto bad_dir = write_npy(dir + "/no/such/dir/t.npy", t);
   ASSERT_FALSE(bad_dir.ok());
   EXPECT_EQ(bad_dir.error().loc.file, dir + "/no/such/dir/t.npy");
+}
+
+// Running out of memory while reading is reported as such, naming the file and the bytes
+// needed: it was reported as a truncated file, or ended in an uncaught std::bad_alloc.
+TEST(NpyTest, OutOfMemoryIsReportedAsSuch) {
+  constexpr int64_t n = int64_t{32} << 20;  // f32[33554432]: 128 MiB
+  const std::string path = ::testing::TempDir() + "/big.npy";
+  const std::string header =
+      npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(n) + ",), }", "");
+  std::ofstream(path, std::ios::binary) << header;
+  ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(header.size() + n * 4)), 0);  // sparse
+  {
+    testing::MemoryLimit limit(/*extra=*/32 << 20);
+    if (!limit.active()) GTEST_SKIP() << limit.why_not();
+    StatusOr<Tensor> t = read_npy(path);
+    ASSERT_FALSE(t.ok());
+    EXPECT_EQ(t.error().to_string(), path + ": error: out of memory: reading the file needs " +
+                                         std::to_string(header.size() + n * 4) + " bytes");
+  }
+  {
+    testing::MemoryLimit limit(/*extra=*/200 << 20);  // the file's bytes fit, the array not
+    StatusOr<Tensor> t = read_npy(path);
+    ASSERT_FALSE(t.ok());
+    EXPECT_EQ(t.error().to_string(), path + ": error: out of memory: f32[33554432] needs 134217728 bytes");
+  }
+  EXPECT_TRUE(read_npy(path).ok());
+}
+
+TEST(NpyTest, ADirectoryIsNotAFile) {
+  const std::string dir = ::testing::TempDir();
+  EXPECT_EQ(read_npy(dir).error().to_string(), dir + ": error: cannot read: it is a directory, not a file");
 }
 
 }  // namespace

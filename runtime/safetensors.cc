@@ -3,8 +3,6 @@
 #include "ir/text_util.h"
 #include "runtime/file_io.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -196,11 +194,28 @@ std::string safetensors_checksum(std::string_view bytes) {
   return hex;
 }
 
+namespace {
+
+// The checksum of every metadata entry but the two checksums.
+std::string metadata_checksum(const std::map<std::string, std::string>& metadata) {
+  std::string bytes;
+  for (const auto& [key, value] : metadata) {
+    if (key == kSafetensorsChecksumKey || key == kSafetensorsMetadataChecksumKey) continue;
+    bytes += key + '\0' + value + '\0';
+  }
+  return safetensors_checksum(bytes);
+}
+
+}  // namespace
+
 StatusOr<std::string> serialize_safetensors(
     const std::vector<std::pair<std::string, Tensor>>& tensors,
     const std::map<std::string, std::string>& metadata, const std::string& name) {
-  if (metadata.count(std::string(kSafetensorsChecksumKey)) != 0) {
-    return file_error(name, "metadata key 'checksum' is reserved: write_safetensors computes it");
+  for (std::string_view reserved : {kSafetensorsChecksumKey, kSafetensorsMetadataChecksumKey}) {
+    if (metadata.count(std::string(reserved)) != 0) {
+      return file_error(name, "metadata key '" + std::string(reserved) +
+                                  "' is reserved: write_safetensors computes it");
+    }
   }
   std::set<std::string_view> seen;
   std::string data;
@@ -218,6 +233,7 @@ StatusOr<std::string> serialize_safetensors(
   OrderedJson header = OrderedJson::object();
   OrderedJson meta = OrderedJson::object();
   for (const auto& [key, value] : metadata) meta[key] = value;
+  meta[std::string(kSafetensorsMetadataChecksumKey)] = metadata_checksum(metadata);
   header[std::string(kMetadataKey)] = meta;  // Placeholder; the checksum is added below.
   for (const auto& [tensor, t] : tensors) {
     const size_t begin = data.size();
@@ -304,6 +320,14 @@ StatusOr<SafetensorsFile> decode(std::string_view head, uint64_t file_size,
     WEFT_ASSIGN_OR_RETURN(Entry e, parse_entry(key, value, data_size, name));
     entries.push_back(std::move(e));
   }
+  if (auto said = file.metadata.find(std::string(kSafetensorsMetadataChecksumKey)); said != file.metadata.end()) {
+    const std::string actual = metadata_checksum(file.metadata);
+    if (said->second != actual) {
+      return file_error(name, "metadata checksum mismatch: the header says " + said->second +
+                                  ", the other metadata entries hash to " + actual +
+                                  " (FNV-1a 64): the metadata is corrupted");
+    }
+  }
   // The tensors must tile the data section exactly: sorted by offsets, each begins where
   // the previous ended, and the last ends at the end of the file.
   std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
@@ -384,17 +408,10 @@ StatusOr<SafetensorsFile> parse_safetensors(std::string_view bytes, const std::s
 // The length and the header from the file, then each tensor's bytes straight into the
 // tensor (pread): the file is never held whole in memory.
 StatusOr<SafetensorsFile> read_safetensors(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return file_error(path, "cannot open for reading: " + std::string(std::strerror(errno)));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    return file_error(path, "cannot read: not a regular file");
-  }
-  const uint64_t file_size = static_cast<uint64_t>(st.st_size);
+  WEFT_ASSIGN_OR_RETURN(ReadOnlyFile file, ReadOnlyFile::open(path));
+  if (!file.is_regular()) return file_error(path, "cannot read: not a regular file");
+  const int fd = file.fd();
+  const uint64_t file_size = file.size();
   // Bytes [offset, offset + size) of the file; a file that shrank since fstat is truncated.
   auto read_at = [&](uint64_t offset, void* out, uint64_t size) -> Status {
     char* p = static_cast<char*>(out);

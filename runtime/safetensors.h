@@ -14,9 +14,11 @@
 // weft reads and writes the dtypes F32 F64 F16 BF16 I32 I64 U8 BOOL. `write_safetensors`
 // lays the tensors out in the order given and adds `__metadata__["checksum"]`: the
 // 64-bit FNV-1a hash (offset basis 0xcbf29ce484222325, prime 0x100000001b3) of the whole
-// data section, as 16 lowercase hex digits. `read_safetensors` verifies the checksum
-// when the file has one (files from other writers usually do not) and refuses any file
-// that is not exactly well-formed: every error names the file and what was wrong.
+// data section, as 16 lowercase hex digits, and `__metadata__["metadata_checksum"]`: the
+// same hash of the other metadata entries (`key \0 value \0` in key order).
+// `read_safetensors` verifies each checksum the file has (files from other writers, and
+// weft's before the metadata checksum, lack one or both) and refuses any file that is
+// not exactly well-formed: every error names the file and what was wrong.
 //
 //   WEFT_RETURN_IF_ERROR(write_safetensors("ckpt.safetensors", {{"w", w}}, {{"step", "10"}}));
 //   WEFT_ASSIGN_OR_RETURN(SafetensorsFile f, read_safetensors("ckpt.safetensors"));
@@ -48,9 +50,11 @@ struct SafetensorsFile {
 
 /// The metadata key holding the data section's checksum.
 inline constexpr std::string_view kSafetensorsChecksumKey = "checksum";
+/// The metadata key holding the checksum of the other metadata entries.
+inline constexpr std::string_view kSafetensorsMetadataChecksumKey = "metadata_checksum";
 
 /// Writes `tensors` (names unique, not `__metadata__`) and `metadata` as a safetensors
-/// file, adding the checksum (so `metadata` must not hold `checksum` itself). The write
+/// file, adding the checksums (so `metadata` must not hold either key itself). The write
 /// is atomic: a temporary file in the same directory is written and fsync'ed, renamed
 /// over `path`, and the directory is fsync'ed; on any failure the temporary file is
 /// removed and whatever was at `path` is left as it was.

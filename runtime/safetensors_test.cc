@@ -258,6 +258,24 @@ TEST(Safetensors, ChecksumMismatch) {
                                    " (FNV-1a 64): the data is corrupted");
 }
 
+// The metadata has its own checksum: a changed value (weft.step -> -5, say) is refused
+// before anyone reads it. Files without one (other writers, older weft) still load.
+TEST(Safetensors, MetadataChecksumMismatch) {
+  auto bytes = serialize_safetensors(reference_tensors(), {{"weft.step", "7"}});
+  ASSERT_TRUE(bytes.ok());
+  EXPECT_EQ(error_of(*bytes), "ok");
+  std::string changed = *bytes;
+  changed.replace(changed.find("\"7\""), 3, "\"8\"");
+  const std::string said = parse_safetensors(*bytes, "x")->metadata.at("metadata_checksum");
+  const std::string actual = safetensors_checksum(std::string("weft.step\0" "8\0", 12));
+  EXPECT_EQ(error_of(changed), "metadata checksum mismatch: the header says " + said +
+                                   ", the other metadata entries hash to " + actual +
+                                   " (FNV-1a 64): the metadata is corrupted");
+  auto err = [](const StatusOr<std::string>& r) { return r.ok() ? "ok" : r.error().to_string(); };
+  EXPECT_EQ(err(serialize_safetensors({}, {{"metadata_checksum", "x"}}, "o.st")),
+            "o.st: error: metadata key 'metadata_checksum' is reserved: write_safetensors computes it");
+}
+
 // Every proper prefix of a file is refused, and no single-byte corruption crashes the
 // reader (a corrupted data byte is caught by the checksum).
 TEST(Safetensors, TruncationsAndByteFlipsAreRefusedNotCrashes) {

@@ -90,6 +90,14 @@ Tensor::Tensor(Type type) : type_(std::move(type)) {
   storage_.reset(allocate(type_.bytes()));
 }
 
+StatusOr<Tensor> Tensor::try_create(Type type) {
+  try {
+    return Tensor(type);
+  } catch (const std::bad_alloc&) {
+    return Error{"out of memory: " + type.to_string() + " needs " + std::to_string(type.bytes()) + " bytes"};
+  }
+}
+
 Tensor::Tensor(const Tensor& other) : type_(other.type_), storage_(allocate(other.bytes())) {
   if (other.bytes() > 0) std::memcpy(storage_.get(), other.storage_.get(), other.bytes());
 }

@@ -56,6 +56,9 @@ class Tensor {
   Tensor() : Tensor(Type{DType::f32, Shape{}}) {}
   /// A zero-filled tensor of `type`.
   explicit Tensor(Type type);
+  /// The same, or an error when memory runs out ("out of memory: f32[...] needs N bytes")
+  /// rather than std::bad_alloc: for sizes that come from files and users.
+  static StatusOr<Tensor> try_create(Type type);
   Tensor(const Tensor& other);
   Tensor& operator=(const Tensor& other);
   Tensor(Tensor&&) noexcept = default;

@@ -119,7 +119,9 @@ TEST(FashionMnist, CheckNumericsStopsAtTheFirstOverflow) {
 TEST(FashionMnist, Errors) {
   Result r = run("examples/fashion_mnist/mlp --data=/nonexistent");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.out.find("dataset-fashion-mnist"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("dataset-fashion-mnist (tools/setup does), or set --data to the directory"),
+            std::string::npos)
+      << r.out;
   r = run("examples/fashion_mnist/mlp --epochs=x");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.out.rfind("bad value for --epochs: 'x'", 0), 0u) << r.out;
@@ -144,6 +146,11 @@ TEST(FashionMnist, Errors) {
   r = run("examples/fashion_mnist/mlp --backend=tpu --max-steps=1");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("unknown backend 'tpu'; backends: cpu, cuda, reference"), std::string::npos) << r.out;
+  // Output paths are checked before the data is read (a directory was found at the end).
+  const std::string dir = weft::testing::test_tmpdir();
+  r = run("examples/fashion_mnist/mlp --checkpoint-out=" + dir);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "error: --checkpoint-out=" + dir + ": that is a directory; name a file\n");
 }
 
 }  // namespace

@@ -20,7 +20,8 @@ namespace {
 [[noreturn]] void usage(const std::string& problem, bool allow_bn) {
   std::fprintf(stderr,
                "%s\nusage: [--epochs=N] [--batch=B] [--lr=X] [--seed=S] [--backend=NAME]\n"
-               "       [--checkpoint-out=PATH] [--resume=PATH] [--data=DIR] [--max-steps=N]\n"
+               "       [--checkpoint-out=PATH] [--resume=PATH [--partial-load]] [--data=DIR]\n"
+               "       [--max-steps=N]\n"
                "       [--profile] [--check-numerics] [--metrics-csv=PATH] [--report=PATH]\n"
                "       [--no-cuda-graph] (--backend=cuda: launch by launch, not one CUDA graph)\n"
                "       [--data-parallel] (under mpirun: each rank trains on its share of every "
@@ -90,6 +91,7 @@ void parse_flags(int argc, char** argv, RunConfig& c, bool allow_bn) {
     else if (flag == "--bn" && allow_bn && eq == std::string::npos) c.bn = true;
     else if (flag == "--profile" && eq == std::string::npos) c.profile = true;
     else if (flag == "--no-cuda-graph" && eq == std::string::npos) c.cuda_graph = false;
+    else if (flag == "--partial-load" && eq == std::string::npos) c.partial_load = true;
     else if (flag == "--check-numerics" && eq == std::string::npos) c.check_numerics = true;
     else if (flag == "--data-parallel" && eq == std::string::npos) c.data_parallel = true;
     else if (flag == "--metrics-csv" && !value.empty()) c.metrics_csv = cli::resolve_path(value);
@@ -104,8 +106,15 @@ int train(const FlowPtr& net, const RunConfig& c) {
     std::fprintf(stderr, "%s\n", e.to_string().c_str());
     return 1;
   };
+  // Output paths are checked before the data and the compile, not when the run ends.
+  for (const auto& [flag, path] : {std::pair{"checkpoint-out", &c.checkpoint_out},
+                                   {"metrics-csv", &c.metrics_csv}, {"report", &c.report}}) {
+    if (path->empty()) continue;
+    if (auto why = unwritable_file(*path)) return fail(Error{"--" + std::string(flag) + "=" + *path + ": " + *why});
+  }
   FashionMnistOptions data_options;
   data_options.directory = c.data;
+  data_options.directory_knob = "--data";
   data_options.normalize = true;
   data_options.layout = c.layout;
   data_options.seed = c.seed;
@@ -146,8 +155,11 @@ int train(const FlowPtr& net, const RunConfig& c) {
                                                options);
   if (!trainer.ok()) return fail(trainer.error());
   if (!c.resume.empty()) {
-    StatusOr<LoadReport> report = trainer->load(c.resume);
+    StatusOr<LoadReport> report = trainer->load(c.resume, {.subgraph = "", .strict = !c.partial_load});
     if (!report.ok()) return fail(report.error());
+    if (c.partial_load) {
+      std::fprintf(out, "partial load of %s: %s\n", c.resume.c_str(), partial_load_report(*report).c_str());
+    }
     std::fprintf(out, "resumed from %s at step %lld\n", c.resume.c_str(),
                 static_cast<long long>(trainer->steps()));
   }
@@ -170,7 +182,7 @@ int train(const FlowPtr& net, const RunConfig& c) {
     WEFT_ASSIGN_OR_RETURN(Tensor y, collective::shard_batch(b.labels, rank, world));
     return trainer->step({x, y});
   };
-  monitor::Progress progress(out, /*every=*/100);
+  monitor::Progress progress(out, /*every=*/100, collective::launched_by_mpi_launcher());
   monitor::RunLog log({"test_accuracy"});
   if (!c.metrics_csv.empty() && rank == 0) {
     Status opened = log.open_csv(c.metrics_csv, "--metrics-csv=" + c.metrics_csv);

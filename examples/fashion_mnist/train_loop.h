@@ -3,7 +3,9 @@
 // data, progress, per-epoch test accuracy, checkpoints and resuming.
 //
 // Flags: --epochs=N --batch=B --lr=X --seed=S --backend=NAME --checkpoint-out=PATH
-//        --resume=PATH --data=DIR --max-steps=N (per epoch, for quick runs)
+//        --resume=PATH (strict: the checkpoint holds exactly the model's tensors)
+//        --partial-load (with --resume: load what matches, print what did not)
+//        --data=DIR --max-steps=N (per epoch, for quick runs)
 //        --profile (cpu backend: per-kernel times of the training step after each epoch)
 //        --no-cuda-graph (cuda backend: launch by launch instead of one CUDA graph per step)
 //        --check-numerics (stop at the first op producing a NaN or an infinity, naming it)
@@ -31,6 +33,7 @@ struct RunConfig {
   bool cuda_graph = true;  ///< --no-cuda-graph: false.
   std::string checkpoint_out;
   std::string resume;
+  bool partial_load = false;       ///< LoadOptions::strict = false for --resume
   std::string data = kFashionMnistDirectory;
   int max_steps = 0;
   bool bn = false;                 ///< cnn: with batch norm

@@ -338,11 +338,13 @@ Status CompiledModel::save(const std::string& path) const {
   return save_checkpoint(path, schema_, values(), steps_);
 }
 
-Status CompiledModel::load(const std::string& path) {
+StatusOr<LoadReport> CompiledModel::load(const std::string& path, bool partial) {
   std::map<std::string, Tensor> values = this->values();
   // load_checkpoint checks every key's type before it commits anything, so the copies
   // below cannot fail: on any error nothing has changed.
-  WEFT_ASSIGN_OR_RETURN(LoadReport report, load_checkpoint(path, schema_, values));
+  CheckpointScope scope;
+  scope.strict = !partial;
+  WEFT_ASSIGN_OR_RETURN(LoadReport report, load_checkpoint(path, schema_, values, scope));
   for (const std::string& key : report.loaded) {
     if (auto u = unbound_.find(key); u != unbound_.end()) {
       u->second = values.at(key);
@@ -352,7 +354,7 @@ Status CompiledModel::load(const std::string& path) {
   }
   steps_ = report.step;
   eval_values_fresh_ = false;
-  return Status();
+  return report;
 }
 
 }  // namespace weft::aot

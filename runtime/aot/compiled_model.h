@@ -167,7 +167,7 @@ class CompiledModel : public driver::Trainable {
   Status set_profiling(bool on) override;
   std::string profile_report() const override;
   Status save(const std::string& path) const override;
-  Status load(const std::string& path) override;
+  StatusOr<LoadReport> load(const std::string& path, bool partial) override;
 
   // ---- In place, without copies (what the generated typed accessors use).
   /// The buffer of step input `i` (step_inputs() order): write the next batch there. On

@@ -25,7 +25,8 @@ Error file_error(const std::string& file, std::string message) {
 }
 
 // Reads one split's images (u8[N,28,28], returned as u8[N,784]) and labels (u8[N]).
-Status read_split(const std::string& dir, const std::string& split, Tensor* images, Tensor* labels) {
+Status read_split(const FashionMnistOptions& options, const std::string& split, Tensor* images, Tensor* labels) {
+  const std::string& dir = options.directory;
   const std::string image_path = dir + "/" + split + "-images-idx3-ubyte.gz";
   const std::string label_path = dir + "/" + split + "-labels-idx1-ubyte.gz";
   for (const std::string& path : {image_path, label_path}) {
@@ -33,8 +34,8 @@ Status read_split(const std::string& dir, const std::string& split, Tensor* imag
     if (::stat(path.c_str(), &st) != 0) {
       return file_error(path, "Fashion-MNIST file not found (" + std::string(std::strerror(errno)) +
                                   "); install the Debian package dataset-fashion-mnist "
-                                  "(tools/setup does), or set FashionMnistOptions::directory to "
-                                  "the directory that holds the four .gz files");
+                                  "(tools/setup does), or set " + options.directory_knob +
+                                  " to the directory that holds the four .gz files");
     }
   }
   WEFT_ASSIGN_OR_RETURN(Tensor im, read_idx(image_path));
@@ -68,8 +69,8 @@ Status read_split(const std::string& dir, const std::string& split, Tensor* imag
 
 StatusOr<FashionMnist> FashionMnist::load(FashionMnistOptions options) {
   FashionMnist data;
-  WEFT_RETURN_IF_ERROR(read_split(options.directory, "train", &data.train_images_, &data.train_labels_));
-  WEFT_RETURN_IF_ERROR(read_split(options.directory, "t10k", &data.test_images_, &data.test_labels_));
+  WEFT_RETURN_IF_ERROR(read_split(options, "train", &data.train_images_, &data.train_labels_));
+  WEFT_RETURN_IF_ERROR(read_split(options, "t10k", &data.test_images_, &data.test_labels_));
   for (int b = 0; b < 256; ++b) {
     const float x = static_cast<float>(b) / 255.0f;
     data.pixel_value_[b] = options.normalize ? (x - kFashionMnistMean) / kFashionMnistStd : x;

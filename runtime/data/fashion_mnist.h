@@ -48,6 +48,9 @@ enum class ImageLayout {
 struct FashionMnistOptions {
   /// The directory holding {train,t10k}-{images-idx3,labels-idx1}-ubyte.gz.
   std::string directory = kFashionMnistDirectory;
+  /// How the caller's user sets `directory`, for the missing-file error's hint: "--data"
+  /// in the training driver and the examples.
+  std::string directory_knob = "FashionMnistOptions::directory";
   /// (x - kFashionMnistMean) / kFashionMnistStd instead of x in [0, 1].
   bool normalize = false;
   ImageLayout layout = ImageLayout::flat;

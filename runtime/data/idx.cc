@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <new>
 
 namespace weft {
 namespace {
@@ -17,12 +18,22 @@ StatusOr<std::string> read_all(const std::string& path) {
   std::string bytes;
   char buf[1 << 16];
   int n;
-  while ((n = gzread(f, buf, sizeof(buf))) > 0) bytes.append(buf, n);
+  try {
+    while ((n = gzread(f, buf, sizeof(buf))) > 0) bytes.append(buf, n);
+  } catch (const std::bad_alloc&) {
+    gzclose(f);
+    return Error{"out of memory: decompressing the file needs more than " + std::to_string(bytes.size()) +
+                     " bytes",
+                 Location::of_file(path)};
+  }
   int err = 0;
-  const char* message = gzerror(f, &err);
+  // gzerror's message lives in `f`: copy it before gzclose frees it. zlib prefixes it
+  // with the path, which the error's location already names.
+  std::string message = gzerror(f, &err);
   gzclose(f);
+  if (message.compare(0, path.size() + 2, path + ": ") == 0) message.erase(0, path.size() + 2);
   if (n < 0 || (err != Z_OK && err != Z_STREAM_END)) {
-    return Error{"cannot decompress IDX file: " + std::string(message), Location::of_file(path)};
+    return Error{"cannot decompress IDX file: " + message, Location::of_file(path)};
   }
   return bytes;
 }
@@ -75,14 +86,16 @@ StatusOr<Tensor> read_idx(const std::string& path) {
   if (bytes.size() > expected) {
     return fail(std::to_string(bytes.size() - expected) + " unexpected bytes after the IDX data");
   }
-  Tensor t(Type{dtype, shape});
+  StatusOr<Tensor> made = Tensor::try_create(Type{dtype, shape});
+  if (!made.ok()) return fail(made.error().message);
+  Tensor& t = *made;
   auto* out = static_cast<unsigned char*>(t.raw_data());
   const unsigned char* in = p + header;
   // IDX data is big-endian; this machine is little-endian.
   for (int64_t i = 0; i < numel; ++i) {
     for (size_t b = 0; b < element; ++b) out[i * element + b] = in[i * element + element - 1 - b];
   }
-  return t;
+  return made;
 }
 
 }  // namespace weft

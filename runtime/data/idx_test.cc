@@ -5,7 +5,10 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
+
+#include "tests/testing/memory_limit.h"
 
 namespace weft {
 namespace {
@@ -65,6 +68,43 @@ TEST(Idx, ErrorsNameTheFileAndTheProblem) {
   EXPECT_EQ(read_idx(p).error().to_string(), p + ": error: 2 unexpected bytes after the IDX data");
   EXPECT_EQ(read_idx(temp_path("missing.gz")).error().to_string(),
             temp_path("missing.gz") + ": error: cannot open IDX file: No such file or directory");
+}
+
+// A truncated .gz names zlib's reason, read before gzclose frees it (it used to be read
+// after, so the reason was whatever the heap held; ASan: heap-use-after-free).
+TEST(Idx, TruncatedGzipNamesZlibsReason) {
+  std::string p = temp_path("whole.gz");
+  std::string noise(4000, '\0');  // little that deflate can shorten
+  uint32_t state = 1;
+  for (char& c : noise) c = static_cast<char>((state = state * 1664525u + 1013904223u) >> 24);
+  write_gz(p, idx_u8_2x3() + noise);
+  std::ifstream in(p, std::ios::binary);
+  std::string gz((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(gz.size(), 1000u);
+  p = temp_path("truncated.gz");
+  std::ofstream(p, std::ios::binary) << gz.substr(0, gz.size() / 2);
+  EXPECT_EQ(read_idx(p).error().to_string(),
+            p + ": error: cannot decompress IDX file: unexpected end of file");
+}
+
+// Running out of memory while decompressing or allocating is reported as such (it ended
+// in an uncaught std::bad_alloc).
+TEST(Idx, OutOfMemoryIsReportedAsSuch) {
+  const std::string p = temp_path("big.gz");
+  const uint32_t n = 128u << 20;  // u8[134217728]: 128 MiB of zeros, a small .gz
+  std::string header("\0\0\x08\x01", 4);
+  for (int shift : {24, 16, 8, 0}) header += static_cast<char>((n >> shift) & 0xff);
+  gzFile f = gzopen(p.c_str(), "wb");
+  gzwrite(f, header.data(), static_cast<unsigned>(header.size()));
+  const std::string zeros(1 << 20, '\0');
+  for (uint32_t i = 0; i < n / zeros.size(); ++i) gzwrite(f, zeros.data(), static_cast<unsigned>(zeros.size()));
+  gzclose(f);
+  testing::MemoryLimit limit(/*extra=*/32 << 20);
+  if (!limit.active()) GTEST_SKIP() << limit.why_not();
+  StatusOr<Tensor> t = read_idx(p);
+  ASSERT_FALSE(t.ok());
+  const std::string expected = p + ": error: out of memory: decompressing the file needs more than ";
+  EXPECT_EQ(t.error().to_string().substr(0, expected.size()), expected);
 }
 
 TEST(Idx, ReadsFashionMnistTestLabels) {

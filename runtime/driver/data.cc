@@ -147,6 +147,7 @@ StatusOr<Dataset> load_fashion_mnist(const std::string& directory,
                                         FashionMnist::kClasses).status());
   FashionMnistOptions options;
   options.directory = directory;
+  options.directory_knob = "--data";
   options.normalize = true;  // as examples/fashion_mnist/train_loop.cc trains
   options.shuffle = false;   // the driver shuffles (epoch_order, the same permutation)
   // Images come in the model's layout when FashionMnist has it: no copy to reshape.

@@ -1,8 +1,6 @@
 #include "runtime/driver/driver.h"
 
 #include <signal.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -12,6 +10,7 @@
 #include <limits>
 
 #include "runtime/driver/flags.h"
+#include "runtime/flag_values.h"
 #include "runtime/monitor/monitor.h"
 
 namespace weft::driver {
@@ -107,20 +106,6 @@ Status check_classes(const Split& split, const Trainable& model) {
   return Status();
 }
 
-/// Fails early, not after hours of training, when `path` cannot be written.
-Status check_writable(const std::string& flag, const std::string& path) {
-  const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  struct stat st;
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    return Error{"--" + flag + "=" + path + ": the directory " + dir + " does not exist"};
-  }
-  if (::access(dir.c_str(), W_OK) != 0) {
-    return Error{"--" + flag + "=" + path + ": the directory " + dir + " is not writable"};
-  }
-  return Status();
-}
-
 StatusOr<Dataset> load_data(const DriverConfig& config, const Trainable& model) {
   if (config.train_files.empty()) return load_fashion_mnist(config.data_dir, model.step_inputs());
   return load_npy(config.train_files, config.test_files, model.step_inputs());
@@ -185,13 +170,16 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
   for (const auto& [flag, path] : {std::pair{"checkpoint-out", &config.checkpoint_out},
                                    {"metrics-csv", &config.metrics_csv}, {"report", &config.report}}) {
     if (path->empty() || !lead) continue;
-    if (Status s = check_writable(flag, *path); !s.ok()) return runtime(s.error());
+    // Fails early, not after hours of training, when `path` cannot be written.
+    if (auto why = unwritable_file(*path)) return runtime(Error{"--" + std::string(flag) + "=" + *path + ": " + *why});
   }
 
   // The checkpoint before the data: a wrong path fails in milliseconds.
-  monitor::Progress progress(out, config.log_every);
+  monitor::Progress progress(out, config.log_every, collective::launched_by_mpi_launcher());
   if (!config.checkpoint_in.empty()) {
-    if (Status s = model.load(config.checkpoint_in); !s.ok()) return runtime(s.error());
+    StatusOr<LoadReport> report = model.load(config.checkpoint_in, config.partial_load);
+    if (!report.ok()) return runtime(report.error());
+    if (config.partial_load) progress.line("partial load of " + config.checkpoint_in + ": " + partial_load_report(*report));
     progress.line("resumed from " + config.checkpoint_in + " at step " + std::to_string(model.steps()));
   }
   StatusOr<Dataset> data = load_data(config, model);

@@ -3,6 +3,7 @@
 // (testing/jit_model.cc). Printed lines, the metrics CSV, an exact resume, the .npy data
 // path, pinned errors with their exit statuses, and --help.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "runtime/npy.h"
+#include "runtime/safetensors.h"
 #include "tests/testing/subprocess.h"
 
 namespace {
@@ -246,11 +248,9 @@ TEST(Driver, ErrorsAndExitStatuses) {
   // Files: status 1, one line naming the file.
   r = train("--data=/nonexistent");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.out.rfind("/nonexistent/train-images-idx3-ubyte.gz: error: Fashion-MNIST file not found (No such "
-                        "file or directory); install the Debian package dataset-fashion-mnist",
-                        0),
-            0u)
-      << r.out;
+  EXPECT_EQ(r.out, "/nonexistent/train-images-idx3-ubyte.gz: error: Fashion-MNIST file not found (No such file "
+                   "or directory); install the Debian package dataset-fashion-mnist (tools/setup does), or "
+                   "set --data to the directory that holds the four .gz files\n");
   r = train("--checkpoint-in=" + tmp("absent.safetensors"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.out, tmp("absent.safetensors") + ": error: cannot open for reading: No such file or directory\n");
@@ -282,6 +282,83 @@ TEST(Driver, ErrorsAndExitStatuses) {
   EXPECT_EQ(r.out.rfind(tmp("small.safetensors") + ": error: ", 0), 0u) << r.out;
 }
 
+/// The flags of the npy-classifier's data (16 samples: 2 steps an epoch).
+std::string classifier_data() {
+  write_classification(tmp("x.npy"), tmp("y.npy"), 16, 1);
+  return "--train=" + tmp("x.npy") + "," + tmp("y.npy");
+}
+
+/// The npy-classifier's checkpoint after one epoch, written at `ck` and read back less its
+/// checksums, for a test to damage and write again (write_safetensors adds new ones).
+void classifier_checkpoint(const std::string& ck, weft::SafetensorsFile* file) {
+  CommandResult r = train(classifier_data() + " --checkpoint-out=" + ck, "npy-classifier");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  weft::StatusOr<weft::SafetensorsFile> read = weft::read_safetensors(ck);
+  ASSERT_TRUE(read.ok()) << read.error().to_string();
+  *file = std::move(*read);
+  file->metadata.erase(std::string(weft::kSafetensorsChecksumKey));
+  file->metadata.erase(std::string(weft::kSafetensorsMetadataChecksumKey));
+}
+
+// A checkpoint's metadata is validated on resume: a negative weft.step used to load and
+// then abort the driver on an internal check (epoch_order, data.cc).
+TEST(Driver, ResumeRefusesANegativeStep) {
+  const std::string ck = tmp("negative.safetensors");
+  weft::SafetensorsFile file;
+  ASSERT_NO_FATAL_FAILURE(classifier_checkpoint(ck, &file));
+  file.metadata["weft.step"] = "-5";
+  ASSERT_TRUE(weft::write_safetensors(ck, file.tensors, file.metadata).ok());
+  CommandResult r = train(classifier_data() + " --checkpoint-in=" + ck, "npy-classifier");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, ck + ": error: malformed checkpoint: weft.step is '-5', not a non-negative integer\n");
+}
+
+// Resuming is strict: a checkpoint lacking a tensor or holding an unexpected one is
+// refused, both listed (it used to print "resumed ... at step N" and train from fresh
+// values); --partial-load loads what matches and prints what did not.
+TEST(Driver, ResumeIsStrictUnlessPartialLoadIsAskedFor) {
+  const std::string ck = tmp("strict.safetensors");
+  weft::SafetensorsFile file;
+  ASSERT_NO_FATAL_FAILURE(classifier_checkpoint(ck, &file));
+  const std::string dropped = file.tensors[0].first;
+  const size_t kept = file.tensors.size() - 1;
+  file.tensors[0].first = "extra.counter";
+  ASSERT_TRUE(weft::write_safetensors(ck, file.tensors, file.metadata).ok());
+  const std::string data = classifier_data();
+  CommandResult r = train(data + " --epochs=2 --checkpoint-in=" + ck, "npy-classifier");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, ck + ": error: strict load: the checkpoint lacks 1 expected key(s): " + dropped +
+                       "; it holds 1 unexpected key(s): extra.counter; nothing was loaded (a partial load "
+                       "loads the keys that match and reports the rest)\n");
+  r = train(data + " --epochs=2 --partial-load --checkpoint-in=" + ck, "npy-classifier");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("partial load of " + ck + ": loaded " + std::to_string(kept) +
+                            " key(s); missing (left as they were): " + dropped +
+                            "; unexpected (ignored): extra.counter\nresumed from " + ck + " at step 2\n",
+                        0),
+            0u)
+      << r.out;
+  r = train(data + " --partial-load", "npy-classifier");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "error: --partial-load needs --checkpoint-in\n");
+}
+
+// Every output path is checked before the first step: a directory given as
+// --checkpoint-out (or --report) used to be found only when the run ended.
+TEST(Driver, OutputPathsAreCheckedBeforeTheFirstStep) {
+  const std::string dir = tmp("a_directory");
+  ::mkdir(dir.c_str(), 0755);
+  for (const std::string flag : {"checkpoint-out", "report", "metrics-csv"}) {
+    CommandResult r = train("--max-steps=2 --" + flag + "=" + dir);
+    EXPECT_EQ(r.exit_code, 1) << flag;
+    EXPECT_EQ(r.out, "error: --" + flag + "=" + dir + ": that is a directory; name a file\n");
+    r = train("--max-steps=2 --" + flag + "=" + tmp("absent/file"));
+    EXPECT_EQ(r.exit_code, 1) << flag;
+    EXPECT_EQ(r.out, "error: --" + flag + "=" + tmp("absent/file") + ": the directory " + tmp("absent") +
+                         " does not exist\n");
+  }
+}
+
 TEST(Driver, StopsOnSigtermWithACheckpoint) {
   // A preempted job: SIGTERM once training is under way; the run finishes its step,
   // writes the checkpoint, says how to resume and exits 128 + 15.
@@ -310,13 +387,13 @@ TEST(Driver, HelpListsEveryFlag) {
        {"--data=DIR", "--train=X.npy,Y.npy", "--test=X.npy,Y.npy", "--epochs=N", "--max-steps=N", "--seed=S",
         "--shuffle-seed=S", "--threads=N", "--lr=X", "--schedule=NAME", "--lr-step-size=N", "--lr-gamma=X",
         "--milestones=N,N,...", "--warmup-steps=N", "--warmup-start-factor=X", "--min-lr=X", "--pct-start=X",
-        "--div-factor=X", "--final-div-factor=X", "--checkpoint-in=PATH", "--checkpoint-out=PATH",
+        "--div-factor=X", "--final-div-factor=X", "--checkpoint-in=PATH", "--partial-load", "--checkpoint-out=PATH",
         "--checkpoint-every=N", "--eval-every=N", "--metrics-csv=PATH", "--report=PATH", "--log-every=N",
         "--check-numerics",
         "--profile", "--data-parallel", "--help"}) {
     EXPECT_NE(r.out.find(std::string("\n  ") + flag), std::string::npos) << flag;
   }
-  EXPECT_EQ(count(r.out, "\\(default: "), 29);  // every flag but --help
+  EXPECT_EQ(count(r.out, "\\(default: "), 30);  // every flag but --help
 }
 
 // A binary trains on the backend its model was compiled for: --backend naming it is a

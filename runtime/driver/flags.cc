@@ -106,6 +106,12 @@ std::vector<Flag> make_flags() {
                    return Status();
                  }});
   };
+  auto boolean = [&](std::string name, std::string help, bool DriverConfig::*field) {
+    f.push_back({name, "", "off", std::move(help), [field](DriverConfig& c, const std::string&) -> Status {
+                   c.*field = true;
+                   return Status();
+                 }});
+  };
   auto seed = [&](std::string name, std::string help, uint64_t DriverConfig::*field) {
     f.push_back({name, "S", "0", std::move(help),
                  [name, field](DriverConfig& c, const std::string& v) -> Status {
@@ -187,6 +193,11 @@ std::vector<Flag> make_flags() {
   // Checkpoints, evaluation, reporting.
   path("checkpoint-in", "resume from this checkpoint (safetensors); the step count continues",
        &DriverConfig::checkpoint_in);
+  boolean("partial-load",
+          "with --checkpoint-in: load the tensors that match the model and print what was missing "
+          "(left at its initial value) and unexpected (ignored); without it a checkpoint must hold "
+          "exactly the model's tensors",
+          &DriverConfig::partial_load);
   path("checkpoint-out", "write a checkpoint here (safetensors, atomically) at the end",
        &DriverConfig::checkpoint_out);
   integer("checkpoint-every", "0", "also write --checkpoint-out every N steps (0: only at the end)",
@@ -199,24 +210,14 @@ std::vector<Flag> make_flags() {
        &DriverConfig::report);
   integer("log-every", "100", "print a progress line every N steps when stdout is not a terminal",
           &DriverConfig::log_every, 1);
-  f.push_back({"check-numerics", "", "off",
-               "stop at the first op producing a NaN or an infinity, naming it and its source line (slow)",
-               [](DriverConfig& c, const std::string&) -> Status {
-                 c.check_numerics = true;
-                 return Status();
-               }});
-  f.push_back({"profile", "", "off", "time every kernel of the step; print the table after each epoch",
-               [](DriverConfig& c, const std::string&) -> Status {
-                 c.profile = true;
-                 return Status();
-               }});
-  f.push_back({"data-parallel", "", "off",
-               "under mpirun -np N: each rank trains on its share of every global batch (the model's "
-               "batch times N); rank 0 alone prints and writes",
-               [](DriverConfig& c, const std::string&) -> Status {
-                 c.data_parallel = true;
-                 return Status();
-               }});
+  boolean("check-numerics",
+          "stop at the first op producing a NaN or an infinity, naming it and its source line (slow)",
+          &DriverConfig::check_numerics);
+  boolean("profile", "time every kernel of the step; print the table after each epoch", &DriverConfig::profile);
+  boolean("data-parallel",
+          "under mpirun -np N: each rank trains on its share of every global batch (the model's "
+          "batch times N); rank 0 alone prints and writes",
+          &DriverConfig::data_parallel);
   f.push_back({"help", "", "", "print this list and exit",
                [](DriverConfig& c, const std::string&) -> Status {
                  c.help = true;
@@ -243,6 +244,7 @@ Status check(const DriverConfig& c, const std::vector<std::string>& given) {
   if (c.eval_every > 0 && !c.train_files.empty() && c.test_files.empty()) {
     return Error{"--eval-every needs a test split: --test=X.npy,Y.npy"};
   }
+  if (c.partial_load && c.checkpoint_in.empty()) return Error{"--partial-load needs --checkpoint-in"};
   if (c.checkpoint_every > 0 && c.checkpoint_out.empty()) {
     return Error{"--checkpoint-every needs --checkpoint-out"};
   }

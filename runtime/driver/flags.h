@@ -48,6 +48,7 @@ struct DriverConfig {
   double final_div_factor = 1e4;
   // Checkpoints, evaluation, reporting.
   std::string checkpoint_in;
+  bool partial_load = false;
   std::string checkpoint_out;
   int64_t checkpoint_every = 0;
   int64_t eval_every = 0;

@@ -43,7 +43,7 @@ TEST(Flags, EveryFlagParses) {
   DriverConfig c = parse({"--epochs=3", "--max-steps", "7", "--seed=18446744073709551615",
                           "--shuffle-seed=9", "--threads=2", "--lr=0.01", "--schedule=warmup-cosine",
                           "--warmup-steps=5", "--warmup-start-factor=0.1", "--min-lr=1e-5",
-                          "--checkpoint-in=in.safetensors", "--checkpoint-out=/tmp/out.safetensors",
+                          "--checkpoint-in=in.safetensors", "--partial-load", "--checkpoint-out=/tmp/out.safetensors",
                           "--checkpoint-every=50", "--eval-every=20", "--metrics-csv=m.csv",
                           "--log-every=10", "--data=/data"});
   EXPECT_EQ(c.epochs, 3);
@@ -57,6 +57,7 @@ TEST(Flags, EveryFlagParses) {
   EXPECT_EQ(c.warmup_start_factor, 0.1);
   EXPECT_EQ(c.min_lr, 1e-5);
   EXPECT_EQ(c.checkpoint_in, "in.safetensors");
+  EXPECT_TRUE(c.partial_load);
   EXPECT_EQ(c.checkpoint_out, "/tmp/out.safetensors");
   EXPECT_EQ(c.checkpoint_every, 50);
   EXPECT_EQ(c.eval_every, 20);
@@ -143,6 +144,7 @@ TEST(Flags, InconsistentFlags) {
   EXPECT_EQ(error_of({"--data=/d", "--train=x.npy,y.npy"}), "--data and --train are two data sources; give one");
   EXPECT_EQ(error_of({"--test=x.npy,y.npy"}), "--test needs --train");
   EXPECT_EQ(error_of({"--checkpoint-every=10"}), "--checkpoint-every needs --checkpoint-out");
+  EXPECT_EQ(error_of({"--partial-load"}), "--partial-load needs --checkpoint-in");
   EXPECT_EQ(error_of({"--train=x.npy,y.npy", "--eval-every=10"}),
             "--eval-every needs a test split: --test=X.npy,Y.npy");
   EXPECT_EQ(error_of({"--schedule=step"}), "--schedule=step needs --lr-step-size=N");
@@ -164,7 +166,7 @@ TEST(Flags, HelpListsEveryFlagWithItsDefault) {
   const std::string help = help_text("train");
   EXPECT_EQ(help.rfind("usage: train [--flag=value ...]\n", 0), 0u) << help;
   const std::vector<std::string> names = flag_names();
-  EXPECT_EQ(names.size(), 30u);
+  EXPECT_EQ(names.size(), 31u);
   for (const std::string& name : names) {
     EXPECT_NE(help.find("\n  --" + name), std::string::npos) << name << "\n" << help;
   }

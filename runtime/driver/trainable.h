@@ -21,6 +21,7 @@
 
 #include "ir/status.h"
 #include "ir/shape.h"
+#include "runtime/checkpoint.h"
 #include "runtime/collective/communicator.h"
 #include "runtime/tensor.h"
 
@@ -67,8 +68,10 @@ class Trainable {
   /// Parameters, state, optimizer slots and the step count, as safetensors, written
   /// atomically (the Trainer's checkpoint format: the same keys and metadata).
   virtual Status save(const std::string& path) const = 0;
-  /// Loads such a checkpoint; on any error nothing changes.
-  virtual Status load(const std::string& path) = 0;
+  /// Loads such a checkpoint; on any error nothing changes. Strict: a checkpoint lacking
+  /// an expected tensor or holding an unexpected one is refused, both listed; `partial`
+  /// (--partial-load) loads what matches and reports the rest.
+  virtual StatusOr<LoadReport> load(const std::string& path, bool partial) = 0;
 };
 
 /// The model a training binary was built with. Declared here for the driver's main();

@@ -156,8 +156,9 @@ std::string format_duration(double seconds) {
   return buf;
 }
 
-Progress::Progress(std::FILE* out, int64_t every)
-    : out_(out), every_(std::max<int64_t>(every, 1)), terminal_(isatty(fileno(out))), start_(now_s()) {}
+Progress::Progress(std::FILE* out, int64_t every, bool under_launcher)
+    : out_(out), every_(std::max<int64_t>(every, 1)), terminal_(isatty(fileno(out)) && !under_launcher),
+      start_(now_s()) {}
 
 void Progress::update(int64_t step, int64_t total, int64_t epoch, int64_t epochs, double loss, double lr,
                       double steps_per_s) {

@@ -2,7 +2,11 @@
 
 #include "runtime/monitor/monitor.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
 
 #include <fstream>
 #include <sstream>
@@ -87,6 +91,30 @@ TEST(Monitor, FormatsDurationsAndReadsMemory) {
   EXPECT_EQ(format_duration(-1), "?");
   EXPECT_GT(resident_bytes(), 0);
   EXPECT_GE(peak_resident_bytes(), resident_bytes());
+}
+
+// On a terminal the line is rewritten in place; under mpirun the ranks' terminal is the
+// launcher's copy into a log, so the lines are plain there (escapes used to end up in it).
+TEST(Progress, PlainLinesUnderAnMpiLauncherEvenOnATerminal) {
+  const int master = ::posix_openpt(O_RDWR | O_NOCTTY);
+  ASSERT_GE(master, 0);
+  ASSERT_EQ(::grantpt(master), 0);
+  ASSERT_EQ(::unlockpt(master), 0);
+  std::FILE* terminal = std::fopen(::ptsname(master), "w");
+  ASSERT_NE(terminal, nullptr);
+  auto shown = [&](bool under_launcher) {
+    Progress progress(terminal, /*every=*/1, under_launcher);
+    progress.update(/*step=*/2, /*total=*/2, /*epoch=*/0, /*epochs=*/1, /*loss=*/0.5, /*lr=*/0.1, 10);
+    char buf[512];
+    const ssize_t n = ::read(master, buf, sizeof(buf));
+    return std::string(buf, n > 0 ? static_cast<size_t>(n) : 0);
+  };
+  EXPECT_EQ(shown(/*under_launcher=*/false).substr(0, 1), "\r");
+  const std::string plain = shown(/*under_launcher=*/true);
+  EXPECT_EQ(plain.find('\033'), std::string::npos) << plain;
+  EXPECT_EQ(plain.rfind("step 2/2  epoch 1/1  loss 0.5000", 0), 0u) << plain;
+  std::fclose(terminal);
+  ::close(master);
 }
 
 }  // namespace

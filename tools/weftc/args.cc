@@ -58,4 +58,17 @@ StatusOr<Args> parse_args(const std::string& command, const std::vector<std::str
   return args;
 }
 
+StatusOr<int64_t> whole_number_flag(const Args& args, const std::string& command,
+                                    const std::string& name, int64_t fallback, int64_t low,
+                                    int64_t high) {
+  if (!args.has(name)) return fallback;
+  const std::string text = args.get(name);
+  const FlagNumber<int64_t> n = parse_whole_number(text);
+  if (!n.ok() || n.value < low || n.value > high) {
+    return Error{"weftc " + command + ": --" + name + " expects a whole number in [" +
+                 std::to_string(low) + ", " + std::to_string(high) + "], got '" + text + "'"};
+  }
+  return n.value;
+}
+
 }  // namespace weft::cli

@@ -4,6 +4,7 @@
 // booleans and positional arguments. Unknown flags are errors naming the flag and the
 // subcommand's accepted flags.
 
+#include <cstdint>
 #include <map>
 #include <set>
 #include <string>
@@ -38,6 +39,13 @@ struct Args {
 /// Parses `argv` (the arguments after the subcommand name) for `command`.
 StatusOr<Args> parse_args(const std::string& command, const std::vector<std::string>& argv,
                           const std::vector<FlagSpec>& specs);
+
+/// The value of `--NAME` as a whole number in [low, high], or `fallback` when it is not
+/// given. Every integer flag of weftc is read here, by runtime/flag_values.h's checked
+/// parser: "1.5", "-", "4294967296" for an int are errors naming the command and the flag.
+StatusOr<int64_t> whole_number_flag(const Args& args, const std::string& command,
+                                    const std::string& name, int64_t fallback, int64_t low,
+                                    int64_t high);
 
 /// runtime/flag_values.h's: relative paths against $BUILD_WORKING_DIRECTORY.
 using ::weft::resolve_path;

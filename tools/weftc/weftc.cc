@@ -11,15 +11,15 @@
 
 #include <sys/stat.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -101,7 +101,10 @@ constexpr const char* kRunHelp =
     "must be given with --input; its .npy file must hold exactly the input's dtype and\n"
     "shape (no silent casts). Creates DIR if needed and writes the outputs as\n"
     "DIR/out_0.npy, DIR/out_1.npy, ... in return order, and every param or state input\n"
-    "that an assign updated as DIR/NAME.npy, overwriting existing files.\n"
+    "that an assign updated as DIR/NAME.npy, overwriting existing files. Nothing is\n"
+    "written outside DIR: bytes of NAME other than letters, digits, '_', '-' and '.' (and\n"
+    "a leading '.') are written %XX; an updated input whose file would be an output's is\n"
+    "an error before anything is written.\n"
     "  --backend=B      cpu (default): fused, memory-planned, MLIR-generated kernels on\n"
     "                   all cores; cuda: the GPU (cuBLAS GEMMs, generated PTX kernels,\n"
     "                   weft's CUDA library kernels); reference: the reference\n"
@@ -178,14 +181,12 @@ bool wants_help(const std::vector<std::string>& argv) {
   return false;
 }
 
+/// runtime/file_io.h's read_file (out of memory reported as such), its errors naming the
+/// path as the user wrote it.
 StatusOr<std::string> read_file(const std::string& shown_path) {
-  std::ifstream in(resolve_path(shown_path), std::ios::binary);
-  if (!in) {
-    return Error{"cannot read '" + shown_path + "': " + std::strerror(errno)};
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  StatusOr<std::string> bytes = weft::read_file(resolve_path(shown_path));
+  if (!bytes.ok()) return Error{bytes.error().message, Location::of_file(shown_path)};
+  return bytes;
 }
 
 Status write_file(const std::string& shown_path, const std::string& contents) {
@@ -306,18 +307,11 @@ Status grad_command(const std::vector<std::string>& argv) {
     wrt.push_back(name);
     start = comma + 1;
   }
-  int output = 0;
-  if (args.has("output")) {
-    std::string k = args.get("output");
-    char* end = nullptr;
-    long v = std::strtol(k.c_str(), &end, 10);
-    if (k.empty() || *end != '\0' || v < 0) {
-      return Error{"weftc grad: --output expects a non-negative integer, got '" + k + "'"};
-    }
-    output = static_cast<int>(v);
-  }
+  WEFT_ASSIGN_OR_RETURN(const int64_t output,
+                        whole_number_flag(args, "grad", "output", /*fallback=*/0, /*low=*/0,
+                                          /*high=*/std::numeric_limits<int>::max()));
   WEFT_ASSIGN_OR_RETURN(Graph g, load_typed_graph(file));
-  WEFT_ASSIGN_OR_RETURN(Graph grad, gradient_graph(g, output, wrt, args.get("seed")));
+  WEFT_ASSIGN_OR_RETURN(Graph grad, gradient_graph(g, static_cast<int>(output), wrt, args.get("seed")));
   WEFT_RETURN_IF_ERROR(default_pipeline().run(grad));
   std::string out = args.get("out");
   std::string text = ends_with(out, ".json") ? graph_to_json(grad) + "\n" : print_graph(grad);
@@ -447,6 +441,24 @@ StatusOr<std::vector<Tensor>> read_inputs(const Graph& g, const std::string& fil
   return inputs;
 }
 
+/// `name` as a file name that stays in its folder: ASCII letters, digits, '_', '-' and '.'
+/// are kept, any other byte and a leading '.' become %XX, so "../x" is "%2E.%2Fx", "a/b"
+/// is "a%2Fb", and two different names never share a file.
+std::string file_name_for(const std::string& name) {
+  std::string out;
+  for (size_t i = 0; i < name.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(name[i]);
+    if (std::isalnum(c) || c == '_' || c == '-' || (c == '.' && i > 0)) {
+      out += static_cast<char>(c);
+    } else {
+      char hex[4];
+      std::snprintf(hex, sizeof(hex), "%%%02X", c);
+      out += hex;
+    }
+  }
+  return out;
+}
+
 /// ` = [v0, v1, ...]` for small tensors, so a run's results can be read at a glance.
 std::string preview(const Tensor& t) {
   constexpr int64_t kMax = 6;
@@ -471,27 +483,16 @@ StatusOr<int64_t> parse_bytes(const std::string& flag, const std::string& text) 
   return *bytes;
 }
 
-/// `--NAME=N` as a positive int (default `fallback`); errors name the command and flag.
-StatusOr<int> positive_flag(const Args& args, const std::string& command, const std::string& name,
-                            int fallback) {
-  if (!args.has(name)) return fallback;
-  const std::string text = args.get(name);
-  const FlagNumber<int64_t> n = parse_whole_number(text);
-  if (!n.ok() || n.value <= 0 || n.value > 1000000000) {
-    return Error{"weftc " + command + ": --" + name + " expects a positive whole number, got '" + text + "'"};
-  }
-  return static_cast<int>(n.value);
-}
-
 Status profile_command(const std::vector<std::string>& argv) {
   WEFT_ASSIGN_OR_RETURN(
       Args args, parse_args("profile", argv,
                             {{"input", "i", true, /*repeatable=*/true}, {"steps"}, {"warmup"}, {"top"},
                              {"html"}}));
   WEFT_ASSIGN_OR_RETURN(std::string file, one_file_argument("profile", args));
-  WEFT_ASSIGN_OR_RETURN(int steps, positive_flag(args, "profile", "steps", 20));
-  WEFT_ASSIGN_OR_RETURN(int warmup, positive_flag(args, "profile", "warmup", 3));
-  WEFT_ASSIGN_OR_RETURN(int top, positive_flag(args, "profile", "top", 25));
+  constexpr int64_t kMaxSteps = 1000000000;
+  WEFT_ASSIGN_OR_RETURN(const int64_t steps, whole_number_flag(args, "profile", "steps", 20, 1, kMaxSteps));
+  WEFT_ASSIGN_OR_RETURN(const int64_t warmup, whole_number_flag(args, "profile", "warmup", 3, 1, kMaxSteps));
+  WEFT_ASSIGN_OR_RETURN(const int64_t top, whole_number_flag(args, "profile", "top", 25, 1, kMaxSteps));
   WEFT_ASSIGN_OR_RETURN(Graph g, load_typed_graph(file));
   auto specs = args.flags.count("input") ? args.flags.at("input") : std::vector<std::string>{};
   WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, read_inputs(g, file, specs));
@@ -499,11 +500,11 @@ Status profile_command(const std::vector<std::string>& argv) {
   for (size_t i = 0; i < inputs.size(); ++i) {
     WEFT_RETURN_IF_ERROR(ex->set_input(static_cast<int>(i), inputs[i]));
   }
-  for (int i = 0; i < warmup; ++i) WEFT_RETURN_IF_ERROR(ex->run());
+  for (int64_t i = 0; i < warmup; ++i) WEFT_RETURN_IF_ERROR(ex->run());
   ex->set_profiling(true);
-  for (int i = 0; i < steps; ++i) WEFT_RETURN_IF_ERROR(ex->run());
+  for (int64_t i = 0; i < steps; ++i) WEFT_RETURN_IF_ERROR(ex->run());
   std::cout << "program @" << ex->program().name << " on " << ex->pool().num_threads()
-            << " threads\n" << ex->profile_report(top);
+            << " threads\n" << ex->profile_report(static_cast<int>(top));
   if (args.has("html")) {
     viz::VizOptions options;
     options.title = "profile of @" + g.name();
@@ -552,18 +553,29 @@ Status run_command(const std::vector<std::string>& argv) {
                         : backend == "cuda" ? codegen::run_on_cuda(g, inputs, gpu)
                                             : reference::run(g, std::move(inputs)));
 
+  // Every file is named and checked before the first is written.
+  std::vector<std::pair<std::string, const Tensor*>> files;  // (file name, tensor)
+  std::map<std::string, std::string> written_for;            // file name -> what it holds
+  for (size_t i = 0; i < result.outputs.size(); ++i) {
+    files.emplace_back("out_" + std::to_string(i) + ".npy", &result.outputs[i]);
+    written_for[files.back().first] = "output " + std::to_string(i);
+  }
+  for (const auto& [name, t] : result.updated) {
+    files.emplace_back(file_name_for(name) + ".npy", &t);
+    auto [it, fresh] = written_for.emplace(files.back().first, "%" + name);
+    if (!fresh) {
+      return Error{"weftc run: the updated input %" + name + " would be written to '" +
+                   files.back().first + "', the file of " + it->second +
+                   "; rename the input in '" + file + "'"};
+    }
+  }
   std::string dir = args.get("out");
   WEFT_RETURN_IF_ERROR(make_directories(dir));
-  auto write = [&](const std::string& name, const Tensor& t) -> Status {
-    std::string shown = dir + "/" + name + ".npy";
-    WEFT_RETURN_IF_ERROR(write_npy(resolve_path(shown), t));
-    std::cout << "wrote " << shown << "  " << t.type().to_string() << preview(t) << "\n";
-    return Status();
-  };
-  for (size_t i = 0; i < result.outputs.size(); ++i) {
-    WEFT_RETURN_IF_ERROR(write("out_" + std::to_string(i), result.outputs[i]));
+  for (const auto& [name, t] : files) {
+    std::string shown = dir + "/" + name;
+    WEFT_RETURN_IF_ERROR(write_npy(resolve_path(shown), *t));
+    std::cout << "wrote " << shown << "  " << t->type().to_string() << preview(*t) << "\n";
   }
-  for (const auto& [name, t] : result.updated) WEFT_RETURN_IF_ERROR(write(name, t));
   return Status();
 }
 

@@ -179,6 +179,49 @@ TEST(Weftc, CheckBackendCudaNamesOpsThatWouldRunOnTheHost) {
       << r.out;
 }
 
+// Output files stay inside --out whatever the value names, and an updated input never
+// takes an output's file (a parameter %"../../x" used to write x.npy two folders up, and
+// one named out_0 to overwrite output 0).
+TEST(Weftc, RunWritesOnlyInsideOutAndNeverOverAnOutput) {
+  const std::string one = temp_dir() + "/one.npy";
+  ASSERT_TRUE(write_npy(one, Tensor::scalar(DType::f32, 1)).ok());
+  std::string wir = write_temp("names.wir",
+                               "graph @names(%\"../../x\": f32[] {param}, %\"a/b%\": f32[] {param},\n"
+                               "             %\".hidden\": f32[] {param}) {\n"
+                               "  %y = add(%\"../../x\", %\"a/b%\")\n"
+                               "  assign(%\"../../x\", %y)\n"
+                               "  assign(%\"a/b%\", %y)\n"
+                               "  assign(%\".hidden\", %y)\n"
+                               "  return %y\n"
+                               "}\n");
+  const std::string out = temp_dir() + "/names/deep/out";
+  Result r = weftc("run " + wir + " --input '../../x=" + one + "' --input 'a/b%=" + one +
+                   "' --input .hidden=" + one + " --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::vector<std::string> written;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(temp_dir() + "/names")) {
+    written.push_back(entry.path().string());
+  }
+  std::sort(written.begin(), written.end());
+  EXPECT_EQ(written, (std::vector<std::string>{temp_dir() + "/names/deep", out,
+                                               out + "/%2E.%2F..%2Fx.npy",
+                                               out + "/%2Ehidden.npy", out + "/a%2Fb%25.npy",
+                                               out + "/out_0.npy"}));
+  EXPECT_FALSE(std::filesystem::exists(temp_dir() + "/x.npy"));
+
+  wir = write_temp("clash.wir",
+                   "graph @clash(%out_0: f32[] {param}) {\n"
+                   "  %y = add(%out_0, %out_0)\n"
+                   "  assign(%out_0, %y)\n"
+                   "  return %out_0\n"
+                   "}\n");
+  r = weftc("run " + wir + " --input out_0=" + one + " --out " + temp_dir() + "/clash");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "error: weftc run: the updated input %out_0 would be written to 'out_0.npy', "
+                   "the file of output 0; rename the input in '" + wir + "'\n");
+  EXPECT_FALSE(std::filesystem::exists(temp_dir() + "/clash"));
+}
+
 TEST(Weftc, CheckNumericsNamesTheFirstNonFiniteOp) {
   std::string wir = write_temp("logs.wir", R"(graph @logs(%x: f32[4], %y: f32[4]) {
   %a = mul(%x, %y)
@@ -223,7 +266,7 @@ TEST(Weftc, ProfileTimesEveryKernel) {
   EXPECT_GE(std::count(text.begin(), text.end(), '%'), 1);
   EXPECT_NE(text.find(" timed"), std::string::npos);
   r = weftc("profile " + kExample + "mlp.wir" + example_inputs() + " --steps=0");
-  EXPECT_EQ(r.out, "error: weftc profile: --steps expects a positive whole number, got '0'\n");
+  EXPECT_EQ(r.out, "error: weftc profile: --steps expects a whole number in [1, 1000000000], got '0'\n");
 }
 
 TEST(Weftc, MaxMemoryRefusesALargerPlan) {
@@ -425,7 +468,30 @@ TEST(Weftc, GradWritesAGradientGraphThatRuns) {
   r = weftc("grad " + wir + " -o " + out);
   EXPECT_EQ(r.out, "error: weftc grad: --wrt NAME,NAME,... is required\n");
   r = weftc("grad " + wir + " --wrt w --output=x");
-  EXPECT_EQ(r.out, "error: weftc grad: --output expects a non-negative integer, got 'x'\n");
+  EXPECT_EQ(r.out, "error: weftc grad: --output expects a whole number in [0, 2147483647], got 'x'\n");
+}
+
+// Every integer flag is read by one checked parser: a value that does not fit is refused,
+// never wrapped (4294967296 used to become output 0 and succeed).
+TEST(Weftc, IntegerFlagsAreCheckedNotWrapped) {
+  std::string wir = write_temp("g.wir",
+                               "graph @g(%x: f32[3]) {\n"
+                               "  %l = sum(%x)\n"
+                               "  return %l\n"
+                               "}\n");
+  for (const char* value : {"4294967296", "-1", "1.5", "99999999999999999999", "+0", ""}) {
+    Result r = weftc("grad " + wir + " --wrt x --output=" + value);
+    EXPECT_EQ(r.exit_code, 1) << value;
+    EXPECT_EQ(r.out, std::string("error: weftc grad: --output expects a whole number in [0, "
+                                 "2147483647], got '") + value + "'\n");
+  }
+  const std::string profile = "profile " + kExample + "mlp.wir" + example_inputs();
+  for (const char* flag : {"steps", "warmup", "top"}) {
+    Result r = weftc(profile + " --" + flag + "=4294967297");
+    EXPECT_EQ(r.exit_code, 1) << flag;
+    EXPECT_EQ(r.out, std::string("error: weftc profile: --") + flag +
+                         " expects a whole number in [1, 1000000000], got '4294967297'\n");
+  }
 }
 
 // `weftc grad` then `weftc run` on the gradient fixtures, which torch.autograd made.
@@ -458,6 +524,19 @@ TEST(Weftc, GradMatchesTheGradientFixtures) {
                    1e-9);
     }
   }
+}
+
+// Under a file-size limit a write fails with an error naming the file, and no temporary
+// file is left (SIGXFSZ used to kill weftc with no message, leaving OUT.tmp.*).
+TEST(Weftc, FileSizeLimitIsAnErrorNotASignal) {
+  const std::string dir = temp_dir() + "/fsize";
+  ::mkdir(dir.c_str(), 0755);
+  Result r = weftc("dump " + kExample + "mlp.wir -o " + dir + "/big.wir", "ulimit -f 1 &&");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_EQ(r.out.rfind(dir + "/big.wir: error: write to " + dir + "/big.wir.tmp.", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find(" failed: File too large (" + dir + "/big.wir was left as it was)\n"), std::string::npos)
+      << r.out;
+  EXPECT_TRUE(std::filesystem::is_empty(dir));
 }
 
 TEST(Weftc, HelpAndUsage) {

@@ -175,7 +175,9 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
   }
 
   // The checkpoint before the data: a wrong path fails in milliseconds.
-  monitor::Progress progress(out, config.log_every, collective::launched_by_mpi_launcher());
+  // Plain lines (no terminal escapes) in the logs of a job started by mpirun or srun.
+  const bool under_mpi = info.launched_by_mpi_launcher && info.launched_by_mpi_launcher();
+  monitor::Progress progress(out, config.log_every, under_mpi);
   if (!config.checkpoint_in.empty()) {
     StatusOr<LoadReport> report = model.load(config.checkpoint_in, config.partial_load);
     if (!report.ok()) return runtime(report.error());

@@ -16,65 +16,20 @@ TF32 is off, as weft's cuBLAS calls use pedantic fp32. The best is printed last.
     python3 bench/pytorch/cuda_mlp.py [--steps=200] [--warmup=20] [--configs=eager,fused,...]
 """
 import argparse
-import time
+import os
+import sys
 
-import torch
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch  # noqa: E402
+
+from cuda_suite import time_config  # noqa: E402
 
 
-def make(dev):
+def make():
     torch.manual_seed(7)
     return torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256),
-                               torch.nn.ReLU(), torch.nn.Linear(256, 10)).to(dev)
-
-
-def timed(step, steps, warmup):
-    ms = []
-    for s in range(warmup + steps):
-        t0 = time.perf_counter()
-        step()
-        torch.cuda.synchronize()
-        if s >= warmup:
-            ms.append((time.perf_counter() - t0) * 1e3)
-    ms.sort()
-    return ms
-
-
-def run_config(name, dev, x, y, steps, warmup):
-    model = make(dev)
-    loss_fn = torch.nn.CrossEntropyLoss()
-    if name == "eager":
-        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    elif name in ("fused", "compile"):
-        opt = torch.optim.Adam(model.parameters(), lr=1e-3, fused=True)
-    else:
-        opt = torch.optim.Adam(model.parameters(), lr=torch.tensor(1e-3, device=dev), fused=True,
-                               capturable=True)
-    fwd = torch.compile(model) if name == "compile" else model
-    out = {}
-
-    def step():
-        opt.zero_grad(set_to_none=(name != "cuda_graph"))
-        loss = loss_fn(fwd(x), y)
-        loss.backward()
-        opt.step()
-        out["loss"] = loss
-
-    if name != "cuda_graph":
-        ms = timed(step, steps, warmup)
-        return ms, out["loss"].item()
-    # Warm up on a side stream (allocates grads and optimizer state), then capture.
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            step()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    opt.zero_grad(set_to_none=False)
-    with torch.cuda.graph(g):
-        step()
-    ms = timed(g.replay, steps, warmup)
-    return ms, out["loss"].item()
+                               torch.nn.ReLU(), torch.nn.Linear(256, 10))
 
 
 def main():
@@ -94,13 +49,13 @@ def main():
     best = None
     for name in a.configs.split(","):
         try:
-            ms, loss = run_config(name, dev, x, y, a.steps, a.warmup)
+            med, low, loss, _ = time_config(make(), torch.nn.CrossEntropyLoss(), [x], y, 1e-3, name,
+                                            a.steps, a.warmup, dev)
         except Exception as e:  # torch.compile needs a working Triton; report, go on
             print(f"pytorch {torch.__version__} cuda ({name})  failed: {type(e).__name__}: {e}")
             continue
-        med = ms[len(ms) // 2]
         print(f"pytorch {torch.__version__} cuda ({name})  mlp784_adam_step  median {med:.3f} "
-              f"ms/step  (min {ms[0]:.3f}, {a.steps} steps; loss {loss:.4f})", flush=True)
+              f"ms/step  (min {low:.3f}, {a.steps} steps; first loss {loss:.4f})", flush=True)
         if best is None or med < best[1]:
             best = (name, med)
     if best:

@@ -234,6 +234,21 @@ cudaError_t by_size(int esize, F&& f) {
   return cudaErrorInvalidValue;
 }
 
+// Calls f(T{}) for the value type: float, double (by_float), and int32_t, int64_t too
+// (by_value).
+template <typename F>
+cudaError_t by_float(ValueType type, F&& f) {
+  return type == kF64 ? f(double{}) : f(float{});
+}
+template <typename F>
+cudaError_t by_value(ValueType type, F&& f) {
+  switch (type) {
+    case kI32: return f(int32_t{});
+    case kI64: return f(int64_t{});
+    default: return by_float(type, f);
+  }
+}
+
 }  // namespace
 
 cudaError_t launch_strided_copy(const void* in, void* out, const StridedMap& map, int esize,
@@ -265,30 +280,12 @@ cudaError_t launch_scatter_add(const void* idx, IndexType idx_type, const void* 
                                int invocation, cudaStream_t stream) {
   const int64_t count = g.outer * g.n * g.inner;
   if (count == 0) return cudaSuccess;
-  const unsigned blocks = blocks_for(count);
-  switch (type) {
-    case kF32:
-      scatter_add<float><<<blocks, kThreads, 0, stream>>>(
-          idx, idx_type, static_cast<const float*>(src), static_cast<float*>(out), g, error,
-          invocation);
-      break;
-    case kF64:
-      scatter_add<double><<<blocks, kThreads, 0, stream>>>(
-          idx, idx_type, static_cast<const double*>(src), static_cast<double*>(out), g, error,
-          invocation);
-      break;
-    case kI32:
-      scatter_add<int32_t><<<blocks, kThreads, 0, stream>>>(
-          idx, idx_type, static_cast<const int32_t*>(src), static_cast<int32_t*>(out), g, error,
-          invocation);
-      break;
-    case kI64:
-      scatter_add<int64_t><<<blocks, kThreads, 0, stream>>>(
-          idx, idx_type, static_cast<const int64_t*>(src), static_cast<int64_t*>(out), g, error,
-          invocation);
-      break;
-  }
-  return cudaGetLastError();
+  return by_value(type, [&](auto v) {
+    using T = decltype(v);
+    scatter_add<T><<<blocks_for(count), kThreads, 0, stream>>>(
+        idx, idx_type, static_cast<const T*>(src), static_cast<T*>(out), g, error, invocation);
+    return cudaGetLastError();
+  });
 }
 
 cudaError_t launch_one_hot(const void* idx, IndexType idx_type, int64_t n, int64_t depth,
@@ -308,28 +305,15 @@ cudaError_t launch_cross_entropy(const void* logits, ValueType type, const void*
                                  IndexType label_type, int64_t n, int64_t c, int mode,
                                  double* row_loss, void* out, DeviceError* error,
                                  int invocation, cudaStream_t stream) {
-  const unsigned blocks = blocks_for(n * 32);
   const double scale = mode == 0 ? 1.0 / static_cast<double>(n) : 1.0;
-  if (type == kF64) {
-    double* none = mode == 2 ? static_cast<double*>(out) : nullptr;
-    cross_entropy_rows<double><<<blocks, kThreads, 0, stream>>>(
-        static_cast<const double*>(logits), labels, label_type, n, c, row_loss, none, error,
-        invocation);
-    if (mode != 2) {
-      sum_doubles<double><<<1, kThreads, 0, stream>>>(row_loss, n, scale,
-                                                             static_cast<double*>(out));
-    }
-  } else {
-    float* none = mode == 2 ? static_cast<float*>(out) : nullptr;
-    cross_entropy_rows<float><<<blocks, kThreads, 0, stream>>>(
-        static_cast<const float*>(logits), labels, label_type, n, c, row_loss, none, error,
-        invocation);
-    if (mode != 2) {
-      sum_doubles<float><<<1, kThreads, 0, stream>>>(row_loss, n, scale,
-                                                            static_cast<float*>(out));
-    }
-  }
-  return cudaGetLastError();
+  return by_float(type, [&](auto v) {
+    using T = decltype(v);
+    cross_entropy_rows<T><<<blocks_for(n * 32), kThreads, 0, stream>>>(
+        static_cast<const T*>(logits), labels, label_type, n, c, row_loss,
+        mode == 2 ? static_cast<T*>(out) : nullptr, error, invocation);
+    if (mode != 2) sum_doubles<T><<<1, kThreads, 0, stream>>>(row_loss, n, scale, static_cast<T*>(out));
+    return cudaGetLastError();
+  });
 }
 
 cudaError_t launch_mse(const void* a, const void* b, ValueType type, int64_t count, int mode,
@@ -337,40 +321,27 @@ cudaError_t launch_mse(const void* a, const void* b, ValueType type, int64_t cou
   const int64_t want = (count + kThreads - 1) / kThreads;
   const unsigned blocks = static_cast<unsigned>(want < 1 ? 1 : want > kMseBlocks ? kMseBlocks : want);
   const double scale = mode == 0 ? 1.0 / static_cast<double>(count) : 1.0;
-  if (type == kF64) {
-    squared_error<double><<<blocks, kThreads, 0, stream>>>(
-        static_cast<const double*>(a), static_cast<const double*>(b), count,
-        mode == 2 ? nullptr : partial, mode == 2 ? static_cast<double*>(out) : nullptr);
-    if (mode != 2) {
-      sum_doubles<double><<<1, kThreads, 0, stream>>>(partial, blocks, scale,
-                                                      static_cast<double*>(out));
-    }
-  } else {
-    squared_error<float><<<blocks, kThreads, 0, stream>>>(
-        static_cast<const float*>(a), static_cast<const float*>(b), count,
-        mode == 2 ? nullptr : partial, mode == 2 ? static_cast<float*>(out) : nullptr);
-    if (mode != 2) {
-      sum_doubles<float><<<1, kThreads, 0, stream>>>(partial, blocks, scale,
-                                                     static_cast<float*>(out));
-    }
-  }
-  return cudaGetLastError();
+  return by_float(type, [&](auto v) {
+    using T = decltype(v);
+    squared_error<T><<<blocks, kThreads, 0, stream>>>(
+        static_cast<const T*>(a), static_cast<const T*>(b), count, mode == 2 ? nullptr : partial,
+        mode == 2 ? static_cast<T*>(out) : nullptr);
+    if (mode != 2) sum_doubles<T><<<1, kThreads, 0, stream>>>(partial, blocks, scale, static_cast<T*>(out));
+    return cudaGetLastError();
+  });
 }
 
 cudaError_t launch_elementwise(ElementwiseOp op, ValueType type, const void* a,
                                const StridedMap& a_map, const void* b, const StridedMap& b_map,
                                void* out, int64_t count, cudaStream_t stream) {
   if (count == 0) return cudaSuccess;
-  if (type == kF64) {
-    elementwise<double><<<blocks_for(count), kThreads, 0, stream>>>(
-        op, static_cast<const double*>(a), a_map, static_cast<const double*>(b), b_map,
-        static_cast<double*>(out), count);
-  } else {
-    elementwise<float><<<blocks_for(count), kThreads, 0, stream>>>(
-        op, static_cast<const float*>(a), a_map, static_cast<const float*>(b), b_map,
-        static_cast<float*>(out), count);
-  }
-  return cudaGetLastError();
+  return by_float(type, [&](auto v) {
+    using T = decltype(v);
+    elementwise<T><<<blocks_for(count), kThreads, 0, stream>>>(
+        op, static_cast<const T*>(a), a_map, static_cast<const T*>(b), b_map, static_cast<T*>(out),
+        count);
+    return cudaGetLastError();
+  });
 }
 
 cudaError_t launch_random(bool bernoulli, ValueType type, const int64_t* key, void* out,
@@ -385,14 +356,11 @@ cudaError_t launch_random(bool bernoulli, ValueType type, const int64_t* key, vo
       return cudaGetLastError();
     });
   }
-  if (type == kF64) {
-    random_uniform<double><<<blocks_for(count), kThreads, 0, stream>>>(
-        key, static_cast<double*>(out), count);
-  } else {
-    random_uniform<float><<<blocks_for(count), kThreads, 0, stream>>>(
-        key, static_cast<float*>(out), count);
-  }
-  return cudaGetLastError();
+  return by_float(type, [&](auto v) {
+    using T = decltype(v);
+    random_uniform<T><<<blocks_for(count), kThreads, 0, stream>>>(key, static_cast<T*>(out), count);
+    return cudaGetLastError();
+  });
 }
 
 }  // namespace weft::cuda

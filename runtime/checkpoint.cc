@@ -157,16 +157,18 @@ StatusOr<LoadReport> load_checkpoint(const std::string& path, const CheckpointSc
   if (whole) {
     const std::string ours = structural_hash_hex(schema.structural_hash);
     const std::string* theirs = meta(kHashKey);
+    const std::string& knob = options.subgraph_knob;
     if (theirs == nullptr) {
       return file_error(path, "not a weft checkpoint: __metadata__ has no weft.structural_hash, "
-                              "so it cannot be checked against the model; to load the "
-                              "parameters of a labelled subgraph, set LoadOptions::subgraph");
+                              "so it cannot be checked against the model" +
+                                  (knob.empty() ? std::string()
+                                                : "; to load the parameters of a labelled subgraph, set " + knob));
     }
     if (*theirs != ours) {
       return file_error(path, "checkpoint is of a different architecture: structural hash " + *theirs +
-                                  " in the checkpoint, " + ours +
-                                  " for this model; to load only a labelled subgraph both "
-                                  "models share, set LoadOptions::subgraph");
+                                  " in the checkpoint, " + ours + " for this model" +
+                                  (knob.empty() ? std::string()
+                                                : "; to load only a labelled subgraph both models share, set " + knob));
     }
   }
 

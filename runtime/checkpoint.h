@@ -57,6 +57,10 @@ struct CheckpointScope {
   /// default. False: a partial load, which loads what matches and says in LoadReport
   /// what did not (partial_load_report() words it for a user).
   bool strict = true;
+  /// How the caller's user loads a labelled subgraph instead, for the hint of a whole
+  /// load refused by the structural hash; empty where there is no such option (the AOT
+  /// training driver): no hint.
+  std::string subgraph_knob = "LoadOptions::subgraph";
 };
 
 /// What a successful load did. All lists are sorted.

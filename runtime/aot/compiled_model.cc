@@ -344,6 +344,7 @@ StatusOr<LoadReport> CompiledModel::load(const std::string& path, bool partial) 
   // below cannot fail: on any error nothing has changed.
   CheckpointScope scope;
   scope.strict = !partial;
+  scope.subgraph_knob = "";  // a compiled model loads whole checkpoints only
   WEFT_ASSIGN_OR_RETURN(LoadReport report, load_checkpoint(path, schema_, values, scope));
   for (const std::string& key : report.loaded) {
     if (auto u = unbound_.find(key); u != unbound_.end()) {

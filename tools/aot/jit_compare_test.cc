@@ -226,6 +226,8 @@ TEST_F(AotVsJit, FailedLoadChangesNothing) {
                                "0123456789abcdef in the checkpoint"),
             std::string::npos)
       << s.to_string();
+  // No hint to set LoadOptions::subgraph: a compiled model has no such option.
+  EXPECT_EQ(s.to_string().find("subgraph"), std::string::npos) << s.to_string();
   s = p.aot->load(dir + "/missing.safetensors", /*partial=*/false).status();
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(p.aot->steps(), 2);

@@ -23,12 +23,44 @@ __global__ void pool_kernel(PoolOp op, PoolWindow g, const T* a, const T* b, T* 
   }
 }
 
+template <typename T>
+__global__ void max_pool_backward_scatter_kernel(PoolWindow g, const T* x, const T* gy, T* out,
+                                                 int64_t windows) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < windows;
+       e += stride) {
+    max_pool_backward_scatter(g, x, gy, e, out);
+  }
+}
+
+unsigned blocks_for(int64_t count) {
+  const int64_t wanted = (count + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(wanted > 65535 ? 65535 : wanted);
+}
+
+// max_pool2d_backward over disjoint windows: zero the result, then scatter.
+template <typename T>
+cudaError_t max_pool_backward_scatter_launch(const PoolWindow& g, const void* x, const void* gy,
+                                             void* out, cudaStream_t stream) {
+  const int64_t windows = g.planes * g.oh * g.ow;
+  const cudaError_t cleared = cudaMemsetAsync(
+      out, 0, static_cast<size_t>(pool_result_count(g, kMaxPoolBackward)) * sizeof(T), stream);
+  if (cleared != cudaSuccess || windows == 0) return cleared;
+  max_pool_backward_scatter_kernel<T><<<blocks_for(windows), kThreads, 0, stream>>>(
+      g, static_cast<const T*>(x), static_cast<const T*>(gy), static_cast<T*>(out), windows);
+  return cudaGetLastError();
+}
+
 }  // namespace
 
 cudaError_t launch_pool(PoolOp op, bool f64, const PoolWindow& window, const void* a,
                         const void* b, void* out, cudaStream_t stream) {
   const int64_t count = pool_result_count(window, op);
   if (count == 0) return cudaSuccess;
+  if (op == kMaxPoolBackward && pool_windows_disjoint(window)) {
+    return f64 ? max_pool_backward_scatter_launch<double>(window, a, b, out, stream)
+               : max_pool_backward_scatter_launch<float>(window, a, b, out, stream);
+  }
   const int64_t wanted = (count + kThreads - 1) / kThreads;
   const unsigned blocks = static_cast<unsigned>(wanted > 65535 ? 65535 : wanted);
   if (f64) {

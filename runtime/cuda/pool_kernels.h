@@ -156,6 +156,24 @@ WEFT_HD inline T max_pool_backward_element(const PoolWindow& g, const T* x, cons
   return acc;
 }
 
+/// True when no two windows share an element (stride >= kernel on both axes, as in the
+/// usual 2x2 pooling of stride 2): max_pool2d_backward is then a scatter, below.
+WEFT_HD inline bool pool_windows_disjoint(const PoolWindow& g) {
+  return g.sh >= g.kh && g.sw >= g.kw;
+}
+
+/// max_pool2d_backward in scatter form, for disjoint windows: window e (of planes·oh·ow)
+/// puts 0 + its gradient at its first maximum, in a result zeroed before. No element
+/// takes two gradients, so these are the gather form's bits (and the reference's: 0 + g,
+/// which turns -0 into +0) for one window search per window instead of one per element.
+template <typename T>
+WEFT_HD inline void max_pool_backward_scatter(const PoolWindow& g, const T* x, const T* gy,
+                                              int64_t e, T* out) {
+  const int64_t ox = e % g.ow, oy = (e / g.ow) % g.oh, p = e / (g.ow * g.oh);
+  const int64_t i = pool_window_argmax(g, x + p * g.h * g.w, oy, ox);
+  if (i >= 0) out[p * g.h * g.w + i] = static_cast<T>(T(0) + gy[e]);
+}
+
 /// avg_pool2d_backward, element e of the result: the sum, in the reference's window
 /// order, of gy·(1/(kh·kw)) over the windows that cover this element.
 template <typename T>

@@ -123,7 +123,18 @@ void check_op(Op op, const Geometry& geo, DType dtype, bool nans) {
   EXPECT_EQ(pool_op(op), pool_op(node.op));
   const Tensor got = run_elements<T>(pool_op(op), *w, args[0], args.size() > 1 ? &args[1] : nullptr,
                                      result);
-  expect_identical(got, reference_node(node, args, result));
+  const Tensor want = reference_node(node, args, result);
+  expect_identical(got, want);
+  if (op == Op::MaxPool2dBackward && pool_windows_disjoint(*w)) {
+    // pool.cu's scatter form for disjoint windows: a zeroed result, then each window.
+    Tensor scattered(result);
+    for (int64_t e = 0; e < w->planes * w->oh * w->ow; ++e) {
+      max_pool_backward_scatter<T>(*w, args[0].data<T>(), args[1].data<T>(), e,
+                                   scattered.data<T>());
+    }
+    SCOPED_TRACE("scatter form");
+    expect_identical(scattered, want);
+  }
 }
 
 class PoolKernelsTest : public ::testing::TestWithParam<Geometry> {};

@@ -19,6 +19,7 @@
 #include <algorithm>
 
 #include "runtime/cpu/contraction_internal.h"
+#include "runtime/matmul_geometry.h"
 
 namespace weft::cpu {
 
@@ -173,44 +174,25 @@ class MatmulKernel final : public BoundKernel {
 }  // namespace
 
 StatusOr<bool> plan_matmul(const LibraryCall& call, GemmPlan& plan) {
-  const Type& ta = call.operand_types[0];
-  const Type& tb = call.operand_types[1];
-  if (call.node.op != Op::Matmul || ta.dtype != tb.dtype ||
-      (ta.dtype != DType::f32 && ta.dtype != DType::f64) || ta.shape.rank() == 0 ||
-      tb.shape.rank() == 0) {
-    return false;
-  }
-  const bool trans_a = call.node.bool_attr("transpose_a");
-  const bool trans_b = call.node.bool_attr("transpose_b");
-  if ((trans_a && ta.shape.rank() < 2) || (trans_b && tb.shape.rank() < 2)) return false;
-  // ad and bd are the operands as multiplied (op(a), op(b)).
-  std::vector<int64_t> ad = ta.shape.dims, bd = tb.shape.dims;
-  if (trans_a) std::swap(ad[ad.size() - 2], ad[ad.size() - 1]);
-  if (trans_b) std::swap(bd[bd.size() - 2], bd[bd.size() - 1]);
-  if (ad.size() == 1) ad.insert(ad.begin(), 1);
-  if (bd.size() == 1) bd.push_back(1);
-  const int64_t m = ad[ad.size() - 2], k = ad.back(), n = bd.back();
-  if (bd[bd.size() - 2] != k) {
-    return call_error(call, "contracted dimensions differ: " + ta.to_string() + " and " +
-                                tb.to_string());
-  }
-  const std::vector<int64_t> a_batch(ad.begin(), ad.end() - 2), b_batch(bd.begin(), bd.end() - 2);
-  const std::optional<Shape> batch = broadcast_shapes(Shape(a_batch), Shape(b_batch));
-  if (!batch) {
-    return call_error(call, "batch dimensions of " + ta.to_string() + " and " + tb.to_string() +
-                                " do not broadcast");
-  }
-  WEFT_CHECK(call.result_type.numel() == batch->numel() * m * n,
+  StatusOr<std::optional<MatmulGeometry>> geometry =
+      matmul_geometry(call.node, call.operand_types[0], call.operand_types[1]);
+  if (!geometry.ok()) return call_error(call, geometry.error().message);
+  if (!geometry->has_value()) return false;
+  const MatmulGeometry& geo = **geometry;
+  const bool trans_a = geo.trans_a, trans_b = geo.trans_b;
+  const int64_t m = geo.m, k = geo.k, n = geo.n;
+  const Shape& batch = geo.batch;
+  WEFT_CHECK(call.result_type.numel() == batch.numel() * m * n,
              "matmul: result type does not match the operands");
   plan = GemmPlan::single(m, n, k, trans_a, trans_b);
-  const std::vector<int64_t> ea = broadcast_entries(a_batch, *batch);
-  const std::vector<int64_t> eb = broadcast_entries(b_batch, *batch);
+  const std::vector<int64_t>& ea = geo.a_entries;
+  const std::vector<int64_t>& eb = geo.b_entries;
   const bool b_shared = std::all_of(eb.begin(), eb.end(), [](int64_t e) { return e == 0; });
   bool a_dense = true;
   for (size_t i = 0; i < ea.size(); ++i) a_dense = a_dense && ea[i] == static_cast<int64_t>(i);
   if (b_shared && a_dense && !trans_a) {
     // [..., m, k] x [k, n]: the batch folds into the rows of one GEMM.
-    plan.m = batch->numel() * m;
+    plan.m = batch.numel() * m;
     plan.c_stride = plan.m * n;
   } else {
     plan.a_offsets.resize(ea.size());

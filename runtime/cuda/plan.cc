@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "ir/text_util.h"
+#include "runtime/matmul_geometry.h"
 
 namespace weft::cuda {
 namespace {
@@ -46,36 +47,18 @@ std::string MatmulPlan::describe(DType dtype) const {
 }
 
 StatusOr<bool> plan_matmul(const Node& node, const Type& ta, const Type& tb, MatmulPlan& plan) {
-  if (node.op != Op::Matmul || ta.dtype != tb.dtype ||
-      (ta.dtype != DType::f32 && ta.dtype != DType::f64) || ta.shape.rank() == 0 ||
-      tb.shape.rank() == 0) {
-    return false;
-  }
-  const bool trans_a = node.bool_attr("transpose_a");
-  const bool trans_b = node.bool_attr("transpose_b");
-  if ((trans_a && ta.shape.rank() < 2) || (trans_b && tb.shape.rank() < 2)) return false;
-  // ad and bd are the operands as multiplied (op(a), op(b)).
-  std::vector<int64_t> ad = ta.shape.dims, bd = tb.shape.dims;
-  if (trans_a) std::swap(ad[ad.size() - 2], ad[ad.size() - 1]);
-  if (trans_b) std::swap(bd[bd.size() - 2], bd[bd.size() - 1]);
-  if (ad.size() == 1) ad.insert(ad.begin(), 1);
-  if (bd.size() == 1) bd.push_back(1);
-  const int64_t m = ad[ad.size() - 2], k = ad.back(), n = bd.back();
-  if (bd[bd.size() - 2] != k) {
-    return matmul_error(node, "contracted dimensions differ: " + ta.to_string() + " and " +
-                                  tb.to_string());
-  }
-  const std::vector<int64_t> a_batch(ad.begin(), ad.end() - 2), b_batch(bd.begin(), bd.end() - 2);
-  const std::optional<Shape> batch = broadcast_shapes(Shape(a_batch), Shape(b_batch));
-  if (!batch) {
-    return matmul_error(node, "batch dimensions of " + ta.to_string() + " and " +
-                                  tb.to_string() + " do not broadcast");
-  }
+  StatusOr<std::optional<MatmulGeometry>> geometry = matmul_geometry(node, ta, tb);
+  if (!geometry.ok()) return matmul_error(node, geometry.error().message);
+  if (!geometry->has_value()) return false;
+  const MatmulGeometry& geo = **geometry;
+  const bool trans_a = geo.trans_a, trans_b = geo.trans_b;
+  const int64_t m = geo.m, k = geo.k, n = geo.n;
+  const Shape& batch = geo.batch;
   plan = MatmulPlan{};
   plan.m = m;
   plan.n = n;
   plan.k = k;
-  plan.batch = batch->numel();
+  plan.batch = batch.numel();
   if (plan.batch == 0 || m == 0 || n == 0) return true;  // C has no elements
   if (k == 0) {
     plan.zero_fill = true;
@@ -93,8 +76,8 @@ StatusOr<bool> plan_matmul(const Node& node, const Type& ta, const Type& tb, Mat
   g.ld_second = trans_a ? m : k;  // A is stored [k, m] or [m, k]
   g.ldc = n;
 
-  const std::vector<int64_t> ea = broadcast_entries(a_batch, *batch);
-  const std::vector<int64_t> eb = broadcast_entries(b_batch, *batch);
+  const std::vector<int64_t>& ea = geo.a_entries;
+  const std::vector<int64_t>& eb = geo.b_entries;
   const std::optional<int64_t> sa = constant_step(ea), sb = constant_step(eb);
   if (sb && *sb == 0 && sa && *sa == 1 && !trans_a) {
     // [..., m, k] x [k, n]: the batch folds into the rows of one GEMM (cuBLAS's n).

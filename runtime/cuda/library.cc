@@ -1,6 +1,7 @@
 #include "runtime/cuda/library.h"
 
 #include "runtime/cuda/conv_plan.h"
+#include "runtime/cuda/index_maps.h"
 #include "runtime/cuda/plan.h"
 
 namespace weft::cuda {
@@ -58,7 +59,6 @@ LibraryKind library_kind(const Node& node, const std::vector<Type>& operands, co
   if (operands.empty() && node.info().category == OpCategory::Creation) {
     return LibraryKind::constant;
   }
-  constexpr int kMaxRank = 8;  // index_maps.h
   for (const Type& t : operands) {
     if (t.shape.rank() > kMaxRank) return LibraryKind::host;
   }

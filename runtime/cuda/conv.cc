@@ -11,6 +11,8 @@
 #include <cudnn.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
@@ -200,16 +202,20 @@ struct Algorithm {
   size_t workspace = 0;
   std::string name;
   bool nondeterministic = false;  ///< Only when cuDNN offers no deterministic one.
+  float ms = -1;  ///< Its time in cuDNN's search; -1 when the heuristics chose.
+  /// The fastest the search measured when the policy passed it over: its name, time and
+  /// why ("algo_0 0.210 ms, nondeterministic"); empty otherwise.
+  std::string passed_over;
 };
 
 // Call's algorithm for `plan`, once, at bind time: cuDNN runs every algorithm on the
 // bound buffers and orders them by measured time (cudnnFind*AlgorithmEx, the results are
 // overwritten later by the step itself), or, where that fails, its heuristics; then
-// choose_conv_algorithm (conv_plan.h) takes the fastest deterministic exact one. The
-// workspace is asked again for the choice.
+// choose_conv_algorithm (conv_plan.h) takes one by `policy`. The workspace is asked again
+// for the choice.
 template <typename Call>
 StatusOr<Algorithm> choose(cudnnHandle_t h, const ConvPlan& plan, const Descriptors& d,
-                           const Buffers& buffers) {
+                           const Buffers& buffers, ConvPolicy policy) {
   int count = 0, returned = 0;
   WEFT_RETURN_IF_ERROR(cudnn_status(Call::max_count(h, &count), "cudnnGet*AlgorithmMaxCount"));
   std::vector<typename Call::Perf> perf(static_cast<size_t>(std::max(count, 1)));
@@ -236,7 +242,7 @@ StatusOr<Algorithm> choose(cudnnHandle_t h, const ConvPlan& plan, const Descript
     a.workspace = perf[i].memory;
     offered.push_back(a);
   }
-  const int chosen = choose_conv_algorithm(offered);
+  const int chosen = choose_conv_algorithm(offered, kConvWorkspaceLimit, policy);
   if (chosen < 0) {
     return Error{"cuDNN offers no FMA-math algorithm for the convolution " + plan.describe() +
                  " (" + std::to_string(returned) + " offered)"};
@@ -246,6 +252,20 @@ StatusOr<Algorithm> choose(cudnnHandle_t h, const ConvPlan& plan, const Descript
   out.algo = offered[chosen].algo;
   out.name = Call::name(algo);
   out.nondeterministic = !offered[chosen].deterministic;
+  if (found) {
+    out.ms = perf[chosen].time;
+    // The search's order is by time: the first usable one is the fastest.
+    const int fastest = choose_conv_algorithm(offered, SIZE_MAX, ConvPolicy::fastest);
+    if (fastest >= 0 && fastest != chosen) {
+      const ConvAlgorithm& f = offered[fastest];
+      char ms[32];
+      std::snprintf(ms, sizeof ms, " %.3f ms", perf[fastest].time);
+      out.passed_over = std::string(Call::name(static_cast<typename Call::Algo>(f.algo))) + ms +
+                        (f.deterministic ? "" : ", nondeterministic") +
+                        (f.approximate ? ", FFT/Winograd" : "") +
+                        (f.workspace > kConvWorkspaceLimit ? ", over the workspace limit" : "");
+    }
+  }
   WEFT_RETURN_IF_ERROR(cudnn_status(Call::workspace(h, d, algo, &out.workspace),
                                     "cudnnGet*WorkspaceSize (" + out.name + ")"));
   return out;
@@ -258,14 +278,14 @@ class ConvolutionBound : public Executor::Bound {
       : op_(std::move(op)), plan_(std::move(plan)), x_(x), w_(w), y_(y), out_(out),
         out_bytes_(out_bytes) {}
 
-  Status bind(cudnnHandle_t h) {
+  Status bind(cudnnHandle_t h, ConvPolicy policy) {
     if (plan_.zero_fill) return Status::ok_status();
     WEFT_RETURN_IF_ERROR(desc_.make(plan_));
     const Buffers b{x_, w_, y_, out_};
-    StatusOr<Algorithm> a = plan_.call == ConvCall::forward ? choose<Forward>(h, plan_, desc_, b)
+    StatusOr<Algorithm> a = plan_.call == ConvCall::forward ? choose<Forward>(h, plan_, desc_, b, policy)
                             : plan_.call == ConvCall::backward_data
-                                ? choose<BackwardData>(h, plan_, desc_, b)
-                                : choose<BackwardFilter>(h, plan_, desc_, b);
+                                ? choose<BackwardData>(h, plan_, desc_, b, policy)
+                                : choose<BackwardFilter>(h, plan_, desc_, b, policy);
     if (!a.ok()) return a.error();
     algo_ = std::move(*a);
     return Status::ok_status();
@@ -316,8 +336,12 @@ class ConvolutionBound : public Executor::Bound {
   std::string describe() const override {
     std::string s = "cudnn " + op_ + " " + plan_.describe();
     if (!plan_.zero_fill) {
-      s += " (" + algo_.name + (algo_.nondeterministic ? ", nondeterministic" : "") + ", " +
-           std::to_string(algo_.workspace) + " bytes of workspace)";
+      char ms[32] = "";
+      if (algo_.ms >= 0) std::snprintf(ms, sizeof ms, " %.3f ms", algo_.ms);
+      s += " (" + algo_.name + ms + (algo_.nondeterministic ? ", nondeterministic" : "") + ", " +
+           std::to_string(algo_.workspace) + " bytes of workspace";
+      if (!algo_.passed_over.empty()) s += "; passed over " + algo_.passed_over;
+      s += ")";
     }
     return s;
   }
@@ -352,7 +376,7 @@ StatusOr<BoundPtr> convolution_bound(Device& d, const Node& node,
   auto bound = std::make_unique<ConvolutionBound>(std::string(op_name(node.op)), plan,
                                                   at(plan.x_at), at(plan.w_at), at(plan.y_at),
                                                   out, result.bytes());
-  WEFT_RETURN_IF_ERROR(bound->bind(d.cudnn));
+  WEFT_RETURN_IF_ERROR(bound->bind(d.cudnn, d.convolutions));
   return BoundPtr(std::move(bound));
 }
 

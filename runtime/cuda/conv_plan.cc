@@ -1,6 +1,7 @@
 #include "runtime/cuda/conv_plan.h"
 
 #include <climits>
+#include <span>
 #include <string>
 
 #include "ir/checked_math.h"
@@ -149,16 +150,20 @@ StatusOr<ConvPlan> plan_convolution(const Node& node, const std::vector<Type>& o
   return plan;
 }
 
-int choose_conv_algorithm(const std::vector<ConvAlgorithm>& offered, size_t limit) {
-  // Classes in order of preference; within one, cuDNN's order (fastest expected first).
+int choose_conv_algorithm(const std::vector<ConvAlgorithm>& offered, size_t limit,
+                          ConvPolicy policy) {
+  // Classes in order of preference; within one, cuDNN's order (fastest first).
   struct Want {
     bool deterministic, exact, within_limit;
   };
-  constexpr Want kOrder[] = {
+  constexpr Want kReproducible[] = {
       {true, true, true},  {false, true, true},  {true, false, true},  {false, false, true},
       {true, true, false}, {false, true, false}, {true, false, false}, {false, false, false},
   };
-  for (const Want& want : kOrder) {
+  constexpr Want kFastest[] = {{false, false, true}, {false, false, false}};
+  const std::span<const Want> order =
+      policy == ConvPolicy::fastest ? std::span<const Want>(kFastest) : kReproducible;
+  for (const Want& want : order) {
     for (size_t i = 0; i < offered.size(); ++i) {
       const ConvAlgorithm& a = offered[i];
       if (!a.supported || a.tensor_ops) continue;

@@ -78,16 +78,29 @@ struct ConvAlgorithm {
 /// The most workspace a chosen algorithm may take while one within it exists.
 inline constexpr size_t kConvWorkspaceLimit = size_t{256} << 20;
 
-/// Index in `offered` (cuDNN's order: fastest expected first) of the algorithm to use, -1
-/// when none is usable. Never tensor ops (results must match the reference's f32 within
-/// 2e-5). Preferred in turn: deterministic, exact and within `limit`; exact within
-/// `limit` (a nondeterministic sum differs between runs in its last bits only, while an
-/// FFT or Winograd result can miss the tolerance); deterministic within `limit`; then the
-/// same classes ignoring the limit. cuDNN offers a deterministic exact algorithm for
-/// each call (forward: all but FFT/Winograd; backward data and filter: ALGO_1), so the
-/// later classes are for shapes those do not support.
+/// Which of cuDNN's algorithms a convolution may take (cuda::ExecutorOptions::convolutions).
+enum class ConvPolicy {
+  /// Deterministic and exact first (choose_conv_algorithm's classes): every step of an
+  /// executor computes the same bits, within 2e-5 of the reference's f32.
+  reproducible,
+  /// The fastest FMA-math algorithm within the workspace limit, nondeterministic ones
+  /// (atomic sums: the last bits differ from step to step) and FFT/Winograd (further from
+  /// the reference's f32 arithmetic) included: what PyTorch's cudnn.benchmark takes.
+  fastest,
+};
+
+/// Index in `offered` (cuDNN's order: fastest first) of the algorithm to use, -1 when
+/// none is usable. Never tensor ops (results must match the reference's f32 within
+/// 2e-5). With ConvPolicy::reproducible, preferred in turn: deterministic, exact and
+/// within `limit`; exact within `limit` (a nondeterministic sum differs between runs in
+/// its last bits only, while an FFT or Winograd result can miss the tolerance);
+/// deterministic within `limit`; then the same classes ignoring the limit. cuDNN offers
+/// a deterministic exact algorithm for each call (forward: all but FFT/Winograd;
+/// backward data and filter: ALGO_1), so the later classes are for shapes those do not
+/// support. With ConvPolicy::fastest: the first within `limit`, else the first.
 int choose_conv_algorithm(const std::vector<ConvAlgorithm>& offered,
-                          size_t limit = kConvWorkspaceLimit);
+                          size_t limit = kConvWorkspaceLimit,
+                          ConvPolicy policy = ConvPolicy::reproducible);
 
 /// The window of `node` (max_pool2d, avg_pool2d, max_pool2d_backward,
 /// avg_pool2d_backward, max_pool2d_select) on operands of `operands` types giving

@@ -318,5 +318,21 @@ TEST(ConvAlgorithmChoice, PrefersDeterministicExactWithinTheLimit) {
   EXPECT_EQ(choose_conv_algorithm({}), -1);
 }
 
+TEST(ConvAlgorithmChoice, FastestTakesTheFirstWithinTheLimit) {
+  const std::vector<ConvAlgorithm> offered = {
+      algo(3, true, false, 10, /*tensor_ops=*/true),  // TF32: never
+      algo(5, true, false, 1000),                    // over the limit
+      algo(7, false, true, 10),                      // nondeterministic Winograd
+      algo(1, true, false, 100),
+  };
+  EXPECT_EQ(choose_conv_algorithm(offered, 500, ConvPolicy::fastest), 2);
+  EXPECT_EQ(choose_conv_algorithm(offered, 500, ConvPolicy::reproducible), 3);
+  // Nothing within the limit: the fastest over it.
+  EXPECT_EQ(choose_conv_algorithm({algo(5, false, false, 1000), algo(2, true, true, 2000)}, 500,
+                                  ConvPolicy::fastest),
+            0);
+  EXPECT_EQ(choose_conv_algorithm({algo(3, true, false, 0, true)}, 500, ConvPolicy::fastest), -1);
+}
+
 }  // namespace
 }  // namespace weft::cuda

@@ -47,6 +47,7 @@
 
 #include "ir/status.h"
 #include "runtime/executor.h"
+#include "runtime/cuda/conv_plan.h"
 #include "runtime/program.h"
 #include "runtime/tensor.h"
 
@@ -75,6 +76,9 @@ struct ExecutorOptions {
   /// refuses such a Program, naming each op and its line (library.h,
   /// check_device_only).
   bool allow_host_fallback = false;
+  /// Which cuDNN algorithm each convolution takes (conv_plan.h): reproducible (the same
+  /// bits every step) or the fastest measured, as PyTorch's cudnn.benchmark does.
+  ConvPolicy convolutions = ConvPolicy::reproducible;
 };
 
 class Executor : public ProgramExecutor {

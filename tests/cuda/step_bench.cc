@@ -6,14 +6,18 @@
 // GPU (bench/RESULTS.md, "CUDA"). Prints the reason and exits 0 without a GPU.
 //
 //   step_bench [--steps=50] [--warmup=5] [--case=NAME] [--program] [--profile=TOP]
+//              [--conv=reproducible|fastest]
 //
 // --program prints each case's Program listing instead (no GPU needed); --profile=TOP
-// prints, launch by launch, the TOP costliest invocations of one more step (CUDA events).
+// prints, launch by launch, the TOP costliest invocations of one more step (CUDA events)
+// and the TOP costliest kinds of invocation (the same description: one GEMM shape, one
+// kernel, one cuDNN call) with their counts; --conv picks ExecutorOptions::convolutions.
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -29,6 +33,7 @@ int run(int argc, char** argv) {
   int steps = 50, warmup = 5, top = 0;
   std::string only;
   bool listing = false;
+  cuda::ConvPolicy conv = cuda::ConvPolicy::reproducible;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a.rfind("--steps=", 0) == 0) steps = std::atoi(a.c_str() + 8);
@@ -36,9 +41,11 @@ int run(int argc, char** argv) {
     else if (a.rfind("--case=", 0) == 0) only = a.substr(7);
     else if (a == "--program") listing = true;
     else if (a.rfind("--profile=", 0) == 0) top = std::atoi(a.c_str() + 10);
+    else if (a == "--conv=fastest") conv = cuda::ConvPolicy::fastest;
+    else if (a == "--conv=reproducible") conv = cuda::ConvPolicy::reproducible;
     else {
       std::fprintf(stderr, "usage: step_bench [--steps=N] [--warmup=N] [--case=NAME] [--program] "
-                           "[--profile=TOP]\n");
+                           "[--profile=TOP] [--conv=reproducible|fastest]\n");
       return 2;
     }
   }
@@ -62,7 +69,7 @@ int run(int argc, char** argv) {
       const Program program = c.program();
       const bool host = !cuda::host_invocations(program).empty();
       StatusOr<std::unique_ptr<cuda::Executor>> ex = cuda::Executor::create(
-          program, c.ptx, c.symbols, {.cuda_graph = graph, .allow_host_fallback = host});
+          program, c.ptx, c.symbols, {.cuda_graph = graph, .allow_host_fallback = host, .convolutions = conv});
       if (!ex.ok()) {
         std::fprintf(stderr, "%s: %s\n", c.name.c_str(), ex.error().to_string().c_str());
         return 1;
@@ -127,6 +134,22 @@ int run(int argc, char** argv) {
           const Invocation& inv = (*ex)->program().code[i];
           std::printf("    %8.3f ms  %-60.60s %s\n", (*prof)[i], i < lines.size() ? lines[i].c_str() : "",
                       inv.results[0].type.to_string().c_str());
+        }
+        // By kind: the invocations whose descriptions (less the index) are the same.
+        std::map<std::string, std::pair<double, int>> kinds;
+        for (size_t i = 0; i < prof->size() && i < lines.size(); ++i) {
+          const size_t text = lines[i].find_first_not_of("0123456789 ");
+          auto& [ms_total, count] = kinds[lines[i].substr(text == std::string::npos ? 0 : text)];
+          ms_total += (*prof)[i];
+          ++count;
+        }
+        std::vector<std::pair<double, std::string>> by_time;
+        for (const auto& [text, tc] : kinds) by_time.emplace_back(tc.first, text);
+        std::sort(by_time.rbegin(), by_time.rend());
+        std::printf("    by kind (%zu kinds):\n", by_time.size());
+        for (int k = 0; k < top && k < static_cast<int>(by_time.size()); ++k) {
+          const auto& [ms_total, text] = by_time[k];
+          std::printf("    %8.3f ms %5d x  %s\n", ms_total, kinds[text].second, text.c_str());
         }
       }
       if (!graph) continue;

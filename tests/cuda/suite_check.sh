@@ -5,10 +5,32 @@
 # go to $OUT (or /tmp/weft-gpu).
 #
 #   tests/cuda/suite_check.sh [STEPS]
+#   tests/cuda/suite_check.sh --profile=MODEL,MODEL...
+#
+# --profile: where the time goes instead, model by model on both sides: weft's
+# invocations launch by launch and by kind (`suite_bench --profile`), with cuDNN's
+# reproducible and fastest algorithm policies, and PyTorch's CUDA kernels and cuDNN
+# settings (bench/pytorch/cuda_profile.py).
 set -uo pipefail
 out=${OUT:-/tmp/weft-gpu}
-steps=${1:-100}
 mkdir -p "$out"
+if [[ "${1:-}" == --profile=* ]]; then
+  models=${1#--profile=}
+  for m in ${models//,/ }; do
+    for conv in reproducible fastest; do
+      timeout 90 .gpu/suite_bench --case="$m" --steps=30 --warmup=5 --profile=30 --conv=$conv \
+        >"$out/profile_${m}_$conv.txt" 2>&1
+      echo "== suite_bench --case=$m --conv=$conv rc=$?"
+      grep -E "weft cuda|profile:" "$out/profile_${m}_$conv.txt" | sed 's/ (min .*device/ device/'
+    done
+  done
+  PYTHONUNBUFFERED=1 timeout 200 python3 bench/pytorch/cuda_profile.py --models="$models" \
+    >"$out/profile_pytorch.txt" 2>&1
+  echo "== cuda_profile.py rc=$?"
+  grep -E "^pytorch" "$out/profile_pytorch.txt" | cut -c1-150
+  exit 0
+fi
+steps=${1:-100}
 timeout 200 .gpu/suite_bench --steps="$steps" --warmup=10 >"$out/suite_weft.txt" 2>&1
 echo "== suite_bench rc=$?"
 grep -E "weft cuda|error" "$out/suite_weft.txt" | sed 's/ (min .*device/ device/'

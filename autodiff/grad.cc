@@ -1,6 +1,9 @@
 #include "autodiff/grad.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <vector>
 
 #include "autodiff/rules.h"
 #include "ir/shape_rules.h"
@@ -53,6 +56,94 @@ const GradEntry& grad_entry(Op op) {
   return table[static_cast<int>(op)];
 }
 
+namespace {
+
+/// A zero-filled pad along one axis only: `inner` placed at [lo, lo + len) of `axis`.
+struct Piece {
+  ValueId inner;
+  int axis;
+  int64_t lo, len, size;  ///< size: the axis's length in the padded result.
+};
+
+std::optional<Piece> as_piece(const Graph& g, ValueId v) {
+  const int at = g.value(v).node;
+  if (at < 0) return std::nullopt;
+  const Node& n = g.node(at);
+  if (n.op != Op::Pad || n.float_attr("value") != 0.0) return std::nullopt;
+  const IntList& lo = n.ints_attr("low");
+  const IntList& hi = n.ints_attr("high");
+  std::optional<Piece> piece;
+  for (size_t d = 0; d < lo.size(); ++d) {
+    if (lo[d] == 0 && hi[d] == 0) continue;
+    if (piece || lo[d] < 0 || hi[d] < 0) return std::nullopt;  // two axes, or a crop
+    const int64_t len = g.type(n.operands[0]).shape[static_cast<int>(d)];
+    piece = Piece{n.operands[0], static_cast<int>(d), lo[d], len, lo[d] + len + hi[d]};
+  }
+  return piece;
+}
+
+/// The sum of a value's gradient contributions, in the order they were found. Zero pads
+/// along one axis whose pieces lie side by side (the gradients of slices that cut a
+/// tensor into pieces: an LSTM's four gates, attention's q, k and v) become one concat of
+/// the pieces (padded where they do not cover the axis) instead of a pad per piece and an
+/// add per pad: the same sums, as each element gets one piece and zeros (up to the sign
+/// of a zero: -0 + 0 is +0), without the padded copies.
+ValueId sum_contributions(GradBuilder& b, const Graph& g, std::vector<ValueId> parts) {
+  std::vector<std::optional<Piece>> pieces;
+  for (ValueId v : parts) pieces.push_back(as_piece(g, v));
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (!pieces[i]) continue;
+    // The pieces along i's axis, by position: a run of adjacent ones through i.
+    std::vector<size_t> same;
+    for (size_t j = i; j < parts.size(); ++j) {
+      if (pieces[j] && pieces[j]->axis == pieces[i]->axis && g.type(parts[j]) == g.type(parts[i])) {
+        same.push_back(j);
+      }
+    }
+    std::sort(same.begin(), same.end(),
+              [&](size_t x, size_t y) { return pieces[x]->lo < pieces[y]->lo; });
+    size_t first = 0;
+    while (same[first] != i) ++first;
+    size_t begin = first, end = first + 1;
+    while (begin > 0 && pieces[same[begin - 1]]->lo + pieces[same[begin - 1]]->len ==
+                            pieces[same[begin]]->lo) {
+      --begin;
+    }
+    while (end < same.size() &&
+           pieces[same[end - 1]]->lo + pieces[same[end - 1]]->len == pieces[same[end]]->lo) {
+      ++end;
+    }
+    if (end - begin < 2) continue;
+    const Piece& low = *pieces[same[begin]];
+    const Piece& high = *pieces[same[end - 1]];
+    std::vector<ValueId> inner;
+    for (size_t k = begin; k < end; ++k) inner.push_back(pieces[same[k]]->inner);
+    ValueId joined = b.op(Op::Concat, inner, {{"axis", int64_t{low.axis}}});
+    const int64_t after = low.size - high.lo - high.len;
+    if (low.lo != 0 || after != 0) {
+      const int rank = g.type(joined).shape.rank();
+      IntList lo(rank, 0), hi(rank, 0);
+      lo[low.axis] = low.lo;
+      hi[low.axis] = after;
+      joined = b.op(Op::Pad, {joined}, {{"low", lo}, {"high", hi}});
+    }
+    // The run's sum takes the place of its first part; the others drop out.
+    const size_t at = *std::min_element(same.begin() + begin, same.begin() + end);
+    for (size_t k = begin; k < end; ++k) {
+      parts[same[k]] = kNoValue;
+      pieces[same[k]].reset();
+    }
+    parts[at] = joined;
+  }
+  ValueId sum = kNoValue;
+  for (ValueId v : parts) {
+    if (v != kNoValue) sum = sum == kNoValue ? v : b.add(sum, v);
+  }
+  return sum;
+}
+
+}  // namespace
+
 StatusOr<std::vector<ValueId>> append_gradients(Graph& g, ValueId output,
                                                 const std::vector<ValueId>& wrt, ValueId seed) {
   const int num_nodes = static_cast<int>(g.nodes().size());
@@ -81,14 +172,20 @@ StatusOr<std::vector<ValueId>> append_gradients(Graph& g, ValueId output,
     return from_wrt[v] && to_output[v] && is_floating(g.type(v).dtype);
   };
 
-  std::vector<ValueId> grads(g.num_values(), kNoValue);
+  // Each value's gradient contributions, summed (sum_contributions) when the value's
+  // producer is reached: every user comes after it, so all of them are in by then.
+  std::vector<std::vector<ValueId>> parts(g.num_values());
+  auto total = [&](GradBuilder& b, ValueId v) {
+    if (parts[v].size() > 1) parts[v] = {sum_contributions(b, g, std::move(parts[v]))};
+    return parts[v].empty() ? kNoValue : parts[v][0];
+  };
   {
     GradBuilder b(g, g.value(output).node >= 0 ? g.node(g.value(output).node).loc : Location{});
-    grads[output] = seed != kNoValue ? seed : b.constant(1.0, out_type.dtype);
+    parts[output] = {seed != kNoValue ? seed : b.constant(1.0, out_type.dtype)};
   }
   for (int i = num_nodes - 1; i >= 0; --i) {
     const Node n = g.node(i);  // a copy: rules append nodes, which may move the vector
-    if (n.result() == kNoValue || grads[n.result()] == kNoValue || !needs_grad(n.result())) continue;
+    if (n.result() == kNoValue || parts[n.result()].empty() || !needs_grad(n.result())) continue;
     bool any_operand = std::any_of(n.operands.begin(), n.operands.end(), needs_grad);
     if (!any_operand) continue;
     const GradEntry& entry = grad_entry(n.op);
@@ -99,7 +196,7 @@ StatusOr<std::vector<ValueId>> append_gradients(Graph& g, ValueId output,
                    n.loc};
     }
     GradBuilder b(g, n.loc);
-    std::vector<ValueId> operand_grads = entry.rule(b, n, grads[n.result()]);
+    std::vector<ValueId> operand_grads = entry.rule(b, n, total(b, n.result()));
     WEFT_CHECK(operand_grads.size() == n.operands.size(),
                std::string(op_name(n.op)) + "'s gradient rule returned the wrong count");
     for (size_t k = 0; k < n.operands.size(); ++k) {
@@ -110,17 +207,15 @@ StatusOr<std::vector<ValueId>> append_gradients(Graph& g, ValueId output,
       WEFT_CHECK(g.type(d) == g.type(o), std::string(op_name(n.op)) + "'s gradient for operand " +
                                              std::to_string(k) + " is " + g.type(d).to_string() +
                                              ", not " + g.type(o).to_string());
-      grads[o] = grads[o] == kNoValue ? d : b.add(grads[o], d);
+      parts[o].push_back(d);
     }
   }
   std::vector<ValueId> out;
   for (ValueId v : wrt) {
-    if (grads[v] != kNoValue) {
-      out.push_back(grads[v]);
-    } else {
-      GradBuilder b(g, Location{});
-      out.push_back(b.zeros(g.type(v)));
-    }
+    const int at = g.value(v).node;
+    GradBuilder b(g, at >= 0 ? g.node(at).loc : Location{});
+    const ValueId grad = total(b, v);
+    out.push_back(grad != kNoValue ? grad : b.zeros(g.type(v)));
   }
   return out;
 }

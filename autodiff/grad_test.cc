@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "ir/text.h"
 #include "passes/pipeline.h"
 #include "runtime/reference/interpreter.h"
@@ -38,6 +40,59 @@ TEST(Grad, AccumulatesAndUndoesBroadcasting) {
   ASSERT_TRUE(r.ok()) << r.error().to_string();
   EXPECT_EQ(r->outputs[0].to_doubles(), (std::vector<double>{11, 21, 31, 11, 21, 31}));
   EXPECT_EQ(r->outputs[1].to_doubles(), (std::vector<double>{5, 7, 9}));
+}
+
+TEST(Grad, SlicesThatCutATensorIntoPiecesGetOneConcatBack) {
+  // An LSTM's gates: four slices side by side, each used differently; and two slices that
+  // leave a gap (columns 1..2 and 2..3 of 5), whose gradient is one pad of a concat.
+  Graph g = parse(R"(graph @f(%x: f64[2,8], %y: f64[2,5]) -> (f64[]) {
+    %i = slice(%x) {start=[0, 0], stop=[2, 2]}
+    %f = slice(%x) {start=[0, 2], stop=[2, 4]}
+    %c = slice(%x) {start=[0, 4], stop=[2, 6]}
+    %o = slice(%x) {start=[0, 6], stop=[2, 8]}
+    %a = mul(%i, %f)
+    %b = mul(%c, %o)
+    %t = tanh(%b)
+    %s = add(%a, %t)
+    %y1 = slice(%y) {start=[0, 1], stop=[2, 2]}
+    %y2 = slice(%y) {start=[0, 2], stop=[2, 3]}
+    %yy = mul(%y1, %y2)
+    %l1 = sum(%s)
+    %l2 = sum(%yy)
+    %l = add(%l1, %l2)
+    return %l
+  })");
+  auto grad = gradient_graph(g, 0, {"x", "y"});
+  ASSERT_TRUE(grad.ok()) << grad.error().to_string();
+  ASSERT_TRUE(default_pipeline().run(*grad).ok());
+  const std::string text = print_graph(*grad);
+  // dx: one concat of the four pieces, no pad and no add of pads; dy: a pad of a concat.
+  int pads = 0, concats = 0;
+  for (const Node& n : grad->nodes()) {
+    pads += n.op == Op::Pad;
+    concats += n.op == Op::Concat;
+  }
+  EXPECT_EQ(pads, 1) << text;
+  EXPECT_EQ(concats, 2) << text;
+  std::vector<double> xs(16), ys(10);
+  for (size_t k = 0; k < xs.size(); ++k) xs[k] = 0.1 * static_cast<double>(k) - 0.5;
+  for (size_t k = 0; k < ys.size(); ++k) ys[k] = 0.3 * static_cast<double>(k) - 1;
+  auto r = reference::run(*grad, {Tensor::from_vector<double>({2, 8}, xs),
+                                  Tensor::from_vector<double>({2, 5}, ys)});
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  const std::vector<double> dx = r->outputs[0].to_doubles(), dy = r->outputs[1].to_doubles();
+  for (int row = 0; row < 2; ++row) {
+    const double* x = &xs[static_cast<size_t>(row) * 8];
+    const double* d = &dx[static_cast<size_t>(row) * 8];
+    const double t0 = std::tanh(x[4] * x[6]), t1 = std::tanh(x[5] * x[7]);
+    const double d0 = 1 - t0 * t0, d1 = 1 - t1 * t1;
+    const double want[8] = {x[2], x[3], x[0], x[1], d0 * x[6], d1 * x[7], d0 * x[4], d1 * x[5]};
+    for (int k = 0; k < 8; ++k) EXPECT_DOUBLE_EQ(d[k], want[k]) << "row " << row << " col " << k;
+    const double* y = &ys[static_cast<size_t>(row) * 5];
+    const double* e = &dy[static_cast<size_t>(row) * 5];
+    const double want_y[5] = {0, y[2], y[1], 0, 0};
+    for (int k = 0; k < 5; ++k) EXPECT_DOUBLE_EQ(e[k], want_y[k]) << "row " << row << " col " << k;
+  }
 }
 
 TEST(Grad, IndependentInputGetsZerosAndSeedIsAnInput) {

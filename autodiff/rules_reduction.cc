@@ -37,7 +37,9 @@ Grads mean(GradBuilder& b, const Node& n, ValueId g) {
   const Shape x = b.shape(n.operands[0]);
   double count = 1;
   for (int axis : reduced_axes(n, x.rank())) count *= static_cast<double>(x[axis]);
-  return {b.mul(unreduce(b, n, g), b.constant(1 / count, b.type(g).dtype))};
+  // Scaled before it is broadcast (the same products): the broadcast then feeds the
+  // elementwise ops that use it, which canonicalize lets broadcast it themselves.
+  return {b.broadcast_to(b.mul(keep_dims(b, n, g), b.constant(1 / count, b.type(g).dtype)), x)};
 }
 
 /// max and min: the gradient is shared evenly among the elements equal to the extremum

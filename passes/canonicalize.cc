@@ -1,9 +1,11 @@
 #include "passes/canonicalize.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 namespace weft {
 namespace {
@@ -49,8 +51,63 @@ bool is_add_identity(const Graph& g, ValueId x, ValueId z) {
   return is_fill_of(g, z, is_float_value(g, x) ? -0.0 : 0.0);
 }
 
+/// An elementwise op broadcasts its operands itself: an operand that is a broadcast_to's
+/// result becomes that broadcast's operand where the op's result keeps its shape, so the
+/// broadcast is never materialized (a batch norm's per-channel statistics in its
+/// backward). The same values, bit for bit.
+void drop_broadcasts(const Graph& g, Node& node) {
+  const Shape& result = g.value(node.result()).type->shape;
+  for (size_t k = 0; k < node.operands.size(); ++k) {
+    const Node* p = producer(g, node.operands[k]);
+    if (!p || p->op != Op::BroadcastTo) continue;
+    std::vector<ValueId> operands = node.operands;
+    operands[k] = p->operands[0];
+    std::optional<Shape> shape = g.value(operands[0]).type->shape;
+    for (size_t j = 1; j < operands.size() && shape; ++j) {
+      shape = broadcast_shapes(*shape, g.value(operands[j]).type->shape);
+    }
+    if (shape && *shape == result) node.operands = std::move(operands);
+  }
+}
+
+/// A slice that reads whole operands of a concat, side by side along its axis, and all
+/// of every other axis: those operands, one (returned) or several (the node becomes
+/// their concat).
+std::optional<ValueId> slice_of_concat(const Graph& g, Node& node, const Node& concat) {
+  const Shape& x = g.value(concat.result()).type->shape;
+  const Shape& y = g.value(node.result()).type->shape;
+  const std::optional<int> axis = normalize_axis(concat.int_attr("axis"), x.rank());
+  const IntList& start = node.ints_attr("start");
+  if (!axis || static_cast<int>(start.size()) != x.rank()) return std::nullopt;
+  if (node.has_attr("step")) {
+    for (int64_t step : node.ints_attr("step")) if (step != 1) return std::nullopt;
+  }
+  int64_t first = 0;
+  for (int d = 0; d < x.rank(); ++d) {
+    const int64_t v = start[static_cast<size_t>(d)];
+    const int64_t at = v < 0 ? std::max<int64_t>(v + x[d], 0) : std::min(v, x[d]);
+    if (d == *axis) first = at;
+    else if (at != 0 || y[d] != x[d]) return std::nullopt;
+  }
+  std::vector<ValueId> read;
+  int64_t offset = 0;
+  for (ValueId v : concat.operands) {
+    const int64_t len = g.value(v).type->shape[*axis];
+    if (offset >= first && offset + len <= first + y[*axis] && len > 0) read.push_back(v);
+    else if (offset < first + y[*axis] && offset + len > first && len > 0) return std::nullopt;
+    offset += len;
+  }
+  if (read.empty()) return std::nullopt;
+  if (read.size() == 1) return same_type(g, node.result(), read[0]) ? std::optional(read[0]) : std::nullopt;
+  node.op = Op::Concat;
+  node.operands = std::move(read);
+  node.attrs = {{"axis", int64_t{*axis}}};
+  return std::nullopt;
+}
+
 /// What the node computes, when it is one of its operands unchanged; may first rewrite
-/// the node in place into a simpler equivalent (stacked movement ops).
+/// the node in place into a simpler equivalent (stacked movement ops, an elementwise op's
+/// broadcast operands, a slice of a concat).
 std::optional<ValueId> simplify(const Graph& g, Node& node) {
   const ValueId r = node.result();
   auto operand_if_same = [&](ValueId x) -> std::optional<ValueId> {
@@ -58,6 +115,9 @@ std::optional<ValueId> simplify(const Graph& g, Node& node) {
     return std::nullopt;
   };
   if (node.operands.empty() || r == kNoValue) return std::nullopt;
+  if (node.info().category == OpCategory::Elementwise && node.operands.size() >= 2) {
+    drop_broadcasts(g, node);
+  }
   const ValueId x = node.operands[0];
   const Node* xp = producer(g, x);
   switch (node.op) {
@@ -108,6 +168,7 @@ std::optional<ValueId> simplify(const Graph& g, Node& node) {
       if (node.operands.size() == 1) return operand_if_same(x);
       return std::nullopt;
     case Op::Slice: {
+      if (xp && xp->op == Op::Concat) return slice_of_concat(g, node, *xp);
       if (!same_type(g, r, x)) return std::nullopt;
       const Shape& shape = g.value(x).type->shape;
       if (node.has_attr("step")) {

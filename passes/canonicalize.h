@@ -37,6 +37,11 @@
 //                                       reference sums floats from +0.0, so -0.0
 //                                       becomes +0.0 (mean is float-only: never)
 //   select(c, a, b), c a `full`         a or b
+//   binary(broadcast_to(x), y),         binary(x, y), select(..x..), when the op's own
+//     select(.., broadcast_to(x), ..)   broadcasting gives the same result shape
+//   slice(concat(a, b, c, ..))          b, or concat(b, c), when the slice reads whole
+//                                       operands side by side (step 1, every other axis
+//                                       whole)
 // Not done because they are not exact: x + 0.0 (-0.0 + 0.0 = +0.0), x·0 (NaN, inf),
 // x - x (NaN), maximum(x, x) (the reference returns the canonical NaN), and ordering the
 // operands of commutative ops (x86 returns the first operand's NaN payload).

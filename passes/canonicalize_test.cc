@@ -162,5 +162,54 @@ TEST(CanonicalizeTest, SquareTransposeStays) {
   EXPECT_EQ(canonicalize(text), std::string(text) + "(no change)\n");
 }
 
+TEST(CanonicalizeTest, SliceOfAConcatIsTheOperandsItReads) {
+  EXPECT_EQ(canonicalize(R"(graph @f(%a: f32[2,3], %b: f32[2,4], %c: f32[2,1]) {
+  %s = concat(%a, %b, %c) {axis=1}
+  %x = slice(%s) {start=[0, 3], stop=[2, 7]}
+  %y = slice(%s) {start=[0, -5], stop=[2, 8]}
+  %z = slice(%s) {start=[0, 2], stop=[2, 7]}
+  %w = slice(%s) {start=[0, 3], stop=[1, 7]}
+  %v = slice(%s) {start=[0, 0], stop=[2, 3], step=[1, 2]}
+  return %x, %y, %z, %w, %v
+}
+)"),
+            R"(graph @f(%a: f32[2,3], %b: f32[2,4], %c: f32[2,1]) -> (f32[2,4], f32[2,5], f32[2,5], f32[1,4], f32[2,2]) {
+  %s = concat(%a, %b, %c) {axis=1} : f32[2,8]
+  %y = concat(%b, %c) {axis=1} : f32[2,5]
+  %z = slice(%s) {start=[0, 2], stop=[2, 7]} : f32[2,5]
+  %w = slice(%s) {start=[0, 3], stop=[1, 7]} : f32[1,4]
+  %v = slice(%s) {start=[0, 0], step=[1, 2], stop=[2, 3]} : f32[2,2]
+  return %b, %y, %z, %w, %v
+}
+)");
+}
+
+TEST(CanonicalizeTest, ElementwiseOpsBroadcastTheirOwnOperands) {
+  // %m's broadcast goes; %n's stays (dropping it would shrink the result), as does the
+  // unary op's.
+  EXPECT_EQ(canonicalize(R"(graph @f(%x: f32[4,3,5], %s: f32[1,3,1], %r: f32[1,3,5]) {
+  %b = broadcast_to(%s) {shape=[4, 3, 5]}
+  %m = mul(%x, %b)
+  %c = broadcast_to(%s) {shape=[1, 3, 5]}
+  %n = add(%c, %s)
+  %e = exp(%b)
+  %t = gt(%x, %b)
+  %u = select(%t, %b, %x)
+  return %m, %n, %e, %u
+}
+)"),
+            R"(graph @f(%x: f32[4,3,5], %s: f32[1,3,1], %r: f32[1,3,5]) -> (f32[4,3,5], f32[1,3,5], f32[4,3,5], f32[4,3,5]) {
+  %b = broadcast_to(%s) {shape=[4, 3, 5]} : f32[4,3,5]
+  %m = mul(%x, %s) : f32[4,3,5]
+  %c = broadcast_to(%s) {shape=[1, 3, 5]} : f32[1,3,5]
+  %n = add(%c, %s) : f32[1,3,5]
+  %e = exp(%b) : f32[4,3,5]
+  %t = gt(%x, %s) : bool[4,3,5]
+  %u = select(%t, %s, %x) : f32[4,3,5]
+  return %m, %n, %e, %u
+}
+)");
+}
+
 }  // namespace
 }  // namespace weft

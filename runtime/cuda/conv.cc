@@ -3,10 +3,11 @@
 // the descriptors, FMA math (no TF32, so f32 results stay within the reference's
 // tolerance), and the algorithm, measured by cuDNN on the bound buffers (like PyTorch's
 // cudnn.benchmark; the heuristics where the search fails) through choose_conv_algorithm,
-// which keeps the fastest deterministic exact one — so run() is one cuDNN call on the
-// executor's stream with Device::workspace, and never allocates. Every step of one
-// executor computes the same bits; two processes may measure differently and pick
-// different algorithms, whose results differ in the last bits.
+// which keeps the fastest one the policy allows (ConvPolicy) — so run() is one cuDNN call on the
+// executor's stream with Device::workspace, and never allocates. Under the exact and
+// deterministic policies every step of one executor computes the same bits; two
+// processes may measure differently and pick different algorithms, whose results differ
+// in the last bits.
 
 #include <cudnn.h>
 

@@ -156,13 +156,17 @@ int choose_conv_algorithm(const std::vector<ConvAlgorithm>& offered, size_t limi
   struct Want {
     bool deterministic, exact, within_limit;
   };
-  constexpr Want kReproducible[] = {
+  constexpr Want kExact[] = {
       {true, true, true},  {false, true, true},  {true, false, true},  {false, false, true},
       {true, true, false}, {false, true, false}, {true, false, false}, {false, false, false},
   };
+  constexpr Want kDeterministic[] = {
+      {true, false, true}, {false, false, true}, {true, false, false}, {false, false, false}};
   constexpr Want kFastest[] = {{false, false, true}, {false, false, false}};
-  const std::span<const Want> order =
-      policy == ConvPolicy::fastest ? std::span<const Want>(kFastest) : kReproducible;
+  const std::span<const Want> order = policy == ConvPolicy::fastest ? std::span<const Want>(kFastest)
+                                      : policy == ConvPolicy::deterministic
+                                          ? std::span<const Want>(kDeterministic)
+                                          : std::span<const Want>(kExact);
   for (const Want& want : order) {
     for (size_t i = 0; i < offered.size(); ++i) {
       const ConvAlgorithm& a = offered[i];

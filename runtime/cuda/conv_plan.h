@@ -81,26 +81,32 @@ inline constexpr size_t kConvWorkspaceLimit = size_t{256} << 20;
 /// Which of cuDNN's algorithms a convolution may take (cuda::ExecutorOptions::convolutions).
 enum class ConvPolicy {
   /// Deterministic and exact first (choose_conv_algorithm's classes): every step of an
-  /// executor computes the same bits, within 2e-5 of the reference's f32.
-  reproducible,
-  /// The fastest FMA-math algorithm within the workspace limit, nondeterministic ones
-  /// (atomic sums: the last bits differ from step to step) and FFT/Winograd (further from
-  /// the reference's f32 arithmetic) included: what PyTorch's cudnn.benchmark takes.
+  /// executor computes the same bits, within 2e-5 of the reference's f32 (the GPU tests'
+  /// tolerance).
+  exact,
+  /// The fastest deterministic one, FFT and Winograd included (their transforms round
+  /// differently from the reference's sums of products, well within training's needs):
+  /// every step of an executor still computes the same bits.
+  deterministic,
+  /// The fastest, nondeterministic ones included (atomic sums: the last bits differ from
+  /// step to step and run to run): what PyTorch's cuDNN settings allow by default.
   fastest,
 };
 
 /// Index in `offered` (cuDNN's order: fastest first) of the algorithm to use, -1 when
-/// none is usable. Never tensor ops (results must match the reference's f32 within
-/// 2e-5). With ConvPolicy::reproducible, preferred in turn: deterministic, exact and
-/// within `limit`; exact within `limit` (a nondeterministic sum differs between runs in
-/// its last bits only, while an FFT or Winograd result can miss the tolerance);
-/// deterministic within `limit`; then the same classes ignoring the limit. cuDNN offers
-/// a deterministic exact algorithm for each call (forward: all but FFT/Winograd;
-/// backward data and filter: ALGO_1), so the later classes are for shapes those do not
-/// support. With ConvPolicy::fastest: the first within `limit`, else the first.
+/// none is usable. Never tensor ops (TF32 would miss the reference's f32 by far more).
+/// With ConvPolicy::exact, preferred in turn: deterministic, exact and within `limit`;
+/// exact within `limit` (a nondeterministic sum differs between runs in its last bits
+/// only, while an FFT or Winograd result can miss the 2e-5 tolerance); deterministic
+/// within `limit`; then the same classes ignoring the limit. cuDNN offers a
+/// deterministic exact algorithm for each call (forward: all but FFT/Winograd; backward
+/// data and filter: ALGO_1), so the later classes are for shapes those do not support.
+/// ConvPolicy::deterministic: the first deterministic one within `limit`, then any
+/// within it, then the same ignoring the limit. ConvPolicy::fastest: the first within
+/// `limit`, else the first.
 int choose_conv_algorithm(const std::vector<ConvAlgorithm>& offered,
                           size_t limit = kConvWorkspaceLimit,
-                          ConvPolicy policy = ConvPolicy::reproducible);
+                          ConvPolicy policy = ConvPolicy::exact);
 
 /// The window of `node` (max_pool2d, avg_pool2d, max_pool2d_backward,
 /// avg_pool2d_backward, max_pool2d_select) on operands of `operands` types giving

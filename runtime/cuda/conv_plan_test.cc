@@ -326,7 +326,14 @@ TEST(ConvAlgorithmChoice, FastestTakesTheFirstWithinTheLimit) {
       algo(1, true, false, 100),
   };
   EXPECT_EQ(choose_conv_algorithm(offered, 500, ConvPolicy::fastest), 2);
-  EXPECT_EQ(choose_conv_algorithm(offered, 500, ConvPolicy::reproducible), 3);
+  EXPECT_EQ(choose_conv_algorithm(offered, 500, ConvPolicy::exact), 3);
+  EXPECT_EQ(choose_conv_algorithm(offered, 500, ConvPolicy::deterministic), 3);
+  // Deterministic Winograd is taken over a slower exact one by `deterministic` only.
+  const std::vector<ConvAlgorithm> winograd = {algo(0, false, false, 10), algo(7, true, true, 10),
+                                               algo(1, true, false, 10)};
+  EXPECT_EQ(choose_conv_algorithm(winograd, 500, ConvPolicy::deterministic), 1);
+  EXPECT_EQ(choose_conv_algorithm(winograd, 500, ConvPolicy::exact), 2);
+  EXPECT_EQ(choose_conv_algorithm(winograd, 500, ConvPolicy::fastest), 0);
   // Nothing within the limit: the fastest over it.
   EXPECT_EQ(choose_conv_algorithm({algo(5, false, false, 1000), algo(2, true, true, 2000)}, 500,
                                   ConvPolicy::fastest),

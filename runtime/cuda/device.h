@@ -42,7 +42,7 @@ struct Executor::Device {
   /// On `stream`; created by the first convolution_bound (conv.cc), so programs without
   /// convolutions never pay for cudnnCreate (which loads cuDNN's engine libraries).
   cudnnHandle_t cudnn = nullptr;
-  ConvPolicy convolutions = ConvPolicy::reproducible;  ///< ExecutorOptions::convolutions.
+  ConvPolicy convolutions = ConvPolicy::deterministic;  ///< ExecutorOptions::convolutions.
   cudaLibrary_t library = nullptr;  ///< The program's PTX module.
   void* arena = nullptr;
   void* inputs = nullptr;     ///< The inputs block.

@@ -76,9 +76,11 @@ struct ExecutorOptions {
   /// refuses such a Program, naming each op and its line (library.h,
   /// check_device_only).
   bool allow_host_fallback = false;
-  /// Which cuDNN algorithm each convolution takes (conv_plan.h): reproducible (the same
-  /// bits every step) or the fastest measured, as PyTorch's cudnn.benchmark does.
-  ConvPolicy convolutions = ConvPolicy::reproducible;
+  /// Which cuDNN algorithm each convolution takes (conv_plan.h, ConvPolicy): the fastest
+  /// deterministic one by default (the same bits every step); `exact` keeps to the
+  /// reference's arithmetic (no FFT or Winograd); `fastest` also takes nondeterministic
+  /// ones, as PyTorch does by default.
+  ConvPolicy convolutions = ConvPolicy::deterministic;
 };
 
 class Executor : public ProgramExecutor {

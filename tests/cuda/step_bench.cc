@@ -6,7 +6,7 @@
 // GPU (bench/RESULTS.md, "CUDA"). Prints the reason and exits 0 without a GPU.
 //
 //   step_bench [--steps=50] [--warmup=5] [--case=NAME] [--program] [--profile=TOP]
-//              [--conv=reproducible|fastest]
+//              [--conv=deterministic|exact|fastest]
 //
 // --program prints each case's Program listing instead (no GPU needed); --profile=TOP
 // prints, launch by launch, the TOP costliest invocations of one more step (CUDA events)
@@ -33,7 +33,7 @@ int run(int argc, char** argv) {
   int steps = 50, warmup = 5, top = 0;
   std::string only;
   bool listing = false;
-  cuda::ConvPolicy conv = cuda::ConvPolicy::reproducible;
+  cuda::ConvPolicy conv = cuda::ConvPolicy::deterministic;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a.rfind("--steps=", 0) == 0) steps = std::atoi(a.c_str() + 8);
@@ -42,10 +42,11 @@ int run(int argc, char** argv) {
     else if (a == "--program") listing = true;
     else if (a.rfind("--profile=", 0) == 0) top = std::atoi(a.c_str() + 10);
     else if (a == "--conv=fastest") conv = cuda::ConvPolicy::fastest;
-    else if (a == "--conv=reproducible") conv = cuda::ConvPolicy::reproducible;
+    else if (a == "--conv=deterministic") conv = cuda::ConvPolicy::deterministic;
+    else if (a == "--conv=exact") conv = cuda::ConvPolicy::exact;
     else {
       std::fprintf(stderr, "usage: step_bench [--steps=N] [--warmup=N] [--case=NAME] [--program] "
-                           "[--profile=TOP] [--conv=reproducible|fastest]\n");
+                           "[--profile=TOP] [--conv=deterministic|exact|fastest]\n");
       return 2;
     }
   }

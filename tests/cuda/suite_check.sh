@@ -9,7 +9,7 @@
 #
 # --profile: where the time goes instead, model by model on both sides: weft's
 # invocations launch by launch and by kind (`suite_bench --profile`), with cuDNN's
-# reproducible and fastest algorithm policies, and PyTorch's CUDA kernels and cuDNN
+# deterministic and fastest algorithm policies, and PyTorch's CUDA kernels and cuDNN
 # settings (bench/pytorch/cuda_profile.py).
 set -uo pipefail
 out=${OUT:-/tmp/weft-gpu}
@@ -17,7 +17,7 @@ mkdir -p "$out"
 if [[ "${1:-}" == --profile=* ]]; then
   models=${1#--profile=}
   for m in ${models//,/ }; do
-    for conv in reproducible fastest; do
+    for conv in deterministic fastest; do
       timeout 90 .gpu/suite_bench --case="$m" --steps=30 --warmup=5 --profile=30 --conv=$conv \
         >"$out/profile_${m}_$conv.txt" 2>&1
       echo "== suite_bench --case=$m --conv=$conv rc=$?"
@@ -34,7 +34,21 @@ steps=${1:-100}
 timeout 200 .gpu/suite_bench --steps="$steps" --warmup=10 >"$out/suite_weft.txt" 2>&1
 echo "== suite_bench rc=$?"
 grep -E "weft cuda|error" "$out/suite_weft.txt" | sed 's/ (min .*device/ device/'
+# The convolutional models with cuDNN's nondeterministic algorithms allowed too, as
+# PyTorch's default allows them (weft's default keeps to deterministic ones).
+for m in convnet conv_autoenc; do
+  timeout 60 .gpu/suite_bench --case=$m --conv=fastest --steps="$steps" --warmup=10 \
+    >"$out/suite_weft_${m}_fastest.txt" 2>&1
+  echo "== suite_bench --case=$m --conv=fastest rc=$?"
+  grep -E "weft cuda|error" "$out/suite_weft_${m}_fastest.txt" | sed 's/ (min .*device/ device/'
+done
 PYTHONUNBUFFERED=1 timeout 240 python3 bench/pytorch/cuda_suite.py --steps="$steps" --warmup=10 \
   >"$out/suite_pytorch.txt" 2>&1
 echo "== cuda_suite.py rc=$?"
 grep -E "^pytorch" "$out/suite_pytorch.txt" | cut -c1-150
+# PyTorch's convolutional models with cudnn.deterministic on: the like-for-like peer of
+# weft's default.
+PYTHONUNBUFFERED=1 timeout 100 python3 bench/pytorch/cuda_profile.py --models=convnet,conv_autoenc \
+  --steps=50 --profile-steps=1 --top=5 >"$out/suite_pytorch_cudnn.txt" 2>&1
+echo "== cuda_profile.py rc=$?"
+grep -E "^pytorch" "$out/suite_pytorch_cudnn.txt" | cut -c1-150

@@ -18,6 +18,7 @@ torch.cuda.max_memory_allocated() over its steps. The last line per model is a J
         [--models=a,b] [--configs=eager,fused,compile,cuda_graph] [--compile=transformer,mlp]
 """
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -83,6 +84,15 @@ def time_config(model, loss_fn, inputs, target, lr, config, steps, warmup, dev):
 
 
 def run_config(name, preset, config, steps, warmup, dev):
+    # The previous configuration's model, optimizer and captured graph are garbage by
+    # now, but closures keep them in reference cycles: collect them, or their tensors
+    # count in this configuration's peak.
+    gc.collect()
+    torch.cuda.empty_cache()
+    left = torch.cuda.memory_allocated()
+    if left:
+        print(f"cuda_suite: {left / 2**20:.1f} MiB still allocated before {name} {config}",
+              flush=True)
     torch.manual_seed(0)
     spec = models.build(name, preset)
     inputs, target = spec.make_data()

@@ -9,6 +9,7 @@ LowerOptions cuda_lower_options() {
   LowerOptions options;
   options.fusible = gpu_supports;
   options.fuse_lone_reductions = true;  // No library reduction kernel on the GPU.
+  options.split_reductions = true;
   return options;
 }
 

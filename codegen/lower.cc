@@ -10,6 +10,7 @@
 #include "passes/decompose_composites.h"
 #include "runtime/cpu/kernel.h"
 #include "passes/fold_batch_matmul.h"
+#include "passes/split_reductions.h"
 #include "passes/fold_transpose.h"
 #include "passes/fuse_contraction_epilogue.h"
 #include "passes/fuse_elementwise.h"
@@ -243,6 +244,7 @@ void add_cpu_passes(Pipeline& p, const LowerOptions& options) {
   if (options.fuse && options.decompose_composites) {
     p.add(std::make_unique<DecomposeCompositesPass>());
   }
+  if (options.split_reductions) p.add(std::make_unique<SplitReductionsPass>());
   if (options.fuse) {
     ContractionEpilogueOptions epilogue;
     epilogue.contraction = [](const Graph& g, const Node& n) {

@@ -51,6 +51,9 @@ struct LowerOptions {
   /// With `fuse`: a reduction that fuses with nothing is a generated kernel too
   /// (FuseOptions::lone_reductions) rather than a library call.
   bool fuse_lone_reductions = false;
+  /// Split reductions with few results over inner and outer axes in two (passes/
+  /// split_reductions.h): the GPU's, whose reduction kernels parallelize over results.
+  bool split_reductions = false;
   /// With `fuse`: run fuse-contraction-epilogue before fuse-elementwise.
   bool fuse_epilogues = true;
   bool schedule = true;

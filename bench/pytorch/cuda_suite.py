@@ -16,6 +16,10 @@ torch.cuda.max_memory_allocated() over its steps. The last line per model is a J
 
     python3 bench/pytorch/cuda_suite.py [--preset=paper] [--steps=100] [--warmup=10]
         [--models=a,b] [--configs=eager,fused,compile,cuda_graph] [--compile=transformer,mlp]
+        [--init=DIR]
+
+--init=DIR: each model starts from DIR/MODEL.safetensors (an INIT file, run.py --init-out),
+as weft's side does with the same folder (tests/cuda step_bench --init=DIR).
 """
 import argparse
 import gc
@@ -29,6 +33,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch  # noqa: E402
 
+import init_file  # noqa: E402
 import models  # noqa: E402
 
 
@@ -83,7 +88,7 @@ def time_config(model, loss_fn, inputs, target, lr, config, steps, warmup, dev):
     return statistics.median(ms), min(ms), first, torch.cuda.max_memory_allocated()
 
 
-def run_config(name, preset, config, steps, warmup, dev):
+def run_config(name, preset, config, steps, warmup, dev, init=None):
     # What earlier configurations leave allocated is not this one's: garbage in reference
     # cycles (collected here) and cuBLAS's workspaces for the side streams of earlier
     # CUDA-graph captures (about 65 MiB per model on an H100, never freed: measured
@@ -93,7 +98,10 @@ def run_config(name, preset, config, steps, warmup, dev):
     left = torch.cuda.memory_allocated()
     torch.manual_seed(0)
     spec = models.build(name, preset)
-    inputs, target = spec.make_data()
+    if init:  # the same values as weft's side: INIT.safetensors (bench/PROTOCOL.md)
+        inputs, target = init_file.load_init(spec, init)
+    else:
+        inputs, target = spec.make_data()
     inputs = [x.to(dev) for x in inputs]
     target = inputs[0] if spec.target == "input" else target.to(dev)
     med, low, first, peak = time_config(spec.module, spec.loss_fn, inputs, target, spec.lr, config,
@@ -109,6 +117,10 @@ def main():
     p.add_argument("--models", default=",".join(models.MODEL_NAMES))
     p.add_argument("--configs", default="eager,fused,compile,cuda_graph")
     p.add_argument("--compile", default="transformer,mlp")
+    p.add_argument("--init", default="",
+                   help="a folder of MODEL.safetensors INIT files (run.py --init-out): each "
+                        "model starts from its file's weights and data, as weft's side does "
+                        "(tests/cuda step_bench --init), so the first-step losses compare")
     a = p.parse_args()
     if not torch.cuda.is_available():
         print("cuda_suite: no GPU")
@@ -123,7 +135,9 @@ def main():
             if config == "compile" and name not in compile_ok:
                 continue
             try:
-                med, low, first, peak = run_config(name, a.preset, config, a.steps, a.warmup, dev)
+                init = os.path.join(a.init, name + ".safetensors") if a.init else None
+                med, low, first, peak = run_config(name, a.preset, config, a.steps, a.warmup, dev,
+                                                   init)
             except Exception as e:  # a configuration PyTorch cannot run this model in
                 print(f"pytorch {name:17} {config:10} failed: {type(e).__name__}: {e}"[:300],
                       flush=True)

@@ -63,6 +63,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree or in bazel'
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch  # noqa: E402
 
+import init_file  # noqa: E402
 import models  # noqa: E402
 import safetensors_io  # noqa: E402
 
@@ -229,36 +230,10 @@ def init_out(name, preset, seed):
 
 def load_init(spec, path):
     """Copies the weights under weft's names into the model; returns (inputs, target)."""
-    by_weft = {w: k for k, w in spec.mapping.items()}
-    state = spec.module.state_dict()  # references the module's tensors
-    seen, data = set(), {}
-    for name, t in safetensors_io.iterate(path):
-        if name in by_weft:
-            dst = state[by_weft[name]]
-            if list(dst.shape) != list(t.shape) or dst.dtype != t.dtype:
-                fail(f"{path}: {name}: {list(t.shape)} {t.dtype}, the model wants "
-                     f"{list(dst.shape)} {dst.dtype}")
-            with torch.no_grad():
-                dst.copy_(t)
-            seen.add(name)
-        elif name.startswith("input.") or name == "target":
-            data[name] = t
-        else:
-            fail(f"{path}: unknown tensor {name} for {spec.name}")
-    missing = sorted(set(by_weft) - seen)
-    if missing:
-        fail(f"{path}: missing weights for {spec.name}: {', '.join(missing)}")
-    inputs = []
-    for i in range(len(spec.inputs)):
-        if f"input.{i}" not in data:
-            fail(f"{path}: no input.{i}")
-        inputs.append(data[f"input.{i}"])
-    target = data.get("target")
-    if target is None:
-        if spec.target != "input":
-            fail(f"{path}: no target")
-        target = inputs[0]
-    return inputs, target
+    try:
+        return init_file.load_init(spec, path)
+    except init_file.InitError as e:
+        fail(str(e))
 
 
 def train(name, preset, seed):

@@ -6,8 +6,12 @@
 // GPU (bench/RESULTS.md, "CUDA"). Prints the reason and exits 0 without a GPU.
 //
 //   step_bench [--steps=50] [--warmup=5] [--case=NAME] [--program] [--profile=TOP]
-//              [--conv=deterministic|exact|fastest]
+//              [--conv=deterministic|exact|fastest] [--init=DIR]
 //
+// --init=DIR: a case with DIR/NAME.safetensors (an INIT file, bench/PROTOCOL.md: the
+// weights under weft's names, `input.K`, `target`; bench/pytorch/run.py --init-out writes
+// it) starts from its values instead of seeded ones, as bench/pytorch/cuda_suite.py
+// --init=DIR does on PyTorch's side, so the first-step losses compare.
 // --program prints each case's Program listing instead (no GPU needed); --profile=TOP
 // prints, launch by launch, the TOP costliest invocations of one more step (CUDA events)
 // and the TOP costliest kinds of invocation (the same description: one GEMM shape, one
@@ -17,10 +21,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "bench/timed_run.h"
 #include "runtime/cuda/executor.h"
 #include "runtime/cuda/library.h"
 #include "tests/cuda/case_inputs.h"
@@ -29,9 +35,48 @@
 namespace weft::cuda_cases {
 namespace {
 
+/// Sets `inputs` (indexed like g's inputs) from INIT file `path` (bench/timed_run.h's
+/// load_init): every parameter and model state by name (not the optimizer's slots, the
+/// generator state or the step's weft.* inputs), then `input.K` and `target` into
+/// `input.K` and `weft.target` (absent: the target is input.0 itself, as conv_autoenc's).
+Status load_init_file(const Graph& g, const std::string& model, const std::string& path,
+                      std::vector<Tensor>& inputs) {
+  bench::InitLayout layout;
+  layout.model = model;
+  std::map<std::string, size_t> at;
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    const Input& in = g.inputs()[i];
+    const std::string& name = g.value(in.value).name;
+    at[name] = i;
+    const Type& type = g.type(in.value);
+    if (in.kind == InputKind::param ||
+        (in.kind == InputKind::state && name.rfind("optimizer.", 0) != 0 && name != "rng")) {
+      layout.values.push_back({name, type});
+    }
+  }
+  for (int k = 0; at.count("input." + std::to_string(k)); ++k) {
+    const std::string name = "input." + std::to_string(k);
+    layout.inputs.push_back({name, g.type(g.inputs()[at[name]].value)});
+  }
+  if (layout.inputs.empty()) return Error{path + ": the step has no input.0"};
+  layout.target_is_input = !at.count("weft.target");
+  layout.target = {"target", layout.target_is_input
+                                 ? layout.inputs[0].type
+                                 : g.type(g.inputs()[at["weft.target"]].value)};
+  StatusOr<std::vector<Tensor>> batch =
+      bench::load_init(path, layout, [&](const std::string& name, const Tensor& value) {
+        inputs[at.at(name)] = value;
+        return Status::ok_status();
+      });
+  if (!batch.ok()) return batch.error();
+  for (size_t k = 0; k < layout.inputs.size(); ++k) inputs[at[layout.inputs[k].name]] = (*batch)[k];
+  if (!layout.target_is_input) inputs[at["weft.target"]] = batch->back();
+  return Status::ok_status();
+}
+
 int run(int argc, char** argv) {
   int steps = 50, warmup = 5, top = 0;
-  std::string only;
+  std::string only, init_dir;
   bool listing = false;
   cuda::ConvPolicy conv = cuda::ConvPolicy::deterministic;
   for (int i = 1; i < argc; ++i) {
@@ -41,12 +86,13 @@ int run(int argc, char** argv) {
     else if (a.rfind("--case=", 0) == 0) only = a.substr(7);
     else if (a == "--program") listing = true;
     else if (a.rfind("--profile=", 0) == 0) top = std::atoi(a.c_str() + 10);
+    else if (a.rfind("--init=", 0) == 0) init_dir = a.substr(7);
     else if (a == "--conv=fastest") conv = cuda::ConvPolicy::fastest;
     else if (a == "--conv=deterministic") conv = cuda::ConvPolicy::deterministic;
     else if (a == "--conv=exact") conv = cuda::ConvPolicy::exact;
     else {
       std::fprintf(stderr, "usage: step_bench [--steps=N] [--warmup=N] [--case=NAME] [--program] "
-                           "[--profile=TOP] [--conv=deterministic|exact|fastest]\n");
+                           "[--profile=TOP] [--conv=deterministic|exact|fastest] [--init=DIR]\n");
       return 2;
     }
   }
@@ -57,6 +103,21 @@ int run(int argc, char** argv) {
     }
     return 0;
   }
+  // Every INIT file is checked against its case first, GPU or not.
+  for (const Case& c : all_cases()) {
+    const std::string init = init_dir.empty() ? "" : init_dir + "/" + c.name + ".safetensors";
+    if (c.steps < 2 || (!only.empty() && c.name != only) || init.empty() ||
+        !std::ifstream(init).good()) {
+      continue;
+    }
+    const Graph g = parse_case(c);
+    std::vector<Tensor> inputs = make_inputs(g, 7);
+    if (Status s = load_init_file(g, c.name, init, inputs); !s.ok()) {
+      std::fprintf(stderr, "%s: %s\n", c.name.c_str(), s.to_string().c_str());
+      return 1;
+    }
+    std::printf("step_bench: %s matches %s\n", init.c_str(), c.name.c_str());
+  }
   if (!cuda::available()) {
     std::printf("step_bench: no GPU (%s)\n", cuda::unavailable_reason().c_str());
     return 0;
@@ -66,6 +127,14 @@ int run(int argc, char** argv) {
     for (bool graph : {true, false}) {
       const Graph g = parse_case(c);
       std::vector<Tensor> inputs = make_inputs(g, 7);
+      const std::string init = init_dir.empty() ? "" : init_dir + "/" + c.name + ".safetensors";
+      if (!init.empty() && std::ifstream(init).good()) {
+        if (Status s = load_init_file(g, c.name, init, inputs); !s.ok()) {
+          std::fprintf(stderr, "%s: %s\n", c.name.c_str(), s.to_string().c_str());
+          return 1;
+        }
+        if (graph) std::printf("weft cuda  %-18s starts from %s\n", c.name.c_str(), init.c_str());
+      }
       set_step(g, inputs, 0);
       const Program program = c.program();
       const bool host = !cuda::host_invocations(program).empty();

@@ -1,0 +1,75 @@
+#include "passes/split_reductions.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace weft {
+
+StatusOr<bool> SplitReductionsPass::run(Graph& g) {
+  bool changed = false;
+  const int n = static_cast<int>(g.nodes().size());
+  for (int i = 0; i < n; ++i) {
+    const Node node = g.node(i);  // a copy: add_node may move the node vector
+    if (node.op != Op::Sum && node.op != Op::Mean && node.op != Op::Max && node.op != Op::Min) {
+      continue;
+    }
+    const Type x = g.type(node.operands[0]);
+    const Type result = g.type(node.result());
+    if (!is_floating(x.dtype) || result.dtype != x.dtype) continue;
+    const int rank = x.shape.rank();
+    std::vector<bool> reduced(static_cast<size_t>(rank), !node.has_attr("axes"));
+    if (node.has_attr("axes")) {
+      for (int64_t a : node.ints_attr("axes")) {
+        const std::optional<int> axis = normalize_axis(a, rank);
+        if (!axis) return Error{"split-reductions: axis out of range", node.loc};
+        reduced[static_cast<size_t>(*axis)] = true;
+      }
+    }
+    // The run of reduced axes at the end, and whether a kept axis lies before it with a
+    // reduced axis further out.
+    int first_inner = rank;
+    while (first_inner > 0 && reduced[static_cast<size_t>(first_inner - 1)]) --first_inner;
+    if (first_inner == rank || first_inner == 0) continue;
+    bool outer_reduced = false;
+    for (int d = 0; d < first_inner; ++d) outer_reduced = outer_reduced || (reduced[size_t(d)] && x.shape[d] > 1);
+    if (!outer_reduced) continue;
+    int64_t inner = 1;
+    for (int d = first_inner; d < rank; ++d) inner *= x.shape[d];
+    if (inner < options_.min_inner || result.numel() >= options_.max_results) continue;
+
+    IntList inner_axes, all_axes;
+    Shape partial = x.shape;
+    for (int d = 0; d < rank; ++d) {
+      if (d >= first_inner) {
+        inner_axes.push_back(d);
+        partial.dims[static_cast<size_t>(d)] = 1;
+      }
+      if (reduced[static_cast<size_t>(d)]) all_axes.push_back(d);
+    }
+    const ValueId part =
+        g.add_node(node.op, {node.operands[0]}, {{"axes", inner_axes}, {"keepdims", true}},
+                   node.loc, Type{x.dtype, partial});
+    Attrs attrs = node.attrs;
+    attrs["axes"] = all_axes;
+    const ValueId whole = g.add_node(node.op, {part}, attrs, node.loc, result);
+    g.replace_all_uses(node.result(), whole);
+    changed = true;
+  }
+  if (!changed) return false;
+  // The replaced reductions are unused now.
+  const std::vector<int> count = g.use_counts();
+  std::vector<bool> keep(g.nodes().size(), true);
+  for (int i = 0; i < n; ++i) {
+    const Node& node = g.node(i);
+    if (!node.results.empty() && count[node.result()] == 0 && node.info().category == OpCategory::Reduction) {
+      bool output = false;
+      for (ValueId o : g.outputs()) output = output || o == node.result();
+      keep[static_cast<size_t>(i)] = output;
+    }
+  }
+  g.remove_nodes(keep);
+  g.sort_topologically();
+  return true;
+}
+
+}  // namespace weft

@@ -11,6 +11,9 @@
 #       bazel-bin/examples/fashion_mnist/train_cuda_runtime_test \
 #       bazel-bin/examples/fashion_mnist/train_mlp_cuda .gpu/
 #   cp -f /usr/share/datasets/fashion-mnist/*-ubyte.gz .gpu/fashion-mnist/
+#   mkdir -p .gpu/names && for m in transformer mlp residual_tower feedback_fixed \
+#       gated_routing iterative_refine gru_seq conv_autoenc lstm_seq convnet; do \
+#     bazel-bin/bench/weft_worker --model=$m --preset=paper --names-out=.gpu/names/$m.json; done
 #
 # then on the GPU machine, from the repository root: tests/cuda/full_check.sh [EPOCHS]
 set -uo pipefail

@@ -174,8 +174,8 @@ int run(int argc, char** argv) {
         last_loss = loss;
       }
       std::sort(ms.begin(), ms.end());
-      std::printf("weft cuda  %-18s %-14s median %.3f ms/step  (min %.3f, %d steps; loss %.4f -> "
-                  "%.4f; %zu invocations, %zu generated kernels, %d on the host; device %.1f "
+      std::printf("weft cuda  %-18s %-14s median %.3f ms/step  (min %.3f, %d steps; loss %.6f -> "
+                  "%.6f; %zu invocations, %zu generated kernels, %d on the host; device %.1f "
                   "MiB)\n",
                   c.name.c_str(), (*ex)->uses_cuda_graph() ? "one CUDA graph" : "launches",
                   ms[ms.size() / 2], ms.front(), steps, first_loss, last_loss,

@@ -31,21 +31,40 @@ if [[ "${1:-}" == --profile=* ]]; then
   exit 0
 fi
 steps=${1:-100}
-timeout 200 .gpu/suite_bench --steps="$steps" --warmup=10 >"$out/suite_weft.txt" 2>&1
+# INIT files (bench/PROTOCOL.md): PyTorch's initial weights and data under weft's names,
+# written here by run.py against the names bench/weft_worker gave where the suite was
+# built (.gpu/names/MODEL.json), so both sides start from the same values and their
+# first-step losses compare (tests/cuda/first_losses.py).
+init=""
+if [ -d .gpu/names ]; then
+  init=/tmp/weft-init
+  mkdir -p "$init"
+  for f in .gpu/names/*.json; do
+    m=$(basename "$f" .json)
+    timeout 60 python3 bench/pytorch/run.py --model="$m" --preset=paper --names="$f" \
+      --init-out="$init/$m.safetensors" >>"$out/init.txt" 2>&1 || echo "== INIT for $m failed"
+  done
+fi
+timeout 200 .gpu/suite_bench --steps="$steps" --warmup=10 ${init:+--init=$init} \
+  >"$out/suite_weft.txt" 2>&1
 echo "== suite_bench rc=$?"
 grep -E "weft cuda|error" "$out/suite_weft.txt" | sed 's/ (min .*device/ device/'
 # The convolutional models with cuDNN's nondeterministic algorithms allowed too, as
 # PyTorch's default allows them (weft's default keeps to deterministic ones).
 for m in convnet conv_autoenc; do
-  timeout 60 .gpu/suite_bench --case=$m --conv=fastest --steps="$steps" --warmup=10 \
+  timeout 60 .gpu/suite_bench --case=$m --conv=fastest --steps="$steps" --warmup=10 ${init:+--init=$init} \
     >"$out/suite_weft_${m}_fastest.txt" 2>&1
   echo "== suite_bench --case=$m --conv=fastest rc=$?"
   grep -E "weft cuda|error" "$out/suite_weft_${m}_fastest.txt" | sed 's/ (min .*device/ device/'
 done
 PYTHONUNBUFFERED=1 timeout 240 python3 bench/pytorch/cuda_suite.py --steps="$steps" --warmup=10 \
-  >"$out/suite_pytorch.txt" 2>&1
+  ${init:+--init=$init} >"$out/suite_pytorch.txt" 2>&1
 echo "== cuda_suite.py rc=$?"
 grep -E "^pytorch" "$out/suite_pytorch.txt" | cut -c1-150
+if [ -n "$init" ]; then
+  python3 tests/cuda/first_losses.py "$out/suite_weft.txt" "$out/suite_pytorch.txt"
+  echo "== first_losses.py rc=$?"
+fi
 # PyTorch's convolutional models with cudnn.deterministic on: the like-for-like peer of
 # weft's default.
 PYTHONUNBUFFERED=1 timeout 100 python3 bench/pytorch/cuda_profile.py --models=convnet,conv_autoenc \

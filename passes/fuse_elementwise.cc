@@ -123,9 +123,10 @@ StatusOr<bool> FuseElementwisePass::run(Graph& g) {
   std::vector<std::vector<int>> extra;   // members whose value also leaves the kernel
   // `relaxed`: a row group's member may also be used by a node before the root that
   // does not lead back to it (layer-norm backward's x̂ in the gain's gradient, computed
-  // before the GELU backward that ends the group); the caller then checks that the
-  // groups together leave the graph acyclic.
-  auto form_groups = [&](bool relaxed) {
+  // before the GELU backward that ends the group); `later`: an elementwise group's
+  // member may also be used after the root (it leaves the kernel as an extra result);
+  // the caller then checks that the groups together leave the graph acyclic.
+  auto form_groups = [&](bool relaxed, bool later) {
     group.assign(n, -1);
     groups.clear();
     extra.clear();
@@ -199,15 +200,18 @@ StatusOr<bool> FuseElementwisePass::run(Graph& g) {
           for (ValueId v : g.node(groups[id][k]).operands) {
             const int p = g.value(v).node;
             if (p < 0 || !fusible[p] || group[p] >= 0) continue;
-            // Every use inside the group; or outside it, in a row group by nodes after the
-            // root, under an elementwise root by assigns: the value then also leaves the
-            // kernel as one more result (an optimizer's new moment estimates: one kernel
-            // computes them and the parameter; layer-norm backward's x̂, also summed
-            // over the batch for the gain's gradient).
+            // Every use inside the group; or outside it, in a row group or under an
+            // elementwise root by nodes after the root, under an elementwise root by
+            // assigns: the value then also leaves the kernel as one more result (an
+            // optimizer's new moment estimates: one kernel computes them and the
+            // parameter; an LSTM cell's gate activations, which its backward reads
+            // again; layer-norm backward's x̂, also summed over the batch for the gain's
+            // gradient).
             bool inside = true, escapes = false;
             for (int u : users[v]) {
               if (u < n && group[u] == id) continue;
               const bool ok = (row && (u > root || (relaxed && u < n && !reaches(u, root)))) ||
+                              (later && !reduction[root] && u > root) ||
                               (u < n && g.node(u).op == Op::Assign && !reduction[root]);
               escapes = escapes || ok;
               inside = inside && ok;
@@ -259,8 +263,11 @@ StatusOr<bool> FuseElementwisePass::run(Graph& g) {
     }
     return done == clusters;
   };
-  form_groups(options_.rows);
-  if (!acyclic()) form_groups(false);
+  // Contracting the groups must leave the graph acyclic; when the escapes to later
+  // users or the relaxed rows make a cycle, form the groups again without them.
+  form_groups(options_.rows, true);
+  if (!acyclic()) form_groups(options_.rows, false);
+  if (!acyclic()) form_groups(false, false);
   if (groups.empty()) return false;
 
   std::vector<bool> keep(n, true);

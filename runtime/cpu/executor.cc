@@ -8,6 +8,7 @@
 #include <map>
 #include <new>
 
+#include "runtime/binding.h"
 #include "runtime/cpu/cost.h"
 #include "runtime/cpu/kernel.h"
 #include "runtime/reference/interpreter.h"
@@ -228,20 +229,11 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program,
                                                      ExecutorOptions options) {
   WEFT_CHECK(generated.size() == program.kernels.size(),
              "Executor::create: one function per generated kernel");
+  check_layout(program, "cpu::Executor::create");
   WEFT_RETURN_IF_ERROR(check_memory(program, options));
   std::unique_ptr<Executor> ex(new Executor());
   ex->check_numerics_ = options.check_numerics;
   ex->pool_ = std::make_unique<ThreadPool>(options.num_threads);
-  if (program.input_offsets.empty()) lay_out_inputs_in_order(program);
-  WEFT_CHECK(program.input_offsets.size() == program.inputs.size(),
-             "Executor::create: one offset per input of program @" + program.name);
-  for (size_t i = 0; i < program.inputs.size(); ++i) {
-    const int64_t at = program.input_offsets[i];
-    WEFT_CHECK(at >= 0 && at % 64 == 0 &&
-                   at + static_cast<int64_t>(program.inputs[i].type.bytes()) <= program.inputs_bytes,
-               "Executor::create: input " + std::to_string(i) + " of program @" + program.name +
-                   " is unaligned or outside the inputs block");
-  }
   try {
     ex->arena_ = allocate(program.arena_bytes);
     // Zeroed, like the arena: the alignment padding between inputs (which a merged update
@@ -253,21 +245,6 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program,
                  std::to_string(program.inputs_bytes) + " bytes)"};
   }
   for (int64_t at : program.input_offsets) ex->input_ptr_.push_back(ex->inputs_block_.get() + at);
-  // Every buffer an invocation names, flat ranges included, lies inside its block.
-  const auto inside = [&](const BufferRef& r) {
-    const int64_t bytes = static_cast<int64_t>(r.type.bytes());
-    if (r.space == Space::arena) return r.offset >= 0 && r.offset + bytes <= program.arena_bytes;
-    return r.input >= 0 && r.input < static_cast<int>(program.inputs.size()) &&
-           program.input_offsets[r.input] + bytes <= program.inputs_bytes;
-  };
-  for (const Invocation& inv : program.code) {
-    for (const auto* refs : {&inv.operands, &inv.results, &inv.clear}) {
-      for (const BufferRef& r : *refs) {
-        WEFT_CHECK(inside(r), "Executor::create: " + r.to_string() + " of %" + inv.label +
-                                  " lies outside its block in program @" + program.name);
-      }
-    }
-  }
   // Buckets of all_reduce invocations (more than one rank): invocation index -> (bucket,
   // member). A bucket closes before the first invocation that reads or writes one of its
   // results, when it reaches bucket_bytes, and at the end of the step. A result that
@@ -338,36 +315,20 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program,
   }
   for (size_t index = 0; index < program.code.size(); ++index) {
     const Invocation& inv = program.code[index];
-    std::vector<const void*> in;
-    std::vector<Type> types;
-    for (const BufferRef& r : inv.operands) {
-      in.push_back(ex->resolve(r));
-      types.push_back(r.type);
-    }
-    void* out = ex->resolve(inv.results[0]);
+    InvocationBuffers b = resolve_buffers(inv, [&](const BufferRef& r) { return ex->resolve(r); });
+    const std::vector<const void*>& in = b.in;
+    const std::vector<Type>& types = b.types;
+    void* out = b.out();
     switch (inv.kind) {
-      case Invocation::Kind::generated: {
-        std::vector<void*> buffers;
-        for (const void* p : in) buffers.push_back(const_cast<void*>(p));
-        for (const BufferRef& r : inv.results) buffers.push_back(ex->resolve(r));
-        std::vector<std::pair<void*, size_t>> clear;
-        for (const BufferRef& r : inv.clear) clear.push_back({ex->resolve(r), r.type.bytes()});
+      case Invocation::Kind::generated:
         ex->code_.push_back(std::make_unique<GeneratedBound>(generated[inv.kernel],
-                                                             std::move(buffers),
+                                                             b.kernel_args(),
                                                              program.kernels[inv.kernel],
-                                                             std::move(clear)));
+                                                             std::move(b.clear)));
         break;
-      }
       case Invocation::Kind::contraction: {
-        // C, the epilogue's other operands, then its results (runtime/program.h).
-        void* c = ex->resolve(inv.results[inv.gemm_result]);
-        std::vector<void*> buffers = {c};
-        for (size_t i = 2; i < in.size(); ++i) buffers.push_back(const_cast<void*>(in[i]));
-        for (size_t r = 0; r < inv.results.size(); ++r) {
-          if (inv.gemm_result == 0 || static_cast<int>(r) != inv.gemm_result) {
-            buffers.push_back(ex->resolve(inv.results[r]));
-          }
-        }
+        void* c = b.results[static_cast<size_t>(inv.gemm_result)];
+        std::vector<void*> buffers = b.epilogue_args(inv.gemm_result);
         const GeneratedKernel& k = program.kernels[inv.kernel];
         LibraryCall gemm{inv.node, {types[0], types[1]}, inv.results[inv.gemm_result].type};
         WEFT_ASSIGN_OR_RETURN(
@@ -414,9 +375,11 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program,
   }
   // An update whose value is itself an input (assign(%a, %b)) must read %b's old value
   // even when %b is updated too: such values are snapshotted before any update lands.
-  for (const Update& u : program.updates) {
-    if (u.from.space != Space::input) continue;
-    ex->snapshots_.push_back(allocate(static_cast<int64_t>(u.from.type.bytes())));
+  int64_t snapshot_bytes = 0;
+  const std::vector<int64_t> snapshot_at = snapshot_layout(program, 64, &snapshot_bytes);
+  if (!snapshot_at.empty()) {
+    ex->snapshot_block_ = allocate(snapshot_bytes);
+    for (int64_t at : snapshot_at) ex->snapshots_.push_back(ex->snapshot_block_.get() + at);
   }
   // One scratch block for every library kernel (invocations run one at a time), as
   // large as the largest need; not zeroed, so its pages are touched only when used.
@@ -473,11 +436,11 @@ void Executor::apply_updates() {
   size_t next = 0;
   for (const Update& u : program_.updates) {
     if (u.from.space != Space::input) continue;
-    std::memcpy(snapshots_[next++].get(), resolve(u.from), u.from.type.bytes());
+    std::memcpy(snapshots_[next++], resolve(u.from), u.from.type.bytes());
   }
   next = 0;
   for (const Update& u : program_.updates) {
-    const void* from = u.from.space == Space::input ? snapshots_[next++].get() : resolve(u.from);
+    const void* from = u.from.space == Space::input ? snapshots_[next++] : resolve(u.from);
     std::memcpy(input_ptr_[u.input], from, program_.inputs[u.input].type.bytes());
   }
 }

@@ -142,7 +142,9 @@ class Executor : public ProgramExecutor {
   std::unique_ptr<std::byte[], void (*)(std::byte*)> inputs_block_{nullptr, nullptr};
   std::vector<void*> input_ptr_;
   std::vector<std::unique_ptr<Bound>> code_;
-  std::vector<std::unique_ptr<std::byte[], void (*)(std::byte*)>> snapshots_;
+  /// Copies of the update values that are inputs (runtime/binding.h, snapshot_layout).
+  std::unique_ptr<std::byte[], void (*)(std::byte*)> snapshot_block_{nullptr, nullptr};
+  std::vector<std::byte*> snapshots_;
   std::unique_ptr<std::byte[], void (*)(std::byte*)> scratch_{nullptr, nullptr};
   int64_t scratch_bytes_ = 0;
   int64_t unshared_scratch_bytes_ = 0;

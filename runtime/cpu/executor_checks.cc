@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "ir/text_util.h"
+#include "runtime/binding.h"
 #include "runtime/cpu/executor.h"
 #include "runtime/reference/interpreter.h"
 #include "runtime/reference/numerics.h"
@@ -31,39 +32,8 @@ int64_t mem_available() {
 }  // namespace
 
 Status check_memory(const Program& program, const ExecutorOptions& options) {
-  int64_t inputs = 0;
-  for (const ProgramInput& in : program.inputs) inputs += static_cast<int64_t>(in.type.bytes());
-  const int64_t needed = program.arena_bytes + inputs;
-  const int64_t limit = options.max_memory > 0 ? options.max_memory : mem_available();
-  if (limit < 0 || needed <= limit) return Status::ok_status();
-
-  // The largest buffers: inputs and arena results (each once), by size.
-  struct Buffer {
-    int64_t bytes;
-    std::string what;
-  };
-  std::vector<Buffer> buffers;
-  for (const ProgramInput& in : program.inputs) {
-    buffers.push_back({static_cast<int64_t>(in.type.bytes()), "%" + in.name + " " + in.type.to_string() + " (input)"});
-  }
-  for (const Invocation& inv : program.code) {
-    for (const BufferRef& r : inv.results) {
-      if (r.space != Space::arena) continue;
-      buffers.push_back({static_cast<int64_t>(r.type.bytes()),
-                         "%" + inv.label + " " + r.type.to_string() + " (arena+" + std::to_string(r.offset) + ")"});
-    }
-  }
-  std::stable_sort(buffers.begin(), buffers.end(),
-                   [](const Buffer& a, const Buffer& b) { return a.bytes > b.bytes; });
-  std::ostringstream msg;
-  msg << "program @" << program.name << " needs " << format_bytes(needed) << " (arena "
-      << format_bytes(program.arena_bytes) << " + inputs " << format_bytes(inputs) << ") but only "
-      << format_bytes(limit) << " are available ("
-      << (options.max_memory > 0 ? "the memory limit" : "MemAvailable") << "); largest buffers: ";
-  for (size_t i = 0; i < buffers.size() && i < 3; ++i) {
-    msg << (i ? ", " : "") << buffers[i].what << " " << format_bytes(buffers[i].bytes);
-  }
-  return Error{msg.str()};
+  if (options.max_memory > 0) return weft::check_memory(program, options.max_memory, "the memory limit");
+  return weft::check_memory(program, mem_available(), "MemAvailable");
 }
 
 Status Executor::run_checking_numerics() {

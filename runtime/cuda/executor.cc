@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "runtime/binding.h"
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/library.h"
 
@@ -85,30 +86,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program, std::strin
                  std::to_string(count) + " devices)"};
   }
   WEFT_RETURN_IF_ERROR(cuda_status(cudaSetDevice(options.device), "cudaSetDevice"));
-  if (program.input_offsets.empty()) lay_out_inputs_in_order(program);
-  WEFT_CHECK(program.input_offsets.size() == program.inputs.size(),
-             "cuda::Executor::create: one offset per input of program @" + program.name);
-  for (size_t i = 0; i < program.inputs.size(); ++i) {
-    const int64_t at = program.input_offsets[i];
-    WEFT_CHECK(at >= 0 && at % 64 == 0 &&
-                   at + static_cast<int64_t>(program.inputs[i].type.bytes()) <= program.inputs_bytes,
-               "cuda::Executor::create: input " + std::to_string(i) + " of program @" +
-                   program.name + " is unaligned or outside the inputs block");
-  }
-  const auto inside = [&](const BufferRef& r) {
-    const int64_t bytes = static_cast<int64_t>(r.type.bytes());
-    if (r.space == Space::arena) return r.offset >= 0 && r.offset + bytes <= program.arena_bytes;
-    return r.input >= 0 && r.input < static_cast<int>(program.inputs.size()) &&
-           program.input_offsets[r.input] + bytes <= program.inputs_bytes;
-  };
-  for (const Invocation& inv : program.code) {
-    for (const auto* refs : {&inv.operands, &inv.results, &inv.clear}) {
-      for (const BufferRef& r : *refs) {
-        WEFT_CHECK(inside(r), "cuda::Executor::create: " + r.to_string() + " of %" + inv.label +
-                                  " lies outside its block in program @" + program.name);
-      }
-    }
-  }
+  check_layout(program, "cuda::Executor::create");
 
   // Memory: refuse a plan that cannot fit before allocating anything.
   int64_t limit = options.max_memory;
@@ -161,35 +139,19 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program, std::strin
   }
 
   for (const Invocation& inv : program.code) {
-    std::vector<const void*> in;
-    std::vector<Type> types;
-    for (const BufferRef& r : inv.operands) {
-      in.push_back(ex->resolve(r));
-      types.push_back(r.type);
-    }
-    void* out = ex->resolve(inv.results[0]);
+    InvocationBuffers b = resolve_buffers(inv, [&](const BufferRef& r) { return ex->resolve(r); });
+    const std::vector<const void*>& in = b.in;
+    const std::vector<Type>& types = b.types;
+    void* out = b.out();
     switch (inv.kind) {
-      case Invocation::Kind::generated: {
-        std::vector<void*> buffers;
-        for (const void* p : in) buffers.push_back(const_cast<void*>(p));
-        for (const BufferRef& r : inv.results) buffers.push_back(ex->resolve(r));
-        std::vector<std::pair<void*, size_t>> clear;
-        for (const BufferRef& r : inv.clear) clear.push_back({ex->resolve(r), r.type.bytes()});
+      case Invocation::Kind::generated:
         ex->code_.push_back(generated_bound(kernels[inv.kernel], program.kernels[inv.kernel],
-                                            std::move(buffers), std::move(clear)));
+                                            b.kernel_args(), std::move(b.clear)));
         break;
-      }
       case Invocation::Kind::contraction: {
-        // C, the epilogue's other operands, then its results (runtime/program.h).
         const BufferRef& c_ref = inv.results[inv.gemm_result];
-        void* c = ex->resolve(c_ref);
-        std::vector<void*> buffers = {c};
-        for (size_t i = 2; i < in.size(); ++i) buffers.push_back(const_cast<void*>(in[i]));
-        for (size_t r = 0; r < inv.results.size(); ++r) {
-          if (inv.gemm_result == 0 || static_cast<int>(r) != inv.gemm_result) {
-            buffers.push_back(ex->resolve(inv.results[r]));
-          }
-        }
+        void* c = b.results[static_cast<size_t>(inv.gemm_result)];
+        std::vector<void*> buffers = b.epilogue_args(inv.gemm_result);
         MatmulPlan plan;
         WEFT_ASSIGN_OR_RETURN(bool planned, plan_matmul(inv.node, types[0], types[1], plan));
         if (!planned) ++ex->fallbacks_;
@@ -252,13 +214,8 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program, std::strin
   }
   // An update whose value is itself an input (assign(%a, %b)) must read %b's old value
   // even when %b is updated too: such values are snapshotted before any update lands.
-  std::vector<int64_t> snapshot_at;
   int64_t snapshot_bytes = 0;
-  for (const Update& u : program.updates) {
-    if (u.from.space != Space::input) continue;
-    snapshot_at.push_back(snapshot_bytes);
-    snapshot_bytes += (static_cast<int64_t>(u.from.type.bytes()) + 255) / 256 * 256;
-  }
+  const std::vector<int64_t> snapshot_at = snapshot_layout(program, 256, &snapshot_bytes);
   if (!snapshot_at.empty()) {
     d.snapshot_bytes = static_cast<size_t>(snapshot_bytes);
     WEFT_RETURN_IF_ERROR(allocate(d.snapshots, snapshot_bytes, "update snapshots"));

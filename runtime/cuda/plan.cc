@@ -103,39 +103,5 @@ StatusOr<bool> plan_matmul(const Node& node, const Type& ta, const Type& tb, Mat
   return true;
 }
 
-Status check_memory(const Program& program, int64_t limit, const std::string& limit_source) {
-  const int64_t needed = program.arena_bytes + program.inputs_bytes;
-  if (needed <= limit) return Status::ok_status();
-
-  // The largest buffers: inputs and arena results (each once), by size.
-  struct Buffer {
-    int64_t bytes;
-    std::string what;
-  };
-  std::vector<Buffer> buffers;
-  for (const ProgramInput& in : program.inputs) {
-    buffers.push_back({static_cast<int64_t>(in.type.bytes()),
-                       "%" + in.name + " " + in.type.to_string() + " (input)"});
-  }
-  for (const Invocation& inv : program.code) {
-    for (const BufferRef& r : inv.results) {
-      if (r.space != Space::arena) continue;
-      buffers.push_back({static_cast<int64_t>(r.type.bytes()),
-                         "%" + inv.label + " " + r.type.to_string() + " (arena+" +
-                             std::to_string(r.offset) + ")"});
-    }
-  }
-  std::stable_sort(buffers.begin(), buffers.end(),
-                   [](const Buffer& a, const Buffer& b) { return a.bytes > b.bytes; });
-  std::ostringstream msg;
-  msg << "program @" << program.name << " needs " << format_bytes(needed) << " (arena "
-      << format_bytes(program.arena_bytes) << " + inputs " << format_bytes(program.inputs_bytes)
-      << ") but only " << format_bytes(limit) << " are available (" << limit_source
-      << "); largest buffers: ";
-  for (size_t i = 0; i < buffers.size() && i < 3; ++i) {
-    msg << (i ? ", " : "") << buffers[i].what << " " << format_bytes(buffers[i].bytes);
-  }
-  return Error{msg.str()};
-}
 
 }  // namespace weft::cuda

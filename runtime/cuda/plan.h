@@ -62,9 +62,4 @@ struct MatmulPlan {
 /// operands whose shapes do not multiply.
 StatusOr<bool> plan_matmul(const Node& node, const Type& a, const Type& b, MatmulPlan& plan);
 
-/// Ok when the Program's arena and inputs block fit in `limit` bytes; otherwise the
-/// error naming both sizes, the limit and `limit_source` ("the memory limit", "free
-/// memory of CUDA device 0") and the three largest buffers.
-Status check_memory(const Program& program, int64_t limit, const std::string& limit_source);
-
 }  // namespace weft::cuda

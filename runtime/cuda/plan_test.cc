@@ -186,28 +186,5 @@ TEST(PlanMatmul, ShapesThatDoNotMultiplyAreErrors) {
             "matmul: batch dimensions of f32[2,4,5] and f32[3,5,3] do not broadcast");
 }
 
-TEST(CheckMemory, RefusesAPlanLargerThanTheLimit) {
-  Program p;
-  p.name = "step";
-  p.inputs = {{"x", Type{DType::f32, {256, 256}}, InputKind::data},
-              {"w", Type{DType::f32, {256}}, InputKind::param}};
-  lay_out_inputs_in_order(p);
-  p.arena_bytes = 1 << 20;
-  Invocation inv;
-  inv.kind = Invocation::Kind::copy;
-  inv.node.op = Op::Reshape;
-  inv.operands = {{Space::input, 0, 0, p.inputs[0].type}};
-  inv.results = {{Space::arena, -1, 4096, Type{DType::f32, {512, 256}}}};
-  inv.label = "h";
-  p.code = {inv};
-  EXPECT_TRUE(check_memory(p, int64_t{1} << 30, "the memory limit").ok());
-  Status s = check_memory(p, 1, "the memory limit");
-  ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.error().message,
-            "program @step needs 1.3 MiB (arena 1.0 MiB + inputs 257.0 KiB) but only 1 B are "
-            "available (the memory limit); largest buffers: %h f32[512,256] (arena+4096) 512.0 "
-            "KiB, %x f32[256,256] (input) 256.0 KiB, %w f32[256] (input) 1.0 KiB");
-}
-
 }  // namespace
 }  // namespace weft::cuda

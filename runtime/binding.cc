@@ -1,0 +1,117 @@
+#include "runtime/binding.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "ir/text_util.h"
+
+namespace weft {
+
+void check_layout(Program& program, const std::string& who) {
+  if (program.input_offsets.empty()) lay_out_inputs_in_order(program);
+  WEFT_CHECK(program.input_offsets.size() == program.inputs.size(),
+             who + ": one offset per input of program @" + program.name);
+  for (size_t i = 0; i < program.inputs.size(); ++i) {
+    const int64_t at = program.input_offsets[i];
+    WEFT_CHECK(at >= 0 && at % 64 == 0 &&
+                   at + static_cast<int64_t>(program.inputs[i].type.bytes()) <= program.inputs_bytes,
+               who + ": input " + std::to_string(i) + " of program @" + program.name +
+                   " is unaligned or outside the inputs block");
+  }
+  const auto inside = [&](const BufferRef& r) {
+    const int64_t bytes = static_cast<int64_t>(r.type.bytes());
+    if (r.space == Space::arena) return r.offset >= 0 && r.offset + bytes <= program.arena_bytes;
+    return r.input >= 0 && r.input < static_cast<int>(program.inputs.size()) &&
+           program.input_offsets[r.input] + bytes <= program.inputs_bytes;
+  };
+  for (const Invocation& inv : program.code) {
+    for (const auto* refs : {&inv.operands, &inv.results, &inv.clear}) {
+      for (const BufferRef& r : *refs) {
+        WEFT_CHECK(inside(r), who + ": " + r.to_string() + " of %" + inv.label +
+                                  " lies outside its block in program @" + program.name);
+      }
+    }
+  }
+}
+
+Status check_memory(const Program& program, int64_t limit, const std::string& limit_source) {
+  int64_t inputs = program.inputs_bytes;
+  if (program.input_offsets.empty()) {  // not laid out yet: the inputs back to back
+    inputs = 0;
+    for (const ProgramInput& in : program.inputs) inputs += static_cast<int64_t>(in.type.bytes());
+  }
+  const int64_t needed = program.arena_bytes + inputs;
+  if (limit < 0 || needed <= limit) return Status::ok_status();
+
+  // The largest buffers: inputs and arena results (each once), by size.
+  struct Buffer {
+    int64_t bytes;
+    std::string what;
+  };
+  std::vector<Buffer> buffers;
+  for (const ProgramInput& in : program.inputs) {
+    buffers.push_back({static_cast<int64_t>(in.type.bytes()),
+                       "%" + in.name + " " + in.type.to_string() + " (input)"});
+  }
+  for (const Invocation& inv : program.code) {
+    for (const BufferRef& r : inv.results) {
+      if (r.space != Space::arena) continue;
+      buffers.push_back({static_cast<int64_t>(r.type.bytes()),
+                         "%" + inv.label + " " + r.type.to_string() + " (arena+" +
+                             std::to_string(r.offset) + ")"});
+    }
+  }
+  std::stable_sort(buffers.begin(), buffers.end(),
+                   [](const Buffer& a, const Buffer& b) { return a.bytes > b.bytes; });
+  std::ostringstream msg;
+  msg << "program @" << program.name << " needs " << format_bytes(needed) << " (arena "
+      << format_bytes(program.arena_bytes) << " + inputs " << format_bytes(inputs)
+      << ") but only " << format_bytes(limit) << " are available (" << limit_source
+      << "); largest buffers: ";
+  for (size_t i = 0; i < buffers.size() && i < 3; ++i) {
+    msg << (i ? ", " : "") << buffers[i].what << " " << format_bytes(buffers[i].bytes);
+  }
+  return Error{msg.str()};
+}
+
+std::vector<void*> InvocationBuffers::kernel_args() const {
+  std::vector<void*> args;
+  for (const void* p : in) args.push_back(const_cast<void*>(p));
+  args.insert(args.end(), results.begin(), results.end());
+  return args;
+}
+
+std::vector<void*> InvocationBuffers::epilogue_args(int gemm_result) const {
+  std::vector<void*> args = {results[static_cast<size_t>(gemm_result)]};
+  for (size_t i = 2; i < in.size(); ++i) args.push_back(const_cast<void*>(in[i]));
+  for (size_t r = 0; r < results.size(); ++r) {
+    if (gemm_result == 0 || static_cast<int>(r) != gemm_result) args.push_back(results[r]);
+  }
+  return args;
+}
+
+InvocationBuffers resolve_buffers(const Invocation& inv,
+                                  const std::function<void*(const BufferRef&)>& resolve) {
+  InvocationBuffers b;
+  for (const BufferRef& r : inv.operands) {
+    b.in.push_back(resolve(r));
+    b.types.push_back(r.type);
+  }
+  for (const BufferRef& r : inv.results) b.results.push_back(resolve(r));
+  for (const BufferRef& r : inv.clear) b.clear.push_back({resolve(r), r.type.bytes()});
+  return b;
+}
+
+std::vector<int64_t> snapshot_layout(const Program& program, int64_t align, int64_t* total) {
+  std::vector<int64_t> at;
+  int64_t bytes = 0;
+  for (const Update& u : program.updates) {
+    if (u.from.space != Space::input) continue;
+    at.push_back(bytes);
+    bytes += (static_cast<int64_t>(u.from.type.bytes()) + align - 1) / align * align;
+  }
+  *total = bytes;
+  return at;
+}
+
+}  // namespace weft

@@ -1,6 +1,7 @@
 #include "runtime/binding.h"
 
 #include <algorithm>
+#include <map>
 #include <sstream>
 
 #include "ir/text_util.h"
@@ -100,6 +101,76 @@ InvocationBuffers resolve_buffers(const Invocation& inv,
   for (const BufferRef& r : inv.results) b.results.push_back(resolve(r));
   for (const BufferRef& r : inv.clear) b.clear.push_back({resolve(r), r.type.bytes()});
   return b;
+}
+
+std::vector<ArenaRun> arena_free_runs(const Program& program) {
+  struct Value {
+    int64_t begin, end;  ///< Bytes [begin, end) of the arena.
+    size_t first, last;  ///< Written by invocation `first`, last read by `last`.
+  };
+  std::vector<Value> values;
+  // Which value each byte holds now: disjoint segments [begin, end) -> value index.
+  std::map<int64_t, std::pair<int64_t, size_t>> holder;
+  const size_t n = program.code.size();
+  auto read = [&](const BufferRef& r, size_t at) {
+    if (r.space != Space::arena) return;
+    const int64_t begin = r.offset, end = r.offset + static_cast<int64_t>(r.type.bytes());
+    auto it = holder.upper_bound(begin);
+    if (it != holder.begin()) --it;
+    for (; it != holder.end() && it->first < end; ++it) {
+      if (it->second.first <= begin) continue;
+      Value& v = values[it->second.second];
+      v.last = std::max(v.last, at);
+    }
+  };
+  auto write = [&](const BufferRef& r, size_t at) {
+    if (r.space != Space::arena) return;
+    const int64_t begin = r.offset, end = r.offset + static_cast<int64_t>(r.type.bytes());
+    // Cut the segments that straddle begin or end, then drop those inside.
+    for (int64_t cut : {begin, end}) {
+      auto it = holder.upper_bound(cut);
+      if (it == holder.begin()) continue;
+      --it;
+      if (it->first < cut && cut < it->second.first) {
+        holder[cut] = it->second;
+        it->second.first = cut;
+      }
+    }
+    holder.erase(holder.lower_bound(begin), holder.lower_bound(end));
+    holder[begin] = {end, values.size()};
+    values.push_back({begin, end, at, at});
+  };
+  for (size_t i = 0; i < n; ++i) {
+    const Invocation& inv = program.code[i];
+    for (const BufferRef& r : inv.operands) read(r, i);
+    for (const BufferRef& r : inv.clear) write(r, i);
+    for (const BufferRef& r : inv.results) {
+      // A result that is also an operand (in place) was read above: its old value's
+      // bytes are live through this invocation, its new value's from it.
+      write(r, i);
+    }
+  }
+  for (const BufferRef& r : program.outputs) read(r, n);
+  for (const Update& u : program.updates) read(u.from, n);
+
+  std::vector<ArenaRun> runs(n);
+  std::vector<std::pair<int64_t, int64_t>> live;
+  for (size_t i = 0; i < n; ++i) {
+    live.clear();
+    for (const Value& v : values) {
+      if (v.first <= i && i <= v.last) live.push_back({v.begin, v.end});
+    }
+    std::sort(live.begin(), live.end());
+    int64_t at = 0;
+    ArenaRun best;
+    for (const auto& [begin, end] : live) {
+      if (begin - at > best.bytes) best = {at, begin - at};
+      at = std::max(at, end);
+    }
+    if (program.arena_bytes - at > best.bytes) best = {at, program.arena_bytes - at};
+    runs[i] = best;
+  }
+  return runs;
 }
 
 std::vector<int64_t> snapshot_layout(const Program& program, int64_t align, int64_t* total) {

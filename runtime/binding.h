@@ -54,6 +54,20 @@ struct InvocationBuffers {
 InvocationBuffers resolve_buffers(const Invocation& inv,
                                   const std::function<void*(const BufferRef&)>& resolve);
 
+/// A run of arena bytes.
+struct ArenaRun {
+  int64_t offset = 0;
+  int64_t bytes = 0;
+};
+
+/// For each invocation, the longest run of the arena that no value live while it runs
+/// occupies: a value is live from the invocation that writes it (a result or a cleared
+/// buffer) to the last that reads any of its bytes (an operand reads what the latest
+/// writes left in its bytes), or to the end for the outputs and the updates' values. An
+/// invocation may use its run as workspace (a cuDNN convolution's) without growing the
+/// memory the device needs.
+std::vector<ArenaRun> arena_free_runs(const Program& program);
+
 /// Where the updates whose value is an input (assign(%a, %b): %b's old value must be read
 /// even when %b is updated too) are copied before any update lands: one offset per such
 /// update, in order, each a multiple of `align`, in a block of `*total` bytes.

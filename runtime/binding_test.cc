@@ -67,6 +67,36 @@ TEST(ResolveBuffers, KernelAndEpilogueArgumentOrders) {
   EXPECT_EQ(b.clear[0], (std::pair<void*, size_t>{arena + 192, 16}));
 }
 
+TEST(ArenaFreeRuns, TheLongestRunNoLiveValueOccupies) {
+  // 0 writes A [0,100); 1 reads A, writes B [100,200); 2 reads B, writes C [0,50), the
+  // output; 3 writes D [250,300) over nothing live and reads C.
+  Program p;
+  p.arena_bytes = 300;
+  auto ref = [](int64_t offset, int64_t floats) {
+    return BufferRef{Space::arena, -1, offset, Type{DType::f32, {floats / 4}}};
+  };
+  Invocation a, b, c, d;
+  a.results = {ref(0, 100)};
+  b.operands = {ref(0, 100)};
+  b.results = {ref(100, 100)};
+  c.operands = {ref(100, 100)};
+  c.results = {ref(0, 48)};
+  d.operands = {ref(0, 48)};
+  d.results = {ref(252, 48)};
+  p.code = {a, b, c, d};
+  p.outputs = {ref(0, 48)};
+  const std::vector<ArenaRun> runs = arena_free_runs(p);
+  ASSERT_EQ(runs.size(), 4u);
+  EXPECT_EQ(runs[0].offset, 100);  // A alone
+  EXPECT_EQ(runs[0].bytes, 200);
+  EXPECT_EQ(runs[1].offset, 200);  // A and B
+  EXPECT_EQ(runs[1].bytes, 100);
+  EXPECT_EQ(runs[2].offset, 200);  // B and C: [48,100) is shorter than [200,300)
+  EXPECT_EQ(runs[2].bytes, 100);
+  EXPECT_EQ(runs[3].offset, 48);   // C and D: B is dead, [48,252)
+  EXPECT_EQ(runs[3].bytes, 204);
+}
+
 TEST(SnapshotLayout, OneAlignedSlotPerUpdateFromAnInput) {
   Program p;
   const Type t{DType::f32, {3}};

@@ -216,7 +216,7 @@ struct Algorithm {
 // for the choice.
 template <typename Call>
 StatusOr<Algorithm> choose(cudnnHandle_t h, const ConvPlan& plan, const Descriptors& d,
-                           const Buffers& buffers, ConvPolicy policy) {
+                           const Buffers& buffers, ConvPolicy policy, size_t limit) {
   int count = 0, returned = 0;
   WEFT_RETURN_IF_ERROR(cudnn_status(Call::max_count(h, &count), "cudnnGet*AlgorithmMaxCount"));
   std::vector<typename Call::Perf> perf(static_cast<size_t>(std::max(count, 1)));
@@ -243,7 +243,7 @@ StatusOr<Algorithm> choose(cudnnHandle_t h, const ConvPlan& plan, const Descript
     a.workspace = perf[i].memory;
     offered.push_back(a);
   }
-  const int chosen = choose_conv_algorithm(offered, kConvWorkspaceLimit, policy);
+  const int chosen = choose_conv_algorithm(offered, limit, policy);
   if (chosen < 0) {
     return Error{"cuDNN offers no FMA-math algorithm for the convolution " + plan.describe() +
                  " (" + std::to_string(returned) + " offered)"};
@@ -264,7 +264,9 @@ StatusOr<Algorithm> choose(cudnnHandle_t h, const ConvPlan& plan, const Descript
       out.passed_over = std::string(Call::name(static_cast<typename Call::Algo>(f.algo))) + ms +
                         (f.deterministic ? "" : ", nondeterministic") +
                         (f.approximate ? ", FFT/Winograd" : "") +
-                        (f.workspace > kConvWorkspaceLimit ? ", over the workspace limit" : "");
+                        (f.workspace > limit ? ", " + std::to_string(f.workspace) +
+                                                   " bytes of workspace, over the limit"
+                                             : std::string());
     }
   }
   WEFT_RETURN_IF_ERROR(cudnn_status(Call::workspace(h, d, algo, &out.workspace),
@@ -279,16 +281,23 @@ class ConvolutionBound : public Executor::Bound {
       : op_(std::move(op)), plan_(std::move(plan)), x_(x), w_(w), y_(y), out_(out),
         out_bytes_(out_bytes) {}
 
-  Status bind(cudnnHandle_t h, ConvPolicy policy) {
+  Status bind(cudnnHandle_t h, ConvPolicy policy, FreeArena free) {
     if (plan_.zero_fill) return Status::ok_status();
     WEFT_RETURN_IF_ERROR(desc_.make(plan_));
     const Buffers b{x_, w_, y_, out_};
-    StatusOr<Algorithm> a = plan_.call == ConvCall::forward ? choose<Forward>(h, plan_, desc_, b, policy)
-                            : plan_.call == ConvCall::backward_data
-                                ? choose<BackwardData>(h, plan_, desc_, b, policy)
-                                : choose<BackwardFilter>(h, plan_, desc_, b, policy);
+    // Speed first under `fastest`; otherwise no more workspace than the arena has free
+    // at this call or the shared block holds anyway, where an algorithm fits in it.
+    const size_t limit = policy == ConvPolicy::fastest
+                             ? kConvWorkspaceLimit
+                             : std::min(kConvWorkspaceLimit, std::max(free.bytes, kCublasWorkspaceBytes));
+    StatusOr<Algorithm> a =
+        plan_.call == ConvCall::forward ? choose<Forward>(h, plan_, desc_, b, policy, limit)
+        : plan_.call == ConvCall::backward_data
+            ? choose<BackwardData>(h, plan_, desc_, b, policy, limit)
+            : choose<BackwardFilter>(h, plan_, desc_, b, policy, limit);
     if (!a.ok()) return a.error();
     algo_ = std::move(*a);
+    if (algo_.workspace > 0 && algo_.workspace <= free.bytes) own_workspace_ = free.at;
     return Status::ok_status();
   }
 
@@ -298,7 +307,7 @@ class ConvolutionBound : public Executor::Bound {
                          "cudaMemsetAsync (empty " + op_ + ")");
     }
     const size_t workspace = algo_.workspace;
-    if (d.workspace_bytes < workspace) {
+    if (!own_workspace_ && d.workspace_bytes < workspace) {
       return Error{"internal: " + op_ + " needs " + std::to_string(workspace) +
                    " bytes of workspace, the device has " + std::to_string(d.workspace_bytes)};
     }
@@ -309,7 +318,7 @@ class ConvolutionBound : public Executor::Bound {
     const bool f64 = plan_.dtype == DType::f64;
     const void* one = f64 ? static_cast<const void*>(&one_d) : &one_f;
     const void* zero = f64 ? static_cast<const void*>(&zero_d) : &zero_f;
-    void* ws = workspace ? d.workspace : nullptr;
+    void* ws = !workspace ? nullptr : own_workspace_ ? own_workspace_ : d.workspace;
     switch (plan_.call) {
       case ConvCall::forward:
         return cudnn_status(
@@ -340,14 +349,15 @@ class ConvolutionBound : public Executor::Bound {
       char ms[32] = "";
       if (algo_.ms >= 0) std::snprintf(ms, sizeof ms, " %.3f ms", algo_.ms);
       s += " (" + algo_.name + ms + (algo_.nondeterministic ? ", nondeterministic" : "") + ", " +
-           std::to_string(algo_.workspace) + " bytes of workspace";
+           std::to_string(algo_.workspace) + " bytes of workspace" +
+           (own_workspace_ ? " in the arena's free bytes" : "");
       if (!algo_.passed_over.empty()) s += "; passed over " + algo_.passed_over;
       s += ")";
     }
     return s;
   }
 
-  size_t workspace_bytes() const override { return algo_.workspace; }
+  size_t workspace_bytes() const override { return own_workspace_ ? 0 : algo_.workspace; }
 
  private:
   std::string op_;
@@ -359,13 +369,14 @@ class ConvolutionBound : public Executor::Bound {
   size_t out_bytes_;
   Descriptors desc_;
   Algorithm algo_;
+  void* own_workspace_ = nullptr;  ///< In the arena's free bytes at this call, or null.
 };
 
 }  // namespace
 
 StatusOr<BoundPtr> convolution_bound(Device& d, const Node& node,
                                      const std::vector<Type>& operand_types, const Type& result,
-                                     std::vector<const void*> in, void* out) {
+                                     std::vector<const void*> in, void* out, FreeArena free) {
   WEFT_ASSIGN_OR_RETURN(ConvPlan plan, plan_convolution(node, operand_types, result));
   if (!d.cudnn) {
     WEFT_RETURN_IF_ERROR(cudnn_status(cudnnCreate(&d.cudnn), "cudnnCreate"));
@@ -377,7 +388,7 @@ StatusOr<BoundPtr> convolution_bound(Device& d, const Node& node,
   auto bound = std::make_unique<ConvolutionBound>(std::string(op_name(node.op)), plan,
                                                   at(plan.x_at), at(plan.w_at), at(plan.y_at),
                                                   out, result.bytes());
-  WEFT_RETURN_IF_ERROR(bound->bind(d.cudnn, d.convolutions));
+  WEFT_RETURN_IF_ERROR(bound->bind(d.cudnn, d.convolutions, free));
   return BoundPtr(std::move(bound));
 }
 

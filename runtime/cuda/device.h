@@ -124,13 +124,28 @@ StatusOr<BoundPtr> library_bound(LibraryKind kind, const Node& node,
 /// `what` names it in describe() and errors ("copy").
 BoundPtr copy_bound(const void* from, void* to, size_t bytes, std::string what);
 
+/// Arena bytes no live value occupies while an invocation runs (runtime/binding.h,
+/// arena_free_runs), which it may use as workspace.
+struct FreeArena {
+  void* at = nullptr;
+  size_t bytes = 0;
+};
+
 /// A conv2d, conv2d_backward_input or conv2d_backward_weight through cuDNN (conv.cc): the
 /// plan (conv_plan.h), descriptors and algorithm made here, d.cudnn created on d.stream
-/// if need be. Errors: the plan's (library_kind says `host` for those), a failed cuDNN
-/// call, no FMA-math algorithm.
+/// if need be. The algorithm's workspace lies in `free` when it fits (no device memory
+/// added), else in Device::workspace; under the exact and deterministic policies the
+/// choice keeps to what `free` or the shared block's floor (cuBLAS's) holds where an
+/// algorithm of the policy's class does. Errors: the plan's (library_kind says `host` for
+/// those), a failed cuDNN call, no FMA-math algorithm.
 StatusOr<BoundPtr> convolution_bound(Executor::Device& d, const Node& node,
                                      const std::vector<Type>& operand_types, const Type& result,
-                                     std::vector<const void*> in, void* out);
+                                     std::vector<const void*> in, void* out, FreeArena free);
+
+/// cuBLAS's workspace inside the shared block (NVIDIA recommends 32 MiB on Hopper for the
+/// best kernels; weft's GEMMs are fp32 in pedantic mode, which need far less): the block
+/// is never smaller.
+inline constexpr size_t kCublasWorkspaceBytes = size_t{4} << 20;
 
 /// A pooling op on pool.cu's kernels (pool.cc). Errors: the plan's (conv_plan.h).
 StatusOr<BoundPtr> pooling_bound(const Node& node, const std::vector<Type>& operand_types,

@@ -35,10 +35,6 @@ std::string unavailable_reason() {
 
 namespace {
 
-// cuBLAS's workspace inside the shared block (NVIDIA recommends 32 MiB on Hopper for the
-// best kernels; weft's GEMMs are fp32 in pedantic mode, which need far less).
-constexpr size_t kCublasWorkspaceBytes = size_t{4} << 20;
-
 // cudaMalloc of at least one byte, zeroed.
 Status allocate(void*& p, int64_t bytes, const std::string& what) {
   const size_t size = static_cast<size_t>(std::max<int64_t>(bytes, 1));
@@ -138,7 +134,10 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program, std::strin
     }
   }
 
-  for (const Invocation& inv : program.code) {
+  // What each invocation may use of the arena as workspace (convolutions).
+  const std::vector<ArenaRun> free_runs = arena_free_runs(program);
+  for (size_t index = 0; index < program.code.size(); ++index) {
+    const Invocation& inv = program.code[index];
     InvocationBuffers b = resolve_buffers(inv, [&](const BufferRef& r) { return ex->resolve(r); });
     const std::vector<const void*>& in = b.in;
     const std::vector<Type>& types = b.types;
@@ -186,8 +185,17 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program, std::strin
             break;
           }
           case LibraryKind::convolution: {  // cuDNN
-            WEFT_ASSIGN_OR_RETURN(BoundPtr bound, convolution_bound(d, inv.node, types,
-                                                                    inv.results[0].type, in, out));
+            // cuDNN wants its workspace aligned: the run's first 256-byte boundary on.
+            const ArenaRun run = free_runs[index];
+            const int64_t skip = (256 - run.offset % 256) % 256;
+            FreeArena free;
+            if (run.bytes > skip) {
+              free = {static_cast<std::byte*>(d.arena) + run.offset + skip,
+                      static_cast<size_t>(run.bytes - skip)};
+            }
+            WEFT_ASSIGN_OR_RETURN(BoundPtr bound,
+                                  convolution_bound(d, inv.node, types, inv.results[0].type, in,
+                                                    out, free));
             ex->code_.push_back(std::move(bound));
             break;
           }

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "bench/timed_run.h"
+#include "runtime/binding.h"
 #include "runtime/cuda/executor.h"
 #include "runtime/cuda/library.h"
 #include "tests/cuda/case_inputs.h"
@@ -99,7 +100,25 @@ int run(int argc, char** argv) {
   if (steps < 1) steps = 1;
   if (listing) {
     for (const Case& c : all_cases()) {
-      if (only.empty() ? c.steps >= 2 : c.name == only) std::printf("%s\n", c.program().to_string().c_str());
+      if (!(only.empty() ? c.steps >= 2 : c.name == only)) continue;
+      const Program p = c.program();
+      std::printf("%s\n", p.to_string().c_str());
+      // The arena bytes each convolution may take as workspace (runtime/binding.h).
+      const std::vector<ArenaRun> free = arena_free_runs(p);
+      for (size_t i = 0; i < p.code.size(); ++i) {
+        const Invocation& inv = p.code[i];
+        std::vector<Type> types;
+        for (const BufferRef& r : inv.operands) types.push_back(r.type);
+        if (inv.kind != Invocation::Kind::library ||
+            cuda::library_kind(inv.node, types, inv.results[0].type) !=
+                cuda::LibraryKind::convolution) {
+          continue;
+        }
+        std::printf("  %zu  %s: %.1f MiB of the arena free at +%lld\n", i,
+                    std::string(op_name(inv.node.op)).c_str(),
+                    static_cast<double>(free[i].bytes) / (1 << 20),
+                    static_cast<long long>(free[i].offset));
+      }
     }
     return 0;
   }

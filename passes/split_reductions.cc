@@ -25,22 +25,35 @@ StatusOr<bool> SplitReductionsPass::run(Graph& g) {
         reduced[static_cast<size_t>(*axis)] = true;
       }
     }
-    // The run of reduced axes at the end, and whether a kept axis lies before it with a
-    // reduced axis further out.
-    int first_inner = rank;
-    while (first_inner > 0 && reduced[static_cast<size_t>(first_inner - 1)]) --first_inner;
-    if (first_inner == rank || first_inner == 0) continue;
+    // The first part: the run of reduced axes at the end, when a kept axis lies before it
+    // with a reduced axis further out (batch-norm statistics); or, when the innermost axis
+    // is kept, the last reduced axis alone, when another is reduced too (a bias gradient
+    // summed over batch and sequence).
+    std::vector<int> first_part;
+    if (reduced[static_cast<size_t>(rank - 1)]) {
+      int first_inner = rank;
+      while (first_inner > 0 && reduced[static_cast<size_t>(first_inner - 1)]) --first_inner;
+      if (first_inner == 0) continue;
+      for (int d = first_inner; d < rank; ++d) first_part.push_back(d);
+    } else {
+      int last = rank - 1;
+      while (last >= 0 && !reduced[static_cast<size_t>(last)]) --last;
+      if (last < 0) continue;
+      first_part.push_back(last);
+    }
     bool outer_reduced = false;
-    for (int d = 0; d < first_inner; ++d) outer_reduced = outer_reduced || (reduced[size_t(d)] && x.shape[d] > 1);
+    for (int d = 0; d < first_part[0]; ++d) {
+      outer_reduced = outer_reduced || (reduced[static_cast<size_t>(d)] && x.shape[d] > 1);
+    }
     if (!outer_reduced) continue;
     int64_t inner = 1;
-    for (int d = first_inner; d < rank; ++d) inner *= x.shape[d];
+    for (int d : first_part) inner *= x.shape[d];
     if (inner < options_.min_inner || result.numel() >= options_.max_results) continue;
 
     IntList inner_axes, all_axes;
     Shape partial = x.shape;
     for (int d = 0; d < rank; ++d) {
-      if (d >= first_inner) {
+      if (std::find(first_part.begin(), first_part.end(), d) != first_part.end()) {
         inner_axes.push_back(d);
         partial.dims[static_cast<size_t>(d)] = 1;
       }

@@ -21,9 +21,15 @@
 // way). The second reduction takes every original axis, the inner ones being 1 by then,
 // so keepdims and the result's type stay as they were.
 //
-// Applies to float sum, mean, max and min with fewer than `max_results` results, whose
-// reduced axes include the innermost one and a run of them at the end of at least
-// `min_inner` elements, and at least one reduced axis before a kept one. Requires: a
+// A column reduction over several axes (a bias gradient summed over batch and sequence,
+// [32, 128, 512] to [512]: 16 blocks of 32 columns) splits the same way, its last
+// reduced axis first (32·512 results of 128 rows each), then the others.
+//
+// Applies to float sum, mean, max and min with fewer than `max_results` results: when
+// the innermost axis is reduced, to a run of reduced axes at the end of at least
+// `min_inner` elements with a kept axis before it and a reduced one further out; when it
+// is kept, to the last reduced axis (at least `min_inner` long) with another reduced
+// axis before it. Requires: a
 // type-inferred graph. Guarantees: the same values up to float rounding (sums and means
 // add in a different order and round the partial results to the element type).
 // The GPU pipeline runs it (codegen/cuda_program.cc) before fusion, so an elementwise

@@ -26,13 +26,29 @@ TEST(SplitReductionsTest, HeaderExample) {
 )");
 }
 
+TEST(SplitReductionsTest, AColumnSumOverSeveralAxesTakesTheLastFirst) {
+  // A bias gradient summed over batch and sequence: the sequence first (one column sum
+  // per batch element, 4·8 results), then the batch.
+  SplitReductionsPass pass;
+  EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%g: f32[4,16,8]) {
+  %b = sum(%g) {axes=[0, 1]} : f32[8]
+  return %b
+})"),
+            R"(graph @f(%g: f32[4,16,8]) -> (f32[8]) {
+  %0 = sum(%g) {axes=[1], keepdims=true} : f32[4,1,8]
+  %1 = sum(%0) {axes=[0, 1]} : f32[8]
+  return %1
+}
+)");
+}
+
 TEST(SplitReductionsTest, LeavesRowsColumnsAndManyResults) {
   SplitReductionsPass pass;
-  // Innermost axes only (a row reduction), outer axes only (a column reduction), every
+  // Innermost axes only (a row reduction), one outer axis (a column reduction), every
   // axis, too short an inner run, too many results: unchanged.
   const char* text = R"(graph @f(%x: f32[8,4,6,5], %y: f32[2,5000,8], %z: f32[8,4,6,3]) {
   %a = sum(%x) {axes=[2, 3]} : f32[8,4]
-  %b = sum(%x) {axes=[0, 1]} : f32[6,5]
+  %b = sum(%x) {axes=[0]} : f32[4,6,5]
   %c = sum(%x) : f32[]
   %d = max(%z) {axes=[0, 3]} : f32[4,6]
   %e = sum(%y) {axes=[0, 2]} : f32[5000]
@@ -47,7 +63,8 @@ TEST(SplitReductionsTest, SameValuesForEveryReductionAndKeepdims) {
       SCOPED_TRACE(std::string(op) + (keepdims ? " keepdims" : ""));
       const std::string text = std::string("graph @f(%x: f64[5,3,4,7]) {\n  %r = ") + op +
                                "(%x) {axes=[0, 2, 3], keepdims=" + (keepdims ? "true" : "false") +
-                               "}\n  return %r\n}\n";
+                               "}\n  %c = " + op + "(%x) {axes=[0, 1, 2], keepdims=" +
+                               (keepdims ? "true" : "false") + "}\n  return %r, %c\n}\n";
       StatusOr<Graph> g = parse_graph(text, "t.wir");
       ASSERT_TRUE(g.ok()) << g.error().to_string();
       ASSERT_TRUE(InferTypesPass().run(*g).ok());
@@ -63,9 +80,11 @@ TEST(SplitReductionsTest, SameValuesForEveryReductionAndKeepdims) {
       auto want = reference::run(*g, {x});
       auto got = reference::run(split, {x});
       ASSERT_TRUE(want.ok() && got.ok());
-      ASSERT_EQ(got->outputs[0].type(), want->outputs[0].type());
-      for (int64_t i = 0; i < want->outputs[0].numel(); ++i) {
-        EXPECT_NEAR(got->outputs[0].get_double(i), want->outputs[0].get_double(i), 1e-12);
+      for (size_t o = 0; o < 2; ++o) {
+        ASSERT_EQ(got->outputs[o].type(), want->outputs[o].type());
+        for (int64_t i = 0; i < want->outputs[o].numel(); ++i) {
+          EXPECT_NEAR(got->outputs[o].get_double(i), want->outputs[o].get_double(i), 1e-12);
+        }
       }
     }
   }

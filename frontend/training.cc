@@ -186,6 +186,11 @@ Status Trainer::build_step() {
   for (const ParamInfo& p : model->parameters()) {
     if (p.kind == InputKind::param && !model->is_frozen(p.name)) wrt.push_back(p.value);
   }
+  // The forward graph's identities first (passes/canonicalize.h: a slice that reads one
+  // operand of a concat, ...), so that autodiff differentiates what is left: an unrolled
+  // LSTM's state (h, c) is concatenated and sliced apart at every step, whose gradient
+  // would otherwise be padded, summed and sliced apart again.
+  WEFT_RETURN_IF_ERROR(default_pipeline().run_until(g, "canonicalize").status());
   WEFT_ASSIGN_OR_RETURN(std::vector<ValueId> grads, append_gradients(g, loss_value, wrt));
   std::vector<std::pair<ValueId, ValueId>> pairs;
   for (size_t i = 0; i < wrt.size(); ++i) pairs.emplace_back(wrt[i], grads[i]);

@@ -6,8 +6,8 @@
 namespace weft {
 
 StatusOr<bool> SplitReductionsPass::run(Graph& g) {
-  bool changed = false;
   const int n = static_cast<int>(g.nodes().size());
+  std::vector<bool> replaced(static_cast<size_t>(n), false);
   for (int i = 0; i < n; ++i) {
     const Node node = g.node(i);  // a copy: add_node may move the node vector
     // The reductions that split into parts: sum, max and min are associative, and a mean
@@ -69,22 +69,28 @@ StatusOr<bool> SplitReductionsPass::run(Graph& g) {
     attrs["axes"] = all_axes;
     const ValueId whole = g.add_node(node.op, {part}, attrs, node.loc, result);
     g.replace_all_uses(node.result(), whole);
-    changed = true;
+    replaced[static_cast<size_t>(i)] = true;
   }
-  if (!changed) return false;
-  // The replaced reductions are unused now.
-  const std::vector<int> count = g.use_counts();
-  std::vector<bool> keep(g.nodes().size(), true);
-  for (int i = 0; i < n; ++i) {
-    const Node& node = g.node(i);
-    if (!node.results.empty() && count[node.result()] == 0 && node.info().category == OpCategory::Reduction) {
-      bool output = false;
-      for (ValueId o : g.outputs()) output = output || o == node.result();
-      keep[static_cast<size_t>(i)] = output;
+  if (std::find(replaced.begin(), replaced.end(), true) == replaced.end()) return false;
+  // The two parts take the place of the reduction they replace (appended, they would
+  // run last and keep their operands alive to the end of the step); the replaced one,
+  // unused now, goes.
+  std::vector<Node>& nodes = g.mutable_nodes();
+  std::vector<Node> order;
+  std::vector<bool> keep;
+  size_t added = static_cast<size_t>(n);
+  for (size_t i = 0; i < static_cast<size_t>(n); ++i) {
+    if (replaced[i]) {
+      for (int k = 0; k < 2; ++k) {
+        order.push_back(std::move(nodes[added++]));
+        keep.push_back(true);
+      }
     }
+    order.push_back(std::move(nodes[i]));
+    keep.push_back(!replaced[i]);
   }
-  g.remove_nodes(keep);
-  g.sort_topologically();
+  nodes = std::move(order);
+  g.remove_nodes(keep);  // and renumbers the producers
   return true;
 }
 

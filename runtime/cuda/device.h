@@ -134,9 +134,7 @@ struct FreeArena {
 /// A conv2d, conv2d_backward_input or conv2d_backward_weight through cuDNN (conv.cc): the
 /// plan (conv_plan.h), descriptors and algorithm made here, d.cudnn created on d.stream
 /// if need be. The algorithm's workspace lies in `free` when it fits (no device memory
-/// added), else in Device::workspace; under the exact and deterministic policies the
-/// choice keeps to what `free` or the shared block's floor (cuBLAS's) holds where an
-/// algorithm of the policy's class does. Errors: the plan's (library_kind says `host` for
+/// added), else in Device::workspace. Errors: the plan's (library_kind says `host` for
 /// those), a failed cuDNN call, no FMA-math algorithm.
 StatusOr<BoundPtr> convolution_bound(Executor::Device& d, const Node& node,
                                      const std::vector<Type>& operand_types, const Type& result,

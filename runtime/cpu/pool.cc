@@ -13,15 +13,11 @@
 #include <type_traits>
 
 #include "runtime/cpu/contraction_internal.h"
+#include "runtime/pool_geometry.h"
 
 namespace weft::cpu {
 namespace {
 
-struct PoolGeometry {
-  int64_t planes, h, w;  // planes = N * C.
-  int64_t kh, kw, sh, sw, ph, pw;
-  int64_t oh, ow;
-};
 
 // Calls f(y, x) for the valid input positions of output pixel (oy, ox), row-major.
 template <typename F>
@@ -307,19 +303,8 @@ KernelOr make_pool_kernel(const LibraryCall& call, const std::vector<const void*
   }
   const Shape x = op == PoolOp::kAvgBackward ? Shape(node.ints_attr("input_shape"))
                                              : call.operand_types[0].shape;
-  const IntList& kernel = node.ints_attr("kernel");
-  const IntList stride = node.has_attr("stride") ? node.ints_attr("stride") : kernel;
-  const IntList& padding = node.ints_attr("padding");
-  if (x.rank() != 4 || kernel.size() != 2 || stride.size() != 2 || padding.size() != 2 ||
-      kernel[0] < 1 || kernel[1] < 1 || stride[0] < 1 || stride[1] < 1 || padding[0] < 0 ||
-      padding[1] < 0) {
-    return call_error(call, "invalid pooling window");
-  }
-  PoolGeometry g{x[0] * x[1], x[2], x[3], kernel[0], kernel[1], stride[0], stride[1],
-                 padding[0], padding[1], 0, 0};
-  g.oh = (g.h + 2 * g.ph - g.kh) / g.sh + 1;
-  g.ow = (g.w + 2 * g.pw - g.kw) / g.sw + 1;
-  const Shape pooled{x[0], x[1], g.oh, g.ow};
+  WEFT_ASSIGN_OR_RETURN(PoolGeometry g, pool_geometry(node, x));
+  const Shape pooled = pooled_shape(x, g);
   const bool to_input = op == PoolOp::kMaxBackward || op == PoolOp::kAvgBackward;
   WEFT_CHECK(call.result_type.shape == (to_input ? x : pooled),
              "pooling: result type does not match the operands");

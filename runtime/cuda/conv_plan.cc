@@ -5,6 +5,7 @@
 #include <string>
 
 #include "ir/checked_math.h"
+#include "runtime/pool_geometry.h"
 
 namespace weft::cuda {
 namespace {
@@ -191,32 +192,14 @@ StatusOr<PoolWindow> plan_pooling(const Node& node, const std::vector<Type>& ope
   // The pooled input: the first operand, or avg_pool2d_backward's input_shape.
   const Shape x = node.op == Op::AvgPool2dBackward ? Shape(node.ints_attr("input_shape"))
                                                    : operands[0].shape;
-  if (x.rank() != 4) return op_error(node, "expects a 4-D NCHW input, got " + x.to_string());
-  const IntList& kernel = node.ints_attr("kernel");
-  const IntList stride = node.has_attr("stride") ? node.ints_attr("stride") : kernel;
-  const IntList& padding = node.ints_attr("padding");
-  if (kernel.size() != 2 || stride.size() != 2 || padding.size() != 2) {
-    return op_error(node, "kernel, stride and padding need two entries each");
-  }
+  // The window is runtime/pool_geometry.h's (the reference's and the CPU's too); pool.cu
+  // takes it as its plain PoolWindow.
+  WEFT_ASSIGN_OR_RETURN(PoolGeometry geo, pool_geometry(node, x));
   PoolWindow g;
-  g.h = x[2], g.w = x[3];
-  g.kh = kernel[0], g.kw = kernel[1], g.sh = stride[0], g.sw = stride[1];
-  g.ph = padding[0], g.pw = padding[1];
-  if (g.kh < 1 || g.kw < 1 || g.sh < 1 || g.sw < 1 || g.ph < 0 || g.pw < 0) {
-    return op_error(node, "invalid pooling window");
-  }
-  const Checked planes = Checked(x[0]) * x[1];
-  const Checked oh = (Checked(g.h) + Checked(g.ph) * 2 - g.kh) / g.sh + 1;  // Floor mode.
-  const Checked ow = (Checked(g.w) + Checked(g.pw) * 2 - g.kw) / g.sw + 1;
-  if (!(planes.ok() && oh.ok() && ow.ok() && (oh * ow * planes).ok() &&
-        (Checked(g.kh) * g.kw).ok() && extent(x))) {
-    return op_error(node, "sizes overflow int64: " + types);
-  }
-  g.planes = planes.value(), g.oh = oh.value(), g.ow = ow.value();
-  if (g.oh < 1 || g.ow < 1) {
-    return op_error(node, "the window is larger than the padded input " + x.to_string());
-  }
-  const Shape pooled{x[0], x[1], g.oh, g.ow};
+  g.planes = geo.planes, g.h = geo.h, g.w = geo.w;
+  g.kh = geo.kh, g.kw = geo.kw, g.sh = geo.sh, g.sw = geo.sw, g.ph = geo.ph, g.pw = geo.pw;
+  g.oh = geo.oh, g.ow = geo.ow;
+  const Shape pooled = pooled_shape(x, geo);
   bool ok = false;
   switch (node.op) {
     case Op::MaxPool2d: case Op::AvgPool2d:

@@ -147,7 +147,7 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
     if (!silent) return runtime(Error{"--data-parallel: rank " + std::to_string(rank) + " cannot open /dev/null"});
     out = silent.get();
   }
-  StatusOr<std::unique_ptr<Trainable>> made = factory(config.seed, static_cast<int>(config.threads), comm);
+  StatusOr<std::unique_ptr<Trainable>> made = factory(config.seed, static_cast<int>(config.threads), comm, config.max_memory);
   if (!made.ok()) return runtime(made.error());
   Trainable& model = **made;
   if (Status s = check_model(model); !s.ok()) return runtime(s.error());

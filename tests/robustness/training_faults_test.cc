@@ -11,6 +11,7 @@
 //   a step, during a save (while the temporary file exists) and right after a resume;
 //   every stop leaves a checkpoint of the step it names, every resume loads it (strictly),
 //   and the losses of all the pieces are those of the run never interrupted, bit for bit.
+// - MaxMemoryRefusesALargerStep: --max-memory, checked before anything is allocated.
 #include <gtest/gtest.h>
 #include <dirent.h>
 #include <signal.h>
@@ -197,6 +198,19 @@ TEST(TrainingFaults, SignalsAtRandomPointsResumeExactly) {
   }
   ASSERT_TRUE(done) << "40 pieces did not finish the run";
   EXPECT_EQ(seen, expected);
+}
+
+// The AOT binary's --max-memory (as weftc's): a step planned larger than the limit is
+// refused when the model is made, before its buffers are allocated or the data is read.
+TEST(TrainingFaults, MaxMemoryRefusesALargerStep) {
+  CommandResult r = testing::run_command(kTrain + data_flags() + " --max-memory=1M");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out.rfind("error: program @model needs ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find(" but only 1.0 MiB are available (the memory limit); largest buffers: "), std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("training on"), std::string::npos) << r.out;
+  r = testing::run_command(kTrain + data_flags() + " --max-memory=1G --max-steps=1");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
 }
 
 }  // namespace

@@ -11,6 +11,11 @@
 //   a step, during a save (while the temporary file exists) and right after a resume;
 //   every stop leaves a checkpoint of the step it names, every resume loads it (strictly),
 //   and the losses of all the pieces are those of the run never interrupted, bit for bit.
+// - StopSignalsReachNoComputingThread: the fix of bug 1. The corruption was oneDNN's
+//   (its JIT GEMM kernels point the stack pointer into a heap buffer, so a signal frame
+//   pushed there overwrote the heap: oneDNN issue #4845); the driver now blocks SIGINT
+//   and SIGTERM on every thread but one watcher (runtime/driver/stop_signals.h). Checked
+//   on the running binary's threads (/proc/PID/task/*/status).
 // - MaxMemoryRefusesALargerStep: --max-memory, checked before anything is allocated.
 #include <gtest/gtest.h>
 #include <dirent.h>
@@ -198,6 +203,40 @@ TEST(TrainingFaults, SignalsAtRandomPointsResumeExactly) {
   }
   ASSERT_TRUE(done) << "40 pieces did not finish the run";
   EXPECT_EQ(seen, expected);
+}
+
+// The mask bits of `field` (SigBlk, SigCgt) in a /proc status file.
+uint64_t mask_of(const std::string& status_file, const std::string& field) {
+  std::ifstream in(status_file);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field + ":", 0) == 0) return std::stoull(line.substr(field.size() + 1), nullptr, 16);
+  }
+  return 0;
+}
+
+TEST(TrainingFaults, StopSignalsReachNoComputingThread) {
+  Process p(kTrain + data_flags() + " --epochs=1000");
+  ASSERT_TRUE(p.wait_for("training on", 60)) << p.out();
+  p.read_for(0.3);  // steps under way: the pools' and oneDNN's threads exist
+  const uint64_t stop_bits = (uint64_t{1} << (SIGINT - 1)) | (uint64_t{1} << (SIGTERM - 1));
+  const std::string tasks = "/proc/" + std::to_string(p.pid()) + "/task";
+  int threads = 0, taking = 0;
+  DIR* d = ::opendir(tasks.c_str());
+  ASSERT_NE(d, nullptr);
+  while (const dirent* e = ::readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    const std::string status = tasks + "/" + e->d_name + "/status";
+    ++threads;
+    if ((mask_of(status, "SigBlk") & stop_bits) != stop_bits) ++taking;
+    // No handler: a handler's frame is what oneDNN's kernels cannot take.
+    EXPECT_EQ(mask_of(status, "SigCgt") & stop_bits, 0u) << status;
+  }
+  ::closedir(d);
+  EXPECT_GE(threads, 3);      // the main thread, a pool worker, the watcher
+  EXPECT_EQ(taking, 1);       // the watcher alone
+  p.signal(SIGTERM);
+  EXPECT_EQ(p.finish().exit_code, 143);
 }
 
 // The AOT binary's --max-memory (as weftc's): a step planned larger than the limit is

@@ -48,6 +48,8 @@ class Process {
   /// status, or 128 + the signal that killed it (as a shell reports it: 134 for SIGABRT).
   CommandResult finish(double timeout_s = 120);
 
+  /// The program's process id (-1 when it could not be started).
+  pid_t pid() const { return pid_; }
   /// What the program printed so far.
   const std::string& out() const { return out_; }
 

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <new>
 #include <optional>
 #include <set>
 
@@ -358,7 +359,10 @@ StatusOr<SafetensorsFile> decode(std::string_view head, uint64_t file_size,
   // is read hashes the whole section: ir/text_util.h's fnv1a64, continued tensor by tensor.
   uint64_t hash = 0xcbf29ce484222325ull;
   for (const Entry& e : entries) {
-    Tensor t(Type{e.dtype, Shape(e.shape)});
+    // Sizes come from the file: memory running out is reported, naming the tensor.
+    StatusOr<Tensor> made = Tensor::try_create(Type{e.dtype, Shape(e.shape)});
+    if (!made.ok()) return file_error(name, "tensor '" + e.name + "': " + made.error().message);
+    Tensor& t = *made;
     if (t.bytes() > 0) {
       WEFT_RETURN_IF_ERROR(read_data(e.begin, t.raw_data(), t.bytes()));
       const auto* p = static_cast<const unsigned char*>(t.raw_data());
@@ -435,7 +439,12 @@ StatusOr<SafetensorsFile> read_safetensors(const std::string& path) {
     const uint64_t header_len = header_length(head);
     // A length out of range is decode's to report; the header is read only when it fits.
     if (header_len <= kMaxHeaderBytes && header_len <= file_size - 8) {
-      head.resize(8 + header_len);
+      try {
+        head.resize(8 + header_len);
+      } catch (const std::bad_alloc&) {
+        return file_error(path, "out of memory: reading the header needs " + std::to_string(8 + header_len) +
+                                    " bytes");
+      }
       WEFT_RETURN_IF_ERROR(read_at(8, head.data() + 8, header_len));
     }
   }

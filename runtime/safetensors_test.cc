@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/testing/memory_limit.h"
+
 namespace weft {
 namespace {
 
@@ -170,6 +172,40 @@ TEST(Safetensors, HeaderLengthErrors) {
   EXPECT_EQ(error_of(std::string("\x40\0\0\0\0\0\0\0{}      ", 16)),
             "header length 64 runs past the end of the file (16 bytes): the file is truncated or "
             "not a safetensors file");
+}
+
+// Running out of memory while reading is reported as such, naming the file, the tensor
+// and the bytes needed (as read_npy and the IDX reader do): it ended in an uncaught
+// std::bad_alloc.
+TEST(Safetensors, OutOfMemoryIsReportedAsSuch) {
+  constexpr int64_t n = int64_t{32} << 20;  // f32[33554432]: 128 MiB
+  const std::string path = temp_dir() + "/big.safetensors";
+  const std::string head = file_bytes(R"({"w":{"dtype":"F32","shape":[33554432],"data_offsets":[0,134217728]}})", "");
+  spit(path, head);
+  ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(head.size() + n * 4)), 0);  // sparse
+  {
+    testing::MemoryLimit limit(/*extra=*/32 << 20);
+    if (!limit.active()) GTEST_SKIP() << limit.why_not();
+    StatusOr<SafetensorsFile> f = read_safetensors(path);
+    ASSERT_FALSE(f.ok());
+    EXPECT_EQ(f.error().to_string(), path + ": error: tensor 'w': out of memory: f32[33554432] needs 134217728 bytes");
+  }
+  StatusOr<SafetensorsFile> f = read_safetensors(path);
+  ASSERT_TRUE(f.ok()) << f.error().to_string();
+  EXPECT_EQ(f->tensors.at(0).second.bytes(), static_cast<size_t>(n * 4));
+
+  // A header of 64 MiB (the format allows 100 MB) read under a 32 MiB allowance.
+  const std::string huge_header = temp_dir() + "/huge_header.safetensors";
+  const uint64_t header_len = uint64_t{64} << 20;
+  std::string length(8, '\0');
+  for (int i = 0; i < 8; ++i) length[i] = static_cast<char>((header_len >> (8 * i)) & 0xff);
+  spit(huge_header, length + "{");
+  ASSERT_EQ(::truncate(huge_header.c_str(), static_cast<off_t>(8 + header_len)), 0);
+  testing::MemoryLimit limit(/*extra=*/32 << 20);
+  StatusOr<SafetensorsFile> h = read_safetensors(huge_header);
+  ASSERT_FALSE(h.ok());
+  EXPECT_EQ(h.error().to_string(), huge_header + ": error: out of memory: reading the header needs " +
+                                       std::to_string(8 + header_len) + " bytes");
 }
 
 TEST(Safetensors, TruncatedFile) {

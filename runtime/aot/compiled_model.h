@@ -136,6 +136,10 @@ struct CompiledModelOptions {
   /// More than one rank: the gradients' all_reduce calls are bucketed up to this many
   /// bytes (cpu::ExecutorOptions::all_reduce_bucket_bytes); 0: one call per gradient.
   int64_t all_reduce_bucket_bytes = int64_t{25} << 20;
+  /// The most bytes each Program may need, its arena and inputs (BindOptions::max_memory):
+  /// create() fails, naming the largest buffers, before allocating them; 0: the memory
+  /// the device has available.
+  int64_t max_memory = 0;
 };
 
 class CompiledModel : public driver::Trainable {

@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "runtime/driver/flags.h"
+#include "runtime/driver/stop_signals.h"
 #include "runtime/flag_values.h"
 #include "runtime/monitor/monitor.h"
 
@@ -27,33 +28,6 @@ std::string format_number(const char* format, double v) {
   std::snprintf(buf, sizeof(buf), format, v);
   return buf;
 }
-
-/// The signal (SIGINT, SIGTERM) that asked the run to stop, 0 if none.
-volatile std::sig_atomic_t stop_signal = 0;
-
-extern "C" void on_stop_signal(int number) { stop_signal = number; }
-
-/// While alive, SIGINT and SIGTERM stop the run after the current step (a second one
-/// kills it: SA_RESETHAND); the previous handlers come back at the end.
-class StopSignals {
- public:
-  StopSignals() {
-    stop_signal = 0;
-    struct sigaction action = {};
-    action.sa_handler = on_stop_signal;
-    action.sa_flags = SA_RESETHAND;
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGINT, &action, &old_int_);
-    sigaction(SIGTERM, &action, &old_term_);
-  }
-  ~StopSignals() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
-  }
-
- private:
-  struct sigaction old_int_ = {}, old_term_ = {};
-};
 
 /// A failure and the exit status it gives.
 struct Failure {
@@ -113,7 +87,7 @@ StatusOr<Dataset> load_data(const DriverConfig& config, const Trainable& model) 
 
 /// The whole run once the flags are parsed; failures carry their exit status.
 std::optional<Failure> train(const DriverConfig& config, const std::string& program, const ModelFactory& factory,
-                              std::FILE* out, const BinaryInfo& info) {
+                              std::FILE* out, const BinaryInfo& info, const StopSignals& signals) {
   auto runtime = [](Error e) { return Failure{kExitRuntime, std::move(e)}; };
   auto usage = [](Error e) { return Failure{kExitUsage, std::move(e)}; };
 
@@ -147,7 +121,7 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
     if (!silent) return runtime(Error{"--data-parallel: rank " + std::to_string(rank) + " cannot open /dev/null"});
     out = silent.get();
   }
-  StatusOr<std::unique_ptr<Trainable>> made = factory(config.seed, static_cast<int>(config.threads), comm);
+  StatusOr<std::unique_ptr<Trainable>> made = factory(config.seed, static_cast<int>(config.threads), comm, config.max_memory);
   if (!made.ok()) return runtime(made.error());
   Trainable& model = **made;
   if (Status s = check_model(model); !s.ok()) return runtime(s.error());
@@ -323,7 +297,7 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
       if (auto f = save()) return f;
       saved_at = t;
     }
-    if (const int number = stop_signal; number != 0) {
+    if (const int number = signals.received(); number != 0) {
       const std::string name = number == SIGINT ? "SIGINT" : "SIGTERM";
       std::string message = "interrupted by " + name + " at step " + std::to_string(t);
       if (!config.checkpoint_out.empty()) {
@@ -475,8 +449,8 @@ int run_driver(const std::vector<std::string>& args, const std::string& program,
   }
   std::optional<Failure> failure;
   {
-    StopSignals signals;
-    failure = train(*config, program, factory, out, info);
+    StopSignals signals;  // before the model starts its threads
+    failure = train(*config, program, factory, out, info, signals);
   }
   std::fflush(out);
   if (failure) {

@@ -313,6 +313,25 @@ TEST(Driver, ResumeRefusesANegativeStep) {
   EXPECT_EQ(r.out, ck + ": error: malformed checkpoint: weft.step is '-5', not a non-negative integer\n");
 }
 
+// --max-memory, as weftc's: the model's step (its planned arena and its inputs) is checked
+// against it when the model is made, before anything is allocated or any data is read.
+TEST(Driver, MaxMemoryRefusesALargerStep) {
+  CommandResult r = train("--max-memory=1K --max-steps=1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "error: program @model needs 505.8 KiB (arena 109.3 KiB + inputs 396.5 KiB) but only 1.0 KiB "
+                   "are available (the memory limit); largest buffers: %x f32[32,784] (input) 98.0 KiB, "
+                   "%0.weight f32[32,784] (input) 98.0 KiB, %optimizer.0.weight.exp_avg f32[32,784] (input) "
+                   "98.0 KiB\n");
+  for (const char* bad : {"lots", "0", "5T", "-1K"}) {
+    r = train(std::string("--max-memory=") + bad);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.out, "error: --max-memory=" + std::string(bad) +
+                         ": not a positive number of bytes (suffixes K, M, G)\n");
+  }
+  r = train("--max-memory=1G --max-steps=1 --log-every=1000");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+}
+
 // Resuming is strict: a checkpoint lacking a tensor or holding an unexpected one is
 // refused, both listed (it used to print "resumed ... at step N" and train from fresh
 // values); --partial-load loads what matches and prints what did not.
@@ -385,7 +404,7 @@ TEST(Driver, HelpListsEveryFlag) {
   EXPECT_EQ(r.out.rfind("usage: jit_model_train [--flag=value ...]\n", 0), 0u) << r.out;
   for (const char* flag :
        {"--data=DIR", "--train=X.npy,Y.npy", "--test=X.npy,Y.npy", "--epochs=N", "--max-steps=N", "--seed=S",
-        "--shuffle-seed=S", "--threads=N", "--lr=X", "--schedule=NAME", "--lr-step-size=N", "--lr-gamma=X",
+        "--shuffle-seed=S", "--threads=N", "--max-memory=BYTES", "--lr=X", "--schedule=NAME", "--lr-step-size=N", "--lr-gamma=X",
         "--milestones=N,N,...", "--warmup-steps=N", "--warmup-start-factor=X", "--min-lr=X", "--pct-start=X",
         "--div-factor=X", "--final-div-factor=X", "--checkpoint-in=PATH", "--partial-load", "--checkpoint-out=PATH",
         "--checkpoint-every=N", "--eval-every=N", "--metrics-csv=PATH", "--report=PATH", "--log-every=N",
@@ -393,7 +412,7 @@ TEST(Driver, HelpListsEveryFlag) {
         "--profile", "--data-parallel", "--help"}) {
     EXPECT_NE(r.out.find(std::string("\n  ") + flag), std::string::npos) << flag;
   }
-  EXPECT_EQ(count(r.out, "\\(default: "), 30);  // every flag but --help
+  EXPECT_EQ(count(r.out, "\\(default: "), 31);  // every flag but --help
 }
 
 // A binary trains on the backend its model was compiled for: --backend naming it is a

@@ -158,7 +158,7 @@ std::string tmp(const std::string& name) {
 }
 
 TEST(RunDriver, ExitStatuses) {
-  ModelFactory factory = [](uint64_t, int, std::shared_ptr<collective::Communicator>) -> StatusOr<std::unique_ptr<Trainable>> {
+  ModelFactory factory = [](uint64_t, int, std::shared_ptr<collective::Communicator>, int64_t) -> StatusOr<std::unique_ptr<Trainable>> {
     return std::unique_ptr<Trainable>(classifier(5));
   };
   Split data = classification(40, 3);
@@ -209,7 +209,7 @@ TEST(RunDriver, ExitStatuses) {
   EXPECT_EQ(r.status, kExitRuntime);
   EXPECT_EQ(r.err, "error: train: 7 training samples do not make one batch of 8 (the model's batch size)\n");
 
-  ModelFactory failing = [](uint64_t, int, std::shared_ptr<collective::Communicator>) -> StatusOr<std::unique_ptr<Trainable>> {
+  ModelFactory failing = [](uint64_t, int, std::shared_ptr<collective::Communicator>, int64_t) -> StatusOr<std::unique_ptr<Trainable>> {
     return Error{"no such model"};
   };
   r = run({}, failing);

@@ -147,6 +147,15 @@ std::vector<Flag> make_flags() {
   seed("shuffle-seed", "seed of the per-epoch batch shuffle", &DriverConfig::shuffle_seed);
   integer("threads", "0", "worker threads (0: $WEFT_NUM_THREADS or every core)", &DriverConfig::threads, 0,
           4096);
+  f.push_back({"max-memory", "BYTES", "the memory available",
+               "refuse to start when the model's step needs more memory than this (its planned arena "
+               "and its inputs; suffixes K, M, G), as weftc's --max-memory",
+               [](DriverConfig& c, const std::string& v) -> Status {
+                 const std::optional<int64_t> bytes = parse_byte_size(v);
+                 if (!bytes) return bad("max-memory", v, "not a positive number of bytes (suffixes K, M, G)");
+                 c.max_memory = *bytes;
+                 return Status();
+               }});
   // The learning rate.
   f.push_back({"lr", "X", "the compiled optimizer's", "base learning rate",
                [](DriverConfig& c, const std::string& v) -> Status {

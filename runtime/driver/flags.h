@@ -34,6 +34,9 @@ struct DriverConfig {
   uint64_t seed = 0;
   uint64_t shuffle_seed = 0;
   int64_t threads = 0;
+  /// Bytes the model's compiled step may need (its arena and inputs), checked when the
+  /// model is made, before anything is allocated; 0: the memory the machine has available.
+  int64_t max_memory = 0;
   // The learning rate.
   std::optional<double> lr;  ///< Unset: the model's own (its compiled optimizer's).
   std::string schedule = "constant";

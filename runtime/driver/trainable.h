@@ -80,9 +80,12 @@ class Trainable {
 /// from their initializers with `seed`; `num_threads` 0 means $WEFT_NUM_THREADS or every core.
 /// `communicator` (--data-parallel: collective::mpi_world()) runs the step's gradient
 /// all_reduce ops, and with more than one rank the model checks that every rank built the
-/// same step; nullptr: one process.
+/// same step; nullptr: one process. `max_memory` (--max-memory) bounds the bytes a compiled
+/// Program may need, its arena and inputs, checked before they are allocated (the
+/// executors' memory check, BindOptions::max_memory); 0: the memory available.
 StatusOr<std::unique_ptr<Trainable>> make_compiled_model(
-    uint64_t seed, int num_threads, std::shared_ptr<collective::Communicator> communicator = nullptr);
+    uint64_t seed, int num_threads, std::shared_ptr<collective::Communicator> communicator = nullptr,
+    int64_t max_memory = 0);
 
 /// The backend the model of make_compiled_model was compiled for ("cpu", "cuda";
 /// runtime/backend.h), known without making it (for --help and flag errors). Defined next

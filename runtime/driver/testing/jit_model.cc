@@ -17,13 +17,15 @@ namespace weft::driver {
 std::string compiled_model_backend() { return "cpu"; }  // the JIT Trainer's default
 
 StatusOr<std::unique_ptr<Trainable>> make_compiled_model(
-    uint64_t seed, int num_threads, std::shared_ptr<collective::Communicator> communicator) {
+    uint64_t seed, int num_threads, std::shared_ptr<collective::Communicator> communicator,
+    int64_t max_memory) {
   const char* env = std::getenv("WEFT_DRIVER_TEST_MODEL");
   const std::string which = env ? env : "fashion";
   TrainOptions options;
   options.seed = seed;
   options.num_threads = num_threads;
   options.communicator = std::move(communicator);
+  options.max_memory = max_memory;
   StatusOr<std::unique_ptr<JitTrainable>> model = Error{"unknown WEFT_DRIVER_TEST_MODEL '" + which + "'"};
   if (which == "fashion" || which == "nchw") {
     const bool nchw = which == "nchw";

@@ -318,7 +318,7 @@ TEST(Driver, ResumeRefusesANegativeStep) {
 TEST(Driver, MaxMemoryRefusesALargerStep) {
   CommandResult r = train("--max-memory=1K --max-steps=1");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.out, "error: program @model needs 505.8 KiB (arena 109.3 KiB + inputs 396.5 KiB) but only 1.0 KiB "
+  EXPECT_EQ(r.out, "error: program @model needs 507.7 KiB (arena 109.3 KiB + inputs 398.4 KiB) but only 1.0 KiB "
                    "are available (the memory limit); largest buffers: %x f32[32,784] (input) 98.0 KiB, "
                    "%0.weight f32[32,784] (input) 98.0 KiB, %optimizer.0.weight.exp_avg f32[32,784] (input) "
                    "98.0 KiB\n");

@@ -72,6 +72,10 @@ Status check_memory(const Program& program, int64_t limit, const std::string& li
   for (size_t i = 0; i < buffers.size() && i < 3; ++i) {
     msg << (i ? ", " : "") << buffers[i].what << " " << format_bytes(buffers[i].bytes);
   }
+  // What to do next: a limit the user set can be raised; the machine's cannot.
+  msg << (limit_source == "the memory limit"
+              ? "; raise the limit (--max-memory, max_memory) or use a smaller batch"
+              : "; use a smaller batch");
   return Error{msg.str()};
 }
 

@@ -32,8 +32,9 @@ void check_layout(Program& program, const std::string& who);
 
 /// The device bytes `program` needs (its arena and its inputs block, alignment padding
 /// included) against `limit`; over it, an error naming the total, `limit_source` ("the
-/// memory limit", "MemAvailable", "free memory of CUDA device 0") and the three largest
-/// buffers, so a user sees what to shrink.
+/// memory limit", "MemAvailable", "free memory of CUDA device 0"), the three largest
+/// buffers, so a user sees what to shrink, and what to do (raise a limit the user set,
+/// or use a smaller batch).
 Status check_memory(const Program& program, int64_t limit, const std::string& limit_source);
 
 /// One invocation's buffers as addresses on a device.

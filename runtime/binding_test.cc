@@ -26,7 +26,8 @@ TEST(CheckMemory, RefusesAPlanLargerThanTheLimit) {
   EXPECT_EQ(s.error().message,
             "program @step needs 1.3 MiB (arena 1.0 MiB + inputs 257.0 KiB) but only 1 B are "
             "available (the memory limit); largest buffers: %h f32[512,256] (arena+4096) 512.0 "
-            "KiB, %x f32[256,256] (input) 256.0 KiB, %w f32[256] (input) 1.0 KiB");
+            "KiB, %x f32[256,256] (input) 256.0 KiB, %w f32[256] (input) 1.0 KiB; raise the limit "
+            "(--max-memory, max_memory) or use a smaller batch");
 }
 
 TEST(CheckMemory, CountsInputsBackToBackBeforeTheyAreLaidOut) {
@@ -40,7 +41,7 @@ TEST(CheckMemory, CountsInputsBackToBackBeforeTheyAreLaidOut) {
   EXPECT_EQ(s.error().message,
             "program @step needs 1.3 MiB (arena 1.0 MiB + inputs 256.0 KiB) but only 1 B are "
             "available (MemAvailable); largest buffers: %x f32[256,256] (input) 256.0 KiB, %w "
-            "f32[3] (input) 12 B");
+            "f32[3] (input) 12 B; use a smaller batch");
   EXPECT_TRUE(check_memory(p, -1, "MemAvailable").ok());  // unknown: not checked
 }
 

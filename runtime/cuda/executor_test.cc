@@ -414,7 +414,8 @@ TEST(CudaExecutor, RefusesAPlanLargerThanTheMemoryLimit) {
   EXPECT_EQ(ex.error().message,
             "program @one_op needs 512.0 KiB (arena 256.0 KiB + inputs 256.0 KiB) but only 1 B "
             "are available (the memory limit); largest buffers: %in0 f32[256,256] (input) 256.0 "
-            "KiB, %r f32[256,256] (arena+0) 256.0 KiB");
+            "KiB, %r f32[256,256] (arena+0) 256.0 KiB; raise the limit (--max-memory, max_memory) "
+            "or use a smaller batch");
 }
 
 TEST(CudaExecutor, Errors) {

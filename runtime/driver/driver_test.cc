@@ -321,7 +321,7 @@ TEST(Driver, MaxMemoryRefusesALargerStep) {
   EXPECT_EQ(r.out, "error: program @model needs 507.7 KiB (arena 109.3 KiB + inputs 398.4 KiB) but only 1.0 KiB "
                    "are available (the memory limit); largest buffers: %x f32[32,784] (input) 98.0 KiB, "
                    "%0.weight f32[32,784] (input) 98.0 KiB, %optimizer.0.weight.exp_avg f32[32,784] (input) "
-                   "98.0 KiB\n");
+                   "98.0 KiB; raise the limit (--max-memory, max_memory) or use a smaller batch\n");
   for (const char* bad : {"lots", "0", "5T", "-1K"}) {
     r = train(std::string("--max-memory=") + bad);
     EXPECT_EQ(r.exit_code, 2);

@@ -120,7 +120,8 @@ TEST(CompiledMemoryCheck, RefusesAPlanLargerThanTheLimit) {
   EXPECT_EQ(ex.error().message,
             "program @wide needs 2.0 MiB (arena 1.0 MiB + inputs 1.0 MiB) but only 1.0 MiB are "
             "available (the memory limit); largest buffers: %x f32[1024,256] (input) 1.0 MiB, "
-            "%c f32[1024,256] (arena+0) 1.0 MiB, %b f32[1024] (arena+1048576) 4.0 KiB");
+            "%c f32[1024,256] (arena+0) 1.0 MiB, %b f32[1024] (arena+1048576) 4.0 KiB; raise the "
+            "limit (--max-memory, max_memory) or use a smaller batch");
   options.executor.max_memory = 3 << 20;
   EXPECT_TRUE(codegen::compile_for_cpu(g, options).ok());
 }

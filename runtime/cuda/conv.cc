@@ -216,7 +216,8 @@ struct Algorithm {
 // for the choice.
 template <typename Call>
 StatusOr<Algorithm> choose(cudnnHandle_t h, const ConvPlan& plan, const Descriptors& d,
-                           const Buffers& buffers, ConvPolicy policy, size_t limit) {
+                           const Buffers& buffers, ConvPolicy policy) {
+  constexpr size_t limit = kConvWorkspaceLimit;
   int count = 0, returned = 0;
   WEFT_RETURN_IF_ERROR(cudnn_status(Call::max_count(h, &count), "cudnnGet*AlgorithmMaxCount"));
   std::vector<typename Call::Perf> perf(static_cast<size_t>(std::max(count, 1)));
@@ -289,12 +290,11 @@ class ConvolutionBound : public Executor::Bound {
     // it fits there, else to the shared block. (Keeping every policy but `fastest` to
     // what the arena had free was tried on an H100, 2026-11-26: convnet's step went from
     // 6.9 to 12.3 ms for 213 MiB less, already below PyTorch's; bench/RESULTS.md.)
-    const size_t limit = kConvWorkspaceLimit;
     StatusOr<Algorithm> a =
-        plan_.call == ConvCall::forward ? choose<Forward>(h, plan_, desc_, b, policy, limit)
+        plan_.call == ConvCall::forward ? choose<Forward>(h, plan_, desc_, b, policy)
         : plan_.call == ConvCall::backward_data
-            ? choose<BackwardData>(h, plan_, desc_, b, policy, limit)
-            : choose<BackwardFilter>(h, plan_, desc_, b, policy, limit);
+            ? choose<BackwardData>(h, plan_, desc_, b, policy)
+            : choose<BackwardFilter>(h, plan_, desc_, b, policy);
     if (!a.ok()) return a.error();
     algo_ = std::move(*a);
     if (algo_.workspace > 0 && algo_.workspace <= free.bytes) own_workspace_ = free.at;

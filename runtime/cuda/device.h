@@ -140,11 +140,6 @@ StatusOr<BoundPtr> convolution_bound(Executor::Device& d, const Node& node,
                                      const std::vector<Type>& operand_types, const Type& result,
                                      std::vector<const void*> in, void* out, FreeArena free);
 
-/// cuBLAS's workspace inside the shared block (NVIDIA recommends 32 MiB on Hopper for the
-/// best kernels; weft's GEMMs are fp32 in pedantic mode, which need far less): the block
-/// is never smaller.
-inline constexpr size_t kCublasWorkspaceBytes = size_t{4} << 20;
-
 /// A pooling op on pool.cu's kernels (pool.cc). Errors: the plan's (conv_plan.h).
 StatusOr<BoundPtr> pooling_bound(const Node& node, const std::vector<Type>& operand_types,
                                  const Type& result, std::vector<const void*> in, void* out);

@@ -35,6 +35,10 @@ std::string unavailable_reason() {
 
 namespace {
 
+// cuBLAS's workspace inside the shared block (NVIDIA recommends 32 MiB on Hopper for the
+// best kernels; weft's GEMMs are fp32 in pedantic mode, which need far less).
+constexpr size_t kCublasWorkspaceBytes = size_t{4} << 20;
+
 // cudaMalloc of at least one byte, zeroed.
 Status allocate(void*& p, int64_t bytes, const std::string& what) {
   const size_t size = static_cast<size_t>(std::max<int64_t>(bytes, 1));

@@ -3,8 +3,7 @@
 #include <functional>
 
 #include "autodiff/grad.h"
-#include "codegen/cpu_backend.h"
-#include "codegen/cuda_backend.h"
+#include "codegen/targets.h"
 #include "frontend/init_params.h"
 #include "ir/text.h"
 #include "ir/verifier.h"
@@ -75,28 +74,20 @@ ValueId emit_loss(Emitter& e, const LossSpec& spec, ValueId out, ValueId target)
   return kNoValue;
 }
 
-Error check_numerics_on_cuda() {
-  return Error{"check_numerics runs on the cpu and reference backends, not yet on cuda"};
-}
-
 }  // namespace
 
 StatusOr<Trainer> Trainer::compile(const FlowPtr& net, const std::vector<InputSpec>& inputs,
                                    LossSpec loss, OptimizerSpec optimizer, TrainOptions options,
                                    std::source_location where) {
-  if (options.backend != "reference" && options.backend != "cpu" && options.backend != "cuda") {
-    return Error{"unknown backend '" + options.backend + "'; backends: cpu, cuda, reference"};
+  WEFT_ASSIGN_OR_RETURN(const codegen::Target* target, codegen::find_target(options.backend));
+  if (options.communicator && options.communicator->world_size() > 1 && !target->has_multi_rank()) {
+    return target->one_process(options.communicator->world_size());
   }
-  if (options.communicator && options.communicator->world_size() > 1 &&
-      options.backend != "cpu") {
-    return Error{"data parallelism over " + std::to_string(options.communicator->world_size()) +
-                 " ranks needs the cpu backend; the " +
-                 (options.backend == "cuda" ? "cuda backend (no NCCL yet)"
-                                            : "reference interpreter") +
-                 " runs one process"};
+  if (options.check_numerics && !target->has_check_numerics()) {
+    return target->check_numerics_unsupported("check_numerics");
   }
-  if (options.backend == "cuda" && options.check_numerics) return check_numerics_on_cuda();
   Trainer t;
+  t.target_ = target;
   t.net_ = net;
   t.inputs_ = inputs;
   t.loss_ = loss;
@@ -110,43 +101,34 @@ StatusOr<Trainer> Trainer::compile(const FlowPtr& net, const std::vector<InputSp
 
 void Trainer::set_check_numerics(bool on) {
   options_.check_numerics = on;  // for the executors created from now on
-  for (cpu::Executor* ex : executors()) ex->set_check_numerics(on);
+  const Backend* runtime = target_->runtime();
+  if (runtime == nullptr || runtime->set_check_numerics == nullptr) return;  // refused by step()
+  if (step_exec_) runtime->set_check_numerics(*step_exec_, on);
+  for (auto& [key, ex] : eval_execs_) runtime->set_check_numerics(*ex, on);
 }
 
-cpu::ExecutorOptions Trainer::executor_options() const {
-  cpu::ExecutorOptions executor;
-  executor.num_threads = options_.num_threads;
-  executor.max_memory = options_.max_memory;
-  executor.check_numerics = options_.check_numerics;
-  return executor;
-}
+bool Trainer::compiled() const { return target_->compiled(); }
 
-std::vector<cpu::Executor*> Trainer::executors() {
-  std::vector<cpu::Executor*> all;
-  if (auto* cpu = dynamic_cast<cpu::Executor*>(step_exec_.get())) all.push_back(cpu);
-  for (auto& [key, ex] : eval_execs_) {
-    if (auto* cpu = dynamic_cast<cpu::Executor*>(ex.get())) all.push_back(cpu);
+Status Trainer::check_numerics_available() const {
+  if (options_.check_numerics && !target_->has_check_numerics()) {
+    return target_->check_numerics_unsupported("check_numerics");
   }
-  return all;
+  return Status();
 }
 
 StatusOr<std::unique_ptr<ProgramExecutor>> Trainer::compile_graph(const Graph& g, bool step) const {
-  if (options_.backend == "cuda") {
-    cuda::ExecutorOptions gpu;
-    gpu.max_memory = options_.max_memory;
-    gpu.cuda_graph = options_.cuda_graph;
-    gpu.allow_host_fallback = options_.allow_host_fallback;
-    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<cuda::Executor> ex, codegen::compile_for_cuda(g, gpu));
-    return std::unique_ptr<ProgramExecutor>(std::move(ex));
-  }
-  codegen::CpuOptions cpu;
-  cpu.executor = executor_options();
+  codegen::CompileOptions options{
+      .num_threads = options_.num_threads,
+      .max_memory = options_.max_memory,
+      .check_numerics = options_.check_numerics,
+      .cuda_graph = options_.cuda_graph,
+      .allow_host_fallback = options_.allow_host_fallback,
+  };
   if (step) {
-    cpu.executor.communicator = options_.communicator;
-    cpu.executor.all_reduce_bucket_bytes = options_.all_reduce_bucket_bytes;
+    options.communicator = options_.communicator;
+    options.all_reduce_bucket_bytes = options_.all_reduce_bucket_bytes;
   }
-  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<cpu::Executor> ex, codegen::compile_for_cpu(g, cpu));
-  return std::unique_ptr<ProgramExecutor>(std::move(ex));
+  return target_->compile(g, options);
 }
 
 Status Trainer::build_step() {
@@ -280,7 +262,7 @@ StatusOr<double> Trainer::step(const std::vector<Tensor>& batch) {
     for (size_t k = 0; k < batch.size(); ++k) {
       WEFT_RETURN_IF_ERROR(step_exec_->set_input(batch_inputs_[k], batch[k]));
     }
-    if (options_.check_numerics && options_.backend == "cuda") return check_numerics_on_cuda();
+    WEFT_RETURN_IF_ERROR(check_numerics_available());
     WEFT_RETURN_IF_ERROR(step_exec_->set_input(lr_input_, Tensor::scalar(DType::f32, lr_)));
     WEFT_RETURN_IF_ERROR(step_exec_->set_input(
         step_input_, Tensor::scalar(DType::i64, static_cast<double>(steps_ + 1))));
@@ -334,7 +316,7 @@ StatusOr<std::vector<Tensor>> Trainer::evaluate(const std::vector<Tensor>& batch
   const Graph& g = it->second;
   sync_values();
   if (compiled()) {
-    if (options_.check_numerics && options_.backend == "cuda") return check_numerics_on_cuda();
+    WEFT_RETURN_IF_ERROR(check_numerics_available());
     auto ex = eval_execs_.find(key);
     if (ex == eval_execs_.end()) {
       WEFT_ASSIGN_OR_RETURN(std::unique_ptr<ProgramExecutor> e, compile_graph(g, /*step=*/false));

@@ -35,6 +35,10 @@
 #include "runtime/executor.h"
 #include "runtime/tensor.h"
 
+namespace weft::codegen {
+struct Target;  // codegen/targets.h
+}  // namespace weft::codegen
+
 namespace weft {
 
 /// The loss between the network's output and a target input.
@@ -151,19 +155,19 @@ class Trainer {
  private:
   Trainer() = default;
   Status build_step();
-  bool compiled() const { return options_.backend == "cpu" || options_.backend == "cuda"; }
-  /// `g` compiled for the backend (the step's with the communicator when `step`).
+  bool compiled() const;
+  /// `g` compiled for the backend with options_ (the step's with the communicator when
+  /// `step`).
   StatusOr<std::unique_ptr<ProgramExecutor>> compile_graph(const Graph& g, bool step) const;
-  /// What every executor is created with: options_'s threads, memory limit and
-  /// check-numerics.
-  cpu::ExecutorOptions executor_options() const;
-  /// The cpu executors created so far: the step's, then each evaluation's.
-  std::vector<cpu::Executor*> executors();
+  /// An error when check-numerics is on and the backend lacks it (set_check_numerics
+  /// after compile() can turn it on).
+  Status check_numerics_available() const;
   /// Copies the executor's parameters, state and slots into values_ when they are newer.
   void sync_values() const;
   /// Copies values_ into an executor's param and state inputs.
   Status push_values(ProgramExecutor& ex) const;
 
+  const codegen::Target* target_ = nullptr;  ///< options_.backend's entry (codegen/targets.h).
   FlowPtr net_;
   std::vector<InputSpec> inputs_;
   LossSpec loss_;

@@ -2,7 +2,9 @@
 // safetensors.h), through a file, into a small model with a parameter, batch-norm state
 // and an optimizer slot. Beyond not crashing: an error has a message naming the file and
 // leaves every value exactly as it was (the loader stages, then commits); a load that
-// succeeds leaves every value with its expected type.
+// succeeds leaves every value with its expected type. Inputs are mutated by
+// checkpoint_mutator.h: the metadata values and the key set with valid checksums, as well
+// as the bytes.
 //
 // WEFT_FUZZ_WRITE_SEED=PATH writes a valid checkpoint of the model to PATH and exits:
 // how the seed corpus's checkpoint was made (tools/fuzz --make-seeds).
@@ -19,6 +21,7 @@
 #include "frontend/flow.h"
 #include "frontend/init_params.h"
 #include "frontend/modules.h"
+#include "tests/fuzz/checkpoint_mutator.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace {
@@ -59,15 +62,15 @@ bool same_bytes(const weft::Tensor& a, const weft::Tensor& b) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  if (const char* seed = std::getenv("WEFT_FUZZ_WRITE_SEED")) {
-    weft::Status s = weft::save_checkpoint(seed, fixture().model, fixture().values, 42);
-    if (!s.ok()) {
-      std::fprintf(stderr, "%s\n", s.to_string().c_str());
-      std::exit(1);
-    }
-    std::exit(0);
-  }
+  weft::fuzz::write_seed_if_asked([](const std::string& path) {
+    return weft::save_checkpoint(path, fixture().model, fixture().values, 42);
+  });
   return 0;
+}
+
+extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size,
+                                          unsigned int seed) {
+  return weft::fuzz::mutate_checkpoint(data, size, max_size, seed);
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

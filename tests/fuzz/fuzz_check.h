@@ -54,5 +54,23 @@ inline std::string write_scratch_file(std::string_view name, std::string_view ex
 
 }  // namespace weft::fuzz
 
+namespace weft::fuzz {
+
+/// For a target's LLVMFuzzerInitialize: when $WEFT_FUZZ_WRITE_SEED names a path, writes
+/// the target's seed input there with `write` and exits (0, or 1 printing the error).
+template <typename Write>
+void write_seed_if_asked(Write write) {
+  const char* seed = std::getenv("WEFT_FUZZ_WRITE_SEED");
+  if (seed == nullptr) return;
+  Status s = write(std::string(seed));
+  if (!s.ok()) {
+    std::fprintf(stderr, "%s\n", s.to_string().c_str());
+    std::exit(1);
+  }
+  std::exit(0);
+}
+
+}  // namespace weft::fuzz
+
 #define FUZZ_CHECK_ERROR(status_or) \
   ::weft::fuzz::check_error((status_or).error(), __FILE__, __LINE__)

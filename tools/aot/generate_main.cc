@@ -9,7 +9,8 @@
 //
 // It builds the training step exactly as Trainer::compile does (it compiles a Trainer on
 // the reference backend and takes its step graph, parameter table and optimizer slots),
-// builds the eval-mode forward as Trainer::evaluate does, and lowers both for --backend:
+// builds the eval-mode forward as Trainer::evaluate does, and lowers both for --backend
+// (its codegen::Target's `lower`, codegen/targets.h):
 //   cpu   codegen::lower_to_program (the Programs the JIT path runs), every kernel of
 //         both compiled into one object file (--object; KernelCompiler::compile_object,
 //         for --cpu);
@@ -34,6 +35,7 @@
 #include "codegen/kernel_compiler.h"
 #include "codegen/lower.h"
 #include "codegen/program_source.h"
+#include "codegen/targets.h"
 #include "frontend/training.h"
 #include "runtime/collective/communicator.h"
 #include "runtime/cuda/library.h"
@@ -137,11 +139,7 @@ struct Generated {
 };
 
 // One lowered Program and, for cuda, its PTX module and kernel entry symbols.
-struct Lowered {
-  Program program;
-  std::string ptx;
-  std::vector<std::string> symbols;
-};
+using Lowered = codegen::LoweredProgram;
 
 std::string header(const Generated& g) {
   std::ostringstream os;
@@ -317,12 +315,8 @@ int fail(const std::string& message) {
 }
 
 StatusOr<Lowered> lower(const Graph& g, const CompileOptions& options) {
-  if (options.backend == "cuda") {
-    WEFT_ASSIGN_OR_RETURN(codegen::CudaProgram p, codegen::compile_cuda_program(g));
-    return Lowered{std::move(p.program), std::move(p.ptx), std::move(p.symbols)};
-  }
-  WEFT_ASSIGN_OR_RETURN(codegen::Lowering l, codegen::lower_to_program(g));
-  return Lowered{std::move(l.program), "", {}};
+  WEFT_ASSIGN_OR_RETURN(const codegen::Target* target, codegen::find_target(options.backend));
+  return target->lower(g);  // options.cc admits only the compiled targets
 }
 
 // A C++ string literal of `s`: raw-string pieces, which the compiler concatenates (as

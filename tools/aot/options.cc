@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cstdlib>
 
+#include "codegen/targets.h"
+
 namespace weft::aot {
 namespace {
 
@@ -160,12 +162,15 @@ StatusOr<CompileOptions> parse_compile_options(const std::vector<std::string>& a
   }
   if (o.batch <= 0) return Error{"--batch must be a positive integer (the training batch size)"};
   if (o.eval_batch < 0) return Error{"--eval_batch must be positive (or 0: the training batch)"};
-  if (o.backend != "cpu" && o.backend != "cuda") {
-    return Error{"--backend=" + o.backend + ": the AOT generator compiles for cpu and cuda"};
+  StatusOr<const codegen::Target*> target = codegen::find_target(o.backend);
+  if (!target.ok() || !(*target)->compiled()) {
+    return Error{"--backend=" + o.backend + ": the AOT generator compiles for " +
+                 codegen::target_names([](const codegen::Target& t) { return t.compiled(); }, " and ")};
   }
-  if (o.backend == "cuda" && o.data_parallel) {
-    return Error{"--data_parallel needs --backend=cpu: the cuda backend runs one process (no "
-                 "NCCL yet)"};
+  if (o.data_parallel && !(*target)->has_multi_rank()) {
+    return Error{"--data_parallel needs --backend=" +
+                 codegen::target_names([](const codegen::Target& t) { return t.has_multi_rank(); }, " or ") +
+                 ": the " + o.backend + " backend runs one process (no NCCL yet)"};
   }
   WEFT_RETURN_IF_ERROR(o.loss_spec().status());
   WEFT_RETURN_IF_ERROR(o.optimizer_spec().status());

@@ -25,7 +25,8 @@
 
 #include "autodiff/grad.h"
 #include "codegen/cpu_backend.h"
-#include "codegen/cuda_backend.h"
+#include "codegen/cuda_program.h"
+#include "codegen/targets.h"
 #include "runtime/cuda/library.h"
 #include "runtime/reference/numerics.h"
 #include "ir/dot.h"
@@ -114,12 +115,19 @@ Status check_command(const std::vector<std::string>& argv) {
   return Status();
 }
 
-/// ok for a backend `weftc COMMAND` knows: cpu, cuda (dump and run) or reference.
-Status check_backend(const std::string& command, const std::string& backend) {
-  const bool cuda = command == "dump" || command == "run";
-  if (backend == "cpu" || backend == "reference" || (cuda && backend == "cuda")) return Status();
-  return Error{"weftc " + command + ": unknown backend '" + backend + "'; backends: cpu, " +
-               (cuda ? "cuda, " : "") + "reference"};
+/// The target `weftc COMMAND --backend=NAME` names (codegen/targets.h), among those that
+/// `accepts`; the error lists the ones it accepts.
+template <typename Accepts>
+StatusOr<const codegen::Target*> target_for(const std::string& command, const std::string& backend,
+                                            Accepts accepts) {
+  StatusOr<const codegen::Target*> t = codegen::find_target(backend);
+  if (t.ok() && accepts(**t)) return t;
+  return Error{"weftc " + command + ": unknown backend '" + backend + "'; backends: " +
+               codegen::target_names(accepts)};
+}
+
+StatusOr<const codegen::Target*> target_for(const std::string& command, const std::string& backend) {
+  return target_for(command, backend, [](const codegen::Target&) { return true; });
 }
 
 Status dump_command(const std::vector<std::string>& argv) {
@@ -133,7 +141,7 @@ Status dump_command(const std::vector<std::string>& argv) {
     return Error{"weftc dump: unknown format '" + format + "'; formats: text, json, dot, ptx"};
   }
   std::string backend = args.get("backend", "cpu");
-  WEFT_RETURN_IF_ERROR(check_backend("dump", backend));
+  WEFT_ASSIGN_OR_RETURN(const codegen::Target* target, target_for("dump", backend));
   if (format == "ptx") {
     if (backend != "cuda") {
       return Error{"weftc dump: --format=ptx prints the CUDA backend's kernels; add --backend=cuda"};
@@ -149,10 +157,7 @@ Status dump_command(const std::vector<std::string>& argv) {
   if (after != "parse") {
     PipelineOptions options;
     options.dump_dir = args.has("dump-dir") ? resolve_path(args.get("dump-dir")) : "";
-    Pipeline pipeline = backend == "cpu"    ? codegen::cpu_pipeline(options)
-                        : backend == "cuda" ? codegen::cuda_pipeline(options)
-                                            : default_pipeline(options);
-    WEFT_RETURN_IF_ERROR(pipeline.run_until(g, after));
+    WEFT_RETURN_IF_ERROR(target->pipeline(options).run_until(g, after));
   }
   PrintOptions print_options;
   print_options.locations = !args.has("no-locations");
@@ -202,23 +207,27 @@ Status viz_command(const std::vector<std::string>& argv) {
                              {"memory", "", /*takes_value=*/false}}));
   WEFT_ASSIGN_OR_RETURN(std::string file, one_file_argument("viz", args));
   std::string backend = args.get("backend", "cpu");
-  WEFT_RETURN_IF_ERROR(check_backend("viz", backend));
+  // viz draws a host arena's plan (viz::cpu_memory_plan) or the interpreter's graph.
+  WEFT_ASSIGN_OR_RETURN(const codegen::Target* target,
+                        target_for("viz", backend, [](const codegen::Target& t) {
+                          return !t.compiled() || t.runtime()->host_input_data != nullptr;
+                        }));
   const bool memory = args.has("memory");
-  if (memory && backend != "cpu") {
+  if (memory && !target->plans_memory()) {
     return Error{"weftc viz: --memory draws the cpu backend's memory plan; the reference "
                  "interpreter plans no memory (leave out --backend=reference)"};
   }
   WEFT_ASSIGN_OR_RETURN(Graph g, load_graph(file));
-  Pipeline pipeline = backend == "cpu" ? codegen::cpu_pipeline() : default_pipeline();
+  Pipeline pipeline = target->pipeline({});
   std::string after = args.get("after", "");
   if (after.empty()) {
     WEFT_RETURN_IF_ERROR(pipeline.run(g).status());
-    after = backend == "cpu" ? "schedule-memory" : "cse";
+    after = std::string(pipeline.pass_names().back());
   } else if (after != "parse") {
     WEFT_RETURN_IF_ERROR(pipeline.run_until(g, after).status());
   }
   std::optional<MemoryPlan> plan;
-  if (backend == "cpu" && (after != "parse" || memory)) {
+  if (target->plans_memory() && (after != "parse" || memory)) {
     WEFT_ASSIGN_OR_RETURN(plan, viz::cpu_memory_plan(g));
   }
   std::string text;
@@ -403,28 +412,19 @@ Status run_command(const std::vector<std::string>& argv) {
   WEFT_ASSIGN_OR_RETURN(std::string file, one_file_argument("run", args));
   if (!args.has("out")) return Error{"weftc run: --out DIR is required (see weftc run --help)"};
   std::string backend = args.get("backend", "cpu");
-  WEFT_RETURN_IF_ERROR(check_backend("run", backend));
-  if (backend == "cuda" && args.has("check-numerics")) {
-    return Error{"weftc run: --check-numerics runs on the cpu and reference backends, not yet on cuda"};
+  WEFT_ASSIGN_OR_RETURN(const codegen::Target* target, target_for("run", backend));
+  codegen::CompileOptions options{.check_numerics = args.has("check-numerics"),
+                                  .allow_host_fallback = args.has("allow-host-fallback")};
+  if (options.check_numerics && !target->has_check_numerics()) {
+    return Error{"weftc run: " + target->check_numerics_unsupported("--check-numerics").message};
   }
   WEFT_ASSIGN_OR_RETURN(Graph g, load_typed_graph(file));
   auto specs = args.flags.count("input") ? args.flags.at("input") : std::vector<std::string>{};
   WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, read_inputs(g, file, specs));
-  codegen::CpuOptions cpu;
-  cpu.executor.check_numerics = args.has("check-numerics");
   if (args.has("max-memory")) {
-    WEFT_ASSIGN_OR_RETURN(cpu.executor.max_memory, parse_bytes("--max-memory", args.get("max-memory")));
+    WEFT_ASSIGN_OR_RETURN(options.max_memory, parse_bytes("--max-memory", args.get("max-memory")));
   }
-  if (backend == "reference" && cpu.executor.check_numerics) {
-    WEFT_RETURN_IF_ERROR(reference::check_numerics(g, inputs));
-  }
-  cuda::ExecutorOptions gpu;
-  gpu.max_memory = cpu.executor.max_memory;
-  gpu.allow_host_fallback = args.has("allow-host-fallback");
-  WEFT_ASSIGN_OR_RETURN(reference::RunResult result,
-                        backend == "cpu"    ? codegen::run_on_cpu(g, inputs, cpu)
-                        : backend == "cuda" ? codegen::run_on_cuda(g, inputs, gpu)
-                                            : reference::run(g, std::move(inputs)));
+  WEFT_ASSIGN_OR_RETURN(reference::RunResult result, target->run(g, std::move(inputs), options));
 
   // Every file is named and checked before the first is written.
   std::vector<std::pair<std::string, const Tensor*>> files;  // (file name, tensor)

@@ -494,6 +494,23 @@ TEST(Weftc, IntegerFlagsAreCheckedNotWrapped) {
   }
 }
 
+// A directory where a file is expected is named as one, for the graph and for an input
+// (they used to fail with "unexpected end of file" and "bad magic").
+TEST(Weftc, ADirectoryGivenAsAFileIsNamedAsOne) {
+  const std::string dir = temp_dir() + "/folder.wir";
+  std::filesystem::create_directories(dir);
+  Result r = weftc("check " + dir);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, dir + ": error: cannot read: it is a directory, not a file\n");
+  std::string inputs = " --input x=" + dir;
+  for (const char* name : {"labels", "w1", "b1", "w2", "b2", "lr"}) {
+    inputs += std::string(" --input ") + name + "=" + kExample + name + ".npy";
+  }
+  r = weftc("run " + kExample + "mlp.wir" + inputs + " --out " + temp_dir() + "/dir_out");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, dir + ": error: cannot read: it is a directory, not a file\n");
+}
+
 // `weftc grad` then `weftc run` on the gradient fixtures, which torch.autograd made.
 TEST(Weftc, GradMatchesTheGradientFixtures) {
   for (const char* name : {"mlp_cross_entropy", "conv_max_pool_mse", "layer_norm_gelu_softmax",

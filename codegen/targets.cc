@@ -1,0 +1,124 @@
+#include "codegen/targets.h"
+
+#include <utility>
+
+#include "codegen/cpu_backend.h"
+#include "codegen/cuda_backend.h"
+#include "codegen/cuda_program.h"
+#include "codegen/lower.h"
+#include "runtime/reference/numerics.h"
+
+namespace weft::codegen {
+namespace {
+
+CpuOptions cpu_options(const CompileOptions& options) {
+  CpuOptions cpu;
+  cpu.executor.num_threads = options.num_threads;
+  cpu.executor.max_memory = options.max_memory;
+  cpu.executor.check_numerics = options.check_numerics;
+  cpu.executor.communicator = options.communicator;
+  cpu.executor.all_reduce_bucket_bytes = options.all_reduce_bucket_bytes;
+  return cpu;
+}
+
+cuda::ExecutorOptions cuda_options(const CompileOptions& options) {
+  cuda::ExecutorOptions gpu;
+  gpu.max_memory = options.max_memory;
+  gpu.cuda_graph = options.cuda_graph;
+  gpu.allow_host_fallback = options.allow_host_fallback;
+  return gpu;
+}
+
+StatusOr<std::unique_ptr<ProgramExecutor>> compile_cpu(const Graph& g, const CompileOptions& options) {
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<cpu::Executor> ex, compile_for_cpu(g, cpu_options(options)));
+  return std::unique_ptr<ProgramExecutor>(std::move(ex));
+}
+
+StatusOr<std::unique_ptr<ProgramExecutor>> compile_cuda(const Graph& g, const CompileOptions& options) {
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<cuda::Executor> ex, compile_for_cuda(g, cuda_options(options)));
+  return std::unique_ptr<ProgramExecutor>(std::move(ex));
+}
+
+StatusOr<LoweredProgram> lower_cpu(const Graph& g) {
+  WEFT_ASSIGN_OR_RETURN(Lowering l, lower_to_program(g));
+  return LoweredProgram{std::move(l.program), "", {}};
+}
+
+StatusOr<LoweredProgram> lower_cuda(const Graph& g) {
+  WEFT_ASSIGN_OR_RETURN(CudaProgram p, compile_cuda_program(g));
+  return LoweredProgram{std::move(p.program), std::move(p.ptx), std::move(p.symbols)};
+}
+
+StatusOr<reference::RunResult> run_cpu(const Graph& g, std::vector<Tensor> inputs,
+                                       const CompileOptions& options) {
+  return run_on_cpu(g, inputs, cpu_options(options));
+}
+
+StatusOr<reference::RunResult> run_cuda(const Graph& g, std::vector<Tensor> inputs,
+                                        const CompileOptions& options) {
+  return run_on_cuda(g, inputs, cuda_options(options));
+}
+
+Pipeline reference_pipeline(PipelineOptions options) { return default_pipeline(std::move(options)); }
+
+StatusOr<reference::RunResult> run_reference(const Graph& g, std::vector<Tensor> inputs,
+                                             const CompileOptions& options) {
+  if (options.check_numerics) WEFT_RETURN_IF_ERROR(reference::check_numerics(g, inputs));
+  return reference::run(g, std::move(inputs));
+}
+
+
+}  // namespace
+
+const std::vector<Target>& targets() {
+  static const std::vector<Target> all = {
+      {.name = "cpu", .pipeline = cpu_pipeline, .compile = compile_cpu, .lower = lower_cpu,
+       .run_once = run_cpu},
+      {.name = "cuda", .pipeline = cuda_pipeline, .compile = compile_cuda, .lower = lower_cuda,
+       .run_once = run_cuda},
+      {.name = "reference", .pipeline = reference_pipeline, .run_once = run_reference},
+  };
+  return all;
+}
+
+StatusOr<const Target*> find_target(std::string_view name) {
+  for (const Target& t : targets()) {
+    if (t.name == name) return &t;
+  }
+  return Error{"unknown backend '" + std::string(name) + "'; backends: " +
+               target_names([](const Target&) { return true; })};
+}
+
+const Backend* Target::runtime() const {
+  if (!compiled()) return nullptr;
+  // The compiled targets link their runtime registration (this library's deps), so the
+  // lookup cannot fail.
+  StatusOr<const Backend*> b = find_backend(name);
+  WEFT_CHECK(b.ok(), "codegen target '" + name + "' has no runtime backend: " + b.error().to_string());
+  return *b;
+}
+
+bool Target::has_check_numerics() const {
+  return !compiled() || runtime()->set_check_numerics != nullptr;
+}
+
+bool Target::has_multi_rank() const { return compiled() && runtime()->multi_rank; }
+
+StatusOr<reference::RunResult> Target::run(const Graph& g, std::vector<Tensor> inputs,
+                                           const CompileOptions& options) const {
+  if (options.check_numerics && !has_check_numerics()) return check_numerics_unsupported("check_numerics");
+  return run_once(g, std::move(inputs), options);
+}
+
+Error Target::check_numerics_unsupported(const std::string& feature) const {
+  return Error{feature + " runs on the " + target_names([](const Target& t) { return t.has_check_numerics(); }, " and ") +
+               " backends, not yet on " + name};
+}
+
+Error Target::one_process(int ranks) const {
+  return Error{"data parallelism over " + std::to_string(ranks) + " ranks needs the " +
+               target_names([](const Target& t) { return t.has_multi_rank(); }, " and ") + " backend; the " +
+               (compiled() ? name + " backend" : std::string("reference interpreter")) + " runs one process"};
+}
+
+}  // namespace weft::codegen

@@ -1,0 +1,107 @@
+// The compiler's backend registry: lookup and its error, the features each target takes
+// from its runtime backend, the messages callers report, and the same graph run on every
+// target this machine can run (the cpu and the interpreter; cuda where there is a GPU).
+#include "codegen/targets.h"
+
+#include <gtest/gtest.h>
+
+#include "codegen/kernel_test_util.h"
+
+namespace weft::codegen {
+namespace {
+
+TEST(Targets, FoundByNameAndAnUnknownOneListsThemAll) {
+  ASSERT_EQ(targets().size(), 3u);
+  for (const char* name : {"cpu", "cuda", "reference"}) {
+    StatusOr<const Target*> t = find_target(name);
+    ASSERT_TRUE(t.ok()) << name;
+    EXPECT_EQ((*t)->name, name);
+  }
+  StatusOr<const Target*> tpu = find_target("tpu");
+  ASSERT_FALSE(tpu.ok());
+  EXPECT_EQ(tpu.error().to_string(), "error: unknown backend 'tpu'; backends: cpu, cuda, reference");
+}
+
+TEST(Targets, FeaturesComeFromTheRuntimeBackends) {
+  const Target& cpu = **find_target("cpu");
+  const Target& cuda = **find_target("cuda");
+  const Target& reference = **find_target("reference");
+  EXPECT_TRUE(cpu.compiled() && cuda.compiled());
+  EXPECT_FALSE(reference.compiled());
+  EXPECT_EQ(cpu.runtime()->name, "cpu");
+  EXPECT_EQ(cuda.runtime()->name, "cuda");
+  EXPECT_EQ(reference.runtime(), nullptr);
+  EXPECT_TRUE(cpu.has_check_numerics());
+  EXPECT_FALSE(cuda.has_check_numerics());
+  EXPECT_TRUE(reference.has_check_numerics());
+  EXPECT_TRUE(cpu.has_multi_rank());
+  EXPECT_FALSE(cuda.has_multi_rank());
+  EXPECT_FALSE(reference.has_multi_rank());
+  EXPECT_TRUE(cpu.plans_memory());
+  EXPECT_FALSE(reference.plans_memory());
+  EXPECT_EQ(target_names([](const Target& t) { return t.compiled(); }), "cpu, cuda");
+}
+
+TEST(Targets, MessagesNameWhatHasTheFeature) {
+  EXPECT_EQ((*find_target("cuda"))->check_numerics_unsupported("--check-numerics").to_string(),
+            "error: --check-numerics runs on the cpu and reference backends, not yet on cuda");
+  EXPECT_EQ((*find_target("cuda"))->one_process(2).to_string(),
+            "error: data parallelism over 2 ranks needs the cpu backend; the cuda backend runs one "
+            "process");
+  EXPECT_EQ((*find_target("reference"))->one_process(4).to_string(),
+            "error: data parallelism over 4 ranks needs the cpu backend; the reference interpreter "
+            "runs one process");
+}
+
+TEST(Targets, PipelinesEndWhereEachTargetLowers) {
+  EXPECT_EQ((*find_target("cpu"))->pipeline({}).pass_names().back(), "schedule-memory");
+  EXPECT_EQ((*find_target("reference"))->pipeline({}).pass_names().back(), "cse");
+}
+
+TEST(Targets, EveryTargetRunsTheSameGraph) {
+  Graph g = testing::parse_typed(R"(graph @f(%x: f32[2,3], %w: f32[3,2] {param}) {
+  %h = matmul(%x, %w)
+  %y = relu(%h)
+  %s = sum(%y)
+  %w1 = mul(%w, %w)
+  assign(%w, %w1)
+  return %s
+})");
+  std::vector<Tensor> inputs = {Tensor::from_vector<float>({2, 3}, {1, -2, 3, 0.5f, 1, -1}),
+                                Tensor::from_vector<float>({3, 2}, {0.5f, -1, 2, 1, -0.5f, 3})};
+  StatusOr<reference::RunResult> expected = (*find_target("reference"))->run(g, inputs);
+  ASSERT_TRUE(expected.ok()) << expected.error().to_string();
+  for (const Target& t : targets()) {
+    if (t.runtime() != nullptr && t.runtime()->unavailable_reason != nullptr &&
+        !t.runtime()->unavailable_reason().empty()) {
+      continue;  // no GPU here
+    }
+    StatusOr<reference::RunResult> r = t.run(g, inputs);
+    ASSERT_TRUE(r.ok()) << t.name << ": " << r.error().to_string();
+    EXPECT_TRUE(all_close(r->outputs[0], expected->outputs[0], 1e-6)) << t.name;
+    ASSERT_EQ(r->updated.size(), 1u) << t.name;
+    EXPECT_EQ(r->updated[0].first, "w");
+    EXPECT_TRUE(all_close(r->updated[0].second, expected->updated[0].second, 1e-6)) << t.name;
+  }
+}
+
+TEST(Targets, CheckNumericsStopsAtTheFirstInfinityWhereTheTargetHasIt) {
+  Graph g = testing::parse_typed(R"(graph @f(%x: f32[2]) {
+  %y = exp(%x)
+  %s = sum(%y)
+  return %s
+})");
+  std::vector<Tensor> inputs = {Tensor::from_vector<float>({2}, {1, 1000})};
+  for (const char* name : {"cpu", "reference"}) {
+    StatusOr<reference::RunResult> r = (*find_target(name))->run(g, inputs, {.check_numerics = true});
+    ASSERT_FALSE(r.ok()) << name;
+    EXPECT_NE(r.error().to_string().find("exp"), std::string::npos) << name << ": " << r.error().to_string();
+  }
+  StatusOr<reference::RunResult> cuda = (*find_target("cuda"))->run(g, inputs, {.check_numerics = true});
+  ASSERT_FALSE(cuda.ok());
+  EXPECT_EQ(cuda.error().to_string(),
+            "error: check_numerics runs on the cpu and reference backends, not yet on cuda");
+}
+
+}  // namespace
+}  // namespace weft::codegen

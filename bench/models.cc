@@ -1,7 +1,6 @@
 // The registry of the suite's models and the dense ones: transformer, mlp,
 // residual_tower, feedback_fixed, gated_routing, iterative_refine. Sizes in comments are
 // the cpu preset's, paper sizes in parentheses.
-#include "bench/gate.h"
 #include "bench/models_internal.h"
 #include "frontend/modules.h"
 
@@ -124,7 +123,7 @@ StatusOr<BenchModel> feedback_fixed(Sizes s) {
   return dense("feedback_fixed", net, s.batch(128), w, w);
 }
 
-// Linear(128, 128) (512) `0.*` → GELU → Gate (position 2): router Linear(128, 8)
+// Linear(128, 128) (512) `0.*` → GELU → gate (position 2): router Linear(128, 8)
 // `2.router.*`, 8 experts Linear → GELU → LN `2.experts.E.0.*`, `2.experts.E.2.*` →
 // Linear(128, 128) `3.*`. Batch 64 (256).
 StatusOr<BenchModel> gated_routing(Sizes s) {
@@ -135,7 +134,7 @@ StatusOr<BenchModel> gated_routing(Sizes s) {
     expert_nets.push_back(expert);
   }
   FlowBuilder f = FlowBuilder::from(Linear(w, w));
-  f.through(GELU()).through(Gate(Linear(w, experts), std::move(expert_nets))).through(Linear(w, w));
+  f.through(GELU()).gate(Linear(w, experts), std::move(expert_nets)).through(Linear(w, w));
   WEFT_ASSIGN_OR_RETURN(FlowPtr net, finish(f));
   return dense("gated_routing", net, s.batch(256), w, w);
 }

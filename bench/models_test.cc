@@ -11,7 +11,6 @@
 #include <map>
 #include <random>
 
-#include "bench/gate.h"
 #include "bench/step_stats.h"
 #include "bench/unroll.h"
 #include "frontend/modules.h"
@@ -164,28 +163,6 @@ TEST(StepStats, CountsAConvolutionAsItsIm2colGemm) {
   // Forward m = 2·5·5, n = 8, k = 3·3·3; the weight gradient m = 8, n = 27, k = 50.
   std::vector<std::array<int64_t, 4>> want = {{50, 8, 27, 1}, {8, 27, 50, 1}};
   EXPECT_EQ(step_stats(*trainer).gemm_shapes, want);
-}
-
-TEST(Gate, IsTheSoftmaxWeightedSumOfTheExperts) {
-  // The router is the identity (the input's two features are the logits); expert 0 maps
-  // x to 2x (x plus itself), expert 1 is the identity: y = p0·2x + p1·x, p = softmax(x).
-  auto twice = *FlowBuilder::from(Identity()).also(Identity()).build();
-  auto model = FlowBuilder::from(Gate(Identity(), {twice, Identity()})).build({{"x", f32({1, 2})}});
-  ASSERT_TRUE(model.ok()) << model.error().to_string();
-  EXPECT_TRUE(model->parameters().empty());
-  auto run = testing::run_model(*model, {Tensor::from_vector<float>({1, 2}, {0.5f, -1.0f})}, {});
-  ASSERT_TRUE(run.ok()) << run.error().to_string();
-  const double p0 = 1 / (1 + std::exp(-1.5)), p1 = 1 - p0;
-  const std::vector<double> got = run->outputs[0].to_doubles();
-  EXPECT_NEAR(got[0], p0 * 1.0 + p1 * 0.5, 1e-6);
-  EXPECT_NEAR(got[1], p0 * -2.0 + p1 * -1.0, 1e-6);
-
-  auto bad =
-      FlowBuilder::from(Gate(Linear(2, 3), {Identity(), Identity()})).build({{"x", f32({1, 2})}});
-  ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.error().message,
-            "Gate(2 experts): the router's output f32[1,3] must have 2 features on its last axis, "
-            "one per expert");
 }
 
 TEST(Unroll, SharesOneCellPerLayerAcrossSteps) {

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "frontend/routing.h"
 #include "ir/verifier.h"
 
 namespace weft {
@@ -401,6 +402,12 @@ FlowBuilder& FlowBuilder::add(FlowStep step) {
 
 FlowBuilder& FlowBuilder::through(ModulePtr m, Loc loc) {
   return add(FlowStep{Kind::Through, {std::move(m)}, {}, {}, {}, loc});
+}
+FlowBuilder& FlowBuilder::gate(ModulePtr router, std::vector<ModulePtr> experts, Loc loc) {
+  return through(Gate(std::move(router), std::move(experts), loc), loc);
+}
+FlowBuilder& FlowBuilder::route(ModulePtr selector, std::vector<ModulePtr> branches, Loc loc) {
+  return through(Route(std::move(selector), std::move(branches), loc), loc);
 }
 FlowBuilder& FlowBuilder::also(ModulePtr m, Loc loc) {
   return add(FlowStep{Kind::Also, {std::move(m)}, {}, {}, {}, loc});

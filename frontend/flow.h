@@ -20,6 +20,9 @@
 // |   .tag_group(name)         |   (optional) tags the branch outputs name.0, name.1, ...|
 // |   .merge(Merge::add())     |   recombined: add, mean or concat(axis)                 |
 // | tag(name)                  | names the current stream value (or a fork's output)     |
+// | gate(router, {experts})    | soft routing per sample: Σ_e softmax(router)[e]·expert_e|
+// | route(selector, {branches})| hard routing per sample: the argmax branch's output     |
+// |                            | (frontend/routing.h: shapes, gradients, names)          |
 // | uses({names})              | the previous module also receives these tagged values   |
 // | input({names})             | extra graph inputs, usable as tags                      |
 // | label(name)                | makes this flow an addressable subgraph (`encoder`)     |
@@ -106,6 +109,13 @@ class FlowBuilder {
   FlowBuilder& tag_group(std::string name, Loc loc = Loc::current());
   FlowBuilder& merge(Merge how, Loc loc = Loc::current());
   FlowBuilder& tag(std::string name, Loc loc = Loc::current());
+  /// Soft routing: every expert on the stream, mixed per sample by the softmax of the
+  /// router's scores (one per expert, on its last axis). frontend/routing.h.
+  FlowBuilder& gate(ModulePtr router, std::vector<ModulePtr> experts, Loc loc = Loc::current());
+  /// Hard routing: per sample, the output of the branch the selector scores highest; the
+  /// others contribute nothing and get no gradient; the selector gets none either.
+  /// frontend/routing.h.
+  FlowBuilder& route(ModulePtr selector, std::vector<ModulePtr> branches, Loc loc = Loc::current());
   FlowBuilder& uses(std::vector<std::string> names, Loc loc = Loc::current());
   FlowBuilder& input(std::vector<std::string> names, Loc loc = Loc::current());
   FlowBuilder& label(std::string name, Loc loc = Loc::current());

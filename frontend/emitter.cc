@@ -116,6 +116,14 @@ ValueId Emitter::state(std::string_view name, Shape shape, Initializer init, DTy
   return persistent(name, std::move(shape), init, dtype, InputKind::state);
 }
 
+ValueId Emitter::carried_state(const std::string& tag, const Type& type) {
+  ValueId v = state(tag + ".state", type.shape, Initializer::zeros(), type.dtype);
+  for (ParamInfo& p : params_) {
+    if (p.value == v) p.carried = true;
+  }
+  return v;
+}
+
 void Emitter::assign(ValueId target, ValueId value) { op(Op::Assign, {target, value}); }
 
 ValueId Emitter::random_key() {

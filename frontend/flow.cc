@@ -29,11 +29,13 @@ Status validate(const std::vector<FlowStep>& steps) {
   std::map<std::string, std::pair<std::source_location, const Flow*>> labels;  // child label
   std::string own_label;
   std::source_location own_label_loc;
-  // Tags defined anywhere in the flow, for telling a forward reference from a typo.
-  std::map<std::string, std::source_location> all_tags;
+  // Tags defined anywhere in the flow: a uses(...) of one defined later is a forward
+  // reference (state carried across steps); an input declared later is an error.
+  std::map<std::string, std::source_location> all_tags, all_inputs;
   for (const FlowStep& s : steps) {
-    if (s.kind == Kind::Tag || s.kind == Kind::Input) {
-      for (const std::string& n : s.names) all_tags.emplace(n, s.loc);
+    if (s.kind == Kind::Tag) all_tags.emplace(s.names[0], s.loc);
+    if (s.kind == Kind::Input) {
+      for (const std::string& n : s.names) all_inputs.emplace(n, s.loc);
     }
   }
   auto define = [&](const std::string& name, const std::source_location& loc,
@@ -90,11 +92,10 @@ Status validate(const std::vector<FlowStep>& steps) {
           bool group = false;
           for (const auto& [t, unused] : tags) group |= t.rfind(n + ".", 0) == 0;
           if (group) continue;
-          if (auto later = all_tags.find(n); later != all_tags.end()) {
-            return Error{"uses(\"" + n + "\") refers to a tag defined later, at " +
-                             where(later->second) +
-                             "; forward references (state carried across steps) are not "
-                             "supported yet",
+          if (all_tags.count(n)) continue;  // a forward reference: Flow::forward
+          if (auto later = all_inputs.find(n); later != all_inputs.end()) {
+            return Error{"uses(\"" + n + "\") refers to input \"" + n + "\", declared later, at " +
+                             where(later->second) + "; declare inputs before they are used",
                          to_location(s.loc)};
           }
           std::string known;
@@ -245,6 +246,14 @@ ValueId Flow::forward(Emitter& e, const std::vector<ValueId>& inputs) {
   }
   std::map<std::string, ValueId> tags;
   std::map<std::string, std::vector<ValueId>> groups;
+  // Forward references: a uses(...) of a tag defined later reads the value that tag had
+  // at the end of the previous step, kept in a state input (zeros before the first
+  // step) of the consumer's stream type, which the tag assigns when training.
+  struct Carried {
+    ValueId state;
+    std::source_location used_at;
+  };
+  std::map<std::string, Carried> carried;
   for (size_t i = 0; i < extra.size(); ++i) tags[extra[i]] = inputs[i + 1];
   ValueId stream = inputs[0];
   ValueId forked = kNoValue;
@@ -260,8 +269,15 @@ ValueId Flow::forward(Emitter& e, const std::vector<ValueId>& inputs) {
         for (const std::string& n : steps_[u].names) {
           if (auto it = tags.find(n); it != tags.end()) {
             in.push_back(it->second);
+          } else if (auto g = groups.find(n); g != groups.end()) {
+            for (ValueId v : g->second) in.push_back(v);
           } else {
-            for (ValueId v : groups.at(n)) in.push_back(v);
+            auto c = carried.find(n);
+            if (c == carried.end()) {
+              const Type t = e.type(x);
+              c = carried.emplace(n, Carried{e.carried_state(n, t), steps_[u].loc}).first;
+            }
+            in.push_back(c->second.state);
           }
         }
       }
@@ -326,11 +342,23 @@ ValueId Flow::forward(Emitter& e, const std::vector<ValueId>& inputs) {
         e.pop_frame();
         break;
       }
-      case Kind::Tag:
-        tags[s.names[0]] = forked != kNoValue ? forked : stream;
-        e.note_tag(s.names[0], tags[s.names[0]]);
+      case Kind::Tag: {
+        const std::string& name = s.names[0];
+        tags[name] = forked != kNoValue ? forked : stream;
+        e.note_tag(name, tags[name]);
         forked = kNoValue;
+        if (auto c = carried.find(name); c != carried.end()) {
+          const Type kept = e.type(c->second.state), now = e.type(tags[name]);
+          if (kept != now) {
+            e.push_frame(nullptr, "tag(" + name + ")", "", s.loc);
+            e.fail("tag '" + name + "' is " + now.to_string() + ", but uses(\"" + name + "\") at " +
+                   where(c->second.used_at) + " reads it from the previous step as " + kept.to_string() +
+                   ", the stream's type there; a tag read before it is defined must keep that type");
+          }
+          if (e.training()) e.assign(c->second.state, tags[name]);
+        }
         break;
+      }
       case Kind::Uses:
       case Kind::Input:
       case Kind::Label:

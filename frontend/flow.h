@@ -23,7 +23,9 @@
 // | gate(router, {experts})    | soft routing per sample: Σ_e softmax(router)[e]·expert_e|
 // | route(selector, {branches})| hard routing per sample: the argmax branch's output     |
 // |                            | (frontend/routing.h: shapes, gradients, names)          |
-// | uses({names})              | the previous module also receives these tagged values   |
+// | uses({names})              | the previous module also receives these tagged values;  |
+// |                            | a tag defined later is read from the previous step      |
+// |                            | (below)                                                 |
 // | input({names})             | extra graph inputs, usable as tags                      |
 // | label(name)                | makes this flow an addressable subgraph (`encoder`)     |
 // | build()                    | validates the structure: a Flow, itself a module        |
@@ -32,6 +34,17 @@
 // Every call records its C++ source location, so errors — structural ones from build()
 // and shape errors from build(inputs) — name the user's file:line and the builder path
 // (`encoder > split[1] > Linear(256->10)`).
+//
+// Forward references. `uses({"h"})` of a tag defined later in the same flow reads the
+// value that tag had at the end of the previous training step: a state input `h.state`
+// (a checkpoint key), zeros before the first step, of the stream's type at the uses call,
+// which the tag must keep (an error names both calls otherwise). The tag assigns it at
+// the end of every training step; evaluation reads it and leaves it as it is;
+// Trainer::reset_state() zeroes it. Gradients never cross a step boundary: the state is
+// an input of the step (truncated BPTT one step long, so there is no detach_state()).
+// As flodl, which zero-fills the buffer with the consumer's stream shape.
+//
+//   FlowBuilder::from(Linear(3, 8)).through(GRUCell(8, 8)).uses({"h"}).tag("h")
 //
 // Parameter names follow the structure: labels, then the module's position in its
 // chain, then the parameter (`encoder.2.weight`; a split branch adds its index:

@@ -156,12 +156,46 @@ TEST(Flow, CycleIsAnError) {
   indirect->target = nullptr;  // the test's own shared_ptr cycle: LeakSanitizer reported it
 }
 
-TEST(Flow, ForwardReferenceIsNotSupportedYet) {
-  int line = __LINE__ + 1;
-  auto flow = FlowBuilder::from(Linear(2, 2)).through(Linear(2, 2)).uses({"later"}).tag("later").build();
-  EXPECT_EQ(flow.error().to_string(),
-            at(line) + ":73: error: uses(\"later\") refers to a tag defined later, at " + at(line) +
-                "; forward references (state carried across steps) are not supported yet");
+TEST(Flow, AForwardReferenceReadsTheTagsValueFromThePreviousStep) {
+  // A GRU cell whose hidden state is carried across steps: uses("h") before tag("h").
+  auto net = FlowBuilder::from(Linear(3, 2)).through(GRUCell(2, 2)).uses({"h"}).tag("h").through(Linear(2, 1)).build();
+  ASSERT_TRUE(net.ok()) << net.error().to_string();
+  for (bool training : {true, false}) {
+    auto model = (*net)->build({{"x", f32({4, 3})}}, {.training = training});
+    ASSERT_TRUE(model.ok()) << model.error().to_string();
+    const ParamInfo* state = nullptr;
+    for (const ParamInfo& p : model->parameters()) {
+      if (p.name == "h.state") state = &p;
+      EXPECT_EQ(p.carried, p.name == "h.state") << p.name;
+    }
+    ASSERT_NE(state, nullptr);
+    EXPECT_EQ(state->kind, InputKind::state);
+    EXPECT_EQ(model->graph().type(state->value), f32({4, 2}));
+    int assigns = 0;
+    for (const Node& n : model->graph().nodes()) assigns += n.op == Op::Assign && n.operands[0] == state->value;
+    EXPECT_EQ(assigns, training ? 1 : 0) << "evaluation reads the state and leaves it as it is";
+  }
+}
+
+TEST(Flow, ForwardReferenceErrors) {
+  int line = __LINE__ + 2;
+  auto wider = FlowBuilder::from(Linear(3, 2))
+                   .through(GRUCell(2, 2)).uses({"h"})
+                   .through(Linear(2, 5))
+                   .tag("h")
+                   .build({{"x", f32({4, 3})}});
+  ASSERT_FALSE(wider.ok());
+  EXPECT_EQ(wider.error().message,
+            "tag 'h' is f32[4,5], but uses(\"h\") at " + at(line) +
+                " reads it from the previous step as f32[4,2], the stream's type there; a tag read before "
+                "it is defined must keep that type");
+  EXPECT_NE(wider.error().to_string().find(at(line + 2)), std::string::npos) << wider.error().to_string();
+
+  line = __LINE__ + 1;
+  auto input = FlowBuilder::from(Linear(2, 2)).through(Linear(2, 2)).uses({"extra"}).input({"extra"}).build();
+  EXPECT_EQ(input.error().to_string(),
+            at(line) + ":74: error: uses(\"extra\") refers to input \"extra\", declared later, at " + at(line) +
+                "; declare inputs before they are used");
 }
 
 TEST(Flow, UsesPassesTaggedValuesAndInputs) {

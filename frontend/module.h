@@ -72,6 +72,9 @@ struct ParamInfo {
   InputKind kind;          ///< param (trained) or state (e.g. running statistics).
   Initializer init;
   std::string label_path;  ///< The labels enclosing the module: `encoder.scan`, or "".
+  /// A forward reference's state (`TAG.state`: a tag read before it is defined, carried
+  /// from one step to the next); Trainer::reset_state() zeroes these.
+  bool carried = false;
 };
 
 /// User errors inside Emitter calls unwind to the builder's `build`, which returns
@@ -117,6 +120,9 @@ class Emitter {
   // ---- return the same input.
   ValueId param(std::string_view name, Shape shape, Initializer init, DType dtype = DType::f32);
   ValueId state(std::string_view name, Shape shape, Initializer init, DType dtype = DType::f32);
+  /// The state of tag `tag` read before it is defined (FlowBuilder's forward references):
+  /// `TAG.state`, zeros at first, marked ParamInfo::carried.
+  ValueId carried_state(const std::string& tag, const Type& type);
   /// `assign(target, value)`: after the step, the param/state `target` holds `value`.
   void assign(ValueId target, ValueId value);
 

@@ -383,6 +383,14 @@ Status Trainer::set_value(const std::string& name, Tensor value) {
   return step_exec_ ? push_values(*step_exec_) : Status();
 }
 
+Status Trainer::reset_state() {
+  sync_values();
+  for (const ParamInfo& p : model_->parameters()) {
+    if (p.carried) values_[p.name] = Tensor(values_.at(p.name).type());
+  }
+  return step_exec_ ? push_values(*step_exec_) : Status();
+}
+
 Status Trainer::save(const std::string& path) const {
   sync_values();
   return save_checkpoint(path, *model_, values_, steps_);

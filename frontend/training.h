@@ -151,6 +151,12 @@ class Trainer {
   const std::map<std::string, Tensor>& values() const;
   /// Replaces a value (a parameter loaded from elsewhere); its type must match.
   Status set_value(const std::string& name, Tensor value);
+  /// Zeroes the state that forward references carry from one step to the next (a tag
+  /// read by uses(...) before it is defined: ParamInfo::carried), as before the first
+  /// step. There is no detach_state(): that state is an input of each step, never
+  /// differentiated, so gradients stop at every step boundary (truncated BPTT, one step
+  /// long) without it.
+  Status reset_state();
 
  private:
   Trainer() = default;

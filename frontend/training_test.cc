@@ -242,5 +242,51 @@ TEST(Training, Errors) {
             "error: no subgraph labelled 'decoder'; label paths in this model: (none)");
 }
 
+// A forward reference carries the tag's value from one step to the next: step 2 reads
+// what step 1 computed (checked against the model run by hand), evaluation reads it and
+// leaves it, reset_state() zeroes it; the same on the interpreter and the cpu backend.
+TEST(Trainer, ForwardReferencesCarryStateAcrossSteps) {
+  auto net = FlowBuilder::from(Linear(3, 2)).through(GRUCell(2, 2)).uses({"h"}).tag("h").through(Linear(2, 1)).build();
+  ASSERT_TRUE(net.ok()) << net.error().to_string();
+  const Tensor x1 = Tensor::from_vector<float>({2, 3}, {1, 2, 3, -1, 0.5f, 0});
+  const Tensor x2 = Tensor::from_vector<float>({2, 3}, {0, -2, 1, 3, 1, -1});
+  const Tensor y = Tensor::from_vector<float>({2, 1}, {0.5f, -0.5f});
+  std::map<std::string, Tensor> reference_state;
+  for (const char* backend : {"reference", "cpu"}) {
+    auto t = Trainer::compile(*net, {{"x", f32({2, 3})}}, LossSpec::mse(), OptimizerSpec::sgd(0.0),
+                              {.backend = backend});
+    ASSERT_TRUE(t.ok()) << t.error().to_string();
+    EXPECT_EQ(t->values().at("h.state").to_doubles(), (std::vector<double>{0, 0, 0, 0}));
+    ASSERT_TRUE(t->step({x1, y}).ok());
+    const Tensor after1 = t->values().at("h.state");
+    ASSERT_TRUE(t->step({x2, y}).ok());
+    const Tensor after2 = t->values().at("h.state");
+
+    // By hand: the GRU cell on step 1's input from zeros, then on step 2's from that.
+    auto compiled = Trainer::compile(*net, {{"x", f32({2, 3})}}, LossSpec::mse(), OptimizerSpec::sgd(0.0),
+                                     {.backend = "reference"});
+    ASSERT_TRUE(compiled.ok());
+    Trainer& by_hand = *compiled;
+    for (const auto& [name, value] : t->values()) ASSERT_TRUE(by_hand.set_value(name, value).ok()) << name;
+    ASSERT_TRUE(by_hand.set_value("h.state", Tensor(f32({2, 2}))).ok());
+    ASSERT_TRUE(by_hand.step({x1, y}).ok());
+    EXPECT_TRUE(all_close(by_hand.values().at("h.state"), after1, 1e-6)) << backend;
+    ASSERT_TRUE(by_hand.step({x2, y}).ok());
+    EXPECT_TRUE(all_close(by_hand.values().at("h.state"), after2, 1e-6)) << backend;
+    // Step 2 from zeros instead of step 1's state gives another state: it was read.
+    ASSERT_TRUE(by_hand.reset_state().ok());
+    ASSERT_TRUE(by_hand.step({x2, y}).ok());
+    EXPECT_FALSE(all_close(by_hand.values().at("h.state"), after2, 1e-4)) << backend;
+
+    auto eval = t->evaluate({x1});
+    ASSERT_TRUE(eval.ok()) << eval.error().to_string();
+    EXPECT_TRUE(all_close(t->values().at("h.state"), after2, 0)) << "evaluation changed the state";
+    ASSERT_TRUE(t->reset_state().ok());
+    EXPECT_EQ(t->values().at("h.state").to_doubles(), (std::vector<double>{0, 0, 0, 0}));
+    if (reference_state.empty()) reference_state["after2"] = after2;
+    EXPECT_TRUE(all_close(after2, reference_state["after2"], 1e-5)) << backend << " against the interpreter";
+  }
+}
+
 }  // namespace
 }  // namespace weft

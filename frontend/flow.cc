@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "frontend/map.h"
 #include "frontend/routing.h"
 #include "ir/verifier.h"
 
@@ -437,6 +438,9 @@ FlowBuilder& FlowBuilder::gate(ModulePtr router, std::vector<ModulePtr> experts,
 FlowBuilder& FlowBuilder::route(ModulePtr selector, std::vector<ModulePtr> branches, Loc loc) {
   return through(Route(std::move(selector), std::move(branches), loc), loc);
 }
+MapCall FlowBuilder::map(ModulePtr body, Loc loc) { return MapCall(*this, std::move(body), loc); }
+FlowBuilder& MapCall::slices(int64_t n) { return builder_.through(MapSlices(body_, n, loc_), loc_); }
+FlowBuilder& MapCall::batched() { return builder_.through(body_, loc_); }
 FlowBuilder& FlowBuilder::also(ModulePtr m, Loc loc) {
   return add(FlowStep{Kind::Also, {std::move(m)}, {}, {}, {}, loc});
 }

@@ -23,6 +23,8 @@
 // | gate(router, {experts})    | soft routing per sample: Σ_e softmax(router)[e]·expert_e|
 // | route(selector, {branches})| hard routing per sample: the argmax branch's output     |
 // |                            | (frontend/routing.h: shapes, gradients, names)          |
+// | map(body).slices(n)        | body on n slices of the last axis as extra batch rows   |
+// | map(body).batched()        | body on the whole stream (frontend/map.h)               |
 // | uses({names})              | the previous module also receives these tagged values;  |
 // |                            | a tag defined later is read from the previous step      |
 // |                            | (below)                                                 |
@@ -109,6 +111,26 @@ class Flow : public Module {
   std::string label_;
 };
 
+class FlowBuilder;
+
+/// What FlowBuilder::map(body) returns: how the body is applied (frontend/map.h).
+class MapCall {
+ public:
+  /// The body on n slices of every sample's last axis at once, as extra batch rows.
+  FlowBuilder& slices(int64_t n);
+  /// The body on the whole stream: through(body).
+  FlowBuilder& batched();
+  // each() and over(tag), per-sample maps, are planned with the loop construct.
+
+ private:
+  friend class FlowBuilder;
+  MapCall(FlowBuilder& builder, ModulePtr body, std::source_location loc)
+      : builder_(builder), body_(std::move(body)), loc_(loc) {}
+  FlowBuilder& builder_;
+  ModulePtr body_;
+  std::source_location loc_;
+};
+
 class FlowBuilder {
  public:
   using Loc = std::source_location;
@@ -129,6 +151,8 @@ class FlowBuilder {
   /// others contribute nothing and get no gradient; the selector gets none either.
   /// frontend/routing.h.
   FlowBuilder& route(ModulePtr selector, std::vector<ModulePtr> branches, Loc loc = Loc::current());
+  /// A body mapped over parts of the stream: `.map(body).slices(n)`, `.map(body).batched()`.
+  MapCall map(ModulePtr body, Loc loc = Loc::current());
   FlowBuilder& uses(std::vector<std::string> names, Loc loc = Loc::current());
   FlowBuilder& input(std::vector<std::string> names, Loc loc = Loc::current());
   FlowBuilder& label(std::string name, Loc loc = Loc::current());

@@ -6,11 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 
 #include "autodiff/grad.h"
 #include "frontend/flow.h"
 #include "frontend/modules.h"
+#include "frontend/testing/gradcheck.h"
 #include "frontend/testing/run_model.h"
 #include "runtime/reference/interpreter.h"
 
@@ -81,57 +81,6 @@ TEST(Route, ABranchNotTakenCannotLeakAnInfinityIntoTheResult) {
   EXPECT_EQ(run->outputs[0].to_doubles(), (std::vector<double>{5, 1}));
 }
 
-/// d sum(seed · y) / d params of `model` (output 0), analytic through gradient_graph and
-/// by central differences, compared element by element.
-void expect_gradients_match_finite_differences(const Model& model, const Tensor& x, double tol) {
-  const Graph& g = model.graph();
-  std::mt19937_64 rng(5);
-  std::uniform_real_distribution<double> u(-1, 1);
-  std::map<std::string, Tensor> params;
-  std::vector<std::string> wrt;
-  for (const ParamInfo& p : model.parameters()) {
-    const Type& t = g.type(p.value);
-    std::vector<double> v(static_cast<size_t>(t.numel()));
-    for (double& e : v) e = u(rng);
-    params[p.name] = Tensor::from_doubles(t.dtype, t.shape, v);
-    wrt.push_back(p.name);
-  }
-  const Type yt = g.type(g.outputs()[0]);
-  std::vector<double> sv(static_cast<size_t>(yt.numel()));
-  for (double& e : sv) e = u(rng);
-  const Tensor seed = Tensor::from_doubles(yt.dtype, yt.shape, sv);
-
-  StatusOr<Graph> grad = gradient_graph(g, 0, wrt, "seed");
-  ASSERT_TRUE(grad.ok()) << grad.error().to_string();
-  std::vector<Tensor> inputs;
-  for (const Input& in : g.inputs()) {
-    const std::string& name = g.value(in.value).name;
-    inputs.push_back(params.count(name) ? params.at(name) : x);
-  }
-  inputs.push_back(seed);
-  StatusOr<reference::RunResult> analytic = reference::run(*grad, inputs);
-  ASSERT_TRUE(analytic.ok()) << analytic.error().to_string();
-
-  auto objective = [&](const std::map<std::string, Tensor>& p) {
-    StatusOr<testing::ModelRun> r = testing::run_model(model, {x}, p);
-    EXPECT_TRUE(r.ok()) << r.error().to_string();
-    double s = 0;
-    for (int64_t i = 0; i < yt.numel(); ++i) s += sv[static_cast<size_t>(i)] * r->outputs[0].get_double(i);
-    return s;
-  };
-  const double h = 1e-6;
-  for (size_t k = 0; k < wrt.size(); ++k) {
-    const Tensor& dw = analytic->outputs[k];
-    for (int64_t i = 0; i < dw.numel(); ++i) {
-      std::map<std::string, Tensor> plus = params, minus = params;
-      plus[wrt[k]].set_double(i, params[wrt[k]].get_double(i) + h);
-      minus[wrt[k]].set_double(i, params[wrt[k]].get_double(i) - h);
-      const double numeric = (objective(plus) - objective(minus)) / (2 * h);
-      EXPECT_NEAR(dw.get_double(i), numeric, tol * (1 + std::abs(numeric))) << wrt[k] << "[" << i << "]";
-    }
-  }
-}
-
 TEST(Gate, GradientsMatchFiniteDifferences) {
   auto model = FlowBuilder::from(Linear(3, 3))
                    .gate(Linear(3, 2), {*FlowBuilder::from(Linear(3, 3)).through(Tanh()).build(), Linear(3, 3)})
@@ -139,7 +88,7 @@ TEST(Gate, GradientsMatchFiniteDifferences) {
   ASSERT_TRUE(model.ok()) << model.error().to_string();
   std::vector<double> xv(12);
   for (size_t i = 0; i < xv.size(); ++i) xv[i] = std::sin(1.7 * static_cast<double>(i));
-  expect_gradients_match_finite_differences(*model, Tensor::from_doubles(DType::f64, {4, 3}, xv), 1e-6);
+  testing::expect_gradients_match_finite_differences(*model, Tensor::from_doubles(DType::f64, {4, 3}, xv), 1e-6);
 }
 
 TEST(Route, GradientsReachOnlyTheBranchEachSampleTook) {
@@ -189,7 +138,7 @@ TEST(Route, GradientsMatchFiniteDifferencesAwayFromTies) {
   ASSERT_TRUE(model.ok()) << model.error().to_string();
   std::vector<double> xv(15);
   for (size_t i = 0; i < xv.size(); ++i) xv[i] = std::sin(2.3 * static_cast<double>(i) + 0.4);
-  expect_gradients_match_finite_differences(*model, Tensor::from_doubles(DType::f64, {5, 3}, xv), 1e-6);
+  testing::expect_gradients_match_finite_differences(*model, Tensor::from_doubles(DType::f64, {5, 3}, xv), 1e-6);
 }
 
 TEST(Routing, ShapeErrorsNameTheBuilderCallAndBothShapes) {

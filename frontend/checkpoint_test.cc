@@ -382,6 +382,13 @@ TEST(Checkpoint, MalformedMetadataIsAUserErrorNamingTheKey) {
       {"weft.step", "", "malformed checkpoint: weft.step is '', not a non-negative integer"},
       {"weft.step", "99999999999999999999",
        "malformed checkpoint: weft.step is '99999999999999999999', not a non-negative integer"},
+      // Found by tests/fuzz:driver_resume_fuzzer: step() then overflowed the count.
+      {"weft.step", "9223372036854775807",
+       "malformed checkpoint: weft.step is 9223372036854775807, more than 2^53 = 9007199254740992, the "
+       "most steps weft counts"},
+      {"weft.step", "9007199254740993",
+       "malformed checkpoint: weft.step is 9007199254740993, more than 2^53 = 9007199254740992, the "
+       "most steps weft counts"},
       {"weft.format_version", "0",
        "malformed checkpoint: weft.format_version is '0', not a positive integer"},
       {"weft.structural_hash", "XYZ",

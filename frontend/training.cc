@@ -253,6 +253,7 @@ const std::map<std::string, Tensor>& Trainer::values() const {
 }
 
 StatusOr<double> Trainer::step(const std::vector<Tensor>& batch) {
+  WEFT_RETURN_IF_ERROR(check_next_step(steps_));
   if (compiled()) {
     // The batch goes straight into the executor's input buffers (positions found once).
     if (batch.size() != batch_inputs_.size()) {

@@ -288,5 +288,24 @@ TEST(Trainer, ForwardReferencesCarryStateAcrossSteps) {
   }
 }
 
+// The step count stops at 2^53 (kMaxSteps): a checkpoint there loads, and the next step
+// is an error rather than an overflow (found by tests/fuzz:driver_resume_fuzzer).
+TEST(Trainer, TheStepCountStopsAtTwoToThe53) {
+  auto net = FlowBuilder::from(Linear(2, 1)).build();
+  ASSERT_TRUE(net.ok());
+  auto t = Trainer::compile(*net, {{"x", f32({2, 2})}}, LossSpec::mse(), OptimizerSpec::sgd(0.1),
+                            {.backend = "cpu"});
+  ASSERT_TRUE(t.ok()) << t.error().to_string();
+  const std::string path = tmp("max_steps.safetensors");
+  ASSERT_TRUE(save_checkpoint(path, t->model(), t->values(), kMaxSteps).ok());
+  ASSERT_TRUE(t->load(path).ok());
+  EXPECT_EQ(t->steps(), kMaxSteps);
+  auto r = t->step({Tensor(f32({2, 2})), Tensor(f32({2, 1}))});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().to_string(),
+            "error: the model has taken 9007199254740992 steps, 2^53, the most weft counts; load a checkpoint "
+            "with a smaller weft.step");
+}
+
 }  // namespace
 }  // namespace weft

@@ -143,6 +143,10 @@ StatusOr<LoadReport> load_checkpoint(const std::string& path, const CheckpointSc
     if (!step || *step < 0) {
       return file_error(path, "malformed checkpoint: weft.step is '" + *s + "', not a non-negative integer");
     }
+    if (*step > kMaxSteps) {
+      return file_error(path, "malformed checkpoint: weft.step is " + *s + ", more than 2^53 = " +
+                                  std::to_string(kMaxSteps) + ", the most steps weft counts");
+    }
     report.step = *step;
   }
   if (const std::string* h = meta(kHashKey)) {
@@ -244,6 +248,12 @@ StatusOr<LoadReport> load_checkpoint(const std::string& path, const CheckpointSc
     values.insert_or_assign(key, std::move(t));
   }
   return report;
+}
+
+Status check_next_step(int64_t steps) {
+  if (steps < kMaxSteps) return Status();
+  return Error{"the model has taken " + std::to_string(steps) + " steps, 2^53, the most weft counts; "
+               "load a checkpoint with a smaller weft.step"};
 }
 
 }  // namespace weft

@@ -34,6 +34,15 @@ namespace weft {
 /// The checkpoint format version weft writes (and the newest it reads).
 inline constexpr int kCheckpointFormatVersion = 1;
 
+/// The most training steps weft counts, 2^53: a step reaches the compiled step graph (its
+/// optimizer's bias corrections) through a double, exact up to here. A checkpoint with a
+/// larger `weft.step` is refused; a step from here is an error (check_next_step).
+inline constexpr int64_t kMaxSteps = int64_t{1} << 53;
+
+/// Ok when a model that has taken `steps` steps may take one more; else the error that
+/// Trainer::step and the AOT models return.
+Status check_next_step(int64_t steps);
+
 /// What a checkpoint is checked against: the model's parameters and state, in
 /// graph-input order, and its architecture's hash (frontend's Model::structural_hash).
 struct CheckpointSchema {

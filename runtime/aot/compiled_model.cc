@@ -215,6 +215,7 @@ Status CompiledModel::set_scalar(int index, double value) {
 }
 
 StatusOr<double> CompiledModel::run_bound_step() {
+  WEFT_RETURN_IF_ERROR(check_next_step(steps_));
   WEFT_RETURN_IF_ERROR(set_scalar(lr_input_, lr_));
   WEFT_RETURN_IF_ERROR(set_scalar(step_input_, static_cast<double>(steps_ + 1)));
   WEFT_RETURN_IF_ERROR(step_->run());

@@ -104,6 +104,8 @@ bool Target::has_check_numerics() const {
 
 bool Target::has_multi_rank() const { return compiled() && runtime()->multi_rank; }
 
+bool Target::has_profiler() const { return compiled() && runtime()->set_profiling != nullptr; }
+
 StatusOr<reference::RunResult> Target::run(const Graph& g, std::vector<Tensor> inputs,
                                            const CompileOptions& options) const {
   if (options.check_numerics && !has_check_numerics()) return check_numerics_unsupported("check_numerics");
@@ -113,6 +115,11 @@ StatusOr<reference::RunResult> Target::run(const Graph& g, std::vector<Tensor> i
 Error Target::check_numerics_unsupported(const std::string& feature) const {
   return Error{feature + " runs on the " + target_names([](const Target& t) { return t.has_check_numerics(); }, " and ") +
                " backends, not yet on " + name};
+}
+
+Error Target::profiler_unsupported(const std::string& feature) const {
+  return Error{feature + " runs on the " + target_names([](const Target& t) { return t.has_profiler(); }, " and ") +
+               " backend, not on " + name};
 }
 
 Error Target::one_process(int ranks) const {

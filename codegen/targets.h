@@ -79,6 +79,8 @@ struct Target {
   bool has_check_numerics() const;
   /// Whether a compiled step can average gradients over more than one rank.
   bool has_multi_rank() const;
+  /// Whether a compiled step can time each kernel (set_profiling, profile_report).
+  bool has_profiler() const;
   /// Whether it plans memory (an arena per Program): the compiled targets.
   bool plans_memory() const { return compiled(); }
 
@@ -95,6 +97,9 @@ struct Target {
   /// asked ("check_numerics", "--check-numerics"): "check_numerics runs on the cpu and
   /// reference backends, not yet on cuda".
   Error check_numerics_unsupported(const std::string& feature) const;
+  /// The error for profiling asked of a target without a profiler, `feature` as the user
+  /// asked ("--profile"): "--profile runs on the cpu backend, not on cuda".
+  Error profiler_unsupported(const std::string& feature) const;
   /// The error for a communicator of `ranks` > 1 on a target without collectives: "data
   /// parallelism over 2 ranks needs the cpu backend; the cuda backend runs one process".
   Error one_process(int ranks) const;

@@ -37,6 +37,8 @@ TEST(Targets, FeaturesComeFromTheRuntimeBackends) {
   EXPECT_TRUE(cpu.has_multi_rank());
   EXPECT_FALSE(cuda.has_multi_rank());
   EXPECT_FALSE(reference.has_multi_rank());
+  EXPECT_TRUE(cpu.has_profiler());
+  EXPECT_FALSE(cuda.has_profiler() || reference.has_profiler());
   EXPECT_TRUE(cpu.plans_memory());
   EXPECT_FALSE(reference.plans_memory());
   EXPECT_EQ(target_names([](const Target& t) { return t.compiled(); }), "cpu, cuda");
@@ -48,6 +50,8 @@ TEST(Targets, MessagesNameWhatHasTheFeature) {
   EXPECT_EQ((*find_target("cuda"))->one_process(2).to_string(),
             "error: data parallelism over 2 ranks needs the cpu backend; the cuda backend runs one "
             "process");
+  EXPECT_EQ((*find_target("reference"))->profiler_unsupported("--profile").to_string(),
+            "error: --profile runs on the cpu backend, not on reference");
   EXPECT_EQ((*find_target("reference"))->one_process(4).to_string(),
             "error: data parallelism over 4 ranks needs the cpu backend; the reference interpreter "
             "runs one process");

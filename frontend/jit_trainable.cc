@@ -67,20 +67,11 @@ Status JitTrainable::set_check_numerics(bool on) {
   return Status();
 }
 
-Status JitTrainable::set_profiling(bool on) {
-  cpu::Executor* ex = trainer_.step_executor();
-  if (ex == nullptr) {
-    return Error{"--profile needs the cpu backend; this model runs on the " +
-                 trainer_.options().backend + " backend"};
-  }
-  ex->set_profiling(on);
-  return Status();
-}
+Status JitTrainable::set_profiling(bool on) { return trainer_.set_profiling(on); }
 
 std::string JitTrainable::profile_report() const {
-  cpu::Executor* ex = const_cast<Trainer&>(trainer_).step_executor();
-  return ex == nullptr ? "no profile: the " + trainer_.options().backend + " backend\n"
-                       : ex->profile_report();
+  StatusOr<std::string> report = trainer_.profile_report();
+  return report.ok() ? *report : "no profile: " + report.error().message + "\n";
 }
 
 }  // namespace weft

@@ -384,6 +384,17 @@ Status Trainer::set_value(const std::string& name, Tensor value) {
   return step_exec_ ? push_values(*step_exec_) : Status();
 }
 
+Status Trainer::set_profiling(bool on) {
+  if (!target_->has_profiler() || !step_exec_) return target_->profiler_unsupported("profiling");
+  target_->runtime()->set_profiling(*step_exec_, on);
+  return Status();
+}
+
+StatusOr<std::string> Trainer::profile_report() const {
+  if (!target_->has_profiler() || !step_exec_) return target_->profiler_unsupported("profiling");
+  return target_->runtime()->profile_report(*step_exec_);
+}
+
 Status Trainer::reset_state() {
   sync_values();
   for (const ParamInfo& p : model_->parameters()) {

@@ -151,6 +151,12 @@ class Trainer {
   const std::map<std::string, Tensor>& values() const;
   /// Replaces a value (a parameter loaded from elsewhere); its type must match.
   Status set_value(const std::string& name, Tensor value);
+  /// Times every kernel of the compiled step from now on (on) or stops (off); an error
+  /// naming the backend where it has no profiler (runtime/backend.h: cpu has one).
+  Status set_profiling(bool on);
+  /// The per-kernel table of the steps timed so far (runtime/cpu/executor.h's), or the
+  /// error of set_profiling.
+  StatusOr<std::string> profile_report() const;
   /// Zeroes the state that forward references carry from one step to the next (a tag
   /// read by uses(...) before it is defined: ParamInfo::carried), as before the first
   /// step. There is no detach_state(): that state is an input of each step, never

@@ -307,5 +307,29 @@ TEST(Trainer, TheStepCountStopsAtTwoToThe53) {
             "with a smaller weft.step");
 }
 
+// Profiling goes through the backend registry: the cpu backend times each kernel, the
+// interpreter says it cannot.
+TEST(Trainer, ProfilingWhereTheBackendHasAProfiler) {
+  auto net = FlowBuilder::from(Linear(2, 3)).through(ReLU()).through(Linear(3, 1)).build();
+  ASSERT_TRUE(net.ok());
+  for (const char* backend : {"cpu", "reference"}) {
+    auto t = Trainer::compile(*net, {{"x", f32({2, 2})}}, LossSpec::mse(), OptimizerSpec::sgd(0.1),
+                              {.backend = backend});
+    ASSERT_TRUE(t.ok()) << t.error().to_string();
+    Status on = t->set_profiling(true);
+    ASSERT_TRUE(t->step({Tensor(f32({2, 2})), Tensor(f32({2, 1}))}).ok());
+    StatusOr<std::string> report = t->profile_report();
+    if (std::string(backend) == "cpu") {
+      ASSERT_TRUE(on.ok() && report.ok()) << backend;
+      EXPECT_NE(report->find("1 steps, "), std::string::npos) << *report;
+      EXPECT_NE(report->find("onednn sgemm"), std::string::npos) << *report;
+    } else {
+      ASSERT_FALSE(on.ok());
+      EXPECT_EQ(on.error().to_string(), "error: profiling runs on the cpu backend, not on reference");
+      EXPECT_FALSE(report.ok());
+    }
+  }
+}
+
 }  // namespace
 }  // namespace weft

@@ -172,8 +172,7 @@ int train(const FlowPtr& net, const RunConfig& c) {
                  static_cast<long long>(rows), options.communicator->describe().c_str());
   }
   if (c.profile) {
-    if (!trainer->step_executor()) return fail(Error{"--profile needs --backend=cpu"});
-    trainer->step_executor()->set_profiling(true);
+    if (Status s = trainer->set_profiling(true); !s.ok()) return fail(s.error());
   }
   // One step on this rank's rows of batch `b` (all of them in one process).
   auto step = [&](const FashionMnistBatch& b) -> StatusOr<double> {
@@ -217,9 +216,10 @@ int train(const FlowPtr& net, const RunConfig& c) {
       }
     }
     double seconds = since(epoch_start);
-    if (c.profile && trainer->step_executor()) {
-      progress.line(trainer->step_executor()->profile_report());
-      trainer->step_executor()->set_profiling(true);
+    if (c.profile) {
+      StatusOr<std::string> report = trainer->profile_report();
+      if (report.ok()) progress.line(*report);
+      (void)trainer->set_profiling(true);  // a fresh table for the next epoch
     }
     StatusOr<double> accuracy = test_accuracy(*trainer, *data);
     if (!accuracy.ok()) return fail(accuracy.error());

@@ -48,15 +48,18 @@ class RoutingModule : public UnaryModule {
       choice = e.op(Op::Argmax, {scores}, {{"axis", int64_t{lead}}});
     }
 
-    std::vector<ValueId> outputs;
+    // Each member's output joins the result as soon as it is emitted (its weight times it
+    // for gate, a select for route), as a hand-written mixture would.
+    IntList start(st.shape.rank(), 0), stop = st.shape.dims;
+    Type first;
+    ValueId out = kNoValue;
     for (int64_t i = 0; i < n; ++i) {
       const std::string index = std::to_string(i);
       ValueId y = e.emit(members_[i], {x}, member + "[" + index + "]", members + "." + index, loc_);
       const Type yt = e.type(y);
-      if (i > 0 && yt != e.type(outputs[0])) {
+      if (i > 0 && yt != first) {
         e.fail(describe() + ": " + member + " " + index + "'s output " + yt.to_string() + " differs from " +
-               member + " 0's " + e.type(outputs[0]).to_string() + "; every " + member +
-               " must give the same type");
+               member + " 0's " + first.to_string() + "; every " + member + " must give the same type");
       }
       bool leads = yt.shape.rank() >= lead && yt.dtype == st.dtype;
       for (int d = 0; leads && d < lead; ++d) leads = yt.shape[d] == st.shape[d];
@@ -65,33 +68,26 @@ class RoutingModule : public UnaryModule {
                " 0's output " + yt.to_string() + " per sample, so its leading axes " +
                Shape(lead_dims).to_string() + " must lead that output's shape, in the same dtype");
       }
-      outputs.push_back(y);
-    }
-
-    // A per-sample value (lead_dims elements) shaped lead_dims with ones appended, to
-    // broadcast over the outputs' other axes.
-    const int rank = e.type(outputs[0]).shape.rank();
-    auto broadcastable = [&](ValueId v) {
-      IntList shape = lead_dims;
-      shape.resize(static_cast<size_t>(rank), 1);
-      return e.shape(v).dims == shape ? v : e.reshape(v, shape);
-    };
-    if (gate) {
-      IntList start(st.shape.rank(), 0), stop = st.shape.dims;
-      ValueId out = kNoValue;
-      for (int64_t i = 0; i < n; ++i) {
+      first = i == 0 ? yt : first;
+      // A per-sample value (lead_dims elements) shaped lead_dims with ones appended, to
+      // broadcast over the output's other axes.
+      auto broadcastable = [&](ValueId v) {
+        IntList shape = lead_dims;
+        shape.resize(static_cast<size_t>(yt.shape.rank()), 1);
+        return e.shape(v).dims == shape ? v : e.reshape(v, shape);
+      };
+      if (gate) {
         start.back() = i;
         stop.back() = i + 1;
         ValueId w = broadcastable(e.op(Op::Slice, {weights}, {{"start", start}, {"stop", stop}}));
-        ValueId term = e.mul(w, outputs[static_cast<size_t>(i)]);
+        ValueId term = e.mul(w, y);
         out = out == kNoValue ? term : e.add(out, term);
+      } else if (out == kNoValue) {
+        out = y;
+      } else {
+        ValueId taken = broadcastable(e.op(Op::Eq, {choice, e.constant(static_cast<double>(i), e.type(choice).dtype)}));
+        out = e.op(Op::Select, {taken, y, out});
       }
-      return out;
-    }
-    ValueId out = outputs.back();
-    for (int64_t i = n - 2; i >= 0; --i) {
-      ValueId taken = broadcastable(e.op(Op::Eq, {choice, e.constant(static_cast<double>(i), e.type(choice).dtype)}));
-      out = e.op(Op::Select, {taken, outputs[static_cast<size_t>(i)], out});
     }
     return out;
   }

@@ -104,7 +104,9 @@ bool Target::has_check_numerics() const {
 
 bool Target::has_multi_rank() const { return compiled() && runtime()->multi_rank; }
 
-bool Target::has_profiler() const { return compiled() && runtime()->set_profiling != nullptr; }
+bool Target::has_profiler() const {
+  return compiled() && runtime()->set_profiling != nullptr && runtime()->profile_report != nullptr;
+}
 
 StatusOr<reference::RunResult> Target::run(const Graph& g, std::vector<Tensor> inputs,
                                            const CompileOptions& options) const {

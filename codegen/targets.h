@@ -3,7 +3,10 @@
 // user writes (TrainOptions::backend, `weftc --backend=`, the examples' --backend) to how
 // weft compiles a graph for that device — its pass pipeline and its compile-and-bind
 // call — and, through the runtime registry (runtime/backend.h), to what the device
-// offers. The Trainer and weftc ask this table; none of them compares backend names.
+// offers. The Trainer, weftc and the AOT generator ask this table rather than comparing
+// backend names; what stays name-specific is output that exists for one device only
+// (`weftc dump --format=ptx`, `weftc check --backend=cuda`, the generator's object file
+// or PTX).
 //
 //   StatusOr<const Target*> t = find_target("cuda");     // error lists every target
 //   Pipeline p = (*t)->pipeline({});                       // what `weftc dump` walks

@@ -419,6 +419,9 @@ TEST(Checkpoint, SaveErrors) {
   EXPECT_EQ(s.error().to_string(),
             path + ": error: cannot save checkpoint: values have no entry for parameter '1.bias' "
                    "(f32[2]); a checkpoint holds every parameter and state of the model");
+  s = save_checkpoint(path, a, values_for(a, 1), kMaxSteps + 1);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message, "cannot save checkpoint: step 9007199254740993 is outside [0, 2^53]");
   values["1.bias"] = Tensor(Type{DType::f32, {3}});
   s = save_checkpoint(path, a, values, 0);
   ASSERT_FALSE(s.ok());

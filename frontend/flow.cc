@@ -32,9 +32,10 @@ Status validate(const std::vector<FlowStep>& steps) {
   std::source_location own_label_loc;
   // Tags defined anywhere in the flow: a uses(...) of one defined later is a forward
   // reference (state carried across steps); an input declared later is an error.
-  std::map<std::string, std::source_location> all_tags, all_inputs;
+  std::map<std::string, std::source_location> all_tags, all_inputs, all_groups;
   for (const FlowStep& s : steps) {
     if (s.kind == Kind::Tag) all_tags.emplace(s.names[0], s.loc);
+    if (s.kind == Kind::TagGroup) all_groups.emplace(s.names[0], s.loc);
     if (s.kind == Kind::Input) {
       for (const std::string& n : s.names) all_inputs.emplace(n, s.loc);
     }
@@ -94,6 +95,11 @@ Status validate(const std::vector<FlowStep>& steps) {
           for (const auto& [t, unused] : tags) group |= t.rfind(n + ".", 0) == 0;
           if (group) continue;
           if (all_tags.count(n)) continue;  // a forward reference: Flow::forward
+          if (auto later = all_groups.find(n); later != all_groups.end()) {
+            return Error{"uses(\"" + n + "\") refers to tag_group \"" + n + "\", defined later, at " +
+                             where(later->second) + "; a forward reference reads one tag, not a group",
+                         to_location(s.loc)};
+          }
           if (auto later = all_inputs.find(n); later != all_inputs.end()) {
             return Error{"uses(\"" + n + "\") refers to input \"" + n + "\", declared later, at " +
                              where(later->second) + "; declare inputs before they are used",
@@ -217,6 +223,18 @@ std::vector<std::string> Flow::extra_inputs() const {
   return names;
 }
 
+ValueId emit_part(Emitter& e, const ModulePtr& m, const std::vector<ValueId>& inputs,
+                  const std::string& path_part, const std::string& name_part, std::source_location loc) {
+  const Flow* f = as_flow(m);
+  if (f && !f->label().empty()) {
+    e.push_frame(nullptr, f->label(), f->label(), loc, /*is_label=*/true);
+    ValueId out = e.emit(m, inputs, "", "", loc);
+    e.pop_frame();
+    return out;
+  }
+  return e.emit(m, inputs, path_part, name_part, loc);
+}
+
 namespace {
 
 // Runs one module of the chain at position `pos`: a labelled flow gets its label as
@@ -247,11 +265,13 @@ ValueId Flow::forward(Emitter& e, const std::vector<ValueId>& inputs) {
   }
   std::map<std::string, ValueId> tags;
   std::map<std::string, std::vector<ValueId>> groups;
-  // Forward references: a uses(...) of a tag defined later reads the value that tag had
-  // at the end of the previous step, kept in a state input (zeros before the first
-  // step) of the consumer's stream type, which the tag assigns when training.
+  // Forward references: a uses(...) of a tag defined later reads, when training, the
+  // value that tag had at the end of the previous step, kept in a state input (zeros
+  // before the first step) of the consumer's stream type, which the tag assigns; in
+  // evaluation, zeros of that type (no state: an evaluation changes nothing and may run
+  // at another batch size).
   struct Carried {
-    ValueId state;
+    ValueId value;  ///< The state input (training) or zeros (evaluation).
     std::source_location used_at;
   };
   std::map<std::string, Carried> carried;
@@ -276,9 +296,10 @@ ValueId Flow::forward(Emitter& e, const std::vector<ValueId>& inputs) {
             auto c = carried.find(n);
             if (c == carried.end()) {
               const Type t = e.type(x);
-              c = carried.emplace(n, Carried{e.carried_state(n, t), steps_[u].loc}).first;
+              ValueId v = e.training() ? e.carried_state(n, t) : e.full(t.shape, 0.0, t.dtype);
+              c = carried.emplace(n, Carried{v, steps_[u].loc}).first;
             }
-            in.push_back(c->second.state);
+            in.push_back(c->second.value);
           }
         }
       }
@@ -349,14 +370,24 @@ ValueId Flow::forward(Emitter& e, const std::vector<ValueId>& inputs) {
         e.note_tag(name, tags[name]);
         forked = kNoValue;
         if (auto c = carried.find(name); c != carried.end()) {
-          const Type kept = e.type(c->second.state), now = e.type(tags[name]);
+          const Type kept = e.type(c->second.value), now = e.type(tags[name]);
+          e.push_frame(nullptr, "tag(" + name + ")", "", s.loc);
           if (kept != now) {
-            e.push_frame(nullptr, "tag(" + name + ")", "", s.loc);
             e.fail("tag '" + name + "' is " + now.to_string() + ", but uses(\"" + name + "\") at " +
                    where(c->second.used_at) + " reads it from the previous step as " + kept.to_string() +
                    ", the stream's type there; a tag read before it is defined must keep that type");
           }
-          if (e.training()) e.assign(c->second.state, tags[name]);
+          if (e.training()) {
+            for (const Node& n : e.graph().nodes()) {
+              if (n.op == Op::Assign && n.operands[0] == c->second.value) {
+                e.fail("tag '" + name + "' carries its value to the next step in '" + e.graph().value(c->second.value).name +
+                       "', which another use of this flow already assigns; a flow with a forward reference "
+                       "can be used once (build one flow per use)");
+              }
+            }
+            e.assign(c->second.value, tags[name]);
+          }
+          e.pop_frame();
         }
         break;
       }
@@ -439,8 +470,8 @@ FlowBuilder& FlowBuilder::route(ModulePtr selector, std::vector<ModulePtr> branc
   return through(Route(std::move(selector), std::move(branches), loc), loc);
 }
 MapCall FlowBuilder::map(ModulePtr body, Loc loc) { return MapCall(*this, std::move(body), loc); }
-FlowBuilder& MapCall::slices(int64_t n) { return builder_.through(MapSlices(body_, n, loc_), loc_); }
-FlowBuilder& MapCall::batched() { return builder_.through(body_, loc_); }
+FlowBuilder& MapCall::slices(int64_t n) && { return builder_.through(MapSlices(body_, n, loc_), loc_); }
+FlowBuilder& MapCall::batched() && { return builder_.through(body_, loc_); }
 FlowBuilder& FlowBuilder::also(ModulePtr m, Loc loc) {
   return add(FlowStep{Kind::Also, {std::move(m)}, {}, {}, {}, loc});
 }

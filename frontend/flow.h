@@ -41,10 +41,13 @@
 // value that tag had at the end of the previous training step: a state input `h.state`
 // (a checkpoint key), zeros before the first step, of the stream's type at the uses call,
 // which the tag must keep (an error names both calls otherwise). The tag assigns it at
-// the end of every training step; evaluation reads it and leaves it as it is;
-// Trainer::reset_state() zeroes it. Gradients never cross a step boundary: the state is
-// an input of the step (truncated BPTT one step long, so there is no detach_state()).
-// As flodl, which zero-fills the buffer with the consumer's stream shape.
+// the end of every training step; Trainer::reset_state() zeroes it. Gradients never
+// cross a step boundary: the state is an input of the step (truncated BPTT one step
+// long, so there is no detach_state()). An evaluation (a model built with
+// training = false) reads zeros instead and keeps no state, so it changes nothing and may
+// run at another batch size. A flow with a forward reference can be used once in a model
+// (a second use would assign the same state: an error). As flodl, which zero-fills the
+// buffer with the consumer's stream shape.
 //
 //   FlowBuilder::from(Linear(3, 8)).through(GRUCell(8, 8)).uses({"h"}).tag("h")
 //
@@ -116,10 +119,12 @@ class FlowBuilder;
 /// What FlowBuilder::map(body) returns: how the body is applied (frontend/map.h).
 class MapCall {
  public:
+  MapCall(const MapCall&) = delete;
+  MapCall& operator=(const MapCall&) = delete;
   /// The body on n slices of every sample's last axis at once, as extra batch rows.
-  FlowBuilder& slices(int64_t n);
+  FlowBuilder& slices(int64_t n) &&;
   /// The body on the whole stream: through(body).
-  FlowBuilder& batched();
+  FlowBuilder& batched() &&;
   // each() and over(tag), per-sample maps, are planned with the loop construct.
 
  private:
@@ -152,7 +157,7 @@ class FlowBuilder {
   /// frontend/routing.h.
   FlowBuilder& route(ModulePtr selector, std::vector<ModulePtr> branches, Loc loc = Loc::current());
   /// A body mapped over parts of the stream: `.map(body).slices(n)`, `.map(body).batched()`.
-  MapCall map(ModulePtr body, Loc loc = Loc::current());
+  [[nodiscard]] MapCall map(ModulePtr body, Loc loc = Loc::current());
   FlowBuilder& uses(std::vector<std::string> names, Loc loc = Loc::current());
   FlowBuilder& input(std::vector<std::string> names, Loc loc = Loc::current());
   FlowBuilder& label(std::string name, Loc loc = Loc::current());
@@ -171,6 +176,14 @@ class FlowBuilder {
 
   std::vector<FlowStep> steps_;
 };
+
+/// Emits `m` as a part of the module being emitted (the experts of a gate, the body of a
+/// map): a labelled flow under its label (its parameters `LABEL.…` below the module's
+/// own prefix, its label path addressable by parameters_at and freeze), any other module
+/// as `path_part` in builder paths and `name_part` in parameter names (`experts.3`).
+ValueId emit_part(Emitter& e, const ModulePtr& m, const std::vector<ValueId>& inputs,
+                  const std::string& path_part, const std::string& name_part,
+                  std::source_location loc);
 
 /// `f32({128, 784})`: an input type.
 inline Type f32(std::vector<int64_t> dims) { return Type{DType::f32, Shape(std::move(dims))}; }

@@ -160,21 +160,41 @@ TEST(Flow, AForwardReferenceReadsTheTagsValueFromThePreviousStep) {
   // A GRU cell whose hidden state is carried across steps: uses("h") before tag("h").
   auto net = FlowBuilder::from(Linear(3, 2)).through(GRUCell(2, 2)).uses({"h"}).tag("h").through(Linear(2, 1)).build();
   ASSERT_TRUE(net.ok()) << net.error().to_string();
-  for (bool training : {true, false}) {
-    auto model = (*net)->build({{"x", f32({4, 3})}}, {.training = training});
-    ASSERT_TRUE(model.ok()) << model.error().to_string();
-    const ParamInfo* state = nullptr;
-    for (const ParamInfo& p : model->parameters()) {
-      if (p.name == "h.state") state = &p;
-      EXPECT_EQ(p.carried, p.name == "h.state") << p.name;
-    }
-    ASSERT_NE(state, nullptr);
-    EXPECT_EQ(state->kind, InputKind::state);
-    EXPECT_EQ(model->graph().type(state->value), f32({4, 2}));
-    int assigns = 0;
-    for (const Node& n : model->graph().nodes()) assigns += n.op == Op::Assign && n.operands[0] == state->value;
-    EXPECT_EQ(assigns, training ? 1 : 0) << "evaluation reads the state and leaves it as it is";
+  auto model = (*net)->build({{"x", f32({4, 3})}}, {.training = true});
+  ASSERT_TRUE(model.ok()) << model.error().to_string();
+  const ParamInfo* state = nullptr;
+  for (const ParamInfo& p : model->parameters()) {
+    if (p.name == "h.state") state = &p;
+    EXPECT_EQ(p.carried, p.name == "h.state") << p.name;
   }
+  ASSERT_NE(state, nullptr);
+  EXPECT_EQ(state->kind, InputKind::state);
+  EXPECT_EQ(model->graph().type(state->value), f32({4, 2}));
+  int assigns = 0;
+  for (const Node& n : model->graph().nodes()) assigns += n.op == Op::Assign && n.operands[0] == state->value;
+  EXPECT_EQ(assigns, 1);
+
+  // Evaluation reads zeros and keeps no state, at any batch size.
+  auto eval = (*net)->build({{"x", f32({7, 3})}}, {.training = false});
+  ASSERT_TRUE(eval.ok()) << eval.error().to_string();
+  for (const ParamInfo& p : eval->parameters()) EXPECT_NE(p.name, "h.state");
+}
+
+TEST(Flow, AFlowWithAForwardReferenceCanBeUsedOnce) {
+  auto cell = FlowBuilder::from(Identity()).through(GRUCell(2, 2)).uses({"h"}).tag("h").build();
+  ASSERT_TRUE(cell.ok());
+  auto twice = FlowBuilder::from(Linear(3, 2)).through(*cell).through(*cell).build({{"x", f32({4, 3})}});
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ(twice.error().message,
+            "tag 'h' carries its value to the next step in '1.h.state', which another use of this flow already "
+            "assigns; a flow with a forward reference can be used once (build one flow per use)");
+  // Two flows, one per use, carry two states.
+  auto other = FlowBuilder::from(Identity()).through(GRUCell(2, 2)).uses({"h"}).tag("h").build();
+  auto two = FlowBuilder::from(Linear(3, 2)).through(*cell).through(*other).build({{"x", f32({4, 3})}});
+  ASSERT_TRUE(two.ok()) << two.error().to_string();
+  int states = 0;
+  for (const ParamInfo& p : two->parameters()) states += p.carried;
+  EXPECT_EQ(states, 2);
 }
 
 TEST(Flow, ForwardReferenceErrors) {
@@ -190,6 +210,15 @@ TEST(Flow, ForwardReferenceErrors) {
                 " reads it from the previous step as f32[4,2], the stream's type there; a tag read before "
                 "it is defined must keep that type");
   EXPECT_NE(wider.error().to_string().find(at(line + 2)), std::string::npos) << wider.error().to_string();
+
+  line = __LINE__ + 2;
+  auto group = FlowBuilder::from(Linear(2, 2))
+                   .through(Linear(2, 2)).uses({"g"})
+                   .split({Identity(), Identity()}).tag_group("g").merge(Merge::add())
+                   .build();
+  EXPECT_EQ(group.error().to_string(),
+            at(line) + ":47: error: uses(\"g\") refers to tag_group \"g\", defined later, at " + at(line + 1) +
+                "; a forward reference reads one tag, not a group");
 
   line = __LINE__ + 1;
   auto input = FlowBuilder::from(Linear(2, 2)).through(Linear(2, 2)).uses({"extra"}).input({"extra"}).build();

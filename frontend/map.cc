@@ -3,6 +3,8 @@
 #include <string>
 #include <utility>
 
+#include "frontend/flow.h"
+
 namespace weft {
 namespace {
 
@@ -35,7 +37,7 @@ class MapSlicesModule : public UnaryModule {
     if (rank > 2) slices = e.transpose(slices, to_front);
     slices = e.reshape(slices, rows);
 
-    ValueId y = e.emit(body_, {slices}, body_->describe(), "", loc_);
+    ValueId y = emit_part(e, body_, {slices}, body_->describe(), "", loc_);
     const Type yt = e.type(y);
     if (yt.shape.rank() != rank || yt.shape[0] != batch * n_) {
       e.fail(describe() + ": the body maps the slices " + e.type(slices).to_string() + " to " + yt.to_string() +

@@ -12,7 +12,9 @@
 // the body on the whole stream (through). Per-sample maps (`each()`, `over(tag)`) are
 // planned with the loop construct ([Control flow]).
 //
-// The body's parameters are named as if it were a through(): `2.weight` at position 2.
+// The body's parameters are named under the map's chain position as a through() of the
+// body would be: `2.weight` for Linear at position 2; a labelled body keeps its label
+// below it (`2.enc.0.weight`, addressable as `enc`).
 
 #include <cstdint>
 #include <source_location>

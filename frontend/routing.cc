@@ -1,6 +1,8 @@
 #include "frontend/routing.h"
 
 #include <string>
+
+#include "frontend/flow.h"
 #include <utility>
 
 namespace weft {
@@ -29,7 +31,7 @@ class RoutingModule : public UnaryModule {
     if (members_.empty()) e.fail(describe() + " needs at least one " + member);
     const int64_t n = static_cast<int64_t>(members_.size());
 
-    ValueId scores = e.emit(scorer_, {x}, scorer, scorer, loc_);
+    ValueId scores = emit_part(e, scorer_, {x}, scorer, scorer, loc_);
     const Type st = e.type(scores);
     if (st.shape.rank() < 1 || st.shape[st.shape.rank() - 1] != n || !is_floating(st.dtype)) {
       e.fail(describe() + ": the " + scorer + "'s output " + st.to_string() + " must be floating " +
@@ -55,7 +57,7 @@ class RoutingModule : public UnaryModule {
     ValueId out = kNoValue;
     for (int64_t i = 0; i < n; ++i) {
       const std::string index = std::to_string(i);
-      ValueId y = e.emit(members_[i], {x}, member + "[" + index + "]", members + "." + index, loc_);
+      ValueId y = emit_part(e, members_[i], {x}, member + "[" + index + "]", members + "." + index, loc_);
       const Type yt = e.type(y);
       if (i > 0 && yt != first) {
         e.fail(describe() + ": " + member + " " + index + "'s output " + yt.to_string() + " differs from " +
@@ -64,8 +66,8 @@ class RoutingModule : public UnaryModule {
       bool leads = yt.shape.rank() >= lead && yt.dtype == st.dtype;
       for (int d = 0; leads && d < lead; ++d) leads = yt.shape[d] == st.shape[d];
       if (!leads) {
-        e.fail(describe() + ": the " + scorer + "'s output " + st.to_string() + " weighs " + member +
-               " 0's output " + yt.to_string() + " per sample, so its leading axes " +
+        e.fail(describe() + ": the " + scorer + "'s output " + st.to_string() + (gate ? " weighs " : " chooses ") +
+               member + " 0's output " + yt.to_string() + " per sample, so its leading axes " +
                Shape(lead_dims).to_string() + " must lead that output's shape, in the same dtype");
       }
       first = i == 0 ? yt : first;

@@ -13,11 +13,13 @@
 //
 // Shapes are static, so every expert (branch) is computed for every sample. gate weighs
 // them all, and every expert and the router get gradients. route keeps, for each sample,
-// the output of the branch its selector scored highest (the first on a tie) and zeroes
-// the others: a branch a sample did not take is computed for it but contributes nothing,
-// and gets no gradient from it. argmax has no gradient, so the selector is not trained by
+// the output of the branch its selector scored highest (the first on a tie) through
+// select: a branch a sample did not take is computed for it but contributes nothing, and
+// gets a zero gradient from it. argmax has no gradient, so the selector is not trained by
 // the loss through route (its parameters' gradients are zero); train it with a loss of
 // its own (a tagged score with an auxiliary loss), or use gate, whose router is trained.
+// (A branch's own backward can still turn the zero it receives into NaN where its
+// forward overflowed for a sample it did not take, as exp's does of an infinity.)
 //
 // Against flodl: flodl's gate takes its weights from the router module as they are (its
 // SoftmaxRouter normalizes), where weft's gate applies the softmax itself, so a weft
@@ -27,7 +29,8 @@
 //
 // Parameter names are those of a PyTorch module with `self.router` (or `self.selector`)
 // and `self.experts` (`self.branches`) as an nn.ModuleList: at chain position 2,
-// `2.router.weight`, `2.experts.3.0.weight`.
+// `2.router.weight`, `2.experts.3.0.weight`; a labelled flow among them keeps its label
+// instead (`2.enc.0.weight`, addressable as `enc`).
 
 #include <source_location>
 #include <vector>

@@ -164,6 +164,12 @@ TEST(Routing, ShapeErrorsNameTheBuilderCallAndBothShapes) {
             "gate(2 experts): the router's output f32[2,3,2] weighs expert 0's output f32[2,12] per sample, so "
             "its leading axes [2,3] must lead that output's shape, in the same dtype");
 
+  auto integer = FlowBuilder::from(Identity()).route(Identity(), {Identity(), Identity()}).build({{"x", i64({2, 2})}});
+  ASSERT_FALSE(integer.ok());
+  EXPECT_EQ(integer.error().message,
+            "route(2 branches): the selector's output i64[2,2] must be floating point with 2 features on its last "
+            "axis, one per branch");
+
   auto none = FlowBuilder::from(Identity()).route(Identity(), {}).build({{"x", f32({2, 4})}});
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.error().message, "route(0 branches) needs at least one branch");

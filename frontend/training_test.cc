@@ -243,8 +243,9 @@ TEST(Training, Errors) {
 }
 
 // A forward reference carries the tag's value from one step to the next: step 2 reads
-// what step 1 computed (checked against the model run by hand), evaluation reads it and
-// leaves it, reset_state() zeroes it; the same on the interpreter and the cpu backend.
+// what step 1 computed (checked against the model run by hand), evaluation (from zeros,
+// at another batch size too) leaves it, reset_state() zeroes it; the same on the
+// interpreter and the cpu backend.
 TEST(Trainer, ForwardReferencesCarryStateAcrossSteps) {
   auto net = FlowBuilder::from(Linear(3, 2)).through(GRUCell(2, 2)).uses({"h"}).tag("h").through(Linear(2, 1)).build();
   ASSERT_TRUE(net.ok()) << net.error().to_string();
@@ -280,6 +281,8 @@ TEST(Trainer, ForwardReferencesCarryStateAcrossSteps) {
 
     auto eval = t->evaluate({x1});
     ASSERT_TRUE(eval.ok()) << eval.error().to_string();
+    auto wider = t->evaluate({Tensor(f32({5, 3}))});
+    ASSERT_TRUE(wider.ok()) << wider.error().to_string();
     EXPECT_TRUE(all_close(t->values().at("h.state"), after2, 0)) << "evaluation changed the state";
     ASSERT_TRUE(t->reset_state().ok());
     EXPECT_EQ(t->values().at("h.state").to_doubles(), (std::vector<double>{0, 0, 0, 0}));

@@ -85,6 +85,9 @@ std::string structural_hash_hex(uint64_t hash) {
 
 Status save_checkpoint(const std::string& path, const CheckpointSchema& schema,
                        const std::map<std::string, Tensor>& values, int64_t step) {
+  if (step < 0 || step > kMaxSteps) {
+    return file_error(path, "cannot save checkpoint: step " + std::to_string(step) + " is outside [0, 2^53]");
+  }
   std::vector<std::pair<std::string, Tensor>> tensors;
   std::set<std::string> written;
   // Parameters first, in graph-input order, then everything else by key.

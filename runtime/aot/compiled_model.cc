@@ -180,6 +180,12 @@ StatusOr<std::unique_ptr<CompiledModel>> CompiledModel::create(const ModelTable&
         return Error{"internal: the eval program reads '" + e.inputs[i].name +
                      "', which the training step does not have"};
       }
+      // Copied from the step's buffer before each evaluation: the same type, or no copy.
+      const Type& in_step = owned.inputs[static_cast<size_t>(it->second)].type;
+      if (e.inputs[i].type != in_step) {
+        return Error{"internal: the eval program reads '" + e.inputs[i].name + "' as " + e.inputs[i].type.to_string() +
+                     ", the training step holds it as " + in_step.to_string()};
+      }
       m->eval_values_.emplace_back(static_cast<int>(i), it->second);
     }
   }

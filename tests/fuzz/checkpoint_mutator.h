@@ -28,7 +28,8 @@
 namespace weft::fuzz {
 
 /// Mutates the checkpoint in data[0, size) in place (at most `max_size` bytes) and
-/// returns its new size; deterministic in `seed`.
+/// returns its new size. Its own choices follow `seed`; LLVMFuzzerMutate's follow
+/// libFuzzer's random state (which -seed fixes).
 size_t mutate_checkpoint(uint8_t* data, size_t size, size_t max_size, unsigned int seed);
 
 }  // namespace weft::fuzz

@@ -22,13 +22,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <limits>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "runtime/aot/compiled_model.h"
+#include "runtime/checkpoint.h"
 #include "runtime/driver/driver.h"
 #include "runtime/driver/trainable.h"
 #include "runtime/npy.h"
@@ -180,13 +180,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const auto& [k, v] : f.values) {
       FUZZ_CHECK(loaded.at(k).type() == v.type(), "a load changed the type of '" + k + "'");
     }
+    const int64_t loaded_steps = f.model->steps();
     weft::StatusOr<double> loss = f.model->step(f.batch);
-    FUZZ_CHECK(loss.ok(), "a step after a load failed: " + loss.status().to_string());
+    // A model at the step limit refuses the next step (check_next_step).
+    FUZZ_CHECK(loss.ok() == (loaded_steps < weft::kMaxSteps),
+               "a step after a load: " + (loss.ok() ? std::string("ran at the step limit") : loss.status().to_string()));
     restore(f);
   }
 
   // 2. The driver, resuming for one step.
-  if (resumed_at < std::numeric_limits<int64_t>::max()) {
+  if (resumed_at < weft::kMaxSteps) {  // a model at the limit takes no step
     const std::string out = f.dir + "/out.safetensors";
     std::string err;
     const int status = drive(f,

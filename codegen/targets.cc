@@ -67,7 +67,6 @@ StatusOr<reference::RunResult> run_reference(const Graph& g, std::vector<Tensor>
   return reference::run(g, std::move(inputs));
 }
 
-
 }  // namespace
 
 const std::vector<Target>& targets() {

@@ -223,25 +223,12 @@ std::vector<std::string> Flow::extra_inputs() const {
   return names;
 }
 
-ValueId emit_part(Emitter& e, const ModulePtr& m, const std::vector<ValueId>& inputs,
-                  const std::string& path_part, const std::string& name_part, std::source_location loc) {
-  const Flow* f = as_flow(m);
-  if (f && !f->label().empty()) {
-    e.push_frame(nullptr, f->label(), f->label(), loc, /*is_label=*/true);
-    ValueId out = e.emit(m, inputs, "", "", loc);
-    e.pop_frame();
-    return out;
-  }
-  return e.emit(m, inputs, path_part, name_part, loc);
-}
-
 namespace {
 
-// Runs one module of the chain at position `pos`: a labelled flow gets its label as
-// path and name part, anything else its description and its position.
-ValueId emit_at(Emitter& e, const ModulePtr& m, const std::vector<ValueId>& inputs,
-                const std::string& pos, const std::source_location& loc,
-                const std::string& path_prefix = "") {
+// emit_part with a prefix on the builder path (`split[1] > `).
+ValueId emit_part_at(Emitter& e, const ModulePtr& m, const std::vector<ValueId>& inputs,
+                     const std::string& path_prefix, const std::string& path_part,
+                     const std::string& name_part, std::source_location loc) {
   const Flow* f = as_flow(m);
   if (f && !f->label().empty()) {
     e.push_frame(nullptr, path_prefix + f->label(), f->label(), loc, /*is_label=*/true);
@@ -249,10 +236,23 @@ ValueId emit_at(Emitter& e, const ModulePtr& m, const std::vector<ValueId>& inpu
     e.pop_frame();
     return out;
   }
-  return e.emit(m, inputs, path_prefix + m->describe(), pos, loc);
+  return e.emit(m, inputs, path_prefix + path_part, name_part, loc);
+}
+
+// Runs one module of the chain at position `pos`: a labelled flow gets its label as
+// path and name part, anything else its description and its position.
+ValueId emit_at(Emitter& e, const ModulePtr& m, const std::vector<ValueId>& inputs,
+                const std::string& pos, const std::source_location& loc,
+                const std::string& path_prefix = "") {
+  return emit_part_at(e, m, inputs, path_prefix, m->describe(), pos, loc);
 }
 
 }  // namespace
+
+ValueId emit_part(Emitter& e, const ModulePtr& m, const std::vector<ValueId>& inputs,
+                  const std::string& path_part, const std::string& name_part, std::source_location loc) {
+  return emit_part_at(e, m, inputs, "", path_part, name_part, loc);
+}
 
 ValueId Flow::forward(Emitter& e, const std::vector<ValueId>& inputs) {
   std::vector<std::string> extra = extra_inputs();

@@ -27,6 +27,7 @@
 // error naming the op and its location.
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/graph.h"
@@ -92,6 +93,13 @@ const GradEntry& grad_entry(Op op);
 StatusOr<std::vector<ValueId>> append_gradients(Graph& g, ValueId output,
                                                 const std::vector<ValueId>& wrt,
                                                 ValueId seed = kNoValue);
+
+/// append_gradients for several outputs at once: each (output, seed) pair gives an
+/// output and its cotangent (a value of the output's type). Used for loop bodies, whose
+/// next carries and per-iteration outputs all receive cotangents.
+StatusOr<std::vector<ValueId>> append_gradients(
+    Graph& g, const std::vector<std::pair<ValueId, ValueId>>& seeds,
+    const std::vector<ValueId>& wrt);
 
 /// The gradient as a graph of its own (`weftc grad`): the same inputs as `g` in the same
 /// order (plus an input `seed_name` holding output `output`'s cotangent, appended last,

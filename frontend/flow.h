@@ -25,6 +25,10 @@
 // |                            | (frontend/routing.h: shapes, gradients, names)          |
 // | map(body).slices(n)        | body on n slices of the last axis as extra batch rows   |
 // | map(body).batched()        | body on the whole stream (frontend/map.h)               |
+// | map(body).each()           | body on each sample alone, as a loop over the batch     |
+// | loop_body(b).for_n(n)      | b applied n times to the stream, parameters shared      |
+// | loop_body(b).while_cond(c, |   per sample, while c(state) <= 0 / until c(state) > 0, |
+// |   max) / .until_cond(c,max)|   at most max iterations (frontend/loop.h)              |
 // | uses({names})              | the previous module also receives these tagged values;  |
 // |                            | a tag defined later is read from the previous step      |
 // |                            | (below)                                                 |
@@ -125,7 +129,9 @@ class MapCall {
   FlowBuilder& slices(int64_t n) &&;
   /// The body on the whole stream: through(body).
   FlowBuilder& batched() &&;
-  // each() and over(tag), per-sample maps, are planned with the loop construct.
+  /// The body on each sample alone (a batch of one), as a loop over the batch.
+  FlowBuilder& each() &&;
+  // over(tag), a map over a tagged collection, is planned ([Control flow]).
 
  private:
   friend class FlowBuilder;
@@ -134,6 +140,32 @@ class MapCall {
   FlowBuilder& builder_;
   ModulePtr body_;
   std::source_location loc_;
+};
+
+/// What FlowBuilder::loop_body(body) returns: how often the body runs (frontend/loop.h).
+class LoopCall {
+ public:
+  LoopCall(const LoopCall&) = delete;
+  LoopCall& operator=(const LoopCall&) = delete;
+  /// The body n times, its output fed back as its input.
+  FlowBuilder& for_n(int64_t n) &&;
+  /// Per sample: while cond(state) <= 0, one more iteration (at most `max`); a sample
+  /// whose cond is positive at the start keeps its input.
+  FlowBuilder& while_cond(ModulePtr cond, int64_t max) &&;
+  /// Per sample: one iteration, then more until cond(state) > 0 (at most `max` in all).
+  FlowBuilder& until_cond(ModulePtr cond, int64_t max) &&;
+  /// Its gradient recomputes each iteration's intermediates from the saved state instead
+  /// of saving them all: less memory, one more forward pass of the body.
+  LoopCall&& recompute() &&;
+
+ private:
+  friend class FlowBuilder;
+  LoopCall(FlowBuilder& builder, ModulePtr body, std::source_location loc)
+      : builder_(builder), body_(std::move(body)), loc_(loc) {}
+  FlowBuilder& builder_;
+  ModulePtr body_;
+  std::source_location loc_;
+  bool recompute_ = false;
 };
 
 class FlowBuilder {
@@ -158,6 +190,9 @@ class FlowBuilder {
   FlowBuilder& route(ModulePtr selector, std::vector<ModulePtr> branches, Loc loc = Loc::current());
   /// A body mapped over parts of the stream: `.map(body).slices(n)`, `.map(body).batched()`.
   [[nodiscard]] MapCall map(ModulePtr body, Loc loc = Loc::current());
+  /// A body iterated on the stream, its parameters shared by every iteration:
+  /// `.loop_body(body).for_n(n)`, `.while_cond(cond, max)`, `.until_cond(cond, max)`.
+  [[nodiscard]] LoopCall loop_body(ModulePtr body, Loc loc = Loc::current());
   FlowBuilder& uses(std::vector<std::string> names, Loc loc = Loc::current());
   FlowBuilder& input(std::vector<std::string> names, Loc loc = Loc::current());
   FlowBuilder& label(std::string name, Loc loc = Loc::current());

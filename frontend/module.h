@@ -83,6 +83,19 @@ struct BuildFailure {
   Error error;
 };
 
+/// One loop iteration emitted inline, to be turned into a `scan` node's body
+/// (Emitter::outline_scan). The nodes from `first_node` on are the iteration.
+struct ScanRegion {
+  int first_node = 0;
+  int64_t length = 1;
+  bool remat = false;
+  std::vector<ValueId> carries;       ///< Initial carries, read by the iteration as its state.
+  std::vector<ValueId> next_carries;  ///< What the iteration computed for each carry.
+  std::vector<ValueId> slices;        ///< Values the iteration read as one slice of xs[j]...
+  std::vector<ValueId> xs;            ///< ...and the stacked [length, ...] operands.
+  std::vector<ValueId> ys;            ///< Per-iteration outputs, stacked as results.
+};
+
 /// Writes IR for modules: ops with immediate shape inference, parameters shared per
 /// module instance, and the location/path bookkeeping the builder sets up.
 class Emitter {
@@ -136,6 +149,14 @@ class Emitter {
   /// Called once after the whole graph is emitted: advances the `rng` state if any
   /// random op drew from it.
   void finish();
+
+  /// Nodes emitted so far: where a loop iteration about to be emitted starts.
+  int num_nodes() const { return static_cast<int>(graph_.nodes().size()); }
+  /// Moves the iteration's nodes (region.first_node on) into the body of one `scan` node
+  /// (ir/ops.def), whose consts are the outer values they read, and returns its results:
+  /// the last carries, then the stacked ys. Fails the build when the iteration assigns
+  /// state (BatchNorm's statistics, a forward reference) or a carry changes type.
+  std::vector<ValueId> outline_scan(const ScanRegion& region);
 
   /// Fails the build with a user error at the current builder call and path.
   [[noreturn]] void fail(const std::string& message) const;

@@ -59,8 +59,9 @@ struct Node {
   Attrs attrs;                  ///< Only attributes that were given; defaults are implied.
   std::vector<ValueId> results; ///< One value, or none for statements such as assign.
   Location loc;
-  /// `fused` only: the kernel's body, a graph whose inputs are the node's operands (same
+  /// `fused`: the kernel's body, a graph whose inputs are the node's operands (same
   /// types, in order) and whose outputs are the node's results (same types, in order).
+  /// `scan`: the loop's body (ir/ops.def: one iteration's inputs and outputs).
   std::shared_ptr<const Graph> body = nullptr;
 
   ValueId result() const { return results.empty() ? kNoValue : results[0]; }
@@ -105,8 +106,8 @@ class Graph {
   /// is `type` if given, else unknown until shape inference.
   ValueId add_node(Op op, std::vector<ValueId> operands, Attrs attrs = {}, Location loc = {},
                    std::optional<Type> type = std::nullopt, std::string result_name = "");
-  /// Gives node `node` one more result (only `fused` nodes have several: one per output
-  /// of their body) and returns it; naming and typing as in add_node.
+  /// Gives node `node` one more result (only `fused` and `scan` nodes have several: one
+  /// per output of their body) and returns it; naming and typing as in add_node.
   ValueId add_result(int node, std::string result_name = "",
                      std::optional<Type> type = std::nullopt);
   void add_output(ValueId v) { outputs_.push_back(v); }

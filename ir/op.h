@@ -20,7 +20,7 @@ inline constexpr int kNumOps = 0
 #include "ir/ops.def"
 #undef WEFT_OP
     ;
-static_assert(kNumOps == 69, "ops.def changed: update kNumOps's expected count and the tables "
+static_assert(kNumOps == 70, "ops.def changed: update kNumOps's expected count and the tables "
                              "keyed by op (shape rules, reference kernels, gradient rules)");
 
 /// What the fuser and other generic passes ask about an op (tinygrad's GroupOp sets).
@@ -50,6 +50,10 @@ const OpInfo& op_info(Op op);
 inline std::string_view op_name(Op op) { return op_info(op).name; }
 std::optional<Op> parse_op(std::string_view name);
 std::string_view category_name(OpCategory category);
+/// Ops whose nodes carry a body graph (Node::body): `fused` and `scan`.
+inline bool has_body(Op op) { return op == Op::Fused || op == Op::Scan; }
+/// Ops whose nodes may have several results: `fused` (one per body output) and `scan`.
+inline bool has_several_results(Op op) { return has_body(op); }
 /// All ops in ops.def order.
 const std::vector<Op>& all_ops();
 

@@ -146,13 +146,23 @@ ValueId sum_contributions(GradBuilder& b, const Graph& g, std::vector<ValueId> p
 
 StatusOr<std::vector<ValueId>> append_gradients(Graph& g, ValueId output,
                                                 const std::vector<ValueId>& wrt, ValueId seed) {
-  const int num_nodes = static_cast<int>(g.nodes().size());
   const Type out_type = g.type(output);
   if (seed == kNoValue && (out_type.shape.rank() != 0 || !is_floating(out_type.dtype))) {
     return Error{"cannot differentiate %" + g.value(output).name + " of type " +
                  out_type.to_string() + ": the output must be a float scalar, or a seed (its "
                  "cotangent) must be given"};
   }
+  if (seed == kNoValue) {
+    GradBuilder b(g, g.value(output).node >= 0 ? g.node(g.value(output).node).loc : Location{});
+    seed = b.constant(1.0, out_type.dtype);
+  }
+  return append_gradients(g, {{output, seed}}, wrt);
+}
+
+StatusOr<std::vector<ValueId>> append_gradients(
+    Graph& g, const std::vector<std::pair<ValueId, ValueId>>& seeds,
+    const std::vector<ValueId>& wrt) {
+  const int num_nodes = static_cast<int>(g.nodes().size());
   // Differentiate only nodes on a path from some wrt value to the output.
   std::vector<bool> from_wrt(g.num_values(), false), to_output(g.num_values(), false);
   for (ValueId v : wrt) from_wrt[v] = true;
@@ -162,10 +172,12 @@ StatusOr<std::vector<ValueId>> append_gradients(Graph& g, ValueId output,
     // `|=`, not `=`: a wrt value may be a node's result (an intermediate), not an input.
     for (ValueId r : n.results) from_wrt[r] = from_wrt[r] || any;
   }
-  to_output[output] = true;
+  for (const auto& seed : seeds) to_output[seed.first] = true;
   for (int i = num_nodes - 1; i >= 0; --i) {
     const Node& n = g.node(i);
-    if (n.result() == kNoValue || !to_output[n.result()]) continue;
+    if (std::none_of(n.results.begin(), n.results.end(), [&](ValueId r) { return to_output[r]; })) {
+      continue;
+    }
     for (ValueId o : n.operands) to_output[o] = true;
   }
   auto needs_grad = [&](ValueId v) {
@@ -179,12 +191,38 @@ StatusOr<std::vector<ValueId>> append_gradients(Graph& g, ValueId output,
     if (parts[v].size() > 1) parts[v] = {sum_contributions(b, g, std::move(parts[v]))};
     return parts[v].empty() ? kNoValue : parts[v][0];
   };
-  {
-    GradBuilder b(g, g.value(output).node >= 0 ? g.node(g.value(output).node).loc : Location{});
-    parts[output] = {seed != kNoValue ? seed : b.constant(1.0, out_type.dtype)};
+  for (const auto& [output, seed] : seeds) {
+    WEFT_CHECK(g.type(seed) == g.type(output), "append_gradients: the seed of %" +
+                                                   g.value(output).name + " has another type");
+    parts[output].push_back(seed);
   }
   for (int i = num_nodes - 1; i >= 0; --i) {
     const Node n = g.node(i);  // a copy: rules append nodes, which may move the vector
+    if (n.op == Op::Scan) {
+      // Several results, each with its cotangent (none: zero); the loop's own transform.
+      std::vector<ValueId> cotangents;
+      bool any_result = false;
+      GradBuilder b(g, n.loc);
+      for (ValueId r : n.results) {
+        const bool has = !parts[r].empty() && needs_grad(r);
+        cotangents.push_back(has ? total(b, r) : kNoValue);
+        any_result = any_result || has;
+      }
+      std::vector<bool> operand_needs;
+      for (ValueId o : n.operands) operand_needs.push_back(needs_grad(o));
+      if (!any_result || std::none_of(operand_needs.begin(), operand_needs.end(),
+                                      [](bool x) { return x; })) {
+        continue;
+      }
+      WEFT_ASSIGN_OR_RETURN(std::vector<ValueId> operand_grads,
+                            grad_rules::scan_gradients(g, i, cotangents, operand_needs));
+      for (size_t k = 0; k < n.operands.size(); ++k) {
+        if (operand_grads[k] != kNoValue && operand_needs[k]) {
+          parts[n.operands[k]].push_back(operand_grads[k]);
+        }
+      }
+      continue;
+    }
     if (n.result() == kNoValue || parts[n.result()].empty() || !needs_grad(n.result())) continue;
     bool any_operand = std::any_of(n.operands.begin(), n.operands.end(), needs_grad);
     if (!any_operand) continue;

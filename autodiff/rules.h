@@ -6,6 +6,7 @@
 // registration.
 
 #include <array>
+#include <vector>
 
 #include "autodiff/grad.h"
 
@@ -18,5 +19,14 @@ void add_reduction(Table& t);
 void add_movement(Table& t);
 void add_nn(Table& t);  // contraction, pooling, creation, state
 void add_composite(Table& t);
+
+/// The gradient of node `node` of `g`, a `scan` (autodiff/scan_grad.cc): `cotangents`
+/// holds one per result (kNoValue: zero), `needs` says which operands want theirs.
+/// Appends a reverse scan over the body's gradient and returns one gradient per operand
+/// (kNoValue where not needed). Rewrites the node in place so that it also stacks what
+/// the reverse scan reads (its body gains outputs, the node results).
+StatusOr<std::vector<ValueId>> scan_gradients(Graph& g, int node,
+                                              const std::vector<ValueId>& cotangents,
+                                              const std::vector<bool>& needs);
 
 }  // namespace weft::grad_rules

@@ -126,6 +126,9 @@ void add_nn(Table& t) {
   none(Op::RandomBernoulli, "random draw: not differentiable w.r.t. its key");
   none(Op::Assign, "a statement (no result to differentiate)");
   none(Op::Fused, "fusion runs after autodiff: differentiate the graph before fusing it");
+  // scan has several results, each with its cotangent: append_gradients differentiates
+  // it itself (autodiff/scan_grad.cc); this entry is never reached.
+  none(Op::Scan, "differentiated by append_gradients itself (autodiff/scan_grad.cc)");
   rule(Op::AllReduce, all_reduce);
 }
 

@@ -15,6 +15,7 @@
 #include "passes/fuse_contraction_epilogue.h"
 #include "passes/fuse_elementwise.h"
 #include "passes/schedule.h"
+#include "passes/unroll_scans.h"
 
 namespace weft::codegen {
 
@@ -239,6 +240,7 @@ StatusOr<Program> build_program(const Graph& g, const MemoryPlan& plan,
 }
 
 void add_cpu_passes(Pipeline& p, const LowerOptions& options) {
+  p.add(std::make_unique<UnrollScansPass>());
   p.add(std::make_unique<FoldTransposePass>());
   p.add(std::make_unique<FoldBatchMatmulPass>());
   if (options.fuse && options.decompose_composites) {

@@ -1,5 +1,10 @@
 #include "frontend/module.h"
 
+#include <algorithm>
+#include <map>
+#include <memory>
+
+#include "ir/scan.h"
 #include "ir/shape_rules.h"
 
 namespace weft {
@@ -145,6 +150,77 @@ void Emitter::finish() {
   if (rng_state_ == kNoValue) return;
   ValueId lanes = op(Op::Iota, {}, {{"shape", IntList{2}}, {"axis", int64_t{0}}, {"dtype", DType::i64}});
   assign(rng_state_, add(rng_state_, lanes));
+}
+
+std::vector<ValueId> Emitter::outline_scan(const ScanRegion& r) {
+  const int end = num_nodes();
+  for (size_t c = 0; c < r.carries.size(); ++c) {
+    if (type(r.next_carries[c]) != type(r.carries[c])) {
+      fail("the loop body maps its state " + type(r.carries[c]).to_string() + " to " +
+           type(r.next_carries[c]).to_string() +
+           "; every iteration feeds its output back, so it must keep the type");
+    }
+  }
+  auto inside = [&](ValueId v) { return graph_.value(v).node >= r.first_node; };
+  std::map<ValueId, ValueId> inner;  // outer value -> body value
+  auto body = std::make_shared<Graph>("body");
+  // Inputs: the outer values the iteration reads (consts), its carries, its slices.
+  std::vector<ValueId> consts;
+  auto note_const = [&](ValueId v) {
+    if (inside(v) || inner.count(v)) return;
+    if (std::find(r.carries.begin(), r.carries.end(), v) != r.carries.end()) return;
+    if (std::find(r.slices.begin(), r.slices.end(), v) != r.slices.end()) return;
+    consts.push_back(v);
+    inner[v] = kNoValue;
+  };
+  for (int i = r.first_node; i < end; ++i) {
+    const Node& n = graph_.node(i);
+    if (n.op == Op::Assign) {
+      Location at = n.loc;
+      throw BuildFailure{Error{"a loop body cannot assign state (" + at.path +
+                                   " updates %" + graph_.value(n.operands[0]).name +
+                                   " in every iteration: BatchNorm's running statistics or a "
+                                   "forward reference); keep it outside the loop",
+                               location()}};
+    }
+    for (ValueId o : n.operands) note_const(o);
+  }
+  for (ValueId v : r.next_carries) note_const(v);
+  for (ValueId v : r.ys) note_const(v);
+  auto add_input = [&](ValueId v) { inner[v] = body->add_input(graph_.value(v).name, type(v)); };
+  for (ValueId v : consts) add_input(v);
+  for (ValueId v : r.carries) add_input(v);
+  for (ValueId v : r.slices) add_input(v);
+  for (int i = r.first_node; i < end; ++i) {
+    const Node& n = graph_.node(i);
+    std::vector<ValueId> args;
+    for (ValueId o : n.operands) args.push_back(inner.at(o));
+    const int at = static_cast<int>(body->nodes().size());
+    inner[n.result()] = body->add_node(n.op, std::move(args), n.attrs, n.loc, graph_.value(n.result()).type,
+                                       graph_.value(n.result()).name);
+    body->node(at).body = n.body;
+    for (size_t k = 1; k < n.results.size(); ++k) {
+      inner[n.results[k]] = body->add_result(at, graph_.value(n.results[k]).name, graph_.value(n.results[k]).type);
+    }
+  }
+  for (ValueId v : r.next_carries) body->add_output(inner.at(v));
+  for (ValueId v : r.ys) body->add_output(inner.at(v));
+  // The iteration leaves the outer graph (with any tag it noted) for the body.
+  std::vector<bool> keep(graph_.nodes().size(), true);
+  std::fill(keep.begin() + r.first_node, keep.end(), false);
+  tags_.erase(std::remove_if(tags_.begin(), tags_.end(), [&](const auto& t) { return inside(t.second); }),
+              tags_.end());
+  graph_.remove_nodes(keep);
+  node_labels_.resize(static_cast<size_t>(r.first_node));
+  std::vector<ValueId> operands = consts;
+  operands.insert(operands.end(), r.carries.begin(), r.carries.end());
+  operands.insert(operands.end(), r.xs.begin(), r.xs.end());
+  ScanShape shape{r.length, static_cast<int64_t>(r.carries.size()), static_cast<int64_t>(consts.size()),
+                  false, r.remat};
+  StatusOr<std::vector<ValueId>> results = add_scan(graph_, std::move(operands), shape, body, location());
+  if (!results.ok()) throw BuildFailure{results.error()};
+  node_labels_.push_back(label_path());
+  return *results;
 }
 
 void Emitter::note_tag(const std::string& name, ValueId value) {

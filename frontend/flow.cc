@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "frontend/loop.h"
 #include "frontend/map.h"
 #include "frontend/routing.h"
 #include "ir/verifier.h"
@@ -472,6 +473,22 @@ FlowBuilder& FlowBuilder::route(ModulePtr selector, std::vector<ModulePtr> branc
 MapCall FlowBuilder::map(ModulePtr body, Loc loc) { return MapCall(*this, std::move(body), loc); }
 FlowBuilder& MapCall::slices(int64_t n) && { return builder_.through(MapSlices(body_, n, loc_), loc_); }
 FlowBuilder& MapCall::batched() && { return builder_.through(body_, loc_); }
+FlowBuilder& MapCall::each() && { return builder_.through(MapEach(body_, loc_), loc_); }
+
+LoopCall FlowBuilder::loop_body(ModulePtr body, Loc loc) { return LoopCall(*this, std::move(body), loc); }
+LoopCall&& LoopCall::recompute() && {
+  recompute_ = true;
+  return std::move(*this);
+}
+FlowBuilder& LoopCall::for_n(int64_t n) && {
+  return builder_.through(Loop(LoopKind::for_n, body_, nullptr, n, recompute_, loc_), loc_);
+}
+FlowBuilder& LoopCall::while_cond(ModulePtr cond, int64_t max) && {
+  return builder_.through(Loop(LoopKind::while_cond, body_, std::move(cond), max, recompute_, loc_), loc_);
+}
+FlowBuilder& LoopCall::until_cond(ModulePtr cond, int64_t max) && {
+  return builder_.through(Loop(LoopKind::until_cond, body_, std::move(cond), max, recompute_, loc_), loc_);
+}
 FlowBuilder& FlowBuilder::also(ModulePtr m, Loc loc) {
   return add(FlowStep{Kind::Also, {std::move(m)}, {}, {}, {}, loc});
 }

@@ -378,7 +378,7 @@ Status Reader::read_node(const Json& j, const std::string& path) {
 
   const Json& result_list = j["results"];
   WEFT_RETURN_IF_ERROR(check_array(result_list, path + ".results"));
-  const bool several = *op == Op::Fused && result_list.size() > 1;  // one per body output
+  const bool several = has_several_results(*op) && result_list.size() > 1;  // one per body output
   if (result_list.size() != static_cast<size_t>(info.results) && !several) {
     return error(path + ".results", "'" + std::string(info.name) + "' has " +
                                         std::to_string(info.results) + " result(s), but " +
@@ -417,9 +417,9 @@ Status Reader::read_node(const Json& j, const std::string& path) {
 
   WEFT_ASSIGN_OR_RETURN(Location loc, read_location(j, path));
   std::shared_ptr<const Graph> body;
-  if (j.contains("body") != (*op == Op::Fused)) {
-    return error(path, *op == Op::Fused ? "'fused' needs a \"body\" graph"
-                                        : "only 'fused' nodes have a \"body\"");
+  if (j.contains("body") != has_body(*op)) {
+    return error(path, has_body(*op) ? "'" + std::string(info.name) + "' needs a \"body\" graph"
+                                     : std::string("only 'fused' and 'scan' nodes have a \"body\""));
   }
   if (j.contains("body")) {
     StatusOr<Graph> b = Reader(filename_).read(j["body"]);

@@ -154,8 +154,14 @@ StatusOr<Type> infer_node_type(const Node& node, const std::vector<Type>& operan
 }
 
 Type result_type(const Node& node, size_t k, const Type& inferred) {
-  if (k == 0 || node.body == nullptr || k >= node.body->outputs().size()) return inferred;
-  return node.body->type(node.body->outputs()[k]);
+  if (node.body == nullptr || k >= node.body->outputs().size()) return inferred;
+  if (node.op != Op::Scan) return k == 0 ? inferred : node.body->type(node.body->outputs()[k]);
+  // A scan's results: its last carries, then each per-iteration output stacked.
+  Type t = node.body->type(node.body->outputs()[k]);
+  if (static_cast<int64_t>(k) >= node.int_attr("carries")) {
+    t.shape.dims.insert(t.shape.dims.begin(), node.int_attr("length"));
+  }
+  return t;
 }
 
 StatusOr<ValueId> add_typed_node(Graph& g, Op op, std::vector<ValueId> operands, Attrs attrs,

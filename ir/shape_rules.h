@@ -167,7 +167,8 @@ const ShapeRule* find_shape_rule(Op op);
 StatusOr<Type> infer_node_type(const Node& node, const std::vector<Type>& operands);
 
 /// The type of result `k` of `node` given the type the shape rule inferred (result 0):
-/// a `fused` node's further results have its body outputs' types.
+/// a `fused` node's further results have its body outputs' types; a `scan` node's are its
+/// body's next carries, then its per-iteration outputs with the leading axis `length`.
 Type result_type(const Node& node, size_t k, const Type& inferred);
 
 /// Appends `op(operands) {attrs}` at `loc` to `g` with its result typed by the shape

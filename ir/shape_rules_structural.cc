@@ -256,6 +256,65 @@ StatusOr<Type> fused(const Node& node, const std::vector<Type>& in) {
   return *body.value(body.outputs()[0]).type;
 }
 
+// scan(consts..., carries..., xs...) {length, carries, consts}: the body takes the consts
+// and carries as they are and one slice of each xs ([length, ...] without the leading
+// axis); it returns the next carries, each of its carry's exact type, then the ys. The
+// rule gives the first result (see result_type).
+StatusOr<Type> scan(const Node& node, const std::vector<Type>& in) {
+  if (node.body == nullptr) return rule_error("the node has no body");
+  const Graph& body = *node.body;
+  const int64_t length = node.int_attr("length");
+  const int64_t carries = node.int_attr("carries"), consts = node.int_attr("consts");
+  const int64_t n = static_cast<int64_t>(in.size());
+  if (length < 1) return rule_error("length " + std::to_string(length) + " must be >= 1");
+  if (carries < 0 || consts < 0 || consts + carries > n) {
+    return rule_error("consts=" + std::to_string(consts) + " and carries=" +
+                      std::to_string(carries) + " do not fit its " + std::to_string(n) +
+                      " operands");
+  }
+  if (static_cast<int64_t>(body.inputs().size()) != n) {
+    return rule_error("body @" + body.name() + " takes " + std::to_string(body.inputs().size()) +
+                      " inputs, but the node has " + std::to_string(n) + " operands");
+  }
+  auto input_name = [&](int64_t i) { return "%" + body.value(body.inputs()[i].value).name; };
+  for (int64_t i = 0; i < n; ++i) {
+    const auto& want = body.value(body.inputs()[i].value).type;
+    Type given = in[i];
+    if (i >= consts + carries) {
+      if (given.shape.rank() == 0 || given.shape[0] != length) {
+        return rule_error("operand " + std::to_string(i) + " (an xs) is " + str(given) +
+                          "; it must have a leading axis of the length " + std::to_string(length));
+      }
+      given.shape.dims.erase(given.shape.dims.begin());
+    }
+    if (!want || *want != given) {
+      return rule_error("operand " + std::to_string(i) + " gives body input " + input_name(i) +
+                        " the type " + str(given) + ", but it is " +
+                        (want ? str(*want) : std::string("untyped")));
+    }
+  }
+  const int64_t outputs = static_cast<int64_t>(body.outputs().size());
+  if (outputs == 0 || outputs < carries) {
+    return rule_error("body @" + body.name() + " returns " + std::to_string(outputs) +
+                      " values; it must return its " + std::to_string(carries) +
+                      " next carries, then its per-iteration outputs, at least one in all");
+  }
+  for (int64_t k = 0; k < outputs; ++k) {
+    const Value& v = body.value(body.outputs()[k]);
+    if (!v.type) {
+      return rule_error("the type of body @" + body.name() + "'s result %" + v.name + " is unknown");
+    }
+    if (k < carries && *v.type != in[consts + k]) {
+      return rule_error("the body's next carry %" + v.name + " is " + str(*v.type) + ", but carry " +
+                        input_name(consts + k) + " is " + str(in[consts + k]) +
+                        ": a carry keeps its type across iterations");
+    }
+  }
+  Type first = *body.value(body.outputs()[0]).type;
+  if (carries == 0) first.shape.dims.insert(first.shape.dims.begin(), length);
+  return first;
+}
+
 namespace {
 
 // all_reduce(x) {reduction}: the identity on types; "mean" needs a float dtype (an
@@ -278,6 +337,7 @@ StatusOr<Type> all_reduce(const Node& node, const std::vector<Type>& in) {
 
 void add_structural_rules(RuleTable& t) {
   set_rule(t, Op::Fused, fused);
+  set_rule(t, Op::Scan, scan);
   set_rule(t, Op::AllReduce, all_reduce);
   set_rule(t, Op::Sum, reduce<Accepts::number>);
   set_rule(t, Op::Mean, reduce<Accepts::floating>);

@@ -42,18 +42,19 @@
 //   get the location of their `%name` token; the printer does not print input locations
 //   (the JSON form keeps them).
 //
-// Reserved for ops with nested bodies (fused kernels, loops): a parenthesized list of
-// regions after the type and before the location, each region a `{ ... }` block whose
-// arguments are named by a `^label(%arg: type, ...):` line:
+// Ops with a body (`fused`, `scan`) write it as a parenthesized region after the type and
+// before the location: a `{ ... }` block whose arguments are named by a
+// `^label(%arg: type, ...):` line and which ends with `return`. A loop (`scan`, ir/ops.def)
+// with a const %w, a carry %h0 and one per-iteration output:
 //
-//   %y = loop(%x0) {trips=10} : f32[4] ({
-//     ^body(%i: i64, %x: f32[4]):
-//       %x1 = add(%x, %x)
-//       yield %x1
+//   %h, %hs = scan(%w, %h0) {length=10, carries=1, consts=1} : f32[4], f32[10,4] ({
+//     ^body(%w1: f32[4], %h1: f32[4]):
+//       %h2 = mul(%h1, %w1) : f32[4]
+//       return %h2, %h2
 //   }) loc("model.cc":40:3)
 //
-// `fused` (a kernel made by fusion, passes/fuse.h) is the one op with a body; its region
-// is its body graph, whose block arguments are the body's inputs:
+// A fused kernel (passes/fuse.h) has its body graph as its region, whose block arguments
+// are the body's inputs:
 //
 //   %k = fused(%h, %b) : f32[4,5] ({
 //     ^body(%a: f32[4,5], %c: f32[5]):

@@ -270,8 +270,9 @@ Status Parser::parse_statement() {
     return error_at(op_tok, op_quoted + " has a result; name it: '%name = " +
                                 std::string(info.name) + "(...)'");
   }
-  if (results.size() > 1 && *op != Op::Fused) {
-    return error_at(results[1], op_quoted + " has one result; only 'fused' may have several");
+  if (results.size() > 1 && !has_several_results(*op)) {
+    return error_at(results[1],
+                    op_quoted + " has one result; only 'fused' and 'scan' may have several");
   }
   for (const Token& r : results) WEFT_RETURN_IF_ERROR(check_new_name(r));
 
@@ -310,12 +311,13 @@ Status Parser::parse_statement() {
   }
   std::shared_ptr<const Graph> body;
   if (at(TokenKind::LParen)) {
-    if (*op != Op::Fused) {
-      return error_at(tok_, op_quoted + " takes no body; only 'fused' has a '({ ... })' region");
+    if (!has_body(*op)) {
+      return error_at(tok_, op_quoted +
+                                " takes no body; only 'fused' and 'scan' have a '({ ... })' region");
     }
     WEFT_ASSIGN_OR_RETURN(body, parse_region(op_quoted));
-  } else if (*op == Op::Fused) {
-    return unexpected("'({' to begin the body of 'fused'");
+  } else if (has_body(*op)) {
+    return unexpected("'({' to begin the body of " + op_quoted);
   }
   Location loc = loc_of(first);
   if (at_word("loc")) {

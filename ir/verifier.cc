@@ -75,8 +75,8 @@ class Verifier {
     }
 
     if (auto message = check_attributes(node, info)) return at(*message);
-    if ((node.body != nullptr) != (node.op == Op::Fused)) {
-      return fail(node.body ? "only 'fused' nodes have a body" : "has no body");
+    if ((node.body != nullptr) != has_body(node.op)) {
+      return fail(node.body ? "only 'fused' and 'scan' nodes have a body" : "has no body");
     }
     if (node.body) {
       Status body = verify(*node.body, options_);
@@ -88,7 +88,7 @@ class Verifier {
     }
 
     // Results: as many as the op has, produced by this node.
-    const int want_results = node.op == Op::Fused && node.body
+    const int want_results = has_body(node.op) && node.body
                                  ? static_cast<int>(node.body->outputs().size())
                                  : info.results;
     if (static_cast<int>(node.results.size()) != want_results) {

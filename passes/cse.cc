@@ -62,6 +62,7 @@ StatusOr<bool> CsePass::run(Graph& g) {
     Node& node = g.node(static_cast<int>(i));
     for (ValueId& o : node.operands) o = replacement[o];
     if (node.results.size() != 1) continue;  // statements are never merged
+    if (node.body) continue;  // a loop's or kernel's body is not part of the key
     auto [it, inserted] = first.emplace(Key{node.op, node.operands, canonical_attrs(node)},
                                         node.result());
     if (inserted) continue;

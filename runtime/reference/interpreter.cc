@@ -1,6 +1,8 @@
 #include "runtime/reference/interpreter.h"
 
 #include <algorithm>
+#include <cstddef>
+#include <iterator>
 #include <new>
 #include <optional>
 
@@ -51,6 +53,10 @@ const KernelTable& kernel_table() {
     register_creation_kernels(t);
     register_composite_kernels(t);
     t.add(Op::Fused, fused);
+    // scan has several results: run() calls scan() itself; the entry says it is covered.
+    t.add(Op::Scan, [](const Node& node, const std::vector<const Tensor*>&, Tensor&) -> Status {
+      return node_error(node, "scan runs through reference::run (it has several results)");
+    });
     return t;
   }();
   return table;
@@ -66,7 +72,8 @@ bool computes_in_f32(Op op) {
     case OpCategory::Creation:
     case OpCategory::State: return false;
     default:
-      return op != Op::Cast && op != Op::Select && op != Op::Fused && op != Op::AllReduce;
+      return op != Op::Cast && op != Op::Select && op != Op::Fused && op != Op::Scan &&
+             op != Op::AllReduce;
   }
 }
 
@@ -78,6 +85,45 @@ Status fused(const Node& node, const std::vector<const Tensor*>& in, Tensor& out
   WEFT_ASSIGN_OR_RETURN(RunResult r, run(*node.body, std::move(args)));
   out = std::move(r.outputs[0]);
   return Status::ok_status();
+}
+
+// A loop: the body run `length` times (ir/ops.def, `scan`), from slot 0 up or, with
+// `reverse`, from slot length-1 down; slot i reads xs[i] and writes ys[i].
+StatusOr<std::vector<Tensor>> scan(const Node& node, const std::vector<const Tensor*>& in,
+                                   const std::vector<Type>& result_types) {
+  const int64_t length = node.int_attr("length");
+  const size_t carries = static_cast<size_t>(node.int_attr("carries"));
+  const size_t consts = static_cast<size_t>(node.int_attr("consts"));
+  const bool reverse = node.bool_attr("reverse");
+  std::vector<Tensor> state;
+  for (size_t c = 0; c < carries; ++c) state.push_back(*in[consts + c]);
+  std::vector<Tensor> ys;
+  for (size_t k = carries; k < result_types.size(); ++k) ys.emplace_back(result_types[k]);
+  for (int64_t step = 0; step < length; ++step) {
+    const int64_t i = reverse ? length - 1 - step : step;
+    std::vector<Tensor> args;
+    args.reserve(in.size());
+    for (size_t k = 0; k < consts; ++k) args.push_back(*in[k]);
+    for (Tensor& c : state) args.push_back(std::move(c));
+    for (size_t k = consts + carries; k < in.size(); ++k) {
+      Type slice = in[k]->type();
+      slice.shape.dims.erase(slice.shape.dims.begin());
+      Tensor x(slice);
+      const auto* from = static_cast<const std::byte*>(in[k]->raw_data());
+      std::copy(from + i * x.bytes(), from + (i + 1) * x.bytes(), static_cast<std::byte*>(x.raw_data()));
+      args.push_back(std::move(x));
+    }
+    WEFT_ASSIGN_OR_RETURN(RunResult r, run(*node.body, std::move(args)));
+    state.assign(std::make_move_iterator(r.outputs.begin()),
+                 std::make_move_iterator(r.outputs.begin() + static_cast<int64_t>(carries)));
+    for (size_t k = 0; k < ys.size(); ++k) {
+      const Tensor& y = r.outputs[carries + k];
+      const auto* from = static_cast<const std::byte*>(y.raw_data());
+      std::copy(from, from + y.bytes(), static_cast<std::byte*>(ys[k].raw_data()) + i * y.bytes());
+    }
+  }
+  for (Tensor& y : ys) state.push_back(std::move(y));
+  return state;
 }
 
 Tensor convert(const Tensor& t, DType to) {
@@ -157,6 +203,23 @@ StatusOr<RunResult> run(const Graph& g, std::vector<Tensor> inputs) {
     for (ValueId o : node.operands) {
       WEFT_CHECK(values[o].has_value(), "operand %" + g.value(o).name + " has no value");
       in.push_back(&*values[o]);
+    }
+    if (node.op == Op::Scan) {
+      std::vector<Type> types;
+      for (ValueId r : node.results) {
+        if (!g.value(r).type) {
+          return Error{"scan: result %" + g.value(r).name +
+                           " has no type; run shape inference before the reference interpreter",
+                       node.loc};
+        }
+        types.push_back(*g.value(r).type);
+      }
+      WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> results, scan(node, in, types));
+      for (size_t k = 0; k < node.results.size(); ++k) values[node.results[k]] = std::move(results[k]);
+      for (ValueId o : node.operands) {
+        if (--uses[o] == 0) values[o].reset();
+      }
+      continue;
     }
     if (node.op == Op::Fused && node.results.size() > 1) {
       // A fused kernel with several results: its body's outputs, in order.

@@ -1,0 +1,41 @@
+#pragma once
+// Building `scan` nodes (ir/ops.def): a loop whose body is a graph of its own.
+//
+//   Graph body("step");                                   // one iteration: h' = tanh(h·w)
+//   ValueId w = body.add_input("w", f32[4,4]), h = body.add_input("h", f32[2,4]);
+//   body.add_output(add_typed_node(body, Op::Tanh, {add_typed_node(body, Op::Matmul, {h, w})}));
+//   auto r = add_scan(g, {w_outer, h0}, {.length = 10, .carries = 1, .consts = 1}, body, loc);
+//   // r->at(0): h after 10 iterations
+//
+// Operands are the consts, then the initial carries, then the xs ([length, ...] each);
+// results are the last carries, then the body's per-iteration outputs stacked on a
+// leading axis of `length`. Types follow the scan shape rule (ir/shape_rules.h).
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/status.h"
+
+namespace weft {
+
+struct ScanShape {
+  int64_t length = 1;
+  int64_t carries = 0;
+  int64_t consts = 0;
+  bool reverse = false;
+  bool remat = false;
+};
+
+/// The attributes of a scan node of that shape.
+Attrs scan_attrs(const ScanShape& shape);
+
+/// Appends a typed `scan` node with body `body` (typed, with one input per operand) and
+/// returns all its results. A body that does not fit the operands is an error from the
+/// shape rule, at `loc`.
+StatusOr<std::vector<ValueId>> add_scan(Graph& g, std::vector<ValueId> operands,
+                                        const ScanShape& shape,
+                                        std::shared_ptr<const Graph> body, Location loc);
+
+}  // namespace weft

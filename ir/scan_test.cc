@@ -1,0 +1,106 @@
+// `scan` nodes (ir/ops.def, ir/scan.h): result types, the shape rule's errors, the
+// verifier, and both text formats round-tripping a loop with its body.
+#include "ir/scan.h"
+
+#include <gtest/gtest.h>
+
+#include "ir/json.h"
+#include "ir/shape_rules.h"
+#include "ir/text.h"
+#include "ir/verifier.h"
+
+namespace weft {
+namespace {
+
+Type f32(std::vector<int64_t> dims) { return Type{DType::f32, Shape(std::move(dims))}; }
+
+// h' = tanh(h·w + x); y = h' · h'.
+std::shared_ptr<Graph> cell(Type h_type = f32({2, 3})) {
+  auto body = std::make_shared<Graph>("cell");
+  ValueId w = body->add_input("w", f32({3, 3}));
+  ValueId h = body->add_input("h", h_type);
+  ValueId x = body->add_input("x", f32({2, 3}));
+  ValueId m = *add_typed_node(*body, Op::Matmul, {h, w}, {}, Location{});
+  ValueId next = *add_typed_node(*body, Op::Tanh, {*add_typed_node(*body, Op::Add, {m, x}, {}, Location{})}, {}, Location{});
+  body->add_output(next);
+  body->add_output(*add_typed_node(*body, Op::Mul, {next, next}, {}, Location{}));
+  return body;
+}
+
+Graph rnn(int64_t length = 4) {
+  Graph g("rnn");
+  ValueId w = g.add_input("w", f32({3, 3}), InputKind::param);
+  ValueId h0 = g.add_input("h0", f32({2, 3}));
+  ValueId xs = g.add_input("xs", f32({length, 2, 3}));
+  auto r = add_scan(g, {w, h0, xs}, {length, 1, 1}, cell(), Location{"model.cc", 7, 3});
+  EXPECT_TRUE(r.ok()) << r.status().to_string();
+  g.add_output((*r)[0]);
+  g.add_output((*r)[1]);
+  return g;
+}
+
+TEST(Scan, ResultsAreTheLastCarriesThenTheStackedYs) {
+  Graph g = rnn();
+  ASSERT_TRUE(verify(g).ok()) << verify(g).to_string();
+  EXPECT_EQ(g.type(g.outputs()[0]), f32({2, 3}));
+  EXPECT_EQ(g.type(g.outputs()[1]), f32({4, 2, 3}));
+}
+
+TEST(Scan, RoundTripsThroughTextAndJson) {
+  Graph g = rnn();
+  const std::string text = print_graph(g);
+  EXPECT_NE(text.find("scan(%w, %h0, %xs) {carries=1, consts=1, length=4} : f32[2,3], f32[4,2,3] ({"),
+            std::string::npos)
+      << text;
+  auto parsed = parse_graph(text, "rnn.wir");
+  ASSERT_TRUE(parsed.ok()) << parsed.error().to_string();
+  std::string why;
+  EXPECT_TRUE(structurally_equal(g, *parsed, &why)) << why;
+  EXPECT_EQ(print_graph(*parsed), text);
+  auto from_json = graph_from_json(graph_to_json(g), "rnn.json");
+  ASSERT_TRUE(from_json.ok()) << from_json.error().to_string();
+  EXPECT_TRUE(structurally_equal(g, *from_json, &why)) << why;
+}
+
+TEST(Scan, ShapeErrorsNameTheBodyAndBothTypes) {
+  auto error = [](std::shared_ptr<Graph> body, std::vector<Type> operands, ScanShape shape) {
+    Graph g("f");
+    std::vector<ValueId> in;
+    for (size_t i = 0; i < operands.size(); ++i) in.push_back(g.add_input("a" + std::to_string(i), operands[i]));
+    auto r = add_scan(g, in, shape, body, Location{"model.cc", 9, 1});
+    return r.ok() ? std::string("ok") : r.status().to_string();
+  };
+  EXPECT_EQ(error(cell(), {f32({3, 3}), f32({2, 3}), f32({5, 2, 3})}, {4, 1, 1}),
+            "model.cc:9:1: error: scan: operand 2 (an xs) is f32[5,2,3]; it must have a leading axis of the "
+            "length 4");
+  EXPECT_EQ(error(cell(), {f32({3, 3}), f32({2, 4}), f32({4, 2, 3})}, {4, 1, 1}),
+            "model.cc:9:1: error: scan: operand 1 gives body input %h the type f32[2,4], but it is f32[2,3]");
+  EXPECT_EQ(error(cell(), {f32({3, 3}), f32({2, 3}), f32({4, 2, 3})}, {0, 1, 1}),
+            "model.cc:9:1: error: scan: length 0 must be >= 1");
+  EXPECT_EQ(error(cell(), {f32({3, 3}), f32({2, 3}), f32({4, 2, 3})}, {4, 3, 1}),
+            "model.cc:9:1: error: scan: consts=1 and carries=3 do not fit its 3 operands");
+  // A carry whose next value has another type: h is [1,3], the body makes [2,3].
+  auto widening = std::make_shared<Graph>("widen");
+  ValueId h = widening->add_input("h", f32({1, 3}));
+  ValueId x = widening->add_input("x", f32({2, 3}));
+  widening->add_output(*add_typed_node(*widening, Op::Add, {h, x}, {}, Location{}));
+  EXPECT_EQ(error(widening, {f32({1, 3}), f32({4, 2, 3})}, {4, 1, 0}),
+            "model.cc:9:1: error: scan: the body's next carry %0 is f32[2,3], but carry %h is f32[1,3]: a "
+            "carry keeps its type across iterations");
+}
+
+TEST(Scan, TheParserRequiresABodyAndAllowsSeveralResults) {
+  auto no_body = parse_graph(
+      "graph @f(%h: f32[2]) {\n  %a, %b = scan(%h) {length=2, carries=1} : f32[2], f32[2,2]\n  return %a\n}\n",
+      "f.wir");
+  ASSERT_FALSE(no_body.ok());
+  EXPECT_NE(no_body.error().message.find("'({' to begin the body of 'scan'"), std::string::npos)
+      << no_body.error().to_string();
+  auto several = parse_graph("graph @f(%h: f32[2]) {\n  %a, %b = add(%h, %h)\n  return %a\n}\n", "f.wir");
+  ASSERT_FALSE(several.ok());
+  EXPECT_NE(several.error().message.find("only 'fused' and 'scan' may have several"), std::string::npos)
+      << several.error().to_string();
+}
+
+}  // namespace
+}  // namespace weft

@@ -104,6 +104,25 @@ ModulePtr GRUCell(int64_t input_size, int64_t hidden_size, bool bias = true);
 ///       .through(cell).uses({"s0"})                  // s1 = concat([h1, c1], -1)
 ///       .through(LSTMHidden(16));                    // h1
 ModulePtr LSTMCell(int64_t input_size, int64_t hidden_size, bool bias = true);
+/// Options of the sequence modules GRU and LSTM.
+struct RecurrentOptions {
+  int64_t layers = 1;
+  bool bias = true;
+  /// Only the top layer's state after the last step [batch, hidden] instead of the whole
+  /// output sequence [batch, T, hidden].
+  bool last = false;
+};
+/// torch.nn.GRU(batch_first=True): x [batch, T, input_size] -> the top layer's hidden
+/// state at every step [batch, T, hidden_size] (or, with `last`, after the last step).
+/// Layer l reads layer l-1's outputs. The initial state h0 [layers, batch, hidden] comes
+/// from uses(...), else zeros. Each layer is one loop over time (a `scan` node, whose
+/// gradient is a reverse loop), with x·W_ihᵀ for every step computed before it as one
+/// matrix product. Parameters per layer `l0.weight_ih`, `l0.weight_hh`, `l0.bias_ih`,
+/// `l0.bias_hh`, ... (PyTorch's `weight_ih_l0`), U(±1/sqrt(hidden)) as in PyTorch.
+ModulePtr GRU(int64_t input_size, int64_t hidden_size, RecurrentOptions options = {});
+/// torch.nn.LSTM(batch_first=True), as GRU; the initial states h0 and c0 [layers, batch,
+/// hidden] come from uses(...) (both or neither), else zeros.
+ModulePtr LSTM(int64_t input_size, int64_t hidden_size, RecurrentOptions options = {});
 /// h from a packed LSTM state [..., 2·hidden]: its first `hidden_size` features.
 ModulePtr LSTMHidden(int64_t hidden_size);
 /// c from a packed LSTM state [..., 2·hidden]: its last `hidden_size` features.

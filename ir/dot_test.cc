@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "ir/scan.h"
+#include "ir/shape_rules.h"
+
 namespace weft {
 namespace {
 
@@ -38,6 +41,26 @@ TEST(Dot, EscapesStringAttributes) {
   EXPECT_NE(graph_to_dot(g).find("label=\"gelu\\napproximate=\\\"tanh\\\"\\nf32[2]\""),
             std::string::npos)
       << graph_to_dot(g);
+}
+
+TEST(Dot, DrawsALoopsBodyAsANestedCluster) {
+  Graph g("f");
+  ValueId w = g.add_input("w", {DType::f32, {3}}, InputKind::param);
+  ValueId h0 = g.add_input("h0", {DType::f32, {3}});
+  auto body = std::make_shared<Graph>("step");
+  ValueId bw = body->add_input("w", {DType::f32, {3}});
+  ValueId bh = body->add_input("h", {DType::f32, {3}});
+  body->add_output(*add_typed_node(*body, Op::Mul, {bh, bw}, {}, Location{}));
+  auto r = add_scan(g, {w, h0}, {5, 1, 1}, body, Location{});
+  ASSERT_TRUE(r.ok());
+  g.add_output((*r)[0]);
+  const std::string dot = graph_to_dot(g);
+  EXPECT_NE(dot.find("  subgraph cluster_n0 {\n    label=\"@step, 5 iterations\";\n    style=dashed;\n"
+                     "    n0_in0 [shape=ellipse, label=\"%w\\nf32[3]\"];\n"),
+            std::string::npos)
+      << dot;
+  EXPECT_NE(dot.find("    n0_n0 [shape=box, label=\"mul\\nf32[3]\"];\n"), std::string::npos) << dot;
+  EXPECT_NE(dot.find("  n0 -> n0_in1 [style=dashed];\n  n0_n0 -> n0 [style=dashed];\n"), std::string::npos) << dot;
 }
 
 }  // namespace

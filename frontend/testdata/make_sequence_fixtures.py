@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Writes the PyTorch 1.13 fixtures for frontend/sequence_parity_test.cc and
-frontend/losses_test.cc: MultiheadAttention, GRUCell, LSTMCell and the losses.
+frontend/losses_test.cc: MultiheadAttention, GRUCell, LSTMCell, GRU, LSTM and the losses.
 
 Run with Debian's Python (torch 1.13 + numpy), from the repository root:
 
@@ -114,6 +114,37 @@ def lstm_unrolled_case():
                            "output": torch.cat([h, c], -1), **cell_params(cell, "1.")})
 
 
+def sequence_case(case, kind, layers, initial, last=False):
+    """torch.nn.GRU / LSTM (batch_first) over a [2, 5, 3] sequence, hidden 4, at chain
+    position 1; with `initial`, h0 (and c0) [layers, 2, 4] as extra inputs. Also the
+    gradients of sum(output * seed) w.r.t. the input and every parameter."""
+    m = (torch.nn.GRU if kind == "gru" else torch.nn.LSTM)(3, 4, num_layers=layers,
+                                                            batch_first=True)
+    x = randn(2, 5, 3).requires_grad_()
+    arrays = {"input": x}
+    state = None
+    if initial:
+        h0 = randn(layers, 2, 4)
+        arrays["h0"] = h0
+        state = h0
+        if kind == "lstm":
+            c0 = randn(layers, 2, 4)
+            arrays["c0"] = c0
+            state = (h0, c0)
+    out, _ = m(x, state)
+    if last:
+        out = out[:, -1]
+    seed = randn(*out.shape)
+    (out * seed).sum().backward()
+    arrays.update({"output": out, "seed": seed, "grad.input": x.grad})
+    for name, p in m.named_parameters():
+        # torch's weight_ih_l0 is weft's l0.weight_ih.
+        base, layer = name.rsplit("_", 1)
+        arrays["1." + layer + "." + base] = p
+        arrays["grad.1." + layer + "." + base] = p.grad
+    save(case, arrays)
+
+
 # ---- Losses ----------------------------------------------------------------------------
 REDUCTIONS = ["mean", "sum", "none"]
 
@@ -181,6 +212,11 @@ def main():
     lstm_step_case()
     lstm_unrolled_case()
     losses()
+    # Last, so that adding them left the earlier cases' random draws as they were.
+    sequence_case("gru_seq", "gru", layers=2, initial=True)
+    sequence_case("gru_seq_last", "gru", layers=1, initial=False, last=True)
+    sequence_case("lstm_seq", "lstm", layers=2, initial=True)
+    sequence_case("lstm_seq_last", "lstm", layers=3, initial=False, last=True)
 
 
 if __name__ == "__main__":

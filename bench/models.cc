@@ -29,15 +29,15 @@ BenchModel dense(std::string name, FlowPtr net, int64_t batch, int64_t in, int64
   return m;
 }
 
-/// Linear → GELU → LN, then ONE shared also(Linear → GELU → LN) applied `repeats` times,
-/// then Linear. Parameters: `0.*` (first Linear), `2.*` (its LayerNorm), the shared
-/// block's `3.0.*` and `3.2.*` (named at its first use, position 3), and the last
-/// Linear's `<3 + repeats>.*`.
+/// Linear → GELU → LN, then a loop (position 3) applying the residual x + block(x), block
+/// = Linear → GELU → LN, `repeats` times with one set of parameters, then Linear.
+/// Parameters: `0.*` (first Linear), `2.*` (its LayerNorm), the block's `3.1.0.*` and
+/// `3.1.2.*` (the loop's body is Identity, also(block)), and the last Linear's `4.*`.
 StatusOr<FlowPtr> shared_refinement(int64_t width, int repeats) {
   WEFT_ASSIGN_OR_RETURN(FlowPtr block, linear_gelu_ln(width, width));
+  WEFT_ASSIGN_OR_RETURN(FlowPtr residual, finish(FlowBuilder::from(Identity()).also(block)));
   FlowBuilder f = FlowBuilder::from(Linear(width, width));
-  f.through(GELU()).through(LayerNorm(width));
-  for (int i = 0; i < repeats; ++i) f.also(block);
+  f.through(GELU()).through(LayerNorm(width)).loop_body(residual).for_n(repeats);
   f.through(Linear(width, width));
   return finish(f);
 }
@@ -115,8 +115,8 @@ StatusOr<BenchModel> residual_tower(Sizes s) {
   return dense("residual_tower", net, s.batch(256), w, w);
 }
 
-// Width 128 (512), shared block applied 10 times, batch 32 (128): `0.*`, `2.*`, `3.0.*`,
-// `3.2.*`, `13.*` (see shared_refinement).
+// Width 128 (512), shared block looped 10 times, batch 32 (128): `0.*`, `2.*`, `3.1.0.*`,
+// `3.1.2.*`, `4.*` (see shared_refinement).
 StatusOr<BenchModel> feedback_fixed(Sizes s) {
   const int64_t w = s.width(512);
   WEFT_ASSIGN_OR_RETURN(FlowPtr net, shared_refinement(w, /*repeats=*/10));
@@ -139,8 +139,8 @@ StatusOr<BenchModel> gated_routing(Sizes s) {
   return dense("gated_routing", net, s.batch(256), w, w);
 }
 
-// Width 256 (1024), shared block applied 8 times, batch 64 (256): `0.*`, `2.*`, `3.0.*`,
-// `3.2.*`, `11.*` (see shared_refinement).
+// Width 256 (1024), shared block looped 8 times, batch 64 (256): `0.*`, `2.*`, `3.1.0.*`,
+// `3.1.2.*`, `4.*` (see shared_refinement).
 StatusOr<BenchModel> iterative_refine(Sizes s) {
   const int64_t w = s.width(1024);
   WEFT_ASSIGN_OR_RETURN(FlowPtr net, shared_refinement(w, /*repeats=*/8));

@@ -1,7 +1,6 @@
-// The recurrent models, unrolled over 50 steps (bench/unroll.h). cpu sizes, paper sizes
-// in parentheses.
+// The recurrent models: the builder's GRU and LSTM (frontend/modules.h: one loop over the
+// 50 steps per layer). cpu sizes, paper sizes in parentheses.
 #include "bench/models_internal.h"
-#include "bench/unroll.h"
 #include "frontend/modules.h"
 
 namespace weft::bench::internal {
@@ -28,7 +27,7 @@ StatusOr<BenchModel> sequence_model(std::string name, Sizes s, ModulePtr recurre
 // `0.l0.weight_ih`, `0.l0.weight_hh`, `0.l0.bias_ih`, `0.l0.bias_hh` (nn.GRUCell's
 // `weight_ih`, ...); the final h → Linear(128, 64) `1.weight`, `1.bias`.
 StatusOr<BenchModel> gru_seq(Sizes s) {
-  return sequence_model("gru_seq", s, UnrolledGRU(s.width(256), s.width(512)));
+  return sequence_model("gru_seq", s, GRU(s.width(256), s.width(512), {.last = true}));
 }
 
 // LSTM(64 -> 128, 2 layers) (256 -> 512) over 50 steps on [32, 50, 64] ([128, 50, 256]):
@@ -36,7 +35,7 @@ StatusOr<BenchModel> gru_seq(Sizes s) {
 // (nn.LSTM's `weight_ih_l0`, ..., `weight_ih_l1`, ...); the last step's top h →
 // Linear(128, 64) `1.weight`, `1.bias`.
 StatusOr<BenchModel> lstm_seq(Sizes s) {
-  return sequence_model("lstm_seq", s, UnrolledLSTM(s.width(256), s.width(512), /*layers=*/2));
+  return sequence_model("lstm_seq", s, LSTM(s.width(256), s.width(512), {.layers = 2, .last = true}));
 }
 
 }  // namespace weft::bench::internal

@@ -12,7 +12,6 @@
 #include <random>
 
 #include "bench/step_stats.h"
-#include "bench/unroll.h"
 #include "frontend/modules.h"
 #include "frontend/testing/run_model.h"
 
@@ -85,12 +84,12 @@ std::vector<std::string> param_names(const std::string& model) {
 }
 
 TEST(BenchModels, ParameterNamesAreTheDocumentedOnes) {
-  // Shared blocks are named once, at their first use.
-  EXPECT_EQ(
-      param_names("feedback_fixed"),
-      (std::vector<std::string>{"0.weight", "0.bias", "2.weight", "2.bias", "3.0.weight",
-                                "3.0.bias", "3.2.weight", "3.2.bias", "13.weight", "13.bias"}));
-  EXPECT_EQ(param_names("iterative_refine").back(), "11.bias");
+  // A loop's body has one set of parameters, under the loop's position.
+  EXPECT_EQ(param_names("feedback_fixed"),
+            (std::vector<std::string>{"0.weight", "0.bias", "2.weight", "2.bias", "3.1.0.weight",
+                                      "3.1.0.bias", "3.1.2.weight", "3.1.2.bias", "4.weight",
+                                      "4.bias"}));
+  EXPECT_EQ(param_names("iterative_refine").back(), "4.bias");
   EXPECT_EQ(param_names("lstm_seq"),
             (std::vector<std::string>{"0.l0.weight_ih", "0.l0.weight_hh", "0.l0.bias_ih",
                                       "0.l0.bias_hh", "0.l1.weight_ih", "0.l1.weight_hh",
@@ -165,17 +164,20 @@ TEST(StepStats, CountsAConvolutionAsItsIm2colGemm) {
   EXPECT_EQ(step_stats(*trainer).gemm_shapes, want);
 }
 
-TEST(Unroll, SharesOneCellPerLayerAcrossSteps) {
-  auto net = FlowBuilder::from(UnrolledGRU(3, 4, /*layers=*/2)).build({{"x", f32({2, 7, 3})}});
-  ASSERT_TRUE(net.ok()) << net.error().to_string();
-  EXPECT_EQ(net->parameters().size(), 8u);
-  EXPECT_EQ(net->graph().type(net->graph().outputs()[0]), f32({2, 4}));
-  auto bad = FlowBuilder::from(UnrolledLSTM(3, 4)).build({{"x", f32({2, 3})}});
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().message.find(
-                "UnrolledLSTM(3->4, 1 layers) expects a [batch, T, 3] input, got f32[2,3]"),
-            std::string::npos)
-      << bad.error().message;
+TEST(BenchModels, RecurrentAndSharedBlockModelsAreLoops) {
+  // One loop per recurrent layer, one per shared block: the graph does not grow with the
+  // number of steps.
+  const std::map<std::string, int> want = {
+      {"gru_seq", 1}, {"lstm_seq", 2}, {"feedback_fixed", 1}, {"iterative_refine", 1}};
+  for (const auto& [name, loops] : want) {
+    auto m = make_bench_model(name, Preset::cpu);
+    ASSERT_TRUE(m.ok()) << m.error().to_string();
+    auto built = m->net->build(m->inputs);
+    ASSERT_TRUE(built.ok()) << built.error().to_string();
+    int n = 0;
+    for (const Node& node : built->graph().nodes()) n += node.op == Op::Scan;
+    EXPECT_EQ(n, loops) << name;
+  }
 }
 
 }  // namespace

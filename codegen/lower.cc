@@ -108,7 +108,7 @@ StatusOr<Graph> epilogue_body(const Node& fused, int& gemm_result) {
 }  // namespace
 
 StatusOr<Program> build_program(const Graph& g, const MemoryPlan& plan,
-                                const std::vector<MergedUpdate>& merged) {
+                                const std::vector<MergedUpdate>& merged, const LowerOptions& options) {
   Program p;
   p.name = g.name();
   p.arena_bytes = plan.arena_bytes;
@@ -215,6 +215,32 @@ StatusOr<Program> build_program(const Graph& g, const MemoryPlan& plan,
       inv.kind = Invocation::Kind::copy;
       inv.node.op = n.op;  // every invocation names its op (Node::op has no default)
       inv.node.loc = n.loc;
+    } else if (n.op == Op::Scan) {
+      // The body lowered as a Program of its own; its kernels join this Program's table
+      // and its own loops' bodies this Program's list.
+      WEFT_ASSIGN_OR_RETURN(Lowering body, lower_to_program(*n.body, options));
+      Program bp = std::move(body.program);
+      std::vector<int> kernel_at;
+      for (const GeneratedKernel& k : bp.kernels) kernel_at.push_back(kernel(k.body));
+      const int first_body = static_cast<int>(p.bodies.size());
+      auto renumber = [&](Program& q) {
+        for (Invocation& i : q.code) {
+          if (i.kernel >= 0) i.kernel = kernel_at[static_cast<size_t>(i.kernel)];
+          if (i.body >= 0) i.body += first_body;
+        }
+      };
+      for (Program& nested : bp.bodies) {
+        renumber(nested);
+        p.bodies.push_back(std::move(nested));
+      }
+      renumber(bp);
+      bp.kernels.clear();
+      bp.bodies.clear();
+      inv.kind = Invocation::Kind::loop;
+      inv.body = static_cast<int>(p.bodies.size());
+      inv.node = n;
+      inv.node.body = nullptr;  // the Program holds the lowered body
+      p.bodies.push_back(std::move(bp));
     } else if (n.op == Op::Fused) {
       const bool contraction = n.str_attr("kind") == "contraction";
       Graph epilogue;
@@ -240,7 +266,7 @@ StatusOr<Program> build_program(const Graph& g, const MemoryPlan& plan,
 }
 
 void add_cpu_passes(Pipeline& p, const LowerOptions& options) {
-  p.add(std::make_unique<UnrollScansPass>());
+  if (options.unroll_loops) p.add(std::make_unique<UnrollScansPass>());
   p.add(std::make_unique<FoldTransposePass>());
   p.add(std::make_unique<FoldBatchMatmulPass>());
   if (options.fuse && options.decompose_composites) {
@@ -289,7 +315,7 @@ StatusOr<Lowering> lower_to_program(Graph g, const LowerOptions& options) {
     }
   }
   WEFT_ASSIGN_OR_RETURN(MemoryPlan plan, plan_memory(g, plan_options));
-  WEFT_ASSIGN_OR_RETURN(Program program, build_program(g, plan, merged));
+  WEFT_ASSIGN_OR_RETURN(Program program, build_program(g, plan, merged, options));
   return Lowering{std::move(g), std::move(plan), std::move(program)};
 }
 

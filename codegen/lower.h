@@ -20,6 +20,8 @@
 //                      with the same structure share one; of kind "contraction": the
 //                      GEMM with its epilogue as a generated kernel applied to each
 //                      block of rows the GEMM finishes), `assign` -> an update,
+//                      a `scan` -> a loop invocation over its body, lowered the same way
+//                      into Program::bodies (its kernels merged into the Program's),
 //                      a reshape planned in place -> nothing (a view), any other op ->
 //                      a library kernel call; a merged update -> one generated
 //                      invocation over its flat ranges; the inputs block's layout
@@ -64,6 +66,10 @@ struct LowerOptions {
   /// flat ranges (see merge_updates.h); needs update_in_place.
   bool merge_updates = true;
   PlanOptions plan;
+  /// Unroll loops (passes/unroll_scans.h) instead of lowering each to a loop invocation
+  /// over a body Program (runtime/program.h): the CUDA lowering's choice, as its executor
+  /// has no loop construct yet.
+  bool unroll_loops = false;
   /// Which nodes go into generated kernels; default: KernelCompiler::supports.
   std::function<bool(const Graph& g, const Node& node)> fusible;
 };
@@ -74,7 +80,8 @@ struct Lowering {
   Program program;
 };
 
-/// The CPU backend's graph passes after the default pipeline: fold-transpose,
+/// The CPU backend's graph passes after the default pipeline: unroll-scans (with
+/// `options.unroll_loops`), fold-transpose,
 /// fold-batch-matmul, decompose-composites, fuse-contraction-epilogue (GEMMs that
 /// runtime/cpu runs with an epilogue, members by `options.fusible`), fuse-elementwise
 /// (with `options.fusible`)
@@ -96,8 +103,10 @@ StatusOr<Lowering> lower_to_program(Graph g, const LowerOptions& options = {});
 std::vector<bool> updates_in_place(const Graph& g);
 
 /// The last step alone: one invocation per node of `g` with buffers from `plan`, one per
-/// group of `merged` (from merge_updates, whose arena groups `plan` was made with).
+/// group of `merged` (from merge_updates, whose arena groups `plan` was made with); a
+/// loop's body is lowered with `options`.
 StatusOr<Program> build_program(const Graph& g, const MemoryPlan& plan,
-                                const std::vector<MergedUpdate>& merged = {});
+                                const std::vector<MergedUpdate>& merged = {},
+                                const LowerOptions& options = {});
 
 }  // namespace weft::codegen

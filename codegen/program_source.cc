@@ -73,6 +73,7 @@ const char* invocation_kind(Invocation::Kind k) {
     case Invocation::Kind::generated: return "weft::Invocation::Kind::generated";
     case Invocation::Kind::copy: return "weft::Invocation::Kind::copy";
     case Invocation::Kind::contraction: return "weft::Invocation::Kind::contraction";
+    case Invocation::Kind::loop: return "weft::Invocation::Kind::loop";
   }
   return "";
 }
@@ -150,6 +151,17 @@ class Tables {
   std::string source(const Program& p, const std::string& name, bool host_kernels);
 
  private:
+  // One Program's own lists (its rows, whose pools are shared).
+  struct Lists {
+    std::vector<std::string> inputs, kernels, code, updates;
+    int input_offsets = 0;
+    int outputs = 0;
+  };
+  Lists lists(const Program& p);
+  // The ProgramTables initializer of `p`, its lists named with `suffix`.
+  std::string program_row(const Program& p, const Lists& l, const std::string& suffix,
+                          const std::string& bodies, size_t num_bodies) const;
+
   std::vector<int64_t> ints_;
   std::vector<double> floats_;
   std::vector<std::string> types_, buffers_, attrs_;
@@ -167,42 +179,69 @@ void table(std::ostream& os, const char* row, const std::string& name,
 
 std::string pointer(const std::string& name, bool empty) { return empty ? "nullptr" : name; }
 
-std::string Tables::source(const Program& p, const std::string& name, bool host_kernels) {
-  // The Program's own lists first: they fill the pools.
-  std::vector<std::string> inputs, kernels, code, updates;
+Tables::Lists Tables::lists(const Program& p) {
+  Lists l;
   for (const ProgramInput& in : p.inputs) {
-    inputs.push_back("{" + quoted(in.name) + ", " + std::to_string(type(in.type)) +
-                     ", weft::InputKind::" + std::string(input_kind_name(in.kind)) + "}");
+    l.inputs.push_back("{" + quoted(in.name) + ", " + std::to_string(type(in.type)) +
+                       ", weft::InputKind::" + std::string(input_kind_name(in.kind)) + "}");
   }
-  const int input_offsets = ints(p.input_offsets);
+  l.input_offsets = ints(p.input_offsets);
   for (const GeneratedKernel& k : p.kernels) {
-    kernels.push_back("{" + quoted(k.name) + ", " + std::to_string(k.rows) + "LL, " +
-                      std::to_string(k.row_length) + "LL}");
+    l.kernels.push_back("{" + quoted(k.name) + ", " + std::to_string(k.rows) + "LL, " +
+                        std::to_string(k.row_length) + "LL}");
   }
   for (const Invocation& inv : p.code) {
-    const Location& l = inv.node.loc;
+    const Location& loc = inv.node.loc;
     WEFT_CHECK(static_cast<size_t>(inv.node.op) < std::size(kOpIds),
                "program_source: invocation '" + inv.label + "' has no valid op");
     const int attrs_first = attrs(inv.node.attrs);
     const int operands = buffers(inv.operands);
     const int results = buffers(inv.results);
     const int clear = buffers(inv.clear);
-    code.push_back(
+    l.code.push_back(
         std::string("{") + invocation_kind(inv.kind) + ", weft::Op::" +
         kOpIds[static_cast<int>(inv.node.op)] + ", " + std::to_string(attrs_first) + ", " +
-        std::to_string(inv.node.attrs.size()) + ", " + quoted(l.file) + ", " +
-        std::to_string(l.line) + ", " + std::to_string(l.col) + ", " + quoted(l.path) + ", " +
+        std::to_string(inv.node.attrs.size()) + ", " + quoted(loc.file) + ", " +
+        std::to_string(loc.line) + ", " + std::to_string(loc.col) + ", " + quoted(loc.path) + ", " +
         std::to_string(inv.kernel) + ", " + std::to_string(inv.gemm_result) + ", " +
         std::to_string(operands) + ", " + std::to_string(inv.operands.size()) + ", " +
         std::to_string(results) + ", " + std::to_string(inv.results.size()) + ", " +
         std::to_string(clear) + ", " + std::to_string(inv.clear.size()) + ", " +
-        quoted(inv.label) + "}");
+        quoted(inv.label) + ", " + std::to_string(inv.body) + "}");
   }
   for (const Update& u : p.updates) {
-    updates.push_back("{" + std::to_string(u.input) + ", " + std::to_string(buffers({u.from})) +
-                      "}");
+    l.updates.push_back("{" + std::to_string(u.input) + ", " + std::to_string(buffers({u.from})) +
+                        "}");
   }
-  const int outputs = buffers(p.outputs);
+  l.outputs = buffers(p.outputs);
+  return l;
+}
+
+std::string Tables::program_row(const Program& p, const Lists& l, const std::string& suffix,
+                                const std::string& bodies, size_t num_bodies) const {
+  std::ostringstream os;
+  os << "{\n"
+     << "    " << quoted(p.name) << ", " << p.arena_bytes << "LL, " << p.naive_bytes << "LL, "
+     << p.lower_bound_bytes << "LL, " << p.inputs_bytes << "LL,\n"
+     << "    " << pointer("kInts", ints_.empty()) << ", " << pointer("kFloats", floats_.empty())
+     << ", " << pointer("kTypes", types_.empty()) << ", "
+     << pointer("kBuffers", buffers_.empty()) << ", " << pointer("kAttrs", attrs_.empty())
+     << ",\n"
+     << "    " << pointer("kInputs" + suffix, l.inputs.empty()) << ", " << l.inputs.size() << ", "
+     << l.input_offsets << ", " << p.input_offsets.size() << ",\n"
+     << "    " << pointer("kKernels" + suffix, l.kernels.empty()) << ", " << l.kernels.size() << ",\n"
+     << "    " << pointer("kCode" + suffix, l.code.empty()) << ", " << l.code.size() << ",\n"
+     << "    " << pointer("kUpdates" + suffix, l.updates.empty()) << ", " << l.updates.size() << ",\n"
+     << "    " << l.outputs << ", " << p.outputs.size() << ",\n"
+     << "    " << pointer(bodies, num_bodies == 0) << ", " << num_bodies << ",\n}";
+  return os.str();
+}
+
+std::string Tables::source(const Program& p, const std::string& name, bool host_kernels) {
+  // The Programs' own lists first: they fill the pools.
+  const Lists root = lists(p);
+  std::vector<Lists> bodies;
+  for (const Program& b : p.bodies) bodies.push_back(lists(b));
 
   std::ostringstream os;
   os << "// Generated by weft (codegen/program_source.h) from program @" << p.name
@@ -236,25 +275,27 @@ std::string Tables::source(const Program& p, const std::string& name, bool host_
   table(os, "weft::BufferRow", "kBuffers", buffers_);
   os << "// name, kind, int (or first in kInts / kFloats), float, string, dtype, count\n";
   table(os, "weft::AttrRow", "kAttrs", attrs_);
-  table(os, "weft::InputRow", "kInputs", inputs);
-  table(os, "weft::KernelRow", "kKernels", kernels);
-  os << "// kind, op, attrs (first, count), file, line, col, builder path, kernel, gemm_result,\n"
-     << "// operands, results, clear (first, count in kBuffers), label\n";
-  table(os, "weft::InvocationRow", "kCode", code);
-  table(os, "weft::UpdateRow", "kUpdates", updates);
-  os << "const weft::ProgramTables kProgram = {\n"
-     << "    " << quoted(p.name) << ", " << p.arena_bytes << "LL, " << p.naive_bytes << "LL, "
-     << p.lower_bound_bytes << "LL, " << p.inputs_bytes << "LL,\n"
-     << "    " << pointer("kInts", ints_.empty()) << ", " << pointer("kFloats", floats_.empty())
-     << ", " << pointer("kTypes", types_.empty()) << ", "
-     << pointer("kBuffers", buffers_.empty()) << ", " << pointer("kAttrs", attrs_.empty())
-     << ",\n"
-     << "    " << pointer("kInputs", inputs.empty()) << ", " << inputs.size() << ", "
-     << input_offsets << ", " << p.input_offsets.size() << ",\n"
-     << "    " << pointer("kKernels", kernels.empty()) << ", " << kernels.size() << ",\n"
-     << "    " << pointer("kCode", code.empty()) << ", " << code.size() << ",\n"
-     << "    " << pointer("kUpdates", updates.empty()) << ", " << updates.size() << ",\n"
-     << "    " << outputs << ", " << p.outputs.size() << ",\n};\n\n";
+  auto lists_of = [&](const Lists& l, const std::string& suffix) {
+    table(os, "weft::InputRow", "kInputs" + suffix, l.inputs);
+    table(os, "weft::KernelRow", "kKernels" + suffix, l.kernels);
+    os << "// kind, op, attrs (first, count), file, line, col, builder path, kernel, gemm_result,\n"
+       << "// operands, results, clear (first, count in kBuffers), label, loop body\n";
+    table(os, "weft::InvocationRow", "kCode" + suffix, l.code);
+    table(os, "weft::UpdateRow", "kUpdates" + suffix, l.updates);
+  };
+  lists_of(root, "");
+  if (!bodies.empty()) {
+    std::vector<std::string> rows;
+    for (size_t b = 0; b < bodies.size(); ++b) {
+      const std::string suffix = "Body" + std::to_string(b);
+      os << "// loop body " << b << "\n";
+      lists_of(bodies[b], suffix);
+      rows.push_back(program_row(p.bodies[b], bodies[b], suffix, "", 0));
+    }
+    table(os, "weft::ProgramTables", "kBodies", rows);
+  }
+  os << "const weft::ProgramTables kProgram = " << program_row(p, root, "", "kBodies", bodies.size())
+     << ";\n\n";
   os << "}  // namespace\n\n"
      << "weft::Program " << name << "_program() { return weft::assemble_program(kProgram); }\n";
   if (host_kernels) {

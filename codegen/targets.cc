@@ -18,6 +18,7 @@ CpuOptions cpu_options(const CompileOptions& options) {
   cpu.executor.check_numerics = options.check_numerics;
   cpu.executor.communicator = options.communicator;
   cpu.executor.all_reduce_bucket_bytes = options.all_reduce_bucket_bytes;
+  cpu.lower.unroll_loops = options.unroll_loops;
   return cpu;
 }
 

@@ -50,6 +50,9 @@ struct CompileOptions {
   int64_t all_reduce_bucket_bytes = int64_t{25} << 20;  ///< cpu::ExecutorOptions'.
   bool cuda_graph = true;            ///< cuda: the whole step as one CUDA graph.
   bool allow_host_fallback = false;  ///< cuda: ops without a CUDA kernel run on the host.
+  /// cpu: unroll loops (LowerOptions::unroll_loops) rather than run each as a loop over
+  /// its body: the comparison bench/loops makes. cuda always unrolls.
+  bool unroll_loops = false;
 };
 
 /// A Program lowered for code generated ahead of time (tools/aot), with its device code

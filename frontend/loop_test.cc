@@ -2,7 +2,7 @@
 // (frontend/loop.h): one loop node in the graph, values equal to the body applied by
 // hand, per-sample halting, gradients against finite differences (samples halting at
 // different iterations included), training on the interpreter and the cpu backend
-// alike, and the errors naming the builder call.
+// alike (loops as loop invocations, or unrolled), and the errors naming the builder call.
 #include "frontend/loop.h"
 
 #include <gtest/gtest.h>
@@ -145,9 +145,11 @@ TEST(Loop, TrainsAlikeOnTheInterpreterAndTheCpuBackend) {
   const Tensor y = Tensor::from_vector<float>({3, 2}, {0.5f, -0.5f, 1, 0, -1, 0.25f});
   std::vector<std::vector<double>> losses;
   std::map<std::string, Tensor> first;
-  for (const char* backend : {"reference", "cpu"}) {
-    auto t = Trainer::compile(*net, {{"x", f32({3, 3})}}, LossSpec::mse(), OptimizerSpec::adam(1e-2),
-                              {.seed = 3, .backend = backend});
+  // The interpreter; the cpu backend with each loop a loop invocation; and unrolled.
+  for (const std::string run : {"reference", "cpu", "cpu-unrolled"}) {
+    TrainOptions options{.seed = 3, .backend = run == "reference" ? "reference" : "cpu"};
+    options.unroll_loops = run == "cpu-unrolled";
+    auto t = Trainer::compile(*net, {{"x", f32({3, 3})}}, LossSpec::mse(), OptimizerSpec::adam(1e-2), options);
     ASSERT_TRUE(t.ok()) << t.error().to_string();
     losses.emplace_back();
     for (int s = 0; s < 5; ++s) {
@@ -163,7 +165,10 @@ TEST(Loop, TrainsAlikeOnTheInterpreterAndTheCpuBackend) {
       }
     }
   }
-  for (size_t s = 0; s < losses[0].size(); ++s) EXPECT_NEAR(losses[0][s], losses[1][s], 1e-5);
+  for (size_t s = 0; s < losses[0].size(); ++s) {
+    EXPECT_NEAR(losses[0][s], losses[1][s], 1e-5);
+    EXPECT_NEAR(losses[0][s], losses[2][s], 1e-5);
+  }
   EXPECT_LT(losses[0].back(), losses[0].front());
 }
 

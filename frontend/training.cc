@@ -124,6 +124,7 @@ StatusOr<std::unique_ptr<ProgramExecutor>> Trainer::compile_graph(const Graph& g
       .cuda_graph = options_.cuda_graph,
       .allow_host_fallback = options_.allow_host_fallback,
   };
+  options.unroll_loops = options_.unroll_loops;
   if (step) {
     options.communicator = options_.communicator;
     options.all_reduce_bucket_bytes = options_.all_reduce_bucket_bytes;

@@ -94,6 +94,9 @@ struct TrainOptions {
   /// cpu, more than one rank: the gradients' all_reduce calls are bucketed up to this
   /// many bytes (cpu::ExecutorOptions::all_reduce_bucket_bytes); 0: one call per gradient.
   int64_t all_reduce_bucket_bytes = int64_t{25} << 20;
+  /// cpu: unroll the model's loops in its Program instead of running each as a loop
+  /// over its body (codegen::CompileOptions::unroll_loops), for comparison.
+  bool unroll_loops = false;
 };
 
 class Trainer {

@@ -20,7 +20,18 @@ void lay_out_inputs_in_order(Program& p) {
   p.inputs_bytes = end;
 }
 
-std::string Program::to_string() const {
+namespace {
+
+// One Program's listing; a body's kernels are its root's.
+std::string listing(const Program& p, const std::vector<GeneratedKernel>& kernels) {
+  const std::string& name = p.name;
+  const std::vector<ProgramInput>& inputs = p.inputs;
+  const std::vector<int64_t>& input_offsets = p.input_offsets;
+  const std::vector<Invocation>& code = p.code;
+  const std::vector<Update>& updates = p.updates;
+  const std::vector<BufferRef>& outputs = p.outputs;
+  const int64_t inputs_bytes = p.inputs_bytes, arena_bytes = p.arena_bytes;
+  const int64_t naive_bytes = p.naive_bytes, lower_bound_bytes = p.lower_bound_bytes;
   std::ostringstream os;
   os << "program @" << name << "  arena " << arena_bytes << " bytes (bound "
      << lower_bound_bytes << ", naive " << naive_bytes << ")\n";
@@ -52,6 +63,10 @@ std::string Program::to_string() const {
         os << op_name(inv.node.op) << " + " << kernels[inv.kernel].name;
         if (inv.gemm_result > 0) os << " (C in result " << inv.gemm_result << ")";
         break;
+      case Invocation::Kind::loop:
+        os << "loop " << inv.node.int_attr("length") << "x body " << inv.body;
+        if (inv.node.bool_attr("reverse")) os << " reversed";
+        break;
     }
     os << "  ";
     for (size_t r = 0; r < inv.results.size(); ++r) os << (r ? ", " : "") << inv.results[r].to_string();
@@ -74,6 +89,16 @@ std::string Program::to_string() const {
   for (size_t i = 0; i < outputs.size(); ++i) os << (i ? ", " : " ") << outputs[i].to_string();
   os << "\n";
   return os.str();
+}
+
+}  // namespace
+
+std::string Program::to_string() const {
+  std::string out = listing(*this, kernels);
+  for (size_t b = 0; b < bodies.size(); ++b) {
+    out += "body " + std::to_string(b) + ": " + listing(bodies[b], kernels);
+  }
+  return out;
 }
 
 }  // namespace weft

@@ -24,6 +24,16 @@
 // there) shares its operand's bytes. Updates (`assign`) are applied after the last
 // invocation, so every invocation of a step reads the old parameters.
 //
+// Loops. A `loop` invocation runs a body Program (`Program::bodies[body]`: inputs, arena,
+// code and outputs of its own, lowered from a `scan` node's body) `length` times
+// (node attributes, ir/ops.def): its operands are the scan's consts, initial carries and
+// xs, its results the last carries and the stacked ys. The executor copies the consts and
+// carries into the body's inputs, then per iteration slot i of each xs, runs the body,
+// copies its per-iteration outputs into slot i of the results and its next carries back
+// into its inputs. So a loop's Program does not grow with its length. Bodies share the
+// root Program's kernels, and a loop inside a body names another entry of the root's
+// `bodies` (the list is flat).
+//
 // Generated kernels share one calling convention, `GeneratedFn`: buffers[] holds the
 // kernel's operand pointers then its result pointers, and the call computes rows
 // [row_begin, row_end) of its iteration space (`rows` rows of `row_length` elements of
@@ -80,7 +90,7 @@ struct GeneratedKernel {
 /// place. The runtime applies the epilogue to each block of C's rows right after the
 /// block's GEMM (runtime/cpu/kernel.h, make_gemm_epilogue_kernel).
 struct Invocation {
-  enum class Kind : uint8_t { library, generated, copy, contraction };
+  enum class Kind : uint8_t { library, generated, copy, contraction, loop };
   Kind kind = Kind::library;
   Node node;                         ///< library, contraction: the op, attributes, location.
   int kernel = -1;                   ///< generated, contraction: index into Program::kernels.
@@ -92,6 +102,7 @@ struct Invocation {
   /// alignment padding inside the flat gradient ranges of a merged update, which other
   /// intermediates may have used earlier in the step (codegen/merge_updates.h).
   std::vector<BufferRef> clear;
+  int body = -1;                     ///< loop: index into the root Program's `bodies`.
 };
 
 /// An `assign`: after the step, input `input` takes the bytes of `from`.
@@ -116,6 +127,8 @@ struct Program {
   int64_t arena_bytes = 0;
   int64_t naive_bytes = 0;        ///< From the memory plan (every intermediate alone).
   int64_t lower_bound_bytes = 0;  ///< From the memory plan (most bytes live at once).
+  /// The loop bodies (see the top of this file); empty in a body itself.
+  std::vector<Program> bodies;
 
   /// The listing shown at the top of this file.
   std::string to_string() const;

@@ -59,6 +59,7 @@ class Assembler {
     inv.results = buffers(r.results, r.num_results);
     inv.clear = buffers(r.clear, r.num_clear);
     inv.label = r.label;
+    inv.body = r.body;
     return inv;
   }
 
@@ -93,6 +94,7 @@ Program assemble_program(const ProgramTables& t) {
     p.updates.push_back({t.updates[u].input, a.buffer(t.updates[u].from)});
   }
   p.outputs = a.buffers(t.outputs, t.num_outputs);
+  for (int32_t b = 0; b < t.num_bodies; ++b) p.bodies.push_back(assemble_program(t.bodies[b]));
   return p;
 }
 

@@ -85,6 +85,7 @@ struct InvocationRow {
   int32_t results, num_results;
   int32_t clear, num_clear;
   const char* label;
+  int32_t body;  ///< A loop's body: index into ProgramTables::bodies, or -1.
 };
 
 /// An Update; `from` indexes ProgramTables::buffers.
@@ -114,6 +115,9 @@ struct ProgramTables {
   const UpdateRow* updates;
   int32_t num_updates;
   int32_t outputs, num_outputs;  ///< A range of buffers.
+  /// The loop bodies (Program::bodies), each sharing these pools; null in a body.
+  const ProgramTables* bodies;
+  int32_t num_bodies;
 };
 
 /// The Program the tables describe (kernel bodies and keys are left empty: the object

@@ -180,8 +180,9 @@ def residual_tower(preset):
 
 
 # ---------------------------------------------------------------------------------------
-# feedback_fixed / iterative_refine: 0 Linear, 1 GELU, 2 LN, 3..3+n-1 also(shared block),
-# 3+n Linear. The shared block is one instance, named after its first use (position 3).
+# feedback_fixed / iterative_refine: 0 Linear, 1 GELU, 2 LN, 3 loop_body(Identity,
+# also(block)).for_n(n), 4 Linear. The block's parameters are `3.1.*` (the loop at position
+# 3, the block at position 1 of its body).
 
 class SharedRefine(nn.Module):
     def __init__(self, width, repeats):
@@ -201,8 +202,8 @@ class SharedRefine(nn.Module):
 def _shared_refine(name, width, batch, repeats):
     m = SharedRefine(width, repeats)
     mapping = _seq_map("inp.", "", m.inp)
-    mapping.update(_seq_map("block.", "3.", m.block))
-    mapping.update({"out.weight": f"{3 + repeats}.weight", "out.bias": f"{3 + repeats}.bias"})
+    mapping.update(_seq_map("block.", "3.1.", m.block))
+    mapping.update({"out.weight": "4.weight", "out.bias": "4.bias"})
     return Spec(name, m, [((batch, width), torch.float32, "normal")],
                 ((batch, width), torch.float32, "normal"), "mse", 1e-3, mapping)
 
@@ -278,7 +279,7 @@ def gru_seq(preset):
     din, hidden, batch = _size(preset, (64, 128, 32), (256, 512, 128))
     steps = 50
     m = GRUSeq(din, hidden)
-    # weft: 0 UnrolledGRU (bench/unroll.h, its cell named `l0`), 1 Linear.
+    # weft: 0 GRU (frontend/modules.h: its layer's parameters `l0.*`), 1 Linear.
     mapping = {f"cell.{k}": f"0.l0.{k}" for k in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")}
     mapping.update({"head.weight": "1.weight", "head.bias": "1.bias"})
     return Spec("gru_seq", m, [((batch, steps, din), torch.float32, "normal")],
@@ -287,9 +288,8 @@ def gru_seq(preset):
 
 # ---------------------------------------------------------------------------------------
 # lstm_seq: nn.LSTM(din, hidden, num_layers=2, batch_first=True) over the steps, the last
-# step's top-layer h -> Linear(hidden, din). weft: 0 UnrolledLSTM (bench/unroll.h: two
-# LSTMCells named `l0`, `l1`, PyTorch's gate layout i, f, g, o and per-layer weight
-# shapes), 1 Linear.
+# step's top-layer h -> Linear(hidden, din). weft: 0 LSTM (frontend/modules.h: layers
+# `l0`, `l1`, PyTorch's gate layout i, f, g, o and per-layer weight shapes), 1 Linear.
 
 class LSTMSeq(nn.Module):
     def __init__(self, din, hidden):

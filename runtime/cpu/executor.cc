@@ -215,9 +215,89 @@ class FallbackBound : public Executor::Bound {
   size_t result_bytes_;
 };
 
+// A loop (runtime/program.h): its body bound as an executor of its own, run `length` times
+// on the caller's pool, with the copies described in executor.h.
+class LoopBound : public Executor::Bound {
+ public:
+  LoopBound(std::unique_ptr<Executor> body, const Invocation& inv, std::vector<const void*> in,
+            std::vector<void*> results)
+      : body_(std::move(body)), in_(std::move(in)), results_(std::move(results)),
+        length_(inv.node.int_attr("length")), consts_(static_cast<int>(inv.node.int_attr("consts"))),
+        carries_(static_cast<int>(inv.node.int_attr("carries"))), reverse_(inv.node.bool_attr("reverse")) {
+    const Program& p = body_->program();
+    for (const ProgramInput& input : p.inputs) input_bytes_.push_back(input.type.bytes());
+    for (const BufferRef& out : p.outputs) output_bytes_.push_back(out.type.bytes());
+    // A next carry that is itself a body input (h' = h, or two carries swapped) must be
+    // read before any carry is written: such loops stage the carries.
+    for (int c = 0; c < carries_; ++c) staged_ = staged_ || p.outputs[c].space == Space::input;
+    if (staged_) {
+      size_t total = 0;
+      for (int c = 0; c < carries_; ++c) total += output_bytes_[c];
+      stage_.resize(total);
+    }
+  }
+
+  Status run(ThreadPool& pool) override {
+    const int n = static_cast<int>(in_.size());
+    for (int k = 0; k < consts_ + carries_; ++k) std::memcpy(body_->input_data(k), in_[k], input_bytes_[k]);
+    for (int64_t step = 0; step < length_; ++step) {
+      const int64_t i = reverse_ ? length_ - 1 - step : step;
+      for (int k = consts_ + carries_; k < n; ++k) {
+        const size_t bytes = input_bytes_[k];
+        std::memcpy(body_->input_data(k), static_cast<const std::byte*>(in_[k]) + i * bytes, bytes);
+      }
+      WEFT_RETURN_IF_ERROR(body_->run_body(pool));
+      // The ys first: one may be a carry's current value.
+      for (size_t y = carries_; y < results_.size(); ++y) {
+        const size_t bytes = output_bytes_[y];
+        std::memcpy(static_cast<std::byte*>(results_[y]) + i * bytes, body_->output_data(static_cast<int>(y)), bytes);
+      }
+      if (staged_) {
+        size_t at = 0;
+        for (int c = 0; c < carries_; ++c) {
+          std::memcpy(stage_.data() + at, body_->output_data(c), output_bytes_[c]);
+          at += output_bytes_[c];
+        }
+        at = 0;
+        for (int c = 0; c < carries_; ++c) {
+          std::memcpy(body_->input_data(consts_ + c), stage_.data() + at, output_bytes_[c]);
+          at += output_bytes_[c];
+        }
+      } else {
+        for (int c = 0; c < carries_; ++c) {
+          std::memcpy(body_->input_data(consts_ + c), body_->output_data(c), output_bytes_[c]);
+        }
+      }
+    }
+    for (int c = 0; c < carries_; ++c) std::memcpy(results_[c], body_->input_data(consts_ + c), output_bytes_[c]);
+    return Status::ok_status();
+  }
+
+  std::string describe() const override {
+    return "loop " + std::to_string(length_) + "x over @" + body_->program().name + " (" +
+           std::to_string(body_->program().code.size()) + " invocations)";
+  }
+
+ private:
+  std::unique_ptr<Executor> body_;
+  std::vector<const void*> in_;
+  std::vector<void*> results_;
+  int64_t length_;
+  int consts_, carries_;
+  bool reverse_;
+  std::vector<size_t> input_bytes_, output_bytes_;
+  bool staged_ = false;
+  std::vector<std::byte> stage_;
+};
+
 }  // namespace
 
 Executor::~Executor() = default;
+
+Status Executor::run_body(ThreadPool& pool) {
+  for (const std::unique_ptr<Bound>& b : code_) WEFT_RETURN_IF_ERROR(b->run(pool));
+  return Status::ok_status();
+}
 
 void* Executor::resolve(const BufferRef& ref) const {
   if (ref.space == Space::input) return input_ptr_[ref.input];
@@ -347,6 +427,19 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program,
       case Invocation::Kind::copy:
         ex->code_.push_back(std::make_unique<CopyBound>(in[0], out, inv.results[0].type.bytes()));
         break;
+      case Invocation::Kind::loop: {
+        // The body shares this Program's kernels and bodies; its invocations run on this
+        // executor's pool (its own has no workers).
+        Program body = program.bodies[static_cast<size_t>(inv.body)];
+        body.kernels = program.kernels;
+        body.bodies = program.bodies;
+        ExecutorOptions body_options = options;
+        body_options.num_threads = 1;
+        WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Executor> bound, create(std::move(body), generated, body_options));
+        ex->fallbacks_ += bound->fallbacks();
+        ex->code_.push_back(std::make_unique<LoopBound>(std::move(bound), inv, in, b.results));
+        break;
+      }
       case Invocation::Kind::library: {
         if (inv.node.op == Op::AllReduce) {
           if (const auto& [bucket, member] = bucket_of[index]; bucket) {

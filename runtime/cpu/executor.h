@@ -35,6 +35,13 @@
 // Under check-numerics, results of bucketed all_reduce invocations are not scanned
 // (their operands were).
 //
+// Loops: a loop invocation (runtime/program.h) runs its body through an Executor of its
+// own, bound once in create() (its arena and inputs apart from the root's, counted by its
+// own memory check), whose invocations run on this executor's thread pool: per step the
+// consts and initial carries are copied into the body's inputs, then per iteration the
+// slot of each xs, and the body's outputs are copied out (the ys into their slot, the
+// next carries back into its inputs).
+//
 // Updates: after the last invocation each `assign`'s value is copied into its param or
 // state buffer, so parameters and optimizer state persist in the executor between steps.
 
@@ -123,6 +130,11 @@ class Executor : public ProgramExecutor {
 
   /// Invocations that run through the reference interpreter (no CPU kernel).
   int fallbacks() const override { return fallbacks_; }
+
+  /// A loop's body: runs every invocation on `pool` (no updates: a body has none).
+  Status run_body(ThreadPool& pool);
+  /// Where output `index` lives (a loop copies its body's outputs from there).
+  const void* output_data(int index) const { return resolve(program_.outputs[index]); }
   /// One line per invocation: its kind and what it runs ("onednn sgemm 128x256x784").
   std::string describe() const override;
 

@@ -167,6 +167,11 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program, std::strin
       case Invocation::Kind::copy:
         ex->code_.push_back(copy_bound(in[0], out, inv.results[0].type.bytes(), "copy"));
         break;
+      case Invocation::Kind::loop:
+        // codegen's CUDA lowering unrolls loops (LowerOptions::unroll_loops).
+        return Error{"program @" + program.name + ": a loop invocation reached the cuda executor, "
+                     "which has no loop construct yet; lower with unroll_loops",
+                     inv.node.loc};
       case Invocation::Kind::library: {
         const LibraryKind kind = library_kind(inv.node, types, inv.results[0].type);
         switch (kind) {

@@ -1,0 +1,159 @@
+// Loops in Programs (runtime/program.h): a `scan` lowers to one loop invocation over a
+// body Program, whatever its length; the cpu executor runs it (forward, reverse, nested,
+// a loop's gradient, carries that are body inputs) as the reference interpreter does;
+// unroll_loops (the CUDA lowering's choice) leaves none; the AOT source carries bodies.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <random>
+
+#include "autodiff/grad.h"
+#include "codegen/lower.h"
+#include "codegen/program_source.h"
+#include "codegen/targets.h"
+#include "ir/scan.h"
+#include "ir/shape_rules.h"
+#include "runtime/reference/interpreter.h"
+
+namespace weft::codegen {
+namespace {
+
+Type f32(std::vector<int64_t> dims) { return Type{DType::f32, Shape(std::move(dims))}; }
+
+ValueId node(Graph& g, Op op, std::vector<ValueId> operands, Attrs attrs = {}) {
+  return *add_typed_node(g, op, std::move(operands), std::move(attrs), Location{});
+}
+
+// h' = tanh(h·w + x_t), y_t = h'·x_t; outputs h_T, the ys and sum(ys²).
+Graph rnn(int64_t length, bool reverse = false) {
+  Graph g("rnn");
+  ValueId w = g.add_input("w", f32({8, 8}));
+  ValueId h0 = g.add_input("h0", f32({4, 8}));
+  ValueId xs = g.add_input("xs", f32({length, 4, 8}));
+  auto body = std::make_shared<Graph>("cell");
+  ValueId bw = body->add_input("w", f32({8, 8}));
+  ValueId bh = body->add_input("h", f32({4, 8}));
+  ValueId bx = body->add_input("x", f32({4, 8}));
+  ValueId next = node(*body, Op::Tanh, {node(*body, Op::Add, {node(*body, Op::Matmul, {bh, bw}), bx})});
+  body->add_output(next);
+  body->add_output(node(*body, Op::Mul, {next, bx}));
+  auto r = add_scan(g, {w, h0, xs}, {length, 1, 1, reverse}, body, Location{});
+  g.add_output((*r)[0]);
+  g.add_output((*r)[1]);
+  g.add_output(node(g, Op::Sum, {node(g, Op::Mul, {(*r)[1], (*r)[1]})}));
+  return g;
+}
+
+std::vector<Tensor> inputs_of(const Graph& g) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<Tensor> out;
+  for (const Input& in : g.inputs()) {
+    Tensor t(g.type(in.value));
+    if (is_floating(t.dtype())) {
+      for (int64_t i = 0; i < t.numel(); ++i) t.set_double(i, u(rng));
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+void expect_cpu_matches_reference(const Graph& g) {
+  const auto inputs = inputs_of(g);
+  auto want = reference::run(g, inputs);
+  ASSERT_TRUE(want.ok()) << want.error().to_string();
+  auto cpu = find_target("cpu");
+  ASSERT_TRUE(cpu.ok());
+  auto got = (*cpu)->run(g, inputs);
+  ASSERT_TRUE(got.ok()) << got.error().to_string();
+  ASSERT_EQ(want->outputs.size(), got->outputs.size());
+  for (size_t k = 0; k < want->outputs.size(); ++k) {
+    std::string why;
+    EXPECT_TRUE(all_close(got->outputs[k], want->outputs[k], 1e-5, &why)) << "output " << k << ": " << why;
+  }
+}
+
+int loops(const Program& p) {
+  int n = 0;
+  for (const Invocation& inv : p.code) n += inv.kind == Invocation::Kind::loop;
+  return n;
+}
+
+TEST(LoopProgram, OneLoopInvocationWhateverTheLength) {
+  auto short_loop = lower_to_program(rnn(3));
+  auto long_loop = lower_to_program(rnn(300));
+  ASSERT_TRUE(short_loop.ok()) << short_loop.error().to_string();
+  ASSERT_TRUE(long_loop.ok()) << long_loop.error().to_string();
+  EXPECT_EQ(loops(short_loop->program), 1);
+  ASSERT_EQ(short_loop->program.bodies.size(), 1u);
+  EXPECT_EQ(short_loop->program.code.size(), long_loop->program.code.size());
+  EXPECT_EQ(short_loop->program.kernels.size(), long_loop->program.kernels.size());
+  EXPECT_EQ(short_loop->program.bodies[0].code.size(), long_loop->program.bodies[0].code.size());
+  EXPECT_TRUE(short_loop->program.bodies[0].kernels.empty()) << "bodies share the root's kernels";
+  const std::string listing = short_loop->program.to_string();
+  EXPECT_NE(listing.find("loop 3x body 0"), std::string::npos) << listing;
+  EXPECT_NE(listing.find("body 0: program @cell"), std::string::npos) << listing;
+  LowerOptions unrolled;
+  unrolled.unroll_loops = true;
+  auto flat = lower_to_program(rnn(3), unrolled);
+  ASSERT_TRUE(flat.ok());
+  EXPECT_EQ(loops(flat->program), 0);
+  EXPECT_TRUE(flat->program.bodies.empty());
+}
+
+TEST(LoopProgram, CpuRunsLoopsAsTheInterpreterDoes) {
+  expect_cpu_matches_reference(rnn(5));
+  expect_cpu_matches_reference(rnn(5, /*reverse=*/true));
+}
+
+TEST(LoopProgram, CpuRunsALoopsGradient) {
+  auto grad = gradient_graph(rnn(6), 2, {"w", "h0", "xs"});
+  ASSERT_TRUE(grad.ok()) << grad.error().to_string();
+  auto lowered = lower_to_program(*grad);
+  ASSERT_TRUE(lowered.ok()) << lowered.error().to_string();
+  EXPECT_EQ(loops(lowered->program), 2);
+  expect_cpu_matches_reference(*grad);
+}
+
+TEST(LoopProgram, NestedLoopsAndCarriesThatAreBodyInputs) {
+  // Outer (3x): carries (a, b) swapped each iteration (next carries are body inputs),
+  // then a ← inner loop (2x: a ← a·w).
+  Graph g("nested");
+  ValueId w = g.add_input("w", f32({5}));
+  ValueId a0 = g.add_input("a0", f32({5}));
+  ValueId b0 = g.add_input("b0", f32({5}));
+  auto inner = std::make_shared<Graph>("inner");
+  {
+    ValueId iw = inner->add_input("w", f32({5}));
+    ValueId ia = inner->add_input("a", f32({5}));
+    inner->add_output(node(*inner, Op::Mul, {ia, iw}));
+  }
+  auto outer = std::make_shared<Graph>("outer");
+  {
+    ValueId ow = outer->add_input("w", f32({5}));
+    ValueId oa = outer->add_input("a", f32({5}));
+    ValueId ob = outer->add_input("b", f32({5}));
+    auto r = add_scan(*outer, {ow, oa}, {2, 1, 1}, inner, Location{});
+    outer->add_output(ob);          // a' = b
+    outer->add_output((*r)[0]);     // b' = inner(a)
+  }
+  auto r = add_scan(g, {w, a0, b0}, {3, 2, 1}, outer, Location{});
+  g.add_output((*r)[0]);
+  g.add_output((*r)[1]);
+  auto lowered = lower_to_program(g);
+  ASSERT_TRUE(lowered.ok()) << lowered.error().to_string();
+  EXPECT_EQ(lowered->program.bodies.size(), 2u) << "one flat list of bodies";
+  expect_cpu_matches_reference(g);
+}
+
+TEST(LoopProgram, TheAotSourceCarriesTheBodies) {
+  auto lowered = lower_to_program(rnn(4));
+  ASSERT_TRUE(lowered.ok());
+  const std::string source = program_to_cpp(lowered->program, "rnn");
+  EXPECT_NE(source.find("weft::Invocation::Kind::loop"), std::string::npos);
+  EXPECT_NE(source.find("const weft::ProgramTables kBodies[] = {"), std::string::npos) << source;
+  EXPECT_NE(source.find("kCodeBody0"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace weft::codegen

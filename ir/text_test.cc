@@ -403,7 +403,8 @@ TEST(ParseErrorTest, TrailingCommas) {
 TEST(ParseErrorTest, Bodies) {
   EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %y = neg(%x) : f32[4] ({\n    return %x\n"
                         "  })\n  return %y\n}"),
-            "bad.wir:2:25: error: 'neg' takes no body; only 'fused' has a '({ ... })' region");
+            "bad.wir:2:25: error: 'neg' takes no body; only 'fused' and 'scan' have a '({ ... })' "
+            "region");
   EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %y = fused(%x) : f32[4]\n  return %y\n}"),
             "bad.wir:3:3: error: expected '({' to begin the body of 'fused', found 'return'");
   EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %y = fused(%x) : f32[4] ({\n    ^body(%a: "
@@ -459,7 +460,7 @@ TEST(TextTest, FusedNodesWithSeveralResultsRoundTrip) {
   EXPECT_TRUE(verify(*g).ok()) << verify(*g).to_string();
   EXPECT_EQ(print_graph(*g, {.locations = false}), text);
   EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %a, %b = neg(%x)\n  return %a\n}"),
-            "bad.wir:2:7: error: 'neg' has one result; only 'fused' may have several");
+            "bad.wir:2:7: error: 'neg' has one result; only 'fused' and 'scan' may have several");
   EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %a, %b = fused(%x) : f32[4], f32[4] ({\n"
                         "    ^body(%y: f32[4]):\n      return %y\n  })\n  return %a\n}"),
             "bad.wir:2:3: error: the body returns 1 values but 'fused' names 2 results");

@@ -63,11 +63,18 @@ int64_t peak_live_bytes(const Graph& g) {
 
 }  // namespace
 
-std::vector<std::array<int64_t, 4>> gemm_shapes(const Graph& g) {
-  std::vector<std::array<int64_t, 4>> out;
+namespace {
+
+// The GEMMs of g's nodes, each counted `times` (a loop's body once per iteration).
+void add_gemms(const Graph& g, int64_t times, std::vector<std::array<int64_t, 4>>& out) {
   for (const Node& n : g.nodes()) {
+    if (n.op == Op::Scan) {
+      add_gemms(*n.body, times * n.int_attr("length"), out);
+      continue;
+    }
     auto gemm = node_gemm(g, n);
     if (!gemm) continue;
+    (*gemm)[3] *= times;
     auto same = std::find_if(out.begin(), out.end(), [&](const std::array<int64_t, 4>& s) {
       return s[0] == (*gemm)[0] && s[1] == (*gemm)[1] && s[2] == (*gemm)[2];
     });
@@ -77,6 +84,13 @@ std::vector<std::array<int64_t, 4>> gemm_shapes(const Graph& g) {
       out.push_back(*gemm);
     }
   }
+}
+
+}  // namespace
+
+std::vector<std::array<int64_t, 4>> gemm_shapes(const Graph& g) {
+  std::vector<std::array<int64_t, 4>> out;
+  add_gemms(g, 1, out);
   return out;
 }
 

@@ -6,7 +6,7 @@
 //   st.matmul_flops;   // 2·m·n·k summed over every GEMM of one step
 //
 // GEMMs: every matmul contributes [m, n, k, count] with count the number of batch
-// elements of its (broadcast) batch dims; every convolution op contributes its im2col
+// elements of its (broadcast) batch dims (times the iterations of the loops around it); every convolution op contributes its im2col
 // GEMM with count = groups:
 // with y [N, O, Ho, Wo] = conv2d(x [N, C, H, W], w [O, C/g, kh, kw]):
 //   conv2d                  y from (x, w)    m = N·Ho·Wo, n = O/g,        k = C/g·kh·kw

@@ -57,6 +57,10 @@
 //    is -log_softmax(logits)[n, label[n]], then mean, sum or none; a label outside
 //    [0, C) is an error. `gelu {approximate}`: "none" is x·Φ(x) with erf, "tanh" is
 //    PyTorch's tanh approximation. `mse(a, b) {reduction}` is (a - b)² reduced.
+//  - `scan` (a loop, ir/ops.def): the body run `length` times on the consts, the carries
+//    and slot i of each xs (i from 0 up, or down under `reverse`), each iteration's next
+//    carries feeding the next; the results are the last carries and the ys stacked by
+//    slot. `remat` changes only how the loop is differentiated.
 //  - `all_reduce(x) {reduction}`: the interpreter is one process (world size 1), so the
 //    sum or mean over the ranks is x itself. Across processes, runtime/cpu's executor
 //    runs it through a communicator (runtime/collective/communicator.h).

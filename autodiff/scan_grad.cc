@@ -4,11 +4,12 @@
 // seeded with the cotangents of its next carries and per-iteration outputs). Its
 // backward nodes become the body of a reverse scan that carries the cotangent of each
 // float carry and an accumulator per const, and reads per iteration:
-//  - the forward values it needs, saved by the forward scan (its body gains outputs, so
-//    it stacks them: [length, ...] each, in buffers the memory planner sizes), or
-//    recomputed from the saved carries when the scan has `remat` (less memory, one more
-//    forward pass of the body). Values that depend on the consts alone are recomputed
-//    either way;
+//  - the forward values it needs: the results of products and reductions saved by the
+//    forward scan (its body gains outputs, so it stacks them: [length, ...] each, in
+//    buffers the memory planner sizes), elementwise and movement results recomputed
+//    from them; with the scan's `remat`, only the carries are saved and everything is
+//    recomputed (less memory, one more forward pass of the body). Values that depend on
+//    the consts alone are recomputed either way;
 //  - the slices of the xs it reads, and the cotangents of the ys.
 // Its results are the cotangents of the initial carries, the consts' summed gradients
 // and the xs' stacked gradients. A select's gradient sends nothing to the branch it did
@@ -90,7 +91,14 @@ StatusOr<std::vector<ValueId>> scan_gradients(Graph& g, int index,
   };
 
   // 3. What the reverse body reads: consts, stacked carries, x slices, y cotangents,
-  //    saved forward values; everything else it recomputes.
+  //    saved forward values; everything else it recomputes. Saved are the results of
+  //    products, reductions and the like; elementwise and movement ops are recomputed
+  //    from them (JAX's "dots saveable" policy): they cost less to redo, fused into the
+  //    reverse body's kernels, than to stack and read back.
+  auto cheap = [](const Node& n) {
+    const OpCategory c = n.info().category;
+    return c == OpCategory::Elementwise || c == OpCategory::Movement;
+  };
   std::set<int> used_consts, used_carries, used_xs, used_seeds;
   std::vector<ValueId> saved;
   std::set<ValueId> seen;
@@ -104,7 +112,7 @@ StatusOr<std::vector<ValueId>> scan_gradients(Graph& g, int index,
       if (k >= carries) used_seeds.insert(k);
       return;
     }
-    if (is_forward(v) && variant[v] && !remat) {
+    if (is_forward(v) && variant[v] && !remat && !cheap(grad.node(grad.value(v).node))) {
       saved.push_back(v);
       return;
     }

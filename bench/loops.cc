@@ -6,7 +6,9 @@
 // bytes (the bodies' included), the median step time, and the largest difference of
 // the first steps' losses between the two.
 //
-//   bazel run -c opt //bench:loops -- [--preset=cpu|paper] [--steps=20] [--models=a,b]
+//   bazel run //bench:loops -- [--preset=cpu|paper] [--steps=20] [--models=a,b] [--profile]
+//
+// --profile also prints each form's per-invocation profile (a loop is one line).
 //
 // Figures go to bench/RESULTS.md by hand, with the machine and the date.
 #include <algorithm>
@@ -43,7 +45,7 @@ struct Figures {
   std::vector<double> losses;
 };
 
-StatusOr<Figures> measure(const BenchModel& m, bool unrolled, int steps) {
+StatusOr<Figures> measure(const BenchModel& m, bool unrolled, int steps, bool profile) {
   TrainOptions options{.seed = 1};
   options.unroll_loops = unrolled;
   const auto start = Clock::now();
@@ -71,12 +73,19 @@ StatusOr<Figures> measure(const BenchModel& m, bool unrolled, int steps) {
   }
   std::sort(times.begin(), times.end());
   f.step_ms = times[times.size() / 2];
+  if (profile) {
+    t.step_executor()->set_profiling(true);
+    for (int s = 0; s < steps; ++s) WEFT_RETURN_IF_ERROR(t.step(batch).status());
+    std::printf("%s, %s:\n%s", m.name.c_str(), unrolled ? "unrolled" : "looped",
+                t.step_executor()->profile_report(12).c_str());
+  }
   return f;
 }
 
 int run(int argc, char** argv) {
   Preset preset = Preset::cpu;
   int steps = 20;
+  bool profile = false;
   std::vector<std::string> models = {"gru_seq", "lstm_seq", "feedback_fixed", "iterative_refine"};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -89,12 +98,14 @@ int run(int argc, char** argv) {
       preset = *p;
     } else if (a.rfind("--steps=", 0) == 0) {
       steps = std::max(1, std::atoi(a.c_str() + 8));
+    } else if (a == "--profile") {
+      profile = true;
     } else if (a.rfind("--models=", 0) == 0) {
       models.clear();
       std::stringstream list(a.substr(9));
       for (std::string m; std::getline(list, m, ',');) models.push_back(m);
     } else {
-      std::fprintf(stderr, "usage: loops [--preset=cpu|paper] [--steps=N] [--models=a,b,...]\n");
+      std::fprintf(stderr, "usage: loops [--preset=cpu|paper] [--steps=N] [--models=a,b,...] [--profile]\n");
       return 2;
     }
   }
@@ -107,8 +118,8 @@ int run(int argc, char** argv) {
       std::fprintf(stderr, "loops: %s\n", m.error().message.c_str());
       return 2;
     }
-    StatusOr<Figures> looped = measure(*m, false, steps);
-    StatusOr<Figures> unrolled = measure(*m, true, steps);
+    StatusOr<Figures> looped = measure(*m, false, steps, profile);
+    StatusOr<Figures> unrolled = measure(*m, true, steps, profile);
     if (!looped.ok() || !unrolled.ok()) {
       std::fprintf(stderr, "loops: %s: %s\n", name.c_str(),
                    (looped.ok() ? unrolled.error() : looped.error()).to_string().c_str());

@@ -15,6 +15,7 @@
 #include "passes/fuse_contraction_epilogue.h"
 #include "passes/fuse_elementwise.h"
 #include "passes/schedule.h"
+#include "passes/hoist_loop_invariants.h"
 #include "passes/unroll_scans.h"
 
 namespace weft::codegen {
@@ -266,7 +267,11 @@ StatusOr<Program> build_program(const Graph& g, const MemoryPlan& plan,
 }
 
 void add_cpu_passes(Pipeline& p, const LowerOptions& options) {
-  if (options.unroll_loops) p.add(std::make_unique<UnrollScansPass>());
+  if (options.unroll_loops) {
+    p.add(std::make_unique<UnrollScansPass>());
+  } else {
+    p.add(std::make_unique<HoistLoopInvariantsPass>());
+  }
   p.add(std::make_unique<FoldTransposePass>());
   p.add(std::make_unique<FoldBatchMatmulPass>());
   if (options.fuse && options.decompose_composites) {

@@ -1,0 +1,170 @@
+#include "passes/hoist_loop_invariants.h"
+
+#include "passes/canonicalize.h"
+#include "passes/cse.h"
+#include "passes/dce.h"
+#include "passes/fold_constants.h"
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace weft {
+namespace {
+
+// Copies node `n` of some graph into `out`, its operands mapped through `map`, its
+// results named `name(result)` and recorded in `map`.
+template <typename NameFn>
+void copy_node(Graph& out, const Graph& src, const Node& n, std::vector<ValueId>& map, NameFn name) {
+  std::vector<ValueId> args;
+  for (ValueId o : n.operands) args.push_back(map[o]);
+  const int at = static_cast<int>(out.nodes().size());
+  const ValueId first = out.add_node(n.op, std::move(args), n.attrs, n.loc,
+                                     n.results.empty() ? std::nullopt : src.value(n.result()).type,
+                                     n.results.empty() ? std::string() : name(n.result()));
+  out.node(at).body = n.body;
+  for (size_t k = 0; k < n.results.size(); ++k) {
+    map[n.results[k]] = k == 0 ? first : out.add_result(at, name(n.results[k]), src.value(n.results[k]).type);
+  }
+}
+
+bool movable(const Node& n) {
+  return n.info().category != OpCategory::State && n.op != Op::RandomUniform &&
+         n.op != Op::RandomBernoulli;
+}
+
+// Rebuilds `g` with every loop's invariants hoisted; true when any moved.
+bool hoist(Graph& g);
+
+// A fresh name in `g` based on `base`.
+std::string fresh(const Graph& g, const std::string& base) {
+  std::string name = base;
+  for (int k = 1; g.find_value(name); ++k) name = base + "." + std::to_string(k);
+  return name;
+}
+
+bool hoist(Graph& g) {
+  bool any = false;
+  // Each body simplified as the default pipeline does the outer graph (a gradient
+  // loop's body comes straight from autodiff), and its own loops hoisted first: their
+  // invariants may make more of this graph's nodes invariant.
+  for (Node& n : g.mutable_nodes()) {
+    if (n.op != Op::Scan || !n.body) continue;
+    Graph body = *n.body;
+    bool changed = false;
+    std::vector<std::unique_ptr<Pass>> simplify;
+    simplify.push_back(std::make_unique<CanonicalizePass>());
+    simplify.push_back(std::make_unique<FoldConstantsPass>());
+    simplify.push_back(std::make_unique<DcePass>());
+    simplify.push_back(std::make_unique<CsePass>());
+    for (const std::unique_ptr<Pass>& pass : simplify) {
+      StatusOr<bool> r = pass->run(body);
+      WEFT_CHECK(r.ok(), "hoist-loop-invariants: " + std::string(pass->name()) + " failed on a loop body: " +
+                             r.status().to_string());
+      changed = changed || *r;
+    }
+    changed = hoist(body) || changed;
+    if (changed) {
+      n.body = std::make_shared<const Graph>(std::move(body));
+      any = true;
+    }
+  }
+  Graph out(g.name());
+  out.set_loc(g.loc());
+  std::vector<ValueId> map(g.num_values(), kNoValue);
+  for (const Input& in : g.inputs()) {
+    map[in.value] = out.add_input(g.value(in.value).name, g.type(in.value), in.kind, in.loc);
+  }
+  auto same_name = [&](ValueId v) { return g.value(v).name; };
+  for (const Node& n : g.nodes()) {
+    if (n.op != Op::Scan || !n.body) {
+      copy_node(out, g, n, map, same_name);
+      continue;
+    }
+    const Graph& body = *n.body;
+    const size_t consts = static_cast<size_t>(n.int_attr("consts"));
+    std::vector<bool> invariant(body.num_values(), false);
+    for (size_t k = 0; k < consts; ++k) invariant[body.inputs()[k].value] = true;
+    std::vector<bool> hoisted(body.nodes().size(), false);
+    for (size_t i = 0; i < body.nodes().size(); ++i) {
+      const Node& b = body.node(static_cast<int>(i));
+      if (!movable(b) || b.results.empty()) continue;
+      if (!std::all_of(b.operands.begin(), b.operands.end(), [&](ValueId o) { return invariant[o]; })) continue;
+      hoisted[i] = true;
+      for (ValueId r : b.results) invariant[r] = true;
+    }
+    // Hoisted values the rest of the body (or its outputs) reads become consts.
+    std::vector<bool> needed(body.num_values(), false);
+    for (size_t i = 0; i < body.nodes().size(); ++i) {
+      if (hoisted[i]) continue;
+      for (ValueId o : body.node(static_cast<int>(i)).operands) needed[o] = true;
+    }
+    for (ValueId o : body.outputs()) needed[o] = true;
+    if (std::none_of(hoisted.begin(), hoisted.end(), [](bool h) { return h; })) {
+      copy_node(out, g, n, map, same_name);
+      continue;
+    }
+    any = true;
+    // The hoisted nodes, before the loop, on the loop's const operands.
+    std::vector<ValueId> outer(body.num_values(), kNoValue);
+    for (size_t k = 0; k < consts; ++k) outer[body.inputs()[k].value] = map[n.operands[k]];
+    const std::string prefix = g.value(n.result()).name + ".";
+    for (size_t i = 0; i < body.nodes().size(); ++i) {
+      if (!hoisted[i]) continue;
+      copy_node(out, body, body.node(static_cast<int>(i)), outer,
+                [&](ValueId v) { return fresh(out, fresh(g, prefix + body.value(v).name)); });
+    }
+    // The new body: the old consts, the hoisted values it reads, then carries and xs.
+    auto inner = std::make_shared<Graph>(body.name());
+    std::vector<ValueId> bmap(body.num_values(), kNoValue);
+    std::vector<ValueId> operands;
+    for (size_t k = 0; k < consts; ++k) {
+      const Input& in = body.inputs()[k];
+      bmap[in.value] = inner->add_input(body.value(in.value).name, body.type(in.value), in.kind, in.loc);
+      operands.push_back(map[n.operands[k]]);
+    }
+    int64_t added = 0;
+    for (size_t i = 0; i < body.nodes().size(); ++i) {
+      if (!hoisted[i]) continue;
+      for (ValueId r : body.node(static_cast<int>(i)).results) {
+        if (!needed[r]) continue;
+        bmap[r] = inner->add_input(body.value(r).name, body.type(r));
+        operands.push_back(outer[r]);
+        ++added;
+      }
+    }
+    for (size_t k = consts; k < body.inputs().size(); ++k) {
+      const Input& in = body.inputs()[k];
+      bmap[in.value] = inner->add_input(body.value(in.value).name, body.type(in.value), in.kind, in.loc);
+      operands.push_back(map[n.operands[k]]);
+    }
+    for (size_t i = 0; i < body.nodes().size(); ++i) {
+      if (hoisted[i]) continue;
+      copy_node(*inner, body, body.node(static_cast<int>(i)), bmap, [&](ValueId v) { return body.value(v).name; });
+    }
+    for (ValueId o : body.outputs()) inner->add_output(bmap[o]);
+    Node loop = n;
+    loop.attrs["consts"] = static_cast<int64_t>(consts) + added;
+    const int at = static_cast<int>(out.nodes().size());
+    std::vector<ValueId> args = operands;
+    const ValueId first = out.add_node(Op::Scan, std::move(args), loop.attrs, n.loc, g.value(n.result()).type,
+                                       g.value(n.result()).name);
+    out.node(at).body = inner;
+    map[n.result()] = first;
+    for (size_t k = 1; k < n.results.size(); ++k) {
+      map[n.results[k]] = out.add_result(at, g.value(n.results[k]).name, g.value(n.results[k]).type);
+    }
+  }
+  if (!any) return false;
+  for (ValueId v : g.outputs()) out.add_output(map[v]);
+  out.set_declared_output_types(g.declared_output_types());
+  g = std::move(out);
+  return true;
+}
+
+}  // namespace
+
+StatusOr<bool> HoistLoopInvariantsPass::run(Graph& g) { return hoist(g); }
+
+}  // namespace weft

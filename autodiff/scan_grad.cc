@@ -130,19 +130,7 @@ StatusOr<std::vector<ValueId>> scan_gradients(Graph& g, int index,
     fmap[v] = forward->add_input(body->value(v).name, body->type(v), body->inputs()[i].kind);
   }
   for (int n = 0; n < forward_nodes; ++n) {
-    const Node& f = grad.node(n);
-    std::vector<ValueId> args;
-    for (ValueId o : f.operands) args.push_back(fmap[o]);
-    const int at = static_cast<int>(forward->nodes().size());
-    auto type_of = [&](ValueId r) { return grad.value(r).type; };
-    const ValueId first = forward->add_node(f.op, std::move(args), f.attrs, f.loc,
-                                            f.results.empty() ? std::nullopt : type_of(f.result()),
-                                            f.results.empty() ? "" : grad.value(f.result()).name);
-    forward->node(at).body = f.body;
-    for (size_t k = 0; k < f.results.size(); ++k) {
-      fmap[f.results[k]] = k == 0 ? first
-                                  : forward->add_result(at, grad.value(f.results[k]).name, type_of(f.results[k]));
-    }
+    copy_node(*forward, grad, grad.node(n), fmap, [&](ValueId r) { return grad.value(r).name; });
   }
   for (ValueId v : body->outputs()) forward->add_output(fmap[v]);
   for (ValueId v : saved) forward->add_output(fmap[v]);
@@ -198,19 +186,13 @@ StatusOr<std::vector<ValueId>> scan_gradients(Graph& g, int index,
     inner[seed_of[k]] = reverse.add_input("", grad.type(seed_of[k]));
     operands.push_back(cotangents[k]);
   }
+  std::vector<ValueId> rmap(grad.num_values(), kNoValue);  // `inner` as copy_node's map
   std::function<ValueId(ValueId)> build = [&](ValueId v) -> ValueId {
     if (auto it = inner.find(v); it != inner.end()) return it->second;
     const Node& n = grad.node(grad.value(v).node);
-    std::vector<ValueId> args;
-    for (ValueId o : n.operands) args.push_back(build(o));
-    const int at = static_cast<int>(reverse.nodes().size());
-    reverse.add_node(n.op, std::move(args), n.attrs, n.loc,
-                     n.results.empty() ? std::nullopt : std::optional<Type>(grad.type(n.result())));
-    reverse.node(at).body = n.body;
-    for (size_t k = 0; k < n.results.size(); ++k) {
-      inner[n.results[k]] = k == 0 ? reverse.node(at).result()
-                                   : reverse.add_result(at, "", grad.type(n.results[k]));
-    }
+    for (ValueId o : n.operands) rmap[o] = build(o);
+    copy_node(reverse, grad, n, rmap, [](ValueId) { return std::string(); });
+    for (ValueId r : n.results) inner[r] = rmap[r];
     return inner.at(v);
   };
   for (int k : carry_ct) reverse.add_output(build(grad_of.at(consts + k)));

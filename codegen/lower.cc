@@ -6,6 +6,7 @@
 
 #include "codegen/kernel_compiler.h"
 #include "codegen/merge_updates.h"
+#include "ir/scan.h"
 #include "ir/verifier.h"
 #include "passes/decompose_composites.h"
 #include "runtime/cpu/kernel.h"
@@ -52,6 +53,31 @@ std::vector<bool> updates_in_place(const Graph& g) {
 }
 
 namespace {
+
+// A loop's body as lowered: each next carry assigned to its carry input (made a state
+// input), so that updates_in_place lets its producer write it there when nothing reads
+// the old value afterwards; the loop then copies nothing back for it (runtime/cpu's
+// LoopBound skips a carry whose output is its own input). Outputs are unchanged.
+Graph carries_assigned(const Graph& body, size_t consts, size_t carries) {
+  Graph out(body.name());
+  std::vector<ValueId> map(body.num_values(), kNoValue);
+  for (size_t k = 0; k < body.inputs().size(); ++k) {
+    const Input& in = body.inputs()[k];
+    const bool carry = k >= consts && k < consts + carries;
+    map[in.value] = out.add_input(body.value(in.value).name, body.type(in.value),
+                                  carry ? InputKind::state : in.kind, in.loc);
+  }
+  for (const Node& n : body.nodes()) {
+    copy_node(out, body, n, map, [&](ValueId v) { return body.value(v).name; });
+  }
+  for (ValueId v : body.outputs()) out.add_output(map[v]);
+  for (size_t c = 0; c < carries; ++c) {
+    const ValueId next = map[body.outputs()[c]];
+    if (out.value(next).node < 0) continue;  // an input itself: copied as it is
+    out.add_node(Op::Assign, {map[body.inputs()[consts + c].value], next});
+  }
+  return out;
+}
 
 // The epilogue of a fused contraction's body (layout: passes/fuse_contraction_epilogue.h)
 // as a generated kernel's body: the product C, then the body's inputs from 2 on, then the
@@ -219,7 +245,13 @@ StatusOr<Program> build_program(const Graph& g, const MemoryPlan& plan,
     } else if (n.op == Op::Scan) {
       // The body lowered as a Program of its own; its kernels join this Program's table
       // and its own loops' bodies this Program's list.
-      WEFT_ASSIGN_OR_RETURN(Lowering body, lower_to_program(*n.body, options));
+      LowerOptions body_options = options;
+      body_options.merge_updates = false;
+      WEFT_ASSIGN_OR_RETURN(
+          Lowering body,
+          lower_to_program(carries_assigned(*n.body, static_cast<size_t>(n.int_attr("consts")),
+                                            static_cast<size_t>(n.int_attr("carries"))),
+                           body_options));
       Program bp = std::move(body.program);
       std::vector<int> kernel_at;
       for (const GeneratedKernel& k : bp.kernels) kernel_at.push_back(kernel(k.body));

@@ -6,6 +6,21 @@
 
 namespace weft {
 
+void copy_node(Graph& out, const Graph& src, const Node& n, std::vector<ValueId>& map,
+               const std::function<std::string(ValueId)>& name) {
+  std::vector<ValueId> args;
+  args.reserve(n.operands.size());
+  for (ValueId o : n.operands) args.push_back(map[o]);
+  const int at = static_cast<int>(out.nodes().size());
+  const ValueId first = out.add_node(n.op, std::move(args), n.attrs, n.loc,
+                                     n.results.empty() ? std::nullopt : src.value(n.result()).type,
+                                     n.results.empty() ? std::string() : name(n.result()));
+  out.node(at).body = n.body;
+  for (size_t k = 0; k < n.results.size(); ++k) {
+    map[n.results[k]] = k == 0 ? first : out.add_result(at, name(n.results[k]), src.value(n.results[k]).type);
+  }
+}
+
 Attrs scan_attrs(const ScanShape& shape) {
   Attrs attrs{{"length", shape.length}, {"carries", shape.carries}};
   if (shape.consts != 0) attrs["consts"] = shape.consts;

@@ -12,7 +12,9 @@
 // leading axis of `length`. Types follow the scan shape rule (ir/shape_rules.h).
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "ir/graph.h"
@@ -27,6 +29,13 @@ struct ScanShape {
   bool reverse = false;
   bool remat = false;
 };
+
+/// Copies node `n` of graph `src` to the end of `out`: operands through `map` (src value
+/// -> out value), the same op, attributes, location, types and body; records its results
+/// in `map`, named `name(src result)` (empty: a fresh name). The loop transforms (unrolling,
+/// hoisting, a loop's gradient, outlining) rebuild graphs with it.
+void copy_node(Graph& out, const Graph& src, const Node& n, std::vector<ValueId>& map,
+               const std::function<std::string(ValueId)>& name);
 
 /// The attributes of a scan node of that shape.
 Attrs scan_attrs(const ScanShape& shape);

@@ -1,33 +1,20 @@
 #include "passes/hoist_loop_invariants.h"
 
+#include "ir/scan.h"
+
 #include "passes/canonicalize.h"
 #include "passes/cse.h"
 #include "passes/dce.h"
 #include "passes/fold_constants.h"
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace weft {
 namespace {
-
-// Copies node `n` of some graph into `out`, its operands mapped through `map`, its
-// results named `name(result)` and recorded in `map`.
-template <typename NameFn>
-void copy_node(Graph& out, const Graph& src, const Node& n, std::vector<ValueId>& map, NameFn name) {
-  std::vector<ValueId> args;
-  for (ValueId o : n.operands) args.push_back(map[o]);
-  const int at = static_cast<int>(out.nodes().size());
-  const ValueId first = out.add_node(n.op, std::move(args), n.attrs, n.loc,
-                                     n.results.empty() ? std::nullopt : src.value(n.result()).type,
-                                     n.results.empty() ? std::string() : name(n.result()));
-  out.node(at).body = n.body;
-  for (size_t k = 0; k < n.results.size(); ++k) {
-    map[n.results[k]] = k == 0 ? first : out.add_result(at, name(n.results[k]), src.value(n.results[k]).type);
-  }
-}
 
 bool movable(const Node& n) {
   return n.info().category != OpCategory::State && n.op != Op::RandomUniform &&
@@ -76,7 +63,7 @@ bool hoist(Graph& g) {
   for (const Input& in : g.inputs()) {
     map[in.value] = out.add_input(g.value(in.value).name, g.type(in.value), in.kind, in.loc);
   }
-  auto same_name = [&](ValueId v) { return g.value(v).name; };
+  const std::function<std::string(ValueId)> same_name = [&](ValueId v) { return g.value(v).name; };
   for (const Node& n : g.nodes()) {
     if (n.op != Op::Scan || !n.body) {
       copy_node(out, g, n, map, same_name);
@@ -113,7 +100,7 @@ bool hoist(Graph& g) {
     for (size_t i = 0; i < body.nodes().size(); ++i) {
       if (!hoisted[i]) continue;
       copy_node(out, body, body.node(static_cast<int>(i)), outer,
-                [&](ValueId v) { return fresh(out, fresh(g, prefix + body.value(v).name)); });
+                [&](ValueId v) -> std::string { return fresh(out, fresh(g, prefix + body.value(v).name)); });
     }
     // The new body: the old consts, the hoisted values it reads, then carries and xs.
     auto inner = std::make_shared<Graph>(body.name());
@@ -141,7 +128,8 @@ bool hoist(Graph& g) {
     }
     for (size_t i = 0; i < body.nodes().size(); ++i) {
       if (hoisted[i]) continue;
-      copy_node(*inner, body, body.node(static_cast<int>(i)), bmap, [&](ValueId v) { return body.value(v).name; });
+      copy_node(*inner, body, body.node(static_cast<int>(i)), bmap,
+                [&](ValueId v) -> std::string { return body.value(v).name; });
     }
     for (ValueId o : body.outputs()) inner->add_output(bmap[o]);
     Node loop = n;

@@ -1,5 +1,6 @@
 #include "passes/unroll_scans.h"
 
+#include "ir/scan.h"
 #include "passes/cse.h"
 #include "passes/dce.h"
 
@@ -94,19 +95,7 @@ void Unroller::expand(const Graph& src, std::vector<ValueId>& map,
       expand_scan(src, n, map, name_of);
       continue;
     }
-    std::vector<ValueId> args;
-    for (ValueId o : n.operands) args.push_back(map[o]);
-    const int at = static_cast<int>(out.nodes().size());
-    auto type_of = [&](ValueId r) { return src.value(r).type; };
-    auto result_name = [&](ValueId r) { return name_of(src.value(r).name); };
-    const ValueId first = out.add_node(n.op, std::move(args), n.attrs, n.loc,
-                                       n.results.empty() ? std::nullopt : type_of(n.result()),
-                                       n.results.empty() ? std::string() : result_name(n.result()));
-    out.node(at).body = n.body;
-    for (size_t k = 0; k < n.results.size(); ++k) {
-      map[n.results[k]] =
-          k == 0 ? first : out.add_result(at, result_name(n.results[k]), type_of(n.results[k]));
-    }
+    copy_node(out, src, n, map, [&](ValueId r) { return name_of(src.value(r).name); });
   }
 }
 

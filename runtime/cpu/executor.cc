@@ -227,9 +227,12 @@ class LoopBound : public Executor::Bound {
     const Program& p = body_->program();
     for (const ProgramInput& input : p.inputs) input_bytes_.push_back(input.type.bytes());
     for (const BufferRef& out : p.outputs) output_bytes_.push_back(out.type.bytes());
-    // A next carry that is itself a body input (h' = h, or two carries swapped) must be
-    // read before any carry is written: such loops stage the carries.
-    for (int c = 0; c < carries_; ++c) staged_ = staged_ || p.outputs[c].space == Space::input;
+    // A next carry that is another body input (two carries swapped) must be read before
+    // any carry is written: such loops stage the carries. One written over its own input
+    // (the lowering's carries_assigned) needs no copy at all.
+    for (int c = 0; c < carries_; ++c) {
+      staged_ = staged_ || (p.outputs[c].space == Space::input && p.outputs[c].input != consts_ + c);
+    }
     if (staged_) {
       size_t total = 0;
       for (int c = 0; c < carries_; ++c) total += output_bytes_[c];
@@ -265,7 +268,8 @@ class LoopBound : public Executor::Bound {
         }
       } else {
         for (int c = 0; c < carries_; ++c) {
-          std::memcpy(body_->input_data(consts_ + c), body_->output_data(c), output_bytes_[c]);
+          void* to = body_->input_data(consts_ + c);
+          if (to != body_->output_data(c)) std::memcpy(to, body_->output_data(c), output_bytes_[c]);
         }
       }
     }

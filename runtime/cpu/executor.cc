@@ -241,15 +241,11 @@ class LoopBound : public Executor::Bound {
   }
 
   Status run(ThreadPool& pool) override {
-    const int n = static_cast<int>(in_.size());
-    for (int k = 0; k < consts_ + carries_; ++k) std::memcpy(body_->input_data(k), in_[k], input_bytes_[k]);
+    // The consts and the xs are read in place (each slot's body is bound to them).
+    for (int k = consts_; k < consts_ + carries_; ++k) std::memcpy(body_->input_data(k), in_[k], input_bytes_[k]);
     for (int64_t step = 0; step < length_; ++step) {
       const int64_t i = reverse_ ? length_ - 1 - step : step;
-      for (int k = consts_ + carries_; k < n; ++k) {
-        const size_t bytes = input_bytes_[k];
-        std::memcpy(body_->input_data(k), static_cast<const std::byte*>(in_[k]) + i * bytes, bytes);
-      }
-      WEFT_RETURN_IF_ERROR(body_->run_body(pool));
+      WEFT_RETURN_IF_ERROR(body_->run_body(pool, i));
       // The ys first: one may be a carry's current value.
       for (size_t y = carries_; y < results_.size(); ++y) {
         const size_t bytes = output_bytes_[y];
@@ -298,8 +294,9 @@ class LoopBound : public Executor::Bound {
 
 Executor::~Executor() = default;
 
-Status Executor::run_body(ThreadPool& pool) {
-  for (const std::unique_ptr<Bound>& b : code_) WEFT_RETURN_IF_ERROR(b->run(pool));
+Status Executor::run_body(ThreadPool& pool, int64_t slot) {
+  const auto& code = slot >= 0 && !slots_.empty() ? slots_[static_cast<size_t>(slot)] : code_;
+  for (const std::unique_ptr<Bound>& b : code) WEFT_RETURN_IF_ERROR(b->run(pool));
   return Status::ok_status();
 }
 
@@ -311,6 +308,12 @@ void* Executor::resolve(const BufferRef& ref) const {
 StatusOr<std::unique_ptr<Executor>> Executor::create(Program program,
                                                      std::vector<GeneratedFn> generated,
                                                      ExecutorOptions options) {
+  return create_bound(std::move(program), std::move(generated), std::move(options), {});
+}
+
+StatusOr<std::unique_ptr<Executor>> Executor::create_bound(
+    Program program, std::vector<GeneratedFn> generated, ExecutorOptions options,
+    const std::vector<std::vector<const void*>>& slot_inputs) {
   WEFT_CHECK(generated.size() == program.kernels.size(),
              "Executor::create: one function per generated kernel");
   check_layout(program, "cpu::Executor::create");
@@ -397,6 +400,9 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program,
       b->staging = allocate(b->count * static_cast<int64_t>(dtype_size(b->dtype)));
     }
   }
+  // Binds every invocation to the current buffers into `code`; `first`: the executor's
+  // own code (counted in fallbacks()), else a loop slot's copy.
+  const auto bind = [&](std::vector<std::unique_ptr<Bound>>& code, bool first) -> Status {
   for (size_t index = 0; index < program.code.size(); ++index) {
     const Invocation& inv = program.code[index];
     InvocationBuffers b = resolve_buffers(inv, [&](const BufferRef& r) { return ex->resolve(r); });
@@ -405,7 +411,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program,
     void* out = b.out();
     switch (inv.kind) {
       case Invocation::Kind::generated:
-        ex->code_.push_back(std::make_unique<GeneratedBound>(generated[inv.kernel],
+        code.push_back(std::make_unique<GeneratedBound>(generated[inv.kernel],
                                                              b.kernel_args(),
                                                              program.kernels[inv.kernel],
                                                              std::move(b.clear)));
@@ -425,11 +431,11 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program,
                            " and " + types[1].to_string() + " with an epilogue",
                        inv.node.loc};
         }
-        ex->code_.push_back(std::make_unique<LibraryBound>(std::move(bound)));
+        code.push_back(std::make_unique<LibraryBound>(std::move(bound)));
         break;
       }
       case Invocation::Kind::copy:
-        ex->code_.push_back(std::make_unique<CopyBound>(in[0], out, inv.results[0].type.bytes()));
+        code.push_back(std::make_unique<CopyBound>(in[0], out, inv.results[0].type.bytes()));
         break;
       case Invocation::Kind::loop: {
         // The body shares this Program's kernels and bodies; its invocations run on this
@@ -439,36 +445,66 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program,
         body.bodies = program.bodies;
         ExecutorOptions body_options = options;
         body_options.num_threads = 1;
-        WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Executor> bound, create(std::move(body), generated, body_options));
-        ex->fallbacks_ += bound->fallbacks();
-        ex->code_.push_back(std::make_unique<LoopBound>(std::move(bound), inv, in, b.results));
+        // Each slot's body reads the loop's consts and its slot of each xs in place.
+        const int64_t length = inv.node.int_attr("length");
+        const size_t reads = static_cast<size_t>(inv.node.int_attr("consts"));
+        const size_t first_x = reads + static_cast<size_t>(inv.node.int_attr("carries"));
+        std::vector<std::vector<const void*>> slot_inputs(static_cast<size_t>(length),
+                                                          std::vector<const void*>(in.size(), nullptr));
+        for (int64_t i = 0; i < length; ++i) {
+          auto& slot = slot_inputs[static_cast<size_t>(i)];
+          for (size_t k = 0; k < reads; ++k) slot[k] = in[k];
+          for (size_t k = first_x; k < in.size(); ++k) {
+            const size_t bytes = body.inputs[k].type.bytes();
+            slot[k] = static_cast<const std::byte*>(in[k]) + i * static_cast<int64_t>(bytes);
+          }
+        }
+        WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Executor> bound,
+                              create_bound(std::move(body), generated, body_options, slot_inputs));
+        if (first) ex->fallbacks_ += bound->fallbacks();
+        code.push_back(std::make_unique<LoopBound>(std::move(bound), inv, in, b.results));
         break;
       }
       case Invocation::Kind::library: {
         if (inv.node.op == Op::AllReduce) {
           if (const auto& [bucket, member] = bucket_of[index]; bucket) {
-            ex->code_.push_back(std::make_unique<BucketMemberBound>(bucket, member, in[0]));
+            code.push_back(std::make_unique<BucketMemberBound>(bucket, member, in[0]));
             ex->bucketed_all_reduce_ = true;
             break;
           }
           WEFT_ASSIGN_OR_RETURN(collective::Reduction reduction,
                                 collective::parse_reduction(inv.node.str_attr("reduction")));
-          ex->code_.push_back(std::make_unique<AllReduceBound>(
+          code.push_back(std::make_unique<AllReduceBound>(
               comm, reduction, in[0], out, inv.results[0].type, inv.node.loc));
           break;
         }
         LibraryCall call{inv.node, types, inv.results[0].type};
         WEFT_ASSIGN_OR_RETURN(std::unique_ptr<BoundKernel> k, make_library_kernel(call, in, out));
         if (k) {
-          ex->code_.push_back(std::make_unique<LibraryBound>(std::move(k)));
+          code.push_back(std::make_unique<LibraryBound>(std::move(k)));
         } else {
-          ++ex->fallbacks_;
-          ex->code_.push_back(
+          if (first) ++ex->fallbacks_;
+          code.push_back(
               std::make_unique<FallbackBound>(inv.node, types, inv.results[0].type, in, out));
         }
         break;
       }
     }
+  }
+  return Status::ok_status();
+  };
+  WEFT_RETURN_IF_ERROR(bind(ex->code_, true));
+  // A loop's body bound once per slot with the slot's inputs read in place (the loop's
+  // consts and the slot of each xs in the parent's buffers): no copies per iteration.
+  for (const std::vector<const void*>& inputs : slot_inputs) {
+    const std::vector<void*> own = ex->input_ptr_;
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      if (inputs[k] != nullptr) ex->input_ptr_[k] = const_cast<void*>(inputs[k]);
+    }
+    ex->slots_.emplace_back();
+    const Status bound = bind(ex->slots_.back(), false);
+    ex->input_ptr_ = own;
+    WEFT_RETURN_IF_ERROR(bound);
   }
   // An update whose value is itself an input (assign(%a, %b)) must read %b's old value
   // even when %b is updated too: such values are snapshotted before any update lands.
@@ -480,10 +516,14 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program,
   }
   // One scratch block for every library kernel (invocations run one at a time), as
   // large as the largest need; not zeroed, so its pages are touched only when used.
-  for (auto& bound : ex->code_) {
-    if (BoundKernel* k = bound->kernel()) {
-      ex->scratch_bytes_ = std::max(ex->scratch_bytes_, k->scratch_bytes());
-      ex->unshared_scratch_bytes_ += (k->scratch_bytes() + 63) / 64 * 64;
+  std::vector<std::vector<std::unique_ptr<Bound>>*> all = {&ex->code_};
+  for (auto& slot : ex->slots_) all.push_back(&slot);
+  for (auto* code : all) {
+    for (auto& bound : *code) {
+      if (BoundKernel* k = bound->kernel()) {
+        ex->scratch_bytes_ = std::max(ex->scratch_bytes_, k->scratch_bytes());
+        ex->unshared_scratch_bytes_ += (k->scratch_bytes() + 63) / 64 * 64;
+      }
     }
   }
   if (ex->scratch_bytes_ > 0) {
@@ -491,8 +531,10 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program,
     if (p == nullptr) throw std::bad_alloc();
     ex->scratch_ = Buffer(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
   }
-  for (auto& bound : ex->code_) {
-    if (BoundKernel* k = bound->kernel(); k && k->scratch_bytes() > 0) k->set_scratch(ex->scratch_.get());
+  for (auto* code : all) {
+    for (auto& bound : *code) {
+      if (BoundKernel* k = bound->kernel(); k && k->scratch_bytes() > 0) k->set_scratch(ex->scratch_.get());
+    }
   }
   ex->program_ = std::move(program);
   return ex;

@@ -36,11 +36,12 @@
 // (their operands were).
 //
 // Loops: a loop invocation (runtime/program.h) runs its body through an Executor of its
-// own, bound once in create() (its arena and inputs apart from the root's, counted by its
-// own memory check), whose invocations run on this executor's thread pool: per step the
-// consts and initial carries are copied into the body's inputs, then per iteration the
-// slot of each xs, and the body's outputs are copied out (the ys into their slot, the
-// next carries back into its inputs).
+// own (its arena and carries apart from the root's, counted by its own memory check),
+// whose invocations run on this executor's thread pool. Its code is bound once per slot
+// in create(), reading the loop's consts and that slot of each xs where they lie in this
+// executor's buffers; per step the initial carries are copied into the body's inputs,
+// and per iteration the ys are copied into their slot and the next carries back into
+// the body's inputs unless the body wrote them there (codegen's carries_assigned).
 //
 // Updates: after the last invocation each `assign`'s value is copied into its param or
 // state buffer, so parameters and optimizer state persist in the executor between steps.
@@ -131,8 +132,10 @@ class Executor : public ProgramExecutor {
   /// Invocations that run through the reference interpreter (no CPU kernel).
   int fallbacks() const override { return fallbacks_; }
 
-  /// A loop's body: runs every invocation on `pool` (no updates: a body has none).
-  Status run_body(ThreadPool& pool);
+  /// A loop's body: runs every invocation on `pool` (no updates: a body has none), as
+  /// bound for slot `slot` (its consts and xs read in place) when the executor was bound
+  /// per slot, else as bound once.
+  Status run_body(ThreadPool& pool, int64_t slot = -1);
   /// Where output `index` lives (a loop copies its body's outputs from there).
   const void* output_data(int index) const { return resolve(program_.outputs[index]); }
   /// One line per invocation: its kind and what it runs ("onednn sgemm 128x256x784").
@@ -142,6 +145,11 @@ class Executor : public ProgramExecutor {
 
  private:
   Executor() = default;
+  /// create, and for a loop's body also one copy of the code per slot, bound with input k
+  /// at slot_inputs[i][k] where that is not null (the parent's buffers).
+  static StatusOr<std::unique_ptr<Executor>> create_bound(
+      Program program, std::vector<GeneratedFn> generated, ExecutorOptions options,
+      const std::vector<std::vector<const void*>>& slot_inputs);
   void* resolve(const BufferRef& ref) const;
   void apply_updates();
   Status run_invocation(size_t index);  ///< code_[index] on the pool.
@@ -154,6 +162,8 @@ class Executor : public ProgramExecutor {
   std::unique_ptr<std::byte[], void (*)(std::byte*)> inputs_block_{nullptr, nullptr};
   std::vector<void*> input_ptr_;
   std::vector<std::unique_ptr<Bound>> code_;
+  /// A loop body's code bound once per slot (create_bound); empty otherwise.
+  std::vector<std::vector<std::unique_ptr<Bound>>> slots_;
   /// Copies of the update values that are inputs (runtime/binding.h, snapshot_layout).
   std::unique_ptr<std::byte[], void (*)(std::byte*)> snapshot_block_{nullptr, nullptr};
   std::vector<std::byte*> snapshots_;

@@ -160,32 +160,92 @@ StatusOr<std::vector<ValueId>> scan_gradients(Graph& g, int index,
     operands.push_back(cotangents[k] != kNoValue ? cotangents[k]
                                                  : outer.zeros(grad.type(seed_of[k])));
   }
+  // A const's gradient is a sum over the iterations. Its terms that are a product of two
+  // per-iteration values (a weight's xᵀ·g) or a reduction of one (a bias's column sum of
+  // g), possibly reshaped or transposed, move out of the loop: the loop stacks their
+  // operands, and one product over all iterations' rows (or one reduction) follows it
+  // (JAX's split transpose). The other terms are summed in the loop, in a carry.
+  std::vector<bool> per_iteration(grad.num_values(), false);
+  for (int i = consts; i < inputs; ++i) per_iteration[body->inputs()[i].value] = true;
+  for (ValueId s : seed_of) {
+    if (s != kNoValue) per_iteration[s] = true;
+  }
+  for (const Node& n : grad.nodes()) {
+    bool any = false;
+    for (ValueId o : n.operands) any = any || per_iteration[o];
+    for (ValueId r : n.results) per_iteration[r] = any;
+  }
+  struct Moved {
+    int constant;                     // the body input it is a gradient term of
+    std::vector<const Node*> peeled;  // reshapes and transposes around the core, outermost first
+    const Node* core;                 // matmul or sum
+    std::vector<ValueId> operands;    // per iteration: the core's operands (transposes peeled)
+    std::vector<bool> transposed;     // whether each was transposed (matmul: [1,0])
+    std::vector<ValueId> stacked;     // each operand stacked over the iterations, in g
+  };
+  std::vector<Moved> moved;
+  std::map<int, std::vector<ValueId>> kept;  // const -> terms summed in the loop
+  auto backward_node = [&](ValueId v) -> const Node* {
+    const int at = grad.value(v).node;
+    return at >= forward_nodes ? &grad.node(at) : nullptr;
+  };
+  std::function<void(int, ValueId)> split = [&](int i, ValueId v) {
+    const Node* n = backward_node(v);
+    if (n != nullptr && n->op == Op::Add && grad.type(n->operands[0]) == grad.type(v) &&
+        grad.type(n->operands[1]) == grad.type(v)) {
+      split(i, n->operands[0]);
+      split(i, n->operands[1]);
+      return;
+    }
+    Moved m{i, {}, nullptr, {}, {}, {}};
+    ValueId c = v;
+    for (const Node* p = backward_node(c); p && (p->op == Op::Reshape || p->op == Op::Transpose);
+         p = backward_node(c)) {
+      m.peeled.push_back(p);
+      c = p->operands[0];
+    }
+    const Node* core = backward_node(c);
+    const bool product = core && core->op == Op::Matmul && !core->bool_attr("transpose_a") &&
+                         !core->bool_attr("transpose_b") && grad.type(core->operands[0]).shape.rank() == 2 &&
+                         grad.type(core->operands[1]).shape.rank() == 2 &&
+                         per_iteration[core->operands[0]] && per_iteration[core->operands[1]];
+    const bool reduction = core && core->op == Op::Sum && per_iteration[core->operands[0]];
+    if (product || reduction) {
+      m.core = core;
+      for (ValueId o : core->operands) {
+        const Node* t = backward_node(o);
+        const bool flip = product && t && t->op == Op::Transpose && t->ints_attr("perm") == IntList{1, 0};
+        m.operands.push_back(flip ? t->operands[0] : o);
+        m.transposed.push_back(flip);
+      }
+      moved.push_back(std::move(m));
+    } else {
+      kept[i].push_back(v);
+    }
+  };
   for (const auto& [i, v] : grad_of) {
-    if (role(i) != 0) continue;
+    if (role(i) == 0) split(i, v);
+  }
+  for (const auto& [i, terms] : kept) {
     accumulators.push_back(reverse.add_input("", body->type(body->inputs()[i].value)));
     accumulated.push_back(i);
     operands.push_back(outer.zeros(body->type(body->inputs()[i].value)));
   }
   const int reverse_carries = static_cast<int>(operands.size()) - reverse_consts;
-  for (size_t s = 0; s < saved.size(); ++s) {
-    inner[saved[s]] = reverse.add_input("", grad.type(saved[s]));
-    operands.push_back(stacked[s]);
-  }
+  // What the reverse loop reads per iteration, with the stacked value it reads it from.
+  std::map<ValueId, ValueId> stacked_as;
+  auto add_xs = [&](ValueId v, ValueId source) {
+    inner[v] = reverse.add_input("", grad.type(v));
+    operands.push_back(source);
+    stacked_as[v] = source;
+  };
+  for (size_t s = 0; s < saved.size(); ++s) add_xs(saved[s], stacked[s]);
   {
     size_t s = saved.size();
-    for (int i : used_carries) {
-      inner[body->inputs()[i].value] = reverse.add_input("", body->type(body->inputs()[i].value));
-      operands.push_back(stacked[s++]);
-    }
+    for (int i : used_carries) add_xs(body->inputs()[i].value, stacked[s++]);
   }
-  for (int i : used_xs) {
-    inner[body->inputs()[i].value] = reverse.add_input("", body->type(body->inputs()[i].value));
-    operands.push_back(node.operands[i]);
-  }
-  for (int k : used_seeds) {
-    inner[seed_of[k]] = reverse.add_input("", grad.type(seed_of[k]));
-    operands.push_back(cotangents[k]);
-  }
+  for (int i : used_xs) add_xs(body->inputs()[i].value, node.operands[i]);
+  for (int k : used_seeds) add_xs(seed_of[k], cotangents[k]);
   std::vector<ValueId> rmap(grad.num_values(), kNoValue);  // `inner` as copy_node's map
   std::function<ValueId(ValueId)> build = [&](ValueId v) -> ValueId {
     if (auto it = inner.find(v); it != inner.end()) return it->second;
@@ -197,9 +257,12 @@ StatusOr<std::vector<ValueId>> scan_gradients(Graph& g, int index,
   };
   for (int k : carry_ct) reverse.add_output(build(grad_of.at(consts + k)));
   for (size_t a = 0; a < accumulators.size(); ++a) {
-    const ValueId sum = build(grad_of.at(accumulated[a]));
-    reverse.add_output(reverse.add_node(Op::Add, {accumulators[a], sum}, {}, node.loc,
-                                        reverse.type(sum)));
+    ValueId sum = accumulators[a];
+    for (ValueId term : kept.at(accumulated[a])) {
+      const ValueId t = build(term);
+      sum = reverse.add_node(Op::Add, {sum, t}, {}, node.loc, reverse.type(t));
+    }
+    reverse.add_output(sum);
   }
   std::vector<int> x_grads;
   for (const auto& [i, v] : grad_of) {
@@ -207,18 +270,83 @@ StatusOr<std::vector<ValueId>> scan_gradients(Graph& g, int index,
     reverse.add_output(build(v));
     x_grads.push_back(i);
   }
-  if (reverse.outputs().empty()) return none;
+  // A moved term's operands: stacked already when the loop reads them per iteration (a
+  // saved forward value, an x, a cotangent), else stacked by the loop as further ys.
+  std::vector<std::pair<Moved*, size_t>> stacked_by_loop;  // (term, operand) per extra y
+  for (Moved& m : moved) {
+    for (size_t k = 0; k < m.operands.size(); ++k) {
+      auto it = stacked_as.find(m.operands[k]);
+      m.stacked.push_back(it != stacked_as.end() ? it->second : kNoValue);
+      if (it != stacked_as.end()) continue;
+      reverse.add_output(build(m.operands[k]));
+      stacked_by_loop.push_back({&m, k});
+    }
+  }
+  if (reverse.outputs().empty() && moved.empty()) return none;
 
-  // 6. The reverse scan, and each operand's gradient among its results.
-  ScanShape shape{length, reverse_carries, reverse_consts, !node.bool_attr("reverse"), false};
-  StatusOr<std::vector<ValueId>> results =
-      add_scan(g, operands, shape, std::make_shared<const Graph>(std::move(reverse)), node.loc);
-  WEFT_CHECK(results.ok(), "the gradient of a loop is ill-typed: " + results.status().to_string());
+  // 6. The reverse scan (none when every gradient is a moved term of values the forward
+  //    loop stacked already: a map over slots), and each operand's gradient.
+  StatusOr<std::vector<ValueId>> results = std::vector<ValueId>{};
+  if (!reverse.outputs().empty()) {
+    ScanShape shape{length, reverse_carries, reverse_consts, !node.bool_attr("reverse"), false};
+    results = add_scan(g, operands, shape, std::make_shared<const Graph>(std::move(reverse)), node.loc);
+    WEFT_CHECK(results.ok(), "the gradient of a loop is ill-typed: " + results.status().to_string());
+  }
   std::vector<ValueId> out = none;
   size_t r = 0;
   for (int k : carry_ct) out[consts + k] = (*results)[r++];
   for (int i : accumulated) out[i] = (*results)[r++];
   for (int i : x_grads) out[i] = (*results)[r++];
+  for (const auto& [m, k] : stacked_by_loop) m->stacked[k] = (*results)[r++];
+  // The moved terms, over every iteration at once: Σ_t A_t·B_t = [A_0 … A_T-1]·[B_0; …; B_T-1]
+  // (the slots side by side along the contracted axis), Σ_t sum(G_t) = sum over the slots
+  // too; then the reshapes and transposes that were around them.
+  for (const Moved& m : moved) {
+    const Type term = grad.type(m.peeled.empty() ? m.core->result() : m.peeled.front()->result());
+    ValueId v;
+    if (m.core->op == Op::Matmul) {
+      // A_t [m, k] stacked [T, m, k] -> [m, T·k]; B_t [k, n] stacked [T, k, n] -> [T·k, n].
+      // A transposed operand is stacked untransposed: A_t = P_tᵀ, P stacked [T, k, m] is
+      // [T·k, m], transposed; B_t = Q_tᵀ, Q stacked [T, n, k] is [n, T·k], transposed.
+      auto lhs = [&]() {
+        const Shape s = outer.shape(m.stacked[0]);
+        if (m.transposed[0]) {
+          return outer.op(Op::Transpose, {outer.op(Op::Reshape, {m.stacked[0]}, {{"shape", IntList{s[0] * s[1], s[2]}}})},
+                          {{"perm", IntList{1, 0}}});
+        }
+        return outer.op(Op::Reshape, {outer.op(Op::Transpose, {m.stacked[0]}, {{"perm", IntList{1, 0, 2}}})},
+                        {{"shape", IntList{s[1], s[0] * s[2]}}});
+      };
+      auto rhs = [&]() {
+        const Shape s = outer.shape(m.stacked[1]);
+        if (m.transposed[1]) {
+          return outer.op(Op::Transpose,
+                          {outer.op(Op::Reshape, {outer.op(Op::Transpose, {m.stacked[1]}, {{"perm", IntList{1, 0, 2}}})},
+                                    {{"shape", IntList{s[1], s[0] * s[2]}}})},
+                          {{"perm", IntList{1, 0}}});
+        }
+        return outer.op(Op::Reshape, {m.stacked[1]}, {{"shape", IntList{s[0] * s[1], s[2]}}});
+      };
+      v = outer.op(Op::Matmul, {lhs(), rhs()});
+    } else {
+      // sum(G_t, axes) over the slots: the slot axis too.
+      const ValueId x = m.stacked[0];
+      const int rank = outer.shape(x).rank() - 1;
+      IntList axes = {0};
+      if (const Attribute* given = m.core->attr("axes")) {
+        for (int64_t a : std::get<IntList>(*given)) axes.push_back((a < 0 ? a + rank : a) + 1);
+      } else {
+        for (int a = 0; a < rank; ++a) axes.push_back(a + 1);
+      }
+      v = outer.op(Op::Sum, {x}, {{"axes", axes}, {"keepdims", m.core->bool_attr("keepdims")}});
+      if (m.core->bool_attr("keepdims")) {
+        v = outer.op(Op::Reshape, {v}, {{"shape", grad.type(m.core->result()).shape.dims}});
+      }
+    }
+    for (auto p = m.peeled.rbegin(); p != m.peeled.rend(); ++p) v = outer.op((*p)->op, {v}, (*p)->attrs);
+    if (outer.type(v) != term) v = outer.op(Op::Reshape, {v}, {{"shape", term.shape.dims}});
+    out[m.constant] = out[m.constant] == kNoValue ? v : outer.add(out[m.constant], v);
+  }
   return out;
 }
 

@@ -208,5 +208,28 @@ TEST(ScanGrad, AGradientLoopDifferentiatesAgain) {
   expect_gradients_match(hv, inputs, 1e-6);
 }
 
+TEST(ScanGrad, AWeightsGradientIsOneProductOverEveryIterationAfterTheLoop) {
+  // dW = Σ_t h_tᵀ·g_t: the reverse loop stacks g (h is stacked already) and one matmul
+  // over all 4·2 rows follows it; the loop carries no accumulator for w.
+  auto grad = gradient_graph(rnn(false, false), 0, {"w"});
+  ASSERT_TRUE(grad.ok()) << grad.error().to_string();
+  const Node* reverse = nullptr;
+  bool product = false;
+  for (const Node& n : grad->nodes()) {
+    if (n.op == Op::Scan && n.bool_attr("reverse")) reverse = &n;
+    if (n.op == Op::Matmul && grad->type(n.result()) == f64({3, 3}) &&
+        grad->type(n.operands[1]).shape == Shape({8, 3})) {
+      product = true;
+    }
+  }
+  ASSERT_NE(reverse, nullptr);
+  EXPECT_EQ(reverse->int_attr("carries"), 1) << "only h's cotangent is carried";
+  for (const Node& n : reverse->body->nodes()) {
+    EXPECT_FALSE(n.op == Op::Matmul && reverse->body->type(n.result()) == f64({3, 3}))
+        << "a weight-shaped product left in the loop";
+  }
+  EXPECT_TRUE(product);
+}
+
 }  // namespace
 }  // namespace weft

@@ -12,7 +12,12 @@
 //    the consts alone are recomputed either way;
 //  - the slices of the xs it reads, and the cotangents of the ys.
 // Its results are the cotangents of the initial carries, the consts' summed gradients
-// and the xs' stacked gradients. A select's gradient sends nothing to the branch it did
+// and the xs' stacked gradients. A const's gradient terms that are a product of two
+// per-iteration values (a weight's xᵀ·g) or a reduction of one (a bias's column sum)
+// are not summed in the loop: their operands are stacked (most are already: saved
+// activations, the xs, the cotangents) and one product over every iteration's rows, or
+// one reduction, follows the loop (JAX's split transpose): one large GEMM instead of
+// `length` small ones and an accumulator carried through the loop. A select's gradient sends nothing to the branch it did
 // not take, so a masked (halted) sample's iterations pass its cotangent through
 // unchanged: per-sample halting needs no code here.
 

@@ -99,6 +99,30 @@ TEST(FashionMnist, MetricsCsvAndReport) {
   EXPECT_NE(r.out.find("report: " + tmp("r.html")), std::string::npos) << r.out;
 }
 
+// The ponder example: trains, then counts the iterations each test image ran (halting
+// per image, at most 6), and prints their mean and histogram.
+TEST(FashionMnist, PonderHaltsPerImageAndPrintsTheHistogram) {
+  Result r = run("examples/fashion_mnist/ponder --epochs=1 --max-steps=30 --checkpoint-out=" +
+                 tmp("ponder.safetensors"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(epoch_results(r.out).size(), 1u) << r.out;
+  std::smatch mean;
+  ASSERT_TRUE(std::regex_search(r.out, mean, std::regex("iterations per test image \\(max 6\\): mean ([0-9.]+)")))
+      << r.out;
+  const double m = std::stod(mean[1].str());
+  EXPECT_GE(m, 1.0);
+  EXPECT_LE(m, 6.0);
+  // Six rows whose counts add up to the 10,000 test images.
+  std::regex row("\\n  ([1-6]): +(\\d+) images");
+  int64_t images = 0, rows = 0;
+  for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), row); it != std::sregex_iterator(); ++it) {
+    images += std::stoll((*it)[2].str());
+    ++rows;
+  }
+  EXPECT_EQ(rows, 6);
+  EXPECT_EQ(images, 10000);
+}
+
 TEST(FashionMnist, CnnWithBatchNormRuns) {
   Result r = run("examples/fashion_mnist/cnn --bn --epochs=1 --max-steps=3 --checkpoint-out=" +
                  tmp("cnn.safetensors"));

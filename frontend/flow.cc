@@ -294,6 +294,11 @@ ValueId Flow::forward(Emitter& e, const std::vector<ValueId>& inputs) {
           } else if (auto g = groups.find(n); g != groups.end()) {
             for (ValueId v : g->second) in.push_back(v);
           } else {
+            if (!s.modules.empty() && s.modules[0] && is_map_over(*s.modules[0])) {
+              throw BuildFailure{Error{"map(...).over(\"" + n + "\") maps over a tag defined before it, but \"" + n +
+                                           "\" is defined later (a forward reference)",
+                                       to_location(steps_[u].loc)}};
+            }
             auto c = carried.find(n);
             if (c == carried.end()) {
               const Type t = e.type(x);
@@ -474,6 +479,9 @@ MapCall FlowBuilder::map(ModulePtr body, Loc loc) { return MapCall(*this, std::m
 FlowBuilder& MapCall::slices(int64_t n) && { return builder_.through(MapSlices(body_, n, loc_), loc_); }
 FlowBuilder& MapCall::batched() && { return builder_.through(body_, loc_); }
 FlowBuilder& MapCall::each() && { return builder_.through(MapEach(body_, loc_), loc_); }
+FlowBuilder& MapCall::over(std::string tag) && {
+  return builder_.through(MapOver(body_, loc_), loc_).uses({std::move(tag)}, loc_);
+}
 
 LoopCall FlowBuilder::loop_body(ModulePtr body, Loc loc) { return LoopCall(*this, std::move(body), loc); }
 LoopCall&& LoopCall::recompute() && {

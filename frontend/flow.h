@@ -26,6 +26,7 @@
 // | map(body).slices(n)        | body on n slices of the last axis as extra batch rows   |
 // | map(body).batched()        | body on the whole stream (frontend/map.h)               |
 // | map(body).each()           | body on each sample alone, as a loop over the batch     |
+// | map(body).over(tag)        | body on each element of an earlier tag's value: stream  |
 // | loop_body(b).for_n(n)      | b applied n times to the stream, parameters shared      |
 // | loop_body(b).while_cond(c, |   per sample, while c(state) <= 0 / until c(state) > 0, |
 // |   max) / .until_cond(c,max)|   at most max iterations (frontend/loop.h)              |
@@ -131,7 +132,9 @@ class MapCall {
   FlowBuilder& batched() &&;
   /// The body on each sample alone (a batch of one), as a loop over the batch.
   FlowBuilder& each() &&;
-  // over(tag), a map over a tagged collection, is planned ([Control flow]).
+  /// The body on each element (along axis 0, a batch of one) of the value tagged `tag`,
+  /// defined before; the results, stacked, become the stream.
+  FlowBuilder& over(std::string tag) &&;
 
  private:
   friend class FlowBuilder;

@@ -91,13 +91,22 @@ class LoopModule : public Module {
   std::source_location loc_;
 };
 
-class MapEachModule : public UnaryModule {
+class MapEachModule : public Module {
  public:
-  MapEachModule(ModulePtr body, std::source_location loc) : body_(std::move(body)), loc_(loc) {}
+  MapEachModule(ModulePtr body, bool over, std::source_location loc)
+      : body_(std::move(body)), over_(over), loc_(loc) {}
 
-  std::string describe() const override { return "map(" + body_->describe() + ").each()"; }
+  std::string describe() const override {
+    return "map(" + body_->describe() + ")" + (over_ ? ".over(...)" : ".each()");
+  }
+  bool over() const { return over_; }
 
-  ValueId forward1(Emitter& e, ValueId x) override {
+  ValueId forward(Emitter& e, const std::vector<ValueId>& inputs) override {
+    if (inputs.size() != (over_ ? 2u : 1u)) {
+      e.fail(describe() + (over_ ? " maps over one tagged value" : " takes the stream alone") + "; it was given " +
+             std::to_string(inputs.size()) + " inputs");
+    }
+    const ValueId x = inputs.back();
     const Type t = e.type(x);
     if (t.shape.rank() < 1) e.fail(describe() + " maps over the batch axis; the stream is " + t.to_string());
     const int64_t batch = t.shape[0];
@@ -128,6 +137,7 @@ class MapEachModule : public UnaryModule {
 
  private:
   ModulePtr body_;
+  bool over_;
   std::source_location loc_;
 };
 
@@ -139,7 +149,16 @@ ModulePtr Loop(LoopKind kind, ModulePtr body, ModulePtr cond, int64_t n, bool re
 }
 
 ModulePtr MapEach(ModulePtr body, std::source_location loc) {
-  return std::make_shared<MapEachModule>(std::move(body), loc);
+  return std::make_shared<MapEachModule>(std::move(body), false, loc);
+}
+
+ModulePtr MapOver(ModulePtr body, std::source_location loc) {
+  return std::make_shared<MapEachModule>(std::move(body), true, loc);
+}
+
+bool is_map_over(const Module& m) {
+  const auto* map = dynamic_cast<const MapEachModule*>(&m);
+  return map != nullptr && map->over();
 }
 
 }  // namespace weft

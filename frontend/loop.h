@@ -6,6 +6,7 @@
 //   loop_body(Refine).until_cond(Halt, 8)   per sample: h ← body(h) until Halt(h) > 0
 //   loop_body(Refine).while_cond(Halt, 8)   per sample: while Halt(h) <= 0, h ← body(h)
 //   map(Linear(16, 4)).each()               the body on every sample alone: [B, 16] → [B, 4]
+//   map(Linear(16, 4)).over("parts")        the same over the earlier tag "parts"
 //
 // Every iteration shares the body's parameters (one set, named as a through() of the
 // body at the loop's chain position: `2.weight`; the condition's are `2.cond.*`), and
@@ -48,5 +49,10 @@ ModulePtr Loop(LoopKind kind, ModulePtr body, ModulePtr cond, int64_t n, bool re
 
 /// The module of map(body).each(): the body on each sample alone (a batch of one).
 ModulePtr MapEach(ModulePtr body, std::source_location loc);
+/// The module of map(body).over(tag): as MapEach, over its second input (the tag's value,
+/// from the uses(...) the builder adds) instead of the stream.
+ModulePtr MapOver(ModulePtr body, std::source_location loc);
+/// Whether `m` is a MapOver module (it cannot read a forward reference).
+bool is_map_over(const Module& m);
 
 }  // namespace weft

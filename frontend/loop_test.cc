@@ -233,5 +233,27 @@ TEST(MapEach, TheBodySeesABatchOfOne) {
   testing::expect_gradients_match_finite_differences(*mapped, x, 1e-6);
 }
 
+TEST(MapOver, TheBodyOnEachElementOfAnEarlierTagBecomesTheStream) {
+  // The tag "x" is the input; the stream goes on through Linear(2, 5) (ignored by the map);
+  // map(Softmax(0)).over("x") gives 1 for every element of x, as each() on x would.
+  auto over = FlowBuilder::from(Identity()).tag("x").through(Linear(2, 5)).map(Softmax(0)).over("x").build(
+      {{"x", f32({3, 2})}});
+  ASSERT_TRUE(over.ok()) << over.error().to_string();
+  EXPECT_EQ(over->graph().type(over->graph().outputs()[0]), f32({3, 2}));
+  auto run = testing::run_model(*over, {Tensor::from_vector<float>({3, 2}, {1, 2, 3, 4, 5, 6})},
+                                {{"1.weight", Tensor(f32({5, 2}))}, {"1.bias", Tensor(f32({5}))}});
+  ASSERT_TRUE(run.ok()) << run.error().to_string();
+  EXPECT_EQ(run->outputs[0].to_doubles(), (std::vector<double>(6, 1.0)));
+  // A tag defined later is a forward reference, which a map cannot read.
+  auto later = FlowBuilder::from(Identity()).map(Softmax(0)).over("y").tag("y").build({{"x", f32({3, 2})}});
+  ASSERT_FALSE(later.ok());
+  EXPECT_NE(later.error().to_string().find(
+                "map(...).over(\"y\") maps over a tag defined before it, but \"y\" is defined later (a "
+                "forward reference)"),
+            std::string::npos)
+      << later.error().to_string();
+  EXPECT_NE(later.error().to_string().find("loop_test.cc:"), std::string::npos) << later.error().to_string();
+}
+
 }  // namespace
 }  // namespace weft

@@ -9,8 +9,8 @@
 // once, on a batch n times larger, and its output [B·n, ..., D'] is put back as
 // [B, ..., n·D'] (the slices' outputs side by side, in order). As flodl's map.slices. A
 // body that mixes rows (BatchNorm) sees the slices as samples. `map(body).batched()` is
-// the body on the whole stream (through). Per-sample maps (`each()`, `over(tag)`) are
-// planned with the loop construct ([Control flow]).
+// the body on the whole stream (through). The per-sample maps `each()` and `over(tag)`
+// are loops (frontend/loop.h).
 //
 // The body's parameters are named under the map's chain position as a through() of the
 // body would be: `2.weight` for Linear at position 2; a labelled body keeps its label

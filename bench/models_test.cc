@@ -164,6 +164,35 @@ TEST(StepStats, CountsAConvolutionAsItsIm2colGemm) {
   EXPECT_EQ(step_stats(*trainer).gemm_shapes, want);
 }
 
+// The loop models trained as loop invocations and unrolled (TrainOptions::unroll_loops)
+// from the same graph and seed: the same losses, step after step, to 1e-5.
+TEST(BenchModels, LoopedAndUnrolledFormsGiveTheSameLosses) {
+  for (const std::string name : {"gru_seq", "lstm_seq", "feedback_fixed", "iterative_refine"}) {
+    auto m = make_bench_model(name, Preset::cpu);
+    ASSERT_TRUE(m.ok()) << m.error().to_string();
+    std::mt19937_64 rng(3);
+    std::vector<Tensor> batch;
+    for (const InputSpec& in : m->inputs) batch.push_back(random_tensor(in.type, m->token_range, rng));
+    batch.push_back(random_tensor(m->target, m->token_range, rng));
+    std::vector<std::vector<double>> losses;
+    for (const bool unrolled : {false, true}) {
+      TrainOptions options{.seed = 5};
+      options.unroll_loops = unrolled;
+      auto t = Trainer::compile(m->net, m->inputs, m->loss, OptimizerSpec::adam(m->lr), options);
+      ASSERT_TRUE(t.ok()) << t.error().to_string();
+      losses.emplace_back();
+      for (int s = 0; s < 3; ++s) {
+        auto loss = t->step(batch);
+        ASSERT_TRUE(loss.ok()) << loss.error().to_string();
+        losses.back().push_back(*loss);
+      }
+    }
+    for (size_t s = 0; s < losses[0].size(); ++s) {
+      EXPECT_NEAR(losses[0][s], losses[1][s], 1e-5 * std::abs(losses[1][s])) << name << " step " << s;
+    }
+  }
+}
+
 TEST(BenchModels, RecurrentAndSharedBlockModelsAreLoops) {
   // One loop per recurrent layer, one per shared block: the graph does not grow with the
   // number of steps.

@@ -13,6 +13,7 @@
 #include "ir/shape_rules.h"
 #include "ir/verifier.h"
 #include "runtime/reference/interpreter.h"
+#include "runtime/reference/testing/random_inputs.h"
 
 namespace weft {
 namespace {
@@ -25,17 +26,6 @@ ValueId node(Graph& g, Op op, std::vector<ValueId> operands, Attrs attrs = {}) {
   return *v;
 }
 
-std::vector<Tensor> random_inputs(const Graph& g, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(-1, 1);
-  std::vector<Tensor> out;
-  for (const Input& in : g.inputs()) {
-    Tensor t(g.type(in.value));
-    for (int64_t i = 0; i < t.numel(); ++i) t.set_double(i, u(rng));
-    out.push_back(std::move(t));
-  }
-  return out;
-}
 
 double run_scalar(const Graph& g, const std::vector<Tensor>& inputs) {
   auto r = reference::run(g, inputs);
@@ -91,12 +81,12 @@ Graph rnn(bool remat, bool reverse) {
 
 TEST(ScanGrad, ThroughCarriesConstsXsAndYs) {
   Graph g = rnn(false, false);
-  expect_gradients_match(g, random_inputs(g, 1));
+  expect_gradients_match(g, testing::random_inputs(g, 1));
 }
 
 TEST(ScanGrad, RecomputingTheIntermediatesGivesTheSameGradients) {
   Graph saved = rnn(false, false), recomputed = rnn(true, false);
-  const auto inputs = random_inputs(saved, 2);
+  const auto inputs = testing::random_inputs(saved, 2);
   expect_gradients_match(recomputed, inputs);
   auto a = gradient_graph(saved, 0, {"w", "h0", "xs"});
   auto b = gradient_graph(recomputed, 0, {"w", "h0", "xs"});
@@ -119,7 +109,7 @@ TEST(ScanGrad, RecomputingTheIntermediatesGivesTheSameGradients) {
 
 TEST(ScanGrad, ReverseLoops) {
   Graph g = rnn(false, true);
-  expect_gradients_match(g, random_inputs(g, 3));
+  expect_gradients_match(g, testing::random_inputs(g, 3));
 }
 
 TEST(ScanGrad, NestedLoops) {
@@ -146,7 +136,7 @@ TEST(ScanGrad, NestedLoops) {
   auto r = add_scan(g, {w, v, h0}, {2, 1, 2}, outer, Location{});
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   g.add_output(node(g, Op::Sum, {node(g, Op::Exp, {(*r)[0]})}));
-  expect_gradients_match(g, random_inputs(g, 4));
+  expect_gradients_match(g, testing::random_inputs(g, 4));
 }
 
 TEST(ScanGrad, PerSampleHaltingByASelectOnACarriedMask) {
@@ -203,7 +193,7 @@ TEST(ScanGrad, AGradientLoopDifferentiatesAgain) {
   ValueId u = hv.add_input("u", f64({3, 3}));
   ValueId dot = node(hv, Op::Sum, {node(hv, Op::Mul, {hv.outputs()[0], u})});
   hv.set_outputs({dot});
-  auto inputs = random_inputs(hv, 5);
+  auto inputs = testing::random_inputs(hv, 5);
   inputs[4] = Tensor::scalar(DType::f64, 1.0);  // the seed
   expect_gradients_match(hv, inputs, 1e-6);
 }

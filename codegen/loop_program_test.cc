@@ -14,6 +14,7 @@
 #include "ir/scan.h"
 #include "ir/shape_rules.h"
 #include "runtime/reference/interpreter.h"
+#include "runtime/reference/testing/random_inputs.h"
 
 namespace weft::codegen {
 namespace {
@@ -44,22 +45,9 @@ Graph rnn(int64_t length, bool reverse = false) {
   return g;
 }
 
-std::vector<Tensor> inputs_of(const Graph& g) {
-  std::mt19937 rng(11);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<Tensor> out;
-  for (const Input& in : g.inputs()) {
-    Tensor t(g.type(in.value));
-    if (is_floating(t.dtype())) {
-      for (int64_t i = 0; i < t.numel(); ++i) t.set_double(i, u(rng));
-    }
-    out.push_back(std::move(t));
-  }
-  return out;
-}
 
 void expect_cpu_matches_reference(const Graph& g) {
-  const auto inputs = inputs_of(g);
+  const auto inputs = testing::random_inputs(g, 11);
   auto want = reference::run(g, inputs);
   ASSERT_TRUE(want.ok()) << want.error().to_string();
   auto cpu = find_target("cpu");

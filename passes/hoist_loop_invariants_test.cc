@@ -13,6 +13,7 @@
 #include "ir/shape_rules.h"
 #include "ir/verifier.h"
 #include "runtime/reference/interpreter.h"
+#include "runtime/reference/testing/random_inputs.h"
 
 namespace weft {
 namespace {
@@ -47,17 +48,6 @@ Graph rnn() {
   return g;
 }
 
-std::vector<Tensor> inputs_of(const Graph& g) {
-  std::mt19937 rng(5);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<Tensor> out;
-  for (const Input& in : g.inputs()) {
-    Tensor t(g.type(in.value));
-    for (int64_t i = 0; i < t.numel(); ++i) t.set_double(i, u(rng));
-    out.push_back(std::move(t));
-  }
-  return out;
-}
 
 size_t body_nodes(const Graph& g) {
   size_t n = 0;
@@ -68,7 +58,7 @@ size_t body_nodes(const Graph& g) {
 }
 
 void expect_same_values(const Graph& before, const Graph& after) {
-  const auto inputs = inputs_of(before);
+  const auto inputs = testing::random_inputs(before, 5);
   auto a = reference::run(before, inputs), b = reference::run(after, inputs);
   ASSERT_TRUE(a.ok() && b.ok());
   for (size_t k = 0; k < a->outputs.size(); ++k) {

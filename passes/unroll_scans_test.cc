@@ -12,6 +12,7 @@
 #include "ir/shape_rules.h"
 #include "ir/verifier.h"
 #include "runtime/reference/interpreter.h"
+#include "runtime/reference/testing/random_inputs.h"
 
 namespace weft {
 namespace {
@@ -41,20 +42,9 @@ Graph rnn(bool reverse) {
   return g;
 }
 
-std::vector<Tensor> inputs_of(const Graph& g) {
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<Tensor> out;
-  for (const Input& in : g.inputs()) {
-    Tensor t(g.type(in.value));
-    for (int64_t i = 0; i < t.numel(); ++i) t.set_double(i, u(rng));
-    out.push_back(std::move(t));
-  }
-  return out;
-}
 
 void expect_unrolled_matches(Graph g) {
-  const auto inputs = inputs_of(g);
+  const auto inputs = testing::random_inputs(g, 7);
   auto before = reference::run(g, inputs);
   ASSERT_TRUE(before.ok()) << before.error().to_string();
   auto changed = UnrollScansPass().run(g);

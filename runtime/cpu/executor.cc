@@ -9,19 +9,13 @@
 #include <new>
 
 #include "runtime/binding.h"
+#include "runtime/cpu/executor_bound.h"
 #include "runtime/cpu/cost.h"
 #include "runtime/cpu/kernel.h"
 #include "runtime/reference/interpreter.h"
 
 namespace weft::cpu {
 
-struct Executor::Bound {
-  virtual ~Bound() = default;
-  virtual Status run(ThreadPool& pool) = 0;
-  virtual std::string describe() const = 0;
-  /// The library kernel it runs, if any (for the shared scratch).
-  virtual BoundKernel* kernel() { return nullptr; }
-};
 
 namespace {
 
@@ -215,81 +209,6 @@ class FallbackBound : public Executor::Bound {
   size_t result_bytes_;
 };
 
-// A loop (runtime/program.h): its body bound as an executor of its own, run `length` times
-// on the caller's pool, with the copies described in executor.h.
-class LoopBound : public Executor::Bound {
- public:
-  LoopBound(std::unique_ptr<Executor> body, const Invocation& inv, std::vector<const void*> in,
-            std::vector<void*> results)
-      : body_(std::move(body)), in_(std::move(in)), results_(std::move(results)),
-        length_(inv.node.int_attr("length")), consts_(static_cast<int>(inv.node.int_attr("consts"))),
-        carries_(static_cast<int>(inv.node.int_attr("carries"))), reverse_(inv.node.bool_attr("reverse")) {
-    const Program& p = body_->program();
-    for (const ProgramInput& input : p.inputs) input_bytes_.push_back(input.type.bytes());
-    for (const BufferRef& out : p.outputs) output_bytes_.push_back(out.type.bytes());
-    // A next carry that is another body input (two carries swapped) must be read before
-    // any carry is written: such loops stage the carries. One written over its own input
-    // (the lowering's carries_assigned) needs no copy at all.
-    for (int c = 0; c < carries_; ++c) {
-      staged_ = staged_ || (p.outputs[c].space == Space::input && p.outputs[c].input != consts_ + c);
-    }
-    if (staged_) {
-      size_t total = 0;
-      for (int c = 0; c < carries_; ++c) total += output_bytes_[c];
-      stage_.resize(total);
-    }
-  }
-
-  Status run(ThreadPool& pool) override {
-    // The consts and the xs are read in place (each slot's body is bound to them).
-    for (int k = consts_; k < consts_ + carries_; ++k) std::memcpy(body_->input_data(k), in_[k], input_bytes_[k]);
-    for (int64_t step = 0; step < length_; ++step) {
-      const int64_t i = reverse_ ? length_ - 1 - step : step;
-      WEFT_RETURN_IF_ERROR(body_->run_body(pool, i));
-      // The ys first: one may be a carry's current value.
-      for (size_t y = carries_; y < results_.size(); ++y) {
-        const size_t bytes = output_bytes_[y];
-        std::memcpy(static_cast<std::byte*>(results_[y]) + i * bytes, body_->output_data(static_cast<int>(y)), bytes);
-      }
-      if (staged_) {
-        size_t at = 0;
-        for (int c = 0; c < carries_; ++c) {
-          std::memcpy(stage_.data() + at, body_->output_data(c), output_bytes_[c]);
-          at += output_bytes_[c];
-        }
-        at = 0;
-        for (int c = 0; c < carries_; ++c) {
-          std::memcpy(body_->input_data(consts_ + c), stage_.data() + at, output_bytes_[c]);
-          at += output_bytes_[c];
-        }
-      } else {
-        for (int c = 0; c < carries_; ++c) {
-          void* to = body_->input_data(consts_ + c);
-          if (to != body_->output_data(c)) std::memcpy(to, body_->output_data(c), output_bytes_[c]);
-        }
-      }
-    }
-    for (int c = 0; c < carries_; ++c) std::memcpy(results_[c], body_->input_data(consts_ + c), output_bytes_[c]);
-    return Status::ok_status();
-  }
-
-  std::string describe() const override {
-    return "loop " + std::to_string(length_) + "x over @" + body_->program().name + " (" +
-           std::to_string(body_->program().code.size()) + " invocations)";
-  }
-
- private:
-  std::unique_ptr<Executor> body_;
-  std::vector<const void*> in_;
-  std::vector<void*> results_;
-  int64_t length_;
-  int consts_, carries_;
-  bool reverse_;
-  std::vector<size_t> input_bytes_, output_bytes_;
-  bool staged_ = false;
-  std::vector<std::byte> stage_;
-};
-
 }  // namespace
 
 Executor::~Executor() = default;
@@ -462,7 +381,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::create_bound(
         WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Executor> bound,
                               create_bound(std::move(body), generated, body_options, slot_inputs));
         if (first) ex->fallbacks_ += bound->fallbacks();
-        code.push_back(std::make_unique<LoopBound>(std::move(bound), inv, in, b.results));
+        code.push_back(make_loop_bound(std::move(bound), inv, in, b.results));
         break;
       }
       case Invocation::Kind::library: {

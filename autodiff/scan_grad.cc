@@ -149,7 +149,7 @@ StatusOr<std::vector<ValueId>> scan_gradients(Graph& g, int index,
 
   // 5. The reverse body: inputs (consts, carries, xs), then the backward nodes.
   Graph reverse("grad_" + body->name());
-  std::map<ValueId, ValueId> inner;  // `grad` value -> reverse-body value
+  std::vector<ValueId> inner(grad.num_values(), kNoValue);  // `grad` value -> reverse-body value
   std::vector<ValueId> operands, carry_ct, accumulators;
   std::vector<int> accumulated;  // the const input of each accumulator
   GradBuilder outer(g, node.loc);
@@ -251,14 +251,12 @@ StatusOr<std::vector<ValueId>> scan_gradients(Graph& g, int index,
   }
   for (int i : used_xs) add_xs(body->inputs()[i].value, node.operands[i]);
   for (int k : used_seeds) add_xs(seed_of[k], cotangents[k]);
-  std::vector<ValueId> rmap(grad.num_values(), kNoValue);  // `inner` as copy_node's map
   std::function<ValueId(ValueId)> build = [&](ValueId v) -> ValueId {
-    if (auto it = inner.find(v); it != inner.end()) return it->second;
+    if (inner[v] != kNoValue) return inner[v];
     const Node& n = grad.node(grad.value(v).node);
-    for (ValueId o : n.operands) rmap[o] = build(o);
-    copy_node(reverse, grad, n, rmap, [](ValueId) { return std::string(); });
-    for (ValueId r : n.results) inner[r] = rmap[r];
-    return inner.at(v);
+    for (ValueId o : n.operands) build(o);
+    copy_node(reverse, grad, n, inner, [](ValueId) { return std::string(); });
+    return inner[v];
   };
   for (int k : carry_ct) reverse.add_output(build(grad_of.at(consts + k)));
   for (size_t a = 0; a < accumulators.size(); ++a) {

@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "bench/models.h"
+#include "bench/timed_run.h"
 #include "runtime/cpu/executor.h"
 
 namespace weft::bench {
@@ -30,14 +31,6 @@ double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
 
-Tensor random_tensor(const Type& t, int64_t high, std::mt19937_64& rng) {
-  Tensor out(t);
-  std::normal_distribution<double> normal(0, 1);
-  for (int64_t i = 0; i < out.numel(); ++i) {
-    out.set_double(i, is_floating(t.dtype) ? normal(rng) : static_cast<double>(rng() % std::max<int64_t>(high, 1)));
-  }
-  return out;
-}
 
 struct Figures {
   double compile_ms = 0, step_ms = 0;

@@ -1,7 +1,6 @@
 #include "frontend/module.h"
 
 #include <algorithm>
-#include <map>
 #include <memory>
 
 #include "ir/scan.h"
@@ -153,32 +152,25 @@ void Emitter::finish() {
 }
 
 std::vector<ValueId> Emitter::outline_scan(const ScanRegion& r) {
+  // A carry whose next value has another type is the scan shape rule's error (add_scan
+  // below); the loop modules check first, to word it for the user.
   const int end = num_nodes();
-  for (size_t c = 0; c < r.carries.size(); ++c) {
-    if (type(r.next_carries[c]) != type(r.carries[c])) {
-      fail("the loop body maps its state " + type(r.carries[c]).to_string() + " to " +
-           type(r.next_carries[c]).to_string() +
-           "; every iteration feeds its output back, so it must keep the type");
-    }
-  }
   auto inside = [&](ValueId v) { return graph_.value(v).node >= r.first_node; };
-  std::map<ValueId, ValueId> inner;  // outer value -> body value
-  auto body = std::make_shared<Graph>("body");
   // Inputs: the outer values the iteration reads (consts), its carries, its slices.
+  std::vector<bool> is_input(graph_.num_values(), false);
+  for (ValueId v : r.carries) is_input[v] = true;
+  for (ValueId v : r.slices) is_input[v] = true;
   std::vector<ValueId> consts;
   auto note_const = [&](ValueId v) {
-    if (inside(v) || inner.count(v)) return;
-    if (std::find(r.carries.begin(), r.carries.end(), v) != r.carries.end()) return;
-    if (std::find(r.slices.begin(), r.slices.end(), v) != r.slices.end()) return;
+    if (inside(v) || is_input[v]) return;
+    is_input[v] = true;
     consts.push_back(v);
-    inner[v] = kNoValue;
   };
   for (int i = r.first_node; i < end; ++i) {
     const Node& n = graph_.node(i);
     if (n.op == Op::Assign) {
-      Location at = n.loc;
-      throw BuildFailure{Error{"a loop body cannot assign state (" + at.path +
-                                   " updates %" + graph_.value(n.operands[0]).name +
+      throw BuildFailure{Error{"a loop body cannot assign state (" + n.loc.path + " updates %" +
+                                   graph_.value(n.operands[0]).name +
                                    " in every iteration: BatchNorm's running statistics or a "
                                    "forward reference); keep it outside the loop",
                                location()}};
@@ -187,24 +179,19 @@ std::vector<ValueId> Emitter::outline_scan(const ScanRegion& r) {
   }
   for (ValueId v : r.next_carries) note_const(v);
   for (ValueId v : r.ys) note_const(v);
-  auto add_input = [&](ValueId v) { inner[v] = body->add_input(graph_.value(v).name, type(v)); };
-  for (ValueId v : consts) add_input(v);
-  for (ValueId v : r.carries) add_input(v);
-  for (ValueId v : r.slices) add_input(v);
+  std::vector<ValueId> inner(graph_.num_values(), kNoValue);  // outer value -> body value
+  auto body = std::make_shared<Graph>("body");
+  auto add_inputs = [&](const std::vector<ValueId>& values) {
+    for (ValueId v : values) inner[v] = body->add_input(graph_.value(v).name, type(v));
+  };
+  add_inputs(consts);
+  add_inputs(r.carries);
+  add_inputs(r.slices);
   for (int i = r.first_node; i < end; ++i) {
-    const Node& n = graph_.node(i);
-    std::vector<ValueId> args;
-    for (ValueId o : n.operands) args.push_back(inner.at(o));
-    const int at = static_cast<int>(body->nodes().size());
-    inner[n.result()] = body->add_node(n.op, std::move(args), n.attrs, n.loc, graph_.value(n.result()).type,
-                                       graph_.value(n.result()).name);
-    body->node(at).body = n.body;
-    for (size_t k = 1; k < n.results.size(); ++k) {
-      inner[n.results[k]] = body->add_result(at, graph_.value(n.results[k]).name, graph_.value(n.results[k]).type);
-    }
+    copy_node(*body, graph_, graph_.node(i), inner, [&](ValueId v) { return graph_.value(v).name; });
   }
-  for (ValueId v : r.next_carries) body->add_output(inner.at(v));
-  for (ValueId v : r.ys) body->add_output(inner.at(v));
+  for (ValueId v : r.next_carries) body->add_output(inner[v]);
+  for (ValueId v : r.ys) body->add_output(inner[v]);
   // The iteration leaves the outer graph (with any tag it noted) for the body.
   std::vector<bool> keep(graph_.nodes().size(), true);
   std::fill(keep.begin() + r.first_node, keep.end(), false);

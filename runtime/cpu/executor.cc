@@ -412,16 +412,17 @@ StatusOr<std::unique_ptr<Executor>> Executor::create_bound(
   }
   return Status::ok_status();
   };
-  WEFT_RETURN_IF_ERROR(bind(ex->code_, true));
-  // A loop's body bound once per slot with the slot's inputs read in place (the loop's
-  // consts and the slot of each xs in the parent's buffers): no copies per iteration.
+  // A loop's body is bound once per slot instead, with the slot's inputs read in place
+  // (the loop's consts and the slot of each xs in the parent's buffers): no copies per
+  // iteration. The first slot's binding counts the fallbacks.
+  if (slot_inputs.empty()) WEFT_RETURN_IF_ERROR(bind(ex->code_, true));
   for (const std::vector<const void*>& inputs : slot_inputs) {
     const std::vector<void*> own = ex->input_ptr_;
     for (size_t k = 0; k < inputs.size(); ++k) {
       if (inputs[k] != nullptr) ex->input_ptr_[k] = const_cast<void*>(inputs[k]);
     }
     ex->slots_.emplace_back();
-    const Status bound = bind(ex->slots_.back(), false);
+    const Status bound = bind(ex->slots_.back(), ex->slots_.size() == 1);
     ex->input_ptr_ = own;
     WEFT_RETURN_IF_ERROR(bound);
   }

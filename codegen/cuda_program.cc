@@ -10,7 +10,6 @@ LowerOptions cuda_lower_options() {
   options.fusible = gpu_supports;
   options.fuse_lone_reductions = true;  // No library reduction kernel on the GPU.
   options.split_reductions = true;
-  options.unroll_loops = true;  // runtime/cuda has no loop invocation yet.
   return options;
 }
 

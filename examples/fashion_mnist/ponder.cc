@@ -3,119 +3,19 @@
 //
 //   bazel run //examples/fashion_mnist:ponder -- --epochs=10
 //
-// The state is [h, n]: a 128-wide estimate h and the count n of refinements it got. The
-// encoder is a small CNN (two convolutions, max pooling, Linear to 128); each iteration refines h ← h + tanh(W·h + b) and
-// adds 1 to n; an image halts once the classifier head, read on h, gives its top class a
-// probability above 0.9 (positive condition: halt), or after 6 iterations. The head reads
-// the final h. The halting decision gets no gradient; the head, shared by the condition
-// and the output, is trained through the output, so images it learns to classify with
-// confidence stop earlier. After training, the same modules with n as output count the
-// iterations each test image ran: a histogram, and their mean against the maximum.
+// The model is ponder_model.h's: an image halts once the classifier head gives its top
+// class a probability above 0.9, or after 6 iterations. The halting decision gets no
+// gradient; the head, shared by the condition and the output, is trained through the
+// output, so images it learns to classify with confidence stop earlier. After training,
+// the same modules with n as output count the iterations each test image ran: a
+// histogram, and their mean against the maximum.
 #include <cstdio>
+#include <string>
 #include <vector>
 
+#include "examples/fashion_mnist/ponder_model.h"
 #include "examples/fashion_mnist/train_loop.h"
 #include "frontend/modules.h"
-
-namespace weft::examples {
-namespace {
-
-constexpr int64_t kWidth = 128;
-constexpr int64_t kMaxIterations = 6;
-constexpr double kConfidence = 0.9;
-
-ValueId columns(Emitter& e, ValueId s, int64_t from, int64_t to) {
-  const int64_t batch = e.shape(s)[0];
-  return e.op(Op::Slice, {s}, {{"start", IntList{0, from}}, {"stop", IntList{batch, to}}});
-}
-
-/// x [B, 1, 28, 28] → [relu(encoder(x)), 0]: the estimate and its iteration count. The
-/// encoder: two 3×3 convolutions (16 and 32 channels) with ReLU and 2×2 max pooling, then
-/// Linear(32·7·7, 128).
-class Encode : public UnaryModule {
- public:
-  std::string describe() const override { return "Encode"; }
-  ValueId forward1(Emitter& e, ValueId x) override {
-    if (!convs_) {
-      auto f = FlowBuilder::from(Conv2d(1, 16, {.padding = 1}))
-                   .through(ReLU())
-                   .through(MaxPool2d(2))
-                   .through(Conv2d(16, 32, {.padding = 1}))
-                   .through(ReLU())
-                   .through(MaxPool2d(2))
-                   .through(Flatten())
-                   .through(Linear(32 * 7 * 7, kWidth))
-                   .through(ReLU())
-                   .build();
-      if (!f.ok()) e.fail(f.error().message);
-      convs_ = *f;
-    }
-    const ValueId h = emit_part(e, convs_, {x}, "encoder", "encoder", loc_);
-    const ValueId n = e.full(Shape({e.shape(x)[0], 1}), 0.0);
-    return e.op(Op::Concat, {h, n}, {{"axis", int64_t{1}}});
-  }
-
- private:
-  ModulePtr convs_;
-  std::source_location loc_ = std::source_location::current();
-};
-
-/// [h, n] → [h + tanh(W·h + b), n + 1].
-class Refine : public UnaryModule {
- public:
-  std::string describe() const override { return "Refine(" + std::to_string(kWidth) + ")"; }
-  ValueId forward1(Emitter& e, ValueId s) override {
-    const ValueId h = columns(e, s, 0, kWidth), n = columns(e, s, kWidth, kWidth + 1);
-    const ValueId step = e.op(Op::Tanh, {emit_part(e, linear_, {h}, "Linear(128->128)", "linear", loc_)});
-    const ValueId one = e.constant(1.0);
-    return e.op(Op::Concat, {e.add(h, step), e.add(n, one)}, {{"axis", int64_t{1}}});
-  }
-
- private:
-  ModulePtr linear_ = Linear(kWidth, kWidth);
-  std::source_location loc_ = std::source_location::current();
-};
-
-/// [h, n] → head(h): the 10 logits.
-class ReadOut : public UnaryModule {
- public:
-  explicit ReadOut(ModulePtr head) : head_(std::move(head)) {}
-  std::string describe() const override { return "ReadOut"; }
-  ValueId forward1(Emitter& e, ValueId s) override {
-    return emit_part(e, head_, {columns(e, s, 0, kWidth)}, "Linear(128->10)", "head", loc_);
-  }
-
- private:
-  ModulePtr head_;
-  std::source_location loc_ = std::source_location::current();
-};
-
-/// [h, n] → max softmax(head(h)) − 0.9 per sample: positive once confident.
-class Confident : public UnaryModule {
- public:
-  explicit Confident(ModulePtr read_out) : read_out_(std::move(read_out)) {}
-  std::string describe() const override { return "Confident"; }
-  ValueId forward1(Emitter& e, ValueId s) override {
-    const ValueId logits = emit_part(e, read_out_, {s}, "ReadOut", "", loc_);
-    const ValueId p = e.op(Op::Softmax, {logits}, {{"axis", int64_t{1}}});
-    const ValueId top = e.op(Op::Max, {p}, {{"axes", IntList{1}}});
-    return e.sub(top, e.constant(kConfidence));
-  }
-
- private:
-  ModulePtr read_out_;
-  std::source_location loc_ = std::source_location::current();
-};
-
-/// [h, n] → n.
-class Count : public UnaryModule {
- public:
-  std::string describe() const override { return "Count"; }
-  ValueId forward1(Emitter& e, ValueId s) override { return columns(e, s, kWidth, kWidth + 1); }
-};
-
-}  // namespace
-}  // namespace weft::examples
 
 int main(int argc, char** argv) {
   using namespace weft;
@@ -124,29 +24,16 @@ int main(int argc, char** argv) {
   config.name = "ponder";
   config.layout = ImageLayout::nchw;
   parse_flags(argc, argv, config);
-  auto encode = std::make_shared<Encode>();
-  auto refine = std::make_shared<Refine>();
-  auto read_out = std::make_shared<ReadOut>(Linear(kWidth, 10));
-  auto halt = std::make_shared<Confident>(read_out);
-  // The encoder and the loop as the labelled subgraph `ponder` (the head is named in it,
-  // at its first use in the condition); the classifier reads the logits out after it.
-  auto core = FlowBuilder::from(encode).loop_body(refine).until_cond(halt, kMaxIterations).label("ponder").build();
-  if (!core.ok()) {
-    std::fprintf(stderr, "%s\n", core.error().to_string().c_str());
+  auto model = ponder_model();
+  if (!model.ok()) {
+    std::fprintf(stderr, "%s\n", model.error().to_string().c_str());
     return 1;
   }
-  auto net = FlowBuilder::from(*core).through(read_out).build();
-  // The same subgraph with the count as the output, loaded from the trained checkpoint.
-  auto counter = FlowBuilder::from(*core).through(std::make_shared<Count>()).build();
-  if (!net.ok() || !counter.ok()) {
-    std::fprintf(stderr, "%s\n", (net.ok() ? counter.error() : net.error()).to_string().c_str());
-    return 1;
-  }
-  if (const int rc = train(*net, config); rc != 0) return rc;
+  if (const int rc = train(model->net, config); rc != 0) return rc;
 
   // Iterations per test image, from the checkpoint train() saved.
   auto data = FashionMnist::load({.directory = config.data, .normalize = true, .layout = ImageLayout::nchw});
-  auto counting = Trainer::compile(*counter, {{"x", f32({config.batch, 1, 28, 28})}}, LossSpec::mse(),
+  auto counting = Trainer::compile(model->counter, {{"x", f32({config.batch, 1, 28, 28})}}, LossSpec::mse(),
                                    OptimizerSpec::sgd(0.0), {.backend = "cpu"});
   if (!data.ok() || !counting.ok()) {
     std::fprintf(stderr, "%s\n", (data.ok() ? counting.error() : data.error()).to_string().c_str());
@@ -162,16 +49,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", counts.error().to_string().c_str());
     return 1;
   }
-  std::vector<int64_t> histogram(kMaxIterations + 1, 0);
+  std::vector<int64_t> histogram(kPonderMaxIterations + 1, 0);
   double total = 0;
   const std::vector<double> n = (*counts)[0].to_doubles();
   for (double v : n) {
     ++histogram[static_cast<size_t>(v)];
     total += v;
   }
-  std::printf("iterations per test image (max %lld): mean %.2f\n", static_cast<long long>(kMaxIterations),
+  std::printf("iterations per test image (max %lld): mean %.2f\n", static_cast<long long>(kPonderMaxIterations),
               total / static_cast<double>(n.size()));
-  for (int64_t k = 1; k <= kMaxIterations; ++k) {
+  for (int64_t k = 1; k <= kPonderMaxIterations; ++k) {
     std::printf("  %lld: %6lld images  %s\n", static_cast<long long>(k), static_cast<long long>(histogram[k]),
                 std::string(static_cast<size_t>(60.0 * histogram[k] / static_cast<double>(n.size())), '#').c_str());
   }

@@ -25,6 +25,9 @@ namespace weft::cuda {
 /// cleared (so a later launch check does not report it again).
 Status cuda_status(cudaError_t error, const std::string& call);
 
+/// cudaMalloc of at least one byte, zeroed; errors name `what` and the size.
+Status device_allocate(void*& p, int64_t bytes, const std::string& what);
+
 /// Ok, or the error "`call`: `cublasGetStatusString(status)`".
 Status cublas_status(cublasStatus_t status, const std::string& call);
 
@@ -143,5 +146,39 @@ StatusOr<BoundPtr> convolution_bound(Executor::Device& d, const Node& node,
 /// A pooling op on pool.cu's kernels (pool.cc). Errors: the plan's (conv_plan.h).
 StatusOr<BoundPtr> pooling_bound(const Node& node, const std::vector<Type>& operand_types,
                                  const Type& result, std::vector<const void*> in, void* out);
+
+/// An invocation inside a loop's body, for the device errors its kernels report: body
+/// invocations run with indices past the root Program's invocations (Binder::sites).
+struct BodySite {
+  size_t root = 0;                             ///< The outermost loop's invocation.
+  const Executor::Bound* bound = nullptr;      ///< The body invocation, bound.
+  Location loc;                                ///< Its node's location.
+};
+
+/// Binds Program code to device buffers: the executor's Program (bind.cc), and through
+/// its loops each body, recursively.
+struct Binder {
+  Binder(Executor::Device& device, const Program& program, const std::vector<cudaKernel_t>& loaded)
+      : d(device), root(program), kernels(loaded) {}
+
+  Executor::Device& d;
+  const Program& root;                      ///< Its kernels and bodies (bodies share them).
+  const std::vector<cudaKernel_t>& kernels; ///< root.kernels, loaded.
+  int fallbacks = 0;                        ///< Invocations bound to run on the host.
+  std::vector<BodySite> sites;              ///< Run index root.code.size() + k is sites[k].
+  size_t current_root = 0;
+
+  /// `program`'s invocations bound to `arena` and `inputs` (one pointer per input).
+  /// `body_index`: null for the root (invocation i runs with index i); for a loop body,
+  /// receives the index each invocation runs with (a new entry of `sites`).
+  StatusOr<std::vector<BoundPtr>> bind(const Program& program, void* arena,
+                                       const std::vector<void*>& inputs,
+                                       std::vector<int>* body_index);
+};
+
+/// A loop invocation (bind.cc): its body (binder.root.bodies[inv.body]) bound once on
+/// an arena and inputs block of its own; `in` and `results` are the loop's buffers.
+StatusOr<BoundPtr> bind_loop(Binder& binder, const Invocation& inv, std::vector<const void*> in,
+                             std::vector<void*> results);
 
 }  // namespace weft::cuda

@@ -39,14 +39,6 @@ namespace {
 // best kernels; weft's GEMMs are fp32 in pedantic mode, which need far less).
 constexpr size_t kCublasWorkspaceBytes = size_t{4} << 20;
 
-// cudaMalloc of at least one byte, zeroed.
-Status allocate(void*& p, int64_t bytes, const std::string& what) {
-  const size_t size = static_cast<size_t>(std::max<int64_t>(bytes, 1));
-  WEFT_RETURN_IF_ERROR(cuda_status(cudaMalloc(&p, size), "cudaMalloc (" + what + ", " +
-                                                             std::to_string(size) + " bytes)"));
-  return cuda_status(cudaMemset(p, 0, size), "cudaMemset (" + what + ")");
-}
-
 // Loads the PTX module; a JIT error comes back with the compiler's log.
 Status load_module(const std::string& ptx, cudaLibrary_t& library) {
   char log[4096] = {};
@@ -62,6 +54,13 @@ Status load_module(const std::string& ptx, cudaLibrary_t& library) {
 }
 
 }  // namespace
+
+Status device_allocate(void*& p, int64_t bytes, const std::string& what) {
+  const size_t size = static_cast<size_t>(std::max<int64_t>(bytes, 1));
+  WEFT_RETURN_IF_ERROR(cuda_status(cudaMalloc(&p, size), "cudaMalloc (" + what + ", " +
+                                                             std::to_string(size) + " bytes)"));
+  return cuda_status(cudaMemset(p, 0, size), "cudaMemset (" + what + ")");
+}
 
 Executor::Executor() = default;
 Executor::~Executor() = default;
@@ -110,11 +109,11 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program, std::strin
   WEFT_RETURN_IF_ERROR(cublas_status(cublasSetStream(d.cublas, d.stream), "cublasSetStream"));
   WEFT_RETURN_IF_ERROR(
       cublas_status(cublasSetMathMode(d.cublas, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode"));
-  WEFT_RETURN_IF_ERROR(allocate(d.arena, program.arena_bytes, "arena of program @" + program.name));
+  WEFT_RETURN_IF_ERROR(device_allocate(d.arena, program.arena_bytes, "arena of program @" + program.name));
   // Zeroed, like the arena: the alignment padding between inputs (which a merged update
   // computes on and never reads back) holds defined bytes from the start.
   WEFT_RETURN_IF_ERROR(
-      allocate(d.inputs, program.inputs_bytes, "inputs block of program @" + program.name));
+      device_allocate(d.inputs, program.inputs_bytes, "inputs block of program @" + program.name));
   for (int64_t at : program.input_offsets) {
     ex->input_ptr_.push_back(static_cast<std::byte*>(d.inputs) + at);
   }
@@ -138,104 +137,18 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program, std::strin
     }
   }
 
-  // What each invocation may use of the arena as workspace (convolutions).
-  const std::vector<ArenaRun> free_runs = arena_free_runs(program);
-  for (size_t index = 0; index < program.code.size(); ++index) {
-    const Invocation& inv = program.code[index];
-    InvocationBuffers b = resolve_buffers(inv, [&](const BufferRef& r) { return ex->resolve(r); });
-    const std::vector<const void*>& in = b.in;
-    const std::vector<Type>& types = b.types;
-    void* out = b.out();
-    switch (inv.kind) {
-      case Invocation::Kind::generated:
-        ex->code_.push_back(generated_bound(kernels[inv.kernel], program.kernels[inv.kernel],
-                                            b.kernel_args(), std::move(b.clear)));
-        break;
-      case Invocation::Kind::contraction: {
-        const BufferRef& c_ref = inv.results[inv.gemm_result];
-        void* c = b.results[static_cast<size_t>(inv.gemm_result)];
-        std::vector<void*> buffers = b.epilogue_args(inv.gemm_result);
-        MatmulPlan plan;
-        WEFT_ASSIGN_OR_RETURN(bool planned, plan_matmul(inv.node, types[0], types[1], plan));
-        if (!planned) ++ex->fallbacks_;
-        ex->code_.push_back(contraction_bound(
-            inv.node, planned ? std::optional<MatmulPlan>(std::move(plan)) : std::nullopt,
-            types[0], types[1], c_ref.type, in[0], in[1], c, kernels[inv.kernel],
-            program.kernels[inv.kernel], std::move(buffers)));
-        break;
-      }
-      case Invocation::Kind::copy:
-        ex->code_.push_back(copy_bound(in[0], out, inv.results[0].type.bytes(), "copy"));
-        break;
-      case Invocation::Kind::loop:
-        // codegen's CUDA lowering unrolls loops (LowerOptions::unroll_loops).
-        return Error{"program @" + program.name + ": a loop invocation reached the cuda executor, "
-                     "which has no loop construct yet; lower with unroll_loops",
-                     inv.node.loc};
-      case Invocation::Kind::library: {
-        const LibraryKind kind = library_kind(inv.node, types, inv.results[0].type);
-        switch (kind) {
-          case LibraryKind::all_reduce:
-            ex->code_.push_back(copy_bound(in[0], out, inv.results[0].type.bytes(),
-                                           "all_reduce (one process): copy"));
-            break;
-          case LibraryKind::constant: {
-            WEFT_ASSIGN_OR_RETURN(BoundPtr constant,
-                                  constant_bound(inv.node, inv.results[0].type, out));
-            ex->code_.push_back(std::move(constant));
-            break;
-          }
-          case LibraryKind::matmul: {
-            MatmulPlan plan;
-            WEFT_ASSIGN_OR_RETURN(bool planned, plan_matmul(inv.node, types[0], types[1], plan));
-            WEFT_CHECK(planned, "cuda::Executor: library_kind planned a matmul cuBLAS refuses");
-            ex->code_.push_back(matmul_bound(std::move(plan), types[0].dtype, in[0], in[1], out,
-                                             inv.results[0].type.bytes()));
-            break;
-          }
-          case LibraryKind::convolution: {  // cuDNN
-            // cuDNN wants its workspace aligned: the run's first 256-byte boundary on.
-            const ArenaRun run = free_runs[index];
-            const int64_t skip = (256 - run.offset % 256) % 256;
-            FreeArena free;
-            if (run.bytes > skip) {
-              free = {static_cast<std::byte*>(d.arena) + run.offset + skip,
-                      static_cast<size_t>(run.bytes - skip)};
-            }
-            WEFT_ASSIGN_OR_RETURN(BoundPtr bound,
-                                  convolution_bound(d, inv.node, types, inv.results[0].type, in,
-                                                    out, free));
-            ex->code_.push_back(std::move(bound));
-            break;
-          }
-          case LibraryKind::pooling: {  // pool.cu
-            WEFT_ASSIGN_OR_RETURN(BoundPtr bound,
-                                  pooling_bound(inv.node, types, inv.results[0].type, in, out));
-            ex->code_.push_back(std::move(bound));
-            break;
-          }
-          case LibraryKind::host:
-            ++ex->fallbacks_;
-            ex->code_.push_back(fallback_bound(inv.node, types, inv.results[0].type, in, out));
-            break;
-          default: {
-            WEFT_ASSIGN_OR_RETURN(BoundPtr bound, library_bound(kind, inv.node, types,
-                                                                inv.results[0].type, in, out));
-            ex->code_.push_back(std::move(bound));
-            break;
-          }
-        }
-        break;
-      }
-    }
-  }
+  Binder binder(d, program, kernels);
+  WEFT_ASSIGN_OR_RETURN(ex->code_,
+                        binder.bind(program, d.arena, ex->input_ptr_, nullptr));
+  ex->fallbacks_ = binder.fallbacks;
+  ex->body_sites_ = std::move(binder.sites);
   // An update whose value is itself an input (assign(%a, %b)) must read %b's old value
   // even when %b is updated too: such values are snapshotted before any update lands.
   int64_t snapshot_bytes = 0;
   const std::vector<int64_t> snapshot_at = snapshot_layout(program, 256, &snapshot_bytes);
   if (!snapshot_at.empty()) {
     d.snapshot_bytes = static_cast<size_t>(snapshot_bytes);
-    WEFT_RETURN_IF_ERROR(allocate(d.snapshots, snapshot_bytes, "update snapshots"));
+    WEFT_RETURN_IF_ERROR(device_allocate(d.snapshots, snapshot_bytes, "update snapshots"));
     for (int64_t at : snapshot_at) {
       ex->snapshots_.push_back(static_cast<std::byte*>(d.snapshots) + at);
     }
@@ -244,7 +157,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program, std::strin
   // own workspace so that nothing is allocated while a step is captured or replayed).
   size_t workspace = kCublasWorkspaceBytes;
   for (const BoundPtr& b : ex->code_) workspace = std::max(workspace, b->workspace_bytes());
-  WEFT_RETURN_IF_ERROR(allocate(d.workspace, static_cast<int64_t>(workspace), "workspace"));
+  WEFT_RETURN_IF_ERROR(device_allocate(d.workspace, static_cast<int64_t>(workspace), "workspace"));
   d.workspace_bytes = workspace;
   WEFT_RETURN_IF_ERROR(cublas_status(cublasSetWorkspace(d.cublas, d.workspace, workspace),
                                      "cublasSetWorkspace"));
@@ -384,10 +297,14 @@ Status Executor::run() {
   WEFT_RETURN_IF_ERROR(s);
   WEFT_RETURN_IF_ERROR(synced);
   const DeviceError found = *d.error;
-  if (found.code != kNoError && found.invocation >= 0 &&
-      found.invocation < static_cast<int>(code_.size())) {
-    return invocation_error(code_[found.invocation]->device_error(found),
-                            static_cast<size_t>(found.invocation));
+  if (found.code == kNoError || found.invocation < 0) return Status::ok_status();
+  const size_t at = static_cast<size_t>(found.invocation);
+  if (at < code_.size()) return invocation_error(code_[at]->device_error(found), at);
+  if (at - code_.size() < body_sites_.size()) {  // inside a loop's body
+    const BodySite& site = body_sites_[at - code_.size()];
+    Error e = site.bound->device_error(found);
+    if (e.loc.file.empty()) e.loc = site.loc;
+    return invocation_error(std::move(e), site.root);
   }
   return Status::ok_status();
 }

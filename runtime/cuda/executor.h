@@ -61,6 +61,8 @@ bool available();
 /// runtime version"), "" when available.
 std::string unavailable_reason();
 
+struct BodySite;  // device.h
+
 struct ExecutorOptions {
   int device = 0;  ///< The CUDA device ordinal.
   /// The most bytes the arena and the inputs block may take together; 0: the device's
@@ -148,6 +150,8 @@ class Executor : public ProgramExecutor {
   std::vector<void*> input_ptr_;  ///< Device pointers, indexed like program_.inputs.
   std::vector<std::unique_ptr<Bound>> code_;
   std::vector<void*> snapshots_;  ///< Device copies of update values that are inputs.
+  /// The invocations inside loop bodies, for their device errors (device.h, BodySite).
+  std::vector<BodySite> body_sites_;
   int fallbacks_ = 0;
 };
 

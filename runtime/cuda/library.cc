@@ -138,15 +138,21 @@ std::string describe_host_invocation(const Invocation& inv) {
 }
 
 Status check_device_only(const Program& program) {
-  const std::vector<int> host = host_invocations(program);
+  // The root's invocations, then each loop body's (bodies share the root's kernels).
+  std::vector<const Invocation*> host;
+  const auto collect = [&](const Program& p) {
+    for (int i : host_invocations(p)) host.push_back(&p.code[static_cast<size_t>(i)]);
+  };
+  collect(program);
+  for (const Program& body : program.bodies) collect(body);
   if (host.empty()) return Status::ok_status();
   std::string message = "program @" + program.name + " would run " + std::to_string(host.size()) +
                         (host.size() == 1 ? " op" : " ops") +
                         " on the host (no CUDA kernel for it):";
-  for (int i : host) message += "\n  " + describe_host_invocation(program.code[i]);
+  for (const Invocation* inv : host) message += "\n  " + describe_host_invocation(*inv);
   message += "\nset allow_host_fallback to run them on the reference interpreter on the host "
              "(a debugging path: a synchronize and two copies each)";
-  return Error{message, program.code[host[0]].node.loc};
+  return Error{message, host[0]->node.loc};
 }
 
 }  // namespace weft::cuda

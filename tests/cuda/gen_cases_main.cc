@@ -2,6 +2,7 @@
 // rules in tests/cuda/BUILD: `gen_cases OUT.cc` (the test cases), `gen_cases --suite
 // OUT.cc` (the ten suite models' training steps, for suite_bench).
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -24,6 +25,7 @@ struct GraphCase {
   std::string name;
   Graph graph;
   int steps = 1;
+  bool unroll = false;  ///< Lowered with LowerOptions::unroll_loops (for comparison).
 };
 
 Graph parse(const std::string& text) {
@@ -158,6 +160,52 @@ std::vector<GraphCase> op_cases() {
       "  %v = random_uniform(%k) {shape=[5], dtype=f64}\n"
       "  %b = random_bernoulli(%k) {shape=[6, 8], p=0.3, dtype=f32}\n", "%u, %v, %b");
   add("pow_scalar_f64", "%b: f64[], %t: f64[]", "  %y = pow(%b, %t)\n", "%y");
+  // Loops (scan: one loop invocation over a body Program): a recurrent cell forward, a
+  // reverse loop without xs; two carries swapped (staged) around a nested loop.
+  cases.push_back({"scan_rnn_reverse", parse(R"(graph @scan_rnn_reverse(%w: f32[8,8], %h0: f32[4,8], %xs: f32[6,4,8]) {
+  %h, %ys = scan(%w, %h0, %xs) {carries=1, consts=1, length=6} : f32[4,8], f32[6,4,8] ({
+    ^cell(%cw: f32[8,8], %ch: f32[4,8], %cx: f32[4,8]):
+      %m = matmul(%ch, %cw) : f32[4,8]
+      %a = add(%m, %cx) : f32[4,8]
+      %n = tanh(%a) : f32[4,8]
+      %y = mul(%n, %cx) : f32[4,8]
+      return %n, %y
+  })
+  %back = scan(%w, %h) {carries=1, consts=1, length=3, reverse=true} : f32[4,8] ({
+    ^again(%bw: f32[8,8], %bh: f32[4,8]):
+      %bm = matmul(%bh, %bw) : f32[4,8]
+      %bs = sin(%bm) : f32[4,8]
+      return %bs
+  })
+  return %h, %ys, %back
+}
+)")});
+  cases.push_back({"scan_swapped_nested", parse(R"(graph @scan_swapped_nested(%w: f32[5,5], %a0: f32[3,5], %b0: f32[3,5], %xs: f32[4,3,5]) {
+  %a, %b, %ys = scan(%w, %a0, %b0, %xs) {carries=2, consts=1, length=4} : f32[3,5], f32[3,5], f32[4,3,5] ({
+    ^outer(%ow: f32[5,5], %oa: f32[3,5], %ob: f32[3,5], %ox: f32[3,5]):
+      %in = scan(%ow, %oa) {carries=1, consts=1, length=2} : f32[3,5] ({
+        ^inner(%iw: f32[5,5], %ih: f32[3,5]):
+          %im = matmul(%ih, %iw) : f32[3,5]
+          %it = tanh(%im) : f32[3,5]
+          return %it
+      })
+      %s = add(%in, %ox) : f32[3,5]
+      return %ob, %s, %s
+  })
+  return %a, %b, %ys
+}
+)")});
+  // A gather in a loop's body: its index checked on the device, reported from inside.
+  cases.push_back({"scan_gather", parse(R"(graph @scan_gather(%t: f32[3,4], %h0: f32[2,4], %idx: i64[5,2]) {
+  %h = scan(%t, %h0, %idx) {carries=1, consts=1, length=5} : f32[2,4] ({
+    ^rows(%gt: f32[3,4], %gh: f32[2,4], %gi: i64[2]):
+      %r = gather(%gt, %gi) {axis=0} : f32[2,4]
+      %n = add(%gh, %r) : f32[2,4]
+      return %n
+  })
+  return %h
+}
+)")});
   // Convolutions (cuDNN) and poolings (pool.cu): each op with strides, padding, and for
   // the convolutions groups and dilation.
   const std::string conv = "stride=[2, 2], padding=[1, 1], groups=2";
@@ -212,6 +260,15 @@ std::vector<GraphCase> training_cases() {
           .through(Linear(4 * 4 * 4, 3)).build(),
       {{"x", f32({6, 1, 8, 8})}}, LossSpec::cross_entropy(),
       OptimizerSpec::sgd(0.05, /*momentum=*/0.9, /*dampening=*/0, /*weight_decay=*/1e-3), 3);
+  // Loops trained: a two-layer LSTM (one loop per layer and its reverse loop), and
+  // per-sample halting (a carried mask and select) with until_cond.
+  add("lstm_adam_step",
+      FlowBuilder::from(LSTM(5, 8, {.layers = 2, .last = true})).through(Linear(8, 3)).build(),
+      {{"x", f32({4, 6, 5})}}, LossSpec::cross_entropy(), OptimizerSpec::adam(1e-2), 3);
+  add("until_adam_step",
+      FlowBuilder::from(Linear(6, 8)).loop_body(Linear(8, 8)).until_cond(Linear(8, 1), 4)
+          .through(Linear(8, 3)).build(),
+      {{"x", f32({5, 6})}}, LossSpec::cross_entropy(), OptimizerSpec::adam(1e-2), 3);
   return cases;
 }
 
@@ -225,7 +282,13 @@ std::vector<GraphCase> suite_cases() {
     StatusOr<Trainer> t = Trainer::compile(m->net, m->inputs, m->loss, OptimizerSpec::adam(m->lr),
                                            {.seed = 0, .backend = "reference"});
     WEFT_CHECK(t.ok(), t.ok() ? "" : t.error().to_string());
-    cases.push_back({name, t->step_graph(), 2});
+    Graph step = t->step_graph();
+    const bool loops = std::any_of(step.nodes().begin(), step.nodes().end(),
+                                   [](const Node& n) { return n.op == Op::Scan; });
+    cases.push_back({name, step, 2});
+    // The loop models once more with their loops unrolled: looped against unrolled on
+    // the GPU (step_bench reads the same INIT file for both).
+    if (loops) cases.push_back({name + "@unrolled", std::move(step), 2, /*unroll=*/true});
   }
   return cases;
 }
@@ -252,7 +315,9 @@ int run(const std::string& out_path, bool suite) {
   std::ostringstream table;
   for (size_t i = 0; i < cases.size(); ++i) {
     const GraphCase& c = cases[i];
-    StatusOr<codegen::CudaProgram> p = codegen::compile_cuda_program(c.graph);
+    codegen::LowerOptions options = codegen::cuda_lower_options();
+    options.unroll_loops = c.unroll;
+    StatusOr<codegen::CudaProgram> p = codegen::compile_cuda_program(c.graph, options);
     if (!p.ok()) {
       std::fprintf(stderr, "gen_cases: %s: %s\n", c.name.c_str(), p.error().to_string().c_str());
       return 1;

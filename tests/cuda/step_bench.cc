@@ -126,7 +126,9 @@ int run(int argc, char** argv) {
   // case's runs start from these values, or from seeded ones without a file.
   std::map<std::string, std::vector<Tensor>> initial;
   for (const Case& c : all_cases()) {
-    const std::string init = init_dir.empty() ? "" : init_dir + "/" + c.name + ".safetensors";
+    // `MODEL@unrolled` starts from MODEL's INIT file (the same graph, lowered otherwise).
+    const std::string init =
+        init_dir.empty() ? "" : init_dir + "/" + c.name.substr(0, c.name.find('@')) + ".safetensors";
     if (c.steps < 2 || (!only.empty() && c.name != only) || init.empty() ||
         !std::ifstream(init).good()) {
       continue;
@@ -144,116 +146,125 @@ int run(int argc, char** argv) {
     std::printf("step_bench: no GPU (%s)\n", cuda::unavailable_reason().c_str());
     return 0;
   }
+  // A case that fails is reported and the others still run (the exit status says so).
+  bool failed = false;
   for (const Case& c : all_cases()) {
     if (c.steps < 2 || (!only.empty() && c.name != only)) continue;
     for (bool graph : {true, false}) {
-      const Graph g = parse_case(c);
-      const auto from_init = initial.find(c.name);
-      std::vector<Tensor> inputs =
-          from_init != initial.end() ? from_init->second : make_inputs(g, 7);
-      if (graph && from_init != initial.end()) {
-        std::printf("weft cuda  %-18s starts from %s/%s.safetensors\n", c.name.c_str(),
-                    init_dir.c_str(), c.name.c_str());
-      }
-      set_step(g, inputs, 0);
-      const Program program = c.program();
-      const bool host = !cuda::host_invocations(program).empty();
-      StatusOr<std::unique_ptr<cuda::Executor>> ex = cuda::Executor::create(
-          program, c.ptx, c.symbols, {.cuda_graph = graph, .allow_host_fallback = host, .convolutions = conv});
-      if (!ex.ok()) {
-        std::fprintf(stderr, "%s: %s\n", c.name.c_str(), ex.error().to_string().c_str());
-        return 1;
-      }
-      for (size_t i = 0; i < inputs.size(); ++i) {
-        if (Status s = (*ex)->set_input(static_cast<int>(i), inputs[i]); !s.ok()) {
-          std::fprintf(stderr, "%s: %s\n", c.name.c_str(), s.to_string().c_str());
-          return 1;
+      const auto one = [&]() -> bool {
+        const Graph g = parse_case(c);
+        const auto from_init = initial.find(c.name);
+        std::vector<Tensor> inputs =
+            from_init != initial.end() ? from_init->second : make_inputs(g, 7);
+        if (graph && from_init != initial.end()) {
+          std::printf("weft cuda  %-18s starts from %s/%s.safetensors\n", c.name.c_str(),
+                      init_dir.c_str(), c.name.c_str());
         }
-      }
-      const int step_input = (*ex)->find_input("weft.step");
-      std::vector<double> ms;
-      double first_loss = 0, last_loss = 0;
-      for (int s = 0; s < warmup + steps; ++s) {
-        // A training loop's step: the step count (Adam's bias correction), then the step.
-        const auto t0 = std::chrono::steady_clock::now();
-        if (step_input >= 0) {
-          set_step(g, inputs, s);
-          if (Status st = (*ex)->set_input(step_input, inputs[step_input]); !st.ok()) {
-            std::fprintf(stderr, "%s: %s\n", c.name.c_str(), st.to_string().c_str());
-            return 1;
+        set_step(g, inputs, 0);
+        const Program program = c.program();
+        const bool host = !cuda::check_device_only(program).ok();
+        StatusOr<std::unique_ptr<cuda::Executor>> ex = cuda::Executor::create(
+            program, c.ptx, c.symbols, {.cuda_graph = graph, .allow_host_fallback = host, .convolutions = conv});
+        if (!ex.ok()) {
+          std::fprintf(stderr, "%s: %s\n", c.name.c_str(), ex.error().to_string().c_str());
+          return false;
+        }
+        for (size_t i = 0; i < inputs.size(); ++i) {
+          if (Status s = (*ex)->set_input(static_cast<int>(i), inputs[i]); !s.ok()) {
+            std::fprintf(stderr, "%s: %s\n", c.name.c_str(), s.to_string().c_str());
+            return false;
           }
         }
-        if (Status st = (*ex)->run(); !st.ok()) {
-          std::fprintf(stderr, "%s: %s\n", c.name.c_str(), st.to_string().c_str());
-          return 1;
+        const int step_input = (*ex)->find_input("weft.step");
+        std::vector<double> ms;
+        double first_loss = 0, last_loss = 0;
+        for (int s = 0; s < warmup + steps; ++s) {
+          // A training loop's step: the step count (Adam's bias correction), then the step.
+          const auto t0 = std::chrono::steady_clock::now();
+          if (step_input >= 0) {
+            set_step(g, inputs, s);
+            if (Status st = (*ex)->set_input(step_input, inputs[step_input]); !st.ok()) {
+              std::fprintf(stderr, "%s: %s\n", c.name.c_str(), st.to_string().c_str());
+              return false;
+            }
+          }
+          if (Status st = (*ex)->run(); !st.ok()) {
+            std::fprintf(stderr, "%s: %s\n", c.name.c_str(), st.to_string().c_str());
+            return false;
+          }
+          const auto t1 = std::chrono::steady_clock::now();
+          if (s >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+          const double loss = (*ex)->output(0).get_double(0);
+          if (s == 0) first_loss = loss;
+          last_loss = loss;
         }
-        const auto t1 = std::chrono::steady_clock::now();
-        if (s >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-        const double loss = (*ex)->output(0).get_double(0);
-        if (s == 0) first_loss = loss;
-        last_loss = loss;
-      }
-      std::sort(ms.begin(), ms.end());
-      std::printf("weft cuda  %-18s %-14s median %.3f ms/step  (min %.3f, %d steps; loss %.6f -> "
-                  "%.6f; %zu invocations, %zu generated kernels, %d on the host; device %.1f "
-                  "MiB)\n",
-                  c.name.c_str(), (*ex)->uses_cuda_graph() ? "one CUDA graph" : "launches",
-                  ms[ms.size() / 2], ms.front(), steps, first_loss, last_loss,
-                  (*ex)->program().code.size(), c.symbols.size(), (*ex)->fallbacks(),
-                  static_cast<double>((*ex)->device_bytes()) / (1 << 20));
-      if (top > 0 && !graph) {
-        // The costliest invocations of one more step, launch by launch.
-        StatusOr<std::vector<double>> prof = (*ex)->profile_step();
-        if (!prof.ok()) {
-          std::fprintf(stderr, "%s: %s\n", c.name.c_str(), prof.error().to_string().c_str());
-          return 1;
+        std::sort(ms.begin(), ms.end());
+        std::printf("weft cuda  %-18s %-14s median %.3f ms/step  (min %.3f, %d steps; loss %.6f -> "
+                    "%.6f; %zu invocations, %zu generated kernels, %d on the host; device %.1f "
+                    "MiB)\n",
+                    c.name.c_str(), (*ex)->uses_cuda_graph() ? "one CUDA graph" : "launches",
+                    ms[ms.size() / 2], ms.front(), steps, first_loss, last_loss,
+                    (*ex)->program().code.size(), c.symbols.size(), (*ex)->fallbacks(),
+                    static_cast<double>((*ex)->device_bytes()) / (1 << 20));
+        if (top > 0 && !graph) {
+          // The costliest invocations of one more step, launch by launch.
+          StatusOr<std::vector<double>> prof = (*ex)->profile_step();
+          if (!prof.ok()) {
+            std::fprintf(stderr, "%s: %s\n", c.name.c_str(), prof.error().to_string().c_str());
+            return false;
+          }
+          std::vector<size_t> order(prof->size());
+          for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+          std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return (*prof)[a] > (*prof)[b]; });
+          double total = 0;
+          for (double t : *prof) total += t;
+          std::printf("    profile: %.3f ms in %zu invocations; the costliest:\n", total, prof->size());
+          std::vector<std::string> lines;
+          const std::string d = (*ex)->describe();
+          for (size_t at = 0, end; (end = d.find('\n', at)) != std::string::npos; at = end + 1) {
+            lines.push_back(d.substr(at, end - at));
+          }
+          for (int k = 0; k < top && k < static_cast<int>(order.size()); ++k) {
+            const size_t i = order[k];
+            const Invocation& inv = (*ex)->program().code[i];
+            std::printf("    %8.3f ms  %-60.60s %s\n", (*prof)[i], i < lines.size() ? lines[i].c_str() : "",
+                        inv.results[0].type.to_string().c_str());
+          }
+          // By kind: the invocations whose descriptions (less the index) are the same.
+          std::map<std::string, std::pair<double, int>> kinds;
+          for (size_t i = 0; i < prof->size() && i < lines.size(); ++i) {
+            const size_t text = lines[i].find_first_not_of("0123456789 ");
+            auto& [ms_total, count] = kinds[lines[i].substr(text == std::string::npos ? 0 : text)];
+            ms_total += (*prof)[i];
+            ++count;
+          }
+          std::vector<std::pair<double, std::string>> by_time;
+          for (const auto& [text, tc] : kinds) by_time.emplace_back(tc.first, text);
+          std::sort(by_time.rbegin(), by_time.rend());
+          std::printf("    by kind (%zu kinds):\n", by_time.size());
+          for (int k = 0; k < top && k < static_cast<int>(by_time.size()); ++k) {
+            const auto& [ms_total, text] = by_time[k];
+            std::printf("    %8.3f ms %5d x  %s\n", ms_total, kinds[text].second, text.c_str());
+          }
         }
-        std::vector<size_t> order(prof->size());
-        for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-        std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return (*prof)[a] > (*prof)[b]; });
-        double total = 0;
-        for (double t : *prof) total += t;
-        std::printf("    profile: %.3f ms in %zu invocations; the costliest:\n", total, prof->size());
-        std::vector<std::string> lines;
+        if (!graph) return true;
+        // Which invocations still run on the host, by op.
         const std::string d = (*ex)->describe();
-        for (size_t at = 0, end; (end = d.find('\n', at)) != std::string::npos; at = end + 1) {
-          lines.push_back(d.substr(at, end - at));
+        size_t at = 0;
+        while ((at = d.find("reference ", at)) != std::string::npos) {
+          const size_t end = d.find('\n', at);
+          std::printf("    host: %s\n", d.substr(at, end - at).c_str());
+          at = end;
         }
-        for (int k = 0; k < top && k < static_cast<int>(order.size()); ++k) {
-          const size_t i = order[k];
-          const Invocation& inv = (*ex)->program().code[i];
-          std::printf("    %8.3f ms  %-60.60s %s\n", (*prof)[i], i < lines.size() ? lines[i].c_str() : "",
-                      inv.results[0].type.to_string().c_str());
-        }
-        // By kind: the invocations whose descriptions (less the index) are the same.
-        std::map<std::string, std::pair<double, int>> kinds;
-        for (size_t i = 0; i < prof->size() && i < lines.size(); ++i) {
-          const size_t text = lines[i].find_first_not_of("0123456789 ");
-          auto& [ms_total, count] = kinds[lines[i].substr(text == std::string::npos ? 0 : text)];
-          ms_total += (*prof)[i];
-          ++count;
-        }
-        std::vector<std::pair<double, std::string>> by_time;
-        for (const auto& [text, tc] : kinds) by_time.emplace_back(tc.first, text);
-        std::sort(by_time.rbegin(), by_time.rend());
-        std::printf("    by kind (%zu kinds):\n", by_time.size());
-        for (int k = 0; k < top && k < static_cast<int>(by_time.size()); ++k) {
-          const auto& [ms_total, text] = by_time[k];
-          std::printf("    %8.3f ms %5d x  %s\n", ms_total, kinds[text].second, text.c_str());
-        }
-      }
-      if (!graph) continue;
-      // Which invocations still run on the host, by op.
-      const std::string d = (*ex)->describe();
-      size_t at = 0;
-      while ((at = d.find("reference ", at)) != std::string::npos) {
-        const size_t end = d.find('\n', at);
-        std::printf("    host: %s\n", d.substr(at, end - at).c_str());
-        at = end;
+        return true;
+      };
+      if (!one()) {
+        failed = true;
+        break;
       }
     }
   }
-  return 0;
+  return failed ? 1 : 0;
 }
 
 }  // namespace

@@ -1,0 +1,252 @@
+// Binding a Program's invocations to device buffers (Binder, device.h), and the loop
+// invocation: a body Program bound once, run `length` times on the step's stream.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+#include "runtime/binding.h"
+#include "runtime/cuda/device.h"
+#include "runtime/cuda/library.h"
+
+namespace weft::cuda {
+namespace {
+
+using Device = Executor::Device;
+
+// A loop (runtime/program.h). Its body has an arena and an inputs block of its own on the
+// device, bound once: the body reads the loop's consts where they lie in the parent; per
+// iteration the slot of each xs is copied into the body's input, the body's invocations
+// run, each ys is copied into its slot, and each next carry into its carry input, unless
+// the body wrote it there (the lowering's carries_assigned): all device-to-device on the
+// step's stream, so a captured step holds the whole loop and no host decides anything.
+// Its fields are set by bind_loop, below.
+struct LoopBound : Executor::Bound {
+  ~LoopBound() override {
+    for (void* p : {arena_, inputs_, stage_}) {
+      if (p != nullptr) cudaFree(p);
+    }
+  }
+
+  Status run(Device& d, int) override {
+    for (int c = 0; c < carries_; ++c) {
+      WEFT_RETURN_IF_ERROR(copy(d, body_in_[consts_ + c], in_[consts_ + c], out_bytes_[c], "initial carry"));
+    }
+    for (int64_t step = 0; step < length_; ++step) {
+      const int64_t i = reverse_ ? length_ - 1 - step : step;
+      for (size_t k = consts_ + carries_; k < in_.size(); ++k) {
+        WEFT_RETURN_IF_ERROR(copy(d, body_in_[k], static_cast<const std::byte*>(in_[k]) + i * in_bytes_[k],
+                                  in_bytes_[k], "slot of xs"));
+      }
+      for (size_t j = 0; j < body_.size(); ++j) WEFT_RETURN_IF_ERROR(body_[j]->run(d, index_[j]));
+      // The ys first: one may be a carry's current value.
+      for (size_t y = carries_; y < results_.size(); ++y) {
+        WEFT_RETURN_IF_ERROR(copy(d, static_cast<std::byte*>(results_[y]) + i * out_bytes_[y], body_out_[y],
+                                  out_bytes_[y], "ys into its slot"));
+      }
+      if (stage_ != nullptr) {  // two carries swapped: read both before writing either
+        size_t at = 0;
+        for (int c = 0; c < carries_; ++c) {
+          WEFT_RETURN_IF_ERROR(copy(d, static_cast<std::byte*>(stage_) + at, body_out_[c], out_bytes_[c], "staged carry"));
+          at += out_bytes_[c];
+        }
+        at = 0;
+        for (int c = 0; c < carries_; ++c) {
+          WEFT_RETURN_IF_ERROR(copy(d, body_in_[consts_ + c], static_cast<std::byte*>(stage_) + at, out_bytes_[c],
+                                    "staged carry"));
+          at += out_bytes_[c];
+        }
+      } else {
+        for (int c = 0; c < carries_; ++c) {
+          WEFT_RETURN_IF_ERROR(copy(d, body_in_[consts_ + c], body_out_[c], out_bytes_[c], "next carry"));
+        }
+      }
+    }
+    for (int c = 0; c < carries_; ++c) {
+      WEFT_RETURN_IF_ERROR(copy(d, results_[c], body_in_[consts_ + c], out_bytes_[c], "last carry"));
+    }
+    return Status::ok_status();
+  }
+
+  std::string describe() const override {
+    return "loop " + std::to_string(length_) + "x over @" + name_ + " (" + std::to_string(body_.size()) +
+           " invocations)";
+  }
+  size_t workspace_bytes() const override {
+    size_t most = 0;
+    for (const BoundPtr& b : body_) most = std::max(most, b->workspace_bytes());
+    return most;
+  }
+  size_t owned_bytes() const override {
+    size_t bytes = owned_;
+    for (const BoundPtr& b : body_) bytes += b->owned_bytes();
+    return bytes;
+  }
+  bool on_host() const override {
+    return std::any_of(body_.begin(), body_.end(), [](const BoundPtr& b) { return b->on_host(); });
+  }
+
+  static Status copy(Device& d, void* to, const void* from, size_t bytes, const char* what) {
+    if (to == from || bytes == 0) return Status::ok_status();
+    return cuda_status(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, d.stream),
+                       std::string("cudaMemcpyAsync (loop: ") + what + ")");
+  }
+
+  std::string name_;
+  int64_t length_ = 0;
+  int consts_ = 0, carries_ = 0;
+  bool reverse_ = false;
+  void* arena_ = nullptr;   // the body's arena
+  void* inputs_ = nullptr;  // the body's inputs block
+  void* stage_ = nullptr;   // the carries, when two are swapped
+  size_t owned_ = 0;
+  std::vector<const void*> in_;  // the loop's operands in the parent
+  std::vector<void*> results_;   // the loop's results in the parent
+  std::vector<void*> body_in_;   // the body's inputs (its consts: the parent's operands)
+  std::vector<const void*> body_out_;
+  std::vector<size_t> in_bytes_, out_bytes_;  // a body input's and output's bytes
+  std::vector<BoundPtr> body_;
+  std::vector<int> index_;  // each body invocation's index for Bound::run (Binder::sites)
+};
+
+}  // namespace
+
+StatusOr<BoundPtr> bind_loop(Binder& binder, const Invocation& inv, std::vector<const void*> in,
+                             std::vector<void*> results) {
+  Program body = binder.root.bodies[static_cast<size_t>(inv.body)];
+  check_layout(body, "cuda::Executor (loop body)");
+  auto loop = std::make_unique<LoopBound>();
+  LoopBound& l = *loop;
+  l.name_ = body.name;
+  l.length_ = inv.node.int_attr("length");
+  l.consts_ = static_cast<int>(inv.node.int_attr("consts"));
+  l.carries_ = static_cast<int>(inv.node.int_attr("carries"));
+  l.reverse_ = inv.node.bool_attr("reverse");
+  l.in_ = std::move(in);
+  l.results_ = std::move(results);
+  const std::string what = "loop body @" + body.name;
+  WEFT_RETURN_IF_ERROR(device_allocate(l.arena_, body.arena_bytes, "arena of " + what));
+  WEFT_RETURN_IF_ERROR(device_allocate(l.inputs_, body.inputs_bytes, "inputs block of " + what));
+  l.owned_ = static_cast<size_t>(std::max<int64_t>(body.arena_bytes, 1) + std::max<int64_t>(body.inputs_bytes, 1));
+  for (size_t k = 0; k < body.inputs.size(); ++k) {
+    l.in_bytes_.push_back(body.inputs[k].type.bytes());
+    l.body_in_.push_back(static_cast<int>(k) < l.consts_
+                             ? const_cast<void*>(l.in_[k])
+                             : static_cast<std::byte*>(l.inputs_) + body.input_offsets[k]);
+  }
+  WEFT_ASSIGN_OR_RETURN(l.body_, binder.bind(body, l.arena_, l.body_in_, &l.index_));
+  bool staged = false;
+  for (size_t c = 0; c < body.outputs.size(); ++c) {
+    const BufferRef& out = body.outputs[c];
+    l.out_bytes_.push_back(out.type.bytes());
+    l.body_out_.push_back(out.space == Space::input ? l.body_in_[out.input]
+                                                    : static_cast<std::byte*>(l.arena_) + out.offset);
+    // A next carry that is another body input (two carries swapped).
+    const bool carry = static_cast<int>(c) < l.carries_;
+    staged = staged || (carry && out.space == Space::input && out.input != l.consts_ + static_cast<int>(c));
+  }
+  if (staged) {
+    size_t total = 0;
+    for (int c = 0; c < l.carries_; ++c) total += l.out_bytes_[c];
+    WEFT_RETURN_IF_ERROR(device_allocate(l.stage_, static_cast<int64_t>(total), "staged carries of " + what));
+    l.owned_ += std::max<size_t>(total, 1);
+  }
+  return BoundPtr(std::move(loop));
+}
+
+StatusOr<std::vector<BoundPtr>> Binder::bind(const Program& program, void* arena,
+                                             const std::vector<void*>& inputs, std::vector<int>* body_index) {
+  std::vector<BoundPtr> code;
+  const auto resolve = [&](const BufferRef& r) -> void* {
+    if (r.space == Space::input) return inputs[r.input];
+    return static_cast<std::byte*>(arena) + r.offset;
+  };
+  // What each invocation may use of the arena as workspace (convolutions).
+  const std::vector<ArenaRun> free_runs = arena_free_runs(program);
+  for (size_t index = 0; index < program.code.size(); ++index) {
+    const Invocation& inv = program.code[index];
+    if (body_index == nullptr) current_root = index;
+    InvocationBuffers b = resolve_buffers(inv, resolve);
+    const std::vector<const void*>& in = b.in;
+    const std::vector<Type>& types = b.types;
+    void* out = b.out();
+    BoundPtr bound;
+    switch (inv.kind) {
+      case Invocation::Kind::generated:
+        bound = generated_bound(kernels[inv.kernel], root.kernels[inv.kernel], b.kernel_args(),
+                                std::move(b.clear));
+        break;
+      case Invocation::Kind::contraction: {
+        const BufferRef& c_ref = inv.results[inv.gemm_result];
+        void* c = b.results[static_cast<size_t>(inv.gemm_result)];
+        std::vector<void*> buffers = b.epilogue_args(inv.gemm_result);
+        MatmulPlan plan;
+        WEFT_ASSIGN_OR_RETURN(bool planned, plan_matmul(inv.node, types[0], types[1], plan));
+        if (!planned) ++fallbacks;
+        bound = contraction_bound(inv.node, planned ? std::optional<MatmulPlan>(std::move(plan)) : std::nullopt,
+                                  types[0], types[1], c_ref.type, in[0], in[1], c, kernels[inv.kernel],
+                                  root.kernels[inv.kernel], std::move(buffers));
+        break;
+      }
+      case Invocation::Kind::copy:
+        bound = copy_bound(in[0], out, inv.results[0].type.bytes(), "copy");
+        break;
+      case Invocation::Kind::loop: {
+        WEFT_ASSIGN_OR_RETURN(bound, bind_loop(*this, inv, in, b.results));
+        break;
+      }
+      case Invocation::Kind::library: {
+        const LibraryKind kind = library_kind(inv.node, types, inv.results[0].type);
+        switch (kind) {
+          case LibraryKind::all_reduce:
+            bound = copy_bound(in[0], out, inv.results[0].type.bytes(), "all_reduce (one process): copy");
+            break;
+          case LibraryKind::constant: {
+            WEFT_ASSIGN_OR_RETURN(bound, constant_bound(inv.node, inv.results[0].type, out));
+            break;
+          }
+          case LibraryKind::matmul: {
+            MatmulPlan plan;
+            WEFT_ASSIGN_OR_RETURN(bool planned, plan_matmul(inv.node, types[0], types[1], plan));
+            WEFT_CHECK(planned, "cuda::Executor: library_kind planned a matmul cuBLAS refuses");
+            bound = matmul_bound(std::move(plan), types[0].dtype, in[0], in[1], out, inv.results[0].type.bytes());
+            break;
+          }
+          case LibraryKind::convolution: {  // cuDNN
+            // cuDNN wants its workspace aligned: the run's first 256-byte boundary on.
+            const ArenaRun run = free_runs[index];
+            const int64_t skip = (256 - run.offset % 256) % 256;
+            FreeArena free;
+            if (run.bytes > skip) {
+              free = {static_cast<std::byte*>(arena) + run.offset + skip, static_cast<size_t>(run.bytes - skip)};
+            }
+            WEFT_ASSIGN_OR_RETURN(bound, convolution_bound(d, inv.node, types, inv.results[0].type, in, out, free));
+            break;
+          }
+          case LibraryKind::pooling: {  // pool.cu
+            WEFT_ASSIGN_OR_RETURN(bound, pooling_bound(inv.node, types, inv.results[0].type, in, out));
+            break;
+          }
+          case LibraryKind::host:
+            ++fallbacks;
+            bound = fallback_bound(inv.node, types, inv.results[0].type, in, out);
+            break;
+          default: {
+            WEFT_ASSIGN_OR_RETURN(bound, library_bound(kind, inv.node, types, inv.results[0].type, in, out));
+            break;
+          }
+        }
+        break;
+      }
+    }
+    if (body_index != nullptr) {
+      // A body invocation reports device errors under an index past the root's code.
+      body_index->push_back(static_cast<int>(root.code.size() + sites.size()));
+      sites.push_back({current_root, bound.get(), inv.node.loc});
+    }
+    code.push_back(std::move(bound));
+  }
+  return code;
+}
+
+}  // namespace weft::cuda

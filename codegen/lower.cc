@@ -17,6 +17,7 @@
 #include "passes/fuse_elementwise.h"
 #include "passes/schedule.h"
 #include "passes/hoist_loop_invariants.h"
+#include "passes/prune_scan_results.h"
 #include "passes/unroll_scans.h"
 
 namespace weft::codegen {
@@ -303,6 +304,8 @@ void add_cpu_passes(Pipeline& p, const LowerOptions& options) {
     p.add(std::make_unique<UnrollScansPass>());
   } else {
     p.add(std::make_unique<HoistLoopInvariantsPass>());
+    // After hoisting: its cse inside bodies makes ys of the same value.
+    p.add(std::make_unique<PruneScanResultsPass>());
   }
   p.add(std::make_unique<FoldTransposePass>());
   p.add(std::make_unique<FoldBatchMatmulPass>());

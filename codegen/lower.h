@@ -81,7 +81,7 @@ struct Lowering {
 };
 
 /// The CPU backend's graph passes after the default pipeline: unroll-scans (with
-/// `options.unroll_loops`) or hoist-loop-invariants, fold-transpose,
+/// `options.unroll_loops`) or hoist-loop-invariants and prune-scan-results, fold-transpose,
 /// fold-batch-matmul, decompose-composites, fuse-contraction-epilogue (GEMMs that
 /// runtime/cpu runs with an epilogue, members by `options.fusible`), fuse-elementwise
 /// (with `options.fusible`)

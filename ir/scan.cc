@@ -21,6 +21,32 @@ void copy_node(Graph& out, const Graph& src, const Node& n, std::vector<ValueId>
   }
 }
 
+void copy_loop(Graph& out, const Graph& src, const Node& n, std::vector<ValueId> operands, Attrs attrs,
+               std::shared_ptr<const Graph> body, const std::vector<size_t>& keep, std::vector<ValueId>& map) {
+  const int at = static_cast<int>(out.nodes().size());
+  const auto result = [&](size_t k) -> const Value& { return src.value(n.results[keep[k]]); };
+  map[n.results[keep[0]]] =
+      out.add_node(n.op, std::move(operands), std::move(attrs), n.loc, result(0).type, result(0).name);
+  out.node(at).body = std::move(body);
+  for (size_t k = 1; k < keep.size(); ++k) map[n.results[keep[k]]] = out.add_result(at, result(k).name, result(k).type);
+}
+
+Graph rebuild_inputs(const Graph& g, std::vector<ValueId>& map) {
+  Graph out(g.name());
+  out.set_loc(g.loc());
+  map.assign(g.num_values(), kNoValue);
+  for (const Input& in : g.inputs()) {
+    map[in.value] = out.add_input(g.value(in.value).name, g.type(in.value), in.kind, in.loc);
+  }
+  return out;
+}
+
+void rebuild_outputs(Graph& g, Graph out, const std::vector<ValueId>& map) {
+  for (ValueId v : g.outputs()) out.add_output(map[v]);
+  out.set_declared_output_types(g.declared_output_types());
+  g = std::move(out);
+}
+
 Attrs scan_attrs(const ScanShape& shape) {
   Attrs attrs{{"length", shape.length}, {"carries", shape.carries}};
   if (shape.consts != 0) attrs["consts"] = shape.consts;

@@ -37,6 +37,21 @@ struct ScanShape {
 void copy_node(Graph& out, const Graph& src, const Node& n, std::vector<ValueId>& map,
                const std::function<std::string(ValueId)>& name);
 
+/// Appends to `out` loop `n` of `src` with new `operands` (values of `out`), `attrs` and
+/// `body`, keeping the results `keep` (indices into n.results, in order; typed and named
+/// as in `src`), recorded in `map`. The loop transforms that change a loop's interface
+/// (hoisting consts, pruning results) rebuild it with this.
+void copy_loop(Graph& out, const Graph& src, const Node& n, std::vector<ValueId> operands, Attrs attrs,
+               std::shared_ptr<const Graph> body, const std::vector<size_t>& keep, std::vector<ValueId>& map);
+
+/// The start of a transform that rebuilds `g`: an empty graph with g's name, location and
+/// inputs; `map` (g's values to the new graph's) holds the inputs.
+Graph rebuild_inputs(const Graph& g, std::vector<ValueId>& map);
+
+/// Its end: `out` returns g's outputs (through `map`) with g's declared output types, and
+/// replaces `g`.
+void rebuild_outputs(Graph& g, Graph out, const std::vector<ValueId>& map);
+
 /// The attributes of a scan node of that shape.
 Attrs scan_attrs(const ScanShape& shape);
 

@@ -57,12 +57,8 @@ bool hoist(Graph& g) {
       any = true;
     }
   }
-  Graph out(g.name());
-  out.set_loc(g.loc());
-  std::vector<ValueId> map(g.num_values(), kNoValue);
-  for (const Input& in : g.inputs()) {
-    map[in.value] = out.add_input(g.value(in.value).name, g.type(in.value), in.kind, in.loc);
-  }
+  std::vector<ValueId> map;
+  Graph out = rebuild_inputs(g, map);
   const std::function<std::string(ValueId)> same_name = [&](ValueId v) { return g.value(v).name; };
   for (const Node& n : g.nodes()) {
     if (n.op != Op::Scan || !n.body) {
@@ -132,22 +128,14 @@ bool hoist(Graph& g) {
                 [&](ValueId v) -> std::string { return body.value(v).name; });
     }
     for (ValueId o : body.outputs()) inner->add_output(bmap[o]);
-    Node loop = n;
-    loop.attrs["consts"] = static_cast<int64_t>(consts) + added;
-    const int at = static_cast<int>(out.nodes().size());
-    std::vector<ValueId> args = operands;
-    const ValueId first = out.add_node(Op::Scan, std::move(args), loop.attrs, n.loc, g.value(n.result()).type,
-                                       g.value(n.result()).name);
-    out.node(at).body = inner;
-    map[n.result()] = first;
-    for (size_t k = 1; k < n.results.size(); ++k) {
-      map[n.results[k]] = out.add_result(at, g.value(n.results[k]).name, g.value(n.results[k]).type);
-    }
+    Attrs attrs = n.attrs;
+    attrs["consts"] = static_cast<int64_t>(consts) + added;
+    std::vector<size_t> all(n.results.size());
+    for (size_t k = 0; k < all.size(); ++k) all[k] = k;
+    copy_loop(out, g, n, std::move(operands), std::move(attrs), std::move(inner), all, map);
   }
   if (!any) return false;
-  for (ValueId v : g.outputs()) out.add_output(map[v]);
-  out.set_declared_output_types(g.declared_output_types());
-  g = std::move(out);
+  rebuild_outputs(g, std::move(out), map);
   return true;
 }
 

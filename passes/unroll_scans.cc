@@ -105,16 +105,10 @@ StatusOr<bool> UnrollScansPass::run(Graph& g) {
   if (std::none_of(g.nodes().begin(), g.nodes().end(), [](const Node& n) { return n.op == Op::Scan; })) {
     return false;
   }
-  Graph out(g.name());
-  out.set_loc(g.loc());
-  std::vector<ValueId> map(g.num_values(), kNoValue);
-  for (const Input& in : g.inputs()) {
-    map[in.value] = out.add_input(g.value(in.value).name, g.type(in.value), in.kind, in.loc);
-  }
+  std::vector<ValueId> map;
+  Graph out = rebuild_inputs(g, map);
   Unroller{out, g}.expand(g, map, [](const std::string& v) { return v; });
-  for (ValueId v : g.outputs()) out.add_output(map[v]);
-  out.set_declared_output_types(g.declared_output_types());
-  g = std::move(out);
+  rebuild_outputs(g, std::move(out), map);
   // Copies of a loop-invariant computation (a weight's transpose in every iteration of a
   // gradient loop) become one; slices and stacks nobody reads go.
   WEFT_RETURN_IF_ERROR(CsePass().run(g).status());

@@ -10,6 +10,9 @@ LowerOptions cuda_lower_options() {
   options.fusible = gpu_supports;
   options.fuse_lone_reductions = true;  // No library reduction kernel on the GPU.
   options.split_reductions = true;
+  // Every iteration runs, masked: the loop stays inside the step's captured CUDA graph
+  // with no count decided on the host (conditional graph nodes are not used).
+  options.mask_loop_exits = true;
   return options;
 }
 

@@ -13,6 +13,9 @@
 #include "codegen/targets.h"
 #include "ir/scan.h"
 #include "ir/shape_rules.h"
+#include "ir/text.h"
+#include "passes/infer_types.h"
+#include "passes/mask_loop_exits.h"
 #include "runtime/reference/interpreter.h"
 #include "runtime/reference/testing/random_inputs.h"
 
@@ -92,6 +95,36 @@ TEST(LoopProgram, OneLoopInvocationWhateverTheLength) {
 TEST(LoopProgram, CpuRunsLoopsAsTheInterpreterDoes) {
   expect_cpu_matches_reference(rnn(5));
   expect_cpu_matches_reference(rnn(5, /*reverse=*/true));
+}
+
+// Early exits (`stop`, `active`): the cpu loop stops and skips as the interpreter does
+// (carries kept, skipped slots zero); masked (the CUDA lowering's choice), the same.
+TEST(LoopProgram, CpuStopsAndSkipsAsTheInterpreterDoes) {
+  StatusOr<Graph> g = read_graph_file("passes/testdata/loop_exits.wir");
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  ASSERT_TRUE(InferTypesPass().run(*g).ok());
+  for (uint64_t seed : {1, 2, 3}) {
+    auto inputs = testing::random_inputs(*g, seed);
+    std::mt19937 rng(static_cast<uint32_t>(seed));
+    for (int64_t i = 0; i < 6; ++i) inputs[2].set_double(i, rng() % 2);  // which slots run
+    auto want = reference::run(*g, inputs);
+    ASSERT_TRUE(want.ok()) << want.error().to_string();
+    for (bool masked : {false, true}) {
+      Graph run = *g;
+      if (masked) ASSERT_TRUE(MaskLoopExitsPass().run(run).ok());
+      auto lowered = lower_to_program(run);
+      ASSERT_TRUE(lowered.ok()) << lowered.error().to_string();
+      EXPECT_EQ(loops(lowered->program), 2);
+      auto cpu = find_target("cpu");
+      ASSERT_TRUE(cpu.ok());
+      auto got = (*cpu)->run(run, inputs);
+      ASSERT_TRUE(got.ok()) << got.error().to_string();
+      for (size_t k = 0; k < want->outputs.size(); ++k) {
+        std::string why;
+        EXPECT_TRUE(all_close(got->outputs[k], want->outputs[k], 1e-6, &why)) << "output " << k << ": " << why;
+      }
+    }
+  }
 }
 
 TEST(LoopProgram, CpuRunsALoopsGradient) {

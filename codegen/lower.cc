@@ -17,6 +17,7 @@
 #include "passes/fuse_elementwise.h"
 #include "passes/schedule.h"
 #include "passes/hoist_loop_invariants.h"
+#include "passes/mask_loop_exits.h"
 #include "passes/prune_scan_results.h"
 #include "passes/unroll_scans.h"
 
@@ -303,6 +304,7 @@ void add_cpu_passes(Pipeline& p, const LowerOptions& options) {
   if (options.unroll_loops) {
     p.add(std::make_unique<UnrollScansPass>());
   } else {
+    if (options.mask_loop_exits) p.add(std::make_unique<MaskLoopExitsPass>());
     p.add(std::make_unique<HoistLoopInvariantsPass>());
     // After hoisting: its cse inside bodies makes ys of the same value.
     p.add(std::make_unique<PruneScanResultsPass>());

@@ -67,9 +67,13 @@ struct LowerOptions {
   bool merge_updates = true;
   PlanOptions plan;
   /// Unroll loops (passes/unroll_scans.h) instead of lowering each to a loop invocation
-  /// over a body Program (runtime/program.h): the CUDA lowering's choice, as its executor
-  /// has no loop construct yet.
+  /// over a body Program (runtime/program.h): for comparison (bench/loops, suite_bench's
+  /// `@unrolled` cases).
   bool unroll_loops = false;
+  /// Run a loop with an early exit (`stop`, `active`) as masked iterations
+  /// (passes/mask_loop_exits.h) rather than stopping: the CUDA lowering's choice, so that
+  /// no iteration count is decided while its captured step runs.
+  bool mask_loop_exits = false;
   /// Which nodes go into generated kernels; default: KernelCompiler::supports.
   std::function<bool(const Graph& g, const Node& node)> fusible;
 };
@@ -81,7 +85,8 @@ struct Lowering {
 };
 
 /// The CPU backend's graph passes after the default pipeline: unroll-scans (with
-/// `options.unroll_loops`) or hoist-loop-invariants and prune-scan-results, fold-transpose,
+/// `options.unroll_loops`) or mask-loop-exits (with `options.mask_loop_exits`),
+/// hoist-loop-invariants and prune-scan-results, fold-transpose,
 /// fold-batch-matmul, decompose-composites, fuse-contraction-epilogue (GEMMs that
 /// runtime/cpu runs with an epilogue, members by `options.fusible`), fuse-elementwise
 /// (with `options.fusible`)

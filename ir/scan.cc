@@ -52,7 +52,16 @@ Attrs scan_attrs(const ScanShape& shape) {
   if (shape.consts != 0) attrs["consts"] = shape.consts;
   if (shape.reverse) attrs["reverse"] = true;
   if (shape.remat) attrs["remat"] = true;
+  if (shape.stop >= 0) attrs["stop"] = shape.stop;
+  if (shape.active >= 0) attrs["active"] = shape.active;
   return attrs;
+}
+
+ScanExit scan_exit(const Node& n) {
+  ScanExit e;
+  e.stop_carry = n.int_attr("stop");
+  if (const int64_t a = n.int_attr("active"); a >= 0) e.active_operand = n.int_attr("consts") + n.int_attr("carries") + a;
+  return e;
 }
 
 StatusOr<std::vector<ValueId>> add_scan(Graph& g, std::vector<ValueId> operands,

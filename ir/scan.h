@@ -28,7 +28,19 @@ struct ScanShape {
   int64_t consts = 0;
   bool reverse = false;
   bool remat = false;
+  int64_t stop = -1;    ///< A bool[] carry: the loop stops once it is true (ir/ops.def).
+  int64_t active = -1;  ///< A bool[length] xs: iteration i runs only where it is true.
 };
+
+/// Which iterations of scan node `n` run: -1 when every one does (no `stop` or `active`),
+/// else the carry (`stop`) or the operand (`active`, an index into n.operands) that
+/// decides. The reference interpreter, the CPU runtime and mask-loop-exits read it.
+struct ScanExit {
+  int64_t stop_carry = -1;     ///< Index among the carries.
+  int64_t active_operand = -1; ///< Index among the operands.
+  bool any() const { return stop_carry >= 0 || active_operand >= 0; }
+};
+ScanExit scan_exit(const Node& n);
 
 /// Copies node `n` of graph `src` to the end of `out`: operands through `map` (src value
 /// -> out value), the same op, attributes, location, types and body; records its results

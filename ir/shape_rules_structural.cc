@@ -310,6 +310,19 @@ StatusOr<Type> scan(const Node& node, const std::vector<Type>& in) {
                         ": a carry keeps its type across iterations");
     }
   }
+  const int64_t stop = node.int_attr("stop"), active = node.int_attr("active");
+  const Type flag{DType::boolean, Shape({})};
+  if (stop >= carries || stop < -1 || (stop >= 0 && in[consts + stop] != flag)) {
+    return rule_error("stop=" + std::to_string(stop) + " must name a bool[] carry (0.." + std::to_string(carries - 1) +
+                      ")" + (stop >= 0 && stop < carries ? ", but that carry is " + str(in[consts + stop]) : ""));
+  }
+  const int64_t xs = n - consts - carries;
+  const Type mask{DType::boolean, Shape({length})};
+  if (active >= xs || active < -1 || (active >= 0 && in[consts + carries + active] != mask)) {
+    return rule_error("active=" + std::to_string(active) + " must name a bool[" + std::to_string(length) +
+                      "] xs (0.." + std::to_string(xs - 1) + ")" +
+                      (active >= 0 && active < xs ? ", but that xs is " + str(in[consts + carries + active]) : ""));
+  }
   Type first = *body.value(body.outputs()[0]).type;
   if (carries == 0) first.shape.dims.insert(first.shape.dims.begin(), length);
   return first;

@@ -3,6 +3,7 @@
 #include "ir/scan.h"
 #include "passes/cse.h"
 #include "passes/dce.h"
+#include "passes/mask_loop_exits.h"
 
 #include <algorithm>
 #include <functional>
@@ -105,6 +106,8 @@ StatusOr<bool> UnrollScansPass::run(Graph& g) {
   if (std::none_of(g.nodes().begin(), g.nodes().end(), [](const Node& n) { return n.op == Op::Scan; })) {
     return false;
   }
+  // An early exit unrolls as masked iterations (the same values).
+  WEFT_RETURN_IF_ERROR(MaskLoopExitsPass().run(g).status());
   std::vector<ValueId> map;
   Graph out = rebuild_inputs(g, map);
   Unroller{out, g}.expand(g, map, [](const std::string& v) { return v; });

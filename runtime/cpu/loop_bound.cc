@@ -1,6 +1,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "ir/scan.h"
 #include "runtime/cpu/executor_bound.h"
 
 namespace weft::cpu {
@@ -14,7 +15,8 @@ class LoopBound : public Executor::Bound {
             std::vector<void*> results)
       : body_(std::move(body)), in_(std::move(in)), results_(std::move(results)),
         length_(inv.node.int_attr("length")), consts_(static_cast<int>(inv.node.int_attr("consts"))),
-        carries_(static_cast<int>(inv.node.int_attr("carries"))), reverse_(inv.node.bool_attr("reverse")) {
+        carries_(static_cast<int>(inv.node.int_attr("carries"))), reverse_(inv.node.bool_attr("reverse")),
+        exit_(scan_exit(inv.node)) {
     const Program& p = body_->program();
     for (const ProgramInput& input : p.inputs) input_bytes_.push_back(input.type.bytes());
     for (const BufferRef& out : p.outputs) output_bytes_.push_back(out.type.bytes());
@@ -34,8 +36,18 @@ class LoopBound : public Executor::Bound {
   Status run(ThreadPool& pool) override {
     // The consts and the xs are read in place (each slot's body is bound to them).
     for (int k = consts_; k < consts_ + carries_; ++k) std::memcpy(body_->input_data(k), in_[k], input_bytes_[k]);
-    for (int64_t step = 0; step < length_; ++step) {
+    int64_t step = 0;
+    for (; step < length_; ++step) {
       const int64_t i = reverse_ ? length_ - 1 - step : step;
+      // An early exit (ir/ops.def): the loop stops once the stop carry is true; an
+      // inactive iteration is skipped. Either way its ys slot is zero.
+      if (exit_.stop_carry >= 0 && *static_cast<const bool*>(body_->input_data(consts_ + static_cast<int>(exit_.stop_carry)))) {
+        break;
+      }
+      if (exit_.active_operand >= 0 && !static_cast<const bool*>(in_[static_cast<size_t>(exit_.active_operand)])[i]) {
+        zero_ys(i);
+        continue;
+      }
       WEFT_RETURN_IF_ERROR(body_->run_body(pool, i));
       // The ys first: one may be a carry's current value.
       for (size_t y = carries_; y < results_.size(); ++y) {
@@ -60,6 +72,7 @@ class LoopBound : public Executor::Bound {
         }
       }
     }
+    for (; step < length_; ++step) zero_ys(reverse_ ? length_ - 1 - step : step);  // after a stop
     for (int c = 0; c < carries_; ++c) std::memcpy(results_[c], body_->input_data(consts_ + c), output_bytes_[c]);
     return Status::ok_status();
   }
@@ -70,12 +83,19 @@ class LoopBound : public Executor::Bound {
   }
 
  private:
+  void zero_ys(int64_t i) {
+    for (size_t y = carries_; y < results_.size(); ++y) {
+      std::memset(static_cast<std::byte*>(results_[y]) + i * output_bytes_[y], 0, output_bytes_[y]);
+    }
+  }
+
   std::unique_ptr<Executor> body_;
   std::vector<const void*> in_;
   std::vector<void*> results_;
   int64_t length_;
   int consts_, carries_;
   bool reverse_;
+  ScanExit exit_;
   std::vector<size_t> input_bytes_, output_bytes_;
   bool staged_ = false;
   std::vector<std::byte> stage_;

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "ir/checked_math.h"
+#include "ir/scan.h"
 #include "runtime/reference/kernels.h"
 
 namespace weft::reference {
@@ -99,8 +100,12 @@ StatusOr<std::vector<Tensor>> scan(const Node& node, const std::vector<const Ten
   for (size_t c = 0; c < carries; ++c) state.push_back(*in[consts + c]);
   std::vector<Tensor> ys;
   for (size_t k = carries; k < result_types.size(); ++k) ys.emplace_back(result_types[k]);
+  const ScanExit exit = scan_exit(node);
   for (int64_t step = 0; step < length; ++step) {
     const int64_t i = reverse ? length - 1 - step : step;
+    // An iteration that does not run: the carries stay, its ys slot stays zero.
+    if (exit.stop_carry >= 0 && state[static_cast<size_t>(exit.stop_carry)].get_double(0) != 0) break;
+    if (exit.active_operand >= 0 && in[static_cast<size_t>(exit.active_operand)]->get_double(i) == 0) continue;
     std::vector<Tensor> args;
     args.reserve(in.size());
     for (size_t k = 0; k < consts; ++k) args.push_back(*in[k]);

@@ -21,6 +21,7 @@
 // not take, so a masked (halted) sample's iterations pass its cotangent through
 // unchanged: per-sample halting needs no code here.
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <memory>
@@ -44,6 +45,10 @@ StatusOr<std::vector<ValueId>> scan_gradients(Graph& g, int index,
   const int inputs = static_cast<int>(body->inputs().size());
   const int outputs = static_cast<int>(body->outputs().size());
   const bool remat = node.bool_attr("remat");
+  // An early exit (stop, active): the forward loop also stacks a flag per iteration, true
+  // where it ran (a slot it skipped is zero: false), and the reverse loop runs where that
+  // flag is (its `active`): exactly the iterations that ran, in reverse.
+  const bool exits = scan_exit(node).any();
   std::vector<ValueId> none(node.operands.size(), kNoValue);
 
   // 1. The body and its gradient in one graph: seeds for the float carries (always: a
@@ -140,6 +145,10 @@ StatusOr<std::vector<ValueId>> scan_gradients(Graph& g, int index,
   for (ValueId v : body->outputs()) forward->add_output(fmap[v]);
   for (ValueId v : saved) forward->add_output(fmap[v]);
   for (int i : used_carries) forward->add_output(fmap[body->inputs()[i].value]);
+  if (exits) {
+    forward->add_output(*add_typed_node(*forward, Op::Full, {},
+                                        {{"shape", IntList{}}, {"value", 1.0}, {"dtype", DType::boolean}}, node.loc));
+  }
   g.node(index).body = forward;
   std::vector<ValueId> stacked;
   for (int k = outputs; k < static_cast<int>(forward->outputs().size()); ++k) {
@@ -215,7 +224,20 @@ StatusOr<std::vector<ValueId>> scan_gradients(Graph& g, int index,
                          grad.type(core->operands[1]).shape.rank() == 2 &&
                          per_iteration[core->operands[0]] && per_iteration[core->operands[1]];
     const bool reduction = core && core->op == Op::Sum && per_iteration[core->operands[0]];
-    if (product || reduction) {
+    // With an early exit, a term summed after the loop must read a value that is zero in
+    // the slots that did not run (a saved value, one the reverse loop stacks), not only
+    // xs and cotangents, which are not.
+    auto zero_when_skipped = [&](ValueId o) {
+      const int i = body_input(o);
+      return !(i >= 0 && role(i) == 2) && seed_output(o) < 0;
+    };
+    const bool settles = !exits || (core && std::any_of(core->operands.begin(), core->operands.end(),
+                                                          [&](ValueId o) {
+                                                            const Node* t = backward_node(o);
+                                                            return zero_when_skipped(
+                                                                t && t->op == Op::Transpose ? t->operands[0] : o);
+                                                          }));
+    if ((product || reduction) && settles) {
       m.core = core;
       for (ValueId o : core->operands) {
         const Node* t = backward_node(o);
@@ -251,6 +273,12 @@ StatusOr<std::vector<ValueId>> scan_gradients(Graph& g, int index,
   }
   for (int i : used_xs) add_xs(body->inputs()[i].value, node.operands[i]);
   for (int k : used_seeds) add_xs(seed_of[k], cotangents[k]);
+  int64_t active = -1;  // the reverse loop's xs that says which iterations ran
+  if (exits) {
+    active = static_cast<int64_t>(operands.size()) - reverse_consts - reverse_carries;
+    reverse.add_input("ran", Type{DType::boolean, Shape({})});
+    operands.push_back(stacked.back());
+  }
   std::function<ValueId(ValueId)> build = [&](ValueId v) -> ValueId {
     if (inner[v] != kNoValue) return inner[v];
     const Node& n = grad.node(grad.value(v).node);
@@ -291,7 +319,7 @@ StatusOr<std::vector<ValueId>> scan_gradients(Graph& g, int index,
   //    loop stacked already: a map over slots), and each operand's gradient.
   StatusOr<std::vector<ValueId>> results = std::vector<ValueId>{};
   if (!reverse.outputs().empty()) {
-    ScanShape shape{length, reverse_carries, reverse_consts, !node.bool_attr("reverse"), false};
+    ScanShape shape{length, reverse_carries, reverse_consts, !node.bool_attr("reverse"), false, -1, active};
     results = add_scan(g, operands, shape, std::make_shared<const Graph>(std::move(reverse)), node.loc);
     WEFT_CHECK(results.ok(), "the gradient of a loop is ill-typed: " + results.status().to_string());
   }

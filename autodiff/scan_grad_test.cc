@@ -4,6 +4,8 @@
 // with samples stopping at different iterations.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <memory>
 #include <random>
@@ -181,6 +183,81 @@ TEST(ScanGrad, PerSampleHaltingByASelectOnACarriedMask) {
   EXPECT_NE(count[0], count[1]);
   EXPECT_NE(count[1], count[2]);
   expect_gradients_match(g, inputs);
+}
+
+// The halting loop above with an early exit: a third carry says that every sample has
+// halted (stop=2), so the loop ends there, before its length; the gradient's reverse
+// loop runs exactly the iterations that ran (its `active`).
+Graph halting_with_exit(double threshold) {
+  Graph g("halting_exit");
+  ValueId w = g.add_input("w", f64({2, 2}));
+  ValueId b = g.add_input("b", f64({2}));
+  ValueId h0 = g.add_input("h0", f64({3, 2}));
+  auto body = std::make_shared<Graph>("step");
+  {
+    ValueId bw = body->add_input("w", f64({2, 2}));
+    ValueId bb = body->add_input("b", f64({2}));
+    ValueId bh = body->add_input("h", f64({3, 2}));
+    ValueId ba = body->add_input("active", Type{DType::boolean, Shape({3})});
+    body->add_input("done", Type{DType::boolean, Shape({})});
+    ValueId f = node(*body, Op::Tanh, {node(*body, Op::Add, {node(*body, Op::Matmul, {bh, bw}), bb})});
+    ValueId keep = node(*body, Op::Reshape, {ba}, {{"shape", IntList{3, 1}}});
+    ValueId next = node(*body, Op::Select, {keep, f, bh});
+    ValueId total = node(*body, Op::Sum, {next}, {{"axes", IntList{1}}});
+    ValueId thr = node(*body, Op::Full, {}, {{"shape", IntList{}}, {"value", threshold}, {"dtype", DType::f64}});
+    ValueId still = node(*body, Op::And, {ba, node(*body, Op::Not, {node(*body, Op::Gt, {total, thr})})});
+    ValueId running = node(*body, Op::Sum, {node(*body, Op::Cast, {still}, {{"dtype", DType::f64}})});
+    ValueId zero = node(*body, Op::Full, {}, {{"shape", IntList{}}, {"value", 0.0}, {"dtype", DType::f64}});
+    body->add_output(next);
+    body->add_output(still);
+    body->add_output(node(*body, Op::Le, {running, zero}));
+    body->add_output(node(*body, Op::Cast, {ba}, {{"dtype", DType::f64}}));  // ran this iteration
+    body->add_output(node(*body, Op::Mul, {next, next}));
+  }
+  ValueId on = node(g, Op::Full, {}, {{"shape", IntList{3}}, {"value", 1.0}, {"dtype", DType::boolean}});
+  ValueId go = node(g, Op::Full, {}, {{"shape", IntList{}}, {"value", 0.0}, {"dtype", DType::boolean}});
+  ScanShape shape{8, 3, 2};
+  shape.stop = 2;
+  auto r = add_scan(g, {w, b, h0, on, go}, shape, body, Location{});
+  EXPECT_TRUE(r.ok()) << r.status().to_string();
+  // The loss reads the last state and every iteration's ys (zero where none ran).
+  ValueId last = node(g, Op::Sum, {node(g, Op::Mul, {(*r)[0], (*r)[0]})});
+  g.add_output(node(g, Op::Add, {last, node(g, Op::Sum, {(*r)[4]})}));
+  g.add_output((*r)[3]);
+  return g;
+}
+
+std::vector<Tensor> halting_inputs() {
+  return {Tensor::from_vector<double>({2, 2}, {0.9, 0.2, -0.3, 0.8}), Tensor::from_vector<double>({2}, {0.05, 0.1}),
+          Tensor::from_vector<double>({3, 2}, {0.5, 0.4, -0.9, -0.7, 0.1, 0.0})};
+}
+
+TEST(ScanGrad, AnEarlyExitOnceEverySampleHalted) {
+  const Graph g = halting_with_exit(0.3);
+  auto ran = reference::run(g, halting_inputs());
+  ASSERT_TRUE(ran.ok()) << ran.error().to_string();
+  std::vector<double> count(3, 0);
+  const auto steps = ran->outputs[1].to_doubles();
+  for (size_t i = 0; i < steps.size(); ++i) count[i % 3] += steps[i];
+  EXPECT_NE(count[0], count[1]);
+  EXPECT_NE(count[1], count[2]);
+  // The loop stopped before its length: its last slots never ran.
+  EXPECT_LT(*std::max_element(count.begin(), count.end()), 8.0);
+  expect_gradients_match(g, halting_inputs());
+}
+
+TEST(ScanGrad, AnEarlyExitsGradientDifferentiatesAgain) {
+  Graph g = halting_with_exit(0.3);
+  g.set_outputs({g.outputs()[0]});
+  auto grad = gradient_graph(g, 0, {"w"}, "seed");
+  ASSERT_TRUE(grad.ok()) << grad.error().to_string();
+  Graph hv = *grad;
+  ValueId u = hv.add_input("u", f64({2, 2}));
+  hv.set_outputs({node(hv, Op::Sum, {node(hv, Op::Mul, {hv.outputs()[0], u})})});
+  std::vector<Tensor> inputs = halting_inputs();
+  inputs.push_back(Tensor::scalar(DType::f64, 1.0));  // the seed
+  inputs.push_back(Tensor::from_vector<double>({2, 2}, {0.3, -0.2, 0.5, 0.1}));
+  expect_gradients_match(hv, inputs, 1e-6);
 }
 
 TEST(ScanGrad, AGradientLoopDifferentiatesAgain) {

@@ -127,6 +127,25 @@ TEST(LoopProgram, CpuStopsAndSkipsAsTheInterpreterDoes) {
   }
 }
 
+// The gradient of loop_exits.wir's loops (its reverse loops run where the forward ones
+// did: `active`), on the cpu against the interpreter.
+TEST(LoopProgram, CpuRunsAnEarlyExitsGradient) {
+  StatusOr<Graph> g = read_graph_file("passes/testdata/loop_exits.wir");
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  ASSERT_TRUE(InferTypesPass().run(*g).ok());
+  // A scalar of every output: sum(h·h) + sum(ys·ys) + sum(g·g) + sum(zs·zs).
+  ValueId total = kNoValue;
+  for (size_t k : {0, 1, 3, 4}) {
+    const ValueId v = g->outputs()[k];
+    const ValueId s = node(*g, Op::Sum, {node(*g, Op::Mul, {v, v})});
+    total = total == kNoValue ? s : node(*g, Op::Add, {total, s});
+  }
+  g->set_outputs({total});
+  auto grad = gradient_graph(*g, 0, {"h0", "xs"});
+  ASSERT_TRUE(grad.ok()) << grad.error().to_string();
+  expect_cpu_matches_reference(*grad);
+}
+
 TEST(LoopProgram, CpuRunsALoopsGradient) {
   auto grad = gradient_graph(rnn(6), 2, {"w", "h0", "xs"});
   ASSERT_TRUE(grad.ok()) << grad.error().to_string();

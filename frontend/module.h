@@ -94,6 +94,7 @@ struct ScanRegion {
   std::vector<ValueId> slices;        ///< Values the iteration read as one slice of xs[j]...
   std::vector<ValueId> xs;            ///< ...and the stacked [length, ...] operands.
   std::vector<ValueId> ys;            ///< Per-iteration outputs, stacked as results.
+  int64_t stop = -1;  ///< A bool[] carry: the loop ends once it is true (scan's `stop`).
 };
 
 /// Writes IR for modules: ops with immediate shape inference, parameters shared per

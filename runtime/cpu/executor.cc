@@ -219,6 +219,14 @@ Status Executor::run_body(ThreadPool& pool, int64_t slot) {
   return Status::ok_status();
 }
 
+const void* Executor::output_data(int index, int64_t slot) const {
+  const BufferRef& ref = program_.outputs[static_cast<size_t>(index)];
+  if (slot >= 0 && ref.space == Space::input && !slot_inputs_.empty()) {
+    if (const void* p = slot_inputs_[static_cast<size_t>(slot)][static_cast<size_t>(ref.input)]) return p;
+  }
+  return resolve(ref);
+}
+
 void* Executor::resolve(const BufferRef& ref) const {
   if (ref.space == Space::input) return input_ptr_[ref.input];
   return arena_.get() + ref.offset;
@@ -416,6 +424,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::create_bound(
   // (the loop's consts and the slot of each xs in the parent's buffers): no copies per
   // iteration. The first slot's binding counts the fallbacks.
   if (slot_inputs.empty()) WEFT_RETURN_IF_ERROR(bind(ex->code_, true));
+  ex->slot_inputs_ = slot_inputs;
   for (const std::vector<const void*>& inputs : slot_inputs) {
     const std::vector<void*> own = ex->input_ptr_;
     for (size_t k = 0; k < inputs.size(); ++k) {

@@ -136,8 +136,10 @@ class Executor : public ProgramExecutor {
   /// bound for slot `slot` (its consts and xs read in place) when the executor was bound
   /// per slot, else as bound once.
   Status run_body(ThreadPool& pool, int64_t slot = -1);
-  /// Where output `index` lives (a loop copies its body's outputs from there).
-  const void* output_data(int index) const { return resolve(program_.outputs[index]); }
+  /// Where output `index` lives (a loop copies its body's outputs from there): for a body
+  /// bound per slot, as slot `slot` reads it (an output that is a const or an xs input
+  /// lies in the parent's buffer).
+  const void* output_data(int index, int64_t slot = -1) const;
   /// One line per invocation: its kind and what it runs ("onednn sgemm 128x256x784").
   std::string describe() const override;
 
@@ -164,6 +166,8 @@ class Executor : public ProgramExecutor {
   std::vector<std::unique_ptr<Bound>> code_;
   /// A loop body's code bound once per slot (create_bound); empty otherwise.
   std::vector<std::vector<std::unique_ptr<Bound>>> slots_;
+  /// The inputs each slot reads in place (create_bound's slot_inputs).
+  std::vector<std::vector<const void*>> slot_inputs_;
   /// Copies of the update values that are inputs (runtime/binding.h, snapshot_layout).
   std::unique_ptr<std::byte[], void (*)(std::byte*)> snapshot_block_{nullptr, nullptr};
   std::vector<std::byte*> snapshots_;

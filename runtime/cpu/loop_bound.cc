@@ -52,12 +52,12 @@ class LoopBound : public Executor::Bound {
       // The ys first: one may be a carry's current value.
       for (size_t y = carries_; y < results_.size(); ++y) {
         const size_t bytes = output_bytes_[y];
-        std::memcpy(static_cast<std::byte*>(results_[y]) + i * bytes, body_->output_data(static_cast<int>(y)), bytes);
+        std::memcpy(static_cast<std::byte*>(results_[y]) + i * bytes, body_->output_data(static_cast<int>(y), i), bytes);
       }
       if (staged_) {
         size_t at = 0;
         for (int c = 0; c < carries_; ++c) {
-          std::memcpy(stage_.data() + at, body_->output_data(c), output_bytes_[c]);
+          std::memcpy(stage_.data() + at, body_->output_data(c, i), output_bytes_[c]);
           at += output_bytes_[c];
         }
         at = 0;
@@ -68,7 +68,7 @@ class LoopBound : public Executor::Bound {
       } else {
         for (int c = 0; c < carries_; ++c) {
           void* to = body_->input_data(consts_ + c);
-          if (to != body_->output_data(c)) std::memcpy(to, body_->output_data(c), output_bytes_[c]);
+          if (const void* from = body_->output_data(c, i); to != from) std::memcpy(to, from, output_bytes_[c]);
         }
       }
     }

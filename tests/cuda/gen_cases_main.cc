@@ -195,6 +195,31 @@ std::vector<GraphCase> op_cases() {
   return %a, %b, %ys
 }
 )")});
+  // Early exits, masked on the GPU (mask-loop-exits): a loop that stops after two of five
+  // iterations, and one that runs where %on says; the interpreter really stops and skips.
+  cases.push_back({"scan_exits", parse(R"(graph @scan_exits(%w: f32[4,4], %h0: f32[3,4], %xs: f32[5,3,4], %on: bool[5]) {
+  %k0 = full() {shape=[], value=0, dtype=f32} : f32[]
+  %d0 = full() {shape=[], value=0, dtype=bool} : bool[]
+  %h, %k, %d, %ys = scan(%w, %h0, %k0, %d0, %xs) {carries=3, consts=1, length=5, stop=2} : f32[3,4], f32[], bool[], f32[5,3,4] ({
+    ^cell(%cw: f32[4,4], %ch: f32[3,4], %ck: f32[], %cd: bool[], %cx: f32[3,4]):
+      %m = matmul(%ch, %cw) : f32[3,4]
+      %s = add(%m, %cx) : f32[3,4]
+      %n = tanh(%s) : f32[3,4]
+      %one = full() {shape=[], value=1, dtype=f32} : f32[]
+      %k2 = add(%ck, %one) : f32[]
+      %two = full() {shape=[], value=2, dtype=f32} : f32[]
+      %d2 = ge(%k2, %two) : bool[]
+      return %n, %k2, %d2, %n
+  })
+  %g, %zs = scan(%h, %xs, %on) {carries=1, length=5, active=1} : f32[3,4], f32[5,3,4] ({
+    ^masked(%gh: f32[3,4], %gx: f32[3,4], %go: bool[]):
+      %c = cos(%gh) : f32[3,4]
+      %g2 = mul(%c, %gx) : f32[3,4]
+      return %g2, %g2
+  })
+  return %h, %ys, %k, %g, %zs
+}
+)")});
   // A gather in a loop's body: its index checked on the device, reported from inside.
   cases.push_back({"scan_gather", parse(R"(graph @scan_gather(%t: f32[3,4], %h0: f32[2,4], %idx: i64[5,2]) {
   %h = scan(%t, %h0, %idx) {carries=1, consts=1, length=5} : f32[2,4] ({

@@ -16,8 +16,9 @@
 #     bazel-bin/bench/weft_worker --model=$m --preset=paper --names-out=.gpu/names/$m.json; done
 #
 # then on the GPU machine, from the repository root: tests/cuda/loop_check.sh [EPOCHS]
+# Logs go to /tmp/weft-gpu; the main ones are copied to $OUT when it is set.
 set -uo pipefail
-out=${OUT:-/tmp/weft-gpu}
+out=/tmp/weft-gpu
 epochs=${1:-10}
 data=.gpu/fashion-mnist
 loops=feedback_fixed,iterative_refine,gru_seq,lstm_seq
@@ -50,10 +51,14 @@ done
 wait
 timeout 240 .gpu/suite_bench --steps=50 --warmup=10 --init="$init" >"$out/suite_weft.txt" 2>&1
 echo "== suite_bench rc=$?"
-grep -E "weft cuda|error|rror:" "$out/suite_weft.txt" | grep -v "starts from" | sed 's/ (min .*device/ device/' | cut -c1-170
+grep -E "weft cuda|error|rror:" "$out/suite_weft.txt" | grep -v "starts from" |
+  sed -E 's/ \(min [^;]*; / (/; s/ [0-9]+ generated kernels, [0-9]+ on the host;//' | cut -c1-190
 PYTHONUNBUFFERED=1 timeout 150 python3 bench/pytorch/cuda_suite.py --models="$loops" \
   --configs=eager,fused,cuda_graph --steps=50 --warmup=10 --init="$init" >"$out/suite_pytorch.txt" 2>&1
 echo "== cuda_suite.py rc=$?"
 grep -E "^pytorch" "$out/suite_pytorch.txt" | cut -c1-150
 python3 tests/cuda/first_losses.py "$out/suite_weft.txt" "$out/suite_pytorch.txt"
 echo "== first_losses.py rc=$?"
+if [ -n "${OUT:-}" ]; then
+  cp -f "$out"/{cases,ponder_cuda,train_cuda,suite_weft,suite_pytorch}.txt "$OUT"/ 2>/dev/null
+fi

@@ -131,19 +131,19 @@ struct KeyMigration {
   /// Explicit renames, old key → new key. A parameter's optimizer slots
   /// (`optimizer.<old>.<slot>`) follow it to `optimizer.<new>.<slot>`. Every old key must
   /// be a key of the checkpoint.
-  std::map<std::string, std::string> renames;
+  std::map<std::string, std::string> renames = {};
   /// Prefix rules, old prefix (not empty) → new prefix: a key beginning with the old
   /// prefix, or an optimizer slot `optimizer.<old prefix>...`, has it replaced; the
   /// longest matching old prefix wins, and explicit renames come first. Every rule must
   /// match some key. The labelled-subgraph entries of `__metadata__` follow the rules too:
   /// label `encoder` (its parameters `encoder.*`) under `encoder.` → `backbone.` becomes
   /// `backbone`.
-  std::vector<std::pair<std::string, std::string>> prefixes;
+  std::vector<std::pair<std::string, std::string>> prefixes = {};
   /// When set, becomes the checkpoint's weft.structural_hash: the hash of the model the
   /// renamed keys are meant for (a refused whole load names it). Otherwise the hash is
   /// kept, and a whole load into another model is still refused as a different
   /// architecture: load a labelled subgraph instead, or set this.
-  std::optional<uint64_t> structural_hash;
+  std::optional<uint64_t> structural_hash = std::nullopt;
 };
 
 /// What migrate_checkpoint did: every key it renamed, old → new, in file order.

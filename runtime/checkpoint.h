@@ -78,7 +78,8 @@ std::string subgraph_structure_key(const std::string& path);
 struct CheckpointScope {
   /// True: the whole model; the checkpoint's structural hash must match the schema's.
   /// False: only `params` (names from the schema) and their optimizer slots, from a
-  /// checkpoint of any model that shares them (the hash is not checked).
+  /// checkpoint of any model that shares them (the whole model's hash is not checked;
+  /// `check_metadata` may check the subgraph's).
   bool whole = true;
   std::vector<std::string> params;
   /// Fail when an expected key is missing from the checkpoint or when the checkpoint

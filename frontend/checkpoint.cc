@@ -1,12 +1,110 @@
 #include "frontend/checkpoint.h"
 
+#include <sstream>
+
+#include "ir/text_util.h"
+
 namespace weft {
+namespace {
+
+constexpr const char* kOptOut = "; nothing was loaded (to load by names and shapes alone, set "
+                                "LoadOptions::by_names_and_shapes)";
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+std::string trimmed(const std::string& line) {
+  const size_t start = line.find_first_not_of(' ');
+  return start == std::string::npos ? "" : line.substr(start);
+}
+
+// A line of Model::structure that begins one of the subgraph's nodes: a statement at the
+// top level (two spaces in), not a body's closing `})` nor the final `return`.
+bool begins_node(const std::string& line) {
+  return line.size() > 2 && line.compare(0, 2, "  ") == 0 && line[2] != ' ' && line[2] != '}' &&
+         line.compare(2, 6, "return") != 0;
+}
+
+bool ends_subgraph(const std::vector<std::string>& lines, size_t i) {
+  return i >= lines.size() || lines[i].compare(0, 8, "  return") == 0 || lines[i] == "}";
+}
+
+// The inputs of a structure's `graph @subgraph(...) -> () {` line: `(...)`.
+std::string inputs_of(const std::string& header) {
+  const size_t open = header.find('('), close = header.rfind(") -> (");
+  return open == std::string::npos || close == std::string::npos ? header : header.substr(open, close - open + 1);
+}
+
+// In words, where the structure `theirs` (the checkpoint's) first differs from `ours`
+// (Model::structure of `nodes`, this model's subgraph); "" if the texts are equal.
+std::string first_difference(const Model& model, const std::vector<int>& nodes, const std::string& theirs,
+                             const std::string& ours) {
+  const std::vector<std::string> a = lines_of(theirs), b = lines_of(ours);
+  size_t i = 1;
+  int node = -1;  // This model's node (index into `nodes`) whose lines hold line i.
+  for (; i < a.size() && i < b.size() && a[i] == b[i]; ++i) {
+    if (begins_node(b[i])) ++node;
+  }
+  if (i < b.size() && begins_node(b[i])) ++node;
+  const bool theirs_end = ends_subgraph(a, i), ours_end = ends_subgraph(b, i);
+  if (theirs_end && ours_end) {
+    if (a.empty() || b.empty() || a[0] == b[0]) return "";
+    return "the checkpoint's model feeds it " + inputs_of(a[0]) + " where this model feeds it " + inputs_of(b[0]);
+  }
+  std::string text;
+  if (theirs_end) {
+    text = "the checkpoint's model's subgraph ends where this model has `" + trimmed(b[i]) + "`";
+  } else if (ours_end) {
+    return "the checkpoint's model has `" + trimmed(a[i]) + "` where this model's subgraph ends";
+  } else {
+    text = "the checkpoint's model has `" + trimmed(a[i]) + "` where this model has `" + trimmed(b[i]) + "`";
+  }
+  if (node >= 0 && node < static_cast<int>(nodes.size())) {
+    text += " at " + model.graph().node(nodes[static_cast<size_t>(node)]).loc.to_string();
+  }
+  return text;
+}
+
+// Refuses to load subgraph `path` of `model` from a checkpoint whose `metadata` does not
+// show the same structure for it.
+Status check_subgraph(const std::string& file, const Model& model, const std::string& path,
+                      const std::map<std::string, std::string>& metadata) {
+  auto hash = metadata.find(subgraph_hash_key(path));
+  if (hash == metadata.end()) {
+    return Error{"the checkpoint has no structural hash for subgraph '" + path + "' (" + subgraph_hash_key(path) +
+                     "): it was saved by an older weft, or its model has no such label, so the subgraph "
+                     "cannot be checked against this model" + kOptOut,
+                 Location::of_file(file)};
+  }
+  WEFT_ASSIGN_OR_RETURN(std::string ours, model.structure(path));
+  const std::string our_hash = structural_hash_hex(fnv1a64(ours));
+  if (hash->second == our_hash) return Status();
+  auto structure = metadata.find(subgraph_structure_key(path));
+  WEFT_ASSIGN_OR_RETURN(std::vector<int> nodes, model.subgraph(path));
+  std::string difference =
+      structure == metadata.end() ? "" : first_difference(model, nodes, structure->second, ours);
+  if (difference.empty()) {
+    difference = "structural hash " + hash->second + " in the checkpoint, " + our_hash + " for this model";
+  }
+  return Error{"subgraph '" + path + "' differs from the checkpoint's: " + difference + kOptOut,
+               Location::of_file(file)};
+}
+
+}  // namespace
 
 CheckpointSchema checkpoint_schema(const Model& model) {
   CheckpointSchema schema;
   schema.structural_hash = model.structural_hash();
   for (const ParamInfo& p : model.parameters()) {
     schema.params.push_back({p.name, model.graph().type(p.value)});
+  }
+  for (const std::string& path : model.label_paths()) {
+    StatusOr<std::string> structure = model.structure(path);  // A path of the model: it has one.
+    schema.subgraphs.push_back({path, fnv1a64(*structure), *structure});
   }
   return schema;
 }
@@ -27,6 +125,11 @@ StatusOr<LoadReport> load_checkpoint(const std::string& path, const Model& model
     WEFT_ASSIGN_OR_RETURN(std::vector<const ParamInfo*> scoped,
                           model.parameters_at(options.subgraph));
     for (const ParamInfo* p : scoped) scope.params.push_back(p->name);
+    if (!options.by_names_and_shapes) {
+      scope.check_metadata = [&](const std::map<std::string, std::string>& metadata) {
+        return check_subgraph(path, model, options.subgraph, metadata);
+      };
+    }
   }
   return load_checkpoint(path, checkpoint_schema(model), values, scope);
 }

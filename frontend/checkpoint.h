@@ -14,13 +14,28 @@
 // Keys are the model's parameter names (`ParamInfo::name`, stable paths), optimizer
 // slots `optimizer.<parameter name>.<slot>`, and any other entries the caller keeps in
 // `values` (say `optimizer.t`), which belong to the whole model. `__metadata__` holds
-//   weft.format_version   "1"
-//   weft.structural_hash  Model::structural_hash() as 16 lowercase hex digits
-//   weft.step             the training step, decimal
-// plus the data checksum that write_safetensors adds. Saving is atomic (a failed save
-// leaves the previous file as it was); a failed load leaves `values` exactly as it was:
+//   weft.format_version             "1"
+//   weft.structural_hash            Model::structural_hash() as 16 lowercase hex digits
+//   weft.step                       the training step, decimal
+//   weft.subgraph_hash.<path>       for every label path: Model::structural_hash(path)
+//   weft.subgraph_structure.<path>  Model::structure(path), the text hashed
+// plus the checksums that write_safetensors adds. Saving is atomic (a failed save leaves
+// the previous file as it was); a failed load leaves `values` exactly as it was:
 // everything is read and checked into a staging map first, and committed only when the
 // whole load succeeds.
+//
+// A whole load checks the model's structural hash; a subgraph load checks the
+// subgraph's, which depends only on the subgraph's own nodes (ops, attributes, types
+// and wiring; not names, not where it sits), so the same encoder in another model loads.
+// An encoder with another activation is refused, naming the first difference:
+//
+//   ckpt.safetensors: error: subgraph 'encoder' differs from the checkpoint's: the
+//   checkpoint's model has `%3 = relu(%2) : f32[3,8]` where this model has
+//   `%3 = tanh(%2) : f32[3,8]` at model.cc:12:60 (encoder > Tanh); nothing was loaded
+//   (to load by names and shapes alone, set LoadOptions::by_names_and_shapes)
+//
+// Types include the batch size of the shapes the model was built for: a subgraph saved
+// from a model built for another batch size differs in its types.
 
 #include <map>
 #include <string>
@@ -35,15 +50,21 @@ namespace weft {
 /// What to load.
 struct LoadOptions {
   /// A label path (`encoder`, `encoder.scan`): load only the parameters inside that
-  /// subgraph and their optimizer slots, from a checkpoint of any model that shares it
-  /// (the structural hash is not checked). "" loads everything and requires the
-  /// checkpoint's structural hash to match the model's.
+  /// subgraph and their optimizer slots, from a checkpoint of any model that has the same
+  /// subgraph (its weft.subgraph_hash.<path> must match Model::structural_hash(path)).
+  /// "" loads everything and requires the checkpoint's structural hash to match the
+  /// model's.
   std::string subgraph;
   /// Fail when an expected key is missing from the checkpoint, or when the checkpoint
   /// holds a key (in scope) that nothing expects, listing both — as PyTorch's
   /// `load_state_dict(strict=True)` does. The default: resuming is strict. False: a
   /// partial load, which loads what matches and reports the rest in LoadReport.
   bool strict = true;
+  /// For a subgraph load: skip the structure check and load by names and shapes alone
+  /// (a checkpoint with no hash for the subgraph — from an older weft, an AOT binary or
+  /// a model without that label — or one whose subgraph differs on purpose). Whole
+  /// loads always check the structural hash.
+  bool by_names_and_shapes = false;
 };
 
 /// The checkpoint table of `model`: its parameters and state with their types, and its
@@ -59,7 +80,9 @@ Status save_checkpoint(const std::string& path, const Model& model,
 /// Loads the checkpoint at `path` into `values` (see LoadOptions for what is loaded).
 /// Errors, each leaving `values` untouched: an unreadable or malformed file; a full load
 /// of a checkpoint whose structural hash differs from the model's (both hashes named)
-/// or that has none; an unknown subgraph path; a key whose dtype or shape differs from
+/// or that has none; an unknown subgraph path; unless `by_names_and_shapes`, a subgraph
+/// load from a checkpoint with no hash for that subgraph, or whose subgraph differs (the
+/// first difference named); a key whose dtype or shape differs from
 /// the model's parameter or from the entry already in `values` (the key and both types
 /// named); under `strict` (the default), missing or unexpected keys.
 StatusOr<LoadReport> load_checkpoint(const std::string& path, const Model& model,

@@ -12,6 +12,7 @@
 #include "frontend/flow.h"
 #include "frontend/init_params.h"
 #include "frontend/modules.h"
+#include "ir/text_util.h"
 #include "runtime/safetensors.h"
 
 namespace weft {
@@ -43,6 +44,28 @@ Model model_with(int64_t width, ModulePtr head, ModulePtr extra = Identity()) {
 Model model_a() { return model_with(8, Linear(8, 2)); }
 // Shares the labelled encoder with model_a; the rest differs.
 Model model_b() { return model_with(8, Linear(8, 3), ReLU()); }
+
+// The issue's models: encoder { 0: Linear(4 -> 8), 1: `activation`, 2: Linear(8 -> 8) },
+// after `before`, then `head`.
+Model issue_model(ModulePtr activation, ModulePtr before = Identity(), ModulePtr head = Linear(8, 2)) {
+  auto encoder =
+      FlowBuilder::from(Linear(4, 8)).through(activation).through(Linear(8, 8)).label("encoder").build();
+  EXPECT_TRUE(encoder.ok()) << encoder.error().to_string();
+  auto model = FlowBuilder::from(before).through(*encoder).through(head).build({{"x", f32({3, 4})}});
+  EXPECT_TRUE(model.ok()) << model.error().to_string();
+  return std::move(*model);
+}
+
+// Where the node that `op` emitted in `model`'s encoder came from: `file:line:col (path)`.
+// (The last such node.)
+std::string location_of(const Model& model, Op op) {
+  const std::vector<int> nodes = *model.subgraph("encoder");
+  std::string where = "(none)";
+  for (int i : nodes) {
+    if (model.graph().node(i).op == op) where = model.graph().node(i).loc.to_string();
+  }
+  return where;
+}
 
 // Parameters from `seed`, plus Adam-like slots `m` and `v` for every parameter and a
 // global counter.
@@ -122,6 +145,10 @@ TEST(Checkpoint, MetadataAndLayout) {
   EXPECT_EQ(file->metadata.at("weft.structural_hash"), structural_hash_hex(model.structural_hash()));
   EXPECT_EQ(file->metadata.at("weft.structural_hash").size(), 16u);
   EXPECT_EQ(file->metadata.count("checksum"), 1u);
+  // Each labelled subgraph's structure and its hash.
+  EXPECT_EQ(file->metadata.at("weft.subgraph_hash.encoder"),
+            structural_hash_hex(*model.structural_hash("encoder")));
+  EXPECT_EQ(file->metadata.at("weft.subgraph_structure.encoder"), *model.structure("encoder"));
   // Parameters first, in graph-input order.
   EXPECT_EQ(file->tensors[0].first, "encoder.0.weight");
   EXPECT_EQ(file->tensors[0].second.type().to_string(), "f32[8,4]");
@@ -181,6 +208,161 @@ TEST(Checkpoint, SubgraphLoadIntoADifferentModel) {
                 structural_hash_hex(b.structural_hash()) +
                 " for this model; to load only a labelled subgraph both models share, set "
                 "LoadOptions::subgraph");
+}
+
+// Issue 19: a subgraph load checks the subgraph's structure. A ReLU encoder's weights
+// used to load "ok" into a Tanh encoder, by names and shapes.
+TEST(Checkpoint, SubgraphLoadRefusesADifferentArchitecture) {
+  Model relu = issue_model(ReLU()), tanh = issue_model(Tanh());
+  const std::string path = temp_path("relu_encoder.safetensors");
+  const Values saved = values_for(relu, 1);
+  ASSERT_TRUE(save_checkpoint(path, relu, saved, 3).ok());
+
+  Values target = values_for(tanh, 2);
+  const Values before = target;
+  auto r = load_checkpoint(path, tanh, target, {.subgraph = "encoder"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().to_string(),
+            path + ": error: subgraph 'encoder' differs from the checkpoint's: the checkpoint's model has "
+                   "`%3 = relu(%2) : f32[3,8]` where this model has `%3 = tanh(%2) : f32[3,8]` at " +
+                location_of(tanh, Op::Tanh) +
+                "; nothing was loaded (to load by names and shapes alone, set "
+                "LoadOptions::by_names_and_shapes)");
+  EXPECT_NE(location_of(tanh, Op::Tanh).find("frontend/checkpoint_test.cc:"), std::string::npos);
+  EXPECT_NE(location_of(tanh, Op::Tanh).find(" (encoder > Tanh)"), std::string::npos);
+  expect_same(target, before);
+
+  // Asked for, names and shapes alone load it.
+  r = load_checkpoint(path, tanh, target, {.subgraph = "encoder", .by_names_and_shapes = true});
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(target.at("encoder.2.weight"), saved.at("encoder.2.weight"));
+  EXPECT_EQ(target.at("2.weight"), before.at("2.weight"));
+}
+
+// The subgraph's hash depends on its own nodes only: the same encoder after other
+// layers, before another head, loads.
+TEST(Checkpoint, TheSameSubgraphLoadsAnywhere) {
+  Model relu = issue_model(ReLU());
+  Model elsewhere = issue_model(ReLU(), /*before=*/Linear(4, 4), /*head=*/Linear(8, 3));
+  ASSERT_NE(relu.structural_hash(), elsewhere.structural_hash());
+  const std::string path = temp_path("anywhere.safetensors");
+  const Values saved = values_for(relu, 1);
+  ASSERT_TRUE(save_checkpoint(path, relu, saved, 3).ok());
+  Values target = values_for(elsewhere, 2);
+  const Values before = target;
+  auto r = load_checkpoint(path, elsewhere, target, {.subgraph = "encoder"});
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(r->loaded.size(), 12u);  // 4 parameters, 8 slots.
+  for (const auto& [key, t] : target) {
+    const bool encoder = key.rfind("encoder.", 0) == 0 || key.rfind("optimizer.encoder.", 0) == 0;
+    EXPECT_EQ(t, encoder ? saved.at(key) : before.at(key)) << key;
+  }
+}
+
+// A subgraph with a node more or less than the checkpoint's: the message says whose ends.
+TEST(Checkpoint, SubgraphOfAnotherLengthIsNamedWhereItEnds) {
+  Model short_one = issue_model(Identity());
+  Model relu = issue_model(ReLU());
+  const std::string short_path = temp_path("short.safetensors"), relu_path = temp_path("relu.safetensors");
+  ASSERT_TRUE(save_checkpoint(short_path, short_one, values_for(short_one, 1), 0).ok());
+  ASSERT_TRUE(save_checkpoint(relu_path, relu, values_for(relu, 1), 0).ok());
+  Values values = values_for(relu, 2);
+  auto r = load_checkpoint(short_path, relu, values, {.subgraph = "encoder"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message,
+            "subgraph 'encoder' differs from the checkpoint's: the checkpoint's model has "
+            "`%3 = transpose(%in3) {perm=[1, 0]} : f32[8,8]` where this model has `%3 = relu(%2) : "
+            "f32[3,8]` at " + location_of(relu, Op::Relu) +
+                "; nothing was loaded (to load by names and shapes alone, set "
+                "LoadOptions::by_names_and_shapes)");
+  // A model whose encoder ends with an extra node.
+  auto longer_encoder = FlowBuilder::from(Linear(4, 8)).through(ReLU()).through(Linear(8, 8)).through(ReLU())
+                            .label("encoder").build();
+  ASSERT_TRUE(longer_encoder.ok());
+  auto longer = FlowBuilder::from(*longer_encoder).through(Linear(8, 2)).build({{"x", f32({3, 4})}});
+  ASSERT_TRUE(longer.ok());
+  Values more = values_for(*longer, 2);
+  r = load_checkpoint(relu_path, *longer, more, {.subgraph = "encoder"});
+  ASSERT_FALSE(r.ok());
+  const std::string extra_relu = location_of(*longer, Op::Relu);
+  EXPECT_EQ(r.error().message,
+            "subgraph 'encoder' differs from the checkpoint's: the checkpoint's model's subgraph ends where "
+            "this model has `%7 = relu(%6) : f32[3,8]` at " + extra_relu +
+                "; nothing was loaded (to load by names and shapes alone, set "
+                "LoadOptions::by_names_and_shapes)");
+  // And the other way round.
+  const std::string longer_path = temp_path("longer.safetensors");
+  ASSERT_TRUE(save_checkpoint(longer_path, *longer, values_for(*longer, 1), 0).ok());
+  r = load_checkpoint(longer_path, relu, values, {.subgraph = "encoder"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message,
+            "subgraph 'encoder' differs from the checkpoint's: the checkpoint's model has "
+            "`%7 = relu(%6) : f32[3,8]` where this model's subgraph ends; nothing was loaded (to load by "
+            "names and shapes alone, set LoadOptions::by_names_and_shapes)");
+}
+
+// A checkpoint without the subgraph's hash (older weft, or its model has no such label)
+// cannot be checked: refused, saying how to load by names and shapes.
+TEST(Checkpoint, SubgraphLoadWithoutAHashIsRefusedUnlessAskedFor) {
+  Model relu = issue_model(ReLU());
+  const std::string path = temp_path("old.safetensors");
+  const Values saved = values_for(relu, 1);
+  ASSERT_TRUE(save_checkpoint(path, relu, saved, 3).ok());
+  SafetensorsFile file = without_checksum(path);
+  file.metadata.erase("weft.subgraph_hash.encoder");
+  file.metadata.erase("weft.subgraph_structure.encoder");
+  ASSERT_TRUE(write_safetensors(path, file.tensors, file.metadata).ok());
+
+  Values target = values_for(relu, 2);
+  const Values before = target;
+  auto r = load_checkpoint(path, relu, target, {.subgraph = "encoder"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().to_string(),
+            path + ": error: the checkpoint has no structural hash for subgraph 'encoder' "
+                   "(weft.subgraph_hash.encoder): it was saved by an older weft, or its model has no such "
+                   "label, so the subgraph cannot be checked against this model; nothing was loaded (to load "
+                   "by names and shapes alone, set LoadOptions::by_names_and_shapes)");
+  expect_same(target, before);
+  // A whole load does not need it.
+  Values whole = values_for(relu, 2);
+  ASSERT_TRUE(load_checkpoint(path, relu, whole).ok());
+  r = load_checkpoint(path, relu, target, {.subgraph = "encoder", .by_names_and_shapes = true});
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(target.at("encoder.0.weight"), saved.at("encoder.0.weight"));
+}
+
+// What is said when the checkpoint's structure text does not show where the hashes
+// differ: only the inputs differ, or the text is not there.
+TEST(Checkpoint, SubgraphDifferenceInInputsOrWithoutAStructure) {
+  Model relu = issue_model(ReLU());
+  const std::string path = temp_path("edited.safetensors");
+  ASSERT_TRUE(save_checkpoint(path, relu, values_for(relu, 1), 3).ok());
+  const SafetensorsFile file = without_checksum(path);
+  std::map<std::string, std::string> metadata = file.metadata;
+  std::string& structure = metadata.at("weft.subgraph_structure.encoder");
+  structure.replace(structure.find("%in1: f32[3,4]"), 14, "%in1: f32[3,4] {state}");
+  metadata.at("weft.subgraph_hash.encoder") = structural_hash_hex(fnv1a64(structure));
+  ASSERT_TRUE(write_safetensors(path, file.tensors, metadata).ok());
+  Values target = values_for(relu, 2);
+  auto r = load_checkpoint(path, relu, target, {.subgraph = "encoder"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message,
+            "subgraph 'encoder' differs from the checkpoint's: the checkpoint's model feeds it "
+            "(%in0: f32[8,4] {param}, %in1: f32[3,4] {state}, %in2: f32[8] {param}, %in3: f32[8,8] {param}, "
+            "%in4: f32[8] {param}) where this model feeds it (%in0: f32[8,4] {param}, %in1: f32[3,4], "
+            "%in2: f32[8] {param}, %in3: f32[8,8] {param}, %in4: f32[8] {param}); nothing was loaded (to load "
+            "by names and shapes alone, set LoadOptions::by_names_and_shapes)");
+
+  metadata.erase("weft.subgraph_structure.encoder");
+  ASSERT_TRUE(write_safetensors(path, file.tensors, metadata).ok());
+  r = load_checkpoint(path, relu, target, {.subgraph = "encoder"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message,
+            "subgraph 'encoder' differs from the checkpoint's: structural hash " +
+                metadata.at("weft.subgraph_hash.encoder") + " in the checkpoint, " +
+                structural_hash_hex(*relu.structural_hash("encoder")) +
+                " for this model; nothing was loaded (to load by names and shapes alone, set "
+                "LoadOptions::by_names_and_shapes)");
 }
 
 TEST(Checkpoint, UnknownSubgraph) {
@@ -289,6 +471,11 @@ TEST(Checkpoint, ShapeMismatchLeavesValuesUntouched) {
   Values target = values_for(wide, 2);
   const Values before = target;
   auto r = load_checkpoint(path, wide, target, {.subgraph = "encoder"});
+  ASSERT_FALSE(r.ok());  // Its structure differs (the types), before any shape is compared.
+  EXPECT_EQ(r.error().message.rfind("subgraph 'encoder' differs from the checkpoint's: ", 0), 0u)
+      << r.error().message;
+  expect_same(target, before);
+  r = load_checkpoint(path, wide, target, {.subgraph = "encoder", .by_names_and_shapes = true});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().to_string(), path + ": error: 'encoder.0.weight' is f32[8,4] in the checkpoint but "
                                           "f32[6,4] in the model; nothing was loaded");
@@ -348,7 +535,13 @@ TEST(Checkpoint, ForeignFiles) {
             "not a weft checkpoint: __metadata__ has no weft.structural_hash, so it cannot be "
             "checked against the model; to load the parameters of a labelled subgraph, set "
             "LoadOptions::subgraph");
-  auto part = load_checkpoint(path, a, target, {.subgraph = "encoder", .strict = false});
+  // Nor can a subgraph be checked: loading by names and shapes is asked for.
+  auto unchecked = load_checkpoint(path, a, target, {.subgraph = "encoder", .strict = false});
+  ASSERT_FALSE(unchecked.ok());
+  EXPECT_EQ(unchecked.error().message.rfind("the checkpoint has no structural hash for subgraph 'encoder'", 0), 0u)
+      << unchecked.error().message;
+  auto part =
+      load_checkpoint(path, a, target, {.subgraph = "encoder", .strict = false, .by_names_and_shapes = true});
   ASSERT_TRUE(part.ok()) << part.error().to_string();
   EXPECT_EQ(part->loaded, std::vector<std::string>{"encoder.0.weight"});
   EXPECT_EQ(part->missing, (std::vector<std::string>{"encoder.0.bias", "encoder.1.bias", "encoder.1.weight"}));
@@ -393,6 +586,9 @@ TEST(Checkpoint, MalformedMetadataIsAUserErrorNamingTheKey) {
        "malformed checkpoint: weft.format_version is '0', not a positive integer"},
       {"weft.structural_hash", "XYZ",
        "malformed checkpoint: weft.structural_hash is 'XYZ', not 16 lowercase hex digits"},
+      {"weft.subgraph_hash.encoder", "0123456789ABCDEF",
+       "malformed checkpoint: weft.subgraph_hash.encoder is '0123456789ABCDEF', not 16 lowercase hex "
+       "digits"},
   };
   for (const Case& c : cases) {
     std::map<std::string, std::string> metadata = file.metadata;
@@ -400,7 +596,7 @@ TEST(Checkpoint, MalformedMetadataIsAUserErrorNamingTheKey) {
     ASSERT_TRUE(write_safetensors(path, file.tensors, metadata).ok());
     Values target = values_for(a, 2);
     const Values before = target;
-    for (const std::string& subgraph : {"", "encoder"}) {
+    for (const char* subgraph : {"", "encoder"}) {
       auto r = load_checkpoint(path, a, target, {.subgraph = subgraph});
       ASSERT_FALSE(r.ok()) << c.key << "=" << c.value;
       EXPECT_EQ(r.error().to_string(), path + ": error: " + c.message);

@@ -9,6 +9,7 @@
 #include "frontend/draw.h"
 #include "frontend/flow.h"
 #include "frontend/modules.h"
+#include "ir/text_util.h"
 
 namespace weft {
 namespace {
@@ -84,6 +85,43 @@ TEST(GraphTree, StructuralHashIgnoresValuesButNotArchitecture) {
   auto renamed = FlowBuilder::from(Linear(4, 8)).label("enc").build({{"x", f32({3, 4})}});
   auto original = FlowBuilder::from(Linear(4, 8)).label("encoder").build({{"x", f32({3, 4})}});
   EXPECT_NE(renamed->structural_hash(), original->structural_hash());
+}
+
+// A subgraph's structure is its own nodes with values renumbered: the same encoder after
+// other layers, in a model with another label name around it and another head, prints
+// and hashes alike; another activation does not.
+TEST(GraphTree, SubgraphStructureIsIndependentOfWhereItSits) {
+  auto encoder = [](ModulePtr activation) {
+    return *FlowBuilder::from(Linear(4, 8)).through(activation).through(Linear(8, 8)).label("encoder").build();
+  };
+  auto alone = FlowBuilder::from(encoder(ReLU())).through(Linear(8, 2)).build({{"x", f32({3, 4})}});
+  auto inside = FlowBuilder::from(Linear(4, 4))
+                    .through(Tanh())
+                    .through(encoder(ReLU()))
+                    .through(Linear(8, 3))
+                    .build({{"x", f32({3, 4})}});
+  auto tanh = FlowBuilder::from(encoder(Tanh())).through(Linear(8, 2)).build({{"x", f32({3, 4})}});
+  ASSERT_TRUE(alone.ok() && inside.ok() && tanh.ok());
+  const std::string expected =
+      "graph @subgraph(%in0: f32[8,4] {param}, %in1: f32[3,4], %in2: f32[8] {param}, "
+      "%in3: f32[8,8] {param}, %in4: f32[8] {param}) -> () {\n"
+      "  %0 = transpose(%in0) {perm=[1, 0]} : f32[4,8]\n"
+      "  %1 = matmul(%in1, %0) : f32[3,8]\n"
+      "  %2 = add(%1, %in2) : f32[3,8]\n"
+      "  %3 = relu(%2) : f32[3,8]\n"
+      "  %4 = transpose(%in3) {perm=[1, 0]} : f32[8,8]\n"
+      "  %5 = matmul(%3, %4) : f32[3,8]\n"
+      "  %6 = add(%5, %in4) : f32[3,8]\n"
+      "  return\n"
+      "}\n";
+  EXPECT_EQ(*alone->structure("encoder"), expected);
+  EXPECT_EQ(*inside->structure("encoder"), expected);
+  EXPECT_EQ(*alone->structural_hash("encoder"), *inside->structural_hash("encoder"));
+  EXPECT_NE(alone->structural_hash(), inside->structural_hash());
+  EXPECT_NE(*alone->structural_hash("encoder"), *tanh->structural_hash("encoder"));
+  EXPECT_EQ(alone->structural_hash(), fnv1a64(*alone->structure("")));
+  EXPECT_EQ(alone->structure("decoder").error().message,
+            "no subgraph labelled 'decoder'; label paths in this model: encoder");
 }
 
 TEST(GraphTree, DotHasClustersTagsAndShapes) {

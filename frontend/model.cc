@@ -86,12 +86,52 @@ bool Model::is_frozen(const std::string& param_name) const {
   return false;
 }
 
-uint64_t Model::structural_hash() const {
-  // FNV-1a over the printed graph without locations: ops, attributes, types, wiring,
-  // and the inputs' names, kinds and shapes (parameter names are input names).
-  PrintOptions options;
-  options.locations = false;
-  return fnv1a64(print_graph(graph_, options));
+namespace {
+
+// The nodes `nodes` of `g` (in order) as a graph of their own: each value they take from
+// outside becomes an input, of its kind if it is one of g's inputs, else data.
+Graph extract(const Graph& g, const std::vector<int>& nodes) {
+  Graph sub("subgraph");
+  std::vector<ValueId> to_sub(static_cast<size_t>(g.num_values()), kNoValue);
+  for (int i : nodes) {
+    const Node& n = g.node(i);
+    std::vector<ValueId> operands;
+    for (ValueId v : n.operands) {
+      if (to_sub[v] == kNoValue) {
+        const int input = g.input_index(v);
+        to_sub[v] = sub.add_input("", g.type(v), input >= 0 ? g.inputs()[input].kind : InputKind::data);
+      }
+      operands.push_back(to_sub[v]);
+    }
+    std::optional<Type> first_type;
+    if (!n.results.empty()) first_type = g.value(n.results[0]).type;
+    const ValueId first = sub.add_node(n.op, std::move(operands), n.attrs, n.loc, first_type);
+    const int index = static_cast<int>(sub.nodes().size()) - 1;
+    sub.node(index).body = n.body;
+    if (!n.results.empty()) to_sub[n.results[0]] = first;
+    for (size_t k = 1; k < n.results.size(); ++k) {
+      to_sub[n.results[k]] = sub.add_result(index, "", g.value(n.results[k]).type);
+    }
+  }
+  return sub;
+}
+
+}  // namespace
+
+StatusOr<std::string> Model::structure(const std::string& path) const {
+  // Ops, attributes, types and wiring; for the whole model also the inputs' names
+  // (parameter names are input names). Never locations: moving a builder call is no
+  // change of architecture.
+  if (path.empty()) return print_graph(graph_, {.locations = false});
+  WEFT_ASSIGN_OR_RETURN(std::vector<int> nodes, subgraph(path));
+  return print_graph(extract(graph_, nodes), {.locations = false, .renumber = true});
+}
+
+uint64_t Model::structural_hash() const { return fnv1a64(*structure("")); }
+
+StatusOr<uint64_t> Model::structural_hash(const std::string& path) const {
+  WEFT_ASSIGN_OR_RETURN(std::string text, structure(path));
+  return fnv1a64(text);
 }
 
 }  // namespace weft

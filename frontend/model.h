@@ -50,8 +50,18 @@ class Model {
   void set_tags(std::vector<std::pair<std::string, ValueId>> tags) { tags_ = std::move(tags); }
 
   /// A hash of the architecture: ops, attributes, types, wiring, parameter names and
-  /// shapes — not parameter values and not source locations.
+  /// shapes — not parameter values and not source locations. fnv1a64 of structure("").
   uint64_t structural_hash() const;
+  /// The hash of one labelled subgraph's structure: fnv1a64 of structure(path).
+  StatusOr<uint64_t> structural_hash(const std::string& path) const;
+  /// What the structural hashes hash: the graph in `.wir` text without locations. For ""
+  /// the whole model, values and parameters by name. For a label path, the subgraph's
+  /// nodes alone, as a graph `@subgraph` whose inputs are the values those nodes take from
+  /// outside (in order of first use; parameters and state keep their kind, the rest are
+  /// data) and which has no outputs, its values renumbered (PrintOptions::renumber): no
+  /// name from the rest of the model enters it, so the same subgraph prints alike in any
+  /// model and at any place in it. One line per node (a body adds its own lines).
+  StatusOr<std::string> structure(const std::string& path) const;
 
  private:
   Graph graph_;

@@ -133,8 +133,8 @@ class Trainer {
 
   /// Saves parameters, state, optimizer slots and the step count (safetensors).
   Status save(const std::string& path) const;
-  /// Loads a checkpoint (all, or one labelled subgraph: LoadOptions::subgraph); on error
-  /// nothing changes. Strict unless `options.strict` is false: a checkpoint lacking an
+  /// Loads a checkpoint (all, or one labelled subgraph: LoadOptions::subgraph, its
+  /// structure checked unless LoadOptions::by_names_and_shapes); on error nothing changes. Strict unless `options.strict` is false: a checkpoint lacking an
   /// expected tensor or holding an unexpected one is refused, both listed.
   StatusOr<LoadReport> load(const std::string& path, const LoadOptions& options = {});
 

@@ -20,7 +20,23 @@ std::string name_ref(char sigil, const std::string& name) {
   return sigil + (plain ? name : quote(name));
 }
 
-std::string value_ref(const Graph& g, ValueId v) { return name_ref('%', g.value(v).name); }
+// How each value of `g` is printed, by ValueId: `%name`, or under PrintOptions::renumber
+// `%inK` for the K-th graph input and `%N` for the N-th node result.
+using ValueRefs = std::vector<std::string>;
+
+ValueRefs value_refs(const Graph& g, const PrintOptions& options) {
+  ValueRefs refs(static_cast<size_t>(g.num_values()));
+  if (!options.renumber) {
+    for (ValueId v = 0; v < g.num_values(); ++v) refs[v] = name_ref('%', g.value(v).name);
+    return refs;
+  }
+  for (size_t i = 0; i < g.inputs().size(); ++i) refs[g.inputs()[i].value] = "%in" + std::to_string(i);
+  int next = 0;
+  for (const Node& n : g.nodes()) {
+    for (ValueId r : n.results) refs[r] = "%" + std::to_string(next++);
+  }
+  return refs;
+}
 
 std::string types_list(const std::vector<Type>& types) {
   std::string out;
@@ -39,11 +55,11 @@ std::string location_text(const Location& loc) {
   return out + ")";
 }
 
-std::string header(const Graph& g) {
+std::string header(const Graph& g, const ValueRefs& refs) {
   std::string out = "graph " + name_ref('@', g.name()) + "(";
   for (size_t i = 0; i < g.inputs().size(); ++i) {
     const Input& input = g.inputs()[i];
-    out += (i ? ", " : "") + value_ref(g, input.value) + ": " + g.type(input.value).to_string();
+    out += (i ? ", " : "") + refs[input.value] + ": " + g.type(input.value).to_string();
     if (input.kind != InputKind::data) out += " {" + std::string(input_kind_name(input.kind)) + "}";
   }
   out += ")";
@@ -63,34 +79,35 @@ std::string header(const Graph& g) {
   return out + " {\n";
 }
 
-std::string statement(const Graph& g, const Node& n, const PrintOptions& options,
-                      const std::string& indent);
+std::string statement(const Graph& g, const ValueRefs& refs, const Node& n,
+                      const PrintOptions& options, const std::string& indent);
 
 // A fused node's body: `({`, `^body(%a: f32[4], ...):`, its statements, `return`, `})`.
 std::string region(const Graph& body, const PrintOptions& options, const std::string& indent) {
+  const ValueRefs refs = value_refs(body, options);
   std::string out = " ({\n" + indent + "  ^" + body.name() + "(";
   for (size_t i = 0; i < body.inputs().size(); ++i) {
     ValueId v = body.inputs()[i].value;
-    out += (i ? ", " : "") + value_ref(body, v) + ": " + body.type(v).to_string();
+    out += (i ? ", " : "") + refs[v] + ": " + body.type(v).to_string();
   }
   out += "):\n";
-  for (const Node& n : body.nodes()) out += statement(body, n, options, indent + "    ");
+  for (const Node& n : body.nodes()) out += statement(body, refs, n, options, indent + "    ");
   out += indent + "    return";
   for (size_t i = 0; i < body.outputs().size(); ++i) {
-    out += (i ? ", " : " ") + value_ref(body, body.outputs()[i]);
+    out += (i ? ", " : " ") + refs[body.outputs()[i]];
   }
   return out + "\n" + indent + "})";
 }
 
-std::string statement(const Graph& g, const Node& n, const PrintOptions& options,
-                      const std::string& indent) {
+std::string statement(const Graph& g, const ValueRefs& refs, const Node& n,
+                      const PrintOptions& options, const std::string& indent) {
   std::string out = indent;
   for (size_t k = 0; k < n.results.size(); ++k) {
-    out += value_ref(g, n.results[k]) + (k + 1 < n.results.size() ? ", " : " = ");
+    out += refs[n.results[k]] + (k + 1 < n.results.size() ? ", " : " = ");
   }
   out += std::string(op_name(n.op)) + "(";
   for (size_t i = 0; i < n.operands.size(); ++i) {
-    out += (i ? ", " : "") + value_ref(g, n.operands[i]);
+    out += (i ? ", " : "") + refs[n.operands[i]];
   }
   out += ")";
   if (!n.attrs.empty()) {
@@ -118,11 +135,12 @@ std::string statement(const Graph& g, const Node& n, const PrintOptions& options
 }  // namespace
 
 std::string print_graph(const Graph& g, const PrintOptions& options) {
-  std::string out = header(g);
-  for (const Node& n : g.nodes()) out += statement(g, n, options, "  ");
+  const ValueRefs refs = value_refs(g, options);
+  std::string out = header(g, refs);
+  for (const Node& n : g.nodes()) out += statement(g, refs, n, options, "  ");
   out += "  return";
   for (size_t i = 0; i < g.outputs().size(); ++i) {
-    out += (i ? ", " : " ") + value_ref(g, g.outputs()[i]);
+    out += (i ? ", " : " ") + refs[g.outputs()[i]];
   }
   return out + "\n}\n";
 }

@@ -73,6 +73,10 @@ namespace weft {
 
 struct PrintOptions {
   bool locations = true;  ///< false: omit `loc(...)` (golden tests).
+  /// true: print values by position instead of by name — the K-th graph input as `%inK`,
+  /// the N-th node result as `%N`, numbered afresh in each body — so graphs that differ
+  /// only in value names print alike (Model's per-subgraph structural hash).
+  bool renumber = false;
 };
 
 /// The graph in `.wir` text, ending in a newline. Types are printed wherever known; a

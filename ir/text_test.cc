@@ -496,6 +496,40 @@ TEST(TextTest, FusedBodyRoundTrips) {
   EXPECT_TRUE(structurally_equal(*g, *again, &why)) << why;
 }
 
+// Renumbered, graphs that differ only in value names (here the fused body's too) print
+// alike, and the text still parses.
+TEST(PrintTest, RenumberPrintsValuesByPosition) {
+  const std::string text =
+      "graph @g(%x: f32[4,5], %b: f32[5] {param}) -> (f32[4,5]) {\n"
+      "  %h = neg(%x) : f32[4,5]\n"
+      "  %y = fused(%h, %b) : f32[4,5] ({\n"
+      "    ^body(%a: f32[4,5], %c: f32[5]):\n"
+      "      %s = add(%a, %c) : f32[4,5]\n"
+      "      %r = relu(%s) : f32[4,5]\n"
+      "      return %r\n"
+      "  })\n"
+      "  return %y\n"
+      "}\n";
+  const std::string renumbered =
+      "graph @g(%in0: f32[4,5], %in1: f32[5] {param}) -> (f32[4,5]) {\n"
+      "  %0 = neg(%in0) : f32[4,5]\n"
+      "  %1 = fused(%0, %in1) : f32[4,5] ({\n"
+      "    ^body(%in0: f32[4,5], %in1: f32[5]):\n"
+      "      %0 = add(%in0, %in1) : f32[4,5]\n"
+      "      %1 = relu(%0) : f32[4,5]\n"
+      "      return %1\n"
+      "  })\n"
+      "  return %1\n"
+      "}\n";
+  StatusOr<Graph> g = parse_graph(text, "g.wir");
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  EXPECT_EQ(print_graph(*g, {.locations = false, .renumber = true}), renumbered);
+  EXPECT_EQ(print_graph(*g, {.locations = false}), text);  // Names by default.
+  StatusOr<Graph> again = parse_graph(renumbered, "r.wir");
+  ASSERT_TRUE(again.ok()) << again.error().to_string();
+  EXPECT_EQ(print_graph(*again, {.locations = false}), renumbered);
+}
+
 TEST(ParseErrorTest, MiscellaneousSyntax) {
   EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %y = neg(%x) $\n  return %y\n}"),
             "bad.wir:2:16: error: unexpected character '$'");

@@ -15,6 +15,8 @@ namespace {
 constexpr const char* kVersionKey = "weft.format_version";
 constexpr const char* kHashKey = "weft.structural_hash";
 constexpr const char* kStepKey = "weft.step";
+constexpr std::string_view kSubgraphHashPrefix = "weft.subgraph_hash.";
+constexpr std::string_view kSubgraphStructurePrefix = "weft.subgraph_structure.";
 constexpr std::string_view kOptimizerPrefix = "optimizer.";
 
 Error file_error(const std::string& file, std::string message) {
@@ -37,6 +39,20 @@ std::optional<int64_t> parse_int(const std::string& s) {
   return v;
 }
 
+// The parameter whose optimizer slot `key` is (`optimizer.<parameter>.<slot>`), among
+// the keys of `parameters`; or nullopt. Parameter names hold dots too, so this takes the
+// longest parameter name followed by a dot and a non-empty slot.
+template <typename Map>
+std::optional<std::string> slot_parameter(const std::string& key, const Map& parameters) {
+  if (key.compare(0, kOptimizerPrefix.size(), kOptimizerPrefix) != 0) return std::nullopt;
+  const std::string rest = key.substr(kOptimizerPrefix.size());
+  for (size_t dot = rest.rfind('.'); dot != std::string::npos && dot > 0; dot = rest.rfind('.', dot - 1)) {
+    if (dot + 1 == rest.size()) continue;
+    if (parameters.count(rest.substr(0, dot))) return rest.substr(0, dot);
+  }
+  return std::nullopt;
+}
+
 // How a key relates to the model: the parameter it belongs to (itself, or the parameter
 // whose optimizer slot it is), or none for keys of the whole model.
 struct KeyOwner {
@@ -52,15 +68,7 @@ class KeyClassifier {
 
   KeyOwner owner(const std::string& key) const {
     if (auto it = by_name_.find(key); it != by_name_.end()) return {it->second, false};
-    if (key.compare(0, kOptimizerPrefix.size(), kOptimizerPrefix) != 0) return {};
-    // `optimizer.<parameter>.<slot>`: parameter names hold dots too, so take the longest
-    // parameter name followed by a dot and a non-empty slot.
-    const std::string rest = key.substr(kOptimizerPrefix.size());
-    for (size_t dot = rest.rfind('.'); dot != std::string::npos && dot > 0;
-         dot = rest.rfind('.', dot - 1)) {
-      if (dot + 1 == rest.size()) continue;
-      if (auto it = by_name_.find(rest.substr(0, dot)); it != by_name_.end()) return {it->second, true};
-    }
+    if (std::optional<std::string> p = slot_parameter(key, by_name_)) return {by_name_.at(*p), true};
     return {};
   }
 
@@ -68,7 +76,55 @@ class KeyClassifier {
   std::map<std::string, const CheckpointSchema::Entry*> by_name_;
 };
 
+// Checks every weft metadata value of the checkpoint at `path`; returns its step (0 when
+// it has none).
+StatusOr<int64_t> validate_metadata(const std::string& path, const std::map<std::string, std::string>& metadata) {
+  auto meta = [&](const char* key) -> const std::string* {
+    auto it = metadata.find(key);
+    return it == metadata.end() ? nullptr : &it->second;
+  };
+  if (const std::string* v = meta(kVersionKey)) {
+    std::optional<int64_t> version = parse_int(*v);
+    if (!version || *version < 1) {
+      return file_error(path, "malformed checkpoint: weft.format_version is '" + *v +
+                                  "', not a positive integer");
+    }
+    if (*version > kCheckpointFormatVersion) {
+      return file_error(path, "checkpoint format version " + *v + " is newer than this weft reads (" +
+                                  std::to_string(kCheckpointFormatVersion) + "); upgrade weft");
+    }
+  }
+  int64_t steps = 0;
+  if (const std::string* s = meta(kStepKey)) {
+    std::optional<int64_t> step = parse_int(*s);
+    if (!step || *step < 0) {
+      return file_error(path, "malformed checkpoint: weft.step is '" + *s + "', not a non-negative integer");
+    }
+    if (*step > kMaxSteps) {
+      return file_error(path, "malformed checkpoint: weft.step is " + *s + ", more than 2^53 = " +
+                                  std::to_string(kMaxSteps) + ", the most steps weft counts");
+    }
+    steps = *step;
+  }
+  for (const auto& [key, h] : metadata) {
+    if (key != kHashKey && key.rfind(kSubgraphHashPrefix, 0) != 0) continue;
+    const bool hex = h.size() == 16 && std::all_of(h.begin(), h.end(), [](char c) {
+      return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+    });
+    if (!hex) {
+      return file_error(path, "malformed checkpoint: " + key + " is '" + h + "', not 16 lowercase hex digits");
+    }
+  }
+  return steps;
+}
+
 }  // namespace
+
+std::string subgraph_hash_key(const std::string& path) { return std::string(kSubgraphHashPrefix) + path; }
+
+std::string subgraph_structure_key(const std::string& path) {
+  return std::string(kSubgraphStructurePrefix) + path;
+}
 
 std::string partial_load_report(const LoadReport& report) {
   std::string text = "loaded " + std::to_string(report.loaded.size()) + " key(s)";
@@ -110,11 +166,15 @@ Status save_checkpoint(const std::string& path, const CheckpointSchema& schema,
   for (const auto& [key, t] : values) {
     if (!written.count(key)) tensors.emplace_back(key, t);
   }
-  const std::map<std::string, std::string> metadata = {
+  std::map<std::string, std::string> metadata = {
       {kVersionKey, std::to_string(kCheckpointFormatVersion)},
       {kHashKey, structural_hash_hex(schema.structural_hash)},
       {kStepKey, std::to_string(step)},
   };
+  for (const CheckpointSchema::Subgraph& sub : schema.subgraphs) {
+    metadata[subgraph_hash_key(sub.path)] = structural_hash_hex(sub.hash);
+    metadata[subgraph_structure_key(sub.path)] = sub.structure;
+  }
   return write_safetensors(path, tensors, metadata);
 }
 
@@ -125,42 +185,12 @@ StatusOr<LoadReport> load_checkpoint(const std::string& path, const CheckpointSc
   const bool whole = options.whole;
   LoadReport report;
 
-  // ---- Metadata: version, step, and (for a whole-model load) the architecture.
+  // ---- Metadata: version, step, hashes, and (for a whole-model load) the architecture.
+  WEFT_ASSIGN_OR_RETURN(report.step, validate_metadata(path, file.metadata));
   auto meta = [&](const char* key) -> const std::string* {
     auto it = file.metadata.find(key);
     return it == file.metadata.end() ? nullptr : &it->second;
   };
-  if (const std::string* v = meta(kVersionKey)) {
-    std::optional<int64_t> version = parse_int(*v);
-    if (!version || *version < 1) {
-      return file_error(path, "malformed checkpoint: weft.format_version is '" + *v +
-                                  "', not a positive integer");
-    }
-    if (*version > kCheckpointFormatVersion) {
-      return file_error(path, "checkpoint format version " + *v + " is newer than this weft reads (" +
-                                  std::to_string(kCheckpointFormatVersion) + "); upgrade weft");
-    }
-  }
-  if (const std::string* s = meta(kStepKey)) {
-    std::optional<int64_t> step = parse_int(*s);
-    if (!step || *step < 0) {
-      return file_error(path, "malformed checkpoint: weft.step is '" + *s + "', not a non-negative integer");
-    }
-    if (*step > kMaxSteps) {
-      return file_error(path, "malformed checkpoint: weft.step is " + *s + ", more than 2^53 = " +
-                                  std::to_string(kMaxSteps) + ", the most steps weft counts");
-    }
-    report.step = *step;
-  }
-  if (const std::string* h = meta(kHashKey)) {
-    const bool hex = h->size() == 16 && std::all_of(h->begin(), h->end(), [](char c) {
-      return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-    });
-    if (!hex) {
-      return file_error(path, "malformed checkpoint: weft.structural_hash is '" + *h +
-                                  "', not 16 lowercase hex digits");
-    }
-  }
   if (whole) {
     const std::string ours = structural_hash_hex(schema.structural_hash);
     const std::string* theirs = meta(kHashKey);
@@ -178,6 +208,7 @@ StatusOr<LoadReport> load_checkpoint(const std::string& path, const CheckpointSc
                                                 : "; to load only a labelled subgraph both models share, set " + knob));
     }
   }
+  if (options.check_metadata) WEFT_RETURN_IF_ERROR(options.check_metadata(file.metadata));
 
   // ---- Scope: which keys this load is about.
   std::set<std::string> params_in_scope;
@@ -257,6 +288,123 @@ Status check_next_step(int64_t steps) {
   if (steps < kMaxSteps) return Status();
   return Error{"the model has taken " + std::to_string(steps) + " steps, 2^53, the most weft counts; "
                "load a checkpoint with a smaller weft.step"};
+}
+
+namespace {
+
+// A checkpoint's new names under a KeyMigration.
+class Renamer {
+ public:
+  explicit Renamer(const KeyMigration& m) : m_(m), used_(m.prefixes.size(), false) {}
+
+  std::string tensor_key(const std::string& key) {
+    if (auto it = m_.renames.find(key); it != m_.renames.end()) return it->second;
+    if (std::optional<std::string> p = slot_parameter(key, m_.renames)) {
+      return std::string(kOptimizerPrefix) + m_.renames.at(*p) + key.substr(kOptimizerPrefix.size() + p->size());
+    }
+    if (std::optional<std::string> renamed = by_prefix(key, /*count=*/true)) return *renamed;
+    if (key.compare(0, kOptimizerPrefix.size(), kOptimizerPrefix) == 0) {
+      if (auto renamed = by_prefix(key.substr(kOptimizerPrefix.size()), /*count=*/true)) {
+        return std::string(kOptimizerPrefix) + *renamed;
+      }
+    }
+    return key;
+  }
+
+  // A label path follows the prefix rules as its parameters' names do (`encoder` as
+  // `encoder.`); "" when it would become the whole model.
+  std::string label(const std::string& path) {
+    std::string renamed = by_prefix(path + ".", /*count=*/false).value_or(path + ".");
+    if (!renamed.empty() && renamed.back() == '.') renamed.pop_back();
+    return renamed;
+  }
+
+  // The first prefix rule that renamed no tensor key, or nullptr.
+  const std::pair<std::string, std::string>* unused_rule() const {
+    for (size_t i = 0; i < used_.size(); ++i) {
+      if (!used_[i]) return &m_.prefixes[i];
+    }
+    return nullptr;
+  }
+
+ private:
+  std::optional<std::string> by_prefix(const std::string& s, bool count) {
+    size_t best = m_.prefixes.size();
+    for (size_t i = 0; i < m_.prefixes.size(); ++i) {
+      const std::string& old_prefix = m_.prefixes[i].first;
+      if (s.compare(0, old_prefix.size(), old_prefix) != 0) continue;
+      if (best == m_.prefixes.size() || old_prefix.size() > m_.prefixes[best].first.size()) best = i;
+    }
+    if (best == m_.prefixes.size()) return std::nullopt;
+    if (count) used_[best] = true;
+    return m_.prefixes[best].second + s.substr(m_.prefixes[best].first.size());
+  }
+
+  const KeyMigration& m_;
+  std::vector<bool> used_;
+};
+
+}  // namespace
+
+StatusOr<MigrateReport> migrate_checkpoint(const std::string& in, const std::string& out,
+                                           const KeyMigration& migration) {
+  auto refuse = [&](const std::string& why) { return file_error(in, "cannot migrate: " + why + "; nothing was written"); };
+  for (const auto& [old_prefix, new_prefix] : migration.prefixes) {
+    if (old_prefix.empty()) return refuse("a prefix rule needs an old prefix ('" + old_prefix + ":" + new_prefix + "')");
+  }
+  WEFT_ASSIGN_OR_RETURN(SafetensorsFile file, read_safetensors(in));
+  WEFT_RETURN_IF_ERROR(validate_metadata(in, file.metadata).status());
+  std::set<std::string> keys;
+  for (const auto& [key, t] : file.tensors) keys.insert(key);
+  std::vector<std::string> absent;
+  for (const auto& [from, to] : migration.renames) {
+    if (!keys.count(from)) absent.push_back(from);
+  }
+  if (!absent.empty()) {
+    return refuse("the checkpoint has no key " + key_list(absent) + " to rename");
+  }
+
+  Renamer renamer(migration);
+  MigrateReport report;
+  std::map<std::string, std::string> source_of;  // new name → old
+  for (auto& [key, t] : file.tensors) {
+    std::string renamed = renamer.tensor_key(key);
+    if (renamed.empty()) return refuse("'" + key + "' would be renamed to an empty name");
+    auto [it, fresh] = source_of.emplace(renamed, key);
+    if (!fresh) {
+      const std::string& other = it->second;
+      if (other == renamed || key == renamed) {
+        return refuse("'" + (other == renamed ? key : other) + "' would become '" + renamed +
+                      "', a key the checkpoint keeps");
+      }
+      return refuse("'" + other + "' and '" + key + "' would both become '" + renamed + "'");
+    }
+    if (renamed != key) report.renamed.emplace_back(key, renamed);
+    key = std::move(renamed);
+  }
+  if (const auto* rule = renamer.unused_rule()) {
+    return refuse("no key of the checkpoint begins with '" + rule->first + "' (prefix rule '" + rule->first +
+                  ":" + rule->second + "')");
+  }
+
+  std::map<std::string, std::string> metadata;
+  for (const auto& [key, value] : file.metadata) {
+    if (key == kSafetensorsChecksumKey || key == kSafetensorsMetadataChecksumKey) continue;
+    std::string renamed = key, label;
+    for (std::string_view prefix : {kSubgraphHashPrefix, kSubgraphStructurePrefix}) {
+      if (key.compare(0, prefix.size(), prefix) != 0) continue;
+      label = renamer.label(key.substr(prefix.size()));
+      // A subgraph that becomes the whole model is checked by weft.structural_hash.
+      renamed = label.empty() ? "" : std::string(prefix) + label;
+    }
+    if (renamed.empty()) continue;
+    if (!metadata.emplace(renamed, value).second) {
+      return refuse("two labelled subgraphs would both be '" + label + "'");
+    }
+  }
+  if (migration.structural_hash) metadata[kHashKey] = structural_hash_hex(*migration.structural_hash);
+  WEFT_RETURN_IF_ERROR(write_safetensors(out, file.tensors, metadata));
+  return report;
 }
 
 }  // namespace weft

@@ -12,17 +12,24 @@
 // Keys are the parameter names (stable paths), optimizer slots
 // `optimizer.<parameter name>.<slot>`, and any other entries the caller keeps in
 // `values`, which belong to the whole model. `__metadata__` holds
-//   weft.format_version   "1"
-//   weft.structural_hash  the model's structural hash as 16 lowercase hex digits
-//   weft.step             the training step, decimal
+//   weft.format_version             "1"
+//   weft.structural_hash            the model's structural hash as 16 lowercase hex digits
+//   weft.step                       the training step, decimal
+//   weft.subgraph_hash.<path>       for each labelled subgraph (CheckpointSchema::subgraphs):
+//                                   its structural hash, 16 lowercase hex digits
+//   weft.subgraph_structure.<path>  the text that hash is of, one line per node
+//                                   (frontend's Model::structure), to name a difference
 // plus the checksums of the data and of the metadata that write_safetensors adds, and
 // every value is validated on load. Saving is atomic (a failed save leaves the previous
 // file as it was); a failed load leaves `values` exactly as it was: everything is read
 // and checked into a staging map first, and committed only when the whole load succeeds.
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/shape.h"
@@ -52,13 +59,27 @@ struct CheckpointSchema {
   };
   std::vector<Entry> params;
   uint64_t structural_hash = 0;
+  /// A labelled subgraph's structure (frontend's Model::structure(path)), saved so that a
+  /// later load of that subgraph alone can check it. An AOT binary's schema has none.
+  struct Subgraph {
+    std::string path;
+    uint64_t hash = 0;
+    std::string structure;
+  };
+  std::vector<Subgraph> subgraphs;
 };
+
+/// The metadata keys of a labelled subgraph's hash and structure:
+/// `weft.subgraph_hash.<path>`, `weft.subgraph_structure.<path>`.
+std::string subgraph_hash_key(const std::string& path);
+std::string subgraph_structure_key(const std::string& path);
 
 /// Which keys a load is about.
 struct CheckpointScope {
   /// True: the whole model; the checkpoint's structural hash must match the schema's.
   /// False: only `params` (names from the schema) and their optimizer slots, from a
-  /// checkpoint of any model that shares them (the hash is not checked).
+  /// checkpoint of any model that shares them (the whole model's hash is not checked;
+  /// `check_metadata` may check the subgraph's).
   bool whole = true;
   std::vector<std::string> params;
   /// Fail when an expected key is missing from the checkpoint or when the checkpoint
@@ -70,6 +91,10 @@ struct CheckpointScope {
   /// load refused by the structural hash; empty where there is no such option (the AOT
   /// training driver): no hint.
   std::string subgraph_knob = "LoadOptions::subgraph";
+  /// When set, called with the file's `__metadata__` once it is validated and before
+  /// anything is staged; an error refuses the load, as it is (frontend/checkpoint.cc
+  /// checks a labelled subgraph's structure here).
+  std::function<Status(const std::map<std::string, std::string>& metadata)> check_metadata;
 };
 
 /// What a successful load did. All lists are sorted.
@@ -101,6 +126,39 @@ Status save_checkpoint(const std::string& path, const CheckpointSchema& schema,
 StatusOr<LoadReport> load_checkpoint(const std::string& path, const CheckpointSchema& schema,
                                      std::map<std::string, Tensor>& values,
                                      const CheckpointScope& scope = {});
+
+/// How migrate_checkpoint renames the keys of a checkpoint.
+struct KeyMigration {
+  /// Explicit renames, old key → new key. A parameter's optimizer slots
+  /// (`optimizer.<old>.<slot>`) follow it to `optimizer.<new>.<slot>`. Every old key must
+  /// be a key of the checkpoint.
+  std::map<std::string, std::string> renames = {};
+  /// Prefix rules, old prefix (not empty) → new prefix: a key beginning with the old
+  /// prefix, or an optimizer slot `optimizer.<old prefix>...`, has it replaced; the
+  /// longest matching old prefix wins, and explicit renames come first. Every rule must
+  /// match some key. The labelled-subgraph entries of `__metadata__` follow the rules too:
+  /// label `encoder` (its parameters `encoder.*`) under `encoder.` → `backbone.` becomes
+  /// `backbone`.
+  std::vector<std::pair<std::string, std::string>> prefixes = {};
+  /// When set, becomes the checkpoint's weft.structural_hash: the hash of the model the
+  /// renamed keys are meant for (a refused whole load names it). Otherwise the hash is
+  /// kept, and a whole load into another model is still refused as a different
+  /// architecture: load a labelled subgraph instead, or set this.
+  std::optional<uint64_t> structural_hash = std::nullopt;
+};
+
+/// What migrate_checkpoint did: every key it renamed, old → new, in file order.
+struct MigrateReport {
+  std::vector<std::pair<std::string, std::string>> renamed;
+};
+
+/// Reads the checkpoint at `in`, renames its keys by `migration` and writes the result to
+/// `out` atomically (`out` may be `in`); data, dtypes, shapes and the other metadata are
+/// kept. Errors, each before anything is written: an unreadable or malformed checkpoint;
+/// an explicit rename of a key the checkpoint lacks; a prefix rule matching no key; an
+/// empty old prefix or new name; two keys renamed onto one name, or onto a key kept.
+StatusOr<MigrateReport> migrate_checkpoint(const std::string& in, const std::string& out,
+                                           const KeyMigration& migration);
 
 /// What a partial load did, for the user: "loaded 10 key(s); missing (left as they
 /// were): a, b; unexpected (ignored): c".

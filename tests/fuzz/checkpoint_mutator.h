@@ -2,8 +2,8 @@
 // A structure-aware libFuzzer mutator for checkpoints (safetensors files), shared by the
 // checkpoint fuzzers. Byte mutations alone almost never get past the checksums that
 // cover the data and the metadata, so the loader's validation of the metadata values
-// (`weft.step`, `weft.format_version`, `weft.structural_hash`) and of the key set (a
-// missing, renamed or extra tensor) would go unexercised. Three times in four this
+// (`weft.step`, `weft.format_version`, `weft.structural_hash`, a subgraph's hash) and of
+// the key set (a missing, renamed or extra tensor) would go unexercised. Three times in four this
 // mutator parses the input, changes what it holds, and writes it back with valid
 // checksums (serialize_safetensors):
 //

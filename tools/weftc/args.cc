@@ -71,4 +71,12 @@ StatusOr<int64_t> whole_number_flag(const Args& args, const std::string& command
   return n.value;
 }
 
+StatusOr<std::string> one_file_argument(const std::string& command, const Args& args) {
+  if (args.positional.size() != 1) {
+    return Error{"weftc " + command + ": expected one FILE argument, got " +
+                 std::to_string(args.positional.size()) + " (see weftc " + command + " --help)"};
+  }
+  return args.positional[0];
+}
+
 }  // namespace weft::cli

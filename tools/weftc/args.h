@@ -40,6 +40,9 @@ struct Args {
 StatusOr<Args> parse_args(const std::string& command, const std::vector<std::string>& argv,
                           const std::vector<FlagSpec>& specs);
 
+/// The one positional FILE argument of `command`; an error says how many were given.
+StatusOr<std::string> one_file_argument(const std::string& command, const Args& args);
+
 /// The value of `--NAME` as a whole number in [low, high], or `fallback` when it is not
 /// given. Every integer flag of weftc is read here, by runtime/flag_values.h's checked
 /// parser: "1.5", "-", "4294967296" for an int are errors naming the command and the flag.

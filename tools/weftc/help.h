@@ -16,6 +16,7 @@ inline constexpr const char* kUsage =
     "  grad    differentiate a graph: a graph computing gradients\n"
     "  profile time every kernel of a graph's compiled step over several steps\n"
     "  viz     draw a graph as an interactive HTML page, or its memory plan as SVG\n"
+    "  migrate rename the keys of a checkpoint (and their optimizer slots)\n"
     "\n"
     "`weftc <command> --help` describes each command.\n";
 
@@ -131,5 +132,30 @@ inline constexpr const char* kVizHelp =
     "examples:\n"
     "  weftc viz examples/fashion_mnist/mlp_train_step.wir -o step.html\n"
     "  weftc viz examples/fashion_mnist/mlp_train_step.wir --memory -o step_memory.svg\n";
+
+inline constexpr const char* kMigrateHelp =
+    "usage: weftc migrate IN.safetensors -o OUT.safetensors [--rename OLD=NEW ...]\n"
+    "                     [--renames=FILE.json] [--prefix=OLD:NEW ...] [--structural-hash=HEX]\n"
+    "\n"
+    "Renames the keys of a weft checkpoint and writes it to OUT atomically (OUT may be IN);\n"
+    "the data and the other metadata are kept. Each renamed parameter takes its optimizer\n"
+    "slots along (`optimizer.OLD.m` becomes `optimizer.NEW.m`). Prints every key renamed.\n"
+    "  --rename OLD=NEW  rename the key OLD, which the checkpoint must have (repeatable)\n"
+    "  --renames=FILE    the same from a JSON object of old names to new names\n"
+    "  --prefix=OLD:NEW  replace the prefix OLD of every key that has it (repeatable; the\n"
+    "                    longest matching OLD wins; explicit renames come first). The\n"
+    "                    labelled-subgraph entries follow: `--prefix=encoder.:backbone.`\n"
+    "                    moves the checked structure of label `encoder` to `backbone`\n"
+    "  --structural-hash=HEX\n"
+    "                    set weft.structural_hash to HEX, the hash of the model the new\n"
+    "                    names are for (a refused whole load prints it). Without it the\n"
+    "                    hash is kept, and a whole load into a different model is still\n"
+    "                    refused; a labelled-subgraph load checks the subgraph alone\n"
+    "Nothing is written on an error: a rename of a key the checkpoint lacks, a prefix\n"
+    "matching no key, two keys renamed onto one name (or onto a key kept), an unreadable\n"
+    "or malformed checkpoint.\n"
+    "\n"
+    "example:\n"
+    "  weftc migrate old.safetensors -o new.safetensors --prefix=0.:encoder.0. --rename 1.weight=head.weight\n";
 
 }  // namespace weft::cli

@@ -5,6 +5,7 @@
 //   weftc run FILE.wir --input NAME=PATH.npy ... --out DIR [--backend=reference]
 //   weftc grad FILE.wir --wrt NAME,NAME,... -o OUT.wir [--output=K] [--seed=NAME]
 //   weftc viz FILE.wir -o model.html [--after=PASS] [--backend=cpu|reference] [--memory]
+//   weftc migrate IN.safetensors -o OUT.safetensors [--rename OLD=NEW ...] [--prefix OLD:NEW ...]
 //
 // Errors are printed as `FILE:LINE:COL: error: ...` and the exit status is 1. FILE may
 // be `.wir` text or its JSON form (`.json`).
@@ -44,6 +45,7 @@
 #include "tools/viz/viz.h"
 #include "tools/weftc/args.h"
 #include "tools/weftc/help.h"
+#include "tools/weftc/migrate.h"
 
 namespace weft::cli {
 namespace {
@@ -84,14 +86,6 @@ StatusOr<Graph> load_typed_graph(const std::string& shown_path) {
   WEFT_RETURN_IF_ERROR(default_pipeline().run_until(g, "infer-types"));
   WEFT_RETURN_IF_ERROR(verify(g));
   return g;
-}
-
-StatusOr<std::string> one_file_argument(const std::string& command, const Args& args) {
-  if (args.positional.size() != 1) {
-    return Error{"weftc " + command + ": expected one FILE argument, got " +
-                 std::to_string(args.positional.size()) + " (see weftc " + command + " --help)"};
-  }
-  return args.positional[0];
 }
 
 Status check_command(const std::vector<std::string>& argv) {
@@ -471,6 +465,7 @@ int main_impl(int argc, char** argv) {
       {"grad", {kGradHelp, grad_command}},
       {"profile", {kProfileHelp, profile_command}},
       {"viz", {kVizHelp, viz_command}},
+      {"migrate", {kMigrateHelp, migrate_command}},
   };
   auto it = commands.find(command);
   if (it == commands.end()) {

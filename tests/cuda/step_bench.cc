@@ -6,7 +6,7 @@
 // GPU (bench/RESULTS.md, "CUDA"). Prints the reason and exits 0 without a GPU.
 //
 //   step_bench [--steps=50] [--warmup=5] [--case=NAME] [--program] [--profile=TOP]
-//              [--conv=deterministic|exact|fastest] [--init=DIR]
+//              [--conv=deterministic|exact|fastest] [--init=DIR] [--check=CASE]
 //
 // --init=DIR: a case with DIR/NAME.safetensors (an INIT file, bench/PROTOCOL.md: the
 // weights under weft's names, `input.K`, `target`; bench/pytorch/run.py --init-out writes
@@ -30,6 +30,7 @@
 #include "runtime/binding.h"
 #include "runtime/cuda/executor.h"
 #include "runtime/cuda/library.h"
+#include "runtime/reference/interpreter.h"
 #include "tests/cuda/case_inputs.h"
 #include "tests/cuda/cases.h"
 
@@ -75,9 +76,55 @@ Status load_init_file(const Graph& g, const std::string& model, const std::strin
   return Status::ok_status();
 }
 
+// --check=CASE: one step of CASE (and of CASE@unrolled, when there is one) on the GPU
+// against the reference interpreter from the same seeded inputs: the loss, and per
+// updated input (parameters, optimizer slots) the largest difference relative to the
+// interpreter's largest magnitude. A diagnosis of a case that trains differently.
+int check(const std::string& name) {
+  for (const std::string& which : {name, name + "@unrolled"}) {
+    const Case* c = nullptr;
+    for (const Case& k : all_cases()) c = k.name == which ? &k : c;
+    if (c == nullptr) continue;
+    const Graph g = parse_case(*c);
+    std::vector<Tensor> inputs = make_inputs(g, 7);
+    set_step(g, inputs, 0);
+    StatusOr<std::unique_ptr<cuda::Executor>> ex = cuda::Executor::create(c->program(), c->ptx, c->symbols);
+    if (!ex.ok()) {
+      std::fprintf(stderr, "%s: %s\n", which.c_str(), ex.error().to_string().c_str());
+      return 1;
+    }
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (Status s = (*ex)->set_input(static_cast<int>(i), inputs[i]); !s.ok()) return 1;
+    }
+    if (Status s = (*ex)->run(); !s.ok()) {
+      std::fprintf(stderr, "%s: %s\n", which.c_str(), s.to_string().c_str());
+      return 1;
+    }
+    auto want = reference::run(g, inputs);
+    if (!want.ok()) {
+      std::fprintf(stderr, "%s: %s\n", which.c_str(), want.error().to_string().c_str());
+      return 1;
+    }
+    std::printf("check %-22s loss gpu %.7f reference %.7f\n", which.c_str(), (*ex)->output(0).get_double(0),
+                want->outputs[0].get_double(0));
+    for (const auto& [input, value] : want->updated) {
+      const Tensor got = (*ex)->input((*ex)->find_input(input));
+      double most = 0, diff = 0;
+      for (int64_t e = 0; e < value.numel(); ++e) {
+        most = std::max(most, std::abs(value.get_double(e)));
+        diff = std::max(diff, std::abs(got.get_double(e) - value.get_double(e)));
+      }
+      const double rel = diff / (most > 0 ? most : 1);
+      std::printf("check %-22s %-44s %s max|diff| %.3g (relative %.3g)\n", which.c_str(), input.c_str(),
+                  rel > 1e-3 ? "DIFFERS" : "agrees ", diff, rel);
+    }
+  }
+  return 0;
+}
+
 int run(int argc, char** argv) {
   int steps = 50, warmup = 5, top = 0;
-  std::string only, init_dir;
+  std::string only, init_dir, check_case;
   bool listing = false;
   cuda::ConvPolicy conv = cuda::ConvPolicy::deterministic;
   for (int i = 1; i < argc; ++i) {
@@ -88,16 +135,24 @@ int run(int argc, char** argv) {
     else if (a == "--program") listing = true;
     else if (a.rfind("--profile=", 0) == 0) top = std::atoi(a.c_str() + 10);
     else if (a.rfind("--init=", 0) == 0) init_dir = a.substr(7);
+    else if (a.rfind("--check=", 0) == 0) check_case = a.substr(8);
     else if (a == "--conv=fastest") conv = cuda::ConvPolicy::fastest;
     else if (a == "--conv=deterministic") conv = cuda::ConvPolicy::deterministic;
     else if (a == "--conv=exact") conv = cuda::ConvPolicy::exact;
     else {
       std::fprintf(stderr, "usage: step_bench [--steps=N] [--warmup=N] [--case=NAME] [--program] "
-                           "[--profile=TOP] [--conv=deterministic|exact|fastest] [--init=DIR]\n");
+                           "[--profile=TOP] [--conv=deterministic|exact|fastest] [--init=DIR] [--check=CASE]\n");
       return 2;
     }
   }
   if (steps < 1) steps = 1;
+  if (!check_case.empty()) {
+    if (!cuda::available()) {
+      std::printf("step_bench: no GPU (%s)\n", cuda::unavailable_reason().c_str());
+      return 0;
+    }
+    return check(check_case);
+  }
   if (listing) {
     for (const Case& c : all_cases()) {
       if (!(only.empty() ? c.steps >= 2 : c.name == only)) continue;

@@ -1,7 +1,7 @@
 // Loops in Programs (runtime/program.h): a `scan` lowers to one loop invocation over a
 // body Program, whatever its length; the cpu executor runs it (forward, reverse, nested,
-// a loop's gradient, carries that are body inputs) as the reference interpreter does;
-// unroll_loops (the CUDA lowering's choice) leaves none; the AOT source carries bodies.
+// a loop's gradient, carries that are body inputs, early exits) as the reference
+// interpreter does; unroll_loops leaves none; the AOT source carries bodies.
 #include <gtest/gtest.h>
 
 #include <memory>

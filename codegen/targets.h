@@ -51,7 +51,7 @@ struct CompileOptions {
   bool cuda_graph = true;            ///< cuda: the whole step as one CUDA graph.
   bool allow_host_fallback = false;  ///< cuda: ops without a CUDA kernel run on the host.
   /// cpu: unroll loops (LowerOptions::unroll_loops) rather than run each as a loop over
-  /// its body: the comparison bench/loops makes. cuda always unrolls.
+  /// its body: the comparison bench/loops makes. cuda runs loops as loop invocations.
   bool unroll_loops = false;
 };
 

@@ -153,9 +153,11 @@ class LoopCall {
   /// The body n times, its output fed back as its input.
   FlowBuilder& for_n(int64_t n) &&;
   /// Per sample: while cond(state) <= 0, one more iteration (at most `max`); a sample
-  /// whose cond is positive at the start keeps its input.
+  /// whose cond is positive at the start keeps its input. The loop ends once every
+  /// sample has halted.
   FlowBuilder& while_cond(ModulePtr cond, int64_t max) &&;
   /// Per sample: one iteration, then more until cond(state) > 0 (at most `max` in all).
+  /// The loop ends once every sample has halted.
   FlowBuilder& until_cond(ModulePtr cond, int64_t max) &&;
   /// Its gradient recomputes each iteration's intermediates from the saved state instead
   /// of saving them all: less memory, one more forward pass of the body.

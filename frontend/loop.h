@@ -14,8 +14,10 @@
 // uses({...}) values, which every iteration reads unchanged; it must return the
 // stream's type.
 //
-// Halting is per sample, with no host synchronization: the loop runs `max` iterations
-// on the whole batch, and a sample that has halted keeps its state from then on (a
+// Halting is per sample, with no host synchronization: the loop runs on the whole batch
+// until every sample has halted or for `max` iterations (a carried flag, scan's `stop`:
+// the CPU stops there; the GPU runs `max` masked iterations so that its step stays one
+// CUDA graph), and a sample that has halted keeps its state from then on (a
 // `select` on a mask carried beside the state, never a multiply, so a halted sample's
 // values and gradients never mix with what the body computes after it). `cond` gives
 // one value per sample ([B] or [B, 1]); positive means halt (flodl's convention).

@@ -31,6 +31,8 @@
 //    host for that invocation (the stream is synchronized, the operands copied to the
 //    host and the result back): correct but slow, counted in fallbacks().
 //  - copy: a device-to-device copy.
+//  - loop: its body bound once on an arena of its own (bind.cc), run `length` times on
+//    the stream with the xs, ys and carries copied per iteration.
 // run() enqueues every invocation on the executor's stream, then the updates (each
 // `assign`'s value copied into its input buffer; values that are themselves inputs are
 // snapshotted first, as on the CPU), and returns once the stream is synchronized.

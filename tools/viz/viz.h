@@ -27,7 +27,9 @@
 // nested clusters it is drawn in (`encoder`, then `split[1]` inside it). Nodes with the
 // same path prefix share a cluster, so labelled subgraphs (unique by construction) are
 // exactly one cluster each, while two unlabelled `split[1]`s at one level are drawn as
-// one.
+// one. A loop (`scan`) is drawn as its node with its body as a dashed cluster beside it
+// (`@body, N iterations`; nested loops inside), its nodes' ids `n<I>_n<J>`: they show
+// their op and types, without details of their own.
 //
 // Layout runs graphviz's `dot -Tsvg` as a subprocess (the `graphviz` Debian package,
 // installed by tools/setup); without it graph_to_html fails with an error saying so.

@@ -100,7 +100,47 @@ std::string heat_colour(double share) {
 
 void write_node(const Graph& g, int i, const std::vector<BufferKind>& kinds,
                 const std::map<ValueId, std::string>& tags, const std::map<ValueId, double>& times,
-                double total_us, const std::string& indent, std::string& out) {
+                double total_us, const std::string& indent, std::string& out, const std::string& prefix = "");
+
+// A loop's body (`scan`) as a cluster nested where the loop node `loop` is drawn: its
+// inputs, nodes (their ids prefixed `<loop>_`, so the page gives them no details of
+// their own) and edges, dashed edges carrying the loop's operands in and the body's
+// results (next carries, per-iteration outputs) back; nested loops inside it likewise.
+void write_loop_body(const Node& n, const std::string& loop, const std::string& indent, std::string& out) {
+  const Graph& body = *n.body;
+  const std::vector<BufferKind> kinds = classify_values(body);
+  const std::string prefix = loop + "_";
+  out += indent + "subgraph \"cluster_" + prefix + "body\" {\n";
+  out += indent + "  id=\"" + prefix + "body\"; label=\"" +
+         dot_escape("@" + body.name() + ", " + std::to_string(n.int_attr("length")) + " iterations" +
+                    (n.bool_attr("reverse") ? ", reversed" : "")) +
+         "\"; style=\"dashed,rounded\"; color=\"#7060c0\";\n";
+  std::vector<std::string> def(body.num_values());
+  for (size_t k = 0; k < body.inputs().size(); ++k) {
+    const ValueId v = body.inputs()[k].value;
+    def[v] = prefix + "in" + std::to_string(k);
+    out += indent + "  " + def[v] + " [shape=ellipse, label=\"" +
+           dot_escape("%" + body.value(v).name + "\n" + type_string(body, v)) + "\"];\n";
+  }
+  for (size_t j = 0; j < body.nodes().size(); ++j) {
+    write_node(body, static_cast<int>(j), kinds, {}, {}, 0, indent + "  ", out, prefix);
+    for (ValueId r : body.node(static_cast<int>(j)).results) def[r] = prefix + "n" + std::to_string(j);
+  }
+  out += indent + "}\n";
+  for (size_t j = 0; j < body.nodes().size(); ++j) {
+    for (ValueId o : body.node(static_cast<int>(j)).operands) {
+      out += indent + def[o] + " -> " + prefix + "n" + std::to_string(j) + ";\n";
+    }
+  }
+  for (size_t k = 0; k < body.inputs().size(); ++k) {
+    out += indent + loop + " -> " + def[body.inputs()[k].value] + " [style=dashed, constraint=false];\n";
+  }
+  for (ValueId v : body.outputs()) out += indent + def[v] + " -> " + loop + " [style=dashed, constraint=false];\n";
+}
+
+void write_node(const Graph& g, int i, const std::vector<BufferKind>& kinds,
+                const std::map<ValueId, std::string>& tags, const std::map<ValueId, double>& times,
+                double total_us, const std::string& indent, std::string& out, const std::string& prefix) {
   const Node& n = g.node(i);
   std::string label;
   if (!n.loc.path.empty()) label += last_path_step(n.loc.path) + "\n";
@@ -144,9 +184,10 @@ void write_node(const Graph& g, int i, const std::vector<BufferKind>& kinds,
     std::snprintf(buf, sizeof(buf), "\n%.1f us (%.1f%%)", us, 100 * share);
     label += buf;
   }
-  out += indent + "n" + std::to_string(i) + " [id=\"n" + std::to_string(i) + "\", class=\"" +
-         cls + "\", style=\"" + style + "\", fillcolor=\"" + fill + "\"" + extra + ", label=\"" +
-         dot_escape(label) + "\"];\n";
+  const std::string id = prefix + "n" + std::to_string(i);
+  out += indent + id + " [id=\"" + id + "\", class=\"" + cls + "\", style=\"" + style + "\", fillcolor=\"" + fill +
+         "\"" + extra + ", label=\"" + dot_escape(label) + "\"];\n";
+  if (n.op == Op::Scan && n.body) write_loop_body(n, id, indent, out);
 }
 
 void write_cluster(const Graph& g, const ClusterTree& t, int k,

@@ -206,6 +206,38 @@ TEST(VizDot, ProfileTimesColourTheNodes) {
   EXPECT_NE(dot.find("fillcolor=\"#ff5140\""), std::string::npos) << dot;  // 75%: deep red
 }
 
+// A loop's body is drawn as a cluster nested at the loop, nested loops inside it; the page
+// renders it.
+TEST(VizDot, LoopBodiesAreNestedClusters) {
+  StatusOr<Graph> g = parse_graph(R"(graph @f(%w: f32[4,4], %h0: f32[2,4], %xs: f32[3,2,4]) {
+  %h, %ys = scan(%w, %h0, %xs) {carries=1, consts=1, length=3} : f32[2,4], f32[3,2,4] ({
+    ^cell(%cw: f32[4,4], %ch: f32[2,4], %cx: f32[2,4]):
+      %i = scan(%cw, %ch) {carries=1, consts=1, length=2, reverse=true} : f32[2,4] ({
+        ^inner(%iw: f32[4,4], %ih: f32[2,4]):
+          %im = matmul(%ih, %iw) : f32[2,4]
+          return %im
+      })
+      %n = add(%i, %cx) : f32[2,4]
+      %t = tanh(%n) : f32[2,4]
+      return %t, %t
+  })
+  return %h, %ys
+}
+)", "loop.wir");
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  const std::string dot = graph_to_viz_dot(*g);
+  EXPECT_NE(dot.find("subgraph \"cluster_n0_body\""), std::string::npos) << dot;
+  EXPECT_NE(dot.find("label=\"@cell, 3 iterations\""), std::string::npos) << dot;
+  EXPECT_NE(dot.find("subgraph \"cluster_n0_n0_body\""), std::string::npos) << dot;
+  EXPECT_NE(dot.find("label=\"@inner, 2 iterations, reversed\""), std::string::npos) << dot;
+  EXPECT_NE(dot.find("n0_n0_n0 [id=\"n0_n0_n0\""), std::string::npos) << "the inner matmul\n" << dot;
+  EXPECT_NE(dot.find("n0 -> n0_in1 [style=dashed"), std::string::npos) << "the carry goes in\n" << dot;
+  EXPECT_NE(dot.find("n0_n2 -> n0 [style=dashed"), std::string::npos) << "the next carry comes back\n" << dot;
+  StatusOr<std::string> html = graph_to_html(*g);
+  ASSERT_TRUE(html.ok()) << html.error().to_string();
+  EXPECT_NE(html->find("@cell, 3 iterations"), std::string::npos);
+}
+
 TEST(RenderDotToSvg, ReportsDotsErrors) {
   StatusOr<std::string> svg = render_dot_to_svg("digraph { a -> }");
   ASSERT_FALSE(svg.ok());

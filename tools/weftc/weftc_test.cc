@@ -473,6 +473,33 @@ TEST(Weftc, GradWritesAGradientGraphThatRuns) {
   EXPECT_EQ(r.out, "error: weftc grad: --output expects a whole number in [0, 2147483647], got 'x'\n");
 }
 
+// A loop's gradient is a loop running the other way (autodiff/scan_grad.cc): the output
+// checks and prints its reversed scan (its values: autodiff:scan_grad_test).
+TEST(Weftc, GradOfALoopIsAReversedLoop) {
+  std::string wir = write_temp("rnn.wir",
+                               "graph @rnn(%w: f32[4,4] {param}, %h0: f32[2,4], %xs: f32[5,2,4]) {\n"
+                               "  %h, %ys = scan(%w, %h0, %xs) {carries=1, consts=1, length=5} : f32[2,4], f32[5,2,4] ({\n"
+                               "    ^cell(%cw: f32[4,4], %ch: f32[2,4], %cx: f32[2,4]):\n"
+                               "      %m = matmul(%ch, %cw) : f32[2,4]\n"
+                               "      %a = add(%m, %cx) : f32[2,4]\n"
+                               "      %n = tanh(%a) : f32[2,4]\n"
+                               "      return %n, %n\n"
+                               "  })\n"
+                               "  %q = mul(%ys, %ys)\n"
+                               "  %l = sum(%q)\n"
+                               "  return %l\n"
+                               "}\n");
+  std::string out = temp_dir() + "/rnn_grad.wir";
+  Result r = weftc("grad " + wir + " --wrt w,h0,xs -o " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  r = weftc("check " + out);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  r = weftc("dump " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("reverse=true"), std::string::npos) << "the gradient loop runs backwards\n" << r.out;
+  EXPECT_NE(r.out.find("^grad_cell("), std::string::npos) << r.out;
+}
+
 // Every integer flag is read by one checked parser: a value that does not fit is refused,
 // never wrapped (4294967296 used to become output 0 and succeed).
 TEST(Weftc, IntegerFlagsAreCheckedNotWrapped) {

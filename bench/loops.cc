@@ -1,10 +1,12 @@
 // Looped against unrolled ([Control flow]): the suite's loop models (gru_seq, lstm_seq,
-// feedback_fixed, iterative_refine) compiled for the cpu backend twice from the same
-// graph, once with each loop a loop invocation over its body Program (the default) and
-// once unrolled in the Program (TrainOptions::unroll_loops); for each, the JIT compile
-// time, the Program's size (invocations, the bodies' included, and kernels), its arena
-// bytes (the bodies' included), the median step time, and the largest difference of
-// the first steps' losses between the two.
+// feedback_fixed, iterative_refine) compiled for the cpu backend three times from the
+// same model: each loop a loop invocation over its body Program (the default), the same
+// with every loop's gradient recomputing its body's intermediates instead of stacking
+// them (TrainOptions::recompute_loops), and unrolled in the Program
+// (TrainOptions::unroll_loops); for each, the JIT compile time, the Program's size
+// (invocations, the bodies' included, and kernels), its arena bytes (the bodies'
+// included), the median step time, and the largest difference of the first steps'
+// losses from the unrolled form's.
 //
 //   bazel run //bench:loops -- [--preset=cpu|paper] [--steps=20] [--models=a,b] [--profile]
 //
@@ -12,6 +14,7 @@
 //
 // Figures go to bench/RESULTS.md by hand, with the machine and the date.
 #include <algorithm>
+#include <map>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -38,9 +41,16 @@ struct Figures {
   std::vector<double> losses;
 };
 
-StatusOr<Figures> measure(const BenchModel& m, bool unrolled, int steps, bool profile) {
+// A model's three forms: its loops as loop invocations, the same with every loop's
+// gradient recomputing the body's intermediates (TrainOptions::recompute_loops), and
+// unrolled in the Program.
+enum class Form { looped, recompute, unrolled };
+const char* form_name(Form f) { return f == Form::looped ? "looped" : f == Form::recompute ? "recompute" : "unrolled"; }
+
+StatusOr<Figures> measure(const BenchModel& m, Form form, int steps, bool profile) {
   TrainOptions options{.seed = 1};
-  options.unroll_loops = unrolled;
+  options.unroll_loops = form == Form::unrolled;
+  options.recompute_loops = form == Form::recompute;
   const auto start = Clock::now();
   WEFT_ASSIGN_OR_RETURN(Trainer t, Trainer::compile(m.net, m.inputs, m.loss, OptimizerSpec::adam(m.lr), options));
   Figures f;
@@ -69,7 +79,7 @@ StatusOr<Figures> measure(const BenchModel& m, bool unrolled, int steps, bool pr
   if (profile) {
     t.step_executor()->set_profiling(true);
     for (int s = 0; s < steps; ++s) WEFT_RETURN_IF_ERROR(t.step(batch).status());
-    std::printf("%s, %s:\n%s", m.name.c_str(), unrolled ? "unrolled" : "looped",
+    std::printf("%s, %s:\n%s", m.name.c_str(), form_name(form),
                 t.step_executor()->profile_report(12).c_str());
   }
   return f;
@@ -111,23 +121,30 @@ int run(int argc, char** argv) {
       std::fprintf(stderr, "loops: %s\n", m.error().message.c_str());
       return 2;
     }
-    StatusOr<Figures> looped = measure(*m, false, steps, profile);
-    StatusOr<Figures> unrolled = measure(*m, true, steps, profile);
-    if (!looped.ok() || !unrolled.ok()) {
-      std::fprintf(stderr, "loops: %s: %s\n", name.c_str(),
-                   (looped.ok() ? unrolled.error() : looped.error()).to_string().c_str());
-      return 1;
+    std::map<Form, Figures> figures;
+    for (Form form : {Form::looped, Form::recompute, Form::unrolled}) {
+      StatusOr<Figures> f = measure(*m, form, steps, profile);
+      if (!f.ok()) {
+        std::fprintf(stderr, "loops: %s (%s): %s\n", name.c_str(), form_name(form), f.error().to_string().c_str());
+        return 1;
+      }
+      figures[form] = std::move(*f);
     }
-    double diff = 0;
-    for (size_t s = 0; s < looped->losses.size(); ++s) {
-      diff = std::max(diff, std::abs(looped->losses[s] - unrolled->losses[s]) / std::max(1e-30, std::abs(unrolled->losses[s])));
-    }
-    for (const auto& [form, f] : {std::pair<const char*, const Figures&>{"looped", *looped}, {"unrolled", *unrolled}}) {
-      std::printf("%-17s %-9s %11.0f %9.3f %11lld %8lld %13lld %12.1e\n", name.c_str(), form, f.compile_ms,
+    const Figures& unrolled = figures[Form::unrolled];
+    for (const auto& [form, f] : figures) {
+      double diff = 0;  // the first three losses, relative to the unrolled form's
+      for (size_t s = 0; s < f.losses.size(); ++s) {
+        diff = std::max(diff, std::abs(f.losses[s] - unrolled.losses[s]) / std::max(1e-30, std::abs(unrolled.losses[s])));
+      }
+      std::printf("%-17s %-9s %11.0f %9.3f %11lld %8lld %13lld %12.1e\n", name.c_str(), form_name(form), f.compile_ms,
                   f.step_ms, static_cast<long long>(f.invocations), static_cast<long long>(f.kernels),
                   static_cast<long long>(f.arena), diff);
     }
-    std::printf("%-17s looped/unrolled step time %.3f\n", name.c_str(), looped->step_ms / unrolled->step_ms);
+    const Figures& looped = figures[Form::looped];
+    std::printf("%-17s recompute/looped: step time %.3f, arena %.3f\n", name.c_str(),
+                figures[Form::recompute].step_ms / looped.step_ms,
+                static_cast<double>(figures[Form::recompute].arena) / static_cast<double>(looped.arena));
+    std::printf("%-17s looped/unrolled step time %.3f\n", name.c_str(), looped.step_ms / unrolled.step_ms);
   }
   return 0;
 }

@@ -145,10 +145,12 @@ TEST(Loop, TrainsAlikeOnTheInterpreterAndTheCpuBackend) {
   const Tensor y = Tensor::from_vector<float>({3, 2}, {0.5f, -0.5f, 1, 0, -1, 0.25f});
   std::vector<std::vector<double>> losses;
   std::map<std::string, Tensor> first;
-  // The interpreter; the cpu backend with each loop a loop invocation; and unrolled.
-  for (const std::string run : {"reference", "cpu", "cpu-unrolled"}) {
+  // The interpreter; the cpu backend with each loop a loop invocation; unrolled; and
+  // with every loop's gradient recomputing its intermediates.
+  for (const std::string run : {"reference", "cpu", "cpu-unrolled", "cpu-recompute"}) {
     TrainOptions options{.seed = 3, .backend = run == "reference" ? "reference" : "cpu"};
     options.unroll_loops = run == "cpu-unrolled";
+    options.recompute_loops = run == "cpu-recompute";
     auto t = Trainer::compile(*net, {{"x", f32({3, 3})}}, LossSpec::mse(), OptimizerSpec::adam(1e-2), options);
     ASSERT_TRUE(t.ok()) << t.error().to_string();
     losses.emplace_back();
@@ -168,6 +170,7 @@ TEST(Loop, TrainsAlikeOnTheInterpreterAndTheCpuBackend) {
   for (size_t s = 0; s < losses[0].size(); ++s) {
     EXPECT_NEAR(losses[0][s], losses[1][s], 1e-5);
     EXPECT_NEAR(losses[0][s], losses[2][s], 1e-5);
+    EXPECT_NEAR(losses[0][s], losses[3][s], 1e-5);
   }
   EXPECT_LT(losses[0].back(), losses[0].front());
 }

@@ -174,6 +174,11 @@ Status Trainer::build_step() {
   // LSTM's state (h, c) is concatenated and sliced apart at every step, whose gradient
   // would otherwise be padded, summed and sliced apart again.
   WEFT_RETURN_IF_ERROR(default_pipeline().run_until(g, "canonicalize").status());
+  if (options_.recompute_loops) {
+    for (Node& n : g.mutable_nodes()) {
+      if (n.op == Op::Scan) n.attrs["remat"] = true;  // a nested loop is differentiated inside its parent's
+    }
+  }
   WEFT_ASSIGN_OR_RETURN(std::vector<ValueId> grads, append_gradients(g, loss_value, wrt));
   std::vector<std::pair<ValueId, ValueId>> pairs;
   for (size_t i = 0; i < wrt.size(); ++i) pairs.emplace_back(wrt[i], grads[i]);

@@ -97,6 +97,10 @@ struct TrainOptions {
   /// cpu: unroll the model's loops in its Program instead of running each as a loop
   /// over its body (codegen::CompileOptions::unroll_loops), for comparison.
   bool unroll_loops = false;
+  /// Every loop's gradient recomputes its body's intermediates from the saved carries,
+  /// as `.recompute()` on each loop (and for GRU / LSTM): less memory (only the carries
+  /// are stacked), one more forward pass of each body (bench/loops measures both).
+  bool recompute_loops = false;
 };
 
 class Trainer {

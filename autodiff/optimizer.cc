@@ -11,11 +11,6 @@
 
 namespace weft {
 
-namespace {
-
-
-}  // namespace
-
 // ---- OptimizerSpec ----
 
 OptimizerSpec OptimizerSpec::sgd(double lr, double momentum, double dampening,
@@ -74,6 +69,21 @@ OptimizerSpec OptimizerSpec::adagrad(double lr, double lr_decay, double weight_d
   return s;
 }
 
+OptimizerSpec OptimizerSpec::radam(double lr, std::array<double, 2> betas, double eps,
+                                   double weight_decay) {
+  OptimizerSpec s = adam(lr, betas, eps, weight_decay);
+  s.kind = Kind::RAdam;
+  return s;
+}
+
+OptimizerSpec OptimizerSpec::nadam(double lr, std::array<double, 2> betas, double eps,
+                                   double weight_decay, double momentum_decay) {
+  OptimizerSpec s = adam(lr, betas, eps, weight_decay);
+  s.kind = Kind::NAdam;
+  s.momentum_decay = momentum_decay;
+  return s;
+}
+
 const char* optimizer_kind_name(OptimizerSpec::Kind kind) {
   switch (kind) {
     case OptimizerSpec::Kind::SGD: return "SGD";
@@ -81,6 +91,8 @@ const char* optimizer_kind_name(OptimizerSpec::Kind kind) {
     case OptimizerSpec::Kind::AdamW: return "AdamW";
     case OptimizerSpec::Kind::RMSprop: return "RMSprop";
     case OptimizerSpec::Kind::Adagrad: return "Adagrad";
+    case OptimizerSpec::Kind::RAdam: return "RAdam";
+    case OptimizerSpec::Kind::NAdam: return "NAdam";
   }
   return "?";
 }
@@ -104,12 +116,17 @@ Status OptimizerSpec::validate() const {
       break;
     case Kind::Adam:
     case Kind::AdamW:
+    case Kind::RAdam:
+    case Kind::NAdam:
       WEFT_RETURN_IF_ERROR(nonneg(eps, "epsilon value"));
       WEFT_RETURN_IF_ERROR(check(betas[0], 0.0 <= betas[0] && betas[0] < 1.0,
                                  "beta parameter at index 0"));
       WEFT_RETURN_IF_ERROR(check(betas[1], 0.0 <= betas[1] && betas[1] < 1.0,
                                  "beta parameter at index 1"));
       WEFT_RETURN_IF_ERROR(nonneg(weight_decay, "weight_decay value"));
+      if (kind == Kind::NAdam) {
+        WEFT_RETURN_IF_ERROR(nonneg(momentum_decay, "momentum_decay value"));
+      }
       break;
     case Kind::RMSprop:
       WEFT_RETURN_IF_ERROR(nonneg(eps, "epsilon value"));
@@ -142,8 +159,12 @@ std::string OptimizerSpec::describe() const {
       break;
     case Kind::Adam:
     case Kind::AdamW:
+    case Kind::RAdam:
+    case Kind::NAdam:
       s += ", betas=(" + f(betas[0]) + ", " + f(betas[1]) + "), eps=" + f(eps) +
-           ", weight_decay=" + f(weight_decay) + ", amsgrad=" + b(amsgrad);
+           ", weight_decay=" + f(weight_decay);
+      if (kind == Kind::NAdam) s += ", momentum_decay=" + f(momentum_decay);
+      if (kind == Kind::Adam || kind == Kind::AdamW) s += ", amsgrad=" + b(amsgrad);
       break;
     case Kind::RMSprop:
       s += ", alpha=" + f(alpha) + ", eps=" + f(eps) + ", weight_decay=" + f(weight_decay) +
@@ -176,6 +197,10 @@ std::vector<std::string> OptimizerSpec::slot_names() const {
     }
     case Kind::Adagrad:
       return {"sum"};
+    case Kind::RAdam:
+      return {"exp_avg", "exp_avg_sq"};
+    case Kind::NAdam:
+      return {"mu_product", "exp_avg", "exp_avg_sq"};
   }
   return {};
 }
@@ -217,6 +242,11 @@ class Scalars {
   std::map<std::string, ValueId> f64_;
   std::map<std::pair<std::string, DType>, ValueId> cast_;
 };
+
+// NAdam's per-parameter product of the momentum coefficients: a scalar, f32 whatever the
+// parameter's dtype, as PyTorch's `torch.tensor(1.)`.
+constexpr char kMuProduct[] = "mu_product";
+const Type kMuProductType{DType::f32, Shape{}};
 
 std::string value_name(const Graph& g, ValueId v) { return "%" + g.value(v).name; }
 
@@ -295,13 +325,41 @@ StatusOr<std::vector<OptimizerSlot>> append_optimizer(
   if (spec.kind == Kind::SGD && spec.momentum != 0) {
     first_step = e.op(Op::Eq, {step, e.constant(1, DType::i64)});
   }
-  if (spec.kind == Kind::Adam || spec.kind == Kind::AdamW) {
-    ValueId bc1 = e.sub(c64(1), e.op(Op::Pow, {c64(spec.betas[0]), step64}));
-    ValueId bc2 = e.sub(c64(1), e.op(Op::Pow, {c64(spec.betas[1]), step64}));
-    s.set("step_size", e.div(lr64, bc1));
-    s.set("bias_correction2_sqrt", e.sqrt(bc2));
+  ValueId rectified = kNoValue;  // RAdam: whether this step's rho_t > 5.
+  const bool adam_family = spec.kind == Kind::Adam || spec.kind == Kind::AdamW ||
+                           spec.kind == Kind::RAdam || spec.kind == Kind::NAdam;
+  if (adam_family) {
+    ValueId beta2_pow = e.op(Op::Pow, {c64(spec.betas[1]), step64});
+    ValueId bc2 = e.sub(c64(1), beta2_pow);
+    if (spec.kind != Kind::NAdam) {
+      ValueId bc1 = e.sub(c64(1), e.op(Op::Pow, {c64(spec.betas[0]), step64}));
+      s.set("step_size", e.div(lr64, bc1));
+    }
+    s.set("bias_correction2", bc2);
+    if (spec.kind == Kind::Adam || spec.kind == Kind::AdamW) {
+      s.set("bias_correction2_sqrt", e.sqrt(bc2));
+    }
     if (spec.kind == Kind::AdamW) {
       s.set("decay", e.sub(c64(1), e.mul(lr64, c64(spec.weight_decay))));
+    }
+    if (spec.kind == Kind::RAdam) {
+      // The length of the approximated SMA, a function of the step alone. Where rho_t <= 5
+      // the rectification term may be NaN; the select below never picks it there.
+      const double rho_inf = 2 / (1 - spec.betas[1]) - 1;
+      ValueId rho_t = e.sub(c64(rho_inf), e.div(e.mul(e.mul(c64(2), step64), beta2_pow), bc2));
+      ValueId num = e.mul(e.mul(e.sub(rho_t, c64(4)), e.sub(rho_t, c64(2))), c64(rho_inf));
+      ValueId den = e.mul(c64((rho_inf - 4) * (rho_inf - 2)), rho_t);
+      s.set("rect_bias_correction2_sqrt", e.mul(e.sqrt(e.div(num, den)), e.sqrt(bc2)));
+      rectified = e.op(Op::Gt, {rho_t, c64(5)});
+    }
+    if (spec.kind == Kind::NAdam) {
+      // mu = β1·(1 - 0.5·0.96^(step·momentum_decay)), and mu_next at step + 1.
+      auto mu_at = [&](ValueId t) {
+        ValueId decay = e.op(Op::Pow, {c64(0.96), e.mul(t, c64(spec.momentum_decay))});
+        return e.mul(c64(spec.betas[0]), e.sub(c64(1), e.mul(c64(0.5), decay)));
+      };
+      s.set("mu", mu_at(step64));
+      s.set("mu_next", mu_at(e.add(step64, c64(1))));
     }
   }
   if (spec.kind == Kind::Adagrad) {
@@ -337,13 +395,25 @@ StatusOr<std::vector<OptimizerSlot>> append_optimizer(
       OptimizerSlot sl;
       sl.name = "optimizer." + g.value(p).name + "." + name;
       sl.init = spec.kind == Kind::Adagrad ? Initializer::constant(spec.initial_accumulator_value)
-                                           : Initializer::zeros();
+                : name == kMuProduct           ? Initializer::constant(1)
+                                               : Initializer::zeros();
       sl.param = p;
-      sl.value = g.add_input(sl.name, type, InputKind::state, loc);
+      sl.value = g.add_input(sl.name, name == kMuProduct ? kMuProductType : type,
+                             InputKind::state, loc);
       slot[name] = sl.value;
       slots.push_back(sl);
     }
     auto update = [&](const std::string& name, ValueId value) { e.assign(slot.at(name), value); };
+    // Adam's moments, shared by its family: updates exp_avg and exp_avg_sq, returns them.
+    auto moments = [&](ValueId grad) {
+      ValueId m = e.add(e.scale(slot.at("exp_avg"), spec.betas[0]),
+                        e.scale(grad, 1 - spec.betas[0]));
+      ValueId v = e.add(e.scale(slot.at("exp_avg_sq"), spec.betas[1]),
+                        e.mul(e.scale(grad, 1 - spec.betas[1]), grad));
+      update("exp_avg", m);
+      update("exp_avg_sq", v);
+      return std::make_pair(m, v);
+    };
 
     ValueId d = grads[i];
     if (spec.maximize) d = e.neg(d);
@@ -368,12 +438,7 @@ StatusOr<std::vector<OptimizerSlot>> append_optimizer(
       case Kind::AdamW: {
         ValueId p0 = p;
         if (spec.kind == Kind::AdamW && spec.weight_decay != 0) p0 = e.mul(p, s.in("decay", dt));
-        ValueId m = e.add(e.scale(slot.at("exp_avg"), spec.betas[0]),
-                          e.scale(d, 1 - spec.betas[0]));
-        ValueId v = e.add(e.scale(slot.at("exp_avg_sq"), spec.betas[1]),
-                          e.mul(e.scale(d, 1 - spec.betas[1]), d));
-        update("exp_avg", m);
-        update("exp_avg_sq", v);
+        auto [m, v] = moments(d);
         ValueId v_hat = v;
         if (spec.amsgrad) {
           v_hat = e.op(Op::Maximum, {slot.at("max_exp_avg_sq"), v});
@@ -410,6 +475,31 @@ StatusOr<std::vector<OptimizerSlot>> append_optimizer(
         update("sum", sum);
         ValueId std_dev = e.add(e.sqrt(sum), e.constant(spec.eps, dt));
         new_p = e.sub(p, e.mul(s.in("clr", dt), e.div(d, std_dev)));
+        break;
+      }
+      case Kind::RAdam: {
+        auto [m, v] = moments(d);
+        ValueId corrected = e.mul(m, s.in("step_size", dt));  // m / bc1 · lr
+        ValueId adaptive = e.div(s.in("rect_bias_correction2_sqrt", dt),
+                                 e.add(e.sqrt(v), e.constant(spec.eps, dt)));
+        new_p = e.sub(p, e.op(Op::Select, {rectified, e.mul(corrected, adaptive), corrected}));
+        break;
+      }
+      case Kind::NAdam: {
+        // mu_product is an f32 scalar, as in PyTorch; its products are f32 arithmetic.
+        const DType mu_dt = kMuProductType.dtype;
+        ValueId mu_product = e.mul(slot.at(kMuProduct), s.in("mu", mu_dt));
+        update(kMuProduct, mu_product);
+        ValueId mu_product_next =
+            e.mul(e.mul(mu_product, s.in("mu", mu_dt)), s.in("mu_next", mu_dt));
+        auto one_minus = [&](ValueId x) { return e.sub(c64(1), e.cast(x, f64)); };
+        ValueId grad_size = e.div(e.mul(lr64, e.sub(c64(1), s.in("mu", f64))), one_minus(mu_product));
+        ValueId avg_size = e.div(e.mul(lr64, s.in("mu_next", f64)), one_minus(mu_product_next));
+        auto [m, v] = moments(d);
+        ValueId denom = e.add(e.sqrt(e.div(v, s.in("bias_correction2", dt))),
+                              e.constant(spec.eps, dt));
+        new_p = e.sub(p, e.mul(e.cast(grad_size, dt), e.div(d, denom)));
+        new_p = e.sub(new_p, e.mul(e.cast(avg_size, dt), e.div(m, denom)));
         break;
       }
     }

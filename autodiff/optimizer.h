@@ -38,7 +38,19 @@
 //    buf = momentum·buf + g/avg, p -= lr·buf; otherwise p -= lr·g/avg (avg includes eps).
 //  - Adagrad: clr = lr / (1 + (step-1)·lr_decay); sum += g²; p -= clr·g/(sqrt(sum)+eps);
 //    `sum` starts at initial_accumulator_value.
-//  - maximize negates the gradient (after clipping).
+//  - RAdam: L2 weight decay; m, v as Adam; rho_inf = 2/(1-β2) - 1, rho_t = rho_inf -
+//    2·step·β2^step/(1-β2^step). rho_t depends on the step alone, so both branches are
+//    emitted and a select on `rho_t > 5` picks one: rectified, p -= (m/bc1)·lr·rect ·
+//    sqrt(bc2)/(sqrt(v)+eps) with rect = sqrt((rho_t-4)(rho_t-2)rho_inf /
+//    ((rho_inf-4)(rho_inf-2)rho_t)); otherwise p -= (m/bc1)·lr.
+//  - NAdam: L2 weight decay; mu = β1·(1 - 0.5·0.96^(step·momentum_decay)), mu_next the same
+//    at step+1; the per-parameter state mu_product (f32[], starts at 1, as PyTorch's
+//    `torch.tensor(1.)`) *= mu; m, v as Adam; denom = sqrt(v/bc2) + eps;
+//    p -= lr(1-mu)/(1-mu_product)·g/denom + lr·mu_next/(1-mu_product·mu·mu_next)·m/denom.
+//    The second product counts mu twice: that is PyTorch 1.13's single-tensor code (its
+//    foreach code uses mu_product·mu_next), kept for parity.
+//  - maximize negates the gradient (after clipping); weft offers it for every kind (PyTorch
+//    1.13's RAdam and NAdam have no such argument).
 //  - max_grad_norm > 0 clips first, as torch.nn.utils.clip_grad_norm_ does: total_norm =
 //    sqrt(Σ over all gradients of Σ g²), every gradient scaled by
 //    min(max_grad_norm / (total_norm + 1e-6), 1).
@@ -61,7 +73,7 @@ namespace weft {
 ///   auto opt = OptimizerSpec::adamw(/*lr=*/3e-4, /*betas=*/{0.9, 0.95}, /*eps=*/1e-8,
 ///                                   /*weight_decay=*/0.1).with_max_grad_norm(1.0);
 struct OptimizerSpec {
-  enum class Kind { SGD, Adam, AdamW, RMSprop, Adagrad };
+  enum class Kind { SGD, Adam, AdamW, RMSprop, Adagrad, RAdam, NAdam };
 
   Kind kind = Kind::SGD;
   /// The base learning rate. It is not part of the graph (`lr` is a runtime input): it
@@ -71,13 +83,15 @@ struct OptimizerSpec {
   double dampening = 0;           ///< SGD.
   bool nesterov = false;          ///< SGD.
   double weight_decay = 0;        ///< All; decoupled for AdamW (default 1e-2 there).
-  std::array<double, 2> betas = {0.9, 0.999};  ///< Adam, AdamW.
-  double eps = 1e-8;              ///< Adam, AdamW, RMSprop (1e-8); Adagrad (1e-10).
+  std::array<double, 2> betas = {0.9, 0.999};  ///< Adam, AdamW, RAdam, NAdam.
+  /// Adam, AdamW, RAdam, NAdam, RMSprop (1e-8); Adagrad (1e-10).
+  double eps = 1e-8;
   bool amsgrad = false;           ///< Adam, AdamW.
   double alpha = 0.99;            ///< RMSprop: smoothing constant.
   bool centered = false;          ///< RMSprop.
   double lr_decay = 0;            ///< Adagrad.
   double initial_accumulator_value = 0;  ///< Adagrad.
+  double momentum_decay = 4e-3;   ///< NAdam: how fast mu approaches β1.
   bool maximize = false;          ///< All: ascend instead of descend.
   /// Clip the gradients to this global L2 norm before the update; 0 turns clipping off.
   double max_grad_norm = 0;
@@ -95,6 +109,11 @@ struct OptimizerSpec {
                                bool centered = false);
   static OptimizerSpec adagrad(double lr = 1e-2, double lr_decay = 0, double weight_decay = 0,
                                double initial_accumulator_value = 0, double eps = 1e-10);
+  static OptimizerSpec radam(double lr = 1e-3, std::array<double, 2> betas = {0.9, 0.999},
+                             double eps = 1e-8, double weight_decay = 0);
+  static OptimizerSpec nadam(double lr = 2e-3, std::array<double, 2> betas = {0.9, 0.999},
+                             double eps = 1e-8, double weight_decay = 0,
+                             double momentum_decay = 4e-3);
 
   OptimizerSpec& with_max_grad_norm(double norm) {
     max_grad_norm = norm;
@@ -114,23 +133,27 @@ struct OptimizerSpec {
   /// then `, maximize=True` and `, max_grad_norm=1.0` when set.
   std::string describe() const;
   /// The names of the state slots each parameter gets, in creation order (PyTorch's
-  /// state keys): e.g. {"exp_avg", "exp_avg_sq"} for Adam.
+  /// state keys): e.g. {"exp_avg", "exp_avg_sq"} for Adam, {"mu_product", "exp_avg",
+  /// "exp_avg_sq"} for NAdam.
   std::vector<std::string> slot_names() const;
 };
 
-/// "SGD", "Adam", "AdamW", "RMSprop", "Adagrad".
+/// "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "RAdam", "NAdam".
 const char* optimizer_kind_name(OptimizerSpec::Kind kind);
 
 /// One piece of optimizer state: a `state` input of the graph.
 struct OptimizerSlot {
   std::string name;  ///< "optimizer.<param name>.<slot>", e.g. "optimizer.fc1.w.exp_avg".
-  ValueId value = kNoValue;  ///< The state input.
-  Initializer init;  ///< Its value before the first step (zeros, or Adagrad's accumulator).
+  /// The state input: typed as its parameter, except NAdam's mu_product (f32[]).
+  ValueId value = kNoValue;
+  /// Its value before the first step: zeros, Adagrad's initial accumulator, or 1 for
+  /// NAdam's mu_product.
+  Initializer init;
   ValueId param = kNoValue;  ///< The parameter the slot belongs to.
 };
 
 /// Appends to `g`, after everything already there (the backward pass), the update of
-/// every (param, grad) pair: creates the slot inputs (kind state, the parameter's type),
+/// every (param, grad) pair: creates the slot inputs (kind state, see OptimizerSlot::value),
 /// reads the runtime scalars `lr` (float scalar) and `step` (i64[], 1-based), and emits
 /// `assign(param, new value)` and `assign(slot, new value)` for each. Every node is typed;
 /// a parameter's update is located at its input, the step-wide scalars nowhere. Returns

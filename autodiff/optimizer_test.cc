@@ -1,5 +1,5 @@
 // Optimizers as graph ops: hand-computed single steps of each optimizer, PyTorch 1.13
-// fixtures over three steps (autodiff/testdata/make_optimizer_fixtures.py), the graph's
+// fixtures over several steps (autodiff/testdata/make_optimizer_fixtures.py), the graph's
 // shape (slots, types, verifier) and every error message.
 #include "autodiff/optimizer.h"
 
@@ -243,6 +243,70 @@ TEST(Optimizer, AdagradDecaysTheLearningRateWithTheStep) {
   expect_near(s["w"], {w1 - (0.5 / 1.5) * 6 / std::sqrt(46)});
 }
 
+TEST(Optimizer, RadamIsUnrectifiedUntilRhoExceedsFive) {
+  // β2 = 0.5: rho_inf = 3, so rho_t < 5 at every step: w -= lr · m / bc1.
+  Stepper s(OptimizerSpec::radam(/*lr=*/0.5, /*betas=*/{0.5, 0.5}), {{"w", f64s({1})}},
+            DType::f64);
+  ASSERT_EQ(s.slots().size(), 2u);
+  EXPECT_EQ(s.slots()[0].name, "optimizer.w.exp_avg");
+  EXPECT_EQ(s.slots()[1].name, "optimizer.w.exp_avg_sq");
+  // g = 2: m = 1, v = 2; bc1 = 0.5; w -= 0.5 · 1 / 0.5.
+  ASSERT_TRUE(s.run(0.5, 1, {{"w", f64s({2})}}));
+  expect_near(s["optimizer.w.exp_avg"], {1});
+  expect_near(s["optimizer.w.exp_avg_sq"], {2});
+  expect_near(s["w"], {0});
+}
+
+TEST(Optimizer, RadamRectifiesFromStepSix) {
+  // β1 = 0 makes m = g and bc1 = 1; β2 = 0.9 gives rho_inf = 19 and rho_t = 4.58 at
+  // step 5, 5.39 at step 6. From there w -= lr · g · rect · sqrt(bc2) / sqrt(v) (eps = 0);
+  // before, w -= lr · g.
+  const double b2 = 0.9, lr = 0.5;
+  Stepper s(OptimizerSpec::radam(lr, /*betas=*/{0, b2}, /*eps=*/0), {{"w", f64s({0})}},
+            DType::f64);
+  const double rho_inf = 2 / (1 - b2) - 1;
+  double v = 0, w = 0;
+  for (int64_t t = 1; t <= 7; ++t) {
+    const double g = t % 2 ? 1.0 : -2.0;
+    ASSERT_TRUE(s.run(lr, t, {{"w", f64s({g})}}));
+    v = b2 * v + (1 - b2) * g * g;
+    const double bc2 = 1 - std::pow(b2, t);
+    const double rho_t = rho_inf - 2 * t * std::pow(b2, t) / bc2;
+    if (t < 6) {
+      EXPECT_LE(rho_t, 5) << "step " << t;
+      w -= lr * g;
+    } else {
+      EXPECT_GT(rho_t, 5) << "step " << t;
+      const double rect = std::sqrt((rho_t - 4) * (rho_t - 2) * rho_inf /
+                                    ((rho_inf - 4) * (rho_inf - 2) * rho_t));
+      w -= lr * g * rect * std::sqrt(bc2) / std::sqrt(v);
+    }
+    expect_near(s["w"], {w}, 1e-10);
+  }
+}
+
+TEST(Optimizer, NadamKeepsAnF32MuProduct) {
+  // β1 = 0.5, momentum_decay = 0 → mu = mu_next = 0.5·(1 - 0.5) = 0.25 at every step.
+  Stepper s(OptimizerSpec::nadam(/*lr=*/0.5, /*betas=*/{0.5, 0.5}, /*eps=*/0,
+                                 /*weight_decay=*/0, /*momentum_decay=*/0),
+            {{"w", f64s({1})}}, DType::f64);
+  ASSERT_EQ(s.slots().size(), 3u);
+  EXPECT_EQ(s.slots()[0].name, "optimizer.w.mu_product");
+  EXPECT_EQ(s.slots()[0].init, Initializer::constant(1));
+  EXPECT_EQ(s.graph().type(s.slots()[0].value), (Type{DType::f32, {}}));
+  EXPECT_EQ(s.slots()[1].init, Initializer::zeros());
+  EXPECT_EQ(s.graph().type(s.slots()[1].value), (Type{DType::f64, {1}}));
+  // g = 2: mu_product = 0.25; m = 1, v = 2, bc2 = 0.5, denom = sqrt(2/0.5) = 2;
+  // w -= 0.5·0.75/(1 - 0.25) · 2/2 + 0.5·0.25/(1 - 0.25·0.25·0.25) · 1/2
+  // (PyTorch 1.13's single-tensor code multiplies mu into the next product twice).
+  ASSERT_TRUE(s.run(0.5, 1, {{"w", f64s({2})}}));
+  expect_near(s["optimizer.w.mu_product"], {0.25});
+  expect_near(s["optimizer.w.exp_avg"], {1});
+  expect_near(s["w"], {1 - 0.5 - 0.5 * 0.25 / (1 - 0.25 * 0.25 * 0.25) * 0.5});
+  ASSERT_TRUE(s.run(0.5, 2, {{"w", f64s({0})}}));
+  expect_near(s["optimizer.w.mu_product"], {0.0625});
+}
+
 TEST(Optimizer, ClipsByTheGlobalNormFirst) {
   Stepper s(OptimizerSpec::sgd(/*lr=*/1).with_max_grad_norm(1),
             {{"a", f64s({0})}, {"b", f64s({0})}}, DType::f64);
@@ -286,21 +350,33 @@ TEST(Optimizer, F32ParametersStayF32AndTheGraphVerifies) {
 TEST(Optimizer, SurvivesTheDefaultPipeline) {
   // Folding, CSE and DCE must keep the assigns and the values: the optimized step gives
   // the same parameters and state as the unoptimized one.
-  auto spec = OptimizerSpec::adam(/*lr=*/0.1, {0.9, 0.999}, 1e-8, /*weight_decay=*/0.1,
-                                  /*amsgrad=*/true)
-                  .with_max_grad_norm(0.5);
+  // RAdam over seven steps takes both of its branches; NAdam has a scalar f32 slot.
+  const std::vector<std::pair<OptimizerSpec, std::string>> cases = {
+      {OptimizerSpec::adam(/*lr=*/0.1, {0.9, 0.999}, 1e-8, /*weight_decay=*/0.1,
+                           /*amsgrad=*/true)
+           .with_max_grad_norm(0.5),
+       "optimizer.w.max_exp_avg_sq"},
+      {OptimizerSpec::radam(/*lr=*/0.1, {0.9, 0.999}, 1e-8, /*weight_decay=*/0.1),
+       "optimizer.w.exp_avg_sq"},
+      {OptimizerSpec::nadam(/*lr=*/0.1).with_max_grad_norm(0.5), "optimizer.w.mu_product"},
+  };
   std::map<std::string, Tensor> params = {{"w", f64s({1, -2, 3})}, {"b", f64s({0.5})}};
-  Stepper plain(spec, params), optimized(spec, params);
-  auto changed = default_pipeline().run(optimized.mutable_graph());
-  ASSERT_TRUE(changed.ok()) << changed.error().to_string();
-  for (int64_t k = 1; k <= 3; ++k) {
-    std::map<std::string, Tensor> grads = {{"w", f64s({0.3 * k, -1, 2})}, {"b", f64s({-0.5})}};
-    ASSERT_TRUE(plain.run(0.1, k, grads));
-    ASSERT_TRUE(optimized.run(0.1, k, grads));
-  }
-  for (const char* name : {"w", "b", "optimizer.w.max_exp_avg_sq", "optimizer.b.exp_avg"}) {
-    std::string why;
-    EXPECT_TRUE(all_close(optimized[name], plain[name], 1e-12, &why)) << name << ": " << why;
+  for (const auto& [spec, slot] : cases) {
+    SCOPED_TRACE(spec.describe());
+    Stepper plain(spec, params), optimized(spec, params);
+    auto changed = default_pipeline().run(optimized.mutable_graph());
+    ASSERT_TRUE(changed.ok()) << changed.error().to_string();
+    for (int64_t k = 1; k <= 7; ++k) {
+      std::map<std::string, Tensor> grads = {{"w", f64s({0.3 * k, -1, 2})},
+                                             {"b", f64s({-0.5})}};
+      ASSERT_TRUE(plain.run(0.1, k, grads));
+      ASSERT_TRUE(optimized.run(0.1, k, grads));
+    }
+    for (const std::string& name : {std::string("w"), std::string("b"), slot,
+                                    std::string("optimizer.b.exp_avg")}) {
+      std::string why;
+      EXPECT_TRUE(all_close(optimized[name], plain[name], 1e-12, &why)) << name << ": " << why;
+    }
   }
 }
 
@@ -317,6 +393,11 @@ TEST(Optimizer, DefaultsAndDescribe) {
   EXPECT_EQ(OptimizerSpec::adagrad().describe(),
             "Adagrad(lr=0.01, lr_decay=0.0, weight_decay=0.0, initial_accumulator_value=0.0, "
             "eps=1e-10)");
+  EXPECT_EQ(OptimizerSpec::radam().describe(),
+            "RAdam(lr=0.001, betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0)");
+  EXPECT_EQ(OptimizerSpec::nadam().describe(),
+            "NAdam(lr=0.002, betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, "
+            "momentum_decay=0.004)");
   EXPECT_EQ(OptimizerSpec::sgd(0.1, 0.9).with_maximize().with_max_grad_norm(1).describe(),
             "SGD(lr=0.1, momentum=0.9, dampening=0.0, weight_decay=0.0, nesterov=False, "
             "maximize=True, max_grad_norm=1.0)");
@@ -365,6 +446,29 @@ TEST(Optimizer, HyperParameterErrorsUsePyTorchsMessages) {
   EXPECT_EQ(spec_error(OptimizerSpec::adam().with_max_grad_norm(-1)),
             "Invalid max_grad_norm value: -1.0 (a finite norm > 0 clips the gradients; 0 "
             "turns clipping off)");
+  EXPECT_EQ(spec_error(OptimizerSpec::radam(-1e-3)), "Invalid learning rate: -0.001");
+  EXPECT_EQ(spec_error(OptimizerSpec::radam(1e-3, {0.9, 0.999}, -1.0)),
+            "Invalid epsilon value: -1.0");
+  EXPECT_EQ(spec_error(OptimizerSpec::radam(1e-3, {1.0, 0.999})),
+            "Invalid beta parameter at index 0: 1.0");
+  EXPECT_EQ(spec_error(OptimizerSpec::radam(1e-3, {0.9, 1.5})),
+            "Invalid beta parameter at index 1: 1.5");
+  EXPECT_EQ(spec_error(OptimizerSpec::radam(1e-3, {0.9, 0.999}, 1e-8, -0.1)),
+            "Invalid weight_decay value: -0.1");
+  EXPECT_EQ(spec_error(OptimizerSpec::nadam(-2e-3)), "Invalid learning rate: -0.002");
+  EXPECT_EQ(spec_error(OptimizerSpec::nadam(2e-3, {0.9, 0.999}, -1e-8)),
+            "Invalid epsilon value: -1e-08");
+  EXPECT_EQ(spec_error(OptimizerSpec::nadam(2e-3, {-0.1, 0.999})),
+            "Invalid beta parameter at index 0: -0.1");
+  EXPECT_EQ(spec_error(OptimizerSpec::nadam(2e-3, {0.9, 1.0})),
+            "Invalid beta parameter at index 1: 1.0");
+  EXPECT_EQ(spec_error(OptimizerSpec::nadam(2e-3, {0.9, 0.999}, 1e-8, -0.5)),
+            "Invalid weight_decay value: -0.5");
+  EXPECT_EQ(spec_error(OptimizerSpec::nadam(2e-3, {0.9, 0.999}, 1e-8, 0, -4e-3)),
+            "Invalid momentum_decay value: -0.004");
+  // PyTorch's order: the epsilon is checked before the betas.
+  EXPECT_EQ(spec_error(OptimizerSpec::nadam(2e-3, {1.0, 0.999}, -1.0)),
+            "Invalid epsilon value: -1.0");
   // Dampening without nesterov is allowed, as in PyTorch.
   EXPECT_EQ(spec_error(OptimizerSpec::sgd(0.1, 0.9, 0.5)), "ok");
 }
@@ -478,6 +582,8 @@ OptimizerSpec spec_for(const nlohmann::json& c) {
                     : kind == "Adam"    ? OptimizerSpec::adam()
                     : kind == "AdamW"   ? OptimizerSpec::adamw()
                     : kind == "RMSprop" ? OptimizerSpec::rmsprop()
+                    : kind == "RAdam"   ? OptimizerSpec::radam()
+                    : kind == "NAdam"   ? OptimizerSpec::nadam()
                                         : OptimizerSpec::adagrad();
   EXPECT_EQ(optimizer_kind_name(s.kind), kind);
   for (const auto& [key, v] : h.items()) {
@@ -494,6 +600,7 @@ OptimizerSpec spec_for(const nlohmann::json& c) {
     else if (key == "centered") s.centered = v;
     else if (key == "lr_decay") s.lr_decay = v;
     else if (key == "initial_accumulator_value") s.initial_accumulator_value = v;
+    else if (key == "momentum_decay") s.momentum_decay = v;
     else ADD_FAILURE() << "unknown hyper-parameter " << key;
   }
   s.max_grad_norm = c["max_grad_norm"];
@@ -508,7 +615,7 @@ Tensor load(const std::string& dir, const std::string& file) {
 
 class OptimizerFixture : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(OptimizerFixture, MatchesPyTorchOverThreeSteps) {
+TEST_P(OptimizerFixture, MatchesPyTorchOverSeveralSteps) {
   const nlohmann::json* found = nullptr;
   for (const auto& c : manifest()) {
     if (c["name"] == GetParam()) found = &c;
@@ -528,7 +635,9 @@ TEST_P(OptimizerFixture, MatchesPyTorchOverThreeSteps) {
   const std::vector<std::string> slots = c["slots"];
   EXPECT_EQ(s.slots().size(), slots.size() * params.size());
   const double tol = 1e-6;
-  for (int k = 1; k <= 3; ++k) {
+  const int steps = c.value("steps", 3);
+  EXPECT_GE(steps, 3);
+  for (int k = 1; k <= steps; ++k) {
     const std::string prefix = "step" + std::to_string(k) + ".";
     std::map<std::string, Tensor> grads;
     for (const auto& [name, value] : params) {
@@ -554,7 +663,8 @@ INSTANTIATE_TEST_SUITE_P(PyTorch, OptimizerFixture, ::testing::ValuesIn(case_nam
 TEST(OptimizerFixtures, CoverEveryKind) {
   std::set<std::string> kinds;
   for (const auto& c : manifest()) kinds.insert(c["kind"].get<std::string>());
-  EXPECT_EQ(kinds, (std::set<std::string>{"SGD", "Adam", "AdamW", "RMSprop", "Adagrad"}));
+  EXPECT_EQ(kinds, (std::set<std::string>{"SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "RAdam",
+                                          "NAdam"}));
 }
 
 }  // namespace

@@ -112,16 +112,20 @@ TEST(Training, SameSeedGivesBitwiseIdenticalLosses) {
   EXPECT_LT(la.back(), la.front());
 }
 
-TEST(Training, ResumingFromACheckpointReproducesTheLossCurve) {
+// RAdam switches branches at step 6 and NAdam carries a scalar f32 slot (mu_product):
+// both resume as Adam does.
+class ResumingFromACheckpoint : public ::testing::TestWithParam<OptimizerSpec> {};
+
+TEST_P(ResumingFromACheckpoint, ReproducesTheLossCurve) {
   auto net = cnn();
   ASSERT_TRUE(net.ok());
   auto compile = [&] {
     return Trainer::compile(*net, {{"x", f32({6, 1, 8, 8})}}, LossSpec::cross_entropy(),
-                            OptimizerSpec::adam(1e-2), {.seed = 3});
+                            GetParam(), {.seed = 3});
   };
   auto straight = compile();
   ASSERT_TRUE(straight.ok());
-  std::vector<double> all = train_cnn(*straight, 0, 6);
+  std::vector<double> all = train_cnn(*straight, 0, 8);
 
   auto first = compile();
   ASSERT_TRUE(first.ok());
@@ -135,9 +139,16 @@ TEST(Training, ResumingFromACheckpointReproducesTheLossCurve) {
   ASSERT_TRUE(report.ok()) << report.error().to_string();
   EXPECT_EQ(resumed->steps(), 3);
   EXPECT_TRUE(report->missing.empty());
-  std::vector<double> rest = train_cnn(*resumed, 3, 6);
+  std::vector<double> rest = train_cnn(*resumed, 3, 8);
   EXPECT_EQ(rest, std::vector<double>(all.begin() + 3, all.end()));  // bitwise
 }
+
+INSTANTIATE_TEST_SUITE_P(Optimizers, ResumingFromACheckpoint,
+                         ::testing::Values(OptimizerSpec::adam(1e-2), OptimizerSpec::radam(1e-2),
+                                           OptimizerSpec::nadam(1e-2)),
+                         [](const auto& info) {
+                           return std::string(optimizer_kind_name(info.param.kind));
+                         });
 
 TEST(Training, FrozenParametersDoNotMove) {
   auto encoder = FlowBuilder::from(Linear(4, 8)).through(Tanh()).label("encoder").build();

@@ -13,8 +13,21 @@ namespace weft {
 
 namespace {
 
-
 int64_t clamp_t(int64_t t) { return std::max<int64_t>(t, 0); }
+
+// PyTorch's LinearLR from start_factor to 1 over `steps` steps, at step t < steps.
+double linear_warmup(double peak, double start_factor, int64_t t, int64_t steps) {
+  return peak * (start_factor +
+                 (1 - start_factor) * static_cast<double>(t) / static_cast<double>(steps));
+}
+
+// LinearLR's and ConstantLR's check of their factor, with PyTorch's message.
+Status check_warmup_factor(double factor, const char* which) {
+  if (!(factor >= 0 && factor <= 1)) {
+    return Error{std::string(which) + " multiplicative factor expected to be between 0 and 1."};
+  }
+  return Status();
+}
 
 // (1 + cos(π·x / period)) / 2 scaled between eta_min and base_lr: PyTorch's closed form.
 double cosine(double base_lr, double eta_min, double x, double period) {
@@ -96,10 +109,7 @@ std::string CosineAnnealingLR::describe() const {
 
 double WarmupCosineLR::lr_at(int64_t t) const {
   t = clamp_t(t);
-  if (t < warmup_steps_) {
-    return base_lr_ * (start_factor_ + (1 - start_factor_) * static_cast<double>(t) /
-                                           static_cast<double>(warmup_steps_));
-  }
+  if (t < warmup_steps_) return linear_warmup(base_lr_, start_factor_, t, warmup_steps_);
   if (t > total_steps_) return eta_min_;
   return cosine(base_lr_, eta_min_, static_cast<double>(t - warmup_steps_),
                 static_cast<double>(total_steps_ - warmup_steps_));
@@ -115,10 +125,7 @@ Status WarmupCosineLR::validate() const {
                  ") must exceed warmup_steps (" + std::to_string(warmup_steps_) +
                  "): the cosine phase needs at least one step"};
   }
-  if (!(start_factor_ >= 0 && start_factor_ <= 1)) {
-    return Error{"Starting multiplicative factor expected to be between 0 and 1."};
-  }
-  return Status();
+  return check_warmup_factor(start_factor_, "Starting");
 }
 
 std::string WarmupCosineLR::describe() const {
@@ -189,6 +196,78 @@ std::string OneCycleLR::describe() const {
          "', div_factor=" + python_float_repr(o.div_factor) + ", final_div_factor=" +
          python_float_repr(o.final_div_factor) + ", three_phase=" + (o.three_phase ? "True" : "False") +
          ")";
+}
+
+// ---- CyclicLR ----
+
+double CyclicLR::lr_at(int64_t t) const {
+  t = clamp_t(t);
+  using Mode = CyclicOptions::Mode;
+  // PyTorch's get_lr, with its arithmetic order.
+  const double up = static_cast<double>(options_.step_size_up);
+  const double total_size = up + static_cast<double>(step_size_down());
+  const double step_ratio = up / total_size;
+  const double epoch = static_cast<double>(t);
+  const double cycle = std::floor(1 + epoch / total_size);
+  const double x = 1. + epoch / total_size - cycle;
+  const double scale_factor = x <= step_ratio ? x / step_ratio : (x - 1) / (step_ratio - 1);
+  const double base_height = (max_lr_ - base_lr_) * scale_factor;
+  switch (options_.mode) {
+    case Mode::triangular: return base_lr_ + base_height * 1.;
+    case Mode::triangular2: return base_lr_ + base_height * (1 / std::pow(2., cycle - 1));
+    case Mode::exp_range: return base_lr_ + base_height * std::pow(options_.gamma, epoch);
+  }
+  return base_lr_;
+}
+
+Status CyclicLR::validate() const {
+  if (options_.step_size_up < 1) {
+    return Error{"CyclicLR: step_size_up must be at least 1, not " +
+                 std::to_string(options_.step_size_up)};
+  }
+  if (step_size_down() < 0) {
+    return Error{"CyclicLR: step_size_down must be >= 0, not " +
+                 std::to_string(step_size_down())};
+  }
+  return Status();
+}
+
+std::string CyclicLR::describe() const {
+  using Mode = CyclicOptions::Mode;
+  const char* mode = options_.mode == Mode::triangular    ? "triangular"
+                     : options_.mode == Mode::triangular2 ? "triangular2"
+                                                          : "exp_range";
+  return "CyclicLR(base_lr=" + python_float_repr(base_lr_) + ", max_lr=" +
+         python_float_repr(max_lr_) + ", step_size_up=" + std::to_string(options_.step_size_up) +
+         ", step_size_down=" + std::to_string(step_size_down()) + ", mode='" + mode +
+         "', gamma=" + python_float_repr(options_.gamma) + ")";
+}
+
+// ---- WarmupLR ----
+
+double WarmupLR::lr_at(int64_t t) const {
+  t = clamp_t(t);
+  if (t >= warmup_steps_) return after_->lr_at(t - warmup_steps_);
+  const double peak = after_->lr_at(0);
+  if (kind_ == WarmupKind::constant) return peak * start_factor_;
+  return linear_warmup(peak, start_factor_, t, warmup_steps_);
+}
+
+Status WarmupLR::validate() const {
+  if (!after_) return Error{"WarmupLR: no schedule to warm up into (after is null)"};
+  if (warmup_steps_ < 0) {
+    return Error{"WarmupLR: warmup_steps must be >= 0, not " + std::to_string(warmup_steps_)};
+  }
+  WEFT_RETURN_IF_ERROR(
+      check_warmup_factor(start_factor_, kind_ == WarmupKind::linear ? "Starting" : "Constant"));
+  return after_->validate();
+}
+
+std::string WarmupLR::describe() const {
+  return std::string("WarmupLR(warmup='") + (kind_ == WarmupKind::linear ? "linear" : "constant") +
+         "', warmup_steps=" + std::to_string(warmup_steps_) +
+         ", start_factor=" + python_float_repr(start_factor_) +
+         ", after=" + (after_ ? after_->describe() : std::string("None")) + ")";
 }
 
 // ---- ReduceLROnPlateau ----

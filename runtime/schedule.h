@@ -16,9 +16,13 @@
 // torch.optim.lr_scheduler (its chainable, step-by-step updates) to ~1e-15 relative;
 // runtime/schedule_test.cc pins them to 1e-9 against fixtures made by
 // runtime/testdata/make_schedule_fixtures.py. ReduceLROnPlateau depends on the metrics
-// it has seen, so it is a stateful object fed once per epoch.
+// it has seen, so it is a stateful object fed once per epoch. WarmupLR composes: it puts
+// a warmup in front of any stateless schedule (PyTorch's SequentialLR with a LinearLR or
+// ConstantLR first).
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -157,6 +161,86 @@ class OneCycleLR final : public LrSchedule {
   double max_lr_;
   int64_t total_steps_;
   OneCycleOptions options_;
+};
+
+/// CyclicLR's options, with PyTorch's names and defaults. The scale function is the
+/// mode's own (PyTorch's scale_mode default for it): triangular and triangular2 scale
+/// per cycle, exp_range per step; a custom scale_fn is not offered.
+struct CyclicOptions {
+  enum class Mode { triangular, triangular2, exp_range };
+  int64_t step_size_up = 2000;  ///< Steps from base_lr up to max_lr.
+  /// Steps from max_lr back down to base_lr; unset: step_size_up. 0 gives a sawtooth.
+  std::optional<int64_t> step_size_down = std::nullopt;
+  Mode mode = Mode::triangular;
+  double gamma = 1.0;  ///< exp_range: the amplitude shrinks by gamma^t.
+};
+
+/// PyTorch's CyclicLR (Smith, "Cyclical Learning Rates"), for the learning rate only: the
+/// momentum cycling (cycle_momentum, base_momentum, max_momentum) is not done, since
+/// momentum is compiled into the optimizer graph, not fed at run time. With T =
+/// step_size_up + step_size_down and r = step_size_up / T:
+///   cycle = floor(1 + t/T), x = 1 + t/T - cycle,
+///   scale = x / r while x <= r (rising), else (x - 1) / (r - 1) (falling),
+///   lr = base_lr + (max_lr - base_lr) · scale · s, s = 1 (triangular),
+///   1 / 2^(cycle - 1) (triangular2), gamma^t (exp_range).
+/// lr_at(0) is base_lr (PyTorch's CyclicLR overrides the optimizer's lr with it).
+/// Errors: step_size_up < 1, step_size_down < 0.
+class CyclicLR final : public LrSchedule {
+ public:
+  CyclicLR(double base_lr, double max_lr, CyclicOptions options = {})
+      : base_lr_(base_lr), max_lr_(max_lr), options_(options) {}
+  double lr_at(int64_t t) const override;
+  Status validate() const override;
+  std::string describe() const override;
+
+ private:
+  int64_t step_size_down() const {
+    return options_.step_size_down.value_or(options_.step_size_up);
+  }
+
+  double base_lr_;
+  double max_lr_;
+  CyclicOptions options_;
+};
+
+/// How WarmupLR warms up: PyTorch's LinearLR (from start_factor up to 1) or ConstantLR
+/// (start_factor throughout).
+enum class WarmupKind { linear, constant };
+
+/// Composable warmup: `warmup_steps` steps of warmup towards peak = after.lr_at(0), then
+/// the schedule `after`, started afresh:
+///   t <  warmup_steps:  linear: peak · (f + (1 - f) · t / warmup_steps); constant: peak · f
+///   t >= warmup_steps:  after.lr_at(t - warmup_steps)
+/// with f = start_factor. This is PyTorch's SequentialLR([LinearLR(start_factor=f,
+/// total_iters=warmup_steps) or ConstantLR(factor=f, total_iters=warmup_steps), after],
+/// milestones=[warmup_steps]). PyTorch warms up to the optimizer's lr; weft to where
+/// `after` starts, which is the same thing except for CyclicLR and OneCycleLR when the
+/// optimizer's lr is not theirs (CyclicLR starts at its base_lr). f = 0 (linear warmup
+/// from zero) is allowed; PyTorch's chainable LinearLR divides by zero there.
+/// warmup_steps = 0 is `after` alone.
+///
+///   auto sched = std::make_shared<WarmupLR>(std::make_shared<StepLR>(0.1, 30), /*warmup_steps=*/5,
+///                                           /*start_factor=*/0.1);
+///
+/// Errors: no `after`, warmup_steps < 0, f outside [0, 1] (PyTorch's messages), and
+/// `after`'s own.
+class WarmupLR final : public LrSchedule {
+ public:
+  WarmupLR(std::shared_ptr<const LrSchedule> after, int64_t warmup_steps,
+           double start_factor = 1.0 / 3, WarmupKind kind = WarmupKind::linear)
+      : after_(std::move(after)),
+        warmup_steps_(warmup_steps),
+        start_factor_(start_factor),
+        kind_(kind) {}
+  double lr_at(int64_t t) const override;
+  Status validate() const override;
+  std::string describe() const override;
+
+ private:
+  std::shared_ptr<const LrSchedule> after_;
+  int64_t warmup_steps_;
+  double start_factor_;
+  WarmupKind kind_;
 };
 
 /// ReduceLROnPlateau's options, with PyTorch's names and defaults.

@@ -73,6 +73,24 @@ std::unique_ptr<LrSchedule> make(const nlohmann::json& c) {
     o.three_phase = a.value("three_phase", o.three_phase);
     return std::make_unique<OneCycleLR>(a["max_lr"], a["total_steps"], o);
   }
+  if (kind == "CyclicLR") {
+    CyclicOptions o;
+    o.step_size_up = a.value("step_size_up", o.step_size_up);
+    if (a.contains("step_size_down")) o.step_size_down = a["step_size_down"].get<int64_t>();
+    const std::string mode = a.value("mode", "triangular");
+    if (mode == "triangular2") o.mode = CyclicOptions::Mode::triangular2;
+    if (mode == "exp_range") o.mode = CyclicOptions::Mode::exp_range;
+    o.gamma = a.value("gamma", o.gamma);
+    return std::make_unique<CyclicLR>(a["base_lr"], a["max_lr"], o);
+  }
+  if (kind == "WarmupLR") {
+    // The wrapped schedule, made from its own kind and arguments at the optimizer's lr.
+    nlohmann::json after = a["after"];
+    after["lr"] = lr;
+    return std::make_unique<WarmupLR>(make(after), a["warmup_steps"], a["start_factor"],
+                                      a["warmup"] == "constant" ? WarmupKind::constant
+                                                                : WarmupKind::linear);
+  }
   ADD_FAILURE() << "unknown kind " << kind;
   return nullptr;
 }
@@ -145,7 +163,7 @@ TEST(ScheduleFixtures, CoverEverySchedule) {
   for (const auto& c : fixtures()) kinds.insert(c["kind"].get<std::string>());
   EXPECT_EQ(kinds, (std::set<std::string>{"StepLR", "MultiStepLR", "ExponentialLR",
                                           "CosineAnnealingLR", "WarmupCosineLR", "OneCycleLR",
-                                          "ReduceLROnPlateau"}));
+                                          "ReduceLROnPlateau", "CyclicLR", "WarmupLR"}));
 }
 
 // ---- hand-checked values and deliberate departures ----
@@ -190,6 +208,51 @@ TEST(Schedule, OneCycleDefaultsAndEnd) {
   EXPECT_DOUBLE_EQ(s.lr_at(101), 1.0 / 25 / 1e4);      // PyTorch raises; weft stays at min_lr
 }
 
+TEST(Schedule, CyclicModes) {
+  // Up over 2 steps, down over 2: 1, 2, 3, 2, 1, 2, ...
+  CyclicLR tri(1.0, 3.0, {.step_size_up = 2});
+  EXPECT_DOUBLE_EQ(tri.lr_at(0), 1.0);
+  EXPECT_DOUBLE_EQ(tri.lr_at(1), 2.0);
+  EXPECT_DOUBLE_EQ(tri.lr_at(2), 3.0);
+  EXPECT_DOUBLE_EQ(tri.lr_at(3), 2.0);
+  EXPECT_DOUBLE_EQ(tri.lr_at(4), 1.0);
+  EXPECT_DOUBLE_EQ(tri.lr_at(6), 3.0);
+  // triangular2 halves the amplitude every cycle.
+  CyclicLR tri2(1.0, 3.0, {.step_size_up = 2, .mode = CyclicOptions::Mode::triangular2});
+  EXPECT_DOUBLE_EQ(tri2.lr_at(6), 2.0);
+  EXPECT_DOUBLE_EQ(tri2.lr_at(10), 1.5);
+  // exp_range scales by gamma^t.
+  CyclicLR exp(1.0, 3.0, {.step_size_up = 2, .mode = CyclicOptions::Mode::exp_range, .gamma = 0.5});
+  EXPECT_DOUBLE_EQ(exp.lr_at(2), 1.0 + 2.0 * 0.25);
+  // step_size_down = 0: a sawtooth that rises and drops back at once.
+  CyclicLR saw(0.0, 4.0, {.step_size_up = 4, .step_size_down = 0});
+  ASSERT_TRUE(saw.validate().ok());
+  EXPECT_DOUBLE_EQ(saw.lr_at(3), 3.0);
+  EXPECT_DOUBLE_EQ(saw.lr_at(4), 0.0);
+}
+
+TEST(Schedule, WarmupWrapsAnySchedule) {
+  auto step = std::make_shared<StepLR>(1.0, 2, 0.5);
+  WarmupLR linear(step, /*warmup_steps=*/4, /*start_factor=*/0.0);
+  ASSERT_TRUE(linear.validate().ok());
+  EXPECT_DOUBLE_EQ(linear.lr_at(0), 0.0);
+  EXPECT_DOUBLE_EQ(linear.lr_at(2), 0.5);
+  EXPECT_DOUBLE_EQ(linear.lr_at(4), 1.0);  // StepLR from its start
+  EXPECT_DOUBLE_EQ(linear.lr_at(6), 0.5);
+  WarmupLR constant(step, 3, 0.1, WarmupKind::constant);
+  EXPECT_DOUBLE_EQ(constant.lr_at(2), 0.1);
+  EXPECT_DOUBLE_EQ(constant.lr_at(3), 1.0);
+  // It warms up to where the wrapped schedule starts, and nests.
+  auto cyclic = std::make_shared<CyclicLR>(0.2, 1.0, CyclicOptions{.step_size_up = 4});
+  EXPECT_DOUBLE_EQ(WarmupLR(cyclic, 2, 0.5).lr_at(1), 0.15);
+  WarmupLR twice(std::make_shared<WarmupLR>(step, 2, 0.5), 2, 0.5);
+  EXPECT_DOUBLE_EQ(twice.lr_at(0), 0.25);
+  EXPECT_DOUBLE_EQ(twice.lr_at(2), 0.5);
+  EXPECT_DOUBLE_EQ(twice.lr_at(4), 1.0);
+  // No warmup: the wrapped schedule alone.
+  EXPECT_DOUBLE_EQ(WarmupLR(step, 0).lr_at(3), 0.5);
+}
+
 TEST(Schedule, PlateauCooldownAndMinLr) {
   ReduceLROnPlateau p(1.0, {.factor = 0.5, .patience = 1, .cooldown = 2, .min_lr = 0.3});
   EXPECT_EQ(p.observe(1.0), 1.0);  // best = 1
@@ -214,6 +277,12 @@ TEST(Schedule, Describe) {
   EXPECT_EQ(ReduceLROnPlateau(0.1).describe(),
             "ReduceLROnPlateau(lr=0.1, mode='min', factor=0.1, patience=10, threshold=0.0001, "
             "threshold_mode='rel', cooldown=0, min_lr=0.0, eps=1e-08)");
+  EXPECT_EQ(CyclicLR(0.001, 0.006).describe(),
+            "CyclicLR(base_lr=0.001, max_lr=0.006, step_size_up=2000, step_size_down=2000, "
+            "mode='triangular', gamma=1.0)");
+  EXPECT_EQ(WarmupLR(std::make_shared<StepLR>(0.1, 30), 5).describe(),
+            "WarmupLR(warmup='linear', warmup_steps=5, start_factor=0.3333333333333333, "
+            "after=StepLR(base_lr=0.1, step_size=30, gamma=0.1))");
   EXPECT_EQ(WarmupCosineLR(3e-4, 10, 100, 0.01).describe(),
             "WarmupCosineLR(base_lr=0.0003, warmup_steps=10, total_steps=100, "
             "warmup_start_factor=0.01, eta_min=0.0)");
@@ -238,6 +307,22 @@ TEST(Schedule, Errors) {
             "Expected float between 0 and 1 pct_start, but got 1.5");
   EXPECT_EQ(error_of(ReduceLROnPlateau(0.1, {.factor = 1.0}).validate()),
             "Factor should be < 1.0.");
+  EXPECT_EQ(error_of(CyclicLR(0.001, 0.006, {.step_size_up = 0}).validate()),
+            "CyclicLR: step_size_up must be at least 1, not 0");
+  EXPECT_EQ(error_of(CyclicLR(0.001, 0.006, {.step_size_up = 4, .step_size_down = -1}).validate()),
+            "CyclicLR: step_size_down must be >= 0, not -1");
+  auto step = std::make_shared<StepLR>(0.1, 30);
+  EXPECT_EQ(error_of(WarmupLR(nullptr, 5).validate()),
+            "WarmupLR: no schedule to warm up into (after is null)");
+  EXPECT_EQ(error_of(WarmupLR(step, -1).validate()),
+            "WarmupLR: warmup_steps must be >= 0, not -1");
+  EXPECT_EQ(error_of(WarmupLR(step, 5, 1.5).validate()),
+            "Starting multiplicative factor expected to be between 0 and 1.");
+  EXPECT_EQ(error_of(WarmupLR(step, 5, -0.1, WarmupKind::constant).validate()),
+            "Constant multiplicative factor expected to be between 0 and 1.");
+  // The wrapped schedule's own errors come through.
+  EXPECT_EQ(error_of(WarmupLR(std::make_shared<StepLR>(0.1, 0), 5).validate()),
+            "StepLR: step_size must be at least 1, not 0");
   EXPECT_EQ(error_of(ExponentialLR(0.1, 0.9).validate()), "ok");
 }
 

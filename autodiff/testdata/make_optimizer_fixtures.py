@@ -4,17 +4,21 @@ Run with Debian's Python, which has torch 1.13 (not the `python3` first on PATH)
 
     /usr/bin/python3 autodiff/testdata/make_optimizer_fixtures.py
 
-For each case below it takes two fixed parameters (`w` f[2,3] and `b` f[3]) and three
-fixed gradients each, runs three `opt.step()`s of torch.optim's single-tensor
+For each case below it takes two fixed parameters (`w` f[2,3] and `b` f[3]) and one
+fixed gradient each per step, runs the case's `opt.step()`s (three, or the number the
+case gives: RAdam's rectification starts at step 6) of torch.optim's single-tensor
 implementation (foreach=False) — after `clip_grad_norm_` when the case clips — and
 writes, under autodiff/testdata/optimizer/CASE/:
 
     init.P.npy             parameter P before the first step
     stepK.grad.P.npy       the gradient fed at step K (1-based), before any clipping
     stepK.P.npy            P after step K
-    stepK.P.SLOT.npy       optimizer state SLOT of P after step K (PyTorch's names)
+    stepK.P.SLOT.npy       optimizer state SLOT of P after step K (PyTorch's names and
+                           dtypes)
 
 and the list of cases with their hyper-parameters to autodiff/testdata/optimizer/cases.json.
+New cases go at the end of CASES: the cases draw from one random generator in order, so
+appending keeps the earlier cases' files unchanged.
 """
 
 import json
@@ -29,7 +33,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "optimizer")
 
 # name, optimizer kind, keyword arguments of torch.optim.KIND (lr included), dtype,
-# max_grad_norm (0: no clipping), gradient scale (large to make clipping bite).
+# max_grad_norm (0: no clipping), gradient scale (large to make clipping bite), and
+# optionally the number of steps (3 when left out).
 CASES = [
     ("sgd_plain", "SGD", dict(lr=0.1), "f64", 0.0, 1.0),
     ("sgd_momentum", "SGD", dict(lr=0.1, momentum=0.9), "f64", 0.0, 1.0),
@@ -59,19 +64,31 @@ CASES = [
     ("clip_sgd_momentum", "SGD", dict(lr=0.1, momentum=0.9), "f64", 1.0, 10.0),
     ("clip_adam_f32", "Adam", dict(lr=0.01), "f32", 0.5, 3.0),
     ("clip_inactive_rmsprop", "RMSprop", dict(lr=0.01), "f64", 100.0, 1.0),
+    # Eight steps: unrectified for steps 1-5, rectified (rho_t > 5) from step 6.
+    ("radam", "RAdam", dict(lr=0.01), "f64", 0.0, 1.0, 8),
+    ("radam_weight_decay_f32", "RAdam",
+     dict(lr=0.01, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.1), "f32", 0.0, 1.0, 8),
+    # rho_inf = 3: never rectified.
+    ("radam_unrectified", "RAdam", dict(lr=0.01, betas=(0.9, 0.5)), "f64", 0.0, 1.0, 8),
+    ("nadam", "NAdam", dict(lr=0.01), "f64", 0.0, 1.0, 8),
+    ("nadam_momentum_decay_weight_decay_f32", "NAdam",
+     dict(lr=0.01, betas=(0.8, 0.99), weight_decay=0.1, momentum_decay=0.05), "f32", 0.0, 1.0,
+     8),
+    ("clip_nadam", "NAdam", dict(lr=0.01, momentum_decay=0.01), "f64", 1.0, 10.0, 8),
 ]
 
 SHAPES = {"w": (2, 3), "b": (3,)}
 
 
-def run_case(name, kind, kwargs, dtype, max_grad_norm, grad_scale, rng):
+def run_case(name, kind, kwargs, dtype, max_grad_norm, grad_scale, rng, steps=3):
     torch_dtype = {"f32": torch.float32, "f64": torch.float64}[dtype]
     np_dtype = {"f32": np.float32, "f64": np.float64}[dtype]
     out = os.path.join(OUT, name)
     os.makedirs(out, exist_ok=True)
 
-    def save(fname, t):
-        np.save(os.path.join(out, fname), t.detach().numpy().astype(np_dtype))
+    def save(fname, t, as_is=False):
+        a = t.detach().numpy()
+        np.save(os.path.join(out, fname), a if as_is else a.astype(np_dtype))
 
     params = {}
     for pname, shape in SHAPES.items():
@@ -80,7 +97,7 @@ def run_case(name, kind, kwargs, dtype, max_grad_norm, grad_scale, rng):
         save("init.%s.npy" % pname, params[pname])
     opt = getattr(torch.optim, kind)(list(params.values()), foreach=False, **kwargs)
     slots = set()
-    for k in range(1, 4):
+    for k in range(1, steps + 1):
         for pname, p in params.items():
             # Gradients shrink over the steps so that amsgrad's maximum matters.
             g = rng.uniform(-1, 1, SHAPES[pname]) * grad_scale / k
@@ -95,15 +112,17 @@ def run_case(name, kind, kwargs, dtype, max_grad_norm, grad_scale, rng):
                 if slot == "step" or value is None:
                     continue
                 slots.add(slot)
-                save("step%d.%s.%s.npy" % (k, pname, slot), value)
+                # In its own dtype: NAdam's mu_product is f32 whatever the parameters'.
+                save("step%d.%s.%s.npy" % (k, pname, slot), value, as_is=True)
     hyper = {k: (list(v) if isinstance(v, tuple) else v) for k, v in kwargs.items()}
     return dict(name=name, kind=kind, dtype=dtype, hyper=hyper, max_grad_norm=max_grad_norm,
-                params={p: list(s) for p, s in SHAPES.items()}, slots=sorted(slots))
+                params={p: list(s) for p, s in SHAPES.items()}, slots=sorted(slots),
+                steps=steps)
 
 
 def main():
     rng = np.random.RandomState(1913)
-    manifest = [run_case(*case, rng) for case in CASES]
+    manifest = [run_case(*case[:6], rng, *case[6:]) for case in CASES]
     with open(os.path.join(OUT, "cases.json"), "w") as f:
         json.dump(manifest, f, indent=1)
         f.write("\n")

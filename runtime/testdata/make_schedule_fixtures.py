@@ -9,7 +9,9 @@ Each case records the learning rate PyTorch's torch.optim.lr_scheduler gives aft
 0, 1, 2, ... calls of `scheduler.step()` (`lrs[t]` is the lr at t, weft's `lr_at(t)`), for
 the arguments in `args` (PyTorch's names). ReduceLROnPlateau cases also record the metric
 fed to each `step(metric)`: `lrs[0]` is the initial lr and `lrs[t]` the lr after the t-th
-metric. The warmup-cosine case is SequentialLR(LinearLR, CosineAnnealingLR).
+metric. The warmup-cosine case is SequentialLR(LinearLR, CosineAnnealingLR); WarmupLR
+cases are SequentialLR(LinearLR or ConstantLR, the schedule in `args.after`), with the
+optimizer's lr where that schedule starts. New cases go at the end of the list.
 """
 
 import json
@@ -59,6 +61,19 @@ def warmup_cosine(name, lr, warmup_steps, total_steps, warmup_start_factor, eta_
     return stateless(name, "WarmupCosineLR", lr, args, total_steps, make)
 
 
+def warmup(name, lr, kind, warmup_steps, start_factor, after_kind, after_args, steps):
+    def make(opt):
+        if kind == "linear":
+            warm = S.LinearLR(opt, start_factor=start_factor, total_iters=warmup_steps)
+        else:
+            warm = S.ConstantLR(opt, factor=start_factor, total_iters=warmup_steps)
+        after = getattr(S, after_kind)(opt, **after_args)
+        return S.SequentialLR(opt, [warm, after], milestones=[warmup_steps])
+    args = dict(warmup=kind, warmup_steps=warmup_steps, start_factor=start_factor,
+                after=dict(kind=after_kind, args=after_args))
+    return stateless(name, "WarmupLR", lr, args, steps, make)
+
+
 def plateau(name, lr, args, metrics):
     opt = optimizer(lr)
     sched = S.ReduceLROnPlateau(opt, **args)
@@ -106,6 +121,25 @@ def main():
         # Reductions smaller than eps (1e-8) are skipped: the lr stops at 1e-8, since 1e-8 -
     # 1e-9 < eps.
         plateau("plateau_eps", 1e-7, dict(patience=0), [1.0] * 50),
+        # CyclicLR sets the lr to its base_lr: the optimizer's lr is ignored.
+        stateless_case("cyclic_triangular", "CyclicLR", 0.1,
+                       dict(base_lr=0.001, max_lr=0.006, step_size_up=10), 60),
+        stateless_case("cyclic_triangular2_asymmetric", "CyclicLR", 0.1,
+                       dict(base_lr=0.01, max_lr=0.1, step_size_up=5, step_size_down=15,
+                            mode="triangular2"), 80),
+        stateless_case("cyclic_exp_range", "CyclicLR", 0.1,
+                       dict(base_lr=0.001, max_lr=0.01, step_size_up=8, mode="exp_range",
+                            gamma=0.98), 70),
+        warmup("warmup_linear_step", 0.1, "linear", 5, 0.25, "StepLR",
+               dict(step_size=10, gamma=0.5), 60),
+        warmup("warmup_linear_cosine", 0.05, "linear", 10, 1.0 / 3, "CosineAnnealingLR",
+               dict(T_max=40, eta_min=0.001), 70),
+        warmup("warmup_constant_exponential", 0.1, "constant", 4, 0.1, "ExponentialLR",
+               dict(gamma=0.95), 50),
+        warmup("warmup_linear_cyclic", 0.001, "linear", 5, 0.1, "CyclicLR",
+               dict(base_lr=0.001, max_lr=0.01, step_size_up=6), 50),
+        warmup("warmup_linear_onecycle", 0.1, "linear", 5, 0.5, "OneCycleLR",
+               dict(max_lr=0.1, total_steps=50), 54),
     ]
     with open(os.path.join(HERE, "schedules.json"), "w") as f:
         json.dump(cases, f, indent=1)

@@ -12,12 +12,13 @@ namespace {
 const std::vector<std::string> kLossHyper = {"label_smoothing", "beta"};
 const std::vector<std::string> kOptimizerHyper = {
     "lr",  "momentum", "dampening", "nesterov", "weight_decay", "beta1", "beta2", "eps",
-    "amsgrad", "alpha", "centered", "lr_decay", "initial_accumulator_value", "max_grad_norm"};
+    "amsgrad", "alpha", "centered", "lr_decay", "initial_accumulator_value", "momentum_decay",
+    "max_grad_norm"};
 const char* kUsage =
     "flags: --batch=N --dtype=f32 --loss=NAME --optimizer=NAME [--eval_batch=N] [--backend=cpu|cuda] "
     "[--cpu=CPU] [--inference_only] [--data_parallel] and the hyper-parameters --label_smoothing --beta --lr --momentum "
     "--dampening --nesterov --weight_decay --beta1 --beta2 --eps --amsgrad --alpha --centered "
-    "--lr_decay --initial_accumulator_value --max_grad_norm";
+    "--lr_decay --initial_accumulator_value --momentum_decay --max_grad_norm";
 
 bool contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
@@ -82,8 +83,13 @@ StatusOr<OptimizerSpec> CompileOptions::optimizer_spec() const {
     s = OptimizerSpec::rmsprop();
   } else if (optimizer == "adagrad") {
     s = OptimizerSpec::adagrad();
+  } else if (optimizer == "radam") {
+    s = OptimizerSpec::radam();
+  } else if (optimizer == "nadam") {
+    s = OptimizerSpec::nadam();
   } else {
-    return Error{"unknown optimizer '" + optimizer + "'; optimizers: sgd adam adamw rmsprop adagrad"};
+    return Error{"unknown optimizer '" + optimizer +
+                 "'; optimizers: sgd adam adamw rmsprop adagrad radam nadam"};
   }
   for (const auto& [flag, text] : hyper) {
     if (contains(kLossHyper, flag)) continue;
@@ -103,6 +109,7 @@ StatusOr<OptimizerSpec> CompileOptions::optimizer_spec() const {
     else if (flag == "alpha") s.alpha = v;
     else if (flag == "lr_decay") s.lr_decay = v;
     else if (flag == "initial_accumulator_value") s.initial_accumulator_value = v;
+    else if (flag == "momentum_decay") s.momentum_decay = v;
     else if (flag == "max_grad_norm") s.max_grad_norm = v;
   }
   WEFT_RETURN_IF_ERROR(s.validate());

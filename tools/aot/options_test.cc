@@ -40,6 +40,18 @@ TEST(AotOptions, ParseAndRoundTrip) {
   EXPECT_EQ(back->to_flags(), flags);
 }
 
+TEST(AotOptions, RadamAndNadamTakePyTorchsDefaultsAndNames) {
+  StatusOr<CompileOptions> radam = parse_compile_options({"--batch=8", "--optimizer=radam"});
+  ASSERT_TRUE(radam.ok()) << radam.error().to_string();
+  EXPECT_EQ(radam->optimizer_spec()->describe(),
+            "RAdam(lr=0.001, betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0)");
+  StatusOr<CompileOptions> nadam = parse_compile_options(
+      {"--batch=8", "--optimizer=nadam", "--lr=0.01", "--momentum_decay=0.01", "--weight_decay=0.1"});
+  ASSERT_TRUE(nadam.ok()) << nadam.error().to_string();
+  EXPECT_EQ(nadam->optimizer_spec()->describe(),
+            "NAdam(lr=0.01, betas=(0.9, 0.999), eps=1e-08, weight_decay=0.1, momentum_decay=0.01)");
+}
+
 TEST(AotOptions, Errors) {
   EXPECT_EQ(error_of({"--loss=cross_entropy"}),
             "--batch must be a positive integer (the training batch size)");
@@ -48,7 +60,11 @@ TEST(AotOptions, Errors) {
             "unknown loss 'hinge'; losses: cross_entropy nll mse l1 smooth_l1 bce "
             "bce_with_logits kl_div");
   EXPECT_EQ(error_of({"--batch=8", "--optimizer=lamb"}),
-            "unknown optimizer 'lamb'; optimizers: sgd adam adamw rmsprop adagrad");
+            "unknown optimizer 'lamb'; optimizers: sgd adam adamw rmsprop adagrad radam nadam");
+  EXPECT_EQ(error_of({"--batch=8", "--optimizer=nadam", "--momentum_decay=-1"}),
+            "Invalid momentum_decay value: -1.0");
+  EXPECT_EQ(error_of({"--batch=8", "--optimizer=radam", "--beta1=1"}),
+            "Invalid beta parameter at index 0: 1.0");
   EXPECT_EQ(error_of({"--batch=8", "--optimizer=sgd"}),
             "optimizer sgd needs --lr (PyTorch's SGD has no default)");
   EXPECT_EQ(error_of({"--batch=8", "--lr=fast"}), "--lr=fast: not a number");

@@ -82,11 +82,11 @@ Attributes:
     dtype           the float dtype passed to weft_model ("f32")
     loss            cross_entropy nll mse l1 smooth_l1 bce bce_with_logits kl_div
     loss_args       {"label_smoothing": "0.1"}, {"beta": "1"} (smooth_l1)
-    optimizer       sgd adam adamw rmsprop adagrad
+    optimizer       sgd adam adamw rmsprop adagrad radam nadam
     optimizer_args  PyTorch's names, as strings: lr momentum dampening nesterov
                     weight_decay beta1 beta2 eps amsgrad alpha centered lr_decay
-                    initial_accumulator_value max_grad_norm; unset ones take PyTorch's
-                    defaults (SGD needs lr)
+                    initial_accumulator_value momentum_decay (nadam) max_grad_norm;
+                    unset ones take PyTorch's defaults (SGD needs lr)
     eval_batch      the evaluation batch (0: the training batch)
     backend         "cpu" (default) or "cuda": the device the Programs are compiled for
                     (runtime/backend.h). cuda: codegen::compile_cuda_program, kernels as

@@ -141,10 +141,12 @@ TEST(ScanGrad, NestedLoops) {
   expect_gradients_match(g, testing::random_inputs(g, 4));
 }
 
-TEST(ScanGrad, PerSampleHaltingByASelectOnACarriedMask) {
-  // Carries (h [3,2], active bool[3]): h' = select(active, tanh(h·w + b), h);
-  // active' = active ∧ ¬(sum(h') > 0.3). Samples stop at different iterations; the
-  // gradient reaches only the iterations each one ran.
+// Per-sample halting: carries (h [3,2], active bool[3]): h' = select(active, tanh(h·w +
+// b), h); active' = active ∧ ¬(sum(h') > threshold). With `exit`, a third carry says that
+// every sample has halted (stop=2), so the loop ends there, before its length. Outputs:
+// sum(h_T²) + Σ_t sum(h_t²) (zero where no iteration ran), and whether each sample ran
+// each iteration.
+Graph halting(double threshold, int64_t length, bool exit) {
   Graph g("halting");
   ValueId w = g.add_input("w", f64({2, 2}));
   ValueId b = g.add_input("b", f64({2}));
@@ -155,75 +157,37 @@ TEST(ScanGrad, PerSampleHaltingByASelectOnACarriedMask) {
     ValueId bb = body->add_input("b", f64({2}));
     ValueId bh = body->add_input("h", f64({3, 2}));
     ValueId ba = body->add_input("active", Type{DType::boolean, Shape({3})});
-    ValueId f = node(*body, Op::Tanh, {node(*body, Op::Add, {node(*body, Op::Matmul, {bh, bw}), bb})});
-    ValueId keep = node(*body, Op::Reshape, {ba}, {{"shape", IntList{3, 1}}});
-    ValueId next = node(*body, Op::Select, {keep, f, bh});
-    ValueId total = node(*body, Op::Sum, {next}, {{"axes", IntList{1}}});
-    ValueId thr = node(*body, Op::Full, {}, {{"shape", IntList{}}, {"value", 0.3}, {"dtype", DType::f64}});
-    ValueId halt = node(*body, Op::Gt, {total, thr});
-    body->add_output(next);
-    body->add_output(node(*body, Op::And, {ba, node(*body, Op::Not, {halt})}));
-    body->add_output(node(*body, Op::Cast, {ba}, {{"dtype", DType::f64}}));  // ran this iteration
-  }
-  ValueId on = node(g, Op::Full, {}, {{"shape", IntList{3}}, {"value", 1.0}, {"dtype", DType::boolean}});
-  auto r = add_scan(g, {w, b, h0, on}, {6, 2, 2}, body, Location{});
-  ASSERT_TRUE(r.ok()) << r.status().to_string();
-  g.add_output(node(g, Op::Sum, {node(g, Op::Mul, {(*r)[0], (*r)[0]})}));
-  g.add_output((*r)[2]);
-  std::vector<Tensor> inputs = {
-      Tensor::from_vector<double>({2, 2}, {0.9, 0.2, -0.3, 0.8}),
-      Tensor::from_vector<double>({2}, {0.05, 0.1}),
-      Tensor::from_vector<double>({3, 2}, {0.5, 0.4, -0.9, -0.7, 0.1, 0.0})};
-  auto ran = reference::run(g, inputs);
-  ASSERT_TRUE(ran.ok()) << ran.error().to_string();
-  // Iterations per sample: the samples halt at different points (and one never does).
-  std::vector<double> count(3, 0);
-  const auto steps = ran->outputs[1].to_doubles();
-  for (size_t i = 0; i < steps.size(); ++i) count[i % 3] += steps[i];
-  EXPECT_NE(count[0], count[1]);
-  EXPECT_NE(count[1], count[2]);
-  expect_gradients_match(g, inputs);
-}
-
-// The halting loop above with an early exit: a third carry says that every sample has
-// halted (stop=2), so the loop ends there, before its length; the gradient's reverse
-// loop runs exactly the iterations that ran (its `active`).
-Graph halting_with_exit(double threshold) {
-  Graph g("halting_exit");
-  ValueId w = g.add_input("w", f64({2, 2}));
-  ValueId b = g.add_input("b", f64({2}));
-  ValueId h0 = g.add_input("h0", f64({3, 2}));
-  auto body = std::make_shared<Graph>("step");
-  {
-    ValueId bw = body->add_input("w", f64({2, 2}));
-    ValueId bb = body->add_input("b", f64({2}));
-    ValueId bh = body->add_input("h", f64({3, 2}));
-    ValueId ba = body->add_input("active", Type{DType::boolean, Shape({3})});
-    body->add_input("done", Type{DType::boolean, Shape({})});
+    if (exit) body->add_input("done", Type{DType::boolean, Shape({})});
     ValueId f = node(*body, Op::Tanh, {node(*body, Op::Add, {node(*body, Op::Matmul, {bh, bw}), bb})});
     ValueId keep = node(*body, Op::Reshape, {ba}, {{"shape", IntList{3, 1}}});
     ValueId next = node(*body, Op::Select, {keep, f, bh});
     ValueId total = node(*body, Op::Sum, {next}, {{"axes", IntList{1}}});
     ValueId thr = node(*body, Op::Full, {}, {{"shape", IntList{}}, {"value", threshold}, {"dtype", DType::f64}});
     ValueId still = node(*body, Op::And, {ba, node(*body, Op::Not, {node(*body, Op::Gt, {total, thr})})});
-    ValueId running = node(*body, Op::Sum, {node(*body, Op::Cast, {still}, {{"dtype", DType::f64}})});
-    ValueId zero = node(*body, Op::Full, {}, {{"shape", IntList{}}, {"value", 0.0}, {"dtype", DType::f64}});
     body->add_output(next);
     body->add_output(still);
-    body->add_output(node(*body, Op::Le, {running, zero}));
+    if (exit) {
+      ValueId running = node(*body, Op::Sum, {node(*body, Op::Cast, {still}, {{"dtype", DType::f64}})});
+      ValueId zero = node(*body, Op::Full, {}, {{"shape", IntList{}}, {"value", 0.0}, {"dtype", DType::f64}});
+      body->add_output(node(*body, Op::Le, {running, zero}));
+    }
     body->add_output(node(*body, Op::Cast, {ba}, {{"dtype", DType::f64}}));  // ran this iteration
     body->add_output(node(*body, Op::Mul, {next, next}));
   }
-  ValueId on = node(g, Op::Full, {}, {{"shape", IntList{3}}, {"value", 1.0}, {"dtype", DType::boolean}});
-  ValueId go = node(g, Op::Full, {}, {{"shape", IntList{}}, {"value", 0.0}, {"dtype", DType::boolean}});
-  ScanShape shape{8, 3, 2};
-  shape.stop = 2;
-  auto r = add_scan(g, {w, b, h0, on, go}, shape, body, Location{});
+  std::vector<ValueId> operands = {w, b, h0};
+  operands.push_back(node(g, Op::Full, {}, {{"shape", IntList{3}}, {"value", 1.0}, {"dtype", DType::boolean}}));
+  ScanShape shape{length, 2, 2};
+  if (exit) {
+    operands.push_back(node(g, Op::Full, {}, {{"shape", IntList{}}, {"value", 0.0}, {"dtype", DType::boolean}}));
+    shape.carries = 3;
+    shape.stop = 2;
+  }
+  auto r = add_scan(g, operands, shape, body, Location{});
   EXPECT_TRUE(r.ok()) << r.status().to_string();
-  // The loss reads the last state and every iteration's ys (zero where none ran).
+  const size_t ys = static_cast<size_t>(shape.carries);
   ValueId last = node(g, Op::Sum, {node(g, Op::Mul, {(*r)[0], (*r)[0]})});
-  g.add_output(node(g, Op::Add, {last, node(g, Op::Sum, {(*r)[4]})}));
-  g.add_output((*r)[3]);
+  g.add_output(node(g, Op::Add, {last, node(g, Op::Sum, {(*r)[ys + 1]})}));
+  g.add_output((*r)[ys]);
   return g;
 }
 
@@ -232,8 +196,23 @@ std::vector<Tensor> halting_inputs() {
           Tensor::from_vector<double>({3, 2}, {0.5, 0.4, -0.9, -0.7, 0.1, 0.0})};
 }
 
+TEST(ScanGrad, PerSampleHaltingByASelectOnACarriedMask) {
+  // Samples stop at different iterations (one never does); the gradient reaches only
+  // the iterations each one ran.
+  const Graph g = halting(0.3, 6, /*exit=*/false);
+  auto ran = reference::run(g, halting_inputs());
+  ASSERT_TRUE(ran.ok()) << ran.error().to_string();
+  std::vector<double> count(3, 0);
+  const auto steps = ran->outputs[1].to_doubles();
+  for (size_t i = 0; i < steps.size(); ++i) count[i % 3] += steps[i];
+  EXPECT_NE(count[0], count[1]);
+  EXPECT_NE(count[1], count[2]);
+  EXPECT_EQ(*std::max_element(count.begin(), count.end()), 6.0);
+  expect_gradients_match(g, halting_inputs());
+}
+
 TEST(ScanGrad, AnEarlyExitOnceEverySampleHalted) {
-  const Graph g = halting_with_exit(0.3);
+  const Graph g = halting(0.3, 8, /*exit=*/true);
   auto ran = reference::run(g, halting_inputs());
   ASSERT_TRUE(ran.ok()) << ran.error().to_string();
   std::vector<double> count(3, 0);
@@ -247,7 +226,7 @@ TEST(ScanGrad, AnEarlyExitOnceEverySampleHalted) {
 }
 
 TEST(ScanGrad, AnEarlyExitsGradientDifferentiatesAgain) {
-  Graph g = halting_with_exit(0.3);
+  Graph g = halting(0.3, 8, /*exit=*/true);
   g.set_outputs({g.outputs()[0]});
   auto grad = gradient_graph(g, 0, {"w"}, "seed");
   ASSERT_TRUE(grad.ok()) << grad.error().to_string();

@@ -11,7 +11,7 @@
 namespace weft::driver {
 namespace {
 
-constexpr const char* kSchedules = "constant, step, multistep, exponential, cosine, warmup-cosine, onecycle";
+constexpr const char* kSchedules = "constant, step, multistep, exponential, cosine, warmup-cosine, onecycle, cyclic";
 
 /// One flag: how it is written, what it means, and how its value is stored.
 struct Flag {
@@ -199,6 +199,23 @@ std::vector<Flag> make_flags() {
   number("div-factor", "25", "onecycle: the first lr is --lr / X", &DriverConfig::div_factor, 0, true);
   number("final-div-factor", "10000", "onecycle: the last lr is the first / X",
          &DriverConfig::final_div_factor, 0, true);
+  number("max-lr", "none", "cyclic: the lr at the top of each cycle (the bottom is --lr)", &DriverConfig::max_lr, 0,
+         true);
+  integer("step-size-up", "2000", "cyclic: steps from --lr up to --max-lr", &DriverConfig::step_size_up, 1);
+  integer("step-size-down", "--step-size-up", "cyclic: steps from --max-lr back down (0: a sawtooth)",
+          &DriverConfig::step_size_down, 0);
+  f.push_back({"cyclic-mode", "MODE", "triangular",
+               "cyclic: triangular, triangular2 (the amplitude halves every cycle) or exp_range (it "
+               "shrinks by --cyclic-gamma every step)",
+               [](DriverConfig& c, const std::string& v) -> Status {
+                 if (v != "triangular" && v != "triangular2" && v != "exp_range") {
+                   return bad("cyclic-mode", v, "one of triangular, triangular2, exp_range");
+                 }
+                 c.cyclic_mode = v;
+                 return Status();
+               }});
+  number("cyclic-gamma", "1", "cyclic with --cyclic-mode=exp_range: the amplitude's factor per step",
+         &DriverConfig::cyclic_gamma, 0, true, 1);
   // Checkpoints, evaluation, reporting.
   path("checkpoint-in", "resume from this checkpoint (safetensors); the step count continues",
        &DriverConfig::checkpoint_in);
@@ -261,12 +278,15 @@ Status check(const DriverConfig& c, const std::vector<std::string>& given) {
   if (c.schedule == "multistep" && c.milestones.empty()) {
     return Error{"--schedule=multistep needs --milestones=N,N,..."};
   }
+  if (c.schedule == "cyclic" && !was_given("max-lr")) return Error{"--schedule=cyclic needs --max-lr=X"};
   // A schedule's own flags given with another schedule are probably a mistake.
   const std::vector<std::pair<std::string, std::string>> owners = {
       {"lr-step-size", "step"},       {"milestones", "multistep"},
       {"warmup-steps", "warmup-cosine"}, {"warmup-start-factor", "warmup-cosine"},
       {"pct-start", "onecycle"},      {"div-factor", "onecycle"},
-      {"final-div-factor", "onecycle"}};
+      {"final-div-factor", "onecycle"}, {"max-lr", "cyclic"},
+      {"step-size-up", "cyclic"},     {"step-size-down", "cyclic"},
+      {"cyclic-mode", "cyclic"},      {"cyclic-gamma", "cyclic"}};
   for (const auto& [flag, schedule] : owners) {
     if (was_given(flag) && c.schedule != schedule) {
       return Error{"--" + flag + " applies to --schedule=" + schedule + ", not --schedule=" + c.schedule};
@@ -383,6 +403,15 @@ StatusOr<std::unique_ptr<LrSchedule>> make_schedule(const DriverConfig& c, doubl
     o.div_factor = c.div_factor;
     o.final_div_factor = c.final_div_factor;
     s = std::make_unique<OneCycleLR>(base_lr, total, o);
+  } else if (name == "cyclic") {
+    CyclicOptions o;
+    o.step_size_up = c.step_size_up;
+    if (c.step_size_down >= 0) o.step_size_down = c.step_size_down;
+    o.mode = c.cyclic_mode == "triangular2" ? CyclicOptions::Mode::triangular2
+             : c.cyclic_mode == "exp_range" ? CyclicOptions::Mode::exp_range
+                                            : CyclicOptions::Mode::triangular;
+    o.gamma = c.cyclic_gamma;
+    s = std::make_unique<CyclicLR>(base_lr, c.max_lr, o);
   } else {
     return Error{"--schedule=" + name + ": unknown schedule; one of " + kSchedules};
   }

@@ -49,6 +49,11 @@ struct DriverConfig {
   double pct_start = 0.3;
   double div_factor = 25;
   double final_div_factor = 1e4;
+  double max_lr = 0;                     ///< cyclic (required).
+  int64_t step_size_up = 2000;           ///< cyclic.
+  int64_t step_size_down = -1;           ///< cyclic; -1: step_size_up.
+  std::string cyclic_mode = "triangular";
+  double cyclic_gamma = 1.0;             ///< cyclic, exp_range.
   // Checkpoints, evaluation, reporting.
   std::string checkpoint_in;
   bool partial_load = false;

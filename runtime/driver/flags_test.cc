@@ -77,6 +77,13 @@ TEST(Flags, EveryFlagParses) {
   EXPECT_EQ(c.pct_start, 0.25);
   EXPECT_EQ(c.div_factor, 10);
   EXPECT_EQ(c.final_div_factor, 100);
+  c = parse({"--schedule=cyclic", "--max-lr=0.1", "--step-size-up=5", "--step-size-down=3",
+             "--cyclic-mode=exp_range", "--cyclic-gamma=0.9"});
+  EXPECT_EQ(c.max_lr, 0.1);
+  EXPECT_EQ(c.step_size_up, 5);
+  EXPECT_EQ(c.step_size_down, 3);
+  EXPECT_EQ(c.cyclic_mode, "exp_range");
+  EXPECT_EQ(c.cyclic_gamma, 0.9);
   EXPECT_TRUE(parse({"--help"}).help);
   // The last of a repeated flag wins.
   EXPECT_EQ(parse({"--epochs=2", "--epochs=5"}).epochs, 5);
@@ -122,10 +129,10 @@ TEST(Flags, NumberErrors) {
   EXPECT_EQ(error_of({"--pct-start=-0.5"}), "--pct-start=-0.5: must be in [0, 1]");
   EXPECT_EQ(error_of({"--schedule=linear"}),
             "--schedule=linear: unknown schedule; one of constant, step, multistep, exponential, "
-            "cosine, warmup-cosine, onecycle");
+            "cosine, warmup-cosine, onecycle, cyclic");
   EXPECT_EQ(error_of({"--schedule=step,cosine"}),
             "--schedule=step,cosine: unknown schedule; one of constant, step, multistep, exponential, "
-            "cosine, warmup-cosine, onecycle");
+            "cosine, warmup-cosine, onecycle, cyclic");
   EXPECT_EQ(error_of({"--milestones=3,x"}), "--milestones=3,x: 'x' is not a whole number >= 0");
   EXPECT_EQ(error_of({"--milestones=3,"}), "--milestones=3,: '' is not a whole number >= 0");
   EXPECT_EQ(error_of({"--milestones=-3"}), "--milestones=-3: '-3' is not a whole number >= 0");
@@ -149,6 +156,10 @@ TEST(Flags, InconsistentFlags) {
             "--eval-every needs a test split: --test=X.npy,Y.npy");
   EXPECT_EQ(error_of({"--schedule=step"}), "--schedule=step needs --lr-step-size=N");
   EXPECT_EQ(error_of({"--schedule=multistep"}), "--schedule=multistep needs --milestones=N,N,...");
+  EXPECT_EQ(error_of({"--schedule=cyclic"}), "--schedule=cyclic needs --max-lr=X");
+  EXPECT_EQ(error_of({"--max-lr=0.1"}), "--max-lr applies to --schedule=cyclic, not --schedule=constant");
+  EXPECT_EQ(error_of({"--schedule=cyclic", "--max-lr=0.1", "--cyclic-mode=sine"}),
+            "--cyclic-mode=sine: one of triangular, triangular2, exp_range");
   EXPECT_EQ(error_of({"--warmup-steps=10"}),
             "--warmup-steps applies to --schedule=warmup-cosine, not --schedule=constant");
   EXPECT_EQ(error_of({"--schedule=cosine", "--lr-step-size=3"}),
@@ -166,7 +177,7 @@ TEST(Flags, HelpListsEveryFlagWithItsDefault) {
   const std::string help = help_text("train");
   EXPECT_EQ(help.rfind("usage: train [--flag=value ...]\n", 0), 0u) << help;
   const std::vector<std::string> names = flag_names();
-  EXPECT_EQ(names.size(), 32u);
+  EXPECT_EQ(names.size(), 37u);
   for (const std::string& name : names) {
     EXPECT_NE(help.find("\n  --" + name), std::string::npos) << name << "\n" << help;
   }
@@ -198,6 +209,12 @@ TEST(Schedules, AreRuntimeSchedules) {
   EXPECT_DOUBLE_EQ(lr({"--schedule=warmup-cosine", "--warmup-steps=10"}, 100, 55), 0.05);
   EXPECT_DOUBLE_EQ(lr({"--schedule=onecycle"}, 100, 0), 0.1 / 25);
   EXPECT_NEAR(lr({"--schedule=onecycle"}, 100, 29), 0.1, 1e-12);  // the peak ends phase one
+  // Cyclic between --lr and --max-lr: the peak after --step-size-up steps, back at --lr
+  // after --step-size-down more; triangular2 halves the second cycle's amplitude.
+  EXPECT_DOUBLE_EQ(lr({"--schedule=cyclic", "--max-lr=0.5", "--step-size-up=4"}, 100, 4), 0.5);
+  EXPECT_DOUBLE_EQ(lr({"--schedule=cyclic", "--max-lr=0.5", "--step-size-up=4", "--step-size-down=2"}, 100, 6), 0.1);
+  EXPECT_DOUBLE_EQ(lr({"--schedule=cyclic", "--max-lr=0.5", "--step-size-up=4", "--cyclic-mode=triangular2"}, 100, 12),
+                   0.3);
 
   StatusOr<DriverConfig> c = parse_flags({"--schedule=warmup-cosine", "--warmup-steps=100"});
   ASSERT_TRUE(c.ok());

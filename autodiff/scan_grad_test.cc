@@ -196,15 +196,22 @@ std::vector<Tensor> halting_inputs() {
           Tensor::from_vector<double>({3, 2}, {0.5, 0.4, -0.9, -0.7, 0.1, 0.0})};
 }
 
+// The iterations each of the three samples of `g` (halting()) ran.
+std::vector<double> iterations_per_sample(const Graph& g) {
+  auto ran = reference::run(g, halting_inputs());
+  EXPECT_TRUE(ran.ok()) << ran.error().to_string();
+  std::vector<double> count(3, 0);
+  if (!ran.ok()) return count;
+  const auto steps = ran->outputs[1].to_doubles();
+  for (size_t i = 0; i < steps.size(); ++i) count[i % 3] += steps[i];
+  return count;
+}
+
 TEST(ScanGrad, PerSampleHaltingByASelectOnACarriedMask) {
   // Samples stop at different iterations (one never does); the gradient reaches only
   // the iterations each one ran.
   const Graph g = halting(0.3, 6, /*exit=*/false);
-  auto ran = reference::run(g, halting_inputs());
-  ASSERT_TRUE(ran.ok()) << ran.error().to_string();
-  std::vector<double> count(3, 0);
-  const auto steps = ran->outputs[1].to_doubles();
-  for (size_t i = 0; i < steps.size(); ++i) count[i % 3] += steps[i];
+  const std::vector<double> count = iterations_per_sample(g);
   EXPECT_NE(count[0], count[1]);
   EXPECT_NE(count[1], count[2]);
   EXPECT_EQ(*std::max_element(count.begin(), count.end()), 6.0);
@@ -213,11 +220,7 @@ TEST(ScanGrad, PerSampleHaltingByASelectOnACarriedMask) {
 
 TEST(ScanGrad, AnEarlyExitOnceEverySampleHalted) {
   const Graph g = halting(0.3, 8, /*exit=*/true);
-  auto ran = reference::run(g, halting_inputs());
-  ASSERT_TRUE(ran.ok()) << ran.error().to_string();
-  std::vector<double> count(3, 0);
-  const auto steps = ran->outputs[1].to_doubles();
-  for (size_t i = 0; i < steps.size(); ++i) count[i % 3] += steps[i];
+  const std::vector<double> count = iterations_per_sample(g);
   EXPECT_NE(count[0], count[1]);
   EXPECT_NE(count[1], count[2]);
   // The loop stopped before its length: its last slots never ran.

@@ -60,7 +60,7 @@ class LoopModule : public Module {
     // The mask: true while a sample runs. until: all at first; while: cond decides.
     const ValueId active0 = kind_ == LoopKind::until_cond ? e.full(Shape({batch}), 1.0, DType::boolean)
                                                           : running(e, h0, e.full(Shape({batch}), 1.0, DType::boolean));
-    const ValueId region_stop0 = halted(e, active0);
+    const ValueId stop0 = halted(e, active0);
     region.first_node = e.num_nodes();
     const ValueId h1 = body(h0);
     IntList column(static_cast<size_t>(t.shape.rank()), 1);
@@ -69,7 +69,7 @@ class LoopModule : public Module {
     const ValueId active1 = running(e, next, active0);
     // The loop ends once every sample has halted (scan's `stop`: the CPU stops there,
     // the GPU masks the iterations left).
-    region.carries = {h0, active0, region_stop0};
+    region.carries = {h0, active0, stop0};
     region.next_carries = {next, active1, halted(e, active1)};
     region.stop = 2;
     return e.outline_scan(region)[0];

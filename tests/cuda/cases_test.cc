@@ -191,7 +191,8 @@ TEST(CudaCases, NoCaseRunsOnTheHost) {
   int loops = 0;
   for (const Case& c : all_cases()) {
     const Program p = c.program();
-    EXPECT_TRUE(cuda::check_device_only(p).ok()) << c.name << ": " << cuda::check_device_only(p).to_string();
+    const Status device_only = cuda::check_device_only(p);
+    EXPECT_TRUE(device_only.ok()) << c.name << ": " << device_only.to_string();
     for (const Invocation& inv : p.code) loops += inv.kind == Invocation::Kind::loop;
   }
   // The loop cases run as loop invocations (the CUDA lowering no longer unrolls them).

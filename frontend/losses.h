@@ -10,11 +10,13 @@
 //                     .through(CrossEntropyLoss()).uses({"labels"})
 //                     .build({{"x", f32({128, 784})}, {"labels", i64({128})}});
 //
-// Elementwise losses (mse, l1, smooth_l1, bce, bce_with_logits, kl_div) require the
+// Elementwise losses (mse, l1, smooth_l1, huber, poisson_nll, bce, bce_with_logits, kl_div) require the
 // prediction and target to have the same type: PyTorch broadcasts mismatched shapes
 // with only a warning, which almost always hides a bug, so weft refuses. Every loss is
 // emitted as primitives or as a composite op with a primitive decomposition, so it is
 // differentiable like any other graph.
+
+#include <vector>
 
 #include "frontend/module.h"
 
@@ -42,19 +44,41 @@ ValueId l1(Emitter& e, ValueId prediction, ValueId target, Reduction reduction =
 ValueId smooth_l1(Emitter& e, ValueId prediction, ValueId target,
                   Reduction reduction = Reduction::Mean, double beta = 1.0);
 
+/// PyTorch's huber_loss: 0.5·d² where |d| < delta, else delta·(|d| - 0.5·delta) (d =
+/// prediction - target), reduced; delta·smooth_l1 with beta = delta. delta must be > 0.
+ValueId huber(Emitter& e, ValueId prediction, ValueId target, Reduction reduction = Reduction::Mean,
+              double delta = 1.0);
+
 struct CrossEntropyOptions {
   Reduction reduction = Reduction::Mean;
   /// ε in [0, 1]: the target is (1 - ε)·one_hot + ε/C, as in PyTorch.
   double label_smoothing = 0;
+  /// One weight per class, or empty for none. Each sample's loss is scaled by its
+  /// label's weight (the smoothing term by every class's), and Mean divides by the sum
+  /// of the labels' weights, as PyTorch's `weight=` does.
+  std::vector<double> weight;
 };
 /// logits [N, C] (float), labels [N] (i64 class indices in [0, C)) -> -log_softmax
-/// picked at the label, reduced over N. Without label smoothing this is the composite
-/// `cross_entropy` op (which checks the label range at run time); with it, log_softmax
-/// and one_hot primitives (a label outside [0, C) then contributes only the smoothing
-/// term).
+/// picked at the label, reduced over N. Without label smoothing or weights this is the
+/// composite `cross_entropy` op (which checks the label range at run time); with either,
+/// log_softmax and one_hot primitives (a label outside [0, C) then contributes only the
+/// smoothing term).
 ValueId cross_entropy(Emitter& e, ValueId logits, ValueId labels, CrossEntropyOptions options = {});
-/// log_probs [N, C], labels [N] (i64) -> -log_probs[n, label[n]], reduced over N.
-ValueId nll(Emitter& e, ValueId log_probs, ValueId labels, Reduction reduction = Reduction::Mean);
+/// log_probs [N, C], labels [N] (i64) -> -log_probs[n, label[n]], reduced over N. With
+/// `weight` (one per class, PyTorch's `weight=`), each sample's loss is scaled by its
+/// label's weight and Mean divides by the sum of the labels' weights, not by N.
+ValueId nll(Emitter& e, ValueId log_probs, ValueId labels, Reduction reduction = Reduction::Mean,
+            const std::vector<double>& weight = {});
+/// PyTorch's poisson_nll_loss: exp(input) - target·input when `log_input`, else
+/// input - target·log(input + eps); with `full`, plus the Stirling term
+/// target·log(target) - target + 0.5·log(2π·target) where target > 1.
+struct PoissonNllOptions {
+  Reduction reduction = Reduction::Mean;
+  bool log_input = true;
+  bool full = false;
+  double eps = 1e-8;
+};
+ValueId poisson_nll(Emitter& e, ValueId input, ValueId target, PoissonNllOptions options = {});
 /// Binary cross-entropy on probabilities in [0, 1]: -(y·log p + (1 - y)·log(1 - p)), each
 /// log clamped at -100 as in PyTorch.
 ValueId bce(Emitter& e, ValueId probabilities, ValueId target,
@@ -76,8 +100,10 @@ ValueId kl_div(Emitter& e, ValueId log_probs, ValueId target, Reduction reductio
 ModulePtr MSELoss(Reduction reduction = Reduction::Mean);
 ModulePtr L1Loss(Reduction reduction = Reduction::Mean);
 ModulePtr SmoothL1Loss(Reduction reduction = Reduction::Mean, double beta = 1.0);
+ModulePtr HuberLoss(Reduction reduction = Reduction::Mean, double delta = 1.0);
 ModulePtr CrossEntropyLoss(loss::CrossEntropyOptions options = {});
-ModulePtr NLLLoss(Reduction reduction = Reduction::Mean);
+ModulePtr NLLLoss(Reduction reduction = Reduction::Mean, std::vector<double> weight = {});
+ModulePtr PoissonNLLLoss(loss::PoissonNllOptions options = {});
 ModulePtr BCELoss(Reduction reduction = Reduction::Mean);
 ModulePtr BCEWithLogitsLoss(Reduction reduction = Reduction::Mean);
 ModulePtr KLDivLoss(Reduction reduction = Reduction::Mean, bool log_target = false);

@@ -1,6 +1,8 @@
 // Every loss and reduction against torch.nn.functional (PyTorch 1.13; fixtures from
 // frontend/testdata/make_sequence_fixtures.py), run through the reference interpreter
-// to 1e-5, plus the losses' user errors with their messages pinned.
+// to 1e-5 (huber, weighted nll / cross_entropy and poisson_nll with their gradients
+// w.r.t. the prediction too, and those against f64 finite differences), plus the
+// losses' user errors with their messages pinned.
 #include "frontend/losses.h"
 
 #include <gtest/gtest.h>
@@ -8,11 +10,14 @@
 #include <cctype>
 #include <cmath>
 #include <functional>
+#include <random>
 
 #include "frontend/flow.h"
 #include "frontend/modules.h"
+#include "autodiff/grad.h"
 #include "frontend/testing/run_model.h"
 #include "runtime/npy.h"
+#include "runtime/reference/interpreter.h"
 
 namespace weft {
 namespace {
@@ -39,6 +44,10 @@ struct Case {
 
 std::ostream& operator<<(std::ostream& os, const Case& c) { return os << c.name; }
 
+/// Each fixture's reduction suffix.
+const std::pair<const char*, Reduction> kReductions[] = {
+    {"mean", Reduction::Mean}, {"sum", Reduction::Sum}, {"none", Reduction::None}};
+
 class LossParity : public ::testing::TestWithParam<Case> {};
 
 TEST_P(LossParity, MatchesTorch) {
@@ -56,9 +65,7 @@ TEST_P(LossParity, MatchesTorch) {
 
 std::vector<Case> cases() {
   std::vector<Case> out;
-  const std::pair<const char*, Reduction> reductions[] = {
-      {"mean", Reduction::Mean}, {"sum", Reduction::Sum}, {"none", Reduction::None}};
-  for (auto [suffix, r] : reductions) {
+  for (auto [suffix, r] : kReductions) {
     std::string s = suffix;
     out.push_back({"loss_mse_" + s, [r] { return MSELoss(r); }});
     out.push_back({"loss_l1_" + s, [r] { return L1Loss(r); }});
@@ -79,14 +86,121 @@ std::vector<Case> cases() {
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(Torch, LossParity, ::testing::ValuesIn(cases()),
-                         [](const ::testing::TestParamInfo<Case>& info) {
-                           std::string n = info.param.name;
-                           for (char& ch : n) {
-                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           }
-                           return n;
-                         });
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+  std::string n = info.param.name;
+  for (char& ch : n) {
+    if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  }
+  return n;
+}
+
+INSTANTIATE_TEST_SUITE_P(Torch, LossParity, ::testing::ValuesIn(cases()), case_name);
+
+// ---- Losses whose fixtures hold the gradient too: grad.input = d sum(output · seed) / d
+// input.
+
+std::vector<Case> grad_cases() {
+  const std::vector<double> weight = {0.5, 2.0, 1.0, 3.0};
+  std::vector<Case> out;
+  for (auto [suffix, r] : kReductions) {
+    std::string s = suffix;
+    out.push_back({"loss_huber_" + s, [r] { return HuberLoss(r); }});
+    out.push_back({"loss_nll_weight_" + s, [r, weight] { return NLLLoss(r, weight); }});
+    out.push_back({"loss_cross_entropy_weight_" + s,
+                   [r, weight] { return CrossEntropyLoss({.reduction = r, .weight = weight}); }});
+    out.push_back({"loss_cross_entropy_weight_smooth_" + s, [r, weight] {
+                     return CrossEntropyLoss(
+                         {.reduction = r, .label_smoothing = 0.1, .weight = weight});
+                   }});
+    out.push_back({"loss_poisson_nll_" + s, [r] { return PoissonNLLLoss({.reduction = r}); }});
+  }
+  out.push_back({"loss_huber_delta0.5_mean", [] { return HuberLoss(Reduction::Mean, 0.5); }});
+  out.push_back({"loss_huber_delta2_sum", [] { return HuberLoss(Reduction::Sum, 2.0); }});
+  out.push_back({"loss_poisson_nll_rate_mean", [] {
+                   return PoissonNLLLoss({.reduction = Reduction::Mean, .log_input = false});
+                 }});
+  out.push_back({"loss_poisson_nll_full_sum",
+                 [] { return PoissonNLLLoss({.reduction = Reduction::Sum, .full = true}); }});
+  out.push_back({"loss_poisson_nll_rate_full_eps_none", [] {
+                   return PoissonNLLLoss({.reduction = Reduction::None,
+                                          .log_input = false,
+                                          .full = true,
+                                          .eps = 1e-3});
+                 }});
+  return out;
+}
+
+/// `t` converted to f64 (integer tensors unchanged).
+Tensor to_f64(const Tensor& t) {
+  if (!is_floating(t.type().dtype)) return t;
+  std::vector<double> v(static_cast<size_t>(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i) v[static_cast<size_t>(i)] = t.get_double(i);
+  return Tensor::from_doubles(DType::f64, t.type().shape, v);
+}
+
+/// The loss of `c` on (prediction, target) as a built model.
+StatusOr<Model> build_loss(const Case& c, const Tensor& prediction, const Tensor& target) {
+  return loss_flow(c.make()).build({{"x", prediction.type()}, {"target", target.type()}});
+}
+
+/// d sum(output · seed) / d prediction, by autodiff on the reference interpreter.
+StatusOr<Tensor> gradient(const Model& model, const Tensor& prediction, const Tensor& target,
+                          const Tensor& seed) {
+  StatusOr<Graph> grad = gradient_graph(model.graph(), 0, {"x"}, "seed");
+  if (!grad.ok()) return grad.error();
+  StatusOr<reference::RunResult> run = reference::run(*grad, {prediction, target, seed});
+  if (!run.ok()) return run.error();
+  return run->outputs[0];
+}
+
+class LossGradParity : public ::testing::TestWithParam<Case> {};
+
+TEST_P(LossGradParity, MatchesTorch) {
+  const Case& c = GetParam();
+  Tensor prediction = load(c.name, "input");
+  Tensor target = load(c.name, "target");
+  auto model = build_loss(c, prediction, target);
+  ASSERT_TRUE(model.ok()) << model.error().to_string();
+  auto run = testing::run_model(*model, {prediction, target}, {});
+  ASSERT_TRUE(run.ok()) << run.error().to_string();
+  std::string why;
+  EXPECT_TRUE(all_close(run->outputs[0], load(c.name, "output"), kTol, &why)) << why;
+  auto grad = gradient(*model, prediction, target, load(c.name, "seed"));
+  ASSERT_TRUE(grad.ok()) << grad.error().to_string();
+  EXPECT_TRUE(all_close(*grad, load(c.name, "grad.input"), kTol, &why)) << why;
+}
+
+/// In f64, autodiff's gradient against central differences of sum(output · seed).
+TEST_P(LossGradParity, FiniteDifferencesF64) {
+  const Case& c = GetParam();
+  Tensor prediction = to_f64(load(c.name, "input"));
+  Tensor target = to_f64(load(c.name, "target"));
+  Tensor seed = to_f64(load(c.name, "seed"));
+  auto model = build_loss(c, prediction, target);
+  ASSERT_TRUE(model.ok()) << model.error().to_string();
+  auto grad = gradient(*model, prediction, target, seed);
+  ASSERT_TRUE(grad.ok()) << grad.error().to_string();
+  auto objective = [&](const Tensor& p) {
+    auto run = testing::run_model(*model, {p, target}, {});
+    if (!run.ok()) {
+      ADD_FAILURE() << run.error().to_string();
+      return std::nan("");
+    }
+    double s = 0;
+    for (int64_t i = 0; i < seed.numel(); ++i) s += seed.get_double(i) * run->outputs[0].get_double(i);
+    return s;
+  };
+  const double h = 1e-6;
+  for (int64_t i = 0; i < prediction.numel(); ++i) {
+    Tensor plus = prediction, minus = prediction;
+    plus.set_double(i, prediction.get_double(i) + h);
+    minus.set_double(i, prediction.get_double(i) - h);
+    const double numeric = (objective(plus) - objective(minus)) / (2 * h);
+    EXPECT_NEAR(grad->get_double(i), numeric, 1e-6 * (1 + std::abs(numeric))) << "[" << i << "]";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Torch, LossGradParity, ::testing::ValuesIn(grad_cases()), case_name);
 
 /// The function form, used directly inside a module: the same value as the module form.
 class SumOfLosses : public Module {
@@ -160,6 +274,46 @@ TEST(LossErrors, LabelSmoothingRange) {
   auto b = loss_flow(CrossEntropyLoss({.label_smoothing = 1.5}));
   EXPECT_NE(error_of(b, {{"x", f32({4, 5})}, {"target", i64({4})}})
                 .find("error: cross_entropy: label_smoothing must be in [0, 1], got 1.5"),
+            std::string::npos);
+}
+
+TEST(LossErrors, HuberDeltaPositive) {
+  auto b = loss_flow(HuberLoss(Reduction::Mean, 0.0));
+  EXPECT_NE(error_of(b, {{"x", f32({3})}, {"target", f32({3})}})
+                .find("error: huber: delta must be > 0, got 0.0 (PyTorch: huber_loss does not "
+                      "support non-positive values for delta.)"),
+            std::string::npos);
+}
+
+TEST(LossErrors, HuberShapeMismatchNamesHuber) {
+  auto b = loss_flow(HuberLoss());
+  EXPECT_NE(error_of(b, {{"x", f32({3, 4})}, {"target", f32({3})}})
+                .find("error: huber: the prediction f32[3,4] and the target f32[3] must have "
+                      "the same type (weft does not broadcast losses)"),
+            std::string::npos);
+}
+
+TEST(LossErrors, NllWeightPerClass) {
+  auto b = loss_flow(NLLLoss(Reduction::Mean, {1.0, 2.0, 3.0}));
+  EXPECT_NE(error_of(b, {{"x", f32({4, 5})}, {"target", i64({4})}})
+                .find("error: nll: weight must hold one value per class (5), got 3 (PyTorch: "
+                      "weight tensor should be defined either for all 5 classes or no classes "
+                      "but got weight tensor of shape: [3])"),
+            std::string::npos);
+}
+
+TEST(LossErrors, CrossEntropyWeightPerClass) {
+  auto b = loss_flow(CrossEntropyLoss({.weight = {1.0, 2.0}}));
+  EXPECT_NE(error_of(b, {{"x", f32({4, 5})}, {"target", i64({4})}})
+                .find("error: cross_entropy: weight must hold one value per class (5), got 2"),
+            std::string::npos);
+}
+
+TEST(LossErrors, PoissonNllShapeMismatch) {
+  auto b = loss_flow(PoissonNLLLoss());
+  EXPECT_NE(error_of(b, {{"x", f32({3, 4})}, {"target", f32({4})}})
+                .find("error: poisson_nll: the input f32[3,4] and the target f32[4] must have "
+                      "the same type (weft does not broadcast losses)"),
             std::string::npos);
 }
 

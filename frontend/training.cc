@@ -39,18 +39,33 @@ Status check_same_step_on_every_rank(collective::Communicator& comm, const Graph
 
 }  // namespace
 
-LossSpec LossSpec::cross_entropy(double label_smoothing) {
+LossSpec LossSpec::cross_entropy(double label_smoothing, std::vector<double> weight) {
   LossSpec s;
   s.kind = Kind::CrossEntropy;
   s.label_smoothing = label_smoothing;
+  s.weight = std::move(weight);
   return s;
 }
-LossSpec LossSpec::nll() { return LossSpec{Kind::Nll}; }
+LossSpec LossSpec::nll(std::vector<double> weight) {
+  LossSpec s{Kind::Nll};
+  s.weight = std::move(weight);
+  return s;
+}
 LossSpec LossSpec::mse() { return LossSpec{Kind::Mse}; }
 LossSpec LossSpec::l1() { return LossSpec{Kind::L1}; }
 LossSpec LossSpec::smooth_l1(double beta) {
   LossSpec s{Kind::SmoothL1};
   s.beta = beta;
+  return s;
+}
+LossSpec LossSpec::huber(double delta) {
+  LossSpec s{Kind::Huber};
+  s.delta = delta;
+  return s;
+}
+LossSpec LossSpec::poisson_nll(bool log_input, bool full, double eps) {
+  LossSpec s{Kind::PoissonNll};
+  s.poisson = {.log_input = log_input, .full = full, .eps = eps};
   return s;
 }
 LossSpec LossSpec::bce() { return LossSpec{Kind::Bce}; }
@@ -62,11 +77,18 @@ namespace {
 ValueId emit_loss(Emitter& e, const LossSpec& spec, ValueId out, ValueId target) {
   switch (spec.kind) {
     case LossSpec::Kind::CrossEntropy:
-      return loss::cross_entropy(e, out, target, {spec.reduction, spec.label_smoothing});
-    case LossSpec::Kind::Nll: return loss::nll(e, out, target, spec.reduction);
+      return loss::cross_entropy(e, out, target,
+                                 {spec.reduction, spec.label_smoothing, spec.weight});
+    case LossSpec::Kind::Nll: return loss::nll(e, out, target, spec.reduction, spec.weight);
     case LossSpec::Kind::Mse: return loss::mse(e, out, target, spec.reduction);
     case LossSpec::Kind::L1: return loss::l1(e, out, target, spec.reduction);
     case LossSpec::Kind::SmoothL1: return loss::smooth_l1(e, out, target, spec.reduction, spec.beta);
+    case LossSpec::Kind::Huber: return loss::huber(e, out, target, spec.reduction, spec.delta);
+    case LossSpec::Kind::PoissonNll: {
+      loss::PoissonNllOptions options = spec.poisson;
+      options.reduction = spec.reduction;
+      return loss::poisson_nll(e, out, target, options);
+    }
     case LossSpec::Kind::Bce: return loss::bce(e, out, target, spec.reduction);
     case LossSpec::Kind::BceWithLogits: return loss::bce_with_logits(e, out, target, spec.reduction);
     case LossSpec::Kind::KlDiv: return loss::kl_div(e, out, target, spec.reduction);

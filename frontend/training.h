@@ -43,17 +43,24 @@ namespace weft {
 
 /// The loss between the network's output and a target input.
 struct LossSpec {
-  enum class Kind { CrossEntropy, Nll, Mse, L1, SmoothL1, Bce, BceWithLogits, KlDiv };
+  enum class Kind {
+    CrossEntropy, Nll, Mse, L1, SmoothL1, Huber, PoissonNll, Bce, BceWithLogits, KlDiv
+  };
   Kind kind = Kind::CrossEntropy;
   Reduction reduction = Reduction::Mean;
   double label_smoothing = 0;  ///< cross_entropy
+  std::vector<double> weight;  ///< cross_entropy, nll: one per class, or empty.
   double beta = 1;             ///< smooth_l1
+  double delta = 1;            ///< huber
+  loss::PoissonNllOptions poisson;  ///< poisson_nll (its reduction is `reduction`'s).
 
-  static LossSpec cross_entropy(double label_smoothing = 0);
-  static LossSpec nll();
+  static LossSpec cross_entropy(double label_smoothing = 0, std::vector<double> weight = {});
+  static LossSpec nll(std::vector<double> weight = {});
   static LossSpec mse();
   static LossSpec l1();
   static LossSpec smooth_l1(double beta = 1);
+  static LossSpec huber(double delta = 1);
+  static LossSpec poisson_nll(bool log_input = true, bool full = false, double eps = 1e-8);
   static LossSpec bce();
   static LossSpec bce_with_logits();
   static LossSpec kl_div();

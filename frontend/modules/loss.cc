@@ -1,6 +1,8 @@
 // Losses (frontend/losses.h): each one a short composition of primitives matching
 // torch.nn.functional, plus a module wrapper taking (prediction, target).
+#include <cmath>
 #include <functional>
+#include <vector>
 
 #include "frontend/losses.h"
 
@@ -86,6 +88,43 @@ ValueId picked_nll(Emitter& e, ValueId log_probs, ValueId labels, int64_t classe
   return e.op(Op::Neg, {e.sum(e.mul(hot, log_probs), {1})});
 }
 
+/// The class weights as a [classes] constant, after checking there is one per class.
+ValueId class_weights(Emitter& e, const char* name, const std::vector<double>& weight,
+                      int64_t classes, DType dtype) {
+  if (static_cast<int64_t>(weight.size()) != classes) {
+    e.fail(std::string(name) + ": weight must hold one value per class (" +
+           std::to_string(classes) + "), got " + std::to_string(weight.size()) +
+           " (PyTorch: weight tensor should be defined either for all " +
+           std::to_string(classes) + " classes or no classes but got weight tensor of shape: [" +
+           std::to_string(weight.size()) + "])");
+  }
+  // There is no tensor-constant op: one full() per class, concatenated.
+  std::vector<ValueId> parts;
+  for (double w : weight) parts.push_back(e.full(Shape({1}), w, dtype));
+  return parts.size() == 1 ? parts[0] : e.op(Op::Concat, parts, {{"axis", int64_t{0}}});
+}
+
+/// PyTorch's weighted nll: per sample -weight[label]·log_probs[label] (plus, with
+/// label smoothing ε, the smoothing term -(ε/C)·Σ_c weight[c]·log_probs[c] scaled by 1
+/// and the nll term by 1 - ε); the mean divides the sum by Σ_n weight[label[n]], not N.
+ValueId weighted_nll(Emitter& e, const char* name, ValueId log_probs, ValueId labels,
+                     int64_t classes, const std::vector<double>& weight, Reduction reduction,
+                     double label_smoothing = 0) {
+  DType dtype = e.type(log_probs).dtype;
+  ValueId w = class_weights(e, name, weight, classes, dtype);
+  ValueId hot = e.op(Op::OneHot, {labels}, {{"depth", classes}, {"dtype", dtype}});
+  ValueId picked_weight = e.sum(e.mul(hot, w), {1});  // [N]
+  ValueId weighted = e.mul(log_probs, w);             // [N, C]
+  ValueId per_sample = e.op(Op::Neg, {e.sum(e.mul(hot, weighted), {1})});
+  if (label_smoothing != 0) {
+    ValueId smooth = e.op(Op::Neg, {e.sum(weighted, {1})});
+    per_sample = e.add(e.mul(per_sample, e.constant(1 - label_smoothing, dtype)),
+                       e.mul(smooth, e.constant(label_smoothing / classes, dtype)));
+  }
+  if (reduction != Reduction::Mean) return reduce(e, per_sample, reduction);
+  return e.div(e.op(Op::Sum, {per_sample}), e.op(Op::Sum, {picked_weight}));
+}
+
 }  // namespace
 
 ValueId mse(Emitter& e, ValueId prediction, ValueId target, Reduction reduction) {
@@ -114,12 +153,30 @@ ValueId smooth_l1(Emitter& e, ValueId prediction, ValueId target, Reduction redu
   return reduce(e, e.op(Op::Select, {small, quadratic, linear}), reduction);
 }
 
+ValueId huber(Emitter& e, ValueId prediction, ValueId target, Reduction reduction, double delta) {
+  check_not_batchmean(e, "huber", reduction);
+  check_same(e, "huber", "prediction", prediction, target);
+  if (!(delta > 0)) {
+    e.fail("huber: delta must be > 0, got " + format_float(delta) +
+           " (PyTorch: huber_loss does not support non-positive values for delta.)");
+  }
+  // delta·smooth_l1 with beta = delta: 0.5·d² where |d| < delta, else delta·(|d| - 0.5·delta).
+  // Scaling after the reduction is exact for mean, sum and none alike.
+  ValueId smooth = smooth_l1(e, prediction, target, reduction, /*beta=*/delta);
+  return e.mul(smooth, e.constant(delta, e.type(prediction).dtype));
+}
+
 ValueId cross_entropy(Emitter& e, ValueId logits, ValueId labels, CrossEntropyOptions options) {
   check_not_batchmean(e, "cross_entropy", options.reduction);
   int64_t classes = check_classes(e, "cross_entropy", "logits", logits, labels);
   const double eps = options.label_smoothing;
   if (!(eps >= 0 && eps <= 1)) {
     e.fail("cross_entropy: label_smoothing must be in [0, 1], got " + format_float(eps));
+  }
+  if (!options.weight.empty()) {
+    ValueId log_probs = e.op(Op::LogSoftmax, {logits}, {{"axis", int64_t{1}}});
+    return weighted_nll(e, "cross_entropy", log_probs, labels, classes, options.weight,
+                        options.reduction, eps);
   }
   if (eps == 0) {
     return e.op(Op::CrossEntropy, {logits, labels},
@@ -135,10 +192,34 @@ ValueId cross_entropy(Emitter& e, ValueId logits, ValueId labels, CrossEntropyOp
   return reduce(e, per_sample, options.reduction);
 }
 
-ValueId nll(Emitter& e, ValueId log_probs, ValueId labels, Reduction reduction) {
+ValueId nll(Emitter& e, ValueId log_probs, ValueId labels, Reduction reduction,
+            const std::vector<double>& weight) {
   check_not_batchmean(e, "nll", reduction);
   int64_t classes = check_classes(e, "nll", "log-probabilities", log_probs, labels);
+  if (!weight.empty()) {
+    return weighted_nll(e, "nll", log_probs, labels, classes, weight, reduction);
+  }
   return reduce(e, picked_nll(e, log_probs, labels, classes), reduction);
+}
+
+ValueId poisson_nll(Emitter& e, ValueId input, ValueId target, PoissonNllOptions options) {
+  check_not_batchmean(e, "poisson_nll", options.reduction);
+  check_same(e, "poisson_nll", "input", input, target);
+  DType dtype = e.type(input).dtype;
+  ValueId loss = options.log_input
+                     ? e.sub(e.op(Op::Exp, {input}), e.mul(target, input))
+                     : e.sub(input, e.mul(target, e.op(Op::Log, {e.add(input, e.constant(options.eps, dtype))})));
+  if (options.full) {
+    // Stirling's approximation of log(target!), only where target > 1 (log of 1
+    // elsewhere keeps the unused branch finite).
+    ValueId above_one = e.op(Op::Gt, {target, e.constant(1, dtype)});
+    ValueId safe = e.op(Op::Select, {above_one, target, e.constant(1, dtype)});
+    ValueId stirling =
+        e.add(e.sub(e.mul(safe, e.op(Op::Log, {safe})), safe),
+              e.mul(e.op(Op::Log, {e.mul(safe, e.constant(2 * M_PI, dtype))}), e.constant(0.5, dtype)));
+    loss = e.add(loss, e.op(Op::Select, {above_one, stirling, e.constant(0, dtype)}));
+  }
+  return reduce(e, loss, options.reduction);
 }
 
 ValueId bce(Emitter& e, ValueId probabilities, ValueId target, Reduction reduction) {
@@ -231,19 +312,45 @@ ModulePtr SmoothL1Loss(Reduction r, double beta) {
       [r, beta](Emitter& e, ValueId p, ValueId t) { return loss::smooth_l1(e, p, t, r, beta); });
 }
 
+ModulePtr HuberLoss(Reduction r, double delta) {
+  return std::make_shared<LossModule>(
+      named("HuberLoss", r, ", delta=" + format_float(delta)),
+      [r, delta](Emitter& e, ValueId p, ValueId t) { return loss::huber(e, p, t, r, delta); });
+}
+
+/// ", weight=[w0, w1, ...]", or nothing without weights.
+std::string weight_suffix(const std::vector<double>& weight) {
+  if (weight.empty()) return "";
+  std::string s = ", weight=[";
+  for (size_t i = 0; i < weight.size(); ++i) s += (i ? ", " : "") + format_float(weight[i]);
+  return s + "]";
+}
+
 ModulePtr CrossEntropyLoss(loss::CrossEntropyOptions options) {
   std::string extra = options.label_smoothing != 0
                           ? ", label_smoothing=" + format_float(options.label_smoothing)
                           : "";
+  extra += weight_suffix(options.weight);
   return std::make_shared<LossModule>(named("CrossEntropyLoss", options.reduction, extra),
                                       [options](Emitter& e, ValueId p, ValueId t) {
                                         return loss::cross_entropy(e, p, t, options);
                                       });
 }
 
-ModulePtr NLLLoss(Reduction r) {
+ModulePtr NLLLoss(Reduction r, std::vector<double> weight) {
   return std::make_shared<LossModule>(
-      named("NLLLoss", r), [r](Emitter& e, ValueId p, ValueId t) { return loss::nll(e, p, t, r); });
+      named("NLLLoss", r, weight_suffix(weight)),
+      [r, weight](Emitter& e, ValueId p, ValueId t) { return loss::nll(e, p, t, r, weight); });
+}
+
+ModulePtr PoissonNLLLoss(loss::PoissonNllOptions options) {
+  std::string extra = std::string(options.log_input ? "" : ", log_input=false") +
+                      (options.full ? ", full" : "") +
+                      (options.eps != 1e-8 ? ", eps=" + format_float(options.eps) : "");
+  return std::make_shared<LossModule>(named("PoissonNLLLoss", options.reduction, extra),
+                                      [options](Emitter& e, ValueId p, ValueId t) {
+                                        return loss::poisson_nll(e, p, t, options);
+                                      });
 }
 
 ModulePtr BCELoss(Reduction r) {

@@ -13,6 +13,7 @@ Each case is a folder frontend/testdata/sequence/CASE/ holding
                       (`0.in_proj_weight` for a module first in the chain, `1.weight_ih`
                       when an Identity() comes first to declare the extra inputs)
     output.npy        PyTorch's result
+    seed.npy, grad.input.npy  (losses_parity's cases) d sum(output · seed) / d input
 All arrays are f32 (bool for masks, i64 for labels). The C++ tests build the same flows
 and compare to 1e-5.
 """
@@ -195,6 +196,57 @@ def losses():
               F.kl_div(kl_input, log_t, reduction="batchmean", log_target=True))
 
 
+def loss_grad_case(case, fn, prediction, target):
+    """A loss with its gradient: grad.input = d sum(output · seed) / d input."""
+    x = prediction.clone().requires_grad_()
+    out = fn(x, target)
+    seed = torch.rand(out.shape)
+    (out * seed).sum().backward()
+    save(case, {"input": prediction, "target": target, "output": out, "seed": seed,
+                "grad.input": x.grad})
+
+
+def losses_parity():
+    """Huber, class-weighted nll / cross_entropy and Poisson nll (issue #19), with
+    gradients; drawn after every earlier case so their draws are unchanged."""
+    p, t = 2 * randn(3, 4), randn(3, 4)  # differences on both sides of delta
+    for r in REDUCTIONS:
+        loss_grad_case("loss_huber_" + r, lambda x, y: F.huber_loss(x, y, reduction=r), p, t)
+    loss_grad_case("loss_huber_delta0.5_mean",
+                   lambda x, y: F.huber_loss(x, y, delta=0.5), p, t)
+    loss_grad_case("loss_huber_delta2_sum",
+                   lambda x, y: F.huber_loss(x, y, delta=2.0, reduction="sum"), p, t)
+
+    logits = 2 * randn(5, 4)
+    labels = torch.tensor([0, 3, 1, 3, 2], dtype=torch.int64)
+    weight = torch.tensor([0.5, 2.0, 1.0, 3.0])
+    log_probs = F.log_softmax(randn(5, 4), dim=1)
+    for r in REDUCTIONS:
+        loss_grad_case("loss_nll_weight_" + r,
+                       lambda x, y: F.nll_loss(x, y, weight=weight, reduction=r), log_probs, labels)
+        loss_grad_case("loss_cross_entropy_weight_" + r,
+                       lambda x, y: F.cross_entropy(x, y, weight=weight, reduction=r), logits, labels)
+        loss_grad_case("loss_cross_entropy_weight_smooth_" + r,
+                       lambda x, y: F.cross_entropy(x, y, weight=weight, reduction=r,
+                                                    label_smoothing=0.1), logits, labels)
+
+    log_rate = randn(3, 4)
+    rate = torch.rand(3, 4) + 0.1
+    counts = torch.poisson(3 * torch.rand(3, 4))  # zeros, ones and counts above one
+    counts[0, 0], counts[0, 1], counts[0, 2] = 0.0, 1.0, 4.0
+    for r in REDUCTIONS:
+        loss_grad_case("loss_poisson_nll_" + r,
+                       lambda x, y: F.poisson_nll_loss(x, y, reduction=r), log_rate, counts)
+    loss_grad_case("loss_poisson_nll_rate_mean",
+                   lambda x, y: F.poisson_nll_loss(x, y, log_input=False), rate, counts)
+    loss_grad_case("loss_poisson_nll_full_sum",
+                   lambda x, y: F.poisson_nll_loss(x, y, full=True, reduction="sum"),
+                   log_rate, counts)
+    loss_grad_case("loss_poisson_nll_rate_full_eps_none",
+                   lambda x, y: F.poisson_nll_loss(x, y, log_input=False, full=True, eps=1e-3,
+                                                   reduction="none"), rate, counts)
+
+
 def main():
     torch.manual_seed(0)
     if os.path.isdir(ROOT):
@@ -217,6 +269,7 @@ def main():
     sequence_case("gru_seq_last", "gru", layers=1, initial=False, last=True)
     sequence_case("lstm_seq", "lstm", layers=2, initial=True)
     sequence_case("lstm_seq_last", "lstm", layers=3, initial=False, last=True)
+    losses_parity()
 
 
 if __name__ == "__main__":

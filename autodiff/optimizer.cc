@@ -1,209 +1,14 @@
+// append_optimizer and append_gradient_all_reduce (autodiff/optimizer.h): the update of
+// every parameter appended to the training-step graph.
 #include "autodiff/optimizer.h"
 
-#include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <map>
 #include <set>
 
 #include "autodiff/grad.h"
-#include "ir/text_util.h"
 
 namespace weft {
-
-// ---- OptimizerSpec ----
-
-OptimizerSpec OptimizerSpec::sgd(double lr, double momentum, double dampening,
-                                 double weight_decay, bool nesterov) {
-  OptimizerSpec s;
-  s.kind = Kind::SGD;
-  s.lr = lr;
-  s.momentum = momentum;
-  s.dampening = dampening;
-  s.weight_decay = weight_decay;
-  s.nesterov = nesterov;
-  return s;
-}
-
-OptimizerSpec OptimizerSpec::adam(double lr, std::array<double, 2> betas, double eps,
-                                  double weight_decay, bool amsgrad) {
-  OptimizerSpec s;
-  s.kind = Kind::Adam;
-  s.lr = lr;
-  s.betas = betas;
-  s.eps = eps;
-  s.weight_decay = weight_decay;
-  s.amsgrad = amsgrad;
-  return s;
-}
-
-OptimizerSpec OptimizerSpec::adamw(double lr, std::array<double, 2> betas, double eps,
-                                   double weight_decay, bool amsgrad) {
-  OptimizerSpec s = adam(lr, betas, eps, weight_decay, amsgrad);
-  s.kind = Kind::AdamW;
-  return s;
-}
-
-OptimizerSpec OptimizerSpec::rmsprop(double lr, double alpha, double eps, double weight_decay,
-                                     double momentum, bool centered) {
-  OptimizerSpec s;
-  s.kind = Kind::RMSprop;
-  s.lr = lr;
-  s.alpha = alpha;
-  s.eps = eps;
-  s.weight_decay = weight_decay;
-  s.momentum = momentum;
-  s.centered = centered;
-  return s;
-}
-
-OptimizerSpec OptimizerSpec::adagrad(double lr, double lr_decay, double weight_decay,
-                                     double initial_accumulator_value, double eps) {
-  OptimizerSpec s;
-  s.kind = Kind::Adagrad;
-  s.lr = lr;
-  s.lr_decay = lr_decay;
-  s.weight_decay = weight_decay;
-  s.initial_accumulator_value = initial_accumulator_value;
-  s.eps = eps;
-  return s;
-}
-
-OptimizerSpec OptimizerSpec::radam(double lr, std::array<double, 2> betas, double eps,
-                                   double weight_decay) {
-  OptimizerSpec s = adam(lr, betas, eps, weight_decay);
-  s.kind = Kind::RAdam;
-  return s;
-}
-
-OptimizerSpec OptimizerSpec::nadam(double lr, std::array<double, 2> betas, double eps,
-                                   double weight_decay, double momentum_decay) {
-  OptimizerSpec s = adam(lr, betas, eps, weight_decay);
-  s.kind = Kind::NAdam;
-  s.momentum_decay = momentum_decay;
-  return s;
-}
-
-const char* optimizer_kind_name(OptimizerSpec::Kind kind) {
-  switch (kind) {
-    case OptimizerSpec::Kind::SGD: return "SGD";
-    case OptimizerSpec::Kind::Adam: return "Adam";
-    case OptimizerSpec::Kind::AdamW: return "AdamW";
-    case OptimizerSpec::Kind::RMSprop: return "RMSprop";
-    case OptimizerSpec::Kind::Adagrad: return "Adagrad";
-    case OptimizerSpec::Kind::RAdam: return "RAdam";
-    case OptimizerSpec::Kind::NAdam: return "NAdam";
-  }
-  return "?";
-}
-
-Status OptimizerSpec::validate() const {
-  // PyTorch 1.13's constructor checks, in its order and with its messages. `!(0 <= x)`
-  // also rejects NaN, as PyTorch's `not 0.0 <= x` does.
-  auto check = [](double x, bool ok, const char* what) -> Status {
-    if (ok) return Status();
-    return Error{std::string("Invalid ") + what + ": " + python_float_repr(x)};
-  };
-  auto nonneg = [&](double x, const char* what) { return check(x, 0.0 <= x, what); };
-  WEFT_RETURN_IF_ERROR(nonneg(lr, "learning rate"));
-  switch (kind) {
-    case Kind::SGD:
-      WEFT_RETURN_IF_ERROR(nonneg(momentum, "momentum value"));
-      WEFT_RETURN_IF_ERROR(nonneg(weight_decay, "weight_decay value"));
-      if (nesterov && (momentum <= 0 || dampening != 0)) {
-        return Error{"Nesterov momentum requires a momentum and zero dampening"};
-      }
-      break;
-    case Kind::Adam:
-    case Kind::AdamW:
-    case Kind::RAdam:
-    case Kind::NAdam:
-      WEFT_RETURN_IF_ERROR(nonneg(eps, "epsilon value"));
-      WEFT_RETURN_IF_ERROR(check(betas[0], 0.0 <= betas[0] && betas[0] < 1.0,
-                                 "beta parameter at index 0"));
-      WEFT_RETURN_IF_ERROR(check(betas[1], 0.0 <= betas[1] && betas[1] < 1.0,
-                                 "beta parameter at index 1"));
-      WEFT_RETURN_IF_ERROR(nonneg(weight_decay, "weight_decay value"));
-      if (kind == Kind::NAdam) {
-        WEFT_RETURN_IF_ERROR(nonneg(momentum_decay, "momentum_decay value"));
-      }
-      break;
-    case Kind::RMSprop:
-      WEFT_RETURN_IF_ERROR(nonneg(eps, "epsilon value"));
-      WEFT_RETURN_IF_ERROR(nonneg(momentum, "momentum value"));
-      WEFT_RETURN_IF_ERROR(nonneg(weight_decay, "weight_decay value"));
-      WEFT_RETURN_IF_ERROR(nonneg(alpha, "alpha value"));
-      break;
-    case Kind::Adagrad:
-      WEFT_RETURN_IF_ERROR(nonneg(lr_decay, "lr_decay value"));
-      WEFT_RETURN_IF_ERROR(nonneg(weight_decay, "weight_decay value"));
-      WEFT_RETURN_IF_ERROR(nonneg(initial_accumulator_value, "initial_accumulator_value value"));
-      WEFT_RETURN_IF_ERROR(nonneg(eps, "epsilon value"));
-      break;
-  }
-  if (!(0.0 <= max_grad_norm) || std::isinf(max_grad_norm)) {
-    return Error{"Invalid max_grad_norm value: " + python_float_repr(max_grad_norm) +
-                 " (a finite norm > 0 clips the gradients; 0 turns clipping off)"};
-  }
-  return Status();
-}
-
-std::string OptimizerSpec::describe() const {
-  auto f = [](double x) { return python_float_repr(x); };
-  auto b = [](bool x) { return std::string(x ? "True" : "False"); };
-  std::string s = std::string(optimizer_kind_name(kind)) + "(lr=" + f(lr);
-  switch (kind) {
-    case Kind::SGD:
-      s += ", momentum=" + f(momentum) + ", dampening=" + f(dampening) +
-           ", weight_decay=" + f(weight_decay) + ", nesterov=" + b(nesterov);
-      break;
-    case Kind::Adam:
-    case Kind::AdamW:
-    case Kind::RAdam:
-    case Kind::NAdam:
-      s += ", betas=(" + f(betas[0]) + ", " + f(betas[1]) + "), eps=" + f(eps) +
-           ", weight_decay=" + f(weight_decay);
-      if (kind == Kind::NAdam) s += ", momentum_decay=" + f(momentum_decay);
-      if (kind == Kind::Adam || kind == Kind::AdamW) s += ", amsgrad=" + b(amsgrad);
-      break;
-    case Kind::RMSprop:
-      s += ", alpha=" + f(alpha) + ", eps=" + f(eps) + ", weight_decay=" + f(weight_decay) +
-           ", momentum=" + f(momentum) + ", centered=" + b(centered);
-      break;
-    case Kind::Adagrad:
-      s += ", lr_decay=" + f(lr_decay) + ", weight_decay=" + f(weight_decay) +
-           ", initial_accumulator_value=" + f(initial_accumulator_value) + ", eps=" + f(eps);
-      break;
-  }
-  if (maximize) s += ", maximize=True";
-  if (max_grad_norm > 0) s += ", max_grad_norm=" + f(max_grad_norm);
-  return s + ")";
-}
-
-std::vector<std::string> OptimizerSpec::slot_names() const {
-  switch (kind) {
-    case Kind::SGD:
-      if (momentum != 0) return {"momentum_buffer"};
-      return {};
-    case Kind::Adam:
-    case Kind::AdamW:
-      if (amsgrad) return {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
-      return {"exp_avg", "exp_avg_sq"};
-    case Kind::RMSprop: {
-      std::vector<std::string> names = {"square_avg"};
-      if (momentum > 0) names.push_back("momentum_buffer");
-      if (centered) names.push_back("grad_avg");
-      return names;
-    }
-    case Kind::Adagrad:
-      return {"sum"};
-    case Kind::RAdam:
-      return {"exp_avg", "exp_avg_sq"};
-    case Kind::NAdam:
-      return {"mu_product", "exp_avg", "exp_avg_sq"};
-  }
-  return {};
-}
 
 // ---- append_optimizer ----
 
@@ -303,29 +108,48 @@ Status check_inputs(const Graph& g, const std::vector<std::pair<ValueId, ValueId
 
 }  // namespace
 
-StatusOr<std::vector<OptimizerSlot>> append_optimizer(
-    Graph& g, const OptimizerSpec& spec,
-    const std::vector<std::pair<ValueId, ValueId>>& params_and_grads, ValueId lr, ValueId step) {
-  using Kind = OptimizerSpec::Kind;
-  WEFT_RETURN_IF_ERROR(spec.validate());
-  const std::vector<std::string> slot_names = spec.slot_names();
-  WEFT_RETURN_IF_ERROR(check_inputs(g, params_and_grads, lr, step, slot_names));
-  std::vector<OptimizerSlot> slots;
-  if (params_and_grads.empty()) return slots;
+namespace {
 
-  // Step-wide scalars, in f64 as PyTorch computes them in Python floats.
-  Emitter e(g, Location{});
-  Scalars s(e);
+/// The step number the optimizer sees (f64, 1-based) and, when accumulating gradients,
+/// whether this step takes the update (bool[]; kNoValue: every step does).
+struct StepCount {
+  ValueId t64 = kNoValue;
+  ValueId apply = kNoValue;
+};
+
+StepCount step_count(Emitter& e, ValueId step, int64_t accumulate) {
   const DType f64 = DType::f64;
-  ValueId lr64 = e.cast(lr, f64);
-  ValueId step64 = e.cast(step, f64);
+  ValueId s64 = e.cast(step, f64);
+  if (accumulate == 1) return {s64, kNoValue};
+  // t = ceil(step / K) = floor((step + K - 1) / K): exact in f64 below 2^53 steps.
+  ValueId k = e.constant(static_cast<double>(accumulate), f64);
+  ValueId t = e.op(Op::Floor,
+                   {e.div(e.add(s64, e.constant(static_cast<double>(accumulate - 1), f64)), k)});
+  return {t, e.op(Op::Eq, {s64, e.mul(t, k)})};
+}
+
+/// The step-wide scalars of one group (in f64, as PyTorch computes them in Python floats):
+/// those that depend on the group's lr and options are emitted per group; the others
+/// repeat and are merged by CSE.
+struct GroupScalars {
+  explicit GroupScalars(Emitter& e) : s(e) {}
+  Scalars s;
+  ValueId first_step = kNoValue;  ///< SGD: the momentum buffer starts as the gradient.
+  ValueId rectified = kNoValue;   ///< RAdam: whether this step's rho_t > 5.
+  ValueId lr64 = kNoValue;
+};
+
+void set_group_scalars(Emitter& e, const OptimizerSpec& spec, ValueId lr, ValueId step64,
+                       GroupScalars& out) {
+  using Kind = OptimizerSpec::Kind;
+  const DType f64 = DType::f64;
+  Scalars& s = out.s;
   auto c64 = [&](double v) { return e.constant(v, f64); };
+  ValueId lr64 = out.lr64 = e.cast(lr, f64);
   s.set("lr", lr64);
-  ValueId first_step = kNoValue;  // SGD's momentum buffer starts as the gradient.
   if (spec.kind == Kind::SGD && spec.momentum != 0) {
-    first_step = e.op(Op::Eq, {step, e.constant(1, DType::i64)});
+    out.first_step = e.op(Op::Eq, {step64, c64(1)});
   }
-  ValueId rectified = kNoValue;  // RAdam: whether this step's rho_t > 5.
   const bool adam_family = spec.kind == Kind::Adam || spec.kind == Kind::AdamW ||
                            spec.kind == Kind::RAdam || spec.kind == Kind::NAdam;
   if (adam_family) {
@@ -350,7 +174,7 @@ StatusOr<std::vector<OptimizerSlot>> append_optimizer(
       ValueId num = e.mul(e.mul(e.sub(rho_t, c64(4)), e.sub(rho_t, c64(2))), c64(rho_inf));
       ValueId den = e.mul(c64((rho_inf - 4) * (rho_inf - 2)), rho_t);
       s.set("rect_bias_correction2_sqrt", e.mul(e.sqrt(e.div(num, den)), e.sqrt(bc2)));
-      rectified = e.op(Op::Gt, {rho_t, c64(5)});
+      out.rectified = e.op(Op::Gt, {rho_t, c64(5)});
     }
     if (spec.kind == Kind::NAdam) {
       // mu = β1·(1 - 0.5·0.96^(step·momentum_decay)), and mu_next at step + 1.
@@ -367,143 +191,228 @@ StatusOr<std::vector<OptimizerSlot>> append_optimizer(
     ValueId decayed = e.mul(e.sub(step64, c64(1)), c64(spec.lr_decay));
     s.set("clr", e.div(lr64, e.add(c64(1), decayed)));
   }
+}
 
+/// The new value of parameter `p` from its (clipped, accumulated) gradient `grad`,
+/// committing each slot's new value through `update`.
+template <typename Update>
+ValueId updated_parameter(Emitter& e, const OptimizerSpec& spec, GroupScalars& gs, ValueId p,
+                          ValueId grad, const std::map<std::string, ValueId>& slot,
+                          Update update) {
+  using Kind = OptimizerSpec::Kind;
+  const DType f64 = DType::f64;
+  const DType dt = e.type(p).dtype;
+  Scalars& s = gs.s;
+  auto c64 = [&](double v) { return e.constant(v, f64); };
+  // Adam's moments, shared by its family: updates exp_avg and exp_avg_sq, returns them.
+  auto moments = [&](ValueId g) {
+    ValueId m = e.add(e.scale(slot.at("exp_avg"), spec.betas[0]), e.scale(g, 1 - spec.betas[0]));
+    ValueId v = e.add(e.scale(slot.at("exp_avg_sq"), spec.betas[1]),
+                      e.mul(e.scale(g, 1 - spec.betas[1]), g));
+    update("exp_avg", m);
+    update("exp_avg_sq", v);
+    return std::make_pair(m, v);
+  };
+
+  ValueId d = grad;
+  if (spec.maximize) d = e.neg(d);
+  // L2 weight decay added to the gradient (AdamW decays the parameter instead).
+  if (spec.weight_decay != 0 && spec.kind != Kind::AdamW) d = e.add(d, e.scale(p, spec.weight_decay));
+  switch (spec.kind) {
+    case Kind::SGD: {
+      if (spec.momentum != 0) {
+        ValueId buf = e.scale(slot.at("momentum_buffer"), spec.momentum);
+        ValueId damped = spec.dampening == 0 ? d : e.scale(d, 1 - spec.dampening);
+        buf = e.op(Op::Select, {gs.first_step, d, e.add(buf, damped)});
+        update("momentum_buffer", buf);
+        d = spec.nesterov ? e.add(d, e.scale(buf, spec.momentum)) : buf;
+      }
+      return e.sub(p, e.mul(s.in("lr", dt), d));
+    }
+    case Kind::Adam:
+    case Kind::AdamW: {
+      ValueId p0 = p;
+      if (spec.kind == Kind::AdamW && spec.weight_decay != 0) p0 = e.mul(p, s.in("decay", dt));
+      auto [m, v] = moments(d);
+      ValueId v_hat = v;
+      if (spec.amsgrad) {
+        v_hat = e.op(Op::Maximum, {slot.at("max_exp_avg_sq"), v});
+        update("max_exp_avg_sq", v_hat);
+      }
+      ValueId denom = e.add(e.div(e.sqrt(v_hat), s.in("bias_correction2_sqrt", dt)),
+                            e.constant(spec.eps, dt));
+      return e.sub(p0, e.mul(s.in("step_size", dt), e.div(m, denom)));
+    }
+    case Kind::RMSprop: {
+      ValueId sq = e.add(e.scale(slot.at("square_avg"), spec.alpha),
+                         e.mul(e.scale(d, 1 - spec.alpha), d));
+      update("square_avg", sq);
+      ValueId avg;
+      if (spec.centered) {
+        ValueId ga = e.add(e.scale(slot.at("grad_avg"), spec.alpha), e.scale(d, 1 - spec.alpha));
+        update("grad_avg", ga);
+        avg = e.sqrt(e.sub(sq, e.mul(ga, ga)));
+      } else {
+        avg = e.sqrt(sq);
+      }
+      avg = e.add(avg, e.constant(spec.eps, dt));
+      ValueId step_dir = e.div(d, avg);
+      if (spec.momentum > 0) {
+        step_dir = e.add(e.scale(slot.at("momentum_buffer"), spec.momentum), step_dir);
+        update("momentum_buffer", step_dir);
+      }
+      return e.sub(p, e.mul(s.in("lr", dt), step_dir));
+    }
+    case Kind::Adagrad: {
+      ValueId sum = e.add(slot.at("sum"), e.mul(d, d));
+      update("sum", sum);
+      ValueId std_dev = e.add(e.sqrt(sum), e.constant(spec.eps, dt));
+      return e.sub(p, e.mul(s.in("clr", dt), e.div(d, std_dev)));
+    }
+    case Kind::RAdam: {
+      auto [m, v] = moments(d);
+      ValueId corrected = e.mul(m, s.in("step_size", dt));  // m / bc1 · lr
+      ValueId adaptive = e.div(s.in("rect_bias_correction2_sqrt", dt),
+                               e.add(e.sqrt(v), e.constant(spec.eps, dt)));
+      return e.sub(p, e.op(Op::Select, {gs.rectified, e.mul(corrected, adaptive), corrected}));
+    }
+    case Kind::NAdam: {
+      // mu_product is an f32 scalar, as in PyTorch; its products are f32 arithmetic.
+      const DType mu_dt = kMuProductType.dtype;
+      ValueId mu_product = e.mul(slot.at(kMuProduct), s.in("mu", mu_dt));
+      update(kMuProduct, mu_product);
+      ValueId mu_product_next = e.mul(e.mul(mu_product, s.in("mu", mu_dt)), s.in("mu_next", mu_dt));
+      auto one_minus = [&](ValueId x) { return e.sub(c64(1), e.cast(x, f64)); };
+      ValueId grad_size =
+          e.div(e.mul(gs.lr64, e.sub(c64(1), s.in("mu", f64))), one_minus(mu_product));
+      ValueId avg_size = e.div(e.mul(gs.lr64, s.in("mu_next", f64)), one_minus(mu_product_next));
+      auto [m, v] = moments(d);
+      ValueId denom = e.add(e.sqrt(e.div(v, s.in("bias_correction2", dt))), e.constant(spec.eps, dt));
+      ValueId new_p = e.sub(p, e.mul(e.cast(grad_size, dt), e.div(d, denom)));
+      return e.sub(new_p, e.mul(e.cast(avg_size, dt), e.div(m, denom)));
+    }
+  }
+  return kNoValue;
+}
+
+constexpr char kGradAccumulator[] = "grad_accumulator";
+
+/// The groups' common settings, with an error naming the first group that differs.
+Status check_groups(const std::vector<OptimizerGroup>& groups) {
+  for (const OptimizerGroup& group : groups) WEFT_RETURN_IF_ERROR(group.spec.validate());
+  const OptimizerSpec& first = groups[0].spec;
+  for (size_t i = 1; i < groups.size(); ++i) {
+    const OptimizerSpec& spec = groups[i].spec;
+    const char* what = spec.kind != first.kind                         ? "the optimizer kind"
+                       : spec.max_grad_norm != first.max_grad_norm       ? "max_grad_norm"
+                       : spec.accumulate_steps != first.accumulate_steps ? "accumulate_steps"
+                                                                         : nullptr;
+    if (what != nullptr) {
+      return Error{"append_optimizer: group " + std::to_string(i) + " differs from group 0 in " +
+                   what + "; every parameter group shares it"};
+    }
+  }
+  return Status();
+}
+
+}  // namespace
+
+StatusOr<std::vector<OptimizerSlot>> append_optimizer(
+    Graph& g, const OptimizerSpec& spec,
+    const std::vector<std::pair<ValueId, ValueId>>& params_and_grads, ValueId lr, ValueId step) {
+  return append_optimizer(g, {OptimizerGroup{params_and_grads, lr, spec}}, step);
+}
+
+StatusOr<std::vector<OptimizerSlot>> append_optimizer(Graph& g,
+                                                      const std::vector<OptimizerGroup>& groups,
+                                                      ValueId step) {
+  if (groups.empty()) return std::vector<OptimizerSlot>{};
+  WEFT_RETURN_IF_ERROR(check_groups(groups));
+  const OptimizerSpec& common = groups[0].spec;
+  const int64_t accumulate = common.accumulate_steps;
+  std::vector<std::pair<ValueId, ValueId>> all;  // every group's pairs: no parameter twice
+  for (const OptimizerGroup& group : groups) {
+    std::vector<std::string> names = group.spec.slot_names();
+    if (accumulate > 1) names.push_back(kGradAccumulator);
+    WEFT_RETURN_IF_ERROR(check_inputs(g, group.params_and_grads, group.lr, step, names));
+    all.insert(all.end(), group.params_and_grads.begin(), group.params_and_grads.end());
+  }
+  WEFT_RETURN_IF_ERROR(check_inputs(g, all, groups[0].lr, step, {}));
+  std::vector<OptimizerSlot> slots;
+  if (all.empty()) return slots;
+
+  Emitter e(g, Location{});
+  const DType f64 = DType::f64;
+  const StepCount count = step_count(e, step, accumulate);
+  auto new_slot = [&](ValueId p, const std::string& name, Initializer init, Type type) {
+    OptimizerSlot sl;
+    sl.name = "optimizer." + g.value(p).name + "." + name;
+    sl.init = std::move(init);
+    sl.param = p;
+    sl.value = g.add_input(sl.name, std::move(type), InputKind::state, g.inputs()[g.input_index(p)].loc);
+    return sl;
+  };
+  // Every assign: when accumulating, only the window's last step changes anything.
+  auto commit = [&](ValueId target, ValueId value) {
+    e.assign(target, count.apply == kNoValue ? value : e.op(Op::Select, {count.apply, value, target}));
+  };
+
+  // The gradients: accumulated (their window's mean), then clipped over every group.
   std::vector<ValueId> grads;
-  for (auto [p, grad] : params_and_grads) grads.push_back(grad);
-  if (spec.max_grad_norm > 0) {
+  std::vector<OptimizerSlot> accumulators;
+  for (auto [p, grad] : all) {
+    if (accumulate == 1) {
+      grads.push_back(grad);
+      continue;
+    }
+    e.set_loc(g.inputs()[g.input_index(p)].loc);
+    OptimizerSlot acc = new_slot(p, kGradAccumulator, Initializer::zeros(), g.type(p));
+    ValueId sum = e.add(acc.value, grad);
+    e.assign(acc.value, e.op(Op::Select, {count.apply, e.constant(0, g.type(p).dtype), sum}));
+    grads.push_back(e.scale(sum, 1.0 / static_cast<double>(accumulate)));
+    accumulators.push_back(acc);
+  }
+  e.set_loc(Location{});
+  ValueId clip = kNoValue;
+  if (common.max_grad_norm > 0) {
     // torch.nn.utils.clip_grad_norm_: coef = max_norm / (total_norm + 1e-6), clamped to 1.
     ValueId total_sq = kNoValue;
     for (ValueId grad : grads) {
       ValueId sq = e.cast(e.op(Op::Sum, {e.mul(grad, grad)}), f64);
       total_sq = total_sq == kNoValue ? sq : e.add(total_sq, sq);
     }
-    ValueId coef = e.div(c64(spec.max_grad_norm), e.add(e.sqrt(total_sq), c64(1e-6)));
-    s.set("clip", e.op(Op::Minimum, {coef, c64(1)}));
-    for (ValueId& grad : grads) grad = e.mul(grad, s.in("clip", g.type(grad).dtype));
+    ValueId coef = e.div(e.constant(common.max_grad_norm, f64),
+                         e.add(e.sqrt(total_sq), e.constant(1e-6, f64)));
+    clip = e.op(Op::Minimum, {coef, e.constant(1, f64)});
   }
 
-  for (size_t i = 0; i < params_and_grads.size(); ++i) {
-    const ValueId p = params_and_grads[i].first;
-    const int input_index = g.input_index(p);
-    const Location loc = g.inputs()[input_index].loc;
-    const Type type = g.type(p);
-    const DType dt = type.dtype;
-    e.set_loc(loc);
-
-    std::map<std::string, ValueId> slot;
-    for (const std::string& name : slot_names) {
-      OptimizerSlot sl;
-      sl.name = "optimizer." + g.value(p).name + "." + name;
-      sl.init = spec.kind == Kind::Adagrad ? Initializer::constant(spec.initial_accumulator_value)
-                : name == kMuProduct           ? Initializer::constant(1)
-                                               : Initializer::zeros();
-      sl.param = p;
-      sl.value = g.add_input(sl.name, name == kMuProduct ? kMuProductType : type,
-                             InputKind::state, loc);
-      slot[name] = sl.value;
-      slots.push_back(sl);
+  size_t k = 0;  // index into `all` and `grads`
+  for (const OptimizerGroup& group : groups) {
+    const OptimizerSpec& spec = group.spec;
+    GroupScalars gs(e);
+    e.set_loc(Location{});
+    set_group_scalars(e, spec, group.lr, count.t64, gs);
+    if (clip != kNoValue) gs.s.set("clip", clip);
+    const std::vector<std::string> slot_names = spec.slot_names();
+    for (auto [p, unused] : group.params_and_grads) {
+      const Type type = g.type(p);
+      e.set_loc(g.inputs()[g.input_index(p)].loc);
+      std::map<std::string, ValueId> slot;
+      for (const std::string& name : slot_names) {
+        Initializer init = spec.kind == OptimizerSpec::Kind::Adagrad
+                               ? Initializer::constant(spec.initial_accumulator_value)
+                           : name == kMuProduct ? Initializer::constant(1)
+                                                : Initializer::zeros();
+        OptimizerSlot sl = new_slot(p, name, init, name == kMuProduct ? kMuProductType : type);
+        slot[name] = sl.value;
+        slots.push_back(sl);
+      }
+      if (accumulate > 1) slots.push_back(accumulators[k]);
+      ValueId grad = grads[k++];
+      if (clip != kNoValue) grad = e.mul(grad, gs.s.in("clip", type.dtype));
+      auto update = [&](const std::string& name, ValueId value) { commit(slot.at(name), value); };
+      commit(p, updated_parameter(e, spec, gs, p, grad, slot, update));
     }
-    auto update = [&](const std::string& name, ValueId value) { e.assign(slot.at(name), value); };
-    // Adam's moments, shared by its family: updates exp_avg and exp_avg_sq, returns them.
-    auto moments = [&](ValueId grad) {
-      ValueId m = e.add(e.scale(slot.at("exp_avg"), spec.betas[0]),
-                        e.scale(grad, 1 - spec.betas[0]));
-      ValueId v = e.add(e.scale(slot.at("exp_avg_sq"), spec.betas[1]),
-                        e.mul(e.scale(grad, 1 - spec.betas[1]), grad));
-      update("exp_avg", m);
-      update("exp_avg_sq", v);
-      return std::make_pair(m, v);
-    };
-
-    ValueId d = grads[i];
-    if (spec.maximize) d = e.neg(d);
-    // L2 weight decay added to the gradient (AdamW decays the parameter instead).
-    if (spec.weight_decay != 0 && spec.kind != Kind::AdamW) {
-      d = e.add(d, e.scale(p, spec.weight_decay));
-    }
-    ValueId new_p = kNoValue;
-    switch (spec.kind) {
-      case Kind::SGD: {
-        if (spec.momentum != 0) {
-          ValueId buf = e.scale(slot.at("momentum_buffer"), spec.momentum);
-          ValueId damped = spec.dampening == 0 ? d : e.scale(d, 1 - spec.dampening);
-          buf = e.op(Op::Select, {first_step, d, e.add(buf, damped)});
-          update("momentum_buffer", buf);
-          d = spec.nesterov ? e.add(d, e.scale(buf, spec.momentum)) : buf;
-        }
-        new_p = e.sub(p, e.mul(s.in("lr", dt), d));
-        break;
-      }
-      case Kind::Adam:
-      case Kind::AdamW: {
-        ValueId p0 = p;
-        if (spec.kind == Kind::AdamW && spec.weight_decay != 0) p0 = e.mul(p, s.in("decay", dt));
-        auto [m, v] = moments(d);
-        ValueId v_hat = v;
-        if (spec.amsgrad) {
-          v_hat = e.op(Op::Maximum, {slot.at("max_exp_avg_sq"), v});
-          update("max_exp_avg_sq", v_hat);
-        }
-        ValueId denom = e.add(e.div(e.sqrt(v_hat), s.in("bias_correction2_sqrt", dt)),
-                              e.constant(spec.eps, dt));
-        new_p = e.sub(p0, e.mul(s.in("step_size", dt), e.div(m, denom)));
-        break;
-      }
-      case Kind::RMSprop: {
-        ValueId sq = e.add(e.scale(slot.at("square_avg"), spec.alpha),
-                           e.mul(e.scale(d, 1 - spec.alpha), d));
-        update("square_avg", sq);
-        ValueId avg;
-        if (spec.centered) {
-          ValueId ga = e.add(e.scale(slot.at("grad_avg"), spec.alpha), e.scale(d, 1 - spec.alpha));
-          update("grad_avg", ga);
-          avg = e.sqrt(e.sub(sq, e.mul(ga, ga)));
-        } else {
-          avg = e.sqrt(sq);
-        }
-        avg = e.add(avg, e.constant(spec.eps, dt));
-        ValueId step_dir = e.div(d, avg);
-        if (spec.momentum > 0) {
-          step_dir = e.add(e.scale(slot.at("momentum_buffer"), spec.momentum), step_dir);
-          update("momentum_buffer", step_dir);
-        }
-        new_p = e.sub(p, e.mul(s.in("lr", dt), step_dir));
-        break;
-      }
-      case Kind::Adagrad: {
-        ValueId sum = e.add(slot.at("sum"), e.mul(d, d));
-        update("sum", sum);
-        ValueId std_dev = e.add(e.sqrt(sum), e.constant(spec.eps, dt));
-        new_p = e.sub(p, e.mul(s.in("clr", dt), e.div(d, std_dev)));
-        break;
-      }
-      case Kind::RAdam: {
-        auto [m, v] = moments(d);
-        ValueId corrected = e.mul(m, s.in("step_size", dt));  // m / bc1 · lr
-        ValueId adaptive = e.div(s.in("rect_bias_correction2_sqrt", dt),
-                                 e.add(e.sqrt(v), e.constant(spec.eps, dt)));
-        new_p = e.sub(p, e.op(Op::Select, {rectified, e.mul(corrected, adaptive), corrected}));
-        break;
-      }
-      case Kind::NAdam: {
-        // mu_product is an f32 scalar, as in PyTorch; its products are f32 arithmetic.
-        const DType mu_dt = kMuProductType.dtype;
-        ValueId mu_product = e.mul(slot.at(kMuProduct), s.in("mu", mu_dt));
-        update(kMuProduct, mu_product);
-        ValueId mu_product_next =
-            e.mul(e.mul(mu_product, s.in("mu", mu_dt)), s.in("mu_next", mu_dt));
-        auto one_minus = [&](ValueId x) { return e.sub(c64(1), e.cast(x, f64)); };
-        ValueId grad_size = e.div(e.mul(lr64, e.sub(c64(1), s.in("mu", f64))), one_minus(mu_product));
-        ValueId avg_size = e.div(e.mul(lr64, s.in("mu_next", f64)), one_minus(mu_product_next));
-        auto [m, v] = moments(d);
-        ValueId denom = e.add(e.sqrt(e.div(v, s.in("bias_correction2", dt))),
-                              e.constant(spec.eps, dt));
-        new_p = e.sub(p, e.mul(e.cast(grad_size, dt), e.div(d, denom)));
-        new_p = e.sub(new_p, e.mul(e.cast(avg_size, dt), e.div(m, denom)));
-        break;
-      }
-    }
-    e.assign(p, new_p);
   }
   return slots;
 }

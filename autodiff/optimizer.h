@@ -53,9 +53,34 @@
 //    1.13's RAdam and NAdam have no such argument).
 //  - max_grad_norm > 0 clips first, as torch.nn.utils.clip_grad_norm_ does: total_norm =
 //    sqrt(Σ over all gradients of Σ g²), every gradient scaled by
-//    min(max_grad_norm / (total_norm + 1e-6), 1).
+//    min(max_grad_norm / (total_norm + 1e-6), 1). The norm is over every group's
+//    gradients together, as clip_grad_norm_(model.parameters()) is.
+//
+// Parameter groups (torch.optim's param_groups): each group has its own `lr` input and
+// its own hyper-parameters (OptimizerSpec::Group: lr, weight_decay); the step-wide
+// scalars that depend on them (Adam's step size, AdamW's decay, Adagrad's clr, NAdam's
+// step sizes) are emitted once per group. Slot names do not depend on the groups, so a
+// checkpoint loads whatever the grouping.
+//
+// Gradient accumulation (`accumulate_steps` = K > 1): `step` then counts micro-batches.
+// Each parameter gains a slot `optimizer.<param>.grad_accumulator` (zeros); every step
+// adds its gradient to it, and the K-th step of each window (step a multiple of K) takes
+// the update with the mean of the K gradients — the gradient of the mean loss over the
+// K micro-batches, what PyTorch computes when each micro-batch's loss is divided by K —
+// then zeroes the accumulator. The optimizer's own step count is ceil(step / K), so
+// bias corrections count updates. The other steps leave the parameters and slots as they
+// were (every assign is `select(apply, new, old)`): one compiled step serves every micro-
+// batch, and the runtime inputs stay `lr` and `step`.
+//
+//   %apply = eq(step, ceil(step / K)·K)
+//   %acc'  = %optimizer.w.grad_accumulator + gw
+//   assign(%optimizer.w.grad_accumulator, select(%apply, 0, %acc'))
+//   ... the update above with gw := %acc' / K ...
+//   assign(%w, select(%apply, w', %w))
 
 #include <array>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -95,6 +120,24 @@ struct OptimizerSpec {
   bool maximize = false;          ///< All: ascend instead of descend.
   /// Clip the gradients to this global L2 norm before the update; 0 turns clipping off.
   double max_grad_norm = 0;
+  /// Gradient accumulation: the update is taken every this many steps, with the mean of
+  /// their gradients (see the header comment). 1: every step.
+  int64_t accumulate_steps = 1;
+
+  /// What a parameter group may set differently from the spec (PyTorch's per-group
+  /// options); unset fields take the spec's.
+  struct GroupOptions {
+    std::optional<double> lr;
+    std::optional<double> weight_decay;
+  };
+  /// A parameter group: the trainable parameters under a graph-tree path (a `label`
+  /// path, as `Model::parameters_at` takes), with their own options. Parameters under no
+  /// group form the default group, with the spec's own options.
+  struct Group {
+    std::string path;
+    GroupOptions options;
+  };
+  std::vector<Group> groups;
 
   /// torch.optim.SGD. PyTorch has no default lr for SGD; neither does this.
   static OptimizerSpec sgd(double lr, double momentum = 0, double dampening = 0,
@@ -123,14 +166,30 @@ struct OptimizerSpec {
     maximize = value;
     return *this;
   }
+  OptimizerSpec& with_accumulation(int64_t steps) {
+    accumulate_steps = steps;
+    return *this;
+  }
+  /// Adds a parameter group: `adam(1e-3).with_group("encoder", {.lr = 1e-4})`.
+  OptimizerSpec& with_group(std::string path, GroupOptions options = {}) {
+    groups.push_back({std::move(path), options});
+    return *this;
+  }
+  /// The spec that group `i`'s parameters are updated with: this one with the group's
+  /// options applied and no groups of its own.
+  OptimizerSpec group_spec(size_t i) const;
 
   /// PyTorch's constructor checks, with its messages ("Invalid epsilon value: -1.0",
   /// "Nesterov momentum requires a momentum and zero dampening", ...), plus
-  /// "Invalid max_grad_norm value: ..." for a negative or non-finite clipping norm.
+  /// "Invalid max_grad_norm value: ..." for a negative or non-finite clipping norm,
+  /// "Invalid accumulate_steps value: 0" below 1, and each group's options checked the
+  /// same way, prefixed "parameter group 'PATH': "; an empty or repeated group path is
+  /// refused.
   Status validate() const;
   /// The kind and the hyper-parameters it uses, in PyTorch's order:
   /// `AdamW(lr=0.001, betas=(0.9, 0.999), eps=1e-08, weight_decay=0.01, amsgrad=False)`,
-  /// then `, maximize=True` and `, max_grad_norm=1.0` when set.
+  /// then `, maximize=True`, `, max_grad_norm=1.0`, `, accumulate_steps=4` and
+  /// `, groups=[encoder(lr=0.0001), head(weight_decay=0.0)]` when set.
   std::string describe() const;
   /// The names of the state slots each parameter gets, in creation order (PyTorch's
   /// state keys): e.g. {"exp_avg", "exp_avg_sq"} for Adam, {"mu_product", "exp_avg",
@@ -152,6 +211,14 @@ struct OptimizerSlot {
   ValueId param = kNoValue;  ///< The parameter the slot belongs to.
 };
 
+/// One parameter group of append_optimizer: its (param, grad) pairs, its learning-rate
+/// input and the spec it is updated with (OptimizerSpec::group_spec).
+struct OptimizerGroup {
+  std::vector<std::pair<ValueId, ValueId>> params_and_grads;
+  ValueId lr = kNoValue;
+  OptimizerSpec spec;
+};
+
 /// Appends to `g`, after everything already there (the backward pass), the update of
 /// every (param, grad) pair: creates the slot inputs (kind state, see OptimizerSlot::value),
 /// reads the runtime scalars `lr` (float scalar) and `step` (i64[], 1-based), and emits
@@ -164,6 +231,13 @@ struct OptimizerSlot {
 StatusOr<std::vector<OptimizerSlot>> append_optimizer(
     Graph& g, const OptimizerSpec& spec,
     const std::vector<std::pair<ValueId, ValueId>>& params_and_grads, ValueId lr, ValueId step);
+
+/// The same for several parameter groups, each with its own lr input and spec. The groups
+/// must agree on the kind, max_grad_norm and accumulate_steps (an error names the first
+/// group that does not); a parameter may be in one group only. Slots come group by group.
+StatusOr<std::vector<OptimizerSlot>> append_optimizer(Graph& g,
+                                                      const std::vector<OptimizerGroup>& groups,
+                                                      ValueId step);
 
 /// Data parallelism (DESIGN.md, decision 11): replaces every gradient by its mean over
 /// the ranks of the data-parallel group, appending to `g`, for each (param, grad) pair,

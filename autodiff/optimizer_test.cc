@@ -1,86 +1,25 @@
-// Optimizers as graph ops: hand-computed single steps of each optimizer, PyTorch 1.13
-// fixtures over several steps (autodiff/testdata/make_optimizer_fixtures.py), the graph's
-// shape (slots, types, verifier) and every error message.
+// Optimizers as graph ops: hand-computed single steps of each optimizer, the graph's
+// shape (slots, types, verifier) and every error message. The PyTorch 1.13 fixtures are
+// autodiff/optimizer_fixture_test.cc.
 #include "autodiff/optimizer.h"
 
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <set>
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
+#include "autodiff/testing/stepper.h"
 #include "ir/verifier.h"
 #include "passes/pipeline.h"
 #include "runtime/init.h"
-#include "runtime/npy.h"
 #include "runtime/reference/interpreter.h"
 
 namespace weft {
 namespace {
 
 using Kind = OptimizerSpec::Kind;
-
-// A training step reduced to its optimizer: param inputs, one data input per gradient,
-// `lr` and `step`, and the appended update. `run` feeds the current values, then takes
-// the assigned ones as the next step's, as a runtime does with its persistent buffers.
-class Stepper {
- public:
-  Stepper(const OptimizerSpec& spec, const std::map<std::string, Tensor>& params,
-          DType lr_dtype = DType::f32) {
-    std::vector<std::pair<ValueId, ValueId>> pairs;
-    for (const auto& [name, value] : params) {
-      ValueId p = g_.add_input(name, value.type(), InputKind::param);
-      ValueId grad = g_.add_input("grad." + name, value.type());
-      pairs.push_back({p, grad});
-      state_[name] = value;
-    }
-    ValueId lr = g_.add_input("lr", {lr_dtype, {}});
-    ValueId step = g_.add_input("step", {DType::i64, {}});
-    auto slots = append_optimizer(g_, spec, pairs, lr, step);
-    status_ = slots.status();
-    if (!slots.ok()) return;
-    slots_ = *slots;
-    for (const OptimizerSlot& s : slots_) {
-      auto init = materialize(s.init, g_.type(s.value), /*seed=*/0, /*stream=*/0);
-      EXPECT_TRUE(init.ok());
-      state_[s.name] = *init;
-    }
-    lr_dtype_ = lr_dtype;
-  }
-
-  const Status& status() const { return status_; }
-  const Graph& graph() const { return g_; }
-  Graph& mutable_graph() { return g_; }
-  const std::vector<OptimizerSlot>& slots() const { return slots_; }
-  const Tensor& operator[](const std::string& name) const { return state_.at(name); }
-
-  /// Runs step number `step` (1-based) with these gradients; false on an error.
-  bool run(double lr, int64_t step, const std::map<std::string, Tensor>& grads) {
-    std::vector<Tensor> inputs;
-    for (const Input& in : g_.inputs()) {
-      const std::string& name = g_.value(in.value).name;
-      if (name == "lr") inputs.push_back(Tensor::scalar(lr_dtype_, lr));
-      else if (name == "step") inputs.push_back(Tensor::scalar(DType::i64, double(step)));
-      else if (name.rfind("grad.", 0) == 0) inputs.push_back(grads.at(name.substr(5)));
-      else inputs.push_back(state_.at(name));
-    }
-    auto r = reference::run(g_, inputs);
-    EXPECT_TRUE(r.ok()) << r.error().to_string();
-    if (!r.ok()) return false;
-    EXPECT_EQ(r->updated.size(), state_.size());
-    for (auto& [name, value] : r->updated) state_[name] = std::move(value);
-    return true;
-  }
-
- private:
-  Graph g_{"step"};
-  Status status_;
-  std::vector<OptimizerSlot> slots_;
-  std::map<std::string, Tensor> state_;
-  DType lr_dtype_ = DType::f32;
-};
+using testing::Stepper;
 
 Tensor f64s(std::vector<double> v) {
   int64_t n = static_cast<int64_t>(v.size());
@@ -553,118 +492,91 @@ TEST(Optimizer, GraphErrors) {
             "optimizer appended twice?)");
 }
 
-// ---- (b) PyTorch 1.13 fixtures ----
+TEST(Optimizer, GroupAndAccumulationErrors) {
+  auto invalid = [](const OptimizerSpec& spec) {
+    Status s = spec.validate();
+    return s.ok() ? std::string("ok") : s.error().message;
+  };
+  EXPECT_EQ(invalid(OptimizerSpec::adam().with_accumulation(0)),
+            "Invalid accumulate_steps value: 0 (the update is taken every accumulate_steps "
+            "steps; 1 takes it every step)");
+  EXPECT_EQ(invalid(OptimizerSpec::adam().with_group("")),
+            "parameter group 0 has an empty path (a group is the parameters under a label "
+            "path such as \"encoder\"; the parameters under no group already form the "
+            "default group)");
+  EXPECT_EQ(invalid(OptimizerSpec::adam().with_group("enc").with_group("enc", {.lr = 1})),
+            "parameter group 'enc' is given twice");
+  EXPECT_EQ(invalid(OptimizerSpec::sgd(0.1).with_group("enc", {.lr = -1})),
+            "parameter group 'enc': Invalid learning rate: -1.0");
+  EXPECT_EQ(invalid(OptimizerSpec::adamw().with_group("enc", {.weight_decay = -0.5})),
+            "parameter group 'enc': Invalid weight_decay value: -0.5");
 
-// Bazel runs the test in its runfiles root, where the fixtures keep their tree paths.
-constexpr char kDir[] = "autodiff/testdata/optimizer/";
-
-const nlohmann::json& manifest() {
-  static const nlohmann::json m = [] {
-    std::ifstream in(std::string(kDir) + "cases.json");
-    if (!in.good()) return nlohmann::json::array();
-    return nlohmann::json::parse(in);
-  }();
-  return m;
+  // Groups appended together must share the kind, the clipping norm and the accumulation.
+  Graph g("f");
+  ValueId w = g.add_input("w", {DType::f32, {2}}, InputKind::param);
+  ValueId b = g.add_input("b", {DType::f32, {2}}, InputKind::param);
+  ValueId gw = g.add_input("gw", {DType::f32, {2}});
+  ValueId gb = g.add_input("gb", {DType::f32, {2}});
+  ValueId lr = g.add_input("lr", {DType::f32, {}});
+  ValueId step = g.add_input("step", {DType::i64, {}});
+  auto groups_err = [&](OptimizerSpec first, OptimizerSpec second,
+                        std::vector<std::pair<ValueId, ValueId>> more = {}) {
+    std::vector<std::pair<ValueId, ValueId>> pairs = {{b, gb}};
+    pairs.insert(pairs.end(), more.begin(), more.end());
+    auto r = append_optimizer(g, {{{{w, gw}}, lr, first}, {pairs, lr, second}}, step);
+    return r.ok() ? std::string("ok") : r.error().message;
+  };
+  EXPECT_EQ(groups_err(OptimizerSpec::adam(), OptimizerSpec::adamw()),
+            "append_optimizer: group 1 differs from group 0 in the optimizer kind; every "
+            "parameter group shares it");
+  EXPECT_EQ(groups_err(OptimizerSpec::adam(), OptimizerSpec::adam().with_max_grad_norm(1)),
+            "append_optimizer: group 1 differs from group 0 in max_grad_norm; every parameter "
+            "group shares it");
+  EXPECT_EQ(groups_err(OptimizerSpec::adam(), OptimizerSpec::adam().with_accumulation(2)),
+            "append_optimizer: group 1 differs from group 0 in accumulate_steps; every "
+            "parameter group shares it");
+  EXPECT_EQ(groups_err(OptimizerSpec::adam(), OptimizerSpec::adam(), {{w, gw}}),
+            "append_optimizer: parameter %w is listed twice");
+  EXPECT_TRUE(g.nodes().empty());  // errors leave the graph alone
 }
 
-std::vector<std::string> case_names() {
-  std::vector<std::string> names;
-  for (const auto& c : manifest()) names.push_back(c["name"].get<std::string>());
-  return names;
+TEST(Optimizer, DescribeGroupsAndAccumulation) {
+  EXPECT_EQ(OptimizerSpec::sgd(0.1)
+                .with_accumulation(4)
+                .with_group("encoder", {.lr = 1e-4})
+                .with_group("head", {.weight_decay = 0.0})
+                .with_group("both", {.lr = 0.5, .weight_decay = 0.1})
+                .describe(),
+            "SGD(lr=0.1, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False, "
+            "accumulate_steps=4, groups=[encoder(lr=0.0001), head(weight_decay=0.0), "
+            "both(lr=0.5, weight_decay=0.1)])");
 }
 
-// The spec for a case: the kind's static constructor (PyTorch's defaults), then the
-// keyword arguments the script passed.
-OptimizerSpec spec_for(const nlohmann::json& c) {
-  const std::string kind = c["kind"];
-  const nlohmann::json& h = c["hyper"];
-  OptimizerSpec s = kind == "SGD"       ? OptimizerSpec::sgd(h["lr"].get<double>())
-                    : kind == "Adam"    ? OptimizerSpec::adam()
-                    : kind == "AdamW"   ? OptimizerSpec::adamw()
-                    : kind == "RMSprop" ? OptimizerSpec::rmsprop()
-                    : kind == "RAdam"   ? OptimizerSpec::radam()
-                    : kind == "NAdam"   ? OptimizerSpec::nadam()
-                                        : OptimizerSpec::adagrad();
-  EXPECT_EQ(optimizer_kind_name(s.kind), kind);
-  for (const auto& [key, v] : h.items()) {
-    if (key == "lr") s.lr = v;
-    else if (key == "momentum") s.momentum = v;
-    else if (key == "dampening") s.dampening = v;
-    else if (key == "nesterov") s.nesterov = v;
-    else if (key == "weight_decay") s.weight_decay = v;
-    else if (key == "maximize") s.maximize = v;
-    else if (key == "betas") s.betas = {v[0].get<double>(), v[1].get<double>()};
-    else if (key == "eps") s.eps = v;
-    else if (key == "amsgrad") s.amsgrad = v;
-    else if (key == "alpha") s.alpha = v;
-    else if (key == "centered") s.centered = v;
-    else if (key == "lr_decay") s.lr_decay = v;
-    else if (key == "initial_accumulator_value") s.initial_accumulator_value = v;
-    else if (key == "momentum_decay") s.momentum_decay = v;
-    else ADD_FAILURE() << "unknown hyper-parameter " << key;
-  }
-  s.max_grad_norm = c["max_grad_norm"];
-  return s;
-}
-
-Tensor load(const std::string& dir, const std::string& file) {
-  auto t = read_npy(dir + file);
-  EXPECT_TRUE(t.ok()) << t.error().to_string();
-  return t.ok() ? *t : Tensor();
-}
-
-class OptimizerFixture : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(OptimizerFixture, MatchesPyTorchOverSeveralSteps) {
-  const nlohmann::json* found = nullptr;
-  for (const auto& c : manifest()) {
-    if (c["name"] == GetParam()) found = &c;
-  }
-  ASSERT_NE(found, nullptr);
-  const nlohmann::json& c = *found;
-  const std::string dir = std::string(kDir) + GetParam() + "/";
-  const OptimizerSpec spec = spec_for(c);
-  SCOPED_TRACE(spec.describe());
-  std::map<std::string, Tensor> params;
-  for (const auto& [name, shape] : c["params"].items()) {
-    params[name] = load(dir, "init." + name + ".npy");
-  }
-  Stepper s(spec, params);
-  ASSERT_TRUE(s.status().ok()) << s.status().to_string();
-  ASSERT_TRUE(verify(s.graph()).ok());
-  const std::vector<std::string> slots = c["slots"];
-  EXPECT_EQ(s.slots().size(), slots.size() * params.size());
-  const double tol = 1e-6;
-  const int steps = c.value("steps", 3);
-  EXPECT_GE(steps, 3);
-  for (int k = 1; k <= steps; ++k) {
-    const std::string prefix = "step" + std::to_string(k) + ".";
-    std::map<std::string, Tensor> grads;
-    for (const auto& [name, value] : params) {
-      grads[name] = load(dir, prefix + "grad." + name + ".npy");
-    }
-    ASSERT_TRUE(s.run(spec.lr, k, grads));
-    for (const auto& [name, value] : params) {
-      std::string why;
-      EXPECT_TRUE(all_close(s[name], load(dir, prefix + name + ".npy"), tol, &why))
-          << "step " << k << ", param " << name << ": " << why;
-      for (const std::string& slot : slots) {
-        EXPECT_TRUE(all_close(s["optimizer." + name + "." + slot],
-                              load(dir, prefix + name + "." + slot + ".npy"), tol, &why))
-            << "step " << k << ", " << name << "." << slot << ": " << why;
+// Accumulating K steps is one update with the mean gradient, and the optimizer's step
+// count counts updates: Adam over two windows of 3 equals 2 plain steps.
+TEST(Optimizer, AccumulationIsTheMeanGradientUpdate) {
+  Stepper acc(OptimizerSpec::adam(0.1).with_accumulation(3), {{"w", f64s({1, -2})}});
+  Stepper plain(OptimizerSpec::adam(0.1), {{"w", f64s({1, -2})}});
+  ASSERT_TRUE(acc.status().ok()) << acc.status().to_string();
+  const std::vector<std::vector<double>> g = {{0.3, -1}, {0.6, 2}, {-0.3, 0.5},
+                                              {1, 1},    {2, -4}, {0, 0.5}};
+  for (int window = 0; window < 2; ++window) {
+    for (int k = 0; k < 3; ++k) {
+      const int micro = 3 * window + k;
+      ASSERT_TRUE(acc.run(0.1, micro + 1, {{"w", f64s(g[micro])}}));
+      if (k < 2) {  // no update inside a window: the parameter as after the last one
+        expect_near(acc["w"], window == 0 ? std::vector<double>{1, -2} : plain["w"].to_doubles());
       }
     }
+    const std::vector<double>& a = g[3 * window];
+    const std::vector<double>& b = g[3 * window + 1];
+    const std::vector<double>& c = g[3 * window + 2];
+    ASSERT_TRUE(plain.run(0.1, window + 1,
+                          {{"w", f64s({(a[0] + b[0] + c[0]) / 3, (a[1] + b[1] + c[1]) / 3})}}));
+    expect_near(acc["w"], plain["w"].to_doubles(), 1e-12);
+    expect_near(acc["optimizer.w.exp_avg"], plain["optimizer.w.exp_avg"].to_doubles(), 1e-12);
+    expect_near(acc["optimizer.w.grad_accumulator"], {0, 0});
   }
-}
-
-INSTANTIATE_TEST_SUITE_P(PyTorch, OptimizerFixture, ::testing::ValuesIn(case_names()),
-                         [](const auto& info) { return info.param; });
-
-TEST(OptimizerFixtures, CoverEveryKind) {
-  std::set<std::string> kinds;
-  for (const auto& c : manifest()) kinds.insert(c["kind"].get<std::string>());
-  EXPECT_EQ(kinds, (std::set<std::string>{"SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "RAdam",
-                                          "NAdam"}));
 }
 
 }  // namespace

@@ -20,6 +20,19 @@ constexpr const char* kTarget = "weft.target";
 constexpr const char* kLr = "weft.lr";
 constexpr const char* kStep = "weft.step";
 
+/// The step input holding the lr of parameter group `group` (0: the default group).
+std::string lr_input_name(const OptimizerSpec& spec, size_t group) {
+  return group == 0 ? kLr : std::string(kLr) + "." + spec.groups[group - 1].path;
+}
+
+/// Which group's lr the step input `name` holds, or -1.
+int lr_group(const OptimizerSpec& spec, const std::string& name) {
+  for (size_t group = 0; group <= spec.groups.size(); ++group) {
+    if (name == lr_input_name(spec, group)) return static_cast<int>(group);
+  }
+  return -1;
+}
+
 std::string type_key(const std::vector<Tensor>& inputs) {
   std::string key;
   for (const Tensor& t : inputs) key += t.type().to_string() + ";";
@@ -116,7 +129,11 @@ StatusOr<Trainer> Trainer::compile(const FlowPtr& net, const std::vector<InputSp
   t.optimizer_ = std::move(optimizer);
   t.options_ = options;
   t.where_ = where;
-  t.lr_ = t.optimizer_.lr;
+  WEFT_RETURN_IF_ERROR(t.optimizer_.validate());
+  t.lrs_ = {t.optimizer_.lr};
+  for (size_t i = 0; i < t.optimizer_.groups.size(); ++i) {
+    t.lrs_.push_back(t.optimizer_.group_spec(i).lr);
+  }
   WEFT_RETURN_IF_ERROR(t.build_step());
   return t;
 }
@@ -184,7 +201,6 @@ Status Trainer::build_step() {
   } catch (const BuildFailure& failure) {
     return failure.error;
   }
-  ValueId lr = g.add_input(kLr, Type{DType::f32, {}});
   ValueId step = g.add_input(kStep, Type{DType::i64, {}});
 
   std::vector<ValueId> wrt;
@@ -211,8 +227,8 @@ Status Trainer::build_step() {
     loss_out = g.add_node(Op::AllReduce, {loss_value}, {{"reduction", std::string("mean")}},
                           g.node(g.value(loss_value).node).loc, g.type(loss_value));
   }
-  WEFT_ASSIGN_OR_RETURN(std::vector<OptimizerSlot> slots,
-                        append_optimizer(g, optimizer_, pairs, lr, step));
+  WEFT_ASSIGN_OR_RETURN(std::vector<OptimizerGroup> groups, optimizer_groups(g, *model, pairs));
+  WEFT_ASSIGN_OR_RETURN(std::vector<OptimizerSlot> slots, append_optimizer(g, groups, step));
   g.set_outputs({loss_out});
   g.set_declared_output_types({});
   WEFT_RETURN_IF_ERROR(default_pipeline().run(g));
@@ -236,11 +252,13 @@ Status Trainer::build_step() {
     // Where each step's inputs go, found once: the batch (data inputs in order, the
     // target last), the learning rate and the step count.
     batch_inputs_.clear();
+    lr_inputs_.assign(lrs_.size(), -1);
     const Program& p = step_exec_->program();
     for (size_t i = 0; i < p.inputs.size(); ++i) {
       const int index = static_cast<int>(i);
-      if (p.inputs[i].name == kLr) lr_input_ = index;
-      else if (p.inputs[i].name == kStep) step_input_ = index;
+      const std::string& name = p.inputs[i].name;
+      if (name == kStep) step_input_ = index;
+      else if (int group = lr_group(optimizer_, name); group >= 0) lr_inputs_[group] = index;
       else if (p.inputs[i].kind == InputKind::data) batch_inputs_.push_back(index);
     }
   }
@@ -249,6 +267,72 @@ Status Trainer::build_step() {
   model_ = std::move(model);
   eval_execs_.clear();
   return Status();
+}
+
+StatusOr<std::vector<OptimizerGroup>> Trainer::optimizer_groups(
+    Graph& g, const Model& model, const std::vector<std::pair<ValueId, ValueId>>& pairs) const {
+  const std::vector<OptimizerSpec::Group>& specs = optimizer_.groups;
+  // Which group each trainable parameter belongs to (0: the default group).
+  std::map<std::string, size_t> group_of;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    StatusOr<std::vector<const ParamInfo*>> at = model.parameters_at(specs[i].path);
+    if (!at.ok()) return Error{"parameter group '" + specs[i].path + "': " + at.error().message};
+    for (const ParamInfo* p : *at) {
+      auto [it, fresh] = group_of.emplace(p->name, i + 1);
+      if (!fresh) {
+        return Error{"parameter '" + p->name + "' is in two parameter groups, '" +
+                     specs[it->second - 1].path + "' and '" + specs[i].path +
+                     "' (PyTorch: some parameters appear in more than one parameter group)"};
+      }
+    }
+  }
+  std::vector<OptimizerGroup> groups(specs.size() + 1);
+  for (size_t i = 0; i < groups.size(); ++i) {
+    groups[i].spec = i == 0 ? optimizer_ : optimizer_.group_spec(i - 1);
+    groups[i].spec.groups.clear();
+    groups[i].lr = g.add_input(lr_input_name(optimizer_, i), Type{DType::f32, {}});
+  }
+  for (const auto& pair : pairs) {
+    auto it = group_of.find(g.value(pair.first).name);
+    groups[it == group_of.end() ? 0 : it->second].params_and_grads.push_back(pair);
+  }
+  return groups;
+}
+
+void Trainer::set_lr(double lr) {
+  const double base = optimizer_.lr;
+  lrs_[0] = lr;
+  for (size_t i = 0; i < optimizer_.groups.size(); ++i) {
+    if (base != 0) lrs_[i + 1] = optimizer_.group_spec(i).lr * (lr / base);
+  }
+}
+
+namespace {
+
+/// The index in Trainer::lrs_ of the group at `path`, or an error listing the groups.
+StatusOr<size_t> group_index(const OptimizerSpec& spec, const std::string& path) {
+  std::string known;
+  for (size_t i = 0; i < spec.groups.size(); ++i) {
+    if (spec.groups[i].path == path) return i + 1;
+    known += (i ? ", " : "") + spec.groups[i].path;
+  }
+  return Error{"no parameter group '" + path + "'" +
+               (known.empty() ? std::string(" (the optimizer has no groups: add them with "
+                                            "OptimizerSpec::with_group)")
+                              : " (groups: " + known + ")")};
+}
+
+}  // namespace
+
+Status Trainer::set_lr(const std::string& group, double lr) {
+  WEFT_ASSIGN_OR_RETURN(size_t i, group_index(optimizer_, group));
+  lrs_[i] = lr;
+  return Status();
+}
+
+StatusOr<double> Trainer::lr(const std::string& group) const {
+  WEFT_ASSIGN_OR_RETURN(size_t i, group_index(optimizer_, group));
+  return lrs_[i];
 }
 
 void Trainer::sync_values() const {
@@ -292,7 +376,11 @@ StatusOr<double> Trainer::step(const std::vector<Tensor>& batch) {
       WEFT_RETURN_IF_ERROR(step_exec_->set_input(batch_inputs_[k], batch[k]));
     }
     WEFT_RETURN_IF_ERROR(check_numerics_available());
-    WEFT_RETURN_IF_ERROR(step_exec_->set_input(lr_input_, Tensor::scalar(DType::f32, lr_)));
+    for (size_t group = 0; group < lrs_.size(); ++group) {
+      if (lr_inputs_[group] < 0) continue;
+      WEFT_RETURN_IF_ERROR(
+          step_exec_->set_input(lr_inputs_[group], Tensor::scalar(DType::f32, lrs_[group])));
+    }
     WEFT_RETURN_IF_ERROR(step_exec_->set_input(
         step_input_, Tensor::scalar(DType::i64, static_cast<double>(steps_ + 1))));
     WEFT_RETURN_IF_ERROR(step_exec_->run());
@@ -304,8 +392,8 @@ StatusOr<double> Trainer::step(const std::vector<Tensor>& batch) {
   size_t next = 0;
   for (const Input& in : step_.inputs()) {
     const std::string& name = step_.value(in.value).name;
-    if (name == kLr) {
-      inputs.push_back(Tensor::scalar(DType::f32, lr_));
+    if (int group = lr_group(optimizer_, name); group >= 0) {
+      inputs.push_back(Tensor::scalar(DType::f32, lrs_[group]));
     } else if (name == kStep) {
       inputs.push_back(Tensor::scalar(DType::i64, static_cast<double>(steps_ + 1)));
     } else if (in.kind == InputKind::data) {

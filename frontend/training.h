@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <source_location>
 #include <string>
 #include <vector>
@@ -129,11 +130,24 @@ class Trainer {
   StatusOr<std::vector<Tensor>> evaluate(const std::vector<Tensor>& inputs);
 
   /// The learning rate of the next steps (the optimizer's `lr` until changed; a
-  /// schedule from runtime/schedule.h calls this every step or epoch).
-  void set_lr(double lr) { lr_ = lr; }
-  double lr() const { return lr_; }
-  /// Steps taken so far (restored by load()).
+  /// schedule from runtime/schedule.h calls this every step or epoch). With parameter
+  /// groups (OptimizerSpec::with_group) this is the default group's, and every group's
+  /// lr becomes its own first lr scaled by the same factor, lr / OptimizerSpec::lr (as a
+  /// PyTorch scheduler scales each group's initial lr; groups keep theirs when
+  /// OptimizerSpec::lr is 0): one schedule drives every group.
+  void set_lr(double lr);
+  double lr() const { return lrs_[0]; }
+  /// One group's learning rate, for a schedule of its own (set it after set_lr(double),
+  /// which rescales every group). The group is named by its path; an error lists the
+  /// groups when there is no such group.
+  Status set_lr(const std::string& group, double lr);
+  StatusOr<double> lr(const std::string& group) const;
+  /// Steps taken so far, one per step() call (restored by load()). With gradient
+  /// accumulation (OptimizerSpec::accumulate_steps = K) a step is a micro-batch and the
+  /// update is taken on every K-th.
   int64_t steps() const { return steps_; }
+  /// Updates taken so far: steps() / accumulate_steps.
+  int64_t updates() const { return steps_ / optimizer_.accumulate_steps; }
 
   /// TrainOptions::check_numerics for the following steps and evaluations.
   void set_check_numerics(bool on);
@@ -192,6 +206,10 @@ class Trainer {
   void sync_values() const;
   /// Copies values_ into an executor's param and state inputs.
   Status push_values(ProgramExecutor& ex) const;
+  /// The optimizer's parameter groups in `g` (params_and_grads by path, the default group
+  /// first), each with its lr input added to `g`.
+  StatusOr<std::vector<OptimizerGroup>> optimizer_groups(
+      Graph& g, const Model& model, const std::vector<std::pair<ValueId, ValueId>>& pairs) const;
 
   const codegen::Target* target_ = nullptr;  ///< options_.backend's entry (codegen/targets.h).
   FlowPtr net_;
@@ -206,12 +224,16 @@ class Trainer {
   mutable bool values_stale_ = false;  ///< The step executor holds newer values.
   std::unique_ptr<ProgramExecutor> step_exec_;
   std::vector<int> batch_inputs_;  ///< step_exec_'s input index of each batch tensor.
-  int lr_input_ = -1, step_input_ = -1;
+  /// step_exec_'s input index of each group's lr (the default group first; -1 where a
+  /// group has no trainable parameter) and of the step number.
+  std::vector<int> lr_inputs_;
+  int step_input_ = -1;
   std::map<std::string, Graph> eval_graphs_;  ///< By printed input types.
   std::map<std::string, std::unique_ptr<ProgramExecutor>> eval_execs_;
   std::vector<std::pair<bool, std::string>> freezes_;  ///< (freeze?, path), in call order.
   std::source_location where_;  ///< The compile() call: the loss's location.
-  double lr_ = 1e-3;
+  /// The lr of the default group, then of each OptimizerSpec::groups entry.
+  std::vector<double> lrs_ = {1e-3};
   int64_t steps_ = 0;
 };
 

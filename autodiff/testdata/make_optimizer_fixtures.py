@@ -14,7 +14,7 @@ writes, under autodiff/testdata/optimizer/CASE/:
     stepK.grad.P.npy       the gradient fed at step K (1-based), before any clipping
     stepK.P.npy            P after step K
     stepK.P.SLOT.npy       optimizer state SLOT of P after step K (PyTorch's names and
-                           dtypes)
+                           dtypes), from the first update on
 
 and the list of cases with their hyper-parameters to autodiff/testdata/optimizer/cases.json.
 New cases go at the end of CASES: the cases draw from one random generator in order, so
@@ -75,12 +75,36 @@ CASES = [
      dict(lr=0.01, betas=(0.8, 0.99), weight_decay=0.1, momentum_decay=0.05), "f32", 0.0, 1.0,
      8),
     ("clip_nadam", "NAdam", dict(lr=0.01, momentum_decay=0.01), "f64", 1.0, 10.0, 8),
+    # Parameter groups: one parameter in a group of its own with these options, the other
+    # in the default group (the keyword arguments); one case per kind.
+    ("groups_sgd_momentum", "SGD", dict(lr=0.1, momentum=0.9), "f64", 0.0, 1.0, 3,
+     {"b": dict(lr=0.01, weight_decay=0.1)}),
+    ("groups_adam_f32", "Adam", dict(lr=0.01), "f32", 0.0, 1.0, 3,
+     {"w": dict(lr=0.05, weight_decay=0.1)}),
+    ("groups_adamw_clip", "AdamW", dict(lr=0.01), "f64", 1.0, 10.0, 3,
+     {"w": dict(weight_decay=0.0)}),
+    ("groups_rmsprop", "RMSprop", dict(lr=0.01, momentum=0.5), "f64", 0.0, 1.0, 3,
+     {"w": dict(lr=0.001)}),
+    ("groups_adagrad", "Adagrad", dict(lr=0.1, lr_decay=0.01), "f64", 0.0, 1.0, 3,
+     {"w": dict(lr=0.2, weight_decay=0.05)}),
+    ("groups_radam", "RAdam", dict(lr=0.01), "f64", 0.0, 1.0, 8,
+     {"b": dict(lr=0.003, weight_decay=0.1)}),
+    ("groups_nadam", "NAdam", dict(lr=0.01), "f64", 0.0, 1.0, 8,
+     {"b": dict(lr=0.002, weight_decay=0.01)}),
+    # Gradient accumulation over K micro-batches: each micro-batch adds grad / K (its
+    # loss divided by K) and every K-th takes the step (clipping the accumulated
+    # gradient) and zeroes the gradients. Steps count micro-batches.
+    ("accumulate_adam", "Adam", dict(lr=0.01), "f64", 0.0, 1.0, 6, None, 3),
+    ("accumulate_groups_sgd_momentum_clip_f32", "SGD", dict(lr=0.1, momentum=0.9), "f32",
+     1.0, 10.0, 6, {"w": dict(lr=0.05)}, 2),
+    ("accumulate_nadam", "NAdam", dict(lr=0.01), "f64", 0.0, 1.0, 8, None, 4),
 ]
 
 SHAPES = {"w": (2, 3), "b": (3,)}
 
 
-def run_case(name, kind, kwargs, dtype, max_grad_norm, grad_scale, rng, steps=3):
+def run_case(name, kind, kwargs, dtype, max_grad_norm, grad_scale, rng, steps=3, groups=None,
+             accumulate=1):
     torch_dtype = {"f32": torch.float32, "f64": torch.float64}[dtype]
     np_dtype = {"f32": np.float32, "f64": np.float64}[dtype]
     out = os.path.join(OUT, name)
@@ -95,17 +119,26 @@ def run_case(name, kind, kwargs, dtype, max_grad_norm, grad_scale, rng, steps=3)
         params[pname] = torch.tensor(rng.uniform(-1, 1, shape), dtype=torch_dtype,
                                      requires_grad=True)
         save("init.%s.npy" % pname, params[pname])
-    opt = getattr(torch.optim, kind)(list(params.values()), foreach=False, **kwargs)
+    groups = groups or {}
+    param_groups = [dict(params=[p], **groups.get(pname, {})) for pname, p in params.items()]
+    opt = getattr(torch.optim, kind)(param_groups, foreach=False, **kwargs)
     slots = set()
     for k in range(1, steps + 1):
         for pname, p in params.items():
             # Gradients shrink over the steps so that amsgrad's maximum matters.
             g = rng.uniform(-1, 1, SHAPES[pname]) * grad_scale / k
-            p.grad = torch.tensor(g, dtype=torch_dtype)
-            save("step%d.grad.%s.npy" % (k, pname), p.grad)
+            grad = torch.tensor(g, dtype=torch_dtype)
+            save("step%d.grad.%s.npy" % (k, pname), grad)
+            p.grad = grad / accumulate if p.grad is None else p.grad + grad / accumulate
+        if k % accumulate != 0:
+            for pname, p in params.items():  # no update yet: the parameters as they were
+                save("step%d.%s.npy" % (k, pname), p)
+            continue
         if max_grad_norm > 0:
             torch.nn.utils.clip_grad_norm_(list(params.values()), max_grad_norm)
         opt.step()
+        for p in params.values():
+            p.grad = None
         for pname, p in params.items():
             save("step%d.%s.npy" % (k, pname), p)
             for slot, value in opt.state[p].items():
@@ -115,9 +148,14 @@ def run_case(name, kind, kwargs, dtype, max_grad_norm, grad_scale, rng, steps=3)
                 # In its own dtype: NAdam's mu_product is f32 whatever the parameters'.
                 save("step%d.%s.%s.npy" % (k, pname, slot), value, as_is=True)
     hyper = {k: (list(v) if isinstance(v, tuple) else v) for k, v in kwargs.items()}
-    return dict(name=name, kind=kind, dtype=dtype, hyper=hyper, max_grad_norm=max_grad_norm,
+    case = dict(name=name, kind=kind, dtype=dtype, hyper=hyper, max_grad_norm=max_grad_norm,
                 params={p: list(s) for p, s in SHAPES.items()}, slots=sorted(slots),
                 steps=steps)
+    if groups:
+        case["groups"] = groups
+    if accumulate != 1:
+        case["accumulate"] = accumulate
+    return case
 
 
 def main():

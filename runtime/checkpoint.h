@@ -60,7 +60,8 @@ struct CheckpointSchema {
   std::vector<Entry> params;
   uint64_t structural_hash = 0;
   /// A labelled subgraph's structure (frontend's Model::structure(path)), saved so that a
-  /// later load of that subgraph alone can check it. An AOT binary's schema has none.
+  /// later load of that subgraph alone can check it. An AOT binary's schema has its
+  /// model's, from the generator (runtime/aot's ModelTable::subgraphs).
   struct Subgraph {
     std::string path;
     uint64_t hash = 0;

@@ -92,6 +92,9 @@ struct ModelTable {
   std::vector<ValueEntry> values;
   int num_model_values = 0;      ///< How many of `values` are the model's.
   uint64_t structural_hash = 0;  ///< frontend's Model::structural_hash (checkpoints).
+  /// Each labelled subgraph's structure and hash (frontend's checkpoint_schema), written
+  /// into every checkpoint so that a Trainer can load one subgraph of it, checked.
+  std::vector<CheckpointSchema::Subgraph> subgraphs;
   double lr = 1e-3;              ///< The optimizer's base learning rate.
 
   std::vector<driver::TensorSpec> step_inputs;   ///< Empty when inference-only.

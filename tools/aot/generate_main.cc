@@ -129,6 +129,7 @@ struct Generated {
   std::vector<ValueEntry> values;
   int num_model_values = 0;
   uint64_t structural_hash = 0;
+  std::vector<CheckpointSchema::Subgraph> subgraphs;
   double lr = 0;
   std::vector<TensorSpec> step_inputs, eval_inputs, eval_outputs;
   const Program* step = nullptr;
@@ -259,7 +260,12 @@ std::string source(const Generated& g) {
      << "  t.options = " << quoted(g.options.to_flags()) << ";\n"
      << "  t.num_model_values = " << g.num_model_values << ";\n"
      << "  t.structural_hash = " << g.structural_hash << "ULL;\n"
-     << "  t.lr = " << exact(g.lr) << ";\n"
+     << "  t.lr = " << exact(g.lr) << ";\n";
+  for (const CheckpointSchema::Subgraph& sub : g.subgraphs) {
+    os << "  t.subgraphs.push_back({" << quoted(sub.path) << ", " << sub.hash << "ULL, "
+       << quoted(sub.structure) << "});\n";
+  }
+  os
      << "  t.values = weft::aot::value_entries(" << (g.values.empty() ? "nullptr" : "kValues")
      << ", " << g.values.size() << ", kDims);\n"
      << "  t.step_inputs = " << step_inputs << ";\n"
@@ -389,6 +395,7 @@ int run(int argc, char** argv) {
   const Model& model = trainer->model();
   const Graph& step_graph = trainer->step_graph();
   g.structural_hash = model.structural_hash();
+  g.subgraphs = checkpoint_schema(model).subgraphs;
   g.lr = optimizer->lr;
   for (const ParamInfo& p : model.parameters()) {
     g.values.push_back({p.name, model.graph().type(p.value), p.kind, p.init});

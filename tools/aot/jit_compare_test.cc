@@ -190,6 +190,13 @@ TEST_F(AotVsJit, CheckpointsInterchange) {
   ASSERT_TRUE(r.ok()) << r.error().to_string();
   EXPECT_TRUE(r->missing.empty() && r->unexpected.empty());
   EXPECT_EQ(p.jit->steps(), 3);
+  // Each labelled subgraph alone, its structure checked against the one the AOT binary
+  // wrote (the generator's table holds every subgraph's).
+  EXPECT_EQ(p.aot->table().subgraphs.size(), p.jit->model().label_paths().size());
+  for (const std::string& path : p.jit->model().label_paths()) {
+    StatusOr<LoadReport> sub = p.jit->load(dir + "/aot.safetensors", {.subgraph = path});
+    EXPECT_TRUE(sub.ok()) << path << ": " << sub.error().to_string();
+  }
   StatusOr<double> a = p.aot->step(batch(p, 3));
   StatusOr<double> j = p.jit->step(batch(p, 3));
   ASSERT_TRUE(a.ok() && j.ok());

@@ -13,12 +13,12 @@ const std::vector<std::string> kLossHyper = {"label_smoothing", "beta"};
 const std::vector<std::string> kOptimizerHyper = {
     "lr",  "momentum", "dampening", "nesterov", "weight_decay", "beta1", "beta2", "eps",
     "amsgrad", "alpha", "centered", "lr_decay", "initial_accumulator_value", "momentum_decay",
-    "max_grad_norm"};
+    "max_grad_norm", "accumulate_steps"};
 const char* kUsage =
     "flags: --batch=N --dtype=f32 --loss=NAME --optimizer=NAME [--eval_batch=N] [--backend=cpu|cuda] "
     "[--cpu=CPU] [--inference_only] [--data_parallel] and the hyper-parameters --label_smoothing --beta --lr --momentum "
     "--dampening --nesterov --weight_decay --beta1 --beta2 --eps --amsgrad --alpha --centered "
-    "--lr_decay --initial_accumulator_value --momentum_decay --max_grad_norm";
+    "--lr_decay --initial_accumulator_value --momentum_decay --max_grad_norm --accumulate_steps";
 
 bool contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
@@ -96,6 +96,10 @@ StatusOr<OptimizerSpec> CompileOptions::optimizer_spec() const {
     if (flag == "nesterov" || flag == "amsgrad" || flag == "centered") {
       WEFT_ASSIGN_OR_RETURN(bool b, to_bool(flag, text));
       (flag == "nesterov" ? s.nesterov : flag == "amsgrad" ? s.amsgrad : s.centered) = b;
+      continue;
+    }
+    if (flag == "accumulate_steps") {  // gradient accumulation: an update every N steps
+      WEFT_ASSIGN_OR_RETURN(s.accumulate_steps, to_int(flag, text));
       continue;
     }
     WEFT_ASSIGN_OR_RETURN(double v, to_double(flag, text));

@@ -52,6 +52,18 @@ TEST(AotOptions, RadamAndNadamTakePyTorchsDefaultsAndNames) {
             "NAdam(lr=0.01, betas=(0.9, 0.999), eps=1e-08, weight_decay=0.1, momentum_decay=0.01)");
 }
 
+TEST(AotOptions, GradientAccumulation) {
+  StatusOr<CompileOptions> o =
+      parse_compile_options({"--batch=8", "--optimizer=adam", "--accumulate_steps=4"});
+  ASSERT_TRUE(o.ok()) << o.error().to_string();
+  EXPECT_EQ(o->optimizer_spec()->accumulate_steps, 4);
+  EXPECT_EQ(error_of({"--batch=8", "--optimizer=adam", "--accumulate_steps=0"}),
+            "Invalid accumulate_steps value: 0 (the update is taken every accumulate_steps "
+            "steps; 1 takes it every step)");
+  EXPECT_EQ(error_of({"--batch=8", "--optimizer=adam", "--accumulate_steps=2.5"}),
+            "--accumulate_steps=2.5: not an integer");
+}
+
 TEST(AotOptions, Errors) {
   EXPECT_EQ(error_of({"--loss=cross_entropy"}),
             "--batch must be a positive integer (the training batch size)");

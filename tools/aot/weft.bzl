@@ -85,7 +85,8 @@ Attributes:
     optimizer       sgd adam adamw rmsprop adagrad radam nadam
     optimizer_args  PyTorch's names, as strings: lr momentum dampening nesterov
                     weight_decay beta1 beta2 eps amsgrad alpha centered lr_decay
-                    initial_accumulator_value momentum_decay (nadam) max_grad_norm;
+                    initial_accumulator_value momentum_decay (nadam) max_grad_norm
+                    accumulate_steps (gradient accumulation: an update every N steps);
                     unset ones take PyTorch's defaults (SGD needs lr)
     eval_batch      the evaluation batch (0: the training batch)
     backend         "cpu" (default) or "cuda": the device the Programs are compiled for

@@ -45,7 +45,7 @@ inline std::vector<Tensor> make_inputs(const Graph& g, uint64_t seed) {
       if (in.kind == InputKind::param) {
         v = std::uniform_real_distribution<double>(-bound, bound)(rng);
       } else if (in.kind == InputKind::data) {
-        if (name == "weft.lr") v = 0.01;
+        if (name.rfind("weft.lr", 0) == 0) v = 0.01;  // every parameter group's lr
         else if (type.dtype == DType::boolean) v = rng() % 2;
         else if (!is_floating(type.dtype)) v = static_cast<double>(rng() % 3);
         else v = std::uniform_real_distribution<double>(-2, 2)(rng);

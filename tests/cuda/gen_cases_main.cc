@@ -294,6 +294,15 @@ std::vector<GraphCase> training_cases() {
       FlowBuilder::from(Linear(6, 8)).loop_body(Linear(8, 8)).until_cond(Linear(8, 1), 4)
           .through(Linear(8, 3)).build(),
       {{"x", f32({5, 6})}}, LossSpec::cross_entropy(), OptimizerSpec::adam(1e-2), 3);
+  // Parameter groups (the encoder's own lr input and weight decay) and gradient
+  // accumulation (the update on every 2nd step, select-guarded assigns), 4 steps.
+  add("groups_accumulate_step",
+      FlowBuilder::from(FlowBuilder::from(Linear(6, 8)).through(Tanh()).label("encoder").build().value())
+          .through(Linear(8, 3)).build(),
+      {{"x", f32({5, 6})}}, LossSpec::cross_entropy(),
+      OptimizerSpec::adamw(1e-2).with_group("encoder", {.lr = 1e-3, .weight_decay = 0.0})
+          .with_accumulation(2),
+      4);
   return cases;
 }
 

@@ -39,20 +39,57 @@ std::string inputs_of(const std::string& header) {
   return open == std::string::npos || close == std::string::npos ? header : header.substr(open, close - open + 1);
 }
 
+// Whether the structures `theirs` (the checkpoint's, built for batch `their_batch`) and
+// `ours` (for `our_batch`) are the same text but for numbers inside brackets (the dims of
+// a type, a shape attribute) that are the checkpoint's batch size in `theirs` where they
+// are this model's in `ours`. A parameter's dim that happens to equal the batch size and
+// differs slips through here, and is then refused by the load's shape check.
+bool same_but_batch(const std::string& theirs, const std::string& ours, int64_t their_batch,
+                    int64_t our_batch) {
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  size_t i = 0, j = 0;
+  int depth = 0;  // brackets open at i (and at j: the texts agree outside numbers)
+  while (i < theirs.size() && j < ours.size()) {
+    if (depth > 0 && digit(theirs[i]) && digit(ours[j]) && !digit(theirs[i - 1]) &&
+        theirs[i - 1] != '%') {
+      size_t i_end = i, j_end = j;
+      while (i_end < theirs.size() && digit(theirs[i_end])) ++i_end;
+      while (j_end < ours.size() && digit(ours[j_end])) ++j_end;
+      const std::string a = theirs.substr(i, i_end - i), b = ours.substr(j, j_end - j);
+      if (a != b && (a != std::to_string(their_batch) || b != std::to_string(our_batch))) {
+        return false;
+      }
+      i = i_end;
+      j = j_end;
+      continue;
+    }
+    if (theirs[i] != ours[j]) return false;
+    if (theirs[i] == '[') ++depth;
+    if (theirs[i] == ']' && depth > 0) --depth;
+    ++i;
+    ++j;
+  }
+  return i == theirs.size() && j == ours.size();
+}
+
 // In words, where the structure `theirs` (the checkpoint's) first differs from `ours`
-// (Model::structure of `nodes`, this model's subgraph); "" if the texts are equal.
+// (Model::structure of `nodes`, this model's subgraph); "" if the texts are equal. Lines
+// that differ only in the batch size (both sizes known) count as equal.
 std::string first_difference(const Model& model, const std::vector<int>& nodes, const std::string& theirs,
-                             const std::string& ours) {
+                             const std::string& ours, int64_t their_batch, int64_t our_batch) {
   const std::vector<std::string> a = lines_of(theirs), b = lines_of(ours);
+  auto same = [&](const std::string& x, const std::string& y) {
+    return x == y || (their_batch > 0 && our_batch > 0 && same_but_batch(x, y, their_batch, our_batch));
+  };
   size_t i = 1;
   int node = -1;  // This model's node (index into `nodes`) whose lines hold line i.
-  for (; i < a.size() && i < b.size() && a[i] == b[i]; ++i) {
+  for (; i < a.size() && i < b.size() && same(a[i], b[i]); ++i) {
     if (begins_node(b[i])) ++node;
   }
   if (i < b.size() && begins_node(b[i])) ++node;
   const bool theirs_end = ends_subgraph(a, i), ours_end = ends_subgraph(b, i);
   if (theirs_end && ours_end) {
-    if (a.empty() || b.empty() || a[0] == b[0]) return "";
+    if (a.empty() || b.empty() || same(a[0], b[0])) return "";
     return "the checkpoint's model feeds it " + inputs_of(a[0]) + " where this model feeds it " + inputs_of(b[0]);
   }
   std::string text;
@@ -70,7 +107,7 @@ std::string first_difference(const Model& model, const std::vector<int>& nodes, 
 }
 
 // Refuses to load subgraph `path` of `model` from a checkpoint whose `metadata` does not
-// show the same structure for it.
+// show the same structure for it (a structure built for another batch size is the same).
 Status check_subgraph(const std::string& file, const Model& model, const std::string& path,
                       const std::map<std::string, std::string>& metadata) {
   auto hash = metadata.find(subgraph_hash_key(path));
@@ -84,9 +121,16 @@ Status check_subgraph(const std::string& file, const Model& model, const std::st
   const std::string our_hash = structural_hash_hex(fnv1a64(ours));
   if (hash->second == our_hash) return Status();
   auto structure = metadata.find(subgraph_structure_key(path));
+  const int64_t their_batch = checkpoint_batch(metadata), our_batch = model_batch(model);
+  if (structure != metadata.end() && their_batch > 0 && our_batch > 0 && their_batch != our_batch &&
+      same_but_batch(structure->second, ours, their_batch, our_batch)) {
+    return Status();
+  }
   WEFT_ASSIGN_OR_RETURN(std::vector<int> nodes, model.subgraph(path));
   std::string difference =
-      structure == metadata.end() ? "" : first_difference(model, nodes, structure->second, ours);
+      structure == metadata.end()
+          ? ""
+          : first_difference(model, nodes, structure->second, ours, their_batch, our_batch);
   if (difference.empty()) {
     difference = "structural hash " + hash->second + " in the checkpoint, " + our_hash + " for this model";
   }
@@ -96,9 +140,19 @@ Status check_subgraph(const std::string& file, const Model& model, const std::st
 
 }  // namespace
 
+int64_t model_batch(const Model& model) {
+  const Graph& g = model.graph();
+  for (const Input& in : g.inputs()) {
+    const Type& type = g.type(in.value);
+    if (in.kind == InputKind::data && type.shape.rank() >= 1) return type.shape[0];
+  }
+  return 0;
+}
+
 CheckpointSchema checkpoint_schema(const Model& model) {
   CheckpointSchema schema;
   schema.structural_hash = model.structural_hash();
+  schema.batch = model_batch(model);
   for (const ParamInfo& p : model.parameters()) {
     schema.params.push_back({p.name, model.graph().type(p.value)});
   }

@@ -51,7 +51,9 @@ namespace weft {
 struct LoadOptions {
   /// A label path (`encoder`, `encoder.scan`): load only the parameters inside that
   /// subgraph and their optimizer slots, from a checkpoint of any model that has the same
-  /// subgraph (its weft.subgraph_hash.<path> must match Model::structural_hash(path)).
+  /// subgraph (its weft.subgraph_hash.<path> must match Model::structural_hash(path), or
+  /// its structure must differ only in the batch size: weft.batch where this model has
+  /// its own).
   /// "" loads everything and requires the checkpoint's structural hash to match the
   /// model's.
   std::string subgraph;
@@ -67,9 +69,12 @@ struct LoadOptions {
   bool by_names_and_shapes = false;
 };
 
-/// The checkpoint table of `model`: its parameters and state with their types, and its
-/// structural hash.
+/// The checkpoint table of `model`: its parameters and state with their types, its
+/// structural hash, each labelled subgraph's structure and the batch size.
 CheckpointSchema checkpoint_schema(const Model& model);
+
+/// The batch size `model` was built for: dimension 0 of its first data input (0 if none).
+int64_t model_batch(const Model& model);
 
 /// Saves `values` for `model` at `path`, atomically. Every parameter and state of the
 /// model must be in `values` with the model's type (an error names the key otherwise);

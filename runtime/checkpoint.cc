@@ -16,6 +16,7 @@ constexpr const char* kVersionKey = "weft.format_version";
 constexpr const char* kHashKey = "weft.structural_hash";
 constexpr const char* kStepKey = "weft.step";
 constexpr std::string_view kSubgraphHashPrefix = "weft.subgraph_hash.";
+constexpr std::string_view kBatchKey = "weft.batch";
 constexpr std::string_view kSubgraphStructurePrefix = "weft.subgraph_structure.";
 constexpr std::string_view kOptimizerPrefix = "optimizer.";
 
@@ -120,6 +121,15 @@ StatusOr<int64_t> validate_metadata(const std::string& path, const std::map<std:
 
 }  // namespace
 
+int64_t checkpoint_batch(const std::map<std::string, std::string>& metadata) {
+  auto it = metadata.find(std::string(kBatchKey));
+  if (it == metadata.end()) return 0;
+  int64_t batch = 0;
+  const std::string& text = it->second;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), batch);
+  return ec == std::errc() && end == text.data() + text.size() && batch > 0 ? batch : 0;
+}
+
 std::string subgraph_hash_key(const std::string& path) { return std::string(kSubgraphHashPrefix) + path; }
 
 std::string subgraph_structure_key(const std::string& path) {
@@ -175,6 +185,7 @@ Status save_checkpoint(const std::string& path, const CheckpointSchema& schema,
     metadata[subgraph_hash_key(sub.path)] = structural_hash_hex(sub.hash);
     metadata[subgraph_structure_key(sub.path)] = sub.structure;
   }
+  if (schema.batch > 0) metadata[std::string(kBatchKey)] = std::to_string(schema.batch);
   return write_safetensors(path, tensors, metadata);
 }
 

@@ -19,6 +19,10 @@
 //                                   its structural hash, 16 lowercase hex digits
 //   weft.subgraph_structure.<path>  the text that hash is of, one line per node
 //                                   (frontend's Model::structure), to name a difference
+//   weft.batch                      the batch size the model was built for (dimension 0
+//                                   of its first data input; CheckpointSchema::batch), so
+//                                   that a subgraph load can tell a batch size apart from
+//                                   an architecture
 // plus the checksums of the data and of the metadata that write_safetensors adds, and
 // every value is validated on load. Saving is atomic (a failed save leaves the previous
 // file as it was); a failed load leaves `values` exactly as it was: everything is read
@@ -68,7 +72,12 @@ struct CheckpointSchema {
     std::string structure;
   };
   std::vector<Subgraph> subgraphs;
+  /// The batch size the model was built for (0: unknown, not written).
+  int64_t batch = 0;
 };
+
+/// The `weft.batch` of a checkpoint's metadata; 0 when absent or not a positive integer.
+int64_t checkpoint_batch(const std::map<std::string, std::string>& metadata);
 
 /// The metadata keys of a labelled subgraph's hash and structure:
 /// `weft.subgraph_hash.<path>`, `weft.subgraph_structure.<path>`.

@@ -96,6 +96,7 @@ StatusOr<std::unique_ptr<CompiledModel>> CompiledModel::create(const ModelTable&
   m->lr_ = table.lr;
   m->schema_.structural_hash = table.structural_hash;
   m->schema_.subgraphs = table.subgraphs;
+  m->schema_.batch = table.checkpoint_batch;
   for (int i = 0; i < table.num_model_values; ++i) {
     m->schema_.params.push_back({table.values[i].name, table.values[i].type});
   }

@@ -95,6 +95,7 @@ struct ModelTable {
   /// Each labelled subgraph's structure and hash (frontend's checkpoint_schema), written
   /// into every checkpoint so that a Trainer can load one subgraph of it, checked.
   std::vector<CheckpointSchema::Subgraph> subgraphs;
+  int64_t checkpoint_batch = 0;  ///< The batch those structures were built for (weft.batch).
   double lr = 1e-3;              ///< The optimizer's base learning rate.
 
   std::vector<driver::TensorSpec> step_inputs;   ///< Empty when inference-only.

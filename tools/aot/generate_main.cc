@@ -130,6 +130,7 @@ struct Generated {
   int num_model_values = 0;
   uint64_t structural_hash = 0;
   std::vector<CheckpointSchema::Subgraph> subgraphs;
+  int64_t checkpoint_batch = 0;
   double lr = 0;
   std::vector<TensorSpec> step_inputs, eval_inputs, eval_outputs;
   const Program* step = nullptr;
@@ -260,7 +261,8 @@ std::string source(const Generated& g) {
      << "  t.options = " << quoted(g.options.to_flags()) << ";\n"
      << "  t.num_model_values = " << g.num_model_values << ";\n"
      << "  t.structural_hash = " << g.structural_hash << "ULL;\n"
-     << "  t.lr = " << exact(g.lr) << ";\n";
+     << "  t.lr = " << exact(g.lr) << ";\n"
+     << "  t.checkpoint_batch = " << g.checkpoint_batch << ";\n";
   for (const CheckpointSchema::Subgraph& sub : g.subgraphs) {
     os << "  t.subgraphs.push_back({" << quoted(sub.path) << ", " << sub.hash << "ULL, "
        << quoted(sub.structure) << "});\n";
@@ -395,7 +397,9 @@ int run(int argc, char** argv) {
   const Model& model = trainer->model();
   const Graph& step_graph = trainer->step_graph();
   g.structural_hash = model.structural_hash();
-  g.subgraphs = checkpoint_schema(model).subgraphs;
+  const CheckpointSchema schema = checkpoint_schema(model);
+  g.subgraphs = schema.subgraphs;
+  g.checkpoint_batch = schema.batch;
   g.lr = optimizer->lr;
   for (const ParamInfo& p : model.parameters()) {
     g.values.push_back({p.name, model.graph().type(p.value), p.kind, p.init});

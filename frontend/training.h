@@ -20,6 +20,7 @@
 // reference interpreter, the oracle).
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -34,6 +35,7 @@
 #include "runtime/collective/communicator.h"
 #include "runtime/cpu/executor.h"
 #include "runtime/executor.h"
+#include "runtime/monitor/metrics.h"
 #include "runtime/tensor.h"
 
 namespace weft::codegen {
@@ -111,6 +113,11 @@ struct TrainOptions {
   bool recompute_loops = false;
 };
 
+/// A statistic of a tagged activation that `Trainer::collect` computes in the step.
+enum class Statistic { mean, std, abs_mean, norm, min, max };
+/// "mean", "std", "abs_mean", "norm", "min", "max": the last part of the metric's name.
+const char* statistic_name(Statistic s);
+
 class Trainer {
  public:
   /// Compiles the training step of `net` for `inputs` (the stream input first, then the
@@ -185,6 +192,24 @@ class Trainer {
   /// The per-kernel table of the steps timed so far (runtime/cpu/executor.h's), or the
   /// error of set_profiling.
   StatusOr<std::string> profile_report() const;
+  // ---- Metrics (runtime/monitor/metrics.h): every step records its loss as "loss".
+  /// The run's metrics: batch values, epoch history and trend queries.
+  monitor::Metrics& metrics() { return metrics_; }
+  const monitor::Metrics& metrics() const { return metrics_; }
+  /// A batch value of metric `name`.
+  void record_scalar(const std::string& name, double value) { metrics_.record(name, value); }
+  /// A batch value of a metric inside the graph tree: `path` is a label path, then a dot
+  /// and the metric's own name (`encoder.scan.loss`); an error names a path that is not
+  /// a labelled subgraph.
+  Status record_at(const std::string& path, double value);
+  /// From now on every step computes `statistic` of each tagged activation (Model::tags:
+  /// `hidden`, `encoder.hidden`) inside the compiled step — only the scalar leaves it —
+  /// and records it as metric `TAG.STATISTIC` (recompiles the step; called again, adds).
+  /// An error names a tag the model does not have, or one that is not a float tensor.
+  Status collect(const std::vector<std::string>& tags, Statistic statistic = Statistic::mean);
+  /// Closes the epoch of every metric (monitor::Metrics::flush).
+  Status flush() { return metrics_.flush(); }
+
   /// Zeroes the state that forward references carry from one step to the next (a tag
   /// read by uses(...) before it is defined: ParamInfo::carried), as before the first
   /// step. There is no detach_state(): that state is an input of each step, never
@@ -208,6 +233,11 @@ class Trainer {
   Status push_values(ProgramExecutor& ex) const;
   /// The optimizer's parameter groups in `g` (params_and_grads by path, the default group
   /// first), each with its lr input added to `g`.
+  /// Emits collect()'s statistics into `g` (the training forward of `model`), returning
+  /// them in collected_'s order.
+  StatusOr<std::vector<ValueId>> emit_collected(Graph& g, const Model& model) const;
+  /// Records the step's collected statistics (outputs 1.. of `outputs`).
+  void record_collected(const std::function<double(size_t)>& output);
   StatusOr<std::vector<OptimizerGroup>> optimizer_groups(
       Graph& g, const Model& model, const std::vector<std::pair<ValueId, ValueId>>& pairs) const;
 
@@ -231,6 +261,9 @@ class Trainer {
   std::map<std::string, Graph> eval_graphs_;  ///< By printed input types.
   std::map<std::string, std::unique_ptr<ProgramExecutor>> eval_execs_;
   std::vector<std::pair<bool, std::string>> freezes_;  ///< (freeze?, path), in call order.
+  /// collect(): (tag, statistic), in call order; the step's outputs after the loss.
+  std::vector<std::pair<std::string, Statistic>> collected_;
+  monitor::Metrics metrics_;
   std::source_location where_;  ///< The compile() call: the loss's location.
   /// The lr of the default group, then of each OptimizerSpec::groups entry.
   std::vector<double> lrs_ = {1e-3};

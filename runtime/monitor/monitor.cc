@@ -287,6 +287,14 @@ std::string RunLog::report_html(const std::string& title) const {
     }
     o << chart(metric_names_[m], "step", {s}) << "\n";
   }
+  if (metrics_ != nullptr) {
+    for (size_t m = 0; m < metrics_->names().size(); ++m) {
+      const std::string& name = metrics_->names()[m];
+      Series s{name, kPalette[(m + 1) % 6], {}};
+      for (auto [epoch, v] : *metrics_->history(name)) s.points.emplace_back(static_cast<double>(epoch), v);
+      o << chart(name + " (per epoch)", "epoch", {s}) << "\n";
+    }
+  }
   Series epoch_time{"seconds", kPalette[4], {}};
   for (auto [e, seconds] : epochs_) epoch_time.points.emplace_back(static_cast<double>(e), seconds);
   o << chart("time per epoch (s)", "epoch", {epoch_time}, /*bars=*/true) << "\n";

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "ir/status.h"
+#include "runtime/monitor/metrics.h"
 
 namespace weft::monitor {
 
@@ -88,6 +89,9 @@ class RunLog {
   void record(const StepRecord& step, const std::map<std::string, double>& metrics = {});
   /// Epoch `epoch` (1-based) took `seconds`.
   void end_epoch(int64_t epoch, double seconds);
+  /// The report also charts every metric of `metrics` (dotted names, one point per epoch;
+  /// Trainer::metrics(), whose epoch CSV is Metrics::open_csv). Must outlive the RunLog.
+  void show_metrics(const Metrics* metrics) { metrics_ = metrics; }
 
   /// The HTML report of everything recorded, titled `title`, written atomically to
   /// `path`. Errors name the path.
@@ -104,6 +108,7 @@ class RunLog {
   std::vector<Row> rows_;
   std::vector<std::pair<int64_t, double>> epochs_;  ///< (epoch, seconds)
   std::FILE* csv_ = nullptr;
+  const Metrics* metrics_ = nullptr;
 };
 
 }  // namespace weft::monitor

@@ -84,6 +84,23 @@ TEST(RunLog, ReportIsOneSelfContainedPageOfCharts) {
   EXPECT_EQ(html.find("<link"), std::string::npos);
 }
 
+TEST(RunLog, ReportChartsTheDottedMetricsPerEpoch) {
+  RunLog log({"test_accuracy", "test_loss"});
+  filled(log);
+  Metrics metrics;
+  metrics.record("encoder.scan.loss", 2);
+  metrics.record("hidden.mean", 0.5);
+  ASSERT_TRUE(metrics.flush().ok());
+  metrics.record("encoder.scan.loss", 1);
+  ASSERT_TRUE(metrics.flush().ok());
+  log.show_metrics(&metrics);
+  const std::string html = log.report_html("run");
+  // The six of the report above, and one chart per dotted metric.
+  EXPECT_EQ(count(html, "<svg class=\"chart\""), 8);
+  EXPECT_NE(html.find("encoder.scan.loss (per epoch)"), std::string::npos);
+  EXPECT_NE(html.find("hidden.mean (per epoch)"), std::string::npos);
+}
+
 TEST(Monitor, FormatsDurationsAndReadsMemory) {
   EXPECT_EQ(format_duration(12.4), "0:12");
   EXPECT_EQ(format_duration(187), "3:07");

@@ -1,5 +1,6 @@
 #include "runtime/monitor/monitor.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -210,8 +211,87 @@ Status RunLog::open_csv(const std::string& path, const std::string& what) {
   return Status();
 }
 
+namespace {
+
+/// CPU time (user + system) of this process, in seconds.
+double process_cpu_s() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
+/// A JSON number (null for NaN and infinities, which JSON lacks).
+std::string json_number(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.9g", v);
+  return buf;
+}
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+Status RunLog::serve(int port, const ServeOptions& options) {
+  WEFT_RETURN_IF_ERROR(dashboard_.start(port, options));
+  for (size_t i = 0; i < rows_.size(); ++i) dashboard_.publish(step_event(i));
+  return Status();
+}
+
+std::string RunLog::step_event(size_t i) const {
+  const Row& r = rows_.at(i);
+  std::string e = "{\"step\":" + std::to_string(r.step.step) + ",\"epoch\":" + std::to_string(r.step.epoch) +
+                  ",\"loss\":" + json_number(r.step.loss) + ",\"lr\":" + json_number(r.step.lr) +
+                  ",\"examples_per_s\":" + json_number(r.step.examples_per_s) +
+                  ",\"elapsed_s\":" + json_number(r.step.elapsed_s) + ",\"rss_mib\":" + json_number(r.rss_mib) +
+                  ",\"cpu_percent\":" + json_number(r.cpu_percent);
+  if (r.gpu_mib) e += ",\"gpu_mib\":" + json_number(*r.gpu_mib);
+  e += ",\"metrics\":{";
+  bool first = true;
+  for (size_t m = 0; m < r.metrics.size(); ++m) {
+    if (!r.metrics[m]) continue;
+    e += (first ? "" : ",") + json_string(metric_names_[m]) + ":" + json_number(*r.metrics[m]);
+    first = false;
+  }
+  return e + "}}";
+}
+
+std::string RunLog::epoch_event(int64_t epoch, double seconds) const {
+  std::string e = "{\"type\":\"epoch\",\"epoch\":" + std::to_string(epoch) + ",\"seconds\":" +
+                  json_number(seconds) + ",\"metrics\":{";
+  bool first = true;
+  if (metrics_ != nullptr) {
+    for (const std::string& name : metrics_->names()) {
+      const auto h = *metrics_->history(name);
+      if (h.empty() || h.back().first != metrics_->epochs()) continue;  // not measured this epoch
+      e += (first ? "" : ",") + json_string(name) + ":" + json_number(h.back().second);
+      first = false;
+    }
+  }
+  return e + "}}";
+}
+
 void RunLog::record(const StepRecord& step, const std::map<std::string, double>& metrics) {
-  Row row{step, static_cast<double>(resident_bytes()) / (1 << 20), {}};
+  Row row{step, static_cast<double>(resident_bytes()) / (1 << 20), 0, std::nullopt, {}};
+  const double cpu = process_cpu_s(), wall = now_s();
+  if (last_wall_s_ >= 0 && wall > last_wall_s_) row.cpu_percent = 100 * (cpu - last_cpu_s_) / (wall - last_wall_s_);
+  last_cpu_s_ = cpu;
+  last_wall_s_ = wall;
+  if (gpu_memory_mib_) row.gpu_mib = gpu_memory_mib_();
   row.metrics.resize(metric_names_.size());
   for (const auto& [name, value] : metrics) {
     auto it = std::find(metric_names_.begin(), metric_names_.end(), name);
@@ -233,9 +313,13 @@ void RunLog::record(const StepRecord& step, const std::map<std::string, double>&
     std::fflush(csv_);
   }
   rows_.push_back(std::move(row));
+  if (dashboard_.running()) dashboard_.publish(step_event(rows_.size() - 1));
 }
 
-void RunLog::end_epoch(int64_t epoch, double seconds) { epochs_.emplace_back(epoch, seconds); }
+void RunLog::end_epoch(int64_t epoch, double seconds) {
+  epochs_.emplace_back(epoch, seconds);
+  if (dashboard_.running()) dashboard_.publish(epoch_event(epoch, seconds));
+}
 
 std::string RunLog::report_html(const std::string& title) const {
   std::ostringstream o;

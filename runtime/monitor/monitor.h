@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -31,6 +32,7 @@
 
 #include "ir/status.h"
 #include "runtime/monitor/metrics.h"
+#include "runtime/monitor/serve.h"
 
 namespace weft::monitor {
 
@@ -90,8 +92,23 @@ class RunLog {
   /// Epoch `epoch` (1-based) took `seconds`.
   void end_epoch(int64_t epoch, double seconds);
   /// The report also charts every metric of `metrics` (dotted names, one point per epoch;
-  /// Trainer::metrics(), whose epoch CSV is Metrics::open_csv). Must outlive the RunLog.
+  /// Trainer::metrics(), whose epoch CSV is Metrics::open_csv), and the dashboard shows
+  /// each epoch's values. Must outlive the RunLog.
   void show_metrics(const Metrics* metrics) { metrics_ = metrics; }
+
+  /// The live dashboard (serve.h) on `port` (0: a free one): from now on every record()
+  /// and end_epoch() is published to it, and a page opened mid-run backfills what came
+  /// before (the steps recorded before serve() too). Loopback unless options.host says
+  /// otherwise; dashboard().url() is where.
+  Status serve(int port, const ServeOptions& options = {});
+  const Dashboard& dashboard() const { return dashboard_; }
+  /// GPU memory in use, in MiB, sampled at every record() for the dashboard (a CUDA
+  /// backend passes one; unset on the CPU).
+  void set_gpu_memory_probe(std::function<double()> probe) { gpu_memory_mib_ = std::move(probe); }
+  /// The dashboard's event for a recorded step (one JSON object on one line):
+  /// {"step":..,"epoch":..,"loss":..,"lr":..,"examples_per_s":..,"elapsed_s":..,
+  ///  "rss_mib":..,"cpu_percent":..,["gpu_mib":..,]"metrics":{NAME:VALUE,...}}.
+  std::string step_event(size_t row) const;
 
   /// The HTML report of everything recorded, titled `title`, written atomically to
   /// `path`. Errors name the path.
@@ -102,13 +119,19 @@ class RunLog {
   struct Row {
     StepRecord step;
     double rss_mib = 0;
+    double cpu_percent = 0;  ///< CPU time over wall time since the previous row.
+    std::optional<double> gpu_mib;
     std::vector<std::optional<double>> metrics;
   };
+  std::string epoch_event(int64_t epoch, double seconds) const;
   std::vector<std::string> metric_names_;
   std::vector<Row> rows_;
   std::vector<std::pair<int64_t, double>> epochs_;  ///< (epoch, seconds)
   std::FILE* csv_ = nullptr;
   const Metrics* metrics_ = nullptr;
+  std::function<double()> gpu_memory_mib_;
+  double last_cpu_s_ = -1, last_wall_s_ = -1;  ///< For Row::cpu_percent.
+  Dashboard dashboard_;
 };
 
 }  // namespace weft::monitor

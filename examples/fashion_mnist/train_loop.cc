@@ -23,6 +23,7 @@ namespace {
                "       [--checkpoint-out=PATH] [--resume=PATH [--partial-load]] [--data=DIR]\n"
                "       [--max-steps=N]\n"
                "       [--profile] [--check-numerics] [--metrics-csv=PATH] [--report=PATH]\n"
+               "       [--serve=PORT] (the live dashboard on 127.0.0.1:PORT; 0: a free port)\n"
                "       [--no-cuda-graph] (--backend=cuda: launch by launch, not one CUDA graph)\n"
                "       [--data-parallel] (under mpirun: each rank trains on its share of every "
                "batch)%s\n",
@@ -96,6 +97,7 @@ void parse_flags(int argc, char** argv, RunConfig& c, bool allow_bn) {
     else if (flag == "--data-parallel" && eq == std::string::npos) c.data_parallel = true;
     else if (flag == "--metrics-csv" && !value.empty()) c.metrics_csv = cli::resolve_path(value);
     else if (flag == "--report" && !value.empty()) c.report = cli::resolve_path(value);
+    else if (flag == "--serve") c.serve = count(0);
     else usage("unknown flag '" + a + "'", allow_bn);
   }
   if (c.checkpoint_out.empty()) c.checkpoint_out = cli::resolve_path(c.name + ".safetensors");
@@ -186,6 +188,11 @@ int train(const FlowPtr& net, const RunConfig& c) {
   if (!c.metrics_csv.empty() && rank == 0) {
     Status opened = log.open_csv(c.metrics_csv, "--metrics-csv=" + c.metrics_csv);
     if (!opened.ok()) return fail(opened.error());
+  }
+  if (c.serve >= 0 && rank == 0) {
+    Status served = log.serve(c.serve, {.title = c.name + " on Fashion-MNIST"});
+    if (!served.ok()) return fail(Error{"--serve=" + std::to_string(c.serve) + ": " + served.error().message});
+    progress.line("dashboard: " + log.dashboard().url());
   }
   const int64_t total = c.epochs * per_epoch, first = trainer->steps();
   const auto run_start = std::chrono::steady_clock::now();

@@ -41,6 +41,7 @@ struct RunConfig {
   bool check_numerics = false;     ///< TrainOptions::check_numerics
   std::string metrics_csv;
   std::string report;
+  int serve = -1;  ///< --serve=PORT: the live dashboard (0: a free port); -1: off.
   bool data_parallel = false;      ///< TrainOptions::communicator = collective::mpi_world()
 };
 

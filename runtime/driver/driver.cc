@@ -191,6 +191,12 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
       return runtime(s.error());
     }
   }
+  if (config.serve >= 0 && lead) {
+    if (Status s = log.serve(static_cast<int>(config.serve)); !s.ok()) {
+      return usage(Error{"--serve=" + std::to_string(config.serve) + ": " + s.error().message});
+    }
+    progress.line("dashboard: " + log.dashboard().url());
+  }
   std::string test_text = data->test ? std::to_string(data->test->size()) + " test samples (eval batch " +
                                            std::to_string(model.eval_inputs()[0].type.shape[0]) + ")"
                                      : "no test split";

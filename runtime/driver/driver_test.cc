@@ -105,6 +105,17 @@ TEST(Driver, TrainsEvaluatesAndWritesMetrics) {
   EXPECT_NEAR(std::stod(rows[80][7]), std::stod(last[1].str()), 5e-5);
 }
 
+// --serve: the dashboard's URL is printed and the run trains as without it (the page and
+// its stream are tested in runtime/monitor: serve_test, serve_chromium_test).
+TEST(Driver, ServesTheDashboard) {
+  CommandResult r = train("--epochs=1 --max-steps=5 --serve=0 --checkpoint-out=" + tmp("served.safetensors"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(count(r.out, "dashboard: http://127\\.0\\.0\\.1:[0-9]+/\n"), 1) << r.out;
+  r = train("--serve=70000");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--serve"), std::string::npos) << r.out;
+}
+
 TEST(Driver, ResumesWhereAnUninterruptedRunWouldBe) {
   // A schedule of the step count alone, so the two halves agree with the whole on lr too.
   const std::string flags = " --max-steps=30 --seed=5 --shuffle-seed=3 --schedule=step --lr-step-size=20 "
@@ -408,12 +419,12 @@ TEST(Driver, HelpListsEveryFlag) {
         "--milestones=N,N,...", "--warmup-steps=N", "--warmup-start-factor=X", "--min-lr=X", "--pct-start=X",
         "--div-factor=X", "--final-div-factor=X", "--max-lr=X", "--step-size-up=N", "--step-size-down=N",
         "--cyclic-mode=MODE", "--cyclic-gamma=X", "--checkpoint-in=PATH", "--partial-load", "--checkpoint-out=PATH",
-        "--checkpoint-every=N", "--eval-every=N", "--metrics-csv=PATH", "--report=PATH", "--log-every=N",
+        "--checkpoint-every=N", "--eval-every=N", "--metrics-csv=PATH", "--report=PATH", "--serve=N", "--log-every=N",
         "--check-numerics",
         "--profile", "--data-parallel", "--help"}) {
     EXPECT_NE(r.out.find(std::string("\n  ") + flag), std::string::npos) << flag;
   }
-  EXPECT_EQ(count(r.out, "\\(default: "), 36);  // every flag but --help
+  EXPECT_EQ(count(r.out, "\\(default: "), 37);  // every flag but --help
 }
 
 // A binary trains on the backend its model was compiled for: --backend naming it is a

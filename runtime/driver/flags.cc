@@ -234,6 +234,10 @@ std::vector<Flag> make_flags() {
        &DriverConfig::metrics_csv);
   path("report", "at the end, write an HTML report here: loss, test metrics, time per epoch, memory",
        &DriverConfig::report);
+  integer("serve", "off",
+          "serve the live dashboard (loss, metrics, lr, throughput, CPU, memory) on "
+          "127.0.0.1:PORT while training (0: a free port; the URL is printed)",
+          &DriverConfig::serve, 0, 65535);
   integer("log-every", "100", "print a progress line every N steps when stdout is not a terminal",
           &DriverConfig::log_every, 1);
   boolean("check-numerics",

@@ -1,4 +1,4 @@
-// Embedding, Dropout, pooling and Flatten.
+// Embedding, EmbeddingBag, Dropout, pooling and Flatten.
 #include <algorithm>
 
 #include "frontend/modules.h"
@@ -31,6 +31,40 @@ class EmbeddingModule : public UnaryModule {
 
  private:
   int64_t num_, dim_;
+};
+
+/// Gathers the [B·L] rows of a [B, L] index tensor at once, then reduces each bag's L
+/// rows on axis 1. The gradient flows through the reduction and the gather (a
+/// scatter-add), as PyTorch's dense gradient does.
+class EmbeddingBagModule : public UnaryModule {
+ public:
+  EmbeddingBagModule(int64_t num, int64_t dim, BagMode mode) : num_(num), dim_(dim), mode_(mode) {}
+
+  std::string describe() const override {
+    static const char* kModes[] = {"sum", "mean", "max"};
+    return "EmbeddingBag(" + std::to_string(num_) + ", " + std::to_string(dim_) + ", " +
+           kModes[static_cast<int>(mode_)] + ")";
+  }
+
+  ValueId forward1(Emitter& e, ValueId x) override {
+    const Type t = e.type(x);  // A copy: emitting ops may move the graph's types.
+    if ((t.dtype != DType::i64 && t.dtype != DType::i32) || t.shape.rank() != 2 || t.shape[1] < 1) {
+      e.fail(describe() + " expects integer indices (i64 or i32) in fixed-size bags [B, L], got " +
+             t.to_string());
+    }
+    const int64_t bags = t.shape[0], length = t.shape[1];
+    ValueId idx = t.dtype == DType::i64 ? x : e.op(Op::Cast, {x}, {{"dtype", DType::i64}});
+    ValueId weight = e.param("weight", {num_, dim_}, Initializer::normal(0, 1));
+    ValueId rows = e.op(Op::Gather, {weight, e.reshape(idx, {bags * length})}, {{"axis", int64_t{0}}});
+    rows = e.reshape(rows, {bags, length, dim_});
+    if (mode_ == BagMode::sum) return e.sum(rows, {1});
+    if (mode_ == BagMode::mean) return e.mean(rows, {1});
+    return e.op(Op::Max, {rows}, {{"axes", IntList{1}}});
+  }
+
+ private:
+  int64_t num_, dim_;
+  BagMode mode_;
 };
 
 /// Training: x · mask / (1 - p) with mask ~ Bernoulli(1 - p) drawn from the graph's
@@ -155,6 +189,10 @@ class FlattenModule : public UnaryModule {
 
 ModulePtr Embedding(int64_t num_embeddings, int64_t embedding_dim) {
   return std::make_shared<EmbeddingModule>(num_embeddings, embedding_dim);
+}
+
+ModulePtr EmbeddingBag(int64_t num_embeddings, int64_t embedding_dim, BagMode mode) {
+  return std::make_shared<EmbeddingBagModule>(num_embeddings, embedding_dim, mode);
 }
 
 ModulePtr Dropout(double p) { return std::make_shared<DropoutModule>(p); }

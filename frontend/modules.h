@@ -24,7 +24,7 @@ ModulePtr Bilinear(int64_t in1_features, int64_t in2_features, int64_t out_featu
 /// y = x + p, broadcasting. Parameter `weight`, initialized N(0, 1) unless given.
 ModulePtr LearnedParameter(std::vector<int64_t> shape, Initializer init = Initializer::normal(0, 1));
 
-// ---- Convolutions (frontend/modules/conv.cc). NCHW input, OIHW weight.
+// ---- Convolutions (frontend/modules/conv.cc). NCHW input, OIHW weight (1-D: NCL, OIL).
 struct ConvOptions {
   int64_t kernel = 3;
   int64_t stride = 1;
@@ -32,12 +32,16 @@ struct ConvOptions {
   int64_t dilation = 1;
   int64_t groups = 1;
   bool bias = true;
-  int64_t output_padding = 0;  ///< ConvTranspose2d only.
+  int64_t output_padding = 0;  ///< Transposed convolutions only.
 };
+/// [N, C, L] -> [N, out, L'], weight [out, in/groups, k]: Conv2d on a unit height.
+ModulePtr Conv1d(int64_t in_channels, int64_t out_channels, ConvOptions options = {});
 ModulePtr Conv2d(int64_t in_channels, int64_t out_channels, ConvOptions options = {});
 /// The gradient of a convolution w.r.t. its input; weight [in, out/groups, kh, kw] as in
 /// PyTorch.
 ModulePtr ConvTranspose2d(int64_t in_channels, int64_t out_channels, ConvOptions options = {});
+/// ConvTranspose2d on a unit height: [N, in, L] -> [N, out, L'], weight [in, out/groups, k].
+ModulePtr ConvTranspose1d(int64_t in_channels, int64_t out_channels, ConvOptions options = {});
 
 // ---- Normalization (frontend/modules/norm.cc)
 /// Training: normalizes with the batch statistics and writes running_mean/running_var
@@ -69,6 +73,9 @@ ModulePtr Embedding(int64_t num_embeddings, int64_t embedding_dim);
 ModulePtr Dropout(double p = 0.5);
 ModulePtr MaxPool2d(int64_t kernel, int64_t stride = 0 /* = kernel */, int64_t padding = 0);
 ModulePtr AvgPool2d(int64_t kernel, int64_t stride = 0 /* = kernel */, int64_t padding = 0);
+/// The 2-D pools on [N, C, L] read as [N, C, 1, L] (a window of height 1).
+ModulePtr MaxPool1d(int64_t kernel, int64_t stride = 0 /* = kernel */, int64_t padding = 0);
+ModulePtr AvgPool1d(int64_t kernel, int64_t stride = 0 /* = kernel */, int64_t padding = 0);
 /// Output [N, C, out_h, out_w]; the input's spatial dims must divide evenly.
 ModulePtr AdaptiveAvgPool2d(int64_t out_h, int64_t out_w);
 /// Fixed-size bags: i64/i32 indices [B, L] -> [B, dim], the bag's rows of `weight`

@@ -1,6 +1,7 @@
 // PyTorch 1.13 parity, with gradients, of the modules composed from existing primitives:
-// BatchNorm1d/3d, InstanceNorm1d/2d/3d, PixelShuffle/Unshuffle, Upsample, Unfold/Fold
-// and EmbeddingBag. For each fixture (frontend/testdata/modules_grad/CASE/, made by
+// BatchNorm1d/3d, InstanceNorm1d/2d/3d, PixelShuffle/Unshuffle, Upsample, Unfold/Fold,
+// EmbeddingBag, and Conv1d, ConvTranspose1d, MaxPool1d, AvgPool1d (the 2-D ops on a unit
+// height). For each fixture (frontend/testdata/modules_grad/CASE/, made by
 // frontend/testdata/make_module_grad_fixtures.py; kCases lists the same cases) the
 // forward, the updated state, and the gradients of sum(output · seed) w.r.t. the input
 // and every parameter match PyTorch to 1e-5 on the reference interpreter; the same
@@ -40,6 +41,12 @@ UnfoldOptions patches(int64_t k, int64_t s = 1, int64_t p = 0, int64_t d = 1) {
   return UnfoldOptions{.kernel = k, .stride = s, .padding = p, .dilation = d};
 }
 
+ConvOptions conv(int64_t k, int64_t s = 1, int64_t p = 0, int64_t d = 1, int64_t g = 1,
+                 bool bias = true, int64_t op = 0) {
+  return ConvOptions{.kernel = k, .stride = s, .padding = p, .dilation = d, .groups = g,
+                     .bias = bias, .output_padding = op};
+}
+
 const std::vector<Case>& cases() {
   static const std::vector<Case> kCases = {
       {"batch_norm1d_nc_train", [] { return BatchNorm1d(3); }, /*training=*/true},
@@ -67,6 +74,15 @@ const std::vector<Case>& cases() {
       {"fold_k2", [] { return Fold(4, 5, patches(2)); }},
       {"fold_k3_s2_p1", [] { return Fold(6, 7, patches(3, 2, 1)); }},
       {"fold_k2_d2_p1", [] { return Fold(5, 5, patches(2, 1, 1, 2)); }},
+      {"conv1d_basic", [] { return Conv1d(3, 4, conv(3)); }},
+      {"conv1d_s2_p1_d2", [] { return Conv1d(2, 3, conv(3, 2, 1, 2)); }},
+      {"conv1d_groups2_nobias", [] { return Conv1d(4, 6, conv(3, 1, 1, 1, 2, false)); }},
+      {"conv_transpose1d_s2_p1_op1", [] { return ConvTranspose1d(4, 3, conv(3, 2, 1, 1, 1, true, 1)); }},
+      {"conv_transpose1d_dilation_groups", [] { return ConvTranspose1d(4, 2, conv(3, 1, 0, 2, 2)); }},
+      {"max_pool1d", [] { return MaxPool1d(2); }},
+      {"max_pool1d_k3_s2_p1", [] { return MaxPool1d(3, 2, 1); }},
+      {"avg_pool1d", [] { return AvgPool1d(2); }},
+      {"avg_pool1d_k3_s2_p1", [] { return AvgPool1d(3, 2, 1); }},
       {"embedding_bag_sum", [] { return EmbeddingBag(10, 4, BagMode::sum); }},
       {"embedding_bag_mean", [] { return EmbeddingBag(10, 4, BagMode::mean); }},
       {"embedding_bag_max", [] { return EmbeddingBag(10, 4, BagMode::max); }},
@@ -268,6 +284,33 @@ TEST(ModuleGradErrors, Resampling) {
   std::string e6 = error_of(Upsample(), {{"x", f32({2, 3})}});
   EXPECT_EQ(e6, at(line) + "28: error: Upsample(x2, nearest) expects an input [N,C,1 to 3 "
                 "spatial dims], got f32[2,3] [in Upsample(x2, nearest)]");
+}
+
+TEST(ModuleGradErrors, OneDimensionalConvolutionsAndPools) {
+  int line = __LINE__ + 1;
+  std::string e1 = error_of(Conv1d(3, 8), {{"x", f32({2, 3, 8, 8})}});
+  EXPECT_EQ(e1, at(line) + "28: error: Conv1d(3->8, k3, s1, p0) expects an NCL input [N,3,L], got "
+                "f32[2,3,8,8] [in Conv1d(3->8, k3, s1, p0)]");
+  line = __LINE__ + 1;
+  std::string e2 = error_of(Conv1d(3, 8, conv(5)), {{"x", f32({1, 3, 4})}});
+  EXPECT_EQ(e2, at(line) + "28: error: Conv1d(3->8, k5, s1, p0): the input f32[1,3,4] is too small "
+                "for a kernel of extent 5 (output would be 0) [in Conv1d(3->8, k5, s1, p0)]");
+  line = __LINE__ + 1;
+  std::string e3 = error_of(Conv1d(3, 8, conv(3, 2, 0, 1, 1, true, 1)), {{"x", f32({1, 3, 8})}});
+  EXPECT_EQ(e3, at(line) + "28: error: Conv1d(3->8, k3, s2, p0, op1): output_padding applies to "
+                "transposed convolutions only [in Conv1d(3->8, k3, s2, p0, op1)]");
+  line = __LINE__ + 1;
+  std::string e4 = error_of(ConvTranspose1d(4, 2), {{"x", f32({1, 2, 4})}});
+  EXPECT_EQ(e4, at(line) + "28: error: ConvTranspose1d(4->2, k3, s1, p0) expects an NCL input "
+                "[N,4,L], got f32[1,2,4] [in ConvTranspose1d(4->2, k3, s1, p0)]");
+  line = __LINE__ + 1;
+  std::string e5 = error_of(MaxPool1d(2), {{"x", f32({1, 3, 8, 8})}});
+  EXPECT_EQ(e5, at(line) + "28: error: MaxPool1d(k2, s2, p0) expects an NCL input [N,C,L], got "
+                "f32[1,3,8,8] [in MaxPool1d(k2, s2, p0)]");
+  line = __LINE__ + 1;
+  std::string e6 = error_of(AvgPool1d(5), {{"x", f32({1, 3, 4})}});
+  EXPECT_EQ(e6, at(line) + "28: error: AvgPool1d(k5, s5, p0): the window is larger than the padded "
+                "input f32[1,3,4] [in AvgPool1d(k5, s5, p0)]");
 }
 
 TEST(ModuleGradErrors, PatchesAndBags) {

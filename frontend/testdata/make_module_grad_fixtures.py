@@ -86,6 +86,19 @@ case("fold_k2", lambda: nn.Fold((4, 5), 2), [2, 12, 12])
 case("fold_k3_s2_p1", lambda: nn.Fold((6, 7), 3, stride=2, padding=1), [1, 18, 12])
 case("fold_k2_d2_p1", lambda: nn.Fold((5, 5), 2, dilation=2, padding=1), [1, 8, 25])
 
+# 1-D convolutions and pools (weft lowers them to the 2-D ops on a unit height).
+case("conv1d_basic", lambda: nn.Conv1d(3, 4, 3), [2, 3, 8])
+case("conv1d_s2_p1_d2", lambda: nn.Conv1d(2, 3, 3, stride=2, padding=1, dilation=2), [2, 2, 9])
+case("conv1d_groups2_nobias", lambda: nn.Conv1d(4, 6, 3, padding=1, groups=2, bias=False), [1, 4, 5])
+case("conv_transpose1d_s2_p1_op1",
+     lambda: nn.ConvTranspose1d(4, 3, 3, stride=2, padding=1, output_padding=1), [2, 4, 5])
+case("conv_transpose1d_dilation_groups",
+     lambda: nn.ConvTranspose1d(4, 2, 3, dilation=2, groups=2), [1, 4, 4])
+case("max_pool1d", lambda: nn.MaxPool1d(2), [2, 3, 8])
+case("max_pool1d_k3_s2_p1", lambda: nn.MaxPool1d(3, 2, 1), [2, 3, 9])
+case("avg_pool1d", lambda: nn.AvgPool1d(2), [2, 3, 8])
+case("avg_pool1d_k3_s2_p1", lambda: nn.AvgPool1d(3, 2, 1), [2, 3, 9])
+
 # Embedding bags.
 for mode in ("sum", "mean", "max"):
     case("embedding_bag_" + mode, lambda mode=mode: nn.EmbeddingBag(10, 4, mode=mode),

@@ -24,7 +24,7 @@ ModulePtr Bilinear(int64_t in1_features, int64_t in2_features, int64_t out_featu
 /// y = x + p, broadcasting. Parameter `weight`, initialized N(0, 1) unless given.
 ModulePtr LearnedParameter(std::vector<int64_t> shape, Initializer init = Initializer::normal(0, 1));
 
-// ---- Convolutions (frontend/modules/conv.cc). NCHW input, OIHW weight.
+// ---- Convolutions (frontend/modules/conv.cc). NCHW input, OIHW weight (1-D: NCL, OIL).
 struct ConvOptions {
   int64_t kernel = 3;
   int64_t stride = 1;
@@ -32,17 +32,31 @@ struct ConvOptions {
   int64_t dilation = 1;
   int64_t groups = 1;
   bool bias = true;
-  int64_t output_padding = 0;  ///< ConvTranspose2d only.
+  int64_t output_padding = 0;  ///< Transposed convolutions only.
 };
+/// [N, C, L] -> [N, out, L'], weight [out, in/groups, k]: Conv2d on a unit height.
+ModulePtr Conv1d(int64_t in_channels, int64_t out_channels, ConvOptions options = {});
 ModulePtr Conv2d(int64_t in_channels, int64_t out_channels, ConvOptions options = {});
 /// The gradient of a convolution w.r.t. its input; weight [in, out/groups, kh, kw] as in
 /// PyTorch.
 ModulePtr ConvTranspose2d(int64_t in_channels, int64_t out_channels, ConvOptions options = {});
+/// ConvTranspose2d on a unit height: [N, in, L] -> [N, out, L'], weight [in, out/groups, k].
+ModulePtr ConvTranspose1d(int64_t in_channels, int64_t out_channels, ConvOptions options = {});
 
 // ---- Normalization (frontend/modules/norm.cc)
 /// Training: normalizes with the batch statistics and writes running_mean/running_var
 /// (state, momentum, unbiased variance) through assign. Eval: uses the running ones.
 ModulePtr BatchNorm2d(int64_t channels, double eps = 1e-5, double momentum = 0.1);
+/// BatchNorm2d's rule on [N, C] or [N, C, L] (statistics over N, or N and L).
+ModulePtr BatchNorm1d(int64_t channels, double eps = 1e-5, double momentum = 0.1);
+/// BatchNorm2d's rule on [N, C, D, H, W].
+ModulePtr BatchNorm3d(int64_t channels, double eps = 1e-5, double momentum = 0.1);
+/// Each sample's channels normalized over their spatial dims (biased variance); with
+/// `affine` a per-channel `weight` (ones) and `bias` (zeros). Input [N, C, L] (1d),
+/// [N, C, H, W] (2d), [N, C, D, H, W] (3d). No running statistics (PyTorch's default).
+ModulePtr InstanceNorm1d(int64_t channels, double eps = 1e-5, bool affine = false);
+ModulePtr InstanceNorm2d(int64_t channels, double eps = 1e-5, bool affine = false);
+ModulePtr InstanceNorm3d(int64_t channels, double eps = 1e-5, bool affine = false);
 /// Over the trailing dims `normalized_shape`; weight ones, bias zeros.
 ModulePtr LayerNorm(std::vector<int64_t> normalized_shape, double eps = 1e-5,
                     bool elementwise_affine = true);
@@ -59,10 +73,43 @@ ModulePtr Embedding(int64_t num_embeddings, int64_t embedding_dim);
 ModulePtr Dropout(double p = 0.5);
 ModulePtr MaxPool2d(int64_t kernel, int64_t stride = 0 /* = kernel */, int64_t padding = 0);
 ModulePtr AvgPool2d(int64_t kernel, int64_t stride = 0 /* = kernel */, int64_t padding = 0);
+/// The 2-D pools on [N, C, L] read as [N, C, 1, L] (a window of height 1).
+ModulePtr MaxPool1d(int64_t kernel, int64_t stride = 0 /* = kernel */, int64_t padding = 0);
+ModulePtr AvgPool1d(int64_t kernel, int64_t stride = 0 /* = kernel */, int64_t padding = 0);
 /// Output [N, C, out_h, out_w]; the input's spatial dims must divide evenly.
 ModulePtr AdaptiveAvgPool2d(int64_t out_h, int64_t out_w);
+/// Fixed-size bags: i64/i32 indices [B, L] -> [B, dim], the bag's rows of `weight`
+/// [num, dim] ~ N(0, 1) reduced by `mode` (PyTorch's nn.EmbeddingBag on 2-D input).
+enum class BagMode { sum, mean, max };
+ModulePtr EmbeddingBag(int64_t num_embeddings, int64_t embedding_dim, BagMode mode = BagMode::mean);
 /// Flattens dims start_dim..end_dim into one (PyTorch's nn.Flatten defaults: 1, -1).
 ModulePtr Flatten(int64_t start_dim = 1, int64_t end_dim = -1);
+
+// ---- Resampling and patches (frontend/modules/resample.cc)
+/// [N, C·r², H, W] -> [N, C, H·r, W·r], as torch.nn.PixelShuffle.
+ModulePtr PixelShuffle(int64_t upscale_factor);
+/// [N, C, H·r, W·r] -> [N, C·r², H, W], the inverse.
+ModulePtr PixelUnshuffle(int64_t downscale_factor);
+enum class UpsampleMode { nearest, bilinear };
+struct UpsampleOptions {
+  int64_t scale_factor = 2;  ///< An integer factor, the same on every spatial axis.
+  UpsampleMode mode = UpsampleMode::nearest;
+  bool align_corners = false;  ///< Bilinear only, as in PyTorch.
+};
+/// torch.nn.Upsample(scale_factor=s, mode=...): nearest on [N, C, L], [N, C, H, W] or
+/// [N, C, D, H, W]; bilinear on [N, C, H, W].
+ModulePtr Upsample(UpsampleOptions options = {});
+/// Square patches, as torch.nn.Unfold / Fold with int arguments.
+struct UnfoldOptions {
+  int64_t kernel = 2;
+  int64_t stride = 1;
+  int64_t padding = 0;
+  int64_t dilation = 1;
+};
+/// im2col: [N, C, H, W] -> [N, C·k², L], L patch positions in row-major order.
+ModulePtr Unfold(UnfoldOptions options = {});
+/// col2im: [N, C·k², L] -> [N, C, height, width], overlapping values summed.
+ModulePtr Fold(int64_t height, int64_t width, UnfoldOptions options = {});
 
 // ---- Attention and recurrent cells (frontend/modules/attention.cc, recurrent.cc)
 struct AttentionOptions {

@@ -1,4 +1,4 @@
-// Embedding, Dropout, pooling and Flatten.
+// Embedding, EmbeddingBag, Dropout, pooling and Flatten.
 #include <algorithm>
 
 #include "frontend/modules.h"
@@ -33,6 +33,40 @@ class EmbeddingModule : public UnaryModule {
   int64_t num_, dim_;
 };
 
+/// Gathers the [B·L] rows of a [B, L] index tensor at once, then reduces each bag's L
+/// rows on axis 1. The gradient flows through the reduction and the gather (a
+/// scatter-add), as PyTorch's dense gradient does.
+class EmbeddingBagModule : public UnaryModule {
+ public:
+  EmbeddingBagModule(int64_t num, int64_t dim, BagMode mode) : num_(num), dim_(dim), mode_(mode) {}
+
+  std::string describe() const override {
+    static const char* kModes[] = {"sum", "mean", "max"};
+    return "EmbeddingBag(" + std::to_string(num_) + ", " + std::to_string(dim_) + ", " +
+           kModes[static_cast<int>(mode_)] + ")";
+  }
+
+  ValueId forward1(Emitter& e, ValueId x) override {
+    const Type t = e.type(x);  // A copy: emitting ops may move the graph's types.
+    if ((t.dtype != DType::i64 && t.dtype != DType::i32) || t.shape.rank() != 2 || t.shape[1] < 1) {
+      e.fail(describe() + " expects integer indices (i64 or i32) in fixed-size bags [B, L], got " +
+             t.to_string());
+    }
+    const int64_t bags = t.shape[0], length = t.shape[1];
+    ValueId idx = t.dtype == DType::i64 ? x : e.op(Op::Cast, {x}, {{"dtype", DType::i64}});
+    ValueId weight = e.param("weight", {num_, dim_}, Initializer::normal(0, 1));
+    ValueId rows = e.op(Op::Gather, {weight, e.reshape(idx, {bags * length})}, {{"axis", int64_t{0}}});
+    rows = e.reshape(rows, {bags, length, dim_});
+    if (mode_ == BagMode::sum) return e.sum(rows, {1});
+    if (mode_ == BagMode::mean) return e.mean(rows, {1});
+    return e.op(Op::Max, {rows}, {{"axes", IntList{1}}});
+  }
+
+ private:
+  int64_t num_, dim_;
+  BagMode mode_;
+};
+
 /// Training: x · mask / (1 - p) with mask ~ Bernoulli(1 - p) drawn from the graph's
 /// Philox stream (a fresh key per module use and per step). Eval, or p = 0: identity.
 class DropoutModule : public UnaryModule {
@@ -63,13 +97,17 @@ void check_nchw(Emitter& e, const std::string& module, ValueId x) {
   }
 }
 
+/// Square-window pooling on NCHW; the 1-D pools read [N, C, L] as [N, C, 1, L] with a
+/// window of height 1 (free reshapes, so they run on the 2-D kernels unchanged).
 class PoolModule : public UnaryModule {
  public:
-  PoolModule(bool max, int64_t kernel, int64_t stride, int64_t padding)
-      : max_(max), kernel_(kernel), stride_(stride == 0 ? kernel : stride), padding_(padding) {}
+  PoolModule(int spatial, bool max, int64_t kernel, int64_t stride, int64_t padding)
+      : spatial_(spatial), max_(max), kernel_(kernel), stride_(stride == 0 ? kernel : stride),
+        padding_(padding) {}
 
   std::string describe() const override {
-    return std::string(max_ ? "MaxPool2d" : "AvgPool2d") + "(k" + std::to_string(kernel_) +
+    return std::string(max_ ? "MaxPool" : "AvgPool") + std::to_string(spatial_) + "d(k" +
+           std::to_string(kernel_) +
            ", s" + std::to_string(stride_) + ", p" + std::to_string(padding_) + ")";
   }
 
@@ -77,18 +115,31 @@ class PoolModule : public UnaryModule {
     if (kernel_ < 1 || stride_ < 1 || padding_ < 0 || 2 * padding_ > kernel_) {
       e.fail(describe() + ": kernel and stride must be >= 1 and padding in [0, kernel/2]");
     }
-    check_nchw(e, describe(), x);
+    if (spatial_ == 2) {
+      check_nchw(e, describe(), x);
+    } else if (e.rank(x) != 3) {
+      e.fail(describe() + " expects an NCL input [N,C,L], got " + e.type(x).to_string());
+    }
     const Shape s = e.shape(x);
-    if (s[2] + 2 * padding_ < kernel_ || s[3] + 2 * padding_ < kernel_) {
+    const int64_t h = spatial_ == 1 ? kernel_ : s[2], w = s[spatial_ + 1];
+    if (h + 2 * padding_ < kernel_ || w + 2 * padding_ < kernel_) {
       e.fail(describe() + ": the window is larger than the padded input " + e.type(x).to_string());
     }
-    return e.op(max_ ? Op::MaxPool2d : Op::AvgPool2d, {x},
-                {{"kernel", IntList{kernel_, kernel_}},
-                 {"stride", IntList{stride_, stride_}},
-                 {"padding", IntList{padding_, padding_}}});
+    if (spatial_ == 2) {
+      return e.op(max_ ? Op::MaxPool2d : Op::AvgPool2d, {x},
+                  {{"kernel", IntList{kernel_, kernel_}},
+                   {"stride", IntList{stride_, stride_}},
+                   {"padding", IntList{padding_, padding_}}});
+    }
+    ValueId y = e.op(max_ ? Op::MaxPool2d : Op::AvgPool2d, {e.reshape(x, {s[0], s[1], 1, w})},
+                     {{"kernel", IntList{1, kernel_}},
+                      {"stride", IntList{1, stride_}},
+                      {"padding", IntList{0, padding_}}});
+    return e.reshape(y, {s[0], s[1], e.shape(y)[3]});
   }
 
  private:
+  int spatial_;
   bool max_;
   int64_t kernel_, stride_, padding_;
 };
@@ -157,14 +208,26 @@ ModulePtr Embedding(int64_t num_embeddings, int64_t embedding_dim) {
   return std::make_shared<EmbeddingModule>(num_embeddings, embedding_dim);
 }
 
+ModulePtr EmbeddingBag(int64_t num_embeddings, int64_t embedding_dim, BagMode mode) {
+  return std::make_shared<EmbeddingBagModule>(num_embeddings, embedding_dim, mode);
+}
+
 ModulePtr Dropout(double p) { return std::make_shared<DropoutModule>(p); }
 
+ModulePtr MaxPool1d(int64_t kernel, int64_t stride, int64_t padding) {
+  return std::make_shared<PoolModule>(1, /*max=*/true, kernel, stride, padding);
+}
+
 ModulePtr MaxPool2d(int64_t kernel, int64_t stride, int64_t padding) {
-  return std::make_shared<PoolModule>(/*max=*/true, kernel, stride, padding);
+  return std::make_shared<PoolModule>(2, /*max=*/true, kernel, stride, padding);
+}
+
+ModulePtr AvgPool1d(int64_t kernel, int64_t stride, int64_t padding) {
+  return std::make_shared<PoolModule>(1, /*max=*/false, kernel, stride, padding);
 }
 
 ModulePtr AvgPool2d(int64_t kernel, int64_t stride, int64_t padding) {
-  return std::make_shared<PoolModule>(/*max=*/false, kernel, stride, padding);
+  return std::make_shared<PoolModule>(2, /*max=*/false, kernel, stride, padding);
 }
 
 ModulePtr AdaptiveAvgPool2d(int64_t out_h, int64_t out_w) {

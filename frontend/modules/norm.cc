@@ -1,4 +1,4 @@
-// Normalization layers. BatchNorm2d, RMSNorm and GroupNorm are written with primitives
+// Normalization layers. BatchNorm, InstanceNorm, RMSNorm and GroupNorm are written with primitives
 // (mean, sub, mul, rsqrt), so autodiff needs no rules of their own.
 #include "frontend/modules.h"
 
@@ -53,21 +53,29 @@ class LayerNormModule : public UnaryModule {
 
 
 /// Training: y = (x - mean) / sqrt(var + eps) · weight + bias with the batch statistics
-/// over (N, H, W) and the biased variance; the running statistics move towards the batch
-/// ones (running_var towards the unbiased variance) and num_batches_tracked counts the
-/// steps, as in PyTorch. Eval: the running statistics normalize.
-class BatchNorm2dModule : public UnaryModule {
+/// over every axis but the channels (1) and the biased variance; the running statistics
+/// move towards the batch ones (running_var towards the unbiased variance) and
+/// num_batches_tracked counts the steps, as in PyTorch. Eval: the running statistics
+/// normalize. `dims` is 1 ([N,C] or [N,C,L]), 2 ([N,C,H,W]) or 3 ([N,C,D,H,W]).
+class BatchNormModule : public UnaryModule {
  public:
-  BatchNorm2dModule(int64_t channels, double eps, double momentum)
-      : channels_(channels), eps_(eps), momentum_(momentum) {}
+  BatchNormModule(int dims, int64_t channels, double eps, double momentum)
+      : dims_(dims), channels_(channels), eps_(eps), momentum_(momentum) {}
 
-  std::string describe() const override { return "BatchNorm2d(" + std::to_string(channels_) + ")"; }
+  std::string describe() const override {
+    return "BatchNorm" + std::to_string(dims_) + "d(" + std::to_string(channels_) + ")";
+  }
 
   ValueId forward1(Emitter& e, ValueId x) override {
     const Type t = e.type(x);  // A copy: emitting ops may move the graph's types.
-    if (t.shape.rank() != 4 || t.shape[1] != channels_) {
-      e.fail(describe() + " expects an NCHW input [N," + std::to_string(channels_) +
-             ",H,W], got " + t.to_string());
+    const int rank = t.shape.rank();
+    const bool rank_ok = dims_ == 1 ? (rank == 2 || rank == 3) : rank == dims_ + 2;
+    if (!rank_ok || t.shape[1] != channels_) {
+      const std::string c = std::to_string(channels_);
+      const std::string layout = dims_ == 1 ? "an input [N," + c + "] or [N," + c + ",L]"
+                                 : dims_ == 2 ? "an NCHW input [N," + c + ",H,W]"
+                                              : "an NCDHW input [N," + c + ",D,H,W]";
+      e.fail(describe() + " expects " + layout + ", got " + t.to_string());
     }
     const DType dtype = t.dtype;
     const int64_t c = channels_;
@@ -76,18 +84,20 @@ class BatchNorm2dModule : public UnaryModule {
     ValueId running_mean = e.state("running_mean", {c}, Initializer::zeros(), dtype);
     ValueId running_var = e.state("running_var", {c}, Initializer::ones(), dtype);
     ValueId batches = e.state("num_batches_tracked", {}, Initializer::zeros(), DType::i64);
-    auto per_channel = [&](ValueId v) { return e.reshape(v, {1, c, 1, 1}); };
+    IntList channel_shape(rank, 1), axes = {0};
+    channel_shape[1] = c;
+    for (int i = 2; i < rank; ++i) axes.push_back(i);
+    auto per_channel = [&](ValueId v) { return e.reshape(v, channel_shape); };
 
-    ValueId mean, var;
     if (e.training()) {
-      const int64_t n = t.shape[0] * t.shape[2] * t.shape[3];
+      const int64_t n = t.shape.numel() / c;
       if (n < 2) {
         e.fail(describe() + " in training needs more than one value per channel to compute "
                "the batch variance, got " + t.to_string());
       }
-      mean = e.mean(x, {0, 2, 3}, /*keepdims=*/true);
+      ValueId mean = e.mean(x, axes, /*keepdims=*/true);
       ValueId centered = e.sub(x, mean);
-      var = e.mean(e.mul(centered, centered), {0, 2, 3}, /*keepdims=*/true);
+      ValueId var = e.mean(e.mul(centered, centered), axes, /*keepdims=*/true);
       // running = (1 - momentum) · running + momentum · batch.
       auto update = [&](ValueId running, ValueId batch) {
         return e.add(e.mul(running, e.constant(1.0 - momentum_, dtype)),
@@ -105,8 +115,48 @@ class BatchNorm2dModule : public UnaryModule {
   }
 
  private:
+  int dims_;
   int64_t channels_;
   double eps_, momentum_;
+};
+
+/// Normalizes each sample's channels over their spatial dims with the biased variance,
+/// then (with `affine`) a per-channel weight and bias. No running statistics, as
+/// PyTorch's default track_running_stats=False: training and eval compute the same.
+class InstanceNormModule : public UnaryModule {
+ public:
+  InstanceNormModule(int dims, int64_t channels, double eps, bool affine)
+      : dims_(dims), channels_(channels), eps_(eps), affine_(affine) {}
+
+  std::string describe() const override {
+    return "InstanceNorm" + std::to_string(dims_) + "d(" + std::to_string(channels_) +
+           (affine_ ? ", affine)" : ")");
+  }
+
+  ValueId forward1(Emitter& e, ValueId x) override {
+    const Type t = e.type(x);  // A copy: emitting ops may move the graph's types.
+    if (t.shape.rank() != dims_ + 2 || t.shape[1] != channels_) {
+      e.fail(describe() + " expects an input [N," + std::to_string(channels_) + "," +
+             std::to_string(dims_) + " spatial dims], got " + t.to_string());
+    }
+    IntList axes, channel_shape(t.shape.rank(), 1);
+    for (int i = 2; i < t.shape.rank(); ++i) axes.push_back(i);
+    channel_shape[1] = channels_;
+    const DType dtype = t.dtype;
+    ValueId centered = e.sub(x, e.mean(x, axes, /*keepdims=*/true));
+    ValueId var = e.mean(e.mul(centered, centered), axes, /*keepdims=*/true);
+    ValueId y = e.mul(centered, e.op(Op::Rsqrt, {e.add(var, e.constant(eps_, dtype))}));
+    if (!affine_) return y;
+    ValueId weight = e.param("weight", {channels_}, Initializer::ones(), dtype);
+    ValueId bias = e.param("bias", {channels_}, Initializer::zeros(), dtype);
+    return e.add(e.mul(y, e.reshape(weight, channel_shape)), e.reshape(bias, channel_shape));
+  }
+
+ private:
+  int dims_;
+  int64_t channels_;
+  double eps_;
+  bool affine_;
 };
 
 /// y = x / sqrt(mean(x², trailing dims) + eps) · weight.
@@ -171,8 +221,28 @@ class GroupNormModule : public UnaryModule {
 
 }  // namespace
 
+ModulePtr BatchNorm1d(int64_t channels, double eps, double momentum) {
+  return std::make_shared<BatchNormModule>(1, channels, eps, momentum);
+}
+
 ModulePtr BatchNorm2d(int64_t channels, double eps, double momentum) {
-  return std::make_shared<BatchNorm2dModule>(channels, eps, momentum);
+  return std::make_shared<BatchNormModule>(2, channels, eps, momentum);
+}
+
+ModulePtr BatchNorm3d(int64_t channels, double eps, double momentum) {
+  return std::make_shared<BatchNormModule>(3, channels, eps, momentum);
+}
+
+ModulePtr InstanceNorm1d(int64_t channels, double eps, bool affine) {
+  return std::make_shared<InstanceNormModule>(1, channels, eps, affine);
+}
+
+ModulePtr InstanceNorm2d(int64_t channels, double eps, bool affine) {
+  return std::make_shared<InstanceNormModule>(2, channels, eps, affine);
+}
+
+ModulePtr InstanceNorm3d(int64_t channels, double eps, bool affine) {
+  return std::make_shared<InstanceNormModule>(3, channels, eps, affine);
 }
 
 ModulePtr RMSNorm(std::vector<int64_t> normalized_shape, double eps) {

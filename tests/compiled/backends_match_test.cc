@@ -1,7 +1,8 @@
 // Whole training steps on the compiled CPU backend match the reference interpreter's
 // losses to 1e-5 over 20 steps (issue [Compiled CPU], "Tests"), for models that exercise
-// every kind of kernel: GEMMs, convolutions, pooling, batch norm, dropout, attention,
-// layer norm, GELU, and every optimizer's fused update.
+// every kind of kernel: GEMMs, convolutions (2-D and 1-D), pooling, batch and instance
+// norm, resampling, dropout, attention, layer norm, GELU, and every optimizer's fused
+// update.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -46,6 +47,39 @@ StatusOr<FlowPtr> cnn() {
       .build();
 }
 
+// 1-D convolutions and pools (2-D ops on a unit height), BatchNorm1d, InstanceNorm1d. No
+// bias before a norm, as in cnn(): its gradient is exactly zero.
+StatusOr<FlowPtr> sequence_cnn() {
+  return FlowBuilder::from(Conv1d(3, 6, {.kernel = 3, .padding = 1, .bias = false}))
+      .through(BatchNorm1d(6))
+      .through(ReLU())
+      .through(MaxPool1d(2))
+      .through(ConvTranspose1d(6, 4, {.kernel = 3, .stride = 2, .padding = 1, .bias = false,
+                                      .output_padding = 1}))
+      .through(AvgPool1d(2))
+      .through(InstanceNorm1d(4, 1e-5, /*affine=*/true))
+      .through(Flatten())
+      .through(Linear(4 * 4, 3))
+      .build();
+}
+
+// Pixel (un)shuffle, bilinear and nearest upsampling, Unfold/Fold (a grouped conv2d and
+// its input gradient with one-hot weights built from iota), InstanceNorm2d.
+StatusOr<FlowPtr> resampling() {
+  return FlowBuilder::from(Conv2d(2, 8, {.kernel = 3, .padding = 1, .bias = false}))
+      .through(PixelShuffle(2))
+      .through(PixelUnshuffle(2))
+      .through(InstanceNorm2d(8, 1e-5, /*affine=*/true))
+      .through(Upsample({.scale_factor = 2, .mode = UpsampleMode::bilinear}))
+      .through(Unfold({.kernel = 3, .stride = 2, .padding = 1}))
+      .through(Fold(12, 12, {.kernel = 3, .stride = 2, .padding = 1}))
+      .through(Upsample({.scale_factor = 2}))
+      .through(MaxPool2d(8))
+      .through(Flatten())
+      .through(Linear(8 * 3 * 3, 3))
+      .build();
+}
+
 StatusOr<FlowPtr> transformer() {
   WEFT_ASSIGN_OR_RETURN(FlowPtr ffn, FlowBuilder::from(Linear(16, 32)).through(GELU())
                                          .through(Linear(32, 16)).build());
@@ -66,6 +100,10 @@ std::vector<Case> cases() {
        OptimizerSpec::sgd(0.05, /*momentum=*/0.9, /*dampening=*/0, /*weight_decay=*/1e-4)},
       {"cnn_adamw", cnn, {{"x", f32({8, 2, 6, 6})}}, LossSpec::cross_entropy(),
        OptimizerSpec::adamw(1e-2)},
+      {"sequence_cnn_adam", sequence_cnn, {{"x", f32({8, 3, 8})}}, LossSpec::cross_entropy(),
+       OptimizerSpec::adam(1e-2)},
+      {"resampling_sgd", resampling, {{"x", f32({4, 2, 6, 6})}}, LossSpec::cross_entropy(),
+       OptimizerSpec::sgd(0.05)},
       {"transformer_rmsprop", transformer, {{"x", f32({4, 6, 16})}}, LossSpec::cross_entropy(),
        OptimizerSpec::rmsprop(1e-3)},
   };
@@ -165,7 +203,7 @@ TEST(BackendsMatchScratch, ConvolutionsShareOneScratchBlock) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, BackendsMatch,
-                         ::testing::Combine(::testing::Range(0, 4), ::testing::Values(1, 2)),
+                         ::testing::Combine(::testing::Range(0, 6), ::testing::Values(1, 2)),
                          [](const ::testing::TestParamInfo<std::tuple<int, int>>& info) {
                            return cases()[std::get<0>(info.param)].name + "_" +
                                   std::to_string(std::get<1>(info.param)) + "_threads";

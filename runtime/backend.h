@@ -68,6 +68,9 @@ struct Backend {
   /// Per-invocation timing and its report (cpu::Executor's).
   void (*set_profiling)(ProgramExecutor& ex, bool on) = nullptr;
   std::string (*profile_report)(const ProgramExecutor& ex) = nullptr;
+  /// The device memory in use on this process's device, in MiB (cuda: cudaMemGetInfo's
+  /// total - free), for the training monitor's dashboard.
+  double (*device_memory_used_mib)() = nullptr;
   /// Collectives over more than one rank (a communicator with world_size() > 1).
   bool multi_rank = false;
 

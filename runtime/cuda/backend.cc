@@ -1,8 +1,10 @@
 // Registers the "cuda" backend (runtime/backend.h): a Program bound by cuda::Executor on
 // device 0 with its default options (the whole step as one CUDA graph, host fallback
 // refused). Its buffers are device memory, and it has no check-numerics, profiler or
-// collectives yet: those hooks stay null. Links cudart and cuBLAS only (never libcuda),
+// collectives yet: those hooks stay null; it reports the device memory in use. Links cudart and cuBLAS only (never libcuda),
 // so a binary with it starts on a machine without a GPU and says why it cannot bind.
+#include <cuda_runtime.h>
+
 #include "runtime/backend.h"
 #include "runtime/cuda/executor.h"
 #include "runtime/cuda/library.h"
@@ -24,11 +26,20 @@ StatusOr<std::unique_ptr<ProgramExecutor>> bind(Program program, DeviceCode code
   return std::unique_ptr<ProgramExecutor>(std::move(ex));
 }
 
+/// Device memory in use (every process's, as nvidia-smi shows it), in MiB; 0 when the
+/// query fails.
+double device_memory_used_mib() {
+  size_t free = 0, total = 0;
+  if (cudaMemGetInfo(&free, &total) != cudaSuccess) return 0;
+  return static_cast<double>(total - free) / (1 << 20);
+}
+
 const bool registered = register_backend({
     .name = "cuda",
     .bind = bind,
     .unavailable_reason = unavailable_reason,
     .check_program = check_device_only,
+    .device_memory_used_mib = device_memory_used_mib,
 });
 
 }  // namespace

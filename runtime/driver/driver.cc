@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 
+#include "runtime/backend.h"
 #include "runtime/driver/flags.h"
 #include "runtime/driver/stop_signals.h"
 #include "runtime/flag_values.h"
@@ -196,6 +197,12 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
       return usage(Error{"--serve=" + std::to_string(config.serve) + ": " + s.error().message});
     }
     progress.line("dashboard: " + log.dashboard().url());
+  }
+  if (!info.backend.empty()) {
+    // GPU memory on the dashboard and in the monitor, where the backend reports it.
+    if (StatusOr<const Backend*> b = find_backend(info.backend); b.ok() && (*b)->device_memory_used_mib) {
+      log.set_gpu_memory_probe((*b)->device_memory_used_mib);
+    }
   }
   std::string test_text = data->test ? std::to_string(data->test->size()) + " test samples (eval batch " +
                                            std::to_string(model.eval_inputs()[0].type.shape[0]) + ")"

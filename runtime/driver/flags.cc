@@ -190,8 +190,12 @@ std::vector<Flag> make_flags() {
                  c.milestones = std::move(out);
                  return Status();
                }});
-  integer("warmup-steps", "0", "warmup-cosine: steps of linear warmup", &DriverConfig::warmup_steps, 0);
-  number("warmup-start-factor", "0", "warmup-cosine: the warmup starts at lr * X",
+  integer("warmup-steps", "0",
+          "steps of linear warmup: warmup-cosine's own, or in front of any other schedule "
+          "(which then starts after them)",
+          &DriverConfig::warmup_steps, 0);
+  number("warmup-start-factor", "0 for warmup-cosine, 1/3 otherwise",
+         "the warmup starts at lr * X",
          &DriverConfig::warmup_start_factor, 0, false, 1);
   number("min-lr", "0", "cosine, warmup-cosine: the lr the cosine ends at", &DriverConfig::min_lr, 0, false);
   number("pct-start", "0.3", "onecycle: fraction of the run spent raising the lr", &DriverConfig::pct_start, 0,
@@ -286,7 +290,6 @@ Status check(const DriverConfig& c, const std::vector<std::string>& given) {
   // A schedule's own flags given with another schedule are probably a mistake.
   const std::vector<std::pair<std::string, std::string>> owners = {
       {"lr-step-size", "step"},       {"milestones", "multistep"},
-      {"warmup-steps", "warmup-cosine"}, {"warmup-start-factor", "warmup-cosine"},
       {"pct-start", "onecycle"},      {"div-factor", "onecycle"},
       {"final-div-factor", "onecycle"}, {"max-lr", "cyclic"},
       {"step-size-up", "cyclic"},     {"step-size-down", "cyclic"},
@@ -300,6 +303,9 @@ Status check(const DriverConfig& c, const std::vector<std::string>& given) {
       c.schedule != "exponential") {
     return Error{"--lr-gamma applies to --schedule=step, multistep or exponential, not --schedule=" +
                  c.schedule};
+  }
+  if (was_given("warmup-start-factor") && c.warmup_steps == 0) {
+    return Error{"--warmup-start-factor needs --warmup-steps=N (the steps of warmup it starts)"};
   }
   if (was_given("min-lr") && c.schedule != "cosine" && c.schedule != "warmup-cosine") {
     return Error{"--min-lr applies to --schedule=cosine or warmup-cosine, not --schedule=" + c.schedule};
@@ -400,7 +406,8 @@ StatusOr<std::unique_ptr<LrSchedule>> make_schedule(const DriverConfig& c, doubl
       return Error{"--warmup-steps=" + std::to_string(c.warmup_steps) +
                    " must be less than the run's " + std::to_string(total) + " steps"};
     }
-    s = std::make_unique<WarmupCosineLR>(base_lr, c.warmup_steps, total, c.warmup_start_factor, c.min_lr);
+    s = std::make_unique<WarmupCosineLR>(base_lr, c.warmup_steps, total,
+                                         std::max(c.warmup_start_factor, 0.0), c.min_lr);
   } else if (name == "onecycle") {
     OneCycleOptions o;
     o.pct_start = c.pct_start;
@@ -418,6 +425,11 @@ StatusOr<std::unique_ptr<LrSchedule>> make_schedule(const DriverConfig& c, doubl
     s = std::make_unique<CyclicLR>(base_lr, c.max_lr, o);
   } else {
     return Error{"--schedule=" + name + ": unknown schedule; one of " + kSchedules};
+  }
+  if (c.warmup_steps > 0 && name != "warmup-cosine") {
+    // A linear warmup in front of the schedule, which starts when it ends (WarmupLR).
+    const double start = c.warmup_start_factor < 0 ? 1.0 / 3 : c.warmup_start_factor;
+    s = std::make_unique<WarmupLR>(std::shared_ptr<const LrSchedule>(std::move(s)), c.warmup_steps, start);
   }
   Status valid = s->validate();
   if (!valid.ok()) return Error{"--schedule=" + name + ": " + valid.error().message};

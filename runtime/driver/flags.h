@@ -44,7 +44,9 @@ struct DriverConfig {
   double lr_gamma = 0.1;
   std::vector<int64_t> milestones;
   int64_t warmup_steps = 0;
-  double warmup_start_factor = 0;
+  /// -1: not given (warmup-cosine starts at 0; a warmup in front of another schedule at
+  /// 1/3, PyTorch's LinearLR default).
+  double warmup_start_factor = -1;
   double min_lr = 0;
   double pct_start = 0.3;
   double div_factor = 25;

@@ -160,8 +160,8 @@ TEST(Flags, InconsistentFlags) {
   EXPECT_EQ(error_of({"--max-lr=0.1"}), "--max-lr applies to --schedule=cyclic, not --schedule=constant");
   EXPECT_EQ(error_of({"--schedule=cyclic", "--max-lr=0.1", "--cyclic-mode=sine"}),
             "--cyclic-mode=sine: one of triangular, triangular2, exp_range");
-  EXPECT_EQ(error_of({"--warmup-steps=10"}),
-            "--warmup-steps applies to --schedule=warmup-cosine, not --schedule=constant");
+  EXPECT_EQ(error_of({"--warmup-start-factor=0.5"}),
+            "--warmup-start-factor needs --warmup-steps=N (the steps of warmup it starts)");
   EXPECT_EQ(error_of({"--schedule=cosine", "--lr-step-size=3"}),
             "--lr-step-size applies to --schedule=step, not --schedule=cosine");
   EXPECT_EQ(error_of({"--pct-start=0.2"}), "--pct-start applies to --schedule=onecycle, not --schedule=constant");
@@ -215,6 +215,16 @@ TEST(Schedules, AreRuntimeSchedules) {
   EXPECT_DOUBLE_EQ(lr({"--schedule=cyclic", "--max-lr=0.5", "--step-size-up=4", "--step-size-down=2"}, 100, 6), 0.1);
   EXPECT_DOUBLE_EQ(lr({"--schedule=cyclic", "--max-lr=0.5", "--step-size-up=4", "--cyclic-mode=triangular2"}, 100, 12),
                    0.3);
+
+  // A warmup in front of any schedule: linear from lr/3 (or --warmup-start-factor), then
+  // the schedule from its own step 0.
+  EXPECT_DOUBLE_EQ(lr({"--warmup-steps=10"}, 100, 0), 0.1 / 3);
+  EXPECT_DOUBLE_EQ(lr({"--warmup-steps=10"}, 100, 10), 0.1);
+  EXPECT_DOUBLE_EQ(lr({"--schedule=step", "--lr-step-size=10", "--lr-gamma=0.5", "--warmup-steps=4",
+                       "--warmup-start-factor=0.5"}, 100, 2), 0.075);
+  EXPECT_DOUBLE_EQ(lr({"--schedule=step", "--lr-step-size=10", "--lr-gamma=0.5", "--warmup-steps=4"}, 100, 14),
+                   0.05);
+  EXPECT_DOUBLE_EQ(lr({"--warmup-steps=5", "--warmup-start-factor=0"}, 100, 1), 0.02);
 
   StatusOr<DriverConfig> c = parse_flags({"--schedule=warmup-cosine", "--warmup-steps=100"});
   ASSERT_TRUE(c.ok());

@@ -11,24 +11,27 @@
 #include "runtime/init.h"
 #include "runtime/reference/interpreter.h"
 #include "runtime/reference/numerics.h"
+#include "runtime/step_inputs.h"
 
 namespace weft {
 namespace {
 
-// Names of the step's own inputs; the dots keep them apart from user names.
-constexpr const char* kTarget = "weft.target";
-constexpr const char* kLr = "weft.lr";
-constexpr const char* kStep = "weft.step";
+// The step's own inputs (runtime/step_inputs.h).
+constexpr const char* kTarget = kTargetInput;
+constexpr const char* kStep = kStepInput;
 
 /// The step input holding the lr of parameter group `group` (0: the default group).
 std::string lr_input_name(const OptimizerSpec& spec, size_t group) {
-  return group == 0 ? kLr : std::string(kLr) + "." + spec.groups[group - 1].path;
+  return weft::lr_input_name(group == 0 ? std::string() : spec.groups[group - 1].path);
 }
 
-/// Which group's lr the step input `name` holds, or -1.
+/// Which group's lr the step input `name` holds (0: the default group), or -1.
 int lr_group(const OptimizerSpec& spec, const std::string& name) {
-  for (size_t group = 0; group <= spec.groups.size(); ++group) {
-    if (name == lr_input_name(spec, group)) return static_cast<int>(group);
+  std::optional<std::string> path = lr_input_group(name);
+  if (!path) return -1;
+  if (path->empty()) return 0;
+  for (size_t i = 0; i < spec.groups.size(); ++i) {
+    if (spec.groups[i].path == *path) return static_cast<int>(i + 1);
   }
   return -1;
 }

@@ -5,21 +5,21 @@
 #include <functional>
 
 #include "runtime/init.h"  // materialize
+#include "runtime/step_inputs.h"
 
 namespace weft::aot {
 namespace {
 
-// The step's own inputs (frontend/training.cc names them; the dots keep them apart from
-// user names).
-constexpr const char* kLr = "weft.lr";
-constexpr const char* kStep = "weft.step";
+// The step's own inputs (runtime/step_inputs.h).
+constexpr const char* kLr = kLrInput;
+constexpr const char* kStep = kStepInput;
 
 // The data inputs of `p` that are the batch, in order, checked against `specs`.
 StatusOr<std::vector<int>> batch_inputs(const Program& p, const std::vector<driver::TensorSpec>& specs) {
   std::vector<int> out;
   for (size_t i = 0; i < p.inputs.size(); ++i) {
     const ProgramInput& in = p.inputs[i];
-    if (in.kind != InputKind::data || in.name == kLr || in.name == kStep) continue;
+    if (in.kind != InputKind::data || lr_input_group(in.name) || in.name == kStep) continue;
     out.push_back(static_cast<int>(i));
   }
   if (out.size() != specs.size()) {
@@ -94,6 +94,7 @@ StatusOr<std::unique_ptr<CompiledModel>> CompiledModel::create(const ModelTable&
   std::unique_ptr<CompiledModel> m(new CompiledModel());
   m->table_ = &table;
   m->lr_ = table.lr;
+  m->base_lr_ = table.lr;
   m->schema_.structural_hash = table.structural_hash;
   m->schema_.subgraphs = table.subgraphs;
   m->schema_.batch = table.checkpoint_batch;
@@ -114,7 +115,11 @@ StatusOr<std::unique_ptr<CompiledModel>> CompiledModel::create(const ModelTable&
     WEFT_ASSIGN_OR_RETURN(m->step_batch_, batch_inputs(m->step_->program(), table.step_inputs));
     m->lr_input_ = m->step_->find_input(kLr);
     m->step_input_ = m->step_->find_input(kStep);
-    if (m->lr_input_ < 0 || m->step_input_ < 0) {
+    for (const auto& [path, lr] : table.group_lrs) {
+      // A group without trainable parameters has no input; nor may the default group.
+      if (int at = m->step_->find_input(lr_input_name(path)); at >= 0) m->group_lr_inputs_.emplace_back(at, lr);
+    }
+    if ((m->lr_input_ < 0 && m->group_lr_inputs_.empty()) || m->step_input_ < 0) {
       return Error{"internal: the step program has no " + std::string(kLr) + " or " + kStep + " input"};
     }
   }
@@ -224,7 +229,10 @@ Status CompiledModel::set_scalar(int index, double value) {
 
 StatusOr<double> CompiledModel::run_bound_step() {
   WEFT_RETURN_IF_ERROR(check_next_step(steps_));
-  WEFT_RETURN_IF_ERROR(set_scalar(lr_input_, lr_));
+  if (lr_input_ >= 0) WEFT_RETURN_IF_ERROR(set_scalar(lr_input_, lr_));
+  for (const auto& [input, first] : group_lr_inputs_) {
+    WEFT_RETURN_IF_ERROR(set_scalar(input, base_lr_ != 0 ? first * (lr_ / base_lr_) : first));
+  }
   WEFT_RETURN_IF_ERROR(set_scalar(step_input_, static_cast<double>(steps_ + 1)));
   WEFT_RETURN_IF_ERROR(step_->run());
   eval_values_fresh_ = false;

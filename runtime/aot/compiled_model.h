@@ -97,6 +97,10 @@ struct ModelTable {
   std::vector<CheckpointSchema::Subgraph> subgraphs;
   int64_t checkpoint_batch = 0;  ///< The batch those structures were built for (weft.batch).
   double lr = 1e-3;              ///< The optimizer's base learning rate.
+  /// Each parameter group's path and first lr (OptimizerSpec::groups): its step input
+  /// `weft.lr.PATH` is fed that lr scaled as the base one is (lr() / ModelTable::lr), as
+  /// Trainer::set_lr does.
+  std::vector<std::pair<std::string, double>> group_lrs;
 
   std::vector<driver::TensorSpec> step_inputs;   ///< Empty when inference-only.
   std::vector<driver::TensorSpec> eval_inputs;
@@ -227,6 +231,9 @@ class CompiledModel : public driver::Trainable {
   std::vector<Tensor> step_staging_, eval_staging_;
   std::vector<int> step_batch_, eval_batch_;  ///< Executor input index of each batch tensor.
   int lr_input_ = -1, step_input_ = -1;
+  /// The step input of each parameter group's lr, and that group's first lr.
+  std::vector<std::pair<int, double>> group_lr_inputs_;
+  double base_lr_ = 1e-3;  ///< ModelTable::lr: what the groups' lrs scale against.
   std::map<std::string, int> owner_index_;    ///< Value name -> owner() input index.
   std::map<std::string, Tensor> unbound_;     ///< Values no Program reads.
   /// (eval input index, owner input index) of every value the eval Program reads.

@@ -41,13 +41,14 @@
 #include "runtime/cuda/library.h"
 #include "runtime/file_io.h"
 #include "runtime/init.h"
+#include "runtime/step_inputs.h"
 #include "tools/aot/model.h"
 #include "tools/aot/options.h"
 
 namespace weft::aot {
 namespace {
 
-constexpr const char* kTarget = "weft.target";
+constexpr const char* kTarget = kTargetInput;  // runtime/step_inputs.h
 
 // What the generated ModelTable (runtime/aot/compiled_model.h) holds, on the generator's
 // side. The generator does not link runtime/aot, so that editing it (or the training
@@ -131,6 +132,7 @@ struct Generated {
   uint64_t structural_hash = 0;
   std::vector<CheckpointSchema::Subgraph> subgraphs;
   int64_t checkpoint_batch = 0;
+  std::vector<std::pair<std::string, double>> group_lrs;
   double lr = 0;
   std::vector<TensorSpec> step_inputs, eval_inputs, eval_outputs;
   const Program* step = nullptr;
@@ -263,6 +265,9 @@ std::string source(const Generated& g) {
      << "  t.structural_hash = " << g.structural_hash << "ULL;\n"
      << "  t.lr = " << exact(g.lr) << ";\n"
      << "  t.checkpoint_batch = " << g.checkpoint_batch << ";\n";
+  for (const auto& [path, lr] : g.group_lrs) {
+    os << "  t.group_lrs.emplace_back(" << quoted(path) << ", " << exact(lr) << ");\n";
+  }
   for (const CheckpointSchema::Subgraph& sub : g.subgraphs) {
     os << "  t.subgraphs.push_back({" << quoted(sub.path) << ", " << sub.hash << "ULL, "
        << quoted(sub.structure) << "});\n";
@@ -401,6 +406,9 @@ int run(int argc, char** argv) {
   g.subgraphs = schema.subgraphs;
   g.checkpoint_batch = schema.batch;
   g.lr = optimizer->lr;
+  for (size_t i = 0; i < optimizer->groups.size(); ++i) {
+    g.group_lrs.emplace_back(optimizer->groups[i].path, optimizer->group_spec(i).lr);
+  }
   for (const ParamInfo& p : model.parameters()) {
     g.values.push_back({p.name, model.graph().type(p.value), p.kind, p.init});
   }

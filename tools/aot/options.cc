@@ -13,12 +13,12 @@ const std::vector<std::string> kLossHyper = {"label_smoothing", "beta"};
 const std::vector<std::string> kOptimizerHyper = {
     "lr",  "momentum", "dampening", "nesterov", "weight_decay", "beta1", "beta2", "eps",
     "amsgrad", "alpha", "centered", "lr_decay", "initial_accumulator_value", "momentum_decay",
-    "max_grad_norm", "accumulate_steps"};
+    "max_grad_norm", "accumulate_steps", "param_groups"};
 const char* kUsage =
     "flags: --batch=N --dtype=f32 --loss=NAME --optimizer=NAME [--eval_batch=N] [--backend=cpu|cuda] "
     "[--cpu=CPU] [--inference_only] [--data_parallel] and the hyper-parameters --label_smoothing --beta --lr --momentum "
     "--dampening --nesterov --weight_decay --beta1 --beta2 --eps --amsgrad --alpha --centered "
-    "--lr_decay --initial_accumulator_value --momentum_decay --max_grad_norm --accumulate_steps";
+    "--lr_decay --initial_accumulator_value --momentum_decay --max_grad_norm --accumulate_steps --param_groups";
 
 bool contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
@@ -46,6 +46,38 @@ StatusOr<bool> to_bool(const std::string& flag, const std::string& text) {
   if (text == "1" || text == "true" || text == "True") return true;
   if (text == "0" || text == "false" || text == "False") return false;
   return Error{"--" + flag + "=" + text + ": not a boolean (true or false)"};
+}
+
+/// --param_groups=PATH[:lr=X][:weight_decay=Y],PATH2...: parameter groups by label path
+/// (OptimizerSpec::with_group).
+Status add_param_groups(const std::string& text, OptimizerSpec& spec) {
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string group = text.substr(start, comma - start);
+    const size_t colon = std::min(group.find(':'), group.size());
+    OptimizerSpec::GroupOptions options;
+    for (size_t at = colon; at < group.size();) {
+      const size_t next = std::min(group.find(':', at + 1), group.size());
+      const std::string option = group.substr(at + 1, next - at - 1);
+      const size_t eq = option.find('=');
+      const std::string key = option.substr(0, eq), value = eq == std::string::npos ? "" : option.substr(eq + 1);
+      if (key != "lr" && key != "weight_decay") {
+        return Error{"--param_groups=" + text + ": group '" + group.substr(0, colon) + "' has '" + option +
+                     "'; a group takes lr=X and weight_decay=Y (PATH:lr=X:weight_decay=Y, groups "
+                     "separated by commas)"};
+      }
+      StatusOr<double> v = to_double(key, value);
+      if (!v.ok()) {
+        return Error{"--param_groups=" + text + ": group '" + group.substr(0, colon) + "': " + v.error().message};
+      }
+      (key == "lr" ? options.lr : options.weight_decay) = *v;
+      at = next;
+    }
+    spec.with_group(group.substr(0, colon), options);
+    start = comma + 1;
+  }
+  return Status();
 }
 
 }  // namespace
@@ -96,6 +128,10 @@ StatusOr<OptimizerSpec> CompileOptions::optimizer_spec() const {
     if (flag == "nesterov" || flag == "amsgrad" || flag == "centered") {
       WEFT_ASSIGN_OR_RETURN(bool b, to_bool(flag, text));
       (flag == "nesterov" ? s.nesterov : flag == "amsgrad" ? s.amsgrad : s.centered) = b;
+      continue;
+    }
+    if (flag == "param_groups") {
+      WEFT_RETURN_IF_ERROR(add_param_groups(text, s));
       continue;
     }
     if (flag == "accumulate_steps") {  // gradient accumulation: an update every N steps

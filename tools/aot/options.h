@@ -9,7 +9,7 @@
 //   optimizer hyper-parameters: --lr --momentum --dampening --nesterov --weight_decay
 //     --beta1 --beta2 --eps --amsgrad --alpha --centered --lr_decay
 //     --initial_accumulator_value --momentum_decay --max_grad_norm
-//     --accumulate_steps
+//     --accumulate_steps --param_groups=PATH[:lr=X][:weight_decay=Y],...
 // Unset hyper-parameters take PyTorch's defaults for the optimizer (OptimizerSpec's
 // static constructors); SGD needs --lr.
 

@@ -64,6 +64,22 @@ TEST(AotOptions, GradientAccumulation) {
             "--accumulate_steps=2.5: not an integer");
 }
 
+TEST(AotOptions, ParameterGroups) {
+  StatusOr<CompileOptions> o = parse_compile_options(
+      {"--batch=8", "--optimizer=adamw", "--param_groups=encoder:lr=1e-4:weight_decay=0,head:lr=0.01"});
+  ASSERT_TRUE(o.ok()) << o.error().to_string();
+  EXPECT_EQ(o->optimizer_spec()->describe(),
+            "AdamW(lr=0.001, betas=(0.9, 0.999), eps=1e-08, weight_decay=0.01, amsgrad=False, "
+            "groups=[encoder(lr=0.0001, weight_decay=0.0), head(lr=0.01)])");
+  EXPECT_EQ(error_of({"--batch=8", "--optimizer=adam", "--param_groups=encoder:momentum=0.9"}),
+            "--param_groups=encoder:momentum=0.9: group 'encoder' has 'momentum=0.9'; a group takes "
+            "lr=X and weight_decay=Y (PATH:lr=X:weight_decay=Y, groups separated by commas)");
+  EXPECT_EQ(error_of({"--batch=8", "--optimizer=adam", "--param_groups=encoder:lr=fast"}),
+            "--param_groups=encoder:lr=fast: group 'encoder': --lr=fast: not a number");
+  EXPECT_EQ(error_of({"--batch=8", "--optimizer=adam", "--param_groups=a,a"}),
+            "parameter group 'a' is given twice");
+}
+
 TEST(AotOptions, Errors) {
   EXPECT_EQ(error_of({"--loss=cross_entropy"}),
             "--batch must be a positive integer (the training batch size)");

@@ -86,7 +86,8 @@ Attributes:
     optimizer_args  PyTorch's names, as strings: lr momentum dampening nesterov
                     weight_decay beta1 beta2 eps amsgrad alpha centered lr_decay
                     initial_accumulator_value momentum_decay (nadam) max_grad_norm
-                    accumulate_steps (gradient accumulation: an update every N steps);
+                    accumulate_steps (gradient accumulation: an update every N steps)
+                    param_groups ("PATH:lr=X:weight_decay=Y,PATH2:lr=Z": groups by label path);
                     unset ones take PyTorch's defaults (SGD needs lr)
     eval_batch      the evaluation batch (0: the training batch)
     backend         "cpu" (default) or "cuda": the device the Programs are compiled for

@@ -10,9 +10,10 @@
 //                     .through(CrossEntropyLoss()).uses({"labels"})
 //                     .build({{"x", f32({128, 784})}, {"labels", i64({128})}});
 //
-// Elementwise losses (mse, l1, smooth_l1, huber, poisson_nll, bce, bce_with_logits, kl_div) require the
-// prediction and target to have the same type: PyTorch broadcasts mismatched shapes
-// with only a warning, which almost always hides a bug, so weft refuses. Every loss is
+// Elementwise losses (mse, l1, smooth_l1, huber, poisson_nll, bce, bce_with_logits, kl_div,
+// sigmoid_focal, hinge_embedding) require the prediction and target to have the same
+// type: PyTorch broadcasts mismatched shapes with only a warning, which almost always
+// hides a bug, so weft refuses. Every loss is
 // emitted as primitives or as a composite op with a primitive decomposition, so it is
 // differentiable like any other graph.
 
@@ -93,6 +94,21 @@ ValueId bce_with_logits(Emitter& e, ValueId logits, ValueId target,
 /// warns about); BatchMean divides the sum by the batch size, the true KL divergence.
 ValueId kl_div(Emitter& e, ValueId log_probs, ValueId target, Reduction reduction = Reduction::Mean,
                bool log_target = false);
+/// torchvision.ops.sigmoid_focal_loss (Lin et al. 2017) on logits and {0, 1} (or soft)
+/// targets: alpha_t·(1 - p_t)^gamma·bce_with_logits, p = sigmoid(logits),
+/// p_t = p·y + (1 - p)·(1 - y), alpha_t = alpha·y + (1 - alpha)·(1 - y); a negative
+/// alpha turns the alpha weighting off. torchvision's default reduction is none; this
+/// follows weft's (mean) like every other loss here.
+struct FocalOptions {
+  Reduction reduction = Reduction::Mean;
+  double alpha = 0.25;  ///< In [0, 1], or negative for no weighting.
+  double gamma = 2.0;   ///< >= 0; 0 is alpha-weighted bce_with_logits.
+};
+ValueId sigmoid_focal(Emitter& e, ValueId logits, ValueId target, FocalOptions options = {});
+/// PyTorch's hinge_embedding_loss: x where y = 1, max(0, margin - x) where y = -1 (the
+/// target holds 1 or -1, as a float tensor of the input's type), reduced.
+ValueId hinge_embedding(Emitter& e, ValueId input, ValueId target,
+                        Reduction reduction = Reduction::Mean, double margin = 1.0);
 
 }  // namespace loss
 
@@ -104,6 +120,8 @@ ModulePtr HuberLoss(Reduction reduction = Reduction::Mean, double delta = 1.0);
 ModulePtr CrossEntropyLoss(loss::CrossEntropyOptions options = {});
 ModulePtr NLLLoss(Reduction reduction = Reduction::Mean, std::vector<double> weight = {});
 ModulePtr PoissonNLLLoss(loss::PoissonNllOptions options = {});
+ModulePtr SigmoidFocalLoss(loss::FocalOptions options = {});
+ModulePtr HingeEmbeddingLoss(Reduction reduction = Reduction::Mean, double margin = 1.0);
 ModulePtr BCELoss(Reduction reduction = Reduction::Mean);
 ModulePtr BCEWithLogitsLoss(Reduction reduction = Reduction::Mean);
 ModulePtr KLDivLoss(Reduction reduction = Reduction::Mean, bool log_target = false);

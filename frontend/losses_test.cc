@@ -1,8 +1,8 @@
 // Every loss and reduction against torch.nn.functional (PyTorch 1.13; fixtures from
 // frontend/testdata/make_sequence_fixtures.py), run through the reference interpreter
-// to 1e-5 (huber, weighted nll / cross_entropy and poisson_nll with their gradients
-// w.r.t. the prediction too, and those against f64 finite differences), plus the
-// losses' user errors with their messages pinned.
+// to 1e-5 (huber, weighted nll / cross_entropy, poisson_nll, sigmoid_focal and
+// hinge_embedding with their gradients w.r.t. the prediction too, and those against f64
+// finite differences), plus the losses' user errors with their messages pinned.
 #include "frontend/losses.h"
 
 #include <gtest/gtest.h>
@@ -113,7 +113,17 @@ std::vector<Case> grad_cases() {
                          {.reduction = r, .label_smoothing = 0.1, .weight = weight});
                    }});
     out.push_back({"loss_poisson_nll_" + s, [r] { return PoissonNLLLoss({.reduction = r}); }});
+    out.push_back({"loss_focal_" + s, [r] { return SigmoidFocalLoss({.reduction = r}); }});
+    out.push_back({"loss_hinge_embedding_" + s, [r] { return HingeEmbeddingLoss(r); }});
   }
+  out.push_back({"loss_focal_alpha0.5_gamma1_mean", [] {
+                   return SigmoidFocalLoss({.reduction = Reduction::Mean, .alpha = 0.5, .gamma = 1});
+                 }});
+  out.push_back({"loss_focal_noalpha_gamma0_sum", [] {
+                   return SigmoidFocalLoss({.reduction = Reduction::Sum, .alpha = -1, .gamma = 0});
+                 }});
+  out.push_back({"loss_hinge_embedding_margin0.5_mean",
+                 [] { return HingeEmbeddingLoss(Reduction::Mean, 0.5); }});
   out.push_back({"loss_huber_delta0.5_mean", [] { return HuberLoss(Reduction::Mean, 0.5); }});
   out.push_back({"loss_huber_delta2_sum", [] { return HuberLoss(Reduction::Sum, 2.0); }});
   out.push_back({"loss_poisson_nll_rate_mean", [] {
@@ -314,6 +324,29 @@ TEST(LossErrors, PoissonNllShapeMismatch) {
   EXPECT_NE(error_of(b, {{"x", f32({3, 4})}, {"target", f32({4})}})
                 .find("error: poisson_nll: the input f32[3,4] and the target f32[4] must have "
                       "the same type (weft does not broadcast losses)"),
+            std::string::npos);
+}
+
+TEST(LossErrors, FocalGammaNonNegative) {
+  auto b = loss_flow(SigmoidFocalLoss({.gamma = -1}));
+  EXPECT_NE(error_of(b, {{"x", f32({3})}, {"target", f32({3})}})
+                .find("error: sigmoid_focal: gamma must be >= 0, got -1.0"),
+            std::string::npos);
+}
+
+TEST(LossErrors, FocalAlphaAtMostOne) {
+  auto b = loss_flow(SigmoidFocalLoss({.alpha = 1.5}));
+  EXPECT_NE(error_of(b, {{"x", f32({3})}, {"target", f32({3})}})
+                .find("error: sigmoid_focal: alpha must be in [0, 1] (or negative for no "
+                      "weighting), got 1.5"),
+            std::string::npos);
+}
+
+TEST(LossErrors, HingeEmbeddingShapeMismatch) {
+  auto b = loss_flow(HingeEmbeddingLoss());
+  EXPECT_NE(error_of(b, {{"x", f32({3, 4})}, {"target", f32({4})}})
+                .find("error: hinge_embedding: the input f32[3,4] and the target f32[4] must "
+                      "have the same type (weft does not broadcast losses)"),
             std::string::npos);
 }
 

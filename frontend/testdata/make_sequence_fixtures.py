@@ -247,6 +247,48 @@ def losses_parity():
                                                    reduction="none"), rate, counts)
 
 
+def sigmoid_focal_loss(inputs, targets, alpha=0.25, gamma=2.0, reduction="none"):
+    """torchvision.ops.sigmoid_focal_loss's formula, written out in torch (torchvision
+    is not installed here)."""
+    p = torch.sigmoid(inputs)
+    ce = F.binary_cross_entropy_with_logits(inputs, targets, reduction="none")
+    p_t = p * targets + (1 - p) * (1 - targets)
+    loss = ce * ((1 - p_t) ** gamma)
+    if alpha >= 0:
+        loss = (alpha * targets + (1 - alpha) * (1 - targets)) * loss
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss
+
+
+def losses_focal_hinge():
+    """Focal (torchvision's sigmoid_focal_loss) and HingeEmbeddingLoss, with gradients;
+    drawn after losses_parity so every earlier draw is unchanged."""
+    logits = 2 * randn(3, 4)
+    targets = (torch.rand(3, 4) > 0.5).float()
+    targets[0, 0], targets[0, 1] = 0.0, 1.0
+    for r in REDUCTIONS:
+        loss_grad_case("loss_focal_" + r,
+                       lambda x, y: sigmoid_focal_loss(x, y, reduction=r), logits, targets)
+    loss_grad_case("loss_focal_alpha0.5_gamma1_mean",
+                   lambda x, y: sigmoid_focal_loss(x, y, alpha=0.5, gamma=1.0,
+                                                   reduction="mean"), logits, targets)
+    loss_grad_case("loss_focal_noalpha_gamma0_sum",
+                   lambda x, y: sigmoid_focal_loss(x, y, alpha=-1, gamma=0.0,
+                                                   reduction="sum"), logits, targets)
+
+    x = 2 * torch.rand(3, 4)  # distances on both sides of the margin
+    y = torch.where(torch.rand(3, 4) > 0.5, 1.0, -1.0)
+    y[0, 0], y[0, 1] = 1.0, -1.0
+    for r in REDUCTIONS:
+        loss_grad_case("loss_hinge_embedding_" + r,
+                       lambda a, b: F.hinge_embedding_loss(a, b, reduction=r), x, y)
+    loss_grad_case("loss_hinge_embedding_margin0.5_mean",
+                   lambda a, b: F.hinge_embedding_loss(a, b, margin=0.5), x, y)
+
+
 def main():
     torch.manual_seed(0)
     if os.path.isdir(ROOT):
@@ -270,6 +312,7 @@ def main():
     sequence_case("lstm_seq", "lstm", layers=2, initial=True)
     sequence_case("lstm_seq_last", "lstm", layers=3, initial=False, last=True)
     losses_parity()
+    losses_focal_hinge()
 
 
 if __name__ == "__main__":

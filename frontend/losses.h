@@ -110,6 +110,34 @@ ValueId sigmoid_focal(Emitter& e, ValueId logits, ValueId target, FocalOptions o
 ValueId hinge_embedding(Emitter& e, ValueId input, ValueId target,
                         Reduction reduction = Reduction::Mean, double margin = 1.0);
 
+// ---- Losses of three inputs. As modules they take the first from the stream and the
+// other two from uses({...}), e.g.
+//     FlowBuilder::from(Identity()).input({"x2", "y"})
+//         .through(MarginRankingLoss()).uses({"x2", "y"})
+
+/// PyTorch's margin_ranking_loss: max(0, -y·(x1 - x2) + margin), reduced; x1, x2 and y
+/// (1 or -1) of one float type.
+ValueId margin_ranking(Emitter& e, ValueId x1, ValueId x2, ValueId y,
+                       Reduction reduction = Reduction::Mean, double margin = 0.0);
+/// PyTorch's cosine_embedding_loss on x1, x2 [N, D] and y [N] (1 or -1, x1's dtype):
+/// 1 - cos(x1, x2) where y = 1, max(0, cos(x1, x2) - margin) where y = -1, with PyTorch
+/// 1.13's cos = Σx1·x2 / sqrt((Σx1² + 1e-12)·(Σx2² + 1e-12)); rows with other y give 0.
+ValueId cosine_embedding(Emitter& e, ValueId x1, ValueId x2, ValueId y,
+                         Reduction reduction = Reduction::Mean, double margin = 0.0);
+/// PyTorch's triplet_margin_loss: max(0, margin + d(a, p) - d(a, n)) with
+/// d(x, y) = ||x - y + eps||_p over the last axis (pairwise_distance); with `swap`,
+/// d(a, n) is replaced by min(d(a, n), d(p, n)). Anchor, positive and negative share one
+/// float type.
+struct TripletOptions {
+  Reduction reduction = Reduction::Mean;
+  double margin = 1.0;
+  double p = 2.0;  ///< > 0.
+  double eps = 1e-6;
+  bool swap = false;
+};
+ValueId triplet_margin(Emitter& e, ValueId anchor, ValueId positive, ValueId negative,
+                       TripletOptions options = {});
+
 }  // namespace loss
 
 // ---- The losses as modules: inputs (prediction, target), the target from uses(...).
@@ -122,6 +150,10 @@ ModulePtr NLLLoss(Reduction reduction = Reduction::Mean, std::vector<double> wei
 ModulePtr PoissonNLLLoss(loss::PoissonNllOptions options = {});
 ModulePtr SigmoidFocalLoss(loss::FocalOptions options = {});
 ModulePtr HingeEmbeddingLoss(Reduction reduction = Reduction::Mean, double margin = 1.0);
+// Three inputs: the stream, then two values from uses({...}) in the order given.
+ModulePtr MarginRankingLoss(Reduction reduction = Reduction::Mean, double margin = 0.0);
+ModulePtr CosineEmbeddingLoss(Reduction reduction = Reduction::Mean, double margin = 0.0);
+ModulePtr TripletMarginLoss(loss::TripletOptions options = {});
 ModulePtr BCELoss(Reduction reduction = Reduction::Mean);
 ModulePtr BCEWithLogitsLoss(Reduction reduction = Reduction::Mean);
 ModulePtr KLDivLoss(Reduction reduction = Reduction::Mean, bool log_target = false);

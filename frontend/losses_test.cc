@@ -7,29 +7,24 @@
 
 #include <gtest/gtest.h>
 
-#include <cctype>
 #include <cmath>
 #include <functional>
-#include <random>
 
 #include "frontend/flow.h"
 #include "frontend/modules.h"
-#include "autodiff/grad.h"
+#include "frontend/testing/loss_fixtures.h"
 #include "frontend/testing/run_model.h"
-#include "runtime/npy.h"
-#include "runtime/reference/interpreter.h"
 
 namespace weft {
 namespace {
 
-const std::string kDir = "frontend/testdata/sequence/";
+using testing::to_f64;
+
 const std::string kFile = "frontend/losses_test.cc";
 constexpr double kTol = 1e-5;
 
 Tensor load(const std::string& case_name, const std::string& file) {
-  auto t = read_npy(kDir + case_name + "/" + file + ".npy");
-  EXPECT_TRUE(t.ok()) << t.error().to_string();
-  return t.ok() ? *t : Tensor();
+  return testing::load_loss_fixture(case_name, file);
 }
 
 /// prediction -> loss(prediction, target), the target an extra input.
@@ -87,11 +82,7 @@ std::vector<Case> cases() {
 }
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
-  std::string n = info.param.name;
-  for (char& ch : n) {
-    if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  }
-  return n;
+  return testing::test_name(info.param.name);
 }
 
 INSTANTIATE_TEST_SUITE_P(Torch, LossParity, ::testing::ValuesIn(cases()), case_name);
@@ -140,14 +131,6 @@ std::vector<Case> grad_cases() {
   return out;
 }
 
-/// `t` converted to f64 (integer tensors unchanged).
-Tensor to_f64(const Tensor& t) {
-  if (!is_floating(t.type().dtype)) return t;
-  std::vector<double> v(static_cast<size_t>(t.numel()));
-  for (int64_t i = 0; i < t.numel(); ++i) v[static_cast<size_t>(i)] = t.get_double(i);
-  return Tensor::from_doubles(DType::f64, t.type().shape, v);
-}
-
 /// The loss of `c` on (prediction, target) as a built model.
 StatusOr<Model> build_loss(const Case& c, const Tensor& prediction, const Tensor& target) {
   return loss_flow(c.make()).build({{"x", prediction.type()}, {"target", target.type()}});
@@ -156,11 +139,9 @@ StatusOr<Model> build_loss(const Case& c, const Tensor& prediction, const Tensor
 /// d sum(output · seed) / d prediction, by autodiff on the reference interpreter.
 StatusOr<Tensor> gradient(const Model& model, const Tensor& prediction, const Tensor& target,
                           const Tensor& seed) {
-  StatusOr<Graph> grad = gradient_graph(model.graph(), 0, {"x"}, "seed");
-  if (!grad.ok()) return grad.error();
-  StatusOr<reference::RunResult> run = reference::run(*grad, {prediction, target, seed});
-  if (!run.ok()) return run.error();
-  return run->outputs[0];
+  auto grads = testing::input_gradients(model, {"x"}, {prediction, target}, seed);
+  if (!grads.ok()) return grads.error();
+  return (*grads)[0];
 }
 
 class LossGradParity : public ::testing::TestWithParam<Case> {};
@@ -190,24 +171,8 @@ TEST_P(LossGradParity, FiniteDifferencesF64) {
   ASSERT_TRUE(model.ok()) << model.error().to_string();
   auto grad = gradient(*model, prediction, target, seed);
   ASSERT_TRUE(grad.ok()) << grad.error().to_string();
-  auto objective = [&](const Tensor& p) {
-    auto run = testing::run_model(*model, {p, target}, {});
-    if (!run.ok()) {
-      ADD_FAILURE() << run.error().to_string();
-      return std::nan("");
-    }
-    double s = 0;
-    for (int64_t i = 0; i < seed.numel(); ++i) s += seed.get_double(i) * run->outputs[0].get_double(i);
-    return s;
-  };
-  const double h = 1e-6;
-  for (int64_t i = 0; i < prediction.numel(); ++i) {
-    Tensor plus = prediction, minus = prediction;
-    plus.set_double(i, prediction.get_double(i) + h);
-    minus.set_double(i, prediction.get_double(i) - h);
-    const double numeric = (objective(plus) - objective(minus)) / (2 * h);
-    EXPECT_NEAR(grad->get_double(i), numeric, 1e-6 * (1 + std::abs(numeric))) << "[" << i << "]";
-  }
+  testing::expect_input_gradients_match_finite_differences(*model, {prediction, target}, {0},
+                                                           {*grad}, seed);
 }
 
 INSTANTIATE_TEST_SUITE_P(Torch, LossGradParity, ::testing::ValuesIn(grad_cases()), case_name);
@@ -242,8 +207,7 @@ TEST(Losses, ReductionNames) {
 // ---- User errors, messages pinned.
 
 std::string error_of(const FlowBuilder& b, const std::vector<InputSpec>& inputs) {
-  auto model = b.build(inputs);
-  return model.ok() ? "(built)" : model.error().to_string();
+  return testing::build_error(b, inputs);
 }
 
 std::string at(int line) { return kFile + ":" + std::to_string(line) + ":"; }

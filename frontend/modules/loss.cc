@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "frontend/losses.h"
+#include "frontend/modules/loss_detail.h"
 
 namespace weft {
 
@@ -23,7 +24,7 @@ const char* to_string(Reduction reduction) {
 }
 
 namespace loss {
-namespace {
+namespace detail {
 
 void check_not_batchmean(Emitter& e, const char* name, Reduction r) {
   if (r == Reduction::BatchMean) {
@@ -50,6 +51,17 @@ ValueId reduce(Emitter& e, ValueId x, Reduction r) {
   }
   return x;
 }
+
+std::string named(const char* name, Reduction r, const std::string& extra) {
+  return std::string(name) + "(" + to_string(r) + extra + ")";
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::check_not_batchmean;
+using detail::reduce;
 
 /// The elementwise losses take two values of one float type.
 void check_same(Emitter& e, const char* name, const char* what, ValueId a, ValueId b) {
@@ -334,9 +346,7 @@ class LossModule : public Module {
   Body body_;
 };
 
-std::string named(const char* name, Reduction r, const std::string& extra = "") {
-  return std::string(name) + "(" + to_string(r) + extra + ")";
-}
+using loss::detail::named;
 
 }  // namespace
 

@@ -16,6 +16,10 @@
 // hides a bug, so weft refuses. Every loss is
 // emitted as primitives or as a composite op with a primitive decomposition, so it is
 // differentiable like any other graph.
+//
+// Planned: PyTorch's ctc_loss. It needs the alpha recursion over time (a scan loop with
+// a logsumexp over the extended label sequence, masked by runtime input/target lengths);
+// it has not been written yet, so no CTC is offered rather than an unchecked one.
 
 #include <vector>
 

@@ -199,6 +199,28 @@ TEST(Losses, FunctionFormComposes) {
   EXPECT_NEAR(run->outputs[0].get_double(0), want, kTol * (1 + std::abs(want)));
 }
 
+/// Class weights with runs of equal values (emitted as one full() per run): the sum
+/// -Σ_n w[label_n]·log_probs[n, label_n], computed here from the fixture's inputs.
+TEST(Losses, ClassWeightRuns) {
+  Tensor log_probs = load("loss_nll_weight_sum", "input");
+  Tensor labels = load("loss_nll_weight_sum", "target");
+  const int64_t classes = log_probs.type().shape[1];
+  for (const std::vector<double>& weight :
+       {std::vector<double>{2, 2, 2, 2}, {0.5, 0.5, 3, 3}, {1, 4, 4, 1}}) {
+    auto model = loss_flow(NLLLoss(Reduction::Sum, weight))
+                     .build({{"x", log_probs.type()}, {"target", labels.type()}});
+    ASSERT_TRUE(model.ok()) << model.error().to_string();
+    auto run = testing::run_model(*model, {log_probs, labels}, {});
+    ASSERT_TRUE(run.ok()) << run.error().to_string();
+    double want = 0;
+    for (int64_t n = 0; n < labels.numel(); ++n) {
+      const auto label = static_cast<int64_t>(labels.get_double(n));
+      want -= weight[static_cast<size_t>(label)] * log_probs.get_double(n * classes + label);
+    }
+    EXPECT_NEAR(run->outputs[0].get_double(0), want, kTol * (1 + std::abs(want)));
+  }
+}
+
 TEST(Losses, ReductionNames) {
   EXPECT_STREQ(to_string(Reduction::Mean), "mean");
   EXPECT_STREQ(to_string(Reduction::BatchMean), "batchmean");

@@ -110,9 +110,14 @@ ValueId class_weights(Emitter& e, const char* name, const std::vector<double>& w
            std::to_string(classes) + " classes or no classes but got weight tensor of shape: [" +
            std::to_string(weight.size()) + "])");
   }
-  // There is no tensor-constant op: one full() per class, concatenated.
+  // weft has no non-uniform constant (fold_constants folds only uniform fills), and a
+  // state() would become a checkpointed graph input: one full() per run of equal
+  // weights, concatenated (a single full() when all are equal).
   std::vector<ValueId> parts;
-  for (double w : weight) parts.push_back(e.full(Shape({1}), w, dtype));
+  for (size_t begin = 0, end; begin < weight.size(); begin = end) {
+    for (end = begin + 1; end < weight.size() && weight[end] == weight[begin];) ++end;
+    parts.push_back(e.full(Shape({static_cast<int64_t>(end - begin)}), weight[begin], dtype));
+  }
   return parts.size() == 1 ? parts[0] : e.op(Op::Concat, parts, {{"axis", int64_t{0}}});
 }
 

@@ -9,8 +9,9 @@
 namespace weft::aot {
 namespace {
 
-const std::vector<std::string> kLossHyper = {"label_smoothing", "beta",  "delta",      "class_weight",
-                                             "log_input",       "full",  "poisson_eps"};
+const std::vector<std::string> kLossHyper = {
+    "label_smoothing", "beta", "delta", "class_weight", "log_input", "full", "poisson_eps",
+    "focal_alpha",     "focal_gamma", "margin"};
 const std::vector<std::string> kOptimizerHyper = {
     "lr",  "momentum", "dampening", "nesterov", "weight_decay", "beta1", "beta2", "eps",
     "amsgrad", "alpha", "centered", "lr_decay", "initial_accumulator_value", "momentum_decay",
@@ -18,7 +19,8 @@ const std::vector<std::string> kOptimizerHyper = {
 const char* kUsage =
     "flags: --batch=N --dtype=f32 --loss=NAME --optimizer=NAME [--eval_batch=N] [--backend=cpu|cuda] "
     "[--cpu=CPU] [--inference_only] [--data_parallel] and the hyper-parameters --label_smoothing --beta --delta "
-    "--class_weight --log_input --full --poisson_eps --lr --momentum "
+    "--class_weight --log_input --full --poisson_eps --focal_alpha --focal_gamma --margin --lr "
+    "--momentum "
     "--dampening --nesterov --weight_decay --beta1 --beta2 --eps --amsgrad --alpha --centered "
     "--lr_decay --initial_accumulator_value --momentum_decay --max_grad_norm";
 
@@ -71,7 +73,8 @@ StatusOr<std::vector<double>> to_doubles(const std::string& flag, const std::str
 }  // namespace
 
 StatusOr<LossSpec> CompileOptions::loss_spec() const {
-  double smoothing = 0, beta = 1, delta = 1, poisson_eps = 1e-8;
+  double smoothing = 0, beta = 1, delta = 1, poisson_eps = 1e-8, alpha = 0.25, gamma = 2,
+         margin = 1;
   bool log_input = true, full = false;
   std::vector<double> weight;
   for (const auto& [flag, text] : hyper) {
@@ -86,6 +89,9 @@ StatusOr<LossSpec> CompileOptions::loss_spec() const {
       (flag == "label_smoothing" ? smoothing
        : flag == "beta"          ? beta
        : flag == "delta"         ? delta
+       : flag == "focal_alpha"   ? alpha
+       : flag == "focal_gamma"   ? gamma
+       : flag == "margin"        ? margin
                                  : poisson_eps) = v;
     }
   }
@@ -102,9 +108,11 @@ StatusOr<LossSpec> CompileOptions::loss_spec() const {
   if (loss == "bce") return LossSpec::bce();
   if (loss == "bce_with_logits") return LossSpec::bce_with_logits();
   if (loss == "kl_div") return LossSpec::kl_div();
+  if (loss == "sigmoid_focal") return LossSpec::sigmoid_focal(alpha, gamma);
+  if (loss == "hinge_embedding") return LossSpec::hinge_embedding(margin);
   return Error{"unknown loss '" + loss +
                "'; losses: cross_entropy nll mse l1 smooth_l1 huber poisson_nll bce "
-               "bce_with_logits kl_div"};
+               "bce_with_logits kl_div sigmoid_focal hinge_embedding"};
 }
 
 StatusOr<OptimizerSpec> CompileOptions::optimizer_spec() const {

@@ -77,7 +77,8 @@ TEST(AotOptions, EveryLossKindByName) {
       {"cross_entropy", K::CrossEntropy}, {"nll", K::Nll},     {"mse", K::Mse},
       {"l1", K::L1},                      {"smooth_l1", K::SmoothL1}, {"huber", K::Huber},
       {"poisson_nll", K::PoissonNll},     {"bce", K::Bce},     {"bce_with_logits", K::BceWithLogits},
-      {"kl_div", K::KlDiv}};
+      {"kl_div", K::KlDiv},               {"sigmoid_focal", K::SigmoidFocal},
+      {"hinge_embedding", K::HingeEmbedding}};
   for (auto [name, kind] : names) {
     EXPECT_EQ(loss_of({std::string("--loss=") + name}).kind, kind) << name;
   }
@@ -85,6 +86,10 @@ TEST(AotOptions, EveryLossKindByName) {
 
 TEST(AotOptions, LossHyperParameters) {
   EXPECT_DOUBLE_EQ(loss_of({"--loss=huber", "--delta=0.5"}).delta, 0.5);
+  LossSpec focal = loss_of({"--loss=sigmoid_focal", "--focal_alpha=0.5", "--focal_gamma=1"});
+  EXPECT_DOUBLE_EQ(focal.focal.alpha, 0.5);
+  EXPECT_DOUBLE_EQ(focal.focal.gamma, 1.0);
+  EXPECT_DOUBLE_EQ(loss_of({"--loss=hinge_embedding", "--margin=0.5"}).margin, 0.5);
   EXPECT_DOUBLE_EQ(loss_of({"--loss=smooth_l1", "--beta=2"}).beta, 2.0);
   LossSpec poisson =
       loss_of({"--loss=poisson_nll", "--log_input=false", "--full=true", "--poisson_eps=1e-3"});
@@ -108,7 +113,7 @@ TEST(AotOptions, LossErrors) {
             "--full=maybe: not a boolean (true or false)");
   EXPECT_EQ(loss_error({"--loss=focal"}),
             "unknown loss 'focal'; losses: cross_entropy nll mse l1 smooth_l1 huber poisson_nll "
-            "bce bce_with_logits kl_div");
+            "bce bce_with_logits kl_div sigmoid_focal hinge_embedding");
 }
 
 TEST(AotOptions, Errors) {
@@ -117,7 +122,7 @@ TEST(AotOptions, Errors) {
   EXPECT_EQ(error_of({"--batch=x"}), "--batch=x: not an integer");
   EXPECT_EQ(error_of({"--batch=8", "--loss=hinge"}),
             "unknown loss 'hinge'; losses: cross_entropy nll mse l1 smooth_l1 huber poisson_nll "
-            "bce bce_with_logits kl_div");
+            "bce bce_with_logits kl_div sigmoid_focal hinge_embedding");
   EXPECT_EQ(error_of({"--batch=8", "--optimizer=lamb"}),
             "unknown optimizer 'lamb'; optimizers: sgd adam adamw rmsprop adagrad radam nadam");
   EXPECT_EQ(error_of({"--batch=8", "--optimizer=nadam", "--momentum_decay=-1"}),

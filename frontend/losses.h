@@ -10,11 +10,16 @@
 //                     .through(CrossEntropyLoss()).uses({"labels"})
 //                     .build({{"x", f32({128, 784})}, {"labels", i64({128})}});
 //
-// Elementwise losses (mse, l1, smooth_l1, huber, poisson_nll, bce, bce_with_logits, kl_div) require the
-// prediction and target to have the same type: PyTorch broadcasts mismatched shapes
-// with only a warning, which almost always hides a bug, so weft refuses. Every loss is
+// Elementwise losses (mse, l1, smooth_l1, huber, poisson_nll, bce, bce_with_logits, kl_div,
+// sigmoid_focal, hinge_embedding) require the prediction and target to have the same
+// type: PyTorch broadcasts mismatched shapes with only a warning, which almost always
+// hides a bug, so weft refuses. Every loss is
 // emitted as primitives or as a composite op with a primitive decomposition, so it is
 // differentiable like any other graph.
+//
+// Planned: PyTorch's ctc_loss. It needs the alpha recursion over time (a scan loop with
+// a logsumexp over the extended label sequence, masked by runtime input/target lengths);
+// it has not been written yet, so no CTC is offered rather than an unchecked one.
 
 #include <vector>
 
@@ -93,6 +98,49 @@ ValueId bce_with_logits(Emitter& e, ValueId logits, ValueId target,
 /// warns about); BatchMean divides the sum by the batch size, the true KL divergence.
 ValueId kl_div(Emitter& e, ValueId log_probs, ValueId target, Reduction reduction = Reduction::Mean,
                bool log_target = false);
+/// torchvision.ops.sigmoid_focal_loss (Lin et al. 2017) on logits and {0, 1} (or soft)
+/// targets: alpha_t·(1 - p_t)^gamma·bce_with_logits, p = sigmoid(logits),
+/// p_t = p·y + (1 - p)·(1 - y), alpha_t = alpha·y + (1 - alpha)·(1 - y); a negative
+/// alpha turns the alpha weighting off. torchvision's default reduction is none; this
+/// follows weft's (mean) like every other loss here.
+struct FocalOptions {
+  Reduction reduction = Reduction::Mean;
+  double alpha = 0.25;  ///< In [0, 1], or negative for no weighting.
+  double gamma = 2.0;   ///< >= 0; 0 is alpha-weighted bce_with_logits.
+};
+ValueId sigmoid_focal(Emitter& e, ValueId logits, ValueId target, FocalOptions options = {});
+/// PyTorch's hinge_embedding_loss: x where y = 1, max(0, margin - x) where y = -1 (the
+/// target holds 1 or -1, as a float tensor of the input's type), reduced.
+ValueId hinge_embedding(Emitter& e, ValueId input, ValueId target,
+                        Reduction reduction = Reduction::Mean, double margin = 1.0);
+
+// ---- Losses of three inputs. As modules they take the first from the stream and the
+// other two from uses({...}), e.g.
+//     FlowBuilder::from(Identity()).input({"x2", "y"})
+//         .through(MarginRankingLoss()).uses({"x2", "y"})
+
+/// PyTorch's margin_ranking_loss: max(0, -y·(x1 - x2) + margin), reduced; x1, x2 and y
+/// (1 or -1) of one float type.
+ValueId margin_ranking(Emitter& e, ValueId x1, ValueId x2, ValueId y,
+                       Reduction reduction = Reduction::Mean, double margin = 0.0);
+/// PyTorch's cosine_embedding_loss on x1, x2 [N, D] and y [N] (1 or -1, x1's dtype):
+/// 1 - cos(x1, x2) where y = 1, max(0, cos(x1, x2) - margin) where y = -1, with PyTorch
+/// 1.13's cos = Σx1·x2 / sqrt((Σx1² + 1e-12)·(Σx2² + 1e-12)); rows with other y give 0.
+ValueId cosine_embedding(Emitter& e, ValueId x1, ValueId x2, ValueId y,
+                         Reduction reduction = Reduction::Mean, double margin = 0.0);
+/// PyTorch's triplet_margin_loss: max(0, margin + d(a, p) - d(a, n)) with
+/// d(x, y) = ||x - y + eps||_p over the last axis (pairwise_distance); with `swap`,
+/// d(a, n) is replaced by min(d(a, n), d(p, n)). Anchor, positive and negative share one
+/// float type.
+struct TripletOptions {
+  Reduction reduction = Reduction::Mean;
+  double margin = 1.0;
+  double p = 2.0;  ///< > 0.
+  double eps = 1e-6;
+  bool swap = false;
+};
+ValueId triplet_margin(Emitter& e, ValueId anchor, ValueId positive, ValueId negative,
+                       TripletOptions options = {});
 
 }  // namespace loss
 
@@ -104,6 +152,12 @@ ModulePtr HuberLoss(Reduction reduction = Reduction::Mean, double delta = 1.0);
 ModulePtr CrossEntropyLoss(loss::CrossEntropyOptions options = {});
 ModulePtr NLLLoss(Reduction reduction = Reduction::Mean, std::vector<double> weight = {});
 ModulePtr PoissonNLLLoss(loss::PoissonNllOptions options = {});
+ModulePtr SigmoidFocalLoss(loss::FocalOptions options = {});
+ModulePtr HingeEmbeddingLoss(Reduction reduction = Reduction::Mean, double margin = 1.0);
+// Three inputs: the stream, then two values from uses({...}) in the order given.
+ModulePtr MarginRankingLoss(Reduction reduction = Reduction::Mean, double margin = 0.0);
+ModulePtr CosineEmbeddingLoss(Reduction reduction = Reduction::Mean, double margin = 0.0);
+ModulePtr TripletMarginLoss(loss::TripletOptions options = {});
 ModulePtr BCELoss(Reduction reduction = Reduction::Mean);
 ModulePtr BCEWithLogitsLoss(Reduction reduction = Reduction::Mean);
 ModulePtr KLDivLoss(Reduction reduction = Reduction::Mean, bool log_target = false);

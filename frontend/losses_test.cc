@@ -1,35 +1,30 @@
 // Every loss and reduction against torch.nn.functional (PyTorch 1.13; fixtures from
 // frontend/testdata/make_sequence_fixtures.py), run through the reference interpreter
-// to 1e-5 (huber, weighted nll / cross_entropy and poisson_nll with their gradients
-// w.r.t. the prediction too, and those against f64 finite differences), plus the
-// losses' user errors with their messages pinned.
+// to 1e-5 (huber, weighted nll / cross_entropy, poisson_nll, sigmoid_focal and
+// hinge_embedding with their gradients w.r.t. the prediction too, and those against f64
+// finite differences), plus the losses' user errors with their messages pinned.
 #include "frontend/losses.h"
 
 #include <gtest/gtest.h>
 
-#include <cctype>
 #include <cmath>
 #include <functional>
-#include <random>
 
 #include "frontend/flow.h"
 #include "frontend/modules.h"
-#include "autodiff/grad.h"
+#include "frontend/testing/loss_fixtures.h"
 #include "frontend/testing/run_model.h"
-#include "runtime/npy.h"
-#include "runtime/reference/interpreter.h"
 
 namespace weft {
 namespace {
 
-const std::string kDir = "frontend/testdata/sequence/";
+using testing::to_f64;
+
 const std::string kFile = "frontend/losses_test.cc";
 constexpr double kTol = 1e-5;
 
 Tensor load(const std::string& case_name, const std::string& file) {
-  auto t = read_npy(kDir + case_name + "/" + file + ".npy");
-  EXPECT_TRUE(t.ok()) << t.error().to_string();
-  return t.ok() ? *t : Tensor();
+  return testing::load_loss_fixture(case_name, file);
 }
 
 /// prediction -> loss(prediction, target), the target an extra input.
@@ -87,11 +82,7 @@ std::vector<Case> cases() {
 }
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
-  std::string n = info.param.name;
-  for (char& ch : n) {
-    if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  }
-  return n;
+  return testing::test_name(info.param.name);
 }
 
 INSTANTIATE_TEST_SUITE_P(Torch, LossParity, ::testing::ValuesIn(cases()), case_name);
@@ -113,7 +104,17 @@ std::vector<Case> grad_cases() {
                          {.reduction = r, .label_smoothing = 0.1, .weight = weight});
                    }});
     out.push_back({"loss_poisson_nll_" + s, [r] { return PoissonNLLLoss({.reduction = r}); }});
+    out.push_back({"loss_focal_" + s, [r] { return SigmoidFocalLoss({.reduction = r}); }});
+    out.push_back({"loss_hinge_embedding_" + s, [r] { return HingeEmbeddingLoss(r); }});
   }
+  out.push_back({"loss_focal_alpha0.5_gamma1_mean", [] {
+                   return SigmoidFocalLoss({.reduction = Reduction::Mean, .alpha = 0.5, .gamma = 1});
+                 }});
+  out.push_back({"loss_focal_noalpha_gamma0_sum", [] {
+                   return SigmoidFocalLoss({.reduction = Reduction::Sum, .alpha = -1, .gamma = 0});
+                 }});
+  out.push_back({"loss_hinge_embedding_margin0.5_mean",
+                 [] { return HingeEmbeddingLoss(Reduction::Mean, 0.5); }});
   out.push_back({"loss_huber_delta0.5_mean", [] { return HuberLoss(Reduction::Mean, 0.5); }});
   out.push_back({"loss_huber_delta2_sum", [] { return HuberLoss(Reduction::Sum, 2.0); }});
   out.push_back({"loss_poisson_nll_rate_mean", [] {
@@ -130,14 +131,6 @@ std::vector<Case> grad_cases() {
   return out;
 }
 
-/// `t` converted to f64 (integer tensors unchanged).
-Tensor to_f64(const Tensor& t) {
-  if (!is_floating(t.type().dtype)) return t;
-  std::vector<double> v(static_cast<size_t>(t.numel()));
-  for (int64_t i = 0; i < t.numel(); ++i) v[static_cast<size_t>(i)] = t.get_double(i);
-  return Tensor::from_doubles(DType::f64, t.type().shape, v);
-}
-
 /// The loss of `c` on (prediction, target) as a built model.
 StatusOr<Model> build_loss(const Case& c, const Tensor& prediction, const Tensor& target) {
   return loss_flow(c.make()).build({{"x", prediction.type()}, {"target", target.type()}});
@@ -146,11 +139,9 @@ StatusOr<Model> build_loss(const Case& c, const Tensor& prediction, const Tensor
 /// d sum(output · seed) / d prediction, by autodiff on the reference interpreter.
 StatusOr<Tensor> gradient(const Model& model, const Tensor& prediction, const Tensor& target,
                           const Tensor& seed) {
-  StatusOr<Graph> grad = gradient_graph(model.graph(), 0, {"x"}, "seed");
-  if (!grad.ok()) return grad.error();
-  StatusOr<reference::RunResult> run = reference::run(*grad, {prediction, target, seed});
-  if (!run.ok()) return run.error();
-  return run->outputs[0];
+  auto grads = testing::input_gradients(model, {"x"}, {prediction, target}, seed);
+  if (!grads.ok()) return grads.error();
+  return (*grads)[0];
 }
 
 class LossGradParity : public ::testing::TestWithParam<Case> {};
@@ -180,24 +171,8 @@ TEST_P(LossGradParity, FiniteDifferencesF64) {
   ASSERT_TRUE(model.ok()) << model.error().to_string();
   auto grad = gradient(*model, prediction, target, seed);
   ASSERT_TRUE(grad.ok()) << grad.error().to_string();
-  auto objective = [&](const Tensor& p) {
-    auto run = testing::run_model(*model, {p, target}, {});
-    if (!run.ok()) {
-      ADD_FAILURE() << run.error().to_string();
-      return std::nan("");
-    }
-    double s = 0;
-    for (int64_t i = 0; i < seed.numel(); ++i) s += seed.get_double(i) * run->outputs[0].get_double(i);
-    return s;
-  };
-  const double h = 1e-6;
-  for (int64_t i = 0; i < prediction.numel(); ++i) {
-    Tensor plus = prediction, minus = prediction;
-    plus.set_double(i, prediction.get_double(i) + h);
-    minus.set_double(i, prediction.get_double(i) - h);
-    const double numeric = (objective(plus) - objective(minus)) / (2 * h);
-    EXPECT_NEAR(grad->get_double(i), numeric, 1e-6 * (1 + std::abs(numeric))) << "[" << i << "]";
-  }
+  testing::expect_input_gradients_match_finite_differences(*model, {prediction, target}, {0},
+                                                           {*grad}, seed);
 }
 
 INSTANTIATE_TEST_SUITE_P(Torch, LossGradParity, ::testing::ValuesIn(grad_cases()), case_name);
@@ -224,6 +199,28 @@ TEST(Losses, FunctionFormComposes) {
   EXPECT_NEAR(run->outputs[0].get_double(0), want, kTol * (1 + std::abs(want)));
 }
 
+/// Class weights with runs of equal values (emitted as one full() per run): the sum
+/// -Σ_n w[label_n]·log_probs[n, label_n], computed here from the fixture's inputs.
+TEST(Losses, ClassWeightRuns) {
+  Tensor log_probs = load("loss_nll_weight_sum", "input");
+  Tensor labels = load("loss_nll_weight_sum", "target");
+  const int64_t classes = log_probs.type().shape[1];
+  for (const std::vector<double>& weight :
+       {std::vector<double>{2, 2, 2, 2}, {0.5, 0.5, 3, 3}, {1, 4, 4, 1}}) {
+    auto model = loss_flow(NLLLoss(Reduction::Sum, weight))
+                     .build({{"x", log_probs.type()}, {"target", labels.type()}});
+    ASSERT_TRUE(model.ok()) << model.error().to_string();
+    auto run = testing::run_model(*model, {log_probs, labels}, {});
+    ASSERT_TRUE(run.ok()) << run.error().to_string();
+    double want = 0;
+    for (int64_t n = 0; n < labels.numel(); ++n) {
+      const auto label = static_cast<int64_t>(labels.get_double(n));
+      want -= weight[static_cast<size_t>(label)] * log_probs.get_double(n * classes + label);
+    }
+    EXPECT_NEAR(run->outputs[0].get_double(0), want, kTol * (1 + std::abs(want)));
+  }
+}
+
 TEST(Losses, ReductionNames) {
   EXPECT_STREQ(to_string(Reduction::Mean), "mean");
   EXPECT_STREQ(to_string(Reduction::BatchMean), "batchmean");
@@ -232,8 +229,7 @@ TEST(Losses, ReductionNames) {
 // ---- User errors, messages pinned.
 
 std::string error_of(const FlowBuilder& b, const std::vector<InputSpec>& inputs) {
-  auto model = b.build(inputs);
-  return model.ok() ? "(built)" : model.error().to_string();
+  return testing::build_error(b, inputs);
 }
 
 std::string at(int line) { return kFile + ":" + std::to_string(line) + ":"; }
@@ -314,6 +310,29 @@ TEST(LossErrors, PoissonNllShapeMismatch) {
   EXPECT_NE(error_of(b, {{"x", f32({3, 4})}, {"target", f32({4})}})
                 .find("error: poisson_nll: the input f32[3,4] and the target f32[4] must have "
                       "the same type (weft does not broadcast losses)"),
+            std::string::npos);
+}
+
+TEST(LossErrors, FocalGammaNonNegative) {
+  auto b = loss_flow(SigmoidFocalLoss({.gamma = -1}));
+  EXPECT_NE(error_of(b, {{"x", f32({3})}, {"target", f32({3})}})
+                .find("error: sigmoid_focal: gamma must be >= 0, got -1.0"),
+            std::string::npos);
+}
+
+TEST(LossErrors, FocalAlphaAtMostOne) {
+  auto b = loss_flow(SigmoidFocalLoss({.alpha = 1.5}));
+  EXPECT_NE(error_of(b, {{"x", f32({3})}, {"target", f32({3})}})
+                .find("error: sigmoid_focal: alpha must be in [0, 1] (or negative for no "
+                      "weighting), got 1.5"),
+            std::string::npos);
+}
+
+TEST(LossErrors, HingeEmbeddingShapeMismatch) {
+  auto b = loss_flow(HingeEmbeddingLoss());
+  EXPECT_NE(error_of(b, {{"x", f32({3, 4})}, {"target", f32({4})}})
+                .find("error: hinge_embedding: the input f32[3,4] and the target f32[4] must "
+                      "have the same type (weft does not broadcast losses)"),
             std::string::npos);
 }
 

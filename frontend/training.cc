@@ -87,6 +87,16 @@ LossSpec LossSpec::poisson_nll(bool log_input, bool full, double eps) {
 LossSpec LossSpec::bce() { return LossSpec{Kind::Bce}; }
 LossSpec LossSpec::bce_with_logits() { return LossSpec{Kind::BceWithLogits}; }
 LossSpec LossSpec::kl_div() { return LossSpec{Kind::KlDiv}; }
+LossSpec LossSpec::sigmoid_focal(double alpha, double gamma) {
+  LossSpec s{Kind::SigmoidFocal};
+  s.focal = {.alpha = alpha, .gamma = gamma};
+  return s;
+}
+LossSpec LossSpec::hinge_embedding(double margin) {
+  LossSpec s{Kind::HingeEmbedding};
+  s.margin = margin;
+  return s;
+}
 
 namespace {
 
@@ -108,6 +118,13 @@ ValueId emit_loss(Emitter& e, const LossSpec& spec, ValueId out, ValueId target)
     case LossSpec::Kind::Bce: return loss::bce(e, out, target, spec.reduction);
     case LossSpec::Kind::BceWithLogits: return loss::bce_with_logits(e, out, target, spec.reduction);
     case LossSpec::Kind::KlDiv: return loss::kl_div(e, out, target, spec.reduction);
+    case LossSpec::Kind::SigmoidFocal: {
+      loss::FocalOptions options = spec.focal;
+      options.reduction = spec.reduction;
+      return loss::sigmoid_focal(e, out, target, options);
+    }
+    case LossSpec::Kind::HingeEmbedding:
+      return loss::hinge_embedding(e, out, target, spec.reduction, spec.margin);
   }
   return kNoValue;
 }

@@ -47,7 +47,8 @@ namespace weft {
 /// The loss between the network's output and a target input.
 struct LossSpec {
   enum class Kind {
-    CrossEntropy, Nll, Mse, L1, SmoothL1, Huber, PoissonNll, Bce, BceWithLogits, KlDiv
+    CrossEntropy, Nll, Mse, L1, SmoothL1, Huber, PoissonNll, Bce, BceWithLogits, KlDiv,
+    SigmoidFocal, HingeEmbedding
   };
   Kind kind = Kind::CrossEntropy;
   Reduction reduction = Reduction::Mean;
@@ -56,6 +57,8 @@ struct LossSpec {
   double beta = 1;             ///< smooth_l1
   double delta = 1;            ///< huber
   loss::PoissonNllOptions poisson;  ///< poisson_nll (its reduction is `reduction`'s).
+  loss::FocalOptions focal;         ///< sigmoid_focal (its reduction is `reduction`'s).
+  double margin = 1;                ///< hinge_embedding
 
   static LossSpec cross_entropy(double label_smoothing = 0, std::vector<double> weight = {});
   static LossSpec nll(std::vector<double> weight = {});
@@ -67,6 +70,8 @@ struct LossSpec {
   static LossSpec bce();
   static LossSpec bce_with_logits();
   static LossSpec kl_div();
+  static LossSpec sigmoid_focal(double alpha = 0.25, double gamma = 2);
+  static LossSpec hinge_embedding(double margin = 1);
   /// Class-index targets (i64 [batch]) for cross_entropy and nll; the output's type
   /// otherwise.
   bool integer_targets() const { return kind == Kind::CrossEntropy || kind == Kind::Nll; }

@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "frontend/losses.h"
 #include "frontend/modules.h"
+#include "frontend/testing/run_model.h"
 #include "runtime/cuda/executor.h"
 #include "runtime/npy.h"
 
@@ -222,6 +224,47 @@ TEST(Training, CudaBackendFollowsTheCpuBackend) {
   auto eval_gpu = gpu->evaluate({cnn_batch(9)[0]}), eval_cpu = cpu->evaluate({cnn_batch(9)[0]});
   ASSERT_TRUE(eval_gpu.ok() && eval_cpu.ok());
   EXPECT_TRUE(all_close((*eval_gpu)[0], (*eval_cpu)[0], 1e-4));
+}
+
+/// `n` values spread over [low, high) by a fixed rule (no RNG needed).
+std::vector<double> spread(int64_t n, double low, double high) {
+  std::vector<double> v;
+  for (int64_t i = 0; i < n; ++i) v.push_back(low + (high - low) * std::fmod(0.37 * i + 0.11, 1.0));
+  return v;
+}
+
+// Each LossSpec with a float target: the Trainer's step loss (before the update) equals
+// the loss module's value on the same weights and data.
+TEST(Training, FloatTargetLossSpecsMatchTheirModules) {
+  const std::vector<std::pair<LossSpec, ModulePtr>> cases = {
+      {LossSpec::huber(0.5), HuberLoss(Reduction::Mean, 0.5)},
+      {LossSpec::poisson_nll(), PoissonNLLLoss()},
+      {LossSpec::sigmoid_focal(0.5, 1.0), SigmoidFocalLoss({.alpha = 0.5, .gamma = 1.0})},
+      {LossSpec::hinge_embedding(0.5), HingeEmbeddingLoss(Reduction::Mean, 0.5)}};
+  Tensor x = Tensor::from_doubles(DType::f32, {5, 4}, spread(20, -1, 1));
+  Tensor w = Tensor::from_doubles(DType::f32, {3, 4}, spread(12, -0.5, 0.5));
+  Tensor b = Tensor::from_doubles(DType::f32, {3}, spread(3, -0.1, 0.1));
+  std::vector<double> signs;
+  for (double v : spread(15, -1, 1)) signs.push_back(v < 0 ? -1.0 : 1.0);
+  // ±1 targets: hinge_embedding's labels, and valid (if odd) for the others.
+  Tensor target = Tensor::from_doubles(DType::f32, {5, 3}, signs);
+  for (const auto& [spec, module] : cases) {
+    auto net = FlowBuilder::from(Linear(4, 3)).build();
+    ASSERT_TRUE(net.ok());
+    auto t = Trainer::compile(*net, {{"x", f32({5, 4})}}, spec, OptimizerSpec::sgd(0.1));
+    ASSERT_TRUE(t.ok()) << t.error().to_string();
+    ASSERT_TRUE(t->set_value("0.weight", w).ok());
+    ASSERT_TRUE(t->set_value("0.bias", b).ok());
+    StatusOr<double> step = t->step({x, target});
+    ASSERT_TRUE(step.ok()) << step.error().to_string();
+    auto model = FlowBuilder::from(Linear(4, 3)).input({"target"}).through(module).uses({"target"})
+                     .build({{"x", f32({5, 4})}, {"target", f32({5, 3})}});
+    ASSERT_TRUE(model.ok()) << model.error().to_string();
+    auto run = testing::run_model(*model, {x, target}, {{"0.weight", w}, {"0.bias", b}});
+    ASSERT_TRUE(run.ok()) << run.error().to_string();
+    const double want = run->outputs[0].get_double(0);
+    EXPECT_NEAR(*step, want, 1e-5 * (1 + std::abs(want))) << module->describe();
+  }
 }
 
 TEST(Training, Errors) {

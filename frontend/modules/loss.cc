@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "frontend/losses.h"
+#include "frontend/modules/loss_detail.h"
 
 namespace weft {
 
@@ -23,7 +24,7 @@ const char* to_string(Reduction reduction) {
 }
 
 namespace loss {
-namespace {
+namespace detail {
 
 void check_not_batchmean(Emitter& e, const char* name, Reduction r) {
   if (r == Reduction::BatchMean) {
@@ -50,6 +51,17 @@ ValueId reduce(Emitter& e, ValueId x, Reduction r) {
   }
   return x;
 }
+
+std::string named(const char* name, Reduction r, const std::string& extra) {
+  return std::string(name) + "(" + to_string(r) + extra + ")";
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::check_not_batchmean;
+using detail::reduce;
 
 /// The elementwise losses take two values of one float type.
 void check_same(Emitter& e, const char* name, const char* what, ValueId a, ValueId b) {
@@ -98,9 +110,14 @@ ValueId class_weights(Emitter& e, const char* name, const std::vector<double>& w
            std::to_string(classes) + " classes or no classes but got weight tensor of shape: [" +
            std::to_string(weight.size()) + "])");
   }
-  // There is no tensor-constant op: one full() per class, concatenated.
+  // weft has no non-uniform constant (fold_constants folds only uniform fills), and a
+  // state() would become a checkpointed graph input: one full() per run of equal
+  // weights, concatenated (a single full() when all are equal).
   std::vector<ValueId> parts;
-  for (double w : weight) parts.push_back(e.full(Shape({1}), w, dtype));
+  for (size_t begin = 0, end; begin < weight.size(); begin = end) {
+    for (end = begin + 1; end < weight.size() && weight[end] == weight[begin];) ++end;
+    parts.push_back(e.full(Shape({static_cast<int64_t>(end - begin)}), weight[begin], dtype));
+  }
   return parts.size() == 1 ? parts[0] : e.op(Op::Concat, parts, {{"axis", int64_t{0}}});
 }
 
@@ -263,6 +280,50 @@ ValueId kl_div(Emitter& e, ValueId log_probs, ValueId target, Reduction reductio
   return reduce(e, pointwise, reduction);
 }
 
+
+ValueId sigmoid_focal(Emitter& e, ValueId logits, ValueId target, FocalOptions options) {
+  check_not_batchmean(e, "sigmoid_focal", options.reduction);
+  check_same(e, "sigmoid_focal", "logits", logits, target);
+  if (!(options.gamma >= 0)) {
+    e.fail("sigmoid_focal: gamma must be >= 0, got " + format_float(options.gamma));
+  }
+  if (options.alpha > 1) {
+    e.fail("sigmoid_focal: alpha must be in [0, 1] (or negative for no weighting), got " +
+           format_float(options.alpha));
+  }
+  DType dtype = e.type(logits).dtype;
+  ValueId ce = bce_with_logits(e, logits, target, Reduction::None);
+  // 1 - p_t = 1 - (p·y + (1 - p)·(1 - y)) = p + y - 2·p·y.
+  ValueId p = e.op(Op::Sigmoid, {logits});
+  ValueId miss = e.sub(e.add(p, target), e.mul(e.mul(p, target), e.constant(2, dtype)));
+  ValueId loss = ce;
+  if (options.gamma != 0) {
+    loss = e.mul(loss, e.op(Op::Pow, {miss, e.constant(options.gamma, dtype)}));
+  }
+  if (options.alpha >= 0) {
+    // alpha·y + (1 - alpha)·(1 - y).
+    ValueId alpha_t = e.add(e.mul(target, e.constant(2 * options.alpha - 1, dtype)),
+                            e.constant(1 - options.alpha, dtype));
+    loss = e.mul(alpha_t, loss);
+  }
+  return reduce(e, loss, options.reduction);
+}
+
+ValueId hinge_embedding(Emitter& e, ValueId input, ValueId target, Reduction reduction,
+                        double margin) {
+  check_not_batchmean(e, "hinge_embedding", reduction);
+  check_same(e, "hinge_embedding", "input", input, target);
+  DType dtype = e.type(input).dtype;
+  // PyTorch: where(y != 1, max(0, margin - x), 0) + where(y != -1, x, 0).
+  ValueId zero = e.constant(0, dtype);
+  ValueId clamped = e.op(Op::Maximum, {e.sub(e.constant(margin, dtype), input), zero});
+  ValueId not_similar = e.op(Op::Ne, {target, e.constant(1, dtype)});
+  ValueId not_dissimilar = e.op(Op::Ne, {target, e.constant(-1, dtype)});
+  ValueId loss = e.add(e.op(Op::Select, {not_similar, clamped, zero}),
+                       e.op(Op::Select, {not_dissimilar, input, zero}));
+  return reduce(e, loss, reduction);
+}
+
 }  // namespace loss
 
 namespace {
@@ -290,9 +351,7 @@ class LossModule : public Module {
   Body body_;
 };
 
-std::string named(const char* name, Reduction r, const std::string& extra = "") {
-  return std::string(name) + "(" + to_string(r) + extra + ")";
-}
+using loss::detail::named;
 
 }  // namespace
 
@@ -351,6 +410,23 @@ ModulePtr PoissonNLLLoss(loss::PoissonNllOptions options) {
                                       [options](Emitter& e, ValueId p, ValueId t) {
                                         return loss::poisson_nll(e, p, t, options);
                                       });
+}
+
+ModulePtr SigmoidFocalLoss(loss::FocalOptions options) {
+  std::string extra =
+      ", alpha=" + format_float(options.alpha) + ", gamma=" + format_float(options.gamma);
+  return std::make_shared<LossModule>(named("SigmoidFocalLoss", options.reduction, extra),
+                                      [options](Emitter& e, ValueId p, ValueId t) {
+                                        return loss::sigmoid_focal(e, p, t, options);
+                                      });
+}
+
+ModulePtr HingeEmbeddingLoss(Reduction r, double margin) {
+  return std::make_shared<LossModule>(
+      named("HingeEmbeddingLoss", r, ", margin=" + format_float(margin)),
+      [r, margin](Emitter& e, ValueId p, ValueId t) {
+        return loss::hinge_embedding(e, p, t, r, margin);
+      });
 }
 
 ModulePtr BCELoss(Reduction r) {

@@ -247,6 +247,103 @@ def losses_parity():
                                                    reduction="none"), rate, counts)
 
 
+def sigmoid_focal_loss(inputs, targets, alpha=0.25, gamma=2.0, reduction="none"):
+    """torchvision.ops.sigmoid_focal_loss's formula, written out in torch (torchvision
+    is not installed here)."""
+    p = torch.sigmoid(inputs)
+    ce = F.binary_cross_entropy_with_logits(inputs, targets, reduction="none")
+    p_t = p * targets + (1 - p) * (1 - targets)
+    loss = ce * ((1 - p_t) ** gamma)
+    if alpha >= 0:
+        loss = (alpha * targets + (1 - alpha) * (1 - targets)) * loss
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss
+
+
+def losses_focal_hinge():
+    """Focal (torchvision's sigmoid_focal_loss) and HingeEmbeddingLoss, with gradients;
+    drawn after losses_parity so every earlier draw is unchanged."""
+    logits = 2 * randn(3, 4)
+    targets = (torch.rand(3, 4) > 0.5).float()
+    targets[0, 0], targets[0, 1] = 0.0, 1.0
+    for r in REDUCTIONS:
+        loss_grad_case("loss_focal_" + r,
+                       lambda x, y: sigmoid_focal_loss(x, y, reduction=r), logits, targets)
+    loss_grad_case("loss_focal_alpha0.5_gamma1_mean",
+                   lambda x, y: sigmoid_focal_loss(x, y, alpha=0.5, gamma=1.0,
+                                                   reduction="mean"), logits, targets)
+    loss_grad_case("loss_focal_noalpha_gamma0_sum",
+                   lambda x, y: sigmoid_focal_loss(x, y, alpha=-1, gamma=0.0,
+                                                   reduction="sum"), logits, targets)
+
+    x = 2 * torch.rand(3, 4)  # distances on both sides of the margin
+    y = torch.where(torch.rand(3, 4) > 0.5, 1.0, -1.0)
+    y[0, 0], y[0, 1] = 1.0, -1.0
+    for r in REDUCTIONS:
+        loss_grad_case("loss_hinge_embedding_" + r,
+                       lambda a, b: F.hinge_embedding_loss(a, b, reduction=r), x, y)
+    loss_grad_case("loss_hinge_embedding_margin0.5_mean",
+                   lambda a, b: F.hinge_embedding_loss(a, b, margin=0.5), x, y)
+
+
+def multi_loss_case(case, fn, inputs, grad_names):
+    """A loss of several named inputs (the first is the stream, `input`), with its
+    gradients: grad.NAME = d sum(output · seed) / d NAME for each NAME in grad_names."""
+    leaves = {n: (t.clone().requires_grad_() if n in grad_names else t)
+              for n, t in inputs.items()}
+    out = fn(**leaves)
+    seed = torch.rand(out.shape)
+    (out * seed).sum().backward()
+    arrays = dict(inputs)
+    arrays.update({"output": out, "seed": seed})
+    arrays.update({"grad." + n: leaves[n].grad for n in grad_names})
+    save(case, arrays)
+
+
+def losses_multi_input():
+    """MarginRanking, CosineEmbedding and TripletMargin: losses of three inputs, with
+    gradients w.r.t. every float input; drawn after losses_focal_hinge."""
+    x1, x2 = randn(6), randn(6)
+    y = torch.tensor([1.0, -1.0, 1.0, -1.0, 1.0, -1.0])
+    for r in REDUCTIONS:
+        multi_loss_case("loss_margin_ranking_" + r,
+                        lambda input, x2, y: F.margin_ranking_loss(input, x2, y, reduction=r),
+                        {"input": x1, "x2": x2, "y": y}, ["input", "x2"])
+    multi_loss_case("loss_margin_ranking_margin0.5_mean",
+                    lambda input, x2, y: F.margin_ranking_loss(input, x2, y, margin=0.5),
+                    {"input": x1, "x2": x2, "y": y}, ["input", "x2"])
+
+    a, b = randn(5, 4), randn(5, 4)
+    b[0] = a[0] + 0.1 * b[0]  # one similar pair, cosine near 1
+    cy = torch.tensor([1.0, -1.0, 1.0, -1.0, -1.0])
+    for r in REDUCTIONS:
+        multi_loss_case("loss_cosine_embedding_" + r,
+                        lambda input, x2, y: F.cosine_embedding_loss(input, x2, y, reduction=r),
+                        {"input": a, "x2": b, "y": cy}, ["input", "x2"])
+    multi_loss_case("loss_cosine_embedding_margin0.2_sum",
+                    lambda input, x2, y: F.cosine_embedding_loss(input, x2, y, margin=0.2,
+                                                                 reduction="sum"),
+                    {"input": a, "x2": b, "y": cy}, ["input", "x2"])
+
+    anchor, pos, neg = randn(5, 4), randn(5, 4), randn(5, 4)
+    pos[0] = anchor[0] + 0.1 * pos[0]  # a positive close enough to fall under the margin
+    trip = {"input": anchor, "positive": pos, "negative": neg}
+    names = ["input", "positive", "negative"]
+    for r in REDUCTIONS:
+        multi_loss_case("loss_triplet_" + r,
+                        lambda input, positive, negative: F.triplet_margin_loss(
+                            input, positive, negative, reduction=r), trip, names)
+    multi_loss_case("loss_triplet_swap_margin2_mean",
+                    lambda input, positive, negative: F.triplet_margin_loss(
+                        input, positive, negative, margin=2.0, swap=True), trip, names)
+    multi_loss_case("loss_triplet_p1_sum",
+                    lambda input, positive, negative: F.triplet_margin_loss(
+                        input, positive, negative, p=1, reduction="sum"), trip, names)
+
+
 def main():
     torch.manual_seed(0)
     if os.path.isdir(ROOT):
@@ -270,6 +367,8 @@ def main():
     sequence_case("lstm_seq", "lstm", layers=2, initial=True)
     sequence_case("lstm_seq_last", "lstm", layers=3, initial=False, last=True)
     losses_parity()
+    losses_focal_hinge()
+    losses_multi_input()
 
 
 if __name__ == "__main__":

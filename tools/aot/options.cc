@@ -9,14 +9,18 @@
 namespace weft::aot {
 namespace {
 
-const std::vector<std::string> kLossHyper = {"label_smoothing", "beta"};
+const std::vector<std::string> kLossHyper = {
+    "label_smoothing", "beta", "delta", "class_weight", "log_input", "full", "poisson_eps",
+    "focal_alpha",     "focal_gamma", "margin"};
 const std::vector<std::string> kOptimizerHyper = {
     "lr",  "momentum", "dampening", "nesterov", "weight_decay", "beta1", "beta2", "eps",
     "amsgrad", "alpha", "centered", "lr_decay", "initial_accumulator_value", "momentum_decay",
     "max_grad_norm", "accumulate_steps", "param_groups"};
 const char* kUsage =
     "flags: --batch=N --dtype=f32 --loss=NAME --optimizer=NAME [--eval_batch=N] [--backend=cpu|cuda] "
-    "[--cpu=CPU] [--inference_only] [--data_parallel] and the hyper-parameters --label_smoothing --beta --lr --momentum "
+    "[--cpu=CPU] [--inference_only] [--data_parallel] and the hyper-parameters --label_smoothing --beta --delta "
+    "--class_weight --log_input --full --poisson_eps --focal_alpha --focal_gamma --margin --lr "
+    "--momentum "
     "--dampening --nesterov --weight_decay --beta1 --beta2 --eps --amsgrad --alpha --centered "
     "--lr_decay --initial_accumulator_value --momentum_decay --max_grad_norm --accumulate_steps --param_groups";
 
@@ -82,24 +86,65 @@ Status add_param_groups(const std::string& text, OptimizerSpec& spec) {
 
 }  // namespace
 
+namespace {
+
+/// "--flag=0.5,2,1" -> {0.5, 2, 1}.
+StatusOr<std::vector<double>> to_doubles(const std::string& flag, const std::string& text) {
+  std::vector<double> out;
+  for (size_t b = 0, e; b <= text.size(); b = e + 1) {
+    e = std::min(text.find(',', b), text.size());
+    StatusOr<double> v = to_double(flag, text.substr(b, e - b));
+    if (!v.ok()) {
+      return Error{"--" + flag + "=" + text + ": not a comma-separated list of numbers"};
+    }
+    out.push_back(*v);
+  }
+  return out;
+}
+
+}  // namespace
+
 StatusOr<LossSpec> CompileOptions::loss_spec() const {
-  double smoothing = 0, beta = 1;
-  if (auto it = hyper.find("label_smoothing"); it != hyper.end()) {
-    WEFT_ASSIGN_OR_RETURN(smoothing, to_double(it->first, it->second));
+  double smoothing = 0, beta = 1, delta = 1, poisson_eps = 1e-8, alpha = 0.25, gamma = 2,
+         margin = 1;
+  bool log_input = true, full = false;
+  std::vector<double> weight;
+  for (const auto& [flag, text] : hyper) {
+    if (!contains(kLossHyper, flag)) continue;
+    if (flag == "class_weight") {
+      WEFT_ASSIGN_OR_RETURN(weight, to_doubles(flag, text));
+    } else if (flag == "log_input" || flag == "full") {
+      WEFT_ASSIGN_OR_RETURN(bool b, to_bool(flag, text));
+      (flag == "log_input" ? log_input : full) = b;
+    } else {
+      WEFT_ASSIGN_OR_RETURN(double v, to_double(flag, text));
+      (flag == "label_smoothing" ? smoothing
+       : flag == "beta"          ? beta
+       : flag == "delta"         ? delta
+       : flag == "focal_alpha"   ? alpha
+       : flag == "focal_gamma"   ? gamma
+       : flag == "margin"        ? margin
+                                 : poisson_eps) = v;
+    }
   }
-  if (auto it = hyper.find("beta"); it != hyper.end()) {
-    WEFT_ASSIGN_OR_RETURN(beta, to_double(it->first, it->second));
+  if (loss == "cross_entropy") return LossSpec::cross_entropy(smoothing, weight);
+  if (loss == "nll") return LossSpec::nll(weight);
+  if (!weight.empty()) {
+    return Error{"--class_weight applies to cross_entropy and nll, not to --loss=" + loss};
   }
-  if (loss == "cross_entropy") return LossSpec::cross_entropy(smoothing);
-  if (loss == "nll") return LossSpec::nll();
   if (loss == "mse") return LossSpec::mse();
   if (loss == "l1") return LossSpec::l1();
   if (loss == "smooth_l1") return LossSpec::smooth_l1(beta);
+  if (loss == "huber") return LossSpec::huber(delta);
+  if (loss == "poisson_nll") return LossSpec::poisson_nll(log_input, full, poisson_eps);
   if (loss == "bce") return LossSpec::bce();
   if (loss == "bce_with_logits") return LossSpec::bce_with_logits();
   if (loss == "kl_div") return LossSpec::kl_div();
+  if (loss == "sigmoid_focal") return LossSpec::sigmoid_focal(alpha, gamma);
+  if (loss == "hinge_embedding") return LossSpec::hinge_embedding(margin);
   return Error{"unknown loss '" + loss +
-               "'; losses: cross_entropy nll mse l1 smooth_l1 bce bce_with_logits kl_div"};
+               "'; losses: cross_entropy nll mse l1 smooth_l1 huber poisson_nll bce "
+               "bce_with_logits kl_div sigmoid_focal hinge_embedding"};
 }
 
 StatusOr<OptimizerSpec> CompileOptions::optimizer_spec() const {

@@ -5,7 +5,9 @@
 //
 //   --batch=128 --dtype=f32 --loss=cross_entropy --optimizer=adam --lr=0.001
 //   [--eval_batch=N] [--backend=cpu|cuda] [--cpu=native] [--inference_only] [--data_parallel]
-//   loss hyper-parameters:      --label_smoothing --beta
+//   loss hyper-parameters:      --label_smoothing --class_weight=0.5,2,1 (cross_entropy,
+//     nll) --beta (smooth_l1) --delta (huber) --log_input --full --poisson_eps (poisson_nll)
+//     --focal_alpha --focal_gamma (sigmoid_focal) --margin (hinge_embedding)
 //   optimizer hyper-parameters: --lr --momentum --dampening --nesterov --weight_decay
 //     --beta1 --beta2 --eps --amsgrad --alpha --centered --lr_decay
 //     --initial_accumulator_value --momentum_decay --max_grad_norm

@@ -80,13 +80,77 @@ TEST(AotOptions, ParameterGroups) {
             "parameter group 'a' is given twice");
 }
 
+/// The LossSpec of `args` (with --batch=8), or a failed expectation.
+LossSpec loss_of(std::vector<std::string> args) {
+  args.push_back("--batch=8");
+  StatusOr<CompileOptions> o = parse_compile_options(args);
+  EXPECT_TRUE(o.ok()) << o.error().to_string();
+  if (!o.ok()) return {};
+  StatusOr<LossSpec> l = o->loss_spec();
+  EXPECT_TRUE(l.ok()) << l.error().to_string();
+  return l.ok() ? *l : LossSpec{};
+}
+
+std::string loss_error(std::vector<std::string> args) {
+  args.push_back("--batch=8");
+  StatusOr<CompileOptions> o = parse_compile_options(args);
+  if (!o.ok()) return o.error().message;
+  StatusOr<LossSpec> l = o->loss_spec();
+  return l.ok() ? "(ok)" : l.error().message;
+}
+
+TEST(AotOptions, EveryLossKindByName) {
+  using K = LossSpec::Kind;
+  const std::pair<const char*, K> names[] = {
+      {"cross_entropy", K::CrossEntropy}, {"nll", K::Nll},     {"mse", K::Mse},
+      {"l1", K::L1},                      {"smooth_l1", K::SmoothL1}, {"huber", K::Huber},
+      {"poisson_nll", K::PoissonNll},     {"bce", K::Bce},     {"bce_with_logits", K::BceWithLogits},
+      {"kl_div", K::KlDiv},               {"sigmoid_focal", K::SigmoidFocal},
+      {"hinge_embedding", K::HingeEmbedding}};
+  for (auto [name, kind] : names) {
+    EXPECT_EQ(loss_of({std::string("--loss=") + name}).kind, kind) << name;
+  }
+}
+
+TEST(AotOptions, LossHyperParameters) {
+  EXPECT_DOUBLE_EQ(loss_of({"--loss=huber", "--delta=0.5"}).delta, 0.5);
+  LossSpec focal = loss_of({"--loss=sigmoid_focal", "--focal_alpha=0.5", "--focal_gamma=1"});
+  EXPECT_DOUBLE_EQ(focal.focal.alpha, 0.5);
+  EXPECT_DOUBLE_EQ(focal.focal.gamma, 1.0);
+  EXPECT_DOUBLE_EQ(loss_of({"--loss=hinge_embedding", "--margin=0.5"}).margin, 0.5);
+  EXPECT_DOUBLE_EQ(loss_of({"--loss=smooth_l1", "--beta=2"}).beta, 2.0);
+  LossSpec poisson =
+      loss_of({"--loss=poisson_nll", "--log_input=false", "--full=true", "--poisson_eps=1e-3"});
+  EXPECT_FALSE(poisson.poisson.log_input);
+  EXPECT_TRUE(poisson.poisson.full);
+  EXPECT_DOUBLE_EQ(poisson.poisson.eps, 1e-3);
+  EXPECT_EQ(loss_of({"--loss=nll", "--class_weight=0.5,2,1"}).weight,
+            (std::vector<double>{0.5, 2, 1}));
+  LossSpec ce = loss_of({"--loss=cross_entropy", "--class_weight=1,3", "--label_smoothing=0.1"});
+  EXPECT_EQ(ce.weight, (std::vector<double>{1, 3}));
+  EXPECT_DOUBLE_EQ(ce.label_smoothing, 0.1);
+}
+
+TEST(AotOptions, LossErrors) {
+  EXPECT_EQ(loss_error({"--loss=nll", "--class_weight=0.5,x"}),
+            "--class_weight=0.5,x: not a comma-separated list of numbers");
+  EXPECT_EQ(loss_error({"--loss=mse", "--class_weight=1,2"}),
+            "--class_weight applies to cross_entropy and nll, not to --loss=mse");
+  EXPECT_EQ(loss_error({"--loss=huber", "--delta=big"}), "--delta=big: not a number");
+  EXPECT_EQ(loss_error({"--loss=poisson_nll", "--full=maybe"}),
+            "--full=maybe: not a boolean (true or false)");
+  EXPECT_EQ(loss_error({"--loss=focal"}),
+            "unknown loss 'focal'; losses: cross_entropy nll mse l1 smooth_l1 huber poisson_nll "
+            "bce bce_with_logits kl_div sigmoid_focal hinge_embedding");
+}
+
 TEST(AotOptions, Errors) {
   EXPECT_EQ(error_of({"--loss=cross_entropy"}),
             "--batch must be a positive integer (the training batch size)");
   EXPECT_EQ(error_of({"--batch=x"}), "--batch=x: not an integer");
   EXPECT_EQ(error_of({"--batch=8", "--loss=hinge"}),
-            "unknown loss 'hinge'; losses: cross_entropy nll mse l1 smooth_l1 bce "
-            "bce_with_logits kl_div");
+            "unknown loss 'hinge'; losses: cross_entropy nll mse l1 smooth_l1 huber poisson_nll "
+            "bce bce_with_logits kl_div sigmoid_focal hinge_embedding");
   EXPECT_EQ(error_of({"--batch=8", "--optimizer=lamb"}),
             "unknown optimizer 'lamb'; optimizers: sgd adam adamw rmsprop adagrad radam nadam");
   EXPECT_EQ(error_of({"--batch=8", "--optimizer=nadam", "--momentum_decay=-1"}),

@@ -80,8 +80,13 @@ Attributes:
                     are always there)
     batch           the training batch (static shapes)
     dtype           the float dtype passed to weft_model ("f32")
-    loss            cross_entropy nll mse l1 smooth_l1 bce bce_with_logits kl_div
-    loss_args       {"label_smoothing": "0.1"}, {"beta": "1"} (smooth_l1)
+    loss            cross_entropy nll mse l1 smooth_l1 huber poisson_nll bce bce_with_logits
+                    kl_div sigmoid_focal hinge_embedding
+    loss_args       {"label_smoothing": "0.1"}, {"class_weight": "0.5,2,1"} (cross_entropy,
+                    nll), {"beta": "1"} (smooth_l1), {"delta": "1"} (huber),
+                    {"log_input": "true", "full": "false", "poisson_eps": "1e-8"} (poisson_nll),
+                    {"focal_alpha": "0.25", "focal_gamma": "2"} (sigmoid_focal),
+                    {"margin": "1"} (hinge_embedding)
     optimizer       sgd adam adamw rmsprop adagrad radam nadam
     optimizer_args  PyTorch's names, as strings: lr momentum dampening nesterov
                     weight_decay beta1 beta2 eps amsgrad alpha centered lr_decay

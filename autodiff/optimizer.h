@@ -91,6 +91,13 @@
 
 namespace weft {
 
+/// What a parameter group may set differently from its optimizer (PyTorch's per-group
+/// options); unset fields take the optimizer's. (OptimizerSpec::GroupOptions.)
+struct ParamGroupOptions {
+  std::optional<double> lr = std::nullopt;
+  std::optional<double> weight_decay = std::nullopt;
+};
+
 /// An optimizer and its hyper-parameters, with PyTorch 1.13's names and defaults. Fields
 /// that the kind does not use are ignored. Build one with the static constructors, whose
 /// arguments follow the order of PyTorch's constructors:
@@ -124,12 +131,7 @@ struct OptimizerSpec {
   /// their gradients (see the header comment). 1: every step.
   int64_t accumulate_steps = 1;
 
-  /// What a parameter group may set differently from the spec (PyTorch's per-group
-  /// options); unset fields take the spec's.
-  struct GroupOptions {
-    std::optional<double> lr;
-    std::optional<double> weight_decay;
-  };
+  using GroupOptions = ParamGroupOptions;
   /// A parameter group: the trainable parameters under a graph-tree path (a `label`
   /// path, as `Model::parameters_at` takes), with their own options. Parameters under no
   /// group form the default group, with the spec's own options.

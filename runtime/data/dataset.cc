@@ -168,11 +168,15 @@ int64_t BatchPlan::rows_in(int64_t index) const {
 }
 
 void gather_rows_into(const Column& column, const int64_t* rows, int64_t count, Tensor& out) {
-  const Tensor& a = column.array;
+  gather_rows_into(column.array, rows, count, out, column.scale, column.shift);
+}
+
+void gather_rows_into(const Tensor& a, const int64_t* rows, int64_t count, Tensor& out, double scale,
+                      double shift) {
   const int64_t width = a.shape()[0] == 0 ? 0 : a.numel() / a.shape()[0];
   WEFT_CHECK(out.rank() >= 1 && count <= out.shape()[0] && out.numel() == out.shape()[0] * width,
              "gather_rows_into: rows of " + a.type().to_string() + " into " + out.type().to_string());
-  const bool identity = column.scale == 1 && column.shift == 0;
+  const bool identity = scale == 1 && shift == 0;
   if (identity && a.dtype() == out.dtype()) {
     const size_t row_bytes = static_cast<size_t>(width) * dtype_size(a.dtype());
     const auto* src = static_cast<const std::byte*>(a.raw_data());
@@ -184,7 +188,7 @@ void gather_rows_into(const Column& column, const int64_t* rows, int64_t count, 
   } else if (a.dtype() == DType::u8 && out.dtype() == DType::f32) {
     // IDX images: a table of the 256 values, as FashionMnist converts them.
     float table[256];
-    for (int b = 0; b < 256; ++b) table[b] = static_cast<float>(b * column.scale + column.shift);
+    for (int b = 0; b < 256; ++b) table[b] = static_cast<float>(b * scale + shift);
     const uint8_t* src = a.data<uint8_t>();
     float* dst = out.data<float>();
     for (int64_t i = 0; i < count; ++i) {
@@ -196,7 +200,7 @@ void gather_rows_into(const Column& column, const int64_t* rows, int64_t count, 
       WEFT_CHECK(rows[i] >= 0 && rows[i] < a.shape()[0], "gather_rows_into: row out of range");
       for (int64_t e = 0; e < width; ++e) {
         const double v = a.get_double(rows[i] * width + e);
-        out.set_double(i * width + e, identity ? v : v * column.scale + column.shift);
+        out.set_double(i * width + e, identity ? v : v * scale + shift);
       }
     }
   }

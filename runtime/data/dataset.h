@@ -89,5 +89,9 @@ struct BatchPlan {
 /// `out` past `count` become zeros. Internal errors (mismatched shapes, a row out of range)
 /// are checks, not user errors: callers check the data first.
 void gather_rows_into(const Column& column, const int64_t* rows, int64_t count, Tensor& out);
+/// The same for an array without a Column: its values as they are, or through `scale` and
+/// `shift`.
+void gather_rows_into(const Tensor& array, const int64_t* rows, int64_t count, Tensor& out,
+                      double scale = 1, double shift = 0);
 
 }  // namespace weft

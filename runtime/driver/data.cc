@@ -4,6 +4,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "runtime/data/dataset.h"
 #include "runtime/data/fashion_mnist.h"
 #include "runtime/npy.h"
 #include "runtime/philox.h"
@@ -198,14 +199,8 @@ Tensor gather_rows(const Tensor& array, const int64_t* rows, int64_t count, cons
   WEFT_CHECK(array.dtype() == type.dtype && type.shape.rank() >= 1 && count <= type.shape[0] &&
                  sample_elements(array.type()) == sample_elements(type),
              "gather_rows: " + array.type().to_string() + " rows into " + type.to_string());
-  Tensor out(type);  // zero-filled: the padding
-  const size_t row_bytes = static_cast<size_t>(sample_elements(type)) * dtype_size(type.dtype);
-  const auto* src = static_cast<const std::byte*>(array.raw_data());
-  auto* dst = static_cast<std::byte*>(out.raw_data());
-  for (int64_t i = 0; i < count; ++i) {
-    WEFT_CHECK(rows[i] >= 0 && rows[i] < array.shape()[0], "gather_rows: row out of range");
-    std::memcpy(dst + i * row_bytes, src + rows[i] * row_bytes, row_bytes);
-  }
+  Tensor out(type);
+  gather_rows_into(array, rows, count, out);  // zero-pads rows past `count`
   return out;
 }
 

@@ -119,8 +119,14 @@ StatusOr<std::vector<Column>> csv_columns(const std::string& path,
   for (size_t g = 0; g < groups.size(); ++g) {
     const int64_t width = static_cast<int64_t>(groups[g].size());
     Shape shape = width == 1 ? Shape{rows} : Shape{rows, width};
-    Tensor t(Type{DType::f64, shape});
-    if (!values[g].empty()) std::memcpy(t.raw_data(), values[g].data(), t.bytes());
+    bool integers = true;
+    for (double v : values[g]) integers = integers && v == std::floor(v) && std::abs(v) < 0x1p53;
+    Tensor t(Type{integers ? DType::i64 : DType::f64, shape});
+    if (integers) {
+      for (size_t i = 0; i < values[g].size(); ++i) t.data<int64_t>()[i] = static_cast<int64_t>(values[g][i]);
+    } else if (!values[g].empty()) {
+      std::memcpy(t.raw_data(), values[g].data(), t.bytes());
+    }
     std::string name;
     for (const std::string& n : groups[g]) name += (name.empty() ? "" : ",") + n;
     out.push_back(Column{std::move(t), path, std::move(name)});
@@ -128,12 +134,35 @@ StatusOr<std::vector<Column>> csv_columns(const std::string& path,
   return out;
 }
 
+StatusOr<Column> source_column(const std::string& spec) {
+  const size_t colon = spec.rfind(':');
+  const std::string file = spec.substr(0, colon), what = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  auto ends_with = [&](std::string_view suffix) {
+    return file.size() >= suffix.size() && file.compare(file.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (colon != std::string::npos && ends_with(".safetensors")) return safetensors_column(file, what);
+  if (colon != std::string::npos && ends_with(".csv")) {
+    std::vector<std::string> names;
+    std::stringstream in(what);
+    for (std::string name; std::getline(in, name, '+');) names.push_back(name);
+    WEFT_ASSIGN_OR_RETURN(std::vector<Column> columns, csv_columns(file, {names}));
+    return std::move(columns[0]);
+  }
+  if (ends_with(".safetensors") || ends_with(".csv")) {
+    return file_error(spec, "names no " + std::string(ends_with(".csv") ? "columns" : "tensor") +
+                                ": write FILE.safetensors:TENSOR or FILE.csv:COLUMN[+COLUMN...]");
+  }
+  if (ends_with(".idx") || ends_with("-ubyte") || ends_with("-ubyte.gz")) return idx_column(spec);
+  return npy_column(spec);
+}
+
 Status check_same_length(const std::vector<Column>& columns) {
   for (const Column& c : columns) {
     if (c.size() != columns[0].size()) {
-      return file_error(c.file, c.where() + " holds " + std::to_string(c.size()) + " samples; " +
-                                    columns[0].where() + " holds " + std::to_string(columns[0].size()) +
-                                    ": the sources of one data set must hold the same samples");
+      return file_error(c.file, (c.name.empty() ? "" : "column '" + c.name + "' ") + "holds " +
+                                    std::to_string(c.size()) + " samples; " + columns[0].where() + " holds " +
+                                    std::to_string(columns[0].size()) +
+                                    ": the sources of one data set must hold as many samples each");
     }
   }
   return Status();

@@ -51,13 +51,19 @@ StatusOr<Column> safetensors_column(const std::string& path, const std::string& 
 
 /// Reads a CSV file of numbers: a header row of column names, then one sample per row,
 /// fields separated by commas (surrounding spaces ignored, no quoting). `groups` picks the
-/// columns by header name: each group becomes one Column, f64[samples, group size], or
-/// f64[samples] for a group of one column (a target). Errors name the file and, for a
+/// columns by header name: each group becomes one Column, [samples, group size], or
+/// [samples] for a group of one column (a target): i64 when every value of the group is
+/// an integer, else f64. Errors name the file and, for a
 /// value, its row (the line number, the header being line 1) and column: a row with a
 /// different field count than the header, a field that is not a number, a name the header
 /// lacks.
 StatusOr<std::vector<Column>> csv_columns(const std::string& path,
                                           const std::vector<std::vector<std::string>>& groups);
+
+/// One source by its command-line spelling: `FILE.npy`, `FILE.safetensors:TENSOR`,
+/// `FILE.csv:COLUMN[+COLUMN...]` (one CSV column gives [samples], several [samples, k]),
+/// or an IDX file (`*.idx`, `*-ubyte`, `*-ubyte.gz`).
+StatusOr<Column> source_column(const std::string& spec);
 
 /// Sources of one data set must hold as many samples each: an error names the first
 /// source and one that differs, with both lengths.

@@ -42,8 +42,8 @@ TEST(Csv, ReadsGroupsOfColumnsByHeaderName) {
   EXPECT_EQ((*cols)[0].array.data<double>()[1], 1);
   EXPECT_EQ((*cols)[0].array.data<double>()[3], 4.5);
   EXPECT_EQ((*cols)[0].where(), path + ", column 'c,a'");
-  EXPECT_EQ((*cols)[1].array.type().to_string(), "f64[2]");
-  EXPECT_EQ((*cols)[1].array.data<double>()[1], 2);
+  EXPECT_EQ((*cols)[1].array.type().to_string(), "i64[2]");  // every value an integer
+  EXPECT_EQ((*cols)[1].array.data<int64_t>()[1], 2);
 }
 
 TEST(Csv, RowWithWrongFieldCountNamesFileAndRow) {
@@ -104,8 +104,8 @@ TEST(Sources, DifferentLengthsNameBothFilesAndLengths) {
   Status s = check_same_length({*cx, *cy});
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().loc.file, y);
-  EXPECT_EQ(s.error().message, y + " holds 2 samples; " + x +
-                                   " holds 3: the sources of one data set must hold the same samples");
+  EXPECT_EQ(s.error().message,
+            "holds 2 samples; " + x + " holds 3: the sources of one data set must hold as many samples each");
   EXPECT_TRUE(check_same_length({*cx, *cx}).ok());
 }
 
@@ -132,6 +132,21 @@ TEST(Sources, IdxAndScalarNpy) {
   auto s = npy_column(scalar);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().message, "holds a scalar f32[]; dimension 0 must be the sample");
+}
+
+TEST(Sources, ByCommandLineSpelling) {
+  const std::string csv = write_text("spec.csv", "a,b,y\n1,2,0\n3,4,1\n");
+  auto c = source_column(csv + ":a+b");
+  ASSERT_TRUE(c.ok()) << c.error().to_string();
+  EXPECT_EQ(c->array.type().to_string(), "i64[2,2]");
+  const std::string st = temp_path("spec.safetensors");
+  ASSERT_TRUE(write_safetensors(st, {{"x", f32_rows({1, 2}, 1)}}).ok());
+  auto s = source_column(st + ":x");
+  ASSERT_TRUE(s.ok()) << s.error().to_string();
+  EXPECT_EQ(s->name, "x");
+  auto bare = source_column(csv);
+  ASSERT_FALSE(bare.ok());
+  EXPECT_EQ(bare.error().message, "names no columns: write FILE.safetensors:TENSOR or FILE.csv:COLUMN[+COLUMN...]");
 }
 
 TEST(BatchPlan, DropsOrPadsTheLastPartialBatch) {

@@ -105,13 +105,15 @@ StatusOr<Split> npy_split(const std::vector<std::string>& files,
   }
   Split split;
   split.source = flag;
-  for (size_t k = 0; k < files.size(); ++k) {
-    WEFT_ASSIGN_OR_RETURN(Tensor raw, read_npy(files[k]));
-    WEFT_ASSIGN_OR_RETURN(Tensor array, to_model_array(std::move(raw), step_inputs[k], files[k]));
-    if (k > 0 && array.shape()[0] != split.arrays[0].shape()[0]) {
-      return file_error(files[k], "holds " + std::to_string(array.shape()[0]) + " samples; " + files[0] +
-                                      " holds " + std::to_string(split.arrays[0].shape()[0]));
-    }
+  std::vector<Column> columns;
+  for (const std::string& spec : files) {
+    WEFT_ASSIGN_OR_RETURN(Column column, source_column(spec));
+    columns.push_back(std::move(column));
+  }
+  WEFT_RETURN_IF_ERROR(check_same_length(columns));
+  for (size_t k = 0; k < columns.size(); ++k) {
+    WEFT_ASSIGN_OR_RETURN(Tensor array, to_model_array(std::move(columns[k].array), step_inputs[k],
+                                                       columns[k].where()));
     split.arrays.push_back(std::move(array));
   }
   const Tensor& target = split.arrays.back();

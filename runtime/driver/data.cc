@@ -121,6 +121,7 @@ StatusOr<Split> npy_split(const std::vector<std::string>& files,
     Tensor classes(Type{DType::i64, {target.shape()[0]}});
     for (int64_t i = 0; i < target.numel(); ++i) classes.data<int64_t>()[i] = static_cast<int64_t>(target.get_double(i));
     split.classes = std::move(classes);
+    split.classes_source = columns.back().where();
   }
   return split;
 }
@@ -167,6 +168,7 @@ StatusOr<Dataset> load_fashion_mnist(const std::string& directory,
     split.arrays.push_back(std::move(target));
     split.classes = std::move(set.labels);
     split.source = directory + (train ? "/train-*" : "/t10k-*");
+    split.classes_source = directory + (train ? "/train-labels-idx1-ubyte.gz" : "/t10k-labels-idx1-ubyte.gz");
     if (train) out.train = std::move(split);
     else out.test = std::move(split);
   }

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "runtime/data/dataset.h"
 #include "runtime/data/fashion_mnist.h"
 #include "runtime/npy.h"
 #include "runtime/philox.h"
@@ -47,8 +48,9 @@ StatusOr<Tensor> to_model_array(Tensor src, const TensorSpec& spec, const std::s
                                 " values; the model's input " + describe(spec) +
                                 " takes integers: save the array with an integer dtype");
   }
-  Tensor out(Type{spec.type.dtype, with_samples(spec.type, n)});
-  if (src.type() == out.type()) return src;
+  const Type type{spec.type.dtype, with_samples(spec.type, n)};
+  if (src.type() == type) return src;  // before allocating: Fashion-MNIST's images are 188 MB
+  Tensor out(type);
   if (src.dtype() == spec.type.dtype) {
     if (out.bytes() > 0) std::memcpy(out.raw_data(), src.raw_data(), out.bytes());
   } else {
@@ -103,13 +105,15 @@ StatusOr<Split> npy_split(const std::vector<std::string>& files,
   }
   Split split;
   split.source = flag;
-  for (size_t k = 0; k < files.size(); ++k) {
-    WEFT_ASSIGN_OR_RETURN(Tensor raw, read_npy(files[k]));
-    WEFT_ASSIGN_OR_RETURN(Tensor array, to_model_array(std::move(raw), step_inputs[k], files[k]));
-    if (k > 0 && array.shape()[0] != split.arrays[0].shape()[0]) {
-      return file_error(files[k], "holds " + std::to_string(array.shape()[0]) + " samples; " + files[0] +
-                                      " holds " + std::to_string(split.arrays[0].shape()[0]));
-    }
+  std::vector<Column> columns;
+  for (const std::string& spec : files) {
+    WEFT_ASSIGN_OR_RETURN(Column column, source_column(spec));
+    columns.push_back(std::move(column));
+  }
+  WEFT_RETURN_IF_ERROR(check_same_length(columns));
+  for (size_t k = 0; k < columns.size(); ++k) {
+    WEFT_ASSIGN_OR_RETURN(Tensor array, to_model_array(std::move(columns[k].array), step_inputs[k],
+                                                       columns[k].where()));
     split.arrays.push_back(std::move(array));
   }
   const Tensor& target = split.arrays.back();
@@ -117,6 +121,7 @@ StatusOr<Split> npy_split(const std::vector<std::string>& files,
     Tensor classes(Type{DType::i64, {target.shape()[0]}});
     for (int64_t i = 0; i < target.numel(); ++i) classes.data<int64_t>()[i] = static_cast<int64_t>(target.get_double(i));
     split.classes = std::move(classes);
+    split.classes_source = columns.back().where();
   }
   return split;
 }
@@ -163,6 +168,7 @@ StatusOr<Dataset> load_fashion_mnist(const std::string& directory,
     split.arrays.push_back(std::move(target));
     split.classes = std::move(set.labels);
     split.source = directory + (train ? "/train-*" : "/t10k-*");
+    split.classes_source = directory + (train ? "/train-labels-idx1-ubyte.gz" : "/t10k-labels-idx1-ubyte.gz");
     if (train) out.train = std::move(split);
     else out.test = std::move(split);
   }
@@ -198,14 +204,8 @@ Tensor gather_rows(const Tensor& array, const int64_t* rows, int64_t count, cons
   WEFT_CHECK(array.dtype() == type.dtype && type.shape.rank() >= 1 && count <= type.shape[0] &&
                  sample_elements(array.type()) == sample_elements(type),
              "gather_rows: " + array.type().to_string() + " rows into " + type.to_string());
-  Tensor out(type);  // zero-filled: the padding
-  const size_t row_bytes = static_cast<size_t>(sample_elements(type)) * dtype_size(type.dtype);
-  const auto* src = static_cast<const std::byte*>(array.raw_data());
-  auto* dst = static_cast<std::byte*>(out.raw_data());
-  for (int64_t i = 0; i < count; ++i) {
-    WEFT_CHECK(rows[i] >= 0 && rows[i] < array.shape()[0], "gather_rows: row out of range");
-    std::memcpy(dst + i * row_bytes, src + rows[i] * row_bytes, row_bytes);
-  }
+  Tensor out(type);
+  gather_rows_into(array, rows, count, out);  // zero-pads rows past `count`
   return out;
 }
 

@@ -33,6 +33,9 @@ struct Split {
   std::optional<Tensor> classes;
   /// Where the split came from, for messages.
   std::string source;
+  /// Where `classes` came from ("FILE" or "FILE, column 'NAME'"), for errors about a label;
+  /// empty: `source`.
+  std::string classes_source;
 
   int64_t size() const { return arrays.empty() ? 0 : arrays[0].shape()[0]; }
 };

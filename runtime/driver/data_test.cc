@@ -8,10 +8,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <numeric>
 
 #include "runtime/data/fashion_mnist.h"
 #include "runtime/npy.h"
+#include "runtime/safetensors.h"
 
 namespace weft::driver {
 namespace {
@@ -166,6 +168,24 @@ TEST(NpyData, ConvertedToTheModelsTypes) {
   EXPECT_EQ(d->test->arrays[1], r);
 }
 
+TEST(CsvAndSafetensorsData, SourcesByFlagSpelling) {
+  const std::string csv = tmp("d.csv");
+  std::ofstream(csv) << "a,b,label\n0.5,1,2\n1.5,2,0\n2.5,3,1\n";
+  const std::string st = tmp("d.safetensors");
+  ASSERT_TRUE(write_safetensors(st, {{"x", Tensor::from_vector<float>({3, 2}, {1, 2, 3, 4, 5, 6})}}).ok());
+  const auto model = specs(Type{DType::f32, {2, 2}}, Type{DType::i64, {2}});
+  StatusOr<Dataset> d = load_npy({csv + ":a+b", csv + ":label"}, {st + ":x", csv + ":label"}, model);
+  ASSERT_TRUE(d.ok()) << d.error().to_string();
+  EXPECT_EQ(d->train.arrays[0], Tensor::from_vector<float>({3, 2}, {0.5, 1, 1.5, 2, 2.5, 3}));
+  EXPECT_EQ(d->train.arrays[1], Tensor::from_vector<int64_t>({3}, {2, 0, 1}));
+  ASSERT_TRUE(d->train.classes.has_value());
+  EXPECT_EQ(d->test->arrays[0], Tensor::from_vector<float>({3, 2}, {1, 2, 3, 4, 5, 6}));
+  StatusOr<Dataset> bad = load_npy({csv + ":a+b", csv + ":a"}, {}, model);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().to_string(), csv + ", column 'a': error: holds f64 values; the model's input 'target' "
+                                           "i64[2] takes integers: save the array with an integer dtype");
+}
+
 TEST(NpyData, Errors) {
   const std::string x = write("ex.npy", Tensor(Type{DType::f32, {6, 4}}));
   const std::string y = write("ey.npy", Tensor(Type{DType::i64, {6}}));
@@ -183,7 +203,8 @@ TEST(NpyData, Errors) {
                         "target): 'x' f32[4,4], 'target' i64[4]");
   EXPECT_EQ(error({x, y}, {x, y, y}), "error: --test gives 3 arrays; the model's step takes 2 (the inputs, "
                                       "then the target): 'x' f32[4,4], 'target' i64[4]");
-  EXPECT_EQ(error({x, y5}), y5 + ": error: holds 5 samples; " + x + " holds 6");
+  EXPECT_EQ(error({x, y5}), y5 + ": error: holds 5 samples; " + x +
+                                " holds 6: the sources of one data set must hold as many samples each");
   EXPECT_EQ(error({x, yf}), yf + ": error: holds f32 values; the model's input 'target' i64[4] takes "
                                  "integers: save the array with an integer dtype");
   EXPECT_EQ(error({scalar, y}), scalar + ": error: holds a scalar f32[]; dimension 0 must be the sample");

@@ -10,6 +10,8 @@
 #include <limits>
 
 #include "runtime/backend.h"
+#include "runtime/data/dataset.h"
+#include "runtime/data/loader.h"
 #include "runtime/driver/flags.h"
 #include "runtime/driver/stop_signals.h"
 #include "runtime/flag_values.h"
@@ -73,7 +75,8 @@ Status check_classes(const Split& split, const Trainable& model) {
   const int64_t* c = split.classes->data<int64_t>();
   for (int64_t i = 0; i < split.classes->numel(); ++i) {
     if (c[i] < 0 || c[i] >= classes) {
-      return Error{split.source + ": the label " + std::to_string(c[i]) + " of sample " + std::to_string(i) +
+      const std::string& where = split.classes_source.empty() ? split.source : split.classes_source;
+      return Error{where + ", row " + std::to_string(i) + ": the label " + std::to_string(c[i]) +
                    " is not one of the model's " + std::to_string(classes) + " classes (its output '" +
                    model.eval_outputs()[0].name + "' is " + out.to_string() + ")"};
     }
@@ -239,34 +242,41 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
 
   const auto start = Clock::now();
   const int64_t first = t;
+  // Batch t+1 is gathered on the loader's thread while step t runs (runtime/data/loader.h).
+  // Only that thread touches `order`.
   std::vector<int64_t> order;
   int64_t order_epoch = -1;
-  double epoch_loss = 0;
-  int64_t epoch_steps = 0;
-  auto epoch_start = start;
-  int64_t saved_at = -1;
-  std::vector<Tensor> inputs(step_inputs.size());
-  while (t < total) {
-    const int64_t epoch = t / per_epoch, index = t % per_epoch;
+  std::vector<Type> batch_types;
+  for (const TensorSpec& spec : step_inputs) batch_types.push_back(spec.type);
+  Loader loader(t, total, batch_types, [&](int64_t step, std::vector<Tensor>& into) -> Status {
+    const int64_t epoch = step / per_epoch, index = step % per_epoch;
     if (epoch != order_epoch) {
       order = epoch_order(config.shuffle_seed, epoch, samples);
       order_epoch = epoch;
     }
     for (size_t k = 0; k < step_inputs.size(); ++k) {
       if (!comm) {
-        inputs[k] = gather_rows(data->train.arrays[k], order.data() + index * batch, batch, step_inputs[k].type);
+        gather_rows_into(data->train.arrays[k], order.data() + index * batch, batch, into[k]);
         continue;
       }
       Type global = step_inputs[k].type;
       global.shape.dims[0] = batch;
-      StatusOr<Tensor> shard = collective::shard_batch(
-          gather_rows(data->train.arrays[k], order.data() + index * batch, batch, global), rank, world_size);
-      if (!shard.ok()) return runtime(shard.error());
-      inputs[k] = std::move(*shard);
+      WEFT_ASSIGN_OR_RETURN(into[k], collective::shard_batch(
+          gather_rows(data->train.arrays[k], order.data() + index * batch, batch, global), rank, world_size));
     }
+    return Status();
+  });
+  double epoch_loss = 0;
+  int64_t epoch_steps = 0;
+  auto epoch_start = start;
+  int64_t saved_at = -1;
+  while (t < total) {
+    const int64_t epoch = t / per_epoch;
+    StatusOr<const std::vector<Tensor>*> inputs = loader.next();
+    if (!inputs.ok()) return runtime(inputs.error());
     const double lr = (*schedule)->lr_at(t);
     model.set_lr(lr);
-    StatusOr<double> loss = model.step(inputs);
+    StatusOr<double> loss = model.step(**inputs);
     if (!loss.ok()) return runtime(loss.error());
     ++t;
     epoch_loss += *loss;
@@ -301,7 +311,12 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
                     epoch_loss / static_cast<double>(epoch_steps), seconds);
       progress.line(std::string(line) + (eval ? ", " + eval->to_string() : ""));
       log.end_epoch(epoch + 1, seconds);
-      if (config.profile) progress.line(model.profile_report());
+      if (config.profile) {
+        progress.line(model.profile_report());
+        progress.line("data loader: the steps waited " + format_number("%.3f", loader.wait_seconds()) +
+                      " s for batches the loader's thread took " + format_number("%.3f", loader.fill_seconds()) +
+                      " s to gather (" + std::to_string(t - first) + " steps so far)");
+      }
       epoch_loss = 0;
       epoch_steps = 0;
       epoch_start = Clock::now();

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 
 #include "frontend/jit_trainable.h"
 #include "frontend/modules.h"
@@ -195,8 +196,17 @@ TEST(RunDriver, ExitStatuses) {
   ASSERT_TRUE(write_npy(tmp("bad.npy"), bad).ok());
   r = run({"--train=" + tmp("x.npy") + "," + tmp("bad.npy")}, factory);
   EXPECT_EQ(r.status, kExitRuntime);
-  EXPECT_EQ(r.err, "error: train: the label 3 of sample 7 is not one of the model's 3 classes (its output "
-                   "'output' is f32[5,3])\n");
+  EXPECT_EQ(r.err, "error: " + tmp("bad.npy") + ", row 7: the label 3 is not one of the model's 3 classes "
+                   "(its output 'output' is f32[5,3])\n");
+  {  // The same from a CSV column: the error names the column too.
+    std::ofstream csv(tmp("bad.csv"));
+    csv << "id,label\n";
+    for (int64_t i = 0; i < bad.numel(); ++i) csv << i << "," << bad.data<int64_t>()[i] << "\n";
+  }
+  r = run({"--train=" + tmp("x.npy") + "," + tmp("bad.csv") + ":label"}, factory);
+  EXPECT_EQ(r.status, kExitRuntime);
+  EXPECT_EQ(r.err, "error: " + tmp("bad.csv") + ", column 'label', row 7: the label 3 is not one of the model's 3 "
+                   "classes (its output 'output' is f32[5,3])\n");
   r = run({"--train=" + tmp("x.npy") + "," + tmp("y.npy"), "--checkpoint-out=/nonexistent/ck.safetensors"},
           factory);
   EXPECT_EQ(r.status, kExitRuntime);

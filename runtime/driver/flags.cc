@@ -129,13 +129,14 @@ std::vector<Flag> make_flags() {
                  return Status();
                }});
   f.push_back({"train", "X.npy,Y.npy", "none",
-               ".npy arrays of the training split instead of --data, one per step input "
-               "(the inputs, then the target); dimension 0 is the sample",
+               "arrays of the training split instead of --data, one per step input (the inputs, then "
+               "the target); dimension 0 is the sample. Each is FILE.npy, FILE.safetensors:TENSOR, "
+               "FILE.csv:COLUMN[+COLUMN...] (numeric columns under a header row) or an IDX file",
                [](DriverConfig& c, const std::string& v) -> Status {
                  WEFT_ASSIGN_OR_RETURN(c.train_files, parse_files("train", v));
                  return Status();
                }});
-  f.push_back({"test", "X.npy,Y.npy", "none", ".npy arrays of the test split (with --train)",
+  f.push_back({"test", "X.npy,Y.npy", "none", "arrays of the test split (with --train), as --train's",
                [](DriverConfig& c, const std::string& v) -> Status {
                  WEFT_ASSIGN_OR_RETURN(c.test_files, parse_files("test", v));
                  return Status();

@@ -70,6 +70,10 @@ TEST(Flags, EveryFlagParses) {
   EXPECT_EQ(c.train_files, (std::vector<std::string>{"x.npy", "y.npy"}));
   EXPECT_EQ(c.test_files, (std::vector<std::string>{"tx.npy", "ty.npy"}));
   EXPECT_EQ(c.milestones, (std::vector<int64_t>{10, 30, 30}));
+  const DriverConfig sources =
+      parse({"--train=/d/t.csv:a+b,/d/t.csv:label", "--test=/d/s.safetensors:x,/d/s.safetensors:y"});
+  EXPECT_EQ(sources.train_files, (std::vector<std::string>{"/d/t.csv:a+b", "/d/t.csv:label"}));
+  EXPECT_EQ(sources.test_files, (std::vector<std::string>{"/d/s.safetensors:x", "/d/s.safetensors:y"}));
   EXPECT_EQ(c.lr_gamma, 0.5);
   c = parse({"--schedule=step", "--lr-step-size=4"});
   EXPECT_EQ(c.lr_step_size, 4);
@@ -185,6 +189,7 @@ TEST(Flags, HelpListsEveryFlagWithItsDefault) {
   EXPECT_NE(help.find("(default: 1)"), std::string::npos);
   EXPECT_NE(help.find("(default: /usr/share/datasets/fashion-mnist)"), std::string::npos);
   EXPECT_NE(help.find("(default: constant)"), std::string::npos);
+  EXPECT_NE(help.find("FILE.safetensors:TENSOR, FILE.csv:COLUMN[+COLUMN...]"), std::string::npos) << help;
   EXPECT_NE(help.find("(default: the compiled optimizer's)"), std::string::npos);
 }
 

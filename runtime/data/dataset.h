@@ -1,0 +1,103 @@
+#pragma once
+// The sources a training run reads its samples from, shared by the AOT driver
+// (runtime/driver) and the Trainer-based examples: IDX, .npy, safetensors and CSV files,
+// each giving one Column (per-sample rows of one array), checked against one another
+// before training starts, and the batches a run cuts from them.
+//
+//   WEFT_ASSIGN_OR_RETURN(Column x, npy_column("x.npy"));
+//   WEFT_ASSIGN_OR_RETURN(std::vector<Column> t, csv_columns("t.csv", {{"a", "b"}, {"label"}}));
+//   WEFT_RETURN_IF_ERROR(check_same_length({x, t[1]}));
+//   WEFT_RETURN_IF_ERROR(check_class_labels(t[1], /*classes=*/10));
+//   BatchPlan plan{.samples = x.size(), .batch = 64, .last = LastBatch::pad};
+//   for (int64_t i = 0; i < plan.num_batches(); ++i) {
+//     Tensor b(Type{DType::f32, {64, 784}});
+//     gather_rows_into(x, order.data() + i * 64, plan.rows_in(i), b);  // zero padding
+//   }
+//
+// Dimension 0 of a Column's array is the sample. A Column may keep its values in a narrow
+// type (IDX images stay u8) with an affine map applied as rows are gathered
+// (value * scale + shift), so a data set is not widened to f32 before the first step.
+// Every error names the file, and where it is about one value, the row and the column.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/status.h"
+#include "runtime/tensor.h"
+
+namespace weft {
+
+/// Per-sample rows of one array and where they came from.
+struct Column {
+  Tensor array;       ///< [samples, per-sample dims]
+  std::string file;   ///< The file it was read from, for errors.
+  std::string name;   ///< The tensor or CSV column(s), for errors ("" for IDX and .npy).
+  double scale = 1;   ///< Gathered rows hold array * scale + shift.
+  double shift = 0;
+
+  int64_t size() const { return array.rank() == 0 ? 0 : array.shape()[0]; }
+  /// "file" or "file, column 'name'".
+  std::string where() const;
+};
+
+/// An IDX file (runtime/data/idx.h), gzip-compressed or not; rank >= 1.
+StatusOr<Column> idx_column(const std::string& path);
+/// An .npy file (runtime/npy.h); rank >= 1.
+StatusOr<Column> npy_column(const std::string& path);
+/// The tensor `tensor` of a safetensors file; an error names the file and the tensors it
+/// holds when there is none of that name.
+StatusOr<Column> safetensors_column(const std::string& path, const std::string& tensor);
+
+/// Reads a CSV file of numbers: a header row of column names, then one sample per row,
+/// fields separated by commas (surrounding spaces ignored, no quoting). `groups` picks the
+/// columns by header name: each group becomes one Column, [samples, group size], or
+/// [samples] for a group of one column (a target): i64 when every value of the group is
+/// an integer, else f64. Errors name the file and, for a
+/// value, its row (the line number, the header being line 1) and column: a row with a
+/// different field count than the header, a field that is not a number, a name the header
+/// lacks.
+StatusOr<std::vector<Column>> csv_columns(const std::string& path,
+                                          const std::vector<std::vector<std::string>>& groups);
+
+/// One source by its command-line spelling: `FILE.npy`, `FILE.safetensors:TENSOR`,
+/// `FILE.csv:COLUMN[+COLUMN...]` (one CSV column gives [samples], several [samples, k]),
+/// or an IDX file (`*.idx`, `*-ubyte`, `*-ubyte.gz`).
+StatusOr<Column> source_column(const std::string& spec);
+
+/// Sources of one data set must hold as many samples each: an error names the first
+/// source and one that differs, with both lengths.
+Status check_same_length(const std::vector<Column>& columns);
+
+/// Class labels: every value of `labels` (rank 1) must be an integer in [0, classes); an
+/// error names the file, the row (sample index, 0-based) and the column, and the value.
+Status check_class_labels(const Column& labels, int64_t classes);
+
+/// What happens to the samples past the last full batch of an epoch.
+enum class LastBatch {
+  drop,  ///< Not visited this epoch (what the driver's training does).
+  pad,   ///< A last batch of rows_in(i) < batch real rows, then zeros to the static shape.
+};
+
+/// The batches of an epoch of `samples` samples.
+struct BatchPlan {
+  int64_t samples = 0;
+  int64_t batch = 1;
+  LastBatch last = LastBatch::drop;
+
+  int64_t num_batches() const;
+  /// The real rows of batch `index` (batch, or fewer for a padded last batch).
+  int64_t rows_in(int64_t index) const;
+};
+
+/// Rows `rows[0..count)` of `column` into `out` (dimension 0 >= count, the same per-sample
+/// element count), converted to out's dtype through the column's scale and shift; rows of
+/// `out` past `count` become zeros. Internal errors (mismatched shapes, a row out of range)
+/// are checks, not user errors: callers check the data first.
+void gather_rows_into(const Column& column, const int64_t* rows, int64_t count, Tensor& out);
+/// The same for an array without a Column: its values as they are, or through `scale` and
+/// `shift`.
+void gather_rows_into(const Tensor& array, const int64_t* rows, int64_t count, Tensor& out,
+                      double scale = 1, double shift = 0);
+
+}  // namespace weft

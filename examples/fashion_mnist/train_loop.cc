@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "runtime/collective/mpi_communicator.h"
+#include "runtime/data/loader.h"
 #include "runtime/flag_values.h"
 #include "runtime/monitor/monitor.h"
 #include "tools/weftc/args.h"
@@ -176,13 +177,6 @@ int train(const FlowPtr& net, const RunConfig& c) {
   if (c.profile) {
     if (Status s = trainer->set_profiling(true); !s.ok()) return fail(s.error());
   }
-  // One step on this rank's rows of batch `b` (all of them in one process).
-  auto step = [&](const FashionMnistBatch& b) -> StatusOr<double> {
-    if (world == 1) return trainer->step({b.images, b.labels});
-    WEFT_ASSIGN_OR_RETURN(Tensor x, collective::shard_batch(b.images, rank, world));
-    WEFT_ASSIGN_OR_RETURN(Tensor y, collective::shard_batch(b.labels, rank, world));
-    return trainer->step({x, y});
-  };
   monitor::Progress progress(out, /*every=*/100, collective::launched_by_mpi_launcher());
   monitor::RunLog log({"test_accuracy"});
   if (!c.metrics_csv.empty() && rank == 0) {
@@ -205,10 +199,25 @@ int train(const FlowPtr& net, const RunConfig& c) {
     auto epoch_start = std::chrono::steady_clock::now();
     double loss_sum = 0;
     int64_t steps = 0;
-    for (int64_t s = epoch == start_epoch ? start_step : 0; s < per_epoch; ++s) {
-      StatusOr<FashionMnistBatch> b = data->batch(epoch, s, c.batch);
-      if (!b.ok()) return fail(b.error());
-      StatusOr<double> loss = step(*b);
+    // Batch s + 1 (this rank's rows of it) is gathered on the loader's thread while step
+    // s runs (runtime/data/loader.h), as the AOT driver does.
+    const int64_t first_step = epoch == start_epoch ? start_step : 0;
+    Loader loader(first_step, per_epoch, {Type{DType::f32, input}, Type{DType::i64, {rows}}},
+                  [&, epoch](int64_t s, std::vector<Tensor>& into) -> Status {
+                    WEFT_ASSIGN_OR_RETURN(FashionMnistBatch b, data->batch(epoch, s, c.batch));
+                    if (world == 1) {
+                      into[0] = std::move(b.images);
+                      into[1] = std::move(b.labels);
+                      return Status();
+                    }
+                    WEFT_ASSIGN_OR_RETURN(into[0], collective::shard_batch(b.images, rank, world));
+                    WEFT_ASSIGN_OR_RETURN(into[1], collective::shard_batch(b.labels, rank, world));
+                    return Status();
+                  });
+    for (int64_t s = first_step; s < per_epoch; ++s) {
+      StatusOr<const std::vector<Tensor>*> batch = loader.next();
+      if (!batch.ok()) return fail(batch.error());
+      StatusOr<double> loss = trainer->step(**batch);
       if (!loss.ok()) return fail(loss.error());
       loss_sum += *loss;
       ++steps;

@@ -287,10 +287,18 @@ std::string RunLog::epoch_event(int64_t epoch, double seconds) const {
 
 void RunLog::record(const StepRecord& step, const std::map<std::string, double>& metrics) {
   Row row{step, static_cast<double>(resident_bytes()) / (1 << 20), 0, std::nullopt, {}};
+  // CPU time over wall time, measured over at least half a second (the clocks tick too
+  // coarsely for one short step); rows in between repeat the last figure.
   const double cpu = process_cpu_s(), wall = now_s();
-  if (last_wall_s_ >= 0 && wall > last_wall_s_) row.cpu_percent = 100 * (cpu - last_cpu_s_) / (wall - last_wall_s_);
-  last_cpu_s_ = cpu;
-  last_wall_s_ = wall;
+  if (last_wall_s_ < 0) {
+    last_cpu_s_ = cpu;
+    last_wall_s_ = wall;
+  } else if (wall - last_wall_s_ >= 0.5) {
+    cpu_percent_ = 100 * (cpu - last_cpu_s_) / (wall - last_wall_s_);
+    last_cpu_s_ = cpu;
+    last_wall_s_ = wall;
+  }
+  row.cpu_percent = cpu_percent_;
   if (gpu_memory_mib_) row.gpu_mib = gpu_memory_mib_();
   row.metrics.resize(metric_names_.size());
   for (const auto& [name, value] : metrics) {

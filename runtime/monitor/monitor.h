@@ -119,7 +119,7 @@ class RunLog {
   struct Row {
     StepRecord step;
     double rss_mib = 0;
-    double cpu_percent = 0;  ///< CPU time over wall time since the previous row.
+    double cpu_percent = 0;  ///< CPU time over wall time, over the last half second or more.
     std::optional<double> gpu_mib;
     std::vector<std::optional<double>> metrics;
   };
@@ -131,6 +131,7 @@ class RunLog {
   const Metrics* metrics_ = nullptr;
   std::function<double()> gpu_memory_mib_;
   double last_cpu_s_ = -1, last_wall_s_ = -1;  ///< For Row::cpu_percent.
+  double cpu_percent_ = 0;
   Dashboard dashboard_;
 };
 

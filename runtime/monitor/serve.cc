@@ -47,7 +47,7 @@ function fmt(v) { return Math.abs(v) >= 1e4 || (v !== 0 && Math.abs(v) < 1e-3) ?
 function draw(s) {
   const n = s.xs.length, x0 = s.xs[0], x1 = s.xs[n - 1];
   let lo = Math.min(...s.ys), hi = Math.max(...s.ys);
-  if (hi === lo) { hi += 1; lo -= 1; }
+  if (hi === lo) { const pad = Math.abs(hi) * 0.1 || 1; hi += pad; lo -= pad; }
   const X = x => 50 + (x1 === x0 ? 150 : (x - x0) / (x1 - x0) * 300);
   const Y = y => 160 - (y - lo) / (hi - lo) * 150;
   let d = '';

@@ -11,6 +11,7 @@
 #include "runtime/init.h"
 #include "runtime/reference/interpreter.h"
 #include "runtime/reference/numerics.h"
+#include "runtime/schedule.h"
 #include "runtime/step_inputs.h"
 
 namespace weft {
@@ -333,7 +334,7 @@ void Trainer::set_lr(double lr) {
   const double base = optimizer_.lr;
   lrs_[0] = lr;
   for (size_t i = 0; i < optimizer_.groups.size(); ++i) {
-    if (base != 0) lrs_[i + 1] = optimizer_.group_spec(i).lr * (lr / base);
+    if (base != 0) lrs_[i + 1] = group_lr(optimizer_.group_spec(i).lr, lr, base);
   }
 }
 

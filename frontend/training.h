@@ -266,8 +266,14 @@ class Trainer {
   std::map<std::string, Graph> eval_graphs_;  ///< By printed input types.
   std::map<std::string, std::unique_ptr<ProgramExecutor>> eval_execs_;
   std::vector<std::pair<bool, std::string>> freezes_;  ///< (freeze?, path), in call order.
-  /// collect(): (tag, statistic), in call order; the step's outputs after the loss.
-  std::vector<std::pair<std::string, Statistic>> collected_;
+  /// collect(): what each statistic output is (the step's outputs after the loss), in
+  /// call order, and the metric it is recorded as (`TAG.STATISTIC`).
+  struct Collected {
+    std::string tag;
+    Statistic statistic;
+    std::string metric;
+  };
+  std::vector<Collected> collected_;
   monitor::Metrics metrics_;
   std::source_location where_;  ///< The compile() call: the loss's location.
   /// The lr of the default group, then of each OptimizerSpec::groups entry.

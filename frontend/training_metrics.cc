@@ -25,7 +25,7 @@ StatusOr<std::vector<ValueId>> Trainer::emit_collected(Graph& g, const Model& mo
   try {
     Emitter e(g, BuildOptions{});
     e.push_frame(nullptr, "collect", "", where_);
-    for (const auto& [tag, statistic] : collected_) {
+    for (const auto& [tag, statistic, metric] : collected_) {
       ValueId x = kNoValue;
       for (const auto& [name, v] : model.tags()) {
         if (name == tag) x = v;
@@ -58,7 +58,7 @@ StatusOr<std::vector<ValueId>> Trainer::emit_collected(Graph& g, const Model& mo
 
 void Trainer::record_collected(const std::function<double(size_t)>& output) {
   for (size_t k = 0; k < collected_.size(); ++k) {
-    metrics_.record(collected_[k].first + "." + statistic_name(collected_[k].second), output(k + 1));
+    metrics_.record(collected_[k].metric, output(k + 1));
   }
 }
 
@@ -82,7 +82,9 @@ Status Trainer::collect(const std::vector<std::string>& tags, Statistic statisti
     }
   }
   const size_t before = collected_.size();
-  for (const std::string& tag : tags) collected_.emplace_back(tag, statistic);
+  for (const std::string& tag : tags) {
+    collected_.push_back({tag, statistic, tag + "." + statistic_name(statistic)});
+  }
   Status s = build_step();
   if (!s.ok()) collected_.resize(before);  // on error nothing changes
   return s;

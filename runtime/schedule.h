@@ -30,6 +30,14 @@
 
 namespace weft {
 
+/// The lr of a parameter group whose first lr is `group_first_lr` when the optimizer's
+/// base lr `base_lr` is scheduled to `lr`: scaled by the same factor, as a PyTorch
+/// scheduler scales each group's initial lr (the first lr itself when `base_lr` is 0).
+/// The Trainer and the AOT CompiledModel feed their groups' lr inputs with it.
+inline double group_lr(double group_first_lr, double lr, double base_lr) {
+  return base_lr != 0 ? group_first_lr * (lr / base_lr) : group_first_lr;
+}
+
 /// A schedule whose learning rate is a function of the step count alone.
 class LrSchedule {
  public:

@@ -20,6 +20,7 @@
 #include "autodiff/optimizer.h"
 #include "runtime/init.h"
 #include "runtime/reference/interpreter.h"
+#include "runtime/schedule.h"
 
 namespace weft::testing {
 
@@ -88,7 +89,7 @@ class Stepper {
  private:
   double group_lr(const std::string& path, double lr) const {
     for (size_t i = 0; i < spec_.groups.size(); ++i) {
-      if (spec_.groups[i].path == path) return spec_.group_spec(i).lr * (lr / spec_.lr);
+      if (spec_.groups[i].path == path) return weft::group_lr(spec_.group_spec(i).lr, lr, spec_.lr);
     }
     ADD_FAILURE() << "no group " << path;
     return 0;

@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "runtime/init.h"  // materialize
+#include "runtime/schedule.h"
 #include "runtime/step_inputs.h"
 
 namespace weft::aot {
@@ -231,7 +232,7 @@ StatusOr<double> CompiledModel::run_bound_step() {
   WEFT_RETURN_IF_ERROR(check_next_step(steps_));
   if (lr_input_ >= 0) WEFT_RETURN_IF_ERROR(set_scalar(lr_input_, lr_));
   for (const auto& [input, first] : group_lr_inputs_) {
-    WEFT_RETURN_IF_ERROR(set_scalar(input, base_lr_ != 0 ? first * (lr_ / base_lr_) : first));
+    WEFT_RETURN_IF_ERROR(set_scalar(input, group_lr(first, lr_, base_lr_)));
   }
   WEFT_RETURN_IF_ERROR(set_scalar(step_input_, static_cast<double>(steps_ + 1)));
   WEFT_RETURN_IF_ERROR(step_->run());

@@ -62,13 +62,16 @@ Goal Metrics::goal(const std::string& name) const {
   return it == goals_.end() ? Goal::minimize : it->second;
 }
 
+std::string Metrics::known() const {
+  std::string names;
+  for (const std::string& n : order_) names += (names.empty() ? "" : ", ") + n;
+  return names.empty() ? " (none has been yet)" : " (metrics: " + names + ")";
+}
+
 StatusOr<const Metrics::Series*> Metrics::find(const std::string& name) const {
   auto it = series_.find(name);
   if (it != series_.end()) return &it->second;
-  std::string known;
-  for (const std::string& n : order_) known += (known.empty() ? "" : ", ") + n;
-  return Error{"no metric '" + name + "' was recorded" +
-               (known.empty() ? std::string(" (none has been yet)") : " (metrics: " + known + ")")};
+  return Error{"no metric '" + name + "' was recorded" + known()};
 }
 
 StatusOr<std::vector<std::pair<int64_t, double>>> Metrics::history(const std::string& name) const {
@@ -132,12 +135,7 @@ StatusOr<std::vector<std::string>> Metrics::names_under(const std::string& prefi
   for (const std::string& name : order_) {
     if (name == prefix || name.rfind(prefix + ".", 0) == 0) out.push_back(name);
   }
-  if (out.empty()) {
-    std::string known;
-    for (const std::string& n : order_) known += (known.empty() ? "" : ", ") + n;
-    return Error{"no metric under '" + prefix + "' was recorded" +
-                 (known.empty() ? std::string(" (none has been yet)") : " (metrics: " + known + ")")};
-  }
+  if (out.empty()) return Error{"no metric under '" + prefix + "' was recorded" + known()};
   return out;
 }
 

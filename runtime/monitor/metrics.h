@@ -85,6 +85,8 @@ class Metrics {
     int64_t batch_count = 0;
   };
   StatusOr<const Series*> find(const std::string& name) const;
+  /// " (metrics: a, b)", or " (none has been yet)": for errors naming an unknown metric.
+  std::string known() const;
   /// The last min(n, size) epoch values of `name`.
   StatusOr<std::vector<double>> last(const std::string& name, int64_t n) const;
 

@@ -199,26 +199,26 @@ std::vector<Case> cases() {
   binary(Op::Matmul, uniform({2, 1, 3, 4}), uniform({3, 4, 5}), "batch_broadcast");
   const Attrs plain = conv_attrs({1, 1}, {0, 0}, {1, 1}, 1);
   const Attrs odd = conv_attrs({2, 1}, {1, 2}, {2, 1}, 2);  // Strided, padded, dilated, grouped.
-  c.push_back({"conv2d_basic", Op::Conv2d, {uniform({2, 3, 5, 5}), uniform({4, 3, 3, 3})}, plain});
+  c.push_back({"conv2d_basic", Op::Conv, {uniform({2, 3, 5, 5}), uniform({4, 3, 3, 3})}, plain});
   c.push_back({"conv2d_stride_pad_dilation_groups",
-               Op::Conv2d,
+               Op::Conv,
                {uniform({1, 4, 7, 6}), uniform({6, 2, 3, 2})},
                odd});
-  // conv2d of [1,4,7,6] by [6,2,3,2] with `odd` gives [1,6,3,9].
-  c.push_back({"conv2d_backward_input_basic",
-               Op::Conv2dBackwardInput,
+  // conv of [1,4,7,6] by [6,2,3,2] with `odd` gives [1,6,3,9].
+  c.push_back({"conv_backward_input_basic",
+               Op::ConvBackwardInput,
                {uniform({2, 4, 3, 3}), uniform({4, 3, 3, 3})},
                with(plain, "input_shape", IntList{2, 3, 5, 5})});
-  c.push_back({"conv2d_backward_input_stride_pad_dilation_groups",
-               Op::Conv2dBackwardInput,
+  c.push_back({"conv_backward_input_stride_pad_dilation_groups",
+               Op::ConvBackwardInput,
                {uniform({1, 6, 3, 9}), uniform({6, 2, 3, 2})},
                with(odd, "input_shape", IntList{1, 4, 7, 6})});
-  c.push_back({"conv2d_backward_weight_basic",
-               Op::Conv2dBackwardWeight,
+  c.push_back({"conv_backward_weight_basic",
+               Op::ConvBackwardWeight,
                {uniform({2, 3, 5, 5}), uniform({2, 4, 3, 3})},
                with(plain, "weight_shape", IntList{4, 3, 3, 3})});
-  c.push_back({"conv2d_backward_weight_stride_pad_dilation_groups",
-               Op::Conv2dBackwardWeight,
+  c.push_back({"conv_backward_weight_stride_pad_dilation_groups",
+               Op::ConvBackwardWeight,
                {uniform({1, 4, 7, 6}), uniform({1, 6, 3, 9})},
                with(odd, "weight_shape", IntList{6, 2, 3, 2})});
   const Attrs pool2 = {{"kernel", IntList{2, 2}}};

@@ -6,7 +6,7 @@
 // is built with two append_gradients calls and compared, in f64, with the central
 // difference of the gradient along v: (grad l(p + εv) - grad l(p - εv)) / 2ε.
 // This exercises the second derivatives of every rule on the way: matmul, tanh,
-// cross_entropy (softmax), log_softmax, conv2d (through conv2d_backward_input/weight),
+// cross_entropy (softmax), log_softmax, conv (through conv_backward_input/weight),
 // max_pool2d (through max_pool2d_backward and max_pool2d_select), avg_pool2d, gelu,
 // layer_norm, mse.
 #include <gtest/gtest.h>
@@ -158,7 +158,7 @@ TEST(Hvp, MlpLogSoftmaxOneHot) {
 TEST(Hvp, ConvMaxPoolMse) {
   check_hvp(R"(graph @cnn(%x: f64[2,2,6,6], %target: f64[2,4], %k: f64[3,2,3,3] {param},
                           %kb: f64[3,1,1] {param}, %w: f64[27,4] {param}) {
-    %c = conv2d(%x, %k) {padding=[1,1]}
+    %c = conv(%x, %k) {padding=[1,1]}
     %cb = add(%c, %kb)
     %t = tanh(%cb)
     %p = max_pool2d(%t) {kernel=[2,2]}
@@ -173,7 +173,7 @@ TEST(Hvp, ConvMaxPoolMse) {
 TEST(Hvp, StridedGroupedConvAvgPoolCrossEntropy) {
   check_hvp(R"(graph @cnn(%x: f64[2,4,7,7], %labels: i64[2], %k: f64[4,2,3,3] {param},
                           %w: f64[16,3] {param}) {
-    %c = conv2d(%x, %k) {stride=[2,2], padding=[1,1], dilation=[1,1], groups=2}
+    %c = conv(%x, %k) {stride=[2,2], padding=[1,1], dilation=[1,1], groups=2}
     %t = tanh(%c)
     %p = avg_pool2d(%t) {kernel=[3,3], stride=[2,2], padding=[1,1]}
     %q = max_pool2d(%p) {kernel=[1,1]}

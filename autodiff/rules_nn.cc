@@ -3,12 +3,12 @@
 //
 // The backward ops are differentiable too, so a gradient graph can be differentiated
 // again. With <·,·> the elementwise inner product and G the result's cotangent:
-//   conv2d_backward_input(gy, w)  = ∂/∂x <gy, conv2d(x, w)>  (linear in x), so
-//     <G, bi(gy, w)> = <gy, conv2d(G, w)>:  d/dgy = conv2d(G, w),
-//                                           d/dw  = conv2d_backward_weight(G, gy);
-//   conv2d_backward_weight(x, gy) = ∂/∂w <gy, conv2d(x, w)>, so
-//     <G, bw(x, gy)> = <gy, conv2d(x, G)>:  d/dgy = conv2d(x, G),
-//                                           d/dx  = conv2d_backward_input(gy, G);
+//   conv_backward_input(gy, w)  = ∂/∂x <gy, conv(x, w)>  (linear in x), so
+//     <G, bi(gy, w)> = <gy, conv(G, w)>:  d/dgy = conv(G, w),
+//                                           d/dw  = conv_backward_weight(G, gy);
+//   conv_backward_weight(x, gy) = ∂/∂w <gy, conv(x, w)>, so
+//     <G, bw(x, gy)> = <gy, conv(x, G)>:  d/dgy = conv(x, G),
+//                                           d/dx  = conv_backward_input(gy, G);
 //   max_pool2d_backward(x, gy) routes each window's gy to the window's first argmax, so
 //     <G, mpb(x, gy)> = <gy, max_pool2d_select(x, G)>, and max_pool2d_select back;
 //   avg_pool2d and avg_pool2d_backward are each other's adjoints (both linear).
@@ -55,26 +55,26 @@ Attrs without(const Node& n, const char* name) {
   return attrs;
 }
 
-Grads conv2d(GradBuilder& b, const Node& n, ValueId g) {
+Grads conv(GradBuilder& b, const Node& n, ValueId g) {
   ValueId x = n.operands[0], w = n.operands[1];
-  return {b.op(Op::Conv2dBackwardInput, {g, w}, with(n, "input_shape", b.shape(x).dims)),
-          b.op(Op::Conv2dBackwardWeight, {x, g}, with(n, "weight_shape", b.shape(w).dims))};
+  return {b.op(Op::ConvBackwardInput, {g, w}, with(n, "input_shape", b.shape(x).dims)),
+          b.op(Op::ConvBackwardWeight, {x, g}, with(n, "weight_shape", b.shape(w).dims))};
 }
 
-Grads conv2d_backward_input(GradBuilder& b, const Node& n, ValueId g) {
+Grads conv_backward_input(GradBuilder& b, const Node& n, ValueId g) {
   ValueId gy = n.operands[0], w = n.operands[1];
   Attrs conv = without(n, "input_shape");
   Attrs bw = conv;
   bw["weight_shape"] = b.shape(w).dims;
-  return {b.op(Op::Conv2d, {g, w}, conv), b.op(Op::Conv2dBackwardWeight, {g, gy}, bw)};
+  return {b.op(Op::Conv, {g, w}, conv), b.op(Op::ConvBackwardWeight, {g, gy}, bw)};
 }
 
-Grads conv2d_backward_weight(GradBuilder& b, const Node& n, ValueId g) {
+Grads conv_backward_weight(GradBuilder& b, const Node& n, ValueId g) {
   ValueId x = n.operands[0], gy = n.operands[1];
   Attrs conv = without(n, "weight_shape");
   Attrs bi = conv;
   bi["input_shape"] = b.shape(x).dims;
-  return {b.op(Op::Conv2dBackwardInput, {gy, g}, bi), b.op(Op::Conv2d, {x, g}, conv)};
+  return {b.op(Op::ConvBackwardInput, {gy, g}, bi), b.op(Op::Conv, {x, g}, conv)};
 }
 
 Grads max_pool2d(GradBuilder& b, const Node& n, ValueId g) {
@@ -112,9 +112,9 @@ void add_nn(Table& t) {
   auto rule = [&](Op op, GradRule r) { t[static_cast<int>(op)].rule = r; };
   auto none = [&](Op op, const char* why) { t[static_cast<int>(op)].not_differentiable = why; };
   rule(Op::Matmul, matmul);
-  rule(Op::Conv2d, conv2d);
-  rule(Op::Conv2dBackwardInput, conv2d_backward_input);
-  rule(Op::Conv2dBackwardWeight, conv2d_backward_weight);
+  rule(Op::Conv, conv);
+  rule(Op::ConvBackwardInput, conv_backward_input);
+  rule(Op::ConvBackwardWeight, conv_backward_weight);
   rule(Op::MaxPool2d, max_pool2d);
   rule(Op::AvgPool2d, avg_pool2d);
   rule(Op::MaxPool2dBackward, max_pool2d_backward);  // x: piecewise constant

@@ -7,6 +7,13 @@
 namespace weft::bench {
 namespace {
 
+/// The product of `s`'s dims other than dim `skip`.
+int64_t all_but(const Shape& s, int skip) {
+  int64_t p = 1;
+  for (int i = 0; i < s.rank(); ++i) p *= i == skip ? 1 : s[i];
+  return p;
+}
+
 /// The GEMM of one contraction node, or nullopt for any other op.
 std::optional<std::array<int64_t, 4>> node_gemm(const Graph& g, const Node& n) {
   auto shape = [&](ValueId v) { return g.type(v).shape; };
@@ -18,20 +25,21 @@ std::optional<std::array<int64_t, 4>> node_gemm(const Graph& g, const Node& n) {
       for (int i = 0; i < r - 2; ++i) batch *= y[i];
       return std::array<int64_t, 4>{y[r - 2], y[r - 1], a[a.rank() - 1], batch};
     }
-    case Op::Conv2d: {
-      const Shape x = shape(n.operands[0]), w = shape(n.operands[1]), y = shape(n.result());
+    // Convolutions over any number of spatial dims: the product of every dim but one.
+    case Op::Conv: {
+      const Shape w = shape(n.operands[1]), y = shape(n.result());
       const int64_t g_ = n.int_attr("groups");
-      return std::array<int64_t, 4>{y[0] * y[2] * y[3], w[0] / g_, w[1] * w[2] * w[3], g_};
+      return std::array<int64_t, 4>{all_but(y, 1), w[0] / g_, all_but(w, 0), g_};
     }
-    case Op::Conv2dBackwardInput: {
+    case Op::ConvBackwardInput: {
       const Shape dy = shape(n.operands[0]), w = shape(n.operands[1]);
       const int64_t g_ = n.int_attr("groups");
-      return std::array<int64_t, 4>{dy[0] * dy[2] * dy[3], w[1] * w[2] * w[3], w[0] / g_, g_};
+      return std::array<int64_t, 4>{all_but(dy, 1), all_but(w, 0), w[0] / g_, g_};
     }
-    case Op::Conv2dBackwardWeight: {
+    case Op::ConvBackwardWeight: {
       const Shape dy = shape(n.operands[1]), w = shape(n.result());
       const int64_t g_ = n.int_attr("groups");
-      return std::array<int64_t, 4>{w[0] / g_, w[1] * w[2] * w[3], dy[0] * dy[2] * dy[3], g_};
+      return std::array<int64_t, 4>{w[0] / g_, all_but(w, 0), all_but(dy, 1), g_};
     }
     default:
       return std::nullopt;

@@ -8,11 +8,12 @@
 // GEMMs: every matmul contributes [m, n, k, count] with count the number of batch
 // elements of its (broadcast) batch dims (times the iterations of the loops around it); every convolution op contributes its im2col
 // GEMM with count = groups:
-// with y [N, O, Ho, Wo] = conv2d(x [N, C, H, W], w [O, C/g, kh, kw]):
-//   conv2d                  y from (x, w)    m = N·Ho·Wo, n = O/g,        k = C/g·kh·kw
-//   conv2d_backward_input   dx from (dy, w)  m = N·Ho·Wo, n = C/g·kh·kw,  k = O/g
-//   conv2d_backward_weight  dw from (x, dy)  m = O/g,     n = C/g·kh·kw,  k = N·Ho·Wo
-// (a ConvTranspose2d's forward is a conv2d_backward_input, and so on: the op decides).
+// with y [N, O, Ho, Wo] = conv(x [N, C, H, W], w [O, C/g, kh, kw]):
+//   conv                  y from (x, w)    m = N·Ho·Wo, n = O/g,        k = C/g·kh·kw
+//   conv_backward_input   dx from (dy, w)  m = N·Ho·Wo, n = C/g·kh·kw,  k = O/g
+//   conv_backward_weight  dw from (x, dy)  m = O/g,     n = C/g·kh·kw,  k = N·Ho·Wo
+// (a ConvTranspose2d's forward is a conv_backward_input, and so on: the op decides). Over
+// [D, H, W], Ho·Wo reads Do·Ho·Wo and kh·kw reads kd·kh·kw; over [W], Wo and kw.
 
 #include <array>
 #include <cstdint>

@@ -24,7 +24,9 @@ ModulePtr Bilinear(int64_t in1_features, int64_t in2_features, int64_t out_featu
 /// y = x + p, broadcasting. Parameter `weight`, initialized N(0, 1) unless given.
 ModulePtr LearnedParameter(std::vector<int64_t> shape, Initializer init = Initializer::normal(0, 1));
 
-// ---- Convolutions (frontend/modules/conv.cc). NCHW input, OIHW weight (1-D: NCL, OIL).
+// ---- Convolutions (frontend/modules/conv.cc). Channels-first input: NCL, NCHW or NCDHW;
+// weight [out, in/groups, *kernel] (transposed: [in, out/groups, *kernel]) as in PyTorch.
+// All emit the one `conv` op (or `conv_backward_input`), over 1, 2 or 3 spatial dims.
 struct ConvOptions {
   int64_t kernel = 3;
   int64_t stride = 1;
@@ -34,14 +36,16 @@ struct ConvOptions {
   bool bias = true;
   int64_t output_padding = 0;  ///< Transposed convolutions only.
 };
-/// [N, C, L] -> [N, out, L'], weight [out, in/groups, k]: Conv2d on a unit height.
+/// [N, C, L] -> [N, out, L'], weight [out, in/groups, k].
 ModulePtr Conv1d(int64_t in_channels, int64_t out_channels, ConvOptions options = {});
 ModulePtr Conv2d(int64_t in_channels, int64_t out_channels, ConvOptions options = {});
-/// The gradient of a convolution w.r.t. its input; weight [in, out/groups, kh, kw] as in
+/// [N, C, D, H, W] -> [N, out, D', H', W'], weight [out, in/groups, k, k, k].
+ModulePtr Conv3d(int64_t in_channels, int64_t out_channels, ConvOptions options = {});
+/// The gradient of a convolution w.r.t. its input; weight [in, out/groups, *kernel] as in
 /// PyTorch.
-ModulePtr ConvTranspose2d(int64_t in_channels, int64_t out_channels, ConvOptions options = {});
-/// ConvTranspose2d on a unit height: [N, in, L] -> [N, out, L'], weight [in, out/groups, k].
 ModulePtr ConvTranspose1d(int64_t in_channels, int64_t out_channels, ConvOptions options = {});
+ModulePtr ConvTranspose2d(int64_t in_channels, int64_t out_channels, ConvOptions options = {});
+ModulePtr ConvTranspose3d(int64_t in_channels, int64_t out_channels, ConvOptions options = {});
 
 // ---- Normalization (frontend/modules/norm.cc)
 /// Training: normalizes with the batch statistics and writes running_mean/running_var
@@ -76,6 +80,10 @@ ModulePtr AvgPool2d(int64_t kernel, int64_t stride = 0 /* = kernel */, int64_t p
 /// The 2-D pools on [N, C, L] read as [N, C, 1, L] (a window of height 1).
 ModulePtr MaxPool1d(int64_t kernel, int64_t stride = 0 /* = kernel */, int64_t padding = 0);
 ModulePtr AvgPool1d(int64_t kernel, int64_t stride = 0 /* = kernel */, int64_t padding = 0);
+/// [N, C, D, H, W] with a k×k×k window: the 2-D pools over (H, W), then over D (max and
+/// mean are separable), equal to PyTorch's MaxPool3d/AvgPool3d (count_include_pad).
+ModulePtr MaxPool3d(int64_t kernel, int64_t stride = 0 /* = kernel */, int64_t padding = 0);
+ModulePtr AvgPool3d(int64_t kernel, int64_t stride = 0 /* = kernel */, int64_t padding = 0);
 /// Output [N, C, out_h, out_w]; the input's spatial dims must divide evenly.
 ModulePtr AdaptiveAvgPool2d(int64_t out_h, int64_t out_w);
 /// Fixed-size bags: i64/i32 indices [B, L] -> [B, dim], the bag's rows of `weight`

@@ -1,7 +1,8 @@
 // PyTorch 1.13 parity, with gradients, of the modules composed from existing primitives:
 // BatchNorm1d/3d, InstanceNorm1d/2d/3d, PixelShuffle/Unshuffle, Upsample, Unfold/Fold,
-// EmbeddingBag, and Conv1d, ConvTranspose1d, MaxPool1d, AvgPool1d (the 2-D ops on a unit
-// height). For each fixture (frontend/testdata/modules_grad/CASE/, made by
+// EmbeddingBag, Conv1d/3d and ConvTranspose1d/3d (the one conv op over 1 or 3 spatial
+// dims), MaxPool1d/3d and AvgPool1d/3d (the 2-D pools on a unit height, or over (H, W)
+// then D). For each fixture (frontend/testdata/modules_grad/CASE/, made by
 // frontend/testdata/make_module_grad_fixtures.py; kCases lists the same cases) the
 // forward, the updated state, and the gradients of sum(output · seed) w.r.t. the input
 // and every parameter match PyTorch to 1e-5 on the reference interpreter; the same
@@ -83,6 +84,14 @@ const std::vector<Case>& cases() {
       {"max_pool1d_k3_s2_p1", [] { return MaxPool1d(3, 2, 1); }},
       {"avg_pool1d", [] { return AvgPool1d(2); }},
       {"avg_pool1d_k3_s2_p1", [] { return AvgPool1d(3, 2, 1); }},
+      {"conv3d_basic", [] { return Conv3d(2, 3, conv(3)); }},
+      {"conv3d_s2_p1_d2_groups2", [] { return Conv3d(4, 6, conv(3, 2, 1, 2, 2)); }},
+      {"conv_transpose3d_s2_p1_op1", [] { return ConvTranspose3d(4, 2, conv(3, 2, 1, 1, 1, true, 1)); }},
+      {"conv_transpose3d_groups2_nobias", [] { return ConvTranspose3d(4, 6, conv(2, 1, 0, 1, 2, false)); }},
+      {"max_pool3d", [] { return MaxPool3d(2); }},
+      {"max_pool3d_k3_s2_p1", [] { return MaxPool3d(3, 2, 1); }},
+      {"avg_pool3d", [] { return AvgPool3d(2); }},
+      {"avg_pool3d_k3_s2_p1", [] { return AvgPool3d(3, 2, 1); }},
       {"embedding_bag_sum", [] { return EmbeddingBag(10, 4, BagMode::sum); }},
       {"embedding_bag_mean", [] { return EmbeddingBag(10, 4, BagMode::mean); }},
       {"embedding_bag_max", [] { return EmbeddingBag(10, 4, BagMode::max); }},

@@ -88,6 +88,11 @@ std::optional<Op> parse_op(std::string_view name) {
   static const auto* by_name = [] {
     auto* m = new std::unordered_map<std::string_view, Op>();
     for (const OpInfo& info : table()) (*m)[info.name] = info.op;
+    // The names of the convolutions before they took any number of spatial dims, so
+    // `.wir` and JSON files written then still load (they print under the new names).
+    (*m)["conv2d"] = Op::Conv;
+    (*m)["conv2d_backward_input"] = Op::ConvBackwardInput;
+    (*m)["conv2d_backward_weight"] = Op::ConvBackwardWeight;
     return m;
   }();
   auto it = by_name->find(name);

@@ -48,6 +48,8 @@ struct OpInfo {
 
 const OpInfo& op_info(Op op);
 inline std::string_view op_name(Op op) { return op_info(op).name; }
+/// The op named `name`, or nullopt. The convolutions' former names (conv2d,
+/// conv2d_backward_input, conv2d_backward_weight) still parse, as conv and its gradients.
 std::optional<Op> parse_op(std::string_view name);
 std::string_view category_name(OpCategory category);
 /// Ops whose nodes carry a body graph (Node::body): `fused` and `scan`.

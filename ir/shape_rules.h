@@ -78,22 +78,25 @@
 //   one_hot(idx) {depth, dtype}              idx i64, any shape; depth >= 1 ->
 //                                            dtype[idx.shape..., depth]
 //
-// Contraction and windowed ops (NCHW layout; 2-element int lists for stride, padding,
-// dilation, kernel)
+// Contraction and windowed ops (channels-first layout; stride, padding, dilation and a
+// pool's kernel are int lists with one entry per spatial dim)
 //   matmul(a, b)                             rank >= 2 each (1-D is an error: reshape
 //                                            vectors); one numeric dtype;
 //                                            [..., m, k] x [..., k, n] ->
 //                                            [broadcast(batch dims), m, n]
-//   conv2d(x, w) {stride, padding,           x [N, C, H, W], w [O, C/groups, kh, kw],
-//     dilation, groups}                      one float dtype; groups >= 1 divides C and
-//                                            O; stride, dilation >= 1; padding >= 0
-//                                            (symmetric). Result [N, O, Ho, Wo] with
-//                                            Ho = floor((H + 2p - d(kh-1) - 1) / s) + 1,
-//                                            which must be >= 1 (same for W).
-//   conv2d_backward_input(gy, w)             -> gy's dtype with shape input_shape;
-//     {input_shape, conv attrs}              conv2d(input_shape, w) must give gy's shape
-//   conv2d_backward_weight(x, gy)            -> x's dtype with shape weight_shape;
-//     {weight_shape, conv attrs}             conv2d(x, weight_shape) must give gy's shape
+//   conv(x, w) {stride?, padding?,           x [N, C, *S] with 1 to 3 spatial dims S
+//     dilation?, groups}                     ([W], [H, W] or [D, H, W]), w [O, C/groups,
+//                                            *K] of x's rank; one float dtype; groups >= 1
+//                                            divides C and O; stride, dilation >= 1 and
+//                                            padding >= 0 (symmetric), one entry per
+//                                            spatial dim (absent: all 1, 1, 0; ir/window.h).
+//                                            Result [N, O, *So] with, per spatial dim,
+//                                            So = floor((S + 2p - d(K-1) - 1) / s) + 1,
+//                                            which must be >= 1. (Read as conv2d too.)
+//   conv_backward_input(gy, w)               -> gy's dtype with shape input_shape;
+//     {input_shape, conv attrs}              conv(input_shape, w) must give gy's shape
+//   conv_backward_weight(x, gy)              -> x's dtype with shape weight_shape;
+//     {weight_shape, conv attrs}             conv(x, weight_shape) must give gy's shape
 //   max_pool2d avg_pool2d(x)                 x [N, C, H, W]; kernel >= 1; stride >= 1
 //     {kernel, stride?, padding}             (absent: kernel); 0 <= padding <= kernel/2
 //                                            (PyTorch's rule); floor mode:

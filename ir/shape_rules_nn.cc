@@ -1,10 +1,12 @@
-// Shape rules of contractions and windowed ops (matmul, conv2d, pooling and their
+// Shape rules of contractions and windowed ops (matmul, conv over 1-3 spatial dims, 2-D pooling and their
 // backward ops), creation ops, assign and composites. Semantics: shape_rules.h.
 
 #include <algorithm>
+#include <tuple>
 
 #include "ir/checked_math.h"
 #include "ir/shape_rules_internal.h"
+#include "ir/window.h"
 
 namespace weft::shape_rules_internal {
 namespace {
@@ -47,7 +49,7 @@ StatusOr<Type> matmul(const Node& node, const std::vector<Type>& in) {
   return Type{a.dtype, std::move(*batch)};
 }
 
-// ---- Conv2d and pooling --------------------------------------------------------------
+// ---- Convolution and pooling ----------------------------------------------------------
 
 struct Window {
   IntList kernel;  // conv: from w's shape; pool: the attribute
@@ -55,11 +57,20 @@ struct Window {
   int64_t groups = 1;
 };
 
-StatusOr<Window> conv_window(const Node& node) {
+/// The convolution window of `node` over `spatial` dims (the kernel comes from w).
+StatusOr<Window> conv_window(const Node& node, int spatial) {
   Window win;
-  WEFT_ASSIGN_OR_RETURN(win.stride, list_attr(node, "stride", 2, 1));
-  WEFT_ASSIGN_OR_RETURN(win.padding, list_attr(node, "padding", 2, 0));
-  WEFT_ASSIGN_OR_RETURN(win.dilation, list_attr(node, "dilation", 2, 1));
+  for (auto [list, name, fill] : {std::tuple{&win.stride, "stride", 1},
+                                  std::tuple{&win.padding, "padding", 0},
+                                  std::tuple{&win.dilation, "dilation", 1}}) {
+    WEFT_ASSIGN_OR_RETURN(*list, spatial_attr(node, name, spatial, fill));
+    for (int64_t v : *list) {
+      if (v < fill) {
+        return rule_error(std::string(name) + " " + str(*list) + " must have entries >= " +
+                          std::to_string(fill));
+      }
+    }
+  }
   win.groups = node.int_attr("groups");
   if (win.groups < 1) return rule_error("groups " + std::to_string(win.groups) + " must be >= 1");
   return win;
@@ -84,11 +95,12 @@ StatusOr<Window> pool_window(const Node& node) {
   return win;
 }
 
-/// Output H and W of a window of `win` sliding over x's spatial dims (floor mode).
+/// The output's spatial sizes of a window of `win` sliding over x's spatial dims (floor
+/// mode).
 StatusOr<std::vector<int64_t>> window_output(const Type& x, std::string_view x_name,
                                              const Window& win) {
   std::vector<int64_t> out;
-  for (int i = 0; i < 2; ++i) {
+  for (size_t i = 0; i < win.kernel.size(); ++i) {
     const std::string axis = " on spatial axis " + std::to_string(i);
     Checked span = Checked(win.dilation[i]) * (Checked(win.kernel[i]) - 1) + 1;
     if (!span.ok()) {
@@ -125,11 +137,26 @@ Status require_nchw(const Type& t, std::string_view name, std::string_view layou
   return rule_error(std::string(name) + " " + str(t) + " must be 4-D " + std::string(layout));
 }
 
-/// conv2d's result type; `x_name`/`w_name` say how the caller's operands are called.
-StatusOr<Type> conv_type(const Type& x, std::string_view x_name, const Type& w,
-                         std::string_view w_name, Window win) {
-  WEFT_RETURN_IF_ERROR(require_nchw(x, x_name, "[N, C, H, W]"));
-  WEFT_RETURN_IF_ERROR(require_nchw(w, w_name, "[O, C/groups, kh, kw]"));
+/// The number of spatial dims of convolution input `x` (1 to 3), or an error.
+StatusOr<int> conv_spatial(const Type& x, std::string_view x_name) {
+  const int spatial = x.shape.rank() - 2;
+  if (spatial >= 1 && spatial <= kMaxSpatialDims) return spatial;
+  return rule_error(std::string(x_name) + " " + str(x) +
+                    " must be 3-D [N, C, W], 4-D [N, C, H, W] or 5-D [N, C, D, H, W]");
+}
+
+/// conv's result type; `x_name`/`w_name` say how the caller's operands are called.
+StatusOr<Type> conv_type(const Node& node, const Type& x, std::string_view x_name,
+                         const Type& w, std::string_view w_name) {
+  WEFT_ASSIGN_OR_RETURN(int spatial, conv_spatial(x, x_name));
+  if (w.shape.rank() != x.shape.rank()) {
+    static const char* const kLayouts[] = {"[O, C/groups, kw]", "[O, C/groups, kh, kw]",
+                                           "[O, C/groups, kd, kh, kw]"};
+    return rule_error(std::string(w_name) + " " + str(w) + " must be " +
+                      std::to_string(spatial + 2) + "-D " + kLayouts[spatial - 1] + " for " +
+                      std::string(x_name) + " " + str(x));
+  }
+  WEFT_ASSIGN_OR_RETURN(Window win, conv_window(node, spatial));
   WEFT_RETURN_IF_ERROR(require_same_dtype(x, x_name, w, w_name));
   WEFT_RETURN_IF_ERROR(require_dtype(x, x_name, is_floating(x.dtype), "a floating dtype"));
   const int64_t c = x.shape[1], o = w.shape[0], g = win.groups;
@@ -146,9 +173,11 @@ StatusOr<Type> conv_type(const Type& x, std::string_view x_name, const Type& w,
                       " and groups=" + std::to_string(g) + ", so it needs " +
                       std::to_string(c / g));
   }
-  win.kernel = {w.shape[2], w.shape[3]};
-  WEFT_ASSIGN_OR_RETURN(std::vector<int64_t> hw, window_output(x, x_name, win));
-  return Type{x.dtype, Shape({x.shape[0], o, hw[0], hw[1]})};
+  win.kernel.assign(w.shape.dims.begin() + 2, w.shape.dims.end());
+  WEFT_ASSIGN_OR_RETURN(std::vector<int64_t> spatial_out, window_output(x, x_name, win));
+  std::vector<int64_t> dims{x.shape[0], o};
+  dims.insert(dims.end(), spatial_out.begin(), spatial_out.end());
+  return Type{x.dtype, Shape(std::move(dims))};
 }
 
 /// `result` (a backward op's type), after checking that the forward op's output type
@@ -160,26 +189,23 @@ StatusOr<Type> check_backward(const Type& forward_out, const Type& grad_y,
                     str(forward_out));
 }
 
-StatusOr<Type> conv2d(const Node& node, const std::vector<Type>& in) {
-  WEFT_ASSIGN_OR_RETURN(Window win, conv_window(node));
-  return conv_type(in[0], "x", in[1], "w", win);
+StatusOr<Type> conv(const Node& node, const std::vector<Type>& in) {
+  return conv_type(node, in[0], "x", in[1], "w");
 }
 
-StatusOr<Type> conv2d_backward_input(const Node& node, const std::vector<Type>& in) {
-  WEFT_ASSIGN_OR_RETURN(Window win, conv_window(node));
+StatusOr<Type> conv_backward_input(const Node& node, const std::vector<Type>& in) {
   WEFT_ASSIGN_OR_RETURN(Shape x_shape, shape_attr(node, "input_shape"));
   Type x{in[0].dtype, x_shape};
-  WEFT_ASSIGN_OR_RETURN(Type y, conv_type(x, "input_shape", in[1], "w", win));
-  return check_backward(y, in[0], "conv2d of input_shape " + x_shape.to_string() + " and w " +
+  WEFT_ASSIGN_OR_RETURN(Type y, conv_type(node, x, "input_shape", in[1], "w"));
+  return check_backward(y, in[0], "conv of input_shape " + x_shape.to_string() + " and w " +
                                       str(in[1]), x);
 }
 
-StatusOr<Type> conv2d_backward_weight(const Node& node, const std::vector<Type>& in) {
-  WEFT_ASSIGN_OR_RETURN(Window win, conv_window(node));
+StatusOr<Type> conv_backward_weight(const Node& node, const std::vector<Type>& in) {
   WEFT_ASSIGN_OR_RETURN(Shape w_shape, shape_attr(node, "weight_shape"));
   Type w{in[0].dtype, w_shape};
-  WEFT_ASSIGN_OR_RETURN(Type y, conv_type(in[0], "x", w, "weight_shape", win));
-  return check_backward(y, in[1], "conv2d of x " + str(in[0]) + " and weight_shape " +
+  WEFT_ASSIGN_OR_RETURN(Type y, conv_type(node, in[0], "x", w, "weight_shape"));
+  return check_backward(y, in[1], "conv of x " + str(in[0]) + " and weight_shape " +
                                       w_shape.to_string(), w);
 }
 
@@ -323,9 +349,9 @@ StatusOr<Type> mse(const Node& node, const std::vector<Type>& in) {
 
 void add_nn_rules(RuleTable& t) {
   set_rule(t, Op::Matmul, matmul);
-  set_rule(t, Op::Conv2d, conv2d);
-  set_rule(t, Op::Conv2dBackwardInput, conv2d_backward_input);
-  set_rule(t, Op::Conv2dBackwardWeight, conv2d_backward_weight);
+  set_rule(t, Op::Conv, conv);
+  set_rule(t, Op::ConvBackwardInput, conv_backward_input);
+  set_rule(t, Op::ConvBackwardWeight, conv_backward_weight);
   set_rule(t, Op::MaxPool2d, pool<false>);
   set_rule(t, Op::AvgPool2d, pool<true>);
   set_rule(t, Op::MaxPool2dBackward, max_pool2d_backward);

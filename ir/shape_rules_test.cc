@@ -169,42 +169,79 @@ TEST(ShapeRulesTest, Matmul) {
             "f32[3,6,5] do not broadcast");
 }
 
-TEST(ShapeRulesTest, Conv2d) {
-  EXPECT_EQ(run(Op::Conv2d, {f32({1, 3, 32, 32}), f32({16, 3, 3, 3})},
+TEST(ShapeRulesTest, Conv) {
+  EXPECT_EQ(run(Op::Conv, {f32({1, 3, 32, 32}), f32({16, 3, 3, 3})},
                 {{"padding", IntList{1, 1}}}),
             "f32[1,16,32,32]");
   // (15 + 2*1 - 2*(3-1) - 1) / 2 + 1 = 7; 4 channels in 2 groups of 2.
-  EXPECT_EQ(run(Op::Conv2d, {f32({2, 4, 15, 15}), f32({8, 2, 3, 3})},
+  EXPECT_EQ(run(Op::Conv, {f32({2, 4, 15, 15}), f32({8, 2, 3, 3})},
                 {{"stride", IntList{2, 2}},
                  {"padding", IntList{1, 1}},
                  {"dilation", IntList{2, 2}},
                  {"groups", int64_t{2}}}),
             "f32[2,8,7,7]");
-  EXPECT_EQ(run(Op::Conv2dBackwardInput, {f32({2, 8, 7, 7}), f32({8, 2, 3, 3})},
+  EXPECT_EQ(run(Op::ConvBackwardInput, {f32({2, 8, 7, 7}), f32({8, 2, 3, 3})},
                 {{"input_shape", IntList{2, 4, 15, 15}},
                  {"stride", IntList{2, 2}},
                  {"padding", IntList{1, 1}},
                  {"dilation", IntList{2, 2}},
                  {"groups", int64_t{2}}}),
             "f32[2,4,15,15]");
-  EXPECT_EQ(run(Op::Conv2dBackwardWeight, {f32({1, 3, 8, 8}), f32({4, 4, 6, 6})},
+  EXPECT_EQ(run(Op::ConvBackwardWeight, {f32({1, 3, 8, 8}), f32({4, 4, 6, 6})},
                 {{"weight_shape", IntList{4, 3, 3, 3}}}),
-            "model.wir:3:8: error: conv2d_backward_weight: grad_y f32[4,4,6,6] does not match "
-            "conv2d of x f32[1,3,8,8] and weight_shape [4,3,3,3]'s output f32[1,4,6,6]");
-  EXPECT_EQ(run(Op::Conv2dBackwardWeight, {f32({1, 3, 8, 8}), f32({1, 4, 6, 6})},
+            "model.wir:3:8: error: conv_backward_weight: grad_y f32[4,4,6,6] does not match "
+            "conv of x f32[1,3,8,8] and weight_shape [4,3,3,3]'s output f32[1,4,6,6]");
+  EXPECT_EQ(run(Op::ConvBackwardWeight, {f32({1, 3, 8, 8}), f32({1, 4, 6, 6})},
                 {{"weight_shape", IntList{4, 3, 3, 3}}}),
             "f32[4,3,3,3]");
-  EXPECT_EQ(run(Op::Conv2d, {f32({1, 4, 8, 8}), f32({8, 3, 3, 3})}),
-            "model.wir:3:8: error: conv2d: channel mismatch: w f32[8,3,3,3] has 3 input channels "
+  EXPECT_EQ(run(Op::Conv, {f32({1, 4, 8, 8}), f32({8, 3, 3, 3})}),
+            "model.wir:3:8: error: conv: channel mismatch: w f32[8,3,3,3] has 3 input channels "
             "per group but x f32[1,4,8,8] has C=4 and groups=1, so it needs 4");
-  EXPECT_EQ(run(Op::Conv2d, {f32({1, 4, 8, 8}), f32({6, 1, 3, 3})}, {{"groups", int64_t{4}}}),
-            "model.wir:3:8: error: conv2d: groups 4 must divide the input channels of x "
+  EXPECT_EQ(run(Op::Conv, {f32({1, 4, 8, 8}), f32({6, 1, 3, 3})}, {{"groups", int64_t{4}}}),
+            "model.wir:3:8: error: conv: groups 4 must divide the input channels of x "
             "f32[1,4,8,8] (C=4) and the output channels of w f32[6,1,3,3] (O=6)");
-  EXPECT_EQ(run(Op::Conv2d, {f32({1, 3, 2, 2}), f32({4, 3, 3, 3})}),
-            "model.wir:3:8: error: conv2d: window [3, 3] (dilation [1, 1]) does not fit x "
+  EXPECT_EQ(run(Op::Conv, {f32({1, 3, 2, 2}), f32({4, 3, 3, 3})}),
+            "model.wir:3:8: error: conv: window [3, 3] (dilation [1, 1]) does not fit x "
             "f32[1,3,2,2] padded by [0, 0]: the output would be empty");
-  EXPECT_EQ(run(Op::Conv2d, {f32({3, 8, 8}), f32({4, 3, 3, 3})}),
-            "model.wir:3:8: error: conv2d: x f32[3,8,8] must be 4-D [N, C, H, W]");
+  EXPECT_EQ(run(Op::Conv, {f32({8, 8}), f32({4, 3, 3})}),
+            "model.wir:3:8: error: conv: x f32[8,8] must be 3-D [N, C, W], 4-D [N, C, H, W] or "
+            "5-D [N, C, D, H, W]");
+  EXPECT_EQ(run(Op::Conv, {f32({3, 8, 8}), f32({4, 3, 3, 3})}),
+            "model.wir:3:8: error: conv: w f32[4,3,3,3] must be 3-D [O, C/groups, kw] for x "
+            "f32[3,8,8]");
+}
+
+TEST(ShapeRulesTest, ConvOverOneAndThreeSpatialDims) {
+  // 1-D: (20 + 2*2 - 5) / 3 + 1 = 7.
+  EXPECT_EQ(run(Op::Conv, {f32({2, 3, 20}), f32({4, 3, 5})},
+                {{"stride", IntList{3}}, {"padding", IntList{2}}}),
+            "f32[2,4,7]");
+  // 3-D, per-axis stride, padding and dilation: D (6+0-2-1)/1+1 = 4, H (9+2-2-1)/2+1 = 5,
+  // W (10+4-4-1)/3+1 = 4.
+  EXPECT_EQ(run(Op::Conv, {f32({2, 4, 6, 9, 10}), f32({6, 2, 3, 2, 3})},
+                {{"stride", IntList{1, 2, 3}},
+                 {"padding", IntList{0, 1, 2}},
+                 {"dilation", IntList{1, 2, 2}},
+                 {"groups", int64_t{2}}}),
+            "f32[2,6,4,5,4]");
+  EXPECT_EQ(run(Op::ConvBackwardInput, {f32({1, 4, 2, 2, 2}), f32({4, 3, 3, 3, 3})},
+                {{"input_shape", IntList{1, 3, 4, 4, 4}}}),
+            "f32[1,3,4,4,4]");
+  EXPECT_EQ(run(Op::ConvBackwardWeight, {f32({1, 3, 4, 4, 4}), f32({1, 4, 2, 2, 2})},
+                {{"weight_shape", IntList{4, 3, 3, 3, 3}}}),
+            "f32[4,3,3,3,3]");
+  EXPECT_EQ(run(Op::Conv, {f32({1, 3, 4, 4, 4}), f32({4, 3, 3, 3, 3})},
+                {{"stride", IntList{2, 2}}}),
+            "model.wir:3:8: error: conv: stride [2, 2] must have 3 entries, one per spatial dim");
+  EXPECT_EQ(run(Op::Conv, {f32({1, 3, 4, 4, 4}), f32({4, 3, 3, 3, 3})},
+                {{"padding", IntList{0, -1, 0}}}),
+            "model.wir:3:8: error: conv: padding [0, -1, 0] must have entries >= 0");
+  EXPECT_EQ(run(Op::Conv, {f32({1, 3, 4, 4, 4}), f32({4, 3, 3, 3})}),
+            "model.wir:3:8: error: conv: w f32[4,3,3,3] must be 5-D [O, C/groups, kd, kh, kw] "
+            "for x f32[1,3,4,4,4]");
+  EXPECT_EQ(run(Op::Conv, {f32({1, 3, 2, 4, 4}), f32({4, 3, 3, 3, 3})}),
+            "model.wir:3:8: error: conv: window [3, 3, 3] (dilation [1, 1, 1]) does not fit x "
+            "f32[1,3,2,4,4] padded by [0, 0, 0]: the output would be empty");
 }
 
 TEST(ShapeRulesTest, Pooling) {
@@ -268,30 +305,30 @@ TEST(ShapeRulesTest, HugeWindowsDoNotOverflow) {
             "model.wir:3:8: error: avg_pool2d: padding [4611686018427387903, 0] overflows int64 "
             "on spatial axis 0 of x f32[1,1,4611686018427387904,4] (size + 2 * padding); check "
             "the padding");
-  EXPECT_EQ(run(Op::Conv2d, {f32({1, 1, 8, 8}), f32({1, 1, 3, 3})},
+  EXPECT_EQ(run(Op::Conv, {f32({1, 1, 8, 8}), f32({1, 1, 3, 3})},
                 {{"dilation", IntList{kMax, 1}}}),
-            "model.wir:3:8: error: conv2d: the window of kernel [3, 3] with dilation "
+            "model.wir:3:8: error: conv: the window of kernel [3, 3] with dilation "
             "[9223372036854775807, 1] spans more than int64 can hold on spatial axis 0 "
             "(dilation * (kernel - 1) + 1 overflows); check dilation and the kernel size");
-  EXPECT_EQ(run(Op::Conv2d, {f32({1, 1, 8, 8}), f32({1, 1, 3, 3})},
+  EXPECT_EQ(run(Op::Conv, {f32({1, 1, 8, 8}), f32({1, 1, 3, 3})},
                 {{"padding", IntList{0, kMax}}}),
-            "model.wir:3:8: error: conv2d: padding [0, 9223372036854775807] overflows int64 on "
+            "model.wir:3:8: error: conv: padding [0, 9223372036854775807] overflows int64 on "
             "spatial axis 1 of x f32[1,1,8,8] (size + 2 * padding); check the padding");
   // A kernel dim of 0 makes the span negative: padded - span overflows instead.
-  EXPECT_EQ(run(Op::Conv2d, {f32({1, 1, kMax, 3}), f32({1, 1, 0, 3})},
+  EXPECT_EQ(run(Op::Conv, {f32({1, 1, kMax, 3}), f32({1, 1, 0, 3})},
                 {{"dilation", IntList{2, 1}}}),
-            "model.wir:3:8: error: conv2d: the output size of kernel [0, 3] with dilation [2, 1] "
+            "model.wir:3:8: error: conv: the output size of kernel [0, 3] with dilation [2, 1] "
             "over x f32[1,1,9223372036854775807,3] padded by [0, 0] overflows int64 on spatial "
             "axis 0");
-  EXPECT_EQ(run(Op::Conv2dBackwardInput, {f32({1, 1, 1, 1}), f32({1, 1, 1, 1})},
+  EXPECT_EQ(run(Op::ConvBackwardInput, {f32({1, 1, 1, 1}), f32({1, 1, 1, 1})},
                 {{"input_shape", IntList{1, 1, 1, kMax}}, {"stride", IntList{1, kMax}},
                  {"padding", IntList{0, 1}}}),
-            "model.wir:3:8: error: conv2d_backward_input: padding [0, 1] overflows int64 on "
+            "model.wir:3:8: error: conv_backward_input: padding [0, 1] overflows int64 on "
             "spatial axis 1 of input_shape f32[1,1,1,9223372036854775807] (size + 2 * padding); "
             "check the padding");
-  EXPECT_EQ(run(Op::Conv2dBackwardWeight, {f32({1, 1, 8, 8}), f32({1, 1, 6, 6})},
+  EXPECT_EQ(run(Op::ConvBackwardWeight, {f32({1, 1, 8, 8}), f32({1, 1, 6, 6})},
                 {{"weight_shape", IntList{4294967296, 4294967296, 3, 3}}}),
-            "model.wir:3:8: error: conv2d_backward_weight: weight_shape [4294967296, "
+            "model.wir:3:8: error: conv_backward_weight: weight_shape [4294967296, "
             "4294967296, 3, 3] is too large: its element count overflows int64");
   EXPECT_EQ(run(Op::AvgPool2dBackward, {f32({1, 1, 2, 2})},
                 {{"input_shape", IntList{0, 4294967296, 4294967296, 4}},

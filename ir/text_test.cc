@@ -146,6 +146,26 @@ TEST(ParseTest, HeaderImpliedByOutputTypesIsNotStored) {
   EXPECT_TRUE(structurally_equal(small_graph(), *g, &why)) << why;
 }
 
+// Files written before conv took 1-3 spatial dims name it conv2d: they load, and print
+// under the current names.
+TEST(ParseTest, FormerConvolutionNamesLoad) {
+  StatusOr<Graph> g = parse_graph(
+      "graph @g(%x: f32[1,2,5,5], %w: f32[3,2,3,3], %gy: f32[1,3,3,3]) {\n"
+      "  %y = conv2d(%x, %w) {stride=[1, 1]}\n"
+      "  %gx = conv2d_backward_input(%gy, %w) {input_shape=[1, 2, 5, 5]}\n"
+      "  %gw = conv2d_backward_weight(%x, %gy) {weight_shape=[3, 2, 3, 3]}\n"
+      "  return %y, %gx, %gw\n"
+      "}\n",
+      "old.wir");
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  EXPECT_EQ(g->node(0).op, Op::Conv);
+  EXPECT_EQ(g->node(1).op, Op::ConvBackwardInput);
+  EXPECT_EQ(g->node(2).op, Op::ConvBackwardWeight);
+  const std::string text = print_graph(*g, {.locations = false});
+  EXPECT_NE(text.find("= conv(%x, %w)"), std::string::npos) << text;
+  EXPECT_EQ(text.find("conv2d"), std::string::npos) << text;
+}
+
 TEST(ParseTest, AttributeValues) {
   StatusOr<Graph> g = parse_graph(
       "graph @a(%x: f32[2,2]) {\n"

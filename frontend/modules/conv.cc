@@ -1,15 +1,11 @@
-// Conv1d/2d and ConvTranspose1d/2d: NCL or NCHW input, square kernels, PyTorch weight
-// layouts.
-//
-// A 1-D convolution is the 2-D one on a unit height: [N, C, L] is read as [N, C, 1, L],
-// the weight [out, in/groups, k] as [out, in/groups, 1, k], with stride, padding and
-// dilation 1, 0, 1 along the height; the result [N, out, 1, L'] is read back as
-// [N, out, L']. The reshapes are free, so Conv1d runs on oneDNN and cuDNN unchanged.
+// Conv1d/2d/3d and ConvTranspose1d/2d/3d: NCL, NCHW or NCDHW input, square (cubic)
+// kernels, PyTorch weight layouts. Each emits the one `conv` op of ir/ops.def, which takes
+// any of the three ranks.
 //
 // A transposed convolution is the gradient of a convolution with respect to its input,
-// so ConvTranspose2d emits `conv2d_backward_input`. PyTorch's transposed weight
-// [in, out/groups, kh, kw] is already the OIHW weight of the forward convolution that
-// maps `out` channels to `in` (group g of that convolution reads input channels
+// so ConvTranspose emits `conv_backward_input`. PyTorch's transposed weight
+// [in, out/groups, *kernel] is already the weight of the forward convolution that maps
+// `out` channels to `in` (group g of that convolution reads input channels
 // g·out/groups... and writes output channels g·in/groups...), so it is used as is.
 #include <cmath>
 
@@ -44,60 +40,59 @@ class ConvModule : public UnaryModule {
     check_options(e);
     const Type t = e.type(x);  // A copy: emitting ops may move the graph's types.
     if (t.shape.rank() != spatial_ + 2 || t.shape[1] != in_) {
-      e.fail(describe() + (spatial_ == 1 ? " expects an NCL input [N," : " expects an NCHW input [N,") +
-             std::to_string(in_) + (spatial_ == 1 ? ",L], got " : ",H,W], got ") + t.to_string());
+      static const char* const kLayouts[][2] = {
+          {"NCL input [N,", ",L]"}, {"NCHW input [N,", ",H,W]"}, {"NCDHW input [N,", ",D,H,W]"}};
+      e.fail(describe() + " expects an " + kLayouts[spatial_ - 1][0] + std::to_string(in_) +
+             kLayouts[spatial_ - 1][1] + ", got " + t.to_string());
     }
-    // A 1-D input is a 2-D one of height 1, where the kernel has height 1 too.
-    const int64_t h = spatial_ == 1 ? 1 : t.shape[2], w = t.shape[spatial_ + 1];
-    const int64_t kh = spatial_ == 1 ? 1 : o_.kernel, k = o_.kernel;
-    const int64_t sh = spatial_ == 1 ? 1 : o_.stride, ph = spatial_ == 1 ? 0 : o_.padding;
-    const int64_t dh = spatial_ == 1 ? 1 : o_.dilation, oph = spatial_ == 1 ? 0 : o_.output_padding;
+    // The output's spatial sizes, the same rule on every axis (square kernels).
     const int64_t span = o_.dilation * (o_.kernel - 1) + 1;  // The dilated kernel's extent.
-    const int64_t span_h = dh * (kh - 1) + 1;
-    int64_t oh, ow;
-    if (transposed_) {
-      oh = (h - 1) * sh - 2 * ph + span_h + oph;
-      ow = (w - 1) * o_.stride - 2 * o_.padding + span + o_.output_padding;
-    } else {
-      oh = (h + 2 * ph - span_h) / sh + 1;
-      ow = (w + 2 * o_.padding - span) / o_.stride + 1;
-      if (h + 2 * ph < span_h || w + 2 * o_.padding < span) oh = ow = 0;
+    IntList out_sizes;
+    std::string out_text;
+    bool empty = false;
+    for (int a = 0; a < spatial_; ++a) {
+      const int64_t in = t.shape[2 + a];
+      const int64_t size =
+          transposed_ ? (in - 1) * o_.stride - 2 * o_.padding + span + o_.output_padding
+          : in + 2 * o_.padding < span ? 0
+                                       : (in + 2 * o_.padding - span) / o_.stride + 1;
+      out_sizes.push_back(size);
+      out_text += (a ? "x" : "") + std::to_string(size);
+      empty = empty || size < 1;
     }
-    if (oh < 1 || ow < 1) {
+    if (empty) {
       e.fail(describe() + ": the input " + t.to_string() + " is too small for a kernel of extent " +
-             std::to_string(span) + " (output would be " +
-             (spatial_ == 1 ? std::to_string(ow) : std::to_string(oh) + "x" + std::to_string(ow)) + ")");
+             std::to_string(span) + " (output would be " + out_text + ")");
     }
 
-    // PyTorch: weight kaiming_uniform(a=sqrt(5)), bias U(±1/sqrt(fan_in)), where fan_in
-    // is the weight's dim 1 times the kernel area (compute_fans does the same).
-    const IntList w4 = transposed_ ? IntList{in_, out_ / o_.groups, kh, k}
-                                   : IntList{out_, in_ / o_.groups, kh, k};
-    IntList wshape = w4;
-    if (spatial_ == 1) wshape.erase(wshape.begin() + 2);  // PyTorch's [out, in/groups, k].
+    // PyTorch's layouts: weight [out, in/groups, *kernel], transposed [in, out/groups,
+    // *kernel]; kaiming_uniform(a=sqrt(5)), bias U(±1/sqrt(fan_in)) where fan_in is the
+    // weight's dim 1 times the kernel volume (compute_fans does the same).
+    IntList wshape = transposed_ ? IntList{in_, out_ / o_.groups} : IntList{out_, in_ / o_.groups};
+    int64_t fan_in = wshape[1];
+    for (int a = 0; a < spatial_; ++a) {
+      wshape.push_back(o_.kernel);
+      fan_in *= o_.kernel;
+    }
     ValueId weight = e.param("weight", wshape, Initializer::kaiming_uniform(std::sqrt(5.0)), t.dtype);
-    Attrs attrs = {{"stride", IntList{sh, o_.stride}},
-                   {"padding", IntList{ph, o_.padding}},
-                   {"dilation", IntList{dh, o_.dilation}},
+    Attrs attrs = {{"stride", IntList(spatial_, o_.stride)},
+                   {"padding", IntList(spatial_, o_.padding)},
+                   {"dilation", IntList(spatial_, o_.dilation)},
                    {"groups", o_.groups}};
-    const int64_t n = t.shape[0];
-    ValueId x4 = spatial_ == 1 ? e.reshape(x, {n, in_, 1, w}) : x;
-    ValueId w4v = spatial_ == 1 ? e.reshape(weight, w4) : weight;
     ValueId y;
     if (transposed_) {
-      attrs["input_shape"] = IntList{n, out_, oh, ow};
-      y = e.op(Op::Conv2dBackwardInput, {x4, w4v}, attrs);
+      IntList input_shape = {t.shape[0], out_};
+      input_shape.insert(input_shape.end(), out_sizes.begin(), out_sizes.end());
+      attrs["input_shape"] = std::move(input_shape);
+      y = e.op(Op::ConvBackwardInput, {x, weight}, attrs);
     } else {
-      y = e.op(Op::Conv2d, {x4, w4v}, attrs);
-    }
-    IntList channel_shape = {1, out_, 1, 1};
-    if (spatial_ == 1) {
-      y = e.reshape(y, {n, out_, ow});
-      channel_shape.pop_back();
+      y = e.op(Op::Conv, {x, weight}, attrs);
     }
     if (!o_.bias) return y;
-    const double bound = 1.0 / std::sqrt(static_cast<double>(w4[1] * kh * k));
+    const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
     ValueId b = e.param("bias", {out_}, Initializer::uniform(-bound, bound), t.dtype);
+    IntList channel_shape(static_cast<size_t>(spatial_ + 2), 1);
+    channel_shape[1] = out_;
     return e.add(y, e.reshape(b, channel_shape));
   }
 
@@ -139,12 +134,20 @@ ModulePtr Conv2d(int64_t in_channels, int64_t out_channels, ConvOptions options)
   return std::make_shared<ConvModule>(2, in_channels, out_channels, options, /*transposed=*/false);
 }
 
+ModulePtr Conv3d(int64_t in_channels, int64_t out_channels, ConvOptions options) {
+  return std::make_shared<ConvModule>(3, in_channels, out_channels, options, /*transposed=*/false);
+}
+
 ModulePtr ConvTranspose1d(int64_t in_channels, int64_t out_channels, ConvOptions options) {
   return std::make_shared<ConvModule>(1, in_channels, out_channels, options, /*transposed=*/true);
 }
 
 ModulePtr ConvTranspose2d(int64_t in_channels, int64_t out_channels, ConvOptions options) {
   return std::make_shared<ConvModule>(2, in_channels, out_channels, options, /*transposed=*/true);
+}
+
+ModulePtr ConvTranspose3d(int64_t in_channels, int64_t out_channels, ConvOptions options) {
+  return std::make_shared<ConvModule>(3, in_channels, out_channels, options, /*transposed=*/true);
 }
 
 }  // namespace weft

@@ -97,8 +97,12 @@ void check_nchw(Emitter& e, const std::string& module, ValueId x) {
   }
 }
 
-/// Square-window pooling on NCHW; the 1-D pools read [N, C, L] as [N, C, 1, L] with a
-/// window of height 1 (free reshapes, so they run on the 2-D kernels unchanged).
+/// Square-window pooling on NCHW, as the 2-D pooling ops. The 1-D pools read [N, C, L] as
+/// [N, C, 1, L] with a window of height 1. The 3-D pools are separable: a k×k×k window's
+/// max (or mean, padding counting as zeros) is the max (mean) over depth of its k×k
+/// planes' maxima (means), so [N, C, D, H, W] is pooled over (H, W) as [N, C·D, H, W],
+/// then over D as [N, C, D, H'·W'] with a k×1 window. The reshapes are free, and the
+/// first maximum in (d, h, w) order wins, as in one 3-D window walked in that order.
 class PoolModule : public UnaryModule {
  public:
   PoolModule(int spatial, bool max, int64_t kernel, int64_t stride, int64_t padding)
@@ -117,28 +121,54 @@ class PoolModule : public UnaryModule {
     }
     if (spatial_ == 2) {
       check_nchw(e, describe(), x);
-    } else if (e.rank(x) != 3) {
-      e.fail(describe() + " expects an NCL input [N,C,L], got " + e.type(x).to_string());
+    } else if (e.rank(x) != spatial_ + 2) {
+      e.fail(describe() + (spatial_ == 1 ? " expects an NCL input [N,C,L], got "
+                                         : " expects an NCDHW input [N,C,D,H,W], got ") +
+             e.type(x).to_string());
     }
     const Shape s = e.shape(x);
-    const int64_t h = spatial_ == 1 ? kernel_ : s[2], w = s[spatial_ + 1];
-    if (h + 2 * padding_ < kernel_ || w + 2 * padding_ < kernel_) {
-      e.fail(describe() + ": the window is larger than the padded input " + e.type(x).to_string());
+    for (int a = 0; a < spatial_; ++a) {
+      if (s[2 + a] + 2 * padding_ < kernel_) {
+        e.fail(describe() + ": the window is larger than the padded input " +
+               e.type(x).to_string());
+      }
     }
-    if (spatial_ == 2) {
-      return e.op(max_ ? Op::MaxPool2d : Op::AvgPool2d, {x},
-                  {{"kernel", IntList{kernel_, kernel_}},
-                   {"stride", IntList{stride_, stride_}},
-                   {"padding", IntList{padding_, padding_}}});
+    switch (spatial_) {
+      case 1: {
+        ValueId y = pool(e, e.reshape(x, {s[0], s[1], 1, s[2]}), /*over_h=*/false);
+        return e.reshape(y, {s[0], s[1], e.shape(y)[3]});
+      }
+      case 2: return pool(e, x, /*over_h=*/true);
+      default: {
+        const ValueId planes = pool(e, e.reshape(x, {s[0], s[1] * s[2], s[3], s[4]}), true);
+        const int64_t oh = e.shape(planes)[2], ow = e.shape(planes)[3];
+        const ValueId depth = pool_depth(e, e.reshape(planes, {s[0], s[1], s[2], oh * ow}));
+        return e.reshape(depth, {s[0], s[1], e.shape(depth)[2], oh, ow});
+      }
     }
-    ValueId y = e.op(max_ ? Op::MaxPool2d : Op::AvgPool2d, {e.reshape(x, {s[0], s[1], 1, w})},
-                     {{"kernel", IntList{1, kernel_}},
-                      {"stride", IntList{1, stride_}},
-                      {"padding", IntList{0, padding_}}});
-    return e.reshape(y, {s[0], s[1], e.shape(y)[3]});
   }
 
  private:
+  Op op() const { return max_ ? Op::MaxPool2d : Op::AvgPool2d; }
+
+  // The 2-D pool over (H, W) of an NCHW value (over W only when !over_h: a window of
+  // height 1).
+  ValueId pool(Emitter& e, ValueId x, bool over_h) const {
+    const int64_t k = over_h ? kernel_ : 1, s = over_h ? stride_ : 1, p = over_h ? padding_ : 0;
+    return e.op(op(), {x},
+                {{"kernel", IntList{k, kernel_}},
+                 {"stride", IntList{s, stride_}},
+                 {"padding", IntList{p, padding_}}});
+  }
+
+  // The 2-D pool over H only (a window of width 1): the depth stage of a 3-D pool.
+  ValueId pool_depth(Emitter& e, ValueId x) const {
+    return e.op(op(), {x},
+                {{"kernel", IntList{kernel_, 1}},
+                 {"stride", IntList{stride_, 1}},
+                 {"padding", IntList{padding_, 0}}});
+  }
+
   int spatial_;
   bool max_;
   int64_t kernel_, stride_, padding_;
@@ -220,6 +250,14 @@ ModulePtr MaxPool1d(int64_t kernel, int64_t stride, int64_t padding) {
 
 ModulePtr MaxPool2d(int64_t kernel, int64_t stride, int64_t padding) {
   return std::make_shared<PoolModule>(2, /*max=*/true, kernel, stride, padding);
+}
+
+ModulePtr MaxPool3d(int64_t kernel, int64_t stride, int64_t padding) {
+  return std::make_shared<PoolModule>(3, /*max=*/true, kernel, stride, padding);
+}
+
+ModulePtr AvgPool3d(int64_t kernel, int64_t stride, int64_t padding) {
+  return std::make_shared<PoolModule>(3, /*max=*/false, kernel, stride, padding);
 }
 
 ModulePtr AvgPool1d(int64_t kernel, int64_t stride, int64_t padding) {

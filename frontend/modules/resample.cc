@@ -4,9 +4,9 @@
 //   - nearest upsampling by an integer factor broadcasts each value over a new axis;
 //   - bilinear upsampling is two matrix products with interpolation matrices (a "tent"
 //     max(0, 1 - |src(o) - i|) built from iota), one per spatial axis;
-//   - Unfold (im2col) is a grouped conv2d with a one-hot weight (output channel
+//   - Unfold (im2col) is a grouped conv with a one-hot weight (output channel
 //     c·kh·kw + j reads kernel position j of channel c), and Fold (col2im) is the same
-//     convolution's gradient w.r.t. its input, conv2d_backward_input, which sums the
+//     convolution's gradient w.r.t. its input, conv_backward_input, which sums the
 //     overlapping patches as PyTorch does.
 #include "frontend/modules.h"
 
@@ -171,7 +171,7 @@ class UnfoldModule : public UnaryModule {
       e.fail(describe() + ": no patch fits in the padded input " + t.to_string());
     }
     const int64_t c = t.shape[1], kk = o_.kernel * o_.kernel;
-    ValueId cols = e.op(Op::Conv2d, {x, patch_weight(e, c, o_.kernel, t.dtype)}, patch_conv_attrs(o_, c));
+    ValueId cols = e.op(Op::Conv, {x, patch_weight(e, c, o_.kernel, t.dtype)}, patch_conv_attrs(o_, c));
     return e.reshape(cols, {t.shape[0], c * kk, oh * ow});
   }
 
@@ -202,7 +202,7 @@ class FoldModule : public UnaryModule {
     const int64_t n = t.shape[0], c = t.shape[1] / kk;
     Attrs attrs = patch_conv_attrs(o_, c);
     attrs["input_shape"] = IntList{n, c, h_, w_};
-    return e.op(Op::Conv2dBackwardInput,
+    return e.op(Op::ConvBackwardInput,
                 {e.reshape(x, {n, c * kk, oh, ow}), patch_weight(e, c, o_.kernel, t.dtype)}, attrs);
   }
 

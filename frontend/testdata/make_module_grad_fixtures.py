@@ -86,7 +86,8 @@ case("fold_k2", lambda: nn.Fold((4, 5), 2), [2, 12, 12])
 case("fold_k3_s2_p1", lambda: nn.Fold((6, 7), 3, stride=2, padding=1), [1, 18, 12])
 case("fold_k2_d2_p1", lambda: nn.Fold((5, 5), 2, dilation=2, padding=1), [1, 8, 25])
 
-# 1-D convolutions and pools (weft lowers them to the 2-D ops on a unit height).
+# 1-D convolutions and pools (weft's conv takes [N, C, L]; the 1-D pools are the 2-D ones on
+# a unit height).
 case("conv1d_basic", lambda: nn.Conv1d(3, 4, 3), [2, 3, 8])
 case("conv1d_s2_p1_d2", lambda: nn.Conv1d(2, 3, 3, stride=2, padding=1, dilation=2), [2, 2, 9])
 case("conv1d_groups2_nobias", lambda: nn.Conv1d(4, 6, 3, padding=1, groups=2, bias=False), [1, 4, 5])
@@ -98,6 +99,19 @@ case("max_pool1d", lambda: nn.MaxPool1d(2), [2, 3, 8])
 case("max_pool1d_k3_s2_p1", lambda: nn.MaxPool1d(3, 2, 1), [2, 3, 9])
 case("avg_pool1d", lambda: nn.AvgPool1d(2), [2, 3, 8])
 case("avg_pool1d_k3_s2_p1", lambda: nn.AvgPool1d(3, 2, 1), [2, 3, 9])
+
+# 3-D convolutions (conv over [D, H, W]) and pools (the 2-D pools over (H, W), then D).
+case("conv3d_basic", lambda: nn.Conv3d(2, 3, 3), [2, 2, 4, 5, 5])
+case("conv3d_s2_p1_d2_groups2",
+     lambda: nn.Conv3d(4, 6, 3, stride=2, padding=1, dilation=2, groups=2), [1, 4, 6, 7, 6])
+case("conv_transpose3d_s2_p1_op1",
+     lambda: nn.ConvTranspose3d(4, 2, 3, stride=2, padding=1, output_padding=1), [1, 4, 2, 3, 3])
+case("conv_transpose3d_groups2_nobias",
+     lambda: nn.ConvTranspose3d(4, 6, 2, groups=2, bias=False), [1, 4, 3, 2, 3])
+case("max_pool3d", lambda: nn.MaxPool3d(2), [2, 2, 4, 4, 6])
+case("max_pool3d_k3_s2_p1", lambda: nn.MaxPool3d(3, 2, 1), [1, 2, 5, 6, 5])
+case("avg_pool3d", lambda: nn.AvgPool3d(2), [2, 2, 4, 4, 6])
+case("avg_pool3d_k3_s2_p1", lambda: nn.AvgPool3d(3, 2, 1), [1, 2, 5, 6, 5])
 
 # Embedding bags.
 for mode in ("sum", "mean", "max"):

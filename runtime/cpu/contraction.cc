@@ -10,9 +10,9 @@ KernelOr make_contraction_kernel(const LibraryCall& call, const std::vector<cons
                                  void* out) {
   switch (call.node.op) {
     case Op::Matmul: return make_matmul_kernel(call, in, out);
-    case Op::Conv2d:
-    case Op::Conv2dBackwardInput:
-    case Op::Conv2dBackwardWeight: return make_conv_kernel(call, in, out);
+    case Op::Conv:
+    case Op::ConvBackwardInput:
+    case Op::ConvBackwardWeight: return make_conv_kernel(call, in, out);
     default: return make_pool_kernel(call, in, out);
   }
 }

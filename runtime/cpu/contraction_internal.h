@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "runtime/conv_geometry.h"
 #include "runtime/cpu/kernels_internal.h"
 
 namespace weft::cpu {
@@ -82,20 +83,11 @@ void run_gemm_epilogue(ThreadPool& pool, const GemmPlan& plan, const T* a, const
 /// Limits OpenMP (hence oneDNN) to the calling thread; cheap when already so.
 void use_one_omp_thread();
 
-/// A convolution's sizes: x [n, c, h, w], weight [o, c / groups, kh, kw], y [n, o, oh, ow].
-struct ConvGeometry {
-  int64_t n, c, h, w;
-  int64_t o, kh, kw;
-  int64_t oh, ow;
-  int64_t sh, sw, ph, pw, dh, dw, groups;
-  int64_t cg() const { return c / groups; }
-  int64_t og() const { return o / groups; }
-  int64_t patch() const { return cg() * kh * kw; }  ///< Rows of a group's im2col matrix.
-  int64_t pixels() const { return oh * ow; }
-  bool pointwise() const { return kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0; }
-};
-
 enum class ConvOp { kForward, kBackwardInput, kBackwardWeight };
+
+/// How a convolution kernel describes its op and sizes: "conv_backward_weight 16x3x3x3",
+/// the op's name and the weight's shape (O, C/groups, kernel).
+std::string conv_describe(ConvOp op, const ConvGeometry& g);
 
 /// The f32 convolution through oneDNN's convolution primitives (conv_onednn.cc), or
 /// nullptr when oneDNN has no implementation for it. Operands as the op's (x, w), (gy, w)

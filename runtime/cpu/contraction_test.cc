@@ -175,6 +175,13 @@ std::vector<ConvCase> conv_cases() {
       {{2, 16, 8, 8}, {16, 16, 3, 3}, conv_attrs({1, 2}, {2, 1}, {1, 1}, 1)},
       // An RGB first layer: im2col, but oneDNN for the weight gradient.
       {{3, 3, 12, 12}, {16, 3, 3, 3}, conv_attrs({1, 1}, {1, 1}, {1, 1}, 1)},
+      // Over three spatial dims [D, H, W]: im2col, grouped, and oneDNN's 5-D primitives.
+      {{2, 3, 5, 6, 7}, {4, 3, 3, 2, 3}, conv_attrs({1, 2, 1}, {1, 0, 1}, {1, 1, 2}, 1)},
+      {{2, 4, 4, 5, 5}, {6, 2, 2, 3, 3}, conv_attrs({2, 1, 1}, {0, 1, 1}, {1, 1, 1}, 2)},
+      {{2, 16, 4, 6, 6}, {16, 16, 3, 3, 3}, conv_attrs({1, 1, 2}, {1, 1, 0}, {1, 2, 1}, 1)},
+      // Over one spatial dim [W]: im2col and oneDNN (as a 2-D convolution of height 1).
+      {{3, 4, 20}, {5, 4, 3}, conv_attrs({2}, {1}, {2}, 1)},
+      {{2, 16, 12}, {16, 16, 3}, conv_attrs({1}, {1}, {1}, 1)},
   };
 }
 
@@ -182,9 +189,11 @@ Shape conv_out(const ConvCase& c) {
   const IntList& s = std::get<IntList>(c.attrs.at("stride"));
   const IntList& p = std::get<IntList>(c.attrs.at("padding"));
   const IntList& d = std::get<IntList>(c.attrs.at("dilation"));
-  const int64_t oh = (c.x[2] + 2 * p[0] - d[0] * (c.w[2] - 1) - 1) / s[0] + 1;
-  const int64_t ow = (c.x[3] + 2 * p[1] - d[1] * (c.w[3] - 1) - 1) / s[1] + 1;
-  return Shape{c.x[0], c.w[0], oh, ow};
+  std::vector<int64_t> y{c.x[0], c.w[0]};
+  for (size_t a = 0; a < s.size(); ++a) {
+    y.push_back((c.x[2 + a] + 2 * p[a] - d[a] * (c.w[2 + a] - 1) - 1) / s[a] + 1);
+  }
+  return Shape(std::move(y));
 }
 
 TEST(ConvTest, ForwardMatchesReference) {
@@ -192,7 +201,7 @@ TEST(ConvTest, ForwardMatchesReference) {
   for (const ConvCase& c : conv_cases()) {
     for (DType dt : {DType::f32, DType::f64}) {
       SCOPED_TRACE(c.x.to_string() + " * " + c.w.to_string());
-      expect_matches(Op::Conv2d, c.attrs, {rnd(dt, c.x, seed), rnd(dt, c.w, seed + 1)},
+      expect_matches(Op::Conv, c.attrs, {rnd(dt, c.x, seed), rnd(dt, c.w, seed + 1)},
                      dt == DType::f32 ? kGemmTol : 1e-12);
       seed += 2;
     }
@@ -206,7 +215,7 @@ TEST(ConvTest, BackwardInputMatchesReference) {
       SCOPED_TRACE(c.x.to_string() + " * " + c.w.to_string());
       Attrs attrs = c.attrs;
       attrs["input_shape"] = c.x.dims;
-      expect_matches(Op::Conv2dBackwardInput, attrs,
+      expect_matches(Op::ConvBackwardInput, attrs,
                      {rnd(dt, conv_out(c), seed), rnd(dt, c.w, seed + 1)},
                      dt == DType::f32 ? kGemmTol : 1e-12);
       seed += 2;
@@ -221,7 +230,7 @@ TEST(ConvTest, BackwardWeightMatchesReference) {
       SCOPED_TRACE(c.x.to_string() + " * " + c.w.to_string());
       Attrs attrs = c.attrs;
       attrs["weight_shape"] = c.w.dims;
-      expect_matches(Op::Conv2dBackwardWeight, attrs,
+      expect_matches(Op::ConvBackwardWeight, attrs,
                      {rnd(dt, c.x, seed), rnd(dt, conv_out(c), seed + 1)},
                      dt == DType::f32 ? kGemmTol : 1e-12);
       seed += 2;
@@ -236,9 +245,9 @@ TEST(ConvTest, BitwiseReproducible) {
   bi["input_shape"] = c.x.dims;
   const Tensor x = rnd(DType::f32, c.x, 1), w = rnd(DType::f32, c.w, 2);
   const Tensor gy = rnd(DType::f32, conv_out(c), 3);
-  expect_reproducible(Op::Conv2d, c.attrs, {x, w});
-  expect_reproducible(Op::Conv2dBackwardInput, bi, {gy, w});
-  expect_reproducible(Op::Conv2dBackwardWeight, bw, {x, gy});
+  expect_reproducible(Op::Conv, c.attrs, {x, w});
+  expect_reproducible(Op::ConvBackwardInput, bi, {gy, w});
+  expect_reproducible(Op::ConvBackwardWeight, bw, {x, gy});
 }
 
 // f32 convolutions with 16+ channels per group (strided, dilated, grouped included) get
@@ -249,7 +258,7 @@ TEST(ConvTest, ChoosesOnednnForWideChannels) {
     const Tensor x = rnd(DType::f32, c.x, 1), w = rnd(DType::f32, c.w, 2);
     Tensor y(Type{DType::f32, conv_out(c)});
     LibraryCall call;
-    call.node.op = Op::Conv2d;
+    call.node.op = Op::Conv;
     call.node.attrs = c.attrs;
     call.operand_types = {x.type(), w.type()};
     call.result_type = y.type();
@@ -269,7 +278,7 @@ TEST(ConvTest, WeightGradientOfAnRgbLayerUsesOnednn) {
     const Tensor x = rnd(DType::f32, c.x, 1), gy = rnd(DType::f32, conv_out(c), 2);
     Tensor gw(Type{DType::f32, c.w});
     LibraryCall call;
-    call.node.op = Op::Conv2dBackwardWeight;
+    call.node.op = Op::ConvBackwardWeight;
     call.node.attrs = c.attrs;
     call.node.attrs["weight_shape"] = c.w.dims;
     call.operand_types = {x.type(), gy.type()};
@@ -286,8 +295,9 @@ TEST(ConvTest, OnednnAndIm2colAgree) {
   const ConvCase c = conv_cases()[1];
   const Tensor x = rnd(DType::f32, c.x, 1), w = rnd(DType::f32, c.w, 2);
   const Tensor gy = rnd(DType::f32, conv_out(c), 3);
-  const ConvGeometry g{c.x[0], c.x[1], c.x[2], c.x[3], c.w[0], c.w[2], c.w[3], c.x[2], c.x[3],
-                       1, 1, 1, 1, 1, 1, 1};
+  const ConvGeometry g{.n = c.x[0], .c = c.x[1], .h = c.x[2], .w = c.x[3], .o = c.w[0],
+                       .kh = c.w[2], .kw = c.w[3], .oh = c.x[2], .ow = c.x[3], .ph = 1,
+                       .pw = 1};
   struct Bound {
     ConvOp op;
     const Tensor *in0, *in1;

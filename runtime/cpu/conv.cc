@@ -1,13 +1,15 @@
-// Convolution kernels: conv2d and its two gradients. f32 with at least 16 channels per
-// group (for the weight gradient: 16 output and 3 input channels) goes to oneDNN's
-// convolution primitives (conv_onednn.cc) when they accept the convolution; f64, and the other f32 convolutions, go through im2col and the GEMM core here (gemm_serial: oneDNN's sgemm on one
-// thread for f32, a loop for f64).
+// Convolution kernels: conv over 1, 2 or 3 spatial dims and its two gradients, all seen
+// over [D, H, W] (runtime/conv_geometry.h). f32 with at least 16 channels per group (for
+// the weight gradient: 16 output and 3 input channels) goes to oneDNN's convolution
+// primitives (conv_onednn.cc) when they accept the convolution; f64, and the other f32
+// convolutions, go through im2col and the GEMM core here (gemm_serial: oneDNN's sgemm on
+// one thread for f32, a loop for f64).
 //
 // The batch is cut into `parts` contiguous runs of images, one per pool chunk; each
 // part has its own im2col columns in the kernel's scratch (BoundKernel::scratch_bytes:
 // the Executor's one block shared by every kernel), for as many parts as
 // default_num_threads() (a larger pool still uses that many parts). For
-// conv2d_backward_weight each part sums its images' gradients into its own buffer (part
+// conv_backward_weight each part sums its images' gradients into its own buffer (part
 // 0 straight into the result) and the parts are then added in index order, so the result
 // is bitwise reproducible for a given part count. A 1x1 convolution with stride 1 and no
 // padding skips im2col: the image is its own column matrix.
@@ -21,21 +23,29 @@ namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
 
-// Calls f(ki, kj, c, y, iy, x_lo, x_hi, ix0) for every output row y of every kernel tap of
-// channel c in group `grp`: output pixels x in [x_lo, x_hi) read input column
-// ix0 + x * sw of input row iy (iy < 0 when the row is padding).
+// Calls f(row, out_row, plane_row, x_lo, x_hi, ix0) for every im2col row `row` (a
+// channel c of the group and a kernel tap (kz, ki, kj)) and every output row out_row =
+// oz * oh + oy: output pixels x in [x_lo, x_hi) read input column ix0 + x * sw of input
+// row plane_row = (c * d + iz) * h + iy of the group's planes (-1 when that row is
+// padding). A convolution over [H, W] or [W] is one with d = kd = od = 1 (conv_geometry.h).
 template <typename F>
 void for_taps(const ConvGeometry& g, F&& f) {
   for (int64_t c = 0; c < g.cg(); ++c) {
-    for (int64_t ki = 0; ki < g.kh; ++ki) {
-      for (int64_t kj = 0; kj < g.kw; ++kj) {
-        const int64_t ix0 = kj * g.dw - g.pw;
-        const int64_t x_lo = std::min(g.ow, std::max<int64_t>(0, ceil_div(-ix0, g.sw)));
-        const int64_t x_hi = std::max(x_lo, std::min(g.ow, ceil_div(g.w - ix0, g.sw)));
-        const int64_t row = (c * g.kh + ki) * g.kw + kj;
-        for (int64_t y = 0; y < g.oh; ++y) {
-          const int64_t iy = y * g.sh - g.ph + ki * g.dh;
-          f(row, c, y, iy >= 0 && iy < g.h ? iy : -1, x_lo, x_hi, ix0);
+    for (int64_t kz = 0; kz < g.kd; ++kz) {
+      for (int64_t ki = 0; ki < g.kh; ++ki) {
+        for (int64_t kj = 0; kj < g.kw; ++kj) {
+          const int64_t ix0 = kj * g.dw - g.pw;
+          const int64_t x_lo = std::min(g.ow, std::max<int64_t>(0, ceil_div(-ix0, g.sw)));
+          const int64_t x_hi = std::max(x_lo, std::min(g.ow, ceil_div(g.w - ix0, g.sw)));
+          const int64_t row = ((c * g.kd + kz) * g.kh + ki) * g.kw + kj;
+          for (int64_t z = 0; z < g.od; ++z) {
+            const int64_t iz = z * g.sd - g.pd + kz * g.dd;
+            for (int64_t y = 0; y < g.oh; ++y) {
+              const int64_t iy = y * g.sh - g.ph + ki * g.dh;
+              const bool inside = iz >= 0 && iz < g.d && iy >= 0 && iy < g.h;
+              f(row, z * g.oh + y, inside ? (c * g.d + iz) * g.h + iy : -1, x_lo, x_hi, ix0);
+            }
+          }
         }
       }
     }
@@ -45,14 +55,14 @@ void for_taps(const ConvGeometry& g, F&& f) {
 // col[patch, pixels] for one image's channel group (`img` points at the group's planes).
 template <typename T>
 void im2col(const ConvGeometry& g, const T* img, T* col) {
-  for_taps(g, [&](int64_t row, int64_t c, int64_t y, int64_t iy, int64_t x_lo, int64_t x_hi,
+  for_taps(g, [&](int64_t row, int64_t out_row, int64_t plane_row, int64_t x_lo, int64_t x_hi,
                   int64_t ix0) {
-    T* dst = col + row * g.pixels() + y * g.ow;
-    if (iy < 0) {
+    T* dst = col + row * g.pixels() + out_row * g.ow;
+    if (plane_row < 0) {
       std::fill(dst, dst + g.ow, T{0});
       return;
     }
-    const T* src = img + (c * g.h + iy) * g.w + ix0;
+    const T* src = img + plane_row * g.w + ix0;
     std::fill(dst, dst + x_lo, T{0});
     if (g.sw == 1) {
       std::memcpy(dst + x_lo, src + x_lo, (x_hi - x_lo) * sizeof(T));
@@ -66,11 +76,11 @@ void im2col(const ConvGeometry& g, const T* img, T* col) {
 // The adjoint of im2col: adds col[patch, pixels] into one image's channel group.
 template <typename T>
 void col2im_add(const ConvGeometry& g, const T* col, T* img) {
-  for_taps(g, [&](int64_t row, int64_t c, int64_t y, int64_t iy, int64_t x_lo, int64_t x_hi,
+  for_taps(g, [&](int64_t row, int64_t out_row, int64_t plane_row, int64_t x_lo, int64_t x_hi,
                   int64_t ix0) {
-    if (iy < 0) return;
-    const T* src = col + row * g.pixels() + y * g.ow;
-    T* dst = img + (c * g.h + iy) * g.w + ix0;
+    if (plane_row < 0) return;
+    const T* src = col + row * g.pixels() + out_row * g.ow;
+    T* dst = img + plane_row * g.w + ix0;
     for (int64_t x = x_lo; x < x_hi; ++x) dst[x * g.sw] += src[x];
   });
 }
@@ -120,19 +130,16 @@ class ConvKernel final : public BoundKernel {
   }
 
   std::string describe() const override {
-    static const char* const kNames[] = {"conv2d", "conv2d_backward_input",
-                                         "conv2d_backward_weight"};
     return std::string("im2col+") + (std::is_same_v<T, float> ? "onednn sgemm " : "loop gemm ") +
-           kNames[static_cast<int>(op_)] + " " + std::to_string(g_.o) + "x" +
-           std::to_string(g_.c) + "x" + std::to_string(g_.kh) + "x" + std::to_string(g_.kw);
+           conv_describe(op_, g_);
   }
 
  private:
   // Images [b0, b1) with scratch slot s.
   void part(int s, int64_t b0, int64_t b1) {
     const ConvGeometry& g = g_;
-    const int64_t in_img = g.c * g.h * g.w, out_img = g.o * g.pixels();
-    const int64_t in_grp = g.cg() * g.h * g.w, out_grp = g.og() * g.pixels();
+    const int64_t in_img = g.c * g.volume(), out_img = g.o * g.pixels();
+    const int64_t in_grp = g.cg() * g.volume(), out_grp = g.og() * g.pixels();
     const int64_t w_grp = g.og() * g.patch();
     T* col = g.pointwise() ? nullptr : cols_[s];
     for (int64_t b = b0; b < b1; ++b) {
@@ -199,6 +206,14 @@ class ConvKernel final : public BoundKernel {
 
 }  // namespace
 
+std::string conv_describe(ConvOp op, const ConvGeometry& g) {
+  static constexpr Op kOps[] = {Op::Conv, Op::ConvBackwardInput, Op::ConvBackwardWeight};
+  std::string text(op_name(kOps[static_cast<int>(op)]));
+  const Shape w = g.w_shape();
+  for (size_t i = 0; i < w.dims.size(); ++i) text += (i == 0 ? " " : "x") + std::to_string(w[i]);
+  return text;
+}
+
 std::unique_ptr<BoundKernel> make_im2col_conv_kernel(ConvOp op, const ConvGeometry& g,
                                                      DType dtype, const void* in0,
                                                      const void* in1, void* out) {
@@ -212,17 +227,17 @@ KernelOr make_conv_kernel(const LibraryCall& call, const std::vector<const void*
   ConvOp op;
   Shape x, w;
   switch (node.op) {
-    case Op::Conv2d:
+    case Op::Conv:
       op = ConvOp::kForward;
       x = call.operand_types[0].shape;
       w = call.operand_types[1].shape;
       break;
-    case Op::Conv2dBackwardInput:
+    case Op::ConvBackwardInput:
       op = ConvOp::kBackwardInput;
       x = Shape(node.ints_attr("input_shape"));
       w = call.operand_types[1].shape;
       break;
-    case Op::Conv2dBackwardWeight:
+    case Op::ConvBackwardWeight:
       op = ConvOp::kBackwardWeight;
       x = call.operand_types[0].shape;
       w = Shape(node.ints_attr("weight_shape"));
@@ -234,25 +249,14 @@ KernelOr make_conv_kernel(const LibraryCall& call, const std::vector<const void*
   for (const Type& t : call.operand_types) {
     if (t.dtype != dtype) return std::unique_ptr<BoundKernel>();
   }
-  const IntList& stride = node.ints_attr("stride");
-  const IntList& padding = node.ints_attr("padding");
-  const IntList& dilation = node.ints_attr("dilation");
-  const int64_t groups = node.int_attr("groups");
-  if (x.rank() != 4 || w.rank() != 4 || stride.size() != 2 || padding.size() != 2 ||
-      dilation.size() != 2 || groups < 1 || x[1] % groups != 0 || w[0] % groups != 0 ||
-      w[1] * groups != x[1]) {
-    return call_error(call, "invalid convolution of " + x.to_string() + " by " + w.to_string());
-  }
-  ConvGeometry g{x[0], x[1], x[2], x[3], w[0], w[2], w[3], 0, 0, stride[0], stride[1],
-                 padding[0], padding[1], dilation[0], dilation[1], groups};
-  g.oh = (g.h + 2 * g.ph - g.dh * (g.kh - 1) - 1) / g.sh + 1;
-  g.ow = (g.w + 2 * g.pw - g.dw * (g.kw - 1) - 1) / g.sw + 1;
-  const Shape y{g.n, g.o, g.oh, g.ow};
-  WEFT_CHECK(call.result_type.shape == (op == ConvOp::kForward ? y
+  StatusOr<ConvGeometry> geometry = conv_geometry(node, x, w);
+  if (!geometry.ok()) return geometry.error();
+  const ConvGeometry& g = *geometry;
+  WEFT_CHECK(call.result_type.shape == (op == ConvOp::kForward ? g.y_shape()
                                         : op == ConvOp::kBackwardInput ? x : w),
-             "conv2d: result type does not match the operands");
+             "conv: result type does not match the operands");
   // oneDNN's direct kernels work on blocks of 16 channels: with fewer input channels (the
-  // first layer of a CNN) they were no faster than im2col for conv2d, and 2-10x slower
+  // first layer of a CNN) they were no faster than im2col for conv, and 2-10x slower
   // for the input gradient (gemm_bench, conv1 1->32 and convnet 3->16). The weight
   // gradient is the exception from 3 input channels on: its im2col GEMM (16x27, k = 1024
   // per image) runs at ~15 GFLOP/s, and oneDNN's was 5-7x faster on convnet 3->16

@@ -7,7 +7,7 @@
 // gets its own primitives, created after the binding thread's OpenMP count is set to 1
 // (and left so: weft never lets oneDNN start threads) so that oneDNN plans for one
 // thread; its own blocked-layout buffers, with the reorders from and to weft's NCHW /
-// OIHW buffers; its own user-mode scratchpad; and its own stream. The blocked buffers,
+// OIHW (NCDHW / OIDHW over three spatial dims) buffers; its own user-mode scratchpad; and its own stream. The blocked buffers,
 // scratchpads and partial gradients hold nothing between runs: they are laid out in the
 // kernel's scratch (BoundKernel::scratch_bytes), the one block the Executor shares
 // among its kernels, and bound to it by set_data_handle. run() executes the parts on
@@ -144,11 +144,7 @@ class OnednnConvKernel final : public BoundKernel {
   }
 
   std::string describe() const override {
-    static const char* const kNames[] = {"conv2d", "conv2d_backward_input",
-                                         "conv2d_backward_weight"};
-    return std::string("onednn ") + kNames[static_cast<int>(op_)] + " " + impl_ + " " +
-           std::to_string(g_.o) + "x" + std::to_string(g_.c) + "x" + std::to_string(g_.kh) +
-           "x" + std::to_string(g_.kw);
+    return "onednn " + conv_describe(op_, g_) + " " + impl_;
   }
 
  private:
@@ -167,15 +163,32 @@ class OnednnConvKernel final : public BoundKernel {
                  int64_t partial_at) {
     const ConvGeometry& g = g_;
     const int64_t n = b1 - b0;
-    const memory::dims x_dims{n, g.c, g.h, g.w}, y_dims{n, g.o, g.oh, g.ow};
-    const memory::dims w_dims = g.groups == 1
-                                    ? memory::dims{g.o, g.c, g.kh, g.kw}
-                                    : memory::dims{g.groups, g.og(), g.cg(), g.kh, g.kw};
-    const Tag w_tag = g.groups == 1 ? Tag::oihw : Tag::goihw;
+    // A convolution over [D, H, W] is 5-D to oneDNN; one over [H, W] or [W] stays 4-D
+    // (with h = 1 for [W]), the layouts its 2-D kernels are tuned for.
+    const bool volumetric = g.spatial == 3;
+    auto dims = [&](std::initializer_list<int64_t> lead, int64_t d, int64_t h, int64_t w) {
+      memory::dims out(lead);
+      if (volumetric) out.push_back(d);
+      out.push_back(h);
+      out.push_back(w);
+      return out;
+    };
+    const memory::dims x_dims = dims({n, g.c}, g.d, g.h, g.w);
+    const memory::dims y_dims = dims({n, g.o}, g.od, g.oh, g.ow);
+    const memory::dims w_dims = g.groups == 1 ? dims({g.o, g.c}, g.kd, g.kh, g.kw)
+                                              : dims({g.groups, g.og(), g.cg()}, g.kd, g.kh, g.kw);
+    const Tag w_tag = volumetric ? (g.groups == 1 ? Tag::oidhw : Tag::goidhw)
+                                 : (g.groups == 1 ? Tag::oihw : Tag::goihw);
+    const Tag act_tag = volumetric ? Tag::ncdhw : Tag::nchw;
     const auto f32 = memory::data_type::f32;
     const memory::desc x_any(x_dims, f32, Tag::any), y_any(y_dims, f32, Tag::any);
     const memory::desc w_any(w_dims, f32, Tag::any);
-    const memory::dims strides{g.sh, g.sw}, dilates{g.dh - 1, g.dw - 1}, pad{g.ph, g.pw};
+    auto spatial = [&](int64_t d, int64_t h, int64_t w) {
+      return volumetric ? memory::dims{d, h, w} : memory::dims{h, w};
+    };
+    const memory::dims strides = spatial(g.sd, g.sh, g.sw);
+    const memory::dims dilates = spatial(g.dd - 1, g.dh - 1, g.dw - 1);
+    const memory::dims pad = spatial(g.pd, g.ph, g.pw);
     // Slices of weft's buffers for images [b0, b1).
     auto user = [&](const memory::dims& dims, Tag tag, const void* p, int64_t offset) {
       if (p == nullptr) {  // A partial gradient in the scratch, bound with it.
@@ -186,7 +199,7 @@ class OnednnConvKernel final : public BoundKernel {
       return memory({dims, f32, tag}, cpu_engine(),
                     const_cast<float*>(static_cast<const float*>(p)) + offset);
     };
-    const int64_t x_img = g.c * g.h * g.w, y_img = g.o * g.pixels();
+    const int64_t x_img = g.c * g.volume(), y_img = g.o * g.pixels();
     dnnl::convolution_forward::primitive_desc fwd(
         {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, x_any, w_any,
          y_any, strides, dilates, pad, pad},
@@ -200,9 +213,9 @@ class OnednnConvKernel final : public BoundKernel {
     memory::desc scratchpad;
     switch (op_) {
       case ConvOp::kForward: {
-        conv.args[DNNL_ARG_SRC] = input(fwd.src_desc(), user(x_dims, Tag::nchw, in0, b0 * x_img), part.steps, scratch_);
+        conv.args[DNNL_ARG_SRC] = input(fwd.src_desc(), user(x_dims, act_tag, in0, b0 * x_img), part.steps, scratch_);
         conv.args[DNNL_ARG_WEIGHTS] = input(fwd.weights_desc(), user(w_dims, w_tag, in1, 0), part.steps, scratch_);
-        conv.args[DNNL_ARG_DST] = output(fwd.dst_desc(), user(y_dims, Tag::nchw, out, b0 * y_img), after, scratch_);
+        conv.args[DNNL_ARG_DST] = output(fwd.dst_desc(), user(y_dims, act_tag, out, b0 * y_img), after, scratch_);
         conv.primitive = dnnl::convolution_forward(fwd);
         scratchpad = fwd.scratchpad_desc();
         impl_ = fwd.impl_info_str();
@@ -212,9 +225,9 @@ class OnednnConvKernel final : public BoundKernel {
         dnnl::convolution_backward_data::primitive_desc pd(
             {dnnl::algorithm::convolution_direct, x_any, w_any, y_any, strides, dilates, pad, pad},
             user_scratchpad(), cpu_engine(), fwd);
-        conv.args[DNNL_ARG_DIFF_DST] = input(pd.diff_dst_desc(), user(y_dims, Tag::nchw, in0, b0 * y_img), part.steps, scratch_);
+        conv.args[DNNL_ARG_DIFF_DST] = input(pd.diff_dst_desc(), user(y_dims, act_tag, in0, b0 * y_img), part.steps, scratch_);
         conv.args[DNNL_ARG_WEIGHTS] = input(pd.weights_desc(), user(w_dims, w_tag, in1, 0), part.steps, scratch_);
-        conv.args[DNNL_ARG_DIFF_SRC] = output(pd.diff_src_desc(), user(x_dims, Tag::nchw, out, b0 * x_img), after, scratch_);
+        conv.args[DNNL_ARG_DIFF_SRC] = output(pd.diff_src_desc(), user(x_dims, act_tag, out, b0 * x_img), after, scratch_);
         conv.primitive = dnnl::convolution_backward_data(pd);
         scratchpad = pd.scratchpad_desc();
         impl_ = pd.impl_info_str();
@@ -224,8 +237,8 @@ class OnednnConvKernel final : public BoundKernel {
         dnnl::convolution_backward_weights::primitive_desc pd(
             {dnnl::algorithm::convolution_direct, x_any, w_any, y_any, strides, dilates, pad, pad},
             user_scratchpad(), cpu_engine(), fwd);
-        conv.args[DNNL_ARG_SRC] = input(pd.src_desc(), user(x_dims, Tag::nchw, in0, b0 * x_img), part.steps, scratch_);
-        conv.args[DNNL_ARG_DIFF_DST] = input(pd.diff_dst_desc(), user(y_dims, Tag::nchw, in1, b0 * y_img), part.steps, scratch_);
+        conv.args[DNNL_ARG_SRC] = input(pd.src_desc(), user(x_dims, act_tag, in0, b0 * x_img), part.steps, scratch_);
+        conv.args[DNNL_ARG_DIFF_DST] = input(pd.diff_dst_desc(), user(y_dims, act_tag, in1, b0 * y_img), part.steps, scratch_);
         conv.args[DNNL_ARG_DIFF_WEIGHTS] = output(pd.diff_weights_desc(), user(w_dims, w_tag, out, 0), after, scratch_);
         conv.primitive = dnnl::convolution_backward_weights(pd);
         scratchpad = pd.scratchpad_desc();

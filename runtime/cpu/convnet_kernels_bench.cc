@@ -84,8 +84,8 @@ int main() {
        x1},
       {"sum [32,16,32,32] axes (0,2,3)", Op::Sum, stats, {x1}, {DType::f32, {1, 16, 1, 1}}},
       {"sum [32,32,16,16] axes (0,2,3)", Op::Sum, stats, {x2}, {DType::f32, {1, 32, 1, 1}}},
-      {"conv2d 3->16 3x3 [32,3,32,32]", Op::Conv2d, conv, {img, w1}, x1},
-      {"conv2d_backward_weight 3->16 [32,3,32,32]", Op::Conv2dBackwardWeight, conv_bw, {img, x1},
+      {"conv2d 3->16 3x3 [32,3,32,32]", Op::Conv, conv, {img, w1}, x1},
+      {"conv2d_backward_weight 3->16 [32,3,32,32]", Op::ConvBackwardWeight, conv_bw, {img, x1},
        w1},
   };
   std::printf("convnet kernels, median per call (2 threads)\n");

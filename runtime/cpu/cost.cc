@@ -16,17 +16,19 @@ double reduction_length(const Node& n, const std::vector<BufferRef>& operands) {
       const bool ta = n.bool_attr("transpose_a");
       return static_cast<double>(ta ? a[a.rank() - 2] : a[a.rank() - 1]);
     }
-    case Op::Conv2d: {  // x [N,C,H,W], w [O, C/g, kh, kw]
+    // Over any number of spatial dims S and kernel dims K (numel / dim 0 or 1 takes the
+    // product of the others; an empty dim contributes nothing either way).
+    case Op::Conv: {  // x [N,C,*S], w [O, C/g, *K]: C/g · prod(K)
       const Shape& w = operands[1].type.shape;
-      return static_cast<double>(w[1] * w[2] * w[3]);
+      return w[0] == 0 ? 0.0 : static_cast<double>(w.numel() / w[0]);
     }
-    case Op::Conv2dBackwardInput: {  // gy [N,O,Ho,Wo], w [O, C/g, kh, kw] -> gx [N,C,H,W]
+    case Op::ConvBackwardInput: {  // gy [N,O,*So], w [O, C/g, *K] -> gx: O/g · prod(K)
       const Shape& w = operands[1].type.shape;
-      return static_cast<double>(w[0] / n.int_attr("groups") * w[2] * w[3]);
+      return w[1] == 0 ? 0.0 : static_cast<double>(w.numel() / w[1] / n.int_attr("groups"));
     }
-    case Op::Conv2dBackwardWeight: {  // x [N,C,H,W], gy [N,O,Ho,Wo] -> gw [O,C/g,kh,kw]
+    case Op::ConvBackwardWeight: {  // x [N,C,*S], gy [N,O,*So] -> gw: N · prod(So)
       const Shape& gy = operands[1].type.shape;
-      return static_cast<double>(gy[0] * gy[2] * gy[3]);
+      return gy[1] == 0 ? 0.0 : static_cast<double>(gy.numel() / gy[1]);
     }
     default: return 0;
   }

@@ -2,7 +2,7 @@
 // What one invocation of a Program costs, for the profiler's achieved GFLOP/s and GB/s
 // (Executor::profile_report, `weftc profile`, `--profile`):
 //
-//   flops  matmul 2·M·N·K per batch; conv2d and its two backward ops 2·(output or input
+//   flops  matmul 2·M·N·K per batch; conv and its two backward ops 2·(output or input
 //          gradient elements)·(the reduction length: C_in/groups·kh·kw, or the matching
 //          one); a GEMM with an epilogue (a `contraction` invocation) the GEMM's flops
 //          plus one per epilogue node per element of the product; a generated kernel one

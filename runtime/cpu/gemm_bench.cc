@@ -5,7 +5,7 @@
 //     thread each), the same partition calling OpenBLAS single-threaded, and oneDNN's own
 //     sgemm with its 2 OpenMP threads (the baseline; run last, since its idle OpenMP
 //     threads spin for a while after each call);
-//   - conv2d and its two gradients on the Fashion-MNIST CNN shapes.
+//   - conv and its two gradients on the Fashion-MNIST CNN shapes.
 //
 //   bazel run //runtime/cpu:gemm_bench   (.bazelrc builds with -O2; the kernels with -O3)
 
@@ -144,7 +144,7 @@ void conv_figures(ThreadPool& pool) {
       {"convnet 3->16 3x3 on [32,3,32,32]", {32, 3, 32, 32}, {16, 3, 3, 3}},
       {"convnet 16->32 3x3 on [32,16,16,16]", {32, 16, 16, 16}, {32, 16, 3, 3}},
   };
-  std::printf("conv2d, pad 1 (2 threads): weft's choice | oneDNN primitives per chunk | "
+  std::printf("conv, pad 1 (2 threads): weft's choice | oneDNN primitives per chunk | "
               "im2col + sgemm\n");
   for (const ConvShape& s : shapes) {
     const Shape y{s.x[0], s.w[0], s.x[2], s.x[3]};
@@ -162,15 +162,16 @@ void conv_figures(ThreadPool& pool) {
       std::unique_ptr<BoundKernel> k;
     };
     Kernel ks[] = {
-        {"forward", bind(Op::Conv2d, attrs, {tx, tw}, ty, {x.data(), w.data()}, out.data())},
+        {"forward", bind(Op::Conv, attrs, {tx, tw}, ty, {x.data(), w.data()}, out.data())},
         {"backward_input",
-         bind(Op::Conv2dBackwardInput, bi, {ty, tw}, tx, {gy.data(), w.data()}, out.data())},
+         bind(Op::ConvBackwardInput, bi, {ty, tw}, tx, {gy.data(), w.data()}, out.data())},
         {"backward_weight",
-         bind(Op::Conv2dBackwardWeight, bw, {tx, ty}, tw, {x.data(), gy.data()}, gw.data())},
+         bind(Op::ConvBackwardWeight, bw, {tx, ty}, tw, {x.data(), gy.data()}, gw.data())},
     };
     // The same convolutions through im2col + sgemm, the alternative to oneDNN's primitives.
-    const ConvGeometry g{s.x[0], s.x[1], s.x[2], s.x[3], s.w[0], s.w[2], s.w[3], s.x[2], s.x[3],
-                         1, 1, 1, 1, 1, 1, 1};
+    const ConvGeometry g{.n = s.x[0], .c = s.x[1], .h = s.x[2], .w = s.x[3], .o = s.w[0],
+                       .kh = s.w[2], .kw = s.w[3], .oh = s.x[2], .ow = s.x[3], .ph = 1,
+                       .pw = 1};
     std::unique_ptr<BoundKernel> im2col[] = {
         make_im2col_conv_kernel(ConvOp::kForward, g, DType::f32, x.data(), w.data(), out.data()),
         make_im2col_conv_kernel(ConvOp::kBackwardInput, g, DType::f32, gy.data(), w.data(),

@@ -1,5 +1,5 @@
-// Convolutions through cuDNN's legacy API (cudnn_cnn.h, in every cuDNN 9): conv2d and its
-// two gradients as the one call conv_plan.h plans. Everything is decided at bind time —
+// Convolutions through cuDNN's legacy API (cudnn_cnn.h, in every cuDNN 9): conv over 1-3
+// spatial dims and its two gradients as the one call conv_plan.h plans. Everything is decided at bind time —
 // the descriptors, FMA math (no TF32, so f32 results stay within the reference's
 // tolerance), and the algorithm, measured by cuDNN on the bound buffers (like PyTorch's
 // cudnn.benchmark; the heuristics where the search fails) through choose_conv_algorithm,
@@ -57,20 +57,36 @@ struct Descriptors {
         cudnn_status(cudnnCreateFilterDescriptor(&w), "cudnnCreateFilterDescriptor"));
     WEFT_RETURN_IF_ERROR(cudnn_status(cudnnCreateConvolutionDescriptor(&conv),
                                       "cudnnCreateConvolutionDescriptor"));
-    WEFT_RETURN_IF_ERROR(cudnn_status(
-        cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, type, p.x[0], p.x[1], p.x[2], p.x[3]),
-        "cudnnSetTensor4dDescriptor (x)"));
-    WEFT_RETURN_IF_ERROR(cudnn_status(
-        cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, type, p.y[0], p.y[1], p.y[2], p.y[3]),
-        "cudnnSetTensor4dDescriptor (y)"));
-    WEFT_RETURN_IF_ERROR(cudnn_status(
-        cudnnSetFilter4dDescriptor(w, type, CUDNN_TENSOR_NCHW, p.w[0], p.w[1], p.w[2], p.w[3]),
-        "cudnnSetFilter4dDescriptor"));
-    WEFT_RETURN_IF_ERROR(cudnn_status(
-        cudnnSetConvolution2dDescriptor(conv, p.pad[0], p.pad[1], p.stride[0], p.stride[1],
-                                        p.dilation[0], p.dilation[1], CUDNN_CROSS_CORRELATION,
-                                        type),
-        "cudnnSetConvolution2dDescriptor"));
+    if (p.rank == 4) {
+      WEFT_RETURN_IF_ERROR(cudnn_status(
+          cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, type, p.x[0], p.x[1], p.x[2], p.x[3]),
+          "cudnnSetTensor4dDescriptor (x)"));
+      WEFT_RETURN_IF_ERROR(cudnn_status(
+          cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, type, p.y[0], p.y[1], p.y[2], p.y[3]),
+          "cudnnSetTensor4dDescriptor (y)"));
+      WEFT_RETURN_IF_ERROR(cudnn_status(
+          cudnnSetFilter4dDescriptor(w, type, CUDNN_TENSOR_NCHW, p.w[0], p.w[1], p.w[2], p.w[3]),
+          "cudnnSetFilter4dDescriptor"));
+      WEFT_RETURN_IF_ERROR(cudnn_status(
+          cudnnSetConvolution2dDescriptor(conv, p.pad[0], p.pad[1], p.stride[0], p.stride[1],
+                                          p.dilation[0], p.dilation[1], CUDNN_CROSS_CORRELATION,
+                                          type),
+          "cudnnSetConvolution2dDescriptor"));
+    } else {  // NCDHW: the Nd calls, packed (the Ex form derives the strides from NCHW).
+      WEFT_RETURN_IF_ERROR(cudnn_status(
+          cudnnSetTensorNdDescriptorEx(x, CUDNN_TENSOR_NCHW, type, p.rank, p.x),
+          "cudnnSetTensorNdDescriptorEx (x)"));
+      WEFT_RETURN_IF_ERROR(cudnn_status(
+          cudnnSetTensorNdDescriptorEx(y, CUDNN_TENSOR_NCHW, type, p.rank, p.y),
+          "cudnnSetTensorNdDescriptorEx (y)"));
+      WEFT_RETURN_IF_ERROR(cudnn_status(
+          cudnnSetFilterNdDescriptor(w, type, CUDNN_TENSOR_NCHW, p.rank, p.w),
+          "cudnnSetFilterNdDescriptor"));
+      WEFT_RETURN_IF_ERROR(cudnn_status(
+          cudnnSetConvolutionNdDescriptor(conv, p.rank - 2, p.pad, p.stride, p.dilation,
+                                          CUDNN_CROSS_CORRELATION, type),
+          "cudnnSetConvolutionNdDescriptor"));
+    }
     WEFT_RETURN_IF_ERROR(cudnn_status(cudnnSetConvolutionGroupCount(conv, p.groups),
                                       "cudnnSetConvolutionGroupCount"));
     return cudnn_status(cudnnSetConvolutionMathType(conv, CUDNN_FMA_MATH),

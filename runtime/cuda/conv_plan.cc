@@ -5,6 +5,7 @@
 #include <string>
 
 #include "ir/checked_math.h"
+#include "runtime/conv_geometry.h"
 #include "runtime/pool_geometry.h"
 
 namespace weft::cuda {
@@ -36,9 +37,11 @@ std::optional<int64_t> extent(const Shape& s) {
   return n.get();
 }
 
-std::string dims_string(const int (&d)[4]) {
-  return "[" + std::to_string(d[0]) + "," + std::to_string(d[1]) + "," + std::to_string(d[2]) +
-         "," + std::to_string(d[3]) + "]";
+// "[a,b,c]" (or "axbxc" with `sep` "x") of the first n entries of d.
+std::string join(const int* d, int n, const char* open, const char* sep, const char* close) {
+  std::string s = open;
+  for (int i = 0; i < n; ++i) s += (i ? sep : "") + std::to_string(d[i]);
+  return s + close;
 }
 
 }  // namespace
@@ -47,12 +50,12 @@ std::string ConvPlan::describe() const {
   const char* name = call == ConvCall::forward         ? "forward"
                      : call == ConvCall::backward_data ? "backward_data"
                                                        : "backward_filter";
+  const int n = rank - 2;
   std::string s = std::string(name) + " " + std::string(dtype_name(dtype)) + " x" +
-                  dims_string(x) + " w" + dims_string(w) + " y" + dims_string(y) + " stride " +
-                  std::to_string(stride[0]) +
-                  "x" + std::to_string(stride[1]) + " pad " + std::to_string(pad[0]) + "x" +
-                  std::to_string(pad[1]) + " dilation " + std::to_string(dilation[0]) + "x" +
-                  std::to_string(dilation[1]) + " groups " + std::to_string(groups);
+                  join(x, rank, "[", ",", "]") + " w" + join(w, rank, "[", ",", "]") + " y" +
+                  join(y, rank, "[", ",", "]") + " stride " + join(stride, n, "", "x", "") +
+                  " pad " + join(pad, n, "", "x", "") + " dilation " +
+                  join(dilation, n, "", "x", "") + " groups " + std::to_string(groups);
   if (zero_fill) s += " (empty: zeros)";
   return s;
 }
@@ -68,20 +71,20 @@ StatusOr<ConvPlan> plan_convolution(const Node& node, const std::vector<Type>& o
   plan.dtype = result.dtype;
   Shape x, w, y;
   switch (node.op) {
-    case Op::Conv2d:
+    case Op::Conv:
       plan.call = ConvCall::forward;
       x = operands[0].shape, w = operands[1].shape, y = result.shape;
       plan.x_at = ConvBuffer::operand0, plan.w_at = ConvBuffer::operand1,
       plan.y_at = ConvBuffer::result;
       break;
-    case Op::Conv2dBackwardInput:
+    case Op::ConvBackwardInput:
       plan.call = ConvCall::backward_data;
       x = Shape(node.ints_attr("input_shape")), w = operands[1].shape, y = operands[0].shape;
       plan.y_at = ConvBuffer::operand0, plan.w_at = ConvBuffer::operand1,
       plan.x_at = ConvBuffer::result;
       if (result.shape != x) return op_error(node, "result should have input_shape: " + types);
       break;
-    case Op::Conv2dBackwardWeight:
+    case Op::ConvBackwardWeight:
       plan.call = ConvCall::backward_filter;
       x = operands[0].shape, w = Shape(node.ints_attr("weight_shape")), y = operands[1].shape;
       plan.x_at = ConvBuffer::operand0, plan.y_at = ConvBuffer::operand1,
@@ -91,39 +94,10 @@ StatusOr<ConvPlan> plan_convolution(const Node& node, const std::vector<Type>& o
     default:
       return op_error(node, "is not a convolution");
   }
-  if (x.rank() != 4 || w.rank() != 4 || y.rank() != 4) {
-    return op_error(node, "expects 4-D NCHW tensors and a 4-D OIHW weight: " + types);
-  }
-  const IntList& stride = node.ints_attr("stride");
-  const IntList& padding = node.ints_attr("padding");
-  const IntList& dilation = node.ints_attr("dilation");
-  const int64_t groups = node.int_attr("groups");
-  if (stride.size() != 2 || padding.size() != 2 || dilation.size() != 2) {
-    return op_error(node, "stride, padding and dilation need two entries each");
-  }
-  for (int a = 0; a < 2; ++a) {
-    if (stride[a] < 1 || dilation[a] < 1 || padding[a] < 0 || stride[a] > INT_MAX ||
-        dilation[a] > INT_MAX || padding[a] > INT_MAX) {
-      return op_error(node, "stride, dilation or padding out of cuDNN's range: " + types);
-    }
-  }
-  if (groups < 1 || groups > INT_MAX || x[1] % groups != 0 || w[0] % groups != 0 ||
-      w[1] != x[1] / groups) {
-    return op_error(node, "invalid convolution of " + x.to_string() + " by " + w.to_string() +
-                              " in " + std::to_string(groups) + " groups");
-  }
-  // The output size, as the reference (and cudnnGetConvolution2dForwardOutputDim) has it.
-  int64_t out_hw[2];
-  for (int a = 0; a < 2; ++a) {
-    const Checked span = Checked(dilation[a]) * (Checked(w[2 + a]) - 1) + 1;
-    const Checked o = (Checked(x[2 + a]) + Checked(padding[a]) * 2 - span) / stride[a] + 1;
-    if (!o.ok()) return op_error(node, "sizes overflow int64: " + types);
-    out_hw[a] = o.value();
-  }
-  if (out_hw[0] < 1 || out_hw[1] < 1) {
-    return op_error(node, "the kernel is larger than the padded input " + x.to_string());
-  }
-  if (y != Shape{x[0], w[0], out_hw[0], out_hw[1]}) {
+  StatusOr<ConvGeometry> geometry = conv_geometry(node, x, w);
+  if (!geometry.ok()) return Error{geometry.error().message + ": " + types, node.loc};
+  const ConvGeometry& g = *geometry;
+  if (y != g.y_shape()) {
     return op_error(node, "output gradient or result " + y.to_string() +
                               " does not match the convolution of " + x.to_string() + " by " +
                               w.to_string());
@@ -136,17 +110,30 @@ StatusOr<ConvPlan> plan_convolution(const Node& node, const std::vector<Type>& o
     }
     if (*n == 0) empty = true;
   }
-  for (int d = 0; d < 4; ++d) {
-    plan.x[d] = static_cast<int>(x[d]);
-    plan.w[d] = static_cast<int>(w[d]);
-    plan.y[d] = static_cast<int>(y[d]);
+  // The canonical [D, H, W] geometry as cuDNN's 4-D (D = 1) or 5-D tensors.
+  plan.rank = g.spatial == 3 ? 5 : 4;
+  const int64_t xs[] = {g.n, g.c, g.d, g.h, g.w}, ws[] = {g.o, g.cg(), g.kd, g.kh, g.kw},
+                ys[] = {g.n, g.o, g.od, g.oh, g.ow};
+  const int64_t strides[] = {g.sd, g.sh, g.sw}, pads[] = {g.pd, g.ph, g.pw},
+                dilations[] = {g.dd, g.dh, g.dw};
+  const int skip = 5 - plan.rank;  // Leave D out of a 4-D plan.
+  for (int i = 0; i < plan.rank; ++i) {
+    const int from = i < 2 ? i : i + skip;
+    plan.x[i] = static_cast<int>(xs[from]);
+    plan.w[i] = static_cast<int>(ws[from]);
+    plan.y[i] = static_cast<int>(ys[from]);
   }
-  for (int a = 0; a < 2; ++a) {
-    plan.pad[a] = static_cast<int>(padding[a]);
-    plan.stride[a] = static_cast<int>(stride[a]);
-    plan.dilation[a] = static_cast<int>(dilation[a]);
+  for (int a = 0; a < plan.rank - 2; ++a) {
+    const int64_t st = strides[a + skip], pa = pads[a + skip], di = dilations[a + skip];
+    if (st > INT_MAX || pa > INT_MAX || di > INT_MAX) {
+      return op_error(node, "stride, dilation or padding out of cuDNN's range: " + types);
+    }
+    plan.stride[a] = static_cast<int>(st);
+    plan.pad[a] = static_cast<int>(pa);
+    plan.dilation[a] = static_cast<int>(di);
   }
-  plan.groups = static_cast<int>(groups);
+  if (g.groups > INT_MAX) return op_error(node, "groups beyond cuDNN's int: " + types);
+  plan.groups = static_cast<int>(g.groups);
   plan.zero_fill = empty;
   return plan;
 }

@@ -5,16 +5,18 @@
 // cuDNN's heuristics offer, and a pooling's window (pool_kernels.h).
 //
 // The three convolution ops are one cuDNN convolution (cross-correlation, NCHW, filter
-// [O, C/groups, kh, kw]) seen from three sides; the plan says which of the invocation's
-// buffers is x, w and y:
+// [O, C/groups, kh, kw]; NCDHW and [O, C/groups, kd, kh, kw] over three spatial dims)
+// seen from three sides; the plan says which of the invocation's buffers is x, w and y:
 //
-//   op                             cuDNN call                      operand 0  operand 1  result
-//   conv2d(x, w)                   cudnnConvolutionForward         x          w          y
-//   conv2d_backward_input(gy, w)   cudnnConvolutionBackwardData    y (dy)     w          x (dx)
-//   conv2d_backward_weight(x, gy)  cudnnConvolutionBackwardFilter  x          y (dy)     w (dw)
+//   op                           cuDNN call                      operand 0  operand 1  result
+//   conv(x, w)                   cudnnConvolutionForward         x          w          y
+//   conv_backward_input(gy, w)   cudnnConvolutionBackwardData    y (dy)     w          x (dx)
+//   conv_backward_weight(x, gy)  cudnnConvolutionBackwardFilter  x          y (dy)     w (dw)
 //
-// (x's shape is input_shape for conv2d_backward_input, w's weight_shape for
-// conv2d_backward_weight.)
+// (x's shape is input_shape for conv_backward_input, w's weight_shape for
+// conv_backward_weight.) The geometry is runtime/conv_geometry.h's, as the reference's and
+// the CPU's; a convolution over [W] is planned as one over [H, W] with H = 1, since cuDNN
+// takes 4-D and 5-D tensors only.
 //
 // For f32[8,3,32,32] by f32[16,3,3,3], stride 2, padding 1: x [8,3,32,32], w [16,3,3,3],
 // y [8,16,16,16] (cuDNN's output rule, 1 + (32 + 2·1 - 3) / 2 = 16, is the reference's).
@@ -41,10 +43,13 @@ enum class ConvBuffer { operand0, operand1, result };
 struct ConvPlan {
   ConvCall call = ConvCall::forward;
   DType dtype = DType::f32;        ///< Data and compute type (f32 or f64).
-  int x[4] = {};                   ///< The convolution's input, NCHW.
-  int w[4] = {};                   ///< The filter: O, C/groups, kh, kw.
-  int y[4] = {};                   ///< The convolution's output, NCHW.
-  int pad[2] = {}, stride[2] = {1, 1}, dilation[2] = {1, 1};
+  /// 4 (NCHW; cudnnSet*4dDescriptor and cudnnSetConvolution2dDescriptor) or 5 (NCDHW;
+  /// the Nd descriptors). The arrays below hold `rank` and `rank - 2` entries.
+  int rank = 4;
+  int x[5] = {};                   ///< The convolution's input, N, C, [D,] H, W.
+  int w[5] = {};                   ///< The filter: O, C/groups, [kd,] kh, kw.
+  int y[5] = {};                   ///< The convolution's output, N, O, [D,] H, W.
+  int pad[3] = {}, stride[3] = {1, 1, 1}, dilation[3] = {1, 1, 1};
   int groups = 1;
   ConvBuffer x_at = ConvBuffer::operand0, w_at = ConvBuffer::operand1,
              y_at = ConvBuffer::result;
@@ -53,12 +58,12 @@ struct ConvPlan {
   bool zero_fill = false;
 
   /// "forward f32 x[8,3,32,32] w[16,3,3,3] y[8,16,16,16] stride 2x2 pad 1x1 dilation 1x1
-  /// groups 1".
+  /// groups 1" (three numbers in stride, pad and dilation for rank 5).
   std::string describe() const;
 };
 
-/// The cuDNN call of `node` (conv2d, conv2d_backward_input or conv2d_backward_weight,
-/// semantics of runtime/reference/contraction.cc) on operands of `operands` types giving
+/// The cuDNN call of `node` (conv, conv_backward_input or conv_backward_weight over 1-3
+/// spatial dims, semantics of runtime/reference/contraction.cc) on operands of `operands` types giving
 /// `result`. Errors (naming the op and the types): shapes or attributes the reference
 /// rejects, a dtype other than f32/f64, a dimension or tensor beyond cuDNN's int — for
 /// those library.h's library_kind says `host`.

@@ -24,13 +24,21 @@ namespace {
 using test_util::random_tensor;
 using test_util::reference_node;
 
-int64_t count(const int (&d)[4]) {
-  return static_cast<int64_t>(d[0]) * d[1] * d[2] * d[3];
+// A plan's tensor as 5-D: a rank-4 one has depth 1.
+struct Dims5 {
+  int64_t d[5];
+  int64_t operator[](int i) const { return d[i]; }
+};
+Dims5 dims5(const int* d, int rank) {
+  if (rank == 5) return {{d[0], d[1], d[2], d[3], d[4]}};
+  return {{d[0], d[1], 1, d[2], d[3]}};
 }
 
-// NCHW (or OIHW) element index.
-int64_t at(const int (&d)[4], int64_t a, int64_t b, int64_t c, int64_t e) {
-  return ((a * d[1] + b) * d[2] + c) * d[3] + e;
+int64_t count(const Dims5& d) { return d[0] * d[1] * d[2] * d[3] * d[4]; }
+
+// NCDHW (or OIDHW) element index.
+int64_t at(const Dims5& d, int64_t a, int64_t b, int64_t c, int64_t e, int64_t f) {
+  return (((a * d[1] + b) * d[2] + c) * d[3] + e) * d[4] + f;
 }
 
 // cuDNN's call on the host. `x`, `w`, `y` are the buffers in their roles (one of them
@@ -41,22 +49,30 @@ struct Buffer {
 };
 
 void emulate_cudnn(const ConvPlan& p, Buffer x, Buffer w, Buffer y) {
+  ASSERT_TRUE(p.rank == 4 || p.rank == 5) << "cuDNN's convolutions take 4-D or 5-D tensors";
+  const Dims5 xd = dims5(p.x, p.rank), wd = dims5(p.w, p.rank), yd = dims5(p.y, p.rank);
+  // Spatial parameters over (D, H, W); a rank-4 plan has D's at their neutral values.
+  const int skip = 5 - p.rank;
+  int64_t stride[3] = {1, 1, 1}, pad[3] = {0, 0, 0}, dilation[3] = {1, 1, 1};
+  for (int a = 0; a < p.rank - 2; ++a) {
+    stride[a + skip] = p.stride[a], pad[a + skip] = p.pad[a], dilation[a + skip] = p.dilation[a];
+  }
   // cuDNN's argument checks (CUDNN_STATUS_BAD_PARAM otherwise).
-  ASSERT_EQ(count(p.x), x.size) << "x descriptor does not describe its buffer";
-  ASSERT_EQ(count(p.w), w.size) << "w descriptor does not describe its buffer";
-  ASSERT_EQ(count(p.y), y.size) << "y descriptor does not describe its buffer";
+  ASSERT_EQ(count(xd), x.size) << "x descriptor does not describe its buffer";
+  ASSERT_EQ(count(wd), w.size) << "w descriptor does not describe its buffer";
+  ASSERT_EQ(count(yd), y.size) << "y descriptor does not describe its buffer";
   ASSERT_GE(p.groups, 1);
-  ASSERT_EQ(p.x[1], p.w[1] * p.groups) << "input channels != filter channels x groups";
-  ASSERT_EQ(p.w[0] % p.groups, 0);
-  ASSERT_EQ(p.y[0], p.x[0]);
-  ASSERT_EQ(p.y[1], p.w[0]);
-  for (int a = 0; a < 2; ++a) {
-    ASSERT_GE(p.stride[a], 1);
-    ASSERT_GE(p.dilation[a], 1);
-    ASSERT_GE(p.pad[a], 0);
-    // cudnnGetConvolution2dForwardOutputDim.
-    ASSERT_EQ(p.y[2 + a], 1 + (p.x[2 + a] + 2 * p.pad[a] - ((p.w[2 + a] - 1) * p.dilation[a] + 1)) /
-                                  p.stride[a]);
+  ASSERT_EQ(xd[1], wd[1] * p.groups) << "input channels != filter channels x groups";
+  ASSERT_EQ(wd[0] % p.groups, 0);
+  ASSERT_EQ(yd[0], xd[0]);
+  ASSERT_EQ(yd[1], wd[0]);
+  for (int a = 0; a < 3; ++a) {
+    ASSERT_GE(stride[a], 1);
+    ASSERT_GE(dilation[a], 1);
+    ASSERT_GE(pad[a], 0);
+    // cudnnGetConvolutionNdForwardOutputDim.
+    ASSERT_EQ(yd[2 + a],
+              1 + (xd[2 + a] + 2 * pad[a] - ((wd[2 + a] - 1) * dilation[a] + 1)) / stride[a]);
   }
   if (p.zero_fill) {
     Buffer out = p.call == ConvCall::forward         ? y
@@ -66,36 +82,42 @@ void emulate_cudnn(const ConvPlan& p, Buffer x, Buffer w, Buffer y) {
     return;
   }
   for (const int* d : {p.x, p.w, p.y}) {
-    for (int i = 0; i < 4; ++i) ASSERT_GE(d[i], 1) << "cuDNN refuses zero dimensions";
+    for (int i = 0; i < p.rank; ++i) ASSERT_GE(d[i], 1) << "cuDNN refuses zero dimensions";
   }
-  double* out = p.call == ConvCall::forward         ? y.data
-                : p.call == ConvCall::backward_data ? x.data
-                                                    : w.data;
-  const int64_t out_size = p.call == ConvCall::forward         ? y.size
-                           : p.call == ConvCall::backward_data ? x.size
-                                                               : w.size;
-  for (int64_t i = 0; i < out_size; ++i) out[i] = 0;
-  const int64_t kg = p.w[0] / p.groups, cg = p.w[1];
-  for (int64_t n = 0; n < p.y[0]; ++n) {
-    for (int64_t k = 0; k < p.y[1]; ++k) {
+  Buffer out = p.call == ConvCall::forward         ? y
+               : p.call == ConvCall::backward_data ? x
+                                                   : w;
+  for (int64_t i = 0; i < out.size; ++i) out.data[i] = 0;
+  const int64_t kg = wd[0] / p.groups, cg = wd[1];
+  for (int64_t n = 0; n < yd[0]; ++n) {
+    for (int64_t k = 0; k < yd[1]; ++k) {
       const int64_t grp = k / kg;
-      for (int64_t oy = 0; oy < p.y[2]; ++oy) {
-        for (int64_t ox = 0; ox < p.y[3]; ++ox) {
-          const int64_t yi = at(p.y, n, k, oy, ox);
-          for (int64_t c = 0; c < cg; ++c) {
-            for (int64_t r = 0; r < p.w[2]; ++r) {
-              const int64_t iy = oy * p.stride[0] - p.pad[0] + r * p.dilation[0];
-              if (iy < 0 || iy >= p.x[2]) continue;
-              for (int64_t s = 0; s < p.w[3]; ++s) {
-                const int64_t ix = ox * p.stride[1] - p.pad[1] + s * p.dilation[1];
-                if (ix < 0 || ix >= p.x[3]) continue;
-                const int64_t xi = at(p.x, n, grp * cg + c, iy, ix);
-                const int64_t wi = at(p.w, k, c, r, s);
-                ASSERT_TRUE(xi >= 0 && xi < x.size && wi >= 0 && wi < w.size && yi < y.size);
-                switch (p.call) {
-                  case ConvCall::forward: y.data[yi] += x.data[xi] * w.data[wi]; break;
-                  case ConvCall::backward_data: x.data[xi] += y.data[yi] * w.data[wi]; break;
-                  case ConvCall::backward_filter: w.data[wi] += y.data[yi] * x.data[xi]; break;
+      for (int64_t oz = 0; oz < yd[2]; ++oz) {
+        for (int64_t oy = 0; oy < yd[3]; ++oy) {
+          for (int64_t ox = 0; ox < yd[4]; ++ox) {
+            const int64_t yi = at(yd, n, k, oz, oy, ox);
+            for (int64_t c = 0; c < cg; ++c) {
+              for (int64_t q = 0; q < wd[2]; ++q) {
+                const int64_t iz = oz * stride[0] - pad[0] + q * dilation[0];
+                if (iz < 0 || iz >= xd[2]) continue;
+                for (int64_t r = 0; r < wd[3]; ++r) {
+                  const int64_t iy = oy * stride[1] - pad[1] + r * dilation[1];
+                  if (iy < 0 || iy >= xd[3]) continue;
+                  for (int64_t s = 0; s < wd[4]; ++s) {
+                    const int64_t ix = ox * stride[2] - pad[2] + s * dilation[2];
+                    if (ix < 0 || ix >= xd[4]) continue;
+                    const int64_t xi = at(xd, n, grp * cg + c, iz, iy, ix);
+                    const int64_t wi = at(wd, k, c, q, r, s);
+                    ASSERT_TRUE(xi >= 0 && xi < x.size && wi >= 0 && wi < w.size &&
+                                yi < y.size);
+                    switch (p.call) {
+                      case ConvCall::forward: y.data[yi] += x.data[xi] * w.data[wi]; break;
+                      case ConvCall::backward_data: x.data[xi] += y.data[yi] * w.data[wi]; break;
+                      case ConvCall::backward_filter:
+                        w.data[wi] += y.data[yi] * x.data[xi];
+                        break;
+                    }
+                  }
                 }
               }
             }
@@ -125,13 +147,18 @@ const Geometry kGeometries[] = {
     {"floor_leftover", Shape{1, 1, 8, 8}, Shape{1, 1, 3, 3}, {3, 3}, {0, 0}, {1, 1}, 1},
     {"all_at_once", Shape{2, 4, 11, 10}, Shape{6, 2, 3, 2}, {2, 3}, {2, 1}, {2, 1}, 2},
     {"empty_batch", Shape{0, 3, 5, 5}, Shape{2, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1},
+    // Over three spatial dims (5-D, the Nd descriptors) and over one (4-D of height 1).
+    {"volume", Shape{2, 3, 5, 6, 7}, Shape{4, 3, 3, 2, 3}, {1, 2, 1}, {1, 0, 1}, {1, 1, 2}, 1},
+    {"volume_grouped", Shape{1, 4, 6, 5, 5}, Shape{6, 2, 2, 3, 3}, {2, 1, 2}, {0, 1, 1},
+     {2, 1, 1}, 2},
+    {"sequence", Shape{3, 4, 20}, Shape{6, 2, 3}, {2}, {1}, {2}, 2},
 };
 
 Shape conv_output(const Geometry& g) {
-  std::vector<int64_t> d = {g.x[0], g.w[0], 0, 0};
-  for (int a = 0; a < 2; ++a) {
-    d[2 + a] = (g.x[2 + a] + 2 * g.padding[a] - g.dilation[a] * (g.w[2 + a] - 1) - 1) /
-                   g.stride[a] + 1;
+  std::vector<int64_t> d = {g.x[0], g.w[0]};
+  for (size_t a = 0; a < g.stride.size(); ++a) {
+    d.push_back((g.x[2 + a] + 2 * g.padding[a] - g.dilation[a] * (g.w[2 + a] - 1) - 1) /
+                    g.stride[a] + 1);
   }
   return Shape(d);
 }
@@ -143,8 +170,8 @@ Node conv_node(Op op, const Geometry& g) {
   n.attrs["padding"] = g.padding;
   n.attrs["dilation"] = g.dilation;
   n.attrs["groups"] = g.groups;
-  if (op == Op::Conv2dBackwardInput) n.attrs["input_shape"] = g.x.dims;
-  if (op == Op::Conv2dBackwardWeight) n.attrs["weight_shape"] = g.w.dims;
+  if (op == Op::ConvBackwardInput) n.attrs["input_shape"] = g.x.dims;
+  if (op == Op::ConvBackwardWeight) n.attrs["weight_shape"] = g.w.dims;
   return n;
 }
 
@@ -154,8 +181,8 @@ void check_op(Op op, const Geometry& g, DType dtype) {
   Type result = yt;
   ConvCall call = ConvCall::forward;
   switch (op) {
-    case Op::Conv2d: args = {random_tensor(xt, 1), random_tensor(wt, 2)}; break;
-    case Op::Conv2dBackwardInput:
+    case Op::Conv: args = {random_tensor(xt, 1), random_tensor(wt, 2)}; break;
+    case Op::ConvBackwardInput:
       args = {random_tensor(yt, 3), random_tensor(wt, 4)};
       result = xt;
       call = ConvCall::backward_data;
@@ -194,7 +221,7 @@ void check_op(Op op, const Geometry& g, DType dtype) {
 class ConvPlanTest : public ::testing::TestWithParam<Geometry> {};
 
 TEST_P(ConvPlanTest, EachOpsCudnnCallMatchesTheReference) {
-  for (Op op : {Op::Conv2d, Op::Conv2dBackwardInput, Op::Conv2dBackwardWeight}) {
+  for (Op op : {Op::Conv, Op::ConvBackwardInput, Op::ConvBackwardWeight}) {
     for (DType dtype : {DType::f32, DType::f64}) {
       SCOPED_TRACE(std::string(op_name(op)) + " " + std::string(dtype_name(dtype)));
       check_op(op, GetParam(), dtype);
@@ -208,18 +235,18 @@ INSTANTIATE_TEST_SUITE_P(Geometries, ConvPlanTest, ::testing::ValuesIn(kGeometri
 TEST(ConvPlan, RolesAndDescription) {
   const Geometry g = kGeometries[3];  // grouped
   const Type xt{DType::f32, g.x}, wt{DType::f32, g.w}, yt{DType::f32, conv_output(g)};
-  StatusOr<ConvPlan> fwd = plan_convolution(conv_node(Op::Conv2d, g), {xt, wt}, yt);
+  StatusOr<ConvPlan> fwd = plan_convolution(conv_node(Op::Conv, g), {xt, wt}, yt);
   ASSERT_TRUE(fwd.ok());
   EXPECT_EQ(fwd->describe(),
             "forward f32 x[2,6,7,7] w[9,2,3,3] y[2,9,4,4] stride 2x2 pad 1x1 dilation 1x1 "
             "groups 3");
-  StatusOr<ConvPlan> data = plan_convolution(conv_node(Op::Conv2dBackwardInput, g), {yt, wt}, xt);
+  StatusOr<ConvPlan> data = plan_convolution(conv_node(Op::ConvBackwardInput, g), {yt, wt}, xt);
   ASSERT_TRUE(data.ok());
   EXPECT_EQ(data->y_at, ConvBuffer::operand0);
   EXPECT_EQ(data->w_at, ConvBuffer::operand1);
   EXPECT_EQ(data->x_at, ConvBuffer::result);
   StatusOr<ConvPlan> filter =
-      plan_convolution(conv_node(Op::Conv2dBackwardWeight, g), {xt, yt}, wt);
+      plan_convolution(conv_node(Op::ConvBackwardWeight, g), {xt, yt}, wt);
   ASSERT_TRUE(filter.ok());
   EXPECT_EQ(filter->x_at, ConvBuffer::operand0);
   EXPECT_EQ(filter->y_at, ConvBuffer::operand1);
@@ -227,32 +254,51 @@ TEST(ConvPlan, RolesAndDescription) {
   EXPECT_EQ(filter->describe(),
             "backward_filter f32 x[2,6,7,7] w[9,2,3,3] y[2,9,4,4] stride 2x2 pad 1x1 "
             "dilation 1x1 groups 3");
+  // Three spatial dims: a 5-D plan; one: a 4-D plan of height 1.
+  const Geometry v = kGeometries[9];  // volume
+  StatusOr<ConvPlan> volume = plan_convolution(
+      conv_node(Op::Conv, v), {Type{DType::f32, v.x}, Type{DType::f32, v.w}},
+      Type{DType::f32, conv_output(v)});
+  ASSERT_TRUE(volume.ok()) << volume.status().to_string();
+  EXPECT_EQ(volume->rank, 5);
+  EXPECT_EQ(volume->describe(),
+            "forward f32 x[2,3,5,6,7] w[4,3,3,2,3] y[2,4,5,3,5] stride 1x2x1 pad 1x0x1 "
+            "dilation 1x1x2 groups 1");
+  const Geometry q = kGeometries[11];  // sequence
+  StatusOr<ConvPlan> sequence = plan_convolution(
+      conv_node(Op::ConvBackwardWeight, q), {Type{DType::f32, q.x}, Type{DType::f32, conv_output(q)}},
+      Type{DType::f32, q.w});
+  ASSERT_TRUE(sequence.ok()) << sequence.status().to_string();
+  EXPECT_EQ(sequence->rank, 4);
+  EXPECT_EQ(sequence->describe(),
+            "backward_filter f32 x[3,4,1,20] w[6,2,1,3] y[3,6,1,9] stride 1x2 pad 0x1 "
+            "dilation 1x2 groups 2");
 }
 
 TEST(ConvPlan, RefusesWhatCudnnDoesNotRun) {
   const Geometry g = kGeometries[0];
-  const Node node = conv_node(Op::Conv2d, g);
+  const Node node = conv_node(Op::Conv, g);
   StatusOr<ConvPlan> ints = plan_convolution(
       node, {Type{DType::i32, g.x}, Type{DType::i32, g.w}}, Type{DType::i32, conv_output(g)});
   ASSERT_FALSE(ints.ok());
   EXPECT_EQ(ints.error().message,
-            "conv2d: cuDNN runs f32 and f64 convolutions only, not i32[2,3,8,8], i32[4,3,3,3] "
+            "conv: cuDNN runs f32 and f64 convolutions only, not i32[2,3,8,8], i32[4,3,3,3] "
             "-> i32[2,4,6,6]");
   // 2^31 elements of input: beyond the legacy API's int.
   const Type big{DType::f32, Shape{2, 1, 32768, 32768}};
   StatusOr<ConvPlan> huge = plan_convolution(
-      conv_node(Op::Conv2d, Geometry{"big", big.shape, Shape{1, 1, 1, 1}, {1, 1}, {0, 0},
+      conv_node(Op::Conv, Geometry{"big", big.shape, Shape{1, 1, 1, 1}, {1, 1}, {0, 0},
                                      {1, 1}, 1}),
       {big, Type{DType::f32, Shape{1, 1, 1, 1}}}, big);
   ASSERT_FALSE(huge.ok());
   EXPECT_EQ(huge.error().message,
-            "conv2d: [2,1,32768,32768] is beyond cuDNN's int: f32[2,1,32768,32768], "
+            "conv: [2,1,32768,32768] is beyond cuDNN's int: f32[2,1,32768,32768], "
             "f32[1,1,1,1] -> f32[2,1,32768,32768]");
   StatusOr<ConvPlan> mismatch = plan_convolution(
       node, {Type{DType::f32, g.x}, Type{DType::f32, g.w}}, Type{DType::f32, Shape{2, 4, 5, 5}});
   ASSERT_FALSE(mismatch.ok());
   EXPECT_EQ(mismatch.error().message,
-            "conv2d: output gradient or result [2,4,5,5] does not match the convolution of "
+            "conv: output gradient or result [2,4,5,5] does not match the convolution of "
             "[2,3,8,8] by [4,3,3,3]");
 }
 
@@ -262,14 +308,14 @@ TEST(ConvPlan, LibraryKindSendsConvolutionsAndPoolingsToTheDevice) {
   const Geometry g = kGeometries[7];  // all_at_once
   for (DType dtype : {DType::f32, DType::f64}) {
     const Type xt{dtype, g.x}, wt{dtype, g.w}, yt{dtype, conv_output(g)};
-    EXPECT_EQ(library_kind(conv_node(Op::Conv2d, g), {xt, wt}, yt), LibraryKind::convolution);
-    EXPECT_EQ(library_kind(conv_node(Op::Conv2dBackwardInput, g), {yt, wt}, xt),
+    EXPECT_EQ(library_kind(conv_node(Op::Conv, g), {xt, wt}, yt), LibraryKind::convolution);
+    EXPECT_EQ(library_kind(conv_node(Op::ConvBackwardInput, g), {yt, wt}, xt),
               LibraryKind::convolution);
-    EXPECT_EQ(library_kind(conv_node(Op::Conv2dBackwardWeight, g), {xt, yt}, wt),
+    EXPECT_EQ(library_kind(conv_node(Op::ConvBackwardWeight, g), {xt, yt}, wt),
               LibraryKind::convolution);
   }
   const Type i{DType::i32, g.x}, iw{DType::i32, g.w}, iy{DType::i32, conv_output(g)};
-  EXPECT_EQ(library_kind(conv_node(Op::Conv2d, g), {i, iw}, iy), LibraryKind::host);
+  EXPECT_EQ(library_kind(conv_node(Op::Conv, g), {i, iw}, iy), LibraryKind::host);
   const Type xt{DType::f32, Shape{1, 2, 6, 6}}, yt{DType::f32, Shape{1, 2, 3, 3}};
   Node pool;
   pool.op = Op::MaxPool2d;

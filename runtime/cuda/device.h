@@ -134,7 +134,7 @@ struct FreeArena {
   size_t bytes = 0;
 };
 
-/// A conv2d, conv2d_backward_input or conv2d_backward_weight through cuDNN (conv.cc): the
+/// A conv, conv_backward_input or conv_backward_weight through cuDNN (conv.cc): the
 /// plan (conv_plan.h), descriptors and algorithm made here, d.cudnn created on d.stream
 /// if need be. The algorithm's workspace lies in `free` when it fits (no device memory
 /// added), else in Device::workspace. Errors: the plan's (library_kind says `host` for

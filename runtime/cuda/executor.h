@@ -22,7 +22,7 @@
 //  - contraction: the GEMM into C (results[gemm_result]), then its epilogue kernel on
 //    C, operands[2...], and the other results (program.h).
 //  - library: matmul in f32 and f64 through cuBLAS (pedantic math: no TF32, so results
-//    match the reference interpreter's f32); conv2d and its gradients through cuDNN (FMA
+//    match the reference interpreter's f32); conv and its gradients through cuDNN (FMA
 //    math, the algorithm chosen at create()); pooling and its gradients on pool.cu's
 //    kernels (the reference's results to the bit); all_reduce as one process (a copy
 //    when the plan put operand and result apart); an op with no operands (full, iota), a

@@ -500,9 +500,9 @@ TEST(CudaExecutor, ConvolutionsRunOnCudnn) {
         Type result;
         const char* call;
       };
-      for (const OpCase& c : {OpCase{Op::Conv2d, conv, {xt, wt}, yt, "forward"},
-                              OpCase{Op::Conv2dBackwardInput, data, {yt, wt}, xt, "backward_data"},
-                              OpCase{Op::Conv2dBackwardWeight, filter, {xt, yt}, wt,
+      for (const OpCase& c : {OpCase{Op::Conv, conv, {xt, wt}, yt, "forward"},
+                              OpCase{Op::ConvBackwardInput, data, {yt, wt}, xt, "backward_data"},
+                              OpCase{Op::ConvBackwardWeight, filter, {xt, yt}, wt,
                                      "backward_filter"}}) {
         std::unique_ptr<Executor> ex = create_or_die(one_op(c.op, c.attrs, c.operands, c.result));
         EXPECT_EQ(ex->fallbacks(), 0);

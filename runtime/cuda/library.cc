@@ -94,7 +94,7 @@ LibraryKind library_kind(const Node& node, const std::vector<Type>& operands, co
                                                                      : LibraryKind::host;
     case Op::RandomBernoulli:
       return LibraryKind::random;
-    case Op::Conv2d: case Op::Conv2dBackwardInput: case Op::Conv2dBackwardWeight:
+    case Op::Conv: case Op::ConvBackwardInput: case Op::ConvBackwardWeight:
       return plan_convolution(node, operands, result).ok() ? LibraryKind::convolution
                                                            : LibraryKind::host;
     case Op::MaxPool2d: case Op::AvgPool2d: case Op::MaxPool2dBackward:

@@ -33,7 +33,7 @@ enum class LibraryKind {
   mse,            ///< Block partial sums, then one block: deterministic.
   elementwise,    ///< What the generated kernels lack: pow, f64 transcendental math.
   random,         ///< Philox on the device, the reference's streams (runtime/philox.h).
-  convolution,    ///< cuDNN: conv2d and its two gradients.
+  convolution,    ///< cuDNN: conv and its two gradients.
   pooling,        ///< max/avg pooling, their gradients and max_pool2d_select.
   host,           ///< The reference interpreter on the host (no CUDA kernel).
 };

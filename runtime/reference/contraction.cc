@@ -1,5 +1,5 @@
-// Contraction and windowed kernels: matmul, conv2d and its two gradients (through
-// im2col and the gemm core), max/avg pooling and their gradients, and max_pool2d_select
+// Contraction and windowed kernels: matmul, conv (1-3 spatial dims) and its two
+// gradients (through im2col and the gemm core), max/avg pooling and their gradients, and max_pool2d_select
 // (the adjoint of max_pool2d_backward).
 
 #include <cmath>
@@ -8,6 +8,7 @@
 #include "ir/checked_math.h"
 #include <cstring>
 
+#include "runtime/conv_geometry.h"
 #include "runtime/pool_geometry.h"
 #include "runtime/reference/kernels.h"
 
@@ -103,116 +104,73 @@ Status matmul(const Node& node, const Inputs& in, Tensor& out) {
 
 // ---- convolution ----
 
-struct ConvGeometry {
-  int64_t n, c, h, w;     // Input.
-  int64_t o, kh, kw;      // Weight [o, c / groups, kh, kw].
-  int64_t oh, ow;         // Output.
-  int64_t sh, sw, ph, pw, dh, dw, groups;
-  int64_t cg() const { return c / groups; }
-  int64_t og() const { return o / groups; }
-  int64_t patch() const { return cg() * kh * kw; }  // Rows of a group's im2col matrix.
-  int64_t pixels() const { return oh * ow; }
-};
+// The geometry: runtime/conv_geometry.h, shared with the CPU and CUDA backends. Every
+// convolution is seen over [D, H, W]; one over fewer spatial dims has leading sizes of 1.
 
-StatusOr<ConvGeometry> conv_geometry(const Node& node, const Shape& x, const Shape& w) {
-  if (x.rank() != 4 || w.rank() != 4) {
-    return node_error(node, "expects a 4-D NCHW input and a 4-D OIHW weight, got " +
-                                x.to_string() + " and " + w.to_string());
-  }
-  const IntList& stride = node.ints_attr("stride");
-  const IntList& padding = node.ints_attr("padding");
-  const IntList& dilation = node.ints_attr("dilation");
-  if (stride.size() != 2 || padding.size() != 2 || dilation.size() != 2) {
-    return node_error(node, "stride, padding and dilation need two entries each");
-  }
-  ConvGeometry g{x[0], x[1], x[2], x[3], w[0], w[2], w[3], 0, 0,
-                 stride[0], stride[1], padding[0], padding[1], dilation[0], dilation[1],
-                 node.int_attr("groups")};
-  if (g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1 || g.ph < 0 || g.pw < 0 || g.groups < 1 ||
-      g.c % g.groups != 0 || g.o % g.groups != 0 || w[1] != g.cg()) {
-    return node_error(node, "invalid convolution of " + x.to_string() + " by " + w.to_string());
-  }
-  // Attributes and shapes may be huge: every size below is computed with overflow checks,
-  // after which the kernels' index arithmetic stays within these products.
-  const Checked oh = (Checked(g.h) + Checked(g.ph) * 2 - Checked(g.dh) * (Checked(g.kh) - 1) - 1) /
-                         g.sh + 1;
-  const Checked ow = (Checked(g.w) + Checked(g.pw) * 2 - Checked(g.dw) * (Checked(g.kw) - 1) - 1) /
-                         g.sw + 1;
-  const Checked patch = Checked(g.cg()) * g.kh * g.kw;
-  const Checked pixels = oh * ow;
-  if (!(oh.ok() && ow.ok() && (patch * pixels).ok() && (patch * g.og()).ok() &&
-        checked_extent(x.dims) && checked_extent(w.dims))) {
-    return node_error(node, "the convolution of " + x.to_string() + " by " + w.to_string() +
-                                " with stride " + attribute_to_string(stride) + ", padding " +
-                                attribute_to_string(padding) + " and dilation " +
-                                attribute_to_string(dilation) + " has sizes that overflow int64");
-  }
-  g.oh = oh.value();
-  g.ow = ow.value();
-  if (g.oh < 1 || g.ow < 1) {
-    return node_error(node, "the kernel is larger than the padded input " + x.to_string());
-  }
-  return g;
-}
-
-// col[patch, pixels] for image `img` (its [c, h, w] block) and channel group `grp`.
-template <typename T>
-void im2col(const ConvGeometry& g, const T* img, int64_t grp, T* col) {
+// Calls f(c, kj, row, out_row, plane_row) for every im2col row `row` (channel c of the
+// group, tap (kz, ki, kj)) and every output row out_row = oz * oh + oy: plane_row is the
+// input row iz * h + iy the tap reads, or -1 where that is padding. The caller walks the
+// columns.
+template <typename F>
+void for_rows(const ConvGeometry& g, F&& f) {
   for (int64_t c = 0; c < g.cg(); ++c) {
-    const T* plane = img + (grp * g.cg() + c) * g.h * g.w;
-    for (int64_t ki = 0; ki < g.kh; ++ki) {
-      for (int64_t kj = 0; kj < g.kw; ++kj) {
-        T* row = col + ((c * g.kh + ki) * g.kw + kj) * g.pixels();
-        for (int64_t y = 0; y < g.oh; ++y) {
-          const int64_t iy = y * g.sh - g.ph + ki * g.dh;
-          T* dst = row + y * g.ow;
-          if (iy < 0 || iy >= g.h) {
-            for (int64_t x = 0; x < g.ow; ++x) dst[x] = T{0};
-            continue;
-          }
-          for (int64_t x = 0; x < g.ow; ++x) {
-            const int64_t ix = x * g.sw - g.pw + kj * g.dw;
-            dst[x] = ix >= 0 && ix < g.w ? plane[iy * g.w + ix] : T{0};
+    for (int64_t kz = 0; kz < g.kd; ++kz) {
+      for (int64_t ki = 0; ki < g.kh; ++ki) {
+        for (int64_t kj = 0; kj < g.kw; ++kj) {
+          const int64_t row = ((c * g.kd + kz) * g.kh + ki) * g.kw + kj;
+          for (int64_t z = 0; z < g.od; ++z) {
+            const int64_t iz = z * g.sd - g.pd + kz * g.dd;
+            for (int64_t y = 0; y < g.oh; ++y) {
+              const int64_t iy = y * g.sh - g.ph + ki * g.dh;
+              const bool inside = iz >= 0 && iz < g.d && iy >= 0 && iy < g.h;
+              f(c, kj, row, z * g.oh + y, inside ? iz * g.h + iy : -1);
+            }
           }
         }
       }
     }
   }
+}
+
+// col[patch, pixels] for image `img` (its [c, d, h, w] block) and channel group `grp`.
+template <typename T>
+void im2col(const ConvGeometry& g, const T* img, int64_t grp, T* col) {
+  for_rows(g, [&](int64_t c, int64_t kj, int64_t row, int64_t out_row, int64_t plane_row) {
+    T* dst = col + row * g.pixels() + out_row * g.ow;
+    const T* src = img + ((grp * g.cg() + c) * g.d * g.h + plane_row) * g.w;
+    for (int64_t x = 0; x < g.ow; ++x) {
+      const int64_t ix = x * g.sw - g.pw + kj * g.dw;
+      dst[x] = plane_row >= 0 && ix >= 0 && ix < g.w ? src[ix] : T{0};
+    }
+  });
 }
 
 // The adjoint of im2col: adds col[patch, pixels] into `img`.
 template <typename T>
 void col2im_add(const ConvGeometry& g, const T* col, int64_t grp, T* img) {
-  for (int64_t c = 0; c < g.cg(); ++c) {
-    T* plane = img + (grp * g.cg() + c) * g.h * g.w;
-    for (int64_t ki = 0; ki < g.kh; ++ki) {
-      for (int64_t kj = 0; kj < g.kw; ++kj) {
-        const T* row = col + ((c * g.kh + ki) * g.kw + kj) * g.pixels();
-        for (int64_t y = 0; y < g.oh; ++y) {
-          const int64_t iy = y * g.sh - g.ph + ki * g.dh;
-          if (iy < 0 || iy >= g.h) continue;
-          for (int64_t x = 0; x < g.ow; ++x) {
-            const int64_t ix = x * g.sw - g.pw + kj * g.dw;
-            if (ix >= 0 && ix < g.w) plane[iy * g.w + ix] += row[y * g.ow + x];
-          }
-        }
-      }
+  for_rows(g, [&](int64_t c, int64_t kj, int64_t row, int64_t out_row, int64_t plane_row) {
+    if (plane_row < 0) return;
+    const T* src = col + row * g.pixels() + out_row * g.ow;
+    T* dst = img + ((grp * g.cg() + c) * g.d * g.h + plane_row) * g.w;
+    for (int64_t x = 0; x < g.ow; ++x) {
+      const int64_t ix = x * g.sw - g.pw + kj * g.dw;
+      if (ix >= 0 && ix < g.w) dst[ix] += src[x];
     }
-  }
+  });
 }
 
-Status conv2d(const Node& node, const Inputs& in, Tensor& out) {
+Status conv(const Node& node, const Inputs& in, Tensor& out) {
   const Tensor& x = *in[0];
   const Tensor& w = *in[1];
   WEFT_ASSIGN_OR_RETURN(ConvGeometry g, conv_geometry(node, x.shape(), w.shape()));
   if (x.dtype() != w.dtype()) return node_error(node, "input and weight dtypes differ");
-  WEFT_RETURN_IF_ERROR(check_result(node, Type{x.dtype(), Shape{g.n, g.o, g.oh, g.ow}}, out));
+  WEFT_RETURN_IF_ERROR(check_result(node, Type{x.dtype(), g.y_shape()}, out));
   return dispatch<kFloats>(node, x.dtype(), [&](auto tag) -> Status {
     using T = decltype(tag);
     std::vector<T> col(static_cast<size_t>(g.patch() * g.pixels()));
     for (int64_t b = 0; b < g.n; ++b) {
       for (int64_t grp = 0; grp < g.groups; ++grp) {
-        im2col(g, x.data<T>() + b * g.c * g.h * g.w, grp, col.data());
+        im2col(g, x.data<T>() + b * g.c * g.volume(), grp, col.data());
         gemm(g.og(), g.pixels(), g.patch(), w.data<T>() + grp * g.og() * g.patch(), col.data(),
              out.data<T>() + (b * g.o + grp * g.og()) * g.pixels(), /*accumulate=*/false);
       }
@@ -221,12 +179,12 @@ Status conv2d(const Node& node, const Inputs& in, Tensor& out) {
   });
 }
 
-Status conv2d_backward_input(const Node& node, const Inputs& in, Tensor& out) {
+Status conv_backward_input(const Node& node, const Inputs& in, Tensor& out) {
   const Tensor& gy = *in[0];
   const Tensor& w = *in[1];
   const Shape x_shape(node.ints_attr("input_shape"));
   WEFT_ASSIGN_OR_RETURN(ConvGeometry g, conv_geometry(node, x_shape, w.shape()));
-  if (gy.type() != Type{w.dtype(), Shape{g.n, g.o, g.oh, g.ow}}) {
+  if (gy.type() != Type{w.dtype(), g.y_shape()}) {
     return node_error(node, "output gradient " + gy.type().to_string() + " does not match the " +
                                 "convolution of " + x_shape.to_string() + " by " +
                                 w.type().to_string());
@@ -242,19 +200,19 @@ Status conv2d_backward_input(const Node& node, const Inputs& in, Tensor& out) {
         gemm(g.patch(), g.pixels(), g.og(), wt.data(),
              gy.data<T>() + (b * g.o + grp * g.og()) * g.pixels(), col.data(),
              /*accumulate=*/false);
-        col2im_add(g, col.data(), grp, out.data<T>() + b * g.c * g.h * g.w);
+        col2im_add(g, col.data(), grp, out.data<T>() + b * g.c * g.volume());
       }
     }
     return Status::ok_status();
   });
 }
 
-Status conv2d_backward_weight(const Node& node, const Inputs& in, Tensor& out) {
+Status conv_backward_weight(const Node& node, const Inputs& in, Tensor& out) {
   const Tensor& x = *in[0];
   const Tensor& gy = *in[1];
   const Shape w_shape(node.ints_attr("weight_shape"));
   WEFT_ASSIGN_OR_RETURN(ConvGeometry g, conv_geometry(node, x.shape(), w_shape));
-  if (gy.type() != Type{x.dtype(), Shape{g.n, g.o, g.oh, g.ow}}) {
+  if (gy.type() != Type{x.dtype(), g.y_shape()}) {
     return node_error(node, "output gradient " + gy.type().to_string() + " does not match the " +
                                 "convolution of " + x.type().to_string() + " by " +
                                 w_shape.to_string());
@@ -266,7 +224,7 @@ Status conv2d_backward_weight(const Node& node, const Inputs& in, Tensor& out) {
     std::vector<T> colt(col.size());
     for (int64_t b = 0; b < g.n; ++b) {
       for (int64_t grp = 0; grp < g.groups; ++grp) {
-        im2col(g, x.data<T>() + b * g.c * g.h * g.w, grp, col.data());
+        im2col(g, x.data<T>() + b * g.c * g.volume(), grp, col.data());
         transpose_2d(g.patch(), g.pixels(), col.data(), colt.data());
         gemm(g.og(), g.patch(), g.pixels(), gy.data<T>() + (b * g.o + grp * g.og()) * g.pixels(),
              colt.data(), out.data<T>() + grp * g.og() * g.patch(), /*accumulate=*/true);
@@ -430,9 +388,9 @@ Status avg_pool2d_backward(const Node& node, const Inputs& in, Tensor& out) {
 
 void register_contraction_kernels(KernelTable& t) {
   t.add(Op::Matmul, matmul);
-  t.add(Op::Conv2d, conv2d);
-  t.add(Op::Conv2dBackwardInput, conv2d_backward_input);
-  t.add(Op::Conv2dBackwardWeight, conv2d_backward_weight);
+  t.add(Op::Conv, conv);
+  t.add(Op::ConvBackwardInput, conv_backward_input);
+  t.add(Op::ConvBackwardWeight, conv_backward_weight);
   t.add(Op::MaxPool2d, pool<true>);
   t.add(Op::AvgPool2d, pool<false>);
   t.add(Op::MaxPool2dBackward, max_pool2d_backward);

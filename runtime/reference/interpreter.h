@@ -34,9 +34,10 @@
 //    error). `one_hot(idx) {depth, dtype}` appends an axis of size depth; indices outside
 //    [0, depth) give all zeros, as in JAX.
 //  - `matmul` follows NumPy's matmul (1-D operands promoted, batch dims broadcast).
-//  - `conv2d(x, w)`: NCHW input, OIHW weight, `stride`, symmetric `padding`, `dilation`,
-//    `groups`; cross-correlation as in PyTorch. `conv2d_backward_input(gy, w)
-//    {input_shape}` and `conv2d_backward_weight(x, gy) {weight_shape}` are its exact
+//  - `conv(x, w)`: over 1, 2 or 3 spatial dims, x [N, C, *spatial], w [O, C/groups,
+//    *kernel], `stride`, symmetric `padding`, `dilation` (one entry per spatial dim),
+//    `groups`; cross-correlation as in PyTorch's conv1d/2d/3d. `conv_backward_input(gy,
+//    w) {input_shape}` and `conv_backward_weight(x, gy) {weight_shape}` are its exact
 //    gradients with respect to x and w.
 //  - `max_pool2d`/`avg_pool2d {kernel, stride (absent: kernel), padding}`: floor mode;
 //    max pads with -inf; avg divides by the full window size, counting padding as zeros

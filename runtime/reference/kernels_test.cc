@@ -187,14 +187,14 @@ TEST(KernelsTest, HugeAttributesAreErrorsNotOverflow) {
                                {{"low", IntList{-1}}, {"high", IntList{0}}, {"value", 0.0}},
                                Type{DType::f32, {1}})),
             "test.wir:3:5: error: pad: low [-1] and high [0] must have entries >= 0");
-  EXPECT_EQ(error_of(run_typed(Op::Conv2d, {f32({1, 1, 2, 2}, {1, 2, 3, 4}), f32({1, 1, 1, 1}, {1})},
+  EXPECT_EQ(error_of(run_typed(Op::Conv, {f32({1, 1, 2, 2}, {1, 2, 3, 4}), f32({1, 1, 1, 1}, {1})},
                                {{"stride", IntList{1, 1}}, {"padding", IntList{kMax, 0}},
                                 {"dilation", IntList{1, 1}}, {"groups", int64_t{1}}},
                                Type{DType::f32, {1, 1, 1, 2}})),
-            "test.wir:3:5: error: conv2d: the convolution of [1,1,2,2] by [1,1,1,1] with stride "
+            "test.wir:3:5: error: conv: the convolution of [1,1,2,2] by [1,1,1,1] with stride "
             "[1, 1], padding [9223372036854775807, 0] and dilation [1, 1] has sizes that "
             "overflow int64");
-  EXPECT_EQ(error_of(run_typed(Op::Conv2dBackwardInput,
+  EXPECT_EQ(error_of(run_typed(Op::ConvBackwardInput,
                                {f32({1, 1, 2, 2}, {1, 2, 3, 4}), f32({1, 1, 1, 1}, {1})},
                                {{"input_shape", IntList{1, 1, 2, 2}}, {"stride", IntList{1, 1}},
                                 {"padding", IntList{0, 0}}, {"dilation", IntList{kMax, 1}},

@@ -16,7 +16,7 @@ TEST(InvocationCost, GemmConvAndGeneratedKernels) {
   %m = matmul(%a, %b) {transpose_b=true} : f32[8,32]
   %r = relu(%m) : f32[8,32]
   %e = exp(%r) : f32[8,32]
-  %c = conv2d(%x, %w) : f32[2,4,8,8]
+  %c = conv(%x, %w) : f32[2,4,8,8]
   return %e, %c
 }
 )", "f.wir");
@@ -42,7 +42,7 @@ TEST(InvocationCost, GemmConvAndGeneratedKernels) {
     } else if (inv.node.op == Op::Matmul) {
       saw_gemm = true;
       EXPECT_EQ(c.flops, 2.0 * 8 * 32 * 16);
-    } else if (inv.node.op == Op::Conv2d) {
+    } else if (inv.node.op == Op::Conv) {
       saw_conv = true;
       EXPECT_EQ(c.flops, 2.0 * (2 * 4 * 8 * 8) * (3 * 3 * 3));
     }

@@ -56,12 +56,12 @@ int find_input(const Graph& g, const std::string& name) {
 
 class CudaCase : public ::testing::TestWithParam<std::tuple<size_t, bool>> {};
 
-/// Whether a Program calls cuDNN's convolutions (conv2d and its gradients).
+/// Whether a Program calls cuDNN's convolutions (conv and its gradients).
 bool has_convolution(const Program& p) {
   for (const Invocation& inv : p.code) {
     if (inv.kind == Invocation::Kind::library &&
-        (inv.node.op == Op::Conv2d || inv.node.op == Op::Conv2dBackwardInput ||
-         inv.node.op == Op::Conv2dBackwardWeight)) {
+        (inv.node.op == Op::Conv || inv.node.op == Op::ConvBackwardInput ||
+         inv.node.op == Op::ConvBackwardWeight)) {
       return true;
     }
   }

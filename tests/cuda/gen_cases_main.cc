@@ -235,13 +235,13 @@ std::vector<GraphCase> op_cases() {
   // the convolutions groups and dilation.
   const std::string conv = "stride=[2, 2], padding=[1, 1], groups=2";
   add("conv2d_grouped", "%x: f32[2,4,9,9], %w: f32[6,2,3,3]",
-      "  %y = conv2d(%x, %w) {" + conv + "}\n", "%y");
+      "  %y = conv(%x, %w) {" + conv + "}\n", "%y");
   add("conv2d_dilated_f64", "%x: f64[1,3,10,9], %w: f64[4,3,3,2]",
-      "  %y = conv2d(%x, %w) {padding=[2, 1], dilation=[2, 2]}\n", "%y");
-  add("conv2d_backward_input", "%g: f32[2,6,5,5], %w: f32[6,2,3,3]",
-      "  %d = conv2d_backward_input(%g, %w) {input_shape=[2, 4, 9, 9], " + conv + "}\n", "%d");
-  add("conv2d_backward_weight", "%x: f32[2,4,9,9], %g: f32[2,6,5,5]",
-      "  %d = conv2d_backward_weight(%x, %g) {weight_shape=[6, 2, 3, 3], " + conv + "}\n", "%d");
+      "  %y = conv(%x, %w) {padding=[2, 1], dilation=[2, 2]}\n", "%y");
+  add("conv_backward_input", "%g: f32[2,6,5,5], %w: f32[6,2,3,3]",
+      "  %d = conv_backward_input(%g, %w) {input_shape=[2, 4, 9, 9], " + conv + "}\n", "%d");
+  add("conv_backward_weight", "%x: f32[2,4,9,9], %g: f32[2,6,5,5]",
+      "  %d = conv_backward_weight(%x, %g) {weight_shape=[6, 2, 3, 3], " + conv + "}\n", "%d");
   const std::string pool = "kernel=[3, 2], stride=[2, 2], padding=[1, 0]";
   add("max_pool2d", "%x: f32[2,3,9,8]", "  %y = max_pool2d(%x) {" + pool + "}\n", "%y");
   add("avg_pool2d_f64", "%x: f64[2,3,9,8]", "  %y = avg_pool2d(%x) {" + pool + "}\n", "%y");

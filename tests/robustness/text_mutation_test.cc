@@ -174,7 +174,7 @@ TEST(TextMutationTest, PathologicalInputs) {
       {"huge axis", head + "sum(%x) {axes=[-9223372036854775808]}\n  return %y\n}\n"},
       {"huge one_hot", "graph @g(%i: i64[4294967296]) {\n  %y = one_hot(%i) {depth=4294967296}\n  return %y\n}\n"},
       {"huge conv stride",
-       "graph @g(%x: f32[1,1,4,4], %w: f32[1,1,2,2]) {\n  %y = conv2d(%x, %w) {stride=[9223372036854775807,9223372036854775807], padding=[4611686018427387903,4611686018427387903], dilation=[9223372036854775807,1]}\n  return %y\n}\n"},
+       "graph @g(%x: f32[1,1,4,4], %w: f32[1,1,2,2]) {\n  %y = conv(%x, %w) {stride=[9223372036854775807,9223372036854775807], padding=[4611686018427387903,4611686018427387903], dilation=[9223372036854775807,1]}\n  return %y\n}\n"},
       {"huge pool",
        "graph @g(%x: f32[1,1,4,4]) {\n  %y = max_pool2d(%x) {kernel=[9223372036854775807,9223372036854775807], padding=[4611686018427387903,4611686018427387903]}\n  return %y\n}\n"},
       {"huge broadcast_to", head + "broadcast_to(%x) {shape=[9223372036854775807,9223372036854775807,2]}\n  return %y\n}\n"},
@@ -278,9 +278,9 @@ TEST(TextMutationTest, HugeAttributesAreErrors) {
                         "padding=[9223372036854775807, 0]}\n  return %y\n}\n"),
             "h.wir:2:3: error: max_pool2d: padding [9223372036854775807, 0] must be at most "
             "half of kernel [2, 2]");
-  EXPECT_EQ(infer_error("graph @g(%x: f32[1,1,8,8], %w: f32[1,1,3,3]) {\n  %y = conv2d(%x, %w) "
+  EXPECT_EQ(infer_error("graph @g(%x: f32[1,1,8,8], %w: f32[1,1,3,3]) {\n  %y = conv(%x, %w) "
                         "{dilation=[1, 9223372036854775807]}\n  return %y\n}\n"),
-            "h.wir:2:3: error: conv2d: the window of kernel [3, 3] with dilation [1, "
+            "h.wir:2:3: error: conv: the window of kernel [3, 3] with dilation [1, "
             "9223372036854775807] spans more than int64 can hold on spatial axis 1 (dilation * "
             "(kernel - 1) + 1 overflows); check dilation and the kernel size");
   EXPECT_EQ(infer_error("graph @g(%x: f32[2]) {\n  %y = reshape(%x) {shape=[4294967296, "

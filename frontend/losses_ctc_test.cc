@@ -1,0 +1,274 @@
+// CTC loss (loss::ctc, CTCLoss) against PyTorch 1.13's ctc_loss (fixtures from
+// frontend/testdata/make_sequence_fixtures.py's losses_ctc): the loss and its gradient
+// w.r.t. the logits before log_softmax to 1e-5, on the reference interpreter and on the
+// compiled CPU backend; the gradient against f64 finite differences, w.r.t. the logits
+// and w.r.t. log_probs themselves (which PyTorch's backward does not return: see
+// ctc_case in the fixture script); the recursion is one loop; the user errors with their
+// messages pinned.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <tuple>
+
+#include "autodiff/grad.h"
+#include "codegen/targets.h"
+#include "frontend/flow.h"
+#include "frontend/losses.h"
+#include "frontend/modules.h"
+#include "frontend/testing/loss_fixtures.h"
+
+namespace weft {
+namespace {
+
+using testing::to_f64;
+
+const std::string kFile = "frontend/losses_ctc_test.cc";
+constexpr double kTol = 1e-5;
+const std::vector<std::string> kExtras = {"targets", "input_lengths", "target_lengths"};
+
+Tensor load(const std::string& case_name, const std::string& file) {
+  return testing::load_loss_fixture(case_name, file);
+}
+
+/// `first` (log_softmax over the classes for the fixtures' logits) -> CTC loss, the
+/// targets and lengths graph inputs passed with uses(...).
+FlowBuilder ctc_flow(ModulePtr first, ModulePtr loss) {
+  return FlowBuilder::from(std::move(first)).input(kExtras).through(std::move(loss)).uses(kExtras);
+}
+
+struct Case {
+  std::string name;  ///< Fixture folder.
+  loss::CtcOptions options;
+};
+
+std::ostream& operator<<(std::ostream& os, const Case& c) { return os << c.name; }
+
+std::vector<Case> cases() {
+  return {
+      {"loss_ctc_mean", {}},
+      {"loss_ctc_sum", {.reduction = Reduction::Sum}},
+      {"loss_ctc_none", {.reduction = Reduction::None}},
+      {"loss_ctc_blank5_mean", {.blank = 5}},
+      {"loss_ctc_blank2_sum", {.blank = 2, .reduction = Reduction::Sum}},
+      {"loss_ctc_no_alignment_none", {.reduction = Reduction::None}},
+      {"loss_ctc_no_alignment_zero_infinity_mean", {.zero_infinity = true}},
+  };
+}
+
+/// The fixture's graph inputs in order: logits, targets, input_lengths, target_lengths.
+std::vector<Tensor> inputs_of(const Case& c, bool f64) {
+  std::vector<Tensor> out = {load(c.name, "input")};
+  for (const std::string& n : kExtras) out.push_back(load(c.name, n));
+  if (f64) out[0] = to_f64(out[0]);
+  return out;
+}
+
+StatusOr<Model> build(const Case& c, const std::vector<Tensor>& inputs,
+                      ModulePtr first = LogSoftmax(-1)) {
+  std::vector<InputSpec> specs = {{"x", inputs[0].type()}};
+  for (size_t i = 0; i < kExtras.size(); ++i) specs.push_back({kExtras[i], inputs[i + 1].type()});
+  return ctc_flow(std::move(first), CTCLoss(c.options)).build(specs);
+}
+
+/// `g` through `backend`'s pass pipeline, then run once on `inputs`.
+StatusOr<reference::RunResult> run_on(const std::string& backend, Graph g,
+                                      const std::vector<Tensor>& inputs) {
+  WEFT_ASSIGN_OR_RETURN(const codegen::Target* target, codegen::find_target(backend));
+  WEFT_RETURN_IF_ERROR(target->pipeline({}).run(g).status());
+  return target->run(g, inputs);
+}
+
+/// PyTorch's gradient with its NaNs (the frames of a sample with no alignment, without
+/// zero_infinity) as weft's zeros (losses.h).
+Tensor nan_as_zero(Tensor t) {
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (std::isnan(t.get_double(i))) t.set_double(i, 0);
+  }
+  return t;
+}
+
+class CtcParity : public ::testing::TestWithParam<std::tuple<Case, std::string>> {};
+
+TEST_P(CtcParity, MatchesTorch) {
+  const auto& [c, backend] = GetParam();
+  std::vector<Tensor> inputs = inputs_of(c, /*f64=*/false);
+  auto model = build(c, inputs);
+  ASSERT_TRUE(model.ok()) << model.error().to_string();
+  auto run = run_on(backend, model->graph(), inputs);
+  ASSERT_TRUE(run.ok()) << run.error().to_string();
+  std::string why;
+  EXPECT_TRUE(all_close(run->outputs[0], load(c.name, "output"), kTol, &why)) << why;
+
+  StatusOr<Graph> grad = gradient_graph(model->graph(), 0, {"x"}, "seed");
+  ASSERT_TRUE(grad.ok()) << grad.error().to_string();
+  inputs.push_back(load(c.name, "seed"));
+  auto grads = run_on(backend, *grad, inputs);
+  ASSERT_TRUE(grads.ok()) << grads.error().to_string();
+  EXPECT_TRUE(all_close(grads->outputs[0], nan_as_zero(load(c.name, "grad.input")), kTol, &why))
+      << why;
+}
+
+std::string parity_name(const ::testing::TestParamInfo<std::tuple<Case, std::string>>& info) {
+  return testing::test_name(std::get<0>(info.param).name + "_" + std::get<1>(info.param));
+}
+
+INSTANTIATE_TEST_SUITE_P(Torch, CtcParity,
+                         ::testing::Combine(::testing::ValuesIn(cases()),
+                                            ::testing::Values("reference", "cpu")),
+                         parity_name);
+
+/// In f64, autodiff's gradient w.r.t. the logits against central differences of
+/// sum(output · seed) (not for an infinite loss, whose differences are NaN).
+class CtcGradCheck : public ::testing::TestWithParam<Case> {};
+
+TEST_P(CtcGradCheck, FiniteDifferencesF64) {
+  const Case& c = GetParam();
+  std::vector<Tensor> inputs = inputs_of(c, /*f64=*/true);
+  Tensor seed = to_f64(load(c.name, "seed"));
+  auto model = build(c, inputs);
+  ASSERT_TRUE(model.ok()) << model.error().to_string();
+  auto grads = testing::input_gradients(*model, {"x"}, inputs, seed);
+  ASSERT_TRUE(grads.ok()) << grads.error().to_string();
+  testing::expect_input_gradients_match_finite_differences(*model, inputs, {0}, *grads, seed);
+}
+
+std::vector<Case> finite_cases() {
+  std::vector<Case> out;
+  for (const Case& c : cases()) {
+    if (c.name != "loss_ctc_no_alignment_none") out.push_back(c);
+  }
+  return out;
+}
+
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+  return testing::test_name(info.param.name);
+}
+
+INSTANTIATE_TEST_SUITE_P(Torch, CtcGradCheck, ::testing::ValuesIn(finite_cases()), case_name);
+
+/// The gradient w.r.t. log_probs themselves (the loss on the stream as it is), which
+/// PyTorch's backward does not give: against finite differences, in f64.
+TEST(Ctc, LogProbsGradientMatchesFiniteDifferences) {
+  const Case c = cases()[1];  // sum: mixed lengths, an empty target, repeats
+  std::vector<Tensor> inputs = inputs_of(c, /*f64=*/true);
+  auto model = build(c, inputs, Identity());
+  ASSERT_TRUE(model.ok()) << model.error().to_string();
+  const Tensor seed = Tensor::from_doubles(DType::f64, {}, {1.0});
+  auto grads = testing::input_gradients(*model, {"x"}, inputs, seed);
+  ASSERT_TRUE(grads.ok()) << grads.error().to_string();
+  testing::expect_input_gradients_match_finite_differences(*model, inputs, {0}, *grads, seed);
+}
+
+TEST(Ctc, TheRecursionIsOneLoopOverTheFrames) {
+  const Case c = cases()[0];
+  auto model = build(c, inputs_of(c, /*f64=*/false));
+  ASSERT_TRUE(model.ok()) << model.error().to_string();
+  int scans = 0;
+  for (const Node& n : model->graph().nodes()) {
+    if (n.op != Op::Scan) continue;
+    ++scans;
+    EXPECT_EQ(n.int_attr("length"), 8);  // T
+  }
+  EXPECT_EQ(scans, 1);
+}
+
+TEST(Ctc, ModuleDescription) {
+  EXPECT_EQ(CTCLoss()->describe(), "CTCLoss(mean)");
+  EXPECT_EQ(CTCLoss({.blank = 3, .reduction = Reduction::Sum, .zero_infinity = true})->describe(),
+            "CTCLoss(sum, blank=3, zero_infinity)");
+}
+
+// ---- User errors, messages pinned.
+
+/// The error of building CTCLoss(options) on log_probs `lp`, targets `targets` and
+/// lengths of type `input_lengths` / `target_lengths`.
+std::string error_of(Type lp, Type targets, Type input_lengths, Type target_lengths,
+                     loss::CtcOptions options = {}) {
+  return testing::build_error(ctc_flow(Identity(), CTCLoss(options)),
+                              {{"x", lp},
+                               {"targets", targets},
+                               {"input_lengths", input_lengths},
+                               {"target_lengths", target_lengths}});
+}
+
+std::string error_of(Type lp, Type targets, loss::CtcOptions options = {}) {
+  return error_of(lp, targets, i64({2}), i64({2}), options);
+}
+
+TEST(CtcErrors, LogProbsRank) {
+  EXPECT_NE(error_of(f32({6, 5}), i64({2, 3}))
+                .find("error: ctc: log_probs must be a float [T, N, C] tensor (frames, batch, "
+                      "classes; log_softmax over C), got f32[6,5]"),
+            std::string::npos);
+}
+
+TEST(CtcErrors, LogProbsFloat) {
+  EXPECT_NE(error_of(i64({6, 2, 5}), i64({2, 3}))
+                .find("error: ctc: log_probs must be a float [T, N, C] tensor"),
+            std::string::npos);
+}
+
+TEST(CtcErrors, BlankInRange) {
+  EXPECT_NE(error_of(f32({6, 2, 5}), i64({2, 3}), {.blank = 5})
+                .find("error: ctc: blank must be a class of log_probs f32[6,2,5], in [0, 5), "
+                      "got 5"),
+            std::string::npos);
+  EXPECT_NE(error_of(f32({6, 2, 5}), i64({2, 3}), {.blank = -1}).find("in [0, 5), got -1"),
+            std::string::npos);
+}
+
+TEST(CtcErrors, TargetsPaddedIndices) {
+  EXPECT_NE(error_of(f32({6, 2, 5}), f32({2, 3}))
+                .find("error: ctc: targets must be i64 class indices [N, S] with N = 2 (one "
+                      "padded row per sample of log_probs f32[6,2,5]), got f32[2,3]; PyTorch's "
+                      "1-D concatenated targets are not taken: pad them"),
+            std::string::npos);
+  EXPECT_NE(error_of(f32({6, 2, 5}), i64({5})).find("got i64[5]; PyTorch's 1-D"),
+            std::string::npos);
+  EXPECT_NE(error_of(f32({6, 2, 5}), i64({3, 3})).find("with N = 2"), std::string::npos);
+}
+
+TEST(CtcErrors, TargetsLongerThanInput) {
+  EXPECT_NE(error_of(f32({4, 2, 5}), i64({2, 6}))
+                .find("error: ctc: targets i64[2,6] hold up to S = 6 labels per sample, but "
+                      "log_probs f32[4,2,5] has only T = 4 frames, and a target cannot be "
+                      "longer than its input; pad targets to at most T columns"),
+            std::string::npos);
+}
+
+TEST(CtcErrors, TargetsWithoutColumns) {
+  EXPECT_NE(error_of(f32({4, 2, 5}), i64({2, 0}))
+                .find("error: ctc: targets i64[2,0] need at least one column"),
+            std::string::npos);
+}
+
+TEST(CtcErrors, Lengths) {
+  EXPECT_NE(error_of(f32({6, 2, 5}), i64({2, 3}), i64({3}), i64({2}))
+                .find("error: ctc: input_lengths must be i64[2] (one per sample of log_probs "
+                      "f32[6,2,5]), got i64[3]"),
+            std::string::npos);
+  EXPECT_NE(error_of(f32({6, 2, 5}), i64({2, 3}), i64({2}), f32({2}))
+                .find("error: ctc: target_lengths must be i64[2] (one per sample of log_probs "
+                      "f32[6,2,5]), got f32[2]"),
+            std::string::npos);
+}
+
+TEST(CtcErrors, BatchMean) {
+  EXPECT_NE(error_of(f32({6, 2, 5}), i64({2, 3}), {.reduction = Reduction::BatchMean})
+                .find("error: ctc: reduction 'batchmean' is only defined for kl_div; use mean, "
+                      "sum or none"),
+            std::string::npos);
+}
+
+TEST(CtcErrors, FourInputsNeeded) {
+  int line = __LINE__ + 1;
+  auto b = FlowBuilder::from(Identity()).input({"targets"}).through(CTCLoss()).uses({"targets"});
+  EXPECT_EQ(testing::build_error(b, {{"x", f32({6, 2, 5})}, {"targets", i64({2, 3})}}),
+            kFile + ":" + std::to_string(line) +
+                ":68: error: CTCLoss(mean) takes four inputs, log_probs (the stream), then "
+                "targets, input_lengths and target_lengths from uses({...}), but 2 were given "
+                "[in CTCLoss(mean)]");
+}
+
+}  // namespace
+}  // namespace weft

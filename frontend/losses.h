@@ -19,10 +19,11 @@
 //
 // ctc (PyTorch's ctc_loss) is the one loss of four inputs and the one built on a loop:
 // the alpha recursion over time is a `scan` node (ir/ops.def) whose gradient autodiff
-// derives like any other loop's, so no op of its own. It is not a LossSpec kind
-// (frontend/training.h, the AOT tools' --loss): a LossSpec loss takes (prediction,
-// target), and CTC also needs the input and target lengths; train with it by ending the
-// network in CTCLoss() and its graph inputs (see below).
+// derives like any other loop's, so it needs no op of its own. It is not a LossSpec kind
+// (frontend/training.h, and so not a --loss of the AOT tools): a LossSpec loss takes the
+// network's output and one target, and CTC also needs the input and target lengths.
+// Until LossSpec takes a loss that the network computes itself, differentiate a flow
+// ending in CTCLoss() directly (autodiff/grad.h).
 
 #include <vector>
 
@@ -178,6 +179,9 @@ struct CtcOptions {
 ///    [0, C) within the target's length, leaves no alignment (loss inf); an input
 ///    length of 0 gives loss 0 for an empty target (PyTorch returns uninitialized
 ///    memory there).
+/// The gradient is d loss / d log_probs. PyTorch's backward returns that plus
+/// exp(log_probs) on each sample's frames, assuming a log_softmax before it (whose
+/// gradient cancels the extra term), so the two agree through log_softmax only.
 ValueId ctc(Emitter& e, ValueId log_probs, ValueId targets, ValueId input_lengths,
             ValueId target_lengths, CtcOptions options = {});
 

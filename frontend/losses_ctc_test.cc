@@ -16,6 +16,7 @@
 #include "frontend/losses.h"
 #include "frontend/modules.h"
 #include "frontend/testing/loss_fixtures.h"
+#include "runtime/cuda/library.h"
 
 namespace weft {
 namespace {
@@ -172,10 +173,50 @@ TEST(Ctc, TheRecursionIsOneLoopOverTheFrames) {
   EXPECT_EQ(scans, 1);
 }
 
+/// losses.h's example: a network ending in CTCLoss, differentiated w.r.t. its weights.
+TEST(Ctc, HeaderExampleBuildsAndDifferentiates) {
+  auto net = FlowBuilder::from(Linear(64, 28)).through(LogSoftmax(-1))
+                 .input({"targets", "input_lengths", "target_lengths"})
+                 .through(CTCLoss()).uses({"targets", "input_lengths", "target_lengths"})
+                 .build({{"x", f32({50, 8, 64})}, {"targets", i64({8, 20})},
+                         {"input_lengths", i64({8})}, {"target_lengths", i64({8})}});
+  ASSERT_TRUE(net.ok()) << net.error().to_string();
+  EXPECT_EQ(net->graph().type(net->graph().outputs()[0]).to_string(), "f32[]");
+  StatusOr<Graph> grad = gradient_graph(net->graph(), 0, {"0.weight", "0.bias"});
+  EXPECT_TRUE(grad.ok()) << grad.error().to_string();
+}
+
 TEST(Ctc, ModuleDescription) {
   EXPECT_EQ(CTCLoss()->describe(), "CTCLoss(mean)");
   EXPECT_EQ(CTCLoss({.blank = 3, .reduction = Reduction::Sum, .zero_infinity = true})->describe(),
             "CTCLoss(sum, blank=3, zero_infinity)");
+}
+
+/// The gradient graph (the forward loop and its reverse) compiled for the CPU runs no op
+/// through the interpreter, and lowered for the GPU (PTX, no device needed) it has a CUDA
+/// kernel for every op, in the loops' bodies too.
+TEST(Ctc, CompilesWithoutHostFallbacks) {
+  const Case c = cases()[0];
+  auto model = build(c, inputs_of(c, /*f64=*/false));
+  ASSERT_TRUE(model.ok()) << model.error().to_string();
+  StatusOr<Graph> grad = gradient_graph(model->graph(), 0, {"x"}, "seed");
+  ASSERT_TRUE(grad.ok()) << grad.error().to_string();
+  for (const char* name : {"cpu", "cuda"}) {
+    const codegen::Target* target = *codegen::find_target(name);
+    Graph g = *grad;
+    ASSERT_TRUE(target->pipeline({}).run(g).ok()) << name;
+    auto lowered = target->lower(g);
+    ASSERT_TRUE(lowered.ok()) << name << ": " << lowered.error().to_string();
+    ASSERT_EQ(lowered->program.bodies.size(), 2u) << name << ": the loop and its gradient";
+    if (std::string(name) == "cuda") {
+      Status device_only = cuda::check_device_only(lowered->program);
+      EXPECT_TRUE(device_only.ok()) << device_only.error().to_string();
+    } else {
+      auto ex = target->compile(g, {.num_threads = 1});
+      ASSERT_TRUE(ex.ok()) << ex.error().to_string();
+      EXPECT_EQ((*ex)->fallbacks(), 0) << (*ex)->describe();
+    }
+  }
 }
 
 // ---- User errors, messages pinned.

@@ -164,7 +164,7 @@ struct CtcOptions {
   bool zero_infinity = false;
 };
 /// PyTorch's ctc_loss: -log Σ over the alignments of each sample's target with its
-/// frames of p(alignment). log_probs [T, N, C] (float, already log_softmax-ed over C),
+/// frames of p(alignment). log_probs [T, N, C] (f32 or f64, already log_softmax-ed over C),
 /// targets [N, S] (i64 class indices, each row padded past its length with anything),
 /// input_lengths and target_lengths [N] (i64). Sample n reads frames t < input_lengths[n]
 /// and targets[n, :target_lengths[n]]. The alpha recursion over the extended labels

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <tuple>
 
 #include "autodiff/grad.h"
@@ -192,6 +193,80 @@ TEST(Ctc, ModuleDescription) {
             "CTCLoss(sum, blank=3, zero_infinity)");
 }
 
+/// -log Σ over every path of `frames` classes that collapses (repeats merged, then blanks
+/// dropped) to `target`, of exp(Σ_t log_probs[t, n, path_t]): CTC by enumeration.
+double ctc_by_enumeration(const Tensor& log_probs, int64_t n, const std::vector<int64_t>& target,
+                          int64_t frames, int64_t blank = 0) {
+  const int64_t batch = log_probs.type().shape[1], classes = log_probs.type().shape[2];
+  double total = 0;
+  std::vector<int64_t> path(static_cast<size_t>(frames), 0);
+  for (bool more = true; more;) {
+    std::vector<int64_t> collapsed;
+    double log_p = 0;
+    for (int64_t t = 0; t < frames; ++t) {
+      const int64_t c = path[static_cast<size_t>(t)];
+      log_p += log_probs.get_double((t * batch + n) * classes + c);
+      if (c != blank && (t == 0 || path[static_cast<size_t>(t - 1)] != c)) collapsed.push_back(c);
+    }
+    if (collapsed == target) total += std::exp(log_p);
+    more = false;  // the next path, counting in base `classes`
+    for (int64_t& c : path) {
+      if (++c < classes) {
+        more = true;
+        break;
+      }
+      c = 0;
+    }
+  }
+  return -std::log(total);
+}
+
+/// Against enumeration of the paths, and what losses.h says of the values PyTorch
+/// refuses: a label outside [0, C) or a target length above S leaves no alignment (inf),
+/// an input length above T counts as T, and an input length of 0 with an empty target
+/// gives 0.
+TEST(Ctc, MatchesEnumerationAndTheDocumentedRuntimeCases) {
+  const int64_t frames = 4, batch = 7, classes = 3;
+  std::vector<double> lp;
+  for (int64_t t = 0; t < frames; ++t) {
+    for (int64_t n = 0; n < batch; ++n) {
+      for (int64_t c = 0; c < classes; ++c) {
+        lp.push_back(-0.1 * static_cast<double>(1 + (t * 7 + n * 3 + c * 5) % 11));
+      }
+    }
+  }
+  const Tensor log_probs = Tensor::from_doubles(DType::f64, {frames, batch, classes}, lp);
+  const Tensor targets =
+      Tensor::from_vector<int64_t>({batch, 2}, {1, 2, 1, 1, 2, 7, 1, 2, 1, 2, 2, 2, 2, 1});
+  const Tensor input_lengths = Tensor::from_vector<int64_t>({batch}, {4, 4, 4, 4, 9, 0, 3});
+  const Tensor target_lengths = Tensor::from_vector<int64_t>({batch}, {2, 2, 2, 3, 2, 0, 1});
+  const Case c{"none", {.reduction = Reduction::None}};
+  const std::vector<Tensor> inputs = {log_probs, targets, input_lengths, target_lengths};
+  auto model = build(c, inputs, Identity());
+  ASSERT_TRUE(model.ok()) << model.error().to_string();
+  auto run = run_on("reference", model->graph(), inputs);
+  ASSERT_TRUE(run.ok()) << run.error().to_string();
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> want = {
+      ctc_by_enumeration(log_probs, 0, {1, 2}, 4),
+      ctc_by_enumeration(log_probs, 1, {1, 1}, 4),  // the skip rule: 1, blank, 1 at least
+      inf,                                           // label 7 of 3 classes
+      inf,                                           // target length 3 of S = 2
+      ctc_by_enumeration(log_probs, 4, {1, 2}, 4),  // input length 9 of T = 4
+      0,                                             // no frames, empty target
+      ctc_by_enumeration(log_probs, 6, {2}, 3),
+  };
+  const std::vector<double> got = run->outputs[0].to_doubles();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t n = 0; n < want.size(); ++n) {
+    if (std::isinf(want[n])) {
+      EXPECT_EQ(got[n], inf) << "sample " << n;
+    } else {
+      EXPECT_NEAR(got[n], want[n], 1e-12 * (1 + std::abs(want[n]))) << "sample " << n;
+    }
+  }
+}
+
 /// The gradient graph (the forward loop and its reverse) compiled for the CPU runs no op
 /// through the interpreter, and lowered for the GPU (PTX, no device needed) it has a CUDA
 /// kernel for every op, in the loops' bodies too.
@@ -238,14 +313,16 @@ std::string error_of(Type lp, Type targets, loss::CtcOptions options = {}) {
 
 TEST(CtcErrors, LogProbsRank) {
   EXPECT_NE(error_of(f32({6, 5}), i64({2, 3}))
-                .find("error: ctc: log_probs must be a float [T, N, C] tensor (frames, batch, "
-                      "classes; log_softmax over C), got f32[6,5]"),
+                .find("error: ctc: log_probs must be an f32 or f64 [T, N, C] tensor (frames, "
+                      "batch, classes; log_softmax over C), got f32[6,5]"),
             std::string::npos);
 }
 
-TEST(CtcErrors, LogProbsFloat) {
+TEST(CtcErrors, LogProbsF32OrF64) {
   EXPECT_NE(error_of(i64({6, 2, 5}), i64({2, 3}))
-                .find("error: ctc: log_probs must be a float [T, N, C] tensor"),
+                .find("error: ctc: log_probs must be an f32 or f64 [T, N, C] tensor"),
+            std::string::npos);
+  EXPECT_NE(error_of(Type{DType::f16, Shape({6, 2, 5})}, i64({2, 3})).find("got f16[6,2,5]"),
             std::string::npos);
 }
 

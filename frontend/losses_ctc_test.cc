@@ -1,10 +1,11 @@
 // CTC loss (loss::ctc, CTCLoss) against PyTorch 1.13's ctc_loss (fixtures from
 // frontend/testdata/make_sequence_fixtures.py's losses_ctc): the loss and its gradient
 // w.r.t. the logits before log_softmax to 1e-5, on the reference interpreter and on the
-// compiled CPU backend; the gradient against f64 finite differences, w.r.t. the logits
-// and w.r.t. log_probs themselves (which PyTorch's backward does not return: see
-// ctc_case in the fixture script); the recursion is one loop; the user errors with their
-// messages pinned.
+// compiled CPU backend (loops run as loops, and unrolled); the gradient against f64
+// finite differences, w.r.t. the logits and w.r.t. log_probs themselves (which PyTorch's
+// backward does not return: see ctc_case in the fixture script); the loss against
+// enumeration of every path; the recursion is one loop, and no op falls back to the
+// host on the CPU or (lowered only) the GPU; the user errors with their messages pinned.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -72,12 +73,15 @@ StatusOr<Model> build(const Case& c, const std::vector<Tensor>& inputs,
   return ctc_flow(std::move(first), CTCLoss(c.options)).build(specs);
 }
 
-/// `g` through `backend`'s pass pipeline, then run once on `inputs`.
+/// `g` through `backend`'s pass pipeline, then run once on `inputs`. "cpu-unrolled" is
+/// the cpu backend with each loop unrolled rather than run as a loop invocation.
 StatusOr<reference::RunResult> run_on(const std::string& backend, Graph g,
                                       const std::vector<Tensor>& inputs) {
-  WEFT_ASSIGN_OR_RETURN(const codegen::Target* target, codegen::find_target(backend));
+  const bool unrolled = backend == "cpu-unrolled";
+  WEFT_ASSIGN_OR_RETURN(const codegen::Target* target,
+                        codegen::find_target(unrolled ? "cpu" : backend));
   WEFT_RETURN_IF_ERROR(target->pipeline({}).run(g).status());
-  return target->run(g, inputs);
+  return target->run(g, inputs, {.unroll_loops = unrolled});
 }
 
 /// PyTorch's gradient with its NaNs (the frames of a sample with no alignment, without
@@ -116,7 +120,7 @@ std::string parity_name(const ::testing::TestParamInfo<std::tuple<Case, std::str
 
 INSTANTIATE_TEST_SUITE_P(Torch, CtcParity,
                          ::testing::Combine(::testing::ValuesIn(cases()),
-                                            ::testing::Values("reference", "cpu")),
+                                            ::testing::Values("reference", "cpu", "cpu-unrolled")),
                          parity_name);
 
 /// In f64, autodiff's gradient w.r.t. the logits against central differences of

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Writes the PyTorch 1.13 fixtures for frontend/sequence_parity_test.cc and
-frontend/losses_test.cc: MultiheadAttention, GRUCell, LSTMCell, GRU, LSTM and the losses.
+frontend/losses*_test.cc: MultiheadAttention, GRUCell, LSTMCell, GRU, LSTM and the losses.
 
 Run with Debian's Python (torch 1.13 + numpy), from the repository root:
 

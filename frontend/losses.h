@@ -169,16 +169,16 @@ struct CtcOptions {
 /// input_lengths and target_lengths [N] (i64). Sample n reads frames t < input_lengths[n]
 /// and targets[n, :target_lengths[n]]. The alpha recursion over the extended labels
 /// (blank, l1, blank, l2, ..., blank: L = 2S + 1) runs in log space as one loop over the
-/// T frames; log 0 is -1e30, finite, so that gradients stay finite. Only the types are
-/// checked when building (S <= T, blank in range); the values are read at run time, and
-/// where PyTorch raises an error weft does what follows:
-///  - a sample with no alignment (its target needs more frames than it has, repeated
-///    labels included): loss inf, as PyTorch, but gradient 0 where PyTorch's is NaN;
-///    zero_infinity makes both 0, as PyTorch;
-///  - input_lengths above T count as T; a target length above S, or a label outside
-///    [0, C) within the target's length, leaves no alignment (loss inf); an input
-///    length of 0 gives loss 0 for an empty target (PyTorch returns uninitialized
-///    memory there).
+/// T frames; log 0 is -1e30, finite, so that gradients stay finite. Building checks the
+/// types, blank in [0, C) and S <= T (stricter than PyTorch, which accepts a wider
+/// padding when every target length fits). The values are read at run time:
+///  - a sample with no alignment (its target needs more frames than it has, a blank
+///    between repeated labels included) has loss inf, as in PyTorch, and gradient 0
+///    where PyTorch's is NaN; zero_infinity makes both 0, as in PyTorch;
+///  - where PyTorch raises an error or returns garbage: input_lengths above T count as
+///    T; a target length above S, or a label outside [0, C) within the target's length,
+///    leaves no alignment (loss inf); an input length of 0 gives loss 0 for an empty
+///    target (PyTorch returns uninitialized memory there).
 /// The gradient is d loss / d log_probs. PyTorch's backward returns that plus
 /// exp(log_probs) on each sample's frames, assuming a log_softmax before it (whose
 /// gradient cancels the extra term), so the two agree through log_softmax only.

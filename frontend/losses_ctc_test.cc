@@ -55,6 +55,7 @@ std::vector<Case> cases() {
       {"loss_ctc_blank2_sum", {.blank = 2, .reduction = Reduction::Sum}},
       {"loss_ctc_no_alignment_none", {.reduction = Reduction::None}},
       {"loss_ctc_no_alignment_zero_infinity_mean", {.zero_infinity = true}},
+      {"loss_ctc_long_mean", {}},  // T = 60, S = 20
   };
 }
 
@@ -124,7 +125,8 @@ INSTANTIATE_TEST_SUITE_P(Torch, CtcParity,
                          parity_name);
 
 /// In f64, autodiff's gradient w.r.t. the logits against central differences of
-/// sum(output · seed) (not for an infinite loss, whose differences are NaN).
+/// sum(output · seed) (not for an infinite loss, whose differences are NaN, nor for the
+/// long case, 2,160 inputs to perturb).
 class CtcGradCheck : public ::testing::TestWithParam<Case> {};
 
 TEST_P(CtcGradCheck, FiniteDifferencesF64) {
@@ -141,7 +143,9 @@ TEST_P(CtcGradCheck, FiniteDifferencesF64) {
 std::vector<Case> finite_cases() {
   std::vector<Case> out;
   for (const Case& c : cases()) {
-    if (c.name != "loss_ctc_no_alignment_none") out.push_back(c);
+    if (c.name != "loss_ctc_no_alignment_none" && c.name != "loss_ctc_long_mean") {
+      out.push_back(c);
+    }
   }
   return out;
 }

@@ -386,6 +386,11 @@ def losses_ctc():
              reduction="none")
     ctc_case("loss_ctc_no_alignment_zero_infinity_mean", few, short, short_inputs,
              short_lengths, zero_infinity=True)
+    # Longer: 60 frames, targets of up to 20 labels (runs of repeats among them).
+    long_targets = torch.randint(1, 12, (3, 20))
+    long_targets[:, 5:8] = long_targets[:, 4:5]
+    ctc_case("loss_ctc_long_mean", randn(60, 3, 12), long_targets, torch.tensor([60, 51, 40]),
+             torch.tensor([20, 17, 9]))
 
 
 def main():

@@ -17,9 +17,13 @@
 // emitted as primitives or as a composite op with a primitive decomposition, so it is
 // differentiable like any other graph.
 //
-// Planned: PyTorch's ctc_loss. It needs the alpha recursion over time (a scan loop with
-// a logsumexp over the extended label sequence, masked by runtime input/target lengths);
-// it has not been written yet, so no CTC is offered rather than an unchecked one.
+// ctc (PyTorch's ctc_loss) is the one loss of four inputs and the one built on a loop:
+// the alpha recursion over time is a `scan` node (ir/ops.def) whose gradient autodiff
+// derives like any other loop's, so it needs no op of its own. It is not a LossSpec kind
+// (frontend/training.h, and so not a --loss of the AOT tools): a LossSpec loss takes the
+// network's output and one target, and CTC also needs the input and target lengths.
+// Until LossSpec takes a loss that the network computes itself, differentiate a flow
+// ending in CTCLoss() directly (autodiff/grad.h).
 
 #include <vector>
 
@@ -142,6 +146,45 @@ struct TripletOptions {
 ValueId triplet_margin(Emitter& e, ValueId anchor, ValueId positive, ValueId negative,
                        TripletOptions options = {});
 
+// ---- Connectionist temporal classification (Graves et al. 2006), four inputs. As a
+// module: log_probs from the stream, the rest from uses({...}), e.g.
+//     FlowBuilder::from(Linear(64, 28)).through(LogSoftmax(-1))      // [T, N, C]
+//         .input({"targets", "input_lengths", "target_lengths"})
+//         .through(CTCLoss()).uses({"targets", "input_lengths", "target_lengths"})
+//         .build({{"x", f32({50, 8, 64})}, {"targets", i64({8, 20})},
+//                 {"input_lengths", i64({8})}, {"target_lengths", i64({8})}})
+
+struct CtcOptions {
+  int64_t blank = 0;  ///< The blank class, in [0, C).
+  /// Mean divides each sample's loss by its target length (at least 1), then averages
+  /// over the batch, as PyTorch.
+  Reduction reduction = Reduction::Mean;
+  /// Infinite losses (no alignment of a target fits its input length) and their
+  /// gradients become 0.
+  bool zero_infinity = false;
+};
+/// PyTorch's ctc_loss: -log Σ over the alignments of each sample's target with its
+/// frames of p(alignment). log_probs [T, N, C] (f32 or f64, already log_softmax-ed over C),
+/// targets [N, S] (i64 class indices, each row padded past its length with anything),
+/// input_lengths and target_lengths [N] (i64). Sample n reads frames t < input_lengths[n]
+/// and targets[n, :target_lengths[n]]. The alpha recursion over the extended labels
+/// (blank, l1, blank, l2, ..., blank: L = 2S + 1) runs in log space as one loop over the
+/// T frames; log 0 is -1e30, finite, so that gradients stay finite. Building checks the
+/// types, blank in [0, C) and S <= T (stricter than PyTorch, which accepts a wider
+/// padding when every target length fits). The values are read at run time:
+///  - a sample with no alignment (its target needs more frames than it has, a blank
+///    between repeated labels included) has loss inf, as in PyTorch, and gradient 0
+///    where PyTorch's is NaN; zero_infinity makes both 0, as in PyTorch;
+///  - where PyTorch raises an error or returns garbage: input_lengths above T count as
+///    T; a target length above S, or a label outside [0, C) within the target's length,
+///    leaves no alignment (loss inf); an input length of 0 gives loss 0 for an empty
+///    target (PyTorch returns uninitialized memory there).
+/// The gradient is d loss / d log_probs. PyTorch's backward returns that plus
+/// exp(log_probs) on each sample's frames, assuming a log_softmax before it (whose
+/// gradient cancels the extra term), so the two agree through log_softmax only.
+ValueId ctc(Emitter& e, ValueId log_probs, ValueId targets, ValueId input_lengths,
+            ValueId target_lengths, CtcOptions options = {});
+
 }  // namespace loss
 
 // ---- The losses as modules: inputs (prediction, target), the target from uses(...).
@@ -158,6 +201,9 @@ ModulePtr HingeEmbeddingLoss(Reduction reduction = Reduction::Mean, double margi
 ModulePtr MarginRankingLoss(Reduction reduction = Reduction::Mean, double margin = 0.0);
 ModulePtr CosineEmbeddingLoss(Reduction reduction = Reduction::Mean, double margin = 0.0);
 ModulePtr TripletMarginLoss(loss::TripletOptions options = {});
+// Four inputs: log_probs (the stream), then targets, input_lengths and target_lengths
+// from uses({...}), in that order.
+ModulePtr CTCLoss(loss::CtcOptions options = {});
 ModulePtr BCELoss(Reduction reduction = Reduction::Mean);
 ModulePtr BCEWithLogitsLoss(Reduction reduction = Reduction::Mean);
 ModulePtr KLDivLoss(Reduction reduction = Reduction::Mean, bool log_target = false);

@@ -56,6 +56,16 @@ std::string named(const char* name, Reduction r, const std::string& extra) {
   return std::string(name) + "(" + to_string(r) + extra + ")";
 }
 
+ValueId MultiInputLoss::forward(Emitter& e, const std::vector<ValueId>& inputs) {
+  static const char* const kCounts[] = {"zero", "one", "two", "three", "four", "five"};
+  if (inputs.size() != arity_) {
+    const std::string count = arity_ < 6 ? kCounts[arity_] : std::to_string(arity_);
+    e.fail(name_ + " takes " + count + " inputs, " + roles_ + ", but " +
+           std::to_string(inputs.size()) + " were given");
+  }
+  return body_(e, inputs);
+}
+
 }  // namespace detail
 
 namespace {

@@ -112,32 +112,19 @@ namespace {
 using loss::detail::named;
 
 /// A loss of three inputs: the stream and two tagged values from uses({...}).
-class TernaryLossModule : public Module {
- public:
-  using Body = std::function<ValueId(Emitter&, ValueId, ValueId, ValueId)>;
-  TernaryLossModule(std::string name, std::string roles, Body body)
-      : name_(std::move(name)), roles_(std::move(roles)), body_(std::move(body)) {}
-
-  std::string describe() const override { return name_; }
-
-  ValueId forward(Emitter& e, const std::vector<ValueId>& inputs) override {
-    if (inputs.size() != 3) {
-      e.fail(name_ + " takes three inputs, " + roles_ + ", but " +
-             std::to_string(inputs.size()) + " were given");
-    }
-    return body_(e, inputs[0], inputs[1], inputs[2]);
-  }
-
- private:
-  std::string name_;
-  std::string roles_;
-  Body body_;
-};
+ModulePtr ternary(std::string name, std::string roles,
+                  std::function<ValueId(Emitter&, ValueId, ValueId, ValueId)> body) {
+  return std::make_shared<loss::detail::MultiInputLoss>(
+      std::move(name), 3, std::move(roles),
+      [body = std::move(body)](Emitter& e, const std::vector<ValueId>& in) {
+        return body(e, in[0], in[1], in[2]);
+      });
+}
 
 }  // namespace
 
 ModulePtr MarginRankingLoss(Reduction r, double margin) {
-  return std::make_shared<TernaryLossModule>(
+  return ternary(
       named("MarginRankingLoss", r, ", margin=" + format_float(margin)),
       "x1 (the stream), then x2 and the target from uses({...})",
       [r, margin](Emitter& e, ValueId x1, ValueId x2, ValueId y) {
@@ -146,7 +133,7 @@ ModulePtr MarginRankingLoss(Reduction r, double margin) {
 }
 
 ModulePtr CosineEmbeddingLoss(Reduction r, double margin) {
-  return std::make_shared<TernaryLossModule>(
+  return ternary(
       named("CosineEmbeddingLoss", r, ", margin=" + format_float(margin)),
       "x1 (the stream), then x2 and the target from uses({...})",
       [r, margin](Emitter& e, ValueId x1, ValueId x2, ValueId y) {
@@ -157,7 +144,7 @@ ModulePtr CosineEmbeddingLoss(Reduction r, double margin) {
 ModulePtr TripletMarginLoss(loss::TripletOptions options) {
   std::string extra = ", margin=" + format_float(options.margin) +
                       ", p=" + format_float(options.p) + (options.swap ? ", swap" : "");
-  return std::make_shared<TernaryLossModule>(
+  return ternary(
       named("TripletMarginLoss", options.reduction, extra),
       "the anchor (the stream), then the positive and the negative from uses({...})",
       [options](Emitter& e, ValueId a, ValueId p, ValueId n) {

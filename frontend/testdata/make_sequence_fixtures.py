@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Writes the PyTorch 1.13 fixtures for frontend/sequence_parity_test.cc and
-frontend/losses_test.cc: MultiheadAttention, GRUCell, LSTMCell, GRU, LSTM and the losses.
+frontend/losses*_test.cc: MultiheadAttention, GRUCell, LSTMCell, GRU, LSTM and the losses.
 
 Run with Debian's Python (torch 1.13 + numpy), from the repository root:
 
@@ -14,6 +14,7 @@ Each case is a folder frontend/testdata/sequence/CASE/ holding
                       when an Identity() comes first to declare the extra inputs)
     output.npy        PyTorch's result
     seed.npy, grad.input.npy  (losses_parity's cases) d sum(output · seed) / d input
+                      (for ctc, d / d the logits before log_softmax: see ctc_case)
 All arrays are f32 (bool for masks, i64 for labels). The C++ tests build the same flows
 and compare to 1e-5.
 """
@@ -344,6 +345,54 @@ def losses_multi_input():
                         input, positive, negative, p=1, reduction="sum"), trip, names)
 
 
+def ctc_case(case, logits, targets, input_lengths, target_lengths, **options):
+    """CTC on log_softmax(logits), the logits the stream: grad.input = d sum(output · seed)
+    / d logits. Not d / d log_probs: PyTorch's ctc_loss backward returns the gradient
+    w.r.t. log_probs plus exp(log_probs) (it assumes a log_softmax before it, whose
+    backward cancels the extra term), so only the gradient through log_softmax is
+    comparable."""
+    x = logits.clone().requires_grad_()
+    out = F.ctc_loss(x.log_softmax(2), targets, input_lengths, target_lengths, **options)
+    seed = torch.rand(out.shape)
+    (out * seed).sum().backward()
+    save(case, {"input": logits, "targets": targets, "input_lengths": input_lengths,
+                "target_lengths": target_lengths, "output": out, "seed": seed,
+                "grad.input": x.grad})
+
+
+def losses_ctc():
+    """ctc_loss: lengths varied within a batch (an empty target too), repeated labels that
+    need the skip rule's extra blank, a blank other than 0, each reduction, and a target
+    with no alignment in its frames (inf, or 0 with zero_infinity); drawn after
+    losses_multi_input."""
+    # Rows padded past their lengths with labels, not blanks, to show padding is ignored.
+    targets = torch.tensor([[1, 1, 2, 3], [4, 5, 3, 3], [2, 2, 2, 1], [3, 4, 4, 4], [5, 1, 2, 3]])
+    input_lengths = torch.tensor([8, 6, 5, 3, 4])
+    target_lengths = torch.tensor([4, 2, 3, 1, 0])
+    logits = randn(8, 5, 6)
+    for r in REDUCTIONS:
+        ctc_case("loss_ctc_" + r, logits, targets, input_lengths, target_lengths, reduction=r)
+    # blank = 5 (the last class) and blank = 2: the labels avoid it.
+    ctc_case("loss_ctc_blank5_mean", logits, targets.remainder(5), input_lengths,
+             target_lengths, blank=5)
+    mid = torch.tensor([[1, 1, 3, 4], [0, 5, 3, 3], [4, 4, 0, 1], [3, 4, 4, 4], [5, 1, 0, 3]])
+    ctc_case("loss_ctc_blank2_sum", logits, mid, input_lengths, target_lengths, blank=2,
+             reduction="sum")
+    # Sample 1's 1, 1, 1 needs 5 frames (a blank between repeats) but has 4.
+    short = torch.tensor([[2, 3, 1], [1, 1, 1], [4, 4, 2]])
+    few = randn(6, 3, 5)
+    short_inputs, short_lengths = torch.tensor([6, 4, 6]), torch.tensor([3, 3, 3])
+    ctc_case("loss_ctc_no_alignment_none", few, short, short_inputs, short_lengths,
+             reduction="none")
+    ctc_case("loss_ctc_no_alignment_zero_infinity_mean", few, short, short_inputs,
+             short_lengths, zero_infinity=True)
+    # Longer: 60 frames, targets of up to 20 labels (runs of repeats among them).
+    long_targets = torch.randint(1, 12, (3, 20))
+    long_targets[:, 5:8] = long_targets[:, 4:5]
+    ctc_case("loss_ctc_long_mean", randn(60, 3, 12), long_targets, torch.tensor([60, 51, 40]),
+             torch.tensor([20, 17, 9]))
+
+
 def main():
     torch.manual_seed(0)
     if os.path.isdir(ROOT):
@@ -369,6 +418,7 @@ def main():
     losses_parity()
     losses_focal_hinge()
     losses_multi_input()
+    losses_ctc()
 
 
 if __name__ == "__main__":

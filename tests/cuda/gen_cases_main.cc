@@ -9,10 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "autodiff/grad.h"
 #include "bench/models.h"
 #include "codegen/cuda_program.h"
 #include "codegen/program_source.h"
 #include "frontend/flow.h"
+#include "frontend/losses.h"
 #include "frontend/modules.h"
 #include "frontend/training.h"
 #include "ir/text.h"
@@ -41,6 +43,28 @@ Graph parse(const std::string& text) {
 std::string graph_text(const std::string& name, const std::string& inputs,
                        const std::string& body, const std::string& outs) {
   return "graph @" + name + "(" + inputs + ") {\n" + body + "  return " + outs + "\n}\n";
+}
+
+/// CTC (frontend/losses.h) in one graph: each sample's loss and the gradient w.r.t. the
+/// logits before log_softmax, so the alpha loop and its reverse. The seeded targets and
+/// lengths are in [0, 2]: short inputs, and alignments that cannot fit (0 with
+/// zero_infinity).
+Graph ctc_loss_and_gradient() {
+  const std::vector<std::string> extras = {"targets", "input_lengths", "target_lengths"};
+  StatusOr<Model> m =
+      FlowBuilder::from(LogSoftmax(-1)).input(extras)
+          .through(CTCLoss({.reduction = Reduction::None, .zero_infinity = true})).uses(extras)
+          .build({{"x", f32({6, 4, 5})}, {"targets", i64({4, 3})}, {"input_lengths", i64({4})},
+                  {"target_lengths", i64({4})}});
+  WEFT_CHECK(m.ok(), m.ok() ? "" : m.error().to_string());
+  Graph g = m->graph();
+  const ValueId loss = g.outputs()[0];
+  const ValueId seed = g.add_input("seed", g.type(loss));
+  StatusOr<std::vector<ValueId>> grads = append_gradients(g, loss, {g.inputs()[0].value}, seed);
+  WEFT_CHECK(grads.ok(), grads.ok() ? "" : grads.error().to_string());
+  g.set_outputs({loss, (*grads)[0]});
+  g.set_declared_output_types({});
+  return g;
 }
 
 /// One graph per elementwise op and dtype the GPU emitter fuses, over a row-broadcast
@@ -231,6 +255,7 @@ std::vector<GraphCase> op_cases() {
   return %h
 }
 )")});
+  cases.push_back({"ctc_loss_and_gradient", ctc_loss_and_gradient()});
   // Convolutions (cuDNN) and poolings (pool.cu): each op with strides, padding, and for
   // the convolutions groups and dilation.
   const std::string conv = "stride=[2, 2], padding=[1, 1], groups=2";

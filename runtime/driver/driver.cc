@@ -15,6 +15,7 @@
 #include "runtime/driver/flags.h"
 #include "runtime/driver/stop_signals.h"
 #include "runtime/flag_values.h"
+#include "runtime/monitor/metrics.h"
 #include "runtime/monitor/monitor.h"
 
 namespace weft::driver {
@@ -146,7 +147,8 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
     }
   }
   for (const auto& [flag, path] : {std::pair{"checkpoint-out", &config.checkpoint_out},
-                                   {"metrics-csv", &config.metrics_csv}, {"report", &config.report}}) {
+                                   {"metrics-csv", &config.metrics_csv}, {"epoch-csv", &config.epoch_csv},
+                                   {"report", &config.report}}) {
     if (path->empty() || !lead) continue;
     // Fails early, not after hours of training, when `path` cannot be written.
     if (auto why = unwritable_file(*path)) return runtime(Error{"--" + std::string(flag) + "=" + *path + ": " + *why});
@@ -192,6 +194,16 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
   monitor::RunLog log({"test_accuracy", "test_loss"});
   if (!config.metrics_csv.empty() && lead) {
     if (Status s = log.open_csv(config.metrics_csv, "--metrics-csv=" + config.metrics_csv); !s.ok()) {
+      return runtime(s.error());
+    }
+  }
+  // Epoch means of the loss and lr, and each epoch's test metrics: --epoch-csv's rows,
+  // numbered from the epoch a resumed run starts in.
+  monitor::Metrics epochs;
+  epochs.set_goal("test_accuracy", monitor::Goal::maximize);
+  epochs.skip_epochs(model.steps() / per_epoch);
+  if (!config.epoch_csv.empty() && lead) {
+    if (Status s = epochs.open_csv(config.epoch_csv, "--epoch-csv=" + config.epoch_csv); !s.ok()) {
       return runtime(s.error());
     }
   }
@@ -279,6 +291,8 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
     StatusOr<double> loss = model.step(**inputs);
     if (!loss.ok()) return runtime(loss.error());
     ++t;
+    epochs.record("loss", *loss);
+    epochs.record("lr", lr);
     epoch_loss += *loss;
     ++epoch_steps;
     const double elapsed = seconds_since(start);
@@ -311,6 +325,9 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
                     epoch_loss / static_cast<double>(epoch_steps), seconds);
       progress.line(std::string(line) + (eval ? ", " + eval->to_string() : ""));
       log.end_epoch(epoch + 1, seconds);
+      if (eval && eval->accuracy) epochs.record("test_accuracy", *eval->accuracy);
+      if (eval && eval->loss) epochs.record("test_loss", *eval->loss);
+      if (Status s = epochs.flush(); !s.ok()) return runtime(s.error());
       if (config.profile) {
         progress.line(model.profile_report());
         progress.line("data loader: the steps waited " + format_number("%.3f", loader.wait_seconds()) +

@@ -237,6 +237,10 @@ std::vector<Flag> make_flags() {
           &DriverConfig::eval_every, 0);
   path("metrics-csv", "write epoch, step, loss, lr, examples/s, elapsed s, memory, test accuracy and loss per step",
        &DriverConfig::metrics_csv);
+  path("epoch-csv",
+       "write one row per epoch: the epoch's mean loss and lr, its test accuracy and loss "
+       "(rewritten at each epoch's end)",
+       &DriverConfig::epoch_csv);
   path("report", "at the end, write an HTML report here: loss, test metrics, time per epoch, memory",
        &DriverConfig::report);
   integer("serve", "off",

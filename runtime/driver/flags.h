@@ -63,6 +63,7 @@ struct DriverConfig {
   int64_t checkpoint_every = 0;
   int64_t eval_every = 0;
   std::string metrics_csv;
+  std::string epoch_csv;  ///< One row per epoch (monitor::Metrics' epoch CSV).
   std::string report;
   int64_t serve = -1;  ///< --serve=PORT: the live dashboard's port (0: a free one); -1: off.
   int64_t log_every = 100;

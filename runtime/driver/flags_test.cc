@@ -45,7 +45,7 @@ TEST(Flags, EveryFlagParses) {
                           "--warmup-steps=5", "--warmup-start-factor=0.1", "--min-lr=1e-5",
                           "--checkpoint-in=in.safetensors", "--partial-load", "--checkpoint-out=/tmp/out.safetensors",
                           "--checkpoint-every=50", "--eval-every=20", "--metrics-csv=m.csv",
-                          "--log-every=10", "--data=/data"});
+                          "--epoch-csv=e.csv", "--log-every=10", "--data=/data"});
   EXPECT_EQ(c.epochs, 3);
   EXPECT_EQ(c.max_steps, 7);
   EXPECT_EQ(c.seed, 18446744073709551615ull);  // every uint64 seed, exactly
@@ -62,6 +62,7 @@ TEST(Flags, EveryFlagParses) {
   EXPECT_EQ(c.checkpoint_every, 50);
   EXPECT_EQ(c.eval_every, 20);
   EXPECT_EQ(c.metrics_csv, "m.csv");
+  EXPECT_EQ(c.epoch_csv, "e.csv");
   EXPECT_EQ(c.log_every, 10);
   EXPECT_EQ(c.data_dir, "/data");
 
@@ -149,6 +150,7 @@ TEST(Flags, PathErrors) {
   EXPECT_EQ(error_of({"--checkpoint-out="}), "--checkpoint-out needs a path: --checkpoint-out=PATH");
   EXPECT_EQ(error_of({"--checkpoint-in="}), "--checkpoint-in needs a path: --checkpoint-in=PATH");
   EXPECT_EQ(error_of({"--metrics-csv="}), "--metrics-csv needs a path: --metrics-csv=PATH");
+  EXPECT_EQ(error_of({"--epoch-csv="}), "--epoch-csv needs a path: --epoch-csv=PATH");
 }
 
 TEST(Flags, InconsistentFlags) {
@@ -181,7 +183,7 @@ TEST(Flags, HelpListsEveryFlagWithItsDefault) {
   const std::string help = help_text("train");
   EXPECT_EQ(help.rfind("usage: train [--flag=value ...]\n", 0), 0u) << help;
   const std::vector<std::string> names = flag_names();
-  EXPECT_EQ(names.size(), 38u);
+  EXPECT_EQ(names.size(), 39u);
   for (const std::string& name : names) {
     EXPECT_NE(help.find("\n  --" + name), std::string::npos) << name << "\n" << help;
   }

@@ -266,16 +266,7 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
       order = epoch_order(config.shuffle_seed, epoch, samples);
       order_epoch = epoch;
     }
-    for (size_t k = 0; k < step_inputs.size(); ++k) {
-      if (!comm) {
-        gather_rows_into(data->train.arrays[k], order.data() + index * batch, batch, into[k]);
-        continue;
-      }
-      Type global = step_inputs[k].type;
-      global.shape.dims[0] = batch;
-      WEFT_ASSIGN_OR_RETURN(into[k], collective::shard_batch(
-          gather_rows(data->train.arrays[k], order.data() + index * batch, batch, global), rank, world_size));
-    }
+    gather_batch(data->train.columns, order.data() + index * batch, batch, rank, world_size, into);
     return Status();
   });
   double epoch_loss = 0;
@@ -385,7 +376,7 @@ StatusOr<Evaluation> evaluate_split(Trainable& model, const Split& test) {
   const auto& eval_inputs = model.eval_inputs();
   const int64_t eval_batch = eval_inputs[0].type.shape[0];
   const int64_t n = test.size();
-  const Tensor& target = test.arrays.back();
+  const Tensor& target = test.columns.back().array;
   const int64_t target_elements = sample_elements(target.type());
   int64_t correct = 0;
   double loss_sum = 0;
@@ -396,7 +387,7 @@ StatusOr<Evaluation> evaluate_split(Trainable& model, const Split& test) {
   for (int64_t start = 0; start < n; start += eval_batch) {
     const int64_t rows = std::min(eval_batch, n - start);  // the last batch may be short: padded
     for (size_t k = 0; k < eval_inputs.size(); ++k) {
-      inputs[k] = slice_rows(test.arrays[k], start, rows, eval_inputs[k].type);
+      inputs[k] = slice_rows(test.columns[k], start, rows, eval_inputs[k].type);
     }
     WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, model.evaluate(inputs));
     if (outputs.empty() || outputs[0].rank() < 1 || outputs[0].shape()[0] != eval_batch) {

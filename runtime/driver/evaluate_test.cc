@@ -32,7 +32,7 @@ Split classification(int64_t n, uint32_t seed) {
     const float* r = x.data<float>() + i * 4;
     y.data<int64_t>()[i] = r[0] >= r[1] && r[0] >= r[2] ? 0 : r[1] >= r[2] ? 1 : 2;
   }
-  s.arrays = {x, y};
+  s.columns = {Column{x, "x", ""}, Column{y, "y", ""}};
   s.classes = y;
   s.source = "synthetic";
   return s;
@@ -58,7 +58,7 @@ TEST(Evaluate, PadsTheLastBatchAndDropsItsOutputs) {
     std::vector<int64_t> order = epoch_order(0, s / 8, 64);
     std::vector<Tensor> batch;
     for (size_t k = 0; k < 2; ++k) {
-      batch.push_back(gather_rows(train.arrays[k], order.data() + (s % 8) * 8, 8, model->step_inputs()[k].type));
+      batch.push_back(gather_rows(train.columns[k], order.data() + (s % 8) * 8, 8, model->step_inputs()[k].type));
     }
     ASSERT_TRUE(model->step(batch).ok());
   }
@@ -68,7 +68,7 @@ TEST(Evaluate, PadsTheLastBatchAndDropsItsOutputs) {
   ASSERT_TRUE(e.ok()) << e.error().to_string();
 
   // The Trainer evaluates any batch size: all 23 rows at once, no padding.
-  StatusOr<std::vector<Tensor>> whole = model->trainer().evaluate({test.arrays[0]});
+  StatusOr<std::vector<Tensor>> whole = model->trainer().evaluate({test.columns[0].array});
   ASSERT_TRUE(whole.ok());
   int64_t correct = 0;
   double ce = 0;
@@ -102,7 +102,7 @@ TEST(Evaluate, MeanSquaredErrorForOtherTargets) {
   Tensor x(Type{DType::f32, {6, 3}}), y(Type{DType::f32, {6, 2}});
   for (int64_t i = 0; i < 18; ++i) x.data<float>()[i] = 0.1f * static_cast<float>(i % 7);
   for (int64_t i = 0; i < 12; ++i) y.data<float>()[i] = 0.3f * static_cast<float>(i % 5);
-  test.arrays = {x, y};
+  test.columns = {Column{x, "x", ""}, Column{y, "y", ""}};
   StatusOr<Evaluation> e = evaluate_split(**model, test);
   ASSERT_TRUE(e.ok()) << e.error().to_string();
   StatusOr<std::vector<Tensor>> whole = (*model)->trainer().evaluate({x});
@@ -163,8 +163,8 @@ TEST(RunDriver, ExitStatuses) {
     return std::unique_ptr<Trainable>(classifier(5));
   };
   Split data = classification(40, 3);
-  ASSERT_TRUE(write_npy(tmp("x.npy"), data.arrays[0]).ok());
-  ASSERT_TRUE(write_npy(tmp("y.npy"), data.arrays[1]).ok());
+  ASSERT_TRUE(write_npy(tmp("x.npy"), data.columns[0].array).ok());
+  ASSERT_TRUE(write_npy(tmp("y.npy"), data.columns[1].array).ok());
   const std::string train = "--train=" + tmp("x.npy") + "," + tmp("y.npy");
 
   DriverRun r = run({train, "--test=" + tmp("x.npy") + "," + tmp("y.npy"), "--epochs=2"}, factory);
@@ -191,7 +191,7 @@ TEST(RunDriver, ExitStatuses) {
   EXPECT_EQ(r.out.rfind("usage: train ", 0), 0u);
 
   // Labels that are not classes of the model's output.
-  Tensor bad = data.arrays[1];
+  Tensor bad = data.columns[1].array;
   bad.data<int64_t>()[7] = 3;
   ASSERT_TRUE(write_npy(tmp("bad.npy"), bad).ok());
   r = run({"--train=" + tmp("x.npy") + "," + tmp("bad.npy")}, factory);
@@ -213,8 +213,8 @@ TEST(RunDriver, ExitStatuses) {
   EXPECT_EQ(r.err, "error: --checkpoint-out=/nonexistent/ck.safetensors: the directory /nonexistent does not "
                    "exist\n");
   Split few = classification(7, 4);  // less than one batch of 8
-  ASSERT_TRUE(write_npy(tmp("fx.npy"), few.arrays[0]).ok());
-  ASSERT_TRUE(write_npy(tmp("fy.npy"), few.arrays[1]).ok());
+  ASSERT_TRUE(write_npy(tmp("fx.npy"), few.columns[0].array).ok());
+  ASSERT_TRUE(write_npy(tmp("fy.npy"), few.columns[1].array).ok());
   r = run({"--train=" + tmp("fx.npy") + "," + tmp("fy.npy")}, factory);
   EXPECT_EQ(r.status, kExitRuntime);
   EXPECT_EQ(r.err, "error: train: 7 training samples do not make one batch of 8 (the model's batch size)\n");

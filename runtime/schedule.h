@@ -18,7 +18,9 @@
 // runtime/testdata/make_schedule_fixtures.py. ReduceLROnPlateau depends on the metrics
 // it has seen, so it is a stateful object fed once per epoch. WarmupLR composes: it puts
 // a warmup in front of any stateless schedule (PyTorch's SequentialLR with a LinearLR or
-// ConstantLR first).
+// ConstantLR first). OneCycleLR and CyclicLR also give the momentum of each step
+// (`momentum_at`, PyTorch's cycle_momentum), fed to a step built with
+// OptimizerSpec::with_scheduled_momentum as its `weft.momentum` input (Trainer::set_momentum).
 
 #include <cstdint>
 #include <memory>

@@ -219,6 +219,14 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
       log.set_gpu_memory_probe((*b)->device_memory_used_mib);
     }
   }
+  // A schedule that cycles the momentum (onecycle, cyclic) sets it where the model's step
+  // takes it as an input; elsewhere the momentum stays as compiled, and the line says so.
+  const bool cycle_momentum = (*schedule)->momentum_at(0).has_value() && model.takes_momentum();
+  std::string momentum_text;
+  if ((*schedule)->momentum_at(0) && !model.takes_momentum()) {
+    momentum_text = " (momentum not cycled: the model's step compiles it in; build its optimizer with "
+                    "with_scheduled_momentum())";
+  }
   std::string test_text = data->test ? std::to_string(data->test->size()) + " test samples (eval batch " +
                                            std::to_string(model.eval_inputs()[0].type.shape[0]) + ")"
                                      : "no test split";
@@ -229,7 +237,7 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
                 ", " + std::to_string(per_epoch) + " steps per epoch, " +
                 std::to_string(config.epochs) + (config.epochs == 1 ? " epoch (" : " epochs (") +
                 std::to_string(total) + " steps); " +
-                (*schedule)->describe() + "; " + test_text);
+                (*schedule)->describe() + momentum_text + "; " + test_text);
 
   auto evaluate = [&]() -> StatusOr<std::optional<Evaluation>> {
     if (!data->test || !lead) return std::optional<Evaluation>();  // every rank has the same values
@@ -279,11 +287,16 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
     if (!inputs.ok()) return runtime(inputs.error());
     const double lr = (*schedule)->lr_at(t);
     model.set_lr(lr);
+    const double momentum = cycle_momentum ? (*schedule)->momentum_at(t).value_or(0) : 0;
+    if (cycle_momentum) {
+      if (Status s = model.set_momentum(momentum); !s.ok()) return runtime(s.error());
+    }
     StatusOr<double> loss = model.step(**inputs);
     if (!loss.ok()) return runtime(loss.error());
     ++t;
     epochs.record("loss", *loss);
     epochs.record("lr", lr);
+    if (cycle_momentum) epochs.record("momentum", momentum);
     epoch_loss += *loss;
     ++epoch_steps;
     const double elapsed = seconds_since(start);

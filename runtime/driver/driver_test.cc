@@ -461,13 +461,13 @@ TEST(Driver, HelpListsEveryFlag) {
         "--shuffle-seed=S", "--threads=N", "--max-memory=BYTES", "--lr=X", "--schedule=NAME", "--lr-step-size=N", "--lr-gamma=X",
         "--milestones=N,N,...", "--warmup-steps=N", "--warmup-start-factor=X", "--min-lr=X", "--pct-start=X",
         "--div-factor=X", "--final-div-factor=X", "--max-lr=X", "--step-size-up=N", "--step-size-down=N",
-        "--cyclic-mode=MODE", "--cyclic-gamma=X", "--checkpoint-in=PATH", "--partial-load", "--checkpoint-out=PATH",
+        "--cyclic-mode=MODE", "--cyclic-gamma=X", "--base-momentum=X", "--max-momentum=X", "--no-cycle-momentum", "--checkpoint-in=PATH", "--partial-load", "--checkpoint-out=PATH",
         "--checkpoint-every=N", "--eval-every=N", "--metrics-csv=PATH", "--epoch-csv=PATH", "--report=PATH", "--serve=N", "--log-every=N",
         "--check-numerics",
         "--profile", "--data-parallel", "--help"}) {
     EXPECT_NE(r.out.find(std::string("\n  ") + flag), std::string::npos) << flag;
   }
-  EXPECT_EQ(count(r.out, "\\(default: "), 38);  // every flag but --help
+  EXPECT_EQ(count(r.out, "\\(default: "), 41);  // every flag but --help
 }
 
 // A binary trains on the backend its model was compiled for: --backend naming it is a

@@ -1,7 +1,7 @@
 // The driver's evaluation, in process, on a JIT-compiled model: batches of the eval
 // inputs' static size with the last one padded, compared with the Trainer evaluating the
 // whole split at once; and run_driver's exit statuses where the model and the flags
-// disagree.
+// disagree; a schedule cycling the momentum of a model whose step takes it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +14,7 @@
 #include "frontend/modules.h"
 #include "runtime/driver/driver.h"
 #include "runtime/npy.h"
+#include "runtime/schedule.h"
 
 namespace weft::driver {
 namespace {
@@ -225,6 +226,85 @@ TEST(RunDriver, ExitStatuses) {
   r = run({}, failing);
   EXPECT_EQ(r.status, kExitRuntime);
   EXPECT_EQ(r.err, "error: no such model\n");
+}
+
+/// The classifier with SGD(momentum 0.9), its momentum scheduled (a weft.momentum input)
+/// or compiled in.
+std::unique_ptr<JitTrainable> sgd_classifier(bool scheduled) {
+  StatusOr<FlowPtr> net = FlowBuilder::from(Linear(4, 16)).through(ReLU()).through(Linear(16, 3)).build();
+  EXPECT_TRUE(net.ok());
+  OptimizerSpec sgd = OptimizerSpec::sgd(0.1, 0.9).with_scheduled_momentum(scheduled);
+  StatusOr<std::unique_ptr<JitTrainable>> m =
+      JitTrainable::compile(*net, {{"x", Type{DType::f32, {8, 4}}}}, LossSpec::cross_entropy(), sgd, {}, 5);
+  EXPECT_TRUE(m.ok()) << m.error().to_string();
+  return std::move(*m);
+}
+
+// --schedule=onecycle sets the momentum of a model whose step takes it every step, as
+// OneCycleLR's cycle_momentum does: the driver's losses are those of a Trainer stepped
+// with the schedule's lr and momentum, and the epoch CSV has their mean momentum. A model
+// with its momentum compiled in trains at that momentum, and the first line says so.
+TEST(RunDriver, OneCycleCyclesTheMomentumOfAModelThatTakesIt) {
+  Split data = classification(8, 5);  // one batch an epoch: the shuffle changes no loss
+  ASSERT_TRUE(write_npy(tmp("mx.npy"), data.columns[0].array).ok());
+  ASSERT_TRUE(write_npy(tmp("my.npy"), data.columns[1].array).ok());
+  const std::vector<std::string> args = {"--train=" + tmp("mx.npy") + "," + tmp("my.npy"), "--epochs=6",
+                                         "--schedule=onecycle", "--metrics-csv=" + tmp("m.csv"),
+                                         "--epoch-csv=" + tmp("e.csv")};
+  auto factory = [](bool scheduled) -> ModelFactory {
+    return [scheduled](uint64_t, int, std::shared_ptr<collective::Communicator>,
+                       int64_t) -> StatusOr<std::unique_ptr<Trainable>> {
+      return std::unique_ptr<Trainable>(sgd_classifier(scheduled));
+    };
+  };
+  DriverRun r = run(args, factory(true));
+  ASSERT_EQ(r.status, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("OneCycleLR(max_lr=0.1, total_steps=6, pct_start=0.3, anneal_strategy='cos', "
+                       "div_factor=25.0, final_div_factor=10000.0, three_phase=False, "
+                       "base_momentum=0.85, max_momentum=0.95); no test split"),
+            std::string::npos)
+      << r.out;
+  auto losses_in = [](const std::string& csv) {
+    std::ifstream in(csv);
+    std::string line;
+    std::getline(in, line);  // the header
+    std::vector<double> losses;
+    while (std::getline(in, line)) {
+      const size_t a = line.find(','), b = line.find(',', a + 1), c = line.find(',', b + 1);
+      losses.push_back(std::stod(line.substr(b + 1, c - b - 1)));
+    }
+    return losses;
+  };
+  const std::vector<double> driven = losses_in(tmp("m.csv"));
+  ASSERT_EQ(driven.size(), 6u);
+  const OneCycleLR schedule(0.1, 6);
+  std::unique_ptr<JitTrainable> direct = sgd_classifier(true);
+  std::vector<int64_t> rows = {0, 1, 2, 3, 4, 5, 6, 7};
+  std::vector<Tensor> batch;
+  for (size_t k = 0; k < 2; ++k) batch.push_back(gather_rows(data.columns[k], rows.data(), 8, direct->step_inputs()[k].type));
+  for (int64_t t = 0; t < 6; ++t) {
+    direct->set_lr(schedule.lr_at(t));
+    ASSERT_TRUE(direct->set_momentum(*schedule.momentum_at(t)).ok());
+    StatusOr<double> loss = direct->step(batch);
+    ASSERT_TRUE(loss.ok());
+    EXPECT_NEAR(driven[t], *loss, 1e-6) << "step " << t + 1;
+  }
+  std::ifstream epochs(tmp("e.csv"));
+  std::string header, first;
+  std::getline(epochs, header);
+  std::getline(epochs, first);
+  EXPECT_EQ(header, "epoch,loss,lr,momentum");
+  EXPECT_NEAR(std::stod(first.substr(first.rfind(',') + 1)), *schedule.momentum_at(0), 1e-9);
+
+  r = run(args, factory(false));
+  ASSERT_EQ(r.status, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("max_momentum=0.95) (momentum not cycled: the model's step compiles it in; build "
+                       "its optimizer with with_scheduled_momentum()); no test split"),
+            std::string::npos)
+      << r.out;
+  const std::vector<double> compiled_in = losses_in(tmp("m.csv"));
+  ASSERT_EQ(compiled_in.size(), 6u);
+  EXPECT_GT(std::abs(compiled_in[5] - driven[5]), 1e-6);  // momentum 0.9 throughout
 }
 
 }  // namespace

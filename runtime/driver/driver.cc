@@ -199,11 +199,11 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
   }
   // Epoch means of the loss and lr, and each epoch's test metrics: --epoch-csv's rows,
   // numbered from the epoch a resumed run starts in.
-  monitor::Metrics epochs;
-  epochs.set_goal("test_accuracy", monitor::Goal::maximize);
-  epochs.skip_epochs(model.steps() / per_epoch);
+  monitor::Metrics epoch_metrics;
+  epoch_metrics.set_goal("test_accuracy", monitor::Goal::maximize);
+  epoch_metrics.skip_epochs(model.steps() / per_epoch);
   if (!config.epoch_csv.empty() && lead) {
-    if (Status s = epochs.open_csv(config.epoch_csv, "--epoch-csv=" + config.epoch_csv); !s.ok()) {
+    if (Status s = epoch_metrics.open_csv(config.epoch_csv, "--epoch-csv=" + config.epoch_csv); !s.ok()) {
       return runtime(s.error());
     }
   }
@@ -221,9 +221,10 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
   }
   // A schedule that cycles the momentum (onecycle, cyclic) sets it where the model's step
   // takes it as an input; elsewhere the momentum stays as compiled, and the line says so.
-  const bool cycle_momentum = (*schedule)->momentum_at(0).has_value() && model.takes_momentum();
+  const bool schedule_cycles = (*schedule)->momentum_at(0).has_value();
+  const bool cycle_momentum = schedule_cycles && model.takes_momentum();
   std::string momentum_text;
-  if ((*schedule)->momentum_at(0) && !model.takes_momentum()) {
+  if (schedule_cycles && !cycle_momentum) {
     momentum_text = " (momentum not cycled: the model's step compiles it in; build its optimizer with "
                     "with_scheduled_momentum())";
   }
@@ -294,9 +295,9 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
     StatusOr<double> loss = model.step(**inputs);
     if (!loss.ok()) return runtime(loss.error());
     ++t;
-    epochs.record("loss", *loss);
-    epochs.record("lr", lr);
-    if (cycle_momentum) epochs.record("momentum", momentum);
+    epoch_metrics.record("loss", *loss);
+    epoch_metrics.record("lr", lr);
+    if (cycle_momentum) epoch_metrics.record("momentum", momentum);
     epoch_loss += *loss;
     ++epoch_steps;
     const double elapsed = seconds_since(start);
@@ -329,9 +330,9 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
                     epoch_loss / static_cast<double>(epoch_steps), seconds);
       progress.line(std::string(line) + (eval ? ", " + eval->to_string() : ""));
       log.end_epoch(epoch + 1, seconds);
-      if (eval && eval->accuracy) epochs.record("test_accuracy", *eval->accuracy);
-      if (eval && eval->loss) epochs.record("test_loss", *eval->loss);
-      if (Status s = epochs.flush(); !s.ok()) return runtime(s.error());
+      if (eval && eval->accuracy) epoch_metrics.record("test_accuracy", *eval->accuracy);
+      if (eval && eval->loss) epoch_metrics.record("test_loss", *eval->loss);
+      if (Status s = epoch_metrics.flush(); !s.ok()) return runtime(s.error());
       if (config.profile) {
         progress.line(model.profile_report());
         progress.line("data loader: the steps waited " + format_number("%.3f", loader.wait_seconds()) +

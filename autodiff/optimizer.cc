@@ -135,19 +135,29 @@ struct GroupScalars {
   explicit GroupScalars(Emitter& e) : s(e) {}
   Scalars s;
   ValueId first_step = kNoValue;  ///< SGD: the momentum buffer starts as the gradient.
+  bool scheduled = false;         ///< The momentum / β1 is the runtime scalar "momentum".
   ValueId rectified = kNoValue;   ///< RAdam: whether this step's rho_t > 5.
   ValueId lr64 = kNoValue;
 };
 
-void set_group_scalars(Emitter& e, const OptimizerSpec& spec, ValueId lr, ValueId step64,
-                       GroupScalars& out) {
+void set_group_scalars(Emitter& e, const OptimizerSpec& spec, ValueId lr, ValueId momentum,
+                       ValueId step64, GroupScalars& out) {
   using Kind = OptimizerSpec::Kind;
   const DType f64 = DType::f64;
   Scalars& s = out.s;
   auto c64 = [&](double v) { return e.constant(v, f64); };
   ValueId lr64 = out.lr64 = e.cast(lr, f64);
   s.set("lr", lr64);
-  if (spec.kind == Kind::SGD && spec.momentum != 0) {
+  // The momentum or β1: the runtime scalar (f64, as PyTorch's Python floats), or the
+  // spec's constant.
+  out.scheduled = momentum != kNoValue;
+  ValueId momentum64 = kNoValue;
+  if (out.scheduled) {
+    momentum64 = e.cast(momentum, f64);
+    s.set("momentum", momentum64);
+    s.set("one_minus_momentum", e.sub(c64(1), momentum64));
+  }
+  if (spec.kind == Kind::SGD && (spec.momentum != 0 || out.scheduled)) {
     out.first_step = e.op(Op::Eq, {step64, c64(1)});
   }
   const bool adam_family = spec.kind == Kind::Adam || spec.kind == Kind::AdamW ||
@@ -156,7 +166,8 @@ void set_group_scalars(Emitter& e, const OptimizerSpec& spec, ValueId lr, ValueI
     ValueId beta2_pow = e.op(Op::Pow, {c64(spec.betas[1]), step64});
     ValueId bc2 = e.sub(c64(1), beta2_pow);
     if (spec.kind != Kind::NAdam) {
-      ValueId bc1 = e.sub(c64(1), e.op(Op::Pow, {c64(spec.betas[0]), step64}));
+      ValueId beta1 = out.scheduled ? momentum64 : c64(spec.betas[0]);
+      ValueId bc1 = e.sub(c64(1), e.op(Op::Pow, {beta1, step64}));
       s.set("step_size", e.div(lr64, bc1));
     }
     s.set("bias_correction2", bc2);
@@ -204,9 +215,17 @@ ValueId updated_parameter(Emitter& e, const OptimizerSpec& spec, GroupScalars& g
   const DType dt = e.type(p).dtype;
   Scalars& s = gs.s;
   auto c64 = [&](double v) { return e.constant(v, f64); };
+  // x·momentum (or x·β1) and x·(1 - β1): the runtime scalar's, or the spec's constant.
+  auto times_momentum = [&](ValueId x, double compiled) {
+    return gs.scheduled ? e.mul(x, s.in("momentum", e.type(x).dtype)) : e.scale(x, compiled);
+  };
+  auto times_one_minus_beta1 = [&](ValueId x) {
+    return gs.scheduled ? e.mul(x, s.in("one_minus_momentum", e.type(x).dtype))
+                        : e.scale(x, 1 - spec.betas[0]);
+  };
   // Adam's moments, shared by its family: updates exp_avg and exp_avg_sq, returns them.
   auto moments = [&](ValueId g) {
-    ValueId m = e.add(e.scale(slot.at("exp_avg"), spec.betas[0]), e.scale(g, 1 - spec.betas[0]));
+    ValueId m = e.add(times_momentum(slot.at("exp_avg"), spec.betas[0]), times_one_minus_beta1(g));
     ValueId v = e.add(e.scale(slot.at("exp_avg_sq"), spec.betas[1]),
                       e.mul(e.scale(g, 1 - spec.betas[1]), g));
     update("exp_avg", m);
@@ -220,12 +239,12 @@ ValueId updated_parameter(Emitter& e, const OptimizerSpec& spec, GroupScalars& g
   if (spec.weight_decay != 0 && spec.kind != Kind::AdamW) d = e.add(d, e.scale(p, spec.weight_decay));
   switch (spec.kind) {
     case Kind::SGD: {
-      if (spec.momentum != 0) {
-        ValueId buf = e.scale(slot.at("momentum_buffer"), spec.momentum);
+      if (spec.momentum != 0 || gs.scheduled) {
+        ValueId buf = times_momentum(slot.at("momentum_buffer"), spec.momentum);
         ValueId damped = spec.dampening == 0 ? d : e.scale(d, 1 - spec.dampening);
         buf = e.op(Op::Select, {gs.first_step, d, e.add(buf, damped)});
         update("momentum_buffer", buf);
-        d = spec.nesterov ? e.add(d, e.scale(buf, spec.momentum)) : buf;
+        d = spec.nesterov ? e.add(d, times_momentum(buf, spec.momentum)) : buf;
       }
       return e.sub(p, e.mul(s.in("lr", dt), d));
     }
@@ -257,8 +276,8 @@ ValueId updated_parameter(Emitter& e, const OptimizerSpec& spec, GroupScalars& g
       }
       avg = e.add(avg, e.constant(spec.eps, dt));
       ValueId step_dir = e.div(d, avg);
-      if (spec.momentum > 0) {
-        step_dir = e.add(e.scale(slot.at("momentum_buffer"), spec.momentum), step_dir);
+      if (spec.momentum > 0 || gs.scheduled) {
+        step_dir = e.add(times_momentum(slot.at("momentum_buffer"), spec.momentum), step_dir);
         update("momentum_buffer", step_dir);
       }
       return e.sub(p, e.mul(s.in("lr", dt), step_dir));
@@ -297,6 +316,24 @@ ValueId updated_parameter(Emitter& e, const OptimizerSpec& spec, GroupScalars& g
 
 constexpr char kGradAccumulator[] = "grad_accumulator";
 
+/// A group's momentum input: given exactly when its spec schedules the momentum, a float
+/// scalar.
+Status check_momentum(const Graph& g, const OptimizerGroup& group) {
+  const ValueId m = group.momentum;
+  if (group.spec.scheduled_momentum != (m != kNoValue)) {
+    return Error{group.spec.scheduled_momentum
+                     ? "append_optimizer: the spec schedules the momentum (scheduled_momentum) "
+                       "but no momentum input was given"
+                     : "append_optimizer: a momentum input was given for a spec that compiles its "
+                       "momentum in; set OptimizerSpec::with_scheduled_momentum()"};
+  }
+  if (m != kNoValue && (m < 0 || m >= g.num_values() || !g.value(m).type ||
+                        g.type(m).shape.rank() != 0 || !is_floating(g.type(m).dtype))) {
+    return Error{"append_optimizer: the momentum must be a float scalar (f32[])"};
+  }
+  return Status();
+}
+
 /// The groups' common settings, with an error naming the first group that differs.
 Status check_groups(const std::vector<OptimizerGroup>& groups) {
   for (const OptimizerGroup& group : groups) WEFT_RETURN_IF_ERROR(group.spec.validate());
@@ -319,8 +356,9 @@ Status check_groups(const std::vector<OptimizerGroup>& groups) {
 
 StatusOr<std::vector<OptimizerSlot>> append_optimizer(
     Graph& g, const OptimizerSpec& spec,
-    const std::vector<std::pair<ValueId, ValueId>>& params_and_grads, ValueId lr, ValueId step) {
-  return append_optimizer(g, {OptimizerGroup{params_and_grads, lr, spec}}, step);
+    const std::vector<std::pair<ValueId, ValueId>>& params_and_grads, ValueId lr, ValueId step,
+    ValueId momentum) {
+  return append_optimizer(g, {OptimizerGroup{params_and_grads, lr, spec, momentum}}, step);
 }
 
 StatusOr<std::vector<OptimizerSlot>> append_optimizer(Graph& g,
@@ -332,6 +370,7 @@ StatusOr<std::vector<OptimizerSlot>> append_optimizer(Graph& g,
   const int64_t accumulate = common.accumulate_steps;
   std::vector<std::pair<ValueId, ValueId>> all;  // every group's pairs: no parameter twice
   for (const OptimizerGroup& group : groups) {
+    WEFT_RETURN_IF_ERROR(check_momentum(g, group));
     std::vector<std::string> names = group.spec.slot_names();
     if (accumulate > 1) names.push_back(kGradAccumulator);
     WEFT_RETURN_IF_ERROR(check_inputs(g, group.params_and_grads, group.lr, step, names));
@@ -391,7 +430,7 @@ StatusOr<std::vector<OptimizerSlot>> append_optimizer(Graph& g,
     const OptimizerSpec& spec = group.spec;
     GroupScalars gs(e);
     e.set_loc(Location{});
-    set_group_scalars(e, spec, group.lr, count.t64, gs);
+    set_group_scalars(e, spec, group.lr, group.momentum, count.t64, gs);
     if (clip != kNoValue) gs.s.set("clip", clip);
     const std::vector<std::string> slot_names = spec.slot_names();
     for (auto [p, unused] : group.params_and_grads) {

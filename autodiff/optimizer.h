@@ -56,6 +56,16 @@
 //    min(max_grad_norm / (total_norm + 1e-6), 1). The norm is over every group's
 //    gradients together, as clip_grad_norm_(model.parameters()) is.
 //
+// Scheduled momentum (`with_scheduled_momentum()`, for PyTorch's cycle_momentum in
+// OneCycleLR and CyclicLR, runtime/schedule.h): the momentum of SGD and RMSprop, or β1 of
+// Adam, AdamW and RAdam, is read from a runtime scalar input (`momentum`, a float scalar;
+// runtime/step_inputs.h names it weft.momentum) instead of being compiled in, so a
+// schedule sets it every step as it sets the lr. Everything that depends on it follows
+// PyTorch, which reads the group's current value each step: SGD's buf·momentum (and
+// nesterov's), RMSprop's buf·momentum, Adam's exp_avg·β1 + g·(1-β1) and its bias
+// correction 1-β1^step. SGD and RMSprop then always keep a momentum buffer. A spec
+// without it compiles exactly as before.
+//
 // Parameter groups (torch.optim's param_groups): each group has its own `lr` input and
 // its own hyper-parameters (OptimizerSpec::Group: lr, weight_decay); the step-wide
 // scalars that depend on them (Adam's step size, AdamW's decay, Adagrad's clr, NAdam's
@@ -130,6 +140,10 @@ struct OptimizerSpec {
   /// Gradient accumulation: the update is taken every this many steps, with the mean of
   /// their gradients (see the header comment). 1: every step.
   int64_t accumulate_steps = 1;
+  /// The momentum (SGD, RMSprop) or β1 (Adam, AdamW, RAdam) is a runtime input, for a
+  /// schedule that cycles it (see the header comment); `momentum` / `betas[0]` is then
+  /// only the value a training loop feeds before a schedule sets it.
+  bool scheduled_momentum = false;
 
   using GroupOptions = ParamGroupOptions;
   /// A parameter group: the trainable parameters under a graph-tree path (a `label`
@@ -172,6 +186,13 @@ struct OptimizerSpec {
     accumulate_steps = steps;
     return *this;
   }
+  OptimizerSpec& with_scheduled_momentum(bool value = true) {
+    scheduled_momentum = value;
+    return *this;
+  }
+  /// The momentum a step takes before a schedule sets one: `momentum` for SGD and
+  /// RMSprop, betas[0] for the Adam family.
+  double first_momentum() const;
   /// Adds a parameter group: `adam(1e-3).with_group("encoder", {.lr = 1e-4})`.
   OptimizerSpec& with_group(std::string path, GroupOptions options = {}) {
     groups.push_back({std::move(path), options});
@@ -184,14 +205,16 @@ struct OptimizerSpec {
   /// PyTorch's constructor checks, with its messages ("Invalid epsilon value: -1.0",
   /// "Nesterov momentum requires a momentum and zero dampening", ...), plus
   /// "Invalid max_grad_norm value: ..." for a negative or non-finite clipping norm,
-  /// "Invalid accumulate_steps value: 0" below 1, and each group's options checked the
+  /// "Invalid accumulate_steps value: 0" below 1, scheduled_momentum on Adagrad or NAdam,
+  /// and each group's options checked the
   /// same way, prefixed "parameter group 'PATH': "; an empty or repeated group path is
   /// refused.
   Status validate() const;
   /// The kind and the hyper-parameters it uses, in PyTorch's order:
   /// `AdamW(lr=0.001, betas=(0.9, 0.999), eps=1e-08, weight_decay=0.01, amsgrad=False)`,
   /// then `, maximize=True`, `, max_grad_norm=1.0`, `, accumulate_steps=4` and
-  /// `, groups=[encoder(lr=0.0001), head(weight_decay=0.0)]` when set.
+  /// `, scheduled_momentum=True` and `, groups=[encoder(lr=0.0001), head(weight_decay=0.0)]`
+  /// when set.
   std::string describe() const;
   /// The names of the state slots each parameter gets, in creation order (PyTorch's
   /// state keys): e.g. {"exp_avg", "exp_avg_sq"} for Adam, {"mu_product", "exp_avg",
@@ -219,6 +242,9 @@ struct OptimizerGroup {
   std::vector<std::pair<ValueId, ValueId>> params_and_grads;
   ValueId lr = kNoValue;
   OptimizerSpec spec;
+  /// The momentum input (a float scalar) when spec.scheduled_momentum, else kNoValue.
+  /// Groups may share one.
+  ValueId momentum = kNoValue;
 };
 
 /// Appends to `g`, after everything already there (the backward pass), the update of
@@ -229,10 +255,12 @@ struct OptimizerGroup {
 /// the slots it created, parameter by parameter. Errors (the graph is left unchanged): an
 /// invalid spec (see `validate`), a `param` that is not a param input, a non-float or
 /// f16/bf16 parameter, a gradient whose type differs from its parameter's, a parameter
-/// listed twice, `lr`/`step` of the wrong type, a slot name already taken.
+/// listed twice, `lr`/`step`/`momentum` of the wrong type, a slot name already taken, a
+/// `momentum` input given without spec.scheduled_momentum or missing with it.
 StatusOr<std::vector<OptimizerSlot>> append_optimizer(
     Graph& g, const OptimizerSpec& spec,
-    const std::vector<std::pair<ValueId, ValueId>>& params_and_grads, ValueId lr, ValueId step);
+    const std::vector<std::pair<ValueId, ValueId>>& params_and_grads, ValueId lr, ValueId step,
+    ValueId momentum = kNoValue);
 
 /// The same for several parameter groups, each with its own lr input and spec. The groups
 /// must agree on the kind, max_grad_norm and accumulate_steps (an error names the first

@@ -3,6 +3,8 @@
 // groups, and gradient accumulation over micro-batches.
 #include <fstream>
 #include <map>
+#include <memory>
+#include <optional>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -12,6 +14,7 @@
 #include "autodiff/testing/stepper.h"
 #include "ir/verifier.h"
 #include "runtime/npy.h"
+#include "runtime/schedule.h"
 
 namespace weft {
 namespace {
@@ -70,6 +73,7 @@ OptimizerSpec spec_for(const nlohmann::json& c) {
   }
   s.max_grad_norm = c["max_grad_norm"];
   s.accumulate_steps = c.value("accumulate", 1);
+  s.scheduled_momentum = c.contains("schedule");
   if (c.contains("groups")) {
     for (const auto& [param, options] : c["groups"].items()) {
       OptimizerSpec::GroupOptions o;
@@ -79,6 +83,28 @@ OptimizerSpec spec_for(const nlohmann::json& c) {
     }
   }
   return s;
+}
+
+// The case's schedule (OneCycleLR or CyclicLR, cycling the momentum), from PyTorch's
+// keyword arguments; nullptr for a case without one.
+std::unique_ptr<LrSchedule> schedule_for(const nlohmann::json& c) {
+  if (!c.contains("schedule")) return nullptr;
+  const nlohmann::json& a = c["schedule"]["args"];
+  if (c["schedule"]["kind"] == "OneCycleLR") {
+    OneCycleOptions o;
+    o.three_phase = a.value("three_phase", o.three_phase);
+    if (a.value("anneal_strategy", "cos") == "linear") o.anneal_strategy = OneCycleOptions::Anneal::linear;
+    o.base_momentum = a.value("base_momentum", o.base_momentum);
+    o.max_momentum = a.value("max_momentum", o.max_momentum);
+    return std::make_unique<OneCycleLR>(a["max_lr"], a["total_steps"], o);
+  }
+  CyclicOptions o;
+  o.step_size_up = a.value("step_size_up", o.step_size_up);
+  if (a.contains("step_size_down")) o.step_size_down = a["step_size_down"].get<int64_t>();
+  if (a.value("mode", "triangular") == "triangular2") o.mode = CyclicOptions::Mode::triangular2;
+  o.base_momentum = a.value("base_momentum", o.base_momentum);
+  o.max_momentum = a.value("max_momentum", o.max_momentum);
+  return std::make_unique<CyclicLR>(a["base_lr"], a["max_lr"], o);
 }
 
 Tensor load(const std::string& dir, const std::string& file) {
@@ -103,7 +129,10 @@ TEST_P(OptimizerFixture, MatchesPyTorchOverSeveralSteps) {
   for (const auto& [name, shape] : c["params"].items()) {
     params[name] = load(dir, "init." + name + ".npy");
   }
-  Stepper s(spec, params);
+  // A schedule's lr and momentum, fed per step as runtime inputs (f64, as PyTorch's
+  // Python floats).
+  const std::unique_ptr<LrSchedule> schedule = schedule_for(c);
+  Stepper s(spec, params, schedule ? DType::f64 : DType::f32);
   ASSERT_TRUE(s.status().ok()) << s.status().to_string();
   ASSERT_TRUE(verify(s.graph()).ok());
   const std::vector<std::string> slots = c["slots"];
@@ -119,7 +148,17 @@ TEST_P(OptimizerFixture, MatchesPyTorchOverSeveralSteps) {
     for (const auto& [name, value] : params) {
       grads[name] = load(dir, prefix + "grad." + name + ".npy");
     }
-    ASSERT_TRUE(s.run(spec.lr, k, grads));
+    double lr = spec.lr;
+    std::optional<double> momentum;
+    if (schedule) {
+      // weft's schedule gives the values PyTorch's stepped with.
+      lr = schedule->lr_at(k - 1);
+      momentum = schedule->momentum_at(k - 1);
+      ASSERT_TRUE(momentum.has_value());
+      EXPECT_NEAR(lr, c["schedule"]["lrs"][k - 1].get<double>(), 1e-12) << "step " << k;
+      EXPECT_NEAR(*momentum, c["schedule"]["momenta"][k - 1].get<double>(), 1e-12) << "step " << k;
+    }
+    ASSERT_TRUE(s.run(lr, k, grads, momentum));
     for (const auto& [name, value] : params) {
       std::string why;
       EXPECT_TRUE(all_close(s[name], load(dir, prefix + name + ".npy"), tol, &why))
@@ -140,12 +179,19 @@ INSTANTIATE_TEST_SUITE_P(PyTorch, OptimizerFixture, ::testing::ValuesIn(case_nam
                          [](const auto& info) { return info.param; });
 
 TEST(OptimizerFixtures, CoverEveryKindWithAndWithoutGroups) {
-  std::set<std::string> kinds, grouped;
+  std::set<std::string> kinds, grouped, scheduled;
   bool accumulates = false;
   for (const auto& c : manifest()) {
     kinds.insert(c["kind"].get<std::string>());
     if (c.contains("groups")) grouped.insert(c["kind"].get<std::string>());
+    if (c.contains("schedule")) {
+      scheduled.insert(c["kind"].get<std::string>() + " " + c["schedule"]["kind"].get<std::string>());
+    }
     accumulates |= c.value("accumulate", 1) > 1;
+  }
+  // Scheduled momentum: SGD and Adam under each cycling schedule at least.
+  for (const char* want : {"SGD OneCycleLR", "SGD CyclicLR", "Adam OneCycleLR", "Adam CyclicLR"}) {
+    EXPECT_TRUE(scheduled.count(want)) << want;
   }
   const std::set<std::string> all = {"SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "RAdam", "NAdam"};
   EXPECT_EQ(kinds, all);

@@ -146,6 +146,11 @@ Status OptimizerSpec::validate() const {
     return Error{"Invalid max_grad_norm value: " + python_float_repr(max_grad_norm) +
                  " (a finite norm > 0 clips the gradients; 0 turns clipping off)"};
   }
+  if (scheduled_momentum && (kind == Kind::Adagrad || kind == Kind::NAdam)) {
+    return Error{std::string("scheduled_momentum: ") + optimizer_kind_name(kind) +
+                 (kind == Kind::NAdam ? " reads β1 through its own mu schedule" : " has no momentum") +
+                 "; SGD and RMSprop take a scheduled momentum, Adam, AdamW and RAdam a scheduled β1"};
+  }
   if (accumulate_steps < 1) {
     return Error{"Invalid accumulate_steps value: " + std::to_string(accumulate_steps) +
                  " (the update is taken every accumulate_steps steps; 1 takes it every step)"};
@@ -206,6 +211,7 @@ std::string OptimizerSpec::describe() const {
   if (maximize) s += ", maximize=True";
   if (max_grad_norm > 0) s += ", max_grad_norm=" + f(max_grad_norm);
   if (accumulate_steps != 1) s += ", accumulate_steps=" + std::to_string(accumulate_steps);
+  if (scheduled_momentum) s += ", scheduled_momentum=True";
   if (!groups.empty()) {
     s += ", groups=[";
     for (size_t i = 0; i < groups.size(); ++i) {
@@ -220,10 +226,14 @@ std::string OptimizerSpec::describe() const {
   return s + ")";
 }
 
+double OptimizerSpec::first_momentum() const {
+  return kind == Kind::SGD || kind == Kind::RMSprop ? momentum : betas[0];
+}
+
 std::vector<std::string> OptimizerSpec::slot_names() const {
   switch (kind) {
     case Kind::SGD:
-      if (momentum != 0) return {"momentum_buffer"};
+      if (momentum != 0 || scheduled_momentum) return {"momentum_buffer"};
       return {};
     case Kind::Adam:
     case Kind::AdamW:
@@ -231,7 +241,7 @@ std::vector<std::string> OptimizerSpec::slot_names() const {
       return {"exp_avg", "exp_avg_sq"};
     case Kind::RMSprop: {
       std::vector<std::string> names = {"square_avg"};
-      if (momentum > 0) names.push_back("momentum_buffer");
+      if (momentum > 0 || scheduled_momentum) names.push_back("momentum_buffer");
       if (centered) names.push_back("grad_avg");
       return names;
     }

@@ -53,6 +53,68 @@ TEST(Optimizer, SgdMomentumStartsFromTheGradientThenDampens) {
   expect_near(s["w"], {0.75 - 0.5 * 0.95, -2.5 - 0.5 * 0.4});
 }
 
+// A scheduled momentum (cycle_momentum) is read from the `momentum` input every step.
+TEST(Optimizer, SgdScheduledMomentumIsReadEachStep) {
+  Stepper s(OptimizerSpec::sgd(/*lr=*/0.5).with_scheduled_momentum(), {{"w", f64s({1, -2})}},
+            DType::f64);
+  ASSERT_TRUE(s.status().ok()) << s.status().to_string();
+  EXPECT_EQ(s.slots().size(), 1u);  // a momentum buffer although the spec's momentum is 0
+  ASSERT_TRUE(s.run(0.5, 1, {{"w", f64s({0.5, 1})}}, /*momentum=*/0.9));
+  expect_near(s["optimizer.w.momentum_buffer"], {0.5, 1});
+  // Step 2 at momentum 0.5: buf = 0.5·[0.5, 1] + [1, -1] = [1.25, -0.5].
+  ASSERT_TRUE(s.run(0.5, 2, {{"w", f64s({1, -1})}}, /*momentum=*/0.5));
+  expect_near(s["optimizer.w.momentum_buffer"], {1.25, -0.5});
+  expect_near(s["w"], {0.75 - 0.5 * 1.25, -2.5 + 0.5 * 0.5});
+}
+
+// Adam's β1 from the input: the moment and the bias correction 1 - β1^step use it.
+TEST(Optimizer, AdamScheduledBeta1) {
+  Stepper s(OptimizerSpec::adam(/*lr=*/0.1).with_scheduled_momentum(), {{"w", f64s({1})}}, DType::f64);
+  ASSERT_TRUE(s.status().ok()) << s.status().to_string();
+  ASSERT_TRUE(s.run(0.1, 1, {{"w", f64s({2})}}, /*momentum=*/0.8));
+  expect_near(s["optimizer.w.exp_avg"], {0.2 * 2});
+  ASSERT_TRUE(s.run(0.1, 2, {{"w", f64s({1})}}, /*momentum=*/0.5));
+  const double m = 0.5 * 0.4 + 0.5 * 1, v = 0.999 * 0.001 * 4 + 0.001 * 1;
+  expect_near(s["optimizer.w.exp_avg"], {m});
+  const double w1 = 1 - 0.1 * 1;  // the first step moves by lr·sign(g)
+  expect_near(s["w"], {w1 - 0.1 / (1 - 0.25) * m / (std::sqrt(v) / std::sqrt(1 - 0.999 * 0.999) + 1e-8)},
+              1e-9);
+}
+
+TEST(Optimizer, ScheduledMomentumErrors) {
+  EXPECT_EQ(OptimizerSpec::nadam().with_scheduled_momentum().validate().to_string(),
+            "error: scheduled_momentum: NAdam reads β1 through its own mu schedule; SGD and "
+            "RMSprop take a scheduled momentum, Adam, AdamW and RAdam a scheduled β1");
+  EXPECT_EQ(OptimizerSpec::adagrad().with_scheduled_momentum().validate().to_string(),
+            "error: scheduled_momentum: Adagrad has no momentum; SGD and RMSprop take a "
+            "scheduled momentum, Adam, AdamW and RAdam a scheduled β1");
+  EXPECT_EQ(OptimizerSpec::sgd(0.1, 0.9).with_scheduled_momentum().describe(),
+            "SGD(lr=0.1, momentum=0.9, dampening=0.0, weight_decay=0.0, nesterov=False, "
+            "scheduled_momentum=True)");
+  EXPECT_EQ(OptimizerSpec::adam(0.1, {0.85, 0.99}).first_momentum(), 0.85);
+  Graph g("f");
+  ValueId w = g.add_input("w", {DType::f32, {2}}, InputKind::param);
+  ValueId gw = g.add_input("gw", {DType::f32, {2}});
+  ValueId lr = g.add_input("lr", {DType::f32, {}});
+  ValueId step = g.add_input("step", {DType::i64, {}});
+  ValueId m = g.add_input("m", {DType::f32, {}});
+  ValueId m_vec = g.add_input("m_vec", {DType::f32, {2}});
+  auto err = [&](const OptimizerSpec& spec, ValueId momentum) {
+    auto r = append_optimizer(g, spec, {{w, gw}}, lr, step, momentum);
+    return r.ok() ? std::string("ok") : r.error().message;
+  };
+  EXPECT_EQ(err(OptimizerSpec::adam().with_scheduled_momentum(), kNoValue),
+            "append_optimizer: the spec schedules the momentum (scheduled_momentum) but no "
+            "momentum input was given");
+  EXPECT_EQ(err(OptimizerSpec::adam(), m),
+            "append_optimizer: a momentum input was given for a spec that compiles its momentum "
+            "in; set OptimizerSpec::with_scheduled_momentum()");
+  EXPECT_EQ(err(OptimizerSpec::adam().with_scheduled_momentum(), m_vec),
+            "append_optimizer: the momentum must be a float scalar (f32[])");
+  EXPECT_EQ(g.nodes().size(), 0u);
+  EXPECT_EQ(err(OptimizerSpec::adam().with_scheduled_momentum(), m), "ok");
+}
+
 TEST(Optimizer, SgdPlainHasNoState) {
   Stepper s(OptimizerSpec::sgd(/*lr=*/0.5), {{"w", f64s({1, -2})}});
   ASSERT_TRUE(s.status().ok());

@@ -38,6 +38,8 @@ class JitTrainable final : public driver::Trainable {
   StatusOr<std::vector<Tensor>> evaluate(const std::vector<Tensor>& inputs) override;
   void set_lr(double lr) override { trainer_.set_lr(lr); }
   double lr() const override { return trainer_.lr(); }
+  bool takes_momentum() const override { return trainer_.optimizer().scheduled_momentum; }
+  Status set_momentum(double momentum) override { return trainer_.set_momentum(momentum); }
   int64_t steps() const override { return trainer_.steps(); }
   Status set_check_numerics(bool on) override;
   Status set_profiling(bool on) override;

@@ -20,6 +20,7 @@ namespace {
 // The step's own inputs (runtime/step_inputs.h).
 constexpr const char* kTarget = kTargetInput;
 constexpr const char* kStep = kStepInput;
+constexpr const char* kMomentum = kMomentumInput;
 
 /// The step input holding the lr of parameter group `group` (0: the default group).
 std::string lr_input_name(const OptimizerSpec& spec, size_t group) {
@@ -152,6 +153,7 @@ StatusOr<Trainer> Trainer::compile(const FlowPtr& net, const std::vector<InputSp
   t.where_ = where;
   WEFT_RETURN_IF_ERROR(t.optimizer_.validate());
   t.lrs_ = {t.optimizer_.lr};
+  t.momentum_ = t.optimizer_.first_momentum();
   for (size_t i = 0; i < t.optimizer_.groups.size(); ++i) {
     t.lrs_.push_back(t.optimizer_.group_spec(i).lr);
   }
@@ -284,11 +286,13 @@ Status Trainer::build_step() {
     // target last), the learning rate and the step count.
     batch_inputs_.clear();
     lr_inputs_.assign(lrs_.size(), -1);
+    momentum_input_ = -1;
     const Program& p = step_exec_->program();
     for (size_t i = 0; i < p.inputs.size(); ++i) {
       const int index = static_cast<int>(i);
       const std::string& name = p.inputs[i].name;
       if (name == kStep) step_input_ = index;
+      else if (name == kMomentum) momentum_input_ = index;
       else if (int group = lr_group(optimizer_, name); group >= 0) lr_inputs_[group] = index;
       else if (p.inputs[i].kind == InputKind::data) batch_inputs_.push_back(index);
     }
@@ -323,6 +327,10 @@ StatusOr<std::vector<OptimizerGroup>> Trainer::optimizer_groups(
     groups[i].spec.groups.clear();
     groups[i].lr = g.add_input(lr_input_name(optimizer_, i), Type{DType::f32, {}});
   }
+  if (optimizer_.scheduled_momentum) {  // one momentum for every group, as a schedule sets it
+    const ValueId momentum = g.add_input(kMomentum, Type{DType::f32, {}});
+    for (OptimizerGroup& group : groups) group.momentum = momentum;
+  }
   for (const auto& pair : pairs) {
     auto it = group_of.find(g.value(pair.first).name);
     groups[it == group_of.end() ? 0 : it->second].params_and_grads.push_back(pair);
@@ -354,6 +362,16 @@ StatusOr<size_t> group_index(const OptimizerSpec& spec, const std::string& path)
 }
 
 }  // namespace
+
+Status Trainer::set_momentum(double momentum) {
+  if (!optimizer_.scheduled_momentum) {
+    return Error{"set_momentum: the optimizer " + optimizer_.describe() +
+                 " compiles its momentum into the step; build it with "
+                 "OptimizerSpec::with_scheduled_momentum() to schedule it"};
+  }
+  momentum_ = momentum;
+  return Status();
+}
 
 Status Trainer::set_lr(const std::string& group, double lr) {
   WEFT_ASSIGN_OR_RETURN(size_t i, group_index(optimizer_, group));
@@ -414,6 +432,9 @@ StatusOr<double> Trainer::step(const std::vector<Tensor>& batch) {
     }
     WEFT_RETURN_IF_ERROR(step_exec_->set_input(
         step_input_, Tensor::scalar(DType::i64, static_cast<double>(steps_ + 1))));
+    if (momentum_input_ >= 0) {
+      WEFT_RETURN_IF_ERROR(step_exec_->set_input(momentum_input_, Tensor::scalar(DType::f32, momentum_)));
+    }
     WEFT_RETURN_IF_ERROR(step_exec_->run());
     values_stale_ = true;
     ++steps_;
@@ -430,6 +451,8 @@ StatusOr<double> Trainer::step(const std::vector<Tensor>& batch) {
       inputs.push_back(Tensor::scalar(DType::f32, lrs_[group]));
     } else if (name == kStep) {
       inputs.push_back(Tensor::scalar(DType::i64, static_cast<double>(steps_ + 1)));
+    } else if (name == kMomentum) {
+      inputs.push_back(Tensor::scalar(DType::f32, momentum_));
     } else if (in.kind == InputKind::data) {
       if (next >= batch.size()) break;
       inputs.push_back(batch[next++]);

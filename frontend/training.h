@@ -154,6 +154,15 @@ class Trainer {
   /// groups when there is no such group.
   Status set_lr(const std::string& group, double lr);
   StatusOr<double> lr(const std::string& group) const;
+  /// The momentum (SGD, RMSprop) or β1 (Adam, AdamW, RAdam) of the next steps, every
+  /// group's, for a schedule that cycles it (LrSchedule::momentum_at: OneCycleLR,
+  /// CyclicLR). Only for an optimizer built with OptimizerSpec::with_scheduled_momentum(),
+  /// whose step takes it as its `weft.momentum` input; an error otherwise (the momentum is
+  /// compiled into the step). It starts at OptimizerSpec::first_momentum().
+  Status set_momentum(double momentum);
+  double momentum() const { return momentum_; }
+  /// The optimizer the step was compiled with.
+  const OptimizerSpec& optimizer() const { return optimizer_; }
   /// Steps taken so far, one per step() call (restored by load()). With gradient
   /// accumulation (OptimizerSpec::accumulate_steps = K) a step is a micro-batch and the
   /// update is taken on every K-th.
@@ -263,6 +272,7 @@ class Trainer {
   /// group has no trainable parameter) and of the step number.
   std::vector<int> lr_inputs_;
   int step_input_ = -1;
+  int momentum_input_ = -1;  ///< step_exec_'s weft.momentum (scheduled momentum), or -1.
   std::map<std::string, Graph> eval_graphs_;  ///< By printed input types.
   std::map<std::string, std::unique_ptr<ProgramExecutor>> eval_execs_;
   std::vector<std::pair<bool, std::string>> freezes_;  ///< (freeze?, path), in call order.
@@ -278,6 +288,7 @@ class Trainer {
   std::source_location where_;  ///< The compile() call: the loss's location.
   /// The lr of the default group, then of each OptimizerSpec::groups entry.
   std::vector<double> lrs_ = {1e-3};
+  double momentum_ = 0;  ///< Fed to weft.momentum when the optimizer schedules it.
   int64_t steps_ = 0;
 };
 

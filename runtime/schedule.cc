@@ -137,24 +137,33 @@ std::string WarmupCosineLR::describe() const {
 
 // ---- OneCycleLR ----
 
-double OneCycleLR::lr_at(int64_t t) const {
+double OneCycleLR::lr_at(int64_t t) const { return annealed(t, /*momentum=*/false); }
+
+std::optional<double> OneCycleLR::momentum_at(int64_t t) const {
+  if (!options_.cycle_momentum) return std::nullopt;
+  return annealed(t, /*momentum=*/true);
+}
+
+double OneCycleLR::annealed(int64_t t, bool momentum) const {
   t = clamp_t(t);
   const OneCycleOptions& o = options_;
   const double initial_lr = max_lr_ / o.div_factor;
   const double min_lr = initial_lr / o.final_div_factor;
-  if (t > total_steps_) return min_lr;
+  const double base_m = o.base_momentum, max_m = o.max_momentum;
+  if (t > total_steps_) return momentum ? max_m : min_lr;
   struct Phase {
-    double end_step, start_lr, end_lr;
+    double end_step, start_lr, end_lr, start_momentum, end_momentum;
   };
   // PyTorch's _schedule_phases, with its arithmetic order.
   const double total = static_cast<double>(total_steps_);
   std::vector<Phase> phases;
   if (o.three_phase) {
-    phases = {{o.pct_start * total - 1, initial_lr, max_lr_},
-              {2 * o.pct_start * total - 2, max_lr_, initial_lr},
-              {total - 1, initial_lr, min_lr}};
+    phases = {{o.pct_start * total - 1, initial_lr, max_lr_, max_m, base_m},
+              {2 * o.pct_start * total - 2, max_lr_, initial_lr, base_m, max_m},
+              {total - 1, initial_lr, min_lr, max_m, max_m}};
   } else {
-    phases = {{o.pct_start * total - 1, initial_lr, max_lr_}, {total - 1, max_lr_, min_lr}};
+    phases = {{o.pct_start * total - 1, initial_lr, max_lr_, max_m, base_m},
+              {total - 1, max_lr_, min_lr, base_m, max_m}};
   }
   const double step = static_cast<double>(t);
   double start_step = 0;
@@ -164,15 +173,17 @@ double OneCycleLR::lr_at(int64_t t) const {
       // A phase of zero length (PyTorch divides by zero there) is taken as finished.
       double span = p.end_step - start_step;
       double pct = span == 0 ? 1.0 : (step - start_step) / span;
+      const double start = momentum ? p.start_momentum : p.start_lr;
+      const double end = momentum ? p.end_momentum : p.end_lr;
       if (o.anneal_strategy == OneCycleOptions::Anneal::cos) {
         double cos_out = std::cos(std::numbers::pi * pct) + 1;
-        return p.end_lr + (p.start_lr - p.end_lr) / 2.0 * cos_out;
+        return end + (start - end) / 2.0 * cos_out;
       }
-      return (p.end_lr - p.start_lr) * pct + p.start_lr;
+      return (end - start) * pct + start;
     }
     start_step = p.end_step;
   }
-  return min_lr;  // unreachable: the last phase always matches
+  return momentum ? max_m : min_lr;  // unreachable: the last phase always matches
 }
 
 Status OneCycleLR::validate() const {
@@ -195,12 +206,15 @@ std::string OneCycleLR::describe() const {
          (o.anneal_strategy == OneCycleOptions::Anneal::cos ? "cos" : "linear") +
          "', div_factor=" + python_float_repr(o.div_factor) + ", final_div_factor=" +
          python_float_repr(o.final_div_factor) + ", three_phase=" + (o.three_phase ? "True" : "False") +
+         (o.cycle_momentum ? ", base_momentum=" + python_float_repr(o.base_momentum) +
+                                 ", max_momentum=" + python_float_repr(o.max_momentum)
+                           : std::string(", cycle_momentum=False")) +
          ")";
 }
 
 // ---- CyclicLR ----
 
-double CyclicLR::lr_at(int64_t t) const {
+double CyclicLR::height(int64_t t) const {
   t = clamp_t(t);
   using Mode = CyclicOptions::Mode;
   // PyTorch's get_lr, with its arithmetic order.
@@ -211,13 +225,19 @@ double CyclicLR::lr_at(int64_t t) const {
   const double cycle = std::floor(1 + epoch / total_size);
   const double x = 1. + epoch / total_size - cycle;
   const double scale_factor = x <= step_ratio ? x / step_ratio : (x - 1) / (step_ratio - 1);
-  const double base_height = (max_lr_ - base_lr_) * scale_factor;
   switch (options_.mode) {
-    case Mode::triangular: return base_lr_ + base_height * 1.;
-    case Mode::triangular2: return base_lr_ + base_height * (1 / std::pow(2., cycle - 1));
-    case Mode::exp_range: return base_lr_ + base_height * std::pow(options_.gamma, epoch);
+    case Mode::triangular: return scale_factor;
+    case Mode::triangular2: return scale_factor * (1 / std::pow(2., cycle - 1));
+    case Mode::exp_range: return scale_factor * std::pow(options_.gamma, epoch);
   }
-  return base_lr_;
+  return 0;
+}
+
+double CyclicLR::lr_at(int64_t t) const { return base_lr_ + (max_lr_ - base_lr_) * height(t); }
+
+std::optional<double> CyclicLR::momentum_at(int64_t t) const {
+  if (!options_.cycle_momentum) return std::nullopt;
+  return options_.max_momentum - (options_.max_momentum - options_.base_momentum) * height(t);
 }
 
 Status CyclicLR::validate() const {
@@ -240,7 +260,11 @@ std::string CyclicLR::describe() const {
   return "CyclicLR(base_lr=" + python_float_repr(base_lr_) + ", max_lr=" +
          python_float_repr(max_lr_) + ", step_size_up=" + std::to_string(options_.step_size_up) +
          ", step_size_down=" + std::to_string(step_size_down()) + ", mode='" + mode +
-         "', gamma=" + python_float_repr(options_.gamma) + ")";
+         "', gamma=" + python_float_repr(options_.gamma) +
+         (options_.cycle_momentum ? ", base_momentum=" + python_float_repr(options_.base_momentum) +
+                                        ", max_momentum=" + python_float_repr(options_.max_momentum)
+                                  : std::string(", cycle_momentum=False")) +
+         ")";
 }
 
 // ---- WarmupLR ----
@@ -251,6 +275,10 @@ double WarmupLR::lr_at(int64_t t) const {
   const double peak = after_->lr_at(0);
   if (kind_ == WarmupKind::constant) return peak * start_factor_;
   return linear_warmup(peak, start_factor_, t, warmup_steps_);
+}
+
+std::optional<double> WarmupLR::momentum_at(int64_t t) const {
+  return after_->momentum_at(std::max<int64_t>(clamp_t(t) - warmup_steps_, 0));
 }
 
 Status WarmupLR::validate() const {

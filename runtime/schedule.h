@@ -18,7 +18,9 @@
 // runtime/testdata/make_schedule_fixtures.py. ReduceLROnPlateau depends on the metrics
 // it has seen, so it is a stateful object fed once per epoch. WarmupLR composes: it puts
 // a warmup in front of any stateless schedule (PyTorch's SequentialLR with a LinearLR or
-// ConstantLR first).
+// ConstantLR first). OneCycleLR and CyclicLR also give the momentum of each step
+// (`momentum_at`, PyTorch's cycle_momentum), fed to a step built with
+// OptimizerSpec::with_scheduled_momentum as its `weft.momentum` input (Trainer::set_momentum).
 
 #include <cstdint>
 #include <memory>
@@ -44,6 +46,12 @@ class LrSchedule {
   virtual ~LrSchedule() = default;
   /// The learning rate after `t` scheduler steps (see the header comment).
   virtual double lr_at(int64_t t) const = 0;
+  /// The momentum after `t` steps — SGD's and RMSprop's momentum, or β1 of Adam, AdamW and
+  /// RAdam — for a schedule that cycles it (PyTorch's cycle_momentum: OneCycleLR,
+  /// CyclicLR); nullopt for the others, whose optimizer keeps its own. A compiled step
+  /// takes it as a runtime input only when built for it
+  /// (OptimizerSpec::with_scheduled_momentum, runtime/step_inputs.h's weft.momentum).
+  virtual std::optional<double> momentum_at(int64_t /*t*/) const { return std::nullopt; }
   /// The constructor arguments checked, with PyTorch's message where it has one.
   virtual Status validate() const { return Status(); }
   /// `StepLR(base_lr=0.1, step_size=30, gamma=0.1)`, for logs.
@@ -147,25 +155,33 @@ struct OneCycleOptions {
   double div_factor = 25;         ///< initial_lr = max_lr / div_factor.
   double final_div_factor = 1e4;  ///< min_lr = initial_lr / final_div_factor.
   bool three_phase = false;       ///< Anneal back to initial_lr, then down to min_lr.
+  /// Cycle the momentum (β1 for the Adam family) inversely to the lr, between
+  /// base_momentum and max_momentum.
+  bool cycle_momentum = true;
+  double base_momentum = 0.85;
+  double max_momentum = 0.95;
 };
 
-/// PyTorch's OneCycleLR (Smith & Topin, super-convergence), for the learning rate only:
-/// the momentum cycling (cycle_momentum, base_momentum, max_momentum) is left out, since
-/// momentum and betas are compiled into the optimizer graph, not fed at run time.
-/// Phases (two, or three with three_phase) end at steps pct_start·total_steps - 1,
-/// [2·pct_start·total_steps - 2,] total_steps - 1 and anneal between initial_lr, max_lr
-/// and min_lr exactly as PyTorch's get_lr does. Valid for 0 <= t <= total_steps (PyTorch
-/// raises after that); later t give min_lr. Errors: PyTorch's, for total_steps and
-/// pct_start.
+/// PyTorch's OneCycleLR (Smith & Topin, super-convergence). Phases (two, or three with
+/// three_phase) end at steps pct_start·total_steps - 1, [2·pct_start·total_steps - 2,]
+/// total_steps - 1 and anneal between initial_lr, max_lr and min_lr exactly as PyTorch's
+/// get_lr does; with cycle_momentum the momentum anneals the other way in the same
+/// phases, max_momentum → base_momentum → max_momentum (three_phase: max → base → max →
+/// max). Valid for 0 <= t <= total_steps (PyTorch raises after that); later t give
+/// min_lr and max_momentum. Errors: PyTorch's, for total_steps and pct_start.
 class OneCycleLR final : public LrSchedule {
  public:
   OneCycleLR(double max_lr, int64_t total_steps, OneCycleOptions options = {})
       : max_lr_(max_lr), total_steps_(total_steps), options_(options) {}
   double lr_at(int64_t t) const override;
+  std::optional<double> momentum_at(int64_t t) const override;
   Status validate() const override;
   std::string describe() const override;
 
  private:
+  /// The lr (false) or the momentum (true) after t steps.
+  double annealed(int64_t t, bool momentum) const;
+
   double max_lr_;
   int64_t total_steps_;
   OneCycleOptions options_;
@@ -181,27 +197,36 @@ struct CyclicOptions {
   std::optional<int64_t> step_size_down = std::nullopt;
   Mode mode = Mode::triangular;
   double gamma = 1.0;  ///< exp_range: the amplitude shrinks by gamma^t.
+  /// Cycle the momentum inversely to the lr, between base_momentum and max_momentum.
+  bool cycle_momentum = true;
+  double base_momentum = 0.8;
+  double max_momentum = 0.9;
 };
 
-/// PyTorch's CyclicLR (Smith, "Cyclical Learning Rates"), for the learning rate only: the
-/// momentum cycling (cycle_momentum, base_momentum, max_momentum) is not done, since
-/// momentum is compiled into the optimizer graph, not fed at run time. With T =
-/// step_size_up + step_size_down and r = step_size_up / T:
+/// PyTorch's CyclicLR (Smith, "Cyclical Learning Rates"). With T = step_size_up +
+/// step_size_down and r = step_size_up / T:
 ///   cycle = floor(1 + t/T), x = 1 + t/T - cycle,
 ///   scale = x / r while x <= r (rising), else (x - 1) / (r - 1) (falling),
 ///   lr = base_lr + (max_lr - base_lr) · scale · s, s = 1 (triangular),
-///   1 / 2^(cycle - 1) (triangular2), gamma^t (exp_range).
-/// lr_at(0) is base_lr (PyTorch's CyclicLR overrides the optimizer's lr with it).
-/// Errors: step_size_up < 1, step_size_down < 0.
+///   1 / 2^(cycle - 1) (triangular2), gamma^t (exp_range);
+///   with cycle_momentum, momentum = max_momentum - (max_momentum - base_momentum) · scale · s.
+/// lr_at(0) is base_lr (PyTorch's CyclicLR overrides the optimizer's lr with it), and
+/// momentum_at(0) max_momentum. PyTorch 1.13 cycles only an optimizer with a `momentum`
+/// (SGD, RMSprop; later versions β1 too); weft feeds the value as β1 to the Adam family,
+/// as PyTorch 2 does. Errors: step_size_up < 1, step_size_down < 0.
 class CyclicLR final : public LrSchedule {
  public:
   CyclicLR(double base_lr, double max_lr, CyclicOptions options = {})
       : base_lr_(base_lr), max_lr_(max_lr), options_(options) {}
   double lr_at(int64_t t) const override;
+  std::optional<double> momentum_at(int64_t t) const override;
   Status validate() const override;
   std::string describe() const override;
 
  private:
+  /// PyTorch's scale_factor · scale_fn after t steps.
+  double height(int64_t t) const;
+
   int64_t step_size_down() const {
     return options_.step_size_down.value_or(options_.step_size_up);
   }
@@ -241,6 +266,8 @@ class WarmupLR final : public LrSchedule {
         start_factor_(start_factor),
         kind_(kind) {}
   double lr_at(int64_t t) const override;
+  /// `after`'s: its first value during the warmup (where OneCycleLR and CyclicLR start).
+  std::optional<double> momentum_at(int64_t t) const override;
   Status validate() const override;
   std::string describe() const override;
 

@@ -71,6 +71,9 @@ std::unique_ptr<LrSchedule> make(const nlohmann::json& c) {
     o.div_factor = a.value("div_factor", o.div_factor);
     o.final_div_factor = a.value("final_div_factor", o.final_div_factor);
     o.three_phase = a.value("three_phase", o.three_phase);
+    o.cycle_momentum = a.value("cycle_momentum", o.cycle_momentum);
+    o.base_momentum = a.value("base_momentum", o.base_momentum);
+    o.max_momentum = a.value("max_momentum", o.max_momentum);
     return std::make_unique<OneCycleLR>(a["max_lr"], a["total_steps"], o);
   }
   if (kind == "CyclicLR") {
@@ -81,6 +84,9 @@ std::unique_ptr<LrSchedule> make(const nlohmann::json& c) {
     if (mode == "triangular2") o.mode = CyclicOptions::Mode::triangular2;
     if (mode == "exp_range") o.mode = CyclicOptions::Mode::exp_range;
     o.gamma = a.value("gamma", o.gamma);
+    o.cycle_momentum = a.value("cycle_momentum", o.cycle_momentum);
+    o.base_momentum = a.value("base_momentum", o.base_momentum);
+    o.max_momentum = a.value("max_momentum", o.max_momentum);
     return std::make_unique<CyclicLR>(a["base_lr"], a["max_lr"], o);
   }
   if (kind == "WarmupLR") {
@@ -127,6 +133,19 @@ TEST_P(ScheduleFixture, MatchesPyTorch) {
   ASSERT_GE(lrs.size(), 50u);
   for (size_t t = 0; t < lrs.size(); ++t) {
     expect_rel(s->lr_at(static_cast<int64_t>(t)), lrs[t], "t=" + std::to_string(t));
+  }
+  // The momentum (β1 for Adam): cycled by OneCycleLR and CyclicLR (cycle_momentum), else
+  // the optimizer's own, 0.9 in every fixture.
+  const std::vector<double> momenta = c["momenta"];
+  ASSERT_EQ(momenta.size(), lrs.size());
+  const bool cycles = (c["kind"] == "OneCycleLR" || c["kind"] == "CyclicLR" ||
+                       (c["kind"] == "WarmupLR" && (c["args"]["after"]["kind"] == "OneCycleLR" ||
+                                                    c["args"]["after"]["kind"] == "CyclicLR"))) &&
+                      c["args"].value("cycle_momentum", true);
+  EXPECT_EQ(s->momentum_at(0).has_value(), cycles);
+  for (size_t t = 0; t < momenta.size(); ++t) {
+    expect_rel(s->momentum_at(static_cast<int64_t>(t)).value_or(0.9), momenta[t],
+               "momentum at t=" + std::to_string(t));
   }
 }
 
@@ -273,13 +292,17 @@ TEST(Schedule, Describe) {
             "MultiStepLR(base_lr=0.1, milestones=[10, 30], gamma=0.1)");
   EXPECT_EQ(OneCycleLR(0.1, 100).describe(),
             "OneCycleLR(max_lr=0.1, total_steps=100, pct_start=0.3, anneal_strategy='cos', "
-            "div_factor=25.0, final_div_factor=10000.0, three_phase=False)");
+            "div_factor=25.0, final_div_factor=10000.0, three_phase=False, base_momentum=0.85, "
+            "max_momentum=0.95)");
+  EXPECT_EQ(OneCycleLR(0.1, 100, {.cycle_momentum = false}).describe(),
+            "OneCycleLR(max_lr=0.1, total_steps=100, pct_start=0.3, anneal_strategy='cos', "
+            "div_factor=25.0, final_div_factor=10000.0, three_phase=False, cycle_momentum=False)");
   EXPECT_EQ(ReduceLROnPlateau(0.1).describe(),
             "ReduceLROnPlateau(lr=0.1, mode='min', factor=0.1, patience=10, threshold=0.0001, "
             "threshold_mode='rel', cooldown=0, min_lr=0.0, eps=1e-08)");
   EXPECT_EQ(CyclicLR(0.001, 0.006).describe(),
             "CyclicLR(base_lr=0.001, max_lr=0.006, step_size_up=2000, step_size_down=2000, "
-            "mode='triangular', gamma=1.0)");
+            "mode='triangular', gamma=1.0, base_momentum=0.8, max_momentum=0.9)");
   EXPECT_EQ(WarmupLR(std::make_shared<StepLR>(0.1, 30), 5).describe(),
             "WarmupLR(warmup='linear', warmup_steps=5, start_factor=0.3333333333333333, "
             "after=StepLR(base_lr=0.1, step_size=30, gamma=0.1))");

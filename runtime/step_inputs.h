@@ -8,6 +8,10 @@
 //   weft.lr.PATH      the learning rate of the parameter group at label path PATH
 //                     (OptimizerSpec::with_group)
 //   weft.step         the 1-based step number (i64[])
+//   weft.momentum     the momentum (SGD, RMSprop) or β1 (Adam, AdamW, RAdam) of every
+//                     group, f32[], only in a step whose optimizer schedules it
+//                     (OptimizerSpec::with_scheduled_momentum: OneCycleLR's and
+//                     CyclicLR's cycle_momentum, runtime/schedule.h)
 
 #include <optional>
 #include <string>
@@ -17,6 +21,7 @@ namespace weft {
 inline constexpr const char* kTargetInput = "weft.target";
 inline constexpr const char* kLrInput = "weft.lr";
 inline constexpr const char* kStepInput = "weft.step";
+inline constexpr const char* kMomentumInput = "weft.momentum";
 
 /// The lr input of the parameter group at `group_path` ("": the default group).
 inline std::string lr_input_name(const std::string& group_path) {

@@ -17,6 +17,12 @@ writes, under autodiff/testdata/optimizer/CASE/:
                            dtypes), from the first update on
 
 and the list of cases with their hyper-parameters to autodiff/testdata/optimizer/cases.json.
+A case with a schedule (OneCycleLR or CyclicLR, whose cycle_momentum is on by default)
+steps it after every opt.step() and records in the manifest the lr and the momentum (SGD's
+and RMSprop's `momentum`, the Adam family's betas[0]) each step ran with. PyTorch 1.13's
+CyclicLR cycles only a `momentum`; for the Adam family a CyclicLR stepped on a stand-in
+SGD optimizer gives the values, copied into the optimizer's lr and betas[0] before each
+step, as PyTorch 2's CyclicLR does itself.
 New cases go at the end of CASES: the cases draw from one random generator in order, so
 appending keeps the earlier cases' files unchanged.
 """
@@ -98,13 +104,42 @@ CASES = [
     ("accumulate_groups_sgd_momentum_clip_f32", "SGD", dict(lr=0.1, momentum=0.9), "f32",
      1.0, 10.0, 6, {"w": dict(lr=0.05)}, 2),
     ("accumulate_nadam", "NAdam", dict(lr=0.01), "f64", 0.0, 1.0, 8, None, 4),
+    # Momentum (β1) cycled by a schedule: a runtime input of the step.
+    ("onecycle_sgd_momentum", "SGD", dict(lr=0.1, momentum=0.9), "f64", 0.0, 1.0, 8, None, 1,
+     dict(kind="OneCycleLR", args=dict(max_lr=0.1, total_steps=8))),
+    ("onecycle_adam_f32", "Adam", dict(lr=0.01), "f32", 0.0, 1.0, 8, None, 1,
+     dict(kind="OneCycleLR", args=dict(max_lr=0.01, total_steps=8, base_momentum=0.8,
+                                       max_momentum=0.95))),
+    ("onecycle_rmsprop_momentum", "RMSprop", dict(lr=0.01, momentum=0.5), "f64", 0.0, 1.0, 8,
+     None, 1, dict(kind="OneCycleLR", args=dict(max_lr=0.01, total_steps=10, three_phase=True))),
+    ("onecycle_radam", "RAdam", dict(lr=0.01), "f64", 0.0, 1.0, 8, None, 1,
+     dict(kind="OneCycleLR", args=dict(max_lr=0.01, total_steps=8, anneal_strategy="linear"))),
+    ("cyclic_sgd_nesterov", "SGD", dict(lr=0.1, momentum=0.9, nesterov=True), "f64", 0.0, 1.0,
+     8, None, 1, dict(kind="CyclicLR", args=dict(base_lr=0.01, max_lr=0.1, step_size_up=3))),
+    ("cyclic_adam", "Adam", dict(lr=0.01), "f64", 0.0, 1.0, 8, None, 1,
+     dict(kind="CyclicLR", args=dict(base_lr=0.001, max_lr=0.01, step_size_up=2,
+                                     step_size_down=4, mode="triangular2"))),
+    ("cyclic_adamw_f32", "AdamW", dict(lr=0.01), "f32", 0.0, 1.0, 8, None, 1,
+     dict(kind="CyclicLR", args=dict(base_lr=0.001, max_lr=0.01, step_size_up=3,
+                                     base_momentum=0.7, max_momentum=0.95))),
 ]
 
 SHAPES = {"w": (2, 3), "b": (3,)}
 
 
+def momentum_of(group):
+    return group["betas"][0] if "betas" in group else group["momentum"]
+
+
+def set_momentum(group, value):
+    if "betas" in group:
+        group["betas"] = (value, *group["betas"][1:])
+    else:
+        group["momentum"] = value
+
+
 def run_case(name, kind, kwargs, dtype, max_grad_norm, grad_scale, rng, steps=3, groups=None,
-             accumulate=1):
+             accumulate=1, schedule=None):
     torch_dtype = {"f32": torch.float32, "f64": torch.float64}[dtype]
     np_dtype = {"f32": np.float32, "f64": np.float64}[dtype]
     out = os.path.join(OUT, name)
@@ -122,8 +157,24 @@ def run_case(name, kind, kwargs, dtype, max_grad_norm, grad_scale, rng, steps=3,
     groups = groups or {}
     param_groups = [dict(params=[p], **groups.get(pname, {})) for pname, p in params.items()]
     opt = getattr(torch.optim, kind)(param_groups, foreach=False, **kwargs)
+    sched, stand_in, lrs, momenta = None, None, [], []
+    if schedule:
+        make = getattr(torch.optim.lr_scheduler, schedule["kind"])
+        if schedule["kind"] == "CyclicLR" and "betas" in opt.defaults:
+            stand_in = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=kwargs["lr"],
+                                       momentum=0.9)
+            sched = make(stand_in, **schedule["args"])
+        else:
+            sched = make(opt, **schedule["args"])
     slots = set()
     for k in range(1, steps + 1):
+        if stand_in is not None:
+            for group in opt.param_groups:
+                group["lr"] = stand_in.param_groups[0]["lr"]
+                set_momentum(group, stand_in.param_groups[0]["momentum"])
+        if sched is not None:
+            lrs.append(opt.param_groups[0]["lr"])
+            momenta.append(momentum_of(opt.param_groups[0]))
         for pname, p in params.items():
             # Gradients shrink over the steps so that amsgrad's maximum matters.
             g = rng.uniform(-1, 1, SHAPES[pname]) * grad_scale / k
@@ -137,6 +188,10 @@ def run_case(name, kind, kwargs, dtype, max_grad_norm, grad_scale, rng, steps=3,
         if max_grad_norm > 0:
             torch.nn.utils.clip_grad_norm_(list(params.values()), max_grad_norm)
         opt.step()
+        if sched is not None:
+            if stand_in is not None:
+                stand_in.step()  # a step before the scheduler's, as PyTorch expects
+            sched.step()
         for p in params.values():
             p.grad = None
         for pname, p in params.items():
@@ -155,6 +210,8 @@ def run_case(name, kind, kwargs, dtype, max_grad_norm, grad_scale, rng, steps=3,
         case["groups"] = groups
     if accumulate != 1:
         case["accumulate"] = accumulate
+    if schedule:
+        case["schedule"] = dict(schedule, lrs=lrs, momenta=momenta)
     return case
 
 

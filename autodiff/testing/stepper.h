@@ -10,8 +10,11 @@
 // next step's, as a runtime does with its persistent buffers. A group of the spec
 // (OptimizerSpec::groups) is the parameter whose name is its path, with an lr input of its
 // own (`lr.NAME`) fed the group's lr scaled as the default group's is (lr / spec.lr).
+// A spec with scheduled_momentum gets one `momentum` input (in lr_dtype) for every group,
+// fed run()'s `momentum` (the spec's first_momentum() when not given).
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +40,10 @@ class Stepper {
       groups[i + 1].spec = spec.group_spec(i);
       groups[i + 1].lr = g_.add_input("lr." + spec.groups[i].path, {lr_dtype, {}});
     }
+    if (spec.scheduled_momentum) {
+      const ValueId momentum = g_.add_input("momentum", {lr_dtype, {}});
+      for (OptimizerGroup& group : groups) group.momentum = momentum;
+    }
     for (const auto& [name, value] : params) {
       ValueId p = g_.add_input(name, value.type(), InputKind::param);
       ValueId grad = g_.add_input("grad." + name, value.type());
@@ -49,7 +56,8 @@ class Stepper {
     }
     ValueId step = g_.add_input("step", {DType::i64, {}});
     auto slots = spec.groups.empty()
-                     ? append_optimizer(g_, spec, groups[0].params_and_grads, groups[0].lr, step)
+                     ? append_optimizer(g_, spec, groups[0].params_and_grads, groups[0].lr, step,
+                                        groups[0].momentum)
                      : append_optimizer(g_, groups, step);
     status_ = slots.status();
     if (!slots.ok()) return;
@@ -67,14 +75,17 @@ class Stepper {
   const std::vector<OptimizerSlot>& slots() const { return slots_; }
   const Tensor& operator[](const std::string& name) const { return state_.at(name); }
 
-  /// Runs step number `step` (1-based) with these gradients; false on an error.
-  bool run(double lr, int64_t step, const std::map<std::string, Tensor>& grads) {
+  /// Runs step number `step` (1-based) with these gradients (and this momentum, for a
+  /// spec with scheduled_momentum); false on an error.
+  bool run(double lr, int64_t step, const std::map<std::string, Tensor>& grads,
+           std::optional<double> momentum = std::nullopt) {
     std::vector<Tensor> inputs;
     for (const Input& in : g_.inputs()) {
       const std::string& name = g_.value(in.value).name;
       if (name == "lr") inputs.push_back(Tensor::scalar(lr_dtype_, lr));
       else if (name.rfind("lr.", 0) == 0) inputs.push_back(Tensor::scalar(lr_dtype_, group_lr(name.substr(3), lr)));
       else if (name == "step") inputs.push_back(Tensor::scalar(DType::i64, double(step)));
+      else if (name == "momentum") inputs.push_back(Tensor::scalar(lr_dtype_, momentum.value_or(spec_.first_momentum())));
       else if (name.rfind("grad.", 0) == 0) inputs.push_back(grads.at(name.substr(5)));
       else inputs.push_back(state_.at(name));
     }

@@ -6,10 +6,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <limits>
+#include <numeric>
 
 #include "runtime/collective/mpi_communicator.h"
+#include "runtime/data/dataset.h"
 #include "runtime/data/loader.h"
 #include "runtime/flag_values.h"
 #include "runtime/monitor/monitor.h"
@@ -33,27 +34,31 @@ namespace {
 }
 
 
-/// Accuracy on the whole test set, in eval mode, in batches of 1000.
-StatusOr<double> test_accuracy(Trainer& trainer, const FashionMnist& data) {
-  FashionMnistBatch test = data.test_set();
-  const int64_t n = test.labels.numel(), chunk = 1000;
-  const int64_t per_image = test.images.numel() / n;
+/// The shape of `rows` images in `layout`.
+Shape image_shape(ImageLayout layout, int64_t rows) {
+  return layout == ImageLayout::flat ? Shape{rows, FashionMnist::kPixels} : Shape{rows, 1, 28, 28};
+}
+
+/// Accuracy on the whole test set, in eval mode, in batches of 1000 gathered from its
+/// columns (u8 images normalized as they are gathered).
+StatusOr<double> test_accuracy(Trainer& trainer, const FashionMnist& data, ImageLayout layout) {
+  const int64_t n = data.test_size(), chunk = 1000;
+  std::vector<int64_t> all(static_cast<size_t>(n));
+  std::iota(all.begin(), all.end(), int64_t{0});
   int64_t correct = 0;
   for (int64_t start = 0; start < n; start += chunk) {
     const int64_t rows = std::min(chunk, n - start);  // the last chunk may be short
-    Shape shape = test.images.shape();
-    shape.dims[0] = rows;
-    Tensor images(Type{DType::f32, shape});
-    std::memcpy(images.data<float>(), test.images.data<float>() + start * per_image,
-                rows * per_image * sizeof(float));
-    WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> out, trainer.evaluate({images}));
+    std::vector<Tensor> batch{Tensor(Type{DType::f32, image_shape(layout, rows)}),
+                              Tensor(Type{DType::i64, {rows}})};
+    gather_batch(data.test_columns(), all.data() + start, rows, /*rank=*/0, /*world=*/1, batch);
+    WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> out, trainer.evaluate({batch[0]}));
     const float* logits = out[0].data<float>();
     for (int64_t i = 0; i < rows; ++i) {
       int best = 0;
       for (int c = 1; c < 10; ++c) {
         if (logits[i * 10 + c] > logits[i * 10 + best]) best = c;
       }
-      correct += best == test.labels.data<int64_t>()[start + i];
+      correct += best == batch[1].data<int64_t>()[i];
     }
   }
   return static_cast<double>(correct) / static_cast<double>(n);
@@ -118,9 +123,7 @@ int train(const FlowPtr& net, const RunConfig& c) {
   FashionMnistOptions data_options;
   data_options.directory = c.data;
   data_options.directory_knob = "--data";
-  data_options.normalize = true;
-  data_options.layout = c.layout;
-  data_options.seed = c.seed;
+  data_options.normalize = true;  // images stay u8, normalized as batches are gathered
   StatusOr<FashionMnist> data = FashionMnist::load(data_options);
   if (!data.ok()) return fail(data.error());
   const int64_t batches = data->num_batches(c.batch);  // the last partial batch is dropped
@@ -152,7 +155,7 @@ int train(const FlowPtr& net, const RunConfig& c) {
   std::FILE* out = rank == 0 ? stdout : std::fopen("/dev/null", "w");
   if (out == nullptr) return fail(Error{"cannot open /dev/null"});
   const int64_t rows = c.batch / world;
-  Shape input = c.layout == ImageLayout::flat ? Shape{rows, 784} : Shape{rows, 1, 28, 28};
+  const Shape input = image_shape(c.layout, rows);
   StatusOr<Trainer> trainer = Trainer::compile(net, {{"x", Type{DType::f32, input}}},
                                                LossSpec::cross_entropy(), OptimizerSpec::adam(c.lr),
                                                options);
@@ -200,18 +203,13 @@ int train(const FlowPtr& net, const RunConfig& c) {
     double loss_sum = 0;
     int64_t steps = 0;
     // Batch s + 1 (this rank's rows of it) is gathered on the loader's thread while step
-    // s runs (runtime/data/loader.h), as the AOT driver does.
+    // s runs (runtime/data/loader.h), from the same columns, order and gather_batch as the
+    // AOT driver's.
     const int64_t first_step = epoch == start_epoch ? start_step : 0;
+    const std::vector<int64_t> order = epoch_order(c.seed, epoch, data->train_size());
     Loader loader(first_step, per_epoch, {Type{DType::f32, input}, Type{DType::i64, {rows}}},
-                  [&, epoch](int64_t s, std::vector<Tensor>& into) -> Status {
-                    WEFT_ASSIGN_OR_RETURN(FashionMnistBatch b, data->batch(epoch, s, c.batch));
-                    if (world == 1) {
-                      into[0] = std::move(b.images);
-                      into[1] = std::move(b.labels);
-                      return Status();
-                    }
-                    WEFT_ASSIGN_OR_RETURN(into[0], collective::shard_batch(b.images, rank, world));
-                    WEFT_ASSIGN_OR_RETURN(into[1], collective::shard_batch(b.labels, rank, world));
+                  [&](int64_t s, std::vector<Tensor>& into) -> Status {
+                    gather_batch(data->train_columns(), order.data() + s * c.batch, c.batch, rank, world, into);
                     return Status();
                   });
     for (int64_t s = first_step; s < per_epoch; ++s) {
@@ -237,7 +235,7 @@ int train(const FlowPtr& net, const RunConfig& c) {
       if (report.ok()) progress.line(*report);
       (void)trainer->set_profiling(true);  // a fresh table for the next epoch
     }
-    StatusOr<double> accuracy = test_accuracy(*trainer, *data);
+    StatusOr<double> accuracy = test_accuracy(*trainer, *data, c.layout);
     if (!accuracy.ok()) return fail(accuracy.error());
     const double elapsed = since(run_start);
     log.record({.step = trainer->steps(), .epoch = epoch + 1, .loss = last_loss, .lr = trainer->lr(),

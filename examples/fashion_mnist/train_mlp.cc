@@ -22,6 +22,7 @@
 
 #include "ir/text.h"
 #include "passes/pipeline.h"
+#include "runtime/data/dataset.h"
 #include "runtime/data/fashion_mnist.h"
 #include "runtime/reference/interpreter.h"
 
@@ -60,18 +61,12 @@ Graph load(const std::string& path) {
   return g;
 }
 
-/// Images scaled to [0, 1] as f32 rows, and labels as i64.
-struct Dataset {
-  std::vector<float> images;
-  std::vector<int64_t> labels;
-  int64_t size() const { return static_cast<int64_t>(labels.size()); }
-};
-
-Dataset to_dataset(const FashionMnistBatch& split) {
-  Dataset d;
-  d.images.assign(split.images.data<float>(), split.images.data<float>() + split.images.numel());
-  d.labels.assign(split.labels.data<int64_t>(), split.labels.data<int64_t>() + split.labels.numel());
-  return d;
+/// Rows `rows[0..count)` of a split's columns (u8 images, labels) as f32[count, 784]
+/// images in [0, 1] and i64[count] labels, gathered as the driver's batches are.
+std::vector<Tensor> gather(const std::vector<Column>& split, const int64_t* rows, int64_t count) {
+  std::vector<Tensor> out{Tensor(Type{DType::f32, {count, kPixels}}), Tensor(Type{DType::i64, {count}})};
+  gather_batch(split, rows, count, /*rank=*/0, /*world=*/1, out);
+  return out;
 }
 
 /// PyTorch's nn.Linear initialization: U(-1/sqrt(in), 1/sqrt(in)) for weight and bias.
@@ -91,10 +86,10 @@ std::vector<Tensor> init_params(unsigned seed) {
   return params;
 }
 
-double evaluate(const Graph& eval, const Dataset& test, const std::vector<Tensor>& params) {
-  Tensor x(Type{DType::f32, {test.size(), kPixels}});
-  std::copy(test.images.begin(), test.images.end(), x.data<float>());
-  std::vector<Tensor> inputs = {std::move(x), Tensor::from_vector<int64_t>({test.size()}, test.labels)};
+double evaluate(const Graph& eval, const FashionMnist& data, const std::vector<Tensor>& params) {
+  std::vector<int64_t> all(static_cast<size_t>(data.test_size()));
+  std::iota(all.begin(), all.end(), int64_t{0});
+  std::vector<Tensor> inputs = gather(data.test_columns(), all.data(), data.test_size());
   inputs.insert(inputs.end(), params.begin(), params.end());
   auto result = value_or_die(reference::run(eval, std::move(inputs)));
   return result.outputs[0].get_double(0);
@@ -121,37 +116,26 @@ int main_impl(int argc, char** argv) {
   Options options = parse_options(argc, argv);
   Graph step = load("examples/fashion_mnist/mlp_train_step.wir");
   Graph eval = load("examples/fashion_mnist/mlp_eval.wir");
-  FashionMnistOptions data_options;  // [0, 1] pixels, flat rows; shuffled here below
+  FashionMnistOptions data_options;  // u8 columns gathered as [0, 1] pixels; shuffled here below
   data_options.directory = options.data;
   FashionMnist data = value_or_die(FashionMnist::load(data_options));
-  Dataset train = to_dataset(data.train_set());
-  Dataset test = to_dataset(data.test_set());
   std::vector<Tensor> params = init_params(options.seed);
   std::mt19937 shuffle_rng(options.seed + 1);
-  std::vector<int64_t> order(train.size());
+  std::vector<int64_t> order(data.train_size());
   std::iota(order.begin(), order.end(), 0);
   std::printf("training a 784-256-256-10 MLP on Fashion-MNIST: batch %d, SGD lr %g, "
               "reference interpreter\n", kBatch, options.lr);
 
   for (int epoch = 1; epoch <= options.epochs; ++epoch) {
     std::shuffle(order.begin(), order.end(), shuffle_rng);
-    int64_t steps = train.size() / kBatch;  // the last partial batch is dropped
+    int64_t steps = data.train_size() / kBatch;  // the last partial batch is dropped
     if (options.max_steps > 0) steps = std::min<int64_t>(steps, options.max_steps);
     std::vector<double> step_ms;
     double loss_sum = 0;
     auto epoch_start = std::chrono::steady_clock::now();
     for (int64_t s = 0; s < steps; ++s) {
-      Tensor x(Type{DType::f32, {kBatch, kPixels}});
-      Tensor labels(Type{DType::i64, {kBatch}});
-      for (int r = 0; r < kBatch; ++r) {
-        int64_t row = order[s * kBatch + r];
-        std::copy_n(&train.images[row * kPixels], kPixels, x.data<float>() + r * kPixels);
-        labels.data<int64_t>()[r] = train.labels[row];
-      }
-      std::vector<Tensor> inputs;
+      std::vector<Tensor> inputs = gather(data.train_columns(), order.data() + s * kBatch, kBatch);
       inputs.reserve(9);
-      inputs.push_back(std::move(x));
-      inputs.push_back(std::move(labels));
       for (Tensor& p : params) inputs.push_back(std::move(p));
       inputs.push_back(Tensor::scalar(DType::f32, options.lr));
 
@@ -164,7 +148,7 @@ int main_impl(int argc, char** argv) {
     }
     double epoch_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
     std::sort(step_ms.begin(), step_ms.end());
-    double accuracy = evaluate(eval, test, params);
+    double accuracy = evaluate(eval, data, params);
     std::printf("epoch %d: %lld steps, mean loss %.4f, median step %.1f ms, epoch %.1f s, "
                 "test accuracy %.4f\n",
                 epoch, static_cast<long long>(steps), loss_sum / steps, step_ms[step_ms.size() / 2],

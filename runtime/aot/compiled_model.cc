@@ -14,13 +14,16 @@ namespace {
 // The step's own inputs (runtime/step_inputs.h).
 constexpr const char* kLr = kLrInput;
 constexpr const char* kStep = kStepInput;
+constexpr const char* kMomentum = kMomentumInput;
 
 // The data inputs of `p` that are the batch, in order, checked against `specs`.
 StatusOr<std::vector<int>> batch_inputs(const Program& p, const std::vector<driver::TensorSpec>& specs) {
   std::vector<int> out;
   for (size_t i = 0; i < p.inputs.size(); ++i) {
     const ProgramInput& in = p.inputs[i];
-    if (in.kind != InputKind::data || lr_input_group(in.name) || in.name == kStep) continue;
+    if (in.kind != InputKind::data || lr_input_group(in.name) || in.name == kStep || in.name == kMomentum) {
+      continue;
+    }
     out.push_back(static_cast<int>(i));
   }
   if (out.size() != specs.size()) {
@@ -96,6 +99,7 @@ StatusOr<std::unique_ptr<CompiledModel>> CompiledModel::create(const ModelTable&
   m->table_ = &table;
   m->lr_ = table.lr;
   m->base_lr_ = table.lr;
+  m->momentum_ = table.momentum;
   m->schema_.structural_hash = table.structural_hash;
   m->schema_.subgraphs = table.subgraphs;
   m->schema_.batch = table.checkpoint_batch;
@@ -116,6 +120,7 @@ StatusOr<std::unique_ptr<CompiledModel>> CompiledModel::create(const ModelTable&
     WEFT_ASSIGN_OR_RETURN(m->step_batch_, batch_inputs(m->step_->program(), table.step_inputs));
     m->lr_input_ = m->step_->find_input(kLr);
     m->step_input_ = m->step_->find_input(kStep);
+    m->momentum_input_ = m->step_->find_input(kMomentum);
     for (const auto& [path, lr] : table.group_lrs) {
       // A group without trainable parameters has no input; nor may the default group.
       if (int at = m->step_->find_input(lr_input_name(path)); at >= 0) m->group_lr_inputs_.emplace_back(at, lr);
@@ -228,6 +233,15 @@ Status CompiledModel::set_scalar(int index, double value) {
   return step_->set_input(index, Tensor::scalar(step_->program().inputs[index].type.dtype, value));
 }
 
+Status CompiledModel::set_momentum(double momentum) {
+  if (momentum_input_ < 0) {
+    return Error{"model '" + table_->name + "' compiles its optimizer's momentum into the step; "
+                 "build it with OptimizerSpec::with_scheduled_momentum() to schedule it"};
+  }
+  momentum_ = momentum;
+  return Status();
+}
+
 StatusOr<double> CompiledModel::run_bound_step() {
   WEFT_RETURN_IF_ERROR(check_next_step(steps_));
   if (lr_input_ >= 0) WEFT_RETURN_IF_ERROR(set_scalar(lr_input_, lr_));
@@ -235,6 +249,7 @@ StatusOr<double> CompiledModel::run_bound_step() {
     WEFT_RETURN_IF_ERROR(set_scalar(input, group_lr(first, lr_, base_lr_)));
   }
   WEFT_RETURN_IF_ERROR(set_scalar(step_input_, static_cast<double>(steps_ + 1)));
+  if (momentum_input_ >= 0) WEFT_RETURN_IF_ERROR(set_scalar(momentum_input_, momentum_));
   WEFT_RETURN_IF_ERROR(step_->run());
   eval_values_fresh_ = false;
   ++steps_;

@@ -101,6 +101,10 @@ struct ModelTable {
   /// `weft.lr.PATH` is fed that lr scaled as the base one is (lr() / ModelTable::lr), as
   /// Trainer::set_lr does.
   std::vector<std::pair<std::string, double>> group_lrs;
+  /// The optimizer's first momentum (OptimizerSpec::first_momentum), fed to the step's
+  /// weft.momentum input where it has one (OptimizerSpec::with_scheduled_momentum) until
+  /// set_momentum changes it.
+  double momentum = 0;
 
   std::vector<driver::TensorSpec> step_inputs;   ///< Empty when inference-only.
   std::vector<driver::TensorSpec> eval_inputs;
@@ -172,6 +176,8 @@ class CompiledModel : public driver::Trainable {
   StatusOr<std::vector<Tensor>> evaluate(const std::vector<Tensor>& inputs) override;
   void set_lr(double lr) override { lr_ = lr; }
   double lr() const override { return lr_; }
+  bool takes_momentum() const override { return momentum_input_ >= 0; }
+  Status set_momentum(double momentum) override;
   int64_t steps() const override { return steps_; }
   /// Errors on a backend without check-numerics (cuda), naming it.
   Status set_check_numerics(bool on) override;
@@ -231,6 +237,8 @@ class CompiledModel : public driver::Trainable {
   std::vector<Tensor> step_staging_, eval_staging_;
   std::vector<int> step_batch_, eval_batch_;  ///< Executor input index of each batch tensor.
   int lr_input_ = -1, step_input_ = -1;
+  int momentum_input_ = -1;  ///< weft.momentum, or -1: the momentum is compiled in.
+  double momentum_ = 0;
   /// The step input of each parameter group's lr, and that group's first lr.
   std::vector<std::pair<int, double>> group_lr_inputs_;
   double base_lr_ = 1e-3;  ///< ModelTable::lr: what the groups' lrs scale against.

@@ -4,10 +4,12 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <numeric>
 #include <sstream>
 
 #include "runtime/data/idx.h"
 #include "runtime/npy.h"
+#include "runtime/philox.h"
 #include "runtime/safetensors.h"
 
 namespace weft {
@@ -174,7 +176,7 @@ Status check_class_labels(const Column& labels, int64_t classes) {
                                        "; class labels are one value per sample");
   }
   for (int64_t i = 0; i < labels.size(); ++i) {
-    const double v = labels.array.get_double(i) * labels.scale + labels.shift;
+    const double v = labels.normalization.apply(labels.array.get_double(i));
     if (v != std::floor(v) || v < 0 || v >= static_cast<double>(classes)) {
       std::ostringstream value;
       value << v;
@@ -196,16 +198,36 @@ int64_t BatchPlan::rows_in(int64_t index) const {
   return std::min(batch, samples - index * batch);
 }
 
-void gather_rows_into(const Column& column, const int64_t* rows, int64_t count, Tensor& out) {
-  gather_rows_into(column.array, rows, count, out, column.scale, column.shift);
+std::vector<int64_t> epoch_order(uint64_t seed, int64_t epoch, int64_t n) {
+  WEFT_CHECK(epoch >= 0 && n >= 0, "epoch_order: negative epoch or size");
+  std::vector<int64_t> out(static_cast<size_t>(n));
+  std::iota(out.begin(), out.end(), int64_t{0});
+  for (int64_t i = n - 1; i > 0; --i) {
+    const philox::Block b = philox::element_block(static_cast<int64_t>(seed), epoch, static_cast<uint64_t>(i));
+    const uint64_t r = (static_cast<uint64_t>(b.v[0]) << 32) | b.v[1];
+    std::swap(out[i], out[r % static_cast<uint64_t>(i + 1)]);
+  }
+  return out;
 }
 
-void gather_rows_into(const Tensor& a, const int64_t* rows, int64_t count, Tensor& out, double scale,
-                      double shift) {
+void gather_batch(const std::vector<Column>& columns, const int64_t* rows, int64_t count, int rank,
+                  int world, std::vector<Tensor>& into) {
+  WEFT_CHECK(world >= 1 && rank >= 0 && rank < world && count % world == 0 && into.size() == columns.size(),
+             "gather_batch: rank, world, count or the number of tensors");
+  const int64_t share = count / world;
+  for (size_t k = 0; k < columns.size(); ++k) gather_rows_into(columns[k], rows + rank * share, share, into[k]);
+}
+
+void gather_rows_into(const Column& column, const int64_t* rows, int64_t count, Tensor& out) {
+  gather_rows_into(column.array, rows, count, out, column.normalization);
+}
+
+void gather_rows_into(const Tensor& a, const int64_t* rows, int64_t count, Tensor& out,
+                      const Column::Normalization& normalization) {
   const int64_t width = a.shape()[0] == 0 ? 0 : a.numel() / a.shape()[0];
   WEFT_CHECK(out.rank() >= 1 && count <= out.shape()[0] && out.numel() == out.shape()[0] * width,
              "gather_rows_into: rows of " + a.type().to_string() + " into " + out.type().to_string());
-  const bool identity = scale == 1 && shift == 0;
+  const bool identity = normalization.identity();
   if (identity && a.dtype() == out.dtype()) {
     const size_t row_bytes = static_cast<size_t>(width) * dtype_size(a.dtype());
     const auto* src = static_cast<const std::byte*>(a.raw_data());
@@ -215,9 +237,11 @@ void gather_rows_into(const Tensor& a, const int64_t* rows, int64_t count, Tenso
       std::memcpy(dst + i * row_bytes, src + rows[i] * row_bytes, row_bytes);
     }
   } else if (a.dtype() == DType::u8 && out.dtype() == DType::f32) {
-    // IDX images: a table of the 256 values, as FashionMnist converts them.
+    // IDX images: a table of the 256 values, computed in f32 as torchvision does.
+    const auto divisor = static_cast<float>(normalization.divisor);
+    const auto mean = static_cast<float>(normalization.mean), std = static_cast<float>(normalization.std);
     float table[256];
-    for (int b = 0; b < 256; ++b) table[b] = static_cast<float>(b * scale + shift);
+    for (int b = 0; b < 256; ++b) table[b] = (static_cast<float>(b) / divisor - mean) / std;
     const uint8_t* src = a.data<uint8_t>();
     float* dst = out.data<float>();
     for (int64_t i = 0; i < count; ++i) {
@@ -229,7 +253,7 @@ void gather_rows_into(const Tensor& a, const int64_t* rows, int64_t count, Tenso
       WEFT_CHECK(rows[i] >= 0 && rows[i] < a.shape()[0], "gather_rows_into: row out of range");
       for (int64_t e = 0; e < width; ++e) {
         const double v = a.get_double(rows[i] * width + e);
-        out.set_double(i * width + e, identity ? v : v * scale + shift);
+        out.set_double(i * width + e, identity ? v : normalization.apply(v));
       }
     }
   }

@@ -15,8 +15,9 @@
 //   }
 //
 // Dimension 0 of a Column's array is the sample. A Column may keep its values in a narrow
-// type (IDX images stay u8) with an affine map applied as rows are gathered
-// (value * scale + shift), so a data set is not widened to f32 before the first step.
+// type (IDX images stay u8) with a normalization applied as rows are gathered
+// ((value / divisor - mean) / std, torchvision's ToTensor then Normalize), so a data set
+// is not widened to f32 before the first step.
 // Every error names the file, and where it is about one value, the row and the column.
 
 #include <cstdint>
@@ -33,8 +34,18 @@ struct Column {
   Tensor array;       ///< [samples, per-sample dims]
   std::string file;   ///< The file it was read from, for errors.
   std::string name;   ///< The tensor or CSV column(s), for errors ("" for IDX and .npy).
-  double scale = 1;   ///< Gathered rows hold array * scale + shift.
-  double shift = 0;
+  /// How gathered rows are normalized: (array / divisor - mean) / std, in f32 arithmetic
+  /// for f32 rows (as torchvision's ToTensor and Normalize compute, and FashionMnist),
+  /// in f64 for any other dtype.
+  struct Normalization {
+    double divisor = 1;
+    double mean = 0;
+    double std = 1;
+    bool identity() const { return divisor == 1 && mean == 0 && std == 1; }
+    /// `value` normalized in f64.
+    double apply(double value) const { return (value / divisor - mean) / std; }
+  };
+  Normalization normalization;
 
   int64_t size() const { return array.rank() == 0 ? 0 : array.shape()[0]; }
   /// "file" or "file, column 'name'".
@@ -73,6 +84,14 @@ Status check_same_length(const std::vector<Column>& columns);
 /// error names the file, the row (sample index, 0-based) and the column, and the value.
 Status check_class_labels(const Column& labels, int64_t classes);
 
+/// The order in which epoch `epoch` visits `n` samples: a pure function of (seed, epoch,
+/// n), so a run resumed at epoch k sees the data an uninterrupted run would. A
+/// Fisher-Yates shuffle whose swap for position i (from n-1 down to 1) picks
+/// j = r mod (i + 1), r the 64 bits (word 0 high, word 1 low) of Philox 4x32-10 block
+/// (seed, offset = epoch, counter = i) (runtime/philox.h). The driver and the examples
+/// (FashionMnist::order) shuffle with it.
+std::vector<int64_t> epoch_order(uint64_t seed, int64_t epoch, int64_t n);
+
 /// What happens to the samples past the last full batch of an epoch.
 enum class LastBatch {
   drop,  ///< Not visited this epoch (what the driver's training does).
@@ -91,13 +110,19 @@ struct BatchPlan {
 };
 
 /// Rows `rows[0..count)` of `column` into `out` (dimension 0 >= count, the same per-sample
-/// element count), converted to out's dtype through the column's scale and shift; rows of
+/// element count), converted to out's dtype through the column's normalization; rows of
 /// `out` past `count` become zeros. Internal errors (mismatched shapes, a row out of range)
 /// are checks, not user errors: callers check the data first.
 void gather_rows_into(const Column& column, const int64_t* rows, int64_t count, Tensor& out);
-/// The same for an array without a Column: its values as they are, or through `scale` and
-/// `shift`.
+/// A training batch as a Loader fills it (runtime/data/loader.h), for the driver and the
+/// examples alike: of the global batch of samples `rows[0..count)`, rank `rank` of `world`
+/// takes rows [rank·count/world, (rank+1)·count/world) (collective::shard_batch's split;
+/// count a multiple of world), from each column into the tensor of `into` at its index,
+/// converted and normalized as gather_rows_into does.
+void gather_batch(const std::vector<Column>& columns, const int64_t* rows, int64_t count, int rank,
+                  int world, std::vector<Tensor>& into);
+/// The same for an array without a Column: its values as they are, or normalized.
 void gather_rows_into(const Tensor& array, const int64_t* rows, int64_t count, Tensor& out,
-                      double scale = 1, double shift = 0);
+                      const Column::Normalization& normalization = {});
 
 }  // namespace weft

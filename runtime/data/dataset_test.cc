@@ -159,18 +159,17 @@ TEST(BatchPlan, DropsOrPadsTheLastPartialBatch) {
   EXPECT_EQ((BatchPlan{.samples = 8, .batch = 4, .last = LastBatch::pad}.num_batches()), 2);
 }
 
-TEST(Gather, ConvertsThroughScaleAndShiftAndZeroPads) {
+TEST(Gather, NormalizesAndZeroPads) {
   const std::string idx = write_text("b.idx", std::string("\0\0\x08\x02\0\0\0\x03\0\0\0\x02", 12) + std::string("\x00\x02\x04\x06\x08\xff", 6));
   auto c = idx_column(idx);
   ASSERT_TRUE(c.ok());
-  c->scale = 0.5;
-  c->shift = -1;
+  c->normalization = {.divisor = 2, .mean = 1};
   Tensor out(Type{DType::f32, {3, 2}});
   const int64_t rows[] = {2, 0};
   gather_rows_into(*c, rows, 2, out);
-  EXPECT_EQ(out.data<float>()[0], 3.0f);     // 8 * 0.5 - 1
-  EXPECT_EQ(out.data<float>()[1], 126.5f);   // 255 * 0.5 - 1
-  EXPECT_EQ(out.data<float>()[2], -1.0f);    // 0 * 0.5 - 1
+  EXPECT_EQ(out.data<float>()[0], 3.0f);     // 8 / 2 - 1
+  EXPECT_EQ(out.data<float>()[1], 126.5f);   // 255 / 2 - 1
+  EXPECT_EQ(out.data<float>()[2], -1.0f);    // 0 / 2 - 1
   EXPECT_EQ(out.data<float>()[3], 0.0f);
   EXPECT_EQ(out.data<float>()[4], 0.0f);     // padding
   EXPECT_EQ(out.data<float>()[5], 0.0f);

@@ -8,7 +8,6 @@
 #include <numeric>
 
 #include "runtime/data/idx.h"
-#include "runtime/philox.h"
 
 namespace weft {
 
@@ -24,8 +23,8 @@ Error file_error(const std::string& file, std::string message) {
   return Error{std::move(message), Location::of_file(file)};
 }
 
-// Reads one split's images (u8[N,28,28], returned as u8[N,784]) and labels (u8[N]).
-Status read_split(const FashionMnistOptions& options, const std::string& split, Tensor* images, Tensor* labels) {
+// Reads one split: images (u8[N,28,28], normalized as gathered) and labels (u8[N]).
+StatusOr<std::vector<Column>> read_split(const FashionMnistOptions& options, const std::string& split) {
   const std::string& dir = options.directory;
   const std::string image_path = dir + "/" + split + "-images-idx3-ubyte.gz";
   const std::string label_path = dir + "/" + split + "-labels-idx1-ubyte.gz";
@@ -58,23 +57,19 @@ Status read_split(const FashionMnistOptions& options, const std::string& split, 
                                         " is not a class in 0..9");
     }
   }
-  // Same bytes, viewed as rows of 784 pixels.
-  *images = Tensor(Type{DType::u8, {im.shape()[0], FashionMnist::kPixels}});
-  if (im.bytes() > 0) std::memcpy(images->raw_data(), im.raw_data(), im.bytes());
-  *labels = std::move(lb);
-  return Status::ok_status();
+  // Gathered rows hold 784 pixels each, whatever the layout they are gathered into.
+  Column images{std::move(im), image_path, ""};
+  images.normalization = options.normalize ? Column::Normalization{255, kFashionMnistMean, kFashionMnistStd}
+                                           : Column::Normalization{.divisor = 255};
+  return std::vector<Column>{std::move(images), Column{std::move(lb), label_path, ""}};
 }
 
 }  // namespace
 
 StatusOr<FashionMnist> FashionMnist::load(FashionMnistOptions options) {
   FashionMnist data;
-  WEFT_RETURN_IF_ERROR(read_split(options, "train", &data.train_images_, &data.train_labels_));
-  WEFT_RETURN_IF_ERROR(read_split(options, "t10k", &data.test_images_, &data.test_labels_));
-  for (int b = 0; b < 256; ++b) {
-    const float x = static_cast<float>(b) / 255.0f;
-    data.pixel_value_[b] = options.normalize ? (x - kFashionMnistMean) / kFashionMnistStd : x;
-  }
+  WEFT_ASSIGN_OR_RETURN(data.train_, read_split(options, "train"));
+  WEFT_ASSIGN_OR_RETURN(data.test_, read_split(options, "t10k"));
   data.options_ = std::move(options);
   data.cache_ = std::make_shared<OrderCache>();
   return data;
@@ -82,15 +77,9 @@ StatusOr<FashionMnist> FashionMnist::load(FashionMnistOptions options) {
 
 std::vector<int64_t> FashionMnist::order(int64_t epoch) const {
   WEFT_CHECK(epoch >= 0, "FashionMnist::order: negative epoch " + std::to_string(epoch));
+  if (options_.shuffle) return epoch_order(options_.seed, epoch, train_size());
   std::vector<int64_t> out(static_cast<size_t>(train_size()));
   std::iota(out.begin(), out.end(), int64_t{0});
-  if (!options_.shuffle) return out;
-  for (int64_t i = train_size() - 1; i > 0; --i) {
-    const philox::Block b = philox::element_block(static_cast<int64_t>(options_.seed), epoch,
-                                                  static_cast<uint64_t>(i));
-    const uint64_t r = (static_cast<uint64_t>(b.v[0]) << 32) | b.v[1];
-    std::swap(out[i], out[r % static_cast<uint64_t>(i + 1)]);
-  }
   return out;
 }
 
@@ -98,21 +87,13 @@ int64_t FashionMnist::num_batches(int64_t batch_size) const {
   return batch_size <= 0 ? 0 : train_size() / batch_size;
 }
 
-FashionMnistBatch FashionMnist::gather(const Tensor& images, const Tensor& labels,
-                                       const int64_t* indices, int64_t count) const {
+FashionMnistBatch FashionMnist::gather(const std::vector<Column>& split, const int64_t* indices,
+                                       int64_t count) const {
   Shape shape = options_.layout == ImageLayout::flat ? Shape{count, kPixels}
                                                      : Shape{count, 1, kImageSize, kImageSize};
-  FashionMnistBatch out{Tensor(Type{DType::f32, shape}), Tensor(Type{DType::i64, {count}})};
-  float* x = out.images.data<float>();
-  int64_t* y = out.labels.data<int64_t>();
-  const uint8_t* pixels = images.data<uint8_t>();
-  const uint8_t* classes = labels.data<uint8_t>();
-  for (int64_t n = 0; n < count; ++n) {
-    const uint8_t* row = pixels + indices[n] * kPixels;
-    for (int64_t p = 0; p < kPixels; ++p) x[n * kPixels + p] = pixel_value_[row[p]];
-    y[n] = classes[indices[n]];
-  }
-  return out;
+  std::vector<Tensor> out{Tensor(Type{DType::f32, shape}), Tensor(Type{DType::i64, {count}})};
+  gather_batch(split, indices, count, /*rank=*/0, /*world=*/1, out);
+  return FashionMnistBatch{std::move(out[0]), std::move(out[1])};
 }
 
 StatusOr<FashionMnistBatch> FashionMnist::batch(int64_t epoch, int64_t index, int64_t batch_size) const {
@@ -132,7 +113,7 @@ StatusOr<FashionMnistBatch> FashionMnist::batch(int64_t epoch, int64_t index, in
     cache_->order = order(epoch);
     cache_->epoch = epoch;
   }
-  return gather(train_images_, train_labels_, cache_->order.data() + index * batch_size, batch_size);
+  return gather(train_, cache_->order.data() + index * batch_size, batch_size);
 }
 
 StatusOr<FashionMnistBatch> FashionMnist::train_examples(const std::vector<int64_t>& indices) const {
@@ -142,19 +123,19 @@ StatusOr<FashionMnistBatch> FashionMnist::train_examples(const std::vector<int64
                    std::to_string(train_size()) + ")"};
     }
   }
-  return gather(train_images_, train_labels_, indices.data(), static_cast<int64_t>(indices.size()));
+  return gather(train_, indices.data(), static_cast<int64_t>(indices.size()));
 }
 
 FashionMnistBatch FashionMnist::train_set() const {
   std::vector<int64_t> all(static_cast<size_t>(train_size()));
   std::iota(all.begin(), all.end(), int64_t{0});
-  return gather(train_images_, train_labels_, all.data(), train_size());
+  return gather(train_, all.data(), train_size());
 }
 
 FashionMnistBatch FashionMnist::test_set() const {
   std::vector<int64_t> all(static_cast<size_t>(test_size()));
   std::iota(all.begin(), all.end(), int64_t{0});
-  return gather(test_images_, test_labels_, all.data(), test_size());
+  return gather(test_, all.data(), test_size());
 }
 
 }  // namespace weft

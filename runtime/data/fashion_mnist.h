@@ -12,16 +12,18 @@
 //   }
 //   FashionMnistBatch test = data.test_set();  // f32[10000,784], i64[10000]
 //
-// Pixels become f32 in [0, 1] (byte / 255), or with `normalize` (x - 0.2860) / 0.3530:
+// The images stay in memory as the files' bytes (u8), as runtime/data/dataset.h Columns
+// (train_columns(), test_columns(): images, then labels) whose normalization turns a
+// gathered pixel into f32 in [0, 1] (byte / 255), or with `normalize` (x - 0.2860) / 0.3530:
 // the mean and (population) standard deviation of the training set's pixels in [0, 1],
-// 0.28604 and 0.35302. The test set is never shuffled.
+// 0.28604 and 0.35302, computed in f32 as torchvision's ToTensor and Normalize do. So
+// loading widens nothing; each batch is converted as it is gathered (gather_rows_into,
+// gather_batch). The test set is never shuffled.
 //
-// The training order of an epoch is a pure function of (seed, epoch): a Fisher-Yates
-// shuffle whose swap for position i (from N-1 down to 1) picks j = r mod (i + 1), r the
-// 64 bits (word 0 high, word 1 low) of Philox 4x32-10 block (seed, offset = epoch,
-// counter = i) (runtime/philox.h). A run resumed at epoch k sees exactly the data order
-// it would have seen without stopping. Batches take consecutive slices of that order;
-// the last partial batch of an epoch is dropped.
+// The training order of an epoch is a pure function of (seed, epoch): dataset.h's
+// epoch_order. A run resumed at epoch k sees exactly the data order it would have seen
+// without stopping. Batches take consecutive slices of that order; the last partial
+// batch of an epoch is dropped.
 
 #include <cstdint>
 #include <memory>
@@ -29,6 +31,7 @@
 #include <vector>
 
 #include "ir/status.h"
+#include "runtime/data/dataset.h"
 #include "runtime/tensor.h"
 
 namespace weft {
@@ -78,8 +81,12 @@ class FashionMnist {
   static StatusOr<FashionMnist> load(FashionMnistOptions options = {});
 
   const FashionMnistOptions& options() const { return options_; }
-  int64_t train_size() const { return train_labels_.numel(); }
-  int64_t test_size() const { return test_labels_.numel(); }
+  int64_t train_size() const { return train_[1].size(); }
+  int64_t test_size() const { return test_[1].size(); }
+  /// The splits as Columns: images (u8[N,28,28], normalized as gathered into f32 rows of
+  /// 784 elements in any layout), then labels (u8[N], class indices 0..9).
+  const std::vector<Column>& train_columns() const { return train_; }
+  const std::vector<Column>& test_columns() const { return test_; }
 
   /// The training set's example indices in the order epoch `epoch` visits them (see the
   /// top of this file); depends only on (seed, epoch). `epoch` must be >= 0.
@@ -92,7 +99,7 @@ class FashionMnist {
   StatusOr<FashionMnistBatch> batch(int64_t epoch, int64_t index, int64_t batch_size) const;
   /// Training examples by index (file order numbering); indices must be in range.
   StatusOr<FashionMnistBatch> train_examples(const std::vector<int64_t>& indices) const;
-  /// The whole training set in file order.
+  /// The whole training set in file order (widened to f32: 188 MB).
   FashionMnistBatch train_set() const;
   /// The whole test set in file order.
   FashionMnistBatch test_set() const;
@@ -100,14 +107,11 @@ class FashionMnist {
  private:
   struct OrderCache;
   FashionMnist() = default;
-  FashionMnistBatch gather(const Tensor& images, const Tensor& labels, const int64_t* indices,
-                           int64_t count) const;
+  FashionMnistBatch gather(const std::vector<Column>& split, const int64_t* indices, int64_t count) const;
 
   FashionMnistOptions options_;
-  Tensor train_images_, train_labels_;  // u8[60000,784], u8[60000]
-  Tensor test_images_, test_labels_;    // u8[10000,784], u8[10000]
-  float pixel_value_[256] = {};         // byte -> f32, normalized or not
-  std::shared_ptr<OrderCache> cache_;   // The last epoch's order, for batch().
+  std::vector<Column> train_, test_;   // {images u8[N,28,28], labels u8[N]}
+  std::shared_ptr<OrderCache> cache_;  // The last epoch's order, for batch().
 };
 
 }  // namespace weft

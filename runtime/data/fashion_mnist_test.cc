@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <numeric>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -99,6 +100,28 @@ TEST(FashionMnist, NormalizationStatistics) {
   const FashionMnistBatch test = normalized.test_set();
   const float* x = test.images.data<float>();
   EXPECT_FLOAT_EQ(x[0], (0.0f - 0.2860f) / 0.3530f);
+}
+
+// The images stay u8 in memory; a gathered pixel is (byte / 255 - mean) / std computed in
+// f32, bit for bit what the examples trained on when the images were widened at load.
+TEST(FashionMnist, ImagesStayBytesNormalizedInF32AsGathered) {
+  REQUIRE_DATASET();
+  FashionMnist data = load_or_die({.normalize = true});
+  const Column& images = data.train_columns()[0];
+  EXPECT_EQ(images.array.type(), (Type{DType::u8, {60000, 28, 28}}));
+  EXPECT_EQ(data.train_columns()[1].array.type(), (Type{DType::u8, {60000}}));
+  EXPECT_EQ(data.test_columns()[0].array.type(), (Type{DType::u8, {10000, 28, 28}}));
+  // Every byte value, through gather_rows_into.
+  Tensor bytes(Type{DType::u8, {256, 1}});
+  for (int b = 0; b < 256; ++b) bytes.data<uint8_t>()[b] = static_cast<uint8_t>(b);
+  std::vector<int64_t> rows(256);
+  std::iota(rows.begin(), rows.end(), int64_t{0});
+  Tensor out(Type{DType::f32, {256, 1}});
+  gather_rows_into(Column{bytes, "bytes", "", images.normalization}, rows.data(), 256, out);
+  for (int b = 0; b < 256; ++b) {
+    const float x = static_cast<float>(b) / 255.0f;
+    EXPECT_EQ(out.data<float>()[b], (x - kFashionMnistMean) / kFashionMnistStd) << b;
+  }
 }
 
 TEST(FashionMnist, OrderDependsOnlyOnSeedAndEpoch) {

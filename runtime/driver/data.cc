@@ -7,7 +7,6 @@
 #include "runtime/data/dataset.h"
 #include "runtime/data/fashion_mnist.h"
 #include "runtime/npy.h"
-#include "runtime/philox.h"
 
 namespace weft::driver {
 namespace {
@@ -112,16 +111,16 @@ StatusOr<Split> npy_split(const std::vector<std::string>& files,
   }
   WEFT_RETURN_IF_ERROR(check_same_length(columns));
   for (size_t k = 0; k < columns.size(); ++k) {
-    WEFT_ASSIGN_OR_RETURN(Tensor array, to_model_array(std::move(columns[k].array), step_inputs[k],
-                                                       columns[k].where()));
-    split.arrays.push_back(std::move(array));
+    WEFT_ASSIGN_OR_RETURN(columns[k].array, to_model_array(std::move(columns[k].array), step_inputs[k],
+                                                           columns[k].where()));
   }
-  const Tensor& target = split.arrays.back();
+  split.columns = std::move(columns);
+  const Tensor& target = split.columns.back().array;
   if (target.rank() == 1 && is_integer(target.dtype())) {
     Tensor classes(Type{DType::i64, {target.shape()[0]}});
     for (int64_t i = 0; i < target.numel(); ++i) classes.data<int64_t>()[i] = static_cast<int64_t>(target.get_double(i));
     split.classes = std::move(classes);
-    split.classes_source = columns.back().where();
+    split.classes_source = split.columns.back().where();
   }
   return split;
 }
@@ -155,20 +154,20 @@ StatusOr<Dataset> load_fashion_mnist(const std::string& directory,
   options.directory_knob = "--data";
   options.normalize = true;  // as examples/fashion_mnist/train_loop.cc trains
   options.shuffle = false;   // the driver shuffles (epoch_order, the same permutation)
-  // Images come in the model's layout when FashionMnist has it: no copy to reshape.
-  if (image.type.shape == Shape{image.type.shape[0], 1, 28, 28}) options.layout = ImageLayout::nchw;
   WEFT_ASSIGN_OR_RETURN(FashionMnist data, FashionMnist::load(options));
   Dataset out;
   for (bool train : {true, false}) {
-    FashionMnistBatch set = train ? data.train_set() : data.test_set();
-    WEFT_ASSIGN_OR_RETURN(Tensor target, labels_as_target(set.labels, step_inputs[1], FashionMnist::kClasses));
-    WEFT_ASSIGN_OR_RETURN(Tensor images, to_model_array(std::move(set.images), image, directory));
+    // The images stay u8 (normalized as batches are gathered); the labels become the target.
+    const std::vector<Column>& columns = train ? data.train_columns() : data.test_columns();
+    const Tensor& labels = columns[1].array;
+    WEFT_ASSIGN_OR_RETURN(Tensor target, labels_as_target(labels, step_inputs[1], FashionMnist::kClasses));
+    Tensor classes(Type{DType::i64, {labels.numel()}});
+    for (int64_t i = 0; i < labels.numel(); ++i) classes.data<int64_t>()[i] = labels.data<uint8_t>()[i];
     Split split;
-    split.arrays.push_back(std::move(images));
-    split.arrays.push_back(std::move(target));
-    split.classes = std::move(set.labels);
+    split.columns = {columns[0], Column{std::move(target), columns[1].file, ""}};
+    split.classes = std::move(classes);
     split.source = directory + (train ? "/train-*" : "/t10k-*");
-    split.classes_source = directory + (train ? "/train-labels-idx1-ubyte.gz" : "/t10k-labels-idx1-ubyte.gz");
+    split.classes_source = columns[1].file;
     if (train) out.train = std::move(split);
     else out.test = std::move(split);
   }
@@ -188,31 +187,19 @@ StatusOr<Dataset> load_npy(const std::vector<std::string>& train_files,
   return out;
 }
 
-std::vector<int64_t> epoch_order(uint64_t seed, int64_t epoch, int64_t n) {
-  WEFT_CHECK(epoch >= 0 && n >= 0, "epoch_order: negative epoch or size");
-  std::vector<int64_t> out(static_cast<size_t>(n));
-  std::iota(out.begin(), out.end(), int64_t{0});
-  for (int64_t i = n - 1; i > 0; --i) {
-    const philox::Block b = philox::element_block(static_cast<int64_t>(seed), epoch, static_cast<uint64_t>(i));
-    const uint64_t r = (static_cast<uint64_t>(b.v[0]) << 32) | b.v[1];
-    std::swap(out[i], out[r % static_cast<uint64_t>(i + 1)]);
-  }
-  return out;
-}
-
-Tensor gather_rows(const Tensor& array, const int64_t* rows, int64_t count, const Type& type) {
-  WEFT_CHECK(array.dtype() == type.dtype && type.shape.rank() >= 1 && count <= type.shape[0] &&
-                 sample_elements(array.type()) == sample_elements(type),
-             "gather_rows: " + array.type().to_string() + " rows into " + type.to_string());
+Tensor gather_rows(const Column& column, const int64_t* rows, int64_t count, const Type& type) {
+  WEFT_CHECK(type.shape.rank() >= 1 && count <= type.shape[0] &&
+                 sample_elements(column.array.type()) == sample_elements(type),
+             "gather_rows: " + column.array.type().to_string() + " rows into " + type.to_string());
   Tensor out(type);
-  gather_rows_into(array, rows, count, out);  // zero-pads rows past `count`
+  gather_rows_into(column, rows, count, out);  // zero-pads rows past `count`
   return out;
 }
 
-Tensor slice_rows(const Tensor& array, int64_t start, int64_t count, const Type& type) {
+Tensor slice_rows(const Column& column, int64_t start, int64_t count, const Type& type) {
   std::vector<int64_t> rows(static_cast<size_t>(count));
   std::iota(rows.begin(), rows.end(), start);
-  return gather_rows(array, rows.data(), count, type);
+  return gather_rows(column, rows.data(), count, type);
 }
 
 }  // namespace weft::driver

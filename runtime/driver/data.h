@@ -4,13 +4,15 @@
 //
 //   WEFT_ASSIGN_OR_RETURN(Dataset data, load_fashion_mnist(dir, model.step_inputs()));
 //   std::vector<int64_t> order = epoch_order(shuffle_seed, epoch, data.train.size());
-//   Tensor x = gather_rows(data.train.arrays[0], order.data() + i * B, B,
+//   Tensor x = gather_rows(data.train.columns[0], order.data() + i * B, B,
 //                          model.step_inputs()[0].type);
 //
-// A Split holds one array per step input, dimension 0 the sample and the rest of the
-// model's per-sample shape, already in the model's dtype: a batch is rows copied into a
-// tensor of the input's type. Per-sample shapes only need the same element count (a
-// Fashion-MNIST image is 784 pixels, read as [784] or [1,28,28] alike).
+// A Split holds one Column (runtime/data/dataset.h) per step input, dimension 0 the
+// sample: a batch is rows gathered into a tensor of the input's type. Fashion-MNIST's
+// images stay u8 and are normalized to the input's float type as they are gathered;
+// .npy, safetensors and CSV arrays are converted to the input's dtype when loaded.
+// Per-sample shapes only need the same element count (a Fashion-MNIST image is 784
+// pixels, read as [784] or [1,28,28] alike).
 
 #include <cstdint>
 #include <optional>
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "ir/status.h"
+#include "runtime/data/dataset.h"
 #include "runtime/driver/trainable.h"
 #include "runtime/tensor.h"
 
@@ -25,9 +28,10 @@ namespace weft::driver {
 
 /// One split of a data set.
 struct Split {
-  /// One array per step input (the network's inputs, then the target), each
-  /// [samples, per-sample shape of that input] in the input's dtype.
-  std::vector<Tensor> arrays;
+  /// One column per step input (the network's inputs, then the target), each
+  /// [samples, as many elements per sample as that input]; gathered into the input's
+  /// dtype (the target's column already holds it).
+  std::vector<Column> columns;
   /// The class index of each sample (i64[samples]) when the target is a class (class
   /// indices, or one-hot rows made from them); absent for other targets.
   std::optional<Tensor> classes;
@@ -37,7 +41,7 @@ struct Split {
   /// empty: `source`.
   std::string classes_source;
 
-  int64_t size() const { return arrays.empty() ? 0 : arrays[0].shape()[0]; }
+  int64_t size() const { return columns.empty() ? 0 : columns[0].size(); }
 };
 
 struct Dataset {
@@ -45,8 +49,8 @@ struct Dataset {
   std::optional<Split> test;  ///< Absent when no test split was given.
 };
 
-/// Fashion-MNIST (or MNIST) from the IDX files in `directory`, normalized as the
-/// examples do ((x/255 - 0.2860) / 0.3530). The model must take two step inputs: images
+/// Fashion-MNIST (or MNIST) from the IDX files in `directory`: the images kept as u8,
+/// normalized as the examples do ((x/255 - 0.2860) / 0.3530) as batches are gathered. The model must take two step inputs: images
 /// (a float type with 784 elements per sample) and a target that is either a class index
 /// per sample ([B], any integer or float dtype) or a one-hot row ([B,10], float).
 StatusOr<Dataset> load_fashion_mnist(const std::string& directory,
@@ -60,18 +64,16 @@ StatusOr<Dataset> load_npy(const std::vector<std::string>& train_files,
                            const std::vector<std::string>& test_files,
                            const std::vector<TensorSpec>& step_inputs);
 
-/// The order in which epoch `epoch` visits `n` samples: a pure function of (seed, epoch,
-/// n), the same Philox Fisher-Yates shuffle as FashionMnist::order (runtime/data), so a
-/// resumed run sees the data of an uninterrupted one.
-std::vector<int64_t> epoch_order(uint64_t seed, int64_t epoch, int64_t n);
+/// runtime/data/dataset.h's: the per-epoch shuffle, FashionMnist::order's permutation.
+using ::weft::epoch_order;
 
-/// Rows `rows[0..count)` of `array` as a tensor of `type` (dimension 0 is the batch,
-/// >= count; rows past `count` are zero padding). `array` must have `type`'s dtype and
-/// per-sample element count.
-Tensor gather_rows(const Tensor& array, const int64_t* rows, int64_t count, const Type& type);
+/// Rows `rows[0..count)` of `column` as a tensor of `type` (dimension 0 is the batch,
+/// >= count; rows past `count` are zero padding), converted and normalized
+/// (gather_rows_into). `column` must have `type`'s per-sample element count.
+Tensor gather_rows(const Column& column, const int64_t* rows, int64_t count, const Type& type);
 
-/// Consecutive rows [start, start + count) of `array`, padded to `type` likewise.
-Tensor slice_rows(const Tensor& array, int64_t start, int64_t count, const Type& type);
+/// Consecutive rows [start, start + count) of `column`, padded to `type` likewise.
+Tensor slice_rows(const Column& column, int64_t start, int64_t count, const Type& type);
 
 /// The per-sample element count of a batched type (the product of dims after the first).
 int64_t sample_elements(const Type& type);

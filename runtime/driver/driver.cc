@@ -15,6 +15,7 @@
 #include "runtime/driver/flags.h"
 #include "runtime/driver/stop_signals.h"
 #include "runtime/flag_values.h"
+#include "runtime/monitor/metrics.h"
 #include "runtime/monitor/monitor.h"
 
 namespace weft::driver {
@@ -146,7 +147,8 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
     }
   }
   for (const auto& [flag, path] : {std::pair{"checkpoint-out", &config.checkpoint_out},
-                                   {"metrics-csv", &config.metrics_csv}, {"report", &config.report}}) {
+                                   {"metrics-csv", &config.metrics_csv}, {"epoch-csv", &config.epoch_csv},
+                                   {"report", &config.report}}) {
     if (path->empty() || !lead) continue;
     // Fails early, not after hours of training, when `path` cannot be written.
     if (auto why = unwritable_file(*path)) return runtime(Error{"--" + std::string(flag) + "=" + *path + ": " + *why});
@@ -195,6 +197,16 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
       return runtime(s.error());
     }
   }
+  // Epoch means of the loss and lr, and each epoch's test metrics: --epoch-csv's rows,
+  // numbered from the epoch a resumed run starts in.
+  monitor::Metrics epoch_metrics;
+  epoch_metrics.set_goal("test_accuracy", monitor::Goal::maximize);
+  epoch_metrics.skip_epochs(model.steps() / per_epoch);
+  if (!config.epoch_csv.empty() && lead) {
+    if (Status s = epoch_metrics.open_csv(config.epoch_csv, "--epoch-csv=" + config.epoch_csv); !s.ok()) {
+      return runtime(s.error());
+    }
+  }
   if (config.serve >= 0 && lead) {
     if (Status s = log.serve(static_cast<int>(config.serve)); !s.ok()) {
       return usage(Error{"--serve=" + std::to_string(config.serve) + ": " + s.error().message});
@@ -207,6 +219,15 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
       log.set_gpu_memory_probe((*b)->device_memory_used_mib);
     }
   }
+  // A schedule that cycles the momentum (onecycle, cyclic) sets it where the model's step
+  // takes it as an input; elsewhere the momentum stays as compiled, and the line says so.
+  const bool schedule_cycles = (*schedule)->momentum_at(0).has_value();
+  const bool cycle_momentum = schedule_cycles && model.takes_momentum();
+  std::string momentum_text;
+  if (schedule_cycles && !cycle_momentum) {
+    momentum_text = " (momentum not cycled: the model's step compiles it in; build its optimizer with "
+                    "with_scheduled_momentum())";
+  }
   std::string test_text = data->test ? std::to_string(data->test->size()) + " test samples (eval batch " +
                                            std::to_string(model.eval_inputs()[0].type.shape[0]) + ")"
                                      : "no test split";
@@ -217,7 +238,7 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
                 ", " + std::to_string(per_epoch) + " steps per epoch, " +
                 std::to_string(config.epochs) + (config.epochs == 1 ? " epoch (" : " epochs (") +
                 std::to_string(total) + " steps); " +
-                (*schedule)->describe() + "; " + test_text);
+                (*schedule)->describe() + momentum_text + "; " + test_text);
 
   auto evaluate = [&]() -> StatusOr<std::optional<Evaluation>> {
     if (!data->test || !lead) return std::optional<Evaluation>();  // every rank has the same values
@@ -254,16 +275,7 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
       order = epoch_order(config.shuffle_seed, epoch, samples);
       order_epoch = epoch;
     }
-    for (size_t k = 0; k < step_inputs.size(); ++k) {
-      if (!comm) {
-        gather_rows_into(data->train.arrays[k], order.data() + index * batch, batch, into[k]);
-        continue;
-      }
-      Type global = step_inputs[k].type;
-      global.shape.dims[0] = batch;
-      WEFT_ASSIGN_OR_RETURN(into[k], collective::shard_batch(
-          gather_rows(data->train.arrays[k], order.data() + index * batch, batch, global), rank, world_size));
-    }
+    gather_batch(data->train.columns, order.data() + index * batch, batch, rank, world_size, into);
     return Status();
   });
   double epoch_loss = 0;
@@ -276,9 +288,16 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
     if (!inputs.ok()) return runtime(inputs.error());
     const double lr = (*schedule)->lr_at(t);
     model.set_lr(lr);
+    const double momentum = cycle_momentum ? (*schedule)->momentum_at(t).value_or(0) : 0;
+    if (cycle_momentum) {
+      if (Status s = model.set_momentum(momentum); !s.ok()) return runtime(s.error());
+    }
     StatusOr<double> loss = model.step(**inputs);
     if (!loss.ok()) return runtime(loss.error());
     ++t;
+    epoch_metrics.record("loss", *loss);
+    epoch_metrics.record("lr", lr);
+    if (cycle_momentum) epoch_metrics.record("momentum", momentum);
     epoch_loss += *loss;
     ++epoch_steps;
     const double elapsed = seconds_since(start);
@@ -311,6 +330,9 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
                     epoch_loss / static_cast<double>(epoch_steps), seconds);
       progress.line(std::string(line) + (eval ? ", " + eval->to_string() : ""));
       log.end_epoch(epoch + 1, seconds);
+      if (eval && eval->accuracy) epoch_metrics.record("test_accuracy", *eval->accuracy);
+      if (eval && eval->loss) epoch_metrics.record("test_loss", *eval->loss);
+      if (Status s = epoch_metrics.flush(); !s.ok()) return runtime(s.error());
       if (config.profile) {
         progress.line(model.profile_report());
         progress.line("data loader: the steps waited " + format_number("%.3f", loader.wait_seconds()) +
@@ -368,7 +390,7 @@ StatusOr<Evaluation> evaluate_split(Trainable& model, const Split& test) {
   const auto& eval_inputs = model.eval_inputs();
   const int64_t eval_batch = eval_inputs[0].type.shape[0];
   const int64_t n = test.size();
-  const Tensor& target = test.arrays.back();
+  const Tensor& target = test.columns.back().array;
   const int64_t target_elements = sample_elements(target.type());
   int64_t correct = 0;
   double loss_sum = 0;
@@ -379,7 +401,7 @@ StatusOr<Evaluation> evaluate_split(Trainable& model, const Split& test) {
   for (int64_t start = 0; start < n; start += eval_batch) {
     const int64_t rows = std::min(eval_batch, n - start);  // the last batch may be short: padded
     for (size_t k = 0; k < eval_inputs.size(); ++k) {
-      inputs[k] = slice_rows(test.arrays[k], start, rows, eval_inputs[k].type);
+      inputs[k] = slice_rows(test.columns[k], start, rows, eval_inputs[k].type);
     }
     WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, model.evaluate(inputs));
     if (outputs.empty() || outputs[0].rank() < 1 || outputs[0].shape()[0] != eval_batch) {

@@ -105,6 +105,49 @@ TEST(Driver, TrainsEvaluatesAndWritesMetrics) {
   EXPECT_NEAR(std::stod(rows[80][7]), std::stod(last[1].str()), 5e-5);
 }
 
+// --epoch-csv: one row per epoch, each the mean of that epoch's rows of --metrics-csv (loss,
+// lr) and its end-of-epoch evaluation, as the epoch lines print them; a resumed run's rows
+// are numbered from the epoch it resumes in.
+TEST(Driver, WritesTheEpochCsv) {
+  const std::string flags = " --max-steps=20 --schedule=exponential --lr-gamma=0.9 --eval-every=15";
+  const std::string steps = tmp("steps.csv"), epochs = tmp("epochs.csv");
+  CommandResult r = train("--epochs=2" + flags + " --metrics-csv=" + steps + " --epoch-csv=" + epochs +
+                          " --checkpoint-out=" + tmp("epochs.safetensors"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::vector<std::vector<std::string>> rows = read_csv(epochs), per_step = read_csv(steps);
+  ASSERT_EQ(rows.size(), 3u) << r.out;
+  ASSERT_EQ(per_step.size(), 41u);
+  EXPECT_EQ(rows[0], (std::vector<std::string>{"epoch", "loss", "lr", "test_accuracy", "test_loss"}));
+  for (int epoch = 1; epoch <= 2; ++epoch) {
+    const std::vector<std::string>& row = rows[epoch];
+    ASSERT_EQ(row.size(), 5u);
+    EXPECT_EQ(row[0], std::to_string(epoch));
+    double loss = 0, lr = 0;
+    for (int step = (epoch - 1) * 20 + 1; step <= epoch * 20; ++step) {
+      loss += std::stod(per_step[step][2]);
+      lr += std::stod(per_step[step][3]);
+    }
+    EXPECT_NEAR(std::stod(row[1]), loss / 20, 1e-6) << epoch;
+    EXPECT_NEAR(std::stod(row[2]), lr / 20, 1e-9) << epoch;
+    // The epoch's evaluation (not the one at step 15), as printed and in the step CSV.
+    EXPECT_EQ(row[3], per_step[epoch * 20][7]);
+    EXPECT_EQ(row[4], per_step[epoch * 20][8]);
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(r.out, m, std::regex("epoch " + std::to_string(epoch) +
+                                                       "/2: mean loss ([0-9.]+), [0-9.]+ s, test accuracy: "
+                                                       "([0-9.]+), test cross-entropy: ([0-9.]+)\n")))
+        << r.out;
+    EXPECT_NEAR(std::stod(row[1]), std::stod(m[1].str()), 5e-5) << epoch;
+    EXPECT_NEAR(std::stod(row[3]), std::stod(m[2].str()), 5e-5) << epoch;
+    EXPECT_NEAR(std::stod(row[4]), std::stod(m[3].str()), 5e-5) << epoch;
+  }
+  r = train("--epochs=3" + flags + " --checkpoint-in=" + tmp("epochs.safetensors") + " --epoch-csv=" + epochs);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  rows = read_csv(epochs);
+  ASSERT_EQ(rows.size(), 2u) << r.out;
+  EXPECT_EQ(rows[1][0], "3");
+}
+
 // --serve: the dashboard's URL is printed and the run trains as without it (the page and
 // its stream are tested in runtime/monitor: serve_test, serve_chromium_test).
 TEST(Driver, ServesTheDashboard) {
@@ -378,7 +421,7 @@ TEST(Driver, ResumeIsStrictUnlessPartialLoadIsAskedFor) {
 TEST(Driver, OutputPathsAreCheckedBeforeTheFirstStep) {
   const std::string dir = tmp("a_directory");
   ::mkdir(dir.c_str(), 0755);
-  for (const std::string flag : {"checkpoint-out", "report", "metrics-csv"}) {
+  for (const std::string flag : {"checkpoint-out", "report", "metrics-csv", "epoch-csv"}) {
     CommandResult r = train("--max-steps=2 --" + flag + "=" + dir);
     EXPECT_EQ(r.exit_code, 1) << flag;
     EXPECT_EQ(r.out, "error: --" + flag + "=" + dir + ": that is a directory; name a file\n");
@@ -418,13 +461,13 @@ TEST(Driver, HelpListsEveryFlag) {
         "--shuffle-seed=S", "--threads=N", "--max-memory=BYTES", "--lr=X", "--schedule=NAME", "--lr-step-size=N", "--lr-gamma=X",
         "--milestones=N,N,...", "--warmup-steps=N", "--warmup-start-factor=X", "--min-lr=X", "--pct-start=X",
         "--div-factor=X", "--final-div-factor=X", "--max-lr=X", "--step-size-up=N", "--step-size-down=N",
-        "--cyclic-mode=MODE", "--cyclic-gamma=X", "--checkpoint-in=PATH", "--partial-load", "--checkpoint-out=PATH",
-        "--checkpoint-every=N", "--eval-every=N", "--metrics-csv=PATH", "--report=PATH", "--serve=N", "--log-every=N",
+        "--cyclic-mode=MODE", "--cyclic-gamma=X", "--base-momentum=X", "--max-momentum=X", "--no-cycle-momentum", "--checkpoint-in=PATH", "--partial-load", "--checkpoint-out=PATH",
+        "--checkpoint-every=N", "--eval-every=N", "--metrics-csv=PATH", "--epoch-csv=PATH", "--report=PATH", "--serve=N", "--log-every=N",
         "--check-numerics",
         "--profile", "--data-parallel", "--help"}) {
     EXPECT_NE(r.out.find(std::string("\n  ") + flag), std::string::npos) << flag;
   }
-  EXPECT_EQ(count(r.out, "\\(default: "), 37);  // every flag but --help
+  EXPECT_EQ(count(r.out, "\\(default: "), 41);  // every flag but --help
 }
 
 // A binary trains on the backend its model was compiled for: --backend naming it is a

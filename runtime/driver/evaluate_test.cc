@@ -1,7 +1,7 @@
 // The driver's evaluation, in process, on a JIT-compiled model: batches of the eval
 // inputs' static size with the last one padded, compared with the Trainer evaluating the
 // whole split at once; and run_driver's exit statuses where the model and the flags
-// disagree.
+// disagree; a schedule cycling the momentum of a model whose step takes it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +14,7 @@
 #include "frontend/modules.h"
 #include "runtime/driver/driver.h"
 #include "runtime/npy.h"
+#include "runtime/schedule.h"
 
 namespace weft::driver {
 namespace {
@@ -32,7 +33,7 @@ Split classification(int64_t n, uint32_t seed) {
     const float* r = x.data<float>() + i * 4;
     y.data<int64_t>()[i] = r[0] >= r[1] && r[0] >= r[2] ? 0 : r[1] >= r[2] ? 1 : 2;
   }
-  s.arrays = {x, y};
+  s.columns = {Column{x, "x", ""}, Column{y, "y", ""}};
   s.classes = y;
   s.source = "synthetic";
   return s;
@@ -58,7 +59,7 @@ TEST(Evaluate, PadsTheLastBatchAndDropsItsOutputs) {
     std::vector<int64_t> order = epoch_order(0, s / 8, 64);
     std::vector<Tensor> batch;
     for (size_t k = 0; k < 2; ++k) {
-      batch.push_back(gather_rows(train.arrays[k], order.data() + (s % 8) * 8, 8, model->step_inputs()[k].type));
+      batch.push_back(gather_rows(train.columns[k], order.data() + (s % 8) * 8, 8, model->step_inputs()[k].type));
     }
     ASSERT_TRUE(model->step(batch).ok());
   }
@@ -68,7 +69,7 @@ TEST(Evaluate, PadsTheLastBatchAndDropsItsOutputs) {
   ASSERT_TRUE(e.ok()) << e.error().to_string();
 
   // The Trainer evaluates any batch size: all 23 rows at once, no padding.
-  StatusOr<std::vector<Tensor>> whole = model->trainer().evaluate({test.arrays[0]});
+  StatusOr<std::vector<Tensor>> whole = model->trainer().evaluate({test.columns[0].array});
   ASSERT_TRUE(whole.ok());
   int64_t correct = 0;
   double ce = 0;
@@ -102,7 +103,7 @@ TEST(Evaluate, MeanSquaredErrorForOtherTargets) {
   Tensor x(Type{DType::f32, {6, 3}}), y(Type{DType::f32, {6, 2}});
   for (int64_t i = 0; i < 18; ++i) x.data<float>()[i] = 0.1f * static_cast<float>(i % 7);
   for (int64_t i = 0; i < 12; ++i) y.data<float>()[i] = 0.3f * static_cast<float>(i % 5);
-  test.arrays = {x, y};
+  test.columns = {Column{x, "x", ""}, Column{y, "y", ""}};
   StatusOr<Evaluation> e = evaluate_split(**model, test);
   ASSERT_TRUE(e.ok()) << e.error().to_string();
   StatusOr<std::vector<Tensor>> whole = (*model)->trainer().evaluate({x});
@@ -163,8 +164,8 @@ TEST(RunDriver, ExitStatuses) {
     return std::unique_ptr<Trainable>(classifier(5));
   };
   Split data = classification(40, 3);
-  ASSERT_TRUE(write_npy(tmp("x.npy"), data.arrays[0]).ok());
-  ASSERT_TRUE(write_npy(tmp("y.npy"), data.arrays[1]).ok());
+  ASSERT_TRUE(write_npy(tmp("x.npy"), data.columns[0].array).ok());
+  ASSERT_TRUE(write_npy(tmp("y.npy"), data.columns[1].array).ok());
   const std::string train = "--train=" + tmp("x.npy") + "," + tmp("y.npy");
 
   DriverRun r = run({train, "--test=" + tmp("x.npy") + "," + tmp("y.npy"), "--epochs=2"}, factory);
@@ -191,7 +192,7 @@ TEST(RunDriver, ExitStatuses) {
   EXPECT_EQ(r.out.rfind("usage: train ", 0), 0u);
 
   // Labels that are not classes of the model's output.
-  Tensor bad = data.arrays[1];
+  Tensor bad = data.columns[1].array;
   bad.data<int64_t>()[7] = 3;
   ASSERT_TRUE(write_npy(tmp("bad.npy"), bad).ok());
   r = run({"--train=" + tmp("x.npy") + "," + tmp("bad.npy")}, factory);
@@ -213,8 +214,8 @@ TEST(RunDriver, ExitStatuses) {
   EXPECT_EQ(r.err, "error: --checkpoint-out=/nonexistent/ck.safetensors: the directory /nonexistent does not "
                    "exist\n");
   Split few = classification(7, 4);  // less than one batch of 8
-  ASSERT_TRUE(write_npy(tmp("fx.npy"), few.arrays[0]).ok());
-  ASSERT_TRUE(write_npy(tmp("fy.npy"), few.arrays[1]).ok());
+  ASSERT_TRUE(write_npy(tmp("fx.npy"), few.columns[0].array).ok());
+  ASSERT_TRUE(write_npy(tmp("fy.npy"), few.columns[1].array).ok());
   r = run({"--train=" + tmp("fx.npy") + "," + tmp("fy.npy")}, factory);
   EXPECT_EQ(r.status, kExitRuntime);
   EXPECT_EQ(r.err, "error: train: 7 training samples do not make one batch of 8 (the model's batch size)\n");
@@ -225,6 +226,85 @@ TEST(RunDriver, ExitStatuses) {
   r = run({}, failing);
   EXPECT_EQ(r.status, kExitRuntime);
   EXPECT_EQ(r.err, "error: no such model\n");
+}
+
+/// The classifier with SGD(momentum 0.9), its momentum scheduled (a weft.momentum input)
+/// or compiled in.
+std::unique_ptr<JitTrainable> sgd_classifier(bool scheduled) {
+  StatusOr<FlowPtr> net = FlowBuilder::from(Linear(4, 16)).through(ReLU()).through(Linear(16, 3)).build();
+  EXPECT_TRUE(net.ok());
+  OptimizerSpec sgd = OptimizerSpec::sgd(0.1, 0.9).with_scheduled_momentum(scheduled);
+  StatusOr<std::unique_ptr<JitTrainable>> m =
+      JitTrainable::compile(*net, {{"x", Type{DType::f32, {8, 4}}}}, LossSpec::cross_entropy(), sgd, {}, 5);
+  EXPECT_TRUE(m.ok()) << m.error().to_string();
+  return std::move(*m);
+}
+
+// --schedule=onecycle sets the momentum of a model whose step takes it every step, as
+// OneCycleLR's cycle_momentum does: the driver's losses are those of a Trainer stepped
+// with the schedule's lr and momentum, and the epoch CSV has their mean momentum. A model
+// with its momentum compiled in trains at that momentum, and the first line says so.
+TEST(RunDriver, OneCycleCyclesTheMomentumOfAModelThatTakesIt) {
+  Split data = classification(8, 5);  // one batch an epoch: the shuffle changes no loss
+  ASSERT_TRUE(write_npy(tmp("mx.npy"), data.columns[0].array).ok());
+  ASSERT_TRUE(write_npy(tmp("my.npy"), data.columns[1].array).ok());
+  const std::vector<std::string> args = {"--train=" + tmp("mx.npy") + "," + tmp("my.npy"), "--epochs=6",
+                                         "--schedule=onecycle", "--metrics-csv=" + tmp("m.csv"),
+                                         "--epoch-csv=" + tmp("e.csv")};
+  auto factory = [](bool scheduled) -> ModelFactory {
+    return [scheduled](uint64_t, int, std::shared_ptr<collective::Communicator>,
+                       int64_t) -> StatusOr<std::unique_ptr<Trainable>> {
+      return std::unique_ptr<Trainable>(sgd_classifier(scheduled));
+    };
+  };
+  DriverRun r = run(args, factory(true));
+  ASSERT_EQ(r.status, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("OneCycleLR(max_lr=0.1, total_steps=6, pct_start=0.3, anneal_strategy='cos', "
+                       "div_factor=25.0, final_div_factor=10000.0, three_phase=False, "
+                       "base_momentum=0.85, max_momentum=0.95); no test split"),
+            std::string::npos)
+      << r.out;
+  auto losses_in = [](const std::string& csv) {
+    std::ifstream in(csv);
+    std::string line;
+    std::getline(in, line);  // the header
+    std::vector<double> losses;
+    while (std::getline(in, line)) {
+      const size_t a = line.find(','), b = line.find(',', a + 1), c = line.find(',', b + 1);
+      losses.push_back(std::stod(line.substr(b + 1, c - b - 1)));
+    }
+    return losses;
+  };
+  const std::vector<double> driven = losses_in(tmp("m.csv"));
+  ASSERT_EQ(driven.size(), 6u);
+  const OneCycleLR schedule(0.1, 6);
+  std::unique_ptr<JitTrainable> direct = sgd_classifier(true);
+  std::vector<int64_t> rows = {0, 1, 2, 3, 4, 5, 6, 7};
+  std::vector<Tensor> batch;
+  for (size_t k = 0; k < 2; ++k) batch.push_back(gather_rows(data.columns[k], rows.data(), 8, direct->step_inputs()[k].type));
+  for (int64_t t = 0; t < 6; ++t) {
+    direct->set_lr(schedule.lr_at(t));
+    ASSERT_TRUE(direct->set_momentum(*schedule.momentum_at(t)).ok());
+    StatusOr<double> loss = direct->step(batch);
+    ASSERT_TRUE(loss.ok());
+    EXPECT_NEAR(driven[t], *loss, 1e-6) << "step " << t + 1;
+  }
+  std::ifstream epochs(tmp("e.csv"));
+  std::string header, first;
+  std::getline(epochs, header);
+  std::getline(epochs, first);
+  EXPECT_EQ(header, "epoch,loss,lr,momentum");
+  EXPECT_NEAR(std::stod(first.substr(first.rfind(',') + 1)), *schedule.momentum_at(0), 1e-9);
+
+  r = run(args, factory(false));
+  ASSERT_EQ(r.status, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("max_momentum=0.95) (momentum not cycled: the model's step compiles it in; build "
+                       "its optimizer with with_scheduled_momentum()); no test split"),
+            std::string::npos)
+      << r.out;
+  const std::vector<double> compiled_in = losses_in(tmp("m.csv"));
+  ASSERT_EQ(compiled_in.size(), 6u);
+  EXPECT_GT(std::abs(compiled_in[5] - driven[5]), 1e-6);  // momentum 0.9 throughout
 }
 
 }  // namespace

@@ -221,6 +221,15 @@ std::vector<Flag> make_flags() {
                }});
   number("cyclic-gamma", "1", "cyclic with --cyclic-mode=exp_range: the amplitude's factor per step",
          &DriverConfig::cyclic_gamma, 0, true, 1);
+  number("base-momentum", "0.85 for onecycle, 0.8 for cyclic",
+         "onecycle, cyclic: the momentum (beta1 for Adam) at the lr's peak, cycled inversely "
+         "to the lr (PyTorch's cycle_momentum) when the model's step takes it as an input",
+         &DriverConfig::base_momentum, 0, false, 1);
+  number("max-momentum", "0.95 for onecycle, 0.9 for cyclic",
+         "onecycle, cyclic: the momentum (beta1) where the lr is lowest",
+         &DriverConfig::max_momentum, 0, false, 1);
+  boolean("no-cycle-momentum", "onecycle, cyclic: leave the model's momentum as compiled (cycle_momentum=False)",
+          &DriverConfig::no_cycle_momentum);
   // Checkpoints, evaluation, reporting.
   path("checkpoint-in", "resume from this checkpoint (safetensors); the step count continues",
        &DriverConfig::checkpoint_in);
@@ -237,6 +246,10 @@ std::vector<Flag> make_flags() {
           &DriverConfig::eval_every, 0);
   path("metrics-csv", "write epoch, step, loss, lr, examples/s, elapsed s, memory, test accuracy and loss per step",
        &DriverConfig::metrics_csv);
+  path("epoch-csv",
+       "write one row per epoch: the epoch's mean loss and lr, its test accuracy and loss "
+       "(rewritten at each epoch's end)",
+       &DriverConfig::epoch_csv);
   path("report", "at the end, write an HTML report here: loss, test metrics, time per epoch, memory",
        &DriverConfig::report);
   integer("serve", "off",
@@ -298,6 +311,14 @@ Status check(const DriverConfig& c, const std::vector<std::string>& given) {
   for (const auto& [flag, schedule] : owners) {
     if (was_given(flag) && c.schedule != schedule) {
       return Error{"--" + flag + " applies to --schedule=" + schedule + ", not --schedule=" + c.schedule};
+    }
+  }
+  for (const std::string flag : {"base-momentum", "max-momentum", "no-cycle-momentum"}) {
+    if (was_given(flag) && c.schedule != "onecycle" && c.schedule != "cyclic") {
+      return Error{"--" + flag + " applies to --schedule=onecycle or cyclic, not --schedule=" + c.schedule};
+    }
+    if (was_given(flag) && flag != "no-cycle-momentum" && c.no_cycle_momentum) {
+      return Error{"--" + flag + " sets a bound of the momentum cycle, which --no-cycle-momentum turns off"};
     }
   }
   if (was_given("lr-gamma") && c.schedule != "step" && c.schedule != "multistep" &&
@@ -414,6 +435,9 @@ StatusOr<std::unique_ptr<LrSchedule>> make_schedule(const DriverConfig& c, doubl
     o.pct_start = c.pct_start;
     o.div_factor = c.div_factor;
     o.final_div_factor = c.final_div_factor;
+    o.cycle_momentum = !c.no_cycle_momentum;
+    if (c.base_momentum >= 0) o.base_momentum = c.base_momentum;
+    if (c.max_momentum >= 0) o.max_momentum = c.max_momentum;
     s = std::make_unique<OneCycleLR>(base_lr, total, o);
   } else if (name == "cyclic") {
     CyclicOptions o;
@@ -423,6 +447,9 @@ StatusOr<std::unique_ptr<LrSchedule>> make_schedule(const DriverConfig& c, doubl
              : c.cyclic_mode == "exp_range" ? CyclicOptions::Mode::exp_range
                                             : CyclicOptions::Mode::triangular;
     o.gamma = c.cyclic_gamma;
+    o.cycle_momentum = !c.no_cycle_momentum;
+    if (c.base_momentum >= 0) o.base_momentum = c.base_momentum;
+    if (c.max_momentum >= 0) o.max_momentum = c.max_momentum;
     s = std::make_unique<CyclicLR>(base_lr, c.max_lr, o);
   } else {
     return Error{"--schedule=" + name + ": unknown schedule; one of " + kSchedules};

@@ -56,6 +56,11 @@ struct DriverConfig {
   int64_t step_size_down = -1;           ///< cyclic; -1: step_size_up.
   std::string cyclic_mode = "triangular";
   double cyclic_gamma = 1.0;             ///< cyclic, exp_range.
+  /// onecycle, cyclic: the momentum (β1) bounds of PyTorch's cycle_momentum; -1: the
+  /// schedule's default (0.85 and 0.95 for onecycle, 0.8 and 0.9 for cyclic).
+  double base_momentum = -1;
+  double max_momentum = -1;
+  bool no_cycle_momentum = false;        ///< onecycle, cyclic: cycle_momentum=False.
   // Checkpoints, evaluation, reporting.
   std::string checkpoint_in;
   bool partial_load = false;
@@ -63,6 +68,7 @@ struct DriverConfig {
   int64_t checkpoint_every = 0;
   int64_t eval_every = 0;
   std::string metrics_csv;
+  std::string epoch_csv;  ///< One row per epoch (monitor::Metrics' epoch CSV).
   std::string report;
   int64_t serve = -1;  ///< --serve=PORT: the live dashboard's port (0: a free one); -1: off.
   int64_t log_every = 100;

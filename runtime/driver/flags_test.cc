@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,7 +46,7 @@ TEST(Flags, EveryFlagParses) {
                           "--warmup-steps=5", "--warmup-start-factor=0.1", "--min-lr=1e-5",
                           "--checkpoint-in=in.safetensors", "--partial-load", "--checkpoint-out=/tmp/out.safetensors",
                           "--checkpoint-every=50", "--eval-every=20", "--metrics-csv=m.csv",
-                          "--log-every=10", "--data=/data"});
+                          "--epoch-csv=e.csv", "--log-every=10", "--data=/data"});
   EXPECT_EQ(c.epochs, 3);
   EXPECT_EQ(c.max_steps, 7);
   EXPECT_EQ(c.seed, 18446744073709551615ull);  // every uint64 seed, exactly
@@ -62,6 +63,7 @@ TEST(Flags, EveryFlagParses) {
   EXPECT_EQ(c.checkpoint_every, 50);
   EXPECT_EQ(c.eval_every, 20);
   EXPECT_EQ(c.metrics_csv, "m.csv");
+  EXPECT_EQ(c.epoch_csv, "e.csv");
   EXPECT_EQ(c.log_every, 10);
   EXPECT_EQ(c.data_dir, "/data");
 
@@ -149,6 +151,7 @@ TEST(Flags, PathErrors) {
   EXPECT_EQ(error_of({"--checkpoint-out="}), "--checkpoint-out needs a path: --checkpoint-out=PATH");
   EXPECT_EQ(error_of({"--checkpoint-in="}), "--checkpoint-in needs a path: --checkpoint-in=PATH");
   EXPECT_EQ(error_of({"--metrics-csv="}), "--metrics-csv needs a path: --metrics-csv=PATH");
+  EXPECT_EQ(error_of({"--epoch-csv="}), "--epoch-csv needs a path: --epoch-csv=PATH");
 }
 
 TEST(Flags, InconsistentFlags) {
@@ -181,7 +184,7 @@ TEST(Flags, HelpListsEveryFlagWithItsDefault) {
   const std::string help = help_text("train");
   EXPECT_EQ(help.rfind("usage: train [--flag=value ...]\n", 0), 0u) << help;
   const std::vector<std::string> names = flag_names();
-  EXPECT_EQ(names.size(), 38u);
+  EXPECT_EQ(names.size(), 42u);
   for (const std::string& name : names) {
     EXPECT_NE(help.find("\n  --" + name), std::string::npos) << name << "\n" << help;
   }
@@ -236,6 +239,35 @@ TEST(Schedules, AreRuntimeSchedules) {
   StatusOr<std::unique_ptr<LrSchedule>> s = make_schedule(*c, 0.1, 50);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().message, "--warmup-steps=100 must be less than the run's 50 steps");
+}
+
+// onecycle and cyclic cycle the momentum (PyTorch's cycle_momentum), between the bounds the
+// flags give or the schedule's defaults; --no-cycle-momentum turns it off.
+TEST(Schedules, CycleTheMomentum) {
+  auto momentum = [](const std::vector<std::string>& args, int64_t t) -> std::optional<double> {
+    StatusOr<DriverConfig> c = parse_flags(args);
+    EXPECT_TRUE(c.ok()) << c.error().to_string();
+    StatusOr<std::unique_ptr<LrSchedule>> s = make_schedule(*c, /*base_lr=*/0.1, /*total_steps=*/100);
+    EXPECT_TRUE(s.ok()) << s.error().to_string();
+    return (*s)->momentum_at(t);
+  };
+  EXPECT_EQ(momentum({"--schedule=onecycle"}, 0), 0.95);
+  EXPECT_NEAR(*momentum({"--schedule=onecycle"}, 29), 0.85, 1e-12);  // at the lr's peak
+  EXPECT_EQ(momentum({"--schedule=onecycle", "--base-momentum=0.5", "--max-momentum=0.99"}, 0), 0.99);
+  EXPECT_NEAR(*momentum({"--schedule=onecycle", "--base-momentum=0.5"}, 29), 0.5, 1e-12);
+  EXPECT_EQ(momentum({"--schedule=onecycle", "--no-cycle-momentum"}, 0), std::nullopt);
+  EXPECT_EQ(momentum({"--schedule=cyclic", "--max-lr=0.5", "--step-size-up=4"}, 0), 0.9);
+  EXPECT_DOUBLE_EQ(*momentum({"--schedule=cyclic", "--max-lr=0.5", "--step-size-up=4"}, 4), 0.8);
+  EXPECT_EQ(momentum({"--schedule=cosine"}, 0), std::nullopt);
+  EXPECT_EQ(momentum({"--schedule=onecycle", "--warmup-steps=5"}, 2), 0.95);  // the cycle's start
+
+  EXPECT_EQ(error_of({"--base-momentum=0.8"}),
+            "--base-momentum applies to --schedule=onecycle or cyclic, not --schedule=constant");
+  EXPECT_EQ(error_of({"--schedule=cosine", "--no-cycle-momentum"}),
+            "--no-cycle-momentum applies to --schedule=onecycle or cyclic, not --schedule=cosine");
+  EXPECT_EQ(error_of({"--schedule=onecycle", "--no-cycle-momentum", "--max-momentum=0.9"}),
+            "--max-momentum sets a bound of the momentum cycle, which --no-cycle-momentum turns off");
+  EXPECT_EQ(error_of({"--schedule=onecycle", "--max-momentum=1.5"}), "--max-momentum=1.5: must be in [0, 1]");
 }
 
 }  // namespace

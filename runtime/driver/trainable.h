@@ -52,6 +52,12 @@ class Trainable {
   /// The learning rate fed to the following steps.
   virtual void set_lr(double lr) = 0;
   virtual double lr() const = 0;
+  /// Whether the step takes its momentum (SGD, RMSprop) or β1 (Adam, AdamW, RAdam) as the
+  /// input weft.momentum (built with OptimizerSpec::with_scheduled_momentum), so that a
+  /// schedule cycling it (LrSchedule::momentum_at: OneCycleLR, CyclicLR) can set it.
+  virtual bool takes_momentum() const = 0;
+  /// The momentum fed to the following steps; an error when !takes_momentum().
+  virtual Status set_momentum(double momentum) = 0;
   /// Steps taken so far (restored by load()).
   virtual int64_t steps() const = 0;
 

@@ -57,6 +57,11 @@ Status Metrics::flush() {
   return write_file_atomically(csv_path_, csv());
 }
 
+void Metrics::skip_epochs(int64_t n) {
+  WEFT_CHECK(epochs_ == skipped_ && n >= 0, "skip_epochs after a flush, or of " + std::to_string(n) + " epochs");
+  epochs_ = skipped_ = n;
+}
+
 Goal Metrics::goal(const std::string& name) const {
   auto it = goals_.find(name);
   return it == goals_.end() ? Goal::minimize : it->second;
@@ -179,7 +184,7 @@ std::string Metrics::csv() const {
   o << "epoch";
   for (const std::string& name : order_) o << "," << name;
   o << "\n";
-  for (int64_t epoch = 1; epoch <= epochs_; ++epoch) {
+  for (int64_t epoch = skipped_ + 1; epoch <= epochs_; ++epoch) {
     o << epoch;
     for (const std::string& name : order_) {
       o << ",";

@@ -49,8 +49,12 @@ class Metrics {
   /// Closes the epoch: every metric recorded since the last flush gains the mean of its
   /// batch values as its next epoch value. Writes the CSV when one is open.
   Status flush();
-  /// Epochs closed so far.
+  /// Epochs closed so far (counting those skipped by skip_epochs).
   int64_t epochs() const { return epochs_; }
+  /// Counts `n` epochs as closed before anything was recorded (a run resumed at epoch n):
+  /// the next flush closes epoch n+1, and the CSV's rows start there. Only before the
+  /// first flush.
+  void skip_epochs(int64_t n);
 
   void set_goal(const std::string& name, Goal goal) { goals_[name] = goal; }
   Goal goal(const std::string& name) const;
@@ -94,6 +98,7 @@ class Metrics {
   std::vector<std::string> order_;
   std::map<std::string, Goal> goals_;
   int64_t epochs_ = 0;
+  int64_t skipped_ = 0;  ///< Epochs closed before the first record (skip_epochs).
   std::string csv_path_;
 };
 

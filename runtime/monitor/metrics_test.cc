@@ -37,6 +37,17 @@ TEST(Metrics, FlushAveragesTheBatchValues) {
   EXPECT_EQ(m.csv(), "epoch,loss,acc\n1,3,\n2,,0.5\n");
 }
 
+// A run resumed at epoch 2: its first flush closes epoch 3, and the CSV starts there.
+TEST(Metrics, SkippedEpochsNumberTheRowsOfAResumedRun) {
+  Metrics m;
+  m.skip_epochs(2);
+  m.record("loss", 4);
+  ASSERT_TRUE(m.flush().ok());
+  EXPECT_EQ(m.epochs(), 3);
+  EXPECT_EQ(*m.history("loss"), (std::vector<std::pair<int64_t, double>>{{3, 4}}));
+  EXPECT_EQ(m.csv(), "epoch,loss\n3,4\n");
+}
+
 TEST(Metrics, SlopeImprovingStalledConverged) {
   Metrics m;
   epochs_of(m, "loss", {10, 8, 6, 5.5, 5.4, 5.45});

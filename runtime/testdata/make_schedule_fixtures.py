@@ -11,7 +11,10 @@ the arguments in `args` (PyTorch's names). ReduceLROnPlateau cases also record t
 fed to each `step(metric)`: `lrs[0]` is the initial lr and `lrs[t]` the lr after the t-th
 metric. The warmup-cosine case is SequentialLR(LinearLR, CosineAnnealingLR); WarmupLR
 cases are SequentialLR(LinearLR or ConstantLR, the schedule in `args.after`), with the
-optimizer's lr where that schedule starts. New cases go at the end of the list.
+optimizer's lr where that schedule starts. Every stateless case also records `momenta[t]`,
+the momentum PyTorch's optimizer has at t (SGD's `momentum`, 0.9 unless the schedule
+cycles it; for `optimizer: "Adam"` cases, betas[0], 0.9 unless cycled). New cases go at the
+end of the list.
 """
 
 import json
@@ -28,7 +31,9 @@ warnings.filterwarnings("ignore")
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def optimizer(lr):
+def optimizer(lr, kind="SGD"):
+    if kind == "Adam":
+        return torch.optim.Adam([torch.zeros(1, requires_grad=True)], lr=lr, betas=(0.9, 0.999))
     return torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=lr, momentum=0.9)
 
 
@@ -36,19 +41,28 @@ def lr_of(opt):
     return opt.param_groups[0]["lr"]
 
 
-def stateless(name, kind, lr, args, steps, make):
-    opt = optimizer(lr)
+def momentum_of(opt):
+    group = opt.param_groups[0]
+    return group["betas"][0] if "betas" in group else group["momentum"]
+
+
+def stateless(name, kind, lr, args, steps, make, opt_kind="SGD"):
+    opt = optimizer(lr, opt_kind)
     sched = make(opt)
-    lrs = [lr_of(opt)]
+    lrs, momenta = [lr_of(opt)], [momentum_of(opt)]
     for _ in range(steps):
         opt.step()
         sched.step()
         lrs.append(lr_of(opt))
-    return dict(name=name, kind=kind, lr=lr, args=args, lrs=lrs)
+        momenta.append(momentum_of(opt))
+    case = dict(name=name, kind=kind, lr=lr, args=args, lrs=lrs, momenta=momenta)
+    if opt_kind != "SGD":
+        case["optimizer"] = opt_kind
+    return case
 
 
-def stateless_case(name, kind, lr, args, steps):
-    return stateless(name, kind, lr, args, steps, lambda opt: getattr(S, kind)(opt, **args))
+def stateless_case(name, kind, lr, args, steps, opt_kind="SGD"):
+    return stateless(name, kind, lr, args, steps, lambda opt: getattr(S, kind)(opt, **args), opt_kind)
 
 
 def warmup_cosine(name, lr, warmup_steps, total_steps, warmup_start_factor, eta_min):
@@ -140,6 +154,19 @@ def main():
                dict(base_lr=0.001, max_lr=0.01, step_size_up=6), 50),
         warmup("warmup_linear_onecycle", 0.1, "linear", 5, 0.5, "OneCycleLR",
                dict(max_lr=0.1, total_steps=50), 54),
+        # Momentum cycling (cycle_momentum): explicit bounds, β1 of Adam, and off.
+        stateless_case("onecycle_momentum_bounds", "OneCycleLR", 0.1,
+                       dict(max_lr=0.2, total_steps=60, base_momentum=0.7, max_momentum=0.99,
+                            anneal_strategy="linear"), 60),
+        stateless_case("onecycle_adam_beta1", "OneCycleLR", 0.1,
+                       dict(max_lr=0.01, total_steps=50, three_phase=True), 50, opt_kind="Adam"),
+        stateless_case("onecycle_no_momentum_cycling", "OneCycleLR", 0.1,
+                       dict(max_lr=0.1, total_steps=50, cycle_momentum=False), 50),
+        stateless_case("cyclic_momentum_bounds", "CyclicLR", 0.1,
+                       dict(base_lr=0.01, max_lr=0.1, step_size_up=7, step_size_down=3,
+                            mode="triangular2", base_momentum=0.6, max_momentum=0.95), 60),
+        stateless_case("cyclic_no_momentum_cycling", "CyclicLR", 0.1,
+                       dict(base_lr=0.01, max_lr=0.1, step_size_up=5, cycle_momentum=False), 50),
     ]
     with open(os.path.join(HERE, "schedules.json"), "w") as f:
         json.dump(cases, f, indent=1)

@@ -134,6 +134,7 @@ struct Generated {
   int64_t checkpoint_batch = 0;
   std::vector<std::pair<std::string, double>> group_lrs;
   double lr = 0;
+  double momentum = 0;
   std::vector<TensorSpec> step_inputs, eval_inputs, eval_outputs;
   const Program* step = nullptr;
   const Program* eval = nullptr;
@@ -264,6 +265,7 @@ std::string source(const Generated& g) {
      << "  t.num_model_values = " << g.num_model_values << ";\n"
      << "  t.structural_hash = " << g.structural_hash << "ULL;\n"
      << "  t.lr = " << exact(g.lr) << ";\n"
+     << "  t.momentum = " << exact(g.momentum) << ";\n"
      << "  t.checkpoint_batch = " << g.checkpoint_batch << ";\n";
   for (const auto& [path, lr] : g.group_lrs) {
     os << "  t.group_lrs.emplace_back(" << quoted(path) << ", " << exact(lr) << ");\n";
@@ -406,6 +408,7 @@ int run(int argc, char** argv) {
   g.subgraphs = schema.subgraphs;
   g.checkpoint_batch = schema.batch;
   g.lr = optimizer->lr;
+  g.momentum = optimizer->first_momentum();
   for (size_t i = 0; i < optimizer->groups.size(); ++i) {
     g.group_lrs.emplace_back(optimizer->groups[i].path, optimizer->group_spec(i).lr);
   }

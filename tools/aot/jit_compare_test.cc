@@ -14,6 +14,7 @@
 
 #include "runtime/aot/compiled_model.h"
 #include "runtime/safetensors.h"
+#include "runtime/step_inputs.h"
 #include "tools/aot/batches.h"
 #include "tools/aot/model.h"
 #include "tools/aot/options.h"
@@ -68,7 +69,7 @@ std::vector<Tensor> batch(const Pair& p, uint64_t i) {
   const Graph& g = p.jit->step_graph();
   for (const Input& in : g.inputs()) {
     const std::string& name = g.value(in.value).name;
-    if (in.kind == InputKind::data && name != "weft.lr" && name != "weft.step") {
+    if (in.kind == InputKind::data && !lr_input_group(name) && name != kStepInput && name != kMomentumInput) {
       specs.push_back({name, g.type(in.value)});
     }
   }
@@ -161,6 +162,24 @@ TEST_F(AotVsJit, SameLossesFor100StepsAndSameEvalOutputs) {
               p.aot->table().name.c_str(), worst, aot_ms[50], jit_ms[50]);
 
   expect_same_eval_outputs(p);
+}
+
+// A step that takes its momentum as an input (scheduled_momentum): both models fed the
+// same changing momentum, as a cycling schedule feeds it, give the same losses.
+TEST_F(AotVsJit, SameLossesUnderAChangingMomentum) {
+  if (p.aot->inference_only() || !p.aot->takes_momentum()) {
+    GTEST_SKIP() << "the step compiles its optimizer's momentum in";
+  }
+  ASSERT_TRUE(p.jit->optimizer().scheduled_momentum);
+  for (int i = 0; i < 20; ++i) {
+    const double momentum = 0.5 + 0.45 * std::cos(0.7 * i);
+    ASSERT_TRUE(p.aot->set_momentum(momentum).ok());
+    ASSERT_TRUE(p.jit->set_momentum(momentum).ok());
+    const std::vector<Tensor> b = batch(p, i);
+    StatusOr<double> a = p.aot->step(b), j = p.jit->step(b);
+    ASSERT_TRUE(a.ok() && j.ok());
+    ASSERT_NEAR(*a, *j, 1e-6 * std::max(1.0, std::abs(*j))) << "step " << i;
+  }
 }
 
 TEST_F(AotVsJit, CheckpointsInterchange) {

@@ -15,14 +15,15 @@ const std::vector<std::string> kLossHyper = {
 const std::vector<std::string> kOptimizerHyper = {
     "lr",  "momentum", "dampening", "nesterov", "weight_decay", "beta1", "beta2", "eps",
     "amsgrad", "alpha", "centered", "lr_decay", "initial_accumulator_value", "momentum_decay",
-    "max_grad_norm", "accumulate_steps", "param_groups"};
+    "max_grad_norm", "accumulate_steps", "param_groups", "scheduled_momentum"};
 const char* kUsage =
     "flags: --batch=N --dtype=f32 --loss=NAME --optimizer=NAME [--eval_batch=N] [--backend=cpu|cuda] "
     "[--cpu=CPU] [--inference_only] [--data_parallel] and the hyper-parameters --label_smoothing --beta --delta "
     "--class_weight --log_input --full --poisson_eps --focal_alpha --focal_gamma --margin --lr "
     "--momentum "
     "--dampening --nesterov --weight_decay --beta1 --beta2 --eps --amsgrad --alpha --centered "
-    "--lr_decay --initial_accumulator_value --momentum_decay --max_grad_norm --accumulate_steps --param_groups";
+    "--lr_decay --initial_accumulator_value --momentum_decay --max_grad_norm --accumulate_steps --param_groups "
+    "--scheduled_momentum";
 
 bool contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
@@ -170,9 +171,12 @@ StatusOr<OptimizerSpec> CompileOptions::optimizer_spec() const {
   }
   for (const auto& [flag, text] : hyper) {
     if (contains(kLossHyper, flag)) continue;
-    if (flag == "nesterov" || flag == "amsgrad" || flag == "centered") {
+    if (flag == "nesterov" || flag == "amsgrad" || flag == "centered" || flag == "scheduled_momentum") {
       WEFT_ASSIGN_OR_RETURN(bool b, to_bool(flag, text));
-      (flag == "nesterov" ? s.nesterov : flag == "amsgrad" ? s.amsgrad : s.centered) = b;
+      (flag == "nesterov"  ? s.nesterov
+       : flag == "amsgrad" ? s.amsgrad
+       : flag == "centered" ? s.centered
+                            : s.scheduled_momentum) = b;
       continue;
     }
     if (flag == "param_groups") {

@@ -12,6 +12,8 @@
 //     --beta1 --beta2 --eps --amsgrad --alpha --centered --lr_decay
 //     --initial_accumulator_value --momentum_decay --max_grad_norm
 //     --accumulate_steps --param_groups=PATH[:lr=X][:weight_decay=Y],...
+//     --scheduled_momentum=true (the momentum / beta1 a runtime input, weft.momentum, for
+//     a schedule that cycles it: OptimizerSpec::with_scheduled_momentum)
 // Unset hyper-parameters take PyTorch's defaults for the optimizer (OptimizerSpec's
 // static constructors); SGD needs --lr.
 

@@ -57,6 +57,13 @@ TEST(AotOptions, GradientAccumulation) {
       parse_compile_options({"--batch=8", "--optimizer=adam", "--accumulate_steps=4"});
   ASSERT_TRUE(o.ok()) << o.error().to_string();
   EXPECT_EQ(o->optimizer_spec()->accumulate_steps, 4);
+  StatusOr<CompileOptions> scheduled =
+      parse_compile_options({"--batch=8", "--optimizer=sgd", "--lr=0.1", "--momentum=0.9", "--scheduled_momentum=true"});
+  ASSERT_TRUE(scheduled.ok()) << scheduled.error().to_string();
+  EXPECT_TRUE(scheduled->optimizer_spec()->scheduled_momentum);
+  EXPECT_EQ(error_of({"--batch=8", "--optimizer=nadam", "--scheduled_momentum=true"}),
+            "scheduled_momentum: NAdam reads β1 through its own mu schedule; SGD and RMSprop take a "
+            "scheduled momentum, Adam, AdamW and RAdam a scheduled β1");
   EXPECT_EQ(error_of({"--batch=8", "--optimizer=adam", "--accumulate_steps=0"}),
             "Invalid accumulate_steps value: 0 (the update is taken every accumulate_steps "
             "steps; 1 takes it every step)");

@@ -92,7 +92,10 @@ Attributes:
                     weight_decay beta1 beta2 eps amsgrad alpha centered lr_decay
                     initial_accumulator_value momentum_decay (nadam) max_grad_norm
                     accumulate_steps (gradient accumulation: an update every N steps)
-                    param_groups ("PATH:lr=X:weight_decay=Y,PATH2:lr=Z": groups by label path);
+                    param_groups ("PATH:lr=X:weight_decay=Y,PATH2:lr=Z": groups by label path)
+                    scheduled_momentum ("true": the momentum, beta1 for the Adam family, is
+                    the step input weft.momentum, which the driver's onecycle and cyclic
+                    schedules cycle);
                     unset ones take PyTorch's defaults (SGD needs lr)
     eval_batch      the evaluation batch (0: the training batch)
     backend         "cpu" (default) or "cuda": the device the Programs are compiled for

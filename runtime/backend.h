@@ -71,6 +71,12 @@ struct Backend {
   /// The device memory in use on this process's device, in MiB (cuda: cudaMemGetInfo's
   /// total - free), for the training monitor's dashboard.
   double (*device_memory_used_mib)() = nullptr;
+  /// Page-locks (pins) the host memory [data, data + bytes), so that copies from it to
+  /// the device go by DMA without staging (cuda: cudaHostRegister); unpin_host_memory
+  /// undoes it, before the memory is freed. nullptr: the device reads host memory as it
+  /// is (cpu). The data Loader pins its batch buffers through these (runtime/data).
+  Status (*pin_host_memory)(void* data, int64_t bytes) = nullptr;
+  void (*unpin_host_memory)(void* data) = nullptr;
   /// Collectives over more than one rank (a communicator with world_size() > 1).
   bool multi_rank = false;
 

@@ -9,6 +9,7 @@
 #include <limits>
 #include <numeric>
 
+#include "runtime/backend.h"
 #include "runtime/collective/mpi_communicator.h"
 #include "runtime/data/dataset.h"
 #include "runtime/data/loader.h"
@@ -197,6 +198,11 @@ int train(const FlowPtr& net, const RunConfig& c) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
   };
   int64_t start_epoch = trainer->steps() / per_epoch, start_step = trainer->steps() % per_epoch;
+  // The loader's batch buffers pinned for the device where the backend pins (cuda).
+  HostPinning pinning;
+  if (StatusOr<const Backend*> b = find_backend(c.backend); b.ok()) {
+    pinning = HostPinning{(*b)->pin_host_memory, (*b)->unpin_host_memory};
+  }
   double last_loss = 0;
   for (int64_t epoch = start_epoch; epoch < c.epochs; ++epoch) {
     auto epoch_start = std::chrono::steady_clock::now();
@@ -211,7 +217,8 @@ int train(const FlowPtr& net, const RunConfig& c) {
                   [&](int64_t s, std::vector<Tensor>& into) -> Status {
                     gather_batch(data->train_columns(), order.data() + s * c.batch, c.batch, rank, world, into);
                     return Status();
-                  });
+                  },
+                  pinning);
     for (int64_t s = first_step; s < per_epoch; ++s) {
       StatusOr<const std::vector<Tensor>*> batch = loader.next();
       if (!batch.ok()) return fail(batch.error());

@@ -34,12 +34,25 @@ double device_memory_used_mib() {
   return static_cast<double>(total - free) / (1 << 20);
 }
 
+Status pin_host_memory(void* data, int64_t bytes) {
+  const cudaError_t e = cudaHostRegister(data, static_cast<size_t>(bytes), cudaHostRegisterDefault);
+  if (e == cudaSuccess) return Status();
+  cudaGetLastError();  // Clear the error, so that it does not surface at a later call.
+  return Error{"cudaHostRegister of " + std::to_string(bytes) + " bytes: " + cudaGetErrorString(e)};
+}
+
+void unpin_host_memory(void* data) {
+  if (cudaHostUnregister(data) != cudaSuccess) cudaGetLastError();
+}
+
 const bool registered = register_backend({
     .name = "cuda",
     .bind = bind,
     .unavailable_reason = unavailable_reason,
     .check_program = check_device_only,
     .device_memory_used_mib = device_memory_used_mib,
+    .pin_host_memory = pin_host_memory,
+    .unpin_host_memory = unpin_host_memory,
 });
 
 }  // namespace

@@ -234,7 +234,9 @@ Status Executor::set_input(int index, const Tensor& value) {
   WEFT_RETURN_IF_ERROR(check_input(index, value));
   WEFT_RETURN_IF_ERROR(cuda_status(cudaSetDevice(device_->ordinal), "cudaSetDevice"));
   // Ordered on the step's stream, before the next run(), without waiting for the
-  // previous one: from pageable memory the call returns once `value` is staged.
+  // previous one: from pageable memory the call returns once `value` is staged; from
+  // pinned memory (the data Loader's buffers) at once, the DMA reading `value` until
+  // run() synchronizes, so the caller leaves it unchanged until then.
   return cuda_status(cudaMemcpyAsync(input_ptr_[index], value.raw_data(), value.bytes(),
                                      cudaMemcpyHostToDevice, device_->stream),
                      "cudaMemcpyAsync (input %" + program_.inputs[index].name + ")");

@@ -14,6 +14,10 @@
 #include <string>
 #include <vector>
 
+#include <cuda_runtime_api.h>
+
+#include "runtime/backend.h"
+#include "runtime/data/loader.h"
 #include "runtime/reference/interpreter.h"
 
 namespace weft::cuda {
@@ -286,6 +290,46 @@ TEST(CudaExecutor, CopyAndOneProcessAllReduce) {
   std::memcpy(want.raw_data(), value.raw_data(), value.bytes());
   EXPECT_EQ(out[0], want);
   EXPECT_EQ(out[1], want);
+}
+
+// The data Loader's buffers pinned through the cuda backend (cudaHostRegister): CUDA sees
+// them as page-locked host memory, set_input's asynchronous copies from them land before
+// run() returns, and they are unpinned with the loader.
+TEST(CudaExecutor, PinnedLoaderBuffersFeedTheSteps) {
+  SKIP_WITHOUT_GPU();
+  StatusOr<const Backend*> cuda = find_backend("cuda");
+  ASSERT_TRUE(cuda.ok()) << cuda.error().to_string();
+  ASSERT_NE((*cuda)->pin_host_memory, nullptr);
+  const Type x{DType::f32, {4, 6}}, flat{DType::f32, {24}};
+  Program p;
+  p.name = "copy";
+  p.inputs = {{"x", x, InputKind::data}};
+  p.code = {copy_of(input(0, x), arena(0, flat))};
+  p.outputs = {arena(0, flat)};
+  p.arena_bytes = 256;
+  std::unique_ptr<Executor> ex = create_or_die(p);
+  {
+    Loader loader(/*first=*/0, /*end=*/5, {x},
+                  [&](int64_t n, std::vector<Tensor>& into) -> Status {
+                    const Tensor v = random_tensor(x, static_cast<unsigned>(100 + n));
+                    std::memcpy(into[0].raw_data(), v.raw_data(), v.bytes());
+                    return Status();
+                  },
+                  HostPinning{(*cuda)->pin_host_memory, (*cuda)->unpin_host_memory});
+    ASSERT_TRUE(loader.pinned()) << (loader.pin_error() ? loader.pin_error()->to_string() : "");
+    for (int64_t n = 0; n < 5; ++n) {
+      StatusOr<const std::vector<Tensor>*> batch = loader.next();
+      ASSERT_TRUE(batch.ok()) << batch.error().to_string();
+      const Tensor& value = (*batch)->at(0);
+      cudaPointerAttributes attributes{};
+      ASSERT_EQ(cudaPointerGetAttributes(&attributes, value.raw_data()), cudaSuccess);
+      EXPECT_EQ(attributes.type, cudaMemoryTypeHost) << "batch " << n << " is not page-locked";
+      const std::vector<Tensor> out = run_program(*ex, {value});
+      Tensor want(flat);
+      std::memcpy(want.raw_data(), value.raw_data(), value.bytes());
+      EXPECT_EQ(out[0], want) << "batch " << n;
+    }
+  }
 }
 
 TEST(CudaExecutor, UpdatesLandAfterTheStep) {

@@ -13,12 +13,33 @@ double seconds_since(Clock::time_point t) {
 
 }  // namespace
 
-Loader::Loader(int64_t first, int64_t end, const std::vector<Type>& types, Fill fill)
+Loader::Loader(int64_t first, int64_t end, const std::vector<Type>& types, Fill fill,
+               HostPinning pinning)
     : end_(end), fill_(std::move(fill)), ready_(first), next_(first) {
   for (auto& set : sets_) {
     for (const Type& type : types) set.emplace_back(type);
   }
+  if (pinning.pin != nullptr && pinning.unpin != nullptr) pin(pinning);
   thread_ = std::thread([this] { run(); });
+}
+
+void Loader::pin(HostPinning pinning) {
+  unpin_ = pinning.unpin;
+  for (auto& set : sets_) {
+    for (Tensor& t : set) {
+      if (t.bytes() == 0) continue;
+      Status s = pinning.pin(t.raw_data(), static_cast<int64_t>(t.bytes()));
+      if (s.ok()) {
+        pinned_.push_back(t.raw_data());
+        continue;
+      }
+      // All or nothing: a half-pinned loader would copy at two speeds.
+      for (void* p : pinned_) unpin_(p);
+      pinned_.clear();
+      pin_error_ = s.error();
+      return;
+    }
+  }
 }
 
 Loader::~Loader() {
@@ -28,6 +49,7 @@ Loader::~Loader() {
   }
   changed_.notify_all();
   thread_.join();
+  for (void* p : pinned_) unpin_(p);
 }
 
 void Loader::run() {

@@ -17,8 +17,11 @@
 // returned stays untouched until then). The step copies its inputs out of these host
 // tensors (Trainable::step takes host tensors; ProgramExecutor::set_input copies into its
 // own input buffers), so the loader writes into two host buffers handed to step(), not
-// into the executor's buffers. Pinned (page-locked) host buffers for the CUDA executor are
-// planned: nothing in this tree can test them without a GPU.
+// into the executor's buffers. Given a backend's pinning functions (Backend's
+// pin_host_memory / unpin_host_memory; cuda: cudaHostRegister), the two sets are pinned
+// (page-locked) once, so the executor's copies to the device go by DMA without staging;
+// they are unpinned in the destructor. A failure to pin is no error: the batches flow
+// from pageable memory and pin_error() says why.
 //
 // An error from the fill function stops the thread and is returned, with its message, by
 // the next() that would have returned that batch. The destructor stops the thread and
@@ -37,13 +40,23 @@
 
 namespace weft {
 
+/// How to page-lock host memory for a device (Backend::pin_host_memory and
+/// unpin_host_memory); all nullptr: nothing to pin.
+struct HostPinning {
+  Status (*pin)(void* data, int64_t bytes) = nullptr;
+  void (*unpin)(void* data) = nullptr;
+};
+
 class Loader {
  public:
-  /// Fills `into` (tensors of the loader's types, contents unspecified) with batch `n`.
+  /// Fills `into` (tensors of the loader's types, contents unspecified) with batch `n`,
+  /// writing into their buffers: replacing a tensor would drop its pinning.
   using Fill = std::function<Status(int64_t n, std::vector<Tensor>& into)>;
 
-  /// Starts the thread preparing batches first, first+1, ..., end-1.
-  Loader(int64_t first, int64_t end, const std::vector<Type>& types, Fill fill);
+  /// Starts the thread preparing batches first, first+1, ..., end-1, into buffers pinned
+  /// through `pinning` when it has functions.
+  Loader(int64_t first, int64_t end, const std::vector<Type>& types, Fill fill,
+         HostPinning pinning = {});
   ~Loader();
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
@@ -58,9 +71,14 @@ class Loader {
   double wait_seconds() const { return wait_seconds_; }
   /// Seconds the thread spent in the fill function, over all batches.
   double fill_seconds() const;
+  /// Whether the batch buffers are pinned (every non-empty one of both sets).
+  bool pinned() const { return !pinned_.empty(); }
+  /// Why pinning failed (the buffers are then pageable), when it did.
+  const std::optional<Error>& pin_error() const { return pin_error_; }
 
  private:
   void run();
+  void pin(HostPinning pinning);
 
   const int64_t end_;
   Fill fill_;
@@ -74,6 +92,9 @@ class Loader {
   std::optional<Error> error_;  // the failure of batch ready_, when the fill function failed
   double wait_seconds_ = 0;
   double fill_seconds_ = 0;
+  void (*unpin_)(void*) = nullptr;
+  std::vector<void*> pinned_;     // the pinned buffers, unpinned by the destructor
+  std::optional<Error> pin_error_;
   std::thread thread_;
 };
 

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <set>
 #include <thread>
 
 namespace weft {
@@ -74,6 +75,76 @@ TEST(Loader, StopsCleanlyWithBatchesLeft) {
   Loader untouched(0, 5, kTypes, fill_with);
   Loader empty(4, 4, kTypes, fill_with);
   EXPECT_FALSE(empty.next().ok());
+}
+
+// A fake device's pinning: records what is pinned and unpinned; fails the call numbered
+// fail_at (0-based) when set.
+struct PinLog {
+  std::vector<std::pair<void*, int64_t>> pinned;
+  std::vector<void*> unpinned;
+  int fail_at = -1;
+  int calls = 0;
+};
+PinLog pin_log;
+
+Status fake_pin(void* data, int64_t bytes) {
+  if (pin_log.calls++ == pin_log.fail_at) return Error{"no page-locked memory left"};
+  pin_log.pinned.emplace_back(data, bytes);
+  return Status();
+}
+void fake_unpin(void* data) { pin_log.unpinned.push_back(data); }
+
+TEST(Loader, PinsBothSetsOnceAndUnpinsThemAtTheEnd) {
+  pin_log = PinLog{};
+  std::set<const void*> handed_out;
+  {
+    Loader loader(/*first=*/0, /*end=*/6, kTypes, fill_with, HostPinning{fake_pin, fake_unpin});
+    EXPECT_TRUE(loader.pinned());
+    EXPECT_FALSE(loader.pin_error().has_value());
+    // Two sets of the two inputs: i64[2] (16 bytes) and f32[2,3] (24 bytes).
+    ASSERT_EQ(pin_log.pinned.size(), 4u);
+    EXPECT_EQ(pin_log.pinned[0].second, 16);
+    EXPECT_EQ(pin_log.pinned[1].second, 24);
+    for (int64_t n = 0; n < 6; ++n) {
+      auto batch = loader.next();
+      ASSERT_TRUE(batch.ok()) << batch.error().to_string();
+      EXPECT_EQ((*batch)->at(0).data<int64_t>()[0], n);
+      for (const Tensor& t : **batch) handed_out.insert(t.raw_data());
+    }
+    EXPECT_TRUE(pin_log.unpinned.empty()) << "unpinned while in use";
+  }
+  // Every buffer handed to the consumer was a pinned one, and each is unpinned once.
+  std::set<const void*> pinned;
+  for (const auto& [p, bytes] : pin_log.pinned) pinned.insert(p);
+  EXPECT_EQ(handed_out, pinned);
+  EXPECT_EQ(std::set<const void*>(pin_log.unpinned.begin(), pin_log.unpinned.end()), pinned);
+  EXPECT_EQ(pin_log.unpinned.size(), 4u);
+}
+
+TEST(Loader, AFailedPinLeavesEveryBufferPageableAndBatchesFlow) {
+  pin_log = PinLog{};
+  pin_log.fail_at = 2;  // the first buffer of the second set
+  {
+    Loader loader(/*first=*/0, /*end=*/3, kTypes, fill_with, HostPinning{fake_pin, fake_unpin});
+    EXPECT_FALSE(loader.pinned());
+    ASSERT_TRUE(loader.pin_error().has_value());
+    EXPECT_EQ(loader.pin_error()->message, "no page-locked memory left");
+    // The two pinned before the failure were unpinned at once.
+    EXPECT_EQ(pin_log.unpinned.size(), 2u);
+    for (int64_t n = 0; n < 3; ++n) {
+      auto batch = loader.next();
+      ASSERT_TRUE(batch.ok()) << batch.error().to_string();
+      EXPECT_EQ((*batch)->at(1).data<float>()[0], static_cast<float>(n * 10));
+    }
+  }
+  EXPECT_EQ(pin_log.unpinned.size(), 2u);  // nothing more at the end
+}
+
+TEST(Loader, WithoutPinningFunctionsNothingIsPinned) {
+  Loader loader(/*first=*/0, /*end=*/1, kTypes, fill_with, HostPinning{});
+  EXPECT_FALSE(loader.pinned());
+  EXPECT_FALSE(loader.pin_error().has_value());
+  EXPECT_TRUE(loader.next().ok());
 }
 
 }  // namespace

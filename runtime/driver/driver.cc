@@ -213,10 +213,13 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
     }
     progress.line("dashboard: " + log.dashboard().url());
   }
+  // GPU memory on the dashboard and in the monitor, and the loader's pinned buffers,
+  // where the backend has them.
+  HostPinning pinning;
   if (!info.backend.empty()) {
-    // GPU memory on the dashboard and in the monitor, where the backend reports it.
-    if (StatusOr<const Backend*> b = find_backend(info.backend); b.ok() && (*b)->device_memory_used_mib) {
-      log.set_gpu_memory_probe((*b)->device_memory_used_mib);
+    if (StatusOr<const Backend*> b = find_backend(info.backend); b.ok()) {
+      if ((*b)->device_memory_used_mib) log.set_gpu_memory_probe((*b)->device_memory_used_mib);
+      pinning = HostPinning{(*b)->pin_host_memory, (*b)->unpin_host_memory};
     }
   }
   // A schedule that cycles the momentum (onecycle, cyclic) sets it where the model's step
@@ -277,7 +280,11 @@ std::optional<Failure> train(const DriverConfig& config, const std::string& prog
     }
     gather_batch(data->train.columns, order.data() + index * batch, batch, rank, world_size, into);
     return Status();
-  });
+  }, pinning);
+  if (loader.pin_error()) {
+    progress.line("note: the batch buffers could not be pinned (" + loader.pin_error()->message +
+                  "); batches are copied to the device from pageable memory");
+  }
   double epoch_loss = 0;
   int64_t epoch_steps = 0;
   auto epoch_start = start;

@@ -20,12 +20,16 @@
 #include "autodiff/grad.h"
 #include "frontend/flow.h"
 #include "frontend/modules.h"
+#include "frontend/testing/module_fixtures.h"
 #include "frontend/testing/run_model.h"
 #include "runtime/npy.h"
 #include "runtime/reference/interpreter.h"
 
 namespace weft {
 namespace {
+
+using testing::conv;
+using testing::error_of;
 
 constexpr char kDir[] = "frontend/testdata/modules_grad/";
 constexpr double kTol = 1e-5;
@@ -40,12 +44,6 @@ void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 UnfoldOptions patches(int64_t k, int64_t s = 1, int64_t p = 0, int64_t d = 1) {
   return UnfoldOptions{.kernel = k, .stride = s, .padding = p, .dilation = d};
-}
-
-ConvOptions conv(int64_t k, int64_t s = 1, int64_t p = 0, int64_t d = 1, int64_t g = 1,
-                 bool bias = true, int64_t op = 0) {
-  return ConvOptions{.kernel = k, .stride = s, .padding = p, .dilation = d, .groups = g,
-                     .bias = bias, .output_padding = op};
 }
 
 const std::vector<Case>& cases() {
@@ -100,9 +98,7 @@ const std::vector<Case>& cases() {
 }
 
 Tensor load(const std::string& dir, const std::string& name) {
-  StatusOr<Tensor> t = read_npy(dir + "/" + name + ".npy");
-  EXPECT_TRUE(t.ok()) << t.error().to_string();
-  return t.ok() ? *t : Tensor();
+  return testing::load_npy(dir + "/" + name + ".npy");
 }
 
 /// `t` converted to f64 (integer tensors unchanged).
@@ -227,12 +223,9 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, ModuleGradParity, ::testing::ValuesIn(cases()
                          [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 TEST(ModuleGradParityFixtures, EveryFixtureHasACase) {
-  std::set<std::string> dirs, listed;
-  for (const auto& entry : std::filesystem::directory_iterator(kDir)) {
-    dirs.insert(entry.path().filename().string());
-  }
+  std::set<std::string> listed;
   for (const Case& c : cases()) listed.insert(c.name);
-  EXPECT_EQ(dirs, listed);
+  EXPECT_EQ(testing::fixture_dirs(kDir), listed);
 }
 
 // ---- User errors: each names the module, what it expected and what it got, at the
@@ -241,13 +234,6 @@ TEST(ModuleGradParityFixtures, EveryFixtureHasACase) {
 const std::string kFile = "frontend/modules_grad_parity_test.cc";
 
 std::string at(int line) { return kFile + ":" + std::to_string(line) + ":"; }
-
-/// Builds `m` alone on `inputs`; the error's location is this helper's call site.
-std::string error_of(ModulePtr m, std::vector<InputSpec> inputs,
-                     std::source_location loc = std::source_location::current()) {
-  auto model = FlowBuilder::from(std::move(m), loc).build(inputs, {.training = true});
-  return model.ok() ? "(no error)" : model.error().to_string();
-}
 
 TEST(ModuleGradErrors, Normalization) {
   int line = __LINE__ + 1;
@@ -320,6 +306,31 @@ TEST(ModuleGradErrors, OneDimensionalConvolutionsAndPools) {
   std::string e6 = error_of(AvgPool1d(5), {{"x", f32({1, 3, 4})}});
   EXPECT_EQ(e6, at(line) + "28: error: AvgPool1d(k5, s5, p0): the window is larger than the padded "
                 "input f32[1,3,4] [in AvgPool1d(k5, s5, p0)]");
+}
+
+TEST(ModuleGradErrors, ThreeDimensionalConvolutionsAndPools) {
+  int line = __LINE__ + 1;
+  std::string e1 = error_of(Conv3d(3, 8), {{"x", f32({2, 3, 8, 8})}});
+  EXPECT_EQ(e1, at(line) + "28: error: Conv3d(3->8, k3, s1, p0) expects an NCDHW input "
+                "[N,3,D,H,W], got f32[2,3,8,8] [in Conv3d(3->8, k3, s1, p0)]");
+  line = __LINE__ + 1;
+  std::string e2 = error_of(Conv3d(3, 8, conv(3)), {{"x", f32({1, 3, 2, 4, 4})}});
+  EXPECT_EQ(e2, at(line) + "28: error: Conv3d(3->8, k3, s1, p0): the input f32[1,3,2,4,4] is too "
+                "small for a kernel of extent 3 (output would be 0x2x2) [in Conv3d(3->8, k3, s1, "
+                "p0)]");
+  line = __LINE__ + 1;
+  std::string e3 = error_of(ConvTranspose3d(4, 2, conv(2, 2, 0, 1, 1, true, 2)),
+                            {{"x", f32({1, 4, 2, 2, 2})}});
+  EXPECT_EQ(e3, at(line) + "28: error: ConvTranspose3d(4->2, k2, s2, p0, op2): output_padding=2 "
+                "must be smaller than stride=2 [in ConvTranspose3d(4->2, k2, s2, p0, op2)]");
+  line = __LINE__ + 1;
+  std::string e4 = error_of(MaxPool3d(2), {{"x", f32({1, 3, 8, 8})}});
+  EXPECT_EQ(e4, at(line) + "28: error: MaxPool3d(k2, s2, p0) expects an NCDHW input [N,C,D,H,W], "
+                "got f32[1,3,8,8] [in MaxPool3d(k2, s2, p0)]");
+  line = __LINE__ + 1;
+  std::string e5 = error_of(AvgPool3d(3), {{"x", f32({1, 3, 2, 8, 8})}});
+  EXPECT_EQ(e5, at(line) + "28: error: AvgPool3d(k3, s3, p0): the window is larger than the padded "
+                "input f32[1,3,2,8,8] [in AvgPool3d(k3, s3, p0)]");
 }
 
 TEST(ModuleGradErrors, PatchesAndBags) {

@@ -15,11 +15,16 @@
 
 #include "frontend/flow.h"
 #include "frontend/modules.h"
+#include "frontend/testing/module_fixtures.h"
 #include "frontend/testing/run_model.h"
 #include "runtime/npy.h"
 
 namespace weft {
 namespace {
+
+using testing::conv;
+using testing::error_of;
+using testing::load_npy;
 
 constexpr char kDir[] = "frontend/testdata/modules/";
 constexpr double kTol = 1e-5;
@@ -39,12 +44,6 @@ FlowBuilder two_inputs(ModulePtr m) {
   auto b = FlowBuilder::from(Identity());
   b.input({"x2"}).through(std::move(m)).uses({"x2"});
   return b;
-}
-
-ConvOptions conv(int64_t k, int64_t s = 1, int64_t p = 0, int64_t d = 1, int64_t g = 1,
-                 bool bias = true, int64_t op = 0) {
-  return ConvOptions{.kernel = k, .stride = s, .padding = p, .dilation = d, .groups = g,
-                     .bias = bias, .output_padding = op};
 }
 
 const std::vector<Case>& cases() {
@@ -112,12 +111,6 @@ const std::vector<Case>& cases() {
   return kCases;
 }
 
-Tensor load(const std::string& path) {
-  StatusOr<Tensor> t = read_npy(path);
-  EXPECT_TRUE(t.ok()) << t.error().to_string();
-  return t.ok() ? *t : Tensor();
-}
-
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
@@ -143,10 +136,10 @@ class ModuleParity : public ::testing::TestWithParam<Case> {};
 TEST_P(ModuleParity, MatchesPyTorch) {
   const Case& c = GetParam();
   const std::string dir = kDir + std::string(c.name);
-  std::vector<Tensor> data = {load(dir + "/input.npy")};
+  std::vector<Tensor> data = {load_npy(dir + "/input.npy")};
   std::vector<InputSpec> specs = {{"x", data[0].type()}};
   if (std::filesystem::exists(dir + "/input_x2.npy")) {
-    data.push_back(load(dir + "/input_x2.npy"));
+    data.push_back(load_npy(dir + "/input_x2.npy"));
     specs.push_back({"x2", data[1].type()});
   }
   StatusOr<Model> model = c.flow().build(specs, BuildOptions{.training = c.training});
@@ -171,7 +164,7 @@ TEST_P(ModuleParity, MatchesPyTorch) {
   StatusOr<testing::ModelRun> run = testing::run_model(*model, data, *params);
   ASSERT_TRUE(run.ok()) << run.error().to_string();
   ASSERT_EQ(run->outputs.size(), 1u);
-  EXPECT_TRUE(close(run->outputs[0], load(dir + "/output.npy")));
+  EXPECT_TRUE(close(run->outputs[0], load_npy(dir + "/output.npy")));
 
   // The updated state (BatchNorm2d's running statistics and batch count) matches too.
   std::set<std::string> updated;
@@ -180,7 +173,7 @@ TEST_P(ModuleParity, MatchesPyTorch) {
   for (const std::string& name : fixture_updates) {
     auto it = run->updated.find(name);
     if (it == run->updated.end()) continue;
-    EXPECT_TRUE(close(it->second, load(dir + "/" + name + ".out.npy"))) << name;
+    EXPECT_TRUE(close(it->second, load_npy(dir + "/" + name + ".out.npy"))) << name;
   }
 }
 
@@ -194,12 +187,9 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, ModuleParity, ::testing::ValuesIn(cases()),
                          });
 
 TEST(ModuleParityFixtures, EveryFixtureHasACase) {
-  std::set<std::string> dirs, listed;
-  for (const auto& entry : std::filesystem::directory_iterator(kDir)) {
-    dirs.insert(entry.path().filename().string());
-  }
+  std::set<std::string> listed;
   for (const Case& c : cases()) listed.insert(c.name);
-  EXPECT_EQ(dirs, listed);
+  EXPECT_EQ(testing::fixture_dirs(kDir), listed);
 }
 
 // ---- Dropout in training: weft's Philox stream is not PyTorch's, so statistics.
@@ -350,13 +340,6 @@ TEST(ModuleParameters, Descriptions) {
 const std::string kFile = "frontend/modules_parity_test.cc";
 
 std::string at(int line) { return kFile + ":" + std::to_string(line) + ":"; }
-
-/// Builds `m` alone on `inputs`; the error's location is this helper's call site.
-std::string error_of(ModulePtr m, std::vector<InputSpec> inputs, bool training = true,
-                     std::source_location loc = std::source_location::current()) {
-  auto model = FlowBuilder::from(std::move(m), loc).build(inputs, {.training = training});
-  return model.ok() ? "(no error)" : model.error().to_string();
-}
 
 TEST(ModuleErrors, Convolutions) {
   int line = __LINE__ + 1;

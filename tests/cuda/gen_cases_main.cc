@@ -267,6 +267,19 @@ std::vector<GraphCase> op_cases() {
       "  %d = conv_backward_input(%g, %w) {input_shape=[2, 4, 9, 9], " + conv + "}\n", "%d");
   add("conv_backward_weight", "%x: f32[2,4,9,9], %g: f32[2,6,5,5]",
       "  %d = conv_backward_weight(%x, %g) {weight_shape=[6, 2, 3, 3], " + conv + "}\n", "%d");
+  // Over three spatial dims (cuDNN's Nd descriptors, 5-D) and over one (a 4-D plan of
+  // height 1): the forward and both gradients.
+  const std::string volume = "stride=[1, 2, 2], padding=[1, 0, 1], dilation=[2, 1, 1], groups=2";
+  add("conv3d", "%x: f32[2,4,6,7,7], %w: f32[6,2,3,3,2]",
+      "  %y = conv(%x, %w) {" + volume + "}\n", "%y");
+  add("conv3d_backward_input", "%g: f32[2,6,4,3,4], %w: f32[6,2,3,3,2]",
+      "  %d = conv_backward_input(%g, %w) {input_shape=[2, 4, 6, 7, 7], " + volume + "}\n",
+      "%d");
+  add("conv3d_backward_weight_f64", "%x: f64[2,4,6,7,7], %g: f64[2,6,4,3,4]",
+      "  %d = conv_backward_weight(%x, %g) {weight_shape=[6, 2, 3, 3, 2], " + volume + "}\n",
+      "%d");
+  add("conv1d", "%x: f32[3,4,20], %w: f32[6,2,3]",
+      "  %y = conv(%x, %w) {stride=[2], padding=[1], dilation=[2], groups=2}\n", "%y");
   const std::string pool = "kernel=[3, 2], stride=[2, 2], padding=[1, 0]";
   add("max_pool2d", "%x: f32[2,3,9,8]", "  %y = max_pool2d(%x) {" + pool + "}\n", "%y");
   add("avg_pool2d_f64", "%x: f64[2,3,9,8]", "  %y = avg_pool2d(%x) {" + pool + "}\n", "%y");

@@ -21,9 +21,10 @@
 // the alpha recursion over time is a `scan` node (ir/ops.def) whose gradient autodiff
 // derives like any other loop's, so it needs no op of its own. It is not a LossSpec kind
 // (frontend/training.h, and so not a --loss of the AOT tools): a LossSpec loss takes the
-// network's output and one target, and CTC also needs the input and target lengths.
-// Until LossSpec takes a loss that the network computes itself, differentiate a flow
-// ending in CTCLoss() directly (autodiff/grad.h).
+// network's output and one target, and CTC also needs the input and target lengths. A
+// Trainer trains a flow ending in CTCLoss() with LossSpec::network_output() (the flow's
+// output is its loss; step() takes the flow's inputs, targets and lengths among them:
+// frontend:network_output_loss_test); autodiff/grad.h differentiates one directly.
 
 #include <vector>
 

@@ -100,10 +100,13 @@ LossSpec LossSpec::hinge_embedding(double margin) {
   return s;
 }
 
+LossSpec LossSpec::network_output() { return LossSpec{Kind::NetworkOutput}; }
+
 namespace {
 
 ValueId emit_loss(Emitter& e, const LossSpec& spec, ValueId out, ValueId target) {
   switch (spec.kind) {
+    case LossSpec::Kind::NetworkOutput: return out;
     case LossSpec::Kind::CrossEntropy:
       return loss::cross_entropy(e, out, target,
                                  {spec.reduction, spec.label_smoothing, spec.weight});
@@ -211,9 +214,14 @@ Status Trainer::build_step() {
     return Error{"the network's output is " + out_type.to_string() +
                  "; a classification loss needs [batch, classes] logits"};
   }
+  if (!loss_.takes_target() && (out_type.shape.rank() != 0 || !is_floating(out_type.dtype))) {
+    return Error{"LossSpec::network_output(): the network's output is the loss and must be a "
+                 "floating scalar, got " + out_type.to_string() +
+                 "; end the flow in a loss module with a reduction (mean or sum)"};
+  }
   Type target_type =
       loss_.integer_targets() ? Type{DType::i64, {out_type.shape[0]}} : out_type;
-  ValueId target = g.add_input(kTarget, target_type);
+  ValueId target = loss_.takes_target() ? g.add_input(kTarget, target_type) : kNoValue;
 
   ValueId loss_value;
   try {
@@ -413,13 +421,22 @@ const std::map<std::string, Tensor>& Trainer::values() const {
   return values_;
 }
 
+Error Trainer::batch_size_error(size_t got) const {
+  if (!loss_.takes_target()) {
+    return Error{"step(...) takes " + std::to_string(inputs_.size()) +
+                 " tensors (the inputs; LossSpec::network_output() takes no target), got " +
+                 std::to_string(got)};
+  }
+  return Error{"step(...) takes " + std::to_string(inputs_.size() + 1) +
+               " tensors (the inputs, then the target), got " + std::to_string(got)};
+}
+
 StatusOr<double> Trainer::step(const std::vector<Tensor>& batch) {
   WEFT_RETURN_IF_ERROR(check_next_step(steps_));
   if (compiled()) {
     // The batch goes straight into the executor's input buffers (positions found once).
     if (batch.size() != batch_inputs_.size()) {
-      return Error{"step(...) takes " + std::to_string(inputs_.size() + 1) +
-                   " tensors (the inputs, then the target), got " + std::to_string(batch.size())};
+      return batch_size_error(batch.size());
     }
     for (size_t k = 0; k < batch.size(); ++k) {
       WEFT_RETURN_IF_ERROR(step_exec_->set_input(batch_inputs_[k], batch[k]));
@@ -461,8 +478,7 @@ StatusOr<double> Trainer::step(const std::vector<Tensor>& batch) {
     }
   }
   if (next != batch.size() || inputs.size() != step_.inputs().size()) {
-    return Error{"step(...) takes " + std::to_string(inputs_.size() + 1) +
-                 " tensors (the inputs, then the target), got " + std::to_string(batch.size())};
+    return batch_size_error(batch.size());
   }
   if (options_.check_numerics) WEFT_RETURN_IF_ERROR(reference::check_numerics(step_, inputs));
   WEFT_ASSIGN_OR_RETURN(reference::RunResult r, reference::run(step_, std::move(inputs)));

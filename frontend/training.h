@@ -48,7 +48,8 @@ namespace weft {
 struct LossSpec {
   enum class Kind {
     CrossEntropy, Nll, Mse, L1, SmoothL1, Huber, PoissonNll, Bce, BceWithLogits, KlDiv,
-    SigmoidFocal, HingeEmbedding
+    SigmoidFocal, HingeEmbedding,
+    NetworkOutput  ///< The network's output is the loss itself (network_output()).
   };
   Kind kind = Kind::CrossEntropy;
   Reduction reduction = Reduction::Mean;
@@ -72,6 +73,13 @@ struct LossSpec {
   static LossSpec kl_div();
   static LossSpec sigmoid_focal(double alpha = 0.25, double gamma = 2);
   static LossSpec hinge_embedding(double margin = 1);
+  /// No loss of the Trainer's: the network's output, a floating scalar, is the loss,
+  /// and the step takes no target. For a flow that ends in a loss module whose other
+  /// operands are inputs of the flow, e.g. CTCLoss (targets and lengths through
+  /// uses({...})) or MarginRankingLoss; step() then takes the flow's inputs alone.
+  static LossSpec network_output();
+  /// Whether the step takes a target after the inputs (all but network_output()).
+  bool takes_target() const { return kind != Kind::NetworkOutput; }
   /// Class-index targets (i64 [batch]) for cross_entropy and nll; the output's type
   /// otherwise.
   bool integer_targets() const { return kind == Kind::CrossEntropy || kind == Kind::Nll; }
@@ -134,7 +142,8 @@ class Trainer {
                                    TrainOptions options = {},
                                    std::source_location where = std::source_location::current());
 
-  /// One training step; returns the loss. `batch` holds the inputs then the target.
+  /// One training step; returns the loss. `batch` holds the inputs then the target (the
+  /// inputs alone for LossSpec::network_output()).
   StatusOr<double> step(const std::vector<Tensor>& batch);
   /// The network in eval mode (dropout off, batch-norm running statistics), sharing the
   /// parameters; `inputs` may have another batch size than training (compiled once per
@@ -258,6 +267,8 @@ class Trainer {
   const codegen::Target* target_ = nullptr;  ///< options_.backend's entry (codegen/targets.h).
   FlowPtr net_;
   std::vector<InputSpec> inputs_;
+  /// The error of a step() batch of `got` tensors.
+  Error batch_size_error(size_t got) const;
   LossSpec loss_;
   OptimizerSpec optimizer_;
   TrainOptions options_;

@@ -1,7 +1,8 @@
 // Contraction and windowed kernels: matmul, conv (1-3 spatial dims) and its two
-// gradients (through im2col and the gemm core), max/avg pooling and their gradients, and max_pool2d_select
-// (the adjoint of max_pool2d_backward).
+// gradients (through im2col and the gemm core), max/avg pooling and their gradients, and
+// max_pool2d_select (the adjoint of max_pool2d_backward).
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -137,10 +138,14 @@ template <typename T>
 void im2col(const ConvGeometry& g, const T* img, int64_t grp, T* col) {
   for_rows(g, [&](int64_t c, int64_t kj, int64_t row, int64_t out_row, int64_t plane_row) {
     T* dst = col + row * g.pixels() + out_row * g.ow;
+    if (plane_row < 0) {
+      std::fill(dst, dst + g.ow, T{0});
+      return;
+    }
     const T* src = img + ((grp * g.cg() + c) * g.d * g.h + plane_row) * g.w;
     for (int64_t x = 0; x < g.ow; ++x) {
       const int64_t ix = x * g.sw - g.pw + kj * g.dw;
-      dst[x] = plane_row >= 0 && ix >= 0 && ix < g.w ? src[ix] : T{0};
+      dst[x] = ix >= 0 && ix < g.w ? src[ix] : T{0};
     }
   });
 }

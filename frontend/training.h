@@ -80,6 +80,9 @@ struct LossSpec {
   static LossSpec network_output();
   /// Whether the step takes a target after the inputs (all but network_output()).
   bool takes_target() const { return kind != Kind::NetworkOutput; }
+  /// Emits this loss of the network's output `out` against `target` (kNoValue when
+  /// !takes_target()) into `e`'s graph: the scalar the Trainer differentiates.
+  ValueId emit(Emitter& e, ValueId out, ValueId target) const;
   /// Class-index targets (i64 [batch]) for cross_entropy and nll; the output's type
   /// otherwise.
   bool integer_targets() const { return kind == Kind::CrossEntropy || kind == Kind::Nll; }

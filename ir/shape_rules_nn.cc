@@ -59,15 +59,18 @@ struct Window {
 
 /// The convolution window of `node` over `spatial` dims (the kernel comes from w).
 StatusOr<Window> conv_window(const Node& node, int spatial) {
+  WEFT_ASSIGN_OR_RETURN(ConvAttrs attrs, conv_attrs(node, spatial));
   Window win;
-  for (auto [list, name, fill] : {std::tuple{&win.stride, "stride", 1},
-                                  std::tuple{&win.padding, "padding", 0},
-                                  std::tuple{&win.dilation, "dilation", 1}}) {
-    WEFT_ASSIGN_OR_RETURN(*list, spatial_attr(node, name, spatial, fill));
+  win.stride = std::move(attrs.stride);
+  win.padding = std::move(attrs.padding);
+  win.dilation = std::move(attrs.dilation);
+  for (auto [list, name, min] : {std::tuple{&win.stride, "stride", 1},
+                                 std::tuple{&win.padding, "padding", 0},
+                                 std::tuple{&win.dilation, "dilation", 1}}) {
     for (int64_t v : *list) {
-      if (v < fill) {
+      if (v < min) {
         return rule_error(std::string(name) + " " + str(*list) + " must have entries >= " +
-                          std::to_string(fill));
+                          std::to_string(min));
       }
     }
   }

@@ -14,4 +14,12 @@ StatusOr<IntList> spatial_attr(const Node& node, std::string_view name, int spat
                ", one per spatial dim"};
 }
 
+StatusOr<ConvAttrs> conv_attrs(const Node& node, int spatial) {
+  ConvAttrs a;
+  WEFT_ASSIGN_OR_RETURN(a.stride, spatial_attr(node, "stride", spatial, 1));
+  WEFT_ASSIGN_OR_RETURN(a.padding, spatial_attr(node, "padding", spatial, 0));
+  WEFT_ASSIGN_OR_RETURN(a.dilation, spatial_attr(node, "dilation", spatial, 1));
+  return a;
+}
+
 }  // namespace weft

@@ -8,6 +8,7 @@
 //   // conv(%x: f32[2,3,8,9,10], %w: f32[4,3,3,3,3]) {stride=[1, 2, 2]}
 //   spatial_attr(node, "stride", /*spatial=*/3, /*fill=*/1)   // [1, 2, 2]
 //   spatial_attr(node, "padding", /*spatial=*/3, /*fill=*/0)  // [0, 0, 0] (absent)
+//   conv_attrs(node, /*spatial=*/3)                           // all three at once
 
 #include <string_view>
 
@@ -24,5 +25,12 @@ inline constexpr int kMaxSpatialDims = 3;
 /// has another number of entries.
 StatusOr<IntList> spatial_attr(const Node& node, std::string_view name, int spatial,
                                int64_t fill);
+
+/// A convolution's stride, padding and dilation over `spatial` dims (spatial_attr each,
+/// absent: 1, 0, 1). Only their lengths are checked: the caller checks their ranges.
+struct ConvAttrs {
+  IntList stride, padding, dilation;
+};
+StatusOr<ConvAttrs> conv_attrs(const Node& node, int spatial);
 
 }  // namespace weft

@@ -1,7 +1,6 @@
 #include "runtime/conv_geometry.h"
 
 #include <string>
-#include <tuple>
 
 #include "ir/attribute.h"
 #include "ir/checked_math.h"
@@ -35,14 +34,11 @@ StatusOr<ConvGeometry> conv_geometry(const Node& node, const Shape& x, const Sha
                             "weight of its rank, got " + x.to_string() + " and " +
                             w.to_string());
   }
-  IntList stride, padding, dilation;
-  for (auto [list, name, fill] : {std::tuple{&stride, "stride", 1},
-                                  std::tuple{&padding, "padding", 0},
-                                  std::tuple{&dilation, "dilation", 1}}) {
-    StatusOr<IntList> v = spatial_attr(node, name, spatial, fill);
-    if (!v.ok()) return conv_error(node, v.error().message);
-    *list = std::move(*v);
-  }
+  StatusOr<ConvAttrs> attrs = conv_attrs(node, spatial);
+  if (!attrs.ok()) return conv_error(node, attrs.error().message);
+  const IntList& stride = attrs->stride;
+  const IntList& padding = attrs->padding;
+  const IntList& dilation = attrs->dilation;
   ConvGeometry g;
   g.spatial = spatial;
   g.n = x[0], g.c = x[1], g.o = w[0];

@@ -224,20 +224,7 @@ StatusOr<std::vector<ValueId>> scan_gradients(Graph& g, int index,
                          grad.type(core->operands[1]).shape.rank() == 2 &&
                          per_iteration[core->operands[0]] && per_iteration[core->operands[1]];
     const bool reduction = core && core->op == Op::Sum && per_iteration[core->operands[0]];
-    // With an early exit, a term summed after the loop must read a value that is zero in
-    // the slots that did not run (a saved value, one the reverse loop stacks), not only
-    // xs and cotangents, which are not.
-    auto zero_when_skipped = [&](ValueId o) {
-      const int i = body_input(o);
-      return !(i >= 0 && role(i) == 2) && seed_output(o) < 0;
-    };
-    const bool settles = !exits || (core && std::any_of(core->operands.begin(), core->operands.end(),
-                                                          [&](ValueId o) {
-                                                            const Node* t = backward_node(o);
-                                                            return zero_when_skipped(
-                                                                t && t->op == Op::Transpose ? t->operands[0] : o);
-                                                          }));
-    if ((product || reduction) && settles) {
+    if (product || reduction) {
       m.core = core;
       for (ValueId o : core->operands) {
         const Node* t = backward_node(o);
@@ -303,12 +290,22 @@ StatusOr<std::vector<ValueId>> scan_gradients(Graph& g, int index,
   }
   // A moved term's operands: stacked already when the loop reads them per iteration (a
   // saved forward value, an x, a cotangent), else stacked by the loop as further ys.
+  // With an early exit, the product after the loop also reads the slots that did not
+  // run, so every operand must be zero there: saved values are (the forward loop left
+  // those slots zero), but an x or a cotangent holds whatever the caller put there (NaN
+  // past a padded sequence's end, and NaN·0 is NaN). Those are stacked again by the
+  // reverse loop, which writes only the slots that ran.
+  auto caller_stacked = [&](ValueId o) {
+    const int i = body_input(o);
+    return (i >= 0 && role(i) == 2) || seed_output(o) >= 0;
+  };
   std::vector<std::pair<Moved*, size_t>> stacked_by_loop;  // (term, operand) per extra y
   for (Moved& m : moved) {
     for (size_t k = 0; k < m.operands.size(); ++k) {
       auto it = stacked_as.find(m.operands[k]);
-      m.stacked.push_back(it != stacked_as.end() ? it->second : kNoValue);
-      if (it != stacked_as.end()) continue;
+      const bool reuse = it != stacked_as.end() && !(exits && caller_stacked(m.operands[k]));
+      m.stacked.push_back(reuse ? it->second : kNoValue);
+      if (reuse) continue;
       reverse.add_output(build(m.operands[k]));
       stacked_by_loop.push_back({&m, k});
     }

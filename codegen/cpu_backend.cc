@@ -1,6 +1,8 @@
 #include "codegen/cpu_backend.h"
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <string>
 
@@ -24,7 +26,12 @@ StatusOr<std::unique_ptr<cpu::Executor>> compile_for_cpu(const Graph& g,
       text += "\nkernel " + k.name + " (" + std::to_string(k.rows) + " rows of " +
               std::to_string(k.row_length) + ")\n" + print_graph(k.body, {.locations = false});
     }
-    std::ofstream(std::string(dir) + "/" + lowering.program.name + ".program.txt") << text;
+    const std::string path = std::string(dir) + "/" + lowering.program.name + ".program.txt";
+    std::ofstream out(path);
+    out << text;
+    if (!out.flush()) {
+      return Error{"WEFT_DUMP_PROGRAM: cannot write '" + path + "': " + std::strerror(errno)};
+    }
   }
   std::vector<GeneratedFn> fns;
   for (const GeneratedKernel& k : lowering.program.kernels) {

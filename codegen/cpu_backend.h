@@ -26,7 +26,8 @@ struct CpuOptions {
 
 /// Lowers `g` (verified and type-inferred), compiles its kernels and binds an executor.
 /// With $WEFT_DUMP_PROGRAM=DIR it also writes DIR/NAME.program.txt: the Program listing
-/// and every generated kernel's body. $WEFT_MERGE_UPDATES=0 turns merge-updates off
+/// and every generated kernel's body (a file it cannot write is an error naming it).
+/// $WEFT_MERGE_UPDATES=0 turns merge-updates off
 /// (LowerOptions::merge_updates), to measure a step with one update kernel per parameter.
 StatusOr<std::unique_ptr<cpu::Executor>> compile_for_cpu(const Graph& g,
                                                          const CpuOptions& options = {});

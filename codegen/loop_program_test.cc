@@ -8,6 +8,7 @@
 #include <random>
 
 #include "autodiff/grad.h"
+#include "autodiff/testing/skipped_slots.h"
 #include "codegen/lower.h"
 #include "codegen/program_source.h"
 #include "codegen/targets.h"
@@ -16,6 +17,7 @@
 #include "ir/text.h"
 #include "passes/infer_types.h"
 #include "passes/mask_loop_exits.h"
+#include "runtime/cpu/executor.h"
 #include "runtime/reference/interpreter.h"
 #include "runtime/reference/testing/random_inputs.h"
 
@@ -144,6 +146,98 @@ TEST(LoopProgram, CpuRunsAnEarlyExitsGradient) {
   auto grad = gradient_graph(*g, 0, {"h0", "xs"});
   ASSERT_TRUE(grad.ok()) << grad.error().to_string();
   expect_cpu_matches_reference(*grad);
+}
+
+// #28: gradients of loops whose skipped slots hold NaN or inf (autodiff/testdata/
+// skipped_slots), on the cpu as it runs loops and masked as the CUDA lowering runs them,
+// equal the interpreter's with a finite value there.
+TEST(LoopProgram, CpuGradientsIgnoreWhatTheSkippedSlotsHold) {
+  auto cpu = find_target("cpu");
+  ASSERT_TRUE(cpu.ok());
+  for (const std::string& name : testing::skipped_slot_graphs()) {
+    StatusOr<Graph> g = testing::read_skipped_slot_graph(name);
+    ASSERT_TRUE(g.ok()) << g.error().to_string();
+    auto grad = gradient_graph(*g, 0, testing::skipped_slot_params(*g));
+    ASSERT_TRUE(grad.ok()) << grad.error().to_string();
+    auto want = reference::run(*grad, testing::skipped_slot_inputs(*grad, testing::skipped_slot_fills()[0]));
+    ASSERT_TRUE(want.ok()) << want.error().to_string();
+    for (double fill : testing::skipped_slot_fills()) {
+      for (bool masked : {false, true}) {
+        Graph run = *grad;
+        if (masked) ASSERT_TRUE(MaskLoopExitsPass().run(run).ok());
+        auto got = (*cpu)->run(run, testing::skipped_slot_inputs(run, fill));
+        ASSERT_TRUE(got.ok()) << got.error().to_string();
+        for (size_t k = 0; k < want->outputs.size(); ++k) {
+          std::string why;
+          EXPECT_TRUE(all_close(got->outputs[k], want->outputs[k], 1e-5, &why))
+              << name << (masked ? " masked" : "") << ", fill " << fill << ", output " << k << ": " << why;
+        }
+      }
+    }
+  }
+}
+
+// #28: binding a loop's body once per slot took memory growing with the trip count (a
+// table of length × operands pointers and a bound copy of the body per slot): a valid
+// loop of 2^40 iterations died with std::bad_alloc before running. Past a fixed bound
+// the body is bound once and each iteration's xs are copied in.
+TEST(LoopProgram, BindingMemoryDoesNotGrowWithTheTripCount) {
+  EXPECT_EQ(cpu::loop_slot_bindings(int64_t{1} << 40, /*xs=*/0, /*invocations=*/3), 1);
+  EXPECT_EQ(cpu::loop_slot_bindings(int64_t{1} << 40, /*xs=*/2, /*invocations=*/3), 1);
+  EXPECT_EQ(cpu::loop_slot_bindings(64, /*xs=*/2, /*invocations=*/3), 64);
+  // A loop of 2^40 iterations that stops after three: bound and run at once.
+  StatusOr<Graph> g = parse_graph(R"(graph @long(%h0: f32[4]) {
+  %k0 = full() {shape=[], value=0, dtype=f32}
+  %d0 = full() {shape=[], value=0, dtype=bool}
+  %h, %k, %d = scan(%h0, %k0, %d0) {carries=3, length=1099511627776, stop=2} : f32[4], f32[], bool[] ({
+    ^cell(%ch: f32[4], %ck: f32[], %cd: bool[]):
+      %n = tanh(%ch) : f32[4]
+      %one = full() {shape=[], value=1, dtype=f32} : f32[]
+      %k2 = add(%ck, %one) : f32[]
+      %three = full() {shape=[], value=3, dtype=f32} : f32[]
+      %d2 = ge(%k2, %three) : bool[]
+      return %n, %k2, %d2
+  })
+  return %h, %k
+}
+)", "long.wir");
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  ASSERT_TRUE(InferTypesPass().run(*g).ok());
+  expect_cpu_matches_reference(*g);
+}
+
+// A loop with xs past the per-slot bound: bound once, its xs copied per iteration (an
+// `active` mask and a ys that is an x itself among them), as the interpreter runs it.
+TEST(LoopProgram, ALoopBoundOnceCopiesEachIterationsXs) {
+  const int64_t length = 300000;
+  ASSERT_EQ(cpu::loop_slot_bindings(length, 3, 1), 1);
+  const std::string n = std::to_string(length);
+  StatusOr<Graph> g = parse_graph("graph @copied(%w: f32[2], %h0: f32[2], %xs: f32[" + n + ",2], %on: bool[" + n + R"(]) {
+  %h, %ys, %echo = scan(%w, %h0, %xs, %on) {consts=1, carries=1, length=)" + n + R"(, active=1} : f32[2], f32[)" + n +
+                                      ",2], f32[" + n + R"(,2] ({
+    ^cell(%cw: f32[2], %ch: f32[2], %cx: f32[2], %co: bool[]):
+      %m = mul(%cx, %cw) : f32[2]
+      %a = add(%ch, %m) : f32[2]
+      %n = tanh(%a) : f32[2]
+      return %n, %n, %cx
+  })
+  return %h, %ys, %echo
+}
+)", "copied.wir");
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  ASSERT_TRUE(InferTypesPass().run(*g).ok());
+  auto inputs = testing::random_inputs(*g, 5);
+  for (int64_t i = 0; i < length; ++i) inputs[3].set_double(i, i % 3 != 0);
+  auto want = reference::run(*g, inputs);
+  ASSERT_TRUE(want.ok()) << want.error().to_string();
+  auto cpu = find_target("cpu");
+  ASSERT_TRUE(cpu.ok());
+  auto got = (*cpu)->run(*g, inputs);
+  ASSERT_TRUE(got.ok()) << got.error().to_string();
+  for (size_t k = 0; k < want->outputs.size(); ++k) {
+    std::string why;
+    EXPECT_TRUE(all_close(got->outputs[k], want->outputs[k], 1e-5, &why)) << "output " << k << ": " << why;
+  }
 }
 
 TEST(LoopProgram, CpuRunsALoopsGradient) {

@@ -53,6 +53,9 @@ TEST(Examples, ParameterCountsMatchPyTorch) {
   Result readme = run("examples/readme_model");
   ASSERT_EQ(readme.exit_code, 0) << readme.out;
   EXPECT_NE(readme.out.find("parameters: 269834\n"), std::string::npos);
+  // The README quotes the location the residual Linear's nodes carry: its builder call.
+  EXPECT_NE(readme.out.find("loc(\"examples/readme_model.cc\":17:36, \"Linear(256->256)\")"), std::string::npos)
+      << readme.out;
   Result cnn = run("examples/cnn");
   ASSERT_EQ(cnn.exit_code, 0) << cnn.out;
   EXPECT_NE(cnn.out.find("parameters: 421834\n"), std::string::npos) << cnn.out.substr(cnn.out.size() - 200);

@@ -16,7 +16,8 @@
 // backend: "cpu" (the default: fused, planned, MLIR-generated kernels on runtime/cpu,
 // where parameters and optimizer state stay in the executor's buffers between steps),
 // "cuda" (the same Program on one GPU through runtime/cuda, parameters and optimizer
-// state in GPU memory; ops with no CUDA kernel yet run on the host) or "reference" (the
+// state in GPU memory; a model with an op that has no CUDA kernel is refused unless
+// TrainOptions allow a host fallback, runtime/cuda/library.h) or "reference" (the
 // reference interpreter, the oracle).
 
 #include <cstdint>

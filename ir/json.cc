@@ -427,9 +427,11 @@ Status Reader::read_node(const Json& j, const std::string& path) {
     body = std::make_shared<const Graph>(std::move(*b));
   }
   if (body && body->outputs().size() != result_names.size()) {
-    return error(path + ".results", "the body returns " + std::to_string(body->outputs().size()) +
-                                        " values but " + std::to_string(result_names.size()) +
-                                        " results are given");
+    const size_t returned = body->outputs().size();
+    return error(path + ".results", "the body returns " + std::to_string(returned) +
+                                        (returned == 1 ? " value" : " values") + " but '" + std::string(info.name) + "' names " +
+                                        std::to_string(result_names.size()) +
+                                        (result_names.size() == 1 ? " result" : " results"));
   }
   graph_.add_node(*op, operands, std::move(attrs), std::move(loc),
                   result_types.empty() ? std::nullopt : result_types[0],

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 #include "ir/json.h"
 #include "ir/shape_rules.h"
 #include "ir/text.h"
@@ -87,6 +89,19 @@ TEST(Scan, ShapeErrorsNameTheBodyAndBothTypes) {
   EXPECT_EQ(error(widening, {f32({1, 3}), f32({4, 2, 3})}, {4, 1, 0}),
             "model.cc:9:1: error: scan: the body's next carry %0 is f32[2,3], but carry %h is f32[1,3]: a "
             "carry keeps its type across iterations");
+  // #28: the stacked ys of a long loop must be measurable; 2^40 slots of f32[4] are.
+  auto negate = std::make_shared<Graph>("negate");
+  ValueId c = negate->add_input("c", f32({4}));
+  ValueId n = *add_typed_node(*negate, Op::Neg, {c}, {}, Location{});
+  negate->add_output(n);
+  negate->add_output(n);
+  EXPECT_EQ(error(negate, {f32({4})}, {INT64_MAX, 1, 0}),
+            "model.cc:9:1: error: scan: the body's per-iteration output %0 (f32[4]) stacked over length "
+            "9223372036854775807 is too large: its size in bytes overflows int64");
+  EXPECT_EQ(error(negate, {f32({4})}, {int64_t{1} << 62, 1, 0}),
+            "model.cc:9:1: error: scan: the body's per-iteration output %0 (f32[4]) stacked over length "
+            "4611686018427387904 is too large: its size in bytes overflows int64");
+  EXPECT_EQ(error(negate, {f32({4})}, {int64_t{1} << 40, 1, 0}), "ok");
 }
 
 TEST(Scan, TheParserRequiresABodyAndAllowsSeveralResults) {

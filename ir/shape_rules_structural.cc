@@ -323,6 +323,16 @@ StatusOr<Type> scan(const Node& node, const std::vector<Type>& in) {
                       "] xs (0.." + std::to_string(xs - 1) + ")" +
                       (active >= 0 && active < xs ? ", but that xs is " + str(in[consts + carries + active]) : ""));
   }
+  // Each per-iteration output stacked over the slots must be measurable (#28: f32[2^63-1, 4]).
+  for (int64_t k = carries; k < outputs; ++k) {
+    const Value& v = body.value(body.outputs()[k]);
+    std::vector<int64_t> dims = v.type->shape.dims;
+    dims.insert(dims.begin(), length);
+    if (!size_fits(v.type->dtype, dims)) {
+      return rule_error("the body's per-iteration output %" + v.name + " (" + str(*v.type) + ") stacked over length " +
+                        std::to_string(length) + " is too large: its size in bytes overflows int64");
+    }
+  }
   Type first = *body.value(body.outputs()[0]).type;
   if (carries == 0) first.shape.dims.insert(first.shape.dims.begin(), length);
   return first;

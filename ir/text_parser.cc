@@ -325,9 +325,10 @@ Status Parser::parse_statement() {
   }
 
   if (body && body->outputs().size() != results.size()) {
-    return error_at(*result, "the body returns " + std::to_string(body->outputs().size()) +
-                                 " values but 'fused' names " + std::to_string(results.size()) +
-                                 " results");
+    const size_t returned = body->outputs().size();
+    return error_at(*result, "the body returns " + std::to_string(returned) +
+                                 (returned == 1 ? " value" : " values") + " but " + op_quoted + " names " +
+                                 std::to_string(results.size()) + (results.size() == 1 ? " result" : " results"));
   }
   graph_.add_node(*op, operands, std::move(attrs), std::move(loc),
                   types.empty() ? std::nullopt : types[0], result ? result->text : "");
@@ -351,9 +352,9 @@ StatusOr<std::shared_ptr<const Graph>> Parser::parse_region(const std::string& o
   // (ir/json.cc caps JSON nesting at the same depth). No graph needs more than a few.
   constexpr int kMaxRegionDepth = 256;
   if (region_depth_ == kMaxRegionDepth) {
-    return error_at(tok_, "'fused' bodies nested more than " + std::to_string(kMaxRegionDepth) +
-                              " deep; weft reads at most " + std::to_string(kMaxRegionDepth) +
-                              " levels");
+    return error_at(tok_, "the body of this " + op_quoted + " is nested more than " +
+                              std::to_string(kMaxRegionDepth) + " deep; weft reads at most " +
+                              std::to_string(kMaxRegionDepth) + " levels");
   }
   take();  // '('
   WEFT_RETURN_IF_ERROR(expect(TokenKind::LBrace, "'{' to begin the body of " + op_quoted));

@@ -434,10 +434,12 @@ TEST(ParseErrorTest, Bodies) {
             "bad.wir:3:5: error: expected a block label such as '^body(%x: f32[4]):', found '%a'");
 }
 
-/// `depth` 'fused' nodes, each in the body of the one before; 'fused' number k is on line 2k.
-std::string nested_fused(int depth) {
-  std::string text = "graph @g(%x: f32[4]) {\n  %y = fused(%x) : f32[4] ({\n";
-  for (int i = 1; i < depth; ++i) text += "^b(%a: f32[4]):\n  %y = fused(%a) : f32[4] ({\n";
+/// `depth` 'fused' (or `op`) nodes, each in the body of the one before; node number k is
+/// on line 2k.
+std::string nested_fused(int depth, const std::string& op = "fused") {
+  const std::string attrs = op == "scan" ? " {carries=1, length=1}" : "";
+  std::string text = "graph @g(%x: f32[4]) {\n  %y = " + op + "(%x)" + attrs + " : f32[4] ({\n";
+  for (int i = 1; i < depth; ++i) text += "^b(%a: f32[4]):\n  %y = " + op + "(%a)" + attrs + " : f32[4] ({\n";
   text += "^b(%a: f32[4]):\n  %n = neg(%a)\n  return %n\n";
   for (int i = 1; i < depth; ++i) text += "})\n  return %y\n";
   return text + "})\n  return %y\n}\n";
@@ -448,10 +450,15 @@ TEST(ParseErrorTest, DeeplyNestedBodiesAreRefusedNotAStackOverflow) {
   StatusOr<Graph> g = parse_graph(nested_fused(256), "deep.wir");
   EXPECT_TRUE(g.ok()) << g.error().to_string();
   const std::string refused =
-      "bad.wir:514:27: error: 'fused' bodies nested more than 256 deep; weft reads at most 256 "
-      "levels";
+      "bad.wir:514:27: error: the body of this 'fused' is nested more than 256 deep; weft reads at "
+      "most 256 levels";
   EXPECT_EQ(parse_error(nested_fused(257)), refused);
   EXPECT_EQ(parse_error(nested_fused(4000)), refused);
+  // #28: loops are named as loops.
+  EXPECT_TRUE(parse_graph(nested_fused(256, "scan"), "deep.wir").ok());
+  EXPECT_EQ(parse_error(nested_fused(257, "scan")),
+            "bad.wir:514:48: error: the body of this 'scan' is nested more than 256 deep; weft reads at "
+            "most 256 levels");
 }
 
 // A .wir file is UTF-8: two names that differ only in invalid bytes used to parse, and
@@ -483,7 +490,11 @@ TEST(TextTest, FusedNodesWithSeveralResultsRoundTrip) {
             "bad.wir:2:7: error: 'neg' has one result; only 'fused' and 'scan' may have several");
   EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %a, %b = fused(%x) : f32[4], f32[4] ({\n"
                         "    ^body(%y: f32[4]):\n      return %y\n  })\n  return %a\n}"),
-            "bad.wir:2:3: error: the body returns 1 values but 'fused' names 2 results");
+            "bad.wir:2:3: error: the body returns 1 value but 'fused' names 2 results");
+  // #28: a loop's error names the loop.
+  EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %a, %b = scan(%x) {carries=1, length=2} : f32[4], f32[2,4] ({\n"
+                        "    ^body(%y: f32[4]):\n      return %y\n  })\n  return %a\n}"),
+            "bad.wir:2:3: error: the body returns 1 value but 'scan' names 2 results");
 }
 
 TEST(TextTest, ReadGraphFileNamesAnUnreadableFile) {

@@ -213,10 +213,30 @@ class FallbackBound : public Executor::Bound {
 
 Executor::~Executor() = default;
 
+int64_t loop_slot_bindings(int64_t length, size_t xs, size_t invocations) {
+  // A binding per slot costs a bound copy of each invocation and a pointer per operand:
+  // about a few hundred bytes per invocation. Up to kMaxSlotBindings of them (tens of
+  // MB) the loop reads its xs in place; past that, and whenever nothing varies per slot,
+  // one binding serves every iteration.
+  constexpr int64_t kMaxSlotBindings = int64_t{1} << 18;
+  if (xs == 0 || length <= 1) return 1;
+  const int64_t per_slot = static_cast<int64_t>(std::max<size_t>(invocations, 1));
+  return length <= kMaxSlotBindings / per_slot ? length : 1;
+}
+
 Status Executor::run_body(ThreadPool& pool, int64_t slot) {
   const auto& code = slot >= 0 && !slots_.empty() ? slots_[static_cast<size_t>(slot)] : code_;
+  if (check_numerics_) return run_body_checking_numerics(pool, code, slot);
   for (const std::unique_ptr<Bound>& b : code) WEFT_RETURN_IF_ERROR(b->run(pool));
   return Status::ok_status();
+}
+
+void Executor::set_check_numerics(bool on) {
+  check_numerics_ = on;
+  for (auto& b : code_) b->set_check_numerics(on);
+  for (auto& slot : slots_) {
+    for (auto& b : slot) b->set_check_numerics(on);
+  }
 }
 
 const void* Executor::output_data(int index, int64_t slot) const {
@@ -372,15 +392,20 @@ StatusOr<std::unique_ptr<Executor>> Executor::create_bound(
         body.bodies = program.bodies;
         ExecutorOptions body_options = options;
         body_options.num_threads = 1;
-        // Each slot's body reads the loop's consts and its slot of each xs in place.
+        // Each slot's body reads the loop's consts and its slot of each xs in place, or,
+        // where binding every slot would take memory that grows with the trip count
+        // (loop_slot_bindings), one binding reads the consts in place and the loop copies
+        // each iteration's xs into the body's inputs.
         const int64_t length = inv.node.int_attr("length");
         const size_t reads = static_cast<size_t>(inv.node.int_attr("consts"));
         const size_t first_x = reads + static_cast<size_t>(inv.node.int_attr("carries"));
-        std::vector<std::vector<const void*>> slot_inputs(static_cast<size_t>(length),
+        const int64_t slots = loop_slot_bindings(length, in.size() - first_x, body.code.size());
+        std::vector<std::vector<const void*>> slot_inputs(static_cast<size_t>(slots),
                                                           std::vector<const void*>(in.size(), nullptr));
-        for (int64_t i = 0; i < length; ++i) {
+        for (int64_t i = 0; i < slots; ++i) {
           auto& slot = slot_inputs[static_cast<size_t>(i)];
           for (size_t k = 0; k < reads; ++k) slot[k] = in[k];
+          if (slots == 1 && length > 1) continue;  // the xs are copied per iteration
           for (size_t k = first_x; k < in.size(); ++k) {
             const size_t bytes = body.inputs[k].type.bytes();
             slot[k] = static_cast<const std::byte*>(in[k]) + i * static_cast<int64_t>(bytes);

@@ -39,7 +39,9 @@
 // own (its arena and carries apart from the root's, counted by its own memory check),
 // whose invocations run on this executor's thread pool. Its code is bound once per slot
 // in create(), reading the loop's consts and that slot of each xs where they lie in this
-// executor's buffers; per step the initial carries are copied into the body's inputs,
+// executor's buffers — or, where that would take memory growing with the trip count
+// (loop_slot_bindings), bound once, with each iteration's xs copied into the body's
+// inputs; per step the initial carries are copied into the body's inputs,
 // and per iteration the ys are copied into their slot and the next carries back into
 // the body's inputs unless the body wrote them there (codegen's carries_assigned).
 //
@@ -59,6 +61,13 @@
 #include "runtime/tensor.h"
 
 namespace weft::cpu {
+
+/// How many bindings of its body a loop of `length` iterations, with `xs` stacked operands
+/// and a body of `invocations`, gets: one per slot (each reads its xs in place) while that
+/// stays small, else one (the loop copies each iteration's xs into the body's inputs), so
+/// binding memory never grows with the trip count past a fixed bound (#28: a loop of 2^40
+/// iterations used to die binding them).
+int64_t loop_slot_bindings(int64_t length, size_t xs, size_t invocations);
 
 struct ExecutorOptions {
   int num_threads = 0;  ///< 0: default_num_threads() ($WEFT_NUM_THREADS or the cores).
@@ -120,7 +129,10 @@ class Executor : public ProgramExecutor {
   /// infinity with the error of runtime/reference/numerics.h — the op and its source
   /// location; inside a generated kernel, the body node that produced it (found by
   /// running the body on the reference interpreter). The updates are then not applied.
-  void set_check_numerics(bool on) { check_numerics_ = on; }
+  /// Inside a loop's body, the body's invocation that made it, with the iteration
+  /// (", in iteration 2 of the loop at model.wir:4:3"; nested loops name each level).
+  void set_check_numerics(bool on);
+  bool checks_numerics() const { return check_numerics_; }
 
   /// Bytes of the one scratch block the library kernels share (convolutions' im2col
   /// columns, oneDNN's blocked layouts and scratchpads: BoundKernel::scratch_bytes), the
@@ -156,6 +168,12 @@ class Executor : public ProgramExecutor {
   void apply_updates();
   Status run_invocation(size_t index);  ///< code_[index] on the pool.
   Status run_checking_numerics();                  // executor_checks.cc
+  /// A loop body's `code` (bound for `slot`) run on `pool`, each invocation checked.
+  Status run_body_checking_numerics(ThreadPool& pool, const std::vector<std::unique_ptr<Bound>>& code,
+                                    int64_t slot);
+  /// Copies of the operands of invocation `index` when its results may need explaining
+  /// (a generated kernel may write over an operand in place).
+  std::vector<Tensor> operands_to_explain(size_t index) const;
   Status check_invocation_numerics(size_t index, std::vector<Tensor> operands);
 
   Program program_;

@@ -17,9 +17,11 @@ struct Executor::Bound {
   virtual std::string describe() const = 0;
   /// The library kernel it runs, if any (for the shared scratch).
   virtual BoundKernel* kernel() { return nullptr; }
+  /// Executor::set_check_numerics reaching a loop's body.
+  virtual void set_check_numerics(bool) {}
 };
 
-/// A loop invocation: `body` bound for it (once per slot, executor.h), run `length` times
+/// A loop invocation: `body` bound for it (loop_slot_bindings, executor.h), run `length` times
 /// on the caller's pool; `in` and `results` are the loop's buffers in the parent.
 std::unique_ptr<Executor::Bound> make_loop_bound(std::unique_ptr<Executor> body, const Invocation& inv,
                                                  std::vector<const void*> in, std::vector<void*> results);

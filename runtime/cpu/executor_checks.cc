@@ -10,6 +10,7 @@
 #include "ir/text_util.h"
 #include "runtime/binding.h"
 #include "runtime/cpu/executor.h"
+#include "runtime/cpu/executor_bound.h"
 #include "runtime/reference/interpreter.h"
 #include "runtime/reference/numerics.h"
 
@@ -46,22 +47,47 @@ Status Executor::run_checking_numerics() {
     }
   }
   for (size_t i = 0; i < code_.size(); ++i) {
-    // A generated kernel may write over an operand (in place): keep its operands, in
-    // case its body must be searched for the culprit.
-    std::vector<Tensor> operands;
-    if (program_.code[i].kind == Invocation::Kind::generated ||
-        program_.code[i].kind == Invocation::Kind::contraction) {
-      for (const BufferRef& op : program_.code[i].operands) {
-        Tensor t(op.type);
-        std::memcpy(t.raw_data(), resolve(op), t.bytes());
-        operands.push_back(std::move(t));
-      }
-    }
+    std::vector<Tensor> operands = operands_to_explain(i);
     WEFT_RETURN_IF_ERROR(run_invocation(i));
     WEFT_RETURN_IF_ERROR(check_invocation_numerics(i, std::move(operands)));
   }
   apply_updates();
   return Status::ok_status();
+}
+
+Status Executor::run_body_checking_numerics(ThreadPool& pool, const std::vector<std::unique_ptr<Bound>>& code,
+                                            int64_t slot) {
+  // The checks resolve buffers as this slot's code is bound: its consts and xs in the
+  // parent's buffers.
+  const std::vector<void*> own = input_ptr_;
+  if (slot >= 0 && static_cast<size_t>(slot) < slot_inputs_.size()) {
+    const std::vector<const void*>& in = slot_inputs_[static_cast<size_t>(slot)];
+    for (size_t k = 0; k < in.size(); ++k) {
+      if (in[k] != nullptr) input_ptr_[k] = const_cast<void*>(in[k]);
+    }
+  }
+  Status status;
+  for (size_t i = 0; i < code.size() && status.ok(); ++i) {
+    std::vector<Tensor> operands = operands_to_explain(i);
+    status = code[i]->run(pool);
+    if (status.ok()) status = check_invocation_numerics(i, std::move(operands));
+  }
+  input_ptr_ = own;
+  return status;
+}
+
+std::vector<Tensor> Executor::operands_to_explain(size_t index) const {
+  // A generated kernel may write over an operand (in place): keep its operands, in case
+  // its body must be searched for the culprit.
+  std::vector<Tensor> operands;
+  const Invocation& inv = program_.code[index];
+  if (inv.kind != Invocation::Kind::generated && inv.kind != Invocation::Kind::contraction) return operands;
+  for (const BufferRef& op : inv.operands) {
+    Tensor t(op.type);
+    std::memcpy(t.raw_data(), resolve(op), t.bytes());
+    operands.push_back(std::move(t));
+  }
+  return operands;
 }
 
 Status Executor::check_invocation_numerics(size_t index, std::vector<Tensor> operands) {

@@ -16,8 +16,11 @@ class LoopBound : public Executor::Bound {
       : body_(std::move(body)), in_(std::move(in)), results_(std::move(results)),
         length_(inv.node.int_attr("length")), consts_(static_cast<int>(inv.node.int_attr("consts"))),
         carries_(static_cast<int>(inv.node.int_attr("carries"))), reverse_(inv.node.bool_attr("reverse")),
-        exit_(scan_exit(inv.node)) {
+        exit_(scan_exit(inv.node)), loc_(inv.node.loc), check_numerics_(body_->checks_numerics()) {
     const Program& p = body_->program();
+    const size_t xs = in_.size() - static_cast<size_t>(consts_ + carries_);
+    per_slot_ = loop_slot_bindings(length_, xs, p.code.size()) == length_;
+    copy_xs_ = !per_slot_ && xs > 0;
     for (const ProgramInput& input : p.inputs) input_bytes_.push_back(input.type.bytes());
     for (const BufferRef& out : p.outputs) output_bytes_.push_back(out.type.bytes());
     // A next carry that is another body input (two carries swapped) must be read before
@@ -48,16 +51,31 @@ class LoopBound : public Executor::Bound {
         zero_ys(i);
         continue;
       }
-      WEFT_RETURN_IF_ERROR(body_->run_body(pool, i));
+      if (copy_xs_) {
+        for (size_t k = static_cast<size_t>(consts_ + carries_); k < in_.size(); ++k) {
+          const size_t bytes = input_bytes_[k];
+          std::memcpy(body_->input_data(static_cast<int>(k)), static_cast<const std::byte*>(in_[k]) + i * bytes, bytes);
+        }
+      }
+      const int64_t slot = per_slot_ ? i : 0;
+      if (Status ran = body_->run_body(pool, slot); !ran.ok()) {
+        Error e = ran.error();
+        // check-numerics found the body's invocation at fault: say in which iteration.
+        if (check_numerics_ && e.message.rfind("check-numerics: ", 0) == 0) {
+          e.message += ", in iteration " + std::to_string(i) + " of the loop" +
+                       (loc_.known() ? " at " + loc_.to_string() : std::string());
+        }
+        return e;
+      }
       // The ys first: one may be a carry's current value.
       for (size_t y = carries_; y < results_.size(); ++y) {
         const size_t bytes = output_bytes_[y];
-        std::memcpy(static_cast<std::byte*>(results_[y]) + i * bytes, body_->output_data(static_cast<int>(y), i), bytes);
+        std::memcpy(static_cast<std::byte*>(results_[y]) + i * bytes, body_->output_data(static_cast<int>(y), slot), bytes);
       }
       if (staged_) {
         size_t at = 0;
         for (int c = 0; c < carries_; ++c) {
-          std::memcpy(stage_.data() + at, body_->output_data(c, i), output_bytes_[c]);
+          std::memcpy(stage_.data() + at, body_->output_data(c, slot), output_bytes_[c]);
           at += output_bytes_[c];
         }
         at = 0;
@@ -68,13 +86,20 @@ class LoopBound : public Executor::Bound {
       } else {
         for (int c = 0; c < carries_; ++c) {
           void* to = body_->input_data(consts_ + c);
-          if (const void* from = body_->output_data(c, i); to != from) std::memcpy(to, from, output_bytes_[c]);
+          if (const void* from = body_->output_data(c, slot); to != from) std::memcpy(to, from, output_bytes_[c]);
         }
       }
     }
-    for (; step < length_; ++step) zero_ys(reverse_ ? length_ - 1 - step : step);  // after a stop
+    if (results_.size() > static_cast<size_t>(carries_)) {  // after a stop
+      for (; step < length_; ++step) zero_ys(reverse_ ? length_ - 1 - step : step);
+    }
     for (int c = 0; c < carries_; ++c) std::memcpy(results_[c], body_->input_data(consts_ + c), output_bytes_[c]);
     return Status::ok_status();
+  }
+
+  void set_check_numerics(bool on) override {
+    check_numerics_ = on;
+    body_->set_check_numerics(on);
   }
 
   std::string describe() const override {
@@ -98,6 +123,10 @@ class LoopBound : public Executor::Bound {
   ScanExit exit_;
   std::vector<size_t> input_bytes_, output_bytes_;
   bool staged_ = false;
+  Location loc_;
+  bool check_numerics_ = false;
+  bool per_slot_ = true;   ///< The body is bound once per slot (loop_slot_bindings).
+  bool copy_xs_ = false;   ///< Bound once: each iteration's xs are copied into its inputs.
   std::vector<std::byte> stage_;
 };
 

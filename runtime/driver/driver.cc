@@ -15,6 +15,7 @@
 #include "runtime/driver/flags.h"
 #include "runtime/driver/stop_signals.h"
 #include "runtime/flag_values.h"
+#include "runtime/out_of_memory.h"
 #include "runtime/monitor/metrics.h"
 #include "runtime/monitor/monitor.h"
 
@@ -505,10 +506,12 @@ int run_driver(const std::vector<std::string>& args, const std::string& program,
     return kExitOk;
   }
   std::optional<Failure> failure;
-  {
+  const int status = run_guarded(program.c_str(), [&] {
     StopSignals signals;  // before the model starts its threads
     failure = train(*config, program, factory, out, info, signals);
-  }
+    return kExitOk;
+  }, err);
+  if (status != kExitOk) return kExitRuntime;
   std::fflush(out);
   if (failure) {
     std::fprintf(err, "%s\n", failure->error.to_string().c_str());

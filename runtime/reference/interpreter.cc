@@ -88,10 +88,13 @@ Status fused(const Node& node, const std::vector<const Tensor*>& in, Tensor& out
   return Status::ok_status();
 }
 
+}  // namespace
+
 // A loop: the body run `length` times (ir/ops.def, `scan`), from slot 0 up or, with
 // `reverse`, from slot length-1 down; slot i reads xs[i] and writes ys[i].
-StatusOr<std::vector<Tensor>> scan(const Node& node, const std::vector<const Tensor*>& in,
-                                   const std::vector<Type>& result_types) {
+StatusOr<std::vector<Tensor>> run_loop(
+    const Node& node, const std::vector<const Tensor*>& in, const std::vector<Type>& result_types,
+    const std::function<Status(int64_t slot, const std::vector<Tensor>& args)>& each) {
   const int64_t length = node.int_attr("length");
   const size_t carries = static_cast<size_t>(node.int_attr("carries"));
   const size_t consts = static_cast<size_t>(node.int_attr("consts"));
@@ -118,6 +121,7 @@ StatusOr<std::vector<Tensor>> scan(const Node& node, const std::vector<const Ten
       std::copy(from + i * x.bytes(), from + (i + 1) * x.bytes(), static_cast<std::byte*>(x.raw_data()));
       args.push_back(std::move(x));
     }
+    if (each) WEFT_RETURN_IF_ERROR(each(i, args));
     WEFT_ASSIGN_OR_RETURN(RunResult r, run(*node.body, std::move(args)));
     state.assign(std::make_move_iterator(r.outputs.begin()),
                  std::make_move_iterator(r.outputs.begin() + static_cast<int64_t>(carries)));
@@ -130,6 +134,8 @@ StatusOr<std::vector<Tensor>> scan(const Node& node, const std::vector<const Ten
   for (Tensor& y : ys) state.push_back(std::move(y));
   return state;
 }
+
+namespace {
 
 Tensor convert(const Tensor& t, DType to) {
   Tensor out(Type{to, t.shape()});
@@ -170,6 +176,26 @@ Status run_node(const Node& node, const Kernel& kernel, const std::vector<const 
   WEFT_RETURN_IF_ERROR(kernel(node, args, wide));
   *out = is_half(result_type.dtype) ? convert(wide, result_type.dtype) : std::move(wide);
   return Status::ok_status();
+}
+
+// Types come from the graph, which the caller may not have run infer-types on.
+Status result_fits(const Node& node, const Type& type) {
+  if (size_fits(type.dtype, type.shape.dims)) return Status::ok_status();
+  return Error{std::string(op_name(node.op)) + ": result type " + type.to_string() +
+                   " has a size in bytes that does not fit in 64 bits",
+               node.loc};
+}
+
+// A type that fits in int64 may still be far beyond memory (f32[1000000000000], a loop's
+// 16 TiB of stacked ys): the op's largest result is named.
+Error allocation_error(const Node& node, const std::vector<Type>& types) {
+  const Type* largest = &types.front();
+  for (const Type& t : types) {
+    if (t.bytes() > largest->bytes()) largest = &t;
+  }
+  return Error{std::string(op_name(node.op)) + ": cannot allocate its result " + largest->to_string() + " (" +
+                   std::to_string(largest->bytes()) + " bytes)",
+               node.loc};
 }
 
 }  // namespace
@@ -219,7 +245,15 @@ StatusOr<RunResult> run(const Graph& g, std::vector<Tensor> inputs) {
         }
         types.push_back(*g.value(r).type);
       }
-      WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> results, scan(node, in, types));
+      for (const Type& t : types) WEFT_RETURN_IF_ERROR(result_fits(node, t));
+      StatusOr<std::vector<Tensor>> scanned = std::vector<Tensor>{};
+      try {
+        scanned = run_loop(node, in, types);
+      } catch (const std::bad_alloc&) {
+        return allocation_error(node, types);
+      }
+      WEFT_RETURN_IF_ERROR(scanned.status());
+      std::vector<Tensor>& results = *scanned;
       for (size_t k = 0; k < node.results.size(); ++k) values[node.results[k]] = std::move(results[k]);
       for (ValueId o : node.operands) {
         if (--uses[o] == 0) values[o].reset();
@@ -252,21 +286,12 @@ StatusOr<RunResult> run(const Graph& g, std::vector<Tensor> inputs) {
       }
       result_type = *r.type;
     }
-    // Types come from the graph, which the caller may not have run infer-types on.
-    if (!size_fits(result_type.dtype, result_type.shape.dims)) {
-      return Error{std::string(op_name(node.op)) + ": result type " + result_type.to_string() +
-                       " has a size in bytes that does not fit in 64 bits",
-                   node.loc};
-    }
+    WEFT_RETURN_IF_ERROR(result_fits(node, result_type));
     Tensor out;
-    // A type that fits in int64 may still be far beyond memory (f32[1000000000000]).
     try {
       WEFT_RETURN_IF_ERROR(run_node(node, *kernel, in, result_type, &out));
     } catch (const std::bad_alloc&) {
-      return Error{std::string(op_name(node.op)) + ": cannot allocate its result " +
-                       result_type.to_string() + " (" + std::to_string(result_type.bytes()) +
-                       " bytes)",
-                   node.loc};
+      return allocation_error(node, {result_type});
     }
     if (node.op == Op::Assign) {
       const int index = g.input_index(node.operands[0]);

@@ -66,6 +66,7 @@
 //    sum or mean over the ranks is x itself. Across processes, runtime/cpu's executor
 //    runs it through a communicator (runtime/collective/communicator.h).
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -87,6 +88,14 @@ struct RunResult {
 /// `inputs` is taken by value: callers that no longer need them move them in, and the
 /// interpreter keeps them without a second copy.
 StatusOr<RunResult> run(const Graph& g, std::vector<Tensor> inputs);
+
+/// Runs loop `node` (a typed `scan`) on its `operands` as run() does, and returns its
+/// results (`result_types`: the node's). `each(slot, args)`, when given, is called with
+/// the body's arguments before every iteration that runs; an error from it stops the loop
+/// and is returned (check-numerics steps a loop with it to find the iteration at fault).
+StatusOr<std::vector<Tensor>> run_loop(
+    const Node& node, const std::vector<const Tensor*>& operands, const std::vector<Type>& result_types,
+    const std::function<Status(int64_t slot, const std::vector<Tensor>& args)>& each = {});
 
 /// A reference kernel. `in` holds the operands (f16/bf16 operands already widened to f32
 /// for ops computed in f32); `out` is allocated with the node's result type (for

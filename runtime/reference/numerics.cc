@@ -1,5 +1,6 @@
 #include "runtime/reference/numerics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -87,15 +88,68 @@ StatusOr<std::optional<NonFinite>> find_nonfinite(const Graph& g, std::vector<Te
       produced.emplace_back(static_cast<int>(n), v);
     }
   }
+  const bool bodies = std::any_of(g.nodes().begin(), g.nodes().end(), [](const Node& n) { return n.body != nullptr; });
+  std::vector<Tensor> kept;  // a body's operands may be inputs: searching it needs them
+  if (bodies) kept = inputs;
   WEFT_ASSIGN_OR_RETURN(RunResult r, run(all, std::move(inputs)));
   for (size_t k = 0; k < produced.size(); ++k) {
     const int64_t bad = first_nonfinite(r.outputs[k]);
-    if (bad >= 0) {
-      return std::optional<NonFinite>(NonFinite{produced[k].first, -1, produced[k].second,
-                                                r.outputs[k].type(), bad, r.outputs[k].get_double(bad)});
+    if (bad < 0) continue;
+    NonFinite found{produced[k].first, -1, produced[k].second, r.outputs[k].type(), bad,
+                    r.outputs[k].get_double(bad), std::nullopt};
+    const Node& n = g.nodes()[static_cast<size_t>(found.node)];
+    if (n.body != nullptr) {
+      std::vector<Tensor> operands;
+      for (ValueId o : n.operands) {
+        if (const int i = g.input_index(o); i >= 0) {
+          operands.push_back(kept[static_cast<size_t>(i)]);
+          continue;
+        }
+        for (size_t p = 0; p < produced.size(); ++p) {
+          if (produced[p].second == o) operands.push_back(r.outputs[p]);
+        }
+      }
+      if (n.op == Op::Scan) {
+        std::vector<Type> types;
+        for (ValueId v : n.results) types.push_back(g.type(v));
+        WEFT_ASSIGN_OR_RETURN(found.inside, explain_loop(n, operands, types));
+      } else {
+        WEFT_ASSIGN_OR_RETURN(std::optional<NonFinite> f, find_nonfinite(*n.body, std::move(operands)));
+        if (f && f->node >= 0) {
+          found.inside = f->inside ? *f->inside
+                                   : nonfinite_error(&n.body->nodes()[static_cast<size_t>(f->node)], "", f->type,
+                                                     f->index, f->element);
+          found.inside->message += " inside the fused kernel computing %" + g.value(found.value).name;
+        }
+      }
     }
+    return std::optional<NonFinite>(std::move(found));
   }
   return std::optional<NonFinite>();
+}
+
+StatusOr<std::optional<Error>> explain_loop(const Node& node, const std::vector<Tensor>& operands,
+                                            const std::vector<Type>& result_types) {
+  const Graph& body = *node.body;
+  std::optional<Error> culprit;
+  const Status stepped = [&]() -> Status {
+    std::vector<const Tensor*> in;
+    for (const Tensor& t : operands) in.push_back(&t);
+    auto each = [&](int64_t slot, const std::vector<Tensor>& args) -> Status {
+      WEFT_ASSIGN_OR_RETURN(std::optional<NonFinite> f, find_nonfinite(body, args));
+      if (!f || f->node < 0) return Status::ok_status();  // a non-finite carry in: not made here
+      culprit = f->inside ? *f->inside
+                           : nonfinite_error(&body.nodes()[static_cast<size_t>(f->node)], body.value(f->value).name,
+                                             f->type, f->index, f->element);
+      culprit->message += ", in iteration " + std::to_string(slot) + " of the loop" +
+                          (node.loc.known() ? " at " + node.loc.to_string() : std::string());
+      return Error{"found"};  // stops the loop
+    };
+    return run_loop(node, in, result_types, each).status();
+  }();
+  if (culprit) return culprit;
+  if (!stepped.ok()) return stepped.error();
+  return std::optional<Error>();
 }
 
 Status check_numerics(const Graph& g, std::vector<Tensor> inputs) {
@@ -106,6 +160,7 @@ Status check_numerics(const Graph& g, std::vector<Tensor> inputs) {
     return nonfinite_error(nullptr, name, found->type, found->index, found->element,
                            g.inputs()[found->input].loc);
   }
+  if (found->inside) return *found->inside;
   return nonfinite_error(&g.nodes()[found->node], name, found->type, found->index, found->element);
 }
 

@@ -9,7 +9,8 @@
 //
 // A graph input (data, a parameter, optimizer state) that already holds one is reported
 // as `input %x holds nan (...)`. Inside a fused kernel the culprit is found among the
-// kernel body's nodes, which keep their own locations (runtime/cpu/executor.h).
+// kernel body's nodes, which keep their own locations (runtime/cpu/executor.h); inside a
+// loop, among its body's nodes, with the iteration (explain_loop).
 //
 //   Status s = weft::reference::check_numerics(g, inputs);   // reference backend
 
@@ -47,12 +48,27 @@ struct NonFinite {
   Type type;
   int64_t index = 0;  ///< The first non-finite element.
   double element = 0;
+  /// When the producer has a body (a loop, a fused kernel) and an op of it made the value:
+  /// the error naming that op and its location, and for a loop the iteration (nested
+  /// bodies: each level's), found by stepping the loop (explain_loop) or running the body.
+  std::optional<Error> inside;
 };
 
 /// Runs `g` on `inputs` with the reference interpreter (every node result kept), and
 /// finds the first input, then the first node result in graph order, that holds a NaN or
 /// an infinity; nullopt when none does. Errors are the interpreter's.
 StatusOr<std::optional<NonFinite>> find_nonfinite(const Graph& g, std::vector<Tensor> inputs);
+
+/// Steps loop `node` (a typed `scan`, its results of `result_types`) on `operands` with the
+/// reference interpreter, checking each iteration's body node by node, and returns the
+/// error for the first body op that makes a NaN or an infinity:
+///
+///   model.wir:7:7: error: check-numerics: log produced nan in %l (f32[2], element 0), in
+///   iteration 2 of the loop at model.wir:4:3
+///
+/// nullopt when no body op does (the loop passed a non-finite operand through).
+StatusOr<std::optional<Error>> explain_loop(const Node& node, const std::vector<Tensor>& operands,
+                                            const std::vector<Type>& result_types);
 
 /// Runs `g` on `inputs` with the reference interpreter (every node result kept), and
 /// returns the error above for the first input, then the first node in graph order,

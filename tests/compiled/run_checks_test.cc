@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <limits>
 #include <regex>
 
@@ -78,6 +81,74 @@ TEST(CompiledCheckNumerics, NamesALibraryKernel) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().to_string(),
             "step.wir:6:3: error: check-numerics: sum produced inf in %s (f32[], element 0)");
+}
+
+// #28: inside a loop, the body op and the iteration that made the first NaN (log of a
+// negative value in iteration 2), not the loop's line and its final carry.
+TEST(CompiledCheckNumerics, NamesTheBodyOpAndIterationOfALoop) {
+  auto ex = compile(typed(R"(graph @loop(%h0: f32[2], %xs: f32[4,2]) {
+  %h, %ys = scan(%h0, %xs) {carries=1, length=4} : f32[2], f32[4,2] ({
+    ^cell(%ch: f32[2], %cx: f32[2]):
+      %a = add(%ch, %cx) : f32[2]
+      %l = log(%a) : f32[2]
+      return %a, %l
+  })
+  return %h, %ys
+}
+)"));
+  ASSERT_TRUE(ex->set_input("h0", f32({1, 1})).ok());
+  ASSERT_TRUE(ex->set_input("xs", Tensor::from_vector<float>({4, 2}, {1, 1, 1, 1, -6, 1, 1, 1})).ok());
+  Status s = ex->run();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().to_string(),
+            "step.wir:5:7: error: check-numerics: log produced nan (f32[2], element 0) inside the fused kernel "
+            "computing %l, in iteration 2 of the loop at step.wir:2:3");
+  // Nested loops name each level's iteration: log(-1) in row 1 of the outer slot 1.
+  auto nested = compile(typed(R"(graph @nested(%h0: f32[2], %xs: f32[2,2,2]) {
+  %h = scan(%h0, %xs) {carries=1, length=2} : f32[2] ({
+    ^outer(%oh: f32[2], %ox: f32[2,2]):
+      %in = scan(%oh, %ox) {carries=1, length=2} : f32[2] ({
+        ^inner(%ih: f32[2], %ix: f32[2]):
+          %l = log(%ix) : f32[2]
+          %n = add(%ih, %l) : f32[2]
+          return %n
+      })
+      return %in
+  })
+  return %h
+}
+)"));
+  ASSERT_TRUE(nested->set_input("h0", f32({0, 0})).ok());
+  ASSERT_TRUE(nested->set_input("xs", Tensor::from_vector<float>({2, 2, 2}, {1, 1, 1, 1, 1, 1, 1, -1})).ok());
+  s = nested->run();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().to_string(),
+            "step.wir:6:11: error: check-numerics: log produced nan (f32[2], element 1) inside the fused kernel "
+            "computing %n, in iteration 1 of the loop at step.wir:4:7, in iteration 1 of the loop at step.wir:2:3");
+}
+
+// README: WEFT_DUMP_PROGRAM=DIR writes DIR/NAME.program.txt, the Program and every
+// generated kernel's body; a directory it cannot write to is an error naming the file.
+TEST(CompiledDumpProgram, WritesTheProgramAndItsKernels) {
+  const char* tmpdir = std::getenv("TEST_TMPDIR");
+  ASSERT_NE(tmpdir, nullptr);
+  const std::string dir = std::string(tmpdir) + "/dump";
+  ASSERT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
+  ASSERT_EQ(setenv("WEFT_DUMP_PROGRAM", dir.c_str(), 1), 0);
+  StatusOr<std::unique_ptr<cpu::Executor>> ex = codegen::compile_for_cpu(typed(kStep));
+  ASSERT_TRUE(ex.ok()) << ex.status().to_string();
+  std::ifstream in(dir + "/step.program.txt");
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("program @step"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("\nkernel "), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("log("), std::string::npos) << "the fused kernel's body";
+  ASSERT_EQ(setenv("WEFT_DUMP_PROGRAM", "/nonexistent-dir", 1), 0);
+  ex = codegen::compile_for_cpu(typed(kStep));
+  unsetenv("WEFT_DUMP_PROGRAM");
+  ASSERT_FALSE(ex.ok());
+  EXPECT_EQ(ex.error().to_string(),
+            "error: WEFT_DUMP_PROGRAM: cannot write '/nonexistent-dir/step.program.txt': No such file or directory");
 }
 
 TEST(CompiledCheckNumerics, NamesAnInput) {

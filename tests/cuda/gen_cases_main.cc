@@ -67,6 +67,65 @@ Graph ctc_loss_and_gradient() {
   return g;
 }
 
+/// #28: two loops with early exits whose skipped slots hold NaN (a reversed loop that
+/// runs where %on is, whose ys' cotangent is NaN there too) and inf (a loop that stops
+/// after two of four iterations), and the gradients of the weight and bias they share:
+/// masked on the GPU, every slot runs, and the terms formed after the loops must still
+/// read zeros in the skipped ones (autodiff/testdata/skipped_slots holds the same loops).
+Graph skipped_slots_gradient() {
+  Graph g = parse(graph_text("skipped_slots",
+      "%w: f32[3,3] {param}, %b: f32[3] {param}, %h0: f32[2,3], %xs_in: f32[4,2,3], %on: bool[4]", R"(
+  %z = full() {shape=[], value=0, dtype=f32}
+  %one = full() {shape=[], value=1, dtype=f32}
+  %nan = div(%z, %z)
+  %inf = div(%one, %z)
+  %keep = reshape(%on) {shape=[4,1,1]}
+  %xa = select(%keep, %xs_in, %nan)
+  %h, %ys = scan(%w, %b, %h0, %xa, %on) {consts=2, carries=1, length=4, active=1, reverse=true} : f32[2,3], f32[4,2,3] ({
+    ^cell(%cw: f32[3,3], %cb: f32[3], %ch: f32[2,3], %cx: f32[2,3], %co: bool[]):
+      %m = matmul(%cx, %cw) : f32[2,3]
+      %s = add(%m, %cb) : f32[2,3]
+      %p = add(%s, %ch) : f32[2,3]
+      %n = tanh(%p) : f32[2,3]
+      return %n, %s
+  })
+  %t = iota() {shape=[4,1,1], axis=0, dtype=f32}
+  %two = full() {shape=[], value=2, dtype=f32}
+  %ran = lt(%t, %two)
+  %xb = select(%ran, %xs_in, %inf)
+  %k0 = full() {shape=[], value=0, dtype=f32}
+  %d0 = full() {shape=[], value=0, dtype=bool}
+  %h2, %k, %d, %zs = scan(%w, %h, %k0, %d0, %xb) {consts=1, carries=3, length=4, stop=2} : f32[2,3], f32[], bool[], f32[4,2,3] ({
+    ^stop(%sw: f32[3,3], %sh: f32[2,3], %sk: f32[], %sd: bool[], %sx: f32[2,3]):
+      %sm = matmul(%sx, %sw) : f32[2,3]
+      %sa = add(%sm, %sh) : f32[2,3]
+      %sn = tanh(%sa) : f32[2,3]
+      %inc = full() {shape=[], value=1, dtype=f32} : f32[]
+      %k2 = add(%sk, %inc) : f32[]
+      %lim = full() {shape=[], value=2, dtype=f32} : f32[]
+      %d2 = ge(%k2, %lim) : bool[]
+      return %sn, %k2, %d2, %sn
+  })
+  %sq = mul(%ys, %ys)
+  %r = sqrt(%sq)
+  %l1 = sum(%r)
+  %zz = mul(%zs, %zs)
+  %l2 = sum(%zz)
+  %hh = mul(%h2, %h2)
+  %l3 = sum(%hh)
+  %l12 = add(%l1, %l2)
+  %loss = add(%l12, %l3)
+)", "%loss"));
+  const ValueId loss = g.outputs()[0];
+  const ValueId seed = g.add_input("seed", g.type(loss));
+  StatusOr<std::vector<ValueId>> grads =
+      append_gradients(g, loss, {g.inputs()[0].value, g.inputs()[1].value}, seed);
+  WEFT_CHECK(grads.ok(), grads.ok() ? "" : grads.error().to_string());
+  g.set_outputs({loss, (*grads)[0], (*grads)[1]});
+  g.set_declared_output_types({});
+  return g;
+}
+
 /// One graph per elementwise op and dtype the GPU emitter fuses, over a row-broadcast
 /// operand; library ops that run through cuBLAS or fall back to the host; a GEMM with
 /// its epilogue; each convolution (cuDNN) and pooling (pool.cu) op.
@@ -256,6 +315,7 @@ std::vector<GraphCase> op_cases() {
 }
 )")});
   cases.push_back({"ctc_loss_and_gradient", ctc_loss_and_gradient()});
+  cases.push_back({"skipped_slots_gradient", skipped_slots_gradient()});
   // Convolutions (cuDNN) and poolings (pool.cu): each op with strides, padding, and for
   // the convolutions groups and dilation.
   const std::string conv = "stride=[2, 2], padding=[1, 1], groups=2";

@@ -202,6 +202,22 @@ TEST_F(ChromiumTest, TheViewerRendersEveryNodeOfATrainingStep) {
   expect_not_blank("file://" + html, tmp("step.png"), 1280, 800);
 }
 
+// README: `model.html#n12` opens the page on node 12 — selected, alone.
+TEST_F(ChromiumTest, AHashOpensThePageOnThatNode) {
+  const std::string html = tmp("hash.html");
+  CommandResult viz = weftc("viz " + kStep + " -o " + html);
+  ASSERT_EQ(viz.exit_code, 0) << viz.out;
+  CommandResult dom = chromium("--dump-dom 'file://" + html + "#n12'");
+  ASSERT_EQ(dom.exit_code, 0) << "chromium --dump-dom failed (see " << tmp("chromium.log") << ")";
+  EXPECT_NE(dom.out.find("data-ready=\"1\""), std::string::npos);
+  const size_t at = dom.out.find("id=\"n12\"");
+  ASSERT_NE(at, std::string::npos);
+  const size_t open = dom.out.rfind('<', at), close = dom.out.find('>', at);
+  const std::string tag = dom.out.substr(open, close - open);
+  EXPECT_NE(tag.find("selected"), std::string::npos) << tag;
+  EXPECT_EQ(count(dom.out, "selected\""), 1u) << "one node selected";
+}
+
 TEST_F(ChromiumTest, TheReferenceBackendsViewerRendersEveryNode) {
   const std::string html = tmp("mlp.html");
   CommandResult viz = weftc("viz " + kMlp + " --backend=reference -o " + html);

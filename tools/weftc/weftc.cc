@@ -43,6 +43,7 @@
 #include "tools/viz/cpu_viz.h"
 #include "tools/viz/memory_picture.h"
 #include "tools/viz/viz.h"
+#include "runtime/out_of_memory.h"
 #include "tools/weftc/args.h"
 #include "tools/weftc/help.h"
 #include "tools/weftc/migrate.h"
@@ -487,4 +488,6 @@ int main_impl(int argc, char** argv) {
 }  // namespace
 }  // namespace weft::cli
 
-int main(int argc, char** argv) { return weft::cli::main_impl(argc, argv); }
+int main(int argc, char** argv) {
+  return weft::run_guarded("weftc", [&] { return weft::cli::main_impl(argc, argv); });
+}

@@ -221,6 +221,29 @@ TEST(TextMutationTest, HugeTensorIsAnErrorNotAnAbort) {
   }
 }
 
+// #28: the same for a loop's stacked ys (2^40 slots of f32[4]: 16 TiB), which the
+// interpreter allocated without the check and aborted on.
+TEST(TextMutationTest, AHugeLoopOutputIsAnErrorNotAnAbort) {
+#ifdef __SANITIZE_ADDRESS__
+  GTEST_SKIP() << "ASan aborts on allocations beyond its maximum size";
+#endif
+  StatusOr<Graph> g = parse_graph(
+      "graph @g(%h0: f32[4]) {\n  %h, %ys = scan(%h0) {carries=1, length=1099511627776} : f32[4], "
+      "f32[1099511627776,4] ({\n    ^c(%c: f32[4]):\n      %n = neg(%c) : f32[4]\n      return %n, %n\n  })\n"
+      "  return %ys\n}\n",
+      "h.wir");
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  ASSERT_TRUE(default_pipeline().run_until(*g, "infer-types").ok());
+  try {
+    StatusOr<reference::RunResult> r = reference::run(*g, {Tensor(Type{DType::f32, Shape({4})})});
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().to_string(),
+              "h.wir:2:3: error: scan: cannot allocate its result f32[1099511627776,4] (17592186044416 bytes)");
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "exception escaped from reference::run: " << e.what();
+  }
+}
+
 // Sizes beyond int64 are a user error of infer-types, not a wrapped Shape::numel.
 TEST(TextMutationTest, SizeOverflowIsAnError) {
   StatusOr<Graph> g = parse_graph(

@@ -12,6 +12,7 @@
 #include <iterator>
 #include <regex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -146,20 +147,25 @@ TEST(FashionMnist, Errors) {
   EXPECT_NE(r.out.find("dataset-fashion-mnist (tools/setup does), or set --data to the directory"),
             std::string::npos)
       << r.out;
-  r = run("examples/fashion_mnist/mlp --epochs=x");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.out.rfind("bad value for --epochs: 'x'", 0), 0u) << r.out;
-  // Counts must be whole numbers that fit an int (they were truncated, or overflowed the
-  // cast); seeds are read exactly, as uint64.
-  r = run("examples/fashion_mnist/mlp --epochs=1.5");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.out.rfind("bad value for --epochs: '1.5'", 0), 0u) << r.out;
-  r = run("examples/fashion_mnist/mlp --batch=1e12");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.out.rfind("bad value for --batch: '1e12'", 0), 0u) << r.out;
-  r = run("examples/fashion_mnist/mlp --seed=-1");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.out.rfind("bad value for --seed: '-1'", 0), 0u) << r.out;
+  // A bad command line is one error line and exit status 2, worded as the training
+  // binaries' (runtime/driver/flags.h parses both). Counts must be whole numbers (they were
+  // truncated, or overflowed the cast); seeds are read exactly, as uint64.
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"--epochs=x", "--epochs=x: not a whole number"},
+      {"--epochs=1.5", "--epochs=1.5: not a whole number"},
+      {"--batch=1e12", "--batch=1e12: not a whole number"},
+      {"--batch=0", "--batch=0: must be in [1, 2147483647]"},
+      {"--seed=-1", "--seed=-1: not an unsigned whole number"},
+      {"--lr=nan", "--lr=nan: must be finite"},
+      {"--partial-load", "--partial-load needs --checkpoint-in"},
+      {"--schedule=cosine", "unknown flag '--schedule' (--help lists the flags)"},
+      {"--bn", "unknown flag '--bn' (--help lists the flags)"},  // the CNN's own
+  };
+  for (const auto& [flag, message] : refused) {
+    r = run("examples/fashion_mnist/mlp " + flag);
+    EXPECT_EQ(r.exit_code, 2) << flag;
+    EXPECT_EQ(r.out, "error: " + message + "\n") << flag;
+  }
   // A batch larger than the training set left no steps per epoch, and the resume
   // arithmetic divided by zero (SIGFPE).
   r = run("examples/fashion_mnist/mlp --batch=60001 --epochs=1");
@@ -175,6 +181,47 @@ TEST(FashionMnist, Errors) {
   r = run("examples/fashion_mnist/mlp --checkpoint-out=" + dir);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.out, "error: --checkpoint-out=" + dir + ": that is a directory; name a file\n");
+}
+
+// --serve takes a TCP port, refused as the training binaries refuse it: `mlp --serve=70000`
+// printed http://127.0.0.1:70000/ and listened on 4464 (70000 mod 65536), and 65536 got a
+// free port. (--data=/nonexistent: had the flag been taken, the run would stop at the data.)
+TEST(FashionMnist, ServeTakesOnlyATcpPort) {
+  for (const std::string port : {"70000", "65536", "-1"}) {
+    Result r = run("examples/fashion_mnist/mlp --epochs=1 --max-steps=1 --data=/nonexistent --serve=" + port);
+    EXPECT_EQ(r.exit_code, 2) << port;
+    EXPECT_EQ(r.out, "error: --serve=" + port + ": must be in [0, 65535]\n") << port;
+  }
+}
+
+// The reference-interpreter example reads its flags with the same parser (they were read
+// with atoi: --epochs=1.5 trained one epoch, --epochs=x none).
+TEST(FashionMnist, TrainMlpSharesTheFlagParser) {
+  for (const auto& [flag, message] : std::vector<std::pair<std::string, std::string>>{
+           {"--epochs=1.5", "--epochs=1.5: not a whole number"},
+           {"--steps=x", "--steps=x: not a whole number"},
+           {"--seed=-1", "--seed=-1: not an unsigned whole number"},
+           {"--lr=1e", "--lr=1e: not a number"},
+           {"--serve=0", "unknown flag '--serve' (--help lists the flags)"}}) {
+    Result r = run("examples/fashion_mnist/train_mlp " + flag);
+    EXPECT_EQ(r.exit_code, 2) << flag;
+    EXPECT_EQ(r.out, "error: " + message + "\n") << flag;
+  }
+}
+
+// --help lists the shared flags with the examples' defaults, and the examples' own.
+TEST(FashionMnist, HelpListsTheFlags) {
+  Result r = run("examples/fashion_mnist/cnn --help");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("usage: cnn [--flag=value ...]\n", 0), 0u) << r.out;
+  for (const std::string flag : {"--epochs=N", "--serve=N", "--checkpoint-in=PATH", "--resume=PATH",
+                                 "--batch=N", "--backend=NAME", "--no-cuda-graph", "--bn", "--log-every=N"}) {
+    EXPECT_NE(r.out.find("\n  " + flag), std::string::npos) << flag << "\n" << r.out;
+  }
+  EXPECT_NE(r.out.find("epochs to train (a resumed run counts the checkpoint's) (default: 10)"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("examples per training step (default: 64)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("--schedule"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -13,27 +14,12 @@
 #include "runtime/collective/mpi_communicator.h"
 #include "runtime/data/dataset.h"
 #include "runtime/data/loader.h"
+#include "runtime/driver/flags.h"
 #include "runtime/flag_values.h"
 #include "runtime/monitor/monitor.h"
-#include "tools/weftc/args.h"
 
 namespace weft::examples {
 namespace {
-
-[[noreturn]] void usage(const std::string& problem, bool allow_bn) {
-  std::fprintf(stderr,
-               "%s\nusage: [--epochs=N] [--batch=B] [--lr=X] [--seed=S] [--backend=NAME]\n"
-               "       [--checkpoint-out=PATH] [--resume=PATH [--partial-load]] [--data=DIR]\n"
-               "       [--max-steps=N]\n"
-               "       [--profile] [--check-numerics] [--metrics-csv=PATH] [--report=PATH]\n"
-               "       [--serve=PORT] (the live dashboard on 127.0.0.1:PORT; 0: a free port)\n"
-               "       [--no-cuda-graph] (--backend=cuda: launch by launch, not one CUDA graph)\n"
-               "       [--data-parallel] (under mpirun: each rank trains on its share of every "
-               "batch)%s\n",
-               problem.c_str(), allow_bn ? " [--bn]" : "");
-  std::exit(1);
-}
-
 
 /// The shape of `rows` images in `layout`.
 Shape image_shape(ImageLayout layout, int64_t rows) {
@@ -65,49 +51,91 @@ StatusOr<double> test_accuracy(Trainer& trainer, const FashionMnist& data, Image
   return static_cast<double>(correct) / static_cast<double>(n);
 }
 
+/// `x` as the shortest text that reads back as `x` ("0.001").
+std::string shortest(double x) {
+  char text[32];
+  const std::to_chars_result r = std::to_chars(text, text + sizeof(text), x);
+  return std::string(text, r.ptr);
+}
+
+/// A flag without a value that sets `*into` to `value`.
+driver::ProgramFlag switch_flag(const std::string& name, const std::string& help, bool* into, bool value) {
+  return {name, "", "off", help, [into, value](driver::DriverConfig&, const std::string&) -> Status {
+            *into = value;
+            return Status();
+          }};
+}
+
 }  // namespace
 
 void parse_flags(int argc, char** argv, RunConfig& c, bool allow_bn) {
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    size_t eq = a.find('=');
-    std::string flag = a.substr(0, eq), value = eq == std::string::npos ? "" : a.substr(eq + 1);
-    auto bad_value = [&] { usage("bad value for " + flag + ": '" + value + "'", allow_bn); };
-    auto number = [&](double low) {
-      const FlagNumber<double> v = parse_real_number(value);
-      if (!v.ok() || !(v.value >= low)) bad_value();
-      return v.value;
-    };
-    auto count = [&](int low) {
-      const FlagNumber<int64_t> v = parse_whole_number(value);
-      if (!v.ok() || v.value < low || v.value > std::numeric_limits<int>::max()) bad_value();
-      return static_cast<int>(v.value);
-    };
-    if (flag == "--epochs") c.epochs = count(0);
-    else if (flag == "--batch") c.batch = count(1);
-    else if (flag == "--lr") c.lr = number(0);
-    else if (flag == "--seed") {
-      const FlagNumber<uint64_t> v = parse_unsigned_number(value);
-      if (!v.ok()) bad_value();
-      c.seed = v.value;
-    }
-    else if (flag == "--max-steps") c.max_steps = count(0);
-    else if (flag == "--backend") c.backend = value;
-    else if (flag == "--checkpoint-out") c.checkpoint_out = cli::resolve_path(value);
-    else if (flag == "--resume") c.resume = cli::resolve_path(value);
-    else if (flag == "--data") c.data = cli::resolve_path(value);
-    else if (flag == "--bn" && allow_bn && eq == std::string::npos) c.bn = true;
-    else if (flag == "--profile" && eq == std::string::npos) c.profile = true;
-    else if (flag == "--no-cuda-graph" && eq == std::string::npos) c.cuda_graph = false;
-    else if (flag == "--partial-load" && eq == std::string::npos) c.partial_load = true;
-    else if (flag == "--check-numerics" && eq == std::string::npos) c.check_numerics = true;
-    else if (flag == "--data-parallel" && eq == std::string::npos) c.data_parallel = true;
-    else if (flag == "--metrics-csv" && !value.empty()) c.metrics_csv = cli::resolve_path(value);
-    else if (flag == "--report" && !value.empty()) c.report = cli::resolve_path(value);
-    else if (flag == "--serve") c.serve = count(0);
-    else usage("unknown flag '" + a + "'", allow_bn);
+  // The flags shared with the training binaries, with this config's values as their
+  // defaults; the rest are the examples' own.
+  driver::FlagSet set;
+  set.shared = {"data",   "epochs",      "max-steps",      "seed",           "lr",
+                "checkpoint-in", "partial-load", "checkpoint-out", "metrics-csv", "report",
+                "serve",  "log-every",   "check-numerics", "profile",        "help"};
+  set.defaults = {{"data", c.data},
+                  {"epochs", std::to_string(c.epochs)},
+                  {"max-steps", std::to_string(c.max_steps)},
+                  {"seed", std::to_string(c.seed)},
+                  {"lr", shortest(c.lr)},
+                  {"checkpoint-out", c.name + ".safetensors"},
+                  {"log-every", std::to_string(c.log_every)}};
+  set.own.push_back(driver::whole_number_flag("batch", "examples per training step", &c.batch, 1,
+                                              std::numeric_limits<int>::max()));
+  set.own.push_back({"backend", "NAME", c.backend, "where the step runs: cpu, cuda or reference",
+                     [&c](driver::DriverConfig&, const std::string& v) -> Status {
+                       if (v.empty()) return Error{"--backend needs a name: --backend=NAME"};
+                       c.backend = v;
+                       return Status();
+                     }});
+  set.own.push_back(switch_flag("no-cuda-graph",
+                                "--backend=cuda: launch kernel by kernel, not one CUDA graph per step",
+                                &c.cuda_graph, false));
+  set.own.push_back({"resume", "PATH", "none", "the same as --checkpoint-in",
+                     [](driver::DriverConfig& d, const std::string& v) -> Status {
+                       if (v.empty()) return Error{"--resume needs a path: --resume=PATH"};
+                       d.checkpoint_in = resolve_path(v);
+                       return Status();
+                     }});
+  // Not the driver's --data-parallel, whose ranks each take a whole model batch: here
+  // the ranks share one batch.
+  set.own.push_back(switch_flag("data-parallel",
+                                "under mpirun -np N: each rank trains on batch/N rows of every batch, "
+                                "gradients averaged over the ranks; rank 0 alone prints and saves",
+                                &c.data_parallel, true));
+  if (allow_bn) set.own.push_back(switch_flag("bn", "batch normalization after each convolution", &c.bn, true));
+
+  const std::string program = c.name.empty() ? "train" : c.name;
+  StatusOr<driver::DriverConfig> d = driver::parse_flags(std::vector<std::string>(argv + 1, argv + argc), set);
+  if (!d.ok()) {
+    std::fprintf(stderr, "%s\n", d.error().to_string().c_str());
+    std::exit(2);  // a bad command line, as the driver's kExitUsage
   }
-  if (c.checkpoint_out.empty()) c.checkpoint_out = cli::resolve_path(c.name + ".safetensors");
+  if (d->help) {
+    std::printf("%s", driver::help_text(program,
+                                        "Trains " + program + " on Fashion-MNIST with Adam (JIT-compiled at "
+                                        "startup), reporting the test accuracy after every epoch.\n"
+                                        "Exit status: 0 done, 1 a file or the run failed, 2 a bad command line.\n",
+                                        set)
+                          .c_str());
+    std::exit(0);
+  }
+  c.data = d->data_dir;
+  c.epochs = d->epochs;
+  c.max_steps = d->max_steps;
+  c.seed = d->seed;
+  c.lr = *d->lr;  // set: the defaults give it
+  c.resume = d->checkpoint_in;
+  c.partial_load = d->partial_load;
+  c.checkpoint_out = d->checkpoint_out;
+  c.metrics_csv = d->metrics_csv;
+  c.report = d->report;
+  c.serve = static_cast<int>(d->serve);  // -1 or a port: the parser checks [0, 65535]
+  c.log_every = d->log_every;
+  c.check_numerics = d->check_numerics;
+  c.profile = d->profile;
 }
 
 int train(const FlowPtr& net, const RunConfig& c) {
@@ -129,8 +157,8 @@ int train(const FlowPtr& net, const RunConfig& c) {
   if (!data.ok()) return fail(data.error());
   const int64_t batches = data->num_batches(c.batch);  // the last partial batch is dropped
   if (batches == 0) {  // per_epoch would be 0: a division by zero below
-    std::fprintf(stderr, "--batch=%d is larger than the training set; use at most %lld\n",
-                 c.batch, static_cast<long long>(data->train_size()));
+    std::fprintf(stderr, "--batch=%lld is larger than the training set; use at most %lld\n",
+                 static_cast<long long>(c.batch), static_cast<long long>(data->train_size()));
     return 1;
   }
 
@@ -171,9 +199,9 @@ int train(const FlowPtr& net, const RunConfig& c) {
                 static_cast<long long>(trainer->steps()));
   }
   const int64_t per_epoch = c.max_steps > 0 ? std::min<int64_t>(batches, c.max_steps) : batches;
-  std::fprintf(out, "%s: %lld parameters, Adam lr %g, batch %d, %lld steps per epoch, backend %s\n",
+  std::fprintf(out, "%s: %lld parameters, Adam lr %g, batch %lld, %lld steps per epoch, backend %s\n",
                c.name.c_str(), static_cast<long long>(trainer->model().parameter_count()), c.lr,
-               c.batch, static_cast<long long>(per_epoch), c.backend.c_str());
+               static_cast<long long>(c.batch), static_cast<long long>(per_epoch), c.backend.c_str());
   if (c.data_parallel) {
     std::fprintf(out, "data parallel: %d ranks, %lld rows each (%s)\n", world,
                  static_cast<long long>(rows), options.communicator->describe().c_str());
@@ -181,7 +209,7 @@ int train(const FlowPtr& net, const RunConfig& c) {
   if (c.profile) {
     if (Status s = trainer->set_profiling(true); !s.ok()) return fail(s.error());
   }
-  monitor::Progress progress(out, /*every=*/100, collective::launched_by_mpi_launcher());
+  monitor::Progress progress(out, /*every=*/c.log_every, collective::launched_by_mpi_launcher());
   monitor::RunLog log({"test_accuracy"});
   if (!c.metrics_csv.empty() && rank == 0) {
     Status opened = log.open_csv(c.metrics_csv, "--metrics-csv=" + c.metrics_csv);
@@ -191,6 +219,11 @@ int train(const FlowPtr& net, const RunConfig& c) {
     Status served = log.serve(c.serve, {.title = c.name + " on Fashion-MNIST"});
     if (!served.ok()) return fail(Error{"--serve=" + std::to_string(c.serve) + ": " + served.error().message});
     progress.line("dashboard: " + log.dashboard().url());
+  }
+  if (c.epochs > std::numeric_limits<int64_t>::max() / per_epoch) {  // the driver's check and message
+    std::fprintf(stderr, "error: --epochs=%lld: %lld steps per epoch make more steps than 64 bits count\n",
+                 static_cast<long long>(c.epochs), static_cast<long long>(per_epoch));
+    return 2;
   }
   const int64_t total = c.epochs * per_epoch, first = trainer->steps();
   const auto run_start = std::chrono::steady_clock::now();
@@ -251,8 +284,8 @@ int train(const FlowPtr& net, const RunConfig& c) {
                {{"test_accuracy", *accuracy}});
     log.end_epoch(epoch + 1, seconds);
     char line[160];
-    std::snprintf(line, sizeof(line), "epoch %lld/%d: mean loss %.4f, %.1f s (%.2f min), test accuracy: %.4f",
-                  static_cast<long long>(epoch + 1), c.epochs, steps > 0 ? loss_sum / steps : 0.0, seconds,
+    std::snprintf(line, sizeof(line), "epoch %lld/%lld: mean loss %.4f, %.1f s (%.2f min), test accuracy: %.4f",
+                  static_cast<long long>(epoch + 1), static_cast<long long>(c.epochs), steps > 0 ? loss_sum / steps : 0.0, seconds,
                   seconds / 60, *accuracy);
     progress.line(line);
   }

@@ -24,17 +24,18 @@
 #include "passes/pipeline.h"
 #include "runtime/data/dataset.h"
 #include "runtime/data/fashion_mnist.h"
+#include "runtime/driver/flags.h"
 #include "runtime/reference/interpreter.h"
 
 namespace weft {
 namespace {
 
 struct Options {
-  int epochs = 1;
-  int max_steps = 0;  ///< Per epoch; 0: the whole epoch.
+  int64_t epochs = 1;
+  int64_t max_steps = 0;  ///< Per epoch; 0: the whole epoch.
   double lr = 0.1;
-  unsigned seed = 0;
-  std::string data = "/usr/share/datasets/fashion-mnist";
+  uint64_t seed = 0;
+  std::string data = kFashionMnistDirectory;
 };
 
 constexpr int kBatch = 128;
@@ -70,7 +71,7 @@ std::vector<Tensor> gather(const std::vector<Column>& split, const int64_t* rows
 }
 
 /// PyTorch's nn.Linear initialization: U(-1/sqrt(in), 1/sqrt(in)) for weight and bias.
-std::vector<Tensor> init_params(unsigned seed) {
+std::vector<Tensor> init_params(uint64_t seed) {
   std::mt19937 rng(seed);
   std::vector<Tensor> params;
   const int sizes[] = {kPixels, 256, 256, 10};
@@ -95,21 +96,33 @@ double evaluate(const Graph& eval, const FashionMnist& data, const std::vector<T
   return result.outputs[0].get_double(0);
 }
 
+/// The flags it shares with the training binaries, read by their parser (the same values,
+/// checks and messages); --steps is the older name of --max-steps.
 Options parse_options(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&](const std::string& flag) -> const char* {
-      return a.rfind(flag + "=", 0) == 0 ? argv[i] + flag.size() + 1 : nullptr;
-    };
-    if (const char* v = value("--epochs")) o.epochs = std::atoi(v);
-    else if (const char* v = value("--steps")) o.max_steps = std::atoi(v);
-    else if (const char* v = value("--lr")) o.lr = std::atof(v);
-    else if (const char* v = value("--seed")) o.seed = static_cast<unsigned>(std::atoi(v));
-    else if (const char* v = value("--data")) o.data = v;
-    else die("usage: train_mlp [--epochs=N] [--steps=N per epoch] [--lr=X] [--seed=N] [--data=DIR]");
+  driver::FlagSet set;
+  set.shared = {"data", "epochs", "max-steps", "seed", "lr", "help"};
+  set.defaults = {{"lr", "0.1"}};
+  int64_t steps = -1;  // not given
+  set.own.push_back(driver::whole_number_flag("steps", "the same as --max-steps", &steps, 0));
+  set.own.back().default_text = "0";
+  StatusOr<driver::DriverConfig> d = driver::parse_flags(std::vector<std::string>(argv + 1, argv + argc), set);
+  if (!d.ok()) {
+    std::fprintf(stderr, "%s\n", d.error().to_string().c_str());
+    std::exit(2);  // a bad command line, as the training binaries' kExitUsage
   }
-  return o;
+  if (d->help) {
+    std::printf("%s", driver::help_text("train_mlp",
+                                        "Trains a 784-256-256-10 MLP on Fashion-MNIST with SGD, one reference-"
+                                        "interpreter run of the training step per batch.\n",
+                                        set)
+                          .c_str());
+    std::exit(0);
+  }
+  return Options{.epochs = d->epochs,
+                 .max_steps = steps >= 0 ? steps : d->max_steps,
+                 .lr = *d->lr,
+                 .seed = d->seed,
+                 .data = d->data_dir};
 }
 
 int main_impl(int argc, char** argv) {
@@ -126,7 +139,7 @@ int main_impl(int argc, char** argv) {
   std::printf("training a 784-256-256-10 MLP on Fashion-MNIST: batch %d, SGD lr %g, "
               "reference interpreter\n", kBatch, options.lr);
 
-  for (int epoch = 1; epoch <= options.epochs; ++epoch) {
+  for (int64_t epoch = 1; epoch <= options.epochs; ++epoch) {
     std::shuffle(order.begin(), order.end(), shuffle_rng);
     int64_t steps = data.train_size() / kBatch;  // the last partial batch is dropped
     if (options.max_steps > 0) steps = std::min<int64_t>(steps, options.max_steps);
@@ -149,9 +162,9 @@ int main_impl(int argc, char** argv) {
     double epoch_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
     std::sort(step_ms.begin(), step_ms.end());
     double accuracy = evaluate(eval, data, params);
-    std::printf("epoch %d: %lld steps, mean loss %.4f, median step %.1f ms, epoch %.1f s, "
+    std::printf("epoch %lld: %lld steps, mean loss %.4f, median step %.1f ms, epoch %.1f s, "
                 "test accuracy %.4f\n",
-                epoch, static_cast<long long>(steps), loss_sum / steps, step_ms[step_ms.size() / 2],
+                static_cast<long long>(epoch), static_cast<long long>(steps), loss_sum / steps, step_ms[step_ms.size() / 2],
                 epoch_s, accuracy);
   }
   return 0;

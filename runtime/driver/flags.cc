@@ -13,14 +13,9 @@ namespace {
 
 constexpr const char* kSchedules = "constant, step, multistep, exponential, cosine, warmup-cosine, onecycle, cyclic";
 
-/// One flag: how it is written, what it means, and how its value is stored.
-struct Flag {
-  std::string name;         ///< Without dashes.
-  std::string placeholder;  ///< `N`, `X`, `PATH`; empty for a flag without a value.
-  std::string default_text;
-  std::string help;
-  std::function<Status(DriverConfig&, const std::string& value)> set;
-};
+/// One flag: how it is written, what it means, and how its value is stored. The driver's
+/// table and a program's own flags (flags.h's FlagSet) are the same kind of entry.
+using Flag = ProgramFlag;
 
 Error bad(const std::string& name, const std::string& value, const std::string& problem) {
   return Error{"--" + name + "=" + value + ": " + problem};
@@ -352,8 +347,11 @@ class ConstantLR final : public LrSchedule {
 
 }  // namespace
 
-StatusOr<DriverConfig> parse_flags(const std::vector<std::string>& args) {
-  DriverConfig config;
+namespace {
+
+/// Reads `args` with `table`, starting from `config`.
+StatusOr<DriverConfig> parse_with(const std::vector<std::string>& args, const std::vector<Flag>& table,
+                                  DriverConfig config) {
   std::vector<std::string> given;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -363,7 +361,7 @@ StatusOr<DriverConfig> parse_flags(const std::vector<std::string>& args) {
     const size_t eq = arg.find('=');
     const std::string name = arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
     const Flag* flag = nullptr;
-    for (const Flag& f : flags()) {
+    for (const Flag& f : table) {
       if (f.name == name) flag = &f;
     }
     if (flag == nullptr) return Error{"unknown flag '--" + name + "' (--help lists the flags)"};
@@ -385,19 +383,30 @@ StatusOr<DriverConfig> parse_flags(const std::vector<std::string>& args) {
   return config;
 }
 
-std::vector<std::string> flag_names() {
-  std::vector<std::string> names;
-  for (const Flag& f : flags()) names.push_back(f.name);
-  return names;
+/// The flags of `set` in --help order (the shared ones as the table orders them, then its
+/// own, then --help), with the set's defaults in their help.
+std::vector<Flag> flags_of(const FlagSet& set) {
+  auto shares = [&](const std::string& name) {
+    return std::find(set.shared.begin(), set.shared.end(), name) != set.shared.end();
+  };
+  std::vector<Flag> out;
+  for (const Flag& f : flags()) {
+    if (!shares(f.name) || f.name == "help") continue;
+    out.push_back(f);
+    if (auto d = set.defaults.find(f.name); d != set.defaults.end()) out.back().default_text = d->second;
+  }
+  out.insert(out.end(), set.own.begin(), set.own.end());
+  if (shares("help")) out.push_back(flags().back());
+  WEFT_CHECK(out.size() == set.shared.size() + set.own.size(), "a FlagSet shares a flag the driver does not have");
+  for (const auto& [name, value] : set.defaults) {
+    WEFT_CHECK(shares(name), "a FlagSet sets a default for a flag it does not share");
+  }
+  return out;
 }
 
-std::string help_text(const std::string& program) {
+std::string list_flags(const std::vector<Flag>& table) {
   std::ostringstream out;
-  out << "usage: " << program << " [--flag=value ...]\n"
-      << "Trains the model this binary was built with (weft_binary) and evaluates it on the\n"
-      << "test split. Exit status: 0 done, 1 a file or the run failed, 2 a bad command line,\n"
-      << "130/143 stopped by SIGINT/SIGTERM (after the current step and --checkpoint-out).\n\n";
-  for (const Flag& f : flags()) {
+  for (const Flag& f : table) {
     std::string left = "  --" + f.name + (f.placeholder.empty() ? "" : "=" + f.placeholder);
     if (left.size() < 30) left.resize(30, ' ');
     else left += "\n" + std::string(30, ' ');
@@ -406,6 +415,52 @@ std::string help_text(const std::string& program) {
     out << "\n";
   }
   return out.str();
+}
+
+}  // namespace
+
+StatusOr<DriverConfig> parse_flags(const std::vector<std::string>& args) {
+  return parse_with(args, flags(), DriverConfig{});
+}
+
+StatusOr<DriverConfig> parse_flags(const std::vector<std::string>& args, const FlagSet& set) {
+  const std::vector<Flag> table = flags_of(set);
+  DriverConfig config;
+  for (const auto& [name, value] : set.defaults) {
+    for (const Flag& f : table) {
+      if (f.name != name) continue;
+      Status s = f.set(config, value);
+      WEFT_CHECK(s.ok(), "a FlagSet's default is not a value its flag takes");
+    }
+  }
+  return parse_with(args, table, std::move(config));
+}
+
+ProgramFlag whole_number_flag(const std::string& name, const std::string& help, int64_t* into,
+                              int64_t low, int64_t high) {
+  return {name, "N", std::to_string(*into), help,
+          [name, into, low, high](DriverConfig&, const std::string& v) -> Status {
+            WEFT_ASSIGN_OR_RETURN(*into, parse_int(name, v, low, high));
+            return Status();
+          }};
+}
+
+std::vector<std::string> flag_names() {
+  std::vector<std::string> names;
+  for (const Flag& f : flags()) names.push_back(f.name);
+  return names;
+}
+
+std::string help_text(const std::string& program) {
+  return "usage: " + program + " [--flag=value ...]\n" +
+         "Trains the model this binary was built with (weft_binary) and evaluates it on the\n"
+         "test split. Exit status: 0 done, 1 a file or the run failed, 2 a bad command line,\n"
+         "130/143 stopped by SIGINT/SIGTERM (after the current step and --checkpoint-out).\n\n" +
+         list_flags(flags());
+}
+
+std::string help_text(const std::string& program, const std::string& about, const FlagSet& set) {
+  return "usage: " + program + " [--flag=value ...]\n" + about + "\n" + list_flags(flags_of(set));
 }
 
 StatusOr<std::unique_ptr<LrSchedule>> make_schedule(const DriverConfig& c, double base_lr,

@@ -6,11 +6,20 @@
 //   if (!config.ok()) { /* one line naming the flag and the problem; exit status 2 */ }
 //   StatusOr<std::unique_ptr<LrSchedule>> lr = make_schedule(*config, base_lr, total_steps);
 //
+// Another program that trains (the JIT examples) takes part of the table as a FlagSet:
+//
+//   StatusOr<DriverConfig> c = parse_flags(args, {.shared = {"epochs", "lr", "serve"},
+//                                                 .own = {whole_number_flag("batch", ...)},
+//                                                 .defaults = {{"epochs", "10"}}});
+//
 // Flags are `--name=value` or `--name value`; a flag given twice keeps its last value.
 // Numbers are checked whole: `--epochs=1.5`, `--lr=1e` and `--seed=-1` are errors, not
 // truncations.
 
 #include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -84,6 +93,45 @@ StatusOr<DriverConfig> parse_flags(const std::vector<std::string>& args);
 
 /// `--help`'s text: usage, then every flag with its placeholder, default and meaning.
 std::string help_text(const std::string& program);
+
+/// A flag of one program beside the driver's: the JIT examples' `--batch` and `--backend`,
+/// which a training binary compiles in. It is parsed, refused and listed by --help as the
+/// driver's own flags are.
+struct ProgramFlag {
+  std::string name;         ///< Without dashes.
+  std::string placeholder;  ///< `N`, `NAME`; empty for a flag without a value.
+  std::string default_text;
+  std::string help;
+  /// Stores the value (empty for a flag without one) where the program keeps it; the
+  /// config is the driver flags' (an alias sets a field there).
+  std::function<Status(DriverConfig&, const std::string& value)> set;
+};
+
+/// `--NAME=N`: a whole number in [low, high] stored in `*into`, refused with the driver's
+/// messages ("--batch=0: must be >= 1", "--batch=1e3: not a whole number"); --help shows
+/// `*into` as it is now as the default.
+ProgramFlag whole_number_flag(const std::string& name, const std::string& help, int64_t* into,
+                              int64_t low, int64_t high = std::numeric_limits<int64_t>::max());
+
+/// A program's command line made from the driver's table: the driver flags it takes (any
+/// other driver flag is unknown to it), its own flags, and its defaults for driver flags.
+/// The JIT examples (examples/fashion_mnist/train_loop.h) and the training binaries thus
+/// read the flags they share with one parser, one set of checks and the same messages.
+struct FlagSet {
+  std::vector<std::string> shared;  ///< Names of driver flags, listed in the table's order.
+  std::vector<ProgramFlag> own;     ///< Listed after the shared ones (and before --help).
+  /// A shared flag's default as the text a user would give (`{"epochs", "10"}`): set
+  /// through the flag before the arguments are read, and shown by --help.
+  std::map<std::string, std::string> defaults;
+};
+
+/// Parses `args` with the flags of `set`; a shared flag's value and its errors are the
+/// driver's, as are the whole-command-line checks.
+StatusOr<DriverConfig> parse_flags(const std::vector<std::string>& args, const FlagSet& set);
+
+/// `--help`'s text for `set`: usage, `about` (a paragraph ending in a newline), then each
+/// flag of the set.
+std::string help_text(const std::string& program, const std::string& about, const FlagSet& set);
 
 /// The names of every flag, without dashes, in --help order.
 std::vector<std::string> flag_names();

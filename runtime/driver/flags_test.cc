@@ -196,6 +196,61 @@ TEST(Flags, HelpListsEveryFlagWithItsDefault) {
   EXPECT_NE(help.find("(default: the compiled optimizer's)"), std::string::npos);
 }
 
+// --serve takes a TCP port: the JIT examples once took any int and the listening socket
+// wrapped it (70000 listened on 4464, 65536 on a free port).
+TEST(Flags, ServeTakesATcpPort) {
+  EXPECT_EQ(error_of({"--serve=70000"}), "--serve=70000: must be in [0, 65535]");
+  EXPECT_EQ(error_of({"--serve=65536"}), "--serve=65536: must be in [0, 65535]");
+  EXPECT_EQ(error_of({"--serve=-1"}), "--serve=-1: must be in [0, 65535]");
+  EXPECT_EQ(parse({"--serve=0"}).serve, 0);
+  EXPECT_EQ(parse({"--serve=65535"}).serve, 65535);
+  EXPECT_EQ(parse({}).serve, -1);
+}
+
+// A program's command line made from the driver's table (the JIT examples'): the shared
+// flags keep the driver's values, checks and messages, the program's defaults and own
+// flags join them, and every other driver flag is unknown to it.
+TEST(FlagSet, SharesTheDriversFlagsAndMessages) {
+  int64_t batch = 128;
+  const FlagSet set{.shared = {"epochs", "lr", "serve", "checkpoint-in", "partial-load", "help"},
+                    .own = {whole_number_flag("batch", "examples per step", &batch, 1, 1000)},
+                    .defaults = {{"epochs", "10"}, {"lr", "0.001"}}};
+  auto error_in_set = [&](const std::vector<std::string>& args) {
+    StatusOr<DriverConfig> c = parse_flags(args, set);
+    return c.ok() ? "ok" : c.error().message;
+  };
+  StatusOr<DriverConfig> c = parse_flags({}, set);
+  ASSERT_TRUE(c.ok()) << c.error().to_string();
+  EXPECT_EQ(c->epochs, 10);
+  EXPECT_EQ(c->lr, 0.001);
+  EXPECT_EQ(batch, 128);
+  c = parse_flags({"--epochs=2", "--batch", "64", "--serve=8080"}, set);
+  ASSERT_TRUE(c.ok()) << c.error().to_string();
+  EXPECT_EQ(c->epochs, 2);
+  EXPECT_EQ(c->serve, 8080);
+  EXPECT_EQ(batch, 64);
+
+  EXPECT_EQ(error_in_set({"--serve=70000"}), error_of({"--serve=70000"}));
+  EXPECT_EQ(error_in_set({"--serve=70000"}), "--serve=70000: must be in [0, 65535]");
+  EXPECT_EQ(error_in_set({"--epochs=1.5"}), "--epochs=1.5: not a whole number");
+  EXPECT_EQ(error_in_set({"--lr=-1"}), "--lr=-1: must be >= 0");
+  EXPECT_EQ(error_in_set({"--batch=0"}), "--batch=0: must be in [1, 1000]");
+  EXPECT_EQ(error_in_set({"--batch=1e3"}), "--batch=1e3: not a whole number");
+  EXPECT_EQ(error_in_set({"--batch"}), "--batch needs a value: --batch=N");
+  EXPECT_EQ(error_in_set({"--partial-load"}), "--partial-load needs --checkpoint-in");
+  EXPECT_EQ(error_in_set({"--schedule=cosine"}), "unknown flag '--schedule' (--help lists the flags)");
+  EXPECT_EQ(error_in_set({"--bogus"}), "unknown flag '--bogus' (--help lists the flags)");
+
+  const std::string help = help_text("mlp", "Trains the MLP.\n", set);
+  EXPECT_EQ(help.rfind("usage: mlp [--flag=value ...]\nTrains the MLP.\n\n", 0), 0u) << help;
+  EXPECT_NE(help.find("\n  --epochs=N"), std::string::npos) << help;
+  EXPECT_NE(help.find("(default: 10)"), std::string::npos) << help;
+  EXPECT_NE(help.find("(default: 0.001)"), std::string::npos) << help;
+  EXPECT_NE(help.find("\n  --batch=N"), std::string::npos) << help;
+  EXPECT_NE(help.find("examples per step (default: 128)"), std::string::npos) << help;  // as it was made
+  EXPECT_EQ(help.find("--schedule"), std::string::npos) << help;
+}
+
 TEST(Schedules, AreRuntimeSchedules) {
   auto lr = [](const std::vector<std::string>& args, int64_t total, int64_t t) {
     StatusOr<DriverConfig> c = parse_flags(args);

@@ -79,9 +79,20 @@ function on_event(p) {
 }
 const source = new EventSource('/events');
 source.onmessage = e => on_event(JSON.parse(e.data));
-source.onerror = () => { document.getElementById('state').textContent = 'disconnected (retrying)'; };
+source.onerror = () => {
+  // CLOSED: the stream was refused (503: the dashboard's limit of streams), not retried.
+  document.getElementById('state').textContent = source.readyState === EventSource.CLOSED
+      ? 'refused: too many pages of this dashboard are open; close one and reload'
+      : 'disconnected (retrying)';
+};
 source.onopen = () => { document.getElementById('state').textContent = 'live'; };
 )JS";
+
+/// The body of the 503 that refuses a stream past kMaxStreams.
+std::string stream_limit_message() {
+  return "this dashboard already streams to " + std::to_string(Dashboard::kMaxStreams) +
+         " clients, its limit; close one of its pages and reload\n";
+}
 
 }  // namespace
 
@@ -103,7 +114,11 @@ std::string Dashboard::page_html(const std::string& title) {
 
 Status Dashboard::start(int port, const ServeOptions& options) {
   if (running()) return Error{"the dashboard is already serving at " + url()};
+  if (port < 0 || port > 65535) {
+    return Error{"the dashboard's port must be in [0, 65535] (0: a free one), not " + std::to_string(port)};
+  }
   auto server = std::make_unique<httplib::Server>();
+  server->new_task_queue = [] { return new httplib::ThreadPool(kWorkers); };
   // SO_REUSEADDR only: cpp-httplib also sets SO_REUSEPORT, which would let a second
   // server (another run) bind the same port and take half of its connections.
   server->set_socket_options([](socket_t sock) {
@@ -115,9 +130,19 @@ Status Dashboard::start(int port, const ServeOptions& options) {
     res.set_content(page, "text/html; charset=utf-8");
   });
   server->Get("/events", [this](const httplib::Request&, httplib::Response& res) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (streams_ >= kMaxStreams) {
+        res.status = 503;
+        res.set_header("Connection", "close");
+        res.set_content(stream_limit_message(), "text/plain; charset=utf-8");
+        return;
+      }
+      ++streams_;  // given back when httplib drops the response, however the stream ends
+    }
     res.set_header("Cache-Control", "no-cache");
     auto sent = std::make_shared<size_t>(0);  // this client's cursor into events_
-    res.set_chunked_content_provider("text/event-stream", [this, sent](size_t, httplib::DataSink& sink) {
+    auto stream = [this, sent](size_t, httplib::DataSink& sink) {
       std::vector<std::string> batch;
       {
         std::unique_lock<std::mutex> lock(mutex_);
@@ -131,7 +156,12 @@ Status Dashboard::start(int port, const ServeOptions& options) {
       for (const std::string& e : batch) text += "data: " + e + "\n\n";
       if (text.empty()) text = ":\n\n";  // idle: a comment, which also finds a vanished client
       return sink.write(text.data(), text.size());  // false (client gone): the stream ends
-    });
+    };
+    auto release_slot = [this](bool) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      --streams_;
+    };
+    res.set_chunked_content_provider("text/event-stream", stream, release_slot);
   });
   int bound = port;
   if (port == 0) {
@@ -174,6 +204,11 @@ void Dashboard::publish(const std::string& json) {
     events_.push_back(json);
   }
   published_cv_.notify_all();
+}
+
+int Dashboard::streams() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return streams_;
 }
 
 size_t Dashboard::published() const {

@@ -18,10 +18,13 @@
 //                mid-run backfills the whole run), then each new one as it is published
 //
 // Publishing only appends to a list under a lock and wakes the streams: it never waits
-// for a client. Each client is served by its own server thread, which writes what it has
-// not sent yet; a client that disconnects ends its stream (the write fails), and the
-// others and the training loop go on. An idle stream sends an SSE comment every second,
-// which is also how a vanished client is noticed.
+// for a client. Each client is served by one of kWorkers server threads, and a stream
+// holds its thread until it ends, writing what it has not sent yet; a client that
+// disconnects ends its stream (the write fails), and the others and the training loop go
+// on. An idle stream sends an SSE comment every second, which is also how a vanished
+// client is noticed. At most kMaxStreams streams are open at once; the next is refused
+// with 503 and a line saying why, so that streams never take every thread and `/` always
+// answers.
 
 #include <atomic>
 #include <condition_variable>
@@ -49,13 +52,21 @@ struct ServeOptions {
 
 class Dashboard {
  public:
+  /// Threads serving requests (cpp-httplib's pool, sized here rather than by the core count).
+  static constexpr int kWorkers = 16;
+  /// Event streams open at once; a request for one more gets 503. Below kWorkers, so the
+  /// page and refusals are always served.
+  static constexpr int kMaxStreams = 8;
+  static_assert(kMaxStreams < kWorkers, "streams must leave threads to answer the page");
+
   Dashboard();
   ~Dashboard();  ///< Stops the server, ending every stream.
   Dashboard(const Dashboard&) = delete;
   Dashboard& operator=(const Dashboard&) = delete;
 
   /// Listens on options.host:port (port 0: a free port, see port()) and serves from a
-  /// thread of its own. An error names the address when it cannot listen there.
+  /// thread of its own. An error names the address when it cannot listen there, and the
+  /// port when it is not one (outside [0, 65535]).
   Status start(int port, const ServeOptions& options = {});
   /// Ends every stream and stops serving (also done by the destructor).
   void stop();
@@ -69,6 +80,8 @@ class Dashboard {
   void publish(const std::string& json);
   /// Events published so far.
   size_t published() const;
+  /// Event streams open now (at most kMaxStreams).
+  int streams() const;
 
   /// The page served at `/`, titled `title`.
   static std::string page_html(const std::string& title);
@@ -81,6 +94,7 @@ class Dashboard {
   mutable std::mutex mutex_;
   std::condition_variable published_cv_;
   std::vector<std::string> events_;
+  int streams_ = 0;  ///< Under mutex_.
   std::atomic<bool> stopping_{false};
 };
 

@@ -1,15 +1,22 @@
 // The dashboard server: the page, the event stream with its backfill, loopback by default,
-// a client that disconnects mid-stream, and the errors. (serve_chromium_test opens the
+// a client that disconnects mid-stream, the bound on streams, and the errors. (serve_chromium_test opens the
 // page in a browser during a run.)
 #include "runtime/monitor/serve.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -79,6 +86,98 @@ TEST(Dashboard, AClientThatDisconnectsChangesNothingForTheOthers) {
   EXPECT_EQ(dash.published(), 2000u);
 }
 
+/// A plain socket that sends one `GET path` to 127.0.0.1:port and reads what comes back.
+class RawClient {
+ public:
+  RawClient(int port, const std::string& path) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    timeval wait{.tv_sec = 5, .tv_usec = 0};  // a read that gets nothing for this long fails
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait));
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+    const std::string request = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    connected_ = connected_ && send(fd_, request.data(), request.size(), MSG_NOSIGNAL) ==
+                                   static_cast<ssize_t>(request.size());
+  }
+  ~RawClient() { close(fd_); }
+  RawClient(const RawClient&) = delete;
+  RawClient& operator=(const RawClient&) = delete;
+
+  /// Reads until what arrived contains `text`; false when the server closes or stays
+  /// silent for 5 s first.
+  bool read_until(const std::string& text) {
+    while (connected_ && received_.find(text) == std::string::npos) {
+      char buffer[4096];
+      const ssize_t n = recv(fd_, buffer, sizeof(buffer), 0);
+      if (n <= 0) return false;
+      received_.append(buffer, static_cast<size_t>(n));
+    }
+    return connected_;
+  }
+  /// The status code of the response (0: none arrived).
+  int status() {
+    if (!read_until("\r\n\r\n") || received_.rfind("HTTP/1.1 ", 0) != 0) return 0;
+    return std::atoi(received_.c_str() + 9);
+  }
+  const std::string& received() const { return received_; }
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
+  std::string received_;
+};
+
+// Each open stream holds one of the server's threads until the run ends. More clients
+// than threads once took them all, and `/` got no answer; past kMaxStreams a stream is
+// refused with 503 and a line saying why, the page still answers, and a stream that ends
+// gives its place back.
+TEST(Dashboard, BoundsTheStreamsSoThatThePageAlwaysAnswers) {
+  Dashboard dash;
+  ASSERT_TRUE(dash.start(0).ok());
+  dash.publish(event(1));
+  const int clients = Dashboard::kWorkers + 4;
+  std::vector<std::unique_ptr<RawClient>> streams;
+  int refused = 0;
+  for (int i = 0; i < clients; ++i) {
+    auto client = std::make_unique<RawClient>(dash.port(), "/events");
+    const int status = client->status();
+    ASSERT_TRUE(status == 200 || status == 503) << "client " << i << " got " << status << ": "
+                                                << client->received();
+    if (status == 200) {
+      EXPECT_TRUE(client->read_until("data: " + event(1) + "\n\n")) << client->received();  // the backfill
+      streams.push_back(std::move(client));
+      continue;
+    }
+    ++refused;
+    const std::string why =
+        "this dashboard already streams to 8 clients, its limit; close one of its pages and reload\n";
+    EXPECT_TRUE(client->read_until(why)) << client->received();
+  }
+  EXPECT_EQ(static_cast<int>(streams.size()), Dashboard::kMaxStreams);
+  EXPECT_EQ(refused, clients - Dashboard::kMaxStreams);
+  EXPECT_EQ(dash.streams(), Dashboard::kMaxStreams);
+
+  RawClient page(dash.port(), "/");
+  EXPECT_EQ(page.status(), 200) << page.received();
+  // The streams are live: each gets the next event.
+  dash.publish(event(2));
+  for (auto& stream : streams) EXPECT_TRUE(stream->read_until("data: " + event(2) + "\n\n"));
+
+  // A client that leaves gives its place back once the server notices (its next write,
+  // within a second of idling), and a new stream is accepted.
+  streams.pop_back();
+  int status = 503;
+  for (int attempt = 0; attempt < 100 && status == 503; ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    dash.publish(event(3 + attempt));
+    status = RawClient(dash.port(), "/events").status();
+  }
+  EXPECT_EQ(status, 200);
+}
+
 /// An IPv4 address of this machine that is not loopback, or "".
 std::string non_loopback_address() {
   ifaddrs* list = nullptr;
@@ -117,6 +216,12 @@ TEST(Dashboard, Errors) {
   EXPECT_EQ(s.to_string(), "error: the dashboard cannot listen on 127.0.0.1:" + std::to_string(first.port()) +
                                " (is the port in use, or the address not this machine's?)");
   EXPECT_EQ(first.start(0).to_string(), "error: the dashboard is already serving at " + first.url());
+  // A port is 16 bits: 70000 once listened on 4464, and 65536 on a free port.
+  Dashboard third;
+  EXPECT_EQ(third.start(70000).to_string(), "error: the dashboard's port must be in [0, 65535] (0: a free one), not 70000");
+  EXPECT_EQ(third.start(65536).to_string(), "error: the dashboard's port must be in [0, 65535] (0: a free one), not 65536");
+  EXPECT_EQ(third.start(-1).to_string(), "error: the dashboard's port must be in [0, 65535] (0: a free one), not -1");
+  EXPECT_FALSE(third.running());
   first.stop();
   EXPECT_FALSE(first.running());
   EXPECT_FALSE(httplib::Client("127.0.0.1", first.port()).Get("/"));  // stopped

@@ -14,7 +14,9 @@
 //   TN  A [k,m],  B [k,n]   (dW = Xᵀ·dY)
 // with oneDNN's dnnl_sgemm and OpenBLAS's cblas_sgemm, at each thread count (oneDNN:
 // omp_set_num_threads, its CPU runtime being OpenMP in Debian's build; OpenBLAS:
-// openblas_set_num_threads). Each figure is the best of `trials` timings, each timing
+// openblas_set_num_threads). OpenBLAS runs without OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE
+// (the program restarts itself without them: runtime/cpu/openblas_peer.h) and the header
+// names the kernel it chose. Each figure is the best of `trials` timings, each timing
 // repeating the call for about `ms` milliseconds. One library and thread count is run over
 // every shape before the next, so idle threads of the other library's pool have gone to
 // sleep (a 200 ms pause between groups).
@@ -40,6 +42,7 @@
 
 #include "bench/models.h"
 #include "bench/step_stats.h"
+#include "runtime/cpu/openblas_peer.h"
 
 extern "C" void omp_set_num_threads(int);
 extern "C" int omp_get_max_threads(void);
@@ -120,6 +123,9 @@ std::vector<std::string> split(const std::string& s) {
 }
 
 int run(int argc, char** argv) {
+  // OpenBLAS has read OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE before main: without them it
+  // chooses its kernels for this CPU (runtime/cpu/openblas_peer.h).
+  cpu::restart_without_openblas_handicap(argv);
   std::map<std::string, std::string> flags;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -155,7 +161,8 @@ int run(int argc, char** argv) {
                                                                     : "other";
   std::printf("oneDNN %d.%d.%d (%s), CPU runtime %s (0x%x); OpenMP max threads %d\n", v->major,
               v->minor, v->patch, v->hash, runtime, v->cpu_runtime, omp_get_max_threads());
-  std::printf("OpenBLAS: %s, core %s\n", openblas_get_config(), openblas_get_corename());
+  std::printf("OpenBLAS: %s, core %s (without OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE)\n",
+              openblas_get_config(), openblas_get_corename());
   std::printf("hardware threads %u; trials %d x ~%.0f ms\n", std::thread::hardware_concurrency(),
               trials, ms);
 

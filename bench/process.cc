@@ -11,6 +11,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "runtime/cpu/openblas_peer.h"
+
 extern char** environ;
 
 namespace weft::bench {
@@ -78,6 +80,11 @@ ProcessResult run_process(const std::vector<std::string>& argv,
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   r.err = read_file(err_path);
   return r;
+}
+
+std::set<std::string> peer_unset(std::set<std::string> unset) {
+  for (const char* var : cpu::kOpenblasHandicap) unset.insert(var);
+  return unset;
 }
 
 std::string command_line(const std::vector<std::string>& argv,

@@ -1,7 +1,8 @@
 #pragma once
 // Running the suite's child processes (bench/suite.cc): one process per model, framework
 // and configuration, with a chosen environment, stdout captured and stderr kept in a
-// file for the failure report.
+// file for the failure report. A peer (the PyTorch side) is started without OpenBLAS's
+// machine-wide handicap (peer_unset); weft's workers get the suite's environment.
 
 #include <map>
 #include <set>
@@ -32,6 +33,12 @@ std::string tail(const std::string& text, size_t chars = 3000);
 ProcessResult run_process(const std::vector<std::string>& argv,
                           const std::map<std::string, std::string>& set,
                           const std::set<std::string>& unset, const std::string& err_path);
+
+/// The variables a peer process (PyTorch, or anything that loads OpenBLAS to be measured
+/// against) is started without: `unset` plus runtime/cpu/openblas_peer.h's
+/// kOpenblasHandicap (OPENBLAS_CORETYPE, OPENBLAS_L2_SIZE). Only the child's environment
+/// changes; this process keeps both.
+std::set<std::string> peer_unset(std::set<std::string> unset = {});
 
 /// `K=V ... argv...`, for messages.
 std::string command_line(const std::vector<std::string>& argv,

@@ -24,6 +24,11 @@
 //     odd rounds run the same list in reverse order. Each configuration's figure is the
 //     median over rounds of its process's median epoch, and weft is compared with the
 //     fastest PyTorch configuration.
+// Every run.py process starts without OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE (peer_unset,
+// runtime/cpu/openblas_peer.h): these machines set them, and they make OpenBLAS, which
+// torch.mm calls, run AVX2 kernels. Each run reports the kernel OpenBLAS chose
+// ("openblas_corename"); the JSON records it per configuration. weft's workers and the
+// suite itself keep the environment as it is.
 // The first round checks that the two sides agree: same parameter count, and first-step
 // losses within 1e-4·(1 + |PyTorch's|). A model that fails is reported and the others
 // still run; the suite then exits 1.
@@ -125,6 +130,13 @@ void record(const std::string& what, const json& j, RunSummary& s) {
     if (auto peak = optional_field<int64_t>(j, "peak_rss_increase_bytes")) {
       s.peak_bytes = std::max(s.peak_bytes.value_or(*peak), *peak);
     }
+    if (auto core = optional_field<std::string>(j, "openblas_corename")) {
+      if (s.openblas_corename && *s.openblas_corename != *core) {
+        throw SuiteError{what + " ran OpenBLAS's " + *core + " kernels, an earlier round " +
+                         *s.openblas_corename + "'s"};
+      }
+      s.openblas_corename = core;
+    }
   } catch (const json::exception& e) {
     throw SuiteError{what + ": unexpected result " + j.dump() + ": " + e.what()};
   }
@@ -196,7 +208,8 @@ class Suite {
     std::vector<std::string> init = run_py_args(model);
     init.push_back("--names=" + file(model, "names.json"));
     init.push_back("--init-out=" + file(model, "init.safetensors"));
-    run_or_fail("run.py --init-out for " + model, init, {}, {}, file(model, "init.stderr"));
+    run_or_fail("run.py --init-out for " + model, init, {}, peer_unset(),
+                file(model, "init.stderr"));
   }
 
   /// Step 3: the timed rounds, weft and the PyTorch configurations interleaved.
@@ -256,9 +269,11 @@ class Suite {
           std::string what = "run.py (" + c.label() + ") for " + model;
           // run.py sets the thread counts of OpenMP and OpenBLAS from --threads unless the
           // environment already does: the user's settings must not leak into the configs.
+          // OpenBLAS's machine-wide handicap goes too (peer_unset).
           ProcessResult p = run_or_fail(what, args, set,
-                                        {"OMP_WAIT_POLICY", "GLIBC_TUNABLES", "OMP_NUM_THREADS",
-                                         "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"},
+                                        peer_unset({"OMP_WAIT_POLICY", "GLIBC_TUNABLES",
+                                                    "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                                                    "MKL_NUM_THREADS"}),
                                         file(model, "pytorch" + std::to_string(who) + "." + tag +
                                                         ".stderr"));
           record(what, last_json_line(what, p), r.pytorch[size_t(who)]);

@@ -49,7 +49,8 @@ json summary_json(const RunSummary& s) {
               {"round_epoch_ms", s.round_epoch_ms},
               {"first_loss", or_null(s.first_loss)},
               {"param_count", or_null(s.param_count)},
-              {"peak_bytes", or_null(s.peak_bytes)}};
+              {"peak_bytes", or_null(s.peak_bytes)},
+              {"openblas_corename", or_null(s.openblas_corename)}};
 }
 
 }  // namespace
@@ -139,8 +140,11 @@ std::string format_table(const std::vector<ModelResult>& results) {
       "process's median epoch.\n"
       "config: the fastest of PyTorch's four configurations: 1 or 2 threads (torch.set_num_threads), "
       "default environment or \"tuned\" (OMP_WAIT_POLICY=PASSIVE and GLIBC_TUNABLES="
-      "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296).\n"
-      "roofline ms: 50 × max(Σ count·2mnk / sgemm FLOP/s measured with oneDNN for that shape, "
+      "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296); every "
+      "configuration without OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE (the OpenBLAS core it ran "
+      "is in the lines below the table).\n"
+      "roofline ms: 50 × max(Σ count·2mnk / sgemm FLOP/s measured with oneDNN for that shape "
+      "on the machine the suite ran on, "
       "2 × state bytes / triad bandwidth), state = parameters + gradients + optimizer state, each "
       "byte read once and written once per step; \"compute\" or \"memory\" names the larger bound.\n"
       "weft peak, PyTorch peak: the process's peak RSS increase (VmHWM at the end minus VmRSS "
@@ -167,6 +171,7 @@ std::string format_checks(const std::vector<ModelResult>& results) {
     std::string wl = r.weft ? loss(r.weft->first_loss) : kNone;
     std::string pl = pt ? loss(pt->first_loss) : kNone;
     line += "; first loss weft " + wl + " PyTorch " + pl;
+    if (pt && pt->openblas_corename) line += "; PyTorch's OpenBLAS core " + *pt->openblas_corename;
     if (r.roofline) {
       line += printf_string("; roofline %.3g GFLOP/step", r.roofline->flops_per_step / 1e9) +
               printf_string(" %.3g ms compute", r.roofline->compute_ms_per_step) +
@@ -194,6 +199,7 @@ std::string results_json(const std::vector<ModelResult>& results, const std::str
     o["rounds"] = rounds;
     o["pytorch_ms"] = pt ? json(pt->median_ms()) : json(nullptr);
     o["pytorch_config"] = pt ? json(pt->config) : json(nullptr);
+    o["pytorch_openblas_corename"] = pt ? or_null(pt->openblas_corename) : json(nullptr);
     o["weft_ms"] = weft_ran ? json(r.weft->median_ms()) : json(nullptr);
     o["ratio_weft_over_pytorch"] =
         pt && weft_ran && pt->median_ms() > 0 ? json(r.weft->median_ms() / pt->median_ms())

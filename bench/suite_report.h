@@ -28,6 +28,9 @@ struct RunSummary {
   std::optional<double> first_loss;        ///< Of the first round.
   std::optional<int64_t> param_count;
   std::optional<int64_t> peak_bytes;       ///< Largest peak RSS increase over the rounds.
+  /// PyTorch's: the kernel OpenBLAS chose in its process ("Cooperlake"); null for weft and
+  /// for a run.py that reports none.
+  std::optional<std::string> openblas_corename;
 
   /// The median over rounds of each process's median epoch.
   double median_ms() const { return median(round_median_ms); }

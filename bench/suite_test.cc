@@ -86,6 +86,7 @@ ModelResult sample(bool with_weft) {
     p.first_loss = 1.25001;
     p.param_count = 1181952;
     p.peak_bytes = 30 << 20;
+    p.openblas_corename = "Cooperlake";
     r.pytorch.push_back(p);
   }
   return r;
@@ -116,7 +117,7 @@ TEST(Table, RowsLegendAndNulls) {
 
   std::string checks = format_checks({sample(true)});
   EXPECT_NE(checks.find("mlp: params weft 1,181,952 = PyTorch 1,181,952; first loss weft 1.25 "
-                        "PyTorch 1.25001"),
+                        "PyTorch 1.25001; PyTorch's OpenBLAS core Cooperlake"),
             std::string::npos)
       << checks;
 }
@@ -130,7 +131,8 @@ TEST(Json, OneObjectPerModelWithTheContractKeys) {
   ASSERT_TRUE(list.is_array());
   ASSERT_EQ(list.size(), 2u);
   const nlohmann::json& m = list[0];
-  for (const char* key : {"model", "pytorch_ms", "pytorch_config", "weft_ms", "weft_peak_bytes",
+  for (const char* key : {"model", "pytorch_ms", "pytorch_config", "pytorch_openblas_corename",
+                          "weft_ms", "weft_peak_bytes",
                           "pytorch_peak_bytes", "weft_planned_bytes", "arena_bytes",
                           "arena_lower_bound_bytes", "roofline_ms"}) {
     EXPECT_TRUE(m.contains(key)) << key;
@@ -152,6 +154,13 @@ TEST(Json, OneObjectPerModelWithTheContractKeys) {
   EXPECT_EQ(m["gemm_shapes"][0], nlohmann::json({64, 512, 256, 3}));
   EXPECT_EQ(m["sgemm_gflops"], nlohmann::json({200.0}));
   EXPECT_TRUE(m["error"].is_null());
+  // The kernel OpenBLAS ran in PyTorch's processes: the best configuration's, and each one's.
+  EXPECT_EQ(m["pytorch_openblas_corename"], "Cooperlake");
+  EXPECT_EQ(m["pytorch_configs"][0]["openblas_corename"], "Cooperlake");
+  EXPECT_EQ(m["pytorch_configs"][1]["openblas_corename"], "Cooperlake");
+  EXPECT_TRUE(m["weft"]["openblas_corename"].is_null());
+  EXPECT_TRUE(list[1].contains("pytorch_openblas_corename"));
+  EXPECT_TRUE(list[1]["pytorch_openblas_corename"].is_null());
   EXPECT_TRUE(list[1]["weft_ms"].is_null());
   EXPECT_TRUE(list[1]["roofline_ms"].is_null());
   EXPECT_EQ(list[1]["error"], "boom");

@@ -122,6 +122,17 @@ CASES = [
     ("cyclic_adamw_f32", "AdamW", dict(lr=0.01), "f32", 0.0, 1.0, 8, None, 1,
      dict(kind="CyclicLR", args=dict(base_lr=0.001, max_lr=0.01, step_size_up=3,
                                      base_momentum=0.7, max_momentum=0.95))),
+    # Gradient accumulation for the four kinds the cases above leave out, so that every
+    # kind is pinned with accumulation too.
+    ("accumulate_adamw_amsgrad_clip_f32", "AdamW", dict(lr=0.01, weight_decay=0.1, amsgrad=True),
+     "f32", 1.0, 10.0, 6, None, 3),
+    ("accumulate_rmsprop_centered_momentum", "RMSprop",
+     dict(lr=0.01, momentum=0.9, centered=True, weight_decay=0.05), "f64", 0.0, 1.0, 6, None, 2),
+    # lr_decay counts optimizer steps, not micro-batches.
+    ("accumulate_groups_adagrad", "Adagrad", dict(lr=0.1, lr_decay=0.05), "f64", 0.0, 1.0, 9,
+     {"w": dict(lr=0.2, weight_decay=0.05)}, 3),
+    # Fourteen micro-batches, seven steps: rectified from the sixth step on.
+    ("accumulate_radam", "RAdam", dict(lr=0.01), "f64", 0.0, 1.0, 14, None, 2),
 ]
 
 SHAPES = {"w": (2, 3), "b": (3,)}

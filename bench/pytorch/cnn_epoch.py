@@ -11,11 +11,14 @@ On a GPU (PyTorch 2.x; the data on the device, TF32 off, fused Adam with --fused
   python3 bench/pytorch/cnn_epoch.py --device=cuda --fused=1 [--data=DIR] [--epochs=N]
 For PyTorch's best setting on this machine (ENVIRONMENT.md) also set
   OMP_WAIT_POLICY=PASSIVE GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296
+It runs without OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE (peer_env.py) and prints the kernel
+OpenBLAS chose first.
 """
 import statistics
 import sys
 import time
 
+import peer_env  # noqa: F401  (first: OpenBLAS reads its environment when torch loads it)
 import torch
 
 import fashion_mnist_io
@@ -37,6 +40,7 @@ def stage(cin, cout):
 def main():
     args = dict(a.lstrip("-").split("=") for a in sys.argv[1:])
     epochs = int(args.get("epochs", 1))
+    print(peer_env.describe(), flush=True)
     torch.set_num_threads(int(args.get("threads", 2)))
     dev = torch.device(args.get("device", "cpu"))
     if "data" in args:

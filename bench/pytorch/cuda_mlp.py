@@ -21,6 +21,7 @@ import sys
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peer_env  # noqa: E402  (first: OpenBLAS reads its environment when torch loads it)
 import torch  # noqa: E402
 
 from cuda_suite import time_config  # noqa: E402
@@ -38,6 +39,7 @@ def main():
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--configs", default="eager,fused,compile,cuda_graph")
     a = p.parse_args()
+    print(peer_env.describe(), file=sys.stderr, flush=True)
     if not torch.cuda.is_available():
         print("cuda_mlp: no GPU")
         return

@@ -14,6 +14,7 @@ import sys
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peer_env  # noqa: E402  (first: OpenBLAS reads its environment when torch loads it)
 import torch  # noqa: E402
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
 
@@ -35,6 +36,7 @@ def main():
     p.add_argument("--top", type=int, default=25)
     p.add_argument("--profile-steps", type=int, default=5)
     a = p.parse_args()
+    print(peer_env.describe(), file=sys.stderr, flush=True)
     if not torch.cuda.is_available():
         print("cuda_profile: no GPU")
         return

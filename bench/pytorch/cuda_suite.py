@@ -31,6 +31,7 @@ import time
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peer_env  # noqa: E402  (first: OpenBLAS reads its environment when torch loads it)
 import torch  # noqa: E402
 
 import init_file  # noqa: E402
@@ -122,6 +123,7 @@ def main():
                         "model starts from its file's weights and data, as weft's side does "
                         "(tests/cuda step_bench --init), so the first-step losses compare")
     a = p.parse_args()
+    print(peer_env.describe(), file=sys.stderr, flush=True)
     if not torch.cuda.is_available():
         print("cuda_suite: no GPU")
         return

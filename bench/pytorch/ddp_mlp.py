@@ -6,13 +6,15 @@ N ranks with DistributedDataParallel over gloo, or on one process (--ranks=1).
   /usr/bin/python3 bench/pytorch/ddp_mlp.py --ranks=2 --threads=1 --hidden=512 --batch=256 --steps=60
 
 Prints rank 0's median step time over the steps after 5 warm-up steps, in the same
-words as train_mlp --time. Standard library and torch only.
+words as train_mlp --time, after the kernel OpenBLAS chose (peer_env.py removes
+OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE first). Standard library and torch only.
 """
 import os
 import statistics
 import sys
 import time
 
+import peer_env  # noqa: F401  (first: OpenBLAS reads its environment when torch loads it)
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
@@ -59,6 +61,7 @@ def worker(rank):
 
 
 def main():
+    print(peer_env.describe(), flush=True)  # the ranks inherit the environment
     if RANKS == 1:
         worker(0)
         return

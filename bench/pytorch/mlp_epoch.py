@@ -4,11 +4,14 @@ SGD lr 0.1, batch 128, cross-entropy, one pass over Fashion-MNIST's 60000 traini
 images (468 full batches), then accuracy on the 10000 test images.
 
 Run with Debian's Python: /usr/bin/python3 bench/pytorch/mlp_epoch.py [--epochs=N] [--threads=N]
+It runs without OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE (peer_env.py) and prints the
+kernel OpenBLAS chose first.
 """
 import statistics
 import sys
 import time
 
+import peer_env  # noqa: F401  (first: OpenBLAS reads its environment when torch loads it)
 import torch
 
 from fashion_mnist_io import DATA, read_idx
@@ -18,6 +21,7 @@ from fashion_mnist_io import DATA, read_idx
 def main():
     args = dict(a.lstrip("-").split("=") for a in sys.argv[1:])
     epochs = int(args.get("epochs", 1))
+    print(peer_env.describe(), flush=True)
     torch.set_num_threads(int(args.get("threads", 1)))
     torch.manual_seed(0)
     x_train = torch.tensor(read_idx(f"{DATA}/train-images-idx3-ubyte.gz").reshape(-1, 784) / 255.0,

@@ -13,7 +13,7 @@ Run with Debian's Python (torch 1.13 + NumPy), from anywhere:
       loads weights and data from INIT, trains (an epoch = 50 steps of forward, loss,
       zero_grad(set_to_none=True), backward, Adam step, loss.item()), and prints as its
       last line one JSON object: model, framework, config, epoch_ms, median_ms, first_loss,
-      param_count, peak_rss_increase_bytes, threads, env, ...
+      param_count, peak_rss_increase_bytes, threads, env, openblas_corename, ...
 
   run.py --model=M --preset=P [--epochs=E] [--warmup=W] [--threads=T]
       standalone: the same training on its own seeded init and data.
@@ -25,6 +25,10 @@ Run with Debian's Python (torch 1.13 + NumPy), from anywhere:
 --seed=0. --threads=N sets torch.set_num_threads(N) and, unless already set in the
 environment, OMP_NUM_THREADS and OPENBLAS_NUM_THREADS (torch.mm here calls OpenBLAS,
 whose own pthread pool otherwise takes every core).
+OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are removed from the process's environment before
+torch loads OpenBLAS (peer_env.py); the JSON line's "openblas_corename" names the kernel
+OpenBLAS ran ("Cooperlake" on the machines of 2026-11-28; null without OpenBLAS), and
+stderr says the same in words.
 """
 
 import json
@@ -61,6 +65,7 @@ for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree or in bazel's runfiles
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peer_env  # noqa: E402  (first: OpenBLAS reads its environment when torch loads it)
 import torch  # noqa: E402
 
 import init_file  # noqa: E402
@@ -242,6 +247,7 @@ def train(name, preset, seed):
     warmup = int(ARGS.get("warmup", 1 if cpu else 3))
     steps = int(ARGS.get("steps", models.STEPS_PER_EPOCH))  # fewer only for quick checks
     torch.set_num_threads(THREADS)
+    print(peer_env.describe(), file=sys.stderr, flush=True)
 
     rss_before = proc_status_bytes("VmRSS")
     if "init" in ARGS:
@@ -270,7 +276,8 @@ def train(name, preset, seed):
             epoch_ms.append(ms)
     peak = proc_status_bytes("VmHWM") - rss_before
 
-    env = {v: os.environ.get(v) for v in TUNED_ENV + ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+    env = {v: os.environ.get(v)
+           for v in TUNED_ENV + ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS") + peer_env.HANDICAP}
     tuned = all(os.environ.get(v) for v in TUNED_ENV)
     result = {
         "model": name, "framework": "pytorch",
@@ -284,6 +291,7 @@ def train(name, preset, seed):
         "preset": preset, "warmup": warmup, "epochs": epochs,
         "steps_per_epoch": steps, "init": ARGS.get("init"),
         "torch": torch.__version__,
+        "openblas_corename": peer_env.openblas_corename(),
     }
     print(json.dumps(result))
 

@@ -6,6 +6,8 @@
 //     sgemm with its 2 OpenMP threads (the baseline; run last, since its idle OpenMP
 //     threads spin for a while after each call);
 //   - conv and its two gradients on the Fashion-MNIST CNN shapes.
+// OpenBLAS runs without OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE (openblas_peer.h); the first
+// line names the kernel it chose.
 //
 //   bazel run //runtime/cpu:gemm_bench   (.bazelrc builds with -O2; the kernels with -O3)
 
@@ -22,6 +24,7 @@
 
 #include "runtime/cpu/bench_util.h"
 #include "runtime/cpu/contraction_internal.h"
+#include "runtime/cpu/openblas_peer.h"
 
 extern "C" void openblas_set_num_threads(int num_threads);
 
@@ -199,7 +202,11 @@ void conv_figures(ThreadPool& pool) {
 }  // namespace
 }  // namespace weft::cpu
 
-int main() {
+int main(int, char** argv) {
+  // OpenBLAS, the peer, without the machines' OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE.
+  weft::cpu::restart_without_openblas_handicap(argv);
+  std::printf("OpenBLAS core: %s (without OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE)\n",
+              openblas_get_corename());
   weft::cpu::ThreadPool pool(2);
   weft::cpu::conv_figures(pool);
   weft::cpu::gemm_figures(pool);

@@ -12,7 +12,7 @@ constexpr std::string_view kMlp = R"wir(
 #   bazel run //:weftc -- run examples/mlp/mlp.wir --out out/mlp \
 #       --input x=examples/mlp/x.npy --input labels=examples/mlp/labels.npy ...
 #
-# (tools/example runs exactly this.)
+# (tools/example --full runs exactly this.)
 graph @mlp(%x: f32[8,16], %labels: i64[8],
            %w1: f32[16,32] {param}, %b1: f32[32] {param},
            %w2: f32[32,10] {param}, %b2: f32[10] {param},

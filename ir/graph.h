@@ -53,6 +53,13 @@ struct Value {
   int node = -1;              ///< Index of the producing node; -1 for a graph input.
 };
 
+/// How deep bodies may nest: a `fused` or `scan` node's body is at depth 1, a body node's
+/// body at depth 2, and so on. The readers (the .wir parser, the JSON reader) refuse deeper
+/// graphs, so that a hostile file cannot overflow the stack of passes that recurse into
+/// bodies; the JSON reader's cap on JSON nesting is what the writer needs at this depth.
+/// No real graph comes near it.
+inline constexpr int kMaxBodyDepth = 256;
+
 struct Node {
   Op op;
   std::vector<ValueId> operands;

@@ -147,7 +147,9 @@ void write_pretty(const Json& j, int indent, int depth, size_t column, std::stri
 // JSON path of the offending field.
 class Reader {
  public:
-  explicit Reader(std::string_view filename) : filename_(filename) {}
+  /// Reads a graph that is a body at depth `body_depth` (0: the top-level graph).
+  explicit Reader(std::string_view filename, int body_depth = 0)
+      : filename_(filename), body_depth_(body_depth) {}
 
   StatusOr<Graph> read(const Json& doc);
 
@@ -180,6 +182,7 @@ class Reader {
   Status read_node(const Json& j, const std::string& path);
 
   std::string filename_;
+  int body_depth_ = 0;  ///< The depth of the graph being read as a body (0: top level).
   Graph graph_;
 };
 
@@ -422,7 +425,14 @@ Status Reader::read_node(const Json& j, const std::string& path) {
                                      : std::string("only 'fused' and 'scan' nodes have a \"body\""));
   }
   if (j.contains("body")) {
-    StatusOr<Graph> b = Reader(filename_).read(j["body"]);
+    // JSON nesting is capped before parsing (kMaxJsonDepth), but bodies that write few
+    // levels could still pass that cap one body too deep.
+    if (body_depth_ == kMaxBodyDepth) {
+      return error(path, "'" + std::string(info.name) + "' bodies nested more than " +
+                                       std::to_string(kMaxBodyDepth) + " deep; weft reads at most " +
+                                       std::to_string(kMaxBodyDepth) + " levels");
+    }
+    StatusOr<Graph> b = Reader(filename_, body_depth_ + 1).read(j["body"]);
     if (!b.ok()) return Error{path + ".body." + b.error().message, b.error().loc};
     body = std::make_shared<const Graph>(std::move(*b));
   }
@@ -504,16 +514,24 @@ std::string graph_to_json(const Graph& g, int indent) {
 namespace {
 
 // nlohmann's parser is iterative, but ordered_json copies values recursively when an
-// object's storage grows, so deeply nested input overflows the stack. No graph needs more
-// than a handful of levels.
-constexpr int kMaxJsonDepth = 256;
+// object's storage grows, so deeply nested input overflows the stack. The cap is the
+// deepest the writer goes for a graph whose bodies nest kMaxBodyDepth deep (ir/graph.h),
+// so whatever it writes reads back: the top-level graph object is level 1; below a graph
+// the writer goes at most 6 levels (nodes, a node, its results, a result, its type, the
+// shape), and each body adds 3 (nodes, a node, its body).
+constexpr int kJsonLevelsBelowGraph = 6;
+constexpr int kJsonLevelsPerBody = 3;
+constexpr int kMaxJsonDepth = 1 + kJsonLevelsPerBody * kMaxBodyDepth + kJsonLevelsBelowGraph;
+static_assert(kMaxJsonDepth == 775);
 
 
 }  // namespace
 
 StatusOr<Graph> graph_from_json(std::string_view json_text, std::string_view filename) {
   if (std::optional<size_t> at = find_excess_nesting(json_text, kMaxJsonDepth)) {
-    return Error{"invalid JSON: nested deeper than " + std::to_string(kMaxJsonDepth) + " levels",
+    return Error{"invalid JSON: nested deeper than " + std::to_string(kMaxJsonDepth) +
+                     " levels; weft reads graphs whose bodies nest at most " + std::to_string(kMaxBodyDepth) +
+                     " deep",
                  location_of_byte(json_text, *at, filename)};
   }
   if (std::optional<size_t> at = find_duplicate_json_key(json_text)) {

@@ -297,5 +297,71 @@ TEST(JsonTest, FusedBodyRoundTrips) {
   EXPECT_EQ(bad.error().message, "nodes[0]: 'fused' needs a \"body\" graph");
 }
 
+/// `depth` 'fused' nodes, each in the body of the one before, every result typed (the
+/// deepest JSON the writer makes for that depth): the .wir text.
+std::string nested_fused_text(int depth) {
+  std::string text = "graph @g(%x: f32[4]) -> (f32[4]) {\n  %y = fused(%x) : f32[4] ({\n";
+  for (int i = 1; i < depth; ++i) text += "^b(%a: f32[4]):\n  %y = fused(%a) : f32[4] ({\n";
+  text += "^b(%a: f32[4]):\n  %n = neg(%a) : f32[4]\n  return %n\n";
+  for (int i = 1; i < depth; ++i) text += "})\n  return %y\n";
+  return text + "})\n  return %y\n}\n";
+}
+
+/// A JSON graph whose bodies nest `depth` deep, written by hand: the innermost body takes
+/// and returns nothing (the reader refuses that once it has read the body), so its JSON is
+/// as shallow as a body can be.
+std::string nested_fused_json(int depth) {
+  const std::string type = R"({"dtype": "f32", "shape": [4]})";
+  std::string json = R"({"version": 1, "name": "b", "inputs": [], "nodes": [], "outputs": []})";
+  for (int level = depth; level >= 1; --level) {
+    const std::string input = level == 1 ? "x" : "a";
+    const bool innermost = level == depth;
+    json = R"({"version": 1, "name": "b", "inputs": [{"name": ")" + input + R"(", "kind": "data", "type": )" +
+           type + R"(}], "nodes": [{"op": "fused", "operands": [")" + input + R"("], "results": [{"name": "y")" +
+           (innermost ? "" : R"(, "type": )" + type) + R"(}], "body": )" + json + R"(}], "outputs": ["y"]})";
+  }
+  return json;
+}
+
+// `weftc dump --format=json` wrote graphs that the reader refused from 84 nested bodies up
+// (JSON nesting was capped at 256 levels, 3 per body): the cap is now what the writer
+// needs for the IR's own limit, kMaxBodyDepth bodies, and not a level more.
+TEST(JsonTest, BodiesNestedToTheIrLimitRoundTrip) {
+  StatusOr<Graph> g = parse_graph(nested_fused_text(kMaxBodyDepth), "deep.wir");
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  const std::string json = graph_to_json(*g);
+  EXPECT_TRUE(find_excess_nesting(json, 774).has_value());  // the writer's deepest
+  EXPECT_FALSE(find_excess_nesting(json, 775).has_value());
+  StatusOr<Graph> back = graph_from_json(json, "deep.json");
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  std::string why;
+  EXPECT_TRUE(structurally_equal(*g, *back, &why)) << why;
+  StatusOr<Graph> deep84 = graph_from_json(graph_to_json(*parse_graph(nested_fused_text(84), "84.wir")), "84.json");
+  EXPECT_TRUE(deep84.ok()) << deep84.error().to_string();
+}
+
+TEST(JsonErrorTest, BodiesNestedPastTheIrLimitAreRefused) {
+  // A body more than the writer can write: the JSON is too deep.
+  const std::string too_deep = R"({"version": 1, "name": "g", "inputs": [{"name": "x", "kind": "data", )"
+                               R"("type": {"dtype": "f32", "shape": [4]}}], "nodes": [{"op": "fused", )"
+                               R"("operands": ["x"], "results": [{"name": "y", "type": {"dtype": "f32", )"
+                               R"("shape": [4]}}], "body": )" +
+                               graph_to_json(*parse_graph(nested_fused_text(kMaxBodyDepth), "deep.wir"), -1) +
+                               R"(}], "outputs": ["y"]})";
+  // Level 776 is first reached at the shape of the innermost body's input.
+  const size_t shape = too_deep.find('[', too_deep.find("\"shape\"", too_deep.rfind("\"body\"")));
+  EXPECT_EQ(import_error(too_deep), "g.json:1:" + std::to_string(shape + 1) +
+                                        ": error: invalid JSON: nested deeper than 775 levels; weft reads graphs "
+                                        "whose bodies nest at most 256 deep");
+  // One body too deep in few JSON levels: the reader counts bodies too.
+  std::string message = "nodes[0]: 'fused' bodies nested more than 256 deep; weft reads at most 256 levels";
+  for (int level = 0; level < kMaxBodyDepth; ++level) message = "nodes[0].body." + message;
+  EXPECT_EQ(import_error(nested_fused_json(kMaxBodyDepth + 1)), "g.json: error: " + message);
+  // Brackets alone.
+  EXPECT_EQ(import_error(std::string(4000, '[')),
+            "g.json:1:776: error: invalid JSON: nested deeper than 775 levels; weft reads graphs whose bodies "
+            "nest at most 256 deep");
+}
+
 }  // namespace
 }  // namespace weft

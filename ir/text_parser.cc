@@ -349,8 +349,8 @@ Status Parser::parse_statement() {
 // of its own (its names are its own), then the outer graph's state is restored.
 StatusOr<std::shared_ptr<const Graph>> Parser::parse_region(const std::string& op_quoted) {
   // Bodies are parsed recursively; a cap keeps a hostile file from overflowing the stack
-  // (ir/json.cc caps JSON nesting at the same depth). No graph needs more than a few.
-  constexpr int kMaxRegionDepth = 256;
+  // (the JSON reader caps body nesting at the same depth). No graph needs more than a few.
+  constexpr int kMaxRegionDepth = kMaxBodyDepth;
   if (region_depth_ == kMaxRegionDepth) {
     return error_at(tok_, "the body of this " + op_quoted + " is nested more than " +
                               std::to_string(kMaxRegionDepth) + " deep; weft reads at most " +

@@ -1,11 +1,16 @@
 #include "runtime/data/dataset.h"
 
+#include <algorithm>
 #include <charconv>
+#include <climits>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <numeric>
 #include <sstream>
+#include <string_view>
+#include <unordered_map>
 
 #include "runtime/data/idx.h"
 #include "runtime/npy.h"
@@ -46,6 +51,13 @@ std::vector<std::string> split_fields(const std::string& line) {
 
 std::string Column::where() const { return name.empty() ? file : file + ", column '" + name + "'"; }
 
+std::string Column::row(int64_t i) const {
+  if (i >= 0 && i < static_cast<int64_t>(lines.size())) {
+    return "line " + std::to_string(lines[i]) + " (sample " + std::to_string(i) + ")";
+  }
+  return "row " + std::to_string(i);
+}
+
 StatusOr<Column> idx_column(const std::string& path) {
   WEFT_ASSIGN_OR_RETURN(Tensor t, read_idx(path));
   return batched(std::move(t), path, "");
@@ -69,38 +81,54 @@ StatusOr<Column> safetensors_column(const std::string& path, const std::string& 
 
 StatusOr<std::vector<Column>> csv_columns(const std::string& path,
                                           const std::vector<std::vector<std::string>>& groups) {
+  std::error_code unused;
+  if (std::filesystem::is_directory(path, unused)) {
+    return file_error(path, "is a directory; give the path of a CSV file");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return file_error(path, "cannot be opened: " + std::string(std::strerror(errno)));
   std::string line;
   if (!std::getline(in, line)) return file_error(path, "is empty; a CSV file starts with a header row");
+  // Spreadsheets save "UTF-8 CSV" with a byte order mark, which would end up in the first
+  // column's name.
+  if (line.starts_with("\xEF\xBB\xBF")) line.erase(0, 3);
   const std::vector<std::string> header = split_fields(line);
+  std::unordered_map<std::string_view, size_t> field_of;  // a name's first field
+  for (size_t c = 0; c < header.size(); ++c) {
+    if (header[c].empty()) continue;  // unnamed columns cannot be picked
+    const auto [first, fresh] = field_of.emplace(header[c], c);
+    if (!fresh) {
+      return Error{"the header (line 1) names the column '" + header[c] + "' twice, as fields " +
+                       std::to_string(first->second + 1) + " and " + std::to_string(c + 1) +
+                       "; rename or remove one (CSV readers keep either)",
+                   Location{.file = path, .line = 1, .col = static_cast<int>(c + 1)}};
+    }
+  }
   std::vector<std::vector<int>> picks(groups.size());  // header index of each group member
   for (size_t g = 0; g < groups.size(); ++g) {
     if (groups[g].empty()) return file_error(path, "column group " + std::to_string(g) + " names no columns");
     for (const std::string& name : groups[g]) {
-      int found = -1;
-      for (size_t c = 0; c < header.size(); ++c) {
-        if (header[c] == name) found = static_cast<int>(c);
-      }
-      if (found < 0) {
+      const auto found = field_of.find(name);
+      if (found == field_of.end()) {
         std::string names;
         for (const std::string& h : header) names += (names.empty() ? "'" : ", '") + h + "'";
         return file_error(path, "has no column '" + name + "'; its header (line 1) names " + names);
       }
-      picks[g].push_back(found);
+      picks[g].push_back(static_cast<int>(found->second));
     }
   }
   std::vector<std::vector<double>> values(groups.size());
-  int line_number = 1;
-  int64_t rows = 0;
+  std::vector<int64_t> lines;  // the line of each sample
+  int64_t line_number = 1;
   while (std::getline(in, line)) {
     ++line_number;
     if (trim(line).empty()) continue;  // a trailing newline, blank lines
     const std::vector<std::string> fields = split_fields(line);
+    const Location at{.file = path, .line = static_cast<int>(std::min<int64_t>(line_number, INT_MAX))};
     if (fields.size() != header.size()) {
-      return Error{"row " + std::to_string(line_number) + " has " + std::to_string(fields.size()) +
+      return Error{"line " + std::to_string(line_number) + " has " + std::to_string(fields.size()) +
                        " fields; the header (line 1) has " + std::to_string(header.size()),
-                   Location{.file = path, .line = line_number}};
+                   at};
     }
     for (size_t g = 0; g < groups.size(); ++g) {
       for (int c : picks[g]) {
@@ -108,15 +136,18 @@ StatusOr<std::vector<Column>> csv_columns(const std::string& path,
         double v = 0;
         const auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
         if (f.empty() || ec != std::errc() || end != f.data() + f.size()) {
-          return Error{"row " + std::to_string(line_number) + ", column '" + header[c] + "': '" + f +
+          Location field = at;
+          field.col = c + 1;  // the field's index, 1-based
+          return Error{"line " + std::to_string(line_number) + ", column '" + header[c] + "': '" + f +
                            "' is not a number",
-                       Location{.file = path, .line = line_number, .col = c + 1}};
+                       field};
         }
         values[g].push_back(v);
       }
     }
-    ++rows;
+    lines.push_back(line_number);
   }
+  const auto rows = static_cast<int64_t>(lines.size());
   std::vector<Column> out;
   for (size_t g = 0; g < groups.size(); ++g) {
     const int64_t width = static_cast<int64_t>(groups[g].size());
@@ -132,6 +163,7 @@ StatusOr<std::vector<Column>> csv_columns(const std::string& path,
     std::string name;
     for (const std::string& n : groups[g]) name += (name.empty() ? "" : ",") + n;
     out.push_back(Column{std::move(t), path, std::move(name)});
+    out.back().lines = lines;
   }
   return out;
 }
@@ -180,8 +212,7 @@ Status check_class_labels(const Column& labels, int64_t classes) {
     if (v != std::floor(v) || v < 0 || v >= static_cast<double>(classes)) {
       std::ostringstream value;
       value << v;
-      return file_error(labels.file, labels.where() + ", row " + std::to_string(i) + " (sample " +
-                                         std::to_string(i) + "): the label " + value.str() +
+      return file_error(labels.file, labels.where() + ", " + labels.row(i) + ": the label " + value.str() +
                                          " is not a class index in [0, " + std::to_string(classes) + ")");
     }
   }

@@ -18,7 +18,8 @@
 // type (IDX images stay u8) with a normalization applied as rows are gathered
 // ((value / divisor - mean) / std, torchvision's ToTensor then Normalize), so a data set
 // is not widened to f32 before the first step.
-// Every error names the file, and where it is about one value, the row and the column.
+// Every error names the file, and where it is about one value, its place (a CSV file's line, an
+// array's row) and the column.
 
 #include <cstdint>
 #include <string>
@@ -46,10 +47,16 @@ struct Column {
     double apply(double value) const { return (value / divisor - mean) / std; }
   };
   Normalization normalization;
+  /// For a CSV column, the file line each sample was read from (the header is line 1;
+  /// blank lines hold no sample); empty for the other sources.
+  std::vector<int64_t> lines;
 
   int64_t size() const { return array.rank() == 0 ? 0 : array.shape()[0]; }
   /// "file" or "file, column 'name'".
   std::string where() const;
+  /// Where sample `i` is, for errors: "line N (sample i)" for a CSV column, "row i"
+  /// (its index along dimension 0) for the others.
+  std::string row(int64_t i) const;
 };
 
 /// An IDX file (runtime/data/idx.h), gzip-compressed or not; rank >= 1.
@@ -61,13 +68,14 @@ StatusOr<Column> npy_column(const std::string& path);
 StatusOr<Column> safetensors_column(const std::string& path, const std::string& tensor);
 
 /// Reads a CSV file of numbers: a header row of column names, then one sample per row,
-/// fields separated by commas (surrounding spaces ignored, no quoting). `groups` picks the
-/// columns by header name: each group becomes one Column, [samples, group size], or
-/// [samples] for a group of one column (a target): i64 when every value of the group is
-/// an integer, else f64. Errors name the file and, for a
-/// value, its row (the line number, the header being line 1) and column: a row with a
-/// different field count than the header, a field that is not a number, a name the header
-/// lacks.
+/// fields separated by commas (surrounding spaces ignored, no quoting; a UTF-8 byte order
+/// mark before the header is skipped). `groups` picks the columns by header name: each
+/// group becomes one Column, [samples, group size], or [samples] for a group of one column
+/// (a target): i64 when every value of the group is an integer, else f64; Column::lines
+/// keeps each sample's line. Errors name the file and, for a value, its line (the header
+/// being line 1) and column: a row with a different field count than the header, a field
+/// that is not a number, a name the header lacks or names twice (the JSON readers refuse a
+/// key given twice likewise), a path that is a directory.
 StatusOr<std::vector<Column>> csv_columns(const std::string& path,
                                           const std::vector<std::vector<std::string>>& groups);
 
@@ -81,7 +89,8 @@ StatusOr<Column> source_column(const std::string& spec);
 Status check_same_length(const std::vector<Column>& columns);
 
 /// Class labels: every value of `labels` (rank 1) must be an integer in [0, classes); an
-/// error names the file, the row (sample index, 0-based) and the column, and the value.
+/// error names the file, the column, where the sample is (Column::row: a CSV file's line)
+/// and the value.
 Status check_class_labels(const Column& labels, int64_t classes);
 
 /// The order in which epoch `epoch` visits `n` samples: a pure function of (seed, epoch,

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -46,26 +47,26 @@ TEST(Csv, ReadsGroupsOfColumnsByHeaderName) {
   EXPECT_EQ((*cols)[1].array.data<int64_t>()[1], 2);
 }
 
-TEST(Csv, RowWithWrongFieldCountNamesFileAndRow) {
+TEST(Csv, RowWithWrongFieldCountNamesFileAndLine) {
   const std::string path = write_text("short.csv", "a,b,label\n1,2,0\n3,4\n");
   auto cols = csv_columns(path, {{"a", "b"}, {"label"}});
   ASSERT_FALSE(cols.ok());
   EXPECT_EQ(cols.error().loc.file, path);
   EXPECT_EQ(cols.error().loc.line, 3);
-  EXPECT_EQ(cols.error().message, "row 3 has 2 fields; the header (line 1) has 3");
+  EXPECT_EQ(cols.error().message, "line 3 has 2 fields; the header (line 1) has 3");
 }
 
-TEST(Csv, NonNumberNamesFileRowAndColumn) {
+TEST(Csv, NonNumberNamesFileLineAndColumn) {
   const std::string path = write_text("text.csv", "a,b,label\n1,2,0\n3,x4,1\n");
   auto cols = csv_columns(path, {{"a", "b"}, {"label"}});
   ASSERT_FALSE(cols.ok());
   EXPECT_EQ(cols.error().loc.file, path);
   EXPECT_EQ(cols.error().loc.line, 3);
   EXPECT_EQ(cols.error().loc.col, 2);
-  EXPECT_EQ(cols.error().message, "row 3, column 'b': 'x4' is not a number");
+  EXPECT_EQ(cols.error().message, "line 3, column 'b': 'x4' is not a number");
   auto empty = csv_columns(write_text("empty_field.csv", "a,label\n,1\n"), {{"a"}, {"label"}});
   ASSERT_FALSE(empty.ok());
-  EXPECT_EQ(empty.error().message, "row 2, column 'a': '' is not a number");
+  EXPECT_EQ(empty.error().message, "line 2, column 'a': '' is not a number");
 }
 
 TEST(Csv, UnknownColumnListsTheHeader) {
@@ -79,19 +80,65 @@ TEST(Csv, UnknownColumnListsTheHeader) {
   EXPECT_THAT(missing.error().message, HasSubstr("cannot be opened"));
 }
 
-TEST(Labels, OutOfRangeNamesFileRowAndColumn) {
-  const std::string path = write_text("labels.csv", "x,label\n0,1\n0,9\n0,10\n");
+// A label's place is its line, as the reader's own errors count (a blank line holds no
+// sample): it used to be "row 2", the sample index, where the file's line 5 was meant.
+TEST(Labels, OutOfRangeNamesFileLineAndColumn) {
+  const std::string path = write_text("labels.csv", "x,label\n0,1\n\n0,9\n0,10\n");
   auto cols = csv_columns(path, {{"x"}, {"label"}});
   ASSERT_TRUE(cols.ok()) << cols.error().to_string();
   EXPECT_TRUE(check_class_labels((*cols)[1], 11).ok());
   Status s = check_class_labels((*cols)[1], 10);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().loc.file, path);
-  EXPECT_EQ(s.error().message, path + ", column 'label', row 2 (sample 2): the label 10 is not a class index in [0, 10)");
+  EXPECT_EQ(s.error().message,
+            path + ", column 'label', line 5 (sample 2): the label 10 is not a class index in [0, 10)");
   const std::string frac = write_text("frac.csv", "label\n0.5\n");
   Status f = check_class_labels((*csv_columns(frac, {{"label"}}))[0], 10);
   ASSERT_FALSE(f.ok());
-  EXPECT_THAT(f.error().message, HasSubstr("row 0 (sample 0): the label 0.5 is not a class index"));
+  EXPECT_THAT(f.error().message, HasSubstr(", line 2 (sample 0): the label 0.5 is not a class index"));
+  // An array's samples are its rows.
+  Tensor y(Type{DType::i64, {3}});
+  y.data<int64_t>()[0] = 0, y.data<int64_t>()[1] = 10, y.data<int64_t>()[2] = 1;
+  Status a = check_class_labels(Column{y, "y.npy", ""}, 10);
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.error().message, "y.npy, row 1: the label 10 is not a class index in [0, 10)");
+}
+
+// A header naming a column twice was read with the last one silently winning; it is
+// refused where the name repeats, as the JSON readers refuse a key given twice.
+TEST(Csv, ColumnNamedTwiceIsRefused) {
+  const std::string path = write_text("twice.csv", "label,x,label\n1,2,3\n");
+  auto cols = csv_columns(path, {{"x"}, {"label"}});
+  ASSERT_FALSE(cols.ok());
+  EXPECT_EQ(cols.error().to_string(), path + ":1:3: error: the header (line 1) names the column 'label' twice, "
+                                             "as fields 1 and 3; rename or remove one (CSV readers keep either)");
+  // Even when the column is not picked; unnamed columns may repeat.
+  EXPECT_FALSE(csv_columns(path, {{"x"}}).ok());
+  auto unnamed = csv_columns(write_text("unnamed.csv", "x,,\n1,,\n"), {{"x"}});
+  ASSERT_TRUE(unnamed.ok()) << unnamed.error().to_string();
+}
+
+// A UTF-8 byte order mark (spreadsheets write one) used to become part of the first
+// name: "has no column 'label'; its header names 'label', 'id'".
+TEST(Csv, ByteOrderMarkIsSkipped) {
+  const std::string path = write_text("bom.csv", "\xEF\xBB\xBFlabel,id\n1,7\n");
+  auto cols = csv_columns(path, {{"label"}, {"id"}});
+  ASSERT_TRUE(cols.ok()) << cols.error().to_string();
+  EXPECT_EQ((*cols)[0].array.data<int64_t>()[0], 1);
+  EXPECT_EQ((*cols)[1].array.data<int64_t>()[0], 7);
+  // Only at the start of the file.
+  auto later = csv_columns(write_text("bom2.csv", "label,\xEF\xBB\xBFid\n1,7\n"), {{"id"}});
+  ASSERT_FALSE(later.ok());
+  EXPECT_EQ(later.error().message, "has no column 'id'; its header (line 1) names 'label', '\xEF\xBB\xBFid'");
+}
+
+// A directory opens as a stream that reads nothing, and was reported as an empty file.
+TEST(Csv, DirectoryIsNamedAsOne) {
+  const std::string dir = temp_path("data.csv");
+  std::filesystem::create_directories(dir);
+  auto cols = csv_columns(dir, {{"x"}});
+  ASSERT_FALSE(cols.ok());
+  EXPECT_EQ(cols.error().to_string(), dir + ": error: is a directory; give the path of a CSV file");
 }
 
 TEST(Sources, DifferentLengthsNameBothFilesAndLengths) {

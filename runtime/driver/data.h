@@ -33,7 +33,8 @@ struct Split {
   /// dtype (the target's column already holds it).
   std::vector<Column> columns;
   /// The class index of each sample (i64[samples]) when the target is a class (class
-  /// indices, or one-hot rows made from them); absent for other targets.
+  /// indices, or one-hot rows made from them); absent for other targets. Sample i is
+  /// row i of the target column (`columns.back().row(i)` says where it was read).
   std::optional<Tensor> classes;
   /// Where the split came from, for messages.
   std::string source;

@@ -78,7 +78,8 @@ Status check_classes(const Split& split, const Trainable& model) {
   for (int64_t i = 0; i < split.classes->numel(); ++i) {
     if (c[i] < 0 || c[i] >= classes) {
       const std::string& where = split.classes_source.empty() ? split.source : split.classes_source;
-      return Error{where + ", row " + std::to_string(i) + ": the label " + std::to_string(c[i]) +
+      // The target column holds the labels' samples (a CSV column names their lines).
+      return Error{where + ", " + split.columns.back().row(i) + ": the label " + std::to_string(c[i]) +
                    " is not one of the model's " + std::to_string(classes) + " classes (its output '" +
                    model.eval_outputs()[0].name + "' is " + out.to_string() + ")"};
     }

@@ -206,8 +206,9 @@ TEST(RunDriver, ExitStatuses) {
   }
   r = run({"--train=" + tmp("x.npy") + "," + tmp("bad.csv") + ":label"}, factory);
   EXPECT_EQ(r.status, kExitRuntime);
-  EXPECT_EQ(r.err, "error: " + tmp("bad.csv") + ", column 'label', row 7: the label 3 is not one of the model's 3 "
-                   "classes (its output 'output' is f32[5,3])\n");
+  // Its place is the file's line (the header is line 1), as the CSV reader's own errors say.
+  EXPECT_EQ(r.err, "error: " + tmp("bad.csv") + ", column 'label', line 9 (sample 7): the label 3 is not one of "
+                   "the model's 3 classes (its output 'output' is f32[5,3])\n");
   r = run({"--train=" + tmp("x.npy") + "," + tmp("y.npy"), "--checkpoint-out=/nonexistent/ck.safetensors"},
           factory);
   EXPECT_EQ(r.status, kExitRuntime);

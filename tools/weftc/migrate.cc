@@ -3,12 +3,10 @@
 #include <algorithm>
 #include <iostream>
 
-#include <nlohmann/json.hpp>
-
-#include "ir/text_util.h"
 #include "runtime/checkpoint.h"
 #include "runtime/file_io.h"
 #include "tools/weftc/args.h"
+#include "tools/weftc/renames.h"
 
 namespace weft::cli {
 namespace {
@@ -21,30 +19,11 @@ std::optional<std::pair<std::string, std::string>> split_pair(const std::string&
   return std::make_pair(spec.substr(0, at), spec.substr(at + 1));
 }
 
-Status add_rename(std::map<std::string, std::string>& renames, const std::string& from, const std::string& to) {
-  auto [it, fresh] = renames.emplace(from, to);
-  if (fresh) return Status();
-  return Error{"weftc migrate: '" + from + "' is renamed twice, to '" + it->second + "' and to '" + to + "'"};
-}
-
-// A JSON file of renames: one object, old name to new name.
+// The file of --renames=FILE.json (renames.h reads it).
 Status read_renames(const std::string& shown_path, std::map<std::string, std::string>& renames) {
   StatusOr<std::string> text = read_file(resolve_path(shown_path));
   if (!text.ok()) return Error{text.error().message, Location::of_file(shown_path)};
-  auto refuse = [&](const std::string& why) {
-    return Error{"not a JSON object of old names to new names (" + why + ")", Location::of_file(shown_path)};
-  };
-  if (std::optional<size_t> at = find_duplicate_json_key(*text)) {
-    return Error{"a key appears twice in one object", location_of_byte(*text, *at, shown_path)};
-  }
-  nlohmann::json doc = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) return refuse("invalid JSON");
-  if (!doc.is_object()) return refuse("the file holds a " + std::string(doc.type_name()));
-  for (const auto& [from, to] : doc.items()) {
-    if (!to.is_string() || to.get<std::string>().empty()) return refuse("the new name of '" + from + "' is not a non-empty string");
-    WEFT_RETURN_IF_ERROR(add_rename(renames, from, to.get<std::string>()));
-  }
-  return Status();
+  return parse_renames(*text, shown_path, renames);
 }
 
 }  // namespace

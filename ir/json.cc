@@ -429,8 +429,8 @@ Status Reader::read_node(const Json& j, const std::string& path) {
     // levels could still pass that cap one body too deep.
     if (body_depth_ == kMaxBodyDepth) {
       return error(path, "'" + std::string(info.name) + "' bodies nested more than " +
-                                       std::to_string(kMaxBodyDepth) + " deep; weft reads at most " +
-                                       std::to_string(kMaxBodyDepth) + " levels");
+                             std::to_string(kMaxBodyDepth) + " deep; weft reads at most " +
+                             std::to_string(kMaxBodyDepth) + " levels");
     }
     StatusOr<Graph> b = Reader(filename_, body_depth_ + 1).read(j["body"]);
     if (!b.ok()) return Error{path + ".body." + b.error().message, b.error().loc};

@@ -17,6 +17,7 @@
 //   and SIGTERM on every thread but one watcher (runtime/driver/stop_signals.h). Checked
 //   on the running binary's threads (/proc/PID/task/*/status).
 // - MaxMemoryRefusesALargerStep: --max-memory, checked before anything is allocated.
+// - AnAddressSpaceLimitGivesAClearErrorNotAnAbort: `ulimit -v`, swept.
 #include <gtest/gtest.h>
 #include <dirent.h>
 #include <signal.h>
@@ -250,6 +251,33 @@ TEST(TrainingFaults, MaxMemoryRefusesALargerStep) {
   EXPECT_EQ(r.out.find("training on"), std::string::npos) << r.out;
   r = testing::run_command(kTrain + data_flags() + " --max-memory=1G --max-steps=1");
   EXPECT_EQ(r.exit_code, 0) << r.out;
+}
+
+// #28: under an address-space limit (`ulimit -v`) the driver died with an uncaught
+// std::bad_alloc from about 250 MB up. Swept from far below what it needs to what it
+// needs: the one refusal (runtime/out_of_memory.h), an error naming what could not be
+// allocated, or the run; never an abort.
+TEST(TrainingFaults, AnAddressSpaceLimitGivesAClearErrorNotAnAbort) {
+  int worked = 0, refused = 0;
+  for (int mib : {150, 250, 300, 350, 400, 450, 2000}) {
+    CommandResult r = testing::run_command("ulimit -v " + std::to_string(mib * 1024) + "; exec " + kTrain +
+                                           data_flags() + " --max-steps=1");
+    if (r.exit_code == 0) {
+      ++worked;
+      continue;
+    }
+    ++refused;
+    EXPECT_EQ(r.exit_code, 1) << mib << " MiB:\n" << r.out;
+    EXPECT_NE(r.out.find("error: "), std::string::npos) << mib << " MiB:\n" << r.out;
+    EXPECT_EQ(r.out.find("terminate called"), std::string::npos) << mib << " MiB:\n" << r.out;
+  }
+  EXPECT_GT(worked, 0);
+  EXPECT_GT(refused, 0);
+  CommandResult low = testing::run_command("ulimit -v 153600; exec " + kTrain + data_flags() + " --max-steps=1");
+  EXPECT_NE(low.out.find("train: error: the address-space limit (ulimit -v: 150 MiB) leaves less than 256 MiB free "
+                         "once weft's libraries are loaded; raise the limit"),
+            std::string::npos)
+      << low.out;
 }
 
 }  // namespace

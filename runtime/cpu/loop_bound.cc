@@ -3,6 +3,7 @@
 
 #include "ir/scan.h"
 #include "runtime/cpu/executor_bound.h"
+#include "runtime/reference/numerics.h"
 
 namespace weft::cpu {
 namespace {
@@ -62,8 +63,7 @@ class LoopBound : public Executor::Bound {
         Error e = ran.error();
         // check-numerics found the body's invocation at fault: say in which iteration.
         if (check_numerics_ && e.message.rfind("check-numerics: ", 0) == 0) {
-          e.message += ", in iteration " + std::to_string(i) + " of the loop" +
-                       (loc_.known() ? " at " + loc_.to_string() : std::string());
+          e.message += reference::loop_iteration_suffix(i, loc_);
         }
         return e;
       }

@@ -70,6 +70,28 @@ Error nonfinite_error(const Node* node, const std::string& name, const Type& typ
                node->loc};
 }
 
+namespace {
+
+// Node `n` of `g` (a loop or a fused kernel) made non-finite value `made` from
+// `operands`: the error for the body op that did, or nullopt when none did.
+StatusOr<std::optional<Error>> explain_body(const Graph& g, const Node& n, ValueId made,
+                                            std::vector<Tensor> operands) {
+  if (n.op == Op::Scan) {
+    std::vector<Type> types;
+    for (ValueId v : n.results) types.push_back(g.type(v));
+    return explain_loop(n, operands, types);
+  }
+  WEFT_ASSIGN_OR_RETURN(std::optional<NonFinite> f, find_nonfinite(*n.body, std::move(operands)));
+  if (!f || f->node < 0) return std::optional<Error>();
+  Error e = f->inside ? *f->inside
+                      : nonfinite_error(&n.body->nodes()[static_cast<size_t>(f->node)], "", f->type, f->index,
+                                        f->element);
+  e.message += " inside the fused kernel computing %" + g.value(made).name;
+  return std::optional<Error>(std::move(e));
+}
+
+}  // namespace
+
 StatusOr<std::optional<NonFinite>> find_nonfinite(const Graph& g, std::vector<Tensor> inputs) {
   for (size_t i = 0; i < inputs.size() && i < g.inputs().size(); ++i) {
     const int64_t bad = first_nonfinite(inputs[i]);
@@ -99,54 +121,40 @@ StatusOr<std::optional<NonFinite>> find_nonfinite(const Graph& g, std::vector<Te
                     r.outputs[k].get_double(bad), std::nullopt};
     const Node& n = g.nodes()[static_cast<size_t>(found.node)];
     if (n.body != nullptr) {
-      std::vector<Tensor> operands;
+      std::vector<Tensor> operands;  // as the node read them
       for (ValueId o : n.operands) {
-        if (const int i = g.input_index(o); i >= 0) {
-          operands.push_back(kept[static_cast<size_t>(i)]);
-          continue;
-        }
+        if (const int i = g.input_index(o); i >= 0) operands.push_back(kept[static_cast<size_t>(i)]);
         for (size_t p = 0; p < produced.size(); ++p) {
           if (produced[p].second == o) operands.push_back(r.outputs[p]);
         }
       }
-      if (n.op == Op::Scan) {
-        std::vector<Type> types;
-        for (ValueId v : n.results) types.push_back(g.type(v));
-        WEFT_ASSIGN_OR_RETURN(found.inside, explain_loop(n, operands, types));
-      } else {
-        WEFT_ASSIGN_OR_RETURN(std::optional<NonFinite> f, find_nonfinite(*n.body, std::move(operands)));
-        if (f && f->node >= 0) {
-          found.inside = f->inside ? *f->inside
-                                   : nonfinite_error(&n.body->nodes()[static_cast<size_t>(f->node)], "", f->type,
-                                                     f->index, f->element);
-          found.inside->message += " inside the fused kernel computing %" + g.value(found.value).name;
-        }
-      }
+      WEFT_ASSIGN_OR_RETURN(found.inside, explain_body(g, n, found.value, std::move(operands)));
     }
     return std::optional<NonFinite>(std::move(found));
   }
   return std::optional<NonFinite>();
 }
 
+std::string loop_iteration_suffix(int64_t slot, const Location& loop) {
+  return ", in iteration " + std::to_string(slot) + " of the loop" + (loop.known() ? " at " + loop.to_string() : "");
+}
+
 StatusOr<std::optional<Error>> explain_loop(const Node& node, const std::vector<Tensor>& operands,
                                             const std::vector<Type>& result_types) {
   const Graph& body = *node.body;
+  std::vector<const Tensor*> in;
+  for (const Tensor& t : operands) in.push_back(&t);
   std::optional<Error> culprit;
-  const Status stepped = [&]() -> Status {
-    std::vector<const Tensor*> in;
-    for (const Tensor& t : operands) in.push_back(&t);
-    auto each = [&](int64_t slot, const std::vector<Tensor>& args) -> Status {
-      WEFT_ASSIGN_OR_RETURN(std::optional<NonFinite> f, find_nonfinite(body, args));
-      if (!f || f->node < 0) return Status::ok_status();  // a non-finite carry in: not made here
-      culprit = f->inside ? *f->inside
-                           : nonfinite_error(&body.nodes()[static_cast<size_t>(f->node)], body.value(f->value).name,
-                                             f->type, f->index, f->element);
-      culprit->message += ", in iteration " + std::to_string(slot) + " of the loop" +
-                          (node.loc.known() ? " at " + node.loc.to_string() : std::string());
-      return Error{"found"};  // stops the loop
-    };
-    return run_loop(node, in, result_types, each).status();
-  }();
+  auto each = [&](int64_t slot, const std::vector<Tensor>& args) -> Status {
+    WEFT_ASSIGN_OR_RETURN(std::optional<NonFinite> f, find_nonfinite(body, args));
+    if (!f || f->node < 0) return Status::ok_status();  // a non-finite carry in: not made here
+    culprit = f->inside ? *f->inside
+                        : nonfinite_error(&body.nodes()[static_cast<size_t>(f->node)], body.value(f->value).name,
+                                          f->type, f->index, f->element);
+    culprit->message += loop_iteration_suffix(slot, node.loc);
+    return Error{"found"};  // stops the loop
+  };
+  const Status stepped = run_loop(node, in, result_types, each).status();
   if (culprit) return culprit;
   if (!stepped.ok()) return stepped.error();
   return std::optional<Error>();

@@ -59,6 +59,10 @@ struct NonFinite {
 /// an infinity; nullopt when none does. Errors are the interpreter's.
 StatusOr<std::optional<NonFinite>> find_nonfinite(const Graph& g, std::vector<Tensor> inputs);
 
+/// What an error found inside a loop's body says of where: ", in iteration 2 of the loop
+/// at model.wir:4:3" (every backend's check-numerics; nested loops append one per level).
+std::string loop_iteration_suffix(int64_t slot, const Location& loop);
+
 /// Steps loop `node` (a typed `scan`, its results of `result_types`) on `operands` with the
 /// reference interpreter, checking each iteration's body node by node, and returns the
 /// error for the first body op that makes a NaN or an infinity:

@@ -213,17 +213,6 @@ class FallbackBound : public Executor::Bound {
 
 Executor::~Executor() = default;
 
-int64_t loop_slot_bindings(int64_t length, size_t xs, size_t invocations) {
-  // A binding per slot costs a bound copy of each invocation and a pointer per operand:
-  // about a few hundred bytes per invocation. Up to kMaxSlotBindings of them (tens of
-  // MB) the loop reads its xs in place; past that, and whenever nothing varies per slot,
-  // one binding serves every iteration.
-  constexpr int64_t kMaxSlotBindings = int64_t{1} << 18;
-  if (xs == 0 || length <= 1) return 1;
-  const int64_t per_slot = static_cast<int64_t>(std::max<size_t>(invocations, 1));
-  return length <= kMaxSlotBindings / per_slot ? length : 1;
-}
-
 Status Executor::run_body(ThreadPool& pool, int64_t slot) {
   const auto& code = slot >= 0 && !slots_.empty() ? slots_[static_cast<size_t>(slot)] : code_;
   if (check_numerics_) return run_body_checking_numerics(pool, code, slot);

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 
@@ -131,6 +132,17 @@ class LoopBound : public Executor::Bound {
 };
 
 }  // namespace
+
+int64_t loop_slot_bindings(int64_t length, size_t xs, size_t invocations) {
+  // A binding per slot costs a bound copy of each invocation and a pointer per operand:
+  // about a few hundred bytes per invocation. Up to kMaxSlotBindings of them (tens of
+  // MB) the loop reads its xs in place; past that, and whenever nothing varies per slot,
+  // one binding serves every iteration.
+  constexpr int64_t kMaxSlotBindings = int64_t{1} << 18;
+  if (xs == 0 || length <= 1) return 1;
+  const int64_t per_slot = static_cast<int64_t>(std::max<size_t>(invocations, 1));
+  return length <= kMaxSlotBindings / per_slot ? length : 1;
+}
 
 std::unique_ptr<Executor::Bound> make_loop_bound(std::unique_ptr<Executor> body, const Invocation& inv,
                                                  std::vector<const void*> in, std::vector<void*> results) {

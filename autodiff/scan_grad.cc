@@ -20,11 +20,14 @@
 // `length` small ones and an accumulator carried through the loop. A select's gradient sends nothing to the branch it did
 // not take, so a masked (halted) sample's iterations pass its cotangent through
 // unchanged: per-sample halting needs no code here.
+//
+// `ScanGradient::run` lists the steps in order; each step's comment says what it builds.
 
 #include <algorithm>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -33,349 +36,516 @@
 #include "ir/shape_rules.h"
 
 namespace weft::grad_rules {
+namespace {
+
+/// What a body input is to the loop: its operands are the consts, the carries, the xs.
+enum class Role { constant, carry, x };
+
+/// A const's gradient term moved out of the loop: a product of two per-iteration values
+/// (a weight's xᵀ·g) or a reduction of one (a bias's column sum of g), possibly reshaped
+/// or transposed. The loop stacks its operands; one product over all iterations' rows (or
+/// one reduction) follows it.
+struct MovedTerm {
+  int constant;                     ///< The body input it is a gradient term of.
+  std::vector<const Node*> peeled;  ///< Reshapes and transposes around the core, outermost first.
+  const Node* core;                 ///< matmul or sum.
+  std::vector<ValueId> operands;    ///< Per iteration: the core's operands (transposes peeled).
+  std::vector<bool> transposed;     ///< Whether each was transposed (matmul: [1,0]).
+  std::vector<ValueId> stacked;     ///< Each operand stacked over the iterations, in the outer graph.
+};
+
+/// What the reverse body reads of the forward loop: body inputs by role, the ys whose
+/// cotangents it reads (body output indices), and the forward values the forward loop
+/// saves for it. Everything else it recomputes.
+struct Reads {
+  std::set<int> consts, carries, xs, seeds;
+  std::vector<ValueId> saved;
+};
+
+/// A's stacked slots side by side along the contracted axis: A_t [m, k] stacked [T, m, k]
+/// -> [m, T·k]. A transposed operand is stacked untransposed: A_t = P_tᵀ, P stacked
+/// [T, k, m] is [T·k, m], transposed.
+ValueId slots_as_lhs(GradBuilder& outer, ValueId stacked, bool transposed) {
+  const Shape s = outer.shape(stacked);
+  if (transposed) {
+    return outer.op(Op::Transpose, {outer.op(Op::Reshape, {stacked}, {{"shape", IntList{s[0] * s[1], s[2]}}})},
+                    {{"perm", IntList{1, 0}}});
+  }
+  return outer.op(Op::Reshape, {outer.op(Op::Transpose, {stacked}, {{"perm", IntList{1, 0, 2}}})},
+                  {{"shape", IntList{s[1], s[0] * s[2]}}});
+}
+
+/// B's stacked slots one above the other along the contracted axis: B_t [k, n] stacked
+/// [T, k, n] -> [T·k, n]. Transposed: B_t = Q_tᵀ, Q stacked [T, n, k] is [n, T·k], transposed.
+ValueId slots_as_rhs(GradBuilder& outer, ValueId stacked, bool transposed) {
+  const Shape s = outer.shape(stacked);
+  if (transposed) {
+    return outer.op(Op::Transpose,
+                    {outer.op(Op::Reshape, {outer.op(Op::Transpose, {stacked}, {{"perm", IntList{1, 0, 2}}})},
+                              {{"shape", IntList{s[1], s[0] * s[2]}}})},
+                    {{"perm", IntList{1, 0}}});
+  }
+  return outer.op(Op::Reshape, {stacked}, {{"shape", IntList{s[0] * s[1], s[2]}}});
+}
+
+/// The reverse-mode rule of one `scan` node: a small driver over the loop's facts. Each
+/// private member function is one step of `run`, in the order it calls them.
+class ScanGradient {
+ public:
+  ScanGradient(Graph& g, int index, const std::vector<ValueId>& cotangents, const std::vector<bool>& needs);
+
+  /// One gradient per operand of the loop (kNoValue where none), as scan_gradients.
+  StatusOr<std::vector<ValueId>> run();
+
+ private:
+  Role role(int i) const { return i < consts_ ? Role::constant : i < consts_ + carries_ ? Role::carry : Role::x; }
+  /// Which body input `v` (a value of grad_) is, or -1.
+  int body_input(ValueId v) const;
+  /// The body output whose cotangent seed `v` is, or -1.
+  int seed_output(ValueId v) const;
+  /// Whether `v` is a result of one of the body's own (forward) nodes.
+  bool is_forward(ValueId v) const;
+  /// The backward node that makes `v`, or null.
+  const Node* backward_node(ValueId v) const;
+
+  std::vector<std::pair<ValueId, ValueId>> seed_outputs();
+  Status differentiate_body(const std::vector<std::pair<ValueId, ValueId>>& seeds);
+  void mark_per_iteration();
+  void choose_reads();
+  void read(ValueId v, std::set<ValueId>& seen);
+  void stack_forward_values();
+  void split_const_gradients();
+  void split_term(int constant, ValueId v);
+  std::optional<MovedTerm> movable_term(int constant, ValueId v) const;
+  void add_reverse_consts_and_carries();
+  void add_reverse_xs();
+  void add_reverse_x(ValueId v, ValueId source);
+  void add_reverse_outputs();
+  ValueId build(ValueId v);
+  void stack_moved_operands();
+  bool caller_stacked(ValueId v) const;
+  std::vector<ValueId> add_reverse_scan();
+  void add_moved_terms(std::vector<ValueId>& out);
+  ValueId summed_over_slots(const MovedTerm& m);
+
+  // The loop.
+  Graph& g_;
+  const int index_;
+  const Node node_;  // a copy: g_ grows
+  const std::shared_ptr<const Graph> body_;
+  const int64_t length_;
+  const int consts_, carries_, inputs_, outputs_;
+  const bool remat_;
+  // An early exit (stop, active): the forward loop also stacks a flag per iteration, true
+  // where it ran (a slot it skipped is zero: false), and the reverse loop runs where that
+  // flag is (its `active`): exactly the iterations that ran, in reverse.
+  const bool exits_;
+  const std::vector<ValueId>& cotangents_;
+  const std::vector<bool>& needs_;
+  const std::vector<ValueId> none_;  // no gradient for any operand
+  GradBuilder outer_;                // builds in g_
+
+  // The body and its gradient in one graph: the body's nodes, then the backward nodes.
+  Graph grad_;
+  const int forward_nodes_;
+  std::vector<ValueId> seed_of_;      // body output -> the input of grad_ seeding its cotangent
+  std::map<int, ValueId> grad_of_;    // body input -> its gradient in grad_
+  std::vector<bool> per_iteration_;   // value of grad_ -> whether it varies per iteration
+  Reads reads_;
+  std::vector<ValueId> stacked_;      // the forward loop's added results, in g_
+
+  // The consts' gradient terms: moved after the loop, or summed in it (const -> terms).
+  std::vector<MovedTerm> moved_;
+  std::map<int, std::vector<ValueId>> kept_;
+
+  // The reverse loop: its body, its operands (consts, carries, xs), and what each means.
+  Graph reverse_;
+  std::vector<ValueId> inner_;        // value of grad_ -> value of reverse_
+  std::vector<ValueId> operands_;
+  int reverse_consts_ = 0, reverse_carries_ = 0;
+  int64_t active_ = -1;               // the xs that says which iterations ran
+  std::vector<int> carry_ct_;         // the forward carry of each cotangent carry
+  std::vector<ValueId> accumulators_;
+  std::vector<int> accumulated_;      // the const of each accumulator
+  std::vector<int> x_grads_;          // the xs of each stacked gradient
+  std::map<ValueId, ValueId> stacked_as_;  // what it reads per iteration -> the stacked value
+  std::vector<std::pair<size_t, size_t>> stacked_by_loop_;  // (moved term, operand) per extra y
+};
+
+ScanGradient::ScanGradient(Graph& g, int index, const std::vector<ValueId>& cotangents,
+                           const std::vector<bool>& needs)
+    : g_(g), index_(index), node_(g.node(index)), body_(node_.body), length_(node_.int_attr("length")),
+      consts_(static_cast<int>(node_.int_attr("consts"))), carries_(static_cast<int>(node_.int_attr("carries"))),
+      inputs_(static_cast<int>(body_->inputs().size())), outputs_(static_cast<int>(body_->outputs().size())),
+      remat_(node_.bool_attr("remat")), exits_(scan_exit(node_).any()), cotangents_(cotangents),
+      needs_(needs), none_(node_.operands.size(), kNoValue), outer_(g, node_.loc), grad_(*body_),
+      forward_nodes_(static_cast<int>(body_->nodes().size())), reverse_("grad_" + body_->name()) {}
+
+StatusOr<std::vector<ValueId>> ScanGradient::run() {
+  const std::vector<std::pair<ValueId, ValueId>> seeds = seed_outputs();
+  if (seeds.empty()) return none_;
+  WEFT_RETURN_IF_ERROR(differentiate_body(seeds));
+  mark_per_iteration();
+  choose_reads();
+  stack_forward_values();
+  split_const_gradients();
+  add_reverse_consts_and_carries();
+  add_reverse_xs();
+  add_reverse_outputs();
+  if (reverse_.outputs().empty() && moved_.empty()) return none_;
+  std::vector<ValueId> out = add_reverse_scan();
+  add_moved_terms(out);
+  return out;
+}
+
+int ScanGradient::body_input(ValueId v) const {
+  const int i = grad_.input_index(v);
+  return i < inputs_ ? i : -1;
+}
+
+int ScanGradient::seed_output(ValueId v) const {
+  for (int k = 0; k < outputs_; ++k) {
+    if (seed_of_[k] == v) return k;
+  }
+  return -1;
+}
+
+bool ScanGradient::is_forward(ValueId v) const {
+  const int at = grad_.value(v).node;
+  return at >= 0 && at < forward_nodes_;
+}
+
+const Node* ScanGradient::backward_node(ValueId v) const {
+  const int at = grad_.value(v).node;
+  return at >= forward_nodes_ ? &grad_.node(at) : nullptr;
+}
+
+// 1. Seeds for the body's gradient: an input of grad_ per float carry (always: a carry's
+//    cotangent flows through every iteration) and per y given a cotangent.
+std::vector<std::pair<ValueId, ValueId>> ScanGradient::seed_outputs() {
+  std::vector<std::pair<ValueId, ValueId>> seeds;
+  seed_of_.assign(outputs_, kNoValue);
+  for (int k = 0; k < outputs_; ++k) {
+    const Type t = body_->type(body_->outputs()[k]);
+    if (!is_floating(t.dtype) || (k >= carries_ && cotangents_[k] == kNoValue)) continue;
+    seed_of_[k] = grad_.add_input("", t);
+    seeds.push_back({body_->outputs()[k], seed_of_[k]});
+  }
+  return seeds;
+}
+
+// 2. The body's gradient, appended to grad_: with respect to every float carry and the
+//    float consts and xs that want one.
+Status ScanGradient::differentiate_body(const std::vector<std::pair<ValueId, ValueId>>& seeds) {
+  std::vector<ValueId> wrt;
+  std::vector<int> wrt_input;  // the body input of each wrt entry
+  for (int i = 0; i < inputs_; ++i) {
+    const ValueId v = body_->inputs()[i].value;
+    if (!is_floating(body_->type(v).dtype) || !(role(i) == Role::carry || needs_[i])) continue;
+    wrt.push_back(v);
+    wrt_input.push_back(i);
+  }
+  StatusOr<std::vector<ValueId>> grads = append_gradients(grad_, seeds, wrt);
+  if (!grads.ok()) {
+    return Error{"in the body of a loop: " + grads.error().message, grads.error().loc};
+  }
+  for (size_t w = 0; w < wrt.size(); ++w) grad_of_[wrt_input[w]] = (*grads)[w];
+  return Status::ok_status();
+}
+
+// 3. Which values of grad_ vary per iteration: those that read a carry, an x or a
+//    cotangent seed, directly or through other nodes. The rest depend on the consts alone.
+void ScanGradient::mark_per_iteration() {
+  per_iteration_.assign(grad_.num_values(), false);
+  for (int i = consts_; i < inputs_; ++i) per_iteration_[body_->inputs()[i].value] = true;
+  for (ValueId s : seed_of_) {
+    if (s != kNoValue) per_iteration_[s] = true;
+  }
+  for (const Node& n : grad_.nodes()) {
+    bool any = false;
+    for (ValueId o : n.operands) any = any || per_iteration_[o];
+    for (ValueId r : n.results) per_iteration_[r] = any;
+  }
+}
+
+// 4. What the reverse body reads (reads_): consts, stacked carries, x slices, y
+//    cotangents, saved forward values; everything else it recomputes. Saved are the
+//    results of products, reductions and the like; elementwise and movement ops are
+//    recomputed from them (JAX's "dots saveable" policy): they cost less to redo, fused
+//    into the reverse body's kernels, than to stack and read back.
+void ScanGradient::choose_reads() {
+  std::set<ValueId> seen;
+  for (const auto& [i, v] : grad_of_) read(v, seen);
+}
+
+void ScanGradient::read(ValueId v, std::set<ValueId>& seen) {
+  if (!seen.insert(v).second) return;
+  if (const int i = body_input(v); i >= 0) {
+    const Role r = role(i);
+    (r == Role::constant ? reads_.consts : r == Role::carry ? reads_.carries : reads_.xs).insert(i);
+    return;
+  }
+  if (const int k = seed_output(v); k >= 0) {
+    if (k >= carries_) reads_.seeds.insert(k);
+    return;
+  }
+  const Node& n = grad_.node(grad_.value(v).node);
+  const OpCategory c = n.info().category;
+  const bool cheap = c == OpCategory::Elementwise || c == OpCategory::Movement;
+  if (is_forward(v) && per_iteration_[v] && !remat_ && !cheap) {
+    reads_.saved.push_back(v);
+    return;
+  }
+  for (ValueId o : n.operands) read(o, seen);
+}
+
+// 5. The forward scan also stacks the saved values and the carries the reverse body
+//    reads (and, with an early exit, a flag per iteration that ran): its body gains
+//    outputs, the node results (stacked_). Its nodes are taken from grad_, where
+//    differentiating a nested loop rewrote it.
+void ScanGradient::stack_forward_values() {
+  auto forward = std::make_shared<Graph>(body_->name());
+  std::vector<ValueId> fmap(grad_.num_values(), kNoValue);
+  for (int i = 0; i < inputs_; ++i) {
+    const ValueId v = body_->inputs()[i].value;
+    fmap[v] = forward->add_input(body_->value(v).name, body_->type(v), body_->inputs()[i].kind);
+  }
+  for (int n = 0; n < forward_nodes_; ++n) {
+    copy_node(*forward, grad_, grad_.node(n), fmap, [&](ValueId r) { return grad_.value(r).name; });
+  }
+  for (ValueId v : body_->outputs()) forward->add_output(fmap[v]);
+  for (ValueId v : reads_.saved) forward->add_output(fmap[v]);
+  for (int i : reads_.carries) forward->add_output(fmap[body_->inputs()[i].value]);
+  if (exits_) {
+    forward->add_output(*add_typed_node(*forward, Op::Full, {},
+                                        {{"shape", IntList{}}, {"value", 1.0}, {"dtype", DType::boolean}}, node_.loc));
+  }
+  g_.node(index_).body = forward;
+  for (int k = outputs_; k < static_cast<int>(forward->outputs().size()); ++k) {
+    const Type t = result_type(g_.node(index_), static_cast<size_t>(k), g_.type(node_.result()));
+    stacked_.push_back(g_.add_result(index_, "", t));
+  }
+}
+
+// 6. A const's gradient is a sum over the iterations. Its terms that are a product of
+//    two per-iteration values or a reduction of one, possibly reshaped or transposed,
+//    move out of the loop (moved_, JAX's split transpose); the other terms are summed in
+//    the loop, in a carry (kept_).
+void ScanGradient::split_const_gradients() {
+  for (const auto& [i, v] : grad_of_) {
+    if (role(i) == Role::constant) split_term(i, v);
+  }
+}
+
+void ScanGradient::split_term(int constant, ValueId v) {
+  const Node* n = backward_node(v);
+  if (n != nullptr && n->op == Op::Add && grad_.type(n->operands[0]) == grad_.type(v) &&
+      grad_.type(n->operands[1]) == grad_.type(v)) {
+    split_term(constant, n->operands[0]);
+    split_term(constant, n->operands[1]);
+    return;
+  }
+  if (std::optional<MovedTerm> m = movable_term(constant, v)) {
+    moved_.push_back(std::move(*m));
+  } else {
+    kept_[constant].push_back(v);
+  }
+}
+
+std::optional<MovedTerm> ScanGradient::movable_term(int constant, ValueId v) const {
+  MovedTerm m{constant, {}, nullptr, {}, {}, {}};
+  ValueId c = v;
+  for (const Node* p = backward_node(c); p && (p->op == Op::Reshape || p->op == Op::Transpose);
+       p = backward_node(c)) {
+    m.peeled.push_back(p);
+    c = p->operands[0];
+  }
+  const Node* core = backward_node(c);
+  const bool product = core && core->op == Op::Matmul && !core->bool_attr("transpose_a") &&
+                       !core->bool_attr("transpose_b") && grad_.type(core->operands[0]).shape.rank() == 2 &&
+                       grad_.type(core->operands[1]).shape.rank() == 2 &&
+                       per_iteration_[core->operands[0]] && per_iteration_[core->operands[1]];
+  const bool reduction = core && core->op == Op::Sum && per_iteration_[core->operands[0]];
+  if (!product && !reduction) return std::nullopt;
+  m.core = core;
+  for (ValueId o : core->operands) {
+    const Node* t = backward_node(o);
+    const bool flip = product && t && t->op == Op::Transpose && t->ints_attr("perm") == IntList{1, 0};
+    m.operands.push_back(flip ? t->operands[0] : o);
+    m.transposed.push_back(flip);
+  }
+  return m;
+}
+
+// 7. The reverse body's first inputs and the reverse scan's operands for them: the consts
+//    it reads, then its carries: the cotangent of each float carry (zero where the loop's
+//    result has none), then an accumulator per const with terms summed in the loop.
+void ScanGradient::add_reverse_consts_and_carries() {
+  inner_.assign(grad_.num_values(), kNoValue);
+  for (int i : reads_.consts) {
+    inner_[body_->inputs()[i].value] = reverse_.add_input("", body_->type(body_->inputs()[i].value));
+    operands_.push_back(node_.operands[i]);
+  }
+  reverse_consts_ = static_cast<int>(operands_.size());
+  for (int k = 0; k < carries_; ++k) {
+    if (seed_of_[k] == kNoValue) continue;
+    inner_[seed_of_[k]] = reverse_.add_input("", grad_.type(seed_of_[k]));
+    carry_ct_.push_back(k);
+    operands_.push_back(cotangents_[k] != kNoValue ? cotangents_[k] : outer_.zeros(grad_.type(seed_of_[k])));
+  }
+  for (const auto& [i, terms] : kept_) {
+    accumulators_.push_back(reverse_.add_input("", body_->type(body_->inputs()[i].value)));
+    accumulated_.push_back(i);
+    operands_.push_back(outer_.zeros(body_->type(body_->inputs()[i].value)));
+  }
+  reverse_carries_ = static_cast<int>(operands_.size()) - reverse_consts_;
+}
+
+// 8. What the reverse loop reads per iteration (its xs), each with the stacked value it
+//    reads it from: the saved forward values and the carries (stacked by the forward
+//    loop), the xs, the ys' cotangents, and with an early exit the flag of the
+//    iterations that ran (its `active`).
+void ScanGradient::add_reverse_xs() {
+  for (size_t s = 0; s < reads_.saved.size(); ++s) add_reverse_x(reads_.saved[s], stacked_[s]);
+  size_t s = reads_.saved.size();
+  for (int i : reads_.carries) add_reverse_x(body_->inputs()[i].value, stacked_[s++]);
+  for (int i : reads_.xs) add_reverse_x(body_->inputs()[i].value, node_.operands[i]);
+  for (int k : reads_.seeds) add_reverse_x(seed_of_[k], cotangents_[k]);
+  if (exits_) {
+    active_ = static_cast<int64_t>(operands_.size()) - reverse_consts_ - reverse_carries_;
+    reverse_.add_input("ran", Type{DType::boolean, Shape({})});
+    operands_.push_back(stacked_.back());
+  }
+}
+
+void ScanGradient::add_reverse_x(ValueId v, ValueId source) {
+  inner_[v] = reverse_.add_input("", grad_.type(v));
+  operands_.push_back(source);
+  stacked_as_[v] = source;
+}
+
+// 9. The reverse body's outputs: the carries' next cotangents, each accumulator plus its
+//    const's kept terms, the xs' gradients, and the moved terms' operands it stacks.
+void ScanGradient::add_reverse_outputs() {
+  for (int k : carry_ct_) reverse_.add_output(build(grad_of_.at(consts_ + k)));
+  for (size_t a = 0; a < accumulators_.size(); ++a) {
+    ValueId sum = accumulators_[a];
+    for (ValueId term : kept_.at(accumulated_[a])) {
+      const ValueId t = build(term);
+      sum = reverse_.add_node(Op::Add, {sum, t}, {}, node_.loc, reverse_.type(t));
+    }
+    reverse_.add_output(sum);
+  }
+  for (const auto& [i, v] : grad_of_) {
+    if (role(i) != Role::x) continue;
+    reverse_.add_output(build(v));
+    x_grads_.push_back(i);
+  }
+  stack_moved_operands();
+}
+
+// Value `v` of grad_ in the reverse body: the nodes it needs, copied on first use.
+ValueId ScanGradient::build(ValueId v) {
+  if (inner_[v] != kNoValue) return inner_[v];
+  const Node& n = grad_.node(grad_.value(v).node);
+  for (ValueId o : n.operands) build(o);
+  copy_node(reverse_, grad_, n, inner_, [](ValueId) { return std::string(); });
+  return inner_[v];
+}
+
+// A moved term's operands: stacked already when the loop reads them per iteration (a
+// saved forward value, an x, a cotangent), else stacked by the reverse loop as further
+// ys. With an early exit, the product after the loop also reads the slots that did not
+// run, so every operand must be zero there: saved values are (the forward loop left
+// those slots zero), but an x or a cotangent holds whatever the caller put there (NaN
+// past a padded sequence's end, and NaN·0 is NaN). Those are stacked again by the
+// reverse loop, which writes only the slots that ran.
+void ScanGradient::stack_moved_operands() {
+  for (size_t t = 0; t < moved_.size(); ++t) {
+    MovedTerm& m = moved_[t];
+    for (size_t k = 0; k < m.operands.size(); ++k) {
+      auto it = stacked_as_.find(m.operands[k]);
+      const bool reuse = it != stacked_as_.end() && !(exits_ && caller_stacked(m.operands[k]));
+      m.stacked.push_back(reuse ? it->second : kNoValue);
+      if (reuse) continue;
+      reverse_.add_output(build(m.operands[k]));
+      stacked_by_loop_.push_back({t, k});
+    }
+  }
+}
+
+// Whether the caller stacked `v` (an x or a cotangent), so its skipped slots hold
+// whatever the caller put there.
+bool ScanGradient::caller_stacked(ValueId v) const {
+  const int i = body_input(v);
+  return (i >= 0 && role(i) == Role::x) || seed_output(v) >= 0;
+}
+
+// 10. The reverse scan (none when every gradient is a moved term of values the forward
+//     loop stacked already: a map over slots), and each operand's gradient from its
+//     results; the moved terms' operands it stacked.
+std::vector<ValueId> ScanGradient::add_reverse_scan() {
+  std::vector<ValueId> results;
+  if (!reverse_.outputs().empty()) {
+    ScanShape shape{length_, reverse_carries_, reverse_consts_, !node_.bool_attr("reverse"), false, -1, active_};
+    StatusOr<std::vector<ValueId>> scan =
+        add_scan(g_, operands_, shape, std::make_shared<const Graph>(std::move(reverse_)), node_.loc);
+    WEFT_CHECK(scan.ok(), "the gradient of a loop is ill-typed: " + scan.status().to_string());
+    results = std::move(scan).value();
+  }
+  std::vector<ValueId> out = none_;
+  size_t r = 0;
+  for (int k : carry_ct_) out[consts_ + k] = results[r++];
+  for (int i : accumulated_) out[i] = results[r++];
+  for (int i : x_grads_) out[i] = results[r++];
+  for (const auto& [t, k] : stacked_by_loop_) moved_[t].stacked[k] = results[r++];
+  return out;
+}
+
+// 11. The moved terms, over every iteration at once: Σ_t A_t·B_t = [A_0 … A_T-1]·[B_0; …;
+//     B_T-1] (the slots side by side along the contracted axis), Σ_t sum(G_t) = sum over
+//     the slots too; then the reshapes and transposes that were around them, each added
+//     to its const's gradient.
+void ScanGradient::add_moved_terms(std::vector<ValueId>& out) {
+  for (const MovedTerm& m : moved_) {
+    const Type term = grad_.type(m.peeled.empty() ? m.core->result() : m.peeled.front()->result());
+    ValueId v;
+    if (m.core->op == Op::Matmul) {
+      const ValueId lhs = slots_as_lhs(outer_, m.stacked[0], m.transposed[0]);
+      const ValueId rhs = slots_as_rhs(outer_, m.stacked[1], m.transposed[1]);
+      v = outer_.op(Op::Matmul, {lhs, rhs});
+    } else {
+      v = summed_over_slots(m);
+    }
+    for (auto p = m.peeled.rbegin(); p != m.peeled.rend(); ++p) v = outer_.op((*p)->op, {v}, (*p)->attrs);
+    if (outer_.type(v) != term) v = outer_.op(Op::Reshape, {v}, {{"shape", term.shape.dims}});
+    out[m.constant] = out[m.constant] == kNoValue ? v : outer_.add(out[m.constant], v);
+  }
+}
+
+// sum(G_t, axes) over the slots: the slot axis too.
+ValueId ScanGradient::summed_over_slots(const MovedTerm& m) {
+  const ValueId x = m.stacked[0];
+  const int rank = outer_.shape(x).rank() - 1;
+  IntList axes = {0};
+  if (const Attribute* given = m.core->attr("axes")) {
+    for (int64_t a : std::get<IntList>(*given)) axes.push_back((a < 0 ? a + rank : a) + 1);
+  } else {
+    for (int a = 0; a < rank; ++a) axes.push_back(a + 1);
+  }
+  ValueId v = outer_.op(Op::Sum, {x}, {{"axes", axes}, {"keepdims", m.core->bool_attr("keepdims")}});
+  if (m.core->bool_attr("keepdims")) {
+    v = outer_.op(Op::Reshape, {v}, {{"shape", grad_.type(m.core->result()).shape.dims}});
+  }
+  return v;
+}
+
+}  // namespace
 
 StatusOr<std::vector<ValueId>> scan_gradients(Graph& g, int index,
                                               const std::vector<ValueId>& cotangents,
                                               const std::vector<bool>& needs) {
-  const Node node = g.node(index);  // a copy: g grows below
-  const std::shared_ptr<const Graph> body = node.body;
-  const int64_t length = node.int_attr("length");
-  const int consts = static_cast<int>(node.int_attr("consts"));
-  const int carries = static_cast<int>(node.int_attr("carries"));
-  const int inputs = static_cast<int>(body->inputs().size());
-  const int outputs = static_cast<int>(body->outputs().size());
-  const bool remat = node.bool_attr("remat");
-  // An early exit (stop, active): the forward loop also stacks a flag per iteration, true
-  // where it ran (a slot it skipped is zero: false), and the reverse loop runs where that
-  // flag is (its `active`): exactly the iterations that ran, in reverse.
-  const bool exits = scan_exit(node).any();
-  std::vector<ValueId> none(node.operands.size(), kNoValue);
-
-  // 1. The body and its gradient in one graph: seeds for the float carries (always: a
-  //    carry's cotangent flows through every iteration) and for the ys given one.
-  Graph grad = *body;
-  const int forward_nodes = static_cast<int>(grad.nodes().size());
-  std::vector<std::pair<ValueId, ValueId>> seeds;
-  std::vector<ValueId> seed_of(outputs, kNoValue);
-  for (int k = 0; k < outputs; ++k) {
-    const Type t = body->type(body->outputs()[k]);
-    if (!is_floating(t.dtype) || (k >= carries && cotangents[k] == kNoValue)) continue;
-    seed_of[k] = grad.add_input("", t);
-    seeds.push_back({body->outputs()[k], seed_of[k]});
-  }
-  if (seeds.empty()) return none;
-  auto role = [&](int i) { return i < consts ? 0 : i < consts + carries ? 1 : 2; };
-  std::vector<ValueId> wrt;
-  std::vector<int> wrt_input;  // the body input of each wrt entry
-  for (int i = 0; i < inputs; ++i) {
-    const ValueId v = body->inputs()[i].value;
-    if (!is_floating(body->type(v).dtype) || !(role(i) == 1 || needs[i])) continue;
-    wrt.push_back(v);
-    wrt_input.push_back(i);
-  }
-  StatusOr<std::vector<ValueId>> grads = append_gradients(grad, seeds, wrt);
-  if (!grads.ok()) {
-    return Error{"in the body of a loop: " + grads.error().message, grads.error().loc};
-  }
-  std::map<int, ValueId> grad_of;  // body input -> its gradient in `grad`
-  for (size_t w = 0; w < wrt.size(); ++w) grad_of[wrt_input[w]] = (*grads)[w];
-
-  // 2. Which forward values vary per iteration (they read a carry or an x).
-  std::vector<bool> variant(grad.num_values(), false);
-  for (int i = consts; i < inputs; ++i) variant[body->inputs()[i].value] = true;
-  for (int n = 0; n < forward_nodes; ++n) {
-    bool any = false;
-    for (ValueId o : grad.node(n).operands) any = any || variant[o];
-    for (ValueId r : grad.node(n).results) variant[r] = any;
-  }
-  auto body_input = [&](ValueId v) { return grad.input_index(v) < inputs ? grad.input_index(v) : -1; };
-  auto seed_output = [&](ValueId v) {
-    for (int k = 0; k < outputs; ++k) {
-      if (seed_of[k] == v) return k;
-    }
-    return -1;
-  };
-  auto is_forward = [&](ValueId v) {
-    const int at = grad.value(v).node;
-    return at >= 0 && at < forward_nodes;
-  };
-
-  // 3. What the reverse body reads: consts, stacked carries, x slices, y cotangents,
-  //    saved forward values; everything else it recomputes. Saved are the results of
-  //    products, reductions and the like; elementwise and movement ops are recomputed
-  //    from them (JAX's "dots saveable" policy): they cost less to redo, fused into the
-  //    reverse body's kernels, than to stack and read back.
-  auto cheap = [](const Node& n) {
-    const OpCategory c = n.info().category;
-    return c == OpCategory::Elementwise || c == OpCategory::Movement;
-  };
-  std::set<int> used_consts, used_carries, used_xs, used_seeds;
-  std::vector<ValueId> saved;
-  std::set<ValueId> seen;
-  std::function<void(ValueId)> visit = [&](ValueId v) {
-    if (!seen.insert(v).second) return;
-    if (const int i = body_input(v); i >= 0) {
-      (role(i) == 0 ? used_consts : role(i) == 1 ? used_carries : used_xs).insert(i);
-      return;
-    }
-    if (const int k = seed_output(v); k >= 0) {
-      if (k >= carries) used_seeds.insert(k);
-      return;
-    }
-    if (is_forward(v) && variant[v] && !remat && !cheap(grad.node(grad.value(v).node))) {
-      saved.push_back(v);
-      return;
-    }
-    for (ValueId o : grad.node(grad.value(v).node).operands) visit(o);
-  };
-  for (const auto& [i, v] : grad_of) visit(v);
-
-  // 4. The forward scan also stacks the saved values and the carries the reverse body
-  //    reads: its body gains outputs, the node results.
-  //    Its nodes are taken from `grad`, where differentiating a nested loop rewrote it.
-  auto forward = std::make_shared<Graph>(body->name());
-  std::vector<ValueId> fmap(grad.num_values(), kNoValue);
-  for (int i = 0; i < inputs; ++i) {
-    const ValueId v = body->inputs()[i].value;
-    fmap[v] = forward->add_input(body->value(v).name, body->type(v), body->inputs()[i].kind);
-  }
-  for (int n = 0; n < forward_nodes; ++n) {
-    copy_node(*forward, grad, grad.node(n), fmap, [&](ValueId r) { return grad.value(r).name; });
-  }
-  for (ValueId v : body->outputs()) forward->add_output(fmap[v]);
-  for (ValueId v : saved) forward->add_output(fmap[v]);
-  for (int i : used_carries) forward->add_output(fmap[body->inputs()[i].value]);
-  if (exits) {
-    forward->add_output(*add_typed_node(*forward, Op::Full, {},
-                                        {{"shape", IntList{}}, {"value", 1.0}, {"dtype", DType::boolean}}, node.loc));
-  }
-  g.node(index).body = forward;
-  std::vector<ValueId> stacked;
-  for (int k = outputs; k < static_cast<int>(forward->outputs().size()); ++k) {
-    const Type t = result_type(g.node(index), static_cast<size_t>(k), g.type(node.result()));
-    stacked.push_back(g.add_result(index, "", t));
-  }
-
-  // 5. The reverse body: inputs (consts, carries, xs), then the backward nodes.
-  Graph reverse("grad_" + body->name());
-  std::vector<ValueId> inner(grad.num_values(), kNoValue);  // `grad` value -> reverse-body value
-  std::vector<ValueId> operands, carry_ct, accumulators;
-  std::vector<int> accumulated;  // the const input of each accumulator
-  GradBuilder outer(g, node.loc);
-  for (int i : used_consts) {
-    inner[body->inputs()[i].value] = reverse.add_input("", body->type(body->inputs()[i].value));
-    operands.push_back(node.operands[i]);
-  }
-  const int reverse_consts = static_cast<int>(operands.size());
-  for (int k = 0; k < carries; ++k) {
-    if (seed_of[k] == kNoValue) continue;
-    inner[seed_of[k]] = reverse.add_input("", grad.type(seed_of[k]));
-    carry_ct.push_back(k);
-    operands.push_back(cotangents[k] != kNoValue ? cotangents[k]
-                                                 : outer.zeros(grad.type(seed_of[k])));
-  }
-  // A const's gradient is a sum over the iterations. Its terms that are a product of two
-  // per-iteration values (a weight's xᵀ·g) or a reduction of one (a bias's column sum of
-  // g), possibly reshaped or transposed, move out of the loop: the loop stacks their
-  // operands, and one product over all iterations' rows (or one reduction) follows it
-  // (JAX's split transpose). The other terms are summed in the loop, in a carry.
-  std::vector<bool> per_iteration(grad.num_values(), false);
-  for (int i = consts; i < inputs; ++i) per_iteration[body->inputs()[i].value] = true;
-  for (ValueId s : seed_of) {
-    if (s != kNoValue) per_iteration[s] = true;
-  }
-  for (const Node& n : grad.nodes()) {
-    bool any = false;
-    for (ValueId o : n.operands) any = any || per_iteration[o];
-    for (ValueId r : n.results) per_iteration[r] = any;
-  }
-  struct Moved {
-    int constant;                     // the body input it is a gradient term of
-    std::vector<const Node*> peeled;  // reshapes and transposes around the core, outermost first
-    const Node* core;                 // matmul or sum
-    std::vector<ValueId> operands;    // per iteration: the core's operands (transposes peeled)
-    std::vector<bool> transposed;     // whether each was transposed (matmul: [1,0])
-    std::vector<ValueId> stacked;     // each operand stacked over the iterations, in g
-  };
-  std::vector<Moved> moved;
-  std::map<int, std::vector<ValueId>> kept;  // const -> terms summed in the loop
-  auto backward_node = [&](ValueId v) -> const Node* {
-    const int at = grad.value(v).node;
-    return at >= forward_nodes ? &grad.node(at) : nullptr;
-  };
-  std::function<void(int, ValueId)> split = [&](int i, ValueId v) {
-    const Node* n = backward_node(v);
-    if (n != nullptr && n->op == Op::Add && grad.type(n->operands[0]) == grad.type(v) &&
-        grad.type(n->operands[1]) == grad.type(v)) {
-      split(i, n->operands[0]);
-      split(i, n->operands[1]);
-      return;
-    }
-    Moved m{i, {}, nullptr, {}, {}, {}};
-    ValueId c = v;
-    for (const Node* p = backward_node(c); p && (p->op == Op::Reshape || p->op == Op::Transpose);
-         p = backward_node(c)) {
-      m.peeled.push_back(p);
-      c = p->operands[0];
-    }
-    const Node* core = backward_node(c);
-    const bool product = core && core->op == Op::Matmul && !core->bool_attr("transpose_a") &&
-                         !core->bool_attr("transpose_b") && grad.type(core->operands[0]).shape.rank() == 2 &&
-                         grad.type(core->operands[1]).shape.rank() == 2 &&
-                         per_iteration[core->operands[0]] && per_iteration[core->operands[1]];
-    const bool reduction = core && core->op == Op::Sum && per_iteration[core->operands[0]];
-    if (product || reduction) {
-      m.core = core;
-      for (ValueId o : core->operands) {
-        const Node* t = backward_node(o);
-        const bool flip = product && t && t->op == Op::Transpose && t->ints_attr("perm") == IntList{1, 0};
-        m.operands.push_back(flip ? t->operands[0] : o);
-        m.transposed.push_back(flip);
-      }
-      moved.push_back(std::move(m));
-    } else {
-      kept[i].push_back(v);
-    }
-  };
-  for (const auto& [i, v] : grad_of) {
-    if (role(i) == 0) split(i, v);
-  }
-  for (const auto& [i, terms] : kept) {
-    accumulators.push_back(reverse.add_input("", body->type(body->inputs()[i].value)));
-    accumulated.push_back(i);
-    operands.push_back(outer.zeros(body->type(body->inputs()[i].value)));
-  }
-  const int reverse_carries = static_cast<int>(operands.size()) - reverse_consts;
-  // What the reverse loop reads per iteration, with the stacked value it reads it from.
-  std::map<ValueId, ValueId> stacked_as;
-  auto add_xs = [&](ValueId v, ValueId source) {
-    inner[v] = reverse.add_input("", grad.type(v));
-    operands.push_back(source);
-    stacked_as[v] = source;
-  };
-  for (size_t s = 0; s < saved.size(); ++s) add_xs(saved[s], stacked[s]);
-  {
-    size_t s = saved.size();
-    for (int i : used_carries) add_xs(body->inputs()[i].value, stacked[s++]);
-  }
-  for (int i : used_xs) add_xs(body->inputs()[i].value, node.operands[i]);
-  for (int k : used_seeds) add_xs(seed_of[k], cotangents[k]);
-  int64_t active = -1;  // the reverse loop's xs that says which iterations ran
-  if (exits) {
-    active = static_cast<int64_t>(operands.size()) - reverse_consts - reverse_carries;
-    reverse.add_input("ran", Type{DType::boolean, Shape({})});
-    operands.push_back(stacked.back());
-  }
-  std::function<ValueId(ValueId)> build = [&](ValueId v) -> ValueId {
-    if (inner[v] != kNoValue) return inner[v];
-    const Node& n = grad.node(grad.value(v).node);
-    for (ValueId o : n.operands) build(o);
-    copy_node(reverse, grad, n, inner, [](ValueId) { return std::string(); });
-    return inner[v];
-  };
-  for (int k : carry_ct) reverse.add_output(build(grad_of.at(consts + k)));
-  for (size_t a = 0; a < accumulators.size(); ++a) {
-    ValueId sum = accumulators[a];
-    for (ValueId term : kept.at(accumulated[a])) {
-      const ValueId t = build(term);
-      sum = reverse.add_node(Op::Add, {sum, t}, {}, node.loc, reverse.type(t));
-    }
-    reverse.add_output(sum);
-  }
-  std::vector<int> x_grads;
-  for (const auto& [i, v] : grad_of) {
-    if (role(i) != 2) continue;
-    reverse.add_output(build(v));
-    x_grads.push_back(i);
-  }
-  // A moved term's operands: stacked already when the loop reads them per iteration (a
-  // saved forward value, an x, a cotangent), else stacked by the loop as further ys.
-  // With an early exit, the product after the loop also reads the slots that did not
-  // run, so every operand must be zero there: saved values are (the forward loop left
-  // those slots zero), but an x or a cotangent holds whatever the caller put there (NaN
-  // past a padded sequence's end, and NaN·0 is NaN). Those are stacked again by the
-  // reverse loop, which writes only the slots that ran.
-  auto caller_stacked = [&](ValueId o) {
-    const int i = body_input(o);
-    return (i >= 0 && role(i) == 2) || seed_output(o) >= 0;
-  };
-  std::vector<std::pair<Moved*, size_t>> stacked_by_loop;  // (term, operand) per extra y
-  for (Moved& m : moved) {
-    for (size_t k = 0; k < m.operands.size(); ++k) {
-      auto it = stacked_as.find(m.operands[k]);
-      const bool reuse = it != stacked_as.end() && !(exits && caller_stacked(m.operands[k]));
-      m.stacked.push_back(reuse ? it->second : kNoValue);
-      if (reuse) continue;
-      reverse.add_output(build(m.operands[k]));
-      stacked_by_loop.push_back({&m, k});
-    }
-  }
-  if (reverse.outputs().empty() && moved.empty()) return none;
-
-  // 6. The reverse scan (none when every gradient is a moved term of values the forward
-  //    loop stacked already: a map over slots), and each operand's gradient.
-  StatusOr<std::vector<ValueId>> results = std::vector<ValueId>{};
-  if (!reverse.outputs().empty()) {
-    ScanShape shape{length, reverse_carries, reverse_consts, !node.bool_attr("reverse"), false, -1, active};
-    results = add_scan(g, operands, shape, std::make_shared<const Graph>(std::move(reverse)), node.loc);
-    WEFT_CHECK(results.ok(), "the gradient of a loop is ill-typed: " + results.status().to_string());
-  }
-  std::vector<ValueId> out = none;
-  size_t r = 0;
-  for (int k : carry_ct) out[consts + k] = (*results)[r++];
-  for (int i : accumulated) out[i] = (*results)[r++];
-  for (int i : x_grads) out[i] = (*results)[r++];
-  for (const auto& [m, k] : stacked_by_loop) m->stacked[k] = (*results)[r++];
-  // The moved terms, over every iteration at once: Σ_t A_t·B_t = [A_0 … A_T-1]·[B_0; …; B_T-1]
-  // (the slots side by side along the contracted axis), Σ_t sum(G_t) = sum over the slots
-  // too; then the reshapes and transposes that were around them.
-  for (const Moved& m : moved) {
-    const Type term = grad.type(m.peeled.empty() ? m.core->result() : m.peeled.front()->result());
-    ValueId v;
-    if (m.core->op == Op::Matmul) {
-      // A_t [m, k] stacked [T, m, k] -> [m, T·k]; B_t [k, n] stacked [T, k, n] -> [T·k, n].
-      // A transposed operand is stacked untransposed: A_t = P_tᵀ, P stacked [T, k, m] is
-      // [T·k, m], transposed; B_t = Q_tᵀ, Q stacked [T, n, k] is [n, T·k], transposed.
-      auto lhs = [&]() {
-        const Shape s = outer.shape(m.stacked[0]);
-        if (m.transposed[0]) {
-          return outer.op(Op::Transpose, {outer.op(Op::Reshape, {m.stacked[0]}, {{"shape", IntList{s[0] * s[1], s[2]}}})},
-                          {{"perm", IntList{1, 0}}});
-        }
-        return outer.op(Op::Reshape, {outer.op(Op::Transpose, {m.stacked[0]}, {{"perm", IntList{1, 0, 2}}})},
-                        {{"shape", IntList{s[1], s[0] * s[2]}}});
-      };
-      auto rhs = [&]() {
-        const Shape s = outer.shape(m.stacked[1]);
-        if (m.transposed[1]) {
-          return outer.op(Op::Transpose,
-                          {outer.op(Op::Reshape, {outer.op(Op::Transpose, {m.stacked[1]}, {{"perm", IntList{1, 0, 2}}})},
-                                    {{"shape", IntList{s[1], s[0] * s[2]}}})},
-                          {{"perm", IntList{1, 0}}});
-        }
-        return outer.op(Op::Reshape, {m.stacked[1]}, {{"shape", IntList{s[0] * s[1], s[2]}}});
-      };
-      v = outer.op(Op::Matmul, {lhs(), rhs()});
-    } else {
-      // sum(G_t, axes) over the slots: the slot axis too.
-      const ValueId x = m.stacked[0];
-      const int rank = outer.shape(x).rank() - 1;
-      IntList axes = {0};
-      if (const Attribute* given = m.core->attr("axes")) {
-        for (int64_t a : std::get<IntList>(*given)) axes.push_back((a < 0 ? a + rank : a) + 1);
-      } else {
-        for (int a = 0; a < rank; ++a) axes.push_back(a + 1);
-      }
-      v = outer.op(Op::Sum, {x}, {{"axes", axes}, {"keepdims", m.core->bool_attr("keepdims")}});
-      if (m.core->bool_attr("keepdims")) {
-        v = outer.op(Op::Reshape, {v}, {{"shape", grad.type(m.core->result()).shape.dims}});
-      }
-    }
-    for (auto p = m.peeled.rbegin(); p != m.peeled.rend(); ++p) v = outer.op((*p)->op, {v}, (*p)->attrs);
-    if (outer.type(v) != term) v = outer.op(Op::Reshape, {v}, {{"shape", term.shape.dims}});
-    out[m.constant] = out[m.constant] == kNoValue ? v : outer.add(out[m.constant], v);
-  }
-  return out;
+  return ScanGradient(g, index, cotangents, needs).run();
 }
 
 }  // namespace weft::grad_rules

@@ -79,6 +79,11 @@ Status check_memory(const Program& program, int64_t limit, const std::string& li
   return Error{msg.str()};
 }
 
+void* buffer_address(const BufferRef& ref, void* arena, const std::vector<void*>& inputs) {
+  if (ref.space == Space::input) return inputs[ref.input];
+  return static_cast<std::byte*>(arena) + ref.offset;
+}
+
 std::vector<void*> InvocationBuffers::kernel_args() const {
   std::vector<void*> args;
   for (const void* p : in) args.push_back(const_cast<void*>(p));

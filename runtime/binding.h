@@ -37,6 +37,10 @@ void check_layout(Program& program, const std::string& who);
 /// or use a smaller batch).
 Status check_memory(const Program& program, int64_t limit, const std::string& limit_source);
 
+/// Where `ref` lies on a device: input `ref.input` at its address in `inputs`, an arena
+/// buffer `ref.offset` bytes into `arena`.
+void* buffer_address(const BufferRef& ref, void* arena, const std::vector<void*>& inputs);
+
 /// One invocation's buffers as addresses on a device.
 struct InvocationBuffers {
   std::vector<const void*> in;  ///< The operands, in order.

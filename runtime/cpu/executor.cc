@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <new>
 
@@ -15,7 +16,6 @@
 #include "runtime/reference/interpreter.h"
 
 namespace weft::cpu {
-
 
 namespace {
 
@@ -209,6 +209,118 @@ class FallbackBound : public Executor::Bound {
   size_t result_bytes_;
 };
 
+using BoundPtr = std::unique_ptr<Executor::Bound>;
+using BucketSlot = std::pair<std::shared_ptr<AllReduceBucket>, size_t>;
+using Resolve = std::function<void*(const BufferRef&)>;
+
+// Whether buffer `r` overlaps the `bytes` bytes at `p`.
+bool overlaps(const Resolve& resolve, const BufferRef& r, const void* p, size_t bytes) {
+  const std::byte* a = static_cast<const std::byte*>(resolve(r));
+  const std::byte* b = static_cast<const std::byte*>(p);
+  return a < b + bytes && b < a + r.type.bytes();
+}
+
+// Whether anything after invocation `i` reads the bytes of `result`: a later invocation,
+// an output of the program, or an update's value.
+bool read_after(const Program& program, const Resolve& resolve, size_t i, const BufferRef& result) {
+  const void* p = resolve(result);
+  const size_t bytes = result.type.bytes();
+  for (size_t j = i + 1; j < program.code.size(); ++j) {
+    for (const BufferRef& r : program.code[j].operands) {
+      if (overlaps(resolve, r, p, bytes)) return true;
+    }
+  }
+  for (const BufferRef& r : program.outputs) {
+    if (overlaps(resolve, r, p, bytes)) return true;
+  }
+  for (const Update& u : program.updates) {
+    if (overlaps(resolve, u.from, p, bytes)) return true;
+  }
+  return false;
+}
+
+// The open buckets, one per dtype and reduction.
+using OpenBuckets = std::map<std::pair<DType, collective::Reduction>, std::shared_ptr<AllReduceBucket>>;
+
+// Closes the open buckets that `inv` reads or writes a result of: their results must be
+// written before it runs.
+void close_touched_buckets(OpenBuckets& open, const Invocation& inv, const Resolve& resolve) {
+  for (auto it = open.begin(); it != open.end();) {
+    bool touches = false;
+    for (const AllReduceBucket::Member& m : it->second->members) {
+      const size_t bytes = m.count * dtype_size(it->second->dtype);
+      for (const auto* refs : {&inv.operands, &inv.results}) {
+        for (const BufferRef& r : *refs) touches = touches || overlaps(resolve, r, m.result, bytes);
+      }
+    }
+    it = touches ? open.erase(it) : std::next(it);
+  }
+}
+
+// Buckets of all_reduce invocations (more than one rank): invocation index -> (bucket,
+// member), null where it runs alone. A bucket closes before the first invocation that
+// reads or writes one of its results, when it reaches `bucket_bytes`, and at the end of
+// the step. A result that nothing reads later is not bucketed: the memory plan may reuse
+// its bytes right away, so it must be written where the invocation stands. Each bucket
+// gets its staging buffer.
+StatusOr<std::vector<BucketSlot>> bucket_all_reduces(const Program& program, const Resolve& resolve,
+                                                     const std::shared_ptr<collective::Communicator>& comm,
+                                                     int64_t bucket_bytes) {
+  std::vector<BucketSlot> bucket_of(program.code.size());
+  if (comm->world_size() <= 1 || bucket_bytes <= 0) return bucket_of;
+  OpenBuckets open;
+  for (size_t i = 0; i < program.code.size(); ++i) {
+    const Invocation& inv = program.code[i];
+    close_touched_buckets(open, inv, resolve);
+    if (inv.kind != Invocation::Kind::library || inv.node.op != Op::AllReduce) continue;
+    if (!read_after(program, resolve, i, inv.results[0])) continue;
+    WEFT_ASSIGN_OR_RETURN(collective::Reduction reduction,
+                          collective::parse_reduction(inv.node.str_attr("reduction")));
+    const Type& type = inv.results[0].type;
+    std::shared_ptr<AllReduceBucket>& b = open[{type.dtype, reduction}];
+    if (!b) {
+      b = std::make_shared<AllReduceBucket>();
+      b->comm = comm;
+      b->reduction = reduction;
+      b->dtype = type.dtype;
+    }
+    b->members.push_back({resolve(inv.results[0]), b->count, type.numel()});
+    b->count += type.numel();
+    b->loc = inv.node.loc;
+    bucket_of[i] = {b, b->members.size() - 1};
+    const int64_t bytes = b->count * static_cast<int64_t>(dtype_size(type.dtype));
+    if (bytes >= bucket_bytes) open.erase({type.dtype, reduction});
+  }
+  for (auto& [b, member] : bucket_of) {
+    if (!b || b->staging) continue;
+    b->staging = allocate(b->count * static_cast<int64_t>(dtype_size(b->dtype)));
+  }
+  return bucket_of;
+}
+
+// The inputs each slot's binding of a loop's body reads in place: the loop's consts, and
+// (unless the loop copies its xs per iteration, loop_slot_bindings) that slot of each xs;
+// null where the body reads its own input.
+std::vector<std::vector<const void*>> loop_slot_inputs(const Invocation& inv, const Program& body,
+                                                       const std::vector<const void*>& in) {
+  const int64_t length = inv.node.int_attr("length");
+  const size_t reads = static_cast<size_t>(inv.node.int_attr("consts"));
+  const size_t first_x = reads + static_cast<size_t>(inv.node.int_attr("carries"));
+  const int64_t slots = loop_slot_bindings(length, in.size() - first_x, body.code.size());
+  std::vector<std::vector<const void*>> slot_inputs(static_cast<size_t>(slots),
+                                                    std::vector<const void*>(in.size(), nullptr));
+  for (int64_t i = 0; i < slots; ++i) {
+    auto& slot = slot_inputs[static_cast<size_t>(i)];
+    for (size_t k = 0; k < reads; ++k) slot[k] = in[k];
+    if (slots == 1 && length > 1) continue;  // the xs are copied per iteration
+    for (size_t k = first_x; k < in.size(); ++k) {
+      const size_t bytes = body.inputs[k].type.bytes();
+      slot[k] = static_cast<const std::byte*>(in[k]) + i * static_cast<int64_t>(bytes);
+    }
+  }
+  return slot_inputs;
+}
+
 }  // namespace
 
 Executor::~Executor() = default;
@@ -236,9 +348,122 @@ const void* Executor::output_data(int index, int64_t slot) const {
   return resolve(ref);
 }
 
-void* Executor::resolve(const BufferRef& ref) const {
-  if (ref.space == Space::input) return input_ptr_[ref.input];
-  return arena_.get() + ref.offset;
+void* Executor::resolve(const BufferRef& ref) const { return buffer_address(ref, arena_.get(), input_ptr_); }
+
+// Binds a Program's invocations to one set of buffers (the arena, an address per input),
+// one Bound each: create_bound runs it on the executor's own buffers, or once per slot of
+// a loop's body. It counts the fallbacks of the bindings it is told to.
+class Executor::Binder {
+ public:
+  Binder(const Program& program, const std::vector<GeneratedFn>& generated, const ExecutorOptions& options,
+         std::shared_ptr<collective::Communicator> comm, std::vector<BucketSlot> bucket_of)
+      : program_(program), generated_(generated), options_(options), comm_(std::move(comm)),
+        bucket_of_(std::move(bucket_of)) {}
+
+  /// Every invocation bound to `arena` and `inputs`; `count`: add its fallbacks to
+  /// fallbacks() (the executor's own code, or a loop body's first slot).
+  StatusOr<std::vector<BoundPtr>> bind(std::byte* arena, const std::vector<void*>& inputs, bool count);
+  int fallbacks() const { return fallbacks_; }
+  /// Whether some all_reduce invocation was bound into a bucket.
+  bool bucketed() const { return bucketed_; }
+
+ private:
+  StatusOr<BoundPtr> bind_invocation(size_t index, InvocationBuffers b, bool count);
+  StatusOr<BoundPtr> bind_contraction(const Invocation& inv, InvocationBuffers b);
+  StatusOr<BoundPtr> bind_loop(const Invocation& inv, const InvocationBuffers& b, bool count);
+  StatusOr<BoundPtr> bind_library(size_t index, const Invocation& inv, const InvocationBuffers& b, bool count);
+
+  const Program& program_;
+  const std::vector<GeneratedFn>& generated_;
+  const ExecutorOptions& options_;
+  std::shared_ptr<collective::Communicator> comm_;
+  std::vector<BucketSlot> bucket_of_;
+  int fallbacks_ = 0;
+  bool bucketed_ = false;
+};
+
+StatusOr<std::vector<BoundPtr>> Executor::Binder::bind(std::byte* arena, const std::vector<void*>& inputs,
+                                                       bool count) {
+  std::vector<BoundPtr> code;
+  for (size_t index = 0; index < program_.code.size(); ++index) {
+    InvocationBuffers b = resolve_buffers(program_.code[index],
+                                          [&](const BufferRef& r) { return buffer_address(r, arena, inputs); });
+    WEFT_ASSIGN_OR_RETURN(BoundPtr bound, bind_invocation(index, std::move(b), count));
+    code.push_back(std::move(bound));
+  }
+  return code;
+}
+
+StatusOr<BoundPtr> Executor::Binder::bind_invocation(size_t index, InvocationBuffers b, bool count) {
+  const Invocation& inv = program_.code[index];
+  switch (inv.kind) {
+    case Invocation::Kind::generated:
+      return BoundPtr(std::make_unique<GeneratedBound>(generated_[inv.kernel], b.kernel_args(),
+                                                       program_.kernels[inv.kernel], std::move(b.clear)));
+    case Invocation::Kind::contraction:
+      return bind_contraction(inv, std::move(b));
+    case Invocation::Kind::copy:
+      return BoundPtr(std::make_unique<CopyBound>(b.in[0], b.out(), inv.results[0].type.bytes()));
+    case Invocation::Kind::loop:
+      return bind_loop(inv, b, count);
+    case Invocation::Kind::library:
+      return bind_library(index, inv, b, count);
+  }
+  WEFT_CHECK(false, "cpu::Executor: an invocation of unknown kind");
+  return BoundPtr();
+}
+
+// A GEMM with a generated epilogue (gemm_epilogue.cc).
+StatusOr<BoundPtr> Executor::Binder::bind_contraction(const Invocation& inv, InvocationBuffers b) {
+  void* c = b.results[static_cast<size_t>(inv.gemm_result)];
+  std::vector<void*> buffers = b.epilogue_args(inv.gemm_result);
+  const GeneratedKernel& k = program_.kernels[inv.kernel];
+  LibraryCall gemm{inv.node, {b.types[0], b.types[1]}, inv.results[inv.gemm_result].type};
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<BoundKernel> bound,
+                        make_gemm_epilogue_kernel(gemm, b.in[0], b.in[1], c, generated_[inv.kernel],
+                                                  std::move(buffers), k.rows, k.row_length, k.name));
+  if (!bound) {
+    return Error{"program @" + program_.name + ": no CPU kernel runs " + std::string(op_name(inv.node.op)) +
+                     " on " + b.types[0].to_string() + " and " + b.types[1].to_string() + " with an epilogue",
+                 inv.node.loc};
+  }
+  return BoundPtr(std::make_unique<LibraryBound>(std::move(bound)));
+}
+
+// A loop: its body bound as an executor of its own (executor.h, "Loops"). The body shares
+// this Program's kernels and bodies; its invocations run on this executor's pool (its own
+// has no workers).
+StatusOr<BoundPtr> Executor::Binder::bind_loop(const Invocation& inv, const InvocationBuffers& b, bool count) {
+  Program body = program_.bodies[static_cast<size_t>(inv.body)];
+  body.kernels = program_.kernels;
+  body.bodies = program_.bodies;
+  ExecutorOptions body_options = options_;
+  body_options.num_threads = 1;
+  const std::vector<std::vector<const void*>> slot_inputs = loop_slot_inputs(inv, body, b.in);
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Executor> bound,
+                        create_bound(std::move(body), generated_, body_options, slot_inputs));
+  if (count) fallbacks_ += bound->fallbacks();
+  return make_loop_bound(std::move(bound), inv, b.in, b.results);
+}
+
+// A library kernel (kernel.h); an all_reduce through the communicator, alone or as a
+// member of its bucket; the reference interpreter where no CPU kernel runs the op.
+StatusOr<BoundPtr> Executor::Binder::bind_library(size_t index, const Invocation& inv, const InvocationBuffers& b,
+                                                  bool count) {
+  if (inv.node.op == Op::AllReduce) {
+    if (const auto& [bucket, member] = bucket_of_[index]; bucket) {
+      bucketed_ = true;
+      return BoundPtr(std::make_unique<BucketMemberBound>(bucket, member, b.in[0]));
+    }
+    WEFT_ASSIGN_OR_RETURN(collective::Reduction reduction, collective::parse_reduction(inv.node.str_attr("reduction")));
+    return BoundPtr(
+        std::make_unique<AllReduceBound>(comm_, reduction, b.in[0], b.out(), inv.results[0].type, inv.node.loc));
+  }
+  LibraryCall call{inv.node, b.types, inv.results[0].type};
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<BoundKernel> k, make_library_kernel(call, b.in, b.out()));
+  if (k) return BoundPtr(std::make_unique<LibraryBound>(std::move(k)));
+  if (count) ++fallbacks_;
+  return BoundPtr(std::make_unique<FallbackBound>(inv.node, b.types, inv.results[0].type, b.in, b.out()));
 }
 
 StatusOr<std::unique_ptr<Executor>> Executor::create(Program program,
@@ -257,230 +482,96 @@ StatusOr<std::unique_ptr<Executor>> Executor::create_bound(
   std::unique_ptr<Executor> ex(new Executor());
   ex->check_numerics_ = options.check_numerics;
   ex->pool_ = std::make_unique<ThreadPool>(options.num_threads);
+  WEFT_RETURN_IF_ERROR(ex->allocate_blocks(program));
+  std::shared_ptr<collective::Communicator> comm =
+      options.communicator ? options.communicator : collective::single_process();
+  WEFT_ASSIGN_OR_RETURN(
+      std::vector<BucketSlot> bucket_of,
+      bucket_all_reduces(program, [&](const BufferRef& r) { return ex->resolve(r); }, comm,
+                         options.all_reduce_bucket_bytes));
+  Binder binder(program, generated, options, std::move(comm), std::move(bucket_of));
+  WEFT_RETURN_IF_ERROR(ex->bind_code(binder, slot_inputs));
+  ex->fallbacks_ = binder.fallbacks();
+  ex->bucketed_all_reduce_ = binder.bucketed();
+  ex->allocate_snapshots(program);
+  ex->share_scratch();
+  ex->program_ = std::move(program);
+  return ex;
+}
+
+Status Executor::allocate_blocks(const Program& program) {
   try {
-    ex->arena_ = allocate(program.arena_bytes);
+    arena_ = allocate(program.arena_bytes);
     // Zeroed, like the arena: the alignment padding between inputs (which a merged update
     // computes on and never reads back) holds defined bytes from the start.
-    ex->inputs_block_ = allocate(program.inputs_bytes);
+    inputs_block_ = allocate(program.inputs_bytes);
   } catch (const std::bad_alloc&) {
     return Error{"cannot allocate the arena of program @" + program.name + " (" +
                  std::to_string(program.arena_bytes) + " bytes) and its inputs (" +
                  std::to_string(program.inputs_bytes) + " bytes)"};
   }
-  for (int64_t at : program.input_offsets) ex->input_ptr_.push_back(ex->inputs_block_.get() + at);
-  // Buckets of all_reduce invocations (more than one rank): invocation index -> (bucket,
-  // member). A bucket closes before the first invocation that reads or writes one of its
-  // results, when it reaches bucket_bytes, and at the end of the step. A result that
-  // nothing reads later is not bucketed: the memory plan may reuse its bytes right away,
-  // so it must be written where the invocation stands.
-  std::shared_ptr<collective::Communicator> comm =
-      options.communicator ? options.communicator : collective::single_process();
-  using BucketSlot = std::pair<std::shared_ptr<AllReduceBucket>, size_t>;
-  std::vector<BucketSlot> bucket_of(program.code.size());
-  if (comm->world_size() > 1 && options.all_reduce_bucket_bytes > 0) {
-    std::map<std::pair<DType, collective::Reduction>, std::shared_ptr<AllReduceBucket>> open;
-    const auto overlaps = [&](const BufferRef& r, const void* p, size_t bytes) {
-      const std::byte* a = static_cast<const std::byte*>(ex->resolve(r));
-      const std::byte* b = static_cast<const std::byte*>(p);
-      return a < b + bytes && b < a + r.type.bytes();
-    };
-    const auto read_after = [&](size_t i, const BufferRef& result) {
-      const void* p = ex->resolve(result);
-      const size_t bytes = result.type.bytes();
-      for (size_t j = i + 1; j < program.code.size(); ++j) {
-        for (const BufferRef& r : program.code[j].operands) {
-          if (overlaps(r, p, bytes)) return true;
-        }
-      }
-      for (const BufferRef& r : program.outputs) {
-        if (overlaps(r, p, bytes)) return true;
-      }
-      for (const Update& u : program.updates) {
-        if (overlaps(u.from, p, bytes)) return true;
-      }
-      return false;
-    };
-    for (size_t i = 0; i < program.code.size(); ++i) {
-      const Invocation& inv = program.code[i];
-      for (auto it = open.begin(); it != open.end();) {
-        bool touches = false;
-        for (const AllReduceBucket::Member& m : it->second->members) {
-          const size_t bytes = m.count * dtype_size(it->second->dtype);
-          for (const auto* refs : {&inv.operands, &inv.results}) {
-            for (const BufferRef& r : *refs) touches = touches || overlaps(r, m.result, bytes);
-          }
-        }
-        it = touches ? open.erase(it) : std::next(it);
-      }
-      if (inv.kind != Invocation::Kind::library || inv.node.op != Op::AllReduce) continue;
-      if (!read_after(i, inv.results[0])) continue;
-      WEFT_ASSIGN_OR_RETURN(collective::Reduction reduction,
-                            collective::parse_reduction(inv.node.str_attr("reduction")));
-      const Type& type = inv.results[0].type;
-      std::shared_ptr<AllReduceBucket>& b = open[{type.dtype, reduction}];
-      if (!b) {
-        b = std::make_shared<AllReduceBucket>();
-        b->comm = comm;
-        b->reduction = reduction;
-        b->dtype = type.dtype;
-      }
-      b->members.push_back({ex->resolve(inv.results[0]), b->count, type.numel()});
-      b->count += type.numel();
-      b->loc = inv.node.loc;
-      bucket_of[i] = {b, b->members.size() - 1};
-      const int64_t bytes = b->count * static_cast<int64_t>(dtype_size(type.dtype));
-      if (bytes >= options.all_reduce_bucket_bytes) open.erase({type.dtype, reduction});
-    }
-    for (auto& [b, member] : bucket_of) {
-      if (!b || b->staging) continue;
-      b->staging = allocate(b->count * static_cast<int64_t>(dtype_size(b->dtype)));
-    }
-  }
-  // Binds every invocation to the current buffers into `code`; `first`: the executor's
-  // own code (counted in fallbacks()), else a loop slot's copy.
-  const auto bind = [&](std::vector<std::unique_ptr<Bound>>& code, bool first) -> Status {
-  for (size_t index = 0; index < program.code.size(); ++index) {
-    const Invocation& inv = program.code[index];
-    InvocationBuffers b = resolve_buffers(inv, [&](const BufferRef& r) { return ex->resolve(r); });
-    const std::vector<const void*>& in = b.in;
-    const std::vector<Type>& types = b.types;
-    void* out = b.out();
-    switch (inv.kind) {
-      case Invocation::Kind::generated:
-        code.push_back(std::make_unique<GeneratedBound>(generated[inv.kernel],
-                                                             b.kernel_args(),
-                                                             program.kernels[inv.kernel],
-                                                             std::move(b.clear)));
-        break;
-      case Invocation::Kind::contraction: {
-        void* c = b.results[static_cast<size_t>(inv.gemm_result)];
-        std::vector<void*> buffers = b.epilogue_args(inv.gemm_result);
-        const GeneratedKernel& k = program.kernels[inv.kernel];
-        LibraryCall gemm{inv.node, {types[0], types[1]}, inv.results[inv.gemm_result].type};
-        WEFT_ASSIGN_OR_RETURN(
-            std::unique_ptr<BoundKernel> bound,
-            make_gemm_epilogue_kernel(gemm, in[0], in[1], c, generated[inv.kernel],
-                                      std::move(buffers), k.rows, k.row_length, k.name));
-        if (!bound) {
-          return Error{"program @" + program.name + ": no CPU kernel runs " +
-                           std::string(op_name(inv.node.op)) + " on " + types[0].to_string() +
-                           " and " + types[1].to_string() + " with an epilogue",
-                       inv.node.loc};
-        }
-        code.push_back(std::make_unique<LibraryBound>(std::move(bound)));
-        break;
-      }
-      case Invocation::Kind::copy:
-        code.push_back(std::make_unique<CopyBound>(in[0], out, inv.results[0].type.bytes()));
-        break;
-      case Invocation::Kind::loop: {
-        // The body shares this Program's kernels and bodies; its invocations run on this
-        // executor's pool (its own has no workers).
-        Program body = program.bodies[static_cast<size_t>(inv.body)];
-        body.kernels = program.kernels;
-        body.bodies = program.bodies;
-        ExecutorOptions body_options = options;
-        body_options.num_threads = 1;
-        // Each slot's body reads the loop's consts and its slot of each xs in place, or,
-        // where binding every slot would take memory that grows with the trip count
-        // (loop_slot_bindings), one binding reads the consts in place and the loop copies
-        // each iteration's xs into the body's inputs.
-        const int64_t length = inv.node.int_attr("length");
-        const size_t reads = static_cast<size_t>(inv.node.int_attr("consts"));
-        const size_t first_x = reads + static_cast<size_t>(inv.node.int_attr("carries"));
-        const int64_t slots = loop_slot_bindings(length, in.size() - first_x, body.code.size());
-        std::vector<std::vector<const void*>> slot_inputs(static_cast<size_t>(slots),
-                                                          std::vector<const void*>(in.size(), nullptr));
-        for (int64_t i = 0; i < slots; ++i) {
-          auto& slot = slot_inputs[static_cast<size_t>(i)];
-          for (size_t k = 0; k < reads; ++k) slot[k] = in[k];
-          if (slots == 1 && length > 1) continue;  // the xs are copied per iteration
-          for (size_t k = first_x; k < in.size(); ++k) {
-            const size_t bytes = body.inputs[k].type.bytes();
-            slot[k] = static_cast<const std::byte*>(in[k]) + i * static_cast<int64_t>(bytes);
-          }
-        }
-        WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Executor> bound,
-                              create_bound(std::move(body), generated, body_options, slot_inputs));
-        if (first) ex->fallbacks_ += bound->fallbacks();
-        code.push_back(make_loop_bound(std::move(bound), inv, in, b.results));
-        break;
-      }
-      case Invocation::Kind::library: {
-        if (inv.node.op == Op::AllReduce) {
-          if (const auto& [bucket, member] = bucket_of[index]; bucket) {
-            code.push_back(std::make_unique<BucketMemberBound>(bucket, member, in[0]));
-            ex->bucketed_all_reduce_ = true;
-            break;
-          }
-          WEFT_ASSIGN_OR_RETURN(collective::Reduction reduction,
-                                collective::parse_reduction(inv.node.str_attr("reduction")));
-          code.push_back(std::make_unique<AllReduceBound>(
-              comm, reduction, in[0], out, inv.results[0].type, inv.node.loc));
-          break;
-        }
-        LibraryCall call{inv.node, types, inv.results[0].type};
-        WEFT_ASSIGN_OR_RETURN(std::unique_ptr<BoundKernel> k, make_library_kernel(call, in, out));
-        if (k) {
-          code.push_back(std::make_unique<LibraryBound>(std::move(k)));
-        } else {
-          if (first) ++ex->fallbacks_;
-          code.push_back(
-              std::make_unique<FallbackBound>(inv.node, types, inv.results[0].type, in, out));
-        }
-        break;
-      }
-    }
-  }
+  for (int64_t at : program.input_offsets) input_ptr_.push_back(inputs_block_.get() + at);
   return Status::ok_status();
-  };
+}
+
+std::vector<void*> Executor::slot_input_ptrs(size_t slot) const {
+  std::vector<void*> inputs = input_ptr_;
+  const std::vector<const void*>& in = slot_inputs_[slot];
+  for (size_t k = 0; k < in.size(); ++k) {
+    if (in[k] != nullptr) inputs[k] = const_cast<void*>(in[k]);
+  }
+  return inputs;
+}
+
+Status Executor::bind_code(Binder& binder, const std::vector<std::vector<const void*>>& slot_inputs) {
   // A loop's body is bound once per slot instead, with the slot's inputs read in place
   // (the loop's consts and the slot of each xs in the parent's buffers): no copies per
   // iteration. The first slot's binding counts the fallbacks.
-  if (slot_inputs.empty()) WEFT_RETURN_IF_ERROR(bind(ex->code_, true));
-  ex->slot_inputs_ = slot_inputs;
-  for (const std::vector<const void*>& inputs : slot_inputs) {
-    const std::vector<void*> own = ex->input_ptr_;
-    for (size_t k = 0; k < inputs.size(); ++k) {
-      if (inputs[k] != nullptr) ex->input_ptr_[k] = const_cast<void*>(inputs[k]);
-    }
-    ex->slots_.emplace_back();
-    const Status bound = bind(ex->slots_.back(), ex->slots_.size() == 1);
-    ex->input_ptr_ = own;
-    WEFT_RETURN_IF_ERROR(bound);
+  if (slot_inputs.empty()) {
+    WEFT_ASSIGN_OR_RETURN(code_, binder.bind(arena_.get(), input_ptr_, /*count=*/true));
   }
+  slot_inputs_ = slot_inputs;
+  for (size_t slot = 0; slot < slot_inputs_.size(); ++slot) {
+    WEFT_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Bound>> code,
+                          binder.bind(arena_.get(), slot_input_ptrs(slot), /*count=*/slot == 0));
+    slots_.push_back(std::move(code));
+  }
+  return Status::ok_status();
+}
+
+void Executor::allocate_snapshots(const Program& program) {
   // An update whose value is itself an input (assign(%a, %b)) must read %b's old value
   // even when %b is updated too: such values are snapshotted before any update lands.
   int64_t snapshot_bytes = 0;
   const std::vector<int64_t> snapshot_at = snapshot_layout(program, 64, &snapshot_bytes);
-  if (!snapshot_at.empty()) {
-    ex->snapshot_block_ = allocate(snapshot_bytes);
-    for (int64_t at : snapshot_at) ex->snapshots_.push_back(ex->snapshot_block_.get() + at);
-  }
+  if (snapshot_at.empty()) return;
+  snapshot_block_ = allocate(snapshot_bytes);
+  for (int64_t at : snapshot_at) snapshots_.push_back(snapshot_block_.get() + at);
+}
+
+void Executor::share_scratch() {
   // One scratch block for every library kernel (invocations run one at a time), as
   // large as the largest need; not zeroed, so its pages are touched only when used.
-  std::vector<std::vector<std::unique_ptr<Bound>>*> all = {&ex->code_};
-  for (auto& slot : ex->slots_) all.push_back(&slot);
+  std::vector<std::vector<std::unique_ptr<Bound>>*> all = {&code_};
+  for (auto& slot : slots_) all.push_back(&slot);
   for (auto* code : all) {
     for (auto& bound : *code) {
       if (BoundKernel* k = bound->kernel()) {
-        ex->scratch_bytes_ = std::max(ex->scratch_bytes_, k->scratch_bytes());
-        ex->unshared_scratch_bytes_ += (k->scratch_bytes() + 63) / 64 * 64;
+        scratch_bytes_ = std::max(scratch_bytes_, k->scratch_bytes());
+        unshared_scratch_bytes_ += (k->scratch_bytes() + 63) / 64 * 64;
       }
     }
   }
-  if (ex->scratch_bytes_ > 0) {
-    void* p = std::aligned_alloc(64, static_cast<size_t>((ex->scratch_bytes_ + 63) / 64 * 64));
+  if (scratch_bytes_ > 0) {
+    void* p = std::aligned_alloc(64, static_cast<size_t>((scratch_bytes_ + 63) / 64 * 64));
     if (p == nullptr) throw std::bad_alloc();
-    ex->scratch_ = Buffer(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
+    scratch_ = Buffer(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
   }
   for (auto* code : all) {
     for (auto& bound : *code) {
-      if (BoundKernel* k = bound->kernel(); k && k->scratch_bytes() > 0) k->set_scratch(ex->scratch_.get());
+      if (BoundKernel* k = bound->kernel(); k && k->scratch_bytes() > 0) k->set_scratch(scratch_.get());
     }
   }
-  ex->program_ = std::move(program);
-  return ex;
 }
 
 Status Executor::set_input(int index, const Tensor& value) {

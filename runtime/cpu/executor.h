@@ -164,6 +164,21 @@ class Executor : public ProgramExecutor {
   static StatusOr<std::unique_ptr<Executor>> create_bound(
       Program program, std::vector<GeneratedFn> generated, ExecutorOptions options,
       const std::vector<std::vector<const void*>>& slot_inputs);
+  class Binder;  ///< Binds invocations to one set of buffers (executor.cc).
+  // The steps of create_bound, in order (executor.cc).
+  /// The arena and the inputs block, zeroed; input_ptr_. Errors: an allocation that fails.
+  Status allocate_blocks(const Program& program);
+  /// code_ bound to this executor's buffers, or, for a loop body bound per slot, one code
+  /// in slots_ per entry of `slot_inputs`.
+  Status bind_code(Binder& binder, const std::vector<std::vector<const void*>>& slot_inputs);
+  /// The block the update snapshots are copied into (runtime/binding.h, snapshot_layout).
+  void allocate_snapshots(const Program& program);
+  /// One scratch block for every library kernel, as large as the largest need.
+  void share_scratch();
+
+  /// The input addresses slot `slot`'s code is bound to: input_ptr_, with the inputs read
+  /// in the parent's buffers (slot_inputs_[slot]) in their place.
+  std::vector<void*> slot_input_ptrs(size_t slot) const;
   void* resolve(const BufferRef& ref) const;
   void apply_updates();
   Status run_invocation(size_t index);  ///< code_[index] on the pool.

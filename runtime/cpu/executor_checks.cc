@@ -61,10 +61,7 @@ Status Executor::run_body_checking_numerics(ThreadPool& pool, const std::vector<
   // parent's buffers.
   const std::vector<void*> own = input_ptr_;
   if (slot >= 0 && static_cast<size_t>(slot) < slot_inputs_.size()) {
-    const std::vector<const void*>& in = slot_inputs_[static_cast<size_t>(slot)];
-    for (size_t k = 0; k < in.size(); ++k) {
-      if (in[k] != nullptr) input_ptr_[k] = const_cast<void*>(in[k]);
-    }
+    input_ptr_ = slot_input_ptrs(static_cast<size_t>(slot));
   }
   Status status;
   for (size_t i = 0; i < code.size() && status.ok(); ++i) {

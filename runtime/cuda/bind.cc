@@ -157,10 +157,7 @@ StatusOr<BoundPtr> bind_loop(Binder& binder, const Invocation& inv, std::vector<
 StatusOr<std::vector<BoundPtr>> Binder::bind(const Program& program, void* arena,
                                              const std::vector<void*>& inputs, std::vector<int>* body_index) {
   std::vector<BoundPtr> code;
-  const auto resolve = [&](const BufferRef& r) -> void* {
-    if (r.space == Space::input) return inputs[r.input];
-    return static_cast<std::byte*>(arena) + r.offset;
-  };
+  const auto resolve = [&](const BufferRef& r) { return buffer_address(r, arena, inputs); };
   // What each invocation may use of the arena as workspace (convolutions).
   const std::vector<ArenaRun> free_runs = arena_free_runs(program);
   for (size_t index = 0; index < program.code.size(); ++index) {

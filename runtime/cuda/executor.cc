@@ -65,10 +65,7 @@ Status device_allocate(void*& p, int64_t bytes, const std::string& what) {
 Executor::Executor() = default;
 Executor::~Executor() = default;
 
-void* Executor::resolve(const BufferRef& ref) const {
-  if (ref.space == Space::input) return input_ptr_[ref.input];
-  return static_cast<std::byte*>(device_->arena) + ref.offset;
-}
+void* Executor::resolve(const BufferRef& ref) const { return buffer_address(ref, device_->arena, input_ptr_); }
 
 StatusOr<std::unique_ptr<Executor>> Executor::create(Program program, std::string ptx,
                                                      std::vector<std::string> symbols,

@@ -123,10 +123,11 @@ class TrainingRun {
   monitor::Metrics epoch_metrics_;
   HostPinning pinning_;
 
-  // The loop's state.
-  std::unique_ptr<Loader> loader_;
+  // The loop's state. The loader is declared after what its thread reads, so that it
+  // stops (is destroyed) first.
   std::vector<int64_t> order_;  ///< The loader thread's: epoch order_epoch_'s permutation.
   int64_t order_epoch_ = -1;
+  std::unique_ptr<Loader> loader_;
   int64_t t_ = 0;         ///< Steps taken (counted across runs).
   int64_t first_ = 0;     ///< The step this run started at.
   int64_t saved_at_ = -1; ///< The step of the last checkpoint this run wrote.

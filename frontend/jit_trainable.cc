@@ -5,11 +5,12 @@ namespace weft {
 StatusOr<std::unique_ptr<JitTrainable>> JitTrainable::compile(const FlowPtr& net,
                                                               const std::vector<InputSpec>& inputs,
                                                               LossSpec loss, OptimizerSpec optimizer,
-                                                              TrainOptions options, int64_t eval_batch) {
+                                                              TrainOptions options, int64_t eval_batch,
+                                                              std::source_location where) {
   if (inputs.empty() || inputs[0].type.shape.rank() < 1) {
     return Error{"JitTrainable: the network's first input needs a batch dimension"};
   }
-  WEFT_ASSIGN_OR_RETURN(Trainer trainer, Trainer::compile(net, inputs, loss, std::move(optimizer), options));
+  WEFT_ASSIGN_OR_RETURN(Trainer trainer, Trainer::compile(net, inputs, loss, std::move(optimizer), options, where));
   std::unique_ptr<JitTrainable> t(new JitTrainable(std::move(trainer)));
   const Graph& forward = t->trainer_.model().graph();
   const Type out = forward.type(forward.outputs()[0]);

@@ -14,6 +14,7 @@
 // zeros once at compile time).
 
 #include <memory>
+#include <source_location>
 #include <vector>
 
 #include "frontend/training.h"
@@ -24,12 +25,12 @@ namespace weft {
 class JitTrainable final : public driver::Trainable {
  public:
   /// Compiles the training step (Trainer::compile) and the evaluation at `eval_batch`
-  /// (0: the training batch).
-  static StatusOr<std::unique_ptr<JitTrainable>> compile(const FlowPtr& net,
-                                                         const std::vector<InputSpec>& inputs,
-                                                         LossSpec loss, OptimizerSpec optimizer,
-                                                         TrainOptions options = {},
-                                                         int64_t eval_batch = 0);
+  /// (0: the training batch). `where`, the caller's line, is the loss's location in errors
+  /// and --check-numerics (Trainer::compile's).
+  static StatusOr<std::unique_ptr<JitTrainable>> compile(
+      const FlowPtr& net, const std::vector<InputSpec>& inputs, LossSpec loss, OptimizerSpec optimizer,
+      TrainOptions options = {}, int64_t eval_batch = 0,
+      std::source_location where = std::source_location::current());
 
   const std::vector<driver::TensorSpec>& step_inputs() const override { return step_inputs_; }
   const std::vector<driver::TensorSpec>& eval_inputs() const override { return eval_inputs_; }

@@ -32,14 +32,14 @@ int main(int argc, char** argv) {
   if (const int rc = train(model->net, config); rc != 0) return rc;
 
   // Iterations per test image, from the checkpoint train() saved.
-  auto data = FashionMnist::load({.directory = config.data, .normalize = true, .layout = ImageLayout::nchw});
+  auto data = FashionMnist::load({.directory = config.driver.data_dir, .normalize = true, .layout = ImageLayout::nchw});
   auto counting = Trainer::compile(model->counter, {{"x", f32({config.batch, 1, 28, 28})}}, LossSpec::mse(),
                                    OptimizerSpec::sgd(0.0), {.backend = "cpu"});
   if (!data.ok() || !counting.ok()) {
     std::fprintf(stderr, "%s\n", (data.ok() ? counting.error() : data.error()).to_string().c_str());
     return 1;
   }
-  auto loaded = counting->load(config.checkpoint_out, {.subgraph = "ponder"});
+  auto loaded = counting->load(config.driver.checkpoint_out, {.subgraph = "ponder"});
   if (!loaded.ok()) {
     std::fprintf(stderr, "%s\n", loaded.error().to_string().c_str());
     return 1;

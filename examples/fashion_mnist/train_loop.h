@@ -1,6 +1,9 @@
 #pragma once
-// The training loop shared by the Fashion-MNIST examples (mlp.cc, cnn.cc): flags,
-// data, progress, per-epoch test accuracy, checkpoints and resuming.
+// The Fashion-MNIST examples' command line and model (mlp.cc, cnn.cc, ponder.cc), trained
+// by the AOT training binaries' loop: runtime/driver/driver.h's run_training, with the
+// network JIT-compiled behind driver::Trainable (frontend/jit_trainable.h). Progress,
+// evaluation, checkpoints, resuming, signals, the dashboard, the metrics CSV and the
+// report are therefore the training binaries' (runtime/driver/README.md).
 //
 // The flags these examples share with the AOT training binaries (--data, --epochs,
 // --max-steps, --seed, --lr, --checkpoint-in, --partial-load, --checkpoint-out,
@@ -9,41 +12,33 @@
 // and error messages). Their own: --batch=B, --backend=NAME, --no-cuda-graph (cuda: launch
 // by launch instead of one CUDA graph per step), --resume=PATH (the same as
 // --checkpoint-in), --data-parallel (under `mpirun -np N` every rank trains on its batch/N
-// rows of each batch, gradients averaged; rank 0 prints and saves) and the CNN's --bn. A
-// bad command line prints one error line and exits with status 2, as a training binary
-// does; --help lists the flags.
+// rows of each batch, gradients averaged; rank 0 prints and saves) and the CNN's --bn.
+// --seed also seeds the shuffle (the driver's --shuffle-seed). A bad command line prints
+// one error line and exits with status 2, as a training binary does; --help lists the
+// flags.
 
 #include <cstdint>
-#include <functional>
 #include <string>
 
 #include "frontend/training.h"
 #include "runtime/data/fashion_mnist.h"
+#include "runtime/driver/flags.h"
 
 namespace weft::examples {
 
+/// An example's settings: its defaults before parse_flags, the command line's after.
 struct RunConfig {
-  std::string name;                ///< "mlp": the default checkpoint is mlp.safetensors
+  std::string name;  ///< "mlp": the program's name; the default checkpoint is mlp.safetensors.
   ImageLayout layout = ImageLayout::flat;
-  int64_t epochs = 10;
-  int64_t batch = 128;
-  double lr = 1e-3;
-  uint64_t seed = 0;
+  int64_t epochs = 10;  ///< The default of --epochs.
+  int64_t batch = 128;  ///< --batch: the global batch (the ranks of --data-parallel share it).
+  double lr = 1e-3;     ///< The default of --lr (Adam's).
   std::string backend = "cpu";
   bool cuda_graph = true;  ///< --no-cuda-graph: false.
-  std::string checkpoint_out;
-  std::string resume;
-  bool partial_load = false;       ///< LoadOptions::strict = false for --resume
-  std::string data = kFashionMnistDirectory;
-  int64_t max_steps = 0;
-  bool bn = false;                 ///< cnn: with batch norm
-  bool profile = false;
-  bool check_numerics = false;     ///< TrainOptions::check_numerics
-  std::string metrics_csv;
-  std::string report;
-  int64_t log_every = 100;         ///< A progress line every N steps when stdout is not a terminal.
-  int serve = -1;  ///< --serve=PORT: the live dashboard (0: a free port); -1: off.
-  bool data_parallel = false;      ///< TrainOptions::communicator = collective::mpi_world()
+  bool bn = false;         ///< cnn: with batch norm
+  /// The flags shared with the training binaries, as parse_flags read them (--data-parallel
+  /// and --resume land here too).
+  driver::DriverConfig driver;
 };
 
 /// Parses the flags above (plus `--bn` when `allow_bn`) into `config`, whose values are
@@ -52,8 +47,9 @@ struct RunConfig {
 void parse_flags(int argc, char** argv, RunConfig& config, bool allow_bn = false);
 
 /// Trains `net` (input f32[batch, ...] in `config.layout`, 10 logits) on Fashion-MNIST
-/// with Adam and cross-entropy, printing progress and `test accuracy: 0.xxxx` after every
-/// epoch, and saving a checkpoint at the end. Returns the process exit code.
+/// with Adam and cross-entropy in the training driver's loop, printing progress and the
+/// test accuracy after every epoch, and saving a checkpoint at the end. Returns the
+/// process exit status (runtime/driver/driver.h's).
 int train(const FlowPtr& net, const RunConfig& config);
 
 }  // namespace weft::examples

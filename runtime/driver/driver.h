@@ -27,6 +27,7 @@
 
 #include "ir/status.h"
 #include "runtime/driver/data.h"
+#include "runtime/driver/flags.h"
 #include "runtime/driver/trainable.h"
 
 namespace weft::driver {
@@ -85,6 +86,14 @@ struct BinaryInfo {
 int run_driver(const std::vector<std::string>& args, const std::string& program,
                const ModelFactory& factory, std::FILE* out, std::FILE* err,
                const BinaryInfo& info = {});
+
+/// The run of run_driver on a command line parsed already (flags.h's parse_flags; --help
+/// handled): what a program with flags of its own calls after reading them with a
+/// FlagSet, as the JIT examples do (examples/fashion_mnist/train_loop.h), so that they
+/// train with the training binaries' loop. SIGINT and SIGTERM stop the run as in
+/// run_driver. Returns the exit status.
+int run_training(const DriverConfig& config, const std::string& program, const ModelFactory& factory,
+                 std::FILE* out, std::FILE* err, const BinaryInfo& info = {});
 
 /// run_driver on main()'s arguments (the program named by argv[0]'s last component),
 /// with stdout and stderr.

@@ -19,11 +19,14 @@
 //   }
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "codegen/kernel_compiler.h"
 #include "ir/graph.h"
+#include "ir/kernel_support.h"
 
 namespace weft::codegen {
 
@@ -83,6 +86,11 @@ int body_width(const Graph& body);
 /// True when the emitter implements `node`'s op on its operand and result dtypes: an
 /// elementwise op, or sum/mean/max/min on f32 or f64 (the reduction of a body).
 bool emit_supports(const Graph& g, const Node& node);
+
+/// Why the code generated for `target` does not compute elementwise `node` on its
+/// operand and result dtypes (ir/kernel_support.h, generated_code_gap), or nullopt.
+std::optional<std::string_view> elementwise_gap(const Graph& g, const Node& node,
+                                                CodeTarget target);
 
 /// The MLIR module (func, arith, math, scf, vector and llvm dialects) defining
 /// `symbol` with the GeneratedFn ABI. Every node must pass `emit_supports`, and every

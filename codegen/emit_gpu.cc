@@ -37,17 +37,7 @@ bool gpu_supports(const Graph& g, const Node& node) {
   if (!emit_supports(g, node)) return false;
   if (node.info().category == OpCategory::Reduction) return true;  // sum, mean, max, min
   if (node.info().category != OpCategory::Elementwise) return false;
-  if (node.op == Op::Pow) return false;  // math.powf has no NVPTX lowering.
-  bool f64 = g.type(node.result()).dtype == DType::f64;
-  for (ValueId o : node.operands) f64 = f64 || g.type(o).dtype == DType::f64;
-  if (!f64) return true;
-  switch (node.op) {
-    case Op::Exp: case Op::Log: case Op::Log1p: case Op::Tanh: case Op::Sin: case Op::Cos:
-    case Op::Erf: case Op::Sigmoid: case Op::Gelu:
-      return false;  // f64 math needs libdevice (the CPU calls libm).
-    default:
-      return true;
-  }
+  return !elementwise_gap(g, node, CodeTarget::gpu).has_value();
 }
 
 namespace {

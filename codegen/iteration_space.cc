@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "codegen/emit_elementwise.h"
+#include "ir/shape_rules.h"
 
 namespace weft::codegen {
 namespace {
@@ -181,39 +182,20 @@ bool emit_supports(const Graph& g, const Node& node) {
   for (ValueId o : node.operands) {
     if (!known(o)) return false;
   }
-  auto ok_dtype = [](DType d) { return d != DType::f16 && d != DType::bf16; };
-  const DType rd = g.type(node.result()).dtype;
-  if (!ok_dtype(rd)) return false;
-  for (ValueId o : node.operands) {
-    if (!ok_dtype(g.type(o).dtype)) return false;
-  }
-  const DType d = g.type(node.operands[0]).dtype;
-  const DType last = g.type(node.operands.back()).dtype;
-  const bool fl = is_floating(d), num = fl || is_integer(d);
-  switch (node.op) {
-    case Op::Neg: case Op::Abs: case Op::Relu: case Op::Sign: case Op::Floor:
-      return num && rd == d;
-    case Op::Exp: case Op::Log: case Op::Log1p: case Op::Sqrt: case Op::Rsqrt: case Op::Tanh:
-    case Op::Sigmoid: case Op::Sin: case Op::Cos: case Op::Erf:
-      return fl && rd == d;
-    case Op::Gelu: {
-      const std::string& mode = node.str_attr("approximate");
-      return fl && rd == d && (mode == "none" || mode == "tanh");
-    }
-    case Op::Not: return d == DType::boolean && rd == d;
-    case Op::Cast: return true;
-    case Op::Add: case Op::Sub: case Op::Mul: case Op::Maximum: case Op::Minimum:
-      return num && last == d && rd == d;
-    case Op::Div: case Op::Pow:  // Integer div and pow need runtime errors: not here.
-      return fl && last == d && rd == d;
-    case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
-      return is_int_like(d) || fl ? last == d && rd == DType::boolean : false;
-    case Op::And: case Op::Or:
-      return d == DType::boolean && last == d && rd == d;
-    case Op::Select:
-      return d == DType::boolean && g.type(node.operands[1]).dtype == rd && last == rd;
-    default: return false;
-  }
+  // Only a well-typed node (the shape rule's verdict on its operands and result): the
+  // table's facts are about those.
+  std::vector<Type> operands;
+  for (ValueId o : node.operands) operands.push_back(g.type(o));
+  StatusOr<Type> typed = infer_node_type(node, operands);
+  if (!typed.ok() || *typed != g.type(node.result())) return false;
+  return !elementwise_gap(g, node, CodeTarget::cpu).has_value();
+}
+
+std::optional<std::string_view> elementwise_gap(const Graph& g, const Node& node,
+                                                CodeTarget target) {
+  // The data operand: select's branches (its first operand is the bool condition).
+  const ValueId data = node.op == Op::Select ? node.operands[1] : node.operands[0];
+  return generated_code_gap(node.op, g.type(data).dtype, g.type(node.result()).dtype, target);
 }
 
 }  // namespace weft::codegen

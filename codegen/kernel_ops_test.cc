@@ -80,6 +80,8 @@ TEST(KernelOps, FloatBinaryMatchesReference) {
 TEST(KernelOps, IntegerOpsMatchReferenceExactly) {
   for (DType d : {DType::i32, DType::i64, DType::u8}) {
     for (Op op : {Op::Neg, Op::Abs, Op::Relu, Op::Sign, Op::Floor}) {
+      // The shape rules take u8 only for relu (neg, abs, sign, floor: signed dtypes).
+      if (d == DType::u8 && op != Op::Relu) continue;
       SCOPED_TRACE(std::string(op_name(op)) + " " + std::string(dtype_name(d)));
       expect_random_matches(op_body(op, {{d, {4, 19}}}), 0, -100, 255);
     }

@@ -15,7 +15,7 @@ namespace {
 
 // The enumerator of each op (`weft::Op::Matmul`), indexed like the enum.
 const char* const kOpIds[] = {
-#define WEFT_OP(id, name, arity, results, category, schema) #id,
+#define WEFT_OP(id, name, arity, results, category, schema, math) #id,
 #include "ir/ops.def"
 #undef WEFT_OP
 };

@@ -40,7 +40,10 @@ std::vector<Graph> supported_bodies() {
         Attrs attrs;
         std::optional<DType> result;
         if (op == Op::Gelu) attrs["approximate"] = std::string("tanh");
-        if (op == Op::Cast) result = d == DType::f32 ? DType::i32 : DType::f32;
+        if (op == Op::Cast) {
+          result = d == DType::f32 ? DType::i32 : DType::f32;
+          attrs["dtype"] = *result;
+        }
         if (op == Op::Select) types[0].dtype = DType::boolean;
         if (op == Op::Eq || op == Op::Ne || op == Op::Lt || op == Op::Le || op == Op::Gt ||
             op == Op::Ge) {

@@ -61,8 +61,9 @@ std::vector<AttrSpec> parse_schema(std::string_view op, std::string_view schema)
 
 std::vector<OpInfo> build_table() {
   std::vector<OpInfo> table;
-#define WEFT_OP(id, name, arity, results, category, schema) \
-  table.push_back(OpInfo{Op::id, name, arity, results, OpCategory::category, parse_schema(name, schema)});
+#define WEFT_OP(id, name, arity, results, category, schema, math)                   \
+  table.push_back(OpInfo{Op::id, name, arity, results, OpCategory::category,         \
+                         parse_schema(name, schema), MathClass::math});
 #include "ir/ops.def"
 #undef WEFT_OP
   return table;
@@ -110,6 +111,24 @@ std::string_view category_name(OpCategory category) {
     case OpCategory::State: return "state";
     case OpCategory::Composite: return "composite";
     case OpCategory::Other: return "other";
+  }
+  return "?";
+}
+
+std::string_view math_class_name(MathClass math) {
+  switch (math) {
+    case MathClass::None: return "none";
+    case MathClass::Signed: return "signed";
+    case MathClass::Numeric: return "numeric";
+    case MathClass::Algebraic: return "algebraic";
+    case MathClass::Transcendental: return "transcendental";
+    case MathClass::Arithmetic: return "arithmetic";
+    case MathClass::Division: return "division";
+    case MathClass::Power: return "power";
+    case MathClass::Comparison: return "comparison";
+    case MathClass::Logical: return "logical";
+    case MathClass::Select: return "select";
+    case MathClass::Cast: return "cast";
   }
   return "?";
 }

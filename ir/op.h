@@ -10,18 +10,24 @@
 namespace weft {
 
 enum class Op {
-#define WEFT_OP(id, name, arity, results, category, schema) id,
+#define WEFT_OP(id, name, arity, results, category, schema, math) id,
 #include "ir/ops.def"
 #undef WEFT_OP
 };
 
 inline constexpr int kNumOps = 0
-#define WEFT_OP(id, name, arity, results, category, schema) +1
+#define WEFT_OP(id, name, arity, results, category, schema, math) +1
 #include "ir/ops.def"
 #undef WEFT_OP
     ;
-static_assert(kNumOps == 70, "ops.def changed: update kNumOps's expected count and the tables "
-                             "keyed by op (shape rules, reference kernels, gradient rules)");
+// ops.def states its count at its end: a line added or lost by a bad merge fails here.
+#define WEFT_OP(id, name, arity, results, category, schema, math)
+#define WEFT_OP_COUNT(n)                                                                    \
+  static_assert(kNumOps == (n), "ops.def changed: update the count at its end; the "      \
+                                "completeness tests name the tables an op still lacks");
+#include "ir/ops.def"
+#undef WEFT_OP_COUNT
+#undef WEFT_OP
 
 /// What the fuser and other generic passes ask about an op (tinygrad's GroupOp sets).
 enum class OpCategory { Elementwise, Reduction, Movement, Contraction, Creation, State,
@@ -35,6 +41,24 @@ struct AttrSpec {
   std::optional<Attribute> default_;  ///< Value when absent (if any).
 };
 
+/// An elementwise op's kind of scalar math (ops.def's last column): which dtypes its shape
+/// rule accepts, and which dtypes each backend's generated code and library kernels
+/// compute it in (ir/kernel_support.h). `None` for every op that is not elementwise.
+enum class MathClass {
+  None,
+  Signed,          ///< neg, abs, sign, floor: floats and signed integers.
+  Numeric,         ///< relu: any number (not bool).
+  Algebraic,       ///< sqrt, rsqrt: floats; native instructions on every target.
+  Transcendental,  ///< exp, log, tanh, erf, gelu...: floats; libm / libdevice in f64.
+  Arithmetic,      ///< add, sub, mul, maximum, minimum: two numbers of one dtype.
+  Division,        ///< div: integers raise division by zero at run time.
+  Power,           ///< pow.
+  Comparison,      ///< eq ... ge: two values of one dtype, a bool result.
+  Logical,         ///< not, and, or: bools.
+  Select,          ///< select(cond, a, b).
+  Cast,            ///< cast to the `dtype` attribute.
+};
+
 struct OpInfo {
   Op op;
   std::string_view name;
@@ -42,6 +66,7 @@ struct OpInfo {
   int results;  ///< 0 or 1.
   OpCategory category;
   std::vector<AttrSpec> attrs;
+  MathClass math = MathClass::None;
 
   const AttrSpec* find_attr(std::string_view attr_name) const;
 };
@@ -52,6 +77,8 @@ inline std::string_view op_name(Op op) { return op_info(op).name; }
 /// conv2d_backward_input, conv2d_backward_weight) still parse, as conv and its gradients.
 std::optional<Op> parse_op(std::string_view name);
 std::string_view category_name(OpCategory category);
+/// "none", "signed", ..., "cast" (MathClass in lower case).
+std::string_view math_class_name(MathClass math);
 /// Ops whose nodes carry a body graph (Node::body): `fused` and `scan`.
 inline bool has_body(Op op) { return op == Op::Fused || op == Op::Scan; }
 /// Ops whose nodes may have several results: `fused` (one per body output) and `scan`.

@@ -69,25 +69,30 @@ StatusOr<Type> select(const Node&, const std::vector<Type>& in) {
 }  // namespace
 
 void add_elementwise_rules(RuleTable& t) {
-  for (Op op : {Op::Neg, Op::Abs, Op::Sign, Op::Floor}) {
-    set_rule(t, op, unary<is_signed, kNeedSigned>);
+  // By math class (ops.def's last column): an op's class says which dtypes it takes.
+  for (Op op : all_ops()) {
+    switch (op_info(op).math) {
+      case MathClass::None: break;
+      case MathClass::Signed: set_rule(t, op, unary<is_signed, kNeedSigned>); break;
+      case MathClass::Numeric: set_rule(t, op, unary<any_number, kNeedNumber>); break;
+      case MathClass::Algebraic:
+      case MathClass::Transcendental: set_rule(t, op, unary<any_float, kNeedFloat>); break;
+      case MathClass::Arithmetic:
+      case MathClass::Division:
+      case MathClass::Power: set_rule(t, op, binary<Kind::arithmetic>); break;
+      case MathClass::Comparison: set_rule(t, op, binary<Kind::comparison>); break;
+      case MathClass::Logical:
+        if (op_info(op).arity == 1) {
+          set_rule(t, op, unary<any_bool, kNeedBool>);
+        } else {
+          set_rule(t, op, binary<Kind::logic>);
+        }
+        break;
+      case MathClass::Select: set_rule(t, op, select); break;
+      case MathClass::Cast: set_rule(t, op, cast); break;
+    }
   }
-  for (Op op : {Op::Exp, Op::Log, Op::Log1p, Op::Sqrt, Op::Rsqrt, Op::Tanh, Op::Sigmoid, Op::Sin,
-                Op::Cos, Op::Erf}) {
-    set_rule(t, op, unary<any_float, kNeedFloat>);
-  }
-  set_rule(t, Op::Relu, unary<any_number, kNeedNumber>);
-  set_rule(t, Op::Not, unary<any_bool, kNeedBool>);
-  set_rule(t, Op::Gelu, gelu);
-  set_rule(t, Op::Cast, cast);
-  for (Op op : {Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Pow, Op::Maximum, Op::Minimum}) {
-    set_rule(t, op, binary<Kind::arithmetic>);
-  }
-  for (Op op : {Op::Eq, Op::Ne, Op::Lt, Op::Le, Op::Gt, Op::Ge}) {
-    set_rule(t, op, binary<Kind::comparison>);
-  }
-  for (Op op : {Op::And, Op::Or}) set_rule(t, op, binary<Kind::logic>);
-  set_rule(t, Op::Select, select);
+  set_rule(t, Op::Gelu, gelu);  // A transcendental op whose attribute is checked too.
 }
 
 }  // namespace weft::shape_rules_internal

@@ -1,7 +1,9 @@
 #include "runtime/cuda/library.h"
 
+#include "ir/kernel_support.h"
 #include "runtime/cuda/conv_plan.h"
 #include "runtime/cuda/index_maps.h"
+#include "runtime/cuda/library_plan.h"
 #include "runtime/cuda/plan.h"
 
 namespace weft::cuda {
@@ -37,19 +39,12 @@ bool all_f32_or_f64(const std::vector<Type>& types, const Type& result) {
   return is_f32_or_f64(result.dtype);
 }
 
-// The ops the generated kernels lack (codegen/emit_gpu.h, gpu_supports): pow in f32 and
-// f64, and the transcendental functions in f64.
+// What the generated kernels lack (ir/kernel_support.h) and the library has a kernel for:
+// pow in f32 and f64, and transcendental math in f64.
 bool library_elementwise(const Node& node, const std::vector<Type>& operands, const Type& result) {
   if (!all_f32_or_f64(operands, result)) return false;
-  switch (node.op) {
-    case Op::Pow:
-      return true;
-    case Op::Exp: case Op::Log: case Op::Log1p: case Op::Tanh: case Op::Sin: case Op::Cos:
-    case Op::Erf: case Op::Sigmoid:
-      return result.dtype == DType::f64;
-    default:
-      return false;
-  }
+  return generated_code_gap(node.op, result.dtype, result.dtype, CodeTarget::gpu).has_value() &&
+         library_elementwise_op(node.op).has_value();
 }
 
 }  // namespace

@@ -137,7 +137,7 @@ IndexType index_type(DType dtype) {
   return kIndexI64;
 }
 
-ElementwiseOp elementwise_op(Op op) {
+std::optional<ElementwiseOp> library_elementwise_op(Op op) {
   switch (op) {
     case Op::Pow: return kPow;
     case Op::Exp: return kExp;
@@ -148,10 +148,14 @@ ElementwiseOp elementwise_op(Op op) {
     case Op::Cos: return kCos;
     case Op::Erf: return kErf;
     case Op::Sigmoid: return kSigmoid;
-    default: break;
+    default: return std::nullopt;
   }
-  WEFT_CHECK(false, std::string("elementwise_op: no CUDA library kernel for ") + std::string(op_name(op)));
-  return kPow;
+}
+
+ElementwiseOp elementwise_op(Op op) {
+  const std::optional<ElementwiseOp> e = library_elementwise_op(op);
+  WEFT_CHECK(e.has_value(), std::string("elementwise_op: no CUDA library kernel for ") + std::string(op_name(op)));
+  return *e;
 }
 
 uint64_t dtype_bits(DType dtype, double value) {

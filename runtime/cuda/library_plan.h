@@ -5,6 +5,7 @@
 // (library_plan_test runs the kernels' per-element functions from index_maps.h over host
 // buffers against the reference interpreter).
 
+#include <optional>
 #include <cstdint>
 #include <vector>
 
@@ -32,7 +33,12 @@ GatherGeometry plan_gather(const Node& node, const Shape& data, int64_t n);
 /// The IndexType of an index operand (i32, i64, u8).
 IndexType index_type(DType dtype);
 
-/// The ElementwiseOp of an op library.h sends to LibraryKind::elementwise.
+/// The library's elementwise kernels, registered by op (library_kernels.cu computes each):
+/// the ElementwiseOp of `op`, or nullopt when the library has no kernel for it. library.h
+/// sends an op here where the GPU's generated code lacks it (ir/kernel_support.h).
+std::optional<ElementwiseOp> library_elementwise_op(Op op);
+
+/// library_elementwise_op(op), which must exist: the op of a LibraryKind::elementwise call.
 ElementwiseOp elementwise_op(Op op);
 
 /// The bytes of `value` in `dtype`, in the low bytes of the result (one_hot's and

@@ -1,0 +1,36 @@
+#include "ir/kernel_support.h"
+
+namespace weft {
+namespace {
+
+bool half_precision(DType d) { return d == DType::f16 || d == DType::bf16; }
+
+}  // namespace
+
+std::string_view code_target_name(CodeTarget target) {
+  return target == CodeTarget::cpu ? "cpu" : "gpu";
+}
+
+std::optional<std::string_view> generated_code_gap(Op op, DType operand, DType result,
+                                                   CodeTarget target) {
+  const MathClass math = op_info(op).math;
+  if (math == MathClass::None) return "not an elementwise op";
+  if (half_precision(operand) || half_precision(result)) {
+    return "f16 and bf16 elementwise code is not generated (planned: [Mixed precision])";
+  }
+  if ((math == MathClass::Division || math == MathClass::Power) && !is_floating(operand)) {
+    return "integer div and pow report division by zero and negative exponents at run "
+           "time, which only the reference interpreter does";
+  }
+  if (target == CodeTarget::cpu) return std::nullopt;
+  if (math == MathClass::Power) {
+    return "MLIR's math.powf has no NVPTX lowering (the CUDA library's pow kernel runs it)";
+  }
+  if (math == MathClass::Transcendental && (operand == DType::f64 || result == DType::f64)) {
+    return "f64 transcendental math needs libdevice, which the generated PTX does not link "
+           "(the CUDA library's f64 kernels run the ops it has)";
+  }
+  return std::nullopt;
+}
+
+}  // namespace weft

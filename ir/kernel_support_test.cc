@@ -1,0 +1,116 @@
+// The op table's per-backend facts (ir/kernel_support.h) and the math classes they are read
+// from: every elementwise op has a class, its shape rule takes what its class says, and the
+// GPU's generated code covers no more than the CPU's.
+
+#include "ir/kernel_support.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "ir/shape_rules.h"
+
+namespace weft {
+namespace {
+
+// The operand types of elementwise `op` with data dtype `d` (select: a bool condition).
+std::vector<Type> operands_of(Op op, DType d) {
+  const Type t{d, Shape{{4}}};
+  if (op == Op::Select) return {Type{DType::boolean, Shape{{4}}}, t, t};
+  return std::vector<Type>(static_cast<size_t>(op_info(op).arity), t);
+}
+
+// The dtypes each class's shape rule must accept.
+bool class_accepts(MathClass math, DType d) {
+  const bool fl = is_floating(d), integer = is_integer(d), boolean = d == DType::boolean;
+  switch (math) {
+    case MathClass::Signed: return fl || d == DType::i32 || d == DType::i64;
+    case MathClass::Numeric: return fl || integer;
+    case MathClass::Algebraic:
+    case MathClass::Transcendental: return fl;
+    case MathClass::Arithmetic:
+    case MathClass::Division:
+    case MathClass::Power: return !boolean;
+    case MathClass::Logical: return boolean;
+    case MathClass::Comparison:
+    case MathClass::Select:
+    case MathClass::Cast: return true;
+    case MathClass::None: return false;
+  }
+  return false;
+}
+
+TEST(KernelSupportTest, EveryElementwiseOpHasAMathClassAndNoOtherOpHasOne) {
+  for (Op op : all_ops()) {
+    const OpInfo& info = op_info(op);
+    EXPECT_EQ(info.category == OpCategory::Elementwise, info.math != MathClass::None)
+        << op_name(op) << " is " << category_name(info.category) << " with math class "
+        << math_class_name(info.math);
+  }
+}
+
+TEST(KernelSupportTest, EachShapeRuleTakesTheDTypesItsMathClassSays) {
+  for (Op op : all_ops()) {
+    const MathClass math = op_info(op).math;
+    if (math == MathClass::None) continue;
+    for (DType d : kAllDTypes) {
+      Node node;
+      node.op = op;
+      if (op == Op::Cast) node.attrs["dtype"] = DType::f32;
+      const bool accepted = infer_node_type(node, operands_of(op, d)).ok();
+      EXPECT_EQ(accepted, class_accepts(math, d))
+          << op_name(op) << " (" << math_class_name(math) << ") on " << dtype_name(d);
+    }
+  }
+}
+
+TEST(KernelSupportTest, TheGpusGeneratedCodeCoversNoMoreThanTheCpusAndEveryGapSaysWhy) {
+  for (Op op : all_ops()) {
+    const MathClass math = op_info(op).math;
+    if (math == MathClass::None) {
+      EXPECT_TRUE(generated_code_gap(op, DType::f32, DType::f32, CodeTarget::cpu).has_value());
+      continue;
+    }
+    for (DType d : kAllDTypes) {
+      if (!class_accepts(math, d)) continue;
+      const DType result = math == MathClass::Comparison ? DType::boolean : d;
+      const auto cpu = generated_code_gap(op, d, result, CodeTarget::cpu);
+      const auto gpu = generated_code_gap(op, d, result, CodeTarget::gpu);
+      if (cpu) {
+        EXPECT_TRUE(gpu.has_value()) << op_name(op) << " " << dtype_name(d);
+        EXPECT_GT(cpu->size(), 20u) << op_name(op);
+      }
+      if (gpu) {
+        EXPECT_GT(gpu->size(), 20u) << op_name(op);
+      }
+    }
+  }
+}
+
+TEST(KernelSupportTest, TheFactsTheBackendsRelyOn) {
+  auto gap = [](Op op, DType d, CodeTarget t) { return generated_code_gap(op, d, d, t); };
+  // Every transcendental op, gelu included, lacks f64 code on the GPU alone.
+  for (Op op : all_ops()) {
+    if (op_info(op).math != MathClass::Transcendental) continue;
+    EXPECT_FALSE(gap(op, DType::f64, CodeTarget::cpu)) << op_name(op);
+    EXPECT_FALSE(gap(op, DType::f32, CodeTarget::gpu)) << op_name(op);
+    ASSERT_TRUE(gap(op, DType::f64, CodeTarget::gpu)) << op_name(op);
+    EXPECT_NE(gap(op, DType::f64, CodeTarget::gpu)->find("libdevice"), std::string_view::npos);
+  }
+  EXPECT_EQ(op_info(Op::Gelu).math, MathClass::Transcendental);
+  // sqrt has a native f64 instruction; pow has no NVPTX lowering in any dtype.
+  EXPECT_FALSE(gap(Op::Sqrt, DType::f64, CodeTarget::gpu));
+  EXPECT_TRUE(gap(Op::Pow, DType::f32, CodeTarget::gpu));
+  EXPECT_FALSE(gap(Op::Pow, DType::f32, CodeTarget::cpu));
+  // Integer division keeps the interpreter's division-by-zero error.
+  EXPECT_TRUE(gap(Op::Div, DType::i32, CodeTarget::cpu));
+  EXPECT_FALSE(gap(Op::Add, DType::i32, CodeTarget::cpu));
+  // Half precision is not generated yet.
+  EXPECT_NE(gap(Op::Add, DType::bf16, CodeTarget::cpu)->find("[Mixed precision]"),
+            std::string_view::npos);
+  EXPECT_TRUE(generated_code_gap(Op::Cast, DType::f32, DType::f16, CodeTarget::cpu));
+}
+
+}  // namespace
+}  // namespace weft

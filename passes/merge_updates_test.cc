@@ -1,8 +1,8 @@
-// merge-updates (codegen/merge_updates.h): the update of every parameter as one kernel
+// merge-updates (passes/merge_updates.h): the update of every parameter as one kernel
 // over flat ranges, against the reference interpreter and against the same Program with
 // one update kernel per parameter, over several training steps of each optimizer; which
 // kernels merge when parameters are frozen or of different dtypes.
-#include "codegen/merge_updates.h"
+#include "passes/merge_updates.h"
 
 #include <gtest/gtest.h>
 

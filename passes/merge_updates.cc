@@ -186,9 +186,13 @@ std::optional<Graph> flatten_body(const Graph& body, int64_t length,
   return flat;
 }
 
-std::vector<MergedUpdate> merge_updates(Graph& g, const std::vector<bool>& external,
-                                        const BodyKey& key, int64_t alignment) {
-  const int n = static_cast<int>(g.nodes().size());
+namespace {
+
+// The update kernels of `g` that could merge, grouped by signature, in schedule order;
+// the groups in order of first member.
+std::vector<std::vector<Candidate>> candidates_by_signature(const Graph& g,
+                                                            const std::vector<bool>& external,
+                                                            const BodyKey& key) {
   std::vector<int> non_assign_readers(g.num_values(), 0);
   std::unordered_map<ValueId, ValueId> target_of;  // assigned value -> its input
   for (const Node& node : g.nodes()) {
@@ -198,16 +202,22 @@ std::vector<MergedUpdate> merge_updates(Graph& g, const std::vector<bool>& exter
     }
     for (ValueId o : node.operands) ++non_assign_readers[o];
   }
-  // Candidates by signature, in schedule order; the groups in order of first member.
   std::map<std::string, int> group_of;
   std::vector<std::vector<Candidate>> groups;
-  for (int i = 0; i < n; ++i) {
+  for (int i = 0; i < static_cast<int>(g.nodes().size()); ++i) {
     std::optional<Candidate> c = candidate(g, i, external, key, non_assign_readers, target_of);
     if (!c) continue;
     auto [it, added] = group_of.emplace(c->signature, static_cast<int>(groups.size()));
     if (added) groups.emplace_back();
     groups[it->second].push_back(std::move(*c));
   }
+  return groups;
+}
+
+// The members of each group whose per-parameter values no earlier member (of this
+// group or a group kept before) has taken; groups left with fewer than two are dropped.
+std::vector<std::vector<Candidate>> members_with_free_ranges(
+    std::vector<std::vector<Candidate>> groups) {
   std::unordered_set<ValueId> taken;
   std::vector<std::vector<Candidate>> merging;
   for (std::vector<Candidate>& group : groups) {
@@ -229,13 +239,13 @@ std::vector<MergedUpdate> merge_updates(Graph& g, const std::vector<bool>& exter
     taken.insert(mine.begin(), mine.end());
     merging.push_back(std::move(kept));
   }
-  if (merging.empty()) return {};
+  return merging;
+}
 
-  std::vector<MergedUpdate> merged;
-  for (const std::vector<Candidate>& members : merging) {
-    merged.push_back(build_merge(g, members, alignment));
-  }
-  // The new order: members together at their last one's position, assigns at the end.
+// The new order: each group's members together at their last one's position, every
+// assign at the end; the groups' node indices follow.
+void move_members_together(Graph& g, std::vector<MergedUpdate>& merged) {
+  const int n = static_cast<int>(g.nodes().size());
   std::vector<int> group_of_node(n, -1);
   for (size_t m = 0; m < merged.size(); ++m) {
     for (int i : merged[m].nodes) group_of_node[i] = static_cast<int>(m);
@@ -264,6 +274,20 @@ std::vector<MergedUpdate> merge_updates(Graph& g, const std::vector<bool>& exter
   for (MergedUpdate& m : merged) {
     for (int& i : m.nodes) i = new_index[i];
   }
+}
+
+}  // namespace
+
+std::vector<MergedUpdate> merge_updates(Graph& g, const std::vector<bool>& external,
+                                        const BodyKey& key, int64_t alignment) {
+  const std::vector<std::vector<Candidate>> merging =
+      members_with_free_ranges(candidates_by_signature(g, external, key));
+  if (merging.empty()) return {};
+  std::vector<MergedUpdate> merged;
+  for (const std::vector<Candidate>& members : merging) {
+    merged.push_back(build_merge(g, members, alignment));
+  }
+  move_members_together(g, merged);
   return merged;
 }
 

@@ -1,4 +1,4 @@
-// The optimizer update as one kernel (codegen/merge_updates.h) against one kernel per
+// The optimizer update as one kernel (passes/merge_updates.h) against one kernel per
 // parameter, in one process: two Trainers of one bench model (Adam), compiled with and
 // without $WEFT_MERGE_UPDATES, take turns for 12 rounds of 10 steps; prints the median
 // and minimum step time and time of the in-place update invocations (from the

@@ -18,7 +18,7 @@ LowerOptions cuda_lower_options() {
 
 Pipeline cuda_pipeline(PipelineOptions options) {
   Pipeline p = default_pipeline(std::move(options));
-  add_cpu_passes(p, cuda_lower_options());
+  add_lowering_passes(p, cuda_lower_options());
   return p;
 }
 

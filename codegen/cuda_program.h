@@ -23,7 +23,7 @@ struct CudaProgram {
   std::vector<std::string> symbols;
 };
 
-/// LowerOptions for the GPU: the CPU's passes with `fusible` = gpu_supports, so softmax,
+/// LowerOptions for the GPU: the lowering passes with `fusible` = gpu_supports, so softmax,
 /// log-softmax and layer norm become row kernels and reductions fuse with their
 /// producers, as on the CPU.
 LowerOptions cuda_lower_options();

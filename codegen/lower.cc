@@ -5,12 +5,13 @@
 #include <unordered_map>
 
 #include "codegen/kernel_compiler.h"
-#include "codegen/merge_updates.h"
+#include "ir/fused_kind.h"
 #include "ir/scan.h"
 #include "ir/verifier.h"
 #include "passes/decompose_composites.h"
 #include "runtime/cpu/kernel.h"
 #include "passes/fold_batch_matmul.h"
+#include "passes/merge_updates.h"
 #include "passes/split_reductions.h"
 #include "passes/fold_transpose.h"
 #include "passes/fuse_contraction_epilogue.h"
@@ -22,37 +23,6 @@
 #include "passes/unroll_scans.h"
 
 namespace weft::codegen {
-
-std::vector<bool> updates_in_place(const Graph& g) {
-  const int n = static_cast<int>(g.nodes().size());
-  std::vector<bool> external(g.num_values(), false);
-  std::vector<int> last_reader(g.num_values(), -1);  // excluding assigns
-  std::vector<int> assigned(g.num_values(), 0);
-  for (int i = 0; i < n; ++i) {
-    const Node& node = g.node(i);
-    if (node.op == Op::Assign) {
-      ++assigned[node.operands[1]];
-      continue;
-    }
-    for (ValueId v : node.operands) last_reader[v] = std::max(last_reader[v], i);
-  }
-  for (ValueId v : g.outputs()) last_reader[v] = n;
-  for (const Node& node : g.nodes()) {
-    if (node.op != Op::Assign) continue;
-    const ValueId target = node.operands[0], value = node.operands[1];
-    const int producer = g.value(value).node;
-    if (producer < 0 || assigned[value] != 1 || g.type(value) != g.type(target)) continue;
-    const Node& p = g.node(producer);
-    bool reads_target = false;
-    for (ValueId o : p.operands) reads_target = reads_target || o == target;
-    // The producer may read the target only element by element (it then writes each
-    // element after reading it); every other reader must come before it.
-    if (reads_target && !may_take_over_operand(p)) continue;
-    if (last_reader[target] > producer) continue;
-    external[value] = true;
-  }
-  return external;
-}
 
 namespace {
 
@@ -87,16 +57,8 @@ Graph carries_assigned(const Graph& body, size_t consts, size_t carries) {
 // (`gemm_result` receives its position, or 0).
 StatusOr<Graph> epilogue_body(const Node& fused, int& gemm_result) {
   const Graph& body = *fused.body;
-  const bool laid_out = body.inputs().size() >= 2 && !body.nodes().empty() &&
-                        body.node(0).info().category == OpCategory::Contraction &&
-                        body.node(0).operands.size() == 2 &&
-                        body.node(0).operands[0] == body.inputs()[0].value &&
-                        body.node(0).operands[1] == body.inputs()[1].value;
-  if (!laid_out) {
-    return Error{"fused {kind=\"contraction\"}: the body must start with a contraction of its "
-                 "first two inputs (passes/fuse_contraction_epilogue.h)",
-                 fused.loc};
-  }
+  // The verifier checks this too; build_program may be given an unverified graph.
+  if (auto message = check_fused_body(fused)) return Error{*message, fused.loc};
   Graph epi("epilogue");
   std::unordered_map<ValueId, ValueId> inner;
   const ValueId c = body.node(0).result();
@@ -134,173 +96,297 @@ StatusOr<Graph> epilogue_body(const Node& fused, int& gemm_result) {
   return epi;
 }
 
-}  // namespace
+int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
-StatusOr<Program> build_program(const Graph& g, const MemoryPlan& plan,
-                                const std::vector<MergedUpdate>& merged, const LowerOptions& options) {
-  Program p;
-  p.name = g.name();
-  p.arena_bytes = plan.arena_bytes;
-  p.naive_bytes = plan.naive_bytes;
-  p.lower_bound_bytes = plan.lower_bound_bytes;
-  for (const Input& in : g.inputs()) {
-    p.inputs.push_back({g.value(in.value).name, g.type(in.value), in.kind});
-  }
-  lay_out_inputs(g, merged, p);
-  // Node index -> the merged update it starts (-1), or -2 for the other members.
-  std::vector<int> merged_at(g.nodes().size(), -1);
-  for (size_t m = 0; m < merged.size(); ++m) {
-    for (int i : merged[m].nodes) merged_at[i] = -2;
-    merged_at[merged[m].nodes.front()] = static_cast<int>(m);
-  }
-  // Values written straight into the buffer of the input they are assigned to.
-  std::unordered_map<ValueId, int> written_to;
-  for (const Node& n : g.nodes()) {
-    const ValueId v = n.op == Op::Assign ? n.operands[1] : kNoValue;
-    if (v != kNoValue && v < static_cast<ValueId>(plan.external.size()) && plan.external[v]) {
-      written_to[v] = g.input_index(n.operands[0]);
+// Sets p.input_offsets and p.inputs_bytes: the input ranges of `merged` first, each
+// member at its range offset, then every other input in index order, 64-byte aligned.
+void lay_out_inputs(const Graph& g, const std::vector<MergedUpdate>& merged, Program& p) {
+  p.input_offsets.assign(p.inputs.size(), -1);
+  int64_t end = 0;
+  for (const MergedUpdate& m : merged) {
+    for (const FlatRange& r : m.ranges) {
+      if (!r.input) continue;
+      for (size_t k = 0; k < r.values.size(); ++k) {
+        p.input_offsets[g.input_index(r.values[k])] = end + r.offsets[k];
+      }
+      end += round_up(r.bytes, 64);
     }
   }
-  auto ref = [&](ValueId v) {
+  for (size_t i = 0; i < p.inputs.size(); ++i) {
+    if (p.input_offsets[i] >= 0) continue;
+    p.input_offsets[i] = end;
+    end += round_up(static_cast<int64_t>(p.inputs[i].type.bytes()), 64);
+  }
+  p.inputs_bytes = end;
+}
+
+// build_program as named steps: the Program's header and inputs, then one invocation per
+// node (or per merged update), then its outputs.
+class ProgramBuilder {
+ public:
+  ProgramBuilder(const Graph& g, const MemoryPlan& plan, const std::vector<MergedUpdate>& merged,
+                 const LowerOptions& options)
+      : g_(g), plan_(plan), merged_(merged), options_(options) {}
+
+  StatusOr<Program> build() {
+    start_program();
+    index_merged_updates();
+    find_values_written_in_place();
+    for (int i = 0; i < static_cast<int>(g_.nodes().size()); ++i) {
+      if (merged_at_[i] == kMergedMember) continue;  // runs in its group's invocation
+      if (merged_at_[i] >= 0) {
+        add_merged_update(merged_[merged_at_[i]]);
+      } else {
+        WEFT_RETURN_IF_ERROR(add_node(g_.node(i)));
+      }
+    }
+    for (ValueId v : g_.outputs()) p_.outputs.push_back(ref(v));
+    return std::move(p_);
+  }
+
+ private:
+  // merged_at_: the merged update a node starts, or this for its other members.
+  static constexpr int kMergedMember = -2;
+
+  // The header, the inputs and the inputs block's layout.
+  void start_program() {
+    p_.name = g_.name();
+    p_.arena_bytes = plan_.arena_bytes;
+    p_.naive_bytes = plan_.naive_bytes;
+    p_.lower_bound_bytes = plan_.lower_bound_bytes;
+    for (const Input& in : g_.inputs()) {
+      p_.inputs.push_back({g_.value(in.value).name, g_.type(in.value), in.kind});
+    }
+    lay_out_inputs(g_, merged_, p_);
+  }
+
+  // Node index -> the merged update it starts, kMergedMember for the other members, -1.
+  void index_merged_updates() {
+    merged_at_.assign(g_.nodes().size(), -1);
+    for (size_t m = 0; m < merged_.size(); ++m) {
+      for (int i : merged_[m].nodes) merged_at_[i] = kMergedMember;
+      merged_at_[merged_[m].nodes.front()] = static_cast<int>(m);
+    }
+  }
+
+  // Values written straight into the buffer of the input they are assigned to.
+  void find_values_written_in_place() {
+    for (const Node& n : g_.nodes()) {
+      const ValueId v = n.op == Op::Assign ? n.operands[1] : kNoValue;
+      if (v != kNoValue && v < static_cast<ValueId>(plan_.external.size()) && plan_.external[v]) {
+        written_to_[v] = g_.input_index(n.operands[0]);
+      }
+    }
+  }
+
+  BufferRef ref(ValueId v) const {
     BufferRef r;
-    r.type = g.type(v);
-    auto in_place = written_to.find(v);
-    const int input = in_place != written_to.end() ? in_place->second : g.input_index(v);
+    r.type = g_.type(v);
+    auto in_place = written_to_.find(v);
+    const int input = in_place != written_to_.end() ? in_place->second : g_.input_index(v);
     if (input >= 0) {
       r.space = Space::input;
       r.input = input;
     } else {
-      WEFT_CHECK(plan.offset[v] >= 0, "build_program: %" + g.value(v).name + " has no offset");
+      WEFT_CHECK(plan_.offset[v] >= 0, "build_program: %" + g_.value(v).name + " has no offset");
       r.space = Space::arena;
-      r.offset = plan.offset[v];
+      r.offset = plan_.offset[v];
     }
     return r;
-  };
-  std::unordered_map<std::string, int> kernel_by_key;
-  const auto kernel = [&](const Graph& body) {
+  }
+
+  // The kernel table's entry for `body`: bodies with one structure share one kernel.
+  int kernel(const Graph& body) {
     std::string key = kernel_key(body);
-    auto [it, added] = kernel_by_key.emplace(key, static_cast<int>(p.kernels.size()));
+    auto [it, added] = kernel_by_key_.emplace(key, static_cast<int>(p_.kernels.size()));
     if (added) {
       const RowLayout layout = row_layout(body);
-      p.kernels.push_back({"k" + std::to_string(it->second), std::move(key), body, layout.rows,
-                           layout.row_length});
+      p_.kernels.push_back({"k" + std::to_string(it->second), std::move(key), body, layout.rows,
+                            layout.row_length});
     }
     return it->second;
-  };
-  for (int i = 0; i < static_cast<int>(g.nodes().size()); ++i) {
-    const Node& n = g.node(i);
-    if (merged_at[i] == -2) continue;  // runs in its group's merged invocation
-    if (merged_at[i] >= 0) {
-      const MergedUpdate& m = merged[merged_at[i]];
-      const auto range = [&](int r) {
-        BufferRef b = ref(m.ranges[r].values[0]);
-        b.type = Type{m.ranges[r].dtype, Shape({m.length})};
-        return b;
-      };
-      Invocation inv;
-      for (size_t j = 0; j < m.operands.size(); ++j) {
-        inv.operands.push_back(m.operand_range[j] >= 0 ? range(m.operand_range[j])
-                                                       : ref(m.operands[j]));
+  }
+
+  // Range `r` of merged update `m` as one buffer of m.length elements.
+  BufferRef range(const MergedUpdate& m, int r) const {
+    BufferRef b = ref(m.ranges[r].values[0]);
+    b.type = Type{m.ranges[r].dtype, Shape({m.length})};
+    return b;
+  }
+
+  // The padding of the arena ranges (after each member, and the tail) may hold bytes of
+  // earlier intermediates: zeroed first, so every padding lane computes on zeros.
+  std::vector<BufferRef> padding_to_clear(const MergedUpdate& m) const {
+    std::vector<BufferRef> clear;
+    for (const FlatRange& r : m.ranges) {
+      if (r.input) continue;
+      const int64_t start = plan_.offset[r.values[0]];
+      const int64_t end = start + m.length * static_cast<int64_t>(dtype_size(r.dtype));
+      for (size_t k = 0; k < r.values.size(); ++k) {
+        WEFT_CHECK(plan_.offset[r.values[k]] - start == r.offsets[k],
+                   "build_program: the memory plan broke a merged update's gradient range");
+        const int64_t from =
+            plan_.offset[r.values[k]] + static_cast<int64_t>(g_.type(r.values[k]).bytes());
+        const int64_t to = k + 1 < r.values.size() ? plan_.offset[r.values[k + 1]] : end;
+        if (to > from) clear.push_back({Space::arena, -1, from, Type{DType::u8, Shape({to - from})}});
       }
-      for (int r : m.result_range) inv.results.push_back(range(r));
-      // The padding of the arena ranges (after each member, and the tail) may hold bytes
-      // of earlier intermediates: zeroed first, so every padding lane computes on zeros.
-      for (const FlatRange& r : m.ranges) {
-        if (r.space != Space::arena) continue;
-        const int64_t start = plan.offset[r.values[0]];
-        const int64_t end = start + m.length * static_cast<int64_t>(dtype_size(r.dtype));
-        for (size_t k = 0; k < r.values.size(); ++k) {
-          WEFT_CHECK(plan.offset[r.values[k]] - start == r.offsets[k],
-                     "build_program: the memory plan broke a merged update's gradient range");
-          const int64_t from =
-              plan.offset[r.values[k]] + static_cast<int64_t>(g.type(r.values[k]).bytes());
-          const int64_t to = k + 1 < r.values.size() ? plan.offset[r.values[k + 1]] : end;
-          if (to > from) {
-            inv.clear.push_back({Space::arena, -1, from, Type{DType::u8, Shape({to - from})}});
-          }
-        }
-      }
-      inv.label = g.value(n.result()).name + ".." +
-                  g.value(g.node(m.nodes.back()).result()).name;
-      inv.kind = Invocation::Kind::generated;
-      inv.kernel = kernel(m.body);
-      inv.node.op = n.op;
-      inv.node.loc = n.loc;
-      p.code.push_back(std::move(inv));
-      continue;
     }
+    return clear;
+  }
+
+  // One generated invocation over the flat ranges of merged update `m`.
+  void add_merged_update(const MergedUpdate& m) {
+    const Node& first = g_.node(m.nodes.front());
+    Invocation inv;
+    for (size_t j = 0; j < m.operands.size(); ++j) {
+      inv.operands.push_back(m.operand_range[j] >= 0 ? range(m, m.operand_range[j])
+                                                     : ref(m.operands[j]));
+    }
+    for (int r : m.result_range) inv.results.push_back(range(m, r));
+    inv.clear = padding_to_clear(m);
+    inv.label = g_.value(first.result()).name + ".." +
+                g_.value(g_.node(m.nodes.back()).result()).name;
+    inv.kind = Invocation::Kind::generated;
+    inv.kernel = kernel(m.body);
+    inv.node.op = first.op;
+    inv.node.loc = first.loc;
+    p_.code.push_back(std::move(inv));
+  }
+
+  // An assign: an update after the step, unless its value was written in place.
+  void add_update(const Node& n) {
+    Update u{g_.input_index(n.operands[0]), ref(n.operands[1])};
+    if (u.from.space != Space::input || u.from.input != u.input) p_.updates.push_back(u);
+  }
+
+  // One node's invocation (none for an assign or a reshape planned in place).
+  Status add_node(const Node& n) {
     if (n.op == Op::Assign) {
-      Update u{g.input_index(n.operands[0]), ref(n.operands[1])};
-      // A value already written into its target's buffer needs no copy.
-      if (u.from.space != Space::input || u.from.input != u.input) p.updates.push_back(u);
-      continue;
+      add_update(n);
+      return Status();
     }
     Invocation inv;
     for (ValueId v : n.operands) inv.operands.push_back(ref(v));
     for (ValueId v : n.results) inv.results.push_back(ref(v));
-    inv.label = g.value(n.result()).name;
+    inv.label = g_.value(n.result()).name;
     if (n.op == Op::Reshape) {
-      if (inv.operands[0] == inv.results[0]) continue;  // planned in place: a view
+      if (inv.operands[0] == inv.results[0]) return Status();  // planned in place: a view
       inv.kind = Invocation::Kind::copy;
       inv.node.op = n.op;  // every invocation names its op (Node::op has no default)
       inv.node.loc = n.loc;
     } else if (n.op == Op::Scan) {
-      // The body lowered as a Program of its own; its kernels join this Program's table
-      // and its own loops' bodies this Program's list.
-      LowerOptions body_options = options;
-      body_options.merge_updates = false;
-      WEFT_ASSIGN_OR_RETURN(
-          Lowering body,
-          lower_to_program(carries_assigned(*n.body, static_cast<size_t>(n.int_attr("consts")),
-                                            static_cast<size_t>(n.int_attr("carries"))),
-                           body_options));
-      Program bp = std::move(body.program);
-      std::vector<int> kernel_at;
-      for (const GeneratedKernel& k : bp.kernels) kernel_at.push_back(kernel(k.body));
-      const int first_body = static_cast<int>(p.bodies.size());
-      auto renumber = [&](Program& q) {
-        for (Invocation& i : q.code) {
-          if (i.kernel >= 0) i.kernel = kernel_at[static_cast<size_t>(i.kernel)];
-          if (i.body >= 0) i.body += first_body;
-        }
-      };
-      for (Program& nested : bp.bodies) {
-        renumber(nested);
-        p.bodies.push_back(std::move(nested));
-      }
-      renumber(bp);
-      bp.kernels.clear();
-      bp.bodies.clear();
-      inv.kind = Invocation::Kind::loop;
-      inv.body = static_cast<int>(p.bodies.size());
-      inv.node = n;
-      inv.node.body = nullptr;  // the Program holds the lowered body
-      p.bodies.push_back(std::move(bp));
+      WEFT_RETURN_IF_ERROR(add_loop_body(n, inv));
     } else if (n.op == Op::Fused) {
-      const bool contraction = n.str_attr("kind") == "contraction";
-      Graph epilogue;
-      if (contraction) {
-        WEFT_ASSIGN_OR_RETURN(epilogue, epilogue_body(n, inv.gemm_result));
-      }
-      inv.kind = contraction ? Invocation::Kind::contraction : Invocation::Kind::generated;
-      inv.kernel = kernel(contraction ? epilogue : *n.body);
-      if (contraction) {
-        inv.node = n.body->node(0);  // the matmul: its op, transposes and location
-      } else {
-        inv.node.op = n.op;
-        inv.node.loc = n.loc;
-      }
+      WEFT_RETURN_IF_ERROR(set_fused_kernel(n, inv));
     } else {
       inv.kind = Invocation::Kind::library;
       inv.node = n;
     }
-    p.code.push_back(std::move(inv));
+    p_.code.push_back(std::move(inv));
+    return Status();
   }
-  for (ValueId v : g.outputs()) p.outputs.push_back(ref(v));
-  return p;
+
+  // A loop: its body lowered as a Program of its own, whose kernels join this Program's
+  // table and whose own loops' bodies join this Program's list.
+  Status add_loop_body(const Node& n, Invocation& inv) {
+    LowerOptions body_options = options_;
+    body_options.merge_updates = false;
+    WEFT_ASSIGN_OR_RETURN(
+        Lowering body,
+        lower_to_program(carries_assigned(*n.body, static_cast<size_t>(n.int_attr("consts")),
+                                          static_cast<size_t>(n.int_attr("carries"))),
+                         body_options));
+    Program bp = std::move(body.program);
+    std::vector<int> kernel_at;
+    for (const GeneratedKernel& k : bp.kernels) kernel_at.push_back(kernel(k.body));
+    const int first_body = static_cast<int>(p_.bodies.size());
+    const auto renumber = [&kernel_at, first_body](Program& q) {
+      for (Invocation& i : q.code) {
+        if (i.kernel >= 0) i.kernel = kernel_at[static_cast<size_t>(i.kernel)];
+        if (i.body >= 0) i.body += first_body;
+      }
+    };
+    for (Program& nested : bp.bodies) {
+      renumber(nested);
+      p_.bodies.push_back(std::move(nested));
+    }
+    renumber(bp);
+    bp.kernels.clear();
+    bp.bodies.clear();
+    inv.kind = Invocation::Kind::loop;
+    inv.body = static_cast<int>(p_.bodies.size());
+    inv.node = n;
+    inv.node.body = nullptr;  // the Program holds the lowered body
+    p_.bodies.push_back(std::move(bp));
+    return Status();
+  }
+
+  // A fused node by its kind: a contraction is the GEMM with its epilogue as the kernel,
+  // every other kind one generated kernel of its body.
+  Status set_fused_kernel(const Node& n, Invocation& inv) {
+    if (fused_kind(n) != FusedKind::contraction) {
+      inv.kind = Invocation::Kind::generated;
+      inv.kernel = kernel(*n.body);
+      inv.node.op = n.op;
+      inv.node.loc = n.loc;
+      return Status();
+    }
+    WEFT_ASSIGN_OR_RETURN(Graph epilogue, epilogue_body(n, inv.gemm_result));
+    inv.kind = Invocation::Kind::contraction;
+    inv.kernel = kernel(epilogue);
+    inv.node = n.body->node(0);  // the matmul: its op, transposes and location
+    return Status();
+  }
+
+  const Graph& g_;
+  const MemoryPlan& plan_;
+  const std::vector<MergedUpdate>& merged_;
+  const LowerOptions& options_;
+  Program p_;
+  std::vector<int> merged_at_;
+  std::unordered_map<ValueId, int> written_to_;
+  std::unordered_map<std::string, int> kernel_by_key_;
+};
+
+// The fusion passes, by `options`, with the CPU runtime's GEMM epilogues.
+void add_fusion_passes(Pipeline& p, const LowerOptions& options) {
+  const auto fusible = options.fusible ? options.fusible : KernelCompiler::supports;
+  if (options.fuse_epilogues) {
+    ContractionEpilogueOptions epilogue;
+    epilogue.contraction = [](const Graph& g, const Node& n) {
+      cpu::LibraryCall call{n, {}, g.type(n.result())};
+      for (ValueId v : n.operands) call.operand_types.push_back(g.type(v));
+      return cpu::supports_gemm_epilogue(call);
+    };
+    epilogue.fusible = fusible;
+    p.add(std::make_unique<FuseContractionEpiloguePass>(std::move(epilogue)));
+  }
+  FuseOptions fuse;
+  fuse.fusible = fusible;
+  fuse.rows = options.fuse_rows;
+  fuse.lone_reductions = options.fuse_lone_reductions;
+  p.add(std::make_unique<FuseElementwisePass>(fuse));
 }
 
-void add_cpu_passes(Pipeline& p, const LowerOptions& options) {
+// The memory plan's options: `options.plan` with the values updated in place and the
+// merged updates' gradient groups.
+PlanOptions plan_options(const Graph& g, const LowerOptions& options, const UpdatePlan& updates) {
+  PlanOptions plan = options.plan;
+  if (!options.update_in_place) return plan;
+  plan.external = options.merge_updates ? updates.external : updates_in_place(g);
+  const std::vector<ContiguousGroup> groups = arena_groups(updates.merged);
+  plan.groups.insert(plan.groups.end(), groups.begin(), groups.end());
+  return plan;
+}
+
+}  // namespace
+
+StatusOr<Program> build_program(const Graph& g, const MemoryPlan& plan,
+                                const std::vector<MergedUpdate>& merged, const LowerOptions& options) {
+  return ProgramBuilder(g, plan, merged, options).build();
+}
+
+void add_lowering_passes(Pipeline& p, const LowerOptions& options) {
   if (options.unroll_loops) {
     p.add(std::make_unique<UnrollScansPass>());
   } else {
@@ -315,49 +401,31 @@ void add_cpu_passes(Pipeline& p, const LowerOptions& options) {
     p.add(std::make_unique<DecomposeCompositesPass>());
   }
   if (options.split_reductions) p.add(std::make_unique<SplitReductionsPass>());
-  if (options.fuse) {
-    ContractionEpilogueOptions epilogue;
-    epilogue.contraction = [](const Graph& g, const Node& n) {
-      cpu::LibraryCall call{n, {}, g.type(n.result())};
-      for (ValueId v : n.operands) call.operand_types.push_back(g.type(v));
-      return cpu::supports_gemm_epilogue(call);
-    };
-    epilogue.fusible = options.fusible ? options.fusible : KernelCompiler::supports;
-    if (options.fuse_epilogues) {
-      p.add(std::make_unique<FuseContractionEpiloguePass>(std::move(epilogue)));
-    }
-    FuseOptions fuse;
-    fuse.fusible = options.fusible ? options.fusible : KernelCompiler::supports;
-    fuse.rows = options.fuse_rows;
-    fuse.lone_reductions = options.fuse_lone_reductions;
-    p.add(std::make_unique<FuseElementwisePass>(fuse));
-  }
+  if (options.fuse) add_fusion_passes(p, options);
   if (options.schedule) p.add(std::make_unique<ScheduleMemoryPass>());
 }
 
 Pipeline cpu_pipeline(PipelineOptions options) {
   Pipeline p = default_pipeline(std::move(options));
-  add_cpu_passes(p);
+  add_lowering_passes(p);
   return p;
 }
 
+// The lowering, one list: the target's graph passes, merge-updates, then the memory plan
+// and the Program. The memory plan is not a pass: it changes nothing in the graph, it
+// is the arena layout of the graph the passes leave (an analysis, passes/memory_plan.h).
 StatusOr<Lowering> lower_to_program(Graph g, const LowerOptions& options) {
   WEFT_RETURN_IF_ERROR(verify(g));
+  UpdatePlan updates;
   Pipeline passes;
-  add_cpu_passes(passes, options);
-  WEFT_RETURN_IF_ERROR(passes.run(g).status());
-  PlanOptions plan_options = options.plan;
-  std::vector<MergedUpdate> merged;
-  if (options.update_in_place) {
-    plan_options.external = updates_in_place(g);
-    if (options.merge_updates) {
-      merged = merge_updates(g, plan_options.external, plan_options.alignment);
-      std::vector<ContiguousGroup> groups = arena_groups(merged);
-      plan_options.groups.insert(plan_options.groups.end(), groups.begin(), groups.end());
-    }
+  add_lowering_passes(passes, options);
+  if (options.update_in_place && options.merge_updates) {
+    passes.add(std::make_unique<MergeUpdatesPass>(
+        MergeUpdatesOptions{.key = kernel_key, .alignment = options.plan.alignment}, &updates));
   }
-  WEFT_ASSIGN_OR_RETURN(MemoryPlan plan, plan_memory(g, plan_options));
-  WEFT_ASSIGN_OR_RETURN(Program program, build_program(g, plan, merged, options));
+  WEFT_RETURN_IF_ERROR(passes.run(g).status());
+  WEFT_ASSIGN_OR_RETURN(MemoryPlan plan, plan_memory(g, plan_options(g, options, updates)));
+  WEFT_ASSIGN_OR_RETURN(Program program, build_program(g, plan, updates.merged, options));
   return Lowering{std::move(g), std::move(plan), std::move(program)};
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // Lowering: a type-inferred graph (a whole training step, or any graph) becomes a
-// Program (runtime/program.h) — the CPU backend's compile pipeline after the default
-// passes:
+// Program (runtime/program.h). After the default passes it is one list of passes per
+// target (add_lowering_passes, by LowerOptions: the CPU's defaults, or
+// cuda_lower_options()), then the memory plan and the Program:
 //
 //   fold-transpose     matmul operands transposed in their last two dims -> GEMM flags
 //   fold-batch-matmul  a batched product summed over its batch -> one GEMM, batch in K
@@ -9,13 +10,15 @@
 //                      activation, residual) -> one `fused` node of kind "contraction"
 //   fuse-elementwise   elementwise chains -> `fused` kernels (what codegen supports)
 //   schedule-memory    a topological order with a low peak of live bytes
-//   updates in place   a parameter's new value is written straight into the
-//                      parameter's buffer when nothing reads the old value afterwards
-//   merge updates      the in-place update kernels of many parameters with one
-//                      structure -> ONE kernel over a flat range: their params/states
-//                      lie back to back in the inputs block, their gradients in one
-//                      contiguous group of the arena (codegen/merge_updates.h)
+//   merge-updates      (lowering only) the in-place update kernels of many parameters
+//                      with one structure -> ONE kernel over a flat range: their
+//                      params/states lie back to back in the inputs block, their
+//                      gradients in one contiguous group of the arena
+//                      (passes/merge_updates.h; updates_in_place: a parameter's new
+//                      value is written straight into the parameter's buffer when
+//                      nothing reads the old value afterwards)
 //   plan_memory        one arena, fixed offsets, in-place reuse, several greedy orders
+//                      (an analysis, not a pass: it leaves the graph as it is)
 //   build_program      one invocation per node: `fused` -> a generated kernel (bodies
 //                      with the same structure share one; of kind "contraction": the
 //                      GEMM with its epilogue as a generated kernel applied to each
@@ -33,10 +36,10 @@
 
 #include <functional>
 
-#include "codegen/merge_updates.h"
 #include "ir/graph.h"
 #include "ir/status.h"
 #include "passes/memory_plan.h"
+#include "passes/merge_updates.h"
 #include "passes/pipeline.h"
 #include "runtime/program.h"
 
@@ -60,10 +63,11 @@ struct LowerOptions {
   bool fuse_epilogues = true;
   bool schedule = true;
   /// Write assigned values into their param/state buffers where that is safe (see
-  /// updates_in_place) instead of copying them there after the step.
+  /// updates_in_place, passes/merge_updates.h) instead of copying them there after the
+  /// step.
   bool update_in_place = true;
   /// Run the in-place updates of parameters with one kernel structure as one kernel over
-  /// flat ranges (see merge_updates.h); needs update_in_place.
+  /// flat ranges (the merge-updates pass, passes/merge_updates.h); needs update_in_place.
   bool merge_updates = true;
   PlanOptions plan;
   /// Unroll loops (passes/unroll_scans.h) instead of lowering each to a loop invocation
@@ -84,14 +88,16 @@ struct Lowering {
   Program program;
 };
 
-/// The CPU backend's graph passes after the default pipeline: unroll-scans (with
+/// A compiled target's graph passes after the default pipeline (the CPU's with the
+/// default `options`, the GPU's with cuda_lower_options()): unroll-scans (with
 /// `options.unroll_loops`) or mask-loop-exits (with `options.mask_loop_exits`),
-/// hoist-loop-invariants and prune-scan-results, fold-transpose,
-/// fold-batch-matmul, decompose-composites, fuse-contraction-epilogue (GEMMs that
+/// hoist-loop-invariants and prune-scan-results, fold-transpose, fold-batch-matmul,
+/// decompose-composites, split-reductions, fuse-contraction-epilogue (GEMMs that
 /// runtime/cpu runs with an epilogue, members by `options.fusible`), fuse-elementwise
-/// (with `options.fusible`)
-/// and schedule-memory, as `options` enables.
-void add_cpu_passes(Pipeline& p, const LowerOptions& options = {});
+/// (with `options.fusible`) and schedule-memory, as `options` enables. lower_to_program
+/// appends merge-updates; `weftc dump` and `viz` show the list without it, since what
+/// they draw (and weftc viz's memory plan) is the graph the memory plan is made for.
+void add_lowering_passes(Pipeline& p, const LowerOptions& options = {});
 
 /// The default pipeline followed by the CPU passes: what `weftc dump` shows for the
 /// cpu backend (`--after=fuse-elementwise`, `--dump-dir`).
@@ -100,15 +106,8 @@ Pipeline cpu_pipeline(PipelineOptions options = {});
 /// Fuses, schedules, plans and lowers `g` (taken by value: it is rewritten).
 StatusOr<Lowering> lower_to_program(Graph g, const LowerOptions& options = {});
 
-/// By ValueId: the assigned values that can be computed straight into their target's
-/// buffer. assign(%t, %v) qualifies when %v is assigned once, has %t's type, its producer
-/// reads %t only element by element (an elementwise or fused elementwise node) if at all,
-/// and every other reader of %t comes before that producer (the runtime applies
-/// updates after the step; this keeps every read of %t seeing the old value).
-std::vector<bool> updates_in_place(const Graph& g);
-
 /// The last step alone: one invocation per node of `g` with buffers from `plan`, one per
-/// group of `merged` (from merge_updates, whose arena groups `plan` was made with); a
+/// group of `merged` (from merge-updates, whose arena groups `plan` was made with); a
 /// loop's body is lowered with `options`.
 StatusOr<Program> build_program(const Graph& g, const MemoryPlan& plan,
                                 const std::vector<MergedUpdate>& merged = {},

@@ -80,7 +80,7 @@ TEST(LowerTest, TrainingStepOfAnMlp) {
   // softmax of cross_entropy's gradient is in a row kernel; the Adam update of all four
   // parameters is ONE kernel with three results (new p, m, v) over flat ranges of
   // 192 + 16 + 80 + 16 = 304 elements (each parameter rounded up to 16), instead of one
-  // kernel per parameter (codegen/merge_updates.h).
+  // kernel per parameter (passes/merge_updates.h).
   EXPECT_EQ(generated, 5);
   EXPECT_EQ(contraction, 3);
   EXPECT_EQ(library, 20);

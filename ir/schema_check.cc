@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "ir/fused_kind.h"
+
 namespace weft {
 namespace {
 
@@ -93,6 +95,9 @@ std::optional<std::string> check_attribute(const OpInfo& info, std::string_view 
     return "attribute " + quoted(name) + " of " + quoted(info.name) + " must be " +
            kind_with_article(spec->kind) + ", but " + attribute_to_string(value) + " is " +
            kind_with_article(kind);
+  }
+  if (info.op == Op::Fused && name == "kind") {
+    return check_fused_kind_name(std::get<std::string>(value));
   }
   return std::nullopt;
 }

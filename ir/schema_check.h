@@ -24,7 +24,8 @@ std::optional<std::string> check_attribute_name(const OpInfo& info, std::string_
 
 /// Checks one attribute against the op's schema: the name must be in it and the value of
 /// its kind. An int where a float is expected (and an int list where floats are) is
-/// accepted and widened in place, so `{value=0}` stores 0.0.
+/// accepted and widened in place, so `{value=0}` stores 0.0. A `fused` node's `kind`
+/// must name a FusedKind (ir/fused_kind.h).
 std::optional<std::string> check_attribute(const OpInfo& info, std::string_view name,
                                            Attribute& value);
 

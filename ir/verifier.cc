@@ -3,6 +3,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ir/fused_kind.h"
 #include "ir/schema_check.h"
 #include "ir/shape_rules.h"
 
@@ -81,6 +82,7 @@ class Verifier {
     if (node.body) {
       Status body = verify(*node.body, options_);
       if (!body.ok()) return fail("in its body: " + body.error().message);
+      if (auto message = check_fused_body(node)) return at(*message);
     }
     if (node.op == Op::Assign) {
       if (auto message = check_assign_target(g_, node.operands[0])) return at(*message);

@@ -14,6 +14,8 @@
 //    ints where floats are), every required one present. These checks and the operand
 //    count and assign-target ones are the parser's (ir/schema_check.h), so a violation
 //    reads the same whether a file or a pass caused it;
+//  - a `fused` node's kind names a FusedKind and its body has the structure that kind
+//    names (ir/fused_kind.h: check_fused_body);
 //  - each `assign` target is a param or state graph input, assigned at most once;
 //  - outputs are defined values, and the declared output types (if any) match them
 //    in number;

@@ -6,6 +6,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "ir/fused_kind.h"
 #include "passes/fuse_elementwise.h"
 
 namespace weft {
@@ -211,7 +212,8 @@ StatusOr<bool> FuseContractionEpiloguePass::run(Graph& g) {
     fused.op = Op::Fused;
     fused.operands = std::move(operands);
     fused.results = std::move(results);
-    fused.attrs = {{"kind", std::string("contraction")}};
+    fused.attrs = {};
+    set_fused_kind(fused, FusedKind::contraction);
     fused.body = std::move(body);
     std::vector<bool> keep(n, true);
     for (size_t k = 0; k + 1 < group.members.size(); ++k) keep[group.members[k]] = false;

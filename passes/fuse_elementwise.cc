@@ -2,10 +2,11 @@
 
 #include <algorithm>
 #include <memory>
-#include <optional>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
+
+#include "ir/fused_kind.h"
+#include "passes/fuse_elementwise_grouping.h"
 
 namespace weft {
 namespace {
@@ -76,8 +77,10 @@ FuseElementwisePass::FuseElementwisePass(FuseOptions options) : options_(std::mo
   if (!options_.fusible) options_.fusible = default_fusible;
 }
 
-StatusOr<bool> FuseElementwisePass::run(Graph& g) {
-  const int n = static_cast<int>(g.nodes().size());
+namespace {
+
+// Every node's result must be typed: the grouping compares shapes.
+Status check_typed(const Graph& g) {
   for (const Node& node : g.nodes()) {
     for (ValueId r : node.results) {
       if (!g.value(r).type) {
@@ -86,220 +89,55 @@ StatusOr<bool> FuseElementwisePass::run(Graph& g) {
       }
     }
   }
-  // A fusible node may be a root; only elementwise ones may join a group as producers.
-  std::vector<char> fusible(n), reduction(n);
-  for (int i = 0; i < n; ++i) {
-    const OpCategory c = g.node(i).info().category;
-    reduction[i] = c == OpCategory::Reduction;
-    fusible[i] = (c == OpCategory::Elementwise || reduction[i]) && options_.fusible(g, g.node(i));
+  return Status();
+}
+
+// One reduction computing the kernel's one result: a reduction kernel; reductions whose
+// per-row values other members consume: a row kernel.
+FusedKind group_kind(const FusionGrouping& grouping, const std::vector<int>& members,
+                     const std::vector<int>& extra) {
+  const int reductions = static_cast<int>(std::count_if(
+      members.begin(), members.end(), [&](int m) { return grouping.is_reduction(m); }));
+  const bool last_reduces = grouping.is_reduction(members.back()) && extra.empty();
+  if (reductions > 1 || (reductions == 1 && !last_reduces)) return FusedKind::row;
+  return reductions == 1 ? FusedKind::reduction : FusedKind::elementwise;
+}
+
+// The group's root becomes its `fused` node; the other members are marked in `keep`
+// for removal. The extra results move from their producers to the fused node, names
+// and all.
+void replace_group(Graph& g, const FusionGrouping& grouping, std::vector<int>& members,
+                   std::vector<int>& extra, std::vector<bool>& keep) {
+  std::sort(members.begin(), members.end());  // topological: the root is last
+  std::sort(extra.begin(), extra.end());
+  const FusedKind kind = group_kind(grouping, members, extra);
+  std::vector<ValueId> operands;
+  std::shared_ptr<const Graph> body = make_body(g, members, extra, operands);
+  std::vector<ValueId> results = {g.node(members.back()).result()};
+  for (int p : extra) {
+    results.push_back(g.node(p).result());
+    g.node(p).results.clear();
   }
+  Node& root = g.node(members.back());
+  root.results = std::move(results);
+  root.op = Op::Fused;
+  root.operands = std::move(operands);
+  root.attrs = {};
+  set_fused_kind(root, kind);
+  root.body = std::move(body);
+  for (size_t k = 0; k + 1 < members.size(); ++k) keep[members[k]] = false;
+}
 
-  // Users of each value: node indices, or n for a graph output.
-  std::vector<std::vector<int>> users(g.num_values());
-  for (int i = 0; i < n; ++i) {
-    for (ValueId v : g.node(i).operands) users[v].push_back(i);
-  }
-  for (ValueId v : g.outputs()) users[v].push_back(n);
+}  // namespace
 
-  // Whether node `from` reaches node `to` through users (nodes after `to` cannot).
-  auto reaches = [&](int from, int to) {
-    std::vector<int> stack = {from};
-    std::unordered_set<int> seen = {from};
-    while (!stack.empty()) {
-      const int i = stack.back();
-      stack.pop_back();
-      if (i == to) return true;
-      for (ValueId r : g.node(i).results) {
-        for (int u : users[r]) {
-          if (u <= to && seen.insert(u).second) stack.push_back(u);
-        }
-      }
-    }
-    return false;
-  };
-
-  std::vector<int> group;
-  std::vector<std::vector<int>> groups;  // member node indices, root first
-  std::vector<std::vector<int>> extra;   // members whose value also leaves the kernel
-  // `relaxed`: a row group's member may also be used by a node before the root that
-  // does not lead back to it (layer-norm backward's x̂ in the gain's gradient, computed
-  // before the GELU backward that ends the group); `later`: an elementwise group's
-  // member may also be used after the root (it leaves the kernel as an extra result);
-  // the caller then checks that the groups together leave the graph acyclic.
-  auto form_groups = [&](bool relaxed, bool later) {
-    group.assign(n, -1);
-    groups.clear();
-    extra.clear();
-    for (int root = n - 1; root >= 0; --root) {
-      if (!fusible[root] || group[root] >= 0) continue;
-      const int id = static_cast<int>(groups.size());
-      groups.push_back({root});
-      extra.emplace_back();
-      group[root] = id;
-      // Members compute `full` (a reduction root: its input's shape) or, in a row group,
-      // the per-row shape `row` of its keepdims reductions.
-      const Node& r = g.node(root);
-      Shape full = g.type(reduction[root] ? r.operands[0] : r.result()).shape;
-      std::optional<Shape> row;
-      if (options_.rows && reduction[root] && is_row_shape(g.type(r.result()).shape, full)) {
-        row = g.type(r.result()).shape;
-      }
-      // Whether a keepdims reduction of `full` to `s` computes p's value through fusible
-      // per-row nodes of shape `s` not yet in a group (each node visited once).
-      auto from_row_reduction = [&](int p, const Shape& s) {
-        std::vector<int> stack = {p};
-        std::unordered_set<int> seen = {p};
-        while (!stack.empty()) {
-          const int i = stack.back();
-          const Node& node = g.node(i);
-          stack.pop_back();
-          if (reduction[i]) {
-            if (g.type(node.operands[0]).shape == full && node.bool_attr("keepdims")) return true;
-            continue;
-          }
-          for (ValueId v : node.operands) {
-            const int q = g.value(v).node;
-            if (q >= 0 && fusible[q] && group[q] < 0 && g.type(v).shape == s && seen.insert(q).second) {
-              stack.push_back(q);
-            }
-          }
-        }
-        return false;
-      };
-      // A reduction root of other axes (a column sum) keeps to its input's producers.
-      const bool rows = options_.rows && (!reduction[root] || row.has_value());
-      auto admits = [&](int p) {
-        const Shape& s = g.type(g.node(p).result()).shape;
-        if (!rows) return !reduction[p] && s == full;
-        if (!reduction[p]) {
-          if (s == full || (row && s == *row)) return true;
-          // A per-row value (log-softmax's log of the sum) may open a row group when a
-          // row reduction computes it.
-          if (row || !is_row_shape(s, full) || !from_row_reduction(p, s)) return false;
-          row = s;
-          return true;
-        }
-        const Shape& in = g.type(g.node(p).operands[0]).shape;
-        if (!g.node(p).bool_attr("keepdims")) return false;
-        if (row) return in == full && s == *row;
-        if (in == full && is_row_shape(s, full)) {
-          row = s;
-        } else if (!reduction[root] && s == full && is_row_shape(s, in)) {
-          row = full;  // The members so far compute per-row values.
-          full = in;
-        } else {
-          return false;
-        }
-        return true;
-      };
-      // Producers join until none can: one that fails only because a user is not in the
-      // group yet may join once it is (softmax's exp feeds the sum and the division).
-      for (bool grew = true; grew;) {
-        grew = false;
-        for (size_t k = 0; k < groups[id].size(); ++k) {
-          for (ValueId v : g.node(groups[id][k]).operands) {
-            const int p = g.value(v).node;
-            if (p < 0 || !fusible[p] || group[p] >= 0) continue;
-            // Every use inside the group; or outside it, in a row group or under an
-            // elementwise root by nodes after the root, under an elementwise root by
-            // assigns: the value then also leaves the kernel as one more result (an
-            // optimizer's new moment estimates: one kernel computes them and the
-            // parameter; an LSTM cell's gate activations, which its backward reads
-            // again; layer-norm backward's x̂, also summed over the batch for the gain's
-            // gradient).
-            bool inside = true, escapes = false;
-            for (int u : users[v]) {
-              if (u < n && group[u] == id) continue;
-              const bool ok = (row && (u > root || (relaxed && u < n && !reaches(u, root)))) ||
-                              (later && !reduction[root] && u > root) ||
-                              (u < n && g.node(u).op == Op::Assign && !reduction[root]);
-              escapes = escapes || ok;
-              inside = inside && ok;
-            }
-            if (!inside) continue;
-            if (!admits(p)) continue;
-            group[p] = id;
-            groups[id].push_back(p);
-            if (escapes) extra[id].push_back(p);
-            grew = true;
-          }
-        }
-      }
-      if (reduction[root] && groups[id].size() == 1 && !options_.lone_reductions) {
-        // Alone: the library kernel stays.
-        group[root] = -1;
-        groups.pop_back();
-        extra.pop_back();
-      }
-    }
-  };
-  // Each group contracted to one node, the graph must stay acyclic (Kahn's algorithm on
-  // the clusters: groups, then one per ungrouped node); if not, group strictly.
-  auto acyclic = [&]() {
-    const int clusters = static_cast<int>(groups.size()) + n;
-    auto cluster = [&](int i) { return group[i] >= 0 ? group[i] : static_cast<int>(groups.size()) + i; };
-    std::vector<std::vector<int>> next(clusters);
-    std::vector<int> indegree(clusters, 0);
-    for (int i = 0; i < n; ++i) {
-      for (ValueId v : g.node(i).operands) {
-        const int p = g.value(v).node;
-        if (p < 0 || cluster(p) == cluster(i)) continue;
-        next[cluster(p)].push_back(cluster(i));
-        ++indegree[cluster(i)];
-      }
-    }
-    std::vector<int> ready;
-    for (int c = 0; c < clusters; ++c) {
-      if (indegree[c] == 0) ready.push_back(c);
-    }
-    int done = 0;
-    while (!ready.empty()) {
-      const int c = ready.back();
-      ready.pop_back();
-      ++done;
-      for (int d : next[c]) {
-        if (--indegree[d] == 0) ready.push_back(d);
-      }
-    }
-    return done == clusters;
-  };
-  // Contracting the groups must leave the graph acyclic; when the escapes to later
-  // users or the relaxed rows make a cycle, form the groups again without them.
-  form_groups(options_.rows, true);
-  if (!acyclic()) form_groups(options_.rows, false);
-  if (!acyclic()) form_groups(false, false);
-  if (groups.empty()) return false;
-
-  std::vector<bool> keep(n, true);
-  for (size_t id = 0; id < groups.size(); ++id) {
-    std::vector<int>& members = groups[id];
-    std::sort(members.begin(), members.end());  // topological: the root is last
-    std::sort(extra[id].begin(), extra[id].end());
-    std::vector<ValueId> operands;
-    std::shared_ptr<const Graph> body = make_body(g, members, extra[id], operands);
-    // The extra results move from their producers to the fused node, names and all.
-    std::vector<ValueId> results = {g.node(members.back()).result()};
-    for (int p : extra[id]) {
-      results.push_back(g.node(p).result());
-      g.node(p).results.clear();
-    }
-    Node& root = g.node(members.back());
-    root.results = std::move(results);
-    // One reduction computing the kernel's one result: kind="reduction"; reductions
-    // whose per-row values other members consume: a row kernel.
-    const int reductions = static_cast<int>(
-        std::count_if(members.begin(), members.end(), [&](int m) { return reduction[m]; }));
-    const bool last_reduces = reduction[members.back()] && extra[id].empty();
-    root.op = Op::Fused;
-    root.operands = std::move(operands);
-    root.attrs = {};
-    if (reductions > 1 || (reductions == 1 && !last_reduces)) {
-      root.attrs["kind"] = std::string("row");
-    } else if (reductions == 1) {
-      root.attrs["kind"] = std::string("reduction");
-    }
-    root.body = std::move(body);
-    for (size_t k = 0; k + 1 < members.size(); ++k) keep[members[k]] = false;
+StatusOr<bool> FuseElementwisePass::run(Graph& g) {
+  WEFT_RETURN_IF_ERROR(check_typed(g));
+  FusionGrouping grouping(g, options_);
+  grouping.form();
+  if (grouping.groups().empty()) return false;
+  std::vector<bool> keep(g.nodes().size(), true);
+  for (size_t id = 0; id < grouping.groups().size(); ++id) {
+    replace_group(g, grouping, grouping.groups()[id], grouping.extra()[id], keep);
   }
   g.remove_nodes(keep);
   // An assign of an extra result may stand before the fused node that now computes it.

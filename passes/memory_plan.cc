@@ -5,11 +5,15 @@
 #include <functional>
 #include <numeric>
 
+#include "ir/fused_kind.h"
+
 namespace weft {
 bool may_take_over_operand(const Node& node) {
-  const bool row = node.op == Op::Fused && node.str_attr("kind") == "row";
-  return node.info().category == OpCategory::Elementwise || node.op == Op::Reshape || row ||
-         (node.op == Op::Fused && node.str_attr("kind") == "elementwise");
+  if (node.op == Op::Fused) {
+    const FusedKind kind = fused_kind(node);
+    return kind == FusedKind::elementwise || kind == FusedKind::row;
+  }
+  return node.info().category == OpCategory::Elementwise || node.op == Op::Reshape;
 }
 
 namespace {

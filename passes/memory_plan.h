@@ -25,7 +25,7 @@
 //
 // Contiguous groups (PlanOptions::groups): values that must lie back to back, at given
 // offsets from the group's start, e.g. the gradients of parameters whose update is one
-// kernel over a flat range (codegen/merge_updates.h). The buffers of a group's members
+// kernel over a flat range (passes/merge_updates.h). The buffers of a group's members
 // (with whatever they share in place) become one block of the group's size, live from
 // the first definition to the last use of any member, placed like any other buffer:
 //

@@ -18,7 +18,7 @@
 // block, the *inputs block*: input i starts `input_offsets[i]` bytes into it (a multiple
 // of 64), in an order the lowering chooses, so that the parameters (or the optimizer
 // states) of one merged update lie back to back and one kernel can walk them as a single
-// flat range (codegen/merge_updates.h). A BufferRef in the input space whose type is
+// flat range (passes/merge_updates.h). A BufferRef in the input space whose type is
 // larger than its input's own (`in1 f32[4096]`) is such a range: it starts at the input
 // and runs on through the inputs laid out after it. A view (a reshape of a buffer that dies
 // there) shares its operand's bytes. Updates (`assign`) are applied after the last
@@ -100,7 +100,7 @@ struct Invocation {
   std::string label;                 ///< The graph value it computes (for dumps).
   /// generated: arena bytes zeroed just before the kernel runs (`u8[n]` ranges): the
   /// alignment padding inside the flat gradient ranges of a merged update, which other
-  /// intermediates may have used earlier in the step (codegen/merge_updates.h).
+  /// intermediates may have used earlier in the step (passes/merge_updates.h).
   std::vector<BufferRef> clear;
   int body = -1;                     ///< loop: index into the root Program's `bodies`.
 };

@@ -1,4 +1,4 @@
-// An optimizer update merged into one kernel over flat ranges (codegen/merge_updates.h),
+// An optimizer update merged into one kernel over flat ranges (passes/merge_updates.h),
 // compiled ahead of time: the generated C++ keeps the inputs block's layout
 // (Program::input_offsets) and three steps match the reference interpreter.
 #include <gtest/gtest.h>

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "codegen/lower.h"
+#include "passes/merge_updates.h"
 
 namespace weft::viz {
 
@@ -21,7 +22,7 @@ StatusOr<MemoryPlan> cpu_memory_plan(const Graph& g) {
     }
   }
   PlanOptions options;
-  options.external = codegen::updates_in_place(g);
+  options.external = updates_in_place(g);
   return plan_memory(g, options);
 }
 

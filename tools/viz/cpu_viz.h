@@ -19,7 +19,7 @@ namespace weft::viz {
 
 /// The arena plan the CPU backend makes for `g` in its current node order (as
 /// codegen::lower_to_program does): parameters updated in place where that is safe
-/// (codegen::updates_in_place, outside the arena), then plan_memory.
+/// (updates_in_place, passes/merge_updates.h: outside the arena), then plan_memory.
 StatusOr<MemoryPlan> cpu_memory_plan(const Graph& g);
 
 /// Runs the CPU pipeline on `g` (type-inferred or not), plans its memory and renders the

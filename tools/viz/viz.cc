@@ -11,6 +11,7 @@
 #include <map>
 #include <vector>
 
+#include "ir/fused_kind.h"
 #include "ir/text.h"
 #include "ir/text_util.h"
 #include "tools/viz/memory_picture.h"
@@ -119,7 +120,7 @@ std::string page_data_json(const Graph& g, const VizOptions& options, const Clus
     if (n.op == Op::Fused && n.body) {
       PrintOptions print;
       print.locations = false;
-      out += ",\"fused\":{\"kind\":" + json(n.str_attr("kind")) + ",\"ops\":" +
+      out += ",\"fused\":{\"kind\":" + json(std::string(fused_kind_name(fused_kind(n)))) + ",\"ops\":" +
              std::to_string(n.body->nodes().size()) + ",\"body\":" +
              json(print_graph(*n.body, print)) + "}";
     }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ir/dot.h"
+#include "ir/fused_kind.h"
 #include "tools/viz/memory_picture.h"
 #include "tools/viz/viz.h"
 #include "tools/viz/viz_internal.h"
@@ -145,7 +146,7 @@ void write_node(const Graph& g, int i, const std::vector<BufferKind>& kinds,
   std::string label;
   if (!n.loc.path.empty()) label += last_path_step(n.loc.path) + "\n";
   if (n.op == Op::Fused && n.body) {
-    label += "fused " + n.str_attr("kind") + "\n";
+    label += "fused " + std::string(fused_kind_name(fused_kind(n))) + "\n";
     std::string ops;
     for (const Node& b : n.body->nodes()) ops += (ops.empty() ? "" : " ") + std::string(op_name(b.op));
     if (ops.size() > 40) ops = ops.substr(0, 37) + "...";

@@ -1,4 +1,6 @@
-#include "codegen/merge_updates.h"
+// merge-updates (passes/merge_updates.h): finding the optimizer updates that run as one
+// kernel over flat ranges, and moving each group together.
+#include "passes/merge_updates.h"
 
 #include <algorithm>
 #include <functional>
@@ -7,9 +9,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "codegen/kernel_compiler.h"
+#include "ir/fused_kind.h"
 
-namespace weft::codegen {
+namespace weft {
 namespace {
 
 int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
@@ -36,10 +38,11 @@ struct Candidate {
 };
 
 std::optional<Candidate> candidate(const Graph& g, int i, const std::vector<bool>& external,
+                                   const BodyKey& key,
                                    const std::vector<int>& non_assign_readers,
                                    const std::unordered_map<ValueId, ValueId>& target_of) {
   const Node& n = g.node(i);
-  if (n.op != Op::Fused || n.str_attr("kind") != "elementwise" || !n.body) return std::nullopt;
+  if (n.op != Op::Fused || fused_kind(n) != FusedKind::elementwise || !n.body) return std::nullopt;
   const Graph& body = *n.body;
   const Shape& full = body.type(body.outputs()[0]).shape;
   Candidate c;
@@ -47,7 +50,7 @@ std::optional<Candidate> candidate(const Graph& g, int i, const std::vector<bool
   std::vector<int> order;
   std::optional<Graph> flat_body = flatten_body(body, kKeyLength, &order);
   if (!flat_body) return std::nullopt;
-  c.signature = kernel_key(*flat_body) + "|";
+  c.signature = key(*flat_body) + "|";
   for (int j : order) c.operands.push_back(n.operands[j]);
   for (ValueId o : c.operands) {
     const Type& t = g.type(o);
@@ -113,7 +116,7 @@ MergedUpdate build_merge(const Graph& g, const std::vector<Candidate>& members,
     FlatRange r;
     r.dtype = g.type(c0.operands[j]).dtype;
     const int64_t size = static_cast<int64_t>(dtype_size(r.dtype));
-    r.space = g.input_index(c0.operands[j]) >= 0 ? Space::input : Space::arena;
+    r.input = g.input_index(c0.operands[j]) >= 0;
     for (size_t k = 0; k < members.size(); ++k) {
       r.values.push_back(members[k].operands[j]);
       r.offsets.push_back(m.starts[k] * size);
@@ -183,9 +186,13 @@ std::optional<Graph> flatten_body(const Graph& body, int64_t length,
   return flat;
 }
 
-std::vector<MergedUpdate> merge_updates(Graph& g, const std::vector<bool>& external,
-                                        int64_t alignment) {
-  const int n = static_cast<int>(g.nodes().size());
+namespace {
+
+// The update kernels of `g` that could merge, grouped by signature, in schedule order;
+// the groups in order of first member.
+std::vector<std::vector<Candidate>> candidates_by_signature(const Graph& g,
+                                                            const std::vector<bool>& external,
+                                                            const BodyKey& key) {
   std::vector<int> non_assign_readers(g.num_values(), 0);
   std::unordered_map<ValueId, ValueId> target_of;  // assigned value -> its input
   for (const Node& node : g.nodes()) {
@@ -195,16 +202,22 @@ std::vector<MergedUpdate> merge_updates(Graph& g, const std::vector<bool>& exter
     }
     for (ValueId o : node.operands) ++non_assign_readers[o];
   }
-  // Candidates by signature, in schedule order; the groups in order of first member.
   std::map<std::string, int> group_of;
   std::vector<std::vector<Candidate>> groups;
-  for (int i = 0; i < n; ++i) {
-    std::optional<Candidate> c = candidate(g, i, external, non_assign_readers, target_of);
+  for (int i = 0; i < static_cast<int>(g.nodes().size()); ++i) {
+    std::optional<Candidate> c = candidate(g, i, external, key, non_assign_readers, target_of);
     if (!c) continue;
     auto [it, added] = group_of.emplace(c->signature, static_cast<int>(groups.size()));
     if (added) groups.emplace_back();
     groups[it->second].push_back(std::move(*c));
   }
+  return groups;
+}
+
+// The members of each group whose per-parameter values no earlier member (of this
+// group or a group kept before) has taken; groups left with fewer than two are dropped.
+std::vector<std::vector<Candidate>> members_with_free_ranges(
+    std::vector<std::vector<Candidate>> groups) {
   std::unordered_set<ValueId> taken;
   std::vector<std::vector<Candidate>> merging;
   for (std::vector<Candidate>& group : groups) {
@@ -226,13 +239,13 @@ std::vector<MergedUpdate> merge_updates(Graph& g, const std::vector<bool>& exter
     taken.insert(mine.begin(), mine.end());
     merging.push_back(std::move(kept));
   }
-  if (merging.empty()) return {};
+  return merging;
+}
 
-  std::vector<MergedUpdate> merged;
-  for (const std::vector<Candidate>& members : merging) {
-    merged.push_back(build_merge(g, members, alignment));
-  }
-  // The new order: members together at their last one's position, assigns at the end.
+// The new order: each group's members together at their last one's position, every
+// assign at the end; the groups' node indices follow.
+void move_members_together(Graph& g, std::vector<MergedUpdate>& merged) {
+  const int n = static_cast<int>(g.nodes().size());
   std::vector<int> group_of_node(n, -1);
   for (size_t m = 0; m < merged.size(); ++m) {
     for (int i : merged[m].nodes) group_of_node[i] = static_cast<int>(m);
@@ -261,6 +274,20 @@ std::vector<MergedUpdate> merge_updates(Graph& g, const std::vector<bool>& exter
   for (MergedUpdate& m : merged) {
     for (int& i : m.nodes) i = new_index[i];
   }
+}
+
+}  // namespace
+
+std::vector<MergedUpdate> merge_updates(Graph& g, const std::vector<bool>& external,
+                                        const BodyKey& key, int64_t alignment) {
+  const std::vector<std::vector<Candidate>> merging =
+      members_with_free_ranges(candidates_by_signature(g, external, key));
+  if (merging.empty()) return {};
+  std::vector<MergedUpdate> merged;
+  for (const std::vector<Candidate>& members : merging) {
+    merged.push_back(build_merge(g, members, alignment));
+  }
+  move_members_together(g, merged);
   return merged;
 }
 
@@ -268,30 +295,52 @@ std::vector<ContiguousGroup> arena_groups(const std::vector<MergedUpdate>& merge
   std::vector<ContiguousGroup> groups;
   for (const MergedUpdate& m : merged) {
     for (const FlatRange& r : m.ranges) {
-      if (r.space == Space::arena) groups.push_back({r.values, r.offsets, r.bytes});
+      if (!r.input) groups.push_back({r.values, r.offsets, r.bytes});
     }
   }
   return groups;
 }
 
-void lay_out_inputs(const Graph& g, const std::vector<MergedUpdate>& merged, Program& p) {
-  p.input_offsets.assign(p.inputs.size(), -1);
-  int64_t end = 0;
-  for (const MergedUpdate& m : merged) {
-    for (const FlatRange& r : m.ranges) {
-      if (r.space != Space::input) continue;
-      for (size_t k = 0; k < r.values.size(); ++k) {
-        p.input_offsets[g.input_index(r.values[k])] = end + r.offsets[k];
-      }
-      end += round_up(r.bytes, 64);
+std::vector<bool> updates_in_place(const Graph& g) {
+  const int n = static_cast<int>(g.nodes().size());
+  std::vector<bool> external(g.num_values(), false);
+  std::vector<int> last_reader(g.num_values(), -1);  // excluding assigns
+  std::vector<int> assigned(g.num_values(), 0);
+  for (int i = 0; i < n; ++i) {
+    const Node& node = g.node(i);
+    if (node.op == Op::Assign) {
+      ++assigned[node.operands[1]];
+      continue;
     }
+    for (ValueId v : node.operands) last_reader[v] = std::max(last_reader[v], i);
   }
-  for (size_t i = 0; i < p.inputs.size(); ++i) {
-    if (p.input_offsets[i] >= 0) continue;
-    p.input_offsets[i] = end;
-    end += round_up(static_cast<int64_t>(p.inputs[i].type.bytes()), 64);
+  for (ValueId v : g.outputs()) last_reader[v] = n;
+  for (const Node& node : g.nodes()) {
+    if (node.op != Op::Assign) continue;
+    const ValueId target = node.operands[0], value = node.operands[1];
+    const int producer = g.value(value).node;
+    if (producer < 0 || assigned[value] != 1 || g.type(value) != g.type(target)) continue;
+    const Node& p = g.node(producer);
+    bool reads_target = false;
+    for (ValueId o : p.operands) reads_target = reads_target || o == target;
+    // The producer may read the target only element by element (it then writes each
+    // element after reading it); every other reader must come before it.
+    if (reads_target && !may_take_over_operand(p)) continue;
+    if (last_reader[target] > producer) continue;
+    external[value] = true;
   }
-  p.inputs_bytes = end;
+  return external;
 }
 
-}  // namespace weft::codegen
+MergeUpdatesPass::MergeUpdatesPass(MergeUpdatesOptions options, UpdatePlan* result)
+    : options_(std::move(options)), result_(result != nullptr ? result : &own_) {
+  WEFT_CHECK(static_cast<bool>(options_.key), "merge-updates: MergeUpdatesOptions::key is required");
+}
+
+StatusOr<bool> MergeUpdatesPass::run(Graph& g) {
+  result_->external = updates_in_place(g);
+  result_->merged = merge_updates(g, result_->external, options_.key, options_.alignment);
+  return !result_->merged.empty();
+}
+
+}  // namespace weft

@@ -1,8 +1,8 @@
-// merge-updates (codegen/merge_updates.h): the update of every parameter as one kernel
+// merge-updates (passes/merge_updates.h): the update of every parameter as one kernel
 // over flat ranges, against the reference interpreter and against the same Program with
 // one update kernel per parameter, over several training steps of each optimizer; which
 // kernels merge when parameters are frozen or of different dtypes.
-#include "codegen/merge_updates.h"
+#include "passes/merge_updates.h"
 
 #include <gtest/gtest.h>
 
@@ -16,6 +16,7 @@
 #include "frontend/training.h"
 #include "ir/text.h"
 #include "ir/verifier.h"
+#include "passes/pass_testing.h"
 
 namespace weft::codegen {
 namespace {
@@ -401,6 +402,68 @@ TEST(MergeUpdatesTest, FlattenBody) {
   return %p1
 })");
   EXPECT_FALSE(flatten_body(row, 12).has_value());
+}
+
+// The pass alone, golden: two SGD updates of one structure (only their lengths differ)
+// move together at the second one's place, their assigns to the end, and the result
+// names the pair; a step whose one update has no partner is left as it is.
+constexpr const char* kTwoUpdates = R"(graph @step(%w: f32[4] {param}, %b: f32[2] {param}, %gw: f32[4], %gb: f32[2], %lr: f32[]) {
+  %w1 = fused(%w, %gw, %lr) : f32[4] ({
+    ^body(%0: f32[4], %1: f32[4], %2: f32[]):
+      %t0 = mul(%1, %2) : f32[4]
+      %t1 = sub(%0, %t0) : f32[4]
+      return %t1
+  })
+  assign(%w, %w1)
+  %s = sum(%gw) : f32[]
+  %b1 = fused(%b, %gb, %lr) : f32[2] ({
+    ^body(%0: f32[2], %1: f32[2], %2: f32[]):
+      %t0 = mul(%1, %2) : f32[2]
+      %t1 = sub(%0, %t0) : f32[2]
+      return %t1
+  })
+  assign(%b, %b1)
+  return %s
+})";
+
+TEST(MergeUpdatesPassTest, MovesAGroupTogetherAndReportsIt) {
+  UpdatePlan result;
+  MergeUpdatesPass pass({.key = kernel_key}, &result);
+  EXPECT_EQ(pass.name(), "merge-updates");
+  EXPECT_EQ(run_pass_on_text(pass, kTwoUpdates),
+            R"(graph @step(%w: f32[4] {param}, %b: f32[2] {param}, %gw: f32[4], %gb: f32[2], %lr: f32[]) -> (f32[]) {
+  %s = sum(%gw) : f32[]
+  %w1 = fused(%w, %gw, %lr) : f32[4] ({
+    ^body(%0: f32[4], %1: f32[4], %2: f32[]):
+      %t0 = mul(%1, %2) : f32[4]
+      %t1 = sub(%0, %t0) : f32[4]
+      return %t1
+  })
+  %b1 = fused(%b, %gb, %lr) : f32[2] ({
+    ^body(%0: f32[2], %1: f32[2], %2: f32[]):
+      %t0 = mul(%1, %2) : f32[2]
+      %t1 = sub(%0, %t0) : f32[2]
+      return %t1
+  })
+  assign(%w, %w1)
+  assign(%b, %b1)
+  return %s
+}
+)");
+  ASSERT_EQ(result.merged.size(), 1u);
+  EXPECT_EQ(result.merged[0].nodes, (std::vector<int>{1, 2}));
+  EXPECT_EQ(result.merged[0].length, 32);  // each member starts 64 bytes (16 f32) apart
+}
+
+TEST(MergeUpdatesPassTest, NoPartnerNoChange) {
+  MergeUpdatesPass pass({.key = kernel_key});
+  std::string one = kTwoUpdates;  // the bias's update adds: another formula
+  one.replace(one.rfind("sub(%0, %t0) : f32[2]"), 3, "add");
+  StatusOr<Graph> before = parse_graph(one, "test.wir");
+  ASSERT_TRUE(before.ok()) << before.error().to_string();
+  EXPECT_EQ(run_pass_on_text(pass, one),
+            print_graph(*before, PrintOptions{.locations = false}) + "(no change)\n");
+  EXPECT_TRUE(pass.result().merged.empty());
 }
 
 }  // namespace

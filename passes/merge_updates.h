@@ -1,21 +1,34 @@
 #pragma once
 // merge-updates: the optimizer update of many parameters as ONE generated kernel over a
-// flat range, a lowering step between "updates in place" and the memory plan
-// (codegen/lower.h). After fusion a training step updates each parameter with its own
-// multi-result kernel written in place into the param/state buffers, e.g. for Adam
+// flat range. After fusion a training step updates each parameter with its own
+// multi-result kernel written in place into the param/state buffers (updates_in_place),
+// e.g. for Adam
 //
 //   %w1, %m1, %v1 = fused(%gw, %lr, %m_w, %v_w, %w, ...)  : f32[16,12] x3  -> in1, in8, in9
+//   %gb = ...
 //   %b1, %n1, %u1 = fused(%gb, %lr, %m_b, %v_b, %b, ...)  : f32[16]    x3  -> in2, in10, in11
+//   assign(%w, %w1) ...
 //
 // Both bodies compute the same thing element by element and differ only in length, so
-// they become one invocation of one kernel over a 1-D range:
+// the pass puts them next to each other (the first member moves down to the last one,
+// every assign to the end of the graph)
+//
+//   %gb = ...
+//   %w1, %m1, %v1 = fused(%gw, %lr, %m_w, %v_w, %w, ...)  : f32[16,12] x3
+//   %b1, %n1, %u1 = fused(%gb, %lr, %m_b, %v_b, %b, ...)  : f32[16]    x3
+//   assign(%w, %w1) ...
+//
+// and records them as one MergedUpdate, which lowering (codegen/lower.h) runs as one
+// invocation of one kernel over a 1-D range:
 //
 //   generated k8  in1 f32[208], in8 f32[208], in9 f32[208]
 //                   <- arena+G f32[208], arena+L f32[], in8 f32[208], in9 f32[208], in1 f32[208]
 //
 // where the inputs block (runtime/program.h) holds %w then %b back to back (in1 +0,
 // in2 +768 bytes), likewise %m_w, %m_b and %v_w, %v_b, and the memory plan places %gw,
-// %gb as one contiguous group (passes/memory_plan.h) with the same element offsets.
+// %gb as one contiguous group (passes/memory_plan.h: arena_groups) with the same element
+// offsets. The graph itself stays a valid graph computing the same values: only its
+// node order changes; the merge is what the pass reports (MergeUpdatesPass::result).
 //
 // Which kernels merge: elementwise `fused` nodes whose results are all written in place
 // into an input (updates_in_place) and read by nothing but their assign (and graph
@@ -53,21 +66,28 @@
 // in-place update later is safe: every other reader of its parameter already ran
 // before it (updates_in_place), and nothing but its assign reads its results. The
 // per-parameter arena operands (the gradients) then live until the merged kernel runs.
+//
+// Requires: a scheduled graph after fusion (schedule-memory), the last pass before the
+// memory plan. Guarantees: the same nodes and values, reordered as above (nothing
+// changes when nothing merges); MergeUpdatesPass::result() holds the groups and the
+// updates_in_place of the graph as it was before the reordering, for the memory plan.
 
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "ir/graph.h"
 #include "passes/memory_plan.h"
-#include "runtime/program.h"
+#include "passes/pass.h"
 
-namespace weft::codegen {
+namespace weft {
 
 /// One flat range of a merged update: the per-parameter operand at one body input
 /// position, one value per member, back to back.
 struct FlatRange {
-  Space space = Space::arena;
+  bool input = false;            ///< In the inputs block (params, state, data), else the arena.
   std::vector<ValueId> values;   ///< One per member, in range order.
   std::vector<int64_t> offsets;  ///< Bytes from the range's start, per member.
   int64_t bytes = 0;             ///< The whole range, padding included.
@@ -88,18 +108,52 @@ struct MergedUpdate {
   std::vector<int> result_range;   ///< Per body output: the range it overwrites.
 };
 
+/// The structural key two flattened bodies must share to merge: the code generator's
+/// kernel cache key (codegen/kernel_compiler.h, kernel_key), so that merged members are
+/// ones it would compile to one kernel.
+using BodyKey = std::function<std::string(const Graph& body)>;
+
 /// Finds the update kernels of `g` that can merge (see above), moves each group's
 /// members together and returns the groups. `external` is updates_in_place(g);
 /// `alignment` the memory plan's (64). Leaves `g` unchanged when nothing merges.
 std::vector<MergedUpdate> merge_updates(Graph& g, const std::vector<bool>& external,
-                                        int64_t alignment = 64);
+                                        const BodyKey& key, int64_t alignment = 64);
 
 /// The arena ranges of `merged` as contiguous groups for the memory plan.
 std::vector<ContiguousGroup> arena_groups(const std::vector<MergedUpdate>& merged);
 
-/// Sets p.input_offsets and p.inputs_bytes: the input ranges of `merged` first, each
-/// member at its range offset, then every other input in index order, 64-byte aligned.
-void lay_out_inputs(const Graph& g, const std::vector<MergedUpdate>& merged, Program& p);
+/// By ValueId: the assigned values that can be computed straight into their target's
+/// buffer. assign(%t, %v) qualifies when %v is assigned once, has %t's type, its producer
+/// reads %t only element by element (an elementwise or fused elementwise node) if at all,
+/// and every other reader of %t comes before that producer (the runtime applies
+/// updates after the step; this keeps every read of %t seeing the old value).
+std::vector<bool> updates_in_place(const Graph& g);
+
+/// What merge-updates found, for the memory plan and lowering.
+struct UpdatePlan {
+  std::vector<bool> external;         ///< updates_in_place of the graph before merging.
+  std::vector<MergedUpdate> merged;   ///< The groups, node indices after the reordering.
+};
+
+struct MergeUpdatesOptions {
+  BodyKey key;                ///< Required (see BodyKey).
+  int64_t alignment = 64;     ///< The memory plan's (PlanOptions::alignment).
+};
+
+class MergeUpdatesPass : public Pass {
+ public:
+  /// `result` (if given, it must outlive the pass) receives what each run finds.
+  explicit MergeUpdatesPass(MergeUpdatesOptions options, UpdatePlan* result = nullptr);
+  std::string_view name() const override { return "merge-updates"; }
+  StatusOr<bool> run(Graph& g) override;
+  /// What the last run found.
+  const UpdatePlan& result() const { return *result_; }
+
+ private:
+  MergeUpdatesOptions options_;
+  UpdatePlan own_;
+  UpdatePlan* result_;
+};
 
 /// `body` with every value of the iteration space's shape made 1-D of `length` elements
 /// and every one-element input made rank 0, its inputs and nodes in canonical order: the
@@ -111,4 +165,4 @@ void lay_out_inputs(const Graph& g, const std::vector<MergedUpdate>& merged, Pro
 std::optional<Graph> flatten_body(const Graph& body, int64_t length,
                                   std::vector<int>* input_order = nullptr);
 
-}  // namespace weft::codegen
+}  // namespace weft

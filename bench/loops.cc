@@ -23,7 +23,6 @@
 
 #include "bench/models.h"
 #include "bench/timed_run.h"
-#include "runtime/cpu/executor.h"
 
 namespace weft::bench {
 namespace {
@@ -55,7 +54,7 @@ StatusOr<Figures> measure(const BenchModel& m, Form form, int steps, bool profil
   WEFT_ASSIGN_OR_RETURN(Trainer t, Trainer::compile(m.net, m.inputs, m.loss, OptimizerSpec::adam(m.lr), options));
   Figures f;
   f.compile_ms = ms_since(start);
-  const Program& p = t.step_executor()->program();
+  const Program& p = t.compiled_step()->program();
   f.invocations = static_cast<int64_t>(p.code.size());
   f.arena = p.arena_bytes;
   for (const Program& b : p.bodies) {
@@ -77,10 +76,10 @@ StatusOr<Figures> measure(const BenchModel& m, Form form, int steps, bool profil
   std::sort(times.begin(), times.end());
   f.step_ms = times[times.size() / 2];
   if (profile) {
-    t.step_executor()->set_profiling(true);
+    WEFT_RETURN_IF_ERROR(t.set_profiling(true));
     for (int s = 0; s < steps; ++s) WEFT_RETURN_IF_ERROR(t.step(batch).status());
-    std::printf("%s, %s:\n%s", m.name.c_str(), form_name(form),
-                t.step_executor()->profile_report(12).c_str());
+    WEFT_ASSIGN_OR_RETURN(std::string report, t.profile_report(/*top=*/12));
+    std::printf("%s, %s:\n%s", m.name.c_str(), form_name(form), report.c_str());
   }
   return f;
 }

@@ -26,6 +26,7 @@
 #include "bench/models.h"
 #include "bench/step_stats.h"
 #include "bench/timed_run.h"
+#include "runtime/cpu/executor.h"
 #include "runtime/safetensors.h"
 #include "tools/weftc/args.h"
 
@@ -149,32 +150,27 @@ int run(const cli::Args& args) {
   }
 
   const bool profile = args.has("profile");
+  // The suite runs the cpu backend (or the interpreter): its thread count is the cpu
+  // executor's own, asked of it rather than of ProgramExecutor.
+  auto* cpu_step = dynamic_cast<cpu::Executor*>(trainer->compiled_step());
   StatusOr<EpochTimes> times = run_epochs(
       m->name, *flags, [&] { return trainer->step(batch); },
       [&] {
-        if (profile && trainer->step_executor()) trainer->step_executor()->set_profiling(true);
+        if (profile && cpu_step) (void)trainer->set_profiling(true);
       });
   if (!times.ok()) return fail(times.error());
-  if (profile && trainer->step_executor()) {
-    std::fprintf(stderr, "%s", trainer->step_executor()->profile_report().c_str());
-  }
+  if (profile && cpu_step) std::fprintf(stderr, "%s", trainer->profile_report()->c_str());
   const std::string config =
-      trainer->step_executor()
-          ? "compiled cpu, " + std::to_string(trainer->step_executor()->pool().num_threads()) +
-                " threads"
-          : std::string("reference interpreter, 1 thread");
+      cpu_step ? "compiled cpu, " + std::to_string(cpu_step->pool().num_threads()) + " threads"
+               : std::string("reference interpreter, 1 thread");
   json out = result_json(m->name, config, *flags, *times, trainer->model().parameter_count(),
                          rss_before);
   StepStats st = step_stats(*trainer);
   json gemms = json::array();
   for (const auto& g : st.gemm_shapes) gemms.push_back({g[0], g[1], g[2], g[3]});
   out["planned_bytes"] = st.planned_bytes;
-  out["arena_bytes"] = trainer->step_executor()
-                           ? json(trainer->step_executor()->program().arena_bytes)
-                           : json(nullptr);
-  out["arena_lower_bound_bytes"] = trainer->step_executor()
-                                       ? json(trainer->step_executor()->program().lower_bound_bytes)
-                                       : json(nullptr);
+  out["arena_bytes"] = cpu_step ? json(cpu_step->program().arena_bytes) : json(nullptr);
+  out["arena_lower_bound_bytes"] = cpu_step ? json(cpu_step->program().lower_bound_bytes) : json(nullptr);
   out["matmul_flops"] = st.matmul_flops;
   out["gemm_shapes"] = gemms;
   out["state_bytes"] = st.state_bytes;

@@ -5,7 +5,9 @@
 #include "codegen/cpu_backend.h"
 #include "codegen/cuda_backend.h"
 #include "codegen/cuda_program.h"
+#include "codegen/kernel_compiler.h"
 #include "codegen/lower.h"
+#include "codegen/program_source.h"
 #include "runtime/reference/numerics.h"
 
 namespace weft::codegen {
@@ -25,7 +27,7 @@ CpuOptions cpu_options(const CompileOptions& options) {
 cuda::ExecutorOptions cuda_options(const CompileOptions& options) {
   cuda::ExecutorOptions gpu;
   gpu.max_memory = options.max_memory;
-  gpu.cuda_graph = options.cuda_graph;
+  gpu.cuda_graph = options.capture_graph;
   gpu.allow_host_fallback = options.allow_host_fallback;
   return gpu;
 }
@@ -48,6 +50,17 @@ StatusOr<LoweredProgram> lower_cpu(const Graph& g) {
 StatusOr<LoweredProgram> lower_cuda(const Graph& g) {
   WEFT_ASSIGN_OR_RETURN(CudaProgram p, compile_cuda_program(g));
   return LoweredProgram{std::move(p.program), std::move(p.ptx), std::move(p.symbols)};
+}
+
+// Every kernel of `programs` into one object file for `cpu` (the AOT object form).
+StatusOr<std::string> compile_cpu_object(const std::vector<NamedProgram>& programs, const std::string& cpu) {
+  std::vector<KernelCompiler::ObjectKernel> kernels;
+  for (const NamedProgram& p : programs) {
+    for (size_t k = 0; k < p.program->kernels.size(); ++k) {
+      kernels.push_back({kernel_symbol(p.name, static_cast<int>(k)), &p.program->kernels[k].body});
+    }
+  }
+  return KernelCompiler::global().compile_object(kernels, cpu);
 }
 
 StatusOr<reference::RunResult> run_cpu(const Graph& g, std::vector<Tensor> inputs,
@@ -73,9 +86,11 @@ StatusOr<reference::RunResult> run_reference(const Graph& g, std::vector<Tensor>
 const std::vector<Target>& targets() {
   static const std::vector<Target> all = {
       {.name = "cpu", .pipeline = cpu_pipeline, .compile = compile_cpu, .lower = lower_cpu,
-       .run_once = run_cpu},
+       .device = "the CPU", .title = "CPU", .aot_code = AotCode::object,
+       .compile_object = compile_cpu_object, .run_once = run_cpu},
       {.name = "cuda", .pipeline = cuda_pipeline, .compile = compile_cuda, .lower = lower_cuda,
-       .run_once = run_cuda},
+       .device = "the GPU", .title = "CUDA", .aot_code = AotCode::module, .module_format = "ptx",
+       .module_description = "one PTX module (codegen/cuda_program.h)", .run_once = run_cuda},
       {.name = "reference", .pipeline = reference_pipeline, .run_once = run_reference},
   };
   return all;
@@ -98,15 +113,13 @@ const Backend* Target::runtime() const {
   return *b;
 }
 
-bool Target::has_check_numerics() const {
-  return !compiled() || runtime()->set_check_numerics != nullptr;
-}
+bool Target::has_check_numerics() const { return !compiled() || runtime()->has(Feature::check_numerics); }
 
-bool Target::has_multi_rank() const { return compiled() && runtime()->multi_rank; }
+bool Target::has_multi_rank() const { return compiled() && runtime()->has(Feature::multi_rank); }
 
-bool Target::has_profiler() const {
-  return compiled() && runtime()->set_profiling != nullptr && runtime()->profile_report != nullptr;
-}
+bool Target::has_profiler() const { return compiled() && runtime()->has(Feature::profiler); }
+
+bool Target::has_device_check() const { return compiled() && runtime()->check_program != nullptr; }
 
 StatusOr<reference::RunResult> Target::run(const Graph& g, std::vector<Tensor> inputs,
                                            const CompileOptions& options) const {

@@ -1,25 +1,25 @@
 #pragma once
 // The compiler's side of the backend registry: one table that maps the backend names a
-// user writes (TrainOptions::backend, `weftc --backend=`, the examples' --backend) to how
-// weft compiles a graph for that device — its pass pipeline and its compile-and-bind
-// call — and, through the runtime registry (runtime/backend.h), to what the device
+// user writes (TrainOptions::backend, `weftc --backend=`, the examples' --backend, the
+// AOT macros' `backend`) to how weft compiles a graph for that device — its pass
+// pipeline, its compile-and-bind call, how its kernels travel in code built ahead of
+// time — and, through the runtime registry (runtime/backend.h), to what the device
 // offers. The Trainer, weftc and the AOT generator ask this table rather than comparing
-// backend names; what stays name-specific is output that exists for one device only
-// (`weftc dump --format=ptx`, `weftc check --backend=cuda`, the generator's object file
-// or PTX).
+// backend names.
 //
 //   StatusOr<const Target*> t = find_target("cuda");     // error lists every target
 //   Pipeline p = (*t)->pipeline({});                       // what `weftc dump` walks
 //   StatusOr<std::unique_ptr<ProgramExecutor>> ex = (*t)->compile(graph, {.max_memory = m});
 //   if (!(*t)->has_check_numerics()) return (*t)->check_numerics_unsupported("--check-numerics");
+//   if ((*t)->aot_code == AotCode::module) { ... (*t)->lower(graph)->module ... }  // PTX
 //
 // Targets: "cpu" (codegen/cpu_backend.h: kernels JIT-compiled through MLIR, a
 // runtime/cpu Executor), "cuda" (codegen/cuda_backend.h: PTX, cuBLAS, cuDNN, one CUDA
 // graph per step) and "reference" (the interpreter, runtime/reference: no Program, no
 // executor; the semantics the other two are tested against). A fourth device is a new
-// entry in targets.cc and its runtime registration, not edits across the tree. The AOT
-// generator (tools/aot) compiles the two Program targets, cpu and cuda, into object code
-// or PTX ahead of time; it looks them up here too.
+// entry in targets.cc and its runtime registration (runtime/README.md, "A new device"),
+// not edits across the tree. The AOT generator (tools/aot) compiles the two Program
+// targets, cpu and cuda, ahead of time into the form their aot_code names.
 
 #include <cstdint>
 #include <memory>
@@ -48,20 +48,46 @@ struct CompileOptions {
   /// cpu: what runs the Program's all_reduce ops; nullptr: one process.
   std::shared_ptr<collective::Communicator> communicator = nullptr;
   int64_t all_reduce_bucket_bytes = int64_t{25} << 20;  ///< cpu::ExecutorOptions'.
-  bool cuda_graph = true;            ///< cuda: the whole step as one CUDA graph.
-  bool allow_host_fallback = false;  ///< cuda: ops without a CUDA kernel run on the host.
+  /// Devices that capture work (cuda): the whole step captured once as one device graph
+  /// and replayed (a CUDA graph); false: launched op by op.
+  bool capture_graph = true;
+  /// Devices that refuse ops without a kernel of theirs (cuda): run those on the host.
+  bool allow_host_fallback = false;
   /// cpu: unroll loops (LowerOptions::unroll_loops) rather than run each as a loop over
   /// its body: the comparison bench/loops makes. cuda runs loops as loop invocations.
   bool unroll_loops = false;
 };
 
 /// A Program lowered for code generated ahead of time (tools/aot), with its device code
-/// as data: cuda, one PTX module and each kernel's entry symbol; cpu, none (the generator
-/// compiles Program::kernels into an object file).
+/// as data: in the module form, one module and each kernel's entry symbol (cuda: PTX);
+/// in the object form, none (the generator compiles Program::kernels into an object
+/// file: Target::compile_object).
 struct LoweredProgram {
   Program program;
-  std::string ptx;
+  std::string module;
   std::vector<std::string> symbols;
+};
+
+/// How a target's generated kernels travel in code built ahead of time (tools/aot): the
+/// two forms of DeviceCode (runtime/backend.h) and of the AOT ModelTable
+/// (runtime/aot/compiled_model.h).
+enum class AotCode {
+  none,    ///< Nothing is compiled ahead of time: the interpreter.
+  /// Host object code: every kernel of the library's Programs compiled into one object
+  /// file (Target::compile_object) linked into it, its table listing their addresses
+  /// (cpu).
+  object,
+  /// One module of device code per Program, embedded in the Program's source as a
+  /// string constant with its kernels' entry symbols and loaded by the backend when it
+  /// binds (cuda: PTX).
+  module,
+};
+
+/// A Program and the name its kernels' symbols are made from (kernel_symbol,
+/// codegen/program_source.h).
+struct NamedProgram {
+  std::string name;
+  const Program* program = nullptr;
 };
 
 struct Target {
@@ -73,8 +99,26 @@ struct Target {
   StatusOr<std::unique_ptr<ProgramExecutor>> (*compile)(const Graph& g,
                                                         const CompileOptions& options) = nullptr;
 
-  /// Lowers `g` without binding it, for the AOT generator (null for the interpreter).
+  /// Lowers `g` without binding it, for the AOT generator and `weftc check` / `weftc
+  /// dump --format=MODULE` (null for the interpreter).
   StatusOr<LoweredProgram> (*lower)(const Graph& g) = nullptr;
+
+  // ---- The device in prose, for messages and generated comments (compiled targets).
+  /// The device as a noun phrase: "the CPU", "the GPU" ("every op runs on the GPU").
+  std::string device = {};
+  /// The backend's name as a proper noun: "CPU", "CUDA" ("the CUDA backend's kernels").
+  std::string title = {};
+
+  // ---- Code built ahead of time (tools/aot).
+  AotCode aot_code = AotCode::none;
+  /// Object form: every kernel of `programs` compiled into one object file for the host
+  /// CPU `cpu` ("native" or an LLVM CPU name), as its bytes; null in the other forms.
+  StatusOr<std::string> (*compile_object)(const std::vector<NamedProgram>& programs,
+                                          const std::string& cpu) = nullptr;
+  /// Module form: the module's format, as `weftc dump --format=` names it ("ptx"), and
+  /// what the generated source calls it ("one PTX module (codegen/cuda_program.h)").
+  std::string module_format = {};
+  std::string module_description = {};
 
   /// False for the interpreter.
   bool compiled() const { return compile != nullptr; }
@@ -89,6 +133,9 @@ struct Target {
   bool has_profiler() const;
   /// Whether it plans memory (an arena per Program): the compiled targets.
   bool plans_memory() const { return compiled(); }
+  /// Whether its device refuses some ops a Program can hold, and so can check a Program
+  /// before it runs (Backend::check_program; `weftc check --backend=cuda`).
+  bool has_device_check() const;
 
   /// Compiles `g` and runs it once on `inputs` (graph-input order), returning the outputs
   /// and the assigned values as reference::run does; the interpreter runs the graph

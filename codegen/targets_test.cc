@@ -44,6 +44,23 @@ TEST(Targets, FeaturesComeFromTheRuntimeBackends) {
   EXPECT_EQ(target_names([](const Target& t) { return t.compiled(); }), "cpu, cuda");
 }
 
+// What the AOT generator, weftc and the build ask a target instead of its name; each
+// form comes with what it needs (devices.bzl's `object` must agree with aot_code).
+TEST(Targets, SayHowTheirKernelsTravelAheadOfTime) {
+  for (const Target& t : targets()) {
+    SCOPED_TRACE(t.name);
+    EXPECT_EQ(t.compiled(), t.aot_code != AotCode::none);
+    EXPECT_EQ(t.aot_code == AotCode::object, t.compile_object != nullptr);
+    EXPECT_EQ(t.aot_code == AotCode::module, !t.module_format.empty() && !t.module_description.empty());
+    EXPECT_EQ(t.compiled(), !t.device.empty() && !t.title.empty());
+  }
+  EXPECT_EQ((*find_target("cpu"))->aot_code, AotCode::object);
+  EXPECT_EQ((*find_target("cuda"))->aot_code, AotCode::module);
+  EXPECT_EQ((*find_target("cuda"))->module_format, "ptx");
+  EXPECT_TRUE((*find_target("cuda"))->has_device_check());
+  EXPECT_FALSE((*find_target("cpu"))->has_device_check() || (*find_target("reference"))->has_device_check());
+}
+
 TEST(Targets, MessagesNameWhatHasTheFeature) {
   EXPECT_EQ((*find_target("cuda"))->check_numerics_unsupported("--check-numerics").to_string(),
             "error: --check-numerics runs on the cpu and reference backends, not yet on cuda");

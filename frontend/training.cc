@@ -107,7 +107,7 @@ StatusOr<std::unique_ptr<ProgramExecutor>> Trainer::compile_graph(const Graph& g
       .num_threads = options_.num_threads,
       .max_memory = options_.max_memory,
       .check_numerics = options_.check_numerics,
-      .cuda_graph = options_.cuda_graph,
+      .capture_graph = options_.cuda_graph,
       .allow_host_fallback = options_.allow_host_fallback,
   };
   options.unroll_loops = options_.unroll_loops;
@@ -502,9 +502,9 @@ Status Trainer::set_profiling(bool on) {
   return Status();
 }
 
-StatusOr<std::string> Trainer::profile_report() const {
+StatusOr<std::string> Trainer::profile_report(int top) const {
   if (!target_->has_profiler() || !step_exec_) return target_->profiler_unsupported("profiling");
-  return target_->runtime()->profile_report(*step_exec_);
+  return target_->runtime()->profile_report(*step_exec_, top);
 }
 
 Status Trainer::reset_state() {

@@ -33,8 +33,8 @@
 #include "frontend/checkpoint.h"
 #include "frontend/flow.h"
 #include "frontend/losses.h"
+#include "runtime/backend.h"
 #include "runtime/collective/communicator.h"
-#include "runtime/cpu/executor.h"
 #include "runtime/executor.h"
 #include "runtime/monitor/metrics.h"
 #include "runtime/tensor.h"
@@ -203,12 +203,11 @@ class Trainer {
   /// The optimizer's state slots in the step graph (names and initializers; the AOT
   /// generator's parameter table lists them with the model's parameters).
   const std::vector<OptimizerSlot>& optimizer_slots() const { return slots_; }
-  /// The compiled step on backend "cpu", for its Program, profile and fallbacks; nullptr
-  /// on the other backends.
-  cpu::Executor* step_executor() { return dynamic_cast<cpu::Executor*>(step_exec_.get()); }
-  /// The compiled step on backend "cpu" or "cuda" (its Program, describe(), fallbacks());
-  /// nullptr on the reference backend.
+  /// The compiled step on a compiled backend ("cpu", "cuda": its Program, describe(),
+  /// fallbacks()); nullptr on the reference backend. Its profile is set_profiling's and
+  /// profile_report's.
   ProgramExecutor* compiled_step() { return step_exec_.get(); }
+  const ProgramExecutor* compiled_step() const { return step_exec_.get(); }
   /// Parameters, state and optimizer slots by name (read back from the backend).
   const std::map<std::string, Tensor>& values() const;
   /// Replaces a value (a parameter loaded from elsewhere); its type must match.
@@ -216,9 +215,9 @@ class Trainer {
   /// Times every kernel of the compiled step from now on (on) or stops (off); an error
   /// naming the backend where it has no profiler (runtime/backend.h: cpu has one).
   Status set_profiling(bool on);
-  /// The per-kernel table of the steps timed so far (runtime/cpu/executor.h's), or the
-  /// error of set_profiling.
-  StatusOr<std::string> profile_report() const;
+  /// The per-kernel table of the steps timed so far, its `top` most costly rows (0: the
+  /// totals alone; runtime/cpu/executor.h's), or the error of set_profiling.
+  StatusOr<std::string> profile_report(int top = kProfileRows) const;
   // ---- Metrics (runtime/monitor/metrics.h): every step records its loss as "loss".
   /// The run's metrics: batch values, epoch history and trend queries.
   monitor::Metrics& metrics() { return metrics_; }

@@ -20,15 +20,30 @@ std::string joined_names() {
 
 }  // namespace
 
-Error Backend::unsupported(const std::string& feature) const {
+const char* feature_flag(Feature feature) {
+  switch (feature) {
+    case Feature::check_numerics: return "--check-numerics";
+    case Feature::profiler: return "--profile";
+    case Feature::multi_rank: return "--data-parallel";
+  }
+  return "";
+}
+
+bool Backend::has(Feature feature) const {
+  switch (feature) {
+    case Feature::check_numerics: return set_check_numerics != nullptr;
+    case Feature::profiler: return set_profiling != nullptr && profile_report != nullptr;
+    case Feature::multi_rank: return multi_rank;
+  }
+  return false;
+}
+
+Error Backend::unsupported(Feature feature) const {
   std::string with;
   for (const auto& [n, b] : registry()) {
-    const bool has = (feature == "--check-numerics" && b.set_check_numerics) ||
-                     (feature == "--profile" && b.set_profiling) ||
-                     (feature == "--data-parallel" && b.multi_rank);
-    if (has) with += (with.empty() ? "" : ", ") + n;
+    if (b.has(feature)) with += (with.empty() ? "" : ", ") + n;
   }
-  return Error{feature + " is not available on the " + name +
+  return Error{std::string(feature_flag(feature)) + " is not available on the " + name +
                " backend, which this model was compiled for" +
                (with.empty() ? std::string() : " (backends in this binary that have it: " + with + ")")};
 }

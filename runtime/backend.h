@@ -9,14 +9,18 @@
 //
 //   // An AOT library links //runtime/cuda:backend; its generated table names "cuda".
 //   StatusOr<const Backend*> b = find_backend("cuda");   // error lists the linked ones
-//   DeviceCode code{.ptx = ptx, .symbols = symbols};     // cpu: .host_kernels
+//   DeviceCode code{.module = ptx, .symbols = symbols};  // cpu: .host_kernels
 //   StatusOr<std::unique_ptr<ProgramExecutor>> ex = (*b)->bind(program, code, {});
 //   // without a GPU: "no CUDA device: cudaGetDeviceCount: ..."
 //
 // Features that only some devices have (a host address for zero-copy input writes,
 // check-numerics, per-kernel profiles, collectives over more than one rank) are entries of
-// Backend: null where the device lacks them, and unsupported() gives the one message
-// every caller reports for that case. Depends on runtime/ only: no codegen, no MLIR.
+// Backend: null where the device lacks them; has(Feature) says whether it has one that
+// users ask for by a flag, and unsupported(Feature) gives the one message every caller
+// reports for that case. Depends on runtime/ only: no codegen, no MLIR.
+//
+// What a new device provides, the AOT build included, is listed in runtime/README.md
+// ("A new device").
 
 #include <cstdint>
 #include <memory>
@@ -30,14 +34,29 @@
 
 namespace weft {
 
-/// The device code of a Program's generated kernels (Program::kernels), in the form its
-/// backend loads: host function pointers (cpu: JIT-compiled, or an AOT object file's),
-/// or one PTX module with each kernel's entry symbol (cuda).
+/// The device code of a Program's generated kernels (Program::kernels), in one of the two
+/// forms a backend loads: host function pointers (cpu: JIT-compiled, or an AOT object
+/// file's), or one module of device code that the backend loads when it binds, with each
+/// kernel's entry symbol (cuda: PTX text).
 struct DeviceCode {
-  std::vector<GeneratedFn> host_kernels;  ///< cpu: host_kernels[k] runs kernels[k].
-  std::string ptx;                        ///< cuda: one PTX module (text).
-  std::vector<std::string> symbols;       ///< cuda: symbols[k] is kernels[k]'s entry.
+  std::vector<GeneratedFn> host_kernels;  ///< Host form: host_kernels[k] runs kernels[k].
+  std::string module;                     ///< Module form: the module (cuda: PTX).
+  std::vector<std::string> symbols;       ///< Module form: symbols[k] is kernels[k]'s entry.
 };
+
+/// The optional features a user asks for by a flag, which a backend has or lacks.
+enum class Feature {
+  check_numerics,  ///< "--check-numerics": Backend::set_check_numerics.
+  profiler,        ///< "--profile": Backend::set_profiling and profile_report.
+  multi_rank,      ///< "--data-parallel": Backend::multi_rank.
+};
+
+/// The flag by which users ask for `feature`: "--check-numerics", "--profile",
+/// "--data-parallel".
+const char* feature_flag(Feature feature);
+
+/// The rows a profile report lists when the caller does not say (cpu::Executor's).
+inline constexpr int kProfileRows = 25;
 
 /// How to bind; what a backend cannot honour it refuses (bind's errors).
 struct BindOptions {
@@ -65,9 +84,10 @@ struct Backend {
   void* (*host_input_data)(ProgramExecutor& ex, int index) = nullptr;
   /// Stop at the first op producing a NaN or an infinity (cpu::Executor's).
   void (*set_check_numerics)(ProgramExecutor& ex, bool on) = nullptr;
-  /// Per-invocation timing and its report (cpu::Executor's).
+  /// Per-invocation timing and its report, the `top` most costly rows (0: the totals
+  /// alone; cpu::Executor's).
   void (*set_profiling)(ProgramExecutor& ex, bool on) = nullptr;
-  std::string (*profile_report)(const ProgramExecutor& ex) = nullptr;
+  std::string (*profile_report)(const ProgramExecutor& ex, int top) = nullptr;
   /// The device memory in use on this process's device, in MiB (cuda: cudaMemGetInfo's
   /// total - free), for the training monitor's dashboard.
   double (*device_memory_used_mib)() = nullptr;
@@ -80,10 +100,12 @@ struct Backend {
   /// Collectives over more than one rank (a communicator with world_size() > 1).
   bool multi_rank = false;
 
-  /// The error for a `feature` this backend lacks, named as the user asked for it
-  /// ("--check-numerics", "--profile", "--data-parallel"): "--profile is not available on
-  /// the cuda backend, which this model was compiled for".
-  Error unsupported(const std::string& feature) const;
+  /// Whether it has `feature` (its hooks above are set).
+  bool has(Feature feature) const;
+  /// The error for a `feature` this backend lacks, named by its flag: "--profile is not
+  /// available on the cuda backend, which this model was compiled for (backends in this
+  /// binary that have it: cpu)".
+  Error unsupported(Feature feature) const;
 };
 
 /// Adds `backend` (its name must be new). Called once per backend by a static

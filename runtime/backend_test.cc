@@ -54,6 +54,9 @@ TEST(Backend, CpuBindsTheCpuExecutor) {
   EXPECT_NE((*b)->set_check_numerics, nullptr);
   EXPECT_NE((*b)->set_profiling, nullptr);
   EXPECT_TRUE((*b)->multi_rank);
+  for (Feature f : {Feature::check_numerics, Feature::profiler, Feature::multi_rank}) {
+    EXPECT_TRUE((*b)->has(f)) << feature_flag(f);
+  }
   EXPECT_EQ((*b)->unavailable_reason, nullptr);
 }
 
@@ -82,10 +85,12 @@ TEST(Backend, CudaLacksTheCpuOnlyFeaturesAndSaysSo) {
   EXPECT_EQ(cuda->set_check_numerics, nullptr);
   EXPECT_EQ(cuda->set_profiling, nullptr);
   EXPECT_FALSE(cuda->multi_rank);
-  EXPECT_EQ(cuda->unsupported("--check-numerics").message,
+  EXPECT_FALSE(cuda->has(Feature::check_numerics) || cuda->has(Feature::profiler) ||
+               cuda->has(Feature::multi_rank));
+  EXPECT_EQ(cuda->unsupported(Feature::check_numerics).message,
             "--check-numerics is not available on the cuda backend, which this model was "
             "compiled for (backends in this binary that have it: cpu)");
-  EXPECT_EQ(cuda->unsupported("--profile").message,
+  EXPECT_EQ(cuda->unsupported(Feature::profiler).message,
             "--profile is not available on the cuda backend, which this model was compiled "
             "for (backends in this binary that have it: cpu)");
   // Refused before any device is asked for.

@@ -83,7 +83,7 @@ DeviceCode device_code(std::vector<GeneratedFn> (*kernels)(), const char* ptx,
                        const std::vector<std::string>& symbols) {
   DeviceCode code;
   if (kernels) code.host_kernels = kernels();
-  if (ptx) code.ptx = ptx;
+  if (ptx) code.module = ptx;
   code.symbols = symbols;
   return code;
 }
@@ -107,8 +107,8 @@ StatusOr<std::unique_ptr<CompiledModel>> CompiledModel::create(const ModelTable&
     m->schema_.params.push_back({table.values[i].name, table.values[i].type});
   }
   WEFT_ASSIGN_OR_RETURN(m->backend_, find_backend(table.backend));
-  if (options.communicator && options.communicator->world_size() > 1 && !m->backend_->multi_rank) {
-    return m->backend_->unsupported("--data-parallel");
+  if (options.communicator && options.communicator->world_size() > 1 && !m->backend_->has(Feature::multi_rank)) {
+    return m->backend_->unsupported(Feature::multi_rank);
   }
   BindOptions bind;
   bind.num_threads = options.num_threads;
@@ -296,7 +296,7 @@ Status CompiledModel::push_eval_values() {
 }
 
 Status CompiledModel::set_check_numerics(bool on) {
-  if (!backend_->set_check_numerics) return backend_->unsupported("--check-numerics");
+  if (!backend_->has(Feature::check_numerics)) return backend_->unsupported(Feature::check_numerics);
   for (ProgramExecutor* ex : {step_.get(), eval_.get()}) {
     if (ex) backend_->set_check_numerics(*ex, on);
   }
@@ -305,13 +305,13 @@ Status CompiledModel::set_check_numerics(bool on) {
 
 Status CompiledModel::set_profiling(bool on) {
   if (!step_) return Error{"--profile: this model is inference-only; it has no training step"};
-  if (!backend_->set_profiling) return backend_->unsupported("--profile");
+  if (!backend_->has(Feature::profiler)) return backend_->unsupported(Feature::profiler);
   backend_->set_profiling(*step_, on);
   return Status();
 }
 
 std::string CompiledModel::profile_report() const {
-  return step_ && backend_->profile_report ? backend_->profile_report(*step_) : "";
+  return step_ && backend_->profile_report ? backend_->profile_report(*step_, kProfileRows) : "";
 }
 
 StatusOr<std::vector<Tensor>> CompiledModel::evaluate(const std::vector<Tensor>& inputs) {

@@ -28,8 +28,8 @@ const bool registered = register_backend({
     .set_check_numerics = [](ProgramExecutor& ex, bool on) { cpu(ex).set_check_numerics(on); },
     .set_profiling = [](ProgramExecutor& ex, bool on) { cpu(ex).set_profiling(on); },
     .profile_report =
-        [](const ProgramExecutor& ex) {
-          return static_cast<const Executor&>(ex).profile_report();
+        [](const ProgramExecutor& ex, int top) {
+          return static_cast<const Executor&>(ex).profile_report(top);
         },
     .multi_rank = true,
 });

@@ -21,7 +21,7 @@ StatusOr<std::unique_ptr<ProgramExecutor>> bind(Program program, DeviceCode code
   ExecutorOptions executor;
   executor.max_memory = options.max_memory;
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex,
-                        Executor::create(std::move(program), std::move(code.ptx),
+                        Executor::create(std::move(program), std::move(code.module),
                                          std::move(code.symbols), executor));
   return std::unique_ptr<ProgramExecutor>(std::move(ex));
 }

@@ -118,9 +118,9 @@ int main(int argc, char** argv) {
                                   options);
   if (!trainer.ok()) return fail(trainer.error().to_string());
 
-  if (describe && rank == 0 && trainer->step_executor() != nullptr) {
+  if (describe && rank == 0 && trainer->compiled_step() != nullptr) {
     // The step's collective invocations, as the executor bound them.
-    std::istringstream lines(trainer->step_executor()->describe());
+    std::istringstream lines(trainer->compiled_step()->describe());
     for (std::string line; std::getline(lines, line);) {
       if (line.find("all_reduce") != std::string::npos) std::printf("%s\n", line.c_str());
     }

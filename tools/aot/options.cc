@@ -16,14 +16,21 @@ const std::vector<std::string> kOptimizerHyper = {
     "lr",  "momentum", "dampening", "nesterov", "weight_decay", "beta1", "beta2", "eps",
     "amsgrad", "alpha", "centered", "lr_decay", "initial_accumulator_value", "momentum_decay",
     "max_grad_norm", "accumulate_steps", "param_groups", "scheduled_momentum"};
-const char* kUsage =
-    "flags: --batch=N --dtype=f32 --loss=NAME --optimizer=NAME [--eval_batch=N] [--backend=cpu|cuda] "
+/// The flags, for errors; the backends are the compiled targets (codegen/targets.h).
+std::string usage() {
+  std::string backends;
+  for (const codegen::Target& t : codegen::targets()) {
+    if (t.compiled()) backends += (backends.empty() ? "" : "|") + t.name;
+  }
+  return "flags: --batch=N --dtype=f32 --loss=NAME --optimizer=NAME [--eval_batch=N] [--backend=" + backends +
+         "] "
     "[--cpu=CPU] [--inference_only] [--data_parallel] and the hyper-parameters --label_smoothing --beta --delta "
     "--class_weight --log_input --full --poisson_eps --focal_alpha --focal_gamma --margin --lr "
     "--momentum "
     "--dampening --nesterov --weight_decay --beta1 --beta2 --eps --amsgrad --alpha --centered "
     "--lr_decay --initial_accumulator_value --momentum_decay --max_grad_norm --accumulate_steps --param_groups "
     "--scheduled_momentum";
+}
 
 bool contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
@@ -221,7 +228,7 @@ StatusOr<CompileOptions> parse_compile_options(const std::vector<std::string>& a
                                                const std::vector<std::string>& passthrough) {
   CompileOptions o;
   for (const std::string& a : args) {
-    if (a.rfind("--", 0) != 0) return Error{"unexpected argument '" + a + "'; " + kUsage};
+    if (a.rfind("--", 0) != 0) return Error{"unexpected argument '" + a + "'; " + usage()};
     const size_t eq = a.find('=');
     const std::string flag = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
     const std::string text = eq == std::string::npos ? "" : a.substr(eq + 1);
@@ -233,7 +240,7 @@ StatusOr<CompileOptions> parse_compile_options(const std::vector<std::string>& a
         WEFT_ASSIGN_OR_RETURN(on, to_bool(flag, text));
       }
     } else if (eq == std::string::npos) {
-      return Error{"flag --" + flag + " needs a value (--" + flag + "=...); " + kUsage};
+      return Error{"flag --" + flag + " needs a value (--" + flag + "=...); " + usage()};
     } else if (flag == "batch") {
       WEFT_ASSIGN_OR_RETURN(o.batch, to_int(flag, text));
     } else if (flag == "eval_batch") {
@@ -253,7 +260,7 @@ StatusOr<CompileOptions> parse_compile_options(const std::vector<std::string>& a
     } else if (contains(kLossHyper, flag) || contains(kOptimizerHyper, flag)) {
       o.hyper[flag] = text;
     } else {
-      return Error{"unknown flag --" + flag + "; " + kUsage};
+      return Error{"unknown flag --" + flag + "; " + usage()};
     }
   }
   if (o.batch <= 0) return Error{"--batch must be a positive integer (the training batch size)"};

@@ -4,7 +4,7 @@
 // NAME_benchmark binaries (which rebuild the same step with the JIT Trainer):
 //
 //   --batch=128 --dtype=f32 --loss=cross_entropy --optimizer=adam --lr=0.001
-//   [--eval_batch=N] [--backend=cpu|cuda] [--cpu=native] [--inference_only] [--data_parallel]
+//   [--eval_batch=N] [--backend=cpu|cuda|...] [--cpu=native] [--inference_only] [--data_parallel]
 //   loss hyper-parameters:      --label_smoothing --class_weight=0.5,2,1 (cross_entropy,
 //     nll) --beta (smooth_l1) --delta (huber) --log_input --full --poisson_eps (poisson_nll)
 //     --focal_alpha --focal_gamma (sigmoid_focal) --margin (hinge_embedding)
@@ -34,9 +34,12 @@ struct CompileOptions {
   /// Hyper-parameters given on the command line, by flag name (values as written).
   std::map<std::string, std::string> hyper;
   int64_t eval_batch = 0;  ///< 0: the training batch.
-  /// The backend the Programs are compiled for (runtime/backend.h): "cpu" (kernels as
-  /// host object code for `cpu`) or "cuda" (one PTX module per Program; `cpu` unused).
+  /// The backend the Programs are compiled for: a compiled target (codegen/targets.h),
+  /// whose Target::aot_code says how its kernels travel ("cpu": host object code;
+  /// "cuda": one PTX module per Program).
   std::string backend = "cpu";
+  /// The host CPU that object code is compiled for (the object form; unused otherwise):
+  /// "native" or an LLVM CPU name.
   std::string cpu = "native";
   bool inference_only = false;
   /// The training step holds an all_reduce mean on every gradient and on the loss

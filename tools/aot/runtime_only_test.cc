@@ -54,16 +54,16 @@ TEST(AotRuntimeOnly, DeviceCodeIsConsistent) {
     EXPECT_TRUE(code.host_kernels.empty()) << part;
     ASSERT_EQ(code.symbols.size(), p.kernels.size()) << part;
     for (const std::string& s : code.symbols) {
-      EXPECT_NE(code.ptx.find(".visible .entry " + s + "("), std::string::npos) << part << " " << s;
+      EXPECT_NE(code.module.find(".visible .entry " + s + "("), std::string::npos) << part << " " << s;
     }
-    std::printf("%s: %zu kernels, %zu bytes of PTX\n", part, p.kernels.size(), code.ptx.size());
+    std::printf("%s: %zu kernels, %zu bytes of PTX\n", part, p.kernels.size(), code.module.size());
     if (!std::ifstream(kPtxas).good()) {
       std::printf("  %s not found: PTX not assembled\n", kPtxas);
       continue;
     }
     const char* tmp = std::getenv("TEST_TMPDIR");
     const std::string path = std::string(tmp ? tmp : "/tmp") + "/" + t.name + "_" + part + ".ptx";
-    std::ofstream(path) << code.ptx;
+    std::ofstream(path) << code.module;
     const std::string cmd = std::string(kPtxas) + " -arch=sm_90 " + path + " -o " + path + ".cubin";
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
   }

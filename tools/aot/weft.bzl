@@ -99,8 +99,9 @@ Attributes:
                     unset ones take PyTorch's defaults (SGD needs lr)
     eval_batch      the evaluation batch (0: the training batch)
     backend         "cpu" (default) or "cuda": the device the Programs are compiled for
-                    (runtime/backend.h). cuda: codegen::compile_cuda_program, kernels as
-                    PTX; the step runs as one CUDA graph with host fallback refused, so a
+                    (runtime/backend.h): an entry of devices.bzl's WEFT_DEVICES, which
+                    says what the macros link for it. cuda: codegen::compile_cuda_program,
+                    kernels as PTX; the step runs as one CUDA graph with host fallback refused, so a
                     model with ops that have no CUDA kernel yet builds but its binary
                     refuses the step at run time (NAME.h's header says which ops).
                     Not with data_parallel (no NCCL yet)
@@ -116,6 +117,7 @@ Attributes:
 """
 
 load("@rules_cc//cc:defs.bzl", "cc_binary", "cc_library", "cc_test")
+load(":devices.bzl", "weft_device")
 
 def _camel(name):
     return "".join([p.capitalize() for p in name.split("_")])
@@ -141,7 +143,7 @@ def _flags(batch, dtype, loss, loss_args, optimizer, optimizer_args, eval_batch,
     return flags
 
 # The files the generator writes, by its flag (--header=..., --object=...); `object`
-# only for backend "cpu".
+# only for a device whose kernels are object code (devices.bzl).
 _OUTPUTS = ["header", "source", "factory", "step_source", "eval_source", "object"]
 
 WeftCpuInfo = provider(doc = "The CPU a configuration builds for.", fields = ["cpu"])
@@ -218,15 +220,12 @@ def _weft_aot(
         visibility,
         tags,
         backend):
-    if backend not in ["cpu", "cuda"]:
-        fail("%s: backend = \"%s\": weft_library compiles for \"cpu\" and \"cuda\"" % (name, backend))
-    cuda = backend == "cuda"
+    device = weft_device(name, backend)
 
-    # A cuda library runs on a GPU machine that has CUDA's libraries but not necessarily
-    # this machine's libstdc++: its runtime-only binaries carry their own (as
-    # tests/cuda:cases_test does). Not the JIT-comparison ones, which link libMLIR and
+    # The runtime-only binaries of a device whose machines lack this one's libraries (cuda)
+    # carry their own (devices.bzl). Not the JIT-comparison ones, which link libMLIR and
     # libLLVM (shared, over the shared libstdc++) and never leave this machine.
-    carried = ["-static-libstdc++", "-static-libgcc"] if cuda else []
+    carried = device.carried_linkopts
     cc_library(
         name = library + "_model",
         srcs = model,
@@ -253,7 +252,7 @@ def _weft_aot(
         "step_source": library + "_step.cc",
         "eval_source": library + "_eval.cc",
     }
-    if not cuda:
+    if device.object:
         outs["object"] = library + ".o"
     _weft_generate(
         name = library + "_generated",
@@ -271,13 +270,13 @@ def _weft_aot(
     cc_library(
         name = library,
         srcs = [outs["source"], outs["step_source"], outs["eval_source"]] +
-               ([] if cuda else [outs["object"]]),
+               ([outs["object"]] if device.object else []),
         hdrs = [outs["header"]],
         linkopts = ["-lm"],
         deps = [
             "//runtime:program_tables",
             "//runtime/aot:compiled_model",
-            "//runtime/cuda:backend" if cuda else "//runtime/cpu:backend",
+            device.backend,
         ],
         visibility = visibility,
         tags = tags,
@@ -359,15 +358,16 @@ def weft_binary(
     _weft_aot(name, name + "_lib", model, model_deps, batch, dtype, loss, loss_args, optimizer,
               optimizer_args, eval_batch, cpu, False, data_parallel,
               cpp_class or "weft_aot::" + _camel(name), visibility, tags, backend)
+    device = weft_device(name, backend)
     cc_binary(
         name = name,
         deps = [
             ":" + name + "_lib_factory",
             # cuda: one process, no Open MPI linked (the GPU machine may lack it).
-            "//runtime/driver:main_one_process" if backend == "cuda" else "//runtime/driver:main",
+            device.driver_main,
         ],
-        # Carried to a GPU machine: libstdc++ and libgcc inside (see _weft_aot).
-        linkopts = ["-static-libstdc++", "-static-libgcc"] if backend == "cuda" else [],
+        # Carried to a machine of the device (cuda): libstdc++ and libgcc inside.
+        linkopts = device.carried_linkopts,
         visibility = visibility,
         tags = tags,
     )

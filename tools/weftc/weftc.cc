@@ -26,9 +26,7 @@
 
 #include "autodiff/grad.h"
 #include "codegen/cpu_backend.h"
-#include "codegen/cuda_program.h"
 #include "codegen/targets.h"
-#include "runtime/cuda/library.h"
 #include "runtime/reference/numerics.h"
 #include "ir/dot.h"
 #include "ir/json.h"
@@ -89,23 +87,34 @@ StatusOr<Graph> load_typed_graph(const std::string& shown_path) {
   return g;
 }
 
+/// The target `weftc check --backend=NAME` checks the graph's ops against: one whose
+/// device refuses some ops (Target::has_device_check); null without --backend.
+StatusOr<const codegen::Target*> checked_target(const std::string& backend) {
+  if (backend.empty()) return nullptr;
+  StatusOr<const codegen::Target*> t = codegen::find_target(backend);
+  if (t.ok() && (*t)->has_device_check()) return t;
+  std::string checks;
+  for (const codegen::Target& c : codegen::targets()) {
+    if (!c.has_device_check()) continue;
+    checks += (checks.empty() ? "" : "; ") + ("--backend=" + c.name + " checks that every op runs on " + c.device);
+  }
+  return Error{"weftc check: --backend=" + backend + " is not checked; " + checks};
+}
+
 Status check_command(const std::vector<std::string>& argv) {
   WEFT_ASSIGN_OR_RETURN(Args args, parse_args("check", argv, {{"out", "o"}, {"backend"}}));
   WEFT_ASSIGN_OR_RETURN(std::string file, one_file_argument("check", args));
-  const std::string backend = args.get("backend", "");
-  if (!backend.empty() && backend != "cuda") {
-    return Error{"weftc check: --backend=" + backend +
-                 " is not checked; --backend=cuda checks that every op runs on the GPU"};
-  }
+  WEFT_ASSIGN_OR_RETURN(const codegen::Target* checked, checked_target(args.get("backend", "")));
   WEFT_ASSIGN_OR_RETURN(Graph g, load_typed_graph(file));
   if (args.has("out")) WEFT_RETURN_IF_ERROR(write_file(args.get("out"), print_graph(g)));
   std::cout << file << ": ok: @" << g.name() << ", " << g.inputs().size() << " inputs, "
             << g.nodes().size() << " nodes, " << g.outputs().size() << " outputs\n";
-  if (backend == "cuda") {
-    WEFT_ASSIGN_OR_RETURN(codegen::CudaProgram p, codegen::compile_cuda_program(g));
-    WEFT_RETURN_IF_ERROR(cuda::check_device_only(p.program));
-    std::cout << file << ": cuda: every op runs on the GPU (" << p.program.code.size()
-              << " invocations, " << p.program.kernels.size() << " generated kernels)\n";
+  if (checked != nullptr) {
+    WEFT_ASSIGN_OR_RETURN(codegen::LoweredProgram p, checked->lower(g));
+    WEFT_RETURN_IF_ERROR(checked->runtime()->check_program(p.program));
+    std::cout << file << ": " << checked->name << ": every op runs on " << checked->device << " ("
+              << p.program.code.size() << " invocations, " << p.program.kernels.size()
+              << " generated kernels)\n";
   }
   return Status();
 }
@@ -125,6 +134,20 @@ StatusOr<const codegen::Target*> target_for(const std::string& command, const st
   return target_for(command, backend, [](const codegen::Target&) { return true; });
 }
 
+/// For `weftc dump --format=FORMAT`: the target whose device code FORMAT prints (its
+/// module format, "ptx"), or null for the graph's own formats (text, json, dot); an
+/// error lists every format.
+StatusOr<const codegen::Target*> module_format_target(const std::string& format) {
+  std::string formats = "text, json, dot";
+  if (format == "text" || format == "json" || format == "dot") return nullptr;
+  for (const codegen::Target& t : codegen::targets()) {
+    if (t.module_format.empty()) continue;
+    if (t.module_format == format) return &t;
+    formats += ", " + t.module_format;
+  }
+  return Error{"weftc dump: unknown format '" + format + "'; formats: " + formats};
+}
+
 Status dump_command(const std::vector<std::string>& argv) {
   WEFT_ASSIGN_OR_RETURN(
       Args args, parse_args("dump", argv,
@@ -132,19 +155,18 @@ Status dump_command(const std::vector<std::string>& argv) {
                              {"no-locations", "", /*takes_value=*/false}}));
   WEFT_ASSIGN_OR_RETURN(std::string file, one_file_argument("dump", args));
   std::string format = args.get("format", "text");
-  if (format != "text" && format != "json" && format != "dot" && format != "ptx") {
-    return Error{"weftc dump: unknown format '" + format + "'; formats: text, json, dot, ptx"};
-  }
+  WEFT_ASSIGN_OR_RETURN(const codegen::Target* module_target, module_format_target(format));
   std::string backend = args.get("backend", "cpu");
   WEFT_ASSIGN_OR_RETURN(const codegen::Target* target, target_for("dump", backend));
-  if (format == "ptx") {
-    if (backend != "cuda") {
-      return Error{"weftc dump: --format=ptx prints the CUDA backend's kernels; add --backend=cuda"};
+  if (module_target != nullptr) {
+    if (target != module_target) {
+      return Error{"weftc dump: --format=" + format + " prints the " + module_target->title +
+                   " backend's kernels; add --backend=" + module_target->name};
     }
     WEFT_ASSIGN_OR_RETURN(Graph typed, load_typed_graph(file));
-    WEFT_ASSIGN_OR_RETURN(codegen::CudaProgram p, codegen::compile_cuda_program(typed));
-    if (args.has("out")) return write_file(args.get("out"), p.ptx);
-    std::cout << p.ptx;
+    WEFT_ASSIGN_OR_RETURN(codegen::LoweredProgram p, target->lower(typed));
+    if (args.has("out")) return write_file(args.get("out"), p.module);
+    std::cout << p.module;
     return Status();
   }
   WEFT_ASSIGN_OR_RETURN(Graph g, load_graph(file));

@@ -99,6 +99,7 @@ std::vector<Case> cases() {
   unary(Op::Sin, uniform({2, 3}, -3, 3));
   unary(Op::Cos, uniform({2, 3}, -3, 3));
   unary(Op::Erf, uniform({2, 3}, -2, 2));
+  unary(Op::Softplus, uniform({2, 3}, -3, 3));
   unary(Op::Sign, away({2, 3}));
   unary(Op::Floor, f64({2, 3}, {-1.5, -0.3, 0.4, 1.7, 2.2, 3.6}));
   unary(Op::Gelu, uniform({2, 3}, -3, 3), "erf");

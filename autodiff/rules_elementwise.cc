@@ -42,6 +42,9 @@ Grads sigmoid(GradBuilder& b, const Node& n, ValueId g) {
   ValueId y = n.result();  // y (1 - y)
   return {b.mul(g, b.mul(y, b.sub(c(b, 1, g), y)))};
 }
+Grads softplus(GradBuilder& b, const Node& n, ValueId g) {
+  return {b.mul(g, b.op(Op::Sigmoid, {x0(n)}))};  // sigmoid(x)
+}
 Grads relu(GradBuilder& b, const Node& n, ValueId g) {
   // 0 at 0, as PyTorch; `select` keeps NaN/inf in g away from the masked-off elements.
   ValueId pos = b.op(Op::Gt, {x0(n), c(b, 0, g)});
@@ -139,6 +142,7 @@ void add_elementwise(Table& t) {
   rule(Op::Sin, sin);
   rule(Op::Cos, cos);
   rule(Op::Erf, erf);
+  rule(Op::Softplus, softplus);
   rule(Op::Sign, zero);
   rule(Op::Floor, zero);
   none(Op::Not, "boolean result");

@@ -143,6 +143,11 @@ std::string Emitter::node(const Node& n, const std::vector<std::string>& a, int 
     case Op::Sin: return math("math.sin");
     case Op::Cos: return math("math.cos");
     case Op::Erf: return math_f64("math.erf", a[0], d, w);
+    case Op::Softplus: {  // max(x, 0) + log1p(exp(-|x|)); NaN stays NaN (`ugt`, as relu)
+      const std::string e = un("math.exp", un("arith.negf", math("math.absf"), t), t);
+      const std::string pos = sel(cmp(d, "ugt", a[0], cst(d, 0, w), w), a[0], cst(d, 0, w), d, w);
+      return bi("arith.addf", pos, math_f64("math.log1p", e, d, w), t);
+    }
     case Op::Sigmoid:
       return bi("arith.divf", cst(d, 1, w),
                 bi("arith.addf", cst(d, 1, w), un("math.exp", math("arith.negf"), t), t), t);

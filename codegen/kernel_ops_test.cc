@@ -42,6 +42,7 @@ TEST(KernelOps, FloatUnaryMatchesReference) {
       {Op::Sigmoid, -10, 10, kApprox}, {Op::Relu, -3, 3, kArith},
       {Op::Sin, -6, 6, kApprox},      {Op::Cos, -6, 6, kApprox},
       {Op::Erf, -4, 4, kApprox},      {Op::Sign, -3, 3, kArith},
+      {Op::Softplus, -30, 30, kApprox},
       {Op::Floor, -3, 3, kArith},
       {Op::Gelu, -6, 6, kApprox, {{"approximate", std::string("none")}}},
       {Op::Gelu, -6, 6, kApprox, {{"approximate", std::string("tanh")}}},

@@ -9,9 +9,8 @@
 //   if (auto gap = generated_code_gap(Op::Exp, DType::f64, DType::f64, CodeTarget::gpu))
 //     ...  // *gap: "f64 transcendental math needs libdevice ..."; the library runs it
 //
-// A gap always says why, so the per-backend completeness tests
-// (codegen:cpu_kernel_coverage_test, runtime/cuda:kernel_coverage_test) can tell a
-// stated limitation from a kernel someone forgot.
+// A gap always says why, so the per-backend completeness test
+// (codegen:kernel_coverage_test) can tell a stated limitation from a kernel someone forgot.
 
 #include <optional>
 #include <string_view>

@@ -53,7 +53,7 @@
 //       return %h2, %h2
 //   }) loc("model.cc":40:3)
 //
-// A fused kernel (passes/fuse.h) has its body graph as its region, whose block arguments
+// A fused kernel (passes/fuse_elementwise.h) has its body graph as its region, whose block arguments
 // are the body's inputs:
 //
 //   %k = fused(%h, %b) : f32[4,5] ({

@@ -1,6 +1,7 @@
 // Elementwise kernels: unary math, binary arithmetic and comparisons with NumPy
 // broadcasting, select, gelu and cast. Semantics are documented in interpreter.h.
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -84,6 +85,7 @@ WEFT_FLOAT_UNARY(SigmoidF, T{1} / (T{1} + std::exp(-x)))
 WEFT_FLOAT_UNARY(SinF, std::sin(x))
 WEFT_FLOAT_UNARY(CosF, std::cos(x))
 WEFT_FLOAT_UNARY(ErfF, std::erf(x))
+WEFT_FLOAT_UNARY(SoftplusF, std::max(x, T{0}) + std::log1p(std::exp(-std::fabs(x))))
 #undef WEFT_FLOAT_UNARY
 struct FloorF {
   template <typename T> static T apply(T x) {
@@ -392,6 +394,7 @@ void register_elementwise_kernels(KernelTable& t) {
   t.add(Op::Sin, unary<SinF, kFloats>);
   t.add(Op::Cos, unary<CosF, kFloats>);
   t.add(Op::Erf, unary<ErfF, kFloats>);
+  t.add(Op::Softplus, unary<SoftplusF, kFloats>);
   t.add(Op::Sign, unary<SignF, kNum>);
   t.add(Op::Floor, unary<FloorF, kNum>);
   t.add(Op::Not, unary<NotF, kBool>);

@@ -157,7 +157,6 @@ TEST(KernelCoverage, EveryCudaLibraryElementwiseKernelCoversAGapOfTheGeneratedCo
   }
 }
 
-
 // ---- Every other op: one node per fixture case, and its dtype variants. ----
 
 struct Variant {

@@ -4,6 +4,7 @@
 #include <new>
 
 #include "runtime/cpu/kernels_internal.h"
+#include "runtime/matmul_geometry.h"
 
 namespace weft::cpu {
 
@@ -40,10 +41,19 @@ std::optional<std::string_view> cpu_library_gap(const LibraryCall& call) {
       }
       return std::nullopt;
     case OpCategory::Contraction:
+      if (call.node.op == Op::Matmul) {
+        StatusOr<std::optional<MatmulGeometry>> geometry =
+            matmul_geometry(call.node, call.operand_types[0], call.operand_types[1]);
+        if (geometry.ok() && !geometry->has_value()) {
+          return "the GEMM kernels run f32 and f64 matmuls of one dtype with no scalar or "
+                 "transposed 1-D operand (matmul_geometry); the rest run on the reference "
+                 "interpreter";
+        }
+        return std::nullopt;
+      }
       if (!all_f32_or_f64(call)) {
-        return "the CPU's matmul, convolution and pooling kernels compute f32 and f64 only "
-               "(gemm.cc, conv.cc, pool.cc); integer contractions run on the reference "
-               "interpreter";
+        return "the CPU's convolution and pooling kernels compute f32 and f64 only (conv.cc, "
+               "pool.cc); integer ones run on the reference interpreter";
       }
       return std::nullopt;
     case OpCategory::Composite:

@@ -120,7 +120,7 @@ std::string_view category_gap(const Node& node, const std::vector<Type>& operand
     case OpCategory::Contraction:
       if (node.op == Op::Matmul) {
         return "cuBLAS does not plan this matmul (plan_matmul: f32 or f64 operands of one "
-               "dtype)";
+               "dtype, no scalar or transposed 1-D operand, dimensions within int)";
       }
       if (node.op == Op::Conv || node.op == Op::ConvBackwardInput ||
           node.op == Op::ConvBackwardWeight) {

@@ -4,6 +4,7 @@
 #include <new>
 
 #include "runtime/cpu/kernels_internal.h"
+#include "runtime/matmul_geometry.h"
 
 namespace weft::cpu {
 
@@ -16,6 +17,58 @@ void BoundKernel::ensure_scratch() {
     own_scratch_ = {static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); }};
   }
   set_scratch(own_scratch_.get());
+}
+
+namespace {
+
+bool is_f32_or_f64(DType d) { return d == DType::f32 || d == DType::f64; }
+
+bool all_f32_or_f64(const LibraryCall& call) {
+  for (const Type& t : call.operand_types) {
+    if (!is_f32_or_f64(t.dtype)) return false;
+  }
+  return is_f32_or_f64(call.result_type.dtype);
+}
+
+}  // namespace
+
+std::optional<std::string_view> cpu_library_gap(const LibraryCall& call) {
+  switch (call.node.info().category) {
+    case OpCategory::Reduction:
+      if (!is_f32_or_f64(call.operand_types[0].dtype)) {
+        return "the CPU's reduction kernels compute f32 and f64 only (reduction.cc); integer "
+               "and bool reductions run on the reference interpreter";
+      }
+      return std::nullopt;
+    case OpCategory::Contraction:
+      if (call.node.op == Op::Matmul) {
+        StatusOr<std::optional<MatmulGeometry>> geometry =
+            matmul_geometry(call.node, call.operand_types[0], call.operand_types[1]);
+        if (geometry.ok() && !geometry->has_value()) {
+          return "the GEMM kernels run f32 and f64 matmuls of one dtype with no scalar or "
+                 "transposed 1-D operand (matmul_geometry); the rest run on the reference "
+                 "interpreter";
+        }
+        return std::nullopt;
+      }
+      if (!all_f32_or_f64(call)) {
+        return "the CPU's convolution and pooling kernels compute f32 and f64 only (conv.cc, "
+               "pool.cc); integer ones run on the reference interpreter";
+      }
+      return std::nullopt;
+    case OpCategory::Composite:
+      if (!is_f32_or_f64(call.operand_types[0].dtype)) {
+        return "the CPU's composite kernels compute f32 and f64 only (composite.cc)";
+      }
+      return std::nullopt;
+    default: break;
+  }
+  if (call.node.op == Op::ScatterAdd && !is_f32_or_f64(call.result_type.dtype) &&
+      call.result_type.dtype != DType::i32 && call.result_type.dtype != DType::i64) {
+    return "scatter_add accumulates in f32, f64, i32 and i64 only (indexing.cc); u8 and bool "
+           "run on the reference interpreter";
+  }
+  return std::nullopt;
 }
 
 StatusOr<std::unique_ptr<BoundKernel>> make_library_kernel(const LibraryCall& call,

@@ -23,7 +23,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/graph.h"
@@ -85,6 +87,15 @@ class BoundKernel {
 StatusOr<std::unique_ptr<BoundKernel>> make_library_kernel(const LibraryCall& call,
                                                            std::vector<const void*> operands,
                                                            void* result);
+
+/// Why the CPU has no library kernel for well-typed `call` (its op and operand/result
+/// dtypes), so that make_library_kernel returns nullptr and the executor runs the
+/// reference interpreter for it; nullopt when a kernel exists. The CPU backend's stated
+/// gaps, in one place: codegen:kernel_coverage_test holds every op × dtype a training step
+/// holds (f32, f64, i32, i64, u8, bool) to a kernel or one of these reasons, and checks
+/// that this answer agrees with make_library_kernel. all_reduce and assign never reach
+/// make_library_kernel (the executor runs them itself), so nothing is said of them.
+std::optional<std::string_view> cpu_library_gap(const LibraryCall& call);
 
 /// A contraction with a generated epilogue (a `fused` node of kind "contraction"): the
 /// GEMM of `gemm` (a matmul call: op, transposes, operand and result types) computes C

@@ -103,6 +103,69 @@ LibraryKind library_kind(const Node& node, const std::vector<Type>& operands, co
   return LibraryKind::host;
 }
 
+namespace {
+
+// The reason a library invocation of an op of `category` runs on the host, given that
+// library_kind said `host` (library_gap).
+std::string_view category_gap(const Node& node, const std::vector<Type>& operands,
+                              const Type& result) {
+  switch (node.info().category) {
+    case OpCategory::Reduction:
+      if (node.op == Op::Argmax) {
+        return "no CUDA argmax kernel: the generated reductions compute sum, mean, max and "
+               "min, and the library has none";
+      }
+      return "reductions run as generated kernels (codegen gpu_supports), which compute f32 "
+             "and f64 only; the library has no reduction kernel";
+    case OpCategory::Contraction:
+      if (node.op == Op::Matmul) {
+        return "cuBLAS does not plan this matmul (plan_matmul: f32 or f64 operands of one "
+               "dtype, no scalar or transposed 1-D operand, dimensions within int)";
+      }
+      if (node.op == Op::Conv || node.op == Op::ConvBackwardInput ||
+          node.op == Op::ConvBackwardWeight) {
+        return "cuDNN does not plan this convolution (plan_convolution: f32 or f64, 2-D)";
+      }
+      return "the pooling kernels take f32 and f64 only (plan_pooling)";
+    case OpCategory::Composite:
+      if (node.op == Op::CrossEntropy || node.op == Op::Mse) {
+        return "the loss kernels take f32 or f64 values (and i32, i64 or u8 labels)";
+      }
+      return "softmax, log_softmax and layer_norm run as generated row kernels over the "
+             "innermost axis; the library has no kernel for other axes or dtypes";
+    case OpCategory::Creation:
+      return "random_uniform draws f32 and f64 only on the device";
+    case OpCategory::Elementwise:
+      // The first data operand: select's branches, cast's source (kernel_support.h).
+      if (auto gap = generated_code_gap(node.op, operands[node.op == Op::Select ? 1 : 0].dtype,
+                                        result.dtype, CodeTarget::gpu)) {
+        return *gap;
+      }
+      return "the generated code runs it fused; alone the library has no kernel for it";
+    default: break;
+  }
+  if (node.op == Op::Gather || node.op == Op::OneHot) {
+    return "the index operand must be i32, i64 or u8";
+  }
+  if (node.op == Op::ScatterAdd) {
+    return "scatter_add's atomic adds take f32, f64, i32 and i64 (and i32, i64 or u8 "
+           "indices)";
+  }
+  return "no CUDA library kernel for this op";
+}
+
+}  // namespace
+
+std::optional<std::string_view> library_gap(const Node& node, const std::vector<Type>& operands,
+                                            const Type& result) {
+  if (library_kind(node, operands, result) != LibraryKind::host) return std::nullopt;
+  for (const Type& t : operands) {
+    if (t.shape.rank() > kMaxRank) return "a rank above kMaxRank (index_maps.h)";
+  }
+  if (result.shape.rank() > kMaxRank) return "a rank above kMaxRank (index_maps.h)";
+  return category_gap(node, operands, result);
+}
+
 std::vector<int> host_invocations(const Program& program) {
   std::vector<int> out;
   for (size_t i = 0; i < program.code.size(); ++i) {

@@ -12,7 +12,9 @@
 // invocations map to one LibraryKind each (library_kind); `host` is the reference
 // interpreter on the host, a debugging path.
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/graph.h"
@@ -45,6 +47,13 @@ const char* library_kind_name(LibraryKind kind);
 /// runs on the GPU. Never fails: what the device code does not cover is `host`.
 LibraryKind library_kind(const Node& node, const std::vector<Type>& operands,
                          const Type& result);
+
+/// Why library_kind(node, operands, result) is `host`: the CUDA backend's stated gaps, in
+/// one place (nullopt exactly when the invocation runs on the device).
+/// codegen:kernel_coverage_test holds every op × dtype a training step holds to a device
+/// kernel or one of these reasons, and prints them.
+std::optional<std::string_view> library_gap(const Node& node, const std::vector<Type>& operands,
+                                            const Type& result);
 
 /// The indices in program.code of the invocations that would run on the host: library
 /// invocations of kind `host`, and contractions whose GEMM cuBLAS does not run.

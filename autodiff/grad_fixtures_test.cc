@@ -13,7 +13,7 @@
 #include "autodiff/grad.h"
 #include "ir/text.h"
 #include "passes/pipeline.h"
-#include "runtime/npy.h"
+#include "formats/npy.h"
 #include "runtime/reference/interpreter.h"
 
 namespace weft {

@@ -2,7 +2,7 @@
 // Optimizers as graph ops: the update of every parameter, appended to the training-step
 // graph after the backward pass (DESIGN.md, decision 5). Parameters and optimizer state
 // are `param`/`state` inputs written back by `assign`; the learning rate and the step
-// number are runtime scalars, so a schedule (runtime/schedule.h) needs no recompile.
+// number are runtime scalars, so a schedule (training/schedule.h) needs no recompile.
 //
 // The arithmetic is PyTorch 1.13's `torch.optim.*` single-tensor implementation
 // (foreach=False), operation for operation, with PyTorch's names and defaults. For
@@ -57,9 +57,9 @@
 //    gradients together, as clip_grad_norm_(model.parameters()) is.
 //
 // Scheduled momentum (`with_scheduled_momentum()`, for PyTorch's cycle_momentum in
-// OneCycleLR and CyclicLR, runtime/schedule.h): the momentum of SGD and RMSprop, or β1 of
+// OneCycleLR and CyclicLR, training/schedule.h): the momentum of SGD and RMSprop, or β1 of
 // Adam, AdamW and RAdam, is read from a runtime scalar input (`momentum`, a float scalar;
-// runtime/step_inputs.h names it weft.momentum) instead of being compiled in, so a
+// training/step_inputs.h names it weft.momentum) instead of being compiled in, so a
 // schedule sets it every step as it sets the lr. Everything that depends on it follows
 // PyTorch, which reads the group's current value each step: SGD's buf·momentum (and
 // nesterov's), RMSprop's buf·momentum, Adam's exp_avg·β1 + g·(1-β1) and its bias

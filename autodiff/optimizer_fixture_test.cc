@@ -13,8 +13,8 @@
 #include "autodiff/optimizer.h"
 #include "autodiff/testing/stepper.h"
 #include "ir/verifier.h"
-#include "runtime/npy.h"
-#include "runtime/schedule.h"
+#include "formats/npy.h"
+#include "training/schedule.h"
 
 namespace weft {
 namespace {

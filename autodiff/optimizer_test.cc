@@ -12,7 +12,7 @@
 #include "autodiff/testing/stepper.h"
 #include "ir/verifier.h"
 #include "passes/pipeline.h"
-#include "runtime/init.h"
+#include "training/init.h"
 #include "runtime/reference/interpreter.h"
 
 namespace weft {

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "bench/process.h"
-#include "runtime/safetensors.h"
+#include "formats/safetensors.h"
 
 namespace weft::bench {
 namespace {

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <set>
 
-#include "runtime/safetensors.h"
+#include "formats/safetensors.h"
 
 namespace weft::bench {
 

@@ -29,7 +29,7 @@
 #include "bench/aot/residual_tower.h"
 #include "bench/aot/transformer.h"
 #include "bench/timed_run.h"
-#include "runtime/aot/compiled_model.h"
+#include "training/aot/compiled_model.h"
 #include "runtime/cpu/executor.h"
 
 namespace weft::bench {

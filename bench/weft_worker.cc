@@ -27,7 +27,7 @@
 #include "bench/step_stats.h"
 #include "bench/timed_run.h"
 #include "runtime/cpu/executor.h"
-#include "runtime/safetensors.h"
+#include "formats/safetensors.h"
 #include "tools/weftc/args.h"
 
 namespace weft::bench {

@@ -15,7 +15,7 @@
 #include "codegen/lower.h"
 #include "codegen/program_source.h"
 #include "ir/text.h"
-#include "runtime/file_io.h"
+#include "formats/file_io.h"
 
 namespace {
 

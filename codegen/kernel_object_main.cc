@@ -15,7 +15,7 @@
 #include "codegen/kernel_compiler.h"
 #include "ir/text.h"
 #include "passes/infer_types.h"
-#include "runtime/file_io.h"
+#include "formats/file_io.h"
 
 namespace {
 

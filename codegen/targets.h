@@ -70,7 +70,7 @@ struct LoweredProgram {
 
 /// How a target's generated kernels travel in code built ahead of time (tools/aot): the
 /// two forms of DeviceCode (runtime/backend.h) and of the AOT ModelTable
-/// (runtime/aot/compiled_model.h).
+/// (training/aot/compiled_model.h).
 enum class AotCode {
   none,    ///< Nothing is compiled ahead of time: the interpreter.
   /// Host object code: every kernel of the library's Programs compiled into one object

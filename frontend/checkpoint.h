@@ -1,7 +1,7 @@
 #pragma once
 // Model checkpoints: a model's parameters, state and optimizer slots, saved as one
-// safetensors file (runtime/safetensors.h) that PyTorch tools can read. The format
-// itself lives in runtime/checkpoint.h (AOT binaries use it without the frontend); this
+// safetensors file (formats/safetensors.h) that PyTorch tools can read. The format
+// itself lives in formats/checkpoint.h (AOT binaries use it without the frontend); this
 // is its Model-level front: the parameter table from the Model, labelled-subgraph loads.
 //
 //   std::map<std::string, Tensor> values = ...;   // `encoder.0.weight`, `0.running_mean`,
@@ -42,7 +42,7 @@
 
 #include "frontend/model.h"
 #include "ir/status.h"
-#include "runtime/checkpoint.h"
+#include "formats/checkpoint.h"
 #include "runtime/tensor.h"
 
 namespace weft {

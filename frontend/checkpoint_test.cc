@@ -13,7 +13,7 @@
 #include "frontend/init_params.h"
 #include "frontend/modules.h"
 #include "ir/text_util.h"
-#include "runtime/safetensors.h"
+#include "formats/safetensors.h"
 
 namespace weft {
 namespace {

@@ -1,6 +1,6 @@
 #include "frontend/init_params.h"
 
-#include "runtime/init.h"
+#include "training/init.h"
 
 namespace weft {
 

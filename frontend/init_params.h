@@ -6,7 +6,7 @@
 //   // values[i] belongs to model->parameters()[i]
 //
 // Each parameter draws from its own Philox stream, a stable hash of its name
-// (`parameter_stream`, runtime/init.h), so a parameter's value depends only on the seed, its name, its
+// (`parameter_stream`, training/init.h), so a parameter's value depends only on the seed, its name, its
 // type and its initializer: adding, removing or reordering other parameters never
 // changes it, and a checkpoint key always gets the same first value.
 
@@ -18,7 +18,7 @@
 
 #include "frontend/model.h"
 #include "ir/status.h"
-#include "runtime/init.h"  // parameter_stream
+#include "training/init.h"  // parameter_stream
 #include "runtime/tensor.h"
 
 namespace weft {

@@ -1,5 +1,5 @@
 #pragma once
-// The JIT Trainer as a driver::Trainable (runtime/driver/trainable.h): the training driver
+// The JIT Trainer as a driver::Trainable (training/driver/trainable.h): the training driver
 // can train a network compiled at run time exactly as it trains an AOT-compiled one, which
 // is what the driver's tests and the JIT side of AOT comparisons do.
 //
@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "frontend/training.h"
-#include "runtime/driver/trainable.h"
+#include "training/driver/trainable.h"
 
 namespace weft {
 

@@ -22,7 +22,7 @@
 #include "frontend/modules.h"
 #include "frontend/testing/module_fixtures.h"
 #include "frontend/testing/run_model.h"
-#include "runtime/npy.h"
+#include "formats/npy.h"
 #include "runtime/reference/interpreter.h"
 
 namespace weft {

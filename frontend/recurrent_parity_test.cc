@@ -8,7 +8,7 @@
 #include "frontend/flow.h"
 #include "frontend/modules.h"
 #include "frontend/testing/run_model.h"
-#include "runtime/npy.h"
+#include "formats/npy.h"
 #include "runtime/reference/interpreter.h"
 
 namespace weft {

@@ -8,8 +8,8 @@
 
 #include "frontend/modules.h"
 #include "frontend/training.h"
-#include "runtime/schedule.h"
-#include "runtime/step_inputs.h"
+#include "training/schedule.h"
+#include "training/step_inputs.h"
 
 namespace weft {
 namespace {

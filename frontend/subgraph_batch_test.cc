@@ -10,7 +10,7 @@
 #include "frontend/flow.h"
 #include "frontend/init_params.h"
 #include "frontend/modules.h"
-#include "runtime/safetensors.h"
+#include "formats/safetensors.h"
 
 namespace weft {
 namespace {

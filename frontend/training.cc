@@ -8,16 +8,16 @@
 #include "ir/text.h"
 #include "ir/verifier.h"
 #include "passes/pipeline.h"
-#include "runtime/init.h"
+#include "training/init.h"
 #include "runtime/reference/interpreter.h"
 #include "runtime/reference/numerics.h"
-#include "runtime/schedule.h"
-#include "runtime/step_inputs.h"
+#include "training/schedule.h"
+#include "training/step_inputs.h"
 
 namespace weft {
 namespace {
 
-// The step's own inputs (runtime/step_inputs.h).
+// The step's own inputs (training/step_inputs.h).
 constexpr const char* kTarget = kTargetInput;
 constexpr const char* kStep = kStepInput;
 constexpr const char* kMomentum = kMomentumInput;

@@ -36,7 +36,7 @@
 #include "runtime/backend.h"
 #include "runtime/collective/communicator.h"
 #include "runtime/executor.h"
-#include "runtime/monitor/metrics.h"
+#include "training/monitor/metrics.h"
 #include "runtime/tensor.h"
 
 namespace weft::codegen {
@@ -155,7 +155,7 @@ class Trainer {
   StatusOr<std::vector<Tensor>> evaluate(const std::vector<Tensor>& inputs);
 
   /// The learning rate of the next steps (the optimizer's `lr` until changed; a
-  /// schedule from runtime/schedule.h calls this every step or epoch). With parameter
+  /// schedule from training/schedule.h calls this every step or epoch). With parameter
   /// groups (OptimizerSpec::with_group) this is the default group's, and every group's
   /// lr becomes its own first lr scaled by the same factor, lr / OptimizerSpec::lr (as a
   /// PyTorch scheduler scales each group's initial lr; groups keep theirs when
@@ -218,7 +218,7 @@ class Trainer {
   /// The per-kernel table of the steps timed so far, its `top` most costly rows (0: the
   /// totals alone; runtime/cpu/executor.h's), or the error of set_profiling.
   StatusOr<std::string> profile_report(int top = kProfileRows) const;
-  // ---- Metrics (runtime/monitor/metrics.h): every step records its loss as "loss".
+  // ---- Metrics (training/monitor/metrics.h): every step records its loss as "loss".
   /// The run's metrics: batch values, epoch history and trend queries.
   monitor::Metrics& metrics() { return metrics_; }
   const monitor::Metrics& metrics() const { return metrics_; }

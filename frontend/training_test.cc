@@ -11,7 +11,7 @@
 #include "frontend/modules.h"
 #include "frontend/testing/run_model.h"
 #include "runtime/cuda/executor.h"
-#include "runtime/npy.h"
+#include "formats/npy.h"
 
 namespace weft {
 namespace {

@@ -2,7 +2,7 @@
 // How a parameter or state input gets its first value: part of the parameter table that
 // travels with a graph (the builder records it, the runtime materializes it, AOT
 // binaries embed it). Initializers are data, not code, so the table can be printed,
-// hashed and compiled ahead of time; runtime/init.h turns one into a tensor.
+// hashed and compiled ahead of time; training/init.h turns one into a tensor.
 //
 // Bounds follow PyTorch's torch.nn.init with the same names and defaults:
 //   uniform(a, b)                U(a, b)

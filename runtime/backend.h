@@ -94,7 +94,7 @@ struct Backend {
   /// Page-locks (pins) the host memory [data, data + bytes), so that copies from it to
   /// the device go by DMA without staging (cuda: cudaHostRegister); unpin_host_memory
   /// undoes it, before the memory is freed. nullptr: the device reads host memory as it
-  /// is (cpu). The data Loader pins its batch buffers through these (runtime/data).
+  /// is (cpu). The data Loader pins its batch buffers through these (training/data).
   Status (*pin_host_memory)(void* data, int64_t bytes) = nullptr;
   void (*unpin_host_memory)(void* data) = nullptr;
   /// Collectives over more than one rank (a communicator with world_size() > 1).

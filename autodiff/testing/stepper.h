@@ -21,9 +21,9 @@
 #include <gtest/gtest.h>
 
 #include "autodiff/optimizer.h"
-#include "runtime/init.h"
+#include "training/init.h"
 #include "runtime/reference/interpreter.h"
-#include "runtime/schedule.h"
+#include "training/schedule.h"
 
 namespace weft::testing {
 

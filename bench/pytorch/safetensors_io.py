@@ -1,6 +1,6 @@
 """A pure-Python safetensors writer and reader (json + struct + numpy), for Debian's
 Python, which has no `safetensors` package. Same layout as
-runtime/testdata/make_safetensors_fixture.py (the reference implementation's): 8-byte
+formats/testdata/make_safetensors_fixture.py (the reference implementation's): 8-byte
 little-endian header length, compact JSON header (`__metadata__` first) padded with
 spaces to 8 bytes, tensors sorted by dtype (largest first) then name, stored contiguously.
 """

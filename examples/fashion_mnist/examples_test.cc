@@ -148,7 +148,7 @@ TEST(FashionMnist, Errors) {
             std::string::npos)
       << r.out;
   // A bad command line is one error line and exit status 2, worded as the training
-  // binaries' (runtime/driver/flags.h parses both). Counts must be whole numbers (they were
+  // binaries' (training/driver/flags.h parses both). Counts must be whole numbers (they were
   // truncated, or overflowed the cast); seeds are read exactly, as uint64.
   const std::vector<std::pair<std::string, std::string>> refused = {
       {"--epochs=x", "--epochs=x: not a whole number"},

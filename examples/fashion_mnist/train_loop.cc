@@ -12,7 +12,7 @@
 
 #include "frontend/jit_trainable.h"
 #include "runtime/collective/mpi_communicator.h"
-#include "runtime/driver/driver.h"
+#include "training/driver/driver.h"
 
 namespace weft::examples {
 namespace {

@@ -1,14 +1,14 @@
 #pragma once
 // The Fashion-MNIST examples' command line and model (mlp.cc, cnn.cc, ponder.cc), trained
-// by the AOT training binaries' loop: runtime/driver/driver.h's run_training, with the
+// by the AOT training binaries' loop: training/driver/driver.h's run_training, with the
 // network JIT-compiled behind driver::Trainable (frontend/jit_trainable.h). Progress,
 // evaluation, checkpoints, resuming, signals, the dashboard, the metrics CSV and the
-// report are therefore the training binaries' (runtime/driver/README.md).
+// report are therefore the training binaries' (training/driver/README.md).
 //
 // The flags these examples share with the AOT training binaries (--data, --epochs,
 // --max-steps, --seed, --lr, --checkpoint-in, --partial-load, --checkpoint-out,
 // --metrics-csv, --report, --serve, --log-every, --check-numerics, --profile, --help) are
-// read by the driver's parser (runtime/driver/flags.h's FlagSet: the same values, checks
+// read by the driver's parser (training/driver/flags.h's FlagSet: the same values, checks
 // and error messages). Their own: --batch=B, --backend=NAME, --no-cuda-graph (cuda: launch
 // by launch instead of one CUDA graph per step), --resume=PATH (the same as
 // --checkpoint-in), --data-parallel (under `mpirun -np N` every rank trains on its batch/N
@@ -21,8 +21,8 @@
 #include <string>
 
 #include "frontend/training.h"
-#include "runtime/data/fashion_mnist.h"
-#include "runtime/driver/flags.h"
+#include "training/data/fashion_mnist.h"
+#include "training/driver/flags.h"
 
 namespace weft::examples {
 
@@ -49,7 +49,7 @@ void parse_flags(int argc, char** argv, RunConfig& config, bool allow_bn = false
 /// Trains `net` (input f32[batch, ...] in `config.layout`, 10 logits) on Fashion-MNIST
 /// with Adam and cross-entropy in the training driver's loop, printing progress and the
 /// test accuracy after every epoch, and saving a checkpoint at the end. Returns the
-/// process exit status (runtime/driver/driver.h's).
+/// process exit status (training/driver/driver.h's).
 int train(const FlowPtr& net, const RunConfig& config);
 
 }  // namespace weft::examples

@@ -22,9 +22,9 @@
 
 #include "ir/text.h"
 #include "passes/pipeline.h"
-#include "runtime/data/dataset.h"
-#include "runtime/data/fashion_mnist.h"
-#include "runtime/driver/flags.h"
+#include "training/data/dataset.h"
+#include "training/data/fashion_mnist.h"
+#include "training/driver/flags.h"
 #include "runtime/reference/interpreter.h"
 
 namespace weft {

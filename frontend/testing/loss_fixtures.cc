@@ -7,7 +7,7 @@
 
 #include "autodiff/grad.h"
 #include "frontend/testing/run_model.h"
-#include "runtime/npy.h"
+#include "formats/npy.h"
 #include "runtime/reference/interpreter.h"
 
 namespace weft::testing {

@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "runtime/npy.h"
+#include "formats/npy.h"
 
 namespace weft::testing {
 

@@ -2,7 +2,7 @@
 
 #include <sys/stat.h>
 
-#include "runtime/npy.h"
+#include "formats/npy.h"
 #include "runtime/reference/interpreter.h"
 
 namespace weft::testing {

@@ -17,7 +17,7 @@
 #include <cuda_runtime_api.h>
 
 #include "runtime/backend.h"
-#include "runtime/data/loader.h"
+#include "training/data/loader.h"
 #include "runtime/reference/interpreter.h"
 
 namespace weft::cuda {

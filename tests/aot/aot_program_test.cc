@@ -8,7 +8,7 @@
 #include "ir/text.h"
 #include "passes/pipeline.h"
 #include "runtime/cpu/executor.h"
-#include "runtime/npy.h"
+#include "formats/npy.h"
 #include "runtime/reference/interpreter.h"
 
 weft::Program mlp_aot_program();

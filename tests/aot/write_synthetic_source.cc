@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "codegen/program_source.h"
-#include "runtime/file_io.h"
+#include "formats/file_io.h"
 #include "tests/aot/synthetic_program.h"
 
 int main(int argc, char** argv) {

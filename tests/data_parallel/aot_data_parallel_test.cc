@@ -1,4 +1,4 @@
-// Data parallelism in an AOT training binary (tools/aot/weft.bzl, runtime/driver):
+// Data parallelism in an AOT training binary (tools/aot/weft.bzl, training/driver):
 // `mpirun -np 2 aot_regressor --data-parallel`, 2 ranks of a model compiled at batch 4,
 // against the JIT driver's npy-regressor (the same network, seed and data order) in one
 // process at batch 8. Same losses every step and the same test loss after every epoch
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/npy.h"
+#include "formats/npy.h"
 #include "tests/testing/mpi_run.h"
 #include "tests/testing/subprocess.h"
 
@@ -72,7 +72,7 @@ TEST(AotDataParallel, TwoRanksOfTheBinaryMatchOneProcessOnTheGlobalBatch) {
   const std::string flags = " --epochs=4 --seed=3 --shuffle-seed=5 --log-every=1000 --train=" + tmp("x.npy") +
                             "," + tmp("y.npy") + " --test=" + tmp("x.npy") + "," + tmp("y.npy");
 
-  CommandResult one = run_command("WEFT_DRIVER_TEST_MODEL=npy-regressor runtime/driver/jit_model_train" + flags +
+  CommandResult one = run_command("WEFT_DRIVER_TEST_MODEL=npy-regressor training/driver/jit_model_train" + flags +
                                   " --metrics-csv=" + tmp("one.csv"));
   ASSERT_EQ(one.exit_code, 0) << one.out;
   CommandResult two = run_mpi(kMpirun + "tests/data_parallel/aot_regressor --data-parallel" + flags +

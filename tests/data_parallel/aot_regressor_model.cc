@@ -1,5 +1,5 @@
 // The model source of //tests/data_parallel:aot_regressor (tools/aot/model.h): the
-// driver tests' npy-regressor (runtime/driver/testing/jit_model.cc), f32[batch,3] ->
+// driver tests' npy-regressor (training/driver/testing/jit_model.cc), f32[batch,3] ->
 // Linear(3, 2), compiled ahead of time at half the JIT model's batch so that 2 ranks
 // of it train on the JIT model's global batch.
 #include "frontend/modules.h"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "ir/dtype.h"
-#include "runtime/safetensors.h"
+#include "formats/safetensors.h"
 #include "runtime/tensor.h"
 
 // libFuzzer's own byte mutator, callable from a custom mutator.

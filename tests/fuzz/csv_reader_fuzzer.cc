@@ -1,4 +1,4 @@
-// libFuzzer target: the CSV reader (runtime/data/dataset.h's csv_columns, what the training
+// libFuzzer target: the CSV reader (training/data/dataset.h's csv_columns, what the training
 // driver's --train/--test read for FILE.csv:COLUMN[+COLUMN...]), through a file. The
 // columns picked are those of the seed corpus's header (a, b, label), as a group of two
 // and as a target. Beyond not crashing: an error has a message and names the file, and
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/data/dataset.h"
+#include "training/data/dataset.h"
 #include "tests/fuzz/fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

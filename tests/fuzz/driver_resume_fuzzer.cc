@@ -27,11 +27,11 @@
 #include <string>
 #include <vector>
 
-#include "runtime/aot/compiled_model.h"
-#include "runtime/checkpoint.h"
-#include "runtime/driver/driver.h"
-#include "runtime/driver/trainable.h"
-#include "runtime/npy.h"
+#include "training/aot/compiled_model.h"
+#include "formats/checkpoint.h"
+#include "training/driver/driver.h"
+#include "training/driver/trainable.h"
+#include "formats/npy.h"
 #include "runtime/tensor.h"
 #include "tests/fuzz/checkpoint_mutator.h"
 #include "tests/fuzz/fuzz_check.h"

@@ -1,4 +1,4 @@
-// libFuzzer target: the IDX reader (runtime/data/idx.h), through a file so that the
+// libFuzzer target: the IDX reader (training/data/idx.h), through a file so that the
 // gzip path is fuzzed too (inputs starting with the gzip magic are decompressed). Beyond
 // not crashing: an error has a message naming the file; a tensor that reads has exactly
 // as many elements as its shape says and one of the dtypes IDX maps to.
@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <string>
 
-#include "runtime/data/idx.h"
+#include "training/data/idx.h"
 #include "tests/fuzz/fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

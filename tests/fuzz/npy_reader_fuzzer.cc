@@ -1,4 +1,4 @@
-// libFuzzer target: the .npy reader (runtime/npy.h). Beyond not crashing: an error has a
+// libFuzzer target: the .npy reader (formats/npy.h). Beyond not crashing: an error has a
 // message; a tensor that parses serializes to a file that parses back to the same type
 // and bytes.
 
@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string_view>
 
-#include "runtime/npy.h"
+#include "formats/npy.h"
 #include "tests/fuzz/fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -5,7 +5,7 @@
 // or an error with a message naming the file.
 #include <gtest/gtest.h>
 
-#include "runtime/npy.h"
+#include "formats/npy.h"
 #include "tests/robustness/mutator.h"
 
 namespace weft::robustness {

@@ -14,7 +14,7 @@
 // - StopSignalsReachNoComputingThread: the fix of bug 1. The corruption was oneDNN's
 //   (its JIT GEMM kernels point the stack pointer into a heap buffer, so a signal frame
 //   pushed there overwrote the heap: oneDNN issue #4845); the driver now blocks SIGINT
-//   and SIGTERM on every thread but one watcher (runtime/driver/stop_signals.h). Checked
+//   and SIGTERM on every thread but one watcher (training/driver/stop_signals.h). Checked
 //   on the running binary's threads (/proc/PID/task/*/status).
 // - MaxMemoryRefusesALargerStep: --max-memory, checked before anything is allocated.
 // - AnAddressSpaceLimitGivesAClearErrorNotAnAbort: `ulimit -v`, swept.
@@ -30,8 +30,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/npy.h"
-#include "runtime/safetensors.h"
+#include "formats/npy.h"
+#include "formats/safetensors.h"
 #include "tests/testing/subprocess.h"
 
 namespace weft {
@@ -134,7 +134,7 @@ TEST(TrainingFaults, ResumedRunStoppedBySignalSavesCleanly) {
   }
 }
 
-// True while a save of `path` is under way: its temporary file (runtime/file_io.h) exists.
+// True while a save of `path` is under way: its temporary file (formats/file_io.h) exists.
 bool saving(const std::string& path) {
   const size_t slash = path.rfind('/');
   const std::string dir = path.substr(0, slash), prefix = path.substr(slash + 1) + ".tmp.";

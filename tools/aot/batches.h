@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "runtime/driver/trainable.h"
+#include "training/driver/trainable.h"
 #include "runtime/tensor.h"
 
 namespace weft::aot {

@@ -11,7 +11,7 @@
 #include <sstream>
 #include <string>
 
-#include "runtime/aot/compiled_model.h"
+#include "training/aot/compiled_model.h"
 #include "tools/aot/batches.h"
 #include "tools/aot/model.h"
 #include "tools/aot/options.h"

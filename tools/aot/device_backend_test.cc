@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "bench/aot/mlp.h"
-#include "runtime/aot/compiled_model.h"
+#include "training/aot/compiled_model.h"
 #include "runtime/backend.h"
 #include "runtime/collective/fake_ranks.h"
 #include "tools/aot/batches.h"

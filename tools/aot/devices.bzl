@@ -23,7 +23,7 @@ WEFT_DEVICES = {
     "cpu": struct(
         object = True,
         backend = "//runtime/cpu:backend",
-        driver_main = "//runtime/driver:main",
+        driver_main = "//training/driver:main",
         carried_linkopts = [],
     ),
     # A GPU machine has CUDA's libraries but not necessarily this machine's libstdc++ or
@@ -32,7 +32,7 @@ WEFT_DEVICES = {
     "cuda": struct(
         object = False,
         backend = "//runtime/cuda:backend",
-        driver_main = "//runtime/driver:main_one_process",
+        driver_main = "//training/driver:main_one_process",
         carried_linkopts = ["-static-libstdc++", "-static-libgcc"],
     ),
 }

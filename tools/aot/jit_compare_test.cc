@@ -12,9 +12,9 @@
 #include <cstdio>
 #include <sstream>
 
-#include "runtime/aot/compiled_model.h"
-#include "runtime/safetensors.h"
-#include "runtime/step_inputs.h"
+#include "training/aot/compiled_model.h"
+#include "formats/safetensors.h"
+#include "training/step_inputs.h"
 #include "tools/aot/batches.h"
 #include "tools/aot/model.h"
 #include "tools/aot/options.h"

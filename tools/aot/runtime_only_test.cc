@@ -15,7 +15,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "runtime/aot/compiled_model.h"
+#include "training/aot/compiled_model.h"
 
 namespace weft::aot {
 namespace {

@@ -36,7 +36,7 @@ What one weft_library(name = NAME) defines:
                                         class `cpp_class`
                         NAME_factory.cc driver::make_compiled_model, for binaries
     NAME              cc_library: NAME.h + the above, depending only on
-                      //runtime/aot:compiled_model, //runtime:program_tables and the
+                      //training/aot:compiled_model, //runtime:program_tables and the
                       backend's registration (//runtime/cpu:backend, or
                       //runtime/cuda:backend: cudart and cuBLAS, never libcuda)
                       (runtime/, ir/ data types): no MLIR,
@@ -59,7 +59,7 @@ NAME_benchmark times the eval forward.
 
 weft_binary(name = NAME, ...) takes the same attributes and makes the library NAME_lib
 (with NAME_test, NAME_runtime_test, NAME_benchmark) plus the cc_binary NAME: the
-generic training driver //runtime/driver:main (flags, data, epochs, checkpoints,
+generic training driver //training/driver:main (flags, data, epochs, checkpoints,
 evaluation) training this model.
 
 Caching. The generator action (NAME_generated) has two inputs: the generator binary and
@@ -69,8 +69,8 @@ tools/aot/{generate_main,options}.cc and weft's compiler with the Trainer it lin
 command line holds the compile options. Bazel reruns the action only when one of those
 changes in content: editing the model source or an attribute reruns it (if the edit
 changes the compiled generator: a comment-only edit that leaves the object file
-identical does not); editing the training driver (runtime/driver's driver.cc, main.cc),
-the tests' and benchmarks' mains or runtime/aot/compiled_model.cc does not: those only
+identical does not); editing the training driver (training/driver's driver.cc, main.cc),
+the tests' and benchmarks' mains or training/aot/compiled_model.cc does not: those only
 recompile and relink NAME's users. (`bazel aquery 'mnemonic("WeftGenerate", //pkg:NAME_generated)'`
 lists the action's inputs.)
 
@@ -275,7 +275,7 @@ def _weft_aot(
         linkopts = ["-lm"],
         deps = [
             "//runtime:program_tables",
-            "//runtime/aot:compiled_model",
+            "//training/aot:compiled_model",
             device.backend,
         ],
         visibility = visibility,
@@ -286,7 +286,7 @@ def _weft_aot(
         srcs = [outs["factory"]],
         deps = [
             ":" + library,
-            "//runtime/driver:trainable",
+            "//training/driver:trainable",
         ],
         alwayslink = True,
         visibility = visibility,

@@ -21,7 +21,7 @@
 #include "frontend/modules.h"
 #include "ir/text.h"
 #include "passes/pipeline.h"
-#include "runtime/monitor/monitor.h"
+#include "training/monitor/monitor.h"
 #include "tests/testing/subprocess.h"
 #include "tools/viz/viz.h"
 
@@ -279,7 +279,7 @@ TEST_F(ChromiumTest, TheMemoryPictureIsNotBlank) {
   expect_not_blank("file://" + svg, tmp("step_memory.png"), 960, 420);
 }
 
-// The training monitor's HTML report (runtime/monitor): every chart renders, and a
+// The training monitor's HTML report (training/monitor): every chart renders, and a
 // screenshot is a real picture.
 TEST_F(ChromiumTest, TheTrainingReportRenders) {
   monitor::RunLog log({"test_accuracy", "test_loss"});

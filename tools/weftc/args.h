@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "ir/status.h"
-#include "runtime/flag_values.h"
+#include "training/flag_values.h"
 
 namespace weft::cli {
 
@@ -44,13 +44,13 @@ StatusOr<Args> parse_args(const std::string& command, const std::vector<std::str
 StatusOr<std::string> one_file_argument(const std::string& command, const Args& args);
 
 /// The value of `--NAME` as a whole number in [low, high], or `fallback` when it is not
-/// given. Every integer flag of weftc is read here, by runtime/flag_values.h's checked
+/// given. Every integer flag of weftc is read here, by training/flag_values.h's checked
 /// parser: "1.5", "-", "4294967296" for an int are errors naming the command and the flag.
 StatusOr<int64_t> whole_number_flag(const Args& args, const std::string& command,
                                     const std::string& name, int64_t fallback, int64_t low,
                                     int64_t high);
 
-/// runtime/flag_values.h's: relative paths against $BUILD_WORKING_DIRECTORY.
+/// training/flag_values.h's: relative paths against $BUILD_WORKING_DIRECTORY.
 using ::weft::resolve_path;
 
 }  // namespace weft::cli

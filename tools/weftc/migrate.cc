@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <iostream>
 
-#include "runtime/checkpoint.h"
-#include "runtime/file_io.h"
+#include "formats/checkpoint.h"
+#include "formats/file_io.h"
 #include "tools/weftc/args.h"
 #include "tools/weftc/renames.h"
 

@@ -1,5 +1,5 @@
 #pragma once
-// `weftc migrate`: renames the keys of a checkpoint (runtime/checkpoint.h's
+// `weftc migrate`: renames the keys of a checkpoint (formats/checkpoint.h's
 // migrate_checkpoint) from the command line.
 
 #include <string>

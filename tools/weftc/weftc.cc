@@ -34,9 +34,9 @@
 #include "ir/verifier.h"
 #include "passes/infer_types.h"
 #include "passes/pipeline.h"
-#include "runtime/file_io.h"
-#include "runtime/flag_values.h"
-#include "runtime/npy.h"
+#include "formats/file_io.h"
+#include "training/flag_values.h"
+#include "formats/npy.h"
 #include "runtime/reference/interpreter.h"
 #include "tools/viz/cpu_viz.h"
 #include "tools/viz/memory_picture.h"
@@ -56,7 +56,7 @@ bool wants_help(const std::vector<std::string>& argv) {
   return false;
 }
 
-/// runtime/file_io.h's read_file (out of memory reported as such), its errors naming the
+/// formats/file_io.h's read_file (out of memory reported as such), its errors naming the
 /// path as the user wrote it.
 StatusOr<std::string> read_file(const std::string& shown_path) {
   StatusOr<std::string> bytes = weft::read_file(resolve_path(shown_path));

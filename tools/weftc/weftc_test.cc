@@ -17,10 +17,10 @@
 #include "ir/json.h"
 #include "ir/text.h"
 #include "tests/testing/subprocess.h"
-#include "runtime/checkpoint.h"
+#include "formats/checkpoint.h"
 #include "runtime/cuda/executor.h"
-#include "runtime/npy.h"
-#include "runtime/safetensors.h"
+#include "formats/npy.h"
+#include "formats/safetensors.h"
 
 namespace weft {
 namespace {

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/shape_rules.h"
-#include "runtime/npy.h"
+#include "formats/npy.h"
 
 namespace weft::testing {
 namespace {

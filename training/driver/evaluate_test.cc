@@ -1,0 +1,312 @@
+// The driver's evaluation, in process, on a JIT-compiled model: batches of the eval
+// inputs' static size with the last one padded, compared with the Trainer evaluating the
+// whole split at once; and run_driver's exit statuses where the model and the flags
+// disagree; a schedule cycling the momentum of a model whose step takes it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include "frontend/jit_trainable.h"
+#include "frontend/modules.h"
+#include "training/driver/driver.h"
+#include "formats/npy.h"
+#include "training/schedule.h"
+
+namespace weft::driver {
+namespace {
+
+/// A 4-feature, 3-class problem: the class is the argmax of the first three features.
+Split classification(int64_t n, uint32_t seed) {
+  Split s;
+  Tensor x(Type{DType::f32, {n, 4}});
+  Tensor y(Type{DType::i64, {n}});
+  uint32_t state = seed;
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < 4; ++j) {
+      state = state * 1664525u + 1013904223u;
+      x.data<float>()[i * 4 + j] = static_cast<float>(state >> 8) / static_cast<float>(1 << 24) - 0.5f;
+    }
+    const float* r = x.data<float>() + i * 4;
+    y.data<int64_t>()[i] = r[0] >= r[1] && r[0] >= r[2] ? 0 : r[1] >= r[2] ? 1 : 2;
+  }
+  s.columns = {Column{x, "x", ""}, Column{y, "y", ""}};
+  s.classes = y;
+  s.source = "synthetic";
+  return s;
+}
+
+std::unique_ptr<JitTrainable> classifier(int64_t eval_batch) {
+  StatusOr<FlowPtr> net = FlowBuilder::from(Linear(4, 16)).through(ReLU()).through(Linear(16, 3)).build();
+  EXPECT_TRUE(net.ok());
+  StatusOr<std::unique_ptr<JitTrainable>> m =
+      JitTrainable::compile(*net, {{"x", Type{DType::f32, {8, 4}}}}, LossSpec::cross_entropy(),
+                            OptimizerSpec::adam(0.05), {}, eval_batch);
+  EXPECT_TRUE(m.ok()) << m.error().to_string();
+  return std::move(*m);
+}
+
+TEST(Evaluate, PadsTheLastBatchAndDropsItsOutputs) {
+  std::unique_ptr<JitTrainable> model = classifier(/*eval_batch=*/5);
+  EXPECT_EQ(model->eval_inputs()[0].type, (Type{DType::f32, {5, 4}}));
+  EXPECT_EQ(model->eval_outputs()[0].type, (Type{DType::f32, {5, 3}}));
+  EXPECT_EQ(model->step_inputs()[1].type, (Type{DType::i64, {8}}));
+  Split train = classification(64, 1);
+  for (int64_t s = 0; s < 40; ++s) {
+    std::vector<int64_t> order = epoch_order(0, s / 8, 64);
+    std::vector<Tensor> batch;
+    for (size_t k = 0; k < 2; ++k) {
+      batch.push_back(gather_rows(train.columns[k], order.data() + (s % 8) * 8, 8, model->step_inputs()[k].type));
+    }
+    ASSERT_TRUE(model->step(batch).ok());
+  }
+
+  Split test = classification(23, 2);  // 4 batches of 5, then 3 rows and 2 of padding
+  StatusOr<Evaluation> e = evaluate_split(*model, test);
+  ASSERT_TRUE(e.ok()) << e.error().to_string();
+
+  // The Trainer evaluates any batch size: all 23 rows at once, no padding.
+  StatusOr<std::vector<Tensor>> whole = model->trainer().evaluate({test.columns[0].array});
+  ASSERT_TRUE(whole.ok());
+  int64_t correct = 0;
+  double ce = 0;
+  for (int64_t i = 0; i < 23; ++i) {
+    const float* r = (*whole)[0].data<float>() + i * 3;
+    const int64_t best = std::max_element(r, r + 3) - r;
+    const int64_t label = test.classes->data<int64_t>()[i];
+    correct += best == label;
+    ce += std::log(std::exp(r[0]) + std::exp(r[1]) + std::exp(r[2])) - r[label];
+  }
+  EXPECT_EQ(e->samples, 23);
+  ASSERT_TRUE(e->accuracy.has_value());
+  EXPECT_DOUBLE_EQ(*e->accuracy, correct / 23.0);
+  EXPECT_GT(*e->accuracy, 0.6);  // trained: well past chance (1/3)
+  ASSERT_TRUE(e->loss.has_value());
+  EXPECT_NEAR(*e->loss, ce / 23, 1e-6);
+  EXPECT_EQ(e->loss_name, "cross-entropy");
+  char expected[128];
+  std::snprintf(expected, sizeof(expected), "test accuracy: %.4f, test cross-entropy: %.4f", correct / 23.0, ce / 23);
+  EXPECT_EQ(e->to_string(), expected);
+}
+
+TEST(Evaluate, MeanSquaredErrorForOtherTargets) {
+  StatusOr<FlowPtr> net = FlowBuilder::from(Linear(3, 2)).build();
+  ASSERT_TRUE(net.ok());
+  StatusOr<std::unique_ptr<JitTrainable>> model = JitTrainable::compile(
+      *net, {{"x", Type{DType::f32, {4, 3}}}}, LossSpec::mse(), OptimizerSpec::sgd(0.1), {}, /*eval_batch=*/4);
+  ASSERT_TRUE(model.ok()) << model.error().to_string();
+  EXPECT_EQ((*model)->step_inputs()[1].type, (Type{DType::f32, {4, 2}}));
+  Split test;
+  Tensor x(Type{DType::f32, {6, 3}}), y(Type{DType::f32, {6, 2}});
+  for (int64_t i = 0; i < 18; ++i) x.data<float>()[i] = 0.1f * static_cast<float>(i % 7);
+  for (int64_t i = 0; i < 12; ++i) y.data<float>()[i] = 0.3f * static_cast<float>(i % 5);
+  test.columns = {Column{x, "x", ""}, Column{y, "y", ""}};
+  StatusOr<Evaluation> e = evaluate_split(**model, test);
+  ASSERT_TRUE(e.ok()) << e.error().to_string();
+  StatusOr<std::vector<Tensor>> whole = (*model)->trainer().evaluate({x});
+  ASSERT_TRUE(whole.ok());
+  double mse = 0;
+  for (int64_t i = 0; i < 12; ++i) {
+    const double d = (*whole)[0].data<float>()[i] - y.data<float>()[i];
+    mse += d * d;
+  }
+  EXPECT_FALSE(e->accuracy.has_value());
+  ASSERT_TRUE(e->loss.has_value());
+  EXPECT_NEAR(*e->loss, mse / 12, 1e-6);
+  EXPECT_EQ(e->to_string().rfind("test mse: ", 0), 0u);
+}
+
+TEST(JitTrainable, TakesOnlyItsStaticTypes) {
+  std::unique_ptr<JitTrainable> model = classifier(/*eval_batch=*/5);
+  StatusOr<double> loss = model->step({Tensor(Type{DType::f32, {4, 4}}), Tensor(Type{DType::i64, {4}})});
+  ASSERT_FALSE(loss.ok());
+  EXPECT_EQ(loss.error().message, "step: 'x' is f32[8,4], got f32[4,4]");
+  loss = model->step({Tensor(Type{DType::f32, {8, 4}})});
+  ASSERT_FALSE(loss.ok());
+  EXPECT_EQ(loss.error().message, "step takes 2 tensors, got 1");
+  StatusOr<std::vector<Tensor>> out = model->evaluate({Tensor(Type{DType::f32, {8, 4}})});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.error().message, "evaluate: 'x' is f32[5,4], got f32[8,4]");
+  EXPECT_EQ(model->steps(), 0);
+}
+
+/// run_driver in process: the exit status and what went to stdout and stderr.
+struct DriverRun {
+  int status;
+  std::string out, err;
+};
+
+DriverRun run(const std::vector<std::string>& args, const ModelFactory& factory) {
+  std::FILE* out = std::tmpfile();
+  std::FILE* err = std::tmpfile();
+  DriverRun r;
+  r.status = run_driver(args, "train", factory, out, err);
+  for (auto [file, text] : {std::pair{out, &r.out}, {err, &r.err}}) {
+    std::rewind(file);
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof(buf), file)) > 0) text->append(buf, n);
+    std::fclose(file);
+  }
+  return r;
+}
+
+std::string tmp(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return std::string(dir ? dir : "/tmp") + "/" + name;
+}
+
+TEST(RunDriver, ExitStatuses) {
+  ModelFactory factory = [](uint64_t, int, std::shared_ptr<collective::Communicator>, int64_t) -> StatusOr<std::unique_ptr<Trainable>> {
+    return std::unique_ptr<Trainable>(classifier(5));
+  };
+  Split data = classification(40, 3);
+  ASSERT_TRUE(write_npy(tmp("x.npy"), data.columns[0].array).ok());
+  ASSERT_TRUE(write_npy(tmp("y.npy"), data.columns[1].array).ok());
+  const std::string train = "--train=" + tmp("x.npy") + "," + tmp("y.npy");
+
+  DriverRun r = run({train, "--test=" + tmp("x.npy") + "," + tmp("y.npy"), "--epochs=2"}, factory);
+  EXPECT_EQ(r.status, kExitOk) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_NE(r.out.find("epoch 2/2: mean loss "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("test accuracy: 0."), std::string::npos) << r.out;
+
+  r = run({"--epochs=x"}, factory);
+  EXPECT_EQ(r.status, kExitUsage);
+  EXPECT_EQ(r.err, "error: --epochs=x: not a whole number\n");
+  r = run({"--train=" + tmp("x.npy")}, factory);
+  EXPECT_EQ(r.status, kExitUsage);
+  EXPECT_EQ(r.err, "error: --train gives 1 arrays; the model's step takes 2 (the inputs, then the target): "
+                   "'x', 'target'\n");
+  r = run({train, "--schedule=warmup-cosine", "--warmup-steps=10"}, factory);  // 40/8 = 5 steps
+  EXPECT_EQ(r.status, kExitUsage);
+  EXPECT_EQ(r.err, "error: --warmup-steps=10 must be less than the run's 5 steps\n");
+  r = run({train, "--epochs=9223372036854775807"}, factory);
+  EXPECT_EQ(r.status, kExitUsage);
+  EXPECT_EQ(r.err, "error: --epochs=9223372036854775807: 5 steps per epoch make more steps than 64 bits count\n");
+  r = run({"--help"}, factory);
+  EXPECT_EQ(r.status, kExitOk);
+  EXPECT_EQ(r.out.rfind("usage: train ", 0), 0u);
+
+  // Labels that are not classes of the model's output.
+  Tensor bad = data.columns[1].array;
+  bad.data<int64_t>()[7] = 3;
+  ASSERT_TRUE(write_npy(tmp("bad.npy"), bad).ok());
+  r = run({"--train=" + tmp("x.npy") + "," + tmp("bad.npy")}, factory);
+  EXPECT_EQ(r.status, kExitRuntime);
+  EXPECT_EQ(r.err, "error: " + tmp("bad.npy") + ", row 7: the label 3 is not one of the model's 3 classes "
+                   "(its output 'output' is f32[5,3])\n");
+  {  // The same from a CSV column: the error names the column too.
+    std::ofstream csv(tmp("bad.csv"));
+    csv << "id,label\n";
+    for (int64_t i = 0; i < bad.numel(); ++i) csv << i << "," << bad.data<int64_t>()[i] << "\n";
+  }
+  r = run({"--train=" + tmp("x.npy") + "," + tmp("bad.csv") + ":label"}, factory);
+  EXPECT_EQ(r.status, kExitRuntime);
+  // Its place is the file's line (the header is line 1), as the CSV reader's own errors say.
+  EXPECT_EQ(r.err, "error: " + tmp("bad.csv") + ", column 'label', line 9 (sample 7): the label 3 is not one of "
+                   "the model's 3 classes (its output 'output' is f32[5,3])\n");
+  r = run({"--train=" + tmp("x.npy") + "," + tmp("y.npy"), "--checkpoint-out=/nonexistent/ck.safetensors"},
+          factory);
+  EXPECT_EQ(r.status, kExitRuntime);
+  EXPECT_EQ(r.err, "error: --checkpoint-out=/nonexistent/ck.safetensors: the directory /nonexistent does not "
+                   "exist\n");
+  Split few = classification(7, 4);  // less than one batch of 8
+  ASSERT_TRUE(write_npy(tmp("fx.npy"), few.columns[0].array).ok());
+  ASSERT_TRUE(write_npy(tmp("fy.npy"), few.columns[1].array).ok());
+  r = run({"--train=" + tmp("fx.npy") + "," + tmp("fy.npy")}, factory);
+  EXPECT_EQ(r.status, kExitRuntime);
+  EXPECT_EQ(r.err, "error: train: 7 training samples do not make one batch of 8 (the model's batch size)\n");
+
+  ModelFactory failing = [](uint64_t, int, std::shared_ptr<collective::Communicator>, int64_t) -> StatusOr<std::unique_ptr<Trainable>> {
+    return Error{"no such model"};
+  };
+  r = run({}, failing);
+  EXPECT_EQ(r.status, kExitRuntime);
+  EXPECT_EQ(r.err, "error: no such model\n");
+}
+
+/// The classifier with SGD(momentum 0.9), its momentum scheduled (a weft.momentum input)
+/// or compiled in.
+std::unique_ptr<JitTrainable> sgd_classifier(bool scheduled) {
+  StatusOr<FlowPtr> net = FlowBuilder::from(Linear(4, 16)).through(ReLU()).through(Linear(16, 3)).build();
+  EXPECT_TRUE(net.ok());
+  OptimizerSpec sgd = OptimizerSpec::sgd(0.1, 0.9).with_scheduled_momentum(scheduled);
+  StatusOr<std::unique_ptr<JitTrainable>> m =
+      JitTrainable::compile(*net, {{"x", Type{DType::f32, {8, 4}}}}, LossSpec::cross_entropy(), sgd, {}, 5);
+  EXPECT_TRUE(m.ok()) << m.error().to_string();
+  return std::move(*m);
+}
+
+// --schedule=onecycle sets the momentum of a model whose step takes it every step, as
+// OneCycleLR's cycle_momentum does: the driver's losses are those of a Trainer stepped
+// with the schedule's lr and momentum, and the epoch CSV has their mean momentum. A model
+// with its momentum compiled in trains at that momentum, and the first line says so.
+TEST(RunDriver, OneCycleCyclesTheMomentumOfAModelThatTakesIt) {
+  Split data = classification(8, 5);  // one batch an epoch: the shuffle changes no loss
+  ASSERT_TRUE(write_npy(tmp("mx.npy"), data.columns[0].array).ok());
+  ASSERT_TRUE(write_npy(tmp("my.npy"), data.columns[1].array).ok());
+  const std::vector<std::string> args = {"--train=" + tmp("mx.npy") + "," + tmp("my.npy"), "--epochs=6",
+                                         "--schedule=onecycle", "--metrics-csv=" + tmp("m.csv"),
+                                         "--epoch-csv=" + tmp("e.csv")};
+  auto factory = [](bool scheduled) -> ModelFactory {
+    return [scheduled](uint64_t, int, std::shared_ptr<collective::Communicator>,
+                       int64_t) -> StatusOr<std::unique_ptr<Trainable>> {
+      return std::unique_ptr<Trainable>(sgd_classifier(scheduled));
+    };
+  };
+  DriverRun r = run(args, factory(true));
+  ASSERT_EQ(r.status, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("OneCycleLR(max_lr=0.1, total_steps=6, pct_start=0.3, anneal_strategy='cos', "
+                       "div_factor=25.0, final_div_factor=10000.0, three_phase=False, "
+                       "base_momentum=0.85, max_momentum=0.95); no test split"),
+            std::string::npos)
+      << r.out;
+  auto losses_in = [](const std::string& csv) {
+    std::ifstream in(csv);
+    std::string line;
+    std::getline(in, line);  // the header
+    std::vector<double> losses;
+    while (std::getline(in, line)) {
+      const size_t a = line.find(','), b = line.find(',', a + 1), c = line.find(',', b + 1);
+      losses.push_back(std::stod(line.substr(b + 1, c - b - 1)));
+    }
+    return losses;
+  };
+  const std::vector<double> driven = losses_in(tmp("m.csv"));
+  ASSERT_EQ(driven.size(), 6u);
+  const OneCycleLR schedule(0.1, 6);
+  std::unique_ptr<JitTrainable> direct = sgd_classifier(true);
+  std::vector<int64_t> rows = {0, 1, 2, 3, 4, 5, 6, 7};
+  std::vector<Tensor> batch;
+  for (size_t k = 0; k < 2; ++k) batch.push_back(gather_rows(data.columns[k], rows.data(), 8, direct->step_inputs()[k].type));
+  for (int64_t t = 0; t < 6; ++t) {
+    direct->set_lr(schedule.lr_at(t));
+    ASSERT_TRUE(direct->set_momentum(*schedule.momentum_at(t)).ok());
+    StatusOr<double> loss = direct->step(batch);
+    ASSERT_TRUE(loss.ok());
+    EXPECT_NEAR(driven[t], *loss, 1e-6) << "step " << t + 1;
+  }
+  std::ifstream epochs(tmp("e.csv"));
+  std::string header, first;
+  std::getline(epochs, header);
+  std::getline(epochs, first);
+  EXPECT_EQ(header, "epoch,loss,lr,momentum");
+  EXPECT_NEAR(std::stod(first.substr(first.rfind(',') + 1)), *schedule.momentum_at(0), 1e-9);
+
+  r = run(args, factory(false));
+  ASSERT_EQ(r.status, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("max_momentum=0.95) (momentum not cycled: the model's step compiles it in; build "
+                       "its optimizer with with_scheduled_momentum()); no test split"),
+            std::string::npos)
+      << r.out;
+  const std::vector<double> compiled_in = losses_in(tmp("m.csv"));
+  ASSERT_EQ(compiled_in.size(), 6u);
+  EXPECT_GT(std::abs(compiled_in[5] - driven[5]), 1e-6);  // momentum 0.9 throughout
+}
+
+}  // namespace
+}  // namespace weft::driver

@@ -1,0 +1,18 @@
+// main() of a training binary: the driver, training the model that the binary's generated
+// source (or a test's adapter) defines with make_compiled_model (trainable.h), with Open
+// MPI for --data-parallel.
+#include "runtime/collective/mpi_communicator.h"
+#include "training/driver/driver.h"
+
+namespace weft::driver {
+
+int run_driver(int argc, char** argv) {
+  return run_driver(argc, argv, make_compiled_model,
+                    {.backend = compiled_model_backend(),
+                     .launched_by_mpi_launcher = collective::launched_by_mpi_launcher,
+                     .mpi_world = collective::mpi_world});
+}
+
+}  // namespace weft::driver
+
+int main(int argc, char** argv) { return weft::driver::run_driver(argc, argv); }

@@ -1,0 +1,101 @@
+#pragma once
+// What the training driver (training/driver/driver.h) trains: a compiled training step and
+// its evaluation, however they were compiled — ahead of time (training/aot, emitted by the
+// weft_binary / weft_library Bazel macros of [AOT]) or by the JIT (frontend's Trainer,
+// through an adapter). The driver owns data, epochs, shuffling, the learning-rate schedule,
+// checkpoints, evaluation and progress; a Trainable owns the step and the values it trains.
+//
+//   std::unique_ptr<driver::Trainable> model = ...;   // AOT class or Trainer adapter
+//   model->set_lr(schedule.lr_at(t));
+//   StatusOr<double> loss = model->step({images, labels});
+//   StatusOr<std::vector<Tensor>> logits = model->evaluate({test_images});
+//
+// Shapes are static: every step takes tensors of exactly step_inputs()' types, every
+// evaluation exactly eval_inputs()' types (dimension 0 is the batch of both; the driver
+// pads a short last evaluation batch and drops the padding's outputs).
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/status.h"
+#include "ir/shape.h"
+#include "formats/checkpoint.h"
+#include "runtime/collective/communicator.h"
+#include "runtime/tensor.h"
+
+namespace weft::driver {
+
+/// A named, typed tensor slot.
+struct TensorSpec {
+  std::string name;
+  Type type;
+};
+
+class Trainable {
+ public:
+  virtual ~Trainable() = default;
+
+  /// The tensors of one training step, in order: the network's inputs, then the target.
+  virtual const std::vector<TensorSpec>& step_inputs() const = 0;
+  /// The tensors of one evaluation (the network's inputs, eval mode), in order.
+  virtual const std::vector<TensorSpec>& eval_inputs() const = 0;
+  /// The evaluation's outputs (the network's outputs), in order.
+  virtual const std::vector<TensorSpec>& eval_outputs() const = 0;
+
+  /// One training step on `batch` (step_inputs() order and types); returns the loss.
+  virtual StatusOr<double> step(const std::vector<Tensor>& batch) = 0;
+  /// The network in eval mode on `inputs` (eval_inputs() order and types).
+  virtual StatusOr<std::vector<Tensor>> evaluate(const std::vector<Tensor>& inputs) = 0;
+
+  /// The learning rate fed to the following steps.
+  virtual void set_lr(double lr) = 0;
+  virtual double lr() const = 0;
+  /// Whether the step takes its momentum (SGD, RMSprop) or β1 (Adam, AdamW, RAdam) as the
+  /// input weft.momentum (built with OptimizerSpec::with_scheduled_momentum), so that a
+  /// schedule cycling it (LrSchedule::momentum_at: OneCycleLR, CyclicLR) can set it.
+  virtual bool takes_momentum() const = 0;
+  /// The momentum fed to the following steps; an error when !takes_momentum().
+  virtual Status set_momentum(double momentum) = 0;
+  /// Steps taken so far (restored by load()).
+  virtual int64_t steps() const = 0;
+
+  /// --check-numerics: while on, a step or evaluation stops at the first op producing a
+  /// NaN or an infinity and its error names that op and its source location
+  /// (runtime/reference/numerics.h). Slow; for debugging.
+  virtual Status set_check_numerics(bool on) = 0;
+  /// --profile: while on, every step times each kernel; profile_report() prints the table
+  /// of runtime/cpu/executor.h (top kernels, share of the step, GFLOP/s, GB/s). An error
+  /// when the model runs on a backend without a profiler.
+  virtual Status set_profiling(bool on) = 0;
+  virtual std::string profile_report() const = 0;
+
+  /// Parameters, state, optimizer slots and the step count, as safetensors, written
+  /// atomically (the Trainer's checkpoint format: the same keys and metadata).
+  virtual Status save(const std::string& path) const = 0;
+  /// Loads such a checkpoint; on any error nothing changes. Strict: a checkpoint lacking
+  /// an expected tensor or holding an unexpected one is refused, both listed; `partial`
+  /// (--partial-load) loads what matches and reports the rest.
+  virtual StatusOr<LoadReport> load(const std::string& path, bool partial) = 0;
+};
+
+/// The model a training binary was built with. Declared here for the driver's main();
+/// defined by the C++ source that the weft_binary macro generates (training/aot) — or, in
+/// the driver's own tests, by an adapter over the JIT Trainer. Parameters and state start
+/// from their initializers with `seed`; `num_threads` 0 means $WEFT_NUM_THREADS or every core.
+/// `communicator` (--data-parallel: collective::mpi_world()) runs the step's gradient
+/// all_reduce ops, and with more than one rank the model checks that every rank built the
+/// same step; nullptr: one process. `max_memory` (--max-memory) bounds the bytes a compiled
+/// Program may need, its arena and inputs, checked before they are allocated (the
+/// executors' memory check, BindOptions::max_memory); 0: the memory available.
+StatusOr<std::unique_ptr<Trainable>> make_compiled_model(
+    uint64_t seed, int num_threads, std::shared_ptr<collective::Communicator> communicator = nullptr,
+    int64_t max_memory = 0);
+
+/// The backend the model of make_compiled_model was compiled for ("cpu", "cuda";
+/// runtime/backend.h), known without making it (for --help and flag errors). Defined next
+/// to make_compiled_model.
+std::string compiled_model_backend();
+
+}  // namespace weft::driver

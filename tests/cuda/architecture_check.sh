@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# [Architecture] (#29) on a GPU in one short lease: nothing the refactor touched changed on
+# the device — every GPU case (the CUDA library's elementwise choice now read from the op
+# table, softplus among the generated kernels), the executor (its binder's buffer_address),
+# the AOT CUDA training binary built through the Target registry (devices.bzl) running the
+# driver's one training loop (training/driver/training_run.h), and its runtime test. Three
+# minutes at most. Build and copy here (with the data, about 40 MB):
+#
+#   bazel build //tests/cuda:cases_test //runtime/cuda:executor_test \
+#       //examples/fashion_mnist:train_cuda //examples/fashion_mnist:train_cuda_runtime_test
+#   mkdir -p .gpu/fashion-mnist && cp -f bazel-bin/tests/cuda/cases_test \
+#       bazel-bin/runtime/cuda/executor_test bazel-bin/examples/fashion_mnist/train_cuda \
+#       bazel-bin/examples/fashion_mnist/train_cuda_runtime_test .gpu/
+#   cp -f /usr/share/datasets/fashion-mnist/*-ubyte.gz .gpu/fashion-mnist/
+#   # device tool: run(command="tests/cuda/architecture_check.sh", carry=[".gpu"], timeout_s=300)
+#
+# Logs go to /tmp/weft-gpu and, when $OUT is set, to $OUT.
+set -uo pipefail
+out=${OUT:-/tmp/weft-gpu}
+mkdir -p "$out"
+line() { grep -E "$1" "$2" | tr '\n' ' ' | cut -c1-400; echo; }
+
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+timeout 90 .gpu/cases_test --gtest_brief=1 >"$out/arch_cases.txt" 2>&1
+echo "== cases_test rc=$? $(line '^\[  (PASSED|FAILED)' "$out/arch_cases.txt")"
+grep -E "Failure" -A3 "$out/arch_cases.txt" | head -12
+timeout 60 .gpu/executor_test --gtest_brief=1 >"$out/arch_executor.txt" 2>&1
+echo "== executor_test rc=$? $(line '^\[  (PASSED|FAILED)' "$out/arch_executor.txt")"
+timeout 60 .gpu/train_cuda_runtime_test --gtest_brief=1 >"$out/arch_runtime.txt" 2>&1
+echo "== train_cuda_runtime_test rc=$? $(line '^\[  (PASSED|FAILED)' "$out/arch_runtime.txt")"
+timeout 90 .gpu/train_cuda --data=.gpu/fashion-mnist --epochs=2 >"$out/arch_train.txt" 2>&1
+echo "== train_cuda 2 epochs rc=$? $(line 'test accuracy|done' "$out/arch_train.txt")"

@@ -47,7 +47,8 @@
 //                                            a number (not bool), mean a float; max and
 //                                            min take any dtype. Result dtype: the
 //                                            operand's.
-//   argmax {axis, keepdims}                  rank >= 1 -> i64 (index of the first max)
+//   argmax {axis, keepdims}                  rank >= 1, not bool -> i64 (index of the
+//                                            first max)
 //
 // Movement
 //   reshape {shape}                          same element count; at most one -1, which

@@ -45,6 +45,9 @@ StatusOr<Type> reduce(const Node& node, const std::vector<Type>& in) {
 }
 
 StatusOr<Type> argmax(const Node& node, const std::vector<Type>& in) {
+  // As PyTorch: no argmax of bools (the reference interpreter has none either).
+  WEFT_RETURN_IF_ERROR(require_dtype(in[0], "operand", is_numeric(in[0].dtype),
+                                     "a numeric dtype (not bool); cast it to a number"));
   WEFT_ASSIGN_OR_RETURN(int axis, normalize(node.int_attr("axis"), "axis", in[0], "operand"));
   return Type{DType::i64, reduce_dims(in[0].shape, {axis}, node.bool_attr("keepdims"))};
 }

@@ -95,6 +95,9 @@ TEST(ShapeRulesTest, Reductions) {
             "model.wir:3:8: error: sum: axes [1, -2] name axis 1 of operand f32[2,3,4] twice");
   EXPECT_EQ(run(Op::Mean, {i64({4})}),
             "model.wir:3:8: error: mean: operand i64[4] needs a floating dtype; cast it first");
+  EXPECT_EQ(run(Op::Argmax, {boolean({4})}, {{"axis", int64_t{0}}}),
+            "model.wir:3:8: error: argmax: operand bool[4] needs a numeric dtype (not bool); "
+            "cast it to a number");
   EXPECT_EQ(run(Op::Argmax, {f32({})}, {{"axis", int64_t{0}}}),
             "model.wir:3:8: error: argmax: axis 0 is out of range for operand f32[] (rank 0: "
             "valid axes are none)");

@@ -193,9 +193,9 @@ bool emit_supports(const Graph& g, const Node& node) {
 
 std::optional<std::string_view> elementwise_gap(const Graph& g, const Node& node,
                                                 CodeTarget target) {
-  // The data operand: select's branches (its first operand is the bool condition).
-  const ValueId data = node.op == Op::Select ? node.operands[1] : node.operands[0];
-  return generated_code_gap(node.op, g.type(data).dtype, g.type(node.result()).dtype, target);
+  std::vector<Type> operands;
+  for (ValueId o : node.operands) operands.push_back(g.type(o));
+  return generated_code_gap(node.op, operands, g.type(node.result()).dtype, target);
 }
 
 }  // namespace weft::codegen

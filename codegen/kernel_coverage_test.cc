@@ -43,7 +43,7 @@ namespace weft::codegen {
 namespace {
 
 struct OneOp {
-  Graph graph{"one_op"};
+  Graph graph;
   DType data = DType::f32;  // The operand dtype the table is asked about.
 };
 
@@ -55,19 +55,9 @@ std::optional<OneOp> one_op(Op op, DType d) {
   if (op == Op::Select) types[0].dtype = DType::boolean;
   Attrs attrs;
   if (op == Op::Cast) attrs["dtype"] = d == DType::f32 ? DType::i32 : DType::f32;
-  Node probe;
-  probe.op = op;
-  probe.attrs = attrs;
-  StatusOr<Type> result = infer_node_type(probe, types);
-  if (!result.ok()) return std::nullopt;
-  OneOp o;
-  o.data = d;
-  std::vector<ValueId> in;
-  for (size_t i = 0; i < types.size(); ++i) {
-    in.push_back(o.graph.add_input("x" + std::to_string(i), types[i]));
-  }
-  o.graph.add_output(o.graph.add_node(op, in, attrs, {}, *result));
-  return o;
+  StatusOr<Graph> graph = weft::testing::one_node_graph("one_op", op, attrs, types, Location{});
+  if (!graph.ok()) return std::nullopt;
+  return OneOp{std::move(*graph), d};
 }
 
 const Node& the_node(const OneOp& o) { return o.graph.nodes()[0]; }

@@ -33,4 +33,10 @@ std::optional<std::string_view> generated_code_gap(Op op, DType operand, DType r
   return std::nullopt;
 }
 
+std::optional<std::string_view> generated_code_gap(Op op, const std::vector<Type>& operands,
+                                                   DType result, CodeTarget target) {
+  const Type& data = operands[op == Op::Select ? 1 : 0];
+  return generated_code_gap(op, data.dtype, result, target);
+}
+
 }  // namespace weft

@@ -14,9 +14,11 @@
 
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "ir/dtype.h"
 #include "ir/op.h"
+#include "ir/shape.h"
 
 namespace weft {
 
@@ -33,5 +35,10 @@ std::string_view code_target_name(CodeTarget target);
 /// types are a well-typed node's: its shape rule accepted them.
 std::optional<std::string_view> generated_code_gap(Op op, DType operand, DType result,
                                                    CodeTarget target);
+
+/// generated_code_gap for a node of `op` on operands of `operands` types giving `result`:
+/// the data operand is select's second (its first is the bool condition), else the first.
+std::optional<std::string_view> generated_code_gap(Op op, const std::vector<Type>& operands,
+                                                   DType result, CodeTarget target);
 
 }  // namespace weft

@@ -43,7 +43,7 @@ bool all_f32_or_f64(const std::vector<Type>& types, const Type& result) {
 // pow in f32 and f64, and transcendental math in f64.
 bool library_elementwise(const Node& node, const std::vector<Type>& operands, const Type& result) {
   if (!all_f32_or_f64(operands, result)) return false;
-  return generated_code_gap(node.op, result.dtype, result.dtype, CodeTarget::gpu).has_value() &&
+  return generated_code_gap(node.op, operands, result.dtype, CodeTarget::gpu).has_value() &&
          library_elementwise_op(node.op).has_value();
 }
 
@@ -136,9 +136,7 @@ std::string_view category_gap(const Node& node, const std::vector<Type>& operand
     case OpCategory::Creation:
       return "random_uniform draws f32 and f64 only on the device";
     case OpCategory::Elementwise:
-      // The first data operand: select's branches, cast's source (kernel_support.h).
-      if (auto gap = generated_code_gap(node.op, operands[node.op == Op::Select ? 1 : 0].dtype,
-                                        result.dtype, CodeTarget::gpu)) {
+      if (auto gap = generated_code_gap(node.op, operands, result.dtype, CodeTarget::gpu)) {
         return *gap;
       }
       return "the generated code runs it fused; alone the library has no kernel for it";

@@ -28,7 +28,7 @@ Location to_location(const std::source_location& loc) {
 }
 
 Location Emitter::location() const {
-  Location loc = frames_.empty() ? Location{} : to_location(frames_.back().loc);
+  Location loc = frames_.empty() ? Location{} : frames_.back().loc;
   loc.path = path();
   return loc;
 }
@@ -217,7 +217,13 @@ void Emitter::note_tag(const std::string& name, ValueId value) {
 
 void Emitter::push_frame(const Module* m, std::string path_part, std::string name_part,
                          std::source_location loc, bool is_label) {
-  frames_.push_back(Frame{m, std::move(path_part), std::move(name_part), loc, is_label});
+  frames_.push_back(Frame{m, std::move(path_part), std::move(name_part), to_location(loc), is_label});
+}
+
+void Emitter::push_frame(const Module* m, std::string path_part, std::string name_part,
+                         Location loc) {
+  loc.path.clear();
+  frames_.push_back(Frame{m, std::move(path_part), std::move(name_part), std::move(loc), false});
 }
 
 void Emitter::pop_frame() { frames_.pop_back(); }

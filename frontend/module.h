@@ -171,6 +171,9 @@ class Emitter {
   /// Enters/leaves a frame without running a module (flows use it for split branches).
   void push_frame(const Module* m, std::string path_part, std::string name_part,
                   std::source_location loc, bool is_label = false);
+  /// The same, with the location given as data: where the nodes of an imported model
+  /// come from (`resnet18.onnx`, and the ONNX node in the builder path).
+  void push_frame(const Module* m, std::string path_part, std::string name_part, Location loc);
   void pop_frame();
   /// The builder path of the current frame: `encoder > split[1] > Linear(256->10)`.
   std::string path() const;
@@ -191,7 +194,7 @@ class Emitter {
     const Module* module;
     std::string path_part;
     std::string name_part;
-    std::source_location loc;
+    Location loc;  ///< Without the builder path (location() adds it).
     bool is_label;
   };
   ValueId persistent(std::string_view name, Shape shape, Initializer init, DType dtype,

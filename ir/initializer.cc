@@ -1,6 +1,9 @@
 #include "ir/initializer.h"
 
+#include <cstdio>
+
 #include "ir/attribute.h"
+#include "ir/status.h"
 
 namespace weft {
 
@@ -75,6 +78,35 @@ Initializer Initializer::rng_key() {
   return i;
 }
 
+Initializer Initializer::stored_values(Type type, std::string bytes, std::string origin) {
+  WEFT_CHECK(bytes.size() == type.bytes(), "stored values of " + type.to_string() + " hold " +
+                                               std::to_string(bytes.size()) + " bytes");
+  auto values = std::make_shared<StoredValues>();
+  uint64_t h = 14695981039346656037ull;
+  auto mix = [&h](std::string_view s) {
+    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  };
+  mix(type.to_string());
+  mix(bytes);
+  values->type = std::move(type);
+  values->bytes = std::move(bytes);
+  values->origin = std::move(origin);
+  values->fingerprint = h;
+  Initializer i;
+  i.kind = Kind::Stored;
+  i.stored = std::move(values);
+  return i;
+}
+
+bool Initializer::operator==(const Initializer& o) const {
+  if (kind != o.kind) return false;
+  if (kind == Kind::Stored) {
+    return stored->type == o.stored->type && stored->fingerprint == o.stored->fingerprint;
+  }
+  return a == o.a && b == o.b && low == o.low && high == o.high && gain == o.gain &&
+         mode == o.mode;
+}
+
 std::string Initializer::to_string() const {
   auto f = format_float;
   std::string fan = mode == FanMode::FanIn ? "fan_in" : "fan_out";
@@ -90,6 +122,11 @@ std::string Initializer::to_string() const {
     case Kind::KaimingNormal: return "kaiming_normal(" + f(a) + ", " + fan + ")";
     case Kind::Orthogonal: return "orthogonal(" + f(gain) + ")";
     case Kind::RngKey: return "rng_key()";
+    case Kind::Stored: {
+      char hex[17];
+      std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(stored->fingerprint));
+      return "stored(" + stored->type.to_string() + " from " + stored->origin + ", fnv " + hex + ")";
+    }
   }
   return "?";
 }

@@ -17,16 +17,28 @@
 //   constant(value)              zeros and ones are constant(0) / constant(1)
 //   rng_key()                    the i64[2] Philox key (seed, 0) of the graph's `rng`
 //                                state: random ops draw from the initialization seed
+//   stored(values)               exactly the given values (an imported model's weights:
+//                                interop/onnx); the bytes are shared, never copied
 // fan_in / fan_out are computed from the shape as PyTorch does: for a [out, in, k...]
 // weight, fan_in = in·prod(k), fan_out = out·prod(k); a 1-D shape has fan_in = fan_out
 // = its size.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "ir/shape.h"
 
 namespace weft {
+
+/// The values of a `stored` initializer: a type and its elements' bytes (row-major,
+/// little-endian, the dtype's size each), immutable once made.
+struct StoredValues {
+  Type type;
+  std::string bytes;
+  std::string origin;        ///< Where they came from, for printing: `resnet.onnx:conv1.weight`.
+  uint64_t fingerprint = 0;  ///< 64-bit FNV-1a of the type and the bytes.
+};
 
 struct Initializer {
   enum class Kind {
@@ -40,6 +52,7 @@ struct Initializer {
     KaimingNormal,
     Orthogonal,
     RngKey,
+    Stored,
   };
   enum class FanMode { FanIn, FanOut };
 
@@ -50,6 +63,7 @@ struct Initializer {
   double high = 2;  ///< truncated normal: upper cut
   double gain = 1;  ///< xavier / orthogonal
   FanMode mode = FanMode::FanIn;
+  std::shared_ptr<const StoredValues> stored;  ///< stored: the values
 
   static Initializer constant(double value);
   static Initializer zeros() { return constant(0); }
@@ -63,10 +77,14 @@ struct Initializer {
   static Initializer kaiming_normal(double a = 0, FanMode mode = FanMode::FanIn);
   static Initializer orthogonal(double gain = 1);
   static Initializer rng_key();
+  /// Exactly `bytes` as a tensor of `type` (bytes.size() must be type.bytes(): checked).
+  static Initializer stored_values(Type type, std::string bytes, std::string origin);
 
-  /// `kaiming_uniform(a=2.23607, fan_in)`, `constant(0)`, ...: for printing and hashing.
+  /// `kaiming_uniform(a=2.23607, fan_in)`, `constant(0)`, `stored(f32[64,3] from
+  /// m.onnx:w, fnv 0123456789abcdef)`, ...: for printing and hashing.
   std::string to_string() const;
-  bool operator==(const Initializer&) const = default;
+  /// Stored values compare by type and fingerprint, not by where they live.
+  bool operator==(const Initializer& other) const;
 };
 
 /// PyTorch's fan computation for a weight of shape `shape` (see the header comment).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numbers>
 #include <vector>
@@ -137,6 +138,11 @@ StatusOr<Tensor> materialize(const Initializer& init, const Type& type, uint64_t
   auto fail = [&](const std::string& why) -> Error {
     return Error{init.to_string() + " for " + type.to_string() + ": " + why};
   };
+  if (init.kind == Kind::Stored) {
+    if (!(init.stored->type == type)) return fail("the stored values have another type");
+    std::memcpy(out.raw_data(), init.stored->bytes.data(), init.stored->bytes.size());
+    return out;
+  }
   if (init.kind == Kind::RngKey) {
     if (!(type == Type{DType::i64, {2}})) return fail("a Philox key is i64[2]");
     out.data<int64_t>()[0] = static_cast<int64_t>(seed);
@@ -209,6 +215,7 @@ StatusOr<Tensor> materialize(const Initializer& init, const Type& type, uint64_t
       break;
     }
     case Kind::RngKey:
+    case Kind::Stored:
       break;  // handled above
   }
   return out;

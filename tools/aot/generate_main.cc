@@ -413,6 +413,11 @@ int run(int argc, char** argv) {
     g.group_lrs.emplace_back(optimizer->groups[i].path, optimizer->group_spec(i).lr);
   }
   for (const ParamInfo& p : model.parameters()) {
+    if (p.init.kind == Initializer::Kind::Stored) {
+      // Embedding an imported model's weights in the binary is planned ([Interop]).
+      return fail("parameter '" + p.name + "' starts from " + p.init.to_string() +
+                  ": AOT binaries do not embed stored values yet");
+    }
     g.values.push_back({p.name, model.graph().type(p.value), p.kind, p.init});
   }
   g.num_model_values = static_cast<int>(g.values.size());

@@ -1,0 +1,136 @@
+#pragma once
+// The converter table: how each ONNX op becomes weft ops. One file per op family
+// (ops/*.cc) lists its converters; `find_converter` picks the one for a node's op type
+// and the model's opset. A converter reads the node's inputs — as graph values, or as
+// constants known at import time (shapes, axes, pads) — and its attributes with ONNX's
+// defaults, emits weft ops through the Emitter, and sets every output:
+//
+//   // ops/activation.cc
+//   void leaky_relu(NodeContext& n) {
+//     n.expect_attrs({"alpha"});
+//     Emitter& e = n.e();
+//     ValueId x = n.input(0);
+//     ValueId slope = e.constant(n.attr_float("alpha", 0.01), e.type(x).dtype);
+//     n.set_output(0, e.op(Op::Maximum, {x, e.mul(x, slope)}));   // (alpha < 1)
+//   }
+//   const OpConverter kActivations[] = {{"LeakyRelu", 6, leaky_relu}, ...};
+//
+// What a converter cannot express exactly it refuses with `n.unsupported("what")`,
+// which names the node, its op type and the opset: never a silent approximation.
+// `expect_attrs` refuses any attribute the converter does not read, so an attribute
+// added in a later opset is never ignored.
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "frontend/module.h"
+#include "interop/onnx/proto.h"
+#include "runtime/tensor.h"
+
+namespace weft::onnx_io {
+
+class Importer;
+
+/// One ONNX node being converted.
+class NodeContext {
+ public:
+  /// `index`: the node's position in the graph (-1 for nodes made by the importer).
+  NodeContext(Importer& importer, Emitter& e, const onnx::NodeProto& node, int opset, int index)
+      : importer_(importer), e_(e), node_(node), opset_(opset), index_(index) {}
+
+  Emitter& e() { return e_; }
+  const onnx::NodeProto& node() const { return node_; }
+  int opset() const { return opset_; }
+  /// Training behaviour (BatchNorm's batch statistics, Dropout) or inference.
+  bool training() const { return e_.training(); }
+
+  // ---- Inputs. An absent optional input has an empty name (or lies past the end).
+  int num_inputs() const { return node_.input_size(); }
+  bool has_input(int i) const { return i < node_.input_size() && !node_.input(i).empty(); }
+  /// Input i as a graph value. An initializer becomes a parameter (float) or state
+  /// (others) named as in the model; a constant becomes a `full` op when all its
+  /// elements are equal, else a state input holding it. Refuses an absent input.
+  ValueId input(int i);
+  /// Input i as a graph value that the step may update but never trains (BatchNorm's
+  /// running statistics): an initializer becomes a state input, not a parameter.
+  ValueId state_input(int i);
+  /// The input's type, whether or not it is a graph value yet.
+  Type input_type(int i);
+  /// The input's value when known at import time (an initializer, a Constant, or
+  /// computed from them, as shape arithmetic is), else nullptr.
+  const Tensor* constant(int i);
+  /// The input as integers known at import time (Reshape's shape, Slice's starts...);
+  /// refuses a computed one, naming `what`.
+  std::vector<int64_t> ints_input(int i, std::string_view what);
+  /// A scalar (or one-element) input known at import time, as a double.
+  double scalar_input(int i, std::string_view what);
+
+  // ---- Attributes, with ONNX's defaults given by the caller.
+  bool has_attr(std::string_view name) const { return find_attr(name) != nullptr; }
+  int64_t attr_int(std::string_view name, int64_t dflt) const;
+  double attr_float(std::string_view name, double dflt) const;
+  std::string attr_string(std::string_view name, std::string dflt) const;
+  std::vector<int64_t> attr_ints(std::string_view name, std::vector<int64_t> dflt = {}) const;
+  std::vector<double> attr_floats(std::string_view name) const;
+  const onnx::TensorProto* attr_tensor(std::string_view name) const;
+  /// Refuses any attribute not in `known`.
+  void expect_attrs(std::initializer_list<std::string_view> known) const;
+
+  // ---- Outputs.
+  int num_outputs() const { return node_.output_size(); }
+  /// Whether output i is present (optional outputs have an empty name).
+  bool wants_output(int i) const { return i < node_.output_size() && !node_.output(i).empty(); }
+  void set_output(int i, ValueId v);
+  /// An output whose value is known at import time (Shape, Size, Constant).
+  void set_constant_output(int i, Tensor t);
+
+  /// Refuses the node: `node 'Conv_3' (Conv, opset 11): WHAT is not supported`.
+  [[noreturn]] void unsupported(const std::string& what) const;
+  /// The model is invalid here: `node 'Conv_3' (Conv, opset 11): WHAT`.
+  [[noreturn]] void invalid(const std::string& what) const;
+  /// `node 'Conv_3' (Conv, opset 11)`.
+  std::string describe() const;
+
+ private:
+  const onnx::AttributeProto* find_attr(std::string_view name) const;
+  const onnx::AttributeProto& typed_attr(std::string_view name, int type) const;
+
+  Importer& importer_;
+  Emitter& e_;
+  const onnx::NodeProto& node_;
+  int opset_;
+  int index_;
+};
+
+using ConvertFn = void (*)(NodeContext&);
+
+/// One row of the table: `op_type` from opset `since` on (until the next row for the
+/// same op type), converted by `convert`.
+struct OpConverter {
+  const char* op_type;
+  int since;
+  ConvertFn convert;
+};
+
+// The families (ops/*.cc).
+std::span<const OpConverter> elementwise_converters();  // ops/elementwise.cc
+std::span<const OpConverter> activation_converters();   // ops/activation.cc
+std::span<const OpConverter> nn_converters();           // ops/nn.cc
+std::span<const OpConverter> linalg_converters();       // ops/linalg.cc
+std::span<const OpConverter> reduce_converters();       // ops/reduce.cc
+std::span<const OpConverter> tensor_converters();       // ops/tensor.cc
+
+/// The newest converter of `op_type` whose `since` is at most `opset`, or nullptr.
+const OpConverter* find_converter(std::string_view op_type, int opset);
+/// Every op type that has a converter, sorted.
+std::vector<std::string> converted_op_types();
+
+/// The highest opset of the default domain the importer knows.
+inline constexpr int kMaxOpset = 17;
+
+}  // namespace weft::onnx_io

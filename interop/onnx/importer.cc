@@ -1,0 +1,563 @@
+#include "interop/onnx/importer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <optional>
+
+#include "interop/onnx/convert.h"
+#include "runtime/reference/interpreter.h"
+#include "training/init.h"
+
+namespace weft::onnx_io {
+namespace {
+
+// Nodes whose inputs are all known at import time are evaluated then (by the reference
+// interpreter), up to this many elements in their inputs.
+constexpr int64_t kMaxFoldElements = int64_t{1} << 20;
+
+// Ops whose result is not a function of their inputs alone.
+bool is_floating_onnx(int elem_type) {
+  return elem_type == onnx::TensorProto::FLOAT || elem_type == onnx::TensorProto::DOUBLE ||
+         elem_type == onnx::TensorProto::FLOAT16 || elem_type == onnx::TensorProto::BFLOAT16;
+}
+
+bool is_random(std::string_view op_type) {
+  return op_type.starts_with("Random") || op_type == "Bernoulli" || op_type == "Dropout";
+}
+
+std::string origin_of(const OnnxFile& file, const std::string& name) {
+  return std::filesystem::path(file.path).filename().string() + ":" + name;
+}
+
+}  // namespace
+
+// The state of one import: what each ONNX value name stands for so far.
+class Importer {
+ public:
+  Importer(Emitter& e, const OnnxFile& file, const Module* owner)
+      : e_(e), file_(file), owner_(owner) {}
+
+  std::vector<ValueId> run(const std::vector<ValueId>& inputs);
+
+  // ---- For NodeContext.
+  struct Entry {
+    std::optional<ValueId> value;               // its graph value, once it has one
+    std::optional<Tensor> constant;             // its value, when known at import time
+    const onnx::TensorProto* initializer = nullptr;
+    bool foldable = false;  // may be folded into a constant (not a trained weight)
+  };
+  Entry& entry(const NodeContext& n, int i);
+  const Tensor* constant(const NodeContext& n, int i);
+  ValueId value(NodeContext& n, int i, InputKind initializer_kind);
+  Type type(NodeContext& n, int i);
+  void set_output(const NodeContext& n, int i, ValueId v);
+  void set_constant_output(const NodeContext& n, int i, Tensor t);
+
+ private:
+  // Evaluating one node at import time, in a scratch graph.
+  struct Fold {
+    Graph graph{"fold"};
+    std::unique_ptr<Emitter> emitter;
+    std::vector<Tensor> inputs;
+    std::map<std::string, ValueId> values;
+    std::vector<std::pair<int, ValueId>> outputs;
+    std::vector<std::pair<int, Tensor>> constants;
+  };
+
+  void convert(const onnx::NodeProto& node, int index);
+  void load_initializer(Entry& en, const NodeContext& n);
+  bool try_fold(const onnx::NodeProto& node, const OpConverter& c);
+  ValueId materialize(const std::string& name, Entry& entry, InputKind initializer_kind,
+                      const NodeContext& n);
+  std::string display_name(const onnx::NodeProto& node, int index) const;
+
+  Emitter& e_;
+  const OnnxFile& file_;
+  const Module* owner_;
+  std::map<std::string, Entry> values_;
+  Fold* fold_ = nullptr;
+};
+
+// ---------------------------------------------------------------------------
+// NodeContext
+
+std::string NodeContext::describe() const {
+  std::string name = node_.name().empty() ? "#" + std::to_string(index_) : node_.name();
+  return "node '" + name + "' (" + node_.op_type() + ", opset " + std::to_string(opset_) + ")";
+}
+
+void NodeContext::unsupported(const std::string& what) const {
+  e_.fail(describe() + ": " + what + " is not supported");
+}
+
+void NodeContext::invalid(const std::string& what) const { e_.fail(describe() + ": " + what); }
+
+ValueId NodeContext::input(int i) { return importer_.value(*this, i, InputKind::param); }
+ValueId NodeContext::state_input(int i) { return importer_.value(*this, i, InputKind::state); }
+Type NodeContext::input_type(int i) { return importer_.type(*this, i); }
+const Tensor* NodeContext::constant(int i) { return importer_.constant(*this, i); }
+
+std::vector<int64_t> NodeContext::ints_input(int i, std::string_view what) {
+  const Tensor* t = constant(i);
+  if (t == nullptr) {
+    unsupported(std::string(what) + " computed at run time (weft's shapes are static: it must be "
+                "a constant or an initializer)");
+  }
+  if (!is_integer(t->dtype())) invalid(std::string(what) + " must hold integers");
+  std::vector<int64_t> out(static_cast<size_t>(t->numel()));
+  for (int64_t k = 0; k < t->numel(); ++k) out[static_cast<size_t>(k)] = static_cast<int64_t>(t->get_double(k));
+  if (t->dtype() == DType::i64) std::memcpy(out.data(), t->data<int64_t>(), out.size() * 8);
+  return out;
+}
+
+double NodeContext::scalar_input(int i, std::string_view what) {
+  const Tensor* t = constant(i);
+  if (t == nullptr) unsupported(std::string(what) + " computed at run time");
+  if (t->numel() != 1) invalid(std::string(what) + " must hold one value, not " + t->type().to_string());
+  return t->get_double(0);
+}
+
+const onnx::AttributeProto* NodeContext::find_attr(std::string_view name) const {
+  for (const onnx::AttributeProto& a : node_.attribute()) {
+    if (a.name() == name) return &a;
+  }
+  return nullptr;
+}
+
+const onnx::AttributeProto& NodeContext::typed_attr(std::string_view name, int type) const {
+  const onnx::AttributeProto* a = find_attr(name);
+  if (a->type() != type && a->type() != onnx::AttributeProto::UNDEFINED) {
+    invalid("attribute '" + std::string(name) + "' has type " +
+            onnx::AttributeProto_AttributeType_Name(a->type()) + ", expected " +
+            onnx::AttributeProto_AttributeType_Name(static_cast<onnx::AttributeProto_AttributeType>(type)));
+  }
+  return *a;
+}
+
+int64_t NodeContext::attr_int(std::string_view name, int64_t dflt) const {
+  if (!has_attr(name)) return dflt;
+  return typed_attr(name, onnx::AttributeProto::INT).i();
+}
+
+double NodeContext::attr_float(std::string_view name, double dflt) const {
+  if (!has_attr(name)) return dflt;
+  return typed_attr(name, onnx::AttributeProto::FLOAT).f();
+}
+
+std::string NodeContext::attr_string(std::string_view name, std::string dflt) const {
+  if (!has_attr(name)) return dflt;
+  return typed_attr(name, onnx::AttributeProto::STRING).s();
+}
+
+std::vector<int64_t> NodeContext::attr_ints(std::string_view name, std::vector<int64_t> dflt) const {
+  if (!has_attr(name)) return dflt;
+  const auto& a = typed_attr(name, onnx::AttributeProto::INTS);
+  return {a.ints().begin(), a.ints().end()};
+}
+
+std::vector<double> NodeContext::attr_floats(std::string_view name) const {
+  if (!has_attr(name)) return {};
+  const auto& a = typed_attr(name, onnx::AttributeProto::FLOATS);
+  return {a.floats().begin(), a.floats().end()};
+}
+
+const onnx::TensorProto* NodeContext::attr_tensor(std::string_view name) const {
+  if (!has_attr(name)) return nullptr;
+  return &typed_attr(name, onnx::AttributeProto::TENSOR).t();
+}
+
+void NodeContext::expect_attrs(std::initializer_list<std::string_view> known) const {
+  for (const onnx::AttributeProto& a : node_.attribute()) {
+    if (std::find(known.begin(), known.end(), a.name()) == known.end()) {
+      unsupported("attribute '" + a.name() + "'");
+    }
+  }
+}
+
+void NodeContext::set_output(int i, ValueId v) { importer_.set_output(*this, i, v); }
+void NodeContext::set_constant_output(int i, Tensor t) {
+  importer_.set_constant_output(*this, i, std::move(t));
+}
+
+// ---------------------------------------------------------------------------
+// Importer
+
+Importer::Entry& Importer::entry(const NodeContext& n, int i) {
+  if (!n.has_input(i)) n.invalid("input " + std::to_string(i) + " is required");
+  const std::string& name = n.node().input(i);
+  auto it = values_.find(name);
+  if (it == values_.end()) n.invalid("input '" + name + "' is used before it is defined");
+  return it->second;
+}
+
+void Importer::load_initializer(Entry& en, const NodeContext& n) {
+  if (en.constant || en.initializer == nullptr) return;
+  StatusOr<Tensor> t = tensor_from_proto(*en.initializer, file_.dir);
+  if (!t.ok()) n.invalid("initializer: " + t.error().message);
+  en.constant = std::move(*t);
+}
+
+const Tensor* Importer::constant(const NodeContext& n, int i) {
+  Entry& en = entry(n, i);
+  load_initializer(en, n);
+  return en.constant ? &*en.constant : nullptr;
+}
+
+Type Importer::type(NodeContext& n, int i) {
+  Entry& en = entry(n, i);
+  if (fold_ == nullptr && en.value) return e_.type(*en.value);
+  if (const Tensor* t = constant(n, i)) return t->type();
+  return n.e().type(*en.value);
+}
+
+ValueId Importer::value(NodeContext& n, int i, InputKind initializer_kind) {
+  Entry& en = entry(n, i);
+  const std::string& name = n.node().input(i);
+  if (fold_ != nullptr) {
+    // Folding: every input is a constant; give it to the scratch graph as a data input.
+    auto it = fold_->values.find(name);
+    if (it != fold_->values.end()) return it->second;
+    const Tensor* t = constant(n, i);
+    ValueId v = fold_->graph.add_input("", t->type());
+    fold_->inputs.push_back(*t);
+    fold_->values[name] = v;
+    return v;
+  }
+  if (!en.value) en.value = materialize(name, en, initializer_kind, n);
+  return *en.value;
+}
+
+ValueId Importer::materialize(const std::string& name, Entry& en, InputKind initializer_kind,
+                              const NodeContext& n) {
+  load_initializer(en, n);
+  const Tensor& c = *en.constant;
+  const Type type = c.type();
+  if (en.initializer != nullptr) {
+    const InputKind kind = is_floating(type.dtype) ? initializer_kind : InputKind::state;
+    Initializer init = Initializer::stored_values(
+        type, std::string(static_cast<const char*>(c.raw_data()), c.bytes()), origin_of(file_, name));
+    return kind == InputKind::param ? e_.param(name, type.shape, init, type.dtype)
+                                    : e_.state(name, type.shape, init, type.dtype);
+  }
+  // A computed constant: a `full` when its elements are all equal (and exact as a
+  // double), else a state input that holds it.
+  bool uniform = c.numel() > 0;
+  const double first = uniform ? c.get_double(0) : 0;
+  for (int64_t k = 1; uniform && k < c.numel(); ++k) {
+    const double v = c.get_double(k);
+    uniform = v == first || (std::isnan(v) && std::isnan(first));
+  }
+  if (uniform && c.dtype() == DType::i64 &&
+      static_cast<int64_t>(first) != c.data<int64_t>()[0]) {
+    uniform = false;
+  }
+  if (uniform || c.numel() == 0) return e_.full(type.shape, first, type.dtype);
+  Initializer init = Initializer::stored_values(
+      type, std::string(static_cast<const char*>(c.raw_data()), c.bytes()), origin_of(file_, name));
+  return e_.state(name, type.shape, init, type.dtype);
+}
+
+void Importer::set_output(const NodeContext& n, int i, ValueId v) {
+  if (!n.wants_output(i)) return;
+  if (fold_ != nullptr) {
+    fold_->outputs.emplace_back(i, v);
+    return;
+  }
+  Entry en;
+  en.value = v;
+  values_[n.node().output(i)] = std::move(en);
+}
+
+void Importer::set_constant_output(const NodeContext& n, int i, Tensor t) {
+  if (!n.wants_output(i)) return;
+  if (fold_ != nullptr) {
+    fold_->constants.emplace_back(i, std::move(t));
+    return;
+  }
+  Entry en;
+  en.constant = std::move(t);
+  en.foldable = true;
+  values_[n.node().output(i)] = std::move(en);
+}
+
+bool Importer::try_fold(const onnx::NodeProto& node, const OpConverter& c) {
+  if (is_random(node.op_type()) || node.input_size() == 0) return false;
+  int64_t elements = 0;
+  for (const std::string& name : node.input()) {
+    if (name.empty()) continue;
+    auto it = values_.find(name);
+    if (it == values_.end() || !it->second.foldable) return false;
+    if (it->second.constant) elements += it->second.constant->numel();
+  }
+  if (elements > kMaxFoldElements) return false;
+  Fold fold;
+  fold.emitter = std::make_unique<Emitter>(fold.graph, e_.options());
+  fold_ = &fold;
+  bool ok = true;
+  try {
+    NodeContext n(*this, *fold.emitter, node, file_.opset, -1);
+    c.convert(n);
+  } catch (const BuildFailure&) {
+    ok = false;
+  }
+  fold_ = nullptr;
+  if (!ok) return false;
+  for (const auto& [i, v] : fold.outputs) fold.graph.add_output(v);
+  StatusOr<reference::RunResult> r = reference::run(fold.graph, fold.inputs);
+  if (!r.ok()) return false;  // converted normally, the error shows where it belongs
+  for (size_t k = 0; k < fold.outputs.size(); ++k) {
+    Entry en;
+    en.constant = std::move(r->outputs[k]);
+    en.foldable = true;
+    values_[node.output(fold.outputs[k].first)] = std::move(en);
+  }
+  for (auto& [i, t] : fold.constants) {
+    Entry en;
+    en.constant = std::move(t);
+    en.foldable = true;
+    values_[node.output(i)] = std::move(en);
+  }
+  return true;
+}
+
+std::string Importer::display_name(const onnx::NodeProto& node, int index) const {
+  return (node.name().empty() ? "#" + std::to_string(index) : node.name()) + " (" +
+         node.op_type() + ")";
+}
+
+void Importer::convert(const onnx::NodeProto& node, int index) {
+  Location loc = Location::of_file(file_.path);
+  e_.push_frame(owner_, display_name(node, index), "", loc);
+  NodeContext n(*this, e_, node, file_.opset, index);
+  if (!node.domain().empty() && node.domain() != "ai.onnx") {
+    n.unsupported("domain '" + node.domain() + "'");
+  }
+  const OpConverter* c = find_converter(node.op_type(), file_.opset);
+  if (c == nullptr) n.unsupported("the op type");
+  if (!try_fold(node, *c)) c->convert(n);
+  for (int i = 0; i < node.output_size(); ++i) {
+    if (!node.output(i).empty() && !values_.count(node.output(i))) {
+      n.unsupported("output " + std::to_string(i) + " ('" + node.output(i) + "')");
+    }
+  }
+  e_.pop_frame();
+}
+
+std::vector<ValueId> Importer::run(const std::vector<ValueId>& inputs) {
+  const onnx::GraphProto& g = file_.model.graph();
+  auto fail = [&](const std::string& m) { e_.fail(file_.path + ": " + m); };
+  if (file_.opset == 0) fail("the model imports no opset of the default ONNX domain");
+  if (file_.opset > kMaxOpset) {
+    fail("opset " + std::to_string(file_.opset) + " is newer than weft's importer reads (up to " +
+         std::to_string(kMaxOpset) + ")");
+  }
+  for (const onnx::TensorProto& t : g.initializer()) {
+    Entry en;
+    en.initializer = &t;
+    en.foldable = !is_floating_onnx(t.data_type());
+    values_[t.name()] = std::move(en);
+  }
+  if (g.sparse_initializer_size() > 0) fail("sparse initializers are not supported");
+  size_t k = 0;
+  for (const onnx::ValueInfoProto& in : g.input()) {
+    if (values_.count(in.name())) continue;  // an initializer listed as an input (IR < 4)
+    if (k >= inputs.size()) fail("the model has more inputs than the " + std::to_string(inputs.size()) + " given");
+    Entry en;
+    en.value = inputs[k++];
+    values_[in.name()] = std::move(en);
+  }
+  if (k != inputs.size()) {
+    fail(std::to_string(inputs.size()) + " inputs given, the model takes " + std::to_string(k));
+  }
+  for (int i = 0; i < g.node_size(); ++i) convert(g.node(i), i);
+  std::vector<ValueId> outputs;
+  for (const onnx::ValueInfoProto& out : g.output()) {
+    auto it = values_.find(out.name());
+    if (it == values_.end()) fail("output '" + out.name() + "' is never computed");
+    Entry& en = it->second;
+    if (!en.value) {
+      onnx::NodeProto identity;
+      identity.set_op_type("Identity");
+      identity.add_input(out.name());
+      NodeContext n(*this, e_, identity, file_.opset, -1);
+      en.value = materialize(out.name(), en, InputKind::param, n);
+    }
+    outputs.push_back(*en.value);
+  }
+  return outputs;
+}
+
+// ---------------------------------------------------------------------------
+// Entry points
+
+namespace {
+
+// The declared type of graph input `in`, with symbolic dims bound from `dims`.
+StatusOr<Type> declared_type(const onnx::ValueInfoProto& in, const std::map<std::string, int64_t>& dims,
+                             const Shape* given) {
+  const std::string what = "input '" + in.name() + "'";
+  if (!in.type().has_tensor_type()) return Error{what + ": only tensor inputs are supported"};
+  const onnx::TypeProto::Tensor& tt = in.type().tensor_type();
+  StatusOr<DType> dtype = dtype_from_onnx(tt.elem_type());
+  if (!dtype.ok()) return Error{what + ": " + dtype.error().message};
+  if (given != nullptr) return Type{*dtype, *given};
+  if (!tt.has_shape()) {
+    return Error{what + " has no declared shape; give it (weftc import --input-shape " + in.name() +
+                 "=2x3)"};
+  }
+  std::vector<int64_t> shape;
+  for (int k = 0; k < tt.shape().dim_size(); ++k) {
+    const onnx::TensorShapeProto::Dimension& d = tt.shape().dim(k);
+    if (d.has_dim_value() && d.dim_value() >= 0) {
+      shape.push_back(d.dim_value());
+      continue;
+    }
+    const std::string sym = d.has_dim_param() ? d.dim_param() : "";
+    auto it = sym.empty() ? dims.end() : dims.find(sym);
+    if (it == dims.end()) {
+      return Error{what + ": dimension " + std::to_string(k) +
+                   (sym.empty() ? " is unknown" : " ('" + sym + "') is symbolic") +
+                   "; weft's shapes are static: give its size (weftc import " +
+                   (sym.empty() ? "--input-shape " + in.name() + "=..." : "--dim " + sym + "=N") + ")"};
+    }
+    shape.push_back(it->second);
+  }
+  return Type{*dtype, Shape(shape)};
+}
+
+bool is_initializer(const onnx::GraphProto& g, const std::string& name) {
+  for (const onnx::TensorProto& t : g.initializer()) {
+    if (t.name() == name) return true;
+  }
+  return false;
+}
+
+class OnnxModule : public Module {
+ public:
+  OnnxModule(std::string path, ImportOptions options)
+      : path_(std::move(path)), options_(std::move(options)) {}
+
+  std::string describe() const override {
+    return "OnnxModel(" + std::filesystem::path(path_).filename().string() + ")";
+  }
+
+  ValueId forward(Emitter& e, const std::vector<ValueId>& inputs) override {
+    if (file_ == nullptr) {
+      StatusOr<OnnxFile> f = read_onnx_model(path_);
+      if (!f.ok()) e.fail(f.error().message);
+      file_ = std::make_shared<OnnxFile>(std::move(*f));
+    }
+    check_inputs(e, inputs);
+    Importer importer(e, *file_, this);
+    std::vector<ValueId> outputs = importer.run(inputs);
+    if (outputs.empty()) e.fail(path_ + ": the model has no outputs");
+    return outputs[0];
+  }
+
+ private:
+  // The flow's values must have the model's dtypes and its static dims; a symbolic dim
+  // takes the size it has in the first input that names it.
+  void check_inputs(Emitter& e, const std::vector<ValueId>& inputs) {
+    const onnx::GraphProto& g = file_->model.graph();
+    std::map<std::string, int64_t> bound = options_.dims;
+    size_t k = 0;
+    for (const onnx::ValueInfoProto& in : g.input()) {
+      if (is_initializer(g, in.name()) || k >= inputs.size()) continue;
+      const Type got = e.type(inputs[k++]);
+      const std::string what = path_ + ": input '" + in.name() + "'";
+      StatusOr<DType> dtype = dtype_from_onnx(in.type().tensor_type().elem_type());
+      if (!dtype.ok()) e.fail(what + ": " + dtype.error().message);
+      if (*dtype != got.dtype) {
+        e.fail(what + " is " + std::string(dtype_name(*dtype)) + ", given " + got.to_string());
+      }
+      if (!in.type().tensor_type().has_shape()) continue;
+      const onnx::TensorShapeProto& s = in.type().tensor_type().shape();
+      if (s.dim_size() != got.shape.rank()) {
+        e.fail(what + " has rank " + std::to_string(s.dim_size()) + ", given " + got.to_string());
+      }
+      for (int d = 0; d < s.dim_size(); ++d) {
+        const auto& dim = s.dim(d);
+        int64_t want = dim.has_dim_value() ? dim.dim_value() : -1;
+        if (want < 0 && dim.has_dim_param()) {
+          auto [it, fresh] = bound.emplace(dim.dim_param(), got.shape[d]);
+          want = it->second;
+        }
+        if (want >= 0 && want != got.shape[d]) {
+          e.fail(what + " has dimension " + std::to_string(d) + " of size " + std::to_string(want) +
+                 (dim.has_dim_param() ? " ('" + dim.dim_param() + "')" : "") + ", given " +
+                 got.to_string());
+        }
+      }
+    }
+  }
+
+  std::string path_;
+  ImportOptions options_;
+  std::shared_ptr<const OnnxFile> file_;
+};
+
+}  // namespace
+
+StatusOr<std::vector<std::pair<std::string, Type>>> onnx_input_types(const OnnxFile& file,
+                                                                     const ImportOptions& options) {
+  const onnx::GraphProto& g = file.model.graph();
+  std::vector<std::pair<std::string, Type>> out;
+  std::map<std::string, Shape> unused = options.input_shapes;
+  for (const onnx::ValueInfoProto& in : g.input()) {
+    if (is_initializer(g, in.name())) continue;
+    auto given = options.input_shapes.find(in.name());
+    unused.erase(in.name());
+    StatusOr<Type> t = declared_type(in, options.dims,
+                                     given == options.input_shapes.end() ? nullptr : &given->second);
+    if (!t.ok()) return Error{file.path + ": " + t.error().message};
+    out.emplace_back(in.name(), *t);
+  }
+  if (!unused.empty()) {
+    return Error{file.path + ": the model has no input named '" + unused.begin()->first + "'"};
+  }
+  return out;
+}
+
+std::vector<ValueId> emit_onnx_graph(Emitter& e, const OnnxFile& file,
+                                     const std::vector<ValueId>& inputs) {
+  Importer importer(e, file, nullptr);
+  return importer.run(inputs);
+}
+
+ModulePtr OnnxModel(const std::string& path, ImportOptions options) {
+  return std::make_shared<OnnxModule>(path, std::move(options));
+}
+
+StatusOr<ImportedGraph> import_onnx(const OnnxFile& file, const ImportOptions& options,
+                                    bool training) {
+  WEFT_ASSIGN_OR_RETURN(auto types, onnx_input_types(file, options));
+  ImportedGraph out;
+  Emitter e(out.graph, BuildOptions{.training = training, .seed = 0});
+  try {
+    std::vector<ValueId> inputs;
+    for (const auto& [name, type] : types) inputs.push_back(out.graph.add_input(name, type));
+    std::vector<ValueId> outputs = emit_onnx_graph(e, file, inputs);
+    e.finish();
+    out.graph.set_outputs(std::move(outputs));
+  } catch (const BuildFailure& f) {
+    return f.error;
+  }
+  out.params = e.params();
+  for (const ParamInfo& p : out.params) {
+    WEFT_ASSIGN_OR_RETURN(Tensor t, materialize(p.init, out.graph.type(p.value), /*seed=*/0,
+                                                parameter_stream(p.name)));
+    out.values.emplace(p.name, std::move(t));
+  }
+  return out;
+}
+
+StatusOr<ImportedGraph> import_onnx(const std::string& path, const ImportOptions& options,
+                                    bool training) {
+  WEFT_ASSIGN_OR_RETURN(OnnxFile file, read_onnx_model(path));
+  return import_onnx(file, options, training);
+}
+
+}  // namespace weft::onnx_io

@@ -1,0 +1,148 @@
+// The importer's core: inputs and symbolic dims, initializers as named parameters,
+// import-time constants (shape arithmetic folded), and its refusals.
+#include "interop/onnx/importer.h"
+
+#include <gtest/gtest.h>
+
+#include "frontend/flow.h"
+#include "interop/onnx/testing/onnx_builder.h"
+#include "ir/text.h"
+
+namespace weft::onnx_io {
+namespace {
+
+Tensor f32(Shape s, std::vector<float> v) { return Tensor::from_vector<float>(std::move(s), v); }
+
+TEST(Importer, GemmInitializersBecomeNamedParameters) {
+  OnnxBuilder b;
+  b.input("x", DType::f32, {-1, 3});
+  b.initializer("fc.weight", f32({2, 3}, {1, 2, 3, 4, 5, 6}));
+  b.initializer("fc.bias", f32({2}, {0.5, -0.5}));
+  auto& n = b.node("Gemm", {"x", "fc.weight", "fc.bias"}, {"y"}, "fc");
+  set_attr(n, "transB", 1);
+  b.output("y", DType::f32);
+  StatusOr<ImportedGraph> g = import_onnx(b.file(), {.dims = {{"d0", 4}}});
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  ASSERT_EQ(g->params.size(), 2u);
+  EXPECT_EQ(g->params[0].name, "fc.weight");
+  EXPECT_EQ(g->params[0].kind, InputKind::param);
+  EXPECT_EQ(g->graph.type(g->graph.inputs()[0].value).to_string(), "f32[4,3]");
+  EXPECT_EQ(g->values.at("fc.bias"), f32({2}, {0.5, -0.5}));
+
+  StatusOr<std::vector<Tensor>> y = import_and_run(b.file(), {f32({1, 3}, {1, 1, 1})});
+  ASSERT_TRUE(y.ok()) << y.error().to_string();
+  EXPECT_EQ((*y)[0], f32({1, 2}, {6.5, 14.5}));
+}
+
+TEST(Importer, ShapeArithmeticIsFoldedAtImportTime) {
+  // Flatten written the way exporters do: Shape -> Gather -> Concat -> Reshape.
+  OnnxBuilder b(13);
+  b.input("x", DType::f32, {2, 3, 4});
+  b.node("Shape", {"x"}, {"s"});
+  b.node("Constant", {}, {"minus1"}).add_attribute()->CopyFrom([] {
+    onnx::AttributeProto a;
+    a.set_name("value_ints");
+    a.set_type(onnx::AttributeProto::INTS);
+    a.add_ints(-1);
+    return a;
+  }());
+  b.node("Constant", {}, {"two"}).add_attribute()->CopyFrom([] {
+    onnx::AttributeProto a;
+    a.set_name("value_ints");
+    a.set_type(onnx::AttributeProto::INTS);
+    a.add_ints(2);
+    return a;
+  }());
+  b.node("Mul", {"minus1", "two"}, {"minus2"});  // folded: [-2]
+  b.node("Div", {"minus2", "two"}, {"m"});        // folded: [-1]
+  b.node("Reshape", {"x", "m"}, {"y"});
+  b.output("y", DType::f32);
+  StatusOr<ImportedGraph> g = import_onnx(b.file());
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  EXPECT_TRUE(g->params.empty());
+  ASSERT_EQ(g->graph.nodes().size(), 1u) << print_graph(g->graph);
+  EXPECT_EQ(g->graph.type(g->graph.outputs()[0]).to_string(), "f32[24]");
+}
+
+TEST(Importer, UnknownOpIsRefusedNamingTheNode) {
+  OnnxBuilder b;
+  b.input("x", DType::f32, {2});
+  b.node("Frobnicate", {"x"}, {"y"}, "frob_1");
+  b.output("y", DType::f32);
+  StatusOr<ImportedGraph> g = import_onnx(b.file());
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().to_string(),
+            "test.onnx: error: node 'frob_1' (Frobnicate, opset 17): the op type is not "
+            "supported [in frob_1 (Frobnicate)]");
+}
+
+TEST(Importer, UnreadAttributeIsRefused) {
+  OnnxBuilder b;
+  b.input("x", DType::f32, {2});
+  set_attr(b.node("Relu", {"x"}, {"y"}), "flavour", 2);
+  b.output("y", DType::f32);
+  StatusOr<ImportedGraph> g = import_onnx(b.file());
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().message,
+            "node '#0' (Relu, opset 17): attribute 'flavour' is not supported");
+}
+
+TEST(Importer, SymbolicDimensionMustBeBound) {
+  OnnxBuilder b;
+  b.input_symbolic("x", DType::f32, {"batch", ""});
+  b.node("Relu", {"x"}, {"y"});
+  b.output("y", DType::f32);
+  StatusOr<ImportedGraph> g = import_onnx(b.file());
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().message,
+            "test.onnx: input 'x': dimension 0 ('batch') is symbolic; weft's shapes are static: "
+            "give its size (weftc import --dim batch=N)");
+  g = import_onnx(b.file(), {.dims = {{"batch", 2}}});
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().message,
+            "test.onnx: input 'x': dimension 1 is unknown; weft's shapes are static: give its "
+            "size (weftc import --input-shape x=...)");
+  g = import_onnx(b.file(), {.input_shapes = {{"x", Shape{2, 5}}}});
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+}
+
+TEST(Importer, NewerOpsetIsRefused) {
+  OnnxBuilder b(18);
+  b.input("x", DType::f32, {2});
+  b.node("Relu", {"x"}, {"y"});
+  b.output("y", DType::f32);
+  StatusOr<ImportedGraph> g = import_onnx(b.file());
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().message,
+            "test.onnx: opset 18 is newer than weft's importer reads (up to 17)");
+}
+
+TEST(Importer, OnnxModelIsAModuleWhoseInitializersKeepTheirNames) {
+  OnnxBuilder b;
+  b.input("x", DType::f32, {-1, 3});
+  b.initializer("w", f32({3, 2}, {1, 0, 0, 1, 1, 1}));
+  b.node("MatMul", {"x", "w"}, {"h"});
+  b.node("Relu", {"h"}, {"y"});
+  b.output("y", DType::f32);
+  const std::string path = ::testing::TempDir() + "/two_ops.onnx";
+  std::string bytes;
+  ASSERT_TRUE(b.model().SerializeToString(&bytes));
+  FILE* f = std::fopen(path.c_str(), "wb");
+  std::fwrite(bytes.data(), 1, bytes.size(), f);
+  std::fclose(f);
+  StatusOr<Model> m =
+      FlowBuilder::from(OnnxModel(path)).build({{"x", Type{DType::f32, {5, 3}}}});
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  ASSERT_EQ(m->parameters().size(), 1u);
+  EXPECT_EQ(m->parameters()[0].name, "0.w");
+  EXPECT_EQ(m->parameters()[0].init.kind, Initializer::Kind::Stored);
+  EXPECT_EQ(m->graph().type(m->graph().outputs()[0]).to_string(), "f32[5,2]");
+  // A flow input of the wrong type is refused naming the model's input.
+  m = FlowBuilder::from(OnnxModel(path)).build({{"x", Type{DType::f32, {5, 4}}}});
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.error().message.find("two_ops.onnx: input 'x' has dimension 1"), std::string::npos)
+      << m.error().message;
+}
+
+}  // namespace
+}  // namespace weft::onnx_io

@@ -120,7 +120,10 @@ struct OpConverter {
 // The families (ops/*.cc).
 std::span<const OpConverter> elementwise_converters();  // ops/elementwise.cc
 std::span<const OpConverter> activation_converters();   // ops/activation.cc
-std::span<const OpConverter> nn_converters();           // ops/nn.cc
+std::span<const OpConverter> nn_converters();           // ops/nn.cc: convolutions
+std::span<const OpConverter> pool_converters();         // ops/pool.cc
+std::span<const OpConverter> norm_converters();         // ops/norm.cc: batch/layer/instance norm, dropout
+std::span<const OpConverter> loss_converters();         // ops/loss.cc
 std::span<const OpConverter> linalg_converters();       // ops/linalg.cc
 std::span<const OpConverter> reduce_converters();       // ops/reduce.cc
 std::span<const OpConverter> tensor_converters();       // ops/tensor.cc

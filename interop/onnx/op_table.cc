@@ -14,7 +14,8 @@ const Table& table() {
     Table out;
     for (std::span<const OpConverter> family :
          {elementwise_converters(), activation_converters(), nn_converters(),
-          linalg_converters(), reduce_converters(), tensor_converters()}) {
+          pool_converters(), norm_converters(), loss_converters(), linalg_converters(),
+          reduce_converters(), tensor_converters()}) {
       for (const OpConverter& c : family) out[c.op_type].push_back(&c);
     }
     for (auto& [name, rows] : out) {

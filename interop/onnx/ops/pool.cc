@@ -1,0 +1,8 @@
+// (family: pool)
+#include "interop/onnx/convert.h"
+
+namespace weft::onnx_io {
+
+std::span<const OpConverter> pool_converters() { return {}; }
+
+}  // namespace weft::onnx_io

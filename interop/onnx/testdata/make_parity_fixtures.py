@@ -1,0 +1,145 @@
+"""Fixtures of interop/onnx/training_parity_test.cc: PyTorch models exported to ONNX with
+the losses of their first training steps in PyTorch (issue #33).
+
+For each model this writes interop/onnx/testdata/parity/NAME/:
+  model.onnx    the model exported from PyTorch's own initial weights (fixed seed)
+  input.npy     the one batch every step trains on
+  target.npy    its class labels (i64)
+  losses.json   {"lr": ..., "steps": K, "parameters": N, "losses": [step 1, ..., step K]}
+                from plain SGD (no momentum, no weight decay) on mean cross-entropy in
+                model.train() mode (batch norm normalizes with the batch's statistics);
+                N is the number of trained parameters (elements).
+
+The models:
+  resnet       torchvision.models.resnet.ResNet with BasicBlock and layers [2, 2, 2, 2]
+               (ResNet-18's structure: 7x7 stem, max pool, four stages of two basic
+               blocks, 1x1-conv downsampling shortcuts, global average pool, fc) at CIFAR
+               size (input [4, 3, 32, 32], 10 classes), its widths divided by 4 (16, 32,
+               64, 128 instead of 64 .. 512): ResNet-18's 11.2M parameters are 44 MB of
+               model.onnx, too big to check in; this one is 0.7M (2.8 MB).
+  transformer  the suite's transformer (bench/pytorch/models.py's Transformer: embedding,
+               learned positions, post-norm GELU encoder layers, head) at a small size;
+               its logits [batch, seq, vocab] are flattened to [batch * seq, vocab] by the
+               loss, as in the suite (weft: a Flatten(0, 1) after the model).
+
+Export: opset 17 (LayerNormalization is an ONNX op from 17), do_constant_folding=False so
+every initializer keeps its PyTorch name. The ResNet is exported in training mode
+(TrainingMode.PRESERVE on a model in train()): TrainingMode.EVAL would run PyTorch's eval
+peephole, which folds each BatchNorm into the Conv before it, leaving nothing to train
+with batch statistics. Its BatchNormalization nodes have training_mode=1. The transformer
+(no batch norm; dropout 0) is exported in EVAL mode, so its Dropout nodes vanish.
+
+Run from the repository root with the system Python (PyTorch 1.13, torchvision 0.14, onnx):
+  env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 \
+      interop/onnx/testdata/make_parity_fixtures.py
+"""
+
+import copy
+import json
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torchvision
+from torchvision.models.resnet import BasicBlock, ResNet
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "bench", "pytorch"))
+from models import Transformer  # noqa: E402  (the suite's transformer, reused as is)
+
+OPSET = 17
+STEPS = 3
+
+
+class NarrowResNet(ResNet):
+    """torchvision's ResNet with every width divided by `divisor`. Its __init__ is
+    ResNet.__init__ with the widths as parameters (torchvision hard-codes 64 .. 512);
+    the blocks (BasicBlock), _make_layer, the weight initialization and forward are
+    torchvision's own."""
+
+    def __init__(self, layers, num_classes, divisor):
+        nn.Module.__init__(self)
+        widths = [64 // divisor, 128 // divisor, 256 // divisor, 512 // divisor]
+        self._norm_layer = nn.BatchNorm2d
+        self.inplanes = widths[0]
+        self.dilation = 1
+        self.groups = 1
+        self.base_width = 64
+        self.conv1 = nn.Conv2d(3, self.inplanes, kernel_size=7, stride=2, padding=3, bias=False)
+        self.bn1 = nn.BatchNorm2d(self.inplanes)
+        self.relu = nn.ReLU(inplace=True)
+        self.maxpool = nn.MaxPool2d(kernel_size=3, stride=2, padding=1)
+        self.layer1 = self._make_layer(BasicBlock, widths[0], layers[0])
+        self.layer2 = self._make_layer(BasicBlock, widths[1], layers[1], stride=2)
+        self.layer3 = self._make_layer(BasicBlock, widths[2], layers[2], stride=2)
+        self.layer4 = self._make_layer(BasicBlock, widths[3], layers[3], stride=2)
+        self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+        self.fc = nn.Linear(widths[3] * BasicBlock.expansion, num_classes)
+        for m in self.modules():  # as ResNet.__init__
+            if isinstance(m, nn.Conv2d):
+                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+            elif isinstance(m, (nn.BatchNorm2d, nn.GroupNorm)):
+                nn.init.constant_(m.weight, 1)
+                nn.init.constant_(m.bias, 0)
+
+
+def resnet():
+    torch.manual_seed(0)
+    model = NarrowResNet([2, 2, 2, 2], num_classes=10, divisor=4)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(4, 3, 32, 32, generator=g)
+    y = torch.randint(0, 10, (4,), generator=g)
+    return model, x, y, 0.01, torch.onnx.TrainingMode.PRESERVE, lambda out: out
+
+
+def transformer():
+    torch.manual_seed(0)
+    vocab, dim, seq, heads, ffn, layers, batch = 64, 32, 8, 4, 64, 2, 4
+    model = Transformer(vocab, dim, seq, heads, ffn, layers)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randint(0, vocab, (batch, seq), generator=g)
+    y = torch.randint(0, vocab, (batch * seq,), generator=g)
+    return (model, x, y, 0.1, torch.onnx.TrainingMode.PRESERVE,
+            lambda out: out.reshape(-1, out.shape[-1]))
+
+
+def write(name, model, x, y, lr, mode, flatten):
+    out = os.path.join(HERE, "parity", name)
+    os.makedirs(out, exist_ok=True)
+    model.train()
+    # Exporting traces a forward pass, which in train mode moves batch norm's running
+    # statistics: export a copy so that the model trained below starts as exported.
+    exported = copy.deepcopy(model)
+    torch.onnx.export(exported, (x,), os.path.join(out, "model.onnx"), opset_version=OPSET,
+                      training=mode, do_constant_folding=False, input_names=["input"],
+                      output_names=["logits"])
+    np.save(os.path.join(out, "input.npy"), x.numpy())
+    np.save(os.path.join(out, "target.npy"), y.numpy())
+
+    params = sum(p.numel() for p in model.parameters())
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    losses = []
+    for _ in range(STEPS):
+        opt.zero_grad()
+        loss = F.cross_entropy(flatten(model(x)), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    with open(os.path.join(out, "losses.json"), "w") as f:
+        json.dump({"lr": lr, "steps": STEPS, "parameters": params, "losses": losses}, f, indent=2)
+        f.write("\n")
+    size = os.path.getsize(os.path.join(out, "model.onnx"))
+    print(f"{name}: {params} parameters, model.onnx {size} bytes, losses {losses}")
+
+
+def main():
+    print(f"torch {torch.__version__}, torchvision {torchvision.__version__}")
+    write("resnet", *resnet())
+    write("transformer", *transformer())
+
+
+if __name__ == "__main__":
+    main()

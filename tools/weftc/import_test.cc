@@ -129,5 +129,12 @@ TEST(WeftcImport, RunParamsOfTheWrongType) {
       << r.out;
 }
 
+TEST(WeftcImport, Help) {
+  CommandResult r = weftc("import --help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out.rfind("usage: weftc import MODEL.onnx -o OUT.wir", 0), 0u) << r.out;
+  EXPECT_NE(weftc("--help").out.find("  import  read an ONNX model as a weft graph"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace weft

@@ -5,16 +5,22 @@ For each model this writes interop/onnx/testdata/parity/NAME/:
   model.onnx    the model exported from PyTorch's own initial weights (fixed seed)
   input.npy     the one batch every step trains on
   target.npy    its class labels (i64)
-  losses.json   {"lr": ..., "steps": K, "parameters": N, "losses": [step 1, ..., step K]}
+  losses.json   {"lr": ..., "steps": K, "parameters": N, "losses": [step 1, ..., step K],
+                 "float64_losses": [...]}
                 from plain SGD (no momentum, no weight decay) on mean cross-entropy in
                 model.train() mode (batch norm normalizes with the batch's statistics);
-                N is the number of trained parameters (elements).
+                N is the number of trained parameters (elements). float64_losses are
+                the same steps in float64: the fixture is refused unless they agree
+                with the float32 losses to 1e-5 relative, so that a run whose rounding
+                differs from PyTorch's (weft's) can be held to a tight tolerance. (With
+                batch 4 the ResNet's last stage normalizes over 4 values per channel,
+                and PyTorch's own float32 and float64 losses part by 7e-4 at step 3.)
 
 The models:
   resnet       torchvision.models.resnet.ResNet with BasicBlock and layers [2, 2, 2, 2]
                (ResNet-18's structure: 7x7 stem, max pool, four stages of two basic
                blocks, 1x1-conv downsampling shortcuts, global average pool, fc) at CIFAR
-               size (input [4, 3, 32, 32], 10 classes), its widths divided by 4 (16, 32,
+               size (input [16, 3, 32, 32], 10 classes), its widths divided by 4 (16, 32,
                64, 128 instead of 64 .. 512): ResNet-18's 11.2M parameters are 44 MB of
                model.onnx, too big to check in; this one is 0.7M (2.8 MB).
   transformer  the suite's transformer (bench/pytorch/models.py's Transformer: embedding,
@@ -90,8 +96,8 @@ def resnet():
     torch.manual_seed(0)
     model = NarrowResNet([2, 2, 2, 2], num_classes=10, divisor=4)
     g = torch.Generator().manual_seed(1)
-    x = torch.randn(4, 3, 32, 32, generator=g)
-    y = torch.randint(0, 10, (4,), generator=g)
+    x = torch.randn(16, 3, 32, 32, generator=g)
+    y = torch.randint(0, 10, (16,), generator=g)
     return model, x, y, 0.01, torch.onnx.TrainingMode.PRESERVE, lambda out: out
 
 
@@ -104,6 +110,20 @@ def transformer():
     y = torch.randint(0, vocab, (batch * seq,), generator=g)
     return (model, x, y, 0.1, torch.onnx.TrainingMode.PRESERVE,
             lambda out: out.reshape(-1, out.shape[-1]))
+
+
+def train(model, x, y, lr, flatten):
+    """STEPS steps of plain SGD on mean cross-entropy; the loss of each."""
+    model.train()
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    losses = []
+    for _ in range(STEPS):
+        opt.zero_grad()
+        loss = F.cross_entropy(flatten(model(x)), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
 
 
 def write(name, model, x, y, lr, mode, flatten):
@@ -120,16 +140,16 @@ def write(name, model, x, y, lr, mode, flatten):
     np.save(os.path.join(out, "target.npy"), y.numpy())
 
     params = sum(p.numel() for p in model.parameters())
-    opt = torch.optim.SGD(model.parameters(), lr=lr)
-    losses = []
-    for _ in range(STEPS):
-        opt.zero_grad()
-        loss = F.cross_entropy(flatten(model(x)), y)
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
+    losses = train(copy.deepcopy(model), x, y, lr, flatten)
+    float64_losses = train(copy.deepcopy(model).double(), x.double() if x.is_floating_point() else x,
+                           y, lr, flatten)
+    for k, (a, b) in enumerate(zip(losses, float64_losses)):
+        if abs(a - b) > 1e-5 * abs(b):
+            sys.exit(f"{name}: step {k + 1}: float32 loss {a} and float64 loss {b} part by more "
+                     "than 1e-5 relative: the fixture is too ill-conditioned to compare with")
     with open(os.path.join(out, "losses.json"), "w") as f:
-        json.dump({"lr": lr, "steps": STEPS, "parameters": params, "losses": losses}, f, indent=2)
+        json.dump({"lr": lr, "steps": STEPS, "parameters": params, "losses": losses,
+                   "float64_losses": float64_losses}, f, indent=2)
         f.write("\n")
     size = os.path.getsize(os.path.join(out, "model.onnx"))
     print(f"{name}: {params} parameters, model.onnx {size} bytes, losses {losses}")

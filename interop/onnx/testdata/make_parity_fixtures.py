@@ -29,11 +29,15 @@ The models:
                loss, as in the suite (weft: a Flatten(0, 1) after the model).
 
 Export: opset 17 (LayerNormalization is an ONNX op from 17), do_constant_folding=False so
-every initializer keeps its PyTorch name. The ResNet is exported in training mode
-(TrainingMode.PRESERVE on a model in train()): TrainingMode.EVAL would run PyTorch's eval
-peephole, which folds each BatchNorm into the Conv before it, leaving nothing to train
-with batch statistics. Its BatchNormalization nodes have training_mode=1. The transformer
-(no batch norm; dropout 0) is exported in EVAL mode, so its Dropout nodes vanish.
+every initializer keeps its PyTorch name. Both models are exported in training mode
+(TrainingMode.PRESERVE on a model in train()), because an EVAL export is not the model
+PyTorch trains: for the ResNet, PyTorch's eval peephole folds each BatchNorm into the Conv
+before it, leaving nothing to train with batch statistics; for the transformer, the
+export deduplicates initializers of equal value (every zero bias, every LayerNorm weight
+of ones) into one initializer read through Identity nodes, so whoever trains the ONNX
+model trains those parameters tied. In training mode the ResNet's BatchNormalization
+nodes have training_mode=1 (and their running-statistics outputs), and the transformer's
+dropouts (p = 0) are Dropout nodes with ratio 0 and training_mode true.
 
 Run from the repository root with the system Python (PyTorch 1.13, torchvision 0.14, onnx):
   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 \

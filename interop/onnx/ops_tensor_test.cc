@@ -315,6 +315,26 @@ TEST(TensorOps, CumSumAndNearestUpsampling) {
             "nearest_mode 'round_prefer_floor' is not supported");
 }
 
+TEST(TensorOps, ExportedShapeArithmeticFoldsThroughTheConverters) {
+  // x.view(x.size(0), -1) as PyTorch exports it: Shape, Gather, Unsqueeze, Concat.
+  OnnxBuilder b(13);
+  b.input("x", DType::f32, {2, 3, 4});
+  b.initializer("zero", i64({}, {0}));
+  b.initializer("axes", i64({1}, {0}));
+  b.initializer("minus1", i64({1}, {-1}));
+  b.node("Shape", {"x"}, {"s"});
+  b.node("Gather", {"s", "zero"}, {"n"});
+  b.node("Unsqueeze", {"n", "axes"}, {"n1"});
+  set_attr(b.node("Concat", {"n1", "minus1"}, {"shape"}), "axis", 0);
+  b.node("Reshape", {"x", "shape"}, {"y"});
+  b.output("y", DType::f32);
+  StatusOr<ImportedGraph> g = import_onnx(b.file());
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  EXPECT_TRUE(g->params.empty());
+  EXPECT_EQ(g->graph.nodes().size(), 1u);
+  EXPECT_EQ(g->graph.type(g->graph.outputs()[0]).to_string(), "f32[2,12]");
+}
+
 TEST(TensorOps, DataDependentShapesAreRefused) {
   Case nz(13);
   nz.data("x", f32({2}, {0, 1})).node("NonZero", {"x"});
@@ -346,7 +366,7 @@ TEST(ReduceOps, AxesAsAttributeOrInput) {
   EXPECT_EQ(mean.y(), f32({1, 3}, {2.5, 3.5, 4.5}));
   Case imean(13);
   imean.data("x", i64({2}, {1, 2})).node("ReduceMean", {"x"});
-  EXPECT_EQ(imean.error(), "node 'n' (ReduceMean, opset 13): a i64 input (only floats) is not supported");
+  EXPECT_EQ(imean.error(), "node 'n' (ReduceMean, opset 13): i64 input (only floating dtypes) is not supported");
 }
 
 TEST(ReduceOps, ComposedReductions) {
@@ -405,6 +425,9 @@ TEST(LinalgOps, GemmBroadcastsC) {
   bad.data("a", f32({1, 2}, {1, 2})).data("b", f32({2, 2}, {1, 0, 0, 1})).data("c", f32({2, 2}, {1, 1, 1, 1}));
   bad.node("Gemm", {"a", "b", "c"});
   EXPECT_EQ(bad.error(), "node 'n' (Gemm, opset 13): C [2,2] does not broadcast to A'·B' [1,2]");
+  Case c_required(9);
+  c_required.data("a", f32({1, 2}, {1, 2})).data("b", f32({2, 1}, {3, 4})).node("Gemm", {"a", "b"});
+  EXPECT_EQ(c_required.error(), "node 'n' (Gemm, opset 9): C is required before opset 11");
 }
 
 TEST(LinalgOps, EinsumAsMatmul) {

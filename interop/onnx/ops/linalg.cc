@@ -93,9 +93,10 @@ void einsum(NodeContext& n) {
     if (!size.count(c)) n.invalid("output letter '" + std::string(1, c) + "' is in no operand");
   }
   auto order = [&](ValueId v, const std::string& have, const std::string& want) {
-    std::vector<int64_t> perm;
+    std::vector<int64_t> perm, same;
     for (char c : want) perm.push_back(static_cast<int64_t>(have.find(c)));
-    return e.transpose(v, perm);
+    for (size_t k = 0; k < perm.size(); ++k) same.push_back(static_cast<int64_t>(k));
+    return perm == same ? v : e.transpose(v, perm);
   };
   if (terms.size() == 1) {
     std::vector<int64_t> dropped;

@@ -54,7 +54,7 @@ ValueId reduce(Emitter& e, Op op, ValueId x, const Reduction& r) {
 
 void require_float(NodeContext& n, ValueId x) {
   if (!is_floating(n.e().type(x).dtype)) {
-    n.unsupported("a " + std::string(dtype_name(n.e().type(x).dtype)) + " input (only floats)");
+    n.unsupported(std::string(dtype_name(n.e().type(x).dtype)) + " input (only floating dtypes)");
   }
 }
 
@@ -98,10 +98,6 @@ void reduce_log_sum_exp(NodeContext& n) {
   Emitter& e = n.e();
   ValueId x = n.input(0);
   require_float(n, x);
-  if (r.identity) {
-    n.set_output(0, x);
-    return;
-  }
   const DType dt = e.type(x).dtype;
   Reduction kept = r;
   kept.keepdims = true;

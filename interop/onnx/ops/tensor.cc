@@ -171,7 +171,11 @@ void range(NodeContext& n) {
   const double count = std::max(std::ceil((limit - start) / delta), 0.0);
   if (count > double{int64_t{1} << 40}) n.unsupported("a range of " + std::to_string(count) + " elements");
   std::vector<double> v(static_cast<size_t>(count));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = start + static_cast<double>(i) * delta;
+  for (size_t i = 0; i < v.size(); ++i) {
+    // start + i·delta in the output's type (f32 arithmetic rounds differently from f64's).
+    v[i] = t.dtype == DType::f32 ? static_cast<float>(start) + static_cast<float>(i) * static_cast<float>(delta)
+                                 : start + static_cast<double>(i) * delta;
+  }
   n.set_constant_output(0, Tensor::from_doubles(t.dtype, Shape({static_cast<int64_t>(v.size())}), v));
 }
 
@@ -484,8 +488,7 @@ void one_hot(NodeContext& n) {
   const int64_t depth = static_cast<int64_t>(n.scalar_input(1, "depth"));
   if (depth < 1) n.invalid("depth must be >= 1");
   ValueId idx = n.input(0);
-  if (is_floating(e.type(idx).dtype)) idx = e.op(Op::Floor, {idx});  // ONNX casts to int
-  idx = cast(e, idx, DType::i64);
+  idx = cast(e, idx, DType::i64);  // ONNX casts the indices to int64
   idx = e.op(Op::Select, {e.op(Op::Lt, {idx, i64(e, 0)}), e.add(idx, i64(e, depth)), idx});
   const int rank = e.rank(idx) + 1;
   const int axis = axis_in(n, n.attr_int("axis", -1), rank);

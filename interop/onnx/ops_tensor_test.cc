@@ -408,6 +408,9 @@ TEST(ReduceOps, ArgMaxArgMin) {
   set_attr(n, "axis", -1);
   set_attr(n, "select_last_index", 1);
   EXPECT_EQ(amin.y(), i64({2, 1}, {2, 2}));
+  Case bytes(13);
+  bytes.data("x", Tensor::from_vector<uint8_t>(Shape{3}, {7, 0, 255})).node("ArgMin", {"x"});
+  EXPECT_EQ(bytes.y(), i64({1}, {1}));
 }
 
 // ---- Matrix products ------------------------------------------------------------------

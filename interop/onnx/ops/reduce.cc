@@ -151,7 +151,8 @@ void reduce_prod(NodeContext& n) {
 }
 
 // ArgMin is the argmax of an order-reversing map: -x for floats (a NaN stays the first
-// extreme), -x - 1 = ~x for integers (exact with wrapping arithmetic). select_last_index
+// extreme), -x - 1 = ~x for signed integers (exact with wrapping arithmetic), 255 - x
+// for u8. select_last_index
 // takes the argmax of the axis reversed and maps the index back.
 template <bool kMin>
 void arg_extreme(NodeContext& n) {
@@ -164,7 +165,9 @@ void arg_extreme(NodeContext& n) {
   if (axis < -rank || axis >= rank) n.invalid("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
   if (axis < 0) axis += rank;
   if (t.dtype == DType::boolean) n.unsupported("a bool input");
-  if (kMin) {
+  if (kMin && t.dtype == DType::u8) {
+    x = e.sub(e.constant(255, t.dtype), x);
+  } else if (kMin) {
     x = e.op(Op::Neg, {x});
     if (is_integer(t.dtype)) x = e.sub(x, e.constant(1, t.dtype));
   }

@@ -168,11 +168,20 @@ void scatter_add(ExportContext& c) {
 
 // ---- Contractions and windows.
 
+// Matrices with a transpose flag become Gemm (transA, transB), as PyTorch writes Linear;
+// other ranks transpose the flagged operand's last two dims before MatMul.
 void matmul(ExportContext& c) {
+  const bool ta = c.node().bool_attr("transpose_a"), tb = c.node().bool_attr("transpose_b");
+  if ((ta || tb) && c.in_type(0).shape.rank() == 2 && c.in_type(1).shape.rank() == 2) {
+    onnx::NodeProto& n = c.add("Gemm", {c.in(0), c.in(1)}, {c.out()});
+    add_attr(n, "transA", int64_t{ta});
+    add_attr(n, "transB", int64_t{tb});
+    return;
+  }
   std::string ab[2];
   for (int i = 0; i < 2; ++i) {
     ab[i] = c.in(i);
-    if (!c.node().bool_attr(i == 0 ? "transpose_a" : "transpose_b")) continue;
+    if (!(i == 0 ? ta : tb)) continue;
     const int r = c.in_type(i).shape.rank();
     if (r < 2) c.refuse("a transposed operand must have rank 2 or more");
     std::vector<int64_t> perm(static_cast<size_t>(r));
@@ -207,6 +216,33 @@ void conv(ExportContext& c) {
   add_attr(node, "pads", both_ends(per_dim(c.node(), "padding", n, 0)));
   add_attr(node, "dilations", per_dim(c.node(), "dilation", n, 1));
   add_attr(node, "group", c.node().int_attr("groups"));
+}
+
+// conv_backward_input(gy, w) is the transposed convolution (what ConvTranspose2d builds):
+// ONNX's ConvTranspose, whose weight [C_in, C_out/groups, *k] is w as it is; the output
+// padding makes its result input_shape.
+void conv_transpose(ExportContext& c) {
+  const std::vector<int64_t>& w = c.in_type(1).shape.dims;
+  const Shape& gy = c.in_type(0).shape;
+  const Shape& y = c.out_type().shape;
+  const size_t n = w.size() - 2;
+  const std::vector<int64_t> strides = per_dim(c.node(), "stride", n, 1), pads = per_dim(c.node(), "padding", n, 0),
+                             dilations = per_dim(c.node(), "dilation", n, 1);
+  std::vector<int64_t> out_pad(n);
+  for (size_t k = 0; k < n; ++k) {
+    const int d = static_cast<int>(k) + 2;
+    out_pad[k] = y[d] - (strides[k] * (gy[d] - 1) + (w[k + 2] - 1) * dilations[k] + 1 - 2 * pads[k]);
+    if (out_pad[k] < 0 || out_pad[k] >= std::max(strides[k], dilations[k])) {
+      c.refuse("input_shape " + y.to_string() + " is not a ConvTranspose output size");
+    }
+  }
+  onnx::NodeProto& node = c.add("ConvTranspose", {c.in(0), c.in(1)}, {c.out()});
+  add_attr(node, "kernel_shape", std::vector<int64_t>(w.begin() + 2, w.end()));
+  add_attr(node, "strides", strides);
+  add_attr(node, "pads", both_ends(pads));
+  add_attr(node, "dilations", dilations);
+  add_attr(node, "group", c.node().int_attr("groups"));
+  add_attr(node, "output_padding", out_pad);
 }
 
 // Floor mode; average pooling counts the padding (count_include_pad), as weft's does.
@@ -390,6 +426,7 @@ const OpExporter kExporters[] = {
     {Op::ScatterAdd, nullptr, scatter_add},
     {Op::Matmul, nullptr, matmul},
     {Op::Conv, nullptr, conv},
+    {Op::ConvBackwardInput, nullptr, conv_transpose},
     {Op::MaxPool2d, "MaxPool", pool},
     {Op::AvgPool2d, "AveragePool", pool},
     {Op::Full, nullptr, full},
@@ -406,7 +443,6 @@ const OpExporter kExporters[] = {
 constexpr const char* kGradient = "a gradient op has no ONNX form; export the forward graph";
 
 const NoOnnxForm kRefused[] = {
-    {Op::ConvBackwardInput, kGradient},
     {Op::ConvBackwardWeight, kGradient},
     {Op::MaxPool2dBackward, kGradient},
     {Op::AvgPool2dBackward, kGradient},

@@ -17,8 +17,9 @@
 //    outer scope;
 //  - the outputs keep weft's names where they can (an output that is an input, or a
 //    value returned twice, goes through an Identity).
-// Ops that only a training step has (assign, random_*, all_reduce, the gradient ops)
-// are refused, naming the op and where it was built. Two ops are written as a formula
+// conv_backward_input, which a transposed convolution layer builds in the forward, is
+// ONNX's ConvTranspose. Ops that only a training step has (assign, random_*, all_reduce,
+// the other gradient ops) are refused, naming the op and where it was built. Two ops are written as a formula
 // of others, which rounds differently in the last bits: log1p(x) as Log(1 + x) and
 // rsqrt as Reciprocal(Sqrt(x)); gelu is its formula as well (opset 17 has no Gelu).
 // Every exported model passes ONNX's checker and its shape inference with type checks

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "interop/onnx/export_context.h"
+#include "interop/onnx/testing/export_round_trip.h"
 #include "interop/onnx/testing/onnx_builder.h"
 #include "ir/shape_rules.h"
 #include "ir/text.h"
@@ -20,15 +21,6 @@ namespace weft::onnx_io {
 namespace {
 
 Tensor f32(Shape s, std::vector<float> v) { return Tensor::from_vector<float>(std::move(s), v); }
-
-/// The model as a file the importer reads (serialized and parsed back).
-OnnxFile as_file(const onnx::ModelProto& m) {
-  std::string bytes;
-  EXPECT_TRUE(m.SerializeToString(&bytes));
-  StatusOr<OnnxFile> f = parse_onnx_model(bytes, "exported.onnx", "");
-  EXPECT_TRUE(f.ok()) << f.error().to_string();
-  return std::move(*f);
-}
 
 /// The op types of the model's top-level nodes, in order.
 std::vector<std::string> op_types(const onnx::ModelProto& m) {
@@ -43,32 +35,14 @@ bool missing_converter(const Error& e) {
   return e.message.find("the op type is not supported") != std::string::npos;
 }
 
-/// Runs `g` on the reference interpreter and its export imported back, on the same
-/// inputs (data inputs in order; parameters from `values`), and compares the outputs.
-/// Returns false (and compares nothing) when the importer lacks a converter it needs.
+/// Expects `g`'s export, imported back, to compute what `g` does; returns whether it was
+/// compared (false: the importer lacks a converter it needs, and the export alone is checked).
 bool expect_round_trip(const Graph& g, const std::map<std::string, Tensor>& values,
                        const std::vector<Tensor>& data, double tol) {
-  StatusOr<onnx::ModelProto> m = export_onnx(g, values);
-  EXPECT_TRUE(m.ok()) << m.error().to_string();
-  if (!m.ok()) return false;
-  StatusOr<std::vector<Tensor>> back = import_and_run(as_file(*m), data);
-  if (!back.ok() && missing_converter(back.error())) return false;
-  EXPECT_TRUE(back.ok()) << back.error().to_string();
-  if (!back.ok()) return false;
-  std::vector<Tensor> inputs;
-  size_t k = 0;
-  for (const Input& in : g.inputs()) {
-    const std::string& name = g.value(in.value).name;
-    inputs.push_back(in.kind == InputKind::data ? data[k++] : values.at(name));
-  }
-  StatusOr<reference::RunResult> want = reference::run(g, inputs);
-  EXPECT_TRUE(want.ok()) << want.error().to_string();
-  if (!want.ok()) return false;
-  EXPECT_EQ(back->size(), want->outputs.size());
-  for (size_t i = 0; i < back->size() && i < want->outputs.size(); ++i) {
-    std::string why;
-    EXPECT_TRUE(all_close((*back)[i], want->outputs[i], tol, &why)) << "output " << i << ": " << why;
-  }
+  RoundTrip r = export_round_trip(g, values, data, tol);
+  EXPECT_EQ(r.error, "");
+  if (!r.error.empty() || !r.missing_converter.empty()) return false;
+  EXPECT_TRUE(r.same) << r.why;
   return true;
 }
 
@@ -111,7 +85,7 @@ TEST(ExportFixtures, EachCaseExportsAndRoundTrips) {
     EXPECT_TRUE(m.ok()) << m.error().to_string();
     if (!m.ok()) continue;
     ++exported;
-    StatusOr<std::vector<Tensor>> back = import_and_run(as_file(*m), c.inputs);
+    StatusOr<std::vector<Tensor>> back = import_and_run(exported_file(*m), c.inputs);
     if (!back.ok() && missing_converter(back.error())) {
       not_imported.insert(std::string(op_name(c.op)));
       continue;
@@ -161,7 +135,7 @@ TEST(Export, ParametersBecomeNamedInitializers) {
   ASSERT_EQ(m->graph().initializer_size(), 2);
   EXPECT_EQ(m->graph().initializer(0).name(), "fc.weight");
   EXPECT_EQ(m->graph().initializer(1).name(), "fc.bias");
-  StatusOr<ImportedGraph> back = import_onnx(as_file(*m));
+  StatusOr<ImportedGraph> back = import_onnx(exported_file(*m));
   ASSERT_TRUE(back.ok()) << back.error().to_string();
   ASSERT_EQ(back->params.size(), 2u);
   EXPECT_EQ(back->params[0].name, "fc.weight");
@@ -169,18 +143,21 @@ TEST(Export, ParametersBecomeNamedInitializers) {
   EXPECT_TRUE(expect_round_trip(g, values, {f32({4, 3}, {1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 1})}, 0));
 }
 
-TEST(Export, MatmulTransposeFlagsBecomeTransposes) {
-  Graph g = parse(R"(graph @f(%a: f32[3,4], %b: f32[5,3]) {
+TEST(Export, MatmulTransposeFlags) {
+  // Matrices: Gemm with transA/transB; batched: a Transpose of the flagged operand.
+  Graph g = parse(R"(graph @f(%a: f32[3,4], %b: f32[5,3], %c: f32[2,3,4]) {
   %y = matmul(%a, %b) {transpose_a=true, transpose_b=true} : f32[4,5]
-  return %y
+  %z = matmul(%c, %a) {transpose_a=true} : f32[2,4,4]
+  return %y, %z
 })");
   StatusOr<onnx::ModelProto> m = export_onnx(g, {});
   ASSERT_TRUE(m.ok()) << m.error().to_string();
-  EXPECT_EQ(op_types(*m), (std::vector<std::string>{"Transpose", "Transpose", "MatMul"}));
-  Tensor a(Type{DType::f32, {3, 4}}), b(Type{DType::f32, {5, 3}});
+  EXPECT_EQ(op_types(*m), (std::vector<std::string>{"Gemm", "Transpose", "MatMul"}));
+  Tensor a(Type{DType::f32, {3, 4}}), b(Type{DType::f32, {5, 3}}), c(Type{DType::f32, {2, 3, 4}});
   for (int64_t i = 0; i < 12; ++i) a.set_double(i, static_cast<double>(i) - 5);
   for (int64_t i = 0; i < 15; ++i) b.set_double(i, 0.5 * static_cast<double>(i));
-  expect_round_trip(g, {}, {a, b}, 1e-6);
+  for (int64_t i = 0; i < 24; ++i) c.set_double(i, 0.25 * static_cast<double>(i % 5));
+  expect_round_trip(g, {}, {a, b, c}, 1e-6);
 }
 
 TEST(Export, OutputsThatAreInputsOrRepeatedGoThroughIdentity) {

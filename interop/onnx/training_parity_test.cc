@@ -31,25 +31,30 @@ bool losses_agree(double weft, double pytorch) {
   return std::fabs(weft - pytorch) <= 1e-4 * (1.0 + std::fabs(pytorch));
 }
 
-/// One model's fixture: the batch, the PyTorch run's lr and losses.
+/// One model's fixture: the batch, the PyTorch run's lr and losses, and the trained
+/// model's eval-mode logits.
 struct Fixture {
   std::string dir;
   Tensor input;
   Tensor target;
+  Tensor eval_logits;
   double lr = 0;
   int64_t parameters = 0;
   std::vector<double> losses;
 };
 
+Tensor read_array(const std::string& path) {
+  StatusOr<Tensor> t = read_npy(path);
+  EXPECT_TRUE(t.ok()) << t.error().to_string();
+  return t.ok() ? std::move(*t) : Tensor();
+}
+
 Fixture read_fixture(const std::string& name) {
   Fixture f;
   f.dir = kFixtures + name + "/";
-  StatusOr<Tensor> input = read_npy(f.dir + "input.npy");
-  StatusOr<Tensor> target = read_npy(f.dir + "target.npy");
-  EXPECT_TRUE(input.ok()) << input.error().to_string();
-  EXPECT_TRUE(target.ok()) << target.error().to_string();
-  if (input.ok()) f.input = std::move(*input);
-  if (target.ok()) f.target = std::move(*target);
+  f.input = read_array(f.dir + "input.npy");
+  f.target = read_array(f.dir + "target.npy");
+  f.eval_logits = read_array(f.dir + "eval_logits.npy");
   std::ifstream in(f.dir + "losses.json");
   nlohmann::json j = nlohmann::json::parse(in);
   f.lr = j.at("lr").get<double>();
@@ -59,9 +64,14 @@ Fixture read_fixture(const std::string& name) {
   return f;
 }
 
+/// What a case checks after the training steps.
+enum class After { nothing, evaluate };
+
 /// Trains `net` (the model as the flow's first module) on the fixture's batch with the
-/// fixture's SGD for as many steps as PyTorch took, comparing every step's loss.
-void expect_pytorch_losses(const Fixture& f, const FlowPtr& net, const std::string& backend) {
+/// fixture's SGD for as many steps as PyTorch took, comparing every step's loss; then,
+/// with After::evaluate, the trained network's eval-mode logits with PyTorch's.
+void expect_pytorch_training(const Fixture& f, const FlowPtr& net, const std::string& backend,
+                             After after) {
   StatusOr<Trainer> t = Trainer::compile(net, {{"input", f.input.type()}}, LossSpec::cross_entropy(),
                                          OptimizerSpec::sgd(f.lr), {.backend = backend});
   ASSERT_TRUE(t.ok()) << t.error().to_string();
@@ -84,24 +94,38 @@ void expect_pytorch_losses(const Fixture& f, const FlowPtr& net, const std::stri
     worst = std::max(worst, std::fabs(*loss - f.losses[k]) / std::fabs(f.losses[k]));
   }
   std::printf("largest relative difference from PyTorch %.3g\n", worst);
+  if (after == After::nothing) return;
+
+  StatusOr<std::vector<Tensor>> out = t->evaluate({f.input});
+  ASSERT_TRUE(out.ok()) << out.error().to_string();
+  ASSERT_EQ((*out)[0].type(), f.eval_logits.type());
+  const std::vector<double> got = (*out)[0].to_doubles(), want = f.eval_logits.to_doubles();
+  int mismatches = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (losses_agree(got[i], want[i])) continue;
+    if (++mismatches <= 5) {
+      ADD_FAILURE() << "eval logit " << i << ": weft " << got[i] << ", PyTorch " << want[i];
+    }
+  }
+  EXPECT_EQ(mismatches, 0) << "of " << got.size() << " eval logits";
 }
 
 /// The ResNet: logits [batch, 10] straight from the model.
-void train_resnet(const std::string& backend) {
+void train_resnet(const std::string& backend, After after = After::nothing) {
   Fixture f = read_fixture("resnet");
   StatusOr<FlowPtr> net = FlowBuilder::from(OnnxModel(f.dir + "model.onnx")).build();
   ASSERT_TRUE(net.ok()) << net.error().to_string();
-  expect_pytorch_losses(f, *net, backend);
+  expect_pytorch_training(f, *net, backend, after);
 }
 
 /// The transformer: logits [batch, seq, vocab], flattened to [batch * seq, vocab] against
 /// the [batch * seq] labels, as the suite's loss does.
-void train_transformer(const std::string& backend) {
+void train_transformer(const std::string& backend, After after = After::nothing) {
   Fixture f = read_fixture("transformer");
   StatusOr<FlowPtr> net =
       FlowBuilder::from(OnnxModel(f.dir + "model.onnx")).through(Flatten(0, 1)).build();
   ASSERT_TRUE(net.ok()) << net.error().to_string();
-  expect_pytorch_losses(f, *net, backend);
+  expect_pytorch_training(f, *net, backend, after);
 }
 
 TEST(TrainingParity, ResnetOnCpu) { train_resnet("cpu"); }
@@ -110,6 +134,22 @@ TEST(TrainingParity, ResnetOnReference) { train_resnet("reference"); }
 // pass with every loss equal to PyTorch's).
 TEST(TrainingParity, DISABLED_TransformerOnCpu) { train_transformer("cpu"); }
 TEST(TrainingParity, DISABLED_TransformerOnReference) { train_transformer("reference"); }
+
+// After training, Trainer::evaluate runs the network in eval mode: batch norm with the
+// running statistics the steps updated, as PyTorch's model.eval().
+// DISABLED_: the BatchNormalization converter uses the batch's statistics whenever the
+// node says training_mode = 1 (ONNX's semantics of the node), in the flow's eval mode too,
+// and a model exported for training has it on every node; its eval logits are then
+// PyTorch's train-mode ones (checked: 0.1191 for logit 0, PyTorch eval 0.3519, train
+// 0.1191). Whether a flow's mode should override the exported attribute is the lead's
+// call (issue #33).
+TEST(TrainingParity, DISABLED_ResnetEvaluatesAsPyTorchAfterTraining) {
+  train_resnet("reference", After::evaluate);
+}
+// DISABLED_ until the importer has a Softmax converter.
+TEST(TrainingParity, DISABLED_TransformerEvaluatesAsPyTorchAfterTraining) {
+  train_transformer("reference", After::evaluate);
+}
 
 }  // namespace
 }  // namespace weft::onnx_io

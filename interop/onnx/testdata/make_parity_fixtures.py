@@ -5,6 +5,8 @@ For each model this writes interop/onnx/testdata/parity/NAME/:
   model.onnx    the model exported from PyTorch's own initial weights (fixed seed)
   input.npy     the one batch every step trains on
   target.npy    its class labels (i64)
+  eval_logits.npy  the trained model's logits for the batch in model.eval() mode (batch
+                norm normalizes with its running statistics, updated by the K steps)
   losses.json   {"lr": ..., "steps": K, "parameters": N, "losses": [step 1, ..., step K],
                  "float64_losses": [...]}
                 from plain SGD (no momentum, no weight decay) on mean cross-entropy in
@@ -117,7 +119,8 @@ def transformer():
 
 
 def train(model, x, y, lr, flatten):
-    """STEPS steps of plain SGD on mean cross-entropy; the loss of each."""
+    """STEPS steps of plain SGD on mean cross-entropy; the loss of each. `model` is
+    trained in place."""
     model.train()
     opt = torch.optim.SGD(model.parameters(), lr=lr)
     losses = []
@@ -144,7 +147,11 @@ def write(name, model, x, y, lr, mode, flatten):
     np.save(os.path.join(out, "target.npy"), y.numpy())
 
     params = sum(p.numel() for p in model.parameters())
-    losses = train(copy.deepcopy(model), x, y, lr, flatten)
+    trained = copy.deepcopy(model)
+    losses = train(trained, x, y, lr, flatten)
+    trained.eval()
+    with torch.no_grad():
+        np.save(os.path.join(out, "eval_logits.npy"), flatten(trained(x)).numpy())
     float64_losses = train(copy.deepcopy(model).double(), x.double() if x.is_floating_point() else x,
                            y, lr, flatten)
     for k, (a, b) in enumerate(zip(losses, float64_losses)):

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -49,9 +50,10 @@ Tensor read_array(const std::string& path) {
   return t.ok() ? std::move(*t) : Tensor();
 }
 
-Fixture read_fixture(const std::string& name) {
+/// The fixture in folder `dir` (ending in '/').
+Fixture read_fixture(const std::string& dir) {
   Fixture f;
-  f.dir = kFixtures + name + "/";
+  f.dir = dir;
   f.input = read_array(f.dir + "input.npy");
   f.target = read_array(f.dir + "target.npy");
   f.eval_logits = read_array(f.dir + "eval_logits.npy");
@@ -111,8 +113,9 @@ void expect_pytorch_training(const Fixture& f, const FlowPtr& net, const std::st
 }
 
 /// The ResNet: logits [batch, 10] straight from the model.
-void train_resnet(const std::string& backend, After after = After::nothing) {
-  Fixture f = read_fixture("resnet");
+void train_resnet(const std::string& backend, After after = After::nothing,
+                  const std::string& dir = kFixtures + "resnet/") {
+  Fixture f = read_fixture(dir);
   StatusOr<FlowPtr> net = FlowBuilder::from(OnnxModel(f.dir + "model.onnx")).build();
   ASSERT_TRUE(net.ok()) << net.error().to_string();
   expect_pytorch_training(f, *net, backend, after);
@@ -121,7 +124,7 @@ void train_resnet(const std::string& backend, After after = After::nothing) {
 /// The transformer: logits [batch, seq, vocab], flattened to [batch * seq, vocab] against
 /// the [batch * seq] labels, as the suite's loss does.
 void train_transformer(const std::string& backend, After after = After::nothing) {
-  Fixture f = read_fixture("transformer");
+  Fixture f = read_fixture(kFixtures + "transformer/");
   StatusOr<FlowPtr> net =
       FlowBuilder::from(OnnxModel(f.dir + "model.onnx")).through(Flatten(0, 1)).build();
   ASSERT_TRUE(net.ok()) << net.error().to_string();
@@ -130,6 +133,13 @@ void train_transformer(const std::string& backend, After after = After::nothing)
 
 TEST(TrainingParity, ResnetOnCpu) { train_resnet("cpu"); }
 TEST(TrainingParity, ResnetOnReference) { train_resnet("reference"); }
+// torchvision's resnet18 itself, full width: its 44 MB fixture is made on demand
+// (make_parity_fixtures.py --resnet18 DIR) and named by $WEFT_PARITY_RESNET18.
+TEST(TrainingParity, FullResnet18OnCpu) {
+  const char* dir = std::getenv("WEFT_PARITY_RESNET18");
+  if (dir == nullptr) GTEST_SKIP() << "WEFT_PARITY_RESNET18 is not set";
+  train_resnet("cpu", After::nothing, std::string(dir) + "/");
+}
 // DISABLED_ until the importer has a Softmax converter (with one, written locally, both
 // pass with every loss equal to PyTorch's).
 TEST(TrainingParity, DISABLED_TransformerOnCpu) { train_transformer("cpu"); }

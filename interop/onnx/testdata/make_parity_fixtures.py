@@ -44,6 +44,10 @@ dropouts (p = 0) are Dropout nodes with ratio 0 and training_mode true.
 Run from the repository root with the system Python (PyTorch 1.13, torchvision 0.14, onnx):
   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 \
       interop/onnx/testdata/make_parity_fixtures.py
+With `--resnet18 DIR` it writes instead the same fixture for torchvision's own
+torchvision.models.resnet18(num_classes=10), full width (44 MB, not checked in), into DIR;
+training_parity_test trains it too when WEFT_PARITY_RESNET18=DIR is set:
+  bazel test //interop/onnx:training_parity_test --test_env=WEFT_PARITY_RESNET18=DIR
 """
 
 import copy
@@ -98,9 +102,10 @@ class NarrowResNet(ResNet):
                 nn.init.constant_(m.bias, 0)
 
 
-def resnet():
+def resnet(full=False):
     torch.manual_seed(0)
-    model = NarrowResNet([2, 2, 2, 2], num_classes=10, divisor=4)
+    model = (torchvision.models.resnet18(num_classes=10) if full
+             else NarrowResNet([2, 2, 2, 2], num_classes=10, divisor=4))
     g = torch.Generator().manual_seed(1)
     x = torch.randn(16, 3, 32, 32, generator=g)
     y = torch.randint(0, 10, (16,), generator=g)
@@ -133,8 +138,8 @@ def train(model, x, y, lr, flatten):
     return losses
 
 
-def write(name, model, x, y, lr, mode, flatten):
-    out = os.path.join(HERE, "parity", name)
+def write(out, model, x, y, lr, mode, flatten):
+    name = os.path.basename(out)
     os.makedirs(out, exist_ok=True)
     model.train()
     # Exporting traces a forward pass, which in train mode moves batch norm's running
@@ -168,8 +173,13 @@ def write(name, model, x, y, lr, mode, flatten):
 
 def main():
     print(f"torch {torch.__version__}, torchvision {torchvision.__version__}")
-    write("resnet", *resnet())
-    write("transformer", *transformer())
+    if len(sys.argv) == 3 and sys.argv[1] == "--resnet18":
+        write(sys.argv[2], *resnet(full=True))
+        return
+    if len(sys.argv) != 1:
+        sys.exit("usage: make_parity_fixtures.py [--resnet18 DIR]")
+    write(os.path.join(HERE, "parity", "resnet"), *resnet())
+    write(os.path.join(HERE, "parity", "transformer"), *transformer())
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@
 //
 //   NAME_generator --name=NAME --class=ns::Class --include=pkg/NAME.h
 //       --header=NAME.h --source=NAME.cc --factory=NAME_factory.cc
-//       --step_source=NAME_step.cc --eval_source=NAME_eval.cc --object=NAME.o
+//       --step_source=NAME_step.cc --eval_source=NAME_eval.cc --weights=NAME_weights.inc
+//       --object=NAME.o
 //       --batch=128 --loss=cross_entropy --optimizer=adam --lr=0.001 ...
 //
 // It builds the training step exactly as Trainer::compile does (it compiles a Trainer on
@@ -24,6 +25,9 @@
 //   NAME.h / NAME.cc              the ModelTable (training/aot/compiled_model.h) and a
 //                                 typed class over CompiledModel (typed input buffers)
 //   NAME_factory.cc               driver::make_compiled_model, for weft_binary
+//   NAME_weights.inc              the bytes of stored initializers (an imported model's
+//                                 weights), which NAME.cc embeds with `.incbin`; empty
+//                                 when there are none
 #include <algorithm>
 #include <cctype>
 #include <cmath>

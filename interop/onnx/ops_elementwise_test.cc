@@ -249,15 +249,23 @@ TEST(Elementwise, IntegerModTakesTheDivisorsSignUnlessFmod) {
   expect_values(run_op("Mod", {of(DType::u8, {7, 200}), of(DType::u8, {3, 7})}), DType::u8, {1, 4}, 0);
 }
 
-TEST(Elementwise, FloatingModAndBitShiftAreRefused) {
+TEST(Elementwise, FloatingModIsRefused) {
   EXPECT_EQ(error_of("Mod", {f32({1}), f32({2})}, 17, [](onnx::NodeProto& n) { set_attr(n, "fmod", 1); }),
             "node '#0' (Mod, opset 17): Mod of f32 operands (weft has no remainder op, and "
             "a - trunc(a / b) * b is not exact) is not supported");
   EXPECT_EQ(error_of("Mod", {f32({1}), f32({2})}),
             "node '#0' (Mod, opset 17): Mod of floating operands requires fmod=1");
-  EXPECT_EQ(error_of("BitShift", {of(DType::u8, {1}), of(DType::u8, {1})}, 17,
-                     [](onnx::NodeProto& n) { set_attr(n, "direction", "LEFT"); }),
-            "node '#0' (BitShift, opset 17): BitShift (weft has no bitwise ops) is not supported");
+}
+
+TEST(Elementwise, BitShiftOnBytes) {
+  auto direction = [](const char* d) { return [d](onnx::NodeProto& n) { set_attr(n, "direction", d); }; };
+  const Tensor x = of(DType::u8, {1, 3, 255, 200, 7, 255}), y = of(DType::u8, {0, 2, 1, 7, 8, 200});
+  expect_values(run_op("BitShift", {x, y}, 11, direction("LEFT")), DType::u8, {1, 12, 254, 0, 0, 0}, 0);
+  expect_values(run_op("BitShift", {x, y}, 11, direction("RIGHT")), DType::u8, {1, 0, 127, 1, 0, 0}, 0);
+  EXPECT_EQ(error_of("BitShift", {of(DType::i32, {1}), of(DType::i32, {1})}, 11, direction("LEFT")),
+            "node '#0' (BitShift, opset 11): BitShift takes unsigned integers, not i32");
+  EXPECT_EQ(error_of("BitShift", {x, y}, 11, direction("UP")),
+            "node '#0' (BitShift, opset 11): direction must be LEFT or RIGHT, not 'UP'");
 }
 
 TEST(Elementwise, VariadicOpsFoldTheirInputs) {
@@ -397,6 +405,81 @@ TEST(Activation, PReluSlopeBroadcastsToX) {
             "node '#0' (PRelu, opset 9): the slope [2,2] does not broadcast to X's shape [2]");
 }
 
+TEST(Activation, SoftmaxFamilyReadsXAsAMatrixBeforeOpset13) {
+  const Tensor x = f32({2, 2, 2}, {0, 1, 2, 3, 1, 1, 5, 0});
+  auto axis = [](int a) { return [a](onnx::NodeProto& n) { set_attr(n, "axis", a); }; };
+  // Opset 11, axis 1: each batch's four values form one row.
+  std::vector<double> want;
+  for (int b = 0; b < 2; ++b) {
+    double z = 0;
+    for (int k = 0; k < 4; ++k) z += std::exp(x.get_double(4 * b + k));
+    for (int k = 0; k < 4; ++k) want.push_back(std::exp(x.get_double(4 * b + k)) / z);
+  }
+  expect_values(run_op("Softmax", {x}, 11, axis(1)), DType::f32, want);
+  std::vector<double> log_want;
+  for (double w : want) log_want.push_back(std::log(w));
+  expect_values(run_op("LogSoftmax", {x}, 11), DType::f32, log_want);
+  // Opset 13, axis 1: along that axis only.
+  want.clear();
+  for (int b = 0; b < 2; ++b) {
+    for (int i = 0; i < 2; ++i) {
+      const double a = x.get_double(4 * b + i), c = x.get_double(4 * b + 2 + i);
+      want.push_back(std::exp(a) / (std::exp(a) + std::exp(c)));
+    }
+    for (int i = 0; i < 2; ++i) {
+      const double a = x.get_double(4 * b + i), c = x.get_double(4 * b + 2 + i);
+      want.push_back(std::exp(c) / (std::exp(a) + std::exp(c)));
+    }
+  }
+  // (want is laid out [b][k][i]; the order of x is [b][axis][i], the same.)
+  expect_values(run_op("Softmax", {x}, 13, axis(1)), DType::f32, want);
+  // Hardmax: 1 at the first maximum.
+  expect_values(run_op("Hardmax", {x}, 13, axis(1)), DType::f32, {0, 0, 1, 1, 0, 1, 1, 0});
+  expect_values(run_op("Hardmax", {x}, 13), DType::f32, {0, 1, 0, 1, 1, 0, 1, 0});
+  expect_values(run_op("Hardmax", {x}, 11, axis(1)), DType::f32, {0, 0, 0, 1, 0, 0, 1, 0});
+  EXPECT_EQ(error_of("Softmax", {x}, 13, axis(3)),
+            "node '#0' (Softmax, opset 13): axis 3 is out of range for x [2,2,2]");
+}
+
+TEST(Elementwise, QuantizeLinearRoundsHalvesToEvenAndSaturates) {
+  const Tensor x = f32({0, 2, 3, 5, -300, 1000, 251});
+  expect_values(run_op("QuantizeLinear", {x, f32(Shape{}, {2}), Tensor::scalar(DType::u8, 128)}, 10),
+                DType::u8, {128, 129, 130, 130, 0, 255, 254}, 0);
+  expect_values(run_op("QuantizeLinear", {x, f32(Shape{}, {2})}, 13, {}, {"x", "scale"}), DType::u8,
+                {0, 1, 2, 2, 0, 255, 126}, 0);
+  // Per axis: one scale and zero point per index of axis 1.
+  const Tensor m = f32({2, 2}, {4, 4, 8, 8});
+  expect_values(run_op("QuantizeLinear", {m, f32({2, 4}), of(DType::u8, {1, 2})}, 13), DType::u8,
+                {3, 3, 5, 4}, 0);
+  expect_values(run_op("DequantizeLinear", {Tensor::from_doubles(DType::u8, {2, 2}, {3, 3, 5, 4}), f32({2, 4}),
+                                            of(DType::u8, {1, 2})},
+                       13),
+                DType::f32, {4, 4, 8, 8}, 0);
+  expect_values(run_op("DequantizeLinear", {of(DType::u8, {0, 255}), f32(Shape{}, {0.5}),
+                                            Tensor::scalar(DType::u8, 128)},
+                       10),
+                DType::f32, {-64, 63.5}, 0);
+  expect_values(run_op("DequantizeLinear", {of(DType::i32, {-7, 9}), f32(Shape{}, {0.5})}, 10, {}, {"x", "s"}),
+                DType::f32, {-3.5, 4.5}, 0);
+  EXPECT_EQ(error_of("QuantizeLinear", {m, f32({3}, {1, 2, 3})}, 13),
+            "node '#0' (QuantizeLinear, opset 13): the scale and zero point must be scalars or 1-D "
+            "along axis 1 of x [2,2], not [3]");
+}
+
+TEST(Elementwise, DynamicQuantizeLinearHasThreeOutputs) {
+  OnnxBuilder b(11);
+  b.input("x", DType::f32, {4});
+  b.node("DynamicQuantizeLinear", {"x"}, {"y", "scale", "zero_point"});
+  b.output("y", DType::u8).output("scale", DType::f32).output("zero_point", DType::u8);
+  StatusOr<std::vector<Tensor>> out = import_and_run(b.file(), {f32({-1, 0, 2, 4})});
+  ASSERT_TRUE(out.ok()) << out.error().to_string();
+  // Range [-1, 4] over 255 levels; zero at round(1 / scale) = 51.
+  const double scale = 5.0f / 255.0f;
+  expect_values((*out)[1], DType::f32, {scale}, 1e-7);
+  expect_values((*out)[2], DType::u8, {51}, 0);
+  expect_values((*out)[0], DType::u8, {0, 51, 153, 255}, 0);
+}
+
 // ---------------------------------------------------------------------------
 // ONNX's node tests (onnx/backend/test/data/node): each case imported and run on the
 // reference interpreter, its outputs compared as ONNX's runner does (rtol 1e-3,
@@ -405,14 +488,15 @@ TEST(Activation, PReluSlopeBroadcastsToX) {
 const char kTestData[] = "/usr/include/onnx/backend/test/data";
 const std::string kNodeTests = std::string(kTestData) + "/node";
 
-// The op a node test exercises, from its name: test_greater_equal_bcast -> GreaterOrEqual.
-// The longest matching prefix wins (castlike over cast).
-std::string op_of_test(const std::string& test) {
+// The ops of these families, by the prefix of their node tests' names (test_PREFIX...).
+const std::map<std::string, std::string>& test_prefixes() {
   static const std::map<std::string, std::string> kPrefixes = {
       {"abs", "Abs"}, {"acos", "Acos"}, {"acosh", "Acosh"}, {"add", "Add"}, {"and", "And"},
       {"asin", "Asin"}, {"asinh", "Asinh"}, {"atan", "Atan"}, {"atanh", "Atanh"},
       {"bitshift", "BitShift"}, {"cast", "Cast"}, {"castlike", "CastLike"}, {"ceil", "Ceil"},
-      {"celu", "Celu"}, {"clip", "Clip"}, {"cos", "Cos"}, {"cosh", "Cosh"}, {"div", "Div"},
+      {"celu", "Celu"}, {"clip", "Clip"}, {"cos", "Cos"}, {"cosh", "Cosh"}, {"dequantizelinear", "DequantizeLinear"}, {"div", "Div"},
+      {"dynamicquantizelinear", "DynamicQuantizeLinear"}, {"hardmax", "Hardmax"},
+      {"logsoftmax", "LogSoftmax"}, {"quantizelinear", "QuantizeLinear"}, {"softmax", "Softmax"},
       {"elu", "Elu"}, {"equal", "Equal"}, {"erf", "Erf"}, {"exp", "Exp"}, {"floor", "Floor"},
       {"greater", "Greater"}, {"greater_equal", "GreaterOrEqual"}, {"hardsigmoid", "HardSigmoid"},
       {"hardswish", "HardSwish"}, {"isinf", "IsInf"}, {"isnan", "IsNaN"}, {"leakyrelu", "LeakyRelu"},
@@ -424,8 +508,14 @@ std::string op_of_test(const std::string& test) {
       {"softplus", "Softplus"}, {"softsign", "Softsign"}, {"sqrt", "Sqrt"}, {"sub", "Sub"},
       {"sum", "Sum"}, {"tan", "Tan"}, {"tanh", "Tanh"}, {"thresholdedrelu", "ThresholdedRelu"},
       {"where", "Where"}, {"xor", "Xor"}};
+  return kPrefixes;
+}
+
+// The op a node test exercises, from its name: test_greater_equal_bcast -> GreaterOrEqual.
+// The longest matching prefix wins (castlike over cast).
+std::string op_of_test(const std::string& test) {
   std::string best_prefix, best;
-  for (const auto& [prefix, op] : kPrefixes) {
+  for (const auto& [prefix, op] : test_prefixes()) {
     const std::string p = "test_" + prefix;
     if (test.rfind(p, 0) != 0 || p.size() <= best_prefix.size()) continue;
     const char next = test.size() > p.size() ? test[p.size()] : '_';
@@ -526,11 +616,9 @@ const std::map<std::string, std::string>& expected_refusals() {
       {"test_bitshift_left_uint16", no_dtype("UINT16")},
       {"test_bitshift_left_uint32", no_dtype("UINT32")},
       {"test_bitshift_left_uint64", no_dtype("UINT64")},
-      {"test_bitshift_left_uint8", "BitShift (weft has no bitwise ops) is not supported"},
       {"test_bitshift_right_uint16", no_dtype("UINT16")},
       {"test_bitshift_right_uint32", no_dtype("UINT32")},
       {"test_bitshift_right_uint64", no_dtype("UINT64")},
-      {"test_bitshift_right_uint8", "BitShift (weft has no bitwise ops) is not supported"},
       {"test_cast_FLOAT_to_BFLOAT16", kTruncatedBf16},
       {"test_cast_FLOAT_to_STRING", no_dtype("STRING")},
       {"test_cast_STRING_to_FLOAT", no_dtype("STRING")},
@@ -569,6 +657,18 @@ const std::map<std::string, std::string>& expected_refusals() {
   return kRefusals;
 }
 
+// The op type of an import refused for lack of a converter outside these families.
+std::string other_family_op(const std::string& why) {
+  const size_t end = why.find(", opset ");
+  const size_t begin = why.rfind('(', end);
+  if (why.find("the op type is not supported") == std::string::npos || begin == std::string::npos) return "";
+  const std::string op = why.substr(begin + 1, end - begin - 1);
+  for (const auto& [prefix, mine] : test_prefixes()) {
+    if (mine == op) return "";
+  }
+  return op;
+}
+
 TEST(OnnxNodeTests, EveryCaseOfTheseOpsPassesOrIsRefusedAsExpected) {
   if (!std::filesystem::exists(kNodeTests)) GTEST_SKIP() << kNodeTests << " is not installed";
   std::map<std::string, std::pair<int, int>> counts;  // op -> (passed, cases)
@@ -580,6 +680,11 @@ TEST(OnnxNodeTests, EveryCaseOfTheseOpsPassesOrIsRefusedAsExpected) {
     const std::string op = op_of_test(test);
     if (op.empty()) continue;
     const std::string why = run_node_test(dir);
+    if (const std::string other = other_family_op(why); !other.empty()) {
+      // An expanded test (the op's ONNX function body) using ops of other families.
+      std::printf("%s needs a converter of %s\n", test.c_str(), other.c_str());
+      continue;
+    }
     auto& [passed, cases] = counts[op];
     ++cases;
     passed += why.empty();
@@ -605,7 +710,8 @@ TEST(OnnxNodeTests, EveryCaseOfTheseOpsPassesOrIsRefusedAsExpected) {
 namespace weft::onnx_io {
 namespace {
 
-// PyTorch's exports of the time (opset 6, legacy broadcasting) of these ops.
+// PyTorch's exports of the time (opset 6: legacy broadcasting, per-channel PRelu, Softmax
+// over matrix rows) of these ops.
 TEST(OnnxNodeTests, PyTorchModelsOfTheseOpsPass) {
   if (!std::filesystem::exists(kTestData)) GTEST_SKIP() << kTestData << " is not installed";
   for (const char* test :
@@ -622,7 +728,10 @@ TEST(OnnxNodeTests, PyTorchModelsOfTheseOpsPass) {
         "pytorch-converted/test_PReLU_2d", "pytorch-converted/test_PReLU_2d_multiparam",
         "pytorch-converted/test_PReLU_3d", "pytorch-converted/test_PReLU_3d_multiparam",
         "pytorch-converted/test_ReLU", "pytorch-converted/test_SELU", "pytorch-converted/test_Sigmoid",
-        "pytorch-converted/test_Softplus", "pytorch-converted/test_Softsign", "pytorch-converted/test_Tanh"}) {
+        "pytorch-converted/test_Softplus", "pytorch-converted/test_Softsign", "pytorch-converted/test_Tanh",
+        "pytorch-converted/test_Softmax", "pytorch-converted/test_LogSoftmax", "pytorch-converted/test_Softmin",
+        "pytorch-converted/test_log_softmax_dim3", "pytorch-converted/test_log_softmax_lastdim",
+        "pytorch-converted/test_softmax_functional_dim3", "pytorch-converted/test_softmax_lastdim"}) {
     EXPECT_EQ(run_node_test(std::filesystem::path(kTestData) / test), "") << test;
   }
 }

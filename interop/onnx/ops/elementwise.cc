@@ -2,12 +2,13 @@
 // before opset 7 the binary ops broadcast only their right operand, and only under
 // `broadcast=1`, aligned at `axis` (legacy_rhs). Ops weft lacks are composed exactly
 // from its ops: Ceil = -floor(-x), Round halves to even from floor, IsNaN = x != x,
-// Xor = a != b, integer Mod from truncating division, Tan = sin/cos. Refused: Mod of
-// floats (C's fmod has no exact composition) and BitShift (its unsigned types but u8 are
-// not weft dtypes).
+// Xor = a != b, integer Mod from truncating division, Tan = sin/cos, BitShift on u8 from
+// powers of 2; QuantizeLinear and friends from Round (to and from u8). Refused: Mod of
+// floats (C's fmod has no exact composition).
 #include <cfloat>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -114,14 +115,11 @@ void ceil(NodeContext& n) {
   n.set_output(0, e.op(Op::Neg, {e.op(Op::Floor, {e.op(Op::Neg, {n.input(0)})})}));
 }
 
-// Round halves to even: with f = floor(x) and d = x - f, x rounds up to f + 1 when
+// Rounds halves to even: with f = floor(x) and d = x - f, x rounds up to f + 1 when
 // d > 1/2, or d = 1/2 and f is odd. d is exact (Sterbenz) except for -1/2 < x < 0, where
 // it may round to 1/2 or 1 and either way gives the right answer, 0. NaN and ±inf fall
 // through as f.
-void round(NodeContext& n) {
-  n.expect_attrs({});
-  Emitter& e = n.e();
-  ValueId x = n.input(0);
+ValueId round_half_even(Emitter& e, ValueId x) {
   const DType dt = e.type(x).dtype;
   ValueId f = e.op(Op::Floor, {x});
   ValueId d = e.sub(x, f);
@@ -129,7 +127,12 @@ void round(NodeContext& n) {
   ValueId odd = e.op(Op::Ne, {e.mul(e.op(Op::Floor, {e.div(f, two)}), two), f});
   ValueId up = e.op(Op::Or, {e.op(Op::Gt, {d, half}),
                              e.op(Op::And, {e.op(Op::Eq, {d, half}), odd})});
-  n.set_output(0, e.op(Op::Select, {up, e.add(f, e.constant(1, dt)), f}));
+  return e.op(Op::Select, {up, e.add(f, e.constant(1, dt)), f});
+}
+
+void round(NodeContext& n) {
+  n.expect_attrs({});
+  n.set_output(0, round_half_even(n.e(), n.input(0)));
 }
 
 // tan = sin / cos: a quotient of two correctly rounded values, within a few ulp, as
@@ -232,7 +235,24 @@ void mod(NodeContext& n) {
   n.set_output(0, r);
 }
 
-void bit_shift(NodeContext& n) { n.unsupported("BitShift (weft has no bitwise ops)"); }
+// On u8, the one unsigned dtype weft has: x << y = x·2^y (wrapping) and x >> y = x / 2^y
+// (truncating), with y clamped to 7 so that 2^y stays in range; shifts of 8 or more give
+// 0, as C's shifts of the promoted value do.
+void bit_shift(NodeContext& n) {
+  n.expect_attrs({"direction"});
+  Emitter& e = n.e();
+  const std::string direction = n.attr_string("direction", "");
+  if (direction != "LEFT" && direction != "RIGHT") {
+    n.invalid("direction must be LEFT or RIGHT, not '" + direction + "'");
+  }
+  ValueId x = n.input(0), y = n.input(1);
+  const DType dt = e.type(x).dtype;
+  if (dt != DType::u8) n.invalid("BitShift takes unsigned integers, not " + std::string(dtype_name(dt)));
+  ValueId seven = e.constant(7, dt);
+  ValueId scale = e.op(Op::Pow, {e.constant(2, dt), e.op(Op::Minimum, {y, seven})});
+  ValueId shifted = direction == "LEFT" ? e.mul(x, scale) : e.div(x, scale);
+  n.set_output(0, e.op(Op::Select, {e.op(Op::Gt, {y, seven}), e.constant(0, dt), shifted}));
+}
 
 // ---- Variadic ops: Max, Min, Sum fold left to right; Mean is their Sum over the count.
 
@@ -324,6 +344,83 @@ void cast_like(NodeContext& n) {
   n.set_output(0, cast_to(n.e(), n.input(0), n.input_type(1).dtype));
 }
 
+// ---- Linear quantization to and from u8 (int8, ONNX's other choice, is not a weft dtype).
+
+// A scale or zero point: a scalar (per tensor), or 1-D with one entry per index of x's
+// `axis` (per axis, opset 13 on), reshaped to broadcast along it.
+ValueId per_axis(NodeContext& n, ValueId v, const Shape& xs) {
+  Emitter& e = n.e();
+  const Shape s = e.shape(v);
+  if (s.rank() == 0) return v;
+  const int64_t raw = n.attr_int("axis", 1);
+  const std::optional<int> axis = normalize_axis(raw, xs.rank());
+  if (s.rank() != 1 || !axis || (s[0] != xs[*axis] && s[0] != 1)) {
+    n.invalid("the scale and zero point must be scalars or 1-D along axis " + std::to_string(raw) +
+              " of x " + xs.to_string() + ", not " + s.to_string());
+  }
+  if (s[0] == 1) return e.reshape(v, {});
+  std::vector<int64_t> dims(static_cast<size_t>(xs.rank() - *axis), 1);
+  dims[0] = s[0];
+  return e.reshape(v, dims);
+}
+
+// y = saturate(round_half_even(x / scale) + zero_point): the cast to u8 saturates.
+ValueId quantize(Emitter& e, ValueId x, ValueId scale, std::optional<ValueId> zero_point) {
+  ValueId v = round_half_even(e, e.div(cast_to(e, x, DType::f32), scale));
+  if (zero_point) v = e.add(v, cast_to(e, *zero_point, DType::f32));
+  return cast_to(e, v, DType::u8);
+}
+
+void expect_axis_since_13(NodeContext& n) {
+  if (n.opset() >= 13) {
+    n.expect_attrs({"axis"});
+  } else {
+    n.expect_attrs({});
+  }
+}
+
+void quantize_linear(NodeContext& n) {
+  expect_axis_since_13(n);
+  Emitter& e = n.e();
+  ValueId x = n.input(0);
+  const Shape xs = e.shape(x);
+  std::optional<ValueId> zero_point;
+  if (n.has_input(2)) {
+    zero_point = per_axis(n, n.input(2), xs);
+    const DType zt = e.type(*zero_point).dtype;
+    if (zt != DType::u8) n.invalid("the zero point must be uint8 or int8, not " + std::string(dtype_name(zt)));
+  }
+  n.set_output(0, quantize(e, x, per_axis(n, n.input(1), xs), zero_point));
+}
+
+// y = (x - zero_point) · scale, the difference taken in i32 as onnxruntime does.
+void dequantize_linear(NodeContext& n) {
+  expect_axis_since_13(n);
+  Emitter& e = n.e();
+  ValueId x = n.input(0);
+  const Shape xs = e.shape(x);
+  ValueId v = cast_to(e, x, DType::i32);
+  if (n.has_input(2)) v = e.sub(v, cast_to(e, per_axis(n, n.input(2), xs), DType::i32));
+  n.set_output(0, e.mul(cast_to(e, v, DType::f32), per_axis(n, n.input(1), xs)));
+}
+
+// ONNX's function body: the range of x widened to hold 0, over 255 levels.
+void dynamic_quantize_linear(NodeContext& n) {
+  n.expect_attrs({});
+  Emitter& e = n.e();
+  ValueId x = n.input(0);
+  ValueId zero = e.constant(0, DType::f32), top = e.constant(255, DType::f32);
+  ValueId lo = e.op(Op::Minimum, {e.op(Op::Min, {x}), zero});
+  ValueId hi = e.op(Op::Maximum, {e.op(Op::Max, {x}), zero});
+  ValueId scale = e.div(e.sub(hi, lo), top);
+  ValueId zp = e.sub(zero, e.div(lo, scale));
+  zp = e.op(Op::Minimum, {e.op(Op::Maximum, {zp, zero}), top});
+  ValueId zero_point = cast_to(e, round_half_even(e, zp), DType::u8);
+  n.set_output(0, quantize(e, x, scale, zero_point));
+  n.set_output(1, scale);
+  n.set_output(2, zero_point);
+}
+
 const OpConverter kOps[] = {
     {"Abs", 1, abs},
     {"Neg", 1, unary<Op::Neg>},
@@ -370,6 +467,9 @@ const OpConverter kOps[] = {
     {"Clip", 1, clip},
     {"Cast", 1, cast},
     {"CastLike", 15, cast_like},
+    {"QuantizeLinear", 10, quantize_linear},
+    {"DequantizeLinear", 10, dequantize_linear},
+    {"DynamicQuantizeLinear", 11, dynamic_quantize_linear},
 };
 
 }  // namespace

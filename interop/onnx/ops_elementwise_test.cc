@@ -58,9 +58,10 @@ std::string error_of(const std::string& op, std::vector<Tensor> inputs, int opse
   return y.ok() ? "(no error)" : y.error().message;
 }
 
-// `got` has dtype `dt` and `want`'s values, each within `tol` relative (NaN matches NaN).
+// `got` has dtype `dt` and `want`'s values, each within `tol` relative, or absolute below
+// 1 unless `relative` (NaN matches NaN).
 void expect_values(const StatusOr<Tensor>& got, DType dt, const std::vector<double>& want,
-                   double tol = 1e-6) {
+                   double tol = 1e-6, bool relative = false) {
   ASSERT_TRUE(got.ok()) << got.error().to_string();
   EXPECT_EQ(got->dtype(), dt) << got->type().to_string();
   ASSERT_EQ(got->numel(), static_cast<int64_t>(want.size())) << got->type().to_string();
@@ -71,7 +72,7 @@ void expect_values(const StatusOr<Tensor>& got, DType dt, const std::vector<doub
     } else if (std::isinf(w)) {
       EXPECT_EQ(g, w) << "element " << i;
     } else {
-      EXPECT_NEAR(g, w, tol * std::max(1.0, std::fabs(w))) << "element " << i;
+      EXPECT_NEAR(g, w, tol * (relative ? std::fabs(w) : std::max(1.0, std::fabs(w)))) << "element " << i;
     }
   }
 }
@@ -101,6 +102,7 @@ TEST_P(Unary, MatchesTheMathOnF32AndF64) {
   std::vector<double> x = {-2.5, -0.7, -0.25, 0.0, 0.3, 0.5, 1.5, 3.25};
   if (c.positive_only) x = {0.125, 0.3, 0.5, 1.0, 1.5, 3.25, 10.0, 100.0};
   if (std::string(c.op) == "Atanh") x = {-0.9, -0.5, -1e-6, 0.0, 1e-6, 0.25, 0.5, 0.99};
+  if (std::string(c.op) == "Acosh") x = {1.0, 1.0000001, 1.001, 1.5, 2.0, 10.0, 1e5, 1e30};
   std::vector<double> want;
   for (double v : x) want.push_back(c.fn(static_cast<float>(v)));
   expect_values(run_op(c.op, {f32(x)}), DType::f32, want, 2e-6);
@@ -124,6 +126,9 @@ INSTANTIATE_TEST_SUITE_P(
         UnaryCase{"Tan", [](double x) { return std::tan(x); }, false},
         UnaryCase{"Cosh", [](double x) { return std::cosh(x); }, false},
         UnaryCase{"Atanh", [](double x) { return std::atanh(x); }, false},
+        UnaryCase{"Sinh", [](double x) { return std::sinh(x); }, false},
+        UnaryCase{"Asinh", [](double x) { return std::asinh(x); }, false},
+        UnaryCase{"Acosh", [](double x) { return std::acosh(x); }, false},
         UnaryCase{"Erf", [](double x) { return std::erf(x); }, false},
         UnaryCase{"Sign", sign, false},
         UnaryCase{"Floor", [](double x) { return std::floor(x); }, false},
@@ -145,6 +150,27 @@ TEST(Elementwise, CoshDoesNotOverflowBeforeItsResult) {
   // exp(89) overflows f32; cosh(89) = 2.2e38 does not.
   expect_values(run_op("Cosh", {f32({89, -89})}), DType::f32,
                 {std::cosh(89.0), std::cosh(89.0)}, 1e-6);
+}
+
+TEST(Elementwise, HyperbolicFunctionsKeepTheirPrecisionAtTheEnds) {
+  // Near 0 (where exp(x) - exp(-x) and log(x + sqrt(x² + 1)) cancel), near 1 for acosh,
+  // and where x² or exp(x) overflow before the result does.
+  const std::vector<double> x = {-1e-10, 3e-8, 0.4999, 0.5, 2, 89, 1e20, -1e30};
+  for (DType dt : {DType::f32, DType::f64}) {
+    std::vector<double> sinh, asinh;
+    for (double v : x) {
+      const double r = dt == DType::f32 ? static_cast<float>(v) : v;
+      sinh.push_back(std::sinh(r));
+      asinh.push_back(std::asinh(r));
+    }
+    const double tol = dt == DType::f32 ? 4e-7 : 1e-15;
+    expect_values(run_op("Sinh", {of(dt, {-1e-10, 3e-8, 0.4999, 0.5, 2, 89})}), dt,
+                  std::vector<double>(sinh.begin(), sinh.begin() + 6), tol, /*relative=*/true);
+    expect_values(run_op("Asinh", {of(dt, x)}), dt, asinh, tol, /*relative=*/true);
+    const double near1 = dt == DType::f32 ? 1 + std::ldexp(1.0, -23) : 1 + std::ldexp(1.0, -52);
+    expect_values(run_op("Acosh", {of(dt, {near1, 1e20, 0.5})}), dt,
+                  {std::acosh(near1), std::acosh(1e20), kNaN}, tol, /*relative=*/true);
+  }
 }
 
 TEST(Elementwise, RoundHalvesToEven) {
@@ -605,12 +631,8 @@ const std::map<std::string, std::string>& expected_refusals() {
   static const std::map<std::string, std::string> kRefusals = {
       {"test_acos", kNoConverter},
       {"test_acos_example", kNoConverter},
-      {"test_acosh", kNoConverter},
-      {"test_acosh_example", kNoConverter},
       {"test_asin", kNoConverter},
       {"test_asin_example", kNoConverter},
-      {"test_asinh", kNoConverter},
-      {"test_asinh_example", kNoConverter},
       {"test_atan", kNoConverter},
       {"test_atan_example", kNoConverter},
       {"test_bitshift_left_uint16", no_dtype("UINT16")},
@@ -651,8 +673,6 @@ const std::map<std::string, std::string>& expected_refusals() {
       {"test_mod_uint64", no_dtype("UINT64")},
       {"test_pow_types_float32_uint32", no_dtype("UINT32")},
       {"test_pow_types_float32_uint64", no_dtype("UINT64")},
-      {"test_sinh", kNoConverter},
-      {"test_sinh_example", kNoConverter},
   };
   return kRefusals;
 }

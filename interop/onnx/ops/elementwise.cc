@@ -2,12 +2,14 @@
 // before opset 7 the binary ops broadcast only their right operand, and only under
 // `broadcast=1`, aligned at `axis` (legacy_rhs). Ops weft lacks are composed exactly
 // from its ops: Ceil = -floor(-x), Round halves to even from floor, IsNaN = x != x,
-// Xor = a != b, integer Mod from truncating division, Tan = sin/cos, BitShift on u8 from
+// Xor = a != b, integer Mod from truncating division, Tan = sin/cos, the hyperbolic
+// functions from exp and log1p without their cancellations, BitShift on u8 from
 // powers of 2; QuantizeLinear and friends from Round (to and from u8). Refused: Mod of
 // floats (C's fmod has no exact composition).
 #include <cfloat>
 #include <cmath>
 #include <limits>
+#include <numbers>
 #include <optional>
 #include <string>
 #include <utility>
@@ -144,6 +146,35 @@ void tan(NodeContext& n) {
   n.set_output(0, e.div(e.op(Op::Sin, {x}), e.op(Op::Cos, {x})));
 }
 
+// ---- Hyperbolic functions, each within a few ulp over its whole range.
+
+// Significand bits of a floating dtype.
+int precision(DType dt) {
+  switch (dt) {
+    case DType::f64: return 53;
+    case DType::f16: return 11;
+    case DType::bf16: return 8;
+    default: return 24;
+  }
+}
+
+// Where |x| is so large that 1 + x² rounds to x² (and x² may overflow): there
+// asinh(|x|) = acosh(|x|) = log(2|x|) to within the dtype's precision.
+ValueId beyond_square(Emitter& e, ValueId a) {
+  const DType dt = e.type(a).dtype;
+  return e.op(Op::Gt, {a, e.constant(std::ldexp(1.0, precision(dt) / 2 + 1), dt)});
+}
+
+ValueId log_twice(Emitter& e, ValueId a) {
+  return e.add(e.op(Op::Log, {a}), e.constant(std::numbers::ln2, e.type(a).dtype));
+}
+
+// `y` (>= 0) with the sign of x.
+ValueId with_sign_of(Emitter& e, ValueId x, ValueId y) {
+  ValueId negative = e.op(Op::Lt, {x, e.constant(0, e.type(x).dtype)});
+  return e.op(Op::Select, {negative, e.op(Op::Neg, {y}), y});
+}
+
 // atanh(x) = (log1p(x) - log1p(-x)) / 2: the two logs have opposite signs, so nothing
 // cancels.
 void atanh(NodeContext& n) {
@@ -165,6 +196,51 @@ void cosh(NodeContext& n) {
   ValueId h = e.op(Op::Exp, {e.mul(e.op(Op::Abs, {x}), half)});
   n.set_output(0, e.add(e.mul(h, e.mul(h, half)), e.div(half, e.mul(h, h))));
 }
+
+// sinh(|x|): below 1/2 its Taylor series to x^15 (the rest is under 2^-60 of the sum);
+// above, h·(h/2) - (1/2)/(h·h) with h = exp(|x|/2), which cancels at most a factor
+// coth(1/2) ≈ 2.2 and overflows only where the result does.
+void sinh(NodeContext& n) {
+  n.expect_attrs({});
+  Emitter& e = n.e();
+  ValueId x = n.input(0);
+  const DType dt = e.type(x).dtype;
+  ValueId a = e.op(Op::Abs, {x}), s = e.mul(a, a), half = e.constant(0.5, dt);
+  ValueId series = e.constant(1, dt);  // sinh(a)/a = 1 + s/(2·3)·(1 + s/(4·5)·(1 + ...))
+  for (int k = 7; k >= 1; --k) {
+    series = e.add(e.constant(1, dt), e.mul(s, e.mul(series, e.constant(1.0 / (2 * k * (2 * k + 1)), dt))));
+  }
+  ValueId h = e.op(Op::Exp, {e.mul(a, half)});
+  ValueId large = e.sub(e.mul(h, e.mul(h, half)), e.div(half, e.mul(h, h)));
+  ValueId y = e.op(Op::Select, {e.op(Op::Lt, {a, half}), e.mul(a, series), large});
+  n.set_output(0, with_sign_of(e, x, y));
+}
+
+// asinh(|x|) = log1p(|x| + x²/(1 + sqrt(1 + x²))), which is log(|x| + sqrt(x² + 1))
+// without its cancellation near 0; log(2|x|) where x² would overflow.
+void asinh(NodeContext& n) {
+  n.expect_attrs({});
+  Emitter& e = n.e();
+  ValueId x = n.input(0);
+  ValueId a = e.op(Op::Abs, {x}), s = e.mul(a, a), one = e.constant(1, e.type(x).dtype);
+  ValueId arg = e.add(a, e.div(s, e.add(one, e.op(Op::Sqrt, {e.add(one, s)}))));
+  ValueId y = e.op(Op::Select, {beyond_square(e, a), log_twice(e, a), e.op(Op::Log1p, {arg})});
+  n.set_output(0, with_sign_of(e, x, y));
+}
+
+// acosh(x) = log1p(t + sqrt(t·(x + 1))) with t = x - 1, exact near 1, where
+// log(x + sqrt(x² - 1)) loses x² - 1; log(2x) where x² would overflow; NaN below 1.
+void acosh(NodeContext& n) {
+  n.expect_attrs({});
+  Emitter& e = n.e();
+  ValueId x = n.input(0);
+  ValueId one = e.constant(1, e.type(x).dtype);
+  ValueId t = e.sub(x, one);
+  ValueId near = e.op(Op::Log1p, {e.add(t, e.op(Op::Sqrt, {e.mul(t, e.add(x, one))}))});
+  n.set_output(0, e.op(Op::Select, {beyond_square(e, x), log_twice(e, x), near}));
+}
+
+// ---- Classes of floating-point values.
 
 void is_nan(NodeContext& n) {
   n.expect_attrs({});
@@ -440,6 +516,9 @@ const OpConverter kOps[] = {
     {"Erf", 9, unary<Op::Erf>},
     {"Sign", 9, sign},
     {"Cosh", 9, cosh},
+    {"Sinh", 9, sinh},
+    {"Asinh", 9, asinh},
+    {"Acosh", 9, acosh},
     {"Atanh", 9, atanh},
     {"IsNaN", 9, is_nan},
     {"IsInf", 10, is_inf},

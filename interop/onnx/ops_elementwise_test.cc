@@ -329,6 +329,43 @@ TEST(Elementwise, ClipBoundsAreAttributesBeforeOpset11AndInputsAfter) {
             "node '#0' (Clip, opset 11): min must be a scalar, not [2]");
 }
 
+TEST(Elementwise, ClipBoundsAndQuantizationScalesAreNeverTrained) {
+  OnnxBuilder b(13);
+  b.input("x", DType::f32, {3});
+  b.initializer("six", f32(Shape{}, {6}));
+  b.initializer("zero", f32(Shape{}, {0}));
+  b.initializer("scale", f32({3}, {0.5, 1, 2}));
+  b.node("Clip", {"x", "zero", "six"}, {"relu6"});
+  set_attr(b.node("QuantizeLinear", {"relu6", "scale"}, {"q"}), "axis", 0);
+  b.output("q", DType::u8);
+  StatusOr<ImportedGraph> g = import_onnx(b.file());
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  ASSERT_EQ(g->params.size(), 1u);
+  EXPECT_EQ(g->params[0].name, "scale");
+  EXPECT_EQ(g->params[0].kind, InputKind::state);
+  expect_values(import_and_run(b.file(), {f32({-1, 3, 9})}).value()[0], DType::u8, {0, 3, 3}, 0);
+}
+
+TEST(Elementwise, ShapeArithmeticThroughTheseOpsIsFolded) {
+  // ceil(shape(x) / 2) as int64, computed at import time: one `full` is left.
+  OnnxBuilder b(13);
+  b.input("x", DType::f32, {4, 3});
+  b.node("Shape", {"x"}, {"s"});
+  set_attr(b.node("Cast", {"s"}, {"sf"}), "to", static_cast<int>(onnx::TensorProto::FLOAT));
+  b.initializer("two", Tensor::from_vector<int64_t>(Shape{}, {2}));
+  set_attr(b.node("Cast", {"two"}, {"twof"}), "to", static_cast<int>(onnx::TensorProto::FLOAT));
+  b.node("Div", {"sf", "twof"}, {"halves"});
+  b.node("Ceil", {"halves"}, {"up"});
+  set_attr(b.node("Cast", {"up"}, {"y"}), "to", static_cast<int>(onnx::TensorProto::INT64));
+  b.output("y", DType::i64);
+  StatusOr<ImportedGraph> g = import_onnx(b.file());
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  ASSERT_EQ(g->graph.nodes().size(), 1u);
+  EXPECT_EQ(g->graph.nodes()[0].op, Op::Full);
+  expect_values(import_and_run(b.file(), {f32({4, 3}, std::vector<double>(12, 0))}).value()[0], DType::i64,
+                {2, 2}, 0);
+}
+
 TEST(Elementwise, CastAndCastLike) {
   const Tensor x = f32({-2.7, 0, 0.1, 65519, 3.5});
   auto to = [](int t) { return [t](onnx::NodeProto& n) { set_attr(n, "to", t); }; };

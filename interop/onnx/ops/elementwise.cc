@@ -358,12 +358,15 @@ void where(NodeContext& n) {
   n.set_output(0, n.e().op(Op::Select, {n.input(0), n.input(1), n.input(2)}));
 }
 
-// Clip's optional min/max input (opset 11 on) as a rank-0 value.
+// Clip's optional min/max input (opset 11 on) as a rank-0 value: a constant when known
+// at import time (an initializer bound is an attribute moved to an input, never a
+// trained parameter).
 ValueId clip_bound(NodeContext& n, int i, const char* what) {
+  const Type t = n.input_type(i);
+  if (t.numel() != 1) n.invalid(std::string(what) + " must be a scalar, not " + t.shape.to_string());
+  if (const Tensor* c = n.constant(i)) return n.e().constant(c->get_double(0), t.dtype);
   ValueId v = n.input(i);
-  const Shape s = n.e().shape(v);
-  if (s.numel() != 1) n.invalid(std::string(what) + " must be a scalar, not " + s.to_string());
-  return s.rank() == 0 ? v : n.e().reshape(v, {});
+  return t.shape.rank() == 0 ? v : n.e().reshape(v, {});
 }
 
 // clip = min(max(x, lo), hi): NaN stays NaN, and lo > hi gives hi, as ONNX says. Before
@@ -423,7 +426,8 @@ void cast_like(NodeContext& n) {
 // ---- Linear quantization to and from u8 (int8, ONNX's other choice, is not a weft dtype).
 
 // A scale or zero point: a scalar (per tensor), or 1-D with one entry per index of x's
-// `axis` (per axis, opset 13 on), reshaped to broadcast along it.
+// `axis` (per axis, opset 13 on), reshaped to broadcast along it. Read as state inputs:
+// an initializer scale is the quantization's, never a trained parameter.
 ValueId per_axis(NodeContext& n, ValueId v, const Shape& xs) {
   Emitter& e = n.e();
   const Shape s = e.shape(v);
@@ -462,11 +466,11 @@ void quantize_linear(NodeContext& n) {
   const Shape xs = e.shape(x);
   std::optional<ValueId> zero_point;
   if (n.has_input(2)) {
-    zero_point = per_axis(n, n.input(2), xs);
+    zero_point = per_axis(n, n.state_input(2), xs);
     const DType zt = e.type(*zero_point).dtype;
     if (zt != DType::u8) n.invalid("the zero point must be uint8 or int8, not " + std::string(dtype_name(zt)));
   }
-  n.set_output(0, quantize(e, x, per_axis(n, n.input(1), xs), zero_point));
+  n.set_output(0, quantize(e, x, per_axis(n, n.state_input(1), xs), zero_point));
 }
 
 // y = (x - zero_point) · scale, the difference taken in i32 as onnxruntime does.
@@ -476,8 +480,8 @@ void dequantize_linear(NodeContext& n) {
   ValueId x = n.input(0);
   const Shape xs = e.shape(x);
   ValueId v = cast_to(e, x, DType::i32);
-  if (n.has_input(2)) v = e.sub(v, cast_to(e, per_axis(n, n.input(2), xs), DType::i32));
-  n.set_output(0, e.mul(cast_to(e, v, DType::f32), per_axis(n, n.input(1), xs)));
+  if (n.has_input(2)) v = e.sub(v, cast_to(e, per_axis(n, n.state_input(2), xs), DType::i32));
+  n.set_output(0, e.mul(cast_to(e, v, DType::f32), per_axis(n, n.state_input(1), xs)));
 }
 
 // ONNX's function body: the range of x widened to hold 0, over 255 levels.

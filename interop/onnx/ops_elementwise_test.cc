@@ -22,7 +22,9 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-Tensor f32(Shape s, std::vector<double> v) { return Tensor::from_doubles(DType::f32, std::move(s), v); }
+Tensor f32(Shape s, std::vector<double> v) {
+  return Tensor::from_doubles(DType::f32, std::move(s), v);
+}
 Tensor f32(const std::vector<double>& v) { return f32(Shape({static_cast<int64_t>(v.size())}), v); }
 Tensor of(DType dt, std::vector<double> v) {
   return Tensor::from_doubles(dt, Shape({static_cast<int64_t>(v.size())}), v);
@@ -72,7 +74,8 @@ void expect_values(const StatusOr<Tensor>& got, DType dt, const std::vector<doub
     } else if (std::isinf(w)) {
       EXPECT_EQ(g, w) << "element " << i;
     } else {
-      EXPECT_NEAR(g, w, tol * (relative ? std::fabs(w) : std::max(1.0, std::fabs(w)))) << "element " << i;
+      EXPECT_NEAR(g, w, tol * (relative ? std::fabs(w) : std::max(1.0, std::fabs(w))))
+          << "element " << i;
     }
   }
 }
@@ -113,43 +116,46 @@ TEST_P(Unary, MatchesTheMathOnF32AndF64) {
 
 INSTANTIATE_TEST_SUITE_P(
     Ops, Unary,
-    ::testing::Values(
-        UnaryCase{"Abs", [](double x) { return std::fabs(x); }, false}, UnaryCase{"Neg", neg, false},
-        UnaryCase{"Exp", [](double x) { return std::exp(x); }, false},
-        UnaryCase{"Log", [](double x) { return std::log(x); }, true},
-        UnaryCase{"Sqrt", [](double x) { return std::sqrt(x); }, true},
-        UnaryCase{"Reciprocal", reciprocal, true},
-        UnaryCase{"Tanh", [](double x) { return std::tanh(x); }, false},
-        UnaryCase{"Sigmoid", sigmoid, false}, UnaryCase{"Relu", relu, false},
-        UnaryCase{"Sin", [](double x) { return std::sin(x); }, false},
-        UnaryCase{"Cos", [](double x) { return std::cos(x); }, false},
-        UnaryCase{"Tan", [](double x) { return std::tan(x); }, false},
-        UnaryCase{"Cosh", [](double x) { return std::cosh(x); }, false},
-        UnaryCase{"Atanh", [](double x) { return std::atanh(x); }, false},
-        UnaryCase{"Sinh", [](double x) { return std::sinh(x); }, false},
-        UnaryCase{"Asinh", [](double x) { return std::asinh(x); }, false},
-        UnaryCase{"Acosh", [](double x) { return std::acosh(x); }, false},
-        UnaryCase{"Erf", [](double x) { return std::erf(x); }, false},
-        UnaryCase{"Sign", sign, false},
-        UnaryCase{"Floor", [](double x) { return std::floor(x); }, false},
-        UnaryCase{"Ceil", [](double x) { return std::ceil(x); }, false},
-        UnaryCase{"Softplus", softplus, false}, UnaryCase{"Softsign", softsign, false},
-        UnaryCase{"HardSwish", hard_swish, false}),
+    ::testing::Values(UnaryCase{"Abs", [](double x) { return std::fabs(x); }, false},
+                      UnaryCase{"Neg", neg, false},
+                      UnaryCase{"Exp", [](double x) { return std::exp(x); }, false},
+                      UnaryCase{"Log", [](double x) { return std::log(x); }, true},
+                      UnaryCase{"Sqrt", [](double x) { return std::sqrt(x); }, true},
+                      UnaryCase{"Reciprocal", reciprocal, true},
+                      UnaryCase{"Tanh", [](double x) { return std::tanh(x); }, false},
+                      UnaryCase{"Sigmoid", sigmoid, false}, UnaryCase{"Relu", relu, false},
+                      UnaryCase{"Sin", [](double x) { return std::sin(x); }, false},
+                      UnaryCase{"Cos", [](double x) { return std::cos(x); }, false},
+                      UnaryCase{"Tan", [](double x) { return std::tan(x); }, false},
+                      UnaryCase{"Cosh", [](double x) { return std::cosh(x); }, false},
+                      UnaryCase{"Atanh", [](double x) { return std::atanh(x); }, false},
+                      UnaryCase{"Sinh", [](double x) { return std::sinh(x); }, false},
+                      UnaryCase{"Asinh", [](double x) { return std::asinh(x); }, false},
+                      UnaryCase{"Acosh", [](double x) { return std::acosh(x); }, false},
+                      UnaryCase{"Erf", [](double x) { return std::erf(x); }, false},
+                      UnaryCase{"Sign", sign, false},
+                      UnaryCase{"Floor", [](double x) { return std::floor(x); }, false},
+                      UnaryCase{"Ceil", [](double x) { return std::ceil(x); }, false},
+                      UnaryCase{"Softplus", softplus, false},
+                      UnaryCase{"Softsign", softsign, false},
+                      UnaryCase{"HardSwish", hard_swish, false}),
     [](const auto& info) { return std::string(info.param.op); });
 
 TEST(Elementwise, OpsetOneAcceptsConsumedInputs) {
-  expect_values(run_op("Neg", {f32({1, -2})}, 1,
-                       [](onnx::NodeProto& n) { set_attr(n, "consumed_inputs", std::vector<int64_t>{0}); }),
-                DType::f32, {-1, 2});
-  EXPECT_EQ(error_of("Neg", {f32({1})}, 6,
-                     [](onnx::NodeProto& n) { set_attr(n, "consumed_inputs", std::vector<int64_t>{0}); }),
-            "node '#0' (Neg, opset 6): attribute 'consumed_inputs' is not supported");
+  expect_values(
+      run_op("Neg", {f32({1, -2})}, 1,
+             [](onnx::NodeProto& n) { set_attr(n, "consumed_inputs", std::vector<int64_t>{0}); }),
+      DType::f32, {-1, 2});
+  EXPECT_EQ(
+      error_of("Neg", {f32({1})}, 6,
+               [](onnx::NodeProto& n) { set_attr(n, "consumed_inputs", std::vector<int64_t>{0}); }),
+      "node '#0' (Neg, opset 6): attribute 'consumed_inputs' is not supported");
 }
 
 TEST(Elementwise, CoshDoesNotOverflowBeforeItsResult) {
   // exp(89) overflows f32; cosh(89) = 2.2e38 does not.
-  expect_values(run_op("Cosh", {f32({89, -89})}), DType::f32,
-                {std::cosh(89.0), std::cosh(89.0)}, 1e-6);
+  expect_values(run_op("Cosh", {f32({89, -89})}), DType::f32, {std::cosh(89.0), std::cosh(89.0)},
+                1e-6);
 }
 
 TEST(Elementwise, HyperbolicFunctionsKeepTheirPrecisionAtTheEnds) {
@@ -174,8 +180,8 @@ TEST(Elementwise, HyperbolicFunctionsKeepTheirPrecisionAtTheEnds) {
 }
 
 TEST(Elementwise, RoundHalvesToEven) {
-  const std::vector<double> x = {-2.5, -1.5, -0.5, -0.49999997, 0.5, 1.5, 2.5, 2.4999998,
-                                 0.49999997, 8388607.5, 1e10, kInf, kNaN};
+  const std::vector<double> x = {-2.5,      -1.5,       -0.5,      -0.49999997, 0.5,  1.5, 2.5,
+                                 2.4999998, 0.49999997, 8388607.5, 1e10,        kInf, kNaN};
   const std::vector<double> want = {-2, -2, 0, 0, 0, 2, 2, 2, 0, 8388608, 1e10, kInf, kNaN};
   expect_values(run_op("Round", {f32(x)}), DType::f32, want, 0);
   expect_values(run_op("Round", {of(DType::f64, {-3.5, 4.5, 4.500000001, -0.2})}), DType::f64,
@@ -194,10 +200,12 @@ TEST(Elementwise, IsNaNAndIsInf) {
   const Tensor x = f32({1, kNaN, kInf, -kInf, -2});
   expect_values(run_op("IsNaN", {x}), DType::boolean, {0, 1, 0, 0, 0}, 0);
   expect_values(run_op("IsInf", {x}), DType::boolean, {0, 0, 1, 1, 0}, 0);
-  expect_values(run_op("IsInf", {x}, 17, [](onnx::NodeProto& n) { set_attr(n, "detect_negative", 0); }),
-                DType::boolean, {0, 0, 1, 0, 0}, 0);
-  expect_values(run_op("IsInf", {x}, 17, [](onnx::NodeProto& n) { set_attr(n, "detect_positive", 0); }),
-                DType::boolean, {0, 0, 0, 1, 0}, 0);
+  expect_values(
+      run_op("IsInf", {x}, 17, [](onnx::NodeProto& n) { set_attr(n, "detect_negative", 0); }),
+      DType::boolean, {0, 0, 1, 0, 0}, 0);
+  expect_values(
+      run_op("IsInf", {x}, 17, [](onnx::NodeProto& n) { set_attr(n, "detect_positive", 0); }),
+      DType::boolean, {0, 0, 0, 1, 0}, 0);
   expect_values(run_op("IsInf", {x}, 17,
                        [](onnx::NodeProto& n) {
                          set_attr(n, "detect_positive", 0);
@@ -215,7 +223,8 @@ TEST(Elementwise, ArithmeticBroadcastsLikeNumPy) {
   expect_values(run_op("Sub", {a, b}), DType::f32, {-9, -18, -37, -6, -15, -34});
   expect_values(run_op("Mul", {a, b}), DType::f32, {10, 40, 120, 40, 100, 240});
   expect_values(run_op("Div", {a, b}), DType::f32, {0.1, 0.1, 0.075, 0.4, 0.25, 0.15});
-  expect_values(run_op("Div", {of(DType::i32, {7, -7}), of(DType::i32, {2, 2})}), DType::i32, {3, -3}, 0);
+  expect_values(run_op("Div", {of(DType::i32, {7, -7}), of(DType::i32, {2, 2})}), DType::i32,
+                {3, -3}, 0);
 }
 
 TEST(Elementwise, LegacyBroadcastAlignsTheRightOperandAtAxis) {
@@ -227,12 +236,15 @@ TEST(Elementwise, LegacyBroadcastAlignsTheRightOperandAtAxis) {
       if (axis >= 0) set_attr(n, "axis", axis);
     };
   };
-  expect_values(run_op("Add", {a, b}, 6, legacy(1)), DType::f32, {1, 1, 2, 2, 3, 3, 2, 2, 3, 3, 4, 4});
+  expect_values(run_op("Add", {a, b}, 6, legacy(1)), DType::f32,
+                {1, 1, 2, 2, 3, 3, 2, 2, 3, 3, 4, 4});
   // Without axis, B lines up with A's trailing dims; a one-element B is a scalar.
   expect_values(run_op("Mul", {f32({2, 2}, {1, 2, 3, 4}), f32({2}, {10, 100})}, 6, legacy(-1)),
                 DType::f32, {10, 200, 30, 400});
-  expect_values(run_op("Sub", {f32({2}, {1, 2}), f32({1, 1}, {5})}, 1, legacy(-1)), DType::f32, {-4, -3});
-  expect_values(run_op("Pow", {f32({2}, {2, 3}), f32({1}, {2})}, 6, legacy(-1)), DType::f32, {4, 9});
+  expect_values(run_op("Sub", {f32({2}, {1, 2}), f32({1, 1}, {5})}, 1, legacy(-1)), DType::f32,
+                {-4, -3});
+  expect_values(run_op("Pow", {f32({2}, {2, 3}), f32({1}, {2})}, 6, legacy(-1)), DType::f32,
+                {4, 9});
   // B's dims of size 1 repeat, as PyTorch's exports expect.
   expect_values(run_op("Add", {f32({2, 2}, {1, 2, 3, 4}), f32({2, 1}, {10, 20})}, 6, legacy(-1)),
                 DType::f32, {11, 12, 23, 24});
@@ -272,22 +284,28 @@ TEST(Elementwise, IntegerModTakesTheDivisorsSignUnlessFmod) {
   expect_values(run_op("Mod", {a, b}), DType::i32, {1, 2, -2, -1, 0, 0}, 0);
   expect_values(run_op("Mod", {a, b}, 17, [](onnx::NodeProto& n) { set_attr(n, "fmod", 1); }),
                 DType::i32, {1, -1, 1, -1, 0, 0}, 0);
-  expect_values(run_op("Mod", {of(DType::u8, {7, 200}), of(DType::u8, {3, 7})}), DType::u8, {1, 4}, 0);
+  expect_values(run_op("Mod", {of(DType::u8, {7, 200}), of(DType::u8, {3, 7})}), DType::u8, {1, 4},
+                0);
 }
 
 TEST(Elementwise, FloatingModIsRefused) {
-  EXPECT_EQ(error_of("Mod", {f32({1}), f32({2})}, 17, [](onnx::NodeProto& n) { set_attr(n, "fmod", 1); }),
-            "node '#0' (Mod, opset 17): Mod of f32 operands (weft has no remainder op, and "
-            "a - trunc(a / b) * b is not exact) is not supported");
+  EXPECT_EQ(
+      error_of("Mod", {f32({1}), f32({2})}, 17, [](onnx::NodeProto& n) { set_attr(n, "fmod", 1); }),
+      "node '#0' (Mod, opset 17): Mod of f32 operands (weft has no remainder op, and "
+      "a - trunc(a / b) * b is not exact) is not supported");
   EXPECT_EQ(error_of("Mod", {f32({1}), f32({2})}),
             "node '#0' (Mod, opset 17): Mod of floating operands requires fmod=1");
 }
 
 TEST(Elementwise, BitShiftOnBytes) {
-  auto direction = [](const char* d) { return [d](onnx::NodeProto& n) { set_attr(n, "direction", d); }; };
+  auto direction = [](const char* d) {
+    return [d](onnx::NodeProto& n) { set_attr(n, "direction", d); };
+  };
   const Tensor x = of(DType::u8, {1, 3, 255, 200, 7, 255}), y = of(DType::u8, {0, 2, 1, 7, 8, 200});
-  expect_values(run_op("BitShift", {x, y}, 11, direction("LEFT")), DType::u8, {1, 12, 254, 0, 0, 0}, 0);
-  expect_values(run_op("BitShift", {x, y}, 11, direction("RIGHT")), DType::u8, {1, 0, 127, 1, 0, 0}, 0);
+  expect_values(run_op("BitShift", {x, y}, 11, direction("LEFT")), DType::u8, {1, 12, 254, 0, 0, 0},
+                0);
+  expect_values(run_op("BitShift", {x, y}, 11, direction("RIGHT")), DType::u8, {1, 0, 127, 1, 0, 0},
+                0);
   EXPECT_EQ(error_of("BitShift", {of(DType::i32, {1}), of(DType::i32, {1})}, 11, direction("LEFT")),
             "node '#0' (BitShift, opset 11): BitShift takes unsigned integers, not i32");
   EXPECT_EQ(error_of("BitShift", {x, y}, 11, direction("UP")),
@@ -301,12 +319,13 @@ TEST(Elementwise, VariadicOpsFoldTheirInputs) {
   expect_values(run_op("Sum", {a, b, c}), DType::f32, {7, 12, 5, 15});
   expect_values(run_op("Mean", {a, b, c}), DType::f32, {7 / 3., 4, 5 / 3., 5});
   expect_values(run_op("Max", {a}), DType::f32, {1, 5, -1, 8});
-  expect_values(run_op("Max", {of(DType::i64, {1, 9}), of(DType::i64, {4, 2})}), DType::i64, {4, 9}, 0);
+  expect_values(run_op("Max", {of(DType::i64, {1, 9}), of(DType::i64, {4, 2})}), DType::i64, {4, 9},
+                0);
 }
 
 TEST(Elementwise, WhereSelects) {
-  expect_values(run_op("Where", {of(DType::boolean, {1, 0, 1}), f32({1, 2, 3}), f32({-1})}), DType::f32,
-                {1, -1, 3});
+  expect_values(run_op("Where", {of(DType::boolean, {1, 0, 1}), f32({1, 2, 3}), f32({-1})}),
+                DType::f32, {1, -1, 3});
 }
 
 TEST(Elementwise, ClipBoundsAreAttributesBeforeOpset11AndInputsAfter) {
@@ -323,8 +342,9 @@ TEST(Elementwise, ClipBoundsAreAttributesBeforeOpset11AndInputsAfter) {
   expect_values(run_op("Clip", {x, f32(Shape{}, {2})}, 11, {}, {"x", "", "hi"}), DType::f32,
                 {-kInf, -3, 0.5, 2, 2, kNaN});
   expect_values(run_op("Clip", {x}, 13), DType::f32, {-kInf, -3, 0.5, 3, kInf, kNaN});
-  expect_values(run_op("Clip", {of(DType::i64, {-5, 5, 50}), of(DType::i64, {0}), of(DType::i64, {10})}, 12),
-                DType::i64, {0, 5, 10}, 0);
+  expect_values(
+      run_op("Clip", {of(DType::i64, {-5, 5, 50}), of(DType::i64, {0}), of(DType::i64, {10})}, 12),
+      DType::i64, {0, 5, 10}, 0);
   EXPECT_EQ(error_of("Clip", {x, f32({-1, 0})}, 11),
             "node '#0' (Clip, opset 11): min must be a scalar, not [2]");
 }
@@ -362,21 +382,24 @@ TEST(Elementwise, ShapeArithmeticThroughTheseOpsIsFolded) {
   ASSERT_TRUE(g.ok()) << g.error().to_string();
   ASSERT_EQ(g->graph.nodes().size(), 1u);
   EXPECT_EQ(g->graph.nodes()[0].op, Op::Full);
-  expect_values(import_and_run(b.file(), {f32({4, 3}, std::vector<double>(12, 0))}).value()[0], DType::i64,
-                {2, 2}, 0);
+  expect_values(import_and_run(b.file(), {f32({4, 3}, std::vector<double>(12, 0))}).value()[0],
+                DType::i64, {2, 2}, 0);
 }
 
 TEST(Elementwise, CastAndCastLike) {
   const Tensor x = f32({-2.7, 0, 0.1, 65519, 3.5});
   auto to = [](int t) { return [t](onnx::NodeProto& n) { set_attr(n, "to", t); }; };
-  expect_values(run_op("Cast", {x}, 13, to(onnx::TensorProto::INT32)), DType::i32, {-2, 0, 0, 65519, 3}, 0);
-  expect_values(run_op("Cast", {x}, 13, to(onnx::TensorProto::BOOL)), DType::boolean, {1, 0, 1, 1, 1}, 0);
+  expect_values(run_op("Cast", {x}, 13, to(onnx::TensorProto::INT32)), DType::i32,
+                {-2, 0, 0, 65519, 3}, 0);
+  expect_values(run_op("Cast", {x}, 13, to(onnx::TensorProto::BOOL)), DType::boolean,
+                {1, 0, 1, 1, 1}, 0);
   expect_values(run_op("Cast", {x}, 13, to(onnx::TensorProto::FLOAT16)), DType::f16,
                 {-2.69921875, 0, 0.0999755859375, 65504, 3.5}, 0);
   // Opset 1 names the type.
   expect_values(run_op("Cast", {x}, 1, [](onnx::NodeProto& n) { set_attr(n, "to", "DOUBLE"); }),
                 DType::f64, {-2.7f, 0, 0.1f, 65519, 3.5}, 0);
-  expect_values(run_op("CastLike", {x, of(DType::i64, {0})}, 15), DType::i64, {-2, 0, 0, 65519, 3}, 0);
+  expect_values(run_op("CastLike", {x, of(DType::i64, {0})}, 15), DType::i64, {-2, 0, 0, 65519, 3},
+                0);
   EXPECT_EQ(error_of("Cast", {x}, 13, to(onnx::TensorProto::STRING)),
             "node '#0' (Cast, opset 13): casting to STRING tensors: weft has no such dtype (it has "
             "f32, f64, f16, bf16, i32, i64, u8, bool)");
@@ -406,8 +429,9 @@ TEST(Activation, WithTheirAttributeDefaults) {
                 each([](double v) { return std::clamp(0.2 * v + 0.5, 0.0, 1.0); }));
   expect_values(run_op("ThresholdedRelu", {f32(x)}), DType::f32,
                 each([](double v) { return v > 1 ? v : 0; }));
-  expect_values(run_op("Shrink", {f32(x)}), DType::f32,
-                each([](double v) { return v < -0.5 ? v : v > 0.5 ? v : 0; }));
+  expect_values(run_op("Shrink", {f32(x)}), DType::f32, each([](double v) {
+                  return v < -0.5 ? v : v > 0.5 ? v : 0;
+                }));
 }
 
 TEST(Activation, WithAttributesSet) {
@@ -417,30 +441,33 @@ TEST(Activation, WithAttributesSet) {
   expect_values(run_op("Elu", {x}, 6, alpha(0.5)), DType::f32,
                 {0.5 * std::expm1(-3), 0.5 * std::expm1(-1), 0.5 * std::expm1(-0.25), 0, 0.5, 2});
   expect_values(run_op("Celu", {x}, 17, alpha(2.0)), DType::f32,
-                {2 * std::expm1(-1.5), 2 * std::expm1(-0.5), 2 * std::expm1(-0.125), 0, 0.5, 2}, 1e-5);
+                {2 * std::expm1(-1.5), 2 * std::expm1(-0.5), 2 * std::expm1(-0.125), 0, 0.5, 2},
+                1e-5);
   expect_values(run_op("Selu", {x}, 6,
                        [](onnx::NodeProto& n) {
                          set_attr(n, "alpha", 2.0);
                          set_attr(n, "gamma", 3.0);
                        }),
-                DType::f32, {6 * std::expm1(-3), 6 * std::expm1(-1), 6 * std::expm1(-0.25), 0, 1.5, 6},
-                1e-5);
+                DType::f32,
+                {6 * std::expm1(-3), 6 * std::expm1(-1), 6 * std::expm1(-0.25), 0, 1.5, 6}, 1e-5);
   expect_values(run_op("HardSigmoid", {x}, 6,
                        [](onnx::NodeProto& n) {
                          set_attr(n, "alpha", 0.5);
                          set_attr(n, "beta", 0.25);
                        }),
                 DType::f32, {0, 0, 0.125, 0.25, 0.5, 1});
-  expect_values(run_op("ThresholdedRelu", {x}, 17, alpha(-0.5)), DType::f32, {0, 0, -0.25, 0, 0.5, 2});
+  expect_values(run_op("ThresholdedRelu", {x}, 17, alpha(-0.5)), DType::f32,
+                {0, 0, -0.25, 0, 0.5, 2});
   expect_values(run_op("Shrink", {x}, 17,
                        [](onnx::NodeProto& n) {
                          set_attr(n, "lambd", 1.0);
                          set_attr(n, "bias", 0.5);
                        }),
                 DType::f32, {-2.5, 0, 0, 0, 0, 1.5});
-  expect_values(run_op("LeakyRelu", {x}, 1,
-                       [](onnx::NodeProto& n) { set_attr(n, "consumed_inputs", std::vector<int64_t>{0}); }),
-                DType::f32, {-0.03, -0.01, -0.0025, 0, 0.5, 2});
+  expect_values(
+      run_op("LeakyRelu", {x}, 1,
+             [](onnx::NodeProto& n) { set_attr(n, "consumed_inputs", std::vector<int64_t>{0}); }),
+      DType::f32, {-0.03, -0.01, -0.0025, 0, 0.5, 2});
 }
 
 TEST(Activation, ShrinkOnIntegers) {
@@ -451,10 +478,11 @@ TEST(Activation, ShrinkOnIntegers) {
     };
   };
   // |x| > 1.5 means x <= -2 or x >= 2.
-  expect_values(run_op("Shrink", {of(DType::i32, {-3, -2, -1, 0, 1, 2, 3})}, 17, attrs(1.5, 1)), DType::i32,
-                {-2, -1, 0, 0, 0, 1, 2}, 0);
-  EXPECT_EQ(error_of("Shrink", {of(DType::i32, {1})}, 17, attrs(1.5, 0.5)),
-            "node '#0' (Shrink, opset 17): a fractional bias (0.500000) on i32 input is not supported");
+  expect_values(run_op("Shrink", {of(DType::i32, {-3, -2, -1, 0, 1, 2, 3})}, 17, attrs(1.5, 1)),
+                DType::i32, {-2, -1, 0, 0, 0, 1, 2}, 0);
+  EXPECT_EQ(
+      error_of("Shrink", {of(DType::i32, {1})}, 17, attrs(1.5, 0.5)),
+      "node '#0' (Shrink, opset 17): a fractional bias (0.500000) on i32 input is not supported");
 }
 
 TEST(Activation, PReluSlopeBroadcastsToX) {
@@ -463,7 +491,8 @@ TEST(Activation, PReluSlopeBroadcastsToX) {
   expect_values(run_op("PRelu", {x, f32({2}, {0.5, 0.25})}, 9), DType::f32, {-0.5, -0.5, -1.5, 4});
   // Opset 6: a 1-D slope holds one value per channel (axis 1).
   expect_values(run_op("PRelu", {x, f32({2}, {0.5, 0.25})}, 6), DType::f32, {-0.5, -1, -0.75, 4});
-  expect_values(run_op("PRelu", {of(DType::i32, {-4, 4}), of(DType::i32, {3})}, 16), DType::i32, {-12, 4}, 0);
+  expect_values(run_op("PRelu", {of(DType::i32, {-4, 4}), of(DType::i32, {3})}, 16), DType::i32,
+                {-12, 4}, 0);
   EXPECT_EQ(error_of("PRelu", {f32({-1, 1}), f32({2, 2}, {1, 1, 1, 1})}, 9),
             "node '#0' (PRelu, opset 9): the slope [2,2] does not broadcast to X's shape [2]");
 }
@@ -506,23 +535,26 @@ TEST(Activation, SoftmaxFamilyReadsXAsAMatrixBeforeOpset13) {
 
 TEST(Elementwise, QuantizeLinearRoundsHalvesToEvenAndSaturates) {
   const Tensor x = f32({0, 2, 3, 5, -300, 1000, 251});
-  expect_values(run_op("QuantizeLinear", {x, f32(Shape{}, {2}), Tensor::scalar(DType::u8, 128)}, 10),
-                DType::u8, {128, 129, 130, 130, 0, 255, 254}, 0);
+  expect_values(
+      run_op("QuantizeLinear", {x, f32(Shape{}, {2}), Tensor::scalar(DType::u8, 128)}, 10),
+      DType::u8, {128, 129, 130, 130, 0, 255, 254}, 0);
   expect_values(run_op("QuantizeLinear", {x, f32(Shape{}, {2})}, 13, {}, {"x", "scale"}), DType::u8,
                 {0, 1, 2, 2, 0, 255, 126}, 0);
   // Per axis: one scale and zero point per index of axis 1.
   const Tensor m = f32({2, 2}, {4, 4, 8, 8});
   expect_values(run_op("QuantizeLinear", {m, f32({2, 4}), of(DType::u8, {1, 2})}, 13), DType::u8,
                 {3, 3, 5, 4}, 0);
-  expect_values(run_op("DequantizeLinear", {Tensor::from_doubles(DType::u8, {2, 2}, {3, 3, 5, 4}), f32({2, 4}),
-                                            of(DType::u8, {1, 2})},
+  expect_values(run_op("DequantizeLinear",
+                       {Tensor::from_doubles(DType::u8, {2, 2}, {3, 3, 5, 4}), f32({2, 4}),
+                        of(DType::u8, {1, 2})},
                        13),
                 DType::f32, {4, 4, 8, 8}, 0);
-  expect_values(run_op("DequantizeLinear", {of(DType::u8, {0, 255}), f32(Shape{}, {0.5}),
-                                            Tensor::scalar(DType::u8, 128)},
-                       10),
-                DType::f32, {-64, 63.5}, 0);
-  expect_values(run_op("DequantizeLinear", {of(DType::i32, {-7, 9}), f32(Shape{}, {0.5})}, 10, {}, {"x", "s"}),
+  expect_values(
+      run_op("DequantizeLinear",
+             {of(DType::u8, {0, 255}), f32(Shape{}, {0.5}), Tensor::scalar(DType::u8, 128)}, 10),
+      DType::f32, {-64, 63.5}, 0);
+  expect_values(run_op("DequantizeLinear", {of(DType::i32, {-7, 9}), f32(Shape{}, {0.5})}, 10, {},
+                       {"x", "s"}),
                 DType::f32, {-3.5, 4.5}, 0);
   EXPECT_EQ(error_of("QuantizeLinear", {m, f32({3}, {1, 2, 3})}, 13),
             "node '#0' (QuantizeLinear, opset 13): the scale and zero point must be scalars or 1-D "
@@ -554,23 +586,74 @@ const std::string kNodeTests = std::string(kTestData) + "/node";
 // The ops of these families, by the prefix of their node tests' names (test_PREFIX...).
 const std::map<std::string, std::string>& test_prefixes() {
   static const std::map<std::string, std::string> kPrefixes = {
-      {"abs", "Abs"}, {"acos", "Acos"}, {"acosh", "Acosh"}, {"add", "Add"}, {"and", "And"},
-      {"asin", "Asin"}, {"asinh", "Asinh"}, {"atan", "Atan"}, {"atanh", "Atanh"},
-      {"bitshift", "BitShift"}, {"cast", "Cast"}, {"castlike", "CastLike"}, {"ceil", "Ceil"},
-      {"celu", "Celu"}, {"clip", "Clip"}, {"cos", "Cos"}, {"cosh", "Cosh"}, {"dequantizelinear", "DequantizeLinear"}, {"div", "Div"},
-      {"dynamicquantizelinear", "DynamicQuantizeLinear"}, {"hardmax", "Hardmax"},
-      {"logsoftmax", "LogSoftmax"}, {"quantizelinear", "QuantizeLinear"}, {"softmax", "Softmax"},
-      {"elu", "Elu"}, {"equal", "Equal"}, {"erf", "Erf"}, {"exp", "Exp"}, {"floor", "Floor"},
-      {"greater", "Greater"}, {"greater_equal", "GreaterOrEqual"}, {"hardsigmoid", "HardSigmoid"},
-      {"hardswish", "HardSwish"}, {"isinf", "IsInf"}, {"isnan", "IsNaN"}, {"leakyrelu", "LeakyRelu"},
-      {"less", "Less"}, {"less_equal", "LessOrEqual"}, {"log", "Log"}, {"max", "Max"},
-      {"mean", "Mean"}, {"min", "Min"}, {"mod", "Mod"}, {"mul", "Mul"}, {"neg", "Neg"},
-      {"not", "Not"}, {"or", "Or"}, {"pow", "Pow"}, {"prelu", "PRelu"}, {"reciprocal", "Reciprocal"},
-      {"relu", "Relu"}, {"round", "Round"}, {"selu", "Selu"}, {"shrink", "Shrink"},
-      {"sigmoid", "Sigmoid"}, {"sign", "Sign"}, {"sin", "Sin"}, {"sinh", "Sinh"},
-      {"softplus", "Softplus"}, {"softsign", "Softsign"}, {"sqrt", "Sqrt"}, {"sub", "Sub"},
-      {"sum", "Sum"}, {"tan", "Tan"}, {"tanh", "Tanh"}, {"thresholdedrelu", "ThresholdedRelu"},
-      {"where", "Where"}, {"xor", "Xor"}};
+      {"abs", "Abs"},
+      {"acos", "Acos"},
+      {"acosh", "Acosh"},
+      {"add", "Add"},
+      {"and", "And"},
+      {"asin", "Asin"},
+      {"asinh", "Asinh"},
+      {"atan", "Atan"},
+      {"atanh", "Atanh"},
+      {"bitshift", "BitShift"},
+      {"cast", "Cast"},
+      {"castlike", "CastLike"},
+      {"ceil", "Ceil"},
+      {"celu", "Celu"},
+      {"clip", "Clip"},
+      {"cos", "Cos"},
+      {"cosh", "Cosh"},
+      {"dequantizelinear", "DequantizeLinear"},
+      {"div", "Div"},
+      {"dynamicquantizelinear", "DynamicQuantizeLinear"},
+      {"hardmax", "Hardmax"},
+      {"logsoftmax", "LogSoftmax"},
+      {"quantizelinear", "QuantizeLinear"},
+      {"softmax", "Softmax"},
+      {"elu", "Elu"},
+      {"equal", "Equal"},
+      {"erf", "Erf"},
+      {"exp", "Exp"},
+      {"floor", "Floor"},
+      {"greater", "Greater"},
+      {"greater_equal", "GreaterOrEqual"},
+      {"hardsigmoid", "HardSigmoid"},
+      {"hardswish", "HardSwish"},
+      {"isinf", "IsInf"},
+      {"isnan", "IsNaN"},
+      {"leakyrelu", "LeakyRelu"},
+      {"less", "Less"},
+      {"less_equal", "LessOrEqual"},
+      {"log", "Log"},
+      {"max", "Max"},
+      {"mean", "Mean"},
+      {"min", "Min"},
+      {"mod", "Mod"},
+      {"mul", "Mul"},
+      {"neg", "Neg"},
+      {"not", "Not"},
+      {"or", "Or"},
+      {"pow", "Pow"},
+      {"prelu", "PRelu"},
+      {"reciprocal", "Reciprocal"},
+      {"relu", "Relu"},
+      {"round", "Round"},
+      {"selu", "Selu"},
+      {"shrink", "Shrink"},
+      {"sigmoid", "Sigmoid"},
+      {"sign", "Sign"},
+      {"sin", "Sin"},
+      {"sinh", "Sinh"},
+      {"softplus", "Softplus"},
+      {"softsign", "Softsign"},
+      {"sqrt", "Sqrt"},
+      {"sub", "Sub"},
+      {"sum", "Sum"},
+      {"tan", "Tan"},
+      {"tanh", "Tanh"},
+      {"thresholdedrelu", "ThresholdedRelu"},
+      {"where", "Where"},
+      {"xor", "Xor"}};
   return kPrefixes;
 }
 
@@ -601,7 +684,8 @@ bool close(const Tensor& got, const Tensor& want, std::string& why) {
     if (std::isnan(w) && std::isnan(g)) continue;
     const bool ok = exact ? g == w : (g == w || std::fabs(g - w) <= 1e-7 + 1e-3 * std::fabs(w));
     if (!ok) {
-      why = "element " + std::to_string(i) + " is " + std::to_string(g) + ", expected " + std::to_string(w);
+      why = "element " + std::to_string(i) + " is " + std::to_string(g) + ", expected " +
+            std::to_string(w);
       return false;
     }
   }
@@ -637,7 +721,8 @@ std::string run_node_test(const std::filesystem::path& dir) {
       for (int k = 0;; ++k) {
         const std::filesystem::path pb = data / (prefix + std::to_string(k) + ".pb");
         if (!std::filesystem::exists(pb)) break;
-        const int elem_type = k < declared.size() ? declared[k].type().tensor_type().elem_type() : 0;
+        const int elem_type =
+            k < declared.size() ? declared[k].type().tensor_type().elem_type() : 0;
         StatusOr<Tensor> t = read_test_tensor(pb, elem_type);
         if (!t.ok()) return t.error().message;
         into->push_back(std::move(*t));
@@ -659,7 +744,8 @@ std::string run_node_test(const std::filesystem::path& dir) {
 // and ONNX 1.12's FLOAT to BFLOAT16 data, which truncates where Cast rounds to nearest
 // even (as ONNX's spec and onnxruntime do).
 std::string no_dtype(const std::string& onnx_type) {
-  return onnx_type + " tensors: weft has no such dtype (it has f32, f64, f16, bf16, i32, i64, u8, bool)";
+  return onnx_type +
+         " tensors: weft has no such dtype (it has f32, f64, f16, bf16, i32, i64, u8, bool)";
 }
 constexpr char kNoConverter[] = "the op type is not supported";
 constexpr char kTruncatedBf16[] = "output 0: element 1 is 0.480469, expected 0.478516";
@@ -718,7 +804,8 @@ const std::map<std::string, std::string>& expected_refusals() {
 std::string other_family_op(const std::string& why) {
   const size_t end = why.find(", opset ");
   const size_t begin = why.rfind('(', end);
-  if (why.find("the op type is not supported") == std::string::npos || begin == std::string::npos) return "";
+  if (why.find("the op type is not supported") == std::string::npos || begin == std::string::npos)
+    return "";
   const std::string op = why.substr(begin + 1, end - begin - 1);
   for (const auto& [prefix, mine] : test_prefixes()) {
     if (mine == op) return "";
@@ -730,7 +817,8 @@ TEST(OnnxNodeTests, EveryCaseOfTheseOpsPassesOrIsRefusedAsExpected) {
   if (!std::filesystem::exists(kNodeTests)) GTEST_SKIP() << kNodeTests << " is not installed";
   std::map<std::string, std::pair<int, int>> counts;  // op -> (passed, cases)
   std::vector<std::filesystem::path> dirs;
-  for (const auto& entry : std::filesystem::directory_iterator(kNodeTests)) dirs.push_back(entry.path());
+  for (const auto& entry : std::filesystem::directory_iterator(kNodeTests))
+    dirs.push_back(entry.path());
   std::sort(dirs.begin(), dirs.end());
   for (const std::filesystem::path& dir : dirs) {
     const std::string test = dir.filename().string();
@@ -771,24 +859,41 @@ namespace {
 // over matrix rows) of these ops.
 TEST(OnnxNodeTests, PyTorchModelsOfTheseOpsPass) {
   if (!std::filesystem::exists(kTestData)) GTEST_SKIP() << kTestData << " is not installed";
-  for (const char* test :
-       {"pytorch-operator/test_operator_add_broadcast", "pytorch-operator/test_operator_add_size1_broadcast",
-        "pytorch-operator/test_operator_add_size1_right_broadcast",
-        "pytorch-operator/test_operator_add_size1_singleton_broadcast",
-        "pytorch-operator/test_operator_addconstant", "pytorch-operator/test_operator_basic",
-        "pytorch-operator/test_operator_clip", "pytorch-operator/test_operator_exp",
-        "pytorch-operator/test_operator_max", "pytorch-operator/test_operator_min",
-        "pytorch-operator/test_operator_pow", "pytorch-operator/test_operator_selu",
-        "pytorch-operator/test_operator_sqrt", "pytorch-converted/test_ELU",
-        "pytorch-converted/test_LeakyReLU", "pytorch-converted/test_LeakyReLU_with_negval",
-        "pytorch-converted/test_PReLU_1d", "pytorch-converted/test_PReLU_1d_multiparam",
-        "pytorch-converted/test_PReLU_2d", "pytorch-converted/test_PReLU_2d_multiparam",
-        "pytorch-converted/test_PReLU_3d", "pytorch-converted/test_PReLU_3d_multiparam",
-        "pytorch-converted/test_ReLU", "pytorch-converted/test_SELU", "pytorch-converted/test_Sigmoid",
-        "pytorch-converted/test_Softplus", "pytorch-converted/test_Softsign", "pytorch-converted/test_Tanh",
-        "pytorch-converted/test_Softmax", "pytorch-converted/test_LogSoftmax", "pytorch-converted/test_Softmin",
-        "pytorch-converted/test_log_softmax_dim3", "pytorch-converted/test_log_softmax_lastdim",
-        "pytorch-converted/test_softmax_functional_dim3", "pytorch-converted/test_softmax_lastdim"}) {
+  for (const char* test : {"pytorch-operator/test_operator_add_broadcast",
+                           "pytorch-operator/test_operator_add_size1_broadcast",
+                           "pytorch-operator/test_operator_add_size1_right_broadcast",
+                           "pytorch-operator/test_operator_add_size1_singleton_broadcast",
+                           "pytorch-operator/test_operator_addconstant",
+                           "pytorch-operator/test_operator_basic",
+                           "pytorch-operator/test_operator_clip",
+                           "pytorch-operator/test_operator_exp",
+                           "pytorch-operator/test_operator_max",
+                           "pytorch-operator/test_operator_min",
+                           "pytorch-operator/test_operator_pow",
+                           "pytorch-operator/test_operator_selu",
+                           "pytorch-operator/test_operator_sqrt",
+                           "pytorch-converted/test_ELU",
+                           "pytorch-converted/test_LeakyReLU",
+                           "pytorch-converted/test_LeakyReLU_with_negval",
+                           "pytorch-converted/test_PReLU_1d",
+                           "pytorch-converted/test_PReLU_1d_multiparam",
+                           "pytorch-converted/test_PReLU_2d",
+                           "pytorch-converted/test_PReLU_2d_multiparam",
+                           "pytorch-converted/test_PReLU_3d",
+                           "pytorch-converted/test_PReLU_3d_multiparam",
+                           "pytorch-converted/test_ReLU",
+                           "pytorch-converted/test_SELU",
+                           "pytorch-converted/test_Sigmoid",
+                           "pytorch-converted/test_Softplus",
+                           "pytorch-converted/test_Softsign",
+                           "pytorch-converted/test_Tanh",
+                           "pytorch-converted/test_Softmax",
+                           "pytorch-converted/test_LogSoftmax",
+                           "pytorch-converted/test_Softmin",
+                           "pytorch-converted/test_log_softmax_dim3",
+                           "pytorch-converted/test_log_softmax_lastdim",
+                           "pytorch-converted/test_softmax_functional_dim3",
+                           "pytorch-converted/test_softmax_lastdim"}) {
     EXPECT_EQ(run_node_test(std::filesystem::path(kTestData) / test), "") << test;
   }
 }

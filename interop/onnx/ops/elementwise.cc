@@ -1,11 +1,13 @@
 // Elementwise math and logic. ONNX's multidirectional (NumPy) broadcasting is weft's;
 // before opset 7 the binary ops broadcast only their right operand, and only under
-// `broadcast=1`, aligned at `axis` (legacy_rhs). Ops weft lacks are composed exactly
-// from its ops: Ceil = -floor(-x), Round halves to even from floor, IsNaN = x != x,
-// Xor = a != b, integer Mod from truncating division, Tan = sin/cos, the hyperbolic
-// functions from exp and log1p without their cancellations, BitShift on u8 from
-// powers of 2; QuantizeLinear and friends from Round (to and from u8). Refused: Mod of
-// floats (C's fmod has no exact composition).
+// `broadcast=1`, aligned at `axis` (legacy_rhs). Ops weft lacks are composed from its
+// ops: exactly where the math allows (Ceil = -floor(-x), Round halves to even from floor,
+// IsNaN = x != x, Xor = a != b, integer Mod from truncating division, BitShift on u8 from
+// powers of 2, QuantizeLinear and friends to and from u8), and within a few ulp, as
+// weft's own transcendental ops are, for Tan = sin/cos and the hyperbolic functions
+// (from exp, log and log1p, without their cancellations or early overflows).
+// Refused: Mod of floats (C's fmod has no exact composition); Asin, Acos, Atan have no
+// converter (weft has no inverse trigonometric op to build them from).
 #include <cfloat>
 #include <cmath>
 #include <limits>
@@ -127,8 +129,8 @@ ValueId round_half_even(Emitter& e, ValueId x) {
   ValueId d = e.sub(x, f);
   ValueId half = e.constant(0.5, dt), two = e.constant(2, dt);
   ValueId odd = e.op(Op::Ne, {e.mul(e.op(Op::Floor, {e.div(f, two)}), two), f});
-  ValueId up = e.op(Op::Or, {e.op(Op::Gt, {d, half}),
-                             e.op(Op::And, {e.op(Op::Eq, {d, half}), odd})});
+  ValueId up =
+      e.op(Op::Or, {e.op(Op::Gt, {d, half}), e.op(Op::And, {e.op(Op::Eq, {d, half}), odd})});
   return e.op(Op::Select, {up, e.add(f, e.constant(1, dt)), f});
 }
 
@@ -208,7 +210,8 @@ void sinh(NodeContext& n) {
   ValueId a = e.op(Op::Abs, {x}), s = e.mul(a, a), half = e.constant(0.5, dt);
   ValueId series = e.constant(1, dt);  // sinh(a)/a = 1 + s/(2·3)·(1 + s/(4·5)·(1 + ...))
   for (int k = 7; k >= 1; --k) {
-    series = e.add(e.constant(1, dt), e.mul(s, e.mul(series, e.constant(1.0 / (2 * k * (2 * k + 1)), dt))));
+    series = e.add(e.constant(1, dt),
+                   e.mul(s, e.mul(series, e.constant(1.0 / (2 * k * (2 * k + 1)), dt))));
   }
   ValueId h = e.op(Op::Exp, {e.mul(a, half)});
   ValueId large = e.sub(e.mul(h, e.mul(h, half)), e.div(half, e.mul(h, h)));
@@ -254,7 +257,8 @@ void is_inf(NodeContext& n) {
   ValueId x = n.input(0);
   const DType dt = e.type(x).dtype;
   const double inf = std::numeric_limits<double>::infinity();
-  const bool pos = n.attr_int("detect_positive", 1) != 0, neg = n.attr_int("detect_negative", 1) != 0;
+  const bool pos = n.attr_int("detect_positive", 1) != 0,
+             neg = n.attr_int("detect_negative", 1) != 0;
   if (pos && neg) {
     n.set_output(0, e.op(Op::Eq, {e.op(Op::Abs, {x}), e.constant(inf, dt)}));
   } else if (pos || neg) {
@@ -323,7 +327,8 @@ void bit_shift(NodeContext& n) {
   }
   ValueId x = n.input(0), y = n.input(1);
   const DType dt = e.type(x).dtype;
-  if (dt != DType::u8) n.invalid("BitShift takes unsigned integers, not " + std::string(dtype_name(dt)));
+  if (dt != DType::u8)
+    n.invalid("BitShift takes unsigned integers, not " + std::string(dtype_name(dt)));
   ValueId seven = e.constant(7, dt);
   ValueId scale = e.op(Op::Pow, {e.constant(2, dt), e.op(Op::Minimum, {y, seven})});
   ValueId shifted = direction == "LEFT" ? e.mul(x, scale) : e.div(x, scale);
@@ -363,7 +368,8 @@ void where(NodeContext& n) {
 // trained parameter).
 ValueId clip_bound(NodeContext& n, int i, const char* what) {
   const Type t = n.input_type(i);
-  if (t.numel() != 1) n.invalid(std::string(what) + " must be a scalar, not " + t.shape.to_string());
+  if (t.numel() != 1)
+    n.invalid(std::string(what) + " must be a scalar, not " + t.shape.to_string());
   if (const Tensor* c = n.constant(i)) return n.e().constant(c->get_double(0), t.dtype);
   ValueId v = n.input(i);
   return t.shape.rank() == 0 ? v : n.e().reshape(v, {});
@@ -468,7 +474,8 @@ void quantize_linear(NodeContext& n) {
   if (n.has_input(2)) {
     zero_point = per_axis(n, n.state_input(2), xs);
     const DType zt = e.type(*zero_point).dtype;
-    if (zt != DType::u8) n.invalid("the zero point must be uint8 or int8, not " + std::string(dtype_name(zt)));
+    if (zt != DType::u8)
+      n.invalid("the zero point must be uint8 or int8, not " + std::string(dtype_name(zt)));
   }
   n.set_output(0, quantize(e, x, per_axis(n, n.state_input(1), xs), zero_point));
 }

@@ -140,10 +140,8 @@ TEST(TrainingParity, FullResnet18OnCpu) {
   if (dir == nullptr) GTEST_SKIP() << "WEFT_PARITY_RESNET18 is not set";
   train_resnet("cpu", After::nothing, std::string(dir) + "/");
 }
-// DISABLED_ until the importer has a Softmax converter (with one, written locally, both
-// pass with every loss equal to PyTorch's).
-TEST(TrainingParity, DISABLED_TransformerOnCpu) { train_transformer("cpu"); }
-TEST(TrainingParity, DISABLED_TransformerOnReference) { train_transformer("reference"); }
+TEST(TrainingParity, TransformerOnCpu) { train_transformer("cpu"); }
+TEST(TrainingParity, TransformerOnReference) { train_transformer("reference"); }
 
 // After training, Trainer::evaluate runs the network in eval mode: batch norm with the
 // running statistics the steps updated, as PyTorch's model.eval().
@@ -156,8 +154,7 @@ TEST(TrainingParity, DISABLED_TransformerOnReference) { train_transformer("refer
 TEST(TrainingParity, DISABLED_ResnetEvaluatesAsPyTorchAfterTraining) {
   train_resnet("reference", After::evaluate);
 }
-// DISABLED_ until the importer has a Softmax converter.
-TEST(TrainingParity, DISABLED_TransformerEvaluatesAsPyTorchAfterTraining) {
+TEST(TrainingParity, TransformerEvaluatesAsPyTorchAfterTraining) {
   train_transformer("reference", After::evaluate);
 }
 

@@ -2,8 +2,11 @@
 // torchvision ResNet and the suite's transformer, exported to ONNX from PyTorch's own
 // initial weights, imported as the first module of a flow and trained with weft's Trainer
 // (SGD, mean cross-entropy) on the batch PyTorch trained on; every step's loss must be
-// PyTorch's within the suite's first-loss tolerance. The fixtures and the PyTorch losses
-// are made by testdata/make_parity_fixtures.py (its docstring says what each model is).
+// PyTorch's within the suite's first-loss tolerance, on the cpu and reference backends;
+// then Trainer::evaluate's logits must be PyTorch's model.eval() ones. The fixtures and
+// the PyTorch losses are made by testdata/make_parity_fixtures.py (its docstring says
+// what each model is); torchvision's full-width resnet18 runs too when its fixture is made
+// on demand (FullResnet18OnCpu).
 #include <gtest/gtest.h>
 
 #include <cmath>

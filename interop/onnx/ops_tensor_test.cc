@@ -445,6 +445,10 @@ TEST(LinalgOps, EinsumAsMatmul) {
   Case one(12);
   set_attr(one.data("a", iota_f32({2, 3})).node("Einsum", {"a"}), "equation", "ij->j");
   EXPECT_EQ(one.y(), f32({3}, {5, 7, 9}));
+  Case batched(12);  // the ellipsis: the same leading dims in both operands
+  batched.data("a", iota_f32({2, 1, 2})).data("b", f32({2, 2, 1}, {1, 1, 1, -1}));
+  set_attr(batched.node("Einsum", {"a", "b"}), "equation", "...ij,...jk");
+  EXPECT_EQ(batched.y(), f32({2, 1, 1}, {3, -1}));
   Case diag(12);
   set_attr(diag.data("a", iota_f32({2, 2})).node("Einsum", {"a"}), "equation", "ii->i");
   EXPECT_EQ(diag.error(), "node 'n' (Einsum, opset 12): equation 'ii->i' (a repeated letter: a diagonal) is not supported");

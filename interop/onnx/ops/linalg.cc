@@ -41,7 +41,8 @@ void gemm(NodeContext& n) {
 // batch (both operands and the output), rows (A and the output), columns (B and the
 // output) or contracted (A and B only); A becomes [batch, rows, contracted] and B
 // [batch, contracted, columns], one matmul, then the output's order. Without `->`, the
-// output is the letters that appear once, in alphabetical order (ONNX's implicit mode).
+// output is the ellipsis' dims, then the letters that appear once, in alphabetical order
+// (ONNX's implicit mode). Letters of different sizes (broadcasting) are refused.
 void einsum(NodeContext& n) {
   n.expect_attrs({"equation"});
   std::string eq;
@@ -49,7 +50,6 @@ void einsum(NodeContext& n) {
     if (c != ' ') eq += c;
   }
   auto refuse = [&](const std::string& why) { n.unsupported("equation '" + eq + "' (" + why + ")"); };
-  if (eq.find('.') != std::string::npos) refuse("an ellipsis");
   const size_t arrow = eq.find("->");
   std::vector<std::string> terms;
   const std::string lhs = eq.substr(0, arrow);
@@ -62,10 +62,27 @@ void einsum(NodeContext& n) {
   if (terms.size() > 2) refuse("more than two operands");
   if (static_cast<int>(terms.size()) != n.num_inputs()) n.invalid("the equation names " + std::to_string(terms.size()) + " operands");
   auto has = [](const std::string& s, char c) { return s.find(c) != std::string::npos; };
-  std::string out;
-  if (arrow != std::string::npos) {
-    out = eq.substr(arrow + 2);
-  } else {
+  // An ellipsis stands for the same leading dims in every operand (aligned from the
+  // right), spelled here with digits, which are no einsum letters.
+  std::string out = arrow == std::string::npos ? "" : eq.substr(arrow + 2);
+  size_t ellipsis = 0;
+  std::vector<size_t> ellipsis_of(terms.size(), 0);
+  for (size_t i = 0; i < terms.size(); ++i) {
+    const size_t at = terms[i].find("...");
+    if (at == std::string::npos) continue;
+    const int letters = static_cast<int>(terms[i].size()) - 3, rank = n.input_type(static_cast<int>(i)).shape.rank();
+    if (rank < letters || rank - letters > 10) n.invalid("operand " + std::to_string(i) + "'s rank does not match the equation");
+    ellipsis_of[i] = static_cast<size_t>(rank - letters);
+    ellipsis = std::max(ellipsis, ellipsis_of[i]);
+  }
+  const std::string digits = std::string("0123456789").substr(0, ellipsis);
+  for (size_t i = 0; i < terms.size(); ++i) {
+    const size_t at = terms[i].find("...");
+    if (at != std::string::npos) terms[i].replace(at, 3, digits.substr(ellipsis - ellipsis_of[i]));
+  }
+  if (const size_t at = out.find("..."); at != std::string::npos) out.replace(at, 3, digits);
+  if (arrow == std::string::npos) {
+    out = digits;
     for (char c = 'A'; c <= 'z'; ++c) {
       int uses = 0;
       for (const std::string& t : terms) uses += static_cast<int>(std::count(t.begin(), t.end(), c));
@@ -74,6 +91,7 @@ void einsum(NodeContext& n) {
   }
   for (const std::string& t : terms) {
     for (char c : t) {
+      if (c == '.') refuse("an ellipsis that is not '...'");
       if (std::count(t.begin(), t.end(), c) != 1) refuse("a repeated letter: a diagonal");
     }
   }

@@ -431,6 +431,12 @@ TEST(LinalgOps, GemmBroadcastsC) {
   Case c_required(9);
   c_required.data("a", f32({1, 2}, {1, 2})).data("b", f32({2, 1}, {3, 4})).node("Gemm", {"a", "b"});
   EXPECT_EQ(c_required.error(), "node 'n' (Gemm, opset 9): C is required before opset 11");
+  Case legacy(6);  // before opset 7, C broadcasts only with broadcast=1
+  legacy.data("a", f32({1, 2}, {1, 2})).data("b", f32({2, 2}, {1, 0, 0, 1})).data("c", f32({2}, {10, 20}));
+  auto& g6 = legacy.node("Gemm", {"a", "b", "c"});
+  EXPECT_EQ(legacy.error(), "node 'n' (Gemm, opset 6): C [2] must be A'·B' [1,2] without broadcast=1");
+  set_attr(g6, "broadcast", 1);
+  EXPECT_EQ(legacy.y(), f32({1, 2}, {11, 22}));
 }
 
 TEST(LinalgOps, EinsumAsMatmul) {

@@ -13,8 +13,13 @@ void matmul(NodeContext& n) {
   n.set_output(0, n.e().matmul(n.input(0), n.input(1)));
 }
 
+// Before opset 7, C broadcasts only under the `broadcast` attribute.
 void gemm(NodeContext& n) {
-  n.expect_attrs({"alpha", "beta", "transA", "transB"});
+  if (n.opset() < 7) {
+    n.expect_attrs({"alpha", "beta", "transA", "transB", "broadcast"});
+  } else {
+    n.expect_attrs({"alpha", "beta", "transA", "transB"});
+  }
   Emitter& e = n.e();
   ValueId a = n.input(0), b = n.input(1);
   if (e.rank(a) != 2 || e.rank(b) != 2) n.invalid("A and B must be matrices");
@@ -29,6 +34,9 @@ void gemm(NodeContext& n) {
     const Shape ys = e.shape(y), cs = e.shape(c);
     if (std::optional<Shape> b = broadcast_shapes(cs, ys); !b || !(*b == ys)) {
       n.invalid("C " + cs.to_string() + " does not broadcast to A'·B' " + ys.to_string());
+    }
+    if (n.opset() < 7 && n.attr_int("broadcast", 0) == 0 && !(cs == ys)) {
+      n.invalid("C " + cs.to_string() + " must be A'·B' " + ys.to_string() + " without broadcast=1");
     }
     if (double beta = n.attr_float("beta", 1.0); beta != 1.0) c = e.mul(c, e.constant(beta, dt));
     y = e.add(y, c);
@@ -158,7 +166,7 @@ void einsum(NodeContext& n) {
 
 const OpConverter kOps[] = {
     {"MatMul", 1, matmul},
-    {"Gemm", 7, gemm},
+    {"Gemm", 1, gemm},
     {"Einsum", 12, einsum},
 };
 

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <limits>
 
 #include "interop/onnx/importer.h"
@@ -341,6 +342,127 @@ TEST(TensorOps, DataDependentShapesAreRefused) {
   EXPECT_EQ(nz.error(),
             "node 'n' (NonZero, opset 13): NonZero (its output shape depends on the input's values; "
             "weft's shapes are static) is not supported");
+}
+
+// Each message of an invalid or unsupported node, with a model that shows it.
+TEST(TensorOps, InvalidNodesAreRefusedNamingTheProblem) {
+  struct Want {
+    std::function<void(Case&)> build;
+    std::string message;
+  };
+  const Tensor x = iota_f32({2, 3});
+  auto ints = [](std::vector<int64_t> v) { return i64({static_cast<int64_t>(v.size())}, v); };
+  const std::vector<Want> wants = {
+      {[&](Case& c) { set_attr(c.data("x", x).node("Transpose", {"x"}), "perm", std::vector<int64_t>{0}); },
+       "perm"},  // the shape rule's message, checked below only for being an error
+      {[&](Case& c) { set_attr(c.data("x", x).node("Flatten", {"x"}), "axis", 3); },
+       "node 'n' (Flatten, opset 14): axis 3 is out of range"},
+      {[&](Case& c) { c.data("x", x).init("a", ints({0, 0})).node("Unsqueeze", {"x", "a"}); },
+       "node 'n' (Unsqueeze, opset 14): axis 0 is repeated"},
+      {[&](Case& c) { c.data("x", x).node("Unsqueeze", {"x"}); },
+       "node 'n' (Unsqueeze, opset 14): axes are required"},
+      {[&](Case& c) { c.data("x", x).init("a", ints({2})).node("Squeeze", {"x", "a"}); },
+       "node 'n' (Squeeze, opset 14): axis 2 is out of range for rank 2"},
+      {[&](Case& c) { c.init("s", ints({-2})).node("ConstantOfShape", {"s"}); },
+       "node 'n' (ConstantOfShape, opset 14): the shape has a negative entry -2"},
+      {[&](Case& c) {
+         c.init("s", ints({1}));
+         set_attr(c.node("ConstantOfShape", {"s"}), "value", i64({1}, {(int64_t{1} << 60) + 1}));
+       },
+       "node 'n' (ConstantOfShape, opset 14): an int64 value beyond 2^53 is not supported"},
+      {[&](Case& c) { c.init("a", i64({}, {0})).init("d", i64({}, {0})).node("Range", {"a", "a", "d"}); },
+       "node 'n' (Range, opset 14): delta is 0"},
+      {[&](Case& c) { c.data("x", x).init("r", ints({2})).node("Tile", {"x", "r"}); },
+       "node 'n' (Tile, opset 14): repeats has 1 entries for rank 2"},
+      {[&](Case& c) { c.data("x", x).init("r", ints({1, -1})).node("Tile", {"x", "r"}); },
+       "node 'n' (Tile, opset 14): repeats has a negative entry -1"},
+      {[&](Case& c) { set_attr(c.data("x", x).node("DepthToSpace", {"x"}), "blocksize", 2); },
+       "node 'n' (DepthToSpace, opset 14): the input must be 4-D [N, C, H, W]"},
+      {[&](Case& c) { set_attr(c.data("x", iota_f32({1, 2, 1, 1})).node("DepthToSpace", {"x"}), "blocksize", 2); },
+       "node 'n' (DepthToSpace, opset 14): blocksize² must divide the channels"},
+      {[&](Case& c) {
+         auto& n = c.data("x", iota_f32({1, 4, 1, 1})).node("DepthToSpace", {"x"});
+         set_attr(n, "blocksize", 2);
+         set_attr(n, "mode", "XYZ");
+       },
+       "node 'n' (DepthToSpace, opset 14): mode 'XYZ' is neither DCR nor CRD"},
+      {[&](Case& c) { set_attr(c.data("x", x).node("SpaceToDepth", {"x"}), "blocksize", 2); },
+       "node 'n' (SpaceToDepth, opset 14): the input must be 4-D [N, C, H, W]"},
+      {[&](Case& c) { set_attr(c.data("x", iota_f32({1, 1, 3, 2})).node("SpaceToDepth", {"x"}), "blocksize", 2); },
+       "node 'n' (SpaceToDepth, opset 14): blocksize must divide H and W"},
+      {[&](Case& c) {
+         c.data("x", x).init("s", ints({1, 2})).node("Split", {"x", "s"}, {"p", "q"});
+       },
+       "node 'n' (Split, opset 14): split sizes must be one per output and add up to 2"},
+      {[&](Case& c) { c.data("x", x).init("s", ints({0})).init("e", ints({1, 2})).node("Slice", {"x", "s", "e"}); },
+       "node 'n' (Slice, opset 14): starts, ends, axes and steps must have one entry each per sliced axis"},
+      {[&](Case& c) {
+         c.data("x", x).init("s", ints({0})).init("e", ints({1})).init("a", ints({0})).init("t", ints({0}));
+         c.node("Slice", {"x", "s", "e", "a", "t"});
+       },
+       "node 'n' (Slice, opset 14): a step is 0"},
+      {[&](Case& c) { c.data("x", x).data("i", f32({1}, {0})).node("Gather", {"x", "i"}); },
+       "node 'n' (Gather, opset 14): indices must be integers"},
+      {[&](Case& c) { c.data("x", x).data("i", i64({2}, {0, 1})).node("GatherElements", {"x", "i"}); },
+       "node 'n' (GatherElements, opset 14): indices must have the data's rank"},
+      {[&](Case& c) { c.data("i", ints({0})).init("d", i64({}, {0})).data("v", f32({2}, {0, 1})).node("OneHot", {"i", "d", "v"}); },
+       "node 'n' (OneHot, opset 14): depth must be >= 1"},
+      {[&](Case& c) { c.data("i", ints({0})).init("d", i64({}, {2})).data("v", f32({3}, {0, 1, 2})).node("OneHot", {"i", "d", "v"}); },
+       "node 'n' (OneHot, opset 14): values must hold [off, on]"},
+      {[&](Case& c) { c.data("i", ints({0})).data("d", i64({}, {2})).data("v", f32({2}, {0, 1})).node("OneHot", {"i", "d", "v"}); },
+       "node 'n' (OneHot, opset 14): depth computed at run time is not supported"},
+      {[&](Case& c) { c.data("x", f32({2}, {1, 2})).node("Trilu", {"x"}); },
+       "node 'n' (Trilu, opset 14): the input must have rank >= 2"},
+      {[&](Case& c) { c.data("x", f32({2}, {1, 2})).node("EyeLike", {"x"}); },
+       "node 'n' (EyeLike, opset 14): the input must be 2-D"},
+      {[&](Case& c) { set_attr(c.data("x", x).node("EyeLike", {"x"}), "dtype", static_cast<int64_t>(onnx::TensorProto::INT8)); },
+       "node 'n' (EyeLike, opset 14): INT8 tensors: weft has no such dtype (it has f32, f64, f16, bf16, i32, i64, "
+       "u8, bool) is not supported"},
+      {[&](Case& c) { c.data("x", x).init("p", ints({1, 1})).node("Pad", {"x", "p"}); },
+       "node 'n' (Pad, opset 14): pads must have 2·rank = 4 entries"},
+      {[&](Case& c) {
+         c.data("x", f32({0}, {})).init("p", ints({1, 1}));
+         set_attr(c.node("Pad", {"x", "p"}), "mode", "edge");
+       },
+       "node 'n' (Pad, opset 14): mode 'edge' pads an empty axis"},
+      {[&](Case& c) {
+         c.data("x", x).data("s", f32({2}, {1, 2}));
+         set_attr(c.node("Resize", {"x", "", "s"}), "mode", "nearest");
+       },
+       "node 'n' (Resize, opset 14): scales computed at run time is not supported"},
+      {[&](Case& c) { c.data("x", x).init("s", f32({1}, {2})).node("Resize", {"x", "", "s"}); },
+       "node 'n' (Resize, opset 14): scales need one entry per axis"},
+      {[&](Case& c) { c.data("x", x).node("Resize", {"x"}); },
+       "node 'n' (Resize, opset 14): give scales or sizes, one entry per axis"},
+      {[&](Case& c) { c.data("x", x).init("a", ints({0, -2})).node("ReduceSum", {"x", "a"}); },
+       "node 'n' (ReduceSum, opset 14): an axis is repeated"},
+      {[&](Case& c) { set_attr(c.data("x", x).node("ReduceMax", {"x"}), "axes", std::vector<int64_t>{2}); },
+       "node 'n' (ReduceMax, opset 14): axis 2 is out of range for rank 2"},
+      {[&](Case& c) { c.data("x", Tensor::from_vector<bool>(Shape{2}, {true, false})).node("ArgMax", {"x"}); },
+       "node 'n' (ArgMax, opset 14): a bool input is not supported"},
+      {[&](Case& c) { set_attr(c.data("x", x).node("ArgMin", {"x"}), "axis", -3); },
+       "node 'n' (ArgMin, opset 14): axis -3 is out of range for rank 2"},
+      {[&](Case& c) { set_attr(c.data("x", x).node("Einsum", {"x", "x", "x"}), "equation", "ij,ij,ij->i"); },
+       "node 'n' (Einsum, opset 14): equation 'ij,ij,ij->i' (more than two operands) is not supported"},
+      {[&](Case& c) { set_attr(c.data("x", x).node("Einsum", {"x", "x"}), "equation", "ij,kj->i"); },
+       "node 'n' (Einsum, opset 14): equation 'ij,kj->i' (a letter summed over one operand) is not supported"},
+      {[&](Case& c) { set_attr(c.data("x", x).node("Einsum", {"x", "x"}), "equation", "ij,ji->ij"); },
+       "node 'n' (Einsum, opset 14): equation 'ij,ji->ij' (letter 'j' broadcast) is not supported"},
+      {[&](Case& c) { set_attr(c.data("x", x).node("Einsum", {"x", "x"}), "equation", "ij,ij->k"); },
+       "node 'n' (Einsum, opset 14): output letter 'k' is in no operand"},
+      {[&](Case& c) { set_attr(c.data("x", x).node("Einsum", {"x"}), "equation", "i->i"); },
+       "node 'n' (Einsum, opset 14): operand 0's rank does not match the equation"},
+  };
+  for (const Want& w : wants) {
+    Case c(14);
+    w.build(c);
+    const std::string got = c.error();
+    if (w.message == "perm") {
+      EXPECT_NE(got, "");
+    } else {
+      EXPECT_EQ(got, w.message);
+    }
+  }
 }
 
 // ---- Reductions -----------------------------------------------------------------------

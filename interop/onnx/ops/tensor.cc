@@ -93,7 +93,6 @@ ValueId index_input(NodeContext& n, int i) {
   return cast(n.e(), v, DType::i64);
 }
 
-
 // ---- Constants and shapes -----------------------------------------------------------
 
 void constant(NodeContext& n) {

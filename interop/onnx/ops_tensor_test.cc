@@ -450,6 +450,21 @@ TEST(TensorOps, InvalidNodesAreRefusedNamingTheProblem) {
        "node 'n' (Einsum, opset 14): equation 'ij,ji->ij' (letter 'j' broadcast) is not supported"},
       {[&](Case& c) { set_attr(c.data("x", x).node("Einsum", {"x", "x"}), "equation", "ij,ij->k"); },
        "node 'n' (Einsum, opset 14): output letter 'k' is in no operand"},
+      {[&](Case& c) { set_attr(c.data("x", x).node("Einsum", {"x"}), "equation", "ij,jk->ik"); },
+       "node 'n' (Einsum, opset 14): the equation names 2 operands"},
+      {[&](Case& c) { set_attr(c.data("x", x).node("Einsum", {"x"}), "equation", "i.j->i"); },
+       "node 'n' (Einsum, opset 14): equation 'i.j->i' (an ellipsis that is not '...') is not supported"},
+      {[&](Case& c) { c.data("a", x).data("b", f32({3}, {1, 2, 3})).data("c", x).node("Gemm", {"a", "b", "c"}); },
+       "node 'n' (Gemm, opset 14): A and B must be matrices"},
+      {[&](Case& c) {
+         c.data("x", x).init("s", f32({2}, {2, 2}));
+         set_attr(c.node("Upsample", {"x", "s"}), "mode", "linear");
+       },
+       "node 'n' (Upsample, opset 14): mode 'linear' is not supported"},
+      {[&](Case& c) { c.init("a", i64({}, {0})).init("b", i64({}, {int64_t{1} << 50})).init("d", i64({}, {1})).node("Range", {"a", "b", "d"}); },
+       "node 'n' (Range, opset 14): a range of more than 2^40 elements is not supported"},
+      {[&](Case& c) { c.data("x", Tensor::from_vector<bool>(Shape{2}, {true, false})).node("ReduceProd", {"x"}); },
+       "node 'n' (ReduceProd, opset 14): a bool input is not supported"},
       {[&](Case& c) { set_attr(c.data("x", x).node("Einsum", {"x"}), "equation", "i->i"); },
        "node 'n' (Einsum, opset 14): operand 0's rank does not match the equation"},
   };

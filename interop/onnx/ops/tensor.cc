@@ -168,7 +168,7 @@ void range(NodeContext& n) {
                delta = n.scalar_input(2, "delta");
   if (delta == 0) n.invalid("delta is 0");
   const double count = std::max(std::ceil((limit - start) / delta), 0.0);
-  if (count > double{int64_t{1} << 40}) n.unsupported("a range of " + std::to_string(count) + " elements");
+  if (count > double{int64_t{1} << 40}) n.unsupported("a range of more than 2^40 elements");
   std::vector<double> v(static_cast<size_t>(count));
   for (size_t i = 0; i < v.size(); ++i) {
     // start + i·delta in the output's type (f32 arithmetic rounds differently from f64's).

@@ -552,6 +552,27 @@ TEST(ReduceOps, ArgMaxArgMin) {
 
 // ---- Matrix products ------------------------------------------------------------------
 
+TEST(LinalgOps, MatMulPromotesVectorsAndBroadcastsBatches) {
+  Case vec(13);  // [3] @ [3, 2] -> [2]
+  vec.data("a", f32({3}, {1, 2, 3})).data("b", iota_f32({3, 2})).node("MatMul", {"a", "b"});
+  EXPECT_EQ(vec.y(), f32({2}, {22, 28}));
+  Case col(13);  // [2, 2, 3] @ [3] -> [2, 2]
+  col.data("a", iota_f32({2, 2, 3})).data("b", f32({3}, {1, 0, -1})).node("MatMul", {"a", "b"});
+  EXPECT_EQ(col.y(), f32({2, 2}, {-2, -2, -2, -2}));
+  Case dot(13);  // [3] @ [3] -> []
+  dot.data("a", f32({3}, {1, 2, 3})).data("b", f32({3}, {4, 5, 6})).node("MatMul", {"a", "b"});
+  EXPECT_EQ(dot.y(), f32({}, {32}));
+  Case scalar(13);
+  scalar.data("a", f32({}, {1})).data("b", f32({1}, {2})).node("MatMul", {"a", "b"});
+  EXPECT_EQ(scalar.error(), "node 'n' (MatMul, opset 13): A and B must have rank >= 1");
+  Case batch(13);  // [2, 1, 2] @ [2, 1] -> [2, 1, 1]
+  batch.data("a", iota_f32({2, 1, 2})).data("b", f32({2, 1}, {1, -1})).node("MatMul", {"a", "b"});
+  EXPECT_EQ(batch.y(), f32({2, 1, 1}, {-1, -1}));
+  Case ints(13);
+  ints.data("a", i32({1, 2}, {2, 3})).data("b", i32({2, 1}, {4, 5})).node("MatMul", {"a", "b"});
+  EXPECT_EQ(ints.y(), i32({1, 1}, {23}));
+}
+
 TEST(LinalgOps, GemmBroadcastsC) {
   Case vec(13);
   vec.data("a", f32({2, 2}, {1, 2, 3, 4})).data("b", f32({2, 2}, {1, 0, 0, 1})).data("c", f32({2}, {10, 20}));

@@ -1,4 +1,4 @@
-// Matrix products: MatMul (NumPy's matmul), Gemm (alpha·A'·B' + beta·C, C broadcast to
+// Matrix products: MatMul (NumPy's matmul, vectors promoted), Gemm (alpha·A'·B' + beta·C, C broadcast to
 // [M, N]) and the Einsum equations that are a batched matmul.
 #include <algorithm>
 #include <map>
@@ -8,9 +8,25 @@
 namespace weft::onnx_io {
 namespace {
 
+// NumPy's 1-D promotion, which weft's matmul leaves to the caller: a vector A is a row
+// [1, k], a vector B a column [k, 1], and the added axis is dropped from the product.
 void matmul(NodeContext& n) {
   n.expect_attrs({});
-  n.set_output(0, n.e().matmul(n.input(0), n.input(1)));
+  Emitter& e = n.e();
+  ValueId a = n.input(0), b = n.input(1);
+  const Shape as = e.shape(a), bs = e.shape(b);
+  if (as.rank() == 0 || bs.rank() == 0) n.invalid("A and B must have rank >= 1");
+  if (as.rank() >= 2 && bs.rank() >= 2) {
+    n.set_output(0, e.matmul(a, b));
+    return;
+  }
+  if (as.rank() == 1) a = e.reshape(a, {1, as[0]});
+  if (bs.rank() == 1) b = e.reshape(b, {bs[0], 1});
+  ValueId y = e.matmul(a, b);
+  std::vector<int64_t> dims = e.shape(y).dims;
+  if (bs.rank() == 1) dims.pop_back();
+  if (as.rank() == 1) dims.erase(dims.end() - (bs.rank() == 1 ? 1 : 2));
+  n.set_output(0, e.reshape(y, dims));
 }
 
 // Before opset 7, C broadcasts only under the `broadcast` attribute.

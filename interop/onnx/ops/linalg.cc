@@ -60,7 +60,8 @@ void gemm(NodeContext& n) {
   n.set_output(0, y);
 }
 
-// Einsum without ellipses or diagonals (each letter once per operand). One operand: a
+// Einsum of one or two operands; a letter twice in an operand takes its diagonal first.
+// One operand: a
 // sum over the letters the output drops, then a transpose. Two operands: each letter is
 // batch (both operands and the output), rows (A and the output), columns (B and the
 // output) or contracted (A and B only); A becomes [batch, rows, contracted] and B
@@ -116,7 +117,6 @@ void einsum(NodeContext& n) {
   for (const std::string& t : terms) {
     for (char c : t) {
       if (c == '.') refuse("an ellipsis that is not '...'");
-      if (std::count(t.begin(), t.end(), c) != 1) refuse("a repeated letter: a diagonal");
     }
   }
   Emitter& e = n.e();
@@ -133,6 +133,35 @@ void einsum(NodeContext& n) {
   }
   for (char c : out) {
     if (!size.count(c)) n.invalid("output letter '" + std::string(1, c) + "' is in no operand");
+    if (std::count(out.begin(), out.end(), c) != 1) n.invalid("output letter '" + std::string(1, c) + "' is repeated");
+  }
+  // A letter twice in one operand is its diagonal: those two axes moved last and
+  // flattened, then the elements (n+1)·i gathered.
+  for (size_t i = 0; i < terms.size(); ++i) {
+    for (size_t p = 0; p < terms[i].size(); ++p) {
+      const char c = terms[i][p];
+      const size_t q = terms[i].find(c, p + 1);
+      if (q == std::string::npos) continue;
+      std::vector<int64_t> perm, dims;
+      std::string rest;
+      for (size_t k = 0; k < terms[i].size(); ++k) {
+        if (k == p || k == q) continue;
+        perm.push_back(static_cast<int64_t>(k));
+        dims.push_back(size[terms[i][k]]);
+        rest += terms[i][k];
+      }
+      perm.push_back(static_cast<int64_t>(p));
+      perm.push_back(static_cast<int64_t>(q));
+      const int64_t d = size[c];
+      dims.push_back(d * d);
+      ValueId flat = e.reshape(e.transpose(x[i], perm), dims);
+      ValueId at = e.mul(e.op(Op::Iota, {}, {{"shape", std::vector<int64_t>{d}}, {"axis", int64_t{0}},
+                                           {"dtype", DType::i64}}),
+                         e.constant(static_cast<double>(d + 1), DType::i64));
+      x[i] = e.op(Op::Gather, {flat, at}, {{"axis", static_cast<int64_t>(dims.size() - 1)}});
+      terms[i] = rest + c;
+      p = static_cast<size_t>(-1);  // again from the start: the letter may repeat once more
+    }
   }
   auto order = [&](ValueId v, const std::string& have, const std::string& want) {
     std::vector<int64_t> perm, same;

@@ -1,5 +1,5 @@
-// Matrix products: MatMul (NumPy's matmul, vectors promoted), Gemm (alpha·A'·B' + beta·C, C broadcast to
-// [M, N]) and the Einsum equations that are a batched matmul.
+// Matrix products: MatMul (NumPy's matmul, vectors promoted), Gemm (alpha·A'·B' + beta·C, C
+// broadcast to [M, N]) and the Einsum equations that are a batched matmul.
 #include <algorithm>
 #include <map>
 
@@ -52,7 +52,8 @@ void gemm(NodeContext& n) {
       n.invalid("C " + cs.to_string() + " does not broadcast to A'·B' " + ys.to_string());
     }
     if (n.opset() < 7 && n.attr_int("broadcast", 0) == 0 && !(cs == ys)) {
-      n.invalid("C " + cs.to_string() + " must be A'·B' " + ys.to_string() + " without broadcast=1");
+      n.invalid("C " + cs.to_string() + " must be A'·B' " + ys.to_string() +
+                " without broadcast=1");
     }
     if (double beta = n.attr_float("beta", 1.0); beta != 1.0) c = e.mul(c, e.constant(beta, dt));
     y = e.add(y, c);
@@ -91,7 +92,9 @@ class Einsum {
     }
     for (char c : out_) {
       if (!size_.count(c)) n_.invalid("output letter '" + std::string(1, c) + "' is in no operand");
-      if (std::count(out_.begin(), out_.end(), c) != 1) n_.invalid("output letter '" + std::string(1, c) + "' is repeated");
+      if (std::count(out_.begin(), out_.end(), c) != 1) {
+        n_.invalid("output letter '" + std::string(1, c) + "' is repeated");
+      }
     }
     for (size_t i = 0; i < terms_.size(); ++i) {
       while (take_diagonal(i)) {
@@ -140,7 +143,9 @@ class Einsum {
     if (const size_t at = out_.find("..."); at != std::string::npos) out_.replace(at, 3, digits);
     for (size_t i = 0; i < terms_.size(); ++i) {
       const size_t at = terms_[i].find("...");
-      if (at != std::string::npos) terms_[i].replace(at, 3, digits.substr(ellipsis - ellipsis_of[i]));
+      if (at != std::string::npos) {
+        terms_[i].replace(at, 3, digits.substr(ellipsis - ellipsis_of[i]));
+      }
     }
     for (const std::string& t : terms_) {
       if (has(t, '.')) refuse("an ellipsis that is not '...'");
@@ -148,7 +153,9 @@ class Einsum {
     if (arrow == std::string::npos) {
       for (char c = 'A'; c <= 'z'; ++c) {
         int uses = 0;
-        for (const std::string& t : terms_) uses += static_cast<int>(std::count(t.begin(), t.end(), c));
+        for (const std::string& t : terms_) {
+          uses += static_cast<int>(std::count(t.begin(), t.end(), c));
+        }
         if (uses == 1) out_ += c;
       }
     }
@@ -168,9 +175,10 @@ class Einsum {
     }
     const int64_t d = size_[c];
     ValueId flat = e_.reshape(order(x_[i], t, rest + c + c), dims_of(rest, {d * d}));
-    ValueId at = e_.mul(e_.op(Op::Iota, {}, {{"shape", std::vector<int64_t>{d}}, {"axis", int64_t{0}},
-                                             {"dtype", DType::i64}}),
-                        e_.constant(static_cast<double>(d + 1), DType::i64));
+    ValueId at = e_.mul(
+        e_.op(Op::Iota, {},
+              {{"shape", std::vector<int64_t>{d}}, {"axis", int64_t{0}}, {"dtype", DType::i64}}),
+        e_.constant(static_cast<double>(d + 1), DType::i64));
     x_[i] = e_.op(Op::Gather, {flat, at}, {{"axis", static_cast<int64_t>(rest.size())}});
     t = rest + c;
     return true;
@@ -183,8 +191,11 @@ class Einsum {
     std::string kept;
     for (size_t k = 0; k < terms_[i].size(); ++k) {
       const char c = terms_[i][k];
-      if (has(other, c) || has(out_, c)) kept += c;
-      else axes.push_back(static_cast<int64_t>(k));
+      if (has(other, c) || has(out_, c)) {
+        kept += c;
+      } else {
+        axes.push_back(static_cast<int64_t>(k));
+      }
     }
     if (axes.empty()) return;
     x_[i] = e_.sum(x_[i], axes);
@@ -198,11 +209,12 @@ class Einsum {
     for (char c : b) {
       if (!has(a, c)) cols += c;
     }
-    auto arrange = [&](ValueId v, const std::string& have, const std::string& g1, const std::string& g2,
-                       const std::string& g3) {
+    auto arrange = [&](ValueId v, const std::string& have, const std::string& g1,
+                       const std::string& g2, const std::string& g3) {
       return e_.reshape(order(v, have, g1 + g2 + g3), {numel(g1), numel(g2), numel(g3)});
     };
-    ValueId p = e_.matmul(arrange(x_[0], a, batch, rows, inner), arrange(x_[1], b, batch, inner, cols));
+    ValueId p =
+        e_.matmul(arrange(x_[0], a, batch, rows, inner), arrange(x_[1], b, batch, inner, cols));
     const std::string got = batch + rows + cols;
     return order(e_.reshape(p, dims_of(got, {})), got, out_);
   }

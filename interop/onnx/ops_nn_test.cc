@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -653,6 +654,97 @@ TEST(OnnxLoss, ErrorsArePinned) {
   b.output("loss", DType::f32);
   EXPECT_EQ(import_error(b), "node 'nll' (NegativeLogLikelihoodLoss, opset 13): the target i64[3] must be "
                              "the input's shape without the class axis, [2]");
+}
+
+// ---------------------------------------------------------------------------
+// Every other error of these converters, pinned.
+
+struct ErrorCase {
+  const char* op;
+  int opset;
+  Type x;                          ///< The graph input, the node's first input.
+  std::vector<Tensor> more;        ///< The node's other inputs, as initializers.
+  std::function<void(onnx::NodeProto&)> attrs;
+  const char* message;             ///< After "node 'n' (OP, opset N): ".
+  bool training = false;
+};
+
+Tensor zeros(Type t) { return Tensor(std::move(t)); }
+
+TEST(OnnxNnErrors, EachMessageIsPinned) {
+  using Ints = std::vector<int64_t>;
+  const Type x4{DType::f32, {1, 2, 4, 4}};
+  const Tensor w4 = zeros({DType::f32, {2, 2, 3, 3}});
+  auto none = [](onnx::NodeProto&) {};
+  const std::vector<ErrorCase> cases = {
+      {"Conv", 17, {DType::f32, {1, 1, 2, 2, 2, 2}}, {zeros({DType::f32, {1, 1, 1, 1, 1, 1}})}, none,
+       "an input of rank 6 (weft convolves over 1 to 3 spatial dims) is not supported"},
+      {"Conv", 17, x4, {zeros({DType::f32, {2, 2, 3}})}, none, "the weight [2,2,3] must have the input's rank 4"},
+      {"Conv", 17, x4, {w4}, [](auto& n) { set_attr(n, "kernel_shape", Ints{2, 2}); },
+       "kernel_shape [2,2] disagrees with the weight [2,2,3,3]"},
+      {"Conv", 17, x4, {w4}, [](auto& n) { set_attr(n, "group", int64_t{0}); }, "group must be >= 1"},
+      {"Conv", 17, x4, {w4}, [](auto& n) { set_attr(n, "strides", Ints{1}); },
+       "attribute 'strides' has 1 entries, expected 2"},
+      {"Conv", 17, x4, {w4}, [](auto& n) { set_attr(n, "pads", Ints{0, -1, 0, 0}); },
+       "attribute 'pads' with an entry below 0 is not supported"},
+      {"Conv", 17, x4, {w4},
+       [](auto& n) {
+         set_attr(n, "auto_pad", "SAME_UPPER");
+         set_attr(n, "pads", Ints{1, 1, 1, 1});
+       },
+       "auto_pad SAME_UPPER and pads are given together"},
+      {"ConvTranspose", 17, x4, {zeros({DType::f32, {3, 1, 2, 2}})}, none,
+       "the weight [3,1,2,2] must be [C_in, C_out/group, *kernel] for the input [1,2,4,4] and group 1"},
+      {"ConvTranspose", 17, x4, {w4}, [](auto& n) { set_attr(n, "output_shape", Ints{9}); },
+       "output_shape needs one entry per spatial dim"},
+      {"ConvTranspose", 17, x4, {w4}, [](auto& n) { set_attr(n, "pads", Ints{3, 0, 3, 0}); },
+       "the output would be empty on spatial axis 0"},
+      {"ConvTranspose", 17, x4, {w4}, [](auto& n) { set_attr(n, "output_padding", Ints{1}); },
+       "attribute 'output_padding' has 1 entries, expected 2"},
+      {"MaxPool", 17, {DType::f32, {2, 3}}, {}, [](auto& n) { set_attr(n, "kernel_shape", Ints{2}); },
+       "an input of rank 2 (weft pools over 1 to 3 spatial dims) is not supported"},
+      {"MaxPool", 17, x4, {}, none, "kernel_shape is required"},
+      {"MaxPool", 17, x4, {}, [](auto& n) { set_attr(n, "kernel_shape", Ints{2}); },
+       "kernel_shape [2] needs one entry per spatial dim of f32[1,2,4,4]"},
+      {"AveragePool", 17, x4, {}, [](auto& n) { set_attr(n, "kernel_shape", Ints{0, 2}); },
+       "the kernel's sizes must be >= 1"},
+      {"GlobalMaxPool", 17, {DType::f32, {2, 3}}, {}, none, "the input must be [N, C, *spatial], got f32[2,3]"},
+      {"BatchNormalization", 15, {DType::f32, {2}}, {}, none, "the input must be [N, C, ...], got f32[2]"},
+      {"BatchNormalization", 15, {DType::f32, {2, 2}},
+       {zeros({DType::f32, {2}}), zeros({DType::f32, {2}}), zeros({DType::f32, {3}}), zeros({DType::f32, {2}})},
+       none, "scale, B, mean and var must be [2], got f32[3]"},
+      {"InstanceNormalization", 17, {DType::f32, {2, 2}}, {zeros({DType::f32, {2}}), zeros({DType::f32, {2}})},
+       none, "the input must be [N, C, *spatial], got f32[2,2]"},
+      {"LayerNormalization", 17, {DType::f32, {2, 3}}, {zeros({DType::f32, {3}})},
+       [](auto& n) { set_attr(n, "axis", int64_t{2}); }, "axis 2 is outside f32[2,3]"},
+      {"LRN", 17, x4, {}, none, "size is required"},
+      {"LRN", 17, x4, {}, [](auto& n) { set_attr(n, "size", int64_t{0}); }, "size must be >= 1"},
+      {"LRN", 17, {DType::f32, {3}}, {}, [](auto& n) { set_attr(n, "size", int64_t{1}); },
+       "the input must be [N, C, ...], got f32[3]"},
+      {"Dropout", 10, x4, {}, [](auto& n) { set_attr(n, "ratio", 1.0); }, "the ratio must be in [0, 1), got 1.0",
+       /*training=*/true},
+      {"NegativeLogLikelihoodLoss", 13, {DType::f32, {3}}, {zeros({DType::i64, {3}})}, none,
+       "the input must be [N, C, ...], got f32[3]"},
+      {"NegativeLogLikelihoodLoss", 13, {DType::f32, {2, 3}}, {zeros({DType::f32, {2}})}, none,
+       "the target must hold class indices, got f32[2]"},
+      {"NegativeLogLikelihoodLoss", 13, {DType::f32, {2, 3}}, {zeros({DType::i64, {2}})},
+       [](auto& n) { set_attr(n, "reduction", "avg"); }, "reduction 'avg' is not none, sum or mean"},
+      {"SoftmaxCrossEntropyLoss", 13, {DType::f32, {2, 3}}, {zeros({DType::i64, {2}}), zeros({DType::f32, {2}})},
+       none, "the weight must be f32[3], got f32[2]"},
+  };
+  for (const ErrorCase& c : cases) {
+    OnnxBuilder b(c.opset);
+    b.input("x", c.x.dtype, c.x.shape.dims);
+    std::vector<std::string> inputs = {"x"};
+    for (size_t i = 0; i < c.more.size(); ++i) {
+      inputs.push_back("in" + std::to_string(i + 1));
+      b.initializer(inputs.back(), c.more[i]);
+    }
+    c.attrs(b.node(c.op, inputs, {"y"}, "n"));
+    b.output("y", DType::f32);
+    EXPECT_EQ(import_error(b, c.training),
+              "node 'n' (" + std::string(c.op) + ", opset " + std::to_string(c.opset) + "): " + c.message);
+  }
 }
 
 // ---------------------------------------------------------------------------

@@ -124,10 +124,11 @@ Tensor naive_conv_transpose(const Tensor& x, const Tensor& w, std::vector<int64_
 /// A 2-D pool with asymmetric pads and PyTorch's ceil_mode rule; average divides by the
 /// window's positions inside the input (or inside input and pads with `include_pad`).
 Tensor naive_pool(const Tensor& x, bool max, std::vector<int64_t> k, std::vector<int64_t> stride,
-                  std::vector<int64_t> pb, std::vector<int64_t> pe, bool ceil_mode, bool include_pad) {
+                  std::vector<int64_t> pb, std::vector<int64_t> pe, bool ceil_mode, bool include_pad,
+                  std::vector<int64_t> dilation = {1, 1}) {
   const int64_t n = x.shape()[0] * x.shape()[1], h = x.shape()[2], wd = x.shape()[3];
   auto out_size = [&](int64_t in, int a) {
-    const int64_t span = in + pb[a] + pe[a] - k[a];
+    const int64_t span = in + pb[a] + pe[a] - (k[a] - 1) * dilation[a] - 1;
     int64_t o = (ceil_mode ? (span + stride[a] - 1) / stride[a] : span / stride[a]) + 1;
     if (ceil_mode && (o - 1) * stride[a] >= in + pb[a]) --o;
     return o;
@@ -140,7 +141,8 @@ Tensor naive_pool(const Tensor& x, bool max, std::vector<int64_t> k, std::vector
         double acc = max ? -INFINITY : 0, count = 0;
         for (int64_t p = 0; p < k[0]; ++p)
           for (int64_t q = 0; q < k[1]; ++q) {
-            const int64_t r = i * stride[0] - pb[0] + p, s = j * stride[1] - pb[1] + q;
+            const int64_t r = i * stride[0] - pb[0] + p * dilation[0];
+            const int64_t s = j * stride[1] - pb[1] + q * dilation[1];
             const bool in_pads = r >= -pb[0] && r < h + pe[0] && s >= -pb[1] && s < wd + pe[1];
             if (r < 0 || r >= h || s < 0 || s >= wd) {
               count += include_pad && in_pads ? 1 : 0;
@@ -268,6 +270,7 @@ struct PoolCase {
   const char* op;
   std::vector<int64_t> kernel, strides, pads;
   int64_t ceil_mode, count_include_pad;
+  std::vector<int64_t> dilations = {1, 1};
 };
 
 TEST(OnnxPool, TwoDimensionalPoolsAgainstPlainLoops) {
@@ -280,6 +283,8 @@ TEST(OnnxPool, TwoDimensionalPoolsAgainstPlainLoops) {
       {"AveragePool", {2, 3}, {2, 2}, {0, 2, 1, 0}, 1, 1},  // asymmetric, ceil, counted
       {"AveragePool", {2, 3}, {3, 2}, {1, 0, 1, 2}, 1, 0},
       {"AveragePool", {4, 4}, {1, 1}, {3, 3, 3, 3}, 0, 1},  // pads over half the kernel
+      {"MaxPool", {2, 3}, {1, 2}, {1, 0, 0, 1}, 0, 0, {2, 2}},  // dilated: strided slices
+      {"MaxPool", {2, 2}, {2, 2}, {0, 1, 0, 0}, 1, 0, {3, 1}},
   };
   for (const PoolCase& c : cases) {
     OnnxBuilder b;
@@ -290,13 +295,14 @@ TEST(OnnxPool, TwoDimensionalPoolsAgainstPlainLoops) {
     set_attr(n, "pads", c.pads);
     set_attr(n, "ceil_mode", c.ceil_mode);
     if (std::string(c.op) == "AveragePool") set_attr(n, "count_include_pad", c.count_include_pad);
+    if (c.dilations != std::vector<int64_t>{1, 1}) set_attr(n, "dilations", c.dilations);
     b.output("y", DType::f32);
     std::vector<Tensor> y = run_ok(b, {x});
     ASSERT_EQ(y.size(), 1u);
     SCOPED_TRACE(std::string(c.op) + " pads " + Shape(c.pads).to_string());
     expect_close(y[0], naive_pool(x, std::string(c.op) == "MaxPool", c.kernel, c.strides,
                                   {c.pads[0], c.pads[1]}, {c.pads[2], c.pads[3]}, c.ceil_mode != 0,
-                                  c.count_include_pad != 0));
+                                  c.count_include_pad != 0, c.dilations));
   }
 }
 
@@ -368,8 +374,6 @@ TEST(OnnxPool, RefusalsArePinned) {
     b.output("y", DType::f32);
     return import_error(b);
   };
-  EXPECT_EQ(refusal("MaxPool", [](auto& n) { set_attr(n, "dilations", std::vector<int64_t>{2, 2}); }),
-            "node 'p' (MaxPool, opset 17): dilations other than 1 (weft's pool ops have none) is not supported");
   EXPECT_EQ(refusal("MaxPool", [](auto&) {}),
             "node 'p' (MaxPool, opset 17): the Indices output is not supported");
   EXPECT_EQ(refusal("LpPool", [](auto&) {}),
@@ -805,7 +809,6 @@ const std::pair<const char*, const char*> kPrefixes[] = {
 const std::pair<const char*, const char*> kMayFail[] = {
     {"_expanded", "the function bodies use ops of other families (Cast, Unsqueeze, ReduceMean...)"},
     {"test_convinteger", "ConvInteger (quantized) has no converter"},
-    {"dilation", "MaxPool with dilations: weft's pool ops have none (refused)"},
     {"test_maxpool_with_argmax", "MaxPool's Indices output (refused)"},
     {"test_training_dropout", "training_mode fed at run time, and ONNX's random numbers are NumPy's"},
     {"pytorch-converted/test_AvgPool1d", "exported with Unsqueeze (another family)"},

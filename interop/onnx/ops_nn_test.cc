@@ -12,6 +12,7 @@
 #include <set>
 
 #include "frontend/flow.h"
+#include "frontend/testing/gradcheck.h"
 #include "frontend/testing/run_model.h"
 #include "interop/onnx/importer.h"
 #include "interop/onnx/testing/onnx_builder.h"
@@ -57,6 +58,17 @@ std::vector<Tensor> run_ok(const OnnxBuilder& b, std::vector<Tensor> inputs, boo
   StatusOr<std::vector<Tensor>> y = import_and_run(b.file(), std::move(inputs), {}, training);
   EXPECT_TRUE(y.ok()) << y.error().to_string();
   return y.ok() ? *y : std::vector<Tensor>{};
+}
+
+/// Writes the model to the test's temporary folder as `name`; returns its path.
+std::string save(const OnnxBuilder& b, const std::string& name) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::string bytes;
+  EXPECT_TRUE(b.model().SerializeToString(&bytes));
+  FILE* f = std::fopen(path.c_str(), "wb");
+  std::fwrite(bytes.data(), 1, bytes.size(), f);
+  std::fclose(f);
+  return path;
 }
 
 std::string import_error(const OnnxBuilder& b, bool training = false) {
@@ -437,13 +449,7 @@ TEST(OnnxNorm, BatchNormalizationTrainingModeOutputsOnnxsRunningStatistics) {
 TEST(OnnxNorm, BatchNormalizationTrainedInAFlowAssignsTheRunningStatistics) {
   OnnxBuilder b = batch_norm_model(9);
   set_attr(*b.model().mutable_graph()->mutable_node(0), "momentum", 0.75);
-  const std::string path = ::testing::TempDir() + "/bn.onnx";
-  std::string bytes;
-  ASSERT_TRUE(b.model().SerializeToString(&bytes));
-  FILE* f = std::fopen(path.c_str(), "wb");
-  std::fwrite(bytes.data(), 1, bytes.size(), f);
-  std::fclose(f);
-  StatusOr<Model> m = FlowBuilder::from(OnnxModel(path)).build({{"x", Type{DType::f32, {2, 2, 2}}}},
+  StatusOr<Model> m = FlowBuilder::from(OnnxModel(save(b, "bn.onnx"))).build({{"x", Type{DType::f32, {2, 2, 2}}}},
                                                                BuildOptions{.training = true});
   ASSERT_TRUE(m.ok()) << m.error().to_string();
   // The running statistics are state, never trained; scale and bias are parameters.
@@ -658,6 +664,49 @@ TEST(OnnxLoss, ErrorsArePinned) {
   b.output("loss", DType::f32);
   EXPECT_EQ(import_error(b), "node 'nll' (NegativeLogLikelihoodLoss, opset 13): the target i64[3] must be "
                              "the input's shape without the class axis, [2]");
+}
+
+// ---------------------------------------------------------------------------
+// Trained in weft: what the converters emit is differentiable like any graph.
+
+Tensor as_f64(const Tensor& t) { return Tensor::from_doubles(DType::f64, t.shape(), t.to_doubles()); }
+
+TEST(OnnxNnTraining, GradientsThroughEveryConverterMatchFiniteDifferences) {
+  // Conv (asymmetric pads) -> BatchNormalization (batch statistics) -> MaxPool (dilated,
+  // ceil) -> AveragePool (pads not counted) -> ConvTranspose (asymmetric, output_padding)
+  // -> InstanceNormalization -> LRN -> LayerNormalization, in f64.
+  OnnxBuilder b(17);
+  b.input("x", DType::f64, {2, 2, 7, 7});
+  b.initializer("w", as_f64(pseudo_random({3, 2, 3, 2}, 20))).initializer("cb", as_f64(pseudo_random({3}, 21)));
+  b.initializer("bn_s", as_f64(pseudo_random({3}, 22))).initializer("bn_b", as_f64(pseudo_random({3}, 23)));
+  b.initializer("bn_m", as_f64(f32({3}, {0, 0, 0}))).initializer("bn_v", as_f64(f32({3}, {1, 1, 1})));
+  b.initializer("tw", as_f64(pseudo_random({3, 2, 2, 2}, 24)));
+  b.initializer("in_s", as_f64(pseudo_random({2}, 25))).initializer("in_b", as_f64(pseudo_random({2}, 26)));
+  b.initializer("ln_s", as_f64(pseudo_random({11}, 27)));
+  auto& conv = b.node("Conv", {"x", "w", "cb"}, {"c"});
+  set_attr(conv, "pads", std::vector<int64_t>{1, 0, 0, 1});
+  b.node("BatchNormalization", {"c", "bn_s", "bn_b", "bn_m", "bn_v"}, {"bn"});
+  auto& mp = b.node("MaxPool", {"bn"}, {"mp"});
+  set_attr(mp, "kernel_shape", std::vector<int64_t>{2, 2});
+  set_attr(mp, "dilations", std::vector<int64_t>{2, 1});
+  set_attr(mp, "ceil_mode", int64_t{1});
+  auto& ap = b.node("AveragePool", {"mp"}, {"ap"});
+  set_attr(ap, "kernel_shape", std::vector<int64_t>{2, 2});
+  set_attr(ap, "pads", std::vector<int64_t>{1, 0, 0, 1});
+  auto& ct = b.node("ConvTranspose", {"ap", "tw"}, {"ct"});
+  set_attr(ct, "strides", std::vector<int64_t>{2, 2});
+  set_attr(ct, "pads", std::vector<int64_t>{1, 0, 0, 1});
+  set_attr(ct, "output_padding", std::vector<int64_t>{1, 0});
+  b.node("InstanceNormalization", {"ct", "in_s", "in_b"}, {"in"});
+  set_attr(b.node("LRN", {"in"}, {"lrn"}), "size", int64_t{2});
+  set_attr(b.node("LayerNormalization", {"lrn", "ln_s"}, {"y"}), "axis", int64_t{-1});
+  b.output("y", DType::f64);
+  StatusOr<Model> m = FlowBuilder::from(OnnxModel(save(b, "trained.onnx")))
+                          .build({{"x", Type{DType::f64, {2, 2, 7, 7}}}}, BuildOptions{.training = true});
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  // H 7 -> conv 6 -> max 4 -> avg 4 -> transposed 3·2+2-1+1 = 8; W 7 -> 7 -> 6 -> 6 -> 5·2+2-1 = 11.
+  EXPECT_EQ(m->graph().type(m->graph().outputs()[0]).to_string(), "f64[2,2,8,11]");
+  testing::expect_gradients_match_finite_differences(*m, as_f64(pseudo_random({2, 2, 7, 7}, 28)), 1e-5);
 }
 
 // ---------------------------------------------------------------------------

@@ -333,31 +333,42 @@ TEST(OnnxPool, OneAndThreeDimensionalPools) {
     Tensor want = naive_pool(reshaped(x, {2, 1, 1, 9}), false, {1, 3}, {1, 2}, {0, 2}, {0, 1}, false, false);
     expect_close(y[0], reshaped(want, {2, 1, want.shape()[3]}));
   }
-  {  // 3-D max, asymmetric pads: separable, against a 3-D loop.
-    const Tensor x = pseudo_random({1, 1, 4, 3, 5}, 15);
+  // 3-D, asymmetric pads and ceil_mode: separable, against a 3-D loop (average: over the
+  // positions inside the input).
+  const Tensor x = pseudo_random({1, 1, 4, 3, 5}, 15);
+  const std::vector<int64_t> k = {2, 2, 3}, st = {2, 1, 2}, pb = {1, 0, 0}, pe = {0, 1, 2};
+  for (const char* op : {"MaxPool", "AveragePool"}) {
+    const bool max = std::string(op) == "MaxPool";
     OnnxBuilder b;
     b.input("x", DType::f32, {1, 1, 4, 3, 5});
-    auto& n = b.node("MaxPool", {"x"}, {"y"});
-    set_attr(n, "kernel_shape", std::vector<int64_t>{2, 2, 3});
+    auto& n = b.node(op, {"x"}, {"y"});
+    set_attr(n, "kernel_shape", k);
     set_attr(n, "pads", std::vector<int64_t>{1, 0, 0, 0, 1, 2});
-    set_attr(n, "strides", std::vector<int64_t>{2, 1, 2});
+    set_attr(n, "strides", st);
+    set_attr(n, "ceil_mode", int64_t{1});
     b.output("y", DType::f32);
     std::vector<Tensor> y = run_ok(b, {x});
     ASSERT_EQ(y.size(), 1u);
-    // D: (4+1-2)/2+1 = 2, H: (3+1-2)/1+1 = 3, W: (5+2-3)/2+1 = 3.
-    Tensor want({DType::f32, {1, 1, 2, 3, 3}});
-    for (int64_t d = 0; d < 2; ++d)
+    // D: ceil((4+1-2)/2)+1 = 3, H: (3+1-2)/1+1 = 3, W: ceil((5+2-3)/2)+1 = 3.
+    const int64_t in[3] = {4, 3, 5};
+    Tensor want({DType::f32, {1, 1, 3, 3, 3}});
+    for (int64_t d = 0; d < 3; ++d)
       for (int64_t h = 0; h < 3; ++h)
         for (int64_t w = 0; w < 3; ++w) {
-          double m = -INFINITY;
-          for (int64_t a = 0; a < 2; ++a)
-            for (int64_t c = 0; c < 2; ++c)
-              for (int64_t e = 0; e < 3; ++e) {
-                const int64_t i = d * 2 - 1 + a, j = h + c, k = w * 2 + e;
-                if (i >= 0 && i < 4 && j < 3 && k < 5) m = std::max(m, x.get_double((i * 3 + j) * 5 + k));
+          double m = -INFINITY, sum = 0, count = 0;
+          for (int64_t a = 0; a < k[0]; ++a)
+            for (int64_t c = 0; c < k[1]; ++c)
+              for (int64_t e = 0; e < k[2]; ++e) {
+                const int64_t i = d * st[0] - pb[0] + a, j = h * st[1] - pb[1] + c, l = w * st[2] - pb[2] + e;
+                if (i < 0 || i >= in[0] || j < 0 || j >= in[1] || l < 0 || l >= in[2]) continue;
+                const double v = x.get_double((i * 3 + j) * 5 + l);
+                m = std::max(m, v);
+                sum += v;
+                count += 1;
               }
-          want.set_double((d * 3 + h) * 3 + w, m);
+          want.set_double((d * 3 + h) * 3 + w, max ? m : sum / count);
         }
+    SCOPED_TRACE(op);
     expect_close(y[0], want);
   }
 }

@@ -488,6 +488,7 @@ class OnnxModule : public Module {
           auto [it, fresh] = bound.emplace(dim.dim_param(), got.shape[d]);
           want = it->second;
         }
+        if (d == 0 && options_.free_batch_dimension) continue;
         if (want >= 0 && want != got.shape[d]) {
           e.fail(what + " has dimension " + std::to_string(d) + " of size " + std::to_string(want) +
                  (dim.has_dim_param() ? " ('" + dim.dim_param() + "')" : "") + ", given " +
@@ -503,6 +504,14 @@ class OnnxModule : public Module {
 };
 
 }  // namespace
+
+std::vector<const onnx::ValueInfoProto*> onnx_data_inputs(const OnnxFile& file) {
+  std::vector<const onnx::ValueInfoProto*> out;
+  for (const onnx::ValueInfoProto& in : file.model.graph().input()) {
+    if (!is_initializer(file.model.graph(), in.name())) out.push_back(&in);
+  }
+  return out;
+}
 
 StatusOr<std::vector<std::pair<std::string, Type>>> onnx_input_types(const OnnxFile& file,
                                                                      const ImportOptions& options) {

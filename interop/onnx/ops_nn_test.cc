@@ -494,6 +494,15 @@ TEST(OnnxNorm, BatchNormalizationRefusalsArePinned) {
   b = batch_norm_model(9, {"y", "m"});
   EXPECT_EQ(import_error(b),
             "node 'bn' (BatchNormalization, opset 9): output 1 outside training is not supported");
+  OnnxBuilder fed(15);  // the running statistics fed as data, not initializers
+  fed.input("x", DType::f32, {2, 2});
+  for (const char* name : {"s", "b", "m", "v"}) fed.input(name, DType::f32, {2});
+  fed.node("BatchNormalization", {"x", "s", "b", "m", "v"}, {"y"}, "bn");
+  fed.output("y", DType::f32);
+  EXPECT_EQ(import_error(fed, /*training=*/true),
+            "node 'bn' (BatchNormalization, opset 15): training with a running mean or variance that is "
+            "not an initializer (weft updates them as state) is not supported");
+  EXPECT_EQ(import_error(fed), "imported");
   OnnxBuilder one(15);
   one.input("x", DType::f32, {1, 2});
   for (const char* name : {"s", "b", "m", "v"}) one.initializer(name, f32({2}, {1, 1}));

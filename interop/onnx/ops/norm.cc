@@ -37,6 +37,15 @@ void batch_normalization(NodeContext& n) {
       n.invalid("scale, B, mean and var must be [" + std::to_string(c) + "], got " + e.type(v).to_string());
     }
   }
+  // Training updates the running statistics in place: they must be state inputs.
+  auto is_state = [&](ValueId v) {
+    const int i = e.graph().input_index(v);
+    return i >= 0 && e.graph().inputs()[static_cast<size_t>(i)].kind == InputKind::state;
+  };
+  if (n.training() && !(is_state(p.running_mean) && is_state(p.running_var))) {
+    n.unsupported("training with a running mean or variance that is not an initializer (weft "
+                  "updates them as state)");
+  }
   functional::BatchNormResult r =
       functional::batch_norm(e, x, p, batch_stats, /*update_running=*/n.training());
   n.set_output(0, r.y);

@@ -559,6 +559,19 @@ TEST(OnnxNorm, InstanceLayerAndMeanVarianceNormalization) {
   }
 }
 
+TEST(OnnxNorm, LayerNormalizationStatisticsAreFloatForADoubleInput) {
+  OnnxBuilder b;
+  b.input("x", DType::f64, {2, 2});
+  b.initializer("s", Tensor::from_vector<double>({2}, {1, 1}));
+  b.node("LayerNormalization", {"x", "s"}, {"y", "mean", "inv_std"});
+  b.output("y", DType::f64).output("mean", DType::f32).output("inv_std", DType::f32);
+  std::vector<Tensor> y = run_ok(b, {Tensor::from_vector<double>({2, 2}, {1, 3, 0, 0})});
+  ASSERT_EQ(y.size(), 3u);
+  expect_close(y[0], Tensor::from_vector<double>({2, 2}, {-1 / std::sqrt(1 + 1e-5), 1 / std::sqrt(1 + 1e-5), 0, 0}));
+  expect_close(y[1], f32({2, 1}, {2, 0}));
+  expect_close(y[2], f32({2, 1}, {static_cast<float>(1 / std::sqrt(1 + 1e-5)), static_cast<float>(1 / std::sqrt(1e-5))}));
+}
+
 TEST(OnnxNorm, LrnSumsSquaresOverTheChannelWindow) {
   const Tensor x = pseudo_random({1, 5, 2, 1}, 16);
   for (int64_t size : {2, 3}) {

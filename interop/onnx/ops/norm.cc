@@ -103,11 +103,13 @@ void layer_normalization(NodeContext& n) {
   const double eps = n.attr_float("epsilon", 1e-5);
   n.set_output(0, e.op(Op::LayerNorm, {x, affine(1, 1.0), affine(2, 0.0)}, {{"axes", axes}, {"eps", eps}}));
   if (n.wants_output(1) || n.wants_output(2)) {
-    ValueId mean = e.mean(x, axes, /*keepdims=*/true);
-    ValueId centered = e.sub(x, mean);
+    // Mean and InvStdDev are float (stash_type 1), computed in float.
+    ValueId xf = t.dtype == DType::f32 ? x : e.op(Op::Cast, {x}, {{"dtype", DType::f32}});
+    ValueId mean = e.mean(xf, axes, /*keepdims=*/true);
+    ValueId centered = e.sub(xf, mean);
     ValueId var = e.mean(e.mul(centered, centered), axes, /*keepdims=*/true);
     if (n.wants_output(1)) n.set_output(1, mean);
-    if (n.wants_output(2)) n.set_output(2, e.op(Op::Rsqrt, {e.add(var, e.constant(eps, t.dtype))}));
+    if (n.wants_output(2)) n.set_output(2, e.op(Op::Rsqrt, {e.add(var, e.constant(eps, DType::f32))}));
   }
 }
 

@@ -54,6 +54,8 @@ class Importer {
   std::vector<ValueId> run(const std::vector<ValueId>& inputs);
 
   // ---- For NodeContext.
+  /// Whether the model is a module of a flow (OnnxModel), not a graph of its own.
+  bool in_flow() const { return owner_ != nullptr; }
   struct Entry {
     std::optional<ValueId> value;               // its graph value, once it has one
     std::optional<Tensor> constant;             // its value, when known at import time
@@ -107,6 +109,8 @@ void NodeContext::unsupported(const std::string& what) const {
 }
 
 void NodeContext::invalid(const std::string& what) const { e_.fail(describe() + ": " + what); }
+
+bool NodeContext::flow_decides_mode() const { return importer_.in_flow(); }
 
 ValueId NodeContext::input(int i) { return importer_.value(*this, i, InputKind::param); }
 ValueId NodeContext::state_input(int i) { return importer_.value(*this, i, InputKind::state); }

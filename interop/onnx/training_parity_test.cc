@@ -147,14 +147,10 @@ TEST(TrainingParity, TransformerOnCpu) { train_transformer("cpu"); }
 TEST(TrainingParity, TransformerOnReference) { train_transformer("reference"); }
 
 // After training, Trainer::evaluate runs the network in eval mode: batch norm with the
-// running statistics the steps updated, as PyTorch's model.eval().
-// DISABLED_: the BatchNormalization converter uses the batch's statistics whenever the
-// node says training_mode = 1 (ONNX's semantics of the node), in the flow's eval mode too,
-// and a model exported for training has it on every node; its eval logits are then
-// PyTorch's train-mode ones (checked: 0.1191 for logit 0, PyTorch eval 0.3519, train
-// 0.1191). Whether a flow's mode should override the exported attribute is the lead's
-// call (issue #33).
-TEST(TrainingParity, DISABLED_ResnetEvaluatesAsPyTorchAfterTraining) {
+// running statistics the steps updated, as PyTorch's model.eval(). The model was exported
+// for training (training_mode = 1 on every BatchNormalization): inside a flow, the flow's
+// mode decides, so evaluation uses the running statistics all the same.
+TEST(TrainingParity, ResnetEvaluatesAsPyTorchAfterTraining) {
   train_resnet("reference", After::evaluate);
 }
 TEST(TrainingParity, TransformerEvaluatesAsPyTorchAfterTraining) {

@@ -143,7 +143,8 @@ def write(out, model, x, y, lr, mode, flatten):
     os.makedirs(out, exist_ok=True)
     model.train()
     # Exporting traces a forward pass, which in train mode moves batch norm's running
-    # statistics: export a copy so that the model trained below starts as exported.
+    # statistics, and the file holds the moved ones: the model trained below starts from
+    # the exported copy, so that its running statistics start as the file's.
     exported = copy.deepcopy(model)
     torch.onnx.export(exported, (x,), os.path.join(out, "model.onnx"), opset_version=OPSET,
                       training=mode, do_constant_folding=False, input_names=["input"],
@@ -152,6 +153,7 @@ def write(out, model, x, y, lr, mode, flatten):
     np.save(os.path.join(out, "target.npy"), y.numpy())
 
     params = sum(p.numel() for p in model.parameters())
+    model = exported
     trained = copy.deepcopy(model)
     losses = train(trained, x, y, lr, flatten)
     trained.eval()

@@ -13,8 +13,9 @@
 //    gives them back under the same names), holding the tensors of `values`;
 //  - each node becomes ONNX nodes through one table (export_ops.cc: a row per op, or
 //    the reason it has no ONNX form); a `fused` node's body is exported in its place
-//    and a `scan` becomes an ONNX `Scan` whose body reads the loop's consts from the
-//    outer scope;
+//    and a `scan` becomes an ONNX `Scan` (a loop with no xs: a `Loop` with a trip count)
+//    whose body reads the loop's consts from the outer scope; loops with an early exit
+//    (`stop`) or skipped iterations (`active`) are refused;
 //  - the outputs keep weft's names where they can (an output that is an input, or a
 //    value returned twice, goes through an Identity).
 // conv_backward_input, which a transposed convolution layer builds in the forward, is

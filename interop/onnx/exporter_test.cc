@@ -253,20 +253,32 @@ TEST(ExportErrors, ScanWithEarlyExitIsRefused) {
             "Scan form");
 }
 
-TEST(ExportErrors, LoopWithoutXsIsRefused) {
-  Graph g = parse(R"(graph @f(%h0: f32[2]) {
-  %h = scan(%h0) {carries=1, length=3} : f32[2] ({
-    ^c(%ch: f32[2]):
-      %n = add(%ch, %ch) : f32[2]
-      return %n
+// A loop with no xs (a for_n loop) becomes ONNX's Loop with a trip count; a reverse one
+// turns its stacked ys around.
+TEST(Export, LoopWithoutXsBecomesAnOnnxLoop) {
+  for (bool reverse : {false, true}) {
+    SCOPED_TRACE(reverse ? "reverse" : "forward");
+    std::string text = R"(graph @f(%h0: f32[2], %w: f32[2]) {
+  %h, %ys = scan(%w, %h0) {consts=1, carries=1, length=3, reverse=REVERSE} : f32[2], f32[3,2] ({
+    ^c(%cw: f32[2], %ch: f32[2]):
+      %n = mul(%ch, %cw) : f32[2]
+      return %n, %ch
   })
-  return %h
-})");
-  StatusOr<onnx::ModelProto> m = export_onnx(g, {});
-  ASSERT_FALSE(m.ok());
-  EXPECT_EQ(m.error().to_string(),
-            "t.wir:2:3: error: cannot export 'scan' to ONNX: a loop with no xs has no ONNX Scan form "
-            "(Scan's length comes from its inputs)");
+  return %h, %ys
+})";
+    text.replace(text.find("REVERSE"), 7, reverse ? "true" : "false");
+    Graph g = parse(text);
+    StatusOr<onnx::ModelProto> m = export_onnx(g, {});
+    ASSERT_TRUE(m.ok()) << m.error().to_string();
+    const std::vector<std::string> want =
+        reverse ? std::vector<std::string>{"Constant", "Loop", "Constant", "Constant", "Constant", "Constant", "Slice"}
+                : std::vector<std::string>{"Constant", "Loop"};
+    EXPECT_EQ(op_types(*m), want);
+    const onnx::GraphProto& body = m->graph().node(1).attribute(0).g();
+    EXPECT_EQ(body.input_size(), 3);   // iteration, condition, h
+    EXPECT_EQ(body.output_size(), 3);  // condition, h', y
+    expect_round_trip(g, {}, {f32({2}, {1, 2}), f32({2}, {0.5, -2})}, 0);
+  }
 }
 
 TEST(ExportErrors, TrainingOpsAreRefusedNamingTheOpAndWhere) {

@@ -27,14 +27,16 @@ struct ExportFailure {
   Error error;
 };
 
-/// Names unique across the model.
+/// Names unique across the model: of values, and (apart) of nodes.
 class NameTable {
  public:
   /// `base`, or `base_1`, `base_2`... when taken; marks it taken.
-  std::string unique(const std::string& base);
+  std::string unique(const std::string& base) { return unique_in(used_, base); }
+  std::string unique_node(const std::string& base) { return unique_in(node_names_, base); }
 
  private:
-  std::set<std::string> used_;
+  static std::string unique_in(std::set<std::string>& used, const std::string& base);
+  std::set<std::string> used_, node_names_;
 };
 
 class ExportContext;
@@ -110,7 +112,8 @@ class ExportContext {
   /// Result i is the value already named `name` (a fused body's output).
   void alias(int i, const std::string& name);
 
-  /// Appends an ONNX node.
+  /// Appends an ONNX node, named after the weft node (`relu/y`) with its location as
+  /// the doc string.
   onnx::NodeProto& add(const std::string& op_type, const std::vector<std::string>& inputs,
                        const std::vector<std::string>& outputs);
   /// Appends a node with one fresh output and returns that output's name.

@@ -304,6 +304,9 @@ void layer_norm(ExportContext& c) {
   onnx::NodeProto& n = c.add("LayerNormalization", {c.in(0), c.in(1), c.in(2)}, {c.out()});
   add_attr(n, "axis", first);
   add_attr(n, "epsilon", static_cast<float>(c.node().float_attr("eps")));
+  // The statistics in f32 (weft's f16 and bf16 compute in f32), f64 for f64.
+  const DType dt = c.in_type(0).dtype;
+  add_attr(n, "stash_type", static_cast<int64_t>(onnx_elem_type(dt == DType::f64 ? DType::f64 : DType::f32)));
 }
 
 void cross_entropy(ExportContext& c) {

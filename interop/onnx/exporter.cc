@@ -23,10 +23,10 @@ ExportFailure cannot_export(const Node& node, const std::string& why) {
 }
 }  // namespace
 
-std::string NameTable::unique(const std::string& base) {
+std::string NameTable::unique_in(std::set<std::string>& used, const std::string& base) {
   std::string name = base.empty() ? "v" : base;
-  for (int k = 1; used_.count(name); ++k) name = base + "_" + std::to_string(k);
-  used_.insert(name);
+  for (int k = 1; used.count(name); ++k) name = base + "_" + std::to_string(k);
+  used.insert(name);
   return name;
 }
 
@@ -84,6 +84,9 @@ onnx::NodeProto& ExportContext::add(const std::string& op_type, const std::vecto
                                     const std::vector<std::string>& outputs) {
   onnx::NodeProto* n = w_.out()->add_node();
   n->set_op_type(op_type);
+  const std::string result = node_.results.empty() ? "" : "/" + w_.graph().value(node_.results[0]).name;
+  n->set_name(w_.names().unique_node(std::string(op_name(node_.op)) + result));
+  if (node_.loc.known()) n->set_doc_string(node_.loc.to_string());
   for (const std::string& s : inputs) n->add_input(s);
   for (const std::string& s : outputs) n->add_output(s);
   return *n;

@@ -10,6 +10,9 @@
 #include <cstdlib>
 #include <set>
 
+#include "frontend/flow.h"
+#include "frontend/init_params.h"
+#include "frontend/modules.h"
 #include "interop/onnx/export_context.h"
 #include "interop/onnx/testing/export_round_trip.h"
 #include "interop/onnx/testing/onnx_builder.h"
@@ -115,6 +118,8 @@ TEST(Export, ModelHeaderAndOpset) {
   EXPECT_EQ(m->producer_name(), "test");
   EXPECT_EQ(m->graph().name(), "net");
   EXPECT_EQ(op_types(*m), std::vector<std::string>{"Relu"});
+  EXPECT_EQ(m->graph().node(0).name(), "relu/y");
+  EXPECT_EQ(m->graph().node(0).doc_string(), "t.wir:2:3");
   ASSERT_EQ(m->graph().input_size(), 1);
   EXPECT_EQ(m->graph().input(0).name(), "x");
   EXPECT_EQ(m->graph().output(0).name(), "y");
@@ -356,6 +361,34 @@ TEST(ExportErrors, LayerNormOverLeadingAxesIsRefused) {
   EXPECT_EQ(m.error().to_string(),
             "t.wir:2:3: error: cannot export 'layer_norm' to ONNX: LayerNormalization normalizes the "
             "trailing axes; these axes are not trailing");
+}
+
+// A model built for training draws dropout's mask; built for inference it exports.
+TEST(ExportModel, ExportsTheInferenceBuild) {
+  StatusOr<FlowPtr> net = FlowBuilder::from(Linear(4, 3)).through(Dropout(0.5)).through(ReLU()).build();
+  ASSERT_TRUE(net.ok()) << net.error().to_string();
+  for (bool training : {true, false}) {
+    StatusOr<Model> model = (*net)->build({{"x", Type{DType::f32, {2, 4}}}}, {.training = training});
+    ASSERT_TRUE(model.ok()) << model.error().to_string();
+    StatusOr<std::map<std::string, Tensor>> values = initialize_parameter_map(*model, /*seed=*/1);
+    ASSERT_TRUE(values.ok()) << values.error().to_string();
+    StatusOr<onnx::ModelProto> m = export_model(*model, *values);
+    if (training) {
+      ASSERT_FALSE(m.ok());
+      EXPECT_NE(m.error().to_string().find("error: cannot export 'random_bernoulli' to ONNX: weft's random "
+                                           "numbers (Philox streams) have no ONNX form; export the inference "
+                                           "graph (a model built with BuildOptions{training=false}) [in "),
+                std::string::npos)
+          << m.error().to_string();
+      continue;
+    }
+    ASSERT_TRUE(m.ok()) << m.error().to_string();
+    EXPECT_EQ(m->graph().initializer_size(), 2);
+    EXPECT_EQ(m->graph().initializer(0).name(), model->parameters()[0].name);
+    Tensor x(Type{DType::f32, {2, 4}});
+    for (int64_t i = 0; i < 8; ++i) x.set_double(i, static_cast<double>(i) - 3.5);
+    expect_round_trip(model->graph(), *values, {x}, 1e-6);
+  }
 }
 
 TEST(Export, WriteOnnxModelWritesAFileTheReaderReads) {

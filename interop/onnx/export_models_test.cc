@@ -50,9 +50,9 @@ TEST_P(ExportBenchModel, ExportsTheForwardAndRoundTrips) {
   RoundTrip r = export_round_trip(model->graph(), *values, data_inputs(model->graph(), b->token_range),
                                   /*tol=*/1e-4);
   ASSERT_EQ(r.error, "");
-  if (!r.missing_converter.empty()) {
+  if (!r.importer_gap.empty()) {
     std::printf("%s: exported and checked; not imported back yet: %s\n", GetParam().c_str(),
-                r.missing_converter.c_str());
+                r.importer_gap.c_str());
     return;
   }
   EXPECT_TRUE(r.same) << r.why;

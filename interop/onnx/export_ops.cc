@@ -36,6 +36,22 @@ std::string cast_in(ExportContext& c, int i, DType to) {
   return n.output(0);
 }
 
+// ONNX's Sin, Cos and Softplus take no bf16: computed in f32 and rounded back, as weft
+// computes bf16.
+void unary_bf16_in_f32(ExportContext& c) {
+  if (c.in_type(0).dtype != DType::bf16) return direct(c);
+  std::string y = c.add1(c.row().onnx_op, {cast_in(c, 0, DType::f32)});
+  add_attr(c.add("Cast", {y}, {c.out()}), "to", static_cast<int64_t>(onnx_elem_type(DType::bf16)));
+}
+
+// ONNX's Relu takes no u8, which relu leaves as it is.
+void relu(ExportContext& c) { c.add(c.in_type(0).dtype == DType::u8 ? "Identity" : "Relu", {c.in(0)}, {c.out()}); }
+
+void pow(ExportContext& c) {
+  if (c.in_type(0).dtype == DType::u8) c.refuse("ONNX's Pow takes no u8 (weft's wraps modulo 256)");
+  direct(c);
+}
+
 // ONNX's orderings take numbers only: bools compare as u8 (false < true), as weft's do.
 void ordering(ExportContext& c) {
   const DType dt = c.in_type(0).dtype == DType::boolean ? DType::u8 : c.in_type(0).dtype;
@@ -80,19 +96,26 @@ void cast(ExportContext& c) {
 
 // ---- Reductions.
 
+// ONNX's ReduceMax and ReduceMin take no bools: reduced as u8 (any, all) and cast back;
+// ReduceSum takes no u8.
 void reduce(ExportContext& c) {
   const IntList* axes = ints_attr_or_null(c.node(), "axes");
+  const DType dt = c.in_type(0).dtype;
+  if (dt == DType::u8 && c.node().op == Op::Sum) c.refuse("ONNX's ReduceSum takes no u8 (weft's wraps modulo 256)");
+  const bool as_u8 = dt == DType::boolean && (c.node().op == Op::Max || c.node().op == Op::Min);
   if (axes && axes->empty()) {  // Reduces nothing; ONNX would read [] as all axes.
     c.add("Identity", {c.in(0)}, {c.out()});
     return;
   }
   // ReduceSum takes its axes as an input from opset 13, the others from opset 18.
   const bool axes_input = c.node().op == Op::Sum;
-  std::vector<std::string> inputs = {c.in(0)};
+  std::vector<std::string> inputs = {as_u8 ? cast_in(c, 0, DType::u8) : c.in(0)};
   if (axes && axes_input) inputs.push_back(c.ints(*axes));
-  onnx::NodeProto& n = c.add(c.row().onnx_op, inputs, {c.out()});
+  const std::string y = as_u8 ? c.fresh() : c.out();
+  onnx::NodeProto& n = c.add(c.row().onnx_op, inputs, {y});
   if (axes && !axes_input) add_attr(n, "axes", *axes);
   add_attr(n, "keepdims", int64_t{c.node().bool_attr("keepdims")});
+  if (as_u8) add_attr(c.add("Cast", {y}, {c.out()}), "to", static_cast<int64_t>(onnx_elem_type(DType::boolean)));
 }
 
 void argmax(ExportContext& c) {
@@ -429,21 +452,21 @@ const OpExporter kExporters[] = {
     {Op::Rsqrt, nullptr, rsqrt},
     {Op::Tanh, "Tanh", direct},
     {Op::Sigmoid, "Sigmoid", direct},
-    {Op::Relu, "Relu", direct},
-    {Op::Sin, "Sin", direct},
-    {Op::Cos, "Cos", direct},
+    {Op::Relu, nullptr, relu},
+    {Op::Sin, "Sin", unary_bf16_in_f32},
+    {Op::Cos, "Cos", unary_bf16_in_f32},
     {Op::Erf, "Erf", direct},
     {Op::Sign, "Sign", direct},
     {Op::Floor, nullptr, floor},
     {Op::Not, "Not", direct},
     {Op::Gelu, nullptr, gelu},
-    {Op::Softplus, "Softplus", direct},
+    {Op::Softplus, "Softplus", unary_bf16_in_f32},
     {Op::Cast, nullptr, cast},
     {Op::Add, "Add", direct},
     {Op::Sub, "Sub", direct},
     {Op::Mul, "Mul", direct},
     {Op::Div, "Div", direct},
-    {Op::Pow, "Pow", direct},
+    {Op::Pow, "Pow", pow},
     {Op::Maximum, "Max", direct},
     {Op::Minimum, "Min", direct},
     {Op::Eq, "Equal", direct},

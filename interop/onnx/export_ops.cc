@@ -36,6 +36,17 @@ std::string cast_in(ExportContext& c, int i, DType to) {
   return n.output(0);
 }
 
+/// The name to give an op's result computed in dtype `via`: the node's result, or a
+/// fresh value that cast_result rounds back to the result's dtype.
+std::string result_via(ExportContext& c, DType via) { return via == c.out_type().dtype ? c.out() : c.fresh(); }
+void cast_result(ExportContext& c, const std::string& y, DType via) {
+  if (via == c.out_type().dtype) return;
+  add_attr(c.add("Cast", {y}, {c.out()}), "to", static_cast<int64_t>(onnx_elem_type(c.out_type().dtype)));
+}
+
+/// ONNX's convolutions and pools take no bf16: f32, rounded back, as weft computes bf16.
+DType f32_for_bf16(DType dt) { return dt == DType::bf16 ? DType::f32 : dt; }
+
 // ONNX's Sin, Cos and Softplus take no bf16: computed in f32 and rounded back, as weft
 // computes bf16.
 void unary_bf16_in_f32(ExportContext& c) {
@@ -195,6 +206,7 @@ void scatter_add(ExportContext& c) {
 // Matrices with a transpose flag become Gemm (transA, transB), as PyTorch writes Linear;
 // other ranks transpose the flagged operand's last two dims before MatMul.
 void matmul(ExportContext& c) {
+  if (c.in_type(0).dtype == DType::u8) c.refuse("ONNX's MatMul and Gemm take no u8 (weft's wraps modulo 256)");
   const bool ta = c.node().bool_attr("transpose_a"), tb = c.node().bool_attr("transpose_b");
   if ((ta || tb) && c.in_type(0).shape.rank() == 2 && c.in_type(1).shape.rank() == 2) {
     onnx::NodeProto& n = c.add("Gemm", {c.in(0), c.in(1)}, {c.out()});
@@ -234,12 +246,15 @@ std::vector<int64_t> both_ends(std::vector<int64_t> p) {
 void conv(ExportContext& c) {
   const std::vector<int64_t>& w = c.in_type(1).shape.dims;
   const size_t n = w.size() - 2;
-  onnx::NodeProto& node = c.add("Conv", {c.in(0), c.in(1)}, {c.out()});
+  const DType via = f32_for_bf16(c.in_type(0).dtype);
+  const std::string y = result_via(c, via);
+  onnx::NodeProto& node = c.add("Conv", {cast_in(c, 0, via), cast_in(c, 1, via)}, {y});
   add_attr(node, "kernel_shape", std::vector<int64_t>(w.begin() + 2, w.end()));
   add_attr(node, "strides", per_dim(c.node(), "stride", n, 1));
   add_attr(node, "pads", both_ends(per_dim(c.node(), "padding", n, 0)));
   add_attr(node, "dilations", per_dim(c.node(), "dilation", n, 1));
   add_attr(node, "group", c.node().int_attr("groups"));
+  cast_result(c, y, via);
 }
 
 // conv_backward_input(gy, w) is the transposed convolution (what ConvTranspose2d builds):
@@ -260,39 +275,50 @@ void conv_transpose(ExportContext& c) {
       c.refuse("input_shape " + y.to_string() + " is not a ConvTranspose output size");
     }
   }
-  onnx::NodeProto& node = c.add("ConvTranspose", {c.in(0), c.in(1)}, {c.out()});
+  const DType via = f32_for_bf16(c.in_type(0).dtype);
+  const std::string result = result_via(c, via);
+  onnx::NodeProto& node = c.add("ConvTranspose", {cast_in(c, 0, via), cast_in(c, 1, via)}, {result});
   add_attr(node, "kernel_shape", std::vector<int64_t>(w.begin() + 2, w.end()));
   add_attr(node, "strides", strides);
   add_attr(node, "pads", both_ends(pads));
   add_attr(node, "dilations", dilations);
   add_attr(node, "group", c.node().int_attr("groups"));
   add_attr(node, "output_padding", out_pad);
+  cast_result(c, result, via);
 }
 
 // Floor mode; average pooling counts the padding (count_include_pad), as weft's does.
-// ONNX's pools take floats (MaxPool also 8-bit integers): i32 is pooled in f64, exactly.
+// ONNX's pools take f16, f32 and f64 (MaxPool also u8): bf16 is pooled in f32 and i32 in
+// f64, both exactly as weft pools them; i64 is refused.
 void pool(ExportContext& c) {
   const IntList& kernel = c.node().ints_attr("kernel");
   const DType dt = c.in_type(0).dtype;
-  const bool native = is_floating(dt) || (dt == DType::u8 && c.node().op == Op::MaxPool2d);
-  if (!native && dt != DType::i32) c.refuse("ONNX pools " + std::string(dtype_name(dt)) + " tensors only through a float type, inexactly");
-  const std::string y = native ? c.out() : c.fresh();
-  onnx::NodeProto& node = c.add(c.row().onnx_op, {native ? c.in(0) : cast_in(c, 0, DType::f64)}, {y});
+  const bool native = dt != DType::bf16 && (is_floating(dt) || (dt == DType::u8 && c.node().op == Op::MaxPool2d));
+  if (!native && dt != DType::i32 && dt != DType::bf16) {
+    c.refuse("ONNX pools " + std::string(dtype_name(dt)) + " tensors only through a float type, inexactly");
+  }
+  const DType via = native ? dt : dt == DType::bf16 ? DType::f32 : DType::f64;
+  const std::string y = result_via(c, via);
+  onnx::NodeProto& node = c.add(c.row().onnx_op, {cast_in(c, 0, via)}, {y});
   add_attr(node, "kernel_shape", kernel);
   const IntList* stride = ints_attr_or_null(c.node(), "stride");
   add_attr(node, "strides", stride ? *stride : kernel);
   add_attr(node, "pads", both_ends(c.node().ints_attr("padding")));
   if (c.node().op == Op::AvgPool2d) add_attr(node, "count_include_pad", int64_t{1});
-  if (!native) add_attr(c.add("Cast", {y}, {c.out()}), "to", static_cast<int64_t>(onnx_elem_type(dt)));
+  cast_result(c, y, via);
 }
 
 // ---- Creation: constants.
 
+// ConstantOfShape makes no bf16 before opset 20: f32, rounded to bf16 as weft rounds.
 void full(ExportContext& c) {
   const Type& t = c.out_type();
-  Tensor value(Type{t.dtype, Shape({1})});
+  const DType via = f32_for_bf16(t.dtype);
+  Tensor value(Type{via, Shape({1})});
   value.set_double(0, c.node().float_attr("value"));
-  add_attr(c.add("ConstantOfShape", {c.ints(t.shape.dims)}, {c.out()}), "value", value);
+  const std::string y = result_via(c, via);
+  add_attr(c.add("ConstantOfShape", {c.ints(t.shape.dims)}, {y}), "value", value);
+  cast_result(c, y, via);
 }
 
 void iota(ExportContext& c) {

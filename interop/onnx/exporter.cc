@@ -80,6 +80,20 @@ void ExportContext::alias(int i, const std::string& name) {
   w_.bind(node_.results[static_cast<size_t>(i)], name);
 }
 
+std::string ExportContext::in_as(int i, DType to) {
+  if (in_type(i).dtype == to) return in(i);
+  onnx::NodeProto& n = add("Cast", {in(i)}, {fresh()});
+  add_attr(n, "to", static_cast<int64_t>(onnx_elem_type(to)));
+  return n.output(0);
+}
+
+std::string ExportContext::out_via(DType via) { return via == out_type().dtype ? out() : fresh(); }
+
+void ExportContext::finish_via(const std::string& y, DType via) {
+  if (via == out_type().dtype) return;
+  add_attr(add("Cast", {y}, {out()}), "to", static_cast<int64_t>(onnx_elem_type(out_type().dtype)));
+}
+
 onnx::NodeProto& ExportContext::add(const std::string& op_type, const std::vector<std::string>& inputs,
                                     const std::vector<std::string>& outputs) {
   onnx::NodeProto* n = w_.out()->add_node();
@@ -146,6 +160,11 @@ void add_attr(onnx::NodeProto& n, const std::string& name, const Tensor& v) {
 }
 onnx::GraphProto* add_graph_attr(onnx::NodeProto& n, const std::string& name) {
   return new_attr(n, name, onnx::AttributeProto::GRAPH)->mutable_g();
+}
+
+const IntList* optional_ints(const Node& n, std::string_view name) {
+  const Attribute* a = n.attr(name);
+  return a ? &std::get<IntList>(*a) : nullptr;
 }
 
 void set_value_info(onnx::ValueInfoProto* info, const std::string& name, const Type& type) {

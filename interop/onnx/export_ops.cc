@@ -45,16 +45,28 @@ void ordering(ExportContext& c) {
   c.add(c.row().onnx_op, {c.in_as(0, dt), c.in_as(1, dt)}, {c.out()});
 }
 
+/// Formulas of several ONNX ops compute f16 and bf16 in f32, rounding once at the end
+/// as weft does (rounding each step would differ).
+DType f32_for_halves(DType dt) { return dt == DType::f16 || dt == DType::bf16 ? DType::f32 : dt; }
+
 void log1p(ExportContext& c) {
-  c.add("Log", {c.add1("Add", {c.in(0), c.scalar(1.0, c.in_type(0).dtype)})}, {c.out()});
+  const DType via = f32_for_halves(c.in_type(0).dtype);
+  const std::string y = c.out_via(via);
+  c.add("Log", {c.add1("Add", {c.in_as(0, via), c.scalar(1.0, via)})}, {y});
+  c.finish_via(y, via);
 }
 
-void rsqrt(ExportContext& c) { c.add("Reciprocal", {c.add1("Sqrt", {c.in(0)})}, {c.out()}); }
+void rsqrt(ExportContext& c) {
+  const DType via = f32_for_halves(c.in_type(0).dtype);
+  const std::string y = c.out_via(via);
+  c.add("Reciprocal", {c.add1("Sqrt", {c.in_as(0, via)})}, {y});
+  c.finish_via(y, via);
+}
 
 // The reference's formulas, in its order of operations (opset 17 has no Gelu).
 void gelu(ExportContext& c) {
-  const DType dt = c.in_type(0).dtype;
-  const std::string x = c.in(0);
+  const DType dt = f32_for_halves(c.in_type(0).dtype);
+  const std::string x = c.in_as(0, dt);
   const std::string& mode = c.node().str_attr("approximate");
   std::string inner;
   if (mode == "tanh") {
@@ -67,8 +79,9 @@ void gelu(ExportContext& c) {
   } else {
     c.refuse("approximate must be \"none\" or \"tanh\", not \"" + mode + "\"");
   }
-  c.add("Mul", {c.add1("Mul", {c.scalar(0.5, dt), x}), c.add1("Add", {c.scalar(1.0, dt), inner})},
-        {c.out()});
+  const std::string y = c.out_via(dt);
+  c.add("Mul", {c.add1("Mul", {c.scalar(0.5, dt), x}), c.add1("Add", {c.scalar(1.0, dt), inner})}, {y});
+  c.finish_via(y, dt);
 }
 
 // ONNX's Floor takes floats only; an integer is its own floor.

@@ -94,7 +94,7 @@ void iota(ExportContext& c) {
   for (int64_t i = 0; i < v.numel(); ++i) {
     v.set_double(i, static_cast<double>((i / strides[static_cast<size_t>(axis)]) % t.shape[axis]));
   }
-  c.add("Identity", {c.constant(v)}, {c.out()});
+  add_attr(c.add("Constant", {}, {c.out()}), "value", v);
 }
 
 const OpExporter kRows[] = {

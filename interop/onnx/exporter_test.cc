@@ -146,6 +146,26 @@ TEST(ExportDTypes, EveryAcceptedDTypePassesOnnxsTypeChecks) {
   std::printf("%d op and dtype pairs exported, %d imported back and compared\n", exported, compared);
 }
 
+// Formulas of several ONNX ops (gelu, log1p, rsqrt) compute halves in f32 and round once,
+// so that the import computes exactly what weft does.
+TEST(ExportDTypes, HalfFormulasRoundOnce) {
+  for (Op op : {Op::Gelu, Op::Log1p, Op::Rsqrt}) {
+    for (DType dt : {DType::f16, DType::bf16}) {
+      SCOPED_TRACE(std::string(op_name(op)) + " on " + std::string(dtype_name(dt)));
+      Graph g("f");
+      ValueId x = g.add_input("x", Type{dt, {16}});
+      Attrs attrs;
+      if (op == Op::Gelu) attrs["approximate"] = std::string("tanh");
+      StatusOr<ValueId> y = add_typed_node(g, op, {x}, attrs, Location{});
+      ASSERT_TRUE(y.ok());
+      g.add_output(*y);
+      Tensor t(Type{dt, {16}});
+      for (int64_t i = 0; i < 16; ++i) t.set_double(i, 0.37 * static_cast<double>(i) + 0.01);
+      EXPECT_TRUE(expect_round_trip(g, {}, {t}, 0));
+    }
+  }
+}
+
 // The other ops, on every dtype their shape rules accept, likewise.
 struct OneNode {
   Op op;

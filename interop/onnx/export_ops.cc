@@ -45,10 +45,6 @@ void ordering(ExportContext& c) {
   c.add(c.row().onnx_op, {c.in_as(0, dt), c.in_as(1, dt)}, {c.out()});
 }
 
-/// Formulas of several ONNX ops compute f16 and bf16 in f32, rounding once at the end
-/// as weft does (rounding each step would differ).
-DType f32_for_halves(DType dt) { return dt == DType::f16 || dt == DType::bf16 ? DType::f32 : dt; }
-
 void log1p(ExportContext& c) {
   const DType via = f32_for_halves(c.in_type(0).dtype);
   const std::string y = c.out_via(via);

@@ -144,17 +144,21 @@ void cross_entropy(ExportContext& c) {
            c.node().str_attr("reduction"));
 }
 
+// (a - b)², reduced; halves in f32, rounded once.
 void mse(ExportContext& c) {
-  std::string d = c.add1("Sub", {c.in(0), c.in(1)});
+  const DType via = f32_for_halves(c.in_type(0).dtype);
+  const std::string d = c.add1("Sub", {c.in_as(0, via), c.in_as(1, via)});
   const std::string& reduction = c.node().str_attr("reduction");
+  const std::string y = c.out_via(via);
   if (reduction == "none") {
-    c.add("Mul", {d, d}, {c.out()});
-    return;
+    c.add("Mul", {d, d}, {y});
+  } else if (reduction == "mean" || reduction == "sum") {
+    add_attr(c.add(reduction == "mean" ? "ReduceMean" : "ReduceSum", {c.add1("Mul", {d, d})}, {y}), "keepdims",
+             int64_t{0});
+  } else {
+    c.refuse("unknown reduction \"" + reduction + "\"");
   }
-  if (reduction != "mean" && reduction != "sum") c.refuse("unknown reduction \"" + reduction + "\"");
-  onnx::NodeProto& n = c.add(reduction == "mean" ? "ReduceMean" : "ReduceSum",
-                             {c.add1("Mul", {d, d})}, {c.out()});
-  add_attr(n, "keepdims", int64_t{0});
+  c.finish_via(y, via);
 }
 
 const OpExporter kRows[] = {

@@ -23,7 +23,7 @@
 // the other gradient ops) are refused, naming the op and where it was built. Two ops are written as a formula
 // of others, which rounds differently in the last bits: log1p(x) as Log(1 + x) and
 // rsqrt as Reciprocal(Sqrt(x)); gelu is its formula as well (opset 17 has no Gelu).
-// Those formulas compute f16 and bf16 in f32, rounding once, as weft does.
+// Those formulas, and mse, compute f16 and bf16 in f32, rounding once, as weft does.
 // Every exported model passes ONNX's checker and its shape inference with type checks
 // and node errors thrown; a model that does not is returned as an error (a weft bug).
 

@@ -146,22 +146,27 @@ TEST(ExportDTypes, EveryAcceptedDTypePassesOnnxsTypeChecks) {
   std::printf("%d op and dtype pairs exported, %d imported back and compared\n", exported, compared);
 }
 
-// Formulas of several ONNX ops (gelu, log1p, rsqrt) compute halves in f32 and round once,
+// Formulas of several ONNX ops (gelu, log1p, rsqrt, mse) compute halves in f32 and round once,
 // so that the import computes exactly what weft does.
 TEST(ExportDTypes, HalfFormulasRoundOnce) {
-  for (Op op : {Op::Gelu, Op::Log1p, Op::Rsqrt}) {
+  for (Op op : {Op::Gelu, Op::Log1p, Op::Rsqrt, Op::Mse}) {
     for (DType dt : {DType::f16, DType::bf16}) {
       SCOPED_TRACE(std::string(op_name(op)) + " on " + std::string(dtype_name(dt)));
       Graph g("f");
-      ValueId x = g.add_input("x", Type{dt, {16}});
+      std::vector<ValueId> operands = {g.add_input("x", Type{dt, {16}})};
+      if (op == Op::Mse) operands.push_back(g.add_input("z", Type{dt, {16}}));
       Attrs attrs;
       if (op == Op::Gelu) attrs["approximate"] = std::string("tanh");
-      StatusOr<ValueId> y = add_typed_node(g, op, {x}, attrs, Location{});
-      ASSERT_TRUE(y.ok());
+      StatusOr<ValueId> y = add_typed_node(g, op, operands, attrs, Location{});
+      ASSERT_TRUE(y.ok()) << y.error().to_string();
       g.add_output(*y);
-      Tensor t(Type{dt, {16}});
-      for (int64_t i = 0; i < 16; ++i) t.set_double(i, 0.37 * static_cast<double>(i) + 0.01);
-      EXPECT_TRUE(expect_round_trip(g, {}, {t}, 0));
+      std::vector<Tensor> data;
+      for (size_t k = 0; k < operands.size(); ++k) {
+        Tensor t(Type{dt, {16}});
+        for (int64_t i = 0; i < 16; ++i) t.set_double(i, 0.37 * static_cast<double>(i) * (k ? -1.3 : 1) + 0.01);
+        data.push_back(std::move(t));
+      }
+      EXPECT_TRUE(expect_round_trip(g, {}, data, 0));
     }
   }
 }

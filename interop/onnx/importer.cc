@@ -1,6 +1,7 @@
 #include "interop/onnx/importer.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -26,6 +27,16 @@ bool is_floating_onnx(int elem_type) {
 
 bool is_random(std::string_view op_type) {
   return op_type.starts_with("Random") || op_type == "Bernoulli" || op_type == "Dropout";
+}
+
+// The graph input name of an ONNX initializer or constant: its own, except that an
+// all-digit name (old exporters number their values) would clash with the numbers weft
+// gives unnamed values, so it becomes `onnx_NAME`.
+std::string input_name(const std::string& name) {
+  const bool digits = !name.empty() && std::all_of(name.begin(), name.end(), [](unsigned char c) {
+    return std::isdigit(c) != 0;
+  });
+  return digits ? "onnx_" + name : name;
 }
 
 std::string origin_of(const OnnxFile& file, const std::string& name) {
@@ -78,6 +89,8 @@ class Importer {
   const OnnxFile& file_;
   const Module* owner_;
   std::map<std::string, Entry> values_;
+  /// Node outputs that no converter produced, with what they are.
+  std::map<std::string, std::string> not_computed_;
   Fold* fold_ = nullptr;
 };
 
@@ -189,7 +202,12 @@ Importer::Entry& Importer::entry(const NodeContext& n, int i) {
   if (!n.has_input(i)) n.invalid("input " + std::to_string(i) + " is required");
   const std::string& name = n.node().input(i);
   auto it = values_.find(name);
-  if (it == values_.end()) n.invalid("input '" + name + "' is used before it is defined");
+  if (it == values_.end()) {
+    if (auto nc = not_computed_.find(name); nc != not_computed_.end()) {
+      n.unsupported("input '" + name + "' (" + nc->second + ", which weft does not compute)");
+    }
+    n.invalid("input '" + name + "' is used before it is defined");
+  }
   return it->second;
 }
 
@@ -239,8 +257,8 @@ ValueId Importer::materialize(const std::string& name, Entry& en, InputKind init
     const InputKind kind = is_floating(type.dtype) ? initializer_kind : InputKind::state;
     Initializer init = Initializer::stored_values(
         type, std::string(static_cast<const char*>(c.raw_data()), c.bytes()), origin_of(file_, name));
-    return kind == InputKind::param ? e_.param(name, type.shape, init, type.dtype)
-                                    : e_.state(name, type.shape, init, type.dtype);
+    return kind == InputKind::param ? e_.param(input_name(name), type.shape, init, type.dtype)
+                                    : e_.state(input_name(name), type.shape, init, type.dtype);
   }
   // A computed constant: a `full` when its elements are all equal (and exact as a
   // double), else a state input that holds it.
@@ -257,7 +275,7 @@ ValueId Importer::materialize(const std::string& name, Entry& en, InputKind init
   if (uniform || c.numel() == 0) return e_.full(type.shape, first, type.dtype);
   Initializer init = Initializer::stored_values(
       type, std::string(static_cast<const char*>(c.raw_data()), c.bytes()), origin_of(file_, name));
-  return e_.state(name, type.shape, init, type.dtype);
+  return e_.state(input_name(name), type.shape, init, type.dtype);
 }
 
 void Importer::set_output(const NodeContext& n, int i, ValueId v) {
@@ -341,9 +359,11 @@ void Importer::convert(const onnx::NodeProto& node, int index) {
   const OpConverter* c = find_converter(node.op_type(), file_.opset);
   if (c == nullptr) n.unsupported("the op type");
   if (!try_fold(node, *c)) c->convert(n);
+  // An output the converter did not produce (an optional one weft does not compute) is
+  // refused where it is used, not here: most models never read them.
   for (int i = 0; i < node.output_size(); ++i) {
     if (!node.output(i).empty() && !values_.count(node.output(i))) {
-      n.unsupported("output " + std::to_string(i) + " ('" + node.output(i) + "')");
+      not_computed_[node.output(i)] = "output " + std::to_string(i) + " of " + n.describe();
     }
   }
   e_.pop_frame();
@@ -379,6 +399,10 @@ std::vector<ValueId> Importer::run(const std::vector<ValueId>& inputs) {
   std::vector<ValueId> outputs;
   for (const onnx::ValueInfoProto& out : g.output()) {
     auto it = values_.find(out.name());
+    if (auto nc = not_computed_.find(out.name()); nc != not_computed_.end()) {
+      fail("the model's output '" + out.name() + "' is " + nc->second +
+           ", which weft does not compute");
+    }
     if (it == values_.end()) fail("output '" + out.name() + "' is never computed");
     Entry& en = it->second;
     if (!en.value) {
@@ -488,6 +512,7 @@ class OnnxModule : public Module {
           auto [it, fresh] = bound.emplace(dim.dim_param(), got.shape[d]);
           want = it->second;
         }
+        if (d == 0 && options_.free_batch_dimension) continue;
         if (want >= 0 && want != got.shape[d]) {
           e.fail(what + " has dimension " + std::to_string(d) + " of size " + std::to_string(want) +
                  (dim.has_dim_param() ? " ('" + dim.dim_param() + "')" : "") + ", given " +
@@ -503,6 +528,14 @@ class OnnxModule : public Module {
 };
 
 }  // namespace
+
+std::vector<const onnx::ValueInfoProto*> onnx_data_inputs(const OnnxFile& file) {
+  std::vector<const onnx::ValueInfoProto*> out;
+  for (const onnx::ValueInfoProto& in : file.model.graph().input()) {
+    if (!is_initializer(file.model.graph(), in.name())) out.push_back(&in);
+  }
+  return out;
+}
 
 StatusOr<std::vector<std::pair<std::string, Type>>> onnx_input_types(const OnnxFile& file,
                                                                      const ImportOptions& options) {

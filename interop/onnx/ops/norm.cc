@@ -37,6 +37,15 @@ void batch_normalization(NodeContext& n) {
       n.invalid("scale, B, mean and var must be [" + std::to_string(c) + "], got " + e.type(v).to_string());
     }
   }
+  // Training updates the running statistics in place: they must be state inputs.
+  auto is_state = [&](ValueId v) {
+    const int i = e.graph().input_index(v);
+    return i >= 0 && e.graph().inputs()[static_cast<size_t>(i)].kind == InputKind::state;
+  };
+  if (n.training() && !(is_state(p.running_mean) && is_state(p.running_var))) {
+    n.unsupported("training with a running mean or variance that is not an initializer (weft "
+                  "updates them as state)");
+  }
   functional::BatchNormResult r =
       functional::batch_norm(e, x, p, batch_stats, /*update_running=*/n.training());
   n.set_output(0, r.y);
@@ -94,11 +103,13 @@ void layer_normalization(NodeContext& n) {
   const double eps = n.attr_float("epsilon", 1e-5);
   n.set_output(0, e.op(Op::LayerNorm, {x, affine(1, 1.0), affine(2, 0.0)}, {{"axes", axes}, {"eps", eps}}));
   if (n.wants_output(1) || n.wants_output(2)) {
-    ValueId mean = e.mean(x, axes, /*keepdims=*/true);
-    ValueId centered = e.sub(x, mean);
+    // Mean and InvStdDev are float (stash_type 1), computed in float.
+    ValueId xf = t.dtype == DType::f32 ? x : e.op(Op::Cast, {x}, {{"dtype", DType::f32}});
+    ValueId mean = e.mean(xf, axes, /*keepdims=*/true);
+    ValueId centered = e.sub(xf, mean);
     ValueId var = e.mean(e.mul(centered, centered), axes, /*keepdims=*/true);
     if (n.wants_output(1)) n.set_output(1, mean);
-    if (n.wants_output(2)) n.set_output(2, e.op(Op::Rsqrt, {e.add(var, e.constant(eps, t.dtype))}));
+    if (n.wants_output(2)) n.set_output(2, e.op(Op::Rsqrt, {e.add(var, e.constant(eps, DType::f32))}));
   }
 }
 

@@ -1,8 +1,8 @@
 // libFuzzer target: the ONNX reader and importer (interop/onnx). Beyond not crashing: an
 // error has a message; external data is never read (the model folder is empty, so an
-// external-data tensor is always refused); a tensor that the reader accepts writes back to a TensorProto that reads back
-// to the same type and bytes; a model that imports gives a graph with as many outputs as
-// the model declares.
+// external-data tensor is always refused); a tensor that the reader accepts writes back
+// to a TensorProto that reads back to the same type and bytes; a model that imports gives
+// a graph with as many outputs as the model declares.
 
 #include <cstddef>
 #include <cstdint>

@@ -136,6 +136,8 @@ std::span<const OpConverter> control_converters();      // ops/control.cc: Scan,
 
 /// The newest converter of `op_type` whose `since` is at most `opset`, or nullptr.
 const OpConverter* find_converter(std::string_view op_type, int opset);
+/// The first opset from which `op_type` has a converter; 0 when it has none.
+int first_converted_opset(std::string_view op_type);
 /// Every op type that has a converter, sorted.
 std::vector<std::string> converted_op_types();
 

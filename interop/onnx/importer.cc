@@ -362,7 +362,14 @@ void Importer::convert(const onnx::NodeProto& node, int index) {
     n.unsupported("domain '" + node.domain() + "'");
   }
   const OpConverter* c = find_converter(node.op_type(), file_.opset);
-  if (c == nullptr) n.unsupported("the op type");
+  if (c == nullptr) {
+    const int from = first_converted_opset(node.op_type());
+    if (from > 0) {
+      n.unsupported("the op type before opset " + std::to_string(from) +
+                    " (weft converts it from that opset on)");
+    }
+    n.unsupported("the op type");
+  }
   for (const std::string& out : node.output()) {
     if (!out.empty() && (values_.count(out) || not_computed_.count(out))) {
       n.invalid("output '" + out + "' is already defined (an ONNX graph assigns each name once)");
@@ -555,6 +562,7 @@ StatusOr<std::vector<std::pair<std::string, Type>>> onnx_input_types(const OnnxF
   std::set<std::string> seen;
   for (const onnx::ValueInfoProto& in : g.input()) {
     if (is_initializer(g, in.name())) continue;
+    if (in.name().empty()) return Error{file.path + ": the model has an input with no name"};
     if (!seen.insert(in.name()).second) {
       return Error{file.path + ": the model declares input '" + in.name() + "' twice"};
     }

@@ -76,6 +76,16 @@ TEST(Importer, UnknownOpIsRefusedNamingTheNode) {
             "supported [in frob_1 (Frobnicate)]");
 }
 
+TEST(Importer, OpConvertedOnlyFromALaterOpsetNamesIt) {
+  OnnxBuilder b(9);
+  b.input("x", DType::f32, {2, 3});
+  b.node("LayerNormalization", {"x"}, {"y"}, "ln");
+  b.output("y", DType::f32);
+  EXPECT_EQ(import_onnx(b.file()).error().message,
+            "node 'ln' (LayerNormalization, opset 9): the op type before opset 17 (weft converts "
+            "it from that opset on) is not supported");
+}
+
 TEST(Importer, UnreadAttributeIsRefused) {
   OnnxBuilder b;
   b.input("x", DType::f32, {2});
@@ -186,6 +196,14 @@ TEST(Importer, NamesDefinedTwiceAreRefused) {
   StatusOr<ImportedGraph> g = import_onnx(b.file());
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.error().message, "test.onnx: the model declares input 'x' twice");
+  // Also found by the fuzzer: an unnamed input took weft's fresh name "0", which the
+  // next input's name then clashed with.
+  OnnxBuilder u;
+  u.input("", DType::f32, {2});
+  u.input("0", DType::f32, {2});
+  u.node("Add", {"", "0"}, {"y"});
+  u.output("y", DType::f32);
+  EXPECT_EQ(import_onnx(u.file()).error().message, "test.onnx: the model has an input with no name");
 
   OnnxBuilder c;
   c.input("x", DType::f32, {2});

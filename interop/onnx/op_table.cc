@@ -40,6 +40,11 @@ const OpConverter* find_converter(std::string_view op_type, int opset) {
   return best;
 }
 
+int first_converted_opset(std::string_view op_type) {
+  auto it = table().find(op_type);
+  return it == table().end() ? 0 : it->second.front()->since;
+}
+
 std::vector<std::string> converted_op_types() {
   std::vector<std::string> out;
   for (const auto& [name, rows] : table()) out.push_back(name);

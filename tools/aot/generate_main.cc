@@ -121,7 +121,8 @@ std::string initializer_cpp(const Initializer& i) {
   return "weft::Initializer{static_cast<weft::Initializer::Kind>(" +
          std::to_string(static_cast<int>(i.kind)) + "), " + exact(i.a) + ", " + exact(i.b) + ", " +
          exact(i.low) + ", " + exact(i.high) + ", " + exact(i.gain) +
-         ", static_cast<weft::Initializer::FanMode>(" + std::to_string(static_cast<int>(i.mode)) + ")}";
+         ", static_cast<weft::Initializer::FanMode>(" + std::to_string(static_cast<int>(i.mode)) +
+         "), nullptr}";  // stored values: from the row (ValueRow::stored)
 }
 
 // The accessor name of a batch tensor: `x`, `input_0`; the step's target is `target`.
@@ -256,6 +257,8 @@ std::string source(const Generated& g) {
            << parameter_stream(v.name) << "ULL";
       if (v.stored_offset >= 0) {
         rows << ", " << weights_symbol(g) << " + " << v.stored_offset << ", " << v.type.bytes() << "ULL";
+      } else {
+        rows << ", nullptr, 0";
       }
       rows << "},  // " << v.init.to_string() << "\n";
     }

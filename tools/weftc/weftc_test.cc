@@ -129,7 +129,8 @@ TEST(Weftc, RunRejectsMissingAndMistypedInputs) {
   EXPECT_EQ(r.out,
             "error: weftc run: missing --input for %labels (i64[8], data), %w1 (f32[16,32], "
             "param), %b1 (f32[32], param), %w2 (f32[32,10], param), %b2 (f32[10], param), %lr "
-            "(f32[], data); every graph input must be given as --input NAME=PATH.npy\n");
+            "(f32[], data); every graph input must be given as --input NAME=PATH.npy (or be in "
+            "the --params file)\n");
 
   // x.npy holds f32[8,16]; feeding it as w1 (f32[16,32]) is an error at w1's declaration.
   std::string inputs = example_inputs();

@@ -15,7 +15,7 @@ namespace weft::onnx_io {
 namespace {
 
 // Nodes whose inputs are all known at import time are evaluated then (by the reference
-// interpreter), up to this many elements in their inputs.
+// interpreter), up to this many elements in their inputs and in each output.
 constexpr int64_t kMaxFoldElements = int64_t{1} << 20;
 
 // Ops whose result is not a function of their inputs alone.
@@ -305,7 +305,10 @@ bool Importer::try_fold(const onnx::NodeProto& node, const OpConverter& c) {
   }
   fold_ = nullptr;
   if (!ok) return false;
-  for (const auto& [i, v] : fold.outputs) fold.graph.add_output(v);
+  for (const auto& [i, v] : fold.outputs) {
+    if (fold.graph.type(v).numel() > kMaxFoldElements) return false;  // computed when run
+    fold.graph.add_output(v);
+  }
   StatusOr<reference::RunResult> r = reference::run(fold.graph, fold.inputs);
   if (!r.ok()) return false;  // converted normally, the error shows where it belongs
   for (size_t k = 0; k < fold.outputs.size(); ++k) {

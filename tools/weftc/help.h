@@ -17,6 +17,7 @@ inline constexpr const char* kUsage =
     "  profile time every kernel of a graph's compiled step over several steps\n"
     "  viz     draw a graph as an interactive HTML page, or its memory plan as SVG\n"
     "  migrate rename the keys of a checkpoint (and their optimizer slots)\n"
+    "  import  read an ONNX model as a weft graph, with its weights beside it\n"
     "\n"
     "`weftc <command> --help` describes each command.\n";
 
@@ -55,13 +56,15 @@ inline constexpr const char* kDumpHelp =
     "  --no-locations   leave loc(...) out of the text form\n";
 
 inline constexpr const char* kRunHelp =
-    "usage: weftc run FILE.wir --input NAME=PATH.npy ... --out DIR\n"
+    "usage: weftc run FILE.wir --input NAME=PATH.npy ... [--params=FILE.safetensors] --out DIR\n"
     "                [--backend=cpu|cuda|reference]\n"
     "                [--check-numerics] [--max-memory=BYTES] [--allow-host-fallback]\n"
     "\n"
     "Executes the graph once. Every graph input, whatever its kind (data, param, state),\n"
     "must be given with --input; its .npy file must hold exactly the input's dtype and\n"
-    "shape (no silent casts). Creates DIR if needed and writes the outputs as\n"
+    "shape (no silent casts); --params=FILE gives every input not named by --input the\n"
+    "tensor of its name in a safetensors file (`weftc import`'s weights, a checkpoint).\n"
+    "Creates DIR if needed and writes the outputs as\n"
     "DIR/out_0.npy, DIR/out_1.npy, ... in return order, and every param or state input\n"
     "that an assign updated as DIR/NAME.npy, overwriting existing files. Nothing is\n"
     "written outside DIR: bytes of NAME other than letters, digits, '_', '-' and '.' (and\n"
@@ -82,7 +85,8 @@ inline constexpr const char* kRunHelp =
     "                   the graph (weftc check --backend=cuda lists them)\n";
 
 inline constexpr const char* kProfileHelp =
-    "usage: weftc profile FILE.wir --input NAME=PATH.npy ... [--steps=N] [--warmup=N] [--top=K]\n"
+    "usage: weftc profile FILE.wir --input NAME=PATH.npy ... [--params=FILE.safetensors]\n"
+    "                     [--steps=N] [--warmup=N] [--top=K]\n"
     "                     [--html=OUT.html]\n"
     "\n"
     "Compiles FILE for the cpu backend (the pipeline of `weftc run`), runs --warmup steps\n"
@@ -160,5 +164,30 @@ inline constexpr const char* kMigrateHelp =
     "\n"
     "example:\n"
     "  weftc migrate old.safetensors -o new.safetensors --prefix=0.:encoder.0. --rename 1.weight=head.weight\n";
+
+inline constexpr const char* kImportHelp =
+    "usage: weftc import MODEL.onnx -o OUT.wir [--weights=OUT.safetensors] [--dim NAME=N ...]\n"
+    "                    [--input-shape NAME=AxBxC ...] [--training]\n"
+    "\n"
+    "Reads an ONNX model (opsets 1 to 17 of the default domain) and writes it as a weft\n"
+    "graph: OUT as .wir text (JSON if OUT ends in .json), and the values of its parameters\n"
+    "and state inputs (the model's initializers, named as in the model) as a safetensors\n"
+    "file. Each ONNX node becomes weft ops with ONNX's semantics at the model's opset;\n"
+    "initializers that only feed shapes, axes or pads are read at import time. A node\n"
+    "weft cannot express exactly is an error naming it, its op type and what is not\n"
+    "supported; nothing is written then.\n"
+    "  --weights=FILE   where the values go (default: OUT with the extension .safetensors)\n"
+    "  --dim NAME=N     the size of the model's symbolic dimension NAME (`batch`): weft's\n"
+    "                   shapes are static (repeatable)\n"
+    "  --input-shape NAME=AxBxC\n"
+    "                   the shape of input NAME, replacing the model's (`NAME=scalar` for\n"
+    "                   rank 0; repeatable)\n"
+    "  --training       BatchNormalization and Dropout with their training behaviour (batch\n"
+    "                   statistics, running statistics updated; dropping); default:\n"
+    "                   inference\n"
+    "\n"
+    "example:\n"
+    "  weftc import resnet18.onnx --dim batch=32 -o resnet18.wir\n"
+    "  weftc run resnet18.wir --params=resnet18.safetensors --input input=x.npy --out out/\n";
 
 }  // namespace weft::cli

@@ -37,6 +37,7 @@
 #include "formats/file_io.h"
 #include "training/flag_values.h"
 #include "formats/npy.h"
+#include "formats/safetensors.h"
 #include "runtime/reference/interpreter.h"
 #include "tools/viz/cpu_viz.h"
 #include "tools/viz/memory_picture.h"
@@ -45,6 +46,7 @@
 #include "tools/weftc/args.h"
 #include "tools/weftc/help.h"
 #include "tools/weftc/migrate.h"
+#include "tools/weftc/onnx_commands.h"
 
 namespace weft::cli {
 namespace {
@@ -294,9 +296,12 @@ std::string input_list(const Graph& g) {
   return names.empty() ? "(none)" : names;
 }
 
-/// Reads the `--input NAME=PATH` files into graph-input order, checking each type.
+/// Reads the `--input NAME=PATH` files into graph-input order, checking each type; the
+/// inputs not given take the tensor of their name in the `--params` safetensors file.
 StatusOr<std::vector<Tensor>> read_inputs(const Graph& g, const std::string& file,
-                                          const std::vector<std::string>& specs) {
+                                          const Args& args) {
+  const std::vector<std::string> specs =
+      args.flags.count("input") ? args.flags.at("input") : std::vector<std::string>{};
   std::vector<std::optional<Tensor>> given(g.inputs().size());
   for (const std::string& spec : specs) {
     size_t eq = spec.find('=');
@@ -322,6 +327,23 @@ StatusOr<std::vector<Tensor>> read_inputs(const Graph& g, const std::string& fil
     }
     given[index] = std::move(t);
   }
+  if (args.has("params")) {
+    const std::string shown = args.get("params");
+    StatusOr<SafetensorsFile> params = read_safetensors(resolve_path(shown));
+    if (!params.ok()) return Error{params.error().message, Location::of_file(shown)};
+    for (size_t i = 0; i < given.size(); ++i) {
+      const Input& in = g.inputs()[i];
+      const Tensor* t = given[i] ? nullptr : params->find(g.value(in.value).name);
+      if (t == nullptr) continue;
+      if (!(t->type() == g.type(in.value))) {
+        return Error{"input %" + g.value(in.value).name + " is declared " +
+                         g.type(in.value).to_string() + " but '" + shown + "' holds " +
+                         t->type().to_string() + " (weft does not cast inputs)",
+                     in.loc};
+      }
+      given[i] = *t;
+    }
+  }
   std::vector<Tensor> inputs;
   std::string missing;
   for (size_t i = 0; i < given.size(); ++i) {
@@ -335,7 +357,8 @@ StatusOr<std::vector<Tensor>> read_inputs(const Graph& g, const std::string& fil
   }
   if (!missing.empty()) {
     return Error{"weftc run: missing --input for " + missing +
-                 "; every graph input must be given as --input NAME=PATH.npy"};
+                 "; every graph input must be given as --input NAME=PATH.npy (or be in the "
+                 "--params file)"};
   }
   return inputs;
 }
@@ -385,7 +408,7 @@ StatusOr<int64_t> parse_bytes(const std::string& flag, const std::string& text) 
 Status profile_command(const std::vector<std::string>& argv) {
   WEFT_ASSIGN_OR_RETURN(
       Args args, parse_args("profile", argv,
-                            {{"input", "i", true, /*repeatable=*/true}, {"steps"}, {"warmup"}, {"top"},
+                            {{"input", "i", true, /*repeatable=*/true}, {"params"}, {"steps"}, {"warmup"}, {"top"},
                              {"html"}}));
   WEFT_ASSIGN_OR_RETURN(std::string file, one_file_argument("profile", args));
   constexpr int64_t kMaxSteps = 1000000000;
@@ -393,8 +416,7 @@ Status profile_command(const std::vector<std::string>& argv) {
   WEFT_ASSIGN_OR_RETURN(const int64_t warmup, whole_number_flag(args, "profile", "warmup", 3, 1, kMaxSteps));
   WEFT_ASSIGN_OR_RETURN(const int64_t top, whole_number_flag(args, "profile", "top", 25, 1, kMaxSteps));
   WEFT_ASSIGN_OR_RETURN(Graph g, load_typed_graph(file));
-  auto specs = args.flags.count("input") ? args.flags.at("input") : std::vector<std::string>{};
-  WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, read_inputs(g, file, specs));
+  WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, read_inputs(g, file, args));
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<cpu::Executor> ex, codegen::compile_for_cpu(g));
   for (size_t i = 0; i < inputs.size(); ++i) {
     WEFT_RETURN_IF_ERROR(ex->set_input(static_cast<int>(i), inputs[i]));
@@ -423,7 +445,7 @@ Status profile_command(const std::vector<std::string>& argv) {
 Status run_command(const std::vector<std::string>& argv) {
   WEFT_ASSIGN_OR_RETURN(
       Args args, parse_args("run", argv,
-                            {{"input", "i", true, /*repeatable=*/true}, {"out", "o"}, {"backend"},
+                            {{"input", "i", true, /*repeatable=*/true}, {"params"}, {"out", "o"}, {"backend"},
                              {"check-numerics", "", false}, {"max-memory"},
                              {"allow-host-fallback", "", false}}));
   WEFT_ASSIGN_OR_RETURN(std::string file, one_file_argument("run", args));
@@ -436,8 +458,7 @@ Status run_command(const std::vector<std::string>& argv) {
     return Error{"weftc run: " + target->check_numerics_unsupported("--check-numerics").message};
   }
   WEFT_ASSIGN_OR_RETURN(Graph g, load_typed_graph(file));
-  auto specs = args.flags.count("input") ? args.flags.at("input") : std::vector<std::string>{};
-  WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, read_inputs(g, file, specs));
+  WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, read_inputs(g, file, args));
   if (args.has("max-memory")) {
     WEFT_ASSIGN_OR_RETURN(options.max_memory, parse_bytes("--max-memory", args.get("max-memory")));
   }
@@ -489,6 +510,7 @@ int main_impl(int argc, char** argv) {
       {"profile", {kProfileHelp, profile_command}},
       {"viz", {kVizHelp, viz_command}},
       {"migrate", {kMigrateHelp, migrate_command}},
+      {"import", {kImportHelp, import_command}},
   };
   auto it = commands.find(command);
   if (it == commands.end()) {

@@ -35,6 +35,7 @@ class OnnxBuilder {
   OnnxBuilder& output(const std::string& name, DType dtype);
 
   onnx::ModelProto& model() { return model_; }
+  const onnx::ModelProto& model() const { return model_; }
   /// The model, serialized and parsed back as a file named `test.onnx` in dir "".
   OnnxFile file() const;
 

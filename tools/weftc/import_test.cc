@@ -1,0 +1,140 @@
+// End-to-end tests of `weftc import` (and `weftc run --params`, which runs what it
+// wrote): the binary run as a user would, its messages pinned.
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "formats/npy.h"
+#include "formats/safetensors.h"
+#include "interop/onnx/testing/onnx_builder.h"
+#include "tests/testing/subprocess.h"
+
+namespace weft {
+namespace {
+
+using onnx_io::OnnxBuilder;
+using testing::CommandResult;
+
+CommandResult weftc(const std::string& args) {
+  static const std::string binary = std::string(std::getenv("PWD")) + "/tools/weftc/weftc";
+  return testing::run_command(binary + " " + args);
+}
+
+std::string dir() { return testing::test_tmpdir(); }
+
+std::string write_model(OnnxBuilder b, const std::string& name) {
+  std::string bytes;
+  b.model().SerializeToString(&bytes);
+  const std::string path = dir() + "/" + name;
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+Tensor f32(Shape s, std::vector<float> v) { return Tensor::from_vector<float>(std::move(s), v); }
+
+// y = relu(x @ w + b) with x [batch, 3].
+OnnxBuilder small_model() {
+  OnnxBuilder b;
+  b.input_symbolic("x", DType::f32, {"batch", "3"});
+  b.model().mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()
+      ->mutable_shape()->mutable_dim(1)->set_dim_value(3);
+  b.initializer("fc.w", f32({3, 2}, {1, -1, 2, -2, 3, -3}));
+  b.initializer("fc.b", f32({2}, {0.5, 0.5}));
+  b.node("MatMul", {"x", "fc.w"}, {"h"});
+  b.node("Add", {"h", "fc.b"}, {"z"});
+  b.node("Relu", {"z"}, {"y"});
+  b.output("y", DType::f32);
+  return b;
+}
+
+TEST(WeftcImport, WritesTheGraphAndItsWeightsWhichRunTakes) {
+  const std::string model = write_model(small_model(), "small.onnx");
+  const std::string wir = dir() + "/small.wir";
+  CommandResult r = weftc("import " + model + " --dim batch=2 -o " + wir);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out, "imported 3 ONNX nodes (opset 17) as 3 weft ops; 2 parameters and 0 state "
+                      "inputs (8 values)\nwrote " + wir + " and " + dir() + "/small.safetensors\n");
+  StatusOr<SafetensorsFile> w = read_safetensors(dir() + "/small.safetensors");
+  ASSERT_TRUE(w.ok()) << w.error().to_string();
+  ASSERT_NE(w->find("fc.w"), nullptr);
+  EXPECT_EQ(*w->find("fc.b"), f32({2}, {0.5, 0.5}));
+
+  ASSERT_TRUE(write_npy(dir() + "/x.npy", f32({2, 3}, {1, 1, 1, -1, 0, 0})).ok());
+  r = weftc("run " + wir + " --params=" + dir() + "/small.safetensors --input x=" + dir() +
+            "/x.npy --out " + dir() + "/out");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  StatusOr<Tensor> y = read_npy(dir() + "/out/out_0.npy");
+  ASSERT_TRUE(y.ok());
+  // x @ w + b = [6.5, -5.5], [-0.5, 1.5]; relu.
+  EXPECT_EQ(*y, f32({2, 2}, {6.5, 0, 0, 1.5}));
+}
+
+TEST(WeftcImport, SymbolicDimensionWithoutASizeIsAnError) {
+  const std::string model = write_model(small_model(), "dims.onnx");
+  CommandResult r = weftc("import " + model + " -o " + dir() + "/dims.wir");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "error: " + model + ": input 'x': dimension 0 ('batch') is symbolic; weft's "
+                      "shapes are static: give its size (weftc import --dim batch=N)\n");
+  EXPECT_FALSE(std::filesystem::exists(dir() + "/dims.wir"));
+  r = weftc("import " + model + " --dim batch=two -o " + dir() + "/dims.wir");
+  EXPECT_EQ(r.out, "error: weftc import: --dim 'batch=two': 'two' is not a dimension size (a "
+                      "whole number from 0 to 2^40)\n");
+  r = weftc("import " + model + " --input-shape x=2x3x -o " + dir() + "/dims.wir");
+  EXPECT_EQ(r.out, "error: weftc import: --input-shape 'x=2x3x': '' is not a dimension size (a "
+                      "whole number from 0 to 2^40)\n");
+  r = weftc("import " + model + " --input-shape x=4x3 -o " + dir() + "/dims.wir");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+}
+
+TEST(WeftcImport, UnsupportedNodeWritesNothing) {
+  OnnxBuilder b;
+  b.input("x", DType::f32, {2});
+  b.node("Frobnicate", {"x"}, {"y"}, "frob");
+  b.output("y", DType::f32);
+  const std::string model = write_model(b, "frob.onnx");
+  CommandResult r = weftc("import " + model + " -o " + dir() + "/frob.wir");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, model + ": error: node 'frob' (Frobnicate, opset 17): the op type is not "
+                      "supported [in frob (Frobnicate)]\n");
+  EXPECT_FALSE(std::filesystem::exists(dir() + "/frob.wir"));
+  EXPECT_FALSE(std::filesystem::exists(dir() + "/frob.safetensors"));
+}
+
+TEST(WeftcImport, FileThatIsNotAModel) {
+  const std::string path = dir() + "/not_a_model.onnx";
+  std::ofstream(path) << "graph @g() { }";
+  CommandResult r = weftc("import " + path + " -o " + dir() + "/x.wir");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "error: " + path + ": not an ONNX model (the protobuf ModelProto does not parse)\n");
+  r = weftc("import " + path);
+  EXPECT_EQ(r.out, "error: weftc import: -o OUT.wir is required (see weftc import --help)\n");
+}
+
+TEST(WeftcImport, RunParamsOfTheWrongType) {
+  const std::string model = write_model(small_model(), "typed.onnx");
+  const std::string wir = dir() + "/typed.wir";
+  ASSERT_EQ(weftc("import " + model + " --dim batch=2 -o " + wir).exit_code, 0);
+  ASSERT_TRUE(write_safetensors(dir() + "/wrong.safetensors", {{"fc.b", f32({3}, {1, 2, 3})}}).ok());
+  ASSERT_TRUE(write_npy(dir() + "/x2.npy", f32({2, 3}, {1, 1, 1, -1, 0, 0})).ok());
+  CommandResult r = weftc("run " + wir + " --params=" + dir() + "/wrong.safetensors --input x=" +
+                          dir() + "/x2.npy --out " + dir() + "/o2");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("input %fc.b is declared f32[2] but '" + dir() +
+                          "/wrong.safetensors' holds f32[3] (weft does not cast inputs)"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(WeftcImport, Help) {
+  CommandResult r = weftc("import --help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out.rfind("usage: weftc import MODEL.onnx -o OUT.wir", 0), 0u) << r.out;
+  EXPECT_NE(weftc("--help").out.find("  import  read an ONNX model as a weft graph"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace weft

@@ -1,0 +1,110 @@
+#include "tools/weftc/onnx_commands.h"
+
+#include <filesystem>
+#include <iostream>
+
+#include "formats/file_io.h"
+#include "formats/safetensors.h"
+#include "interop/onnx/importer.h"
+#include "ir/json.h"
+#include "ir/text.h"
+#include "tools/weftc/args.h"
+
+namespace weft::cli {
+namespace {
+
+// `NAME=VALUE` split at the first '='; an error names the flag and what it expects.
+StatusOr<std::pair<std::string, std::string>> name_value(const std::string& flag,
+                                                         const std::string& spec,
+                                                         const std::string& expects) {
+  const size_t eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
+    return Error{"weftc import: " + flag + " expects " + expects + ", got '" + spec + "'"};
+  }
+  return std::make_pair(spec.substr(0, eq), spec.substr(eq + 1));
+}
+
+// A dimension's size in a flag: a whole number from 0 to 2^40.
+StatusOr<int64_t> dim_size(const std::string& flag, const std::string& spec, const std::string& text) {
+  const FlagNumber<int64_t> n = parse_whole_number(text);
+  if (!n.ok() || n.value < 0 || n.value > (int64_t{1} << 40)) {
+    return Error{"weftc import: " + flag + " '" + spec + "': '" + text +
+                 "' is not a dimension size (a whole number from 0 to 2^40)"};
+  }
+  return n.value;
+}
+
+// --dim NAME=N and --input-shape NAME=AxBxC (`NAME=scalar` for rank 0).
+StatusOr<onnx_io::ImportOptions> import_options(const Args& args) {
+  onnx_io::ImportOptions o;
+  for (const std::string& spec : args.flags.count("dim") ? args.flags.at("dim") : std::vector<std::string>{}) {
+    WEFT_ASSIGN_OR_RETURN(auto nv, name_value("--dim", spec, "NAME=SIZE"));
+    WEFT_ASSIGN_OR_RETURN(int64_t n, dim_size("--dim", spec, nv.second));
+    o.dims[nv.first] = n;
+  }
+  for (const std::string& spec :
+       args.flags.count("input-shape") ? args.flags.at("input-shape") : std::vector<std::string>{}) {
+    WEFT_ASSIGN_OR_RETURN(auto nv, name_value("--input-shape", spec, "NAME=AxBxC (or NAME=scalar)"));
+    std::vector<int64_t> dims;
+    if (nv.second != "scalar") {
+      size_t start = 0;
+      while (true) {
+        const size_t x = nv.second.find('x', start);
+        WEFT_ASSIGN_OR_RETURN(int64_t d, dim_size("--input-shape", spec, nv.second.substr(start, x - start)));
+        dims.push_back(d);
+        if (x == std::string::npos) break;
+        start = x + 1;
+      }
+    }
+    o.input_shapes[nv.first] = Shape(dims);
+  }
+  return o;
+}
+
+std::string replace_extension(const std::string& path, const std::string& ext) {
+  return std::filesystem::path(path).replace_extension(ext).string();
+}
+
+}  // namespace
+
+Status import_command(const std::vector<std::string>& argv) {
+  WEFT_ASSIGN_OR_RETURN(
+      Args args, parse_args("import", argv,
+                            {{"out", "o"},
+                             {"weights"},
+                             {"dim", "", /*takes_value=*/true, /*repeatable=*/true},
+                             {"input-shape", "", /*takes_value=*/true, /*repeatable=*/true},
+                             {"training", "", /*takes_value=*/false}}));
+  WEFT_ASSIGN_OR_RETURN(std::string file, one_file_argument("import", args));
+  if (!args.has("out")) return Error{"weftc import: -o OUT.wir is required (see weftc import --help)"};
+  const std::string out = args.get("out");
+  const std::string weights = args.get("weights", replace_extension(out, ".safetensors"));
+  if (weights == out) return Error{"weftc import: --weights must differ from -o ('" + out + "')"};
+  WEFT_ASSIGN_OR_RETURN(onnx_io::ImportOptions options, import_options(args));
+
+  StatusOr<onnx_io::OnnxFile> model = onnx_io::read_onnx_model(resolve_path(file));
+  if (!model.ok()) return model.error();
+  WEFT_ASSIGN_OR_RETURN(onnx_io::ImportedGraph g,
+                        onnx_io::import_onnx(*model, options, args.has("training")));
+
+  const std::string text = out.ends_with(".json") ? graph_to_json(g.graph) : print_graph(g.graph);
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  int64_t params = 0, elements = 0;
+  for (const ParamInfo& p : g.params) {
+    tensors.emplace_back(p.name, g.values.at(p.name));
+    if (p.kind == InputKind::param) ++params;
+    elements += tensors.back().second.numel();
+  }
+  // The weights first: a graph file never names values that were not written.
+  WEFT_RETURN_IF_ERROR(write_safetensors(resolve_path(weights), tensors,
+                                         {{"weft.source", std::filesystem::path(file).filename().string()}}));
+  WEFT_RETURN_IF_ERROR(write_file_atomically(resolve_path(out), text));
+  std::cout << "imported " << model->model.graph().node_size() << " ONNX nodes (opset "
+            << model->opset << ") as " << g.graph.nodes().size() << " weft ops; " << params
+            << " parameters and " << (g.params.size() - static_cast<size_t>(params))
+            << " state inputs (" << elements << " values)\n"
+            << "wrote " << out << " and " << weights << "\n";
+  return Status();
+}
+
+}  // namespace weft::cli

@@ -224,7 +224,7 @@ Expected merge_expected(Expected base, const Expected& update) {
 
 StatusOr<Expected> read_expected(const std::string& path) {
   StatusOr<std::string> text = read_file(path);
-  if (!text.ok()) return Error{"cannot read the expected results: " + text.error().message};
+  if (!text.ok()) return Error{"cannot read the expected results " + path + ": " + text.error().message};
   try {
     const json j = json::parse(*text);
     Expected e;

@@ -156,6 +156,30 @@ std::vector<std::string> op_types_of(const onnx_io::OnnxFile& file) {
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
+// Why the model's interface is not all tensors (a sequence input, an optional output),
+// or "": its test data would not read as tensors.
+std::string non_tensor_interface(const onnx::GraphProto& g) {
+  auto kind = [](const onnx::TypeProto& t) -> std::string {
+    switch (t.value_case()) {
+      case onnx::TypeProto::kTensorType: return "";
+      case onnx::TypeProto::kSequenceType: return "a sequence";
+      case onnx::TypeProto::kMapType: return "a map";
+      case onnx::TypeProto::kOptionalType: return "an optional";
+      case onnx::TypeProto::kSparseTensorType: return "a sparse tensor";
+      default: return "not a tensor";
+    }
+  };
+  for (const auto* list : {&g.input(), &g.output()}) {
+    for (const onnx::ValueInfoProto& v : *list) {
+      if (const std::string k = kind(v.type()); !k.empty()) {
+        return std::string(list == &g.input() ? "input" : "output") + " '" + v.name() + "' is " + k +
+               "; weft's values are tensors";
+      }
+    }
+  }
+  return "";
+}
+
 // The tensors `prefix`_0.pb, `prefix`_1.pb... of one data set, in order.
 StatusOr<std::vector<Tensor>> read_tensors(const fs::path& set_dir, const std::string& prefix) {
   std::vector<Tensor> out;
@@ -289,6 +313,10 @@ CaseResult run_case(const Case& c, const std::vector<std::string>& backends, Tol
       return out;
     }
     out.op_types = op_types_of(*file);
+    if (const std::string why = non_tensor_interface(file->model.graph()); !why.empty()) {
+      all(Verdict::refused, why);
+      return out;
+    }
     StatusOr<std::vector<DataSet>> sets = read_data_sets(c);
     if (!sets.ok()) {
       all(Verdict::refused, first_line(sets.error().message));
@@ -327,6 +355,14 @@ std::string reason_group(const std::string& reason) {
   // Paths into the data: `/usr/.../node/test_abs/model.onnx` -> `model.onnx`.
   static const std::regex path(R"((/[^ :']*)*/test_[^ /:']*/)");
   s = std::regex_replace(s, path, "");
+  // Which test tensor: `input_1.pb: tensor 'x': INT8 ...` -> `input_N.pb: tensor: INT8 ...`.
+  static const std::regex file(R"(\b(input|output)_\d+\.pb)");
+  s = std::regex_replace(s, file, "$1_N.pb");
+  static const std::regex tensor(R"(tensor '[^']*')");
+  s = std::regex_replace(s, tensor, "tensor");
+  // Value names in `input 'x' is a sequence; ...`.
+  static const std::regex value(R"(^(input|output) '[^']*')");
+  s = std::regex_replace(s, value, "$1");
   return s;
 }
 

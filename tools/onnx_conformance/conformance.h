@@ -103,8 +103,9 @@ std::vector<std::string> model_op_types(const std::string& model_path);
 CaseResult run_case(const Case& c, const std::vector<std::string>& backends, Tolerance tol = {});
 
 /// The reason of a refusal as grouped in the report: its first line, with what names one
-/// case in particular taken out (`node 'Conv_3' (Conv, opset 11)` becomes `node (Conv)`,
-/// the case's folder is dropped from paths).
+/// case in particular taken out: `node 'Conv_3' (Conv, opset 11): X` becomes `Conv: X`,
+/// the case's folder is dropped from paths, `input_1.pb: tensor 'x'` becomes
+/// `input_N.pb: tensor`, `input 'x' is` becomes `input is`.
 std::string reason_group(const std::string& reason);
 
 }  // namespace weft::onnx_conformance

@@ -10,6 +10,8 @@
 #include <limits>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "interop/onnx/testing/onnx_builder.h"
 #include "tools/onnx_conformance/cli.h"
 #include "tools/onnx_conformance/conformance.h"
@@ -72,7 +74,9 @@ TEST(ReasonGroup, DropsWhatNamesOneCase) {
   EXPECT_EQ(reason_group("node 'Conv_3' (Conv, opset 11): the op type is not supported\nmore"),
             "Conv: the op type is not supported");
   EXPECT_EQ(reason_group("test data: /usr/x/node/test_abs/test_data_set_0/input_0.pb: tensor 'x': bad"),
-            "test data: input_0.pb: tensor 'x': bad");
+            "test data: input_N.pb: tensor: bad");
+  EXPECT_EQ(reason_group("input 'seq' is a sequence; weft's values are tensors"),
+            "input is a sequence; weft's values are tensors");
 }
 
 // ---- Cases written here
@@ -157,6 +161,17 @@ TEST(RunCase, RefusalsCarryWeftsReason) {
                {"reference"});
   EXPECT_EQ(r.backends.at("reference").detail, "test_data_set_0 gives 2 inputs, the model takes 1");
 
+  // A sequence in the model's interface.
+  onnx_io::OnnxBuilder s;
+  s.input("x", DType::f32, {1});
+  s.node("SequenceConstruct", {"x"}, {"seq"});
+  s.output("seq", DType::f32);
+  onnx::TypeProto seq;
+  *seq.mutable_sequence_type()->mutable_elem_type() = s.model().graph().output(0).type();
+  *s.model().mutable_graph()->mutable_output(0)->mutable_type() = seq;
+  r = run_case(write_case(root, "node", "test_sequence", s, {f32({1}, {1})}, {}), {"reference"});
+  EXPECT_EQ(r.backends.at("reference").detail, "output 'seq' is a sequence; weft's values are tensors");
+
   r = run_case(relu_case(root, "test_relu", {0, 2, 0, 4}), {"tpu"});
   EXPECT_EQ(r.backends.at("tpu").detail, "unknown backend 'tpu'; backends: cpu, cuda, reference");
 }
@@ -199,6 +214,32 @@ TEST(RunCases, WorkersReturnResultsInCaseOrder) {
   EXPECT_EQ(r[2].backends.at("cpu").detail,
             "test_data_set_0: output 0: 2 of 4 elements differ; the largest |error| is 4 at [3]: 4 where 0 was "
             "expected");
+}
+
+TEST(RunCases, ACrashOrAHangFailsOnlyItsOwnJob) {
+  const std::vector<Case> cases = {{"node", "test_ok", ""}, {"node", "test_abort", ""},
+                                   {"node", "test_hang", ""}, {"node", "test_after", ""}};
+  RunnerOptions o{.jobs = 2, .timeout_s = 1};
+  o.run_one = [](const Case& c, const std::vector<std::string>& backends, Tolerance) {
+    CaseResult r{c.category, c.name, {"Relu"}, {}};
+    if (c.name == "test_abort" && backends[0] == "cpu") {
+      std::fprintf(stderr, "a first line\nweft: internal error: the last line\n");
+      std::abort();
+    }
+    if (c.name == "test_hang" && backends[0] == "reference") ::sleep(30);
+    r.backends[backends[0]] = {Verdict::passed, "", 0};
+    return r;
+  };
+  const std::vector<CaseResult> r = run_cases(cases, {{"reference", "cpu"}}, o);
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_EQ(r[0].backends.at("cpu").verdict, Verdict::passed);
+  EXPECT_EQ(r[1].backends.at("reference").verdict, Verdict::passed);
+  EXPECT_EQ(r[1].backends.at("cpu").verdict, Verdict::failed);
+  EXPECT_EQ(r[1].backends.at("cpu").detail, "crashed (Aborted): weft: internal error: the last line");
+  EXPECT_EQ(r[2].backends.at("reference").detail, "timed out after 1 s (--timeout)");
+  EXPECT_EQ(r[2].backends.at("cpu").verdict, Verdict::passed);
+  EXPECT_EQ(r[3].backends.at("reference").verdict, Verdict::passed);
+  EXPECT_EQ(r[3].backends.at("cpu").verdict, Verdict::passed);
 }
 
 // ---- The report

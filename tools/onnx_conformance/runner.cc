@@ -40,6 +40,10 @@ struct Worker {
   Clock::time_point started;
 };
 
+CaseResult run_one(const RunnerOptions& o, const Case& c, const std::vector<std::string>& backends) {
+  return o.run_one ? o.run_one(c, backends, o.tolerance) : run_case(c, backends, o.tolerance);
+}
+
 void write_all(int fd, const std::string& s) {
   size_t done = 0;
   while (done < s.size()) {
@@ -50,7 +54,7 @@ void write_all(int fd, const std::string& s) {
 }
 
 [[noreturn]] void worker_main(int in, int out, const std::vector<Case>& cases,
-                              const std::vector<Job>& jobs, Tolerance tol) {
+                              const std::vector<Job>& jobs, const RunnerOptions& options) {
   std::FILE* f = ::fdopen(in, "r");
   char line[64];
   while (f != nullptr && std::fgets(line, sizeof line, f) != nullptr) {
@@ -59,7 +63,7 @@ void write_all(int fd, const std::string& s) {
     std::fflush(stdout);
     std::fflush(stderr);
     if (::ftruncate(2, 0) != 0) {}
-    const CaseResult r = run_case(cases[job.case_index], {job.backend}, tol);
+    const CaseResult r = run_one(options, cases[job.case_index], {job.backend});
     write_all(out, case_result_to_json(r) + "\n");
   }
   ::_exit(0);
@@ -150,7 +154,7 @@ class Pool {
       ::dup2(log, 1);
       ::dup2(log, 2);
       ::close(log);
-      worker_main(down[0], up[1], cases_, jobs_, options_.tolerance);
+      worker_main(down[0], up[1], cases_, jobs_, options_);
     }
     ::close(down[0]);
     ::close(up[1]);
@@ -246,7 +250,7 @@ std::vector<CaseResult> run_cases(const std::vector<Case>& cases,
   for (const Case& c : cases) results.push_back({c.category, c.name, {}, {}});
   if (!options.isolate) {
     for (size_t i = 0; i < cases.size(); ++i) {
-      results[i] = run_case(cases[i], backends_of(i), options.tolerance);
+      results[i] = run_one(options, cases[i], backends_of(i));
       if (options.on_result) options.on_result(results[i]);
     }
     return results;

@@ -21,6 +21,9 @@ struct RunnerOptions {
   int timeout_s = 300;         ///< Per case and backend; then the worker is killed.
   bool isolate = true;         ///< false: run every case in this process (a debugger's view).
   Tolerance tolerance = {};
+  /// What runs one case on the given backends: run_case when null (tests put a case
+  /// that crashes or hangs here).
+  std::function<CaseResult(const Case&, const std::vector<std::string>&, Tolerance)> run_one = nullptr;
   /// Called as each case finishes (all its backends), in the order they finish.
   std::function<void(const CaseResult&)> on_result = nullptr;
 };

@@ -3,12 +3,13 @@
 // any of the three ranks.
 //
 // A transposed convolution is the gradient of a convolution with respect to its input,
-// so ConvTranspose emits `conv_backward_input`. PyTorch's transposed weight
+// so ConvTranspose emits `conv_backward_input` (functional::conv_transpose). PyTorch's transposed weight
 // [in, out/groups, *kernel] is already the weight of the forward convolution that maps
 // `out` channels to `in` (group g of that convolution reads input channels
 // g·out/groups... and writes output channels g·in/groups...), so it is used as is.
 #include <cmath>
 
+#include "frontend/functional.h"
 #include "frontend/modules.h"
 
 namespace weft {
@@ -47,7 +48,6 @@ class ConvModule : public UnaryModule {
     }
     // The output's spatial sizes, the same rule on every axis (square kernels).
     const int64_t span = o_.dilation * (o_.kernel - 1) + 1;  // The dilated kernel's extent.
-    IntList out_sizes;
     std::string out_text;
     bool empty = false;
     for (int a = 0; a < spatial_; ++a) {
@@ -56,7 +56,6 @@ class ConvModule : public UnaryModule {
           transposed_ ? (in - 1) * o_.stride - 2 * o_.padding + span + o_.output_padding
           : in + 2 * o_.padding < span ? 0
                                        : (in + 2 * o_.padding - span) / o_.stride + 1;
-      out_sizes.push_back(size);
       out_text += (a ? "x" : "") + std::to_string(size);
       empty = empty || size < 1;
     }
@@ -75,19 +74,20 @@ class ConvModule : public UnaryModule {
       fan_in *= o_.kernel;
     }
     ValueId weight = e.param("weight", wshape, Initializer::kaiming_uniform(std::sqrt(5.0)), t.dtype);
-    Attrs attrs = {{"stride", IntList(spatial_, o_.stride)},
-                   {"padding", IntList(spatial_, o_.padding)},
-                   {"dilation", IntList(spatial_, o_.dilation)},
-                   {"groups", o_.groups}};
-    ValueId y;
-    if (transposed_) {
-      IntList input_shape = {t.shape[0], out_};
-      input_shape.insert(input_shape.end(), out_sizes.begin(), out_sizes.end());
-      attrs["input_shape"] = std::move(input_shape);
-      y = e.op(Op::ConvBackwardInput, {x, weight}, attrs);
-    } else {
-      y = e.op(Op::Conv, {x, weight}, attrs);
-    }
+    auto each = [&](int64_t v) { return IntList(spatial_, v); };
+    ValueId y = transposed_
+                    ? functional::conv_transpose(e, x, weight,
+                                                 {.stride = each(o_.stride),
+                                                  .dilation = each(o_.dilation),
+                                                  .pad_begin = each(o_.padding),
+                                                  .pad_end = each(o_.padding),
+                                                  .output_padding = each(o_.output_padding),
+                                                  .groups = o_.groups})
+                    : e.op(Op::Conv, {x, weight},
+                           {{"stride", each(o_.stride)},
+                            {"padding", each(o_.padding)},
+                            {"dilation", each(o_.dilation)},
+                            {"groups", o_.groups}});
     if (!o_.bias) return y;
     const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
     ValueId b = e.param("bias", {out_}, Initializer::uniform(-bound, bound), t.dtype);

@@ -1,6 +1,7 @@
 // Embedding, EmbeddingBag, Dropout, pooling and Flatten.
 #include <algorithm>
 
+#include "frontend/functional.h"
 #include "frontend/modules.h"
 
 namespace weft {
@@ -79,11 +80,8 @@ class DropoutModule : public UnaryModule {
     if (!(p_ >= 0 && p_ < 1)) {
       e.fail(describe() + ": the drop probability p must be in [0, 1), got " + format_float(p_));
     }
-    if (!e.training() || p_ == 0) return x;
-    const Type t = e.type(x);  // A copy: emitting ops may move the graph's types.
-    ValueId mask = e.op(Op::RandomBernoulli, {e.random_key()},
-                        {{"shape", t.shape.dims}, {"p", 1.0 - p_}, {"dtype", t.dtype}});
-    return e.mul(e.mul(x, mask), e.constant(1.0 / (1.0 - p_), t.dtype));
+    if (!e.training()) return x;
+    return functional::dropout(e, x, p_).y;
   }
 
  private:
@@ -97,12 +95,8 @@ void check_nchw(Emitter& e, const std::string& module, ValueId x) {
   }
 }
 
-/// Square-window pooling on NCHW, as the 2-D pooling ops. The 1-D pools read [N, C, L] as
-/// [N, C, 1, L] with a window of height 1. The 3-D pools are separable: a k×k×k window's
-/// max (or mean, padding counting as zeros) is the max (mean) over depth of its k×k
-/// planes' maxima (means), so [N, C, D, H, W] is pooled over (H, W) as [N, C·D, H, W],
-/// then over D as [N, C, D, H'·W'] with a k×1 window. The reshapes are free, and the
-/// first maximum in (d, h, w) order wins, as in one 3-D window walked in that order.
+/// Square-window pooling on 1 to 3 spatial dims through functional::pool (the 2-D pooling
+/// ops; 1-D on a unit height, 3-D separably over (H, W), then D).
 class PoolModule : public UnaryModule {
  public:
   PoolModule(int spatial, bool max, int64_t kernel, int64_t stride, int64_t padding)
@@ -133,42 +127,13 @@ class PoolModule : public UnaryModule {
                e.type(x).to_string());
       }
     }
-    switch (spatial_) {
-      case 1: {
-        ValueId y = pool(e, e.reshape(x, {s[0], s[1], 1, s[2]}), /*over_h=*/false);
-        return e.reshape(y, {s[0], s[1], e.shape(y)[3]});
-      }
-      case 2: return pool(e, x, /*over_h=*/true);
-      default: {
-        const ValueId planes = pool(e, e.reshape(x, {s[0], s[1] * s[2], s[3], s[4]}), true);
-        const int64_t oh = e.shape(planes)[2], ow = e.shape(planes)[3];
-        const ValueId depth = pool_depth(e, e.reshape(planes, {s[0], s[1], s[2], oh * ow}));
-        return e.reshape(depth, {s[0], s[1], e.shape(depth)[2], oh, ow});
-      }
-    }
+    return functional::pool(e, x, {.max = max_,
+                                   .kernel = IntList(spatial_, kernel_),
+                                   .stride = IntList(spatial_, stride_),
+                                   .padding = IntList(spatial_, padding_)});
   }
 
  private:
-  Op op() const { return max_ ? Op::MaxPool2d : Op::AvgPool2d; }
-
-  // The 2-D pool over (H, W) of an NCHW value (over W only when !over_h: a window of
-  // height 1).
-  ValueId pool(Emitter& e, ValueId x, bool over_h) const {
-    const int64_t k = over_h ? kernel_ : 1, s = over_h ? stride_ : 1, p = over_h ? padding_ : 0;
-    return e.op(op(), {x},
-                {{"kernel", IntList{k, kernel_}},
-                 {"stride", IntList{s, stride_}},
-                 {"padding", IntList{p, padding_}}});
-  }
-
-  // The 2-D pool over H only (a window of width 1): the depth stage of a 3-D pool.
-  ValueId pool_depth(Emitter& e, ValueId x) const {
-    return e.op(op(), {x},
-                {{"kernel", IntList{kernel_, 1}},
-                 {"stride", IntList{stride_, 1}},
-                 {"padding", IntList{padding_, 0}}});
-  }
-
   int spatial_;
   bool max_;
   int64_t kernel_, stride_, padding_;

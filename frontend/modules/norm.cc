@@ -1,5 +1,6 @@
 // Normalization layers. BatchNorm, InstanceNorm, RMSNorm and GroupNorm are written with primitives
 // (mean, sub, mul, rsqrt), so autodiff needs no rules of their own.
+#include "frontend/functional.h"
 #include "frontend/modules.h"
 
 namespace weft {
@@ -84,34 +85,14 @@ class BatchNormModule : public UnaryModule {
     ValueId running_mean = e.state("running_mean", {c}, Initializer::zeros(), dtype);
     ValueId running_var = e.state("running_var", {c}, Initializer::ones(), dtype);
     ValueId batches = e.state("num_batches_tracked", {}, Initializer::zeros(), DType::i64);
-    IntList channel_shape(rank, 1), axes = {0};
-    channel_shape[1] = c;
-    for (int i = 2; i < rank; ++i) axes.push_back(i);
-    auto per_channel = [&](ValueId v) { return e.reshape(v, channel_shape); };
-
-    if (e.training()) {
-      const int64_t n = t.shape.numel() / c;
-      if (n < 2) {
-        e.fail(describe() + " in training needs more than one value per channel to compute "
-               "the batch variance, got " + t.to_string());
-      }
-      ValueId mean = e.mean(x, axes, /*keepdims=*/true);
-      ValueId centered = e.sub(x, mean);
-      ValueId var = e.mean(e.mul(centered, centered), axes, /*keepdims=*/true);
-      // running = (1 - momentum) · running + momentum · batch.
-      auto update = [&](ValueId running, ValueId batch) {
-        return e.add(e.mul(running, e.constant(1.0 - momentum_, dtype)),
-                     e.mul(e.reshape(batch, {c}), e.constant(momentum_, dtype)));
-      };
-      ValueId unbiased = e.mul(var, e.constant(static_cast<double>(n) / static_cast<double>(n - 1), dtype));
-      e.assign(running_mean, update(running_mean, mean));
-      e.assign(running_var, update(running_var, unbiased));
-      e.assign(batches, e.add(batches, e.constant(1, DType::i64)));
-      ValueId scale = e.mul(e.op(Op::Rsqrt, {e.add(var, e.constant(eps_, dtype))}), per_channel(weight));
-      return e.add(e.mul(centered, scale), per_channel(bias));
+    if (e.training() && t.shape.numel() / c < 2) {
+      e.fail(describe() + " in training needs more than one value per channel to compute "
+             "the batch variance, got " + t.to_string());
     }
-    ValueId scale = e.mul(e.op(Op::Rsqrt, {e.add(running_var, e.constant(eps_, dtype))}), weight);
-    return e.add(e.mul(e.sub(x, per_channel(running_mean)), per_channel(scale)), per_channel(bias));
+    functional::BatchNormParams p{weight, bias, running_mean, running_var, eps_, momentum_};
+    ValueId y = functional::batch_norm(e, x, p, /*batch_stats=*/e.training()).y;
+    if (e.training()) e.assign(batches, e.add(batches, e.constant(1, DType::i64)));
+    return y;
   }
 
  private:
@@ -143,9 +124,7 @@ class InstanceNormModule : public UnaryModule {
     for (int i = 2; i < t.shape.rank(); ++i) axes.push_back(i);
     channel_shape[1] = channels_;
     const DType dtype = t.dtype;
-    ValueId centered = e.sub(x, e.mean(x, axes, /*keepdims=*/true));
-    ValueId var = e.mean(e.mul(centered, centered), axes, /*keepdims=*/true);
-    ValueId y = e.mul(centered, e.op(Op::Rsqrt, {e.add(var, e.constant(eps_, dtype))}));
+    ValueId y = functional::normalize(e, x, axes, eps_);
     if (!affine_) return y;
     ValueId weight = e.param("weight", {channels_}, Initializer::ones(), dtype);
     ValueId bias = e.param("bias", {channels_}, Initializer::zeros(), dtype);
@@ -202,11 +181,8 @@ class GroupNormModule : public UnaryModule {
     }
     const DType dtype = t.dtype;
     const int64_t n = t.shape[0];
-    ValueId g = e.reshape(x, {n, groups_, -1});
-    ValueId centered = e.sub(g, e.mean(g, {2}, /*keepdims=*/true));
-    ValueId var = e.mean(e.mul(centered, centered), {2}, /*keepdims=*/true);
     ValueId normalized =
-        e.reshape(e.mul(centered, e.op(Op::Rsqrt, {e.add(var, e.constant(eps_, dtype))})), t.shape.dims);
+        e.reshape(functional::normalize(e, e.reshape(x, {n, groups_, -1}), {2}, eps_), t.shape.dims);
     IntList affine_shape(t.shape.rank(), 1);
     affine_shape[1] = channels_;
     ValueId weight = e.param("weight", {channels_}, Initializer::ones(), dtype);

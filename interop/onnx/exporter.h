@@ -1,0 +1,72 @@
+#pragma once
+// weft graphs as ONNX models: the inference graph of a model (its forward, built with
+// BuildOptions{training=false}) written as an opset-17 ONNX model, IR version 8.
+//
+//   WEFT_ASSIGN_OR_RETURN(Model m, net->build({{"x", f32({8, 784})}}, {.training = false}));
+//   WEFT_ASSIGN_OR_RETURN(auto values, initialize_parameter_map(m, /*seed=*/0));
+//   WEFT_ASSIGN_OR_RETURN(onnx::ModelProto p, export_model(m, values));
+//   WEFT_RETURN_IF_ERROR(write_onnx_model("mlp.onnx", p));
+//
+// What becomes what:
+//  - data inputs stay graph inputs, named as in weft, with their static shapes;
+//    parameters and state become initializers named as in weft (so that import_onnx
+//    gives them back under the same names), holding the tensors of `values`;
+//  - each node becomes ONNX nodes through one table (export_ops.cc: a row per op, or
+//    the reason it has no ONNX form); a `fused` node's body is exported in its place
+//    and a `scan` becomes an ONNX `Scan` whose body reads the loop's consts from the
+//    outer scope;
+//  - the outputs keep weft's names where they can (an output that is an input, or a
+//    value returned twice, goes through an Identity).
+// conv_backward_input, which a transposed convolution layer builds in the forward, is
+// ONNX's ConvTranspose. Ops that only a training step has (assign, random_*, all_reduce,
+// the other gradient ops) are refused, naming the op and where it was built. Two ops are written as a formula
+// of others, which rounds differently in the last bits: log1p(x) as Log(1 + x) and
+// rsqrt as Reciprocal(Sqrt(x)); gelu is its formula as well (opset 17 has no Gelu).
+// Every exported model passes ONNX's checker and its shape inference with type checks
+// and node errors thrown; a model that does not is returned as an error (a weft bug).
+
+#include <map>
+#include <string>
+
+#include "interop/onnx/proto.h"
+#include "ir/graph.h"
+#include "ir/status.h"
+#include "runtime/tensor.h"
+
+namespace weft {
+class Model;
+}
+
+namespace weft::onnx_io {
+
+/// The opset and IR version every export targets.
+inline constexpr int kExportOpset = 17;
+inline constexpr int kExportIrVersion = 8;
+
+struct ExportOptions {
+  /// The model's `producer_name`.
+  std::string producer = "weft";
+  /// The ONNX graph's name; empty: the weft graph's.
+  std::string graph_name;
+};
+
+/// Exports `g` (typed: every value's type known) with each parameter and state input's
+/// value from `values`, by input name. Errors: an op with no ONNX form (naming it and its
+/// location), a missing or mistyped value, an untyped graph.
+StatusOr<onnx::ModelProto> export_onnx(const Graph& g, const std::map<std::string, Tensor>& values,
+                                       const ExportOptions& options = {});
+
+/// Exports a built model's graph, which should be the inference forward
+/// (BuildOptions{training=false}: a training build's dropout draws random numbers and is
+/// refused).
+StatusOr<onnx::ModelProto> export_model(const Model& model, const std::map<std::string, Tensor>& values,
+                                        const ExportOptions& options = {});
+
+/// Runs ONNX's checker and its shape inference (types checked, node errors thrown) on
+/// `model`, filling its value_info; errors carry ONNX's message.
+Status check_onnx_model(onnx::ModelProto& model);
+
+/// Serializes `model` to `path` atomically (formats/file_io.h). Errors name the path.
+Status write_onnx_model(const std::string& path, const onnx::ModelProto& model);
+
+}  // namespace weft::onnx_io

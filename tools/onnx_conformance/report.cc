@@ -158,6 +158,7 @@ std::string format_table(const std::vector<CaseResult>& results,
     head1 += pad(b, width - 2, true) + "  ";
     head2 += pad("passed", kCount, true) + pad("failed", kCount, true) + pad("refused", kCount, true) + "  ";
   }
+  while (head1.back() == ' ') head1.pop_back();
   out += head1 + "\n" + head2 + "note\n";
   for (const Row& row : categories) out += format_row(row, backends);
   out += "op types (a case counts under each op type of its model):\n";

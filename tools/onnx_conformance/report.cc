@@ -106,6 +106,41 @@ std::string format_row(const Row& row, const std::vector<std::string>& backends)
   return line + "\n";
 }
 
+// The rows of the table: per category (in the order of the results), per op type, total.
+struct Summary {
+  std::vector<Row> categories;
+  std::map<std::string, Row> op_types;
+  Row total{"total", {}};
+
+  explicit Summary(const std::vector<CaseResult>& results) {
+    for (const CaseResult& r : results) {
+      auto it = std::find_if(categories.begin(), categories.end(),
+                             [&](const Row& row) { return row.label == "category " + r.category; });
+      if (it == categories.end()) it = categories.insert(categories.end(), Row{"category " + r.category, {}});
+      it->add(r);
+      std::vector<std::string> ops = r.op_types;
+      if (ops.empty()) ops.push_back("(model unreadable)");
+      for (const std::string& op : ops) {
+        Row& row = op_types[op];
+        row.label = "  " + op;
+        row.add(r);
+      }
+      total.add(r);
+    }
+  }
+};
+
+// A row's counts per backend as JSON (with the row's refusal reasons when `reasons`).
+json row_json(const Row& row, bool reasons) {
+  json out = json::object();
+  for (const auto& [backend, c] : row.by_backend) {
+    json j = {{"passed", c.passed}, {"failed", c.failed}, {"refused", c.refused}};
+    if (reasons) j["refusal_reasons"] = c.reasons;
+    out[backend] = j;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string case_result_to_json(const CaseResult& r) { return case_json(r).dump(); }
@@ -130,26 +165,10 @@ StatusOr<CaseResult> case_result_from_json(std::string_view text) {
 
 std::string format_table(const std::vector<CaseResult>& results,
                          const std::vector<std::string>& backends) {
-  std::vector<Row> categories;
-  std::map<std::string, Row> op_types;
-  Row total{"total", {}};
-  for (const CaseResult& r : results) {
-    auto it = std::find_if(categories.begin(), categories.end(),
-                           [&](const Row& row) { return row.label == "category " + r.category; });
-    if (it == categories.end()) it = categories.insert(categories.end(), Row{"category " + r.category, {}});
-    it->add(r);
-    for (const std::string& op : r.op_types) {
-      Row& row = op_types[op];
-      row.label = "  " + op;
-      row.add(r);
-    }
-    if (r.op_types.empty()) {
-      Row& row = op_types["(model unreadable)"];
-      row.label = "  (model unreadable)";
-      row.add(r);
-    }
-    total.add(r);
-  }
+  const Summary summary(results);
+  const std::vector<Row>& categories = summary.categories;
+  const std::map<std::string, Row>& op_types = summary.op_types;
+  const Row& total = summary.total;
 
   std::string out;
   std::string head1 = pad("", kLabel, false), head2 = pad("", kLabel, false);
@@ -190,17 +209,17 @@ std::string format_table(const std::vector<CaseResult>& results,
 
 std::string results_json(const std::vector<CaseResult>& results,
                          const std::vector<std::string>& backends) {
-  json counts = json::object();
-  json cases = json::array();
-  for (const CaseResult& r : results) {
-    cases.push_back(case_json(r));
-    for (const auto& [name, b] : r.backends) {
-      json& c = counts[name][r.category];
-      if (c.is_null()) c = {{"passed", 0}, {"failed", 0}, {"refused", 0}};
-      c[verdict_name(b.verdict)] = c[verdict_name(b.verdict)].get<int>() + 1;
-    }
-  }
-  return json{{"backends", backends}, {"counts", counts}, {"cases", cases}}.dump(1) + "\n";
+  const Summary summary(results);
+  json categories = json::object(), op_types = json::object(), cases = json::array();
+  for (const Row& row : summary.categories) categories[row.label.substr(9)] = row_json(row, false);
+  for (const auto& [op, row] : summary.op_types) op_types[op] = row_json(row, false);
+  for (const CaseResult& r : results) cases.push_back(case_json(r));
+  return json{{"backends", backends},
+              {"total", row_json(summary.total, /*reasons=*/true)},
+              {"categories", categories},
+              {"op_types", op_types},
+              {"cases", cases}}
+             .dump(1) + "\n";
 }
 
 Expected expected_from(const std::vector<CaseResult>& results,

@@ -32,8 +32,9 @@ StatusOr<CaseResult> case_result_from_json(std::string_view text);
 std::string format_table(const std::vector<CaseResult>& results,
                          const std::vector<std::string>& backends);
 
-/// All results as one JSON document: per case its op types and each backend's verdict,
-/// detail and error, plus the counts per category.
+/// All results as one JSON document: the table's counts (`total` with its refusal
+/// reasons grouped, `categories`, `op_types`: backend -> passed / failed / refused) and
+/// `cases`: per case its op types and each backend's verdict, detail and error.
 std::string results_json(const std::vector<CaseResult>& results,
                          const std::vector<std::string>& backends);
 

@@ -349,6 +349,15 @@ TEST(Cli, Flags) {
   EXPECT_EQ(o->data_dir, kDefaultDataDir);
 }
 
+TEST(Cli, HelpDescribesEveryFlag) {
+  for (const char* flag : {"--data-dir=", "--categories=", "--filter=", "--backends=", "--json=", "--expected=",
+                           "--update-expected", "--jobs=", "--timeout=", "--in-process", "--verbose"}) {
+    EXPECT_NE(std::string(kHelp).find(std::string("\n  ") + flag), std::string::npos) << flag;
+  }
+  EXPECT_TRUE(parse_cli({"--help"})->help);
+  EXPECT_TRUE(parse_cli({"-h"})->help);
+}
+
 TEST(Cli, ErrorsNameTheFlag) {
   auto error = [](std::vector<std::string> argv) {
     StatusOr<CliOptions> o = parse_cli(argv);

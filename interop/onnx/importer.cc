@@ -1,6 +1,7 @@
 #include "interop/onnx/importer.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -26,6 +27,16 @@ bool is_floating_onnx(int elem_type) {
 
 bool is_random(std::string_view op_type) {
   return op_type.starts_with("Random") || op_type == "Bernoulli" || op_type == "Dropout";
+}
+
+// The graph input name of an ONNX initializer or constant: its own, except that an
+// all-digit name (old exporters number their values) would clash with the numbers weft
+// gives unnamed values, so it becomes `onnx_NAME`.
+std::string input_name(const std::string& name) {
+  const bool digits = !name.empty() && std::all_of(name.begin(), name.end(), [](unsigned char c) {
+    return std::isdigit(c) != 0;
+  });
+  return digits ? "onnx_" + name : name;
 }
 
 std::string origin_of(const OnnxFile& file, const std::string& name) {
@@ -239,8 +250,8 @@ ValueId Importer::materialize(const std::string& name, Entry& en, InputKind init
     const InputKind kind = is_floating(type.dtype) ? initializer_kind : InputKind::state;
     Initializer init = Initializer::stored_values(
         type, std::string(static_cast<const char*>(c.raw_data()), c.bytes()), origin_of(file_, name));
-    return kind == InputKind::param ? e_.param(name, type.shape, init, type.dtype)
-                                    : e_.state(name, type.shape, init, type.dtype);
+    return kind == InputKind::param ? e_.param(input_name(name), type.shape, init, type.dtype)
+                                    : e_.state(input_name(name), type.shape, init, type.dtype);
   }
   // A computed constant: a `full` when its elements are all equal (and exact as a
   // double), else a state input that holds it.
@@ -257,7 +268,7 @@ ValueId Importer::materialize(const std::string& name, Entry& en, InputKind init
   if (uniform || c.numel() == 0) return e_.full(type.shape, first, type.dtype);
   Initializer init = Initializer::stored_values(
       type, std::string(static_cast<const char*>(c.raw_data()), c.bytes()), origin_of(file_, name));
-  return e_.state(name, type.shape, init, type.dtype);
+  return e_.state(input_name(name), type.shape, init, type.dtype);
 }
 
 void Importer::set_output(const NodeContext& n, int i, ValueId v) {
@@ -488,6 +499,7 @@ class OnnxModule : public Module {
           auto [it, fresh] = bound.emplace(dim.dim_param(), got.shape[d]);
           want = it->second;
         }
+        if (d == 0 && options_.free_batch_dimension) continue;
         if (want >= 0 && want != got.shape[d]) {
           e.fail(what + " has dimension " + std::to_string(d) + " of size " + std::to_string(want) +
                  (dim.has_dim_param() ? " ('" + dim.dim_param() + "')" : "") + ", given " +
@@ -503,6 +515,14 @@ class OnnxModule : public Module {
 };
 
 }  // namespace
+
+std::vector<const onnx::ValueInfoProto*> onnx_data_inputs(const OnnxFile& file) {
+  std::vector<const onnx::ValueInfoProto*> out;
+  for (const onnx::ValueInfoProto& in : file.model.graph().input()) {
+    if (!is_initializer(file.model.graph(), in.name())) out.push_back(&in);
+  }
+  return out;
+}
 
 StatusOr<std::vector<std::pair<std::string, Type>>> onnx_input_types(const OnnxFile& file,
                                                                      const ImportOptions& options) {

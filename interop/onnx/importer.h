@@ -38,6 +38,11 @@ struct ImportOptions {
   /// Shapes that replace the model's declared ones, by input name (import_onnx only;
   /// a module takes its inputs' shapes from the flow).
   std::map<std::string, Shape> input_shapes;
+  /// OnnxModel: the first dimension of every data input takes the flow's size even where
+  /// the model fixes it (a model exported at batch 1, trained at batch 32). Shapes the
+  /// model computes from it follow; a constant that bakes the export batch in (a Reshape
+  /// to [1, -1]) then fails naming the node and both shapes.
+  bool free_batch_dimension = false;
 };
 
 /// A module that emits the ONNX model at `path` (read when the flow is built). Its
@@ -68,6 +73,9 @@ StatusOr<ImportedGraph> import_onnx(const OnnxFile& file, const ImportOptions& o
 /// its outputs. Errors are thrown as BuildFailure by the Emitter (what modules do).
 std::vector<ValueId> emit_onnx_graph(Emitter& e, const OnnxFile& file,
                                      const std::vector<ValueId>& inputs);
+
+/// The model's graph inputs that are not initializers, in order.
+std::vector<const onnx::ValueInfoProto*> onnx_data_inputs(const OnnxFile& file);
 
 /// The model's data inputs (not initializers) with their types, symbolic dims bound
 /// from `options` (an unbound one is an error naming the input and the dim).

@@ -144,5 +144,20 @@ TEST(Importer, OnnxModelIsAModuleWhoseInitializersKeepTheirNames) {
       << m.error().message;
 }
 
+TEST(Importer, NumberedInitializersDoNotClashWithWeftsNumbers) {
+  // Old exporters number their values: an initializer named '1' beside weft's own %1.
+  OnnxBuilder b(6);
+  b.input("x", DType::f32, {3});
+  b.initializer("1", f32({3}, {1, 2, 3}));
+  b.node("Neg", {"x"}, {"0"});
+  b.node("Neg", {"0"}, {"2"});
+  b.node("Mul", {"2", "1"}, {"y"});
+  b.output("y", DType::f32);
+  StatusOr<ImportedGraph> g = import_onnx(b.file());
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  ASSERT_EQ(g->params.size(), 1u);
+  EXPECT_EQ(g->params[0].name, "onnx_1");
+}
+
 }  // namespace
 }  // namespace weft::onnx_io

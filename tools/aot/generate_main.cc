@@ -4,7 +4,8 @@
 //
 //   NAME_generator --name=NAME --class=ns::Class --include=pkg/NAME.h
 //       --header=NAME.h --source=NAME.cc --factory=NAME_factory.cc
-//       --step_source=NAME_step.cc --eval_source=NAME_eval.cc --object=NAME.o
+//       --step_source=NAME_step.cc --eval_source=NAME_eval.cc --weights=NAME_weights.inc
+//       --object=NAME.o
 //       --batch=128 --loss=cross_entropy --optimizer=adam --lr=0.001 ...
 //
 // It builds the training step exactly as Trainer::compile does (it compiles a Trainer on
@@ -24,6 +25,9 @@
 //   NAME.h / NAME.cc              the ModelTable (training/aot/compiled_model.h) and a
 //                                 typed class over CompiledModel (typed input buffers)
 //   NAME_factory.cc               driver::make_compiled_model, for weft_binary
+//   NAME_weights.inc              the bytes of stored initializers (an imported model's
+//                                 weights), which NAME.cc embeds with `.incbin`; empty
+//                                 when there are none
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -57,6 +61,8 @@ struct ValueEntry {
   Type type;
   InputKind kind;
   Initializer init;
+  /// A stored initializer's offset in the weights file (NAME_weights.inc), or -1.
+  int64_t stored_offset = -1;
 };
 
 
@@ -125,6 +131,9 @@ std::string accessor(const std::string& name) {
 
 struct Generated {
   std::string name, symbol, cls, ns, include;
+  /// The weights file: stored initializers' bytes, each 64-byte aligned (empty if none),
+  /// and its path as the compiler sees it (the assembler embeds it with .incbin).
+  std::string weights, weights_path;
   CompileOptions options;
   std::vector<ValueEntry> values;
   int num_model_values = 0;
@@ -211,6 +220,9 @@ std::string header(const Generated& g) {
   return os.str();
 }
 
+// The symbol of the embedded weights file.
+std::string weights_symbol(const Generated& g) { return "weft_" + g.symbol + "_weights"; }
+
 std::string source(const Generated& g) {
   const std::string q = g.ns.empty() ? g.cls : g.ns + "::" + g.cls;
   std::ostringstream os;
@@ -241,7 +253,11 @@ std::string source(const Generated& g) {
     for (const ValueEntry& v : g.values) {
       rows << "    {" << quoted(v.name) << ", " << type_fields(v.type) << ", weft::InputKind::"
            << input_kind_name(v.kind) << ",\n     " << initializer_cpp(v.init) << ",\n     "
-           << parameter_stream(v.name) << "ULL},  // " << v.init.to_string() << "\n";
+           << parameter_stream(v.name) << "ULL";
+      if (v.stored_offset >= 0) {
+        rows << ", " << weights_symbol(g) << " + " << v.stored_offset << ", " << v.type.bytes() << "ULL";
+      }
+      rows << "},  // " << v.init.to_string() << "\n";
     }
     rows << "};\n";
   }
@@ -258,6 +274,15 @@ std::string source(const Generated& g) {
   const std::string step_inputs = spec_rows(g.step_inputs, "kStepInputs");
   const std::string eval_inputs = spec_rows(g.eval_inputs, "kEvalInputs");
   const std::string eval_outputs = spec_rows(g.eval_outputs, "kEvalOutputs");
+  if (!g.weights.empty()) {
+    // .incbin, not an array literal: a model's weights (tens of MB) compile in no time.
+    os << "\n// The stored initializers (an imported model's weights): " << g.weights.size()
+       << " bytes of " << g.name << "_weights.inc, embedded by the assembler.\n"
+       << "asm(\".pushsection .rodata\\n.balign 64\\n.globl " << weights_symbol(g) << "\\n"
+       << weights_symbol(g) << ":\\n.incbin \\\"" << g.weights_path
+       << "\\\"\\n.popsection\\n\");\n"
+       << "extern \"C\" const unsigned char " << weights_symbol(g) << "[];\n";
+  }
   os << "\nnamespace {\n\nconst int64_t kDims[] = {";
   for (size_t i = 0; i < dims.size(); ++i) os << (i % 8 ? " " : "\n    ") << dims[i] << "LL,";
   if (dims.empty()) os << "0LL";  // no empty arrays either
@@ -356,7 +381,7 @@ std::string program_source(const Lowered& l, const std::string& fn, const codege
 
 int run(int argc, char** argv) {
   const std::vector<std::string> own = {"name", "class", "include", "header", "source", "factory",
-                                        "step_source", "eval_source", "object"};
+                                        "step_source", "eval_source", "weights", "object"};
   const std::vector<std::string> optional = {"object"};  // the object form only
   std::map<std::string, std::string> paths;
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -377,6 +402,7 @@ int run(int argc, char** argv) {
                            : "--backend=" + options->backend + " writes no object file: drop --object");
   }
   g.name = paths["name"];
+  g.weights_path = paths["weights"];
   g.symbol = identifier(g.name);
   g.include = paths["include"];
   g.options = *options;
@@ -413,11 +439,6 @@ int run(int argc, char** argv) {
     g.group_lrs.emplace_back(optimizer->groups[i].path, optimizer->group_spec(i).lr);
   }
   for (const ParamInfo& p : model.parameters()) {
-    if (p.init.kind == Initializer::Kind::Stored) {
-      // Embedding an imported model's weights in the binary is planned ([Interop]).
-      return fail("parameter '" + p.name + "' starts from " + p.init.to_string() +
-                  ": AOT binaries do not embed stored values yet");
-    }
     g.values.push_back({p.name, model.graph().type(p.value), p.kind, p.init});
   }
   g.num_model_values = static_cast<int>(g.values.size());
@@ -462,7 +483,14 @@ int run(int argc, char** argv) {
   eval = std::move(*p);
   g.eval = &eval.program;
 
+  for (ValueEntry& v : g.values) {
+    if (v.init.kind != Initializer::Kind::Stored) continue;
+    g.weights.resize((g.weights.size() + 63) / 64 * 64, '\0');
+    v.stored_offset = static_cast<int64_t>(g.weights.size());
+    g.weights += v.init.stored->bytes;
+  }
   std::vector<std::pair<std::string, std::string>> files = {
+      {paths["weights"], g.weights},
       {paths["step_source"], g.step ? program_source(step, g.symbol + "_step", *g.target)
                                     : "// " + g.name + " is inference-only: no training step.\n"},
       {paths["eval_source"], program_source(eval, g.symbol + "_eval", *g.target)},

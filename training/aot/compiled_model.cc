@@ -61,8 +61,14 @@ std::vector<ValueEntry> value_entries(const ValueRow* rows, int count, const int
   std::vector<ValueEntry> out;
   out.reserve(count);
   for (const ValueRow* r = rows; r != rows + count; ++r) {
-    out.push_back({r->name, pooled_type(r->dtype, r->rank, r->dims, dims), r->kind, r->init,
-                   r->stream});
+    const Type type = pooled_type(r->dtype, r->rank, r->dims, dims);
+    Initializer init = r->init;
+    if (r->stored != nullptr) {
+      init = Initializer::stored_values(
+          type, std::string(reinterpret_cast<const char*>(r->stored), r->stored_bytes),
+          std::string("embedded:") + r->name);
+    }
+    out.push_back({r->name, type, r->kind, std::move(init), r->stream});
   }
   return out;
 }

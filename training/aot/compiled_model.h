@@ -69,6 +69,10 @@ struct ValueRow {
   InputKind kind;
   Initializer init;
   uint64_t stream;
+  /// A stored initializer's bytes (an imported model's weights, embedded in the binary
+  /// by the assembler), or null.
+  const unsigned char* stored = nullptr;
+  uint64_t stored_bytes = 0;
 };
 
 struct TensorSpecRow {

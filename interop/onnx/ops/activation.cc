@@ -1,9 +1,11 @@
 // Activation functions, composed from weft's elementwise ops with ONNX's attribute
 // defaults: Softplus is weft's op; LeakyRelu, PRelu, ThresholdedRelu, Shrink select per
 // element; Elu, Selu, Celu use exp(x) - 1 as ONNX's reference does; HardSigmoid and
-// HardSwish clamp; Softsign = x / (1 + |x|).
+// HardSwish clamp; Softsign = x / (1 + |x|); Softmax, LogSoftmax and Hardmax normalize
+// along an axis (or, before opset 13, over the rows of x read as a matrix).
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include "interop/onnx/convert.h"
@@ -150,6 +152,54 @@ void shrink(NodeContext& n) {
   n.set_output(0, w.select(below, w.e.add(x, w.c(bias)), y));
 }
 
+// ---- Normalizing over an axis: Softmax, LogSoftmax, Hardmax.
+
+ValueId softmax_over(Emitter& e, ValueId x, int axis) {
+  return e.op(Op::Softmax, {x}, {{"axis", int64_t{axis}}});
+}
+
+ValueId log_softmax_over(Emitter& e, ValueId x, int axis) {
+  return e.op(Op::LogSoftmax, {x}, {{"axis", int64_t{axis}}});
+}
+
+// 1 at the first maximum along `axis`, 0 elsewhere: one_hot(argmax) with the new axis
+// (one_hot's last) moved to `axis`.
+ValueId hardmax_over(Emitter& e, ValueId x, int axis) {
+  const Type t = e.type(x);
+  const int rank = t.shape.rank();
+  ValueId idx = e.op(Op::Argmax, {x}, {{"axis", int64_t{axis}}});
+  ValueId hot = e.op(Op::OneHot, {idx}, {{"depth", t.shape[axis]}, {"dtype", t.dtype}});
+  if (axis == rank - 1) return hot;
+  std::vector<int64_t> perm;
+  for (int d = 0; d < rank - 1; ++d) {
+    if (d == axis) perm.push_back(rank - 1);
+    perm.push_back(d);
+  }
+  return e.transpose(hot, perm);
+}
+
+// Before opset 13 these ops read x as the matrix [d0·…·d(axis-1), d(axis)·…] and
+// normalize its rows (axis default 1); from 13 on they normalize along one axis
+// (default -1).
+template <ValueId (*kOver)(Emitter&, ValueId, int)>
+void normalize(NodeContext& n) {
+  n.expect_attrs({"axis"});
+  Emitter& e = n.e();
+  ValueId x = n.input(0);
+  const Shape s = e.shape(x);
+  const bool coerced = n.opset() < 13;
+  const int64_t raw = n.attr_int("axis", coerced ? 1 : -1);
+  const std::optional<int> axis = normalize_axis(raw, s.rank());
+  if (!axis) n.invalid("axis " + std::to_string(raw) + " is out of range for x " + s.to_string());
+  if (!coerced || *axis == s.rank() - 1) {
+    n.set_output(0, kOver(e, x, *axis));
+    return;
+  }
+  int64_t rows = 1, cols = 1;
+  for (int d = 0; d < s.rank(); ++d) (d < *axis ? rows : cols) *= s[d];
+  n.set_output(0, e.reshape(kOver(e, e.reshape(x, {rows, cols}), 1), s.dims));
+}
+
 const OpConverter kOps[] = {
     {"Softplus", 1, softplus},
     {"Softsign", 1, softsign},
@@ -162,6 +212,9 @@ const OpConverter kOps[] = {
     {"ThresholdedRelu", 10, thresholded_relu},
     {"PRelu", 1, prelu},
     {"Shrink", 9, shrink},
+    {"Softmax", 1, normalize<softmax_over>},
+    {"LogSoftmax", 1, normalize<log_softmax_over>},
+    {"Hardmax", 1, normalize<hardmax_over>},
 };
 
 }  // namespace

@@ -1,13 +1,18 @@
 // Elementwise math and logic. ONNX's multidirectional (NumPy) broadcasting is weft's;
 // before opset 7 the binary ops broadcast only their right operand, and only under
-// `broadcast=1`, aligned at `axis` (legacy_rhs). Ops weft lacks are composed exactly
-// from its ops: Ceil = -floor(-x), Round halves to even from floor, IsNaN = x != x,
-// Xor = a != b, integer Mod from truncating division, Tan = sin/cos. Refused: Mod of
-// floats (C's fmod has no exact composition) and BitShift (its unsigned types but u8 are
-// not weft dtypes).
+// `broadcast=1`, aligned at `axis` (legacy_rhs). Ops weft lacks are composed from its
+// ops: exactly where the math allows (Ceil = -floor(-x), Round halves to even from floor,
+// IsNaN = x != x, Xor = a != b, integer Mod from truncating division, BitShift on u8 from
+// powers of 2, QuantizeLinear and friends to and from u8), and within a few ulp, as
+// weft's own transcendental ops are, for Tan = sin/cos and the hyperbolic functions
+// (from exp, log and log1p, without their cancellations or early overflows).
+// Refused: Mod of floats (C's fmod has no exact composition); Asin, Acos, Atan have no
+// converter (weft has no inverse trigonometric op to build them from).
 #include <cfloat>
 #include <cmath>
 #include <limits>
+#include <numbers>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -114,22 +119,24 @@ void ceil(NodeContext& n) {
   n.set_output(0, e.op(Op::Neg, {e.op(Op::Floor, {e.op(Op::Neg, {n.input(0)})})}));
 }
 
-// Round halves to even: with f = floor(x) and d = x - f, x rounds up to f + 1 when
+// Rounds halves to even: with f = floor(x) and d = x - f, x rounds up to f + 1 when
 // d > 1/2, or d = 1/2 and f is odd. d is exact (Sterbenz) except for -1/2 < x < 0, where
 // it may round to 1/2 or 1 and either way gives the right answer, 0. NaN and ±inf fall
 // through as f.
-void round(NodeContext& n) {
-  n.expect_attrs({});
-  Emitter& e = n.e();
-  ValueId x = n.input(0);
+ValueId round_half_even(Emitter& e, ValueId x) {
   const DType dt = e.type(x).dtype;
   ValueId f = e.op(Op::Floor, {x});
   ValueId d = e.sub(x, f);
   ValueId half = e.constant(0.5, dt), two = e.constant(2, dt);
   ValueId odd = e.op(Op::Ne, {e.mul(e.op(Op::Floor, {e.div(f, two)}), two), f});
-  ValueId up = e.op(Op::Or, {e.op(Op::Gt, {d, half}),
-                             e.op(Op::And, {e.op(Op::Eq, {d, half}), odd})});
-  n.set_output(0, e.op(Op::Select, {up, e.add(f, e.constant(1, dt)), f}));
+  ValueId up =
+      e.op(Op::Or, {e.op(Op::Gt, {d, half}), e.op(Op::And, {e.op(Op::Eq, {d, half}), odd})});
+  return e.op(Op::Select, {up, e.add(f, e.constant(1, dt)), f});
+}
+
+void round(NodeContext& n) {
+  n.expect_attrs({});
+  n.set_output(0, round_half_even(n.e(), n.input(0)));
 }
 
 // tan = sin / cos: a quotient of two correctly rounded values, within a few ulp, as
@@ -139,6 +146,35 @@ void tan(NodeContext& n) {
   Emitter& e = n.e();
   ValueId x = n.input(0);
   n.set_output(0, e.div(e.op(Op::Sin, {x}), e.op(Op::Cos, {x})));
+}
+
+// ---- Hyperbolic functions, each within a few ulp over its whole range.
+
+// Significand bits of a floating dtype.
+int precision(DType dt) {
+  switch (dt) {
+    case DType::f64: return 53;
+    case DType::f16: return 11;
+    case DType::bf16: return 8;
+    default: return 24;
+  }
+}
+
+// Where |x| is so large that 1 + x² rounds to x² (and x² may overflow): there
+// asinh(|x|) = acosh(|x|) = log(2|x|) to within the dtype's precision.
+ValueId beyond_square(Emitter& e, ValueId a) {
+  const DType dt = e.type(a).dtype;
+  return e.op(Op::Gt, {a, e.constant(std::ldexp(1.0, precision(dt) / 2 + 1), dt)});
+}
+
+ValueId log_twice(Emitter& e, ValueId a) {
+  return e.add(e.op(Op::Log, {a}), e.constant(std::numbers::ln2, e.type(a).dtype));
+}
+
+// `y` (>= 0) with the sign of x.
+ValueId with_sign_of(Emitter& e, ValueId x, ValueId y) {
+  ValueId negative = e.op(Op::Lt, {x, e.constant(0, e.type(x).dtype)});
+  return e.op(Op::Select, {negative, e.op(Op::Neg, {y}), y});
 }
 
 // atanh(x) = (log1p(x) - log1p(-x)) / 2: the two logs have opposite signs, so nothing
@@ -163,6 +199,52 @@ void cosh(NodeContext& n) {
   n.set_output(0, e.add(e.mul(h, e.mul(h, half)), e.div(half, e.mul(h, h))));
 }
 
+// sinh(|x|): below 1/2 its Taylor series to x^15 (the rest is under 2^-60 of the sum);
+// above, h·(h/2) - (1/2)/(h·h) with h = exp(|x|/2), which cancels at most a factor
+// coth(1/2) ≈ 2.2 and overflows only where the result does.
+void sinh(NodeContext& n) {
+  n.expect_attrs({});
+  Emitter& e = n.e();
+  ValueId x = n.input(0);
+  const DType dt = e.type(x).dtype;
+  ValueId a = e.op(Op::Abs, {x}), s = e.mul(a, a), half = e.constant(0.5, dt);
+  ValueId series = e.constant(1, dt);  // sinh(a)/a = 1 + s/(2·3)·(1 + s/(4·5)·(1 + ...))
+  for (int k = 7; k >= 1; --k) {
+    series = e.add(e.constant(1, dt),
+                   e.mul(s, e.mul(series, e.constant(1.0 / (2 * k * (2 * k + 1)), dt))));
+  }
+  ValueId h = e.op(Op::Exp, {e.mul(a, half)});
+  ValueId large = e.sub(e.mul(h, e.mul(h, half)), e.div(half, e.mul(h, h)));
+  ValueId y = e.op(Op::Select, {e.op(Op::Lt, {a, half}), e.mul(a, series), large});
+  n.set_output(0, with_sign_of(e, x, y));
+}
+
+// asinh(|x|) = log1p(|x| + x²/(1 + sqrt(1 + x²))), which is log(|x| + sqrt(x² + 1))
+// without its cancellation near 0; log(2|x|) where x² would overflow.
+void asinh(NodeContext& n) {
+  n.expect_attrs({});
+  Emitter& e = n.e();
+  ValueId x = n.input(0);
+  ValueId a = e.op(Op::Abs, {x}), s = e.mul(a, a), one = e.constant(1, e.type(x).dtype);
+  ValueId arg = e.add(a, e.div(s, e.add(one, e.op(Op::Sqrt, {e.add(one, s)}))));
+  ValueId y = e.op(Op::Select, {beyond_square(e, a), log_twice(e, a), e.op(Op::Log1p, {arg})});
+  n.set_output(0, with_sign_of(e, x, y));
+}
+
+// acosh(x) = log1p(t + sqrt(t·(x + 1))) with t = x - 1, exact near 1, where
+// log(x + sqrt(x² - 1)) loses x² - 1; log(2x) where x² would overflow; NaN below 1.
+void acosh(NodeContext& n) {
+  n.expect_attrs({});
+  Emitter& e = n.e();
+  ValueId x = n.input(0);
+  ValueId one = e.constant(1, e.type(x).dtype);
+  ValueId t = e.sub(x, one);
+  ValueId near = e.op(Op::Log1p, {e.add(t, e.op(Op::Sqrt, {e.mul(t, e.add(x, one))}))});
+  n.set_output(0, e.op(Op::Select, {beyond_square(e, x), log_twice(e, x), near}));
+}
+
+// ---- Classes of floating-point values.
+
 void is_nan(NodeContext& n) {
   n.expect_attrs({});
   ValueId x = n.input(0);
@@ -175,7 +257,8 @@ void is_inf(NodeContext& n) {
   ValueId x = n.input(0);
   const DType dt = e.type(x).dtype;
   const double inf = std::numeric_limits<double>::infinity();
-  const bool pos = n.attr_int("detect_positive", 1) != 0, neg = n.attr_int("detect_negative", 1) != 0;
+  const bool pos = n.attr_int("detect_positive", 1) != 0,
+             neg = n.attr_int("detect_negative", 1) != 0;
   if (pos && neg) {
     n.set_output(0, e.op(Op::Eq, {e.op(Op::Abs, {x}), e.constant(inf, dt)}));
   } else if (pos || neg) {
@@ -232,7 +315,25 @@ void mod(NodeContext& n) {
   n.set_output(0, r);
 }
 
-void bit_shift(NodeContext& n) { n.unsupported("BitShift (weft has no bitwise ops)"); }
+// On u8, the one unsigned dtype weft has: x << y = x·2^y (wrapping) and x >> y = x / 2^y
+// (truncating), with y clamped to 7 so that 2^y stays in range; shifts of 8 or more give
+// 0, as C's shifts of the promoted value do.
+void bit_shift(NodeContext& n) {
+  n.expect_attrs({"direction"});
+  Emitter& e = n.e();
+  const std::string direction = n.attr_string("direction", "");
+  if (direction != "LEFT" && direction != "RIGHT") {
+    n.invalid("direction must be LEFT or RIGHT, not '" + direction + "'");
+  }
+  ValueId x = n.input(0), y = n.input(1);
+  const DType dt = e.type(x).dtype;
+  if (dt != DType::u8)
+    n.invalid("BitShift takes unsigned integers, not " + std::string(dtype_name(dt)));
+  ValueId seven = e.constant(7, dt);
+  ValueId scale = e.op(Op::Pow, {e.constant(2, dt), e.op(Op::Minimum, {y, seven})});
+  ValueId shifted = direction == "LEFT" ? e.mul(x, scale) : e.div(x, scale);
+  n.set_output(0, e.op(Op::Select, {e.op(Op::Gt, {y, seven}), e.constant(0, dt), shifted}));
+}
 
 // ---- Variadic ops: Max, Min, Sum fold left to right; Mean is their Sum over the count.
 
@@ -262,12 +363,16 @@ void where(NodeContext& n) {
   n.set_output(0, n.e().op(Op::Select, {n.input(0), n.input(1), n.input(2)}));
 }
 
-// Clip's optional min/max input (opset 11 on) as a rank-0 value.
+// Clip's optional min/max input (opset 11 on) as a rank-0 value: a constant when known
+// at import time (an initializer bound is an attribute moved to an input, never a
+// trained parameter).
 ValueId clip_bound(NodeContext& n, int i, const char* what) {
+  const Type t = n.input_type(i);
+  if (t.numel() != 1)
+    n.invalid(std::string(what) + " must be a scalar, not " + t.shape.to_string());
+  if (const Tensor* c = n.constant(i)) return n.e().constant(c->get_double(0), t.dtype);
   ValueId v = n.input(i);
-  const Shape s = n.e().shape(v);
-  if (s.numel() != 1) n.invalid(std::string(what) + " must be a scalar, not " + s.to_string());
-  return s.rank() == 0 ? v : n.e().reshape(v, {});
+  return t.shape.rank() == 0 ? v : n.e().reshape(v, {});
 }
 
 // clip = min(max(x, lo), hi): NaN stays NaN, and lo > hi gives hi, as ONNX says. Before
@@ -324,6 +429,85 @@ void cast_like(NodeContext& n) {
   n.set_output(0, cast_to(n.e(), n.input(0), n.input_type(1).dtype));
 }
 
+// ---- Linear quantization to and from u8 (int8, ONNX's other choice, is not a weft dtype).
+
+// A scale or zero point: a scalar (per tensor), or 1-D with one entry per index of x's
+// `axis` (per axis, opset 13 on), reshaped to broadcast along it. Read as state inputs:
+// an initializer scale is the quantization's, never a trained parameter.
+ValueId per_axis(NodeContext& n, ValueId v, const Shape& xs) {
+  Emitter& e = n.e();
+  const Shape s = e.shape(v);
+  if (s.rank() == 0) return v;
+  const int64_t raw = n.attr_int("axis", 1);
+  const std::optional<int> axis = normalize_axis(raw, xs.rank());
+  if (s.rank() != 1 || !axis || (s[0] != xs[*axis] && s[0] != 1)) {
+    n.invalid("the scale and zero point must be scalars or 1-D along axis " + std::to_string(raw) +
+              " of x " + xs.to_string() + ", not " + s.to_string());
+  }
+  if (s[0] == 1) return e.reshape(v, {});
+  std::vector<int64_t> dims(static_cast<size_t>(xs.rank() - *axis), 1);
+  dims[0] = s[0];
+  return e.reshape(v, dims);
+}
+
+// y = saturate(round_half_even(x / scale) + zero_point): the cast to u8 saturates.
+ValueId quantize(Emitter& e, ValueId x, ValueId scale, std::optional<ValueId> zero_point) {
+  ValueId v = round_half_even(e, e.div(cast_to(e, x, DType::f32), scale));
+  if (zero_point) v = e.add(v, cast_to(e, *zero_point, DType::f32));
+  return cast_to(e, v, DType::u8);
+}
+
+void expect_axis_since_13(NodeContext& n) {
+  if (n.opset() >= 13) {
+    n.expect_attrs({"axis"});
+  } else {
+    n.expect_attrs({});
+  }
+}
+
+void quantize_linear(NodeContext& n) {
+  expect_axis_since_13(n);
+  Emitter& e = n.e();
+  ValueId x = n.input(0);
+  const Shape xs = e.shape(x);
+  std::optional<ValueId> zero_point;
+  if (n.has_input(2)) {
+    zero_point = per_axis(n, n.state_input(2), xs);
+    const DType zt = e.type(*zero_point).dtype;
+    if (zt != DType::u8)
+      n.invalid("the zero point must be uint8 or int8, not " + std::string(dtype_name(zt)));
+  }
+  n.set_output(0, quantize(e, x, per_axis(n, n.state_input(1), xs), zero_point));
+}
+
+// y = (x - zero_point) · scale, the difference taken in i32 as onnxruntime does.
+void dequantize_linear(NodeContext& n) {
+  expect_axis_since_13(n);
+  Emitter& e = n.e();
+  ValueId x = n.input(0);
+  const Shape xs = e.shape(x);
+  ValueId v = cast_to(e, x, DType::i32);
+  if (n.has_input(2)) v = e.sub(v, cast_to(e, per_axis(n, n.state_input(2), xs), DType::i32));
+  n.set_output(0, e.mul(cast_to(e, v, DType::f32), per_axis(n, n.state_input(1), xs)));
+}
+
+// ONNX's function body: the range of x widened to hold 0, over 255 levels.
+void dynamic_quantize_linear(NodeContext& n) {
+  n.expect_attrs({});
+  Emitter& e = n.e();
+  ValueId x = n.input(0);
+  ValueId zero = e.constant(0, DType::f32), top = e.constant(255, DType::f32);
+  ValueId lo = e.op(Op::Minimum, {e.op(Op::Min, {x}), zero});
+  ValueId hi = e.op(Op::Maximum, {e.op(Op::Max, {x}), zero});
+  ValueId scale = e.div(e.sub(hi, lo), top);
+  ValueId zp = e.sub(zero, e.div(lo, scale));
+  zp = e.op(Op::Minimum, {e.op(Op::Maximum, {zp, zero}), top});
+  ValueId zero_point = cast_to(e, round_half_even(e, zp), DType::u8);
+  n.set_output(0, quantize(e, x, scale, zero_point));
+  n.set_output(1, scale);
+  n.set_output(2, zero_point);
+}
+
 const OpConverter kOps[] = {
     {"Abs", 1, abs},
     {"Neg", 1, unary<Op::Neg>},
@@ -343,6 +527,9 @@ const OpConverter kOps[] = {
     {"Erf", 9, unary<Op::Erf>},
     {"Sign", 9, sign},
     {"Cosh", 9, cosh},
+    {"Sinh", 9, sinh},
+    {"Asinh", 9, asinh},
+    {"Acosh", 9, acosh},
     {"Atanh", 9, atanh},
     {"IsNaN", 9, is_nan},
     {"IsInf", 10, is_inf},
@@ -370,6 +557,9 @@ const OpConverter kOps[] = {
     {"Clip", 1, clip},
     {"Cast", 1, cast},
     {"CastLike", 15, cast_like},
+    {"QuantizeLinear", 10, quantize_linear},
+    {"DequantizeLinear", 10, dequantize_linear},
+    {"DynamicQuantizeLinear", 11, dynamic_quantize_linear},
 };
 
 }  // namespace

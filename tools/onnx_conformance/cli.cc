@@ -58,7 +58,8 @@ StatusOr<CliOptions> parse_cli(const std::vector<std::string>& argv) {
   o.data_dir = kDefaultDataDir;
   o.categories = all_categories();
   const std::vector<std::string> valued = {"data-dir", "categories", "filter", "backends",
-                                           "json",     "expected",   "jobs",   "timeout"};
+                                           "json",     "expected",   "rtol",   "atol",
+                                           "jobs",     "timeout"};
   const std::vector<std::string> bare = {"update-expected", "in-process", "verbose", "help"};
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& a = argv[i];
@@ -95,6 +96,13 @@ StatusOr<CliOptions> parse_cli(const std::vector<std::string>& argv) {
     if (name == "backends") o.backends = split_list(value);
     if (name == "json") o.json_path = resolve_path(value);
     if (name == "expected") o.expected_path = resolve_path(value);
+    if (name == "rtol" || name == "atol") {
+      const FlagNumber<double> x = parse_real_number(value);
+      if (!x.ok() || x.value < 0) {
+        return Error{"onnx_conformance: --" + name + " expects a number >= 0, got '" + value + "'"};
+      }
+      (name == "rtol" ? o.tolerance.rtol : o.tolerance.atol) = x.value;
+    }
     if (name == "jobs" || name == "timeout") {
       StatusOr<int> n = positive_int(name, value, name == "jobs" ? 64 : 86400);
       if (!n.ok()) return n.error();
@@ -127,7 +135,8 @@ int run_cli(const CliOptions& o, std::ostream& out, std::ostream& err) {
     }
   }
   size_t done = 0;
-  RunnerOptions r{.jobs = o.jobs, .timeout_s = o.timeout_s, .isolate = !o.in_process};
+  RunnerOptions r{.jobs = o.jobs, .timeout_s = o.timeout_s, .isolate = !o.in_process,
+                  .tolerance = o.tolerance};
   r.on_result = [&](const CaseResult& c) {
     ++done;
     if (o.verbose) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ir/status.h"
+#include "tools/onnx_conformance/conformance.h"
 
 namespace weft::onnx_conformance {
 
@@ -34,6 +35,8 @@ inline constexpr const char* kHelp =
     "                       of the workspace)\n"
     "  --update-expected    rewrite the expected results for the categories and backends\n"
     "                       run (not with --filter)\n"
+    "  --rtol=X             the relative tolerance (default 1e-3, ONNX's)\n"
+    "  --atol=X             the absolute tolerance (default 1e-7, ONNX's)\n"
     "  --jobs=N             worker processes side by side (default 2)\n"
     "  --timeout=S          seconds per case and backend before its worker is killed and\n"
     "                       the case fails (default 300)\n"
@@ -49,6 +52,7 @@ struct CliOptions {
   std::string json_path;
   std::string expected_path;
   bool update_expected = false;
+  Tolerance tolerance = {};
   int jobs = 2;
   int timeout_s = 300;
   bool in_process = false;

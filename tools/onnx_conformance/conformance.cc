@@ -63,9 +63,10 @@ StatusOr<std::vector<Case>> find_cases(const std::string& data_dir,
 
 namespace {
 
-std::string number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
+// `digits` significant digits: 6 for an error, 9 for an element (every f32 apart).
+std::string number(double v, int digits = 6) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
   return buf;
 }
 
@@ -130,7 +131,7 @@ Comparison compare_tensors(const Tensor& actual, const Tensor& expected, Toleran
   return {false,
           std::to_string(differ) + " of " + std::to_string(expected.numel()) +
               " elements differ; the largest |error| is " + number(worst_error) + " at " + at + ": " +
-              number(actual.get_double(worst)) + " where " + number(expected.get_double(worst)) +
+              number(actual.get_double(worst), 9) + " where " + number(expected.get_double(worst), 9) +
               " was expected",
           worst_error};
 }

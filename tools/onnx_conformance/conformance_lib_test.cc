@@ -37,6 +37,11 @@ TEST(CompareTensors, WithinTheTolerancesIsClose) {
   EXPECT_DOUBLE_EQ(c.max_error, 1.5);
 }
 
+TEST(CompareTensors, ElementsShownToEveryFloatsDigit) {
+  const Comparison c = compare_tensors(f32({1}, {1.0000001f}), f32({1}, {1}), {.rtol = 0, .atol = 0});
+  EXPECT_EQ(c.detail, "1 of 1 elements differ; the largest |error| is 1.19209e-07 at [0]: 1.00000012 where 1 was expected");
+}
+
 TEST(CompareTensors, AbsoluteToleranceNearZero) {
   EXPECT_TRUE(compare_tensors(f32({1}, {5e-8f}), f32({1}, {0})).close);
   EXPECT_FALSE(compare_tensors(f32({1}, {2e-7f}), f32({1}, {0})).close);
@@ -339,19 +344,21 @@ TEST(Expected, RoundTripAndDrift) {
 
 TEST(Cli, Flags) {
   StatusOr<CliOptions> o = parse_cli({"--categories=node,simple", "--filter", "relu", "--backends=reference",
-                                      "--jobs=3", "--verbose"});
+                                      "--jobs=3", "--verbose", "--rtol=0", "--atol=1e-5"});
   ASSERT_TRUE(o.ok()) << o.error().message;
   EXPECT_EQ(o->categories, (std::vector<std::string>{"node", "simple"}));
   EXPECT_EQ(o->filter, "relu");
   EXPECT_EQ(o->backends, std::vector<std::string>{"reference"});
   EXPECT_EQ(o->jobs, 3);
+  EXPECT_EQ(o->tolerance.rtol, 0);
+  EXPECT_EQ(o->tolerance.atol, 1e-5);
   EXPECT_TRUE(o->verbose);
   EXPECT_EQ(o->data_dir, kDefaultDataDir);
 }
 
 TEST(Cli, HelpDescribesEveryFlag) {
   for (const char* flag : {"--data-dir=", "--categories=", "--filter=", "--backends=", "--json=", "--expected=",
-                           "--update-expected", "--jobs=", "--timeout=", "--in-process", "--verbose"}) {
+                           "--rtol=", "--atol=", "--update-expected", "--jobs=", "--timeout=", "--in-process", "--verbose"}) {
     EXPECT_NE(std::string(kHelp).find(std::string("\n  ") + flag), std::string::npos) << flag;
   }
   EXPECT_TRUE(parse_cli({"--help"})->help);
@@ -365,10 +372,12 @@ TEST(Cli, ErrorsNameTheFlag) {
   };
   EXPECT_EQ(error({"--bogus"}),
             "onnx_conformance: unknown flag '--bogus'; flags: --data-dir, --categories, --filter, --backends, "
-            "--json, --expected, --jobs, --timeout, --update-expected, --in-process, --verbose, --help");
+            "--json, --expected, --rtol, --atol, --jobs, --timeout, --update-expected, --in-process, --verbose, --help");
   EXPECT_EQ(error({"node"}), "onnx_conformance: unexpected argument 'node' (see --help)");
   EXPECT_EQ(error({"--jobs=0"}), "onnx_conformance: --jobs expects a whole number in [1, 64], got '0'");
   EXPECT_EQ(error({"--timeout=1.5"}), "onnx_conformance: --timeout expects a whole number in [1, 86400], got '1.5'");
+  EXPECT_EQ(error({"--rtol=-1"}), "onnx_conformance: --rtol expects a number >= 0, got '-1'");
+  EXPECT_EQ(error({"--atol=x"}), "onnx_conformance: --atol expects a number >= 0, got 'x'");
   EXPECT_EQ(error({"--json"}), "onnx_conformance: --json needs a value");
   EXPECT_EQ(error({"--verbose=yes"}), "onnx_conformance: --verbose takes no value");
   EXPECT_EQ(error({"--categories="}), "onnx_conformance: --categories names no category");

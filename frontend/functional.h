@@ -75,7 +75,10 @@ ValueId pool(Emitter& e, ValueId x, const PoolWindow& w);
 /// x [N, C_in, *spatial] with w [C_in, C_out/groups, *kernel] (PyTorch's and ONNX's
 /// layout), one entry per spatial dim in each list. The output's size on each axis is
 /// (in - 1)·stride + (kernel - 1)·dilation + 1 - pad_begin - pad_end + output_padding;
-/// pads may be asymmetric and output_padding any size >= 0 (the extra positions are 0).
+/// pads may be asymmetric or negative (a negative pad lengthens the output with zeros, as
+/// an ONNX output_shape longer than the scatter does), output_padding any size >= 0 (the
+/// extra positions are 0). Symmetric pads >= 0 with output_padding below the stride are
+/// one conv_backward_input; otherwise the unpadded one, sliced and padded.
 struct ConvTranspose {
   std::vector<int64_t> stride, dilation, pad_begin, pad_end, output_padding;
   int64_t groups = 1;

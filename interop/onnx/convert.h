@@ -48,6 +48,10 @@ class NodeContext {
   int opset() const { return opset_; }
   /// Training behaviour (BatchNorm's batch statistics, Dropout) or inference.
   bool training() const { return e_.training(); }
+  /// Whether the flow's mode alone decides training behaviour (an OnnxModel in a flow:
+  /// the exported `training_mode` / `is_test` are ignored) or the model's attributes may
+  /// ask for it too (import_onnx: a graph of its own does what the model says).
+  bool flow_decides_mode() const;
 
   // ---- Inputs. An absent optional input has an empty name (or lies past the end).
   int num_inputs() const { return node_.input_size(); }

@@ -54,6 +54,8 @@ class Importer {
   std::vector<ValueId> run(const std::vector<ValueId>& inputs);
 
   // ---- For NodeContext.
+  /// Whether the model is a module of a flow (OnnxModel), not a graph of its own.
+  bool in_flow() const { return owner_ != nullptr; }
   struct Entry {
     std::optional<ValueId> value;               // its graph value, once it has one
     std::optional<Tensor> constant;             // its value, when known at import time
@@ -89,6 +91,8 @@ class Importer {
   const OnnxFile& file_;
   const Module* owner_;
   std::map<std::string, Entry> values_;
+  /// Node outputs that no converter produced, with what they are.
+  std::map<std::string, std::string> not_computed_;
   Fold* fold_ = nullptr;
 };
 
@@ -105,6 +109,8 @@ void NodeContext::unsupported(const std::string& what) const {
 }
 
 void NodeContext::invalid(const std::string& what) const { e_.fail(describe() + ": " + what); }
+
+bool NodeContext::flow_decides_mode() const { return importer_.in_flow(); }
 
 ValueId NodeContext::input(int i) { return importer_.value(*this, i, InputKind::param); }
 ValueId NodeContext::state_input(int i) { return importer_.value(*this, i, InputKind::state); }
@@ -200,7 +206,12 @@ Importer::Entry& Importer::entry(const NodeContext& n, int i) {
   if (!n.has_input(i)) n.invalid("input " + std::to_string(i) + " is required");
   const std::string& name = n.node().input(i);
   auto it = values_.find(name);
-  if (it == values_.end()) n.invalid("input '" + name + "' is used before it is defined");
+  if (it == values_.end()) {
+    if (auto nc = not_computed_.find(name); nc != not_computed_.end()) {
+      n.unsupported("input '" + name + "' (" + nc->second + ", which weft does not compute)");
+    }
+    n.invalid("input '" + name + "' is used before it is defined");
+  }
   return it->second;
 }
 
@@ -352,9 +363,11 @@ void Importer::convert(const onnx::NodeProto& node, int index) {
   const OpConverter* c = find_converter(node.op_type(), file_.opset);
   if (c == nullptr) n.unsupported("the op type");
   if (!try_fold(node, *c)) c->convert(n);
+  // An output the converter did not produce (an optional one weft does not compute) is
+  // refused where it is used, not here: most models never read them.
   for (int i = 0; i < node.output_size(); ++i) {
     if (!node.output(i).empty() && !values_.count(node.output(i))) {
-      n.unsupported("output " + std::to_string(i) + " ('" + node.output(i) + "')");
+      not_computed_[node.output(i)] = "output " + std::to_string(i) + " of " + n.describe();
     }
   }
   e_.pop_frame();
@@ -390,6 +403,10 @@ std::vector<ValueId> Importer::run(const std::vector<ValueId>& inputs) {
   std::vector<ValueId> outputs;
   for (const onnx::ValueInfoProto& out : g.output()) {
     auto it = values_.find(out.name());
+    if (auto nc = not_computed_.find(out.name()); nc != not_computed_.end()) {
+      fail("the model's output '" + out.name() + "' is " + nc->second +
+           ", which weft does not compute");
+    }
     if (it == values_.end()) fail("output '" + out.name() + "' is never computed");
     Entry& en = it->second;
     if (!en.value) {

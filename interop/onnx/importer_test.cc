@@ -159,5 +159,22 @@ TEST(Importer, NumberedInitializersDoNotClashWithWeftsNumbers) {
   EXPECT_EQ(g->params[0].name, "onnx_1");
 }
 
+TEST(Importer, AnOutputWeftDoesNotComputeIsRefusedWhereRead) {
+  // BatchNormalization's running-mean output exists only in training.
+  OnnxBuilder b(9);
+  b.input("x", DType::f32, {2, 2});
+  for (const char* name : {"s", "b", "m", "v"}) b.initializer(name, f32({2}, {1, 1}));
+  b.node("BatchNormalization", {"x", "s", "b", "m", "v"}, {"y", "running_mean"}, "bn");
+  b.node("Identity", {"y"}, {"out"});
+  b.node("Add", {"out", "running_mean"}, {"z"}, "use");
+  b.output("z", DType::f32);
+  StatusOr<ImportedGraph> g = import_onnx(b.file());
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().message,
+            "node 'use' (Add, opset 9): input 'running_mean' (output 1 of node 'bn' "
+            "(BatchNormalization, opset 9), which weft does not compute) is not supported");
+  EXPECT_TRUE(import_onnx(b.file(), {}, /*training=*/true).ok());
+}
+
 }  // namespace
 }  // namespace weft::onnx_io

@@ -27,13 +27,15 @@
 //    as the maximum, as in NumPy).
 //  - `slice {start, stop, step}`: per axis, Python clamping of start and stop (negative
 //    values count from the end), step >= 1 (absent: all 1).
-//  - `pad {low, high, value}`: negative amounts crop.
+//  - `pad {low, high, value}`: amounts >= 0 (the shape rule refuses negative ones; crop
+//    with `slice`).
 //  - `gather(x, idx) {axis}` is index_select with an integer 1-D `idx`; an index
 //    outside [0, dim) is an error. `scatter_add(base, idx, src) {axis}` returns base
 //    with the rows of src added at idx (duplicates accumulate; out of range is an
 //    error). `one_hot(idx) {depth, dtype}` appends an axis of size depth; indices outside
 //    [0, depth) give all zeros, as in JAX.
-//  - `matmul` follows NumPy's matmul (1-D operands promoted, batch dims broadcast).
+//  - `matmul` follows NumPy's matmul on operands of rank >= 2 (batch dims broadcast); the
+//    shape rule refuses 1-D operands (reshape a vector to [1,k] or [k,1]).
 //  - `conv(x, w)`: over 1, 2 or 3 spatial dims, x [N, C, *spatial], w [O, C/groups,
 //    *kernel], `stride`, symmetric `padding`, `dilation` (one entry per spatial dim),
 //    `groups`; cross-correlation as in PyTorch's conv1d/2d/3d. `conv_backward_input(gy,

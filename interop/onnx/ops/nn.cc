@@ -2,7 +2,6 @@
 // asymmetric pads by a pad op first) and ConvTranspose (functional::conv_transpose, the
 // transposed convolution the ConvTranspose modules emit: output_padding, output_shape,
 // asymmetric pads). Also the window attributes the pools share (window.h).
-#include <optional>
 
 #include "frontend/functional.h"
 #include "interop/onnx/convert.h"
@@ -10,29 +9,35 @@
 
 namespace weft::onnx_io {
 
+std::vector<int64_t> axis_attr(NodeContext& n, const char* name, int64_t dflt, size_t size, int64_t min) {
+  std::vector<int64_t> v = n.attr_ints(name, std::vector<int64_t>(size, dflt));
+  if (v.size() != size) {
+    n.invalid("attribute '" + std::string(name) + "' has " + std::to_string(v.size()) +
+              " entries, expected " + std::to_string(size));
+  }
+  for (int64_t x : v) {
+    if (x < min) n.unsupported("attribute '" + std::string(name) + "' with an entry below " + std::to_string(min));
+  }
+  return v;
+}
+
+int64_t padding_before(int64_t total, bool extra_at_end) {
+  const int64_t half = total >= 0 ? total / 2 : -((1 - total) / 2);  // Python's total // 2
+  return extra_at_end ? half : total - half;
+}
+
 Window read_window(NodeContext& n, const Shape& xs, std::vector<int64_t> kernel) {
   const size_t k = kernel.size();
   Window w;
   w.kernel = std::move(kernel);
-  auto list = [&](const char* name, int64_t dflt, size_t size, int64_t min) {
-    std::vector<int64_t> v = n.attr_ints(name, std::vector<int64_t>(size, dflt));
-    if (v.size() != size) {
-      n.invalid("attribute '" + std::string(name) + "' has " + std::to_string(v.size()) +
-                " entries, expected " + std::to_string(size));
-    }
-    for (int64_t x : v) {
-      if (x < min) n.unsupported("attribute '" + std::string(name) + "' with an entry below " + std::to_string(min));
-    }
-    return v;
-  };
-  w.stride = list("strides", 1, k, 1);
-  w.dilation = list("dilations", 1, k, 1);
+  w.stride = axis_attr(n, "strides", 1, k, 1);
+  w.dilation = axis_attr(n, "dilations", 1, k, 1);
   for (int64_t x : w.kernel) {
     if (x < 1) n.invalid("the kernel's sizes must be >= 1");
   }
   const std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
   if (auto_pad == "NOTSET") {
-    std::vector<int64_t> pads = list("pads", 0, 2 * k, 0);
+    std::vector<int64_t> pads = axis_attr(n, "pads", 0, 2 * k, 0);
     w.pad_begin.assign(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(k));
     w.pad_end.assign(pads.begin() + static_cast<std::ptrdiff_t>(k), pads.end());
     return w;
@@ -48,8 +53,7 @@ Window read_window(NodeContext& n, const Shape& xs, std::vector<int64_t> kernel)
     const int64_t in = xs[static_cast<int>(a) + 2];
     const int64_t out = (in + w.stride[a] - 1) / w.stride[a];
     const int64_t total = std::max<int64_t>(0, (out - 1) * w.stride[a] + w.span(a) - in);
-    const bool upper = auto_pad == "SAME_UPPER";
-    w.pad_begin[a] = upper ? total / 2 : total - total / 2;
+    w.pad_begin[a] = padding_before(total, /*extra_at_end=*/auto_pad == "SAME_UPPER");
     w.pad_end[a] = total - w.pad_begin[a];
   }
   return w;
@@ -94,7 +98,7 @@ void conv(NodeContext& n) {
   Emitter& e = n.e();
   // Every input is read before any op is emitted.
   ValueId x = n.input(0), w = n.input(1);
-  const std::optional<ValueId> bias = n.has_input(2) ? std::optional(n.input(2)) : std::nullopt;
+  const ValueId bias = n.has_input(2) ? n.input(2) : kNoValue;
   const Shape xs = e.shape(x), ws = e.shape(w);
   const Window win = read_window(n, xs, conv_kernel(n, xs, ws));
   const int64_t group = n.attr_int("group", 1);
@@ -106,7 +110,7 @@ void conv(NodeContext& n) {
   }
   ValueId y = e.op(Op::Conv, {x, w},
                    {{"stride", win.stride}, {"padding", padding}, {"dilation", win.dilation}, {"groups", group}});
-  if (bias) y = add_channel_bias(e, y, *bias);
+  if (bias != kNoValue) y = add_channel_bias(e, y, bias);
   n.set_output(0, y);
 }
 
@@ -115,31 +119,19 @@ void conv_transpose(NodeContext& n) {
                   "output_shape", "pads", "strides"});
   Emitter& e = n.e();
   ValueId x = n.input(0), w = n.input(1);
-  const std::optional<ValueId> bias = n.has_input(2) ? std::optional(n.input(2)) : std::nullopt;
+  const ValueId bias = n.has_input(2) ? n.input(2) : kNoValue;
   const Shape xs = e.shape(x), ws = e.shape(w);
   std::vector<int64_t> kernel = conv_kernel(n, xs, ws);
   const size_t k = kernel.size();
   const std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
   const bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
   const bool output_shape = n.has_attr("output_shape");
-  // The window of the forward convolution; its pads are replaced below when the output's
-  // shape is given (or implied by SAME).
-  // (read_window's SAME rule is the forward convolution's, so SAME is read here.)
-  Window win{kernel, {}, {}, {}, {}};
-  if (same || output_shape) {
-    win.stride = n.attr_ints("strides", std::vector<int64_t>(k, 1));
-    win.dilation = n.attr_ints("dilations", std::vector<int64_t>(k, 1));
-    if (win.stride.size() != k || win.dilation.size() != k) {
-      n.invalid("strides and dilations need one entry per spatial dim");
-    }
-  } else {
-    win = read_window(n, xs, kernel);
-  }
-  std::vector<int64_t> output_padding = n.attr_ints("output_padding", std::vector<int64_t>(k, 0));
-  if (output_padding.size() != k) n.invalid("output_padding needs one entry per spatial dim");
-  for (int64_t v : output_padding) {
-    if (v < 0) n.invalid("output_padding must be >= 0");
-  }
+  // The window of the forward convolution whose input gradient this is. Given the
+  // output's shape (or SAME: in·stride), the pads are what makes it that long.
+  Window win = same || output_shape ? Window{kernel, axis_attr(n, "strides", 1, k, 1),
+                                             axis_attr(n, "dilations", 1, k, 1), {}, {}}
+                                    : read_window(n, xs, kernel);
+  const std::vector<int64_t> output_padding = axis_attr(n, "output_padding", 0, k, 0);
   const int64_t group = n.attr_int("group", 1);
   if (group < 1 || xs[1] != ws[0] || ws[0] % group != 0) {
     n.invalid("the weight " + ws.to_string() + " must be [C_in, C_out/group, *kernel] for the input " +
@@ -158,9 +150,8 @@ void conv_transpose(NodeContext& n) {
     for (size_t a = 0; a < k; ++a) {
       const int64_t total = win.stride[a] * (xs[static_cast<int>(a) + 2] - 1) + output_padding[a] +
                             win.span(a) - out[a];
-      // Python's floor division, as ONNX's reference: a negative total extends the end.
-      const int64_t half = total >= 0 ? total / 2 : -((1 - total) / 2);
-      win.pad_begin[a] = auto_pad == "SAME_UPPER" ? half : total - half;
+      // A negative total (a longer output) extends the end, as ONNX's reference does.
+      win.pad_begin[a] = padding_before(total, /*extra_at_end=*/auto_pad == "SAME_UPPER");
       win.pad_end[a] = total - win.pad_begin[a];
     }
   }
@@ -176,7 +167,7 @@ void conv_transpose(NodeContext& n) {
                                           .pad_end = win.pad_end,
                                           .output_padding = output_padding,
                                           .groups = group});
-  if (bias) y = add_channel_bias(e, y, *bias);
+  if (bias != kNoValue) y = add_channel_bias(e, y, bias);
   n.set_output(0, y);
 }
 

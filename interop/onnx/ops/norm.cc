@@ -23,8 +23,11 @@ void batch_normalization(NodeContext& n) {
   if (t.shape.rank() < 2) n.invalid("the input must be [N, C, ...], got " + t.to_string());
   const int64_t c = t.shape[1];
   const double momentum = n.attr_float("momentum", 0.9);
-  const bool model_training = (n.opset() >= 14 && n.attr_int("training_mode", 0) != 0) ||
-                              (n.opset() < 7 && n.attr_int("is_test", 0) == 0);
+  // Inside a flow, the flow's mode decides (a model exported for training evaluates with
+  // its running statistics); a graph of its own does what the model says.
+  const bool model_training = !n.flow_decides_mode() &&
+                              ((n.opset() >= 14 && n.attr_int("training_mode", 0) != 0) ||
+                               (n.opset() < 7 && n.attr_int("is_test", 0) == 0));
   const bool batch_stats = n.training() || model_training;
   if (n.training() && t.shape.numel() / c < 2) {
     n.invalid("training needs more than one value per channel to compute the batch variance, got " +
@@ -36,6 +39,15 @@ void batch_normalization(NodeContext& n) {
     if (e.shape(v) != Shape({c})) {
       n.invalid("scale, B, mean and var must be [" + std::to_string(c) + "], got " + e.type(v).to_string());
     }
+  }
+  // Training updates the running statistics in place: they must be state inputs.
+  auto is_state = [&](ValueId v) {
+    const int i = e.graph().input_index(v);
+    return i >= 0 && e.graph().inputs()[static_cast<size_t>(i)].kind == InputKind::state;
+  };
+  if (n.training() && !(is_state(p.running_mean) && is_state(p.running_var))) {
+    n.unsupported("training with a running mean or variance that is not an initializer (weft "
+                  "updates them as state)");
   }
   functional::BatchNormResult r =
       functional::batch_norm(e, x, p, batch_stats, /*update_running=*/n.training());
@@ -50,7 +62,8 @@ void batch_normalization(NodeContext& n) {
   };
   for (int i = 1; i <= 3; ++i) {
     if (!n.wants_output(i)) continue;
-    if (!batch_stats) n.unsupported("output " + std::to_string(i) + " outside training");
+    // Outside training they are not computed: refused where something reads them.
+    if (!batch_stats) continue;
     if (i == 1) n.set_output(1, onnx_running(p.running_mean, r.mean));
     if (i == 2) n.set_output(2, onnx_running(p.running_var, r.var));
     if (i == 3) n.set_output(3, e.reshape(r.mean, {c}));
@@ -94,11 +107,13 @@ void layer_normalization(NodeContext& n) {
   const double eps = n.attr_float("epsilon", 1e-5);
   n.set_output(0, e.op(Op::LayerNorm, {x, affine(1, 1.0), affine(2, 0.0)}, {{"axes", axes}, {"eps", eps}}));
   if (n.wants_output(1) || n.wants_output(2)) {
-    ValueId mean = e.mean(x, axes, /*keepdims=*/true);
-    ValueId centered = e.sub(x, mean);
+    // Mean and InvStdDev are float (stash_type 1), computed in float.
+    ValueId xf = t.dtype == DType::f32 ? x : e.op(Op::Cast, {x}, {{"dtype", DType::f32}});
+    ValueId mean = e.mean(xf, axes, /*keepdims=*/true);
+    ValueId centered = e.sub(xf, mean);
     ValueId var = e.mean(e.mul(centered, centered), axes, /*keepdims=*/true);
     if (n.wants_output(1)) n.set_output(1, mean);
-    if (n.wants_output(2)) n.set_output(2, e.op(Op::Rsqrt, {e.add(var, e.constant(eps, t.dtype))}));
+    if (n.wants_output(2)) n.set_output(2, e.op(Op::Rsqrt, {e.add(var, e.constant(eps, DType::f32))}));
   }
 }
 
@@ -145,8 +160,10 @@ void dropout(NodeContext& n) {
   Emitter& e = n.e();
   ValueId x = n.input(0);
   const Type t = e.type(x);
-  const bool model_training = (n.opset() >= 12 && n.has_input(2) && n.scalar_input(2, "training_mode") != 0) ||
-                              (n.opset() < 7 && n.attr_int("is_test", 0) == 0);
+  const bool model_training =
+      !n.flow_decides_mode() &&
+      ((n.opset() >= 12 && n.has_input(2) && n.scalar_input(2, "training_mode") != 0) ||
+       (n.opset() < 7 && n.attr_int("is_test", 0) == 0));
   // The ratio matters in training only (outside it, it may even be fed at run time).
   const double ratio = !(n.training() || model_training) ? 0
                        : n.opset() >= 12 ? (n.has_input(1) ? n.scalar_input(1, "the ratio") : 0.5)

@@ -3,7 +3,8 @@
 // as reductions. What the pool ops' symmetric, at-most-half-kernel padding cannot say
 // (asymmetric pads, ceil_mode's extra windows, count_include_pad = 0) is written with
 // explicit pads: -inf for max; for average, the window sum of x padded with zeros
-// divided by the window sum of a ones tensor padded as the divisor counts.
+// divided by the window sum of a ones tensor padded as the divisor counts. A dilated
+// max pool is the maximum of one strided slice per kernel position.
 #include <cmath>
 #include <limits>
 
@@ -13,6 +14,29 @@
 
 namespace weft::onnx_io {
 namespace {
+
+/// A max pool with dilations over x padded already: the elementwise maximum of one
+/// strided slice of `xp` per kernel position (the pool ops have no dilation).
+ValueId dilated_max_pool(Emitter& e, ValueId xp, const Window& w) {
+  const Shape s = e.shape(xp);
+  const size_t k = w.kernel.size();
+  std::vector<int64_t> at(k, 0);  // the kernel position
+  ValueId y = kNoValue;
+  for (;;) {
+    IntList start = {0, 0}, stop = {s[0], s[1]}, step = {1, 1};
+    for (size_t a = 0; a < k; ++a) {
+      const int64_t out = (s[static_cast<int>(a) + 2] - w.span(a)) / w.stride[a] + 1;
+      start.push_back(at[a] * w.dilation[a]);
+      stop.push_back(at[a] * w.dilation[a] + (out - 1) * w.stride[a] + 1);
+      step.push_back(w.stride[a]);
+    }
+    ValueId slice = e.op(Op::Slice, {xp}, {{"start", start}, {"stop", stop}, {"step", step}});
+    y = y == kNoValue ? slice : e.op(Op::Maximum, {y, slice});
+    size_t a = k;  // the next position, the last axis fastest
+    while (a > 0 && ++at[a - 1] == w.kernel[a - 1]) at[--a] = 0;
+    if (a == 0) return y;
+  }
+}
 
 void pool(NodeContext& n, bool max) {
   if (max) {
@@ -33,9 +57,6 @@ void pool(NodeContext& n, bool max) {
               e.type(x).to_string());
   }
   const Window w = read_window(n, xs, kernel);
-  for (int64_t d : w.dilation) {
-    if (d != 1) n.unsupported("dilations other than 1 (weft's pool ops have none)");
-  }
   // storage_order only changes the Indices output, which is refused.
   if (max && n.wants_output(1)) n.unsupported("the Indices output");
   const bool ceil_mode = n.attr_int("ceil_mode", 0) != 0;
@@ -45,21 +66,22 @@ void pool(NodeContext& n, bool max) {
   // or its begin padding (PyTorch's rule) is kept, however little of it is covered.
   const size_t k = kernel.size();
   std::vector<int64_t> extra(k, 0), none(k, 0);
-  bool direct = w.symmetric(), padded = false;
+  bool direct = w.symmetric(), padded = false, dilated = false;
   for (size_t a = 0; a < k; ++a) {
     const int64_t in = xs[static_cast<int>(a) + 2];
-    const int64_t span = in + w.pad_begin[a] + w.pad_end[a];
-    if (span < kernel[a]) {
+    const int64_t padded_size = in + w.pad_begin[a] + w.pad_end[a];
+    if (padded_size < w.span(a)) {
       n.invalid("the window " + Shape(kernel).to_string() + " is larger than the padded input " +
                 e.type(x).to_string());
     }
     if (ceil_mode) {
-      int64_t out = (span - kernel[a] + w.stride[a] - 1) / w.stride[a] + 1;
+      int64_t out = (padded_size - w.span(a) + w.stride[a] - 1) / w.stride[a] + 1;
       if ((out - 1) * w.stride[a] >= in + w.pad_begin[a]) --out;
-      extra[a] = std::max<int64_t>(0, (out - 1) * w.stride[a] + kernel[a] - span);
+      extra[a] = std::max<int64_t>(0, (out - 1) * w.stride[a] + w.span(a) - padded_size);
     }
     direct = direct && extra[a] == 0 && 2 * w.pad_begin[a] <= kernel[a];
     padded = padded || w.pad_begin[a] > 0 || w.pad_end[a] > 0;
+    dilated = dilated || w.dilation[a] != 1;
   }
   auto window = [&](ValueId v, const std::vector<int64_t>& padding) {
     return functional::pool(e, v, {.max = max, .kernel = kernel, .stride = w.stride, .padding = padding});
@@ -67,10 +89,12 @@ void pool(NodeContext& n, bool max) {
   std::vector<int64_t> end = w.pad_end;
   for (size_t a = 0; a < k; ++a) end[a] += extra[a];
   const bool exact_divisor = include_pad || !padded;
-  if (direct && (max || exact_divisor)) {
+  const double lowest = -std::numeric_limits<double>::infinity();
+  if (dilated) {  // MaxPool only: AveragePool has no dilations before opset 19
+    n.set_output(0, dilated_max_pool(e, pad_spatial(e, x, w.pad_begin, end, lowest), w));
+  } else if (direct && (max || exact_divisor)) {
     n.set_output(0, window(x, w.pad_begin));
   } else if (max) {
-    const double lowest = -std::numeric_limits<double>::infinity();
     n.set_output(0, window(pad_spatial(e, x, w.pad_begin, end, lowest), none));
   } else if (exact_divisor && extra == none) {
     n.set_output(0, window(pad_spatial(e, x, w.pad_begin, end, 0.0), none));

@@ -16,8 +16,16 @@ namespace {
 struct Reduction {
   std::vector<int64_t> axes;  // normalized, sorted; empty: nothing to reduce
   bool keepdims = true;
-  bool identity = false;      // noop_with_empty_axes with no axes
+  bool identity = false;  // noop_with_empty_axes with no axes
 };
+
+/// `axis` in [-rank, rank) as a non-negative axis, or the node is invalid.
+int64_t axis_in(NodeContext& n, int64_t axis, int rank) {
+  if (axis < -rank || axis >= rank) {
+    n.invalid("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  }
+  return axis < 0 ? axis + rank : axis;
+}
 
 Reduction reduction_of(NodeContext& n) {
   const bool axes_input = n.node().op_type() == "ReduceSum" && n.opset() >= 13;
@@ -29,18 +37,16 @@ Reduction reduction_of(NodeContext& n) {
   const int rank = n.input_type(0).shape.rank();
   Reduction r;
   r.keepdims = n.attr_int("keepdims", 1) != 0;
-  std::vector<int64_t> axes = axes_input ? (n.has_input(1) ? n.ints_input(1, "axes") : std::vector<int64_t>{})
-                                         : n.attr_ints("axes");
+  std::vector<int64_t> axes =
+      axes_input ? (n.has_input(1) ? n.ints_input(1, "axes") : std::vector<int64_t>{})
+                 : n.attr_ints("axes");
   if (axes.empty()) {
     r.identity = axes_input && n.attr_int("noop_with_empty_axes", 0) != 0;
     if (!r.identity) {
       for (int k = 0; k < rank; ++k) axes.push_back(k);
     }
   }
-  for (int64_t& a : axes) {
-    if (a < -rank || a >= rank) n.invalid("axis " + std::to_string(a) + " is out of range for rank " + std::to_string(rank));
-    if (a < 0) a += rank;
-  }
+  for (int64_t& a : axes) a = axis_in(n, a, rank);
   std::sort(axes.begin(), axes.end());
   if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) n.invalid("an axis is repeated");
   r.axes = std::move(axes);
@@ -161,9 +167,7 @@ void arg_extreme(NodeContext& n) {
   ValueId x = n.input(0);
   const Type t = e.type(x);
   const int rank = t.shape.rank();
-  int64_t axis = n.attr_int("axis", 0);
-  if (axis < -rank || axis >= rank) n.invalid("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
-  if (axis < 0) axis += rank;
+  const int64_t axis = axis_in(n, n.attr_int("axis", 0), rank);
   if (t.dtype == DType::boolean) n.unsupported("a bool input");
   if (kMin && t.dtype == DType::u8) {
     x = e.sub(e.constant(255, t.dtype), x);
@@ -175,8 +179,10 @@ void arg_extreme(NodeContext& n) {
   const bool last = n.attr_int("select_last_index", 0) != 0;
   ValueId last_index = e.constant(static_cast<double>(d - 1), DType::i64);
   if (last) {
-    ValueId reversed = e.sub(last_index, e.op(Op::Iota, {}, {{"shape", std::vector<int64_t>{d}},
-                                                           {"axis", int64_t{0}}, {"dtype", DType::i64}}));
+    ValueId reversed = e.sub(
+        last_index,
+        e.op(Op::Iota, {},
+             {{"shape", std::vector<int64_t>{d}}, {"axis", int64_t{0}}, {"dtype", DType::i64}}));
     x = e.op(Op::Gather, {x, reversed}, {{"axis", axis}});
   }
   ValueId y = e.op(Op::Argmax, {x}, {{"axis", axis}, {"keepdims", n.attr_int("keepdims", 1) != 0}});

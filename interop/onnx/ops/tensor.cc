@@ -93,7 +93,6 @@ ValueId index_input(NodeContext& n, int i) {
   return cast(n.e(), v, DType::i64);
 }
 
-
 // ---- Constants and shapes -----------------------------------------------------------
 
 void constant(NodeContext& n) {
@@ -108,10 +107,12 @@ void constant(NodeContext& n) {
     n.set_constant_output(0, Tensor::from_vector<int64_t>(Shape{}, {n.attr_int("value_int", 0)}));
   } else if (n.has_attr("value_floats")) {
     std::vector<double> v = n.attr_floats("value_floats");
-    n.set_constant_output(0, Tensor::from_doubles(DType::f32, Shape({static_cast<int64_t>(v.size())}), v));
+    n.set_constant_output(
+        0, Tensor::from_doubles(DType::f32, Shape({static_cast<int64_t>(v.size())}), v));
   } else if (n.has_attr("value_ints")) {
     std::vector<int64_t> v = n.attr_ints("value_ints");
-    n.set_constant_output(0, Tensor::from_vector<int64_t>(Shape({static_cast<int64_t>(v.size())}), v));
+    n.set_constant_output(0,
+                          Tensor::from_vector<int64_t>(Shape({static_cast<int64_t>(v.size())}), v));
   } else {
     n.invalid("a Constant needs a value attribute");
   }
@@ -134,7 +135,8 @@ void shape(NodeContext& n) {
   const int64_t start = clamp(n.attr_int("start", 0)), end = clamp(n.attr_int("end", rank));
   std::vector<int64_t> dims;
   for (int64_t d = start; d < end; ++d) dims.push_back(s[static_cast<int>(d)]);
-  n.set_constant_output(0, Tensor::from_vector<int64_t>(Shape({static_cast<int64_t>(dims.size())}), dims));
+  n.set_constant_output(
+      0, Tensor::from_vector<int64_t>(Shape({static_cast<int64_t>(dims.size())}), dims));
 }
 
 void size(NodeContext& n) {
@@ -169,14 +171,16 @@ void range(NodeContext& n) {
                delta = n.scalar_input(2, "delta");
   if (delta == 0) n.invalid("delta is 0");
   const double count = std::max(std::ceil((limit - start) / delta), 0.0);
-  if (count > double{int64_t{1} << 40}) n.unsupported("a range of " + std::to_string(count) + " elements");
+  if (count > double{int64_t{1} << 40}) n.unsupported("a range of more than 2^40 elements");
   std::vector<double> v(static_cast<size_t>(count));
   for (size_t i = 0; i < v.size(); ++i) {
     // start + i·delta in the output's type (f32 arithmetic rounds differently from f64's).
-    v[i] = t.dtype == DType::f32 ? static_cast<float>(start) + static_cast<float>(i) * static_cast<float>(delta)
-                                 : start + static_cast<double>(i) * delta;
+    v[i] = t.dtype == DType::f32
+               ? static_cast<float>(start) + static_cast<float>(i) * static_cast<float>(delta)
+               : start + static_cast<double>(i) * delta;
   }
-  n.set_constant_output(0, Tensor::from_doubles(t.dtype, Shape({static_cast<int64_t>(v.size())}), v));
+  n.set_constant_output(0,
+                        Tensor::from_doubles(t.dtype, Shape({static_cast<int64_t>(v.size())}), v));
 }
 
 // ---- Reshaping ----------------------------------------------------------------------
@@ -189,7 +193,9 @@ void reshape(NodeContext& n) {
   int64_t known = 1, infer = -1;
   for (size_t k = 0; k < target.size(); ++k) {
     if (target[k] == 0 && !allowzero) {
-      if (static_cast<int>(k) >= in.rank()) n.invalid("shape entry 0 copies a dimension the input lacks");
+      if (static_cast<int>(k) >= in.rank()) {
+        n.invalid("shape entry 0 copies a dimension the input lacks");
+      }
       target[k] = in[static_cast<int>(k)];
     }
     if (target[k] == -1) {
@@ -212,7 +218,8 @@ void flatten(NodeContext& n) {
   int64_t axis = n.attr_int("axis", 1);
   if (axis < -rank || axis > rank) n.invalid("axis " + std::to_string(axis) + " is out of range");
   if (axis < 0) axis += rank;
-  const int64_t outer = std::accumulate(d.begin(), d.begin() + axis, int64_t{1}, std::multiplies<>());
+  const int64_t outer =
+      std::accumulate(d.begin(), d.begin() + axis, int64_t{1}, std::multiplies<>());
   const int64_t inner = std::accumulate(d.begin() + axis, d.end(), int64_t{1}, std::multiplies<>());
   n.set_output(0, n.e().reshape(n.input(0), {outer, inner}));
 }
@@ -237,7 +244,9 @@ void squeeze(NodeContext& n) {
   for (int k = 0; k < rank; ++k) drop[k] = !axes && d[k] == 1;
   for (int64_t a : axes.value_or(Dims{})) {
     const int k = axis_in(n, a, rank);
-    if (d[k] != 1) n.invalid("axis " + std::to_string(a) + " has size " + std::to_string(d[k]) + ", not 1");
+    if (d[k] != 1) {
+      n.invalid("axis " + std::to_string(a) + " has size " + std::to_string(d[k]) + ", not 1");
+    }
     drop[k] = true;
   }
   Dims out;
@@ -309,7 +318,8 @@ void tile(NodeContext& n) {
   const Dims repeats = n.ints_input(1, "repeats");
   const int rank = n.input_type(0).shape.rank();
   if (static_cast<int>(repeats.size()) != rank) {
-    n.invalid("repeats has " + std::to_string(repeats.size()) + " entries for rank " + std::to_string(rank));
+    n.invalid("repeats has " + std::to_string(repeats.size()) + " entries for rank " +
+              std::to_string(rank));
   }
   for (int64_t r : repeats) {
     if (r < 0) n.invalid("repeats has a negative entry " + std::to_string(r));
@@ -327,8 +337,10 @@ void depth_to_space(NodeContext& n) {
   if (mode != "DCR" && mode != "CRD") n.invalid("mode '" + mode + "' is neither DCR nor CRD");
   const int64_t c = d[1] / (b * b);
   Emitter& e = n.e();
-  ValueId x = mode == "DCR" ? e.transpose(e.reshape(n.input(0), {d[0], b, b, c, d[2], d[3]}), {0, 3, 4, 1, 5, 2})
-                            : e.transpose(e.reshape(n.input(0), {d[0], c, b, b, d[2], d[3]}), {0, 1, 4, 2, 5, 3});
+  ValueId x =
+      mode == "DCR"
+          ? e.transpose(e.reshape(n.input(0), {d[0], b, b, c, d[2], d[3]}), {0, 3, 4, 1, 5, 2})
+          : e.transpose(e.reshape(n.input(0), {d[0], c, b, b, d[2], d[3]}), {0, 1, 4, 2, 5, 3});
   n.set_output(0, e.reshape(x, {d[0], c, d[2] * b, d[3] * b}));
 }
 
@@ -352,8 +364,8 @@ void concat(NodeContext& n) {
   std::vector<ValueId> parts;
   for (int i = 0; i < n.num_inputs(); ++i) parts.push_back(n.input(i));
   const int axis = axis_in(n, n.attr_int("axis", 1), n.e().rank(parts[0]));
-  n.set_output(0, parts.size() == 1 ? parts[0]
-                                    : n.e().op(Op::Concat, parts, {{"axis", int64_t{axis}}}));
+  n.set_output(
+      0, parts.size() == 1 ? parts[0] : n.e().op(Op::Concat, parts, {{"axis", int64_t{axis}}}));
 }
 
 void split(NodeContext& n) {
@@ -365,7 +377,8 @@ void split(NodeContext& n) {
   const int64_t parts = n.num_outputs();
   if (sizes.empty()) {
     if (d[axis] % parts != 0) {
-      n.invalid("dim " + std::to_string(d[axis]) + " does not split into " + std::to_string(parts) + " equal parts");
+      n.invalid("dim " + std::to_string(d[axis]) + " does not split into " + std::to_string(parts) +
+                " equal parts");
     }
     sizes.assign(static_cast<size_t>(parts), d[axis] / parts);
   }
@@ -411,12 +424,16 @@ void slice(NodeContext& n) {
     for (size_t k = 0; k < starts.size(); ++k) axes.push_back(static_cast<int64_t>(k));
   }
   if (steps.empty()) steps.assign(starts.size(), 1);
-  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
+  if (ends.size() != starts.size() || axes.size() != starts.size() ||
+      steps.size() != starts.size()) {
     n.invalid("starts, ends, axes and steps must have one entry each per sliced axis");
   }
   Emitter& e = n.e();
   Dims lo(rank, 0), hi = d, step(rank, 1);
-  struct Reversed { int axis; int64_t start, count, step; };
+  struct Reversed {
+    int axis;
+    int64_t start, count, step;
+  };
   std::vector<Reversed> reversed;
   for (size_t k = 0; k < axes.size(); ++k) {
     const int a = axis_in(n, axes[k], rank);
@@ -451,7 +468,8 @@ void gather(NodeContext& n) {
   const int axis = axis_in(n, n.attr_int("axis", 0), static_cast<int>(d.size()));
   ValueId idx = wrap_negative(n, 1, index_input(n, 1), d[axis]);
   const Dims idx_dims = e.shape(idx).dims;
-  const int64_t count = std::accumulate(idx_dims.begin(), idx_dims.end(), int64_t{1}, std::multiplies<>());
+  const int64_t count =
+      std::accumulate(idx_dims.begin(), idx_dims.end(), int64_t{1}, std::multiplies<>());
   ValueId y = gather1(e, x, axis, idx_dims.size() == 1 ? idx : e.reshape(idx, {count}));
   Dims out(d.begin(), d.begin() + axis);
   out.insert(out.end(), idx_dims.begin(), idx_dims.end());
@@ -524,8 +542,8 @@ void trilu(NodeContext& n) {
   if (d.size() < 2) n.invalid("the input must have rank >= 2");
   ValueId k = n.has_input(1) ? e.reshape(cast(e, n.input(1), DType::i64), Dims{}) : i64(e, 0);
   ValueId off = diagonal_offset(e, d[d.size() - 2], d.back(), k);
-  ValueId keep = n.attr_int("upper", 1) != 0 ? e.op(Op::Ge, {off, i64(e, 0)})
-                                            : e.op(Op::Le, {off, i64(e, 0)});
+  ValueId keep =
+      n.attr_int("upper", 1) != 0 ? e.op(Op::Ge, {off, i64(e, 0)}) : e.op(Op::Le, {off, i64(e, 0)});
   n.set_output(0, e.op(Op::Select, {keep, x, e.full(Shape{}, 0, e.type(x).dtype)}));
 }
 
@@ -576,18 +594,24 @@ void pad(NodeContext& n) {
   ValueId x = n.input(0);
   const Dims d = e.shape(x).dims;
   const size_t rank = d.size();
-  if (pads.size() != 2 * rank) n.invalid("pads must have 2·rank = " + std::to_string(2 * rank) + " entries");
-  const Dims low(pads.begin(), pads.begin() + static_cast<long>(rank)), high(pads.begin() + static_cast<long>(rank), pads.end());
+  if (pads.size() != 2 * rank) {
+    n.invalid("pads must have 2·rank = " + std::to_string(2 * rank) + " entries");
+  }
+  const Dims low(pads.begin(), pads.begin() + static_cast<long>(rank)),
+      high(pads.begin() + static_cast<long>(rank), pads.end());
   if (mode == "constant") {
     n.set_output(0, pad_or_crop(e, x, low, high, value));
     return;
   }
-  if (mode != "reflect" && mode != "edge") n.invalid("mode '" + mode + "' is not constant, reflect or edge");
+  if (mode != "reflect" && mode != "edge") {
+    n.invalid("mode '" + mode + "' is not constant, reflect or edge");
+  }
   for (size_t k = 0; k < rank; ++k) {
     if (low[k] == 0 && high[k] == 0) continue;
     if (low[k] < 0 || high[k] < 0) n.unsupported("negative pads in mode '" + mode + "'");
     if (d[k] == 0) n.invalid("mode '" + mode + "' pads an empty axis");
-    x = gather1(e, x, static_cast<int>(k), pad_indices(e, d[k], low[k], high[k], mode == "reflect"));
+    x = gather1(e, x, static_cast<int>(k),
+                pad_indices(e, d[k], low[k], high[k], mode == "reflect"));
   }
   n.set_output(0, x);
 }
@@ -602,7 +626,8 @@ void cum_sum(NodeContext& n) {
   Emitter& e = n.e();
   ValueId y = n.input(0);
   const Dims d = e.shape(y).dims;
-  const int axis = axis_in(n, static_cast<int64_t>(n.scalar_input(1, "axis")), static_cast<int>(d.size()));
+  const int axis =
+      axis_in(n, static_cast<int64_t>(n.scalar_input(1, "axis")), static_cast<int>(d.size()));
   const bool reverse = n.attr_int("reverse", 0) != 0;
   auto shift = [&](ValueId v, int64_t s) {
     Dims low(d.size(), 0), high(d.size(), 0);
@@ -616,11 +641,15 @@ void cum_sum(NodeContext& n) {
 }
 
 /// The integer factor of each axis from Resize's/Upsample's scales or sizes, or refused.
-Dims integer_scales(NodeContext& n, const Dims& in, const std::vector<double>& scales, const Dims& sizes) {
+Dims integer_scales(NodeContext& n, const Dims& in, const std::vector<double>& scales,
+                    const Dims& sizes) {
   Dims out;
   for (size_t k = 0; k < in.size(); ++k) {
-    const double s = scales.empty() ? (in[k] == 0 ? 1.0 : static_cast<double>(sizes[k]) / in[k]) : scales[k];
-    if (s < 1 || s != std::floor(s)) n.unsupported("scale " + format_float(s) + " (only integer upsampling)");
+    const double s =
+        scales.empty() ? (in[k] == 0 ? 1.0 : static_cast<double>(sizes[k]) / in[k]) : scales[k];
+    if (s < 1 || s != std::floor(s)) {
+      n.unsupported("scale " + format_float(s) + " (only integer upsampling)");
+    }
     out.push_back(static_cast<int64_t>(s));
   }
   return out;
@@ -640,9 +669,12 @@ void upsample_nearest(NodeContext& n, const Dims& factors) {
 
 void upsample(NodeContext& n) {
   n.expect_attrs({"mode", "scales"});
-  if (n.attr_string("mode", "nearest") != "nearest") n.unsupported("mode '" + n.attr_string("mode", "") + "'");
+  if (n.attr_string("mode", "nearest") != "nearest") {
+    n.unsupported("mode '" + n.attr_string("mode", "") + "'");
+  }
   const Dims in = n.input_type(0).shape.dims;
-  std::vector<double> scales = n.opset() < 9 ? n.attr_floats("scales") : doubles_input(n, 1, "scales");
+  std::vector<double> scales =
+      n.opset() < 9 ? n.attr_floats("scales") : doubles_input(n, 1, "scales");
   if (scales.size() != in.size()) n.invalid("scales need one entry per axis");
   upsample_nearest(n, integer_scales(n, in, scales, {}));
 }
@@ -654,12 +686,15 @@ void resize(NodeContext& n) {
                   "exclude_outside", "extrapolation_value"});
   const std::string mode = n.attr_string("mode", "nearest");
   if (mode != "nearest") n.unsupported("mode '" + mode + "'");
-  const std::string ctm = n.attr_string("coordinate_transformation_mode", n.opset() < 11 ? "asymmetric" : "half_pixel");
-  const std::string rounding = n.attr_string("nearest_mode", n.opset() < 11 ? "floor" : "round_prefer_floor");
+  const std::string ctm =
+      n.attr_string("coordinate_transformation_mode", n.opset() < 11 ? "asymmetric" : "half_pixel");
+  const std::string rounding =
+      n.attr_string("nearest_mode", n.opset() < 11 ? "floor" : "round_prefer_floor");
   const bool centred = ctm == "half_pixel" || ctm == "pytorch_half_pixel";
   const bool floors = rounding == "floor" && (ctm == "asymmetric" || ctm == "tf_half_pixel_for_nn");
   if (!centred && !floors) {
-    n.unsupported("coordinate_transformation_mode '" + ctm + "' with nearest_mode '" + rounding + "'");
+    n.unsupported("coordinate_transformation_mode '" + ctm + "' with nearest_mode '" + rounding +
+                  "'");
   }
   const Dims in = n.input_type(0).shape.dims;
   std::vector<double> scales;
@@ -667,14 +702,17 @@ void resize(NodeContext& n) {
   const int scales_at = n.opset() < 11 ? 1 : 2;
   if (n.has_input(scales_at)) scales = doubles_input(n, scales_at, "scales");
   if (scales.empty() && n.opset() >= 11 && n.has_input(3)) sizes = n.ints_input(3, "sizes");
-  if (scales.empty() && sizes.size() != in.size()) n.invalid("give scales or sizes, one entry per axis");
+  if (scales.empty() && sizes.size() != in.size()) {
+    n.invalid("give scales or sizes, one entry per axis");
+  }
   if (!scales.empty() && scales.size() != in.size()) n.invalid("scales need one entry per axis");
   upsample_nearest(n, integer_scales(n, in, scales, sizes));
 }
 
 template <const char* kWhat>
 void data_dependent(NodeContext& n) {
-  n.unsupported(std::string(kWhat) + " (its output shape depends on the input's values; weft's "
+  n.unsupported(std::string(kWhat) +
+                " (its output shape depends on the input's values; weft's "
                 "shapes are static)");
 }
 constexpr char kNonZero[] = "NonZero", kCompress[] = "Compress", kUnique[] = "Unique";

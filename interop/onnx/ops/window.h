@@ -18,6 +18,15 @@ struct Window {
   int64_t span(size_t a) const { return dilation[a] * (kernel[a] - 1) + 1; }
 };
 
+/// Attribute `name` with one entry per spatial axis (`size` of them; `dflt` each when
+/// absent); refuses a list of another length or an entry below `min`.
+std::vector<int64_t> axis_attr(NodeContext& n, const char* name, int64_t dflt, size_t size, int64_t min);
+
+/// The padding before the data when `total` is split in two (Python's floor division,
+/// as ONNX's reference): the smaller half, and the larger one after it when
+/// `extra_at_end` (SAME_UPPER), else the other way round. A negative total lengthens.
+int64_t padding_before(int64_t total, bool extra_at_end);
+
 /// The window of `n` over the spatial dims of `x_shape` ([N, C, *spatial]) for a kernel
 /// of `kernel` (from the weight, or kernel_shape for pools): strides and dilations
 /// (default 1), pads [begin..., end...] (default 0) or auto_pad (VALID: none; SAME_UPPER

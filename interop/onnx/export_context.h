@@ -1,6 +1,9 @@
 #pragma once
-// The exporter's insides (exporter.h): ExportContext, what an entry of the op table
-// (export_ops.cc) is handed to write one weft node as ONNX nodes, and the table itself.
+// The exporter's insides (exporter.h): ExportContext, what a row of the export table is
+// handed to write one weft node as ONNX nodes, and the table: one file per family
+// (export_ops.cc: elementwise and reductions, and the ops with no ONNX form;
+// export_ops_movement.cc, export_ops_nn.cc, export_ops_loop.cc), every op in exactly one
+// row or refusal (a completeness test).
 //
 //   // export_ops.cc
 //   void log1p(ExportContext& c) {                       // log1p(x) = Log(1 + x)
@@ -12,9 +15,12 @@
 #include <cstdint>
 #include <map>
 #include <set>
+#include <span>
+#include <string_view>
 #include <string>
 #include <vector>
 
+#include "interop/onnx/attributes.h"
 #include "interop/onnx/proto.h"
 #include "ir/graph.h"
 #include "ir/status.h"
@@ -27,14 +33,16 @@ struct ExportFailure {
   Error error;
 };
 
-/// Names unique across the model.
+/// Names unique across the model: of values, and (apart) of nodes.
 class NameTable {
  public:
   /// `base`, or `base_1`, `base_2`... when taken; marks it taken.
-  std::string unique(const std::string& base);
+  std::string unique(const std::string& base) { return unique_in(used_, base); }
+  std::string unique_node(const std::string& base) { return unique_in(node_names_, base); }
 
  private:
-  std::set<std::string> used_;
+  static std::string unique_in(std::set<std::string>& used, const std::string& base);
+  std::set<std::string> used_, node_names_;
 };
 
 class ExportContext;
@@ -54,7 +62,13 @@ struct NoOnnxForm {
   const char* reason;
 };
 
-/// The table (export_ops.cc): every op is in exactly one of the two (a completeness test).
+// The families.
+std::span<const OpExporter> elementwise_exporters();  // export_ops.cc: elementwise, reductions
+std::span<const OpExporter> movement_exporters();     // export_ops_movement.cc: movement, constants
+std::span<const OpExporter> nn_exporters();           // export_ops_nn.cc: contractions, windows, composites
+std::span<const OpExporter> loop_exporters();         // export_ops_loop.cc: fused, scan
+
+/// The row of `op`, or the reason it has none (export_ops.cc).
 const OpExporter* find_exporter(Op op);
 const NoOnnxForm* find_refusal(Op op);
 std::vector<Op> exported_ops();
@@ -110,7 +124,16 @@ class ExportContext {
   /// Result i is the value already named `name` (a fused body's output).
   void alias(int i, const std::string& name);
 
-  /// Appends an ONNX node.
+  // ---- Computing in another dtype than ONNX's op takes (bf16 in f32, bools as u8...).
+  /// Operand i as dtype `to` (through a Cast), or as it is when it has that dtype.
+  std::string in_as(int i, DType to);
+  /// The name for the result computed in dtype `via`: the result's own when `via` is
+  /// its dtype, else a fresh value that finish_via casts back to the result's dtype.
+  std::string out_via(DType via);
+  void finish_via(const std::string& y, DType via);
+
+  /// Appends an ONNX node, named after the weft node (`relu/y`) with its location as
+  /// the doc string.
   onnx::NodeProto& add(const std::string& op_type, const std::vector<std::string>& inputs,
                        const std::vector<std::string>& outputs);
   /// Appends a node with one fresh output and returns that output's name.
@@ -133,14 +156,18 @@ class ExportContext {
   const OpExporter& row_;
 };
 
-// Attributes of an ONNX node.
-void add_attr(onnx::NodeProto& n, const std::string& name, int64_t v);
-void add_attr(onnx::NodeProto& n, const std::string& name, float v);
-void add_attr(onnx::NodeProto& n, const std::string& name, const std::string& v);
-void add_attr(onnx::NodeProto& n, const std::string& name, const std::vector<int64_t>& v);
-void add_attr(onnx::NodeProto& n, const std::string& name, const Tensor& v);
-/// A graph attribute (Scan's body); returns the graph to fill.
-onnx::GraphProto* add_graph_attr(onnx::NodeProto& n, const std::string& name);
+// An ONNX node's attributes are written with add_attr and add_graph_attr (attributes.h).
+
+/// A node's optional ints attribute (absent: nullptr).
+const IntList* optional_ints(const Node& n, std::string_view name);
+
+/// ONNX's convolutions, pools and ConstantOfShape take no bf16: computed in f32 and
+/// rounded back, as weft computes bf16.
+inline DType f32_for_bf16(DType dt) { return dt == DType::bf16 ? DType::f32 : dt; }
+
+/// Formulas of several ONNX ops compute f16 and bf16 in f32, rounding once at the end as
+/// weft does (rounding each step would differ).
+inline DType f32_for_halves(DType dt) { return dt == DType::f16 || dt == DType::bf16 ? DType::f32 : dt; }
 
 /// A typed ValueInfoProto (graph inputs and outputs).
 void set_value_info(onnx::ValueInfoProto* info, const std::string& name, const Type& type);

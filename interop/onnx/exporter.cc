@@ -23,10 +23,10 @@ ExportFailure cannot_export(const Node& node, const std::string& why) {
 }
 }  // namespace
 
-std::string NameTable::unique(const std::string& base) {
+std::string NameTable::unique_in(std::set<std::string>& used, const std::string& base) {
   std::string name = base.empty() ? "v" : base;
-  for (int k = 1; used_.count(name); ++k) name = base + "_" + std::to_string(k);
-  used_.insert(name);
+  for (int k = 1; used.count(name); ++k) name = base + "_" + std::to_string(k);
+  used.insert(name);
   return name;
 }
 
@@ -80,10 +80,27 @@ void ExportContext::alias(int i, const std::string& name) {
   w_.bind(node_.results[static_cast<size_t>(i)], name);
 }
 
+std::string ExportContext::in_as(int i, DType to) {
+  if (in_type(i).dtype == to) return in(i);
+  onnx::NodeProto& n = add("Cast", {in(i)}, {fresh()});
+  add_attr(n, "to", static_cast<int64_t>(onnx_elem_type(to)));
+  return n.output(0);
+}
+
+std::string ExportContext::out_via(DType via) { return via == out_type().dtype ? out() : fresh(); }
+
+void ExportContext::finish_via(const std::string& y, DType via) {
+  if (via == out_type().dtype) return;
+  add_attr(add("Cast", {y}, {out()}), "to", static_cast<int64_t>(onnx_elem_type(out_type().dtype)));
+}
+
 onnx::NodeProto& ExportContext::add(const std::string& op_type, const std::vector<std::string>& inputs,
                                     const std::vector<std::string>& outputs) {
   onnx::NodeProto* n = w_.out()->add_node();
   n->set_op_type(op_type);
+  const std::string result = node_.results.empty() ? "" : "/" + w_.graph().value(node_.results[0]).name;
+  n->set_name(w_.names().unique_node(std::string(op_name(node_.op)) + result));
+  if (node_.loc.known()) n->set_doc_string(node_.loc.to_string());
   for (const std::string& s : inputs) n->add_input(s);
   for (const std::string& s : outputs) n->add_output(s);
   return *n;
@@ -113,36 +130,11 @@ void ExportContext::refuse(const std::string& why) const {
   throw cannot_export(node_, why);
 }
 
-// ---- Attributes and value infos.
+// ---- Optional attributes and value infos.
 
-namespace {
-onnx::AttributeProto* new_attr(onnx::NodeProto& n, const std::string& name,
-                               onnx::AttributeProto::AttributeType type) {
-  onnx::AttributeProto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(type);
-  return a;
-}
-}  // namespace
-
-void add_attr(onnx::NodeProto& n, const std::string& name, int64_t v) {
-  new_attr(n, name, onnx::AttributeProto::INT)->set_i(v);
-}
-void add_attr(onnx::NodeProto& n, const std::string& name, float v) {
-  new_attr(n, name, onnx::AttributeProto::FLOAT)->set_f(v);
-}
-void add_attr(onnx::NodeProto& n, const std::string& name, const std::string& v) {
-  new_attr(n, name, onnx::AttributeProto::STRING)->set_s(v);
-}
-void add_attr(onnx::NodeProto& n, const std::string& name, const std::vector<int64_t>& v) {
-  onnx::AttributeProto* a = new_attr(n, name, onnx::AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
-}
-void add_attr(onnx::NodeProto& n, const std::string& name, const Tensor& v) {
-  tensor_to_proto(v, new_attr(n, name, onnx::AttributeProto::TENSOR)->mutable_t());
-}
-onnx::GraphProto* add_graph_attr(onnx::NodeProto& n, const std::string& name) {
-  return new_attr(n, name, onnx::AttributeProto::GRAPH)->mutable_g();
+const IntList* optional_ints(const Node& n, std::string_view name) {
+  const Attribute* a = n.attr(name);
+  return a ? &std::get<IntList>(*a) : nullptr;
 }
 
 void set_value_info(onnx::ValueInfoProto* info, const std::string& name, const Type& type) {

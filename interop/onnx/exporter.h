@@ -11,17 +11,24 @@
 //  - data inputs stay graph inputs, named as in weft, with their static shapes;
 //    parameters and state become initializers named as in weft (so that import_onnx
 //    gives them back under the same names), holding the tensors of `values`;
-//  - each node becomes ONNX nodes through one table (export_ops.cc: a row per op, or
-//    the reason it has no ONNX form); a `fused` node's body is exported in its place
-//    and a `scan` becomes an ONNX `Scan` whose body reads the loop's consts from the
-//    outer scope;
+//  - each node becomes ONNX nodes through one table (export_context.h; a row per op in
+//    export_ops*.cc, one file per family, or the reason the op has no ONNX form); a
+//    `fused` node's body is exported in its place and a `scan` becomes an ONNX `Scan`
+//    (a loop with no xs: a `Loop` with a trip count) whose body reads the loop's consts
+//    from the outer scope; loops with an early exit (`stop`) or skipped iterations
+//    (`active`) are refused;
 //  - the outputs keep weft's names where they can (an output that is an input, or a
-//    value returned twice, goes through an Identity).
+//    value returned twice, goes through an Identity); each ONNX node is named after its
+//    weft node (`relu/y`), with the weft location as its doc string.
 // conv_backward_input, which a transposed convolution layer builds in the forward, is
 // ONNX's ConvTranspose. Ops that only a training step has (assign, random_*, all_reduce,
-// the other gradient ops) are refused, naming the op and where it was built. Two ops are written as a formula
-// of others, which rounds differently in the last bits: log1p(x) as Log(1 + x) and
-// rsqrt as Reciprocal(Sqrt(x)); gelu is its formula as well (opset 17 has no Gelu).
+// the other gradient ops) are refused, naming the op and where it was built, as are the
+// few dtypes ONNX's ops lack where weft's results wrap (u8 pow, sum and matmul; i64 max
+// pooling). Where an ONNX op lacks a dtype that weft computes in a wider one (bf16 in
+// f32), the export casts to that dtype and back, which is exact.
+// Written as formulas of other ops, rounding differently in the last bits: log1p(x) as
+// Log(1 + x), rsqrt as Reciprocal(Sqrt(x)), gelu (opset 17 has no Gelu); these and mse
+// compute f16 and bf16 in f32 and round once, as weft does.
 // Every exported model passes ONNX's checker and its shape inference with type checks
 // and node errors thrown; a model that does not is returned as an error (a weft bug).
 

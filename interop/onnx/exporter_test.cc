@@ -10,6 +10,9 @@
 #include <cstdlib>
 #include <set>
 
+#include "frontend/flow.h"
+#include "frontend/init_params.h"
+#include "frontend/modules.h"
 #include "interop/onnx/export_context.h"
 #include "interop/onnx/testing/export_round_trip.h"
 #include "interop/onnx/testing/onnx_builder.h"
@@ -29,19 +32,13 @@ std::vector<std::string> op_types(const onnx::ModelProto& m) {
   return types;
 }
 
-/// Whether an import error is only a converter that has not landed (the exporter's ONNX
-/// is still checked by ONNX's checker and shape inference).
-bool missing_converter(const Error& e) {
-  return e.message.find("the op type is not supported") != std::string::npos;
-}
-
 /// Expects `g`'s export, imported back, to compute what `g` does; returns whether it was
 /// compared (false: the importer lacks a converter it needs, and the export alone is checked).
 bool expect_round_trip(const Graph& g, const std::map<std::string, Tensor>& values,
                        const std::vector<Tensor>& data, double tol) {
   RoundTrip r = export_round_trip(g, values, data, tol);
   EXPECT_EQ(r.error, "");
-  if (!r.error.empty() || !r.missing_converter.empty()) return false;
+  if (!r.error.empty() || !r.importer_gap.empty()) return false;
   EXPECT_TRUE(r.same) << r.why;
   return true;
 }
@@ -86,7 +83,7 @@ TEST(ExportFixtures, EachCaseExportsAndRoundTrips) {
     if (!m.ok()) continue;
     ++exported;
     StatusOr<std::vector<Tensor>> back = import_and_run(exported_file(*m), c.inputs);
-    if (!back.ok() && missing_converter(back.error())) {
+    if (!back.ok() && is_importer_gap(back.error().message)) {
       not_imported.insert(std::string(op_name(c.op)));
       continue;
     }
@@ -99,10 +96,153 @@ TEST(ExportFixtures, EachCaseExportsAndRoundTrips) {
   }
   std::string missing;
   for (const std::string& op : not_imported) missing += " " + op;
-  std::printf("%d cases exported, %d imported back and compared; ops exported but not yet importable:%s\n",
+  std::printf("%d cases exported, %d imported back and compared; ops exported but not imported back (importer gaps):%s\n",
               exported, compared, missing.c_str());
   EXPECT_GT(exported, 200);
   EXPECT_GT(compared, 0);
+}
+
+// Every elementwise op and reduction on every dtype its shape rule accepts passes ONNX's
+// type constraints (ONNX's ops take fewer dtypes than weft's: Floor floats, Less numbers).
+TEST(ExportDTypes, EveryAcceptedDTypePassesOnnxsTypeChecks) {
+  int exported = 0, compared = 0;
+  for (Op op : exported_ops()) {
+    const OpInfo& info = op_info(op);
+    if (info.category != OpCategory::Elementwise && info.category != OpCategory::Reduction) continue;
+    for (DType dt : kAllDTypes) {
+      Graph g("f");
+      std::vector<ValueId> operands;
+      for (int i = 0; i < info.arity; ++i) {
+        const DType t = op == Op::Select && i == 0 ? DType::boolean : dt;
+        operands.push_back(g.add_input("in" + std::to_string(i), Type{t, {2, 3}}));
+      }
+      Attrs attrs;
+      if (op == Op::Cast) attrs["dtype"] = dt == DType::f32 ? DType::i64 : DType::f32;
+      if (op == Op::Argmax) attrs["axis"] = int64_t{1};
+      StatusOr<ValueId> y = add_typed_node(g, op, operands, attrs, Location{});
+      if (!y.ok()) continue;  // The shape rule refuses this dtype.
+      g.add_output(*y);
+      StatusOr<onnx::ModelProto> m = export_onnx(g, {});
+      if (dt == DType::u8 && (op == Op::Pow || op == Op::Sum)) {  // Refused: wrapping has no ONNX form.
+        ASSERT_FALSE(m.ok());
+        EXPECT_EQ(m.error().to_string(), "error: cannot export '" + std::string(op_name(op)) + "' to ONNX: ONNX's " +
+                                             (op == Op::Pow ? "Pow" : "ReduceSum") +
+                                             " takes no u8 (weft's wraps modulo 256)");
+        continue;
+      }
+      EXPECT_TRUE(m.ok()) << op_name(op) << " on " << dtype_name(dt) << ": " << m.error().to_string();
+      ++exported;
+      std::vector<Tensor> data;
+      for (const Input& in : g.inputs()) {
+        Tensor t(g.type(in.value));
+        for (int64_t i = 0; i < t.numel(); ++i) t.set_double(i, t.dtype() == DType::boolean ? i % 2 : 1 + i % 4);
+        data.push_back(std::move(t));
+      }
+      SCOPED_TRACE(std::string(op_name(op)) + " on " + std::string(dtype_name(dt)));
+      compared += expect_round_trip(g, {}, data, is_floating(dt) ? 1e-2 : 0);
+    }
+  }
+  EXPECT_GT(exported, 100);
+  std::printf("%d op and dtype pairs exported, %d imported back and compared\n", exported, compared);
+}
+
+// Formulas of several ONNX ops (gelu, log1p, rsqrt, mse) compute halves in f32 and round once,
+// so that the import computes exactly what weft does.
+TEST(ExportDTypes, HalfFormulasRoundOnce) {
+  for (Op op : {Op::Gelu, Op::Log1p, Op::Rsqrt, Op::Mse}) {
+    for (DType dt : {DType::f16, DType::bf16}) {
+      SCOPED_TRACE(std::string(op_name(op)) + " on " + std::string(dtype_name(dt)));
+      Graph g("f");
+      std::vector<ValueId> operands = {g.add_input("x", Type{dt, {16}})};
+      if (op == Op::Mse) operands.push_back(g.add_input("z", Type{dt, {16}}));
+      Attrs attrs;
+      if (op == Op::Gelu) attrs["approximate"] = std::string("tanh");
+      StatusOr<ValueId> y = add_typed_node(g, op, operands, attrs, Location{});
+      ASSERT_TRUE(y.ok()) << y.error().to_string();
+      g.add_output(*y);
+      std::vector<Tensor> data;
+      for (size_t k = 0; k < operands.size(); ++k) {
+        Tensor t(Type{dt, {16}});
+        for (int64_t i = 0; i < 16; ++i) t.set_double(i, 0.37 * static_cast<double>(i) * (k ? -1.3 : 1) + 0.01);
+        data.push_back(std::move(t));
+      }
+      EXPECT_TRUE(expect_round_trip(g, {}, data, 0));
+    }
+  }
+}
+
+// The other ops, on every dtype their shape rules accept, likewise.
+struct OneNode {
+  Op op;
+  std::vector<Shape> shapes;  ///< Operands of the swept dtype, except where `fixed` says.
+  Attrs attrs;
+  std::map<int, Type> fixed = {};  ///< Operands of a fixed type (indices, labels).
+};
+
+TEST(ExportDTypes, OtherOpsOnEveryAcceptedDType) {
+  const std::vector<OneNode> nodes = {
+      {Op::Matmul, {{2, 3}, {3, 4}}, {}},
+      {Op::Matmul, {{3, 2}, {3, 4}}, {{"transpose_a", true}}},
+      {Op::Conv, {{1, 2, 5, 5}, {3, 2, 3, 3}}, {{"padding", IntList{1, 1}}}},
+      {Op::ConvBackwardInput, {{1, 3, 3, 3}, {3, 2, 3, 3}}, {{"input_shape", IntList{1, 2, 5, 5}}}},
+      {Op::MaxPool2d, {{1, 2, 4, 4}}, {{"kernel", IntList{2, 2}}}},
+      {Op::AvgPool2d, {{1, 2, 4, 4}}, {{"kernel", IntList{2, 2}}}},
+      {Op::Softmax, {{2, 3}}, {}},
+      {Op::LogSoftmax, {{2, 3}}, {}},
+      {Op::LayerNorm, {{2, 3}, {3}, {3}}, {}},
+      {Op::CrossEntropy, {{2, 3}, {2}}, {}, {{1, Type{DType::i64, {2}}}}},
+      {Op::Mse, {{2, 3}, {2, 3}}, {}},
+      {Op::Reshape, {{2, 3}}, {{"shape", IntList{3, 2}}}},
+      {Op::Transpose, {{2, 3}}, {{"perm", IntList{1, 0}}}},
+      {Op::BroadcastTo, {{3}}, {{"shape", IntList{2, 3}}}},
+      {Op::Slice, {{4, 3}}, {{"start", IntList{1, 0}}, {"stop", IntList{4, 2}}, {"step", IntList{2, 1}}}},
+      {Op::Concat, {{2, 3}, {1, 3}}, {{"axis", int64_t{0}}}},
+      {Op::Pad, {{2, 3}}, {{"low", IntList{1, 0}}, {"high", IntList{0, 2}}}},
+      {Op::Gather, {{3, 2}, {2}}, {{"axis", int64_t{0}}}, {{1, Type{DType::i64, {2}}}}},
+      {Op::OneHot, {{3}}, {{"depth", int64_t{4}}}},
+      {Op::ScatterAdd, {{3, 2}, {2}, {2, 2}}, {{"axis", int64_t{0}}}, {{1, Type{DType::i64, {2}}}}},
+      {Op::Full, {}, {{"shape", IntList{2, 2}}, {"value", 1.0}}},
+      {Op::Iota, {}, {{"shape", IntList{2, 3}}, {"axis", int64_t{1}}}},
+  };
+  int exported = 0, compared = 0;
+  for (const OneNode& n : nodes) {
+    for (DType dt : kAllDTypes) {
+      Graph g("f");
+      std::vector<ValueId> operands;
+      for (size_t i = 0; i < n.shapes.size(); ++i) {
+        auto it = n.fixed.find(static_cast<int>(i));
+        operands.push_back(g.add_input("in" + std::to_string(i), it != n.fixed.end() ? it->second : Type{dt, n.shapes[i]}));
+      }
+      Attrs attrs = n.attrs;
+      if (n.op == Op::Full || n.op == Op::Iota) attrs["dtype"] = dt;
+      StatusOr<ValueId> y = add_typed_node(g, n.op, operands, attrs, Location{});
+      if (!y.ok()) continue;
+      g.add_output(*y);
+      SCOPED_TRACE(std::string(op_name(n.op)) + " on " + std::string(dtype_name(dt)));
+      StatusOr<onnx::ModelProto> m = export_onnx(g, {});
+      if ((n.op == Op::Matmul && dt == DType::u8) || (n.op == Op::MaxPool2d && dt == DType::i64)) {
+        ASSERT_FALSE(m.ok());
+        EXPECT_EQ(m.error().to_string(), n.op == Op::Matmul
+                                             ? "error: cannot export 'matmul' to ONNX: ONNX's MatMul and Gemm take "
+                                               "no u8 (weft's wraps modulo 256)"
+                                             : "error: cannot export 'max_pool2d' to ONNX: ONNX pools i64 tensors "
+                                               "only through a float type, inexactly");
+        continue;
+      }
+      EXPECT_TRUE(m.ok()) << m.error().to_string();
+      if (!m.ok()) continue;
+      ++exported;
+      std::vector<Tensor> data;
+      for (const Input& in : g.inputs()) {
+        Tensor t(g.type(in.value));
+        for (int64_t i = 0; i < t.numel(); ++i) t.set_double(i, t.dtype() == DType::boolean ? i % 2 : i % 2);
+        data.push_back(std::move(t));
+      }
+      compared += expect_round_trip(g, {}, data, is_floating(dt) ? 1e-2 : 0);
+    }
+  }
+  std::printf("%d op and dtype pairs exported, %d imported back and compared\n", exported, compared);
+  EXPECT_GT(exported, 60);
 }
 
 TEST(Export, ModelHeaderAndOpset) {
@@ -115,6 +255,8 @@ TEST(Export, ModelHeaderAndOpset) {
   EXPECT_EQ(m->producer_name(), "test");
   EXPECT_EQ(m->graph().name(), "net");
   EXPECT_EQ(op_types(*m), std::vector<std::string>{"Relu"});
+  EXPECT_EQ(m->graph().node(0).name(), "relu/y");
+  EXPECT_EQ(m->graph().node(0).doc_string(), "t.wir:2:3");
   ASSERT_EQ(m->graph().input_size(), 1);
   EXPECT_EQ(m->graph().input(0).name(), "x");
   EXPECT_EQ(m->graph().output(0).name(), "y");
@@ -253,20 +395,32 @@ TEST(ExportErrors, ScanWithEarlyExitIsRefused) {
             "Scan form");
 }
 
-TEST(ExportErrors, LoopWithoutXsIsRefused) {
-  Graph g = parse(R"(graph @f(%h0: f32[2]) {
-  %h = scan(%h0) {carries=1, length=3} : f32[2] ({
-    ^c(%ch: f32[2]):
-      %n = add(%ch, %ch) : f32[2]
-      return %n
+// A loop with no xs (a for_n loop) becomes ONNX's Loop with a trip count; a reverse one
+// turns its stacked ys around.
+TEST(Export, LoopWithoutXsBecomesAnOnnxLoop) {
+  for (bool reverse : {false, true}) {
+    SCOPED_TRACE(reverse ? "reverse" : "forward");
+    std::string text = R"(graph @f(%h0: f32[2], %w: f32[2]) {
+  %h, %ys = scan(%w, %h0) {consts=1, carries=1, length=3, reverse=REVERSE} : f32[2], f32[3,2] ({
+    ^c(%cw: f32[2], %ch: f32[2]):
+      %n = mul(%ch, %cw) : f32[2]
+      return %n, %ch
   })
-  return %h
-})");
-  StatusOr<onnx::ModelProto> m = export_onnx(g, {});
-  ASSERT_FALSE(m.ok());
-  EXPECT_EQ(m.error().to_string(),
-            "t.wir:2:3: error: cannot export 'scan' to ONNX: a loop with no xs has no ONNX Scan form "
-            "(Scan's length comes from its inputs)");
+  return %h, %ys
+})";
+    text.replace(text.find("REVERSE"), 7, reverse ? "true" : "false");
+    Graph g = parse(text);
+    StatusOr<onnx::ModelProto> m = export_onnx(g, {});
+    ASSERT_TRUE(m.ok()) << m.error().to_string();
+    const std::vector<std::string> want =
+        reverse ? std::vector<std::string>{"Constant", "Loop", "Constant", "Constant", "Constant", "Constant", "Slice"}
+                : std::vector<std::string>{"Constant", "Loop"};
+    EXPECT_EQ(op_types(*m), want);
+    const onnx::GraphProto& body = m->graph().node(1).attribute(0).g();
+    EXPECT_EQ(body.input_size(), 3);   // iteration, condition, h
+    EXPECT_EQ(body.output_size(), 3);  // condition, h', y
+    expect_round_trip(g, {}, {f32({2}, {1, 2}), f32({2}, {0.5, -2})}, 0);
+  }
 }
 
 TEST(ExportErrors, TrainingOpsAreRefusedNamingTheOpAndWhere) {
@@ -344,6 +498,34 @@ TEST(ExportErrors, LayerNormOverLeadingAxesIsRefused) {
   EXPECT_EQ(m.error().to_string(),
             "t.wir:2:3: error: cannot export 'layer_norm' to ONNX: LayerNormalization normalizes the "
             "trailing axes; these axes are not trailing");
+}
+
+// A model built for training draws dropout's mask; built for inference it exports.
+TEST(ExportModel, ExportsTheInferenceBuild) {
+  StatusOr<FlowPtr> net = FlowBuilder::from(Linear(4, 3)).through(Dropout(0.5)).through(ReLU()).build();
+  ASSERT_TRUE(net.ok()) << net.error().to_string();
+  for (bool training : {true, false}) {
+    StatusOr<Model> model = (*net)->build({{"x", Type{DType::f32, {2, 4}}}}, {.training = training});
+    ASSERT_TRUE(model.ok()) << model.error().to_string();
+    StatusOr<std::map<std::string, Tensor>> values = initialize_parameter_map(*model, /*seed=*/1);
+    ASSERT_TRUE(values.ok()) << values.error().to_string();
+    StatusOr<onnx::ModelProto> m = export_model(*model, *values);
+    if (training) {
+      ASSERT_FALSE(m.ok());
+      EXPECT_NE(m.error().to_string().find("error: cannot export 'random_bernoulli' to ONNX: weft's random "
+                                           "numbers (Philox streams) have no ONNX form; export the inference "
+                                           "graph (a model built with BuildOptions{training=false}) [in "),
+                std::string::npos)
+          << m.error().to_string();
+      continue;
+    }
+    ASSERT_TRUE(m.ok()) << m.error().to_string();
+    EXPECT_EQ(m->graph().initializer_size(), 2);
+    EXPECT_EQ(m->graph().initializer(0).name(), model->parameters()[0].name);
+    Tensor x(Type{DType::f32, {2, 4}});
+    for (int64_t i = 0; i < 8; ++i) x.set_double(i, static_cast<double>(i) - 3.5);
+    expect_round_trip(model->graph(), *values, {x}, 1e-6);
+  }
 }
 
 TEST(Export, WriteOnnxModelWritesAFileTheReaderReads) {

@@ -606,7 +606,27 @@ TEST(OnnxNorm, LayerNormalizationRefusesAnotherStashType) {
   b.initializer("s", f32({3}, {1, 1, 1}));
   set_attr(b.node("LayerNormalization", {"x", "s"}, {"y"}, "ln"), "stash_type", int64_t{10});
   b.output("y", DType::f32);
-  EXPECT_EQ(import_error(b), "node 'ln' (LayerNormalization, opset 17): stash_type other than 1 (float) is not supported");
+  EXPECT_EQ(import_error(b), "node 'ln' (LayerNormalization, opset 17): stash_type 10 (weft has "
+                             "1, float, and 11, double) is not supported");
+}
+
+TEST(OnnxNorm, LayerNormalizationInAnotherStashType) {
+  // f64 input, f32 statistics (stash_type 1): normalized in f32, scaled in f64.
+  OnnxBuilder b;
+  b.input("x", DType::f64, {1, 3});
+  b.initializer("s", Tensor::from_vector<double>({3}, {1, 2, 3}));
+  b.node("LayerNormalization", {"x", "s"}, {"y"}, "ln");
+  b.output("y", DType::f64);
+  StatusOr<std::vector<Tensor>> y = import_and_run(b.file(), {Tensor::from_vector<double>({1, 3}, {1, 2, 4})});
+  ASSERT_TRUE(y.ok()) << y.error().to_string();
+  const std::vector<float> xs = {1, 2, 4};
+  const float mean = (xs[0] + xs[1] + xs[2]) / 3;
+  float var = 0;
+  for (float v : xs) var += (v - mean) * (v - mean) / 3;
+  for (int i = 0; i < 3; ++i) {
+    const float unit = (xs[i] - mean) / std::sqrt(var + 1e-5f);
+    EXPECT_NEAR((*y)[0].get_double(i), static_cast<double>(unit) * (i + 1), 1e-6) << i;
+  }
 }
 
 TEST(OnnxDropout, IdentityForInferenceWithAnAllTrueMask) {
@@ -734,7 +754,9 @@ TEST(OnnxNnTraining, GradientsThroughEveryConverterMatchFiniteDifferences) {
   set_attr(ct, "output_padding", std::vector<int64_t>{1, 0});
   b.node("InstanceNormalization", {"ct", "in_s", "in_b"}, {"in"});
   set_attr(b.node("LRN", {"in"}, {"lrn"}), "size", int64_t{2});
-  set_attr(b.node("LayerNormalization", {"lrn", "ln_s"}, {"y"}), "axis", int64_t{-1});
+  onnx::NodeProto& ln = b.node("LayerNormalization", {"lrn", "ln_s"}, {"y"});
+  set_attr(ln, "axis", int64_t{-1});
+  set_attr(ln, "stash_type", int64_t{11});  // statistics in f64 too (the default is f32)
   b.output("y", DType::f64);
   StatusOr<Model> m = FlowBuilder::from(OnnxModel(save(b, "trained.onnx")))
                           .build({{"x", Type{DType::f64, {2, 2, 7, 7}}}}, BuildOptions{.training = true});

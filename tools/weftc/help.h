@@ -18,6 +18,7 @@ inline constexpr const char* kUsage =
     "  viz     draw a graph as an interactive HTML page, or its memory plan as SVG\n"
     "  migrate rename the keys of a checkpoint (and their optimizer slots)\n"
     "  import  read an ONNX model as a weft graph, with its weights beside it\n"
+    "  export  write a graph and its weights as an ONNX model\n"
     "\n"
     "`weftc <command> --help` describes each command.\n";
 
@@ -189,5 +190,22 @@ inline constexpr const char* kImportHelp =
     "example:\n"
     "  weftc import resnet18.onnx --dim batch=32 -o resnet18.wir\n"
     "  weftc run resnet18.wir --params=resnet18.safetensors --input input=x.npy --out out/\n";
+
+inline constexpr const char* kExportHelp =
+    "usage: weftc export FILE.wir -o OUT.onnx [--params=FILE.safetensors]\n"
+    "\n"
+    "Writes FILE (.wir text, or JSON if it ends in .json), an inference graph, as an\n"
+    "opset-17 ONNX model (IR version 8), atomically: data inputs stay inputs with their\n"
+    "static shapes; every param and state input becomes an initializer holding the tensor\n"
+    "of its name in --params (`weftc import`'s weights, a checkpoint), under the same\n"
+    "name. Each weft op becomes ONNX ops through one table (interop/onnx/export_ops*.cc);\n"
+    "a `fused` node is exported as its body, a `scan` as ONNX Scan (or Loop). What has no\n"
+    "ONNX form is an error naming the op and its line: the ops of a training step\n"
+    "(assign, random_*, all_reduce, the gradient ops), loops with `stop` or `active`.\n"
+    "Every export passes ONNX's checker and its shape inference.\n"
+    "\n"
+    "example:\n"
+    "  weftc import resnet18.onnx --dim batch=32 -o resnet18.wir\n"
+    "  weftc export resnet18.wir --params=resnet18.safetensors -o again.onnx\n";
 
 }  // namespace weft::cli

@@ -129,11 +129,37 @@ TEST(WeftcImport, RunParamsOfTheWrongType) {
       << r.out;
 }
 
+TEST(WeftcExport, ImportedModelGoesBackOutAndRunsTheSame) {
+  const std::string model = write_model(small_model(), "out_small.onnx");
+  const std::string wir = dir() + "/out_small.wir";
+  ASSERT_EQ(weftc("import " + model + " --dim batch=2 -o " + wir).exit_code, 0);
+  const std::string again = dir() + "/again.onnx";
+  CommandResult r = weftc("export " + wir + " --params=" + dir() + "/out_small.safetensors -o " + again);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out, "exported 3 weft ops as 3 ONNX nodes (opset 17), 2 initializers; wrote " +
+                       again + "\n");
+  // Back in: the same graph computes the same numbers.
+  ASSERT_EQ(weftc("import " + again + " -o " + dir() + "/again.wir").exit_code, 0);
+  ASSERT_TRUE(write_npy(dir() + "/x3.npy", f32({2, 3}, {1, 1, 1, -1, 0, 0})).ok());
+  r = weftc("run " + dir() + "/again.wir --params=" + dir() + "/again.safetensors --input x=" +
+            dir() + "/x3.npy --out " + dir() + "/o3");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(*read_npy(dir() + "/o3/out_0.npy"), f32({2, 2}, {6.5, 0, 0, 1.5}));
+
+  r = weftc("export " + wir + " -o " + dir() + "/none.onnx");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "error: weftc export: no value for %fc.w, %fc.b; parameters and state become "
+                   "initializers: give them with --params=FILE.safetensors\n");
+  EXPECT_FALSE(std::filesystem::exists(dir() + "/none.onnx"));
+}
+
 TEST(WeftcImport, Help) {
   CommandResult r = weftc("import --help");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.out.rfind("usage: weftc import MODEL.onnx -o OUT.wir", 0), 0u) << r.out;
   EXPECT_NE(weftc("--help").out.find("  import  read an ONNX model as a weft graph"), std::string::npos);
+  r = weftc("export --help");
+  EXPECT_EQ(r.out.rfind("usage: weftc export FILE.wir -o OUT.onnx", 0), 0u) << r.out;
 }
 
 }  // namespace

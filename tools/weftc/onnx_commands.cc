@@ -5,9 +5,12 @@
 
 #include "formats/file_io.h"
 #include "formats/safetensors.h"
+#include "interop/onnx/exporter.h"
 #include "interop/onnx/importer.h"
 #include "ir/json.h"
 #include "ir/text.h"
+#include "ir/verifier.h"
+#include "passes/pipeline.h"
 #include "tools/weftc/args.h"
 
 namespace weft::cli {
@@ -104,6 +107,39 @@ Status import_command(const std::vector<std::string>& argv) {
             << " parameters and " << (g.params.size() - static_cast<size_t>(params))
             << " state inputs (" << elements << " values)\n"
             << "wrote " << out << " and " << weights << "\n";
+  return Status();
+}
+
+Status export_command(const std::vector<std::string>& argv) {
+  WEFT_ASSIGN_OR_RETURN(Args args, parse_args("export", argv, {{"out", "o"}, {"params"}}));
+  WEFT_ASSIGN_OR_RETURN(std::string file, one_file_argument("export", args));
+  if (!args.has("out")) return Error{"weftc export: -o OUT.onnx is required (see weftc export --help)"};
+  WEFT_ASSIGN_OR_RETURN(std::string text, read_file(resolve_path(file)));
+  WEFT_ASSIGN_OR_RETURN(Graph g, file.ends_with(".json") ? graph_from_json(text, file)
+                                                         : parse_graph(text, file));
+  WEFT_RETURN_IF_ERROR(default_pipeline().run_until(g, "infer-types"));
+  WEFT_RETURN_IF_ERROR(verify(g));
+  std::map<std::string, Tensor> values;
+  if (args.has("params")) {
+    const std::string shown = args.get("params");
+    StatusOr<SafetensorsFile> params = read_safetensors(resolve_path(shown));
+    if (!params.ok()) return Error{params.error().message, Location::of_file(shown)};
+    for (auto& [name, t] : params->tensors) values.emplace(name, std::move(t));
+  }
+  std::string missing;
+  for (const Input& in : g.inputs()) {
+    const std::string& name = g.value(in.value).name;
+    if (in.kind != InputKind::data && !values.count(name)) missing += (missing.empty() ? "%" : ", %") + name;
+  }
+  if (!missing.empty()) {
+    return Error{"weftc export: no value for " + missing +
+                 "; parameters and state become initializers: give them with --params=FILE.safetensors"};
+  }
+  WEFT_ASSIGN_OR_RETURN(onnx::ModelProto model, onnx_io::export_onnx(g, values));
+  WEFT_RETURN_IF_ERROR(onnx_io::write_onnx_model(resolve_path(args.get("out")), model));
+  std::cout << "exported " << g.nodes().size() << " weft ops as " << model.graph().node_size()
+            << " ONNX nodes (opset " << onnx_io::kExportOpset << "), "
+            << model.graph().initializer_size() << " initializers; wrote " << args.get("out") << "\n";
   return Status();
 }
 

@@ -511,6 +511,7 @@ int main_impl(int argc, char** argv) {
       {"viz", {kVizHelp, viz_command}},
       {"migrate", {kMigrateHelp, migrate_command}},
       {"import", {kImportHelp, import_command}},
+      {"export", {kExportHelp, export_command}},
   };
   auto it = commands.find(command);
   if (it == commands.end()) {

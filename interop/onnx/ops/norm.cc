@@ -84,10 +84,18 @@ void instance_normalization(NodeContext& n) {
   n.set_output(0, e.add(y, e.reshape(n.input(2), channel_shape)));
 }
 
+/// LayerNormalization (opset 17): statistics in the stash type (1: f32, 11: f64). When it
+/// is the input's dtype this is weft's layer_norm; otherwise, as ONNX's function body
+/// does, the normalization runs in the stash type and the scale and bias are applied
+/// after the cast back.
 void layer_normalization(NodeContext& n) {
   n.expect_attrs({"axis", "epsilon", "stash_type"});
   Emitter& e = n.e();
-  if (n.attr_int("stash_type", 1) != 1) n.unsupported("stash_type other than 1 (float)");
+  const int64_t stash_type = n.attr_int("stash_type", 1);
+  if (stash_type != onnx::TensorProto::FLOAT && stash_type != onnx::TensorProto::DOUBLE) {
+    n.unsupported("stash_type " + std::to_string(stash_type) + " (weft has 1, float, and 11, double)");
+  }
+  const DType stash = stash_type == onnx::TensorProto::FLOAT ? DType::f32 : DType::f64;
   ValueId x = n.input(0);
   const Type t = e.type(x);
   const int rank = t.shape.rank();
@@ -105,15 +113,22 @@ void layer_normalization(NodeContext& n) {
     return e.shape(v).dims == normalized ? v : e.op(Op::BroadcastTo, {v}, {{"shape", normalized}});
   };
   const double eps = n.attr_float("epsilon", 1e-5);
-  n.set_output(0, e.op(Op::LayerNorm, {x, affine(1, 1.0), affine(2, 0.0)}, {{"axes", axes}, {"eps", eps}}));
+  const Attrs attrs = {{"axes", axes}, {"eps", eps}};
+  if (stash == t.dtype) {
+    n.set_output(0, e.op(Op::LayerNorm, {x, affine(1, 1.0), affine(2, 0.0)}, attrs));
+  } else {
+    auto cast = [&](ValueId v, DType to) { return e.op(Op::Cast, {v}, {{"dtype", to}}); };
+    ValueId unit = e.op(Op::LayerNorm, {cast(x, stash), e.full(normalized, 1.0, stash), e.full(normalized, 0.0, stash)}, attrs);
+    n.set_output(0, e.add(e.mul(cast(unit, t.dtype), affine(1, 1.0)), affine(2, 0.0)));
+  }
   if (n.wants_output(1) || n.wants_output(2)) {
-    // Mean and InvStdDev are float (stash_type 1), computed in float.
-    ValueId xf = t.dtype == DType::f32 ? x : e.op(Op::Cast, {x}, {{"dtype", DType::f32}});
-    ValueId mean = e.mean(xf, axes, /*keepdims=*/true);
-    ValueId centered = e.sub(xf, mean);
+    // Mean and InvStdDev are of the stash type, computed in it.
+    ValueId xs = t.dtype == stash ? x : e.op(Op::Cast, {x}, {{"dtype", stash}});
+    ValueId mean = e.mean(xs, axes, /*keepdims=*/true);
+    ValueId centered = e.sub(xs, mean);
     ValueId var = e.mean(e.mul(centered, centered), axes, /*keepdims=*/true);
     if (n.wants_output(1)) n.set_output(1, mean);
-    if (n.wants_output(2)) n.set_output(2, e.op(Op::Rsqrt, {e.add(var, e.constant(eps, DType::f32))}));
+    if (n.wants_output(2)) n.set_output(2, e.op(Op::Rsqrt, {e.add(var, e.constant(eps, stash))}));
   }
 }
 

@@ -7,6 +7,10 @@
 
 namespace weft::onnx_io {
 
+bool is_importer_gap(const std::string& message) {
+  return message.find("the op type is not supported") != std::string::npos;
+}
+
 OnnxFile exported_file(const onnx::ModelProto& m) {
   std::string bytes;
   WEFT_CHECK(m.SerializeToString(&bytes), "the exported model does not serialize");
@@ -27,7 +31,7 @@ RoundTrip export_round_trip(const Graph& g, const std::map<std::string, Tensor>&
   StatusOr<std::vector<Tensor>> back = import_and_run(exported_file(r.model), data);
   if (!back.ok()) {
     const std::string e = back.error().to_string();
-    (e.find("the op type is not supported") != std::string::npos ? r.missing_converter : r.error) =
+    (is_importer_gap(e) ? r.importer_gap : r.error) =
         "import: " + e;
     return r;
   }

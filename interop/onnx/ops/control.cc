@@ -1,8 +1,282 @@
-// (family: control)
+// (family: control) ONNX's loops as weft's `scan` (ir/ops.def): Scan (opset 9 on) and
+// Loop with a constant trip count. The body is imported as ONE iteration, inline, through
+// the same importer (NodeContext::import_subgraph: its nodes may read outer values), on
+// stand-ins for the carries and for one slice of each scanned input; then
+// Emitter::outline_scan turns that iteration into one `scan` node whose consts are the
+// outer values it read:
+//
+//   Scan(h0, xs) {body(h, x) -> (h', y)}   ->   %h, %ys = scan(<outer values>, %h0, %xs)
+//
+// weft's shapes are static: a carry keeps its type from one iteration to the next, the
+// trip count is known at import time, and a loop has no data-dependent exit whose
+// stacked outputs would end early (weft's `stop` leaves zero-filled slots instead).
+#include <string>
+#include <vector>
+
 #include "interop/onnx/convert.h"
 
 namespace weft::onnx_io {
+namespace {
 
-std::span<const OpConverter> control_converters() { return {}; }
+// A graph value of its own equal to `v`: a carry's initial value that the body may also
+// read from the outer scope (it must stay a const there) — a same-shape reshape.
+ValueId stand_in(Emitter& e, ValueId v) { return e.reshape(v, e.shape(v).dims); }
+
+// Slot 0 of `xs` along its first axis, without that axis: a stand-in for the slice one
+// iteration reads.
+ValueId first_slot(Emitter& e, ValueId xs) {
+  const Shape s = e.shape(xs);
+  IntList start(static_cast<size_t>(s.rank()), 0), stop = s.dims;
+  stop[0] = 1;
+  const ValueId one = e.op(Op::Slice, {xs}, {{"start", start}, {"stop", stop}});
+  return e.reshape(one, IntList(s.dims.begin() + 1, s.dims.end()));
+}
+
+// `x` with its first axis turned around.
+ValueId flip_first(Emitter& e, ValueId x) {
+  const int64_t n = e.shape(x)[0];
+  const ValueId iota = e.op(Op::Iota, {}, {{"shape", IntList{n}}, {"axis", int64_t{0}}, {"dtype", DType::i64}});
+  const ValueId index = e.sub(e.constant(static_cast<double>(n - 1), DType::i64), iota);
+  return e.op(Op::Gather, {x, index}, {{"axis", int64_t{0}}});
+}
+
+// Axis `axis` of a rank-`rank` tensor moved to the front (to = 0), or the front axis
+// moved to `axis` (to = axis): the permutation.
+IntList move_axis(int64_t rank, int64_t from, int64_t to) {
+  IntList perm;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d != from) perm.push_back(d);
+  }
+  perm.insert(perm.begin() + to, from);
+  return perm;
+}
+
+// An axis attribute entry in [-rank, rank), made non-negative.
+int64_t normalize_axis(NodeContext& n, const std::string& what, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank) {
+    n.invalid(what + " is " + std::to_string(axis) + ", out of range for rank " + std::to_string(rank));
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+// An attribute of one entry per scanned input or output (default all zeros).
+std::vector<int64_t> per_entry(NodeContext& n, const char* name, size_t count) {
+  std::vector<int64_t> v = n.attr_ints(name, std::vector<int64_t>(count, 0));
+  if (v.size() != count) {
+    n.invalid("attribute '" + std::string(name) + "' has " + std::to_string(v.size()) + " entries for " +
+              std::to_string(count));
+  }
+  return v;
+}
+
+// The next carries the body computed, as values of the carries' types.
+std::vector<ValueId> next_carries(NodeContext& n, const std::vector<SubgraphValue>& outs, size_t first,
+                                  const std::vector<ValueId>& carries, const std::vector<std::string>& names) {
+  Emitter& e = n.e();
+  std::vector<ValueId> next;
+  for (size_t k = 0; k < carries.size(); ++k) {
+    const ValueId v = n.value_of(outs[first + k]);
+    if (e.type(v) != e.type(carries[k])) {
+      n.unsupported("a body that changes its loop-carried value '" + names[k] + "' from " +
+                    e.type(carries[k]).to_string() + " to " + e.type(v).to_string() +
+                    " (weft's loop carries keep their type)");
+    }
+    next.push_back(v);
+  }
+  return next;
+}
+
+// Whether `g` or a subgraph of it reads the value `name`.
+bool reads(const onnx::GraphProto& g, const std::string& name) {
+  for (const onnx::NodeProto& node : g.node()) {
+    for (const std::string& in : node.input()) {
+      if (in == name) return true;
+    }
+    for (const onnx::AttributeProto& a : node.attribute()) {
+      if (a.has_g() && reads(a.g(), name)) return true;
+      for (const onnx::GraphProto& sub : a.graphs()) {
+        if (reads(sub, name)) return true;
+      }
+    }
+  }
+  for (const onnx::ValueInfoProto& out : g.output()) {
+    if (out.name() == name) return true;
+  }
+  return false;
+}
+
+// Scan (opset 9 on): N state variables, then M scanned inputs; the body maps (state,
+// one slice of each) to (next state, K per-iteration outputs), stacked along
+// scan_output_axes. The weft scan runs forward (Emitter::outline_scan makes forward
+// loops): the scanned inputs read backward and the outputs stacked backward
+// (directions 1) are turned around, and axes other than the first are moved there by a
+// transpose.
+void scan(NodeContext& n) {
+  n.expect_attrs({"body", "num_scan_inputs", "scan_input_axes", "scan_input_directions",
+                  "scan_output_axes", "scan_output_directions"});
+  Emitter& e = n.e();
+  const onnx::GraphProto& body = n.attr_graph("body");
+  if (!n.has_attr("num_scan_inputs")) n.invalid("attribute 'num_scan_inputs' is required");
+  const int64_t m = n.attr_int("num_scan_inputs", 0);
+  const int64_t states = n.num_inputs() - m;
+  if (m < 1 || states < 0) {
+    n.invalid("num_scan_inputs is " + std::to_string(m) + " for " + std::to_string(n.num_inputs()) + " inputs");
+  }
+  if (body.input_size() != n.num_inputs()) {
+    n.invalid("its body takes " + std::to_string(body.input_size()) + " inputs, the node gives " +
+              std::to_string(n.num_inputs()));
+  }
+  const int64_t k_out = body.output_size() - states;
+  if (k_out < 0 || n.num_outputs() > body.output_size()) {
+    n.invalid("its body has " + std::to_string(body.output_size()) + " outputs for " +
+              std::to_string(states) + " state variables and " + std::to_string(n.num_outputs()) +
+              " node outputs");
+  }
+  const std::vector<int64_t> in_axes = per_entry(n, "scan_input_axes", static_cast<size_t>(m));
+  const std::vector<int64_t> in_dirs = per_entry(n, "scan_input_directions", static_cast<size_t>(m));
+  const std::vector<int64_t> out_axes = per_entry(n, "scan_output_axes", static_cast<size_t>(k_out));
+  const std::vector<int64_t> out_dirs = per_entry(n, "scan_output_directions", static_cast<size_t>(k_out));
+  for (const auto* dirs : {&in_dirs, &out_dirs}) {
+    for (int64_t d : *dirs) {
+      if (d != 0 && d != 1) n.invalid("a scan direction is " + std::to_string(d) + " (0 or 1)");
+    }
+  }
+  std::vector<ValueId> carries, xs, slices;
+  std::vector<std::string> names;
+  for (int64_t i = 0; i < states; ++i) {
+    carries.push_back(stand_in(e, n.input(static_cast<int>(i))));
+    names.push_back(body.input(static_cast<int>(i)).name());
+  }
+  int64_t length = -1;
+  for (int64_t j = 0; j < m; ++j) {
+    ValueId x = n.input(static_cast<int>(states + j));
+    const int64_t rank = e.rank(x);
+    if (rank < 1) n.invalid("scanned input " + std::to_string(j) + " is a scalar");
+    const int64_t axis = normalize_axis(n, "scan_input_axes[" + std::to_string(j) + "]", in_axes[j], rank);
+    if (axis != 0) x = e.transpose(x, move_axis(rank, axis, 0));
+    if (in_dirs[j] == 1) x = flip_first(e, x);
+    const int64_t len = e.shape(x)[0];
+    if (length >= 0 && len != length) {
+      n.invalid("scanned inputs of " + std::to_string(length) + " and " + std::to_string(len) + " iterations");
+    }
+    length = len;
+    xs.push_back(x);
+  }
+  if (length < 1) n.unsupported("a scan of no iterations");
+  for (ValueId x : xs) slices.push_back(first_slot(e, x));
+
+  ScanRegion region;
+  region.first_node = e.num_nodes();
+  region.length = length;
+  std::vector<SubgraphValue> in;
+  for (ValueId v : carries) in.push_back({"", v, std::nullopt});
+  for (ValueId v : slices) in.push_back({"", v, std::nullopt});
+  const std::vector<SubgraphValue> outs = n.import_subgraph(body, std::move(in));
+  region.next_carries = next_carries(n, outs, 0, carries, names);
+  for (int64_t k = 0; k < k_out; ++k) region.ys.push_back(n.value_of(outs[static_cast<size_t>(states + k)]));
+  region.carries = carries;
+  region.slices = slices;
+  region.xs = xs;
+  const std::vector<ValueId> r = e.outline_scan(region);
+  for (int64_t i = 0; i < states; ++i) n.set_output(static_cast<int>(i), r[static_cast<size_t>(i)]);
+  for (int64_t k = 0; k < k_out; ++k) {
+    ValueId y = r[static_cast<size_t>(states + k)];
+    if (out_dirs[k] == 1) y = flip_first(e, y);
+    const int64_t rank = e.rank(y);
+    const int64_t axis = normalize_axis(n, "scan_output_axes[" + std::to_string(k) + "]", out_axes[k], rank);
+    if (axis != 0) y = e.transpose(y, move_axis(rank, 0, axis));
+    n.set_output(static_cast<int>(states + k), y);
+  }
+}
+
+void scan8(NodeContext& n) {
+  n.unsupported("Scan-8's batched form (opset 8: a batch axis and sequence_lens; export at opset 9 or later)");
+}
+
+// Loop: M iterations of body(iteration, condition, carried...) -> (condition, carried...,
+// scan outputs), the scan outputs stacked on a new first axis. M must be known at import
+// time and the condition stay true (absent, or a constant true in and out; a body that
+// outputs a constant false makes one iteration).
+void loop(NodeContext& n) {
+  n.expect_attrs({"body"});
+  Emitter& e = n.e();
+  const onnx::GraphProto& body = n.attr_graph("body");
+  if (n.num_inputs() < 2) n.invalid("it takes a trip count M and a condition (either may be empty)");
+  const int64_t states = n.num_inputs() - 2;
+  if (body.input_size() != states + 2) {
+    n.invalid("its body takes " + std::to_string(body.input_size()) + " inputs, the node gives " +
+              std::to_string(states) + " loop-carried values (and the iteration number and condition)");
+  }
+  const int64_t k_out = body.output_size() - 1 - states;
+  if (k_out < 0) {
+    n.invalid("its body has " + std::to_string(body.output_size()) + " outputs for " +
+              std::to_string(states) + " loop-carried values and the condition");
+  }
+  if (!n.has_input(0)) n.unsupported("a Loop without a trip count M (weft's loops have a static length)");
+  if (n.constant(0) == nullptr) {
+    n.unsupported("a trip count M computed at run time (weft's loops have a static length: M must be a "
+                  "constant or an initializer)");
+  }
+  const int64_t trips = static_cast<int64_t>(n.scalar_input(0, "the trip count M"));
+  if (trips < 1) n.unsupported("a trip count of " + std::to_string(trips) + " (a loop that never runs)");
+  if (n.has_input(1)) {
+    const Tensor* c = n.constant(1);
+    if (c == nullptr) {
+      n.unsupported("an initial condition computed at run time (a data-dependent exit: weft's loops have a "
+                    "static length)");
+    }
+    if (c->numel() != 1) n.invalid("the condition must hold one value, not " + c->type().to_string());
+    if (c->get_double(0) == 0) n.unsupported("an initial condition that is false (a loop that never runs)");
+  }
+  std::vector<ValueId> carries;
+  std::vector<std::string> names;
+  // The iteration number, when the body reads it: a carry of its own, counting from 0.
+  const bool counts = reads(body, body.input(0).name());
+  if (counts) {
+    carries.push_back(stand_in(e, e.full(Shape({}), 0, DType::i64)));
+    names.push_back(body.input(0).name());
+  }
+  for (int64_t i = 0; i < states; ++i) {
+    carries.push_back(stand_in(e, n.input(static_cast<int>(2 + i))));
+    names.push_back(body.input(static_cast<int>(2 + i)).name());
+  }
+  ScanRegion region;
+  region.first_node = e.num_nodes();
+  std::vector<SubgraphValue> in;
+  in.push_back(counts ? SubgraphValue{"", carries[0], std::nullopt}
+                      : SubgraphValue{"", std::nullopt, Tensor::scalar(DType::i64, 0)});
+  // An iteration runs only while the condition holds: inside, it is true.
+  in.push_back({"", std::nullopt, Tensor::scalar(DType::boolean, 1)});
+  for (size_t i = counts ? 1 : 0; i < carries.size(); ++i) in.push_back({"", carries[i], std::nullopt});
+  const std::vector<SubgraphValue> outs = n.import_subgraph(body, std::move(in));
+  if (!outs[0].constant) {
+    n.unsupported("a condition computed in the body (a data-dependent exit: weft's loops have a static "
+                  "length, and its early exit leaves zero-filled slots in the stacked outputs where "
+                  "ONNX's Loop ends them)");
+  }
+  region.length = outs[0].constant->get_double(0) != 0 ? trips : 1;
+  const size_t offset = counts ? 1 : 0;
+  std::vector<ValueId> next = next_carries(
+      n, outs, 1, std::vector<ValueId>(carries.begin() + static_cast<ptrdiff_t>(offset), carries.end()),
+      std::vector<std::string>(names.begin() + static_cast<ptrdiff_t>(offset), names.end()));
+  if (counts) next.insert(next.begin(), e.add(carries[0], e.constant(1, DType::i64)));
+  region.carries = carries;
+  region.next_carries = next;
+  for (int64_t k = 0; k < k_out; ++k) region.ys.push_back(n.value_of(outs[static_cast<size_t>(1 + states + k)]));
+  const std::vector<ValueId> r = e.outline_scan(region);
+  for (int64_t i = 0; i < states + k_out; ++i) {
+    n.set_output(static_cast<int>(i), r[offset + static_cast<size_t>(i)]);
+  }
+}
+
+const OpConverter kControl[] = {
+    {"Loop", 1, loop},
+    {"Scan", 8, scan8},
+    {"Scan", 9, scan},
+};
+
+}  // namespace
+
+std::span<const OpConverter> control_converters() { return kControl; }
 
 }  // namespace weft::onnx_io

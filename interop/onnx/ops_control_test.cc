@@ -1,0 +1,289 @@
+// The control converters (ops/control.cc): ONNX's Scan and Loop as weft's `scan`,
+// against hand-computed numbers; their refusals; and ONNX's node tests of both.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "interop/onnx/testing/onnx_builder.h"
+#include "ir/text.h"
+
+namespace weft::onnx_io {
+namespace {
+
+namespace fs = std::filesystem;
+
+Tensor f32(Shape s, std::vector<float> v) { return Tensor::from_vector<float>(std::move(s), v); }
+
+/// Sets `body` as node `n`'s graph attribute `body`.
+void set_body(onnx::NodeProto& n, const OnnxBuilder& body) {
+  onnx::AttributeProto* a = n.add_attribute();
+  a->set_name("body");
+  a->set_type(onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = body.model().graph();
+  a->mutable_g()->set_name("body");
+}
+
+/// Scan's body of a running sum: (sum, x) -> (sum + x, (sum + x) · w), w read from the
+/// outer scope.
+OnnxBuilder running_sum_body(std::vector<int64_t> slice) {
+  OnnxBuilder body;
+  body.input("sum_in", DType::f32, slice).input("x_t", DType::f32, slice);
+  body.node("Add", {"sum_in", "x_t"}, {"sum_out"});
+  body.node("Mul", {"sum_out", "w"}, {"scaled"});
+  body.output("sum_out", DType::f32).output("scaled", DType::f32);
+  return body;
+}
+
+TEST(Scan, RunningSumReadsOuterValues) {
+  OnnxBuilder b(11);
+  b.input("s0", DType::f32, {2}).input("xs", DType::f32, {3, 2});
+  b.initializer("w", f32({2}, {1, -1}));
+  auto& s = b.node("Scan", {"s0", "xs"}, {"s", "ys"}, "scan");
+  set_attr(s, "num_scan_inputs", 1);
+  set_body(s, running_sum_body({2}));
+  b.output("s", DType::f32).output("ys", DType::f32);
+  StatusOr<ImportedGraph> g = import_onnx(b.file());
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  int scans = 0;
+  for (const Node& n : g->graph.nodes()) scans += n.op == Op::Scan;
+  EXPECT_EQ(scans, 1) << print_graph(g->graph);
+  StatusOr<std::vector<Tensor>> y =
+      import_and_run(b.file(), {f32({2}, {10, 20}), f32({3, 2}, {1, 2, 3, 4, 5, 6})});
+  ASSERT_TRUE(y.ok()) << y.error().to_string();
+  EXPECT_EQ((*y)[0], f32({2}, {19, 32}));
+  EXPECT_EQ((*y)[1], f32({3, 2}, {11, -22, 14, -26, 19, -32}));
+}
+
+TEST(Scan, DirectionsAndAxes) {
+  // xs [2, 3] scanned along axis 1 backward; the outputs stacked along axis 1, the
+  // first prepended (direction 1), the second appended.
+  OnnxBuilder b(11);
+  b.input("s0", DType::f32, {2}).input("xs", DType::f32, {2, 3});
+  b.initializer("w", f32({2}, {1, -1}));
+  auto& s = b.node("Scan", {"s0", "xs"}, {"s", "ys", "zs"});
+  set_attr(s, "num_scan_inputs", 1);
+  set_attr(s, "scan_input_axes", std::vector<int64_t>{-1});
+  set_attr(s, "scan_input_directions", std::vector<int64_t>{1});
+  set_attr(s, "scan_output_axes", std::vector<int64_t>{1, -1});
+  set_attr(s, "scan_output_directions", std::vector<int64_t>{1, 0});
+  OnnxBuilder body = running_sum_body({2});
+  body.output("x_t", DType::f32);
+  set_body(s, body);
+  b.output("s", DType::f32).output("ys", DType::f32).output("zs", DType::f32);
+  // Columns read 3rd, 2nd, 1st: (3, 6), (2, 5), (1, 4); sums (3, 6), (5, 11), (6, 15).
+  StatusOr<std::vector<Tensor>> y =
+      import_and_run(b.file(), {f32({2}, {0, 0}), f32({2, 3}, {1, 2, 3, 4, 5, 6})});
+  ASSERT_TRUE(y.ok()) << y.error().to_string();
+  EXPECT_EQ((*y)[0], f32({2}, {6, 15}));
+  // Prepended: the last iteration's output first.
+  EXPECT_EQ((*y)[1], f32({2, 3}, {6, 5, 3, -15, -11, -6}));
+  // Appended: the slices in the order read.
+  EXPECT_EQ((*y)[2], f32({2, 3}, {3, 2, 1, 6, 5, 4}));
+}
+
+TEST(Scan, NoStateAndAConstantOutput) {
+  OnnxBuilder b(16);
+  b.input("xs", DType::f32, {2, 2});
+  auto& s = b.node("Scan", {"xs"}, {"ys", "cs"});
+  set_attr(s, "num_scan_inputs", 1);
+  OnnxBuilder body;
+  body.input("x_t", DType::f32, {2});
+  body.initializer("c", f32({1}, {7}));  // a body initializer
+  body.node("Neg", {"x_t"}, {"y_t"});
+  body.output("y_t", DType::f32).output("c", DType::f32);
+  set_body(s, body);
+  b.output("ys", DType::f32).output("cs", DType::f32);
+  StatusOr<std::vector<Tensor>> y = import_and_run(b.file(), {f32({2, 2}, {1, 2, 3, 4})});
+  ASSERT_TRUE(y.ok()) << y.error().to_string();
+  EXPECT_EQ((*y)[0], f32({2, 2}, {-1, -2, -3, -4}));
+  EXPECT_EQ((*y)[1], f32({2, 1}, {7, 7}));
+}
+
+TEST(ScanErrors, RefusalsNameTheNode) {
+  OnnxBuilder grows(11);  // the state changes shape
+  grows.input("s0", DType::f32, {2}).input("xs", DType::f32, {3, 2});
+  auto& s = grows.node("Scan", {"s0", "xs"}, {"s"}, "grow");
+  set_attr(s, "num_scan_inputs", 1);
+  OnnxBuilder body;
+  body.input("h", DType::f32, {2}).input("x", DType::f32, {2});
+  set_attr(body.node("Concat", {"h", "x"}, {"h2"}), "axis", 0);
+  body.output("h2", DType::f32);
+  set_body(s, body);
+  grows.output("s", DType::f32);
+  StatusOr<ImportedGraph> g = import_onnx(grows.file());
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().message,
+            "node 'grow' (Scan, opset 11): a body that changes its loop-carried value 'h' from f32[2] to "
+            "f32[4] (weft's loop carries keep their type) is not supported");
+
+  OnnxBuilder old(8);
+  old.input("xs", DType::f32, {1, 3, 2});
+  auto& s8 = old.node("Scan", {"", "xs"}, {"ys"}, "old");
+  set_attr(s8, "num_scan_inputs", 1);
+  OnnxBuilder body8;
+  body8.input("x", DType::f32, {2});
+  body8.output("x", DType::f32);
+  set_body(s8, body8);
+  old.output("ys", DType::f32);
+  g = import_onnx(old.file());
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().message,
+            "node 'old' (Scan, opset 8): Scan-8's batched form (opset 8: a batch axis and sequence_lens; "
+            "export at opset 9 or later) is not supported");
+}
+
+/// Loop's body: (i, cond, y) -> (cond, y · w + i, y), w from the outer scope.
+OnnxBuilder counting_body() {
+  OnnxBuilder body;
+  body.input("i", DType::i64, {}).input("cond_in", DType::boolean, {}).input("y_in", DType::f32, {2});
+  body.node("Identity", {"cond_in"}, {"cond_out"});
+  body.node("Mul", {"y_in", "w"}, {"scaled"});
+  set_attr(body.node("Cast", {"i"}, {"i_f"}), "to", int64_t{onnx::TensorProto::FLOAT});
+  body.node("Add", {"scaled", "i_f"}, {"y_out"});
+  body.output("cond_out", DType::boolean).output("y_out", DType::f32).output("y_in", DType::f32);
+  return body;
+}
+
+TEST(Loop, ConstantTripCountAndIterationNumber) {
+  OnnxBuilder b(13);
+  b.input("y0", DType::f32, {2}).input("w", DType::f32, {2});
+  b.initializer("M", Tensor::scalar(DType::i64, 3));
+  b.initializer("cond", Tensor::scalar(DType::boolean, 1));
+  auto& l = b.node("Loop", {"M", "cond", "y0"}, {"y", "ys"}, "loop");
+  set_body(l, counting_body());
+  b.output("y", DType::f32).output("ys", DType::f32);
+  // y: (1, 2) -> (2, -2) + 0 -> (4, 2) + 1 = (5, 3) -> (10, -3) + 2 = (12, -1).
+  StatusOr<std::vector<Tensor>> y = import_and_run(b.file(), {f32({2}, {1, 2}), f32({2}, {2, -1})});
+  ASSERT_TRUE(y.ok()) << y.error().to_string();
+  EXPECT_EQ((*y)[0], f32({2}, {12, -1}));
+  EXPECT_EQ((*y)[1], f32({3, 2}, {1, 2, 2, -2, 5, 3}));
+}
+
+TEST(Loop, NoConditionAndAConstantFalseOne) {
+  OnnxBuilder b(11);  // no condition input: M iterations
+  b.input("y0", DType::f32, {2});
+  b.initializer("M", Tensor::scalar(DType::i64, 2));
+  auto& l = b.node("Loop", {"M", "", "y0"}, {"y"});
+  OnnxBuilder body;
+  body.input("i", DType::i64, {}).input("c", DType::boolean, {}).input("y_in", DType::f32, {2});
+  body.node("Add", {"y_in", "y_in"}, {"y_out"});
+  body.node("Not", {"c"}, {"stop"});  // a constant false: one iteration
+  body.output("stop", DType::boolean).output("y_out", DType::f32).output("y_in", DType::f32);
+  set_body(l, body);
+  b.output("y", DType::f32);
+  StatusOr<std::vector<Tensor>> y = import_and_run(b.file(), {f32({2}, {1, -3})});
+  ASSERT_TRUE(y.ok()) << y.error().to_string();
+  EXPECT_EQ((*y)[0], f32({2}, {2, -6}));
+
+  auto* c = b.model().mutable_graph()->mutable_node(0)->mutable_attribute(0)->mutable_g();
+  c->mutable_node(1)->set_op_type("Identity");  // a constant true: M iterations
+  b.model().mutable_graph()->add_output()->set_name("ys");
+  b.model().mutable_graph()->mutable_node(0)->add_output("ys");
+  y = import_and_run(b.file(), {f32({2}, {1, -3})});
+  ASSERT_TRUE(y.ok()) << y.error().to_string();
+  EXPECT_EQ((*y)[0], f32({2}, {4, -12}));
+  EXPECT_EQ((*y)[1], f32({2, 2}, {1, -3, 2, -6}));
+}
+
+TEST(Loop, InsideAScanBody) {
+  // Each scanned x is doubled twice by an inner Loop that reads the outer `two`.
+  OnnxBuilder b(13);
+  b.input("xs", DType::f32, {2, 1});
+  b.initializer("two", f32({1}, {2}));
+  auto& s = b.node("Scan", {"xs"}, {"ys"});
+  set_attr(s, "num_scan_inputs", 1);
+  OnnxBuilder body;
+  body.input("x", DType::f32, {1});
+  body.initializer("M", Tensor::scalar(DType::i64, 2));
+  OnnxBuilder inner;
+  inner.input("i", DType::i64, {}).input("c", DType::boolean, {}).input("v", DType::f32, {1});
+  inner.node("Mul", {"v", "two"}, {"v2"});
+  inner.output("c", DType::boolean).output("v2", DType::f32);
+  set_body(body.node("Loop", {"M", "", "x"}, {"x4"}), inner);
+  body.output("x4", DType::f32);
+  set_body(s, body);
+  b.output("ys", DType::f32);
+  StatusOr<std::vector<Tensor>> y = import_and_run(b.file(), {f32({2, 1}, {1, -2})});
+  ASSERT_TRUE(y.ok()) << y.error().to_string();
+  EXPECT_EQ((*y)[0], f32({2, 1}, {4, -8}));
+}
+
+TEST(LoopErrors, RefusalsNameTheNode) {
+  auto refusal = [](bool runtime_trips, bool runtime_cond) {
+    OnnxBuilder b(11);
+    b.input("y0", DType::f32, {2}).input("n", DType::i64, {});
+    b.initializer("M", Tensor::scalar(DType::i64, 3));
+    auto& l = b.node("Loop", {runtime_trips ? "n" : "M", "", "y0"}, {"y"}, "loop");
+    OnnxBuilder body;
+    body.input("i", DType::i64, {}).input("c", DType::boolean, {}).input("y_in", DType::f32, {2});
+    body.node("ReduceSum", {"y_in"}, {"total"});
+    body.node("Less", {"total", "ten"}, {"below"});
+    body.output(runtime_cond ? "below" : "c", DType::boolean).output("y_in", DType::f32);
+    set_body(l, body);
+    b.initializer("ten", f32({}, {10}));
+    b.output("y", DType::f32);
+    StatusOr<ImportedGraph> g = import_onnx(b.file());
+    return g.ok() ? std::string("imported") : g.error().message;
+  };
+  EXPECT_EQ(refusal(true, false),
+            "node 'loop' (Loop, opset 11): a trip count M computed at run time (weft's loops have a static "
+            "length: M must be a constant or an initializer) is not supported");
+  EXPECT_EQ(refusal(false, true),
+            "node 'loop' (Loop, opset 11): a condition computed in the body (a data-dependent exit: weft's "
+            "loops have a static length, and its early exit leaves zero-filled slots in the stacked outputs "
+            "where ONNX's Loop ends them) is not supported");
+  EXPECT_EQ(refusal(false, false), "imported");
+}
+
+// ---- ONNX's node tests ---------------------------------------------------------------
+
+/// Runs one test folder of ONNX's backend data (exact comparison: these sum small
+/// floats); "" when every data set matches, else why not. With `constants`, the first
+/// that many inputs are given as initializers (a Loop's trip count and condition, which
+/// weft needs at import time).
+std::string run_node_test(const fs::path& dir, int constants = 0) {
+  StatusOr<OnnxFile> file = read_onnx_model((dir / "model.onnx").string());
+  if (!file.ok()) return file.error().message;
+  const fs::path data = dir / "test_data_set_0";
+  std::vector<Tensor> inputs, outputs;
+  for (auto* list : {&inputs, &outputs}) {
+    const std::string kind = list == &inputs ? "input_" : "output_";
+    for (int k = 0; fs::exists(data / (kind + std::to_string(k) + ".pb")); ++k) {
+      StatusOr<Tensor> t = read_onnx_tensor((data / (kind + std::to_string(k) + ".pb")).string());
+      if (!t.ok()) return t.error().message;
+      list->push_back(std::move(*t));
+    }
+  }
+  onnx::GraphProto& g = *file->model.mutable_graph();
+  for (int k = 0; k < constants; ++k) {
+    onnx::TensorProto* t = g.add_initializer();
+    tensor_to_proto(inputs[static_cast<size_t>(k)], t);
+    t->set_name(g.input(k).name());
+  }
+  inputs.erase(inputs.begin(), inputs.begin() + constants);
+  StatusOr<std::vector<Tensor>> got = import_and_run(*file, inputs);
+  if (!got.ok()) return got.error().message;
+  if (*got != outputs) return "different outputs";
+  return "";
+}
+
+TEST(OnnxNodeTests, ScanAndLoop) {
+  const fs::path root = "/usr/include/onnx/backend/test/data/node";
+  if (!fs::exists(root)) GTEST_SKIP() << "ONNX's test data is not installed";
+  EXPECT_EQ(run_node_test(root / "test_scan9_sum"), "");
+  EXPECT_EQ(run_node_test(root / "test_scan_sum"),
+            "node '#0' (Scan, opset 8): Scan-8's batched form (opset 8: a batch axis and sequence_lens; "
+            "export at opset 9 or later) is not supported");
+  EXPECT_EQ(run_node_test(root / "test_loop11"),
+            "node '#0' (Loop, opset 11): a trip count M computed at run time (weft's loops have a static "
+            "length: M must be a constant or an initializer) is not supported");
+  // With M and the condition constant, the body's Slice starts at the iteration number,
+  // a carry of the weft loop: a slice at a computed offset, which weft's Slice is not.
+  EXPECT_EQ(run_node_test(root / "test_loop11", /*constants=*/2),
+            "node '#6' (Slice, opset 11): starts computed at run time (weft's shapes are static: it "
+            "must be a constant or an initializer) is not supported");
+}
+
+}  // namespace
+}  // namespace weft::onnx_io

@@ -89,6 +89,8 @@ class Importer {
     std::map<std::string, Entry> values;
     /// Node outputs that no converter produced, with what they are.
     std::map<std::string, std::string> not_computed;
+    /// Constants of enclosing scopes made graph values by an op inside this one.
+    std::map<std::string, ValueId> materialized;
   };
   /// The entry named `name`, innermost scope first, or nullptr.
   Entry* find(const std::string& name);
@@ -290,17 +292,19 @@ ValueId Importer::value(NodeContext& n, int i, InputKind initializer_kind) {
     return v;
   }
   if (en.value) return *en.value;
+  for (auto s = scopes_.rbegin(); s != scopes_.rend(); ++s) {
+    if (auto it = s->materialized.find(name); it != s->materialized.end()) return it->second;
+  }
   const ValueId v = materialize(name, en, initializer_kind, n);
   Scope& here = scopes_.back();
-  if (auto it = here.values.find(name); it != here.values.end() && &it->second == &en) {
-    en.value = v;
+  const bool local = here.values.count(name) != 0 && &here.values.at(name) == &en;
+  if (local || e_.graph().value(v).node < 0) {
+    en.value = v;  // a graph input (a parameter, a state) is valid everywhere
   } else {
     // A constant of an enclosing graph, first used inside a subgraph: the op that holds
     // it belongs to the iteration (outline_scan moves it into the loop's body), so it is
-    // remembered in this scope only.
-    Entry local = en;
-    local.value = v;
-    here.values[name] = std::move(local);
+    // remembered while this scope lasts.
+    here.materialized[name] = v;
   }
   return v;
 }

@@ -100,6 +100,26 @@ TEST(Scan, NoStateAndAConstantOutput) {
   EXPECT_EQ((*y)[1], f32({2, 1}, {7, 7}));
 }
 
+TEST(Scan, OuterConstantUsedInsideFirstThenAfter) {
+  // `k` (a Constant: a `full` op once it is a graph value) is first made a value inside
+  // the body; the use after the loop needs one of its own, outside.
+  OnnxBuilder b(13);
+  b.input("xs", DType::f32, {2, 2});
+  set_attr(b.node("Constant", {}, {"k"}), "value", f32({2}, {3, 3}));
+  auto& s = b.node("Scan", {"xs"}, {"ys"});
+  set_attr(s, "num_scan_inputs", 1);
+  OnnxBuilder body;
+  body.input("x_t", DType::f32, {2});
+  body.node("Mul", {"x_t", "k"}, {"y_t"});
+  body.output("y_t", DType::f32);
+  set_body(s, body);
+  b.node("Add", {"ys", "k"}, {"z"});
+  b.output("z", DType::f32);
+  StatusOr<std::vector<Tensor>> y = import_and_run(b.file(), {f32({2, 2}, {1, 2, 3, 4})});
+  ASSERT_TRUE(y.ok()) << y.error().to_string();
+  EXPECT_EQ((*y)[0], f32({2, 2}, {6, 9, 12, 15}));
+}
+
 TEST(ScanErrors, RefusalsNameTheNode) {
   OnnxBuilder grows(11);  // the state changes shape
   grows.input("s0", DType::f32, {2}).input("xs", DType::f32, {3, 2});

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "interop/onnx/convert.h"
 #include "runtime/reference/interpreter.h"
@@ -103,6 +104,9 @@ class Importer {
   bool try_fold(const onnx::NodeProto& node, const OpConverter& c);
   ValueId materialize(const std::string& name, Entry& entry, InputKind initializer_kind,
                       const NodeContext& n);
+  /// The name of the graph input that holds `name` (`en`): input_name(name) for the
+  /// model's own values, made unique for a subgraph's (`c_1`).
+  std::string graph_input_name(const std::string& name, const Entry& en);
   std::string display_name(const onnx::NodeProto& node, int index) const;
 
   Emitter& e_;
@@ -110,6 +114,8 @@ class Importer {
   const Module* owner_;
   /// The model's graph, then each subgraph being imported inside it.
   std::vector<Scope> scopes_{1};
+  /// The names given to graph inputs so far.
+  std::set<std::string> input_names_;
   Fold* fold_ = nullptr;
 };
 
@@ -318,8 +324,9 @@ ValueId Importer::materialize(const std::string& name, Entry& en, InputKind init
     const InputKind kind = is_floating(type.dtype) ? initializer_kind : InputKind::state;
     Initializer init = Initializer::stored_values(
         type, std::string(static_cast<const char*>(c.raw_data()), c.bytes()), origin_of(file_, name));
-    return kind == InputKind::param ? e_.param(input_name(name), type.shape, init, type.dtype)
-                                    : e_.state(input_name(name), type.shape, init, type.dtype);
+    const std::string input = graph_input_name(name, en);
+    return kind == InputKind::param ? e_.param(input, type.shape, init, type.dtype)
+                                    : e_.state(input, type.shape, init, type.dtype);
   }
   // A computed constant: a `full` when its elements are all equal (and exact as a
   // double), else a state input that holds it.
@@ -336,7 +343,21 @@ ValueId Importer::materialize(const std::string& name, Entry& en, InputKind init
   if (uniform || c.numel() == 0) return e_.full(type.shape, first, type.dtype);
   Initializer init = Initializer::stored_values(
       type, std::string(static_cast<const char*>(c.raw_data()), c.bytes()), origin_of(file_, name));
-  return e_.state(input_name(name), type.shape, init, type.dtype);
+  return e_.state(graph_input_name(name, en), type.shape, init, type.dtype);
+}
+
+std::string Importer::graph_input_name(const std::string& name, const Entry& en) {
+  const std::string base = input_name(name);
+  auto top = scopes_.front().values.find(name);
+  std::string out = base;
+  if (top == scopes_.front().values.end() || &top->second != &en) {
+    // A subgraph's value: sibling bodies may use the same name for different values.
+    for (int k = 1; input_names_.count(out) || scopes_.front().values.count(out); ++k) {
+      out = base + "_" + std::to_string(k);
+    }
+  }
+  input_names_.insert(out);
+  return out;
 }
 
 void Importer::set_output(const NodeContext& n, int i, ValueId v) {

@@ -120,6 +120,37 @@ TEST(Scan, OuterConstantUsedInsideFirstThenAfter) {
   EXPECT_EQ((*y)[0], f32({2, 2}, {6, 9, 12, 15}));
 }
 
+TEST(Scan, SiblingBodiesReuseAName) {
+  // Both bodies hold an initializer `c` (and a Constant `k`), with other values: each
+  // becomes a graph input of its own.
+  OnnxBuilder b(13);
+  b.input("xs", DType::f32, {2, 2});
+  for (float v : {2.0f, 5.0f}) {
+    const std::string ys = v == 2 ? "ys" : "zs";
+    auto& s = b.node("Scan", {v == 2 ? "xs" : "ys"}, {ys});
+    set_attr(s, "num_scan_inputs", 1);
+    OnnxBuilder body;
+    body.input("x_t", DType::f32, {2});
+    body.initializer("c", f32({2}, {v, v}));
+    set_attr(body.node("Constant", {}, {"k"}), "value", f32({2}, {0, v}));
+    body.node("Mul", {"x_t", "c"}, {"m"});
+    body.node("Add", {"m", "k"}, {"y_t"});
+    body.output("y_t", DType::f32);
+    set_body(s, body);
+  }
+  b.output("zs", DType::f32);
+  StatusOr<ImportedGraph> g = import_onnx(b.file());
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  ASSERT_EQ(g->params.size(), 4u);
+  EXPECT_EQ(g->params[0].name, "c");
+  EXPECT_EQ(g->params[2].name, "c_1");
+  EXPECT_EQ(g->params[3].name, "k_1");
+  // x·2 + (0, 2), then ·5 + (0, 5).
+  StatusOr<std::vector<Tensor>> y = import_and_run(b.file(), {f32({2, 2}, {1, 2, 3, 4})});
+  ASSERT_TRUE(y.ok()) << y.error().to_string();
+  EXPECT_EQ((*y)[0], f32({2, 2}, {10, 35, 30, 55}));
+}
+
 TEST(ScanErrors, RefusalsNameTheNode) {
   OnnxBuilder grows(11);  // the state changes shape
   grows.input("s0", DType::f32, {2}).input("xs", DType::f32, {3, 2});

@@ -444,6 +444,11 @@ void Importer::convert(const onnx::NodeProto& node, int index) {
   }
   const OpConverter* c = find_converter(node.op_type(), file_.opset);
   if (c == nullptr) n.unsupported("the op type");
+  for (const std::string& out : node.output()) {
+    if (!out.empty() && (values_.count(out) || not_computed_.count(out))) {
+      n.invalid("output '" + out + "' is already defined (an ONNX graph assigns each name once)");
+    }
+  }
   if (!try_fold(node, *c)) c->convert(n);
   // An output the converter did not produce (an optional one weft does not compute) is
   // refused where it is used, not here: most models never read them.
@@ -678,8 +683,12 @@ StatusOr<std::vector<std::pair<std::string, Type>>> onnx_input_types(const OnnxF
   const onnx::GraphProto& g = file.model.graph();
   std::vector<std::pair<std::string, Type>> out;
   std::map<std::string, Shape> unused = options.input_shapes;
+  std::set<std::string> seen;
   for (const onnx::ValueInfoProto& in : g.input()) {
     if (is_initializer(g, in.name())) continue;
+    if (!seen.insert(in.name()).second) {
+      return Error{file.path + ": the model declares input '" + in.name() + "' twice"};
+    }
     auto given = options.input_shapes.find(in.name());
     unused.erase(in.name());
     StatusOr<Type> t = declared_type(in, options.dims,

@@ -176,5 +176,27 @@ TEST(Importer, AnOutputWeftDoesNotComputeIsRefusedWhereRead) {
   EXPECT_TRUE(import_onnx(b.file(), {}, /*training=*/true).ok());
 }
 
+TEST(Importer, NamesDefinedTwiceAreRefused) {
+  // Found by onnx_reader_fuzzer: two inputs of one name crashed the graph's name table.
+  OnnxBuilder b;
+  b.input("x", DType::f32, {2});
+  b.input("x", DType::f32, {2});
+  b.node("Relu", {"x"}, {"y"});
+  b.output("y", DType::f32);
+  StatusOr<ImportedGraph> g = import_onnx(b.file());
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().message, "test.onnx: the model declares input 'x' twice");
+
+  OnnxBuilder c;
+  c.input("x", DType::f32, {2});
+  c.node("Relu", {"x"}, {"y"}, "first");
+  c.node("Neg", {"x"}, {"y"}, "second");
+  c.output("y", DType::f32);
+  g = import_onnx(c.file());
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().message, "node 'second' (Neg, opset 17): output 'y' is already defined (an "
+                               "ONNX graph assigns each name once)");
+}
+
 }  // namespace
 }  // namespace weft::onnx_io

@@ -444,8 +444,9 @@ void Importer::convert(const onnx::NodeProto& node, int index) {
   }
   const OpConverter* c = find_converter(node.op_type(), file_.opset);
   if (c == nullptr) n.unsupported("the op type");
+  const Scope& scope = scopes_.back();  // a subgraph may shadow an outer name
   for (const std::string& out : node.output()) {
-    if (!out.empty() && (values_.count(out) || not_computed_.count(out))) {
+    if (!out.empty() && (scope.values.count(out) || scope.not_computed.count(out))) {
       n.invalid("output '" + out + "' is already defined (an ONNX graph assigns each name once)");
     }
   }
@@ -484,7 +485,9 @@ std::vector<SubgraphValue> Importer::import_subgraph(NodeContext& n, const onnx:
     en.value = inputs[k].value;
     en.constant = std::move(inputs[k].constant);
     en.foldable = !en.value.has_value();
-    scopes_.back().values[g.input(static_cast<int>(k)).name()] = std::move(en);
+    if (!scopes_.back().values.emplace(g.input(static_cast<int>(k)).name(), std::move(en)).second) {
+      n.invalid("its body declares input '" + g.input(static_cast<int>(k)).name() + "' twice");
+    }
   }
   for (int i = 0; i < g.node_size(); ++i) convert(g.node(i), i);
   std::vector<SubgraphValue> outputs;

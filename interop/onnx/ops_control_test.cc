@@ -168,9 +168,9 @@ TEST(ScanErrors, RefusalsNameTheNode) {
             "node 'grow' (Scan, opset 11): a body that changes its loop-carried value 'h' from f32[2] to "
             "f32[4] (weft's loop carries keep their type) is not supported");
 
-  OnnxBuilder old(8);
-  old.input("xs", DType::f32, {1, 3, 2});
-  auto& s8 = old.node("Scan", {"", "xs"}, {"ys"}, "old");
+  OnnxBuilder old(8);  // Scan-8 with sequence_lens
+  old.input("lens", DType::i64, {1}).input("xs", DType::f32, {1, 3, 2});
+  auto& s8 = old.node("Scan", {"lens", "xs"}, {"ys"}, "old");
   set_attr(s8, "num_scan_inputs", 1);
   OnnxBuilder body8;
   body8.input("x", DType::f32, {2});
@@ -180,8 +180,25 @@ TEST(ScanErrors, RefusalsNameTheNode) {
   g = import_onnx(old.file());
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.error().message,
-            "node 'old' (Scan, opset 8): Scan-8's batched form (opset 8: a batch axis and sequence_lens; "
-            "export at opset 9 or later) is not supported");
+            "node 'old' (Scan, opset 8): sequence_lens (sequences of different lengths in one batch) is not "
+            "supported");
+}
+
+TEST(Scan, Opset8BatchedForm) {
+  // Per sample b: a running sum over xs[b] (read backward), from s0[b].
+  OnnxBuilder b(8);
+  b.input("s0", DType::f32, {2, 1}).input("xs", DType::f32, {2, 3, 1});
+  b.initializer("w", f32({1}, {-1}));
+  auto& s = b.node("Scan", {"", "s0", "xs"}, {"s", "ys"});
+  set_attr(s, "num_scan_inputs", 1);
+  set_attr(s, "directions", std::vector<int64_t>{1});
+  set_body(s, running_sum_body({1}));
+  b.output("s", DType::f32).output("ys", DType::f32);
+  StatusOr<std::vector<Tensor>> y =
+      import_and_run(b.file(), {f32({2, 1}, {0, 10}), f32({2, 3, 1}, {1, 2, 3, 4, 5, 6})});
+  ASSERT_TRUE(y.ok()) << y.error().to_string();
+  EXPECT_EQ((*y)[0], f32({2, 1}, {6, 25}));
+  EXPECT_EQ((*y)[1], f32({2, 3, 1}, {-3, -5, -6, -16, -21, -25}));
 }
 
 /// Loop's body: (i, cond, y) -> (cond, y · w + i, y), w from the outer scope.
@@ -319,13 +336,39 @@ std::string run_node_test(const fs::path& dir, int constants = 0) {
   return "";
 }
 
+TEST(LoopErrors, MalformedAndNeverRunningLoops) {
+  // A loop of y0 -> y0 + y0 with trip count `trips`, initial condition `cond` ("" for
+  // none), and a body that declares input `dup` twice when `twice`.
+  auto import = [](int64_t trips, const std::string& cond, bool twice) {
+    OnnxBuilder b(13);
+    b.input("y0", DType::f32, {2});
+    b.initializer("M", Tensor::scalar(DType::i64, static_cast<double>(trips)));
+    b.initializer("no", Tensor::scalar(DType::boolean, 0));
+    b.initializer("yes", Tensor::scalar(DType::boolean, 1));
+    auto& l = b.node("Loop", {"M", cond, "y0"}, {"y"}, "loop");
+    OnnxBuilder body;
+    body.input("i", DType::i64, {}).input(twice ? "i" : "c", DType::boolean, {}).input("y_in", DType::f32, {2});
+    body.node("Add", {"y_in", "y_in"}, {"y_out"});
+    body.output(twice ? "i" : "c", DType::boolean).output("y_out", DType::f32);
+    set_body(l, body);
+    b.output("y", DType::f32);
+    StatusOr<ImportedGraph> g = import_onnx(b.file());
+    return g.ok() ? std::string("imported") : g.error().message;
+  };
+  EXPECT_EQ(import(2, "yes", false), "imported");
+  EXPECT_EQ(import(0, "", false),
+            "node 'loop' (Loop, opset 13): a trip count of 0 (a loop that never runs) is not supported");
+  EXPECT_EQ(import(2, "no", false),
+            "node 'loop' (Loop, opset 13): an initial condition that is false (a loop that never runs) is not "
+            "supported");
+  EXPECT_EQ(import(2, "", true), "node 'loop' (Loop, opset 13): its body declares input 'i' twice");
+}
+
 TEST(OnnxNodeTests, ScanAndLoop) {
   const fs::path root = "/usr/include/onnx/backend/test/data/node";
   if (!fs::exists(root)) GTEST_SKIP() << "ONNX's test data is not installed";
   EXPECT_EQ(run_node_test(root / "test_scan9_sum"), "");
-  EXPECT_EQ(run_node_test(root / "test_scan_sum"),
-            "node '#0' (Scan, opset 8): Scan-8's batched form (opset 8: a batch axis and sequence_lens; "
-            "export at opset 9 or later) is not supported");
+  EXPECT_EQ(run_node_test(root / "test_scan_sum"), "");
   EXPECT_EQ(run_node_test(root / "test_loop11"),
             "node '#0' (Loop, opset 11): a trip count M computed at run time (weft's loops have a static "
             "length: M must be a constant or an initializer) is not supported");

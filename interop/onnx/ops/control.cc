@@ -1,5 +1,5 @@
-// (family: control) ONNX's loops as weft's `scan` (ir/ops.def): Scan (opset 9 on) and
-// Loop with a constant trip count. The body is imported as ONE iteration, inline, through
+// (family: control) ONNX's loops as weft's `scan` (ir/ops.def): Scan (Scan-8's batched
+// form as a loop over the batch around the scan) and Loop with a constant trip count. The body is imported as ONE iteration, inline, through
 // the same importer (NodeContext::import_subgraph: its nodes may read outer values), on
 // stand-ins for the carries and for one slice of each scanned input; then
 // Emitter::outline_scan turns that iteration into one `scan` node whose consts are the
@@ -105,6 +105,42 @@ bool reads(const onnx::GraphProto& g, const std::string& name) {
   return false;
 }
 
+// The loop of a Scan: `body` maps (the states, one slot of each xs) to (the next
+// states, `k_out` outputs); `xs` are [length, ...], read from slot 0 up. Returns the
+// last states, then the outputs stacked in iteration order.
+std::vector<ValueId> scan_loop(NodeContext& n, const onnx::GraphProto& body, const std::vector<ValueId>& initial,
+                               const std::vector<ValueId>& xs, int64_t k_out) {
+  Emitter& e = n.e();
+  std::vector<ValueId> carries, slices;
+  std::vector<std::string> names;
+  for (size_t i = 0; i < initial.size(); ++i) {
+    carries.push_back(stand_in(e, initial[i]));
+    names.push_back(body.input(static_cast<int>(i)).name());
+  }
+  const int64_t length = e.shape(xs[0])[0];
+  for (ValueId x : xs) {
+    if (e.shape(x)[0] != length) {
+      n.invalid("scanned inputs of " + std::to_string(length) + " and " + std::to_string(e.shape(x)[0]) +
+                " iterations");
+    }
+    slices.push_back(first_slot(e, x));
+  }
+  if (length < 1) n.unsupported("a scan of no iterations");
+  ScanRegion region;
+  region.first_node = e.num_nodes();
+  region.length = length;
+  std::vector<SubgraphValue> in;
+  for (ValueId v : carries) in.push_back({"", v, std::nullopt});
+  for (ValueId v : slices) in.push_back({"", v, std::nullopt});
+  const std::vector<SubgraphValue> outs = n.import_subgraph(body, std::move(in));
+  region.next_carries = next_carries(n, outs, 0, carries, names);
+  for (int64_t k = 0; k < k_out; ++k) region.ys.push_back(n.value_of(outs[carries.size() + static_cast<size_t>(k)]));
+  region.carries = carries;
+  region.slices = slices;
+  region.xs = xs;
+  return e.outline_scan(region);
+}
+
 // Scan (opset 9 on): N state variables, then M scanned inputs; the body maps (state,
 // one slice of each) to (next state, K per-iteration outputs), stacked along
 // scan_output_axes. The weft scan runs forward (Emitter::outline_scan makes forward
@@ -141,43 +177,17 @@ void scan(NodeContext& n) {
       if (d != 0 && d != 1) n.invalid("a scan direction is " + std::to_string(d) + " (0 or 1)");
     }
   }
-  std::vector<ValueId> carries, xs, slices;
-  std::vector<std::string> names;
-  for (int64_t i = 0; i < states; ++i) {
-    carries.push_back(stand_in(e, n.input(static_cast<int>(i))));
-    names.push_back(body.input(static_cast<int>(i)).name());
-  }
-  int64_t length = -1;
+  std::vector<ValueId> initial, xs;
+  for (int64_t i = 0; i < states; ++i) initial.push_back(n.input(static_cast<int>(i)));
   for (int64_t j = 0; j < m; ++j) {
     ValueId x = n.input(static_cast<int>(states + j));
     const int64_t rank = e.rank(x);
     if (rank < 1) n.invalid("scanned input " + std::to_string(j) + " is a scalar");
     const int64_t axis = normalize_axis(n, "scan_input_axes[" + std::to_string(j) + "]", in_axes[j], rank);
     if (axis != 0) x = e.transpose(x, move_axis(rank, axis, 0));
-    if (in_dirs[j] == 1) x = flip_first(e, x);
-    const int64_t len = e.shape(x)[0];
-    if (length >= 0 && len != length) {
-      n.invalid("scanned inputs of " + std::to_string(length) + " and " + std::to_string(len) + " iterations");
-    }
-    length = len;
-    xs.push_back(x);
+    xs.push_back(in_dirs[j] == 1 ? flip_first(e, x) : x);
   }
-  if (length < 1) n.unsupported("a scan of no iterations");
-  for (ValueId x : xs) slices.push_back(first_slot(e, x));
-
-  ScanRegion region;
-  region.first_node = e.num_nodes();
-  region.length = length;
-  std::vector<SubgraphValue> in;
-  for (ValueId v : carries) in.push_back({"", v, std::nullopt});
-  for (ValueId v : slices) in.push_back({"", v, std::nullopt});
-  const std::vector<SubgraphValue> outs = n.import_subgraph(body, std::move(in));
-  region.next_carries = next_carries(n, outs, 0, carries, names);
-  for (int64_t k = 0; k < k_out; ++k) region.ys.push_back(n.value_of(outs[static_cast<size_t>(states + k)]));
-  region.carries = carries;
-  region.slices = slices;
-  region.xs = xs;
-  const std::vector<ValueId> r = e.outline_scan(region);
+  const std::vector<ValueId> r = scan_loop(n, body, initial, xs, k_out);
   for (int64_t i = 0; i < states; ++i) n.set_output(static_cast<int>(i), r[static_cast<size_t>(i)]);
   for (int64_t k = 0; k < k_out; ++k) {
     ValueId y = r[static_cast<size_t>(states + k)];
@@ -189,8 +199,49 @@ void scan(NodeContext& n) {
   }
 }
 
+// Scan-8: the same loop for each sample of a batch. Every input has the batch axis
+// first; the scanned ones are [batch, length, ...] (directions per scanned input), the
+// outputs stacked to [batch, length, ...]. A loop over the batch whose body is the scan.
 void scan8(NodeContext& n) {
-  n.unsupported("Scan-8's batched form (opset 8: a batch axis and sequence_lens; export at opset 9 or later)");
+  n.expect_attrs({"body", "num_scan_inputs", "directions"});
+  Emitter& e = n.e();
+  const onnx::GraphProto& body = n.attr_graph("body");
+  if (n.has_input(0)) n.unsupported("sequence_lens (sequences of different lengths in one batch)");
+  if (!n.has_attr("num_scan_inputs")) n.invalid("attribute 'num_scan_inputs' is required");
+  const int64_t m = n.attr_int("num_scan_inputs", 0);
+  const int64_t states = n.num_inputs() - 1 - m;
+  if (m < 1 || states < 0 || body.input_size() != states + m) {
+    n.invalid("num_scan_inputs is " + std::to_string(m) + " for " + std::to_string(n.num_inputs() - 1) +
+              " inputs and a body of " + std::to_string(body.input_size()));
+  }
+  const int64_t k_out = body.output_size() - states;
+  if (k_out < 0) n.invalid("its body has fewer outputs than state variables");
+  const std::vector<int64_t> dirs = per_entry(n, "directions", static_cast<size_t>(m));
+  std::vector<ValueId> batched, slots;
+  for (int i = 1; i < n.num_inputs(); ++i) {
+    const ValueId x = n.input(i);
+    if (e.rank(x) < (i > states ? 2 : 1)) n.invalid("input " + std::to_string(i) + " has no batch axis");
+    batched.push_back(x);
+  }
+  for (ValueId x : batched) {
+    if (e.shape(x)[0] != e.shape(batched[0])[0]) {
+      n.invalid("inputs of batch " + std::to_string(e.shape(batched[0])[0]) + " and " + std::to_string(e.shape(x)[0]));
+    }
+    slots.push_back(first_slot(e, x));
+  }
+  ScanRegion per_sample;
+  per_sample.first_node = e.num_nodes();
+  per_sample.length = e.shape(batched[0])[0];
+  std::vector<ValueId> initial(slots.begin(), slots.begin() + states), xs;
+  for (int64_t j = 0; j < m; ++j) {
+    const ValueId x = slots[static_cast<size_t>(states + j)];
+    xs.push_back(dirs[static_cast<size_t>(j)] == 1 ? flip_first(e, x) : x);
+  }
+  per_sample.ys = scan_loop(n, body, initial, xs, k_out);
+  per_sample.slices = slots;
+  per_sample.xs = batched;
+  const std::vector<ValueId> r = e.outline_scan(per_sample);
+  for (size_t i = 0; i < r.size(); ++i) n.set_output(static_cast<int>(i), r[i]);
 }
 
 // Loop: M iterations of body(iteration, condition, carried...) -> (condition, carried...,

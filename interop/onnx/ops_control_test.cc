@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <iostream>
 
 #include "interop/onnx/testing/onnx_builder.h"
@@ -199,6 +200,41 @@ TEST(Scan, Opset8BatchedForm) {
   ASSERT_TRUE(y.ok()) << y.error().to_string();
   EXPECT_EQ((*y)[0], f32({2, 1}, {6, 25}));
   EXPECT_EQ((*y)[1], f32({2, 3, 1}, {-3, -5, -6, -16, -21, -25}));
+}
+
+TEST(ScanErrors, MalformedScansAreInvalid) {
+  // Scan(s0 [2], xs [3, 2], more [M, 2]) with the running-sum body (one scanned input
+  // unless `two`); `edit` changes the node.
+  auto import = [](bool two, int64_t more, const std::function<void(onnx::NodeProto&)>& edit) {
+    OnnxBuilder b(11);
+    b.input("s0", DType::f32, {2}).input("xs", DType::f32, {3, 2}).input("more", DType::f32, {more, 2});
+    b.initializer("w", f32({2}, {1, -1}));
+    auto& s = b.node("Scan", two ? std::vector<std::string>{"s0", "xs", "more"} : std::vector<std::string>{"s0", "xs"},
+                     {"s", "ys"}, "scan");
+    set_attr(s, "num_scan_inputs", two ? 2 : 1);
+    OnnxBuilder body = running_sum_body({2});
+    if (two) body.input("m_t", DType::f32, {2});
+    set_body(s, body);
+    edit(s);
+    b.output("s", DType::f32);
+    StatusOr<ImportedGraph> g = import_onnx(b.file());
+    return g.ok() ? std::string("imported") : g.error().message;
+  };
+  auto keep = [](onnx::NodeProto&) {};
+  EXPECT_EQ(import(true, 3, keep), "imported");
+  EXPECT_EQ(import(true, 4, keep), "node 'scan' (Scan, opset 11): scanned inputs of 3 and 4 iterations");
+  EXPECT_EQ(import(false, 3, [](onnx::NodeProto& s) { set_attr(s, "scan_input_directions", std::vector<int64_t>{2}); }),
+            "node 'scan' (Scan, opset 11): a scan direction is 2 (0 or 1)");
+  EXPECT_EQ(import(false, 3, [](onnx::NodeProto& s) { set_attr(s, "scan_input_axes", std::vector<int64_t>{2}); }),
+            "node 'scan' (Scan, opset 11): scan_input_axes[0] is 2, out of range for rank 2");
+  EXPECT_EQ(import(false, 3, [](onnx::NodeProto& s) { set_attr(s, "scan_output_axes", std::vector<int64_t>{0, 1}); }),
+            "node 'scan' (Scan, opset 11): attribute 'scan_output_axes' has 2 entries for 1");
+  EXPECT_EQ(import(false, 3, [](onnx::NodeProto& s) { s.mutable_attribute(0)->set_i(3); }),
+            "node 'scan' (Scan, opset 11): num_scan_inputs is 3 for 2 inputs");
+  EXPECT_EQ(import(false, 3, [](onnx::NodeProto& s) { s.add_input("more"); }),
+            "node 'scan' (Scan, opset 11): its body takes 2 inputs, the node gives 3");
+  EXPECT_EQ(import(false, 3, [](onnx::NodeProto& s) { s.mutable_attribute()->RemoveLast(); }),
+            "node 'scan' (Scan, opset 11): attribute 'body' is required");
 }
 
 /// Loop's body: (i, cond, y) -> (cond, y · w + i, y), w from the outer scope.

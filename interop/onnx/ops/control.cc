@@ -1,9 +1,9 @@
 // (family: control) ONNX's loops as weft's `scan` (ir/ops.def): Scan (Scan-8's batched
-// form as a loop over the batch around the scan) and Loop with a constant trip count. The body is imported as ONE iteration, inline, through
-// the same importer (NodeContext::import_subgraph: its nodes may read outer values), on
-// stand-ins for the carries and for one slice of each scanned input; then
-// Emitter::outline_scan turns that iteration into one `scan` node whose consts are the
-// outer values it read:
+// form as a loop over the batch around the scan) and Loop with a constant trip count.
+// The body is imported as ONE iteration, inline, through the same importer
+// (NodeContext::import_subgraph: its nodes may read outer values), on stand-ins for the
+// carries and for one slice of each scanned input; then Emitter::outline_scan turns that
+// iteration into one `scan` node whose consts are the outer values it read:
 //
 //   Scan(h0, xs) {body(h, x) -> (h', y)}   ->   %h, %ys = scan(<outer values>, %h0, %xs)
 //
@@ -40,8 +40,7 @@ ValueId flip_first(Emitter& e, ValueId x) {
   return e.op(Op::Gather, {x, index}, {{"axis", int64_t{0}}});
 }
 
-// Axis `axis` of a rank-`rank` tensor moved to the front (to = 0), or the front axis
-// moved to `axis` (to = axis): the permutation.
+// The permutation of a rank-`rank` tensor that moves axis `from` to position `to`.
 IntList move_axis(int64_t rank, int64_t from, int64_t to) {
   IntList perm;
   for (int64_t d = 0; d < rank; ++d) {

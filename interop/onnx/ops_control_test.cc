@@ -8,6 +8,7 @@
 
 #include "interop/onnx/testing/onnx_builder.h"
 #include "ir/text.h"
+#include "ir/verifier.h"
 
 namespace weft::onnx_io {
 namespace {
@@ -49,6 +50,7 @@ TEST(Scan, RunningSumReadsOuterValues) {
   int scans = 0;
   for (const Node& n : g->graph.nodes()) scans += n.op == Op::Scan;
   EXPECT_EQ(scans, 1) << print_graph(g->graph);
+  EXPECT_TRUE(verify(g->graph).ok()) << verify(g->graph).to_string();
   StatusOr<std::vector<Tensor>> y =
       import_and_run(b.file(), {f32({2}, {10, 20}), f32({3, 2}, {1, 2, 3, 4, 5, 6})});
   ASSERT_TRUE(y.ok()) << y.error().to_string();
@@ -308,6 +310,9 @@ TEST(Loop, InsideAScanBody) {
   body.output("x4", DType::f32);
   set_body(s, body);
   b.output("ys", DType::f32);
+  StatusOr<ImportedGraph> g = import_onnx(b.file());
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  EXPECT_TRUE(verify(g->graph).ok()) << verify(g->graph).to_string();
   StatusOr<std::vector<Tensor>> y = import_and_run(b.file(), {f32({2, 1}, {1, -2})});
   ASSERT_TRUE(y.ok()) << y.error().to_string();
   EXPECT_EQ((*y)[0], f32({2, 1}, {4, -8}));

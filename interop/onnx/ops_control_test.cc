@@ -1,14 +1,17 @@
 // The control converters (ops/control.cc): ONNX's Scan and Loop as weft's `scan`,
-// against hand-computed numbers; their refusals; and ONNX's node tests of both.
+// against hand-computed numbers (values, and gradients through the imported loop); their
+// refusals; and ONNX's node tests of both.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <functional>
 #include <iostream>
 
+#include "autodiff/grad.h"
 #include "interop/onnx/testing/onnx_builder.h"
 #include "ir/text.h"
 #include "ir/verifier.h"
+#include "runtime/reference/interpreter.h"
 
 namespace weft::onnx_io {
 namespace {
@@ -37,6 +40,24 @@ OnnxBuilder running_sum_body(std::vector<int64_t> slice) {
   return body;
 }
 
+/// d(sum of output `output`)/dw of the imported model at `data` (its data inputs), with
+/// w = `w`: the loop differentiated through the weft scan the import made.
+Tensor grad_wrt_w(const OnnxFile& file, int output, std::vector<Tensor> data, const Tensor& w) {
+  StatusOr<ImportedGraph> g = import_onnx(file);
+  EXPECT_TRUE(g.ok()) << g.error().to_string();
+  if (!g.ok()) return Tensor();
+  StatusOr<Graph> grad = gradient_graph(g->graph, output, {"w"}, "seed");
+  EXPECT_TRUE(grad.ok()) << grad.error().to_string();
+  if (!grad.ok()) return Tensor();
+  Tensor seed(g->graph.type(g->graph.outputs()[static_cast<size_t>(output)]));
+  for (int64_t i = 0; i < seed.numel(); ++i) seed.set_double(i, 1);
+  data.push_back(w);
+  data.push_back(seed);
+  StatusOr<reference::RunResult> r = reference::run(*grad, std::move(data));
+  EXPECT_TRUE(r.ok()) << r.error().to_string();
+  return r.ok() ? r->outputs[0] : Tensor();
+}
+
 TEST(Scan, RunningSumReadsOuterValues) {
   OnnxBuilder b(11);
   b.input("s0", DType::f32, {2}).input("xs", DType::f32, {3, 2});
@@ -56,6 +77,9 @@ TEST(Scan, RunningSumReadsOuterValues) {
   ASSERT_TRUE(y.ok()) << y.error().to_string();
   EXPECT_EQ((*y)[0], f32({2}, {19, 32}));
   EXPECT_EQ((*y)[1], f32({3, 2}, {11, -22, 14, -26, 19, -32}));
+  // ys[t] = sums[t]·w: the gradient is the sum of the running sums.
+  EXPECT_EQ(grad_wrt_w(b.file(), 1, {f32({2}, {10, 20}), f32({3, 2}, {1, 2, 3, 4, 5, 6})}, f32({2}, {1, -1})),
+            f32({2}, {44, 80}));
 }
 
 TEST(Scan, DirectionsAndAxes) {
@@ -83,6 +107,8 @@ TEST(Scan, DirectionsAndAxes) {
   EXPECT_EQ((*y)[1], f32({2, 3}, {6, 5, 3, -15, -11, -6}));
   // Appended: the slices in the order read.
   EXPECT_EQ((*y)[2], f32({2, 3}, {3, 2, 1, 6, 5, 4}));
+  EXPECT_EQ(grad_wrt_w(b.file(), 1, {f32({2}, {0, 0}), f32({2, 3}, {1, 2, 3, 4, 5, 6})}, f32({2}, {1, -1})),
+            f32({2}, {14, 32}));
 }
 
 TEST(Scan, NoStateAndAConstantOutput) {

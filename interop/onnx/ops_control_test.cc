@@ -1,4 +1,4 @@
-// The control converters (ops/control.cc): ONNX's Scan and Loop as weft's `scan`,
+// The control converters (ops/control.cc): ONNX's Scan and Loop as weft's `scan`, If,
 // against hand-computed numbers (values, and gradients through the imported loop); their
 // refusals; and ONNX's node tests of both.
 #include <gtest/gtest.h>
@@ -371,6 +371,56 @@ TEST(LoopErrors, RefusalsNameTheNode) {
   EXPECT_EQ(refusal(false, false), "imported");
 }
 
+/// If(cond) {then: x + 1, c [2]} else {x - 1, c [3] or [2]}.
+OnnxBuilder if_model(bool constant_cond, bool cond, bool same_types) {
+  OnnxBuilder b(13);
+  b.input("x", DType::f32, {2});
+  if (constant_cond) {
+    b.initializer("cond", Tensor::scalar(DType::boolean, cond ? 1 : 0));
+  } else {
+    b.input("cond", DType::boolean, {1});
+  }
+  b.initializer("one", f32({}, {1}));
+  auto& n = b.node("If", {"cond"}, {"y", "c"}, "if");
+  for (bool branch : {true, false}) {
+    OnnxBuilder g;
+    g.node(branch ? "Add" : "Sub", {"x", "one"}, {"y_b"});
+    const std::vector<float> c = branch || same_types ? std::vector<float>{5, 6} : std::vector<float>{7, 8, 9};
+    set_attr(g.node("Constant", {}, {"c_b"}), "value", f32({static_cast<int64_t>(c.size())}, c));
+    g.output("y_b", DType::f32).output("c_b", DType::f32);
+    onnx::AttributeProto* a = n.add_attribute();
+    a->set_name(branch ? "then_branch" : "else_branch");
+    a->set_type(onnx::AttributeProto::GRAPH);
+    *a->mutable_g() = g.model().graph();
+  }
+  b.output("y", DType::f32).output("c", DType::f32);
+  return b;
+}
+
+TEST(If, ConstantConditionPicksABranch) {
+  for (bool cond : {true, false}) {
+    StatusOr<std::vector<Tensor>> y = import_and_run(if_model(true, cond, false).file(), {f32({2}, {1, 2})});
+    ASSERT_TRUE(y.ok()) << y.error().to_string();
+    EXPECT_EQ((*y)[0], cond ? f32({2}, {2, 3}) : f32({2}, {0, 1}));
+    EXPECT_EQ((*y)[1], cond ? f32({2}, {5, 6}) : f32({3}, {7, 8, 9}));
+  }
+}
+
+TEST(If, ComputedConditionSelects) {
+  const OnnxFile file = if_model(false, false, true).file();
+  for (bool cond : {true, false}) {
+    Tensor c = Tensor::from_doubles(DType::boolean, Shape({1}), {cond ? 1.0 : 0.0});
+    StatusOr<std::vector<Tensor>> y = import_and_run(file, {f32({2}, {1, 2}), c});
+    ASSERT_TRUE(y.ok()) << y.error().to_string();
+    EXPECT_EQ((*y)[0], cond ? f32({2}, {2, 3}) : f32({2}, {0, 1}));
+  }
+  StatusOr<ImportedGraph> g = import_onnx(if_model(false, false, false).file());
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().message,
+            "node 'if' (If, opset 13): a condition computed at run time choosing between outputs of types "
+            "f32[2] and f32[3] (weft's shapes are static) is not supported");
+}
+
 // ---- ONNX's node tests ---------------------------------------------------------------
 
 /// Runs one test folder of ONNX's backend data (exact comparison: these sum small
@@ -431,10 +481,12 @@ TEST(LoopErrors, MalformedAndNeverRunningLoops) {
   EXPECT_EQ(import(2, "", true), "node 'loop' (Loop, opset 13): its body declares input 'i' twice");
 }
 
-TEST(OnnxNodeTests, ScanAndLoop) {
+TEST(OnnxNodeTests, ScanLoopAndIf) {
   const fs::path root = "/usr/include/onnx/backend/test/data/node";
   if (!fs::exists(root)) GTEST_SKIP() << "ONNX's test data is not installed";
   EXPECT_EQ(run_node_test(root / "test_scan9_sum"), "");
+  EXPECT_EQ(run_node_test(root / "test_if"), "");
+  // test_if_seq and test_if_opt return a sequence and an optional, which weft has not.
   EXPECT_EQ(run_node_test(root / "test_scan_sum"), "");
   EXPECT_EQ(run_node_test(root / "test_loop11"),
             "node '#0' (Loop, opset 11): a trip count M computed at run time (weft's loops have a static "

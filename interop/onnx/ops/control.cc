@@ -1,5 +1,6 @@
 // (family: control) ONNX's loops as weft's `scan` (ir/ops.def): Scan (Scan-8's batched
-// form as a loop over the batch around the scan) and Loop with a constant trip count.
+// form as a loop over the batch around the scan) and Loop with a constant trip count;
+// and If (the branch a constant condition picks, or both and a `select`).
 // The body is imported as ONE iteration, inline, through the same importer
 // (NodeContext::import_subgraph: its nodes may read outer values), on stand-ins for the
 // carries and for one slice of each scanned input; then Emitter::outline_scan turns that
@@ -319,7 +320,46 @@ void loop(NodeContext& n) {
   }
 }
 
+// If: a condition known at import time imports the branch it picks, inline; a computed
+// one imports both and selects between their outputs (exact: the branches have no side
+// effects), which then must have one type each (weft's shapes are static).
+void if_then_else(NodeContext& n) {
+  n.expect_attrs({"then_branch", "else_branch"});
+  Emitter& e = n.e();
+  const onnx::GraphProto& then_branch = n.attr_graph("then_branch");
+  const onnx::GraphProto& else_branch = n.attr_graph("else_branch");
+  if (then_branch.output_size() != else_branch.output_size()) {
+    n.invalid("its branches have " + std::to_string(then_branch.output_size()) + " and " +
+              std::to_string(else_branch.output_size()) + " outputs");
+  }
+  const Type ct = n.input_type(0);
+  if (ct.numel() != 1) n.invalid("the condition must hold one value, not " + ct.to_string());
+  if (const Tensor* c = n.constant(0)) {
+    const std::vector<SubgraphValue> outs = n.import_subgraph(c->get_double(0) != 0 ? then_branch : else_branch, {});
+    for (size_t i = 0; i < outs.size(); ++i) {
+      if (outs[i].constant) {
+        n.set_constant_output(static_cast<int>(i), *outs[i].constant);
+      } else {
+        n.set_output(static_cast<int>(i), *outs[i].value);
+      }
+    }
+    return;
+  }
+  const ValueId cond = e.reshape(n.input(0), {});
+  const std::vector<SubgraphValue> yes = n.import_subgraph(then_branch, {});
+  const std::vector<SubgraphValue> no = n.import_subgraph(else_branch, {});
+  for (size_t i = 0; i < yes.size(); ++i) {
+    const ValueId a = n.value_of(yes[i]), b = n.value_of(no[i]);
+    if (e.type(a) != e.type(b)) {
+      n.unsupported("a condition computed at run time choosing between outputs of types " + e.type(a).to_string() +
+                    " and " + e.type(b).to_string() + " (weft's shapes are static)");
+    }
+    n.set_output(static_cast<int>(i), e.op(Op::Select, {cond, a, b}));
+  }
+}
+
 const OpConverter kControl[] = {
+    {"If", 1, if_then_else},
     {"Loop", 1, loop},
     {"Scan", 8, scan8},
     {"Scan", 9, scan},

@@ -8,6 +8,8 @@
 #include <iostream>
 
 #include "autodiff/grad.h"
+#include "frontend/flow.h"
+#include "frontend/modules.h"
 #include "interop/onnx/testing/onnx_builder.h"
 #include "ir/text.h"
 #include "ir/verifier.h"
@@ -80,6 +82,38 @@ TEST(Scan, RunningSumReadsOuterValues) {
   // ys[t] = sums[t]·w: the gradient is the sum of the running sums.
   EXPECT_EQ(grad_wrt_w(b.file(), 1, {f32({2}, {10, 20}), f32({3, 2}, {1, 2, 3, 4, 5, 6})}, f32({2}, {1, -1})),
             f32({2}, {44, 80}));
+}
+
+TEST(Scan, InAFlowAsAModule) {
+  // The running sum's final state as a stage of a flow: w (read by the body) is the
+  // module's parameter `1.w` (the flow's second stage), the loop one scan node.
+  OnnxBuilder b(11);
+  b.input("s0", DType::f32, {2}).input("xs", DType::f32, {3, 2});
+  b.initializer("w", f32({2}, {1, -1}));
+  auto& s = b.node("Scan", {"s0", "xs"}, {"ys", "s"});
+  set_attr(s, "num_scan_inputs", 1);
+  OnnxBuilder body = running_sum_body({2});
+  body.model().mutable_graph()->mutable_output()->SwapElements(0, 1);  // ys first: a state
+  set_body(s, body);
+  b.output("ys", DType::f32);
+  const std::string path = ::testing::TempDir() + "/scan.onnx";
+  std::string bytes;
+  ASSERT_TRUE(b.model().SerializeToString(&bytes));
+  FILE* f = std::fopen(path.c_str(), "wb");
+  std::fwrite(bytes.data(), 1, bytes.size(), f);
+  std::fclose(f);
+  StatusOr<Model> m = FlowBuilder::from(Identity())
+                          .input({"xs"})
+                          .through(OnnxModel(path))
+                          .uses({"xs"})
+                          .build({{"x", Type{DType::f32, {2}}}, {"xs", Type{DType::f32, {3, 2}}}});
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  ASSERT_EQ(m->parameters().size(), 1u);
+  EXPECT_EQ(m->parameters()[0].name, "1.w");
+  int scans = 0;
+  for (const Node& n : m->graph().nodes()) scans += n.op == Op::Scan;
+  EXPECT_EQ(scans, 1);
+  EXPECT_EQ(m->graph().type(m->graph().outputs()[0]).to_string(), "f32[2]");
 }
 
 TEST(Scan, DirectionsAndAxes) {

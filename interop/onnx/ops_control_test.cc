@@ -453,6 +453,11 @@ TEST(If, ComputedConditionSelects) {
   EXPECT_EQ(g.error().message,
             "node 'if' (If, opset 13): a condition computed at run time choosing between outputs of types "
             "f32[2] and f32[3] (weft's shapes are static) is not supported");
+  OnnxBuilder lopsided = if_model(false, false, true);
+  lopsided.model().mutable_graph()->mutable_node(0)->mutable_attribute(1)->mutable_g()->mutable_output()->RemoveLast();
+  g = import_onnx(lopsided.file());
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().message, "node 'if' (If, opset 13): its branches have 2 and 1 outputs");
 }
 
 // ---- ONNX's node tests ---------------------------------------------------------------
@@ -492,11 +497,11 @@ TEST(LoopErrors, MalformedAndNeverRunningLoops) {
   // none), and a body that declares input `dup` twice when `twice`.
   auto import = [](int64_t trips, const std::string& cond, bool twice) {
     OnnxBuilder b(13);
-    b.input("y0", DType::f32, {2});
+    b.input("y0", DType::f32, {2}).input("flag", DType::boolean, {});
     b.initializer("M", Tensor::scalar(DType::i64, static_cast<double>(trips)));
     b.initializer("no", Tensor::scalar(DType::boolean, 0));
     b.initializer("yes", Tensor::scalar(DType::boolean, 1));
-    auto& l = b.node("Loop", {"M", cond, "y0"}, {"y"}, "loop");
+    auto& l = b.node("Loop", {trips < 0 ? "" : "M", cond, "y0"}, {"y"}, "loop");
     OnnxBuilder body;
     body.input("i", DType::i64, {}).input(twice ? "i" : "c", DType::boolean, {}).input("y_in", DType::f32, {2});
     body.node("Add", {"y_in", "y_in"}, {"y_out"});
@@ -513,6 +518,12 @@ TEST(LoopErrors, MalformedAndNeverRunningLoops) {
             "node 'loop' (Loop, opset 13): an initial condition that is false (a loop that never runs) is not "
             "supported");
   EXPECT_EQ(import(2, "", true), "node 'loop' (Loop, opset 13): its body declares input 'i' twice");
+  EXPECT_EQ(import(-1, "yes", false),
+            "node 'loop' (Loop, opset 13): a Loop without a trip count M (weft's loops have a static length) "
+            "is not supported");
+  EXPECT_EQ(import(2, "flag", false),
+            "node 'loop' (Loop, opset 13): an initial condition computed at run time (a data-dependent exit: "
+            "weft's loops have a static length) is not supported");
 }
 
 TEST(OnnxNodeTests, ScanLoopAndIf) {

@@ -247,6 +247,36 @@ TEST(ScanErrors, RefusalsNameTheNode) {
             "supported");
 }
 
+TEST(ScanErrors, BodiesThatDoNotFit) {
+  // A body output that nothing computes; Scan-8 inputs of two batch sizes.
+  OnnxBuilder missing(11);
+  missing.input("xs", DType::f32, {3, 2});
+  auto& s = missing.node("Scan", {"xs"}, {"ys"}, "scan");
+  set_attr(s, "num_scan_inputs", 1);
+  OnnxBuilder body;
+  body.input("x", DType::f32, {2});
+  body.output("nowhere", DType::f32);
+  set_body(s, body);
+  missing.output("ys", DType::f32);
+  StatusOr<ImportedGraph> g = import_onnx(missing.file());
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().message, "node 'scan' (Scan, opset 11): its body's output 'nowhere' is never computed");
+
+  OnnxBuilder batches(8);
+  batches.input("s0", DType::f32, {2, 1}).input("xs", DType::f32, {3, 3, 1});
+  auto& s8 = batches.node("Scan", {"", "s0", "xs"}, {"s"}, "scan8");
+  set_attr(s8, "num_scan_inputs", 1);
+  OnnxBuilder body8;
+  body8.input("h", DType::f32, {1}).input("x", DType::f32, {1});
+  body8.node("Add", {"h", "x"}, {"h2"});
+  body8.output("h2", DType::f32);
+  set_body(s8, body8);
+  batches.output("s", DType::f32);
+  g = import_onnx(batches.file());
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().message, "node 'scan8' (Scan, opset 8): inputs of batch 2 and 3");
+}
+
 TEST(Scan, Opset8BatchedForm) {
   // Per sample b: a running sum over xs[b] (read backward), from s0[b].
   OnnxBuilder b(8);
@@ -458,6 +488,13 @@ TEST(If, ComputedConditionSelects) {
   g = import_onnx(lopsided.file());
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.error().message, "node 'if' (If, opset 13): its branches have 2 and 1 outputs");
+  OnnxBuilder with_input = if_model(true, true, true);  // a branch takes no inputs
+  auto* then_branch = with_input.model().mutable_graph()->mutable_node(0)->mutable_attribute(0)->mutable_g();
+  then_branch->add_input()->set_name("stray");
+  then_branch->set_name("then");
+  g = import_onnx(with_input.file());
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().message, "node 'if' (If, opset 13): its body 'then' takes 1 inputs, not 0");
 }
 
 // ---- ONNX's node tests ---------------------------------------------------------------

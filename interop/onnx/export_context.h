@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "interop/onnx/attributes.h"
 #include "interop/onnx/proto.h"
 #include "ir/graph.h"
 #include "ir/status.h"
@@ -155,14 +156,7 @@ class ExportContext {
   const OpExporter& row_;
 };
 
-// Attributes of an ONNX node.
-void add_attr(onnx::NodeProto& n, const std::string& name, int64_t v);
-void add_attr(onnx::NodeProto& n, const std::string& name, float v);
-void add_attr(onnx::NodeProto& n, const std::string& name, const std::string& v);
-void add_attr(onnx::NodeProto& n, const std::string& name, const std::vector<int64_t>& v);
-void add_attr(onnx::NodeProto& n, const std::string& name, const Tensor& v);
-/// A graph attribute (Scan's body); returns the graph to fill.
-onnx::GraphProto* add_graph_attr(onnx::NodeProto& n, const std::string& name);
+// An ONNX node's attributes are written with add_attr and add_graph_attr (attributes.h).
 
 /// A node's optional ints attribute (absent: nullptr).
 const IntList* optional_ints(const Node& n, std::string_view name);

@@ -1,97 +1,22 @@
-// Tensors as data: constants, shapes, the movement ops (reshape, transpose, slice,
-// gather, concat, pad...) and tensors made from indices (range, one-hot, trilu, eye).
+// Tensors as data: constants, shapes and the movement ops (reshape, squeeze, transpose,
+// expand, tile, concat, split, slice). Indexing (gather, pad, one-hot, trilu, cumsum,
+// resize) is ops/indexing.cc; the helpers both use are ops/tensor_util.h.
 //
-// weft's shapes are static: sizes, axes, pads and repeats must be known at import time
+// weft's shapes are static: sizes, axes and repeats must be known at import time
 // (ints_input refuses computed ones); the data itself may be computed. Ops whose output
 // shape depends on the data (NonZero, Compress, Unique) are refused. Index arithmetic
-// (negative indices, reflect padding, reversed slices) is emitted as i64 ops on `iota`,
-// so a converter never needs a constant tensor of its own.
+// (reversed slices) is emitted as i64 ops on `iota`, so a converter never needs a
+// constant tensor of its own.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 
 #include "interop/onnx/convert.h"
+#include "interop/onnx/ops/tensor_util.h"
 #include "interop/onnx/reader.h"
 
 namespace weft::onnx_io {
 namespace {
-
-using Dims = std::vector<int64_t>;
-
-// ---- Helpers ------------------------------------------------------------------------
-
-/// `axis` in [-rank, rank) as a non-negative axis, or the node is invalid.
-int axis_in(NodeContext& n, int64_t axis, int rank, const char* what = "axis") {
-  if (axis < -rank || axis >= rank) {
-    n.invalid(std::string(what) + " " + std::to_string(axis) + " is out of range for rank " +
-              std::to_string(rank));
-  }
-  return static_cast<int>(axis < 0 ? axis + rank : axis);
-}
-
-ValueId i64(Emitter& e, int64_t v) { return e.constant(static_cast<double>(v), DType::i64); }
-
-/// 0, 1, ..., len-1 along `axis` of a tensor of `shape` (i64).
-ValueId iota(Emitter& e, Dims shape, int axis) {
-  return e.op(Op::Iota, {}, {{"shape", shape}, {"axis", int64_t{axis}}, {"dtype", DType::i64}});
-}
-
-ValueId cast(Emitter& e, ValueId x, DType dtype) {
-  return e.type(x).dtype == dtype ? x : e.op(Op::Cast, {x}, {{"dtype", dtype}});
-}
-
-/// x along `axis` at the 1-D i64 `indices`.
-ValueId gather1(Emitter& e, ValueId x, int axis, ValueId indices) {
-  return e.op(Op::Gather, {x, indices}, {{"axis", int64_t{axis}}});
-}
-
-/// x[start:stop:step] along `axis` (start, stop in [0, dim], step >= 1).
-ValueId slice_axis(Emitter& e, ValueId x, int axis, int64_t start, int64_t stop, int64_t step = 1) {
-  const int rank = e.rank(x);
-  Dims starts(rank, 0), stops = e.shape(x).dims, steps(rank, 1);
-  starts[axis] = start;
-  stops[axis] = stop;
-  steps[axis] = step;
-  return e.op(Op::Slice, {x}, {{"start", starts}, {"stop", stops}, {"step", steps}});
-}
-
-/// x padded by `low` and `high` per axis with `value`; negative amounts crop (weft's
-/// pad takes only amounts >= 0, so the crop is a slice).
-ValueId pad_or_crop(Emitter& e, ValueId x, const Dims& low, const Dims& high, double value) {
-  const Dims d = e.shape(x).dims;
-  Dims start(d.size()), stop(d.size()), grow_low(d.size()), grow_high(d.size());
-  bool crops = false, grows = false;
-  for (size_t k = 0; k < d.size(); ++k) {
-    start[k] = std::min<int64_t>(-std::min<int64_t>(low[k], 0), d[k]);
-    stop[k] = std::max(start[k], d[k] + std::min<int64_t>(high[k], 0));
-    grow_low[k] = std::max<int64_t>(low[k], 0);
-    grow_high[k] = std::max<int64_t>(high[k], 0);
-    crops = crops || low[k] < 0 || high[k] < 0;
-    grows = grows || low[k] > 0 || high[k] > 0;
-  }
-  if (crops) x = e.op(Op::Slice, {x}, {{"start", start}, {"stop", stop}});
-  if (grows) x = e.op(Op::Pad, {x}, {{"low", grow_low}, {"high", grow_high}, {"value", value}});
-  return x;
-}
-
-/// Negative indices count from the end of a dim of size `dim`: idx < 0 ? idx + dim : idx.
-/// Skipped when the indices are known and none is negative.
-ValueId wrap_negative(NodeContext& n, int i, ValueId idx, int64_t dim) {
-  if (const Tensor* t = n.constant(i)) {
-    bool negative = false;
-    for (int64_t k = 0; k < t->numel(); ++k) negative = negative || t->get_double(k) < 0;
-    if (!negative) return idx;
-  }
-  Emitter& e = n.e();
-  return e.op(Op::Select, {e.op(Op::Lt, {idx, i64(e, 0)}), e.add(idx, i64(e, dim)), idx});
-}
-
-/// Input i as i64 indices (ONNX allows int32 and int64).
-ValueId index_input(NodeContext& n, int i) {
-  ValueId v = n.input(i);
-  if (!is_integer(n.e().type(v).dtype)) n.invalid("indices must be integers");
-  return cast(n.e(), v, DType::i64);
-}
 
 // ---- Constants and shapes -----------------------------------------------------------
 
@@ -297,21 +222,6 @@ void expand(NodeContext& n) {
   n.set_output(0, out == in ? x : n.e().op(Op::BroadcastTo, {x}, {{"shape", out.dims}}));
 }
 
-/// Each axis k of x repeated `times[k]` times, either as whole blocks (tile:
-/// [a, b] -> [a, b, a, b]) or element by element (nearest upsampling: [a, a, b, b]).
-ValueId repeat(Emitter& e, ValueId x, const Dims& times, bool blocks) {
-  const Dims d = e.shape(x).dims;
-  Dims split, wide, out;
-  for (size_t k = 0; k < d.size(); ++k) {
-    const Dims one = blocks ? Dims{1, d[k]} : Dims{d[k], 1};
-    const Dims many = blocks ? Dims{times[k], d[k]} : Dims{d[k], times[k]};
-    split.insert(split.end(), one.begin(), one.end());
-    wide.insert(wide.end(), many.begin(), many.end());
-    out.push_back(d[k] * times[k]);
-  }
-  ValueId y = e.op(Op::BroadcastTo, {e.reshape(x, split)}, {{"shape", wide}});
-  return e.reshape(y, out);
-}
 
 void tile(NodeContext& n) {
   n.expect_attrs({});
@@ -458,257 +368,6 @@ void slice(NodeContext& n) {
   n.set_output(0, x);
 }
 
-// ---- Indexing -----------------------------------------------------------------------
-
-void gather(NodeContext& n) {
-  n.expect_attrs({"axis"});
-  Emitter& e = n.e();
-  ValueId x = n.input(0);
-  const Dims d = e.shape(x).dims;
-  const int axis = axis_in(n, n.attr_int("axis", 0), static_cast<int>(d.size()));
-  ValueId idx = wrap_negative(n, 1, index_input(n, 1), d[axis]);
-  const Dims idx_dims = e.shape(idx).dims;
-  const int64_t count =
-      std::accumulate(idx_dims.begin(), idx_dims.end(), int64_t{1}, std::multiplies<>());
-  ValueId y = gather1(e, x, axis, idx_dims.size() == 1 ? idx : e.reshape(idx, {count}));
-  Dims out(d.begin(), d.begin() + axis);
-  out.insert(out.end(), idx_dims.begin(), idx_dims.end());
-  out.insert(out.end(), d.begin() + axis + 1, d.end());
-  n.set_output(0, idx_dims.size() == 1 ? y : e.reshape(y, out));
-}
-
-// data[..., idx[i, j, k], ...] as a 1-D gather from the flattened data at the flat index
-// sum over dims of coordinate · stride, the coordinate on `axis` being idx's value.
-void gather_elements(NodeContext& n) {
-  n.expect_attrs({"axis"});
-  Emitter& e = n.e();
-  ValueId x = n.input(0);
-  const Shape s = e.shape(x);
-  const int rank = s.rank();
-  const int axis = axis_in(n, n.attr_int("axis", 0), rank);
-  ValueId idx = wrap_negative(n, 1, index_input(n, 1), s[axis]);
-  const Dims idx_dims = e.shape(idx).dims;
-  if (static_cast<int>(idx_dims.size()) != rank) n.invalid("indices must have the data's rank");
-  const Dims strides = s.strides();
-  ValueId flat = e.mul(idx, i64(e, strides[axis]));
-  for (int k = 0; k < rank; ++k) {
-    if (k != axis) flat = e.add(flat, e.mul(iota(e, idx_dims, k), i64(e, strides[k])));
-  }
-  const int64_t count = Shape(idx_dims).numel();
-  ValueId y = gather1(e, e.reshape(x, {s.numel()}), 0, e.reshape(flat, {count}));
-  n.set_output(0, e.reshape(y, idx_dims));
-}
-
-// one_hot(idx) puts the new axis last; ONNX's `axis` then moves it.
-void one_hot(NodeContext& n) {
-  n.expect_attrs({"axis"});
-  Emitter& e = n.e();
-  const int64_t depth = static_cast<int64_t>(n.scalar_input(1, "depth"));
-  if (depth < 1) n.invalid("depth must be >= 1");
-  ValueId idx = n.input(0);
-  idx = cast(e, idx, DType::i64);  // ONNX casts the indices to int64
-  idx = e.op(Op::Select, {e.op(Op::Lt, {idx, i64(e, 0)}), e.add(idx, i64(e, depth)), idx});
-  const int rank = e.rank(idx) + 1;
-  const int axis = axis_in(n, n.attr_int("axis", -1), rank);
-  ValueId hot = e.op(Op::OneHot, {idx}, {{"depth", depth}, {"dtype", DType::boolean}});
-  ValueId values = n.input(2);
-  if (e.shape(values).numel() != 2) n.invalid("values must hold [off, on]");
-  values = e.reshape(values, {2});
-  ValueId off = e.reshape(slice_axis(e, values, 0, 0, 1), Dims{});
-  ValueId on = e.reshape(slice_axis(e, values, 0, 1, 2), Dims{});
-  ValueId y = e.op(Op::Select, {hot, on, off});
-  if (axis != rank - 1) {
-    Dims perm;
-    for (int k = 0; k < rank - 1; ++k) {
-      if (k == axis) perm.push_back(rank - 1);
-      perm.push_back(k);
-    }
-    y = e.transpose(y, perm);
-  }
-  n.set_output(0, y);
-}
-
-/// column - row (i64) over the last two dims of `d`, offset by -k: >= 0 on and above
-/// the k-th diagonal.
-ValueId diagonal_offset(Emitter& e, int64_t rows, int64_t cols, ValueId k) {
-  return e.sub(e.sub(iota(e, {rows, cols}, 1), iota(e, {rows, cols}, 0)), k);
-}
-
-void trilu(NodeContext& n) {
-  n.expect_attrs({"upper"});
-  Emitter& e = n.e();
-  ValueId x = n.input(0);
-  const Dims d = e.shape(x).dims;
-  if (d.size() < 2) n.invalid("the input must have rank >= 2");
-  ValueId k = n.has_input(1) ? e.reshape(cast(e, n.input(1), DType::i64), Dims{}) : i64(e, 0);
-  ValueId off = diagonal_offset(e, d[d.size() - 2], d.back(), k);
-  ValueId keep =
-      n.attr_int("upper", 1) != 0 ? e.op(Op::Ge, {off, i64(e, 0)}) : e.op(Op::Le, {off, i64(e, 0)});
-  n.set_output(0, e.op(Op::Select, {keep, x, e.full(Shape{}, 0, e.type(x).dtype)}));
-}
-
-void eye_like(NodeContext& n) {
-  n.expect_attrs({"dtype", "k"});
-  Emitter& e = n.e();
-  const Type t = n.input_type(0);
-  if (t.shape.rank() != 2) n.invalid("the input must be 2-D");
-  DType dtype = t.dtype;
-  if (n.has_attr("dtype")) {
-    StatusOr<DType> dt = dtype_from_onnx(static_cast<int>(n.attr_int("dtype", 0)));
-    if (!dt.ok()) n.unsupported(dt.error().message);
-    dtype = *dt;
-  }
-  ValueId off = diagonal_offset(e, t.shape[0], t.shape[1], i64(e, n.attr_int("k", 0)));
-  n.set_output(0, cast(e, e.op(Op::Eq, {off, i64(e, 0)}), dtype));
-}
-
-// ---- Padding ------------------------------------------------------------------------
-
-/// The source index of each padded position along an axis of size d, for `reflect`
-/// (periodic with period 2(d-1): 0 1 2 1 0 1 2...) or `edge` (clamped).
-ValueId pad_indices(Emitter& e, int64_t d, int64_t low, int64_t high, bool reflect) {
-  ValueId j = e.sub(iota(e, {low + d + high}, 0), i64(e, low));
-  if (!reflect || d == 1) {
-    return e.op(Op::Minimum, {e.op(Op::Maximum, {j, i64(e, 0)}), i64(e, d - 1)});
-  }
-  const int64_t period = 2 * (d - 1);
-  ValueId shifted = e.add(j, i64(e, (low / period + 1) * period));  // >= 0
-  ValueId r = e.sub(shifted, e.mul(e.div(shifted, i64(e, period)), i64(e, period)));
-  return e.sub(i64(e, d - 1), e.op(Op::Abs, {e.sub(r, i64(e, d - 1))}));
-}
-
-void pad(NodeContext& n) {
-  Dims pads;
-  double value = 0;
-  if (n.opset() < 11) {
-    n.expect_attrs({"mode", "pads", "value"});
-    pads = n.attr_ints("pads");
-    value = n.attr_float("value", 0);
-  } else {
-    n.expect_attrs({"mode"});
-    pads = n.ints_input(1, "pads");
-    if (n.has_input(2)) value = n.scalar_input(2, "constant_value");
-  }
-  const std::string mode = n.attr_string("mode", "constant");
-  Emitter& e = n.e();
-  ValueId x = n.input(0);
-  const Dims d = e.shape(x).dims;
-  const size_t rank = d.size();
-  if (pads.size() != 2 * rank) {
-    n.invalid("pads must have 2·rank = " + std::to_string(2 * rank) + " entries");
-  }
-  const Dims low(pads.begin(), pads.begin() + static_cast<long>(rank)),
-      high(pads.begin() + static_cast<long>(rank), pads.end());
-  if (mode == "constant") {
-    n.set_output(0, pad_or_crop(e, x, low, high, value));
-    return;
-  }
-  if (mode != "reflect" && mode != "edge") {
-    n.invalid("mode '" + mode + "' is not constant, reflect or edge");
-  }
-  for (size_t k = 0; k < rank; ++k) {
-    if (low[k] == 0 && high[k] == 0) continue;
-    if (low[k] < 0 || high[k] < 0) n.unsupported("negative pads in mode '" + mode + "'");
-    if (d[k] == 0) n.invalid("mode '" + mode + "' pads an empty axis");
-    x = gather1(e, x, static_cast<int>(k),
-                pad_indices(e, d[k], low[k], high[k], mode == "reflect"));
-  }
-  n.set_output(0, x);
-}
-
-// ---- Scans and resizing -------------------------------------------------------------
-
-// Inclusive prefix sums in log2(n) steps (Hillis-Steele): y += y shifted by 1, 2, 4...
-// along the axis, the shift a pad with zeros that crops what falls off the end. Exact
-// for integers; for floats the additions are grouped as a tree, not left to right.
-void cum_sum(NodeContext& n) {
-  n.expect_attrs({"exclusive", "reverse"});
-  Emitter& e = n.e();
-  ValueId y = n.input(0);
-  const Dims d = e.shape(y).dims;
-  const int axis =
-      axis_in(n, static_cast<int64_t>(n.scalar_input(1, "axis")), static_cast<int>(d.size()));
-  const bool reverse = n.attr_int("reverse", 0) != 0;
-  auto shift = [&](ValueId v, int64_t s) {
-    Dims low(d.size(), 0), high(d.size(), 0);
-    low[axis] = reverse ? -s : s;
-    high[axis] = reverse ? s : -s;
-    return pad_or_crop(e, v, low, high, 0.0);
-  };
-  if (n.attr_int("exclusive", 0) != 0) y = shift(y, 1);
-  for (int64_t s = 1; s < d[axis]; s *= 2) y = e.add(y, shift(y, s));
-  n.set_output(0, y);
-}
-
-/// The integer factor of each axis from Resize's/Upsample's scales or sizes, or refused.
-Dims integer_scales(NodeContext& n, const Dims& in, const std::vector<double>& scales,
-                    const Dims& sizes) {
-  Dims out;
-  for (size_t k = 0; k < in.size(); ++k) {
-    const double s =
-        scales.empty() ? (in[k] == 0 ? 1.0 : static_cast<double>(sizes[k]) / in[k]) : scales[k];
-    if (s < 1 || s != std::floor(s)) {
-      n.unsupported("scale " + format_float(s) + " (only integer upsampling)");
-    }
-    out.push_back(static_cast<int64_t>(s));
-  }
-  return out;
-}
-
-std::vector<double> doubles_input(NodeContext& n, int i, std::string_view what) {
-  const Tensor* t = n.constant(i);
-  if (t == nullptr) n.unsupported(std::string(what) + " computed at run time");
-  return t->to_doubles();
-}
-
-void upsample_nearest(NodeContext& n, const Dims& factors) {
-  const Dims in = n.input_type(0).shape.dims;
-  if (factors.size() != in.size()) n.invalid("scales need one entry per axis");
-  n.set_output(0, repeat(n.e(), n.input(0), factors, /*blocks=*/false));
-}
-
-void upsample(NodeContext& n) {
-  n.expect_attrs({"mode", "scales"});
-  if (n.attr_string("mode", "nearest") != "nearest") {
-    n.unsupported("mode '" + n.attr_string("mode", "") + "'");
-  }
-  const Dims in = n.input_type(0).shape.dims;
-  std::vector<double> scales =
-      n.opset() < 9 ? n.attr_floats("scales") : doubles_input(n, 1, "scales");
-  if (scales.size() != in.size()) n.invalid("scales need one entry per axis");
-  upsample_nearest(n, integer_scales(n, in, scales, {}));
-}
-
-// Nearest resizing by integer factors is repeating each element, for the coordinate
-// transformations and rounding where every output maps back to its own input cell.
-void resize(NodeContext& n) {
-  n.expect_attrs({"mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a",
-                  "exclude_outside", "extrapolation_value"});
-  const std::string mode = n.attr_string("mode", "nearest");
-  if (mode != "nearest") n.unsupported("mode '" + mode + "'");
-  const std::string ctm =
-      n.attr_string("coordinate_transformation_mode", n.opset() < 11 ? "asymmetric" : "half_pixel");
-  const std::string rounding =
-      n.attr_string("nearest_mode", n.opset() < 11 ? "floor" : "round_prefer_floor");
-  const bool centred = ctm == "half_pixel" || ctm == "pytorch_half_pixel";
-  const bool floors = rounding == "floor" && (ctm == "asymmetric" || ctm == "tf_half_pixel_for_nn");
-  if (!centred && !floors) {
-    n.unsupported("coordinate_transformation_mode '" + ctm + "' with nearest_mode '" + rounding +
-                  "'");
-  }
-  const Dims in = n.input_type(0).shape.dims;
-  std::vector<double> scales;
-  Dims sizes;
-  const int scales_at = n.opset() < 11 ? 1 : 2;
-  if (n.has_input(scales_at)) scales = doubles_input(n, scales_at, "scales");
-  if (scales.empty() && n.opset() >= 11 && n.has_input(3)) sizes = n.ints_input(3, "sizes");
-  if (scales.empty() && sizes.size() != in.size()) {
-    n.invalid("give scales or sizes, one entry per axis");
-  }
-  if (!scales.empty() && scales.size() != in.size()) n.invalid("scales need one entry per axis");
-  upsample_nearest(n, integer_scales(n, in, scales, sizes));
-}
-
 template <const char* kWhat>
 void data_dependent(NodeContext& n) {
   n.unsupported(std::string(kWhat) +
@@ -736,15 +395,6 @@ const OpConverter kOps[] = {
     {"Concat", 1, concat},
     {"Split", 1, split},
     {"Slice", 1, slice},
-    {"Gather", 1, gather},
-    {"GatherElements", 11, gather_elements},
-    {"OneHot", 9, one_hot},
-    {"Trilu", 14, trilu},
-    {"EyeLike", 9, eye_like},
-    {"Pad", 2, pad},
-    {"CumSum", 11, cum_sum},
-    {"Upsample", 7, upsample},
-    {"Resize", 10, resize},
     {"NonZero", 9, data_dependent<kNonZero>},
     {"Compress", 9, data_dependent<kCompress>},
     {"Unique", 11, data_dependent<kUnique>},

@@ -73,43 +73,6 @@ OnnxFile OnnxBuilder::file() const {
   return std::move(*f);
 }
 
-namespace {
-onnx::AttributeProto* add(onnx::NodeProto& n, const std::string& name,
-                          onnx::AttributeProto::AttributeType type) {
-  onnx::AttributeProto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(type);
-  return a;
-}
-}  // namespace
-
-void set_attr(onnx::NodeProto& n, const std::string& name, int64_t v) {
-  add(n, name, onnx::AttributeProto::INT)->set_i(v);
-}
-void set_attr(onnx::NodeProto& n, const std::string& name, int v) {
-  set_attr(n, name, static_cast<int64_t>(v));
-}
-void set_attr(onnx::NodeProto& n, const std::string& name, double v) {
-  add(n, name, onnx::AttributeProto::FLOAT)->set_f(static_cast<float>(v));
-}
-void set_attr(onnx::NodeProto& n, const std::string& name, const std::string& v) {
-  add(n, name, onnx::AttributeProto::STRING)->set_s(v);
-}
-void set_attr(onnx::NodeProto& n, const std::string& name, const char* v) {
-  set_attr(n, name, std::string(v));
-}
-void set_attr(onnx::NodeProto& n, const std::string& name, const std::vector<int64_t>& v) {
-  auto* a = add(n, name, onnx::AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
-}
-void set_attr(onnx::NodeProto& n, const std::string& name, const std::vector<float>& v) {
-  auto* a = add(n, name, onnx::AttributeProto::FLOATS);
-  for (float x : v) a->add_floats(x);
-}
-void set_attr(onnx::NodeProto& n, const std::string& name, const Tensor& v) {
-  tensor_to_proto(v, add(n, name, onnx::AttributeProto::TENSOR)->mutable_t());
-}
-
 StatusOr<std::vector<Tensor>> import_and_run(const OnnxFile& file, std::vector<Tensor> inputs,
                                              const ImportOptions& options, bool training) {
   ImportOptions o = options;

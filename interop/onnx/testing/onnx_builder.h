@@ -10,8 +10,10 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "interop/onnx/attributes.h"
 #include "interop/onnx/importer.h"
 #include "interop/onnx/proto.h"
 #include "interop/onnx/reader.h"
@@ -43,14 +45,21 @@ class OnnxBuilder {
   onnx::ModelProto model_;
 };
 
-void set_attr(onnx::NodeProto& n, const std::string& name, int64_t v);
-void set_attr(onnx::NodeProto& n, const std::string& name, int v);
-void set_attr(onnx::NodeProto& n, const std::string& name, double v);
-void set_attr(onnx::NodeProto& n, const std::string& name, const std::string& v);
-void set_attr(onnx::NodeProto& n, const std::string& name, const char* v);
-void set_attr(onnx::NodeProto& n, const std::string& name, const std::vector<int64_t>& v);
-void set_attr(onnx::NodeProto& n, const std::string& name, const std::vector<float>& v);
-void set_attr(onnx::NodeProto& n, const std::string& name, const Tensor& v);
+/// Appends attribute `name` holding `v` to node `n` (add_attr, attributes.h), taking a
+/// test's literals as they come: any integer or enum as an INT, any floating-point
+/// number as a FLOAT, a string literal as a STRING.
+template <typename T>
+void set_attr(onnx::NodeProto& n, const std::string& name, const T& v) {
+  if constexpr (std::is_integral_v<T> || std::is_enum_v<T>) {
+    add_attr(n, name, static_cast<int64_t>(v));
+  } else if constexpr (std::is_floating_point_v<T>) {
+    add_attr(n, name, static_cast<float>(v));
+  } else if constexpr (std::is_convertible_v<const T&, std::string>) {
+    add_attr(n, name, std::string(v));
+  } else {
+    add_attr(n, name, v);
+  }
+}
 
 /// Imports `file` (inference behaviour unless `training`), runs it on the reference
 /// interpreter with the data inputs `inputs` (parameters from the model) and returns

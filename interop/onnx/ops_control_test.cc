@@ -10,6 +10,7 @@
 #include "autodiff/grad.h"
 #include "frontend/flow.h"
 #include "frontend/modules.h"
+#include "interop/onnx/attributes.h"
 #include "interop/onnx/testing/onnx_builder.h"
 #include "ir/text.h"
 #include "ir/verifier.h"
@@ -22,13 +23,26 @@ namespace fs = std::filesystem;
 
 Tensor f32(Shape s, std::vector<float> v) { return Tensor::from_vector<float>(std::move(s), v); }
 
-/// Sets `body` as node `n`'s graph attribute `body`.
-void set_body(onnx::NodeProto& n, const OnnxBuilder& body) {
-  onnx::AttributeProto* a = n.add_attribute();
-  a->set_name("body");
-  a->set_type(onnx::AttributeProto::GRAPH);
-  *a->mutable_g() = body.model().graph();
-  a->mutable_g()->set_name("body");
+/// Sets `body` as node `n`'s graph attribute `attr`.
+void set_body(onnx::NodeProto& n, const OnnxBuilder& body, const std::string& attr = "body") {
+  onnx::GraphProto* g = add_graph_attr(n, attr);
+  *g = body.model().graph();
+  g->set_name(attr);
+}
+
+/// Appends a Scan node of one scanned input (the last of `inputs`) running `body`.
+onnx::NodeProto& add_scan(OnnxBuilder& b, std::vector<std::string> inputs, std::vector<std::string> outputs,
+                          const OnnxBuilder& body, const std::string& name) {
+  onnx::NodeProto& s = b.node("Scan", std::move(inputs), std::move(outputs), name);
+  set_attr(s, "num_scan_inputs", 1);
+  set_body(s, body);
+  return s;
+}
+
+/// The import's error message, or "imported".
+std::string import_error(const OnnxBuilder& b) {
+  StatusOr<ImportedGraph> g = import_onnx(b.file());
+  return g.ok() ? std::string("imported") : g.error().message;
 }
 
 /// Scan's body of a running sum: (sum, x) -> (sum + x, (sum + x) · w), w read from the
@@ -233,16 +247,11 @@ TEST(ScanErrors, RefusalsNameTheNode) {
 
   OnnxBuilder old(8);  // Scan-8 with sequence_lens
   old.input("lens", DType::i64, {1}).input("xs", DType::f32, {1, 3, 2});
-  auto& s8 = old.node("Scan", {"lens", "xs"}, {"ys"}, "old");
-  set_attr(s8, "num_scan_inputs", 1);
-  OnnxBuilder body8;
-  body8.input("x", DType::f32, {2});
-  body8.output("x", DType::f32);
-  set_body(s8, body8);
+  OnnxBuilder identity;
+  identity.input("x", DType::f32, {2}).output("x", DType::f32);
+  add_scan(old, {"lens", "xs"}, {"ys"}, identity, "old");
   old.output("ys", DType::f32);
-  g = import_onnx(old.file());
-  ASSERT_FALSE(g.ok());
-  EXPECT_EQ(g.error().message,
+  EXPECT_EQ(import_error(old),
             "node 'old' (Scan, opset 8): sequence_lens (sequences of different lengths in one batch) is not "
             "supported");
 }
@@ -251,30 +260,21 @@ TEST(ScanErrors, BodiesThatDoNotFit) {
   // A body output that nothing computes; Scan-8 inputs of two batch sizes.
   OnnxBuilder missing(11);
   missing.input("xs", DType::f32, {3, 2});
-  auto& s = missing.node("Scan", {"xs"}, {"ys"}, "scan");
-  set_attr(s, "num_scan_inputs", 1);
   OnnxBuilder body;
-  body.input("x", DType::f32, {2});
-  body.output("nowhere", DType::f32);
-  set_body(s, body);
+  body.input("x", DType::f32, {2}).output("nowhere", DType::f32);
+  add_scan(missing, {"xs"}, {"ys"}, body, "scan");
   missing.output("ys", DType::f32);
-  StatusOr<ImportedGraph> g = import_onnx(missing.file());
-  ASSERT_FALSE(g.ok());
-  EXPECT_EQ(g.error().message, "node 'scan' (Scan, opset 11): its body's output 'nowhere' is never computed");
+  EXPECT_EQ(import_error(missing), "node 'scan' (Scan, opset 11): its body's output 'nowhere' is never computed");
 
   OnnxBuilder batches(8);
   batches.input("s0", DType::f32, {2, 1}).input("xs", DType::f32, {3, 3, 1});
-  auto& s8 = batches.node("Scan", {"", "s0", "xs"}, {"s"}, "scan8");
-  set_attr(s8, "num_scan_inputs", 1);
   OnnxBuilder body8;
   body8.input("h", DType::f32, {1}).input("x", DType::f32, {1});
   body8.node("Add", {"h", "x"}, {"h2"});
   body8.output("h2", DType::f32);
-  set_body(s8, body8);
+  add_scan(batches, {"", "s0", "xs"}, {"s"}, body8, "scan8");
   batches.output("s", DType::f32);
-  g = import_onnx(batches.file());
-  ASSERT_FALSE(g.ok());
-  EXPECT_EQ(g.error().message, "node 'scan8' (Scan, opset 8): inputs of batch 2 and 3");
+  EXPECT_EQ(import_error(batches), "node 'scan8' (Scan, opset 8): inputs of batch 2 and 3");
 }
 
 TEST(Scan, Opset8BatchedForm) {
@@ -452,10 +452,7 @@ OnnxBuilder if_model(bool constant_cond, bool cond, bool same_types) {
     const std::vector<float> c = branch || same_types ? std::vector<float>{5, 6} : std::vector<float>{7, 8, 9};
     set_attr(g.node("Constant", {}, {"c_b"}), "value", f32({static_cast<int64_t>(c.size())}, c));
     g.output("y_b", DType::f32).output("c_b", DType::f32);
-    onnx::AttributeProto* a = n.add_attribute();
-    a->set_name(branch ? "then_branch" : "else_branch");
-    a->set_type(onnx::AttributeProto::GRAPH);
-    *a->mutable_g() = g.model().graph();
+    set_body(n, g, branch ? "then_branch" : "else_branch");
   }
   b.output("y", DType::f32).output("c", DType::f32);
   return b;

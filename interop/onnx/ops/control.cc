@@ -244,6 +244,28 @@ void scan8(NodeContext& n) {
   for (size_t i = 0; i < r.size(); ++i) n.set_output(static_cast<int>(i), r[i]);
 }
 
+// Loop's trip count M, known at import time, with an initial condition (if any) that is
+// a constant true: how many iterations run unless the body stops them.
+int64_t trip_count(NodeContext& n) {
+  if (!n.has_input(0)) n.unsupported("a Loop without a trip count M (weft's loops have a static length)");
+  if (n.constant(0) == nullptr) {
+    n.unsupported("a trip count M computed at run time (weft's loops have a static length: M must be a "
+                  "constant or an initializer)");
+  }
+  const int64_t trips = static_cast<int64_t>(n.scalar_input(0, "the trip count M"));
+  if (trips < 1) n.unsupported("a trip count of " + std::to_string(trips) + " (a loop that never runs)");
+  if (n.has_input(1)) {
+    const Tensor* c = n.constant(1);
+    if (c == nullptr) {
+      n.unsupported("an initial condition computed at run time (a data-dependent exit: weft's loops have a "
+                    "static length)");
+    }
+    if (c->numel() != 1) n.invalid("the condition must hold one value, not " + c->type().to_string());
+    if (c->get_double(0) == 0) n.unsupported("an initial condition that is false (a loop that never runs)");
+  }
+  return trips;
+}
+
 // Loop: M iterations of body(iteration, condition, carried...) -> (condition, carried...,
 // scan outputs), the scan outputs stacked on a new first axis. M must be known at import
 // time and the condition stay true (absent, or a constant true in and out; a body that
@@ -263,22 +285,7 @@ void loop(NodeContext& n) {
     n.invalid("its body has " + std::to_string(body.output_size()) + " outputs for " +
               std::to_string(states) + " loop-carried values and the condition");
   }
-  if (!n.has_input(0)) n.unsupported("a Loop without a trip count M (weft's loops have a static length)");
-  if (n.constant(0) == nullptr) {
-    n.unsupported("a trip count M computed at run time (weft's loops have a static length: M must be a "
-                  "constant or an initializer)");
-  }
-  const int64_t trips = static_cast<int64_t>(n.scalar_input(0, "the trip count M"));
-  if (trips < 1) n.unsupported("a trip count of " + std::to_string(trips) + " (a loop that never runs)");
-  if (n.has_input(1)) {
-    const Tensor* c = n.constant(1);
-    if (c == nullptr) {
-      n.unsupported("an initial condition computed at run time (a data-dependent exit: weft's loops have a "
-                    "static length)");
-    }
-    if (c->numel() != 1) n.invalid("the condition must hold one value, not " + c->type().to_string());
-    if (c->get_double(0) == 0) n.unsupported("an initial condition that is false (a loop that never runs)");
-  }
+  const int64_t trips = trip_count(n);
   std::vector<ValueId> carries;
   std::vector<std::string> names;
   // The iteration number, when the body reads it: a carry of its own, counting from 0.

@@ -36,6 +36,14 @@ namespace weft::onnx_io {
 
 class Importer;
 
+/// A value of a subgraph (Loop's and Scan's body) as the importer sees it: a graph value,
+/// or a constant known at import time.
+struct SubgraphValue {
+  std::string name;
+  std::optional<ValueId> value;
+  std::optional<Tensor> constant;
+};
+
 /// One ONNX node being converted.
 class NodeContext {
  public:
@@ -82,8 +90,21 @@ class NodeContext {
   std::vector<int64_t> attr_ints(std::string_view name, std::vector<int64_t> dflt = {}) const;
   std::vector<double> attr_floats(std::string_view name) const;
   const onnx::TensorProto* attr_tensor(std::string_view name) const;
+  /// The graph attribute `name` (Loop's and Scan's `body`); refuses a missing one.
+  const onnx::GraphProto& attr_graph(std::string_view name) const;
   /// Refuses any attribute not in `known`.
   void expect_attrs(std::initializer_list<std::string_view> known) const;
+
+  // ---- Subgraphs.
+  /// Emits `body` once, inline, through the same importer: its inputs are `inputs` in
+  /// order (graph values, or constants known at import time), its nodes are converted in
+  /// a scope of their own whose lookups fall back to the enclosing graphs (a body node
+  /// may read outer values: after Emitter::outline_scan they are the scan's consts).
+  /// Returns the body's outputs, in order.
+  std::vector<SubgraphValue> import_subgraph(const onnx::GraphProto& body,
+                                             std::vector<SubgraphValue> inputs);
+  /// `v` as a graph value: a constant becomes a `full` op or a state input, as input() does.
+  ValueId value_of(const SubgraphValue& v);
 
   // ---- Outputs.
   int num_outputs() const { return node_.output_size(); }

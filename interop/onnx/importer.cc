@@ -69,6 +69,9 @@ class Importer {
   Type type(NodeContext& n, int i);
   void set_output(const NodeContext& n, int i, ValueId v);
   void set_constant_output(const NodeContext& n, int i, Tensor t);
+  std::vector<SubgraphValue> import_subgraph(NodeContext& n, const onnx::GraphProto& g,
+                                             std::vector<SubgraphValue> inputs);
+  ValueId value_of(NodeContext& n, const SubgraphValue& v);
 
  private:
   // Evaluating one node at import time, in a scratch graph.
@@ -81,19 +84,38 @@ class Importer {
     std::vector<std::pair<int, Tensor>> constants;
   };
 
+  // The values of one graph: the model's, or a subgraph's (Loop's and Scan's body) while
+  // it is imported, whose lookups fall back to the enclosing scopes.
+  struct Scope {
+    std::map<std::string, Entry> values;
+    /// Node outputs that no converter produced, with what they are.
+    std::map<std::string, std::string> not_computed;
+    /// Constants of enclosing scopes made graph values by an op inside this one.
+    std::map<std::string, ValueId> materialized;
+  };
+  /// The entry named `name`, innermost scope first, or nullptr.
+  Entry* find(const std::string& name);
+  /// What `name` is when no converter produced it, or nullptr.
+  const std::string* not_computed(const std::string& name) const;
+  /// Adds the initializers of `g` to the innermost scope.
+  void add_initializers(const onnx::GraphProto& g);
   void convert(const onnx::NodeProto& node, int index);
   void load_initializer(Entry& en, const NodeContext& n);
   bool try_fold(const onnx::NodeProto& node, const OpConverter& c);
   ValueId materialize(const std::string& name, Entry& entry, InputKind initializer_kind,
                       const NodeContext& n);
+  /// The name of the graph input that holds `name` (`en`): input_name(name) for the
+  /// model's own values, made unique for a subgraph's (`c_1`).
+  std::string graph_input_name(const std::string& name, const Entry& en);
   std::string display_name(const onnx::NodeProto& node, int index) const;
 
   Emitter& e_;
   const OnnxFile& file_;
   const Module* owner_;
-  std::map<std::string, Entry> values_;
-  /// Node outputs that no converter produced, with what they are.
-  std::map<std::string, std::string> not_computed_;
+  /// The model's graph, then each subgraph being imported inside it.
+  std::vector<Scope> scopes_{1};
+  /// The names given to graph inputs so far.
+  std::set<std::string> input_names_;
   Fold* fold_ = nullptr;
 };
 
@@ -195,6 +217,18 @@ void NodeContext::expect_attrs(std::initializer_list<std::string_view> known) co
   }
 }
 
+const onnx::GraphProto& NodeContext::attr_graph(std::string_view name) const {
+  if (!has_attr(name)) invalid("attribute '" + std::string(name) + "' is required");
+  return typed_attr(name, onnx::AttributeProto::GRAPH).g();
+}
+
+std::vector<SubgraphValue> NodeContext::import_subgraph(const onnx::GraphProto& body,
+                                                        std::vector<SubgraphValue> inputs) {
+  return importer_.import_subgraph(*this, body, std::move(inputs));
+}
+
+ValueId NodeContext::value_of(const SubgraphValue& v) { return importer_.value_of(*this, v); }
+
 void NodeContext::set_output(int i, ValueId v) { importer_.set_output(*this, i, v); }
 void NodeContext::set_constant_output(int i, Tensor t) {
   importer_.set_constant_output(*this, i, std::move(t));
@@ -206,14 +240,28 @@ void NodeContext::set_constant_output(int i, Tensor t) {
 Importer::Entry& Importer::entry(const NodeContext& n, int i) {
   if (!n.has_input(i)) n.invalid("input " + std::to_string(i) + " is required");
   const std::string& name = n.node().input(i);
-  auto it = values_.find(name);
-  if (it == values_.end()) {
-    if (auto nc = not_computed_.find(name); nc != not_computed_.end()) {
-      n.unsupported("input '" + name + "' (" + nc->second + ", which weft does not compute)");
+  Entry* en = find(name);
+  if (en == nullptr) {
+    if (const std::string* nc = not_computed(name)) {
+      n.unsupported("input '" + name + "' (" + *nc + ", which weft does not compute)");
     }
     n.invalid("input '" + name + "' is used before it is defined");
   }
-  return it->second;
+  return *en;
+}
+
+Importer::Entry* Importer::find(const std::string& name) {
+  for (auto s = scopes_.rbegin(); s != scopes_.rend(); ++s) {
+    if (auto it = s->values.find(name); it != s->values.end()) return &it->second;
+  }
+  return nullptr;
+}
+
+const std::string* Importer::not_computed(const std::string& name) const {
+  for (auto s = scopes_.rbegin(); s != scopes_.rend(); ++s) {
+    if (auto it = s->not_computed.find(name); it != s->not_computed.end()) return &it->second;
+  }
+  return nullptr;
 }
 
 void Importer::load_initializer(Entry& en, const NodeContext& n) {
@@ -249,8 +297,22 @@ ValueId Importer::value(NodeContext& n, int i, InputKind initializer_kind) {
     fold_->values[name] = v;
     return v;
   }
-  if (!en.value) en.value = materialize(name, en, initializer_kind, n);
-  return *en.value;
+  if (en.value) return *en.value;
+  for (auto s = scopes_.rbegin(); s != scopes_.rend(); ++s) {
+    if (auto it = s->materialized.find(name); it != s->materialized.end()) return it->second;
+  }
+  const ValueId v = materialize(name, en, initializer_kind, n);
+  Scope& here = scopes_.back();
+  const bool local = here.values.count(name) != 0 && &here.values.at(name) == &en;
+  if (local || e_.graph().value(v).node < 0) {
+    en.value = v;  // a graph input (a parameter, a state) is valid everywhere
+  } else {
+    // A constant of an enclosing graph, first used inside a subgraph: the op that holds
+    // it belongs to the iteration (outline_scan moves it into the loop's body), so it is
+    // remembered while this scope lasts.
+    here.materialized[name] = v;
+  }
+  return v;
 }
 
 ValueId Importer::materialize(const std::string& name, Entry& en, InputKind initializer_kind,
@@ -262,8 +324,9 @@ ValueId Importer::materialize(const std::string& name, Entry& en, InputKind init
     const InputKind kind = is_floating(type.dtype) ? initializer_kind : InputKind::state;
     Initializer init = Initializer::stored_values(
         type, std::string(static_cast<const char*>(c.raw_data()), c.bytes()), origin_of(file_, name));
-    return kind == InputKind::param ? e_.param(input_name(name), type.shape, init, type.dtype)
-                                    : e_.state(input_name(name), type.shape, init, type.dtype);
+    const std::string input = graph_input_name(name, en);
+    return kind == InputKind::param ? e_.param(input, type.shape, init, type.dtype)
+                                    : e_.state(input, type.shape, init, type.dtype);
   }
   // A computed constant: a `full` when its elements are all equal (and exact as a
   // double), else a state input that holds it.
@@ -280,7 +343,21 @@ ValueId Importer::materialize(const std::string& name, Entry& en, InputKind init
   if (uniform || c.numel() == 0) return e_.full(type.shape, first, type.dtype);
   Initializer init = Initializer::stored_values(
       type, std::string(static_cast<const char*>(c.raw_data()), c.bytes()), origin_of(file_, name));
-  return e_.state(input_name(name), type.shape, init, type.dtype);
+  return e_.state(graph_input_name(name, en), type.shape, init, type.dtype);
+}
+
+std::string Importer::graph_input_name(const std::string& name, const Entry& en) {
+  const std::string base = input_name(name);
+  auto top = scopes_.front().values.find(name);
+  std::string out = base;
+  if (top == scopes_.front().values.end() || &top->second != &en) {
+    // A subgraph's value: sibling bodies may use the same name for different values.
+    for (int k = 1; input_names_.count(out) || scopes_.front().values.count(out); ++k) {
+      out = base + "_" + std::to_string(k);
+    }
+  }
+  input_names_.insert(out);
+  return out;
 }
 
 void Importer::set_output(const NodeContext& n, int i, ValueId v) {
@@ -291,7 +368,7 @@ void Importer::set_output(const NodeContext& n, int i, ValueId v) {
   }
   Entry en;
   en.value = v;
-  values_[n.node().output(i)] = std::move(en);
+  scopes_.back().values[n.node().output(i)] = std::move(en);
 }
 
 void Importer::set_constant_output(const NodeContext& n, int i, Tensor t) {
@@ -303,17 +380,21 @@ void Importer::set_constant_output(const NodeContext& n, int i, Tensor t) {
   Entry en;
   en.constant = std::move(t);
   en.foldable = true;
-  values_[n.node().output(i)] = std::move(en);
+  scopes_.back().values[n.node().output(i)] = std::move(en);
 }
 
 bool Importer::try_fold(const onnx::NodeProto& node, const OpConverter& c) {
   if (is_random(node.op_type()) || node.input_size() == 0) return false;
+  // A node with a subgraph (Loop, Scan) reads values its inputs do not list.
+  for (const onnx::AttributeProto& a : node.attribute()) {
+    if (a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS) return false;
+  }
   int64_t elements = 0;
   for (const std::string& name : node.input()) {
     if (name.empty()) continue;
-    auto it = values_.find(name);
-    if (it == values_.end() || !it->second.foldable) return false;
-    if (it->second.constant) elements += it->second.constant->numel();
+    const Entry* en = find(name);
+    if (en == nullptr || !en->foldable) return false;
+    if (en->constant) elements += en->constant->numel();
   }
   if (elements > kMaxFoldElements) return false;
   Fold fold;
@@ -338,13 +419,13 @@ bool Importer::try_fold(const onnx::NodeProto& node, const OpConverter& c) {
     Entry en;
     en.constant = std::move(r->outputs[k]);
     en.foldable = true;
-    values_[node.output(fold.outputs[k].first)] = std::move(en);
+    scopes_.back().values[node.output(fold.outputs[k].first)] = std::move(en);
   }
   for (auto& [i, t] : fold.constants) {
     Entry en;
     en.constant = std::move(t);
     en.foldable = true;
-    values_[node.output(i)] = std::move(en);
+    scopes_.back().values[node.output(i)] = std::move(en);
   }
   return true;
 }
@@ -370,20 +451,78 @@ void Importer::convert(const onnx::NodeProto& node, int index) {
     }
     n.unsupported("the op type");
   }
+  const Scope& scope = scopes_.back();  // a subgraph may shadow an outer name
   for (const std::string& out : node.output()) {
-    if (!out.empty() && (values_.count(out) || not_computed_.count(out))) {
+    if (!out.empty() && (scope.values.count(out) || scope.not_computed.count(out))) {
       n.invalid("output '" + out + "' is already defined (an ONNX graph assigns each name once)");
     }
   }
   if (!try_fold(node, *c)) c->convert(n);
   // An output the converter did not produce (an optional one weft does not compute) is
   // refused where it is used, not here: most models never read them.
+  Scope& here = scopes_.back();
   for (int i = 0; i < node.output_size(); ++i) {
-    if (!node.output(i).empty() && !values_.count(node.output(i))) {
-      not_computed_[node.output(i)] = "output " + std::to_string(i) + " of " + n.describe();
+    if (!node.output(i).empty() && !here.values.count(node.output(i))) {
+      here.not_computed[node.output(i)] = "output " + std::to_string(i) + " of " + n.describe();
     }
   }
   e_.pop_frame();
+}
+
+void Importer::add_initializers(const onnx::GraphProto& g) {
+  for (const onnx::TensorProto& t : g.initializer()) {
+    Entry en;
+    en.initializer = &t;
+    en.foldable = !is_floating_onnx(t.data_type());
+    scopes_.back().values[t.name()] = std::move(en);
+  }
+}
+
+std::vector<SubgraphValue> Importer::import_subgraph(NodeContext& n, const onnx::GraphProto& g,
+                                                     std::vector<SubgraphValue> inputs) {
+  if (static_cast<int>(inputs.size()) != g.input_size()) {
+    n.invalid("its body '" + g.name() + "' takes " + std::to_string(g.input_size()) + " inputs, not " +
+              std::to_string(inputs.size()));
+  }
+  if (g.sparse_initializer_size() > 0) n.unsupported("sparse initializers in its body");
+  scopes_.emplace_back();
+  add_initializers(g);
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    Entry en;
+    en.value = inputs[k].value;
+    en.constant = std::move(inputs[k].constant);
+    en.foldable = !en.value.has_value();
+    if (!scopes_.back().values.emplace(g.input(static_cast<int>(k)).name(), std::move(en)).second) {
+      n.invalid("its body declares input '" + g.input(static_cast<int>(k)).name() + "' twice");
+    }
+  }
+  for (int i = 0; i < g.node_size(); ++i) convert(g.node(i), i);
+  std::vector<SubgraphValue> outputs;
+  for (const onnx::ValueInfoProto& out : g.output()) {
+    Entry* en = find(out.name());
+    if (const std::string* nc = not_computed(out.name())) {
+      n.unsupported("its body's output '" + out.name() + "' (" + *nc + ", which weft does not compute)");
+    }
+    if (en == nullptr) n.invalid("its body's output '" + out.name() + "' is never computed");
+    load_initializer(*en, n);
+    SubgraphValue v{out.name(), en->value, std::nullopt};
+    // A trained initializer is a parameter, never folded into a constant.
+    if (!v.value && en->initializer != nullptr && !en->foldable) {
+      v.value = materialize(out.name(), *en, InputKind::param, n);
+    } else if (!v.value) {
+      v.constant = en->constant;
+    }
+    outputs.push_back(std::move(v));
+  }
+  scopes_.pop_back();
+  return outputs;
+}
+
+ValueId Importer::value_of(NodeContext& n, const SubgraphValue& v) {
+  if (v.value) return *v.value;
+  Entry en;
+  en.constant = v.constant;
+  return materialize(v.name, en, InputKind::state, n);
 }
 
 std::vector<ValueId> Importer::run(const std::vector<ValueId>& inputs) {
@@ -394,20 +533,16 @@ std::vector<ValueId> Importer::run(const std::vector<ValueId>& inputs) {
     fail("opset " + std::to_string(file_.opset) + " is newer than weft's importer reads (up to " +
          std::to_string(kMaxOpset) + ")");
   }
-  for (const onnx::TensorProto& t : g.initializer()) {
-    Entry en;
-    en.initializer = &t;
-    en.foldable = !is_floating_onnx(t.data_type());
-    values_[t.name()] = std::move(en);
-  }
   if (g.sparse_initializer_size() > 0) fail("sparse initializers are not supported");
+  add_initializers(g);
+  std::map<std::string, Entry>& values = scopes_.back().values;
   size_t k = 0;
   for (const onnx::ValueInfoProto& in : g.input()) {
-    if (values_.count(in.name())) continue;  // an initializer listed as an input (IR < 4)
+    if (values.count(in.name())) continue;  // an initializer listed as an input (IR < 4)
     if (k >= inputs.size()) fail("the model has more inputs than the " + std::to_string(inputs.size()) + " given");
     Entry en;
     en.value = inputs[k++];
-    values_[in.name()] = std::move(en);
+    values[in.name()] = std::move(en);
   }
   if (k != inputs.size()) {
     fail(std::to_string(inputs.size()) + " inputs given, the model takes " + std::to_string(k));
@@ -415,13 +550,12 @@ std::vector<ValueId> Importer::run(const std::vector<ValueId>& inputs) {
   for (int i = 0; i < g.node_size(); ++i) convert(g.node(i), i);
   std::vector<ValueId> outputs;
   for (const onnx::ValueInfoProto& out : g.output()) {
-    auto it = values_.find(out.name());
-    if (auto nc = not_computed_.find(out.name()); nc != not_computed_.end()) {
-      fail("the model's output '" + out.name() + "' is " + nc->second +
-           ", which weft does not compute");
+    Entry* found = find(out.name());
+    if (const std::string* nc = not_computed(out.name())) {
+      fail("the model's output '" + out.name() + "' is " + *nc + ", which weft does not compute");
     }
-    if (it == values_.end()) fail("output '" + out.name() + "' is never computed");
-    Entry& en = it->second;
+    if (found == nullptr) fail("output '" + out.name() + "' is never computed");
+    Entry& en = *found;
     if (!en.value) {
       onnx::NodeProto identity;
       identity.set_op_type("Identity");

@@ -40,24 +40,36 @@ StatusOr<std::string> read_bounded(const std::string& path) {
   return read_file(path);
 }
 
-// Copies `count` little-endian elements of `size` bytes each from `src` into `t`.
-Status copy_raw(std::string_view src, Tensor& t, const std::string& what) {
-  if (src.size() != t.bytes()) {
-    return Error{what + ": holds " + std::to_string(src.size()) + " bytes of data, its shape " +
-                 t.type().to_string() + " needs " + std::to_string(t.bytes())};
+// The number of values a TensorProto's typed field holds for `dtype` (onnx.proto: f16,
+// bf16, bool and u8 live in int32_data).
+int64_t typed_count(const onnx::TensorProto& t, DType dtype) {
+  switch (dtype) {
+    case DType::f32: return t.float_data_size();
+    case DType::f64: return t.double_data_size();
+    case DType::i64: return t.int64_data_size();
+    default: return t.int32_data_size();
   }
-  if (!src.empty()) std::memcpy(t.raw_data(), src.data(), src.size());
-  return {};
+}
+
+// Whether the data (`raw`, or the typed field when raw is null) fills `type` exactly:
+// checked before the tensor is allocated, so a shape that claims more than the file
+// holds costs nothing.
+Status check_data_size(const onnx::TensorProto& t, const Type& type, const std::string* raw,
+                       const std::string& what) {
+  if (raw != nullptr) {
+    if (raw->size() == type.bytes()) return {};
+    return Error{what + ": holds " + std::to_string(raw->size()) + " bytes of data, its shape " +
+                 type.to_string() + " needs " + std::to_string(type.bytes())};
+  }
+  const int64_t count = typed_count(t, type.dtype);
+  if (count == type.numel()) return {};
+  return Error{what + ": holds " + std::to_string(count) + " values, its shape " +
+               type.to_string() + " needs " + std::to_string(type.numel())};
 }
 
 template <typename Field, typename Store>
-Status copy_field(const Field& field, Tensor& t, const std::string& what, Store store) {
-  if (static_cast<int64_t>(field.size()) != t.numel()) {
-    return Error{what + ": holds " + std::to_string(field.size()) + " values, its shape " +
-                 t.type().to_string() + " needs " + std::to_string(t.numel())};
-  }
-  for (int64_t i = 0; i < t.numel(); ++i) store(i, field.Get(static_cast<int>(i)));
-  return {};
+void copy_field(const Field& field, int64_t n, Store store) {
+  for (int64_t i = 0; i < n; ++i) store(i, field.Get(static_cast<int>(i)));
 }
 
 // The bytes of an external-data tensor, read from inside `dir` only.
@@ -158,45 +170,46 @@ StatusOr<Tensor> tensor_from_proto(const onnx::TensorProto& t, const std::string
   if (!bytes || *bytes > kMaxTensorBytes) {
     return Error{what + ": its shape " + Shape(dims).to_string() + " is too large"};
   }
-  WEFT_ASSIGN_OR_RETURN(Tensor out, Tensor::try_create(Type{*dtype, Shape(dims)}));
+  const Type type{*dtype, Shape(dims)};
+  std::string external;
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
-    WEFT_ASSIGN_OR_RETURN(std::string raw, external_bytes(t, dir, what));
-    WEFT_RETURN_IF_ERROR(copy_raw(raw, out, what));
-    return out;
+    WEFT_ASSIGN_OR_RETURN(external, external_bytes(t, dir, what));
   }
-  if (t.has_raw_data()) {
-    WEFT_RETURN_IF_ERROR(copy_raw(t.raw_data(), out, what));
+  const std::string* raw = t.data_location() == onnx::TensorProto::EXTERNAL ? &external
+                           : t.has_raw_data()                               ? &t.raw_data()
+                                                                            : nullptr;
+  WEFT_RETURN_IF_ERROR(check_data_size(t, type, raw, what));
+  WEFT_ASSIGN_OR_RETURN(Tensor out, Tensor::try_create(type));
+  const int64_t n = out.numel();
+  if (raw != nullptr) {
+    if (!raw->empty()) std::memcpy(out.raw_data(), raw->data(), raw->size());
     return out;
   }
   switch (*dtype) {
     case DType::f32:
-      WEFT_RETURN_IF_ERROR(copy_field(t.float_data(), out, what,
-                                      [&](int64_t i, float v) { out.data<float>()[i] = v; }));
+      copy_field(t.float_data(), n, [&](int64_t i, float v) { out.data<float>()[i] = v; });
       break;
     case DType::f64:
-      WEFT_RETURN_IF_ERROR(copy_field(t.double_data(), out, what,
-                                      [&](int64_t i, double v) { out.data<double>()[i] = v; }));
+      copy_field(t.double_data(), n, [&](int64_t i, double v) { out.data<double>()[i] = v; });
       break;
     case DType::i64:
-      WEFT_RETURN_IF_ERROR(copy_field(t.int64_data(), out, what,
-                                      [&](int64_t i, int64_t v) { out.data<int64_t>()[i] = v; }));
+      copy_field(t.int64_data(), n, [&](int64_t i, int64_t v) { out.data<int64_t>()[i] = v; });
       break;
     case DType::i32:
-      WEFT_RETURN_IF_ERROR(copy_field(t.int32_data(), out, what,
-                                      [&](int64_t i, int32_t v) { out.data<int32_t>()[i] = v; }));
+      copy_field(t.int32_data(), n, [&](int64_t i, int32_t v) { out.data<int32_t>()[i] = v; });
       break;
     case DType::u8:
     case DType::boolean:
-      WEFT_RETURN_IF_ERROR(copy_field(t.int32_data(), out, what, [&](int64_t i, int32_t v) {
+      copy_field(t.int32_data(), n, [&](int64_t i, int32_t v) {
         out.data<uint8_t>()[i] = static_cast<uint8_t>(*dtype == DType::boolean ? v != 0 : v);
-      }));
+      });
       break;
     case DType::f16:
     case DType::bf16:
       // The 16 bits of each element, stored in int32_data (onnx.proto).
-      WEFT_RETURN_IF_ERROR(copy_field(t.int32_data(), out, what, [&](int64_t i, int32_t v) {
+      copy_field(t.int32_data(), n, [&](int64_t i, int32_t v) {
         out.data<uint16_t>()[i] = static_cast<uint16_t>(v);
-      }));
+      });
       break;
   }
   return out;

@@ -82,6 +82,13 @@ TEST(Reader, MalformedTensorsAreRefused) {
   t.set_raw_data(std::string(15, '\0'));
   EXPECT_EQ(tensor_from_proto(t, "").error().message,
             "tensor 'w': holds 15 bytes of data, its shape f32[2,2] needs 16");
+  // A shape that claims 8 GiB with no data behind it is refused before any allocation
+  // (onnx_reader_fuzzer ran out of memory on one).
+  t.set_dims(0, int64_t{1} << 30);
+  t.set_dims(1, 2);
+  EXPECT_EQ(tensor_from_proto(t, "").error().message,
+            "tensor 'w': holds 15 bytes of data, its shape f32[1073741824,2] needs 8589934592");
+  t.set_dims(1, 2);
   t.set_dims(0, -3);
   EXPECT_EQ(tensor_from_proto(t, "").error().message, "tensor 'w': negative dimension -3");
   t.set_dims(0, int64_t{1} << 40);

@@ -49,8 +49,9 @@ std::string origin_of(const OnnxFile& file, const std::string& name) {
 // The state of one import: what each ONNX value name stands for so far.
 class Importer {
  public:
-  Importer(Emitter& e, const OnnxFile& file, const Module* owner)
-      : e_(e), file_(file), owner_(owner) {}
+  Importer(Emitter& e, const OnnxFile& file, const Module* owner,
+           const std::map<std::string, Tensor>* constant_inputs = nullptr)
+      : e_(e), file_(file), owner_(owner), constant_inputs_(constant_inputs) {}
 
   std::vector<ValueId> run(const std::vector<ValueId>& inputs);
 
@@ -112,6 +113,7 @@ class Importer {
   Emitter& e_;
   const OnnxFile& file_;
   const Module* owner_;
+  const std::map<std::string, Tensor>* constant_inputs_;  ///< ImportOptions::constant_inputs
   /// The model's graph, then each subgraph being imported inside it.
   std::vector<Scope> scopes_{1};
   /// The names given to graph inputs so far.
@@ -539,6 +541,13 @@ std::vector<ValueId> Importer::run(const std::vector<ValueId>& inputs) {
   size_t k = 0;
   for (const onnx::ValueInfoProto& in : g.input()) {
     if (values.count(in.name())) continue;  // an initializer listed as an input (IR < 4)
+    if (constant_inputs_ != nullptr && constant_inputs_->count(in.name())) {
+      Entry en;
+      en.constant = constant_inputs_->at(in.name());
+      en.foldable = true;
+      values[in.name()] = std::move(en);
+      continue;
+    }
     if (k >= inputs.size()) fail("the model has more inputs than the " + std::to_string(inputs.size()) + " given");
     Entry en;
     en.value = inputs[k++];
@@ -697,6 +706,15 @@ StatusOr<std::vector<std::pair<std::string, Type>>> onnx_input_types(const OnnxF
   for (const onnx::ValueInfoProto& in : g.input()) {
     if (is_initializer(g, in.name())) continue;
     if (in.name().empty()) return Error{file.path + ": the model has an input with no name"};
+    if (options.constant_inputs.count(in.name())) {
+      StatusOr<DType> declared = dtype_from_onnx(in.type().tensor_type().elem_type());
+      if (declared.ok() && *declared != options.constant_inputs.at(in.name()).dtype()) {
+        return Error{file.path + ": input '" + in.name() + "' is " + std::string(dtype_name(*declared)) +
+                     ", its constant value " + options.constant_inputs.at(in.name()).type().to_string()};
+      }
+      seen.insert(in.name());
+      continue;
+    }
     if (!seen.insert(in.name()).second) {
       return Error{file.path + ": the model declares input '" + in.name() + "' twice"};
     }
@@ -709,6 +727,9 @@ StatusOr<std::vector<std::pair<std::string, Type>>> onnx_input_types(const OnnxF
   }
   if (!unused.empty()) {
     return Error{file.path + ": the model has no input named '" + unused.begin()->first + "'"};
+  }
+  for (const auto& [name, value] : options.constant_inputs) {
+    if (!seen.count(name)) return Error{file.path + ": the model has no input named '" + name + "'"};
   }
   return out;
 }
@@ -731,7 +752,8 @@ StatusOr<ImportedGraph> import_onnx(const OnnxFile& file, const ImportOptions& o
   try {
     std::vector<ValueId> inputs;
     for (const auto& [name, type] : types) inputs.push_back(out.graph.add_input(name, type));
-    std::vector<ValueId> outputs = emit_onnx_graph(e, file, inputs);
+    Importer importer(e, file, nullptr, &options.constant_inputs);
+    std::vector<ValueId> outputs = importer.run(inputs);
     e.finish();
     out.graph.set_outputs(std::move(outputs));
   } catch (const BuildFailure& f) {

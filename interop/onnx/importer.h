@@ -43,6 +43,10 @@ struct ImportOptions {
   /// model computes from it follow; a constant that bakes the export batch in (a Reshape
   /// to [1, -1]) then fails naming the node and both shapes.
   bool free_batch_dimension = false;
+  /// import_onnx: data inputs whose values are fixed at import time, by name (a model
+  /// that takes a Reshape's shape or a Slice's starts as an input: weft's shapes are
+  /// static). They are not inputs of the imported graph; their values are constants.
+  std::map<std::string, Tensor> constant_inputs;
 };
 
 /// A module that emits the ONNX model at `path` (read when the flow is built). Its

@@ -216,5 +216,26 @@ TEST(Importer, NamesDefinedTwiceAreRefused) {
                                "ONNX graph assigns each name once)");
 }
 
+TEST(Importer, ConstantInputsAreFixedAtImport) {
+  // A model taking Reshape's shape as an input: refused, unless its value is given.
+  OnnxBuilder b(13);
+  b.input("x", DType::f32, {2, 3});
+  b.input("shape", DType::i64, {1});
+  b.node("Reshape", {"x", "shape"}, {"y"}, "r");
+  b.output("y", DType::f32);
+  StatusOr<ImportedGraph> g = import_onnx(b.file());
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.error().message.find("computed at run time"), std::string::npos) << g.error().message;
+  const Tensor shape = Tensor::from_vector<int64_t>({1}, {6});
+  g = import_onnx(b.file(), {.constant_inputs = {{"shape", shape}}});
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  ASSERT_EQ(g->graph.inputs().size(), 1u);  // x only
+  EXPECT_EQ(g->graph.type(g->graph.outputs()[0]).to_string(), "f32[6]");
+  EXPECT_EQ(import_onnx(b.file(), {.constant_inputs = {{"shape", f32({1}, {6})}}}).error().message,
+            "test.onnx: input 'shape' is i64, its constant value f32[1]");
+  EXPECT_EQ(import_onnx(b.file(), {.constant_inputs = {{"nope", shape}}}).error().message,
+            "test.onnx: the model has no input named 'nope'");
+}
+
 }  // namespace
 }  // namespace weft::onnx_io

@@ -339,6 +339,14 @@ TEST(TensorOps, CumSumAndNearestUpsampling) {
   EXPECT_EQ(asym.error(),
             "node 'n' (Resize, opset 13): coordinate_transformation_mode 'asymmetric' with "
             "nearest_mode 'round_prefer_floor' is not supported");
+  // half_pixel with ceil maps outputs [0, 1, 2, 3] of a doubling to inputs [0, 1, 1, 2]:
+  // not a repeat (ONNX's test_resize_upsample_sizes_nearest_ceil_half_pixel).
+  Case ceil(13);
+  ceil.data("x", f32({2}, {1, 2})).init("s", f32({1}, {2}));
+  set_attr(ceil.node("Resize", {"x", "", "s"}), "nearest_mode", "ceil");
+  EXPECT_EQ(ceil.error(),
+            "node 'n' (Resize, opset 13): coordinate_transformation_mode 'half_pixel' with "
+            "nearest_mode 'ceil' is not supported");
 }
 
 TEST(TensorOps, ExportedShapeArithmeticFoldsThroughTheConverters) {

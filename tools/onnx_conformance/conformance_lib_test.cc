@@ -142,6 +142,26 @@ TEST(RunCase, PassesWhenTheOutputsAgree) {
   EXPECT_EQ(r.backends.at("reference").verdict, Verdict::passed) << r.backends.at("reference").detail;
 }
 
+TEST(RunCase, ShapesFedAtRunTimeAreFixedAtImportAndRecorded) {
+  // Reshape's shape as a graph input: weft needs it at import, so the runner fixes the
+  // data set's non-float inputs and says which.
+  const fs::path root = fresh_dir("fixed");
+  onnx_io::OnnxBuilder b(13);
+  b.input("x", DType::f32, {2, 2});
+  b.input("shape", DType::i64, {1});
+  b.node("Reshape", {"x", "shape"}, {"y"});
+  b.output("y", DType::f32);
+  const Case c = write_case(root, "node", "test_reshape_input", b,
+                            {f32({2, 2}, {1, 2, 3, 4}), Tensor::from_vector<int64_t>({1}, {4})},
+                            {f32({4}, {1, 2, 3, 4})});
+  CaseResult r = run_case(c, {"reference"});
+  EXPECT_EQ(r.backends.at("reference").verdict, Verdict::passed) << r.backends.at("reference").detail;
+  EXPECT_EQ(r.fixed_inputs, "shape");
+  StatusOr<CaseResult> back = case_result_from_json(case_result_to_json(r));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->fixed_inputs, "shape");
+}
+
 TEST(RunCase, WrongNumbersFail) {
   const fs::path root = fresh_dir("fail");
   const CaseResult r = run_case(relu_case(root, "test_relu", {0, 2, 0, 4.5}), {"reference"});

@@ -37,7 +37,9 @@ json backend_json(const BackendResult& b) {
 json case_json(const CaseResult& r) {
   json backends = json::object();
   for (const auto& [name, b] : r.backends) backends[name] = backend_json(b);
-  return {{"category", r.category}, {"name", r.name}, {"op_types", r.op_types}, {"backends", backends}};
+  json j = {{"category", r.category}, {"name", r.name}, {"op_types", r.op_types}, {"backends", backends}};
+  if (!r.fixed_inputs.empty()) j["fixed_inputs"] = r.fixed_inputs;
+  return j;
 }
 
 // Counts of one row of the table, for one backend.
@@ -149,7 +151,7 @@ StatusOr<CaseResult> case_result_from_json(std::string_view text) {
   try {
     const json j = json::parse(text);
     CaseResult r{j.at("category").get<std::string>(), j.at("name").get<std::string>(),
-                 j.at("op_types").get<std::vector<std::string>>(), {}};
+                 j.at("op_types").get<std::vector<std::string>>(), {}, j.value("fixed_inputs", "")};
     for (const auto& [name, b] : j.at("backends").items()) {
       WEFT_ASSIGN_OR_RETURN(Verdict v, verdict_from(b.at("verdict").get<std::string>()));
       const double error = b.contains("max_error") ? b.at("max_error").get<double>()

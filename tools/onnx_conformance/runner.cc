@@ -225,6 +225,7 @@ class Pool {
     const size_t i = jobs_[j].case_index;
     CaseResult& out = results_[i];
     if (out.op_types.empty()) out.op_types = r.op_types;
+    if (out.fixed_inputs.empty()) out.fixed_inputs = r.fixed_inputs;
     for (const auto& [name, b] : r.backends) out.backends[name] = b;
     if (--left_[i] == 0 && options_.on_result) options_.on_result(out);
   }

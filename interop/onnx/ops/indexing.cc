@@ -269,7 +269,10 @@ void resize(NodeContext& n) {
       n.attr_string("coordinate_transformation_mode", n.opset() < 11 ? "asymmetric" : "half_pixel");
   const std::string rounding =
       n.attr_string("nearest_mode", n.opset() < 11 ? "floor" : "round_prefer_floor");
-  const bool centred = ctm == "half_pixel" || ctm == "pytorch_half_pixel";
+  // half_pixel maps output x to (x + 0.5) / s - 0.5, which never lies on a .5 for an
+  // integer s: rounding to nearest repeats, floor and ceil do not (ceil maps 1 of 2 to 1).
+  const bool centred = (ctm == "half_pixel" || ctm == "pytorch_half_pixel") &&
+                       (rounding == "round_prefer_floor" || rounding == "round_prefer_ceil");
   const bool floors = rounding == "floor" && (ctm == "asymmetric" || ctm == "tf_half_pixel_for_nn");
   if (!centred && !floors) {
     n.unsupported("coordinate_transformation_mode '" + ctm + "' with nearest_mode '" + rounding +

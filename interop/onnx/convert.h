@@ -159,8 +159,6 @@ std::span<const OpConverter> control_converters();      // ops/control.cc: Scan,
 const OpConverter* find_converter(std::string_view op_type, int opset);
 /// The first opset from which `op_type` has a converter; 0 when it has none.
 int first_converted_opset(std::string_view op_type);
-/// Every op type that has a converter, sorted.
-std::vector<std::string> converted_op_types();
 
 /// The highest opset of the default domain the importer knows.
 inline constexpr int kMaxOpset = 17;

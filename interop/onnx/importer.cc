@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -149,9 +148,9 @@ std::vector<int64_t> NodeContext::ints_input(int i, std::string_view what) {
                 "a constant or an initializer)");
   }
   if (!is_integer(t->dtype())) invalid(std::string(what) + " must hold integers");
+  if (t->dtype() == DType::i64) return {t->data<int64_t>(), t->data<int64_t>() + t->numel()};
   std::vector<int64_t> out(static_cast<size_t>(t->numel()));
   for (int64_t k = 0; k < t->numel(); ++k) out[static_cast<size_t>(k)] = static_cast<int64_t>(t->get_double(k));
-  if (t->dtype() == DType::i64) std::memcpy(out.data(), t->data<int64_t>(), out.size() * 8);
   return out;
 }
 
@@ -732,12 +731,6 @@ StatusOr<std::vector<std::pair<std::string, Type>>> onnx_input_types(const OnnxF
     if (!seen.count(name)) return Error{file.path + ": the model has no input named '" + name + "'"};
   }
   return out;
-}
-
-std::vector<ValueId> emit_onnx_graph(Emitter& e, const OnnxFile& file,
-                                     const std::vector<ValueId>& inputs) {
-  Importer importer(e, file, nullptr);
-  return importer.run(inputs);
 }
 
 ModulePtr OnnxModel(const std::string& path, ImportOptions options) {

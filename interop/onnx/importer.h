@@ -73,11 +73,6 @@ StatusOr<ImportedGraph> import_onnx(const std::string& path, const ImportOptions
 StatusOr<ImportedGraph> import_onnx(const OnnxFile& file, const ImportOptions& options = {},
                                     bool training = false);
 
-/// Emits `file`'s graph through `e` on `inputs` (its data inputs, in order) and returns
-/// its outputs. Errors are thrown as BuildFailure by the Emitter (what modules do).
-std::vector<ValueId> emit_onnx_graph(Emitter& e, const OnnxFile& file,
-                                     const std::vector<ValueId>& inputs);
-
 /// The model's graph inputs that are not initializers, in order.
 std::vector<const onnx::ValueInfoProto*> onnx_data_inputs(const OnnxFile& file);
 

@@ -45,10 +45,4 @@ int first_converted_opset(std::string_view op_type) {
   return it == table().end() ? 0 : it->second.front()->since;
 }
 
-std::vector<std::string> converted_op_types() {
-  std::vector<std::string> out;
-  for (const auto& [name, rows] : table()) out.push_back(name);
-  return out;
-}
-
 }  // namespace weft::onnx_io

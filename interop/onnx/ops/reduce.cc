@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "interop/onnx/convert.h"
+#include "interop/onnx/ops/tensor_util.h"
 
 namespace weft::onnx_io {
 namespace {
@@ -20,13 +21,6 @@ struct Reduction {
 };
 
 /// `axis` in [-rank, rank) as a non-negative axis, or the node is invalid.
-int64_t axis_in(NodeContext& n, int64_t axis, int rank) {
-  if (axis < -rank || axis >= rank) {
-    n.invalid("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
-  }
-  return axis < 0 ? axis + rank : axis;
-}
-
 Reduction reduction_of(NodeContext& n) {
   const bool axes_input = n.node().op_type() == "ReduceSum" && n.opset() >= 13;
   if (axes_input) {

@@ -737,6 +737,37 @@ ModulePtr OnnxModel(const std::string& path, ImportOptions options) {
   return std::make_shared<OnnxModule>(path, std::move(options));
 }
 
+StatusOr<std::vector<Tensor>> ImportedGraph::inputs_with(
+    const std::map<std::string, Tensor>& data) const {
+  std::vector<Tensor> all;
+  for (const Input& in : graph.inputs()) {
+    const std::string& name = graph.value(in.value).name;
+    auto it = values.find(name);
+    if (it == values.end()) it = data.find(name);
+    if (it == data.end()) return Error{"no tensor given for input '" + name + "'"};
+    all.push_back(it->second);
+  }
+  return all;
+}
+
+StatusOr<std::map<std::string, Tensor>> name_data_inputs(const OnnxFile& file,
+                                                         std::vector<Tensor> tensors) {
+  const std::vector<const onnx::ValueInfoProto*> inputs = onnx_data_inputs(file);
+  if (inputs.size() != tensors.size()) {
+    return Error{std::to_string(tensors.size()) + " inputs given, the model takes " +
+                 std::to_string(inputs.size())};
+  }
+  std::map<std::string, Tensor> out;
+  for (size_t k = 0; k < inputs.size(); ++k) out.emplace(inputs[k]->name(), std::move(tensors[k]));
+  return out;
+}
+
+ImportOptions options_with_shapes_of(const std::map<std::string, Tensor>& data,
+                                     ImportOptions options) {
+  for (const auto& [name, t] : data) options.input_shapes.emplace(name, t.shape());
+  return options;
+}
+
 StatusOr<ImportedGraph> import_onnx(const OnnxFile& file, const ImportOptions& options,
                                     bool training) {
   WEFT_ASSIGN_OR_RETURN(auto types, onnx_input_types(file, options));

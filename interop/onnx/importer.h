@@ -62,7 +62,22 @@ struct ImportedGraph {
   std::vector<ParamInfo> params;
   /// The first value of each of them, by name.
   std::map<std::string, Tensor> values;
+
+  /// The graph's inputs in order, to run it: parameters and state from `values`, data
+  /// inputs from `data` by name (see name_data_inputs). Errors name a data input `data`
+  /// lacks.
+  StatusOr<std::vector<Tensor>> inputs_with(const std::map<std::string, Tensor>& data) const;
 };
+
+/// `tensors` as the model's data inputs, by name: the i-th data input (initializers left
+/// out) takes tensors[i], as ONNX's test data sets order their input_i.pb. Errors: another
+/// number of tensors ("2 inputs given, the model takes 1").
+StatusOr<std::map<std::string, Tensor>> name_data_inputs(const OnnxFile& file,
+                                                         std::vector<Tensor> tensors);
+
+/// Import options whose input_shapes are the shapes of `data`'s tensors.
+ImportOptions options_with_shapes_of(const std::map<std::string, Tensor>& data,
+                                     ImportOptions options = {});
 
 /// Imports the model at `path`: data inputs named and ordered as the model's, typed
 /// from their declared shapes with symbolic dims bound; outputs the model's outputs.

@@ -803,10 +803,10 @@ std::string run_node_test(const fs::path& dir, int constant_from) {
       if (!t.ok()) return t.error().message;
       outputs.push_back(std::move(*t));
     }
-    StatusOr<std::vector<Tensor>> got =
-        constant_from >= 0
-            ? import_and_run(with_constant_inputs(*file, inputs, constant_from), inputs)
-            : import_and_run(*file, inputs);
+    // with_constant_inputs drops the inputs it makes initializers: call it before
+    // import_and_run takes `inputs`.
+    const OnnxFile model = constant_from >= 0 ? with_constant_inputs(*file, inputs, constant_from) : *file;
+    StatusOr<std::vector<Tensor>> got = import_and_run(model, inputs);
     if (!got.ok()) return got.error().message;
     if (got->size() != outputs.size()) return "wrong number of outputs";
     for (size_t k = 0; k < outputs.size(); ++k) {

@@ -219,49 +219,6 @@ StatusOr<std::vector<DataSet>> read_data_sets(const Case& c) {
   return sets;
 }
 
-// The data set's inputs by the names of the model's data inputs (input_N.pb follow them).
-std::map<std::string, Tensor> named_inputs(const onnx_io::OnnxFile& file, const DataSet& set) {
-  std::map<std::string, Tensor> out;
-  size_t k = 0;
-  for (const onnx::ValueInfoProto* in : onnx_io::onnx_data_inputs(file)) {
-    if (k < set.inputs.size()) out.emplace(in->name(), set.inputs[k++]);
-  }
-  return out;
-}
-
-// The graph inputs for one data set: the imported graph's data inputs from the set, by
-// name (inputs fixed at import are not among them), and every parameter and state input
-// from the import's values.
-std::vector<Tensor> graph_inputs(const onnx_io::ImportedGraph& g,
-                                 const std::map<std::string, Tensor>& named) {
-  std::vector<Tensor> all;
-  for (const Input& in : g.graph.inputs()) {
-    const std::string& name = g.graph.value(in.value).name;
-    auto it = g.values.find(name);
-    all.push_back(it != g.values.end() ? it->second : named.at(name));
-  }
-  return all;
-}
-
-// The shapes of the model's data inputs as `set` gives them (its symbolic dims bound so).
-StatusOr<onnx_io::ImportOptions> options_for(const onnx_io::OnnxFile& file, const DataSet& set) {
-  onnx_io::ImportOptions options;
-  const onnx::GraphProto& g = file.model.graph();
-  std::set<std::string> initializers;
-  for (const onnx::TensorProto& t : g.initializer()) initializers.insert(t.name());
-  size_t k = 0;
-  for (const onnx::ValueInfoProto& in : g.input()) {
-    if (initializers.count(in.name())) continue;
-    if (k < set.inputs.size()) options.input_shapes[in.name()] = set.inputs[k].shape();
-    ++k;
-  }
-  if (k != set.inputs.size()) {
-    return Error{set.name + " gives " + std::to_string(set.inputs.size()) +
-                 " inputs, the model takes " + std::to_string(k)};
-  }
-  return options;
-}
-
 BackendResult compare_outputs(const std::vector<Tensor>& actual, const DataSet& set, Tolerance tol) {
   BackendResult r{Verdict::passed, "", 0};
   if (actual.size() != set.outputs.size()) {
@@ -284,7 +241,11 @@ BackendResult compare_outputs(const std::vector<Tensor>& actual, const DataSet& 
 void run_backends(const onnx_io::ImportedGraph& g, const DataSet& set,
                   const std::map<std::string, Tensor>& named,
                   const std::vector<std::string>& backends, Tolerance tol, CaseResult& out) {
-  const std::vector<Tensor> inputs = graph_inputs(g, named);
+  StatusOr<std::vector<Tensor>> inputs = g.inputs_with(named);
+  if (!inputs.ok()) {
+    for (const std::string& b : backends) out.backends[b] = {Verdict::refused, inputs.error().message, 0};
+    return;
+  }
   for (const std::string& b : backends) {
     BackendResult& slot = out.backends[b];
     if (slot.verdict != Verdict::passed) continue;  // an earlier set already decided
@@ -294,7 +255,7 @@ void run_backends(const onnx_io::ImportedGraph& g, const DataSet& set,
       continue;
     }
     // One thread per case: the runner runs cases side by side (--jobs).
-    StatusOr<reference::RunResult> r = (*target)->run(g.graph, inputs, {.num_threads = 1});
+    StatusOr<reference::RunResult> r = (*target)->run(g.graph, *inputs, {.num_threads = 1});
     if (!r.ok()) {
       slot = {Verdict::refused, first_line(r.error().message), 0};
       continue;
@@ -333,26 +294,29 @@ CaseResult run_case(const Case& c, const std::vector<std::string>& backends, Tol
     }
     all(Verdict::passed, "");
     for (const DataSet& set : *sets) {
-      StatusOr<onnx_io::ImportOptions> options = options_for(*file, set);
-      if (!options.ok()) {
-        all(Verdict::refused, options.error().message);
+      StatusOr<std::map<std::string, Tensor>> data = onnx_io::name_data_inputs(*file, set.inputs);
+      if (!data.ok()) {
+        all(Verdict::refused, set.name + " gives " + std::to_string(set.inputs.size()) +
+                                  " inputs, the model takes " +
+                                  std::to_string(onnx_io::onnx_data_inputs(*file).size()));
         return out;
       }
-      const std::map<std::string, Tensor> named = named_inputs(*file, set);
-      StatusOr<onnx_io::ImportedGraph> g = onnx_io::import_onnx(*file, *options);
+      const std::map<std::string, Tensor>& named = *data;
+      onnx_io::ImportOptions options = onnx_io::options_with_shapes_of(named);
+      StatusOr<onnx_io::ImportedGraph> g = onnx_io::import_onnx(*file, options);
       if (!g.ok() && g.error().message.find("computed at run time") != std::string::npos) {
         // The test feeds a shape, axes or pads as an input, which weft needs at import
         // (its shapes are static): fix this data set's non-float inputs then, as
         // ImportOptions::constant_inputs, and say so in the case's verdicts.
         for (const auto& [name, t] : named) {
           if (is_floating(t.dtype())) continue;
-          options->constant_inputs.emplace(name, t);
-          options->input_shapes.erase(name);
+          options.constant_inputs.emplace(name, t);
+          options.input_shapes.erase(name);
         }
-        if (!options->constant_inputs.empty()) {
-          g = onnx_io::import_onnx(*file, *options);
+        if (!options.constant_inputs.empty()) {
+          g = onnx_io::import_onnx(*file, options);
           std::string fixed;
-          for (const auto& [name, t] : options->constant_inputs) fixed += (fixed.empty() ? "" : ", ") + name;
+          for (const auto& [name, t] : options.constant_inputs) fixed += (fixed.empty() ? "" : ", ") + name;
           out.fixed_inputs = fixed;
         }
       }

@@ -75,29 +75,9 @@ OnnxFile OnnxBuilder::file() const {
 
 StatusOr<std::vector<Tensor>> import_and_run(const OnnxFile& file, std::vector<Tensor> inputs,
                                              const ImportOptions& options, bool training) {
-  ImportOptions o = options;
-  // Bind the data inputs' shapes from the tensors given.
-  size_t k = 0;
-  for (const onnx::ValueInfoProto& in : file.model.graph().input()) {
-    bool init = false;
-    for (const auto& t : file.model.graph().initializer()) init = init || t.name() == in.name();
-    if (init || k >= inputs.size()) continue;
-    if (!o.input_shapes.count(in.name())) o.input_shapes[in.name()] = inputs[k].shape();
-    ++k;
-  }
-  WEFT_ASSIGN_OR_RETURN(ImportedGraph g, import_onnx(file, o, training));
-  std::vector<Tensor> all;
-  for (const Input& in : g.graph.inputs()) {
-    const std::string& name = g.graph.value(in.value).name;
-    auto it = g.values.find(name);
-    if (it != g.values.end()) {
-      all.push_back(it->second);
-    } else {
-      if (inputs.empty()) return Error{"no tensor given for input '" + name + "'"};
-      all.push_back(std::move(inputs.front()));
-      inputs.erase(inputs.begin());
-    }
-  }
+  WEFT_ASSIGN_OR_RETURN(auto data, name_data_inputs(file, std::move(inputs)));
+  WEFT_ASSIGN_OR_RETURN(ImportedGraph g, import_onnx(file, options_with_shapes_of(data, options), training));
+  WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> all, g.inputs_with(data));
   WEFT_ASSIGN_OR_RETURN(reference::RunResult r, reference::run(g.graph, std::move(all)));
   return std::move(r.outputs);
 }

@@ -62,7 +62,8 @@ void set_attr(onnx::NodeProto& n, const std::string& name, const T& v) {
 }
 
 /// Imports `file` (inference behaviour unless `training`), runs it on the reference
-/// interpreter with the data inputs `inputs` (parameters from the model) and returns
+/// interpreter with `inputs`, one per data input in order (parameters from the model; the
+/// shapes bind symbolic dims: name_data_inputs, options_with_shapes_of), and returns
 /// its outputs; an import error is returned as is.
 StatusOr<std::vector<Tensor>> import_and_run(const OnnxFile& file, std::vector<Tensor> inputs,
                                              const ImportOptions& options = {},

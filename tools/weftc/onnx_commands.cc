@@ -9,9 +9,8 @@
 #include "interop/onnx/importer.h"
 #include "ir/json.h"
 #include "ir/text.h"
-#include "ir/verifier.h"
-#include "passes/pipeline.h"
 #include "tools/weftc/args.h"
+#include "tools/weftc/graph_files.h"
 
 namespace weft::cli {
 namespace {
@@ -114,17 +113,11 @@ Status export_command(const std::vector<std::string>& argv) {
   WEFT_ASSIGN_OR_RETURN(Args args, parse_args("export", argv, {{"out", "o"}, {"params"}}));
   WEFT_ASSIGN_OR_RETURN(std::string file, one_file_argument("export", args));
   if (!args.has("out")) return Error{"weftc export: -o OUT.onnx is required (see weftc export --help)"};
-  WEFT_ASSIGN_OR_RETURN(std::string text, read_file(resolve_path(file)));
-  WEFT_ASSIGN_OR_RETURN(Graph g, file.ends_with(".json") ? graph_from_json(text, file)
-                                                         : parse_graph(text, file));
-  WEFT_RETURN_IF_ERROR(default_pipeline().run_until(g, "infer-types"));
-  WEFT_RETURN_IF_ERROR(verify(g));
+  WEFT_ASSIGN_OR_RETURN(Graph g, load_typed_graph(file));
   std::map<std::string, Tensor> values;
   if (args.has("params")) {
-    const std::string shown = args.get("params");
-    StatusOr<SafetensorsFile> params = read_safetensors(resolve_path(shown));
-    if (!params.ok()) return Error{params.error().message, Location::of_file(shown)};
-    for (auto& [name, t] : params->tensors) values.emplace(name, std::move(t));
+    WEFT_ASSIGN_OR_RETURN(SafetensorsFile params, read_params(args.get("params")));
+    for (auto& [name, t] : params.tensors) values.emplace(name, std::move(t));
   }
   std::string missing;
   for (const Input& in : g.inputs()) {

@@ -45,6 +45,7 @@
 #include "runtime/out_of_memory.h"
 #include "tools/weftc/args.h"
 #include "tools/weftc/help.h"
+#include "tools/weftc/graph_files.h"
 #include "tools/weftc/migrate.h"
 #include "tools/weftc/onnx_commands.h"
 
@@ -58,35 +59,12 @@ bool wants_help(const std::vector<std::string>& argv) {
   return false;
 }
 
-/// formats/file_io.h's read_file (out of memory reported as such), its errors naming the
-/// path as the user wrote it.
-StatusOr<std::string> read_file(const std::string& shown_path) {
-  StatusOr<std::string> bytes = weft::read_file(resolve_path(shown_path));
-  if (!bytes.ok()) return Error{bytes.error().message, Location::of_file(shown_path)};
-  return bytes;
-}
-
 Status write_file(const std::string& shown_path, const std::string& contents) {
   return write_file_atomically(resolve_path(shown_path), contents);
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-/// Reads and parses FILE: JSON when it ends in .json, `.wir` text otherwise.
-StatusOr<Graph> load_graph(const std::string& shown_path) {
-  WEFT_ASSIGN_OR_RETURN(std::string text, read_file(shown_path));
-  if (ends_with(shown_path, ".json")) return graph_from_json(text, shown_path);
-  return parse_graph(text, shown_path);
-}
-
-/// Parses, verifies and infers types: what every command needs first.
-StatusOr<Graph> load_typed_graph(const std::string& shown_path) {
-  WEFT_ASSIGN_OR_RETURN(Graph g, load_graph(shown_path));
-  WEFT_RETURN_IF_ERROR(default_pipeline().run_until(g, "infer-types"));
-  WEFT_RETURN_IF_ERROR(verify(g));
-  return g;
 }
 
 /// The target `weftc check --backend=NAME` checks the graph's ops against: one whose
@@ -329,11 +307,10 @@ StatusOr<std::vector<Tensor>> read_inputs(const Graph& g, const std::string& fil
   }
   if (args.has("params")) {
     const std::string shown = args.get("params");
-    StatusOr<SafetensorsFile> params = read_safetensors(resolve_path(shown));
-    if (!params.ok()) return Error{params.error().message, Location::of_file(shown)};
+    WEFT_ASSIGN_OR_RETURN(SafetensorsFile params, read_params(shown));
     for (size_t i = 0; i < given.size(); ++i) {
       const Input& in = g.inputs()[i];
-      const Tensor* t = given[i] ? nullptr : params->find(g.value(in.value).name);
+      const Tensor* t = given[i] ? nullptr : params.find(g.value(in.value).name);
       if (t == nullptr) continue;
       if (!(t->type() == g.type(in.value))) {
         return Error{"input %" + g.value(in.value).name + " is declared " +

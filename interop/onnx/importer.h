@@ -34,10 +34,10 @@ namespace weft::onnx_io {
 
 struct ImportOptions {
   /// Sizes of the model's symbolic dimensions (`batch` = 8).
-  std::map<std::string, int64_t> dims;
+  std::map<std::string, int64_t> dims = {};
   /// Shapes that replace the model's declared ones, by input name (import_onnx only;
   /// a module takes its inputs' shapes from the flow).
-  std::map<std::string, Shape> input_shapes;
+  std::map<std::string, Shape> input_shapes = {};
   /// OnnxModel: the first dimension of every data input takes the flow's size even where
   /// the model fixes it (a model exported at batch 1, trained at batch 32). Shapes the
   /// model computes from it follow; a constant that bakes the export batch in (a Reshape
@@ -46,7 +46,7 @@ struct ImportOptions {
   /// import_onnx: data inputs whose values are fixed at import time, by name (a model
   /// that takes a Reshape's shape or a Slice's starts as an input: weft's shapes are
   /// static). They are not inputs of the imported graph; their values are constants.
-  std::map<std::string, Tensor> constant_inputs;
+  std::map<std::string, Tensor> constant_inputs = {};
 };
 
 /// A module that emits the ONNX model at `path` (read when the flow is built). Its

@@ -73,7 +73,7 @@ struct CaseResult {
   std::map<std::string, BackendResult> backends;  ///< By backend name.
   /// The data inputs fixed at import (ImportOptions::constant_inputs), comma-separated:
   /// non-float inputs a test feeds where weft needs a constant (a Reshape's shape); "" if none.
-  std::string fixed_inputs;
+  std::string fixed_inputs = {};
 };
 
 /// numpy.testing.assert_allclose's tolerances: |actual - expected| <= atol + rtol * |expected|.

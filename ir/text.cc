@@ -55,12 +55,18 @@ std::string location_text(const Location& loc) {
   return out + ")";
 }
 
+// `%x: f32[4]`, with ` {param}` or ` {state}` after the type for those kinds: a graph's
+// inputs and a body's block arguments alike (the parser reads both with one rule).
+std::string input_text(const Graph& g, const ValueRefs& refs, const Input& input) {
+  std::string out = refs[input.value] + ": " + g.type(input.value).to_string();
+  if (input.kind != InputKind::data) out += " {" + std::string(input_kind_name(input.kind)) + "}";
+  return out;
+}
+
 std::string header(const Graph& g, const ValueRefs& refs) {
   std::string out = "graph " + name_ref('@', g.name()) + "(";
   for (size_t i = 0; i < g.inputs().size(); ++i) {
-    const Input& input = g.inputs()[i];
-    out += (i ? ", " : "") + refs[input.value] + ": " + g.type(input.value).to_string();
-    if (input.kind != InputKind::data) out += " {" + std::string(input_kind_name(input.kind)) + "}";
+    out += (i ? ", " : "") + input_text(g, refs, g.inputs()[i]);
   }
   out += ")";
   std::vector<Type> output_types = g.declared_output_types();
@@ -87,8 +93,7 @@ std::string region(const Graph& body, const PrintOptions& options, const std::st
   const ValueRefs refs = value_refs(body, options);
   std::string out = " ({\n" + indent + "  ^" + body.name() + "(";
   for (size_t i = 0; i < body.inputs().size(); ++i) {
-    ValueId v = body.inputs()[i].value;
-    out += (i ? ", " : "") + refs[v] + ": " + body.type(v).to_string();
+    out += (i ? ", " : "") + input_text(body, refs, body.inputs()[i]);
   }
   out += "):\n";
   for (const Node& n : body.nodes()) out += statement(body, refs, n, options, indent + "    ");

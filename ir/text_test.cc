@@ -527,6 +527,28 @@ TEST(TextTest, FusedBodyRoundTrips) {
   EXPECT_TRUE(structurally_equal(*g, *again, &why)) << why;
 }
 
+// A block argument's kind prints as a graph input's does, so it survives the round trip
+// (the fuzzer found a body argument's {state} lost in print).
+TEST(TextTest, BlockArgumentKindsRoundTrip) {
+  const std::string text =
+      "graph @g(%x: f32[4]) -> (f32[4]) {\n"
+      "  %y = fused(%x) : f32[4] ({\n"
+      "    ^body(%a: f32[4] {state}):\n"
+      "      %0 = neg(%a) : f32[4]\n"
+      "      return %0\n"
+      "  })\n"
+      "  return %y\n"
+      "}\n";
+  StatusOr<Graph> g = parse_graph(text, "f.wir");
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  EXPECT_EQ(g->nodes()[0].body->inputs()[0].kind, InputKind::state);
+  EXPECT_EQ(print_graph(*g, {.locations = false}), text);
+  StatusOr<Graph> again = parse_graph(print_graph(*g), "f.wir");
+  ASSERT_TRUE(again.ok()) << again.error().to_string();
+  std::string why;
+  EXPECT_TRUE(structurally_equal(*g, *again, &why)) << why;
+}
+
 // Renumbered, graphs that differ only in value names (here the fused body's too) print
 // alike, and the text still parses.
 TEST(PrintTest, RenumberPrintsValuesByPosition) {

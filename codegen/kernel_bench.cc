@@ -168,6 +168,7 @@ std::vector<Tensor> buffers_for(const Graph& g, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(-3, 3);
   std::vector<Tensor> ts;
+  ts.reserve(g.inputs().size() + g.outputs().size());
   for (const Input& in : g.inputs()) {
     ts.emplace_back(g.type(in.value));
     for (int64_t i = 0; i < ts.back().numel(); ++i) ts.back().set_double(i, u(rng));
@@ -197,22 +198,23 @@ void report_bandwidth(KernelCompiler& jit, const Graph& g, int calls) {
 // store 16 bits and compute in f32 (emit_half.cc), so at the same elements per second
 // they move half the bytes.
 void bench_half_precision(KernelCompiler& jit) {
-  const int64_t n = 1 << 22;
-  std::printf("x*a + b, f32/bf16/f16[%lld] (48 MB in f32, beyond the caches)\n",
-              static_cast<long long>(n));
-  for (DType d : {DType::f32, DType::bf16, DType::f16}) {
-    Graph g("axpb");
-    const Type t{d, {n}};
-    auto x = g.add_input("x", t);
-    auto a = g.add_input("a", t);
-    auto b = g.add_input("b", t);
-    g.add_output(g.add_node(Op::Add, {g.add_node(Op::Mul, {x, a}, {}, {}, t), b}, {}, {}, t));
-    report_bandwidth(jit, g, 20);
+  for (int64_t n : {int64_t{1} << 16, int64_t{1} << 22}) {
+    std::printf("x*a + b, f16/bf16/f32[%lld] (%.1f MB in f32)\n", static_cast<long long>(n),
+                n * 12e-6);
+    for (DType d : {DType::f16, DType::bf16, DType::f32}) {
+      Graph g("axpb");
+      const Type t{d, {n}};
+      auto x = g.add_input("x", t);
+      auto a = g.add_input("a", t);
+      auto b = g.add_input("b", t);
+      g.add_output(g.add_node(Op::Add, {g.add_node(Op::Mul, {x, a}, {}, {}, t), b}, {}, {}, t));
+      report_bandwidth(jit, g, n < (1 << 20) ? 2000 : 20);
+    }
   }
   const int64_t rows = 4096, cols = 1024;
   std::printf("softmax row kernel (max, sub, exp, sum, div), [%lld,%lld]\n",
               static_cast<long long>(rows), static_cast<long long>(cols));
-  for (DType d : {DType::f32, DType::bf16, DType::f16}) {
+  for (DType d : {DType::f16, DType::bf16, DType::f32}) {
     Graph g("softmax");
     const Type full{d, {rows, cols}}, row{d, {rows, 1}};
     const Attrs axes{{"axes", IntList{-1}}, {"keepdims", true}};

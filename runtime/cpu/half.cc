@@ -1,0 +1,175 @@
+// f16 and bf16 in the CPU's library kernels: the conversion path and the bf16 ISA check.
+//
+// The reference interpreter computes an f16 or bf16 op (other than movement and
+// creation, which copy bits) by widening its half operands to f32, running the f32
+// kernel and rounding the result to nearest even. make_widened_kernel does the same with
+// the f32 library kernels: it is how f16 runs everywhere (oneDNN 2.6 has no f16 on x86
+// CPUs without AVX512_FP16, which Zen 4 lacks), how reductions, pooling, composites and
+// scatter_add run in both half dtypes (they accumulate in f32 and round once, as the
+// interpreter does), and how bf16 matmuls and convolutions run on a CPU without
+// AVX512_BF16. The f32 copies of the operands and the f32 result are buffers of the
+// kernel's own, held while it is bound (not the Executor's shared scratch: the f32
+// kernel is bound to them when it is created, before the scratch exists).
+
+#include <dnnl.hpp>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <new>
+
+#include "runtime/cpu/kernels_internal.h"
+#include "runtime/tensor.h"
+
+namespace weft::cpu {
+
+bool computes_widened(const LibraryCall& call) {
+  switch (call.node.info().category) {
+    case OpCategory::Movement:
+    case OpCategory::Creation:
+    case OpCategory::State: return false;
+    default: break;
+  }
+  bool half = is_half(call.result_type.dtype);
+  for (const Type& t : call.operand_types) half = half || is_half(t.dtype);
+  return half;
+}
+
+LibraryCall widened_call(const LibraryCall& call) {
+  LibraryCall wide = call;
+  for (Type& t : wide.operand_types) {
+    if (is_half(t.dtype)) t.dtype = DType::f32;
+  }
+  if (is_half(wide.result_type.dtype)) wide.result_type.dtype = DType::f32;
+  return wide;
+}
+
+namespace {
+
+std::atomic<bool> bf16_conversion_forced{false};
+
+bool cpu_has_avx512_bf16() {
+  static const bool has = (static_cast<unsigned>(dnnl::get_effective_cpu_isa()) &
+                           static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16)) ==
+                          static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
+  return has;
+}
+
+using FloatBuffer = std::unique_ptr<float, void (*)(float*)>;
+
+FloatBuffer allocate_floats(int64_t n) {
+  void* p = std::aligned_alloc(64, static_cast<size_t>((n * 4 + 63) / 64 * 64 + 64));
+  if (p == nullptr) throw std::bad_alloc();
+  return FloatBuffer(static_cast<float*>(p), [](float* q) { std::free(q); });
+}
+
+// One half buffer and its f32 copy.
+struct Converted {
+  DType dtype;
+  uint16_t* half;
+  float* wide;
+  int64_t n;
+};
+
+constexpr int64_t kConvertGrain = 16384;
+
+void widen(ThreadPool& pool, const Converted& c) {
+  pool.parallel_for(c.n, kConvertGrain, [&](int64_t begin, int64_t end) {
+    if (c.dtype == DType::bf16) {
+      for (int64_t i = begin; i < end; ++i) c.wide[i] = bf16_to_float(c.half[i]);
+    } else {
+      for (int64_t i = begin; i < end; ++i) c.wide[i] = f16_to_float(c.half[i]);
+    }
+  });
+}
+
+void round_to_half(ThreadPool& pool, const Converted& c) {
+  pool.parallel_for(c.n, kConvertGrain, [&](int64_t begin, int64_t end) {
+    if (c.dtype == DType::bf16) {
+      for (int64_t i = begin; i < end; ++i) c.half[i] = float_to_bf16(c.wide[i]);
+    } else {
+      for (int64_t i = begin; i < end; ++i) c.half[i] = float_to_f16(c.wide[i]);
+    }
+  });
+}
+
+// Runs an f32 kernel bound to f32 copies: widen the half operands, run, round the result.
+class WidenedKernel final : public BoundKernel {
+ public:
+  WidenedKernel(std::vector<Converted> operands, std::optional<Converted> result,
+                std::vector<FloatBuffer> buffers, std::unique_ptr<BoundKernel> f32_kernel)
+      : operands_(std::move(operands)), result_(result), buffers_(std::move(buffers)),
+        f32_kernel_(std::move(f32_kernel)) {}
+
+  Status run(ThreadPool& pool) override {
+    ensure_scratch();
+    for (const Converted& c : operands_) widen(pool, c);
+    WEFT_RETURN_IF_ERROR(f32_kernel_->run(pool));
+    if (result_) round_to_half(pool, *result_);
+    return Status::ok_status();
+  }
+
+  std::string describe() const override {
+    return "via f32 (converted): " + f32_kernel_->describe();
+  }
+
+  int64_t scratch_bytes() const override { return f32_kernel_->scratch_bytes(); }
+
+ private:
+  void bind_scratch(std::byte* scratch) override { f32_kernel_->set_scratch(scratch); }
+
+  std::vector<Converted> operands_;
+  std::optional<Converted> result_;
+  std::vector<FloatBuffer> buffers_;
+  std::unique_ptr<BoundKernel> f32_kernel_;
+};
+
+}  // namespace
+
+KernelOr make_widened_kernel(const LibraryCall& call, const std::vector<const void*>& in,
+                             void* out) {
+  const LibraryCall wide = widened_call(call);
+  std::vector<FloatBuffer> buffers;
+  std::vector<Converted> operands;
+  std::vector<const void*> wide_in = in;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const Type& t = call.operand_types[i];
+    if (!is_half(t.dtype)) continue;
+    buffers.push_back(allocate_floats(t.numel()));
+    operands.push_back({t.dtype, const_cast<uint16_t*>(static_cast<const uint16_t*>(in[i])),
+                        buffers.back().get(), t.numel()});
+    wide_in[i] = buffers.back().get();
+  }
+  std::optional<Converted> result;
+  void* wide_out = out;
+  if (is_half(call.result_type.dtype)) {
+    buffers.push_back(allocate_floats(call.result_type.numel()));
+    result = Converted{call.result_type.dtype, static_cast<uint16_t*>(out), buffers.back().get(),
+                       call.result_type.numel()};
+    wide_out = buffers.back().get();
+  }
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<BoundKernel> f32_kernel,
+                        make_library_kernel(wide, wide_in, wide_out));
+  if (!f32_kernel) return std::unique_ptr<BoundKernel>();
+  return std::unique_ptr<BoundKernel>(new WidenedKernel(
+      std::move(operands), result, std::move(buffers), std::move(f32_kernel)));
+}
+
+bool native_bf16() {
+  const bool forced = bf16_conversion_forced.load();
+  if (cpu_has_avx512_bf16() && !forced) return true;
+  static std::once_flag noted;
+  std::call_once(noted, [forced] {
+    std::fprintf(stderr,
+                 "weft: note: bf16 matmuls and convolutions on the CPU convert to f32, run the "
+                 "f32 kernels and round (runtime/cpu/half.cc): %s\n",
+                 forced ? "the conversion path is forced (a test)"
+                        : "this CPU lacks AVX512_BF16");
+  });
+  return false;
+}
+
+void force_bf16_conversion_for_testing(bool force) { bf16_conversion_forced.store(force); }
+
+}  // namespace weft::cpu

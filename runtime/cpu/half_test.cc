@@ -137,18 +137,20 @@ TEST(HalfConvTest, ForwardAndGradientsWithinOneUlp) {
   }
 }
 
-TEST(HalfPoolTest, AllOpsWithinOneUlp) {
+// The f32 pooling kernels are bitwise the reference's, so through f32 the half results
+// must be too: the conversions (vectorized for f16) round exactly as the interpreter's.
+TEST(HalfPoolTest, AllOpsExact) {
   const Attrs attrs = {{"kernel", IntList{3, 3}}, {"stride", IntList{2, 2}}, {"padding", IntList{1, 1}}};
   Attrs avg_back = attrs;
   avg_back["input_shape"] = IntList{2, 3, 9, 11};
   for (DType dt : kHalves) {
-    const Tensor x = rnd(dt, {2, 3, 9, 11}, 20, -3, 3), gy = rnd(dt, {2, 3, 5, 6}, 21);
+    const Tensor x = rnd(dt, {2, 3, 9, 11}, 20, -3, 3), gy = rnd(dt, {2, 3, 5, 6}, 21, -1e-4, 1e-4);
     const Tensor g = rnd(dt, {2, 3, 9, 11}, 22);
-    expect_half_matches(Op::MaxPool2d, attrs, {x});
-    expect_half_matches(Op::AvgPool2d, attrs, {x});
-    expect_half_matches(Op::MaxPool2dBackward, attrs, {x, gy});
-    expect_half_matches(Op::AvgPool2dBackward, avg_back, {gy});
-    expect_half_matches(Op::MaxPool2dSelect, attrs, {x, g});
+    expect_half_matches(Op::MaxPool2d, attrs, {x}, 0, 0);
+    expect_half_matches(Op::AvgPool2d, attrs, {x}, 0, 0);
+    expect_half_matches(Op::MaxPool2dBackward, attrs, {x, gy}, 0, 0);
+    expect_half_matches(Op::AvgPool2dBackward, avg_back, {gy}, 0, 0);
+    expect_half_matches(Op::MaxPool2dSelect, attrs, {x, g}, 0, 0);
   }
 }
 

@@ -7,9 +7,8 @@
 // CPUs without AVX512_FP16, which Zen 4 lacks), how reductions, pooling, composites and
 // scatter_add run in both half dtypes (they accumulate in f32 and round once, as the
 // interpreter does), and how bf16 matmuls and convolutions run on a CPU without
-// AVX512_BF16. The f32 copies of the operands and the f32 result are buffers of the
-// kernel's own, held while it is bound (not the Executor's shared scratch: the f32
-// kernel is bound to them when it is created, before the scratch exists).
+// AVX512_BF16. The f32 copies of the operands and the f32 result live in the kernel's
+// scratch (BoundKernel::scratch_bytes), the block the Executor shares among its kernels.
 
 #include <dnnl.hpp>
 #include <immintrin.h>
@@ -58,20 +57,15 @@ bool cpu_has_avx512_bf16() {
   return has;
 }
 
-using FloatBuffer = std::unique_ptr<float, void (*)(float*)>;
-
-FloatBuffer allocate_floats(int64_t n) {
-  void* p = std::aligned_alloc(64, static_cast<size_t>((n * 4 + 63) / 64 * 64 + 64));
-  if (p == nullptr) throw std::bad_alloc();
-  return FloatBuffer(static_cast<float*>(p), [](float* q) { std::free(q); });
-}
-
-// One half buffer and its f32 copy.
+// One half buffer (operand `index`, or the result) and its f32 copy, `at` bytes into the
+// kernel's scratch.
 struct Converted {
   DType dtype;
   uint16_t* half;
-  float* wide;
   int64_t n;
+  int64_t at = 0;
+  size_t index = 0;
+  float* wide = nullptr;  // Once the scratch is bound.
 };
 
 constexpr int64_t kConvertGrain = 16384;
@@ -129,12 +123,18 @@ void round_to_half(ThreadPool& pool, const Converted& c) {
 }
 
 // Runs an f32 kernel bound to f32 copies: widen the half operands, run, round the result.
+// The copies live in the kernel's scratch (the Executor's one block), followed by the f32
+// kernel's own; since an f32 kernel is bound to its buffers when it is created, it is
+// created when the scratch is bound (its size learned from a first one, bound to
+// temporary copies when this kernel is made).
 class WidenedKernel final : public BoundKernel {
  public:
-  WidenedKernel(std::vector<Converted> operands, std::optional<Converted> result,
-                std::vector<FloatBuffer> buffers, std::unique_ptr<BoundKernel> f32_kernel)
-      : operands_(std::move(operands)), result_(result), buffers_(std::move(buffers)),
-        f32_kernel_(std::move(f32_kernel)) {}
+  WidenedKernel(LibraryCall wide, std::vector<const void*> in, void* out,
+                std::vector<Converted> operands, std::optional<Converted> result,
+                int64_t copies_bytes, int64_t f32_scratch_bytes, std::string f32_describe)
+      : wide_(std::move(wide)), in_(std::move(in)), out_(out), operands_(std::move(operands)),
+        result_(result), copies_bytes_(copies_bytes), f32_scratch_bytes_(f32_scratch_bytes),
+        f32_describe_(std::move(f32_describe)) {}
 
   Status run(ThreadPool& pool) override {
     ensure_scratch();
@@ -144,50 +144,73 @@ class WidenedKernel final : public BoundKernel {
     return Status::ok_status();
   }
 
-  std::string describe() const override {
-    return "via f32 (converted): " + f32_kernel_->describe();
-  }
+  std::string describe() const override { return "via f32 (converted): " + f32_describe_; }
 
-  int64_t scratch_bytes() const override { return f32_kernel_->scratch_bytes(); }
+  int64_t scratch_bytes() const override { return copies_bytes_ + f32_scratch_bytes_; }
 
  private:
-  void bind_scratch(std::byte* scratch) override { f32_kernel_->set_scratch(scratch); }
+  void bind_scratch(std::byte* scratch) override {
+    std::vector<const void*> in = in_;
+    void* out = out_;
+    for (Converted& c : operands_) {
+      c.wide = reinterpret_cast<float*>(scratch + c.at);
+      in[c.index] = c.wide;
+    }
+    if (result_) {
+      result_->wide = reinterpret_cast<float*>(scratch + result_->at);
+      out = result_->wide;
+    }
+    StatusOr<std::unique_ptr<BoundKernel>> kernel = make_library_kernel(wide_, in, out);
+    WEFT_CHECK(kernel.ok() && *kernel, "make_widened_kernel: the f32 kernel no longer binds");
+    f32_kernel_ = std::move(*kernel);
+    f32_kernel_->set_scratch(scratch + copies_bytes_);
+  }
 
+  LibraryCall wide_;
+  std::vector<const void*> in_;
+  void* out_;
   std::vector<Converted> operands_;
   std::optional<Converted> result_;
-  std::vector<FloatBuffer> buffers_;
+  int64_t copies_bytes_;
+  int64_t f32_scratch_bytes_;
+  std::string f32_describe_;
   std::unique_ptr<BoundKernel> f32_kernel_;
 };
+
+int64_t aligned_floats(int64_t n) { return (n * 4 + 63) / 64 * 64; }
 
 }  // namespace
 
 KernelOr make_widened_kernel(const LibraryCall& call, const std::vector<const void*>& in,
                              void* out) {
   const LibraryCall wide = widened_call(call);
-  std::vector<FloatBuffer> buffers;
+  // Where the copies go in the scratch, and temporary ones to learn the f32 kernel's need.
+  int64_t bytes = 0;
   std::vector<Converted> operands;
-  std::vector<const void*> wide_in = in;
+  std::optional<Converted> result;
   for (size_t i = 0; i < in.size(); ++i) {
     const Type& t = call.operand_types[i];
     if (!is_half(t.dtype)) continue;
-    buffers.push_back(allocate_floats(t.numel()));
     operands.push_back({t.dtype, const_cast<uint16_t*>(static_cast<const uint16_t*>(in[i])),
-                        buffers.back().get(), t.numel()});
-    wide_in[i] = buffers.back().get();
+                        t.numel(), bytes, i});
+    bytes += aligned_floats(t.numel());
   }
-  std::optional<Converted> result;
-  void* wide_out = out;
   if (is_half(call.result_type.dtype)) {
-    buffers.push_back(allocate_floats(call.result_type.numel()));
-    result = Converted{call.result_type.dtype, static_cast<uint16_t*>(out), buffers.back().get(),
-                       call.result_type.numel()};
-    wide_out = buffers.back().get();
+    result = Converted{call.result_type.dtype, static_cast<uint16_t*>(out),
+                       call.result_type.numel(), bytes};
+    bytes += aligned_floats(call.result_type.numel());
   }
-  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<BoundKernel> f32_kernel,
-                        make_library_kernel(wide, wide_in, wide_out));
-  if (!f32_kernel) return std::unique_ptr<BoundKernel>();
-  return std::unique_ptr<BoundKernel>(new WidenedKernel(
-      std::move(operands), result, std::move(buffers), std::move(f32_kernel)));
+  std::unique_ptr<std::byte[]> probe_copies(new std::byte[bytes + 64]);
+  std::vector<const void*> probe_in = in;
+  void* probe_out = out;
+  for (const Converted& c : operands) probe_in[c.index] = probe_copies.get() + c.at;
+  if (result) probe_out = probe_copies.get() + result->at;
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<BoundKernel> probe,
+                        make_library_kernel(wide, probe_in, probe_out));
+  if (!probe) return std::unique_ptr<BoundKernel>();
+  return std::unique_ptr<BoundKernel>(new WidenedKernel(wide, in, out, std::move(operands), result,
+                                                        bytes, probe->scratch_bytes(),
+                                                        probe->describe()));
 }
 
 bool native_bf16() {

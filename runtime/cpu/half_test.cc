@@ -206,6 +206,47 @@ TEST(HalfMovementTest, BitExact) {
   }
 }
 
+// The conversion path keeps its f32 copies in the kernel's scratch: two kernels given one
+// block, as the Executor does, run one after the other and both stay right.
+TEST(HalfConversionScratchTest, KernelsShareOneScratchBlock) {
+  const Tensor a = rnd(DType::f16, {40, 300}, 60), b = rnd(DType::f16, {300, 50}, 61);
+  const Tensor x = rnd(DType::f16, {64, 700}, 62);
+  const testing::Comparison mm = run_both(Op::Matmul, {}, {a, b});
+  const testing::Comparison sum = run_both(Op::Sum, {{"axes", IntList{1}}}, {x});
+  ASSERT_TRUE(mm.reference_status.ok() && sum.reference_status.ok());
+  auto bind = [](Op op, const Attrs& attrs, const std::vector<const Tensor*>& in,
+                 Tensor& out) -> std::unique_ptr<BoundKernel> {
+    LibraryCall call;
+    call.node.op = op;
+    call.node.attrs = attrs;
+    std::vector<const void*> ptrs;
+    for (const Tensor* t : in) {
+      call.operand_types.push_back(t->type());
+      ptrs.push_back(t->raw_data());
+    }
+    call.result_type = out.type();
+    StatusOr<std::unique_ptr<BoundKernel>> k = make_library_kernel(call, ptrs, out.raw_data());
+    return k.ok() ? std::move(*k) : nullptr;
+  };
+  Tensor mm_out(mm.reference.type()), sum_out(sum.reference.type());
+  std::unique_ptr<BoundKernel> k1 = bind(Op::Matmul, {}, {&a, &b}, mm_out);
+  std::unique_ptr<BoundKernel> k2 = bind(Op::Sum, {{"axes", IntList{1}}}, {&x}, sum_out);
+  ASSERT_TRUE(k1 && k2);
+  EXPECT_GE(k1->scratch_bytes(), (40 * 300 + 300 * 50 + 40 * 50) * 4);  // The f32 copies.
+  EXPECT_GE(k2->scratch_bytes(), (64 * 700 + 64) * 4);
+  Tensor block(Type{DType::f32, {(std::max(k1->scratch_bytes(), k2->scratch_bytes()) + 3) / 4}});
+  k1->set_scratch(static_cast<std::byte*>(block.raw_data()));
+  k2->set_scratch(static_cast<std::byte*>(block.raw_data()));
+  ThreadPool pool(2);
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_TRUE(k1->run(pool).ok());
+    ASSERT_TRUE(k2->run(pool).ok());
+    std::string why;
+    EXPECT_TRUE(testing::within_ulps(mm_out, mm.reference, 1, kCancelled, &why)) << why;
+    EXPECT_TRUE(testing::within_ulps(sum_out, sum.reference, 1, kCancelled, &why)) << why;
+  }
+}
+
 // A GeneratedFn epilogue as codegen would emit for relu(C + bias) over bf16 rows of
 // kEpilogueN: buffers {C, bias, out}, f32 math rounded once per op.
 constexpr int64_t kEpilogueN = 48;

@@ -101,6 +101,35 @@ TEST(HalfMatmulTest, BitwiseReproducible) {
   }
 }
 
+// A bf16 matmul whose result type is f32 (the node's result type decides): oneDNN writes
+// its f32 accumulator unrounded, as the f32 matmul of the same (bf16-exact) values.
+TEST(HalfMatmulTest, Bf16OperandsWithAnF32Result) {
+  const Tensor a = rnd(DType::bf16, {33, 1024}, 7), b = rnd(DType::bf16, {1024, 70}, 8);
+  auto as_f32 = [](const Tensor& t) {
+    Tensor u(Type{DType::f32, t.type().shape});
+    for (int64_t i = 0; i < t.numel(); ++i) u.set_double(i, t.get_double(i));
+    return u;
+  };
+  const testing::Comparison want = run_both(Op::Matmul, {}, {as_f32(a), as_f32(b)});
+  ASSERT_TRUE(want.reference_status.ok());
+  LibraryCall call;
+  call.node.op = Op::Matmul;
+  call.operand_types = {a.type(), b.type()};
+  call.result_type = want.reference.type();
+  EXPECT_FALSE(cpu_library_gap(call).has_value());
+  for (bool forced : {false, true}) {
+    force_bf16_conversion_for_testing(forced);
+    Tensor got(want.reference.type());
+    auto kernel = make_library_kernel(call, {a.raw_data(), b.raw_data()}, got.raw_data());
+    ASSERT_TRUE(kernel.ok() && *kernel);
+    ThreadPool pool(2);
+    ASSERT_TRUE((*kernel)->run(pool).ok());
+    std::string why;
+    EXPECT_TRUE(all_close(got, want.reference, 1e-5, &why)) << (*kernel)->describe() << ": " << why;
+  }
+  force_bf16_conversion_for_testing(false);
+}
+
 Attrs conv_attrs(IntList stride, IntList padding, IntList dilation, int64_t groups) {
   return {{"stride", stride}, {"padding", padding}, {"dilation", dilation}, {"groups", groups}};
 }

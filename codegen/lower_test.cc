@@ -271,7 +271,7 @@ TEST(LowerTest, RunOnCpuReportsUpdatesWrittenInPlace) {
   EXPECT_EQ(cpu->updated[0].second, Tensor::from_vector<float>({3}, {0.5f, 1.5f, 2.5f}));
 }
 
-// Ops with no CPU kernel for their dtypes (f16 here) run through the reference
+// Ops with no CPU kernel for their dtypes (integer pow here) run through the reference
 // interpreter, one invocation at a time, and the executor counts them.
 TEST(LowerTest, OpsWithoutACpuKernelFallBackToTheReference) {
   // Integer pow has no CPU kernel (its negative exponents are the reference's error);

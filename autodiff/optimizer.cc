@@ -117,15 +117,43 @@ struct StepCount {
   ValueId apply = kNoValue;
 };
 
-StepCount step_count(Emitter& e, ValueId step, int64_t accumulate) {
+StepCount step_count(Emitter& e, ValueId step, int64_t accumulate, ValueId skipped) {
   const DType f64 = DType::f64;
   ValueId s64 = e.cast(step, f64);
-  if (accumulate == 1) return {s64, kNoValue};
+  // Updates skipped by loss scaling do not count (ScaledUpdate).
+  auto taken = [&](ValueId t) { return skipped == kNoValue ? t : e.sub(t, e.cast(skipped, f64)); };
+  if (accumulate == 1) return {taken(s64), kNoValue};
   // t = ceil(step / K) = floor((step + K - 1) / K): exact in f64 below 2^53 steps.
   ValueId k = e.constant(static_cast<double>(accumulate), f64);
   ValueId t = e.op(Op::Floor,
                    {e.div(e.add(s64, e.constant(static_cast<double>(accumulate - 1), f64)), k)});
-  return {t, e.op(Op::Eq, {s64, e.mul(t, k)})};
+  return {taken(t), e.op(Op::Eq, {s64, e.mul(t, k)})};
+}
+
+/// Dynamic loss scaling's inputs: an f32[] inverse scale and an i64[] skipped count.
+Status check_scaled(const Graph& g, const ScaledUpdate& scaled) {
+  auto is = [&](ValueId v, const Type& type) {
+    return v >= 0 && v < g.num_values() && g.value(v).type && g.type(v) == type;
+  };
+  if (!is(scaled.inv_scale, Type{DType::f32, Shape{}}) ||
+      !is(scaled.skipped_steps, Type{DType::i64, Shape{}})) {
+    return Error{"append_optimizer: loss scaling needs the inverse scale as an f32[] scalar and "
+                 "the skipped-update count as an i64[] scalar"};
+  }
+  return Status();
+}
+
+/// Whether some element of the gradients is an inf or a NaN: g - g is 0 for a finite
+/// element and NaN otherwise, so the sum over every gradient is 0 or NaN (one reduction
+/// per gradient, fused with its subtraction).
+ValueId any_non_finite(Emitter& e, const std::vector<ValueId>& grads) {
+  const DType f64 = DType::f64;
+  ValueId total = kNoValue;
+  for (ValueId grad : grads) {
+    ValueId nan_or_zero = e.cast(e.op(Op::Sum, {e.sub(grad, grad)}), f64);
+    total = total == kNoValue ? nan_or_zero : e.add(total, nan_or_zero);
+  }
+  return e.op(Op::Ne, {total, e.constant(0, f64)});
 }
 
 /// The step-wide scalars of one group (in f64, as PyTorch computes them in Python floats):
@@ -363,9 +391,10 @@ StatusOr<std::vector<OptimizerSlot>> append_optimizer(
 
 StatusOr<std::vector<OptimizerSlot>> append_optimizer(Graph& g,
                                                       const std::vector<OptimizerGroup>& groups,
-                                                      ValueId step) {
+                                                      ValueId step, ScaledUpdate* scaled) {
   if (groups.empty()) return std::vector<OptimizerSlot>{};
   WEFT_RETURN_IF_ERROR(check_groups(groups));
+  if (scaled != nullptr) WEFT_RETURN_IF_ERROR(check_scaled(g, *scaled));
   const OptimizerSpec& common = groups[0].spec;
   const int64_t accumulate = common.accumulate_steps;
   std::vector<std::pair<ValueId, ValueId>> all;  // every group's pairs: no parameter twice
@@ -382,7 +411,8 @@ StatusOr<std::vector<OptimizerSlot>> append_optimizer(Graph& g,
 
   Emitter e(g, Location{});
   const DType f64 = DType::f64;
-  const StepCount count = step_count(e, step, accumulate);
+  const StepCount count =
+      step_count(e, step, accumulate, scaled ? scaled->skipped_steps : kNoValue);
   auto new_slot = [&](ValueId p, const std::string& name, Initializer init, Type type) {
     OptimizerSlot sl;
     sl.name = "optimizer." + g.value(p).name + "." + name;
@@ -391,9 +421,13 @@ StatusOr<std::vector<OptimizerSlot>> append_optimizer(Graph& g,
     sl.value = g.add_input(sl.name, std::move(type), InputKind::state, g.inputs()[g.input_index(p)].loc);
     return sl;
   };
-  // Every assign: when accumulating, only the window's last step changes anything.
+  // Every assign: when accumulating, only the window's last step changes anything; with
+  // loss scaling, nothing changes when a gradient holds an inf or a NaN.
+  ValueId found_inf = kNoValue;
   auto commit = [&](ValueId target, ValueId value) {
-    e.assign(target, count.apply == kNoValue ? value : e.op(Op::Select, {count.apply, value, target}));
+    if (count.apply != kNoValue) value = e.op(Op::Select, {count.apply, value, target});
+    if (found_inf != kNoValue) value = e.op(Op::Select, {found_inf, target, value});
+    e.assign(target, value);
   };
 
   // The gradients: accumulated (their window's mean), then clipped over every group.
@@ -412,6 +446,13 @@ StatusOr<std::vector<OptimizerSlot>> append_optimizer(Graph& g,
     accumulators.push_back(acc);
   }
   e.set_loc(Location{});
+  if (scaled != nullptr) {
+    found_inf = scaled->found_inf = any_non_finite(e, grads);
+    scaled->update = count.apply;
+    for (size_t i = 0; i < grads.size(); ++i) {
+      grads[i] = e.mul(grads[i], e.cast(scaled->inv_scale, g.type(grads[i]).dtype));
+    }
+  }
   ValueId clip = kNoValue;
   if (common.max_grad_norm > 0) {
     // torch.nn.utils.clip_grad_norm_: coef = max_norm / (total_norm + 1e-6), clamped to 1.

@@ -233,7 +233,8 @@ struct OptimizerSlot {
   /// Its value before the first step: zeros, Adagrad's initial accumulator, or 1 for
   /// NAdam's mu_product.
   Initializer init;
-  ValueId param = kNoValue;  ///< The parameter the slot belongs to.
+  /// The parameter the slot belongs to; kNoValue for step-wide state (LossScaler::state).
+  ValueId param = kNoValue;
 };
 
 /// One parameter group of append_optimizer: its (param, grad) pairs, its learning-rate

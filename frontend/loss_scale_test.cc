@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <limits>
 
+#include "codegen/targets.h"
 #include "formats/npy.h"
 #include "frontend/modules.h"
 #include "frontend/training.h"
@@ -253,6 +254,23 @@ TEST(LossScaling, OnTheCpuTheStepRunsWithoutTheInterpreter) {
   ASSERT_TRUE(t.ok()) << t.error().to_string();
   ASSERT_NE(t->compiled_step(), nullptr);
   EXPECT_EQ(t->compiled_step()->fallbacks(), 0) << t->compiled_step()->describe();
+}
+
+// The decisions stay on the device: every op of the scaled step (an accumulating AdamW
+// with clipping) lowers for CUDA and has a CUDA kernel, so the step can be one captured
+// CUDA graph. Checked on the host, as the AOT generator lowers a Trainer's step.
+TEST(LossScaling, EveryOpOfTheScaledStepRunsOnTheGpu) {
+  auto t = compile({"reference", OptimizerSpec::adamw(1e-2).with_max_grad_norm(1).with_accumulation(2),
+                    "reference"},
+                   scaling());
+  ASSERT_TRUE(t.ok()) << t.error().to_string();
+  StatusOr<const codegen::Target*> cuda = codegen::find_target("cuda");
+  ASSERT_TRUE(cuda.ok()) << cuda.error().to_string();
+  StatusOr<codegen::LoweredProgram> lowered = (*cuda)->lower(t->step_graph());
+  ASSERT_TRUE(lowered.ok()) << lowered.error().to_string();
+  ASSERT_NE((*cuda)->runtime()->check_program, nullptr);
+  Status s = (*cuda)->runtime()->check_program(lowered->program);
+  EXPECT_TRUE(s.ok()) << s.error().to_string();
 }
 
 TEST(LossScaling, TheScaleAndSkippedStepsReachTheMetrics) {

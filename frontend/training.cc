@@ -337,7 +337,7 @@ void Trainer::sync_values() const {
   values_stale_ = false;
 }
 
-StatusOr<Tensor> Trainer::state_value(const std::string& name, const char* what) const {
+StatusOr<Tensor> Trainer::loss_scale_state(const std::string& name, const char* what) const {
   if (!options_.loss_scale.enabled) {
     return Error{std::string(what) + ": loss scaling is off (TrainOptions::loss_scale.enabled)"};
   }
@@ -353,12 +353,12 @@ StatusOr<Tensor> Trainer::state_value(const std::string& name, const char* what)
 }
 
 StatusOr<double> Trainer::loss_scale() const {
-  WEFT_ASSIGN_OR_RETURN(Tensor t, state_value(kLossScaleState, "loss_scale()"));
+  WEFT_ASSIGN_OR_RETURN(Tensor t, loss_scale_state(kLossScaleState, "loss_scale()"));
   return t.get_double(0);
 }
 
 StatusOr<int64_t> Trainer::skipped_steps() const {
-  WEFT_ASSIGN_OR_RETURN(Tensor t, state_value(kSkippedStepsState, "skipped_steps()"));
+  WEFT_ASSIGN_OR_RETURN(Tensor t, loss_scale_state(kSkippedStepsState, "skipped_steps()"));
   return static_cast<int64_t>(t.get_double(0));
 }
 

@@ -221,7 +221,8 @@ class Trainer {
   const TrainOptions& options() const { return options_; }
   const Graph& step_graph() const { return step_; }
   /// The optimizer's state slots in the step graph (names and initializers; the AOT
-  /// generator's parameter table lists them with the model's parameters).
+  /// generator's parameter table lists them with the model's parameters), then, with
+  /// TrainOptions::loss_scale, the loss scaler's state (LossScaler::state()).
   const std::vector<OptimizerSlot>& optimizer_slots() const { return slots_; }
   /// The compiled step on a compiled backend ("cpu", "cuda": its Program, describe(),
   /// fallbacks()); nullptr on the reference backend. Its profile is set_profiling's and
@@ -275,9 +276,10 @@ class Trainer {
   Status check_numerics_available() const;
   /// Copies the executor's parameters, state and slots into values_ when they are newer.
   void sync_values() const;
-  /// One state value by name, read alone from the step executor when it holds a newer
-  /// one (sync_values reads them all); an error naming `what` when there is no such value.
-  StatusOr<Tensor> state_value(const std::string& name, const char* what) const;
+  /// A state value of the loss scaler by name, read alone from the step executor when it
+  /// holds a newer one (sync_values reads them all); an error naming `what` (the accessor)
+  /// when loss scaling is off.
+  StatusOr<Tensor> loss_scale_state(const std::string& name, const char* what) const;
   /// Copies values_ into an executor's param and state inputs.
   Status push_values(ProgramExecutor& ex) const;
   /// The optimizer's parameter groups in `g` (params_and_grads by path, the default group

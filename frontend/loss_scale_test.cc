@@ -25,6 +25,8 @@ struct Case {
   std::string name;
 };
 
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
 StatusOr<FlowPtr> mlp() {
   return FlowBuilder::from(Linear(4, 3)).through(Tanh()).through(Linear(3, 2)).build();
 }

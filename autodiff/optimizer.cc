@@ -233,7 +233,11 @@ void set_group_scalars(Emitter& e, const OptimizerSpec& spec, ValueId lr, ValueI
 }
 
 /// The new value of parameter `p` from its (clipped, accumulated) gradient `grad`,
-/// committing each slot's new value through `update`.
+/// committing each slot's new value through `update`, which returns the value committed
+/// (the old one on a step that takes no update). The parameter's formula reads that
+/// value: the same where the parameter changes, and it keeps each slot's new value and
+/// the parameter's in one fused kernel (merge-updates then merges them across
+/// parameters).
 template <typename Update>
 ValueId updated_parameter(Emitter& e, const OptimizerSpec& spec, GroupScalars& gs, ValueId p,
                           ValueId grad, const std::map<std::string, ValueId>& slot,
@@ -256,9 +260,8 @@ ValueId updated_parameter(Emitter& e, const OptimizerSpec& spec, GroupScalars& g
     ValueId m = e.add(times_momentum(slot.at("exp_avg"), spec.betas[0]), times_one_minus_beta1(g));
     ValueId v = e.add(e.scale(slot.at("exp_avg_sq"), spec.betas[1]),
                       e.mul(e.scale(g, 1 - spec.betas[1]), g));
-    update("exp_avg", m);
-    update("exp_avg_sq", v);
-    return std::make_pair(m, v);
+    ValueId m_kept = update("exp_avg", m);  // before exp_avg_sq's, a fixed node order
+    return std::make_pair(m_kept, update("exp_avg_sq", v));
   };
 
   ValueId d = grad;
@@ -271,7 +274,7 @@ ValueId updated_parameter(Emitter& e, const OptimizerSpec& spec, GroupScalars& g
         ValueId buf = times_momentum(slot.at("momentum_buffer"), spec.momentum);
         ValueId damped = spec.dampening == 0 ? d : e.scale(d, 1 - spec.dampening);
         buf = e.op(Op::Select, {gs.first_step, d, e.add(buf, damped)});
-        update("momentum_buffer", buf);
+        buf = update("momentum_buffer", buf);
         d = spec.nesterov ? e.add(d, times_momentum(buf, spec.momentum)) : buf;
       }
       return e.sub(p, e.mul(s.in("lr", dt), d));
@@ -284,7 +287,7 @@ ValueId updated_parameter(Emitter& e, const OptimizerSpec& spec, GroupScalars& g
       ValueId v_hat = v;
       if (spec.amsgrad) {
         v_hat = e.op(Op::Maximum, {slot.at("max_exp_avg_sq"), v});
-        update("max_exp_avg_sq", v_hat);
+        v_hat = update("max_exp_avg_sq", v_hat);
       }
       ValueId denom = e.add(e.div(e.sqrt(v_hat), s.in("bias_correction2_sqrt", dt)),
                             e.constant(spec.eps, dt));
@@ -293,11 +296,11 @@ ValueId updated_parameter(Emitter& e, const OptimizerSpec& spec, GroupScalars& g
     case Kind::RMSprop: {
       ValueId sq = e.add(e.scale(slot.at("square_avg"), spec.alpha),
                          e.mul(e.scale(d, 1 - spec.alpha), d));
-      update("square_avg", sq);
+      sq = update("square_avg", sq);
       ValueId avg;
       if (spec.centered) {
         ValueId ga = e.add(e.scale(slot.at("grad_avg"), spec.alpha), e.scale(d, 1 - spec.alpha));
-        update("grad_avg", ga);
+        ga = update("grad_avg", ga);
         avg = e.sqrt(e.sub(sq, e.mul(ga, ga)));
       } else {
         avg = e.sqrt(sq);
@@ -306,13 +309,13 @@ ValueId updated_parameter(Emitter& e, const OptimizerSpec& spec, GroupScalars& g
       ValueId step_dir = e.div(d, avg);
       if (spec.momentum > 0 || gs.scheduled) {
         step_dir = e.add(times_momentum(slot.at("momentum_buffer"), spec.momentum), step_dir);
-        update("momentum_buffer", step_dir);
+        step_dir = update("momentum_buffer", step_dir);
       }
       return e.sub(p, e.mul(s.in("lr", dt), step_dir));
     }
     case Kind::Adagrad: {
       ValueId sum = e.add(slot.at("sum"), e.mul(d, d));
-      update("sum", sum);
+      sum = update("sum", sum);
       ValueId std_dev = e.add(e.sqrt(sum), e.constant(spec.eps, dt));
       return e.sub(p, e.mul(s.in("clr", dt), e.div(d, std_dev)));
     }
@@ -327,7 +330,7 @@ ValueId updated_parameter(Emitter& e, const OptimizerSpec& spec, GroupScalars& g
       // mu_product is an f32 scalar, as in PyTorch; its products are f32 arithmetic.
       const DType mu_dt = kMuProductType.dtype;
       ValueId mu_product = e.mul(slot.at(kMuProduct), s.in("mu", mu_dt));
-      update(kMuProduct, mu_product);
+      mu_product = update(kMuProduct, mu_product);
       ValueId mu_product_next = e.mul(e.mul(mu_product, s.in("mu", mu_dt)), s.in("mu_next", mu_dt));
       auto one_minus = [&](ValueId x) { return e.sub(c64(1), e.cast(x, f64)); };
       ValueId grad_size =
@@ -428,6 +431,7 @@ StatusOr<std::vector<OptimizerSlot>> append_optimizer(Graph& g,
     if (count.apply != kNoValue) value = e.op(Op::Select, {count.apply, value, target});
     if (found_inf != kNoValue) value = e.op(Op::Select, {found_inf, target, value});
     e.assign(target, value);
+    return value;
   };
 
   // The gradients: accumulated (their window's mean), then clipped over every group.
@@ -490,7 +494,7 @@ StatusOr<std::vector<OptimizerSlot>> append_optimizer(Graph& g,
       if (accumulate > 1) slots.push_back(accumulators[k]);
       ValueId grad = grads[k++];
       if (clip != kNoValue) grad = e.mul(grad, gs.s.in("clip", type.dtype));
-      auto update = [&](const std::string& name, ValueId value) { commit(slot.at(name), value); };
+      auto update = [&](const std::string& name, ValueId value) { return commit(slot.at(name), value); };
       commit(p, updated_parameter(e, spec, gs, p, grad, slot, update));
     }
   }

@@ -72,9 +72,16 @@ StatusOr<LossScaler> LossScaler::add_to(Graph& g, const LossScaleOptions& option
   return s;
 }
 
-ValueId LossScaler::seed(Graph& g, ValueId loss) const {
+StatusOr<ValueId> LossScaler::seed(Graph& g, ValueId loss) const {
   GradBuilder b(g, Location{});
-  return cast(b, scale_, b.type(loss).dtype);
+  const DType dtype = b.type(loss).dtype;
+  if (dtype != DType::f32 && dtype != DType::f64) {
+    return Error{"loss scaling: the loss is " + b.type(loss).to_string() +
+                 "; scale an f32 loss (autocast keeps losses in f32): the scale, " +
+                 python_float_repr(options_.init_scale) +
+                 " at first, grows past f16's largest number, 65504"};
+  }
+  return cast(b, scale_, dtype);
 }
 
 ScaledUpdate LossScaler::scaled_update(Graph& g) const {

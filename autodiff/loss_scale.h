@@ -25,7 +25,8 @@
 // Python floats).
 //
 //   WEFT_ASSIGN_OR_RETURN(LossScaler scaler, LossScaler::add_to(g, options));
-//   grads = append_gradients(g, loss, wrt, scaler.seed(g, loss));
+//   WEFT_ASSIGN_OR_RETURN(ValueId seed, scaler.seed(g, loss));
+//   grads = append_gradients(g, loss, wrt, seed);
 //   ScaledUpdate scaled = scaler.scaled_update(g);
 //   slots = append_optimizer(g, groups, step, &scaled);
 //   scaler.append_update(g, scaled);          // the scale's and the counts' assigns
@@ -73,8 +74,10 @@ class LossScaler {
   /// with no parameter (OptimizerSlot::param is kNoValue).
   const std::vector<OptimizerSlot>& state() const { return state_; }
   /// The cotangent to seed the backward pass of `loss` with: the scale, in the loss's
-  /// dtype, so the gradients are those of loss · scale.
-  ValueId seed(Graph& g, ValueId loss) const;
+  /// dtype, so the gradients are those of loss · scale. An error for an f16 or bf16 loss
+  /// (the scale, 2^16 by default and growing, overflows f16: compute the loss in f32, as
+  /// autocast does).
+  StatusOr<ValueId> seed(Graph& g, ValueId loss) const;
   /// The inputs of append_optimizer's ScaledUpdate: 1/scale (f32, from f64 as
   /// GradScaler's `scale.double().reciprocal().float()`) and the skipped count.
   ScaledUpdate scaled_update(Graph& g) const;

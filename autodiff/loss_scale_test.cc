@@ -120,6 +120,14 @@ TEST(LossScaler, Errors) {
   EXPECT_EQ(LossScaler::add_to(g, {.enabled = true, .growth_factor = 0.5}).error().message,
             "loss scaling: the growth factor must be > 1.0, got 0.5");
 
+  Graph half;
+  ValueId loss = half.add_input("loss", {DType::f16, {}});
+  auto scaler = LossScaler::add_to(half, {.enabled = true});
+  ASSERT_TRUE(scaler.ok());
+  EXPECT_EQ(scaler->seed(half, loss).error().message,
+            "loss scaling: the loss is f16[]; scale an f32 loss (autocast keeps losses in f32): "
+            "the scale, 65536.0 at first, grows past f16's largest number, 65504");
+
   Graph h;
   ValueId w = h.add_input("w", {DType::f32, {2}}, InputKind::param);
   ValueId grad = h.add_input("grad.w", {DType::f32, {2}});

@@ -180,11 +180,12 @@ Status Trainer::build_step() {
   }
   // Loss scaling: the gradients of loss · scale, unscaled and checked by the optimizer.
   std::optional<LossScaler> scaler;
+  ValueId seed = kNoValue;
   if (options_.loss_scale.enabled) {
     WEFT_ASSIGN_OR_RETURN(scaler, LossScaler::add_to(g, options_.loss_scale));
+    WEFT_ASSIGN_OR_RETURN(seed, scaler->seed(g, loss_value));
   }
-  WEFT_ASSIGN_OR_RETURN(std::vector<ValueId> grads,
-                        append_gradients(g, loss_value, wrt, scaler ? scaler->seed(g, loss_value) : kNoValue));
+  WEFT_ASSIGN_OR_RETURN(std::vector<ValueId> grads, append_gradients(g, loss_value, wrt, seed));
   std::vector<std::pair<ValueId, ValueId>> pairs;
   for (size_t i = 0; i < wrt.size(); ++i) pairs.emplace_back(wrt[i], grads[i]);
   ValueId loss_out = loss_value;

@@ -7,6 +7,7 @@
 #include "frontend/init_params.h"
 #include "ir/text.h"
 #include "ir/verifier.h"
+#include "passes/autocast.h"
 #include "passes/pipeline.h"
 #include "training/init.h"
 #include "runtime/reference/interpreter.h"
@@ -55,6 +56,22 @@ Status check_same_step_on_every_rank(collective::Communicator& comm, const Graph
           "for its share of the global batch");
 }
 
+Status check_precision(DType precision) {
+  if (precision == DType::f32 || precision == DType::bf16 || precision == DType::f16) return Status();
+  return Error{"TrainOptions::precision is " + std::string(dtype_name(precision)) +
+               "; a training step runs in f32, or mixed precision with bf16 or f16"};
+}
+
+// Mixed precision: the forward graph and its loss autocast to `low`, its outputs (the
+// network's output, the collected statistics) and the loss kept f32. Returns the loss.
+StatusOr<ValueId> autocast(Graph& g, DType low, ValueId loss) {
+  g.add_output(loss);
+  WEFT_RETURN_IF_ERROR(AutocastPass(low).run(g).status());
+  const ValueId f32_loss = g.outputs().back();
+  g.mutable_outputs().pop_back();
+  return f32_loss;
+}
+
 }  // namespace
 
 StatusOr<Trainer> Trainer::compile(const FlowPtr& net, const std::vector<InputSpec>& inputs,
@@ -67,6 +84,7 @@ StatusOr<Trainer> Trainer::compile(const FlowPtr& net, const std::vector<InputSp
   if (options.check_numerics && !target->has_check_numerics()) {
     return target->check_numerics_unsupported("check_numerics");
   }
+  WEFT_RETURN_IF_ERROR(check_precision(options.precision));
   Trainer t;
   t.target_ = target;
   t.net_ = net;
@@ -171,6 +189,9 @@ Status Trainer::build_step() {
   // LSTM's state (h, c) is concatenated and sliced apart at every step, whose gradient
   // would otherwise be padded, summed and sliced apart again.
   WEFT_RETURN_IF_ERROR(default_pipeline().run_until(g, "canonicalize").status());
+  if (options_.precision != DType::f32) {
+    WEFT_ASSIGN_OR_RETURN(loss_value, autocast(g, options_.precision, loss_value));
+  }
   collected.assign(g.outputs().begin() + 1, g.outputs().end());  // as the passes left them
   if (options_.recompute_loops) {
     for (Node& n : g.mutable_nodes()) {

@@ -128,6 +128,13 @@ struct TrainOptions {
   /// as `.recompute()` on each loop (and for GRU / LSTM): less memory (only the carries
   /// are stacked), one more forward pass of each body (bench/loops measures both).
   bool recompute_loops = false;
+  /// Mixed precision (PyTorch's autocast): f32, or bf16 / f16, in which the step runs
+  /// its contractions (matmul, convolutions) while reductions, softmax, norms, losses and
+  /// exp/log stay in f32 (passes/autocast.h; ir/ops.def's autocast table). Parameters,
+  /// their gradients, optimizer state, the loss and checkpoints stay f32 (master copies),
+  /// so a checkpoint loads at any precision. f16 has no loss scaling here: small
+  /// gradients may underflow to zero. Evaluation runs in f32.
+  DType precision = DType::f32;
 };
 
 /// A statistic of a tagged activation that `Trainer::collect` computes in the step.

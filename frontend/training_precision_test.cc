@@ -215,6 +215,45 @@ TEST(MixedPrecision, CheckpointsLoadAcrossPrecisions) {
   }
 }
 
+// Attention with layer norm (softmax and the norm in f32, the products in bf16), and a GRU
+// (a loop: its body keeps its f32 types, the products around it in bf16), under an MSE
+// loss: five steps close to the f32 ones.
+TEST(MixedPrecision, AttentionAndLoopsFollowF32) {
+  auto attention = [] {
+    return FlowBuilder::from(MultiheadAttention(8, 2)).through(LayerNorm(8)).through(Linear(8, 3)).build();
+  };
+  auto gru = [] { return FlowBuilder::from(GRU(8, 6)).through(Linear(6, 3)).build(); };
+  for (auto [name, make] : {std::pair{"attention", +attention}, std::pair{"gru", +gru}}) {
+    std::vector<double> curves[2];
+    for (int p = 0; p < 2; ++p) {
+      StatusOr<FlowPtr> net = make();
+      ASSERT_TRUE(net.ok()) << net.error().to_string();
+      StatusOr<Trainer> t = Trainer::compile(*net, {{"x", f32({2, 5, 8})}}, LossSpec::mse(),
+                                             OptimizerSpec::adam(1e-2),
+                                             {.seed = 1, .backend = "reference",
+                                              .precision = p == 0 ? DType::f32 : DType::bf16});
+      ASSERT_TRUE(t.ok()) << name << ": " << t.error().to_string();
+      int low = 0;
+      for (const Node& n : t->step_graph().nodes()) {
+        low += n.results.size() == 1 && t->step_graph().type(n.result()).dtype == DType::bf16;
+      }
+      EXPECT_EQ(low > 0, p == 1) << name << ": " << low << " bf16 values";
+      const Type out = t->step_graph().type(t->step_graph().find_value("weft.target").value());
+      Tensor x(f32({2, 5, 8})), y(out);
+      for (int64_t k = 0; k < x.numel(); ++k) x.data<float>()[k] = std::cos(0.3f * k);
+      for (int64_t k = 0; k < y.numel(); ++k) y.data<float>()[k] = std::sin(0.7f * k);
+      for (int i = 0; i < 5; ++i) {
+        StatusOr<double> l = t->step({x, y});
+        ASSERT_TRUE(l.ok()) << name << ": " << l.error().to_string();
+        curves[p].push_back(*l);
+      }
+    }
+    for (size_t i = 0; i < curves[0].size(); ++i) {
+      EXPECT_NEAR(curves[1][i], curves[0][i], 0.02 * (1 + curves[0][i])) << name << " step " << i;
+    }
+  }
+}
+
 TEST(MixedPrecision, RefusesOtherPrecisions) {
   for (DType precision : {DType::f64, DType::i32}) {
     StatusOr<Trainer> t = compile(kMlp, precision, "reference");

@@ -42,8 +42,10 @@ namespace weft {
 
 /// Dynamic loss scaling's options, with PyTorch's GradScaler names and defaults.
 struct LossScaleOptions {
-  /// Off: the step has no loss-scale state and differentiates the loss itself.
-  bool enabled = false;
+  /// Off: the step has no loss-scale state and differentiates the loss itself. Unset:
+  /// on exactly when the step's precision is f16 (TrainOptions::precision), whose range
+  /// small gradients underflow without it (as PyTorch pairs f16 autocast with GradScaler).
+  std::optional<bool> enabled = std::nullopt;
   double init_scale = 65536;  ///< 2^16.
   /// The scale is multiplied by this after `growth_interval` consecutive clean updates.
   double growth_factor = 2;
@@ -56,6 +58,9 @@ struct LossScaleOptions {
   /// unchecked but cannot work: an init_scale that is not a positive f32 number, a
   /// backoff_factor of 0 or less, a growth_interval below 1.
   Status validate() const;
+  /// Whether scaling is on for a step computed in `precision`: `enabled`, or when unset,
+  /// whether `precision` is f16.
+  bool on(DType precision) const { return enabled.value_or(precision == DType::f16); }
 };
 
 /// The state names of a step with loss scaling (checkpoint keys, Trainer values).

@@ -69,7 +69,7 @@ Status JitTrainable::set_check_numerics(bool on) {
 }
 
 StatusOr<std::optional<driver::LossScaleReading>> JitTrainable::loss_scale() const {
-  if (!trainer_.options().loss_scale.enabled) return std::optional<driver::LossScaleReading>();
+  if (!*trainer_.options().loss_scale.enabled) return std::optional<driver::LossScaleReading>();
   WEFT_ASSIGN_OR_RETURN(double scale, trainer_.loss_scale());
   WEFT_ASSIGN_OR_RETURN(int64_t skipped, trainer_.skipped_steps());
   return std::optional<driver::LossScaleReading>(driver::LossScaleReading{scale, skipped});

@@ -7,6 +7,7 @@
 #include "frontend/init_params.h"
 #include "ir/text.h"
 #include "ir/verifier.h"
+#include "passes/autocast.h"
 #include "passes/pipeline.h"
 #include "training/init.h"
 #include "runtime/reference/interpreter.h"
@@ -55,6 +56,22 @@ Status check_same_step_on_every_rank(collective::Communicator& comm, const Graph
           "for its share of the global batch");
 }
 
+Status check_precision(DType precision) {
+  if (precision == DType::f32 || precision == DType::bf16 || precision == DType::f16) return Status();
+  return Error{"TrainOptions::precision is " + std::string(dtype_name(precision)) +
+               "; a training step runs in f32, or mixed precision with bf16 or f16"};
+}
+
+// Mixed precision: the forward graph and its loss autocast to `low`, its outputs (the
+// network's output, the collected statistics) and the loss kept f32. Returns the loss.
+StatusOr<ValueId> autocast(Graph& g, DType low, ValueId loss) {
+  g.add_output(loss);
+  WEFT_RETURN_IF_ERROR(AutocastPass(low).run(g).status());
+  const ValueId f32_loss = g.outputs().back();
+  g.mutable_outputs().pop_back();
+  return f32_loss;
+}
+
 }  // namespace
 
 StatusOr<Trainer> Trainer::compile(const FlowPtr& net, const std::vector<InputSpec>& inputs,
@@ -67,6 +84,7 @@ StatusOr<Trainer> Trainer::compile(const FlowPtr& net, const std::vector<InputSp
   if (options.check_numerics && !target->has_check_numerics()) {
     return target->check_numerics_unsupported("check_numerics");
   }
+  WEFT_RETURN_IF_ERROR(check_precision(options.precision));
   Trainer t;
   t.target_ = target;
   t.net_ = net;
@@ -74,9 +92,10 @@ StatusOr<Trainer> Trainer::compile(const FlowPtr& net, const std::vector<InputSp
   t.loss_ = loss;
   t.optimizer_ = std::move(optimizer);
   t.options_ = options;
+  t.options_.loss_scale.enabled = options.loss_scale.on(options.precision);  // decided once
   t.where_ = where;
   WEFT_RETURN_IF_ERROR(t.optimizer_.validate());
-  if (options.loss_scale.enabled) WEFT_RETURN_IF_ERROR(options.loss_scale.validate());
+  if (*t.options_.loss_scale.enabled) WEFT_RETURN_IF_ERROR(options.loss_scale.validate());
   t.lrs_ = {t.optimizer_.lr};
   t.momentum_ = t.optimizer_.first_momentum();
   for (size_t i = 0; i < t.optimizer_.groups.size(); ++i) {
@@ -172,6 +191,9 @@ Status Trainer::build_step() {
   // LSTM's state (h, c) is concatenated and sliced apart at every step, whose gradient
   // would otherwise be padded, summed and sliced apart again.
   WEFT_RETURN_IF_ERROR(default_pipeline().run_until(g, "canonicalize").status());
+  if (options_.precision != DType::f32) {
+    WEFT_ASSIGN_OR_RETURN(loss_value, autocast(g, options_.precision, loss_value));
+  }
   collected.assign(g.outputs().begin() + 1, g.outputs().end());  // as the passes left them
   if (options_.recompute_loops) {
     for (Node& n : g.mutable_nodes()) {
@@ -181,7 +203,7 @@ Status Trainer::build_step() {
   // Loss scaling: the gradients of loss · scale, unscaled and checked by the optimizer.
   std::optional<LossScaler> scaler;
   ValueId seed = kNoValue;
-  if (options_.loss_scale.enabled) {
+  if (*options_.loss_scale.enabled) {
     WEFT_ASSIGN_OR_RETURN(scaler, LossScaler::add_to(g, options_.loss_scale));
     WEFT_ASSIGN_OR_RETURN(seed, scaler->seed(g, loss_value));
   }
@@ -339,7 +361,7 @@ void Trainer::sync_values() const {
 }
 
 StatusOr<Tensor> Trainer::loss_scale_state(const std::string& name, const char* what) const {
-  if (!options_.loss_scale.enabled) {
+  if (!*options_.loss_scale.enabled) {
     return Error{std::string(what) + ": loss scaling is off (TrainOptions::loss_scale.enabled)"};
   }
   if (values_stale_ && step_exec_) {

@@ -130,13 +130,21 @@ struct TrainOptions {
   /// are stacked), one more forward pass of each body (bench/loops measures both).
   bool recompute_loops = false;
   /// Dynamic loss scaling (PyTorch's GradScaler, autodiff/loss_scale.h), for f16
-  /// training: off by default. When enabled the step differentiates the loss times a
+  /// training: on by default exactly when `precision` is f16 (`enabled` says otherwise
+  /// when set). When on the step differentiates the loss times a
   /// scale held as state (`loss_scale`, saved in checkpoints), unscales the gradients,
   /// skips an update whose gradients hold an inf or a NaN (no parameter or optimizer
   /// slot changes; `skipped_steps` counts it) and backs the scale off, and grows it
   /// after `growth_interval` clean updates — all inside the step, with no host read.
   /// The loss step() returns stays unscaled.
   LossScaleOptions loss_scale = {};
+  /// Mixed precision (PyTorch's autocast): f32, or bf16 / f16, in which the step runs
+  /// its contractions (matmul, convolutions) while reductions, softmax, norms, losses and
+  /// exp/log stay in f32 (passes/autocast.h; ir/ops.def's autocast table). Parameters,
+  /// their gradients, optimizer state, the loss and checkpoints stay f32 (master copies),
+  /// so a checkpoint loads at any precision. f16 turns on loss_scale unless it says
+  /// otherwise. Evaluation runs in f32.
+  DType precision = DType::f32;
 };
 
 /// A statistic of a tagged activation that `Trainer::collect` computes in the step.

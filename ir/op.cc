@@ -1,5 +1,6 @@
 #include "ir/op.h"
 
+#include <iterator>
 #include <string>
 #include <unordered_map>
 
@@ -59,6 +60,28 @@ std::vector<AttrSpec> parse_schema(std::string_view op, std::string_view schema)
   return specs;
 }
 
+// ops.def's autocast table: one entry per op, in the ops' order, checked here.
+struct AutocastEntry {
+  Op op;
+  AutocastClass autocast;
+};
+constexpr AutocastEntry kAutocast[] = {
+#define WEFT_OP(...)
+#define WEFT_AUTOCAST(id, autocast) {Op::id, AutocastClass::autocast},
+#include "ir/ops.def"
+#undef WEFT_AUTOCAST
+#undef WEFT_OP
+};
+static_assert(std::size(kAutocast) == kNumOps,
+              "ops.def's autocast table needs exactly one entry per op");
+constexpr bool autocast_in_op_order() {
+  for (size_t i = 0; i < std::size(kAutocast); ++i) {
+    if (static_cast<size_t>(kAutocast[i].op) != i) return false;
+  }
+  return true;
+}
+static_assert(autocast_in_op_order(), "ops.def's autocast table lists the ops in their order");
+
 std::vector<OpInfo> build_table() {
   std::vector<OpInfo> table;
 #define WEFT_OP(id, name, arity, results, category, schema, math)                   \
@@ -66,6 +89,7 @@ std::vector<OpInfo> build_table() {
                          parse_schema(name, schema), MathClass::math});
 #include "ir/ops.def"
 #undef WEFT_OP
+  for (OpInfo& info : table) info.autocast = kAutocast[static_cast<size_t>(info.op)].autocast;
   return table;
 }
 
@@ -129,6 +153,17 @@ std::string_view math_class_name(MathClass math) {
     case MathClass::Logical: return "logical";
     case MathClass::Select: return "select";
     case MathClass::Cast: return "cast";
+  }
+  return "?";
+}
+
+std::string_view autocast_class_name(AutocastClass autocast) {
+  switch (autocast) {
+    case AutocastClass::None: return "none";
+    case AutocastClass::Low: return "low";
+    case AutocastClass::F32: return "f32";
+    case AutocastClass::Follow: return "follow";
+    case AutocastClass::Promote: return "promote";
   }
   return "?";
 }

@@ -59,6 +59,15 @@ enum class MathClass {
   Cast,            ///< cast to the `dtype` attribute.
 };
 
+/// How a mixed-precision step runs an op (ops.def's autocast table; passes/autocast.h).
+enum class AutocastClass {
+  None,     ///< Untouched: its operands keep the dtypes they had before autocast.
+  Low,      ///< Contractions: operands cast to the low precision, the result low.
+  F32,      ///< Accumulations, exp/log, norms, losses: low operands cast to f32.
+  Follow,   ///< Runs in its operand's dtype (movement, relu, tanh, max...).
+  Promote,  ///< Mixed float operands cast to the widest (add, mul, concat, select...).
+};
+
 struct OpInfo {
   Op op;
   std::string_view name;
@@ -67,6 +76,7 @@ struct OpInfo {
   OpCategory category;
   std::vector<AttrSpec> attrs;
   MathClass math = MathClass::None;
+  AutocastClass autocast = AutocastClass::None;
 
   const AttrSpec* find_attr(std::string_view attr_name) const;
 };
@@ -79,6 +89,10 @@ std::optional<Op> parse_op(std::string_view name);
 std::string_view category_name(OpCategory category);
 /// "none", "signed", ..., "cast" (MathClass in lower case).
 std::string_view math_class_name(MathClass math);
+/// "none", "low", "f32", "follow", "promote".
+std::string_view autocast_class_name(AutocastClass autocast);
+/// The op's autocast class (ops.def's autocast table).
+inline AutocastClass autocast_class(Op op) { return op_info(op).autocast; }
 /// Ops whose nodes carry a body graph (Node::body): `fused` and `scan`.
 inline bool has_body(Op op) { return op == Op::Fused || op == Op::Scan; }
 /// Ops whose nodes may have several results: `fused` (one per body output) and `scan`.

@@ -131,6 +131,15 @@ TEST(FashionMnist, CnnWithBatchNormRuns) {
   EXPECT_EQ(epoch_results(r.out).size(), 1u) << r.out;
 }
 
+// --precision=bf16: the step's matmuls in bf16 (TrainOptions::precision); it trains and
+// checkpoints f32 parameters.
+TEST(FashionMnist, MixedPrecisionRuns) {
+  Result r = run("examples/fashion_mnist/mlp --precision=bf16 --epochs=1 --max-steps=5 --checkpoint-out=" +
+                 tmp("mlp_bf16.safetensors"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(epoch_results(r.out).size(), 1u) << r.out;
+}
+
 // A learning rate of 1e30 makes Adam's first update enormous; --check-numerics stops the
 // next step at the first op that overflows and names its builder call site in mlp.cc.
 TEST(FashionMnist, CheckNumericsStopsAtTheFirstOverflow) {
@@ -157,6 +166,7 @@ TEST(FashionMnist, Errors) {
       {"--batch=0", "--batch=0: must be in [1, 2147483647]"},
       {"--seed=-1", "--seed=-1: not an unsigned whole number"},
       {"--lr=nan", "--lr=nan: must be finite"},
+      {"--precision=f64", "--precision=f64: one of f32, bf16, f16"},
       {"--partial-load", "--partial-load needs --checkpoint-in"},
       {"--schedule=cosine", "unknown flag '--schedule' (--help lists the flags)"},
       {"--bn", "unknown flag '--bn' (--help lists the flags)"},  // the CNN's own

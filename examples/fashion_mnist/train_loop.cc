@@ -59,6 +59,7 @@ StatusOr<std::unique_ptr<driver::Trainable>> make_model(
   options.num_threads = num_threads;
   options.check_numerics = c.driver.check_numerics;  // refused at compile time where unsupported
   options.max_memory = max_memory;
+  options.precision = c.driver.precision;
   options.communicator = std::move(communicator);
   const Shape input = image_shape(c.layout, c.batch / world);
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<JitTrainable> model,
@@ -73,7 +74,8 @@ driver::FlagSet example_flags(RunConfig& c, bool allow_bn) {
   driver::FlagSet set;
   set.shared = {"data",   "epochs",      "max-steps",      "seed",           "lr",
                 "checkpoint-in", "partial-load", "checkpoint-out", "metrics-csv", "report",
-                "serve",  "log-every",   "check-numerics", "profile",        "help"};
+                "serve",  "log-every",   "check-numerics", "profile",        "precision",
+                "help"};
   set.defaults = {{"data", c.driver.data_dir},
                   {"epochs", std::to_string(c.epochs)},
                   {"max-steps", std::to_string(c.driver.max_steps)},

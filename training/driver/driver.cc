@@ -140,6 +140,14 @@ int run_driver(const std::vector<std::string>& args, const std::string& program,
     std::fprintf(out, "%s%s", help_text(program).c_str(), backend_help(info).c_str());
     return kExitOk;
   }
+  if (config->precision != DType::f32) {
+    const Error e{"--precision=" + std::string(dtype_name(config->precision)) +
+                  ": this binary's model was compiled in f32, and a binary trains at the precision "
+                  "it was built for (mixed-precision training binaries are planned; the JIT examples "
+                  "take --precision)"};
+    std::fprintf(err, "%s\n", e.to_string().c_str());
+    return kExitUsage;
+  }
   return run_training(*config, program, factory, out, err, info);
 }
 

@@ -499,7 +499,7 @@ TEST(Driver, HelpListsEveryFlag) {
         "--profile", "--data-parallel", "--help"}) {
     EXPECT_NE(r.out.find(std::string("\n  ") + flag), std::string::npos) << flag;
   }
-  EXPECT_EQ(count(r.out, "\\(default: "), 41);  // every flag but --help
+  EXPECT_EQ(count(r.out, "\\(default: "), 42);  // every flag but --help
 }
 
 // A binary trains on the backend its model was compiled for: --backend naming it is a
@@ -516,6 +516,15 @@ TEST(Driver, BackendFlagNamesTheCompiledBackend) {
   EXPECT_EQ(r.out, "error: --backend=cuda: this binary's model was compiled for cpu, and a binary "
                    "trains on the backend it was built for; build one with backend = \"cuda\" "
                    "(weft_binary, tools/aot/weft.bzl)\n");
+}
+
+// A binary's model is compiled in f32: --precision=f32 is a no-op, another a usage error.
+TEST(Driver, PrecisionFlagIsTheCompiledOnes) {
+  CommandResult r = train("--precision=bf16 --max-steps=1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "error: --precision=bf16: this binary's model was compiled in f32, and a binary "
+                   "trains at the precision it was built for (mixed-precision training binaries are "
+                   "planned; the JIT examples take --precision)\n");
 }
 
 }  // namespace

@@ -152,6 +152,14 @@ std::vector<Flag> make_flags() {
                  c.max_memory = *bytes;
                  return Status();
                }});
+  f.push_back({"precision", "DTYPE", "f32",
+               "f32, or mixed precision: bf16 or f16 matmuls and convolutions, with f32 weights, "
+               "gradients, reductions, norms and loss (f16 without loss scaling)",
+               [](DriverConfig& c, const std::string& v) -> Status {
+                 if (v != "f32" && v != "bf16" && v != "f16") return bad("precision", v, "one of f32, bf16, f16");
+                 c.precision = *parse_dtype(v);
+                 return Status();
+               }});
   // The learning rate.
   f.push_back({"lr", "X", "the compiled optimizer's", "base learning rate",
                [](DriverConfig& c, const std::string& v) -> Status {

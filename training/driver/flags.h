@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/dtype.h"
 #include "ir/status.h"
 #include "training/flag_values.h"
 #include "training/schedule.h"
@@ -46,6 +47,10 @@ struct DriverConfig {
   /// Bytes the model's compiled step may need (its arena and inputs), checked when the
   /// model is made, before anything is allocated; 0: the memory the machine has available.
   int64_t max_memory = 0;
+  /// --precision: f32, or the mixed precision bf16 / f16 (TrainOptions::precision). A
+  /// program that compiles its model at startup (the JIT examples) passes it on; a
+  /// training binary, whose model is compiled in f32, refuses another.
+  DType precision = DType::f32;
   // The learning rate.
   std::optional<double> lr;  ///< Unset: the model's own (its compiled optimizer's).
   std::string schedule = "constant";

@@ -36,6 +36,7 @@ TEST(Flags, Defaults) {
   EXPECT_EQ(c.schedule, "constant");
   EXPECT_EQ(c.eval_every, 0);
   EXPECT_EQ(c.log_every, 100);
+  EXPECT_EQ(c.precision, DType::f32);
   EXPECT_FALSE(c.help);
 }
 
@@ -91,6 +92,9 @@ TEST(Flags, EveryFlagParses) {
   EXPECT_EQ(c.cyclic_mode, "exp_range");
   EXPECT_EQ(c.cyclic_gamma, 0.9);
   EXPECT_TRUE(parse({"--help"}).help);
+  EXPECT_EQ(parse({"--precision=bf16"}).precision, DType::bf16);
+  EXPECT_EQ(parse({"--precision", "f16"}).precision, DType::f16);
+  EXPECT_EQ(parse({"--precision=f32"}).precision, DType::f32);
   // The last of a repeated flag wins.
   EXPECT_EQ(parse({"--epochs=2", "--epochs=5"}).epochs, 5);
 }
@@ -167,6 +171,8 @@ TEST(Flags, InconsistentFlags) {
   EXPECT_EQ(error_of({"--max-lr=0.1"}), "--max-lr applies to --schedule=cyclic, not --schedule=constant");
   EXPECT_EQ(error_of({"--schedule=cyclic", "--max-lr=0.1", "--cyclic-mode=sine"}),
             "--cyclic-mode=sine: one of triangular, triangular2, exp_range");
+  EXPECT_EQ(error_of({"--precision=f64"}), "--precision=f64: one of f32, bf16, f16");
+  EXPECT_EQ(error_of({"--precision=fp16"}), "--precision=fp16: one of f32, bf16, f16");
   EXPECT_EQ(error_of({"--warmup-start-factor=0.5"}),
             "--warmup-start-factor needs --warmup-steps=N (the steps of warmup it starts)");
   EXPECT_EQ(error_of({"--schedule=cosine", "--lr-step-size=3"}),
@@ -184,7 +190,7 @@ TEST(Flags, HelpListsEveryFlagWithItsDefault) {
   const std::string help = help_text("train");
   EXPECT_EQ(help.rfind("usage: train [--flag=value ...]\n", 0), 0u) << help;
   const std::vector<std::string> names = flag_names();
-  EXPECT_EQ(names.size(), 42u);
+  EXPECT_EQ(names.size(), 43u);
   for (const std::string& name : names) {
     EXPECT_NE(help.find("\n  --" + name), std::string::npos) << name << "\n" << help;
   }

@@ -1,0 +1,178 @@
+// The autocast pass's rewrites, golden: each rule of passes/autocast.h on a small graph,
+// and a graph it leaves alone.
+#include "passes/autocast.h"
+
+#include <gtest/gtest.h>
+
+#include "passes/pass_testing.h"
+
+namespace weft {
+namespace {
+
+std::string autocast(std::string_view text, DType low = DType::bf16) {
+  AutocastPass pass(low);
+  return run_pass_on_text(pass, text);
+}
+
+TEST(AutocastTest, LinearReluSum) {
+  EXPECT_EQ(autocast(R"(graph @f(%x: f32[8,4], %w: f32[3,4] {param}, %b: f32[3] {param}) {
+  %wt = transpose(%w) {perm=[1,0]} : f32[4,3]
+  %h = matmul(%x, %wt) : f32[8,3]
+  %y = add(%h, %b) : f32[8,3]
+  %r = relu(%y) : f32[8,3]
+  %s = sum(%r) : f32[]
+  return %s
+})"),
+            R"(graph @f(%x: f32[8,4], %w: f32[3,4] {param}, %b: f32[3] {param}) -> (f32[]) {
+  %0 = cast(%x) {dtype=bf16} : bf16[8,4]
+  %1 = cast(%w) {dtype=bf16} : bf16[3,4]
+  %wt = transpose(%1) {perm=[1, 0]} : bf16[4,3]
+  %h = matmul(%0, %wt) : bf16[8,3]
+  %2 = cast(%b) {dtype=bf16} : bf16[3]
+  %y = add(%h, %2) : bf16[8,3]
+  %r = relu(%y) : bf16[8,3]
+  %3 = cast(%r) {dtype=f32} : f32[8,3]
+  %s = sum(%3) : f32[]
+  return %s
+}
+)");
+}
+
+TEST(AutocastTest, WeightUsedTwiceIsCastOnce) {
+  EXPECT_EQ(autocast(R"(graph @f(%x: f32[8,4], %z: f32[8,4], %w: f32[4,4] {param}) {
+  %a = matmul(%x, %w) : f32[8,4]
+  %b = matmul(%z, %w) : f32[8,4]
+  %c = matmul(%a, %w) : f32[8,4]
+  %s = add(%b, %c) : f32[8,4]
+  return %s
+})", DType::f16),
+            R"(graph @f(%x: f32[8,4], %z: f32[8,4], %w: f32[4,4] {param}) -> (f32[8,4]) {
+  %0 = cast(%x) {dtype=f16} : f16[8,4]
+  %1 = cast(%w) {dtype=f16} : f16[4,4]
+  %a = matmul(%0, %1) : f16[8,4]
+  %c = matmul(%a, %1) : f16[8,4]
+  %2 = cast(%z) {dtype=f16} : f16[8,4]
+  %b = matmul(%2, %1) : f16[8,4]
+  %s = add(%b, %c) : f16[8,4]
+  %3 = cast(%s) {dtype=f32} : f32[8,4]
+  return %3
+}
+)");
+}
+
+TEST(AutocastTest, ConvolutionBiasRunsInLow) {
+  EXPECT_EQ(autocast(R"(graph @f(%x: f32[2,3,8,8], %w: f32[4,3,3,3] {param}, %b: f32[4] {param}) {
+  %y = conv(%x, %w) : f32[2,4,6,6]
+  %bb = reshape(%b) {shape=[1,4,1,1]} : f32[1,4,1,1]
+  %z = add(%y, %bb) : f32[2,4,6,6]
+  %m = mean(%z) : f32[]
+  return %m
+})"),
+            R"(graph @f(%x: f32[2,3,8,8], %w: f32[4,3,3,3] {param}, %b: f32[4] {param}) -> (f32[]) {
+  %0 = cast(%x) {dtype=bf16} : bf16[2,3,8,8]
+  %1 = cast(%w) {dtype=bf16} : bf16[4,3,3,3]
+  %y = conv(%0, %1) : bf16[2,4,6,6]
+  %2 = cast(%b) {dtype=bf16} : bf16[4]
+  %bb = reshape(%2) {shape=[1, 4, 1, 1]} : bf16[1,4,1,1]
+  %z = add(%y, %bb) : bf16[2,4,6,6]
+  %3 = cast(%z) {dtype=f32} : f32[2,4,6,6]
+  %m = mean(%3) : f32[]
+  return %m
+}
+)");
+}
+
+TEST(AutocastTest, ResidualPromotesAndConstantsFollow) {
+  EXPECT_EQ(autocast(R"(graph @f(%x: f32[8,4], %w: f32[4,4] {param}) {
+  %h = matmul(%x, %w) : f32[8,4]
+  %half = full() {shape=[], value=0.5} : f32[]
+  %s = mul(%h, %half) : f32[8,4]
+  %r = add(%s, %x) : f32[8,4]
+  return %r
+})"),
+            R"(graph @f(%x: f32[8,4], %w: f32[4,4] {param}) -> (f32[8,4]) {
+  %half = full() {shape=[], value=0.5} : f32[]
+  %0 = cast(%x) {dtype=bf16} : bf16[8,4]
+  %1 = cast(%w) {dtype=bf16} : bf16[4,4]
+  %h = matmul(%0, %1) : bf16[8,4]
+  %2 = cast(%half) {dtype=bf16} : bf16[]
+  %s = mul(%h, %2) : bf16[8,4]
+  %3 = cast(%s) {dtype=f32} : f32[8,4]
+  %r = add(%3, %x) : f32[8,4]
+  return %r
+}
+)");
+}
+
+TEST(AutocastTest, StateAndOutputsKeepTheirDtypes) {
+  EXPECT_EQ(autocast(R"(graph @f(%x: f32[8,4], %w: f32[4,4] {param}, %m: f32[8,4] {state}) {
+  %h = matmul(%x, %w) : f32[8,4]
+  assign(%m, %h)
+  %t = tanh(%h) : f32[8,4]
+  return %t
+})"),
+            R"(graph @f(%x: f32[8,4], %w: f32[4,4] {param}, %m: f32[8,4] {state}) -> (f32[8,4]) {
+  %0 = cast(%x) {dtype=bf16} : bf16[8,4]
+  %1 = cast(%w) {dtype=bf16} : bf16[4,4]
+  %h = matmul(%0, %1) : bf16[8,4]
+  %t = tanh(%h) : bf16[8,4]
+  %2 = cast(%h) {dtype=f32} : f32[8,4]
+  assign(%m, %2)
+  %3 = cast(%t) {dtype=f32} : f32[8,4]
+  return %3
+}
+)");
+}
+
+TEST(AutocastTest, F64ContractionsAreLeftAlone) {
+  EXPECT_EQ(autocast(R"(graph @f(%x: f64[8,4], %w: f64[4,4]) {
+  %h = matmul(%x, %w) : f64[8,4]
+  return %h
+})"),
+            R"(graph @f(%x: f64[8,4], %w: f64[4,4]) -> (f64[8,4]) {
+  %h = matmul(%x, %w) : f64[8,4]
+  return %h
+}
+(no change)
+)");
+}
+
+TEST(AutocastTest, NoChangeWithoutContractions) {
+  EXPECT_EQ(autocast(R"(graph @f(%x: f32[8,4], %i: i64[8]) {
+  %r = relu(%x) : f32[8,4]
+  %s = softmax(%r) : f32[8,4]
+  %l = cross_entropy(%s, %i) : f32[]
+  return %l
+})"),
+            R"(graph @f(%x: f32[8,4], %i: i64[8]) -> (f32[]) {
+  %r = relu(%x) : f32[8,4]
+  %s = softmax(%r) : f32[8,4]
+  %l = cross_entropy(%s, %i) : f32[]
+  return %l
+}
+(no change)
+)");
+}
+
+// The table's classes agree with the op categories where those decide: creation and
+// state ops, bools and casts are untouched, contractions that multiply run in low.
+TEST(AutocastTest, TableAgreesWithTheOpCategories) {
+  for (Op op : all_ops()) {
+    const OpInfo& info = op_info(op);
+    const AutocastClass c = autocast_class(op);
+    if (info.category == OpCategory::Creation || info.category == OpCategory::State ||
+        info.math == MathClass::Logical || info.math == MathClass::Cast) {
+      EXPECT_EQ(c, AutocastClass::None) << info.name;
+    }
+    if (info.category == OpCategory::Movement) {
+      EXPECT_NE(c, AutocastClass::Low) << info.name;
+      EXPECT_NE(c, AutocastClass::F32) << info.name;
+    }
+    if (c == AutocastClass::Low) EXPECT_EQ(info.category, OpCategory::Contraction) << info.name;
+  }
+  EXPECT_EQ(autocast_class_name(autocast_class(Op::Matmul)), "low");
+  EXPECT_EQ(autocast_class_name(autocast_class(Op::Softmax)), "f32");
+}
+
+}  // namespace
+}  // namespace weft

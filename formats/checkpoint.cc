@@ -246,7 +246,7 @@ StatusOr<LoadReport> load_checkpoint(const std::string& path, const CheckpointSc
       continue;
     }
     if (!expected.count(key) && !(owner.param != nullptr && owner.is_slot)) {
-      report.unexpected.push_back(key);
+      (options.optional_keys.count(key) ? report.skipped : report.unexpected).push_back(key);
       continue;
     }
     const Type* want = nullptr;
@@ -269,7 +269,7 @@ StatusOr<LoadReport> load_checkpoint(const std::string& path, const CheckpointSc
     staged.emplace(key, std::move(t));
   }
   for (const std::string& key : expected) {
-    if (!staged.count(key)) report.missing.push_back(key);
+    if (!staged.count(key) && !options.optional_keys.count(key)) report.missing.push_back(key);
   }
   std::sort(report.unexpected.begin(), report.unexpected.end());
   std::sort(report.skipped.begin(), report.skipped.end());

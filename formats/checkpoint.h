@@ -32,6 +32,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -97,6 +98,11 @@ struct CheckpointScope {
   /// default. False: a partial load, which loads what matches and says in LoadReport
   /// what did not (partial_load_report() words it for a user).
   bool strict = true;
+  /// Keys of a training option's state that one run has and another lacks (loss
+  /// scaling's scale, growth tracker and skipped count: an f16 run's checkpoint loads into
+  /// an f32 run and back): a strict load neither requires them nor refuses them. One the
+  /// checkpoint lacks keeps its value in `values`; one nothing expects is skipped.
+  std::set<std::string> optional_keys;
   /// How the caller's user loads a labelled subgraph instead, for the hint of a whole
   /// load refused by the structural hash; empty where there is no such option (the AOT
   /// training driver): no hint.

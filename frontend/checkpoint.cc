@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "autodiff/loss_scale.h"
 #include "ir/text_util.h"
 
 namespace weft {
@@ -175,6 +176,8 @@ StatusOr<LoadReport> load_checkpoint(const std::string& path, const Model& model
   CheckpointScope scope;
   scope.whole = options.subgraph.empty();
   scope.strict = options.strict;
+  // Loss scaling's state: present in an f16 (or scaled) run's checkpoints only.
+  scope.optional_keys = {kLossScaleState, kGrowthTrackerState, kSkippedStepsState};
   if (!scope.whole) {
     WEFT_ASSIGN_OR_RETURN(std::vector<const ParamInfo*> scoped,
                           model.parameters_at(options.subgraph));

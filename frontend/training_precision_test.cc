@@ -76,9 +76,11 @@ std::vector<double> train(Trainer& t, const Model& m, int steps, bool same_batch
 }
 
 /// The largest |a - b| over every parameter, and the largest |b|.
+// Over the values both hold (an f16 step's loss-scale state is its own).
 std::pair<double, double> max_difference(const Trainer& a, const Trainer& b) {
   double diff = 0, scale = 0;
   for (const auto& [name, t] : b.values()) {
+    if (!a.values().count(name)) continue;
     const Tensor& u = a.values().at(name);
     for (int64_t k = 0; k < t.numel(); ++k) {
       diff = std::max(diff, std::abs(u.get_double(k) - t.get_double(k)));
@@ -195,8 +197,12 @@ TEST(MixedPrecision, GradientsMatchTheF32StepsWithinTolerance) {
 
 // Parameters and optimizer state are f32 at every precision: a bf16 run's checkpoint
 // loads into an f32 trainer and the other way round, tensor for tensor.
+// Across precisions, f16's loss-scale state included: a strict load of an f32 checkpoint
+// into an f16 step keeps the scale it starts with; an f16 checkpoint into an f32 step
+// skips the scale.
 TEST(MixedPrecision, CheckpointsLoadAcrossPrecisions) {
-  for (auto [from, to] : {std::pair{DType::bf16, DType::f32}, std::pair{DType::f32, DType::f16}}) {
+  for (auto [from, to] : {std::pair{DType::bf16, DType::f32}, std::pair{DType::f32, DType::f16},
+                          std::pair{DType::f16, DType::f32}}) {
     StatusOr<Trainer> a = compile(kCnn, from, "reference");
     ASSERT_TRUE(a.ok()) << a.error().to_string();
     train(*a, kCnn, 3);
@@ -210,6 +216,14 @@ TEST(MixedPrecision, CheckpointsLoadAcrossPrecisions) {
     const auto [diff, scale] = max_difference(*a, *b);
     EXPECT_EQ(diff, 0) << dtype_name(from) << " -> " << dtype_name(to);
     EXPECT_GT(scale, 0);
+    if (to == DType::f16) {
+      ASSERT_TRUE(b->loss_scale().ok());
+      EXPECT_EQ(*b->loss_scale(), 65536);
+    }
+    if (from == DType::f16) {
+      EXPECT_EQ(report->skipped, (std::vector<std::string>{"loss_scale", "loss_scale_growth_tracker",
+                                                           "skipped_steps"}));
+    }
     StatusOr<double> loss = b->step(batch(kCnn, 3));
     EXPECT_TRUE(loss.ok() && std::isfinite(*loss));
   }

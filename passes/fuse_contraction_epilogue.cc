@@ -14,8 +14,9 @@ namespace {
 
 bool float_contraction(const Graph& g, const Node& node) {
   if (node.operands.size() != 2 || node.results.size() != 1) return false;
-  const DType d = g.type(node.result()).dtype;
-  return d == DType::f32 || d == DType::f64;
+  // Every float dtype: a bf16/f16 contraction (autocast's) takes its bias and activation
+  // in its epilogue as an f32 one does (the CPU's half GEMMs run epilogues over C's rows).
+  return is_floating(g.type(node.result()).dtype);
 }
 
 // Whether a State-category node (an assign) writes `v` into a parameter or state: such

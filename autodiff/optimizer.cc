@@ -117,15 +117,43 @@ struct StepCount {
   ValueId apply = kNoValue;
 };
 
-StepCount step_count(Emitter& e, ValueId step, int64_t accumulate) {
+StepCount step_count(Emitter& e, ValueId step, int64_t accumulate, ValueId skipped) {
   const DType f64 = DType::f64;
   ValueId s64 = e.cast(step, f64);
-  if (accumulate == 1) return {s64, kNoValue};
+  // Updates skipped by loss scaling do not count (ScaledUpdate).
+  auto taken = [&](ValueId t) { return skipped == kNoValue ? t : e.sub(t, e.cast(skipped, f64)); };
+  if (accumulate == 1) return {taken(s64), kNoValue};
   // t = ceil(step / K) = floor((step + K - 1) / K): exact in f64 below 2^53 steps.
   ValueId k = e.constant(static_cast<double>(accumulate), f64);
   ValueId t = e.op(Op::Floor,
                    {e.div(e.add(s64, e.constant(static_cast<double>(accumulate - 1), f64)), k)});
-  return {t, e.op(Op::Eq, {s64, e.mul(t, k)})};
+  return {taken(t), e.op(Op::Eq, {s64, e.mul(t, k)})};
+}
+
+/// Dynamic loss scaling's inputs: an f32[] inverse scale and an i64[] skipped count.
+Status check_scaled(const Graph& g, const ScaledUpdate& scaled) {
+  auto is = [&](ValueId v, const Type& type) {
+    return v >= 0 && v < g.num_values() && g.value(v).type && g.type(v) == type;
+  };
+  if (!is(scaled.inv_scale, Type{DType::f32, Shape{}}) ||
+      !is(scaled.skipped_steps, Type{DType::i64, Shape{}})) {
+    return Error{"append_optimizer: loss scaling needs the inverse scale as an f32[] scalar and "
+                 "the skipped-update count as an i64[] scalar"};
+  }
+  return Status();
+}
+
+/// Whether some element of the gradients is an inf or a NaN: g - g is 0 for a finite
+/// element and NaN otherwise, so the sum over every gradient is 0 or NaN (one reduction
+/// per gradient, fused with its subtraction).
+ValueId any_non_finite(Emitter& e, const std::vector<ValueId>& grads) {
+  const DType f64 = DType::f64;
+  ValueId total = kNoValue;
+  for (ValueId grad : grads) {
+    ValueId nan_or_zero = e.cast(e.op(Op::Sum, {e.sub(grad, grad)}), f64);
+    total = total == kNoValue ? nan_or_zero : e.add(total, nan_or_zero);
+  }
+  return e.op(Op::Ne, {total, e.constant(0, f64)});
 }
 
 /// The step-wide scalars of one group (in f64, as PyTorch computes them in Python floats):
@@ -205,7 +233,11 @@ void set_group_scalars(Emitter& e, const OptimizerSpec& spec, ValueId lr, ValueI
 }
 
 /// The new value of parameter `p` from its (clipped, accumulated) gradient `grad`,
-/// committing each slot's new value through `update`.
+/// committing each slot's new value through `update`, which returns the value committed
+/// (the old one on a step that takes no update). The parameter's formula reads that
+/// value: the same where the parameter changes, and it keeps each slot's new value and
+/// the parameter's in one fused kernel (merge-updates then merges them across
+/// parameters).
 template <typename Update>
 ValueId updated_parameter(Emitter& e, const OptimizerSpec& spec, GroupScalars& gs, ValueId p,
                           ValueId grad, const std::map<std::string, ValueId>& slot,
@@ -228,9 +260,8 @@ ValueId updated_parameter(Emitter& e, const OptimizerSpec& spec, GroupScalars& g
     ValueId m = e.add(times_momentum(slot.at("exp_avg"), spec.betas[0]), times_one_minus_beta1(g));
     ValueId v = e.add(e.scale(slot.at("exp_avg_sq"), spec.betas[1]),
                       e.mul(e.scale(g, 1 - spec.betas[1]), g));
-    update("exp_avg", m);
-    update("exp_avg_sq", v);
-    return std::make_pair(m, v);
+    ValueId m_kept = update("exp_avg", m);  // before exp_avg_sq's, a fixed node order
+    return std::make_pair(m_kept, update("exp_avg_sq", v));
   };
 
   ValueId d = grad;
@@ -243,7 +274,7 @@ ValueId updated_parameter(Emitter& e, const OptimizerSpec& spec, GroupScalars& g
         ValueId buf = times_momentum(slot.at("momentum_buffer"), spec.momentum);
         ValueId damped = spec.dampening == 0 ? d : e.scale(d, 1 - spec.dampening);
         buf = e.op(Op::Select, {gs.first_step, d, e.add(buf, damped)});
-        update("momentum_buffer", buf);
+        buf = update("momentum_buffer", buf);
         d = spec.nesterov ? e.add(d, times_momentum(buf, spec.momentum)) : buf;
       }
       return e.sub(p, e.mul(s.in("lr", dt), d));
@@ -256,7 +287,7 @@ ValueId updated_parameter(Emitter& e, const OptimizerSpec& spec, GroupScalars& g
       ValueId v_hat = v;
       if (spec.amsgrad) {
         v_hat = e.op(Op::Maximum, {slot.at("max_exp_avg_sq"), v});
-        update("max_exp_avg_sq", v_hat);
+        v_hat = update("max_exp_avg_sq", v_hat);
       }
       ValueId denom = e.add(e.div(e.sqrt(v_hat), s.in("bias_correction2_sqrt", dt)),
                             e.constant(spec.eps, dt));
@@ -265,11 +296,11 @@ ValueId updated_parameter(Emitter& e, const OptimizerSpec& spec, GroupScalars& g
     case Kind::RMSprop: {
       ValueId sq = e.add(e.scale(slot.at("square_avg"), spec.alpha),
                          e.mul(e.scale(d, 1 - spec.alpha), d));
-      update("square_avg", sq);
+      sq = update("square_avg", sq);
       ValueId avg;
       if (spec.centered) {
         ValueId ga = e.add(e.scale(slot.at("grad_avg"), spec.alpha), e.scale(d, 1 - spec.alpha));
-        update("grad_avg", ga);
+        ga = update("grad_avg", ga);
         avg = e.sqrt(e.sub(sq, e.mul(ga, ga)));
       } else {
         avg = e.sqrt(sq);
@@ -278,13 +309,13 @@ ValueId updated_parameter(Emitter& e, const OptimizerSpec& spec, GroupScalars& g
       ValueId step_dir = e.div(d, avg);
       if (spec.momentum > 0 || gs.scheduled) {
         step_dir = e.add(times_momentum(slot.at("momentum_buffer"), spec.momentum), step_dir);
-        update("momentum_buffer", step_dir);
+        step_dir = update("momentum_buffer", step_dir);
       }
       return e.sub(p, e.mul(s.in("lr", dt), step_dir));
     }
     case Kind::Adagrad: {
       ValueId sum = e.add(slot.at("sum"), e.mul(d, d));
-      update("sum", sum);
+      sum = update("sum", sum);
       ValueId std_dev = e.add(e.sqrt(sum), e.constant(spec.eps, dt));
       return e.sub(p, e.mul(s.in("clr", dt), e.div(d, std_dev)));
     }
@@ -299,7 +330,7 @@ ValueId updated_parameter(Emitter& e, const OptimizerSpec& spec, GroupScalars& g
       // mu_product is an f32 scalar, as in PyTorch; its products are f32 arithmetic.
       const DType mu_dt = kMuProductType.dtype;
       ValueId mu_product = e.mul(slot.at(kMuProduct), s.in("mu", mu_dt));
-      update(kMuProduct, mu_product);
+      mu_product = update(kMuProduct, mu_product);
       ValueId mu_product_next = e.mul(e.mul(mu_product, s.in("mu", mu_dt)), s.in("mu_next", mu_dt));
       auto one_minus = [&](ValueId x) { return e.sub(c64(1), e.cast(x, f64)); };
       ValueId grad_size =
@@ -363,9 +394,10 @@ StatusOr<std::vector<OptimizerSlot>> append_optimizer(
 
 StatusOr<std::vector<OptimizerSlot>> append_optimizer(Graph& g,
                                                       const std::vector<OptimizerGroup>& groups,
-                                                      ValueId step) {
+                                                      ValueId step, ScaledUpdate* scaled) {
   if (groups.empty()) return std::vector<OptimizerSlot>{};
   WEFT_RETURN_IF_ERROR(check_groups(groups));
+  if (scaled != nullptr) WEFT_RETURN_IF_ERROR(check_scaled(g, *scaled));
   const OptimizerSpec& common = groups[0].spec;
   const int64_t accumulate = common.accumulate_steps;
   std::vector<std::pair<ValueId, ValueId>> all;  // every group's pairs: no parameter twice
@@ -382,7 +414,8 @@ StatusOr<std::vector<OptimizerSlot>> append_optimizer(Graph& g,
 
   Emitter e(g, Location{});
   const DType f64 = DType::f64;
-  const StepCount count = step_count(e, step, accumulate);
+  const StepCount count =
+      step_count(e, step, accumulate, scaled ? scaled->skipped_steps : kNoValue);
   auto new_slot = [&](ValueId p, const std::string& name, Initializer init, Type type) {
     OptimizerSlot sl;
     sl.name = "optimizer." + g.value(p).name + "." + name;
@@ -391,9 +424,14 @@ StatusOr<std::vector<OptimizerSlot>> append_optimizer(Graph& g,
     sl.value = g.add_input(sl.name, std::move(type), InputKind::state, g.inputs()[g.input_index(p)].loc);
     return sl;
   };
-  // Every assign: when accumulating, only the window's last step changes anything.
+  // Every assign: when accumulating, only the window's last step changes anything; with
+  // loss scaling, nothing changes when a gradient holds an inf or a NaN.
+  ValueId found_inf = kNoValue;
   auto commit = [&](ValueId target, ValueId value) {
-    e.assign(target, count.apply == kNoValue ? value : e.op(Op::Select, {count.apply, value, target}));
+    if (count.apply != kNoValue) value = e.op(Op::Select, {count.apply, value, target});
+    if (found_inf != kNoValue) value = e.op(Op::Select, {found_inf, target, value});
+    e.assign(target, value);
+    return value;
   };
 
   // The gradients: accumulated (their window's mean), then clipped over every group.
@@ -412,6 +450,13 @@ StatusOr<std::vector<OptimizerSlot>> append_optimizer(Graph& g,
     accumulators.push_back(acc);
   }
   e.set_loc(Location{});
+  if (scaled != nullptr) {
+    found_inf = scaled->found_inf = any_non_finite(e, grads);
+    scaled->update = count.apply;
+    for (size_t i = 0; i < grads.size(); ++i) {
+      grads[i] = e.mul(grads[i], e.cast(scaled->inv_scale, g.type(grads[i]).dtype));
+    }
+  }
   ValueId clip = kNoValue;
   if (common.max_grad_norm > 0) {
     // torch.nn.utils.clip_grad_norm_: coef = max_norm / (total_norm + 1e-6), clamped to 1.
@@ -449,7 +494,7 @@ StatusOr<std::vector<OptimizerSlot>> append_optimizer(Graph& g,
       if (accumulate > 1) slots.push_back(accumulators[k]);
       ValueId grad = grads[k++];
       if (clip != kNoValue) grad = e.mul(grad, gs.s.in("clip", type.dtype));
-      auto update = [&](const std::string& name, ValueId value) { commit(slot.at(name), value); };
+      auto update = [&](const std::string& name, ValueId value) { return commit(slot.at(name), value); };
       commit(p, updated_parameter(e, spec, gs, p, grad, slot, update));
     }
   }

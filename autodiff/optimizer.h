@@ -233,7 +233,8 @@ struct OptimizerSlot {
   /// Its value before the first step: zeros, Adagrad's initial accumulator, or 1 for
   /// NAdam's mu_product.
   Initializer init;
-  ValueId param = kNoValue;  ///< The parameter the slot belongs to.
+  /// The parameter the slot belongs to; kNoValue for step-wide state (LossScaler::state).
+  ValueId param = kNoValue;
 };
 
 /// One parameter group of append_optimizer: its (param, grad) pairs, its learning-rate
@@ -245,6 +246,30 @@ struct OptimizerGroup {
   /// The momentum input (a float scalar) when spec.scheduled_momentum, else kNoValue.
   /// Groups may share one.
   ValueId momentum = kNoValue;
+};
+
+/// Dynamic loss scaling's part of an update (autodiff/loss_scale.h builds the rest): the
+/// gradients given to append_optimizer are those of the loss times a scale. The caller
+/// sets `inv_scale` and `skipped_steps`; append_optimizer sets `found_inf` and `update`.
+///
+///   %g         = accumulated gradient (or the gradient itself)
+///   %found_inf = ne(Σ over every gradient of sum(sub(%g, %g)), 0)   # NaN iff some inf/NaN
+///   ... the update with gw := %g · inv_scale ...
+///   assign(%w, select(%found_inf, %w, w'))   # and every slot: a skipped update
+///
+/// The optimizer's step count is the updates taken, ceil(step / K) − skipped_steps, as
+/// PyTorch's state['step'] does not count a step that GradScaler skipped.
+struct ScaledUpdate {
+  /// f32[]: 1/scale; each (accumulated) gradient is multiplied by it before clipping.
+  ValueId inv_scale = kNoValue;
+  /// i64[]: the updates skipped before this step.
+  ValueId skipped_steps = kNoValue;
+  /// Set by append_optimizer, bool[]: some (accumulated) gradient element, before
+  /// unscaling, is an inf or a NaN; no parameter or slot changes.
+  ValueId found_inf = kNoValue;
+  /// Set by append_optimizer, bool[]: this step takes an update (the last micro-batch of
+  /// an accumulation window); kNoValue when every step does.
+  ValueId update = kNoValue;
 };
 
 /// Appends to `g`, after everything already there (the backward pass), the update of
@@ -265,9 +290,12 @@ StatusOr<std::vector<OptimizerSlot>> append_optimizer(
 /// The same for several parameter groups, each with its own lr input and spec. The groups
 /// must agree on the kind, max_grad_norm and accumulate_steps (an error names the first
 /// group that does not); a parameter may be in one group only. Slots come group by group.
+/// With `scaled` (dynamic loss scaling, see ScaledUpdate) the gradients are unscaled and
+/// checked, and an update with an inf or NaN changes nothing; an error when its inputs
+/// are not an f32[] scale and an i64[] count.
 StatusOr<std::vector<OptimizerSlot>> append_optimizer(Graph& g,
                                                       const std::vector<OptimizerGroup>& groups,
-                                                      ValueId step);
+                                                      ValueId step, ScaledUpdate* scaled = nullptr);
 
 /// Data parallelism (DESIGN.md, decision 11): replaces every gradient by its mean over
 /// the ranks of the data-parallel group, appending to `g`, for each (param, grad) pair,

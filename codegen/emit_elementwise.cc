@@ -42,7 +42,7 @@ std::string Emitter::math_f64(const char* op, const std::string& x, DType d, int
 
 std::string Emitter::cst(DType d, double v, int w) {
   std::string lit;
-  if (d == DType::f32) {
+  if (d == DType::f32 || is_half(d)) {  // f16/bf16 constants are f32 (their compute type)
     const float f = static_cast<float>(v);
     uint32_t b;
     std::memcpy(&b, &f, 4);
@@ -71,6 +71,15 @@ std::string Emitter::cst(DType d, double v, int w) {
 }
 
 std::string Emitter::cast(const std::string& x, DType from, DType to, int w) {
+  // An f16/bf16 value is an exact f32, and a cast to f16/bf16 is one to f32 that node()
+  // rounds (f64 → f16 rounds twice, through f32, as the reference does).
+  if (is_half(from) && !is_half(to)) {
+    from = DType::f32;
+    // The reference widens through f64, which quiets a signaling NaN.
+    if (to == DType::f32) return quiet_nan(x, w);
+  }
+  if (is_half(from)) from = DType::f32;
+  if (is_half(to)) to = DType::f32;
   if (from == to) return x;
   if (to == DType::boolean) {
     return cmp(from, is_floating(from) ? "une" : "ne", x, cst(from, 0, w), w);  // x != 0
@@ -78,6 +87,9 @@ std::string Emitter::cast(const std::string& x, DType from, DType to, int w) {
   const bool fl_from = is_floating(from), fl_to = is_floating(to);
   if (fl_from && fl_to) return conv(bits(to) > bits(from) ? "arith.extf" : "arith.truncf", x, from, to, w);
   if (!fl_from && fl_to) {
+    if (from == DType::i64 && to == DType::f32) {  // Through f64, as the reference does.
+      return conv("arith.truncf", conv("arith.sitofp", x, from, DType::f64, w), DType::f64, to, w);
+    }
     return conv(is_signed_int(from) ? "arith.sitofp" : "arith.uitofp", x, from, to, w);
   }
   if (!fl_from && !fl_to) {
@@ -120,7 +132,16 @@ std::string Emitter::gelu(const std::string& x, DType d, bool tanh, int w) {
   return bi("arith.mulf", half_x, bi("arith.addf", cst(d, 1, w), e, t), t);
 }
 
+// An f16/bf16 result is the op's f32 value rounded to nearest even, as the reference
+// rounds each op's f32 result; select and a cast to the same dtype copy their operand.
 std::string Emitter::node(const Node& n, const std::vector<std::string>& a, int w) {
+  const std::string x = op_value(n, a, w);
+  const DType rd = g_.type(n.result()).dtype;
+  const bool copies = n.op == Op::Select || (n.op == Op::Cast && g_.type(n.operands[0]).dtype == rd);
+  return is_half(rd) && !copies ? round_half(x, rd, w) : x;
+}
+
+std::string Emitter::op_value(const Node& n, const std::vector<std::string>& a, int w) {
   const DType rd = g_.type(n.result()).dtype;
   const DType d = g_.type(n.operands[0]).dtype;
   const std::string t = vec(compute_elem(d), w);
@@ -217,11 +238,10 @@ std::unordered_map<ValueId, std::string> Emitter::compute(
                                          compute_elem(d) + " to " + vec(compute_elem(d), w));
       continue;
     }
-    std::string x = emit("llvm.load " + access(bases[k], d) + align +
-                         std::to_string(dtype_size(d)) + " : i64} : !llvm.ptr -> " +
-                         vec(memory_elem(d), w));
-    if (d == DType::boolean) x = cmp(DType::u8, "ne", x, cst(DType::u8, 0, w), w);
-    val[v] = x;
+    const std::string x = emit("llvm.load " + access(bases[k], d) + align +
+                               std::to_string(dtype_size(d)) + " : i64} : !llvm.ptr -> " +
+                               vec(memory_elem(d), w));
+    val[v] = load_value(x, d, w);
   }
   for (const Node& n : g_.nodes()) {
     if (&n == stop) break;
@@ -242,8 +262,7 @@ void Emitter::body(int w, const std::string& i, const std::vector<std::string>& 
   const std::string align = " {alignment = ";
   for (size_t o = 0; o < g_.outputs().size(); ++o) {
     const DType d = g_.type(g_.outputs()[o]).dtype;
-    std::string x = val.at(g_.outputs()[o]);
-    if (d == DType::boolean) x = conv("arith.extui", x, DType::boolean, DType::u8, w);
+    const std::string x = store_value(val.at(g_.outputs()[o]), d, w);
     const std::string address = access(outs[o], d);
     os_ << indent_ << "llvm.store " << x << ", " << address << align
         << dtype_size(d) << " : i64} : " << vec(memory_elem(d), w) << ", !llvm.ptr\n";
@@ -422,8 +441,7 @@ void Emitter::operand_base(size_t k, const std::string& p, const std::string& of
   bases.push_back(gep(p, off, d));
   std::string s;
   if (space_.strides[k].back() == 0) {
-    s = emit("llvm.load " + bases.back() + " : !llvm.ptr -> " + memory_elem(d));
-    if (d == DType::boolean) s = cmp(DType::u8, "ne", s, cst(DType::u8, 0, 1), 1);
+    s = load_value(emit("llvm.load " + bases.back() + " : !llvm.ptr -> " + memory_elem(d)), d, 1);
   }
   splats.push_back(s);
 }

@@ -35,7 +35,9 @@ std::string Emitter::gpu_module(const std::string& symbol) {
 
 bool gpu_supports(const Graph& g, const Node& node) {
   if (!emit_supports(g, node)) return false;
-  if (node.info().category == OpCategory::Reduction) return true;  // sum, mean, max, min
+  if (node.info().category == OpCategory::Reduction) {  // sum, mean, max, min
+    return !generated_reduction_gap(g.type(node.result()).dtype, CodeTarget::gpu);
+  }
   if (node.info().category != OpCategory::Elementwise) return false;
   return !elementwise_gap(g, node, CodeTarget::gpu).has_value();
 }

@@ -125,8 +125,12 @@ std::string Emitter::reduction_module(const std::string& symbol, const Node& red
         acc = bi("arith.divf", acc, cst(DType::f64, static_cast<double>(rs.reduced_size()), w),
                  vec("f64", w));
       }
-      if (d == DType::f32) acc = conv("arith.truncf", acc, DType::f64, d, w);
+      if (d != DType::f64) acc = conv("arith.truncf", acc, DType::f64, d, w);
     }
+    // f16/bf16: accumulated in f64 (sums) or f32 (max/min) over the widened inputs,
+    // rounded to f32 and then once to the dtype at the end, as the reference rounds its
+    // f32 kernel's result.
+    if (is_half(d)) acc = f32_to_half(acc, d, /*round=*/true, w);
     const std::string address = gep(out, index, d);
     // Every lane holds the result: lane 0 stores it (a row's), or warp 0 for the columns
     // that exist (column groups).
@@ -139,7 +143,7 @@ std::string Emitter::reduction_module(const std::string& symbol, const Node& red
     }
     if (!guard.empty()) os_ << indent_ << "scf.if " << guard << " {\n";
     os_ << indent_ << (guard.empty() ? "" : "  ") << "llvm.store " << acc << ", " << address
-        << " {alignment = " << dtype_size(d) << " : i64} : " << vec(compute_elem(d), w)
+        << " {alignment = " << dtype_size(d) << " : i64} : " << vec(memory_elem(d), w)
         << ", !llvm.ptr\n";
     if (!guard.empty()) os_ << indent_ << "}\n";
   };

@@ -89,9 +89,8 @@ std::string Emitter::row_module(const std::string& symbol, const ReductionSpace&
     const ValueId v = g_.inputs()[k].value;
     if (!plan.per_row[v]) continue;
     const DType d = g_.type(v).dtype;
-    std::string s = emit("llvm.load " + gep(ptr[k], row_off[k], d) + " : !llvm.ptr -> " + memory_elem(d));
-    if (d == DType::boolean) s = cmp(DType::u8, "ne", s, cst(DType::u8, 0, 1), 1);
-    scalar[v] = s;
+    scalar[v] = load_value(
+        emit("llvm.load " + gep(ptr[k], row_off[k], d) + " : !llvm.ptr -> " + memory_elem(d)), d, 1);
   }
   auto per_row_nodes = [&](int level) {
     for (const Node& n : g_.nodes()) {
@@ -120,9 +119,9 @@ std::string Emitter::row_module(const std::string& symbol, const ReductionSpace&
     } else if (k >= 0) {
       const std::string address = emit("llvm.getelementptr " + bases[k] + "[" + i +
                                         "] : (!llvm.ptr, i64) -> !llvm.ptr, " + memory_elem(d));
-      x = emit("llvm.load " + address + " {alignment = " + std::to_string(dtype_size(d)) +
-               " : i64} : !llvm.ptr -> " + vec(memory_elem(d), w));
-      if (d == DType::boolean) x = cmp(DType::u8, "ne", x, cst(DType::u8, 0, w), w);
+      x = load_value(emit("llvm.load " + address + " {alignment = " + std::to_string(dtype_size(d)) +
+                          " : i64} : !llvm.ptr -> " + vec(memory_elem(d), w)),
+                     d, w);
     } else {
       const Node& n = g_.node(g_.value(v).node);
       std::vector<std::string> a;
@@ -234,14 +233,16 @@ std::string Emitter::row_module(const std::string& symbol, const ReductionSpace&
         if (red.op == Op::Mean) {
           total = bi("arith.divf", total, cst(DType::f64, static_cast<double>(rs.reduced_size()), 1), "f64");
         }
-        if (d == DType::f32) total = conv("arith.truncf", total, DType::f64, d, 1);
+        // f16/bf16 sums too are accumulated in f64, rounded to f32 (the reference's f32
+        // kernel) and then once more to f16/bf16 below.
+        if (d != DType::f64) total = conv("arith.truncf", total, DType::f64, d, 1);
       } else {
         for (int lane = 0; lane < width_; ++lane) {
           total = accumulate(red, total, this->lane(res[j], lane, st[j], vt[j], width_), 1);
         }
         if (lanes_ > 1) total = warp_combine(red, total, d);
       }
-      scalar[red.result()] = total;
+      scalar[red.result()] = is_half(d) ? round_half(total, d, 1) : total;
     }
     per_row_nodes(pass);
   }
@@ -273,8 +274,7 @@ std::string Emitter::row_module(const std::string& symbol, const ReductionSpace&
       for (size_t j : full_outs) xs.push_back(at(g_.outputs()[j], w, i));
       for (size_t k = 0; k < full_outs.size(); ++k) {
         const DType d = g_.type(g_.outputs()[full_outs[k]]).dtype;
-        std::string x = xs[k];
-        if (d == DType::boolean) x = conv("arith.extui", x, DType::boolean, DType::u8, w);
+        const std::string x = store_value(xs[k], d, w);
         const std::string address = emit("llvm.getelementptr " + outs[k] + "[" + i +
                                           "] : (!llvm.ptr, i64) -> !llvm.ptr, " + memory_elem(d));
         os_ << indent_ << "llvm.store " << x << ", " << address << " {alignment = " << dtype_size(d)
@@ -299,8 +299,7 @@ std::string Emitter::row_module(const std::string& symbol, const ReductionSpace&
     const ValueId out = g_.outputs()[j];
     if (!plan.per_row[out]) continue;
     const DType d = g_.type(out).dtype;
-    std::string x = scalar.at(out);
-    if (d == DType::boolean) x = conv("arith.extui", x, DType::boolean, DType::u8, 1);
+    const std::string x = store_value(scalar.at(out), d, 1);
     const std::string address = gep(ptr[n_in + j], "%r", d);
     os_ << indent_ << "llvm.store " << x << ", " << address << " {alignment = "
         << dtype_size(d) << " : i64} : " << memory_elem(d) << ", !llvm.ptr\n";

@@ -13,12 +13,17 @@ namespace weft::codegen::emit_detail {
 
 
 inline bool is_signed_int(DType d) { return d == DType::i32 || d == DType::i64; }
+/// f16 and bf16: stored as 16 bits, computed in f32 (see Emitter::load_value).
+inline bool is_half(DType d) { return d == DType::f16 || d == DType::bf16; }
 inline int bits(DType d) { return d == DType::boolean ? 1 : static_cast<int>(dtype_size(d)) * 8; }
 
-/// The element type values of `d` are computed in (bool is i1) and stored as (i8).
+/// The element type values of `d` are computed in (bool is i1, f16 and bf16 are f32)
+/// and stored as (bool i8, f16 and bf16 their bits as i16).
 inline std::string compute_elem(DType d) {
   switch (d) {
-    case DType::f32: return "f32";
+    case DType::f32:
+    case DType::f16:
+    case DType::bf16: return "f32";
     case DType::f64: return "f64";
     case DType::i32: return "i32";
     case DType::i64: return "i64";
@@ -27,7 +32,10 @@ inline std::string compute_elem(DType d) {
     default: return "<unsupported>";
   }
 }
-inline std::string memory_elem(DType d) { return d == DType::boolean ? "i8" : compute_elem(d); }
+inline std::string memory_elem(DType d) {
+  if (is_half(d)) return "i16";
+  return d == DType::boolean ? "i8" : compute_elem(d);
+}
 inline std::string vec(const std::string& elem, int w) {
   return w == 1 ? elem : "vector<" + std::to_string(w) + "x" + elem + ">";
 }
@@ -92,7 +100,34 @@ class Emitter {
     return emit(op + " " + x + " : " + vec(compute_elem(from), w) + " to " +
                 vec(compute_elem(to), w));
   }
+  /// Node `n` on operand values `a`: op_value, rounded to the result's dtype when that
+  /// is f16 or bf16.
   std::string node(const Node& n, const std::vector<std::string>& a, int w);
+  /// The value of `n`'s op, computed in the operands' compute types.
+  std::string op_value(const Node& n, const std::vector<std::string>& a, int w);
+  /// A value of dtype `d` as loaded (`w` lanes of memory_elem(d)) → its compute type:
+  /// bool `!= 0`, f16/bf16 widened to f32 exactly (NaN payloads kept).
+  std::string load_value(const std::string& x, DType d, int w);
+  /// The inverse of load_value for a value of dtype `d` (f16/bf16: an f32 that the
+  /// dtype represents exactly, so the conversion does not round).
+  std::string store_value(const std::string& x, DType d, int w);
+  /// f32 `x` rounded to f16/bf16 `d` and widened back: the reference's float_to_f16 /
+  /// float_to_bf16 (runtime/tensor.h), round to nearest even, NaN as they give it.
+  std::string round_half(const std::string& x, DType d, int w) {
+    return half_to_f32(f32_to_half(x, d, /*round=*/true, w), d, w);
+  }
+  /// `w` lanes of f16/bf16 bits (i16) → f32, exactly.
+  std::string half_to_f32(const std::string& bits, DType d, int w);
+  /// f32 `x` → f16/bf16 bits (i16): rounded as float_to_f16/float_to_bf16 do with
+  /// `round`, else `x` must be exactly representable (NaN payloads kept).
+  std::string f32_to_half(const std::string& x, DType d, bool round, int w);
+  /// f32 `x` with the quiet bit set in its NaN lanes (as a conversion through f64 sets it).
+  std::string quiet_nan(const std::string& x, int w);
+  /// `op x : from to to` on element types given by name (bitcasts, i16 ↔ i32).
+  std::string convert(const std::string& op, const std::string& x, const std::string& from,
+                      const std::string& to, int w) {
+    return emit(op + " " + x + " : " + vec(from, w) + " to " + vec(to, w));
+  }
   std::string libm(const std::string& fn, const std::string& x, int w);
   std::string math_f64(const char* op, const std::string& x, DType d, int w);
   std::string cast(const std::string& x, DType from, DType to, int w);

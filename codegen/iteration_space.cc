@@ -164,12 +164,13 @@ ReductionSpace collapse_reduction_space(const Graph& body) {
 
 bool emit_supports(const Graph& g, const Node& node) {
   if (node.info().category == OpCategory::Reduction) {
-    // sum, mean, max, min (argmax has an i64 result): float in, the same float out.
+    // sum, mean, max, min (argmax has an i64 result): float in, the same float out, in a
+    // dtype the table (generated_reduction_gap) says the CPU generates.
     if (node.results.size() != 1 || node.operands.size() != 1) return false;
     if (!g.value(node.result()).type || !g.value(node.operands[0]).type) return false;
     const Type& in = g.type(node.operands[0]);
     const DType d = in.dtype;
-    if ((d != DType::f32 && d != DType::f64) || g.type(node.result()).dtype != d) return false;
+    if (g.type(node.result()).dtype != d || generated_reduction_gap(d, CodeTarget::cpu)) return false;
     switch (node.op) {
       case Op::Sum: case Op::Mean: return true;
       case Op::Max: case Op::Min: return in.shape.numel() > 0;  // Empty: the reference's error.

@@ -2,16 +2,18 @@
 // weft): µs per call and G elements/s, plus each kernel's compile time (emit, lower,
 // LLVM O3, JIT). Prints figures; asserts nothing.
 //
-//   bazel run //codegen:kernel_bench
+//   bazel run //codegen:kernel_bench [-- --half]
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "codegen/kernel_compiler.h"
+#include "runtime/tensor.h"
 
 namespace weft::codegen {
 namespace {
@@ -161,15 +163,86 @@ void bench_column_sums(KernelCompiler& jit, const Shape& shape, const IntList& a
   report("fused (mul + sum)", time_us([&] { k->fn(buffers, 0, k->rows); }, 500), n);
 }
 
+/// Random tensors in [-3, 3] of `type`, one per input of `g`, and one result per output.
+std::vector<Tensor> buffers_for(const Graph& g, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-3, 3);
+  std::vector<Tensor> ts;
+  ts.reserve(g.inputs().size() + g.outputs().size());
+  for (const Input& in : g.inputs()) {
+    ts.emplace_back(g.type(in.value));
+    for (int64_t i = 0; i < ts.back().numel(); ++i) ts.back().set_double(i, u(rng));
+  }
+  for (ValueId v : g.outputs()) ts.emplace_back(g.type(v));
+  return ts;
+}
+
+/// µs per call of `g` (one thread) and GB/s of the bytes it must move: its operands
+/// read once and its results written once.
+void report_bandwidth(KernelCompiler& jit, const Graph& g, int calls) {
+  const CompiledKernel* k = compile_timed(jit, g);
+  std::vector<Tensor> ts = buffers_for(g, 10);
+  std::vector<void*> buffers;
+  int64_t bytes = 0;
+  for (Tensor& t : ts) {
+    buffers.push_back(t.raw_data());
+    bytes += t.bytes();
+  }
+  const double us = time_us([&] { k->fn(buffers.data(), 0, k->rows); }, calls);
+  std::printf("  %-5s %9.1f us/call  %6.2f GB/s  (%.1f MB moved)\n",
+              dtype_name(g.type(g.outputs()[0]).dtype).data(), us, bytes / us * 1e-3,
+              bytes * 1e-6);
+}
+
+// The same elementwise and row kernels in f32, bf16 and f16: the half kernels load and
+// store 16 bits and compute in f32 (emit_half.cc), so at the same elements per second
+// they move half the bytes.
+void bench_half_precision(KernelCompiler& jit) {
+  for (int64_t n : {int64_t{1} << 16, int64_t{1} << 22}) {
+    std::printf("x*a + b, f16/bf16/f32[%lld] (%.1f MB in f32)\n", static_cast<long long>(n),
+                n * 12e-6);
+    for (DType d : {DType::f16, DType::bf16, DType::f32}) {
+      Graph g("axpb");
+      const Type t{d, {n}};
+      auto x = g.add_input("x", t);
+      auto a = g.add_input("a", t);
+      auto b = g.add_input("b", t);
+      g.add_output(g.add_node(Op::Add, {g.add_node(Op::Mul, {x, a}, {}, {}, t), b}, {}, {}, t));
+      report_bandwidth(jit, g, n < (1 << 20) ? 2000 : 20);
+    }
+  }
+  const int64_t rows = 4096, cols = 1024;
+  std::printf("softmax row kernel (max, sub, exp, sum, div), [%lld,%lld]\n",
+              static_cast<long long>(rows), static_cast<long long>(cols));
+  for (DType d : {DType::f16, DType::bf16, DType::f32}) {
+    Graph g("softmax");
+    const Type full{d, {rows, cols}}, row{d, {rows, 1}};
+    const Attrs axes{{"axes", IntList{-1}}, {"keepdims", true}};
+    auto x = g.add_input("x", full);
+    auto m = g.add_node(Op::Max, {x}, axes, {}, row);
+    auto e = g.add_node(Op::Exp, {g.add_node(Op::Sub, {x, m}, {}, {}, full)}, {}, {}, full);
+    auto s = g.add_node(Op::Sum, {e}, axes, {}, row);
+    g.add_output(g.add_node(Op::Div, {e, s}, {}, {}, full));
+    report_bandwidth(jit, g, 10);
+  }
+}
+
 }  // namespace
 }  // namespace weft::codegen
 
-int main() {
+int main(int argc, char** argv) {
+  // --half: only the f32 vs bf16/f16 figures.
+  if (argc > 1 && std::string(argv[1]) == "--half") {
+    weft::codegen::KernelCompiler jit;
+    weft::codegen::bench_half_precision(jit);
+    return 0;
+  }
   weft::codegen::KernelCompiler jit;
   weft::codegen::bench_tanh_erf(jit);
   weft::codegen::bench_axpb(jit);
   weft::codegen::bench_row_sum(jit);
   weft::codegen::bench_column_sums(jit, {128, 256}, {0}, {256});
   weft::codegen::bench_column_sums(jit, {32, 64, 14, 14}, {0, 2, 3}, {64});
+  weft::codegen::bench_half_precision(jit);
   return 0;
 }

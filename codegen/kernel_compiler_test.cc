@@ -147,10 +147,11 @@ TEST(KernelCompiler, RejectsWhatItDoesNotImplement) {
   EXPECT_TRUE(supported(op_body(Op::Div, {{DType::f32, {4}}, {DType::f32, {4}}})));
   EXPECT_FALSE(supported(op_body(Op::Div, {{DType::i32, {4}}, {DType::i32, {4}}})));
   EXPECT_FALSE(supported(op_body(Op::Pow, {{DType::i64, {4}}, {DType::i64, {4}}})));
-  EXPECT_FALSE(supported(op_body(Op::Add, {{DType::f16, {4}}, {DType::f16, {4}}})));
-  EXPECT_FALSE(supported(op_body(Op::Exp, {{DType::bf16, {4}}})));
+  // f16/bf16 are computed in f32 (kernel_half_test).
+  EXPECT_TRUE(supported(op_body(Op::Add, {{DType::f16, {4}}, {DType::f16, {4}}})));
+  EXPECT_TRUE(supported(op_body(Op::Exp, {{DType::bf16, {4}}})));
   EXPECT_FALSE(supported(op_body(Op::Exp, {{DType::i32, {4}}})));
-  EXPECT_FALSE(supported(op_body(Op::Cast, {{DType::f32, {4}}}, {{"dtype", DType::f16}}, DType::f16)));
+  EXPECT_TRUE(supported(op_body(Op::Cast, {{DType::f32, {4}}}, {{"dtype", DType::f16}}, DType::f16)));
   // Reductions: float sum/mean/max/min only (kernel_reduction_test has the rest).
   EXPECT_FALSE(supported(op_body(Op::Sum, {{DType::i32, {4}}}, {}, DType::i32)));
   EXPECT_FALSE(supported(op_body(Op::Transpose, {{DType::f32, {4}}}, {}, DType::f32)));

@@ -98,28 +98,37 @@ inline double max_scaled_error(const Tensor& a, const Tensor& b) {
   return worst;
 }
 
-/// Runs `body` on `inputs` through the JIT and the reference interpreter and expects
-/// every output within `tol` (all_close: |a-b| <= tol + tol·|b|). Returns the largest
-/// scaled error seen (max_scaled_error).
-inline double expect_matches_reference(const Graph& body, std::vector<Tensor> inputs,
-                                       double tol) {
+/// Runs `body` on `inputs` through the JIT and the reference interpreter; `check(got,
+/// want)` expects one output close enough and returns its distance. Returns the largest.
+template <typename Check>
+double compare_with_reference(const Graph& body, std::vector<Tensor> inputs, Check check) {
   std::vector<Tensor> got = run_kernel(body, inputs);
   StatusOr<reference::RunResult> want = reference::run(body, inputs);
   EXPECT_TRUE(want.ok()) << want.error().to_string();
   if (!want.ok() || got.size() != want->outputs.size()) return NAN;
   double worst = 0;
   for (size_t i = 0; i < got.size(); ++i) {
-    std::string why;
-    EXPECT_TRUE(all_close(got[i], want->outputs[i], tol, &why))
-        << "output " << i << ": " << why << "\n" << kernel_key(body);
-    worst = std::max(worst, max_scaled_error(got[i], want->outputs[i]));
+    SCOPED_TRACE("output " + std::to_string(i) + "\n" + kernel_key(body));
+    worst = std::max(worst, check(got[i], want->outputs[i]));
   }
   return worst;
 }
 
-/// expect_matches_reference with random inputs in [lo, hi].
-inline double expect_random_matches(const Graph& body, double tol, double lo = -3,
-                                    double hi = 3, uint64_t seed = 42) {
+/// Runs `body` on `inputs` through the JIT and the reference interpreter and expects
+/// every output within `tol` (all_close: |a-b| <= tol + tol·|b|). Returns the largest
+/// scaled error seen (max_scaled_error).
+inline double expect_matches_reference(const Graph& body, std::vector<Tensor> inputs,
+                                       double tol) {
+  return compare_with_reference(body, std::move(inputs), [&](const Tensor& got, const Tensor& want) {
+    std::string why;
+    EXPECT_TRUE(all_close(got, want, tol, &why)) << why;
+    return max_scaled_error(got, want);
+  });
+}
+
+/// Random inputs for `body` in [lo, hi] (u8 in [max(lo, 0), hi]) from `seed`.
+inline std::vector<Tensor> random_body_inputs(const Graph& body, double lo, double hi,
+                                              uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<Tensor> inputs;
   for (const Input& in : body.inputs()) {
@@ -127,7 +136,53 @@ inline double expect_random_matches(const Graph& body, double tol, double lo = -
     const double l = d == DType::u8 ? std::max(lo, 0.0) : lo;
     inputs.push_back(random_tensor(body.type(in.value), rng, l, hi));
   }
-  return expect_matches_reference(body, std::move(inputs), tol);
+  return inputs;
+}
+
+/// expect_matches_reference with random inputs in [lo, hi].
+inline double expect_random_matches(const Graph& body, double tol, double lo = -3,
+                                    double hi = 3, uint64_t seed = 42) {
+  return expect_matches_reference(body, random_body_inputs(body, lo, hi, seed), tol);
+}
+
+/// The largest distance between `a` and `b` (f16 or bf16, or any other dtype compared
+/// exactly) in units in the last place of `b`'s value in that dtype: 0 when they are
+/// equal (NaN equals NaN, whatever the payload), infinity when exactly one is NaN or
+/// they differ in a dtype that is not f16/bf16.
+inline double max_half_ulps(const Tensor& a, const Tensor& b) {
+  const DType d = b.dtype();
+  const bool half = d == DType::f16 || d == DType::bf16;
+  const int mantissa = d == DType::f16 ? 10 : 7, min_exp = d == DType::f16 ? -14 : -126;
+  double worst = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const double x = a.get_double(i), y = b.get_double(i);
+    if (std::isnan(x) || std::isnan(y)) {
+      if (std::isnan(x) != std::isnan(y)) return INFINITY;
+    } else if (x != y) {
+      if (!half || std::isinf(x) || std::isinf(y)) return INFINITY;
+      const int e = y == 0 ? min_exp : std::max(min_exp, std::ilogb(y));
+      worst = std::max(worst, std::abs(x - y) / std::ldexp(1.0, e - mantissa));
+    }
+  }
+  return worst;
+}
+
+/// Runs `body` on `inputs` through the JIT and the reference interpreter and expects
+/// every output within `ulps` of the reference (max_half_ulps; 0: bit for bit up to NaN
+/// payloads). Returns the largest distance seen.
+inline double expect_half_matches_reference(const Graph& body, std::vector<Tensor> inputs,
+                                            double ulps) {
+  return compare_with_reference(body, std::move(inputs), [&](const Tensor& got, const Tensor& want) {
+    const double d = max_half_ulps(got, want);
+    EXPECT_LE(d, ulps);
+    return d;
+  });
+}
+
+/// expect_half_matches_reference with random inputs in [lo, hi].
+inline double expect_random_half_matches(const Graph& body, double ulps, double lo = -3,
+                                         double hi = 3, uint64_t seed = 42) {
+  return expect_half_matches_reference(body, random_body_inputs(body, lo, hi, seed), ulps);
 }
 
 }  // namespace weft::codegen::testing

@@ -68,6 +68,13 @@ Status JitTrainable::set_check_numerics(bool on) {
   return Status();
 }
 
+StatusOr<std::optional<driver::LossScaleReading>> JitTrainable::loss_scale() const {
+  if (!trainer_.options().loss_scale.enabled) return std::optional<driver::LossScaleReading>();
+  WEFT_ASSIGN_OR_RETURN(double scale, trainer_.loss_scale());
+  WEFT_ASSIGN_OR_RETURN(int64_t skipped, trainer_.skipped_steps());
+  return std::optional<driver::LossScaleReading>(driver::LossScaleReading{scale, skipped});
+}
+
 Status JitTrainable::set_profiling(bool on) { return trainer_.set_profiling(on); }
 
 std::string JitTrainable::profile_report() const {

@@ -42,6 +42,7 @@ class JitTrainable final : public driver::Trainable {
   bool takes_momentum() const override { return trainer_.optimizer().scheduled_momentum; }
   Status set_momentum(double momentum) override { return trainer_.set_momentum(momentum); }
   int64_t steps() const override { return trainer_.steps(); }
+  StatusOr<std::optional<driver::LossScaleReading>> loss_scale() const override;
   Status set_check_numerics(bool on) override;
   Status set_profiling(bool on) override;
   std::string profile_report() const override;

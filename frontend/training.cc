@@ -76,6 +76,7 @@ StatusOr<Trainer> Trainer::compile(const FlowPtr& net, const std::vector<InputSp
   t.options_ = options;
   t.where_ = where;
   WEFT_RETURN_IF_ERROR(t.optimizer_.validate());
+  if (options.loss_scale.enabled) WEFT_RETURN_IF_ERROR(options.loss_scale.validate());
   t.lrs_ = {t.optimizer_.lr};
   t.momentum_ = t.optimizer_.first_momentum();
   for (size_t i = 0; i < t.optimizer_.groups.size(); ++i) {
@@ -177,7 +178,14 @@ Status Trainer::build_step() {
       if (n.op == Op::Scan) n.attrs["remat"] = true;  // a nested loop is differentiated inside its parent's
     }
   }
-  WEFT_ASSIGN_OR_RETURN(std::vector<ValueId> grads, append_gradients(g, loss_value, wrt));
+  // Loss scaling: the gradients of loss · scale, unscaled and checked by the optimizer.
+  std::optional<LossScaler> scaler;
+  ValueId seed = kNoValue;
+  if (options_.loss_scale.enabled) {
+    WEFT_ASSIGN_OR_RETURN(scaler, LossScaler::add_to(g, options_.loss_scale));
+    WEFT_ASSIGN_OR_RETURN(seed, scaler->seed(g, loss_value));
+  }
+  WEFT_ASSIGN_OR_RETURN(std::vector<ValueId> grads, append_gradients(g, loss_value, wrt, seed));
   std::vector<std::pair<ValueId, ValueId>> pairs;
   for (size_t i = 0; i < wrt.size(); ++i) pairs.emplace_back(wrt[i], grads[i]);
   ValueId loss_out = loss_value;
@@ -188,7 +196,13 @@ Status Trainer::build_step() {
                           g.node(g.value(loss_value).node).loc, g.type(loss_value));
   }
   WEFT_ASSIGN_OR_RETURN(std::vector<OptimizerGroup> groups, optimizer_groups(g, *model, pairs));
-  WEFT_ASSIGN_OR_RETURN(std::vector<OptimizerSlot> slots, append_optimizer(g, groups, step));
+  ScaledUpdate scaled = scaler ? scaler->scaled_update(g) : ScaledUpdate{};
+  WEFT_ASSIGN_OR_RETURN(std::vector<OptimizerSlot> slots,
+                        append_optimizer(g, groups, step, scaler ? &scaled : nullptr));
+  if (scaler) {
+    scaler->append_update(g, scaled);
+    slots.insert(slots.end(), scaler->state().begin(), scaler->state().end());
+  }
   std::vector<ValueId> outputs = {loss_out};
   outputs.insert(outputs.end(), collected.begin(), collected.end());
   g.set_outputs(outputs);
@@ -322,6 +336,39 @@ void Trainer::sync_values() const {
     if (it != values_.end()) it->second = step_exec_->input(static_cast<int>(i));
   }
   values_stale_ = false;
+}
+
+StatusOr<Tensor> Trainer::loss_scale_state(const std::string& name, const char* what) const {
+  if (!options_.loss_scale.enabled) {
+    return Error{std::string(what) + ": loss scaling is off (TrainOptions::loss_scale.enabled)"};
+  }
+  if (values_stale_ && step_exec_) {
+    const Program& p = step_exec_->program();
+    for (size_t i = 0; i < p.inputs.size(); ++i) {
+      if (p.inputs[i].name == name) return step_exec_->input(static_cast<int>(i));
+    }
+  }
+  auto it = values_.find(name);
+  if (it == values_.end()) return Error{std::string(what) + ": the step has no value '" + name + "'"};
+  return it->second;
+}
+
+StatusOr<double> Trainer::loss_scale() const {
+  WEFT_ASSIGN_OR_RETURN(Tensor t, loss_scale_state(kLossScaleState, "loss_scale()"));
+  return t.get_double(0);
+}
+
+StatusOr<int64_t> Trainer::skipped_steps() const {
+  WEFT_ASSIGN_OR_RETURN(Tensor t, loss_scale_state(kSkippedStepsState, "skipped_steps()"));
+  return static_cast<int64_t>(t.get_double(0));
+}
+
+Status Trainer::record_loss_scale() {
+  WEFT_ASSIGN_OR_RETURN(double scale, loss_scale());
+  WEFT_ASSIGN_OR_RETURN(int64_t skipped, skipped_steps());
+  metrics_.record(kLossScaleState, scale);
+  metrics_.record(kSkippedStepsState, static_cast<double>(skipped));
+  return Status();
 }
 
 Status Trainer::push_values(ProgramExecutor& ex) const {

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "autodiff/loss_scale.h"
 #include "autodiff/optimizer.h"
 #include "frontend/checkpoint.h"
 #include "frontend/flow.h"
@@ -128,6 +129,14 @@ struct TrainOptions {
   /// as `.recompute()` on each loop (and for GRU / LSTM): less memory (only the carries
   /// are stacked), one more forward pass of each body (bench/loops measures both).
   bool recompute_loops = false;
+  /// Dynamic loss scaling (PyTorch's GradScaler, autodiff/loss_scale.h), for f16
+  /// training: off by default. When enabled the step differentiates the loss times a
+  /// scale held as state (`loss_scale`, saved in checkpoints), unscales the gradients,
+  /// skips an update whose gradients hold an inf or a NaN (no parameter or optimizer
+  /// slot changes; `skipped_steps` counts it) and backs the scale off, and grows it
+  /// after `growth_interval` clean updates — all inside the step, with no host read.
+  /// The loss step() returns stays unscaled.
+  LossScaleOptions loss_scale = {};
 };
 
 /// A statistic of a tagged activation that `Trainer::collect` computes in the step.
@@ -183,6 +192,17 @@ class Trainer {
   /// Updates taken so far: steps() / accumulate_steps.
   int64_t updates() const { return steps_ / optimizer_.accumulate_steps; }
 
+  /// Loss scaling (TrainOptions::loss_scale): the scale the next step multiplies the loss
+  /// by, and the updates skipped so far for an inf or NaN gradient. Each reads one scalar
+  /// back from the backend (the step itself never does); an error when loss scaling is
+  /// off.
+  StatusOr<double> loss_scale() const;
+  StatusOr<int64_t> skipped_steps() const;
+  /// Records `loss_scale` and `skipped_steps` as batch values of the metrics of those
+  /// names (when asked: a training loop calls it where it logs); an error when loss
+  /// scaling is off.
+  Status record_loss_scale();
+
   /// TrainOptions::check_numerics for the following steps and evaluations.
   void set_check_numerics(bool on);
 
@@ -201,7 +221,8 @@ class Trainer {
   const TrainOptions& options() const { return options_; }
   const Graph& step_graph() const { return step_; }
   /// The optimizer's state slots in the step graph (names and initializers; the AOT
-  /// generator's parameter table lists them with the model's parameters).
+  /// generator's parameter table lists them with the model's parameters), then, with
+  /// TrainOptions::loss_scale, the loss scaler's state (LossScaler::state()).
   const std::vector<OptimizerSlot>& optimizer_slots() const { return slots_; }
   /// The compiled step on a compiled backend ("cpu", "cuda": its Program, describe(),
   /// fallbacks()); nullptr on the reference backend. Its profile is set_profiling's and
@@ -255,6 +276,10 @@ class Trainer {
   Status check_numerics_available() const;
   /// Copies the executor's parameters, state and slots into values_ when they are newer.
   void sync_values() const;
+  /// A state value of the loss scaler by name, read alone from the step executor when it
+  /// holds a newer one (sync_values reads them all); an error naming `what` (the accessor)
+  /// when loss scaling is off.
+  StatusOr<Tensor> loss_scale_state(const std::string& name, const char* what) const;
   /// Copies values_ into an executor's param and state inputs.
   Status push_values(ProgramExecutor& ex) const;
   /// The optimizer's parameter groups in `g` (params_and_grads by path, the default group

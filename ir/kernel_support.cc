@@ -5,6 +5,10 @@ namespace {
 
 bool half_precision(DType d) { return d == DType::f16 || d == DType::bf16; }
 
+// The CPU computes f16/bf16 in f32 and rounds each result (codegen/emit_half.cc).
+constexpr std::string_view kHalfOnGpu =
+    "f16 and bf16 code is not generated for the GPU (planned: [Mixed precision])";
+
 }  // namespace
 
 std::string_view code_target_name(CodeTarget target) {
@@ -15,8 +19,8 @@ std::optional<std::string_view> generated_code_gap(Op op, DType operand, DType r
                                                    CodeTarget target) {
   const MathClass math = op_info(op).math;
   if (math == MathClass::None) return "not an elementwise op";
-  if (half_precision(operand) || half_precision(result)) {
-    return "f16 and bf16 elementwise code is not generated (planned: [Mixed precision])";
+  if ((half_precision(operand) || half_precision(result)) && target == CodeTarget::gpu) {
+    return kHalfOnGpu;
   }
   if ((math == MathClass::Division || math == MathClass::Power) && !is_floating(operand)) {
     return "integer div and pow report division by zero and negative exponents at run "
@@ -30,6 +34,15 @@ std::optional<std::string_view> generated_code_gap(Op op, DType operand, DType r
     return "f64 transcendental math needs libdevice, which the generated PTX does not link "
            "(the CUDA library's f64 kernels run the ops it has)";
   }
+  return std::nullopt;
+}
+
+std::optional<std::string_view> generated_reduction_gap(DType dtype, CodeTarget target) {
+  if (!is_floating(dtype)) {
+    return "integer and bool reductions run on the library kernels (they accumulate in "
+           "64-bit integers)";
+  }
+  if (half_precision(dtype) && target == CodeTarget::gpu) return kHalfOnGpu;
   return std::nullopt;
 }
 

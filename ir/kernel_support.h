@@ -36,6 +36,12 @@ std::string_view code_target_name(CodeTarget target);
 std::optional<std::string_view> generated_code_gap(Op op, DType operand, DType result,
                                                    CodeTarget target);
 
+/// Why the code weft generates for `target` does not compute a float reduction (sum,
+/// mean, max, min) of a `dtype` operand into a `dtype` result — one that ends a fused
+/// reduction or row body — or nullopt when it does (f32 and f64 everywhere; f16 and bf16
+/// on the CPU, accumulated as the f32 kernels do and rounded once at the end).
+std::optional<std::string_view> generated_reduction_gap(DType dtype, CodeTarget target);
+
 /// generated_code_gap for a node of `op` on operands of `operands` types giving `result`:
 /// the data operand is select's second (its first is the bool condition), else the first.
 std::optional<std::string_view> generated_code_gap(Op op, const std::vector<Type>& operands,

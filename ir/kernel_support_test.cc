@@ -106,10 +106,22 @@ TEST(KernelSupportTest, TheFactsTheBackendsRelyOn) {
   // Integer division keeps the interpreter's division-by-zero error.
   EXPECT_TRUE(gap(Op::Div, DType::i32, CodeTarget::cpu));
   EXPECT_FALSE(gap(Op::Add, DType::i32, CodeTarget::cpu));
-  // Half precision is not generated yet.
-  EXPECT_NE(gap(Op::Add, DType::bf16, CodeTarget::cpu)->find("[Mixed precision]"),
-            std::string_view::npos);
-  EXPECT_TRUE(generated_code_gap(Op::Cast, DType::f32, DType::f16, CodeTarget::cpu));
+  // Half precision is generated for the CPU (computed in f32), not yet for the GPU.
+  EXPECT_FALSE(gap(Op::Add, DType::bf16, CodeTarget::cpu));
+  EXPECT_FALSE(gap(Op::Exp, DType::f16, CodeTarget::cpu));
+  EXPECT_FALSE(generated_code_gap(Op::Cast, DType::f32, DType::f16, CodeTarget::cpu));
+  EXPECT_FALSE(generated_code_gap(Op::Cast, DType::bf16, DType::i32, CodeTarget::cpu));
+  EXPECT_EQ(gap(Op::Add, DType::bf16, CodeTarget::gpu),
+            "f16 and bf16 code is not generated for the GPU (planned: [Mixed precision])");
+  EXPECT_TRUE(generated_code_gap(Op::Cast, DType::f32, DType::f16, CodeTarget::gpu));
+  // Reductions: floats only, halves on the CPU only.
+  EXPECT_FALSE(generated_reduction_gap(DType::bf16, CodeTarget::cpu));
+  EXPECT_FALSE(generated_reduction_gap(DType::f64, CodeTarget::gpu));
+  EXPECT_EQ(generated_reduction_gap(DType::f16, CodeTarget::gpu),
+            "f16 and bf16 code is not generated for the GPU (planned: [Mixed precision])");
+  EXPECT_EQ(generated_reduction_gap(DType::i32, CodeTarget::cpu),
+            "integer and bool reductions run on the library kernels (they accumulate in "
+            "64-bit integers)");
 }
 
 }  // namespace

@@ -21,6 +21,11 @@ Run with Debian's Python (torch 1.13 + NumPy), from anywhere:
   run.py --print-params [--preset=P]
       prints every model's parameter count (both presets unless --preset is given).
 
+--precision=bf16 (or f16) runs forward and loss under torch.autocast("cpu", dtype=...)
+(PyTorch's mixed precision: parameters and Adam stay fp32; the JSON's "precision" says
+which; layer_norm runs in fp32 as on CUDA, since torch 1.13's CPU autocast fails on it);
+default f32, no autocast. f16 on the CPU needs a torch newer than 1.13, whose CPU
+autocast takes bfloat16 only: run.py refuses it with that message.
 --steps=N changes the 50 steps per epoch, for quick checks only. Defaults: --preset=cpu; --warmup 3 and --epochs 20 (cpu preset: 1 and 5); --threads=1;
 --seed=0. --threads=N sets torch.set_num_threads(N) and, unless already set in the
 environment, OMP_NUM_THREADS and OPENBLAS_NUM_THREADS (torch.mm here calls OpenBLAS,
@@ -50,7 +55,7 @@ def parse_args(argv):
         key, eq, value = a[2:].partition("=")
         args[key.replace("-", "_")] = value if eq else True
     known = {"model", "preset", "names", "init_out", "init", "epochs", "warmup", "threads",
-             "seed", "print_params", "steps"}
+             "seed", "print_params", "steps", "precision"}
     unknown = set(args) - known
     if unknown:
         raise SystemExit(f"run.py: unknown option(s) {', '.join('--' + u for u in sorted(unknown))}")
@@ -241,8 +246,43 @@ def load_init(spec, path):
         fail(str(e))
 
 
+PRECISIONS = {"f32": None, "bf16": torch.bfloat16, "f16": torch.float16}
+
+
+def autocast_dtype():
+    """The --precision's torch dtype for autocast, or None for f32 (no autocast)."""
+    precision = ARGS.get("precision", "f32")
+    if precision not in PRECISIONS:
+        fail(f"--precision must be one of {', '.join(PRECISIONS)}, got '{precision}'")
+    dtype = PRECISIONS[precision]
+    if dtype is torch.float16:
+        try:
+            with torch.autocast("cpu", dtype=torch.float16):
+                pass
+        except RuntimeError as e:
+            fail(f"--precision=f16: torch {torch.__version__}'s CPU autocast refuses float16 "
+                 f"({str(e).splitlines()[0]})")
+    if dtype is not None:
+        fp32_layer_norm()
+    return dtype
+
+
+def fp32_layer_norm():
+    """torch 1.13's CPU autocast leaves layer_norm off its lists, so a bf16 input meets the
+    module's fp32 weight and layer_norm raises "expected scalar type BFloat16 but found
+    Float". Its CUDA autocast runs layer_norm in fp32; do the same here (weft's policy too)."""
+    original = torch.nn.functional.layer_norm
+
+    def layer_norm(x, *args, **kwargs):
+        with torch.autocast("cpu", enabled=False):
+            return original(x.float(), *args, **kwargs)
+
+    torch.nn.functional.layer_norm = layer_norm
+
+
 def train(name, preset, seed):
     cpu = preset == "cpu"
+    low = autocast_dtype()
     epochs = int(ARGS.get("epochs", 5 if cpu else 20))
     warmup = int(ARGS.get("warmup", 1 if cpu else 3))
     steps = int(ARGS.get("steps", models.STEPS_PER_EPOCH))  # fewer only for quick checks
@@ -264,7 +304,11 @@ def train(name, preset, seed):
     for epoch in range(warmup + epochs):
         start = time.perf_counter()
         for _ in range(steps):
-            loss = spec.loss_fn(model(*inputs), target)
+            if low is None:
+                loss = spec.loss_fn(model(*inputs), target)
+            else:
+                with torch.autocast("cpu", dtype=low):
+                    loss = spec.loss_fn(model(*inputs), target)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -281,7 +325,9 @@ def train(name, preset, seed):
     tuned = all(os.environ.get(v) for v in TUNED_ENV)
     result = {
         "model": name, "framework": "pytorch",
-        "config": f"{THREADS} thread{'s' if THREADS != 1 else ''}, {'tuned' if tuned else 'default'}",
+        "config": f"{THREADS} thread{'s' if THREADS != 1 else ''}, {'tuned' if tuned else 'default'}"
+                  + ("" if low is None else f", autocast {ARGS['precision']}"),
+        "precision": ARGS.get("precision", "f32"),
         "epoch_ms": [round(ms, 3) for ms in epoch_ms],
         "median_ms": round(statistics.median(epoch_ms), 3) if epoch_ms else None,
         "first_loss": first_loss, "last_loss": loss_value,

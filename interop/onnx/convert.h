@@ -116,6 +116,11 @@ class NodeContext {
 
   /// Refuses the node: `node 'Conv_3' (Conv, opset 11): WHAT is not supported`.
   [[noreturn]] void unsupported(const std::string& what) const;
+  /// Refuses the node because input i, which it needs at import time, is computed at run
+  /// time: `...: WHAT computed at run time (WHY) is not supported`; the input's name goes
+  /// to ImportOptions::needs_constant.
+  [[noreturn]] void computed_at_run_time(int i, const std::string& what,
+                                         const std::string& why = {}) const;
   /// The model is invalid here: `node 'Conv_3' (Conv, opset 11): WHAT`.
   [[noreturn]] void invalid(const std::string& what) const;
   /// `node 'Conv_3' (Conv, opset 11)`.

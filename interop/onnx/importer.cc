@@ -49,8 +49,10 @@ std::string origin_of(const OnnxFile& file, const std::string& name) {
 class Importer {
  public:
   Importer(Emitter& e, const OnnxFile& file, const Module* owner,
-           const std::map<std::string, Tensor>* constant_inputs = nullptr)
-      : e_(e), file_(file), owner_(owner), constant_inputs_(constant_inputs) {}
+           const std::map<std::string, Tensor>* constant_inputs = nullptr,
+           std::vector<std::string>* needs_constant = nullptr)
+      : e_(e), file_(file), owner_(owner), constant_inputs_(constant_inputs),
+        needs_constant_(needs_constant) {}
 
   std::vector<ValueId> run(const std::vector<ValueId>& inputs);
 
@@ -69,6 +71,10 @@ class Importer {
   Type type(NodeContext& n, int i);
   void set_output(const NodeContext& n, int i, ValueId v);
   void set_constant_output(const NodeContext& n, int i, Tensor t);
+  /// Records (ImportOptions::needs_constant) that the import needs `name` at import time.
+  void note_needs_constant(const std::string& name) {
+    if (needs_constant_) needs_constant_->push_back(name);
+  }
   std::vector<SubgraphValue> import_subgraph(NodeContext& n, const onnx::GraphProto& g,
                                              std::vector<SubgraphValue> inputs);
   ValueId value_of(NodeContext& n, const SubgraphValue& v);
@@ -113,6 +119,7 @@ class Importer {
   const OnnxFile& file_;
   const Module* owner_;
   const std::map<std::string, Tensor>* constant_inputs_;  ///< ImportOptions::constant_inputs
+  std::vector<std::string>* needs_constant_;  ///< ImportOptions::needs_constant
   /// The model's graph, then each subgraph being imported inside it.
   std::vector<Scope> scopes_{1};
   /// The names given to graph inputs so far.
@@ -130,11 +137,17 @@ ValueId NodeContext::state_input(int i) { return importer_.value(*this, i, Input
 Type NodeContext::input_type(int i) { return importer_.type(*this, i); }
 const Tensor* NodeContext::constant(int i) { return importer_.constant(*this, i); }
 
+void NodeContext::computed_at_run_time(int i, const std::string& what,
+                                       const std::string& why) const {
+  importer_.note_needs_constant(node_.input(i));
+  unsupported(what + " computed at run time" + (why.empty() ? "" : " (" + why + ")"));
+}
+
 std::vector<int64_t> NodeContext::ints_input(int i, std::string_view what) {
   const Tensor* t = constant(i);
   if (t == nullptr) {
-    unsupported(std::string(what) + " computed at run time (weft's shapes are static: it must be "
-                "a constant or an initializer)");
+    computed_at_run_time(i, std::string(what),
+                         "weft's shapes are static: it must be a constant or an initializer");
   }
   if (!is_integer(t->dtype())) invalid(std::string(what) + " must hold integers");
   if (t->dtype() == DType::i64) return {t->data<int64_t>(), t->data<int64_t>() + t->numel()};
@@ -145,7 +158,7 @@ std::vector<int64_t> NodeContext::ints_input(int i, std::string_view what) {
 
 double NodeContext::scalar_input(int i, std::string_view what) {
   const Tensor* t = constant(i);
-  if (t == nullptr) unsupported(std::string(what) + " computed at run time");
+  if (t == nullptr) computed_at_run_time(i, std::string(what));
   if (t->numel() != 1) invalid(std::string(what) + " must hold one value, not " + t->type().to_string());
   return t->get_double(0);
 }
@@ -703,7 +716,7 @@ StatusOr<ImportedGraph> import_onnx(const OnnxFile& file, const ImportOptions& o
   try {
     std::vector<ValueId> inputs;
     for (const auto& [name, type] : types) inputs.push_back(out.graph.add_input(name, type));
-    Importer importer(e, file, nullptr, &options.constant_inputs);
+    Importer importer(e, file, nullptr, &options.constant_inputs, options.needs_constant);
     std::vector<ValueId> outputs = importer.run(inputs);
     e.finish();
     out.graph.set_outputs(std::move(outputs));

@@ -47,6 +47,11 @@ struct ImportOptions {
   /// that takes a Reshape's shape or a Slice's starts as an input: weft's shapes are
   /// static). They are not inputs of the imported graph; their values are constants.
   std::map<std::string, Tensor> constant_inputs = {};
+  /// import_onnx: when set, an import that fails because a value it needs at import time
+  /// (a shape, axes, pads, a trip count, an If's condition) is computed at run time adds
+  /// here the model's name for that value (a data input's name when the model feeds it
+  /// directly: the input to give as constant_inputs). The conformance runner reads it.
+  std::vector<std::string>* needs_constant = nullptr;
 };
 
 /// A module that emits the ONNX model at `path` (read when the flow is built). Its

@@ -478,8 +478,8 @@ TEST(If, ComputedConditionSelects) {
   StatusOr<ImportedGraph> g = import_onnx(if_model(false, false, false).file());
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.error().message,
-            "node 'if' (If, opset 13): a condition computed at run time choosing between outputs of types "
-            "f32[2] and f32[3] (weft's shapes are static) is not supported");
+            "node 'if' (If, opset 13): a condition computed at run time (choosing between outputs of types "
+            "f32[2] and f32[3]: weft's shapes are static) is not supported");
   OnnxBuilder lopsided = if_model(false, false, true);
   lopsided.model().mutable_graph()->mutable_node(0)->mutable_attribute(1)->mutable_g()->mutable_output()->RemoveLast();
   g = import_onnx(lopsided.file());

@@ -1,6 +1,8 @@
 // Contraction-category library kernels: matmul (gemm.cc), the convolutions (conv.cc)
 // and pooling (pool.cc). Each factory returns nullptr for a dtype it does not implement
-// (f32 is fast; f64 uses plain loops; other dtypes fall back to the reference kernel).
+// (f32 is fast; f64 uses plain loops; bf16 matmuls and convolutions use oneDNN's bf16
+// primitives; f16 and the rest of bf16 go through f32, half.cc; integer dtypes fall back
+// to the reference kernel).
 
 #include "runtime/cpu/contraction_internal.h"
 

@@ -89,12 +89,19 @@ enum class ConvOp { kForward, kBackwardInput, kBackwardWeight };
 /// the op's name and the weight's shape (O, C/groups, kernel).
 std::string conv_describe(ConvOp op, const ConvGeometry& g);
 
-/// The f32 convolution through oneDNN's convolution primitives (conv_onednn.cc), or
-/// nullptr when oneDNN has no implementation for it. Operands as the op's (x, w), (gy, w)
-/// or (x, gy).
+/// The f32 or bf16 (`dtype`, operands and result alike) convolution through oneDNN's
+/// convolution primitives (conv_onednn.cc), or nullptr when oneDNN has no implementation
+/// for it (for bf16: none but its slow reference one). Operands as the op's (x, w),
+/// (gy, w) or (x, gy).
 std::unique_ptr<BoundKernel> make_onednn_conv_kernel(ConvOp op, const ConvGeometry& g,
-                                                     const void* in0, const void* in1,
-                                                     void* out);
+                                                     DType dtype, const void* in0,
+                                                     const void* in1, void* out);
+
+/// The bf16 matmul of `call` (bf16 operands; bf16 or f32 result) through oneDNN's matmul
+/// primitive with f32 accumulation (matmul_onednn.cc), or nullptr when this CPU has no
+/// native bf16 (native_bf16()) or oneDNN has only its reference implementation for it.
+KernelOr make_onednn_matmul_kernel(const LibraryCall& call, const std::vector<const void*>& in,
+                                   void* out);
 
 /// The convolution through im2col and gemm_serial (conv.cc), for f32 or f64.
 std::unique_ptr<BoundKernel> make_im2col_conv_kernel(ConvOp op, const ConvGeometry& g,

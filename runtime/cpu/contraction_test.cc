@@ -309,7 +309,7 @@ TEST(ConvTest, OnednnAndIm2colAgree) {
   ThreadPool pool(2);
   for (const Bound& b : cases) {
     Tensor a(b.out), i(b.out);
-    auto onednn = make_onednn_conv_kernel(b.op, g, b.in0->raw_data(), b.in1->raw_data(), a.raw_data());
+    auto onednn = make_onednn_conv_kernel(b.op, g, DType::f32, b.in0->raw_data(), b.in1->raw_data(), a.raw_data());
     auto im2col = make_im2col_conv_kernel(b.op, g, DType::f32, b.in0->raw_data(),
                                           b.in1->raw_data(), i.raw_data());
     ASSERT_TRUE(onednn && im2col);

@@ -3,7 +3,9 @@
 // the weight gradient: 16 output and 3 input channels) goes to oneDNN's convolution
 // primitives (conv_onednn.cc) when they accept the convolution; f64, and the other f32
 // convolutions, go through im2col and the GEMM core here (gemm_serial: oneDNN's sgemm on
-// one thread for f32, a loop for f64).
+// one thread for f32, a loop for f64). bf16 goes to oneDNN's bf16 primitives whatever its
+// channel count where the CPU has AVX512_BF16 (native_bf16()); elsewhere, and for f16,
+// make_library_kernel converts to f32 and runs the f32 kernel (half.cc).
 //
 // The batch is cut into `parts` contiguous runs of images, one per pool chunk; each
 // part has its own im2col columns in the kernel's scratch (BoundKernel::scratch_bytes:
@@ -245,7 +247,9 @@ KernelOr make_conv_kernel(const LibraryCall& call, const std::vector<const void*
     default: return std::unique_ptr<BoundKernel>();
   }
   const DType dtype = call.result_type.dtype;
-  if (dtype != DType::f32 && dtype != DType::f64) return std::unique_ptr<BoundKernel>();
+  if (dtype != DType::f32 && dtype != DType::f64 && dtype != DType::bf16) {
+    return std::unique_ptr<BoundKernel>();
+  }
   for (const Type& t : call.operand_types) {
     if (t.dtype != dtype) return std::unique_ptr<BoundKernel>();
   }
@@ -263,8 +267,13 @@ KernelOr make_conv_kernel(const LibraryCall& call, const std::vector<const void*
   // (0.24-0.61 ms against 1.7-3.3 ms), though slower with a single channel (conv1 1->32).
   const bool wide = g.cg() >= 16 && g.og() >= 16;
   const bool weight_grad = op == ConvOp::kBackwardWeight && g.cg() >= 3 && g.og() >= 16;
+  if (dtype == DType::bf16) {
+    // Any channel count: the alternative is converting to f32 (make_widened_kernel).
+    if (!native_bf16()) return std::unique_ptr<BoundKernel>();
+    return make_onednn_conv_kernel(op, g, dtype, in[0], in[1], out);
+  }
   if (dtype == DType::f32 && (wide || weight_grad)) {
-    if (auto k = make_onednn_conv_kernel(op, g, in[0], in[1], out)) return k;
+    if (auto k = make_onednn_conv_kernel(op, g, dtype, in[0], in[1], out)) return k;
   }
   return make_im2col_conv_kernel(op, g, dtype, in[0], in[1], out);
 }

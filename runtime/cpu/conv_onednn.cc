@@ -1,6 +1,8 @@
-// f32 convolutions through oneDNN's convolution primitives (forward, backward_data,
-// backward_weights), which run its direct AVX-512 kernels on blocked layouts: on the
-// Fashion-MNIST CNN shapes they are about twice as fast as im2col + sgemm (gemm_bench).
+// f32 and bf16 convolutions through oneDNN's convolution primitives (forward,
+// backward_data, backward_weights), which run its direct AVX-512 kernels on blocked
+// layouts: on the Fashion-MNIST CNN shapes they are about twice as fast as im2col + sgemm
+// (gemm_bench). bf16 reads bf16 activations and weights and accumulates in f32 (the
+// AVX512_BF16 dot products); a bf16 weight gradient is summed in f32 and rounded once.
 //
 // Everything is created when the kernel is bound: the batch is cut into `parts`
 // contiguous runs of images (as many as default_num_threads(), at least 2), and each part
@@ -12,67 +14,26 @@
 // kernel's scratch (BoundKernel::scratch_bytes), the one block the Executor shares
 // among its kernels, and bound to it by set_data_handle. run() executes the parts on
 // the pool's chunks and allocates nothing. For backward_weights each part writes its own
-// gradient (part 0 into the result) and the parts are added in index order, so results
-// are bitwise reproducible.
+// gradient (part 0 into the result; in bf16, every part into f32 scratch) and the parts
+// are added in index order, so results are bitwise reproducible.
 
 #include <dnnl.hpp>
 
 #include "runtime/cpu/contraction_internal.h"
+#include "runtime/cpu/onednn_internal.h"
+#include "runtime/tensor.h"
 
 namespace weft::cpu {
 namespace {
 
 using dnnl::memory;
+using onednn::add_scratchpad;
+using onednn::cpu_engine;
+using onednn::Part;
+using onednn::Scratch;
+using onednn::Step;
+using onednn::user_scratchpad;
 using Tag = memory::format_tag;
-
-dnnl::engine& cpu_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
-// One primitive and its arguments.
-struct Step {
-  dnnl::primitive primitive;
-  std::unordered_map<int, memory> args;
-};
-
-struct Part {
-  int64_t b0 = 0, b1 = 0;
-  std::vector<Step> steps;
-  dnnl::stream stream;
-};
-
-// The temporary buffers of a kernel: memories created without a buffer, each given a
-// 64-byte aligned offset in the kernel's scratch, bound when the scratch is.
-struct Scratch {
-  std::vector<std::pair<memory, int64_t>> memories;
-  int64_t bytes = 0;
-
-  int64_t reserve(size_t size) {
-    const int64_t at = bytes;
-    bytes += static_cast<int64_t>((size + 63) / 64 * 64);
-    return at;
-  }
-  memory make(const memory::desc& desc) {
-    memory m(desc, cpu_engine(), DNNL_MEMORY_NONE);
-    memories.emplace_back(m, reserve(desc.get_size()));
-    return m;
-  }
-  void bind(std::byte* base) {
-    for (auto& [m, at] : memories) m.set_data_handle(base + at);
-  }
-};
-
-// Adds a user-mode scratchpad to `step` when the primitive needs one.
-void add_scratchpad(Step& step, const memory::desc& scratchpad, Scratch& scratch) {
-  if (scratchpad.get_size() > 0) step.args[DNNL_ARG_SCRATCHPAD] = scratch.make(scratchpad);
-}
-
-dnnl::primitive_attr user_scratchpad() {
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  return attr;
-}
 
 void add_reorder(std::vector<Step>& steps, const memory& from, const memory& to,
                  Scratch& scratch) {
@@ -103,14 +64,16 @@ memory output(const memory::desc& want, const memory& user, std::vector<Step>& a
 
 class OnednnConvKernel final : public BoundKernel {
  public:
-  OnednnConvKernel(ConvOp op, const ConvGeometry& g, const void* in0, const void* in1, void* out)
-      : op_(op), g_(g) {
+  OnednnConvKernel(ConvOp op, const ConvGeometry& g, DType dtype, const void* in0,
+                   const void* in1, void* out)
+      : op_(op), g_(g), bf16_(dtype == DType::bf16) {
     use_one_omp_thread();  // oneDNN plans its primitives for the creating thread's count.
     const int slots = static_cast<int>(std::min<int64_t>(std::max(default_num_threads(), 2), g.n));
     const Partition images = Partition::make(g.n, 1, slots);
     for (int s = 0; s < images.num_chunks; ++s) {
-      // Parts 1, 2, ... of a weight gradient write partial sums into the scratch.
-      const bool partial = op == ConvOp::kBackwardWeight && s > 0;
+      // Parts 1, 2, ... of a weight gradient write partial sums into the scratch (every
+      // part in bf16: the f32 sums are rounded once, when they are added).
+      const bool partial = op == ConvOp::kBackwardWeight && (s > 0 || bf16_);
       if (partial) {
         partial_at_.push_back(scratch_.reserve(static_cast<size_t>(weight_size()) * sizeof(float)));
       }
@@ -118,37 +81,47 @@ class OnednnConvKernel final : public BoundKernel {
                                  partial ? partial_at_.back() : 0));
     }
     partials_.assign(partial_at_.size(), nullptr);
-    out_ = static_cast<float*>(out);
+    out_ = out;
   }
 
   int64_t scratch_bytes() const override { return scratch_.bytes; }
 
   Status run(ThreadPool& pool) override {
     ensure_scratch();
-    pool.parallel_for(static_cast<int64_t>(parts_.size()), 1, [&](int64_t begin, int64_t end) {
-      use_one_omp_thread();
-      for (int64_t s = begin; s < end; ++s) {
-        Part& p = parts_[s];
-        for (Step& step : p.steps) step.primitive.execute(p.stream, step.args);
-        p.stream.wait();
-      }
-    });
-    if (!partials_.empty()) {
-      pool.parallel_for(weight_size(), 4096, [&](int64_t begin, int64_t end) {
-        for (const float* partial : partials_) {
-          for (int64_t i = begin; i < end; ++i) out_[i] += partial[i];
-        }
-      });
-    }
+    onednn::run_parts(pool, parts_);
+    if (!partials_.empty()) add_partials(pool);
     return Status::ok_status();
   }
 
   std::string describe() const override {
-    return "onednn " + conv_describe(op_, g_) + " " + impl_;
+    return "onednn " + std::string(bf16_ ? "bf16 " : "") + conv_describe(op_, g_) + " " + impl_;
   }
+
+  /// Whether oneDNN chose its reference (non-JIT) implementation.
+  bool uses_reference() const { return impl_.rfind("ref", 0) == 0; }
 
  private:
   int64_t weight_size() const { return g_.o * g_.patch(); }
+
+  // The weight gradient: f32 adds the other parts' sums to part 0's (the result); bf16
+  // adds every part's f32 sum in index order and rounds once.
+  void add_partials(ThreadPool& pool) {
+    pool.parallel_for(weight_size(), 4096, [&](int64_t begin, int64_t end) {
+      if (!bf16_) {
+        float* out = static_cast<float*>(out_);
+        for (const float* partial : partials_) {
+          for (int64_t i = begin; i < end; ++i) out[i] += partial[i];
+        }
+        return;
+      }
+      uint16_t* out = static_cast<uint16_t*>(out_);
+      for (int64_t i = begin; i < end; ++i) {
+        float sum = partials_[0][i];
+        for (size_t p = 1; p < partials_.size(); ++p) sum += partials_[p][i];
+        out[i] = float_to_bf16(sum);
+      }
+    });
+  }
 
   void bind_scratch(std::byte* scratch) override {
     scratch_.bind(scratch);
@@ -181,8 +154,10 @@ class OnednnConvKernel final : public BoundKernel {
                                  : (g.groups == 1 ? Tag::oihw : Tag::goihw);
     const Tag act_tag = volumetric ? Tag::ncdhw : Tag::nchw;
     const auto f32 = memory::data_type::f32;
-    const memory::desc x_any(x_dims, f32, Tag::any), y_any(y_dims, f32, Tag::any);
-    const memory::desc w_any(w_dims, f32, Tag::any);
+    const auto dt = bf16_ ? memory::data_type::bf16 : f32;
+    const memory::desc x_any(x_dims, dt, Tag::any), y_any(y_dims, dt, Tag::any);
+    const memory::desc w_any(w_dims, dt, Tag::any);
+    const memory::desc dw_any(w_dims, f32, Tag::any);  // A weight gradient sums in f32.
     auto spatial = [&](int64_t d, int64_t h, int64_t w) {
       return volumetric ? memory::dims{d, h, w} : memory::dims{h, w};
     };
@@ -196,8 +171,9 @@ class OnednnConvKernel final : public BoundKernel {
         scratch_.memories.emplace_back(m, partial_at);
         return m;
       }
-      return memory({dims, f32, tag}, cpu_engine(),
-                    const_cast<float*>(static_cast<const float*>(p)) + offset);
+      const size_t esize = bf16_ ? 2 : 4;
+      return memory({dims, dt, tag}, cpu_engine(),
+                    const_cast<char*>(static_cast<const char*>(p)) + offset * esize);
     };
     const int64_t x_img = g.c * g.volume(), y_img = g.o * g.pixels();
     dnnl::convolution_forward::primitive_desc fwd(
@@ -205,9 +181,6 @@ class OnednnConvKernel final : public BoundKernel {
          y_any, strides, dilates, pad, pad},
         user_scratchpad(), cpu_engine());
     Part part;
-    part.b0 = b0;
-    part.b1 = b1;
-    part.stream = dnnl::stream(cpu_engine());
     std::vector<Step> after;
     Step conv;
     memory::desc scratchpad;
@@ -235,7 +208,7 @@ class OnednnConvKernel final : public BoundKernel {
       }
       case ConvOp::kBackwardWeight: {
         dnnl::convolution_backward_weights::primitive_desc pd(
-            {dnnl::algorithm::convolution_direct, x_any, w_any, y_any, strides, dilates, pad, pad},
+            {dnnl::algorithm::convolution_direct, x_any, dw_any, y_any, strides, dilates, pad, pad},
             user_scratchpad(), cpu_engine(), fwd);
         conv.args[DNNL_ARG_SRC] = input(pd.src_desc(), user(x_dims, act_tag, in0, b0 * x_img), part.steps, scratch_);
         conv.args[DNNL_ARG_DIFF_DST] = input(pd.diff_dst_desc(), user(y_dims, act_tag, in1, b0 * y_img), part.steps, scratch_);
@@ -254,7 +227,8 @@ class OnednnConvKernel final : public BoundKernel {
 
   ConvOp op_;
   ConvGeometry g_;
-  float* out_ = nullptr;
+  bool bf16_ = false;  // bf16 activations and weights (f32 accumulation), else f32.
+  void* out_ = nullptr;
   std::string impl_;
   std::vector<Part> parts_;
   Scratch scratch_;                  // Blocked buffers, scratchpads and partials.
@@ -265,11 +239,15 @@ class OnednnConvKernel final : public BoundKernel {
 }  // namespace
 
 std::unique_ptr<BoundKernel> make_onednn_conv_kernel(ConvOp op, const ConvGeometry& g,
-                                                     const void* in0, const void* in1,
-                                                     void* out) {
+                                                     DType dtype, const void* in0,
+                                                     const void* in1, void* out) {
   if (g.n == 0) return nullptr;
   try {
-    return std::make_unique<OnednnConvKernel>(op, g, in0, in1, out);
+    auto kernel = std::make_unique<OnednnConvKernel>(op, g, dtype, in0, in1, out);
+    // oneDNN's reference convolution (no JIT kernel for this ISA or shape) would be far
+    // slower than converting to f32: the caller takes that path instead.
+    if (dtype == DType::bf16 && kernel->uses_reference()) return nullptr;
+    return kernel;
   } catch (const dnnl::error&) {
     return nullptr;  // No oneDNN implementation: the caller uses im2col + GEMM.
   }

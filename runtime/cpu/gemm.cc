@@ -207,6 +207,9 @@ StatusOr<bool> plan_matmul(const LibraryCall& call, GemmPlan& plan) {
 
 KernelOr make_matmul_kernel(const LibraryCall& call, const std::vector<const void*>& in,
                             void* out) {
+  if (call.operand_types[0].dtype == DType::bf16 && call.operand_types[1].dtype == DType::bf16) {
+    return make_onednn_matmul_kernel(call, in, out);
+  }
   GemmPlan plan;
   WEFT_ASSIGN_OR_RETURN(bool planned, plan_matmul(call, plan));
   if (!planned) return std::unique_ptr<BoundKernel>();

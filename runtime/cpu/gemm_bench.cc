@@ -183,9 +183,9 @@ void conv_figures(ThreadPool& pool) {
                                 gw.data()),
     };
     std::unique_ptr<BoundKernel> onednn[] = {
-        make_onednn_conv_kernel(ConvOp::kForward, g, x.data(), w.data(), out.data()),
-        make_onednn_conv_kernel(ConvOp::kBackwardInput, g, gy.data(), w.data(), out.data()),
-        make_onednn_conv_kernel(ConvOp::kBackwardWeight, g, x.data(), gy.data(), gw.data()),
+        make_onednn_conv_kernel(ConvOp::kForward, g, DType::f32, x.data(), w.data(), out.data()),
+        make_onednn_conv_kernel(ConvOp::kBackwardInput, g, DType::f32, gy.data(), w.data(), out.data()),
+        make_onednn_conv_kernel(ConvOp::kBackwardWeight, g, DType::f32, x.data(), gy.data(), gw.data()),
     };
     for (int i = 0; i < 3; ++i) {
       const double t = bench::seconds_per_call([&] { (void)ks[i].k->run(pool); });

@@ -19,12 +19,27 @@
 // way the split is a pure function of the shapes and the thread count, and the
 // epilogue is elementwise (each element computed once, from the same inputs, whatever
 // the split), so results are bitwise reproducible for a given thread count.
+//
+// An f16 or bf16 GEMM (both operands and C of one half dtype) runs its matmul kernel —
+// oneDNN's bf16 matmul, or f32 on converted copies (half.cc) — and then the epilogue
+// over C's rows, the kAfterGemm way.
 
 #include <numeric>
 
 #include "runtime/cpu/contraction_internal.h"
 
 namespace weft::cpu {
+namespace {
+
+// The epilogue over all its rows, split over the pool.
+void run_epilogue(ThreadPool& pool, const Epilogue& e) {
+  void* const* buffers = e.buffers;
+  GeneratedFn fn = e.fn;
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(1, e.row_length));
+  pool.parallel_for(e.rows, grain, [=](int64_t begin, int64_t end) { fn(buffers, begin, end); });
+}
+
+}  // namespace
 
 template <typename T>
 void run_gemm_epilogue(ThreadPool& pool, const GemmPlan& p, const T* a, const T* b, T* c,
@@ -41,8 +56,7 @@ void run_gemm_epilogue(ThreadPool& pool, const GemmPlan& p, const T* a, const T*
   const bool keep_columns = cuts_columns(p, pool.num_threads()) && rows < p.n;
   if (split == EpilogueSplit::kAfterGemm || blocks < pool.num_threads() || keep_columns) {
     run_gemm<T>(pool, p, a, b, c);
-    const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(1, e.row_length));
-    pool.parallel_for(e.rows, grain, [=](int64_t begin, int64_t end) { fn(buffers, begin, end); });
+    run_epilogue(pool, e);
     return;
   }
   const int64_t block_flops = std::max<int64_t>(1, 2 * p.n * p.k * g);
@@ -98,17 +112,59 @@ class GemmEpilogueKernel final : public BoundKernel {
   Epilogue epilogue_;
 };
 
+// A half GEMM's kernel, then the epilogue over C's rows.
+class HalfGemmEpilogueKernel final : public BoundKernel {
+ public:
+  HalfGemmEpilogueKernel(std::unique_ptr<BoundKernel> gemm, GeneratedFn fn,
+                         std::vector<void*> buffers, int64_t rows, int64_t row_length,
+                         std::string name)
+      : gemm_(std::move(gemm)), buffers_(std::move(buffers)), name_(std::move(name)) {
+    epilogue_ = Epilogue{fn, buffers_.data(), rows, row_length};
+  }
+
+  Status run(ThreadPool& pool) override {
+    ensure_scratch();
+    WEFT_RETURN_IF_ERROR(gemm_->run(pool));
+    run_epilogue(pool, epilogue_);
+    return Status::ok_status();
+  }
+
+  std::string describe() const override { return gemm_->describe() + " + " + name_; }
+  int64_t scratch_bytes() const override { return gemm_->scratch_bytes(); }
+
+ private:
+  void bind_scratch(std::byte* scratch) override { gemm_->set_scratch(scratch); }
+
+  std::unique_ptr<BoundKernel> gemm_;
+  std::vector<void*> buffers_;
+  std::string name_;
+  Epilogue epilogue_;
+};
+
+bool is_half_gemm(const LibraryCall& gemm) {
+  return is_half(gemm.result_type.dtype) && gemm.operand_types[0].dtype == gemm.result_type.dtype &&
+         gemm.operand_types[1].dtype == gemm.result_type.dtype;
+}
+
 }  // namespace
 
 bool supports_gemm_epilogue(const LibraryCall& gemm) {
   GemmPlan plan;
-  StatusOr<bool> planned = plan_matmul(gemm, plan);
-  return planned.ok() && *planned && gemm.result_type.dtype == gemm.operand_types[0].dtype;
+  const bool half = is_half_gemm(gemm);
+  StatusOr<bool> planned = plan_matmul(half ? widened_call(gemm) : gemm, plan);
+  return planned.ok() && *planned &&
+         (half || gemm.result_type.dtype == gemm.operand_types[0].dtype);
 }
 
 StatusOr<std::unique_ptr<BoundKernel>> make_gemm_epilogue_kernel(
     const LibraryCall& gemm, const void* a, const void* b, void* c, GeneratedFn epilogue,
     std::vector<void*> buffers, int64_t rows, int64_t row_length, std::string name) {
+  if (is_half_gemm(gemm)) {
+    if (!supports_gemm_epilogue(gemm)) return std::unique_ptr<BoundKernel>();
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<BoundKernel> matmul, make_library_kernel(gemm, {a, b}, c));
+    return std::unique_ptr<BoundKernel>(new HalfGemmEpilogueKernel(
+        std::move(matmul), epilogue, std::move(buffers), rows, row_length, std::move(name)));
+  }
   GemmPlan plan;
   WEFT_ASSIGN_OR_RETURN(bool planned, plan_matmul(gemm, plan));
   if (!planned) return std::unique_ptr<BoundKernel>();

@@ -33,6 +33,8 @@ bool all_f32_or_f64(const LibraryCall& call) {
 }  // namespace
 
 std::optional<std::string_view> cpu_library_gap(const LibraryCall& call) {
+  // f16 and bf16 run natively or through f32 (make_widened_kernel): as f32 does.
+  if (computes_widened(call)) return cpu_library_gap(widened_call(call));
   switch (call.node.info().category) {
     case OpCategory::Reduction:
       if (!is_f32_or_f64(call.operand_types[0].dtype)) {
@@ -71,11 +73,11 @@ std::optional<std::string_view> cpu_library_gap(const LibraryCall& call) {
   return std::nullopt;
 }
 
-StatusOr<std::unique_ptr<BoundKernel>> make_library_kernel(const LibraryCall& call,
-                                                           std::vector<const void*> operands,
-                                                           void* result) {
-  WEFT_CHECK(operands.size() == call.operand_types.size(),
-             "make_library_kernel: operand pointers and types differ in number");
+namespace {
+
+// The kernel of the call's own category and dtypes, or nullptr.
+KernelOr make_category_kernel(const LibraryCall& call, const std::vector<const void*>& operands,
+                              void* result) {
   switch (call.node.info().category) {
     case OpCategory::Contraction: return make_contraction_kernel(call, operands, result);
     case OpCategory::Reduction: return make_reduction_kernel(call, operands, result);
@@ -87,6 +89,20 @@ StatusOr<std::unique_ptr<BoundKernel>> make_library_kernel(const LibraryCall& ca
       return make_movement_kernel(call, operands, result);
     default: return std::unique_ptr<BoundKernel>();
   }
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<BoundKernel>> make_library_kernel(const LibraryCall& call,
+                                                           std::vector<const void*> operands,
+                                                           void* result) {
+  WEFT_CHECK(operands.size() == call.operand_types.size(),
+             "make_library_kernel: operand pointers and types differ in number");
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<BoundKernel> kernel,
+                        make_category_kernel(call, operands, result));
+  // f16, and bf16 without a kernel of its own: the interpreter's f32 steps (half.cc).
+  if (!kernel && computes_widened(call)) return make_widened_kernel(call, operands, result);
+  return kernel;
 }
 
 }  // namespace weft::cpu

@@ -93,7 +93,10 @@ StatusOr<std::unique_ptr<BoundKernel>> make_library_kernel(const LibraryCall& ca
 /// reference interpreter for it; nullopt when a kernel exists. The CPU backend's stated
 /// gaps, in one place: codegen:kernel_coverage_test holds every op × dtype a training step
 /// holds (f32, f64, i32, i64, u8, bool) to a kernel or one of these reasons, and checks
-/// that this answer agrees with make_library_kernel. all_reduce and assign never reach
+/// that this answer agrees with make_library_kernel (runtime/cpu:half_test does the same
+/// for f16 and bf16). A call with f16 or bf16 operands that computes (not movement or
+/// creation) has a gap exactly when its f32 counterpart does: bf16 matmuls and
+/// convolutions run natively on AVX512_BF16, everything else through f32 (half.cc). all_reduce and assign never reach
 /// make_library_kernel (the executor runs them itself), so nothing is said of them.
 std::optional<std::string_view> cpu_library_gap(const LibraryCall& call);
 
@@ -108,8 +111,10 @@ StatusOr<std::unique_ptr<BoundKernel>> make_gemm_epilogue_kernel(
     const LibraryCall& gemm, const void* a, const void* b, void* c, GeneratedFn epilogue,
     std::vector<void*> buffers, int64_t rows, int64_t row_length, std::string name);
 
-/// Whether make_gemm_epilogue_kernel runs `gemm`: an f32 or f64 matmul (2-D or batched,
-/// any transposes) whose result has its operands' dtype.
+/// Whether make_gemm_epilogue_kernel runs `gemm`: an f32, f64, f16 or bf16 matmul (2-D or
+/// batched, any transposes) whose result has its operands' dtype. (The half ones run the
+/// matmul kernel and then the epilogue; passes/fuse_contraction_epilogue fuses only f32
+/// and f64 today.)
 bool supports_gemm_epilogue(const LibraryCall& gemm);
 
 }  // namespace weft::cpu

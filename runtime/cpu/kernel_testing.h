@@ -7,6 +7,7 @@
 //   EXPECT_TRUE(matches_reference(Op::Sum, {{"axes", IntList{1}}}, {x}, 1e-5));
 
 #include <cmath>
+#include <cstdint>
 #include <random>
 #include <string>
 #include <vector>
@@ -43,6 +44,8 @@ struct Comparison {
   Status reference_status;   ///< Running the reference interpreter.
   Tensor cpu;
   Tensor reference;
+  std::optional<std::string_view> gap;  ///< cpu_library_gap for the call.
+  std::string description;              ///< The kernel's describe(), when there is one.
 };
 
 /// Runs `op {attrs}` on `inputs` with both backends (the result type comes from the
@@ -73,6 +76,7 @@ inline Comparison run_both(Op op, const Attrs& attrs, const std::vector<Tensor>&
   std::vector<const void*> ptrs;
   for (const Tensor& t : inputs) ptrs.push_back(t.raw_data());
   c.cpu = Tensor(result_type);
+  c.gap = cpu_library_gap(call);
   auto kernel = make_library_kernel(call, ptrs, c.cpu.raw_data());
   if (!kernel.ok()) {
     c.cpu_status = kernel.error();
@@ -80,9 +84,42 @@ inline Comparison run_both(Op op, const Attrs& attrs, const std::vector<Tensor>&
   }
   c.has_kernel = *kernel != nullptr;
   if (!c.has_kernel) return c;
+  c.description = (*kernel)->describe();
   ThreadPool pool(threads);
   c.cpu_status = (*kernel)->run(pool);
   return c;
+}
+
+/// The distance in units in the last place between two f16 or bf16 bit patterns (their
+/// sign-magnitude order as integers).
+inline int64_t half_ulps(uint16_t a, uint16_t b) {
+  auto ordered = [](uint16_t x) -> int64_t { return x & 0x8000 ? -(x & 0x7fff) : x; };
+  const int64_t d = ordered(a) - ordered(b);
+  return d < 0 ? -d : d;
+}
+
+/// True when f16 or bf16 tensors `a` and `b` have one type and every element of `a` is
+/// within `max_ulps` of `b`'s or within `abs_tol` of it (NaN matching NaN); otherwise
+/// false, with the first offending element in `why`. `abs_tol` is for sums that cancel to
+/// near zero, where the f32 summation order alone moves the result by more than its ulp.
+inline bool within_ulps(const Tensor& a, const Tensor& b, int64_t max_ulps, double abs_tol,
+                        std::string* why) {
+  if (a.type() != b.type() || (a.dtype() != DType::f16 && a.dtype() != DType::bf16)) {
+    *why = "types " + a.type().to_string() + " and " + b.type().to_string();
+    return false;
+  }
+  const uint16_t* x = a.data<uint16_t>();
+  const uint16_t* y = b.data<uint16_t>();
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    if (std::isnan(a.get_double(i)) && std::isnan(b.get_double(i))) continue;
+    if (half_ulps(x[i], y[i]) > max_ulps && !(std::abs(a.get_double(i) - b.get_double(i)) <= abs_tol)) {
+      *why = "element " + std::to_string(i) + ": " + std::to_string(a.get_double(i)) + " vs " +
+             std::to_string(b.get_double(i)) + " (" + std::to_string(half_ulps(x[i], y[i])) +
+             " ulps)";
+      return false;
+    }
+  }
+  return true;
 }
 
 /// True when the CPU kernel exists, both backends succeed and the results agree within

@@ -31,6 +31,35 @@ KernelOr make_creation_kernel(const LibraryCall& call, const std::vector<const v
 KernelOr make_composite_kernel(const LibraryCall& call, const std::vector<const void*>& in,
                                void* out);
 
+/// Whether `dtype` is f16 or bf16.
+inline bool is_half(DType dtype) { return dtype == DType::f16 || dtype == DType::bf16; }
+
+/// Whether the reference interpreter computes `call` by widening: an op outside the
+/// movement and creation categories (which copy or set bits in every dtype) with an f16 or
+/// bf16 operand or result, which the interpreter widens to f32, computes, and rounds to
+/// nearest even (runtime/reference/interpreter.cc, `computes_in_f32`).
+bool computes_widened(const LibraryCall& call);
+
+/// `call` with every f16 and bf16 type made f32.
+LibraryCall widened_call(const LibraryCall& call);
+
+/// The conversion path for a call that computes_widened (half.cc): its half operands are
+/// converted to f32, the f32 library kernel of widened_call(call) runs, and a half result
+/// is rounded to nearest even — the interpreter's own steps, so only the f32 kernel's
+/// summation order differs. nullptr when the f32 call has no kernel.
+KernelOr make_widened_kernel(const LibraryCall& call, const std::vector<const void*>& in,
+                             void* out);
+
+/// Whether bf16 contractions run natively (oneDNN's bf16 primitives, f32 accumulation):
+/// the CPU has AVX512_BF16 (oneDNN's effective ISA) and no test has forced the conversion
+/// path. The first time it is false it prints one note to stderr saying bf16 matmuls and
+/// convolutions convert to f32.
+bool native_bf16();
+
+/// For tests: forces (true) or stops forcing (false) the conversion path for bf16, as on a
+/// CPU without AVX512_BF16. Affects kernels bound afterwards.
+void force_bf16_conversion_for_testing(bool force);
+
 /// A user error at the call's node: "OP: MESSAGE" at its location (the reference
 /// interpreter's format, so both backends report the same text).
 inline Error call_error(const LibraryCall& call, const std::string& message) {

@@ -264,6 +264,37 @@ void run_backends(const onnx_io::ImportedGraph& g, const DataSet& set,
   }
 }
 
+// Imports `file` with `options`; where the import needs a value at import time that the
+// test feeds as an input (a shape, axes, pads: weft's shapes are static), fixes this data
+// set's value of that input (ImportOptions::constant_inputs, which the caller reports)
+// and imports again, one input at a time. A needed value the model computes from its
+// inputs fixes every non-float input at once.
+StatusOr<onnx_io::ImportedGraph> import_fixing_inputs(const onnx_io::OnnxFile& file,
+                                                      const std::map<std::string, Tensor>& named,
+                                                      onnx_io::ImportOptions& options) {
+  auto fix = [&](const std::string& name, const Tensor& t) {
+    options.constant_inputs.emplace(name, t);
+    options.input_shapes.erase(name);
+  };
+  while (true) {
+    std::vector<std::string> needed;
+    options.needs_constant = &needed;
+    StatusOr<onnx_io::ImportedGraph> g = onnx_io::import_onnx(file, options);
+    options.needs_constant = nullptr;
+    if (g.ok() || needed.empty()) return g;
+    const size_t before = options.constant_inputs.size();
+    for (const std::string& name : needed) {
+      if (auto it = named.find(name); it != named.end()) fix(name, it->second);
+    }
+    if (options.constant_inputs.size() == before) {
+      for (const auto& [name, t] : named) {
+        if (!is_floating(t.dtype())) fix(name, t);
+      }
+    }
+    if (options.constant_inputs.size() == before) return g;  // nothing more to fix
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> model_op_types(const std::string& model_path) {
@@ -303,22 +334,11 @@ CaseResult run_case(const Case& c, const std::vector<std::string>& backends, Tol
       }
       const std::map<std::string, Tensor>& named = *data;
       onnx_io::ImportOptions options = onnx_io::options_with_shapes_of(named);
-      StatusOr<onnx_io::ImportedGraph> g = onnx_io::import_onnx(*file, options);
-      if (!g.ok() && g.error().message.find("computed at run time") != std::string::npos) {
-        // The test feeds a shape, axes or pads as an input, which weft needs at import
-        // (its shapes are static): fix this data set's non-float inputs then, as
-        // ImportOptions::constant_inputs, and say so in the case's verdicts.
-        for (const auto& [name, t] : named) {
-          if (is_floating(t.dtype())) continue;
-          options.constant_inputs.emplace(name, t);
-          options.input_shapes.erase(name);
-        }
-        if (!options.constant_inputs.empty()) {
-          g = onnx_io::import_onnx(*file, options);
-          std::string fixed;
-          for (const auto& [name, t] : options.constant_inputs) fixed += (fixed.empty() ? "" : ", ") + name;
-          out.fixed_inputs = fixed;
-        }
+      StatusOr<onnx_io::ImportedGraph> g = import_fixing_inputs(*file, named, options);
+      if (!options.constant_inputs.empty()) {
+        std::string fixed;
+        for (const auto& [name, t] : options.constant_inputs) fixed += (fixed.empty() ? "" : ", ") + name;
+        out.fixed_inputs = fixed;
       }
       if (!g.ok()) {
         all(Verdict::refused, first_line(g.error().message));

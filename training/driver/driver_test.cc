@@ -258,6 +258,35 @@ TEST(Driver, NpyData) {
   EXPECT_LT(std::stod(m[1].str()), first_mse / 2) << r.out;
 }
 
+// Loss scaling (TrainOptions::loss_scale): the scale and the skipped count, read every
+// --log-every steps and at the epoch's end, on the progress line and in --metrics-csv.
+TEST(Driver, LossScaleOnTheProgressLineAndInTheMetricsCsv) {
+  weft::Tensor x(weft::Type{weft::DType::f32, {40, 3}}), y(weft::Type{weft::DType::f32, {40, 2}});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>(i % 7) / 7.0f;
+  for (int64_t i = 0; i < y.numel(); ++i) y.data<float>()[i] = static_cast<float>(i % 5) / 5.0f;
+  ASSERT_TRUE(weft::write_npy(tmp("sx.npy"), x).ok());
+  ASSERT_TRUE(weft::write_npy(tmp("sy.npy"), y).ok());
+  const std::string csv = tmp("scaled.csv");
+  CommandResult r = train("--epochs=1 --log-every=2 --train=" + tmp("sx.npy") + "," + tmp("sy.npy") +
+                              " --metrics-csv=" + csv,
+                          "npy-regressor-scaled");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  // Three clean updates: ×2 after the third.
+  EXPECT_EQ(count(r.out, "step 2/5 .*  loss scale 1024  skipped 0\n"), 1) << r.out;
+  EXPECT_EQ(count(r.out, "step 4/5 .*  loss scale 2048  skipped 0\n"), 1) << r.out;
+  const auto rows = read_csv(csv);
+  ASSERT_EQ(rows.size(), 6u);
+  ASSERT_GE(rows[0].size(), 2u);
+  EXPECT_EQ(rows[0][rows[0].size() - 2], "loss_scale");
+  EXPECT_EQ(rows[0].back(), "skipped_steps");
+  const size_t scale = rows[0].size() - 2;
+  EXPECT_EQ(rows[2][scale], "1024");  // step 2
+  EXPECT_EQ(rows[3][scale], "");      // step 3: not read
+  EXPECT_EQ(rows[4][scale], "2048");
+  EXPECT_EQ(rows[5][scale], "2048");  // the epoch's end
+  EXPECT_EQ(rows[5].back(), "0");
+}
+
 TEST(Driver, NchwImages) {
   CommandResult r = train("--max-steps=3", "nchw");
   ASSERT_EQ(r.exit_code, 0) << r.out;

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,13 @@
 #include "runtime/tensor.h"
 
 namespace weft::driver {
+
+/// Dynamic loss scaling's state after the steps taken (TrainOptions::loss_scale,
+/// autodiff/loss_scale.h).
+struct LossScaleReading {
+  double scale = 0;           ///< The scale the next step multiplies the loss by.
+  int64_t skipped_steps = 0;  ///< Updates skipped so far for an inf or NaN gradient.
+};
 
 /// A named, typed tensor slot.
 struct TensorSpec {
@@ -60,6 +68,12 @@ class Trainable {
   virtual Status set_momentum(double momentum) = 0;
   /// Steps taken so far (restored by load()).
   virtual int64_t steps() const = 0;
+  /// Loss scaling's scale and skipped count, read back from the step's state when called
+  /// (the step itself never reads them); nullopt for a step without loss scaling (the
+  /// default, and every AOT model today: weft_binary has no loss-scaling option yet).
+  virtual StatusOr<std::optional<LossScaleReading>> loss_scale() const {
+    return std::optional<LossScaleReading>();
+  }
 
   /// --check-numerics: while on, a step or evaluation stops at the first op producing a
   /// NaN or an infinity and its error names that op and its source location

@@ -231,6 +231,10 @@ std::optional<Failure> TrainingRun::plan_steps() {
 
 std::optional<Failure> TrainingRun::open_outputs() {
   const bool lead = rank_ == 0;
+  StatusOr<std::optional<LossScaleReading>> scaling = model_->loss_scale();
+  if (!scaling.ok()) return runtime_failure(scaling.error());
+  loss_scaling_ = scaling->has_value();
+  if (loss_scaling_) log_.add_metrics({"loss_scale", "skipped_steps"});
   if (!config_.metrics_csv.empty() && lead) {
     if (Status s = log_.open_csv(config_.metrics_csv, "--metrics-csv=" + config_.metrics_csv); !s.ok()) {
       return runtime_failure(s.error());
@@ -347,10 +351,25 @@ std::optional<Failure> TrainingRun::take_step(StepResult& step) {
   epoch_metrics_.record("loss", step.loss);
   epoch_metrics_.record("lr", step.lr);
   if (cycle_momentum_) epoch_metrics_.record("momentum", step.momentum);
+  if (auto f = read_loss_scale(step)) return f;
   epoch_loss_ += step.loss;
   ++epoch_steps_;
   const double steps_per_s = static_cast<double>(t_ - first_) / std::max(seconds_since(start_), 1e-9);
   progress_->update(t_, total_, step.epoch, config_.epochs, step.loss, step.lr, steps_per_s);
+  return std::nullopt;
+}
+
+std::optional<Failure> TrainingRun::read_loss_scale(StepResult& step) {
+  if (!loss_scaling_ || (t_ % config_.log_every != 0 && t_ % per_epoch_ != 0 && t_ != total_)) {
+    return std::nullopt;
+  }
+  StatusOr<std::optional<LossScaleReading>> reading = model_->loss_scale();
+  if (!reading.ok()) return runtime_failure(reading.error());
+  step.loss_scale = **reading;
+  epoch_metrics_.record("loss_scale", step.loss_scale->scale);
+  epoch_metrics_.record("skipped_steps", static_cast<double>(step.loss_scale->skipped_steps));
+  progress_->set_suffix("  loss scale " + format_number("%g", step.loss_scale->scale) + "  skipped " +
+                        std::to_string(step.loss_scale->skipped_steps));
   return std::nullopt;
 }
 
@@ -374,6 +393,10 @@ void TrainingRun::log_step(const StepResult& step, const std::optional<Evaluatio
   std::map<std::string, double> metrics;
   if (eval && eval->accuracy) metrics["test_accuracy"] = *eval->accuracy;
   if (eval && eval->loss) metrics["test_loss"] = *eval->loss;
+  if (step.loss_scale) {
+    metrics["loss_scale"] = step.loss_scale->scale;
+    metrics["skipped_steps"] = static_cast<double>(step.loss_scale->skipped_steps);
+  }
   const double now = seconds_since(start_);
   log_.record({.step = t_, .epoch = step.epoch + 1, .loss = step.loss, .lr = step.lr,
                .examples_per_s = static_cast<double>((t_ - first_) * batch_) / std::max(now, 1e-9),

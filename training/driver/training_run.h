@@ -61,6 +61,9 @@ class TrainingRun {
     double loss = 0;
     double lr = 0;
     double momentum = 0;  ///< Set when the schedule cycles the momentum.
+    /// Loss scaling's state after the step, read back every --log-every steps and at
+    /// each epoch's end when the step scales its loss.
+    std::optional<LossScaleReading> loss_scale;
   };
 
   // The run's steps, in order (run() lists them).
@@ -81,6 +84,9 @@ class TrainingRun {
   /// touches order_ and order_epoch_).
   Status gather_step(int64_t step, std::vector<Tensor>& into);
   std::optional<Failure> take_step(StepResult& step);
+  /// Reads loss scaling's state after step t_ into `step` when it is due, for the
+  /// progress line, the run log and the epoch metrics.
+  std::optional<Failure> read_loss_scale(StepResult& step);
   std::optional<Failure> evaluate_after(const StepResult& step, std::optional<Evaluation>& eval);
   void log_step(const StepResult& step, const std::optional<Evaluation>& eval);
   std::optional<Failure> end_epoch(const StepResult& step, const std::optional<Evaluation>& eval);
@@ -117,6 +123,7 @@ class TrainingRun {
   int64_t total_ = 0;      ///< The run's last step: epochs * P.
   std::unique_ptr<LrSchedule> schedule_;
   bool cycle_momentum_ = false;
+  bool loss_scaling_ = false;  ///< The model's step scales its loss (Trainable::loss_scale).
   monitor::RunLog log_{{"test_accuracy", "test_loss"}};
   /// Epoch means of the loss and lr, and each epoch's test metrics: --epoch-csv's rows,
   /// numbered from the epoch a resumed run starts in.

@@ -177,10 +177,10 @@ void Progress::update(int64_t step, int64_t total, int64_t epoch, int64_t epochs
                 static_cast<long long>(epochs), loss, lr, steps_per_s,
                 format_duration((total - step) / steps_per_s).c_str());
   if (terminal_) {
-    std::fprintf(out_, "\r%s\033[K", line);
+    std::fprintf(out_, "\r%s%s\033[K", line, suffix_.c_str());
     open_ = true;
   } else {
-    std::fprintf(out_, "%s\n", line);
+    std::fprintf(out_, "%s%s\n", line, suffix_.c_str());
   }
   std::fflush(out_);
 }
@@ -193,6 +193,11 @@ void Progress::line(const std::string& text) {
 }
 
 RunLog::RunLog(std::vector<std::string> metrics) : metric_names_(std::move(metrics)) {}
+
+void RunLog::add_metrics(const std::vector<std::string>& names) {
+  WEFT_CHECK(csv_ == nullptr && rows_.empty(), "RunLog::add_metrics after the log started");
+  metric_names_.insert(metric_names_.end(), names.begin(), names.end());
+}
 
 RunLog::~RunLog() {
   if (csv_) std::fclose(csv_);

@@ -57,6 +57,9 @@ class Progress {
               double steps_per_s);
   /// Prints a whole line, ending the progress line first on a terminal.
   void line(const std::string& text);
+  /// Text appended to every progress line from now on (the driver's `  loss scale 1024
+  /// skipped 3` when the step scales its loss).
+  void set_suffix(std::string suffix) { suffix_ = std::move(suffix); }
 
  private:
   std::FILE* out_;
@@ -65,6 +68,7 @@ class Progress {
   bool open_ = false;
   double start_ = 0;
   double shown_at_ = -1;
+  std::string suffix_;
 };
 
 struct StepRecord {
@@ -80,6 +84,9 @@ class RunLog {
  public:
   /// `metrics`: the names of the metrics recorded now and then (CSV columns, charts).
   explicit RunLog(std::vector<std::string> metrics = {});
+  /// More such names (the driver's `loss_scale` and `skipped_steps` when the step scales
+  /// its loss), before the CSV is opened, the dashboard served and the first record().
+  void add_metrics(const std::vector<std::string>& names);
   ~RunLog();
   RunLog(const RunLog&) = delete;
   RunLog& operator=(const RunLog&) = delete;

@@ -249,16 +249,16 @@ void scan8(NodeContext& n) {
 int64_t trip_count(NodeContext& n) {
   if (!n.has_input(0)) n.unsupported("a Loop without a trip count M (weft's loops have a static length)");
   if (n.constant(0) == nullptr) {
-    n.unsupported("a trip count M computed at run time (weft's loops have a static length: M must be a "
-                  "constant or an initializer)");
+    n.computed_at_run_time(0, "a trip count M",
+                           "weft's loops have a static length: M must be a constant or an initializer");
   }
   const int64_t trips = static_cast<int64_t>(n.scalar_input(0, "the trip count M"));
   if (trips < 1) n.unsupported("a trip count of " + std::to_string(trips) + " (a loop that never runs)");
   if (n.has_input(1)) {
     const Tensor* c = n.constant(1);
     if (c == nullptr) {
-      n.unsupported("an initial condition computed at run time (a data-dependent exit: weft's loops have a "
-                    "static length)");
+      n.computed_at_run_time(1, "an initial condition",
+                             "a data-dependent exit: weft's loops have a static length");
     }
     if (c->numel() != 1) n.invalid("the condition must hold one value, not " + c->type().to_string());
     if (c->get_double(0) == 0) n.unsupported("an initial condition that is false (a loop that never runs)");
@@ -358,8 +358,9 @@ void if_then_else(NodeContext& n) {
   for (size_t i = 0; i < yes.size(); ++i) {
     const ValueId a = n.value_of(yes[i]), b = n.value_of(no[i]);
     if (e.type(a) != e.type(b)) {
-      n.unsupported("a condition computed at run time choosing between outputs of types " + e.type(a).to_string() +
-                    " and " + e.type(b).to_string() + " (weft's shapes are static)");
+      n.computed_at_run_time(0, "a condition",
+                             "choosing between outputs of types " + e.type(a).to_string() + " and " +
+                                 e.type(b).to_string() + ": weft's shapes are static");
     }
     n.set_output(static_cast<int>(i), e.op(Op::Select, {cond, a, b}));
   }

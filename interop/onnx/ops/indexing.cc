@@ -236,7 +236,7 @@ Dims integer_scales(NodeContext& n, const Dims& in, const std::vector<double>& s
 
 std::vector<double> doubles_input(NodeContext& n, int i, std::string_view what) {
   const Tensor* t = n.constant(i);
-  if (t == nullptr) n.unsupported(std::string(what) + " computed at run time");
+  if (t == nullptr) n.computed_at_run_time(i, std::string(what));
   return t->to_doubles();
 }
 

@@ -132,4 +132,35 @@ const Tensor& case_result(const reference::RunResult& r, const FixtureCase& c) {
   return c.op == Op::Assign ? r.updated.at(0).second : r.outputs.at(0);
 }
 
+std::optional<FixtureCase> retyped_case(const FixtureCase& c, DType from, DType to) {
+  bool changed = false;
+  std::vector<Tensor> inputs;
+  std::vector<Type> types;
+  for (const Tensor& t : c.inputs) {
+    if (t.type().dtype != from) {
+      inputs.push_back(t);
+    } else {
+      changed = true;
+      Tensor u(Type{to, t.type().shape});
+      for (int64_t i = 0; i < t.type().shape.numel(); ++i) u.set_double(i, t.get_double(i));
+      inputs.push_back(std::move(u));
+    }
+    types.push_back(inputs.back().type());
+  }
+  const Node& node = c.graph.nodes()[0];
+  Attrs attrs = node.attrs;
+  for (auto& [key, value] : attrs) {
+    if (const DType* d = std::get_if<DType>(&value); d && *d == from) {
+      value = to;
+      changed = true;
+    }
+  }
+  if (!changed) return std::nullopt;
+  const std::string name =
+      c.name + " " + std::string(dtype_name(from)) + "->" + std::string(dtype_name(to));
+  StatusOr<Graph> g = one_node_graph(name, c.op, attrs, types, node.loc);
+  if (!g.ok()) return std::nullopt;
+  return FixtureCase{name, c.op, std::move(*g), std::move(inputs), c.want, c.tol};
+}
+
 }  // namespace weft::testing

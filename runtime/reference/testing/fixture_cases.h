@@ -12,6 +12,7 @@
 //     all_close(case_result(*r, c), c.want, c.tol, &why);
 //   }
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,11 @@ StatusOr<std::vector<FixtureEntry>> load_fixture_cases();
 /// result is the output (assign: none). Error: the shape rule's, prefixed "shape rule: ".
 StatusOr<Graph> one_node_graph(const std::string& name, Op op, const Attrs& attrs,
                                const std::vector<Type>& types, const Location& loc);
+
+/// Case `c` with its inputs and dtype attributes of dtype `from` made `to` (values
+/// converted as Tensor::set_double does), named "NAME from->to", or nullopt when none is
+/// `from` or the shape rule refuses the change. Its `want` and `tol` stay the original's.
+std::optional<FixtureCase> retyped_case(const FixtureCase& c, DType from, DType to);
 
 /// What case `c` computed in run result `r`: its output, or assign's updated state.
 const Tensor& case_result(const reference::RunResult& r, const FixtureCase& c);

@@ -6,6 +6,7 @@
 //   nchw               the same MLP behind a flatten, on f32[32,1,28,28] images
 //   npy-classifier     f32[8,4] -> Linear(4,3), cross-entropy on i64[8], SGD(0.1); eval batch 5
 //   npy-regressor      f32[8,3] -> Linear(3,2), MSE on f32[8,2], SGD(0.05); eval batch 5
+//   npy-regressor-scaled  the same with loss scaling (init_scale 1024, growth_interval 3)
 #include <cstdlib>
 #include <string>
 
@@ -41,7 +42,10 @@ StatusOr<std::unique_ptr<Trainable>> make_compiled_model(
     if (!net.ok()) return net.error();
     model = JitTrainable::compile(*net, {{"x", Type{DType::f32, {8, 4}}}}, LossSpec::cross_entropy(),
                                   OptimizerSpec::sgd(0.1), options, /*eval_batch=*/5);
-  } else if (which == "npy-regressor") {
+  } else if (which == "npy-regressor" || which == "npy-regressor-scaled") {
+    if (which == "npy-regressor-scaled") {
+      options.loss_scale = {.enabled = true, .init_scale = 1024, .growth_interval = 3};
+    }
     StatusOr<FlowPtr> net = FlowBuilder::from(Linear(3, 2)).build();
     if (!net.ok()) return net.error();
     model = JitTrainable::compile(*net, {{"x", Type{DType::f32, {8, 3}}}}, LossSpec::mse(),

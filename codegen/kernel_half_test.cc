@@ -1,0 +1,287 @@
+// f16 and bf16 in generated kernels (emit_half.cc: stored as 16 bits, computed in f32,
+// each result rounded to nearest even) compared with the reference interpreter:
+// conversions bit for bit (every f16 and bf16 pattern widened and cast to every dtype;
+// f32 ties, denormals, overflow and NaN payloads rounded; f64 and integers narrowed);
+// every float op bit for bit where its f32 math is exact, within one unit in the last
+// place of the dtype for the f32 approximations (exp, tanh, ...); compares and select;
+// reductions; a fused body mixing f32 and bf16. Worst distances are printed.
+
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "codegen/kernel_test_util.h"
+
+namespace weft::codegen {
+namespace {
+
+using testing::expect_half_matches_reference;
+using testing::expect_random_half_matches;
+using testing::op_body;
+using testing::parse_typed;
+
+const DType kHalves[] = {DType::f16, DType::bf16};
+
+// Expects the kernel's outputs equal to the reference's byte for byte (NaN payloads too).
+void expect_same_bits(const Graph& body, std::vector<Tensor> inputs) {
+  std::vector<Tensor> got = testing::run_kernel(body, inputs);
+  StatusOr<reference::RunResult> want = reference::run(body, inputs);
+  ASSERT_TRUE(want.ok()) << want.error().to_string();
+  ASSERT_EQ(got.size(), want->outputs.size());
+  for (size_t o = 0; o < got.size(); ++o) {
+    const Tensor& g = got[o];
+    const Tensor& w = want->outputs[o];
+    const size_t size = dtype_size(w.dtype());
+    for (int64_t i = 0; i < w.numel(); ++i) {
+      const auto* a = static_cast<const unsigned char*>(g.raw_data()) + i * size;
+      const auto* b = static_cast<const unsigned char*>(w.raw_data()) + i * size;
+      if (std::memcmp(a, b, size) == 0) continue;
+      const double in = inputs[0].get_double(i);
+      ADD_FAILURE() << kernel_key(body) << ": element " << i << " (input " << in << ") is "
+                    << g.get_double(i) << ", the reference gives " << w.get_double(i);
+      return;
+    }
+  }
+}
+
+// A 1-D tensor of `d` holding the raw `bits` of each element.
+template <typename Bits>
+Tensor from_bits(DType d, const std::vector<Bits>& bits) {
+  Tensor t(Type{d, Shape{{static_cast<int64_t>(bits.size())}}});
+  std::memcpy(t.raw_data(), bits.data(), bits.size() * sizeof(Bits));
+  return t;
+}
+
+Graph cast_body(DType from, DType to, int64_t n) {
+  return op_body(Op::Cast, {{from, Shape{{n}}}}, {{"dtype", to}}, to);
+}
+
+TEST(KernelHalf, EveryHalfPatternConvertsAsTheReferenceDoes) {
+  std::vector<uint16_t> all(65536);
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i);
+  for (DType d : kHalves) {
+    for (DType to : kAllDTypes) {
+      if (to == d) continue;
+      SCOPED_TRACE(std::string(dtype_name(d)) + " -> " + std::string(dtype_name(to)));
+      expect_same_bits(cast_body(d, to, 65536), {from_bits(d, all)});
+    }
+  }
+}
+
+// f32 values around every rounding decision of f16 and bf16, then random bit patterns
+// (every exponent, NaN payloads, denormals).
+std::vector<uint32_t> f32_patterns() {
+  auto bits = [](float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+  };
+  std::vector<uint32_t> v = {
+      bits(0.0f), bits(-0.0f), bits(1.0f + 0x1p-8f), bits(1.0f + 3 * 0x1p-8f),  // bf16 ties
+      bits(1.0f + 0x1p-11f), bits(1.0f + 3 * 0x1p-11f),                          // f16 ties
+      bits(65504.0f), bits(65519.0f), bits(65520.0f), bits(65536.0f), bits(-65520.0f),
+      bits(0x1p-24f), bits(0x1p-25f), bits(3 * 0x1p-25f), bits(0x1p-14f - 0x1p-25f),
+      bits(std::numeric_limits<float>::denorm_min()), 0x00400000u, 0x807fffffu,  // denormals
+      bits(std::numeric_limits<float>::max()), 0x7f7f8000u, 0x7f7f7fffu,  // bf16 overflow
+      0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00000u, 0x7f800001u, 0x7fc12345u,
+      0xff812345u, 0x7fffffffu, 0x7f80e000u};
+  std::mt19937_64 rng(30);
+  while (v.size() < 40000) v.push_back(static_cast<uint32_t>(rng()));
+  return v;
+}
+
+TEST(KernelHalf, F32RoundsToNearestEvenAsTheReferenceDoes) {
+  const std::vector<uint32_t> v = f32_patterns();
+  for (DType to : kHalves) {
+    SCOPED_TRACE(std::string("f32 -> ") + std::string(dtype_name(to)));
+    expect_same_bits(cast_body(DType::f32, to, static_cast<int64_t>(v.size())),
+                     {from_bits(DType::f32, v)});
+  }
+}
+
+TEST(KernelHalf, OtherDtypesNarrowAsTheReferenceDoes) {
+  std::mt19937_64 rng(31);
+  std::vector<uint64_t> f64(20000), i64(20000);
+  std::vector<int32_t> i32(20000);
+  std::vector<uint8_t> u8(256), boolean = {0, 1, 1, 0};
+  for (auto& x : f64) {  // Doubles near f32 midpoints: where rounding through f32 shows.
+    double d = std::ldexp(std::uniform_real_distribution<double>(-1, 1)(rng),
+                          static_cast<int>(rng() % 80) - 40);
+    std::memcpy(&x, &d, 8);
+    if (rng() % 4 == 0) x = (x & ~uint64_t{0x1fffffff}) | 0x10000000 | (rng() & 1);
+  }
+  for (auto& x : i64) x = rng() >> (rng() % 64);
+  for (auto& x : i32) x = static_cast<int32_t>(rng() >> (32 + rng() % 32));
+  for (size_t i = 0; i < u8.size(); ++i) u8[i] = static_cast<uint8_t>(i);
+  for (DType to : kHalves) {
+    SCOPED_TRACE(dtype_name(to));
+    expect_same_bits(cast_body(DType::f64, to, 20000), {from_bits(DType::f64, f64)});
+    expect_same_bits(cast_body(DType::i64, to, 20000), {from_bits(DType::i64, i64)});
+    expect_same_bits(cast_body(DType::i32, to, 20000), {from_bits(DType::i32, i32)});
+    expect_same_bits(cast_body(DType::u8, to, 256), {from_bits(DType::u8, u8)});
+    expect_same_bits(cast_body(DType::boolean, to, 4), {from_bits(DType::boolean, boolean)});
+  }
+}
+
+const std::vector<Shape> kShapes = {{37}, {4, 19}, {3, 2, 40}, {}, {64}};
+
+void report(const std::string& what, double ulps) {
+  std::printf("  max ulps |jit - ref|  %-20s %.3g\n", what.c_str(), ulps);
+}
+
+struct UnaryCase {
+  Op op;
+  double lo, hi;
+  double ulps;  // 0: the f32 math is exact (correctly rounded or exact), 1: approximated.
+  Attrs attrs = {};
+};
+
+TEST(KernelHalf, FloatUnaryOpsMatchReference) {
+  const std::vector<UnaryCase> cases = {
+      {Op::Neg, -3, 3, 0},        {Op::Abs, -3, 3, 0},      {Op::Exp, -10, 10, 1},
+      {Op::Log, 1e-3, 50, 1},     {Op::Log1p, -0.9, 50, 1}, {Op::Sqrt, 0, 50, 0},
+      {Op::Rsqrt, 1e-3, 50, 0},   {Op::Tanh, -6, 6, 1},     {Op::Sigmoid, -10, 10, 1},
+      {Op::Relu, -3, 3, 0},       {Op::Sin, -6, 6, 1},      {Op::Cos, -6, 6, 1},
+      {Op::Erf, -4, 4, 1},        {Op::Sign, -3, 3, 0},     {Op::Softplus, -30, 30, 1},
+      {Op::Floor, -3, 3, 0},
+      // Below -3, 1 + erf(x/√2) cancels in f32: the reference's own f32 value has few
+      // correct digits there (f32 gelu(none) is within 2e-7 absolute, README.md).
+      {Op::Gelu, -3, 6, 1, {{"approximate", std::string("none")}}},
+      // Below -3 the kernel's x / (1 + exp(-2u)) keeps digits the reference's
+      // 0.5·x·(1 + tanh(u)) cancels (README.md: a deliberate difference).
+      {Op::Gelu, -3, 6, 1, {{"approximate", std::string("tanh")}}},
+  };
+  for (const UnaryCase& c : cases) {
+    for (DType d : kHalves) {
+      double worst = 0;
+      for (const Shape& s : kShapes) {
+        SCOPED_TRACE(std::string(op_name(c.op)) + " " + (Type{d, s}).to_string());
+        for (uint64_t seed : {1, 2, 3}) {
+          worst = std::max(worst, expect_random_half_matches(op_body(c.op, {{d, s}}, c.attrs),
+                                                             c.ulps, c.lo, c.hi, seed));
+        }
+      }
+      std::string name(op_name(c.op));
+      if (c.op == Op::Gelu) name += "(" + std::get<std::string>(c.attrs.at("approximate")) + ")";
+      report(name + " " + std::string(dtype_name(d)), worst);
+    }
+  }
+}
+
+TEST(KernelHalf, FloatBinaryOpsComparesAndSelectMatchReference) {
+  const std::vector<std::vector<Shape>> broadcasts = {
+      {{37}, {37}}, {{4, 19}, {19}}, {{4, 1}, {1, 5}}, {{3, 5, 33}, {5, 1}}, {{}, {4, 19}}};
+  for (Op op : {Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Pow, Op::Maximum, Op::Minimum, Op::Eq,
+                Op::Ne, Op::Lt, Op::Le, Op::Gt, Op::Ge}) {
+    for (DType d : kHalves) {
+      for (const auto& shapes : broadcasts) {
+        const bool compare = op_info(op).math == MathClass::Comparison;
+        Graph body = op_body(op, {{d, shapes[0]}, {d, shapes[1]}}, {},
+                             compare ? std::optional(DType::boolean) : std::nullopt);
+        SCOPED_TRACE(kernel_key(body));
+        // Integers in [-4, 4] half the time: equal operands for the compares.
+        expect_random_half_matches(body, 0, op == Op::Pow ? 0.1 : -3, 3);
+        expect_random_half_matches(body, 0, -4, 4, 7);
+      }
+    }
+  }
+  for (DType d : kHalves) {
+    const Shape s{{3, 37}};
+    Graph body = op_body(Op::Select, {{DType::boolean, s}, {d, s}, {d, Shape{{37}}}});
+    SCOPED_TRACE(kernel_key(body));
+    expect_random_half_matches(body, 0);
+  }
+}
+
+TEST(KernelHalf, NaNAndInfinityPropagateAsInTheReference) {
+  for (DType d : kHalves) {
+    std::vector<double> xs, ys;
+    const double specials[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, 1.0, -2.5, 65504.0};
+    for (double x : specials) {
+      for (double y : specials) {
+        xs.push_back(x);
+        ys.push_back(y);
+      }
+    }
+    const Shape n{{static_cast<int64_t>(xs.size())}};
+    for (Op op : {Op::Add, Op::Mul, Op::Div, Op::Maximum, Op::Minimum, Op::Lt, Op::Eq}) {
+      const bool compare = op_info(op).math == MathClass::Comparison;
+      Graph body = op_body(op, {{d, n}, {d, n}}, {},
+                           compare ? std::optional(DType::boolean) : std::nullopt);
+      SCOPED_TRACE(kernel_key(body));
+      expect_half_matches_reference(
+          body, {Tensor::from_doubles(d, n, xs), Tensor::from_doubles(d, n, ys)}, 0);
+    }
+    for (Op op : {Op::Relu, Op::Sign, Op::Exp, Op::Sqrt, Op::Tanh}) {
+      Graph body = op_body(op, {{d, n}});
+      SCOPED_TRACE(kernel_key(body));
+      const bool approximated = op == Op::Exp || op == Op::Tanh;
+      expect_half_matches_reference(body, {Tensor::from_doubles(d, n, xs)}, approximated ? 1 : 0);
+    }
+  }
+}
+
+// reduce(mul(a, b)) over `axes` in dtype `d`.
+Graph mul_reduce(Op op, DType d, const Shape& a, const Shape& b, const std::vector<int64_t>& axes,
+                 const Shape& out) {
+  Graph g("k");
+  const ValueId x = g.add_input("a", {d, a}), y = g.add_input("b", {d, b});
+  const ValueId m = g.add_node(Op::Mul, {x, y}, {}, {}, Type{d, a});
+  g.add_output(g.add_node(op, {m}, {{"axes", IntList(axes)}}, {}, Type{d, out}));
+  return g;
+}
+
+TEST(KernelHalf, ReductionsAccumulateWideAndRoundOnceAtTheEnd) {
+  struct Case {
+    Shape a, b;
+    std::vector<int64_t> axes;
+    Shape out;
+  };
+  const std::vector<Case> cases = {
+      {{64, 1000}, {1000}, {1}, {64}},          // Rows: vectors and a tail.
+      {{7, 37}, {7, 37}, {-1}, {7}},
+      {{128, 40}, {40}, {0}, {40}},             // Columns: blocks and leftover columns.
+      {{4, 6, 7, 5}, {1, 6, 1, 1}, {0, 2, 3}, {6}},
+      {{3, 4, 5}, {3, 4, 5}, {0, 1, 2}, {}}};
+  for (Op op : {Op::Sum, Op::Mean, Op::Max, Op::Min}) {
+    for (DType d : kHalves) {
+      double worst = 0;
+      for (const Case& c : cases) {
+        Graph body = mul_reduce(op, d, c.a, c.b, c.axes, c.out);
+        SCOPED_TRACE(kernel_key(body));
+        // Sums may differ in the f64 accumulation order (the kernel adds 16 lanes):
+        // a tie after the f32 rounding could round the other way.
+        const double ulps = op == Op::Max || op == Op::Min ? 0 : 1;
+        for (uint64_t seed : {1, 2}) {
+          worst = std::max(worst, expect_random_half_matches(body, ulps, -3, 3, seed));
+        }
+      }
+      report(std::string(op_name(op)) + " " + std::string(dtype_name(d)), worst);
+    }
+  }
+}
+
+// A fused body as autocast writes it: an f32 activation cast to bf16 for the product,
+// the product cast back to f32 for the residual add; both precisions are outputs.
+TEST(KernelHalf, AFusedBodyMixesF32AndBf16) {
+  for (const char* half : {"bf16", "f16"}) {
+    std::string text = R"(graph @k(%x: f32[8,50], %w: H[50], %r: f32[8,50]) -> (f32[8,50], H[8,50], bool[8,50]) {
+  %xh = cast(%x) {dtype=H} : H[8,50]
+  %p = mul(%xh, %w) : H[8,50]
+  %g = relu(%p) : H[8,50]
+  %pf = cast(%g) {dtype=f32} : f32[8,50]
+  %y = add(%pf, %r) : f32[8,50]
+  %pos = gt(%p, %xh) : bool[8,50]
+  return %y, %p, %pos
+})";
+    for (size_t at; (at = text.find('H')) != std::string::npos;) text.replace(at, 1, half);
+    Graph body = parse_typed(text);
+    SCOPED_TRACE(half);
+    const double worst = expect_random_half_matches(body, 0);
+    EXPECT_EQ(worst, 0);
+  }
+}
+
+}  // namespace
+}  // namespace weft::codegen

@@ -1,0 +1,109 @@
+// Prints bf16 against f32 (and f16, which converts to f32) for the library kernels that
+// issue #30 made half: square GEMMs at 256, 512 and 1024 in GFLOP/s, and the convnet's
+// second convolution layer (16->32, 3x3, [32,16,16,16]) forward and both gradients, in
+// µs per call, on 1 and 2 threads. Figures only; nothing is asserted.
+//
+//   bazel run -c opt //runtime/cpu:half_bench
+
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "runtime/cpu/bench_util.h"
+#include "runtime/cpu/kernel.h"
+#include "runtime/tensor.h"
+
+namespace weft::cpu {
+namespace {
+
+struct Case {
+  Op op;
+  Attrs attrs;
+  std::vector<Shape> operands;
+  Shape result;
+};
+
+// Random values in `dtype` (f32, f16 or bf16 bits), as many bytes as it needs.
+std::vector<std::byte> random_buffer(DType dtype, int64_t n, uint64_t seed) {
+  const std::vector<float> v = bench::random_floats(n, seed);
+  std::vector<std::byte> out(n * dtype_size(dtype) + 64);
+  for (int64_t i = 0; i < n; ++i) {
+    if (dtype == DType::f32) {
+      std::memcpy(out.data() + 4 * i, &v[i], 4);
+    } else {
+      const uint16_t bits = dtype == DType::bf16 ? float_to_bf16(v[i]) : float_to_f16(v[i]);
+      std::memcpy(out.data() + 2 * i, &bits, 2);
+    }
+  }
+  return out;
+}
+
+// Seconds per call of `c` in `dtype` on `pool`, and the kernel's description.
+double time_case(ThreadPool& pool, const Case& c, DType dtype, std::string* describe) {
+  LibraryCall call;
+  call.node.op = c.op;
+  call.node.attrs = c.attrs;
+  std::vector<std::vector<std::byte>> ins;
+  std::vector<const void*> ptrs;
+  for (const Shape& s : c.operands) {
+    call.operand_types.push_back({dtype, s});
+    ins.push_back(random_buffer(dtype, s.numel(), ins.size() + 1));
+    ptrs.push_back(ins.back().data());
+  }
+  call.result_type = {dtype, c.result};
+  std::vector<std::byte> out(c.result.numel() * dtype_size(dtype) + 64);
+  auto k = make_library_kernel(call, ptrs, out.data());
+  WEFT_CHECK(k.ok() && *k, "half_bench: no kernel");
+  *describe = (*k)->describe();
+  return bench::seconds_per_call([&] { (void)(*k)->run(pool); }, /*repeats=*/15,
+                                 /*batch_seconds=*/5e-3);
+}
+
+}  // namespace
+}  // namespace weft::cpu
+
+int main() {
+  using namespace weft;
+  using namespace weft::cpu;
+  const DType dtypes[] = {DType::f32, DType::bf16, DType::f16};
+  for (int threads : {1, 2}) {
+    ThreadPool pool(threads);
+    std::printf("GEMM C = A·B, GFLOP/s, %d thread%s\n", threads, threads == 1 ? "" : "s");
+    for (int64_t n : {256, 512, 1024}) {
+      const Case c{Op::Matmul, {}, {Shape{n, n}, Shape{n, n}}, Shape{n, n}};
+      std::printf("  %4lld^3", static_cast<long long>(n));
+      std::string last;
+      for (DType d : dtypes) {
+        std::string describe;
+        const double s = time_case(pool, c, d, &describe);
+        std::printf("  %s %7.1f", std::string(dtype_name(d)).c_str(), 2.0 * n * n * n / s * 1e-9);
+        if (d == DType::bf16) last = describe;
+      }
+      std::printf("   (bf16: %s)\n", last.c_str());
+    }
+    std::printf("convnet conv 16->32 3x3 pad 1 on [32,16,16,16], us per call, %d thread%s\n",
+                threads, threads == 1 ? "" : "s");
+    const Attrs conv = {{"padding", IntList{1, 1}}};
+    Attrs bi = conv, bw = conv;
+    bi["input_shape"] = IntList{32, 16, 16, 16};
+    bw["weight_shape"] = IntList{32, 16, 3, 3};
+    const Shape x{32, 16, 16, 16}, w{32, 16, 3, 3}, y{32, 32, 16, 16};
+    const std::pair<const char*, Case> convs[] = {
+        {"conv", {Op::Conv, conv, {x, w}, y}},
+        {"conv_backward_input", {Op::ConvBackwardInput, bi, {y, w}, x}},
+        {"conv_backward_weight", {Op::ConvBackwardWeight, bw, {x, y}, w}},
+    };
+    for (const auto& [what, c] : convs) {
+      std::printf("  %-22s", what);
+      std::string last;
+      for (DType d : dtypes) {
+        std::string describe;
+        const double s = time_case(pool, c, d, &describe);
+        std::printf("  %s %8.1f", std::string(dtype_name(d)).c_str(), s * 1e6);
+        if (d == DType::bf16) last = describe;
+      }
+      std::printf("   (bf16: %s)\n", last.c_str());
+    }
+  }
+  return 0;
+}

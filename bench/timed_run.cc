@@ -189,4 +189,9 @@ json result_json(const std::string& model, const std::string& config, const Time
            peak >= 0 && rss_before >= 0 ? json(peak - rss_before) : json(nullptr)}};
 }
 
+std::string run_config(const std::string& backend, int threads) {
+  if (backend == "reference") return "reference interpreter, 1 thread";
+  return "compiled " + backend + (threads > 0 ? ", " + std::to_string(threads) + " threads" : "");
+}
+
 }  // namespace weft::bench

@@ -97,4 +97,9 @@ nlohmann::json result_json(const std::string& model, const std::string& config,
                            const TimedRunFlags& flags, const EpochTimes& times,
                            int64_t param_count, int64_t rss_before);
 
+/// weft_worker's `config`: what ran the steps on Trainer backend `backend`, `threads`
+/// being the cpu executor's thread count (0 when the steps did not run on runtime/cpu):
+/// "compiled cpu, 8 threads", "compiled cuda", "reference interpreter, 1 thread".
+std::string run_config(const std::string& backend, int threads);
+
 }  // namespace weft::bench

@@ -150,8 +150,8 @@ int run(const cli::Args& args) {
   }
 
   const bool profile = args.has("profile");
-  // The suite runs the cpu backend (or the interpreter): its thread count is the cpu
-  // executor's own, asked of it rather than of ProgramExecutor.
+  // On the cpu backend the thread count is the cpu executor's own, asked of it rather
+  // than of ProgramExecutor.
   auto* cpu_step = dynamic_cast<cpu::Executor*>(trainer->compiled_step());
   StatusOr<EpochTimes> times = run_epochs(
       m->name, *flags, [&] { return trainer->step(batch); },
@@ -161,8 +161,7 @@ int run(const cli::Args& args) {
   if (!times.ok()) return fail(times.error());
   if (profile && cpu_step) std::fprintf(stderr, "%s", trainer->profile_report()->c_str());
   const std::string config =
-      cpu_step ? "compiled cpu, " + std::to_string(cpu_step->pool().num_threads()) + " threads"
-               : std::string("reference interpreter, 1 thread");
+      run_config(options.backend, cpu_step ? cpu_step->pool().num_threads() : 0);
   json out = result_json(m->name, config, *flags, *times, trainer->model().parameter_count(),
                          rss_before);
   StepStats st = step_stats(*trainer);

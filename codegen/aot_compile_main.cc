@@ -51,7 +51,8 @@ int main(int argc, char** argv) {
   const Program& program = lowered->program;
   std::vector<codegen::KernelCompiler::ObjectKernel> kernels;
   for (size_t k = 0; k < program.kernels.size(); ++k) {
-    kernels.push_back({codegen::kernel_symbol(name, static_cast<int>(k)), &program.kernels[k].body});
+    kernels.push_back({codegen::kernel_symbol(name, static_cast<int>(k)), &program.kernels[k].body,
+                       program.kernels[k].kind});
   }
   StatusOr<std::string> object = codegen::KernelCompiler::global().compile_object(kernels, cpu);
   if (!object.ok()) return fail(object.error().to_string());

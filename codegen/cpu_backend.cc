@@ -35,7 +35,7 @@ StatusOr<std::unique_ptr<cpu::Executor>> compile_for_cpu(const Graph& g,
   }
   std::vector<GeneratedFn> fns;
   for (const GeneratedKernel& k : lowering.program.kernels) {
-    WEFT_ASSIGN_OR_RETURN(const CompiledKernel* compiled, KernelCompiler::global().compile(k.body));
+    WEFT_ASSIGN_OR_RETURN(const CompiledKernel* compiled, KernelCompiler::global().compile(k.body, k.kind));
     fns.push_back(compiled->fn);
   }
   return cpu::Executor::create(std::move(lowering.program), std::move(fns), options.executor);

@@ -24,9 +24,12 @@ Status check_supported(const Graph& body) {
   return Status::ok_status();
 }
 
-/// A row body (is_row_body): every reduction keepdims over the same trailing axes of
-/// one shape, every value broadcasting to that shape, outputs full or per-row.
+/// A row body: every reduction keepdims over the same trailing axes of one shape, every
+/// value broadcasting to that shape, outputs full or per-row.
 Status check_row_body(const Graph& body) {
+  if (first_reduction(body) == nullptr) {
+    return Error("codegen: row kernel body @" + body.name() + " has no reduction");
+  }
   const Node& first = *first_reduction(body);
   const Shape& full = body.type(first.operands[0]).shape;
   const Shape& row = body.type(first.result()).shape;
@@ -66,8 +69,8 @@ Status check_row_body(const Graph& body) {
   return check_supported(body);
 }
 
-/// The user error for a body the generator cannot compile, or ok.
-Status check_body(const Graph& body) {
+/// The error for a body with no outputs or an untyped value, or ok.
+Status check_typed(const Graph& body) {
   if (body.outputs().empty()) return Error("codegen: kernel body @" + body.name() + " has no outputs");
   for (ValueId v = 0; v < body.num_values(); ++v) {
     if (!body.value(v).type) {
@@ -75,8 +78,12 @@ Status check_body(const Graph& body) {
                    " has no type; run shape inference before generating code");
     }
   }
-  if (is_row_body(body)) return check_row_body(body);
-  const Node* red = body_reduction(body);
+  return Status::ok_status();
+}
+
+/// An elementwise body (`red` null) or a reduction body ending in `red`: elementwise
+/// nodes, one iteration space (the reduction's input shape) every operand broadcasts to.
+Status check_space_body(const Graph& body, const Node* red) {
   if (red != nullptr && &body.nodes().back() != red) {
     return Error("codegen: the reduction of kernel body @" + body.name() +
                  " must be its last node (its one output)", red->loc);
@@ -109,9 +116,30 @@ Status check_body(const Graph& body) {
   return check_supported(body);
 }
 
-std::string emit(const Graph& body, const std::string& symbol) {
-  if (is_row_body(body)) return emit_rows(body, symbol);
-  return body_reduction(body) ? emit_reduction(body, symbol) : emit_elementwise(body, symbol);
+/// The user error for a body of form `kind` the generator cannot compile, or ok.
+Status check_body(const Graph& body, FusedKind kind) {
+  WEFT_RETURN_IF_ERROR(check_typed(body));
+  switch (kind) {
+    case FusedKind::row: return check_row_body(body);
+    case FusedKind::reduction:
+      if (body_reduction(body) == nullptr) {
+        return Error("codegen: reduction kernel body @" + body.name() +
+                     " does not end in its one reduction (its one output)");
+      }
+      return check_space_body(body, body_reduction(body));
+    case FusedKind::elementwise: return check_space_body(body, nullptr);
+    case FusedKind::contraction: break;
+  }
+  return Error("codegen: kernel body @" + body.name() +
+               " is a contraction; its kernel is its epilogue (lower.h)");
+}
+
+std::string emit(const Graph& body, FusedKind kind, const std::string& symbol) {
+  switch (kind) {
+    case FusedKind::row: return emit_rows(body, symbol);
+    case FusedKind::reduction: return emit_reduction(body, symbol);
+    default: return emit_elementwise(body, symbol);
+  }
 }
 
 }  // namespace
@@ -143,18 +171,25 @@ std::string kernel_key(const Graph& body) {
   return key;
 }
 
-RowLayout row_layout(const Graph& body) {
-  if (is_row_body(body)) {  // A row is read once per pass.
+FusedKind standalone_kind(const Graph& body) {
+  const std::optional<FusedKind> kind = body_fused_kind(body);
+  return kind && *kind != FusedKind::contraction ? *kind : FusedKind::elementwise;
+}
+
+RowLayout row_layout(const Graph& body, FusedKind kind) {
+  if (kind == FusedKind::row) {  // A row is read once per pass.
     const ReductionSpace r = collapse_reduction_space(body);
     return {r.rows(), r.row_length() * row_passes(body)};
   }
-  if (body_reduction(body) != nullptr) {
+  if (kind == FusedKind::reduction) {
     const ReductionSpace r = collapse_reduction_space(body);
     return {r.rows(), r.row_length()};
   }
   const CollapsedSpace space = collapse_space(body);
   return {space.rows(), space.row_length()};
 }
+
+RowLayout row_layout(const Graph& body) { return row_layout(body, standalone_kind(body)); }
 
 struct KernelCompiler::Impl {
   std::mutex mutex;
@@ -175,13 +210,21 @@ KernelCompiler& KernelCompiler::global() {
 
 bool KernelCompiler::supports(const Graph& g, const Node& node) { return emit_supports(g, node); }
 
+StatusOr<std::string> KernelCompiler::emit_mlir(const Graph& body, FusedKind kind) {
+  WEFT_RETURN_IF_ERROR(check_body(body, kind));
+  return emit(body, kind, "weft_kernel");
+}
+
 StatusOr<std::string> KernelCompiler::emit_mlir(const Graph& body) {
-  WEFT_RETURN_IF_ERROR(check_body(body));
-  return emit(body, "weft_kernel");
+  return emit_mlir(body, standalone_kind(body));
 }
 
 StatusOr<const CompiledKernel*> KernelCompiler::compile(const Graph& body) {
-  WEFT_RETURN_IF_ERROR(check_body(body));
+  return compile(body, standalone_kind(body));
+}
+
+StatusOr<const CompiledKernel*> KernelCompiler::compile(const Graph& body, FusedKind kind) {
+  WEFT_RETURN_IF_ERROR(check_body(body, kind));
   std::string key = kernel_key(body);
   std::lock_guard<std::mutex> lock(impl_->mutex);
   if (auto it = impl_->kernels.find(key); it != impl_->kernels.end()) {
@@ -191,8 +234,8 @@ StatusOr<const CompiledKernel*> KernelCompiler::compile(const Graph& body) {
   auto kernel = std::make_unique<CompiledKernel>();
   kernel->symbol = "weft_kernel_" + std::to_string(impl_->compilations);
   WEFT_ASSIGN_OR_RETURN(JitResult jit,
-                        impl_->jit.compile(emit(body, kernel->symbol), kernel->symbol));
-  const RowLayout layout = row_layout(body);
+                        impl_->jit.compile(emit(body, kind, kernel->symbol), kernel->symbol));
+  const RowLayout layout = row_layout(body, kind);
   kernel->fn = reinterpret_cast<GeneratedFn>(jit.address);
   kernel->rows = layout.rows;
   kernel->row_length = layout.row_length;
@@ -207,8 +250,8 @@ StatusOr<std::string> KernelCompiler::compile_object(const std::vector<ObjectKer
                                                     const std::string& cpu) {
   std::vector<std::string> modules;
   for (const ObjectKernel& k : kernels) {
-    WEFT_RETURN_IF_ERROR(check_body(*k.body));
-    modules.push_back(emit(*k.body, k.symbol));
+    WEFT_RETURN_IF_ERROR(check_body(*k.body, k.kind));
+    modules.push_back(emit(*k.body, k.kind, k.symbol));
   }
   std::lock_guard<std::mutex> lock(impl_->mutex);
   return impl_->jit.compile_object(modules, cpu);

@@ -53,6 +53,12 @@
 // Each row (512 of 64) is read once per pass; values of full shape are recomputed in
 // each pass that needs them, never stored unless they are outputs (emit_rows).
 //
+// Which of the three forms a body takes is its kind (ir/fused_kind.h FusedKind:
+// elementwise, reduction, row), carried from the fused node it came from
+// (GeneratedKernel::kind); the compiler dispatches on it and does not re-derive it. A
+// body without a node (a test's, a tool's file) has the kind its structure has
+// (`standalone_kind`). A contraction's kernel is its elementwise epilogue.
+//
 // Kernels are cached by structure (`kernel_key`): a second body with the same ops,
 // dtypes, shapes and attributes, whatever its value names, returns the first kernel.
 
@@ -63,6 +69,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ir/fused_kind.h"
 #include "ir/graph.h"
 #include "ir/status.h"
 #include "runtime/program.h"
@@ -80,18 +87,27 @@ struct CompiledKernel {
 /// bodies that compute the same thing on the same types have the same key.
 std::string kernel_key(const Graph& body);
 
-/// The rows × row_length iteration space of a body (see the top of this file), as the
-/// runtime splits it; for a reduction body, rows own disjoint output elements and
-/// row_length is the number of elements a row reads.
+/// The kind of a kernel body that comes without a fused node (a test's, a tool's file):
+/// the one its structure has (body_fused_kind); elementwise when it has none, which
+/// compile then refuses with the reason.
+FusedKind standalone_kind(const Graph& body);
+
+/// The rows × row_length iteration space of a body of form `kind` (see the top of this
+/// file), as the runtime splits it; for a reduction body, rows own disjoint output
+/// elements and row_length is the number of elements a row reads.
 struct RowLayout {
   int64_t rows = 0;
   int64_t row_length = 0;
 };
+RowLayout row_layout(const Graph& body, FusedKind kind);
+/// The same for a body without a node (standalone_kind).
 RowLayout row_layout(const Graph& body);
 
 /// True for a *row body* (see the top of this file): keepdims reductions over the
 /// trailing axes of one shape whose per-row values other nodes consume, or several
-/// reductions; false for elementwise and reduction bodies.
+/// reductions; false for elementwise and reduction bodies. The KernelCompiler
+/// dispatches on the kind instead; the GPU emitter (emit_gpu.cc) and
+/// collapse_reduction_space still ask the body.
 bool is_row_body(const Graph& body);
 
 /// The passes over each row a row body takes: one per level of reductions (a reduction
@@ -114,17 +130,23 @@ class KernelCompiler {
   /// axes). The fuser only groups nodes for which this holds.
   static bool supports(const Graph& g, const Node& node);
 
-  /// The compiled kernel for `body` (cached by kernel_key). Thread-safe. Errors: a node
-  /// that `supports` rejects, or an MLIR/LLVM failure (with MLIR's diagnostic).
+  /// The compiled kernel for `body` of form `kind` (cached by kernel_key). Thread-safe.
+  /// Errors: a body whose structure is not its kind's, a node that `supports` rejects,
+  /// or an MLIR/LLVM failure (with MLIR's diagnostic).
+  StatusOr<const CompiledKernel*> compile(const Graph& body, FusedKind kind);
+  /// The same for a body without a node (standalone_kind).
   StatusOr<const CompiledKernel*> compile(const Graph& body);
 
-  /// The MLIR module generated for `body`, before lowering (for dumps and tests).
+  /// The MLIR module generated for `body` of form `kind`, before lowering (for dumps and
+  /// tests); without `kind`, the body's standalone_kind.
+  StatusOr<std::string> emit_mlir(const Graph& body, FusedKind kind);
   StatusOr<std::string> emit_mlir(const Graph& body);
 
-  /// One kernel of an ahead-of-time object file: its body and its symbol.
+  /// One kernel of an ahead-of-time object file: its symbol, its body and its form.
   struct ObjectKernel {
     std::string symbol;
     const Graph* body = nullptr;
+    FusedKind kind = FusedKind::elementwise;
   };
   /// Compiles `kernels` ahead of time into one relocatable object file (ELF bytes) for
   /// the host's triple and CPU `cpu` ("native", or an LLVM CPU name such as

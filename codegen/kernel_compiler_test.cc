@@ -117,6 +117,31 @@ TEST(KernelCompiler, EmitsVectorCode) {
   EXPECT_NE(f64->find("step %t"), std::string::npos);
 }
 
+// The compiler takes a body's form from the kind it is given (GeneratedKernel::kind, the
+// fused node's), not from the body: a kind the body does not have is refused.
+TEST(KernelCompiler, TakesTheFormFromTheKind) {
+  KernelCompiler& jit = KernelCompiler::global();
+  auto message = [&](const Graph& body, FusedKind kind) {
+    StatusOr<std::string> m = jit.emit_mlir(body, kind);
+    return m.ok() ? std::string("ok") : m.error().to_string();
+  };
+  const Graph sum = parse("graph @k(%x: f32[4,8]) {\n  %s = sum(%x) {axes=[-1]} : f32[4]\n  return %s\n}\n");
+  ASSERT_EQ(standalone_kind(sum), FusedKind::reduction);
+  EXPECT_EQ(message(sum, FusedKind::reduction), "ok");
+  EXPECT_EQ(row_layout(sum, FusedKind::reduction).rows, 4);
+  EXPECT_EQ(message(sum, FusedKind::elementwise),
+            "body.wir:2:3: error: codegen: sum in kernel body @k is neither elementwise nor the "
+            "body's final reduction");
+  const Graph neg = op_body(Op::Neg, {{DType::f32, {4, 8}}});
+  EXPECT_EQ(message(neg, FusedKind::elementwise), "ok");
+  EXPECT_EQ(message(neg, FusedKind::reduction),
+            "error: codegen: reduction kernel body @k does not end in its one reduction (its one "
+            "output)");
+  EXPECT_EQ(message(neg, FusedKind::row), "error: codegen: row kernel body @k has no reduction");
+  EXPECT_EQ(message(neg, FusedKind::contraction),
+            "error: codegen: kernel body @k is a contraction; its kernel is its epilogue (lower.h)");
+}
+
 TEST(KernelCompiler, RejectsWhatItDoesNotImplement) {
   auto supported = [](const Graph& g) { return KernelCompiler::supports(g, g.nodes()[0]); };
   EXPECT_TRUE(supported(op_body(Op::Div, {{DType::f32, {4}}, {DType::f32, {4}}})));

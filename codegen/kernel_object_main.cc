@@ -53,8 +53,9 @@ int main(int argc, char** argv) {
   }
   std::vector<codegen::KernelCompiler::ObjectKernel> kernels;
   for (size_t i = 0; i < specs.size(); ++i) {
-    kernels.push_back({specs[i].first, &bodies[i]});
-    const codegen::RowLayout layout = codegen::row_layout(bodies[i]);
+    const FusedKind kind = codegen::standalone_kind(bodies[i]);
+    kernels.push_back({specs[i].first, &bodies[i], kind});
+    const codegen::RowLayout layout = codegen::row_layout(bodies[i], kind);
     std::printf("%s.rows %lld %lld\n", specs[i].first.c_str(),
                 static_cast<long long>(layout.rows), static_cast<long long>(layout.row_length));
   }

@@ -195,14 +195,15 @@ class ProgramBuilder {
     return r;
   }
 
-  // The kernel table's entry for `body`: bodies with one structure share one kernel.
-  int kernel(const Graph& body) {
+  // The kernel table's entry for `body` of form `kind`: bodies with one structure (so
+  // one kind) share one kernel.
+  int kernel(const Graph& body, FusedKind kind) {
     std::string key = kernel_key(body);
     auto [it, added] = kernel_by_key_.emplace(key, static_cast<int>(p_.kernels.size()));
     if (added) {
-      const RowLayout layout = row_layout(body);
-      p_.kernels.push_back({"k" + std::to_string(it->second), std::move(key), body, layout.rows,
-                            layout.row_length});
+      const RowLayout layout = row_layout(body, kind);
+      p_.kernels.push_back({"k" + std::to_string(it->second), std::move(key), body, kind,
+                            layout.rows, layout.row_length});
     }
     return it->second;
   }
@@ -247,7 +248,7 @@ class ProgramBuilder {
     inv.label = g_.value(first.result()).name + ".." +
                 g_.value(g_.node(m.nodes.back()).result()).name;
     inv.kind = Invocation::Kind::generated;
-    inv.kernel = kernel(m.body);
+    inv.kernel = kernel(m.body, FusedKind::elementwise);  // merges elementwise updates only
     inv.node.op = first.op;
     inv.node.loc = first.loc;
     p_.code.push_back(std::move(inv));
@@ -298,7 +299,7 @@ class ProgramBuilder {
                          body_options));
     Program bp = std::move(body.program);
     std::vector<int> kernel_at;
-    for (const GeneratedKernel& k : bp.kernels) kernel_at.push_back(kernel(k.body));
+    for (const GeneratedKernel& k : bp.kernels) kernel_at.push_back(kernel(k.body, k.kind));
     const int first_body = static_cast<int>(p_.bodies.size());
     const auto renumber = [&kernel_at, first_body](Program& q) {
       for (Invocation& i : q.code) {
@@ -326,14 +327,14 @@ class ProgramBuilder {
   Status set_fused_kernel(const Node& n, Invocation& inv) {
     if (fused_kind(n) != FusedKind::contraction) {
       inv.kind = Invocation::Kind::generated;
-      inv.kernel = kernel(*n.body);
+      inv.kernel = kernel(*n.body, fused_kind(n));
       inv.node.op = n.op;
       inv.node.loc = n.loc;
       return Status();
     }
     WEFT_ASSIGN_OR_RETURN(Graph epilogue, epilogue_body(n, inv.gemm_result));
     inv.kind = Invocation::Kind::contraction;
-    inv.kernel = kernel(epilogue);
+    inv.kernel = kernel(epilogue, FusedKind::elementwise);
     inv.node = n.body->node(0);  // the matmul: its op, transposes and location
     return Status();
   }
@@ -405,6 +406,12 @@ void add_lowering_passes(Pipeline& p, const LowerOptions& options) {
   if (options.schedule) p.add(std::make_unique<ScheduleMemoryPass>());
 }
 
+void add_merge_updates(Pipeline& p, const LowerOptions& options, UpdatePlan* updates) {
+  if (!options.update_in_place || !options.merge_updates) return;
+  p.add(std::make_unique<MergeUpdatesPass>(
+      MergeUpdatesOptions{.key = kernel_key, .alignment = options.plan.alignment}, updates));
+}
+
 Pipeline cpu_pipeline(PipelineOptions options) {
   Pipeline p = default_pipeline(std::move(options));
   add_lowering_passes(p);
@@ -419,10 +426,7 @@ StatusOr<Lowering> lower_to_program(Graph g, const LowerOptions& options) {
   UpdatePlan updates;
   Pipeline passes;
   add_lowering_passes(passes, options);
-  if (options.update_in_place && options.merge_updates) {
-    passes.add(std::make_unique<MergeUpdatesPass>(
-        MergeUpdatesOptions{.key = kernel_key, .alignment = options.plan.alignment}, &updates));
-  }
+  add_merge_updates(passes, options, &updates);
   WEFT_RETURN_IF_ERROR(passes.run(g).status());
   WEFT_ASSIGN_OR_RETURN(MemoryPlan plan, plan_memory(g, plan_options(g, options, updates)));
   WEFT_ASSIGN_OR_RETURN(Program program, build_program(g, plan, updates.merged, options));

@@ -95,9 +95,16 @@ struct Lowering {
 /// decompose-composites, split-reductions, fuse-contraction-epilogue (GEMMs that
 /// runtime/cpu runs with an epilogue, members by `options.fusible`), fuse-elementwise
 /// (with `options.fusible`) and schedule-memory, as `options` enables. lower_to_program
-/// appends merge-updates; `weftc dump` and `viz` show the list without it, since what
-/// they draw (and weftc viz's memory plan) is the graph the memory plan is made for.
+/// appends merge-updates (add_merge_updates); `viz` shows the list without it, since
+/// what it draws with its memory plan is the graph the plan is made for; `weftc dump`
+/// walks it too (`--after=merge-updates`, Target::dump_pipeline).
 void add_lowering_passes(Pipeline& p, const LowerOptions& options = {});
+
+/// Appends merge-updates as lowering runs it when `options` merge updates
+/// (update_in_place and merge_updates): with kernel_key and the memory plan's
+/// alignment; `updates` (if given, it must outlive the pipeline) receives its groups.
+void add_merge_updates(Pipeline& p, const LowerOptions& options = {},
+                       UpdatePlan* updates = nullptr);
 
 /// The default pipeline followed by the CPU passes: what `weftc dump` shows for the
 /// cpu backend (`--after=fuse-elementwise`, `--dump-dir`).

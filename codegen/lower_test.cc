@@ -11,6 +11,7 @@
 #include "codegen/kernel_test_util.h"
 #include "frontend/modules.h"
 #include "frontend/training.h"
+#include "ir/fused_kind.h"
 #include "ir/text.h"
 #include "ir/verifier.h"
 #include "passes/infer_types.h"
@@ -135,7 +136,8 @@ TEST(LowerTest, AttentionBackwardUsesRowKernels) {
   const Program& p = l->program;
   int row_invocations = 0;
   for (const Invocation& inv : p.code) {
-    row_invocations += inv.kind == Invocation::Kind::generated && is_row_body(p.kernels[inv.kernel].body);
+    row_invocations += inv.kind == Invocation::Kind::generated &&
+                       p.kernels[inv.kernel].kind == FusedKind::row;
   }
   // Softmax forward and backward (decompose-composites decomposes the forward one); layer
   // norm forward and backward are one kernel with the residual add and mse's gradient
@@ -152,7 +154,7 @@ TEST(LowerTest, AttentionBackwardUsesRowKernels) {
   EXPECT_EQ(softmax, 1);
   std::mt19937_64 rng(5);
   for (const GeneratedKernel& k : p.kernels) {
-    if (!is_row_body(k.body)) continue;
+    if (k.kind != FusedKind::row) continue;
     std::vector<Tensor> inputs;  // Positive: a scalar operand may be layer norm's eps.
     for (const Input& in : k.body.inputs()) {
       inputs.push_back(testing::random_tensor(k.body.type(in.value), rng, 0.1, 2));
@@ -210,7 +212,11 @@ TEST(LowerTest, RandomRowGraphsMatchTheReference) {
     StatusOr<Lowering> l = lower_to_program(g);
     ASSERT_TRUE(l.ok()) << l.error().to_string();
     ASSERT_TRUE(verify(l->graph).ok()) << print_graph(l->graph);
-    for (const GeneratedKernel& k : l->program.kernels) row_kernels += is_row_body(k.body);
+    for (const GeneratedKernel& k : l->program.kernels) {
+      // The kind carried from the fused node is the one the body's structure has.
+      EXPECT_EQ(body_fused_kind(k.body), std::optional<FusedKind>(k.kind)) << print_graph(k.body);
+      row_kernels += k.kind == FusedKind::row;
+    }
     auto cpu = run_on_cpu(g, inputs);
     auto ref = reference::run(g, inputs);
     ASSERT_TRUE(cpu.ok()) << cpu.error().to_string();

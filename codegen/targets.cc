@@ -57,7 +57,8 @@ StatusOr<std::string> compile_cpu_object(const std::vector<NamedProgram>& progra
   std::vector<KernelCompiler::ObjectKernel> kernels;
   for (const NamedProgram& p : programs) {
     for (size_t k = 0; k < p.program->kernels.size(); ++k) {
-      kernels.push_back({kernel_symbol(p.name, static_cast<int>(k)), &p.program->kernels[k].body});
+      const GeneratedKernel& kernel = p.program->kernels[k];
+      kernels.push_back({kernel_symbol(p.name, static_cast<int>(k)), &kernel.body, kernel.kind});
     }
   }
   return KernelCompiler::global().compile_object(kernels, cpu);
@@ -73,6 +74,20 @@ StatusOr<reference::RunResult> run_cuda(const Graph& g, std::vector<Tensor> inpu
   return run_on_cuda(g, inputs, cuda_options(options));
 }
 
+// Each compiled target's pipeline followed by merge-updates: every graph pass its
+// lower_to_program runs (Target::dump_pipeline).
+Pipeline cpu_dump_pipeline(PipelineOptions options) {
+  Pipeline p = cpu_pipeline(std::move(options));
+  add_merge_updates(p);
+  return p;
+}
+
+Pipeline cuda_dump_pipeline(PipelineOptions options) {
+  Pipeline p = cuda_pipeline(std::move(options));
+  add_merge_updates(p, cuda_lower_options());
+  return p;
+}
+
 Pipeline reference_pipeline(PipelineOptions options) { return default_pipeline(std::move(options)); }
 
 StatusOr<reference::RunResult> run_reference(const Graph& g, std::vector<Tensor> inputs,
@@ -85,10 +100,12 @@ StatusOr<reference::RunResult> run_reference(const Graph& g, std::vector<Tensor>
 
 const std::vector<Target>& targets() {
   static const std::vector<Target> all = {
-      {.name = "cpu", .pipeline = cpu_pipeline, .compile = compile_cpu, .lower = lower_cpu,
+      {.name = "cpu", .pipeline = cpu_pipeline, .dump_pipeline = cpu_dump_pipeline,
+       .compile = compile_cpu, .lower = lower_cpu,
        .device = "the CPU", .title = "CPU", .aot_code = AotCode::object,
        .compile_object = compile_cpu_object, .run_once = run_cpu},
-      {.name = "cuda", .pipeline = cuda_pipeline, .compile = compile_cuda, .lower = lower_cuda,
+      {.name = "cuda", .pipeline = cuda_pipeline, .dump_pipeline = cuda_dump_pipeline,
+       .compile = compile_cuda, .lower = lower_cuda,
        .device = "the GPU", .title = "CUDA", .aot_code = AotCode::module, .module_format = "ptx",
        .module_description = "one PTX module (codegen/cuda_program.h)", .run_once = run_cuda},
       {.name = "reference", .pipeline = reference_pipeline, .run_once = run_reference},

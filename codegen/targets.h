@@ -94,6 +94,9 @@ struct Target {
   std::string name;  ///< "cpu", "cuda", "reference".
   /// The passes before lowering (default_pipeline() for the interpreter).
   Pipeline (*pipeline)(PipelineOptions options) = nullptr;
+  /// `pipeline` followed by the graph passes of lowering itself (merge-updates): what
+  /// `weftc dump --after` walks. Null: `pipeline` (the interpreter lowers nothing).
+  Pipeline (*dump_pipeline)(PipelineOptions options) = nullptr;
   /// Lowers `g` (verified and type-inferred), generates its device code and binds an
   /// executor. Null for the interpreter, which runs graphs, not Programs.
   StatusOr<std::unique_ptr<ProgramExecutor>> (*compile)(const Graph& g,

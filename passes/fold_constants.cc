@@ -7,6 +7,8 @@
 #include <optional>
 #include <type_traits>
 
+#include "ir/scalar_math.h"
+
 namespace weft {
 namespace {
 
@@ -28,20 +30,11 @@ constexpr bool kFloat = std::is_floating_point_v<T>;
 template <typename T>
 constexpr bool kBool = std::is_same_v<T, bool>;
 
-/// The element a `full {value}` of T holds (Tensor::set_double: integers truncate and
-/// saturate, NaN gives 0).
+/// The element a `full {value}` of T holds: cast's conversion from f64, as
+/// Tensor::set_double stores it (integers truncate and saturate, NaN gives 0).
 template <typename T>
 T stored(double v) {
-  if constexpr (kFloat<T> || kBool<T>) {
-    return kBool<T> ? v != 0 : static_cast<T>(v);
-  } else {
-    if (v != v) return 0;
-    constexpr double lo = static_cast<double>(std::numeric_limits<T>::min());
-    constexpr double hi = static_cast<double>(std::numeric_limits<T>::max()) + 1.0;
-    if (v <= lo) return std::numeric_limits<T>::min();
-    if (v >= hi) return std::numeric_limits<T>::max();
-    return static_cast<T>(v);
-  }
+  return scalar::cast_element<T>(v);
 }
 
 /// A `full` attribute that stores exactly `r`; nullopt for NaN (printed without sign or
@@ -60,10 +53,6 @@ std::optional<double> attr_for(T r) {
   }
 }
 
-// Two's-complement wrapping, as the reference kernels compute integers.
-template <typename T>
-T wrap(uint64_t v) { return static_cast<T>(static_cast<std::make_unsigned_t<T>>(v)); }
-
 /// Calls f(T{}) with T the C++ type the reference computes `dtype` in; nullopt for
 /// f16/bf16 (see the header).
 template <typename F>
@@ -79,96 +68,48 @@ std::optional<double> with_type(DType dtype, F f) {
   }
 }
 
+/// Whether functor M of ir/scalar_math.h takes elements of T.
+template <typename M, typename T>
+constexpr bool kTakes = (M::kTypes & (kFloat<T>  ? scalar::kFloats
+                                      : kBool<T> ? scalar::kBool
+                                                 : scalar::kInts)) != 0;
+
+/// Whether `op`'s scalar math is folded: not transcendental ops nor pow, whose libm
+/// results are not correctly rounded, so a backend may compute another value.
+bool folds_math(Op op) {
+  const MathClass math = op_info(op).math;
+  return math != MathClass::Transcendental && math != MathClass::Power;
+}
+
+/// Unary elementwise op `op` on x, by its scalar math (ir/scalar_math.h).
 template <typename T>
 std::optional<double> unary(Op op, T x) {
-  if constexpr (kBool<T>) {
-    if (op == Op::Not) return attr_for<bool>(!x);
-  } else if constexpr (kFloat<T>) {
-    if (std::isnan(x)) return std::nullopt;  // sign and relu keep NaN; the rest give NaN
-    switch (op) {
-      case Op::Neg: return attr_for<T>(-x);
-      case Op::Abs: return attr_for<T>(std::fabs(x));
-      case Op::Sign: return attr_for<T>(x > 0 ? T{1} : x < 0 ? T{-1} : T{0});
-      case Op::Relu: return attr_for<T>(x > 0 ? x : T{0});
-      case Op::Floor: return attr_for<T>(std::floor(x));
-      case Op::Sqrt: return attr_for<T>(std::sqrt(x));
-      default: break;
-    }
-  } else {
-    const uint64_t u = static_cast<uint64_t>(x);
-    switch (op) {
-      case Op::Neg: return attr_for<T>(wrap<T>(0 - u));
-      case Op::Abs:
-        if constexpr (std::is_signed_v<T>) return attr_for<T>(x < 0 ? wrap<T>(0 - u) : x);
-        return attr_for<T>(x);
-      case Op::Sign: return attr_for<T>(x > 0 ? T{1} : x < 0 ? static_cast<T>(-1) : T{0});
-      case Op::Relu: return attr_for<T>(x > 0 ? x : T{0});
-      default: break;
-    }
-  }
-  return std::nullopt;
+  std::optional<double> r;
+  scalar::visit_unary_math(op, [&](auto math) {
+    using M = decltype(math);
+    if constexpr (kTakes<M, T>) r = attr_for(M::template apply<T>(x));
+  });
+  return r;
 }
 
+/// Binary elementwise op `op` on a and b, by its scalar math; nullopt for a right
+/// operand the interpreter refuses at run time (integer division by zero).
 template <typename T>
 std::optional<double> binary(Op op, T a, T b) {
-  switch (op) {
-    case Op::Eq: return attr_for<bool>(a == b);
-    case Op::Ne: return attr_for<bool>(a != b);
-    case Op::Lt: return attr_for<bool>(a < b);
-    case Op::Le: return attr_for<bool>(a <= b);
-    case Op::Gt: return attr_for<bool>(a > b);
-    case Op::Ge: return attr_for<bool>(a >= b);
-    default: break;
-  }
-  if constexpr (kBool<T>) {
-    if (op == Op::And) return attr_for<bool>(a && b);
-    if (op == Op::Or) return attr_for<bool>(a || b);
-    return std::nullopt;
-  } else {
-    if constexpr (kFloat<T>) {
-      if (std::isnan(a) || std::isnan(b)) return std::nullopt;  // NaN results: not folded
+  std::optional<double> r;
+  scalar::visit_binary_math(op, [&](auto math) {
+    using M = decltype(math);
+    if constexpr (kTakes<M, T>) {
+      if (M::template rhs_error<T>(b).empty()) r = attr_for(M::template apply<T>(a, b));
     }
-    if (op == Op::Maximum) return attr_for<T>(a < b ? b : a);
-    if (op == Op::Minimum) return attr_for<T>(b < a ? b : a);
-    if constexpr (kFloat<T>) {
-      switch (op) {
-        case Op::Add: return attr_for<T>(a + b);
-        case Op::Sub: return attr_for<T>(a - b);
-        case Op::Mul: return attr_for<T>(a * b);
-        case Op::Div: return attr_for<T>(a / b);
-        default: return std::nullopt;
-      }
-    } else {
-      const auto ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
-      switch (op) {
-        case Op::Add: return attr_for<T>(wrap<T>(ua + ub));
-        case Op::Sub: return attr_for<T>(wrap<T>(ua - ub));
-        case Op::Mul: return attr_for<T>(wrap<T>(ua * ub));
-        case Op::Div:
-          if (b == 0) return std::nullopt;  // a runtime error in the interpreter
-          if constexpr (std::is_signed_v<T>) {
-            if (b == -1) return attr_for<T>(wrap<T>(0 - ua));
-          }
-          return attr_for<T>(static_cast<T>(a / b));
-        default: return std::nullopt;
-      }
-    }
-  }
+  });
+  return r;
 }
 
-/// cast's result for one element of T, following the reference kernel.
+/// cast's result for one element of T (scalar::cast_element).
 template <typename T>
 std::optional<double> cast_to(T x, DType to) {
-  if constexpr (!kFloat<T>) {
-    const auto v = static_cast<int64_t>(x);
-    return with_type(to, [&](auto tag) -> std::optional<double> {
-      using O = decltype(tag);
-      if constexpr (kBool<O>) return attr_for<bool>(v != 0);
-      else return attr_for<O>(static_cast<O>(v));  // floats round, integers wrap
-    });
-  } else {
-    return with_type(to, [&](auto tag) { return attr_for(stored<decltype(tag)>(x)); });
-  }
+  return with_type(to, [&](auto tag) { return attr_for(scalar::cast_element<decltype(tag)>(x)); });
 }
 
 /// sum or mean of `count` copies of x. Only f32 and integers: a float sum of fewer than
@@ -183,7 +124,7 @@ std::optional<double> sum_of(Op op, T x, int64_t count) {
     return attr_for(static_cast<float>(op == Op::Mean ? acc / static_cast<double>(count) : acc));
   } else if constexpr (!kFloat<T> && !kBool<T>) {
     if (op != Op::Sum) return std::nullopt;
-    return attr_for<T>(wrap<T>(static_cast<uint64_t>(x) * static_cast<uint64_t>(count)));
+    return attr_for(scalar::wrap_mul<T>(x, static_cast<T>(count)));  // count mod 2^bits
   }
   return std::nullopt;
 }
@@ -248,7 +189,9 @@ std::optional<double> fold(const Graph& g, const Node& node) {
     default:
       break;
   }
-  if (node.info().category != OpCategory::Elementwise || in.size() > 2) return std::nullopt;
+  if (node.info().category != OpCategory::Elementwise || in.size() > 2 || !folds_math(node.op)) {
+    return std::nullopt;
+  }
   return with_type(x.dtype, [&](auto tag) {
     using T = decltype(tag);
     if (in.size() == 1) return unary(node.op, stored<T>(x.value));

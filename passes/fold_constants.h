@@ -22,23 +22,26 @@
 //   }
 // (the dead operands left behind are dce's to remove).
 //
-// The evaluator is this file's own and deliberately small: passes/ depends on //ir only
-// (DESIGN.md), so it cannot call the reference kernels. It computes each op the way the
-// reference interpreter does, in the dtype's own C++ type (f32 in float, integers
-// wrapping), so the folded value is bitwise the one the interpreter would produce:
+// Each op is computed with its one definition, the scalar math of ir/scalar_math.h that
+// the reference interpreter's kernels also apply, in the dtype's own C++ type (f32 in
+// float, integers wrapping), so the folded value is bitwise the one the interpreter
+// would produce (fold_constants_math_test checks every op and dtype against it):
 //   value-preserving, any dtype   reshape transpose broadcast_to slice, concat of equal
 //                                 fills, pad whose value is the fill's, max/min over a
 //                                 non-empty set, select with a constant condition
-//   computed, f32 f64 i32 i64 u8  neg abs sign relu floor sqrt add sub mul div maximum
-//     bool                        minimum eq ne lt le gt ge and or not cast, sum, mean
-//                                 (sum and mean accumulate in f64 / wrapping 64 bits,
-//                                 as the reference does)
+//   computed, f32 f64 i32 i64 u8  every unary and binary elementwise op whose math class
+//     bool                        is not Transcendental or Power (neg abs sign relu floor
+//                                 sqrt rsqrt add sub mul div maximum minimum eq ne lt le
+//                                 gt ge and or not), cast, sum, mean (sum and mean
+//                                 accumulate in f64 / wrapping 64 bits, as the reference
+//                                 does)
 // Not folded: f16/bf16 arithmetic (the interpreter rounds through f32; not worth a
-// second rounding routine here), transcendental ops (libm results are not correctly
-// rounded, so a backend may differ), results that are NaN (the text format prints one
-// NaN and would lose its sign and payload) or that a double cannot hold exactly (i64
-// beyond 2^53), and anything that the interpreter reports as an error (integer division
-// by zero, max over an empty axis): folding must not hide a runtime error.
+// second rounding routine here), transcendental ops and pow (libm results are not
+// correctly rounded, so a backend may differ), results that are NaN (the text format
+// prints one NaN and would lose its sign and payload) or that a double cannot hold
+// exactly (i64 beyond 2^53), and anything that the interpreter reports as an error
+// (integer division by zero, max over an empty axis): folding must not hide a runtime
+// error.
 //
 // Requires: every value typed (run infer-types first).
 // Guarantees: results are bitwise unchanged under the reference interpreter; a folded

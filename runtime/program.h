@@ -43,6 +43,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/fused_kind.h"
 #include "ir/graph.h"
 
 namespace weft {
@@ -77,6 +78,9 @@ struct GeneratedKernel {
   std::string name;     ///< "k0", "k1", ... (the symbol of AOT object code).
   std::string key;      ///< Canonical text of the body with its types.
   Graph body;           ///< Operands are the body's inputs, results its outputs.
+  /// The kernel's form, from the fused node it came from (codegen dispatches on it):
+  /// elementwise, reduction or row; a contraction's kernel is its elementwise epilogue.
+  FusedKind kind = FusedKind::elementwise;
   int64_t rows = 0;
   int64_t row_length = 0;
 };

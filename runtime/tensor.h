@@ -21,6 +21,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "ir/dtype.h"  // saturating_cast
 #include "ir/shape.h"
 #include "ir/status.h"
 
@@ -114,11 +115,6 @@ class Tensor {
   std::unique_ptr<std::byte[], Free> storage_;
 };
 
-/// Converts a double to an integer type: truncates toward zero, saturates at the type's
-/// range, NaN gives 0. This is weft's float-to-integer `cast` everywhere.
-template <typename I>
-I saturating_cast(double v);
-
 /// True when `a` and `b` have the same type and every element satisfies
 /// |a - b| <= tol + tol * |b| (NaN matches only NaN, infinities must be equal). On a
 /// mismatch, `why` (if given) names the first differing element and the count.
@@ -147,17 +143,6 @@ Tensor Tensor::from_vector(Shape shape, const std::vector<T>& values) {
   T* out = t.data<T>();
   for (size_t i = 0; i < values.size(); ++i) out[i] = values[i];
   return t;
-}
-
-template <typename I>
-I saturating_cast(double v) {
-  if (v != v) return 0;
-  constexpr double lo = static_cast<double>(std::numeric_limits<I>::min());
-  // 2^63 is exactly representable; max() of int64 is not, so compare with >=.
-  constexpr double hi_exclusive = static_cast<double>(std::numeric_limits<I>::max()) + 1.0;
-  if (v <= lo) return std::numeric_limits<I>::min();
-  if (v >= hi_exclusive) return std::numeric_limits<I>::max();
-  return static_cast<I>(v);
 }
 
 }  // namespace weft

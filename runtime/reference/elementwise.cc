@@ -1,5 +1,6 @@
 // Elementwise kernels: unary math, binary arithmetic and comparisons with NumPy
-// broadcasting, select, gelu and cast. Semantics are documented in interpreter.h.
+// broadcasting, select, gelu and cast. Semantics are documented in interpreter.h; each
+// unary and binary op's scalar math is ir/scalar_math.h's (shared with the constant folder).
 
 #include <algorithm>
 #include <cmath>
@@ -7,95 +8,13 @@
 #include <limits>
 #include <type_traits>
 
+#include "ir/scalar_math.h"
 #include "runtime/reference/kernels.h"
 
 namespace weft::reference {
 namespace {
 
 using Inputs = std::vector<const Tensor*>;
-
-template <typename T>
-constexpr bool kIsFloat = std::is_floating_point_v<T>;
-
-// Two's-complement wrapping arithmetic for integers (no signed-overflow UB).
-template <typename T>
-T wrap_add(T a, T b) {
-  using U = std::make_unsigned_t<T>;
-  return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
-}
-template <typename T>
-T wrap_sub(T a, T b) {
-  using U = std::make_unsigned_t<T>;
-  return static_cast<T>(static_cast<U>(static_cast<U>(a) - static_cast<U>(b)));
-}
-template <typename T>
-T wrap_mul(T a, T b) {
-  using U = std::make_unsigned_t<T>;
-  using Wide = std::conditional_t<(sizeof(U) < sizeof(unsigned)), unsigned, U>;
-  return static_cast<T>(static_cast<U>(static_cast<Wide>(static_cast<U>(a)) *
-                                       static_cast<Wide>(static_cast<U>(b))));
-}
-
-// ---- unary ----
-
-struct NegF {
-  template <typename T> static T apply(T x) {
-    if constexpr (kIsFloat<T>) return -x;
-    else return wrap_sub<T>(T{0}, x);
-  }
-};
-struct AbsF {
-  template <typename T> static T apply(T x) {
-    if constexpr (kIsFloat<T>) return std::fabs(x);
-    else if constexpr (std::is_unsigned_v<T>) return x;
-    else return x < 0 ? wrap_sub<T>(T{0}, x) : x;
-  }
-};
-struct SignF {
-  template <typename T> static T apply(T x) {
-    if constexpr (kIsFloat<T>) {
-      if (std::isnan(x)) return x;
-    }
-    if constexpr (std::is_unsigned_v<T>) {
-      return x > T{0} ? T{1} : T{0};
-    } else {
-      return x > T{0} ? T{1} : x < T{0} ? static_cast<T>(-1) : T{0};
-    }
-  }
-};
-struct ReluF {
-  template <typename T> static T apply(T x) {
-    if constexpr (kIsFloat<T>) {
-      if (std::isnan(x)) return x;
-    }
-    return x > T{0} ? x : T{0};
-  }
-};
-#define WEFT_FLOAT_UNARY(Name, expr) \
-  struct Name {                      \
-    template <typename T> static T apply(T x) { return expr; } \
-  };
-WEFT_FLOAT_UNARY(ExpF, std::exp(x))
-WEFT_FLOAT_UNARY(LogF, std::log(x))
-WEFT_FLOAT_UNARY(Log1pF, std::log1p(x))
-WEFT_FLOAT_UNARY(SqrtF, std::sqrt(x))
-WEFT_FLOAT_UNARY(RsqrtF, T{1} / std::sqrt(x))
-WEFT_FLOAT_UNARY(TanhF, std::tanh(x))
-WEFT_FLOAT_UNARY(SigmoidF, T{1} / (T{1} + std::exp(-x)))
-WEFT_FLOAT_UNARY(SinF, std::sin(x))
-WEFT_FLOAT_UNARY(CosF, std::cos(x))
-WEFT_FLOAT_UNARY(ErfF, std::erf(x))
-WEFT_FLOAT_UNARY(SoftplusF, std::max(x, T{0}) + std::log1p(std::exp(-std::fabs(x))))
-#undef WEFT_FLOAT_UNARY
-struct FloorF {
-  template <typename T> static T apply(T x) {
-    if constexpr (kIsFloat<T>) return std::floor(x);
-    else return x;
-  }
-};
-struct NotF {
-  template <typename T> static T apply(T x) { return !x; }
-};
 
 Status check_same_type(const Node& node, const Tensor& x, const Tensor& out) {
   if (x.type() != out.type()) {
@@ -160,16 +79,9 @@ void store_int(Tensor& out, int64_t i, int64_t v) {
   }
 }
 
-Status cast(const Node& node, const Inputs& in, Tensor& out) {
-  const Tensor& x = *in[0];
-  if (x.shape() != out.shape()) {
-    return node_error(node, "result shape " + out.shape().to_string() +
-                                " does not match the operand shape " + x.shape().to_string());
-  }
-  if (x.dtype() == out.dtype()) {
-    std::memcpy(out.raw_data(), x.raw_data(), x.bytes());
-    return Status::ok_status();
-  }
+// A cast to or from f16/bf16: through f32, each element rounded once from f32 (Tensor's
+// converters; f64 to f16 rounds twice, via f32).
+void cast_half(const Tensor& x, Tensor& out) {
   for (int64_t i = 0; i < x.numel(); ++i) {
     if (!is_floating(x.dtype())) {
       store_int(out, i, x.dtype() == DType::boolean ? (x.data<uint8_t>()[i] != 0)
@@ -182,95 +94,45 @@ Status cast(const Node& node, const Inputs& in, Tensor& out) {
       out.set_double(i, x.get_double(i));  // Saturating for ints, f64→f16 via f32.
     }
   }
-  return Status::ok_status();
+}
+
+bool is_half(DType dtype) { return dtype == DType::f16 || dtype == DType::bf16; }
+
+Status cast(const Node& node, const Inputs& in, Tensor& out) {
+  const Tensor& x = *in[0];
+  if (x.shape() != out.shape()) {
+    return node_error(node, "result shape " + out.shape().to_string() +
+                                " does not match the operand shape " + x.shape().to_string());
+  }
+  if (x.dtype() == out.dtype()) {
+    std::memcpy(out.raw_data(), x.raw_data(), x.bytes());
+    return Status::ok_status();
+  }
+  if (is_half(x.dtype()) || is_half(out.dtype())) {
+    cast_half(x, out);
+    return Status::ok_status();
+  }
+  constexpr unsigned kAll = kFloats | kInts | kBool;
+  return dispatch<kAll>(node, x.dtype(), [&](auto from) {
+    return dispatch<kAll>(node, out.dtype(), [&](auto to) -> Status {
+      using T = decltype(from);
+      using O = decltype(to);
+      const T* src = x.data<T>();
+      O* dst = out.data<O>();
+      for (int64_t i = 0; i < x.numel(); ++i) dst[i] = scalar::cast_element<O>(src[i]);
+      return Status::ok_status();
+    });
+  });
 }
 
 // ---- binary ----
 
-struct AddF {
-  template <typename T> static T apply(T a, T b) {
-    if constexpr (kIsFloat<T>) return a + b;
-    else return wrap_add(a, b);
-  }
-};
-struct SubF {
-  template <typename T> static T apply(T a, T b) {
-    if constexpr (kIsFloat<T>) return a - b;
-    else return wrap_sub(a, b);
-  }
-};
-struct MulF {
-  template <typename T> static T apply(T a, T b) {
-    if constexpr (kIsFloat<T>) return a * b;
-    else return wrap_mul(a, b);
-  }
-};
-struct DivF {
-  template <typename T> static T apply(T a, T b) {
-    if constexpr (kIsFloat<T>) {
-      return a / b;
-    } else {
-      // Truncates toward zero; b != 0 was checked. MIN / -1 wraps to MIN.
-      if constexpr (std::is_signed_v<T>) {
-        if (b == -1) return wrap_sub<T>(T{0}, a);
-      }
-      return static_cast<T>(a / b);
-    }
-  }
-};
-struct PowF {
-  template <typename T> static T apply(T a, T b) {
-    if constexpr (kIsFloat<T>) {
-      return std::pow(a, b);
-    } else {
-      // b >= 0 was checked. Exact, wrapping, by repeated squaring.
-      T result = 1, base = a;
-      for (auto e = static_cast<std::make_unsigned_t<T>>(b); e != 0; e >>= 1) {
-        if (e & 1) result = wrap_mul(result, base);
-        base = wrap_mul(base, base);
-      }
-      return result;
-    }
-  }
-};
-struct MaximumF {
-  template <typename T> static T apply(T a, T b) {
-    if constexpr (kIsFloat<T>) {
-      if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
-    }
-    return a < b ? b : a;
-  }
-};
-struct MinimumF {
-  template <typename T> static T apply(T a, T b) {
-    if constexpr (kIsFloat<T>) {
-      if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
-    }
-    return b < a ? b : a;
-  }
-};
-struct EqF { template <typename T> static bool apply(T a, T b) { return a == b; } };
-struct NeF { template <typename T> static bool apply(T a, T b) { return a != b; } };
-struct LtF { template <typename T> static bool apply(T a, T b) { return a < b; } };
-struct LeF { template <typename T> static bool apply(T a, T b) { return a <= b; } };
-struct GtF { template <typename T> static bool apply(T a, T b) { return a > b; } };
-struct GeF { template <typename T> static bool apply(T a, T b) { return a >= b; } };
-struct AndF { template <typename T> static T apply(T a, T b) { return a && b; } };
-struct OrF { template <typename T> static T apply(T a, T b) { return a || b; } };
-
-// Checks of the right operand that some integer ops need before computing.
+// Checks the right operand of an op that refuses some (integer div and pow) before computing.
 template <typename F, typename T>
 Status check_rhs(const Node& node, const Tensor& b) {
-  if constexpr (!kIsFloat<T> && (std::is_same_v<F, DivF> || std::is_same_v<F, PowF>)) {
-    const T* p = b.data<T>();
-    for (int64_t i = 0; i < b.numel(); ++i) {
-      if (std::is_same_v<F, DivF> && p[i] == 0) return node_error(node, "integer division by zero");
-      if constexpr (std::is_signed_v<T>) {
-        if (std::is_same_v<F, PowF> && p[i] < 0) {
-          return node_error(node, "integer power with a negative exponent " + std::to_string(p[i]));
-        }
-      }
-    }
+  const T* p = b.data<T>();
+  for (int64_t i = 0; i < b.numel(); ++i) {
+    if (std::string why = F::template rhs_error<T>(p[i]); !why.empty()) return node_error(node, why);
   }
   return Status::ok_status();
 }
@@ -380,41 +242,18 @@ Status select(const Node& node, const Inputs& in, Tensor& out) {
 }  // namespace
 
 void register_elementwise_kernels(KernelTable& t) {
-  constexpr unsigned kNum = kFloats | kInts;
-  t.add(Op::Neg, unary<NegF, kNum>);
-  t.add(Op::Abs, unary<AbsF, kNum>);
-  t.add(Op::Exp, unary<ExpF, kFloats>);
-  t.add(Op::Log, unary<LogF, kFloats>);
-  t.add(Op::Log1p, unary<Log1pF, kFloats>);
-  t.add(Op::Sqrt, unary<SqrtF, kFloats>);
-  t.add(Op::Rsqrt, unary<RsqrtF, kFloats>);
-  t.add(Op::Tanh, unary<TanhF, kFloats>);
-  t.add(Op::Sigmoid, unary<SigmoidF, kFloats>);
-  t.add(Op::Relu, unary<ReluF, kNum>);
-  t.add(Op::Sin, unary<SinF, kFloats>);
-  t.add(Op::Cos, unary<CosF, kFloats>);
-  t.add(Op::Erf, unary<ErfF, kFloats>);
-  t.add(Op::Softplus, unary<SoftplusF, kFloats>);
-  t.add(Op::Sign, unary<SignF, kNum>);
-  t.add(Op::Floor, unary<FloorF, kNum>);
-  t.add(Op::Not, unary<NotF, kBool>);
+  for (Op op : all_ops()) {
+    scalar::visit_unary_math(op, [&](auto math) {
+      using M = decltype(math);
+      t.add(op, unary<M, M::kTypes>);
+    });
+    scalar::visit_binary_math(op, [&](auto math) {
+      using M = decltype(math);
+      t.add(op, binary<M, M::kTypes, M::kCompare>);
+    });
+  }
   t.add(Op::Gelu, gelu);
   t.add(Op::Cast, cast);
-  t.add(Op::Add, binary<AddF, kNum, false>);
-  t.add(Op::Sub, binary<SubF, kNum, false>);
-  t.add(Op::Mul, binary<MulF, kNum, false>);
-  t.add(Op::Div, binary<DivF, kNum, false>);
-  t.add(Op::Pow, binary<PowF, kNum, false>);
-  t.add(Op::Maximum, binary<MaximumF, kNum, false>);
-  t.add(Op::Minimum, binary<MinimumF, kNum, false>);
-  t.add(Op::Eq, binary<EqF, kNum | kBool, true>);
-  t.add(Op::Ne, binary<NeF, kNum | kBool, true>);
-  t.add(Op::Lt, binary<LtF, kNum | kBool, true>);
-  t.add(Op::Le, binary<LeF, kNum | kBool, true>);
-  t.add(Op::Gt, binary<GtF, kNum | kBool, true>);
-  t.add(Op::Ge, binary<GeF, kNum | kBool, true>);
-  t.add(Op::And, binary<AndF, kBool, false>);
-  t.add(Op::Or, binary<OrF, kBool, false>);
   t.add(Op::Select, select);
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ir/scalar_math.h"
 #include "ir/status.h"
 #include "runtime/reference/interpreter.h"
 #include "runtime/tensor.h"
@@ -84,8 +85,11 @@ void for_each_row(const Shape& shape, const std::array<std::vector<int64_t>, N>&
   }
 }
 
-/// Calls `f(T{})` with the C++ element type of `dtype` for the kinds in `Kinds`.
-enum DTypeSet : unsigned { kFloats = 1, kInts = 2, kBool = 4 };
+/// Calls `f(T{})` with the C++ element type of `dtype` for the kinds in `Kinds`
+/// (scalar::ElementTypes: kFloats, kInts, kBool).
+using scalar::kBool;
+using scalar::kFloats;
+using scalar::kInts;
 template <unsigned Kinds, typename F>
 Status dispatch(const Node& node, DType dtype, F&& f) {
   if constexpr ((Kinds & kFloats) != 0) {

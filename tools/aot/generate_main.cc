@@ -428,7 +428,8 @@ int run(int argc, char** argv) {
   // same library trains alone or under mpirun.
   TrainOptions train{.seed = 0, .backend = "reference"};
   if (options->data_parallel) train.communicator = collective::single_process();
-  StatusOr<Trainer> trainer = Trainer::compile(src->net, src->inputs, *loss, *optimizer, train);
+  StatusOr<Trainer> trainer =
+      Trainer::compile(src->net, src->inputs, *loss, *optimizer, train, src->where);
   if (!trainer.ok()) return fail(trainer.error().to_string());
   const Model& model = trainer->model();
   const Graph& step_graph = trainer->step_graph();

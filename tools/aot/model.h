@@ -18,6 +18,7 @@
 // binaries (which compare with the JIT Trainer), never into the generated library.
 
 #include <cstdint>
+#include <source_location>
 #include <vector>
 
 #include "frontend/flow.h"
@@ -33,6 +34,10 @@ struct ModelSource {
   /// Integer network inputs (token ids) take values in [0, token_range): the range the
   /// NAME_test and NAME_benchmark targets draw random batches from. 0: no integer inputs.
   int64_t token_range = 0;
+  /// Where the model source made this ModelSource (its `return aot::ModelSource{...}`):
+  /// the location the loss's nodes carry in the generated step (errors,
+  /// --check-numerics), so the generated sources change only when the model does.
+  std::source_location where = std::source_location::current();
 };
 
 }  // namespace weft::aot

@@ -154,7 +154,9 @@ Status dump_command(const std::vector<std::string>& argv) {
   if (after != "parse") {
     PipelineOptions options;
     options.dump_dir = args.has("dump-dir") ? resolve_path(args.get("dump-dir")) : "";
-    WEFT_RETURN_IF_ERROR(target->pipeline(options).run_until(g, after));
+    Pipeline pipeline = target->dump_pipeline ? target->dump_pipeline(std::move(options))
+                                              : target->pipeline(std::move(options));
+    WEFT_RETURN_IF_ERROR(pipeline.run_until(g, after));
   }
   PrintOptions print_options;
   print_options.locations = !args.has("no-locations");

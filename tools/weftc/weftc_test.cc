@@ -332,6 +332,37 @@ TEST(Weftc, DumpDirWritesEveryPassInEveryFormat) {
   }
 }
 
+// merge-updates, lowering's last graph pass, is offered like the others (the graph the
+// memory plan and the Program are made from); the reference backend lowers nothing, so
+// it has no such pass; viz keeps schedule-memory as its default stage
+// (VizWritesAPageAndAMemoryPicture).
+TEST(Weftc, DumpAfterMergeUpdates) {
+  const std::string step = "examples/fashion_mnist/mlp_train_step.wir";
+  Result merged = weftc("dump " + step + " --after=merge-updates --no-locations");
+  ASSERT_EQ(merged.exit_code, 0) << merged.out;
+  Result scheduled = weftc("dump " + step + " --after=schedule-memory --no-locations");
+  ASSERT_EQ(scheduled.exit_code, 0) << scheduled.out;
+  // This step's six SGD update kernels already sit together after schedule-memory, so
+  // merging them into one kernel moves no node.
+  EXPECT_EQ(merged.out, scheduled.out);
+  Result again = weftc("dump " + write_temp("merged.wir", merged.out) + " --after=parse --no-locations");
+  EXPECT_EQ(again.out, merged.out);
+  const std::string dir = temp_dir() + "/merge_dumps";
+  Result r = weftc("dump " + step + " --after=merge-updates --dump-dir=" + dir);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) files.push_back(entry.path().filename().string());
+  std::sort(files.begin(), files.end());
+  ASSERT_FALSE(files.empty());
+  EXPECT_EQ(files.back().substr(2), "-merge-updates.wir");
+  std::ifstream last(dir + "/" + files.back());
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(last)), std::istreambuf_iterator<char>()),
+            r.out);
+  r = weftc("dump " + step + " --after=merge-updates --backend=reference");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("unknown pass 'merge-updates'"), std::string::npos) << r.out;
+}
+
 TEST(Weftc, DumpFormatsAndPasses) {
   std::string wir = kExample + "mlp.wir";
   Result r = weftc("dump " + wir + " --no-locations");

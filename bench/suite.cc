@@ -238,6 +238,7 @@ class Suite {
           if (o_.pytorch_only || !r.weft_note.empty()) continue;
           std::vector<std::string> args = {timed_worker_, "--model=" + model,
                                            "--preset=" + o_.preset, init, epochs, warmup};
+          if (o_.precision != "f32") args.push_back("--precision=" + o_.precision);
           if (o_.allow_paper && o_.weft == "jit") args.push_back("--allow-paper");
           ProcessResult p = run_process(args, {}, {}, file(model, "weft." + tag + ".stderr"));
           if (p.exit_code != 0 && o_.preset == "paper" && round == 0) {
@@ -264,6 +265,7 @@ class Suite {
           const PytorchConfig& c = kPytorchConfigs[size_t(who)];
           std::vector<std::string> args = run_py_args(model);
           args.insert(args.end(), {init, epochs, warmup, "--threads=" + std::to_string(c.threads)});
+          if (o_.precision != "f32") args.push_back("--precision=" + o_.precision);
           std::map<std::string, std::string> set;
           if (c.tuned) set = {{"OMP_WAIT_POLICY", "PASSIVE"}, {"GLIBC_TUNABLES", kTunedMalloc}};
           std::string what = "run.py (" + c.label() + ") for " + model;

@@ -28,6 +28,9 @@ struct SuiteOptions {
   /// weft's timed runs: "jit" (bench/weft_worker, the Trainer) or "aot"
   /// (bench/weft_aot_worker, the libraries of bench/aot).
   std::string weft = "jit";
+  /// Both sides' precision: "f32", or "bf16" (weft's TrainOptions::precision, PyTorch's
+  /// torch.autocast("cpu", dtype=torch.bfloat16)).
+  std::string precision = "f32";
 };
 
 /// The suite's flags (the arguments after the program name); an error names the first

@@ -173,6 +173,10 @@ TEST(Options, WeftPathDefaultsToTheJit) {
   EXPECT_EQ(o->epochs, 5);
   EXPECT_EQ(o->warmup, 1);
   EXPECT_EQ(o->models, suite_models());
+  EXPECT_EQ(o->precision, "f32");
+  StatusOr<SuiteOptions> bf16 = parse_suite_options({"--preset=cpu", "--precision=bf16"});
+  ASSERT_TRUE(bf16.ok()) << bf16.error().to_string();
+  EXPECT_EQ(bf16->precision, "bf16");
 }
 
 TEST(Options, WeftAotChoosesTheAotWorker) {
@@ -198,6 +202,13 @@ TEST(Options, ErrorsNameTheFlag) {
             "bench/weft_aot_worker, the libraries of bench/aot)");
   EXPECT_EQ(error({"--preset=cpu", "--weft"}), "flag --weft needs a value (--weft=...)");
   EXPECT_EQ(error({"--weft=aot"}), "--preset=cpu or --preset=paper is required");
+  EXPECT_EQ(error({"--preset=cpu", "--precision=f64"}), "bad value for --precision: 'f64' (f32 or bf16)");
+  EXPECT_EQ(error({"--preset=cpu", "--precision=f16"}),
+            "--precision=f16: the suite's peer, PyTorch 1.13, autocasts to bfloat16 only on the "
+            "CPU; use --precision=bf16");
+  EXPECT_EQ(error({"--preset=cpu", "--weft=aot", "--precision=bf16"}),
+            "--precision=bf16 with --weft=aot: the AOT libraries of bench/aot are compiled in f32 "
+            "(mixed precision in AOT builds is planned)");
   EXPECT_EQ(error({"--preset=gpu"}), "bad value for --preset: 'gpu' (cpu or paper)");
   EXPECT_EQ(error({"--preset=cpu", "--models=mlp,bert"}),
             "unknown model 'bert' in --models; the models are transformer, mlp, residual_tower, "

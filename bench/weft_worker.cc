@@ -133,6 +133,11 @@ int run(const cli::Args& args) {
 
   TrainOptions options;
   options.seed = flags->seed;
+  const std::string precision = args.get("precision", "f32");
+  if (precision != "f32" && precision != "bf16" && precision != "f16") {
+    return fail(Error{"--precision=" + precision + ": one of f32, bf16, f16"});
+  }
+  options.precision = *parse_dtype(precision);
   StatusOr<Trainer> trainer =
       Trainer::compile(m->net, m->inputs, m->loss, OptimizerSpec::adam(m->lr), options);
   if (!trainer.ok()) return fail(trainer.error());
@@ -161,9 +166,11 @@ int run(const cli::Args& args) {
   if (!times.ok()) return fail(times.error());
   if (profile && cpu_step) std::fprintf(stderr, "%s", trainer->profile_report()->c_str());
   const std::string config =
-      run_config(options.backend, cpu_step ? cpu_step->pool().num_threads() : 0);
+      run_config(options.backend, cpu_step ? cpu_step->pool().num_threads() : 0) +
+      (precision == "f32" ? "" : ", " + precision);
   json out = result_json(m->name, config, *flags, *times, trainer->model().parameter_count(),
                          rss_before);
+  out["precision"] = precision;
   StepStats st = step_stats(*trainer);
   json gemms = json::array();
   for (const auto& g : st.gemm_shapes) gemms.push_back({g[0], g[1], g[2], g[3]});
@@ -186,6 +193,7 @@ int main(int argc, char** argv) {
   std::vector<FlagSpec> specs = weft::bench::worker_flag_specs();
   specs.push_back(FlagSpec("print-params", "", /*takes_value_in=*/false));
   specs.push_back(FlagSpec("allow-paper", "", /*takes_value_in=*/false));
+  specs.push_back(FlagSpec("precision"));
   auto args = weft::cli::parse_args("weft_worker", argv_list, specs);
   if (!args.ok()) return weft::bench::fail(args.error());
   return weft::bench::run(*args);

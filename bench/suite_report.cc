@@ -62,9 +62,11 @@ double median(std::vector<double> values) {
   return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
 }
 
-bool first_losses_agree(double weft, double pytorch) {
-  return std::fabs(weft - pytorch) <= 1e-4 * (1.0 + std::fabs(pytorch));
+bool first_losses_agree(double weft, double pytorch, double tolerance) {
+  return std::fabs(weft - pytorch) <= tolerance * (1.0 + std::fabs(pytorch));
 }
+
+double first_loss_tolerance(const std::string& precision) { return precision == "f32" ? 1e-4 : 1e-2; }
 
 const RunSummary* ModelResult::best_pytorch() const {
   const RunSummary* best = nullptr;

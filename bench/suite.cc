@@ -322,7 +322,7 @@ class Suite {
   }
 
   /// Parameter counts equal, first-step losses within tolerance (bench/PROTOCOL.md 4).
-  static void check_agreement(const ModelResult& r) {
+  void check_agreement(const ModelResult& r) const {
     for (const RunSummary& pt : r.pytorch) {
       if (!pt.ran()) continue;
       if (!r.weft->param_count || !pt.param_count) {

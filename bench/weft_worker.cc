@@ -26,6 +26,7 @@
 #include "bench/models.h"
 #include "bench/step_stats.h"
 #include "bench/timed_run.h"
+#include "training/flag_values.h"
 #include "runtime/cpu/executor.h"
 #include "formats/safetensors.h"
 #include "tools/weftc/args.h"
@@ -134,10 +135,9 @@ int run(const cli::Args& args) {
   TrainOptions options;
   options.seed = flags->seed;
   const std::string precision = args.get("precision", "f32");
-  if (precision != "f32" && precision != "bf16" && precision != "f16") {
-    return fail(Error{"--precision=" + precision + ": one of f32, bf16, f16"});
-  }
-  options.precision = *parse_dtype(precision);
+  const std::optional<DType> dtype = parse_precision(precision);
+  if (!dtype) return fail(Error{"--precision=" + precision + ": one of f32, bf16, f16"});
+  options.precision = *dtype;
   StatusOr<Trainer> trainer =
       Trainer::compile(m->net, m->inputs, m->loss, OptimizerSpec::adam(m->lr), options);
   if (!trainer.ok()) return fail(trainer.error());

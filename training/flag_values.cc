@@ -85,4 +85,9 @@ std::optional<std::string> unwritable_file(const std::string& path) {
   return std::nullopt;
 }
 
+std::optional<DType> parse_precision(std::string_view text) {
+  if (text != "f32" && text != "bf16" && text != "f16") return std::nullopt;
+  return parse_dtype(text);
+}
+
 }  // namespace weft

@@ -16,6 +16,8 @@
 #include <string>
 #include <string_view>
 
+#include "ir/dtype.h"
+
 namespace weft {
 
 /// A number read from a flag's value, or why it is not one.
@@ -52,5 +54,9 @@ std::string resolve_path(const std::string& path);
 /// not writable", "that is a directory; name a file", "the file exists and is not
 /// writable".
 std::optional<std::string> unwritable_file(const std::string& path);
+
+/// A training step's precision (TrainOptions::precision): "f32", or the mixed precisions
+/// "bf16" and "f16"; nullopt for anything else.
+std::optional<DType> parse_precision(std::string_view text);
 
 }  // namespace weft

@@ -10,6 +10,14 @@
 namespace weft {
 namespace {
 
+TEST(FlagValues, Precisions) {
+  EXPECT_EQ(parse_precision("f32"), DType::f32);
+  EXPECT_EQ(parse_precision("bf16"), DType::bf16);
+  EXPECT_EQ(parse_precision("f16"), DType::f16);
+  EXPECT_EQ(parse_precision("f64"), std::nullopt);
+  EXPECT_EQ(parse_precision("i32"), std::nullopt);
+}
+
 TEST(FlagValues, WholeNumbers) {
   EXPECT_EQ(parse_whole_number("12").value, 12);
   EXPECT_EQ(parse_whole_number("-3").value, -3);

@@ -154,10 +154,11 @@ std::vector<Flag> make_flags() {
                }});
   f.push_back({"precision", "DTYPE", "f32",
                "f32, or mixed precision: bf16 or f16 matmuls and convolutions, with f32 weights, "
-               "gradients, reductions, norms and loss (f16 without loss scaling)",
+               "gradients, reductions, norms and loss (f16 with dynamic loss scaling)",
                [](DriverConfig& c, const std::string& v) -> Status {
-                 if (v != "f32" && v != "bf16" && v != "f16") return bad("precision", v, "one of f32, bf16, f16");
-                 c.precision = *parse_dtype(v);
+                 const std::optional<DType> precision = parse_precision(v);
+                 if (!precision) return bad("precision", v, "one of f32, bf16, f16");
+                 c.precision = *precision;
                  return Status();
                }});
   // The learning rate.

@@ -10,11 +10,17 @@
 //
 // Before the work starts it checks that the address-space limit, if one is set, leaves
 // kAddressSpaceHeadroom free after the process's libraries are mapped, and refuses with
-// the limit in the message otherwise; an allocation or thread creation that still fails
-// ends the run with one clear error and exit status 1, not an abort. (A limit so low that
+// the limit in the message otherwise. Under a limit it also makes threads share glibc's
+// one malloc arena: each thread arena reserves 64 MiB of address space (128 MiB while it
+// is being aligned), which the limit counts though nothing is committed, so two pool
+// threads cost more than the whole step of a small model, and a library whose allocation
+// then fails inside a JIT compiler (oneDNN's) crashes instead of throwing. An allocation
+// or thread creation that still fails ends the run with one clear error and exit status
+// 1, not an abort. (A limit so low that
 // the dynamic loader cannot map the libraries, or their static initializers cannot
 // allocate, fails before main, in the loader's or the library's words.)
 
+#include <malloc.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 
@@ -44,8 +50,9 @@ inline bool address_space_free(uint64_t bytes) {
 template <typename F>
 int run_guarded(const char* program, F&& work, std::FILE* err = stderr) {
   rlimit limit{};
-  if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
-      !address_space_free(kAddressSpaceHeadroom)) {
+  const bool limited = getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY;
+  if (limited) mallopt(M_ARENA_MAX, 1);  // before work() starts any thread
+  if (limited && !address_space_free(kAddressSpaceHeadroom)) {
     std::fprintf(err,
                  "%s: error: the address-space limit (ulimit -v: %llu MiB) leaves less than %llu MiB free "
                  "once weft's libraries are loaded; raise the limit\n",

@@ -33,9 +33,10 @@ bool same_dtype_of(const std::vector<Type>& operands, const Type& result,
   return true;
 }
 
-// f32 or f64, the same for every operand and the result (the pooling kernels).
+// A float dtype (f32, f64, f16, bf16), the same for every operand and the result (the
+// pooling kernels; f16/bf16 computed in f32, pool.h).
 bool float_types(const std::vector<Type>& operands, const Type& result) {
-  return same_dtype_of(operands, result, {DType::f32, DType::f64});
+  return same_dtype_of(operands, result, {DType::f32, DType::f64, DType::f16, DType::bf16});
 }
 
 // The product of dims, when it fits int64.
@@ -184,7 +185,7 @@ StatusOr<PoolWindow> plan_pooling(const Node& node, const std::vector<Type>& ope
                                   const Type& result) {
   const std::string types = types_string(operands, result);
   if (!float_types(operands, result)) {
-    return op_error(node, "the pooling kernels run f32 and f64 only, not " + types);
+    return op_error(node, "the pooling kernels run float dtypes (f32, f64, f16, bf16) only, not " + types);
   }
   const size_t arity = node.op == Op::MaxPool2dBackward || node.op == Op::MaxPool2dSelect ? 2 : 1;
   if (operands.size() != arity) return op_error(node, "wrong number of operands: " + types);

@@ -129,7 +129,7 @@ int choose_conv_algorithm(const std::vector<ConvAlgorithm>& offered,
 /// avg_pool2d_backward, max_pool2d_select) on operands of `operands` types giving
 /// `result`, with reference semantics (kernel, stride defaulting to kernel, padding;
 /// floor mode). Errors (naming the op and types): what the reference rejects, a dtype
-/// other than f32/f64.
+/// other than f32, f64, f16 or bf16 (halves are computed in f32: pool.h).
 StatusOr<PoolWindow> plan_pooling(const Node& node, const std::vector<Type>& operands,
                                   const Type& result);
 

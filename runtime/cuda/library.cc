@@ -127,7 +127,7 @@ std::string_view category_gap(const Node& node, const std::vector<Type>& operand
         return "cuDNN does not plan this convolution (plan_convolution: f32, f64, f16 or "
                "bf16, 1-3 spatial dims)";
       }
-      return "the pooling kernels take f32 and f64 only (plan_pooling)";
+      return "the pooling kernels take float dtypes only (plan_pooling)";
     case OpCategory::Composite:
       if (node.op == Op::CrossEntropy || node.op == Op::Mse) {
         return "the loss kernels take f32 or f64 values (and i32, i64 or u8 labels)";

@@ -192,8 +192,11 @@ TEST(LibraryKind, EveryOpOfATrainingStepHasDeviceCode) {
        LibraryKind::random},
       {"%x: f32[3,5], %i: i64[2]", "  %y = gather(%x, %i) {axis=0}\n", LibraryKind::gather},
       {"%x: f32[4,6], %w: f32[6,3]", "  %y = matmul(%x, %w)\n", LibraryKind::matmul},
+      // Half GEMMs on tensor cores (cublasGemmEx), half pooling computed in f32.
+      {"%x: f16[4,6], %w: f16[6,3]", "  %y = matmul(%x, %w)\n", LibraryKind::matmul},
+      {"%x: bf16[2,3,8,8]", "  %y = max_pool2d(%x) {kernel=[2, 2]}\n", LibraryKind::pooling},
       // What the device code does not cover yet is the host.
-      {"%x: f16[4,6], %w: f16[6,3]", "  %y = matmul(%x, %w)\n", LibraryKind::host},
+      {"%x: f32[4,6]", "  %y = argmax(%x) {axis=1}\n", LibraryKind::host},
       {"%k: i64[2]", "  %y = random_uniform(%k) {shape=[4], dtype=f16}\n", LibraryKind::host},
   };
   for (const auto& [inputs, body, want] : ops) {
@@ -203,14 +206,14 @@ TEST(LibraryKind, EveryOpOfATrainingStepHasDeviceCode) {
 }
 
 TEST(LibraryKind, HostFallbacksAreAnErrorNamingTheOpAndLine) {
-  const OneOp op = one_op("%x: f16[4,6], %w: f16[6,3]", "  %y = matmul(%x, %w)\n");
+  const OneOp op = one_op("%x: f32[4,6]", "  %y = argmax(%x) {axis=1}\n");
   Program p;
   p.name = "t";
   Invocation inv;
   inv.kind = Invocation::Kind::library;
   inv.node = op.node();
   inv.label = "y";
-  inv.operands = {BufferRef{Space::input, 0, 0, op.types()[0]}, BufferRef{Space::input, 1, 0, op.types()[1]}};
+  inv.operands = {BufferRef{Space::input, 0, 0, op.types()[0]}};
   inv.results = {BufferRef{Space::arena, -1, 0, op.result()}};
   p.code.push_back(inv);
   EXPECT_EQ(host_invocations(p), std::vector<int>{0});
@@ -218,12 +221,14 @@ TEST(LibraryKind, HostFallbacksAreAnErrorNamingTheOpAndLine) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.to_string(),
             "t.wir:2:3: error: program @t would run 1 op on the host (no CUDA kernel for it):\n"
-            "  matmul at t.wir:2:3 (%y): f16[4,6], f16[6,3] -> f16[4,3]\n"
+            "  argmax at t.wir:2:3 (%y): f32[4,6] -> i64[4]\n"
             "set allow_host_fallback to run them on the reference interpreter on the host (a "
             "debugging path: a synchronize and two copies each)");
-  p.code[0].node = one_op("%x: f32[4,6], %w: f32[6,3]", "  %y = matmul(%x, %w)\n").node();
-  p.code[0].operands[0].type.dtype = p.code[0].operands[1].type.dtype = DType::f32;
-  p.code[0].results[0].type.dtype = DType::f32;
+  const OneOp matmul = one_op("%x: f16[4,6], %w: f16[6,3]", "  %y = matmul(%x, %w)\n");
+  p.code[0].node = matmul.node();
+  p.code[0].operands = {BufferRef{Space::input, 0, 0, matmul.types()[0]},
+                        BufferRef{Space::input, 1, 0, matmul.types()[1]}};
+  p.code[0].results[0].type = matmul.result();
   EXPECT_TRUE(check_device_only(p).ok());
 }
 

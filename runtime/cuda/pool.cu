@@ -1,6 +1,7 @@
 // The pooling kernels (pool.h): a grid-stride loop over the result's elements on
 // 256-thread blocks, each element pool_kernels.h's function.
 
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -30,6 +31,45 @@ __global__ void max_pool_backward_scatter_kernel(PoolWindow g, const T* x, const
   for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < windows;
        e += stride) {
     max_pool_backward_scatter(g, x, gy, e, out);
+  }
+}
+
+// f16/bf16 bits → f32, exactly; an f16 NaN keeps its sign and payload (f16_to_float).
+__device__ float half_to_float(uint16_t h, bool bf16) {
+  if (bf16) return __uint_as_float(static_cast<uint32_t>(h) << 16);
+  if ((h & 0x7fffu) > 0x7c00u) {
+    return __uint_as_float(((h & 0x8000u) << 16) | 0x7f800000u | ((h & 0x3ffu) << 13));
+  }
+  return __half2float(__ushort_as_half(h));
+}
+
+// f32 → f16/bf16 bits, rounded to nearest even as runtime/tensor.h's float_to_bf16 /
+// float_to_f16 (and codegen/emit_half.cc) round: bf16 by integer ops (denormals kept),
+// NaN as the top half with the quiet bit; f16 by the hardware's cvt.rn, NaN as
+// sign | 0x7e00.
+__device__ uint16_t float_to_half(float x, bool bf16) {
+  const uint32_t u = __float_as_uint(x);
+  if (bf16) {
+    if (x != x) return static_cast<uint16_t>((u >> 16) | 0x40u);
+    return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  }
+  if (x != x) return static_cast<uint16_t>(((u >> 16) & 0x8000u) | 0x7e00u);
+  return __half_as_ushort(__float2half_rn(x));
+}
+
+__global__ void widen_kernel(const uint16_t* in, float* out, int64_t count, bool bf16) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < count;
+       e += stride) {
+    out[e] = half_to_float(in[e], bf16);
+  }
+}
+
+__global__ void narrow_kernel(const float* in, uint16_t* out, int64_t count, bool bf16) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < count;
+       e += stride) {
+    out[e] = float_to_half(in[e], bf16);
   }
 }
 
@@ -72,6 +112,29 @@ cudaError_t launch_pool(PoolOp op, bool f64, const PoolWindow& window, const voi
         op, window, static_cast<const float*>(a), static_cast<const float*>(b),
         static_cast<float*>(out), count);
   }
+  return cudaGetLastError();
+}
+
+cudaError_t launch_pool_half(PoolOp op, bool bf16, const PoolWindow& window, const void* a,
+                             const void* b, void* out, void* workspace, cudaStream_t stream) {
+  const PoolOperandCounts n = pool_operand_counts(window, op);
+  const int64_t count = pool_result_count(window, op);
+  if (count == 0) return cudaSuccess;
+  float* a32 = static_cast<float*>(workspace);
+  float* b32 = a32 + n.a;
+  float* out32 = b32 + n.b;
+  const auto widen = [&](const void* h, float* f, int64_t elements) {
+    if (elements == 0) return cudaSuccess;
+    widen_kernel<<<blocks_for(elements), kThreads, 0, stream>>>(static_cast<const uint16_t*>(h),
+                                                                f, elements, bf16);
+    return cudaGetLastError();
+  };
+  cudaError_t e = widen(a, a32, n.a);
+  if (e == cudaSuccess && b != nullptr) e = widen(b, b32, n.b);
+  if (e == cudaSuccess) e = launch_pool(op, /*f64=*/false, window, a32, b ? b32 : nullptr, out32, stream);
+  if (e != cudaSuccess) return e;
+  narrow_kernel<<<blocks_for(count), kThreads, 0, stream>>>(out32, static_cast<uint16_t*>(out),
+                                                            count, bf16);
   return cudaGetLastError();
 }
 

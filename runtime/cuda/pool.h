@@ -16,4 +16,12 @@ namespace weft::cuda {
 cudaError_t launch_pool(PoolOp op, bool f64, const PoolWindow& window, const void* a,
                         const void* b, void* out, cudaStream_t stream);
 
+/// The same for f16 (`bf16` false) or bf16 operands and result, as the reference computes
+/// a half op: the operands widened to f32 exactly into `workspace`
+/// (pool_half_workspace_bytes), the f32 kernel run there, its result rounded to nearest
+/// even into `out` (float_to_f16 / float_to_bf16's rules, NaN included). Three more
+/// launches than launch_pool, still no synchronization or allocation.
+cudaError_t launch_pool_half(PoolOp op, bool bf16, const PoolWindow& window, const void* a,
+                             const void* b, void* out, void* workspace, cudaStream_t stream);
+
 }  // namespace weft::cuda

@@ -18,6 +18,7 @@
 // (nor NaN as the maximum), which max_pool2d_backward and max_pool2d_select must match
 // so that the gradient goes to the same element on every backend.
 
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 
@@ -46,6 +47,28 @@ enum PoolOp : int32_t { kMaxPool, kAvgPool, kMaxPoolBackward, kAvgPoolBackward, 
 WEFT_HD inline int64_t pool_result_count(const PoolWindow& g, PoolOp op) {
   return op == kMaxPoolBackward || op == kAvgPoolBackward ? g.planes * g.h * g.w
                                                           : g.planes * g.oh * g.ow;
+}
+
+/// Elements of `op`'s operands a and b (0 for b when the op has one operand).
+struct PoolOperandCounts {
+  int64_t a = 0, b = 0;
+};
+WEFT_HD inline PoolOperandCounts pool_operand_counts(const PoolWindow& g, PoolOp op) {
+  const int64_t in = g.planes * g.h * g.w, pooled = g.planes * g.oh * g.ow;
+  switch (op) {
+    case kMaxPool: case kAvgPool: return {in, 0};
+    case kMaxPoolBackward: return {in, pooled};
+    case kAvgPoolBackward: return {pooled, 0};
+    case kMaxPoolSelect: return {in, in};
+  }
+  return {};
+}
+
+/// The f32 scratch an f16/bf16 pooling takes (pool.h, launch_pool_half): its operands
+/// widened and its f32 result, before rounding.
+inline size_t pool_half_workspace_bytes(const PoolWindow& g, PoolOp op) {
+  const PoolOperandCounts n = pool_operand_counts(g, op);
+  return static_cast<size_t>(n.a + n.b + pool_result_count(g, op)) * sizeof(float);
 }
 
 /// a·b rounded once: nvcc would otherwise contract `acc += a * b` into one FMA, which

@@ -1,7 +1,7 @@
 // The pooling kernels checked without a GPU: pool.cu computes each result element with
 // pool_kernels.h's functions, and here those same functions run over host buffers (the
 // window planned by plan_pooling) and are compared bit for bit with the reference
-// interpreter — every op, f32 and f64, on geometries with strides, padding, overlapping
+// interpreter — every op, f32, f64, f16 and bf16 (widened, computed in f32, rounded), on geometries with strides, padding, overlapping
 // windows, floor-mode leftovers, windows of padding only, ties and NaNs.
 #include "runtime/cuda/pool_kernels.h"
 
@@ -137,6 +137,44 @@ void check_op(Op op, const Geometry& geo, DType dtype, bool nans) {
   }
 }
 
+// f16/bf16 (pool.h, launch_pool_half): the operands widened to f32, the f32 per-element
+// functions, the result rounded once to the dtype — bit for bit the reference's (which
+// runs its f32 kernel on the widened operands and rounds). The workspace holds exactly
+// the widened operands and the f32 result.
+void check_half_op(Op op, const Geometry& geo, DType dtype, bool nans) {
+  const Type xt{dtype, geo.x}, yt{dtype, pooled_shape(geo)};
+  std::vector<Tensor> args;
+  Type result = yt;
+  switch (op) {
+    case Op::MaxPool2d: case Op::AvgPool2d: args = {tied_tensor(xt, 1, nans)}; break;
+    case Op::MaxPool2dBackward: args = {tied_tensor(xt, 1, nans), random_tensor(yt, 2)}; result = xt; break;
+    case Op::AvgPool2dBackward: args = {random_tensor(yt, 3)}; result = xt; break;
+    default: args = {tied_tensor(xt, 1, nans), random_tensor(xt, 4)}; break;
+  }
+  std::vector<Type> types;
+  std::vector<Tensor> wide;
+  for (const Tensor& t : args) {
+    types.push_back(t.type());
+    Tensor f(Type{DType::f32, t.type().shape});
+    for (int64_t i = 0; i < t.numel(); ++i) f.set_double(i, t.get_double(i));
+    wide.push_back(std::move(f));
+  }
+  const Node node = pool_node(op, geo);
+  StatusOr<PoolWindow> w = plan_pooling(node, types, result);
+  ASSERT_TRUE(w.ok()) << w.status().to_string();
+  const PoolOperandCounts n = pool_operand_counts(*w, pool_op(op));
+  EXPECT_EQ(n.a, args[0].numel());
+  EXPECT_EQ(n.b, args.size() > 1 ? args[1].numel() : 0);
+  EXPECT_EQ(pool_half_workspace_bytes(*w, pool_op(op)),
+            static_cast<size_t>(n.a + n.b + result.numel()) * sizeof(float));
+  const Tensor f32 = run_elements<float>(pool_op(op), *w, wide[0],
+                                         wide.size() > 1 ? &wide[1] : nullptr,
+                                         Type{DType::f32, result.shape});
+  Tensor got(result);
+  for (int64_t i = 0; i < got.numel(); ++i) got.set_double(i, f32.get_double(i));
+  expect_identical(got, reference_node(node, args, result));
+}
+
 class PoolKernelsTest : public ::testing::TestWithParam<Geometry> {};
 
 TEST_P(PoolKernelsTest, EveryOpMatchesTheReferenceBitForBit) {
@@ -147,6 +185,10 @@ TEST_P(PoolKernelsTest, EveryOpMatchesTheReferenceBitForBit) {
       SCOPED_TRACE(std::string(op_name(op)) + (nans ? " with NaNs" : ""));
       check_op<float>(op, geo, DType::f32, nans);
       check_op<double>(op, geo, DType::f64, nans);
+      for (DType half : {DType::bf16, DType::f16}) {
+        SCOPED_TRACE(std::string(dtype_name(half)));
+        check_half_op(op, geo, half, nans);
+      }
     }
   }
 }
@@ -191,7 +233,8 @@ TEST(PoolKernels, PlanRefusesWhatTheKernelsDoNotRun) {
       plan_pooling(node, {Type{DType::i32, geo.x}}, Type{DType::i32, Shape{1, 1, 2, 2}});
   ASSERT_FALSE(i32.ok());
   EXPECT_EQ(i32.error().message,
-            "max_pool2d: the pooling kernels run f32 and f64 only, not i32[1,1,4,4] -> "
+            "max_pool2d: the pooling kernels run float dtypes (f32, f64, f16, bf16) only, not "
+            "i32[1,1,4,4] -> "
             "i32[1,1,2,2]");
   StatusOr<PoolWindow> wrong =
       plan_pooling(node, {Type{DType::f32, geo.x}}, Type{DType::f32, Shape{1, 1, 3, 3}});

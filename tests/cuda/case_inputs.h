@@ -28,7 +28,9 @@ inline Graph parse_case(const Case& c) {
 /// `weft.lr` is 0.01), integers in [0, 2] (class labels), parameters uniform in
 /// ±1/√fan_in as PyTorch initializes them (fan_in = numel / dims[0]; ±0.5 for vectors),
 /// so activations stay O(1) and softmax does not saturate, state (optimizer slots,
-/// running statistics, counters) zero; `weft.step` is set per step (set_step).
+/// running statistics, counters) zero but f16 loss scaling's `loss_scale`, which starts at
+/// 2^16 as the Trainer starts it (autodiff/loss_scale.h's kLossScaleState, GradScaler's
+/// init_scale); `weft.step` is set per step (set_step).
 inline std::vector<Tensor> make_inputs(const Graph& g, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<Tensor> inputs;
@@ -49,6 +51,8 @@ inline std::vector<Tensor> make_inputs(const Graph& g, uint64_t seed) {
         else if (type.dtype == DType::boolean) v = rng() % 2;
         else if (!is_floating(type.dtype)) v = static_cast<double>(rng() % 3);
         else v = std::uniform_real_distribution<double>(-2, 2)(rng);
+      } else if (in.kind == InputKind::state && name == "loss_scale") {
+        v = 65536;
       }
       t.set_double(i, v);
     }

@@ -138,4 +138,15 @@ StatusOr<bool> plan_matmul(const Node& node, const Type& a_type, const Type& b_t
 }
 
 
+std::optional<double> gemm_flops(const Invocation& inv) {
+  const bool gemm = inv.node.op == Op::Matmul && inv.operands.size() >= 2 &&
+                    (inv.kind == Invocation::Kind::library ||
+                     inv.kind == Invocation::Kind::contraction);
+  if (!gemm) return std::nullopt;
+  MatmulPlan plan;
+  StatusOr<bool> planned = plan_matmul(inv.node, inv.operands[0].type, inv.operands[1].type, plan);
+  if (!planned.ok() || !*planned) return std::nullopt;
+  return plan.flops();
+}
+
 }  // namespace weft::cuda

@@ -23,6 +23,7 @@
 // misses the reference's f32 by far more than its tolerance, hence opt-in.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -91,5 +92,10 @@ struct MatmulPlan {
 /// The plan's math is contraction_math(dtype, /*tf32=*/false); the executor sets tf32 where
 /// asked. Errors (naming the op and both types): operands whose shapes do not multiply.
 StatusOr<bool> plan_matmul(const Node& node, const Type& a, const Type& b, MatmulPlan& plan);
+
+/// The floating-point operations of `inv` when it is a GEMM cuBLAS runs (a library
+/// matmul, or a contraction's GEMM): MatmulPlan::flops; nullopt otherwise. With a
+/// profile's milliseconds (Executor::profile_step), the GEMM's achieved TFLOP/s.
+std::optional<double> gemm_flops(const Invocation& inv);
 
 }  // namespace weft::cuda

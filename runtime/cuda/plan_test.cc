@@ -242,6 +242,25 @@ TEST(PlanMatmul, Tf32IsForF32Only) {
   EXPECT_EQ(plan.describe(DType::f32), "sgemm 64x32x48 (tf32 tensor cores)");
 }
 
+// A profile's TFLOP/s: a GEMM invocation's operations (a library matmul or a contraction's
+// GEMM), nothing for other invocations or what cuBLAS does not run.
+TEST(PlanMatmul, GemmFlopsOfAnInvocation) {
+  Invocation inv;
+  inv.kind = Invocation::Kind::library;
+  inv.node = matmul_node(false, false);
+  inv.operands = {BufferRef{Space::input, 0, 0, Type{DType::bf16, {4, 16, 24}}},
+                  BufferRef{Space::input, 1, 0, Type{DType::bf16, {24, 8}}}};
+  ASSERT_TRUE(gemm_flops(inv).has_value());
+  EXPECT_EQ(*gemm_flops(inv), 2.0 * 4 * 16 * 8 * 24);
+  inv.kind = Invocation::Kind::contraction;
+  EXPECT_EQ(*gemm_flops(inv), 2.0 * 4 * 16 * 8 * 24);
+  inv.kind = Invocation::Kind::generated;
+  EXPECT_FALSE(gemm_flops(inv).has_value());
+  inv.kind = Invocation::Kind::library;
+  inv.operands[1].type.dtype = DType::i32;
+  EXPECT_FALSE(gemm_flops(inv).has_value());
+}
+
 TEST(PlanMatmul, WhatCublasDoesNotRunIsNotPlanned) {
   MatmulPlan plan;
   EXPECT_FALSE(*plan_matmul(matmul_node(false, false), {DType::i32, {4, 4}}, {DType::i32, {4, 4}},

@@ -20,3 +20,33 @@ cuda_cases_source = rule(
         "flags": attr.string_list(),
     },
 )
+
+def step_bench_binary(name, cases):
+    """step_bench.cc over one generated cases file (`cases`): a self-contained binary.
+
+    Like cases_test, weft's libraries and libstdc++ are linked in and CUDA's own libraries
+    come from the machine it runs on, so the binary is copied to a GPU machine as is.
+    """
+    native.cc_binary(
+        name = name,
+        srcs = [
+            "case_inputs.h",
+            "cases.h",
+            "step_bench.cc",
+            cases,
+        ],
+        linkopts = [
+            "-static-libstdc++",
+            "-static-libgcc",
+        ],
+        deps = [
+            "//bench:timed_run",
+            "//runtime:binding",
+            "//ir:text",
+            "//passes:infer_types",
+            "//runtime:program_tables",
+            "//runtime/cuda:executor",
+            "//runtime/cuda:plan",
+            "//runtime/reference:interpreter",
+        ],
+    )

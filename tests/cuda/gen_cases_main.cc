@@ -1,6 +1,7 @@
 // Writes tests/cuda/cases.cc (cases.h): each graph lowered for the GPU. Run by the
 // rules in tests/cuda/BUILD: `gen_cases OUT.cc` (the test cases), `gen_cases --suite
-// OUT.cc` (the ten suite models' training steps, for suite_bench).
+// OUT.cc` (the ten suite models' training steps, for suite_bench), `gen_cases
+// --suite-bf16 OUT.cc` (the same steps in bf16 under autocast, for suite_bf16_bench).
 
 #include <algorithm>
 #include <cstdio>
@@ -501,14 +502,15 @@ std::vector<GraphCase> half_cases() {
 }
 
 /// The benchmark suite's ten models (bench/models.h) at the paper preset: their training
-/// steps (Adam), for step_bench's suite binary (`gen_cases --suite`), timed only.
-std::vector<GraphCase> suite_cases() {
+/// steps (Adam) at `precision` (TrainOptions::precision: f32 for `gen_cases --suite`,
+/// bf16 under autocast for `--suite-bf16`), for step_bench's suite binaries, timed only.
+std::vector<GraphCase> suite_cases(DType precision) {
   std::vector<GraphCase> cases;
   for (const std::string& name : bench::bench_model_names()) {
     StatusOr<bench::BenchModel> m = bench::make_bench_model(name, bench::Preset::paper);
     WEFT_CHECK(m.ok(), m.ok() ? "" : m.error().to_string());
     StatusOr<Trainer> t = Trainer::compile(m->net, m->inputs, m->loss, OptimizerSpec::adam(m->lr),
-                                           {.seed = 0, .backend = "reference"});
+                                           {.seed = 0, .backend = "reference", .precision = precision});
     WEFT_CHECK(t.ok(), t.ok() ? "" : t.error().to_string());
     Graph step = t->step_graph();
     const bool loops = std::any_of(step.nodes().begin(), step.nodes().end(),
@@ -531,8 +533,8 @@ std::string cpp_string(const std::string& s) {
   return out.empty() ? "\"\"" : out;
 }
 
-int run(const std::string& out_path, bool suite) {
-  std::vector<GraphCase> cases = suite ? suite_cases() : op_cases();
+int run(const std::string& out_path, bool suite, DType precision) {
+  std::vector<GraphCase> cases = suite ? suite_cases(precision) : op_cases();
   if (!suite) {
     for (GraphCase& c : training_cases()) cases.push_back(std::move(c));
     for (GraphCase& c : half_cases()) cases.push_back(std::move(c));
@@ -580,10 +582,12 @@ int run(const std::string& out_path, bool suite) {
 }  // namespace weft
 
 int main(int argc, char** argv) {
-  const bool suite = argc == 3 && std::string(argv[1]) == "--suite";
+  const std::string flag = argc == 3 ? argv[1] : "";
+  const bool suite = flag == "--suite" || flag == "--suite-bf16";
   if (argc != 2 && !suite) {
-    std::fprintf(stderr, "usage: gen_cases [--suite] OUT.cc\n");
+    std::fprintf(stderr, "usage: gen_cases [--suite|--suite-bf16] OUT.cc\n");
     return 2;
   }
-  return weft::run(argv[argc - 1], suite);
+  return weft::run(argv[argc - 1], suite,
+                   flag == "--suite-bf16" ? weft::DType::bf16 : weft::DType::f32);
 }

@@ -15,7 +15,9 @@
 // --program prints each case's Program listing instead (no GPU needed); --profile=TOP
 // prints, launch by launch, the TOP costliest invocations of one more step (CUDA events)
 // and the TOP costliest kinds of invocation (the same description: one GEMM shape, one
-// kernel, one cuDNN call) with their counts; --conv picks ExecutorOptions::convolutions.
+// kernel, one cuDNN call) with their counts, and each GEMM's achieved TFLOP/s (tensor-core
+// ones: bf16gemm, hgemm, tf32); --conv picks ExecutorOptions::convolutions; --tf32 sets
+// ExecutorOptions::tf32 (f32 GEMMs and convolutions on TF32 tensor cores).
 
 #include <algorithm>
 #include <chrono>
@@ -23,6 +25,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +33,7 @@
 #include "runtime/binding.h"
 #include "runtime/cuda/executor.h"
 #include "runtime/cuda/library.h"
+#include "runtime/cuda/plan.h"
 #include "runtime/reference/interpreter.h"
 #include "tests/cuda/case_inputs.h"
 #include "tests/cuda/cases.h"
@@ -141,7 +145,7 @@ int check(const std::string& name) {
 int run(int argc, char** argv) {
   int steps = 50, warmup = 5, top = 0;
   std::string only, init_dir, check_case;
-  bool listing = false;
+  bool listing = false, tf32 = false;
   cuda::ConvPolicy conv = cuda::ConvPolicy::deterministic;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -155,9 +159,11 @@ int run(int argc, char** argv) {
     else if (a == "--conv=fastest") conv = cuda::ConvPolicy::fastest;
     else if (a == "--conv=deterministic") conv = cuda::ConvPolicy::deterministic;
     else if (a == "--conv=exact") conv = cuda::ConvPolicy::exact;
+    else if (a == "--tf32") tf32 = true;
     else {
       std::fprintf(stderr, "usage: step_bench [--steps=N] [--warmup=N] [--case=NAME] [--program] "
-                           "[--profile=TOP] [--conv=deterministic|exact|fastest] [--init=DIR] [--check=CASE]\n");
+                           "[--profile=TOP] [--conv=deterministic|exact|fastest] [--tf32] [--init=DIR] "
+                           "[--check=CASE]\n");
       return 2;
     }
   }
@@ -235,7 +241,8 @@ int run(int argc, char** argv) {
         const Program program = c.program();
         const bool host = !cuda::check_device_only(program).ok();
         StatusOr<std::unique_ptr<cuda::Executor>> ex = cuda::Executor::create(
-            program, c.ptx, c.symbols, {.cuda_graph = graph, .allow_host_fallback = host, .convolutions = conv});
+            program, c.ptx, c.symbols,
+            {.cuda_graph = graph, .allow_host_fallback = host, .convolutions = conv, .tf32 = tf32});
         if (!ex.ok()) {
           std::fprintf(stderr, "%s: %s\n", c.name.c_str(), ex.error().to_string().c_str());
           return false;
@@ -298,8 +305,13 @@ int run(int argc, char** argv) {
           for (int k = 0; k < top && k < static_cast<int>(order.size()); ++k) {
             const size_t i = order[k];
             const Invocation& inv = (*ex)->program().code[i];
-            std::printf("    %8.3f ms  %-60.60s %s\n", (*prof)[i], i < lines.size() ? lines[i].c_str() : "",
-                        inv.results[0].type.to_string().c_str());
+            // GEMMs (tensor-core ones included): their achieved TFLOP/s.
+            char rate[32] = "";
+            if (const std::optional<double> flops = cuda::gemm_flops(inv); flops && (*prof)[i] > 0) {
+              std::snprintf(rate, sizeof rate, "  %.1f TFLOP/s", *flops / ((*prof)[i] * 1e-3) / 1e12);
+            }
+            std::printf("    %8.3f ms  %-60.60s %s%s\n", (*prof)[i], i < lines.size() ? lines[i].c_str() : "",
+                        inv.results[0].type.to_string().c_str(), rate);
           }
           // By kind: the invocations whose descriptions (less the index) are the same.
           std::map<std::string, std::pair<double, int>> kinds;

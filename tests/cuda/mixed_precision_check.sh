@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# [Mixed precision] (#30) on a GPU in one short lease (about four minutes): what was
+# written and tested on the host without a device.
+#  1. cases_test's f16/bf16 cases against the reference interpreter, launch by launch and
+#     as one CUDA graph: every half elementwise op the GPU emitter fuses, casts,
+#     reductions and row kernels in each GPU form, tensor-core GEMMs (cublasGemmEx, f32
+#     accumulation) with a fused epilogue, cuDNN f16/bf16 convolutions, pooling computed
+#     in f32, and training steps under autocast: the MLP, a layer-norm net and a BN CNN in
+#     bf16, the MLP in f16 with loss scaling. (The reference is the oracle the CPU backend
+#     is held to, op by op: kernel_coverage_test, half_coverage_test.) Then the f32 cases
+#     once more, as a regression check of the shared emitter.
+#  2. executor_test (the executor itself, f32).
+#  3. The bf16 training steps timed beside their f32 twins (step_bench), with the
+#     costliest invocations and each GEMM's achieved TFLOP/s (--profile).
+#  4. gemm_bench: tensor-core GEMM throughput, weft's call beside cuBLASLt's own best
+#     heuristic algorithm on the same shapes (bf16, f16, f32 with TF32).
+#  5. The ten suite models at the paper preset, one CUDA graph per step: bf16
+#     (suite_bf16_bench) beside f32 (suite_bench).
+# Build and copy here (about 60 MB):
+#
+#   bazel build //tests/cuda:cases_test //runtime/cuda:executor_test //tests/cuda:step_bench \
+#       //tests/cuda:gemm_bench //tests/cuda:suite_bench //tests/cuda:suite_bf16_bench
+#   mkdir -p .gpu && cp -f bazel-bin/tests/cuda/cases_test bazel-bin/runtime/cuda/executor_test \
+#       bazel-bin/tests/cuda/step_bench bazel-bin/tests/cuda/gemm_bench \
+#       bazel-bin/tests/cuda/suite_bench bazel-bin/tests/cuda/suite_bf16_bench .gpu/
+#   # device tool: run(command="tests/cuda/mixed_precision_check.sh", carry=[".gpu"], timeout_s=420)
+#
+# Logs go to /tmp/weft-gpu and, when $OUT is set, to $OUT.
+set -uo pipefail
+out=${OUT:-/tmp/weft-gpu}
+mkdir -p "$out"
+line() { grep -E "$1" "$2" | tr '\n' ' ' | cut -c1-400; echo; }
+
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+half='*bf16*:*f16*:*half*'
+timeout 120 .gpu/cases_test --gtest_brief=1 --gtest_filter="$half" \
+  >"$out/mp_cases_half.txt" 2>&1
+echo "== cases_test (f16/bf16) rc=$? $(line '^\[  (PASSED|FAILED)' "$out/mp_cases_half.txt")"
+grep -E "Failure|differ|Which is" -A2 "$out/mp_cases_half.txt" | head -30
+timeout 90 .gpu/cases_test --gtest_brief=1 --gtest_filter="-$half" \
+  >"$out/mp_cases_f32.txt" 2>&1
+echo "== cases_test (the rest) rc=$? $(line '^\[  (PASSED|FAILED)' "$out/mp_cases_f32.txt")"
+grep -E "Failure" -A3 "$out/mp_cases_f32.txt" | head -12
+timeout 60 .gpu/executor_test --gtest_brief=1 >"$out/mp_executor.txt" 2>&1
+echo "== executor_test rc=$? $(line '^\[  (PASSED|FAILED)' "$out/mp_executor.txt")"
+
+for c in mlp784_adam_step mlp784_bf16_adam_step mlp784_f16_adam_step cnn_sgd_step \
+         cnn_bf16_sgd_step; do
+  timeout 40 .gpu/step_bench --case=$c --steps=50 --warmup=5 --profile=6 \
+    >"$out/mp_step_$c.txt" 2>&1
+  echo "== step_bench --case=$c rc=$?"
+  grep -E "weft cuda|TFLOP/s" "$out/mp_step_$c.txt" | sed 's/ (min .*device/ device/' | head -8
+done
+timeout 40 .gpu/step_bench --case=mlp784_adam_step --tf32 --steps=50 --warmup=5 \
+  >"$out/mp_step_tf32.txt" 2>&1
+echo "== step_bench --case=mlp784_adam_step --tf32 rc=$?"
+grep -E "weft cuda" "$out/mp_step_tf32.txt" | sed 's/ (min .*device/ device/'
+
+timeout 90 .gpu/gemm_bench --reps=20 >"$out/mp_gemm.txt" 2>&1
+echo "== gemm_bench rc=$?"
+cat "$out/mp_gemm.txt" | cut -c1-160
+
+timeout 60 .gpu/suite_bench --steps=30 --warmup=5 >"$out/mp_suite_f32.txt" 2>&1
+echo "== suite_bench (f32) rc=$?"
+grep -E "weft cuda|error" "$out/mp_suite_f32.txt" | sed 's/ (min .*device/ device/' | cut -c1-170
+timeout 60 .gpu/suite_bf16_bench --steps=30 --warmup=5 >"$out/mp_suite_bf16.txt" 2>&1
+echo "== suite_bf16_bench rc=$?"
+grep -E "weft cuda|error" "$out/mp_suite_bf16.txt" | sed 's/ (min .*device/ device/' | cut -c1-170
+exit 0

@@ -112,6 +112,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program, std::strin
   Device& d = *ex->device_;
   d.ordinal = options.device;
   d.convolutions = options.convolutions;
+  d.tf32 = options.tf32;
   WEFT_RETURN_IF_ERROR(cuda_status(cudaStreamCreate(&d.stream), "cudaStreamCreate"));
   WEFT_RETURN_IF_ERROR(cublas_status(cublasCreate(&d.cublas), "cublasCreate"));
   WEFT_RETURN_IF_ERROR(cublas_status(cublasSetStream(d.cublas, d.stream), "cublasSetStream"));

@@ -1,5 +1,9 @@
 #include "tools/weftc/precision.h"
 
+#include <algorithm>
+#include <string_view>
+#include <vector>
+
 #include "passes/autocast.h"
 #include "training/flag_values.h"
 
@@ -26,6 +30,13 @@ StatusOr<std::string> run_stages(Graph& g, Pipeline& pipeline, DType precision,
   if (after == kAutocastStage && precision == DType::f32) {
     return Error{"weftc " + command + ": --after=autocast shows the casts of --precision=bf16 "
                  "or --precision=f16; at f32 there are none"};
+  }
+  const std::vector<std::string_view> passes = pipeline.pass_names();
+  if (precision != DType::f32 && !after.empty() && after != kAutocastStage &&
+      std::find(passes.begin(), passes.end(), after) == passes.end()) {
+    std::string known = kAutocastStage;
+    for (std::string_view p : passes) known += ", " + std::string(p);
+    return Error{"unknown pass '" + after + "'; known passes: " + known};
   }
   WEFT_RETURN_IF_ERROR(apply_precision(g, precision));
   if (after == kAutocastStage) return after;

@@ -33,7 +33,8 @@ Status apply_precision(Graph& g, DType precision);
 
 /// The autocast stage, then `pipeline` up to the pass `after` (empty: every pass);
 /// `after` may name the stage itself, which needs --precision=bf16 or f16 (an error
-/// naming `command` says so). Returns the name of the last stage run.
+/// naming `command` says so); an unknown `after` is an error listing the stages, autocast
+/// first. Returns the name of the last stage run.
 StatusOr<std::string> run_stages(Graph& g, Pipeline& pipeline, DType precision,
                                  const std::string& after, const std::string& command);
 

@@ -205,6 +205,10 @@ TEST(Weftc, PrecisionErrors) {
   }
   Result r = weftc("run " + wir + example_inputs() + " --out o --precision=BF16");
   EXPECT_EQ(r.out, "error: weftc run: --precision expects f32, bf16 or f16, got 'BF16'\n");
+  r = weftc("dump " + wir + " --precision=bf16 --after=autocat --backend=reference");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "error: unknown pass 'autocat'; known passes: autocast, infer-types, canonicalize, "
+                   "fold-constants, dce, cse\n");
   r = weftc("dump " + wir + " --after=autocast");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.out, "error: weftc dump: --after=autocast shows the casts of --precision=bf16 or "

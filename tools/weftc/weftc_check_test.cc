@@ -50,14 +50,18 @@ TEST(Weftc, CheckBackendCudaNamesOpsThatWouldRunOnTheHost) {
   Result r = weftc("check " + kExample + "mlp.wir --backend=cuda");
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("mlp.wir: cuda: every op runs on the GPU ("), std::string::npos) << r.out;
-  const std::string path = write_temp("half.wir",
-                                      "graph @g(%x: f16[4,6], %w: f16[6,3]) {\n"
-                                      "  %y = matmul(%x, %w)\n  %z = neg(%y)\n  return %z\n}\n");
-  r = weftc("check half.wir --backend=cuda", "cd " + temp_dir() + " &&");
+  // argmax has no CUDA kernel (a stated gap of runtime/cuda/library.h), nor has an f16
+  // random_uniform.
+  const std::string path = write_temp("host.wir",
+                                      "graph @g(%x: f32[4,6], %k: i64[2]) {\n"
+                                      "  %y = argmax(%x) {axis=1}\n"
+                                      "  %u = random_uniform(%k) {shape=[4], dtype=f16}\n"
+                                      "  return %y, %u\n}\n");
+  r = weftc("check host.wir --backend=cuda", "cd " + temp_dir() + " &&");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.out.find("half.wir:2:3: error: program @g would run 2 ops on the host (no CUDA "
-                       "kernel for it):\n  matmul at half.wir:2:3 (%y): f16[4,6], f16[6,3] -> "
-                       "f16[4,3]\n  neg at half.wir:3:3"),
+  EXPECT_NE(r.out.find("host.wir:2:3: error: program @g would run 2 ops on the host (no CUDA "
+                       "kernel for it):\n  argmax at host.wir:2:3 (%y): f32[4,6] -> i64[4]\n"
+                       "  random_uniform at host.wir:3:3"),
             std::string::npos)
       << r.out;
   r = weftc("check " + path + " --backend=cpu");

@@ -75,6 +75,26 @@ TEST(AotWorker, TrainsLikeTheJitWorkerOnEveryModel) {
   }
 }
 
+// --precision=bf16 (bench:suite --weft=aot --precision=bf16): the model's bf16 library
+// (bench/aot's NAME_bf16) trains like the JIT worker at bf16 on the GEMM-bound models.
+TEST(AotWorker, Bf16TrainsLikeTheJitWorkerAtBf16) {
+  for (const std::string model : {"mlp", "residual_tower", "transformer"}) {
+    SCOPED_TRACE(model);
+    const std::vector<std::string> a = {"--model=" + model, "--random-init", "--seed=3", "--warmup=0",
+                                        "--epochs=1", "--steps=3", "--precision=bf16"};
+    json jit = result_of(run_worker("weft_worker", a));
+    json aot = result_of(run_worker("weft_aot_worker", a));
+    ASSERT_TRUE(jit.is_object() && aot.is_object());
+    EXPECT_EQ(aot["precision"], "bf16");
+    const std::string config = aot["config"].get<std::string>();
+    EXPECT_EQ(config.substr(config.size() - 6), ", bf16") << config;
+    expect_close(aot["first_loss"].get<double>(), jit["first_loss"].get<double>(), "first loss");
+    expect_close(aot["last_loss"].get<double>(), jit["last_loss"].get<double>(), "loss of step 3");
+    EXPECT_EQ(aot["arena_bytes"], jit["arena_bytes"]);
+    EXPECT_EQ(aot["compiler_mapped"], false);
+  }
+}
+
 /// An INIT file as the suite's run.py writes it: every name of `--names-out`, deterministic
 /// values, the inputs and the target (left out when it is the input itself).
 void write_init(const std::string& names_path, const std::string& init_path) {
@@ -139,6 +159,13 @@ TEST(AotWorker, ErrorsArePinned) {
             "weft_aot_worker: error: unknown model 'bert'; models: transformer, mlp, "
             "residual_tower, feedback_fixed, gated_routing, iterative_refine, gru_seq, "
             "conv_autoenc, lstm_seq, convnet\n");
+  EXPECT_EQ(error_of({"--model=gated_routing", "--random-init", "--precision=bf16"}),
+            "weft_aot_worker: error: --precision=bf16: bench/aot builds no bf16 library of "
+            "gated_routing (only of the GEMM-bound transformer, mlp, residual_tower); use "
+            "bench/weft_worker (the JIT)\n");
+  EXPECT_EQ(error_of({"--model=mlp", "--random-init", "--precision=f16"}),
+            "weft_aot_worker: error: --precision=f16: bench/aot builds the suite's models in f32, "
+            "and transformer, mlp, residual_tower also in bf16\n");
   EXPECT_EQ(error_of({"--model=mlp"}),
             "weft_aot_worker: error: give exactly one of --names-out=PATH, --init=PATH, "
             "--random-init or --print-params\n");

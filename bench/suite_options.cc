@@ -13,6 +13,11 @@ const std::vector<std::string>& suite_models() {
   return models;
 }
 
+const std::vector<std::string>& suite_aot_bf16_models() {
+  static const std::vector<std::string> models = {"transformer", "mlp", "residual_tower"};
+  return models;
+}
+
 const char* const kSuiteUsage =
     "bazel run //bench:suite -- --preset=cpu|paper [--weft=jit|aot] [--models=a,b] "
     "[--epochs=N] [--warmup=N] [--rounds=N] [--json=PATH] [--pytorch-only] "
@@ -41,7 +46,7 @@ std::string user_path(const std::string& path) {
 
 StatusOr<SuiteOptions> parse_suite_options(const std::vector<std::string>& args) {
   SuiteOptions o;
-  bool epochs_set = false, warmup_set = false;
+  bool epochs_set = false, warmup_set = false, models_set = false;
   for (const std::string& a : args) {
     std::string name = a, value;
     bool has_value = false;
@@ -92,6 +97,7 @@ StatusOr<SuiteOptions> parse_suite_options(const std::vector<std::string>& args)
         o.models.push_back(m);
       }
       if (o.models.empty()) return Error{"--models names no model"};
+      models_set = true;
     } else if (name == "--epochs") {
       WEFT_ASSIGN_OR_RETURN(o.epochs, parse_count("epochs", value, 1));
       epochs_set = true;
@@ -116,8 +122,17 @@ StatusOr<SuiteOptions> parse_suite_options(const std::vector<std::string>& args)
   }
   if (o.preset.empty()) return Error{"--preset=cpu or --preset=paper is required"};
   if (o.precision != "f32" && o.weft == "aot") {
-    return Error{"--precision=" + o.precision + " with --weft=aot: the AOT libraries of bench/aot "
-                 "are compiled in f32 (mixed precision in AOT builds is planned)"};
+    // bench/aot builds bf16 libraries of the GEMM-bound models only (build time).
+    const std::vector<std::string>& built = suite_aot_bf16_models();
+    if (!models_set) o.models = built;
+    for (const std::string& m : o.models) {
+      if (std::find(built.begin(), built.end(), m) != built.end()) continue;
+      std::string list;
+      for (const std::string& b : built) list += (list.empty() ? "" : ", ") + b;
+      return Error{"--precision=" + o.precision + " with --weft=aot: bench/aot builds " + o.precision +
+                   " libraries of " + list + " only (the GEMM-bound models), not of " + m +
+                   "; drop it from --models or use --weft=jit"};
+    }
   }
   // bench/PROTOCOL.md: 3 warm-up and 20 measured epochs; the cpu preset 1 and 5.
   if (!epochs_set) o.epochs = o.preset == "cpu" ? 5 : 20;

@@ -14,6 +14,10 @@ namespace weft::bench {
 /// The ten models, in the suite's order.
 const std::vector<std::string>& suite_models();
 
+/// The models whose AOT libraries bench/aot also builds in bf16 (the GEMM-bound ones:
+/// NAME_bf16), which `--weft=aot --precision=bf16` runs.
+const std::vector<std::string>& suite_aot_bf16_models();
+
 /// The usage line printed under every command-line error.
 extern const char* const kSuiteUsage;
 
@@ -29,7 +33,8 @@ struct SuiteOptions {
   /// (bench/weft_aot_worker, the libraries of bench/aot).
   std::string weft = "jit";
   /// Both sides' precision: "f32", or "bf16" (weft's TrainOptions::precision, PyTorch's
-  /// torch.autocast("cpu", dtype=torch.bfloat16)).
+  /// torch.autocast("cpu", dtype=torch.bfloat16)). With --weft=aot, bf16 runs the
+  /// models of suite_aot_bf16_models() (their default), and refuses any other.
   std::string precision = "f32";
 };
 

@@ -194,6 +194,13 @@ TEST(Options, WeftAotChoosesTheAotWorker) {
   ASSERT_TRUE(jit.ok()) << jit.error().to_string();
   EXPECT_EQ(jit->weft, "jit");
   EXPECT_EQ(jit->epochs, 20);
+  // bf16 AOT: the models bench/aot builds in bf16, by default and when named.
+  StatusOr<SuiteOptions> bf16 = parse_suite_options({"--weft=aot", "--preset=cpu", "--precision=bf16"});
+  ASSERT_TRUE(bf16.ok()) << bf16.error().to_string();
+  EXPECT_EQ(bf16->models, (std::vector<std::string>{"transformer", "mlp", "residual_tower"}));
+  StatusOr<SuiteOptions> mlp = parse_suite_options({"--weft=aot", "--preset=cpu", "--precision=bf16", "--models=mlp"});
+  ASSERT_TRUE(mlp.ok()) << mlp.error().to_string();
+  EXPECT_EQ(mlp->models, (std::vector<std::string>{"mlp"}));
 }
 
 TEST(Options, ErrorsNameTheFlag) {
@@ -210,9 +217,10 @@ TEST(Options, ErrorsNameTheFlag) {
   EXPECT_EQ(error({"--preset=cpu", "--precision=f16"}),
             "--precision=f16: the suite's peer, PyTorch 1.13, autocasts to bfloat16 only on the "
             "CPU; use --precision=bf16");
-  EXPECT_EQ(error({"--preset=cpu", "--weft=aot", "--precision=bf16"}),
-            "--precision=bf16 with --weft=aot: the AOT libraries of bench/aot are compiled in f32 "
-            "(mixed precision in AOT builds is planned)");
+  EXPECT_EQ(error({"--preset=cpu", "--weft=aot", "--precision=bf16", "--models=mlp,convnet"}),
+            "--precision=bf16 with --weft=aot: bench/aot builds bf16 libraries of transformer, mlp, "
+            "residual_tower only (the GEMM-bound models), not of convnet; drop it from --models or "
+            "use --weft=jit");
   EXPECT_EQ(error({"--preset=gpu"}), "bad value for --preset: 'gpu' (cpu or paper)");
   EXPECT_EQ(error({"--preset=cpu", "--models=mlp,bert"}),
             "unknown model 'bert' in --models; the models are transformer, mlp, residual_tower, "

@@ -9,7 +9,9 @@
 //   weft_aot_worker --model=M --random-init [--seed=S] [--epochs=E] [--warmup=W]
 //       The same from the library's own initializers (the JIT Trainer's values for the
 //       same seed) and weft_worker's random data for that seed.
-//   Either takes --steps=N (steps per epoch instead of 50) and --profile.
+//   Either takes --steps=N (steps per epoch instead of 50), --profile, and
+//   --precision=f32|bf16: bf16 runs the model's bf16 library (NAME_bf16, built for the
+//   GEMM-bound transformer, mlp and residual_tower only; weft_library's `precision`).
 //
 // The parameter names (--names-out) come from bench/weft_worker, which builds the model
 // without compiling it; the paper preset is declined (the libraries are the cpu preset's).
@@ -26,8 +28,11 @@
 #include "bench/aot/iterative_refine.h"
 #include "bench/aot/lstm_seq.h"
 #include "bench/aot/mlp.h"
+#include "bench/aot/mlp_bf16.h"
 #include "bench/aot/residual_tower.h"
+#include "bench/aot/residual_tower_bf16.h"
 #include "bench/aot/transformer.h"
+#include "bench/aot/transformer_bf16.h"
 #include "bench/timed_run.h"
 #include "training/aot/compiled_model.h"
 #include "runtime/cpu/executor.h"
@@ -45,14 +50,16 @@ struct AotModel {
   int64_t token_range = 0;
   /// bench/models.cc's target_is_input: the target is input.0 itself.
   bool target_is_input = false;
+  /// The same model compiled with precision = "bf16" (bench/aot/BUILD), or null.
+  const aot::ModelTable& (*bf16_table)() = nullptr;
 };
 
 /// The ten models in bench_model_names()' order.
 const std::vector<AotModel>& aot_models() {
   static const std::vector<AotModel> models = {
-      {"transformer", &weft_aot::Transformer::table, 1024},
-      {"mlp", &weft_aot::Mlp::table},
-      {"residual_tower", &weft_aot::ResidualTower::table},
+      {"transformer", &weft_aot::Transformer::table, 1024, false, &weft_aot::TransformerBf16::table},
+      {"mlp", &weft_aot::Mlp::table, 0, false, &weft_aot::MlpBf16::table},
+      {"residual_tower", &weft_aot::ResidualTower::table, 0, false, &weft_aot::ResidualTowerBf16::table},
       {"feedback_fixed", &weft_aot::FeedbackFixed::table},
       {"gated_routing", &weft_aot::GatedRouting::table},
       {"iterative_refine", &weft_aot::IterativeRefine::table},
@@ -67,6 +74,25 @@ const std::vector<AotModel>& aot_models() {
 int fail(const Error& e) {
   std::fprintf(stderr, "weft_aot_worker: %s\n", e.to_string().c_str());
   return 1;
+}
+
+/// The library of `m` compiled at `precision` ("f32" or "bf16"), or an error naming the
+/// models that have one.
+StatusOr<const aot::ModelTable*> table_at(const AotModel& m, const std::string& precision) {
+  if (precision == "f32") return &m.table();
+  std::string with;
+  for (const AotModel& other : aot_models()) {
+    if (other.bf16_table) with += (with.empty() ? "" : ", ") + std::string(other.name);
+  }
+  if (precision != "bf16") {
+    return Error{"--precision=" + precision + ": bench/aot builds the suite's models in f32, and " +
+                 with + " also in bf16"};
+  }
+  if (!m.bf16_table) {
+    return Error{"--precision=bf16: bench/aot builds no bf16 library of " + std::string(m.name) +
+                 " (only of the GEMM-bound " + with + "); use bench/weft_worker (the JIT)"};
+  }
+  return &m.bf16_table();
 }
 
 /// What INIT must hold for `table`: its parameters and state (not `rng`), then the step's
@@ -130,7 +156,10 @@ int run(const cli::Args& args) {
   if (!flags.ok()) return fail(flags.error());
 
   const int64_t rss_before = proc_status_bytes("VmRSS");
-  const aot::ModelTable& table = model->table();
+  const std::string precision = args.get("precision", "f32");
+  StatusOr<const aot::ModelTable*> at = table_at(*model, precision);
+  if (!at.ok()) return fail(at.error());
+  const aot::ModelTable& table = **at;
   StatusOr<std::unique_ptr<aot::CompiledModel>> compiled =
       aot::CompiledModel::create(table, flags->seed);
   if (!compiled.ok()) return fail(compiled.error());
@@ -162,11 +191,13 @@ int run(const cli::Args& args) {
   auto* cpu_executor = dynamic_cast<cpu::Executor*>(m.step_executor());
   const std::string config =
       "aot " + table.backend +
-      (cpu_executor ? ", " + std::to_string(cpu_executor->pool().num_threads()) + " threads" : "");
+      (cpu_executor ? ", " + std::to_string(cpu_executor->pool().num_threads()) + " threads" : "") +
+      (precision == "f32" ? "" : ", " + precision);
   json out = result_json(model->name, config, *flags, *times, parameter_count(table), rss_before);
   out["arena_bytes"] = m.step_executor()->program().arena_bytes;
   out["arena_lower_bound_bytes"] = m.step_executor()->program().lower_bound_bytes;
   out["compiler_mapped"] = compiler_mapped();
+  out["precision"] = precision;
   std::printf("%s\n", out.dump().c_str());
   return 0;
 }
@@ -176,7 +207,9 @@ int run(const cli::Args& args) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> argv_list(argv + 1, argv + argc);
-  auto args = weft::cli::parse_args("weft_aot_worker", argv_list, weft::bench::worker_flag_specs());
+  std::vector<weft::cli::FlagSpec> specs = weft::bench::worker_flag_specs();
+  specs.push_back(weft::cli::FlagSpec("precision"));
+  auto args = weft::cli::parse_args("weft_aot_worker", argv_list, specs);
   if (!args.ok()) return weft::bench::fail(args.error());
   return weft::bench::run(*args);
 }

@@ -53,7 +53,8 @@ Pair make_pair_of_models() {
   StatusOr<Trainer> jit = Trainer::compile(p.source.net, p.source.inputs, *options->loss_spec(),
                                            *options->optimizer_spec(),
                                            {.seed = kSeed, .backend = p.aot->table().backend,
-                                            .num_threads = kThreads});
+                                            .num_threads = kThreads,
+                                            .precision = options->precision});
   EXPECT_TRUE(jit.ok()) << jit.error().to_string();
   p.jit = std::make_unique<Trainer>(std::move(*jit));
   p.classes = p.aot->eval_outputs()[0].type.shape.dims.back();

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "codegen/targets.h"
+#include "training/flag_values.h"
 
 namespace weft::aot {
 namespace {
@@ -24,7 +25,7 @@ std::string usage() {
   }
   return "flags: --batch=N --dtype=f32 --loss=NAME --optimizer=NAME [--eval_batch=N] [--backend=" + backends +
          "] "
-    "[--cpu=CPU] [--inference_only] [--data_parallel] and the hyper-parameters --label_smoothing --beta --delta "
+    "[--cpu=CPU] [--inference_only] [--data_parallel] [--precision=f32|bf16|f16] and the hyper-parameters --label_smoothing --beta --delta "
     "--class_weight --log_input --full --poisson_eps --focal_alpha --focal_gamma --margin --lr "
     "--momentum "
     "--dampening --nesterov --weight_decay --beta1 --beta2 --eps --amsgrad --alpha --centered "
@@ -221,6 +222,7 @@ std::string CompileOptions::to_flags() const {
   out += " --cpu=" + cpu;
   if (inference_only) out += " --inference_only";
   if (data_parallel) out += " --data_parallel";
+  if (precision != DType::f32) out += " --precision=" + std::string(dtype_name(precision));
   return out;
 }
 
@@ -257,6 +259,13 @@ StatusOr<CompileOptions> parse_compile_options(const std::vector<std::string>& a
       o.cpu = text;
     } else if (flag == "backend") {
       o.backend = text;
+    } else if (flag == "precision") {
+      std::optional<DType> precision = parse_precision(text);
+      if (!precision) {
+        return Error{"--precision=" + text + ": a training step runs in f32, or mixed precision "
+                     "with bf16 or f16 (weft_library's precision: \"f32\", \"bf16\" or \"f16\")"};
+      }
+      o.precision = *precision;
     } else if (contains(kLossHyper, flag) || contains(kOptimizerHyper, flag)) {
       o.hyper[flag] = text;
     } else {

@@ -192,5 +192,24 @@ TEST(AotOptions, BackendRoundTripsAndCpuIsTheDefault) {
             "--batch=8 --dtype=f32 --loss=cross_entropy --optimizer=adam --backend=cuda --cpu=native");
 }
 
+// weft_library's `precision`: the step's TrainOptions::precision, recorded in the table's
+// flags only when it is not f32 (f32 tables unchanged).
+TEST(AotOptions, PrecisionRoundTripsAndF32IsTheDefault) {
+  StatusOr<CompileOptions> f32 = parse_compile_options({"--batch=8"});
+  ASSERT_TRUE(f32.ok());
+  EXPECT_EQ(f32->precision, DType::f32);
+  EXPECT_EQ(f32->to_flags().find("--precision"), std::string::npos);
+  for (const char* p : {"bf16", "f16"}) {
+    StatusOr<CompileOptions> o = parse_compile_options({"--batch=8", std::string("--precision=") + p});
+    ASSERT_TRUE(o.ok()) << o.error().to_string();
+    EXPECT_EQ(dtype_name(o->precision), std::string(p));
+    EXPECT_EQ(o->to_flags(), "--batch=8 --dtype=f32 --loss=cross_entropy --optimizer=adam --cpu=native "
+                             "--precision=" + std::string(p));
+  }
+  EXPECT_EQ(error_of({"--batch=8", "--precision=f64"}),
+            "--precision=f64: a training step runs in f32, or mixed precision with bf16 or f16 "
+            "(weft_library's precision: \"f32\", \"bf16\" or \"f16\")");
+}
+
 }  // namespace
 }  // namespace weft::aot

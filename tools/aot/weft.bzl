@@ -120,6 +120,13 @@ Attributes:
                     Off by default: the ops' result buffers grow the arena (mlp: 6.0 ->
                     8.4 MiB) and each costs a copy per step with one process
     cpp_class       the generated class, "ns::Class" (default weft_aot::CamelCaseName)
+    precision       "f32" (default), or mixed precision "bf16" / "f16": the step is the JIT
+                    Trainer's with TrainOptions::precision (autocast, passes/autocast.h;
+                    f16 with dynamic loss scaling, autodiff/loss_scale.h, whose scale and
+                    skipped count are state values saved in checkpoints). Parameters,
+                    optimizer slots, checkpoints and the eval forward stay f32. The binary
+                    trains at this precision only (its --precision accepts it alone);
+                    another value is refused by the generator
 """
 
 load("@rules_cc//cc:defs.bzl", "cc_binary", "cc_library", "cc_test")
@@ -129,7 +136,7 @@ def _camel(name):
     return "".join([p.capitalize() for p in name.split("_")])
 
 def _flags(batch, dtype, loss, loss_args, optimizer, optimizer_args, eval_batch, cpu, inference_only,
-           data_parallel, backend):
+           data_parallel, backend, precision):
     flags = [
         "--batch=%d" % batch,
         "--dtype=" + dtype,
@@ -146,6 +153,8 @@ def _flags(batch, dtype, loss, loss_args, optimizer, optimizer_args, eval_batch,
         flags.append("--data_parallel")
     if backend != "cpu":
         flags.append("--backend=" + backend)
+    if precision != "f32":  # the generator refuses a bad value (tools/aot/options_test)
+        flags.append("--precision=" + precision)
     return flags
 
 # The files the generator writes, by its flag (--header=..., --object=...); `object`
@@ -228,7 +237,8 @@ def _weft_aot(
         cpp_class,
         visibility,
         tags,
-        backend):
+        backend,
+        precision):
     device = weft_device(name, backend)
 
     # An ONNX file as the model: a generated model source imports it (tools/aot/onnx_model.h).
@@ -294,7 +304,7 @@ def _weft_aot(
             "--include=%s/%s.h" % (native.package_name(), library),
         ],
         flags = _flags(batch, dtype, loss, loss_args, optimizer, optimizer_args, eval_batch, cpu,
-                       inference_only, data_parallel, backend),
+                       inference_only, data_parallel, backend, precision),
         data = model_data,
         tags = tags,
         **outs
@@ -364,11 +374,12 @@ def weft_library(
         cpp_class = None,
         visibility = None,
         tags = [],
-        backend = "cpu"):
+        backend = "cpu",
+        precision = "f32"):
     """A model compiled ahead of time into a runtime-only cc_library (see the file's header)."""
     _weft_aot(name, name, model, model_deps, batch, dtype, loss, loss_args, optimizer,
               optimizer_args, eval_batch, cpu, inference_only, data_parallel, cpp_class, visibility,
-              tags, backend)
+              tags, backend, precision)
 
 def weft_binary(
         name,
@@ -386,11 +397,12 @@ def weft_binary(
         cpp_class = None,
         visibility = None,
         tags = [],
-        backend = "cpu"):
+        backend = "cpu",
+        precision = "f32"):
     """A training binary: weft_library NAME_lib + the generic driver (see the file's header)."""
     _weft_aot(name, name + "_lib", model, model_deps, batch, dtype, loss, loss_args, optimizer,
               optimizer_args, eval_batch, cpu, False, data_parallel,
-              cpp_class or "weft_aot::" + _camel(name), visibility, tags, backend)
+              cpp_class or "weft_aot::" + _camel(name), visibility, tags, backend, precision)
     device = weft_device(name, backend)
     cc_binary(
         name = name,

@@ -374,6 +374,15 @@ Status CompiledModel::set_value(const std::string& name, const Tensor& value) {
   return Status();
 }
 
+StatusOr<std::optional<driver::LossScaleReading>> CompiledModel::loss_scale() const {
+  const ModelTable::LossScaleKeys& keys = table_->loss_scale_keys;
+  if (!owner_index_.count(keys.scale)) return std::optional<driver::LossScaleReading>();
+  WEFT_ASSIGN_OR_RETURN(Tensor scale, value(keys.scale));
+  WEFT_ASSIGN_OR_RETURN(Tensor skipped, value(keys.skipped_steps));
+  return std::optional<driver::LossScaleReading>(
+      driver::LossScaleReading{scale.get_double(0), static_cast<int64_t>(skipped.get_double(0))});
+}
+
 Status CompiledModel::save(const std::string& path) const {
   return save_checkpoint(path, schema_, values(), steps_);
 }
@@ -385,6 +394,9 @@ StatusOr<LoadReport> CompiledModel::load(const std::string& path, bool partial) 
   CheckpointScope scope;
   scope.strict = !partial;
   scope.subgraph_knob = "";  // a compiled model loads whole checkpoints only
+  const ModelTable::LossScaleKeys& keys = table_->loss_scale_keys;
+  scope.optional_keys = {keys.scale, keys.growth_tracker, keys.skipped_steps};
+  scope.optional_keys.erase("");  // a table without them (written by hand)
   WEFT_ASSIGN_OR_RETURN(LoadReport report, load_checkpoint(path, schema_, values, scope));
   for (const std::string& key : report.loaded) {
     if (auto u = unbound_.find(key); u != unbound_.end()) {

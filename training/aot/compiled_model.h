@@ -116,6 +116,18 @@ struct ModelTable {
 
   /// The backend the Programs were compiled for (runtime/backend.h): "cpu" or "cuda".
   std::string backend = "cpu";
+  /// The step's precision (weft_library's `precision`, TrainOptions::precision): f32, or
+  /// mixed precision bf16 / f16. Parameters, optimizer slots and checkpoints are f32 at
+  /// every precision; the eval forward is f32.
+  DType precision = DType::f32;
+  /// The state names of dynamic loss scaling (autodiff/loss_scale.h: the scale, its growth
+  /// tracker, the skipped-update count), written into every table by the generator. The
+  /// step has them as values when it scales its loss (f16); a checkpoint holds them
+  /// exactly when its run did, so every load takes them as optional keys: an f16 model's
+  /// checkpoint loads into an f32 or bf16 one and back.
+  struct LossScaleKeys {
+    std::string scale, growth_tracker, skipped_steps;
+  } loss_scale_keys;
 
   /// The Programs (codegen/program_source.h); step_* are null when the library is
   /// inference-only. Their device code: cpu, the kernels' addresses (*_kernels); cuda,
@@ -183,6 +195,9 @@ class CompiledModel : public driver::Trainable {
   bool takes_momentum() const override { return momentum_input_ >= 0; }
   Status set_momentum(double momentum) override;
   int64_t steps() const override { return steps_; }
+  /// The loss scale and skipped updates read from the step's state (an f16 model's);
+  /// nullopt for a step without loss scaling.
+  StatusOr<std::optional<driver::LossScaleReading>> loss_scale() const override;
   /// Errors on a backend without check-numerics (cuda), naming it.
   Status set_check_numerics(bool on) override;
   /// Errors on a backend without a profiler (cuda), naming it.

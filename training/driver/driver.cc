@@ -113,12 +113,37 @@ StatusOr<std::vector<std::string>> drop_backend_flag(const std::vector<std::stri
   return out;
 }
 
+// Whether `args` set --NAME (--NAME=V or --NAME V).
+bool given(const std::vector<std::string>& args, const std::string& name) {
+  return std::any_of(args.begin(), args.end(), [&](const std::string& a) {
+    return a == "--" + name || a.rfind("--" + name + "=", 0) == 0;
+  });
+}
+
+// The precision the binary's model was compiled for: f32 when unknown.
+std::string built_precision(const BinaryInfo& info) {
+  return info.precision.empty() ? "f32" : info.precision;
+}
+
+// An error for a --precision other than the one the binary was built for.
+Status check_precision_flag(const DriverConfig& config, const BinaryInfo& info) {
+  const std::string asked(dtype_name(config.precision)), built = built_precision(info);
+  if (asked == built) return Status();
+  return Error{"--precision=" + asked + ": this binary's model was compiled for " + built +
+               " training, and a binary trains at the precision it was built for; build one with "
+               "precision = \"" + asked + "\" (weft_binary, tools/aot/weft.bzl)"};
+}
+
 std::string backend_help(const BinaryInfo& info) {
   if (info.backend.empty()) return "";
+  const std::string precision = built_precision(info);
   return "\nThis binary's model was compiled for the " + info.backend +
          " backend (weft_binary's `backend`); --backend=" + info.backend +
          " is accepted, any other is an error." +
-         (info.mpi_world ? "" : " It links no MPI: --data-parallel is not available.") + "\n";
+         (info.mpi_world ? "" : " It links no MPI: --data-parallel is not available.") +
+         "\nIt trains in " + precision + " (weft_binary's `precision`" +
+         (precision == "f16" ? ", with dynamic loss scaling" : "") + "); --precision=" + precision +
+         " is accepted, any other is an error.\n";
 }
 
 }  // namespace
@@ -140,12 +165,9 @@ int run_driver(const std::vector<std::string>& args, const std::string& program,
     std::fprintf(out, "%s%s", help_text(program).c_str(), backend_help(info).c_str());
     return kExitOk;
   }
-  if (config->precision != DType::f32) {
-    const Error e{"--precision=" + std::string(dtype_name(config->precision)) +
-                  ": this binary's model was compiled in f32, and a binary trains at the precision "
-                  "it was built for (mixed-precision training binaries are planned; the JIT examples "
-                  "take --precision)"};
-    std::fprintf(err, "%s\n", e.to_string().c_str());
+  if (!given(*kept, "precision")) config->precision = parse_precision(built_precision(info)).value_or(DType::f32);
+  if (Status s = check_precision_flag(*config, info); !s.ok()) {
+    std::fprintf(err, "%s\n", s.error().to_string().c_str());
     return kExitUsage;
   }
   return run_training(*config, program, factory, out, err, info);

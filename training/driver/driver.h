@@ -72,6 +72,9 @@ StatusOr<Evaluation> evaluate_split(Trainable& model, const Split& test);
 struct BinaryInfo {
   /// compiled_model_backend(): "cpu", "cuda"; "" when unknown (in-process tests).
   std::string backend;
+  /// compiled_model_precision(): "f32", "bf16", "f16"; "" when unknown (in-process
+  /// tests: taken as f32).
+  std::string precision;
   /// True when an MPI launcher (mpirun, srun) started this process; null: no MPI.
   bool (*launched_by_mpi_launcher)() = nullptr;
   /// The communicator over every rank of the launch.
@@ -82,7 +85,8 @@ struct BinaryInfo {
 /// `factory` makes; progress and results go to `out`, errors (one line each) to `err`.
 /// Returns an exit status (kExitOk, kExitRuntime, kExitUsage). `--backend=NAME` is
 /// accepted when it names `info.backend` (a no-op) and is a usage error otherwise: a
-/// binary trains on the backend its model was compiled for.
+/// binary trains on the backend its model was compiled for. So is `--precision`: it must
+/// name `info.precision` (f32 when unknown), the precision the binary was built for.
 int run_driver(const std::vector<std::string>& args, const std::string& program,
                const ModelFactory& factory, std::FILE* out, std::FILE* err,
                const BinaryInfo& info = {});
@@ -99,7 +103,8 @@ int run_training(const DriverConfig& config, const std::string& program, const M
 /// with stdout and stderr.
 int run_driver(int argc, char** argv, const ModelFactory& factory, const BinaryInfo& info);
 
-/// run_driver with compiled_model_backend() and the binary's MPI (or none). Defined by
+/// run_driver with compiled_model_backend(), compiled_model_precision() and the binary's
+/// MPI (or none). Defined by
 /// //training/driver:main (main.cc) and :main_one_process, which also define main().
 int run_driver(int argc, char** argv);
 

@@ -518,13 +518,49 @@ TEST(Driver, BackendFlagNamesTheCompiledBackend) {
                    "(weft_binary, tools/aot/weft.bzl)\n");
 }
 
-// A binary's model is compiled in f32: --precision=f32 is a no-op, another a usage error.
+// A binary trains at the precision its model was compiled for (weft_binary's `precision`):
+// --precision naming it is a no-op, naming another a usage error naming both.
 TEST(Driver, PrecisionFlagIsTheCompiledOnes) {
   CommandResult r = train("--precision=bf16 --max-steps=1");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.out, "error: --precision=bf16: this binary's model was compiled in f32, and a binary "
-                   "trains at the precision it was built for (mixed-precision training binaries are "
-                   "planned; the JIT examples take --precision)\n");
+  EXPECT_EQ(r.out, "error: --precision=bf16: this binary's model was compiled for f32 training, and a "
+                   "binary trains at the precision it was built for; build one with precision = \"bf16\" "
+                   "(weft_binary, tools/aot/weft.bzl)\n");
+  CommandResult help = train("--help");
+  EXPECT_NE(help.out.find("\nIt trains in f32 (weft_binary's `precision`); --precision=f32 is accepted, "
+                          "any other is an error.\n"),
+            std::string::npos)
+      << help.out;
+}
+
+// A "binary" built for bf16 ($WEFT_DRIVER_TEST_PRECISION: the Trainer at that precision,
+// what a weft_binary with precision = "bf16" links): it trains at bf16 without the flag and
+// with --precision=bf16, says so on its first line and in --help, and refuses f32.
+CommandResult train_bf16(const std::string& flags) {
+  return weft::testing::run_command("WEFT_DRIVER_TEST_PRECISION=bf16 WEFT_DRIVER_TEST_MODEL=fashion " +
+                                    kBinary + " " + flags);
+}
+
+TEST(Driver, Bf16BinaryTrainsAtItsPrecisionOnly) {
+  CommandResult help = train_bf16("--help");
+  EXPECT_EQ(help.exit_code, 0) << help.out;
+  EXPECT_NE(help.out.find("\nIt trains in bf16 (weft_binary's `precision`); --precision=bf16 is accepted, "
+                          "any other is an error.\n"),
+            std::string::npos)
+      << help.out;
+  for (const char* flags : {"--max-steps=2", "--precision=bf16 --max-steps=2"}) {
+    CommandResult r = train_bf16(flags);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_NE(r.out.find("training on 60000 samples (/usr/share/datasets/fashion-mnist/train-*), batch 32, "
+                         "mixed precision bf16, 2 steps per epoch, "),
+              std::string::npos)
+        << r.out;
+  }
+  CommandResult f32 = train_bf16("--precision f32 --max-steps=1");
+  EXPECT_EQ(f32.exit_code, 2);
+  EXPECT_EQ(f32.out, "error: --precision=f32: this binary's model was compiled for bf16 training, and a "
+                     "binary trains at the precision it was built for; build one with precision = \"f32\" "
+                     "(weft_binary, tools/aot/weft.bzl)\n");
 }
 
 }  // namespace

@@ -49,7 +49,8 @@ struct DriverConfig {
   int64_t max_memory = 0;
   /// --precision: f32, or the mixed precision bf16 / f16 (TrainOptions::precision). A
   /// program that compiles its model at startup (the JIT examples) passes it on; a
-  /// training binary, whose model is compiled in f32, refuses another.
+  /// training binary accepts only the precision its model was compiled for (weft_binary's
+  /// `precision`), which it takes when the flag is not given.
   DType precision = DType::f32;
   // The learning rate.
   std::optional<double> lr;  ///< Unset: the model's own (its compiled optimizer's).

@@ -9,6 +9,7 @@ namespace weft::driver {
 int run_driver(int argc, char** argv) {
   return run_driver(argc, argv, make_compiled_model,
                     {.backend = compiled_model_backend(),
+                     .precision = compiled_model_precision(),
                      .launched_by_mpi_launcher = collective::launched_by_mpi_launcher,
                      .mpi_world = collective::mpi_world});
 }

@@ -6,7 +6,8 @@
 namespace weft::driver {
 
 int run_driver(int argc, char** argv) {
-  return run_driver(argc, argv, make_compiled_model, {.backend = compiled_model_backend()});
+  return run_driver(argc, argv, make_compiled_model, {.backend = compiled_model_backend(),
+                                                    .precision = compiled_model_precision()});
 }
 
 }  // namespace weft::driver

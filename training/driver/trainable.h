@@ -70,7 +70,8 @@ class Trainable {
   virtual int64_t steps() const = 0;
   /// Loss scaling's scale and skipped count, read back from the step's state when called
   /// (the step itself never reads them); nullopt for a step without loss scaling (the
-  /// default, and every AOT model today: weft_binary has no loss-scaling option yet).
+  /// default; an f16 step has it: a weft_binary built with precision = "f16", or the JIT
+  /// Trainer at TrainOptions::precision f16).
   virtual StatusOr<std::optional<LossScaleReading>> loss_scale() const {
     return std::optional<LossScaleReading>();
   }
@@ -111,5 +112,10 @@ StatusOr<std::unique_ptr<Trainable>> make_compiled_model(
 /// runtime/backend.h), known without making it (for --help and flag errors). Defined next
 /// to make_compiled_model.
 std::string compiled_model_backend();
+
+/// The precision the model of make_compiled_model was compiled for ("f32", "bf16",
+/// "f16"; weft_binary's `precision`), known without making it (for --help and the
+/// --precision check). Defined next to make_compiled_model.
+std::string compiled_model_precision();
 
 }  // namespace weft::driver

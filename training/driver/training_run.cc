@@ -277,8 +277,10 @@ std::optional<Failure> TrainingRun::announce() {
   const std::string ranks =
       comm_ ? " (" + std::to_string(world_size_) + " ranks x " + std::to_string(batch_ / world_size_) + ")"
             : std::string();
+  const std::string precision =
+      config_.precision == DType::f32 ? std::string() : ", mixed precision " + std::string(dtype_name(config_.precision));
   progress_->line("training on " + std::to_string(samples_) + " samples (" + data_->train.source + "), batch " +
-                  std::to_string(batch_) + ranks + ", " + std::to_string(per_epoch_) + " steps per epoch, " +
+                  std::to_string(batch_) + ranks + precision + ", " + std::to_string(per_epoch_) + " steps per epoch, " +
                   std::to_string(config_.epochs) + (config_.epochs == 1 ? " epoch (" : " epochs (") +
                   std::to_string(total_) + " steps); " + schedule_->describe() + momentum_text + "; " +
                   test_text);

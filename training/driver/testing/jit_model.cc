@@ -7,15 +7,23 @@
 //   npy-classifier     f32[8,4] -> Linear(4,3), cross-entropy on i64[8], SGD(0.1); eval batch 5
 //   npy-regressor      f32[8,3] -> Linear(3,2), MSE on f32[8,2], SGD(0.05); eval batch 5
 //   npy-regressor-scaled  the same with loss scaling (init_scale 1024, growth_interval 3)
+// $WEFT_DRIVER_TEST_PRECISION (f32 unless set) is the precision the "binary" was built
+// for: its compiled_model_precision() and the Trainer's TrainOptions::precision.
 #include <cstdlib>
 #include <string>
 
 #include "frontend/jit_trainable.h"
 #include "frontend/modules.h"
+#include "training/flag_values.h"
 
 namespace weft::driver {
 
 std::string compiled_model_backend() { return "cpu"; }  // the JIT Trainer's default
+
+std::string compiled_model_precision() {
+  const char* env = std::getenv("WEFT_DRIVER_TEST_PRECISION");
+  return env ? env : "f32";
+}
 
 StatusOr<std::unique_ptr<Trainable>> make_compiled_model(
     uint64_t seed, int num_threads, std::shared_ptr<collective::Communicator> communicator,
@@ -27,6 +35,7 @@ StatusOr<std::unique_ptr<Trainable>> make_compiled_model(
   options.num_threads = num_threads;
   options.communicator = std::move(communicator);
   options.max_memory = max_memory;
+  options.precision = parse_precision(compiled_model_precision()).value_or(DType::f32);
   StatusOr<std::unique_ptr<JitTrainable>> model = Error{"unknown WEFT_DRIVER_TEST_MODEL '" + which + "'"};
   if (which == "fashion" || which == "nchw") {
     const bool nchw = which == "nchw";

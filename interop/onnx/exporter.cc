@@ -223,6 +223,27 @@ StatusOr<onnx::ModelProto> export_model(const Model& model, const std::map<std::
   return export_onnx(model.graph(), values, options);
 }
 
+StatusOr<WeightlessModel> export_weightless(const Graph& g, const ExportOptions& options) {
+  std::map<std::string, Tensor> zeros;
+  std::vector<std::string> held;  // the weft value of each initializer (write_inputs' order)
+  for (const Input& in : g.inputs()) {
+    const Value& v = g.value(in.value);
+    if (in.kind == InputKind::data || !v.type) continue;
+    zeros.emplace(v.name, Tensor(*v.type));
+    held.push_back(v.name);
+  }
+  WEFT_ASSIGN_OR_RETURN(onnx::ModelProto model, export_onnx(g, zeros, options));
+  WeightlessModel w;
+  for (int i = 0; i < model.graph().initializer_size(); ++i) {
+    onnx::TensorProto& t = *model.mutable_graph()->mutable_initializer(i);
+    t.clear_raw_data();
+    w.initializers.push_back({held[static_cast<size_t>(i)], t.SerializeAsString()});
+  }
+  model.mutable_graph()->clear_initializer();
+  w.model = model.SerializeAsString();
+  return w;
+}
+
 Status check_onnx_model(onnx::ModelProto& model) {
   try {
     onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),

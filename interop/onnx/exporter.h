@@ -36,6 +36,7 @@
 #include <string>
 
 #include "interop/onnx/proto.h"
+#include "interop/onnx/weightless.h"
 #include "ir/graph.h"
 #include "ir/status.h"
 #include "runtime/tensor.h"
@@ -68,6 +69,11 @@ StatusOr<onnx::ModelProto> export_onnx(const Graph& g, const std::map<std::strin
 /// refused).
 StatusOr<onnx::ModelProto> export_model(const Model& model, const std::map<std::string, Tensor>& values,
                                         const ExportOptions& options = {});
+
+/// Exports `g` as export_onnx does, with zeros for its parameters and state, then takes the
+/// initializers out (weightless.h): what a training binary embeds to write its trained
+/// model (--export-onnx). Errors: export_onnx's.
+StatusOr<WeightlessModel> export_weightless(const Graph& g, const ExportOptions& options = {});
 
 /// Runs ONNX's checker and its shape inference (types checked, node errors thrown) on
 /// `model`, filling its value_info; errors carry ONNX's message.

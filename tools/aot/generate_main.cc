@@ -27,8 +27,9 @@
 //                                 typed class over CompiledModel (typed input buffers)
 //   NAME_factory.cc               driver::make_compiled_model, for weft_binary
 //   NAME_weights.inc              the bytes of stored initializers (an imported model's
-//                                 weights), which NAME.cc embeds with `.incbin`; empty
-//                                 when there are none
+//                                 weights) and of the eval forward as an ONNX model
+//                                 without its weights (--export-onnx), which NAME.cc
+//                                 embeds with `.incbin`
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -41,6 +42,7 @@
 #include "codegen/program_source.h"
 #include "codegen/targets.h"
 #include "frontend/training.h"
+#include "interop/onnx/exporter.h"
 #include "runtime/backend.h"
 #include "runtime/collective/communicator.h"
 #include "formats/file_io.h"
@@ -83,6 +85,18 @@ std::string quoted(const std::string& s) {
     out += c;
   }
   return out + "\"";
+}
+
+// A C++ string literal of any bytes, each escaped in octal (which, unlike \x, ends after
+// three digits), and its length: `std::string(LITERAL, N)`.
+std::string bytes_string(const std::string& bytes) {
+  std::string out = "std::string(\"";
+  char buf[8];
+  for (unsigned char c : bytes) {
+    std::snprintf(buf, sizeof buf, "\\%03o", c);
+    out += buf;
+  }
+  return out + "\", " + std::to_string(bytes.size()) + ")";
 }
 
 std::string exact(double v) {
@@ -133,9 +147,15 @@ std::string accessor(const std::string& name) {
 
 struct Generated {
   std::string name, symbol, cls, ns, include;
-  /// The weights file: stored initializers' bytes, each 64-byte aligned (empty if none),
-  /// and its path as the compiler sees it (the assembler embeds it with .incbin).
+  /// The weights file: stored initializers' bytes, each 64-byte aligned, then the ONNX
+  /// model's (empty if none), and its path as the compiler sees it (the assembler embeds
+  /// it with .incbin).
   std::string weights, weights_path;
+  /// The eval forward as ONNX without its weights (ModelTable::onnx), its offset in the
+  /// weights file; or why it has no ONNX form.
+  onnx_io::WeightlessModel onnx;
+  int64_t onnx_offset = 0;
+  std::string onnx_refused;
   CompileOptions options;
   std::vector<ValueEntry> values;
   int num_model_values = 0;
@@ -281,7 +301,7 @@ std::string source(const Generated& g) {
   const std::string eval_outputs = spec_rows(g.eval_outputs, "kEvalOutputs");
   if (!g.weights.empty()) {
     // .incbin, not an array literal: a model's weights (tens of MB) compile in no time.
-    os << "\n// The stored initializers (an imported model's weights): " << g.weights.size()
+    os << "\n// The stored initializers (an imported model's weights) and the ONNX model: " << g.weights.size()
        << " bytes of " << g.name << "_weights.inc, embedded by the assembler.\n"
        << "asm(\".pushsection .rodata\\n.balign 64\\n.globl " << weights_symbol(g) << "\\n"
        << weights_symbol(g) << ":\\n.incbin \\\"" << g.weights_path
@@ -318,6 +338,16 @@ std::string source(const Generated& g) {
      << "  t.precision = " << dtype_cpp(g.options.precision) << ";\n"
      << "  t.loss_scale_keys = {" << quoted(kLossScaleState) << ", " << quoted(kGrowthTrackerState)
      << ", " << quoted(kSkippedStepsState) << "};\n";
+  if (!g.onnx_refused.empty()) {
+    os << "  t.onnx_refused = " << quoted(g.onnx_refused) << ";\n";
+  } else {
+    os << "  t.onnx.model.assign(reinterpret_cast<const char*>(" << weights_symbol(g) << " + "
+       << g.onnx_offset << "), " << g.onnx.model.size() << ");\n";
+    for (const onnx_io::WeightlessInitializer& init : g.onnx.initializers) {
+      os << "  t.onnx.initializers.push_back({" << quoted(init.value) << ", " << bytes_string(init.header)
+         << "});\n";
+    }
+  }
   for (const char* part : {"step", "eval"}) {
     if (std::string(part) == "step" && g.step == nullptr) continue;
     const std::string fn = g.symbol + "_" + part;
@@ -496,12 +526,24 @@ int run(int argc, char** argv) {
   eval = std::move(*p);
   g.eval = &eval.program;
 
+  // --export-onnx: the eval forward as ONNX; a model the exporter refuses still builds,
+  // and its binary refuses --export-onnx with the exporter's reason.
+  StatusOr<onnx_io::WeightlessModel> onnx = onnx_io::export_weightless(eval_model->graph(), {.graph_name = g.name});
+  if (onnx.ok()) {
+    g.onnx = std::move(*onnx);
+  } else {
+    g.onnx_refused = onnx.error().to_string();
+  }
+
   for (ValueEntry& v : g.values) {
     if (v.init.kind != Initializer::Kind::Stored) continue;
     g.weights.resize((g.weights.size() + 63) / 64 * 64, '\0');
     v.stored_offset = static_cast<int64_t>(g.weights.size());
     g.weights += v.init.stored->bytes;
   }
+  g.weights.resize((g.weights.size() + 63) / 64 * 64, '\0');
+  g.onnx_offset = static_cast<int64_t>(g.weights.size());
+  g.weights += g.onnx.model;
   std::vector<std::pair<std::string, std::string>> files = {
       {paths["weights"], g.weights},
       {paths["step_source"], g.step ? program_source(step, g.symbol + "_step", *g.target)

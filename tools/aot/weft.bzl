@@ -289,8 +289,9 @@ def _weft_aot(
         "factory": library + "_factory.cc",
         "step_source": library + "_step.cc",
         "eval_source": library + "_eval.cc",
-        # The stored initializers of an imported model (empty otherwise), which NAME.cc
-        # embeds with the assembler's .incbin: an input of its compile action.
+        # The stored initializers of an imported model, then the eval forward as ONNX
+        # without its weights (--export-onnx), which NAME.cc embeds with the assembler's
+        # .incbin: an input of its compile action.
         "weights": library + "_weights.inc",
     }
     if device.object:

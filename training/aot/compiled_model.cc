@@ -387,6 +387,16 @@ Status CompiledModel::save(const std::string& path) const {
   return save_checkpoint(path, schema_, values(), steps_);
 }
 
+Status CompiledModel::check_onnx_export() const {
+  if (table_->onnx_refused.empty()) return Status();
+  return Error{table_->name + " has no ONNX form: " + table_->onnx_refused};
+}
+
+Status CompiledModel::export_onnx(const std::string& path) const {
+  WEFT_RETURN_IF_ERROR(check_onnx_export());
+  return onnx_io::write_with_weights(path, table_->onnx, [this](const std::string& name) { return value(name); });
+}
+
 StatusOr<LoadReport> CompiledModel::load(const std::string& path, bool partial) {
   std::map<std::string, Tensor> values = this->values();
   // load_checkpoint checks every key's type before it commits anything, so the copies

@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "interop/onnx/weightless.h"
 #include "ir/initializer.h"
 #include "formats/checkpoint.h"
 #include "runtime/collective/communicator.h"
@@ -113,6 +114,12 @@ struct ModelTable {
   std::vector<driver::TensorSpec> step_inputs;   ///< Empty when inference-only.
   std::vector<driver::TensorSpec> eval_inputs;
   std::vector<driver::TensorSpec> eval_outputs;
+
+  /// The eval forward as an ONNX model without its weights (interop/onnx/weightless.h),
+  /// which export_onnx completes with the trained values; or, when `onnx_refused` is not
+  /// empty, why the model has no ONNX form (the exporter's error).
+  onnx_io::WeightlessModel onnx;
+  std::string onnx_refused;
 
   /// The backend the Programs were compiled for (runtime/backend.h): "cpu" or "cuda".
   std::string backend = "cpu";
@@ -204,6 +211,9 @@ class CompiledModel : public driver::Trainable {
   Status set_profiling(bool on) override;
   std::string profile_report() const override;
   Status save(const std::string& path) const override;
+  /// Errors when the table has no ONNX form (ModelTable::onnx_refused).
+  Status check_onnx_export() const override;
+  Status export_onnx(const std::string& path) const override;
   StatusOr<LoadReport> load(const std::string& path, bool partial) override;
 
   // ---- In place, without copies (what the generated typed accessors use).

@@ -494,12 +494,12 @@ TEST(Driver, HelpListsEveryFlag) {
         "--milestones=N,N,...", "--warmup-steps=N", "--warmup-start-factor=X", "--min-lr=X", "--pct-start=X",
         "--div-factor=X", "--final-div-factor=X", "--max-lr=X", "--step-size-up=N", "--step-size-down=N",
         "--cyclic-mode=MODE", "--cyclic-gamma=X", "--base-momentum=X", "--max-momentum=X", "--no-cycle-momentum", "--checkpoint-in=PATH", "--partial-load", "--checkpoint-out=PATH",
-        "--checkpoint-every=N", "--eval-every=N", "--metrics-csv=PATH", "--epoch-csv=PATH", "--report=PATH", "--serve=N", "--log-every=N",
+        "--checkpoint-every=N", "--export-onnx=PATH", "--eval-every=N", "--metrics-csv=PATH", "--epoch-csv=PATH", "--report=PATH", "--serve=N", "--log-every=N",
         "--check-numerics",
         "--profile", "--data-parallel", "--help"}) {
     EXPECT_NE(r.out.find(std::string("\n  ") + flag), std::string::npos) << flag;
   }
-  EXPECT_EQ(count(r.out, "\\(default: "), 42);  // every flag but --help
+  EXPECT_EQ(count(r.out, "\\(default: "), 43);  // every flag but --help
 }
 
 // A binary trains on the backend its model was compiled for: --backend naming it is a

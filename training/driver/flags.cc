@@ -244,6 +244,10 @@ std::vector<Flag> make_flags() {
           &DriverConfig::partial_load);
   path("checkpoint-out", "write a checkpoint here (safetensors, atomically) at the end",
        &DriverConfig::checkpoint_out);
+  path("export-onnx",
+       "at the end, after --checkpoint-out, write the trained eval-mode model with its weights "
+       "as ONNX (opset 17, atomically)",
+       &DriverConfig::export_onnx);
   integer("checkpoint-every", "0", "also write --checkpoint-out every N steps (0: only at the end)",
           &DriverConfig::checkpoint_every, 0);
   integer("eval-every", "0", "evaluate on the test split every N steps (always after each epoch)",

@@ -80,6 +80,7 @@ struct DriverConfig {
   std::string checkpoint_in;
   bool partial_load = false;
   std::string checkpoint_out;
+  std::string export_onnx;  ///< --export-onnx=PATH: the trained model as ONNX at the end.
   int64_t checkpoint_every = 0;
   int64_t eval_every = 0;
   std::string metrics_csv;

@@ -86,6 +86,15 @@ class Trainable {
   virtual Status set_profiling(bool on) = 0;
   virtual std::string profile_report() const = 0;
 
+  /// --export-onnx: whether export_onnx can write this model (checked before training);
+  /// otherwise an error saying why.
+  virtual Status check_onnx_export() const {
+    return Error{"this model has no ONNX form to write (--export-onnx is a training binary's: weft_binary)"};
+  }
+  /// Writes the eval-mode forward with the current values as an opset-17 ONNX model,
+  /// atomically (interop/onnx/weightless.h).
+  virtual Status export_onnx(const std::string& /*path*/) const { return check_onnx_export(); }
+
   /// Parameters, state, optimizer slots and the step count, as safetensors, written
   /// atomically (the Trainer's checkpoint format: the same keys and metadata).
   virtual Status save(const std::string& path) const = 0;

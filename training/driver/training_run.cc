@@ -93,7 +93,7 @@ Status check_array_counts(const DriverConfig& config, const std::vector<TensorSp
 Status check_outputs_writable(const DriverConfig& config) {
   for (const auto& [flag, path] : {std::pair{"checkpoint-out", &config.checkpoint_out},
                                    {"metrics-csv", &config.metrics_csv}, {"epoch-csv", &config.epoch_csv},
-                                   {"report", &config.report}}) {
+                                   {"report", &config.report}, {"export-onnx", &config.export_onnx}}) {
     if (path->empty()) continue;
     if (auto why = unwritable_file(*path)) return Error{"--" + std::string(flag) + "=" + *path + ": " + *why};
   }
@@ -174,6 +174,11 @@ std::optional<Failure> TrainingRun::check_files() {
   if (Status s = check_array_counts(config_, model_->step_inputs()); !s.ok()) return usage_failure(s.error());
   if (rank_ != 0) return std::nullopt;  // rank 0 alone writes them
   if (Status s = check_outputs_writable(config_); !s.ok()) return runtime_failure(s.error());
+  if (!config_.export_onnx.empty()) {
+    if (Status s = model_->check_onnx_export(); !s.ok()) {
+      return runtime_failure(Error{"--export-onnx=" + config_.export_onnx + ": " + s.error().message});
+    }
+  }
   return std::nullopt;
 }
 
@@ -458,6 +463,12 @@ std::optional<Failure> TrainingRun::stop_on_signal() {
 std::optional<Failure> TrainingRun::finish() {
   if (!config_.checkpoint_out.empty() && saved_at_ != t_) {
     if (auto f = save()) return f;
+  }
+  if (!config_.export_onnx.empty() && rank_ == 0) {  // after the checkpoint, which it cannot lose
+    if (Status s = model_->export_onnx(config_.export_onnx); !s.ok()) {
+      return runtime_failure(Error{"--export-onnx=" + config_.export_onnx + ": " + s.error().message});
+    }
+    progress_->line("onnx: " + config_.export_onnx + " (step " + std::to_string(model_->steps()) + ")");
   }
   if (t_ > first_) {
     const double seconds = seconds_since(start_);

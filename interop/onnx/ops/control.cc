@@ -8,9 +8,12 @@
 //
 //   Scan(h0, xs) {body(h, x) -> (h', y)}   ->   %h, %ys = scan(<outer values>, %h0, %xs)
 //
-// weft's shapes are static: a carry keeps its type from one iteration to the next, the
-// trip count is known at import time, and a loop has no data-dependent exit whose
-// stacked outputs would end early (weft's `stop` leaves zero-filled slots instead).
+// weft's shapes are static: a carry keeps its type from one iteration to the next and
+// the trip count is known at import time. A Loop's condition computed at run time (in
+// its body, or its initial one) becomes the scan's `stop` carry (its negation), so the
+// carries keep the values of the iteration where ONNX's loop ends; a loop with such an
+// exit and scan outputs is refused, since those would end early (weft's `stop` leaves
+// zero-filled slots instead).
 #include <string>
 #include <vector>
 
@@ -244,8 +247,8 @@ void scan8(NodeContext& n) {
   for (size_t i = 0; i < r.size(); ++i) n.set_output(static_cast<int>(i), r[i]);
 }
 
-// Loop's trip count M, known at import time, with an initial condition (if any) that is
-// a constant true: how many iterations run unless the body stops them.
+// Loop's trip count M, known at import time: how many iterations run unless the
+// condition stops them.
 int64_t trip_count(NodeContext& n) {
   if (!n.has_input(0)) n.unsupported("a Loop without a trip count M (weft's loops have a static length)");
   if (n.constant(0) == nullptr) {
@@ -254,22 +257,42 @@ int64_t trip_count(NodeContext& n) {
   }
   const int64_t trips = static_cast<int64_t>(n.scalar_input(0, "the trip count M"));
   if (trips < 1) n.unsupported("a trip count of " + std::to_string(trips) + " (a loop that never runs)");
-  if (n.has_input(1)) {
-    const Tensor* c = n.constant(1);
-    if (c == nullptr) {
-      n.computed_at_run_time(1, "an initial condition",
-                             "a data-dependent exit: weft's loops have a static length");
-    }
-    if (c->numel() != 1) n.invalid("the condition must hold one value, not " + c->type().to_string());
-    if (c->get_double(0) == 0) n.unsupported("an initial condition that is false (a loop that never runs)");
-  }
   return trips;
 }
 
+// Not `condition` (bool, one value), as the bool[] a scan's `stop` carry is.
+ValueId negation(Emitter& e, ValueId condition) { return e.reshape(e.op(Op::Not, {condition}), {}); }
+
+// Whether the Loop's initial condition is absent or a constant true (no exit before the
+// first iteration).
+bool starts_true(NodeContext& n) {
+  if (!n.has_input(1)) return true;
+  const Tensor* c = n.constant(1);
+  if (c == nullptr) return false;
+  if (c->numel() != 1) n.invalid("the condition must hold one value, not " + c->type().to_string());
+  return c->get_double(0) != 0;
+}
+
+// Whether `body` returns its condition input as its condition, as is or through an
+// Identity: the loop ends only with its trip count. (A condition the body computes,
+// even a constant, takes the scan's `stop`.)
+bool keeps_condition(const onnx::GraphProto& body) {
+  const std::string& in = body.input(1).name();
+  const std::string& out = body.output(0).name();
+  if (out == in) return true;
+  for (const onnx::NodeProto& node : body.node()) {
+    for (const std::string& o : node.output()) {
+      if (o == out) return node.op_type() == "Identity" && node.input_size() == 1 && node.input(0) == in;
+    }
+  }
+  return false;
+}
+
 // Loop: M iterations of body(iteration, condition, carried...) -> (condition, carried...,
-// scan outputs), the scan outputs stacked on a new first axis. M must be known at import
-// time and the condition stay true (absent, or a constant true in and out; a body that
-// outputs a constant false makes one iteration).
+// scan outputs), the scan outputs stacked on a new first axis, while the condition holds.
+// M must be known at import time. A condition that may end the loop early (an initial
+// one that is not a constant true, one the body computes) becomes the scan's `stop`
+// carry, its negation; with scan outputs it must be known at import time (their length).
 void loop(NodeContext& n) {
   n.expect_attrs({"body"});
   Emitter& e = n.e();
@@ -298,6 +321,12 @@ void loop(NodeContext& n) {
     carries.push_back(stand_in(e, n.input(static_cast<int>(2 + i))));
     names.push_back(body.input(static_cast<int>(2 + i)).name());
   }
+  // The stop carry, last: not the condition, before each iteration.
+  const bool starts = starts_true(n);
+  const bool stops = !starts || !keeps_condition(body);
+  if (stops) {
+    carries.push_back(stand_in(e, n.has_input(1) ? negation(e, n.input(1)) : e.constant(0, DType::boolean)));
+  }
   ScanRegion region;
   region.first_node = e.num_nodes();
   std::vector<SubgraphValue> in;
@@ -305,25 +334,35 @@ void loop(NodeContext& n) {
                       : SubgraphValue{"", std::nullopt, Tensor::scalar(DType::i64, 0)});
   // An iteration runs only while the condition holds: inside, it is true.
   in.push_back({"", std::nullopt, Tensor::scalar(DType::boolean, 1)});
-  for (size_t i = counts ? 1 : 0; i < carries.size(); ++i) in.push_back({"", carries[i], std::nullopt});
-  const std::vector<SubgraphValue> outs = n.import_subgraph(body, std::move(in));
-  if (!outs[0].constant) {
-    n.unsupported("a condition computed in the body (a data-dependent exit: weft's loops have a static "
-                  "length, and its early exit leaves zero-filled slots in the stacked outputs where "
-                  "ONNX's Loop ends them)");
-  }
-  region.length = outs[0].constant->get_double(0) != 0 ? trips : 1;
   const size_t offset = counts ? 1 : 0;
+  for (size_t i = offset; i < names.size(); ++i) in.push_back({"", carries[i], std::nullopt});
+  const std::vector<SubgraphValue> outs = n.import_subgraph(body, std::move(in));
+  // A condition known at import time ends the loop after its first iteration or never.
+  const bool static_exit = starts && outs[0].constant;
+  if (k_out > 0 && !static_exit) {
+    const std::string why =
+        "with scan outputs, a data-dependent exit: weft's stacked outputs have a static length, and an "
+        "early exit leaves zero-filled slots where ONNX's Loop ends them (a Loop with only loop-carried "
+        "values may exit early)";
+    if (!starts && n.constant(1) == nullptr) n.computed_at_run_time(1, "an initial condition", why);
+    n.unsupported((starts ? "a condition computed in the body " : "an initial condition that is false ") + why);
+  }
+  region.length = static_exit && outs[0].constant->get_double(0) == 0 ? 1 : trips;
   std::vector<ValueId> next = next_carries(
-      n, outs, 1, std::vector<ValueId>(carries.begin() + static_cast<ptrdiff_t>(offset), carries.end()),
+      n, outs, 1, std::vector<ValueId>(carries.begin() + static_cast<ptrdiff_t>(offset), carries.begin() + static_cast<ptrdiff_t>(names.size())),
       std::vector<std::string>(names.begin() + static_cast<ptrdiff_t>(offset), names.end()));
   if (counts) next.insert(next.begin(), e.add(carries[0], e.constant(1, DType::i64)));
+  if (stops) {
+    region.stop = static_cast<int64_t>(carries.size()) - 1;
+    next.push_back(negation(e, n.value_of(outs[0])));
+  }
   region.carries = carries;
   region.next_carries = next;
   for (int64_t k = 0; k < k_out; ++k) region.ys.push_back(n.value_of(outs[static_cast<size_t>(1 + states + k)]));
   const std::vector<ValueId> r = e.outline_scan(region);
-  for (int64_t i = 0; i < states + k_out; ++i) {
-    n.set_output(static_cast<int>(i), r[offset + static_cast<size_t>(i)]);
+  for (int64_t i = 0; i < states; ++i) n.set_output(static_cast<int>(i), r[offset + static_cast<size_t>(i)]);
+  for (int64_t k = 0; k < k_out; ++k) {
+    n.set_output(static_cast<int>(states + k), r[carries.size() + static_cast<size_t>(k)]);
   }
 }
 

@@ -128,13 +128,79 @@ void replace_group(Graph& g, const FusionGrouping& grouping, std::vector<int>& m
   for (size_t k = 0; k + 1 < members.size(); ++k) keep[members[k]] = false;
 }
 
+// A cast from a float dtype to a wider one (bf16 → f32): exact, so recomputing it gives
+// the same value as loading its stored result.
+bool widens_exactly(const Graph& g, const Node& n) {
+  if (n.info().math != MathClass::Cast) return false;
+  const DType from = g.type(n.operands[0]).dtype, to = g.type(n.result()).dtype;
+  return is_floating(from) && is_floating(to) && dtype_size(to) > dtype_size(from);
+}
+
+// Each node's distinct users, by value.
+std::vector<std::vector<int>> node_users(const Graph& g) {
+  std::vector<std::vector<int>> users(g.num_values());
+  for (int i = 0; i < static_cast<int>(g.nodes().size()); ++i) {
+    for (ValueId v : g.node(i).operands) {
+      if (users[v].empty() || users[v].back() != i) users[v].push_back(i);
+    }
+  }
+  return users;
+}
+
+// A widening cast read by several nodes gets a copy of its own for each fusible user,
+// placed right after it, so that each user's kernel loads the narrow value and widens it
+// (see "Widening casts" at the top of fuse_elementwise.h). The original keeps the other
+// users (graph outputs, assigns, library ops) and is removed when none are left.
+bool copy_widening_casts(Graph& g, const FuseOptions& options) {
+  const std::vector<std::vector<int>> users = node_users(g);
+  const std::vector<int> uses = g.use_counts();
+  const int n = static_cast<int>(g.nodes().size());
+  std::vector<std::vector<int>> copies(n);  // cast node -> its copies' node indices
+  std::vector<bool> keep(n, true);
+  for (int c = 0; c < n; ++c) {
+    const ValueId v = g.node(c).result();
+    if (!widens_exactly(g, g.node(c)) || !may_fuse(g, g.node(c), options) || users[v].size() < 2) {
+      continue;
+    }
+    int copied_uses = 0;
+    for (int u : users[v]) {
+      if (!may_fuse(g, g.node(u), options)) continue;
+      const Node cast = g.node(c);  // add_node may move the nodes
+      const ValueId copy = g.add_node(Op::Cast, cast.operands, cast.attrs, cast.loc, g.type(v));
+      copies[c].push_back(static_cast<int>(g.nodes().size()) - 1);
+      for (ValueId& operand : g.node(u).operands) {
+        if (operand != v) continue;
+        operand = copy;
+        ++copied_uses;
+      }
+    }
+    keep[c] = copied_uses < uses[v];
+  }
+  if (std::all_of(copies.begin(), copies.end(), [](const auto& c) { return c.empty(); })) return false;
+  std::vector<Node> order;
+  std::vector<bool> kept;
+  std::vector<Node>& nodes = g.mutable_nodes();
+  for (int i = 0; i < n; ++i) {
+    order.push_back(std::move(nodes[i]));
+    kept.push_back(keep[i]);
+    for (int k : copies[i]) {
+      order.push_back(std::move(nodes[k]));
+      kept.push_back(true);
+    }
+  }
+  nodes = std::move(order);
+  g.remove_nodes(kept);
+  return true;
+}
+
 }  // namespace
 
 StatusOr<bool> FuseElementwisePass::run(Graph& g) {
   WEFT_RETURN_IF_ERROR(check_typed(g));
+  const bool copied = copy_widening_casts(g, options_);
   FusionGrouping grouping(g, options_);
   grouping.form();
-  if (grouping.groups().empty()) return false;
+  if (grouping.groups().empty()) return copied;
   std::vector<bool> keep(g.nodes().size(), true);
   for (size_t id = 0; id < grouping.groups().size(); ++id) {
     replace_group(g, grouping, grouping.groups()[id], grouping.extra()[id], keep);

@@ -28,7 +28,7 @@ StatusOr<CudaProgram> compile_cuda_program(const Graph& g, const LowerOptions& o
   std::vector<std::string> modules;
   for (GeneratedKernel& k : lowering.program.kernels) {
     out.symbols.push_back(k.name);
-    GpuKernel kernel = emit_gpu_kernel(k.body, k.name);
+    GpuKernel kernel = emit_gpu_kernel(k.body, k.kind, k.name);
     modules.push_back(std::move(kernel.mlir));
     // The launch: runtime/cuda starts rows · row_length threads.
     k.rows = kernel.threads;

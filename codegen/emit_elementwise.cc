@@ -328,6 +328,8 @@ std::string Emitter::shuffle_xor(const std::string& x, DType d, int offset) {
                 " -> " + t);
   };
   switch (d) {
+    case DType::f16:
+    case DType::bf16:  // computed in f32 (emitter.h)
     case DType::f32: return shuffle32(x, "f32");
     case DType::i32: return shuffle32(x, "i32");
     case DType::f64:
@@ -352,6 +354,7 @@ std::string Emitter::shuffle_xor(const std::string& x, DType d, int offset) {
 }
 
 std::string Emitter::warp_combine(const Node& red, std::string x, DType d) {
+  if (is_half(d)) d = DType::f32;  // max/min of f16/bf16: their f32 compute values
   const bool sum = red.op == Op::Sum || red.op == Op::Mean;
   auto combine = [&](const std::string& a, const std::string& b) {
     return sum ? bi("arith.addf", a, b, "f64") : accumulate(red, a, b, 1);
@@ -388,6 +391,7 @@ std::string Emitter::warp_combine(const Node& red, std::string x, DType d) {
 }
 
 std::string Emitter::group_combine(const Node& red, const std::string& x, DType d) {
+  if (is_half(d)) d = DType::f32;  // max/min of f16/bf16: their f32 compute values
   const bool sum = red.op == Op::Sum || red.op == Op::Mean;
   const std::string t = compute_elem(d);
   const std::string smem = emit("llvm.mlir.addressof @" + symbol_ + "_smem : !llvm.ptr<3>");

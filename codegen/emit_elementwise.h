@@ -75,10 +75,11 @@ const Node* body_reduction(const Graph& body);
 /// The body's first reduction node (in node order), or nullptr.
 const Node* first_reduction(const Graph& body);
 
-/// Collapses the iteration space of reduction body `body` (body_reduction is not null)
-/// or of a row body (the first reduction's input shape and axes: every reduction of a
-/// row body has them); a row body's space is always of the "row" layout.
-ReductionSpace collapse_reduction_space(const Graph& body);
+/// Collapses the iteration space of a body of form `kind`: a reduction body (its one
+/// reduction, body_reduction) or a row body (the first reduction's input shape and axes:
+/// every reduction of a row body has them); a row body's space is always of the "row"
+/// layout. The kind is the fused node's (GeneratedKernel::kind), never re-derived here.
+ReductionSpace collapse_reduction_space(const Graph& body, FusedKind kind);
 
 /// The vector width of a body: 16 lanes, 8 when any value has an 8-byte dtype.
 int body_width(const Graph& body);

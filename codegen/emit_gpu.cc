@@ -44,12 +44,14 @@ bool gpu_supports(const Graph& g, const Node& node) {
 
 namespace {
 
-GpuKernel emit_scalar_kernel(const Graph& body, const std::string& symbol, bool gpu) {
-  if (is_row_body(body) || body_reduction(body) != nullptr) {
+GpuKernel emit_scalar_kernel(const Graph& body, FusedKind kind, const std::string& symbol,
+                             bool gpu) {
+  const bool row = kind == FusedKind::row;
+  if (row || kind == FusedKind::reduction) {
     // One thread per row: the CPU's row code at width 1, so the column layout's blocks
     // are single columns and every row computes one output element (or one row of a
     // row body).
-    ReductionSpace rs = collapse_reduction_space(body);
+    ReductionSpace rs = collapse_reduction_space(body, kind);
     rs.width = 1;
     emit_detail::Emitter e(body, rs.space, gpu, /*scalar=*/true);
     // Row bodies and reductions along the innermost dim with rows of a warp's width or
@@ -61,15 +63,15 @@ GpuKernel emit_scalar_kernel(const Graph& body, const std::string& symbol, bool 
     // threads), of 256 elements or more (batch-norm statistics: a channel's N·H·W; a
     // small batch's rows), take a whole block per row.
     using emit_detail::Emitter;
-    bool slots_ok = true;  // shared-memory slots hold f32, f64, i32, i64
+    bool slots_ok = true;  // shared-memory slots hold f32 (f16, bf16 computed in it), f64, i32, i64
     for (const Node& n : body.nodes()) {
       const DType d = body.type(n.result()).dtype;
-      if (n.info().category == OpCategory::Reduction && d != DType::f32 && d != DType::f64 &&
-          d != DType::i32 && d != DType::i64) {
+      if (n.info().category == OpCategory::Reduction && !is_floating(d) && d != DType::i32 &&
+          d != DType::i64) {
         slots_ok = false;
       }
     }
-    if (gpu && slots_ok && !is_row_body(body) && rs.column() && rs.reduced_size() >= 64) {
+    if (gpu && slots_ok && !row && rs.column() && rs.reduced_size() >= 64) {
       // Column reductions (a bias gradient's sum over the batch) over 64 rows or more:
       // blocks of 32 columns, the rows split over the block's 8 warps.
       e.set_column_groups();
@@ -77,7 +79,7 @@ GpuKernel emit_scalar_kernel(const Graph& body, const std::string& symbol, bool 
       return {std::move(mlir), (rs.rows() + Emitter::kWarp - 1) / Emitter::kWarp * Emitter::kBlock};
     }
     int lanes = 1;
-    if (gpu && (is_row_body(body) || !rs.column()) && !rs.space.dims.empty() &&
+    if (gpu && (row || !rs.column()) && !rs.space.dims.empty() &&
         rs.space.dims.back() >= Emitter::kWarp) {
       lanes = Emitter::kWarp;
       if (slots_ok && rs.space.dims.back() >= Emitter::kBlock && rs.rows() < 2048) {
@@ -85,8 +87,8 @@ GpuKernel emit_scalar_kernel(const Graph& body, const std::string& symbol, bool 
       }
     }
     e.set_row_lanes(lanes);
-    std::string mlir = is_row_body(body) ? e.row_module(symbol, rs)
-                                         : e.reduction_module(symbol, *body_reduction(body), rs);
+    std::string mlir = row ? e.row_module(symbol, rs)
+                           : e.reduction_module(symbol, *body_reduction(body), rs);
     return {std::move(mlir), rs.rows() * lanes};
   }
   const CollapsedSpace space = collapse_space(body);
@@ -96,12 +98,16 @@ GpuKernel emit_scalar_kernel(const Graph& body, const std::string& symbol, bool 
 
 }  // namespace
 
+GpuKernel emit_gpu_kernel(const Graph& body, FusedKind kind, const std::string& symbol) {
+  return emit_scalar_kernel(body, kind, symbol, /*gpu=*/true);
+}
+
 GpuKernel emit_gpu_kernel(const Graph& body, const std::string& symbol) {
-  return emit_scalar_kernel(body, symbol, /*gpu=*/true);
+  return emit_gpu_kernel(body, standalone_kind(body), symbol);
 }
 
 GpuKernel emit_host_scalar_kernel(const Graph& body, const std::string& symbol) {
-  return emit_scalar_kernel(body, symbol, /*gpu=*/false);
+  return emit_scalar_kernel(body, standalone_kind(body), symbol, /*gpu=*/false);
 }
 
 std::string emit_gpu_elementwise(const Graph& body, const std::string& symbol) {

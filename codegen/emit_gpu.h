@@ -21,14 +21,15 @@
 
 #include <string>
 
+#include "ir/fused_kind.h"
 #include "ir/graph.h"
 
 namespace weft::codegen {
 
 /// True when `node` of `g` can be part of a generated CUDA kernel: what the CPU emitter
-/// supports (elementwise ops; sum, mean, max, min ending a reduction or row body), except
-/// pow and the f64 transcendental functions (exp, log, log1p, tanh, sin, cos, erf,
-/// sigmoid, gelu), which would need libdevice.
+/// supports (elementwise ops; sum, mean, max, min ending a reduction or row body; f16 and
+/// bf16 included, computed in f32), except pow and the f64 transcendental functions,
+/// which would need libdevice (ir/kernel_support.h states each gap).
 bool gpu_supports(const Graph& g, const Node& node);
 
 /// A kernel's MLIR and the threads it wants: any launch is correct (grid-stride), and
@@ -38,7 +39,8 @@ struct GpuKernel {
   int64_t threads = 0;
 };
 
-/// The kernel `symbol` for `body` (every node passes gpu_supports): an elementwise body
+/// The kernel `symbol` for `body` of form `kind` (GeneratedKernel::kind, from the fused
+/// node: never re-derived from the body; every node passes gpu_supports): an elementwise body
 /// gets one thread per element; a reduction body (kernel_compiler.h) one thread per
 /// output element, which accumulates its reduced elements in order (sums in f64, as on
 /// the CPU); a row body (softmax, layer norm, their backward, ...) one warp per row when
@@ -51,6 +53,10 @@ struct GpuKernel {
 /// memory in a fixed order. Column reductions (a bias gradient's sum over the batch) over
 /// 64 rows or more give each 256-thread block 32 adjacent columns (coalesced loads) and
 /// split the rows over its 8 warps, whose partial results shared memory adds in order.
+GpuKernel emit_gpu_kernel(const Graph& body, FusedKind kind, const std::string& symbol);
+
+/// The same for a body without a fused node (a test's, a tool's file): the form its
+/// structure has (standalone_kind).
 GpuKernel emit_gpu_kernel(const Graph& body, const std::string& symbol);
 
 /// The same scalar code as emit_gpu_kernel with the host's ABI (GeneratedFn) instead of

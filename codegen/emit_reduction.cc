@@ -218,7 +218,7 @@ std::string Emitter::reduction_module(const std::string& symbol, const Node& red
 using emit_detail::Emitter;
 
 std::string emit_reduction(const Graph& body, const std::string& symbol) {
-  const ReductionSpace rs = collapse_reduction_space(body);
+  const ReductionSpace rs = collapse_reduction_space(body, FusedKind::reduction);
   return Emitter(body, rs.space).reduction_module(symbol, *body_reduction(body), rs);
 }
 

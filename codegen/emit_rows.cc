@@ -316,7 +316,7 @@ std::string Emitter::row_module(const std::string& symbol, const ReductionSpace&
 }  // namespace emit_detail
 
 std::string emit_rows(const Graph& body, const std::string& symbol) {
-  const ReductionSpace rs = collapse_reduction_space(body);
+  const ReductionSpace rs = collapse_reduction_space(body, FusedKind::row);
   return emit_detail::Emitter(body, rs.space).row_module(symbol, rs);
 }
 

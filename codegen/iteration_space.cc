@@ -21,8 +21,6 @@ std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out) {
   return st;
 }
 
-bool is_int_like(DType d) { return is_integer(d) || d == DType::boolean; }
-
 }  // namespace
 
 int64_t CollapsedSpace::rows() const {
@@ -144,8 +142,8 @@ int64_t ReductionSpace::rows() const {
 
 int64_t ReductionSpace::row_length() const { return reduced_size() * (column() ? width : 1); }
 
-ReductionSpace collapse_reduction_space(const Graph& body) {
-  const Node& red = is_row_body(body) ? *first_reduction(body) : *body_reduction(body);
+ReductionSpace collapse_reduction_space(const Graph& body, FusedKind kind) {
+  const Node& red = kind == FusedKind::row ? *first_reduction(body) : *body_reduction(body);
   const Shape& in = body.type(red.operands[0]).shape;
   std::vector<bool> mask(in.rank(), !red.has_attr("axes"));
   if (red.has_attr("axes")) {

@@ -178,11 +178,11 @@ FusedKind standalone_kind(const Graph& body) {
 
 RowLayout row_layout(const Graph& body, FusedKind kind) {
   if (kind == FusedKind::row) {  // A row is read once per pass.
-    const ReductionSpace r = collapse_reduction_space(body);
+    const ReductionSpace r = collapse_reduction_space(body, kind);
     return {r.rows(), r.row_length() * row_passes(body)};
   }
   if (kind == FusedKind::reduction) {
-    const ReductionSpace r = collapse_reduction_space(body);
+    const ReductionSpace r = collapse_reduction_space(body, kind);
     return {r.rows(), r.row_length()};
   }
   const CollapsedSpace space = collapse_space(body);

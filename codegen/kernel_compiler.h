@@ -105,9 +105,8 @@ RowLayout row_layout(const Graph& body);
 
 /// True for a *row body* (see the top of this file): keepdims reductions over the
 /// trailing axes of one shape whose per-row values other nodes consume, or several
-/// reductions; false for elementwise and reduction bodies. The KernelCompiler
-/// dispatches on the kind instead; the GPU emitter (emit_gpu.cc) and
-/// collapse_reduction_space still ask the body.
+/// reductions; false for elementwise and reduction bodies. The KernelCompiler and the
+/// GPU emitter (emit_gpu.cc) dispatch on the kind instead.
 bool is_row_body(const Graph& body);
 
 /// The passes over each row a row body takes: one per level of reductions (a reduction

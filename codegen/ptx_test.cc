@@ -18,6 +18,7 @@
 namespace weft::codegen {
 namespace {
 
+using testing::max_half_ulps;
 using testing::max_scaled_error;
 using testing::op_body;
 using testing::parse_typed;
@@ -33,15 +34,19 @@ std::vector<Graph> supported_bodies() {
     const Op op = static_cast<Op>(i);
     const OpInfo& info = op_info(op);
     if (info.category != OpCategory::Elementwise || info.arity < 1 || info.arity > 3) continue;
-    for (DType d : {DType::f32, DType::f64, DType::i32, DType::i64, DType::u8, DType::boolean}) {
+    for (DType d : {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i32, DType::i64,
+                    DType::u8, DType::boolean}) {
       for (const std::vector<Shape>& s : shapes) {
         std::vector<Type> types;
         for (int k = 0; k < info.arity; ++k) types.push_back({d, s[k % s.size()]});
         Attrs attrs;
         std::optional<DType> result;
         if (op == Op::Gelu) attrs["approximate"] = std::string("tanh");
-        if (op == Op::Cast) {
-          result = d == DType::f32 ? DType::i32 : DType::f32;
+        if (op == Op::Cast) {  // f32 → i32, bf16 → f16, f16 → bf16, the others → f32
+          result = d == DType::f32    ? DType::i32
+                   : d == DType::bf16 ? DType::f16
+                   : d == DType::f16  ? DType::bf16
+                                      : DType::f32;
           attrs["dtype"] = *result;
         }
         if (op == Op::Select) types[0].dtype = DType::boolean;
@@ -120,6 +125,33 @@ graph @k(%x: f32[8,3,33], %b: f32[3,1], %m: bool[33]) -> (f32[8,3,33], f32[8,3,3
   EXPECT_EQ(ptx->find("fused_param_5"), std::string::npos) << *ptx;
 }
 
+/// Half-precision reduction and row bodies in each GPU form: a bf16 column reduction over
+/// 128 rows (column groups), an f16 max along rows of 40 (a warp per row), bf16
+/// batch-norm statistics (a block per row), a bf16 softmax and an f16 layer norm (a warp
+/// per row), with the threads each wants.
+struct HalfBody {
+  std::string name, text;
+  int64_t threads;
+};
+std::vector<HalfBody> half_reduction_bodies() {
+  return {
+      {"col_bf16", "graph @k(%g: bf16[128,10], %y: bf16[128,10]) {\n  %m = mul(%g, %y)\n"
+                   "  %s = sum(%m) {axes=[0]}\n  return %s\n}\n", 256},
+      {"row_max_f16", "graph @k(%x: f16[64,40]) {\n  %s = max(%x) {axes=[1]}\n  return %s\n}\n",
+       64 * 32},
+      {"stats_bf16", "graph @k(%x: bf16[32,16,32,32]) {\n  %s = sum(%x) {axes=[0, 2, 3]}\n"
+                     "  return %s\n}\n", 16 * 256},
+      {"softmax_bf16", "graph @k(%x: bf16[64,40]) {\n  %m = max(%x) {axes=[-1], keepdims=true}\n"
+                       "  %d = sub(%x, %m)\n  %e = exp(%d)\n  %s = sum(%e) {axes=[-1], keepdims=true}\n"
+                       "  %p = div(%e, %s)\n  return %p\n}\n", 64 * 32},
+      {"layer_norm_f16", "graph @k(%x: f16[12,48], %g: f16[48]) {\n"
+                         "  %m = mean(%x) {axes=[-1], keepdims=true}\n  %d = sub(%x, %m)\n"
+                         "  %q = mul(%d, %d)\n  %v = mean(%q) {axes=[-1], keepdims=true}\n"
+                         "  %r = rsqrt(%v)\n  %n = mul(%d, %r)\n  %y = mul(%n, %g)\n  return %y\n}\n",
+       12 * 32},
+  };
+}
+
 TEST(Ptx, ReductionsAndRowBodiesSpreadOverWarpsAndBlocks) {
   // A column reduction (the bias gradient's sum over the batch): columns over lanes, rows over warps.
   const Graph column = parse_typed(
@@ -184,9 +216,21 @@ graph @k(%x: f32[64,10]) {
   GpuKernel sr = emit_gpu_kernel(short_rows, "short_rows");
   EXPECT_EQ(sr.threads, 64);
   EXPECT_EQ(sr.mlir.find("nvvm.shfl.sync"), std::string::npos) << sr.mlir;
-  StatusOr<std::string> ptx =
-      compile_ptx({c.mlir, r.mlir, sm.mlir, sm64.mlir, sr.mlir, st.mlir},
-                  {"col", "row", "softmax", "softmax64", "short_rows", "stats"});
+  // f16 and bf16 take the same forms: their statistics are f32 (max/min) or f64 (sums)
+  // in the shuffles and in shared memory; loads and stores move 16 bits.
+  std::vector<std::string> half_mlir, half_symbols;
+  for (const auto& [name, text, threads] : half_reduction_bodies()) {
+    GpuKernel k = emit_gpu_kernel(parse_typed(text), name);
+    EXPECT_EQ(k.threads, threads) << name;
+    EXPECT_NE(k.mlir.find("i16"), std::string::npos) << k.mlir;
+    half_mlir.push_back(std::move(k.mlir));
+    half_symbols.push_back(name);
+  }
+  std::vector<std::string> modules = {c.mlir, r.mlir, sm.mlir, sm64.mlir, sr.mlir, st.mlir};
+  std::vector<std::string> symbols = {"col", "row", "softmax", "softmax64", "short_rows", "stats"};
+  modules.insert(modules.end(), half_mlir.begin(), half_mlir.end());
+  symbols.insert(symbols.end(), half_symbols.begin(), half_symbols.end());
+  StatusOr<std::string> ptx = compile_ptx(modules, symbols);
   ASSERT_TRUE(ptx.ok()) << ptx.error().to_string();
   if (std::ifstream(kPtxas).good()) {
     const std::string path = write_temp("reductions.ptx", *ptx);
@@ -212,6 +256,7 @@ double host_scalar_error(Jit& jit, const Graph& body, uint64_t seed) {
   }
   std::vector<Tensor> outputs;
   std::vector<void*> buffers;
+  // (Half inputs are drawn as f32 values rounded to the dtype by random_tensor.)
   for (Tensor& t : inputs) buffers.push_back(t.raw_data());
   for (ValueId v : body.outputs()) outputs.emplace_back(body.type(v));
   for (Tensor& t : outputs) buffers.push_back(t.raw_data());
@@ -223,10 +268,32 @@ double host_scalar_error(Jit& jit, const Graph& body, uint64_t seed) {
   if (!want.ok()) return NAN;
   double worst = 0;
   for (size_t o = 0; o < outputs.size(); ++o) {
-    worst = std::max(worst, max_scaled_error(outputs[o], want->outputs[o]));
-    if (std::isnan(max_scaled_error(outputs[o], want->outputs[o]))) return NAN;
+    const DType d = outputs[o].dtype();
+    // f16/bf16 outputs: distance in units in the last place (testing::max_half_ulps).
+    const double err = d == DType::f16 || d == DType::bf16
+                           ? max_half_ulps(outputs[o], want->outputs[o])
+                           : max_scaled_error(outputs[o], want->outputs[o]);
+    if (std::isnan(err)) return NAN;
+    worst = std::max(worst, err);
   }
   return worst;
+}
+
+/// True when `body` has an f16/bf16 output.
+bool half_output(const Graph& body) {
+  for (ValueId v : body.outputs()) {
+    const DType d = body.type(v).dtype;
+    if (d == DType::f16 || d == DType::bf16) return true;
+  }
+  return false;
+}
+
+/// True when `body` computes a transcendental function (an f32 polynomial approximation).
+bool approximated(const Graph& body) {
+  for (const Node& n : body.nodes()) {
+    if (n.info().math == MathClass::Transcendental) return true;
+  }
+  return false;
 }
 
 TEST(Ptx, GpuKernelArithmeticMatchesReferenceOnTheHost) {
@@ -247,15 +314,24 @@ TEST(Ptx, GpuKernelArithmeticMatchesReferenceOnTheHost) {
            "  %n = mul(%d, %r)\n  %y = mul(%n, %g)\n  return %y\n}\n"}) {
     bodies.push_back(parse_typed(text));
   }
-  int checked = 0;
+  for (const HalfBody& h : half_reduction_bodies()) bodies.push_back(parse_typed(h.text));
+  int checked = 0, half = 0;
   for (size_t i = 0; i < bodies.size(); ++i) {
     SCOPED_TRACE(kernel_key(bodies[i]));
     const double err = host_scalar_error(jit, bodies[i], 100 + i);
-    // f32 math is MLIR's polynomial approximations, as on the CPU (kernel_ops_test).
-    EXPECT_LE(err, 1e-5);
+    if (half_output(bodies[i])) {
+      // f16/bf16: bit for bit where the f32 math is exact, within one unit in the last
+      // place where it is an approximation (as the CPU's half kernels, kernel_half_test).
+      EXPECT_LE(err, approximated(bodies[i]) ? 1 : 0);
+      ++half;
+    } else {
+      // f32 math is MLIR's polynomial approximations, as on the CPU (kernel_ops_test).
+      EXPECT_LE(err, 1e-5);
+    }
     ++checked;
   }
-  std::printf("  %d GPU kernel bodies checked on the host\n", checked);
+  std::printf("  %d GPU kernel bodies checked on the host, %d with f16/bf16 outputs\n", checked,
+              half);
 }
 
 TEST(Ptx, WhatTheGpuCannotComputeIsRejected) {

@@ -1,15 +1,6 @@
 #include "ir/kernel_support.h"
 
 namespace weft {
-namespace {
-
-bool half_precision(DType d) { return d == DType::f16 || d == DType::bf16; }
-
-// The CPU computes f16/bf16 in f32 and rounds each result (codegen/emit_half.cc).
-constexpr std::string_view kHalfOnGpu =
-    "f16 and bf16 code is not generated for the GPU (planned: [Mixed precision])";
-
-}  // namespace
 
 std::string_view code_target_name(CodeTarget target) {
   return target == CodeTarget::cpu ? "cpu" : "gpu";
@@ -19,9 +10,6 @@ std::optional<std::string_view> generated_code_gap(Op op, DType operand, DType r
                                                    CodeTarget target) {
   const MathClass math = op_info(op).math;
   if (math == MathClass::None) return "not an elementwise op";
-  if ((half_precision(operand) || half_precision(result)) && target == CodeTarget::gpu) {
-    return kHalfOnGpu;
-  }
   if ((math == MathClass::Division || math == MathClass::Power) && !is_floating(operand)) {
     return "integer div and pow report division by zero and negative exponents at run "
            "time, which only the reference interpreter does";
@@ -37,12 +25,11 @@ std::optional<std::string_view> generated_code_gap(Op op, DType operand, DType r
   return std::nullopt;
 }
 
-std::optional<std::string_view> generated_reduction_gap(DType dtype, CodeTarget target) {
+std::optional<std::string_view> generated_reduction_gap(DType dtype, CodeTarget /*target*/) {
   if (!is_floating(dtype)) {
     return "integer and bool reductions run on the library kernels (they accumulate in "
            "64-bit integers)";
   }
-  if (half_precision(dtype) && target == CodeTarget::gpu) return kHalfOnGpu;
   return std::nullopt;
 }
 

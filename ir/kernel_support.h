@@ -38,8 +38,8 @@ std::optional<std::string_view> generated_code_gap(Op op, DType operand, DType r
 
 /// Why the code weft generates for `target` does not compute a float reduction (sum,
 /// mean, max, min) of a `dtype` operand into a `dtype` result — one that ends a fused
-/// reduction or row body — or nullopt when it does (f32 and f64 everywhere; f16 and bf16
-/// on the CPU, accumulated as the f32 kernels do and rounded once at the end).
+/// reduction or row body — or nullopt when it does (f32, f64, f16 and bf16 on both
+/// targets; halves accumulated as the f32 kernels do and rounded once at the end).
 std::optional<std::string_view> generated_reduction_gap(DType dtype, CodeTarget target);
 
 /// generated_code_gap for a node of `op` on operands of `operands` types giving `result`:

@@ -212,7 +212,10 @@ std::string conv_describe(ConvOp op, const ConvGeometry& g) {
   static constexpr Op kOps[] = {Op::Conv, Op::ConvBackwardInput, Op::ConvBackwardWeight};
   std::string text(op_name(kOps[static_cast<int>(op)]));
   const Shape w = g.w_shape();
-  for (size_t i = 0; i < w.dims.size(); ++i) text += (i == 0 ? " " : "x") + std::to_string(w[i]);
+  for (size_t i = 0; i < w.dims.size(); ++i) {
+    text += i == 0 ? ' ' : 'x';
+    text += std::to_string(w[i]);
+  }
   return text;
 }
 

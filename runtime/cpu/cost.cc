@@ -7,28 +7,30 @@ namespace {
 
 double numel(const Type& t) { return static_cast<double>(t.numel()); }
 
-// The number of products summed into each output element of a contraction node.
-double reduction_length(const Node& n, const std::vector<BufferRef>& operands) {
+// The multiply-adds of a contraction node with `operands` and result type `result`.
+// The convolutions' are counted over any number of spatial dims S and kernel dims K
+// (numel / dim 0 or 1 takes the product of the others; an empty dim contributes nothing
+// either way), and the two backward ops count the forward's products, each of which they
+// use once: an input gradient element near the border takes fewer than O/g·prod(K).
+double products(const Node& n, const std::vector<BufferRef>& operands, const Type& result) {
   const Shape& a = operands[0].type.shape;
   switch (n.op) {
     case Op::Matmul: {
-      if (a.rank() == 1) return static_cast<double>(a[0]);
+      if (a.rank() == 1) return numel(result) * static_cast<double>(a[0]);
       const bool ta = n.bool_attr("transpose_a");
-      return static_cast<double>(ta ? a[a.rank() - 2] : a[a.rank() - 1]);
+      return numel(result) * static_cast<double>(ta ? a[a.rank() - 2] : a[a.rank() - 1]);
     }
-    // Over any number of spatial dims S and kernel dims K (numel / dim 0 or 1 takes the
-    // product of the others; an empty dim contributes nothing either way).
-    case Op::Conv: {  // x [N,C,*S], w [O, C/g, *K]: C/g · prod(K)
+    case Op::Conv: {  // x [N,C,*S], w [O, C/g, *K] -> y: each y element C/g · prod(K)
       const Shape& w = operands[1].type.shape;
-      return w[0] == 0 ? 0.0 : static_cast<double>(w.numel() / w[0]);
+      return w[0] == 0 ? 0.0 : numel(result) * static_cast<double>(w.numel() / w[0]);
     }
-    case Op::ConvBackwardInput: {  // gy [N,O,*So], w [O, C/g, *K] -> gx: O/g · prod(K)
+    case Op::ConvBackwardInput: {  // gy [N,O,*So], w [O, C/g, *K] -> gx: the forward's
       const Shape& w = operands[1].type.shape;
-      return w[1] == 0 ? 0.0 : static_cast<double>(w.numel() / w[1] / n.int_attr("groups"));
+      return w[0] == 0 ? 0.0 : numel(operands[0].type) * static_cast<double>(w.numel() / w[0]);
     }
-    case Op::ConvBackwardWeight: {  // x [N,C,*S], gy [N,O,*So] -> gw: N · prod(So)
+    case Op::ConvBackwardWeight: {  // x [N,C,*S], gy [N,O,*So] -> gw: each N · prod(So)
       const Shape& gy = operands[1].type.shape;
-      return gy[1] == 0 ? 0.0 : static_cast<double>(gy.numel() / gy[1]);
+      return gy[1] == 0 ? 0.0 : numel(result) * static_cast<double>(gy.numel() / gy[1]);
     }
     default: return 0;
   }
@@ -46,7 +48,7 @@ InvocationCost invocation_cost(const Program& program, const Invocation& inv) {
       // The GEMM (C has results[gemm_result]'s type), then the epilogue per element of C.
       const Type& product = inv.results[inv.gemm_result].type;
       const GeneratedKernel& k = program.kernels[inv.kernel];
-      c.flops = 2.0 * numel(product) * reduction_length(inv.node, inv.operands) +
+      c.flops = 2.0 * products(inv.node, inv.operands, product) +
                 numel(product) * static_cast<double>(k.body.nodes().size());
       return c;
     }
@@ -63,7 +65,7 @@ InvocationCost invocation_cost(const Program& program, const Invocation& inv) {
   const Node& n = inv.node;
   switch (n.info().category) {
     case OpCategory::Contraction:
-      c.flops = 2.0 * numel(inv.results[0].type) * reduction_length(n, inv.operands);
+      c.flops = 2.0 * products(n, inv.operands, inv.results[0].type);
       break;
     case OpCategory::Elementwise:
       c.flops = numel(inv.results[0].type);

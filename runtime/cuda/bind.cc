@@ -180,6 +180,7 @@ StatusOr<std::vector<BoundPtr>> Binder::bind(const Program& program, void* arena
         MatmulPlan plan;
         WEFT_ASSIGN_OR_RETURN(bool planned, plan_matmul(inv.node, types[0], types[1], plan));
         if (!planned) ++fallbacks;
+        plan.math = contraction_math(types[0].dtype, d.tf32);
         bound = contraction_bound(inv.node, planned ? std::optional<MatmulPlan>(std::move(plan)) : std::nullopt,
                                   types[0], types[1], c_ref.type, in[0], in[1], c, kernels[inv.kernel],
                                   root.kernels[inv.kernel], std::move(buffers));
@@ -206,6 +207,7 @@ StatusOr<std::vector<BoundPtr>> Binder::bind(const Program& program, void* arena
             MatmulPlan plan;
             WEFT_ASSIGN_OR_RETURN(bool planned, plan_matmul(inv.node, types[0], types[1], plan));
             WEFT_CHECK(planned, "cuda::Executor: library_kind planned a matmul cuBLAS refuses");
+            plan.math = contraction_math(types[0].dtype, d.tf32);
             bound = matmul_bound(std::move(plan), types[0].dtype, in[0], in[1], out, inv.results[0].type.bytes());
             break;
           }

@@ -1,7 +1,9 @@
 // Convolutions through cuDNN's legacy API (cudnn_cnn.h, in every cuDNN 9): conv over 1-3
 // spatial dims and its two gradients as the one call conv_plan.h plans. Everything is decided at bind time —
-// the descriptors, FMA math (no TF32, so f32 results stay within the reference's
-// tolerance), and the algorithm, measured by cuDNN on the bound buffers (like PyTorch's
+// the descriptors, the math (ConvPlan::math: FMA for f32 and f64, so f32 results stay
+// within the reference's tolerance; tensor ops with an f32 compute type for f16 and
+// bf16; cuDNN's default math, which allows TF32, for f32 with ExecutorOptions::tf32),
+// and the algorithm, measured by cuDNN on the bound buffers (like PyTorch's
 // cudnn.benchmark; the heuristics where the search fails) through choose_conv_algorithm,
 // which keeps the fastest one the policy allows (ConvPolicy) — so run() is one cuDNN call on the
 // executor's stream with Device::workspace, and never allocates. Under the exact and
@@ -48,7 +50,10 @@ struct Descriptors {
   }
 
   Status make(const ConvPlan& p) {
-    const cudnnDataType_t type = p.dtype == DType::f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+    const cudnnDataType_t type = data_type(p.dtype);
+    // The convolution's compute type: f32 for the halves (their products accumulate in
+    // f32), else the data type.
+    const cudnnDataType_t compute = p.dtype == DType::f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
     WEFT_RETURN_IF_ERROR(
         cudnn_status(cudnnCreateTensorDescriptor(&x), "cudnnCreateTensorDescriptor"));
     WEFT_RETURN_IF_ERROR(
@@ -70,7 +75,7 @@ struct Descriptors {
       WEFT_RETURN_IF_ERROR(cudnn_status(
           cudnnSetConvolution2dDescriptor(conv, p.pad[0], p.pad[1], p.stride[0], p.stride[1],
                                           p.dilation[0], p.dilation[1], CUDNN_CROSS_CORRELATION,
-                                          type),
+                                          compute),
           "cudnnSetConvolution2dDescriptor"));
     } else {  // NCDHW: the Nd calls, packed (the Ex form derives the strides from NCHW).
       WEFT_RETURN_IF_ERROR(cudnn_status(
@@ -84,13 +89,31 @@ struct Descriptors {
           "cudnnSetFilterNdDescriptor"));
       WEFT_RETURN_IF_ERROR(cudnn_status(
           cudnnSetConvolutionNdDescriptor(conv, p.rank - 2, p.pad, p.stride, p.dilation,
-                                          CUDNN_CROSS_CORRELATION, type),
+                                          CUDNN_CROSS_CORRELATION, compute),
           "cudnnSetConvolutionNdDescriptor"));
     }
     WEFT_RETURN_IF_ERROR(cudnn_status(cudnnSetConvolutionGroupCount(conv, p.groups),
                                       "cudnnSetConvolutionGroupCount"));
-    return cudnn_status(cudnnSetConvolutionMathType(conv, CUDNN_FMA_MATH),
+    return cudnn_status(cudnnSetConvolutionMathType(conv, math_type(p.math)),
                         "cudnnSetConvolutionMathType");
+  }
+
+  static cudnnDataType_t data_type(DType d) {
+    switch (d) {
+      case DType::f64: return CUDNN_DATA_DOUBLE;
+      case DType::f16: return CUDNN_DATA_HALF;
+      case DType::bf16: return CUDNN_DATA_BFLOAT16;
+      default: return CUDNN_DATA_FLOAT;
+    }
+  }
+
+  static cudnnMathType_t math_type(ContractionMath m) {
+    switch (m) {
+      case ContractionMath::tensor_f32: return CUDNN_TENSOR_OP_MATH;
+      case ContractionMath::tf32: return CUDNN_DEFAULT_MATH;  // allows TF32 (Ampere on)
+      case ContractionMath::pedantic: break;
+    }
+    return CUDNN_FMA_MATH;
   }
 };
 
@@ -260,10 +283,18 @@ StatusOr<Algorithm> choose(cudnnHandle_t h, const ConvPlan& plan, const Descript
     a.workspace = perf[i].memory;
     offered.push_back(a);
   }
-  const int chosen = choose_conv_algorithm(offered, limit, policy);
+  const bool tensor_ops = plan.math != ContractionMath::pedantic;
+  const int chosen = choose_conv_algorithm(offered, limit, policy, tensor_ops);
   if (chosen < 0) {
-    return Error{"cuDNN offers no FMA-math algorithm for the convolution " + plan.describe() +
-                 " (" + std::to_string(returned) + " offered)"};
+    return Error{std::string("cuDNN offers no ") + (tensor_ops ? "usable" : "FMA-math") +
+                 " algorithm for the convolution " + plan.describe() + " (" +
+                 std::to_string(returned) + " offered)"};
+  }
+  // The chosen algorithm runs in the math type it was measured with (cuDNN may offer a
+  // tensor-op algorithm and an FMA one for the same enum value).
+  if (tensor_ops) {
+    WEFT_RETURN_IF_ERROR(cudnn_status(cudnnSetConvolutionMathType(d.conv, perf[chosen].mathType),
+                                      "cudnnSetConvolutionMathType"));
   }
   Algorithm out;
   const auto algo = static_cast<typename Call::Algo>(offered[chosen].algo);
@@ -273,7 +304,7 @@ StatusOr<Algorithm> choose(cudnnHandle_t h, const ConvPlan& plan, const Descript
   if (found) {
     out.ms = perf[chosen].time;
     // The search's order is by time: the first usable one is the fastest.
-    const int fastest = choose_conv_algorithm(offered, SIZE_MAX, ConvPolicy::fastest);
+    const int fastest = choose_conv_algorithm(offered, SIZE_MAX, ConvPolicy::fastest, tensor_ops);
     if (fastest >= 0 && fastest != chosen) {
       const ConvAlgorithm& f = offered[fastest];
       char ms[32];
@@ -394,6 +425,7 @@ StatusOr<BoundPtr> convolution_bound(Device& d, const Node& node,
                                      const std::vector<Type>& operand_types, const Type& result,
                                      std::vector<const void*> in, void* out, FreeArena free) {
   WEFT_ASSIGN_OR_RETURN(ConvPlan plan, plan_convolution(node, operand_types, result));
+  plan.math = contraction_math(plan.dtype, d.tf32);
   if (!d.cudnn) {
     WEFT_RETURN_IF_ERROR(cudnn_status(cudnnCreate(&d.cudnn), "cudnnCreate"));
     WEFT_RETURN_IF_ERROR(cudnn_status(cudnnSetStream(d.cudnn, d.stream), "cudnnSetStream"));

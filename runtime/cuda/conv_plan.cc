@@ -1,6 +1,8 @@
 #include "runtime/cuda/conv_plan.h"
 
+#include <algorithm>
 #include <climits>
+#include <initializer_list>
 #include <span>
 #include <string>
 
@@ -21,13 +23,19 @@ std::string types_string(const std::vector<Type>& operands, const Type& result) 
   return s + " -> " + result.to_string();
 }
 
-// f32 or f64, the same for every operand and the result.
-bool float_types(const std::vector<Type>& operands, const Type& result) {
-  if (result.dtype != DType::f32 && result.dtype != DType::f64) return false;
+// One dtype for every operand and the result, one of `dtypes`.
+bool same_dtype_of(const std::vector<Type>& operands, const Type& result,
+                   std::initializer_list<DType> dtypes) {
+  if (std::find(dtypes.begin(), dtypes.end(), result.dtype) == dtypes.end()) return false;
   for (const Type& t : operands) {
     if (t.dtype != result.dtype) return false;
   }
   return true;
+}
+
+// f32 or f64, the same for every operand and the result (the pooling kernels).
+bool float_types(const std::vector<Type>& operands, const Type& result) {
+  return same_dtype_of(operands, result, {DType::f32, DType::f64});
 }
 
 // The product of dims, when it fits int64.
@@ -57,6 +65,8 @@ std::string ConvPlan::describe() const {
                   " pad " + join(pad, n, "", "x", "") + " dilation " +
                   join(dilation, n, "", "x", "") + " groups " + std::to_string(groups);
   if (zero_fill) s += " (empty: zeros)";
+  if (math == ContractionMath::tensor_f32) s += " (tensor cores, f32 accumulation)";
+  if (math == ContractionMath::tf32) s += " (tf32 tensor cores)";
   return s;
 }
 
@@ -64,11 +74,13 @@ StatusOr<ConvPlan> plan_convolution(const Node& node, const std::vector<Type>& o
                                     const Type& result) {
   const std::string types = types_string(operands, result);
   if (operands.size() != 2) return op_error(node, "expects two operands, got " + types);
-  if (!float_types(operands, result)) {
-    return op_error(node, "cuDNN runs f32 and f64 convolutions only, not " + types);
+  if (!same_dtype_of(operands, result, {DType::f32, DType::f64, DType::f16, DType::bf16})) {
+    return op_error(node, "cuDNN runs f32, f64, f16 and bf16 convolutions of one dtype, not " +
+                              types);
   }
   ConvPlan plan;
   plan.dtype = result.dtype;
+  plan.math = contraction_math(plan.dtype, /*tf32=*/false);
   Shape x, w, y;
   switch (node.op) {
     case Op::Conv:
@@ -139,7 +151,7 @@ StatusOr<ConvPlan> plan_convolution(const Node& node, const std::vector<Type>& o
 }
 
 int choose_conv_algorithm(const std::vector<ConvAlgorithm>& offered, size_t limit,
-                          ConvPolicy policy) {
+                          ConvPolicy policy, bool tensor_ops) {
   // Classes in order of preference; within one, cuDNN's order (fastest first).
   struct Want {
     bool deterministic, exact, within_limit;
@@ -158,7 +170,7 @@ int choose_conv_algorithm(const std::vector<ConvAlgorithm>& offered, size_t limi
   for (const Want& want : order) {
     for (size_t i = 0; i < offered.size(); ++i) {
       const ConvAlgorithm& a = offered[i];
-      if (!a.supported || a.tensor_ops) continue;
+      if (!a.supported || (a.tensor_ops && !tensor_ops)) continue;
       if (want.deterministic && !a.deterministic) continue;
       if (want.exact && a.approximate) continue;
       if (want.within_limit && a.workspace > limit) continue;

@@ -20,6 +20,10 @@
 //
 // For f32[8,3,32,32] by f32[16,3,3,3], stride 2, padding 1: x [8,3,32,32], w [16,3,3,3],
 // y [8,16,16,16] (cuDNN's output rule, 1 + (32 + 2·1 - 3) / 2 = 16, is the reference's).
+//
+// Precision: f32 and f64 in FMA math (the reference's arithmetic); f16 and bf16 on tensor
+// cores with an f32 compute type ([Mixed precision]); f32 with TF32 when the executor
+// asks (ExecutorOptions::tf32). The plan's `math` says which (plan.h, contraction_math).
 
 #include <cstddef>
 #include <cstdint>
@@ -28,6 +32,7 @@
 
 #include "ir/graph.h"
 #include "ir/status.h"
+#include "runtime/cuda/plan.h"
 #include "runtime/cuda/pool_kernels.h"
 
 namespace weft::cuda {
@@ -42,7 +47,11 @@ enum class ConvBuffer { operand0, operand1, result };
 /// refuses larger ones).
 struct ConvPlan {
   ConvCall call = ConvCall::forward;
-  DType dtype = DType::f32;        ///< Data and compute type (f32 or f64).
+  DType dtype = DType::f32;        ///< Data type (f32, f64, f16, bf16).
+  /// pedantic (FMA math, compute type = dtype), tensor_f32 (f16/bf16 data, f32 compute
+  /// type, tensor-op math) or tf32 (f32, cuDNN's default math); the plan sets
+  /// contraction_math(dtype, false) and the executor asks for tf32.
+  ContractionMath math = ContractionMath::pedantic;
   /// 4 (NCHW; cudnnSet*4dDescriptor and cudnnSetConvolution2dDescriptor) or 5 (NCDHW;
   /// the Nd descriptors). The arrays below hold `rank` and `rank - 2` entries.
   int rank = 4;
@@ -58,14 +67,15 @@ struct ConvPlan {
   bool zero_fill = false;
 
   /// "forward f32 x[8,3,32,32] w[16,3,3,3] y[8,16,16,16] stride 2x2 pad 1x1 dilation 1x1
-  /// groups 1" (three numbers in stride, pad and dilation for rank 5).
+  /// groups 1" (three numbers in stride, pad and dilation for rank 5), then " (tensor
+  /// cores, f32 accumulation)" or " (tf32 tensor cores)" by `math`.
   std::string describe() const;
 };
 
 /// The cuDNN call of `node` (conv, conv_backward_input or conv_backward_weight over 1-3
 /// spatial dims, semantics of runtime/reference/contraction.cc) on operands of `operands` types giving
 /// `result`. Errors (naming the op and the types): shapes or attributes the reference
-/// rejects, a dtype other than f32/f64, a dimension or tensor beyond cuDNN's int — for
+/// rejects, a dtype other than f32, f64, f16 or bf16, a dimension or tensor beyond cuDNN's int — for
 /// those library.h's library_kind says `host`.
 StatusOr<ConvPlan> plan_convolution(const Node& node, const std::vector<Type>& operands,
                                     const Type& result);
@@ -75,7 +85,7 @@ struct ConvAlgorithm {
   int algo = 0;                ///< cuDNN's enum value (for the caller).
   bool supported = false;      ///< Status CUDNN_STATUS_SUCCESS.
   bool deterministic = false;  ///< CUDNN_DETERMINISTIC.
-  bool tensor_ops = false;     ///< Math type other than FMA/default (TF32 or half: refused).
+  bool tensor_ops = false;     ///< Tensor-op math (cuDNN's TENSOR_OP math types).
   bool approximate = false;    ///< FFT or Winograd: not the reference's f32 arithmetic.
   size_t workspace = 0;        ///< Bytes.
 };
@@ -99,7 +109,9 @@ enum class ConvPolicy {
 };
 
 /// Index in `offered` (cuDNN's order: fastest first) of the algorithm to use, -1 when
-/// none is usable. Never tensor ops (TF32 would miss the reference's f32 by far more).
+/// none is usable. Tensor-op algorithms only with `tensor_ops` (a plan whose math is not
+/// pedantic: f16/bf16, or f32 with TF32); for f32 and f64 never (TF32 would miss the
+/// reference's f32 by far more).
 /// With ConvPolicy::exact, preferred in turn: deterministic, exact and within `limit`;
 /// exact within `limit` (a nondeterministic sum differs between runs in its last bits
 /// only, while an FFT or Winograd result can miss the 2e-5 tolerance); deterministic
@@ -111,7 +123,7 @@ enum class ConvPolicy {
 /// `limit`, else the first.
 int choose_conv_algorithm(const std::vector<ConvAlgorithm>& offered,
                           size_t limit = kConvWorkspaceLimit,
-                          ConvPolicy policy = ConvPolicy::exact);
+                          ConvPolicy policy = ConvPolicy::exact, bool tensor_ops = false);
 
 /// The window of `node` (max_pool2d, avg_pool2d, max_pool2d_backward,
 /// avg_pool2d_backward, max_pool2d_select) on operands of `operands` types giving

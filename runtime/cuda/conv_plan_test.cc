@@ -198,6 +198,8 @@ void check_op(Op op, const Geometry& g, DType dtype) {
   ASSERT_TRUE(plan.ok()) << plan.status().to_string();
   EXPECT_EQ(plan->call, call);
   EXPECT_EQ(plan->dtype, dtype);
+  const bool half = dtype == DType::f16 || dtype == DType::bf16;
+  EXPECT_EQ(plan->math, half ? ContractionMath::tensor_f32 : ContractionMath::pedantic);
   EXPECT_EQ(plan->zero_fill, xt.numel() == 0 || wt.numel() == 0 || yt.numel() == 0);
   // The buffers: operands as doubles, the result zeroed; each handed to the role the
   // plan gives it.
@@ -211,7 +213,12 @@ void check_op(Op op, const Geometry& g, DType dtype) {
   if (::testing::Test::HasFatalFailure()) return;
   const Tensor want = reference_node(node, args, result);
   ASSERT_EQ(want.numel(), static_cast<int64_t>(out.size()));
-  const double tol = dtype == DType::f32 ? 2e-5 : 1e-12;
+  // f16/bf16: the emulation's exact sums of the half operands against the reference's
+  // f32 sums rounded once to the dtype (half a unit in the last place, and a little).
+  const double tol = dtype == DType::f32    ? 2e-5
+                     : dtype == DType::f64  ? 1e-12
+                     : dtype == DType::bf16 ? 1e-2
+                                            : 2e-3;
   for (int64_t i = 0; i < want.numel(); ++i) {
     const double w = want.get_double(i);
     EXPECT_NEAR(out[i], w, tol * (1 + std::abs(w))) << "element " << i;
@@ -222,7 +229,7 @@ class ConvPlanTest : public ::testing::TestWithParam<Geometry> {};
 
 TEST_P(ConvPlanTest, EachOpsCudnnCallMatchesTheReference) {
   for (Op op : {Op::Conv, Op::ConvBackwardInput, Op::ConvBackwardWeight}) {
-    for (DType dtype : {DType::f32, DType::f64}) {
+    for (DType dtype : {DType::f32, DType::f64, DType::bf16, DType::f16}) {
       SCOPED_TRACE(std::string(op_name(op)) + " " + std::string(dtype_name(dtype)));
       check_op(op, GetParam(), dtype);
     }
@@ -282,8 +289,14 @@ TEST(ConvPlan, RefusesWhatCudnnDoesNotRun) {
       node, {Type{DType::i32, g.x}, Type{DType::i32, g.w}}, Type{DType::i32, conv_output(g)});
   ASSERT_FALSE(ints.ok());
   EXPECT_EQ(ints.error().message,
-            "conv: cuDNN runs f32 and f64 convolutions only, not i32[2,3,8,8], i32[4,3,3,3] "
-            "-> i32[2,4,6,6]");
+            "conv: cuDNN runs f32, f64, f16 and bf16 convolutions of one dtype, not i32[2,3,8,8], "
+            "i32[4,3,3,3] -> i32[2,4,6,6]");
+  StatusOr<ConvPlan> mixed = plan_convolution(
+      node, {Type{DType::bf16, g.x}, Type{DType::f32, g.w}}, Type{DType::bf16, conv_output(g)});
+  ASSERT_FALSE(mixed.ok());
+  EXPECT_EQ(mixed.error().message,
+            "conv: cuDNN runs f32, f64, f16 and bf16 convolutions of one dtype, not "
+            "bf16[2,3,8,8], f32[4,3,3,3] -> bf16[2,4,6,6]");
   // 2^31 elements of input: beyond the legacy API's int.
   const Type big{DType::f32, Shape{2, 1, 32768, 32768}};
   StatusOr<ConvPlan> huge = plan_convolution(
@@ -302,11 +315,11 @@ TEST(ConvPlan, RefusesWhatCudnnDoesNotRun) {
             "[2,3,8,8] by [4,3,3,3]");
 }
 
-// library.h's decision: f32 and f64 convolutions go to cuDNN and poolings to pool.cu;
-// what the plans refuse stays on the host.
+// library.h's decision: f32, f64, f16 and bf16 convolutions go to cuDNN and poolings to
+// pool.cu; what the plans refuse stays on the host.
 TEST(ConvPlan, LibraryKindSendsConvolutionsAndPoolingsToTheDevice) {
   const Geometry g = kGeometries[7];  // all_at_once
-  for (DType dtype : {DType::f32, DType::f64}) {
+  for (DType dtype : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
     const Type xt{dtype, g.x}, wt{dtype, g.w}, yt{dtype, conv_output(g)};
     EXPECT_EQ(library_kind(conv_node(Op::Conv, g), {xt, wt}, yt), LibraryKind::convolution);
     EXPECT_EQ(library_kind(conv_node(Op::ConvBackwardInput, g), {yt, wt}, xt),
@@ -385,6 +398,38 @@ TEST(ConvAlgorithmChoice, FastestTakesTheFirstWithinTheLimit) {
                                   ConvPolicy::fastest),
             0);
   EXPECT_EQ(choose_conv_algorithm({algo(3, true, false, 0, true)}, 500, ConvPolicy::fastest), -1);
+}
+
+// f16/bf16 plans (and f32 with TF32) may take tensor-op algorithms: the classes are the
+// same, tensor ops included; f32 and f64 plans never take them.
+TEST(ConvAlgorithmChoice, TensorOpsOnlyWhenThePlanAllowsThem) {
+  const std::vector<ConvAlgorithm> offered = {
+      algo(3, true, false, 10, /*tensor_ops=*/true),
+      algo(5, false, false, 10, /*tensor_ops=*/true),
+      algo(1, true, false, 100),
+  };
+  EXPECT_EQ(choose_conv_algorithm(offered, 500, ConvPolicy::exact), 2);
+  EXPECT_EQ(choose_conv_algorithm(offered, 500, ConvPolicy::exact, /*tensor_ops=*/true), 0);
+  EXPECT_EQ(choose_conv_algorithm(offered, 500, ConvPolicy::fastest, /*tensor_ops=*/true), 0);
+  EXPECT_EQ(choose_conv_algorithm({offered[1]}, 500, ConvPolicy::deterministic, true), 0);
+  EXPECT_EQ(choose_conv_algorithm({offered[1]}, 500, ConvPolicy::deterministic), -1);
+}
+
+TEST(ConvPlan, HalvesRunOnTensorCores) {
+  const Geometry g = kGeometries[3];  // grouped
+  const Type xt{DType::bf16, g.x}, wt{DType::bf16, g.w}, yt{DType::bf16, conv_output(g)};
+  StatusOr<ConvPlan> fwd = plan_convolution(conv_node(Op::Conv, g), {xt, wt}, yt);
+  ASSERT_TRUE(fwd.ok()) << fwd.status().to_string();
+  EXPECT_EQ(fwd->math, ContractionMath::tensor_f32);
+  EXPECT_NE(fwd->describe().find("forward bf16 x["), std::string::npos) << fwd->describe();
+  EXPECT_NE(fwd->describe().find(" (tensor cores, f32 accumulation)"), std::string::npos)
+      << fwd->describe();
+  ConvPlan f32 = *plan_convolution(conv_node(Op::Conv, g),
+                                   {Type{DType::f32, g.x}, Type{DType::f32, g.w}},
+                                   Type{DType::f32, conv_output(g)});
+  EXPECT_EQ(f32.math, ContractionMath::pedantic);
+  f32.math = contraction_math(DType::f32, /*tf32=*/true);
+  EXPECT_NE(f32.describe().find(" (tf32 tensor cores)"), std::string::npos) << f32.describe();
 }
 
 }  // namespace

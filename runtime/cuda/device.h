@@ -32,7 +32,8 @@ Status device_allocate(void*& p, int64_t bytes, const std::string& what);
 Status cublas_status(cublasStatus_t status, const std::string& call);
 
 /// Enqueues `plan`'s cuBLAS calls (or, for an empty contraction, zeroes `c_bytes` of C) on
-/// the stream `cublas` is bound to: C = op(A)·op(B) in `dtype` (f32 or f64). gemm.cc.
+/// the stream `cublas` is bound to: C = op(A)·op(B) in `dtype` (f32, f64, f16, bf16) with
+/// `plan.math` (plan.h). gemm.cc.
 Status run_matmul(cublasHandle_t cublas, cudaStream_t stream, const MatmulPlan& plan,
                   DType dtype, const void* a, const void* b, void* c, size_t c_bytes);
 
@@ -46,6 +47,7 @@ struct Executor::Device {
   /// convolutions never pay for cudnnCreate (which loads cuDNN's engine libraries).
   cudnnHandle_t cudnn = nullptr;
   ConvPolicy convolutions = ConvPolicy::deterministic;  ///< ExecutorOptions::convolutions.
+  bool tf32 = false;                                     ///< ExecutorOptions::tf32.
   cudaLibrary_t library = nullptr;  ///< The program's PTX module.
   void* arena = nullptr;
   void* inputs = nullptr;     ///< The inputs block.

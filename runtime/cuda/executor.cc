@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "runtime/binding.h"
+#include "runtime/cuda/architecture.h"
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/library.h"
 
@@ -53,6 +54,15 @@ Status load_module(const std::string& ptx, cudaLibrary_t& library) {
   return Error{message};
 }
 
+// Whether device `ordinal` can run this build's library kernels and the generated `ptx`
+// (architecture.h), before anything is bound.
+Status check_device_architecture(int ordinal, const std::string& ptx) {
+  cudaDeviceProp prop{};
+  WEFT_RETURN_IF_ERROR(cuda_status(cudaGetDeviceProperties(&prop, ordinal), "cudaGetDeviceProperties"));
+  return check_architecture({.ordinal = ordinal, .name = prop.name, .major = prop.major, .minor = prop.minor},
+                            ptx);
+}
+
 }  // namespace
 
 Status device_allocate(void*& p, int64_t bytes, const std::string& what) {
@@ -82,6 +92,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program, std::strin
                  std::to_string(count) + " devices)"};
   }
   WEFT_RETURN_IF_ERROR(cuda_status(cudaSetDevice(options.device), "cudaSetDevice"));
+  WEFT_RETURN_IF_ERROR(check_device_architecture(options.device, ptx));
   check_layout(program, "cuda::Executor::create");
 
   // Memory: refuse a plan that cannot fit before allocating anything.
@@ -101,6 +112,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program, std::strin
   Device& d = *ex->device_;
   d.ordinal = options.device;
   d.convolutions = options.convolutions;
+  d.tf32 = options.tf32;
   WEFT_RETURN_IF_ERROR(cuda_status(cudaStreamCreate(&d.stream), "cudaStreamCreate"));
   WEFT_RETURN_IF_ERROR(cublas_status(cublasCreate(&d.cublas), "cublasCreate"));
   WEFT_RETURN_IF_ERROR(cublas_status(cublasSetStream(d.cublas, d.stream), "cublasSetStream"));

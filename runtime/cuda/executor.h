@@ -21,9 +21,11 @@
 //    `clear` ranges are zeroed just before.
 //  - contraction: the GEMM into C (results[gemm_result]), then its epilogue kernel on
 //    C, operands[2...], and the other results (program.h).
-//  - library: matmul in f32 and f64 through cuBLAS (pedantic math: no TF32, so results
-//    match the reference interpreter's f32); conv and its gradients through cuDNN (FMA
-//    math, the algorithm chosen at create()); pooling and its gradients on pool.cu's
+//  - library: matmul in f32 and f64 through cuBLAS (pedantic math: no TF32 unless
+//    ExecutorOptions::tf32, so results match the reference interpreter's f32), in f16
+//    and bf16 through cublasGemmEx on tensor cores with f32 accumulation; conv and its
+//    gradients through cuDNN (FMA math for f32 and f64, tensor cores for f16 and bf16;
+//    the algorithm chosen at create()); pooling and its gradients on pool.cu's
 //    kernels (the reference's results to the bit); all_reduce as one process (a copy
 //    when the plan put operand and result apart); an op with no operands (full, iota), a
 //    constant: computed once by the reference interpreter at create(), copied device to
@@ -85,6 +87,11 @@ struct ExecutorOptions {
   /// reference's arithmetic (no FFT or Winograd); `fastest` also takes nondeterministic
   /// ones, as PyTorch does by default.
   ConvPolicy convolutions = ConvPolicy::deterministic;
+  /// TF32 tensor cores for f32 GEMMs and convolutions ([Mixed precision]'s `--tf32`,
+  /// off by default): operands rounded to a 10-bit mantissa, accumulation in f32 —
+  /// faster, and far outside the reference's f32 tolerance, hence opt-in. f16/bf16
+  /// GEMMs and convolutions always run on tensor cores (f32 accumulation); f64 never.
+  bool tf32 = false;
 };
 
 class Executor : public ProgramExecutor {

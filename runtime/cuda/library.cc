@@ -115,16 +115,17 @@ std::string_view category_gap(const Node& node, const std::vector<Type>& operand
         return "no CUDA argmax kernel: the generated reductions compute sum, mean, max and "
                "min, and the library has none";
       }
-      return "reductions run as generated kernels (codegen gpu_supports), which compute f32 "
-             "and f64 only; the library has no reduction kernel";
+      return "reductions run as generated kernels (codegen gpu_supports), which compute "
+             "float dtypes only; the library has no reduction kernel";
     case OpCategory::Contraction:
       if (node.op == Op::Matmul) {
-        return "cuBLAS does not plan this matmul (plan_matmul: f32 or f64 operands of one "
-               "dtype, no scalar or transposed 1-D operand, dimensions within int)";
+        return "cuBLAS does not plan this matmul (plan_matmul: f32, f64, f16 or bf16 operands "
+               "of one dtype, no scalar or transposed 1-D operand, dimensions within int)";
       }
       if (node.op == Op::Conv || node.op == Op::ConvBackwardInput ||
           node.op == Op::ConvBackwardWeight) {
-        return "cuDNN does not plan this convolution (plan_convolution: f32 or f64, 2-D)";
+        return "cuDNN does not plan this convolution (plan_convolution: f32, f64, f16 or "
+               "bf16, 1-3 spatial dims)";
       }
       return "the pooling kernels take f32 and f64 only (plan_pooling)";
     case OpCategory::Composite:

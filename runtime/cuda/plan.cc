@@ -33,28 +33,62 @@ bool fits_int(const CublasGemm& g) {
   return true;
 }
 
+bool is_half(DType d) { return d == DType::f16 || d == DType::bf16; }
+
+/// `a` and `b` as matmul_geometry takes them: f16/bf16 operands (of one dtype) planned as
+/// f32 ones of the same shapes, which the geometry is about; nullopt when the dtypes
+/// are halves that differ or a half beside another dtype.
+std::optional<std::pair<Type, Type>> geometry_types(const Type& a, const Type& b) {
+  if (!is_half(a.dtype) && !is_half(b.dtype)) return std::pair{a, b};
+  if (a.dtype != b.dtype) return std::nullopt;
+  return std::pair{Type{DType::f32, a.shape}, Type{DType::f32, b.shape}};
+}
+
 }  // namespace
 
+ContractionMath contraction_math(DType dtype, bool tf32) {
+  if (is_half(dtype)) return ContractionMath::tensor_f32;
+  return tf32 && dtype == DType::f32 ? ContractionMath::tf32 : ContractionMath::pedantic;
+}
+
 std::string MatmulPlan::describe(DType dtype) const {
-  std::string out = dtype == DType::f64 ? "d" : "s";
+  std::string out = dtype == DType::f64    ? "d"
+                    : dtype == DType::f16  ? "h"
+                    : dtype == DType::bf16 ? "bf16"
+                                           : "s";
   const bool strided = calls.size() == 1 && calls[0].count > 1;
   out += strided ? "gemm_strided_batched " : "gemm ";
   out += std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
   if (batch > 1) out += " batch " + std::to_string(batch);
   if (calls.size() > 1) out += " in " + std::to_string(calls.size()) + " calls";
   if (zero_fill) out += " (k = 0: zeros)";
+  if (math == ContractionMath::tensor_f32) out += " (tensor cores, f32 accumulation)";
+  if (math == ContractionMath::tf32) out += " (tf32 tensor cores)";
   return out;
 }
 
-StatusOr<bool> plan_matmul(const Node& node, const Type& ta, const Type& tb, MatmulPlan& plan) {
-  StatusOr<std::optional<MatmulGeometry>> geometry = matmul_geometry(node, ta, tb);
-  if (!geometry.ok()) return matmul_error(node, geometry.error().message);
+StatusOr<bool> plan_matmul(const Node& node, const Type& a_type, const Type& b_type,
+                           MatmulPlan& plan) {
+  const std::optional<std::pair<Type, Type>> types = geometry_types(a_type, b_type);
+  if (!types) return false;
+  StatusOr<std::optional<MatmulGeometry>> geometry =
+      matmul_geometry(node, types->first, types->second);
+  if (!geometry.ok()) {
+    // The message names the operands' own types, not the f32 ones planned for halves.
+    std::string message = geometry.error().message;
+    for (const auto& [planned, own] : {std::pair{types->first, a_type}, std::pair{types->second, b_type}}) {
+      const size_t at = message.find(planned.to_string());
+      if (at != std::string::npos) message.replace(at, planned.to_string().size(), own.to_string());
+    }
+    return matmul_error(node, message);
+  }
   if (!geometry->has_value()) return false;
   const MatmulGeometry& geo = **geometry;
   const bool trans_a = geo.trans_a, trans_b = geo.trans_b;
   const int64_t m = geo.m, k = geo.k, n = geo.n;
   const Shape& batch = geo.batch;
   plan = MatmulPlan{};
+  plan.math = contraction_math(a_type.dtype, /*tf32=*/false);
   plan.m = m;
   plan.n = n;
   plan.k = k;

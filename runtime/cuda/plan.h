@@ -14,6 +14,13 @@
 // A transpose flag keeps the operand where it is and turns on cuBLAS's op for it:
 // transpose_b stores B as [n, k] (leading dimension k), transpose_a stores A as [k, m]
 // (leading dimension m).
+//
+// Precision ([Mixed precision]): f32 and f64 run cublasSgemm/Dgemm in pedantic math (the
+// reference's arithmetic); f16 and bf16 run cublasGemmEx on tensor cores with f32
+// accumulation (CUBLAS_COMPUTE_32F, alpha and beta f32, C rounded once to the dtype);
+// f32 with `tf32` (ExecutorOptions::tf32, off by default) runs cublasGemmEx with
+// CUBLAS_COMPUTE_32F_FAST_TF32 — operands rounded to TF32's 10-bit mantissa, which
+// misses the reference's f32 by far more than its tolerance, hence opt-in.
 
 #include <cstdint>
 #include <string>
@@ -39,6 +46,24 @@ struct CublasGemm {
   int64_t count = 1;
 };
 
+/// How a GEMM or a convolution computes: gemm.cc maps it to cuBLAS's calls and compute
+/// types, conv.cc to cuDNN's math type. One decision for both (contraction_math).
+enum class ContractionMath {
+  /// f32 or f64 as the reference computes it: cublasSgemm/Dgemm, cuDNN's FMA math.
+  pedantic,
+  /// f16/bf16 operands on tensor cores, f32 accumulation: cublasGemmEx with
+  /// CUBLAS_COMPUTE_32F, cuDNN's tensor-op math with an f32 compute type.
+  tensor_f32,
+  /// f32 operands rounded to TF32 on tensor cores, f32 accumulation:
+  /// CUBLAS_COMPUTE_32F_FAST_TF32, cuDNN's default math (which allows TF32).
+  tf32,
+};
+
+/// The math of a GEMM or convolution on `dtype` operands: tensor_f32 for f16 and bf16,
+/// tf32 for f32 when `tf32` is asked for (ExecutorOptions::tf32), pedantic otherwise (f64
+/// never uses TF32).
+ContractionMath contraction_math(DType dtype, bool tf32);
+
 /// A matmul as cuBLAS calls: `calls` write every element of C, or, when the contracted
 /// dimension is empty (`zero_fill`), C is all zeros. `m`, `n`, `k` and `batch` are the
 /// row-major problem, for describe().
@@ -46,10 +71,14 @@ struct MatmulPlan {
   std::vector<CublasGemm> calls;
   bool zero_fill = false;
   int64_t m = 0, n = 0, k = 0, batch = 1;
+  ContractionMath math = ContractionMath::pedantic;  ///< contraction_math of the operands' dtype, set at bind.
 
   /// "sgemm 64x32x48", "sgemm_strided_batched 16x8x24 batch 4", "dgemm 3x5x12 batch 6 in
-  /// 6 calls".
+  /// 6 calls", "bf16gemm 64x32x48 (tensor cores, f32 accumulation)", "sgemm 64x32x48
+  /// (tf32 tensor cores)".
   std::string describe(DType dtype) const;
+  /// The floating-point operations of the product: 2·m·n·k·batch (a profile's TFLOP/s).
+  double flops() const { return 2.0 * static_cast<double>(m) * n * k * batch; }
 };
 
 /// The cuBLAS calls of `node` (a matmul: NumPy semantics, 1-D operands promoted, batch
@@ -57,9 +86,10 @@ struct MatmulPlan {
 /// operands of types `a` and `b`: the batch folds into the rows of one GEMM where B is
 /// shared; batch offsets that are a multiple of the entry index become one
 /// strided-batched call; any other broadcast, one call per batch entry. False when cuBLAS
-/// does not run it: a dtype other than f32/f64, a scalar operand, a transposed 1-D
-/// operand, a dimension beyond cuBLAS's int. Errors (naming the op and both types):
-/// operands whose shapes do not multiply.
+/// does not run it: operands of a dtype other than f32, f64, f16 or bf16 or of two
+/// dtypes, a scalar operand, a transposed 1-D operand, a dimension beyond cuBLAS's int.
+/// The plan's math is contraction_math(dtype, /*tf32=*/false); the executor sets tf32 where
+/// asked. Errors (naming the op and both types): operands whose shapes do not multiply.
 StatusOr<bool> plan_matmul(const Node& node, const Type& a, const Type& b, MatmulPlan& plan);
 
 }  // namespace weft::cuda

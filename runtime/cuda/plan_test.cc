@@ -162,6 +162,86 @@ TEST(PlanMatmul, Describe) {
   EXPECT_EQ(plan.describe(DType::f32), "sgemm 8x5x12 batch 6 in 6 calls");
 }
 
+// f16 and bf16 ([Mixed precision]): planned as f32 operands of the same shapes (the
+// same calls), on tensor cores with f32 accumulation. The emulation multiplies the
+// widened values and rounds C once to the dtype, as cublasGemmEx with CUBLAS_COMPUTE_32F
+// does; the reference rounds its f32 product once too, so they agree within one unit in
+// the last place (the sums' orders differ).
+TEST(PlanMatmul, HalvesArePlannedLikeF32OnTensorCores) {
+  struct HalfCase {
+    Shape a, b, c;
+    bool trans_a, trans_b;
+  };
+  const std::vector<HalfCase> cases = {{{64, 48}, {48, 32}, {64, 32}, false, false},
+                                       {{48, 64}, {32, 48}, {64, 32}, true, true},
+                                       {{4, 16, 24}, {4, 24, 8}, {4, 16, 8}, false, false},
+                                       {{2, 3, 16, 24}, {24, 8}, {2, 3, 16, 8}, false, false},
+                                       {{2, 1, 8, 12}, {3, 12, 5}, {2, 3, 8, 5}, false, false}};
+  for (DType d : {DType::bf16, DType::f16}) {
+    for (const HalfCase& h : cases) {
+      SCOPED_TRACE(std::string(dtype_name(d)) + " " + h.a.to_string() + " x " + h.b.to_string());
+      const Node node = matmul_node(h.trans_a, h.trans_b);
+      MatmulPlan plan, f32_plan;
+      ASSERT_TRUE(*plan_matmul(node, {d, h.a}, {d, h.b}, plan));
+      ASSERT_TRUE(*plan_matmul(node, {DType::f32, h.a}, {DType::f32, h.b}, f32_plan));
+      EXPECT_EQ(plan.math, ContractionMath::tensor_f32);
+      EXPECT_EQ(f32_plan.math, ContractionMath::pedantic);
+      ASSERT_EQ(plan.calls.size(), f32_plan.calls.size());
+      const Tensor a = random_tensor({d, h.a}, 1), b = random_tensor({d, h.b}, 2);
+      Tensor a32({DType::f32, h.a}), b32({DType::f32, h.b}), c32({DType::f32, h.c}), c({d, h.c});
+      for (int64_t i = 0; i < a.numel(); ++i) a32.set_double(i, a.get_double(i));
+      for (int64_t i = 0; i < b.numel(); ++i) b32.set_double(i, b.get_double(i));
+      emulate_cublas(plan, a32.data<float>(), a32.numel(), b32.data<float>(), b32.numel(),
+                     c32.data<float>(), c32.numel());
+      for (int64_t i = 0; i < c.numel(); ++i) c.set_double(i, c32.get_double(i));
+      Graph g("matmul");
+      const ValueId va = g.add_input("a", Type{d, h.a}), vb = g.add_input("b", Type{d, h.b});
+      g.add_output(g.add_node(Op::Matmul, {va, vb}, node.attrs, {}, Type{d, h.c}));
+      StatusOr<reference::RunResult> want = reference::run(g, {a, b});
+      ASSERT_TRUE(want.ok()) << want.error().to_string();
+      const int mantissa = d == DType::f16 ? 10 : 7;
+      for (int64_t i = 0; i < c.numel(); ++i) {
+        const double x = c.get_double(i), y = want->outputs[0].get_double(i);
+        const double ulp = std::ldexp(1.0, std::ilogb(std::max(std::abs(y), 1e-3)) - mantissa);
+        ASSERT_LE(std::abs(x - y), ulp) << "element " << i;
+      }
+    }
+  }
+  MatmulPlan plan;
+  ASSERT_TRUE(*plan_matmul(matmul_node(false, false), {DType::bf16, {64, 48}},
+                           {DType::bf16, {48, 32}}, plan));
+  EXPECT_EQ(plan.describe(DType::bf16), "bf16gemm 64x32x48 (tensor cores, f32 accumulation)");
+  EXPECT_EQ(plan.flops(), 2.0 * 64 * 32 * 48);
+  ASSERT_TRUE(*plan_matmul(matmul_node(false, false), {DType::f16, {4, 16, 24}},
+                           {DType::f16, {4, 24, 8}}, plan));
+  EXPECT_EQ(plan.describe(DType::f16),
+            "hgemm_strided_batched 16x8x24 batch 4 (tensor cores, f32 accumulation)");
+  // Two dtypes, or a half beside f32: not one GEMM.
+  EXPECT_FALSE(*plan_matmul(matmul_node(false, false), {DType::bf16, {4, 4}},
+                            {DType::f16, {4, 4}}, plan));
+  EXPECT_FALSE(*plan_matmul(matmul_node(false, false), {DType::bf16, {4, 4}},
+                            {DType::f32, {4, 4}}, plan));
+  // Errors name the operands' own types.
+  StatusOr<bool> r = plan_matmul(matmul_node(false, false), {DType::bf16, {4, 5}},
+                                 {DType::bf16, {4, 3}}, plan);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "matmul: contracted dimensions differ: bf16[4,5] and bf16[4,3]");
+}
+
+// TF32 is an opt-in for f32 only (ExecutorOptions::tf32); f64 and the halves keep theirs.
+TEST(PlanMatmul, Tf32IsForF32Only) {
+  EXPECT_EQ(contraction_math(DType::f32, /*tf32=*/false), ContractionMath::pedantic);
+  EXPECT_EQ(contraction_math(DType::f32, /*tf32=*/true), ContractionMath::tf32);
+  EXPECT_EQ(contraction_math(DType::f64, /*tf32=*/true), ContractionMath::pedantic);
+  EXPECT_EQ(contraction_math(DType::bf16, /*tf32=*/true), ContractionMath::tensor_f32);
+  EXPECT_EQ(contraction_math(DType::f16, /*tf32=*/false), ContractionMath::tensor_f32);
+  MatmulPlan plan;
+  ASSERT_TRUE(*plan_matmul(matmul_node(false, false), {DType::f32, {64, 48}},
+                           {DType::f32, {48, 32}}, plan));
+  plan.math = contraction_math(DType::f32, /*tf32=*/true);
+  EXPECT_EQ(plan.describe(DType::f32), "sgemm 64x32x48 (tf32 tensor cores)");
+}
+
 TEST(PlanMatmul, WhatCublasDoesNotRunIsNotPlanned) {
   MatmulPlan plan;
   EXPECT_FALSE(*plan_matmul(matmul_node(false, false), {DType::i32, {4, 4}}, {DType::i32, {4, 4}},

@@ -42,6 +42,8 @@ aside a { color: #4b3bb0; cursor: pointer; text-decoration: underline; }
 #legend i { display: inline-block; width: 12px; height: 12px; border: 1px solid #999;
             margin-right: 5px; vertical-align: -2px; }
 #legend i.fused-key { border: 3px double #c05a00; }
+#legend .dtype-legend { display: flex; gap: 10px; margin-left: auto; }
+#legend .dtype-key i { height: 4px; vertical-align: 3px; border: none; }
 g.node, g.input, g.output { cursor: pointer; }
 g.node:hover polygon, g.node:hover path, g.input:hover ellipse { stroke: #4b3bb0; stroke-width: 2; }
 g.selected polygon, g.selected path, g.selected ellipse { stroke: #e00000 !important; stroke-width: 3 !important; }

@@ -272,6 +272,19 @@ std::string annotate_svg(const std::string& svg) {
   return out;
 }
 
+// The legend's dtype keys: edges and outlines by dtype (f64 only when the graph has one).
+std::string dtype_legend(const Graph& g) {
+  bool has_f64 = false;
+  for (ValueId v = 0; v < g.num_values(); ++v) has_f64 |= std::string(internal::dtype_key(g, v).name) == "f64";
+  std::string out = "<span class=\"dtype-legend\">dtype:";
+  for (const internal::DTypeKey& key : internal::kDTypeKeys) {
+    if (std::string(key.name) == "f64" && !has_f64) continue;
+    out += "<span class=\"dtype-key\" data-dtype=\"" + std::string(key.name) + "\"><i style=\"background:" +
+           key.colour + "\"></i>" + key.label + "</span>";
+  }
+  return out + "</span>";
+}
+
 }  // namespace
 
 StatusOr<std::string> graph_to_html(const Graph& g, const VizOptions& options) {
@@ -323,7 +336,8 @@ StatusOr<std::string> graph_to_html(const Graph& g, const VizOptions& options) {
     html += "<span><i style=\"background:" + std::string(kNodeFill[k]) + "\"></i>" +
             std::string(buffer_kind_name(static_cast<BufferKind>(k))) + "</span>";
   }
-  html += "<span><i class=\"fused-key\"></i>fused kernel</span></div>\n";
+  html += "<span><i class=\"fused-key\"></i>fused kernel</span>";
+  html += dtype_legend(g) + "</div>\n";
   html += "<script type=\"application/json\" id=\"weft-data\">" +
           page_data_json(g, options, tree, kinds, tags) + "</script>\n<script>\n";
   html += kViewerJs;

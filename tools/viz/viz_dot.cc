@@ -56,6 +56,19 @@ std::string type_string(const Graph& g, ValueId v) {
   return t ? t->to_string() : "?";
 }
 
+const DTypeKey& dtype_key(const Graph& g, ValueId v) {
+  const auto& t = g.value(v).type;
+  if (!t) return kDTypeKeys[0];
+  switch (t->dtype) {
+    case DType::f32: return kDTypeKeys[0];
+    case DType::bf16: return kDTypeKeys[1];
+    case DType::f16: return kDTypeKeys[2];
+    case DType::boolean: return kDTypeKeys[4];
+    case DType::f64: return kDTypeKeys[5];
+    default: return kDTypeKeys[3];  // is_integer: i32, i64, u8
+  }
+}
+
 std::map<ValueId, std::string> tags_by_value(const Graph& g, const VizOptions& options) {
   std::map<ValueId, std::string> out;
   for (const auto& [value_name, tag] : options.tags) {
@@ -70,6 +83,7 @@ namespace {
 
 using internal::Cluster;
 using internal::ClusterTree;
+using internal::dtype_key;
 using internal::kNodeFill;
 using internal::type_string;
 
@@ -162,6 +176,10 @@ void write_node(const Graph& g, int i, const std::vector<BufferKind>& kinds,
   cls += kind_class(kind);
   std::string style = "rounded,filled";
   std::string extra;
+  if (r != kNoValue) {  // outlined in its result's dtype colour (a fused kernel: orange)
+    cls += " dtype-" + std::string(dtype_key(g, r).name);
+    if (n.op != Op::Fused) extra += ", color=\"" + std::string(dtype_key(g, r).colour) + "\"";
+  }
   if (n.op == Op::Fused) {
     cls += " fused";
     style += ",bold";
@@ -233,8 +251,9 @@ std::string graph_to_viz_dot(const Graph& g, const VizOptions& options) {
     if (in.kind != InputKind::data) label += "\n{" + std::string(input_kind_name(in.kind)) + "}";
     if (auto it = tags.find(in.value); it != tags.end()) label += "\n#" + it->second;
     const std::string fill = in.kind == InputKind::data ? "#ffffff" : kNodeFill[static_cast<int>(kinds[in.value])];
-    out += "  " + id + " [id=\"" + id + "\", shape=ellipse, style=filled, fillcolor=\"" + fill +
-           "\", label=\"" + dot_escape(label) + "\"];\n";
+    const internal::DTypeKey& key = dtype_key(g, in.value);
+    out += "  " + id + " [id=\"" + id + "\", shape=ellipse, style=filled, fillcolor=\"" +
+           fill + "\", color=\"" + key.colour + "\", label=\"" + dot_escape(label) + "\"];\n";
   }
   for (int k : tree.top) write_cluster(g, tree, k, kinds, tags, times, total_us, 1, out);
   for (int i : tree.top_nodes) write_node(g, i, kinds, tags, times, total_us, "  ", out);
@@ -243,9 +262,11 @@ std::string graph_to_viz_dot(const Graph& g, const VizOptions& options) {
     const Node& n = g.node(i);
     for (ValueId r : n.results) def[r] = "n" + std::to_string(i);
     for (ValueId o : n.operands) {
+      // Each edge in its value's dtype colour (an assign's target: dashed green).
+      const internal::DTypeKey& key = dtype_key(g, o);
       const std::string attrs = n.op == Op::Assign && o == n.operands[0]
                                     ? ", style=dashed, color=\"#00806a\", constraint=false"
-                                    : "";
+                                    : ", class=\"dtype-" + std::string(key.name) + "\", color=\"" + key.colour + "\"";
       out += "  " + def[o] + " -> n" + std::to_string(i) + " [id=\"e" + std::to_string(edge++) +
              "\", label=\"" + dot_escape(g.value(o).type ? g.value(o).type->shape.to_string() : "?") +
              "\"" + attrs + "];\n";
@@ -255,7 +276,9 @@ std::string graph_to_viz_dot(const Graph& g, const VizOptions& options) {
     const std::string id = "out" + std::to_string(i);
     out += "  " + id + " [id=\"" + id + "\", shape=doublecircle, fixedsize=true, width=0.5, label=\"out " +
            std::to_string(i) + "\"];\n";
-    out += "  " + def[g.outputs()[i]] + " -> " + id + " [id=\"e" + std::to_string(edge++) + "\"];\n";
+    const internal::DTypeKey& key = dtype_key(g, g.outputs()[i]);
+    out += "  " + def[g.outputs()[i]] + " -> " + id + " [id=\"e" + std::to_string(edge++) + "\", class=\"dtype-" +
+           key.name + "\", color=\"" + key.colour + "\"];\n";
   }
   return out + "}\n";
 }

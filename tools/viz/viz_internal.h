@@ -33,6 +33,20 @@ ClusterTree cluster_tree(const Graph& g);
 inline constexpr const char* kNodeFill[kNumBufferKinds] = {"#e3f2fb", "#fcefd6", "#dcf1e9",
                                                            "#f6e4ef"};
 
+/// The dtype key of the viewer: edges are drawn, and nodes and inputs outlined, in their
+/// value's colour; the legend lists f32, bf16, f16, integers and bool (f64 when present).
+struct DTypeKey {
+  const char* label;   ///< "f32", "integers".
+  const char* name;    ///< The class suffix: `dtype-f32`, `dtype-int`.
+  const char* colour;
+};
+inline constexpr DTypeKey kDTypeKeys[] = {
+    {"f32", "f32", "#666666"},     {"bf16", "bf16", "#1565c0"}, {"f16", "f16", "#8e24aa"},
+    {"integers", "int", "#2e7d32"}, {"bool", "bool", "#b8860b"}, {"f64", "f64", "#000000"},
+};
+/// The key of a value's dtype; the f32 key when its type is unknown.
+const DTypeKey& dtype_key(const Graph& g, ValueId v);
+
 /// The value's type as text, `?` when unknown.
 std::string type_string(const Graph& g, ValueId v);
 

@@ -53,23 +53,23 @@ TEST(VizDot, GoldenForASmallGraph) {
             "  graph [fontname=\"sans-serif\", fontsize=11];\n"
             "  node [shape=box, fontname=\"monospace\", fontsize=10, margin=\"0.08,0.04\"];\n"
             "  edge [fontname=\"monospace\", fontsize=8, color=\"#666666\", arrowsize=0.6];\n"
-            "  in0 [id=\"in0\", shape=ellipse, style=filled, fillcolor=\"#ffffff\", "
+            "  in0 [id=\"in0\", shape=ellipse, style=filled, fillcolor=\"#ffffff\", color=\"#666666\", "
             "label=\"%x\\nf32[4,6]\"];\n"
-            "  in1 [id=\"in1\", shape=ellipse, style=filled, fillcolor=\"#dcf1e9\", "
+            "  in1 [id=\"in1\", shape=ellipse, style=filled, fillcolor=\"#dcf1e9\", color=\"#666666\", "
             "label=\"%w\\nf32[6,5]\\n{param}\"];\n"
             "  subgraph \"cluster_0\" {\n"
             "    id=\"c0\"; label=\"encoder\"; style=\"rounded,filled\"; fillcolor=\"#f7f5ff\"; "
             "color=\"#7060c0\";\n"
-            "    n0 [id=\"n0\", class=\"kind-activation\", style=\"rounded,filled\", "
-            "fillcolor=\"#e3f2fb\", label=\"Linear(6->5)\\nmatmul\\nf32[4,5]\"];\n"
+            "    n0 [id=\"n0\", class=\"kind-activation dtype-f32\", style=\"rounded,filled\", "
+            "fillcolor=\"#e3f2fb\", color=\"#666666\", label=\"Linear(6->5)\\nmatmul\\nf32[4,5]\"];\n"
             "  }\n"
-            "  n1 [id=\"n1\", class=\"kind-activation tagged\", style=\"rounded,filled\", "
-            "fillcolor=\"#e3f2fb\", fontcolor=\"#7a4f00\", label=\"relu\\nf32[4,5]\\n#hidden\"];\n"
-            "  in0 -> n0 [id=\"e0\", label=\"[4,6]\"];\n"
-            "  in1 -> n0 [id=\"e1\", label=\"[6,5]\"];\n"
-            "  n0 -> n1 [id=\"e2\", label=\"[4,5]\"];\n"
+            "  n1 [id=\"n1\", class=\"kind-activation dtype-f32 tagged\", style=\"rounded,filled\", "
+            "fillcolor=\"#e3f2fb\", color=\"#666666\", fontcolor=\"#7a4f00\", label=\"relu\\nf32[4,5]\\n#hidden\"];\n"
+            "  in0 -> n0 [id=\"e0\", label=\"[4,6]\", class=\"dtype-f32\", color=\"#666666\"];\n"
+            "  in1 -> n0 [id=\"e1\", label=\"[6,5]\", class=\"dtype-f32\", color=\"#666666\"];\n"
+            "  n0 -> n1 [id=\"e2\", label=\"[4,5]\", class=\"dtype-f32\", color=\"#666666\"];\n"
             "  out0 [id=\"out0\", shape=doublecircle, fixedsize=true, width=0.5, label=\"out 0\"];\n"
-            "  n1 -> out0 [id=\"e3\"];\n"
+            "  n1 -> out0 [id=\"e3\", class=\"dtype-f32\", color=\"#666666\"];\n"
             "}\n");
 }
 
@@ -131,6 +131,49 @@ TEST(VizHtml, WithoutAPlanThereIsNoMemoryTab) {
   EXPECT_EQ(html->find("\"offset\":"), std::string::npos);
   // Source locations of a parsed file are FILE:LINE:COL.
   EXPECT_NE(html->find("\"loc\":\"examples/mlp/mlp.wir:13:"), std::string::npos);
+}
+
+// Values are coloured by dtype: every edge and every node's outline in its value's
+// colour, with a class saying which (`dtype-bf16`, `dtype-int`...), and a legend with
+// the five keys (f64's only where a graph has one).
+TEST(VizHtml, ValuesAreColouredByDtype) {
+  StatusOr<Graph> g = parse_graph(R"(graph @mixed(%x: f32[4,6], %w: f32[6,5] {param}, %labels: i64[4]) {
+  %xb = cast(%x) {dtype=bf16}
+  %wb = cast(%w) {dtype=bf16}
+  %h = matmul(%xb, %wb)
+  %hf = cast(%h) {dtype=f32}
+  %pos = gt(%hf, %hf)
+  %z = full() {shape=[], value=0.0, dtype=f32}
+  %y = select(%pos, %hf, %z)
+  %loss = cross_entropy(%y, %labels)
+  %hh = cast(%h) {dtype=f16}
+  return %loss, %hh
+}
+)", "mixed.wir");
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  ASSERT_TRUE(default_pipeline().run_until(*g, "infer-types").ok());
+  const std::string dot = graph_to_viz_dot(*g);
+  // Edges by their value's dtype: %xb, %wb into the matmul and %h into two casts (bf16);
+  // %x, %w, %hf twice, %hf into select, %z, %y, %loss out (f32); %pos (bool); %labels (int);
+  // %hh out (f16).
+  EXPECT_EQ(count(dot, "class=\"dtype-bf16\", color=\"#1565c0\""), 4u) << dot;
+  EXPECT_EQ(count(dot, "class=\"dtype-bool\", color=\"#b8860b\""), 1u) << dot;
+  EXPECT_EQ(count(dot, "class=\"dtype-int\", color=\"#2e7d32\""), 1u) << dot;
+  EXPECT_EQ(count(dot, "class=\"dtype-f16\", color=\"#8e24aa\""), 1u) << dot;
+  // Nodes outlined by their result: the two casts to bf16 and the matmul; %pos.
+  EXPECT_EQ(count(dot, "dtype-bf16\", style="), 3u) << dot;
+  EXPECT_EQ(count(dot, "dtype-bool\", style="), 1u) << dot;
+  EXPECT_NE(dot.find("label=\"%labels\\ni64[4]\"") , std::string::npos) << dot;
+  StatusOr<std::string> html = graph_to_html(*g);
+  ASSERT_TRUE(html.ok()) << html.error().to_string();
+  // graphviz keeps the classes on the SVG's edge groups.
+  EXPECT_EQ(count(*html, "class=\"edge dtype-bf16\""), 4u);
+  EXPECT_EQ(count(*html, "stroke=\"#1565c0\""), 4u + 4u + 3u);  // paths, arrowheads, outlines
+  for (const char* key : {"f32", "bf16", "f16", "int", "bool"}) {
+    EXPECT_NE(html->find("data-dtype=\"" + std::string(key) + "\""), std::string::npos) << key;
+  }
+  EXPECT_NE(html->find("></i>integers</span>"), std::string::npos);
+  EXPECT_EQ(html->find("data-dtype=\"f64\""), std::string::npos);
 }
 
 // A builder graph: labelled subgraphs become clusters (nested as the builder path is),

@@ -35,6 +35,7 @@ inline constexpr const char* kCheckHelp =
 inline constexpr const char* kDumpHelp =
     "usage: weftc dump FILE.wir [--after=PASS] [--format=text|json|dot|ptx] [-o OUT]\n"
     "                 [--dump-dir=DIR] [--backend=cpu|cuda|reference] [--no-locations]\n"
+    "                 [--precision=f32|bf16|f16]\n"
     "\n"
     "Runs weft's pass pipeline on FILE up to and including PASS and prints the graph.\n"
     "  --after=PASS     stop after this pass (default: infer-types); `parse` prints the\n"
@@ -55,12 +56,23 @@ inline constexpr const char* kDumpHelp =
     "  -o, --out=OUT    write to OUT instead of standard output\n"
     "  --dump-dir=DIR   also write the IR after every pass to DIR/NN-PASS.wir, .json\n"
     "                   and .dot (NN: the pass's position in the pipeline)\n"
-    "  --no-locations   leave loc(...) out of the text form\n";
+    "  --no-locations   leave loc(...) out of the text form\n"
+    "  --precision=P    f32 (default), or mixed precision as a training step gets it\n"
+    "                   (--precision of the examples): after canonicalize, the autocast\n"
+    "                   stage casts matmuls' and convolutions' operands to bf16 or f16 and\n"
+    "                   their results back where f32 ops (softmax, reductions, losses)\n"
+    "                   read them; every later pass carries the casts. `--after=autocast`\n"
+    "                   prints the graph right after that stage (where the casts went);\n"
+    "                   --dump-dir writes the passes after it\n"
+    "\n"
+    "example:\n"
+    "  weftc dump examples/mlp/mlp.wir --precision=bf16 --after=autocast\n";
 
 inline constexpr const char* kRunHelp =
     "usage: weftc run FILE.wir --input NAME=PATH.npy ... [--params=FILE.safetensors] --out DIR\n"
     "                [--backend=cpu|cuda|reference]\n"
     "                [--check-numerics] [--max-memory=BYTES] [--allow-host-fallback]\n"
+    "                [--precision=f32|bf16|f16]\n"
     "\n"
     "Executes the graph once. Every graph input, whatever its kind (data, param, state),\n"
     "must be given with --input; its .npy file must hold exactly the input's dtype and\n"
@@ -84,19 +96,25 @@ inline constexpr const char* kRunHelp =
     "  --allow-host-fallback\n"
     "                   cuda: run the ops that have no CUDA kernel on the reference\n"
     "                   interpreter on the host (a debugging path) instead of refusing\n"
-    "                   the graph (weftc check --backend=cuda lists them)\n";
+    "                   the graph (weftc check --backend=cuda lists them)\n"
+    "  --precision=P    run the graph after the autocast stage (see weftc dump --help):\n"
+    "                   bf16 or f16 matmuls and convolutions; inputs and outputs keep\n"
+    "                   their types\n";
 
 inline constexpr const char* kProfileHelp =
     "usage: weftc profile FILE.wir --input NAME=PATH.npy ... [--params=FILE.safetensors]\n"
     "                     [--steps=N] [--warmup=N] [--top=K]\n"
-    "                     [--html=OUT.html]\n"
+    "                     [--html=OUT.html] [--precision=f32|bf16|f16]\n"
     "\n"
     "Compiles FILE for the cpu backend (the pipeline of `weftc run`), runs --warmup steps\n"
     "(default 3), then times every invocation over --steps steps (default 20) and prints\n"
     "the --top (default 25) by time: their share of the step, what they run, and the\n"
     "GFLOP/s and GB/s they achieve (runtime/cpu/cost.h: flops of GEMMs, convolutions and\n"
     "generated kernels; every operand read and result written once). Inputs are given as\n"
-    "for `weftc run`; assigned parameters are updated every step, as in training.\n"
+    "for `weftc run`; assigned parameters are updated every step, as in training. Each\n"
+    "GEMM's and convolution's row names the dtype it multiplies in (column gemm), and a\n"
+    "line per dtype gives their time and GFLOP/s together (`bf16 contractions: ...`).\n"
+    "  --precision=P    profile the step after the autocast stage (weftc dump --help)\n"
     "  --html=OUT       also write the viewer (`weftc viz`) of the compiled graph with\n"
     "                   every node filled by its share of the step (white to red) and\n"
     "                   its time in its label (a merged optimizer update counts on its\n"
@@ -104,6 +122,7 @@ inline constexpr const char* kProfileHelp =
 
 inline constexpr const char* kGradHelp =
     "usage: weftc grad FILE.wir --wrt NAME,NAME,... -o OUT.wir [--output=K] [--seed=NAME]\n"
+    "                  [--precision=f32|bf16|f16]\n"
     "\n"
     "Differentiates FILE's output K (default 0) by reverse-mode autodiff. OUT takes the\n"
     "same inputs as FILE, in the same order, and returns the gradients with respect to\n"
@@ -112,11 +131,13 @@ inline constexpr const char* kGradHelp =
     "appended last, holding the output's cotangent (its type is the output's). A --wrt\n"
     "input of integer dtype is an error; one the output does not depend on gets a zero\n"
     "gradient. The result is optimized (dce, cse) and written as .wir text (JSON if\n"
-    "OUT ends in .json); without -o it is printed.\n";
+    "OUT ends in .json); without -o it is printed. --precision=bf16 (or f16) runs the\n"
+    "autocast stage (weftc dump --help) first, as a training step does before autodiff:\n"
+    "each cast's gradient is a cast back, so f32 inputs get f32 gradients.\n";
 
 inline constexpr const char* kVizHelp =
     "usage: weftc viz FILE.wir [-o OUT] [--after=PASS] [--backend=cpu|reference] [--memory]\n"
-    "                [--title=TEXT]\n"
+    "                [--title=TEXT] [--precision=f32|bf16|f16]\n"
     "\n"
     "Draws FILE as one self-contained HTML page (inline SVG, CSS and JavaScript; it loads\n"
     "nothing from the network): the graph laid out by graphviz's `dot` (the `graphviz`\n"
@@ -125,7 +146,9 @@ inline constexpr const char* kVizHelp =
     "builder path, fused body and, on the cpu backend, its arena buffer (offset, bytes).\n"
     "Builder paths (`encoder > split[1] > Linear(256->10)`) become nested clusters that\n"
     "collapse on a click; fused kernels are double-outlined; nodes are filled by what\n"
-    "their result is (activation, gradient, parameter, optimizer state). On the cpu\n"
+    "their result is (activation, gradient, parameter, optimizer state); edges are drawn,\n"
+    "and nodes outlined, in their value's dtype colour (f32 grey, bf16 blue, f16 purple,\n"
+    "integers green, bool gold; the legend says which). On the cpu\n"
     "backend a second tab draws the memory plan: each arena buffer a rectangle over the\n"
     "schedule steps its value is live (x) at its arena offset (y), the peak of live bytes\n"
     "marked. `OUT.html#n12` opens the page on node 12, `#memory` on the memory tab.\n"
@@ -137,6 +160,8 @@ inline constexpr const char* kVizHelp =
     "                   pipeline, no memory plan\n"
     "  --memory         write the memory plan alone, as a standalone SVG (cpu only)\n"
     "  --title=TEXT     the page's title (default: @GRAPH)\n"
+    "  --precision=P    draw the graph after the autocast stage (weftc dump --help);\n"
+    "                   --after=autocast draws it right after that stage\n"
     "\n"
     "examples:\n"
     "  weftc viz examples/fashion_mnist/mlp_train_step.wir -o step.html\n"

@@ -1,10 +1,11 @@
 // weftc: the command-line face of weft.
 //
 //   weftc check FILE.wir                      parse, verify, infer types
-//   weftc dump FILE.wir [--after=PASS] [--format=text|json|dot] [-o OUT]
-//   weftc run FILE.wir --input NAME=PATH.npy ... --out DIR [--backend=reference]
-//   weftc grad FILE.wir --wrt NAME,NAME,... -o OUT.wir [--output=K] [--seed=NAME]
-//   weftc viz FILE.wir -o model.html [--after=PASS] [--backend=cpu|reference] [--memory]
+//   weftc dump FILE.wir [--after=PASS] [--format=text|json|dot] [-o OUT] [--precision=P]
+//   weftc run FILE.wir --input NAME=PATH.npy ... --out DIR [--backend=reference] [--precision=P]
+//   weftc grad FILE.wir --wrt NAME,NAME,... -o OUT.wir [--output=K] [--seed=NAME] [--precision=P]
+//   weftc viz FILE.wir -o model.html [--after=PASS] [--backend=cpu|reference] [--memory] [--precision=P]
+//   weftc profile FILE.wir --input NAME=PATH.npy ... [--precision=P]
 //   weftc migrate IN.safetensors -o OUT.safetensors [--rename OLD=NEW ...] [--prefix OLD:NEW ...]
 //
 // Errors are printed as `FILE:LINE:COL: error: ...` and the exit status is 1. FILE may
@@ -48,6 +49,7 @@
 #include "tools/weftc/graph_files.h"
 #include "tools/weftc/migrate.h"
 #include "tools/weftc/onnx_commands.h"
+#include "tools/weftc/precision.h"
 
 namespace weft::cli {
 namespace {
@@ -132,8 +134,9 @@ Status dump_command(const std::vector<std::string>& argv) {
   WEFT_ASSIGN_OR_RETURN(
       Args args, parse_args("dump", argv,
                             {{"after"}, {"format"}, {"out", "o"}, {"dump-dir"}, {"backend"},
-                             {"no-locations", "", /*takes_value=*/false}}));
+                             {"precision"}, {"no-locations", "", /*takes_value=*/false}}));
   WEFT_ASSIGN_OR_RETURN(std::string file, one_file_argument("dump", args));
+  WEFT_ASSIGN_OR_RETURN(const DType precision, precision_flag(args, "dump"));
   std::string format = args.get("format", "text");
   WEFT_ASSIGN_OR_RETURN(const codegen::Target* module_target, module_format_target(format));
   std::string backend = args.get("backend", "cpu");
@@ -144,6 +147,7 @@ Status dump_command(const std::vector<std::string>& argv) {
                    " backend's kernels; add --backend=" + module_target->name};
     }
     WEFT_ASSIGN_OR_RETURN(Graph typed, load_typed_graph(file));
+    WEFT_RETURN_IF_ERROR(apply_precision(typed, precision));
     WEFT_ASSIGN_OR_RETURN(codegen::LoweredProgram p, target->lower(typed));
     if (args.has("out")) return write_file(args.get("out"), p.module);
     std::cout << p.module;
@@ -156,7 +160,7 @@ Status dump_command(const std::vector<std::string>& argv) {
     options.dump_dir = args.has("dump-dir") ? resolve_path(args.get("dump-dir")) : "";
     Pipeline pipeline = target->dump_pipeline ? target->dump_pipeline(std::move(options))
                                               : target->pipeline(std::move(options));
-    WEFT_RETURN_IF_ERROR(pipeline.run_until(g, after));
+    WEFT_RETURN_IF_ERROR(run_stages(g, pipeline, precision, after, "dump").status());
   }
   PrintOptions print_options;
   print_options.locations = !args.has("no-locations");
@@ -171,8 +175,9 @@ Status dump_command(const std::vector<std::string>& argv) {
 
 Status grad_command(const std::vector<std::string>& argv) {
   WEFT_ASSIGN_OR_RETURN(Args args,
-                        parse_args("grad", argv, {{"wrt"}, {"out", "o"}, {"output"}, {"seed"}}));
+                        parse_args("grad", argv, {{"wrt"}, {"out", "o"}, {"output"}, {"seed"}, {"precision"}}));
   WEFT_ASSIGN_OR_RETURN(std::string file, one_file_argument("grad", args));
+  WEFT_ASSIGN_OR_RETURN(const DType precision, precision_flag(args, "grad"));
   if (!args.has("wrt")) return Error{"weftc grad: --wrt NAME,NAME,... is required"};
   std::vector<std::string> wrt;
   std::string list = args.get("wrt");
@@ -188,6 +193,7 @@ Status grad_command(const std::vector<std::string>& argv) {
                         whole_number_flag(args, "grad", "output", /*fallback=*/0, /*low=*/0,
                                           /*high=*/std::numeric_limits<int>::max()));
   WEFT_ASSIGN_OR_RETURN(Graph g, load_typed_graph(file));
+  WEFT_RETURN_IF_ERROR(apply_precision(g, precision));  // before autodiff, as a training step
   WEFT_ASSIGN_OR_RETURN(Graph grad, gradient_graph(g, static_cast<int>(output), wrt, args.get("seed")));
   WEFT_RETURN_IF_ERROR(default_pipeline().run(grad));
   std::string out = args.get("out");
@@ -202,9 +208,10 @@ Status grad_command(const std::vector<std::string>& argv) {
 Status viz_command(const std::vector<std::string>& argv) {
   WEFT_ASSIGN_OR_RETURN(
       Args args, parse_args("viz", argv,
-                            {{"out", "o"}, {"after"}, {"backend"}, {"title"},
+                            {{"out", "o"}, {"after"}, {"backend"}, {"title"}, {"precision"},
                              {"memory", "", /*takes_value=*/false}}));
   WEFT_ASSIGN_OR_RETURN(std::string file, one_file_argument("viz", args));
+  WEFT_ASSIGN_OR_RETURN(const DType precision, precision_flag(args, "viz"));
   std::string backend = args.get("backend", "cpu");
   // viz draws a host arena's plan (viz::cpu_memory_plan) or the interpreter's graph.
   WEFT_ASSIGN_OR_RETURN(const codegen::Target* target,
@@ -219,11 +226,8 @@ Status viz_command(const std::vector<std::string>& argv) {
   WEFT_ASSIGN_OR_RETURN(Graph g, load_graph(file));
   Pipeline pipeline = target->pipeline({});
   std::string after = args.get("after", "");
-  if (after.empty()) {
-    WEFT_RETURN_IF_ERROR(pipeline.run(g).status());
-    after = std::string(pipeline.pass_names().back());
-  } else if (after != "parse") {
-    WEFT_RETURN_IF_ERROR(pipeline.run_until(g, after).status());
+  if (after != "parse") {
+    WEFT_ASSIGN_OR_RETURN(after, run_stages(g, pipeline, precision, after, "viz"));
   }
   std::optional<MemoryPlan> plan;
   if (target->plans_memory() && (after != "parse" || memory)) {
@@ -388,14 +392,16 @@ Status profile_command(const std::vector<std::string>& argv) {
   WEFT_ASSIGN_OR_RETURN(
       Args args, parse_args("profile", argv,
                             {{"input", "i", true, /*repeatable=*/true}, {"params"}, {"steps"}, {"warmup"}, {"top"},
-                             {"html"}}));
+                             {"html"}, {"precision"}}));
   WEFT_ASSIGN_OR_RETURN(std::string file, one_file_argument("profile", args));
+  WEFT_ASSIGN_OR_RETURN(const DType precision, precision_flag(args, "profile"));
   constexpr int64_t kMaxSteps = 1000000000;
   WEFT_ASSIGN_OR_RETURN(const int64_t steps, whole_number_flag(args, "profile", "steps", 20, 1, kMaxSteps));
   WEFT_ASSIGN_OR_RETURN(const int64_t warmup, whole_number_flag(args, "profile", "warmup", 3, 1, kMaxSteps));
   WEFT_ASSIGN_OR_RETURN(const int64_t top, whole_number_flag(args, "profile", "top", 25, 1, kMaxSteps));
   WEFT_ASSIGN_OR_RETURN(Graph g, load_typed_graph(file));
   WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, read_inputs(g, file, args));
+  WEFT_RETURN_IF_ERROR(apply_precision(g, precision));
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<cpu::Executor> ex, codegen::compile_for_cpu(g));
   for (size_t i = 0; i < inputs.size(); ++i) {
     WEFT_RETURN_IF_ERROR(ex->set_input(static_cast<int>(i), inputs[i]));
@@ -425,9 +431,10 @@ Status run_command(const std::vector<std::string>& argv) {
   WEFT_ASSIGN_OR_RETURN(
       Args args, parse_args("run", argv,
                             {{"input", "i", true, /*repeatable=*/true}, {"params"}, {"out", "o"}, {"backend"},
-                             {"check-numerics", "", false}, {"max-memory"},
+                             {"check-numerics", "", false}, {"max-memory"}, {"precision"},
                              {"allow-host-fallback", "", false}}));
   WEFT_ASSIGN_OR_RETURN(std::string file, one_file_argument("run", args));
+  WEFT_ASSIGN_OR_RETURN(const DType precision, precision_flag(args, "run"));
   if (!args.has("out")) return Error{"weftc run: --out DIR is required (see weftc run --help)"};
   std::string backend = args.get("backend", "cpu");
   WEFT_ASSIGN_OR_RETURN(const codegen::Target* target, target_for("run", backend));
@@ -438,6 +445,7 @@ Status run_command(const std::vector<std::string>& argv) {
   }
   WEFT_ASSIGN_OR_RETURN(Graph g, load_typed_graph(file));
   WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, read_inputs(g, file, args));
+  WEFT_RETURN_IF_ERROR(apply_precision(g, precision));
   if (args.has("max-memory")) {
     WEFT_ASSIGN_OR_RETURN(options.max_memory, parse_bytes("--max-memory", args.get("max-memory")));
   }

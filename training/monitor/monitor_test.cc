@@ -33,7 +33,7 @@ RunLog& filled(RunLog& log) {
   for (int64_t t = 1; t <= 6; ++t) {
     std::map<std::string, double> metrics;
     if (t % 3 == 0) metrics = {{"test_accuracy", 0.5 + 0.1 * t}};
-    log.record({.step = t, .epoch = (t - 1) / 3 + 1, .loss = 2.0 / t, .lr = 0.01, .examples_per_s = 1000 + t,
+    log.record({.step = t, .epoch = (t - 1) / 3 + 1, .loss = 2.0 / t, .lr = 0.01, .examples_per_s = 1000.0 + static_cast<double>(t),
                 .elapsed_s = 0.5 * t},
                metrics);
     if (t % 3 == 0) log.end_epoch(t / 3, 1.5);

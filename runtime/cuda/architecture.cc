@@ -1,0 +1,73 @@
+// The bind-time architecture check (architecture.h), from the generated list of
+// architectures the CUDA objects carry.
+
+#include "runtime/cuda/architecture.h"
+
+#include <algorithm>
+#include <iterator>
+#include <regex>
+
+#include "third_party/cuda_archs.h"
+
+namespace weft::cuda {
+namespace {
+
+std::string capability(int arch) { return std::to_string(arch / 10) + "." + std::to_string(arch % 10); }
+
+// "machine code for sm_75, sm_80, ... and PTX for compute_120"
+std::string carried() {
+  std::string text = "machine code for ";
+  for (size_t i = 0; i < std::size(kCudaArchs); ++i) {
+    text += (i ? ", sm_" : "sm_") + std::to_string(kCudaArchs[i]);
+  }
+  return text + " and PTX for compute_" + std::to_string(kCudaPtxArch);
+}
+
+std::string device_words(const DeviceArchitecture& d) {
+  return "CUDA device " + std::to_string(d.ordinal) + " (" + d.name + ", compute capability " +
+         std::to_string(d.major) + "." + std::to_string(d.minor) + ")";
+}
+
+}  // namespace
+
+int minimum_architecture() { return *std::min_element(std::begin(kCudaArchs), std::end(kCudaArchs)); }
+
+std::string library_code_for(int arch) {
+  int best = -1;  // the newest machine code of the same major version, minor not above
+  for (const int a : kCudaArchs) {
+    if (a / 10 == arch / 10 && a <= arch) best = std::max(best, a);
+  }
+  if (best >= 0) return "sm_" + std::to_string(best) + " machine code";
+  if (kCudaPtxArch <= arch) return "compute_" + std::to_string(kCudaPtxArch) + " PTX compiled by the driver";
+  return "";
+}
+
+int ptx_target(const std::string& ptx) {
+  static const std::regex target(R"(\.target\s+sm_(\d+))");
+  std::smatch m;
+  if (!std::regex_search(ptx, m, target)) return -1;
+  return std::stoi(m[1].str());
+}
+
+Status check_architecture(const DeviceArchitecture& device, const std::string& generated_ptx) {
+  const int arch = device.major * 10 + device.minor;
+  const int minimum = minimum_architecture();
+  if (arch < minimum) {
+    return Error{device_words(device) + " is older than weft supports: its CUDA code needs compute capability " +
+                 capability(minimum) + " (Turing) or newer"};
+  }
+  if (library_code_for(arch).empty()) {
+    return Error{device_words(device) + " has no code in this build: it carries " + carried() +
+                 " (add " + std::to_string(arch) + " to CUDA_ARCHS in third_party/cuda.bzl)"};
+  }
+  if (!generated_ptx.empty()) {
+    const int target = ptx_target(generated_ptx);
+    if (target > arch) {
+      return Error{device_words(device) + " cannot run the generated kernels: their PTX targets sm_" +
+                   std::to_string(target) + " (compute capability " + capability(target) + ")"};
+    }
+  }
+  return Status::ok_status();
+}
+
+}  // namespace weft::cuda

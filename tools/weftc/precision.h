@@ -1,0 +1,41 @@
+#pragma once
+// weftc's `--precision=f32|bf16|f16`: the mixed-precision stage a training step gets
+// (frontend/training.h's TrainOptions::precision), applied to a graph file so that
+// `weftc dump --precision=bf16 --after=autocast model.wir` shows where the casts went and
+// every later pass, the run and the profile carry them.
+//
+//   StatusOr<DType> p = precision_flag(args, "dump");        // --precision, f32 if absent
+//   StatusOr<std::string> last = run_stages(g, pipeline, *p, "autocast");
+//
+// The stage is Trainer::build_step's, in its order: the default pipeline up to
+// canonicalize, then passes/autocast.h's AutocastPass. The target's pipeline runs after
+// it, from infer-types on.
+
+#include <string>
+
+#include "ir/dtype.h"
+#include "ir/graph.h"
+#include "ir/status.h"
+#include "passes/pipeline.h"
+#include "tools/weftc/args.h"
+
+namespace weft::cli {
+
+/// The autocast stage's name, for `--after`.
+inline constexpr const char* kAutocastStage = "autocast";
+
+/// `--precision`'s value read by training/flag_values.h's parse_precision (f32 when it is
+/// not given); an error names the command and the values it takes.
+StatusOr<DType> precision_flag(const Args& args, const std::string& command);
+
+/// The autocast stage at `precision` (nothing for f32) on a parsed graph.
+Status apply_precision(Graph& g, DType precision);
+
+/// The autocast stage, then `pipeline` up to the pass `after` (empty: every pass);
+/// `after` may name the stage itself, which needs --precision=bf16 or f16 (an error
+/// naming `command` says so); an unknown `after` is an error listing the stages, autocast
+/// first. Returns the name of the last stage run.
+StatusOr<std::string> run_stages(Graph& g, Pipeline& pipeline, DType precision,
+                                 const std::string& after, const std::string& command);
+
+}  // namespace weft::cli

@@ -147,34 +147,38 @@ std::vector<std::vector<int>> node_users(const Graph& g) {
   return users;
 }
 
-// A widening cast read by several nodes gets a copy of its own for each fusible user,
-// placed right after it, so that each user's kernel loads the narrow value and widens it
-// (see "Widening casts" at the top of fuse_elementwise.h). The original keeps the other
-// users (graph outputs, assigns, library ops) and is removed when none are left.
+// Whether each use of `v` is an operand of a node the fuser may take (no graph output,
+// assign or library op reads it), and there are several such nodes.
+bool read_only_by_kernels(const Graph& g, ValueId v, const std::vector<int>& users,
+                          const std::vector<int>& uses, const FuseOptions& options) {
+  int operand_uses = 0;
+  for (int u : users) {
+    if (!may_fuse(g, g.node(u), options)) return false;
+    operand_uses += static_cast<int>(std::count(g.node(u).operands.begin(), g.node(u).operands.end(), v));
+  }
+  return users.size() > 1 && operand_uses == uses[v];
+}
+
+// A widening cast read only by several nodes the fuser may take is replaced by a copy of
+// its own for each of them, placed where it stood, so that each user's kernel loads the
+// narrow value and widens it (see "Widening casts" at the top of fuse_elementwise.h).
 bool copy_widening_casts(Graph& g, const FuseOptions& options) {
   const std::vector<std::vector<int>> users = node_users(g);
   const std::vector<int> uses = g.use_counts();
   const int n = static_cast<int>(g.nodes().size());
   std::vector<std::vector<int>> copies(n);  // cast node -> its copies' node indices
-  std::vector<bool> keep(n, true);
   for (int c = 0; c < n; ++c) {
     const ValueId v = g.node(c).result();
-    if (!widens_exactly(g, g.node(c)) || !may_fuse(g, g.node(c), options) || users[v].size() < 2) {
+    if (!widens_exactly(g, g.node(c)) || !may_fuse(g, g.node(c), options) ||
+        !read_only_by_kernels(g, v, users[v], uses, options)) {
       continue;
     }
-    int copied_uses = 0;
     for (int u : users[v]) {
-      if (!may_fuse(g, g.node(u), options)) continue;
       const Node cast = g.node(c);  // add_node may move the nodes
       const ValueId copy = g.add_node(Op::Cast, cast.operands, cast.attrs, cast.loc, g.type(v));
       copies[c].push_back(static_cast<int>(g.nodes().size()) - 1);
-      for (ValueId& operand : g.node(u).operands) {
-        if (operand != v) continue;
-        operand = copy;
-        ++copied_uses;
-      }
+      std::replace(g.node(u).operands.begin(), g.node(u).operands.end(), v, copy);
     }
-    keep[c] = copied_uses < uses[v];
   }
   if (std::all_of(copies.begin(), copies.end(), [](const auto& c) { return c.empty(); })) return false;
   std::vector<Node> order;
@@ -182,7 +186,7 @@ bool copy_widening_casts(Graph& g, const FuseOptions& options) {
   std::vector<Node>& nodes = g.mutable_nodes();
   for (int i = 0; i < n; ++i) {
     order.push_back(std::move(nodes[i]));
-    kept.push_back(keep[i]);
+    kept.push_back(copies[i].empty());  // a copied cast has no uses left
     for (int k : copies[i]) {
       order.push_back(std::move(nodes[k]));
       kept.push_back(true);

@@ -132,13 +132,15 @@ std::string Emitter::gelu(const std::string& x, DType d, bool tanh, int w) {
   return bi("arith.mulf", half_x, bi("arith.addf", cst(d, 1, w), e, t), t);
 }
 
-// An f16/bf16 result is the op's f32 value rounded to nearest even, as the reference
-// rounds each op's f32 result; select and a cast to the same dtype copy their operand.
+// An f16/bf16 result is rounded by the op's half rule (ir/op.h, HalfRule), as the
+// reference rounds: a Widen op's f32 value to nearest even; of the Exact ops, select copies
+// an operand and a cast rounds its conversion unless it copies (to its own dtype).
 std::string Emitter::node(const Node& n, const std::vector<std::string>& a, int w) {
   const std::string x = op_value(n, a, w);
   const DType rd = g_.type(n.result()).dtype;
-  const bool copies = n.op == Op::Select || (n.op == Op::Cast && g_.type(n.operands[0]).dtype == rd);
-  return is_half(rd) && !copies ? round_half(x, rd, w) : x;
+  const bool rounds = computes_half_in_f32(n.op) ||
+                      (n.op == Op::Cast && g_.type(n.operands[0]).dtype != rd);
+  return is_half(rd) && rounds ? round_half(x, rd, w) : x;
 }
 
 std::string Emitter::op_value(const Node& n, const std::vector<std::string>& a, int w) {

@@ -222,6 +222,25 @@ TEST(KernelHalf, NaNAndInfinityPropagateAsInTheReference) {
   }
 }
 
+// The op table's half rule (ir/op.h, HalfRule) in generated code as in the reference:
+// select (Exact) keeps a signaling NaN's bits, add and maximum (Widen) compute on f32
+// and round, which quiets it.
+TEST(KernelHalf, HalfRuleRoundsWidenedOpsAndNotSelect) {
+  const std::vector<uint16_t> bits = {0x7f81, 0xff81, 0x7fc1, 0x3f80, 0x0001, 0x8000};
+  const Shape n{{static_cast<int64_t>(bits.size())}};
+  const Tensor x = from_bits(DType::bf16, bits);
+  const Tensor zero = Tensor::from_doubles(DType::bf16, n, std::vector<double>(bits.size(), 0.0));
+  const Tensor all = Tensor::from_vector<bool>(n, std::vector<bool>(bits.size(), true));
+  Graph select = op_body(Op::Select, {{DType::boolean, n}, {DType::bf16, n}, {DType::bf16, n}});
+  std::vector<Tensor> picked = {all, x, zero};
+  EXPECT_EQ(testing::run_kernel(select, picked).at(0).data<uint16_t>()[0], 0x7f81);
+  expect_same_bits(select, picked);
+  Graph add = op_body(Op::Add, {{DType::bf16, n}, {DType::bf16, n}});
+  std::vector<Tensor> added = {x, zero};
+  EXPECT_EQ(testing::run_kernel(add, added).at(0).data<uint16_t>()[0], 0x7fc1);
+  expect_same_bits(add, added);
+}
+
 // reduce(mul(a, b)) over `axes` in dtype `d`.
 Graph mul_reduce(Op op, DType d, const Shape& a, const Shape& b, const std::vector<int64_t>& axes,
                  const Shape& out) {

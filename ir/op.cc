@@ -64,10 +64,11 @@ std::vector<AttrSpec> parse_schema(std::string_view op, std::string_view schema)
 struct AutocastEntry {
   Op op;
   AutocastClass autocast;
+  HalfRule half;
 };
 constexpr AutocastEntry kAutocast[] = {
 #define WEFT_OP(...)
-#define WEFT_AUTOCAST(id, autocast) {Op::id, AutocastClass::autocast},
+#define WEFT_AUTOCAST(id, autocast, half) {Op::id, AutocastClass::autocast, HalfRule::half},
 #include "ir/ops.def"
 #undef WEFT_AUTOCAST
 #undef WEFT_OP
@@ -89,7 +90,10 @@ std::vector<OpInfo> build_table() {
                          parse_schema(name, schema), MathClass::math});
 #include "ir/ops.def"
 #undef WEFT_OP
-  for (OpInfo& info : table) info.autocast = kAutocast[static_cast<size_t>(info.op)].autocast;
+  for (OpInfo& info : table) {
+    info.autocast = kAutocast[static_cast<size_t>(info.op)].autocast;
+    info.half = kAutocast[static_cast<size_t>(info.op)].half;
+  }
   return table;
 }
 

@@ -68,6 +68,13 @@ enum class AutocastClass {
   Promote,  ///< Mixed float operands cast to the widest (add, mul, concat, select...).
 };
 
+/// How an op computes on f16/bf16 values (ops.def's third autocast column), on every
+/// backend and in the reference interpreter, which states it.
+enum class HalfRule {
+  Widen,  ///< Half operands widened to f32, computed in f32, a half result rounded once.
+  Exact,  ///< Takes half values as they are: bit copies, select, cast, bodies, all_reduce.
+};
+
 struct OpInfo {
   Op op;
   std::string_view name;
@@ -77,6 +84,7 @@ struct OpInfo {
   std::vector<AttrSpec> attrs;
   MathClass math = MathClass::None;
   AutocastClass autocast = AutocastClass::None;
+  HalfRule half = HalfRule::Widen;
 
   const AttrSpec* find_attr(std::string_view attr_name) const;
 };
@@ -93,6 +101,9 @@ std::string_view math_class_name(MathClass math);
 std::string_view autocast_class_name(AutocastClass autocast);
 /// The op's autocast class (ops.def's autocast table).
 inline AutocastClass autocast_class(Op op) { return op_info(op).autocast; }
+/// Whether `op`, given f16 or bf16 operands or result, computes in f32 and rounds (the
+/// reference interpreter's rule, which every backend's half kernels follow: HalfRule).
+inline bool computes_half_in_f32(Op op) { return op_info(op).half == HalfRule::Widen; }
 /// Ops whose nodes carry a body graph (Node::body): `fused` and `scan`.
 inline bool has_body(Op op) { return op == Op::Fused || op == Op::Scan; }
 /// Ops whose nodes may have several results: `fused` (one per body output) and `scan`.

@@ -2,13 +2,11 @@
 
 #include <gtest/gtest.h>
 
-#include <random>
-
 #include "frontend/flow.h"
 #include "frontend/modules.h"
 #include "frontend/training.h"
 #include "passes/pass_testing.h"
-#include "runtime/reference/interpreter.h"
+#include "passes/step_testing.h"
 
 namespace weft {
 namespace {
@@ -258,26 +256,7 @@ TEST(FuseContractionEpilogueTest, TrainingStepOfAnMlp) {
   // derivative multiplies; the weight gradients (a transpose follows) have no epilogue.
   EXPECT_EQ(count_kind(after, "contraction"), 3);
 
-  std::mt19937 rng(7);
-  std::vector<Tensor> inputs;
-  for (const Input& in : before.inputs()) {
-    Tensor t(before.type(in.value));
-    const std::string& name = before.value(in.value).name;
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      if (is_floating(t.dtype())) t.set_double(i, std::uniform_real_distribution<>(-1, 1)(rng));
-      else if (name == "weft.step") t.set_double(i, 3);
-      else t.set_double(i, static_cast<double>(rng() % 5));
-    }
-    inputs.push_back(std::move(t));
-  }
-  auto a = reference::run(before, inputs);
-  auto b = reference::run(after, inputs);
-  ASSERT_TRUE(a.ok() && b.ok());
-  EXPECT_EQ(a->outputs[0], b->outputs[0]);
-  ASSERT_EQ(a->updated.size(), b->updated.size());
-  for (size_t i = 0; i < a->updated.size(); ++i) {
-    EXPECT_EQ(a->updated[i].second, b->updated[i].second) << a->updated[i].first;
-  }
+  expect_same_step(before, after);
 }
 
 }  // namespace

@@ -128,13 +128,83 @@ void replace_group(Graph& g, const FusionGrouping& grouping, std::vector<int>& m
   for (size_t k = 0; k + 1 < members.size(); ++k) keep[members[k]] = false;
 }
 
+// A cast from a float dtype to a wider one (bf16 → f32): exact, so recomputing it gives
+// the same value as loading its stored result.
+bool widens_exactly(const Graph& g, const Node& n) {
+  if (n.info().math != MathClass::Cast) return false;
+  const DType from = g.type(n.operands[0]).dtype, to = g.type(n.result()).dtype;
+  return is_floating(from) && is_floating(to) && dtype_size(to) > dtype_size(from);
+}
+
+// Each node's distinct users, by value.
+std::vector<std::vector<int>> node_users(const Graph& g) {
+  std::vector<std::vector<int>> users(g.num_values());
+  for (int i = 0; i < static_cast<int>(g.nodes().size()); ++i) {
+    for (ValueId v : g.node(i).operands) {
+      if (users[v].empty() || users[v].back() != i) users[v].push_back(i);
+    }
+  }
+  return users;
+}
+
+// Whether each use of `v` is an operand of a node the fuser may take (no graph output,
+// assign or library op reads it), and there are several such nodes.
+bool read_only_by_kernels(const Graph& g, ValueId v, const std::vector<int>& users,
+                          const std::vector<int>& uses, const FuseOptions& options) {
+  int operand_uses = 0;
+  for (int u : users) {
+    if (!may_fuse(g, g.node(u), options)) return false;
+    operand_uses += static_cast<int>(std::count(g.node(u).operands.begin(), g.node(u).operands.end(), v));
+  }
+  return users.size() > 1 && operand_uses == uses[v];
+}
+
+// A widening cast read only by several nodes the fuser may take is replaced by a copy of
+// its own for each of them, placed where it stood, so that each user's kernel loads the
+// narrow value and widens it (see "Widening casts" at the top of fuse_elementwise.h).
+bool copy_widening_casts(Graph& g, const FuseOptions& options) {
+  const std::vector<std::vector<int>> users = node_users(g);
+  const std::vector<int> uses = g.use_counts();
+  const int n = static_cast<int>(g.nodes().size());
+  std::vector<std::vector<int>> copies(n);  // cast node -> its copies' node indices
+  for (int c = 0; c < n; ++c) {
+    const ValueId v = g.node(c).result();
+    if (!widens_exactly(g, g.node(c)) || !may_fuse(g, g.node(c), options) ||
+        !read_only_by_kernels(g, v, users[v], uses, options)) {
+      continue;
+    }
+    for (int u : users[v]) {
+      const Node cast = g.node(c);  // add_node may move the nodes
+      const ValueId copy = g.add_node(Op::Cast, cast.operands, cast.attrs, cast.loc, g.type(v));
+      copies[c].push_back(static_cast<int>(g.nodes().size()) - 1);
+      std::replace(g.node(u).operands.begin(), g.node(u).operands.end(), v, copy);
+    }
+  }
+  if (std::all_of(copies.begin(), copies.end(), [](const auto& c) { return c.empty(); })) return false;
+  std::vector<Node> order;
+  std::vector<bool> kept;
+  std::vector<Node>& nodes = g.mutable_nodes();
+  for (int i = 0; i < n; ++i) {
+    order.push_back(std::move(nodes[i]));
+    kept.push_back(copies[i].empty());  // a copied cast has no uses left
+    for (int k : copies[i]) {
+      order.push_back(std::move(nodes[k]));
+      kept.push_back(true);
+    }
+  }
+  nodes = std::move(order);
+  g.remove_nodes(kept);
+  return true;
+}
+
 }  // namespace
 
 StatusOr<bool> FuseElementwisePass::run(Graph& g) {
   WEFT_RETURN_IF_ERROR(check_typed(g));
+  const bool copied = copy_widening_casts(g, options_);
   FusionGrouping grouping(g, options_);
   grouping.form();
-  if (grouping.groups().empty()) return false;
+  if (grouping.groups().empty()) return copied;
   std::vector<bool> keep(g.nodes().size(), true);
   for (size_t id = 0; id < grouping.groups().size(); ++id) {
     replace_group(g, grouping, grouping.groups()[id], grouping.extra()[id], keep);

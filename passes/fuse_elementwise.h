@@ -61,6 +61,21 @@
 // the values the first returns), and a member whose value is used outside the group
 // before its root (it stays a kernel result of its own group).
 //
+// Widening casts: a cast to a wider float dtype (bf16 → f32, exact) read only by several
+// fusible nodes is replaced by one copy per user before grouping, so that each user's
+// kernel loads the narrow value and widens it as it loads, rather than one kernel storing the
+// wide copy as one more result for the others to read (a mixed-precision step's f32 view
+// of a bf16 activation: layer norm's input, read again by its backward). The values are
+// the same; a kernel reads half the bytes and nothing writes the wide copy:
+//
+//   %w = cast(%h) {dtype=f32} : f32[8,16]          (%h: bf16)
+//   %a = exp(%w) : f32[8,16]
+//   %b = mul(%w, %w) : f32[8,16]
+//   return %a, %b
+// becomes two kernels, each `fused(%h)` with its own cast. A cast also read by a library
+// op, an assign or the graph's outputs is left as it was (stored once, which costs no
+// more than the copy a lone cast kernel would write).
+//
 // The groups are checked to be acyclic when contracted (the strict rules guarantee it:
 // every user of a member is in its group or after its root), and the graph is sorted
 // topologically after the replacement (users of an escaped value, assigns included,

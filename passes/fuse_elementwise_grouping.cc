@@ -5,6 +5,11 @@
 
 namespace weft {
 
+bool may_fuse(const Graph& g, const Node& node, const FuseOptions& options) {
+  const OpCategory c = node.info().category;
+  return (c == OpCategory::Elementwise || c == OpCategory::Reduction) && options.fusible(g, node);
+}
+
 FusionGrouping::FusionGrouping(const Graph& g, const FuseOptions& options)
     : g_(g), options_(options), n_(static_cast<int>(g.nodes().size())) {
   classify_nodes();
@@ -21,9 +26,8 @@ void FusionGrouping::classify_nodes() {
   fusible_.assign(n_, 0);
   reduction_.assign(n_, 0);
   for (int i = 0; i < n_; ++i) {
-    const OpCategory c = g_.node(i).info().category;
-    reduction_[i] = c == OpCategory::Reduction;
-    fusible_[i] = (c == OpCategory::Elementwise || reduction_[i]) && options_.fusible(g_, g_.node(i));
+    reduction_[i] = g_.node(i).info().category == OpCategory::Reduction;
+    fusible_[i] = may_fuse(g_, g_.node(i), options_);
   }
 }
 

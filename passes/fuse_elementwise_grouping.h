@@ -10,6 +10,10 @@
 
 namespace weft {
 
+/// Whether the fuser may put `node` into a kernel: an elementwise node or a reduction
+/// that the predicate accepts (other categories are never asked).
+bool may_fuse(const Graph& g, const Node& node, const FuseOptions& options);
+
 /// The group being grown: its id and root, the shape `full` its members compute (a
 /// reduction root: its input's shape) and, in a row group, the per-row shape `row` of its
 /// keepdims reductions; `rows`: whether it may take row reductions and per-row values.

@@ -1,10 +1,11 @@
 // f16 and bf16 in the CPU's library kernels: the conversion path and the bf16 ISA check.
 //
-// The reference interpreter computes an f16 or bf16 op (other than movement and
-// creation, which copy bits) by widening its half operands to f32, running the f32
-// kernel and rounding the result to nearest even. make_widened_kernel does the same with
-// the f32 library kernels: it is how f16 runs everywhere (oneDNN 2.6 has no f16 on x86
-// CPUs without AVX512_FP16, which Zen 4 lacks), how reductions, pooling, composites and
+// The reference interpreter computes an f16 or bf16 op whose half rule is Widen (ir/op.h:
+// all but bit copies, select, cast, bodies and all_reduce) by widening its half operands
+// to f32, running the f32 kernel and rounding the result to nearest even. computes_widened
+// reads that rule; make_widened_kernel does the same with the f32 library kernels: it is
+// how f16 runs everywhere (oneDNN 2.6 has no f16 on x86 CPUs without AVX512_FP16, which
+// Zen 4 lacks), how reductions, pooling, composites and
 // scatter_add run in both half dtypes (they accumulate in f32 and round once, as the
 // interpreter does), and how bf16 matmuls and convolutions run on a CPU without
 // AVX512_BF16. The f32 copies of the operands and the f32 result live in the kernel's
@@ -26,12 +27,7 @@
 namespace weft::cpu {
 
 bool computes_widened(const LibraryCall& call) {
-  switch (call.node.info().category) {
-    case OpCategory::Movement:
-    case OpCategory::Creation:
-    case OpCategory::State: return false;
-    default: break;
-  }
+  if (!computes_half_in_f32(call.node.op)) return false;
   bool half = is_half(call.result_type.dtype);
   for (const Type& t : call.operand_types) half = half || is_half(t.dtype);
   return half;

@@ -235,6 +235,25 @@ TEST(HalfMovementTest, BitExact) {
   }
 }
 
+// Which library calls take the conversion path is the op table's half rule (ir/op.h),
+// the one the reference interpreter follows: every op with a half operand or result,
+// Widen ops through f32, Exact ones (bit copies, select, cast, bodies) never; no half
+// value, never.
+TEST(HalfRuleTest, ComputesWidenedReadsTheOpTable) {
+  const Type half{DType::bf16, Shape{{4}}}, f16{DType::f16, Shape{{4}}}, wide{DType::f32, Shape{{4}}};
+  for (Op op : all_ops()) {
+    SCOPED_TRACE(std::string(op_name(op)));
+    Node node;
+    node.op = op;
+    EXPECT_EQ(computes_widened(LibraryCall{node, {half}, half}), computes_half_in_f32(op));
+    EXPECT_EQ(computes_widened(LibraryCall{node, {f16}, wide}), computes_half_in_f32(op));
+    EXPECT_EQ(computes_widened(LibraryCall{node, {wide}, half}), computes_half_in_f32(op));
+    EXPECT_FALSE(computes_widened(LibraryCall{node, {wide}, wide}));
+  }
+  EXPECT_FALSE(computes_half_in_f32(Op::Select));
+  EXPECT_TRUE(computes_half_in_f32(Op::Matmul));
+}
+
 // The conversion path keeps its f32 copies in the kernel's scratch: two kernels given one
 // block, as the Executor does, run one after the other and both stay right.
 TEST(HalfConversionScratchTest, KernelsShareOneScratchBlock) {

@@ -34,10 +34,9 @@ KernelOr make_composite_kernel(const LibraryCall& call, const std::vector<const 
 /// Whether `dtype` is f16 or bf16.
 inline bool is_half(DType dtype) { return dtype == DType::f16 || dtype == DType::bf16; }
 
-/// Whether the reference interpreter computes `call` by widening: an op outside the
-/// movement and creation categories (which copy or set bits in every dtype) with an f16 or
-/// bf16 operand or result, which the interpreter widens to f32, computes, and rounds to
-/// nearest even (runtime/reference/interpreter.cc, `computes_in_f32`).
+/// Whether the reference interpreter computes `call` by widening: an op whose half rule
+/// is Widen (ir/op.h, `computes_half_in_f32`) with an f16 or bf16 operand or result, which
+/// the interpreter widens to f32, computes, and rounds to nearest even.
 bool computes_widened(const LibraryCall& call);
 
 /// `call` with every f16 and bf16 type made f32.

@@ -65,19 +65,6 @@ const KernelTable& kernel_table() {
 
 bool is_half(DType d) { return d == DType::f16 || d == DType::bf16; }
 
-// Ops whose kernels handle every dtype themselves (bit copies or per-dtype rules);
-// the others see f16/bf16 operands widened to f32 and produce f32 that is then rounded.
-bool computes_in_f32(Op op) {
-  switch (op_info(op).category) {
-    case OpCategory::Movement:
-    case OpCategory::Creation:
-    case OpCategory::State: return false;
-    default:
-      return op != Op::Cast && op != Op::Select && op != Op::Fused && op != Op::Scan &&
-             op != Op::AllReduce;
-  }
-}
-
 // A fused kernel computes its body (the body's own nodes widen what they need).
 Status fused(const Node& node, const std::vector<const Tensor*>& in, Tensor& out) {
   std::vector<Tensor> args;
@@ -153,8 +140,10 @@ Tensor convert(const Tensor& t, DType to) {
 
 Status run_node(const Node& node, const Kernel& kernel, const std::vector<const Tensor*>& in,
                 const Type& result_type, Tensor* out) {
-  bool widen = computes_in_f32(node.op) && is_half(result_type.dtype);
-  for (const Tensor* t : in) widen = widen || (computes_in_f32(node.op) && is_half(t->dtype()));
+  // ops.def's half rule (HalfRule): Widen ops see f16/bf16 operands widened to f32 and
+  // produce f32 that is then rounded; Exact ones handle every dtype themselves.
+  bool widen = computes_half_in_f32(node.op) && is_half(result_type.dtype);
+  for (const Tensor* t : in) widen = widen || (computes_half_in_f32(node.op) && is_half(t->dtype()));
   if (!widen) {
     *out = Tensor(result_type);
     return kernel(node, in, *out);

@@ -262,6 +262,27 @@ TEST(KernelsTest, HalfPrecisionComputesInF32AndRounds) {
                 Tensor::from_doubles(DType::bf16, {2, 2}, {1, 3, 2, 4}));
 }
 
+// ops.def's half rule (ir/op.h, HalfRule): a Widen op computes on the f32 values and
+// rounds, which quiets a signaling NaN (bf16 0x7f81 becomes 0x7fc1); an Exact op takes
+// the bits as they are (select picks them, transpose copies them).
+TEST(KernelsTest, HalfRuleWidensOrTakesBitsAsTheOpTableSays) {
+  Tensor snan(Type{DType::bf16, Shape{{1}}});
+  snan.data<uint16_t>()[0] = 0x7f81;
+  const Tensor zero = Tensor::from_doubles(DType::bf16, {1}, {0.0});
+  ASSERT_TRUE(computes_half_in_f32(Op::Add));
+  auto added = run_op(Op::Add, {snan, zero});
+  ASSERT_TRUE(added.ok());
+  EXPECT_EQ(added->data<uint16_t>()[0], 0x7fc1);
+  ASSERT_FALSE(computes_half_in_f32(Op::Select));
+  auto picked = run_op(Op::Select, {Tensor::from_vector<bool>({1}, {true}), snan, zero});
+  ASSERT_TRUE(picked.ok());
+  EXPECT_EQ(picked->data<uint16_t>()[0], 0x7f81);
+  ASSERT_FALSE(computes_half_in_f32(Op::Transpose));
+  auto moved = run_op(Op::Transpose, {snan}, {{"perm", IntList{0}}});
+  ASSERT_TRUE(moved.ok());
+  EXPECT_EQ(moved->data<uint16_t>()[0], 0x7f81);
+}
+
 TEST(KernelsTest, RandomUniformIsPhilox) {
   Tensor key = i64({2}, {0, 0});
   auto r = run_op(Op::RandomUniform, {key}, {{"shape", IntList{2, 3}}});

@@ -8,7 +8,7 @@
 //
 //   std::string body_mlir = emit_gpu_elementwise(body, "k0");
 //   StatusOr<std::string> ptx = compile_ptx({body_mlir}, {"k0"});
-//   // ".version 7.8 / .target sm_80 / .visible .entry k0(.param .u64 k0_param_0, ..."
+//   // ".version 7.8 / .target sm_75 / .visible .entry k0(.param .u64 k0_param_0, ..."
 
 #include <string>
 #include <vector>
@@ -19,8 +19,11 @@ namespace weft::codegen {
 
 struct PtxOptions {
   /// The GPU architecture the PTX targets; it runs on that one and every later one (the
-  /// driver compiles PTX for newer GPUs). sm_80: Ampere, Hopper (sm_90) and later.
-  std::string chip = "sm_80";
+  /// driver compiles PTX for newer GPUs). sm_75 (Turing), the oldest weft supports
+  /// (runtime/cuda/architecture.h): no generated kernel uses anything newer — halves are
+  /// converted with integer operations, not sm_80's cvt.bf16 — and ptx_test assembles
+  /// them for every architecture of third_party/cuda.bzl's CUDA_ARCHS.
+  std::string chip = "sm_75";
   /// The PTX ISA version (LLVM feature): 7.8 is the first with sm_90 and is read by
   /// every CUDA 12 and 13 driver.
   std::string features = "+ptx78";

@@ -168,7 +168,9 @@ TEST(AutocastTest, TableAgreesWithTheOpCategories) {
       EXPECT_NE(c, AutocastClass::Low) << info.name;
       EXPECT_NE(c, AutocastClass::F32) << info.name;
     }
-    if (c == AutocastClass::Low) EXPECT_EQ(info.category, OpCategory::Contraction) << info.name;
+    if (c == AutocastClass::Low) {
+      EXPECT_EQ(info.category, OpCategory::Contraction) << info.name;
+    }
   }
   EXPECT_EQ(autocast_class_name(autocast_class(Op::Matmul)), "low");
   EXPECT_EQ(autocast_class_name(autocast_class(Op::Softmax)), "f32");

@@ -70,4 +70,26 @@ Status check_architecture(const DeviceArchitecture& device, const std::string& g
   return Status::ok_status();
 }
 
+Status check_features(const DeviceArchitecture& device, const Program& program) {
+  if (device.major * 10 + device.minor >= kBf16TensorCoreArchitecture) return Status::ok_status();
+  const auto bf16_contraction = [](const Invocation& inv) {
+    const bool library_op = inv.kind == Invocation::Kind::library || inv.kind == Invocation::Kind::contraction;
+    return library_op && inv.node.info().category == OpCategory::Contraction && !inv.operands.empty() &&
+           inv.operands[0].type.dtype == DType::bf16;
+  };
+  std::vector<const Program*> programs = {&program};
+  for (const Program& body : program.bodies) programs.push_back(&body);
+  for (const Program* p : programs) {
+    for (const Invocation& inv : p->code) {
+      if (!bf16_contraction(inv)) continue;
+      return Error{device_words(device) + " has no bf16 tensor cores (compute capability " +
+                       capability(kBf16TensorCoreArchitecture) + ", Ampere, and newer have them): " +
+                       std::string(op_name(inv.node.op)) + " %" + inv.label +
+                       " multiplies in bf16; on this GPU train in f16 or f32 (--precision)",
+                   inv.node.loc};
+    }
+  }
+  return Status::ok_status();
+}
+
 }  // namespace weft::cuda

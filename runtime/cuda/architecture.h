@@ -14,6 +14,7 @@
 #include <string>
 
 #include "ir/status.h"
+#include "runtime/program.h"
 
 namespace weft::cuda {
 
@@ -40,5 +41,15 @@ int ptx_target(const std::string& ptx);
 /// generated kernels); otherwise an error naming the device, its compute capability and
 /// what it lacks.
 Status check_architecture(const DeviceArchitecture& device, const std::string& generated_ptx);
+
+/// The bf16 tensor cores cuBLAS and cuDNN need for bf16 GEMMs and convolutions: compute
+/// capability 8.0 (Ampere) and newer.
+inline constexpr int kBf16TensorCoreArchitecture = 80;
+
+/// Ok when the device has what `program` (its loop bodies included) needs beyond code it
+/// can run: a bf16 GEMM or convolution on a device older than kBf16TensorCoreArchitecture
+/// is refused at its op's location, saying what runs there instead (f16 or f32; no
+/// silent fallback).
+Status check_features(const DeviceArchitecture& device, const Program& program);
 
 }  // namespace weft::cuda

@@ -62,5 +62,41 @@ TEST(Architecture, GeneratedPtxMustTargetTheDeviceOrOlder) {
             "sm_80 (compute capability 8.0)");
 }
 
+// A program of one matmul of `dtype` operands, at t.wir:2:3, in the root or a loop body.
+Program one_matmul(DType dtype, bool in_body) {
+  Invocation inv;
+  inv.kind = Invocation::Kind::library;
+  inv.node.op = Op::Matmul;
+  inv.node.loc = Location{"t.wir", 2, 3};
+  inv.label = "y";
+  inv.operands = {BufferRef{Space::input, 0, 0, Type{dtype, {4, 6}}}, BufferRef{Space::input, 1, 0, Type{dtype, {6, 3}}}};
+  inv.results = {BufferRef{Space::arena, -1, 0, Type{dtype, {4, 3}}}};
+  Program p;
+  p.name = "t";
+  if (!in_body) {
+    p.code.push_back(inv);
+    return p;
+  }
+  Program body;
+  body.code.push_back(inv);
+  p.bodies.push_back(body);
+  return p;
+}
+
+TEST(Architecture, Bf16ContractionsNeedAmpereAndSaySo) {
+  const DeviceArchitecture t4{.ordinal = 0, .name = "Tesla T4", .major = 7, .minor = 5};
+  for (const bool in_body : {false, true}) {
+    const Status s = check_features(t4, one_matmul(DType::bf16, in_body));
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.to_string(),
+              "t.wir:2:3: error: CUDA device 0 (Tesla T4, compute capability 7.5) has no bf16 tensor cores "
+              "(compute capability 8.0, Ampere, and newer have them): matmul %y multiplies in bf16; on this GPU "
+              "train in f16 or f32 (--precision)");
+  }
+  EXPECT_TRUE(check_features(t4, one_matmul(DType::f16, false)).ok());  // Turing has f16 tensor cores
+  EXPECT_TRUE(check_features(t4, one_matmul(DType::f32, false)).ok());
+  EXPECT_TRUE(check_features(device(8, 0), one_matmul(DType::bf16, true)).ok());
+}
+
 }  // namespace
 }  // namespace weft::cuda

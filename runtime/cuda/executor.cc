@@ -54,13 +54,14 @@ Status load_module(const std::string& ptx, cudaLibrary_t& library) {
   return Error{message};
 }
 
-// Whether device `ordinal` can run this build's library kernels and the generated `ptx`
-// (architecture.h), before anything is bound.
-Status check_device_architecture(int ordinal, const std::string& ptx) {
+// Whether device `ordinal` can run this build's library kernels, the generated `ptx` and
+// what `program` needs of its tensor cores (architecture.h), before anything is bound.
+Status check_device_architecture(int ordinal, const std::string& ptx, const Program& program) {
   cudaDeviceProp prop{};
   WEFT_RETURN_IF_ERROR(cuda_status(cudaGetDeviceProperties(&prop, ordinal), "cudaGetDeviceProperties"));
-  return check_architecture({.ordinal = ordinal, .name = prop.name, .major = prop.major, .minor = prop.minor},
-                            ptx);
+  const DeviceArchitecture device{.ordinal = ordinal, .name = prop.name, .major = prop.major, .minor = prop.minor};
+  WEFT_RETURN_IF_ERROR(check_architecture(device, ptx));
+  return check_features(device, program);
 }
 
 }  // namespace
@@ -92,7 +93,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program, std::strin
                  std::to_string(count) + " devices)"};
   }
   WEFT_RETURN_IF_ERROR(cuda_status(cudaSetDevice(options.device), "cudaSetDevice"));
-  WEFT_RETURN_IF_ERROR(check_device_architecture(options.device, ptx));
+  WEFT_RETURN_IF_ERROR(check_device_architecture(options.device, ptx, program));
   check_layout(program, "cuda::Executor::create");
 
   // Memory: refuse a plan that cannot fit before allocating anything.

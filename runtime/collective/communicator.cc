@@ -15,6 +15,26 @@ const char* reduction_name(Reduction r) { return r == Reduction::sum ? "sum" : "
 
 namespace {
 
+class Completed : public PendingReduction {
+ public:
+  explicit Completed(Status status) : status_(std::move(status)) {}
+  Status wait() override { return status_; }
+
+ private:
+  Status status_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<PendingReduction>> Communicator::start_all_reduce(void* data, int64_t count,
+                                                                           DType dtype,
+                                                                           Reduction reduction) {
+  return std::unique_ptr<PendingReduction>(
+      std::make_unique<Completed>(all_reduce(data, count, dtype, reduction)));
+}
+
+namespace {
+
 class SingleProcess : public Communicator {
  public:
   int rank() const override { return 0; }
@@ -24,6 +44,10 @@ class SingleProcess : public Communicator {
       return Error{"all_reduce: the mean of " + std::string(dtype_name(dtype)) +
                    " values is not defined; use reduction \"sum\""};
     }
+    return Status::ok_status();
+  }
+  Status broadcast(void*, int64_t, int root) override {
+    if (root != 0) return Error{"broadcast from rank " + std::to_string(root) + " in a single process"};
     return Status::ok_status();
   }
   std::string describe() const override { return "single process"; }

@@ -33,6 +33,15 @@ namespace weft::collective {
 
 enum class Reduction { sum, mean };
 
+/// A reduction begun by Communicator::start_all_reduce. Its buffer belongs to the
+/// transport until wait() returns; then it holds the result on this rank.
+class PendingReduction {
+ public:
+  virtual ~PendingReduction() = default;
+  /// Blocks until the reduction has completed (or failed). Called once.
+  virtual Status wait() = 0;
+};
+
 /// "sum" or "mean" (the `reduction` attribute of all_reduce); anything else is an error.
 StatusOr<Reduction> parse_reduction(std::string_view name);
 const char* reduction_name(Reduction r);
@@ -49,6 +58,16 @@ class Communicator {
   /// the implementation cannot reduce (mean of an integer dtype; f16/bf16 over MPI), or
   /// the transport's failure.
   virtual Status all_reduce(void* data, int64_t count, DType dtype, Reduction reduction) = 0;
+  /// Begins the same reduction and returns without waiting for it where the transport can
+  /// (MPI_Iallreduce, a communication stream), so the caller computes meanwhile; every
+  /// rank begins its reductions in the same order. The default runs all_reduce now and
+  /// returns one that has completed.
+  virtual StatusOr<std::unique_ptr<PendingReduction>> start_all_reduce(void* data, int64_t count,
+                                                                       DType dtype,
+                                                                       Reduction reduction);
+  /// Replaces the `bytes` bytes at `data`, on every rank, by rank `root`'s (parameters
+  /// sent from rank 0 at the start, a bootstrap id). Every rank calls it.
+  virtual Status broadcast(void* data, int64_t bytes, int root) = 0;
   /// "single process", "MPI rank 0 of 2 (Open MPI v4.1.4, ...)".
   virtual std::string describe() const = 0;
 };

@@ -27,6 +27,24 @@ TEST(CommunicatorTest, SingleProcessLeavesTheBytesAlone) {
             "all_reduce: the mean of i64 values is not defined; use reduction \"sum\"");
 }
 
+TEST(CommunicatorTest, SingleProcessStartsBroadcastsAndRefusesOtherRoots) {
+  std::shared_ptr<Communicator> one = single_process();
+  float x[2] = {4.0f, -1.0f};
+  StatusOr<std::unique_ptr<PendingReduction>> pending =
+      one->start_all_reduce(x, 2, DType::f32, Reduction::mean);
+  ASSERT_TRUE(pending.ok());
+  ASSERT_TRUE((*pending)->wait().ok());
+  EXPECT_EQ(x[0], 4.0f);
+  int64_t k = 3;
+  pending = one->start_all_reduce(&k, 1, DType::i64, Reduction::mean);
+  ASSERT_TRUE(pending.ok());  // the failure comes with wait()
+  EXPECT_EQ((*pending)->wait().error().message,
+            "all_reduce: the mean of i64 values is not defined; use reduction \"sum\"");
+  EXPECT_TRUE(one->broadcast(x, sizeof x, 0).ok());
+  EXPECT_EQ(x[1], -1.0f);
+  EXPECT_EQ(one->broadcast(x, sizeof x, 1).error().message, "broadcast from rank 1 in a single process");
+}
+
 TEST(CommunicatorTest, ParsesReductions) {
   EXPECT_EQ(*parse_reduction("sum"), Reduction::sum);
   EXPECT_EQ(*parse_reduction("mean"), Reduction::mean);

@@ -16,6 +16,7 @@ class FakeRanks : public Communicator {
   int rank() const override { return 0; }
   int world_size() const override { return world_size_; }
   Status all_reduce(void*, int64_t, DType, Reduction) override { return Status(); }
+  Status broadcast(void*, int64_t, int) override { return Status(); }
   std::string describe() const override {
     return "rank 0 of " + std::to_string(world_size_) + " (a test's fake)";
   }

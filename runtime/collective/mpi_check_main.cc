@@ -43,5 +43,20 @@ int main() {
   check<int64_t>(comm, DType::i64, Reduction::sum);
   check<int64_t>(comm, DType::i64, Reduction::mean);
   check<uint16_t>(comm, DType::f16, Reduction::sum);
+  // start_all_reduce: rank r contributes r+1; the mean over 2 ranks is 1.5.
+  float y = static_cast<float>(comm.rank() + 1);
+  StatusOr<std::unique_ptr<PendingReduction>> pending =
+      comm.start_all_reduce(&y, 1, DType::f32, Reduction::mean);
+  Status waited = pending.ok() ? (*pending)->wait() : pending.error();
+  std::printf("rank %d: started f32 mean: %s\n", comm.rank(),
+              waited.ok() ? std::to_string(y).c_str() : waited.error().message.c_str());
+  // broadcast: every rank ends with rank 1's bytes.
+  char text[8] = "rank 0";
+  text[5] = static_cast<char>('0' + comm.rank());
+  Status sent = comm.broadcast(text, sizeof text, 1);
+  std::printf("rank %d: broadcast from rank 1: %s\n", comm.rank(),
+              sent.ok() ? text : sent.error().message.c_str());
+  Status bad = comm.broadcast(text, sizeof text, 7);
+  std::printf("rank %d: broadcast from rank 7: %s\n", comm.rank(), bad.error().message.c_str());
   return 0;
 }

@@ -70,6 +70,24 @@ class MpiWorld : public Communicator {
     return Status::ok_status();
   }
 
+  Status broadcast(void* data, int64_t bytes, int root) override {
+    if (root < 0 || root >= size_) {
+      return Error{"broadcast: root rank " + std::to_string(root) + " outside the " +
+                   std::to_string(size_) + " ranks"};
+    }
+    const int64_t kChunk = int64_t{1} << 30;  // MPI counts are int
+    for (int64_t at = 0; at < bytes; at += kChunk) {
+      const int n = static_cast<int>(std::min(kChunk, bytes - at));
+      const int rc = MPI_Bcast(static_cast<std::byte*>(data) + at, n, MPI_BYTE, root, MPI_COMM_WORLD);
+      if (rc != MPI_SUCCESS) {
+        return Error{"broadcast: MPI_Bcast of " + std::to_string(n) + " bytes from rank " +
+                     std::to_string(root) + " failed on rank " + std::to_string(rank_) + ": " +
+                     mpi_error(rc)};
+      }
+    }
+    return Status::ok_status();
+  }
+
   std::string describe() const override {
     return "MPI rank " + std::to_string(rank_) + " of " + std::to_string(size_) + " (" +
            library_ + ")";

@@ -86,6 +86,15 @@ TEST(Weftc, FileSizeLimitIsAnErrorNotASignal) {
   EXPECT_TRUE(std::filesystem::is_empty(dir));
 }
 
+// cuBLAS (with cuBLASLt: about 0.8 s of CPU to load) is opened when the cuda backend first
+// calls it, not when weftc starts (third_party/cublas_lazy.h).
+TEST(Weftc, StartsWithoutLoadingCublas) {
+  Result r = weftc("check " + kExample + "mlp.wir", "LD_DEBUG=libs");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("libLLVM"), std::string::npos) << "LD_DEBUG lists the libraries loaded";
+  EXPECT_EQ(r.out.find("libcublas"), std::string::npos) << r.out;
+}
+
 TEST(Weftc, HelpAndUsage) {
   for (const char* command : {"check", "dump", "run", "grad", "migrate"}) {
     Result r = weftc(std::string(command) + " --help");

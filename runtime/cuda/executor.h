@@ -66,6 +66,7 @@ bool available();
 std::string unavailable_reason();
 
 struct BodySite;  // device.h
+class NcclCommunicator;  // nccl_communicator.h
 
 struct ExecutorOptions {
   int device = 0;  ///< The CUDA device ordinal.
@@ -92,6 +93,13 @@ struct ExecutorOptions {
   /// faster, and far outside the reference's f32 tolerance, hence opt-in. f16/bf16
   /// GEMMs and convolutions always run on tensor cores (f32 accumulation); f64 never.
   bool tf32 = false;
+  /// Data parallelism on GPUs: the step's all_reduce invocations run through NCCL on its
+  /// communication stream (nccl_communicator.h), bucketed; `device` must be its
+  /// device(). nullptr: one process (all_reduce is a copy).
+  std::shared_ptr<NcclCommunicator> nccl = nullptr;
+  /// With NCCL, all_reduce invocations of one dtype and reduction share a bucket — one
+  /// ncclAllReduce — of up to this many bytes (BindOptions', PyTorch DDP's 25 MiB).
+  int64_t all_reduce_bucket_bytes = int64_t{25} << 20;
 };
 
 class Executor : public ProgramExecutor {

@@ -29,8 +29,8 @@ tests/cuda/nccl_check.sh on a later GPU session):
 - All-reduce time of b bytes over n ranks (NCCL's ring; NCCL-tests' busbw definition):
   t(b) = L(n) + 2(n-1)/n * b / busbw, with L(n) = 2(n-1) * hop latency.
   * One node, NVLink 4 / NVSwitch (HGX H100/H200: 900 GB/s per GPU, 450 GB/s each way):
-    busbw 360 GB/s (80% of one direction, what NCCL-tests report for large all-reduces
-    without NVLS on such nodes), hop latency 1 us.
+    busbw 360 GB/s (assumed: 80% of one direction; large all-reduces on such nodes are
+    commonly reported at 350-480 GB/s busbw by NCCL-tests), hop latency 1 us.
   * Two nodes, NDR InfiniBand 400 Gb/s (50 GB/s) per GPU, one NIC per GPU: the ring's
     inter-node hops bound it: busbw 40 GB/s (80% of the NIC), hop latency 4 us. NCCL's
     tree/NVLS algorithms and SHARP do better; this is the pessimistic case.

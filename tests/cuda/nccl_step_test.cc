@@ -35,7 +35,11 @@ const Case& all_reduce_case() {
   return cuda_cases::all_cases()[0];
 }
 
+// The GPU of this rank: LOCAL_RANK as torchrun sets it (0 when unset). One rank only: a
+// WORLD_SIZE above 1 is a launch this test does not make.
 int local_rank() {
+  const char* world = std::getenv("WORLD_SIZE");
+  WEFT_CHECK(world == nullptr || std::atoi(world) == 1, "nccl_step_test runs one rank (WORLD_SIZE=1)");
   const char* v = std::getenv("LOCAL_RANK");
   return v != nullptr ? std::atoi(v) : 0;
 }

@@ -129,7 +129,8 @@ class Planner {
     b.start_after = i;
     plan_.bucket_of[i] = static_cast<int>(open->second);
     const bool first = opened_[key] == 1;
-    if (b.bytes() >= (first ? options_.first_bucket_bytes : options_.bucket_bytes)) open_.erase(open);
+    const int64_t limit = first ? std::min(options_.first_bucket_bytes, options_.bucket_bytes) : options_.bucket_bytes;
+    if (b.bytes() >= limit) open_.erase(open);
   }
 
   // Buckets of different kinds interleave: number them in the order they start.

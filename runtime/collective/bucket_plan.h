@@ -35,7 +35,8 @@ namespace weft::collective {
 
 struct BucketPlanOptions {
   /// The first bucket of each dtype and reduction closes at this many bytes (PyTorch
-  /// DDP's 1 MiB): the first reduction starts early in the backward pass.
+  /// DDP's 1 MiB), or at bucket_bytes when that is smaller: the first reduction starts
+  /// early in the backward pass.
   int64_t first_bucket_bytes = int64_t{1} << 20;
   /// Every later bucket closes at this many bytes (PyTorch DDP's 25 MiB).
   int64_t bucket_bytes = int64_t{25} << 20;

@@ -100,6 +100,11 @@ Status NcclCommunicator::all_reduce(void* data, int64_t count, DType dtype, coll
   return host_->all_reduce(data, count, dtype, reduction);
 }
 
+StatusOr<std::unique_ptr<collective::PendingReduction>> NcclCommunicator::start_all_reduce(
+    void* data, int64_t count, DType dtype, collective::Reduction reduction) {
+  return host_->start_all_reduce(data, count, dtype, reduction);
+}
+
 Status NcclCommunicator::broadcast(void* data, int64_t bytes, int root) { return host_->broadcast(data, bytes, root); }
 
 std::string NcclCommunicator::describe() const {

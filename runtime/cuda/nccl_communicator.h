@@ -45,6 +45,8 @@ class NcclCommunicator : public collective::Communicator {
   int world_size() const override { return host_->world_size(); }
   /// Host memory, through the host communicator (see above).
   Status all_reduce(void* data, int64_t count, DType dtype, collective::Reduction reduction) override;
+  StatusOr<std::unique_ptr<collective::PendingReduction>> start_all_reduce(void* data, int64_t count, DType dtype,
+                                                                           collective::Reduction reduction) override;
   Status broadcast(void* data, int64_t bytes, int root) override;
   /// "NCCL 2.28.9 rank 0 of 2 on CUDA device 0 (bootstrap: MPI rank 0 of 2 ...)".
   std::string describe() const override;

@@ -1,7 +1,6 @@
 // The data-parallel step on the GPU (step_schedule.h): the buckets' staging block and
 // events, the all_reduce invocations bound as staging copies (or reduced alone), and a
 // bucket's start on the communication stream and its wait on the compute stream.
-#include <algorithm>
 #include <cstddef>
 #include <string>
 #include <utility>
@@ -96,7 +95,6 @@ Status unstage(Device& d, size_t k, cudaStream_t comm) {
 Status plan_collectives(Device& d, const Program& program, int64_t bucket_bytes) {
   collective::BucketPlanOptions options;
   options.bucket_bytes = bucket_bytes;
-  options.first_bucket_bytes = std::min(options.first_bucket_bytes, bucket_bytes);
   WEFT_ASSIGN_OR_RETURN(d.buckets, collective::plan_buckets(program, options));
   if (d.buckets.buckets.empty()) return Status::ok_status();
   WEFT_RETURN_IF_ERROR(device_allocate(d.staging, d.buckets.staging_bytes, "all_reduce staging"));

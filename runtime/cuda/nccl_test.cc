@@ -1,8 +1,9 @@
 // NCCL without a GPU: the bootstrap through a fake transport (two threads of one process
 // as two ranks, ThreadRanks) up to the first NCCL call that needs a device — the unique
 // id is NCCL's own (ncclGetUniqueId needs none) — the one-rank-per-device refusals, the
-// dtypes NCCL reduces, and the cuda backend's refusal of a communicator that is not
-// NCCL. NcclCommunicator::create skips what needs a GPU, saying so.
+// dtypes NCCL reduces. NcclCommunicator::create skips what needs a GPU, saying so. (The
+// cuda backend's refusal of a communicator that is not NCCL is pinned in
+// runtime:backend_test.)
 #include <gtest/gtest.h>
 #include <nccl.h>
 
@@ -12,8 +13,6 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/backend.h"
-#include "runtime/collective/fake_ranks.h"
 #include "runtime/cuda/executor.h"
 #include "runtime/cuda/nccl_bootstrap.h"
 #include "runtime/cuda/nccl_communicator.h"
@@ -121,20 +120,6 @@ TEST(NcclCommunicator, CreateWithoutAGpuSaysSo) {
     return c.ok() ? std::string("ok") : c.error().message;
   });
   for (const std::string& e : made) EXPECT_EQ(e, "no CUDA device: " + unavailable_reason());
-}
-
-// The cuda backend reduces a multi-rank step with NCCL only: MPI's or Gloo's host
-// communicator there is refused before any device is touched.
-TEST(NcclCommunicator, TheCudaBackendRefusesAHostCommunicator) {
-  StatusOr<const Backend*> cuda = find_backend("cuda");
-  ASSERT_TRUE(cuda.ok()) << cuda.error().to_string();
-  BindOptions options;
-  options.communicator = std::make_shared<collective::FakeRanks>(2);
-  StatusOr<std::unique_ptr<ProgramExecutor>> bound = (*cuda)->bind(Program{}, DeviceCode{}, options);
-  ASSERT_FALSE(bound.ok());
-  EXPECT_EQ(bound.error().message,
-            "the cuda backend reduces the gradients of 2 ranks with NCCL, but was given rank 0 of 2 (a test's "
-            "fake): make it with cuda::NcclCommunicator::create (runtime/cuda/nccl_communicator.h)");
 }
 
 }  // namespace

@@ -19,7 +19,9 @@ Inputs and where they come from:
   table, "params weft ..."); f32 gradients, one all_reduce each.
 - Buckets: runtime/collective/bucket_plan.h's rules with PyTorch DDP's sizes: the first
   bucket closes at 1 MiB, the others at 25 MiB; gradients fill them in the order they are
-  produced (reverse layer order).
+  produced (reverse layer order). Split here at byte granularity; the plan closes a
+  bucket after the gradient that reaches the limit, so with a few large gradients it
+  has fewer buckets than here (the "no overlap" column is then the bound).
 
 Assumptions (stated, not measured here; the one-GPU NCCL figures come from
 tests/cuda/nccl_check.sh on a later GPU session):

@@ -9,10 +9,12 @@
 // Without a GPU every test skips. tests/cuda/nccl_check.sh runs it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <string>
 
+#include "runtime/collective/bucket_plan.h"
 #include "runtime/collective/communicator.h"
 #include "runtime/cuda/executor.h"
 #include "runtime/cuda/nccl_communicator.h"
@@ -114,6 +116,35 @@ TEST(NcclStep, ManySmallBucketsOverlappingTheBackwardPassToo) {
   expect_bitwise_equal_steps(*single, *small, 10);
   std::unique_ptr<Executor> single_again = bind(c, {.device = local_rank()});
   expect_bitwise_equal_steps(*single_again, *launches, 4);
+}
+
+// No GPU needed: the lowered step's schedule (the one the executor walks with NCCL), with
+// buckets of 64 KiB then 256 KiB (nccl_step_test binds them at 4 KiB), starts its first
+// bucket while gradients are still being produced, and other invocations run while it
+// is in flight. (With DDP's 1 MiB first bucket this 1.07 MB step has a single bucket,
+// which starts after the last gradient: printed, not asserted.)
+TEST(NcclStep, TheLoweredStepsFirstBucketStartsDuringTheBackwardPass) {
+  const Case& c = all_reduce_case();
+  const Program program = c.program();
+  StatusOr<collective::BucketPlan> ddp = collective::plan_buckets(program, {});
+  ASSERT_TRUE(ddp.ok()) << ddp.error().to_string();
+  std::printf("DDP's sizes:\n%s", collective::describe(*ddp).c_str());
+  StatusOr<collective::BucketPlan> plan =
+      collective::plan_buckets(program, {.first_bucket_bytes = 64 << 10, .bucket_bytes = 256 << 10});
+  ASSERT_TRUE(plan.ok()) << plan.error().to_string();
+  std::printf("64 KiB, then 256 KiB:\n%s", collective::describe(*plan).c_str());
+  ASSERT_GE(plan->buckets.size(), 2u);
+  const std::vector<StepAction> actions = schedule_step(program, *plan);
+  const auto at = [&](StepAction a) { return std::find(actions.begin(), actions.end(), a) - actions.begin(); };
+  // The first bucket starts before the last gradient is staged.
+  EXPECT_LT(at({StepAction::Kind::start_bucket, 0}), at({StepAction::Kind::invoke, plan->buckets.back().start_after}));
+  size_t invocations_meanwhile = 0;
+  for (auto i = at({StepAction::Kind::start_bucket, 0}); i < static_cast<long>(actions.size()); ++i) {
+    invocations_meanwhile += actions[i].kind == StepAction::Kind::invoke && plan->bucket_of[actions[i].index] < 0;
+    if (actions[i] == StepAction{StepAction::Kind::wait_bucket, 0}) break;
+  }
+  std::printf("invocations overlapping bucket 0: %zu\n", invocations_meanwhile);
+  EXPECT_GT(invocations_meanwhile, 0u);
 }
 
 // On a machine with one GPU, a second rank there (local rank 1) is refused before NCCL

@@ -134,6 +134,7 @@ StatusOr<std::unique_ptr<ProgramExecutor>> Trainer::compile_graph(const Graph& g
   if (step) {
     options.communicator = options_.communicator;
     options.all_reduce_bucket_bytes = options_.all_reduce_bucket_bytes;
+    options.overlap_all_reduce = options_.overlap_all_reduce;
   }
   return target_->compile(g, options);
 }

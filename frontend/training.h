@@ -122,6 +122,10 @@ struct TrainOptions {
   /// cpu, more than one rank: the gradients' all_reduce calls are bucketed up to this
   /// many bytes (cpu::ExecutorOptions::all_reduce_bucket_bytes); 0: one call per gradient.
   int64_t all_reduce_bucket_bytes = int64_t{25} << 20;
+  /// cpu, more than one rank: each bucket's reduction runs while the backward pass goes
+  /// on, waited for only by the update that reads it (cpu::ExecutorOptions::
+  /// overlap_all_reduce); false: each is waited for as soon as it starts. Bitwise equal.
+  bool overlap_all_reduce = true;
   /// cpu: unroll the model's loops in its Program instead of running each as a loop
   /// over its body (codegen::CompileOptions::unroll_loops), for comparison.
   bool unroll_loops = false;

@@ -100,6 +100,28 @@ std::vector<int> greedy_order(const Graph& g, const Liveness& l) {
   return order;
 }
 
+// Data parallelism (DESIGN.md, decision 11): every all_reduce moved up to right after the
+// node producing its operand (to the front for an input), the others kept in `order`'s
+// order, so that each gradient's reduction can join a bucket, and the bucket start,
+// while the backward pass goes on (runtime/collective/bucket_plan.h).
+std::vector<int> hoist_all_reduces(const Graph& g, const std::vector<int>& order) {
+  std::vector<std::vector<int>> after(g.nodes().size());
+  std::vector<int> out;
+  out.reserve(order.size());
+  for (int i : order) {
+    if (g.node(i).op != Op::AllReduce) continue;
+    const int producer = g.value(g.node(i).operands[0]).node;
+    if (producer < 0) out.push_back(i);
+    else after[static_cast<size_t>(producer)].push_back(i);
+  }
+  for (int i : order) {
+    if (g.node(i).op == Op::AllReduce) continue;
+    out.push_back(i);
+    out.insert(out.end(), after[static_cast<size_t>(i)].begin(), after[static_cast<size_t>(i)].end());
+  }
+  return out;
+}
+
 }  // namespace
 
 StatusOr<int64_t> peak_live_bytes(const Graph& g, const std::vector<int>& order) {
@@ -117,8 +139,10 @@ StatusOr<bool> ScheduleMemoryPass::run(Graph& g) {
   const int n = static_cast<int>(g.nodes().size());
   std::vector<int> identity(n);
   std::iota(identity.begin(), identity.end(), 0);
-  std::vector<int> order = greedy_order(g, *l);
-  if (order == identity || peak_of(g, *l, order) >= peak_of(g, *l, identity)) return false;
+  const std::vector<int> current = hoist_all_reduces(g, identity);
+  std::vector<int> order = hoist_all_reduces(g, greedy_order(g, *l));
+  if (peak_of(g, *l, order) >= peak_of(g, *l, current)) order = current;
+  if (order == identity) return false;
 
   std::vector<Node> reordered;
   reordered.reserve(n);

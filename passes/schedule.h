@@ -6,6 +6,14 @@
 // when its peak is strictly lower than the current order's, so the pass never makes the
 // peak worse and reports a change only when the order changed.
 //
+// Data parallelism (DESIGN.md, decision 11): in both orders every `all_reduce` moves up
+// to right after the node producing its operand, so a gradient's reduction joins its
+// bucket, and the bucket starts (runtime/collective/bucket_plan.h), while the backward
+// pass goes on rather than after it. Reverse mode produces the last layer's gradients
+// first, so the first buckets close early. The all_reduce's operand dies and its result
+// (as large) is born there, so this moves bytes between live ranges without adding any
+// but the all_reduce's own operand-and-result instant.
+//
 //   graph @f(%x: f32[256]) {            peak 3 × 1 KiB: %a, %b, %c live together
 //     %a = exp(%x) : f32[256]
 //     %b = neg(%x) : f32[256]
@@ -31,7 +39,8 @@
 //
 // Requires: a valid graph whose node result types are known (run after infer-types).
 // Guarantees: the same nodes, values, names and outputs, in a valid topological order
-// whose peak live bytes (`peak_live_bytes`) is no higher than before.
+// whose peak live bytes (`peak_live_bytes`) is no higher than that of the order before
+// with its all_reduce nodes moved up (the same as before where there are none).
 
 #include <cstdint>
 #include <vector>

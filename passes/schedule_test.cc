@@ -104,6 +104,37 @@ TEST(ScheduleMemoryTest, NoChangeOnAChain) {
   EXPECT_EQ(run_pass_on_text(pass, chain), std::string(chain) + "(no change)\n");
 }
 
+// A data-parallel step appends the all_reduce of each gradient after every gradient:
+// each moves up to right after its producer (the last layer's gradient first), so its
+// bucket can start during the rest of the backward pass.
+TEST(ScheduleMemoryTest, AllReducesFollowTheirGradients) {
+  ScheduleMemoryPass pass;
+  EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%x: f32[256], %w1: f32[256] {param}, %w2: f32[256] {param}) {
+  %g2 = mul(%x, %w1) : f32[256]
+  %g1 = mul(%g2, %w2) : f32[256]
+  %r1 = all_reduce(%g1) {reduction="mean"} : f32[256]
+  %r2 = all_reduce(%g2) {reduction="mean"} : f32[256]
+  %u1 = sub(%w1, %r1) : f32[256]
+  %u2 = sub(%w2, %r2) : f32[256]
+  assign(%w1, %u1)
+  assign(%w2, %u2)
+  return %g2
+}
+)"),
+            R"(graph @f(%x: f32[256], %w1: f32[256] {param}, %w2: f32[256] {param}) -> (f32[256]) {
+  %g2 = mul(%x, %w1) : f32[256]
+  %r2 = all_reduce(%g2) {reduction="mean"} : f32[256]
+  %g1 = mul(%g2, %w2) : f32[256]
+  %r1 = all_reduce(%g1) {reduction="mean"} : f32[256]
+  %u1 = sub(%w1, %r1) : f32[256]
+  %u2 = sub(%w2, %r2) : f32[256]
+  assign(%w1, %u1)
+  assign(%w2, %u2)
+  return %g2
+}
+)");
+}
+
 TEST(ScheduleMemoryTest, UnknownTypesAreAnError) {
   ScheduleMemoryPass pass;
   EXPECT_NE(run_pass_on_text(pass, R"(graph @f(%x: f32[4]) {

@@ -40,6 +40,11 @@ class PendingReduction {
   virtual ~PendingReduction() = default;
   /// Blocks until the reduction has completed (or failed). Called once.
   virtual Status wait() = 0;
+  /// Lets the transport advance the reduction without blocking, and says whether it has
+  /// completed (a failure is reported by wait()). Open MPI progresses a non-blocking
+  /// collective only inside MPI calls, so the executor calls this between invocations
+  /// while a reduction is in flight. The default: true (completed when it started).
+  virtual bool test() { return true; }
 };
 
 /// "sum" or "mean" (the `reduction` attribute of all_reduce); anything else is an error.

@@ -47,6 +47,9 @@ int main() {
   float y = static_cast<float>(comm.rank() + 1);
   StatusOr<std::unique_ptr<PendingReduction>> pending =
       comm.start_all_reduce(&y, 1, DType::f32, Reduction::mean);
+  // Polled to completion first, the way the executor progresses a bucket in flight.
+  while (pending.ok() && !(*pending)->test()) {
+  }
   Status waited = pending.ok() ? (*pending)->wait() : pending.error();
   std::printf("rank %d: started f32 mean: %s\n", comm.rank(),
               waited.ok() ? std::to_string(y).c_str() : waited.error().message.c_str());

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 namespace weft::collective {
 namespace {
@@ -37,6 +38,72 @@ void divide(void* data, int64_t count, int world) {
   for (int64_t i = 0; i < count; ++i) x[i] /= n;
 }
 
+// The mean's division and the dtype check, shared by the blocking and non-blocking paths.
+Status check_reduction(DType dtype, Reduction reduction) {
+  if (reduction == Reduction::mean && dtype != DType::f32 && dtype != DType::f64) {
+    return Error{"all_reduce: the mean over MPI needs f32 or f64 values, got " +
+                 std::string(dtype_name(dtype))};
+  }
+  return Status::ok_status();
+}
+
+void finish_mean(void* data, int64_t count, DType dtype, Reduction reduction, int world) {
+  if (reduction != Reduction::mean) return;
+  if (dtype == DType::f32) divide<float>(data, count, world);
+  else divide<double>(data, count, world);
+}
+
+// MPI counts are int: a buffer goes in chunks of at most 2^30 elements.
+constexpr int64_t kChunk = int64_t{1} << 30;
+
+// An MPI_Iallreduce per chunk in flight; wait() completes them and divides for the mean.
+class MpiPending : public PendingReduction {
+ public:
+  MpiPending(void* data, int64_t count, DType dtype, Reduction reduction, int rank, int world)
+      : data_(data), count_(count), dtype_(dtype), reduction_(reduction), rank_(rank), world_(world) {}
+
+  Status start(MPI_Datatype type) {
+    const size_t element = dtype_size(dtype_);
+    for (int64_t at = 0; at < count_; at += kChunk) {
+      const int n = static_cast<int>(std::min(kChunk, count_ - at));
+      requests_.push_back(MPI_REQUEST_NULL);
+      const int rc = MPI_Iallreduce(MPI_IN_PLACE, static_cast<std::byte*>(data_) + at * element, n, type,
+                                    MPI_SUM, MPI_COMM_WORLD, &requests_.back());
+      if (rc != MPI_SUCCESS) return failure("MPI_Iallreduce", rc);
+    }
+    return Status::ok_status();
+  }
+
+  bool test() override {
+    int done = 0;
+    const int rc = MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done,
+                               MPI_STATUSES_IGNORE);
+    return rc != MPI_SUCCESS || done != 0;
+  }
+
+  Status wait() override {
+    const int rc = MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
+    if (rc != MPI_SUCCESS) return failure("MPI_Iallreduce", rc);
+    finish_mean(data_, count_, dtype_, reduction_, world_);
+    return Status::ok_status();
+  }
+
+ private:
+  Status failure(const char* call, int rc) const {
+    return Error{"all_reduce: " + std::string(call) + " of " + std::to_string(count_) + " " +
+                 std::string(dtype_name(dtype_)) + " values failed on rank " + std::to_string(rank_) +
+                 ": " + mpi_error(rc)};
+  }
+
+  void* data_;
+  int64_t count_;
+  DType dtype_;
+  Reduction reduction_;
+  int rank_;
+  int world_;
+  std::vector<MPI_Request> requests_;
+};
+
 class MpiWorld : public Communicator {
  public:
   MpiWorld(int rank, int size, std::string library)
@@ -45,13 +112,8 @@ class MpiWorld : public Communicator {
   int world_size() const override { return size_; }
 
   Status all_reduce(void* data, int64_t count, DType dtype, Reduction reduction) override {
-    if (reduction == Reduction::mean && dtype != DType::f32 && dtype != DType::f64) {
-      return Error{"all_reduce: the mean over MPI needs f32 or f64 values, got " +
-                   std::string(dtype_name(dtype))};
-    }
+    WEFT_RETURN_IF_ERROR(check_reduction(dtype, reduction));
     WEFT_ASSIGN_OR_RETURN(MPI_Datatype type, mpi_type(dtype));
-    // MPI counts are int: large buffers go in chunks.
-    const int64_t kChunk = int64_t{1} << 30;
     const size_t element = dtype_size(dtype);
     for (int64_t at = 0; at < count; at += kChunk) {
       const int n = static_cast<int>(std::min(kChunk, count - at));
@@ -63,11 +125,18 @@ class MpiWorld : public Communicator {
                      std::to_string(rank_) + ": " + mpi_error(rc)};
       }
     }
-    if (reduction == Reduction::mean) {
-      if (dtype == DType::f32) divide<float>(data, count, size_);
-      else divide<double>(data, count, size_);
-    }
+    finish_mean(data, count, dtype, reduction, size_);
     return Status::ok_status();
+  }
+
+  /// MPI_Iallreduce: the reduction advances inside later MPI calls (PendingReduction::test).
+  StatusOr<std::unique_ptr<PendingReduction>> start_all_reduce(void* data, int64_t count, DType dtype,
+                                                               Reduction reduction) override {
+    WEFT_RETURN_IF_ERROR(check_reduction(dtype, reduction));
+    WEFT_ASSIGN_OR_RETURN(MPI_Datatype type, mpi_type(dtype));
+    auto pending = std::make_unique<MpiPending>(data, count, dtype, reduction, rank_, size_);
+    WEFT_RETURN_IF_ERROR(pending->start(type));
+    return std::unique_ptr<PendingReduction>(std::move(pending));
   }
 
   Status broadcast(void* data, int64_t bytes, int root) override {
@@ -75,7 +144,6 @@ class MpiWorld : public Communicator {
       return Error{"broadcast: root rank " + std::to_string(root) + " outside the " +
                    std::to_string(size_) + " ranks"};
     }
-    const int64_t kChunk = int64_t{1} << 30;  // MPI counts are int
     for (int64_t at = 0; at < bytes; at += kChunk) {
       const int n = static_cast<int>(std::min(kChunk, bytes - at));
       const int rc = MPI_Bcast(static_cast<std::byte*>(data) + at, n, MPI_BYTE, root, MPI_COMM_WORLD);

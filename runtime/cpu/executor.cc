@@ -10,6 +10,7 @@
 #include <new>
 
 #include "runtime/binding.h"
+#include "runtime/collective/bucket_plan.h"
 #include "runtime/cpu/executor_bound.h"
 #include "runtime/cpu/kernel.h"
 #include "runtime/reference/interpreter.h"
@@ -111,63 +112,136 @@ class AllReduceBound : public Executor::Bound {
   Location loc_;
 };
 
-// A bucket of all_reduce invocations of one dtype and reduction (world size > 1): each
-// member copies its operand into the bucket's staging buffer; the last one reduces the
-// whole buffer in one collective call and copies every member's slice to its result.
-// The members' results are written only then: the executor closes a bucket before any
-// invocation that touches one of them (executor.h, "Collectives").
-struct AllReduceBucket {
-  struct Member {
-    void* result;
-    int64_t offset;  ///< Elements into the staging buffer.
-    int64_t count;
-  };
-  std::shared_ptr<collective::Communicator> comm;
-  collective::Reduction reduction;
-  DType dtype;
-  std::vector<Member> members;
-  int64_t count = 0;
-  Buffer staging{nullptr, nullptr};
-  Location loc;  ///< The last member's.
+// A bucket of the plan (runtime/collective/bucket_plan.h) bound to one set of buffers:
+// its staging slice and its members' results. start() begins the one reduction of the
+// slice (after the last member has copied its operand in); wait() completes it and
+// copies every member's slice to its result. Blocking mode waits inside start().
+// `spent_ns` adds up the time spent inside the communicator's calls (start, test, wait):
+// the communication the step did not hide.
+class BoundBucket {
+ public:
+  BoundBucket(const collective::Bucket& plan, std::shared_ptr<collective::Communicator> comm,
+              std::byte* staging, std::vector<void*> results, bool overlap, double* spent_ns)
+      : plan_(plan), comm_(std::move(comm)), staging_(staging), results_(std::move(results)),
+        overlap_(overlap), spent_ns_(spent_ns) {}
 
-  Status flush() {
-    const size_t element = dtype_size(dtype);
-    Status s = comm->all_reduce(staging.get(), count, dtype, reduction);
-    if (!s.ok()) return Error{s.error().message, loc};
-    for (const Member& m : members) {
-      std::memcpy(m.result, staging.get() + m.offset * element, m.count * element);
+  /// Copies member `member`'s operand into the staging slice.
+  void stage(size_t member, const void* from) {
+    const collective::BucketMember& m = plan_.members[member];
+    std::memcpy(staging_ + m.offset * element(), from, static_cast<size_t>(m.count) * element());
+  }
+  Status start() {
+    const Timer timer(spent_ns_);
+    StatusOr<std::unique_ptr<collective::PendingReduction>> pending =
+        comm_->start_all_reduce(staging_, plan_.count, plan_.dtype, plan_.reduction);
+    if (!pending.ok()) return pending.error();
+    pending_ = std::move(*pending);
+    return overlap_ ? Status::ok_status() : finish();
+  }
+  /// Lets the transport advance a reduction in flight.
+  void poll() {
+    if (!pending_) return;
+    const Timer timer(spent_ns_);
+    pending_->test();
+  }
+  Status wait() {
+    if (!pending_) return Status::ok_status();
+    const Timer timer(spent_ns_);
+    return finish();
+  }
+  const collective::Bucket& plan() const { return plan_; }
+  const collective::Communicator& comm() const { return *comm_; }
+
+ private:
+  struct Timer {
+    explicit Timer(double* total) : total_(total), start_(std::chrono::steady_clock::now()) {}
+    ~Timer() { *total_ += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start_).count(); }
+    double* total_;
+    std::chrono::steady_clock::time_point start_;
+  };
+  size_t element() const { return dtype_size(plan_.dtype); }
+  Status finish() {
+    Status s = pending_->wait();
+    pending_.reset();
+    if (!s.ok()) return Error{s.error().message};
+    for (size_t i = 0; i < results_.size(); ++i) {
+      const collective::BucketMember& m = plan_.members[i];
+      std::memcpy(results_[i], staging_ + m.offset * element(), static_cast<size_t>(m.count) * element());
     }
     return Status::ok_status();
   }
+
+  const collective::Bucket& plan_;
+  std::shared_ptr<collective::Communicator> comm_;
+  std::byte* staging_;
+  std::vector<void*> results_;
+  bool overlap_;
+  double* spent_ns_;
+  std::unique_ptr<collective::PendingReduction> pending_;
 };
 
+// An all_reduce invocation that is a member of a bucket: copies its operand into the
+// staging slice; the last member starts the bucket's reduction.
 class BucketMemberBound : public Executor::Bound {
  public:
-  BucketMemberBound(std::shared_ptr<AllReduceBucket> bucket, size_t member, const void* from)
-      : bucket_(std::move(bucket)), member_(member), from_(from) {}
+  BucketMemberBound(std::shared_ptr<BoundBucket> bucket, size_t member, const void* from, Location loc)
+      : bucket_(std::move(bucket)), member_(member), from_(from), loc_(std::move(loc)) {}
   Status run(ThreadPool&) override {
-    const AllReduceBucket::Member& m = bucket_->members[member_];
-    const size_t element = dtype_size(bucket_->dtype);
-    std::memcpy(bucket_->staging.get() + m.offset * element, from_, m.count * element);
-    return last() ? bucket_->flush() : Status::ok_status();
+    bucket_->stage(member_, from_);
+    if (!last()) return Status::ok_status();
+    Status s = bucket_->start();
+    if (!s.ok()) return Error{s.error().message, loc_};
+    return s;
   }
   std::string describe() const override {
-    const AllReduceBucket& b = *bucket_;
+    const collective::Bucket& b = bucket_->plan();
     std::string out = std::string("all_reduce ") + collective::reduction_name(b.reduction) + " " +
-                      std::string(dtype_name(b.dtype)) + "[" +
-                      std::to_string(b.members[member_].count) + "] into bucket of " +
-                      std::to_string(b.members.size());
+                      std::string(dtype_name(b.dtype)) + "[" + std::to_string(b.members[member_].count) +
+                      "] into bucket of " + std::to_string(b.members.size());
     if (last()) {
-      out += ": one call on " + std::to_string(b.count) + " elements (" + b.comm->describe() + ")";
+      out += ": one call on " + std::to_string(b.count) + " elements (" + bucket_->comm().describe() +
+             "), waited before invocation " + std::to_string(b.wait_before);
     }
     return out;
   }
 
  private:
-  bool last() const { return member_ + 1 == bucket_->members.size(); }
-  std::shared_ptr<AllReduceBucket> bucket_;
+  bool last() const { return member_ + 1 == bucket_->plan().members.size(); }
+  std::shared_ptr<BoundBucket> bucket_;
   size_t member_;
   const void* from_;
+  Location loc_;
+};
+
+// An invocation with the buckets to wait for before it runs, to progress after it (those
+// in flight past it) and to wait for after it (the last invocation: the buckets whose
+// results only the outputs or the updates read).
+class BucketSyncBound : public Executor::Bound {
+ public:
+  using Buckets = std::vector<std::shared_ptr<BoundBucket>>;
+  BucketSyncBound(std::unique_ptr<Executor::Bound> inner, Buckets wait_before, Buckets poll_after,
+                  Buckets wait_after)
+      : inner_(std::move(inner)), wait_before_(std::move(wait_before)), poll_after_(std::move(poll_after)),
+        wait_after_(std::move(wait_after)) {}
+  Status run(ThreadPool& pool) override {
+    for (auto& b : wait_before_) WEFT_RETURN_IF_ERROR(b->wait());
+    WEFT_RETURN_IF_ERROR(inner_->run(pool));
+    for (auto& b : poll_after_) b->poll();
+    for (auto& b : wait_after_) WEFT_RETURN_IF_ERROR(b->wait());
+    return Status::ok_status();
+  }
+  std::string describe() const override {
+    std::string out = inner_->describe();
+    if (!wait_before_.empty()) out += " | first waits for " + std::to_string(wait_before_.size()) + " bucket(s)";
+    if (!wait_after_.empty()) out += " | then waits for " + std::to_string(wait_after_.size()) + " bucket(s)";
+    return out;
+  }
+  BoundKernel* kernel() override { return inner_->kernel(); }
+  void set_check_numerics(bool on) override { inner_->set_check_numerics(on); }
+
+ private:
+  std::unique_ptr<Executor::Bound> inner_;
+  Buckets wait_before_, poll_after_, wait_after_;
 };
 
 // No CPU kernel: the reference interpreter runs a one-node graph of the invocation.
@@ -209,92 +283,21 @@ class FallbackBound : public Executor::Bound {
 };
 
 using BoundPtr = std::unique_ptr<Executor::Bound>;
-using BucketSlot = std::pair<std::shared_ptr<AllReduceBucket>, size_t>;
-using Resolve = std::function<void*(const BufferRef&)>;
+using BoundBuckets = std::vector<std::shared_ptr<BoundBucket>>;
 
-// Whether buffer `r` overlaps the `bytes` bytes at `p`.
-bool overlaps(const Resolve& resolve, const BufferRef& r, const void* p, size_t bytes) {
-  const std::byte* a = static_cast<const std::byte*>(resolve(r));
-  const std::byte* b = static_cast<const std::byte*>(p);
-  return a < b + bytes && b < a + r.type.bytes();
-}
-
-// Whether anything after invocation `i` reads the bytes of `result`: a later invocation,
-// an output of the program, or an update's value.
-bool read_after(const Program& program, const Resolve& resolve, size_t i, const BufferRef& result) {
-  const void* p = resolve(result);
-  const size_t bytes = result.type.bytes();
-  for (size_t j = i + 1; j < program.code.size(); ++j) {
-    for (const BufferRef& r : program.code[j].operands) {
-      if (overlaps(resolve, r, p, bytes)) return true;
-    }
+// `bound` (invocation `index` of a Program of `length`) wrapped with the waits and polls
+// the plan puts around it, or as it is where there are none.
+BoundPtr with_bucket_sync(BoundPtr bound, size_t index, size_t length, const BoundBuckets& buckets) {
+  BoundBuckets wait_before, poll_after, wait_after;
+  for (const auto& b : buckets) {
+    const collective::Bucket& k = b->plan();
+    if (k.wait_before == index) wait_before.push_back(b);
+    if (k.start_after <= index && index + 1 < k.wait_before) poll_after.push_back(b);
+    if (k.wait_before == length && index + 1 == length) wait_after.push_back(b);
   }
-  for (const BufferRef& r : program.outputs) {
-    if (overlaps(resolve, r, p, bytes)) return true;
-  }
-  for (const Update& u : program.updates) {
-    if (overlaps(resolve, u.from, p, bytes)) return true;
-  }
-  return false;
-}
-
-// The open buckets, one per dtype and reduction.
-using OpenBuckets = std::map<std::pair<DType, collective::Reduction>, std::shared_ptr<AllReduceBucket>>;
-
-// Closes the open buckets that `inv` reads or writes a result of: their results must be
-// written before it runs.
-void close_touched_buckets(OpenBuckets& open, const Invocation& inv, const Resolve& resolve) {
-  for (auto it = open.begin(); it != open.end();) {
-    bool touches = false;
-    for (const AllReduceBucket::Member& m : it->second->members) {
-      const size_t bytes = m.count * dtype_size(it->second->dtype);
-      for (const auto* refs : {&inv.operands, &inv.results}) {
-        for (const BufferRef& r : *refs) touches = touches || overlaps(resolve, r, m.result, bytes);
-      }
-    }
-    it = touches ? open.erase(it) : std::next(it);
-  }
-}
-
-// Buckets of all_reduce invocations (more than one rank): invocation index -> (bucket,
-// member), null where it runs alone. A bucket closes before the first invocation that
-// reads or writes one of its results, when it reaches `bucket_bytes`, and at the end of
-// the step. A result that nothing reads later is not bucketed: the memory plan may reuse
-// its bytes right away, so it must be written where the invocation stands. Each bucket
-// gets its staging buffer.
-StatusOr<std::vector<BucketSlot>> bucket_all_reduces(const Program& program, const Resolve& resolve,
-                                                     const std::shared_ptr<collective::Communicator>& comm,
-                                                     int64_t bucket_bytes) {
-  std::vector<BucketSlot> bucket_of(program.code.size());
-  if (comm->world_size() <= 1 || bucket_bytes <= 0) return bucket_of;
-  OpenBuckets open;
-  for (size_t i = 0; i < program.code.size(); ++i) {
-    const Invocation& inv = program.code[i];
-    close_touched_buckets(open, inv, resolve);
-    if (inv.kind != Invocation::Kind::library || inv.node.op != Op::AllReduce) continue;
-    if (!read_after(program, resolve, i, inv.results[0])) continue;
-    WEFT_ASSIGN_OR_RETURN(collective::Reduction reduction,
-                          collective::parse_reduction(inv.node.str_attr("reduction")));
-    const Type& type = inv.results[0].type;
-    std::shared_ptr<AllReduceBucket>& b = open[{type.dtype, reduction}];
-    if (!b) {
-      b = std::make_shared<AllReduceBucket>();
-      b->comm = comm;
-      b->reduction = reduction;
-      b->dtype = type.dtype;
-    }
-    b->members.push_back({resolve(inv.results[0]), b->count, type.numel()});
-    b->count += type.numel();
-    b->loc = inv.node.loc;
-    bucket_of[i] = {b, b->members.size() - 1};
-    const int64_t bytes = b->count * static_cast<int64_t>(dtype_size(type.dtype));
-    if (bytes >= bucket_bytes) open.erase({type.dtype, reduction});
-  }
-  for (auto& [b, member] : bucket_of) {
-    if (!b || b->staging) continue;
-    b->staging = allocate(b->count * static_cast<int64_t>(dtype_size(b->dtype)));
-  }
-  return bucket_of;
+  if (wait_before.empty() && poll_after.empty() && wait_after.empty()) return bound;
+  return std::make_unique<BucketSyncBound>(std::move(bound), std::move(wait_before), std::move(poll_after),
+                                           std::move(wait_after));
 }
 
 // The inputs each slot's binding of a loop's body reads in place: the loop's consts, and
@@ -354,10 +357,13 @@ void* Executor::resolve(const BufferRef& ref) const { return buffer_address(ref,
 // a loop's body. It counts the fallbacks of the bindings it is told to.
 class Executor::Binder {
  public:
+  /// `plan`: the buckets (none with one rank); `staging`: their staging block;
+  /// `spent_ns`: where the buckets add up their time in the communicator.
   Binder(const Program& program, const std::vector<GeneratedFn>& generated, const ExecutorOptions& options,
-         std::shared_ptr<collective::Communicator> comm, std::vector<BucketSlot> bucket_of)
-      : program_(program), generated_(generated), options_(options), comm_(std::move(comm)),
-        bucket_of_(std::move(bucket_of)) {}
+         std::shared_ptr<collective::Communicator> comm, const collective::BucketPlan& plan, std::byte* staging,
+         double* spent_ns)
+      : program_(program), generated_(generated), options_(options), comm_(std::move(comm)), plan_(plan),
+        staging_(staging), spent_ns_(spent_ns) {}
 
   /// Every invocation bound to `arena` and `inputs`; `count`: add its fallbacks to
   /// fallbacks() (the executor's own code, or a loop body's first slot).
@@ -374,9 +380,15 @@ class Executor::Binder {
 
   const Program& program_;
   const std::vector<GeneratedFn>& generated_;
+  /// The plan's buckets bound to `arena` and `inputs` (their members' results).
+  BoundBuckets bind_buckets(std::byte* arena, const std::vector<void*>& inputs) const;
+
   const ExecutorOptions& options_;
   std::shared_ptr<collective::Communicator> comm_;
-  std::vector<BucketSlot> bucket_of_;
+  const collective::BucketPlan& plan_;
+  std::byte* staging_;
+  double* spent_ns_;
+  BoundBuckets buckets_;  ///< Of the binding in progress.
   int fallbacks_ = 0;
   bool bucketed_ = false;
 };
@@ -384,13 +396,25 @@ class Executor::Binder {
 StatusOr<std::vector<BoundPtr>> Executor::Binder::bind(std::byte* arena, const std::vector<void*>& inputs,
                                                        bool count) {
   std::vector<BoundPtr> code;
+  buckets_ = bind_buckets(arena, inputs);
   for (size_t index = 0; index < program_.code.size(); ++index) {
     InvocationBuffers b = resolve_buffers(program_.code[index],
                                           [&](const BufferRef& r) { return buffer_address(r, arena, inputs); });
     WEFT_ASSIGN_OR_RETURN(BoundPtr bound, bind_invocation(index, std::move(b), count));
-    code.push_back(std::move(bound));
+    code.push_back(with_bucket_sync(std::move(bound), index, program_.code.size(), buckets_));
   }
   return code;
+}
+
+BoundBuckets Executor::Binder::bind_buckets(std::byte* arena, const std::vector<void*>& inputs) const {
+  BoundBuckets buckets;
+  for (const collective::Bucket& k : plan_.buckets) {
+    std::vector<void*> results;
+    for (const collective::BucketMember& m : k.members) results.push_back(buffer_address(m.result, arena, inputs));
+    buckets.push_back(std::make_shared<BoundBucket>(k, comm_, staging_ + k.staging_offset, std::move(results),
+                                                    options_.overlap_all_reduce, spent_ns_));
+  }
+  return buckets;
 }
 
 StatusOr<BoundPtr> Executor::Binder::bind_invocation(size_t index, InvocationBuffers b, bool count) {
@@ -450,9 +474,14 @@ StatusOr<BoundPtr> Executor::Binder::bind_loop(const Invocation& inv, const Invo
 StatusOr<BoundPtr> Executor::Binder::bind_library(size_t index, const Invocation& inv, const InvocationBuffers& b,
                                                   bool count) {
   if (inv.node.op == Op::AllReduce) {
-    if (const auto& [bucket, member] = bucket_of_[index]; bucket) {
+    if (const int k = plan_.bucket_of.empty() ? -1 : plan_.bucket_of[index]; k >= 0) {
       bucketed_ = true;
-      return BoundPtr(std::make_unique<BucketMemberBound>(bucket, member, b.in[0]));
+      const std::vector<collective::BucketMember>& members = plan_.buckets[static_cast<size_t>(k)].members;
+      const size_t member = static_cast<size_t>(
+          std::find_if(members.begin(), members.end(), [&](const auto& m) { return m.invocation == index; }) -
+          members.begin());
+      return BoundPtr(std::make_unique<BucketMemberBound>(buckets_[static_cast<size_t>(k)], member, b.in[0],
+                                                          inv.node.loc));
     }
     WEFT_ASSIGN_OR_RETURN(collective::Reduction reduction, collective::parse_reduction(inv.node.str_attr("reduction")));
     return BoundPtr(
@@ -484,11 +513,9 @@ StatusOr<std::unique_ptr<Executor>> Executor::create_bound(
   WEFT_RETURN_IF_ERROR(ex->allocate_blocks(program));
   std::shared_ptr<collective::Communicator> comm =
       options.communicator ? options.communicator : collective::single_process();
-  WEFT_ASSIGN_OR_RETURN(
-      std::vector<BucketSlot> bucket_of,
-      bucket_all_reduces(program, [&](const BufferRef& r) { return ex->resolve(r); }, comm,
-                         options.all_reduce_bucket_bytes));
-  Binder binder(program, generated, options, std::move(comm), std::move(bucket_of));
+  WEFT_RETURN_IF_ERROR(ex->plan_buckets(program, options, *comm));
+  Binder binder(program, generated, options, std::move(comm), ex->bucket_plan_, ex->staging_.get(),
+                &ex->all_reduce_ns_);
   WEFT_RETURN_IF_ERROR(ex->bind_code(binder, slot_inputs));
   ex->fallbacks_ = binder.fallbacks();
   ex->bucketed_all_reduce_ = binder.bucketed();
@@ -496,6 +523,17 @@ StatusOr<std::unique_ptr<Executor>> Executor::create_bound(
   ex->share_scratch();
   ex->program_ = std::move(program);
   return ex;
+}
+
+Status Executor::plan_buckets(const Program& program, const ExecutorOptions& options,
+                              const collective::Communicator& comm) {
+  // One rank, or one call per invocation: no buckets.
+  if (comm.world_size() <= 1 || options.all_reduce_bucket_bytes <= 0) return Status::ok_status();
+  WEFT_ASSIGN_OR_RETURN(bucket_plan_,
+                        collective::plan_buckets(program, {options.first_all_reduce_bucket_bytes,
+                                                           options.all_reduce_bucket_bytes}));
+  staging_ = allocate(bucket_plan_.staging_bytes);
+  return Status::ok_status();
 }
 
 Status Executor::allocate_blocks(const Program& program) {

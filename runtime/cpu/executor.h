@@ -27,11 +27,17 @@
 // (runtime/collective/communicator.h), in place on its result's buffer (the operand is
 // copied there first when the memory plan put them apart); with no communicator it is
 // a one-process step, where all_reduce changes nothing. With more than one rank the
-// invocations are bucketed: each copies its operand into a staging buffer, and one
-// collective call reduces the bucket when the step reaches the first invocation that
-// touches one of the bucket's results (for a training step, the optimizer update after
-// the whole backward pass), or when the bucket is full (all_reduce_bucket_bytes); then
-// every result is copied out. The calls block (no overlap with the backward pass yet).
+// invocations are bucketed by runtime/collective/bucket_plan.h: each copies its operand
+// into its bucket's staging slice; the bucket's last member starts one collective call
+// on the slice (Communicator::start_all_reduce: MPI_Iallreduce), and the step waits for
+// it only before the first invocation that touches one of the bucket's results (for a
+// training step, the optimizer update after the backward pass), or at the end of the
+// step; then every result is copied out. Meanwhile the step goes on computing: after
+// each invocation it lets the transport progress the reductions in flight
+// (PendingReduction::test, MPI_Testall), because Open MPI advances a non-blocking
+// collective only inside MPI calls and a communication thread would compete with the
+// kernels' threads for the cores (runtime/collective/README.md has the measurements).
+// With overlap_all_reduce off, each reduction is waited for as soon as it starts.
 // Under check-numerics, results of bucketed all_reduce invocations are not scanned
 // (their operands were).
 //
@@ -54,6 +60,7 @@
 #include <vector>
 
 #include "ir/status.h"
+#include "runtime/collective/bucket_plan.h"
 #include "runtime/collective/communicator.h"
 #include "runtime/cpu/thread_pool.h"
 #include "runtime/executor.h"
@@ -83,6 +90,13 @@ struct ExecutorOptions {
   /// bucket — one collective call — of up to this many bytes (PyTorch DDP's default
   /// bucket size); 0: one call per invocation.
   int64_t all_reduce_bucket_bytes = int64_t{25} << 20;
+  /// The first bucket of each dtype and reduction closes at this many bytes (PyTorch
+  /// DDP's 1 MiB first bucket), so the first reduction starts early in the backward pass.
+  int64_t first_all_reduce_bucket_bytes = int64_t{1} << 20;
+  /// With more than one rank: a bucket's reduction runs while the step goes on and is
+  /// waited for before the first invocation that needs its results (true), or is waited
+  /// for as soon as it starts (false: blocking). Both give bitwise the same results.
+  bool overlap_all_reduce = true;
 };
 
 /// The check create() makes: ok, or the error naming the Program's arena, input bytes,
@@ -141,6 +155,11 @@ class Executor : public ProgramExecutor {
   int64_t scratch_bytes() const { return scratch_bytes_; }
   int64_t unshared_scratch_bytes() const { return unshared_scratch_bytes_; }
 
+  /// Microseconds that run() has spent so far inside the communicator's calls for
+  /// bucketed all_reduce invocations (starting, progressing and waiting for reductions):
+  /// with overlap, the communication the steps did not hide; blocking, all of it.
+  double all_reduce_us() const { return all_reduce_ns_ / 1e3; }
+
   /// Invocations that run through the reference interpreter (no CPU kernel).
   int fallbacks() const override { return fallbacks_; }
 
@@ -168,6 +187,9 @@ class Executor : public ProgramExecutor {
   // The steps of create_bound, in order (executor.cc).
   /// The arena and the inputs block, zeroed; input_ptr_. Errors: an allocation that fails.
   Status allocate_blocks(const Program& program);
+  /// bucket_plan_ and its staging block, with more than one rank and buckets enabled.
+  Status plan_buckets(const Program& program, const ExecutorOptions& options,
+                      const collective::Communicator& comm);
   /// code_ bound to this executor's buffers, or, for a loop body bound per slot, one code
   /// in slots_ per entry of `slot_inputs`.
   Status bind_code(Binder& binder, const std::vector<std::vector<const void*>>& slot_inputs);
@@ -211,6 +233,9 @@ class Executor : public ProgramExecutor {
   bool profiling_ = false;
   bool check_numerics_ = false;
   bool bucketed_all_reduce_ = false;  ///< Some all_reduce results are written by a bucket.
+  collective::BucketPlan bucket_plan_;  ///< Empty with one rank (runtime/collective/bucket_plan.h).
+  std::unique_ptr<std::byte[], void (*)(std::byte*)> staging_{nullptr, nullptr};  ///< The buckets' slices.
+  double all_reduce_ns_ = 0;  ///< all_reduce_us(), in nanoseconds.
   int64_t profiled_steps_ = 0;
   std::vector<double> profile_ns_;  ///< Per invocation, then the updates, summed over steps.
 };

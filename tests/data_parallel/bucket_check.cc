@@ -2,13 +2,14 @@
 // compiled graph whose all_reduce invocations fall into different buckets, for
 // data_parallel_test. Rank r feeds x1 = (r+1)(i+1), x2 = 2(r+1)+i, x3 = -(r+1)i and the
 // graph computes
-//   a1 = all_reduce(x1) {sum}         read by the next line: its bucket closes there
+//   a1 = all_reduce(x1) {sum}         a bucket of its own, waited for by its reader
 //   y  = a1 · a1
-//   a2 = all_reduce(x2) {mean}        one bucket with a3, closed by their sum
+//   a2 = all_reduce(x2) {mean}        one bucket with a3, waited for by their sum
 //   a3 = all_reduce(x3) {mean}
 //   d  = all_reduce(x2) {sum}         read by nothing: never bucketed
 //   out = y + (a2 + a3)               = 9(i+1)² + 3 + i - 1.5i on both ranks
-// and prints the all_reduce lines of the executor's description, then "rank R: out ...".
+// (the schedule moves every all_reduce of an input to the front: passes/schedule.h) and
+// prints the all_reduce lines of the executor's description, then "rank R: out ...".
 #include <cstdio>
 #include <sstream>
 #include <string>

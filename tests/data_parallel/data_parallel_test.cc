@@ -61,34 +61,71 @@ TrainedRun read_run(const std::string& path) {
 
 std::string tmp(const std::string& name) { return testing::test_tmpdir() + "/" + name; }
 
+// Every parameter of `want` within `tolerance` (relative to the largest magnitude of the
+// parameter's values) of `got`'s.
+void expect_params_near(const TrainedRun& want, const TrainedRun& got, double tolerance) {
+  for (const auto& [name, values] : want.params) {
+    ASSERT_EQ(got.params.count(name), 1u) << name;
+    const std::vector<double>& have = got.params.at(name);
+    ASSERT_EQ(have.size(), values.size()) << name;
+    double scale = 0;
+    for (double v : values) scale = std::max(scale, std::abs(v));
+    for (size_t i = 0; i < values.size(); ++i) {
+      EXPECT_NEAR(have[i], values[i], tolerance * scale) << name << "[" << i << "]";
+    }
+  }
+}
+
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// 2 ranks, overlapped (the default), against 1 process on the global batch, with small
+// buckets (1 KiB): the step schedules each gradient's all_reduce right after the gradient
+// (passes/schedule.h), so the first bucket (the loss and the last layer's gradients)
+// starts during the backward pass and the second after it, both waited for by the
+// update. Blocking (each reduction waited for as it starts) gives bitwise the same
+// parameters. Gradient accumulation over 2 micro-batches (8 rows per rank each) makes
+// the same updates as the large batch. One process run and three launches in all.
 TEST(DataParallel, TwoRanksMatchOneProcessOnTheGlobalBatch) {
   CommandResult one = run_command(kBinary + " --ranks=none --out=" + tmp("one"));
   ASSERT_EQ(one.exit_code, 0) << one.out;
-  CommandResult two = run_mpi(kMpirun + kBinary + " --ranks=mpi --out=" + tmp("two"));
+  CommandResult two =
+      run_mpi(kMpirun + kBinary + " --ranks=mpi --bucket_bytes=1024 --describe --out=" + tmp("two"));
   ASSERT_EQ(two.exit_code, 0) << two.out;
   const TrainedRun want = read_run(tmp("one.rank0"));
   const TrainedRun r0 = read_run(tmp("two.rank0"));
   const TrainedRun r1 = read_run(tmp("two.rank1"));
   ASSERT_EQ(want.losses.size(), 20u);
   ASSERT_EQ(want.params.size(), 18u);  // 3 weights, 3 biases, Adam's 2 slots for each
+  ASSERT_EQ(r0.params.size(), want.params.size());
   // Both ranks hold bitwise the same losses and parameters: they reduce the same bytes.
   EXPECT_EQ(r0.text, r1.text);
   ASSERT_EQ(r0.losses.size(), want.losses.size());
   for (size_t s = 0; s < want.losses.size(); ++s) {
-    EXPECT_NEAR(r0.losses[s], want.losses[s], 1e-5 * std::abs(want.losses[s])) << "step " << s;
+    EXPECT_NEAR(r0.losses[s], want.losses[s], 1e-6 * std::abs(want.losses[s])) << "step " << s;
   }
   // The loss moved: the comparison is about a model that trains.
   EXPECT_LT(want.losses.back(), 0.8 * want.losses.front());
-  ASSERT_EQ(r0.params.size(), want.params.size());
-  for (const auto& [name, values] : want.params) {
-    const std::vector<double>& got = r0.params.at(name);
-    ASSERT_EQ(got.size(), values.size()) << name;
-    double scale = 0;
-    for (double v : values) scale = std::max(scale, std::abs(v));
-    for (size_t i = 0; i < values.size(); ++i) {
-      EXPECT_NEAR(got[i], values[i], 1e-5 * scale) << name << "[" << i << "]";
-    }
-  }
+  expect_params_near(want, r0, 1e-6);
+  EXPECT_EQ(count(two.out, "into bucket of 5"), 5) << two.out;
+  EXPECT_EQ(count(two.out, "into bucket of 2"), 2) << two.out;
+  EXPECT_EQ(count(two.out, ": one call on 1189 elements (MPI rank 0 of 2"), 1) << two.out;
+  EXPECT_EQ(count(two.out, ": one call on 544 elements (MPI rank 0 of 2"), 1) << two.out;
+  EXPECT_EQ(count(two.out, "| first waits for 2 bucket(s)"), 1) << two.out;
+
+  CommandResult blocking =
+      run_mpi(kMpirun + kBinary + " --ranks=mpi --bucket_bytes=1024 --blocking --out=" + tmp("blocking"));
+  ASSERT_EQ(blocking.exit_code, 0) << blocking.out;
+  EXPECT_EQ(r0.text, read_run(tmp("blocking.rank0")).text);
+
+  CommandResult accumulated = run_mpi(kMpirun + kBinary + " --ranks=mpi --accumulate=2 --out=" + tmp("accumulated"));
+  ASSERT_EQ(accumulated.exit_code, 0) << accumulated.out;
+  const TrainedRun a0 = read_run(tmp("accumulated.rank0"));
+  EXPECT_EQ(a0.losses.size(), 40u);  // one per micro-batch
+  expect_params_near(want, a0, 1e-6);  // the accumulators aside
 }
 
 // One bucket holds every gradient and the loss (1,732 parameters + 1): one MPI call per
@@ -100,11 +137,6 @@ TEST(DataParallel, BucketedAllReduceIsOneCallWithTheSameResult) {
   CommandResult per_op = run_mpi(kMpirun + kBinary + " --ranks=mpi --describe " +
                                      "--bucket_bytes=0 --out=" + tmp("per_op"));
   ASSERT_EQ(per_op.exit_code, 0) << per_op.out;
-  auto count = [](const std::string& text, const std::string& what) {
-    int n = 0;
-    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-    return n;
-  };
   EXPECT_EQ(count(bucketed.out, "into bucket of 7"), 7) << bucketed.out;
   EXPECT_EQ(count(bucketed.out, ": one call on 1733 elements (MPI rank 0 of 2"), 1) << bucketed.out;
   EXPECT_EQ(count(per_op.out, "into bucket"), 0) << per_op.out;
@@ -113,17 +145,21 @@ TEST(DataParallel, BucketedAllReduceIsOneCallWithTheSameResult) {
   EXPECT_EQ(read_run(tmp("bucketed.rank1")).text, read_run(tmp("per_op.rank1")).text);
 }
 
-// Buckets close at the first reader of a result, are kept apart by reduction, and leave
-// out a result nothing reads (bucket_check.cc has the graph and the closed form).
-TEST(DataParallel, BucketsCloseAtTheirFirstReader) {
+// Buckets are waited for before the first reader of a result, are kept apart by
+// reduction, and leave out a result nothing reads (bucket_check.cc has the graph and the
+// closed form; the all_reduce ops of inputs are scheduled first, the readers fused into
+// invocation 4).
+TEST(DataParallel, BucketsAreWaitedForAtTheirFirstReader) {
   CommandResult r = run_mpi(kMpirun + "tests/data_parallel/bucket_check");
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  const std::string mpi = " (MPI rank 0 of 2 (Open MPI v4.1.4))\n";
+  const std::string mpi = " (MPI rank 0 of 2 (Open MPI v4.1.4))";
   for (const std::string& line : std::vector<std::string>{
-           "0  all_reduce sum f32[4] into bucket of 1: one call on 4 elements" + mpi,
+           "0  all_reduce sum f32[4] into bucket of 1: one call on 4 elements" + mpi +
+               ", waited before invocation 4\n",
            "1  all_reduce mean f32[4] into bucket of 2\n",
-           "2  all_reduce mean f32[4] into bucket of 2: one call on 8 elements" + mpi,
-           "3  all_reduce sum f32[4]" + mpi,
+           "2  all_reduce mean f32[4] into bucket of 2: one call on 8 elements" + mpi +
+               ", waited before invocation 4\n",
+           "3  all_reduce sum f32[4]" + mpi + "\n",
            "rank 0: out 12.000000 38.500000 83.000000 145.500000\n",
            "rank 1: out 12.000000 38.500000 83.000000 145.500000\n",
        }) {

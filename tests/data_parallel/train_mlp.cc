@@ -9,9 +9,13 @@
 // Every rank writes FILE.rankR ("loss STEP HEX" lines, then "param NAME HEX HEX ...").
 // --batch=B sets the global batch (32), --steps=S the steps (20), --hidden=H the hidden
 // width (32), --bucket_bytes=N the all_reduce bucket size (TrainOptions's default; 0: one
-// call per gradient), --backend=cpu|reference; --describe prints the step's all_reduce
-// invocations, --time the median step time (after 5 warm-up steps). Errors go to
-// stderr, exit 1.
+// call per gradient), --blocking waits for each bucket's reduction as soon as it starts
+// (TrainOptions::overlap_all_reduce off), --accumulate=K splits every global batch into K
+// micro-batches (OptimizerSpec::with_accumulation(K): one update per global batch, one
+// loss line per micro-batch), --backend=cpu|reference; --describe prints the
+// step's all_reduce invocations and where the step waits for them, --time the median
+// step time and the median time per step spent inside the all_reduce calls (after 5
+// warm-up steps). Errors go to stderr, exit 1.
 
 #include <algorithm>
 #include <chrono>
@@ -28,6 +32,7 @@
 #include "frontend/training.h"
 #include "runtime/collective/communicator.h"
 #include "runtime/collective/mpi_communicator.h"
+#include "runtime/cpu/executor.h"
 
 namespace {
 
@@ -70,8 +75,8 @@ int fail(const std::string& message) {
 int main(int argc, char** argv) {
   std::string ranks = "none", out, backend = "cpu";
   int64_t batch = 32, steps = 20;
-  int64_t bucket_bytes = -1, hidden = 32;
-  bool time = false, describe = false;
+  int64_t bucket_bytes = -1, hidden = 32, accumulate = 1;
+  bool time = false, describe = false, blocking = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a.rfind("--ranks=", 0) == 0) ranks = a.substr(8);
@@ -81,14 +86,17 @@ int main(int argc, char** argv) {
     else if (a.rfind("--backend=", 0) == 0) backend = a.substr(10);
     else if (a.rfind("--bucket_bytes=", 0) == 0) bucket_bytes = std::atoll(a.c_str() + 15);
     else if (a.rfind("--hidden=", 0) == 0) hidden = std::atoll(a.c_str() + 9);
+    else if (a.rfind("--accumulate=", 0) == 0) accumulate = std::atoll(a.c_str() + 13);
     else if (a == "--describe") describe = true;
     else if (a == "--time") time = true;
+    else if (a == "--blocking") blocking = true;
     else return fail("unknown argument " + a);
   }
   TrainOptions options;
   options.seed = 7;
   options.backend = backend;
   if (bucket_bytes >= 0) options.all_reduce_bucket_bytes = bucket_bytes;
+  options.overlap_all_reduce = !blocking;
   if (ranks == "mpi") {
     StatusOr<std::shared_ptr<collective::Communicator>> world = collective::mpi_world();
     if (!world.ok()) return fail(world.error().to_string());
@@ -100,9 +108,13 @@ int main(int argc, char** argv) {
   }
   const int rank = options.communicator ? options.communicator->rank() : 0;
   const int world = options.communicator ? options.communicator->world_size() : 1;
-  if (batch % world != 0) {
+  if (accumulate < 1 || batch % accumulate != 0) {
+    return fail("--accumulate must divide the global batch " + std::to_string(batch));
+  }
+  const int64_t micro_batch = batch / accumulate;
+  if (micro_batch % world != 0) {
     // What shard_batch would say, before compiling a step for a fractional batch.
-    Tensor probe(Type{DType::f32, {batch, kFeatures}});
+    Tensor probe(Type{DType::f32, {micro_batch, kFeatures}});
     return fail(collective::shard_batch(probe, rank, world).error().to_string());
   }
 
@@ -113,39 +125,56 @@ int main(int argc, char** argv) {
                  .through(Linear(hidden, kClasses))
                  .build();
   if (!net.ok()) return fail(net.error().to_string());
-  auto trainer = Trainer::compile(*net, {{"x", Type{DType::f32, {batch / world, kFeatures}}}},
-                                  LossSpec::cross_entropy(), OptimizerSpec::adam(/*lr=*/1e-2),
-                                  options);
+  auto trainer = Trainer::compile(*net, {{"x", Type{DType::f32, {micro_batch / world, kFeatures}}}},
+                                  LossSpec::cross_entropy(),
+                                  OptimizerSpec::adam(/*lr=*/1e-2).with_accumulation(accumulate), options);
   if (!trainer.ok()) return fail(trainer.error().to_string());
 
   if (describe && rank == 0 && trainer->compiled_step() != nullptr) {
     // The step's collective invocations, as the executor bound them.
     std::istringstream lines(trainer->compiled_step()->describe());
     for (std::string line; std::getline(lines, line);) {
-      if (line.find("all_reduce") != std::string::npos) std::printf("%s\n", line.c_str());
+      if (line.find("all_reduce") != std::string::npos || line.find("waits for") != std::string::npos) {
+        std::printf("%s\n", line.c_str());
+      }
     }
   }
+  // The compiled CPU step, for the time its all_reduce calls take (null elsewhere).
+  const auto* executor = dynamic_cast<const cpu::Executor*>(trainer->compiled_step());
   std::vector<double> losses;
-  std::vector<double> step_ms;
-  for (int64_t s = 0; s < steps; ++s) {
-    auto [x, y] = global_batch(s, batch);
-    StatusOr<Tensor> xs = collective::shard_batch(x, rank, world);
-    StatusOr<Tensor> ys = collective::shard_batch(y, rank, world);
+  std::vector<double> step_ms, all_reduce_ms;
+  for (int64_t s = 0; s < steps * accumulate; ++s) {
+    // Micro-batch s % K of global batch s / K, then this rank's share of it.
+    auto [x, y] = global_batch(s / accumulate, batch);
+    const int64_t micro = s % accumulate;
+    StatusOr<Tensor> xm = collective::shard_batch(x, static_cast<int>(micro), static_cast<int>(accumulate));
+    StatusOr<Tensor> ym = collective::shard_batch(y, static_cast<int>(micro), static_cast<int>(accumulate));
+    if (!xm.ok()) return fail(xm.error().to_string());
+    if (!ym.ok()) return fail(ym.error().to_string());
+    StatusOr<Tensor> xs = collective::shard_batch(*xm, rank, world);
+    StatusOr<Tensor> ys = collective::shard_batch(*ym, rank, world);
     if (!xs.ok()) return fail(xs.error().to_string());
     if (!ys.ok()) return fail(ys.error().to_string());
     const auto start = std::chrono::steady_clock::now();
+    const double reduced_us = executor ? executor->all_reduce_us() : 0;
     StatusOr<double> loss = trainer->step({*xs, *ys});
     step_ms.push_back(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
             .count());
+    all_reduce_ms.push_back(executor ? (executor->all_reduce_us() - reduced_us) / 1e3 : 0);
     if (!loss.ok()) return fail(loss.error().to_string());
     losses.push_back(*loss);
   }
   if (time && steps > 5) {
-    std::vector<double> warm(step_ms.begin() + 5, step_ms.end());
-    std::sort(warm.begin(), warm.end());
-    std::printf("rank %d of %d: median step %.4f ms over %zu steps (global batch %lld)\n", rank,
-                world, warm[warm.size() / 2], warm.size(), static_cast<long long>(batch));
+    auto median_after_warm_up = [](std::vector<double> v) {
+      v.erase(v.begin(), v.begin() + 5);
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    std::printf("rank %d of %d: median step %.4f ms over %lld steps (global batch %lld), "
+                "in all_reduce calls %.4f ms\n",
+                rank, world, median_after_warm_up(step_ms), static_cast<long long>(steps - 5),
+                static_cast<long long>(batch), median_after_warm_up(all_reduce_ms));
   }
   if (!out.empty()) {
     std::ofstream f(out + ".rank" + std::to_string(rank));

@@ -290,6 +290,9 @@ class Trainer {
   StatusOr<Tensor> loss_scale_state(const std::string& name, const char* what) const;
   /// Copies values_ into an executor's param and state inputs.
   Status push_values(ProgramExecutor& ex) const;
+  /// More than one rank: values_ made rank 0's, or an error when ranks loaded different
+  /// checkpoints (collective::agree_on_parameters, with loaded_from_).
+  Status agree_with_other_ranks();
   /// The optimizer's parameter groups in `g` (params_and_grads by path, the default group
   /// first), each with its lr input added to `g`.
   /// Emits collect()'s statistics into `g` (the training forward of `model`), returning
@@ -313,6 +316,7 @@ class Trainer {
   std::vector<OptimizerSlot> slots_;
   mutable std::map<std::string, Tensor> values_;
   mutable bool values_stale_ = false;  ///< The step executor holds newer values.
+  std::string loaded_from_;  ///< The checkpoint load() read last; "" for seeded values.
   std::unique_ptr<ProgramExecutor> step_exec_;
   std::vector<int> batch_inputs_;  ///< step_exec_'s input index of each batch tensor.
   /// step_exec_'s input index of each group's lr (the default group first; -1 where a

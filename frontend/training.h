@@ -110,11 +110,14 @@ struct TrainOptions {
   /// Data parallelism (DESIGN.md, decision 11; CPU over MPI today): when set, the step
   /// averages every parameter gradient over the communicator's ranks (an all_reduce
   /// {reduction="mean"} op before the optimizer update, autodiff/optimizer.h) and returns
-  /// the loss averaged over the ranks too. Every rank compiles the same network with the
-  /// same seed (so the parameters start equal and stay equal) and feeds step() its own
-  /// equal share of each global batch (collective::shard_batch); with a mean loss the
-  /// step is then the step of one process on the global batch. Batch-norm running
-  /// statistics stay per rank, and dropout draws the same mask pattern on every rank.
+  /// the loss averaged over the ranks too. Every rank compiles the same network and
+  /// feeds step() its own equal share of each global batch (collective::shard_batch);
+  /// compile() broadcasts rank 0's parameters (a rank seeded differently starts from rank
+  /// 0's) and load() refuses ranks that loaded different checkpoints
+  /// (collective::agree_on_parameters), so the parameters start equal and stay equal; with
+  /// a mean loss the step is then the step of one process on the global batch. Batch-norm
+  /// statistics stay per rank unless SyncBatchNorm (BatchNormOptions::sync), and dropout
+  /// draws the same mask pattern on every rank.
   /// Backend "cpu" only when the world size is above 1; compile() checks (one small
   /// all_reduce) that every rank compiled the same step. nullptr: one process, no
   /// all_reduce ops; collective::single_process(): the ops, each changing nothing.

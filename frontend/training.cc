@@ -595,6 +595,7 @@ Status Trainer::agree_with_other_ranks() {
 }
 
 Status Trainer::save(const std::string& path) const {
+  if (!collective::writes_checkpoints(options_.communicator.get())) return Status();
   sync_values();
   return save_checkpoint(path, *model_, values_, steps_);
 }

@@ -221,7 +221,9 @@ class Trainer {
   Status freeze(const std::string& path);
   Status thaw(const std::string& path);
 
-  /// Saves parameters, state, optimizer slots and the step count (safetensors).
+  /// Saves parameters, state, optimizer slots and the step count (safetensors),
+  /// atomically. Data parallel: rank 0 alone writes; every other rank returns at once
+  /// (collective::writes_checkpoints).
   Status save(const std::string& path) const;
   /// Loads a checkpoint (all, or one labelled subgraph: LoadOptions::subgraph, its
   /// structure checked unless LoadOptions::by_names_and_shapes); on error nothing changes. Strict unless `options.strict` is false: a checkpoint lacking an

@@ -24,6 +24,12 @@
 
 namespace weft::collective {
 
+/// Whether this process writes the job's checkpoints: rank 0 alone (every rank holds the
+/// same values; one writer keeps ranks on a shared file system from racing), or the one
+/// process when `comm` is null. The Trainer's and aot::CompiledModel's save() return at
+/// once elsewhere.
+bool writes_checkpoints(const Communicator* comm);
+
 /// A 64-bit hash (FNV-1a) of every value's name, type and bytes, in the map's order.
 uint64_t hash_values(const std::map<std::string, Tensor>& values);
 

@@ -6,12 +6,14 @@
 //     statistics after 4 SGD steps, to 1e-5), where 2 ranks without sync do not;
 //   - parameters: ranks seeded differently start from rank 0's parameters; ranks resumed
 //     from different checkpoints are refused with the error (printed as "error: ..."
-//     for the test to pin); ranks resumed from the same one train on.
+//     for the test to pin); ranks resumed from the same one train on; rank 0 alone
+//     writes checkpoints.
 //
 //   mpirun -np 2 sync_bn_check --dir=DIR   # DIR: where the checkpoints go
 
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -152,6 +154,12 @@ void check_parameters(const std::shared_ptr<collective::Communicator>& world, co
   StatusOr<LoadReport> same = resumed->load(a);
   check(same.ok(), "ranks resumed from the same checkpoint train on" +
                        (same.ok() ? std::string() : ": " + same.status().to_string()));
+
+  // Checkpoints: rank 0 alone writes (each rank asks for its own file here).
+  const std::string mine = dir + "/saved_by_rank" + std::to_string(rank) + ".safetensors";
+  if (Status s = resumed->save(mine); !s.ok()) return check(false, "save: " + s.to_string());
+  const bool written = std::ifstream(mine).good();
+  check(written == (rank == 0), "checkpoints are written by rank 0 alone");
 }
 
 }  // namespace

@@ -40,7 +40,8 @@ TEST(SyncBatchNorm, TwoRanksMatchTheGlobalBatchAndRanksAgreeOnParameters) {
                            "ok: 2 ranks without sync do not",
                            "ok: ranks seeded differently start from rank 0's parameters",
                            "ok: ranks resumed from different checkpoints are refused",
-                           "ok: ranks resumed from the same checkpoint train on"}) {
+                           "ok: ranks resumed from the same checkpoint train on",
+                           "ok: checkpoints are written by rank 0 alone"}) {
     EXPECT_EQ(count(r.out, line), 2u) << line << "\n" << r.out;  // on both ranks
   }
   EXPECT_EQ(count(r.out, "error: data parallelism: rank 1's parameters differ from rank 0's (rank 1's "

@@ -397,6 +397,7 @@ StatusOr<std::optional<driver::LossScaleReading>> CompiledModel::loss_scale() co
 }
 
 Status CompiledModel::save(const std::string& path) const {
+  if (!collective::writes_checkpoints(comm_.get())) return Status();
   return save_checkpoint(path, schema_, values(), steps_);
 }
 

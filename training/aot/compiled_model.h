@@ -210,6 +210,7 @@ class CompiledModel : public driver::Trainable {
   /// Errors on a backend without a profiler (cuda), naming it.
   Status set_profiling(bool on) override;
   std::string profile_report() const override;
+  /// Atomically; data parallel, rank 0 alone writes (collective::writes_checkpoints).
   Status save(const std::string& path) const override;
   /// Errors when the table has no ONNX form (ModelTable::onnx_refused).
   Status check_onnx_export() const override;

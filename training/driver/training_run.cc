@@ -333,10 +333,11 @@ void TrainingRun::start_loader() {
 Status TrainingRun::gather_step(int64_t step, std::vector<Tensor>& into) {
   const int64_t epoch = step / per_epoch_, index = step % per_epoch_;
   if (epoch != order_epoch_) {
-    order_ = epoch_order(config_.shuffle_seed, epoch, samples_);
+    order_ = rank_epoch_rows(config_.shuffle_seed, epoch, samples_, batch_, rank_, world_size_);
     order_epoch_ = epoch;
   }
-  gather_batch(data_->train.columns, order_.data() + index * batch_, batch_, rank_, world_size_, into);
+  const int64_t share = batch_ / world_size_;
+  gather_batch(data_->train.columns, order_.data() + index * share, share, /*rank=*/0, /*world=*/1, into);
   return Status();
 }
 

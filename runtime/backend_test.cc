@@ -98,8 +98,8 @@ TEST(Backend, CudaLacksTheCpuOnlyFeaturesAndSaysSo) {
       cuda->bind(identity_program(), {}, {.communicator = std::make_shared<collective::FakeRanks>(2)});
   ASSERT_FALSE(ex.ok());
   EXPECT_EQ(ex.error().message,
-            "data parallelism over 2 ranks needs the cpu backend; the cuda backend runs one "
-            "process (no NCCL yet)");
+            "the cuda backend reduces the gradients of 2 ranks with NCCL, but was given rank 0 of 2 (a "
+            "test's fake): make it with cuda::NcclCommunicator::create (runtime/cuda/nccl_communicator.h)");
 }
 
 TEST(Backend, CudaChecksThatEveryOpRunsOnTheDevice) {

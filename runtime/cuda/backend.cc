@@ -1,24 +1,35 @@
 // Registers the "cuda" backend (runtime/backend.h): a Program bound by cuda::Executor on
-// device 0 with its default options (the whole step as one CUDA graph, host fallback
-// refused). Its buffers are device memory, and it has no check-numerics, profiler or
-// collectives yet: those hooks stay null; it reports the device memory in use. Links cudart and cuBLAS only (never libcuda),
+// device 0 (with NCCL: the communicator's device) with its default options (the whole
+// step as one CUDA graph, host fallback refused). Its buffers are device memory, and it
+// has no check-numerics or profiler: those hooks stay null; it reports the device memory
+// in use. A communicator of more than one rank must be NCCL's (nccl_communicator.h). Links cudart and cuBLAS only (never libcuda),
 // so a binary with it starts on a machine without a GPU and says why it cannot bind.
 #include <cuda_runtime.h>
 
 #include "runtime/backend.h"
 #include "runtime/cuda/executor.h"
 #include "runtime/cuda/library.h"
+#include "runtime/cuda/nccl_communicator.h"
 
 namespace weft::cuda {
 namespace {
 
+// The NCCL communicator in `options` (null for one process); error for any other
+// communicator of more than one rank (MPI's or Gloo's reduce host memory).
+StatusOr<std::shared_ptr<NcclCommunicator>> nccl_of(const BindOptions& options) {
+  std::shared_ptr<NcclCommunicator> nccl = std::dynamic_pointer_cast<NcclCommunicator>(options.communicator);
+  if (nccl || !options.communicator || options.communicator->world_size() <= 1) return nccl;
+  return Error{"the cuda backend reduces the gradients of " + std::to_string(options.communicator->world_size()) +
+               " ranks with NCCL, but was given " + options.communicator->describe() +
+               ": make it with cuda::NcclCommunicator::create (runtime/cuda/nccl_communicator.h)"};
+}
+
 StatusOr<std::unique_ptr<ProgramExecutor>> bind(Program program, DeviceCode code,
                                                  const BindOptions& options) {
-  if (options.communicator && options.communicator->world_size() > 1) {
-    return Error{"data parallelism over " + std::to_string(options.communicator->world_size()) +
-                 " ranks needs the cpu backend; the cuda backend runs one process (no NCCL yet)"};
-  }
   ExecutorOptions executor;
+  WEFT_ASSIGN_OR_RETURN(executor.nccl, nccl_of(options));
+  if (executor.nccl) executor.device = executor.nccl->device();
+  executor.all_reduce_bucket_bytes = options.all_reduce_bucket_bytes;
   executor.max_memory = options.max_memory;
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex,
                         Executor::create(std::move(program), std::move(code.module),

@@ -196,9 +196,11 @@ StatusOr<std::vector<BoundPtr>> Binder::bind(const Program& program, void* arena
       case Invocation::Kind::library: {
         const LibraryKind kind = library_kind(inv.node, types, inv.results[0].type);
         switch (kind) {
-          case LibraryKind::all_reduce:
-            bound = copy_bound(in[0], out, inv.results[0].type.bytes(), "all_reduce (one process): copy");
+          case LibraryKind::all_reduce: {
+            const int at = body_index == nullptr ? static_cast<int>(index) : -1;
+            WEFT_ASSIGN_OR_RETURN(bound, all_reduce_bound(d, at, inv, in[0], out));
             break;
+          }
           case LibraryKind::constant: {
             WEFT_ASSIGN_OR_RETURN(bound, constant_bound(inv.node, inv.results[0].type, out));
             break;

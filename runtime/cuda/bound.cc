@@ -13,8 +13,13 @@ namespace weft::cuda {
 Executor::Device::~Device() {
   cudaSetDevice(ordinal);
   if (stream) cudaStreamSynchronize(stream);
-  for (void* p : {arena, inputs, snapshots, workspace}) {
+  for (void* p : {arena, inputs, snapshots, workspace, staging}) {
     if (p) cudaFree(p);
+  }
+  for (const auto* events : {&staged, &reduced}) {
+    for (cudaEvent_t e : *events) {
+      if (e) cudaEventDestroy(e);
+    }
   }
   if (error) cudaFreeHost(error);
   if (graph_exec) cudaGraphExecDestroy(graph_exec);

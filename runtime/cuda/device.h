@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ir/status.h"
+#include "runtime/collective/bucket_plan.h"
 #include "runtime/cuda/executor.h"
 #include "runtime/cuda/index_maps.h"
 #include "runtime/cuda/library.h"
@@ -65,6 +66,16 @@ struct Executor::Device {
   DeviceError* device_error = nullptr;
   cudaGraph_t graph = nullptr;          ///< The captured step (ExecutorOptions::cuda_graph).
   cudaGraphExec_t graph_exec = nullptr;
+  /// Data parallelism (ExecutorOptions::nccl; null: one process): the step's buckets
+  /// (runtime/collective/bucket_plan.h), their staging block, and per bucket the event
+  /// recorded on `stream` after its last member was staged and the one recorded on the
+  /// communication stream once its results are written (step_schedule.h; nccl_step.cc).
+  std::shared_ptr<NcclCommunicator> nccl;
+  collective::BucketPlan buckets;
+  void* staging = nullptr;
+  std::vector<std::vector<void*>> bucket_results;  ///< Each member's result, set when bound.
+  std::vector<cudaEvent_t> staged;
+  std::vector<cudaEvent_t> reduced;
 
   ~Device();
 };
@@ -148,6 +159,24 @@ StatusOr<BoundPtr> convolution_bound(Executor::Device& d, const Node& node,
 /// A pooling op on pool.cu's kernels (pool.cc). Errors: the plan's (conv_plan.h).
 StatusOr<BoundPtr> pooling_bound(const Node& node, const std::vector<Type>& operand_types,
                                  const Type& result, std::vector<const void*> in, void* out);
+
+/// The buckets of `program`'s all_reduce invocations for d.nccl (at most `bucket_bytes`
+/// each, the first at most 1 MiB, PyTorch DDP's sizes), their staging block and events
+/// (nccl_step.cc).
+Status plan_collectives(Executor::Device& d, const Program& program, int64_t bucket_bytes);
+
+/// Root invocation `index`, an all_reduce of `in` into `out`: without NCCL a one-process
+/// copy; a bucket member copies its operand into its staging slice; any other is reduced
+/// alone through NCCL, in place on `out`, before the next invocation (nccl_step.cc).
+/// Error: an all_reduce inside a loop body with NCCL (`index` < 0).
+StatusOr<BoundPtr> all_reduce_bound(Executor::Device& d, int index, const Invocation& inv, const void* in,
+                                    void* out);
+
+/// Bucket `k` reduced on the communication stream once its members are staged, its
+/// results written there (step_schedule.h, start_bucket); and the compute stream made to
+/// wait for that (wait_bucket).
+Status start_bucket(Executor::Device& d, size_t k);
+Status wait_bucket(Executor::Device& d, size_t k);
 
 /// An invocation inside a loop's body, for the device errors its kernels report: body
 /// invocations run with indices past the root Program's invocations (Binder::sites).

@@ -9,6 +9,7 @@
 #include "runtime/cuda/architecture.h"
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/library.h"
+#include "runtime/cuda/nccl_communicator.h"
 
 namespace weft::cuda {
 
@@ -62,6 +63,13 @@ Status check_device_architecture(int ordinal, const std::string& ptx, const Prog
   const DeviceArchitecture device{.ordinal = ordinal, .name = prop.name, .major = prop.major, .minor = prop.minor};
   WEFT_RETURN_IF_ERROR(check_architecture(device, ptx));
   return check_features(device, program);
+}
+
+// The executor runs where its NCCL communicator was started.
+Status check_nccl_device(const NcclCommunicator& nccl, int device) {
+  if (nccl.device() == device) return Status::ok_status();
+  return Error{"cuda::Executor on CUDA device " + std::to_string(device) + " was given NCCL's communicator of device " +
+               std::to_string(nccl.device()) + " (" + nccl.describe() + "): bind on the communicator's device"};
 }
 
 }  // namespace
@@ -119,6 +127,11 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program, std::strin
   WEFT_RETURN_IF_ERROR(cublas_status(cublasSetStream(d.cublas, d.stream), "cublasSetStream"));
   WEFT_RETURN_IF_ERROR(
       cublas_status(cublasSetMathMode(d.cublas, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode"));
+  if (options.nccl) {
+    WEFT_RETURN_IF_ERROR(check_nccl_device(*options.nccl, options.device));
+    d.nccl = options.nccl;
+    WEFT_RETURN_IF_ERROR(plan_collectives(d, program, options.all_reduce_bucket_bytes));
+  }
   WEFT_RETURN_IF_ERROR(device_allocate(d.arena, program.arena_bytes, "arena of program @" + program.name));
   // Zeroed, like the arena: the alignment padding between inputs (which a merged update
   // computes on and never reads back) holds defined bytes from the start.
@@ -151,6 +164,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program, std::strin
   WEFT_ASSIGN_OR_RETURN(ex->code_,
                         binder.bind(program, d.arena, ex->input_ptr_, nullptr));
   ex->fallbacks_ = binder.fallbacks;
+  ex->schedule_ = schedule_step(program, d.buckets);
   ex->body_sites_ = std::move(binder.sites);
   // An update whose value is itself an input (assign(%a, %b)) must read %b's old value
   // even when %b is updated too: such values are snapshotted before any update lands.
@@ -196,13 +210,12 @@ StatusOr<std::vector<double>> Executor::profile_step() {
   for (cudaEvent_t& e : events) {
     if (s.ok()) s = cuda_status(cudaEventCreate(&e), "cudaEventCreate (profile)");
   }
-  for (size_t i = 0; i < code_.size() && s.ok(); ++i) {
-    s = cuda_status(cudaEventRecord(events[i], d.stream), "cudaEventRecord (profile)");
-    if (s.ok()) s = code_[i]->run(d, static_cast<int>(i));
-    if (!s.ok()) s = invocation_error(s.error(), i);
+  // A bucket's start and wait count toward the invocation after them.
+  if (s.ok()) {
+    s = enqueue_step([&](size_t i) {
+      return cuda_status(cudaEventRecord(events[i], d.stream), "cudaEventRecord (profile)");
+    });
   }
-  if (s.ok()) s = cuda_status(cudaEventRecord(events.back(), d.stream), "cudaEventRecord (profile)");
-  if (s.ok()) s = apply_updates();
   const Status synced = cuda_status(cudaStreamSynchronize(d.stream), "cudaStreamSynchronize (profile)");
   std::vector<double> ms(code_.size(), 0.0);
   for (size_t i = 0; i < code_.size() && s.ok() && synced.ok(); ++i) {
@@ -285,12 +298,21 @@ Error Executor::invocation_error(Error e, size_t i) const {
   return e;
 }
 
-Status Executor::enqueue_step() {
+Status Executor::enqueue_step(const std::function<Status(size_t)>& before) {
   Device& d = *device_;
-  for (size_t i = 0; i < code_.size(); ++i) {
-    Status s = code_[i]->run(d, static_cast<int>(i));
-    if (!s.ok()) return invocation_error(s.error(), i);
+  for (const StepAction& a : schedule_) {
+    switch (a.kind) {
+      case StepAction::Kind::invoke: {
+        if (before) WEFT_RETURN_IF_ERROR(before(a.index));
+        Status s = code_[a.index]->run(d, static_cast<int>(a.index));
+        if (!s.ok()) return invocation_error(s.error(), a.index);
+        break;
+      }
+      case StepAction::Kind::start_bucket: WEFT_RETURN_IF_ERROR(start_bucket(d, a.index)); break;
+      case StepAction::Kind::wait_bucket: WEFT_RETURN_IF_ERROR(wait_bucket(d, a.index)); break;
+    }
   }
+  if (before) WEFT_RETURN_IF_ERROR(before(code_.size()));
   return apply_updates();
 }
 
@@ -348,6 +370,7 @@ std::string Executor::describe() const {
   for (size_t i = 0; i < code_.size(); ++i) {
     out += std::to_string(i) + "  " + code_[i]->describe() + "\n";
   }
+  if (device_->nccl) out += collective::describe(device_->buckets) + "(" + device_->nccl->describe() + ")\n";
   return out;
 }
 

@@ -45,6 +45,7 @@
 // has reported) is an internal error.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -52,6 +53,7 @@
 #include "ir/status.h"
 #include "runtime/executor.h"
 #include "runtime/cuda/conv_plan.h"
+#include "runtime/cuda/step_schedule.h"
 #include "runtime/program.h"
 #include "runtime/tensor.h"
 
@@ -66,6 +68,7 @@ bool available();
 std::string unavailable_reason();
 
 struct BodySite;  // device.h
+class NcclCommunicator;  // nccl_communicator.h
 
 struct ExecutorOptions {
   int device = 0;  ///< The CUDA device ordinal.
@@ -92,6 +95,13 @@ struct ExecutorOptions {
   /// faster, and far outside the reference's f32 tolerance, hence opt-in. f16/bf16
   /// GEMMs and convolutions always run on tensor cores (f32 accumulation); f64 never.
   bool tf32 = false;
+  /// Data parallelism on GPUs: the step's all_reduce invocations run through NCCL on its
+  /// communication stream (nccl_communicator.h), bucketed; `device` must be its
+  /// device(). nullptr: one process (all_reduce is a copy).
+  std::shared_ptr<NcclCommunicator> nccl = nullptr;
+  /// With NCCL, all_reduce invocations of one dtype and reduction share a bucket — one
+  /// ncclAllReduce — of up to this many bytes (BindOptions', PyTorch DDP's 25 MiB).
+  int64_t all_reduce_bucket_bytes = int64_t{25} << 20;
 };
 
 class Executor : public ProgramExecutor {
@@ -147,8 +157,10 @@ class Executor : public ProgramExecutor {
  private:
   Executor();
   void* resolve(const BufferRef& ref) const;
-  /// Enqueues the whole step on the stream: every invocation, then the updates.
-  Status enqueue_step();
+  /// Enqueues the whole step: schedule_'s actions (every invocation on the stream, with
+  /// NCCL the buckets' starts and waits), then the updates. `before` (when given) is
+  /// called before each invocation and once after the last (profile_step's events).
+  Status enqueue_step(const std::function<Status(size_t)>& before = nullptr);
   Status apply_updates();
   Status capture_graph();
   /// `e` at invocation `i`: its location (when `e` has none) and which invocation.
@@ -158,6 +170,9 @@ class Executor : public ProgramExecutor {
   std::unique_ptr<Device> device_;
   std::vector<void*> input_ptr_;  ///< Device pointers, indexed like program_.inputs.
   std::vector<std::unique_ptr<Bound>> code_;
+  /// The step's enqueue order (step_schedule.h): code_ in order, with NCCL the buckets'
+  /// starts and waits among them.
+  std::vector<StepAction> schedule_;
   std::vector<void*> snapshots_;  ///< Device copies of update values that are inputs.
   /// The invocations inside loop bodies, for their device errors (device.h, BodySite).
   std::vector<BodySite> body_sites_;

@@ -85,7 +85,7 @@ Tensor reference_op(Op op, const Attrs& attrs, const std::vector<Tensor>& args, 
 
 // The hand-built Programs use softmax as their op without a CUDA kernel: the host
 // fallback is allowed here (library.h's check is tested in library_plan_test).
-constexpr ExecutorOptions kDebug{.allow_host_fallback = true};
+const ExecutorOptions kDebug{.allow_host_fallback = true};
 
 std::unique_ptr<Executor> create_or_die(Program p, std::string ptx = "",
                                         std::vector<std::string> symbols = {}) {

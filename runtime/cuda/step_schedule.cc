@@ -1,0 +1,68 @@
+// The enqueue order of a data-parallel step on the compute and communication streams
+// (step_schedule.h).
+#include "runtime/cuda/step_schedule.h"
+
+namespace weft::cuda {
+namespace {
+
+// The buckets whose waits come before invocation `i` (i == code.size(): the end).
+void add_waits(std::vector<StepAction>& actions, const collective::BucketPlan& plan, size_t i) {
+  for (size_t k = 0; k < plan.buckets.size(); ++k) {
+    if (plan.buckets[k].wait_before == i) actions.push_back({StepAction::Kind::wait_bucket, k});
+  }
+}
+
+// The bucket that starts after invocation `i`, if any.
+void add_start(std::vector<StepAction>& actions, const collective::BucketPlan& plan, size_t i) {
+  const int k = plan.bucket_of.empty() ? -1 : plan.bucket_of[i];
+  if (k >= 0 && plan.buckets[static_cast<size_t>(k)].start_after == i) {
+    actions.push_back({StepAction::Kind::start_bucket, static_cast<size_t>(k)});
+  }
+}
+
+std::string invocation_name(const Invocation& inv) {
+  switch (inv.kind) {
+    case Invocation::Kind::generated: return "generated";
+    case Invocation::Kind::contraction: return "contraction";
+    case Invocation::Kind::copy: return "copy";
+    case Invocation::Kind::loop: return "loop";
+    case Invocation::Kind::library: return std::string(op_name(inv.node.op));
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::vector<StepAction> schedule_step(const Program& program, const collective::BucketPlan& plan) {
+  std::vector<StepAction> actions;
+  for (size_t i = 0; i < program.code.size(); ++i) {
+    add_waits(actions, plan, i);
+    actions.push_back({StepAction::Kind::invoke, i});
+    add_start(actions, plan, i);
+  }
+  add_waits(actions, plan, program.code.size());
+  return actions;
+}
+
+std::string describe(const std::vector<StepAction>& actions, const Program& program,
+                     const collective::BucketPlan& plan) {
+  std::string out;
+  for (const StepAction& a : actions) {
+    if (a.kind == StepAction::Kind::invoke) {
+      out += "#" + std::to_string(a.index) + " " + invocation_name(program.code[a.index]);
+      const int k = plan.bucket_of.empty() ? -1 : plan.bucket_of[a.index];
+      if (k >= 0) out += " (stage into bucket " + std::to_string(k) + ")";
+    } else if (a.kind == StepAction::Kind::start_bucket) {
+      const collective::Bucket& b = plan.buckets[a.index];
+      out += "start bucket " + std::to_string(a.index) + " (" + std::to_string(b.members.size()) + " " +
+             std::string(dtype_name(b.dtype)) + " " + collective::reduction_name(b.reduction) + ", " +
+             std::to_string(b.count) + " elements) on the communication stream";
+    } else {
+      out += "wait for bucket " + std::to_string(a.index);
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace weft::cuda

@@ -54,7 +54,7 @@ std::optional<Error> srun_without_pmi() {
                "--data-parallel` (`srun --mpi=list` names this Slurm's plugins)"};
 }
 
-StatusOr<GlooOptions> torchrun_options(const WorldOptions& options) {
+StatusOr<GlooOptions> torchrun_options(std::chrono::milliseconds timeout) {
   std::vector<std::string> missing;
   for (const char* name : kTorchrunVariables) {
     if (env(name) == nullptr) missing.push_back(name);
@@ -73,7 +73,7 @@ StatusOr<GlooOptions> torchrun_options(const WorldOptions& options) {
                                                 "a rank in [0, WORLD_SIZE=" + std::to_string(gloo.world_size) + ")"));
   WEFT_ASSIGN_OR_RETURN(gloo.master_port, whole_number("MASTER_PORT", 1, 65535, "a TCP port (1 to 65535)"));
   gloo.master_addr = env("MASTER_ADDR");
-  gloo.timeout = options.timeout;
+  gloo.timeout = timeout;
   if (const char* iface = env("GLOO_SOCKET_IFNAME")) gloo.interface = iface;
   return gloo;
 }
@@ -86,14 +86,16 @@ Launcher detect_launcher() {
   return Launcher::none;
 }
 
-StatusOr<std::shared_ptr<Communicator>> world_from_environment(const WorldOptions& options) {
+bool launched_by_a_launcher() { return detect_launcher() != Launcher::none; }
+
+StatusOr<std::shared_ptr<Communicator>> world_from_environment(std::chrono::milliseconds timeout) {
   switch (detect_launcher()) {
     case Launcher::mpi: {
       WEFT_ASSIGN_OR_RETURN(std::shared_ptr<Communicator> mpi, mpi_world());
-      return watched(std::move(mpi), "MPI", options.timeout);
+      return watched(std::move(mpi), "MPI", timeout);
     }
     case Launcher::torchrun: {
-      WEFT_ASSIGN_OR_RETURN(GlooOptions gloo, torchrun_options(options));
+      WEFT_ASSIGN_OR_RETURN(GlooOptions gloo, torchrun_options(timeout));
       return gloo_world(gloo);
     }
     case Launcher::none:

@@ -14,7 +14,7 @@
 // MASTER_PORT must all be), else an error naming the variables and the commands. The
 // driver, the JIT examples and the Trainer (TrainOptions::data_parallel) all come here;
 // TrainOptions::communicator stays the injection point for a communicator made elsewhere.
-// Both transports give up on a collective after WorldOptions::timeout (watchdog.h).
+// Both transports give up on a collective after the timeout (watchdog.h).
 
 #include <chrono>
 #include <memory>
@@ -34,16 +34,16 @@ enum class Launcher {
 /// How the process was launched, from its environment alone (joins nothing).
 Launcher detect_launcher();
 
-struct WorldOptions {
-  /// How long a rank waits for its peers in one collective (and in the rendezvous)
-  /// before it exits naming them (--collective-timeout).
-  std::chrono::milliseconds timeout = std::chrono::seconds(300);
-};
+/// Whether mpirun, srun (with PMI) or the torchrun variables started this process.
+bool launched_by_a_launcher();
 
-/// Every rank of the launch: MPI's world or Gloo's, each watched with the timeout.
+/// Every rank of the launch: MPI's world or Gloo's. `timeout` (--collective-timeout) is
+/// how long a rank waits for its peers in one collective (and in the rendezvous) before
+/// it gives up naming them (watchdog.h).
 /// Errors: no launcher (the message shows the commands above), a torchrun variable
 /// missing or malformed, srun without PMI, or the transport failing to join.
-StatusOr<std::shared_ptr<Communicator>> world_from_environment(const WorldOptions& options = {});
+StatusOr<std::shared_ptr<Communicator>> world_from_environment(
+    std::chrono::milliseconds timeout = std::chrono::seconds(300));
 
 /// This process's index among the ranks on its machine (a GPU's index for NCCL):
 /// LOCAL_RANK (torchrun), OMPI_COMM_WORLD_LOCAL_RANK (Open MPI) or SLURM_LOCALID (srun),

@@ -26,7 +26,7 @@ class WorldTest : public ::testing::Test {
     }
   }
   static std::string error_of_world() {
-    StatusOr<std::shared_ptr<Communicator>> world = world_from_environment({.timeout = std::chrono::seconds(2)});
+    StatusOr<std::shared_ptr<Communicator>> world = world_from_environment(std::chrono::seconds(2));
     return world.ok() ? "a world: " + (*world)->describe() : world.error().message;
   }
 };

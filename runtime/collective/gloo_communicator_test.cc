@@ -84,8 +84,11 @@ TEST(GlooCommunicatorTest, APeerThatDoesNotAnswerFailsTheCollectiveWithinTheTime
 
 TEST(GlooCommunicatorTest, APeerThatLeftFailsTheCollective) {
   std::atomic<bool> left{false};
+  std::atomic<int> joined{0};
   with_ranks(2, std::chrono::seconds(20), [&](int r, Communicator& comm) {
+    ++joined;
     if (r == 1) {
+      while (joined < 2) std::this_thread::sleep_for(std::chrono::milliseconds(10));  // both joined
       left = true;
       return;  // with_ranks' thread ends: the communicator closes its connections
     }
@@ -99,6 +102,25 @@ TEST(GlooCommunicatorTest, APeerThatLeftFailsTheCollective) {
               0u)
         << s.error().message;
   });
+}
+
+TEST(GlooCommunicatorTest, UnsupportedDtypesAndAFailedJoinAreErrors) {
+  StatusOr<std::shared_ptr<Communicator>> one =
+      gloo_world({.rank = 0, .world_size = 1, .master_addr = "127.0.0.1", .master_port = testing::free_port()});
+  ASSERT_TRUE(one.ok()) << one.error().message;
+  uint16_t half[2] = {};
+  EXPECT_EQ((*one)->all_reduce(half, 2, DType::f16, Reduction::sum).error().message,
+            "all_reduce over Gloo: dtype f16 is not supported (f32, f64, i32, i64, u8); keep gradients in f32");
+  const int port = testing::free_port();  // nobody serves it
+  StatusOr<std::shared_ptr<Communicator>> lonely =
+      gloo_world({.rank = 1, .world_size = 2, .master_addr = "127.0.0.1", .master_port = port,
+                  .timeout = std::chrono::milliseconds(300)});
+  ASSERT_FALSE(lonely.ok());
+  EXPECT_EQ(lonely.error().message,
+            "data parallelism over Gloo: rank 1 of 2 could not join: the rendezvous at 127.0.0.1:" +
+                std::to_string(port) +
+                " (MASTER_ADDR:MASTER_PORT) did not answer within 0.3 s: is rank 0 running, and is MASTER_ADDR "
+                "its address as this host reaches it?");
 }
 
 }  // namespace

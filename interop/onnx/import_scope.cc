@@ -6,7 +6,9 @@
 #include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <set>
 
+#include "interop/onnx/fuse_gelu.h"
 #include "runtime/reference/interpreter.h"
 #include "training/init.h"
 
@@ -293,14 +295,27 @@ std::string Importer::display_name(const onnx::NodeProto& node, int index) const
          node.op_type() + ")";
 }
 
-void Importer::convert(const onnx::NodeProto& node, int index) {
+void Importer::convert_nodes(const onnx::GraphProto& g) {
+  const std::map<int, GeluSpan> gelus = find_gelu_spans(g);
+  std::set<int> inside;
+  for (const auto& [last, span] : gelus) inside.insert(span.nodes.begin(), span.nodes.end() - 1);
+  for (int i = 0; i < g.node_size(); ++i) {
+    if (inside.count(i)) continue;
+    auto gelu = gelus.find(i);
+    if (gelu == gelus.end()) convert(g.node(i), i);
+    else convert(gelu_node(g, gelu->second), i, kGeluOpset);
+  }
+}
+
+void Importer::convert(const onnx::NodeProto& node, int index, int opset) {
+  if (opset == 0) opset = file_.opset;
   Location loc = Location::of_file(file_.path);
   e_.push_frame(owner_, display_name(node, index), "", loc);
-  NodeContext n(*this, e_, node, file_.opset, index);
+  NodeContext n(*this, e_, node, opset, index);
   if (!node.domain().empty() && node.domain() != "ai.onnx") {
     n.unsupported("domain '" + node.domain() + "'");
   }
-  const OpConverter* c = find_converter(node.op_type(), file_.opset);
+  const OpConverter* c = find_converter(node.op_type(), opset);
   if (c == nullptr) {
     const int from = first_converted_opset(node.op_type());
     if (from > 0) {
@@ -354,7 +369,7 @@ std::vector<SubgraphValue> Importer::import_subgraph(NodeContext& n, const onnx:
       n.invalid("its body declares input '" + g.input(static_cast<int>(k)).name() + "' twice");
     }
   }
-  for (int i = 0; i < g.node_size(); ++i) convert(g.node(i), i);
+  convert_nodes(g);
   std::vector<SubgraphValue> outputs;
   for (const onnx::ValueInfoProto& out : g.output()) {
     Entry* en = find(out.name());
@@ -412,7 +427,7 @@ std::vector<ValueId> Importer::run(const std::vector<ValueId>& inputs) {
   if (k != inputs.size()) {
     fail(std::to_string(inputs.size()) + " inputs given, the model takes " + std::to_string(k));
   }
-  for (int i = 0; i < g.node_size(); ++i) convert(g.node(i), i);
+  convert_nodes(g);
   std::vector<ValueId> outputs;
   for (const onnx::ValueInfoProto& out : g.output()) {
     Entry* found = find(out.name());

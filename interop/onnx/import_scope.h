@@ -78,7 +78,11 @@ class Importer {
   const std::string* not_computed(const std::string& name) const;
   /// Adds the initializers of `g` to the innermost scope.
   void add_initializers(const onnx::GraphProto& g);
-  void convert(const onnx::NodeProto& node, int index);
+  /// Converts `node` with the converters of `opset` (0: the model's).
+  void convert(const onnx::NodeProto& node, int index, int opset = 0);
+  /// Converts the nodes of `g` in order, each GELU the exporter spelled out as one Gelu
+  /// (fuse_gelu.h).
+  void convert_nodes(const onnx::GraphProto& g);
   void load_initializer(Entry& en, const NodeContext& n);
   bool try_fold(const onnx::NodeProto& node, const OpConverter& c);
   ValueId materialize(const std::string& name, Entry& entry, InputKind initializer_kind,

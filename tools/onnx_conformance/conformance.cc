@@ -264,11 +264,33 @@ void run_backends(const onnx_io::ImportedGraph& g, const DataSet& set,
   }
 }
 
+// The data inputs among `name`'s ancestors in `g` (what the model computes it from).
+std::set<std::string> data_inputs_feeding(const onnx::GraphProto& g, const std::string& name,
+                                          const std::map<std::string, Tensor>& data) {
+  std::map<std::string, const onnx::NodeProto*> producer;
+  for (const onnx::NodeProto& n : g.node()) {
+    for (const std::string& out : n.output()) producer[out] = &n;
+  }
+  std::set<std::string> inputs, seen;
+  std::vector<std::string> todo = {name};
+  while (!todo.empty()) {
+    const std::string v = todo.back();
+    todo.pop_back();
+    if (!seen.insert(v).second) continue;
+    if (data.count(v)) inputs.insert(v);
+    if (auto it = producer.find(v); it != producer.end()) {
+      for (const std::string& in : it->second->input()) todo.push_back(in);
+    }
+  }
+  return inputs;
+}
+
 // Imports `file` with `options`; where the import needs a value at import time that the
 // test feeds as an input (a shape, axes, pads: weft's shapes are static), fixes this data
 // set's value of that input (ImportOptions::constant_inputs, which the caller reports)
-// and imports again, one input at a time. A needed value the model computes from its
-// inputs fixes every non-float input at once.
+// and imports again. A needed value the model computes from its inputs (a Loop's trip
+// count from Range's start, limit and delta) fixes the inputs it is computed from; one
+// the graph does not show computed (inside a subgraph) fixes every non-float input.
 StatusOr<onnx_io::ImportedGraph> import_fixing_inputs(const onnx_io::OnnxFile& file,
                                                       const std::map<std::string, Tensor>& named,
                                                       onnx_io::ImportOptions& options) {
@@ -284,7 +306,7 @@ StatusOr<onnx_io::ImportedGraph> import_fixing_inputs(const onnx_io::OnnxFile& f
     if (g.ok() || needed.empty()) return g;
     const size_t before = options.constant_inputs.size();
     for (const std::string& name : needed) {
-      if (auto it = named.find(name); it != named.end()) fix(name, it->second);
+      for (const std::string& in : data_inputs_feeding(file.model.graph(), name, named)) fix(in, named.at(in));
     }
     if (options.constant_inputs.size() == before) {
       for (const auto& [name, t] : named) {

@@ -200,7 +200,17 @@ void normalize(NodeContext& n) {
   n.set_output(0, e.reshape(kOver(e, e.reshape(x, {rows, cols}), 1), s.dims));
 }
 
+// Opset 20's Gelu. The models weft reads (up to opset 17) spell it out; the importer finds
+// those spellings (fuse_gelu.h) and converts each as this node.
+void gelu(NodeContext& n) {
+  n.expect_attrs({"approximate"});
+  const std::string mode = n.attr_string("approximate", "none");
+  if (mode != "none" && mode != "tanh") n.unsupported("approximate \"" + mode + "\"");
+  n.set_output(0, n.e().op(Op::Gelu, {n.input(0)}, {{"approximate", mode}}));
+}
+
 const OpConverter kOps[] = {
+    {"Gelu", 20, gelu},
     {"Softplus", 1, softplus},
     {"Softsign", 1, softsign},
     {"LeakyRelu", 1, leaky_relu},

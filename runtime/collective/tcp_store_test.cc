@@ -6,6 +6,7 @@
 #include <gloo/common/error.h>
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <thread>
 
 #include "tests/testing/free_port.h"
@@ -81,6 +82,22 @@ TEST(TcpStoreTest, APortInUseIsAnError) {
     EXPECT_EQ(std::string(e.what()), "rank 0 cannot serve the rendezvous on port " + std::to_string(port) +
                                          ": Address already in use (is another job using MASTER_PORT=" +
                                          std::to_string(port) + "? choose a free port)");
+  }
+}
+
+TEST(TcpStoreTest, AServerThatEndedIsAnError) {
+  const int port = testing::free_port();
+  auto rank0 = std::make_unique<TcpStore>(
+      TcpStoreOptions{.host = "127.0.0.1", .port = port, .serve = true, .timeout = std::chrono::seconds(5)});
+  TcpStore rank1({.host = "127.0.0.1", .port = port, .serve = false, .timeout = std::chrono::seconds(5)});
+  rank1.set("k", bytes("v"));
+  rank0.reset();  // rank 0 ends: its server closes every connection
+  try {
+    rank1.get("k");
+    FAIL() << "read from a server that ended";
+  } catch (const gloo::IoException& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "the rendezvous at 127.0.0.1:" + std::to_string(port) + " closed the connection (rank 0 ended?)");
   }
 }
 

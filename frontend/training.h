@@ -107,7 +107,7 @@ struct TrainOptions {
   /// cpu, cuda: the most bytes a compiled step may plan (cpu::ExecutorOptions::max_memory;
   /// 0: MemAvailable, or the GPU's free memory).
   int64_t max_memory = 0;
-  /// Data parallelism (DESIGN.md, decision 11; CPU over MPI today): when set, the step
+  /// Data parallelism (DESIGN.md, decision 11; CPU over MPI or Gloo today): when set, the step
   /// averages every parameter gradient over the communicator's ranks (an all_reduce
   /// {reduction="mean"} op before the optimizer update, autodiff/optimizer.h) and returns
   /// the loss averaged over the ranks too. Every rank compiles the same network and
@@ -121,6 +121,8 @@ struct TrainOptions {
   /// Backend "cpu" only when the world size is above 1; compile() checks (one small
   /// all_reduce) that every rank compiled the same step. nullptr: one process, no
   /// all_reduce ops; collective::single_process(): the ops, each changing nothing.
+  /// collective::world_from_environment() (runtime/collective/world.h) gives the launch's
+  /// (mpirun, srun, the torchrun variables), as the driver's --data-parallel does.
   std::shared_ptr<collective::Communicator> communicator = nullptr;
   /// cpu, more than one rank: the gradients' all_reduce calls are bucketed up to this
   /// many bytes (cpu::ExecutorOptions::all_reduce_bucket_bytes); 0: one call per gradient.

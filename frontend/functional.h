@@ -25,6 +25,9 @@ struct BatchNormParams {
   /// PyTorch's momentum: running = (1 - momentum)·running + momentum·batch. (ONNX's
   /// momentum m is PyTorch's 1 - m.)
   double momentum = 0.1;
+  /// SyncBatchNorm: the batch statistics averaged over the ranks of a data-parallel step
+  /// by all_reduce ops (BatchNormOptions::sync, frontend/modules.h).
+  bool sync = false;
 };
 
 struct BatchNormResult {
@@ -39,7 +42,12 @@ struct BatchNormResult {
 /// biased variance over every axis but 1, and (with `update_running`) the running
 /// statistics assigned their PyTorch update, the variance's from the unbiased batch
 /// variance (x must hold more than one value per channel). Otherwise the running
-/// statistics normalize and nothing is assigned.
+/// statistics normalize and nothing is assigned. With `p.sync` and batch statistics, the
+/// mean and biased variance are all_reduce means over the ranks (each rank's x an equal
+/// share of the global batch) and the unbiased correction counts the global batch (an
+/// all_reduce sum of the rank's count); the gradient of all_reduce (autodiff/rules_nn.cc,
+/// the same all_reduce of the cotangent) carries the statistics' gradient terms over the
+/// ranks, so the backward is the global batch's too.
 BatchNormResult batch_norm(Emitter& e, ValueId x, const BatchNormParams& p, bool batch_stats,
                            bool update_running = true);
 

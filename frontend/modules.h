@@ -55,6 +55,23 @@ ModulePtr BatchNorm2d(int64_t channels, double eps = 1e-5, double momentum = 0.1
 ModulePtr BatchNorm1d(int64_t channels, double eps = 1e-5, double momentum = 0.1);
 /// BatchNorm2d's rule on [N, C, D, H, W].
 ModulePtr BatchNorm3d(int64_t channels, double eps = 1e-5, double momentum = 0.1);
+/// Batch norm's options, for `BatchNorm2d(64, {.sync = true})`.
+struct BatchNormOptions {
+  double eps = 1e-5;
+  double momentum = 0.1;
+  /// SyncBatchNorm (PyTorch's nn.SyncBatchNorm): in training the batch statistics are
+  /// those of the global batch of a data-parallel step (TrainOptions::communicator), the
+  /// rank's mean and biased variance averaged over the ranks by `all_reduce` ops in the
+  /// step (every rank holds an equal share of the batch, as collective::shard_batch
+  /// cuts it), so the normalization, its gradient and the running statistics are those
+  /// of one process on the global batch; every rank's running statistics stay equal.
+  /// In one process the all_reduce ops change nothing: the step is bitwise sync off's.
+  /// Eval is unchanged (running statistics, no communication).
+  bool sync = false;
+};
+ModulePtr BatchNorm1d(int64_t channels, BatchNormOptions options);
+ModulePtr BatchNorm2d(int64_t channels, BatchNormOptions options);
+ModulePtr BatchNorm3d(int64_t channels, BatchNormOptions options);
 /// Each sample's channels normalized over their spatial dims (biased variance); with
 /// `affine` a per-channel `weight` (ones) and `bias` (zeros). Input [N, C, L] (1d),
 /// [N, C, H, W] (2d), [N, C, D, H, W] (3d). No running statistics (PyTorch's default).

@@ -9,6 +9,7 @@
 #include "ir/verifier.h"
 #include "passes/autocast.h"
 #include "passes/pipeline.h"
+#include "runtime/collective/parameters.h"
 #include "training/init.h"
 #include "runtime/reference/interpreter.h"
 #include "runtime/reference/numerics.h"
@@ -245,6 +246,7 @@ Status Trainer::build_step() {
                                                 parameter_stream(slot.name)));
     values_.emplace(slot.name, std::move(v));
   }
+  WEFT_RETURN_IF_ERROR(agree_with_other_ranks());
   if (compiled()) {
     WEFT_ASSIGN_OR_RETURN(step_exec_, compile_graph(g, /*step=*/true));
     WEFT_RETURN_IF_ERROR(push_values(*step_exec_));
@@ -585,7 +587,16 @@ Status Trainer::reset_state() {
   return step_exec_ ? push_values(*step_exec_) : Status();
 }
 
+// Data parallelism: every rank starts from rank 0's values; ranks that loaded different
+// checkpoints are refused (runtime/collective/parameters.h). Every rank compiles and
+// loads together, so every rank gets here together.
+Status Trainer::agree_with_other_ranks() {
+  if (!options_.communicator || options_.communicator->world_size() <= 1) return Status();
+  return collective::agree_on_parameters(*options_.communicator, values_, loaded_from_);
+}
+
 Status Trainer::save(const std::string& path) const {
+  if (!collective::writes_checkpoints(options_.communicator.get())) return Status();
   sync_values();
   return save_checkpoint(path, *model_, values_, steps_);
 }
@@ -594,6 +605,8 @@ StatusOr<LoadReport> Trainer::load(const std::string& path, const LoadOptions& o
   sync_values();
   WEFT_ASSIGN_OR_RETURN(LoadReport report, load_checkpoint(path, *model_, values_, options));
   if (options.subgraph.empty()) steps_ = report.step;
+  loaded_from_ = path;
+  WEFT_RETURN_IF_ERROR(agree_with_other_ranks());
   if (step_exec_) WEFT_RETURN_IF_ERROR(push_values(*step_exec_));
   return report;
 }

@@ -107,17 +107,22 @@ struct TrainOptions {
   /// cpu, cuda: the most bytes a compiled step may plan (cpu::ExecutorOptions::max_memory;
   /// 0: MemAvailable, or the GPU's free memory).
   int64_t max_memory = 0;
-  /// Data parallelism (DESIGN.md, decision 11; CPU over MPI today): when set, the step
+  /// Data parallelism (DESIGN.md, decision 11; CPU over MPI or Gloo today): when set, the step
   /// averages every parameter gradient over the communicator's ranks (an all_reduce
   /// {reduction="mean"} op before the optimizer update, autodiff/optimizer.h) and returns
-  /// the loss averaged over the ranks too. Every rank compiles the same network with the
-  /// same seed (so the parameters start equal and stay equal) and feeds step() its own
-  /// equal share of each global batch (collective::shard_batch); with a mean loss the
-  /// step is then the step of one process on the global batch. Batch-norm running
-  /// statistics stay per rank, and dropout draws the same mask pattern on every rank.
+  /// the loss averaged over the ranks too. Every rank compiles the same network and
+  /// feeds step() its own equal share of each global batch (collective::shard_batch);
+  /// compile() broadcasts rank 0's parameters (a rank seeded differently starts from rank
+  /// 0's) and load() refuses ranks that loaded different checkpoints
+  /// (collective::agree_on_parameters), so the parameters start equal and stay equal; with
+  /// a mean loss the step is then the step of one process on the global batch. Batch-norm
+  /// statistics stay per rank unless SyncBatchNorm (BatchNormOptions::sync), and dropout
+  /// draws the same mask pattern on every rank.
   /// Backend "cpu" only when the world size is above 1; compile() checks (one small
   /// all_reduce) that every rank compiled the same step. nullptr: one process, no
   /// all_reduce ops; collective::single_process(): the ops, each changing nothing.
+  /// collective::world_from_environment() (runtime/collective/world.h) gives the launch's
+  /// (mpirun, srun, the torchrun variables), as the driver's --data-parallel does.
   std::shared_ptr<collective::Communicator> communicator = nullptr;
   /// cpu, more than one rank: the gradients' all_reduce calls are bucketed up to this
   /// many bytes (cpu::ExecutorOptions::all_reduce_bucket_bytes); 0: one call per gradient.
@@ -222,7 +227,9 @@ class Trainer {
   Status freeze(const std::string& path);
   Status thaw(const std::string& path);
 
-  /// Saves parameters, state, optimizer slots and the step count (safetensors).
+  /// Saves parameters, state, optimizer slots and the step count (safetensors),
+  /// atomically. Data parallel: rank 0 alone writes; every other rank returns at once
+  /// (collective::writes_checkpoints).
   Status save(const std::string& path) const;
   /// Loads a checkpoint (all, or one labelled subgraph: LoadOptions::subgraph, its
   /// structure checked unless LoadOptions::by_names_and_shapes); on error nothing changes. Strict unless `options.strict` is false: a checkpoint lacking an
@@ -294,6 +301,9 @@ class Trainer {
   StatusOr<Tensor> loss_scale_state(const std::string& name, const char* what) const;
   /// Copies values_ into an executor's param and state inputs.
   Status push_values(ProgramExecutor& ex) const;
+  /// More than one rank: values_ made rank 0's, or an error when ranks loaded different
+  /// checkpoints (collective::agree_on_parameters, with loaded_from_).
+  Status agree_with_other_ranks();
   /// The optimizer's parameter groups in `g` (params_and_grads by path, the default group
   /// first), each with its lr input added to `g`.
   /// Emits collect()'s statistics into `g` (the training forward of `model`), returning
@@ -317,6 +327,7 @@ class Trainer {
   std::vector<OptimizerSlot> slots_;
   mutable std::map<std::string, Tensor> values_;
   mutable bool values_stale_ = false;  ///< The step executor holds newer values.
+  std::string loaded_from_;  ///< The checkpoint load() read last; "" for seeded values.
   std::unique_ptr<ProgramExecutor> step_exec_;
   std::vector<int> batch_inputs_;  ///< step_exec_'s input index of each batch tensor.
   /// step_exec_'s input index of each group's lr (the default group first; -1 where a

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "frontend/jit_trainable.h"
-#include "runtime/collective/mpi_communicator.h"
+#include "runtime/collective/world.h"
 #include "training/driver/driver.h"
 
 namespace weft::examples {
@@ -75,7 +75,7 @@ driver::FlagSet example_flags(RunConfig& c, bool allow_bn) {
   set.shared = {"data",   "epochs",      "max-steps",      "seed",           "lr",
                 "checkpoint-in", "partial-load", "checkpoint-out", "metrics-csv", "report",
                 "serve",  "log-every",   "check-numerics", "profile",        "precision",
-                "help"};
+                "collective-timeout", "help"};
   set.defaults = {{"data", c.driver.data_dir},
                   {"epochs", std::to_string(c.epochs)},
                   {"max-steps", std::to_string(c.driver.max_steps)},
@@ -103,7 +103,8 @@ driver::FlagSet example_flags(RunConfig& c, bool allow_bn) {
   // Sets the driver's --data-parallel, whose help differs: there each rank takes a whole
   // model batch, here the ranks share one --batch (make_model compiles batch/N rows).
   set.own.push_back({"data-parallel", "", "off",
-                     "under mpirun -np N: each rank trains on batch/N rows of every batch, "
+                     "under mpirun -np N, srun or the torchrun variables (RANK, WORLD_SIZE, "
+                     "MASTER_ADDR, MASTER_PORT): each rank trains on batch/N rows of every batch, "
                      "gradients averaged over the ranks; rank 0 alone prints and saves",
                      [](driver::DriverConfig& d, const std::string&) -> Status {
                        d.data_parallel = true;
@@ -147,8 +148,8 @@ int train(const FlowPtr& net, const RunConfig& c) {
   };
   return driver::run_training(c.driver, c.name, factory, stdout, stderr,
                               {.backend = c.backend,
-                               .launched_by_mpi_launcher = collective::launched_by_mpi_launcher,
-                               .mpi_world = collective::mpi_world});
+                               .launched_by_a_launcher = collective::launched_by_a_launcher,
+                               .world_from_environment = collective::world_from_environment});
 }
 
 }  // namespace weft::examples

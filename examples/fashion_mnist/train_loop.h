@@ -12,8 +12,9 @@
 // read by the driver's parser (training/driver/flags.h's FlagSet: the same values, checks
 // and error messages). Their own: --batch=B, --backend=NAME, --no-cuda-graph (cuda: launch
 // by launch instead of one CUDA graph per step), --resume=PATH (the same as
-// --checkpoint-in), --data-parallel (under `mpirun -np N` every rank trains on its batch/N
-// rows of each batch, gradients averaged; rank 0 prints and saves) and the CNN's --bn.
+// --checkpoint-in), --data-parallel (under `mpirun -np N`, srun or the torchrun
+// variables every rank trains on its batch/N rows of each batch, gradients averaged;
+// rank 0 prints and saves) and the CNN's --bn.
 // --seed also seeds the shuffle (the driver's --shuffle-seed). A bad command line prints
 // one error line and exits with status 2, as a training binary does; --help lists the
 // flags.

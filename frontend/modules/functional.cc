@@ -17,20 +17,31 @@ BatchNormResult batch_norm(Emitter& e, ValueId x, const BatchNormParams& p, bool
   for (int i = 2; i < rank; ++i) axes.push_back(i);
   auto per_channel = [&](ValueId v) { return e.reshape(v, channel_shape); };
 
+  // SyncBatchNorm: a rank's statistic averaged over the ranks (equal shares of the
+  // global batch, so the mean of the ranks' means is the global one).
+  auto over_ranks = [&](ValueId v, const char* reduction) {
+    return p.sync ? e.op(Op::AllReduce, {v}, {{"reduction", std::string(reduction)}}) : v;
+  };
+
   BatchNormResult r;
   if (batch_stats) {
     const int64_t n = t.shape.numel() / c;
-    r.mean = e.mean(x, axes, /*keepdims=*/true);
+    r.mean = over_ranks(e.mean(x, axes, /*keepdims=*/true), "mean");
     ValueId centered = e.sub(x, r.mean);
-    r.var = e.mean(e.mul(centered, centered), axes, /*keepdims=*/true);
+    r.var = over_ranks(e.mean(e.mul(centered, centered), axes, /*keepdims=*/true), "mean");
     if (update_running) {
       // running = (1 - momentum) · running + momentum · batch.
       auto update = [&](ValueId running, ValueId batch) {
         return e.add(e.mul(running, e.constant(1.0 - p.momentum, dtype)),
                      e.mul(e.reshape(batch, {c}), e.constant(p.momentum, dtype)));
       };
-      ValueId unbiased =
-          e.mul(r.var, e.constant(static_cast<double>(n) / static_cast<double>(n - 1), dtype));
+      // n / (n - 1), n the values per channel of the (global) batch.
+      ValueId correction = e.constant(static_cast<double>(n) / static_cast<double>(n - 1), dtype);
+      if (p.sync) {
+        ValueId global_n = over_ranks(e.constant(static_cast<double>(n), dtype), "sum");
+        correction = e.div(global_n, e.sub(global_n, e.constant(1.0, dtype)));
+      }
+      ValueId unbiased = e.mul(r.var, correction);
       r.new_running_mean = update(p.running_mean, r.mean);
       r.new_running_var = update(p.running_var, unbiased);
       e.assign(p.running_mean, r.new_running_mean);

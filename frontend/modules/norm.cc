@@ -60,11 +60,15 @@ class LayerNormModule : public UnaryModule {
 /// normalize. `dims` is 1 ([N,C] or [N,C,L]), 2 ([N,C,H,W]) or 3 ([N,C,D,H,W]).
 class BatchNormModule : public UnaryModule {
  public:
-  BatchNormModule(int dims, int64_t channels, double eps, double momentum)
-      : dims_(dims), channels_(channels), eps_(eps), momentum_(momentum) {}
+  BatchNormModule(int dims, int64_t channels, BatchNormOptions options)
+      : dims_(dims),
+        channels_(channels),
+        eps_(options.eps),
+        momentum_(options.momentum),
+        sync_(options.sync) {}
 
   std::string describe() const override {
-    return "BatchNorm" + std::to_string(dims_) + "d(" + std::to_string(channels_) + ")";
+    return "BatchNorm" + std::to_string(dims_) + "d(" + std::to_string(channels_) + (sync_ ? ", sync)" : ")");
   }
 
   ValueId forward1(Emitter& e, ValueId x) override {
@@ -89,7 +93,7 @@ class BatchNormModule : public UnaryModule {
       e.fail(describe() + " in training needs more than one value per channel to compute "
              "the batch variance, got " + t.to_string());
     }
-    functional::BatchNormParams p{weight, bias, running_mean, running_var, eps_, momentum_};
+    functional::BatchNormParams p{weight, bias, running_mean, running_var, eps_, momentum_, sync_};
     ValueId y = functional::batch_norm(e, x, p, /*batch_stats=*/e.training()).y;
     if (e.training()) e.assign(batches, e.add(batches, e.constant(1, DType::i64)));
     return y;
@@ -99,6 +103,7 @@ class BatchNormModule : public UnaryModule {
   int dims_;
   int64_t channels_;
   double eps_, momentum_;
+  bool sync_;
 };
 
 /// Normalizes each sample's channels over their spatial dims with the biased variance,
@@ -197,16 +202,28 @@ class GroupNormModule : public UnaryModule {
 
 }  // namespace
 
+ModulePtr BatchNorm1d(int64_t channels, BatchNormOptions options) {
+  return std::make_shared<BatchNormModule>(1, channels, options);
+}
+
+ModulePtr BatchNorm2d(int64_t channels, BatchNormOptions options) {
+  return std::make_shared<BatchNormModule>(2, channels, options);
+}
+
+ModulePtr BatchNorm3d(int64_t channels, BatchNormOptions options) {
+  return std::make_shared<BatchNormModule>(3, channels, options);
+}
+
 ModulePtr BatchNorm1d(int64_t channels, double eps, double momentum) {
-  return std::make_shared<BatchNormModule>(1, channels, eps, momentum);
+  return BatchNorm1d(channels, BatchNormOptions{.eps = eps, .momentum = momentum});
 }
 
 ModulePtr BatchNorm2d(int64_t channels, double eps, double momentum) {
-  return std::make_shared<BatchNormModule>(2, channels, eps, momentum);
+  return BatchNorm2d(channels, BatchNormOptions{.eps = eps, .momentum = momentum});
 }
 
 ModulePtr BatchNorm3d(int64_t channels, double eps, double momentum) {
-  return std::make_shared<BatchNormModule>(3, channels, eps, momentum);
+  return BatchNorm3d(channels, BatchNormOptions{.eps = eps, .momentum = momentum});
 }
 
 ModulePtr InstanceNorm1d(int64_t channels, double eps, bool affine) {

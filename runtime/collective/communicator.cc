@@ -35,6 +35,23 @@ StatusOr<std::unique_ptr<PendingReduction>> Communicator::start_all_reduce(void*
 
 namespace {
 
+template <typename T>
+void divide(void* data, int64_t count, int world) {
+  T* x = static_cast<T*>(data);
+  const T n = static_cast<T>(world);
+  for (int64_t i = 0; i < count; ++i) x[i] /= n;
+}
+
+}  // namespace
+
+void divide_by_world_size(void* data, int64_t count, DType dtype, int world_size) {
+  WEFT_CHECK(dtype == DType::f32 || dtype == DType::f64, "divide_by_world_size: f32 or f64 only");
+  if (dtype == DType::f32) divide<float>(data, count, world_size);
+  else divide<double>(data, count, world_size);
+}
+
+namespace {
+
 class SingleProcess : public Communicator {
  public:
   int rank() const override { return 0; }

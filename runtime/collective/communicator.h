@@ -77,6 +77,10 @@ class Communicator {
   virtual std::string describe() const = 0;
 };
 
+/// The mean from the sum: divides `count` f32 or f64 values at `data` by `world_size`
+/// (what every transport does after its sum).
+void divide_by_world_size(void* data, int64_t count, DType dtype, int world_size);
+
 /// World size 1: all_reduce leaves the data as it is.
 std::shared_ptr<Communicator> single_process();
 

@@ -132,6 +132,9 @@ class BoundBucket {
   }
   Status start() {
     const Timer timer(spent_ns_);
+    // A step that stopped at an error left its reduction in flight: complete it before
+    // the staging slice is reused.
+    if (pending_) WEFT_RETURN_IF_ERROR(finish());
     StatusOr<std::unique_ptr<collective::PendingReduction>> pending =
         comm_->start_all_reduce(staging_, plan_.count, plan_.dtype, plan_.reduction);
     if (!pending.ok()) return pending.error();

@@ -36,7 +36,8 @@
 // each invocation it lets the transport progress the reductions in flight
 // (PendingReduction::test, MPI_Testall), because Open MPI advances a non-blocking
 // collective only inside MPI calls and a communication thread would compete with the
-// kernels' threads for the cores (runtime/collective/README.md has the measurements).
+// kernels' threads for the cores (runtime/collective/README.md, "Progress").
+// all_reduce_us() adds up the time spent in those calls.
 // With overlap_all_reduce off, each reduction is waited for as soon as it starts.
 // Under check-numerics, results of bucketed all_reduce invocations are not scanned
 // (their operands were).

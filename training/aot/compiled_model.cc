@@ -4,6 +4,7 @@
 #include <cstring>
 #include <functional>
 
+#include "runtime/collective/parameters.h"
 #include "training/init.h"  // materialize
 #include "training/schedule.h"
 #include "training/step_inputs.h"
@@ -208,7 +209,19 @@ StatusOr<std::unique_ptr<CompiledModel>> CompiledModel::create(const ModelTable&
       m->eval_values_.emplace_back(static_cast<int>(i), it->second);
     }
   }
+  m->comm_ = options.communicator;
+  WEFT_RETURN_IF_ERROR(m->agree_with_other_ranks(/*source=*/""));
   return m;
+}
+
+// Data parallelism: every rank starts from rank 0's values; ranks that loaded different
+// checkpoints are refused (runtime/collective/parameters.h).
+Status CompiledModel::agree_with_other_ranks(const std::string& source) {
+  if (!comm_ || comm_->world_size() <= 1) return Status();
+  std::map<std::string, Tensor> values = this->values();
+  WEFT_RETURN_IF_ERROR(collective::agree_on_parameters(*comm_, values, source));
+  for (const auto& [name, value] : values) WEFT_RETURN_IF_ERROR(set_value(name, value));
+  return Status();
 }
 
 StatusOr<double> CompiledModel::step(const std::vector<Tensor>& batch) {
@@ -384,6 +397,7 @@ StatusOr<std::optional<driver::LossScaleReading>> CompiledModel::loss_scale() co
 }
 
 Status CompiledModel::save(const std::string& path) const {
+  if (!collective::writes_checkpoints(comm_.get())) return Status();
   return save_checkpoint(path, schema_, values(), steps_);
 }
 
@@ -417,6 +431,7 @@ StatusOr<LoadReport> CompiledModel::load(const std::string& path, bool partial) 
   }
   steps_ = report.step;
   eval_values_fresh_ = false;
+  WEFT_RETURN_IF_ERROR(agree_with_other_ranks(path));
   return report;
 }
 

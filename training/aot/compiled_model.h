@@ -210,6 +210,7 @@ class CompiledModel : public driver::Trainable {
   /// Errors on a backend without a profiler (cuda), naming it.
   Status set_profiling(bool on) override;
   std::string profile_report() const override;
+  /// Atomically; data parallel, rank 0 alone writes (collective::writes_checkpoints).
   Status save(const std::string& path) const override;
   /// Errors when the table has no ONNX form (ModelTable::onnx_refused).
   Status check_onnx_export() const override;
@@ -247,6 +248,9 @@ class CompiledModel : public driver::Trainable {
   ProgramExecutor& owner() const { return step_ ? *step_ : *eval_; }
   /// Copies the values the eval executor reads from the step executor.
   Status push_eval_values();
+  /// More than one rank: the values made rank 0's, or an error when ranks loaded
+  /// different checkpoints (collective::agree_on_parameters; `source` as there).
+  Status agree_with_other_ranks(const std::string& source);
   /// Input `index` of `ex` in host memory, or a staging tensor in `staging` (`slot` of
   /// `count`) when the backend has none.
   void* input_data(ProgramExecutor& ex, int index, std::vector<Tensor>& staging, int slot, int count);
@@ -278,6 +282,7 @@ class CompiledModel : public driver::Trainable {
   bool eval_values_fresh_ = false;
   double lr_ = 1e-3;
   int64_t steps_ = 0;
+  std::shared_ptr<collective::Communicator> comm_;  ///< Options::communicator.
 };
 
 }  // namespace weft::aot

@@ -241,12 +241,35 @@ std::vector<int64_t> epoch_order(uint64_t seed, int64_t epoch, int64_t n) {
   return out;
 }
 
+RankShare rank_share(int64_t count, int rank, int world) {
+  WEFT_CHECK(world >= 1 && rank >= 0 && rank < world && count >= 0 && count % world == 0,
+             "rank_share: rank, world or a count that is not a multiple of world");
+  const int64_t size = count / world;
+  return {rank * size, size};
+}
+
+std::vector<int64_t> rank_epoch_rows(uint64_t seed, int64_t epoch, int64_t samples, int64_t global_batch,
+                                     int rank, int world) {
+  WEFT_CHECK(global_batch >= 1, "rank_epoch_rows: a global batch of no samples");
+  const std::vector<int64_t> order = epoch_order(seed, epoch, samples);
+  const RankShare share = rank_share(global_batch, rank, world);
+  const int64_t batches = samples / global_batch;  // the remainder is not visited this epoch
+  std::vector<int64_t> rows;
+  rows.reserve(static_cast<size_t>(batches * share.size));
+  for (int64_t b = 0; b < batches; ++b) {
+    const auto first = order.begin() + b * global_batch + share.offset;
+    rows.insert(rows.end(), first, first + share.size);
+  }
+  return rows;
+}
+
 void gather_batch(const std::vector<Column>& columns, const int64_t* rows, int64_t count, int rank,
                   int world, std::vector<Tensor>& into) {
-  WEFT_CHECK(world >= 1 && rank >= 0 && rank < world && count % world == 0 && into.size() == columns.size(),
-             "gather_batch: rank, world, count or the number of tensors");
-  const int64_t share = count / world;
-  for (size_t k = 0; k < columns.size(); ++k) gather_rows_into(columns[k], rows + rank * share, share, into[k]);
+  WEFT_CHECK(into.size() == columns.size(), "gather_batch: the number of tensors");
+  const RankShare share = rank_share(count, rank, world);
+  for (size_t k = 0; k < columns.size(); ++k) {
+    gather_rows_into(columns[k], rows + share.offset, share.size, into[k]);
+  }
 }
 
 void gather_rows_into(const Column& column, const int64_t* rows, int64_t count, Tensor& out) {

@@ -101,6 +101,27 @@ Status check_class_labels(const Column& labels, int64_t classes);
 /// (FashionMnist::order) shuffle with it.
 std::vector<int64_t> epoch_order(uint64_t seed, int64_t epoch, int64_t n);
 
+/// A data-parallel run's distributed sampler: the rows rank `rank` of `world` trains on
+/// in epoch `epoch`, step after step. The epoch's order (epoch_order(seed, epoch,
+/// samples)) is cut into samples / global_batch full global batches; the last
+/// `samples mod global_batch` samples of that order are not visited this epoch (a
+/// different remainder every epoch, so no sample is left out for good), so every rank
+/// runs the same number of steps. Of global batch b the rank takes the positions
+/// rank_share gives; step b of the epoch reads rows [b·S, (b+1)·S) of the result, S =
+/// global_batch / world. The shards of one epoch are disjoint and depend only on (seed,
+/// epoch) and the sizes. With world 1 it is the first full batches of epoch_order.
+/// global_batch must be a multiple of world (shard_batch's rule, a check here).
+std::vector<int64_t> rank_epoch_rows(uint64_t seed, int64_t epoch, int64_t samples, int64_t global_batch,
+                                     int rank, int world);
+
+/// Where rank `rank` of `world` finds its share of a global batch of `count` samples:
+/// positions [offset, offset + size), offset = rank·count/world, size = count/world
+/// (collective::shard_batch's split; count a multiple of world, a check).
+struct RankShare {
+  int64_t offset = 0, size = 0;
+};
+RankShare rank_share(int64_t count, int rank, int world);
+
 /// What happens to the samples past the last full batch of an epoch.
 enum class LastBatch {
   drop,  ///< Not visited this epoch (what the driver's training does).
@@ -125,8 +146,7 @@ struct BatchPlan {
 void gather_rows_into(const Column& column, const int64_t* rows, int64_t count, Tensor& out);
 /// A training batch as a Loader fills it (training/data/loader.h), for the driver and the
 /// examples alike: of the global batch of samples `rows[0..count)`, rank `rank` of `world`
-/// takes rows [rank·count/world, (rank+1)·count/world) (collective::shard_batch's split;
-/// count a multiple of world), from each column into the tensor of `into` at its index,
+/// takes the rows rank_share gives, from each column into the tensor of `into` at its index,
 /// converted and normalized as gather_rows_into does.
 void gather_batch(const std::vector<Column>& columns, const int64_t* rows, int64_t count, int rank,
                   int world, std::vector<Tensor>& into);

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -204,6 +206,39 @@ TEST(BatchPlan, DropsOrPadsTheLastPartialBatch) {
   EXPECT_EQ(pad.num_batches(), 3);
   EXPECT_EQ(pad.rows_in(2), 2);
   EXPECT_EQ((BatchPlan{.samples = 8, .batch = 4, .last = LastBatch::pad}.num_batches()), 2);
+}
+
+// Over 3 ranks, an epoch of 100 samples in global batches of 12: 8 steps each, shards
+// disjoint, covering the epoch but its 4 remainder samples (the order's last 4), a pure
+// function of (seed, epoch), another one next epoch.
+TEST(Sampler, RankShardsOfAnEpochAreDisjointAndCoverItButTheRemainder) {
+  const int64_t samples = 100, global_batch = 12;
+  const int world = 3;
+  for (int64_t epoch : {0, 1}) {
+    const std::vector<int64_t> order = epoch_order(/*seed=*/9, epoch, samples);
+    std::vector<int64_t> seen;
+    for (int rank = 0; rank < world; ++rank) {
+      const std::vector<int64_t> rows = rank_epoch_rows(9, epoch, samples, global_batch, rank, world);
+      ASSERT_EQ(rows.size(), 8u * 4u) << "rank " << rank;
+      EXPECT_EQ(rows, rank_epoch_rows(9, epoch, samples, global_batch, rank, world));
+      EXPECT_NE(rows, rank_epoch_rows(9, epoch + 2, samples, global_batch, rank, world));
+      EXPECT_NE(rows, rank_epoch_rows(10, epoch, samples, global_batch, rank, world));
+      // Step 1's rows are the rank's third of the order's second global batch.
+      EXPECT_TRUE(std::equal(rows.begin() + 4, rows.begin() + 8, order.begin() + 12 + 4 * rank));
+      seen.insert(seen.end(), rows.begin(), rows.end());
+    }
+    std::vector<int64_t> want(order.begin(), order.begin() + 96);
+    std::sort(seen.begin(), seen.end());
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(seen, want) << "epoch " << epoch;  // disjoint (no repeats) and complete
+  }
+  // One rank: the first full batches of the epoch's order.
+  const std::vector<int64_t> order = epoch_order(9, 0, samples);
+  EXPECT_EQ(rank_epoch_rows(9, 0, samples, global_batch, 0, 1),
+            std::vector<int64_t>(order.begin(), order.begin() + 96));
+  EXPECT_TRUE(rank_epoch_rows(9, 0, /*samples=*/11, global_batch, 0, world).empty());
+  EXPECT_EQ(rank_share(12, 2, 3).offset, 8);
+  EXPECT_EQ(rank_share(12, 2, 3).size, 4);
 }
 
 TEST(Gather, NormalizesAndZeroPads) {

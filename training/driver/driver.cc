@@ -140,7 +140,7 @@ std::string backend_help(const BinaryInfo& info) {
   return "\nThis binary's model was compiled for the " + info.backend +
          " backend (weft_binary's `backend`); --backend=" + info.backend +
          " is accepted, any other is an error." +
-         (info.mpi_world ? "" : " It links no MPI: --data-parallel is not available.") +
+         (info.world_from_environment ? "" : " It links no MPI: --data-parallel is not available.") +
          "\nIt trains in " + precision + " (weft_binary's `precision`" +
          (precision == "f16" ? ", with dynamic loss scaling" : "") + "); --precision=" + precision +
          " is accepted, any other is an error.\n";

@@ -17,6 +17,7 @@
 // repeats exactly what an uninterrupted run would have done from step t on. The README
 // lists the flags, the data formats and the exit statuses.
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -66,19 +67,23 @@ StatusOr<Evaluation> evaluate_split(Trainable& model, const Split& test);
 
 /// What a training binary's main() knows besides its model: the backend the model was
 /// compiled for, and where --data-parallel finds its ranks. The driver itself links no
-/// MPI: //training/driver:main passes Open MPI's launcher check and world (main.cc), while
-/// //training/driver:main_one_process (what cuda binaries link, so that they start on a
-/// GPU machine without Open MPI) passes none, and --data-parallel is then a usage error.
+/// collectives: //training/driver:main passes runtime/collective/world.h's launcher check
+/// and world (MPI or Gloo, main.cc), while //training/driver:main_one_process (what cuda
+/// binaries link, so that they start on a GPU machine without Open MPI) passes none, and
+/// --data-parallel is then a usage error.
 struct BinaryInfo {
   /// compiled_model_backend(): "cpu", "cuda"; "" when unknown (in-process tests).
   std::string backend;
   /// compiled_model_precision(): "f32", "bf16", "f16"; "" when unknown (in-process
   /// tests: taken as f32).
   std::string precision;
-  /// True when an MPI launcher (mpirun, srun) started this process; null: no MPI.
-  bool (*launched_by_mpi_launcher)() = nullptr;
-  /// The communicator over every rank of the launch.
-  StatusOr<std::shared_ptr<collective::Communicator>> (*mpi_world)() = nullptr;
+  /// True when a launcher (mpirun, srun, the torchrun variables) started this process:
+  /// collective::launched_by_a_launcher; null: no collectives linked.
+  bool (*launched_by_a_launcher)() = nullptr;
+  /// The communicator over every rank of the launch, with --collective-timeout:
+  /// collective::world_from_environment.
+  StatusOr<std::shared_ptr<collective::Communicator>> (*world_from_environment)(std::chrono::milliseconds timeout) =
+      nullptr;
 };
 
 /// Runs the driver on `args` (the arguments after the program name) with the model that

@@ -271,9 +271,14 @@ std::vector<Flag> make_flags() {
           &DriverConfig::check_numerics);
   boolean("profile", "time every kernel of the step; print the table after each epoch", &DriverConfig::profile);
   boolean("data-parallel",
-          "under mpirun -np N: each rank trains on its share of every global batch (the model's "
-          "batch times N); rank 0 alone prints and writes",
+          "under mpirun -np N, srun or the torchrun variables (RANK, WORLD_SIZE, MASTER_ADDR, "
+          "MASTER_PORT): each rank trains on its share of every global batch (the model's batch "
+          "times N); rank 0 alone prints and writes",
           &DriverConfig::data_parallel);
+  integer("collective-timeout", "300",
+          "--data-parallel: a rank waiting longer than N seconds for its peers in one collective exits "
+          "non-zero, naming the peer and the collective",
+          &DriverConfig::collective_timeout, 1, 86400);
   f.push_back({"help", "", "", "print this list and exit",
                [](DriverConfig& c, const std::string&) -> Status {
                  c.help = true;

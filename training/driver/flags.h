@@ -90,8 +90,11 @@ struct DriverConfig {
   int64_t log_every = 100;
   bool check_numerics = false;
   bool profile = false;
-  /// Under mpirun: every rank trains on its rows of each global batch (collective::mpi_world()).
+  /// Under a launcher (mpirun, srun, the torchrun variables): every rank trains on its rows
+  /// of each global batch (collective::world_from_environment()).
   bool data_parallel = false;
+  /// --collective-timeout: how long a rank waits for its peers in one collective.
+  int64_t collective_timeout = 300;
   bool help = false;
 };
 

@@ -190,7 +190,7 @@ TEST(Flags, HelpListsEveryFlagWithItsDefault) {
   const std::string help = help_text("train");
   EXPECT_EQ(help.rfind("usage: train [--flag=value ...]\n", 0), 0u) << help;
   const std::vector<std::string> names = flag_names();
-  EXPECT_EQ(names.size(), 44u);
+  EXPECT_EQ(names.size(), 45u);
   for (const std::string& name : names) {
     EXPECT_NE(help.find("\n  --" + name), std::string::npos) << name << "\n" << help;
   }

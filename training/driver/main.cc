@@ -1,7 +1,7 @@
 // main() of a training binary: the driver, training the model that the binary's generated
 // source (or a test's adapter) defines with make_compiled_model (trainable.h), with Open
-// MPI for --data-parallel.
-#include "runtime/collective/mpi_communicator.h"
+// MPI or Gloo for --data-parallel (runtime/collective/world.h).
+#include "runtime/collective/world.h"
 #include "training/driver/driver.h"
 
 namespace weft::driver {
@@ -10,8 +10,8 @@ int run_driver(int argc, char** argv) {
   return run_driver(argc, argv, make_compiled_model,
                     {.backend = compiled_model_backend(),
                      .precision = compiled_model_precision(),
-                     .launched_by_mpi_launcher = collective::launched_by_mpi_launcher,
-                     .mpi_world = collective::mpi_world});
+                     .launched_by_a_launcher = collective::launched_by_a_launcher,
+                     .world_from_environment = collective::world_from_environment});
 }
 
 }  // namespace weft::driver

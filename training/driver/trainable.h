@@ -108,7 +108,7 @@ class Trainable {
 /// defined by the C++ source that the weft_binary macro generates (training/aot) — or, in
 /// the driver's own tests, by an adapter over the JIT Trainer. Parameters and state start
 /// from their initializers with `seed`; `num_threads` 0 means $WEFT_NUM_THREADS or every core.
-/// `communicator` (--data-parallel: collective::mpi_world()) runs the step's gradient
+/// `communicator` (--data-parallel: collective::world_from_environment()) runs the step's gradient
 /// all_reduce ops, and with more than one rank the model checks that every rank built the
 /// same step; nullptr: one process. `max_memory` (--max-memory) bounds the bytes a compiled
 /// Program may need, its arena and inputs, checked before they are allocated (the

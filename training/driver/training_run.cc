@@ -3,12 +3,19 @@
 
 #include <signal.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <map>
+#include <thread>
 #include <utility>
 
 #include "runtime/backend.h"
+#include "runtime/collective/watchdog.h"
 #include "training/data/dataset.h"
 #include "training/flag_values.h"
 
@@ -102,6 +109,26 @@ Status check_outputs_writable(const DriverConfig& config) {
 
 }  // namespace
 
+namespace {
+
+// Test-only: $WEFT_TEST_FAULT=RANK:STEP:exit|hang makes rank RANK exit (status 3) or
+// sleep for good before step STEP, as a rank that died or hangs does
+// (tests/data_parallel/launch_test.cc).
+void inject_test_fault(int rank, int64_t step) {
+  const char* fault = std::getenv("WEFT_TEST_FAULT");
+  if (fault == nullptr) return;
+  int fault_rank = -1;
+  long long fault_step = -1;
+  char what[8] = {};
+  if (std::sscanf(fault, "%d:%lld:%7s", &fault_rank, &fault_step, what) != 3) return;
+  if (fault_rank != rank || fault_step != step) return;
+  std::fflush(nullptr);
+  if (std::string(what) == "exit") _exit(3);
+  while (true) std::this_thread::sleep_for(std::chrono::hours(1));
+}
+
+}  // namespace
+
 TrainingRun::TrainingRun(const DriverConfig& config, const std::string& program, const ModelFactory& factory,
                          std::FILE* out, const BinaryInfo& info, const StopSignals& signals)
     : config_(config), program_(program), factory_(factory), out_(out), info_(info), signals_(signals) {}
@@ -120,12 +147,13 @@ std::optional<Failure> TrainingRun::run() {
   return std::nullopt;
 }
 
-// --data-parallel: every rank of `mpirun -np N` builds the same model with MPI as its
-// communicator and trains on its rows of each global batch (the model's batch times N);
-// rank 0 alone prints, evaluates and writes files.
+// --data-parallel: every rank of the launch (mpirun, srun, the torchrun variables) builds
+// the same model with the launch's communicator (MPI or Gloo) and trains on its rows of
+// each global batch (the model's batch times N); rank 0 alone prints, evaluates and
+// writes files.
 std::optional<Failure> TrainingRun::connect_ranks() {
   if (config_.data_parallel) {
-    if (!info_.mpi_world || !info_.launched_by_mpi_launcher) {
+    if (!info_.world_from_environment || !info_.launched_by_a_launcher) {
       return usage_failure(Error{"--data-parallel: this binary links no MPI" +
                                  (info_.backend.empty() ? std::string()
                                                         : " (its model was compiled for " + info_.backend +
@@ -133,13 +161,13 @@ std::optional<Failure> TrainingRun::connect_ranks() {
                                  "; drop --data-parallel, or build the model for cpu with "
                                  "data_parallel = True"});
     }
-    if (!info_.launched_by_mpi_launcher()) {
-      return usage_failure(Error{"--data-parallel: this process was not started by an MPI launcher; run it as "
-                                 "`mpirun -np N " + program_ + " --data-parallel ...` (or `srun -n N ...`), or "
-                                 "drop --data-parallel to train in one process"});
+    StatusOr<std::shared_ptr<collective::Communicator>> world =
+        info_.world_from_environment(std::chrono::seconds(config_.collective_timeout));
+    if (!world.ok()) {
+      // No launcher is the command line's fault; a launch that fails to join is not.
+      Error e{"--data-parallel: " + world.error().message};
+      return info_.launched_by_a_launcher() ? runtime_failure(e) : usage_failure(e);
     }
-    StatusOr<std::shared_ptr<collective::Communicator>> world = info_.mpi_world();
-    if (!world.ok()) return runtime_failure(Error{"--data-parallel: " + world.error().message});
     comm_ = *world;
     rank_ = comm_->rank();
     world_size_ = comm_->world_size();
@@ -150,8 +178,8 @@ std::optional<Failure> TrainingRun::connect_ranks() {
     out_ = silent_.get();
   }
   // Plain lines (no terminal escapes) in the logs of a job started by mpirun or srun.
-  const bool under_mpi = info_.launched_by_mpi_launcher && info_.launched_by_mpi_launcher();
-  progress_.emplace(out_, config_.log_every, under_mpi);
+  const bool under_launcher = info_.launched_by_a_launcher && info_.launched_by_a_launcher();
+  progress_.emplace(out_, config_.log_every, under_launcher);
   return std::nullopt;
 }
 
@@ -333,10 +361,11 @@ void TrainingRun::start_loader() {
 Status TrainingRun::gather_step(int64_t step, std::vector<Tensor>& into) {
   const int64_t epoch = step / per_epoch_, index = step % per_epoch_;
   if (epoch != order_epoch_) {
-    order_ = epoch_order(config_.shuffle_seed, epoch, samples_);
+    order_ = rank_epoch_rows(config_.shuffle_seed, epoch, samples_, batch_, rank_, world_size_);
     order_epoch_ = epoch;
   }
-  gather_batch(data_->train.columns, order_.data() + index * batch_, batch_, rank_, world_size_, into);
+  const int64_t share = batch_ / world_size_;
+  gather_batch(data_->train.columns, order_.data() + index * share, share, /*rank=*/0, /*world=*/1, into);
   return Status();
 }
 
@@ -351,6 +380,8 @@ std::optional<Failure> TrainingRun::take_step(StepResult& step) {
     step.momentum = schedule_->momentum_at(t_).value_or(0);
     if (Status s = model_->set_momentum(step.momentum); !s.ok()) return runtime_failure(s.error());
   }
+  collective::note_step(t_ + 1);  // names the step's collectives in a fault's message
+  inject_test_fault(rank_, t_ + 1);
   StatusOr<double> loss = model_->step(**inputs);
   if (!loss.ok()) return runtime_failure(loss.error());
   step.loss = *loss;

@@ -132,7 +132,7 @@ class TrainingRun {
 
   // The loop's state. The loader is declared after what its thread reads, so that it
   // stops (is destroyed) first.
-  std::vector<int64_t> order_;  ///< The loader thread's: epoch order_epoch_'s permutation.
+  std::vector<int64_t> order_;  ///< The loader thread's: this rank's rows of epoch order_epoch_.
   int64_t order_epoch_ = -1;
   std::unique_ptr<Loader> loader_;
   int64_t t_ = 0;         ///< Steps taken (counted across runs).

@@ -34,7 +34,7 @@ void batch_normalization(NodeContext& n) {
               t.to_string());
   }
   functional::BatchNormParams p{n.input(1), n.input(2), n.state_input(3), n.state_input(4),
-                                n.attr_float("epsilon", 1e-5), 1.0 - momentum};
+                                n.attr_float("epsilon", 1e-5), 1.0 - momentum, /*sync=*/false};
   for (ValueId v : {p.weight, p.bias, p.running_mean, p.running_var}) {
     if (e.shape(v) != Shape({c})) {
       n.invalid("scale, B, mean and var must be [" + std::to_string(c) + "], got " + e.type(v).to_string());

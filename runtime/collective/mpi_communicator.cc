@@ -31,13 +31,6 @@ StatusOr<MPI_Datatype> mpi_type(DType dtype) {
   }
 }
 
-template <typename T>
-void divide(void* data, int64_t count, int world) {
-  T* x = static_cast<T*>(data);
-  const T n = static_cast<T>(world);
-  for (int64_t i = 0; i < count; ++i) x[i] /= n;
-}
-
 // The mean's division and the dtype check, shared by the blocking and non-blocking paths.
 Status check_reduction(DType dtype, Reduction reduction) {
   if (reduction == Reduction::mean && dtype != DType::f32 && dtype != DType::f64) {
@@ -48,9 +41,7 @@ Status check_reduction(DType dtype, Reduction reduction) {
 }
 
 void finish_mean(void* data, int64_t count, DType dtype, Reduction reduction, int world) {
-  if (reduction != Reduction::mean) return;
-  if (dtype == DType::f32) divide<float>(data, count, world);
-  else divide<double>(data, count, world);
+  if (reduction == Reduction::mean) divide_by_world_size(data, count, dtype, world);
 }
 
 // MPI counts are int: a buffer goes in chunks of at most 2^30 elements.

@@ -48,8 +48,8 @@ std::string format_duration(double seconds);
 /// second; otherwise a plain line every `every` steps (and at the last step).
 class Progress {
  public:
-  /// `under_launcher`: the process runs under mpirun or srun
-  /// (collective::launched_by_mpi_launcher()), whose ranks write to a pseudo-terminal that
+  /// `under_launcher`: the process runs under mpirun, srun or a torchrun-style launcher
+  /// (collective::launched_by_a_launcher()), whose ranks write to a pseudo-terminal that
   /// the launcher copies into its own output, usually a log: plain lines even then.
   Progress(std::FILE* out, int64_t every, bool under_launcher = false);
   /// `step 120/4680  epoch 1/10  loss 0.4211  lr 0.001  95.3 steps/s  ETA 47s`

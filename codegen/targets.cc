@@ -25,21 +25,13 @@ CpuOptions cpu_options(const CompileOptions& options) {
   return cpu;
 }
 
-cuda::ExecutorOptions cuda_options(const CompileOptions& options) {
-  cuda::ExecutorOptions gpu;
-  gpu.max_memory = options.max_memory;
-  gpu.cuda_graph = options.capture_graph;
-  gpu.allow_host_fallback = options.allow_host_fallback;
-  return gpu;
-}
-
 StatusOr<std::unique_ptr<ProgramExecutor>> compile_cpu(const Graph& g, const CompileOptions& options) {
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<cpu::Executor> ex, compile_for_cpu(g, cpu_options(options)));
   return std::unique_ptr<ProgramExecutor>(std::move(ex));
 }
 
 StatusOr<std::unique_ptr<ProgramExecutor>> compile_cuda(const Graph& g, const CompileOptions& options) {
-  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<cuda::Executor> ex, compile_for_cuda(g, cuda_options(options)));
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<cuda::Executor> ex, compile_for_cuda(g, cuda_executor_options(options)));
   return std::unique_ptr<ProgramExecutor>(std::move(ex));
 }
 
@@ -72,7 +64,7 @@ StatusOr<reference::RunResult> run_cpu(const Graph& g, std::vector<Tensor> input
 
 StatusOr<reference::RunResult> run_cuda(const Graph& g, std::vector<Tensor> inputs,
                                         const CompileOptions& options) {
-  return run_on_cuda(g, inputs, cuda_options(options));
+  return run_on_cuda(g, inputs, cuda_executor_options(options));
 }
 
 // Each compiled target's pipeline followed by merge-updates: every graph pass its
@@ -98,6 +90,15 @@ StatusOr<reference::RunResult> run_reference(const Graph& g, std::vector<Tensor>
 }
 
 }  // namespace
+
+cuda::ExecutorOptions cuda_executor_options(const CompileOptions& options) {
+  cuda::ExecutorOptions gpu;
+  gpu.max_memory = options.max_memory;
+  gpu.cuda_graph = options.capture_graph;
+  gpu.allow_host_fallback = options.allow_host_fallback;
+  gpu.tf32 = options.tf32;
+  return gpu;
+}
 
 const std::vector<Target>& targets() {
   static const std::vector<Target> all = {

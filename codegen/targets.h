@@ -36,6 +36,10 @@
 #include "runtime/program.h"
 #include "runtime/reference/interpreter.h"
 
+namespace weft::cuda {
+struct ExecutorOptions;  // runtime/cuda/executor.h
+}  // namespace weft::cuda
+
 namespace weft::codegen {
 
 /// How to compile and bind, for every target; a target ignores what does not concern
@@ -54,10 +58,17 @@ struct CompileOptions {
   bool capture_graph = true;
   /// Devices that refuse ops without a kernel of theirs (cuda): run those on the host.
   bool allow_host_fallback = false;
+  /// cuda: f32 GEMMs and convolutions on TF32 tensor cores (cuda::ExecutorOptions::tf32);
+  /// the other targets ignore it.
+  bool tf32 = false;
   /// cpu: unroll loops (LowerOptions::unroll_loops) rather than run each as a loop over
   /// its body: the comparison bench/loops makes. cuda runs loops as loop invocations.
   bool unroll_loops = false;
 };
+
+/// The cuda executor's options for `options` (what the cuda target compiles and runs
+/// with): the cuda fields and the memory limit; a caller includes runtime/cuda/executor.h.
+cuda::ExecutorOptions cuda_executor_options(const CompileOptions& options);
 
 /// A Program lowered for code generated ahead of time (tools/aot), with its device code
 /// as data: in the module form, one module and each kernel's entry symbol (cuda: PTX);

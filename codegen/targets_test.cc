@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include "codegen/kernel_test_util.h"
+#include "runtime/cuda/executor.h"
+#include "runtime/cuda/plan.h"
 
 namespace weft::codegen {
 namespace {
@@ -104,6 +106,36 @@ TEST(Targets, EveryTargetRunsTheSameGraph) {
     EXPECT_EQ(r->updated[0].first, "w");
     EXPECT_TRUE(all_close(r->updated[0].second, expected->updated[0].second, 1e-6)) << t.name;
   }
+}
+
+// TF32 (TrainOptions::tf32, --tf32) is an option of the cuda executor, off by default:
+// CompileOptions::tf32 reaches it and makes its f32 GEMMs' math TF32 (checked on the host,
+// as runtime/cuda's plan tests are); the cpu ignores it, computing the same bits. On a
+// GPU the TF32 GEMM stays within TF32's rounding (a 10-bit mantissa) of the reference.
+TEST(Targets, Tf32ReachesTheCudaExecutorAndTheCpuIgnoresIt) {
+  EXPECT_FALSE(cuda_executor_options({}).tf32);
+  const cuda::ExecutorOptions on = cuda_executor_options({.max_memory = 1 << 20, .tf32 = true});
+  EXPECT_TRUE(on.tf32);
+  EXPECT_EQ(on.max_memory, 1 << 20);
+  EXPECT_EQ(cuda::contraction_math(DType::f32, on.tf32), cuda::ContractionMath::tf32);
+
+  Graph g = testing::parse_typed(R"(graph @f(%x: f32[2,3], %w: f32[3,2]) {
+  %h = matmul(%x, %w)
+  return %h
+})");
+  std::vector<Tensor> inputs = {Tensor::from_vector<float>({2, 3}, {1.1f, -2, 3, 0.5f, 1, -1}),
+                                Tensor::from_vector<float>({3, 2}, {0.5f, -1.3f, 2, 1, -0.5f, 3})};
+  const Target& cpu = **find_target("cpu");
+  StatusOr<reference::RunResult> off = cpu.run(g, inputs, {});
+  StatusOr<reference::RunResult> tf32 = cpu.run(g, inputs, {.tf32 = true});
+  ASSERT_TRUE(off.ok() && tf32.ok());
+  EXPECT_TRUE(tf32->outputs[0] == off->outputs[0]);
+
+  const Target& gpu = **find_target("cuda");
+  if (!gpu.runtime()->unavailable_reason().empty()) return;  // no GPU here
+  StatusOr<reference::RunResult> on_gpu = gpu.run(g, inputs, {.tf32 = true});
+  ASSERT_TRUE(on_gpu.ok()) << on_gpu.error().to_string();
+  EXPECT_TRUE(all_close(on_gpu->outputs[0], off->outputs[0], 1e-2));
 }
 
 TEST(Targets, CheckNumericsStopsAtTheFirstInfinityWhereTheTargetHasIt) {

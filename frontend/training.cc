@@ -130,6 +130,7 @@ StatusOr<std::unique_ptr<ProgramExecutor>> Trainer::compile_graph(const Graph& g
       .check_numerics = options_.check_numerics,
       .capture_graph = options_.cuda_graph,
       .allow_host_fallback = options_.allow_host_fallback,
+      .tf32 = options_.tf32,
   };
   options.unroll_loops = options_.unroll_loops;
   if (step) {

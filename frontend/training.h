@@ -99,6 +99,13 @@ struct TrainOptions {
   /// cuda: run the ops with no CUDA kernel on the host instead of refusing the model
   /// (a debugging path; cuda::ExecutorOptions::allow_host_fallback).
   bool allow_host_fallback = false;
+  /// cuda: TF32 tensor cores for the f32 GEMMs and convolutions (cuda::ExecutorOptions::
+  /// tf32; PyTorch's torch.backends.cuda.matmul.allow_tf32): values stay f32 in memory,
+  /// the contractions' operands are rounded to a 10-bit mantissa and accumulate in f32 —
+  /// faster on Ampere and later, and outside the reference's f32 tolerance, hence off by
+  /// default. Ignored by the other backends, as the cuda fields above are. Not yet run on
+  /// a GPU.
+  bool tf32 = false;
   int num_threads = 0;               ///< cpu: 0 means $WEFT_NUM_THREADS or every core.
   /// Stop a step or evaluation at the first op producing a NaN or infinity, naming it and
   /// its builder call site (runtime/reference/numerics.h); slow, for debugging. cpu and

@@ -140,6 +140,18 @@ TEST(FashionMnist, MixedPrecisionRuns) {
   EXPECT_EQ(epoch_results(r.out).size(), 1u) << r.out;
 }
 
+// --tf32 is a cuda option (TrainOptions::tf32): the cpu ignores it, training the same
+// losses to the printed digit.
+TEST(FashionMnist, Tf32IsIgnoredOnTheCpu) {
+  const std::string flags = "examples/fashion_mnist/mlp --epochs=1 --max-steps=5 --seed=3 --checkpoint-out=";
+  Result off = run(flags + tmp("mlp_f32.safetensors"));
+  Result tf32 = run(flags + tmp("mlp_tf32.safetensors") + " --tf32");
+  ASSERT_EQ(off.exit_code, 0) << off.out;
+  ASSERT_EQ(tf32.exit_code, 0) << tf32.out;
+  ASSERT_EQ(epoch_results(off.out).size(), 1u) << off.out;
+  EXPECT_EQ(epoch_results(tf32.out), epoch_results(off.out));
+}
+
 // A learning rate of 1e30 makes Adam's first update enormous; --check-numerics stops the
 // next step at the first op that overflows and names its builder call site in mlp.cc.
 TEST(FashionMnist, CheckNumericsStopsAtTheFirstOverflow) {
@@ -225,7 +237,7 @@ TEST(FashionMnist, HelpListsTheFlags) {
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(r.out.rfind("usage: cnn [--flag=value ...]\n", 0), 0u) << r.out;
   for (const std::string flag : {"--epochs=N", "--serve=N", "--checkpoint-in=PATH", "--resume=PATH",
-                                 "--batch=N", "--backend=NAME", "--no-cuda-graph", "--bn", "--log-every=N"}) {
+                                 "--batch=N", "--backend=NAME", "--no-cuda-graph", "--tf32", "--bn", "--log-every=N"}) {
     EXPECT_NE(r.out.find("\n  " + flag), std::string::npos) << flag << "\n" << r.out;
   }
   EXPECT_NE(r.out.find("epochs to train (a resumed run counts the checkpoint's) (default: 10)"), std::string::npos)

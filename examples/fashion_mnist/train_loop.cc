@@ -60,6 +60,7 @@ StatusOr<std::unique_ptr<driver::Trainable>> make_model(
   options.check_numerics = c.driver.check_numerics;  // refused at compile time where unsupported
   options.max_memory = max_memory;
   options.precision = c.driver.precision;
+  options.tf32 = c.driver.tf32;
   options.communicator = std::move(communicator);
   const Shape input = image_shape(c.layout, c.batch / world);
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<JitTrainable> model,
@@ -75,6 +76,7 @@ driver::FlagSet example_flags(RunConfig& c, bool allow_bn) {
   set.shared = {"data",   "epochs",      "max-steps",      "seed",           "lr",
                 "checkpoint-in", "partial-load", "checkpoint-out", "metrics-csv", "report",
                 "serve",  "log-every",   "check-numerics", "profile",        "precision",
+                "tf32",
                 "collective-timeout", "help"};
   set.defaults = {{"data", c.driver.data_dir},
                   {"epochs", std::to_string(c.epochs)},
@@ -143,7 +145,7 @@ void parse_flags(int argc, char** argv, RunConfig& c, bool allow_bn) {
 int train(const FlowPtr& net, const RunConfig& c) {
   const driver::ModelFactory factory = [&net, &c](uint64_t seed, int num_threads,
                                                   std::shared_ptr<collective::Communicator> communicator,
-                                                  int64_t max_memory) {
+                                                  int64_t max_memory, bool /*tf32: c.driver's*/) {
     return make_model(net, c, seed, num_threads, std::move(communicator), max_memory);
   };
   return driver::run_training(c.driver, c.name, factory, stdout, stderr,

@@ -31,6 +31,7 @@ StatusOr<std::unique_ptr<ProgramExecutor>> bind(Program program, DeviceCode code
   if (executor.nccl) executor.device = executor.nccl->device();
   executor.all_reduce_bucket_bytes = options.all_reduce_bucket_bytes;
   executor.max_memory = options.max_memory;
+  executor.tf32 = options.tf32;
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex,
                         Executor::create(std::move(program), std::move(code.module),
                                          std::move(code.symbols), executor));

@@ -136,7 +136,9 @@ int drive(Fixture& f, const std::vector<std::string>& args, std::string& err) {
   const int status = weft::driver::run_driver(
       args, "resume_fuzz",
       [](uint64_t seed, int threads, std::shared_ptr<weft::collective::Communicator> comm,
-         int64_t max_memory) { return weft::driver::make_compiled_model(seed, threads, comm, max_memory); },
+         int64_t max_memory, bool tf32) {
+        return weft::driver::make_compiled_model(seed, threads, comm, max_memory, tf32);
+      },
       f.devnull, err_stream);
   std::fclose(err_stream);
   err.assign(buffer, length);

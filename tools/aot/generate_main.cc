@@ -380,10 +380,11 @@ std::string factory(const Generated& g) {
          "namespace weft::driver {\n\n"
          "StatusOr<std::unique_ptr<Trainable>> make_compiled_model(\n"
          "    uint64_t seed, int num_threads, std::shared_ptr<collective::Communicator> communicator,\n"
-         "    int64_t max_memory) {\n"
+         "    int64_t max_memory, bool tf32) {\n"
          "  WEFT_ASSIGN_OR_RETURN(" + q + " m, " + q + "::create(seed, {.num_threads = num_threads,\n"
          "                                                .communicator = std::move(communicator),\n"
-         "                                                .max_memory = max_memory}));\n"
+         "                                                .max_memory = max_memory,\n"
+         "                                                .tf32 = tf32}));\n"
          "  return std::unique_ptr<Trainable>(m.release());\n}\n\n"
          "std::string compiled_model_backend() { return " + quoted(g.options.backend) + "; }\n\n"
          "std::string compiled_model_precision() { return " + quoted(std::string(dtype_name(g.options.precision))) +

@@ -122,6 +122,7 @@ StatusOr<std::unique_ptr<CompiledModel>> CompiledModel::create(const ModelTable&
   bind.communicator = options.communicator;
   bind.all_reduce_bucket_bytes = options.all_reduce_bucket_bytes;
   bind.max_memory = options.max_memory;
+  bind.tf32 = options.tf32;
   if (table.step_program != nullptr) {
     WEFT_ASSIGN_OR_RETURN(m->step_, m->backend_->bind(table.step_program(), table.step_code(), bind));
     WEFT_ASSIGN_OR_RETURN(m->step_batch_, batch_inputs(m->step_->program(), table.step_inputs));

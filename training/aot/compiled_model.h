@@ -175,6 +175,9 @@ struct CompiledModelOptions {
   /// create() fails, naming the largest buffers, before allocating them; 0: the memory
   /// the device has available.
   int64_t max_memory = 0;
+  /// cuda: f32 GEMMs and convolutions on TF32 tensor cores (BindOptions::tf32, --tf32);
+  /// the cpu ignores it.
+  bool tf32 = false;
 };
 
 class CompiledModel : public driver::Trainable {

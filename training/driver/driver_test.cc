@@ -490,7 +490,7 @@ TEST(Driver, HelpListsEveryFlag) {
   EXPECT_EQ(r.out.rfind("usage: jit_model_train [--flag=value ...]\n", 0), 0u) << r.out;
   for (const char* flag :
        {"--data=DIR", "--train=X.npy,Y.npy", "--test=X.npy,Y.npy", "--epochs=N", "--max-steps=N", "--seed=S",
-        "--shuffle-seed=S", "--threads=N", "--max-memory=BYTES", "--lr=X", "--schedule=NAME", "--lr-step-size=N", "--lr-gamma=X",
+        "--shuffle-seed=S", "--threads=N", "--max-memory=BYTES", "--tf32", "--lr=X", "--schedule=NAME", "--lr-step-size=N", "--lr-gamma=X",
         "--milestones=N,N,...", "--warmup-steps=N", "--warmup-start-factor=X", "--min-lr=X", "--pct-start=X",
         "--div-factor=X", "--final-div-factor=X", "--max-lr=X", "--step-size-up=N", "--step-size-down=N",
         "--cyclic-mode=MODE", "--cyclic-gamma=X", "--base-momentum=X", "--max-momentum=X", "--no-cycle-momentum", "--checkpoint-in=PATH", "--partial-load", "--checkpoint-out=PATH",
@@ -499,7 +499,7 @@ TEST(Driver, HelpListsEveryFlag) {
         "--profile", "--data-parallel", "--collective-timeout=N", "--help"}) {
     EXPECT_NE(r.out.find(std::string("\n  ") + flag), std::string::npos) << flag;
   }
-  EXPECT_EQ(count(r.out, "\\(default: "), 44);  // every flag but --help
+  EXPECT_EQ(count(r.out, "\\(default: "), 45);  // every flag but --help
 }
 
 // A binary trains on the backend its model was compiled for: --backend naming it is a

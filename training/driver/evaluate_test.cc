@@ -160,7 +160,7 @@ std::string tmp(const std::string& name) {
 }
 
 TEST(RunDriver, ExitStatuses) {
-  ModelFactory factory = [](uint64_t, int, std::shared_ptr<collective::Communicator>, int64_t) -> StatusOr<std::unique_ptr<Trainable>> {
+  ModelFactory factory = [](uint64_t, int, std::shared_ptr<collective::Communicator>, int64_t, bool) -> StatusOr<std::unique_ptr<Trainable>> {
     return std::unique_ptr<Trainable>(classifier(5));
   };
   Split data = classification(40, 3);
@@ -221,12 +221,32 @@ TEST(RunDriver, ExitStatuses) {
   EXPECT_EQ(r.status, kExitRuntime);
   EXPECT_EQ(r.err, "error: train: 7 training samples do not make one batch of 8 (the model's batch size)\n");
 
-  ModelFactory failing = [](uint64_t, int, std::shared_ptr<collective::Communicator>, int64_t) -> StatusOr<std::unique_ptr<Trainable>> {
+  ModelFactory failing = [](uint64_t, int, std::shared_ptr<collective::Communicator>, int64_t, bool) -> StatusOr<std::unique_ptr<Trainable>> {
     return Error{"no such model"};
   };
   r = run({}, failing);
   EXPECT_EQ(r.status, kExitRuntime);
   EXPECT_EQ(r.err, "error: no such model\n");
+}
+
+// --tf32 reaches the model's factory (make_compiled_model's `tf32`, which a training
+// binary's generated source passes to CompiledModelOptions::tf32), off without the flag.
+TEST(RunDriver, Tf32ReachesTheFactory) {
+  Split data = classification(8, 3);
+  ASSERT_TRUE(write_npy(tmp("tx.npy"), data.columns[0].array).ok());
+  ASSERT_TRUE(write_npy(tmp("ty.npy"), data.columns[1].array).ok());
+  std::vector<bool> asked;
+  ModelFactory factory = [&asked](uint64_t, int, std::shared_ptr<collective::Communicator>, int64_t,
+                                  bool tf32) -> StatusOr<std::unique_ptr<Trainable>> {
+    asked.push_back(tf32);
+    return std::unique_ptr<Trainable>(classifier(5));
+  };
+  const std::string train = "--train=" + tmp("tx.npy") + "," + tmp("ty.npy");
+  for (const std::vector<std::string>& args : {std::vector<std::string>{train}, {train, "--tf32"}}) {
+    DriverRun r = run(args, factory);
+    EXPECT_EQ(r.status, kExitOk) << r.err;
+  }
+  EXPECT_EQ(asked, (std::vector<bool>{false, true}));
 }
 
 /// The classifier with SGD(momentum 0.9), its momentum scheduled (a weft.momentum input)
@@ -254,7 +274,7 @@ TEST(RunDriver, OneCycleCyclesTheMomentumOfAModelThatTakesIt) {
                                          "--epoch-csv=" + tmp("e.csv")};
   auto factory = [](bool scheduled) -> ModelFactory {
     return [scheduled](uint64_t, int, std::shared_ptr<collective::Communicator>,
-                       int64_t) -> StatusOr<std::unique_ptr<Trainable>> {
+                       int64_t, bool) -> StatusOr<std::unique_ptr<Trainable>> {
       return std::unique_ptr<Trainable>(sgd_classifier(scheduled));
     };
   };

@@ -161,6 +161,11 @@ std::vector<Flag> make_flags() {
                  c.precision = *precision;
                  return Status();
                }});
+  boolean("tf32",
+          "cuda: f32 matmuls and convolutions on TF32 tensor cores (values stay f32 in memory; "
+          "their operands rounded to a 10-bit mantissa, accumulated in f32: PyTorch's "
+          "torch.backends.cuda.matmul.allow_tf32); the cpu ignores it. Not yet run on a GPU",
+          &DriverConfig::tf32);
   // The learning rate.
   f.push_back({"lr", "X", "the compiled optimizer's", "base learning rate",
                [](DriverConfig& c, const std::string& v) -> Status {

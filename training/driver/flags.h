@@ -52,6 +52,9 @@ struct DriverConfig {
   /// training binary accepts only the precision its model was compiled for (weft_binary's
   /// `precision`), which it takes when the flag is not given.
   DType precision = DType::f32;
+  /// --tf32: a cuda model's f32 GEMMs and convolutions on TF32 tensor cores
+  /// (TrainOptions::tf32, BindOptions::tf32); a cpu model ignores it.
+  bool tf32 = false;
   // The learning rate.
   std::optional<double> lr;  ///< Unset: the model's own (its compiled optimizer's).
   std::string schedule = "constant";

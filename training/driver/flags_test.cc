@@ -37,6 +37,7 @@ TEST(Flags, Defaults) {
   EXPECT_EQ(c.eval_every, 0);
   EXPECT_EQ(c.log_every, 100);
   EXPECT_EQ(c.precision, DType::f32);
+  EXPECT_FALSE(c.tf32);
   EXPECT_FALSE(c.help);
 }
 
@@ -95,6 +96,7 @@ TEST(Flags, EveryFlagParses) {
   EXPECT_EQ(parse({"--precision=bf16"}).precision, DType::bf16);
   EXPECT_EQ(parse({"--precision", "f16"}).precision, DType::f16);
   EXPECT_EQ(parse({"--precision=f32"}).precision, DType::f32);
+  EXPECT_TRUE(parse({"--tf32"}).tf32);
   // The last of a repeated flag wins.
   EXPECT_EQ(parse({"--epochs=2", "--epochs=5"}).epochs, 5);
 }
@@ -115,6 +117,7 @@ TEST(Flags, SyntaxErrors) {
   EXPECT_EQ(error_of({"--epochs"}), "--epochs needs a value: --epochs=N");
   EXPECT_EQ(error_of({"--lr", "--epochs=1"}), "--lr needs a value: --lr=X");
   EXPECT_EQ(error_of({"--help=yes"}), "--help takes no value");
+  EXPECT_EQ(error_of({"--tf32=1"}), "--tf32 takes no value");
 }
 
 TEST(Flags, NumberErrors) {
@@ -190,7 +193,7 @@ TEST(Flags, HelpListsEveryFlagWithItsDefault) {
   const std::string help = help_text("train");
   EXPECT_EQ(help.rfind("usage: train [--flag=value ...]\n", 0), 0u) << help;
   const std::vector<std::string> names = flag_names();
-  EXPECT_EQ(names.size(), 45u);
+  EXPECT_EQ(names.size(), 46u);
   for (const std::string& name : names) {
     EXPECT_NE(help.find("\n  --" + name), std::string::npos) << name << "\n" << help;
   }
@@ -200,6 +203,7 @@ TEST(Flags, HelpListsEveryFlagWithItsDefault) {
   EXPECT_NE(help.find("(default: constant)"), std::string::npos);
   EXPECT_NE(help.find("FILE.safetensors:TENSOR, FILE.csv:COLUMN[+COLUMN...]"), std::string::npos) << help;
   EXPECT_NE(help.find("(default: the compiled optimizer's)"), std::string::npos);
+  EXPECT_NE(help.find("the cpu ignores it. Not yet run on a GPU (default: off)"), std::string::npos) << help;
 }
 
 // --serve takes a TCP port: the JIT examples once took any int and the listening socket

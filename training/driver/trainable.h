@@ -112,10 +112,12 @@ class Trainable {
 /// all_reduce ops, and with more than one rank the model checks that every rank built the
 /// same step; nullptr: one process. `max_memory` (--max-memory) bounds the bytes a compiled
 /// Program may need, its arena and inputs, checked before they are allocated (the
-/// executors' memory check, BindOptions::max_memory); 0: the memory available.
+/// executors' memory check, BindOptions::max_memory); 0: the memory available. `tf32`
+/// (--tf32) runs a cuda model's f32 GEMMs and convolutions on TF32 tensor cores
+/// (BindOptions::tf32); a cpu model ignores it.
 StatusOr<std::unique_ptr<Trainable>> make_compiled_model(
     uint64_t seed, int num_threads, std::shared_ptr<collective::Communicator> communicator = nullptr,
-    int64_t max_memory = 0);
+    int64_t max_memory = 0, bool tf32 = false);
 
 /// The backend the model of make_compiled_model was compiled for ("cpu", "cuda";
 /// runtime/backend.h), known without making it (for --help and flag errors). Defined next

@@ -185,7 +185,7 @@ std::optional<Failure> TrainingRun::connect_ranks() {
 
 std::optional<Failure> TrainingRun::make_model() {
   StatusOr<std::unique_ptr<Trainable>> made =
-      factory_(config_.seed, static_cast<int>(config_.threads), comm_, config_.max_memory);
+      factory_(config_.seed, static_cast<int>(config_.threads), comm_, config_.max_memory, config_.tf32);
   if (!made.ok()) return runtime_failure(made.error());
   model_ = std::move(*made);
   if (Status s = check_model(*model_); !s.ok()) return runtime_failure(s.error());

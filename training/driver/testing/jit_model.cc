@@ -27,7 +27,7 @@ std::string compiled_model_precision() {
 
 StatusOr<std::unique_ptr<Trainable>> make_compiled_model(
     uint64_t seed, int num_threads, std::shared_ptr<collective::Communicator> communicator,
-    int64_t max_memory) {
+    int64_t max_memory, bool tf32) {
   const char* env = std::getenv("WEFT_DRIVER_TEST_MODEL");
   const std::string which = env ? env : "fashion";
   TrainOptions options;
@@ -35,6 +35,7 @@ StatusOr<std::unique_ptr<Trainable>> make_compiled_model(
   options.num_threads = num_threads;
   options.communicator = std::move(communicator);
   options.max_memory = max_memory;
+  options.tf32 = tf32;
   options.precision = parse_precision(compiled_model_precision()).value_or(DType::f32);
   StatusOr<std::unique_ptr<JitTrainable>> model = Error{"unknown WEFT_DRIVER_TEST_MODEL '" + which + "'"};
   if (which == "fashion" || which == "nchw") {

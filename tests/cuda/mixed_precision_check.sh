@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# [Mixed precision] (#30) on a GPU in one short lease (about four minutes): what was
+# [Mixed precision] (#30) on a GPU in one short lease (about five minutes): what was
 # written and tested on the host without a device.
 #  1. cases_test's f16/bf16 cases against the reference interpreter, launch by launch and
 #     as one CUDA graph: every half elementwise op the GPU emitter fuses, casts,
@@ -18,7 +18,8 @@
 #     (suite_bf16_bench) beside f32 (suite_bench).
 #  6. TF32 (--tf32, TrainOptions::tf32): targets_test's TF32 case runs an f32 matmul
 #     compiled with CompileOptions::tf32 on the GPU against the cpu's (within 1e-2);
-#     step_bench --tf32 (step 3) times the MLP step with it.
+#     step_bench --tf32 (step 3) times the MLP step with it, and suite_bench --tf32 the
+#     ten suite models (beside step 5's f32 and bf16).
 # Build and copy here (about 60 MB):
 #
 #   bazel build //tests/cuda:cases_test //runtime/cuda:executor_test //tests/cuda:step_bench \
@@ -71,6 +72,9 @@ cat "$out/mp_gemm.txt" | cut -c1-160
 timeout 60 .gpu/suite_bench --steps=30 --warmup=5 >"$out/mp_suite_f32.txt" 2>&1
 echo "== suite_bench (f32) rc=$?"
 grep -E "weft cuda|error" "$out/mp_suite_f32.txt" | sed 's/ (min .*device/ device/' | cut -c1-170
+timeout 60 .gpu/suite_bench --tf32 --steps=30 --warmup=5 >"$out/mp_suite_tf32.txt" 2>&1
+echo "== suite_bench --tf32 rc=$?"
+grep -E "weft cuda|error" "$out/mp_suite_tf32.txt" | sed 's/ (min .*device/ device/' | cut -c1-170
 timeout 60 .gpu/suite_bf16_bench --steps=30 --warmup=5 >"$out/mp_suite_bf16.txt" 2>&1
 echo "== suite_bf16_bench rc=$?"
 grep -E "weft cuda|error" "$out/mp_suite_bf16.txt" | sed 's/ (min .*device/ device/' | cut -c1-170

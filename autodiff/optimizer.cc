@@ -392,9 +392,28 @@ StatusOr<std::vector<OptimizerSlot>> append_optimizer(
   return append_optimizer(g, {OptimizerGroup{params_and_grads, lr, spec, momentum}}, step);
 }
 
+namespace {
+
+/// `%<grad>.all_reduce = all_reduce(value[, predicate]) {reduction="mean"}`, located at
+/// parameter `p`'s input: the mean over the ranks of `value` (`grad` or its accumulated
+/// sum), named after the gradient `grad`.
+ValueId all_reduce_mean(Graph& g, ValueId p, ValueId grad, ValueId value, ValueId predicate) {
+  const int index = g.input_index(p);
+  const Location loc = index >= 0 ? g.inputs()[index].loc : Location{};
+  std::string name = g.value(grad).name + ".all_reduce";
+  if (g.value(grad).name.empty() || g.find_value(name)) name.clear();  // a fresh name
+  std::vector<ValueId> operands = {value};
+  if (predicate != kNoValue) operands.push_back(predicate);
+  return g.add_node(Op::AllReduce, operands, {{"reduction", std::string("mean")}}, loc, g.type(value),
+                    std::move(name));
+}
+
+}  // namespace
+
 StatusOr<std::vector<OptimizerSlot>> append_optimizer(Graph& g,
                                                       const std::vector<OptimizerGroup>& groups,
-                                                      ValueId step, ScaledUpdate* scaled) {
+                                                      ValueId step, ScaledUpdate* scaled,
+                                                      bool all_reduce_gradients) {
   if (groups.empty()) return std::vector<OptimizerSlot>{};
   WEFT_RETURN_IF_ERROR(check_groups(groups));
   if (scaled != nullptr) WEFT_RETURN_IF_ERROR(check_scaled(g, *scaled));
@@ -434,19 +453,23 @@ StatusOr<std::vector<OptimizerSlot>> append_optimizer(Graph& g,
     return value;
   };
 
-  // The gradients: accumulated (their window's mean), then clipped over every group.
+  // The gradients: accumulated (their window's mean), averaged over the ranks (only when
+  // the update is taken: the all_reduce's predicate), then clipped over every group.
   std::vector<ValueId> grads;
   std::vector<OptimizerSlot> accumulators;
+  auto reduced = [&](ValueId p, ValueId grad, ValueId value) {
+    return all_reduce_gradients ? all_reduce_mean(g, p, grad, value, count.apply) : value;
+  };
   for (auto [p, grad] : all) {
     if (accumulate == 1) {
-      grads.push_back(grad);
+      grads.push_back(reduced(p, grad, grad));
       continue;
     }
     e.set_loc(g.inputs()[g.input_index(p)].loc);
     OptimizerSlot acc = new_slot(p, kGradAccumulator, Initializer::zeros(), g.type(p));
     ValueId sum = e.add(acc.value, grad);
     e.assign(acc.value, e.op(Op::Select, {count.apply, e.constant(0, g.type(p).dtype), sum}));
-    grads.push_back(e.scale(sum, 1.0 / static_cast<double>(accumulate)));
+    grads.push_back(e.scale(reduced(p, grad, sum), 1.0 / static_cast<double>(accumulate)));
     accumulators.push_back(acc);
   }
   e.set_loc(Location{});
@@ -517,15 +540,7 @@ StatusOr<std::vector<std::pair<ValueId, ValueId>>> append_gradient_all_reduce(
     }
   }
   std::vector<std::pair<ValueId, ValueId>> out;
-  for (const auto& [p, grad] : params_and_grads) {
-    const int index = g.input_index(p);
-    const Location loc = index >= 0 ? g.inputs()[index].loc : Location{};
-    std::string name = g.value(grad).name + ".all_reduce";
-    if (g.find_value(name)) name.clear();  // taken: a fresh name
-    const ValueId reduced = g.add_node(Op::AllReduce, {grad}, {{"reduction", std::string("mean")}},
-                                       loc, g.type(grad), std::move(name));
-    out.emplace_back(p, reduced);
-  }
+  for (const auto& [p, grad] : params_and_grads) out.emplace_back(p, all_reduce_mean(g, p, grad, grad, kNoValue));
   return out;
 }
 

@@ -85,7 +85,8 @@
 //   %apply = eq(step, ceil(step / K)·K)
 //   %acc'  = %optimizer.w.grad_accumulator + gw
 //   assign(%optimizer.w.grad_accumulator, select(%apply, 0, %acc'))
-//   ... the update above with gw := %acc' / K ...
+//   %grad.w.all_reduce = all_reduce(%acc', %apply)   # data parallel only (see below)
+//   ... the update above with gw := %acc' / K (or the reduced sum / K) ...
 //   assign(%w, select(%apply, w', %w))
 
 #include <array>
@@ -293,9 +294,15 @@ StatusOr<std::vector<OptimizerSlot>> append_optimizer(
 /// With `scaled` (dynamic loss scaling, see ScaledUpdate) the gradients are unscaled and
 /// checked, and an update with an inf or NaN changes nothing; an error when its inputs
 /// are not an f32[] scale and an i64[] count.
+/// With `all_reduce_gradients` (data parallelism), each gradient is averaged over the
+/// ranks before everything that reads it (unscaling, the inf check, clipping, the
+/// update), as append_gradient_all_reduce does; when accumulating, the accumulated sum
+/// is, and only on the window's last micro-batch: `all_reduce(%acc', %apply)`, the
+/// identity with no collective call on the other steps (every rank has the same step).
 StatusOr<std::vector<OptimizerSlot>> append_optimizer(Graph& g,
                                                       const std::vector<OptimizerGroup>& groups,
-                                                      ValueId step, ScaledUpdate* scaled = nullptr);
+                                                      ValueId step, ScaledUpdate* scaled = nullptr,
+                                                      bool all_reduce_gradients = false);
 
 /// Data parallelism (DESIGN.md, decision 11): replaces every gradient by its mean over
 /// the ranks of the data-parallel group, appending to `g`, for each (param, grad) pair,

@@ -641,5 +641,56 @@ TEST(Optimizer, AccumulationIsTheMeanGradientUpdate) {
   }
 }
 
+// Data parallel accumulation (issue 32): the accumulated sum is averaged over the ranks,
+// only on a window's last micro-batch: all_reduce(%acc', %apply), read by the update. In
+// one process (the reference interpreter) every all_reduce is the identity, predicate
+// true or false, so the steps are those of the unreduced update.
+TEST(Optimizer, AccumulationReducesTheSumOnTheLastMicroBatch) {
+  const std::map<std::string, Tensor> w0 = {{"w", f64s({1, -2})}};
+  Stepper local(OptimizerSpec::adam(0.1).with_accumulation(2).with_max_grad_norm(0.5), w0);
+  Stepper reduced(OptimizerSpec::adam(0.1).with_accumulation(2).with_max_grad_norm(0.5), w0, DType::f32,
+                  /*all_reduce_gradients=*/true);
+  ASSERT_TRUE(reduced.status().ok()) << reduced.status().to_string();
+  const Graph& g = reduced.graph();
+  EXPECT_TRUE(verify(g).ok()) << verify(g).to_string();
+  std::vector<const Node*> all_reduces;
+  for (const Node& n : g.nodes()) {
+    if (n.op == Op::AllReduce) all_reduces.push_back(&n);
+  }
+  ASSERT_EQ(all_reduces.size(), 1u);
+  const Node& ar = *all_reduces[0];
+  ASSERT_EQ(ar.operands.size(), 2u);
+  EXPECT_EQ(g.value(ar.result()).name, "grad.w.all_reduce");
+  EXPECT_EQ(g.type(ar.operands[1]), (Type{DType::boolean, {}}));
+  const Node& sum = g.node(g.value(ar.operands[0]).node);  // acc' = accumulator + gradient
+  EXPECT_EQ(sum.op, Op::Add);
+  EXPECT_EQ(g.value(sum.operands[0]).name, "optimizer.w.grad_accumulator");
+  // The clipping norm reads the reduced sum: no other node reads acc' but the
+  // accumulator's select and the all_reduce.
+  int readers = 0;
+  for (const Node& n : g.nodes()) {
+    for (ValueId v : n.operands) readers += v == sum.result() ? 1 : 0;
+  }
+  EXPECT_EQ(readers, 2);
+  const std::vector<std::vector<double>> grads = {{0.3, -1}, {0.6, 2}, {-0.3, 0.5}, {1, 1}};
+  for (int micro = 0; micro < 4; ++micro) {
+    ASSERT_TRUE(local.run(0.1, micro + 1, {{"w", f64s(grads[micro])}}));
+    ASSERT_TRUE(reduced.run(0.1, micro + 1, {{"w", f64s(grads[micro])}}));
+    expect_near(reduced["w"], local["w"].to_doubles(), 0);
+    expect_near(reduced["optimizer.w.grad_accumulator"], local["optimizer.w.grad_accumulator"].to_doubles(), 0);
+  }
+  // Without accumulation the gradient itself is reduced, with no predicate.
+  Stepper every(OptimizerSpec::sgd(0.1), w0, DType::f32, /*all_reduce_gradients=*/true);
+  ASSERT_TRUE(every.status().ok()) << every.status().to_string();
+  int count = 0;
+  for (const Node& n : every.graph().nodes()) {
+    if (n.op != Op::AllReduce) continue;
+    ++count;
+    EXPECT_EQ(n.operands.size(), 1u);
+    EXPECT_EQ(every.graph().value(n.operands[0]).name, "grad.w");
+  }
+  EXPECT_EQ(count, 1);
+}
+
 }  // namespace
 }  // namespace weft

@@ -103,7 +103,12 @@ Grads avg_pool2d_backward(GradBuilder& b, const Node& n, ValueId g) {
 Grads all_reduce(GradBuilder& b, const Node& n, ValueId g) {
   // Linear across ranks: y_r = Σ_s x_s (times 1/N for mean), so ∂L/∂x_s = Σ_r g_r (times
   // 1/N): the same all_reduce of the cotangent, where L is the sum of every rank's loss.
-  return {b.op(Op::AllReduce, {g}, {{"reduction", n.str_attr("reduction")}})};
+  // With a predicate (the identity where false), the same predicate; it has no gradient.
+  std::vector<ValueId> operands = {g};
+  if (n.operands.size() == 2) operands.push_back(n.operands[1]);
+  ValueId dx = b.op(Op::AllReduce, operands, {{"reduction", n.str_attr("reduction")}});
+  if (n.operands.size() == 2) return {dx, kNoValue};
+  return {dx};
 }
 
 }  // namespace

@@ -215,15 +215,16 @@ Status Trainer::build_step() {
   for (size_t i = 0; i < wrt.size(); ++i) pairs.emplace_back(wrt[i], grads[i]);
   ValueId loss_out = loss_value;
   if (options_.communicator) {
-    // Data parallel: the gradients, and the reported loss, are means over the ranks.
-    WEFT_ASSIGN_OR_RETURN(pairs, append_gradient_all_reduce(g, pairs));
+    // Data parallel: the gradients (append_optimizer reduces them, accumulated), and the
+    // reported loss, are means over the ranks.
     loss_out = g.add_node(Op::AllReduce, {loss_value}, {{"reduction", std::string("mean")}},
                           g.node(g.value(loss_value).node).loc, g.type(loss_value));
   }
   WEFT_ASSIGN_OR_RETURN(std::vector<OptimizerGroup> groups, optimizer_groups(g, *model, pairs));
   ScaledUpdate scaled = scaler ? scaler->scaled_update(g) : ScaledUpdate{};
   WEFT_ASSIGN_OR_RETURN(std::vector<OptimizerSlot> slots,
-                        append_optimizer(g, groups, step, scaler ? &scaled : nullptr));
+                        append_optimizer(g, groups, step, scaler ? &scaled : nullptr,
+                                         /*all_reduce_gradients=*/options_.communicator != nullptr));
   if (scaler) {
     scaler->append_update(g, scaled);
     slots.insert(slots.end(), scaler->state().begin(), scaler->state().end());

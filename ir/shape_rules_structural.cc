@@ -343,9 +343,16 @@ StatusOr<Type> scan(const Node& node, const std::vector<Type>& in) {
 
 namespace {
 
-// all_reduce(x) {reduction}: the identity on types; "mean" needs a float dtype (an
-// integer mean would round), "sum" any numeric one.
+// all_reduce(x) or all_reduce(x, predicate) {reduction}: the identity on types; "mean"
+// needs a float dtype (an integer mean would round), "sum" any numeric one; the
+// predicate is a bool[].
 StatusOr<Type> all_reduce(const Node& node, const std::vector<Type>& in) {
+  if (in.size() > 2) {
+    return rule_error("takes x and an optional bool[] predicate, not " + std::to_string(in.size()) + " operands");
+  }
+  if (in.size() == 2 && !(in[1].dtype == DType::boolean && in[1].shape.rank() == 0)) {
+    return rule_error("the predicate must be bool[], not " + in[1].to_string());
+  }
   const std::string& r = node.str_attr("reduction");
   if (r != "mean" && r != "sum") {
     return rule_error("unknown reduction \"" + r + "\"; expected \"mean\" or \"sum\"");

@@ -420,6 +420,15 @@ TEST(ShapeRulesTest, AllReduce) {
   EXPECT_EQ(run(Op::AllReduce, {f32({5})}, {{"reduction", std::string("max")}}),
             "model.wir:3:8: error: all_reduce: unknown reduction \"max\"; expected \"mean\" "
             "or \"sum\"");
+  // The optional predicate (gradient accumulation): a bool scalar.
+  const Type flag = boolean(Shape{});
+  EXPECT_EQ(run(Op::AllReduce, {f32({5}), flag}, {}), "f32[5]");
+  EXPECT_EQ(run(Op::AllReduce, {f32({5}), f32(Shape{})}, {}),
+            "model.wir:3:8: error: all_reduce: the predicate must be bool[], not f32[]");
+  EXPECT_EQ(run(Op::AllReduce, {f32({5}), boolean({1})}, {}),
+            "model.wir:3:8: error: all_reduce: the predicate must be bool[], not bool[1]");
+  EXPECT_EQ(run(Op::AllReduce, {f32({5}), flag, flag}, {}),
+            "model.wir:3:8: error: all_reduce: takes x and an optional bool[] predicate, not 3 operands");
 }
 
 TEST(ShapeRulesTest, OperandCountIsChecked) {

@@ -229,15 +229,17 @@ TEST(ParseTest, RoundTripsThroughText) {
 
 TEST(ParseTest, AllReduceRoundTrips) {
   constexpr std::string_view kStep =
-      "graph @step(%g: f32[3], %n: i64[2]) {\n"
+      "graph @step(%g: f32[3], %n: i64[2], %apply: bool[]) {\n"
       "  %m = all_reduce(%g)\n"
       "  %s = all_reduce(%n) {reduction=\"sum\"}\n"
-      "  return %m, %s\n"
+      "  %p = all_reduce(%g, %apply)\n"
+      "  return %m, %s, %p\n"
       "}\n";
   StatusOr<Graph> g = parse_graph(kStep, "step.wir");
   ASSERT_TRUE(g.ok()) << g.error().to_string();
   EXPECT_TRUE(verify(*g, {.check_types = true}).ok());
   EXPECT_EQ(g->node(0).str_attr("reduction"), "mean");  // the default
+  EXPECT_EQ(g->node(2).operands.size(), 2u);              // the predicate
   StatusOr<Graph> again = parse_graph(print_graph(*g), "again.wir");
   ASSERT_TRUE(again.ok()) << again.error().to_string();
   std::string why;

@@ -101,16 +101,25 @@ std::vector<int> greedy_order(const Graph& g, const Liveness& l) {
 }
 
 // Data parallelism (DESIGN.md, decision 11): every all_reduce moved up to right after the
-// node producing its operand (to the front for an input), the others kept in `order`'s
-// order, so that each gradient's reduction can join a bucket, and the bucket start,
-// while the backward pass goes on (runtime/collective/bucket_plan.h).
+// last node in `order` producing one of its operands (to the front when they are all
+// inputs), the others kept in `order`'s order, so that each gradient's reduction can join
+// a bucket, and the bucket start, while the backward pass goes on
+// (runtime/collective/bucket_plan.h).
 std::vector<int> hoist_all_reduces(const Graph& g, const std::vector<int>& order) {
   std::vector<std::vector<int>> after(g.nodes().size());
+  std::vector<int> position(g.nodes().size(), -1);
+  for (size_t k = 0; k < order.size(); ++k) position[static_cast<size_t>(order[k])] = static_cast<int>(k);
   std::vector<int> out;
   out.reserve(order.size());
   for (int i : order) {
     if (g.node(i).op != Op::AllReduce) continue;
-    const int producer = g.value(g.node(i).operands[0]).node;
+    int producer = -1;
+    for (ValueId v : g.node(i).operands) {
+      const int p = g.value(v).node;
+      if (p >= 0 && (producer < 0 || position[static_cast<size_t>(p)] > position[static_cast<size_t>(producer)])) {
+        producer = p;
+      }
+    }
     if (producer < 0) out.push_back(i);
     else after[static_cast<size_t>(producer)].push_back(i);
   }

@@ -135,6 +135,25 @@ TEST(ScheduleMemoryTest, AllReducesFollowTheirGradients) {
 )");
 }
 
+// Gradient accumulation's all_reduce reads a predicate too: it moves up to right after
+// the later of its operands' producers, never above one (issue 32).
+TEST(ScheduleMemoryTest, APredicatedAllReduceFollowsItsLastOperand) {
+  ScheduleMemoryPass pass;
+  const std::string out = run_pass_on_text(pass, R"(graph @f(%x: f32[256], %w1: f32[256] {param}) {
+  %g = mul(%x, %w1) : f32[256]
+  %m = sum(%g) : f32[]
+  %p = eq(%m, %m) : bool[]
+  %r = all_reduce(%g, %p) {reduction="mean"} : f32[256]
+  %u = sub(%w1, %r) : f32[256]
+  assign(%w1, %u)
+  return %m
+}
+)");
+  ASSERT_NE(out.find("%r = all_reduce(%g, %p)"), std::string::npos) << out;
+  EXPECT_LT(out.find("%p = eq"), out.find("%r = all_reduce")) << out;
+  EXPECT_LT(out.find("%r = all_reduce"), out.find("%u = sub")) << out;
+}
+
 TEST(ScheduleMemoryTest, UnknownTypesAreAnError) {
   ScheduleMemoryPass pass;
   EXPECT_NE(run_pass_on_text(pass, R"(graph @f(%x: f32[4]) {

@@ -12,6 +12,8 @@
 // own (`lr.NAME`) fed the group's lr scaled as the default group's is (lr / spec.lr).
 // A spec with scheduled_momentum gets one `momentum` input (in lr_dtype) for every group,
 // fed run()'s `momentum` (the spec's first_momentum() when not given).
+// With `all_reduce_gradients`, the data-parallel update (append_optimizer's flag), which
+// the reference interpreter, a single process, runs with every all_reduce the identity.
 
 #include <map>
 #include <optional>
@@ -30,7 +32,7 @@ namespace weft::testing {
 class Stepper {
  public:
   Stepper(const OptimizerSpec& spec, const std::map<std::string, Tensor>& params,
-          DType lr_dtype = DType::f32)
+          DType lr_dtype = DType::f32, bool all_reduce_gradients = false)
       : spec_(spec), lr_dtype_(lr_dtype) {
     std::vector<OptimizerGroup> groups(spec.groups.size() + 1);
     groups[0].spec = spec;
@@ -55,10 +57,7 @@ class Stepper {
       state_[name] = value;
     }
     ValueId step = g_.add_input("step", {DType::i64, {}});
-    auto slots = spec.groups.empty()
-                     ? append_optimizer(g_, spec, groups[0].params_and_grads, groups[0].lr, step,
-                                        groups[0].momentum)
-                     : append_optimizer(g_, groups, step);
+    auto slots = append_optimizer(g_, groups, step, /*scaled=*/nullptr, all_reduce_gradients);
     status_ = slots.status();
     if (!slots.ok()) return;
     slots_ = *slots;

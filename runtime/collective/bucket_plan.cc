@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 
 namespace weft::collective {
@@ -76,10 +77,24 @@ bool read_after(const Program& program, const Ranges& ranges, size_t i, const Bu
   return false;
 }
 
-using Key = std::pair<DType, Reduction>;
+// The predicate of an all_reduce invocation, if it has one.
+std::optional<BufferRef> predicate_of(const Invocation& inv) {
+  if (inv.operands.size() < 2) return std::nullopt;
+  return inv.operands[1];
+}
 
-// Builds the buckets in program order: the open bucket of each dtype and reduction (an
-// index into `plan.buckets`) takes the next all_reduce of its kind until it closes.
+// What members of one bucket share: dtype, reduction and predicate (none: -1 for the
+// predicate's space, input and offset).
+using Key = std::tuple<DType, Reduction, int, int32_t, int64_t>;
+
+Key key_of(DType dtype, Reduction reduction, const std::optional<BufferRef>& predicate) {
+  if (!predicate) return {dtype, reduction, -1, -1, -1};
+  return {dtype, reduction, static_cast<int>(predicate->space), predicate->input, predicate->offset};
+}
+
+// Builds the buckets in program order: the open bucket of each kind (dtype, reduction,
+// predicate; an index into `plan.buckets`) takes the next all_reduce of its kind until it
+// closes.
 class Planner {
  public:
   Planner(const Program& program, const BucketPlanOptions& options)
@@ -113,12 +128,14 @@ class Planner {
   void add_member(size_t i, Reduction reduction) {
     const Invocation& inv = program_.code[i];
     const Type& type = inv.results[0].type;
-    const Key key{type.dtype, reduction};
+    const std::optional<BufferRef> predicate = predicate_of(inv);
+    const Key key = key_of(type.dtype, reduction, predicate);
     auto open = open_.find(key);
     if (open == open_.end()) {
       Bucket fresh;
       fresh.dtype = type.dtype;
       fresh.reduction = reduction;
+      fresh.predicate = predicate;
       plan_.buckets.push_back(std::move(fresh));
       open = open_.emplace(key, plan_.buckets.size() - 1).first;
       ++opened_[key];
@@ -181,7 +198,8 @@ std::string describe(const BucketPlan& plan) {
     const Bucket& b = plan.buckets[k];
     out += "bucket " + std::to_string(k) + ": " + std::to_string(b.members.size()) + " " +
            std::string(dtype_name(b.dtype)) + " " + reduction_name(b.reduction) + " (" +
-           std::to_string(b.count) + " elements) start after " + std::to_string(b.start_after) +
+           std::to_string(b.count) + " elements" + (b.predicate ? " if " + b.predicate->to_string() : "") +
+           ") start after " + std::to_string(b.start_after) +
            ", wait before " + std::to_string(b.wait_before) + "\n";
   }
   return out;

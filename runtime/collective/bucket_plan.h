@@ -22,9 +22,14 @@
 // anything in the Program (that is what `wait_before` is), so the memory plan needs no
 // extra liveness for them. An all_reduce whose result nothing reads later is left out
 // (it runs alone, in place: the memory plan may reuse its bytes right away).
+// An all_reduce with a predicate (its second operand, a bool[]: gradient accumulation)
+// shares a bucket only with those of the same predicate buffer, never with unpredicated
+// ones; the bucket reads the predicate when it starts and, where false, makes no call
+// (its results are its members' operands).
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "ir/status.h"
@@ -53,6 +58,8 @@ struct BucketMember {
 struct Bucket {
   DType dtype = DType::f32;
   Reduction reduction = Reduction::mean;
+  /// Every member's predicate (a bool[]); none: the bucket always reduces.
+  std::optional<BufferRef> predicate;
   std::vector<BucketMember> members;  ///< In program order.
   int64_t count = 0;                  ///< Elements, all members.
   int64_t staging_offset = 0;         ///< Bytes into the staging block (a multiple of 64).
@@ -75,7 +82,8 @@ struct BucketPlan {
 /// file). Errors: an all_reduce whose `reduction` attribute is not sum or mean.
 StatusOr<BucketPlan> plan_buckets(const Program& program, const BucketPlanOptions& options);
 
-/// One line per bucket: "bucket 0: 7 f32 mean (1733 elements) start after 12, wait before 20".
+/// One line per bucket: "bucket 0: 7 f32 mean (1733 elements) start after 12, wait before 20",
+/// with " if arena+64 bool[]" after the elements for a predicated bucket.
 std::string describe(const BucketPlan& plan);
 
 }  // namespace weft::collective

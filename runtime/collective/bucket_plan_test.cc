@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+
 namespace weft::collective {
 namespace {
 
@@ -20,12 +22,14 @@ BufferRef arena(int64_t offset, int64_t n, DType dtype = DType::f32) {
 struct ProgramBuilder {
   Program p;
   ProgramBuilder() { p.name = "test"; }
-  size_t all_reduce(BufferRef from, BufferRef to, const char* reduction = "mean") {
+  size_t all_reduce(BufferRef from, BufferRef to, const char* reduction = "mean",
+                    std::optional<BufferRef> predicate = std::nullopt) {
     Invocation inv;
     inv.kind = Invocation::Kind::library;
     inv.node.op = Op::AllReduce;
     inv.node.attrs["reduction"] = std::string(reduction);
     inv.operands = {from};
+    if (predicate) inv.operands.push_back(*predicate);
     inv.results = {to};
     p.code.push_back(inv);
     return p.code.size() - 1;
@@ -104,6 +108,25 @@ TEST(BucketPlanTest, KindsFillTheirOwnBucketsNumberedInStartOrder) {
             "bucket 2: 1 f32 sum (2 elements) start after 2, wait before 5\n"
             "bucket 3: 1 f32 mean (4 elements) start after 4, wait before 5\n");
   EXPECT_EQ(plan->bucket_of, (std::vector<int>{0, 1, 2, -1, 3}));
+}
+
+// Gradient accumulation: members with one predicate share a bucket, which never holds
+// unpredicated members or those of another predicate.
+TEST(BucketPlanTest, PredicatedMembersShareABucketOnlyWithTheirPredicate) {
+  ProgramBuilder b;
+  const BufferRef apply = arena(960, 1, DType::boolean), other = arena(1000, 1, DType::boolean);
+  b.all_reduce(arena(0, 4), arena(512, 4), "mean", apply);   // 0
+  b.all_reduce(arena(64, 4), arena(576, 4));                 // 1
+  b.all_reduce(arena(128, 4), arena(640, 4), "mean", apply); // 2
+  b.all_reduce(arena(192, 4), arena(704, 4), "mean", other); // 3
+  b.p.outputs = {arena(512, 4), arena(576, 4), arena(640, 4), arena(704, 4)};
+  StatusOr<BucketPlan> plan = plan_buckets(b.p, {});
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(describe(*plan),
+            "bucket 0: 1 f32 mean (4 elements) start after 1, wait before 4\n"
+            "bucket 1: 2 f32 mean (8 elements if arena+960 bool[1]) start after 2, wait before 4\n"
+            "bucket 2: 1 f32 mean (4 elements if arena+1000 bool[1]) start after 3, wait before 4\n");
+  EXPECT_EQ(plan->bucket_of, (std::vector<int>{1, 0, 1, 2}));
 }
 
 TEST(BucketPlanTest, AResultNothingReadsRunsAlone) {

@@ -85,15 +85,17 @@ class CopyBound : public Executor::Bound {
   size_t bytes_;
 };
 
-// all_reduce: in place on the result's buffer through the communicator.
+// all_reduce: in place on the result's buffer through the communicator; with a predicate
+// (null: none) that is false, the operand copied and no call.
 class AllReduceBound : public Executor::Bound {
  public:
   AllReduceBound(std::shared_ptr<collective::Communicator> comm, collective::Reduction reduction,
-                 const void* from, void* to, const Type& type, Location loc)
-      : comm_(std::move(comm)), reduction_(reduction), from_(from), to_(to), type_(type),
+                 const void* from, const bool* predicate, void* to, const Type& type, Location loc)
+      : comm_(std::move(comm)), reduction_(reduction), from_(from), predicate_(predicate), to_(to), type_(type),
         loc_(std::move(loc)) {}
   Status run(ThreadPool&) override {
     if (from_ != to_) std::memcpy(to_, from_, type_.bytes());
+    if (predicate_ != nullptr && !*predicate_) return Status::ok_status();
     Status s = comm_->all_reduce(to_, type_.shape.numel(), type_.dtype, reduction_);
     if (!s.ok()) return Error{s.error().message, loc_};
     return s;
@@ -107,6 +109,7 @@ class AllReduceBound : public Executor::Bound {
   std::shared_ptr<collective::Communicator> comm_;
   collective::Reduction reduction_;
   const void* from_;
+  const bool* predicate_;
   void* to_;
   Type type_;
   Location loc_;
@@ -115,15 +118,18 @@ class AllReduceBound : public Executor::Bound {
 // A bucket of the plan (runtime/collective/bucket_plan.h) bound to one set of buffers:
 // its staging slice and its members' results. start() begins the one reduction of the
 // slice (after the last member has copied its operand in); wait() completes it and
-// copies every member's slice to its result. Blocking mode waits inside start().
-// `spent_ns` adds up the time spent inside the communicator's calls (start, test, wait):
-// the communication the step did not hide.
+// copies every member's slice to its result. Blocking mode waits inside start(). A
+// predicated bucket whose predicate (null: none) is false when it starts makes no call:
+// it copies the slice out at once. `tally` adds up the time spent inside the
+// communicator's calls (start, test, wait): the communication the step did not hide; and
+// counts the reductions started and their elements.
 class BoundBucket {
  public:
   BoundBucket(const collective::Bucket& plan, std::shared_ptr<collective::Communicator> comm,
-              std::byte* staging, std::vector<void*> results, bool overlap, double* spent_ns)
-      : plan_(plan), comm_(std::move(comm)), staging_(staging), results_(std::move(results)),
-        overlap_(overlap), spent_ns_(spent_ns) {}
+              std::byte* staging, const bool* predicate, std::vector<void*> results, bool overlap,
+              Executor::AllReduceTally* tally)
+      : plan_(plan), comm_(std::move(comm)), staging_(staging), predicate_(predicate),
+        results_(std::move(results)), overlap_(overlap), tally_(tally) {}
 
   /// Copies member `member`'s operand into the staging slice.
   void stage(size_t member, const void* from) {
@@ -131,10 +137,16 @@ class BoundBucket {
     std::memcpy(staging_ + m.offset * element(), from, static_cast<size_t>(m.count) * element());
   }
   Status start() {
-    const Timer timer(spent_ns_);
+    const Timer timer(&tally_->ns);
     // A step that stopped at an error left its reduction in flight: complete it before
     // the staging slice is reused.
     if (pending_) WEFT_RETURN_IF_ERROR(finish());
+    if (predicate_ != nullptr && !*predicate_) {
+      copy_out();
+      return Status::ok_status();
+    }
+    ++tally_->calls;
+    tally_->elements += plan_.count;
     StatusOr<std::unique_ptr<collective::PendingReduction>> pending =
         comm_->start_all_reduce(staging_, plan_.count, plan_.dtype, plan_.reduction);
     if (!pending.ok()) return pending.error();
@@ -144,12 +156,12 @@ class BoundBucket {
   /// Lets the transport advance a reduction in flight.
   void poll() {
     if (!pending_) return;
-    const Timer timer(spent_ns_);
+    const Timer timer(&tally_->ns);
     pending_->test();
   }
   Status wait() {
     if (!pending_) return Status::ok_status();
-    const Timer timer(spent_ns_);
+    const Timer timer(&tally_->ns);
     return finish();
   }
   const collective::Bucket& plan() const { return plan_; }
@@ -167,19 +179,23 @@ class BoundBucket {
     Status s = pending_->wait();
     pending_.reset();
     if (!s.ok()) return Error{s.error().message};
+    copy_out();
+    return Status::ok_status();
+  }
+  void copy_out() {
     for (size_t i = 0; i < results_.size(); ++i) {
       const collective::BucketMember& m = plan_.members[i];
       std::memcpy(results_[i], staging_ + m.offset * element(), static_cast<size_t>(m.count) * element());
     }
-    return Status::ok_status();
   }
 
   const collective::Bucket& plan_;
   std::shared_ptr<collective::Communicator> comm_;
   std::byte* staging_;
+  const bool* predicate_;
   std::vector<void*> results_;
   bool overlap_;
-  double* spent_ns_;
+  Executor::AllReduceTally* tally_;
   std::unique_ptr<collective::PendingReduction> pending_;
 };
 
@@ -361,12 +377,13 @@ void* Executor::resolve(const BufferRef& ref) const { return buffer_address(ref,
 class Executor::Binder {
  public:
   /// `plan`: the buckets (none with one rank); `staging`: their staging block;
-  /// `spent_ns`: where the buckets add up their time in the communicator.
+  /// `tally`: where the buckets add up their time in the communicator and count the
+  /// reductions they start.
   Binder(const Program& program, const std::vector<GeneratedFn>& generated, const ExecutorOptions& options,
          std::shared_ptr<collective::Communicator> comm, const collective::BucketPlan& plan, std::byte* staging,
-         double* spent_ns)
+         AllReduceTally* tally)
       : program_(program), generated_(generated), options_(options), comm_(std::move(comm)), plan_(plan),
-        staging_(staging), spent_ns_(spent_ns) {}
+        staging_(staging), tally_(tally) {}
 
   /// Every invocation bound to `arena` and `inputs`; `count`: add its fallbacks to
   /// fallbacks() (the executor's own code, or a loop body's first slot).
@@ -390,7 +407,7 @@ class Executor::Binder {
   std::shared_ptr<collective::Communicator> comm_;
   const collective::BucketPlan& plan_;
   std::byte* staging_;
-  double* spent_ns_;
+  AllReduceTally* tally_;
   BoundBuckets buckets_;  ///< Of the binding in progress.
   int fallbacks_ = 0;
   bool bucketed_ = false;
@@ -414,8 +431,10 @@ BoundBuckets Executor::Binder::bind_buckets(std::byte* arena, const std::vector<
   for (const collective::Bucket& k : plan_.buckets) {
     std::vector<void*> results;
     for (const collective::BucketMember& m : k.members) results.push_back(buffer_address(m.result, arena, inputs));
-    buckets.push_back(std::make_shared<BoundBucket>(k, comm_, staging_ + k.staging_offset, std::move(results),
-                                                    options_.overlap_all_reduce, spent_ns_));
+    const bool* predicate =
+        k.predicate ? static_cast<const bool*>(buffer_address(*k.predicate, arena, inputs)) : nullptr;
+    buckets.push_back(std::make_shared<BoundBucket>(k, comm_, staging_ + k.staging_offset, predicate,
+                                                    std::move(results), options_.overlap_all_reduce, tally_));
   }
   return buckets;
 }
@@ -487,8 +506,9 @@ StatusOr<BoundPtr> Executor::Binder::bind_library(size_t index, const Invocation
                                                           inv.node.loc));
     }
     WEFT_ASSIGN_OR_RETURN(collective::Reduction reduction, collective::parse_reduction(inv.node.str_attr("reduction")));
-    return BoundPtr(
-        std::make_unique<AllReduceBound>(comm_, reduction, b.in[0], b.out(), inv.results[0].type, inv.node.loc));
+    const bool* predicate = b.in.size() > 1 ? static_cast<const bool*>(b.in[1]) : nullptr;
+    return BoundPtr(std::make_unique<AllReduceBound>(comm_, reduction, b.in[0], predicate, b.out(),
+                                                     inv.results[0].type, inv.node.loc));
   }
   LibraryCall call{inv.node, b.types, inv.results[0].type};
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<BoundKernel> k, make_library_kernel(call, b.in, b.out()));
@@ -518,7 +538,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::create_bound(
       options.communicator ? options.communicator : collective::single_process();
   WEFT_RETURN_IF_ERROR(ex->plan_buckets(program, options, *comm));
   Binder binder(program, generated, options, std::move(comm), ex->bucket_plan_, ex->staging_.get(),
-                &ex->all_reduce_ns_);
+                &ex->all_reduce_);
   WEFT_RETURN_IF_ERROR(ex->bind_code(binder, slot_inputs));
   ex->fallbacks_ = binder.fallbacks();
   ex->bucketed_all_reduce_ = binder.bucketed();

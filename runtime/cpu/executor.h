@@ -39,6 +39,8 @@
 // kernels' threads for the cores (runtime/collective/README.md, "Progress").
 // all_reduce_us() adds up the time spent in those calls.
 // With overlap_all_reduce off, each reduction is waited for as soon as it starts.
+// An all_reduce with a predicate (its bool[] second operand) copies its operand and makes
+// no call where the predicate is false (a bucket of them reads it when it would start).
 // Under check-numerics, results of bucketed all_reduce invocations are not scanned
 // (their operands were).
 //
@@ -159,7 +161,19 @@ class Executor : public ProgramExecutor {
   /// Microseconds that run() has spent so far inside the communicator's calls for
   /// bucketed all_reduce invocations (starting, progressing and waiting for reductions):
   /// with overlap, the communication the steps did not hide; blocking, all of it.
-  double all_reduce_us() const { return all_reduce_ns_ / 1e3; }
+  double all_reduce_us() const { return all_reduce_.ns / 1e3; }
+  /// The collective calls that run() has made so far for bucketed all_reduce invocations,
+  /// one per bucket reduced (a predicated bucket whose predicate was false made none),
+  /// and the elements they reduced.
+  int64_t all_reduce_calls() const { return all_reduce_.calls; }
+  int64_t all_reduce_elements() const { return all_reduce_.elements; }
+
+  /// What the buckets add up as the steps run (all_reduce_us, _calls, _elements).
+  struct AllReduceTally {
+    double ns = 0;
+    int64_t calls = 0;
+    int64_t elements = 0;
+  };
 
   /// Invocations that run through the reference interpreter (no CPU kernel).
   int fallbacks() const override { return fallbacks_; }
@@ -236,7 +250,7 @@ class Executor : public ProgramExecutor {
   bool bucketed_all_reduce_ = false;  ///< Some all_reduce results are written by a bucket.
   collective::BucketPlan bucket_plan_;  ///< Empty with one rank (runtime/collective/bucket_plan.h).
   std::unique_ptr<std::byte[], void (*)(std::byte*)> staging_{nullptr, nullptr};  ///< The buckets' slices.
-  double all_reduce_ns_ = 0;  ///< all_reduce_us(), in nanoseconds.
+  AllReduceTally all_reduce_;  ///< all_reduce_us(), _calls(), _elements().
   int64_t profiled_steps_ = 0;
   std::vector<double> profile_ns_;  ///< Per invocation, then the updates, summed over steps.
 };

@@ -1,6 +1,10 @@
 // The data-parallel step on the GPU (step_schedule.h): the buckets' staging block and
 // events, the all_reduce invocations bound as staging copies (or reduced alone), and a
-// bucket's start on the communication stream and its wait on the compute stream.
+// bucket's start on the communication stream and its wait on the compute stream. An
+// all_reduce's predicate (its optional second operand, gradient accumulation's window)
+// is ignored: the step is captured in a CUDA graph, where a device value cannot skip a
+// captured call, so every micro-batch reduces the partial sum, which is also right
+// (runtime/collective/README.md).
 #include <cstddef>
 #include <string>
 #include <utility>

@@ -109,7 +109,8 @@ Status assign(const Node& node, const Inputs& in, Tensor& out) {
 }
 
 // all_reduce in one process: the reference interpreter is a single process (world size
-// 1), where the sum and the mean over the ranks are both the rank's own tensor. The
+// 1), where the sum and the mean over the ranks are both the rank's own tensor, whatever
+// the optional predicate (false: the identity on every backend). The
 // executors of runtime/cpu run it through a communicator (runtime/collective).
 Status all_reduce(const Node&, const Inputs& in, Tensor& out) {
   std::memcpy(out.raw_data(), in[0]->raw_data(), out.bytes());

@@ -126,6 +126,11 @@ TEST(DataParallel, TwoRanksMatchOneProcessOnTheGlobalBatch) {
   const TrainedRun a0 = read_run(tmp("accumulated.rank0"));
   EXPECT_EQ(a0.losses.size(), 40u);  // one per micro-batch
   expect_params_near(want, a0, 1e-6);  // the accumulators aside
+  // Issue 32: the gradients (1,732 elements) are reduced once per window, accumulated;
+  // the loss (1 element, its own bucket) every micro-batch: 20 + 40 calls, where reducing
+  // every micro-batch's gradients made 40 calls on 40 × 1,733 elements (one bucket).
+  EXPECT_EQ(count(accumulated.out, "rank 0: 60 all_reduce calls on 34680 elements over 40 micro-batches"), 1)
+      << accumulated.out;
 }
 
 // One bucket holds every gradient and the loss (1,732 parameters + 1): one MPI call per
@@ -138,6 +143,8 @@ TEST(DataParallel, BucketedAllReduceIsOneCallWithTheSameResult) {
                                      "--bucket_bytes=0 --out=" + tmp("per_op"));
   ASSERT_EQ(per_op.exit_code, 0) << per_op.out;
   EXPECT_EQ(count(bucketed.out, "into bucket of 7"), 7) << bucketed.out;
+  EXPECT_EQ(count(bucketed.out, "rank 0: 20 all_reduce calls on 34660 elements over 20 micro-batches"), 1)
+      << bucketed.out;
   EXPECT_EQ(count(bucketed.out, ": one call on 1733 elements (MPI rank 0 of 2"), 1) << bucketed.out;
   EXPECT_EQ(count(per_op.out, "into bucket"), 0) << per_op.out;
   EXPECT_EQ(count(per_op.out, "all_reduce mean f32["), 7) << per_op.out;

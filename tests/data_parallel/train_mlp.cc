@@ -15,7 +15,9 @@
 // loss line per micro-batch), --backend=cpu|reference; --describe prints the
 // step's all_reduce invocations and where the step waits for them, --time the median
 // step time and the median time per step spent inside the all_reduce calls (after 5
-// warm-up steps). Errors go to stderr, exit 1.
+// warm-up steps). A compiled CPU step with more than one rank ends with "rank R: N
+// all_reduce calls on E elements over S micro-batches" (cpu::Executor's tally).
+// Errors go to stderr, exit 1.
 
 #include <algorithm>
 #include <chrono>
@@ -175,6 +177,12 @@ int main(int argc, char** argv) {
                 "in all_reduce calls %.4f ms\n",
                 rank, world, median_after_warm_up(step_ms), static_cast<long long>(steps - 5),
                 static_cast<long long>(batch), median_after_warm_up(all_reduce_ms));
+  }
+  if (executor && world > 1) {
+    std::printf("rank %d: %lld all_reduce calls on %lld elements over %lld micro-batches\n", rank,
+                static_cast<long long>(executor->all_reduce_calls()),
+                static_cast<long long>(executor->all_reduce_elements()),
+                static_cast<long long>(steps * accumulate));
   }
   if (!out.empty()) {
     std::ofstream f(out + ".rank" + std::to_string(rank));

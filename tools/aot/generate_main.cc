@@ -460,8 +460,9 @@ int run(int argc, char** argv) {
 
   // The training step, built by the Trainer itself (reference backend: nothing is
   // compiled here), so its graph, parameter table and slots are the JIT path's. With
-  // --data_parallel, the data-parallel step: an all_reduce mean on every gradient and on
-  // the loss (append_gradient_all_reduce), which the binary runs through the communicator
+  // --data_parallel, the data-parallel step: an all_reduce mean on every gradient (after
+  // the accumulator, on the window's last micro-batch only: append_optimizer) and on the
+  // loss, which the binary runs through the communicator
   // it is given (CompiledModel::Options) — with one process they change nothing, so the
   // same library trains alone or under mpirun.
   // With --precision, the mixed-precision step the Trainer builds (autocast, and for f16

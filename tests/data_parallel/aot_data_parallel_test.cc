@@ -8,13 +8,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "formats/npy.h"
+#include "tests/data_parallel/regressor_data.h"
+#include "tests/testing/metrics_csv.h"
 #include "tests/testing/mpi_run.h"
 #include "tests/testing/subprocess.h"
 
@@ -22,35 +22,13 @@ namespace weft {
 namespace {
 
 using testing::CommandResult;
+using testing::read_metrics;
 using testing::kMpiEnv;
 using testing::kMpirun;
 using testing::run_command;
 using testing::run_mpi;
 
 std::string tmp(const std::string& name) { return testing::test_tmpdir() + "/" + name; }
-
-// The metrics CSV's columns by name (empty cells are NaN).
-std::map<std::string, std::vector<double>> read_metrics(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::vector<std::string> names;
-  std::map<std::string, std::vector<double>> columns;
-  while (std::getline(in, line)) {
-    std::vector<std::string> cells;
-    std::stringstream s(line);
-    std::string cell;
-    while (std::getline(s, cell, ',')) cells.push_back(cell);
-    if (!line.empty() && line.back() == ',') cells.push_back("");
-    if (names.empty()) {
-      names = cells;
-      continue;
-    }
-    for (size_t c = 0; c < names.size() && c < cells.size(); ++c) {
-      columns[names[c]].push_back(cells[c].empty() ? NAN : std::stod(cells[c]));
-    }
-  }
-  return columns;
-}
 
 int count(const std::string& text, const std::string& what) {
   int n = 0;
@@ -60,17 +38,9 @@ int count(const std::string& text, const std::string& what) {
 
 TEST(AotDataParallel, TwoRanksOfTheBinaryMatchOneProcessOnTheGlobalBatch) {
   // 52 samples: 6 global batches of 8 per epoch, 4 left over (dropped).
-  Tensor x(Type{DType::f32, {52, 3}}), y(Type{DType::f32, {52, 2}});
-  for (int64_t i = 0; i < 52; ++i) {
-    float* r = x.data<float>() + i * 3;
-    for (int j = 0; j < 3; ++j) r[j] = static_cast<float>((i * 7 + j * 3) % 11) / 11.0f;
-    y.data<float>()[i * 2] = r[0] + r[1];
-    y.data<float>()[i * 2 + 1] = r[2] - r[0];
-  }
-  ASSERT_TRUE(write_npy(tmp("x.npy"), x).ok());
-  ASSERT_TRUE(write_npy(tmp("y.npy"), y).ok());
-  const std::string flags = " --epochs=4 --seed=3 --shuffle-seed=5 --log-every=1000 --train=" + tmp("x.npy") +
-                            "," + tmp("y.npy") + " --test=" + tmp("x.npy") + "," + tmp("y.npy");
+  StatusOr<std::string> data = testing::write_regressor_data(testing::test_tmpdir());
+  ASSERT_TRUE(data.ok()) << data.error().to_string();
+  const std::string flags = *data;
 
   CommandResult one = run_command("WEFT_DRIVER_TEST_MODEL=npy-regressor training/driver/jit_model_train" + flags +
                                   " --metrics-csv=" + tmp("one.csv"));

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "formats/npy.h"
+#include "tests/data_parallel/regressor_data.h"
 #include "tests/testing/free_port.h"
 #include "tests/testing/metrics_csv.h"
 #include "tests/testing/mpi_run.h"
@@ -34,17 +34,9 @@ std::string tmp(const std::string& name) { return testing::test_tmpdir() + "/" +
 
 // 52 samples of a linear target: 6 global batches of 8 per epoch; 4 epochs, 24 steps.
 std::string data_flags() {
-  Tensor x(Type{DType::f32, {52, 3}}), y(Type{DType::f32, {52, 2}});
-  for (int64_t i = 0; i < 52; ++i) {
-    float* r = x.data<float>() + i * 3;
-    for (int j = 0; j < 3; ++j) r[j] = static_cast<float>((i * 7 + j * 3) % 11) / 11.0f;
-    y.data<float>()[i * 2] = r[0] + r[1];
-    y.data<float>()[i * 2 + 1] = r[2] - r[0];
-  }
-  EXPECT_TRUE(write_npy(tmp("x.npy"), x).ok());
-  EXPECT_TRUE(write_npy(tmp("y.npy"), y).ok());
-  return " --epochs=4 --seed=3 --shuffle-seed=5 --log-every=1000 --collective-timeout=5 --train=" + tmp("x.npy") +
-         "," + tmp("y.npy") + " --test=" + tmp("x.npy") + "," + tmp("y.npy");
+  StatusOr<std::string> flags = testing::write_regressor_data(testing::test_tmpdir());
+  EXPECT_TRUE(flags.ok()) << flags.error().to_string();
+  return (flags.ok() ? *flags : std::string()) + " --collective-timeout=5";
 }
 
 // The 2 ranks of a torchrun-style launch of aot_regressor, each with `env` before it;

@@ -12,10 +12,14 @@
 #       bazel-bin/runtime/cuda/executor_test bazel-bin/examples/fashion_mnist/train_cuda \
 #       bazel-bin/examples/fashion_mnist/train_cuda_runtime_test .gpu/
 #   cp -f /usr/share/datasets/fashion-mnist/*-ubyte.gz .gpu/fashion-mnist/
+#   # The driver's libraries a GPU machine may lack (Gloo since session 18; httplib for the
+#   # dashboard):
+#   mkdir -p .gpu/lib && cp -fL /usr/lib/libgloo.so.0 /lib/x86_64-linux-gnu/{libhiredis.so.0.14,libibverbs.so.1,libcpp-httplib.so.0.11,libbrotlidec.so.1,libbrotlienc.so.1,libbrotlicommon.so.1} .gpu/lib/
 #   # device tool: run(command="tests/cuda/architecture_check.sh", carry=[".gpu"], timeout_s=300)
 #
 # Logs go to /tmp/weft-gpu and, when $OUT is set, to $OUT.
 set -uo pipefail
+export LD_LIBRARY_PATH="$PWD/.gpu/lib:${LD_LIBRARY_PATH:-}"
 out=${OUT:-/tmp/weft-gpu}
 mkdir -p "$out"
 line() { grep -E "$1" "$2" | tr '\n' ' ' | cut -c1-400; echo; }

@@ -11,12 +11,16 @@
 #       bazel-bin/examples/fashion_mnist/train_cuda_runtime_test \
 #       bazel-bin/examples/fashion_mnist/train_mlp_cuda .gpu/
 #   cp -f /usr/share/datasets/fashion-mnist/*-ubyte.gz .gpu/fashion-mnist/
+#   # The driver's libraries a GPU machine may lack (Gloo since session 18; httplib for the
+#   # dashboard):
+#   mkdir -p .gpu/lib && cp -fL /usr/lib/libgloo.so.0 /lib/x86_64-linux-gnu/{libhiredis.so.0.14,libibverbs.so.1,libcpp-httplib.so.0.11,libbrotlidec.so.1,libbrotlienc.so.1,libbrotlicommon.so.1} .gpu/lib/
 #   mkdir -p .gpu/names && for m in transformer mlp residual_tower feedback_fixed \
 #       gated_routing iterative_refine gru_seq conv_autoenc lstm_seq convnet; do \
 #     bazel-bin/bench/weft_worker --model=$m --preset=paper --names-out=.gpu/names/$m.json; done
 #
 # then on the GPU machine, from the repository root: tests/cuda/full_check.sh [EPOCHS]
 set -uo pipefail
+export LD_LIBRARY_PATH="$PWD/.gpu/lib:${LD_LIBRARY_PATH:-}"
 out=${OUT:-/tmp/weft-gpu}
 epochs=${1:-10}
 data=.gpu/fashion-mnist

@@ -11,6 +11,9 @@
 #   mkdir -p .gpu/fashion-mnist .gpu/names && cp -f bazel-bin/tests/cuda/{cases_test,suite_bench} \
 #       bazel-bin/runtime/cuda/executor_test bazel-bin/examples/fashion_mnist/{train_cuda,ponder_cuda} .gpu/
 #   cp -f /usr/share/datasets/fashion-mnist/*-ubyte.gz .gpu/fashion-mnist/
+#   # The driver's libraries a GPU machine may lack (Gloo since session 18; httplib for the
+#   # dashboard):
+#   mkdir -p .gpu/lib && cp -fL /usr/lib/libgloo.so.0 /lib/x86_64-linux-gnu/{libhiredis.so.0.14,libibverbs.so.1,libcpp-httplib.so.0.11,libbrotlidec.so.1,libbrotlienc.so.1,libbrotlicommon.so.1} .gpu/lib/
 #   for m in transformer mlp residual_tower feedback_fixed gated_routing iterative_refine gru_seq \
 #       conv_autoenc lstm_seq convnet; do
 #     bazel-bin/bench/weft_worker --model=$m --preset=paper --names-out=.gpu/names/$m.json; done
@@ -18,6 +21,7 @@
 # then on the GPU machine, from the repository root: tests/cuda/loop_check.sh [EPOCHS]
 # Logs go to /tmp/weft-gpu; the main ones are copied to $OUT when it is set.
 set -uo pipefail
+export LD_LIBRARY_PATH="$PWD/.gpu/lib:${LD_LIBRARY_PATH:-}"
 out=/tmp/weft-gpu
 epochs=${1:-10}
 data=.gpu/fashion-mnist

@@ -12,7 +12,7 @@
 #   mkdir -p .gpu/fashion-mnist .gpu/lib && cp -f bazel-bin/tests/cuda/cases_test \
 #       bazel-bin/runtime/cuda/executor_test bazel-bin/examples/fashion_mnist/train_cuda .gpu/
 #   cp -f /usr/share/datasets/fashion-mnist/*-ubyte.gz .gpu/fashion-mnist/
-#   cp -fL /lib/x86_64-linux-gnu/{libcpp-httplib.so.0.11,libbrotlidec.so.1,libbrotlienc.so.1,libbrotlicommon.so.1} .gpu/lib/
+#   cp -fL /usr/lib/libgloo.so.0 /lib/x86_64-linux-gnu/{libhiredis.so.0.14,libibverbs.so.1,libcpp-httplib.so.0.11,libbrotlidec.so.1,libbrotlienc.so.1,libbrotlicommon.so.1} .gpu/lib/
 #
 # then on the GPU machine, from the repository root: tests/cuda/parity_check.sh
 # (the device tool: carry [".gpu"]). Logs go to /tmp/weft-gpu and to $OUT when it is set.

@@ -1,26 +1,39 @@
 // The benchmark suite: ten models on weft and on PyTorch, one table (bench/PROTOCOL.md).
 //
-//   bazel run //bench:suite -- --preset=cpu|paper [--weft=jit|aot] [--models=a,b] [--epochs=N]
-//       [--warmup=N] [--rounds=N] [--json=PATH] [--pytorch-only] [--allow-paper] [--keep-tmp]
-//       [--python=PATH]
+//   bazel run //bench:suite -- --preset=cpu|paper [--device=cpu|cuda] [--weft=jit|aot]
+//       [--models=a,b] [--epochs=N] [--warmup=N] [--rounds=N] [--json=PATH] [--pytorch-only]
+//       [--allow-paper] [--keep-tmp] [--python=PATH]
+//
+// --device=cuda runs the same steps on one NVIDIA GPU: weft's side is
+// bench/weft_aot_cuda_worker (the AOT CUDA libraries of bench/aot, paper preset, each step
+// one CUDA graph), which also gives the names (no compiler on the GPU machine); PyTorch's
+// side is run.py --device=cuda in four configurations (eager, fused Adam, torch.compile for
+// the transformer and mlp, the whole step as one CUDA graph; TF32 off), and each side
+// reports its device memory (weft: the executor's device allocations; PyTorch:
+// torch.cuda.max_memory_allocated). Everything else below is the same. Without an NVIDIA
+// device, or without a PyTorch that has CUDA (`run.py --device=cuda --check-device`), it
+// stops before the first model with the reason.
 //
 // --weft chooses weft's side of the timed runs: `jit` (the default) is bench/weft_worker,
 // the frontend's Trainer compiling through MLIR/LLVM in the process; `aot` is
 // bench/weft_aot_worker, the libraries of bench/aot compiled by `bazel build` (cpu
 // preset only; it declines the paper preset), a process with weft's runtime alone. Both
 // run the same Programs; the AOT worker reports no step graph, so no roofline, planned
-// bytes or matmul FLOPs in that mode. The names (step 1 below) come from weft_worker either way.
+// bytes or matmul FLOPs in that mode. The names (step 1 below) come from weft_worker either
+// way on the CPU, from the CUDA worker on the GPU.
 // --pytorch-only skips weft's timed runs; --allow-paper is passed to the weft worker,
 // which otherwise declines timed runs at the paper preset (meant for GPU backends);
 // --keep-tmp keeps the intermediate files and logs, which are kept anyway on failure.
 //
 // Per model, every step in its own process, intermediate files in a temporary folder:
-//  1. `weft_worker --names-out=NAMES.json`: weft's parameter names and shapes;
+//  1. `weft_worker --names-out=NAMES.json` (`weft_aot_cuda_worker` on the GPU): weft's
+//     parameter names and shapes;
 //  2. `run.py --names=NAMES.json --init-out=INIT.safetensors`: PyTorch's initial weights
 //     under weft's names, and the input and target data;
-//  3. timed runs, `--rounds` rounds (default 2): weft, then PyTorch in four
-//     configurations (1 and 2 threads, each with the default environment and "tuned":
-//     OMP_WAIT_POLICY=PASSIVE plus the glibc malloc thresholds of ../shared/ENVIRONMENT.md);
+//  3. timed runs, `--rounds` rounds (default 2): weft, then PyTorch in its configurations
+//     (pytorch_configs: on the CPU 1 and 2 threads, each with the default environment and
+//     "tuned": OMP_WAIT_POLICY=PASSIVE plus the glibc malloc thresholds of
+//     ../shared/ENVIRONMENT.md; on the GPU the four above);
 //     odd rounds run the same list in reverse order. Each configuration's figure is the
 //     median over rounds of its process's median epoch, and weft is compared with the
 //     fastest PyTorch configuration.
@@ -60,9 +73,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kTunedMalloc =
-    "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296";
-
 [[noreturn]] void usage_error(const std::string& message) {
   std::fprintf(stderr, "suite: %s\nusage: %s\n", message.c_str(), kSuiteUsage);
   std::exit(2);
@@ -82,13 +92,19 @@ std::string runfile(const char* argv0, const std::string& rel) {
   std::exit(2);
 }
 
+/// The last non-blank line of `text`.
+std::string last_line(const std::string& text) {
+  std::string last;
+  std::stringstream ss(text);
+  for (std::string l; std::getline(ss, l);) {
+    if (l.find_first_not_of(" \t\r") != std::string::npos) last = l;
+  }
+  return last;
+}
+
 /// The JSON object a timed run prints as its last stdout line.
 json last_json_line(const std::string& what, const ProcessResult& r) {
-  std::string line;
-  std::stringstream ss(r.out);
-  for (std::string l; std::getline(ss, l);) {
-    if (l.find_first_not_of(" \t\r") != std::string::npos) line = l;
-  }
+  const std::string line = last_line(r.out);
   json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) {
     throw SuiteError{what + ": the last line of its output is not a JSON object: '" + line +
@@ -96,62 +112,6 @@ json last_json_line(const std::string& what, const ProcessResult& r) {
   }
   return j;
 }
-
-template <typename T>
-std::optional<T> optional_field(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return std::nullopt;
-  return it->get<T>();
-}
-
-template <typename T>
-T required_field(const std::string& what, const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) {
-    throw SuiteError{what + ": its result has no \"" + std::string(key) + "\": " + j.dump()};
-  }
-  return it->get<T>();
-}
-
-/// Adds one timed run's figures to the summary of its configuration.
-void record(const std::string& what, const json& j, RunSummary& s) {
-  try {
-    s.round_median_ms.push_back(required_field<double>(what, j, "median_ms"));
-    s.round_epoch_ms.push_back(optional_field<std::vector<double>>(j, "epoch_ms").value_or(
-        std::vector<double>{}));
-    if (!s.first_loss) s.first_loss = optional_field<double>(j, "first_loss");
-    if (auto n = optional_field<int64_t>(j, "param_count")) {
-      if (s.param_count && *s.param_count != *n) {
-        throw SuiteError{what + " counts " + std::to_string(*n) + " parameters, the weft " +
-                         "worker's --names-out " + std::to_string(*s.param_count)};
-      }
-      s.param_count = n;
-    }
-    if (auto peak = optional_field<int64_t>(j, "peak_rss_increase_bytes")) {
-      s.peak_bytes = std::max(s.peak_bytes.value_or(*peak), *peak);
-    }
-    if (auto core = optional_field<std::string>(j, "openblas_corename")) {
-      if (s.openblas_corename && *s.openblas_corename != *core) {
-        throw SuiteError{what + " ran OpenBLAS's " + *core + " kernels, an earlier round " +
-                         *s.openblas_corename + "'s"};
-      }
-      s.openblas_corename = core;
-    }
-  } catch (const json::exception& e) {
-    throw SuiteError{what + ": unexpected result " + j.dump() + ": " + e.what()};
-  }
-}
-
-struct PytorchConfig {
-  int threads;
-  bool tuned;
-  std::string label() const {
-    return std::to_string(threads) + (threads == 1 ? " thread" : " threads") +
-           (tuned ? " tuned" : "");
-  }
-};
-
-const std::vector<PytorchConfig> kPytorchConfigs = {{1, false}, {1, true}, {2, false}, {2, true}};
 
 class Suite {
  public:
@@ -167,7 +127,7 @@ class Suite {
     r.model = model;
     try {
       r.weft = RunSummary{};
-      r.weft->config = o_.weft == "aot" ? "weft aot" : "weft";
+      r.weft->config = o_.device == "cuda" ? "weft aot cuda" : o_.weft == "aot" ? "weft aot" : "weft";
       prepare(model, r);
       time_model(model, r);
     } catch (const SuiteError& e) {
@@ -189,7 +149,8 @@ class Suite {
   }
   /// The worker of weft's timed runs, for messages.
   std::string timed_worker_name() const {
-    return o_.weft == "aot" ? "weft_aot_worker" : "weft_worker";
+    std::string w = timed_worker(o_);
+    return w.substr(w.rfind('/') + 1);
   }
   std::vector<std::string> run_py_args(const std::string& model) const {
     return {o_.python, run_py_, "--model=" + model, "--preset=" + o_.preset};
@@ -199,7 +160,7 @@ class Suite {
   void prepare(const std::string& model, ModelResult& r) {
     std::vector<std::string> names = worker_args(model);
     names.push_back("--names-out=" + file(model, "names.json"));
-    run_or_fail("weft_worker --names-out for " + model, names, {}, {},
+    run_or_fail(names_worker(o_) + " --names-out for " + model, names, {}, {},
                 file(model, "names.stderr"));
     // weft's parameter count, known even where its timed runs are declined or skipped.
     json names_json = json::parse(read_file(file(model, "names.json")), nullptr,
@@ -214,20 +175,19 @@ class Suite {
 
   /// Step 3: the timed rounds, weft and the PyTorch configurations interleaved.
   void time_model(const std::string& model, ModelResult& r) {
-    const std::string init = "--init=" + file(model, "init.safetensors");
-    const std::string epochs = "--epochs=" + std::to_string(o_.epochs);
-    const std::string warmup = "--warmup=" + std::to_string(o_.warmup);
+    const std::string init = file(model, "init.safetensors");
     if (o_.pytorch_only) r.weft_note = "not run (--pytorch-only)";
-    for (const PytorchConfig& c : kPytorchConfigs) {
+    const std::vector<PytorchConfig> configs = pytorch_configs(o_, model);
+    for (const PytorchConfig& c : configs) {
       RunSummary s;
-      s.config = c.label();
+      s.config = c.label;
       s.threads = c.threads;
       s.tuned_env = c.tuned;
       r.pytorch.push_back(s);
     }
-    // -1 stands for weft, i ≥ 0 for kPytorchConfigs[i].
+    // -1 stands for weft, i ≥ 0 for configs[i].
     std::vector<int> order = {-1};
-    for (int i = 0; i < int(kPytorchConfigs.size()); ++i) order.push_back(i);
+    for (int i = 0; i < int(configs.size()); ++i) order.push_back(i);
     for (int round = 0; round < o_.rounds; ++round) {
       std::string line = "[" + model + "] round " + std::to_string(round + 1) + "/" +
                          std::to_string(o_.rounds) + ", median epoch ms:";
@@ -236,12 +196,9 @@ class Suite {
         std::string tag = "r" + std::to_string(round + 1);
         if (who < 0) {
           if (o_.pytorch_only || !r.weft_note.empty()) continue;
-          std::vector<std::string> args = {timed_worker_, "--model=" + model,
-                                           "--preset=" + o_.preset, init, epochs, warmup};
-          if (o_.precision != "f32") args.push_back("--precision=" + o_.precision);
-          if (o_.allow_paper && o_.weft == "jit") args.push_back("--allow-paper");
+          std::vector<std::string> args = weft_timed_args(o_, timed_worker_, model, init);
           ProcessResult p = run_process(args, {}, {}, file(model, "weft." + tag + ".stderr"));
-          if (p.exit_code != 0 && o_.preset == "paper" && round == 0) {
+          if (p.exit_code != 0 && o_.preset == "paper" && o_.device == "cpu" && round == 0) {
             // The paper preset is meant for GPU machines; the worker may decline it here.
             r.weft_note = "declined the paper preset: " + last_line(p.err + p.out);
             std::printf("[%s] weft: %s\n", model.c_str(), r.weft_note.c_str());
@@ -253,33 +210,29 @@ class Suite {
                              "\n" + tail(p.err + p.out)};
           }
           json j = last_json_line(timed_worker_name() + " for " + model, p);
-          record(timed_worker_name() + " for " + model, j, *r.weft);
+          record_run(timed_worker_name() + " for " + model, j, *r.weft);
           if (o_.weft == "aot" && j.value("compiler_mapped", true)) {
-            throw SuiteError{"weft_aot_worker for " + model + " had MLIR or LLVM mapped "
+            throw SuiteError{timed_worker_name() + " for " + model + " had MLIR or LLVM mapped "
                              "(its \"compiler_mapped\" is not false): " + j.dump()};
           }
           if (round == 0) take_weft_extras(timed_worker_name(), model, j, r);
           line += sep + "weft " + format_ms(r.weft->round_median_ms.back());
           sep = ", ";
         } else {
-          const PytorchConfig& c = kPytorchConfigs[size_t(who)];
-          std::vector<std::string> args = run_py_args(model);
-          args.insert(args.end(), {init, epochs, warmup, "--threads=" + std::to_string(c.threads)});
-          if (o_.precision != "f32") args.push_back("--precision=" + o_.precision);
-          std::map<std::string, std::string> set;
-          if (c.tuned) set = {{"OMP_WAIT_POLICY", "PASSIVE"}, {"GLIBC_TUNABLES", kTunedMalloc}};
-          std::string what = "run.py (" + c.label() + ") for " + model;
+          const PytorchConfig& c = configs[size_t(who)];
+          std::vector<std::string> args = pytorch_timed_args(o_, run_py_, model, init, c);
+          std::string what = "run.py (" + c.label + ") for " + model;
           // run.py sets the thread counts of OpenMP and OpenBLAS from --threads unless the
           // environment already does: the user's settings must not leak into the configs.
           // OpenBLAS's machine-wide handicap goes too (peer_unset).
-          ProcessResult p = run_or_fail(what, args, set,
+          ProcessResult p = run_or_fail(what, args, c.env,
                                         peer_unset({"OMP_WAIT_POLICY", "GLIBC_TUNABLES",
                                                     "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                                                     "MKL_NUM_THREADS"}),
                                         file(model, "pytorch" + std::to_string(who) + "." + tag +
                                                         ".stderr"));
-          record(what, last_json_line(what, p), r.pytorch[size_t(who)]);
-          line += sep + c.label() + " " + format_ms(r.pytorch[size_t(who)].round_median_ms.back());
+          record_run(what, last_json_line(what, p), r.pytorch[size_t(who)]);
+          line += sep + c.label + " " + format_ms(r.pytorch[size_t(who)].round_median_ms.back());
           sep = ", ";
         }
       }
@@ -288,15 +241,6 @@ class Suite {
       if (round == 0) check_agreement(r);
       std::reverse(order.begin(), order.end());
     }
-  }
-
-  static std::string last_line(const std::string& text) {
-    std::string last;
-    std::stringstream ss(text);
-    for (std::string l; std::getline(ss, l);) {
-      if (l.find_first_not_of(" \t\r") != std::string::npos) last = l;
-    }
-    return last;
   }
 
   /// The weft worker's static figures: memory plan and the step's matmuls.
@@ -400,22 +344,39 @@ void measure_rooflines(std::vector<ModelResult>& results) {
   }
 }
 
+/// --device=cuda needs an NVIDIA device here and a PyTorch with CUDA: stops with the
+/// reason before any model runs.
+void check_cuda_peer(const SuiteOptions& o, const std::string& run_py, const std::string& dir) {
+  if (std::optional<std::string> missing = cuda_device_missing()) {
+    std::fprintf(stderr, "suite: %s\n", missing->c_str());
+    std::exit(2);
+  }
+  ProcessResult p = run_process({o.python, run_py, "--device=cuda", "--check-device"}, {},
+                                peer_unset(), dir + "/check_device.stderr");
+  if (p.exit_code != 0) {
+    std::fprintf(stderr, "suite: --device=cuda: PyTorch's side cannot run: %s\n",
+                 last_line(p.err + p.out).c_str());
+    std::exit(2);
+  }
+}
+
 int suite_main(int argc, char** argv) {
   StatusOr<SuiteOptions> parsed = parse_suite_options(std::vector<std::string>(argv + 1, argv + argc));
   if (!parsed.ok()) usage_error(parsed.error().message);
   SuiteOptions o = std::move(*parsed);
-  std::string worker = runfile(argv[0], "bench/weft_worker");
-  std::string timed_worker = o.weft == "aot" ? runfile(argv[0], "bench/weft_aot_worker") : worker;
+  std::string worker = runfile(argv[0], names_worker(o));
+  std::string timed = runfile(argv[0], timed_worker(o));
   std::string run_py = runfile(argv[0], "bench/pytorch/run.py");
   if (!is_file(o.python)) {
     usage_error("no Python at " + o.python + " (Debian's python3 with python3-torch; "
                 "tools/setup --peer installs it)");
   }
   std::string dir = make_temp_dir();
-  std::printf("weft benchmark suite: preset %s, weft %s, %d warm-up + %d measured epochs of "
+  if (o.device == "cuda") check_cuda_peer(o, run_py, dir);
+  std::printf("weft benchmark suite: device %s, preset %s, weft %s, %d warm-up + %d measured epochs of "
               "50 steps, %d rounds; intermediate files in %s\n",
-              o.preset.c_str(), o.weft.c_str(), o.warmup, o.epochs, o.rounds, dir.c_str());
-  Suite suite(o, worker, timed_worker, run_py, dir);
+              o.device.c_str(), o.preset.c_str(), o.weft.c_str(), o.warmup, o.epochs, o.rounds, dir.c_str());
+  Suite suite(o, worker, timed, run_py, dir);
   std::vector<ModelResult> results;
   for (const std::string& model : o.models) results.push_back(suite.run_model(model));
   measure_rooflines(results);
@@ -423,7 +384,7 @@ int suite_main(int argc, char** argv) {
   std::printf("\n%s\n%s", format_table(results).c_str(), format_checks(results).c_str());
   if (!o.json_path.empty()) {
     std::ofstream out(o.json_path);
-    out << results_json(results, o.preset, o.weft, o.epochs, o.warmup, o.rounds);
+    out << results_json(results, o.preset, o.weft, o.epochs, o.warmup, o.rounds, o.device);
     if (!out) {
       std::fprintf(stderr, "suite: cannot write %s\n", o.json_path.c_str());
       return 1;

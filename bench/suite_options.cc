@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <sstream>
+#include <sys/stat.h>
 
 namespace weft::bench {
 
@@ -19,11 +20,37 @@ const std::vector<std::string>& suite_aot_bf16_models() {
 }
 
 const char* const kSuiteUsage =
-    "bazel run //bench:suite -- --preset=cpu|paper [--weft=jit|aot] [--models=a,b] "
+    "bazel run //bench:suite -- --preset=cpu|paper [--device=cpu|cuda] [--weft=jit|aot] [--models=a,b] "
     "[--epochs=N] [--warmup=N] [--rounds=N] [--json=PATH] [--pytorch-only] "
     "[--allow-paper] [--keep-tmp] [--python=PATH] [--precision=f32|bf16]";
 
 namespace {
+
+/// The tuned environment's malloc settings (../shared/ENVIRONMENT.md).
+constexpr const char* kTunedMalloc =
+    "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296";
+
+bool contains(const std::vector<std::string>& list, const std::string& s) {
+  return std::find(list.begin(), list.end(), s) != list.end();
+}
+
+/// --device=cuda's constraints: the AOT CUDA libraries, built at the paper preset, in f32.
+Status check_cuda_options(SuiteOptions& o, bool weft_set) {
+  if (weft_set && o.weft != "aot") {
+    return Error{"--device=cuda runs weft from the AOT CUDA libraries of bench/aot "
+                 "(bench/weft_aot_cuda_worker); --weft=" + o.weft + " is the CPU suite's"};
+  }
+  o.weft = "aot";
+  if (o.preset != "paper") {
+    return Error{"--device=cuda: bench/aot builds its CUDA libraries at the paper preset; "
+                 "use --preset=paper"};
+  }
+  if (o.precision != "f32") {
+    return Error{"--device=cuda --precision=" + o.precision + ": planned; the suite on a GPU "
+                 "runs f32 with TF32 off on both sides"};
+  }
+  return {};
+}
 
 StatusOr<int> parse_count(const std::string& flag, const std::string& value, int min) {
   char* end = nullptr;
@@ -46,7 +73,7 @@ std::string user_path(const std::string& path) {
 
 StatusOr<SuiteOptions> parse_suite_options(const std::vector<std::string>& args) {
   SuiteOptions o;
-  bool epochs_set = false, warmup_set = false, models_set = false;
+  bool epochs_set = false, warmup_set = false, models_set = false, weft_set = false;
   for (const std::string& a : args) {
     std::string name = a, value;
     bool has_value = false;
@@ -55,7 +82,7 @@ StatusOr<SuiteOptions> parse_suite_options(const std::vector<std::string>& args)
       value = a.substr(eq + 1);
       has_value = true;
     }
-    const bool takes_value = name == "--preset" || name == "--models" || name == "--epochs" ||
+    const bool takes_value = name == "--preset" || name == "--device" || name == "--models" || name == "--epochs" ||
                              name == "--warmup" || name == "--rounds" || name == "--json" ||
                              name == "--python" || name == "--weft" || name == "--precision";
     if (takes_value && !has_value) {
@@ -74,6 +101,12 @@ StatusOr<SuiteOptions> parse_suite_options(const std::vector<std::string>& args)
                      "Trainer's JIT; aot: bench/weft_aot_worker, the libraries of bench/aot)"};
       }
       o.weft = value;
+      weft_set = true;
+    } else if (name == "--device") {
+      if (value != "cpu" && value != "cuda") {
+        return Error{"bad value for --device: '" + value + "' (cpu or cuda)"};
+      }
+      o.device = value;
     } else if (name == "--precision") {
       if (value == "f16") {
         return Error{"--precision=f16: the suite's peer, PyTorch 1.13, autocasts to bfloat16 "
@@ -121,6 +154,7 @@ StatusOr<SuiteOptions> parse_suite_options(const std::vector<std::string>& args)
     }
   }
   if (o.preset.empty()) return Error{"--preset=cpu or --preset=paper is required"};
+  if (o.device == "cuda") WEFT_RETURN_IF_ERROR(check_cuda_options(o, weft_set));
   if (o.precision != "f32" && o.weft == "aot") {
     // bench/aot builds bf16 libraries of the GEMM-bound models only (build time).
     const std::vector<std::string>& built = suite_aot_bf16_models();
@@ -138,6 +172,82 @@ StatusOr<SuiteOptions> parse_suite_options(const std::vector<std::string>& args)
   if (!epochs_set) o.epochs = o.preset == "cpu" ? 5 : 20;
   if (!warmup_set) o.warmup = o.preset == "cpu" ? 1 : 3;
   return o;
+}
+
+const std::vector<std::string>& suite_compile_models() {
+  static const std::vector<std::string> models = {"transformer", "mlp"};
+  return models;
+}
+
+std::vector<PytorchConfig> pytorch_configs(const SuiteOptions& o, const std::string& model) {
+  std::vector<PytorchConfig> configs;
+  if (o.device == "cuda") {
+    for (const char* c : {"eager", "fused", "compile", "cuda_graph"}) {
+      if (std::string(c) == "compile" && !contains(suite_compile_models(), model)) continue;
+      configs.push_back({c, 0, false, {"--device=cuda", std::string("--config=") + c}, {}});
+    }
+    return configs;
+  }
+  for (int threads : {1, 2}) {
+    for (bool tuned : {false, true}) {
+      PytorchConfig c;
+      c.label = std::to_string(threads) + (threads == 1 ? " thread" : " threads") +
+                (tuned ? " tuned" : "");
+      c.threads = threads;
+      c.tuned = tuned;
+      c.args = {"--threads=" + std::to_string(threads)};
+      if (tuned) c.env = {{"OMP_WAIT_POLICY", "PASSIVE"}, {"GLIBC_TUNABLES", kTunedMalloc}};
+      configs.push_back(c);
+    }
+  }
+  return configs;
+}
+
+std::string names_worker(const SuiteOptions& o) {
+  return o.device == "cuda" ? timed_worker(o) : "bench/weft_worker";
+}
+
+std::string timed_worker(const SuiteOptions& o) {
+  if (o.device == "cuda") return "bench/weft_aot_cuda_worker";
+  return o.weft == "aot" ? "bench/weft_aot_worker" : "bench/weft_worker";
+}
+
+std::vector<std::string> weft_timed_args(const SuiteOptions& o, const std::string& worker,
+                                         const std::string& model, const std::string& init) {
+  std::vector<std::string> args = {worker,
+                                   "--model=" + model,
+                                   "--preset=" + o.preset,
+                                   "--init=" + init,
+                                   "--epochs=" + std::to_string(o.epochs),
+                                   "--warmup=" + std::to_string(o.warmup)};
+  if (o.precision != "f32") args.push_back("--precision=" + o.precision);
+  if (o.allow_paper && o.weft == "jit") args.push_back("--allow-paper");
+  return args;
+}
+
+std::vector<std::string> pytorch_timed_args(const SuiteOptions& o, const std::string& run_py,
+                                            const std::string& model, const std::string& init,
+                                            const PytorchConfig& config) {
+  std::vector<std::string> args = {o.python,
+                                   run_py,
+                                   "--model=" + model,
+                                   "--preset=" + o.preset,
+                                   "--init=" + init,
+                                   "--epochs=" + std::to_string(o.epochs),
+                                   "--warmup=" + std::to_string(o.warmup)};
+  args.insert(args.end(), config.args.begin(), config.args.end());
+  if (o.precision != "f32") args.push_back("--precision=" + o.precision);
+  return args;
+}
+
+std::optional<std::string> cuda_device_missing(const std::string& dev) {
+  struct stat st;
+  if (stat((dev + "/nvidiactl").c_str(), &st) == 0 && stat((dev + "/nvidia0").c_str(), &st) == 0) {
+    return std::nullopt;
+  }
+  return "--device=cuda: no CUDA device on this machine (no " + dev + "/nvidia0 or " + dev +
+         "/nvidiactl): the suite on a GPU needs an NVIDIA GPU with its driver, and PyTorch "
+         "with CUDA for its peer (tests/cuda/suite_check.sh runs it on a GPU machine)";
 }
 
 }  // namespace weft::bench

@@ -5,12 +5,23 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "bench/process.h"
+
 namespace weft::bench {
 namespace {
 
 using nlohmann::json;
 
 constexpr const char* kNone = "—";
+
+template <typename T>
+T required_field(const std::string& what, const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) {
+    throw SuiteError{what + ": its result has no \"" + std::string(key) + "\": " + j.dump()};
+  }
+  return it->get<T>();
+}
 
 std::string printf_string(const char* fmt, double v) {
   char buf[64];
@@ -50,6 +61,7 @@ json summary_json(const RunSummary& s) {
               {"first_loss", or_null(s.first_loss)},
               {"param_count", or_null(s.param_count)},
               {"peak_bytes", or_null(s.peak_bytes)},
+              {"device_peak_bytes", or_null(s.device_peak_bytes)},
               {"openblas_corename", or_null(s.openblas_corename)}};
 }
 
@@ -67,6 +79,37 @@ bool first_losses_agree(double weft, double pytorch, double tolerance) {
 }
 
 double first_loss_tolerance(const std::string& precision) { return precision == "f32" ? 1e-4 : 1e-2; }
+
+void record_run(const std::string& what, const json& j, RunSummary& s) {
+  try {
+    s.round_median_ms.push_back(required_field<double>(what, j, "median_ms"));
+    s.round_epoch_ms.push_back(optional_field<std::vector<double>>(j, "epoch_ms").value_or(
+        std::vector<double>{}));
+    if (!s.first_loss) s.first_loss = optional_field<double>(j, "first_loss");
+    if (auto n = optional_field<int64_t>(j, "param_count")) {
+      if (s.param_count && *s.param_count != *n) {
+        throw SuiteError{what + " counts " + std::to_string(*n) + " parameters, the weft " +
+                         "worker's --names-out " + std::to_string(*s.param_count)};
+      }
+      s.param_count = n;
+    }
+    if (auto peak = optional_field<int64_t>(j, "peak_rss_increase_bytes")) {
+      s.peak_bytes = std::max(s.peak_bytes.value_or(*peak), *peak);
+    }
+    if (auto peak = optional_field<int64_t>(j, "device_peak_bytes")) {
+      s.device_peak_bytes = std::max(s.device_peak_bytes.value_or(*peak), *peak);
+    }
+    if (auto core = optional_field<std::string>(j, "openblas_corename")) {
+      if (s.openblas_corename && *s.openblas_corename != *core) {
+        throw SuiteError{what + " ran OpenBLAS's " + *core + " kernels, an earlier round " +
+                         *s.openblas_corename + "'s"};
+      }
+      s.openblas_corename = core;
+    }
+  } catch (const json::exception& e) {
+    throw SuiteError{what + ": unexpected result " + j.dump() + ": " + e.what()};
+  }
+}
 
 const RunSummary* ModelResult::best_pytorch() const {
   const RunSummary* best = nullptr;
@@ -88,10 +131,39 @@ std::string format_ms(std::optional<double> ms) {
   return printf_string("%.2f", *ms);
 }
 
+namespace {
+
+constexpr const char* kCpuConfigLegend =
+    "config: the fastest of PyTorch's four configurations: 1 or 2 threads (torch.set_num_threads), "
+    "default environment or \"tuned\" (OMP_WAIT_POLICY=PASSIVE and GLIBC_TUNABLES="
+    "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296); every "
+    "configuration without OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE (the OpenBLAS core it ran "
+    "is in the lines below the table).\n";
+constexpr const char* kGpuConfigLegend =
+    "config: on the GPU (--device=cuda), the fastest of PyTorch's eager, fused (Adam(fused="
+    "True)), compile (torch.compile with fused Adam; transformer and mlp only) and cuda_graph "
+    "(the whole step as one CUDA graph), TF32 off; weft ran its AOT CUDA libraries, each "
+    "step one CUDA graph. Each step ends with the loss copied to the host on both sides.\n";
+
+/// Whether any run of `results` reported device memory (the suite ran on a GPU).
+bool any_device_memory(const std::vector<ModelResult>& results) {
+  for (const ModelResult& r : results) {
+    if (r.weft && r.weft->device_peak_bytes) return true;
+    for (const RunSummary& s : r.pytorch) {
+      if (s.device_peak_bytes) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 std::string format_table(const std::vector<ModelResult>& results) {
+  const bool device = any_device_memory(results);
   std::vector<std::vector<std::string>> rows = {
       {"model", "PyTorch ms", "config", "weft ms", "weft/PyTorch", "roofline ms", "weft peak",
        "PyTorch peak", "weft planned", "arena / lower bound"}};
+  if (device) rows[0].insert(rows[0].end(), {"weft device", "PyTorch device"});
   for (const ModelResult& r : results) {
     const RunSummary* pt = r.best_pytorch();
     std::optional<double> pt_ms, weft_ms;
@@ -115,6 +187,10 @@ std::string format_table(const std::vector<ModelResult>& results) {
                     format_bytes(r.weft ? r.weft->peak_bytes : std::nullopt),
                     format_bytes(pt ? pt->peak_bytes : std::nullopt),
                     format_bytes(r.weft_planned_bytes), arena});
+    if (device) {
+      rows.back().push_back(format_bytes(r.weft ? r.weft->device_peak_bytes : std::nullopt));
+      rows.back().push_back(format_bytes(pt ? pt->device_peak_bytes : std::nullopt));
+    }
   }
   std::vector<size_t> width(rows[0].size(), 0);
   for (const auto& row : rows) {
@@ -140,11 +216,7 @@ std::string format_table(const std::vector<ModelResult>& results) {
   out +=
       "\nPyTorch ms, weft ms: median epoch (50 training steps), the median over rounds of each "
       "process's median epoch.\n"
-      "config: the fastest of PyTorch's four configurations: 1 or 2 threads (torch.set_num_threads), "
-      "default environment or \"tuned\" (OMP_WAIT_POLICY=PASSIVE and GLIBC_TUNABLES="
-      "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296); every "
-      "configuration without OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE (the OpenBLAS core it ran "
-      "is in the lines below the table).\n"
+      + std::string(device ? kGpuConfigLegend : kCpuConfigLegend) +
       "roofline ms: 50 × max(Σ count·2mnk / sgemm FLOP/s measured with oneDNN for that shape "
       "on the machine the suite ran on, "
       "2 × state bytes / triad bandwidth), state = parameters + gradients + optimizer state, each "
@@ -154,6 +226,13 @@ std::string format_table(const std::vector<ModelResult>& results) {
       "weft planned: parameters + gradients + optimizer state + the intermediates weft accounts "
       "for. arena / lower bound: the compiled step's planned arena and its lower bound (the "
       "most intermediate bytes live at any point of its schedule).\n";
+  if (device) {
+    out +=
+        "weft device, PyTorch device: device memory, the largest over rounds: the bytes weft's "
+        "CUDA executor allocated (arena, inputs, cuBLAS/cuDNN workspace, constants); "
+        "torch.cuda.max_memory_allocated() over the run, less what was allocated before the "
+        "model was built.\n";
+  }
   return out;
 }
 
@@ -187,7 +266,8 @@ std::string format_checks(const std::vector<ModelResult>& results) {
 }
 
 std::string results_json(const std::vector<ModelResult>& results, const std::string& preset,
-                         const std::string& weft_path, int epochs, int warmup, int rounds) {
+                         const std::string& weft_path, int epochs, int warmup, int rounds,
+                         const std::string& device) {
   json list = json::array();
   for (const ModelResult& r : results) {
     const RunSummary* pt = r.best_pytorch();
@@ -195,6 +275,7 @@ std::string results_json(const std::vector<ModelResult>& results, const std::str
     json o;
     o["model"] = r.model;
     o["preset"] = preset;
+    o["device"] = device;
     o["weft_path"] = weft_path;
     o["epochs"] = epochs;
     o["warmup"] = warmup;
@@ -208,6 +289,8 @@ std::string results_json(const std::vector<ModelResult>& results, const std::str
                                               : json(nullptr);
     o["weft_peak_bytes"] = r.weft ? or_null(r.weft->peak_bytes) : json(nullptr);
     o["pytorch_peak_bytes"] = pt ? or_null(pt->peak_bytes) : json(nullptr);
+    o["weft_device_peak_bytes"] = r.weft ? or_null(r.weft->device_peak_bytes) : json(nullptr);
+    o["pytorch_device_peak_bytes"] = pt ? or_null(pt->device_peak_bytes) : json(nullptr);
     o["weft_planned_bytes"] = or_null(r.weft_planned_bytes);
     o["arena_bytes"] = or_null(r.arena_bytes);
     o["arena_lower_bound_bytes"] = or_null(r.arena_lower_bound_bytes);

@@ -1,9 +1,11 @@
 #pragma once
 // What the benchmark suite (bench/suite.cc) collects per model, and how it prints it:
-// the table, the JSON list, and the checks between the two sides (bench/PROTOCOL.md).
-// Pure: no processes, no timing; bench/suite_test.cc covers it.
+// each timed run's JSON line added to its configuration's summary, the table, the JSON
+// list, and the checks between the two sides (bench/PROTOCOL.md). Pure: no processes, no
+// timing; bench/suite_test.cc covers it.
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +34,9 @@ struct RunSummary {
   std::optional<double> first_loss;        ///< Of the first round.
   std::optional<int64_t> param_count;
   std::optional<int64_t> peak_bytes;       ///< Largest peak RSS increase over the rounds.
+  /// With --device=cuda, the largest over the rounds of the device memory the step held:
+  /// weft's executor's device allocations, torch.cuda.max_memory_allocated for PyTorch.
+  std::optional<int64_t> device_peak_bytes;
   /// PyTorch's: the kernel OpenBLAS chose in its process ("Cooperlake"); null for weft and
   /// for a run.py that reports none.
   std::optional<std::string> openblas_corename;
@@ -58,13 +63,29 @@ struct ModelResult {
   const RunSummary* best_pytorch() const;
 };
 
+/// `j[key]` as a T, or null when it is absent or null.
+template <typename T>
+std::optional<T> optional_field(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  return it->get<T>();
+}
+
+/// Adds one timed run's result, the JSON line a weft worker or run.py printed, to `s`, the
+/// summary of its configuration: its median and epochs, the first round's first loss, the
+/// parameter count (equal in every round), the largest peaks (RSS and, on the GPU,
+/// "device_peak_bytes") and PyTorch's OpenBLAS core. Throws SuiteError (bench/process.h)
+/// naming `what` for a malformed result or one that disagrees with an earlier round.
+void record_run(const std::string& what, const nlohmann::json& j, RunSummary& s);
+
 /// "12.3 MiB" (binary megabytes, one decimal); "—" for null.
 std::string format_bytes(std::optional<int64_t> bytes);
 /// "123.4" (milliseconds, one decimal, three significant digits below 10); "—" for null.
 std::string format_ms(std::optional<double> ms);
 
 /// The suite's table in Markdown (ready for bench/RESULTS.md), one row per model, then
-/// a legend explaining each column and the roofline formula.
+/// a legend explaining each column and the roofline formula. When any run reported device
+/// memory (--device=cuda), two columns more: weft's and PyTorch's device peaks.
 std::string format_table(const std::vector<ModelResult>& results);
 
 /// The parameter-count and first-loss lines printed under the table:
@@ -73,8 +94,9 @@ std::string format_checks(const std::vector<ModelResult>& results);
 
 /// The JSON list written by --json, one object per model (keys in bench/PROTOCOL.md and
 /// issue 5; null where unknown), pretty-printed. `weft_path` is the suite's --weft: "jit"
-/// or "aot", which worker ran weft's side.
+/// or "aot", which worker ran weft's side; `device` the suite's --device.
 std::string results_json(const std::vector<ModelResult>& results, const std::string& preset,
-                         const std::string& weft_path, int epochs, int warmup, int rounds);
+                         const std::string& weft_path, int epochs, int warmup, int rounds,
+                         const std::string& device = "cpu");
 
 }  // namespace weft::bench

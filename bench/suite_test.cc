@@ -1,10 +1,16 @@
-// The suite's pure parts: its command line, median, the loss check, the roofline
-// arithmetic, the table and the JSON list. The suite itself is a benchmark program: no test
-// runs it (bench/aot_worker_test runs both weft workers it chooses between).
+// The suite's pure parts: its command line and the command lines it builds for each side
+// (CPU and GPU), median, the loss check, the roofline arithmetic, canned worker results
+// recorded, the table and the JSON list, and --device=cuda's message on a machine without
+// a GPU. The suite itself is a benchmark program: no test runs it (bench/aot_worker_test
+// runs both weft workers it chooses between on the CPU).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sys/stat.h>
 
+#include "bench/process.h"
 #include "bench/roofline.h"
 #include "bench/suite_options.h"
 #include "bench/suite_report.h"
@@ -228,6 +234,146 @@ TEST(Options, ErrorsNameTheFlag) {
             "convnet");
   EXPECT_EQ(error({"--preset=cpu", "--epochs=0"}), "bad value for --epochs: '0' (an integer ≥ 1)");
   EXPECT_EQ(error({"--preset=cpu", "--pytorch-only=1"}), "unknown flag '--pytorch-only=1'");
+  EXPECT_EQ(error({"--preset=paper", "--device=gpu"}), "bad value for --device: 'gpu' (cpu or cuda)");
+  EXPECT_EQ(error({"--preset=cpu", "--device=cuda"}),
+            "--device=cuda: bench/aot builds its CUDA libraries at the paper preset; use "
+            "--preset=paper");
+  EXPECT_EQ(error({"--preset=paper", "--device=cuda", "--weft=jit"}),
+            "--device=cuda runs weft from the AOT CUDA libraries of bench/aot "
+            "(bench/weft_aot_cuda_worker); --weft=jit is the CPU suite's");
+  EXPECT_EQ(error({"--preset=paper", "--device=cuda", "--precision=bf16"}),
+            "--device=cuda --precision=bf16: planned; the suite on a GPU runs f32 with TF32 off "
+            "on both sides");
+}
+
+TEST(Options, CpuCommandLines) {
+  StatusOr<SuiteOptions> o = parse_suite_options({"--preset=cpu", "--epochs=2", "--warmup=0"});
+  ASSERT_TRUE(o.ok()) << o.error().to_string();
+  EXPECT_EQ(o->device, "cpu");
+  EXPECT_EQ(names_worker(*o), "bench/weft_worker");
+  EXPECT_EQ(timed_worker(*o), "bench/weft_worker");
+  EXPECT_EQ(weft_timed_args(*o, "W", "mlp", "I.safetensors"),
+            (std::vector<std::string>{"W", "--model=mlp", "--preset=cpu", "--init=I.safetensors",
+                                      "--epochs=2", "--warmup=0"}));
+  std::vector<PytorchConfig> configs = pytorch_configs(*o, "mlp");
+  ASSERT_EQ(configs.size(), 4u);
+  EXPECT_EQ(configs[0].label, "1 thread");
+  EXPECT_EQ(configs[1].label, "1 thread tuned");
+  EXPECT_EQ(configs[3].label, "2 threads tuned");
+  EXPECT_TRUE(configs[0].env.empty());
+  EXPECT_EQ(configs[3].env.at("OMP_WAIT_POLICY"), "PASSIVE");
+  EXPECT_EQ(pytorch_timed_args(*o, "run.py", "mlp", "I", configs[3]),
+            (std::vector<std::string>{"/usr/bin/python3", "run.py", "--model=mlp", "--preset=cpu",
+                                      "--init=I", "--epochs=2", "--warmup=0", "--threads=2"}));
+  StatusOr<SuiteOptions> aot = parse_suite_options({"--preset=cpu", "--weft=aot", "--precision=bf16"});
+  ASSERT_TRUE(aot.ok()) << aot.error().to_string();
+  EXPECT_EQ(timed_worker(*aot), "bench/weft_aot_worker");
+  EXPECT_EQ(weft_timed_args(*aot, "W", "mlp", "I").back(), "--precision=bf16");
+  EXPECT_EQ(pytorch_timed_args(*aot, "run.py", "mlp", "I", configs[0]).back(), "--precision=bf16");
+}
+
+TEST(Options, CudaRunsTheAotCudaWorkerAndPytorchsGpuConfigs) {
+  StatusOr<SuiteOptions> o = parse_suite_options({"--preset=paper", "--device=cuda"});
+  ASSERT_TRUE(o.ok()) << o.error().to_string();
+  EXPECT_EQ(o->device, "cuda");
+  EXPECT_EQ(o->weft, "aot");
+  EXPECT_EQ(o->epochs, 20);
+  EXPECT_EQ(o->warmup, 3);
+  EXPECT_EQ(o->models, suite_models());
+  // The CUDA worker names the models too: no compiler on the GPU machine.
+  EXPECT_EQ(names_worker(*o), "bench/weft_aot_cuda_worker");
+  EXPECT_EQ(timed_worker(*o), "bench/weft_aot_cuda_worker");
+  EXPECT_TRUE(parse_suite_options({"--preset=paper", "--device=cuda", "--weft=aot"}).ok());
+  EXPECT_EQ(weft_timed_args(*o, "W", "lstm_seq", "I"),
+            (std::vector<std::string>{"W", "--model=lstm_seq", "--preset=paper", "--init=I",
+                                      "--epochs=20", "--warmup=3"}));
+  auto labels = [](const std::vector<PytorchConfig>& configs) {
+    std::vector<std::string> out;
+    for (const PytorchConfig& c : configs) out.push_back(c.label);
+    return out;
+  };
+  // torch.compile only where it pays (the transformer and the mlp).
+  EXPECT_EQ(labels(pytorch_configs(*o, "transformer")),
+            (std::vector<std::string>{"eager", "fused", "compile", "cuda_graph"}));
+  std::vector<PytorchConfig> lstm = pytorch_configs(*o, "lstm_seq");
+  EXPECT_EQ(labels(lstm), (std::vector<std::string>{"eager", "fused", "cuda_graph"}));
+  EXPECT_EQ(lstm[2].threads, 0);
+  EXPECT_TRUE(lstm[2].env.empty());
+  EXPECT_EQ(pytorch_timed_args(*o, "run.py", "lstm_seq", "I", lstm[2]),
+            (std::vector<std::string>{"/usr/bin/python3", "run.py", "--model=lstm_seq",
+                                      "--preset=paper", "--init=I", "--epochs=20", "--warmup=3",
+                                      "--device=cuda", "--config=cuda_graph"}));
+}
+
+TEST(Options, CudaWithoutADeviceSaysSo) {
+  const std::string dev = std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp") +
+                          "/fake_dev";
+  mkdir(dev.c_str(), 0755);
+  EXPECT_EQ(cuda_device_missing(dev).value_or("(none)"),
+            "--device=cuda: no CUDA device on this machine (no " + dev + "/nvidia0 or " + dev +
+                "/nvidiactl): the suite on a GPU needs an NVIDIA GPU with its driver, and "
+                "PyTorch with CUDA for its peer (tests/cuda/suite_check.sh runs it on a GPU "
+                "machine)");
+  std::ofstream(dev + "/nvidiactl") << "";
+  EXPECT_TRUE(cuda_device_missing(dev).has_value());
+  std::ofstream(dev + "/nvidia0") << "";
+  EXPECT_FALSE(cuda_device_missing(dev).has_value());
+}
+
+TEST(Report, CannedGpuResultsMakeTheTableAndJson) {
+  // The last lines a CUDA worker and run.py --device=cuda print (abridged), two rounds.
+  const nlohmann::json weft1 = nlohmann::json::parse(
+      R"({"model": "mlp", "framework": "weft", "config": "aot cuda, one CUDA graph",
+          "epoch_ms": [6.0, 6.2], "median_ms": 6.1, "first_loss": 1.0000001,
+          "param_count": 1181952, "peak_rss_increase_bytes": 104857600,
+          "compiler_mapped": false, "device_peak_bytes": 283115520})");
+  nlohmann::json weft2 = weft1;
+  weft2["median_ms"] = 5.9;
+  const nlohmann::json graph = nlohmann::json::parse(
+      R"({"model": "mlp", "framework": "pytorch", "config": "cuda, cuda_graph", "device": "cuda",
+          "epoch_ms": [6.7], "median_ms": 6.7, "first_loss": 1.0, "param_count": 1181952,
+          "peak_rss_increase_bytes": 734003200, "device_peak_bytes": 254803968,
+          "openblas_corename": null})");
+  ModelResult r;
+  r.model = "mlp";
+  r.weft = RunSummary{};
+  r.weft->config = "weft aot cuda";
+  record_run("weft", weft1, *r.weft);
+  record_run("weft", weft2, *r.weft);
+  RunSummary pt;
+  pt.config = "cuda_graph";
+  record_run("pytorch", graph, pt);
+  r.pytorch.push_back(pt);
+  EXPECT_EQ(r.weft->median_ms(), 6.0);
+  EXPECT_EQ(r.weft->device_peak_bytes, 283115520);
+  EXPECT_TRUE(first_losses_agree(*r.weft->first_loss, *pt.first_loss));
+
+  std::string table = format_table({r});
+  EXPECT_NE(table.find("| weft device | PyTorch device |"), std::string::npos) << table;
+  EXPECT_NE(table.find("|   270.0 MiB |      243.0 MiB |"), std::string::npos) << table;
+  EXPECT_EQ(table.find("1 or 2 threads"), std::string::npos) << table;  // the CPU's legend
+  EXPECT_NE(table.find("cuda_graph"), std::string::npos) << table;
+  EXPECT_NE(table.find("0.90×"), std::string::npos) << table;  // 6.0 / 6.7
+  EXPECT_NE(table.find("torch.cuda.max_memory_allocated()"), std::string::npos) << table;
+  // The CPU table keeps its columns.
+  EXPECT_EQ(format_table({sample(true)}).find("weft device"), std::string::npos);
+
+  nlohmann::json m = nlohmann::json::parse(results_json({r}, "paper", "aot", 20, 3, 2, "cuda"))[0];
+  EXPECT_EQ(m["device"], "cuda");
+  EXPECT_EQ(m["weft_device_peak_bytes"], 283115520);
+  EXPECT_EQ(m["pytorch_device_peak_bytes"], 254803968);
+  EXPECT_EQ(m["pytorch_config"], "cuda_graph");
+  EXPECT_EQ(m["weft"]["device_peak_bytes"], 283115520);
+
+  // A result without a median is the worker's fault, named.
+  RunSummary bad;
+  try {
+    record_run("weft_aot_cuda_worker for mlp", nlohmann::json{{"first_loss", 1.0}}, bad);
+    ADD_FAILURE() << "no SuiteError";
+  } catch (const SuiteError& e) {
+    EXPECT_EQ(e.message, "weft_aot_cuda_worker for mlp: its result has no \"median_ms\": "
+                         "{\"first_loss\":1.0}");
+  }
 }
 
 }  // namespace

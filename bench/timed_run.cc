@@ -65,6 +65,14 @@ StatusOr<std::vector<Tensor>> load_init(
   return batch;
 }
 
+nlohmann::json type_json(const std::string& name, const Type& t, int64_t high) {
+  nlohmann::json j = {{"name", name},
+                      {"shape", t.shape.dims},
+                      {"dtype", std::string(safetensors_dtype_name(t.dtype))}};
+  if (t.dtype == DType::i64) j["high"] = high;
+  return j;
+}
+
 Tensor random_tensor(const Type& t, int64_t high, std::mt19937_64& rng) {
   Tensor out(t);
   if (t.dtype == DType::i64) {

@@ -52,6 +52,10 @@ StatusOr<std::vector<Tensor>> load_init(
     const std::string& path, const InitLayout& layout,
     const std::function<Status(const std::string& name, const Tensor& value)>& set_value);
 
+/// One entry of a worker's --names-out JSON (run.py --names reads it): {"name", "shape",
+/// "dtype" (safetensors' name), and for i64 "high": token values are in [0, high)}.
+nlohmann::json type_json(const std::string& name, const Type& t, int64_t high);
+
 /// Random data of `t`: N(0, 1) floats, or integers in [0, high).
 Tensor random_tensor(const Type& t, int64_t high, std::mt19937_64& rng);
 

@@ -1,7 +1,10 @@
 // One model of the benchmark suite on weft's AOT path, in one process: the timed runs of
 // bench/weft_worker (bench/PROTOCOL.md 3) on the libraries of bench/aot, compiled by
-// `bazel build` at the cpu preset. Links weft's runtime only: no frontend, no MLIR, no
-// LLVM (the JSON line's "compiler_mapped" says whether any libMLIR/libLLVM was mapped).
+// `bazel build`: //bench:weft_aot_worker at the cpu preset on the CPU, and
+// //bench:weft_aot_cuda_worker at the paper preset on one NVIDIA GPU (bench/aot_suite.h:
+// which libraries). Links weft's runtime only: no frontend, no MLIR, no LLVM (the JSON
+// line's "compiler_mapped" says whether any libMLIR/libLLVM was mapped). On the GPU the
+// JSON line also has "device_peak_bytes", the device memory the step's executor allocated.
 //
 //   weft_aot_worker --model=M [--preset=cpu] --init=INIT.safetensors [--epochs=E] [--warmup=W]
 //       Loads the weights (by weft name) and `input.K` / `target` from INIT, trains W
@@ -13,63 +16,24 @@
 //   --precision=f32|bf16: bf16 runs the model's bf16 library (NAME_bf16, built for the
 //   GEMM-bound transformer, mlp and residual_tower only; weft_library's `precision`).
 //
-// The parameter names (--names-out) come from bench/weft_worker, which builds the model
-// without compiling it; the paper preset is declined (the libraries are the cpu preset's).
+//   weft_aot_worker --model=M --names-out=NAMES.json
+//       weft_worker's --names-out from the library's table (but its "loss"), for the GPU
+//       machine, which has no compiler: `bench:suite --device=cuda` names with it.
+//
+// A preset other than the libraries' is declined.
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "bench/aot/conv_autoenc.h"
-#include "bench/aot/convnet.h"
-#include "bench/aot/feedback_fixed.h"
-#include "bench/aot/gated_routing.h"
-#include "bench/aot/gru_seq.h"
-#include "bench/aot/iterative_refine.h"
-#include "bench/aot/lstm_seq.h"
-#include "bench/aot/mlp.h"
-#include "bench/aot/mlp_bf16.h"
-#include "bench/aot/residual_tower.h"
-#include "bench/aot/residual_tower_bf16.h"
-#include "bench/aot/transformer.h"
-#include "bench/aot/transformer_bf16.h"
+#include "bench/aot_suite.h"
 #include "bench/timed_run.h"
 #include "training/aot/compiled_model.h"
-#include "runtime/cpu/executor.h"
 
 namespace weft::bench {
 namespace {
 
 using nlohmann::json;
-
-/// A suite model compiled ahead of time (bench/aot/BUILD).
-struct AotModel {
-  const char* name;
-  const aot::ModelTable& (*table)();
-  /// bench/models.cc's token_range: integer inputs and targets are drawn from [0, it).
-  int64_t token_range = 0;
-  /// bench/models.cc's target_is_input: the target is input.0 itself.
-  bool target_is_input = false;
-  /// The same model compiled with precision = "bf16" (bench/aot/BUILD), or null.
-  const aot::ModelTable& (*bf16_table)() = nullptr;
-};
-
-/// The ten models in bench_model_names()' order.
-const std::vector<AotModel>& aot_models() {
-  static const std::vector<AotModel> models = {
-      {"transformer", &weft_aot::Transformer::table, 1024, false, &weft_aot::TransformerBf16::table},
-      {"mlp", &weft_aot::Mlp::table, 0, false, &weft_aot::MlpBf16::table},
-      {"residual_tower", &weft_aot::ResidualTower::table, 0, false, &weft_aot::ResidualTowerBf16::table},
-      {"feedback_fixed", &weft_aot::FeedbackFixed::table},
-      {"gated_routing", &weft_aot::GatedRouting::table},
-      {"iterative_refine", &weft_aot::IterativeRefine::table},
-      {"gru_seq", &weft_aot::GruSeq::table},
-      {"conv_autoenc", &weft_aot::ConvAutoenc::table, 0, /*target_is_input=*/true},
-      {"lstm_seq", &weft_aot::LstmSeq::table},
-      {"convnet", &weft_aot::Convnet::table},
-  };
-  return models;
-}
 
 int fail(const Error& e) {
   std::fprintf(stderr, "weft_aot_worker: %s\n", e.to_string().c_str());
@@ -122,6 +86,33 @@ int64_t parameter_count(const aot::ModelTable& table) {
   return n;
 }
 
+/// weft_worker's --names-out JSON from `table` (run.py --names checks PyTorch's state
+/// against it): the model's values but `rng`, with their kinds, the inputs and the target.
+Status write_names(const AotModel& m, const aot::ModelTable& table, const std::string& path) {
+  const InitLayout layout = init_layout(m, table);
+  nlohmann::json params = nlohmann::json::array();
+  for (int i = 0; i < table.num_model_values; ++i) {
+    const aot::ValueEntry& v = table.values[size_t(i)];
+    if (v.name == "rng") continue;  // the generator's state is weft's own
+    nlohmann::json j = type_json(v.name, v.type, 0);
+    j.erase("high");
+    j["kind"] = std::string(input_kind_name(v.kind));
+    params.push_back(j);
+  }
+  nlohmann::json inputs = nlohmann::json::array();
+  for (const NamedType& in : layout.inputs) inputs.push_back(type_json(in.name, in.type, m.token_range));
+  nlohmann::json target = type_json("target", layout.target.type, m.token_range);
+  if (m.target_is_input) target["same_as"] = layout.inputs[0].name;
+  nlohmann::json out = {{"model", m.name},         {"preset", aot_preset()},
+                        {"lr", table.lr},          {"param_count", parameter_count(table)},
+                        {"params", params},        {"inputs", inputs},
+                        {"target", target}};
+  std::ofstream f(path);
+  f << out.dump(1) << "\n";
+  if (!f) return Error{"cannot write " + path};
+  return Status();
+}
+
 /// Whether any of MLIR's or LLVM's shared libraries is mapped into this process.
 bool compiler_mapped() {
   std::ifstream maps("/proc/self/maps");
@@ -143,23 +134,23 @@ int run(const cli::Args& args) {
   }
   if (model_name.empty()) return fail(Error{"--model=NAME is required; models: " + known});
   if (!model) return fail(Error{"unknown model '" + model_name + "'; models: " + known});
-  const std::string preset = args.get("preset", "cpu");
-  if (preset != "cpu") {
-    return fail(Error{"the AOT libraries of bench/aot are compiled at the cpu preset; preset '" +
-                      preset + "' needs bench/weft_worker (the JIT)"});
+  const std::string preset = args.get("preset", aot_preset());
+  if (preset != aot_preset()) {
+    return fail(Error{std::string(aot_libraries()) + " are compiled at the " + aot_preset() +
+                      " preset; preset '" + preset + "' needs bench/weft_worker (the JIT)"});
   }
+  const std::string precision = args.get("precision", "f32");
+  StatusOr<const aot::ModelTable*> at = table_at(*model, precision);
+  if (!at.ok()) return fail(at.error());
+  const aot::ModelTable& table = **at;
   if (args.has("names-out")) {
-    return fail(Error{"--names-out is bench/weft_worker's (it builds the model without "
-                      "compiling it); this worker only runs timed runs"});
+    Status s = write_names(*model, table, cli::resolve_path(args.get("names-out")));
+    return s.ok() ? 0 : fail(s.error());
   }
   StatusOr<TimedRunFlags> flags = parse_timed_run_flags(args, preset);
   if (!flags.ok()) return fail(flags.error());
 
   const int64_t rss_before = proc_status_bytes("VmRSS");
-  const std::string precision = args.get("precision", "f32");
-  StatusOr<const aot::ModelTable*> at = table_at(*model, precision);
-  if (!at.ok()) return fail(at.error());
-  const aot::ModelTable& table = **at;
   StatusOr<std::unique_ptr<aot::CompiledModel>> compiled =
       aot::CompiledModel::create(table, flags->seed);
   if (!compiled.ok()) return fail(compiled.error());
@@ -187,16 +178,15 @@ int run(const cli::Args& args) {
   if (!profiling.ok()) return fail(profiling.error());
   if (!times.ok()) return fail(times.error());
   if (profile) std::fprintf(stderr, "%s", m.profile_report().c_str());
-  // The suite's CPU libraries run on runtime/cpu (their tables name "cpu").
-  auto* cpu_executor = dynamic_cast<cpu::Executor*>(m.step_executor());
   const std::string config =
-      "aot " + table.backend +
-      (cpu_executor ? ", " + std::to_string(cpu_executor->pool().num_threads()) + " threads" : "") +
-      (precision == "f32" ? "" : ", " + precision);
+      aot_config(table, *m.step_executor()) + (precision == "f32" ? "" : ", " + precision);
   json out = result_json(model->name, config, *flags, *times, parameter_count(table), rss_before);
   out["arena_bytes"] = m.step_executor()->program().arena_bytes;
   out["arena_lower_bound_bytes"] = m.step_executor()->program().lower_bound_bytes;
   out["compiler_mapped"] = compiler_mapped();
+  if (std::optional<int64_t> bytes = aot_device_bytes(*m.step_executor())) {
+    out["device_peak_bytes"] = *bytes;
+  }
   out["precision"] = precision;
   std::printf("%s\n", out.dump().c_str());
   return 0;

@@ -36,14 +36,6 @@ namespace {
 
 using nlohmann::json;
 
-json type_json(const std::string& name, const Type& t, int64_t high) {
-  json j = {{"name", name},
-            {"shape", t.shape.dims},
-            {"dtype", std::string(safetensors_dtype_name(t.dtype))}};
-  if (t.dtype == DType::i64) j["high"] = high;
-  return j;
-}
-
 const char* loss_name(const LossSpec& loss) {
   return loss.kind == LossSpec::Kind::CrossEntropy ? "cross_entropy" : "mse";
 }

@@ -20,6 +20,10 @@ torch.cuda.max_memory_allocated() over its steps. The last line per model is a J
 
 --init=DIR: each model starts from DIR/MODEL.safetensors (an INIT file, run.py --init-out),
 as weft's side does with the same folder (tests/cuda step_bench --init=DIR).
+
+make_step() is where the four configurations are defined: this script, cuda_mlp.py and
+run.py --device=cuda --config=NAME (the suite's GPU side, `bench:suite --device=cuda`) all
+build their steps with it.
 """
 import argparse
 import gc
@@ -38,9 +42,15 @@ import init_file  # noqa: E402
 import models  # noqa: E402
 
 
-def time_config(model, loss_fn, inputs, target, lr, config, steps, warmup, dev):
-    """One configuration's training step on the GPU: (median ms, min ms, first loss, peak
-    bytes). cuda_mlp.py times its MLP with it too."""
+CONFIGS = ("eager", "fused", "compile", "cuda_graph")
+
+
+def make_step(model, loss_fn, inputs, target, lr, config, dev):
+    """`model` (moved to `dev`) trained in configuration `config` of CONFIGS: (step, first)
+    where step() runs one training step (forward, loss, backward, Adam) and returns the loss
+    as a device tensor. cuda_graph runs three warm-up steps here before capturing the step;
+    `first` is then the loss of the first of them, the first step from the initial weights;
+    otherwise it is None and the first step() call's loss is the first loss."""
     model = model.to(dev)
     model.train()
     if config == "eager":
@@ -59,33 +69,47 @@ def time_config(model, loss_fn, inputs, target, lr, config, steps, warmup, dev):
         loss.backward()
         opt.step()
         out["loss"] = loss
+        return loss
 
+    if config != "cuda_graph":
+        return step, None
+    # Warm up on a side stream (allocates gradients and optimizer state), then capture.
+    first = None
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            loss = step()
+            if first is None:
+                first = loss.item()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    opt.zero_grad(set_to_none=False)
+    with torch.cuda.graph(graph):
+        step()
+
+    def replay():
+        graph.replay()
+        return out["loss"]
+
+    return replay, first
+
+
+def time_config(model, loss_fn, inputs, target, lr, config, steps, warmup, dev):
+    """One configuration's training step on the GPU: (median ms, min ms, first loss, peak
+    bytes). cuda_mlp.py times its MLP with it too."""
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
-    run = step
-    if config == "cuda_graph":
-        # Warm up on a side stream (allocates gradients and optimizer state), then capture.
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(3):
-                step()
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        opt.zero_grad(set_to_none=False)
-        with torch.cuda.graph(graph):
-            step()
-        run = graph.replay
-    first = None
+    run, first = make_step(model, loss_fn, inputs, target, lr, config, dev)
     ms = []
     for s in range(warmup + steps):
         t0 = time.perf_counter()
-        run()
+        loss = run()
         torch.cuda.synchronize()
         if s >= warmup:
             ms.append((time.perf_counter() - t0) * 1e3)
         if first is None:
-            first = out["loss"].item()
+            first = loss.item()
     return statistics.median(ms), min(ms), first, torch.cuda.max_memory_allocated()
 
 

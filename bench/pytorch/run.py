@@ -21,6 +21,19 @@ Run with Debian's Python (torch 1.13 + NumPy), from anywhere:
   run.py --print-params [--preset=P]
       prints every model's parameter count (both presets unless --preset is given).
 
+  run.py --device=cuda --config=C ...  (with --init or standalone, as above)
+      the same timed run on one NVIDIA GPU (`bench:suite --device=cuda`), in one of the
+      GPU configurations of cuda_suite.py's make_step: eager, fused (Adam(fused=True)),
+      compile (torch.compile, fused Adam) or cuda_graph (the whole step as one CUDA graph);
+      fp32 with TF32 off. Each step still ends with loss.item(). The JSON line adds
+      "device": "cuda", "device_peak_bytes" (torch.cuda.max_memory_allocated() over the
+      run, less what was allocated before the model was built) and "gpu" (its name); for
+      cuda_graph, "first_loss" is the first warm-up step's, taken before the capture.
+
+  run.py --device=cuda --check-device
+      exits 0 (printing the GPU's name) when this torch has CUDA and sees a device, else 1
+      with the reason: the suite asks before its first model.
+
 --precision=bf16 (or f16) runs forward and loss under torch.autocast("cpu", dtype=...)
 (PyTorch's mixed precision: parameters and Adam stay fp32; the JSON's "precision" says
 which; layer_norm runs in fp32 as on CUDA, since torch 1.13's CPU autocast fails on it);
@@ -55,7 +68,7 @@ def parse_args(argv):
         key, eq, value = a[2:].partition("=")
         args[key.replace("-", "_")] = value if eq else True
     known = {"model", "preset", "names", "init_out", "init", "epochs", "warmup", "threads",
-             "seed", "print_params", "steps", "precision"}
+             "seed", "print_params", "steps", "precision", "device", "config", "check_device"}
     unknown = set(args) - known
     if unknown:
         raise SystemExit(f"run.py: unknown option(s) {', '.join('--' + u for u in sorted(unknown))}")
@@ -280,8 +293,40 @@ def fp32_layer_norm():
     torch.nn.functional.layer_norm = layer_norm
 
 
+def cuda_device():
+    """--device: None for the CPU, or torch's CUDA device after checking that there is one
+    (else exit 1 naming what is missing)."""
+    device = ARGS.get("device", "cpu")
+    if device not in ("cpu", "cuda"):
+        fail(f"--device must be cpu or cuda, got '{device}'")
+    if device == "cpu":
+        if "config" in ARGS or "check_device" in ARGS:
+            fail("--config and --check-device go with --device=cuda")
+        return None
+    if not torch.cuda.is_available():
+        fail(f"--device=cuda: no CUDA device for torch {torch.__version__} (built with CUDA "
+             f"{torch.version.cuda}; torch.cuda.is_available() is False)")
+    torch.backends.cuda.matmul.allow_tf32 = False  # weft's cuBLAS and cuDNN math is fp32
+    torch.backends.cudnn.allow_tf32 = False
+    return torch.device("cuda")
+
+
+def cuda_config():
+    """--config on the GPU: one of cuda_suite.CONFIGS."""
+    import cuda_suite  # the GPU configurations' one definition
+    config = ARGS.get("config")
+    if config not in cuda_suite.CONFIGS:
+        fail(f"--device=cuda needs --config=one of {', '.join(cuda_suite.CONFIGS)}, got '{config}'")
+    if ARGS.get("precision", "f32") != "f32":
+        fail("--device=cuda runs f32 only (TF32 off); --precision is the CPU suite's")
+    return config, cuda_suite.make_step
+
+
 def train(name, preset, seed):
     cpu = preset == "cpu"
+    dev = cuda_device()
+    if dev is not None:
+        config, make_step = cuda_config()
     low = autocast_dtype()
     epochs = int(ARGS.get("epochs", 5 if cpu else 20))
     warmup = int(ARGS.get("warmup", 1 if cpu else 3))
@@ -290,6 +335,7 @@ def train(name, preset, seed):
     print(peer_env.describe(), file=sys.stderr, flush=True)
 
     rss_before = proc_status_bytes("VmRSS")
+    device_before = torch.cuda.memory_allocated() if dev is not None else 0
     if "init" in ARGS:
         torch.manual_seed(seed)
         spec = models.build(name, preset)
@@ -298,20 +344,29 @@ def train(name, preset, seed):
         spec, inputs, target = build_seeded(name, preset, seed)
     model = spec.module
     model.train()
-    opt = torch.optim.Adam(model.parameters(), lr=spec.lr)
+    if dev is not None:
+        inputs = [x.to(dev) for x in inputs]
+        target = inputs[0] if spec.target == "input" else target.to(dev)
+        gpu_step, first_loss = make_step(model, spec.loss_fn, inputs, target, spec.lr, config, dev)
+    else:
+        opt = torch.optim.Adam(model.parameters(), lr=spec.lr)
+        first_loss = None
 
-    epoch_ms, first_loss, loss_value = [], None, None
+    epoch_ms, loss_value = [], None
     for epoch in range(warmup + epochs):
         start = time.perf_counter()
         for _ in range(steps):
-            if low is None:
+            if dev is not None:
+                loss = gpu_step()
+            elif low is None:
                 loss = spec.loss_fn(model(*inputs), target)
             else:
                 with torch.autocast("cpu", dtype=low):
                     loss = spec.loss_fn(model(*inputs), target)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
+            if dev is None:
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
             loss_value = loss.item()
             if first_loss is None:
                 first_loss = loss_value
@@ -323,10 +378,12 @@ def train(name, preset, seed):
     env = {v: os.environ.get(v)
            for v in TUNED_ENV + ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS") + peer_env.HANDICAP}
     tuned = all(os.environ.get(v) for v in TUNED_ENV)
+    cpu_config = (f"{THREADS} thread{'s' if THREADS != 1 else ''}, {'tuned' if tuned else 'default'}"
+                  + ("" if low is None else f", autocast {ARGS['precision']}"))
     result = {
         "model": name, "framework": "pytorch",
-        "config": f"{THREADS} thread{'s' if THREADS != 1 else ''}, {'tuned' if tuned else 'default'}"
-                  + ("" if low is None else f", autocast {ARGS['precision']}"),
+        "config": cpu_config if dev is None else f"cuda, {config}",
+        "device": "cpu" if dev is None else "cuda",
         "precision": ARGS.get("precision", "f32"),
         "epoch_ms": [round(ms, 3) for ms in epoch_ms],
         "median_ms": round(statistics.median(epoch_ms), 3) if epoch_ms else None,
@@ -339,6 +396,9 @@ def train(name, preset, seed):
         "torch": torch.__version__,
         "openblas_corename": peer_env.openblas_corename(),
     }
+    if dev is not None:
+        result["device_peak_bytes"] = torch.cuda.max_memory_allocated() - device_before
+        result["gpu"] = torch.cuda.get_device_name()
     print(json.dumps(result))
 
 
@@ -353,6 +413,11 @@ def print_params(presets):
 def main():
     if ARGS.get("print_params"):
         print_params([ARGS["preset"]] if "preset" in ARGS else models.PRESETS)
+        return
+    if ARGS.get("check_device"):
+        if cuda_device() is None:
+            fail("--check-device goes with --device=cuda")
+        print(f"cuda: {torch.cuda.get_device_name()}, torch {torch.__version__}")
         return
     if "model" not in ARGS:
         fail("--model=M is required (one of " + ", ".join(models.MODEL_NAMES) + ")")

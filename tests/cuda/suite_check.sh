@@ -1,14 +1,31 @@
 #!/usr/bin/env bash
-# The suite on a GPU ([GPU]), one lease: weft's ten suite models' training steps
-# (.gpu/suite_bench, built here: `bazel build //tests/cuda:suite_bench`) and PyTorch's
-# (bench/pytorch/cuda_suite.py, its four configurations), same GPU, same minutes. Logs
-# go to $OUT (or /tmp/weft-gpu).
+# The suite on a GPU ([GPU], #31) in one lease: `bench:suite --device=cuda --preset=paper`,
+# weft from the AOT CUDA libraries of bench/aot (the ten models at the paper preset, each
+# step one CUDA graph; bench/weft_aot_cuda_worker) and PyTorch 2.11's four GPU
+# configurations (bench/pytorch/run.py --device=cuda: eager, fused Adam, torch.compile for
+# the transformer and mlp, the whole step as one CUDA graph; TF32 off), interleaved per
+# model, both from the same INIT weights, first losses checked, device memory on both
+# sides, the suite's table on stdout and its JSON in $OUT/suite.json. Logs go to $OUT (or
+# /tmp/weft-gpu).
 #
-#   tests/cuda/suite_check.sh [STEPS] [--no-cudnn-peer]
+# Build and copy here (the CUDA worker links no MLIR and carries its own libstdc++; the
+# suite binary's shared libraries, oneDNN's ~40 MB for the CPU roofline among them, travel
+# in .gpu/lib; glibc's stay):
+#   bazel build //bench:suite //tests/cuda:suite_bench
+#   mkdir -p .gpu/lib && cp -f bazel-bin/bench/suite bazel-bin/bench/weft_aot_cuda_worker \
+#     bazel-bin/tests/cuda/suite_bench .gpu/
+#   ldd bazel-bin/bench/suite | awk '/=> \// {print $3}' \
+#     | grep -Ev '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*)\.so' | xargs -r cp -fL -t .gpu/lib
+# Device call (about 7 minutes at the defaults below; the first torch.compile of each
+# round takes about a minute):
+#   run(command="tests/cuda/suite_check.sh", carry=[".gpu"], timeout_s=560)
+#
+#   tests/cuda/suite_check.sh [SUITE FLAGS...]     default --epochs=5 --warmup=1 --rounds=1
 #   tests/cuda/suite_check.sh --profile=MODEL,MODEL...
 #
-# --no-cudnn-peer skips PyTorch's convolutional models under cudnn.deterministic (a
-# shorter lease).
+# SUITE FLAGS replace the defaults (e.g. `--models=lstm_seq,gru_seq --rounds=2`); the
+# paper's protocol is the suite's own default, 3 warm-up and 20 measured epochs over 2
+# rounds (about 25 minutes: two leases' worth).
 #
 # --profile: where the time goes instead, model by model on both sides: weft's
 # invocations launch by launch and by kind (`suite_bench --profile`), with cuDNN's
@@ -33,45 +50,17 @@ if [[ "${1:-}" == --profile=* ]]; then
   grep -E "^pytorch" "$out/profile_pytorch.txt" | cut -c1-150
   exit 0
 fi
-steps=${1:-100}
-# INIT files (bench/PROTOCOL.md): PyTorch's initial weights and data under weft's names,
-# written here by run.py against the names bench/weft_worker gave where the suite was
-# built (.gpu/names/MODEL.json), so both sides start from the same values and their
-# first-step losses compare (tests/cuda/first_losses.py).
-init=""
-if [ -d .gpu/names ]; then
-  init=/tmp/weft-init
-  mkdir -p "$init"
-  for f in .gpu/names/*.json; do
-    m=$(basename "$f" .json)
-    timeout 60 python3 bench/pytorch/run.py --model="$m" --preset=paper --names="$f" \
-      --init-out="$init/$m.safetensors" >>"$out/init.txt" 2>&1 || echo "== INIT for $m failed"
-  done
-fi
-timeout 200 .gpu/suite_bench --steps="$steps" --warmup=10 ${init:+--init=$init} \
-  >"$out/suite_weft.txt" 2>&1
-echo "== suite_bench rc=$?"
-grep -E "weft cuda|error" "$out/suite_weft.txt" | sed 's/ (min .*device/ device/'
-# The convolutional models with cuDNN's nondeterministic algorithms allowed too, as
-# PyTorch's default allows them (weft's default keeps to deterministic ones).
-for m in convnet conv_autoenc; do
-  timeout 60 .gpu/suite_bench --case=$m --conv=fastest --steps="$steps" --warmup=10 ${init:+--init=$init} \
-    >"$out/suite_weft_${m}_fastest.txt" 2>&1
-  echo "== suite_bench --case=$m --conv=fastest rc=$?"
-  grep -E "weft cuda|error" "$out/suite_weft_${m}_fastest.txt" | sed 's/ (min .*device/ device/'
-done
-PYTHONUNBUFFERED=1 timeout 240 python3 bench/pytorch/cuda_suite.py --steps="$steps" --warmup=10 \
-  ${init:+--init=$init} >"$out/suite_pytorch.txt" 2>&1
-echo "== cuda_suite.py rc=$?"
-grep -E "^pytorch" "$out/suite_pytorch.txt" | cut -c1-150
-if [ -n "$init" ]; then
-  python3 tests/cuda/first_losses.py "$out/suite_weft.txt" "$out/suite_pytorch.txt"
-  echo "== first_losses.py rc=$?"
-fi
-# PyTorch's convolutional models with cudnn.deterministic on: the like-for-like peer of
-# weft's default.
-[ "${2:-}" = --no-cudnn-peer ] && exit 0
-PYTHONUNBUFFERED=1 timeout 100 python3 bench/pytorch/cuda_profile.py --models=convnet,conv_autoenc \
-  --steps=50 --profile-steps=1 --top=5 >"$out/suite_pytorch_cudnn.txt" 2>&1
-echo "== cuda_profile.py rc=$?"
-grep -E "^pytorch" "$out/suite_pytorch_cudnn.txt" | cut -c1-150
+flags=("$@")
+[ ${#flags[@]} -eq 0 ] && flags=(--epochs=5 --warmup=1 --rounds=1)
+# The suite's runfiles as `bazel run` lays them out: the worker beside the PyTorch scripts
+# of this checkout.
+rf=$(mktemp -d)
+mkdir -p "$rf/weft/bench"
+cp -f .gpu/weft_aot_cuda_worker "$rf/weft/bench/"
+cp -rf bench/pytorch "$rf/weft/bench/"
+ldd .gpu/suite | grep "not found" && echo "== the suite lacks the libraries above (.gpu/lib)"
+RUNFILES_DIR="$rf" LD_LIBRARY_PATH="$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+  TMPDIR="$out" timeout 540 .gpu/suite --device=cuda --preset=paper --python="$(command -v python3)" \
+  --json="$out/suite.json" "${flags[@]}" 2>&1 | tee "$out/suite.txt"
+echo "== bench:suite --device=cuda rc=${PIPESTATUS[0]}"
+rm -rf "$rf"

@@ -8,16 +8,19 @@
 # sides, the suite's table on stdout and its JSON in $OUT/suite.json. Logs go to $OUT (or
 # /tmp/weft-gpu).
 #
-# Build and copy here (the CUDA worker links no MLIR and carries its own libstdc++; the
-# suite binary's shared libraries, oneDNN's ~40 MB for the CPU roofline among them, travel
-# in .gpu/lib; glibc's stay):
-#   bazel build //bench:suite //tests/cuda:suite_bench
-#   mkdir -p .gpu/lib && cp -f bazel-bin/bench/suite bazel-bin/bench/weft_aot_cuda_worker \
-#     bazel-bin/tests/cuda/suite_bench .gpu/
+# Build and copy here (the CUDA worker, 10 MB, links no MLIR and carries its own
+# libstdc++; the suite binary's shared libraries but glibc's, oneDNN's 40 MB for the CPU
+# roofline among them, travel compressed in .gpu/suite_libs.tar.gz, 12 MB; the carry
+# limit is 64 MiB):
+#   bazel build //bench:suite
+#   mkdir -p .gpu && cp -f bazel-bin/bench/suite bazel-bin/bench/weft_aot_cuda_worker .gpu/
 #   ldd bazel-bin/bench/suite | awk '/=> \// {print $3}' \
-#     | grep -Ev '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*)\.so' | xargs -r cp -fL -t .gpu/lib
-# Device call (about 7 minutes at the defaults below; the first torch.compile of each
-# round takes about a minute):
+#     | grep -Ev '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*)\.so' \
+#     | tar -czhf .gpu/suite_libs.tar.gz --transform 's|.*/||' -T -
+# --profile needs .gpu/suite_bench too (`bazel build //tests/cuda:suite_bench`, copied
+# likewise; leave it out of .gpu otherwise).
+# Device call (estimated 7 minutes at the defaults below, not yet measured; a torch.compile
+# takes about a minute per model and round):
 #   run(command="tests/cuda/suite_check.sh", carry=[".gpu"], timeout_s=560)
 #
 #   tests/cuda/suite_check.sh [SUITE FLAGS...]     default --epochs=5 --warmup=1 --rounds=1
@@ -53,14 +56,16 @@ fi
 flags=("$@")
 [ ${#flags[@]} -eq 0 ] && flags=(--epochs=5 --warmup=1 --rounds=1)
 # The suite's runfiles as `bazel run` lays them out: the worker beside the PyTorch scripts
-# of this checkout.
+# of this checkout; its shared libraries beside them.
 rf=$(mktemp -d)
-mkdir -p "$rf/weft/bench"
+mkdir -p "$rf/weft/bench" "$rf/lib"
 cp -f .gpu/weft_aot_cuda_worker "$rf/weft/bench/"
 cp -rf bench/pytorch "$rf/weft/bench/"
-ldd .gpu/suite | grep "not found" && echo "== the suite lacks the libraries above (.gpu/lib)"
-RUNFILES_DIR="$rf" LD_LIBRARY_PATH="$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-  TMPDIR="$out" timeout 540 .gpu/suite --device=cuda --preset=paper --python="$(command -v python3)" \
+tar -xzf .gpu/suite_libs.tar.gz -C "$rf/lib"
+# The libraries for the suite's own process only (the dynamic loader's --library-path,
+# not LD_LIBRARY_PATH): its children, PyTorch among them, keep the machine's.
+RUNFILES_DIR="$rf" TMPDIR="$out" timeout 540 \
+  /lib64/ld-linux-x86-64.so.2 --library-path "$rf/lib" .gpu/suite --device=cuda --preset=paper --python="$(command -v python3)" \
   --json="$out/suite.json" "${flags[@]}" 2>&1 | tee "$out/suite.txt"
 echo "== bench:suite --device=cuda rc=${PIPESTATUS[0]}"
 rm -rf "$rf"

@@ -6,6 +6,7 @@
 // local rank, its unique id sent over that world). Without a GPU that is where it stops,
 // exiting 1 with the pinned line, before any data is read. On a GPU the binary trains:
 // tests/cuda/nccl_check.sh compares its losses with the run without --data-parallel.
+// The JIT example (//examples/fashion_mnist:mlp --backend=cuda) likewise.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -34,6 +35,18 @@ TEST(NcclDriver, WithoutAGpuEveryLauncherGetsTheBackendsRefusal) {
     EXPECT_NE(r.exit_code, 0) << r.out;
     EXPECT_NE(r.out.find(expected), std::string::npos) << r.out;
   }
+}
+
+// The JIT examples take the same path with --backend=cuda (the driver's connect_ranks,
+// then the Trainer keeps the communicator it is given).
+TEST(NcclDriver, TheJitExampleOnCudaAsksTheSameBackend) {
+  if (weft::cuda::available()) GTEST_SKIP() << "a GPU is present: tests/cuda/nccl_check.sh trains with it";
+  CommandResult r = weft::testing::run_command(
+      "RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
+      std::to_string(weft::testing::free_port()) +
+      " examples/fashion_mnist/mlp --backend=cuda --data-parallel --max-steps=1");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_EQ(r.out, "error: --data-parallel: no CUDA device: " + weft::cuda::unavailable_reason() + "\n");
 }
 
 // Linking the world, the binary no longer says that --data-parallel is unavailable.

@@ -50,7 +50,7 @@ ValueId is_finite(GradBuilder& b, ValueId x) {
 
 StatusOr<LossScaler> LossScaler::add_to(Graph& g, const LossScaleOptions& options) {
   WEFT_RETURN_IF_ERROR(options.validate());
-  for (const char* name : {kLossScaleState, kGrowthTrackerState, kSkippedStepsState}) {
+  for (const char* name : kLossScaleStates) {
     if (g.find_value(name)) {
       return Error{std::string("loss scaling: the state name %") + name +
                    " is already taken (rename the model's value)"};

@@ -31,6 +31,7 @@
 //   slots = append_optimizer(g, groups, step, &scaled);
 //   scaler.append_update(g, scaled);          // the scale's and the counts' assigns
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -67,6 +68,9 @@ struct LossScaleOptions {
 inline constexpr const char* kLossScaleState = "loss_scale";
 inline constexpr const char* kGrowthTrackerState = "loss_scale_growth_tracker";
 inline constexpr const char* kSkippedStepsState = "skipped_steps";
+/// All three, in that order.
+inline constexpr std::array<const char*, 3> kLossScaleStates = {kLossScaleState, kGrowthTrackerState,
+                                                                kSkippedStepsState};
 
 /// Dynamic loss scaling in one step graph: its state inputs and the ops that use them.
 class LossScaler {

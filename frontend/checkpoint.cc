@@ -177,7 +177,7 @@ StatusOr<LoadReport> load_checkpoint(const std::string& path, const Model& model
   scope.whole = options.subgraph.empty();
   scope.strict = options.strict;
   // Loss scaling's state: present in an f16 (or scaled) run's checkpoints only.
-  scope.optional_keys = {kLossScaleState, kGrowthTrackerState, kSkippedStepsState};
+  scope.optional_keys = {kLossScaleStates.begin(), kLossScaleStates.end()};
   if (!scope.whole) {
     WEFT_ASSIGN_OR_RETURN(std::vector<const ParamInfo*> scoped,
                           model.parameters_at(options.subgraph));

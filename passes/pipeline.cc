@@ -57,6 +57,12 @@ Pipeline& Pipeline::add(std::unique_ptr<Pass> pass) {
   return *this;
 }
 
+Error unknown_pass_error(std::string_view name, const std::vector<std::string_view>& known) {
+  std::string list;
+  for (std::string_view n : known) list += (list.empty() ? "" : ", ") + std::string(n);
+  return Error{"unknown pass '" + std::string(name) + "'; known passes: " + list, {}};
+}
+
 std::vector<std::string_view> Pipeline::pass_names() const {
   std::vector<std::string_view> names;
   for (const auto& p : passes_) names.push_back(p->name());
@@ -71,11 +77,7 @@ StatusOr<bool> Pipeline::run_until(Graph& g, std::string_view last) {
   if (!last.empty()) {
     std::vector<std::string_view> names = pass_names();
     auto it = std::find(names.begin(), names.end(), last);
-    if (it == names.end()) {
-      std::string known;
-      for (std::string_view n : names) known += (known.empty() ? "" : ", ") + std::string(n);
-      return Error{"unknown pass '" + std::string(last) + "'; known passes: " + known, {}};
-    }
+    if (it == names.end()) return unknown_pass_error(last, names);
     end = static_cast<size_t>(it - names.begin()) + 1;
   }
 

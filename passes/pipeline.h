@@ -63,6 +63,10 @@ class Pipeline {
   std::vector<std::unique_ptr<Pass>> passes_;
 };
 
+/// The error for a stopping point `name` that is none of `known` (listed in order, as
+/// `run_until` and weftc's `--after` both report it).
+Error unknown_pass_error(std::string_view name, const std::vector<std::string_view>& known);
+
 /// weft's standard optimization pipeline: infer-types, canonicalize, fold-constants, dce,
 /// cse.
 Pipeline default_pipeline(PipelineOptions options = {});

@@ -31,12 +31,11 @@ StatusOr<std::string> run_stages(Graph& g, Pipeline& pipeline, DType precision,
     return Error{"weftc " + command + ": --after=autocast shows the casts of --precision=bf16 "
                  "or --precision=f16; at f32 there are none"};
   }
-  const std::vector<std::string_view> passes = pipeline.pass_names();
+  std::vector<std::string_view> passes = pipeline.pass_names();
   if (precision != DType::f32 && !after.empty() && after != kAutocastStage &&
       std::find(passes.begin(), passes.end(), after) == passes.end()) {
-    std::string known = kAutocastStage;
-    for (std::string_view p : passes) known += ", " + std::string(p);
-    return Error{"unknown pass '" + after + "'; known passes: " + known};
+    passes.insert(passes.begin(), kAutocastStage);
+    return unknown_pass_error(after, passes);
   }
   WEFT_RETURN_IF_ERROR(apply_precision(g, precision));
   if (after == kAutocastStage) return after;

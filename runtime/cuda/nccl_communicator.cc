@@ -3,6 +3,8 @@
 #include "runtime/cuda/nccl_communicator.h"
 
 #include <cstring>
+#include <future>
+#include <thread>
 #include <utility>
 
 #include "runtime/cuda/device.h"
@@ -35,6 +37,22 @@ StatusOr<int> device_count() {
   int count = 0;
   WEFT_RETURN_IF_ERROR(cuda_status(cudaGetDeviceCount(&count), "cudaGetDeviceCount"));
   return count;
+}
+
+// How long the watchdog lets ncclCommAbort take before the process exits anyway.
+constexpr std::chrono::seconds kAbortLimit{10};
+
+// ncclCommAbort on a thread of its own, waited for at most `limit`: it stops NCCL's
+// kernels (the device stays usable for the next process), but must not keep a rank
+// that gave up from exiting should it block itself.
+void abort_within(ncclComm_t comm, std::chrono::seconds limit) {
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> aborted = done->get_future();
+  std::thread([comm, done] {
+    ncclCommAbort(comm);
+    done->set_value();
+  }).detach();
+  aborted.wait_for(limit);
 }
 
 }  // namespace
@@ -83,7 +101,7 @@ StatusOr<std::shared_ptr<NcclCommunicator>> NcclCommunicator::create(std::shared
   WEFT_RETURN_IF_ERROR(cuda_status(cudaStreamCreateWithFlags(&c->stream_, cudaStreamNonBlocking),
                                  "cudaStreamCreateWithFlags (the communication stream)"));
   c->timeout_ = timeout;
-  c->watchdog_ = std::make_unique<collective::Watchdog>(timeout, [comm = c->comm_] { ncclCommAbort(comm); });
+  c->watchdog_ = std::make_unique<collective::Watchdog>(timeout, [comm = c->comm_] { abort_within(comm, kAbortLimit); });
   return c;
 }
 

@@ -63,8 +63,9 @@ class NcclCommunicator : public collective::Communicator {
   /// armed until end_step(): when the step has not finished after the timeout (a peer
   /// died or hangs, and NCCL's kernels wait for it), the process prints e.g. "error:
   /// rank 0 of 2 (NCCL), in all_reduce #1 of step 37 (1.1 MB): rank 1 did not answer
-  /// within 300 s (it died or hangs); exiting", calls ncclCommAbort and exits
-  /// non-zero (collective::Watchdog, as MPI's ranks do). The executor's run() calls both.
+  /// within 300 s (it died or hangs); exiting", calls ncclCommAbort (given 10 s) and
+  /// exits non-zero (collective::Watchdog, as MPI's ranks do). The executor's run()
+  /// calls both.
   void watch_step(int64_t bytes);
   void end_step();
   /// The CUDA device this rank runs on (its local rank).

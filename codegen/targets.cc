@@ -158,7 +158,7 @@ Error Target::profiler_unsupported(const std::string& feature) const {
 
 Error Target::one_process(int ranks) const {
   return Error{"data parallelism over " + std::to_string(ranks) + " ranks needs the " +
-               target_names([](const Target& t) { return t.has_multi_rank(); }, " and ") + " backend; the " +
+               target_names([](const Target& t) { return t.has_multi_rank(); }, " or ") + " backend; the " +
                (compiled() ? name + " backend" : std::string("reference interpreter")) + " runs one process"};
 }
 

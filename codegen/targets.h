@@ -169,7 +169,8 @@ struct Target {
   /// asked ("--profile"): "--profile runs on the cpu backend, not on cuda".
   Error profiler_unsupported(const std::string& feature) const;
   /// The error for a communicator of `ranks` > 1 on a target without collectives: "data
-  /// parallelism over 2 ranks needs the cpu backend; the cuda backend runs one process".
+  /// parallelism over 2 ranks needs the cpu or cuda backend; the reference interpreter
+  /// runs one process".
   Error one_process(int ranks) const;
 };
 

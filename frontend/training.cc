@@ -82,6 +82,10 @@ StatusOr<Trainer> Trainer::compile(const FlowPtr& net, const std::vector<InputSp
   if (options.communicator && options.communicator->world_size() > 1 && !target->has_multi_rank()) {
     return target->one_process(options.communicator->world_size());
   }
+  if (const Backend* runtime = target->runtime(); runtime != nullptr) {  // cuda: NCCL over it
+    WEFT_ASSIGN_OR_RETURN(options.communicator, runtime->communicator_for(options.communicator, options.local_rank,
+                                                                          options.collective_timeout));
+  }
   if (options.check_numerics && !target->has_check_numerics()) {
     return target->check_numerics_unsupported("check_numerics");
   }

@@ -20,6 +20,7 @@
 // TrainOptions allow a host fallback, runtime/cuda/library.h) or "reference" (the
 // reference interpreter, the oracle).
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -114,7 +115,7 @@ struct TrainOptions {
   /// cpu, cuda: the most bytes a compiled step may plan (cpu::ExecutorOptions::max_memory;
   /// 0: MemAvailable, or the GPU's free memory).
   int64_t max_memory = 0;
-  /// Data parallelism (DESIGN.md, decision 11; CPU over MPI or Gloo today): when set, the step
+  /// Data parallelism (DESIGN.md, decision 11; cpu over MPI or Gloo, cuda over NCCL): when set, the step
   /// averages every parameter gradient over the communicator's ranks (an all_reduce
   /// {reduction="mean"} op before the optimizer update, autodiff/optimizer.h) and returns
   /// the loss averaged over the ranks too. Every rank compiles the same network and
@@ -125,12 +126,23 @@ struct TrainOptions {
   /// a mean loss the step is then the step of one process on the global batch. Batch-norm
   /// statistics stay per rank unless SyncBatchNorm (BatchNormOptions::sync), and dropout
   /// draws the same mask pattern on every rank.
-  /// Backend "cpu" only when the world size is above 1; compile() checks (one small
-  /// all_reduce) that every rank compiled the same step. nullptr: one process, no
+  /// Backends "cpu" and "cuda" when the world size is above 1; compile() checks (one
+  /// small all_reduce) that every rank compiled the same step. nullptr: one process, no
   /// all_reduce ops; collective::single_process(): the ops, each changing nothing.
   /// collective::world_from_environment() (runtime/collective/world.h) gives the launch's
-  /// (mpirun, srun, the torchrun variables), as the driver's --data-parallel does.
+  /// (mpirun, srun, the torchrun variables), as the driver's --data-parallel does. On
+  /// cuda compile() makes NCCL's communicator from it (the backend's
+  /// Backend::communicator_for: the unique id sent over this communicator, the GPU of
+  /// `local_rank`, a watchdog of `collective_timeout`); pass an NCCL communicator made
+  /// already (the driver's) and it is used as it is. Not yet run on a GPU.
   std::shared_ptr<collective::Communicator> communicator = nullptr;
+  /// cuda with a communicator: this process's index among the ranks of its machine, the
+  /// GPU it trains on (collective::local_rank() reads the launcher's variable).
+  int local_rank = 0;
+  /// cuda with a communicator: a step whose NCCL reductions have not finished after this
+  /// long makes the process abort NCCL and exit non-zero, naming the rank and the step
+  /// (the driver's --collective-timeout; runtime/collective/watchdog.h).
+  std::chrono::milliseconds collective_timeout = std::chrono::seconds(300);
   /// cpu, more than one rank: the gradients' all_reduce calls are bucketed up to this
   /// many bytes (cpu::ExecutorOptions::all_reduce_bucket_bytes); 0: one call per gradient.
   int64_t all_reduce_bucket_bytes = int64_t{25} << 20;

@@ -48,6 +48,12 @@ Error Backend::unsupported(Feature feature) const {
                (with.empty() ? std::string() : " (backends in this binary that have it: " + with + ")")};
 }
 
+StatusOr<std::shared_ptr<collective::Communicator>> Backend::communicator_for(
+    std::shared_ptr<collective::Communicator> host, int local_rank, std::chrono::milliseconds timeout) const {
+  if (host == nullptr || rank_communicator == nullptr) return host;
+  return rank_communicator(std::move(host), local_rank, timeout);
+}
+
 bool register_backend(Backend backend) {
   WEFT_CHECK(backend.bind != nullptr, "register_backend: backend '" + backend.name + "' has no bind");
   const std::string name = backend.name;

@@ -22,6 +22,7 @@
 // What a new device provides, the AOT build included, is listed in runtime/README.md
 // ("A new device").
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -102,6 +103,23 @@ struct Backend {
   void (*unpin_host_memory)(void* data) = nullptr;
   /// Collectives over more than one rank (a communicator with world_size() > 1).
   bool multi_rank = false;
+  /// Data parallelism on a device that reduces with collectives of its own: the
+  /// communicator its steps are bound with, made on every rank (collectively) from the
+  /// launch's host communicator `host` (collective::world_from_environment's), on the
+  /// device of `local_rank` (collective::local_rank()), giving up on a step's device
+  /// collectives after `timeout` (--collective-timeout). cuda: NCCL
+  /// (cuda::NcclCommunicator::create; an NCCL communicator is returned as it is).
+  /// nullptr: the steps reduce with `host` itself (cpu). Call it through
+  /// communicator_for.
+  StatusOr<std::shared_ptr<collective::Communicator>> (*rank_communicator)(
+      std::shared_ptr<collective::Communicator> host, int local_rank, std::chrono::milliseconds timeout) = nullptr;
+
+  /// The communicator to bind this backend's steps with for the launch's `host`
+  /// communicator (rank_communicator's, or `host` itself; nullptr for nullptr).
+  /// Errors: rank_communicator's (cuda: "no CUDA device: ...", a local rank without its
+  /// GPU, two ranks on one GPU, NCCL's failure).
+  StatusOr<std::shared_ptr<collective::Communicator>> communicator_for(
+      std::shared_ptr<collective::Communicator> host, int local_rank, std::chrono::milliseconds timeout) const;
 
   /// Whether it has `feature` (its hooks above are set).
   bool has(Feature feature) const;

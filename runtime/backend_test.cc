@@ -84,9 +84,8 @@ TEST(Backend, CudaLacksTheCpuOnlyFeaturesAndSaysSo) {
   EXPECT_EQ(cuda->host_input_data, nullptr);
   EXPECT_EQ(cuda->set_check_numerics, nullptr);
   EXPECT_EQ(cuda->set_profiling, nullptr);
-  EXPECT_FALSE(cuda->multi_rank);
-  EXPECT_FALSE(cuda->has(Feature::check_numerics) || cuda->has(Feature::profiler) ||
-               cuda->has(Feature::multi_rank));
+  EXPECT_TRUE(cuda->multi_rank && cuda->has(Feature::multi_rank));  // through NCCL
+  EXPECT_FALSE(cuda->has(Feature::check_numerics) || cuda->has(Feature::profiler));
   EXPECT_EQ(cuda->unsupported(Feature::check_numerics).message,
             "--check-numerics is not available on the cuda backend, which this model was "
             "compiled for (backends in this binary that have it: cpu)");
@@ -100,6 +99,36 @@ TEST(Backend, CudaLacksTheCpuOnlyFeaturesAndSaysSo) {
   EXPECT_EQ(ex.error().message,
             "the cuda backend reduces the gradients of 2 ranks with NCCL, but was given rank 0 of 2 (a "
             "test's fake): make it with cuda::NcclCommunicator::create (runtime/cuda/nccl_communicator.h)");
+}
+
+// Data parallelism: the communicator a backend's steps reduce with, from the launch's.
+// cpu reduces with the launch's own; cuda starts NCCL over it on the local rank's GPU,
+// which this machine may lack (then every rank gets the pinned error).
+TEST(Backend, CommunicatorForDataParallelismIsTheBackendsChoice) {
+  const Backend* cpu = *find_backend("cpu");
+  const Backend* cuda = *find_backend("cuda");
+  std::shared_ptr<collective::Communicator> world = collective::single_process();
+  EXPECT_EQ(cpu->rank_communicator, nullptr);
+  StatusOr<std::shared_ptr<collective::Communicator>> same = cpu->communicator_for(world, 0, std::chrono::seconds(5));
+  ASSERT_TRUE(same.ok()) << same.error().to_string();
+  EXPECT_EQ(*same, world);
+  StatusOr<std::shared_ptr<collective::Communicator>> none = cuda->communicator_for(nullptr, 0, std::chrono::seconds(5));
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, nullptr);
+  ASSERT_NE(cuda->rank_communicator, nullptr);
+  StatusOr<std::shared_ptr<collective::Communicator>> nccl = cuda->communicator_for(world, 0, std::chrono::seconds(5));
+  if (!cuda::available()) {
+    ASSERT_FALSE(nccl.ok());
+    EXPECT_EQ(nccl.error().message, "no CUDA device: " + cuda::unavailable_reason());
+    return;
+  }
+  ASSERT_TRUE(nccl.ok()) << nccl.error().to_string();
+  EXPECT_EQ((*nccl)->world_size(), 1);
+  EXPECT_NE((*nccl)->describe().find("NCCL"), std::string::npos) << (*nccl)->describe();
+  // An NCCL communicator is kept as it is.
+  StatusOr<std::shared_ptr<collective::Communicator>> again = cuda->communicator_for(*nccl, 0, std::chrono::seconds(5));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *nccl);
 }
 
 TEST(Backend, CudaChecksThatEveryOpRunsOnTheDevice) {

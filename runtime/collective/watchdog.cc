@@ -66,7 +66,8 @@ std::string collective_failure(int rank, int world_size, const std::string& tran
          doing + ": " + happened + "; exiting";
 }
 
-Watchdog::Watchdog(std::chrono::milliseconds timeout) : timeout_(timeout), thread_([this] { watch(); }) {}
+Watchdog::Watchdog(std::chrono::milliseconds timeout, std::function<void()> on_timeout)
+    : timeout_(timeout), on_timeout_(std::move(on_timeout)), thread_([this] { watch(); }) {}
 
 Watchdog::~Watchdog() {
   {
@@ -106,6 +107,7 @@ void Watchdog::watch() {
       std::fprintf(stderr, "error: %s\n", message_.c_str());
       std::fflush(stderr);
       std::fflush(stdout);
+      if (on_timeout_) on_timeout_();
       _exit(kExitCollectiveFailed);
     }
   }

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -57,11 +58,12 @@ std::string collective_failure(int rank, int world_size, const std::string& tran
                                const std::string& doing, const std::string& happened);
 
 /// A thread that ends the process when one armed period lasts longer than `timeout`:
-/// it prints `error: ` and the message given to arm(), then `_exit`s with
+/// it prints `error: ` and the message given to arm(), calls `on_timeout` when given
+/// (NCCL's: ncclCommAbort, so that the GPU's collective kernels stop), then `_exit`s with
 /// kExitCollectiveFailed. One period at a time (the communicator's calling thread).
 class Watchdog {
  public:
-  explicit Watchdog(std::chrono::milliseconds timeout);
+  explicit Watchdog(std::chrono::milliseconds timeout, std::function<void()> on_timeout = nullptr);
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
@@ -75,6 +77,7 @@ class Watchdog {
   void watch();
 
   const std::chrono::milliseconds timeout_;
+  const std::function<void()> on_timeout_;
   std::mutex mutex_;
   std::condition_variable changed_;
   bool armed_ = false;

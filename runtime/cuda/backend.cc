@@ -2,8 +2,10 @@
 // device 0 (with NCCL: the communicator's device) with its default options (the whole
 // step as one CUDA graph, host fallback refused). Its buffers are device memory, and it
 // has no check-numerics or profiler: those hooks stay null; it reports the device memory
-// in use. A communicator of more than one rank must be NCCL's (nccl_communicator.h). Links cudart and cuBLAS only (never libcuda),
-// so a binary with it starts on a machine without a GPU and says why it cannot bind.
+// in use. A communicator of more than one rank must be NCCL's (nccl_communicator.h), which
+// rank_communicator makes from the launch's MPI or Gloo world (--data-parallel). Links
+// cudart and cuBLAS only (never libcuda), so a binary with it starts on a machine without
+// a GPU and says why it cannot bind.
 #include <cuda_runtime.h>
 
 #include "runtime/backend.h"
@@ -24,11 +26,32 @@ StatusOr<std::shared_ptr<NcclCommunicator>> nccl_of(const BindOptions& options) 
                ": make it with cuda::NcclCommunicator::create (runtime/cuda/nccl_communicator.h)"};
 }
 
+// The calling thread's CUDA device: the local rank's once NCCL's communicator was made
+// (it sets it), so that executors bound without the communicator (the evaluation's) run
+// on the rank's GPU too; 0 when the runtime cannot say (bind then reports why).
+int current_device() {
+  int device = 0;
+  if (cudaGetDevice(&device) == cudaSuccess) return device;
+  cudaGetLastError();
+  return 0;
+}
+
+// Data parallelism: NCCL on the GPU of `local_rank`, started over the launch's `host`
+// communicator (Backend::rank_communicator); an NCCL communicator stays as it is.
+StatusOr<std::shared_ptr<collective::Communicator>> rank_communicator(std::shared_ptr<collective::Communicator> host,
+                                                                      int local_rank,
+                                                                      std::chrono::milliseconds timeout) {
+  if (std::dynamic_pointer_cast<NcclCommunicator>(host)) return host;
+  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<NcclCommunicator> nccl,
+                        NcclCommunicator::create(std::move(host), local_rank, timeout));
+  return std::shared_ptr<collective::Communicator>(std::move(nccl));
+}
+
 StatusOr<std::unique_ptr<ProgramExecutor>> bind(Program program, DeviceCode code,
                                                  const BindOptions& options) {
   ExecutorOptions executor;
   WEFT_ASSIGN_OR_RETURN(executor.nccl, nccl_of(options));
-  if (executor.nccl) executor.device = executor.nccl->device();
+  executor.device = executor.nccl ? executor.nccl->device() : current_device();
   executor.all_reduce_bucket_bytes = options.all_reduce_bucket_bytes;
   executor.max_memory = options.max_memory;
   executor.tf32 = options.tf32;
@@ -65,6 +88,8 @@ const bool registered = register_backend({
     .device_memory_used_mib = device_memory_used_mib,
     .pin_host_memory = pin_host_memory,
     .unpin_host_memory = unpin_host_memory,
+    .multi_rank = true,
+    .rank_communicator = rank_communicator,
 });
 
 }  // namespace

@@ -65,6 +65,13 @@ Status check_device_architecture(int ordinal, const std::string& ptx, const Prog
   return check_features(device, program);
 }
 
+// The bytes a step reduces (every bucket's).
+int64_t reduced_bytes(const collective::BucketPlan& plan) {
+  int64_t bytes = 0;
+  for (const collective::Bucket& b : plan.buckets) bytes += b.bytes();
+  return bytes;
+}
+
 // The executor runs where its NCCL communicator was started.
 Status check_nccl_device(const NcclCommunicator& nccl, int device) {
   if (nccl.device() == device) return Status::ok_status();
@@ -320,6 +327,10 @@ Status Executor::run() {
   Device& d = *device_;
   WEFT_RETURN_IF_ERROR(cuda_status(cudaSetDevice(d.ordinal), "cudaSetDevice"));
   *d.error = DeviceError{};  // the previous step has finished: run() synchronizes
+  // With NCCL reductions in the step, a peer that died or hangs stalls them on the GPU:
+  // the communicator's watchdog aborts NCCL and exits after --collective-timeout.
+  const int64_t reduced = d.nccl ? reduced_bytes(d.buckets) : 0;
+  if (reduced > 0) d.nccl->watch_step(reduced);
   Status s = d.graph_exec != nullptr
                  ? cuda_status(cudaGraphLaunch(d.graph_exec, d.stream),
                                "cudaGraphLaunch (the step of program @" + program_.name + ")")
@@ -328,6 +339,7 @@ Status Executor::run() {
   const Status synced =
       cuda_status(cudaStreamSynchronize(d.stream),
                   "cudaStreamSynchronize (end of the step of program @" + program_.name + ")");
+  if (reduced > 0) d.nccl->end_step();
   WEFT_RETURN_IF_ERROR(s);
   WEFT_RETURN_IF_ERROR(synced);
   const DeviceError found = *d.error;

@@ -8,6 +8,8 @@
 #include <functional>
 #include <vector>
 
+#include "runtime/collective/watchdog.h"
+
 namespace weft::cuda {
 namespace {
 
@@ -79,6 +81,11 @@ StatusOr<NcclUniqueIdBytes> exchange_unique_id(collective::Communicator& host,
   NcclUniqueIdBytes id{};
   std::memcpy(id.data(), message.data() + 1, id.size());
   return id;
+}
+
+std::string step_timed_out(int rank, int world_size, int64_t bytes, std::chrono::milliseconds timeout) {
+  return collective::collective_failure(rank, world_size, "NCCL", collective::begin_collective("all_reduce", bytes),
+                                        collective::no_answer(rank, world_size, timeout));
 }
 
 std::string host_name() {

@@ -11,6 +11,7 @@
 //   // ... then ncclCommInitRank(&comm, world_size, id, rank) on device me.local_rank.
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -46,6 +47,12 @@ Status check_one_rank_per_device(collective::Communicator& host, const NcclPlace
 /// waits for an id that never comes.
 StatusOr<NcclUniqueIdBytes> exchange_unique_id(collective::Communicator& host,
                                                const std::function<StatusOr<NcclUniqueIdBytes>()>& make);
+
+/// The line a rank prints when its step's NCCL reductions (`bytes` in all) have not
+/// finished after `timeout` (NcclCommunicator::watch_step; collective/watchdog.h's form,
+/// counting one collective of the current step): "rank 0 of 2 (NCCL), in all_reduce #1
+/// of step 37 (1.1 MB): rank 1 did not answer within 300 s (it died or hangs); exiting".
+std::string step_timed_out(int rank, int world_size, int64_t bytes, std::chrono::milliseconds timeout);
 
 /// This machine's name (gethostname), for NcclPlacement::host.
 std::string host_name();

@@ -3,6 +3,8 @@
 #include "runtime/cuda/nccl_communicator.h"
 
 #include <cstring>
+#include <future>
+#include <thread>
 #include <utility>
 
 #include "runtime/cuda/device.h"
@@ -37,6 +39,22 @@ StatusOr<int> device_count() {
   return count;
 }
 
+// How long the watchdog lets ncclCommAbort take before the process exits anyway.
+constexpr std::chrono::seconds kAbortLimit{10};
+
+// ncclCommAbort on a thread of its own, waited for at most `limit`: it stops NCCL's
+// kernels (the device stays usable for the next process), but must not keep a rank
+// that gave up from exiting should it block itself.
+void abort_within(ncclComm_t comm, std::chrono::seconds limit) {
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> aborted = done->get_future();
+  std::thread([comm, done] {
+    ncclCommAbort(comm);
+    done->set_value();
+  }).detach();
+  aborted.wait_for(limit);
+}
+
 }  // namespace
 
 StatusOr<ncclDataType_t> nccl_data_type(DType dtype, collective::Reduction reduction) {
@@ -58,7 +76,7 @@ StatusOr<ncclDataType_t> nccl_data_type(DType dtype, collective::Reduction reduc
 }
 
 StatusOr<std::shared_ptr<NcclCommunicator>> NcclCommunicator::create(std::shared_ptr<collective::Communicator> host,
-                                                                     int local_rank) {
+                                                                     int local_rank, std::chrono::milliseconds timeout) {
   WEFT_CHECK(host != nullptr, "NcclCommunicator::create: no host communicator");
   const NcclPlacement me{.rank = host->rank(), .world_size = host->world_size(), .local_rank = local_rank,
                          .host = host_name()};
@@ -82,10 +100,13 @@ StatusOr<std::shared_ptr<NcclCommunicator>> NcclCommunicator::create(std::shared
                                        std::to_string(me.world_size) + ")"));
   WEFT_RETURN_IF_ERROR(cuda_status(cudaStreamCreateWithFlags(&c->stream_, cudaStreamNonBlocking),
                                  "cudaStreamCreateWithFlags (the communication stream)"));
+  c->timeout_ = timeout;
+  c->watchdog_ = std::make_unique<collective::Watchdog>(timeout, [comm = c->comm_] { abort_within(comm, kAbortLimit); });
   return c;
 }
 
 NcclCommunicator::~NcclCommunicator() {
+  watchdog_.reset();  // its thread may abort comm_: stopped first
   if (stream_ != nullptr) {
     cudaStreamSynchronize(stream_);
     cudaStreamDestroy(stream_);
@@ -111,6 +132,12 @@ std::string NcclCommunicator::describe() const {
   return version_ + " rank " + std::to_string(rank()) + " of " + std::to_string(world_size()) + " on CUDA device " +
          std::to_string(device_) + " (bootstrap: " + host_->describe() + ")";
 }
+
+void NcclCommunicator::watch_step(int64_t bytes) {
+  watchdog_->arm(step_timed_out(rank(), world_size(), bytes, timeout_));
+}
+
+void NcclCommunicator::end_step() { watchdog_->disarm(); }
 
 Status NcclCommunicator::device_all_reduce(void* data, int64_t count, DType dtype, collective::Reduction reduction,
                                            cudaStream_t stream) {

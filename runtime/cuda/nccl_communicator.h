@@ -18,11 +18,13 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
 
 #include "ir/status.h"
 #include "runtime/collective/communicator.h"
+#include "runtime/collective/watchdog.h"
 #include "runtime/cuda/nccl_bootstrap.h"
 
 namespace weft::cuda {
@@ -36,9 +38,11 @@ class NcclCommunicator : public collective::Communicator {
   /// Starts NCCL on every rank of `host` (each rank calls it): the device check
   /// (nccl_bootstrap.h, check_one_rank_per_device), the unique id from rank 0,
   /// ncclCommInitRank on CUDA device `local_rank`, and a communication stream there.
+  /// `timeout` (--collective-timeout) bounds each step's device collectives (watch_step).
   /// Errors: no CUDA device, the placement refusals, NCCL's failure (its message).
-  static StatusOr<std::shared_ptr<NcclCommunicator>> create(std::shared_ptr<collective::Communicator> host,
-                                                            int local_rank);
+  static StatusOr<std::shared_ptr<NcclCommunicator>> create(
+      std::shared_ptr<collective::Communicator> host, int local_rank,
+      std::chrono::milliseconds timeout = std::chrono::seconds(300));
   ~NcclCommunicator() override;
 
   int rank() const override { return host_->rank(); }
@@ -55,6 +59,15 @@ class NcclCommunicator : public collective::Communicator {
   /// `stream` (ncclAvg for the mean, ncclSum for the sum); legal inside stream capture.
   Status device_all_reduce(void* data, int64_t count, DType dtype, collective::Reduction reduction,
                            cudaStream_t stream);
+  /// The watchdog of a step whose reductions (`bytes` in all) are in flight on the GPU,
+  /// armed until end_step(): when the step has not finished after the timeout (a peer
+  /// died or hangs, and NCCL's kernels wait for it), the process prints e.g. "error:
+  /// rank 0 of 2 (NCCL), in all_reduce #1 of step 37 (1.1 MB): rank 1 did not answer
+  /// within 300 s (it died or hangs); exiting", calls ncclCommAbort (given 10 s) and
+  /// exits non-zero (collective::Watchdog, as MPI's ranks do). The executor's run()
+  /// calls both.
+  void watch_step(int64_t bytes);
+  void end_step();
   /// The CUDA device this rank runs on (its local rank).
   int device() const { return device_; }
   /// The communication stream (non-blocking) on which the executor runs the step's
@@ -68,6 +81,8 @@ class NcclCommunicator : public collective::Communicator {
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
   std::string version_;
+  std::chrono::milliseconds timeout_{0};
+  std::unique_ptr<collective::Watchdog> watchdog_;  // made by create(), after comm_
 };
 
 }  // namespace weft::cuda

@@ -7,12 +7,15 @@
 #include <gtest/gtest.h>
 #include <nccl.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <optional>
 #include <thread>
 #include <vector>
 
+#include "runtime/collective/watchdog.h"
 #include "runtime/cuda/executor.h"
 #include "runtime/cuda/nccl_bootstrap.h"
 #include "runtime/cuda/nccl_communicator.h"
@@ -120,6 +123,38 @@ TEST(NcclCommunicator, CreateWithoutAGpuSaysSo) {
     return c.ok() ? std::string("ok") : c.error().message;
   });
   for (const std::string& e : made) EXPECT_EQ(e, "no CUDA device: " + unavailable_reason());
+}
+
+// --collective-timeout on cuda: the line of a step whose reductions did not finish, and
+// the watchdog that prints it, runs the communicator's ncclCommAbort and exits 1 (what
+// NcclCommunicator::watch_step arms; the abort itself needs a GPU and a second rank).
+TEST(NcclWatchdog, AStepThatRunsOutPrintsAbortsAndExits) {
+  collective::note_step(37);
+  EXPECT_EQ(step_timed_out(0, 2, 1100000, std::chrono::seconds(300)),
+            "rank 0 of 2 (NCCL), in all_reduce #1 of step 37 (1.1 MB): rank 1 did not answer within 300 s "
+            "(it died or hangs); exiting");
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        collective::Watchdog watchdog(std::chrono::milliseconds(100), [] { std::fprintf(stderr, "aborted\n"); });
+        watchdog.arm(step_timed_out(1, 4, 4096, watchdog.timeout()));
+        std::this_thread::sleep_for(std::chrono::seconds(30));
+      },
+      ::testing::ExitedWithCode(collective::kExitCollectiveFailed),
+      "error: rank 1 of 4 \\(NCCL\\), in all_reduce #2 of step 37 \\(4.1 kB\\): a peer did not answer "
+      "within 0.1 s \\(it died or hangs\\); exiting\naborted");
+}
+
+// Disarmed in time, it does nothing.
+TEST(NcclWatchdog, AStepThatFinishesInTimeGoesOn) {
+  bool aborted = false;
+  {
+    collective::Watchdog watchdog(std::chrono::milliseconds(200), [&aborted] { aborted = true; });
+    watchdog.arm(step_timed_out(0, 2, 4, watchdog.timeout()));
+    watchdog.disarm();
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  }
+  EXPECT_FALSE(aborted);
 }
 
 }  // namespace

@@ -13,13 +13,27 @@
 #  3. nccl_bandwidth: ncclAllReduce (f32 sum, in place) for 1 to 256 MiB buffers: time,
 #     algbw and NCCL-tests' busbw = algbw · 2(n-1)/n, which is 0 for one rank (one GPU
 #     is lent: NCCL refuses two ranks on one device), so algbw is the figure to record.
-# Build and copy here (about 30 MB; NCCL is the machine's own, 2.28.3 in
-# /usr/lib/x86_64-linux-gnu on the H200 machines):
+#  4. The wired path (--data-parallel on cuda): the AOT driver train_mlp_cuda_dp (built
+#     with data_parallel = True: NCCL over the launch's Gloo or MPI world) for 30 steps
+#     under the torchrun variables of a world of one, and under `mpirun -np 1` where the
+#     machine has mpirun, against the same binary without --data-parallel (one process,
+#     its all_reduce ops as copies): every 10th step's loss side by side and the largest
+#     difference (expected 0: ncclAvg over one rank is exact). The torchrun run also has
+#     --collective-timeout=5, which must NOT fire (the NCCL watchdog is armed around each
+#     step; a step takes milliseconds).
+# Build and copy here (about 45 MB; NCCL is the machine's own, 2.28.3 in
+# /usr/lib/x86_64-linux-gnu on the H200 machines; train_mlp_cuda_dp links Open MPI and
+# Gloo, carried in .gpu/lib with what they load but the base system's libraries; a
+# 4096-example Fashion-MNIST, 2 MB):
 #
 #   bazel build //tests/cuda:nccl_step_test //tests/cuda:nccl_bandwidth //tests/cuda:cases_test \
-#       //runtime/cuda:executor_test
-#   mkdir -p .gpu && cp -f bazel-bin/tests/cuda/{nccl_step_test,nccl_bandwidth,cases_test} \
-#       bazel-bin/runtime/cuda/executor_test .gpu/
+#       //runtime/cuda:executor_test //examples/fashion_mnist:train_mlp_cuda_dp
+#   mkdir -p .gpu/lib && cp -f bazel-bin/tests/cuda/{nccl_step_test,nccl_bandwidth,cases_test} \
+#       bazel-bin/runtime/cuda/executor_test bazel-bin/examples/fashion_mnist/train_mlp_cuda_dp .gpu/
+#   ldd bazel-bin/examples/fashion_mnist/train_mlp_cuda_dp | awk '/=> \//{print $3}' | \
+#       grep -vE '/(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+|libssl|libcrypto|libz|libudev|libcud[a-z]*|libnccl|libcublas[A-Za-z]*)\.so' | \
+#       xargs -I{} cp -fL {} .gpu/lib/
+#   python3 tests/cuda/nccl_check_data.py /usr/share/datasets/fashion-mnist .gpu/fashion-mnist-small
 #   # device tool: run(command="tests/cuda/nccl_check.sh", carry=[".gpu"], timeout_s=300)
 #
 # Logs go to /tmp/weft-gpu and, when $OUT is set, to $OUT.
@@ -45,3 +59,32 @@ echo "== executor_test rc=$? $(line '^\[  (PASSED|FAILED)' "$out/executor.txt")"
 timeout 60 .gpu/nccl_bandwidth --iters=20 >"$out/nccl_bandwidth.txt" 2>&1
 echo "== nccl_bandwidth rc=$?"
 cat "$out/nccl_bandwidth.txt" | cut -c1-200
+
+# 4. The wired path: --data-parallel on cuda, a world of one, against one process.
+export LD_LIBRARY_PATH="$PWD/.gpu/lib:${LD_LIBRARY_PATH:-}"
+steps="--data=.gpu/fashion-mnist-small --epochs=1 --max-steps=30 --log-every=10"
+timeout 90 .gpu/train_mlp_cuda_dp $steps --metrics-csv="$out/dp_none.csv" >"$out/dp_none.txt" 2>&1
+echo "== train_mlp_cuda_dp (one process) rc=$? $(tail -1 "$out/dp_none.txt" | cut -c1-160)"
+grep -E "error" "$out/dp_none.txt" | head -4 | cut -c1-200
+LOCAL_RANK=0 RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=29517 timeout 90 .gpu/train_mlp_cuda_dp \
+    $steps --data-parallel --collective-timeout=5 --metrics-csv="$out/dp_torchrun.csv" >"$out/dp_torchrun.txt" 2>&1
+echo "== train_mlp_cuda_dp --data-parallel (torchrun world of one, timeout 5 s) rc=$? $(tail -1 "$out/dp_torchrun.txt" | cut -c1-120)"
+grep -E "error|NCCL|rank" "$out/dp_torchrun.txt" | head -6 | cut -c1-200
+if command -v mpirun >/dev/null; then
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader timeout 90 \
+      mpirun -np 1 -x LD_LIBRARY_PATH .gpu/train_mlp_cuda_dp $steps --data-parallel \
+      --metrics-csv="$out/dp_mpirun.csv" >"$out/dp_mpirun.txt" 2>&1
+  echo "== train_mlp_cuda_dp --data-parallel (mpirun -np 1) rc=$?"
+  grep -E "error|NCCL" "$out/dp_mpirun.txt" | head -6 | cut -c1-200
+else
+  echo "== mpirun: not on this machine (the torchrun run above is the check)"
+fi
+# The loss column (3rd: epoch,step,loss,...) of each run, side by side, and the largest
+# difference from the one-process run.
+for run in torchrun mpirun; do
+  [ -s "$out/dp_$run.csv" ] && [ -s "$out/dp_none.csv" ] || continue
+  paste -d, <(cut -d, -f3 "$out/dp_none.csv") <(cut -d, -f3 "$out/dp_$run.csv") | tail -n +2 | \
+      awk -F, -v run="$run" '{d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d; n++}
+          NR % 10 == 0 {print "  step " NR ": one process " $1 ", " run " " $2}
+          END {print "== losses " run " vs one process: " n " steps, largest |difference| " m + 0}'
+done

@@ -14,6 +14,9 @@ weft.bzl need of a device is written here, once:
     backend           the device's runtime registration (an alwayslink cc_library) that
                       the generated library links
     driver_main       the training driver's main() a weft_binary links
+    data_parallel_driver_main
+                      the one it links with data_parallel = True (the launch's world:
+                      Open MPI or Gloo, //training/driver:main)
     carried_linkopts  link options of the binaries meant to be carried to a machine of
                       that device (NAME_runtime_test and weft_binary's NAME): [] when they
                       run where they are built
@@ -24,15 +27,18 @@ WEFT_DEVICES = {
         object = True,
         backend = "//runtime/cpu:backend",
         driver_main = "//training/driver:main",
+        data_parallel_driver_main = "//training/driver:main",
         carried_linkopts = [],
     ),
     # A GPU machine has CUDA's libraries but not necessarily this machine's libstdc++ or
     # Open MPI: its binaries carry their own libstdc++ and libgcc (as tests/cuda:cases_test
-    # does) and train in one process.
+    # does) and train in one process; with data_parallel = True they link Open MPI and
+    # Gloo (the launch's world, over which NCCL starts) and need them where they run.
     "cuda": struct(
         object = False,
         backend = "//runtime/cuda:backend",
         driver_main = "//training/driver:main_one_process",
+        data_parallel_driver_main = "//training/driver:main",
         carried_linkopts = ["-static-libstdc++", "-static-libgcc"],
     ),
 }

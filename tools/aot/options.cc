@@ -282,7 +282,7 @@ StatusOr<CompileOptions> parse_compile_options(const std::vector<std::string>& a
   if (o.data_parallel && !(*target)->has_multi_rank()) {
     return Error{"--data_parallel needs --backend=" +
                  codegen::target_names([](const codegen::Target& t) { return t.has_multi_rank(); }, " or ") +
-                 ": the " + o.backend + " backend runs one process (no NCCL yet)"};
+                 ": the " + o.backend + " backend runs one process"};
   }
   WEFT_RETURN_IF_ERROR(o.loss_spec().status());
   WEFT_RETURN_IF_ERROR(o.optimizer_spec().status());

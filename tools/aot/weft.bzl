@@ -110,12 +110,13 @@ Attributes:
                     kernels as PTX; the step runs as one CUDA graph with host fallback refused, so a
                     model with ops that have no CUDA kernel yet builds but its binary
                     refuses the step at run time (NAME.h's header says which ops).
-                    Not with data_parallel (no NCCL yet)
+                    With data_parallel: NCCL, one GPU per local rank (not yet run on a GPU)
     cpu             the CPU the kernels are compiled for: "native" (the build machine)
                     or an LLVM CPU name ("x86-64-v3", "znver4"); unused for cuda
     inference_only  only the eval forward: no training step, no optimizer slots
     data_parallel   the training step averages every gradient and the loss over the
-                    ranks of `mpirun` (an all_reduce op each, runtime/collective), so the
+                    ranks of `mpirun`, srun or the torchrun variables (an all_reduce op
+                    each, runtime/collective; NCCL on cuda), so the
                     binary trains with --data-parallel; alone it trains as without them.
                     Off by default: the ops' result buffers grow the arena (mlp: 6.0 ->
                     8.4 MiB) and each costs a copy per step with one process
@@ -409,8 +410,9 @@ def weft_binary(
         name = name,
         deps = [
             ":" + name + "_lib_factory",
-            # cuda: one process, no Open MPI linked (the GPU machine may lack it).
-            device.driver_main,
+            # cuda: one process, no Open MPI linked (the GPU machine may lack it), unless
+            # data_parallel (NCCL over the launch's MPI or Gloo world).
+            device.data_parallel_driver_main if data_parallel else device.driver_main,
         ],
         # Carried to a machine of the device (cuda): libstdc++ and libgcc inside.
         linkopts = device.carried_linkopts,

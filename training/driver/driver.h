@@ -67,10 +67,12 @@ StatusOr<Evaluation> evaluate_split(Trainable& model, const Split& test);
 
 /// What a training binary's main() knows besides its model: the backend the model was
 /// compiled for, and where --data-parallel finds its ranks. The driver itself links no
-/// collectives: //training/driver:main passes runtime/collective/world.h's launcher check
-/// and world (MPI or Gloo, main.cc), while //training/driver:main_one_process (what cuda
-/// binaries link, so that they start on a GPU machine without Open MPI) passes none, and
-/// --data-parallel is then a usage error.
+/// collectives: //training/driver:main passes runtime/collective/world.h's launcher check,
+/// world (MPI or Gloo) and local rank (main.cc), and the backend makes its own
+/// communicator from that world (cuda: NCCL on the local rank's GPU,
+/// Backend::communicator_for); //training/driver:main_one_process (what cuda binaries
+/// built without data_parallel link, so that they start on a GPU machine without Open
+/// MPI) passes none, and --data-parallel is then a usage error.
 struct BinaryInfo {
   /// compiled_model_backend(): "cpu", "cuda"; "" when unknown (in-process tests).
   std::string backend;
@@ -84,6 +86,9 @@ struct BinaryInfo {
   /// collective::world_from_environment.
   StatusOr<std::shared_ptr<collective::Communicator>> (*world_from_environment)(std::chrono::milliseconds timeout) =
       nullptr;
+  /// This process's index among the ranks of its machine: collective::local_rank (a
+  /// backend with collectives of its own, cuda, takes that GPU); null: 0.
+  int (*local_rank)() = nullptr;
 };
 
 /// Runs the driver on `args` (the arguments after the program name) with the model that

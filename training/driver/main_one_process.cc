@@ -1,6 +1,7 @@
 // main() of a training binary that trains in one process and links no MPI: what
-// weft_binary gives a model compiled for cuda, so that the binary starts on a GPU machine
-// that has CUDA's libraries but not Open MPI. --data-parallel is a usage error there.
+// weft_binary gives a model compiled for cuda without data_parallel, so that the binary
+// starts on a GPU machine that has CUDA's libraries but not Open MPI. --data-parallel is a
+// usage error there (with data_parallel = True the binary links main.cc: NCCL).
 #include "training/driver/driver.h"
 
 namespace weft::driver {

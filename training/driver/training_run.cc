@@ -168,7 +168,9 @@ std::optional<Failure> TrainingRun::connect_ranks() {
       Error e{"--data-parallel: " + world.error().message};
       return info_.launched_by_a_launcher() ? runtime_failure(e) : usage_failure(e);
     }
-    comm_ = *world;
+    StatusOr<std::shared_ptr<collective::Communicator>> device = device_communicator(*world);
+    if (!device.ok()) return runtime_failure(Error{"--data-parallel: " + device.error().message});
+    comm_ = *device;
     rank_ = comm_->rank();
     world_size_ = comm_->world_size();
   }
@@ -181,6 +183,18 @@ std::optional<Failure> TrainingRun::connect_ranks() {
   const bool under_launcher = info_.launched_by_a_launcher && info_.launched_by_a_launcher();
   progress_.emplace(out_, config_.log_every, under_launcher);
   return std::nullopt;
+}
+
+// The communicator the model's steps reduce with: the world itself (cpu), or the one its
+// backend makes from it on this rank's device (cuda: NCCL on the GPU of the local rank,
+// runtime/backend.h's communicator_for). A backend this binary does not link (in-process
+// tests name none) leaves the world as it is.
+StatusOr<std::shared_ptr<collective::Communicator>> TrainingRun::device_communicator(
+    std::shared_ptr<collective::Communicator> world) const {
+  StatusOr<const Backend*> backend = find_backend(info_.backend);
+  if (!backend.ok()) return world;
+  const int local_rank = info_.local_rank ? info_.local_rank() : 0;
+  return (*backend)->communicator_for(std::move(world), local_rank, std::chrono::seconds(config_.collective_timeout));
 }
 
 std::optional<Failure> TrainingRun::make_model() {

@@ -78,6 +78,11 @@ class TrainingRun {
   std::optional<Failure> train_steps();
   std::optional<Failure> finish();
 
+  /// connect_ranks' communicator for the model: the backend's own from `world` (cuda:
+  /// NCCL on the local rank's GPU), or `world`.
+  StatusOr<std::shared_ptr<collective::Communicator>> device_communicator(
+      std::shared_ptr<collective::Communicator> world) const;
+
   // The parts of train_steps.
   void start_loader();
   /// The loader's fill: batch `step` into `into` (on the loader's thread, which alone

@@ -98,7 +98,7 @@ TEST(Backend, CudaLacksTheCpuOnlyFeaturesAndSaysSo) {
   ASSERT_FALSE(ex.ok());
   EXPECT_EQ(ex.error().message,
             "the cuda backend reduces the gradients of 2 ranks with NCCL, but was given rank 0 of 2 (a "
-            "test's fake): make it with cuda::NcclCommunicator::create (runtime/cuda/nccl_communicator.h)");
+            "test's fake): ask the backend for it (Backend::communicator_for, runtime/backend.h)");
 }
 
 // Data parallelism: the communicator a backend's steps reduce with, from the launch's.

@@ -47,9 +47,9 @@ TEST(TrainCuda, HelpAndFlagsNameTheBackend) {
                        "\"cpu\" (weft_binary, tools/aot/weft.bzl)\n");
     CommandResult dp = run_command(std::string(b) + " --data-parallel --max-steps=1");
     EXPECT_EQ(dp.exit_code, 2) << dp.out;
-    EXPECT_EQ(dp.out, "error: --data-parallel: this binary links no MPI (its model was compiled "
-                      "for cuda, which trains in one process); drop --data-parallel, or build "
-                      "the model for cpu with data_parallel = True\n");
+    EXPECT_EQ(dp.out, "error: --data-parallel: this binary links no MPI (it was built without "
+                      "data_parallel = True, so it trains in one process); drop --data-parallel, "
+                      "or build it with data_parallel = True (weft_binary, tools/aot/weft.bzl)\n");
   }
 }
 

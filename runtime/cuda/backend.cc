@@ -23,7 +23,7 @@ StatusOr<std::shared_ptr<NcclCommunicator>> nccl_of(const BindOptions& options) 
   if (nccl || !options.communicator || options.communicator->world_size() <= 1) return nccl;
   return Error{"the cuda backend reduces the gradients of " + std::to_string(options.communicator->world_size()) +
                " ranks with NCCL, but was given " + options.communicator->describe() +
-               ": make it with cuda::NcclCommunicator::create (runtime/cuda/nccl_communicator.h)"};
+               ": ask the backend for it (Backend::communicator_for, runtime/backend.h)"};
 }
 
 // The calling thread's CUDA device: the local rank's once NCCL's communicator was made

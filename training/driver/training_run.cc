@@ -154,12 +154,10 @@ std::optional<Failure> TrainingRun::run() {
 std::optional<Failure> TrainingRun::connect_ranks() {
   if (config_.data_parallel) {
     if (!info_.world_from_environment || !info_.launched_by_a_launcher) {
-      return usage_failure(Error{"--data-parallel: this binary links no MPI" +
-                                 (info_.backend.empty() ? std::string()
-                                                        : " (its model was compiled for " + info_.backend +
-                                                              ", which trains in one process)") +
-                                 "; drop --data-parallel, or build the model for cpu with "
-                                 "data_parallel = True"});
+      return usage_failure(Error{"--data-parallel: this binary links no MPI (it was built without "
+                                 "data_parallel = True, so it trains in one process); drop "
+                                 "--data-parallel, or build it with data_parallel = True "
+                                 "(weft_binary, tools/aot/weft.bzl)"});
     }
     StatusOr<std::shared_ptr<collective::Communicator>> world =
         info_.world_from_environment(std::chrono::seconds(config_.collective_timeout));

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/status.h"
@@ -87,6 +88,11 @@ class FashionMnist {
   /// 784 elements in any layout), then labels (u8[N], class indices 0..9).
   const std::vector<Column>& train_columns() const { return train_; }
   const std::vector<Column>& test_columns() const { return test_; }
+  /// Both splits' Columns moved out ({train, test}), for a caller that keeps only them
+  /// (copying the training images costs 47 MB of fresh memory); the instance is spent.
+  std::pair<std::vector<Column>, std::vector<Column>> take_columns() && {
+    return {std::move(train_), std::move(test_)};
+  }
 
   /// The training set's example indices in the order epoch `epoch` visits them (see the
   /// top of this file); depends only on (seed, epoch). `epoch` must be >= 0.

@@ -32,21 +32,45 @@ FashionMnist load_or_die(FashionMnistOptions options = {}) {
   return std::move(*data);
 }
 
-// Mean and population standard deviation of every element.
-std::pair<double, double> stats(const Tensor& t) {
-  const float* x = t.data<float>();
+// Loaded once for the tests that only read them (each load decompresses 55 MB and each
+// fresh page costs; the tests that need a fresh instance or other options load their own).
+const FashionMnist& shared_plain() {
+  static const FashionMnist data = load_or_die();
+  return data;
+}
+const FashionMnist& shared_normalized() {
+  static const FashionMnist data = load_or_die({.normalize = true});
+  return data;
+}
+
+// Mean and population standard deviation of every element of the training set's images
+// as gathered, in slices of 6000 examples (one 188 MB f32 copy of the set is what
+// ShapesDTypesAndFirstTestLabels checks; the statistics need only every value once).
+std::pair<double, double> training_set_stats(const FashionMnist& data) {
   double sum = 0, sum_sq = 0;
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    sum += x[i];
-    sum_sq += static_cast<double>(x[i]) * x[i];
+  int64_t count = 0;
+  constexpr int64_t kSlice = 6000;
+  for (int64_t first = 0; first < data.train_size(); first += kSlice) {
+    std::vector<int64_t> rows(static_cast<size_t>(std::min(kSlice, data.train_size() - first)));
+    std::iota(rows.begin(), rows.end(), first);
+    auto slice = data.train_examples(rows);
+    EXPECT_TRUE(slice.ok());
+    if (!slice.ok()) return {0, 0};
+    const float* x = slice->images.data<float>();
+    for (int64_t i = 0; i < slice->images.numel(); ++i) {
+      sum += x[i];
+      sum_sq += static_cast<double>(x[i]) * x[i];
+    }
+    count += slice->images.numel();
   }
-  const double mean = sum / t.numel();
-  return {mean, std::sqrt(sum_sq / t.numel() - mean * mean)};
+  EXPECT_EQ(count, 60000 * 784);
+  const double mean = sum / count;
+  return {mean, std::sqrt(sum_sq / count - mean * mean)};
 }
 
 TEST(FashionMnist, ShapesDTypesAndFirstTestLabels) {
   REQUIRE_DATASET();
-  FashionMnist data = load_or_die();
+  const FashionMnist& data = shared_plain();
   EXPECT_EQ(data.train_size(), 60000);
   EXPECT_EQ(data.test_size(), 10000);
   FashionMnistBatch test = data.test_set();
@@ -80,7 +104,7 @@ TEST(FashionMnist, NchwLayout) {
   ASSERT_TRUE(batch.ok());
   EXPECT_EQ(batch->images.type().to_string(), "f32[16,1,28,28]");
   // Same bytes as the flat layout.
-  FashionMnistBatch flat = load_or_die().test_set();
+  FashionMnistBatch flat = shared_plain().test_set();
   EXPECT_EQ(std::memcmp(flat.images.raw_data(), test.images.raw_data(), flat.images.bytes()), 0);
 }
 
@@ -88,13 +112,13 @@ TEST(FashionMnist, NchwLayout) {
 // them gives mean 0 and std 1.
 TEST(FashionMnist, NormalizationStatistics) {
   REQUIRE_DATASET();
-  auto [mean, std] = stats(load_or_die().train_set().images);
+  auto [mean, std] = training_set_stats(shared_plain());
   EXPECT_NEAR(mean, kFashionMnistMean, 5e-5);  // 0.28604
   EXPECT_NEAR(std, kFashionMnistStd, 5e-5);    // 0.35302
-  auto [nmean, nstd] = stats(load_or_die({.normalize = true}).train_set().images);
+  const FashionMnist& normalized = shared_normalized();
+  auto [nmean, nstd] = training_set_stats(normalized);
   EXPECT_NEAR(nmean, 0.0, 2e-4);
   EXPECT_NEAR(nstd, 1.0, 2e-4);
-  FashionMnist normalized = load_or_die({.normalize = true});
   // test_set() returns a batch by value: keep it while reading its data (ASan found the
   // pointer into a destroyed temporary).
   const FashionMnistBatch test = normalized.test_set();
@@ -106,7 +130,7 @@ TEST(FashionMnist, NormalizationStatistics) {
 // f32, bit for bit what the examples trained on when the images were widened at load.
 TEST(FashionMnist, ImagesStayBytesNormalizedInF32AsGathered) {
   REQUIRE_DATASET();
-  FashionMnist data = load_or_die({.normalize = true});
+  const FashionMnist& data = shared_normalized();
   const Column& images = data.train_columns()[0];
   EXPECT_EQ(images.array.type(), (Type{DType::u8, {60000, 28, 28}}));
   EXPECT_EQ(data.train_columns()[1].array.type(), (Type{DType::u8, {60000}}));
@@ -136,7 +160,7 @@ TEST(FashionMnist, OrderDependsOnlyOnSeedAndEpoch) {
   std::sort(sorted.begin(), sorted.end());
   for (int64_t i = 0; i < 60000; ++i) ASSERT_EQ(sorted[i], i);
   // Pinned: the shuffle is part of reproducibility, like the checkpoint format.
-  const std::vector<int64_t> s0 = load_or_die().order(0);
+  const std::vector<int64_t> s0 = shared_plain().order(0);
   EXPECT_EQ(std::vector<int64_t>(s0.begin(), s0.begin() + 5),
             (std::vector<int64_t>{3927, 15278, 10586, 2707, 25269}));
   // Batches of a resumed run match too.
@@ -169,16 +193,18 @@ TEST(FashionMnist, BatchesPartitionTheEpoch) {
     EXPECT_EQ(batch->labels, expected->labels) << "batch " << i;
   }
   EXPECT_EQ(seen.size(), 56000u);
-  // Labels are balanced over the whole training set: 6000 per class.
+  // Labels are balanced over the whole training set: 6000 per class (the labels column,
+  // u8[60000], as read; gathering widens them unchanged, as the batches above show).
   std::vector<int64_t> per_class(10);
-  FashionMnistBatch all = data.train_set();
-  for (int64_t i = 0; i < 60000; ++i) ++per_class[all.labels.data<int64_t>()[i]];
+  const Tensor& labels = data.train_columns()[1].array;
+  ASSERT_EQ(labels.numel(), 60000);
+  for (int64_t i = 0; i < 60000; ++i) ++per_class[labels.data<uint8_t>()[i]];
   EXPECT_EQ(per_class, std::vector<int64_t>(10, 6000));
 }
 
 TEST(FashionMnist, BatchErrors) {
   REQUIRE_DATASET();
-  FashionMnist data = load_or_die();
+  const FashionMnist& data = shared_plain();
   auto err = [](const StatusOr<FashionMnistBatch>& r) { return r.ok() ? "ok" : r.error().to_string(); };
   EXPECT_EQ(err(data.batch(0, 8, 7000)),
             "error: FashionMnist::batch: batch index 8 is out of range: an epoch has 8 batches of "

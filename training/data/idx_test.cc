@@ -66,6 +66,12 @@ TEST(Idx, ErrorsNameTheFileAndTheProblem) {
             p + ": error: truncated IDX data: shape [2,3] needs 6 bytes but 3 follow the header");
   write_gz(p, idx_u8_2x3() + "xy");
   EXPECT_EQ(read_idx(p).error().to_string(), p + ": error: 2 unexpected bytes after the IDX data");
+  // A tiny file announcing 128 MiB (more than deflate can expand it to, so read as a
+  // whole rather than into a tensor of the announced size): truncated, as any other.
+  write_gz(p, std::string("\0\0\x08\x02\0\0\x80\0\0\0\x10\0\x01\x02", 14));
+  EXPECT_EQ(read_idx(p).error().to_string(),
+            p + ": error: truncated IDX data: shape [32768,4096] needs 134217728 bytes but 2 follow "
+                "the header");
   EXPECT_EQ(read_idx(temp_path("missing.gz")).error().to_string(),
             temp_path("missing.gz") + ": error: cannot open IDX file: No such file or directory");
 }

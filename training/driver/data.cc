@@ -156,15 +156,19 @@ StatusOr<Dataset> load_fashion_mnist(const std::string& directory,
   options.shuffle = false;   // the driver shuffles (epoch_order, the same permutation)
   WEFT_ASSIGN_OR_RETURN(FashionMnist data, FashionMnist::load(options));
   Dataset out;
+  auto [train_columns, test_columns] = std::move(data).take_columns();
   for (bool train : {true, false}) {
-    // The images stay u8 (normalized as batches are gathered); the labels become the target.
-    const std::vector<Column>& columns = train ? data.train_columns() : data.test_columns();
+    // The images stay u8 (normalized as batches are gathered), moved rather than copied;
+    // the labels become the target.
+    std::vector<Column>& columns = train ? train_columns : test_columns;
     const Tensor& labels = columns[1].array;
     WEFT_ASSIGN_OR_RETURN(Tensor target, labels_as_target(labels, step_inputs[1], FashionMnist::kClasses));
     Tensor classes(Type{DType::i64, {labels.numel()}});
     for (int64_t i = 0; i < labels.numel(); ++i) classes.data<int64_t>()[i] = labels.data<uint8_t>()[i];
     Split split;
-    split.columns = {columns[0], Column{std::move(target), columns[1].file, ""}};
+    split.columns.reserve(2);
+    split.columns.push_back(std::move(columns[0]));
+    split.columns.push_back(Column{std::move(target), columns[1].file, ""});
     split.classes = std::move(classes);
     split.source = directory + (train ? "/train-*" : "/t10k-*");
     split.classes_source = columns[1].file;

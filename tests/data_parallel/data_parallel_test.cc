@@ -127,9 +127,11 @@ TEST(DataParallel, TwoRanksMatchOneProcessOnTheGlobalBatch) {
   EXPECT_EQ(a0.losses.size(), 40u);  // one per micro-batch
   expect_params_near(want, a0, 1e-6);  // the accumulators aside
   // Issue 32: the gradients (1,732 elements) are reduced once per window, accumulated;
-  // the loss (1 element, its own bucket) every micro-batch: 20 + 40 calls, where reducing
-  // every micro-batch's gradients made 40 calls on 40 × 1,733 elements (one bucket).
-  EXPECT_EQ(count(accumulated.out, "rank 0: 60 all_reduce calls on 34680 elements over 40 micro-batches"), 1)
+  // the loss (1 element) every micro-batch, in the gradients' bucket: alone on the
+  // window's first micro-batch, with them on its last (20 × (1 + 1,733) elements in 40
+  // calls, as many calls as reducing every micro-batch's gradients made, on half the
+  // elements; 60 calls when the loss had a bucket of its own).
+  EXPECT_EQ(count(accumulated.out, "rank 0: 40 all_reduce calls on 34680 elements over 40 micro-batches"), 1)
       << accumulated.out;
 }
 

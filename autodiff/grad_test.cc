@@ -132,6 +132,39 @@ TEST(Grad, WithRespectToAnIntermediateValue) {
   EXPECT_EQ(r->outputs[0].to_doubles(), (std::vector<double>{2, 8}));
 }
 
+// all_reduce with a predicate (gradient accumulation's window, issue 32): its gradient is
+// the same all_reduce of the cotangent, with the same predicate and reduction; the
+// predicate gets none. In one process (the reference interpreter) both are the identity
+// whatever the predicate: dl/dx = 2x.
+TEST(Grad, APredicatedAllReduceGetsTheSamePredicateOnItsCotangent) {
+  Graph g = parse(R"(graph @f(%x: f32[3], %p: bool[]) -> (f32[]) {
+    %r = all_reduce(%x, %p) {reduction="sum"}
+    %s = mul(%r, %r)
+    %l = sum(%s)
+    return %l
+  })");
+  auto grad = gradient_graph(g, 0, {"x"});
+  ASSERT_TRUE(grad.ok()) << grad.error().to_string();
+  std::vector<const Node*> all_reduces;
+  for (const Node& n : grad->nodes()) {
+    if (n.op == Op::AllReduce) all_reduces.push_back(&n);
+  }
+  ASSERT_EQ(all_reduces.size(), 2u);  // the forward's and its gradient's
+  const Node& back = *all_reduces[1];
+  ASSERT_EQ(back.operands.size(), 2u);
+  EXPECT_EQ(grad->value(back.operands[1]).name, "p");
+  EXPECT_EQ(back.str_attr("reduction"), "sum");
+  EXPECT_NE(back.operands[0], all_reduces[0]->results[0]);  // the cotangent, not the forward's value
+  ASSERT_TRUE(default_pipeline().run(*grad).ok());
+  for (bool apply : {true, false}) {
+    Tensor p(Type{DType::boolean, {}});
+    p.data<bool>()[0] = apply;
+    auto r = reference::run(*grad, {Tensor::from_vector<float>({3}, {1, -2, 3}), p});
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    EXPECT_EQ(r->outputs[0].to_doubles(), (std::vector<double>{2, -4, 6})) << apply;
+  }
+}
+
 TEST(Grad, Errors) {
   Graph g = parse(R"(graph @f(%x: f32[2], %n: i64[2]) -> (f32[2]) {
     %p = mul(%x, %x)

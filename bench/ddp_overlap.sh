@@ -7,14 +7,23 @@
 # "in all_reduce calls" is the median time per step the step spent inside the
 # communicator's calls (start, MPI_Testall, wait: cpu::Executor::all_reduce_us): with
 # overlap, what the step did not hide. Hidden fraction = 1 - overlapped / blocking.
+# The same 2 ranks over Gloo (torchrun-style: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT;
+# world.h), blocking and overlapped (Gloo's collective thread), too.
 #
-#   bench/ddp_overlap.sh [ROUNDS]      # 3 rounds by default
+#   bench/ddp_overlap.sh [ROUNDS] [WEFT FLAGS]      # 3 rounds by default
+#   bench/ddp_overlap.sh 5 --first_bucket_bytes=65536     # flags for every weft run
+#   CONFIGS="blocking overlapped" bench/ddp_overlap.sh 5  # a subset of the configurations
+#   TRAIN_MLP=/tmp/old/train_mlp CONFIGS="blocking overlapped" bench/ddp_overlap.sh 5
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
-bazel build --noshow_progress --ui_event_filters=-info --jobs=2 //tests/data_parallel:train_mlp
-bin=bazel-bin/tests/data_parallel/train_mlp
-args="--hidden=512 --batch=256 --steps=60 --time"
+extra=${2:-}
+# TRAIN_MLP=PATH: another build of train_mlp (an older commit's, for a before/after).
+if [[ -z ${TRAIN_MLP:-} ]]; then
+  bazel build --noshow_progress --ui_event_filters=-info --jobs=2 //tests/data_parallel:train_mlp
+fi
+bin=${TRAIN_MLP:-bazel-bin/tests/data_parallel/train_mlp}
+args="--hidden=512 --batch=256 --steps=60 --time $extra"
 mpi="env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader \
   OMPI_MCA_rmaps_base_oversubscribe=1 mpirun -np 2 -x WEFT_NUM_THREADS=1"
 torch="env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 bench/pytorch/ddp_mlp.py \
@@ -24,7 +33,16 @@ run() {  # NAME COMMAND...: appends rank 0's line to $out/NAME
   local name=$1; shift
   "$@" 2>&1 | grep -E "^(pytorch )?rank 0 of" >> "$out/$name"
 }
-configs=(one blocking overlapped torch_one torch_ddp)
+# gloo ARGS...: 2 torchrun-style ranks of train_mlp on this machine (Gloo over TCP).
+gloo() {
+  local port=$((20000 + RANDOM % 20000))
+  local env="env WEFT_NUM_THREADS=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port"
+  $env RANK=1 $bin --ranks=launch "$@" > /dev/null 2>&1 &
+  $env RANK=0 $bin --ranks=launch "$@"
+  wait
+}
+all=(one blocking overlapped gloo_blocking gloo_overlapped torch_one torch_ddp)
+read -r -a configs <<< "${CONFIGS:-${all[*]}}"
 for ((r = 0; r < rounds; ++r)); do
   order=("${configs[@]}")
   ((r % 2)) && order=($(printf '%s\n' "${configs[@]}" | tac))
@@ -33,6 +51,8 @@ for ((r = 0; r < rounds; ++r)); do
       one) run one env WEFT_NUM_THREADS=1 $bin --ranks=none $args ;;
       blocking) run blocking $mpi $bin --ranks=mpi --blocking $args ;;
       overlapped) run overlapped $mpi $bin --ranks=mpi $args ;;
+      gloo_blocking) run gloo_blocking gloo --blocking $args ;;
+      gloo_overlapped) run gloo_overlapped gloo $args ;;
       torch_one) run torch_one $torch --ranks=1 ;;
       torch_ddp) run torch_ddp $torch --ranks=2 ;;
     esac
@@ -43,17 +63,23 @@ median() {  # FILE FIELD-AFTER: the median over the rounds of the number after W
 }
 echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%F %H:%M UTC'), commit $(git rev-parse --short HEAD)"
 printf '%-34s %12s %18s\n' configuration "median step" "in all_reduce calls"
-for c in one blocking overlapped torch_one torch_ddp; do
+for c in "${configs[@]}"; do
   step=$(median "$out/$c" "median step")
-  calls=$( [[ $c == blocking || $c == overlapped ]] && median "$out/$c" "all_reduce calls" || echo "-")
+  calls=$( [[ $c == *blocking || $c == *overlapped ]] && median "$out/$c" "all_reduce calls" || echo "-")
   printf '%-34s %9s ms %15s %s\n' "$c" "$step" "$calls" "$([[ $calls == - ]] || echo ms)"
 done
 # Per round (the same round's blocking and overlapped runs, minutes apart at most), then
 # the median of those fractions: load from other jobs moves both.
-paste <(grep -o "all_reduce calls [0-9.]*" "$out/blocking" | awk '{print $NF}') \
-      <(grep -o "all_reduce calls [0-9.]*" "$out/overlapped" | awk '{print $NF}') |
-  awk '{ printf "%.4f round %d: all-reduce time hidden %.0f%% (1 - %s / %s ms)\n", 1 - $2 / $1, NR, 100 * (1 - $2 / $1), $2, $1 }' \
-  > "$out/hidden"
-cut -d' ' -f2- "$out/hidden"
-sort -g "$out/hidden" | awk '{ f[NR] = $1 } END { printf "all-reduce time hidden by overlap, median of the rounds: %.0f%%\n", 100 * f[int((NR + 1) / 2)] }'
+hidden() {  # NAME PREFIX: the fractions of PREFIXblocking against PREFIXoverlapped
+  [[ -s "$out/${2}blocking" && -s "$out/${2}overlapped" ]] || return 0
+  paste <(grep -o "all_reduce calls [0-9.]*" "$out/${2}blocking" | awk '{print $NF}') \
+        <(grep -o "all_reduce calls [0-9.]*" "$out/${2}overlapped" | awk '{print $NF}') |
+    awk '{ printf "%.4f round %d: all-reduce time hidden %.0f%% (1 - %s / %s ms)\n", 1 - $2 / $1, NR, 100 * (1 - $2 / $1), $2, $1 }' \
+    > "$out/${2}hidden"
+  sed "s/^[^ ]* /$1 /" "$out/${2}hidden"
+  sort -g "$out/${2}hidden" |
+    awk -v t="$1" '{ f[NR] = $1 } END { printf "%s: all-reduce time hidden by overlap, median of the rounds: %.0f%%\n", t, 100 * f[int((NR + 1) / 2)] }'
+}
+hidden MPI ""
+hidden Gloo gloo_
 echo "per-round lines: $out"

@@ -20,6 +20,7 @@ CpuOptions cpu_options(const CompileOptions& options) {
   cpu.executor.check_numerics = options.check_numerics;
   cpu.executor.communicator = options.communicator;
   cpu.executor.all_reduce_bucket_bytes = options.all_reduce_bucket_bytes;
+  cpu.executor.first_all_reduce_bucket_bytes = options.first_all_reduce_bucket_bytes;
   cpu.executor.overlap_all_reduce = options.overlap_all_reduce;
   cpu.lower.unroll_loops = options.unroll_loops;
   return cpu;

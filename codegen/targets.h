@@ -52,6 +52,7 @@ struct CompileOptions {
   /// cpu: what runs the Program's all_reduce ops; nullptr: one process.
   std::shared_ptr<collective::Communicator> communicator = nullptr;
   int64_t all_reduce_bucket_bytes = int64_t{25} << 20;  ///< cpu::ExecutorOptions'.
+  int64_t first_all_reduce_bucket_bytes = int64_t{1} << 20;  ///< cpu::ExecutorOptions'.
   bool overlap_all_reduce = true;                       ///< cpu::ExecutorOptions'.
   /// Devices that capture work (cuda): the whole step captured once as one device graph
   /// and replayed (a CUDA graph); false: launched op by op.

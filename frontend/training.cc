@@ -140,6 +140,7 @@ StatusOr<std::unique_ptr<ProgramExecutor>> Trainer::compile_graph(const Graph& g
   if (step) {
     options.communicator = options_.communicator;
     options.all_reduce_bucket_bytes = options_.all_reduce_bucket_bytes;
+    options.first_all_reduce_bucket_bytes = options_.first_all_reduce_bucket_bytes;
     options.overlap_all_reduce = options_.overlap_all_reduce;
   }
   return target_->compile(g, options);
@@ -609,7 +610,11 @@ Status Trainer::save(const std::string& path) const {
 
 StatusOr<LoadReport> Trainer::load(const std::string& path, const LoadOptions& options) {
   sync_values();
-  WEFT_ASSIGN_OR_RETURN(LoadReport report, load_checkpoint(path, *model_, values_, options));
+  StatusOr<LoadReport> loaded = load_checkpoint(path, *model_, values_, options);
+  if (!loaded.ok() && options_.communicator) {
+    return collective::agree_after_failed_load(*options_.communicator, path, loaded.error());
+  }
+  WEFT_ASSIGN_OR_RETURN(LoadReport report, std::move(loaded));
   if (options.subgraph.empty()) steps_ = report.step;
   loaded_from_ = path;
   WEFT_RETURN_IF_ERROR(agree_with_other_ranks());

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <utility>
 
 namespace weft {
 namespace {
@@ -131,6 +132,83 @@ std::vector<int> hoist_all_reduces(const Graph& g, const std::vector<int>& order
   return out;
 }
 
+// Data parallelism (DESIGN.md, decision 11: the first buckets close early): the
+// gradient each all_reduce reads, with the nodes only it reads (a transpose of an
+// activation), moved up to right after the latest other producer of their operands.
+// Reverse mode emits a layer's input gradient before its weight gradient, so without
+// this the weight gradient that closes a bucket waits for the input gradient's GEMM,
+// which can run while the bucket's reduction is in flight.
+class GradientHoist {
+ public:
+  GradientHoist(const Graph& g, const Liveness& l, std::vector<int> order)
+      : g_(g), l_(l), order_(std::move(order)), position_(order_.size()) {
+    for (size_t k = 0; k < order_.size(); ++k) position_[static_cast<size_t>(order_[k])] = static_cast<int>(k);
+  }
+
+  std::vector<int> run() {
+    const std::vector<int> before = order_;
+    for (int i : before) {
+      if (g_.node(i).op != Op::AllReduce || g_.node(i).operands.empty()) continue;
+      const int gradient = g_.value(g_.node(i).operands[0]).node;
+      if (gradient >= 0 && g_.node(gradient).op != Op::AllReduce) pull_up(gradient);
+    }
+    return std::move(order_);
+  }
+
+ private:
+  // Moves `node` and its cone (the producers only it reads, recursively) to right after
+  // the latest producer outside the cone of their operands, keeping their order; what
+  // they pass moves down past them. Nothing passed reads the cone (its members are read
+  // by the cone alone, `node` by later nodes) or is read by it (the cone's other
+  // producers are all before the target).
+  void pull_up(int node) {
+    std::vector<bool> in_cone(order_.size(), false);
+    std::vector<int> cone = {node};
+    in_cone[static_cast<size_t>(node)] = true;
+    for (size_t k = 0; k < cone.size(); ++k) {
+      for (ValueId v : l_.ops[static_cast<size_t>(cone[k])]) {
+        const int q = g_.value(v).node;
+        if (q < 0 || in_cone[static_cast<size_t>(q)] || g_.node(q).op == Op::AllReduce) continue;
+        if (!read_only_by(q, cone[k])) continue;
+        in_cone[static_cast<size_t>(q)] = true;
+        cone.push_back(q);
+      }
+    }
+    int target = 0;
+    for (int c : cone) {
+      for (ValueId v : l_.ops[static_cast<size_t>(c)]) {
+        const int q = g_.value(v).node;
+        if (q >= 0 && !in_cone[static_cast<size_t>(q)]) target = std::max(target, position_[static_cast<size_t>(q)] + 1);
+      }
+    }
+    const int at = position_[static_cast<size_t>(node)];
+    if (target >= at) return;
+    std::stable_partition(order_.begin() + target, order_.begin() + at + 1,
+                          [&](int i) { return in_cone[static_cast<size_t>(i)]; });
+    for (int k = target; k <= at; ++k) position_[static_cast<size_t>(order_[static_cast<size_t>(k)])] = k;
+  }
+
+  bool read_only_by(int producer, int reader) const {
+    for (ValueId r : g_.node(producer).results) {
+      if (l_.to_end[r]) return false;
+      for (int u : l_.users[r]) {
+        if (u != reader) return false;
+      }
+    }
+    return true;
+  }
+
+  const Graph& g_;
+  const Liveness& l_;
+  std::vector<int> order_;
+  std::vector<int> position_;
+};
+
+// `order` with the gradients and then every all_reduce moved up (the two above).
+std::vector<int> for_data_parallelism(const Graph& g, const Liveness& l, const std::vector<int>& order) {
+  return hoist_all_reduces(g, GradientHoist(g, l, order).run());
+}
+
 }  // namespace
 
 StatusOr<int64_t> peak_live_bytes(const Graph& g, const std::vector<int>& order) {
@@ -148,8 +226,8 @@ StatusOr<bool> ScheduleMemoryPass::run(Graph& g) {
   const int n = static_cast<int>(g.nodes().size());
   std::vector<int> identity(n);
   std::iota(identity.begin(), identity.end(), 0);
-  const std::vector<int> current = hoist_all_reduces(g, identity);
-  std::vector<int> order = hoist_all_reduces(g, greedy_order(g, *l));
+  const std::vector<int> current = for_data_parallelism(g, *l, identity);
+  std::vector<int> order = for_data_parallelism(g, *l, greedy_order(g, *l));
   if (peak_of(g, *l, order) >= peak_of(g, *l, current)) order = current;
   if (order == identity) return false;
 

@@ -12,7 +12,16 @@
 // pass goes on rather than after it. Reverse mode produces the last layer's gradients
 // first, so the first buckets close early. The all_reduce's operand dies and its result
 // (as large) is born there, so this moves bytes between live ranges without adding any
-// but the all_reduce's own operand-and-result instant.
+// but the all_reduce's own operand-and-result instant. Before that, each all_reduce's
+// operand (the gradient), after the nodes that only it reads, moves up to right after
+// the latest producer of its operands: reverse mode emits a layer's input gradient (a
+// GEMM) before its weight gradient, and the weight gradient, which closes the bucket,
+// then no longer waits for it (%h1t, read by %dw2 alone, moves up with it):
+//
+//   %dh1 = matmul(%g2, %w2t)          %h1t = transpose(%h1)
+//   %h1t = transpose(%h1)     →       %dw2 = matmul(%h1t, %g2)
+//   %dw2 = matmul(%h1t, %g2)          %r2 = all_reduce(%dw2)      # starts here
+//   %r2 = all_reduce(%dw2)            %dh1 = matmul(%g2, %w2t)    # overlaps it
 //
 //   graph @f(%x: f32[256]) {            peak 3 × 1 KiB: %a, %b, %c live together
 //     %a = exp(%x) : f32[256]
@@ -40,7 +49,8 @@
 // Requires: a valid graph whose node result types are known (run after infer-types).
 // Guarantees: the same nodes, values, names and outputs, in a valid topological order
 // whose peak live bytes (`peak_live_bytes`) is no higher than that of the order before
-// with its all_reduce nodes moved up (the same as before where there are none).
+// with its gradients and all_reduce nodes moved up (the same as before where there are
+// no all_reduce nodes).
 
 #include <cstdint>
 #include <vector>

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <map>
 #include <string>
-#include <tuple>
 #include <utility>
 
 namespace weft::collective {
@@ -83,18 +82,21 @@ std::optional<BufferRef> predicate_of(const Invocation& inv) {
   return inv.operands[1];
 }
 
-// What members of one bucket share: dtype, reduction and predicate (none: -1 for the
-// predicate's space, input and offset).
-using Key = std::tuple<DType, Reduction, int, int32_t, int64_t>;
+// What members of one bucket share: dtype and reduction (and at most one predicate).
+using Key = std::pair<DType, Reduction>;
 
-Key key_of(DType dtype, Reduction reduction, const std::optional<BufferRef>& predicate) {
-  if (!predicate) return {dtype, reduction, -1, -1, -1};
-  return {dtype, reduction, static_cast<int>(predicate->space), predicate->input, predicate->offset};
+bool same_buffer(const BufferRef& a, const BufferRef& b) {
+  return a.space == b.space && a.input == b.input && a.offset == b.offset;
 }
 
-// Builds the buckets in program order: the open bucket of each kind (dtype, reduction,
-// predicate; an index into `plan.buckets`) takes the next all_reduce of its kind until it
-// closes.
+// Whether a member with `predicate` may join bucket `b`: unpredicated members join any,
+// predicated ones a bucket with no predicate yet or the same one.
+bool may_join(const Bucket& b, const std::optional<BufferRef>& predicate) {
+  return !predicate || !b.predicate || same_buffer(*predicate, *b.predicate);
+}
+
+// Builds the buckets in program order: the open bucket of each kind (dtype, reduction;
+// an index into `plan.buckets`) takes the next all_reduce of its kind until it closes.
 class Planner {
  public:
   Planner(const Program& program, const BucketPlanOptions& options)
@@ -111,6 +113,7 @@ class Planner {
       add_member(i, reduction);
     }
     order_by_start();
+    place_unpredicated_first();
     place_waits();
     lay_out_staging();
     return std::move(plan_);
@@ -129,20 +132,25 @@ class Planner {
     const Invocation& inv = program_.code[i];
     const Type& type = inv.results[0].type;
     const std::optional<BufferRef> predicate = predicate_of(inv);
-    const Key key = key_of(type.dtype, reduction, predicate);
+    const Key key{type.dtype, reduction};
     auto open = open_.find(key);
+    if (open != open_.end() && !may_join(plan_.buckets[open->second], predicate)) {
+      open_.erase(open);
+      open = open_.end();
+    }
     if (open == open_.end()) {
       Bucket fresh;
       fresh.dtype = type.dtype;
       fresh.reduction = reduction;
-      fresh.predicate = predicate;
       plan_.buckets.push_back(std::move(fresh));
       open = open_.emplace(key, plan_.buckets.size() - 1).first;
       ++opened_[key];
     }
     Bucket& b = plan_.buckets[open->second];
-    b.members.push_back({i, inv.operands[0], inv.results[0], b.count, type.numel()});
+    if (predicate) b.predicate = predicate;
+    b.members.push_back({i, inv.operands[0], inv.results[0], b.count, type.numel(), predicate.has_value()});
     b.count += type.numel();
+    if (!predicate) b.always_count += type.numel();
     b.start_after = i;
     plan_.bucket_of[i] = static_cast<int>(open->second);
     const bool first = opened_[key] == 1;
@@ -156,6 +164,19 @@ class Planner {
                      [](const Bucket& a, const Bucket& b) { return a.start_after < b.start_after; });
     for (size_t k = 0; k < plan_.buckets.size(); ++k) {
       for (const BucketMember& m : plan_.buckets[k].members) plan_.bucket_of[m.invocation] = static_cast<int>(k);
+    }
+  }
+
+  // The unpredicated members' elements first in each slice (in program order), so that
+  // a bucket whose predicate is false reduces one prefix of it.
+  void place_unpredicated_first() {
+    for (Bucket& b : plan_.buckets) {
+      int64_t always = 0, predicated = b.always_count;
+      for (BucketMember& m : b.members) {
+        int64_t& next = m.predicated ? predicated : always;
+        m.offset = next;
+        next += m.count;
+      }
     }
   }
 
@@ -199,6 +220,7 @@ std::string describe(const BucketPlan& plan) {
     out += "bucket " + std::to_string(k) + ": " + std::to_string(b.members.size()) + " " +
            std::string(dtype_name(b.dtype)) + " " + reduction_name(b.reduction) + " (" +
            std::to_string(b.count) + " elements" + (b.predicate ? " if " + b.predicate->to_string() : "") +
+           (b.predicate && b.always_count > 0 ? ", " + std::to_string(b.always_count) + " always" : "") +
            ") start after " + std::to_string(b.start_after) +
            ", wait before " + std::to_string(b.wait_before) + "\n";
   }

@@ -23,9 +23,13 @@
 // extra liveness for them. An all_reduce whose result nothing reads later is left out
 // (it runs alone, in place: the memory plan may reuse its bytes right away).
 // An all_reduce with a predicate (its second operand, a bool[]: gradient accumulation)
-// shares a bucket only with those of the same predicate buffer, never with unpredicated
-// ones; the bucket reads the predicate when it starts and, where false, makes no call
-// (its results are its members' operands).
+// shares a bucket with those of the same predicate buffer and with unpredicated ones (the
+// reported loss's), never with another predicate's (a member of another predicate closes
+// the open bucket). The bucket lays its unpredicated members first in its slice
+// (`always_count` elements), reads the predicate when it starts and, where false,
+// reduces only those (no call when there are none); the predicated members' results are
+// then their operands. So under accumulation the loss rides in the gradients' call on
+// the window's last micro-batch, and goes alone only on the others.
 
 #include <cstddef>
 #include <cstdint>
@@ -53,15 +57,19 @@ struct BucketMember {
   BufferRef result;       ///< Written from the staging slice at the bucket's wait.
   int64_t offset = 0;     ///< Elements into the bucket's staging slice.
   int64_t count = 0;      ///< Elements.
+  bool predicated = false;  ///< Reduced only where the bucket's predicate is true.
 };
 
 struct Bucket {
   DType dtype = DType::f32;
   Reduction reduction = Reduction::mean;
-  /// Every member's predicate (a bool[]); none: the bucket always reduces.
+  /// The predicated members' predicate (a bool[]); none: the bucket always reduces.
   std::optional<BufferRef> predicate;
   std::vector<BucketMember> members;  ///< In program order.
   int64_t count = 0;                  ///< Elements, all members.
+  /// Elements of the unpredicated members, first in the slice: what the bucket reduces
+  /// where its predicate is false (count where it has none).
+  int64_t always_count = 0;
   int64_t staging_offset = 0;         ///< Bytes into the staging block (a multiple of 64).
   size_t start_after = 0;             ///< The last member's invocation.
   /// The first invocation after start_after that reads or writes a member's result;
@@ -83,7 +91,8 @@ struct BucketPlan {
 StatusOr<BucketPlan> plan_buckets(const Program& program, const BucketPlanOptions& options);
 
 /// One line per bucket: "bucket 0: 7 f32 mean (1733 elements) start after 12, wait before 20",
-/// with " if arena+64 bool[]" after the elements for a predicated bucket.
+/// with " if arena+64 bool[]" after the elements for a predicated bucket, and then, where
+/// it also has unpredicated members, ", 1 always": "(1733 elements if arena+64 bool[1], 1 always)".
 std::string describe(const BucketPlan& plan);
 
 }  // namespace weft::collective

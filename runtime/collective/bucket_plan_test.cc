@@ -110,23 +110,45 @@ TEST(BucketPlanTest, KindsFillTheirOwnBucketsNumberedInStartOrder) {
   EXPECT_EQ(plan->bucket_of, (std::vector<int>{0, 1, 2, -1, 3}));
 }
 
-// Gradient accumulation: members with one predicate share a bucket, which never holds
-// unpredicated members or those of another predicate.
-TEST(BucketPlanTest, PredicatedMembersShareABucketOnlyWithTheirPredicate) {
+// Gradient accumulation: members with one predicate share a bucket with unpredicated
+// members (the loss's), laid first in the slice, never with another predicate's: one of
+// those closes the open bucket.
+TEST(BucketPlanTest, PredicatedMembersShareABucketWithUnpredicatedOnesNotAnotherPredicate) {
   ProgramBuilder b;
   const BufferRef apply = arena(960, 1, DType::boolean), other = arena(1000, 1, DType::boolean);
   b.all_reduce(arena(0, 4), arena(512, 4), "mean", apply);   // 0
-  b.all_reduce(arena(64, 4), arena(576, 4));                 // 1
+  b.all_reduce(arena(64, 2), arena(576, 2));                 // 1
   b.all_reduce(arena(128, 4), arena(640, 4), "mean", apply); // 2
   b.all_reduce(arena(192, 4), arena(704, 4), "mean", other); // 3
-  b.p.outputs = {arena(512, 4), arena(576, 4), arena(640, 4), arena(704, 4)};
+  b.all_reduce(arena(256, 4), arena(768, 4));                // 4
+  b.p.outputs = {arena(512, 4), arena(576, 2), arena(640, 4), arena(704, 4), arena(768, 4)};
   StatusOr<BucketPlan> plan = plan_buckets(b.p, {});
   ASSERT_TRUE(plan.ok());
   EXPECT_EQ(describe(*plan),
-            "bucket 0: 1 f32 mean (4 elements) start after 1, wait before 4\n"
-            "bucket 1: 2 f32 mean (8 elements if arena+960 bool[1]) start after 2, wait before 4\n"
-            "bucket 2: 1 f32 mean (4 elements if arena+1000 bool[1]) start after 3, wait before 4\n");
-  EXPECT_EQ(plan->bucket_of, (std::vector<int>{1, 0, 1, 2}));
+            "bucket 0: 3 f32 mean (10 elements if arena+960 bool[1], 2 always) start after 2, wait before 5\n"
+            "bucket 1: 2 f32 mean (8 elements if arena+1000 bool[1], 4 always) start after 4, wait before 5\n");
+  EXPECT_EQ(plan->bucket_of, (std::vector<int>{0, 0, 0, 1, 1}));
+  const Bucket& k = plan->buckets[0];
+  EXPECT_EQ(k.always_count, 2);
+  EXPECT_EQ(k.members[0].offset, 2);  // predicated: after the unpredicated prefix
+  EXPECT_TRUE(k.members[0].predicated);
+  EXPECT_EQ(k.members[1].offset, 0);
+  EXPECT_FALSE(k.members[1].predicated);
+  EXPECT_EQ(k.members[2].offset, 6);
+  EXPECT_EQ(plan->buckets[1].members[1].offset, 0);
+  EXPECT_EQ(plan->buckets[1].members[0].offset, 4);
+}
+
+// Without gradient accumulation nothing is predicated: a bucket reduces everything.
+TEST(BucketPlanTest, AnUnpredicatedBucketAlwaysReducesItsWholeSlice) {
+  ProgramBuilder b;
+  b.all_reduce(arena(0, 4), arena(512, 4));
+  b.all_reduce(arena(64, 2), arena(576, 2));
+  b.p.outputs = {arena(512, 4), arena(576, 2)};
+  StatusOr<BucketPlan> plan = plan_buckets(b.p, {});
+  ASSERT_TRUE(plan.ok());
+  EXPECT_FALSE(plan->buckets[0].predicate.has_value());
+  EXPECT_EQ(plan->buckets[0].always_count, plan->buckets[0].count);
 }
 
 TEST(BucketPlanTest, AResultNothingReadsRunsAlone) {

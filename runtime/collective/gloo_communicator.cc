@@ -8,7 +8,13 @@
 #include <gloo/transport/tcp/device.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <cstddef>
+#include <deque>
+#include <functional>
+#include <future>
+#include <mutex>
+#include <thread>
 
 #include "runtime/collective/tcp_store.h"
 #include "runtime/collective/watchdog.h"
@@ -56,6 +62,69 @@ gloo::transport::tcp::attr transport_address(const GlooOptions& o) {
   return a;
 }
 
+// Runs a rank's collectives one at a time, in the order they were submitted, on a thread
+// of its own: a started reduction goes on while the caller computes (the caller only
+// submits, then tests or waits), and every rank issues its collectives in the order it
+// started them, the same on every rank. The destructor runs what is queued, then joins.
+class CollectiveThread {
+ public:
+  CollectiveThread() : thread_([this] { loop(); }) {}
+  ~CollectiveThread() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    ready_.notify_one();
+    thread_.join();
+  }
+  CollectiveThread(const CollectiveThread&) = delete;
+  CollectiveThread& operator=(const CollectiveThread&) = delete;
+
+  /// Queues `job`; the future holds its status once it has run.
+  std::future<Status> submit(std::function<Status()> job) {
+    std::packaged_task<Status()> task(std::move(job));
+    std::future<Status> done = task.get_future();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queue_.push_back(std::move(task));
+    }
+    ready_.notify_one();
+    return done;
+  }
+
+ private:
+  void loop() {
+    for (;;) {
+      std::packaged_task<Status()> task;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        task = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      task();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::packaged_task<Status()>> queue_;
+  bool stopping_ = false;
+  std::thread thread_;  // last: starts once the members above exist
+};
+
+// A reduction queued on the CollectiveThread.
+class GlooPending : public PendingReduction {
+ public:
+  explicit GlooPending(std::future<Status> done) : done_(std::move(done)) {}
+  Status wait() override { return done_.get(); }
+  bool test() override { return done_.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }
+
+ private:
+  std::future<Status> done_;
+};
+
 class GlooWorld : public Communicator {
  public:
   GlooWorld(const GlooOptions& options, std::unique_ptr<TcpStore> store, std::shared_ptr<gloo::Context> context)
@@ -65,25 +134,22 @@ class GlooWorld : public Communicator {
   int world_size() const override { return options_.world_size; }
 
   Status all_reduce(void* data, int64_t count, DType dtype, Reduction reduction) override {
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<PendingReduction> pending, start_all_reduce(data, count, dtype, reduction));
+    return pending->wait();
+  }
+
+  // Non-blocking: the reduction runs on the collective thread (the dtype checked here).
+  StatusOr<std::unique_ptr<PendingReduction>> start_all_reduce(void* data, int64_t count, DType dtype,
+                                                               Reduction reduction) override {
     if (reduction == Reduction::mean && dtype != DType::f32 && dtype != DType::f64) {
       return Error{"all_reduce: the mean over Gloo needs f32 or f64 values, got " + std::string(dtype_name(dtype))};
     }
     WEFT_ASSIGN_OR_RETURN(ReduceFunction sum, sum_of(dtype));
     const std::string doing = begin_collective("all_reduce", count * dtype_size(dtype));
-    gloo::AllreduceOptions opts(context_);
-    // Untyped: gloo's typed setters only record the element size.
-    std::byte* bytes = static_cast<std::byte*>(data);
-    switch (dtype_size(dtype)) {
-      case 1: opts.setOutput(reinterpret_cast<uint8_t*>(bytes), count); break;
-      case 4: opts.setOutput(reinterpret_cast<int32_t*>(bytes), count); break;
-      default: opts.setOutput(reinterpret_cast<int64_t*>(bytes), count); break;
-    }
-    opts.setReduceFunction(sum);
-    opts.setTag(next_tag());
-    opts.setTimeout(options_.timeout);
-    WEFT_RETURN_IF_ERROR(run(doing, [&] { gloo::allreduce(opts); }));
-    if (reduction == Reduction::mean) divide_by_world_size(data, count, dtype, world_size());
-    return Status();
+    const uint32_t tag = next_tag();
+    std::future<Status> done =
+        thread_.submit([=, this] { return reduce(data, count, dtype, reduction, sum, tag, doing); });
+    return std::unique_ptr<PendingReduction>(std::make_unique<GlooPending>(std::move(done)));
   }
 
   Status broadcast(void* data, int64_t bytes, int root) override {
@@ -92,12 +158,8 @@ class GlooWorld : public Communicator {
                    std::to_string(world_size()) + " ranks"};
     }
     const std::string doing = begin_collective("broadcast", bytes);
-    gloo::BroadcastOptions opts(context_);
-    opts.setOutput(static_cast<uint8_t*>(data), static_cast<size_t>(bytes));
-    opts.setRoot(root);
-    opts.setTag(next_tag());
-    opts.setTimeout(options_.timeout);
-    return run(doing, [&] { gloo::broadcast(opts); });
+    const uint32_t tag = next_tag();
+    return thread_.submit([=, this] { return send_from(data, bytes, root, tag, doing); }).get();
   }
 
   std::string describe() const override {
@@ -107,6 +169,35 @@ class GlooWorld : public Communicator {
 
  private:
   uint32_t next_tag() { return tag_++; }
+
+  // On the collective thread: gloo's ring allreduce, then the mean's division.
+  Status reduce(void* data, int64_t count, DType dtype, Reduction reduction, ReduceFunction sum, uint32_t tag,
+                const std::string& doing) {
+    gloo::AllreduceOptions opts(context_);
+    // Untyped: gloo's typed setters only record the element size.
+    std::byte* bytes = static_cast<std::byte*>(data);
+    switch (dtype_size(dtype)) {
+      case 1: opts.setOutput(reinterpret_cast<uint8_t*>(bytes), count); break;
+      case 4: opts.setOutput(reinterpret_cast<int32_t*>(bytes), count); break;
+      default: opts.setOutput(reinterpret_cast<int64_t*>(bytes), count); break;
+    }
+    opts.setReduceFunction(sum);
+    opts.setTag(tag);
+    opts.setTimeout(options_.timeout);
+    WEFT_RETURN_IF_ERROR(run(doing, [&] { gloo::allreduce(opts); }));
+    if (reduction == Reduction::mean) divide_by_world_size(data, count, dtype, world_size());
+    return Status();
+  }
+
+  // On the collective thread: gloo's broadcast from `root`.
+  Status send_from(void* data, int64_t bytes, int root, uint32_t tag, const std::string& doing) {
+    gloo::BroadcastOptions opts(context_);
+    opts.setOutput(static_cast<uint8_t*>(data), static_cast<size_t>(bytes));
+    opts.setRoot(root);
+    opts.setTag(tag);
+    opts.setTimeout(options_.timeout);
+    return run(doing, [&] { gloo::broadcast(opts); });
+  }
 
   // Runs one gloo collective; its exception becomes watchdog.h's line.
   template <typename F>
@@ -128,6 +219,7 @@ class GlooWorld : public Communicator {
   std::unique_ptr<TcpStore> store_;  // served by rank 0 until the job ends
   std::shared_ptr<gloo::Context> context_;
   uint32_t tag_ = 0;
+  CollectiveThread thread_;  // last: joined before the context and the store go
 };
 
 }  // namespace

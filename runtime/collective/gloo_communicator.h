@@ -14,7 +14,11 @@
 // Semantics are the MPI communicator's: the mean is the sum divided by the world size;
 // gloo's ring allreduce leaves identical bytes on every rank. Every collective has the
 // timeout: a peer that died fails it at once, one that hangs after the timeout, with
-// watchdog.h's line naming the collective.
+// watchdog.h's line naming the collective. Collectives run on a thread of the
+// communicator's own, one at a time in the order the caller started them (the same on
+// every rank): start_all_reduce returns at once, and its PendingReduction's test() and
+// wait() look at that thread's result, so a reduction goes on while the step computes;
+// all_reduce and broadcast wait for theirs.
 
 #include <chrono>
 #include <memory>

@@ -1,14 +1,17 @@
 // The Gloo communicator with threads as ranks, each joining through the TcpStore at
 // 127.0.0.1 as torchrun-style processes do: sums, means and broadcasts equal to the
-// values computed here; a peer that never calls, or that left, fails the collective with
+// values computed here; a started reduction that goes on while the caller does, equal to
+// the blocking one; a peer that never calls, or that left, fails the collective with
 // the line naming it and the collective.
 #include "runtime/collective/gloo_communicator.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstring>
 #include <functional>
 #include <thread>
+#include <vector>
 
 #include "runtime/collective/watchdog.h"
 #include "tests/testing/free_port.h"
@@ -61,6 +64,38 @@ TEST(GlooCommunicatorTest, ThreeRanksSumMeanAndBroadcast) {
     int32_t n = 1;
     EXPECT_EQ(comm.all_reduce(&n, 1, DType::i32, Reduction::mean).error().message,
               "all_reduce: the mean over Gloo needs f32 or f64 values, got i32");
+  });
+}
+
+// start_all_reduce returns before the peers have called (rank 1 calls only once rank 0's
+// start has returned: a blocking start would wait for it until the timeout), the
+// reduction completes while rank 0 goes on, and its bytes equal the blocking
+// all_reduce's of the same values, queued behind it, and the mean computed here.
+TEST(GlooCommunicatorTest, AStartedReductionGoesOnWhileTheCallerComputes) {
+  std::atomic<bool> started{false};
+  with_ranks(2, std::chrono::seconds(20), [&](int r, Communicator& comm) {
+    std::vector<float> a(1 << 16), b;
+    for (size_t i = 0; i < a.size(); ++i) a[i] = 0.1f * static_cast<float>(i % 97) * static_cast<float>(r + 1);
+    b = a;
+    if (r == 1) {
+      while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    StatusOr<std::unique_ptr<PendingReduction>> pending =
+        comm.start_all_reduce(a.data(), static_cast<int64_t>(a.size()), DType::f32, Reduction::mean);
+    const bool done_at_once = pending.ok() && (*pending)->test();
+    started = true;  // (also where the start failed: rank 1 must not wait forever)
+    ASSERT_TRUE(pending.ok()) << pending.error().message;
+    if (r == 0) {
+      EXPECT_FALSE(done_at_once);  // rank 1 had not called yet
+    }
+    ASSERT_TRUE(comm.all_reduce(b.data(), static_cast<int64_t>(b.size()), DType::f32, Reduction::mean).ok());
+    while (!(*pending)->test()) std::this_thread::yield();
+    ASSERT_TRUE((*pending)->wait().ok());
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
+    for (size_t i = 0; i < a.size(); i += 4099) {
+      const float x = 0.1f * static_cast<float>(i % 97);
+      EXPECT_EQ(a[i], (x + 2 * x) / 2) << i;
+    }
   });
 }
 

@@ -1,5 +1,6 @@
-// agree_on_parameters (parameters.h): every rank's sources exchanged, a hash compared
-// with rank 0's, a broadcast of rank 0's values where nothing was loaded.
+// agree_on_parameters (parameters.h): every rank's sources (or a failed load's reason)
+// exchanged, a hash compared with rank 0's, a broadcast of rank 0's values where nothing
+// was loaded.
 #include "runtime/collective/parameters.h"
 
 #include <cstring>
@@ -47,6 +48,22 @@ StatusOr<std::vector<int>> ranks_differing_from_root(Communicator& comm,
   return out;
 }
 
+// What a rank whose load failed says in place of its source: this byte, the path, this
+// byte again, the reason.
+constexpr char kFailedLoad = '\x01';
+
+// The first rank that said its load failed, as every rank's error.
+Status check_no_failed_load(const std::vector<std::string>& sources) {
+  for (size_t r = 0; r < sources.size(); ++r) {
+    const std::string& s = sources[r];
+    if (s.empty() || s[0] != kFailedLoad) continue;
+    const size_t end = s.find(kFailedLoad, 1);
+    return Error{"data parallelism: rank " + std::to_string(r) + " could not load " + s.substr(1, end - 1) +
+                 " (" + s.substr(end + 1) + "); every rank stops"};
+  }
+  return Status();
+}
+
 std::string origin(const std::string& source) {
   return source.empty() ? "initialized from the seed" : "loaded from " + source;
 }
@@ -80,6 +97,7 @@ Status agree_on_parameters(Communicator& comm, std::map<std::string, Tensor>& va
                            const std::string& source) {
   if (comm.world_size() <= 1) return Status();
   WEFT_ASSIGN_OR_RETURN(std::vector<std::string> sources, every_rank_string(comm, source));
+  WEFT_RETURN_IF_ERROR(check_no_failed_load(sources));
   bool loaded = false;
   for (const std::string& s : sources) loaded = loaded || !s.empty();
   if (!loaded) WEFT_RETURN_IF_ERROR(broadcast_from_root(comm, values));
@@ -94,6 +112,14 @@ Status agree_on_parameters(Communicator& comm, std::map<std::string, Tensor>& va
   return Error{"data parallelism: " + rank + "'s parameters differ from rank 0's (" + rank + "'s " +
                origin(sources[static_cast<size_t>(r)]) + ", rank 0's " + origin(sources[0]) +
                "); start every rank from the same checkpoint"};
+}
+
+Error agree_after_failed_load(Communicator& comm, const std::string& source, Error failure) {
+  if (comm.world_size() > 1) {
+    // The exchange's own failure aside: this rank reports its load's.
+    (void)every_rank_string(comm, kFailedLoad + source + kFailedLoad + failure.message);
+  }
+  return failure;
 }
 
 }  // namespace weft::collective

@@ -13,6 +13,8 @@
 // values differ from rank 0's is refused with an error naming the rank and where each
 // side's values came from (resuming ranks from different checkpoints would train a
 // model that is none of them). Either way the values are then checked equal by a hash.
+// A rank whose checkpoint load failed takes part too (agree_after_failed_load), so the
+// others learn it at once, with its reason, rather than wait for it until the timeout.
 
 #include <cstdint>
 #include <map>
@@ -42,5 +44,11 @@ uint64_t hash_values(const std::map<std::string, Tensor>& values);
 /// it; nothing happens with one rank.
 Status agree_on_parameters(Communicator& comm, std::map<std::string, Tensor>& values,
                            const std::string& source);
+
+/// Where this rank's load of checkpoint `source` failed with `failure`: it takes part in
+/// the other ranks' agree_on_parameters (which then fails on each of them, at once, with
+/// "data parallelism: rank 1 could not load b.safetensors (REASON); every rank stops") and
+/// returns `failure`. With one rank it only returns `failure`.
+Error agree_after_failed_load(Communicator& comm, const std::string& source, Error failure);
 
 }  // namespace weft::collective

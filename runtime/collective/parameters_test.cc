@@ -1,6 +1,6 @@
 // hash_values, and agree_on_parameters in one process and as rank 1 of 2 with rank 0's
 // side scripted (its broadcasts): seeded values made rank 0's, different checkpoints
-// refused, a broadcast that delivers other bytes. The real 2-rank cases run under mpirun
+// refused, a broadcast that delivers other bytes, a failed load on either side. The real 2-rank cases run under mpirun
 // in //tests/data_parallel:sync_bn_test.
 #include "runtime/collective/parameters.h"
 
@@ -135,6 +135,26 @@ TEST(Parameters, ABroadcastThatDeliversOtherBytesIsAnError) {
   EXPECT_EQ(s.error().message,
             "data parallelism: rank 1's parameters differ from rank 0's after the broadcast from "
             "rank 0 (rank 1 of 2 (scripted) delivered different bytes)");
+}
+
+// A rank whose load failed says so in the exchange of sources (a 0x01 byte, the path,
+// 0x01, its reason): every other rank's agreement fails at once, naming it; the failed rank itself
+// takes part and returns its own error.
+TEST(Parameters, AFailedLoadOnOneRankStopsTheOthersNamingIt) {
+  ScriptedRankOne comm(root_source("\x01" "a.safetensors\x01" "cannot open for reading: No such file or directory"));
+  std::map<std::string, Tensor> mine = two_values();
+  Status s = agree_on_parameters(comm, mine, "a.safetensors");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message,
+            "data parallelism: rank 0 could not load a.safetensors (cannot open for reading: No such file or "
+            "directory); every rank stops");
+
+  ScriptedRankOne failing(root_source("a.safetensors"));  // rank 0 loaded; this rank did not
+  const Error e = agree_after_failed_load(failing, "b.safetensors", Error{"cannot open for reading"});
+  EXPECT_EQ(e.message, "cannot open for reading");
+  float x = 1;  // the script is used up: the exchange took rank 0's side of it
+  EXPECT_EQ(failing.broadcast(&x, sizeof x, 0).error().message, "unscripted broadcast of 4 bytes");
+  EXPECT_EQ(agree_after_failed_load(*single_process(), "c.safetensors", Error{"one process"}).message, "one process");
 }
 
 }  // namespace

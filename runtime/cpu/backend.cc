@@ -13,6 +13,7 @@ StatusOr<std::unique_ptr<ProgramExecutor>> bind(Program program, DeviceCode code
   executor.max_memory = options.max_memory;
   executor.communicator = options.communicator;
   executor.all_reduce_bucket_bytes = options.all_reduce_bucket_bytes;
+  executor.first_all_reduce_bucket_bytes = options.first_all_reduce_bucket_bytes;
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex,
                         Executor::create(std::move(program), std::move(code.host_kernels), executor));
   return std::unique_ptr<ProgramExecutor>(std::move(ex));

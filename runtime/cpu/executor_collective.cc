@@ -13,8 +13,10 @@ namespace weft::cpu {
 // its staging slice and its members' results. start() begins the one reduction of the
 // slice (after the last member has copied its operand in); wait() completes it and
 // copies every member's slice to its result. Blocking mode waits inside start(). A
-// predicated bucket whose predicate (null: none) is false when it starts makes no call:
-// it copies the slice out at once. `tally` adds up the time spent inside the
+// predicated bucket whose predicate (null: none) is false when it starts reduces only
+// its unpredicated members, the slice's first always_count elements (the predicated
+// ones' results are their operands, copied out unreduced); with none it makes no call
+// and copies the slice out at once. `tally` adds up the time spent inside the
 // communicator's calls (start, test, wait): the communication the step did not hide; and
 // counts the reductions started and their elements.
 class BoundBucket {
@@ -35,14 +37,15 @@ class BoundBucket {
     // A step that stopped at an error left its reduction in flight: complete it before
     // the staging slice is reused.
     if (pending_) WEFT_RETURN_IF_ERROR(finish());
-    if (predicate_ != nullptr && !*predicate_) {
+    const int64_t count = predicate_ != nullptr && !*predicate_ ? plan_.always_count : plan_.count;
+    if (count == 0) {
       copy_out();
       return Status::ok_status();
     }
     ++tally_->calls;
-    tally_->elements += plan_.count;
+    tally_->elements += count;
     StatusOr<std::unique_ptr<collective::PendingReduction>> pending =
-        comm_->start_all_reduce(staging_, plan_.count, plan_.dtype, plan_.reduction);
+        comm_->start_all_reduce(staging_, count, plan_.dtype, plan_.reduction);
     if (!pending.ok()) return pending.error();
     pending_ = std::move(*pending);
     return overlap_ ? Status::ok_status() : finish();

@@ -36,8 +36,11 @@ std::string tmp(const std::string& name) { return testing::test_tmpdir() + "/" +
 std::string data_flags() {
   StatusOr<std::string> flags = testing::write_regressor_data(testing::test_tmpdir());
   EXPECT_TRUE(flags.ok()) << flags.error().to_string();
-  return (flags.ok() ? *flags : std::string()) + " --collective-timeout=5";
+  return flags.ok() ? *flags : std::string();
 }
+
+// How every launch below runs the binary: data parallel, a fault noticed within 5 s.
+constexpr const char* kDataParallel = " --data-parallel --collective-timeout=5";
 
 // The 2 ranks of a torchrun-style launch of aot_regressor, each with `env` before it;
 // rank 0's result first. A rank still running `rank1_timeout_s` after rank 0 ended is
@@ -49,7 +52,7 @@ std::vector<CommandResult> torchrun(const std::string& env, const std::string& f
     ranks.push_back(std::make_unique<Process>("env " + env + " RANK=" + std::to_string(r) +
                                               " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(r) +
                                               " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port +
-                                              " tests/data_parallel/aot_regressor --data-parallel" + flags));
+                                              " tests/data_parallel/aot_regressor" + kDataParallel + flags));
   }
   std::vector<CommandResult> done;
   done.push_back(ranks[0]->finish(120));
@@ -125,12 +128,12 @@ TEST_F(LaunchTest, GlooRankThatHangsEndsTheOtherWithinTheTimeout) {
 // ends the job).
 TEST_F(LaunchTest, MpiRankThatDiesOrHangsEndsTheJob) {
   CommandResult died = testing::run_mpi("WEFT_TEST_FAULT=1:5:exit " + testing::kMpirun +
-                                        "tests/data_parallel/aot_regressor --data-parallel" + *flags_);
+                                        "tests/data_parallel/aot_regressor" + kDataParallel + *flags_);
   EXPECT_NE(died.exit_code, 0) << died.out;
   EXPECT_NE(died.out.find("Process name: [["), std::string::npos) << died.out;
   EXPECT_NE(died.out.find(",1],1]\n  Exit code:    3"), std::string::npos) << died.out;
   CommandResult hung = testing::run_mpi("WEFT_TEST_FAULT=1:5:hang " + testing::kMpirun +
-                                        "tests/data_parallel/aot_regressor --data-parallel" + *flags_);
+                                        "tests/data_parallel/aot_regressor" + kDataParallel + *flags_);
   EXPECT_EQ(hung.exit_code, 1) << hung.out;
   EXPECT_NE(hung.out.find("\nerror: rank 0 of 2 (MPI), in all_reduce #1 of step 5 (36 bytes): rank 1 did not answer "
                           "within 5 s (it died or hangs); exiting\n"),

@@ -7,7 +7,8 @@
 //   - parameters: ranks seeded differently start from rank 0's parameters; ranks resumed
 //     from different checkpoints are refused with the error (printed as "error: ..."
 //     for the test to pin); ranks resumed from the same one train on; rank 0 alone
-//     writes checkpoints.
+//     writes checkpoints; a rank whose checkpoint load fails stops the other at once
+//     (its error printed by rank 0, naming rank 1).
 //
 //   mpirun -np 2 sync_bn_check --dir=DIR   # DIR: where the checkpoints go
 
@@ -160,6 +161,12 @@ void check_parameters(const std::shared_ptr<collective::Communicator>& world, co
   if (Status s = resumed->save(mine); !s.ok()) return check(false, "save: " + s.to_string());
   const bool written = std::ifstream(mine).good();
   check(written == (rank == 0), "checkpoints are written by rank 0 alone");
+
+  // A rank whose load fails takes part in the agreement with its reason: rank 0, which
+  // loaded, learns it there at once (it waited for rank 1 until a timeout before).
+  StatusOr<LoadReport> failed = resumed->load(rank == 0 ? a : dir + "/missing.safetensors");
+  check(!failed.ok(), "a rank whose checkpoint load fails stops every rank");
+  if (!failed.ok() && rank == 0) std::printf("error: %s\n", failed.error().message.c_str());
 }
 
 }  // namespace

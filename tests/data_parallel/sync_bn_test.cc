@@ -1,7 +1,8 @@
 // SyncBatchNorm and the parameters every rank starts from (DESIGN.md, decision 11): one
 // `mpirun -np 2 sync_bn_check` launch checks 2 ranks with SyncBatchNorm against one
-// process with batch norm on the global batch, seeded inits made rank 0's, and ranks
-// resumed from different checkpoints refused (its message pinned here); in this process,
+// process with batch norm on the global batch, seeded inits made rank 0's, ranks
+// resumed from different checkpoints refused and a rank whose checkpoint load fails
+// stopping the other at once (their messages pinned here); in this process,
 // sync on against sync off (bitwise: the all_reduce ops of one process change nothing)
 // and the synchronized step's graph.
 #include <gtest/gtest.h>
@@ -41,13 +42,19 @@ TEST(SyncBatchNorm, TwoRanksMatchTheGlobalBatchAndRanksAgreeOnParameters) {
                            "ok: ranks seeded differently start from rank 0's parameters",
                            "ok: ranks resumed from different checkpoints are refused",
                            "ok: ranks resumed from the same checkpoint train on",
-                           "ok: checkpoints are written by rank 0 alone"}) {
+                           "ok: checkpoints are written by rank 0 alone",
+                           "ok: a rank whose checkpoint load fails stops every rank"}) {
     EXPECT_EQ(count(r.out, line), 2u) << line << "\n" << r.out;  // on both ranks
   }
   EXPECT_EQ(count(r.out, "error: data parallelism: rank 1's parameters differ from rank 0's (rank 1's "
                          "loaded from " + dir + "/b.safetensors, rank 0's loaded from " + dir +
                          "/a.safetensors); start every rank from the same checkpoint\n"),
             2u)
+      << r.out;
+  EXPECT_EQ(count(r.out, "error: data parallelism: rank 1 could not load " + dir +
+                             "/missing.safetensors (cannot open for reading: No such file or directory); every "
+                             "rank stops\n"),
+            1u)
       << r.out;
 }
 

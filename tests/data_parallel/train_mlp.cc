@@ -5,11 +5,14 @@
 //   train_mlp --ranks=none   --out=FILE   # one process, no all_reduce ops
 //   train_mlp --ranks=single --out=FILE   # one process, all_reduce through single_process()
 //   mpirun -np 2 train_mlp --ranks=mpi --out=FILE   # each rank trains on its half
+//   RANK=r WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=P train_mlp --ranks=launch ...
+//                                  # the launch's communicator (world.h): here Gloo
 //
 // Every rank writes FILE.rankR ("loss STEP HEX" lines, then "param NAME HEX HEX ...").
 // --batch=B sets the global batch (32), --steps=S the steps (20), --hidden=H the hidden
 // width (32), --bucket_bytes=N the all_reduce bucket size (TrainOptions's default; 0: one
-// call per gradient), --blocking waits for each bucket's reduction as soon as it starts
+// call per gradient), --first_bucket_bytes=N the first bucket's (TrainOptions's default),
+// --blocking waits for each bucket's reduction as soon as it starts
 // (TrainOptions::overlap_all_reduce off), --accumulate=K splits every global batch into K
 // micro-batches (OptimizerSpec::with_accumulation(K): one update per global batch, one
 // loss line per micro-batch), --backend=cpu|reference; --describe prints the
@@ -34,6 +37,7 @@
 #include "frontend/training.h"
 #include "runtime/collective/communicator.h"
 #include "runtime/collective/mpi_communicator.h"
+#include "runtime/collective/world.h"
 #include "runtime/cpu/executor.h"
 
 namespace {
@@ -77,7 +81,7 @@ int fail(const std::string& message) {
 int main(int argc, char** argv) {
   std::string ranks = "none", out, backend = "cpu";
   int64_t batch = 32, steps = 20;
-  int64_t bucket_bytes = -1, hidden = 32, accumulate = 1;
+  int64_t bucket_bytes = -1, first_bucket_bytes = -1, hidden = 32, accumulate = 1;
   bool time = false, describe = false, blocking = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -87,6 +91,7 @@ int main(int argc, char** argv) {
     else if (a.rfind("--steps=", 0) == 0) steps = std::atoll(a.c_str() + 8);
     else if (a.rfind("--backend=", 0) == 0) backend = a.substr(10);
     else if (a.rfind("--bucket_bytes=", 0) == 0) bucket_bytes = std::atoll(a.c_str() + 15);
+    else if (a.rfind("--first_bucket_bytes=", 0) == 0) first_bucket_bytes = std::atoll(a.c_str() + 21);
     else if (a.rfind("--hidden=", 0) == 0) hidden = std::atoll(a.c_str() + 9);
     else if (a.rfind("--accumulate=", 0) == 0) accumulate = std::atoll(a.c_str() + 13);
     else if (a == "--describe") describe = true;
@@ -98,15 +103,20 @@ int main(int argc, char** argv) {
   options.seed = 7;
   options.backend = backend;
   if (bucket_bytes >= 0) options.all_reduce_bucket_bytes = bucket_bytes;
+  if (first_bucket_bytes >= 0) options.first_all_reduce_bucket_bytes = first_bucket_bytes;
   options.overlap_all_reduce = !blocking;
   if (ranks == "mpi") {
     StatusOr<std::shared_ptr<collective::Communicator>> world = collective::mpi_world();
     if (!world.ok()) return fail(world.error().to_string());
     options.communicator = *world;
+  } else if (ranks == "launch") {
+    StatusOr<std::shared_ptr<collective::Communicator>> world = collective::world_from_environment();
+    if (!world.ok()) return fail(world.error().to_string());
+    options.communicator = *world;
   } else if (ranks == "single") {
     options.communicator = collective::single_process();
   } else if (ranks != "none") {
-    return fail("--ranks must be none, single or mpi, not " + ranks);
+    return fail("--ranks must be none, single, mpi or launch, not " + ranks);
   }
   const int rank = options.communicator ? options.communicator->rank() : 0;
   const int world = options.communicator ? options.communicator->world_size() : 1;

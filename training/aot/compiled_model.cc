@@ -121,6 +121,7 @@ StatusOr<std::unique_ptr<CompiledModel>> CompiledModel::create(const ModelTable&
   bind.num_threads = options.num_threads;
   bind.communicator = options.communicator;
   bind.all_reduce_bucket_bytes = options.all_reduce_bucket_bytes;
+  bind.first_all_reduce_bucket_bytes = options.first_all_reduce_bucket_bytes;
   bind.max_memory = options.max_memory;
   bind.tf32 = options.tf32;
   if (table.step_program != nullptr) {
@@ -422,7 +423,10 @@ StatusOr<LoadReport> CompiledModel::load(const std::string& path, bool partial) 
   const ModelTable::LossScaleKeys& keys = table_->loss_scale_keys;
   scope.optional_keys = {keys.scale, keys.growth_tracker, keys.skipped_steps};
   scope.optional_keys.erase("");  // a table without them (written by hand)
-  WEFT_ASSIGN_OR_RETURN(LoadReport report, load_checkpoint(path, schema_, values, scope));
+  StatusOr<LoadReport> loaded = load_checkpoint(path, schema_, values, scope);
+  // Data parallelism: the other ranks, waiting in their agreement, learn it at once.
+  if (!loaded.ok() && comm_) return collective::agree_after_failed_load(*comm_, path, loaded.error());
+  WEFT_ASSIGN_OR_RETURN(LoadReport report, std::move(loaded));
   for (const std::string& key : report.loaded) {
     if (auto u = unbound_.find(key); u != unbound_.end()) {
       u->second = values.at(key);

@@ -347,6 +347,10 @@ Status check(const DriverConfig& c, const std::vector<std::string>& given) {
   if (was_given("warmup-start-factor") && c.warmup_steps == 0) {
     return Error{"--warmup-start-factor needs --warmup-steps=N (the steps of warmup it starts)"};
   }
+  if (was_given("collective-timeout") && !c.data_parallel) {
+    return Error{"--collective-timeout applies to --data-parallel (how long a rank waits for its peers), "
+                 "which is not given"};
+  }
   if (was_given("min-lr") && c.schedule != "cosine" && c.schedule != "warmup-cosine") {
     return Error{"--min-lr applies to --schedule=cosine or warmup-cosine, not --schedule=" + c.schedule};
   }

@@ -166,6 +166,9 @@ TEST(Flags, InconsistentFlags) {
   EXPECT_EQ(error_of({"--test=x.npy,y.npy"}), "--test needs --train");
   EXPECT_EQ(error_of({"--checkpoint-every=10"}), "--checkpoint-every needs --checkpoint-out");
   EXPECT_EQ(error_of({"--partial-load"}), "--partial-load needs --checkpoint-in");
+  EXPECT_EQ(error_of({"--collective-timeout=5"}),
+            "--collective-timeout applies to --data-parallel (how long a rank waits for its peers), which is not given");
+  EXPECT_EQ(error_of({"--collective-timeout=5", "--data-parallel"}), "ok");
   EXPECT_EQ(error_of({"--train=x.npy,y.npy", "--eval-every=10"}),
             "--eval-every needs a test split: --test=X.npy,Y.npy");
   EXPECT_EQ(error_of({"--schedule=step"}), "--schedule=step needs --lr-step-size=N");

@@ -281,6 +281,22 @@ TEST(KernelHalf, ReductionsAccumulateWideAndRoundOnceAtTheEnd) {
   }
 }
 
+// A mixed-precision step's bias gradient: a lone column sum of a bf16 gradient, which
+// fuse-elementwise makes a kernel of one (the library would convert the whole operand to
+// f32 first); keepdims as autodiff writes it, rows of the batch and a tail of columns.
+TEST(KernelHalf, ALoneColumnSumOfAHalfGradient) {
+  for (DType d : kHalves) {
+    for (const Shape& s : {Shape{64, 512}, Shape{37, 70}}) {
+      Graph g("k");
+      const ValueId x = g.add_input("g", {d, s});
+      g.add_output(g.add_node(Op::Sum, {x}, {{"axes", IntList({0})}, {"keepdims", true}}, {},
+                              Type{d, {1, s[1]}}));
+      SCOPED_TRACE(kernel_key(g));
+      for (uint64_t seed : {1, 2}) expect_random_half_matches(g, 1, -3, 3, seed);
+    }
+  }
+}
+
 // A fused body as autocast writes it: an f32 activation cast to bf16 for the product,
 // the product cast back to f32 for the residual add; both precisions are outputs.
 TEST(KernelHalf, AFusedBodyMixesF32AndBf16) {

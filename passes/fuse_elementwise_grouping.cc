@@ -74,11 +74,16 @@ void FusionGrouping::grow_group(int root) {
       for (ValueId v : g_.node(groups_[grow.id][k]).operands) grew = try_join(v, grow) || grew;
     }
   }
-  if (reduction_[root] && groups_[grow.id].size() == 1 && !options_.lone_reductions) {
+  if (reduction_[root] && groups_[grow.id].size() == 1 && !kernel_when_alone(root)) {
     group_[root] = -1;  // Alone: the library kernel stays.
     groups_.pop_back();
     extra_.pop_back();
   }
+}
+
+bool FusionGrouping::kernel_when_alone(int root) const {
+  const DType in = g_.type(g_.node(root).operands[0]).dtype;
+  return options_.lone_reductions || in == DType::f16 || in == DType::bf16;
 }
 
 GrowingGroup FusionGrouping::start_group(int root) {

@@ -65,6 +65,11 @@ class FusionGrouping {
   /// feeds the sum and the division). A reduction that absorbs nothing stays alone.
   void grow_group(int root);
 
+  /// Whether reduction `root`, having absorbed nothing, still becomes a kernel of one:
+  /// with FuseOptions::lone_reductions, or when it reduces f16 or bf16 (see the top of
+  /// fuse_elementwise.h).
+  bool kernel_when_alone(int root) const;
+
   /// A group of `root` alone, with the shapes its members may have.
   GrowingGroup start_group(int root);
 

@@ -495,6 +495,37 @@ TEST(FuseElementwiseTest, WideningCastsAreCopiedIntoEachUsersKernel) {
 )");
 }
 
+// A lone reduction of a bf16 (f16) operand becomes a kernel of one, without
+// FuseOptions::lone_reductions: the CPU library would reduce a converted f32 copy. An f32
+// one stays the library's.
+TEST(FuseElementwiseTest, LoneHalfReductionsBecomeKernels) {
+  FuseElementwisePass pass(FuseOptions{.fusible = [](const Graph& g, const Node& n) {
+    return n.info().category == OpCategory::Elementwise ||
+           g.type(n.operands[0]).dtype == g.type(n.result()).dtype;
+  }});
+  EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%g: bf16[8,16], %x: f32[8,16], %h: f16[8,16]) {
+  %b = sum(%g) {axes=[0]} : bf16[16]
+  %s = sum(%x) {axes=[0]} : f32[16]
+  %m = max(%h) {axes=[1]} : f16[8]
+  return %b, %s, %m
+})"),
+            R"(graph @f(%g: bf16[8,16], %x: f32[8,16], %h: f16[8,16]) -> (bf16[16], f32[16], f16[8]) {
+  %b = fused(%g) {kind="reduction"} : bf16[16] ({
+    ^body(%0: bf16[8,16]):
+      %t0 = sum(%0) {axes=[0]} : bf16[16]
+      return %t0
+  })
+  %s = sum(%x) {axes=[0]} : f32[16]
+  %m = fused(%h) {kind="reduction"} : f16[8] ({
+    ^body(%0: f16[8,16]):
+      %t0 = max(%0) {axes=[1]} : f16[8]
+      return %t0
+  })
+  return %b, %s, %m
+}
+)");
+}
+
 TEST(FuseElementwiseTest, NoChangeWithoutElementwiseNodes) {
   FuseElementwisePass pass;
   EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%x: f32[4,5], %w: f32[5,3]) {
@@ -583,6 +614,19 @@ TEST(FuseElementwiseTest, Bf16TrainingStepRecomputesItsWideningCasts) {
   // The logits' f32 view, also read by the library's cross_entropy, is stored once; the
   // layer norm's input and output gradient (3 more without the copies) are not.
   EXPECT_EQ(wide_results, 1);
+  // The bf16 bias gradients' column sums are kernels (none left to the library).
+  int half_library_reductions = 0, half_kernel_reductions = 0;
+  for (const Node& n : after.nodes()) {
+    const bool half = !n.operands.empty() && after.type(n.operands[0]).dtype == DType::bf16;
+    half_library_reductions += n.info().category == OpCategory::Reduction && half;
+    if (n.op == Op::Fused && n.body->nodes().size() == 1) {
+      const Node& only = n.body->node(0);
+      half_kernel_reductions += only.info().category == OpCategory::Reduction &&
+                                n.body->type(only.operands[0]).dtype == DType::bf16;
+    }
+  }
+  EXPECT_EQ(half_library_reductions, 0);
+  EXPECT_GT(half_kernel_reductions, 0);
   expect_same_step(before, after);
 }
 

@@ -282,7 +282,8 @@ std::vector<Flag> make_flags() {
           &DriverConfig::data_parallel);
   integer("collective-timeout", "300",
           "--data-parallel: a rank waiting longer than N seconds for its peers in one collective exits "
-          "non-zero, naming the peer and the collective",
+          "non-zero, naming the peer and the collective (on cuda: a whole step with NCCL reductions, "
+          "then ncclCommAbort)",
           &DriverConfig::collective_timeout, 1, 86400);
   f.push_back({"help", "", "", "print this list and exit",
                [](DriverConfig& c, const std::string&) -> Status {

@@ -146,8 +146,8 @@ struct TrainOptions {
   /// cpu, more than one rank: the gradients' all_reduce calls are bucketed up to this
   /// many bytes (cpu::ExecutorOptions::all_reduce_bucket_bytes); 0: one call per gradient.
   int64_t all_reduce_bucket_bytes = int64_t{25} << 20;
-  /// cpu, more than one rank: the first bucket closes at this many bytes (PyTorch DDP's
-  /// 1 MiB first bucket; cpu::ExecutorOptions::first_all_reduce_bucket_bytes), so the
+  /// More than one rank (cpu and cuda): the first bucket closes at this many bytes (PyTorch DDP's
+  /// 1 MiB first bucket; collective::BucketPlanOptions::first_bucket_bytes), so the
   /// first reduction starts early in the backward pass.
   int64_t first_all_reduce_bucket_bytes = int64_t{1} << 20;
   /// cpu, more than one rank: each bucket's reduction runs while the backward pass goes

@@ -65,8 +65,8 @@ struct BindOptions {
   int64_t max_memory = 0;   ///< Arena + inputs limit; 0: the device's available memory.
   /// What runs the Program's all_reduce ops; nullptr: one process.
   std::shared_ptr<collective::Communicator> communicator = nullptr;
-  int64_t all_reduce_bucket_bytes = int64_t{25} << 20;  ///< cpu::ExecutorOptions'.
-  int64_t first_all_reduce_bucket_bytes = int64_t{1} << 20;  ///< cpu::ExecutorOptions'.
+  int64_t all_reduce_bucket_bytes = int64_t{25} << 20;  ///< the cpu and cuda ExecutorOptions'.
+  int64_t first_all_reduce_bucket_bytes = int64_t{1} << 20;  ///< the cpu and cuda ExecutorOptions'.
   /// cuda: f32 GEMMs and convolutions on TF32 tensor cores (cuda::ExecutorOptions::tf32,
   /// --tf32); the other backends ignore it.
   bool tf32 = false;

@@ -53,6 +53,7 @@ StatusOr<std::unique_ptr<ProgramExecutor>> bind(Program program, DeviceCode code
   WEFT_ASSIGN_OR_RETURN(executor.nccl, nccl_of(options));
   executor.device = executor.nccl ? executor.nccl->device() : current_device();
   executor.all_reduce_bucket_bytes = options.all_reduce_bucket_bytes;
+  executor.first_all_reduce_bucket_bytes = options.first_all_reduce_bucket_bytes;
   executor.max_memory = options.max_memory;
   executor.tf32 = options.tf32;
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex,

@@ -160,10 +160,10 @@ StatusOr<BoundPtr> convolution_bound(Executor::Device& d, const Node& node,
 StatusOr<BoundPtr> pooling_bound(const Node& node, const std::vector<Type>& operand_types,
                                  const Type& result, std::vector<const void*> in, void* out);
 
-/// The buckets of `program`'s all_reduce invocations for d.nccl (at most `bucket_bytes`
-/// each, the first at most 1 MiB, PyTorch DDP's sizes), their staging block and events
-/// (nccl_step.cc).
-Status plan_collectives(Executor::Device& d, const Program& program, int64_t bucket_bytes);
+/// The buckets of `program`'s all_reduce invocations for d.nccl (sizes in `options`, the
+/// bucket plan shared with the cpu executor), their staging block and events (nccl_step.cc).
+Status plan_collectives(Executor::Device& d, const Program& program,
+                        const collective::BucketPlanOptions& options);
 
 /// Root invocation `index`, an all_reduce of `in` into `out`: without NCCL a one-process
 /// copy; a bucket member copies its operand into its staging slice; any other is reduced

@@ -137,7 +137,8 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program, std::strin
   if (options.nccl) {
     WEFT_RETURN_IF_ERROR(check_nccl_device(*options.nccl, options.device));
     d.nccl = options.nccl;
-    WEFT_RETURN_IF_ERROR(plan_collectives(d, program, options.all_reduce_bucket_bytes));
+    WEFT_RETURN_IF_ERROR(plan_collectives(
+        d, program, {options.first_all_reduce_bucket_bytes, options.all_reduce_bucket_bytes}));
   }
   WEFT_RETURN_IF_ERROR(device_allocate(d.arena, program.arena_bytes, "arena of program @" + program.name));
   // Zeroed, like the arena: the alignment padding between inputs (which a merged update

@@ -102,6 +102,9 @@ struct ExecutorOptions {
   /// With NCCL, all_reduce invocations of one dtype and reduction share a bucket — one
   /// ncclAllReduce — of up to this many bytes (BindOptions', PyTorch DDP's 25 MiB).
   int64_t all_reduce_bucket_bytes = int64_t{25} << 20;
+  /// The first bucket's limit (BindOptions', PyTorch DDP's 1 MiB): it closes early in the
+  /// backward pass, so its reduction starts while the rest is computed.
+  int64_t first_all_reduce_bucket_bytes = int64_t{1} << 20;
 };
 
 class Executor : public ProgramExecutor {

@@ -96,9 +96,7 @@ Status unstage(Device& d, size_t k, cudaStream_t comm) {
 
 }  // namespace
 
-Status plan_collectives(Device& d, const Program& program, int64_t bucket_bytes) {
-  collective::BucketPlanOptions options;
-  options.bucket_bytes = bucket_bytes;
+Status plan_collectives(Device& d, const Program& program, const collective::BucketPlanOptions& options) {
   WEFT_ASSIGN_OR_RETURN(d.buckets, collective::plan_buckets(program, options));
   if (d.buckets.buckets.empty()) return Status::ok_status();
   WEFT_RETURN_IF_ERROR(device_allocate(d.staging, d.buckets.staging_bytes, "all_reduce staging"));

@@ -172,7 +172,7 @@ struct CompiledModelOptions {
   /// bytes (cpu::ExecutorOptions::all_reduce_bucket_bytes); 0: one call per gradient.
   int64_t all_reduce_bucket_bytes = int64_t{25} << 20;
   /// More than one rank: the first bucket closes at this many bytes (PyTorch DDP's 1 MiB
-  /// first bucket; cpu::ExecutorOptions::first_all_reduce_bucket_bytes).
+  /// first bucket; collective::BucketPlanOptions::first_bucket_bytes).
   int64_t first_all_reduce_bucket_bytes = int64_t{1} << 20;
   /// The most bytes each Program may need, its arena and inputs (BindOptions::max_memory):
   /// create() fails, naming the largest buffers, before allocating them; 0: the memory

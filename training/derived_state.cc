@@ -11,8 +11,8 @@ std::optional<std::string> weight_copy_source(const std::string& name) {
   return name.substr(prefix.size());
 }
 
-Tensor cast_tensor(const Tensor& master, DType dtype) {
-  Tensor out(Type{dtype, master.shape()});
+Tensor derived_value(const Tensor& master, const Type& type) {
+  Tensor out(type);
   for (int64_t i = 0; i < master.numel(); ++i) out.set_double(i, master.get_double(i));
   return out;
 }
@@ -27,7 +27,7 @@ StatusOr<Tensor> state_value(const std::map<std::string, Tensor>& values, const 
                  ", which the trainer does not have"};
   }
   if (!source) return it->second;
-  return cast_tensor(it->second, type.dtype);
+  return derived_value(it->second, type);
 }
 
 }  // namespace weft

@@ -32,13 +32,14 @@ std::string weight_copy_name(const std::string& param);
 /// The parameter whose copy the input `name` holds, or nullopt when it holds none.
 std::optional<std::string> weight_copy_source(const std::string& name);
 
-/// `master` cast to `dtype` element by element (floats rounded to nearest even), as the
-/// step's cast kernels do.
-Tensor cast_tensor(const Tensor& master, DType dtype);
+/// The refresh routine: the value of a derived input of type `type` whose master is
+/// `master` — the master cast to the input's dtype element by element (floats rounded to
+/// nearest even), exactly as the step's cast kernels do.
+Tensor derived_value(const Tensor& master, const Type& type);
 
 /// The value of the step input `name` of type `type` from `values` (parameters, state and
-/// optimizer slots by name): the entry itself, or for a derived input the cast of its
-/// master. An error naming the input when `values` lacks it (or its master).
+/// optimizer slots by name): the entry itself, or for a derived input derived_value of
+/// its master. An error naming the input when `values` lacks it (or its master).
 StatusOr<Tensor> state_value(const std::map<std::string, Tensor>& values, const std::string& name,
                              const Type& type);
 

@@ -384,10 +384,14 @@ std::vector<GraphCase> training_cases() {
           .through(Linear(4 * 4 * 4, 3)).build(),
       {{"x", f32({6, 1, 8, 8})}}, LossSpec::cross_entropy(),
       OptimizerSpec::sgd(0.05, /*momentum=*/0.9, /*dampening=*/0, /*weight_decay=*/1e-3), 3);
-  // Loops trained: a two-layer LSTM (one loop per layer and its reverse loop), and
+  // Loops trained: a two-layer LSTM (one loop per layer and its reverse loop), a GRU, and
   // per-sample halting (a carried mask and select) with until_cond.
   add("lstm_adam_step",
       FlowBuilder::from(LSTM(5, 8, {.layers = 2, .last = true})).through(Linear(8, 3)).build(),
+      {{"x", f32({4, 6, 5})}}, LossSpec::cross_entropy(), OptimizerSpec::adam(1e-2), 3);
+  // #31: the GRU's cell (three gates, r gating the hidden part of n) as gru_seq runs it.
+  add("gru_adam_step",
+      FlowBuilder::from(GRU(5, 8, {.last = true})).through(Linear(8, 3)).build(),
       {{"x", f32({4, 6, 5})}}, LossSpec::cross_entropy(), OptimizerSpec::adam(1e-2), 3);
   add("until_adam_step",
       FlowBuilder::from(Linear(6, 8)).loop_body(Linear(8, 8)).until_cond(Linear(8, 1), 4)

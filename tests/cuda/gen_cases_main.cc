@@ -244,6 +244,14 @@ std::vector<GraphCase> op_cases() {
       "  %v = random_uniform(%k) {shape=[5], dtype=f64}\n"
       "  %b = random_bernoulli(%k) {shape=[6, 8], p=0.3, dtype=f32}\n", "%u, %v, %b");
   add("pow_scalar_f64", "%b: f64[], %t: f64[]", "  %y = pow(%b, %t)\n", "%y");
+  // #31: a gated cell's windows (passes/fold_slices.h): three column windows of one
+  // [3,120] value read in place by one kernel (offsets 0, 40, 80); a one-column slice
+  // broadcast along the row stays a library slice (only windows of the kernel's shape fold).
+  add("gate_windows", "%g: f32[3,120], %c: f32[3,40], %k: f32[3,5]",
+      "  %i = slice(%g) {start=[0,0], stop=[3,40]}\n  %f = slice(%g) {start=[0,40], stop=[3,80]}\n"
+      "  %o = slice(%g) {start=[0,80], stop=[3,120]}\n  %s = slice(%k) {start=[0,2], stop=[3,3]}\n"
+      "  %si = sigmoid(%i)\n  %sf = sigmoid(%f)\n  %to = tanh(%o)\n  %m = mul(%sf, %c)\n"
+      "  %n = mul(%si, %s)\n  %c2 = add(%m, %n)\n  %h = mul(%to, %c2)\n", "%c2, %h");
   // Loops (scan: one loop invocation over a body Program): a recurrent cell forward, a
   // reverse loop without xs; two carries swapped (staged) around a nested loop.
   cases.push_back({"scan_rnn_reverse", parse(R"(graph @scan_rnn_reverse(%w: f32[8,8], %h0: f32[4,8], %xs: f32[6,4,8]) {

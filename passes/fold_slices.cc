@@ -20,11 +20,16 @@ bool is_window(const Graph& g, const Node& n) {
 }
 
 // The slice node producing operand `v` of kernel `k` when it can be folded into it, else
-// nullptr: a window whose result has the kernel's iteration shape.
+// nullptr: a window whose source has none of the kernel's result shapes, so the memory
+// plan never writes a result in place over the source the kernel reads elsewhere.
 const Node* foldable_slice(const Graph& g, const Node& k, ValueId v) {
   const int p = g.value(v).node;
   if (p < 0 || !is_window(g, g.node(p))) return nullptr;
-  return g.type(v).shape == g.type(k.result()).shape ? &g.node(p) : nullptr;
+  const Shape& source = g.type(g.node(p).operands[0]).shape;
+  for (ValueId r : k.results) {
+    if (g.type(r).shape == source) return nullptr;
+  }
+  return &g.node(p);
 }
 
 // `k`'s body with input j read through `slices[j]` where it is set: the input takes the

@@ -21,10 +21,12 @@
 //       return %t0
 //   })
 //
-// Only slices with unit steps whose result has the kernel's iteration shape (its first
-// result's; no broadcast, so no result can be planned in place over the source), into
-// kernels of kind elementwise; each folded slice gets a body input of its own, read
-// only by that slice (codegen's `input_window`). A slice left with no user is removed.
+// Only slices with unit steps, into kernels of kind elementwise, and only when the
+// slice's source has none of the kernel's result shapes (the memory plan writes a result
+// in place only over an operand of its shape, and the kernel reads its window's elements
+// from elsewhere in the source); the window may broadcast (a gate column [B,1] of
+// [B,k] scaling a [B,H] value). Each folded slice gets a body input of its own, read only
+// by that slice (codegen's `input_window`). A slice left with no user is removed.
 //
 // Requires: a type-inferred graph after fuse-elementwise. Guarantees: the same values
 // (the interpreter runs the body's slice as it ran the node).

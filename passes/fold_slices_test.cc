@@ -35,9 +35,9 @@ TEST(FoldSlicesTest, ColumnWindowsBecomeTheKernelsInputs) {
 )");
 }
 
-// Not folded: a strided slice, a slice broadcast into a larger space, a slice read by a
-// reduction kernel; a folded slice read elsewhere too stays.
-TEST(FoldSlicesTest, OnlyUnitStepWindowsOfTheIterationShapeIntoElementwiseKernels) {
+// Not folded: a strided slice, a slice of a source with the kernel's result shape, a
+// slice read by a reduction kernel.
+TEST(FoldSlicesTest, OnlyUnitStepWindowsIntoElementwiseKernelsOfAnotherShape) {
   FoldSlicesPass pass;
   EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%x: f32[4,16], %y: f32[4,8]) {
   %s = slice(%x) {start=[0,0], stop=[4,16], step=[1,2]} : f32[4,8]
@@ -46,7 +46,7 @@ TEST(FoldSlicesTest, OnlyUnitStepWindowsOfTheIterationShapeIntoElementwiseKernel
       %t0 = mul(%0, %1) : f32[4,8]
       return %t0
   })
-  %r = slice(%x) {start=[0,0], stop=[1,8]} : f32[1,8]
+  %r = slice(%y) {start=[0,0], stop=[1,8]} : f32[1,8]
   %b = fused(%r, %y) : f32[4,8] ({
     ^body(%0: f32[1,8], %1: f32[4,8]):
       %t0 = add(%0, %1) : f32[4,8]
@@ -67,7 +67,7 @@ TEST(FoldSlicesTest, OnlyUnitStepWindowsOfTheIterationShapeIntoElementwiseKernel
       %t0 = mul(%0, %1) : f32[4,8]
       return %t0
   })
-  %r = slice(%x) {start=[0, 0], stop=[1, 8]} : f32[1,8]
+  %r = slice(%y) {start=[0, 0], stop=[1, 8]} : f32[1,8]
   %b = fused(%r, %y) : f32[4,8] ({
     ^body(%0: f32[1,8], %1: f32[4,8]):
       %t0 = add(%0, %1) : f32[4,8]
@@ -82,6 +82,30 @@ TEST(FoldSlicesTest, OnlyUnitStepWindowsOfTheIterationShapeIntoElementwiseKernel
   return %a, %b, %c
 }
 (no change)
+)");
+}
+
+// A gate column [4,1] broadcast along the rows of a [4,8] kernel folds as well.
+TEST(FoldSlicesTest, ABroadcastWindowFolds) {
+  FoldSlicesPass pass;
+  EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%x: f32[4,3], %y: f32[4,8]) {
+  %g = slice(%x) {start=[0,1], stop=[4,2]} : f32[4,1]
+  %a = fused(%g, %y) : f32[4,8] ({
+    ^body(%0: f32[4,1], %1: f32[4,8]):
+      %t0 = mul(%0, %1) : f32[4,8]
+      return %t0
+  })
+  return %a
+})"),
+            R"(graph @f(%x: f32[4,3], %y: f32[4,8]) -> (f32[4,8]) {
+  %a = fused(%x, %y) : f32[4,8] ({
+    ^body(%0: f32[4,3], %1: f32[4,8]):
+      %2 = slice(%0) {start=[0, 1], stop=[4, 2]} : f32[4,1]
+      %t0 = mul(%2, %1) : f32[4,8]
+      return %t0
+  })
+  return %a
+}
 )");
 }
 

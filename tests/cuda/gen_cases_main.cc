@@ -245,8 +245,8 @@ std::vector<GraphCase> op_cases() {
       "  %b = random_bernoulli(%k) {shape=[6, 8], p=0.3, dtype=f32}\n", "%u, %v, %b");
   add("pow_scalar_f64", "%b: f64[], %t: f64[]", "  %y = pow(%b, %t)\n", "%y");
   // #31: a gated cell's windows (passes/fold_slices.h): three column windows of one
-  // [3,120] value read in place by one kernel (offsets 0, 40, 80); a one-column slice
-  // broadcast along the row stays a library slice (only windows of the kernel's shape fold).
+  // [3,120] value and a one-column window of a [3,5] broadcast along the row, all read in
+  // place by one generated kernel (offsets 0, 40, 80 and 2): no slice runs.
   add("gate_windows", "%g: f32[3,120], %c: f32[3,40], %k: f32[3,5]",
       "  %i = slice(%g) {start=[0,0], stop=[3,40]}\n  %f = slice(%g) {start=[0,40], stop=[3,80]}\n"
       "  %o = slice(%g) {start=[0,80], stop=[3,120]}\n  %s = slice(%k) {start=[0,2], stop=[3,3]}\n"

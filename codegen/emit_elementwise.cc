@@ -136,6 +136,7 @@ std::string Emitter::gelu(const std::string& x, DType d, bool tanh, int w) {
 // reference rounds: a Widen op's f32 value to nearest even; of the Exact ops, select copies
 // an operand and a cast rounds its conversion unless it copies (to its own dtype).
 std::string Emitter::node(const Node& n, const std::vector<std::string>& a, int w) {
+  if (n.op == Op::Slice) return a[0];  // a window: its input was loaded through it
   const std::string x = op_value(n, a, w);
   const DType rd = g_.type(n.result()).dtype;
   const bool rounds = computes_half_in_f32(n.op) ||
@@ -444,7 +445,12 @@ std::string Emitter::footer() {
 void Emitter::operand_base(size_t k, const std::string& p, const std::string& off,
                            std::vector<std::string>& bases, std::vector<std::string>& splats) {
   const DType d = g_.type(g_.inputs()[k].value).dtype;
-  bases.push_back(gep(p, off, d));
+  std::string at = off;
+  if (k < space_.offsets.size() && space_.offsets[k] != 0) {  // a window into its input
+    const std::string start = cst(DType::i64, static_cast<double>(space_.offsets[k]), 1);
+    at = at.empty() ? start : bi("arith.addi", at, start, "i64");
+  }
+  bases.push_back(gep(p, at, d));
   std::string s;
   if (space_.strides[k].back() == 0) {
     s = load_value(emit("llvm.load " + bases.back() + " : !llvm.ptr -> " + memory_elem(d)), d, 1);

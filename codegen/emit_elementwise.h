@@ -32,14 +32,23 @@ namespace weft::codegen {
 
 /// A body's iteration space after collapsing: `dims` from outermost to the row (at
 /// least one), and for each operand (graph input) its element stride along each of
-/// them (0 where it is broadcast). Along the row every stride is 0 or 1.
+/// them (0 where it is broadcast). Along the row every stride is 0 or 1. An operand
+/// read through a window (input_window) has its source's strides and starts `offsets`
+/// elements into it.
 struct CollapsedSpace {
   std::vector<int64_t> dims;
   std::vector<std::vector<int64_t>> strides;  ///< [operand][dim]
+  std::vector<int64_t> offsets;               ///< [operand] first element read (0 unless a window)
 
   int64_t row_length() const { return dims.back(); }
   int64_t rows() const;
 };
+
+/// The slice through which body input `k` is read when it is a *window* (passes/
+/// fold_slices.h: a slice with unit steps, the input's only use, in place of a copy):
+/// the kernel reads the slice's elements straight from the input's buffer. nullptr
+/// otherwise.
+const Node* input_window(const Graph& body, size_t k);
 
 /// Collapses the iteration space of `body` (the shape of its first output): size-1
 /// dimensions are dropped, and adjacent dimensions merge when every operand is

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <utility>
 
 #include "codegen/emit_elementwise.h"
 #include "ir/shape_rules.h"
@@ -10,18 +11,53 @@
 namespace weft::codegen {
 namespace {
 
-/// An operand's element stride along each output dimension (0 where it is broadcast).
-std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out) {
+/// An operand of shape `in` laid out with `strides`: its element stride along each
+/// output dimension (0 where it is broadcast).
+std::vector<int64_t> broadcast_strides(const Shape& in, const std::vector<int64_t>& strides,
+                                       const Shape& out) {
   std::vector<int64_t> st(out.rank(), 0);
-  const std::vector<int64_t> contiguous = in.strides();
   for (int d = 0; d < out.rank(); ++d) {
     const int id = d - (out.rank() - in.rank());
-    if (id >= 0 && in[id] != 1) st[d] = contiguous[id];
+    if (id >= 0 && in[id] != 1) st[d] = strides[id];
   }
   return st;
 }
 
+/// Body input k as the kernel reads it: its element strides along `out` and the element
+/// it starts at (a window's first element in its source; else 0).
+std::pair<std::vector<int64_t>, int64_t> operand_layout(const Graph& body, size_t k, const Shape& out) {
+  const Shape& source = body.type(body.inputs()[k].value).shape;
+  const std::vector<int64_t> strides = source.strides();
+  const Node* window = input_window(body, k);
+  if (window == nullptr) return {broadcast_strides(source, strides, out), 0};
+  int64_t offset = 0;
+  const IntList& start = window->ints_attr("start");
+  for (int d = 0; d < source.rank(); ++d) offset += start[d] * strides[d];
+  return {broadcast_strides(body.type(window->result()).shape, strides, out), offset};
+}
+
 }  // namespace
+
+const Node* input_window(const Graph& body, size_t k) {
+  const ValueId v = body.inputs()[k].value;
+  const Node* window = nullptr;
+  int uses = 0;
+  for (const Node& n : body.nodes()) {
+    for (ValueId o : n.operands) {
+      if (o != v) continue;
+      ++uses;
+      window = &n;
+    }
+  }
+  for (ValueId out : body.outputs()) uses += out == v;
+  if (uses != 1 || window == nullptr || window->op != Op::Slice) return nullptr;
+  if (const Attribute* step = window->attr("step")) {
+    for (int64_t s : std::get<IntList>(*step)) {
+      if (s != 1) return nullptr;
+    }
+  }
+  return window;
+}
 
 int64_t CollapsedSpace::rows() const {
   int64_t r = 1;
@@ -36,8 +72,12 @@ namespace {
 CollapsedSpace merge_dims(const Graph& body, const Shape& out, const std::vector<bool>& kind,
                           std::vector<bool>* kinds_out) {
   std::vector<std::vector<int64_t>> full;
-  for (const Input& in : body.inputs()) full.push_back(broadcast_strides(body.type(in.value).shape, out));
   CollapsedSpace s;
+  for (size_t k = 0; k < body.inputs().size(); ++k) {
+    auto [strides, offset] = operand_layout(body, k, out);
+    full.push_back(std::move(strides));
+    s.offsets.push_back(offset);
+  }
   s.strides.resize(full.size());
   for (int d = 0; d < out.rank(); ++d) {
     if (out[d] == 1) continue;

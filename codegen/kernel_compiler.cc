@@ -10,9 +10,16 @@
 namespace weft::codegen {
 namespace {
 
+// A slice through which a body input is read in place (input_window).
+bool is_window(const Graph& body, const Node& n) {
+  if (n.op != Op::Slice) return false;
+  const int k = body.input_index(n.operands[0]);
+  return k >= 0 && input_window(body, static_cast<size_t>(k)) == &n;
+}
+
 Status check_supported(const Graph& body) {
   for (const Node& n : body.nodes()) {
-    if (!KernelCompiler::supports(body, n)) {
+    if (!is_window(body, n) && !KernelCompiler::supports(body, n)) {
       std::string types;
       for (ValueId o : n.operands) types += (types.empty() ? "" : ", ") + body.type(o).to_string();
       return Error("codegen: " + std::string(op_name(n.op)) + "(" + types +
@@ -89,7 +96,7 @@ Status check_space_body(const Graph& body, const Node* red) {
                  " must be its last node (its one output)", red->loc);
   }
   for (const Node& n : body.nodes()) {
-    if (&n != red && n.info().category != OpCategory::Elementwise) {
+    if (&n != red && n.info().category != OpCategory::Elementwise && !is_window(body, n)) {
       return Error("codegen: " + std::string(op_name(n.op)) + " in kernel body @" + body.name() +
                        " is neither elementwise nor the body's final reduction",
                    n.loc);
@@ -105,8 +112,10 @@ Status check_space_body(const Graph& body, const Node* red) {
                    " (%" + body.value(out).name + "); a kernel has one iteration space");
     }
   }
-  for (const Input& in : body.inputs()) {
-    const Shape& s = body.type(in.value).shape;
+  for (size_t k = 0; k < body.inputs().size(); ++k) {
+    const Input& in = body.inputs()[k];
+    const Node* window = input_window(body, k);
+    const Shape& s = body.type(window ? window->result() : in.value).shape;
     std::optional<Shape> b = broadcast_shapes(s, space);
     if (!b || *b != space) {
       return Error("codegen: operand %" + body.value(in.value).name + " " + s.to_string() +

@@ -11,6 +11,7 @@
 #include "autodiff/testing/skipped_slots.h"
 #include "codegen/lower.h"
 #include "codegen/program_source.h"
+#include "codegen/target_test_util.h"
 #include "codegen/targets.h"
 #include "ir/scan.h"
 #include "ir/shape_rules.h"
@@ -51,20 +52,7 @@ Graph rnn(int64_t length, bool reverse = false) {
 }
 
 
-void expect_cpu_matches_reference(const Graph& g) {
-  const auto inputs = testing::random_inputs(g, 11);
-  auto want = reference::run(g, inputs);
-  ASSERT_TRUE(want.ok()) << want.error().to_string();
-  auto cpu = find_target("cpu");
-  ASSERT_TRUE(cpu.ok());
-  auto got = (*cpu)->run(g, inputs);
-  ASSERT_TRUE(got.ok()) << got.error().to_string();
-  ASSERT_EQ(want->outputs.size(), got->outputs.size());
-  for (size_t k = 0; k < want->outputs.size(); ++k) {
-    std::string why;
-    EXPECT_TRUE(all_close(got->outputs[k], want->outputs[k], 1e-5, &why)) << "output " << k << ": " << why;
-  }
-}
+void expect_cpu_matches_reference(const Graph& g) { expect_target_matches_reference("cpu", g, 11); }
 
 int loops(const Program& p) {
   int n = 0;

@@ -11,6 +11,7 @@
 #include "passes/decompose_composites.h"
 #include "runtime/cpu/kernel.h"
 #include "passes/fold_batch_matmul.h"
+#include "passes/fold_slices.h"
 #include "passes/merge_updates.h"
 #include "passes/split_reductions.h"
 #include "passes/fold_transpose.h"
@@ -367,6 +368,7 @@ void add_fusion_passes(Pipeline& p, const LowerOptions& options) {
   fuse.rows = options.fuse_rows;
   fuse.lone_reductions = options.fuse_lone_reductions;
   p.add(std::make_unique<FuseElementwisePass>(fuse));
+  if (options.fold_slices) p.add(std::make_unique<FoldSlicesPass>());
 }
 
 // The memory plan's options: `options.plan` with the values updated in place and the

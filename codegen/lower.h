@@ -9,6 +9,8 @@
 //   fuse-contraction-epilogue  a GEMM and the elementwise chain on its result (bias,
 //                      activation, residual) -> one `fused` node of kind "contraction"
 //   fuse-elementwise   elementwise chains -> `fused` kernels (what codegen supports)
+//   fold-slices        a slice an elementwise kernel reads -> read in place by it (a
+//                      window of its source: offset and strides in the kernel's loads)
 //   schedule-memory    a topological order with a low peak of live bytes
 //   merge-updates      (lowering only) the in-place update kernels of many parameters
 //                      with one structure -> ONE kernel over a flat range: their
@@ -61,6 +63,10 @@ struct LowerOptions {
   bool split_reductions = false;
   /// With `fuse`: run fuse-contraction-epilogue before fuse-elementwise.
   bool fuse_epilogues = true;
+  /// With `fuse`: after fuse-elementwise, slices read by elementwise kernels are read in
+  /// place by them (fold-slices, passes/fold_slices.h): a recurrent cell's gates, column
+  /// windows of one GEMM output, need no copies (issue #31).
+  bool fold_slices = true;
   bool schedule = true;
   /// Write assigned values into their param/state buffers where that is safe (see
   /// updates_in_place, passes/merge_updates.h) instead of copying them there after the

@@ -244,6 +244,14 @@ std::vector<GraphCase> op_cases() {
       "  %v = random_uniform(%k) {shape=[5], dtype=f64}\n"
       "  %b = random_bernoulli(%k) {shape=[6, 8], p=0.3, dtype=f32}\n", "%u, %v, %b");
   add("pow_scalar_f64", "%b: f64[], %t: f64[]", "  %y = pow(%b, %t)\n", "%y");
+  // #31: a gated cell's windows (passes/fold_slices.h): three column windows of one
+  // [3,120] value and a one-column window of a [3,5] broadcast along the row, all read in
+  // place by one generated kernel (offsets 0, 40, 80 and 2): no slice runs.
+  add("gate_windows", "%g: f32[3,120], %c: f32[3,40], %k: f32[3,5]",
+      "  %i = slice(%g) {start=[0,0], stop=[3,40]}\n  %f = slice(%g) {start=[0,40], stop=[3,80]}\n"
+      "  %o = slice(%g) {start=[0,80], stop=[3,120]}\n  %s = slice(%k) {start=[0,2], stop=[3,3]}\n"
+      "  %si = sigmoid(%i)\n  %sf = sigmoid(%f)\n  %to = tanh(%o)\n  %m = mul(%sf, %c)\n"
+      "  %n = mul(%si, %s)\n  %c2 = add(%m, %n)\n  %h = mul(%to, %c2)\n", "%c2, %h");
   // Loops (scan: one loop invocation over a body Program): a recurrent cell forward, a
   // reverse loop without xs; two carries swapped (staged) around a nested loop.
   cases.push_back({"scan_rnn_reverse", parse(R"(graph @scan_rnn_reverse(%w: f32[8,8], %h0: f32[4,8], %xs: f32[6,4,8]) {
@@ -384,10 +392,14 @@ std::vector<GraphCase> training_cases() {
           .through(Linear(4 * 4 * 4, 3)).build(),
       {{"x", f32({6, 1, 8, 8})}}, LossSpec::cross_entropy(),
       OptimizerSpec::sgd(0.05, /*momentum=*/0.9, /*dampening=*/0, /*weight_decay=*/1e-3), 3);
-  // Loops trained: a two-layer LSTM (one loop per layer and its reverse loop), and
+  // Loops trained: a two-layer LSTM (one loop per layer and its reverse loop), a GRU, and
   // per-sample halting (a carried mask and select) with until_cond.
   add("lstm_adam_step",
       FlowBuilder::from(LSTM(5, 8, {.layers = 2, .last = true})).through(Linear(8, 3)).build(),
+      {{"x", f32({4, 6, 5})}}, LossSpec::cross_entropy(), OptimizerSpec::adam(1e-2), 3);
+  // #31: the GRU's cell (three gates, r gating the hidden part of n) as gru_seq runs it.
+  add("gru_adam_step",
+      FlowBuilder::from(GRU(5, 8, {.last = true})).through(Linear(8, 3)).build(),
       {{"x", f32({4, 6, 5})}}, LossSpec::cross_entropy(), OptimizerSpec::adam(1e-2), 3);
   add("until_adam_step",
       FlowBuilder::from(Linear(6, 8)).loop_body(Linear(8, 8)).until_cond(Linear(8, 1), 4)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Loops on a GPU ([Control flow]) in one short lease: the GPU cases (the loop cases among
-# them: forward, reverse, nested, swapped carries, a device error inside a body, LSTM and
+# them: forward, reverse, nested, swapped carries, a device error inside a body, LSTM, GRU and
 # until_cond training steps), the ponder classifier trained ahead of time on the GPU
 # (until_cond, halting per image), the CNN's AOT binary as a regression check, and the
 # suite's steps (the loop models looped and `@unrolled`) against PyTorch's loop models.
@@ -33,7 +33,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 timeout 90 .gpu/cases_test --gtest_brief=1 >"$out/cases.txt" 2>&1
 echo "== cases_test rc=$? $(line '^\[  (PASSED|FAILED)' "$out/cases.txt")"
 grep -E "Failure|error" -A4 "$out/cases.txt" | head -30
-grep -E "^  (scan|lstm|until)" "$out/cases.txt" | head -12
+grep -E "^  (scan|lstm|gru|until)" "$out/cases.txt" | head -14
 timeout 60 .gpu/executor_test --gtest_brief=1 >"$out/executor.txt" 2>&1
 echo "== executor_test rc=$? $(line '^\[  (PASSED|FAILED)' "$out/executor.txt")"
 

@@ -1,0 +1,201 @@
+// A recurrent time step's cell as one kernel (issue #31): in the `scan` bodies of an
+// LSTM's and a GRU's training step (forward and backward loops), the gate
+// pre-activations' column slices are read in place by the cell's elementwise kernel
+// (passes/fold_slices.h, codegen's input windows) on the CPU pipeline (lower_to_program's
+// defaults) and the CUDA pipeline (cuda_lower_options()). Pinned: the invocations one
+// time step runs, before (LowerOptions::fold_slices off) and after; windowed kernels
+// against the reference interpreter (CPU JIT, and the GPU kernels' scalar code on the
+// host); whole steps on the cpu target against the interpreter; the steps' PTX assembled
+// by ptxas for every architecture.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "codegen/cuda_program.h"
+#include "codegen/emit_gpu.h"
+#include "codegen/jit.h"
+#include "codegen/kernel_test_util.h"
+#include "codegen/lower.h"
+#include "codegen/target_test_util.h"
+#include "frontend/modules.h"
+#include "frontend/training.h"
+#include "third_party/cuda_archs.h"
+
+namespace weft::codegen {
+namespace {
+
+Type f32(std::vector<int64_t> dims) { return Type{DType::f32, Shape(std::move(dims))}; }
+
+// The training step (Adam, MSE on the last hidden state through a Linear) of `rnn` over
+// [batch 4, 5 steps, 6 features], as the suite's lstm_seq and gru_seq are built.
+Graph sequence_step(ModulePtr rnn, int64_t hidden) {
+  auto net = FlowBuilder::from(std::move(rnn)).through(Linear(hidden, 6)).build();
+  EXPECT_TRUE(net.ok()) << net.error().to_string();
+  auto trainer = Trainer::compile(*net, {{"x", f32({4, 5, 6})}}, LossSpec::mse(),
+                                  OptimizerSpec::adam(), {.backend = "reference"});
+  EXPECT_TRUE(trainer.ok()) << trainer.error().to_string();
+  return trainer->step_graph();
+}
+
+Graph lstm_step() { return sequence_step(LSTM(6, 8, {.layers = 2, .last = true}), 8); }
+Graph gru_step() { return sequence_step(GRU(6, 8, {.last = true}), 8); }
+
+// One invocation's kind and op: "generated", "library slice", "contraction matmul", ...
+std::string describe(const Invocation& inv) {
+  switch (inv.kind) {
+    case Invocation::Kind::generated: return "generated";
+    case Invocation::Kind::contraction: return "contraction";
+    case Invocation::Kind::loop: return "loop";
+    case Invocation::Kind::copy: return "copy " + std::string(op_name(inv.node.op));
+    case Invocation::Kind::library: return "library " + std::string(op_name(inv.node.op));
+  }
+  return "?";
+}
+
+// Each loop body's invocations per time step, by kind and op, one line per body:
+// "body: contraction 1, generated 1, library slice 4".
+std::vector<std::string> per_step(const Program& p) {
+  std::vector<std::string> lines;
+  for (const Program& body : p.bodies) {
+    std::map<std::string, int> by;
+    for (const Invocation& inv : body.code) ++by[describe(inv)];
+    std::string line = body.name + ":";
+    for (const auto& [what, n] : by) line += (line.back() == ':' ? " " : ", ") + what + " " + std::to_string(n);
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+std::vector<std::string> lowered_per_step(const Graph& step, LowerOptions options, bool fold) {
+  options.fold_slices = fold;
+  StatusOr<Lowering> l = lower_to_program(step, options);
+  EXPECT_TRUE(l.ok()) << l.error().to_string();
+  return l.ok() ? per_step(l->program) : std::vector<std::string>{};
+}
+
+using Lines = std::vector<std::string>;
+
+// Two layers: a forward loop and its reverse (gradient) loop each. Forward: the gate
+// GEMM h·W_hhᵀ with the x·W_ihᵀ + b slot added in its epilogue, then the cell; backward:
+// the cell's gradient kernels, the gates' gradient concatenated for dh·W_hh's GEMM and
+// for the weight gradients outside the loop.
+TEST(RnnCellLowering, LstmBodiesReadTheGatesInPlace) {
+  const Graph step = lstm_step();
+  const Lines before = {
+      "body: contraction 1, generated 1, library slice 4",
+      "body: contraction 1, generated 1, library slice 4",
+      "grad_body: generated 6, library concat 1, library matmul 1, library slice 4",
+      "grad_body: generated 6, library concat 1, library matmul 1, library slice 4"};
+  const Lines after = {"body: contraction 1, generated 1", "body: contraction 1, generated 1",
+                       "grad_body: generated 6, library concat 1, library matmul 1",
+                       "grad_body: generated 6, library concat 1, library matmul 1"};
+  for (const LowerOptions& options : {LowerOptions{}, cuda_lower_options()}) {
+    EXPECT_EQ(lowered_per_step(step, options, false), before);
+    EXPECT_EQ(lowered_per_step(step, options, true), after);
+  }
+}
+
+// r gates the hidden part of n, so the hidden pre-activations' three windows and the
+// input ones' three are read by one kernel.
+TEST(RnnCellLowering, GruBodiesReadTheGatesInPlace) {
+  const Graph step = gru_step();
+  const Lines before = {"body: contraction 1, generated 1, library slice 6",
+                        "grad_body: generated 5, library concat 2, library matmul 1, library slice 6"};
+  const Lines after = {"body: contraction 1, generated 1",
+                       "grad_body: generated 5, library concat 2, library matmul 1"};
+  for (const LowerOptions& options : {LowerOptions{}, cuda_lower_options()}) {
+    EXPECT_EQ(lowered_per_step(step, options, false), before);
+    EXPECT_EQ(lowered_per_step(step, options, true), after);
+  }
+}
+
+TEST(RnnCellLowering, StepsOnTheCpuMatchTheInterpreter) {
+  expect_target_matches_reference("cpu", lstm_step(), 7);
+  expect_target_matches_reference("cpu", gru_step(), 7);
+}
+
+// Windowed bodies: column windows of one source (offsets 0, 40, 80: the CPU's vector
+// loop and its scalar tail), in f32 and bf16, a window of one column broadcast along the
+// row (a splat at an offset), a window of rows.
+std::vector<Graph> window_bodies() {
+  std::vector<Graph> bodies;
+  for (const char* text : {
+           "graph @k(%a: f32[3,120], %b: f32[3,120], %c: f32[3,120], %h: f32[3,40]) {\n"
+           "  %i = slice(%a) {start=[0,0], stop=[3,40]}\n  %f = slice(%b) {start=[0,40], stop=[3,80]}\n"
+           "  %g = slice(%c) {start=[0,80], stop=[3,120]}\n  %si = sigmoid(%i)\n  %sf = sigmoid(%f)\n"
+           "  %tg = tanh(%g)\n  %m = mul(%sf, %h)\n  %n = mul(%si, %tg)\n  %y = add(%m, %n)\n  return %y, %n\n}\n",
+           "graph @k(%a: bf16[3,120], %b: bf16[3,120], %h: bf16[3,40]) {\n"
+           "  %i = slice(%a) {start=[0,0], stop=[3,40]}\n  %g = slice(%b) {start=[0,80], stop=[3,120]}\n"
+           "  %si = sigmoid(%i)\n  %m = mul(%si, %h)\n  %y = add(%m, %g)\n  return %y\n}\n",
+           "graph @k(%a: f32[3,5], %x: f32[3,40]) {\n  %s = slice(%a) {start=[0,2], stop=[3,3]}\n"
+           "  %y = mul(%s, %x)\n  return %y\n}\n",
+           "graph @k(%a: f32[7,16], %x: f32[4,16]) {\n  %s = slice(%a) {start=[2,0], stop=[6,16]}\n"
+           "  %y = sub(%x, %s)\n  return %y\n}\n"}) {
+    bodies.push_back(testing::parse_typed(text));
+  }
+  return bodies;
+}
+
+TEST(RnnCellLowering, WindowedKernelsMatchTheInterpreter) {
+  for (const Graph& body : window_bodies()) {
+    SCOPED_TRACE(kernel_key(body));
+    if (body.type(body.outputs()[0]).dtype == DType::bf16) {
+      testing::expect_random_half_matches(body, 1);  // one ulp: sigmoid's approximation
+    } else {
+      testing::expect_random_matches(body, 1e-5);
+    }
+  }
+}
+
+// The GPU kernels' scalar code (one thread per element) with the host's ABI.
+TEST(RnnCellLowering, WindowedGpuKernelsMatchTheInterpreterOnTheHost) {
+  Jit jit;
+  for (const Graph& body : window_bodies()) {
+    SCOPED_TRACE(kernel_key(body));
+    const GpuKernel k = emit_host_scalar_kernel(body, "scalar");
+    StatusOr<JitResult> compiled = jit.compile(k.mlir, "scalar");
+    ASSERT_TRUE(compiled.ok()) << compiled.error().to_string();
+    std::vector<Tensor> inputs = testing::random_body_inputs(body, -3, 3, 5);
+    std::vector<Tensor> outputs;
+    std::vector<void*> buffers;
+    for (Tensor& t : inputs) buffers.push_back(t.raw_data());
+    for (ValueId v : body.outputs()) outputs.emplace_back(body.type(v));
+    for (Tensor& t : outputs) buffers.push_back(t.raw_data());
+    reinterpret_cast<GeneratedFn>(compiled->address)(buffers.data(), 0, k.threads);
+    StatusOr<reference::RunResult> want = reference::run(body, inputs);
+    ASSERT_TRUE(want.ok()) << want.error().to_string();
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      if (outputs[o].dtype() == DType::bf16) {
+        EXPECT_LE(testing::max_half_ulps(outputs[o], want->outputs[o]), 1) << "output " << o;
+        continue;
+      }
+      std::string why;
+      EXPECT_TRUE(all_close(outputs[o], want->outputs[o], 1e-5, &why)) << "output " << o << ": " << why;
+    }
+  }
+}
+
+// The whole steps' PTX (every kernel, the windowed cells among them) assembles with the
+// toolkit's ptxas (no GPU needed) for each architecture of third_party/cuda.bzl.
+TEST(RnnCellLowering, StepsPtxAssemblesForEveryArchitecture) {
+  constexpr char kPtxas[] = "/usr/local/cuda/bin/ptxas";
+  for (auto [name, step] : {std::pair{"lstm", lstm_step()}, std::pair{"gru", gru_step()}}) {
+    StatusOr<CudaProgram> p = compile_cuda_program(step);
+    ASSERT_TRUE(p.ok()) << p.error().to_string();
+    if (!std::ifstream(kPtxas).good()) GTEST_SKIP() << kPtxas << " not found: PTX not assembled";
+    const char* dir = std::getenv("TEST_TMPDIR");
+    const std::string path = std::string(dir ? dir : "/tmp") + "/" + name + "_step.ptx";
+    std::ofstream(path) << p->ptx;
+    for (const int arch : cuda::kCudaArchs) {
+      const std::string cmd =
+          std::string(kPtxas) + " -arch=sm_" + std::to_string(arch) + " " + path + " -o " + path + ".cubin";
+      EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace weft::codegen

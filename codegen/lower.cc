@@ -366,6 +366,7 @@ void add_fusion_passes(Pipeline& p, const LowerOptions& options) {
   fuse.fusible = fusible;
   fuse.rows = options.fuse_rows;
   fuse.lone_reductions = options.fuse_lone_reductions;
+  fuse.lone_half_reductions = options.fuse_lone_half_reductions;
   p.add(std::make_unique<FuseElementwisePass>(fuse));
 }
 

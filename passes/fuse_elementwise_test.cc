@@ -495,20 +495,25 @@ TEST(FuseElementwiseTest, WideningCastsAreCopiedIntoEachUsersKernel) {
 )");
 }
 
-// A lone reduction of a bf16 (f16) operand becomes a kernel of one, without
-// FuseOptions::lone_reductions: the CPU library would reduce a converted f32 copy. An f32
-// one stays the library's.
+// A lone reduction of a bf16 (f16) operand becomes a kernel of one with
+// FuseOptions::lone_half_reductions (the CPU pipeline's: its library would reduce a
+// converted f32 copy), without lone_reductions. An f32 one stays the library's; without
+// the option, all three do.
 TEST(FuseElementwiseTest, LoneHalfReductionsBecomeKernels) {
-  FuseElementwisePass pass(FuseOptions{.fusible = [](const Graph& g, const Node& n) {
+  const auto fusible = [](const Graph& g, const Node& n) {
     return n.info().category == OpCategory::Elementwise ||
            g.type(n.operands[0]).dtype == g.type(n.result()).dtype;
-  }});
-  EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%g: bf16[8,16], %x: f32[8,16], %h: f16[8,16]) {
+  };
+  const char* text = R"(graph @f(%g: bf16[8,16], %x: f32[8,16], %h: f16[8,16]) {
   %b = sum(%g) {axes=[0]} : bf16[16]
   %s = sum(%x) {axes=[0]} : f32[16]
   %m = max(%h) {axes=[1]} : f16[8]
   return %b, %s, %m
-})"),
+})";
+  FuseElementwisePass without(FuseOptions{.fusible = fusible});
+  EXPECT_NE(run_pass_on_text(without, text).find("(no change)"), std::string::npos);
+  FuseElementwisePass pass(FuseOptions{.fusible = fusible, .lone_half_reductions = true});
+  EXPECT_EQ(run_pass_on_text(pass, text),
             R"(graph @f(%g: bf16[8,16], %x: f32[8,16], %h: f16[8,16]) -> (bf16[16], f32[16], f16[8]) {
   %b = fused(%g) {kind="reduction"} : bf16[16] ({
     ^body(%0: bf16[8,16]):
@@ -597,10 +602,12 @@ TEST(FuseElementwiseTest, Bf16TrainingStepRecomputesItsWideningCasts) {
   }
   EXPECT_GT(shared_casts, 0);
   Graph after = before;
-  FuseElementwisePass pass(FuseOptions{.fusible = [](const Graph& g, const Node& n) {
+  const auto fusible = [](const Graph& g, const Node& n) {
     return n.info().category == OpCategory::Elementwise ||
            g.type(n.operands[0]).dtype == g.type(n.result()).dtype;
-  }});
+  };
+  // The CPU's lone_half_reductions.
+  FuseElementwisePass pass(FuseOptions{.fusible = fusible, .lone_half_reductions = true});
   ASSERT_TRUE(pass.run(after).ok());
   ASSERT_TRUE(verify(after).ok()) << verify(after).to_string();
   int wide_results = 0;

@@ -258,5 +258,38 @@ TEST(CudaCases, ConvolutionsAndPoolingsRunOnTheDevice) {
   EXPECT_GE(seen, 12);  // 9 op cases and the CNN step's conv, its gradient and pooling
 }
 
+// [Mixed precision]'s --tf32 on the device (ExecutorOptions::tf32, which
+// CompileOptions::tf32 sets: codegen's targets_test checks that on the host): the f32
+// GEMM cases run on TF32 tensor cores stay within TF32's rounding (a 10-bit mantissa) of
+// the reference, launch by launch and as one CUDA graph. How far they moved is printed.
+TEST(CudaCases, Tf32GemmsStayWithinTf32Rounding) {
+  if (!cuda::available()) GTEST_SKIP() << "no GPU: " << cuda::unavailable_reason();
+  for (const char* name : {"matmul", "matmul_tb", "matmul_batched", "gemm_epilogue"}) {
+    const Case& c = find_case(name);
+    const Graph g = parse_case(c);
+    const std::vector<Tensor> inputs = make_inputs(g, 7);
+    StatusOr<reference::RunResult> want = reference::run(g, inputs);
+    ASSERT_TRUE(want.ok()) << want.error().to_string();
+    for (bool graph : {false, true}) {
+      SCOPED_TRACE(std::string(name) + (graph ? " as one CUDA graph" : " launch by launch"));
+      StatusOr<std::unique_ptr<cuda::Executor>> ex =
+          cuda::Executor::create(c.program(), c.ptx, c.symbols, {.cuda_graph = graph, .tf32 = true});
+      ASSERT_TRUE(ex.ok()) << ex.error().to_string();
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        ASSERT_TRUE((*ex)->set_input(static_cast<int>(i), inputs[i]).ok());
+      }
+      ASSERT_TRUE((*ex)->run().ok());
+      const Tensor& got = (*ex)->output(0);
+      EXPECT_TRUE(close(got, want->outputs[0], 1e-2));
+      double moved = 0;
+      for (int64_t i = 0; i < got.numel(); ++i) {
+        moved = std::max(moved, std::abs(got.get_double(i) - want->outputs[0].get_double(i)));
+      }
+      std::printf("  tf32 %-16s %-9s largest |difference| from f32: %.3g\n", name,
+                  graph ? "graph" : "launches", moved);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace weft::cuda_cases

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Prepares one GPU lease for every open issue's device check, here (no GPU needed): builds
+# the self-contained binaries that tests/cuda/open_issues_check.sh runs (the union of what
+# reliability_check, architecture_check, nccl_check, mixed_precision_check and
+# suite_check.sh need), the libraries a GPU machine may lack and the data, and packs them
+# into .gpu/ (git-ignored): the binaries and libraries as one xz archive (about 10 MB for
+# some 130 MB of static binaries: they share most of their code and CUDA's fatbins
+# compress well), the suite's libraries as suite_check.sh expects them, the full
+# Fashion-MNIST (30 MB) and a 2 MB subset. The carry limit is 64 MiB.
+#
+#   tests/cuda/lease_bundle.sh            # then, with the device tool:
+#   run(command="tests/cuda/open_issues_check.sh 28 29 32", carry=[".gpu"], timeout_s=480)
+#   run(command="tests/cuda/open_issues_check.sh 30", carry=[".gpu"], timeout_s=420)
+#   run(command="tests/cuda/open_issues_check.sh 31", carry=[".gpu"], timeout_s=560)
+#
+# A cold build of these targets takes a while on 2 cores (the suite's ten AOT CUDA
+# libraries among them); `.ci/run`'s `bazel build //...` builds the same ones.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+binaries=(
+  tests/cuda/cases_test runtime/cuda/executor_test tests/cuda/nccl_step_test
+  tests/cuda/nccl_bandwidth tests/cuda/step_bench tests/cuda/gemm_bench tests/cuda/suite_bench
+  tests/cuda/suite_bf16_bench examples/fashion_mnist/train_cuda
+  examples/fashion_mnist/train_cuda_runtime_test examples/fashion_mnist/train_mlp_cuda_dp
+  bench/suite bench/weft_aot_cuda_worker
+)
+targets=()
+for b in "${binaries[@]}"; do targets+=("//${b%/*}:${b##*/}"); done
+bazel build "${targets[@]}"
+
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+mkdir -p "$stage/lib"
+for b in "${binaries[@]}"; do cp -f "bazel-bin/$b" "$stage/"; done
+# The drivers' shared libraries but the base system's and the GPU machine's own (CUDA,
+# cuDNN, cuBLAS, NCCL): Gloo, Open MPI, httplib and what they load.
+for b in train_cuda train_mlp_cuda_dp; do
+  ldd "bazel-bin/examples/fashion_mnist/$b" | awk '/=> \//{print $3}' |
+    grep -vE '/(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+|libssl|libcrypto|libz|libudev|libcud[a-z]*|libnccl|libcublas[A-Za-z]*)\.so' |
+    xargs -r -I{} cp -fL {} "$stage/lib/"
+done
+mkdir -p .gpu
+rm -f .gpu/bundle.tar.xz
+tar -C "$stage" -cf - . | xz -T2 -9 >.gpu/bundle.tar.xz
+# suite_check.sh's own archive: the suite binary's libraries but glibc's.
+ldd bazel-bin/bench/suite | awk '/=> \// {print $3}' |
+  grep -Ev '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*)\.so' |
+  tar -czhf .gpu/suite_libs.tar.gz --transform 's|.*/||' -T -
+mkdir -p .gpu/fashion-mnist
+cp -f /usr/share/datasets/fashion-mnist/*-ubyte.gz .gpu/fashion-mnist/
+python3 tests/cuda/nccl_check_data.py /usr/share/datasets/fashion-mnist .gpu/fashion-mnist-small
+du -sh .gpu .gpu/bundle.tar.xz .gpu/suite_libs.tar.gz
+echo "commit $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (with uncommitted changes)')" |
+  tee .gpu/COMMIT

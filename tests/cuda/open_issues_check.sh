@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The open issues' GPU checks in as few device calls as the lease allows, from what
+# tests/cuda/lease_bundle.sh packed into .gpu/ here (its header has the device calls).
+#
+#   tests/cuda/open_issues_check.sh ISSUE...     e.g. 28 29 32, then 30, then 31
+#
+#   28 [Reliability]       reliability_check.sh   (about a minute)
+#   29 [Architecture]      architecture_check.sh  (about three minutes)
+#   32 [Distributed]       nccl_check.sh          (about two minutes)
+#   30 [Mixed precision]   mixed_precision_check.sh (about five minutes)
+#   31 [GPU]               suite_check.sh         (about seven minutes, alone in its call)
+#
+# Each check's logs go to $OUT/ISSUE (or /tmp/weft-gpu/ISSUE); its summary lines are
+# printed as it runs, prefixed with the issue, and a last line per issue gives its exit
+# status and wall time.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+if [ $# -eq 0 ]; then
+  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+  exit 2
+fi
+if [ -f .gpu/bundle.tar.xz ] && [ .gpu/bundle.tar.xz -nt .gpu/cases_test ]; then
+  tar -xJf .gpu/bundle.tar.xz -C .gpu || { echo "error: cannot unpack .gpu/bundle.tar.xz"; exit 1; }
+fi
+[ -f .gpu/COMMIT ] && cat .gpu/COMMIT
+root=${OUT:-/tmp/weft-gpu}
+for issue in "$@"; do
+  case "$issue" in
+    28) script=reliability_check.sh ;;
+    29) script=architecture_check.sh ;;
+    30) script=mixed_precision_check.sh ;;
+    31) script=suite_check.sh ;;
+    32) script=nccl_check.sh ;;
+    *) echo "error: no device check for issue '$issue' (28, 29, 30, 31 or 32)"; exit 2 ;;
+  esac
+  mkdir -p "$root/$issue"
+  start=$(date +%s)
+  OUT="$root/$issue" "tests/cuda/$script" 2>&1 | sed -u "s/^/[#$issue] /"
+  rc=${PIPESTATUS[0]}
+  echo "[#$issue] == $script rc=$rc in $(( $(date +%s) - start )) s"
+done

@@ -5,7 +5,7 @@
 # figure is rank 0's median of 55 steps (after 5 warm-up steps) of a 16-512-512-4 MLP,
 # Adam, global batch 256, one thread per rank; then the median over the rounds.
 # "in all_reduce calls" is the median time per step the step spent inside the
-# communicator's calls (start, MPI_Testall, wait: cpu::Executor::all_reduce_us): with
+# communicator's calls (start, test, wait: cpu::Executor::all_reduce_us): with
 # overlap, what the step did not hide. Hidden fraction = 1 - overlapped / blocking.
 # The same 2 ranks over Gloo (torchrun-style: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT;
 # world.h), blocking and overlapped (Gloo's collective thread), too.

@@ -9,7 +9,9 @@
 #include "ir/verifier.h"
 #include "passes/autocast.h"
 #include "passes/pipeline.h"
+#include "passes/weight_copies.h"
 #include "runtime/collective/parameters.h"
+#include "training/derived_state.h"
 #include "training/init.h"
 #include "runtime/reference/interpreter.h"
 #include "runtime/reference/numerics.h"
@@ -234,6 +236,9 @@ Status Trainer::build_step() {
     scaler->append_update(g, scaled);
     slots.insert(slots.end(), scaler->state().begin(), scaler->state().end());
   }
+  if (options_.precision != DType::f32 && options_.weight_copies) {
+    WEFT_RETURN_IF_ERROR(WeightCopiesPass().run(g).status());  // copies computed by push_values
+  }
   std::vector<ValueId> outputs = {loss_out};
   outputs.insert(outputs.end(), collected.begin(), collected.end());
   g.set_outputs(outputs);
@@ -407,11 +412,8 @@ Status Trainer::push_values(ProgramExecutor& ex) const {
   const Program& p = ex.program();
   for (size_t i = 0; i < p.inputs.size(); ++i) {
     if (p.inputs[i].kind == InputKind::data) continue;
-    auto it = values_.find(p.inputs[i].name);
-    if (it == values_.end()) {
-      return Error{"the compiled graph needs '" + p.inputs[i].name + "', which the trainer does not have"};
-    }
-    WEFT_RETURN_IF_ERROR(ex.set_input(static_cast<int>(i), it->second));
+    WEFT_ASSIGN_OR_RETURN(Tensor value, state_value(values_, p.inputs[i].name, p.inputs[i].type));
+    WEFT_RETURN_IF_ERROR(ex.set_input(static_cast<int>(i), value));
   }
   return Status();
 }
@@ -474,7 +476,8 @@ StatusOr<double> Trainer::step(const std::vector<Tensor>& batch) {
       if (next >= batch.size()) break;
       inputs.push_back(batch[next++]);
     } else {
-      inputs.push_back(values_.at(name));
+      WEFT_ASSIGN_OR_RETURN(Tensor value, state_value(values_, name, step_.type(in.value)));
+      inputs.push_back(std::move(value));
     }
   }
   if (next != batch.size() || inputs.size() != step_.inputs().size()) {
@@ -482,7 +485,9 @@ StatusOr<double> Trainer::step(const std::vector<Tensor>& batch) {
   }
   if (options_.check_numerics) WEFT_RETURN_IF_ERROR(reference::check_numerics(step_, inputs));
   WEFT_ASSIGN_OR_RETURN(reference::RunResult r, reference::run(step_, std::move(inputs)));
-  for (auto& [name, value] : r.updated) values_[name] = std::move(value);
+  for (auto& [name, value] : r.updated) {
+    if (!weight_copy_source(name)) values_[name] = std::move(value);  // copies: derived again
+  }
   ++steps_;
   metrics_.record("loss", r.outputs[0].get_double(0));
   record_collected([&](size_t k) { return r.outputs[k].get_double(0); });

@@ -177,6 +177,13 @@ struct TrainOptions {
   /// so a checkpoint loads at any precision. f16 turns on loss_scale unless it says
   /// otherwise. Evaluation runs in f32.
   DType precision = DType::f32;
+  /// Mixed precision: the step keeps a low-precision copy of each trained parameter as
+  /// state (`weft.copy.NAME`, passes/weight_copies.h), written by the update as the cast
+  /// of the updated parameter, instead of casting every parameter in every step. The
+  /// numbers are the same bit for bit; the copies are computed from the f32 parameters
+  /// whenever those change outside the step (compile, set_value, load) and never appear
+  /// in values() or checkpoints. false: cast in every step (for comparison).
+  bool weight_copies = true;
 };
 
 /// A statistic of a tagged activation that `Trainer::collect` computes in the step.

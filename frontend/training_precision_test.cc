@@ -268,6 +268,61 @@ TEST(MixedPrecision, AttentionAndLoopsFollowF32) {
   }
 }
 
+// The low-precision weight copies (TrainOptions::weight_copies, passes/weight_copies.h)
+// change no number: a step that keeps them as state and one that casts every weight in
+// every step give the same losses bit for bit — over several steps, after set_value, after
+// a checkpoint load and after a failed load (which leaves the parameters and their copies
+// as they were). The copies are state inputs of the step and never values or checkpoint
+// entries.
+TEST(MixedPrecision, WeightCopiesChangeNoNumber) {
+  for (const std::string backend : {"cpu", "reference"}) {
+    for (const Model* m : {&kMlp, &kCnn}) {
+      const std::string what = backend + " " + m->name;
+      StatusOr<FlowPtr> net = m->net();
+      ASSERT_TRUE(net.ok()) << net.error().to_string();
+      std::vector<Trainer> trainers;
+      for (bool copies : {true, false}) {
+        StatusOr<Trainer> t = Trainer::compile(
+            *net, {{"x", Type{DType::f32, m->input}}}, LossSpec::cross_entropy(),
+            OptimizerSpec::adam(1e-2),
+            {.seed = 5, .backend = backend, .precision = DType::bf16, .weight_copies = copies});
+        ASSERT_TRUE(t.ok()) << what << ": " << t.error().to_string();
+        int copy_inputs = 0;
+        for (const Input& in : t->step_graph().inputs()) {
+          copy_inputs += t->step_graph().value(in.value).name.rfind("weft.copy.", 0) == 0;
+        }
+        EXPECT_EQ(copy_inputs > 0, copies) << what << ": " << copy_inputs << " copies";
+        trainers.push_back(std::move(*t));
+      }
+      Trainer& kept = trainers[0];
+      Trainer& cast = trainers[1];
+      auto same_losses = [&](int steps, const std::string& after) {
+        EXPECT_EQ(train(kept, *m, steps), train(cast, *m, steps)) << what << " after " << after;
+      };
+      same_losses(4, "compile");
+      const std::string path = tmp("copies_" + backend + "_" + m->name + ".safetensors");
+      ASSERT_TRUE(kept.save(path).ok());
+      same_losses(2, "save");
+      // set_value: the first weight scaled on both; the copy follows it.
+      const std::string first = kept.model().parameters()[0].name;
+      Tensor w = kept.values().at(first);
+      for (int64_t k = 0; k < w.numel(); ++k) w.set_double(k, 1.5 * w.get_double(k));
+      ASSERT_TRUE(kept.set_value(first, w).ok());
+      ASSERT_TRUE(cast.set_value(first, w).ok());
+      same_losses(2, "set_value");
+      ASSERT_TRUE(kept.load(path).ok());
+      ASSERT_TRUE(cast.load(path).ok());
+      same_losses(2, "load");
+      EXPECT_FALSE(kept.load(tmp("no_such_checkpoint.safetensors")).ok());
+      same_losses(2, "a failed load");
+      for (const auto& [name, value] : kept.values()) {
+        EXPECT_EQ(name.rfind("weft.copy.", 0), std::string::npos) << what << ": " << name;
+        EXPECT_NE(value.dtype(), DType::bf16) << what << ": " << name;
+      }
+    }
+  }
+}
+
 TEST(MixedPrecision, RefusesOtherPrecisions) {
   for (DType precision : {DType::f64, DType::i32}) {
     StatusOr<Trainer> t = compile(kMlp, precision, "reference");

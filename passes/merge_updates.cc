@@ -34,7 +34,11 @@ struct Candidate {
   std::string signature;
   std::vector<ValueId> operands;  // the node's operands in its body's canonical order
   std::vector<bool> flat;         // per canonical operand
-  std::vector<int> result_slot;   // per result: the canonical operand it overwrites
+  // Inputs that results overwrite without the kernel reading them (a mixed-precision
+  // step's weight copies, passes/weight_copies.h).
+  std::vector<ValueId> written;
+  // Per result: the canonical operand it overwrites, or operands.size() + k for written[k].
+  std::vector<int> result_slot;
 };
 
 std::optional<Candidate> candidate(const Graph& g, int i, const std::vector<bool>& external,
@@ -80,8 +84,14 @@ std::optional<Candidate> candidate(const Graph& g, int i, const std::vector<bool
     auto t = target_of.find(r);
     if (t == target_of.end()) return std::nullopt;
     auto at = std::find(c.operands.begin(), c.operands.end(), t->second);
-    if (at == c.operands.end() || !c.flat[at - c.operands.begin()]) return std::nullopt;
-    c.result_slot.push_back(static_cast<int>(at - c.operands.begin()));
+    if (at == c.operands.end()) {  // an input the kernel only writes: a range of its own
+      if (g.input_index(t->second) < 0 || g.type(t->second).shape != full) return std::nullopt;
+      c.written.push_back(t->second);
+      c.result_slot.push_back(static_cast<int>(c.operands.size() + c.written.size() - 1));
+    } else {
+      if (!c.flat[at - c.operands.begin()]) return std::nullopt;
+      c.result_slot.push_back(static_cast<int>(at - c.operands.begin()));
+    }
     c.signature += std::to_string(c.result_slot.back()) + ",";
   }
   return c;
@@ -98,6 +108,7 @@ MergedUpdate build_merge(const Graph& g, const std::vector<Candidate>& members,
   for (size_t j = 0; j < c0.operands.size(); ++j) {
     if (c0.flat[j]) smallest = std::min(smallest, dtype_size(g.type(c0.operands[j]).dtype));
   }
+  for (ValueId w : c0.written) smallest = std::min(smallest, dtype_size(g.type(w).dtype));
   const int64_t unit = std::max<int64_t>(1, alignment / static_cast<int64_t>(smallest));
   int64_t end = 0;
   for (const Candidate& c : members) {
@@ -108,24 +119,32 @@ MergedUpdate build_merge(const Graph& g, const std::vector<Candidate>& members,
   m.length = end > kLongRange ? round_up(end, std::max(unit, kRowMultiple)) : end;
   m.body = *flatten_body(*first.body, m.length);
   m.operands = c0.operands;
-  for (size_t j = 0; j < c0.operands.size(); ++j) {
-    if (!c0.flat[j]) {
-      m.operand_range.push_back(-1);
-      continue;
-    }
+  // The range of the members' k-th value of `of` (their operands or written inputs).
+  auto add_range = [&](const std::function<ValueId(const Candidate&)>& of) {
     FlatRange r;
-    r.dtype = g.type(c0.operands[j]).dtype;
+    r.dtype = g.type(of(c0)).dtype;
     const int64_t size = static_cast<int64_t>(dtype_size(r.dtype));
-    r.input = g.input_index(c0.operands[j]) >= 0;
+    r.input = g.input_index(of(c0)) >= 0;
     for (size_t k = 0; k < members.size(); ++k) {
-      r.values.push_back(members[k].operands[j]);
+      r.values.push_back(of(members[k]));
       r.offsets.push_back(m.starts[k] * size);
     }
     r.bytes = round_up(m.length * size, alignment);
-    m.operand_range.push_back(static_cast<int>(m.ranges.size()));
     m.ranges.push_back(std::move(r));
+    return static_cast<int>(m.ranges.size() - 1);
+  };
+  for (size_t j = 0; j < c0.operands.size(); ++j) {
+    m.operand_range.push_back(
+        c0.flat[j] ? add_range([j](const Candidate& c) { return c.operands[j]; }) : -1);
   }
-  for (int slot : c0.result_slot) m.result_range.push_back(m.operand_range[slot]);
+  std::vector<int> written_range;
+  for (size_t k = 0; k < c0.written.size(); ++k) {
+    written_range.push_back(add_range([k](const Candidate& c) { return c.written[k]; }));
+  }
+  const int operands = static_cast<int>(c0.operands.size());
+  for (int slot : c0.result_slot) {
+    m.result_range.push_back(slot < operands ? m.operand_range[slot] : written_range[slot - operands]);
+  }
   return m;
 }
 
@@ -224,15 +243,14 @@ std::vector<std::vector<Candidate>> members_with_free_ranges(
     std::vector<Candidate> kept;
     std::unordered_set<ValueId> mine;
     for (Candidate& c : group) {
+      std::vector<ValueId> ranged = c.written;  // its values in flat ranges
+      for (size_t j = 0; j < c.operands.size(); ++j) {
+        if (c.flat[j]) ranged.push_back(c.operands[j]);
+      }
       bool free = true;
-      for (size_t j = 0; j < c.operands.size(); ++j) {
-        free = free && (!c.flat[j] || (!taken.count(c.operands[j]) &&
-                                       !mine.count(c.operands[j])));
-      }
+      for (ValueId v : ranged) free = free && !taken.count(v) && !mine.count(v);
       if (!free) continue;
-      for (size_t j = 0; j < c.operands.size(); ++j) {
-        if (c.flat[j]) mine.insert(c.operands[j]);
-      }
+      mine.insert(ranged.begin(), ranged.end());
       kept.push_back(std::move(c));
     }
     if (kept.size() < 2) continue;

@@ -37,7 +37,9 @@
 // (a shared operand: lr, the bias corrections, the clipping coefficient), at most one of
 // them in the arena (the gradient; a body that absorbed the sum of many partial
 // gradients, as in an unrolled RNN, would keep them all alive until the merged kernel),
-// and whose every result overwrites one of its per-parameter input operands. Kernels merge when
+// and whose every result overwrites one of its per-parameter input operands, or an input of
+// its shape that it does not read (a range of its own: a mixed-precision step's
+// low-precision weight copy, passes/weight_copies.h). Kernels merge when
 // their bodies, flattened to 1-D and put in canonical order (flatten_body: the fuser may
 // build two bodies of one formula in different node orders), are the same (kernel_key), their shared operands are
 // the same values, their per-parameter operands are in the same spaces and their results
@@ -85,7 +87,8 @@
 namespace weft {
 
 /// One flat range of a merged update: the per-parameter operand at one body input
-/// position, one value per member, back to back.
+/// position, or the input one body output overwrites without reading it (after the
+/// operands' ranges), one value per member, back to back.
 struct FlatRange {
   bool input = false;            ///< In the inputs block (params, state, data), else the arena.
   std::vector<ValueId> values;   ///< One per member, in range order.

@@ -247,6 +247,44 @@ TEST(MergeUpdatesTest, MergesPerDtypeAndLeavesFrozenAndOddOnesAlone) {
   expect_cpu_matches_reference(g, testing::random_inputs(g, rng, -1, 1));
 }
 
+// A mixed-precision step's weight copies (passes/weight_copies.h): each update also
+// writes its parameter's bf16 cast into a state input it does not read. Both updates
+// still merge, the copies forming a range of their own (bf16: 64-byte units of 32
+// elements, so %a's 40 elements round up to 64 in every range), and one step on the CPU
+// equals the reference interpreter.
+TEST(MergeUpdatesTest, WeightCopiesFormARangeOfTheirOwn) {
+  Graph g = parse(R"(graph @f(%a: f32[40] {param}, %b: f32[3,5] {param}, %lr: f32[],
+    %xa: f32[40], %xb: f32[3,5], %ca: bf16[40] {state}, %cb: bf16[3,5] {state}) {
+  %ga = tanh(%xa)
+  %gb = tanh(%xb)
+  %sa = sum(%ga)
+  %sb = sum(%gb)
+  %ua = mul(%ga, %lr)
+  %a1 = sub(%a, %ua)
+  assign(%a, %a1)
+  %a2 = cast(%a1) {dtype=bf16}
+  assign(%ca, %a2)
+  %ub = mul(%gb, %lr)
+  %b1 = sub(%b, %ub)
+  assign(%b, %b1)
+  %b2 = cast(%b1) {dtype=bf16}
+  assign(%cb, %b2)
+  return %sa, %sb
+})");
+  StatusOr<Lowering> l = lower_to_program(g);
+  ASSERT_TRUE(l.ok()) << l.error().to_string();
+  const Program& p = l->program;
+  EXPECT_EQ(update_invocations(p), 1) << p.to_string();
+  EXPECT_TRUE(p.updates.empty()) << p.to_string();
+  const auto offset = [&](const char* name) {
+    return p.input_offsets[g.input_index(*g.find_value(name))];
+  };
+  EXPECT_EQ(offset("b") - offset("a"), 64 * 4);
+  EXPECT_EQ(offset("cb") - offset("ca"), 64 * 2);
+  std::mt19937_64 rng(5);
+  expect_cpu_matches_reference(g, testing::random_inputs(g, rng, -1, 1));
+}
+
 // An update whose result is read again in the step (here by %s after the update) cannot
 // move to the end with the others: nothing merges, and the step stays correct.
 TEST(MergeUpdatesTest, AnUpdateReadInTheStepDoesNotMerge) {

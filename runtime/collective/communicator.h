@@ -43,7 +43,8 @@ class PendingReduction {
   /// Lets the transport advance the reduction without blocking, and says whether it has
   /// completed (a failure is reported by wait()). Open MPI progresses a non-blocking
   /// collective only inside MPI calls, so the executor calls this between invocations
-  /// while a reduction is in flight. The default: true (completed when it started).
+  /// while a reduction is in flight (where MPI's progress thread runs, it only reads
+  /// what that thread found). The default: true (completed when it started).
   virtual bool test() { return true; }
 };
 

@@ -16,7 +16,7 @@ TEST(MpiCommunicator, TwoRanksSumAndAverage) {
   for (const std::string rank : {"rank 0: ", "rank 1: "}) {
     // Ranks contribute (1, 0, 0) and (2, 2, -1).
     for (const std::string& line : std::vector<std::string>{
-             "MPI rank " + rank.substr(5, 1) + " of 2 (Open MPI v4.1.4)",
+             "MPI rank " + rank.substr(5, 1) + " of 2 (Open MPI v4.1.4, progress thread)",
              "f32 sum: 3.000000 2.000000 -1.000000",
              "f32 mean: 1.500000 1.000000 -0.500000",
              "f64 mean: 1.500000 1.000000 -0.500000",
@@ -26,6 +26,8 @@ TEST(MpiCommunicator, TwoRanksSumAndAverage) {
              "f16 sum: all_reduce over MPI: dtype f16 is not supported (f32, f64, i32, i64, "
              "u8); keep gradients in f32",
              "started f32 mean: 1.500000",
+             // 1 + 2 on each of two elements.
+             "started 1 MiB sum, completed during a 1 s sleep: yes, 6.000000",
              "broadcast from rank 1: rank 1",
              "broadcast from rank 7: broadcast: root rank 7 outside the 2 ranks",
          }) {

@@ -1,9 +1,12 @@
 // Exercises the MPI communicator on every rank of `mpirun -np N mpi_check` and prints
 // one line per check and rank, for communicator_mpi_test: rank r contributes (r+1, 2r,
 // -r) in every dtype, so the expected sums and means are known in closed form.
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "runtime/collective/mpi_communicator.h"
 
@@ -53,6 +56,17 @@ int main() {
   Status waited = pending.ok() ? (*pending)->wait() : pending.error();
   std::printf("rank %d: started f32 mean: %s\n", comm.rank(),
               waited.ok() ? std::to_string(y).c_str() : waited.error().message.c_str());
+  // A 1 MiB reduction left alone for a second: test() makes no MPI call where the
+  // progress thread runs, so the reduction has completed by then only if that thread
+  // drove it (without one, a single MPI_Testall cannot finish both ranks' rounds).
+  std::vector<float> big(int64_t{1} << 18, static_cast<float>(comm.rank() + 1));
+  pending = comm.start_all_reduce(big.data(), static_cast<int64_t>(big.size()), DType::f32, Reduction::sum);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const bool completed = pending.ok() && (*pending)->test();
+  waited = pending.ok() ? (*pending)->wait() : pending.error();
+  std::printf("rank %d: started 1 MiB sum, completed during a 1 s sleep: %s, %s\n", comm.rank(),
+              completed ? "yes" : "no",
+              waited.ok() ? std::to_string(big.front() + big.back()).c_str() : waited.error().message.c_str());
   // broadcast: every rank ends with rank 1's bytes.
   char text[8] = "rank 0";
   text[5] = static_cast<char>('0' + comm.rank());

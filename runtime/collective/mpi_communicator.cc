@@ -3,10 +3,13 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdlib>
 #include <string>
 #include <vector>
+
+#include "runtime/collective/mpi_progress.h"
 
 namespace weft::collective {
 namespace {
@@ -47,11 +50,22 @@ void finish_mean(void* data, int64_t count, DType dtype, Reduction reduction, in
 // MPI counts are int: a buffer goes in chunks of at most 2^30 elements.
 constexpr int64_t kChunk = int64_t{1} << 30;
 
-// An MPI_Iallreduce per chunk in flight; wait() completes them and divides for the mean.
+// The progress thread (mpi_progress.h), when MPI gave MPI_THREAD_MULTIPLE; else null and
+// reductions advance only inside test() and wait().
+MpiProgress* progress_thread = nullptr;
+
+// How long the progress thread sleeps between tests while nobody waits: short against a
+// reduction (~1 ms for 1 MB here), long against one MPI_Testall (a few µs), so it
+// costs the step's own work a few percent of a core. Measured in bench/RESULTS.md.
+constexpr std::chrono::microseconds kProgressPause{50};
+
+// An MPI_Iallreduce per chunk in flight, tested by the progress thread where there is
+// one; wait() completes them and divides for the mean.
 class MpiPending : public PendingReduction {
  public:
-  MpiPending(void* data, int64_t count, DType dtype, Reduction reduction, int rank, int world)
-      : data_(data), count_(count), dtype_(dtype), reduction_(reduction), rank_(rank), world_(world) {}
+  MpiPending(void* data, int64_t count, DType dtype, Reduction reduction, int rank, int world, MpiProgress* progress)
+      : data_(data), count_(count), dtype_(dtype), reduction_(reduction), rank_(rank), world_(world),
+        progress_(progress) {}
 
   Status start(MPI_Datatype type) {
     const size_t element = dtype_size(dtype_);
@@ -62,10 +76,12 @@ class MpiPending : public PendingReduction {
                                     MPI_SUM, MPI_COMM_WORLD, &requests_.back());
       if (rc != MPI_SUCCESS) return failure("MPI_Iallreduce", rc);
     }
+    if (progress_ != nullptr) tracked_ = progress_->track(std::move(requests_));
     return Status::ok_status();
   }
 
   bool test() override {
+    if (tracked_) return tracked_->done.load();
     int done = 0;
     const int rc = MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done,
                                MPI_STATUSES_IGNORE);
@@ -73,7 +89,8 @@ class MpiPending : public PendingReduction {
   }
 
   Status wait() override {
-    const int rc = MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
+    const int rc = tracked_ ? progress_->wait(*tracked_)
+                            : MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
     if (rc != MPI_SUCCESS) return failure("MPI_Iallreduce", rc);
     finish_mean(data_, count_, dtype_, reduction_, world_);
     return Status::ok_status();
@@ -92,7 +109,9 @@ class MpiPending : public PendingReduction {
   Reduction reduction_;
   int rank_;
   int world_;
+  MpiProgress* progress_;
   std::vector<MPI_Request> requests_;
+  std::shared_ptr<TrackedRequests> tracked_;  // the requests, once the progress thread has them
 };
 
 class MpiWorld : public Communicator {
@@ -125,7 +144,7 @@ class MpiWorld : public Communicator {
                                                                Reduction reduction) override {
     WEFT_RETURN_IF_ERROR(check_reduction(dtype, reduction));
     WEFT_ASSIGN_OR_RETURN(MPI_Datatype type, mpi_type(dtype));
-    auto pending = std::make_unique<MpiPending>(data, count, dtype, reduction, rank_, size_);
+    auto pending = std::make_unique<MpiPending>(data, count, dtype, reduction, rank_, size_, progress_thread);
     WEFT_RETURN_IF_ERROR(pending->start(type));
     return std::unique_ptr<PendingReduction>(std::move(pending));
   }
@@ -148,8 +167,8 @@ class MpiWorld : public Communicator {
   }
 
   std::string describe() const override {
-    return "MPI rank " + std::to_string(rank_) + " of " + std::to_string(size_) + " (" +
-           library_ + ")";
+    return "MPI rank " + std::to_string(rank_) + " of " + std::to_string(size_) + " (" + library_ +
+           (progress_thread != nullptr ? ", progress thread" : ", progressed at the executor's polls") + ")";
   }
 
  private:
@@ -159,6 +178,7 @@ class MpiWorld : public Communicator {
 };
 
 void finalize_mpi() {
+  if (progress_thread != nullptr) progress_thread->stop();
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) MPI_Finalize();
@@ -184,12 +204,18 @@ StatusOr<std::shared_ptr<Communicator>> mpi_world() {
   }
   int initialized = 0;
   MPI_Initialized(&initialized);
+  int provided = MPI_THREAD_SINGLE;
   if (!initialized) {
-    int provided = 0;
-    const int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    const int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
     if (rc != MPI_SUCCESS) return Error{"MPI_Init_thread failed: " + mpi_error(rc)};
     std::atexit(finalize_mpi);
+  } else {
+    MPI_Query_thread(&provided);
   }
+  // Without MPI_THREAD_MULTIPLE (an MPI built without it, or initialized by someone else
+  // at a lower level) no other thread may call MPI: reductions then advance at the
+  // executor's polls, and describe() says so.
+  if (provided >= MPI_THREAD_MULTIPLE) progress_thread = new MpiProgress(kProgressPause);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -6,8 +6,9 @@
 //   srun -n 8 ./train              # Slurm
 //
 // and every process calls mpi_world() once; the first call initializes MPI
-// (MPI_Init_thread, MPI_THREAD_FUNNELED: only the executor's calling thread talks to
-// MPI) and registers MPI_Finalize to run at exit. Errors of MPI calls are returned
+// (MPI_Init_thread asking for MPI_THREAD_MULTIPLE: with it, a progress thread,
+// mpi_progress.h, drives the reductions in flight; without it only the executor's
+// calling thread talks to MPI) and registers MPI_Finalize to run at exit. Errors of MPI calls are returned
 // (MPI_ERRORS_RETURN), not fatal.
 
 #include <memory>

@@ -150,7 +150,7 @@ class Watched : public Communicator {
   }
 
  private:
-  // A started reduction whose wait() is watched.
+  // A started reduction whose wait() is watched; test() is the inner one's.
   class WatchedWait : public PendingReduction {
    public:
     WatchedWait(std::unique_ptr<PendingReduction> inner, Watched& owner, std::string message)
@@ -161,6 +161,9 @@ class Watched : public Communicator {
       owner_.watchdog_.disarm();
       return s;
     }
+    /// The transport's own test (MPI advances a reduction inside it where no progress
+    /// thread does), not the default's "completed".
+    bool test() override { return inner_->test(); }
 
    private:
     std::unique_ptr<PendingReduction> inner_;

@@ -131,6 +131,39 @@ TEST(WatchdogTest, ARankStuckInACollectiveExitsNamingItAndThePeer) {
       "0\\.3 s \\(it died or hangs\\); exiting\n$");
 }
 
+// A transport whose started reduction completes on the third test().
+class Slow : public Stuck {
+ public:
+  class Pending : public PendingReduction {
+   public:
+    explicit Pending(int* tests) : tests_(tests) {}
+    bool test() override { return ++*tests_ >= 3; }
+    Status wait() override { return Status(); }
+
+   private:
+    int* tests_;
+  };
+  StatusOr<std::unique_ptr<PendingReduction>> start_all_reduce(void*, int64_t, DType, Reduction) override {
+    return std::unique_ptr<PendingReduction>(std::make_unique<Pending>(&tests));
+  }
+  int tests = 0;
+};
+
+// The executor's polls reach the transport through the watchdog (MPI advances a
+// reduction inside them where no progress thread does).
+TEST(WatchdogTest, AWatchedReductionIsTestedByItsTransport) {
+  auto slow = std::make_shared<Slow>();
+  std::shared_ptr<Communicator> comm = watched(slow, "MPI", std::chrono::seconds(60));
+  float x[4] = {};
+  StatusOr<std::unique_ptr<PendingReduction>> pending = comm->start_all_reduce(x, 4, DType::f32, Reduction::sum);
+  ASSERT_TRUE(pending.ok());
+  EXPECT_FALSE((*pending)->test());
+  EXPECT_FALSE((*pending)->test());
+  EXPECT_TRUE((*pending)->test());
+  EXPECT_EQ(slow->tests, 3);
+  EXPECT_TRUE((*pending)->wait().ok());
+}
+
 TEST(WatchdogTest, SizesAndPeersInMessages) {
   EXPECT_EQ(format_bytes(512), "512 bytes");
   EXPECT_EQ(format_bytes(1100000), "1.1 MB");

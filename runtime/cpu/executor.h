@@ -34,9 +34,8 @@
 // training step, the optimizer update after the backward pass), or at the end of the
 // step; then every result is copied out. Meanwhile the step goes on computing: after
 // each invocation it lets the transport progress the reductions in flight
-// (PendingReduction::test, MPI_Testall), because Open MPI advances a non-blocking
-// collective only inside MPI calls and a communication thread would compete with the
-// kernels' threads for the cores (runtime/collective/README.md, "Progress").
+// (PendingReduction::test: MPI_Testall, or only a flag where MPI's progress thread
+// drives them; runtime/collective/README.md, "Progress").
 // all_reduce_us() adds up the time spent in those calls.
 // With overlap_all_reduce off, each reduction is waited for as soon as it starts.
 // An all_reduce with a predicate (its bool[] second operand) copies its operand and makes

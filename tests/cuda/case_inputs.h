@@ -3,6 +3,7 @@
 // seeded inputs.
 
 #include <cmath>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "passes/infer_types.h"
 #include "runtime/tensor.h"
 #include "tests/cuda/cases.h"
+#include "training/derived_state.h"
 
 namespace weft::cuda_cases {
 
@@ -30,7 +32,8 @@ inline Graph parse_case(const Case& c) {
 /// so activations stay O(1) and softmax does not saturate, state (optimizer slots,
 /// running statistics, counters) zero but f16 loss scaling's `loss_scale`, which starts at
 /// 2^16 as the Trainer starts it (autodiff/loss_scale.h's kLossScaleState, GradScaler's
-/// init_scale); `weft.step` is set per step (set_step).
+/// init_scale), and a weight copy the cast of its parameter; `weft.step` is set per step
+/// (set_step).
 inline std::vector<Tensor> make_inputs(const Graph& g, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<Tensor> inputs;
@@ -57,6 +60,13 @@ inline std::vector<Tensor> make_inputs(const Graph& g, uint64_t seed) {
       t.set_double(i, v);
     }
     inputs.push_back(std::move(t));
+  }
+  // Derived state (a bf16/f16 step's weight copies, training/derived_state.h) from its
+  // master, as the Trainer feeds it.
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::optional<std::string> master = weight_copy_source(g.value(g.inputs()[i].value).name);
+    const std::optional<ValueId> m = master ? g.find_value(*master) : std::nullopt;
+    if (m) inputs[i] = derived_value(inputs[static_cast<size_t>(g.input_index(*m))], inputs[i].type());
   }
   return inputs;
 }

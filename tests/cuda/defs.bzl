@@ -48,5 +48,6 @@ def step_bench_binary(name, cases):
             "//runtime/cuda:executor",
             "//runtime/cuda:plan",
             "//runtime/reference:interpreter",
+            "//training:derived_state",
         ],
     )

@@ -11,6 +11,7 @@
 #include "examples/fashion_mnist/cnn_model.h"
 #include "frontend/modules.h"
 #include "runtime/cuda/library.h"
+#include "training/derived_state.h"
 
 namespace weft {
 namespace {
@@ -78,6 +79,48 @@ TEST(CudaDeviceOnly, MixedPrecisionStepsRunOnTheGpu) {
           << (bn ? "CNN with batch norm" : "CNN");
     }
   }
+}
+
+// [Mixed precision] #30: a bf16 step keeps its weight copies as state
+// (passes/weight_copies.h); lowered for the GPU, each copy is written in place by a
+// generated kernel (the merged update, which reads each weight once), never copied by
+// the host after the step.
+TEST(CudaDeviceOnly, Bf16WeightCopiesAreWrittenByTheUpdateKernels) {
+  StatusOr<bench::BenchModel> m = bench::make_bench_model("mlp", bench::Preset::paper);
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  StatusOr<Trainer> t = Trainer::compile(m->net, m->inputs, m->loss, OptimizerSpec::adam(m->lr),
+                                         {.seed = 1, .backend = "reference", .precision = DType::bf16});
+  ASSERT_TRUE(t.ok()) << t.error().to_string();
+  StatusOr<codegen::Lowering> l =
+      codegen::lower_to_program(t->step_graph(), codegen::cuda_lower_options());
+  ASSERT_TRUE(l.ok()) << l.error().to_string();
+  const Program& p = l->program;
+  // Input i lies in a generated kernel's result (a merged update's names its first
+  // member's input and spans the others': passes/merge_updates.h).
+  auto written = [&](size_t i) {
+    const int64_t from = p.input_offsets[i], to = from + static_cast<int64_t>(p.inputs[i].type.bytes());
+    for (const Invocation& inv : p.code) {
+      if (inv.kind != Invocation::Kind::generated) continue;
+      for (const BufferRef& r : inv.results) {
+        if (r.space != Space::input) continue;
+        const int64_t start = p.input_offsets[static_cast<size_t>(r.input)];
+        if (from >= start && to <= start + static_cast<int64_t>(r.type.bytes())) return true;
+      }
+    }
+    return false;
+  };
+  for (const Update& u : p.updates) {
+    EXPECT_FALSE(weight_copy_source(p.inputs[static_cast<size_t>(u.input)].name).has_value())
+        << p.inputs[static_cast<size_t>(u.input)].name << " is copied after the step";
+  }
+  int copies = 0;
+  for (size_t i = 0; i < p.inputs.size(); ++i) {
+    if (!weight_copy_source(p.inputs[i].name)) continue;
+    ++copies;
+    EXPECT_EQ(p.inputs[i].type.dtype, DType::bf16) << p.inputs[i].name;
+    EXPECT_TRUE(written(i)) << p.inputs[i].name << " is not written by a generated kernel";
+  }
+  EXPECT_EQ(copies, 10);  // five linear layers' weights and biases
 }
 
 }  // namespace

@@ -21,6 +21,12 @@
 #     codegen's targets_test checks on the host that CompileOptions::tf32 sets it);
 #     step_bench --tf32 (step 3) times the MLP step with it, and suite_bench --tf32 the
 #     ten suite models (beside step 5's f32 and bf16).
+#  7. Weight copies (#30, passes/weight_copies.h; not yet run on a GPU): the bf16/f16
+#     training-step cases of step 1 keep each trained weight's low-precision copy as step
+#     state (`weft.copy.NAME`, fed as the cast of the parameter by case_inputs.h, as the
+#     Trainer feeds it) and write it in the merged update kernel; run alone here, their
+#     match with the reference over 2-3 steps is the device check of that mechanism
+#     (device_only_test checks, without a GPU, that the copies are written on the device).
 # Build and copy here (about 60 MB):
 #
 #   bazel build //tests/cuda:cases_test //runtime/cuda:executor_test //tests/cuda:step_bench \
@@ -46,6 +52,10 @@ timeout 90 .gpu/cases_test --gtest_brief=1 --gtest_filter="-$half" \
   >"$out/mp_cases_f32.txt" 2>&1
 echo "== cases_test (the rest) rc=$? $(line '^\[  (PASSED|FAILED)' "$out/mp_cases_f32.txt")"
 grep -E "Failure" -A3 "$out/mp_cases_f32.txt" | head -12
+timeout 60 .gpu/cases_test --gtest_brief=1 --gtest_filter='*bf16_*step*:*f16_*step*' \
+  >"$out/mp_weight_copies.txt" 2>&1
+echo "== weight copies: the bf16/f16 step cases rc=$? $(line '^\[  (PASSED|FAILED)' "$out/mp_weight_copies.txt")"
+grep -E "Failure|weft.copy" -A2 "$out/mp_weight_copies.txt" | head -12
 timeout 60 .gpu/executor_test --gtest_brief=1 >"$out/mp_executor.txt" 2>&1
 echo "== executor_test rc=$? $(line '^\[  (PASSED|FAILED)' "$out/mp_executor.txt")"
 

@@ -14,6 +14,7 @@
 
 #include "training/aot/compiled_model.h"
 #include "formats/safetensors.h"
+#include "training/derived_state.h"
 #include "training/step_inputs.h"
 #include "tools/aot/batches.h"
 #include "tools/aot/model.h"
@@ -261,6 +262,60 @@ TEST_F(AotVsJit, FailedLoadChangesNothing) {
   for (const auto& [name, value] : p.aot->values()) {
     EXPECT_TRUE(value == before.at(name)) << name << " changed by a failed load";
   }
+}
+
+// A mixed-precision step keeps its weights' low-precision copies as state
+// (passes/weight_copies.h), derived again whenever a parameter changes outside the step
+// (training/derived_state.h): the AOT model, which keeps them, and a JIT Trainer that
+// casts every weight in every step (TrainOptions::weight_copies = false) give the same
+// losses bit for bit — from creation, after set_value, a load and a failed load.
+TEST_F(AotVsJit, WeightCopiesChangeNoNumber) {
+  if (p.aot->inference_only() || p.aot->table().precision == DType::f32) {
+    GTEST_SKIP() << "no weight copies: an f32 or inference-only model";
+  }
+  StatusOr<CompileOptions> options = parse_compile_options(split(p.aot->table().options));
+  ASSERT_TRUE(options.ok()) << options.error().to_string();
+  StatusOr<Trainer> cast = Trainer::compile(p.source.net, p.source.inputs, *options->loss_spec(),
+                                            *options->optimizer_spec(),
+                                            {.seed = kSeed, .backend = p.aot->table().backend,
+                                             .num_threads = kThreads,
+                                             .precision = options->precision,
+                                             .weight_copies = false});
+  ASSERT_TRUE(cast.ok()) << cast.error().to_string();
+  int copies = 0;
+  for (const ProgramInput& in : p.aot->step_executor()->program().inputs) {
+    copies += weight_copy_source(in.name).has_value();
+  }
+  EXPECT_GT(copies, 0) << "the AOT step keeps no weight copies";
+  auto same_losses = [&](int from, int to, const std::string& after) {
+    for (int i = from; i < to; ++i) {
+      const std::vector<Tensor> b = batch(p, i);
+      StatusOr<double> a = p.aot->step(b), c = cast->step(b);
+      ASSERT_TRUE(a.ok() && c.ok());
+      EXPECT_EQ(*a, *c) << "step " << i << " after " << after;
+    }
+  };
+  same_losses(0, 5, "create");
+  const std::string path = testing::TempDir() + "/copies.safetensors";
+  ASSERT_TRUE(p.aot->save(path).ok());
+  same_losses(5, 7, "save");
+  std::string weight;  // the first float parameter, scaled on both
+  for (const ParamInfo& info : cast->model().parameters()) {
+    if (info.kind == InputKind::param && is_floating(cast->values().at(info.name).dtype())) {
+      weight = info.name;
+      break;
+    }
+  }
+  Tensor w = cast->values().at(weight);
+  for (int64_t k = 0; k < w.numel(); ++k) w.set_double(k, 1.5 * w.get_double(k));
+  ASSERT_TRUE(p.aot->set_value(weight, w).ok());
+  ASSERT_TRUE(cast->set_value(weight, w).ok());
+  same_losses(7, 9, "set_value");
+  ASSERT_TRUE(p.aot->load(path, /*partial=*/false).ok());
+  ASSERT_TRUE(cast->load(path).ok());
+  same_losses(9, 11, "load");
+  ASSERT_FALSE(p.aot->load(testing::TempDir() + "/missing.safetensors", /*partial=*/false).ok());
+  same_losses(11, 13, "a failed load");
 }
 
 TEST_F(AotVsJit, WrongBatchIsAnError) {

@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "runtime/collective/parameters.h"
+#include "training/derived_state.h"
 #include "training/init.h"  // materialize
 #include "training/schedule.h"
 #include "training/step_inputs.h"
@@ -188,6 +189,12 @@ StatusOr<std::unique_ptr<CompiledModel>> CompiledModel::create(const ModelTable&
   }
   const Program& owned = owner.program();
   for (size_t i = 0; i < owned.inputs.size(); ++i) {
+    const std::optional<std::string> master = weight_copy_source(owned.inputs[i].name);
+    if (master && m->owner_index_.count(*master)) {
+      m->derived_.emplace(*master, static_cast<int>(i));
+      WEFT_RETURN_IF_ERROR(m->refresh_derived(*master));
+      continue;
+    }
     if (owned.inputs[i].kind != InputKind::data && !m->owner_index_.count(owned.inputs[i].name)) {
       return Error{"internal: program @" + owned.name + " reads '" + owned.inputs[i].name +
                    "', which the parameter table lacks"};
@@ -386,6 +393,17 @@ Status CompiledModel::set_value(const std::string& name, const Tensor& value) {
   }
   WEFT_RETURN_IF_ERROR(owner().set_input(it->second, value));
   eval_values_fresh_ = false;
+  return refresh_derived(name);
+}
+
+Status CompiledModel::refresh_derived(const std::string& name) {
+  auto [from, to] = derived_.equal_range(name);
+  if (from == to) return Status();
+  const Tensor master = owner().input(owner_index_.at(name));
+  for (auto it = from; it != to; ++it) {
+    const Type& type = owner().program().inputs[static_cast<size_t>(it->second)].type;
+    WEFT_RETURN_IF_ERROR(owner().set_input(it->second, derived_value(master, type)));
+  }
   return Status();
 }
 
@@ -432,6 +450,7 @@ StatusOr<LoadReport> CompiledModel::load(const std::string& path, bool partial) 
       u->second = values.at(key);
     } else if (auto it = owner_index_.find(key); it != owner_index_.end()) {
       WEFT_RETURN_IF_ERROR(owner().set_input(it->second, values.at(key)));
+      WEFT_RETURN_IF_ERROR(refresh_derived(key));
     }
   }
   steps_ = report.step;

@@ -125,7 +125,10 @@ struct ModelTable {
   std::string backend = "cpu";
   /// The step's precision (weft_library's `precision`, TrainOptions::precision): f32, or
   /// mixed precision bf16 / f16. Parameters, optimizer slots and checkpoints are f32 at
-  /// every precision; the eval forward is f32.
+  /// every precision; the eval forward is f32. A mixed-precision step also reads each
+  /// trained weight's low-precision copy (`weft.copy.NAME`, passes/weight_copies.h), which
+  /// is no row of `values`: create(), set_value() and load() derive it from its weight
+  /// (training/derived_state.h), the step updates it.
   DType precision = DType::f32;
   /// The state names of dynamic loss scaling (autodiff/loss_scale.h: the scale, its growth
   /// tracker, the skipped-update count), written into every table by the generator. The
@@ -262,6 +265,9 @@ class CompiledModel : public driver::Trainable {
   void* input_data(ProgramExecutor& ex, int index, std::vector<Tensor>& staging, int slot, int count);
   /// Copies the staging tensors (if any) into `ex`'s inputs `indices`.
   Status upload(ProgramExecutor& ex, const std::vector<int>& indices, std::vector<Tensor>& staging);
+  /// Computes the derived inputs of master `name` again (training/derived_state.h: a
+  /// mixed-precision step's weight copies), after the master changed outside the step.
+  Status refresh_derived(const std::string& name);
   /// Writes a scalar input (the learning rate, the step count).
   Status set_scalar(int index, double value);
   StatusOr<double> run_bound_step();
@@ -283,6 +289,9 @@ class CompiledModel : public driver::Trainable {
   double base_lr_ = 1e-3;  ///< ModelTable::lr: what the groups' lrs scale against.
   std::map<std::string, int> owner_index_;    ///< Value name -> owner() input index.
   std::map<std::string, Tensor> unbound_;     ///< Values no Program reads.
+  /// Master name -> owner() input index of each input derived from it (never a value:
+  /// not in values(), checkpoints or the parameter table).
+  std::multimap<std::string, int> derived_;
   /// (eval input index, owner input index) of every value the eval Program reads.
   std::vector<std::pair<int, int>> eval_values_;
   bool eval_values_fresh_ = false;

@@ -367,6 +367,7 @@ void add_fusion_passes(Pipeline& p, const LowerOptions& options) {
   fuse.fusible = fusible;
   fuse.rows = options.fuse_rows;
   fuse.lone_reductions = options.fuse_lone_reductions;
+  fuse.lone_half_reductions = options.fuse_lone_half_reductions;
   p.add(std::make_unique<FuseElementwisePass>(fuse));
   if (options.fold_slices) p.add(std::make_unique<FoldSlicesPass>());
 }

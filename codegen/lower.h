@@ -58,6 +58,11 @@ struct LowerOptions {
   /// With `fuse`: a reduction that fuses with nothing is a generated kernel too
   /// (FuseOptions::lone_reductions) rather than a library call.
   bool fuse_lone_reductions = false;
+  /// With `fuse`: the same for reductions of f16 or bf16 operands only
+  /// (FuseOptions::lone_half_reductions), on by default: the CPU library reduces 16-bit
+  /// floats through a converted f32 copy of the operand, a generated kernel reads them
+  /// once.
+  bool fuse_lone_half_reductions = true;
   /// Split reductions with few results over inner and outer axes in two (passes/
   /// split_reductions.h): the GPU's, whose reduction kernels parallelize over results.
   bool split_reductions = false;

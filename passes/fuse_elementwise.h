@@ -32,9 +32,10 @@
 // A reduction the predicate accepts is a root too (a producer only in a row group,
 // below): its producers have the reduction's *input* shape, and a reduction that absorbs
 // nothing stays the node it was (the library's reduction kernel; with
-// FuseOptions::lone_reductions, a group of one). A lone reduction of an f16 or bf16
-// operand that the predicate accepts is a group of one too: the CPU library reduces
-// 16-bit floats through a converted f32 copy of the whole operand (runtime/cpu/half.cc),
+// FuseOptions::lone_reductions, a group of one). With FuseOptions::lone_half_reductions
+// (the CPU pipeline's), a lone reduction of an f16 or bf16 operand that the predicate
+// accepts is a group of one too: the CPU library reduces 16-bit floats through a
+// converted f32 copy of the whole operand (runtime/cpu/half.cc),
 // a generated kernel loads the 16-bit values once and accumulates them wide (a
 // mixed-precision step's bias gradients, column sums of a bf16 gradient). Its fused
 // node has kind="reduction", so the memory planner never computes it in place of an
@@ -112,8 +113,12 @@ struct FuseOptions {
   bool rows = true;
   /// A fusible reduction that absorbs nothing becomes a `fused` node of one too (a
   /// generated kernel) instead of staying the node it was: for backends without a
-  /// library reduction kernel (CUDA). Without it, only those of f16 and bf16 do.
+  /// library reduction kernel (CUDA).
   bool lone_reductions = false;
+  /// As lone_reductions, for reductions of an f16 or bf16 operand only: for backends
+  /// whose library reduces 16-bit floats through a converted f32 copy (the CPU's,
+  /// runtime/cpu/half.cc; codegen::LowerOptions::fuse_lone_half_reductions).
+  bool lone_half_reductions = false;
 };
 
 class FuseElementwisePass : public Pass {

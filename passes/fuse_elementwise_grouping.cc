@@ -83,7 +83,8 @@ void FusionGrouping::grow_group(int root) {
 
 bool FusionGrouping::kernel_when_alone(int root) const {
   const DType in = g_.type(g_.node(root).operands[0]).dtype;
-  return options_.lone_reductions || in == DType::f16 || in == DType::bf16;
+  return options_.lone_reductions ||
+         (options_.lone_half_reductions && (in == DType::f16 || in == DType::bf16));
 }
 
 GrowingGroup FusionGrouping::start_group(int root) {

@@ -66,8 +66,8 @@ class FusionGrouping {
   void grow_group(int root);
 
   /// Whether reduction `root`, having absorbed nothing, still becomes a kernel of one:
-  /// with FuseOptions::lone_reductions, or when it reduces f16 or bf16 (see the top of
-  /// fuse_elementwise.h).
+  /// with FuseOptions::lone_reductions, or with lone_half_reductions when it reduces f16
+  /// or bf16 (see the top of fuse_elementwise.h).
   bool kernel_when_alone(int root) const;
 
   /// A group of `root` alone, with the shapes its members may have.

@@ -4,22 +4,12 @@
 #include <cstdlib>
 #include <new>
 
+#include "runtime/half_bits.h"
+
 namespace weft {
 namespace {
 
 constexpr size_t kAlignment = 64;
-
-uint32_t float_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof(u));
-  return u;
-}
-
-float bits_float(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof(f));
-  return f;
-}
 
 std::byte* allocate(size_t bytes) {
   // Round up so aligned_alloc's size is a multiple of the alignment; never allocate 0.
@@ -33,55 +23,11 @@ std::byte* allocate(size_t bytes) {
 
 }  // namespace
 
-// Float/half conversions after Fabian Giesen's `float_to_half_fast3_rtne` and
-// `half_to_float`: exact, with the float unit doing the round-to-nearest-even for
-// subnormal results.
-uint16_t float_to_f16(float value) {
-  uint32_t u = float_bits(value);
-  const uint32_t sign = u & 0x80000000u;
-  u ^= sign;
-  uint16_t out;
-  if (u >= (127u + 16u) << 23) {  // |value| >= 65536 (or inf/NaN): inf or NaN.
-    out = u > 0x7f800000u ? 0x7e00 : 0x7c00;
-  } else if (u < (113u << 23)) {  // Result is subnormal or zero.
-    const float denorm_magic = bits_float(((127u - 15u) + (23u - 10u) + 1u) << 23);
-    float f = bits_float(u) + denorm_magic;
-    out = static_cast<uint16_t>(float_bits(f) - float_bits(denorm_magic));
-  } else {
-    const uint32_t mant_odd = (u >> 13) & 1u;
-    u += (static_cast<uint32_t>(15 - 127) << 23) + 0xfffu;  // Rebias, round half down...
-    u += mant_odd;                                          // ...or up to even.
-    out = static_cast<uint16_t>(u >> 13);                   // Carries into inf past 65504.
-  }
-  return static_cast<uint16_t>(out | (sign >> 16));
-}
-
-float f16_to_float(uint16_t bits) {
-  const uint32_t shifted_exp = 0x7c00u << 13;
-  uint32_t u = (bits & 0x7fffu) << 13;
-  const uint32_t exp = shifted_exp & u;
-  u += (127u - 15u) << 23;
-  float f;
-  if (exp == shifted_exp) {  // Inf/NaN.
-    u += (128u - 16u) << 23;
-    f = bits_float(u);
-  } else if (exp == 0) {  // Zero/subnormal: renormalize through the float unit.
-    u += 1u << 23;
-    f = bits_float(u) - bits_float(113u << 23);
-  } else {
-    f = bits_float(u);
-  }
-  return bits_float(float_bits(f) | (static_cast<uint32_t>(bits & 0x8000u) << 16));
-}
-
-uint16_t float_to_bf16(float value) {
-  uint32_t u = float_bits(value);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(u >> 16);
-}
-
-float bf16_to_float(uint16_t bits) { return bits_float(static_cast<uint32_t>(bits) << 16); }
+// The conversions are runtime/half_bits.h's (shared with CUDA device code).
+uint16_t float_to_f16(float value) { return half_bits::float_to_f16(value); }
+float f16_to_float(uint16_t bits) { return half_bits::f16_to_float(bits); }
+uint16_t float_to_bf16(float value) { return half_bits::float_to_bf16(value); }
+float bf16_to_float(uint16_t bits) { return half_bits::bf16_to_float(bits); }
 
 void Tensor::Free::operator()(std::byte* p) const { std::free(p); }
 

@@ -1,13 +1,13 @@
 // The pooling kernels (pool.h): a grid-stride loop over the result's elements on
 // 256-thread blocks, each element pool_kernels.h's function.
 
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
 #include "runtime/cuda/pool.h"
 #include "runtime/cuda/pool_kernels.h"
+#include "runtime/half_bits.h"
 
 namespace weft::cuda {
 namespace {
@@ -34,27 +34,15 @@ __global__ void max_pool_backward_scatter_kernel(PoolWindow g, const T* x, const
   }
 }
 
-// f16/bf16 bits → f32, exactly; an f16 NaN keeps its sign and payload (f16_to_float).
+// f16/bf16 bits → f32, exactly (runtime/half_bits.h, as the host converts).
 __device__ float half_to_float(uint16_t h, bool bf16) {
-  if (bf16) return __uint_as_float(static_cast<uint32_t>(h) << 16);
-  if ((h & 0x7fffu) > 0x7c00u) {
-    return __uint_as_float(((h & 0x8000u) << 16) | 0x7f800000u | ((h & 0x3ffu) << 13));
-  }
-  return __half2float(__ushort_as_half(h));
+  return bf16 ? half_bits::bf16_to_float(h) : half_bits::f16_to_float(h);
 }
 
-// f32 → f16/bf16 bits, rounded to nearest even as runtime/tensor.h's float_to_bf16 /
-// float_to_f16 (and codegen/emit_half.cc) round: bf16 by integer ops (denormals kept),
-// NaN as the top half with the quiet bit; f16 by the hardware's cvt.rn, NaN as
-// sign | 0x7e00.
+// f32 → f16/bf16 bits, rounded to nearest even (runtime/half_bits.h, as the host and
+// codegen/emit_half.cc's generated kernels round).
 __device__ uint16_t float_to_half(float x, bool bf16) {
-  const uint32_t u = __float_as_uint(x);
-  if (bf16) {
-    if (x != x) return static_cast<uint16_t>((u >> 16) | 0x40u);
-    return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-  }
-  if (x != x) return static_cast<uint16_t>(((u >> 16) & 0x8000u) | 0x7e00u);
-  return __half_as_ushort(__float2half_rn(x));
+  return bf16 ? half_bits::float_to_bf16(x) : half_bits::float_to_f16(x);
 }
 
 __global__ void widen_kernel(const uint16_t* in, float* out, int64_t count, bool bf16) {

@@ -10,16 +10,35 @@
 //   out = y + (a2 + a3)               = 9(i+1)² + 3 + i - 1.5i on both ranks
 // (the schedule moves every all_reduce of an input to the front: passes/schedule.h) and
 // prints the all_reduce lines of the executor's description, then "rank R: out ...".
+// Its communicator is chosen as the driver chooses one: the launch's world
+// (collective::world_from_environment: MPI under mpirun), then the cpu backend's
+// communicator for it (Backend::communicator_for).
 #include <cstdio>
 #include <sstream>
 #include <string>
 
 #include "codegen/cpu_backend.h"
-#include "runtime/collective/mpi_communicator.h"
+#include "runtime/backend.h"
+#include "runtime/collective/world.h"
+
+namespace weft {
+namespace {
+
+// The communicator the cpu backend binds steps with on this rank of the launch.
+StatusOr<std::shared_ptr<collective::Communicator>> cpu_communicator() {
+  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<collective::Communicator> world,
+                        collective::world_from_environment());
+  WEFT_ASSIGN_OR_RETURN(const Backend* cpu, find_backend("cpu"));
+  return cpu->communicator_for(std::move(world), collective::local_rank(),
+                               std::chrono::seconds(300));
+}
+
+}  // namespace
+}  // namespace weft
 
 int main() {
   using namespace weft;
-  StatusOr<std::shared_ptr<collective::Communicator>> world = collective::mpi_world();
+  StatusOr<std::shared_ptr<collective::Communicator>> world = cpu_communicator();
   if (!world.ok()) {
     std::fprintf(stderr, "bucket_check: %s\n", world.error().to_string().c_str());
     return 1;

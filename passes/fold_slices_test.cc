@@ -109,6 +109,33 @@ TEST(FoldSlicesTest, ABroadcastWindowFolds) {
 )");
 }
 
+// Not folded: a column read along its rows by a kernel of its own shape (the ponder
+// example's halting score, column 128 of a [n,129] carry, in an [n,1] kernel). The
+// kernel's innermost loop would step by 3 through %x; it loads consecutive elements.
+TEST(FoldSlicesTest, AColumnReadAlongItsRowsStays) {
+  FoldSlicesPass pass;
+  EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%x: f32[4,3], %y: f32[4,1]) {
+  %g = slice(%x) {start=[0,2], stop=[4,3]} : f32[4,1]
+  %a = fused(%g, %y) : f32[4,1] ({
+    ^body(%0: f32[4,1], %1: f32[4,1]):
+      %t0 = mul(%0, %1) : f32[4,1]
+      return %t0
+  })
+  return %a
+})"),
+            R"(graph @f(%x: f32[4,3], %y: f32[4,1]) -> (f32[4,1]) {
+  %g = slice(%x) {start=[0, 2], stop=[4, 3]} : f32[4,1]
+  %a = fused(%g, %y) : f32[4,1] ({
+    ^body(%0: f32[4,1], %1: f32[4,1]):
+      %t0 = mul(%0, %1) : f32[4,1]
+      return %t0
+  })
+  return %a
+}
+(no change)
+)");
+}
+
 TEST(FoldSlicesTest, ASliceReadElsewhereStays) {
   FoldSlicesPass pass;
   EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%x: f32[4,16], %y: f32[4,8]) {

@@ -53,6 +53,11 @@ int main(int argc, char** argv) {
   double total = 0;
   const std::vector<double> n = (*counts)[0].to_doubles();
   for (double v : n) {
+    if (!(v >= 0 && v <= static_cast<double>(kPonderMaxIterations))) {
+      std::fprintf(stderr, "error: ponder: an image's iteration count %g is outside 0..%lld\n", v,
+                   static_cast<long long>(kPonderMaxIterations));
+      return 1;
+    }
     ++histogram[static_cast<size_t>(v)];
     total += v;
   }

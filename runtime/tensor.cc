@@ -100,6 +100,21 @@ std::vector<double> Tensor::to_doubles() const {
   return out;
 }
 
+Tensor to_dtype(const Tensor& t, DType dtype) {
+  if (t.dtype() == dtype) return t;
+  Tensor out(Type{dtype, t.shape()});
+  const int64_t n = t.numel();
+  if (t.dtype() == DType::f32 && (dtype == DType::f16 || dtype == DType::bf16)) {
+    // One rounding from f32 (what set_double does through a double, without the double).
+    const float* from = t.data<float>();
+    uint16_t* to = out.data<uint16_t>();
+    for (int64_t i = 0; i < n; ++i) to[i] = dtype == DType::f16 ? float_to_f16(from[i]) : float_to_bf16(from[i]);
+    return out;
+  }
+  for (int64_t i = 0; i < n; ++i) out.set_double(i, t.get_double(i));
+  return out;
+}
+
 bool Tensor::operator==(const Tensor& other) const {
   return type_ == other.type_ && std::memcmp(storage_.get(), other.storage_.get(), bytes()) == 0;
 }

@@ -115,6 +115,15 @@ class Tensor {
   std::unique_ptr<std::byte[], Free> storage_;
 };
 
+/// `t` with its elements converted to `dtype` (the same shape): floats rounded to nearest
+/// even (f32 to f16/bf16 in one rounding, f64 to f16/bf16 through f32), f16/bf16 widened
+/// exactly, integers truncated toward zero and saturated (NaN gives 0), bool `v != 0` —
+/// each element as `set_double(i, t.get_double(i))` stores it; the same dtype is a copy.
+/// The one element conversion of the host: the reference interpreter's widening of
+/// f16/bf16 operands and the training step's derived weight copies
+/// (training/derived_state.h) both call it.
+Tensor to_dtype(const Tensor& t, DType dtype);
+
 /// True when `a` and `b` have the same type and every element satisfies
 /// |a - b| <= tol + tol * |b| (NaN matches only NaN, infinities must be equal). On a
 /// mismatch, `why` (if given) names the first differing element and the count.

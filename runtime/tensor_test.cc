@@ -80,6 +80,55 @@ TEST(TensorTest, Bf16RoundsToNearestEven) {
   EXPECT_EQ(bf16_to_float(0xc040), -3.0f);
 }
 
+// to_dtype, the host's one element conversion: f32 to f16/bf16 rounds once to nearest
+// even, half to f32 is exact, NaN and inf survive, floats to integers truncate and
+// saturate (NaN gives 0), bool is `v != 0`, and the same dtype is a copy.
+TEST(TensorTest, ToDtypeConvertsEachElement) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const Tensor x = Tensor::from_vector<float>(
+      {6}, {1.0f + 3 * 0x1p-8f, 1.0f + 0x1p-11f, -inf, inf, std::nanf(""), 65520.0f});
+  const Tensor b = to_dtype(x, DType::bf16);
+  ASSERT_EQ(b.type(), (Type{DType::bf16, {6}}));
+  EXPECT_EQ(b.data<uint16_t>()[0], 0x3f82);  // A tie: to the even neighbour (up).
+  EXPECT_EQ(b.data<uint16_t>()[1], 0x3f80);  // Below half an ulp: down.
+  EXPECT_EQ(b.data<uint16_t>()[2], 0xff80);
+  EXPECT_EQ(b.data<uint16_t>()[3], 0x7f80);
+  EXPECT_TRUE(std::isnan(b.get_double(4)));
+  EXPECT_EQ(b.get_double(5), 65536.0);
+  const Tensor h = to_dtype(x, DType::f16);
+  EXPECT_EQ(h.data<uint16_t>()[0], 0x3c0c);  // 1 + 3·2^-8 is exact in f16.
+  EXPECT_EQ(h.data<uint16_t>()[1], 0x3c00);  // 1 + 2^-11: a tie, to even (1).
+  EXPECT_EQ(h.data<uint16_t>()[2], 0xfc00);
+  EXPECT_EQ(h.data<uint16_t>()[3], 0x7c00);
+  EXPECT_TRUE(std::isnan(h.get_double(4)));
+  EXPECT_EQ(h.data<uint16_t>()[5], 0x7c00);  // Halfway to 2^16: inf.
+  // Every element as set_double stores it, and back to f32 exactly.
+  for (DType low : {DType::f16, DType::bf16}) {
+    const Tensor lowered = to_dtype(x, low);
+    Tensor expected(Type{low, {6}});
+    for (int64_t i = 0; i < x.numel(); ++i) expected.set_double(i, x.get_double(i));
+    EXPECT_TRUE(lowered == expected) << dtype_name(low);
+    const Tensor back = to_dtype(lowered, DType::f32);
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      if (std::isnan(lowered.get_double(i))) {
+        EXPECT_TRUE(std::isnan(back.data<float>()[i]));
+      } else {
+        EXPECT_EQ(back.data<float>()[i], static_cast<float>(lowered.get_double(i))) << i;
+      }
+    }
+  }
+  const Tensor ints = to_dtype(Tensor::from_vector<float>({5}, {-2.7f, 3e10f, -3e10f, std::nanf(""), 0.5f}),
+                               DType::i32);
+  EXPECT_EQ(ints.to_doubles(), (std::vector<double>{-2, 2147483647, -2147483648.0, 0, 0}));
+  EXPECT_EQ(to_dtype(ints, DType::u8).to_doubles(), (std::vector<double>{0, 255, 0, 0, 0}));
+  EXPECT_EQ(to_dtype(ints, DType::f64).to_doubles(), ints.to_doubles());
+  const Tensor flags = to_dtype(Tensor::from_vector<float>({3}, {0, -0.5f, 2}), DType::boolean);
+  EXPECT_EQ(flags.to_doubles(), (std::vector<double>{0, 1, 1}));
+  EXPECT_EQ(to_dtype(flags, DType::f32).to_doubles(), (std::vector<double>{0, 1, 1}));
+  const auto big = Tensor::from_vector<int64_t>({1}, {(int64_t{1} << 62) + 1});
+  EXPECT_TRUE(to_dtype(big, DType::i64) == big);  // A copy: exact beyond 2^53.
+}
+
 TEST(TensorTest, SetDoubleSaturatesIntegers) {
   Tensor t(Type{DType::i32, {4}});
   t.set_double(0, 1e12);

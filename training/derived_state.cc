@@ -12,9 +12,9 @@ std::optional<std::string> weight_copy_source(const std::string& name) {
 }
 
 Tensor derived_value(const Tensor& master, const Type& type) {
-  Tensor out(type);
-  for (int64_t i = 0; i < master.numel(); ++i) out.set_double(i, master.get_double(i));
-  return out;
+  WEFT_CHECK(master.shape() == type.shape, "derived_value: master " + master.type().to_string() + " for " +
+                                               type.to_string());
+  return to_dtype(master, type.dtype);
 }
 
 StatusOr<Tensor> state_value(const std::map<std::string, Tensor>& values, const std::string& name,

@@ -33,8 +33,8 @@ std::string weight_copy_name(const std::string& param);
 std::optional<std::string> weight_copy_source(const std::string& name);
 
 /// The refresh routine: the value of a derived input of type `type` whose master is
-/// `master` — the master cast to the input's dtype element by element (floats rounded to
-/// nearest even), exactly as the step's cast kernels do.
+/// `master` — the master converted to the input's dtype by runtime/tensor.h's to_dtype
+/// (floats rounded to nearest even), exactly as the step's cast kernels do.
 Tensor derived_value(const Tensor& master, const Type& type);
 
 /// The value of the step input `name` of type `type` from `values` (parameters, state and

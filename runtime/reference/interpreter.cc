@@ -124,20 +124,6 @@ StatusOr<std::vector<Tensor>> run_loop(
 
 namespace {
 
-Tensor convert(const Tensor& t, DType to) {
-  Tensor out(Type{to, t.shape()});
-  if (t.dtype() == DType::f32 && is_half(to)) {
-    const float* src = t.data<float>();
-    uint16_t* dst = out.data<uint16_t>();
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      dst[i] = to == DType::f16 ? float_to_f16(src[i]) : float_to_bf16(src[i]);
-    }
-  } else {
-    for (int64_t i = 0; i < t.numel(); ++i) out.set_double(i, t.get_double(i));
-  }
-  return out;
-}
-
 Status run_node(const Node& node, const Kernel& kernel, const std::vector<const Tensor*>& in,
                 const Type& result_type, Tensor* out) {
   // ops.def's half rule (HalfRule): Widen ops see f16/bf16 operands widened to f32 and
@@ -153,7 +139,7 @@ Status run_node(const Node& node, const Kernel& kernel, const std::vector<const 
   std::vector<const Tensor*> args;
   for (const Tensor* t : in) {
     if (is_half(t->dtype())) {
-      widened.push_back(convert(*t, DType::f32));
+      widened.push_back(to_dtype(*t, DType::f32));
       args.push_back(&widened.back());
     } else {
       args.push_back(t);
@@ -163,7 +149,7 @@ Status run_node(const Node& node, const Kernel& kernel, const std::vector<const 
   if (is_half(wide_type.dtype)) wide_type.dtype = DType::f32;
   Tensor wide(wide_type);
   WEFT_RETURN_IF_ERROR(kernel(node, args, wide));
-  *out = is_half(result_type.dtype) ? convert(wide, result_type.dtype) : std::move(wide);
+  *out = is_half(result_type.dtype) ? to_dtype(wide, result_type.dtype) : std::move(wide);
   return Status::ok_status();
 }
 

@@ -277,6 +277,7 @@ Status Trainer::build_step() {
       else if (p.inputs[i].kind == InputKind::data) batch_inputs_.push_back(index);
     }
   }
+  derived_.forget();  // the reference backend refreshes the new step's copies
   step_ = std::move(g);
   slots_ = std::move(slots);
   model_ = std::move(model);
@@ -412,9 +413,15 @@ Status Trainer::push_values(ProgramExecutor& ex) const {
   const Program& p = ex.program();
   for (size_t i = 0; i < p.inputs.size(); ++i) {
     if (p.inputs[i].kind == InputKind::data) continue;
-    WEFT_ASSIGN_OR_RETURN(Tensor value, state_value(values_, p.inputs[i].name, p.inputs[i].type));
+    WEFT_ASSIGN_OR_RETURN(Tensor value, derived_.refresh(values_, p.inputs[i].name, p.inputs[i].type));
     WEFT_RETURN_IF_ERROR(ex.set_input(static_cast<int>(i), value));
   }
+  return Status();
+}
+
+Status Trainer::masters_changed() {
+  if (step_exec_) return push_values(*step_exec_);
+  derived_.forget();
   return Status();
 }
 
@@ -476,7 +483,7 @@ StatusOr<double> Trainer::step(const std::vector<Tensor>& batch) {
       if (next >= batch.size()) break;
       inputs.push_back(batch[next++]);
     } else {
-      WEFT_ASSIGN_OR_RETURN(Tensor value, state_value(values_, name, step_.type(in.value)));
+      WEFT_ASSIGN_OR_RETURN(Tensor value, derived_.take(values_, name, step_.type(in.value)));
       inputs.push_back(std::move(value));
     }
   }
@@ -485,8 +492,9 @@ StatusOr<double> Trainer::step(const std::vector<Tensor>& batch) {
   }
   if (options_.check_numerics) WEFT_RETURN_IF_ERROR(reference::check_numerics(step_, inputs));
   WEFT_ASSIGN_OR_RETURN(reference::RunResult r, reference::run(step_, std::move(inputs)));
-  for (auto& [name, value] : r.updated) {
-    if (!weight_copy_source(name)) values_[name] = std::move(value);  // copies: derived again
+  for (auto& [name, value] : r.updated) {  // the weight copies: kept for the next step
+    if (weight_copy_source(name)) derived_.keep(name, std::move(value));
+    else values_[name] = std::move(value);
   }
   ++steps_;
   metrics_.record("loss", r.outputs[0].get_double(0));
@@ -577,7 +585,7 @@ Status Trainer::set_value(const std::string& name, Tensor value) {
                  value.type().to_string()};
   }
   it->second = std::move(value);
-  return step_exec_ ? push_values(*step_exec_) : Status();
+  return masters_changed();
 }
 
 Status Trainer::set_profiling(bool on) {
@@ -596,7 +604,7 @@ Status Trainer::reset_state() {
   for (const ParamInfo& p : model_->parameters()) {
     if (p.carried) values_[p.name] = Tensor(values_.at(p.name).type());
   }
-  return step_exec_ ? push_values(*step_exec_) : Status();
+  return masters_changed();
 }
 
 // Data parallelism: every rank starts from rank 0's values; ranks that loaded different
@@ -623,7 +631,7 @@ StatusOr<LoadReport> Trainer::load(const std::string& path, const LoadOptions& o
   if (options.subgraph.empty()) steps_ = report.step;
   loaded_from_ = path;
   WEFT_RETURN_IF_ERROR(agree_with_other_ranks());
-  if (step_exec_) WEFT_RETURN_IF_ERROR(push_values(*step_exec_));
+  WEFT_RETURN_IF_ERROR(masters_changed());
   return report;
 }
 

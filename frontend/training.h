@@ -38,8 +38,9 @@
 #include "runtime/backend.h"
 #include "runtime/collective/communicator.h"
 #include "runtime/executor.h"
-#include "training/monitor/metrics.h"
 #include "runtime/tensor.h"
+#include "training/derived_state.h"
+#include "training/monitor/metrics.h"
 
 namespace weft::codegen {
 struct Target;  // codegen/targets.h
@@ -280,6 +281,12 @@ class Trainer {
   const ProgramExecutor* compiled_step() const { return step_exec_.get(); }
   /// Parameters, state and optimizer slots by name (read back from the backend).
   const std::map<std::string, Tensor>& values() const;
+  /// How many derived step inputs (the weight copies, TrainOptions::weight_copies) were
+  /// computed on the host from their f32 parameters so far: once per copy when the step
+  /// is compiled and whenever the parameters change outside the step (set_value, load,
+  /// freeze, thaw, reset_state), never per step — the step writes each copy itself, and
+  /// every backend keeps it for the next step (training/derived_state.h).
+  int64_t derived_refreshes() const { return derived_.refreshes(); }
   /// Replaces a value (a parameter loaded from elsewhere); its type must match.
   Status set_value(const std::string& name, Tensor value);
   /// Times every kernel of the compiled step from now on (on) or stops (off); an error
@@ -329,8 +336,11 @@ class Trainer {
   /// holds a newer one (sync_values reads them all); an error naming `what` (the accessor)
   /// when loss scaling is off.
   StatusOr<Tensor> loss_scale_state(const std::string& name, const char* what) const;
-  /// Copies values_ into an executor's param and state inputs.
+  /// Copies values_ into an executor's param and state inputs (derived ones refreshed).
   Status push_values(ProgramExecutor& ex) const;
+  /// The parameters changed outside the step: the step's inputs follow them (pushed into
+  /// a compiled step; the reference backend's kept copies forgotten).
+  Status masters_changed();
   /// More than one rank: values_ made rank 0's, or an error when ranks loaded different
   /// checkpoints (collective::agree_on_parameters, with loaded_from_).
   Status agree_with_other_ranks();
@@ -357,6 +367,9 @@ class Trainer {
   std::vector<OptimizerSlot> slots_;
   mutable std::map<std::string, Tensor> values_;
   mutable bool values_stale_ = false;  ///< The step executor holds newer values.
+  /// The step's derived inputs: refreshed into a compiled step's buffers by push_values,
+  /// kept here between reference steps.
+  mutable DerivedState derived_;
   std::string loaded_from_;  ///< The checkpoint load() read last; "" for seeded values.
   std::unique_ptr<ProgramExecutor> step_exec_;
   std::vector<int> batch_inputs_;  ///< step_exec_'s input index of each batch tensor.

@@ -30,4 +30,25 @@ StatusOr<Tensor> state_value(const std::map<std::string, Tensor>& values, const 
   return derived_value(it->second, type);
 }
 
+StatusOr<Tensor> DerivedState::take(const std::map<std::string, Tensor>& values, const std::string& name,
+                                    const Type& type) {
+  auto it = kept_.find(name);
+  if (it == kept_.end()) return refresh(values, name, type);
+  Tensor value = std::move(it->second);
+  kept_.erase(it);
+  return value;
+}
+
+StatusOr<Tensor> DerivedState::refresh(const std::map<std::string, Tensor>& values, const std::string& name,
+                                       const Type& type) {
+  WEFT_ASSIGN_OR_RETURN(Tensor value, state_value(values, name, type));
+  refreshes_ += weight_copy_source(name).has_value();
+  return value;
+}
+
+void DerivedState::keep(const std::string& name, Tensor value) {
+  WEFT_CHECK(weight_copy_source(name).has_value(), "DerivedState::keep: '" + name + "' is not a derived input");
+  kept_.insert_or_assign(name, std::move(value));
+}
+
 }  // namespace weft

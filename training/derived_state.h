@@ -11,10 +11,14 @@
 // the AOT runtime's parameter table hold the masters alone, and whoever hands a step its
 // param and state inputs computes each derived one from its master with state_value()
 // whenever the master changed outside the step (the first step, set_value, a checkpoint
-// load) — the one refresh routine of every runtime that feeds a step.
+// load) — the one refresh routine of every runtime that feeds a step. Between those, the
+// copy the step wrote is the next step's input: the cpu and cuda executors keep it in
+// their input buffers, and DerivedState (below) keeps it for a runtime that feeds the
+// step host tensors (the Trainer's reference backend), so no step re-casts a parameter.
 //
 //   state_value(values, "weft.copy.fc1.w", bf16[256,784])  // values["fc1.w"] cast to bf16
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -42,5 +46,39 @@ Tensor derived_value(const Tensor& master, const Type& type);
 /// its master. An error naming the input when `values` lacks it (or its master).
 StatusOr<Tensor> state_value(const std::map<std::string, Tensor>& values, const std::string& name,
                              const Type& type);
+
+/// The derived inputs of one step kept between steps beside their masters, for a runtime
+/// that hands its step every input as a host tensor (the Trainer's reference backend; the
+/// cpu and cuda executors keep theirs in their own input buffers, which the step writes).
+/// A kept value is the one the last step wrote; a derived input with none kept is
+/// refreshed from its master (state_value), and refreshes() counts those.
+///
+///   DerivedState derived;
+///   inputs.push_back(*derived.take(values, "weft.copy.w", bf16[3,4]));  // refreshed once
+///   ...run the step...
+///   derived.keep("weft.copy.w", std::move(updated));  // the step's copy, for the next step
+///   derived.forget();  // the masters changed outside the step (set_value, a load)
+class DerivedState {
+ public:
+  /// The step input `name` of type `type`: for a derived input the kept value (moved out:
+  /// the step writes the next one) or, with none kept, a refresh; for any other input its
+  /// entry of `values` (state_value's, and its error).
+  StatusOr<Tensor> take(const std::map<std::string, Tensor>& values, const std::string& name,
+                        const Type& type);
+  /// state_value, counted in refreshes() when `name` is a derived input.
+  StatusOr<Tensor> refresh(const std::map<std::string, Tensor>& values, const std::string& name,
+                           const Type& type);
+  /// Keeps `value`, the step's new value of the derived input `name` (a name
+  /// weight_copy_source knows; an internal error otherwise), for the next take().
+  void keep(const std::string& name, Tensor value);
+  /// Drops every kept value: their masters changed outside the step.
+  void forget() { kept_.clear(); }
+  /// Derived values computed from their masters so far.
+  int64_t refreshes() const { return refreshes_; }
+
+ private:
+  std::map<std::string, Tensor> kept_;
+  int64_t refreshes_ = 0;
+};
 
 }  // namespace weft

@@ -45,5 +45,41 @@ TEST(DerivedState, StateValue) {
             "error: the compiled graph needs 'b', which the trainer does not have");
 }
 
+// DerivedState keeps the copy a step wrote for the next step, refreshes a copy from its
+// master only when none is kept (the first step, after forget()), and passes every other
+// input through from the values.
+TEST(DerivedState, KeepsWhatTheStepWroteAndRefreshesOnlyWhenNoneIsKept) {
+  std::map<std::string, Tensor> values = {{"w", Tensor::from_vector<float>({2}, {0.5f, 3.0f})}};
+  const Type low{DType::bf16, Shape({2})};
+  DerivedState derived;
+  StatusOr<Tensor> first = derived.take(values, "weft.copy.w", low);
+  ASSERT_TRUE(first.ok()) << first.error().to_string();
+  EXPECT_EQ(first->get_double(1), 3.0);
+  EXPECT_EQ(derived.refreshes(), 1);
+  // The step wrote a copy of its updated master: the next step reads it, no refresh.
+  derived.keep("weft.copy.w", Tensor::from_doubles(DType::bf16, Shape({2}), {1.5, -2}));
+  for (int step = 0; step < 3; ++step) {
+    StatusOr<Tensor> kept = derived.take(values, "weft.copy.w", low);
+    ASSERT_TRUE(kept.ok());
+    EXPECT_EQ(kept->to_doubles(), (std::vector<double>{1.5, -2}));
+    derived.keep("weft.copy.w", std::move(*kept));
+  }
+  EXPECT_EQ(derived.refreshes(), 1);
+  // A master is not derived state: passed through, not counted.
+  StatusOr<Tensor> w = derived.take(values, "w", values.at("w").type());
+  ASSERT_TRUE(w.ok());
+  EXPECT_TRUE(*w == values.at("w"));
+  EXPECT_EQ(derived.refreshes(), 1);
+  // The master changed outside the step: the copy follows it.
+  derived.forget();
+  StatusOr<Tensor> again = derived.take(values, "weft.copy.w", low);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->to_doubles(), (std::vector<double>{0.5, 3}));
+  EXPECT_EQ(derived.refreshes(), 2);
+  EXPECT_EQ(derived.take(values, "weft.copy.v", low).error().to_string(),
+            "error: the compiled graph needs 'weft.copy.v' (a copy of parameter 'v'), which the "
+            "trainer does not have");
+}
+
 }  // namespace
 }  // namespace weft

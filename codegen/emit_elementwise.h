@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "codegen/kernel_compiler.h"
+#include "codegen/operand_layout.h"
 #include "ir/graph.h"
 #include "ir/kernel_support.h"
 
@@ -47,7 +48,8 @@ struct CollapsedSpace {
 /// The slice through which body input `k` is read when it is a *window* (passes/
 /// fold_slices.h: a slice with unit steps, the input's only use, in place of a copy):
 /// the kernel reads the slice's elements straight from the input's buffer. nullptr
-/// otherwise.
+/// otherwise. A window is folded only where the kernel's innermost loop reads it with
+/// stride 0 or 1 (innermost_contiguous, operand_layout.h: the rule the pass asks).
 const Node* input_window(const Graph& body, size_t k);
 
 /// Collapses the iteration space of `body` (the shape of its first output): size-1

@@ -3,6 +3,7 @@
 #include <memory>
 #include <vector>
 
+#include "codegen/operand_layout.h"
 #include "ir/fused_kind.h"
 
 namespace weft {
@@ -19,26 +20,11 @@ bool is_window(const Graph& g, const Node& n) {
   return g.type(n.result()).shape.numel() < g.type(n.operands[0]).shape.numel();
 }
 
-// Whether a kernel iterating over `out` reads `window` (broadcast into `out`) of `source`
-// with stride 0 or 1 along its innermost axis: its innermost loop loads consecutive
-// elements of each operand (or one, broadcast), so a column of a wider matrix read along
-// its rows ([n,1] of [n,k] in an [n,1] kernel: stride k) is not read in place; the same
-// column broadcast along an [n,m] kernel's rows is.
-bool innermost_contiguous(const Shape& out, const Shape& window, const Shape& source) {
-  int d = out.rank() - 1;
-  while (d >= 0 && out[d] == 1) --d;
-  const int a = d - (out.rank() - window.rank());
-  if (d < 0 || a < 0 || window[a] == 1) return true;  // broadcast there (stride 0)
-  for (int j = a + 1; j < source.rank(); ++j) {
-    if (source[j] != 1) return false;
-  }
-  return true;
-}
-
 // The slice node producing operand `v` of kernel `k` when it can be folded into it, else
 // nullptr: a window whose source has none of the kernel's result shapes, so the memory
 // plan never writes a result in place over the source the kernel reads elsewhere, and
-// which the kernel's innermost loop reads contiguously (innermost_contiguous).
+// which the kernel's innermost loop reads with stride 0 or 1 (codegen/operand_layout.h:
+// a rule of the generated kernels, asked, not restated here).
 const Node* foldable_slice(const Graph& g, const Node& k, ValueId v) {
   const int p = g.value(v).node;
   if (p < 0 || !is_window(g, g.node(p))) return nullptr;
@@ -46,7 +32,7 @@ const Node* foldable_slice(const Graph& g, const Node& k, ValueId v) {
   for (ValueId r : k.results) {
     if (g.type(r).shape == source) return nullptr;
   }
-  if (!innermost_contiguous(g.type(k.results[0]).shape, g.type(v).shape, source)) return nullptr;
+  if (!codegen::innermost_contiguous(g.type(k.results[0]).shape, g.type(v).shape, source)) return nullptr;
   return &g.node(p);
 }
 

@@ -5,12 +5,11 @@
 #include "autodiff/grad.h"
 #include "codegen/targets.h"
 #include "frontend/init_params.h"
-#include "ir/text.h"
 #include "ir/verifier.h"
 #include "passes/autocast.h"
 #include "passes/pipeline.h"
 #include "passes/weight_copies.h"
-#include "runtime/collective/parameters.h"
+#include "runtime/collective/parameters.h"  // writes_checkpoints, agree_after_failed_load
 #include "training/derived_state.h"
 #include "training/init.h"
 #include "runtime/reference/interpreter.h"
@@ -48,17 +47,6 @@ std::string type_key(const std::vector<Tensor>& inputs) {
   return key;
 }
 
-// Data parallelism needs every rank to run the same step (else the all_reduce calls
-// disagree on their sizes): a fingerprint of the printed step, compared over the ranks.
-Status check_same_step_on_every_rank(collective::Communicator& comm, const Graph& step) {
-  return collective::check_same_on_every_rank(
-      comm, std::hash<std::string>{}(print_graph(step)),
-      "data parallelism: the " + std::to_string(comm.world_size()) +
-          " ranks compiled different training steps (a different model, batch size, "
-          "loss or optimizer on some rank); every rank must compile the same step "
-          "for its share of the global batch");
-}
-
 Status check_precision(DType precision) {
   if (precision == DType::f32 || precision == DType::bf16 || precision == DType::f16) return Status();
   return Error{"TrainOptions::precision is " + std::string(dtype_name(precision)) +
@@ -81,13 +69,7 @@ StatusOr<Trainer> Trainer::compile(const FlowPtr& net, const std::vector<InputSp
                                    LossSpec loss, OptimizerSpec optimizer, TrainOptions options,
                                    std::source_location where) {
   WEFT_ASSIGN_OR_RETURN(const codegen::Target* target, codegen::find_target(options.backend));
-  if (options.communicator && options.communicator->world_size() > 1 && !target->has_multi_rank()) {
-    return target->one_process(options.communicator->world_size());
-  }
-  if (const Backend* runtime = target->runtime(); runtime != nullptr) {  // cuda: NCCL over it
-    WEFT_ASSIGN_OR_RETURN(options.communicator, runtime->communicator_for(options.communicator, options.local_rank,
-                                                                          options.collective_timeout));
-  }
+  WEFT_RETURN_IF_ERROR(connect_ranks(*target, options));
   if (options.check_numerics && !target->has_check_numerics()) {
     return target->check_numerics_unsupported("check_numerics");
   }
@@ -220,13 +202,7 @@ Status Trainer::build_step() {
   WEFT_ASSIGN_OR_RETURN(std::vector<ValueId> grads, append_gradients(g, loss_value, wrt, seed));
   std::vector<std::pair<ValueId, ValueId>> pairs;
   for (size_t i = 0; i < wrt.size(); ++i) pairs.emplace_back(wrt[i], grads[i]);
-  ValueId loss_out = loss_value;
-  if (options_.communicator) {
-    // Data parallel: the gradients (append_optimizer reduces them, accumulated), and the
-    // reported loss, are means over the ranks.
-    loss_out = g.add_node(Op::AllReduce, {loss_value}, {{"reduction", std::string("mean")}},
-                          g.node(g.value(loss_value).node).loc, g.type(loss_value));
-  }
+  const ValueId loss_out = rank_mean_loss(g, loss_value);
   WEFT_ASSIGN_OR_RETURN(std::vector<OptimizerGroup> groups, optimizer_groups(g, *model, pairs));
   ScaledUpdate scaled = scaler ? scaler->scaled_update(g) : ScaledUpdate{};
   WEFT_ASSIGN_OR_RETURN(std::vector<OptimizerSlot> slots,
@@ -245,9 +221,7 @@ Status Trainer::build_step() {
   g.set_declared_output_types({});
   WEFT_RETURN_IF_ERROR(default_pipeline().run(g));
   WEFT_RETURN_IF_ERROR(verify(g));
-  if (options_.communicator && options_.communicator->world_size() > 1) {
-    WEFT_RETURN_IF_ERROR(check_same_step_on_every_rank(*options_.communicator, g));
-  }
+  WEFT_RETURN_IF_ERROR(check_same_step_on_every_rank(g));
 
   // First values for whatever is new: parameters and state, then optimizer slots.
   WEFT_ASSIGN_OR_RETURN(auto initial, initialize_parameter_map(*model, options_.seed));
@@ -605,14 +579,6 @@ Status Trainer::reset_state() {
     if (p.carried) values_[p.name] = Tensor(values_.at(p.name).type());
   }
   return masters_changed();
-}
-
-// Data parallelism: every rank starts from rank 0's values; ranks that loaded different
-// checkpoints are refused (runtime/collective/parameters.h). Every rank compiles and
-// loads together, so every rank gets here together.
-Status Trainer::agree_with_other_ranks() {
-  if (!options_.communicator || options_.communicator->world_size() <= 1) return Status();
-  return collective::agree_on_parameters(*options_.communicator, values_, loaded_from_);
 }
 
 Status Trainer::save(const std::string& path) const {

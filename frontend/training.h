@@ -341,6 +341,16 @@ class Trainer {
   /// The parameters changed outside the step: the step's inputs follow them (pushed into
   /// a compiled step; the reference backend's kept copies forgotten).
   Status masters_changed();
+  // ---- Data parallelism (training_data_parallel.cc) ----
+  /// `options.communicator` checked against `target` (more than one rank needs a backend
+  /// that runs several) and made the backend's (cuda: NCCL over it; Backend::
+  /// communicator_for).
+  static Status connect_ranks(const codegen::Target& target, TrainOptions& options);
+  /// With a communicator: `loss` averaged over the ranks (an all_reduce mean op added to
+  /// `g`), the loss step() reports; else `loss`.
+  ValueId rank_mean_loss(Graph& g, ValueId loss) const;
+  /// More than one rank: an error on every rank unless every rank compiled the same step.
+  Status check_same_step_on_every_rank(const Graph& step) const;
   /// More than one rank: values_ made rank 0's, or an error when ranks loaded different
   /// checkpoints (collective::agree_on_parameters, with loaded_from_).
   Status agree_with_other_ranks();

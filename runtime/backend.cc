@@ -77,4 +77,12 @@ std::vector<std::string> backend_names() {
   return out;
 }
 
+StatusOr<std::shared_ptr<collective::Communicator>> step_communicator(
+    const std::string& name, std::shared_ptr<collective::Communicator> world, int local_rank,
+    std::chrono::milliseconds timeout) {
+  auto it = registry().find(name);
+  if (it == registry().end()) return world;
+  return it->second.communicator_for(std::move(world), local_rank, timeout);
+}
+
 }  // namespace weft

@@ -141,4 +141,15 @@ StatusOr<const Backend*> find_backend(const std::string& name);
 /// The names of the linked backends, sorted.
 std::vector<std::string> backend_names();
 
+/// The communicator the training steps of backend `name` reduce with on this rank, from
+/// the launch's `world` (collective::world_from_environment's): the backend's
+/// communicator_for (cuda: NCCL on the GPU of `local_rank`), or `world` as it is when this
+/// binary links no backend of that name (the reference interpreter, which runs one
+/// process and says so; a driver test that links none). The one way the AOT driver's
+/// --data-parallel and the data-parallel test programs (tests/data_parallel) join a
+/// launch; errors are communicator_for's.
+StatusOr<std::shared_ptr<collective::Communicator>> step_communicator(
+    const std::string& name, std::shared_ptr<collective::Communicator> world, int local_rank,
+    std::chrono::milliseconds timeout);
+
 }  // namespace weft

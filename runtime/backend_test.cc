@@ -131,6 +131,27 @@ TEST(Backend, CommunicatorForDataParallelismIsTheBackendsChoice) {
   EXPECT_EQ(*again, *nccl);
 }
 
+// step_communicator: the backend's communicator_for by name, or the launch's world as it
+// is for a backend this binary does not link (the reference interpreter is none).
+TEST(Backend, StepCommunicatorAsksTheNamedBackend) {
+  std::shared_ptr<collective::Communicator> world = collective::single_process();
+  for (const std::string name : {"cpu", "reference", "no_such_backend"}) {
+    StatusOr<std::shared_ptr<collective::Communicator>> comm =
+        step_communicator(name, world, 0, std::chrono::seconds(5));
+    ASSERT_TRUE(comm.ok()) << name << ": " << comm.error().to_string();
+    EXPECT_EQ(*comm, world) << name;
+  }
+  StatusOr<std::shared_ptr<collective::Communicator>> nccl =
+      step_communicator("cuda", world, 0, std::chrono::seconds(5));
+  if (!cuda::available()) {
+    ASSERT_FALSE(nccl.ok());
+    EXPECT_EQ(nccl.error().message, "no CUDA device: " + cuda::unavailable_reason());
+  } else {
+    ASSERT_TRUE(nccl.ok()) << nccl.error().to_string();
+    EXPECT_NE((*nccl)->describe().find("NCCL"), std::string::npos) << (*nccl)->describe();
+  }
+}
+
 TEST(Backend, CudaChecksThatEveryOpRunsOnTheDevice) {
   const Backend* cuda = *find_backend("cuda");
   ASSERT_NE(cuda->check_program, nullptr);

@@ -215,14 +215,18 @@ TEST(DataParallel, WorldSizeOneIsBitwiseTheStepWithoutAllReduce) {
   EXPECT_EQ(a.text, b.text);
 }
 
+// train_mlp joins the launch as the driver does (world_from_environment, then
+// runtime/backend.h's step_communicator): without a launcher, world.h's message.
 TEST(DataParallel, MpiRanksWithoutMpirunIsAnError) {
   CommandResult r = run_command(kBinary + " --ranks=mpi");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.out,
-            "train_mlp: error: data parallelism over MPI: this process was not started by an "
-            "MPI launcher (none of OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_RANK is set); run it as "
-            "`mpirun -np N PROGRAM` (or `srun -n N PROGRAM`), or train in one process with "
-            "collective::single_process()\n");
+            "train_mlp: error: data parallelism needs a launcher, and none started this process. Under "
+            "MPI: `mpirun -np N PROGRAM --data-parallel` or `srun -n N --mpi=pmix PROGRAM --data-parallel` "
+            "(they set OMPI_COMM_WORLD_SIZE, PMI_SIZE or PMIX_RANK); torchrun-style (Gloo over TCP): set "
+            "RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT in every process, e.g. `RANK=0 WORLD_SIZE=2 "
+            "MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 PROGRAM --data-parallel` and the same with RANK=1. Or "
+            "drop --data-parallel to train in one process\n");
 }
 
 TEST(DataParallel, AGlobalBatchThatDoesNotSplitIsAnError) {

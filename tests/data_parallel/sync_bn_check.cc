@@ -12,6 +12,7 @@
 //
 //   mpirun -np 2 sync_bn_check --dir=DIR   # DIR: where the checkpoints go
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -21,9 +22,10 @@
 
 #include "frontend/modules.h"
 #include "frontend/training.h"
+#include "runtime/backend.h"
 #include "runtime/collective/communicator.h"
-#include "runtime/collective/mpi_communicator.h"
 #include "runtime/collective/parameters.h"
+#include "runtime/collective/world.h"
 #include "tests/data_parallel/sync_bn_model.h"
 
 namespace {
@@ -178,7 +180,10 @@ int main(int argc, char** argv) {
     const std::string arg = argv[i];
     if (arg.rfind("--dir=", 0) == 0) dir = arg.substr(6);
   }
-  StatusOr<std::shared_ptr<collective::Communicator>> world = collective::mpi_world();
+  // The launch's world (MPI under mpirun), joined as the driver joins it for the cpu
+  // backend the checks train on (runtime/backend.h's step_communicator).
+  StatusOr<std::shared_ptr<collective::Communicator>> world = collective::world_from_environment();
+  if (world.ok()) world = step_communicator("cpu", *world, collective::local_rank(), std::chrono::seconds(300));
   if (!world.ok()) {
     std::fprintf(stderr, "sync_bn_check: %s\n", world.error().to_string().c_str());
     return 1;

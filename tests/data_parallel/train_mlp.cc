@@ -6,7 +6,12 @@
 //   train_mlp --ranks=single --out=FILE   # one process, all_reduce through single_process()
 //   mpirun -np 2 train_mlp --ranks=mpi --out=FILE   # each rank trains on its half
 //   RANK=r WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=P train_mlp --ranks=launch ...
-//                                  # the launch's communicator (world.h): here Gloo
+//                                  # here Gloo
+//
+// --ranks=mpi and --ranks=launch (two names for the launches above) both join the launch
+// as the AOT driver's --data-parallel does: the launch's communicator
+// (collective::world_from_environment: MPI under mpirun, Gloo under the torchrun
+// variables), then the backend's (runtime/backend.h's step_communicator).
 //
 // Every rank writes FILE.rankR ("loss STEP HEX" lines, then "param NAME HEX HEX ...").
 // --batch=B sets the global batch (32), --steps=S the steps (20), --hidden=H the hidden
@@ -35,8 +40,8 @@
 
 #include "frontend/modules.h"
 #include "frontend/training.h"
+#include "runtime/backend.h"
 #include "runtime/collective/communicator.h"
-#include "runtime/collective/mpi_communicator.h"
 #include "runtime/collective/world.h"
 #include "runtime/cpu/executor.h"
 
@@ -105,14 +110,13 @@ int main(int argc, char** argv) {
   if (bucket_bytes >= 0) options.all_reduce_bucket_bytes = bucket_bytes;
   if (first_bucket_bytes >= 0) options.first_all_reduce_bucket_bytes = first_bucket_bytes;
   options.overlap_all_reduce = !blocking;
-  if (ranks == "mpi") {
-    StatusOr<std::shared_ptr<collective::Communicator>> world = collective::mpi_world();
-    if (!world.ok()) return fail(world.error().to_string());
-    options.communicator = *world;
-  } else if (ranks == "launch") {
+  if (ranks == "mpi" || ranks == "launch") {  // the launch's world, joined as the driver joins it
     StatusOr<std::shared_ptr<collective::Communicator>> world = collective::world_from_environment();
     if (!world.ok()) return fail(world.error().to_string());
-    options.communicator = *world;
+    StatusOr<std::shared_ptr<collective::Communicator>> comm =
+        step_communicator(backend, *world, collective::local_rank(), std::chrono::seconds(300));
+    if (!comm.ok()) return fail(comm.error().to_string());
+    options.communicator = *comm;
   } else if (ranks == "single") {
     options.communicator = collective::single_process();
   } else if (ranks != "none") {

@@ -184,15 +184,14 @@ std::optional<Failure> TrainingRun::connect_ranks() {
 }
 
 // The communicator the model's steps reduce with: the world itself (cpu), or the one its
-// backend makes from it on this rank's device (cuda: NCCL on the GPU of the local rank,
-// runtime/backend.h's communicator_for). A backend this binary does not link (in-process
-// tests name none) leaves the world as it is.
+// backend makes from it on this rank's device (cuda: NCCL on the GPU of the local rank);
+// a backend this binary does not link (in-process tests name none) leaves the world as it
+// is — runtime/backend.h's step_communicator, which the data-parallel tests call too.
 StatusOr<std::shared_ptr<collective::Communicator>> TrainingRun::device_communicator(
     std::shared_ptr<collective::Communicator> world) const {
-  StatusOr<const Backend*> backend = find_backend(info_.backend);
-  if (!backend.ok()) return world;
   const int local_rank = info_.local_rank ? info_.local_rank() : 0;
-  return (*backend)->communicator_for(std::move(world), local_rank, std::chrono::seconds(config_.collective_timeout));
+  return step_communicator(info_.backend, std::move(world), local_rank,
+                           std::chrono::seconds(config_.collective_timeout));
 }
 
 std::optional<Failure> TrainingRun::make_model() {

@@ -12,13 +12,7 @@
 #include <cstdint>
 #include <cstring>
 
-#if !defined(WEFT_HD)
-#if defined(__CUDACC__)
-#define WEFT_HD __host__ __device__
-#else
-#define WEFT_HD
-#endif
-#endif
+#include "runtime/host_device.h"
 
 namespace weft::half_bits {
 

@@ -15,11 +15,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define WEFT_HD __host__ __device__
-#else
-#define WEFT_HD
-#endif
+#include "runtime/host_device.h"
 
 namespace weft::cuda {
 

@@ -1,4 +1,4 @@
-"""cuda_cases_source: runs tests/cuda's generator at build time (see BUILD)."""
+"""cuda_cases_source and cuda_cases: run tests/cuda's generator at build time (see BUILD)."""
 
 def _cuda_cases_source_impl(ctx):
     ctx.actions.run(
@@ -21,8 +21,30 @@ cuda_cases_source = rule(
     },
 )
 
+def cuda_cases(name, out, flags = []):
+    """The cases gen_cases writes into `out` (with `flags`), as a cc_library `name`.
+
+    The generated file is compiled once, however many binaries link it (cases_test,
+    nccl_step_test and step_bench link :cases).
+    """
+    cuda_cases_source(
+        name = name + "_source",
+        out = out,
+        flags = flags,
+        generator = ":gen_cases",
+    )
+    native.cc_library(
+        name = name,
+        srcs = [out],
+        deps = [
+            ":case_list",
+            "//runtime:program_tables",
+        ],
+    )
+
 def step_bench_binary(name, cases):
-    """step_bench.cc over one generated cases file (`cases`): a self-contained binary.
+    """step_bench.cc over one library of generated cases (`cases`, a cuda_cases target):
+    a self-contained binary.
 
     Like cases_test, weft's libraries and libstdc++ are linked in and CUDA's own libraries
     come from the machine it runs on, so the binary is copied to a GPU machine as is.
@@ -31,15 +53,14 @@ def step_bench_binary(name, cases):
         name = name,
         srcs = [
             "case_inputs.h",
-            "cases.h",
             "step_bench.cc",
-            cases,
         ],
         linkopts = [
             "-static-libstdc++",
             "-static-libgcc",
         ],
         deps = [
+            cases,
             "//bench:timed_run",
             "//runtime:binding",
             "//ir:text",

@@ -1,0 +1,30 @@
+#pragma once
+// What gen_cases' files share (gen_cases_main.cc writes cases.cc; gen_cases_half.cc holds
+// the mixed-precision cases): a graph to lower for the GPU, and the helpers that build one
+// from `.wir` text.
+
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace weft::gen_cases {
+
+struct GraphCase {
+  std::string name;
+  Graph graph;
+  int steps = 1;
+  bool unroll = false;  ///< Lowered with LowerOptions::unroll_loops (for comparison).
+};
+
+/// `text` parsed, every type inferred (an internal error when it does not parse).
+Graph parse(const std::string& text);
+
+/// `graph @NAME(INPUTS) { BODY return OUTS }`: every result type left to inference.
+std::string graph_text(const std::string& name, const std::string& inputs, const std::string& body,
+                       const std::string& outs);
+
+/// [Mixed precision] on the GPU (gen_cases_half.cc), after every other case.
+std::vector<GraphCase> half_cases();
+
+}  // namespace weft::gen_cases

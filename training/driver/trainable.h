@@ -105,7 +105,7 @@ class Trainable {
 };
 
 /// How make_compiled_model makes its model: what the command line decides about it (the
-/// driver fills it from its flags in one place, training_run.h's model_options).
+/// driver fills it from its flags in one place: driver.h's model_options).
 struct ModelOptions {
   /// Parameters and state start from their initializers with this seed (--seed).
   uint64_t seed = 0;

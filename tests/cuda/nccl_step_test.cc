@@ -182,6 +182,21 @@ TEST(NcclStep, AccumulationOnOneRankEqualsTheSingleGpuStepBitwise) {
   expect_bitwise_equal_steps(*single_again, *launches, 4, c);
 }
 
+// Accumulation needs the step number's input to choose a graph: a binding without it
+// (or naming another input) is refused, naming the option.
+TEST(NcclStep, AccumulationWithoutTheStepInputIsRefused) {
+  SKIP_WITHOUT_GPU();
+  const Case& c = accumulate_case();
+  StatusOr<std::unique_ptr<Executor>> ex =
+      Executor::create(c.program(), c.ptx, c.symbols,
+                       {.device = local_rank(), .nccl = nccl(), .accumulation = {.step_input = -1, .steps = 2}});
+  ASSERT_FALSE(ex.ok());
+  EXPECT_EQ(ex.error().message,
+            "cuda::Executor: gradient accumulation over 2 micro-batches needs the step number's input "
+            "(ExecutorOptions::accumulation.step_input, an i64[]), but input -1 of program @" +
+                c.program().name + " is not one");
+}
+
 // No GPU needed: the lowered accumulating step's gradients share predicated buckets,
 // and the schedule replayed on a window's first micro-batch reduces none of them — only
 // the loss (one element), which is reduced every micro-batch.

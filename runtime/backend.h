@@ -70,6 +70,13 @@ struct BindOptions {
   /// cuda: f32 GEMMs and convolutions on TF32 tensor cores (cuda::ExecutorOptions::tf32,
   /// --tf32); the other backends ignore it.
   bool tf32 = false;
+  /// Gradient accumulation's window (OptimizerSpec::accumulate_steps) and the name of the
+  /// step's input holding the 1-based step number (weft.step): cuda with NCCL then
+  /// reduces the accumulated gradients on a window's last micro-batch only
+  /// (cuda::ExecutorOptions::accumulation). The cpu reads the step's own predicate and
+  /// ignores them.
+  int64_t accumulate_steps = 1;
+  std::string step_input;
 };
 
 struct Backend {

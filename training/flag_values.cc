@@ -65,6 +65,18 @@ std::optional<int64_t> parse_byte_size(std::string_view text) {
   return n.value << shift;
 }
 
+FlagNumber<int64_t> parse_bucket_mebibytes(std::string_view text) {
+  const FlagNumber<double> mib = parse_real_number(text);
+  FlagNumber<int64_t> n{.malformed = mib.malformed, .out_of_range = mib.out_of_range};
+  if (!mib.ok()) return n;
+  if (mib.value < 0 || mib.value > kMaxBucketMebibytes) {
+    n.out_of_range = true;
+    return n;
+  }
+  n.value = static_cast<int64_t>(std::ceil(mib.value * (1 << 20)));
+  return n;
+}
+
 std::string resolve_path(const std::string& path) {
   if (path.empty() || path[0] == '/') return path;
   const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY");

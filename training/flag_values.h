@@ -45,6 +45,16 @@ FlagNumber<double> parse_real_number(std::string_view text);
 /// GiB): "512", "64K", "2G". nullopt for anything else, zero, or more than 2^62 bytes.
 std::optional<int64_t> parse_byte_size(std::string_view text);
 
+/// The largest bucket size the bucket flags take, in MiB (64 GiB: more than any device's
+/// memory, where a bucket's staging block lives).
+inline constexpr double kMaxBucketMebibytes = 65536;
+
+/// A data-parallel bucket size in MiB, as PyTorch DDP's bucket_cap_mb: a real number >= 0
+/// ("25", "0.25", "0"), returned in bytes (rounded up to a whole byte). out_of_range:
+/// negative, above kMaxBucketMebibytes, or not finite. --bucket-mb and --first-bucket-mb
+/// of the training driver and the examples.
+FlagNumber<int64_t> parse_bucket_mebibytes(std::string_view text);
+
 /// A user-supplied path, relative paths taken against $BUILD_WORKING_DIRECTORY when set
 /// (the directory `bazel run` was started in).
 std::string resolve_path(const std::string& path);

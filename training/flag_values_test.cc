@@ -62,6 +62,22 @@ TEST(FlagValues, ByteSizes) {
   }
 }
 
+TEST(FlagValues, BucketMebibytes) {
+  EXPECT_EQ(parse_bucket_mebibytes("25").value, int64_t{25} << 20);
+  EXPECT_EQ(parse_bucket_mebibytes("0.25").value, int64_t{1} << 18);
+  EXPECT_EQ(parse_bucket_mebibytes("0").value, 0);
+  EXPECT_EQ(parse_bucket_mebibytes("1e-9").value, 1);  // rounded up to a whole byte
+  EXPECT_EQ(parse_bucket_mebibytes("65536").value, int64_t{1} << 36);
+  EXPECT_TRUE(parse_bucket_mebibytes("0").ok());
+  for (const char* bad : {"", "abc", "25M", "1e", " 1"}) {
+    EXPECT_TRUE(parse_bucket_mebibytes(bad).malformed) << bad;
+  }
+  for (const char* absurd : {"-1", "-0.5", "65536.5", "1e9", "inf", "nan"}) {
+    EXPECT_TRUE(parse_bucket_mebibytes(absurd).out_of_range) << absurd;
+    EXPECT_FALSE(parse_bucket_mebibytes(absurd).malformed) << absurd;
+  }
+}
+
 TEST(FlagValues, PathsRelativeToWhereBazelRunStarted) {
   ::setenv("BUILD_WORKING_DIRECTORY", "/home/me/project", 1);
   EXPECT_EQ(resolve_path("out/model.safetensors"), "/home/me/project/out/model.safetensors");

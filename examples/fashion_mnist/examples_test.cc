@@ -237,7 +237,8 @@ TEST(FashionMnist, HelpListsTheFlags) {
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(r.out.rfind("usage: cnn [--flag=value ...]\n", 0), 0u) << r.out;
   for (const std::string flag : {"--epochs=N", "--serve=N", "--checkpoint-in=PATH", "--resume=PATH",
-                                 "--batch=N", "--backend=NAME", "--no-cuda-graph", "--tf32", "--bn", "--log-every=N"}) {
+                                 "--batch=N", "--backend=NAME", "--no-cuda-graph", "--tf32", "--bn", "--log-every=N",
+                                 "--bucket-mb=F", "--first-bucket-mb=F"}) {
     EXPECT_NE(r.out.find("\n  " + flag), std::string::npos) << flag << "\n" << r.out;
   }
   EXPECT_NE(r.out.find("epochs to train (a resumed run counts the checkpoint's) (default: 10)"), std::string::npos)

@@ -44,24 +44,25 @@ driver::ProgramFlag switch_flag(const std::string& name, const std::string& help
 /// of each batch (the driver's global batch is then --batch), evaluated kEvalBatch images
 /// at a time.
 StatusOr<std::unique_ptr<driver::Trainable>> make_model(
-    const FlowPtr& net, const RunConfig& c, uint64_t seed, int num_threads,
-    std::shared_ptr<collective::Communicator> communicator, int64_t max_memory,
+    const FlowPtr& net, const RunConfig& c, const driver::ModelOptions& made,
     std::source_location where = std::source_location::current()) {
-  const int rank = communicator ? communicator->rank() : 0;
-  const int world = communicator ? communicator->world_size() : 1;
+  const int rank = made.communicator ? made.communicator->rank() : 0;
+  const int world = made.communicator ? made.communicator->world_size() : 1;
   if (c.batch % world != 0) {
     return collective::shard_batch(Tensor(Type{DType::f32, {c.batch}}), rank, world).error();
   }
   TrainOptions options;
-  options.seed = seed;
+  options.seed = made.seed;
   options.backend = c.backend;
   options.cuda_graph = c.cuda_graph;
-  options.num_threads = num_threads;
+  options.num_threads = made.num_threads;
   options.check_numerics = c.driver.check_numerics;  // refused at compile time where unsupported
-  options.max_memory = max_memory;
+  options.max_memory = made.max_memory;
   options.precision = c.driver.precision;
-  options.tf32 = c.driver.tf32;
-  options.communicator = std::move(communicator);
+  options.tf32 = made.tf32;
+  options.communicator = made.communicator;
+  options.all_reduce_bucket_bytes = made.all_reduce_bucket_bytes;
+  options.first_all_reduce_bucket_bytes = made.first_all_reduce_bucket_bytes;
   const Shape input = image_shape(c.layout, c.batch / world);
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<JitTrainable> model,
                         JitTrainable::compile(net, {{"x", Type{DType::f32, input}}}, LossSpec::cross_entropy(),
@@ -77,7 +78,7 @@ driver::FlagSet example_flags(RunConfig& c, bool allow_bn) {
                 "checkpoint-in", "partial-load", "checkpoint-out", "metrics-csv", "report",
                 "serve",  "log-every",   "check-numerics", "profile",        "precision",
                 "tf32",
-                "collective-timeout", "help"};
+                "collective-timeout", "bucket-mb", "first-bucket-mb", "help"};
   set.defaults = {{"data", c.driver.data_dir},
                   {"epochs", std::to_string(c.epochs)},
                   {"max-steps", std::to_string(c.driver.max_steps)},
@@ -143,10 +144,8 @@ void parse_flags(int argc, char** argv, RunConfig& c, bool allow_bn) {
 }
 
 int train(const FlowPtr& net, const RunConfig& c) {
-  const driver::ModelFactory factory = [&net, &c](uint64_t seed, int num_threads,
-                                                  std::shared_ptr<collective::Communicator> communicator,
-                                                  int64_t max_memory, bool /*tf32: c.driver's*/) {
-    return make_model(net, c, seed, num_threads, std::move(communicator), max_memory);
+  const driver::ModelFactory factory = [&net, &c](const driver::ModelOptions& options) {
+    return make_model(net, c, options);
   };
   return driver::run_training(c.driver, c.name, factory, stdout, stderr,
                               {.backend = c.backend,

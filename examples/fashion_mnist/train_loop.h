@@ -8,7 +8,7 @@
 // The flags these examples share with the AOT training binaries (--data, --epochs,
 // --max-steps, --seed, --lr, --checkpoint-in, --partial-load, --checkpoint-out,
 // --metrics-csv, --report, --serve, --log-every, --check-numerics, --profile, --precision,
-// --help) are
+// --tf32, --collective-timeout, --bucket-mb, --first-bucket-mb, --help) are
 // read by the driver's parser (training/driver/flags.h's FlagSet: the same values, checks
 // and error messages). Their own: --batch=B, --backend=NAME, --no-cuda-graph (cuda: launch
 // by launch instead of one CUDA graph per step), --resume=PATH (the same as

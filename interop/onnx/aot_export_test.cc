@@ -101,9 +101,8 @@ DriverRun run_with_table(const std::vector<std::string>& args, void (*edit)(aot:
   static aot::ModelTable table;  // outlives the models made from it
   table = weft_aot::AotExportMlp::table();
   edit(table);
-  driver::ModelFactory factory = [](uint64_t seed, int threads, auto, int64_t, bool)
-      -> StatusOr<std::unique_ptr<driver::Trainable>> {
-    WEFT_ASSIGN_OR_RETURN(auto m, aot::CompiledModel::create(table, seed, {.num_threads = threads}));
+  driver::ModelFactory factory = [](const driver::ModelOptions& o) -> StatusOr<std::unique_ptr<driver::Trainable>> {
+    WEFT_ASSIGN_OR_RETURN(auto m, aot::CompiledModel::create(table, o.seed, {.num_threads = o.num_threads}));
     return std::unique_ptr<driver::Trainable>(std::move(m));
   };
   std::FILE* out = std::tmpfile();

@@ -56,6 +56,12 @@ StatusOr<std::unique_ptr<ProgramExecutor>> bind(Program program, DeviceCode code
   executor.first_all_reduce_bucket_bytes = options.first_all_reduce_bucket_bytes;
   executor.max_memory = options.max_memory;
   executor.tf32 = options.tf32;
+  if (options.accumulate_steps > 1) {
+    executor.accumulation.steps = options.accumulate_steps;
+    for (size_t i = 0; i < program.inputs.size(); ++i) {
+      if (program.inputs[i].name == options.step_input) executor.accumulation.step_input = static_cast<int>(i);
+    }
+  }
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex,
                         Executor::create(std::move(program), std::move(code.module),
                                          std::move(code.symbols), executor));

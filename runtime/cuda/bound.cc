@@ -22,8 +22,12 @@ Executor::Device::~Device() {
     }
   }
   if (error) cudaFreeHost(error);
-  if (graph_exec) cudaGraphExecDestroy(graph_exec);
-  if (graph) cudaGraphDestroy(graph);
+  for (cudaGraphExec_t exec : {graph_exec, accumulate_graph_exec}) {
+    if (exec) cudaGraphExecDestroy(exec);
+  }
+  for (cudaGraph_t g : {graph, accumulate_graph}) {
+    if (g) cudaGraphDestroy(g);
+  }
   if (cublas) cublasDestroy(cublas);
   if (cudnn) cudnnDestroy(cudnn);
   if (library) cudaLibraryUnload(library);

@@ -66,6 +66,10 @@ struct Executor::Device {
   DeviceError* device_error = nullptr;
   cudaGraph_t graph = nullptr;          ///< The captured step (ExecutorOptions::cuda_graph).
   cudaGraphExec_t graph_exec = nullptr;
+  /// The step's StepVariant::accumulate, captured beside it over the same arena when
+  /// gradients are accumulated with NCCL (ExecutorOptions::accumulation); else null.
+  cudaGraph_t accumulate_graph = nullptr;
+  cudaGraphExec_t accumulate_graph_exec = nullptr;
   /// Data parallelism (ExecutorOptions::nccl; null: one process): the step's buckets
   /// (runtime/collective/bucket_plan.h), their staging block, and per bucket the event
   /// recorded on `stream` after its last member was staged and the one recorded on the
@@ -173,9 +177,10 @@ StatusOr<BoundPtr> all_reduce_bound(Executor::Device& d, int index, const Invoca
                                     void* out);
 
 /// Bucket `k` reduced on the communication stream once its members are staged, its
-/// results written there (step_schedule.h, start_bucket); and the compute stream made to
+/// results written there (step_schedule.h, start_bucket; with `unpredicated_only`, its
+/// unpredicated prefix alone: start_bucket_unpredicated); and the compute stream made to
 /// wait for that (wait_bucket).
-Status start_bucket(Executor::Device& d, size_t k);
+Status start_bucket(Executor::Device& d, size_t k, bool unpredicated_only);
 Status wait_bucket(Executor::Device& d, size_t k);
 
 /// An invocation inside a loop's body, for the device errors its kernels report: body

@@ -72,6 +72,17 @@ int64_t reduced_bytes(const collective::BucketPlan& plan) {
   return bytes;
 }
 
+// ExecutorOptions::accumulation's step input, where accumulation applies: an i64[] input.
+Status check_step_input(const Program& program, const ExecutorOptions::Accumulation& a) {
+  const bool scalar_i64 = a.step_input >= 0 && static_cast<size_t>(a.step_input) < program.inputs.size() &&
+                          program.inputs[static_cast<size_t>(a.step_input)].type == Type{DType::i64, Shape{}};
+  if (scalar_i64) return Status::ok_status();
+  return Error{"cuda::Executor: gradient accumulation over " + std::to_string(a.steps) +
+               " micro-batches needs the step number's input (ExecutorOptions::accumulation.step_input, "
+               "an i64[]), but input " + std::to_string(a.step_input) + " of program @" + program.name +
+               " is not one"};
+}
+
 // The executor runs where its NCCL communicator was started.
 Status check_nccl_device(const NcclCommunicator& nccl, int device) {
   if (nccl.device() == device) return Status::ok_status();
@@ -173,6 +184,11 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program, std::strin
                         binder.bind(program, d.arena, ex->input_ptr_, nullptr));
   ex->fallbacks_ = binder.fallbacks;
   ex->schedule_ = schedule_step(program, d.buckets);
+  if (d.nccl && options.accumulation.steps > 1 && has_predicated_bucket(d.buckets)) {
+    WEFT_RETURN_IF_ERROR(check_step_input(program, options.accumulation));
+    ex->accumulation_ = options.accumulation;
+    ex->accumulate_schedule_ = schedule_step(program, d.buckets, StepVariant::accumulate);
+  }
   ex->body_sites_ = std::move(binder.sites);
   // An update whose value is itself an input (assign(%a, %b)) must read %b's old value
   // even when %b is updated too: such values are snapshotted before any update lands.
@@ -248,22 +264,36 @@ int64_t Executor::device_bytes() const {
   return static_cast<int64_t>(bytes);
 }
 
+StepVariant Executor::next_variant() const {
+  if (accumulate_schedule_.empty()) return StepVariant::reduce;
+  return variant_of_step(next_step_, accumulation_.steps);
+}
+
 Status Executor::capture_graph() {
   Device& d = *device_;
-  WEFT_RETURN_IF_ERROR(cuda_status(
-      cudaStreamBeginCapture(d.stream, cudaStreamCaptureModeThreadLocal),
-      "cudaStreamBeginCapture (the step of program @" + program_.name + ")"));
-  const Status enqueued = enqueue_step();
-  const cudaError_t ended = cudaStreamEndCapture(d.stream, &d.graph);
-  WEFT_RETURN_IF_ERROR(enqueued);
-  WEFT_RETURN_IF_ERROR(cuda_status(ended, "cudaStreamEndCapture (program @" + program_.name + ")"));
-  return cuda_status(cudaGraphInstantiate(&d.graph_exec, d.graph, 0),
-                     "cudaGraphInstantiate (the step of program @" + program_.name + ")");
+  // Each variant is one capture of the same bound invocations: both graphs use the one
+  // arena, staging block and events, and run() replays one of them at a time.
+  auto capture = [&](StepVariant variant, cudaGraph_t& graph, cudaGraphExec_t& exec) -> Status {
+    const std::string what = std::string(variant == StepVariant::reduce ? "the step" : "the accumulating step") +
+                             " of program @" + program_.name;
+    WEFT_RETURN_IF_ERROR(cuda_status(cudaStreamBeginCapture(d.stream, cudaStreamCaptureModeThreadLocal),
+                                     "cudaStreamBeginCapture (" + what + ")"));
+    const Status enqueued = enqueue_step(nullptr, variant);
+    const cudaError_t ended = cudaStreamEndCapture(d.stream, &graph);
+    WEFT_RETURN_IF_ERROR(enqueued);
+    WEFT_RETURN_IF_ERROR(cuda_status(ended, "cudaStreamEndCapture (" + what + ")"));
+    return cuda_status(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate (" + what + ")");
+  };
+  WEFT_RETURN_IF_ERROR(capture(StepVariant::reduce, d.graph, d.graph_exec));
+  if (accumulate_schedule_.empty()) return Status::ok_status();
+  return capture(StepVariant::accumulate, d.accumulate_graph, d.accumulate_graph_exec);
 }
 
 Status Executor::set_input(int index, const Tensor& value) {
   WEFT_RETURN_IF_ERROR(check_input(index, value));
   WEFT_RETURN_IF_ERROR(cuda_status(cudaSetDevice(device_->ordinal), "cudaSetDevice"));
+  // The host keeps the step number too: it picks the next step's variant.
+  if (index == accumulation_.step_input) next_step_ = value.data<int64_t>()[0];
   // Ordered on the step's stream, before the next run(), without waiting for the
   // previous one: from pageable memory the call returns once `value` is staged; from
   // pinned memory (the data Loader's buffers) at once, the DMA reading `value` until
@@ -306,9 +336,10 @@ Error Executor::invocation_error(Error e, size_t i) const {
   return e;
 }
 
-Status Executor::enqueue_step(const std::function<Status(size_t)>& before) {
+Status Executor::enqueue_step(const std::function<Status(size_t)>& before, StepVariant variant) {
   Device& d = *device_;
-  for (const StepAction& a : schedule_) {
+  const bool accumulating = variant == StepVariant::accumulate && !accumulate_schedule_.empty();
+  for (const StepAction& a : accumulating ? accumulate_schedule_ : schedule_) {
     switch (a.kind) {
       case StepAction::Kind::invoke: {
         if (before) WEFT_RETURN_IF_ERROR(before(a.index));
@@ -316,7 +347,8 @@ Status Executor::enqueue_step(const std::function<Status(size_t)>& before) {
         if (!s.ok()) return invocation_error(s.error(), a.index);
         break;
       }
-      case StepAction::Kind::start_bucket: WEFT_RETURN_IF_ERROR(start_bucket(d, a.index)); break;
+      case StepAction::Kind::start_bucket: WEFT_RETURN_IF_ERROR(start_bucket(d, a.index, false)); break;
+      case StepAction::Kind::start_bucket_unpredicated: WEFT_RETURN_IF_ERROR(start_bucket(d, a.index, true)); break;
       case StepAction::Kind::wait_bucket: WEFT_RETURN_IF_ERROR(wait_bucket(d, a.index)); break;
     }
   }
@@ -332,10 +364,11 @@ Status Executor::run() {
   // the communicator's watchdog aborts NCCL and exits after --collective-timeout.
   const int64_t reduced = d.nccl ? reduced_bytes(d.buckets) : 0;
   if (reduced > 0) d.nccl->watch_step(reduced);
-  Status s = d.graph_exec != nullptr
-                 ? cuda_status(cudaGraphLaunch(d.graph_exec, d.stream),
-                               "cudaGraphLaunch (the step of program @" + program_.name + ")")
-                 : enqueue_step();
+  const StepVariant variant = next_variant();
+  cudaGraphExec_t graph = variant == StepVariant::accumulate ? d.accumulate_graph_exec : d.graph_exec;
+  Status s = graph != nullptr ? cuda_status(cudaGraphLaunch(graph, d.stream),
+                                            "cudaGraphLaunch (the step of program @" + program_.name + ")")
+                              : enqueue_step(nullptr, variant);
   // Leave nothing in flight, also after an error (then s is the one to report).
   const Status synced =
       cuda_status(cudaStreamSynchronize(d.stream),
@@ -384,6 +417,16 @@ std::string Executor::describe() const {
     out += std::to_string(i) + "  " + code_[i]->describe() + "\n";
   }
   if (device_->nccl) out += collective::describe(device_->buckets) + "(" + device_->nccl->describe() + ")\n";
+  if (!accumulate_schedule_.empty()) {
+    // The accumulating variant's bucket starts (its invocations are the step's).
+    std::vector<StepAction> starts;
+    for (const StepAction& a : accumulate_schedule_) {
+      if (a.kind == StepAction::Kind::start_bucket_unpredicated) starts.push_back(a);
+    }
+    out += "gradient accumulation over " + std::to_string(accumulation_.steps) +
+           " micro-batches: two captured steps; a window's last micro-batch reduces every bucket, the others:\n" +
+           cuda::describe(starts, program_, device_->buckets);
+  }
   return out;
 }
 

@@ -105,6 +105,16 @@ struct ExecutorOptions {
   /// The first bucket's limit (BindOptions', PyTorch DDP's 1 MiB): it closes early in the
   /// backward pass, so its reduction starts while the rest is computed.
   int64_t first_all_reduce_bucket_bytes = int64_t{1} << 20;
+  /// Gradient accumulation with NCCL (OptimizerSpec::accumulate_steps = `steps` > 1):
+  /// the step's accumulated gradients are reduced only on a window's last micro-batch.
+  /// The step is then captured twice over one arena (step_schedule.h, StepVariant), and
+  /// run() replays the variant that variant_of_step gives for the value last set into
+  /// input `step_input` (the 1-based step number, an i64[]: weft.step). Ignored without
+  /// NCCL, and for a step whose buckets have no predicate.
+  struct Accumulation {
+    int step_input = -1;
+    int64_t steps = 1;
+  } accumulation;
 };
 
 class Executor : public ProgramExecutor {
@@ -132,7 +142,8 @@ class Executor : public ProgramExecutor {
   Tensor input(int index) const override;
 
   /// One step: every invocation in order on one stream, then the updates; returns after
-  /// the stream is synchronized. On an error the updates are not applied.
+  /// the stream is synchronized. On an error the updates are not applied. With
+  /// accumulation (ExecutorOptions::accumulation), next_variant()'s capture.
   Status run() override;
 
   int num_outputs() const override { return static_cast<int>(program_.outputs.size()); }
@@ -143,6 +154,10 @@ class Executor : public ProgramExecutor {
   int fallbacks() const override { return fallbacks_; }
   /// True when run() replays the step as one captured CUDA graph.
   bool uses_cuda_graph() const;
+  /// The variant the next run() takes (ExecutorOptions::accumulation): accumulate when
+  /// gradients are accumulated with NCCL and the step number set last is not the last
+  /// micro-batch of its window; reduce otherwise.
+  StepVariant next_variant() const;
   /// One step launch by launch with a CUDA event pair around each invocation (the
   /// updates are not timed): milliseconds per invocation, indexed like program().code.
   /// For finding the costly kernels; the step's results are those of run().
@@ -163,7 +178,8 @@ class Executor : public ProgramExecutor {
   /// Enqueues the whole step: schedule_'s actions (every invocation on the stream, with
   /// NCCL the buckets' starts and waits), then the updates. `before` (when given) is
   /// called before each invocation and once after the last (profile_step's events).
-  Status enqueue_step(const std::function<Status(size_t)>& before = nullptr);
+  Status enqueue_step(const std::function<Status(size_t)>& before = nullptr,
+                      StepVariant variant = StepVariant::reduce);
   Status apply_updates();
   Status capture_graph();
   /// `e` at invocation `i`: its location (when `e` has none) and which invocation.
@@ -176,6 +192,11 @@ class Executor : public ProgramExecutor {
   /// The step's enqueue order (step_schedule.h): code_ in order, with NCCL the buckets'
   /// starts and waits among them.
   std::vector<StepAction> schedule_;
+  /// StepVariant::accumulate's order, when gradients are accumulated with NCCL
+  /// (ExecutorOptions::accumulation and a predicated bucket); else empty.
+  std::vector<StepAction> accumulate_schedule_;
+  ExecutorOptions::Accumulation accumulation_;
+  int64_t next_step_ = 0;  ///< The step number last set into accumulation_.step_input.
   std::vector<void*> snapshots_;  ///< Device copies of update values that are inputs.
   /// The invocations inside loop bodies, for their device errors (device.h, BodySite).
   std::vector<BodySite> body_sites_;

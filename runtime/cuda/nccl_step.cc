@@ -2,9 +2,10 @@
 // events, the all_reduce invocations bound as staging copies (or reduced alone), and a
 // bucket's start on the communication stream and its wait on the compute stream. An
 // all_reduce's predicate (its optional second operand, gradient accumulation's window)
-// is ignored: the step is captured in a CUDA graph, where a device value cannot skip a
-// captured call, so every micro-batch reduces the partial sum, which is also right
-// (runtime/collective/README.md).
+// is never read on the device: a device value cannot skip a call captured in a CUDA
+// graph. The host picks the step's variant instead (step_schedule.h, StepVariant): a
+// predicated bucket started unpredicated_only reduces its unpredicated prefix alone and
+// copies the whole slice back, so its predicated members' results are their operands.
 #include <cstddef>
 #include <string>
 #include <utility>
@@ -21,16 +22,16 @@ Status create_event(cudaEvent_t& e) {
   return cuda_status(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags (bucket)");
 }
 
-// `data`'s reduction in place on the communication stream, after everything enqueued so
-// far on the compute stream (`ready` recorded there); `done` recorded once it and
-// `after` (the unstaging copies) have run.
+// `data`'s reduction in place on the communication stream (none when `count` is 0),
+// after everything enqueued so far on the compute stream (`ready` recorded there);
+// `done` recorded once it and `after` (the unstaging copies) have run.
 template <typename After>
 Status reduce_on_comm_stream(Device& d, cudaEvent_t ready, cudaEvent_t done, void* data, int64_t count, DType dtype,
                              collective::Reduction reduction, After after) {
   cudaStream_t comm = d.nccl->stream();
   WEFT_RETURN_IF_ERROR(cuda_status(cudaEventRecord(ready, d.stream), "cudaEventRecord (gradients ready)"));
   WEFT_RETURN_IF_ERROR(cuda_status(cudaStreamWaitEvent(comm, ready, 0), "cudaStreamWaitEvent (communication stream)"));
-  WEFT_RETURN_IF_ERROR(d.nccl->device_all_reduce(data, count, dtype, reduction, comm));
+  if (count > 0) WEFT_RETURN_IF_ERROR(d.nccl->device_all_reduce(data, count, dtype, reduction, comm));
   WEFT_RETURN_IF_ERROR(after(comm));
   return cuda_status(cudaEventRecord(done, comm), "cudaEventRecord (reduction done)");
 }
@@ -140,9 +141,10 @@ StatusOr<BoundPtr> all_reduce_bound(Device& d, int index, const Invocation& inv,
   return Error{"unreachable"};
 }
 
-Status start_bucket(Device& d, size_t k) {
+Status start_bucket(Device& d, size_t k, bool unpredicated_only) {
   const collective::Bucket& b = d.buckets.buckets[k];
-  return reduce_on_comm_stream(d, d.staged[k], d.reduced[k], staging_slice(d, b, 0), b.count, b.dtype, b.reduction,
+  const int64_t count = unpredicated_only ? b.always_count : b.count;
+  return reduce_on_comm_stream(d, d.staged[k], d.reduced[k], staging_slice(d, b, 0), count, b.dtype, b.reduction,
                                [&](cudaStream_t comm) { return unstage(d, k, comm); });
 }
 

@@ -454,18 +454,25 @@ std::string cpp_string(const std::string& s) {
 
 /// [Distributed] on the GPU, after every other case (so theirs keep their inputs): the
 /// MLP step with its gradients' all_reduce ops (a Trainer given single_process(): the
-/// ops, each changing nothing on one rank). cases_test checks it against the reference;
-/// nccl_step_test runs it through NCCL with one rank against the same step without.
+/// ops, each changing nothing on one rank), and the same step accumulating gradients over
+/// 2 micro-batches (its gradients' all_reduce predicated on the window's last). cases_test
+/// checks them against the reference; nccl_step_test runs them through NCCL with one rank
+/// against the same step without (the accumulating one with its two captured graphs).
 std::vector<GraphCase> data_parallel_cases() {
   StatusOr<FlowPtr> net = FlowBuilder::from(Linear(784, 256)).through(ReLU()).through(Linear(256, 256))
                               .through(ReLU()).through(Linear(256, 10)).build();
   WEFT_CHECK(net.ok(), net.ok() ? "" : net.error().to_string());
-  StatusOr<Trainer> t = Trainer::compile(*net, {{"x", f32({128, 784})}}, LossSpec::cross_entropy(),
-                                         OptimizerSpec::adam(1e-3),
-                                         {.seed = 3, .backend = "reference",
-                                          .communicator = collective::single_process()});
-  WEFT_CHECK(t.ok(), t.ok() ? "" : t.error().to_string());
-  return {{"mlp784_adam_all_reduce_step", t->step_graph(), 3}};
+  std::vector<GraphCase> cases;
+  for (const int64_t accumulate : {1, 2}) {
+    StatusOr<Trainer> t = Trainer::compile(*net, {{"x", f32({128, 784})}}, LossSpec::cross_entropy(),
+                                           OptimizerSpec::adam(1e-3).with_accumulation(accumulate),
+                                           {.seed = 3, .backend = "reference",
+                                            .communicator = collective::single_process()});
+    WEFT_CHECK(t.ok(), t.ok() ? "" : t.error().to_string());
+    cases.push_back({accumulate == 1 ? "mlp784_adam_all_reduce_step" : "mlp784_adam_accumulate2_all_reduce_step",
+                     t->step_graph(), accumulate == 1 ? 3 : 4});
+  }
+  return cases;
 }
 
 int run(const std::string& out_path, bool suite, DType precision) {

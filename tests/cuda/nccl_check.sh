@@ -6,8 +6,13 @@
 #     by ncclAllReduce on the communication stream, joined back, inside the step's one
 #     CUDA graph — bitwise equal to the same step without NCCL after 10 steps, with the
 #     default buckets and with 4 KiB ones, and launch by launch; a local rank without its
-#     GPU refused. Run twice: plainly, and with the torchrun variables of a world of one
-#     (LOCAL_RANK=0 WORLD_SIZE=1 RANK=0).
+#     GPU refused. Gradient accumulation (mlp784_adam_accumulate2_all_reduce_step, 2
+#     micro-batches): the two captured graphs over one arena, the host replaying the
+#     accumulating one (the gradients' buckets not reduced) on a window's first
+#     micro-batch and the reducing one on its last — bitwise equal to the single-GPU step
+#     with accumulation after 6 micro-batches, and launch by launch
+#     (NcclStep.AccumulationOnOneRankEqualsTheSingleGpuStepBitwise). Run twice: plainly,
+#     and with the torchrun variables of a world of one (LOCAL_RANK=0 WORLD_SIZE=1 RANK=0).
 #  2. cases_test's all_reduce case against the reference interpreter (graph and
 #     launches), then executor_test (the executor's schedule walk, profile_step).
 #  3. nccl_bandwidth: ncclAllReduce (f32 sum, in place) for 1 to 256 MiB buffers: time,
@@ -46,7 +51,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 ls -l /usr/lib/x86_64-linux-gnu/libnccl.so* 2>/dev/null | head -2
 timeout 90 .gpu/nccl_step_test --gtest_brief=0 >"$out/nccl_step.txt" 2>&1
 echo "== nccl_step_test rc=$? $(line '^\[  (PASSED|FAILED|SKIPPED)' "$out/nccl_step.txt")"
-grep -E "Failure|error|Which is|stage into bucket 0|^bucket|NCCL" "$out/nccl_step.txt" | head -24 | cut -c1-200
+grep -E "Failure|error|Which is|stage into bucket 0|^bucket|NCCL|accumulat" "$out/nccl_step.txt" | head -30 | cut -c1-200
 LOCAL_RANK=0 WORLD_SIZE=1 RANK=0 timeout 90 .gpu/nccl_step_test --gtest_brief=1 >"$out/nccl_step_torchrun.txt" 2>&1
 echo "== nccl_step_test (LOCAL_RANK=0 WORLD_SIZE=1) rc=$? $(line '^\[  (PASSED|FAILED)' "$out/nccl_step_torchrun.txt")"
 

@@ -29,13 +29,18 @@ using cuda_cases::Case;
 #define SKIP_WITHOUT_GPU() \
   if (!available()) GTEST_SKIP() << "no GPU: " << unavailable_reason()
 
-const Case& all_reduce_case() {
+const Case& named_case(const std::string& name) {
   for (const Case& c : cuda_cases::all_cases()) {
-    if (c.name == "mlp784_adam_all_reduce_step") return c;
+    if (c.name == name) return c;
   }
-  WEFT_CHECK(false, "nccl_step_test: no mlp784_adam_all_reduce_step among the cases");
+  WEFT_CHECK(false, "nccl_step_test: no " + name + " among the cases");
   return cuda_cases::all_cases()[0];
 }
+
+const Case& all_reduce_case() { return named_case("mlp784_adam_all_reduce_step"); }
+
+// The same step accumulating gradients over 2 micro-batches (gen_cases_main.cc).
+const Case& accumulate_case() { return named_case("mlp784_adam_accumulate2_all_reduce_step"); }
 
 // The GPU of this rank: LOCAL_RANK as torchrun sets it (0 when unset). One rank only: a
 // WORLD_SIZE above 1 is a launch this test does not make.
@@ -62,10 +67,10 @@ std::unique_ptr<Executor> bind(const Case& c, ExecutorOptions options) {
   return std::move(*ex);
 }
 
-// Every input of `a` and `b` (parameters and optimizer state) after `steps` steps from
-// the same seeded inputs, compared byte for byte; the outputs (the loss) of the last.
-void expect_bitwise_equal_steps(Executor& a, Executor& b, int steps) {
-  const Case& c = all_reduce_case();
+// Every input of `a` and `b` (parameters and optimizer state) after `steps` steps of
+// case `c` from the same seeded inputs, compared byte for byte; the outputs (the loss)
+// of the last.
+void expect_bitwise_equal_steps(Executor& a, Executor& b, int steps, const Case& c = all_reduce_case()) {
   const Graph g = cuda_cases::parse_case(c);
   std::vector<Tensor> inputs = cuda_cases::make_inputs(g, 32);
   for (int step = 0; step < steps; ++step) {
@@ -145,6 +150,74 @@ TEST(NcclStep, TheLoweredStepsFirstBucketStartsDuringTheBackwardPass) {
   }
   std::printf("invocations overlapping bucket 0: %zu\n", invocations_meanwhile);
   EXPECT_GT(invocations_meanwhile, 0u);
+}
+
+// Gradient accumulation over 2 micro-batches with NCCL: two captured graphs over one
+// arena, the host replaying the accumulating one on a window's first micro-batch and the
+// reducing one on its last; after 6 micro-batches (3 updates) parameters and optimizer
+// state are bitwise those of the same step on one GPU without NCCL.
+TEST(NcclStep, AccumulationOnOneRankEqualsTheSingleGpuStepBitwise) {
+  SKIP_WITHOUT_GPU();
+  const Case& c = accumulate_case();
+  std::unique_ptr<Executor> single = bind(c, {.device = local_rank()});
+  const int step_input = single->find_input("weft.step");
+  ASSERT_GE(step_input, 0);
+  std::unique_ptr<Executor> two_graphs =
+      bind(c, {.device = local_rank(), .nccl = nccl(), .accumulation = {.step_input = step_input, .steps = 2}});
+  EXPECT_TRUE(two_graphs->uses_cuda_graph());
+  const std::string described = two_graphs->describe();
+  std::printf("%s", described.c_str());
+  EXPECT_NE(described.find("gradient accumulation over 2 micro-batches: two captured steps"), std::string::npos)
+      << described;
+  EXPECT_NE(described.find("elements: accumulating)"), std::string::npos) << described;
+  for (const int64_t step : {1, 2, 3}) {
+    ASSERT_TRUE(two_graphs->set_input(step_input, Tensor::scalar(DType::i64, static_cast<double>(step))).ok());
+    EXPECT_EQ(two_graphs->next_variant(), step % 2 == 0 ? StepVariant::reduce : StepVariant::accumulate) << step;
+  }
+  expect_bitwise_equal_steps(*single, *two_graphs, 6, c);
+  // Launch by launch, the host picks the same schedules.
+  std::unique_ptr<Executor> single_again = bind(c, {.device = local_rank()});
+  std::unique_ptr<Executor> launches = bind(c, {.device = local_rank(), .cuda_graph = false, .nccl = nccl(),
+                                                .accumulation = {.step_input = step_input, .steps = 2}});
+  expect_bitwise_equal_steps(*single_again, *launches, 4, c);
+}
+
+// Accumulation needs the step number's input to choose a graph: a binding without it
+// (or naming another input) is refused, naming the option.
+TEST(NcclStep, AccumulationWithoutTheStepInputIsRefused) {
+  SKIP_WITHOUT_GPU();
+  const Case& c = accumulate_case();
+  StatusOr<std::unique_ptr<Executor>> ex =
+      Executor::create(c.program(), c.ptx, c.symbols,
+                       {.device = local_rank(), .nccl = nccl(), .accumulation = {.step_input = -1, .steps = 2}});
+  ASSERT_FALSE(ex.ok());
+  EXPECT_EQ(ex.error().message,
+            "cuda::Executor: gradient accumulation over 2 micro-batches needs the step number's input "
+            "(ExecutorOptions::accumulation.step_input, an i64[]), but input -1 of program @" +
+                c.program().name + " is not one");
+}
+
+// No GPU needed: the lowered accumulating step's gradients share predicated buckets,
+// and the schedule replayed on a window's first micro-batch reduces none of them — only
+// the loss (one element), which is reduced every micro-batch.
+TEST(NcclStep, TheAccumulatingScheduleReducesOnlyTheLoss) {
+  const Program program = accumulate_case().program();
+  StatusOr<collective::BucketPlan> plan = collective::plan_buckets(program, {});
+  ASSERT_TRUE(plan.ok()) << plan.error().to_string();
+  std::printf("%s", collective::describe(*plan).c_str());
+  ASSERT_TRUE(has_predicated_bucket(*plan));
+  int64_t reduced_while_accumulating = 0, reduced_on_the_last = 0;
+  for (const StepAction& a : schedule_step(program, *plan, StepVariant::accumulate)) {
+    const collective::Bucket& b = plan->buckets[a.index];
+    EXPECT_FALSE(a.kind == StepAction::Kind::start_bucket && b.predicate) << "bucket " << a.index;
+    if (a.kind == StepAction::Kind::start_bucket) reduced_while_accumulating += b.count;
+    if (a.kind == StepAction::Kind::start_bucket_unpredicated) reduced_while_accumulating += b.always_count;
+  }
+  for (const StepAction& a : schedule_step(program, *plan, StepVariant::reduce)) {
+    if (a.kind == StepAction::Kind::start_bucket) reduced_on_the_last += plan->buckets[a.index].count;
+  }
+  EXPECT_EQ(reduced_while_accumulating, 1);  // the loss
+  EXPECT_EQ(reduced_on_the_last, 784 * 256 + 256 + 256 * 256 + 256 + 256 * 10 + 10 + 1);
 }
 
 // On a machine with one GPU, a second rank there (local rank 1) is refused before NCCL

@@ -77,6 +77,27 @@ TEST(AotDataParallel, TwoRanksOfTheBinaryMatchOneProcessOnTheGlobalBatch) {
   EXPECT_LT(want["loss"].back(), 0.8 * want["loss"].front());
 }
 
+// --bucket-mb and --first-bucket-mb reach the binary's model (driver::ModelOptions, the
+// generated factory, CompiledModelOptions): by default the step's all_reduce ops share
+// a bucket, with --bucket-mb=0 each is its own call (the profile's rows say which); the
+// losses are the same bits either way (a mean over 2 ranks of each element).
+TEST(AotDataParallel, BucketSizesReachTheModel) {
+  StatusOr<std::string> data = testing::write_regressor_data(testing::test_tmpdir());
+  ASSERT_TRUE(data.ok()) << data.error().to_string();
+  const std::string run = kMpirun + "tests/data_parallel/aot_regressor --data-parallel --epochs=1 --profile" + *data;
+  CommandResult bucketed = run_mpi(run + " --metrics-csv=" + tmp("bucketed.csv"));
+  ASSERT_EQ(bucketed.exit_code, 0) << bucketed.out;
+  CommandResult alone = run_mpi(run + " --bucket-mb=0 --first-bucket-mb=0 --metrics-csv=" + tmp("alone.csv"));
+  ASSERT_EQ(alone.exit_code, 0) << alone.out;
+  EXPECT_GT(count(bucketed.out, "into bucket of"), 0) << bucketed.out;
+  EXPECT_EQ(count(alone.out, "into bucket of"), 0) << alone.out;
+  EXPECT_GT(count(alone.out, "all_reduce mean"), 0) << alone.out;
+  EXPECT_EQ(read_metrics(tmp("alone.csv"))["loss"], read_metrics(tmp("bucketed.csv"))["loss"]);
+  CommandResult refused = run_mpi(kMpirun + "tests/data_parallel/aot_regressor --data-parallel --bucket-mb=-1" + *data);
+  EXPECT_NE(refused.exit_code, 0) << refused.out;
+  EXPECT_EQ(count(refused.out, "error: --bucket-mb=-1: must be in [0, 65536] MiB\n"), 2) << refused.out;
+}
+
 // Fewer samples than one global batch (the model's 4 rows times 2 ranks): every rank says so.
 TEST(AotDataParallel, FewerSamplesThanOneGlobalBatchIsAnError) {
   Tensor x(Type{DType::f32, {6, 3}}), y(Type{DType::f32, {6, 2}});

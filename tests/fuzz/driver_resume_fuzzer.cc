@@ -89,7 +89,7 @@ Fixture make_fixture() {
   FUZZ_CHECK(f.devnull != nullptr, "cannot open /dev/null");
 
   weft::StatusOr<std::unique_ptr<Trainable>> model =
-      weft::driver::make_compiled_model(/*seed=*/0, /*num_threads=*/1);
+      weft::driver::make_compiled_model({.seed = 0, .num_threads = 1});
   FUZZ_CHECK(model.ok(), "the model: " + model.status().to_string());
   f.model = std::move(*model);
   const int64_t batch = f.model->step_inputs()[0].type.shape[0];
@@ -133,13 +133,8 @@ int drive(Fixture& f, const std::vector<std::string>& args, std::string& err) {
   size_t length = 0;
   std::FILE* err_stream = open_memstream(&buffer, &length);
   FUZZ_CHECK(err_stream != nullptr, "open_memstream");
-  const int status = weft::driver::run_driver(
-      args, "resume_fuzz",
-      [](uint64_t seed, int threads, std::shared_ptr<weft::collective::Communicator> comm,
-         int64_t max_memory, bool tf32) {
-        return weft::driver::make_compiled_model(seed, threads, comm, max_memory, tf32);
-      },
-      f.devnull, err_stream);
+  const int status =
+      weft::driver::run_driver(args, "resume_fuzz", weft::driver::make_compiled_model, f.devnull, err_stream);
   std::fclose(err_stream);
   err.assign(buffer, length);
   std::free(buffer);

@@ -49,7 +49,7 @@ int run(int argc, char** argv) {
     return 0;
   }
   auto t0 = std::chrono::steady_clock::now();
-  StatusOr<std::unique_ptr<driver::Trainable>> t = driver::make_compiled_model(0, threads);
+  StatusOr<std::unique_ptr<driver::Trainable>> t = driver::make_compiled_model({.seed = 0, .num_threads = threads});
   if (!t.ok()) return fail(t.error().to_string());
   auto t1 = std::chrono::steady_clock::now();
   std::unique_ptr<CompiledModel> aot(dynamic_cast<CompiledModel*>(t->release()));

@@ -165,6 +165,7 @@ struct Generated {
   std::vector<std::pair<std::string, double>> group_lrs;
   double lr = 0;
   double momentum = 0;
+  int64_t accumulate_steps = 1;
   std::vector<TensorSpec> step_inputs, eval_inputs, eval_outputs;
   const Program* step = nullptr;
   const Program* eval = nullptr;
@@ -320,6 +321,7 @@ std::string source(const Generated& g) {
      << "  t.structural_hash = " << g.structural_hash << "ULL;\n"
      << "  t.lr = " << exact(g.lr) << ";\n"
      << "  t.momentum = " << exact(g.momentum) << ";\n"
+     << "  t.accumulate_steps = " << g.accumulate_steps << ";\n"
      << "  t.checkpoint_batch = " << g.checkpoint_batch << ";\n";
   for (const auto& [path, lr] : g.group_lrs) {
     os << "  t.group_lrs.emplace_back(" << quoted(path) << ", " << exact(lr) << ");\n";
@@ -378,13 +380,14 @@ std::string factory(const Generated& g) {
          ": the model a weft_binary trains. Do not edit.\n#include " + quoted(g.include) +
          "\n#include \"training/driver/trainable.h\"\n\n"
          "namespace weft::driver {\n\n"
-         "StatusOr<std::unique_ptr<Trainable>> make_compiled_model(\n"
-         "    uint64_t seed, int num_threads, std::shared_ptr<collective::Communicator> communicator,\n"
-         "    int64_t max_memory, bool tf32) {\n"
-         "  WEFT_ASSIGN_OR_RETURN(" + q + " m, " + q + "::create(seed, {.num_threads = num_threads,\n"
-         "                                                .communicator = std::move(communicator),\n"
-         "                                                .max_memory = max_memory,\n"
-         "                                                .tf32 = tf32}));\n"
+         "StatusOr<std::unique_ptr<Trainable>> make_compiled_model(const ModelOptions& o) {\n"
+         "  WEFT_ASSIGN_OR_RETURN(" + q + " m, " + q + "::create(o.seed,\n"
+         "      {.num_threads = o.num_threads,\n"
+         "       .communicator = o.communicator,\n"
+         "       .all_reduce_bucket_bytes = o.all_reduce_bucket_bytes,\n"
+         "       .first_all_reduce_bucket_bytes = o.first_all_reduce_bucket_bytes,\n"
+         "       .max_memory = o.max_memory,\n"
+         "       .tf32 = o.tf32}));\n"
          "  return std::unique_ptr<Trainable>(m.release());\n}\n\n"
          "std::string compiled_model_backend() { return " + quoted(g.options.backend) + "; }\n\n"
          "std::string compiled_model_precision() { return " + quoted(std::string(dtype_name(g.options.precision))) +
@@ -480,6 +483,7 @@ int run(int argc, char** argv) {
   g.checkpoint_batch = schema.batch;
   g.lr = optimizer->lr;
   g.momentum = optimizer->first_momentum();
+  g.accumulate_steps = optimizer->accumulate_steps;
   for (size_t i = 0; i < optimizer->groups.size(); ++i) {
     g.group_lrs.emplace_back(optimizer->groups[i].path, optimizer->group_spec(i).lr);
   }

@@ -42,7 +42,7 @@ std::vector<std::string> split(const std::string& flags) {
 
 Pair make_pair_of_models() {
   Pair p;
-  StatusOr<std::unique_ptr<driver::Trainable>> t = driver::make_compiled_model(kSeed, kThreads);
+  StatusOr<std::unique_ptr<driver::Trainable>> t = driver::make_compiled_model({.seed = kSeed, .num_threads = kThreads});
   EXPECT_TRUE(t.ok()) << t.error().to_string();
   if (!t.ok()) return p;
   p.aot.reset(dynamic_cast<CompiledModel*>(t->release()));

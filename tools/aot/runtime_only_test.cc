@@ -72,7 +72,7 @@ TEST(AotRuntimeOnly, DeviceCodeIsConsistent) {
 TEST(AotRuntimeOnly, TrainsWithoutMlirOrLlvm) {
   const Backend& backend = **find_backend(linked_model_table().backend);
   const std::string unavailable = backend.unavailable_reason ? backend.unavailable_reason() : "";
-  StatusOr<std::unique_ptr<driver::Trainable>> m = driver::make_compiled_model(/*seed=*/1, 0);
+  StatusOr<std::unique_ptr<driver::Trainable>> m = driver::make_compiled_model({.seed = 1});
   if (!unavailable.empty()) {  // the binary starts, and says why it cannot bind
     ASSERT_FALSE(m.ok());
     EXPECT_EQ(m.error().message, "no CUDA device: " + unavailable);

@@ -125,6 +125,8 @@ StatusOr<std::unique_ptr<CompiledModel>> CompiledModel::create(const ModelTable&
   bind.first_all_reduce_bucket_bytes = options.first_all_reduce_bucket_bytes;
   bind.max_memory = options.max_memory;
   bind.tf32 = options.tf32;
+  bind.accumulate_steps = table.accumulate_steps;
+  bind.step_input = kStep;
   if (table.step_program != nullptr) {
     WEFT_ASSIGN_OR_RETURN(m->step_, m->backend_->bind(table.step_program(), table.step_code(), bind));
     WEFT_ASSIGN_OR_RETURN(m->step_batch_, batch_inputs(m->step_->program(), table.step_inputs));

@@ -110,6 +110,11 @@ struct ModelTable {
   /// weft.momentum input where it has one (OptimizerSpec::with_scheduled_momentum) until
   /// set_momentum changes it.
   double momentum = 0;
+  /// Gradient accumulation's window (OptimizerSpec::accumulate_steps; 1: none): the
+  /// step takes its update every accumulate_steps-th call. Bound with it
+  /// (BindOptions::accumulate_steps), a cuda step with NCCL reduces the accumulated
+  /// gradients on a window's last micro-batch only.
+  int64_t accumulate_steps = 1;
 
   std::vector<driver::TensorSpec> step_inputs;   ///< Empty when inference-only.
   std::vector<driver::TensorSpec> eval_inputs;

@@ -86,6 +86,16 @@ StatusOr<Evaluation> evaluate_split(Trainable& model, const Split& test) {
   return result;
 }
 
+ModelOptions model_options(const DriverConfig& config, std::shared_ptr<collective::Communicator> communicator) {
+  return {.seed = config.seed,
+          .num_threads = static_cast<int>(config.threads),
+          .communicator = std::move(communicator),
+          .max_memory = config.max_memory,
+          .tf32 = config.tf32,
+          .all_reduce_bucket_bytes = config.bucket_bytes,
+          .first_all_reduce_bucket_bytes = config.first_bucket_bytes};
+}
+
 namespace {
 
 // `args` without a --backend naming `info.backend`; an error for one naming another.

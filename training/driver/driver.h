@@ -41,10 +41,12 @@ inline constexpr int kExitUsage = 2;    ///< The command line is wrong (or does 
 // and exit with 128 + the signal (130, 143).
 
 /// Makes the model: make_compiled_model in a training binary.
-/// (make_compiled_model's arguments: seed, threads, communicator, --max-memory, --tf32.)
-using ModelFactory = std::function<StatusOr<std::unique_ptr<Trainable>>(
-    uint64_t seed, int num_threads, std::shared_ptr<collective::Communicator> communicator,
-    int64_t max_memory, bool tf32)>;
+using ModelFactory = std::function<StatusOr<std::unique_ptr<Trainable>>(const ModelOptions& options)>;
+
+/// What the command line says about the model (the one place the factory's options are
+/// filled from flags): --seed, --threads, --max-memory, --tf32, --bucket-mb,
+/// --first-bucket-mb, and `communicator` (--data-parallel's; nullptr: one process).
+ModelOptions model_options(const DriverConfig& config, std::shared_ptr<collective::Communicator> communicator);
 
 /// What one evaluation on a test split measured.
 struct Evaluation {

@@ -496,10 +496,11 @@ TEST(Driver, HelpListsEveryFlag) {
         "--cyclic-mode=MODE", "--cyclic-gamma=X", "--base-momentum=X", "--max-momentum=X", "--no-cycle-momentum", "--checkpoint-in=PATH", "--partial-load", "--checkpoint-out=PATH",
         "--checkpoint-every=N", "--export-onnx=PATH", "--eval-every=N", "--metrics-csv=PATH", "--epoch-csv=PATH", "--report=PATH", "--serve=N", "--log-every=N",
         "--check-numerics",
-        "--profile", "--data-parallel", "--collective-timeout=N", "--help"}) {
+        "--profile", "--data-parallel", "--collective-timeout=N", "--bucket-mb=F", "--first-bucket-mb=F",
+        "--help"}) {
     EXPECT_NE(r.out.find(std::string("\n  ") + flag), std::string::npos) << flag;
   }
-  EXPECT_EQ(count(r.out, "\\(default: "), 45);  // every flag but --help
+  EXPECT_EQ(count(r.out, "\\(default: "), 47);  // every flag but --help
 }
 
 // A binary trains on the backend its model was compiled for: --backend naming it is a

@@ -160,7 +160,7 @@ std::string tmp(const std::string& name) {
 }
 
 TEST(RunDriver, ExitStatuses) {
-  ModelFactory factory = [](uint64_t, int, std::shared_ptr<collective::Communicator>, int64_t, bool) -> StatusOr<std::unique_ptr<Trainable>> {
+  ModelFactory factory = [](const ModelOptions&) -> StatusOr<std::unique_ptr<Trainable>> {
     return std::unique_ptr<Trainable>(classifier(5));
   };
   Split data = classification(40, 3);
@@ -221,7 +221,7 @@ TEST(RunDriver, ExitStatuses) {
   EXPECT_EQ(r.status, kExitRuntime);
   EXPECT_EQ(r.err, "error: train: 7 training samples do not make one batch of 8 (the model's batch size)\n");
 
-  ModelFactory failing = [](uint64_t, int, std::shared_ptr<collective::Communicator>, int64_t, bool) -> StatusOr<std::unique_ptr<Trainable>> {
+  ModelFactory failing = [](const ModelOptions&) -> StatusOr<std::unique_ptr<Trainable>> {
     return Error{"no such model"};
   };
   r = run({}, failing);
@@ -229,16 +229,15 @@ TEST(RunDriver, ExitStatuses) {
   EXPECT_EQ(r.err, "error: no such model\n");
 }
 
-// --tf32 reaches the model's factory (make_compiled_model's `tf32`, which a training
-// binary's generated source passes to CompiledModelOptions::tf32), off without the flag.
+// --tf32 reaches the model's factory (ModelOptions::tf32, which a training binary's
+// generated source passes to CompiledModelOptions::tf32), off without the flag.
 TEST(RunDriver, Tf32ReachesTheFactory) {
   Split data = classification(8, 3);
   ASSERT_TRUE(write_npy(tmp("tx.npy"), data.columns[0].array).ok());
   ASSERT_TRUE(write_npy(tmp("ty.npy"), data.columns[1].array).ok());
   std::vector<bool> asked;
-  ModelFactory factory = [&asked](uint64_t, int, std::shared_ptr<collective::Communicator>, int64_t,
-                                  bool tf32) -> StatusOr<std::unique_ptr<Trainable>> {
-    asked.push_back(tf32);
+  ModelFactory factory = [&asked](const ModelOptions& options) -> StatusOr<std::unique_ptr<Trainable>> {
+    asked.push_back(options.tf32);
     return std::unique_ptr<Trainable>(classifier(5));
   };
   const std::string train = "--train=" + tmp("tx.npy") + "," + tmp("ty.npy");
@@ -247,6 +246,30 @@ TEST(RunDriver, Tf32ReachesTheFactory) {
     EXPECT_EQ(r.status, kExitOk) << r.err;
   }
   EXPECT_EQ(asked, (std::vector<bool>{false, true}));
+}
+
+// The one place the factory's options come from flags: every field from its flag, the
+// bucket sizes from --bucket-mb and --first-bucket-mb (a data-parallel run's own; the
+// in-process driver cannot launch ranks, so model_options is checked directly).
+TEST(RunDriver, ModelOptionsComeFromTheFlags) {
+  StatusOr<DriverConfig> config = parse_flags({"--seed=7", "--threads=3", "--max-memory=64M", "--tf32",
+                                               "--data-parallel", "--bucket-mb=0.5", "--first-bucket-mb=0"});
+  ASSERT_TRUE(config.ok()) << config.error().to_string();
+  std::shared_ptr<collective::Communicator> world = collective::single_process();
+  const ModelOptions o = model_options(*config, world);
+  EXPECT_EQ(o.seed, 7u);
+  EXPECT_EQ(o.num_threads, 3);
+  EXPECT_EQ(o.max_memory, int64_t{64} << 20);
+  EXPECT_TRUE(o.tf32);
+  EXPECT_EQ(o.communicator, world);
+  EXPECT_EQ(o.all_reduce_bucket_bytes, int64_t{1} << 19);
+  EXPECT_EQ(o.first_all_reduce_bucket_bytes, 0);
+  StatusOr<DriverConfig> defaults = parse_flags({});
+  ASSERT_TRUE(defaults.ok());
+  const ModelOptions d = model_options(*defaults, nullptr);
+  EXPECT_EQ(d.all_reduce_bucket_bytes, int64_t{25} << 20);
+  EXPECT_EQ(d.first_all_reduce_bucket_bytes, int64_t{1} << 20);
+  EXPECT_EQ(d.communicator, nullptr);
 }
 
 /// The classifier with SGD(momentum 0.9), its momentum scheduled (a weft.momentum input)
@@ -273,8 +296,7 @@ TEST(RunDriver, OneCycleCyclesTheMomentumOfAModelThatTakesIt) {
                                          "--schedule=onecycle", "--metrics-csv=" + tmp("m.csv"),
                                          "--epoch-csv=" + tmp("e.csv")};
   auto factory = [](bool scheduled) -> ModelFactory {
-    return [scheduled](uint64_t, int, std::shared_ptr<collective::Communicator>,
-                       int64_t, bool) -> StatusOr<std::unique_ptr<Trainable>> {
+    return [scheduled](const ModelOptions&) -> StatusOr<std::unique_ptr<Trainable>> {
       return std::unique_ptr<Trainable>(sgd_classifier(scheduled));
     };
   };

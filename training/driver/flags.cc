@@ -285,6 +285,28 @@ std::vector<Flag> make_flags() {
           "non-zero, naming the peer and the collective (on cuda: a whole step with NCCL reductions, "
           "then ncclCommAbort)",
           &DriverConfig::collective_timeout, 1, 86400);
+  auto bucket = [&](std::string name, std::string def, std::string help, int64_t DriverConfig::*field) {
+    f.push_back({name, "F", std::move(def), std::move(help),
+                 [name, field](DriverConfig& c, const std::string& v) -> Status {
+                   const FlagNumber<int64_t> bytes = parse_bucket_mebibytes(v);
+                   if (bytes.malformed) return bad(name, v, "not a number of MiB");
+                   if (!bytes.ok()) {
+                     std::ostringstream most;
+                     most << kMaxBucketMebibytes;
+                     return bad(name, v, "must be in [0, " + most.str() + "] MiB");
+                   }
+                   c.*field = bytes.value;
+                   return Status();
+                 }});
+  };
+  bucket("bucket-mb", "25",
+         "--data-parallel: the gradients' all-reduce calls take buckets of up to F MiB (PyTorch DDP's "
+         "bucket_cap_mb; fractions allowed); 0: one reduction per gradient",
+         &DriverConfig::bucket_bytes);
+  bucket("first-bucket-mb", "1",
+         "--data-parallel: the first bucket closes at F MiB (or at --bucket-mb when smaller), so its "
+         "reduction starts early in the backward pass",
+         &DriverConfig::first_bucket_bytes);
   f.push_back({"help", "", "", "print this list and exit",
                [](DriverConfig& c, const std::string&) -> Status {
                  c.help = true;
@@ -351,6 +373,12 @@ Status check(const DriverConfig& c, const std::vector<std::string>& given) {
   if (was_given("collective-timeout") && !c.data_parallel) {
     return Error{"--collective-timeout applies to --data-parallel (how long a rank waits for its peers), "
                  "which is not given"};
+  }
+  for (const std::string flag : {"bucket-mb", "first-bucket-mb"}) {
+    if (was_given(flag) && !c.data_parallel) {
+      return Error{"--" + flag + " applies to --data-parallel (the size of the gradients' all-reduce "
+                   "buckets), which is not given"};
+    }
   }
   if (was_given("min-lr") && c.schedule != "cosine" && c.schedule != "warmup-cosine") {
     return Error{"--min-lr applies to --schedule=cosine or warmup-cosine, not --schedule=" + c.schedule};

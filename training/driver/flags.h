@@ -98,6 +98,11 @@ struct DriverConfig {
   bool data_parallel = false;
   /// --collective-timeout: how long a rank waits for its peers in one collective.
   int64_t collective_timeout = 300;
+  /// --bucket-mb: with more than one rank the gradients' all_reduce calls share buckets of
+  /// up to this many bytes (ModelOptions::all_reduce_bucket_bytes); 0: one per gradient.
+  int64_t bucket_bytes = int64_t{25} << 20;
+  /// --first-bucket-mb: the first bucket's limit (ModelOptions::first_all_reduce_bucket_bytes).
+  int64_t first_bucket_bytes = int64_t{1} << 20;
   bool help = false;
 };
 

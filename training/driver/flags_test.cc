@@ -196,7 +196,7 @@ TEST(Flags, HelpListsEveryFlagWithItsDefault) {
   const std::string help = help_text("train");
   EXPECT_EQ(help.rfind("usage: train [--flag=value ...]\n", 0), 0u) << help;
   const std::vector<std::string> names = flag_names();
-  EXPECT_EQ(names.size(), 46u);
+  EXPECT_EQ(names.size(), 48u);
   for (const std::string& name : names) {
     EXPECT_NE(help.find("\n  --" + name), std::string::npos) << name << "\n" << help;
   }
@@ -207,6 +207,32 @@ TEST(Flags, HelpListsEveryFlagWithItsDefault) {
   EXPECT_NE(help.find("FILE.safetensors:TENSOR, FILE.csv:COLUMN[+COLUMN...]"), std::string::npos) << help;
   EXPECT_NE(help.find("(default: the compiled optimizer's)"), std::string::npos);
   EXPECT_NE(help.find("the cpu ignores it. Not yet run on a GPU (default: off)"), std::string::npos) << help;
+}
+
+// --bucket-mb and --first-bucket-mb: MiB as PyTorch DDP's bucket_cap_mb, fractions
+// allowed, 0 one reduction per gradient; negative, non-numeric and absurd sizes refused.
+TEST(Flags, BucketSizes) {
+  DriverConfig defaults = parse({});
+  EXPECT_EQ(defaults.bucket_bytes, int64_t{25} << 20);
+  EXPECT_EQ(defaults.first_bucket_bytes, int64_t{1} << 20);
+  DriverConfig c = parse({"--data-parallel", "--bucket-mb=4", "--first-bucket-mb=0.125"});
+  EXPECT_EQ(c.bucket_bytes, int64_t{4} << 20);
+  EXPECT_EQ(c.first_bucket_bytes, int64_t{1} << 17);
+  EXPECT_EQ(parse({"--data-parallel", "--bucket-mb=0"}).bucket_bytes, 0);
+  EXPECT_EQ(error_of({"--data-parallel", "--bucket-mb=-1"}), "--bucket-mb=-1: must be in [0, 65536] MiB");
+  EXPECT_EQ(error_of({"--data-parallel", "--bucket-mb=25M"}), "--bucket-mb=25M: not a number of MiB");
+  EXPECT_EQ(error_of({"--data-parallel", "--bucket-mb=lots"}), "--bucket-mb=lots: not a number of MiB");
+  EXPECT_EQ(error_of({"--data-parallel", "--bucket-mb=1e9"}), "--bucket-mb=1e9: must be in [0, 65536] MiB");
+  EXPECT_EQ(error_of({"--data-parallel", "--first-bucket-mb=nan"}),
+            "--first-bucket-mb=nan: must be in [0, 65536] MiB");
+  EXPECT_EQ(error_of({"--data-parallel", "--first-bucket-mb=-0.5"}),
+            "--first-bucket-mb=-0.5: must be in [0, 65536] MiB");
+  EXPECT_EQ(error_of({"--bucket-mb=4"}),
+            "--bucket-mb applies to --data-parallel (the size of the gradients' all-reduce buckets), which is "
+            "not given");
+  EXPECT_EQ(error_of({"--first-bucket-mb=4"}),
+            "--first-bucket-mb applies to --data-parallel (the size of the gradients' all-reduce buckets), "
+            "which is not given");
 }
 
 // --serve takes a TCP port: the JIT examples once took any int and the listening socket

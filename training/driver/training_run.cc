@@ -195,8 +195,7 @@ StatusOr<std::shared_ptr<collective::Communicator>> TrainingRun::device_communic
 }
 
 std::optional<Failure> TrainingRun::make_model() {
-  StatusOr<std::unique_ptr<Trainable>> made =
-      factory_(config_.seed, static_cast<int>(config_.threads), comm_, config_.max_memory, config_.tf32);
+  StatusOr<std::unique_ptr<Trainable>> made = factory_(model_options(config_, comm_));
   if (!made.ok()) return runtime_failure(made.error());
   model_ = std::move(*made);
   if (Status s = check_model(*model_); !s.ok()) return runtime_failure(s.error());

@@ -25,17 +25,17 @@ std::string compiled_model_precision() {
   return env ? env : "f32";
 }
 
-StatusOr<std::unique_ptr<Trainable>> make_compiled_model(
-    uint64_t seed, int num_threads, std::shared_ptr<collective::Communicator> communicator,
-    int64_t max_memory, bool tf32) {
+StatusOr<std::unique_ptr<Trainable>> make_compiled_model(const ModelOptions& made) {
   const char* env = std::getenv("WEFT_DRIVER_TEST_MODEL");
   const std::string which = env ? env : "fashion";
   TrainOptions options;
-  options.seed = seed;
-  options.num_threads = num_threads;
-  options.communicator = std::move(communicator);
-  options.max_memory = max_memory;
-  options.tf32 = tf32;
+  options.seed = made.seed;
+  options.num_threads = made.num_threads;
+  options.communicator = made.communicator;
+  options.max_memory = made.max_memory;
+  options.tf32 = made.tf32;
+  options.all_reduce_bucket_bytes = made.all_reduce_bucket_bytes;
+  options.first_all_reduce_bucket_bytes = made.first_all_reduce_bucket_bytes;
   options.precision = parse_precision(compiled_model_precision()).value_or(DType::f32);
   StatusOr<std::unique_ptr<JitTrainable>> model = Error{"unknown WEFT_DRIVER_TEST_MODEL '" + which + "'"};
   if (which == "fashion" || which == "nchw") {

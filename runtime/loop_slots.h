@@ -1,0 +1,117 @@
+#pragma once
+// Where a loop's body, bound once per slot (runtime/program.h, "Loops"), reads and writes
+// outside its own buffers: the one rule every executor binds a loop by (runtime/cpu's
+// LoopBound, runtime/cuda's), so that an iteration copies nothing it need not.
+//
+//   %h, %ys = scan(%w, %h0, %xs) {consts=1, carries=1, length=4}   // body: h' = tanh(..)
+//                                                                   // returns h', h'
+// bound per slot i, the body reads x_i in %xs's slot i (the xs), writes h' straight into
+// %ys's slot i (the ys), and reads h from %ys's slot i-1 (%h0 itself in the first
+// iteration: the carry is *chained* to the ys); per iteration nothing is copied, and once
+// per step the last slot is copied into %h.
+//
+//   LoopSlots plan = plan_loop_slots(body, loop, in, results);  // once per loop
+//   for (int64_t i = 0; i < slots; ++i) {
+//     LoopSlotBinding s = bind_loop_slot(plan, body, loop, in, results, i);
+//     ... bind the body with input k at s.inputs[k] (where not null), and each
+//     ... invocation's buffers patched: apply_slot_patches(s.patches, index, b)
+//   }
+//
+// The rule. A ys output is written into its slot when its buffer is
+//  - an arena buffer whose last writer P (the last invocation writing any of its bytes)
+//    writes exactly it, and that nothing after P reads or writes in part (the memory plan
+//    keeps an output's bytes to itself from its writer on; a view shares them whole): P's
+//    result and every later read of it are bound to the slot, earlier users of those
+//    bytes (other values, dead by then) keep the arena; or
+//  - a carry's own input written in place by one invocation P (codegen's
+//    carries_assigned), in a loop without early exits or swapped carries: the carry is
+//    then chained — P's result and the reads after it go to slot i, the reads up to P
+//    (the carry's old value) to the previous iteration's slot, or the loop's initial
+//    carry operand in the first iteration;
+// and the loop's stacked result overlaps none of its operands (it is written while they
+// are read). A carry whose next value is a ys bound so, in the arena, is chained the same
+// way when nothing writes its input (a ys of its old value is then copied from the
+// previous slot: an LSTM's h_{t-1} kept for the gradient). Everything else is copied as before: ys that are
+// inputs (an x, a const, a carry's old value), the second of two ys of one value, and
+// carries of loops with `stop` or `active` (the next iteration reads the carry where the
+// last iteration that ran left it, and a skipped slot holds zeros).
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "runtime/binding.h"
+#include "runtime/program.h"
+
+namespace weft {
+
+/// How many bindings of its body a loop of `length` iterations, with `stacked` operands
+/// and results laid out per slot (xs and ys) and a body of `invocations`, gets: one per
+/// slot (each reads its xs and writes its ys in place) while that stays small, else one
+/// (the loop copies each iteration's xs and ys), so binding memory never grows with the
+/// trip count past a fixed bound (#28: a loop of 2^40 iterations used to die binding them).
+int64_t loop_slot_bindings(int64_t length, size_t stacked, size_t invocations);
+
+/// loop_slot_bindings for `loop` (a loop invocation) over `body`.
+int64_t loop_slot_bindings(const Invocation& loop, const Program& body);
+
+/// An operand (`result` false) or a result of invocation `invocation` of a body's code.
+struct BufferSite {
+  size_t invocation = 0;
+  bool result = false;
+  size_t position = 0;
+};
+
+/// A loop's plan (the rule at the top of this file), made once per loop invocation.
+struct LoopSlots {
+  /// Per body output (carries first, as the loop's results): the loop result whose slot
+  /// holds it when bound per slot, or -1 (the body's own buffer). An output `o` with
+  /// `output_ys[o] == o` is written straight into its slot; the loop copies nothing for it.
+  std::vector<int> output_ys;
+  /// Per carry: the loop result (a ys) whose previous slot holds its current value, or -1
+  /// (the carry lives in the body's input, copied there as before).
+  std::vector<int> carry_ys;
+  /// Per body output: the chained carry whose old value it is (it lies in the previous
+  /// slot, and is copied from there), or -1.
+  std::vector<int> output_previous;
+  /// Sites bound to slot i of a ys (the loop result's index).
+  std::vector<std::pair<BufferSite, int>> current;
+  /// Sites reading a chained carry's old value (the carry's index).
+  std::vector<std::pair<BufferSite, int>> previous;
+
+  bool chained(int carry) const { return carry_ys[static_cast<size_t>(carry)] >= 0; }
+};
+
+/// The plan for `loop` (a loop invocation) over `body`, whose operands lie at `in` and
+/// results at `results` (one address per operand and result, in the parent's memory).
+/// A loop bound once (loop_slot_bindings) gets an empty plan: every entry -1.
+LoopSlots plan_loop_slots(const Program& body, const Invocation& loop, const std::vector<const void*>& in,
+                          const std::vector<void*>& results);
+
+/// A buffer of a body's code bound elsewhere for one slot.
+struct SlotPatch {
+  BufferSite site;
+  void* address = nullptr;
+};
+
+/// Slot `slot`'s binding of a loop's body: the inputs it reads in the parent's buffers
+/// (the consts, and the slot of each xs unless the loop is bound once; null: the body's
+/// own input), its sites bound elsewhere, and where each output then lies (null: the
+/// body's own buffer).
+struct LoopSlotBinding {
+  std::vector<const void*> inputs;
+  std::vector<SlotPatch> patches;
+  std::vector<const void*> outputs;
+};
+
+/// Slot `slot` of `plan` (a loop bound once: slot 0, its consts only).
+LoopSlotBinding bind_loop_slot(const LoopSlots& plan, const Program& body, const Invocation& loop,
+                               const std::vector<const void*>& in, const std::vector<void*>& results, int64_t slot);
+
+/// `b`, invocation `index`'s buffers, with the patches of that invocation applied.
+void apply_slot_patches(const std::vector<SlotPatch>& patches, size_t index, InvocationBuffers& b);
+
+/// The address `patches` bind `site` to, or `own` where none applies.
+const void* patched_address(const std::vector<SlotPatch>& patches, const BufferSite& site, const void* own);
+
+}  // namespace weft

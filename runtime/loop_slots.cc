@@ -192,6 +192,55 @@ LoopSlots plan_loop_slots(const Program& body, const Invocation& loop, const std
   return plan;
 }
 
+LoopSlots plan_loop_slots(const Program& parent, const Invocation& loop, const Program& body) {
+  // Nominal addresses: the arena at 1 TiB, the inputs block at 2 TiB (no Program nears 1 TiB).
+  Program laid = parent;
+  if (laid.input_offsets.empty()) lay_out_inputs_in_order(laid);
+  const auto at = [&](const BufferRef& r) {
+    const uintptr_t base = uintptr_t{1} << (r.space == Space::arena ? 40 : 41);
+    const int64_t offset = r.space == Space::arena ? r.offset : laid.input_offsets[static_cast<size_t>(r.input)];
+    return reinterpret_cast<void*>(base + static_cast<uintptr_t>(offset));
+  };
+  std::vector<const void*> in;
+  std::vector<void*> results;
+  for (const BufferRef& r : loop.operands) in.push_back(at(r));
+  for (const BufferRef& r : loop.results) results.push_back(at(r));
+  return plan_loop_slots(body, loop, in, results);
+}
+
+LoopCopies loop_copies_per_iteration(const LoopSlots& plan, const Program& body, const Invocation& loop) {
+  LoopCopies copies;
+  const auto add = [&](const BufferRef& r) {
+    ++copies.calls;
+    copies.bytes += bytes_of(r);
+  };
+  const int consts = static_cast<int>(loop.node.int_attr("consts"));
+  const int carries = static_cast<int>(loop.node.int_attr("carries"));
+  if (loop.node.int_attr("length") > 1 && loop_slot_bindings(loop, body) == 1) {
+    for (size_t k = static_cast<size_t>(consts + carries); k < body.inputs.size(); ++k) {
+      add(BufferRef{Space::input, static_cast<int32_t>(k), 0, body.inputs[k].type});
+    }
+  }
+  for (size_t y = static_cast<size_t>(carries); y < body.outputs.size(); ++y) {
+    if (plan.output_ys[y] != static_cast<int>(y)) add(body.outputs[y]);
+  }
+  bool staged = false;
+  for (int c = 0; c < carries; ++c) {
+    const BufferRef& next = body.outputs[static_cast<size_t>(c)];
+    staged = staged || (next.space == Space::input && next.input != consts + c);
+  }
+  for (int c = 0; c < carries; ++c) {
+    const BufferRef& next = body.outputs[static_cast<size_t>(c)];
+    if (staged) {
+      add(next);
+      add(next);
+    } else if (!plan.chained(c) && !(next.space == Space::input && next.input == consts + c)) {
+      add(next);
+    }
+  }
+  return copies;
+}
+
 LoopSlotBinding bind_loop_slot(const LoopSlots& plan, const Program& body, const Invocation& loop,
                                const std::vector<const void*>& in, const std::vector<void*>& results, int64_t slot) {
   const int64_t length = loop.node.int_attr("length");

@@ -88,6 +88,19 @@ struct LoopSlots {
 LoopSlots plan_loop_slots(const Program& body, const Invocation& loop, const std::vector<const void*>& in,
                           const std::vector<void*>& results);
 
+/// The plan for `loop`, an invocation of `parent`, as if `parent`'s arena and inputs block
+/// lay at nominal addresses far apart (for host-side checks of a device's Programs).
+LoopSlots plan_loop_slots(const Program& parent, const Invocation& loop, const Program& body);
+
+/// What a loop copies per iteration that runs (runtime/cpu's and runtime/cuda's loops):
+/// each iteration's xs when bound once, each ys not written in its slot, and each next
+/// carry not written over its input nor chained (twice each when carries are swapped).
+struct LoopCopies {
+  int64_t calls = 0;
+  int64_t bytes = 0;
+};
+LoopCopies loop_copies_per_iteration(const LoopSlots& plan, const Program& body, const Invocation& loop);
+
 /// A buffer of a body's code bound elsewhere for one slot.
 struct SlotPatch {
   BufferSite site;

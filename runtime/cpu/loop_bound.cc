@@ -37,7 +37,7 @@ class LoopBound : public Executor::Bound {
       for (int c = 0; c < carries_; ++c) total += output_bytes_[c];
       stage_.resize(total);
     }
-    count_copies();
+    copies_ = loop_copies_per_iteration(plan_, p, inv);
   }
 
   Status run(ThreadPool& pool) override {
@@ -120,36 +120,10 @@ class LoopBound : public Executor::Bound {
     return "loop " + std::to_string(length_) + "x over @" + body_->program().name + " (" +
            std::to_string(body_->program().code.size()) + " invocations, " +
            (per_slot_ ? "bound per slot" : "bound once") + "; copies per iteration: " +
-           std::to_string(copy_calls_) + " of " + std::to_string(copy_bytes_) + " bytes)";
+           std::to_string(copies_.calls) + " of " + std::to_string(copies_.bytes) + " bytes)";
   }
 
  private:
-  // What run() copies in an iteration that runs (as bound for the first slot), for describe().
-  void count_copies() {
-    const auto add = [this](size_t bytes) {
-      ++copy_calls_;
-      copy_bytes_ += static_cast<int64_t>(bytes);
-    };
-    if (length_ < 1) return;
-    const int64_t i = reverse_ ? length_ - 1 : 0;
-    const int64_t slot = per_slot_ ? i : 0;
-    if (copy_xs_) {
-      for (size_t k = static_cast<size_t>(consts_ + carries_); k < in_.size(); ++k) add(input_bytes_[k]);
-    }
-    for (size_t y = carries_; y < results_.size(); ++y) {
-      const void* to = static_cast<const std::byte*>(results_[y]) + i * output_bytes_[y];
-      if (body_->output_data(static_cast<int>(y), slot) != to) add(output_bytes_[y]);
-    }
-    for (int c = 0; c < carries_; ++c) {
-      if (staged_) {
-        add(output_bytes_[c]);
-        add(output_bytes_[c]);
-      } else if (!plan_.chained(c) && body_->output_data(c, slot) != body_->input_data(consts_ + c)) {
-        add(output_bytes_[c]);
-      }
-    }
-  }
-
   void zero_ys(int64_t i) {
     for (size_t y = carries_; y < results_.size(); ++y) {
       std::memset(static_cast<std::byte*>(results_[y]) + i * output_bytes_[y], 0, output_bytes_[y]);
@@ -171,7 +145,7 @@ class LoopBound : public Executor::Bound {
   bool per_slot_ = true;   ///< The body is bound once per slot (loop_slot_bindings).
   bool copy_xs_ = false;   ///< Bound once: each iteration's xs are copied into its inputs.
   std::vector<std::byte> stage_;
-  int64_t copy_calls_ = 0, copy_bytes_ = 0;  ///< Per iteration (count_copies).
+  LoopCopies copies_;  ///< Per iteration that runs (for describe()).
 };
 
 }  // namespace

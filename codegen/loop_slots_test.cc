@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <random>
+#include <cstring>
 #include <regex>
 
 #include "bench/models.h"
@@ -64,17 +65,28 @@ std::vector<std::string> expect_cpu_matches_reference(const Graph& g, const std:
   return loop_lines(**ex);
 }
 
+// Where each output of `plan` lies: "ys2" (slot i of result 2), "own", "previous0", "next0".
+std::string places(const LoopSlots& plan) {
+  std::string out;
+  for (const SlotPlace& p : plan.outputs) {
+    static const char* const kNames[] = {"own", "ys", "previous", "next"};
+    out += (out.empty() ? "" : " ") + std::string(kNames[static_cast<int>(p.kind)]) +
+           (p.kind == SlotPlace::Kind::own ? "" : std::to_string(p.index));
+  }
+  return out;
+}
+
 // h' = tanh(h·w + x), emitted as the carry and as the ys, plus y2 = h'·x (a ys of its own).
 std::string rnn(int64_t length, bool reverse) {
   const std::string n = std::to_string(length);
   return "graph @rnn(%w: f32[6,6], %h0: f32[3,6], %xs: f32[" + n + R"(,3,6]) {
   %h, %hs, %ps = scan(%w, %h0, %xs) {consts=1, carries=1, length=)" + n + (reverse ? ", reverse=true" : "") +
-         R"(} ({
+         "} : f32[3,6], f32[" + n + ",3,6], f32[" + n + R"(,3,6] ({
     ^cell(%cw: f32[6,6], %ch: f32[3,6], %cx: f32[3,6]):
-      %m = matmul(%ch, %cw)
-      %a = add(%m, %cx)
-      %n = tanh(%a)
-      %p = mul(%n, %cx)
+      %m = matmul(%ch, %cw) : f32[3,6]
+      %a = add(%m, %cx) : f32[3,6]
+      %n = tanh(%a) : f32[3,6]
+      %p = mul(%n, %cx) : f32[3,6]
       return %n, %n, %p
   })
   return %h, %hs, %ps
@@ -97,8 +109,9 @@ TEST(LoopSlots, AnRnnsStateIsWrittenInItsSlotAndReadFromThePreviousOne) {
       const Program& p = lowered->program;
       ASSERT_EQ(p.bodies.size(), 1u);
       const LoopSlots plan = plan_loop_slots(p, p.code.back(), p.bodies[0]);
-      EXPECT_EQ(plan.output_ys, (std::vector<int>{1, 1, 2}));
+      EXPECT_EQ(places(plan), "ys1 ys1 ys2");
       EXPECT_EQ(plan.carry_ys, (std::vector<int>{1}));
+      EXPECT_EQ(plan.shifted, (std::vector<bool>{false}));
     }
   }
 }
@@ -116,10 +129,10 @@ TEST(LoopSlots, AYsOverlappingAnOperandIsCopied) {
   std::byte* at = memory.data();
   std::vector<const void*> in = {at, at + 1024, at + 2048};
   std::vector<void*> apart = {at + 4096, at + 8192, at + 12288};
-  EXPECT_EQ(plan_loop_slots(body, loop, in, apart).output_ys, (std::vector<int>{1, 1, 2}));
+  EXPECT_EQ(places(plan_loop_slots(body, loop, in, apart)), "ys1 ys1 ys2");
   std::vector<void*> over_xs = {at + 4096, at + 8192, at + 2048};  // %ps over %xs
   const LoopSlots plan = plan_loop_slots(body, loop, in, over_xs);
-  EXPECT_EQ(plan.output_ys, (std::vector<int>{1, 1, -1}));
+  EXPECT_EQ(places(plan), "ys1 ys1 own");
   const LoopCopies copies = loop_copies_per_iteration(plan, body, loop);
   EXPECT_EQ(copies.calls, 1);
   EXPECT_EQ(copies.bytes, 3 * 6 * 4);
@@ -145,7 +158,6 @@ TEST(LoopSlots, EarlyExitsKeepTheirCarriesAndZeroTheirSkippedSlots) {
     if (inv.kind != Invocation::Kind::loop) continue;
     const LoopSlots plan = plan_loop_slots(p, inv, p.bodies[static_cast<size_t>(inv.body)]);
     for (int c = 0; c < static_cast<int>(plan.carry_ys.size()); ++c) EXPECT_FALSE(plan.chained(c));
-    EXPECT_FALSE(plan.current.empty()) << "some ys is written in its slot";
   }
 }
 
@@ -154,16 +166,17 @@ TEST(LoopSlots, EarlyExitsKeepTheirCarriesAndZeroTheirSkippedSlots) {
 TEST(LoopSlots, NestedLoopsWriteIntoTheOuterSlot) {
   for (const char* reverse : {"", ", reverse=true"}) {
     StatusOr<Graph> g = typed(std::string(R"(graph @nested(%w: f32[4], %h0: f32[4], %xs: f32[3,2,4]) {
-  %h, %hs, %inner = scan(%w, %h0, %xs) {consts=1, carries=1, length=3)") + reverse + R"(} ({
+  %h, %hs, %inner = scan(%w, %h0, %xs) {consts=1, carries=1, length=3)") + reverse +
+                              R"(} : f32[4], f32[3,4], f32[3,2,4] ({
     ^outer(%ow: f32[4], %oh: f32[4], %ox: f32[2,4]):
-      %ih, %iys = scan(%ow, %oh, %ox) {consts=1, carries=1, length=2} ({
+      %ih, %iys = scan(%ow, %oh, %ox) {consts=1, carries=1, length=2} : f32[4], f32[2,4] ({
         ^inner(%iw: f32[4], %ic: f32[4], %ix: f32[4]):
-          %m = mul(%ic, %iw)
-          %a = add(%m, %ix)
-          %t = tanh(%a)
+          %m = mul(%ic, %iw) : f32[4]
+          %a = add(%m, %ix) : f32[4]
+          %t = tanh(%a) : f32[4]
           return %t, %t
       })
-      %s = sin(%ih)
+      %s = sin(%ih) : f32[4]
       return %s, %s, %iys
   })
   return %h, %hs, %inner
@@ -176,12 +189,21 @@ TEST(LoopSlots, NestedLoopsWriteIntoTheOuterSlot) {
   }
 }
 
-// The #31 figure: what the suite's recurrent models copy per iteration of their loops,
-// on the cpu (bound) and in the CUDA lowering (planned as runtime/cuda binds it).
+// The #31 figure: what the suite's recurrent models copy per step in their loops, on the
+// cpu (counted by the bound executor) and in the CUDA lowering (planned as runtime/cuda
+// binds it); and what the executors copied before the plan (every ys, every carry not
+// written over its input; on the GPU every iteration's xs too, its body bound once).
 struct StepCopies {
-  int64_t calls = 0;  ///< Per step: every loop's copies per iteration times its length.
+  int64_t calls = 0;  ///< Per step: each loop's copies per iteration times its length.
   int64_t bytes = 0;
   std::string loops;  ///< One line per loop.
+
+  void add(LoopCopies c, int64_t length, const std::string& line) {
+    calls += c.calls * length;
+    bytes += c.bytes * length;
+    loops += line + "\n";
+  }
+  std::string total() const { return std::to_string(calls) + " copies of " + std::to_string(bytes) + " bytes"; }
 };
 
 StatusOr<Graph> step_graph(const std::string& model) {
@@ -191,23 +213,26 @@ StatusOr<Graph> step_graph(const std::string& model) {
   return t.step_graph();
 }
 
-StepCopies cuda_copies(const Graph& step) {
-  StepCopies s;
-  StatusOr<Lowering> l = lower_to_program(step, cuda_lower_options());
-  EXPECT_TRUE(l.ok()) << l.error().to_string();
-  if (!l.ok()) return s;
-  const Program& p = l->program;
+// Before and after, planned from `p`'s loops; `xs_copied`: the old executor copied every
+// iteration's xs (runtime/cuda's).
+std::pair<StepCopies, StepCopies> planned_copies(const Program& p, bool xs_copied) {
+  StepCopies before, after;
   for (const Invocation& inv : p.code) {
     if (inv.kind != Invocation::Kind::loop) continue;
     const Program& body = p.bodies[static_cast<size_t>(inv.body)];
-    const LoopCopies c = loop_copies_per_iteration(plan_loop_slots(p, inv, body), body, inv);
     const int64_t length = inv.node.int_attr("length");
-    s.calls += c.calls * length;
-    s.bytes += c.bytes * length;
-    s.loops += "loop " + std::to_string(length) + "x: " + std::to_string(c.calls) + " of " +
-               std::to_string(c.bytes) + " bytes\n";
+    LoopCopies old = loop_copies_per_iteration(no_loop_slots(body, inv), body, inv);
+    const size_t first_x = static_cast<size_t>(inv.node.int_attr("consts") + inv.node.int_attr("carries"));
+    for (size_t k = first_x; xs_copied && loop_slot_bindings(inv, body) > 1 && k < body.inputs.size(); ++k) {
+      ++old.calls;
+      old.bytes += static_cast<int64_t>(body.inputs[k].type.bytes());
+    }
+    const LoopCopies now = loop_copies_per_iteration(plan_loop_slots(p, inv, body), body, inv);
+    const std::string line = "loop " + std::to_string(length) + "x over @" + body.name + ": ";
+    before.add(old, length, line + std::to_string(old.calls) + " of " + std::to_string(old.bytes) + " bytes");
+    after.add(now, length, line + std::to_string(now.calls) + " of " + std::to_string(now.bytes) + " bytes");
   }
-  return s;
+  return {before, after};
 }
 
 StepCopies cpu_copies(const Graph& step) {
@@ -219,27 +244,77 @@ StepCopies cpu_copies(const Graph& step) {
   for (const std::string& line : loop_lines(**ex)) {
     std::smatch m;
     EXPECT_TRUE(std::regex_search(line, m, counts)) << line;
-    const int64_t length = std::stoll(m[1]);
-    s.calls += std::stoll(m[2]) * length;
-    s.bytes += std::stoll(m[3]) * length;
-    s.loops += line + "\n";
+    s.add({std::stoll(m[2]), std::stoll(m[3])}, std::stoll(m[1]), line);
   }
   return s;
 }
 
 TEST(LoopSlots, TheRecurrentModelsCopyLessPerStep) {
-  // Before #31's slots (19c2f86's executors), per step at the cpu preset (bench/RESULTS.md):
-  // lstm_seq 800 calls of 26.2 MB on the cpu, gru_seq ... ; after, what is pinned below.
+  // model, copies per step after on the cpu and the GPU (calls, bytes): lstm_seq keeps
+  // one, its first layer's h_{t-1} (kept for the gradient; h_t is in its own ys slot).
+  const struct {
+    std::string model;
+    int64_t calls, bytes;
+  } kWant[] = {{"lstm_seq", 50, 50 * 16384}, {"gru_seq", 0, 0}};
+  for (const auto& want : kWant) {
+    SCOPED_TRACE(want.model);
+    StatusOr<Graph> step = step_graph(want.model);
+    ASSERT_TRUE(step.ok()) << step.error().to_string();
+    StatusOr<Lowering> cpu = lower_to_program(*step);
+    StatusOr<Lowering> gpu = lower_to_program(*step, cuda_lower_options());
+    ASSERT_TRUE(cpu.ok()) << cpu.error().to_string();
+    ASSERT_TRUE(gpu.ok()) << gpu.error().to_string();
+    const auto [cpu_before, cpu_after] = planned_copies(cpu->program, /*xs_copied=*/false);
+    const auto [gpu_before, gpu_after] = planned_copies(gpu->program, /*xs_copied=*/true);
+    const StepCopies bound = cpu_copies(*step);
+    std::printf("%s cpu before: %s per step\n%s%s cpu after: %s per step\n%s%s cuda before: %s per step\n%s"
+                "%s cuda after: %s per step\n%s",
+                want.model.c_str(), cpu_before.total().c_str(), cpu_before.loops.c_str(), want.model.c_str(),
+                bound.total().c_str(), bound.loops.c_str(), want.model.c_str(), gpu_before.total().c_str(),
+                gpu_before.loops.c_str(), want.model.c_str(), gpu_after.total().c_str(), gpu_after.loops.c_str());
+    EXPECT_EQ(bound.calls, want.calls);
+    EXPECT_EQ(bound.bytes, want.bytes);
+    EXPECT_EQ(cpu_after.total(), bound.total()) << "the plan counts what the bound executor copies";
+    EXPECT_EQ(gpu_after.calls, want.calls);
+    EXPECT_EQ(gpu_after.bytes, want.bytes);
+    EXPECT_GT(cpu_before.calls, 10 * want.calls);
+  }
+}
+
+// The recurrent models' training steps (forward loops with chained and shifted carries,
+// reversed gradient loops) on the cpu: bitwise what the executor computes copying every
+// ys and carry (ExecutorOptions::loop_slots off), over two steps.
+TEST(LoopSlots, TheRecurrentModelsStepsAreBitwiseTheCopyingOnes) {
   for (const std::string model : {"lstm_seq", "gru_seq"}) {
     SCOPED_TRACE(model);
     StatusOr<Graph> step = step_graph(model);
     ASSERT_TRUE(step.ok()) << step.error().to_string();
-    const StepCopies cpu = cpu_copies(*step);
-    const StepCopies cuda = cuda_copies(*step);
-    std::printf("%s cpu: %lld copies of %lld bytes per step\n%s%s cuda: %lld copies of %lld bytes per step\n%s",
-                model.c_str(), static_cast<long long>(cpu.calls), static_cast<long long>(cpu.bytes),
-                cpu.loops.c_str(), model.c_str(), static_cast<long long>(cuda.calls),
-                static_cast<long long>(cuda.bytes), cuda.loops.c_str());
+    const std::vector<Tensor> inputs = testing::random_inputs(*step, 7);
+    std::vector<std::unique_ptr<cpu::Executor>> ex;
+    for (bool slots : {true, false}) {
+      CpuOptions options;
+      options.executor.loop_slots = slots;
+      auto compiled = compile_for_cpu(*step, options);
+      ASSERT_TRUE(compiled.ok()) << compiled.error().to_string();
+      for (size_t k = 0; k < inputs.size(); ++k) {
+        ASSERT_TRUE((*compiled)->set_input(static_cast<int>(k), inputs[k]).ok());
+      }
+      ex.push_back(std::move(*compiled));
+    }
+    EXPECT_NE(loop_lines(*ex[1]), loop_lines(*ex[0])) << "the two copy differently";
+    for (int s = 0; s < 2; ++s) {
+      ASSERT_TRUE(ex[0]->run().ok());
+      ASSERT_TRUE(ex[1]->run().ok());
+      for (int k = 0; k < ex[0]->num_outputs(); ++k) {
+        const Tensor a = ex[0]->output(k), b = ex[1]->output(k);
+        EXPECT_EQ(std::memcmp(a.raw_data(), b.raw_data(), a.bytes()), 0) << "step " << s << ", output " << k;
+      }
+      for (int k = 0; k < static_cast<int>(inputs.size()); ++k) {
+        const Tensor a = ex[0]->input(k), b = ex[1]->input(k);
+        EXPECT_EQ(std::memcmp(a.raw_data(), b.raw_data(), a.bytes()), 0)
+            << "step " << s << ", input %" << ex[0]->program().inputs[static_cast<size_t>(k)].name;
+      }
+    }
   }
 }
 

@@ -117,25 +117,31 @@ std::optional<InputSites> input_sites(const Program& body, int input) {
 
 }  // namespace
 
+LoopSlots no_loop_slots(const Program& body, const Invocation& loop) {
+  LoopSlots plan;
+  plan.outputs.assign(body.outputs.size(), SlotPlace{});
+  plan.carry_ys.assign(static_cast<size_t>(loop.node.int_attr("carries")), -1);
+  plan.shifted.assign(plan.carry_ys.size(), false);
+  return plan;
+}
+
 LoopSlots plan_loop_slots(const Program& body, const Invocation& loop, const std::vector<const void*>& in,
                           const std::vector<void*>& results) {
+  using Kind = SlotPlace::Kind;
   const int64_t length = loop.node.int_attr("length");
   const int consts = static_cast<int>(loop.node.int_attr("consts"));
   const int carries = static_cast<int>(loop.node.int_attr("carries"));
   const size_t outputs = body.outputs.size();
-  LoopSlots plan;
-  plan.output_ys.assign(outputs, -1);
-  plan.carry_ys.assign(static_cast<size_t>(carries), -1);
-  plan.output_previous.assign(outputs, -1);
+  LoopSlots plan = no_loop_slots(body, loop);
   if (length < 1 || loop_slot_bindings(loop, body) != length) return plan;
   // Swapped carries are staged through a buffer of their own; early exits decide at run
-  // time which slot holds a carry's last value: neither chains a carry.
+  // time which slot holds a carry's last value: neither chains nor shifts a carry.
   bool chain = !scan_exit(loop.node).any();
   for (int c = 0; c < carries; ++c) {
     const BufferRef& next = body.outputs[static_cast<size_t>(c)];
     chain = chain && !(next.space == Space::input && next.input != consts + c);
   }
-  // A stacked result written while the loop's operands are read must not overlap them.
+  // A result written while the loop's operands are read must not overlap them.
   const auto overlaps_an_operand = [&](size_t r) {
     const std::byte* begin = static_cast<const std::byte*>(results[r]);
     const std::byte* end = begin + loop.results[r].type.bytes();
@@ -145,17 +151,24 @@ LoopSlots plan_loop_slots(const Program& body, const Invocation& loop, const std
     }
     return false;
   };
+  const auto place_outputs = [&](const BufferRef& ref, SlotPlace place) {
+    for (size_t o = 0; o < outputs; ++o) {
+      if (plan.outputs[o].kind == Kind::own && body.outputs[o] == ref) plan.outputs[o] = place;
+    }
+  };
+  const auto add_sites = [&](const std::vector<BufferSite>& sites, SlotPlace place) {
+    for (const BufferSite& s : sites) plan.sites.push_back({s, place});
+  };
+  // The ys, each into its own slot where the rule allows.
   for (size_t r = static_cast<size_t>(carries); r < outputs; ++r) {
     const BufferRef& out = body.outputs[r];
-    for (size_t q = static_cast<size_t>(carries); q < r && plan.output_ys[r] < 0; ++q) {
-      if (plan.output_ys[q] == static_cast<int>(q) && body.outputs[q] == out) plan.output_ys[r] = static_cast<int>(q);
-    }
-    if (plan.output_ys[r] >= 0 || overlaps_an_operand(r)) continue;
+    if (plan.outputs[r].kind != Kind::own || overlaps_an_operand(r)) continue;
+    const SlotPlace slot{Kind::ys, static_cast<int>(r)};
     if (out.space == Space::arena) {
       std::optional<std::vector<BufferSite>> sites = arena_sites(body, out);
       if (!sites) continue;
-      plan.output_ys[r] = static_cast<int>(r);
-      for (const BufferSite& s : *sites) plan.current.push_back({s, static_cast<int>(r)});
+      add_sites(*sites, slot);
+      place_outputs(out, slot);
       continue;
     }
     // A carry's input written in place: the carry chained to this ys.
@@ -163,31 +176,41 @@ LoopSlots plan_loop_slots(const Program& body, const Invocation& loop, const std
     if (!chain || c < 0 || c >= carries || !(body.outputs[static_cast<size_t>(c)] == out)) continue;
     std::optional<InputSites> sites = input_sites(body, out.input);
     if (!sites || sites->new_value.empty()) continue;
-    plan.output_ys[r] = static_cast<int>(r);
     plan.carry_ys[static_cast<size_t>(c)] = static_cast<int>(r);
-    for (const BufferSite& s : sites->new_value) plan.current.push_back({s, static_cast<int>(r)});
-    for (const BufferSite& s : sites->old_reads) plan.previous.push_back({s, c});
+    add_sites(sites->new_value, slot);
+    add_sites(sites->old_reads, {Kind::previous, c});
+    place_outputs(out, slot);
   }
+  if (!chain) return plan;
+  // The carries whose input nothing writes: chained to the ys holding their next value,
+  // else shifted into a ys of their old value.
   for (int c = 0; c < carries; ++c) {
     const BufferRef& next = body.outputs[static_cast<size_t>(c)];
-    for (size_t r = static_cast<size_t>(carries); r < outputs; ++r) {
-      if (plan.output_ys[r] == static_cast<int>(r) && body.outputs[r] == next) {
-        plan.output_ys[static_cast<size_t>(c)] = static_cast<int>(r);
-        break;
-      }
-    }
-    // A next carry in a ys's slot whose own input nothing writes: chained too; the
-    // outputs of its old value lie in the previous slot.
-    const int r = plan.output_ys[static_cast<size_t>(c)];
-    if (!chain || r < 0 || plan.chained(c) || next.space != Space::arena) continue;
-    std::optional<InputSites> sites = input_sites(body, consts + c);
+    if (plan.chained(c) || next.space != Space::arena) continue;
+    const int input = consts + c;
+    std::optional<InputSites> sites = input_sites(body, input);
     if (!sites || !sites->new_value.empty()) continue;
-    plan.carry_ys[static_cast<size_t>(c)] = r;
-    for (const BufferSite& s : sites->old_reads) plan.previous.push_back({s, c});
-    for (size_t o = 0; o < outputs; ++o) {
-      const BufferRef& out = body.outputs[o];
-      if (out.space == Space::input && out.input == consts + c) plan.output_previous[o] = c;
+    const BufferRef old{Space::input, input, 0, body.inputs[static_cast<size_t>(input)].type};
+    if (plan.outputs[static_cast<size_t>(c)].kind == Kind::ys) {
+      plan.carry_ys[static_cast<size_t>(c)] = plan.outputs[static_cast<size_t>(c)].index;
+      add_sites(sites->old_reads, {Kind::previous, c});
+      place_outputs(old, {Kind::previous, c});
+      continue;
     }
+    int r = -1;  // the first ys of its old value
+    for (size_t o = static_cast<size_t>(carries); o < outputs && r < 0; ++o) {
+      if (body.outputs[o] == old && plan.outputs[o].kind == Kind::own && !overlaps_an_operand(o)) r = static_cast<int>(o);
+    }
+    if (r < 0 || overlaps_an_operand(static_cast<size_t>(c))) continue;
+    std::optional<std::vector<BufferSite>> written = arena_sites(body, next);
+    if (!written) continue;
+    plan.carry_ys[static_cast<size_t>(c)] = r;
+    plan.shifted[static_cast<size_t>(c)] = true;
+    add_sites(sites->old_reads, {Kind::ys, r});
+    add_sites(*written, {Kind::next, c});
+    plan.outputs[static_cast<size_t>(r)] = {Kind::ys, r};
+    place_outputs(old, {Kind::ys, r});
+    place_outputs(next, {Kind::next, c});
   }
   return plan;
 }
@@ -222,7 +245,7 @@ LoopCopies loop_copies_per_iteration(const LoopSlots& plan, const Program& body,
     }
   }
   for (size_t y = static_cast<size_t>(carries); y < body.outputs.size(); ++y) {
-    if (plan.output_ys[y] != static_cast<int>(y)) add(body.outputs[y]);
+    if (!(plan.outputs[y] == SlotPlace{SlotPlace::Kind::ys, static_cast<int>(y)})) add(body.outputs[y]);
   }
   bool staged = false;
   for (int c = 0; c < carries; ++c) {
@@ -243,9 +266,11 @@ LoopCopies loop_copies_per_iteration(const LoopSlots& plan, const Program& body,
 
 LoopSlotBinding bind_loop_slot(const LoopSlots& plan, const Program& body, const Invocation& loop,
                                const std::vector<const void*>& in, const std::vector<void*>& results, int64_t slot) {
+  using Kind = SlotPlace::Kind;
   const int64_t length = loop.node.int_attr("length");
   const size_t consts = static_cast<size_t>(loop.node.int_attr("consts"));
-  const size_t first_x = consts + static_cast<size_t>(loop.node.int_attr("carries"));
+  const size_t carries = static_cast<size_t>(loop.node.int_attr("carries"));
+  const size_t first_x = consts + carries;
   const bool reverse = loop.node.bool_attr("reverse");
   LoopSlotBinding s;
   s.inputs.assign(in.size(), nullptr);
@@ -259,18 +284,27 @@ LoopSlotBinding bind_loop_slot(const LoopSlots& plan, const Program& body, const
     return static_cast<std::byte*>(results[static_cast<size_t>(r)]) +
            i * static_cast<int64_t>(body.outputs[static_cast<size_t>(r)].type.bytes());
   };
-  for (const auto& [site, r] : plan.current) s.patches.push_back({site, slot_of(r, slot)});
-  // A chained carry's old value: the previous iteration's slot, in the first iteration
-  // the loop's initial carry.
-  const int64_t first = reverse ? length - 1 : 0;
-  const auto previous = [&](int c) -> void* {
-    if (slot == first) return const_cast<void*>(in[consts + static_cast<size_t>(c)]);
-    return slot_of(plan.carry_ys[static_cast<size_t>(c)], reverse ? slot + 1 : slot - 1);
+  // The iterations before and after this one, in the order the loop runs them.
+  const int64_t before = reverse ? slot + 1 : slot - 1, after = reverse ? slot - 1 : slot + 1;
+  const auto at = [&](SlotPlace place) -> void* {
+    const size_t c = static_cast<size_t>(place.index);
+    switch (place.kind) {
+      case Kind::own: return nullptr;
+      case Kind::ys: return slot_of(place.index, slot);
+      case Kind::previous:
+        if (before < 0 || before >= length) return const_cast<void*>(in[consts + c]);
+        return slot_of(plan.carry_ys[c], before);
+      case Kind::next:
+        if (after < 0 || after >= length) return results[c];
+        return slot_of(plan.carry_ys[c], after);
+    }
+    return nullptr;
   };
-  for (const auto& [site, c] : plan.previous) s.patches.push_back({site, previous(c)});
-  for (size_t o = 0; o < plan.output_ys.size(); ++o) {
-    const int r = plan.output_ys[o], c = plan.output_previous[o];
-    s.outputs.push_back(r >= 0 ? slot_of(r, slot) : c >= 0 ? previous(c) : nullptr);
+  for (const auto& [site, place] : plan.sites) s.patches.push_back({site, at(place)});
+  for (const SlotPlace& place : plan.outputs) s.outputs.push_back(at(place));
+  for (size_t c = 0; c < carries; ++c) {
+    const int r = plan.carry_ys[c];
+    s.carries.push_back(r < 0 ? nullptr : plan.shifted[c] ? at({Kind::ys, r}) : at({Kind::previous, static_cast<int>(c)}));
   }
   return s;
 }

@@ -24,17 +24,21 @@
 //    result and every later read of it are bound to the slot, earlier users of those
 //    bytes (other values, dead by then) keep the arena; or
 //  - a carry's own input written in place by one invocation P (codegen's
-//    carries_assigned), in a loop without early exits or swapped carries: the carry is
-//    then chained — P's result and the reads after it go to slot i, the reads up to P
-//    (the carry's old value) to the previous iteration's slot, or the loop's initial
-//    carry operand in the first iteration;
+//    carries_assigned): the carry is then *chained* to the ys — P's result and the reads
+//    after it go to slot i, the reads up to P (the carry's old value) to the previous
+//    iteration's slot, or the loop's initial carry operand in the first iteration;
 // and the loop's stacked result overlaps none of its operands (it is written while they
 // are read). A carry whose next value is a ys bound so, in the arena, is chained the same
 // way when nothing writes its input (a ys of its old value is then copied from the
-// previous slot: an LSTM's h_{t-1} kept for the gradient). Everything else is copied as before: ys that are
-// inputs (an x, a const, a carry's old value), the second of two ys of one value, and
-// carries of loops with `stop` or `active` (the next iteration reads the carry where the
-// last iteration that ran left it, and a skipped slot holds zeros).
+// previous slot). A carry whose old value is a ys (an LSTM's c_{t-1}, kept for the
+// gradient) and whose next value is in the arena and no ys is *shifted*: it lives in that
+// ys — iteration i reads it in slot i and writes its next value into slot i+1 (the last
+// iteration into the loop's carry result), the initial carry copied into the first slot
+// once per step. Chains and shifts need a loop without early exits (the next iteration
+// reads a carry where the last one that ran left it, and a skipped slot holds zeros) or
+// swapped carries. Everything else is copied as before: ys that are inputs (an x, a
+// const), the second of two ys of one value, carries written in place in loops with
+// exits.
 
 #include <cstddef>
 #include <cstdint>
@@ -62,23 +66,36 @@ struct BufferSite {
   size_t position = 0;
 };
 
+/// Where a site or an output of a loop's body lies, bound for slot i.
+struct SlotPlace {
+  enum class Kind : uint8_t {
+    own,       ///< The body's own buffer (or, for an input, where the slot reads it).
+    ys,        ///< Slot i of loop result `index` (a ys).
+    previous,  ///< Chained carry `index`'s old value: its ys's previous slot, or the
+               ///< loop's initial carry operand in the first iteration.
+    next,      ///< Shifted carry `index`'s next value: its ys's next slot, or the loop's
+               ///< carry result in the last iteration.
+  };
+  Kind kind = Kind::own;
+  int index = -1;
+  bool operator==(const SlotPlace& o) const { return kind == o.kind && index == o.index; }
+};
+
 /// A loop's plan (the rule at the top of this file), made once per loop invocation.
 struct LoopSlots {
-  /// Per body output (carries first, as the loop's results): the loop result whose slot
-  /// holds it when bound per slot, or -1 (the body's own buffer). An output `o` with
-  /// `output_ys[o] == o` is written straight into its slot; the loop copies nothing for it.
-  std::vector<int> output_ys;
-  /// Per carry: the loop result (a ys) whose previous slot holds its current value, or -1
-  /// (the carry lives in the body's input, copied there as before).
+  /// Per body output (carries first, as the loop's results): where it lies. A ys `o` at
+  /// {ys, o} is written straight into its slot: the loop copies nothing for it.
+  std::vector<SlotPlace> outputs;
+  /// Per carry: the ys it is chained to or shifted into, or -1 (the carry lives in the
+  /// body's input, copied there as before).
   std::vector<int> carry_ys;
-  /// Per body output: the chained carry whose old value it is (it lies in the previous
-  /// slot, and is copied from there), or -1.
-  std::vector<int> output_previous;
-  /// Sites bound to slot i of a ys (the loop result's index).
-  std::vector<std::pair<BufferSite, int>> current;
-  /// Sites reading a chained carry's old value (the carry's index).
-  std::vector<std::pair<BufferSite, int>> previous;
+  /// Per carry: shifted (its old value in slot i, its next in slot i+1) rather than
+  /// chained (old in slot i-1, next in slot i).
+  std::vector<bool> shifted;
+  /// The sites of the body's code bound elsewhere, and where.
+  std::vector<std::pair<BufferSite, SlotPlace>> sites;
 
+  /// Whether carry `carry` lives in a ys's slots (the loop copies it per step at most).
   bool chained(int carry) const { return carry_ys[static_cast<size_t>(carry)] >= 0; }
 };
 
@@ -87,6 +104,10 @@ struct LoopSlots {
 /// A loop bound once (loop_slot_bindings) gets an empty plan: every entry -1.
 LoopSlots plan_loop_slots(const Program& body, const Invocation& loop, const std::vector<const void*>& in,
                           const std::vector<void*>& results);
+
+/// The plan that binds nothing in place: every ys and carry copied per iteration, as the
+/// executors did before (for comparisons: cpu::ExecutorOptions::loop_slots).
+LoopSlots no_loop_slots(const Program& body, const Invocation& loop);
 
 /// The plan for `loop`, an invocation of `parent`, as if `parent`'s arena and inputs block
 /// lay at nominal addresses far apart (for host-side checks of a device's Programs).
@@ -109,12 +130,13 @@ struct SlotPatch {
 
 /// Slot `slot`'s binding of a loop's body: the inputs it reads in the parent's buffers
 /// (the consts, and the slot of each xs unless the loop is bound once; null: the body's
-/// own input), its sites bound elsewhere, and where each output then lies (null: the
-/// body's own buffer).
+/// own input), its sites bound elsewhere, where each output then lies and where each
+/// chained carry's old value (null: the body's own buffer).
 struct LoopSlotBinding {
   std::vector<const void*> inputs;
   std::vector<SlotPatch> patches;
   std::vector<const void*> outputs;
+  std::vector<const void*> carries;
 };
 
 /// Slot `slot` of `plan` (a loop bound once: slot 0, its consts only).

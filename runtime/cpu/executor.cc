@@ -281,7 +281,7 @@ StatusOr<BoundPtr> Executor::Binder::bind_loop(const Invocation& inv, const Invo
   body.bodies = program_.bodies;
   ExecutorOptions body_options = options_;
   body_options.num_threads = 1;
-  LoopSlots plan = plan_loop_slots(body, inv, b.in, b.results);
+  LoopSlots plan = options_.loop_slots ? plan_loop_slots(body, inv, b.in, b.results) : no_loop_slots(body, inv);
   std::vector<LoopSlotBinding> slots;
   for (int64_t i = 0, n = loop_slot_bindings(inv, body); i < n; ++i) {
     slots.push_back(bind_loop_slot(plan, body, inv, b.in, b.results, i));

@@ -100,6 +100,10 @@ struct ExecutorOptions {
   /// waited for before the first invocation that needs its results (true), or is waited
   /// for as soon as it starts (false: blocking). Both give bitwise the same results.
   bool overlap_all_reduce = true;
+  /// Loops write their ys in their slots and keep carries there where runtime/loop_slots.h
+  /// allows (true), or copy every ys and carry per iteration (false: as before #31, for
+  /// comparisons). Both give bitwise the same results.
+  bool loop_slots = true;
 };
 
 /// The check create() makes: ok, or the error naming the Program's arena, input bytes,

@@ -38,13 +38,20 @@ class LoopBound : public Executor::Bound {
       stage_.resize(total);
     }
     copies_ = loop_copies_per_iteration(plan_, p, inv);
+    // Where the chained carries start and end (the first and last iterations' slots).
+    if (per_slot_ && length_ >= 1) {
+      first_carries_ = bind_loop_slot(plan_, p, inv, in_, results_, reverse_ ? length_ - 1 : 0).carries;
+      last_outputs_ = bind_loop_slot(plan_, p, inv, in_, results_, reverse_ ? 0 : length_ - 1).outputs;
+    }
   }
 
   Status run(ThreadPool& pool) override {
     // The consts and the xs are read in place (each slot's body is bound to them), and so
-    // are the initial values of the carries chained to a ys.
+    // are the initial values of the carries chained to a ys; a shifted carry starts in
+    // its ys's first slot.
     for (int c = 0; c < carries_; ++c) {
-      if (!plan_.chained(c)) std::memcpy(body_->input_data(consts_ + c), in_[consts_ + c], output_bytes_[c]);
+      void* to = plan_.chained(c) ? const_cast<void*>(first_carries_[c]) : body_->input_data(consts_ + c);
+      if (to != in_[consts_ + c]) std::memcpy(to, in_[consts_ + c], output_bytes_[c]);
     }
     int64_t step = 0;
     for (; step < length_; ++step) {
@@ -102,11 +109,11 @@ class LoopBound : public Executor::Bound {
     if (results_.size() > static_cast<size_t>(carries_)) {  // after a stop
       for (; step < length_; ++step) zero_ys(reverse_ ? length_ - 1 - step : step);
     }
-    // A chained carry's last value is in the last slot (a loop with chains has no exits).
-    const int64_t last = reverse_ ? 0 : length_ - 1;
+    // A chained carry's last value is in the last iteration's slot (a loop with chains
+    // has no exits); a shifted one's is in the result already.
     for (int c = 0; c < carries_; ++c) {
-      const void* from = plan_.chained(c) ? body_->output_data(c, last) : body_->input_data(consts_ + c);
-      std::memcpy(results_[c], from, output_bytes_[c]);
+      const void* from = plan_.chained(c) ? last_outputs_[c] : body_->input_data(consts_ + c);
+      if (from != results_[c]) std::memcpy(results_[c], from, output_bytes_[c]);
     }
     return Status::ok_status();
   }
@@ -146,6 +153,9 @@ class LoopBound : public Executor::Bound {
   bool copy_xs_ = false;   ///< Bound once: each iteration's xs are copied into its inputs.
   std::vector<std::byte> stage_;
   LoopCopies copies_;  ///< Per iteration that runs (for describe()).
+  /// Per carry: where the first iteration reads a chained carry; per output: where the
+  /// last iteration leaves it (bind_loop_slot).
+  std::vector<const void*> first_carries_, last_outputs_;
 };
 
 }  // namespace

@@ -32,18 +32,22 @@ struct LoopBound : Executor::Bound {
     }
   }
 
-  // One binding of the body: its code, the index each invocation runs with, and where
-  // its outputs lie.
+  // One binding of the body: its code, the index each invocation runs with, where its
+  // outputs lie and where it reads its chained carries.
   struct Slot {
     std::vector<BoundPtr> code;
     std::vector<int> index;
     std::vector<const void*> out;
+    std::vector<const void*> carries;
   };
 
   Status run(Device& d, int) override {
+    // A carry chained to a ys is read in place by the first iteration; a shifted one
+    // starts in its ys's first slot.
+    const Slot& first = slots_[slots_.size() == 1 ? 0 : static_cast<size_t>(reverse_ ? length_ - 1 : 0)];
     for (int c = 0; c < carries_; ++c) {
-      if (plan_.chained(c)) continue;  // read in place by the first iteration
-      WEFT_RETURN_IF_ERROR(copy(d, body_in_[consts_ + c], in_[consts_ + c], out_bytes_[c], "initial carry"));
+      void* to = plan_.chained(c) ? const_cast<void*>(first.carries[c]) : body_in_[consts_ + c];
+      WEFT_RETURN_IF_ERROR(copy(d, to, in_[consts_ + c], out_bytes_[c], "initial carry"));
     }
     for (int64_t step = 0; step < length_; ++step) {
       const int64_t i = reverse_ ? length_ - 1 - step : step;
@@ -79,7 +83,8 @@ struct LoopBound : Executor::Bound {
         }
       }
     }
-    // A chained carry's last value is in the last slot.
+    // A chained carry's last value is in the last iteration's slot; a shifted one's is in
+    // the result already.
     const Slot& last = slots_[slots_.size() == 1 ? 0 : static_cast<size_t>(reverse_ ? 0 : length_ - 1)];
     for (int c = 0; c < carries_; ++c) {
       const void* from = plan_.chained(c) ? last.out[c] : body_in_[consts_ + c];
@@ -175,6 +180,7 @@ StatusOr<BoundPtr> bind_loop(Binder& binder, const Invocation& inv, std::vector<
       const BufferRef& out = body.outputs[o];
       slot.out.push_back(s.outputs[o] != nullptr ? s.outputs[o] : buffer_address(out, l.arena_, inputs));
     }
+    slot.carries = s.carries;
     l.slots_.push_back(std::move(slot));
   }
   bool staged = false;

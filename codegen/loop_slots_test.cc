@@ -116,6 +116,54 @@ TEST(LoopSlots, AnRnnsStateIsWrittenInItsSlotAndReadFromThePreviousOne) {
   }
 }
 
+// An LSTM-like cell: h chained to %hs, c shifted into %cs (the ys of its old value: read
+// in slot i, its next value written into slot i+1, the last into %c); then a reversed
+// loop chained to its ys. tests/cuda's `scan_slots` case is the same graph on the GPU.
+constexpr char kSlots[] = R"(graph @scan_slots(%w: f32[6,6], %h0: f32[3,6], %c0: f32[3,6], %xs: f32[5,3,6]) {
+  %h, %c, %hs, %cs = scan(%w, %h0, %c0, %xs) {carries=2, consts=1, length=5} : f32[3,6], f32[3,6], f32[5,3,6], f32[5,3,6] ({
+    ^cell(%cw: f32[6,6], %ch: f32[3,6], %cc: f32[3,6], %cx: f32[3,6]):
+      %m = matmul(%ch, %cw) : f32[3,6]
+      %a = add(%m, %cx) : f32[3,6]
+      %c2 = add(%cc, %a) : f32[3,6]
+      %t = tanh(%c2) : f32[3,6]
+      %n = mul(%t, %a) : f32[3,6]
+      return %n, %c2, %n, %cc
+  })
+  %g, %gs = scan(%w, %h, %xs) {carries=1, consts=1, length=5, reverse=true} : f32[3,6], f32[5,3,6] ({
+    ^back(%bw: f32[6,6], %bh: f32[3,6], %bx: f32[3,6]):
+      %bm = matmul(%bh, %bw) : f32[3,6]
+      %bn = sin(%bm) : f32[3,6]
+      %bo = add(%bn, %bx) : f32[3,6]
+      return %bo, %bo
+  })
+  return %h, %c, %hs, %cs, %g, %gs
+}
+)";
+
+TEST(LoopSlots, ACarryWhoseOldValueIsAYsIsShiftedIntoIt) {
+  StatusOr<Graph> g = typed(kSlots);
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  const std::vector<std::string> lines = expect_cpu_matches_reference(*g, testing::random_inputs(*g, 9));
+  ASSERT_EQ(lines.size(), 2u);
+  for (const std::string& line : lines) {
+    EXPECT_NE(line.find("copies per iteration: 0 of 0 bytes"), std::string::npos) << line;
+  }
+  auto lowered = lower_to_program(*g);
+  ASSERT_TRUE(lowered.ok()) << lowered.error().to_string();
+  const Program& p = lowered->program;
+  std::vector<std::string> plans;
+  for (const Invocation& inv : p.code) {
+    if (inv.kind != Invocation::Kind::loop) continue;
+    const LoopSlots plan = plan_loop_slots(p, inv, p.bodies[static_cast<size_t>(inv.body)]);
+    plans.push_back(places(plan));
+    if (plans.size() == 1) {
+      EXPECT_EQ(plan.carry_ys, (std::vector<int>{2, 3}));
+      EXPECT_EQ(plan.shifted, (std::vector<bool>{false, true}));
+    }
+  }
+  EXPECT_EQ(plans, (std::vector<std::string>{"ys2 next1 ys2 ys3", "ys1 ys1"}));
+}
+
 // A loop whose stacked result overlaps one of its operands (the plan is told where they
 // lie) keeps copying that ys: its slot is written while the operands are read.
 TEST(LoopSlots, AYsOverlappingAnOperandIsCopied) {

@@ -48,14 +48,15 @@
 // whose invocations run on this executor's thread pool. Its code is bound once per slot
 // in create() as runtime/loop_slots.h plans it: reading the loop's consts and that slot
 // of each xs where they lie in this executor's buffers, writing each ys it can straight
-// into its slot of the stacked result, and reading a carry chained to a ys in the ys's
-// previous slot — or, where binding per slot would take memory growing with the trip
-// count (loop_slot_bindings), bound once, with each iteration's xs and ys copied. Per
-// step the initial carries are copied into the body's inputs (a chained carry reads its
-// operand in place), and per iteration each ys not written in its slot is copied there,
-// and each next carry back into the body's input unless the body wrote it there
-// (codegen's carries_assigned) or it is chained. Its line in describe() counts the
-// bytes and calls it copies per iteration.
+// into its slot of the stacked result, and keeping a carry in a ys's slots where it can
+// (chained: read in the previous slot; shifted: written into the next) — or, where
+// binding per slot would take memory growing with the trip count (loop_slot_bindings),
+// bound once, with each iteration's xs and ys copied. Per step the initial carries are
+// copied into the body's inputs (a chained carry reads its operand in place, a shifted
+// one is copied into its ys's first slot), and per iteration each ys not written in its
+// slot is copied there, and each next carry back into the body's input unless the body
+// wrote it there (codegen's carries_assigned) or it stays in a ys. Its line in describe()
+// counts the calls and bytes it copies per iteration.
 //
 // Updates: after the last invocation each `assign`'s value is copied into its param or
 // state buffer, so parameters and optimizer state persist in the executor between steps.

@@ -164,6 +164,36 @@ TEST(LoopSlots, ACarryWhoseOldValueIsAYsIsShiftedIntoIt) {
   EXPECT_EQ(plans, (std::vector<std::string>{"ys2 next1 ys2 ys3", "ys1 ys1"}));
 }
 
+// check-numerics reads a body's results where the slot's binding put them: a NaN written
+// straight into a ys slot (the carry chained to it) is found in its iteration.
+TEST(LoopSlots, CheckNumericsFindsANanWrittenInASlot) {
+  StatusOr<Graph> g = typed(R"(graph @loop(%h0: f32[2], %xs: f32[4,2]) {
+  %h, %ys = scan(%h0, %xs) {carries=1, length=4} : f32[2], f32[4,2] ({
+    ^cell(%ch: f32[2], %cx: f32[2]):
+      %a = add(%ch, %cx) : f32[2]
+      %l = log(%a) : f32[2]
+      return %l, %l
+  })
+  return %h, %ys
+}
+)");
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  CpuOptions options;
+  options.executor.check_numerics = true;
+  auto ex = compile_for_cpu(*g, options);
+  ASSERT_TRUE(ex.ok()) << ex.error().to_string();
+  ASSERT_NE(loop_lines(**ex)[0].find("copies per iteration: 0 of 0 bytes"), std::string::npos);
+  ASSERT_TRUE((*ex)->set_input(0, Tensor::from_vector<float>({2}, {1, 1})).ok());
+  // h: log 2, log(log 2 + 1), then log(0.53 - 6) in iteration 2.
+  ASSERT_TRUE((*ex)->set_input(1, Tensor::from_vector<float>({4, 2}, {1, 1, 1, 1, -6, 1, 1, 1})).ok());
+  Status s = (*ex)->run();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().to_string().find("check-numerics: log produced nan (f32[2], element 0)"), std::string::npos)
+      << s.error().to_string();
+  EXPECT_NE(s.error().to_string().find("in iteration 2 of the loop at slots.wir:2:3"), std::string::npos)
+      << s.error().to_string();
+}
+
 // A loop whose stacked result overlaps one of its operands (the plan is told where they
 // lie) keeps copying that ys: its slot is written while the operands are read.
 TEST(LoopSlots, AYsOverlappingAnOperandIsCopied) {

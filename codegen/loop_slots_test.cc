@@ -167,14 +167,14 @@ TEST(LoopSlots, ACarryWhoseOldValueIsAYsIsShiftedIntoIt) {
 // check-numerics reads a body's results where the slot's binding put them: a NaN written
 // straight into a ys slot (the carry chained to it) is found in its iteration.
 TEST(LoopSlots, CheckNumericsFindsANanWrittenInASlot) {
-  StatusOr<Graph> g = typed(R"(graph @loop(%h0: f32[2], %xs: f32[4,2]) {
-  %h, %ys = scan(%h0, %xs) {carries=1, length=4} : f32[2], f32[4,2] ({
-    ^cell(%ch: f32[2], %cx: f32[2]):
-      %a = add(%ch, %cx) : f32[2]
-      %l = log(%a) : f32[2]
-      return %l, %l
+  StatusOr<Graph> g = typed(R"(graph @roots(%h0: f32[3], %xs: f32[4,3]) {
+  %h, %hs = scan(%h0, %xs) {carries=1, length=4} : f32[3], f32[4,3] ({
+    ^root(%rh: f32[3], %rx: f32[3]):
+      %p = mul(%rh, %rx) : f32[3]
+      %r = sqrt(%p) : f32[3]
+      return %r, %r
   })
-  return %h, %ys
+  return %hs
 }
 )");
   ASSERT_TRUE(g.ok()) << g.error().to_string();
@@ -183,12 +183,12 @@ TEST(LoopSlots, CheckNumericsFindsANanWrittenInASlot) {
   auto ex = compile_for_cpu(*g, options);
   ASSERT_TRUE(ex.ok()) << ex.error().to_string();
   ASSERT_NE(loop_lines(**ex)[0].find("copies per iteration: 0 of 0 bytes"), std::string::npos);
-  ASSERT_TRUE((*ex)->set_input(0, Tensor::from_vector<float>({2}, {1, 1})).ok());
-  // h: log 2, log(log 2 + 1), then log(0.53 - 6) in iteration 2.
-  ASSERT_TRUE((*ex)->set_input(1, Tensor::from_vector<float>({4, 2}, {1, 1, 1, 1, -6, 1, 1, 1})).ok());
+  ASSERT_TRUE((*ex)->set_input(0, Tensor::from_vector<float>({3}, {4, 4, 4})).ok());
+  // h: 2, then 1.41, then the root of -1.41 in iteration 2.
+  ASSERT_TRUE((*ex)->set_input(1, Tensor::from_vector<float>({4, 3}, {1, 1, 1, 1, 1, 1, -1, 1, 1, 1, 1, 1})).ok());
   Status s = (*ex)->run();
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.error().to_string().find("check-numerics: log produced nan (f32[2], element 0)"), std::string::npos)
+  EXPECT_NE(s.error().to_string().find("check-numerics: sqrt produced nan (f32[3], element 0)"), std::string::npos)
       << s.error().to_string();
   EXPECT_NE(s.error().to_string().find("in iteration 2 of the loop at slots.wir:2:3"), std::string::npos)
       << s.error().to_string();

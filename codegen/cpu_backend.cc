@@ -18,6 +18,10 @@ StatusOr<std::unique_ptr<cpu::Executor>> compile_for_cpu(const Graph& g,
   if (const char* merge = std::getenv("WEFT_MERGE_UPDATES"); merge && std::string(merge) == "0") {
     lower.merge_updates = false;  // A/B switch for measurements (see the header)
   }
+  cpu::ExecutorOptions executor = options.executor;
+  if (const char* slots = std::getenv("WEFT_LOOP_SLOTS"); slots && std::string(slots) == "0") {
+    executor.loop_slots = false;  // A/B switch for measurements (#31: loops copy as before)
+  }
   WEFT_ASSIGN_OR_RETURN(Lowering lowering, lower_to_program(g, lower));
   if (const char* dir = std::getenv("WEFT_DUMP_PROGRAM")) {
     // Debugging aid: the Program and every generated kernel's body, one file per program.
@@ -38,7 +42,7 @@ StatusOr<std::unique_ptr<cpu::Executor>> compile_for_cpu(const Graph& g,
     WEFT_ASSIGN_OR_RETURN(const CompiledKernel* compiled, KernelCompiler::global().compile(k.body, k.kind));
     fns.push_back(compiled->fn);
   }
-  return cpu::Executor::create(std::move(lowering.program), std::move(fns), options.executor);
+  return cpu::Executor::create(std::move(lowering.program), std::move(fns), executor);
 }
 
 StatusOr<reference::RunResult> run_on_cpu(const Graph& g, const std::vector<Tensor>& inputs,

@@ -28,7 +28,9 @@ struct CpuOptions {
 /// With $WEFT_DUMP_PROGRAM=DIR it also writes DIR/NAME.program.txt: the Program listing
 /// and every generated kernel's body (a file it cannot write is an error naming it).
 /// $WEFT_MERGE_UPDATES=0 turns merge-updates off
-/// (LowerOptions::merge_updates), to measure a step with one update kernel per parameter.
+/// (LowerOptions::merge_updates), to measure a step with one update kernel per parameter;
+/// $WEFT_LOOP_SLOTS=0 turns cpu::ExecutorOptions::loop_slots off (#31: loops copying every
+/// ys and carry per iteration), to measure a step as before.
 StatusOr<std::unique_ptr<cpu::Executor>> compile_for_cpu(const Graph& g,
                                                          const CpuOptions& options = {});
 

@@ -22,6 +22,13 @@ void lay_out_inputs_in_order(Program& p) {
 
 namespace {
 
+// Kernel `k` of the table `kernels` by name; a body listed alone has no table (its kernels
+// are its root's): then by index, as the root names them ("k3").
+std::string kernel_name(const std::vector<GeneratedKernel>& kernels, int k) {
+  if (k >= 0 && static_cast<size_t>(k) < kernels.size()) return kernels[static_cast<size_t>(k)].name;
+  return "k" + std::to_string(k);
+}
+
 // One Program's listing; a body's kernels are its root's.
 std::string listing(const Program& p, const std::vector<GeneratedKernel>& kernels) {
   const std::string& name = p.name;
@@ -57,10 +64,10 @@ std::string listing(const Program& p, const std::vector<GeneratedKernel>& kernel
     os << "  " << i << "  ";
     switch (inv.kind) {
       case Invocation::Kind::library: os << op_name(inv.node.op); break;
-      case Invocation::Kind::generated: os << "generated " << kernels[inv.kernel].name; break;
+      case Invocation::Kind::generated: os << "generated " << kernel_name(kernels, inv.kernel); break;
       case Invocation::Kind::copy: os << "copy"; break;
       case Invocation::Kind::contraction:
-        os << op_name(inv.node.op) << " + " << kernels[inv.kernel].name;
+        os << op_name(inv.node.op) << " + " << kernel_name(kernels, inv.kernel);
         if (inv.gemm_result > 0) os << " (C in result " << inv.gemm_result << ")";
         break;
       case Invocation::Kind::loop:

@@ -27,12 +27,14 @@
 // Loops. A `loop` invocation runs a body Program (`Program::bodies[body]`: inputs, arena,
 // code and outputs of its own, lowered from a `scan` node's body) `length` times
 // (node attributes, ir/ops.def): its operands are the scan's consts, initial carries and
-// xs, its results the last carries and the stacked ys. The executor copies the consts and
-// carries into the body's inputs, then per iteration slot i of each xs, runs the body,
-// copies its per-iteration outputs into slot i of the results and its next carries back
-// into its inputs. So a loop's Program does not grow with its length. Bodies share the
-// root Program's kernels, and a loop inside a body names another entry of the root's
-// `bodies` (the list is flat).
+// xs, its results the last carries and the stacked ys. Iteration i reads slot i of each
+// xs and writes its per-iteration outputs into slot i of the stacked results; its next
+// carries are the next iteration's carries. How the executors bind that — the body once
+// per slot, reading the xs and writing the ys in place, carries kept in a ys's slots
+// where they can, copying the rest — is runtime/loop_slots.h's, not the Program's: a
+// loop's Program does not grow with its length, and says nothing of slots. Bodies share
+// the root Program's kernels (a body listed alone names them by index), and a loop inside
+// a body names another entry of the root's `bodies` (the list is flat).
 //
 // Generated kernels share one calling convention, `GeneratedFn`: buffers[] holds the
 // kernel's operand pointers then its result pointers, and the call computes rows

@@ -124,28 +124,6 @@ class FallbackBound : public Executor::Bound {
 };
 
 using BoundPtr = std::unique_ptr<Executor::Bound>;
-// The inputs each slot's binding of a loop's body reads in place: the loop's consts, and
-// (unless the loop copies its xs per iteration, loop_slot_bindings) that slot of each xs;
-// null where the body reads its own input.
-std::vector<std::vector<const void*>> loop_slot_inputs(const Invocation& inv, const Program& body,
-                                                       const std::vector<const void*>& in) {
-  const int64_t length = inv.node.int_attr("length");
-  const size_t reads = static_cast<size_t>(inv.node.int_attr("consts"));
-  const size_t first_x = reads + static_cast<size_t>(inv.node.int_attr("carries"));
-  const int64_t slots = loop_slot_bindings(length, in.size() - first_x, body.code.size());
-  std::vector<std::vector<const void*>> slot_inputs(static_cast<size_t>(slots),
-                                                    std::vector<const void*>(in.size(), nullptr));
-  for (int64_t i = 0; i < slots; ++i) {
-    auto& slot = slot_inputs[static_cast<size_t>(i)];
-    for (size_t k = 0; k < reads; ++k) slot[k] = in[k];
-    if (slots == 1 && length > 1) continue;  // the xs are copied per iteration
-    for (size_t k = first_x; k < in.size(); ++k) {
-      const size_t bytes = body.inputs[k].type.bytes();
-      slot[k] = static_cast<const std::byte*>(in[k]) + i * static_cast<int64_t>(bytes);
-    }
-  }
-  return slot_inputs;
-}
 
 }  // namespace
 
@@ -168,13 +146,24 @@ void Executor::set_check_numerics(bool on) {
 
 const void* Executor::output_data(int index, int64_t slot) const {
   const BufferRef& ref = program_.outputs[static_cast<size_t>(index)];
-  if (slot >= 0 && ref.space == Space::input && !slot_inputs_.empty()) {
-    if (const void* p = slot_inputs_[static_cast<size_t>(slot)][static_cast<size_t>(ref.input)]) return p;
+  if (slot >= 0 && !slot_bindings_.empty()) {
+    const LoopSlotBinding& s = slot_bindings_[static_cast<size_t>(slot)];
+    if (const void* p = s.outputs[static_cast<size_t>(index)]) return p;
+    if (ref.space == Space::input) {
+      if (const void* p = s.inputs[static_cast<size_t>(ref.input)]) return p;
+    }
   }
   return resolve(ref);
 }
 
 void* Executor::resolve(const BufferRef& ref) const { return buffer_address(ref, arena_.get(), input_ptr_); }
+
+const void* Executor::address(size_t index, bool result, size_t position) const {
+  const Invocation& inv = program_.code[index];
+  const void* own = resolve(result ? inv.results[position] : inv.operands[position]);
+  if (checked_patches_ == nullptr) return own;
+  return patched_address(*checked_patches_, {index, result, position}, own);
+}
 
 // Binds a Program's invocations to one set of buffers (the arena, an address per input),
 // one Bound each: create_bound runs it on the executor's own buffers, or once per slot of
@@ -190,9 +179,11 @@ class Executor::Binder {
       : program_(program), generated_(generated), options_(options), comm_(std::move(comm)), plan_(plan),
         staging_(staging), tally_(tally) {}
 
-  /// Every invocation bound to `arena` and `inputs`; `count`: add its fallbacks to
-  /// fallbacks() (the executor's own code, or a loop body's first slot).
-  StatusOr<std::vector<BoundPtr>> bind(std::byte* arena, const std::vector<void*>& inputs, bool count);
+  /// Every invocation bound to `arena` and `inputs`, then `patches` (a loop body's slot,
+  /// runtime/loop_slots.h); `count`: add its fallbacks to fallbacks() (the executor's own
+  /// code, or a loop body's first slot).
+  StatusOr<std::vector<BoundPtr>> bind(std::byte* arena, const std::vector<void*>& inputs, bool count,
+                                       const std::vector<SlotPatch>& patches = {});
   int fallbacks() const { return fallbacks_; }
   /// Whether some all_reduce invocation was bound into a bucket.
   bool bucketed() const { return bucketed_; }
@@ -219,12 +210,13 @@ class Executor::Binder {
 };
 
 StatusOr<std::vector<BoundPtr>> Executor::Binder::bind(std::byte* arena, const std::vector<void*>& inputs,
-                                                       bool count) {
+                                                       bool count, const std::vector<SlotPatch>& patches) {
   std::vector<BoundPtr> code;
   buckets_ = bind_buckets(arena, inputs);
   for (size_t index = 0; index < program_.code.size(); ++index) {
     InvocationBuffers b = resolve_buffers(program_.code[index],
                                           [&](const BufferRef& r) { return buffer_address(r, arena, inputs); });
+    apply_slot_patches(patches, index, b);
     WEFT_ASSIGN_OR_RETURN(BoundPtr bound, bind_invocation(index, std::move(b), count));
     code.push_back(with_bucket_sync(std::move(bound), index, program_.code.size(), buckets_));
   }
@@ -289,11 +281,15 @@ StatusOr<BoundPtr> Executor::Binder::bind_loop(const Invocation& inv, const Invo
   body.bodies = program_.bodies;
   ExecutorOptions body_options = options_;
   body_options.num_threads = 1;
-  const std::vector<std::vector<const void*>> slot_inputs = loop_slot_inputs(inv, body, b.in);
+  LoopSlots plan = options_.loop_slots ? plan_loop_slots(body, inv, b.in, b.results) : no_loop_slots(body, inv);
+  std::vector<LoopSlotBinding> slots;
+  for (int64_t i = 0, n = loop_slot_bindings(inv, body); i < n; ++i) {
+    slots.push_back(bind_loop_slot(plan, body, inv, b.in, b.results, i));
+  }
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Executor> bound,
-                        create_bound(std::move(body), generated_, body_options, slot_inputs));
+                        create_bound(std::move(body), generated_, body_options, std::move(slots)));
   if (count) fallbacks_ += bound->fallbacks();
-  return make_loop_bound(std::move(bound), inv, b.in, b.results);
+  return make_loop_bound(std::move(bound), inv, b.in, b.results, std::move(plan));
 }
 
 // A library kernel (kernel.h); an all_reduce through the communicator, alone or as a
@@ -328,9 +324,9 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program,
   return create_bound(std::move(program), std::move(generated), std::move(options), {});
 }
 
-StatusOr<std::unique_ptr<Executor>> Executor::create_bound(
-    Program program, std::vector<GeneratedFn> generated, ExecutorOptions options,
-    const std::vector<std::vector<const void*>>& slot_inputs) {
+StatusOr<std::unique_ptr<Executor>> Executor::create_bound(Program program, std::vector<GeneratedFn> generated,
+                                                           ExecutorOptions options,
+                                                           std::vector<LoopSlotBinding> slots) {
   WEFT_CHECK(generated.size() == program.kernels.size(),
              "Executor::create: one function per generated kernel");
   check_layout(program, "cpu::Executor::create");
@@ -344,7 +340,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::create_bound(
   WEFT_RETURN_IF_ERROR(ex->plan_buckets(program, options, *comm));
   Binder binder(program, generated, options, std::move(comm), ex->bucket_plan_, ex->staging_.get(),
                 &ex->all_reduce_);
-  WEFT_RETURN_IF_ERROR(ex->bind_code(binder, slot_inputs));
+  WEFT_RETURN_IF_ERROR(ex->bind_code(binder, std::move(slots)));
   ex->fallbacks_ = binder.fallbacks();
   ex->bucketed_all_reduce_ = binder.bucketed();
   ex->allocate_snapshots(program);
@@ -381,24 +377,25 @@ Status Executor::allocate_blocks(const Program& program) {
 
 std::vector<void*> Executor::slot_input_ptrs(size_t slot) const {
   std::vector<void*> inputs = input_ptr_;
-  const std::vector<const void*>& in = slot_inputs_[slot];
+  const std::vector<const void*>& in = slot_bindings_[slot].inputs;
   for (size_t k = 0; k < in.size(); ++k) {
     if (in[k] != nullptr) inputs[k] = const_cast<void*>(in[k]);
   }
   return inputs;
 }
 
-Status Executor::bind_code(Binder& binder, const std::vector<std::vector<const void*>>& slot_inputs) {
-  // A loop's body is bound once per slot instead, with the slot's inputs read in place
-  // (the loop's consts and the slot of each xs in the parent's buffers): no copies per
+Status Executor::bind_code(Binder& binder, std::vector<LoopSlotBinding> slots) {
+  // A loop's body is bound once per slot instead (runtime/loop_slots.h), with the slot's
+  // inputs read and its ys written in place in the parent's buffers: no copies per
   // iteration. The first slot's binding counts the fallbacks.
-  if (slot_inputs.empty()) {
+  if (slots.empty()) {
     WEFT_ASSIGN_OR_RETURN(code_, binder.bind(arena_.get(), input_ptr_, /*count=*/true));
   }
-  slot_inputs_ = slot_inputs;
-  for (size_t slot = 0; slot < slot_inputs_.size(); ++slot) {
+  slot_bindings_ = std::move(slots);
+  for (size_t slot = 0; slot < slot_bindings_.size(); ++slot) {
     WEFT_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Bound>> code,
-                          binder.bind(arena_.get(), slot_input_ptrs(slot), /*count=*/slot == 0));
+                          binder.bind(arena_.get(), slot_input_ptrs(slot), /*count=*/slot == 0,
+                                      slot_bindings_[slot].patches));
     slots_.push_back(std::move(code));
   }
   return Status::ok_status();

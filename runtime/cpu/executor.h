@@ -46,12 +46,17 @@
 // Loops: a loop invocation (runtime/program.h) runs its body through an Executor of its
 // own (its arena and carries apart from the root's, counted by its own memory check),
 // whose invocations run on this executor's thread pool. Its code is bound once per slot
-// in create(), reading the loop's consts and that slot of each xs where they lie in this
-// executor's buffers — or, where that would take memory growing with the trip count
-// (loop_slot_bindings), bound once, with each iteration's xs copied into the body's
-// inputs; per step the initial carries are copied into the body's inputs,
-// and per iteration the ys are copied into their slot and the next carries back into
-// the body's inputs unless the body wrote them there (codegen's carries_assigned).
+// in create() as runtime/loop_slots.h plans it: reading the loop's consts and that slot
+// of each xs where they lie in this executor's buffers, writing each ys it can straight
+// into its slot of the stacked result, and keeping a carry in a ys's slots where it can
+// (chained: read in the previous slot; shifted: written into the next) — or, where
+// binding per slot would take memory growing with the trip count (loop_slot_bindings),
+// bound once, with each iteration's xs and ys copied. Per step the initial carries are
+// copied into the body's inputs (a chained carry reads its operand in place, a shifted
+// one is copied into its ys's first slot), and per iteration each ys not written in its
+// slot is copied there, and each next carry back into the body's input unless the body
+// wrote it there (codegen's carries_assigned) or it stays in a ys. Its line in describe()
+// counts the calls and bytes it copies per iteration.
 //
 // Updates: after the last invocation each `assign`'s value is copied into its param or
 // state buffer, so parameters and optimizer state persist in the executor between steps.
@@ -66,17 +71,14 @@
 #include "runtime/collective/communicator.h"
 #include "runtime/cpu/thread_pool.h"
 #include "runtime/executor.h"
+#include "runtime/loop_slots.h"
 #include "runtime/program.h"
 #include "runtime/tensor.h"
 
 namespace weft::cpu {
 
-/// How many bindings of its body a loop of `length` iterations, with `xs` stacked operands
-/// and a body of `invocations`, gets: one per slot (each reads its xs in place) while that
-/// stays small, else one (the loop copies each iteration's xs into the body's inputs), so
-/// binding memory never grows with the trip count past a fixed bound (#28: a loop of 2^40
-/// iterations used to die binding them).
-int64_t loop_slot_bindings(int64_t length, size_t xs, size_t invocations);
+/// runtime/loop_slots.h's, which every executor binds a loop by.
+using ::weft::loop_slot_bindings;
 
 struct ExecutorOptions {
   int num_threads = 0;  ///< 0: default_num_threads() ($WEFT_NUM_THREADS or the cores).
@@ -99,6 +101,10 @@ struct ExecutorOptions {
   /// waited for before the first invocation that needs its results (true), or is waited
   /// for as soon as it starts (false: blocking). Both give bitwise the same results.
   bool overlap_all_reduce = true;
+  /// Loops write their ys in their slots and keep carries there where runtime/loop_slots.h
+  /// allows (true), or copy every ys and carry per iteration (false: as before #31, for
+  /// comparisons). Both give bitwise the same results.
+  bool loop_slots = true;
 };
 
 /// The check create() makes: ok, or the error naming the Program's arena, input bytes,
@@ -178,12 +184,12 @@ class Executor : public ProgramExecutor {
   int fallbacks() const override { return fallbacks_; }
 
   /// A loop's body: runs every invocation on `pool` (no updates: a body has none), as
-  /// bound for slot `slot` (its consts and xs read in place) when the executor was bound
-  /// per slot, else as bound once.
+  /// bound for slot `slot` (runtime/loop_slots.h) when the executor was bound per slot,
+  /// else as bound once.
   Status run_body(ThreadPool& pool, int64_t slot = -1);
   /// Where output `index` lives (a loop copies its body's outputs from there): for a body
-  /// bound per slot, as slot `slot` reads it (an output that is a const or an xs input
-  /// lies in the parent's buffer).
+  /// bound per slot, as slot `slot` binds it (an output that is a const or an xs input
+  /// lies in the parent's buffer, one written in its slot there).
   const void* output_data(int index, int64_t slot = -1) const;
   /// One line per invocation: its kind and what it runs ("onednn sgemm 128x256x784").
   std::string describe() const override;
@@ -192,11 +198,11 @@ class Executor : public ProgramExecutor {
 
  private:
   Executor() = default;
-  /// create, and for a loop's body also one copy of the code per slot, bound with input k
-  /// at slot_inputs[i][k] where that is not null (the parent's buffers).
-  static StatusOr<std::unique_ptr<Executor>> create_bound(
-      Program program, std::vector<GeneratedFn> generated, ExecutorOptions options,
-      const std::vector<std::vector<const void*>>& slot_inputs);
+  /// create, and for a loop's body instead one copy of the code per slot, bound as
+  /// `slots[i]` says (runtime/loop_slots.h: inputs and sites in the parent's buffers).
+  static StatusOr<std::unique_ptr<Executor>> create_bound(Program program, std::vector<GeneratedFn> generated,
+                                                          ExecutorOptions options,
+                                                          std::vector<LoopSlotBinding> slots);
   class Binder;  ///< Binds invocations to one set of buffers (executor.cc).
   // The steps of create_bound, in order (executor.cc).
   /// The arena and the inputs block, zeroed; input_ptr_. Errors: an allocation that fails.
@@ -204,18 +210,21 @@ class Executor : public ProgramExecutor {
   /// bucket_plan_ and its staging block, with more than one rank and buckets enabled.
   Status plan_buckets(const Program& program, const ExecutorOptions& options,
                       const collective::Communicator& comm);
-  /// code_ bound to this executor's buffers, or, for a loop body bound per slot, one code
-  /// in slots_ per entry of `slot_inputs`.
-  Status bind_code(Binder& binder, const std::vector<std::vector<const void*>>& slot_inputs);
+  /// code_ bound to this executor's buffers, or, for a loop body, one code in slots_ per
+  /// entry of `slots`.
+  Status bind_code(Binder& binder, std::vector<LoopSlotBinding> slots);
   /// The block the update snapshots are copied into (runtime/binding.h, snapshot_layout).
   void allocate_snapshots(const Program& program);
   /// One scratch block for every library kernel, as large as the largest need.
   void share_scratch();
 
   /// The input addresses slot `slot`'s code is bound to: input_ptr_, with the inputs read
-  /// in the parent's buffers (slot_inputs_[slot]) in their place.
+  /// in the parent's buffers (slot_bindings_[slot].inputs) in their place.
   std::vector<void*> slot_input_ptrs(size_t slot) const;
   void* resolve(const BufferRef& ref) const;
+  /// Operand (or result) `position` of invocation `index`, as the code being checked is
+  /// bound (checked_patches_).
+  const void* address(size_t index, bool result, size_t position) const;
   void apply_updates();
   Status run_invocation(size_t index);  ///< code_[index] on the pool.
   Status run_checking_numerics();                  // executor_checks.cc
@@ -235,8 +244,10 @@ class Executor : public ProgramExecutor {
   std::vector<std::unique_ptr<Bound>> code_;
   /// A loop body's code bound once per slot (create_bound); empty otherwise.
   std::vector<std::vector<std::unique_ptr<Bound>>> slots_;
-  /// The inputs each slot reads in place (create_bound's slot_inputs).
-  std::vector<std::vector<const void*>> slot_inputs_;
+  /// How each slot of a loop body is bound (create_bound's slots).
+  std::vector<LoopSlotBinding> slot_bindings_;
+  /// The patches of the slot whose code is being checked (run_body_checking_numerics).
+  const std::vector<SlotPatch>* checked_patches_ = nullptr;
   /// Copies of the update values that are inputs (runtime/binding.h, snapshot_layout).
   std::unique_ptr<std::byte[], void (*)(std::byte*)> snapshot_block_{nullptr, nullptr};
   std::vector<std::byte*> snapshots_;

@@ -22,10 +22,11 @@ struct Executor::Bound {
   virtual void set_check_numerics(bool) {}
 };
 
-/// A loop invocation: `body` bound for it (loop_slot_bindings, executor.h), run `length` times
-/// on the caller's pool; `in` and `results` are the loop's buffers in the parent.
+/// A loop invocation: `body` bound for it as `plan` says (runtime/loop_slots.h), run `length`
+/// times on the caller's pool; `in` and `results` are the loop's buffers in the parent.
 std::unique_ptr<Executor::Bound> make_loop_bound(std::unique_ptr<Executor> body, const Invocation& inv,
-                                                 std::vector<const void*> in, std::vector<void*> results);
+                                                 std::vector<const void*> in, std::vector<void*> results,
+                                                 LoopSlots plan);
 
 /// An all_reduce run alone, in place on `to` (the operand copied there first); with a
 /// predicate (null: none) that is false, the copy and no call.

@@ -58,10 +58,11 @@ Status Executor::run_checking_numerics() {
 Status Executor::run_body_checking_numerics(ThreadPool& pool, const std::vector<std::unique_ptr<Bound>>& code,
                                             int64_t slot) {
   // The checks resolve buffers as this slot's code is bound: its consts and xs in the
-  // parent's buffers.
+  // parent's buffers, its ys slots and chained carries (runtime/loop_slots.h).
   const std::vector<void*> own = input_ptr_;
-  if (slot >= 0 && static_cast<size_t>(slot) < slot_inputs_.size()) {
+  if (slot >= 0 && static_cast<size_t>(slot) < slot_bindings_.size()) {
     input_ptr_ = slot_input_ptrs(static_cast<size_t>(slot));
+    checked_patches_ = &slot_bindings_[static_cast<size_t>(slot)].patches;
   }
   Status status;
   for (size_t i = 0; i < code.size() && status.ok(); ++i) {
@@ -70,6 +71,7 @@ Status Executor::run_body_checking_numerics(ThreadPool& pool, const std::vector<
     if (status.ok()) status = check_invocation_numerics(i, std::move(operands));
   }
   input_ptr_ = own;
+  checked_patches_ = nullptr;
   return status;
 }
 
@@ -79,9 +81,9 @@ std::vector<Tensor> Executor::operands_to_explain(size_t index) const {
   std::vector<Tensor> operands;
   const Invocation& inv = program_.code[index];
   if (inv.kind != Invocation::Kind::generated && inv.kind != Invocation::Kind::contraction) return operands;
-  for (const BufferRef& op : inv.operands) {
-    Tensor t(op.type);
-    std::memcpy(t.raw_data(), resolve(op), t.bytes());
+  for (size_t k = 0; k < inv.operands.size(); ++k) {
+    Tensor t(inv.operands[k].type);
+    std::memcpy(t.raw_data(), address(index, /*result=*/false, k), t.bytes());
     operands.push_back(std::move(t));
   }
   return operands;
@@ -92,8 +94,9 @@ Status Executor::check_invocation_numerics(size_t index, std::vector<Tensor> ope
   if (inv.kind == Invocation::Kind::copy) return Status::ok_status();  // moves bytes only
   // A bucketed all_reduce's result is written when its bucket is reduced (executor.h).
   if (bucketed_all_reduce_ && inv.node.op == Op::AllReduce) return Status::ok_status();
-  for (const BufferRef& ref : inv.results) {
-    const void* data = resolve(ref);
+  for (size_t r = 0; r < inv.results.size(); ++r) {
+    const BufferRef& ref = inv.results[r];
+    const void* data = address(index, /*result=*/true, r);
     const int64_t bad = reference::first_nonfinite(data, ref.type);
     if (bad < 0) continue;
     if (inv.kind == Invocation::Kind::contraction) {

@@ -1,5 +1,6 @@
 // Binding a Program's invocations to device buffers (Binder, device.h), and the loop
-// invocation: a body Program bound once, run `length` times on the step's stream.
+// invocation: a body Program bound per slot (runtime/loop_slots.h), run `length` times on
+// the step's stream.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -15,12 +16,15 @@ namespace {
 using Device = Executor::Device;
 
 // A loop (runtime/program.h). Its body has an arena and an inputs block of its own on the
-// device, bound once: the body reads the loop's consts where they lie in the parent; per
-// iteration the slot of each xs is copied into the body's input, the body's invocations
-// run, each ys is copied into its slot, and each next carry into its carry input, unless
-// the body wrote it there (the lowering's carries_assigned): all device-to-device on the
-// step's stream, so a captured step holds the whole loop and no host decides anything.
-// Its fields are set by bind_loop, below.
+// device, bound once per slot as runtime/loop_slots.h plans it: each slot's code reads the
+// loop's consts and its slot of each xs where they lie in the parent, writes the ys it
+// can straight into their slot and reads the carries chained to a ys in the previous
+// slot. Per iteration the body's invocations run, then what the plan leaves is copied:
+// each other ys into its slot, each next carry into its carry input unless the body wrote
+// it there (the lowering's carries_assigned) or it is chained. Past loop_slot_bindings'
+// bound, the body is bound once and each iteration's xs are copied in too. All
+// device-to-device on the step's stream, so a captured step holds the whole loop and no
+// host decides anything. Its fields are set by bind_loop, below.
 struct LoopBound : Executor::Bound {
   ~LoopBound() override {
     for (void* p : {arena_, inputs_, stage_}) {
@@ -28,26 +32,42 @@ struct LoopBound : Executor::Bound {
     }
   }
 
+  // One binding of the body: its code, the index each invocation runs with, where its
+  // outputs lie and where it reads its chained carries.
+  struct Slot {
+    std::vector<BoundPtr> code;
+    std::vector<int> index;
+    std::vector<const void*> out;
+    std::vector<const void*> carries;
+  };
+
   Status run(Device& d, int) override {
+    // A carry chained to a ys is read in place by the first iteration; a shifted one
+    // starts in its ys's first slot.
+    const Slot& first = slots_[slots_.size() == 1 ? 0 : static_cast<size_t>(reverse_ ? length_ - 1 : 0)];
     for (int c = 0; c < carries_; ++c) {
-      WEFT_RETURN_IF_ERROR(copy(d, body_in_[consts_ + c], in_[consts_ + c], out_bytes_[c], "initial carry"));
+      void* to = plan_.chained(c) ? const_cast<void*>(first.carries[c]) : body_in_[consts_ + c];
+      WEFT_RETURN_IF_ERROR(copy(d, to, in_[consts_ + c], out_bytes_[c], "initial carry"));
     }
     for (int64_t step = 0; step < length_; ++step) {
       const int64_t i = reverse_ ? length_ - 1 - step : step;
-      for (size_t k = consts_ + carries_; k < in_.size(); ++k) {
-        WEFT_RETURN_IF_ERROR(copy(d, body_in_[k], static_cast<const std::byte*>(in_[k]) + i * in_bytes_[k],
-                                  in_bytes_[k], "slot of xs"));
+      const Slot& slot = slots_[slots_.size() == 1 ? 0 : static_cast<size_t>(i)];
+      if (slots_.size() == 1) {  // bound once: the xs are copied in
+        for (size_t k = consts_ + carries_; k < in_.size(); ++k) {
+          WEFT_RETURN_IF_ERROR(copy(d, body_in_[k], static_cast<const std::byte*>(in_[k]) + i * in_bytes_[k],
+                                    in_bytes_[k], "slot of xs"));
+        }
       }
-      for (size_t j = 0; j < body_.size(); ++j) WEFT_RETURN_IF_ERROR(body_[j]->run(d, index_[j]));
-      // The ys first: one may be a carry's current value.
+      for (size_t j = 0; j < slot.code.size(); ++j) WEFT_RETURN_IF_ERROR(slot.code[j]->run(d, slot.index[j]));
+      // The ys first: one may be a carry's current value. A ys written in its slot is there.
       for (size_t y = carries_; y < results_.size(); ++y) {
-        WEFT_RETURN_IF_ERROR(copy(d, static_cast<std::byte*>(results_[y]) + i * out_bytes_[y], body_out_[y],
+        WEFT_RETURN_IF_ERROR(copy(d, static_cast<std::byte*>(results_[y]) + i * out_bytes_[y], slot.out[y],
                                   out_bytes_[y], "ys into its slot"));
       }
       if (stage_ != nullptr) {  // two carries swapped: read both before writing either
         size_t at = 0;
         for (int c = 0; c < carries_; ++c) {
-          WEFT_RETURN_IF_ERROR(copy(d, static_cast<std::byte*>(stage_) + at, body_out_[c], out_bytes_[c], "staged carry"));
+          WEFT_RETURN_IF_ERROR(copy(d, static_cast<std::byte*>(stage_) + at, slot.out[c], out_bytes_[c], "staged carry"));
           at += out_bytes_[c];
         }
         at = 0;
@@ -58,32 +78,43 @@ struct LoopBound : Executor::Bound {
         }
       } else {
         for (int c = 0; c < carries_; ++c) {
-          WEFT_RETURN_IF_ERROR(copy(d, body_in_[consts_ + c], body_out_[c], out_bytes_[c], "next carry"));
+          if (plan_.chained(c)) continue;  // the next slot reads it where it is
+          WEFT_RETURN_IF_ERROR(copy(d, body_in_[consts_ + c], slot.out[c], out_bytes_[c], "next carry"));
         }
       }
     }
+    // A chained carry's last value is in the last iteration's slot; a shifted one's is in
+    // the result already.
+    const Slot& last = slots_[slots_.size() == 1 ? 0 : static_cast<size_t>(reverse_ ? 0 : length_ - 1)];
     for (int c = 0; c < carries_; ++c) {
-      WEFT_RETURN_IF_ERROR(copy(d, results_[c], body_in_[consts_ + c], out_bytes_[c], "last carry"));
+      const void* from = plan_.chained(c) ? last.out[c] : body_in_[consts_ + c];
+      WEFT_RETURN_IF_ERROR(copy(d, results_[c], from, out_bytes_[c], "last carry"));
     }
     return Status::ok_status();
   }
 
   std::string describe() const override {
-    return "loop " + std::to_string(length_) + "x over @" + name_ + " (" + std::to_string(body_.size()) +
-           " invocations)";
+    return "loop " + std::to_string(length_) + "x over @" + name_ + " (" + std::to_string(slots_[0].code.size()) +
+           " invocations, " + (slots_.size() == 1 && length_ > 1 ? "bound once" : "bound per slot") +
+           "; copies per iteration: " + std::to_string(copies_.calls) + " of " + std::to_string(copies_.bytes) +
+           " bytes)";
   }
   size_t workspace_bytes() const override {
     size_t most = 0;
-    for (const BoundPtr& b : body_) most = std::max(most, b->workspace_bytes());
+    for (const Slot& s : slots_) {
+      for (const BoundPtr& b : s.code) most = std::max(most, b->workspace_bytes());
+    }
     return most;
   }
   size_t owned_bytes() const override {
     size_t bytes = owned_;
-    for (const BoundPtr& b : body_) bytes += b->owned_bytes();
+    for (const Slot& s : slots_) {
+      for (const BoundPtr& b : s.code) bytes += b->owned_bytes();
+    }
     return bytes;
   }
   bool on_host() const override {
-    return std::any_of(body_.begin(), body_.end(), [](const BoundPtr& b) { return b->on_host(); });
+    return std::any_of(slots_[0].code.begin(), slots_[0].code.end(), [](const BoundPtr& b) { return b->on_host(); });
   }
 
   static Status copy(Device& d, void* to, const void* from, size_t bytes, const char* what) {
@@ -103,10 +134,10 @@ struct LoopBound : Executor::Bound {
   std::vector<const void*> in_;  // the loop's operands in the parent
   std::vector<void*> results_;   // the loop's results in the parent
   std::vector<void*> body_in_;   // the body's inputs (its consts: the parent's operands)
-  std::vector<const void*> body_out_;
   std::vector<size_t> in_bytes_, out_bytes_;  // a body input's and output's bytes
-  std::vector<BoundPtr> body_;
-  std::vector<int> index_;  // each body invocation's index for Bound::run (Binder::sites)
+  LoopSlots plan_;                            // runtime/loop_slots.h
+  LoopCopies copies_;                         // per iteration (describe())
+  std::vector<Slot> slots_;  // one per slot, or one for every iteration (loop_slot_bindings)
 };
 
 }  // namespace
@@ -134,16 +165,29 @@ StatusOr<BoundPtr> bind_loop(Binder& binder, const Invocation& inv, std::vector<
                              ? const_cast<void*>(l.in_[k])
                              : static_cast<std::byte*>(l.inputs_) + body.input_offsets[k]);
   }
-  WEFT_ASSIGN_OR_RETURN(l.body_, binder.bind(body, l.arena_, l.body_in_, &l.index_));
+  for (const BufferRef& out : body.outputs) l.out_bytes_.push_back(out.type.bytes());
+  l.plan_ = plan_loop_slots(body, inv, l.in_, l.results_);
+  l.copies_ = loop_copies_per_iteration(l.plan_, body, inv);
+  for (int64_t i = 0, n = loop_slot_bindings(inv, body); i < n; ++i) {
+    const LoopSlotBinding s = bind_loop_slot(l.plan_, body, inv, l.in_, l.results_, i);
+    std::vector<void*> inputs = l.body_in_;
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      if (s.inputs[k] != nullptr) inputs[k] = const_cast<void*>(s.inputs[k]);
+    }
+    LoopBound::Slot slot;
+    WEFT_ASSIGN_OR_RETURN(slot.code, binder.bind(body, l.arena_, inputs, &slot.index, s.patches));
+    for (size_t o = 0; o < body.outputs.size(); ++o) {
+      const BufferRef& out = body.outputs[o];
+      slot.out.push_back(s.outputs[o] != nullptr ? s.outputs[o] : buffer_address(out, l.arena_, inputs));
+    }
+    slot.carries = s.carries;
+    l.slots_.push_back(std::move(slot));
+  }
   bool staged = false;
-  for (size_t c = 0; c < body.outputs.size(); ++c) {
-    const BufferRef& out = body.outputs[c];
-    l.out_bytes_.push_back(out.type.bytes());
-    l.body_out_.push_back(out.space == Space::input ? l.body_in_[out.input]
-                                                    : static_cast<std::byte*>(l.arena_) + out.offset);
+  for (int c = 0; c < l.carries_; ++c) {
     // A next carry that is another body input (two carries swapped).
-    const bool carry = static_cast<int>(c) < l.carries_;
-    staged = staged || (carry && out.space == Space::input && out.input != l.consts_ + static_cast<int>(c));
+    const BufferRef& out = body.outputs[static_cast<size_t>(c)];
+    staged = staged || (out.space == Space::input && out.input != l.consts_ + c);
   }
   if (staged) {
     size_t total = 0;
@@ -155,7 +199,8 @@ StatusOr<BoundPtr> bind_loop(Binder& binder, const Invocation& inv, std::vector<
 }
 
 StatusOr<std::vector<BoundPtr>> Binder::bind(const Program& program, void* arena,
-                                             const std::vector<void*>& inputs, std::vector<int>* body_index) {
+                                             const std::vector<void*>& inputs, std::vector<int>* body_index,
+                                             const std::vector<SlotPatch>& patches) {
   std::vector<BoundPtr> code;
   const auto resolve = [&](const BufferRef& r) { return buffer_address(r, arena, inputs); };
   // What each invocation may use of the arena as workspace (convolutions).
@@ -164,6 +209,7 @@ StatusOr<std::vector<BoundPtr>> Binder::bind(const Program& program, void* arena
     const Invocation& inv = program.code[index];
     if (body_index == nullptr) current_root = index;
     InvocationBuffers b = resolve_buffers(inv, resolve);
+    apply_slot_patches(patches, index, b);
     const std::vector<const void*>& in = b.in;
     const std::vector<Type>& types = b.types;
     void* out = b.out();

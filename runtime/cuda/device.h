@@ -19,6 +19,7 @@
 #include "runtime/cuda/index_maps.h"
 #include "runtime/cuda/library.h"
 #include "runtime/cuda/plan.h"
+#include "runtime/loop_slots.h"
 
 namespace weft::cuda {
 
@@ -204,16 +205,19 @@ struct Binder {
   std::vector<BodySite> sites;              ///< Run index root.code.size() + k is sites[k].
   size_t current_root = 0;
 
-  /// `program`'s invocations bound to `arena` and `inputs` (one pointer per input).
-  /// `body_index`: null for the root (invocation i runs with index i); for a loop body,
-  /// receives the index each invocation runs with (a new entry of `sites`).
+  /// `program`'s invocations bound to `arena` and `inputs` (one pointer per input), then
+  /// `patches` (a loop body's slot, runtime/loop_slots.h). `body_index`: null for the
+  /// root (invocation i runs with index i); for a loop body, receives the index each
+  /// invocation runs with (a new entry of `sites`).
   StatusOr<std::vector<BoundPtr>> bind(const Program& program, void* arena,
                                        const std::vector<void*>& inputs,
-                                       std::vector<int>* body_index);
+                                       std::vector<int>* body_index,
+                                       const std::vector<SlotPatch>& patches = {});
 };
 
-/// A loop invocation (bind.cc): its body (binder.root.bodies[inv.body]) bound once on
-/// an arena and inputs block of its own; `in` and `results` are the loop's buffers.
+/// A loop invocation (bind.cc): its body (binder.root.bodies[inv.body]) bound once per
+/// slot as runtime/loop_slots.h plans it (or once, past its bound), on an arena and
+/// inputs block of its own; `in` and `results` are the loop's buffers.
 StatusOr<BoundPtr> bind_loop(Binder& binder, const Invocation& inv, std::vector<const void*> in,
                              std::vector<void*> results);
 

@@ -24,6 +24,9 @@ namespace weft::codegen {
 StatusOr<std::unique_ptr<cuda::Executor>> compile_for_cuda(
     const Graph& g, const cuda::ExecutorOptions& options = {});
 
+/// The second half of compile_for_cuda: binds a compiled Program (the same refusal first).
+StatusOr<std::unique_ptr<cuda::Executor>> bind_for_cuda(CudaProgram p, const cuda::ExecutorOptions& options);
+
 /// Compiles `g`, runs it once on `inputs` (in graph-input order) on the GPU and returns
 /// the outputs and the assigned values like reference::run does.
 StatusOr<reference::RunResult> run_on_cuda(const Graph& g, const std::vector<Tensor>& inputs,

@@ -8,6 +8,8 @@
 #include "codegen/kernel_compiler.h"
 #include "codegen/lower.h"
 #include "codegen/program_source.h"
+#include "codegen/run_once.h"
+#include "runtime/cuda/backend.h"
 #include "runtime/reference/numerics.h"
 
 namespace weft::codegen {
@@ -31,8 +33,14 @@ StatusOr<std::unique_ptr<ProgramExecutor>> compile_cpu(const Graph& g, const Com
   return std::unique_ptr<ProgramExecutor>(std::move(ex));
 }
 
+StatusOr<std::unique_ptr<cuda::Executor>> bind_cuda(const Graph& g, const CompileOptions& options) {
+  WEFT_ASSIGN_OR_RETURN(CudaProgram p, compile_cuda_program(g));
+  WEFT_ASSIGN_OR_RETURN(cuda::ExecutorOptions executor, cuda_executor_options(options, p.program));
+  return bind_for_cuda(std::move(p), executor);
+}
+
 StatusOr<std::unique_ptr<ProgramExecutor>> compile_cuda(const Graph& g, const CompileOptions& options) {
-  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<cuda::Executor> ex, compile_for_cuda(g, cuda_executor_options(options)));
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<cuda::Executor> ex, bind_cuda(g, options));
   return std::unique_ptr<ProgramExecutor>(std::move(ex));
 }
 
@@ -65,7 +73,9 @@ StatusOr<reference::RunResult> run_cpu(const Graph& g, std::vector<Tensor> input
 
 StatusOr<reference::RunResult> run_cuda(const Graph& g, std::vector<Tensor> inputs,
                                         const CompileOptions& options) {
-  return run_on_cuda(g, inputs, cuda_executor_options(options));
+  WEFT_RETURN_IF_ERROR(check_input_count(g, inputs));
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<cuda::Executor> ex, bind_cuda(g, options));
+  return run_once(*ex, g, inputs);
 }
 
 // Each compiled target's pipeline followed by merge-updates: every graph pass its
@@ -92,12 +102,23 @@ StatusOr<reference::RunResult> run_reference(const Graph& g, std::vector<Tensor>
 
 }  // namespace
 
-cuda::ExecutorOptions cuda_executor_options(const CompileOptions& options) {
-  cuda::ExecutorOptions gpu;
-  gpu.max_memory = options.max_memory;
+BindOptions bind_options(const CompileOptions& options) {
+  BindOptions bind;
+  bind.num_threads = options.num_threads;
+  bind.max_memory = options.max_memory;
+  bind.communicator = options.communicator;
+  bind.all_reduce_bucket_bytes = options.all_reduce_bucket_bytes;
+  bind.first_all_reduce_bucket_bytes = options.first_all_reduce_bucket_bytes;
+  bind.tf32 = options.tf32;
+  bind.accumulate_steps = options.accumulate_steps;
+  bind.step_input = options.step_input;
+  return bind;
+}
+
+StatusOr<cuda::ExecutorOptions> cuda_executor_options(const CompileOptions& options, const Program& program) {
+  WEFT_ASSIGN_OR_RETURN(cuda::ExecutorOptions gpu, cuda::executor_options(bind_options(options), program));
   gpu.cuda_graph = options.capture_graph;
   gpu.allow_host_fallback = options.allow_host_fallback;
-  gpu.tf32 = options.tf32;
   return gpu;
 }
 

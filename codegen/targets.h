@@ -49,10 +49,11 @@ struct CompileOptions {
   int num_threads = 0;          ///< cpu: host threads; 0: $WEFT_NUM_THREADS or every core.
   int64_t max_memory = 0;       ///< Arena + inputs limit; 0: the device's available memory.
   bool check_numerics = false;  ///< cpu: stop at the first op producing a NaN or an infinity.
-  /// cpu: what runs the Program's all_reduce ops; nullptr: one process.
+  /// What runs the Program's all_reduce ops (cpu: any communicator; cuda: NCCL's, from
+  /// Backend::communicator_for); nullptr: one process.
   std::shared_ptr<collective::Communicator> communicator = nullptr;
-  int64_t all_reduce_bucket_bytes = int64_t{25} << 20;  ///< cpu::ExecutorOptions'.
-  int64_t first_all_reduce_bucket_bytes = int64_t{1} << 20;  ///< cpu::ExecutorOptions'.
+  int64_t all_reduce_bucket_bytes = int64_t{25} << 20;  ///< BindOptions'.
+  int64_t first_all_reduce_bucket_bytes = int64_t{1} << 20;  ///< BindOptions'.
   bool overlap_all_reduce = true;                       ///< cpu::ExecutorOptions'.
   /// Devices that capture work (cuda): the whole step captured once as one device graph
   /// and replayed (a CUDA graph); false: launched op by op.
@@ -65,11 +66,23 @@ struct CompileOptions {
   /// cpu: unroll loops (LowerOptions::unroll_loops) rather than run each as a loop over
   /// its body: the comparison bench/loops makes. cuda runs loops as loop invocations.
   bool unroll_loops = false;
+  /// Gradient accumulation's window and the step-number input's name (BindOptions'):
+  /// cuda with NCCL reduces on a window's last micro-batch only; the cpu ignores them.
+  int64_t accumulate_steps = 1;
+  std::string step_input = {};
 };
 
-/// The cuda executor's options for `options` (what the cuda target compiles and runs
-/// with): the cuda fields and the memory limit; a caller includes runtime/cuda/executor.h.
-cuda::ExecutorOptions cuda_executor_options(const CompileOptions& options);
+/// The options every backend is bound with (runtime/backend.h) that `options` hold: what
+/// Backend::bind would be given for the same model by the AOT path.
+BindOptions bind_options(const CompileOptions& options);
+
+/// The cuda executor's options for `options` and `program` (what the cuda target compiles
+/// and runs with): cuda::executor_options of bind_options — the same conversion as the
+/// cuda Backend's bind, so NCCL's communicator, the bucket sizes and the accumulation
+/// window reach a JIT step as they reach an AOT one — plus the capture and host-fallback
+/// choices; a caller includes runtime/cuda/executor.h. Error: a communicator of more
+/// than one rank that is not NCCL's.
+StatusOr<cuda::ExecutorOptions> cuda_executor_options(const CompileOptions& options, const Program& program);
 
 /// A Program lowered for code generated ahead of time (tools/aot), with its device code
 /// as data: in the module form, one module and each kernel's entry symbol (cuda: PTX);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "codegen/kernel_test_util.h"
+#include "runtime/collective/fake_ranks.h"
 #include "runtime/cuda/executor.h"
 #include "runtime/cuda/plan.h"
 
@@ -109,9 +110,48 @@ TEST(Targets, EveryTargetRunsTheSameGraph) {
 // CompileOptions::tf32 reaches it and makes its f32 GEMMs' math TF32 (checked on the host,
 // as runtime/cuda's plan tests are); the cpu ignores it, computing the same bits. On a
 // GPU the TF32 GEMM stays within TF32's rounding (a 10-bit mantissa) of the reference.
+// The cuda target binds with the same conversion as the cuda Backend's bind
+// (runtime/cuda/backend.h): a JIT Trainer's communicator, bucket sizes and accumulation
+// window reach the executor as an AOT model's do. Before, the JIT path dropped the
+// communicator (each rank of a --backend=cuda --data-parallel run would have trained
+// alone, with all_reduce a copy); a communicator of more ranks that is not NCCL's is now
+// refused, before any GPU is asked for.
+TEST(Targets, TheCudaTargetBindsWithTheCudaBackendsOptions) {
+  Program program;
+  program.inputs = {{"x", Type{DType::f32, Shape{2}}, InputKind::data},
+                    {"weft.step", Type{DType::i64, Shape{}}, InputKind::data}};
+  CompileOptions options{.all_reduce_bucket_bytes = 1 << 22, .first_all_reduce_bucket_bytes = 1 << 16,
+                         .capture_graph = false};
+  options.accumulate_steps = 4;
+  options.step_input = "weft.step";
+  StatusOr<cuda::ExecutorOptions> gpu = cuda_executor_options(options, program);
+  ASSERT_TRUE(gpu.ok()) << gpu.error().to_string();
+  EXPECT_EQ(gpu->all_reduce_bucket_bytes, 1 << 22);
+  EXPECT_EQ(gpu->first_all_reduce_bucket_bytes, 1 << 16);
+  EXPECT_EQ(gpu->accumulation.steps, 4);
+  EXPECT_EQ(gpu->accumulation.step_input, 1);
+  EXPECT_FALSE(gpu->cuda_graph);
+  EXPECT_EQ(gpu->nccl, nullptr);
+
+  auto two = std::make_shared<collective::FakeRanks>(2);
+  options.communicator = two;
+  const std::string refused = "error: the cuda backend reduces the gradients of 2 ranks with NCCL, but was given " +
+                              two->describe() + ": ask the backend for it (Backend::communicator_for, runtime/backend.h)";
+  StatusOr<cuda::ExecutorOptions> mpi = cuda_executor_options(options, program);
+  ASSERT_FALSE(mpi.ok());
+  EXPECT_EQ(mpi.error().to_string(), refused);
+  Graph g = testing::parse_typed(R"(graph @f(%x: f32[2]) {
+  %y = neg(%x)
+  return %y
+})");
+  StatusOr<std::unique_ptr<ProgramExecutor>> compiled = (*find_target("cuda"))->compile(g, options);
+  ASSERT_FALSE(compiled.ok());
+  EXPECT_EQ(compiled.error().to_string(), refused);
+}
+
 TEST(Targets, Tf32ReachesTheCudaExecutorAndTheCpuIgnoresIt) {
-  EXPECT_FALSE(cuda_executor_options({}).tf32);
-  const cuda::ExecutorOptions on = cuda_executor_options({.max_memory = 1 << 20, .tf32 = true});
+  EXPECT_FALSE(cuda_executor_options({}, Program{})->tf32);
+  const cuda::ExecutorOptions on = *cuda_executor_options({.max_memory = 1 << 20, .tf32 = true}, Program{});
   EXPECT_TRUE(on.tf32);
   EXPECT_EQ(on.max_memory, 1 << 20);
   EXPECT_EQ(cuda::contraction_math(DType::f32, on.tf32), cuda::ContractionMath::tf32);

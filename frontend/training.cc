@@ -126,6 +126,8 @@ StatusOr<std::unique_ptr<ProgramExecutor>> Trainer::compile_graph(const Graph& g
     options.all_reduce_bucket_bytes = options_.all_reduce_bucket_bytes;
     options.first_all_reduce_bucket_bytes = options_.first_all_reduce_bucket_bytes;
     options.overlap_all_reduce = options_.overlap_all_reduce;
+    options.accumulate_steps = optimizer_.accumulate_steps;
+    options.step_input = kStepInput;
   }
   return target_->compile(g, options);
 }

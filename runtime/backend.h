@@ -76,7 +76,7 @@ struct BindOptions {
   /// (cuda::ExecutorOptions::accumulation). The cpu reads the step's own predicate and
   /// ignores them.
   int64_t accumulate_steps = 1;
-  std::string step_input;
+  std::string step_input = {};
 };
 
 struct Backend {

@@ -8,6 +8,8 @@
 // a GPU and says why it cannot bind.
 #include <cuda_runtime.h>
 
+#include "runtime/cuda/backend.h"
+
 #include "runtime/backend.h"
 #include "runtime/cuda/executor.h"
 #include "runtime/cuda/library.h"
@@ -36,19 +38,9 @@ int current_device() {
   return 0;
 }
 
-// Data parallelism: NCCL on the GPU of `local_rank`, started over the launch's `host`
-// communicator (Backend::rank_communicator); an NCCL communicator stays as it is.
-StatusOr<std::shared_ptr<collective::Communicator>> rank_communicator(std::shared_ptr<collective::Communicator> host,
-                                                                      int local_rank,
-                                                                      std::chrono::milliseconds timeout) {
-  if (std::dynamic_pointer_cast<NcclCommunicator>(host)) return host;
-  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<NcclCommunicator> nccl,
-                        NcclCommunicator::create(std::move(host), local_rank, timeout));
-  return std::shared_ptr<collective::Communicator>(std::move(nccl));
-}
+}  // namespace
 
-StatusOr<std::unique_ptr<ProgramExecutor>> bind(Program program, DeviceCode code,
-                                                 const BindOptions& options) {
+StatusOr<ExecutorOptions> executor_options(const BindOptions& options, const Program& program) {
   ExecutorOptions executor;
   WEFT_ASSIGN_OR_RETURN(executor.nccl, nccl_of(options));
   executor.device = executor.nccl ? executor.nccl->device() : current_device();
@@ -62,6 +54,25 @@ StatusOr<std::unique_ptr<ProgramExecutor>> bind(Program program, DeviceCode code
       if (program.inputs[i].name == options.step_input) executor.accumulation.step_input = static_cast<int>(i);
     }
   }
+  return executor;
+}
+
+namespace {
+
+// Data parallelism: NCCL on the GPU of `local_rank`, started over the launch's `host`
+// communicator (Backend::rank_communicator); an NCCL communicator stays as it is.
+StatusOr<std::shared_ptr<collective::Communicator>> rank_communicator(std::shared_ptr<collective::Communicator> host,
+                                                                      int local_rank,
+                                                                      std::chrono::milliseconds timeout) {
+  if (std::dynamic_pointer_cast<NcclCommunicator>(host)) return host;
+  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<NcclCommunicator> nccl,
+                        NcclCommunicator::create(std::move(host), local_rank, timeout));
+  return std::shared_ptr<collective::Communicator>(std::move(nccl));
+}
+
+StatusOr<std::unique_ptr<ProgramExecutor>> bind(Program program, DeviceCode code,
+                                                 const BindOptions& options) {
+  WEFT_ASSIGN_OR_RETURN(ExecutorOptions executor, executor_options(options, program));
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex,
                         Executor::create(std::move(program), std::move(code.module),
                                          std::move(code.symbols), executor));

@@ -4,7 +4,9 @@
 // f32 ties, denormals, overflow and NaN payloads rounded; f64 and integers narrowed);
 // every float op bit for bit where its f32 math is exact, within one unit in the last
 // place of the dtype for the f32 approximations (exp, tanh, ...); compares and select;
-// reductions; a fused body mixing f32 and bf16. Worst distances are printed.
+// reductions; a fused body mixing f32 and bf16; bodies as round-at-stores rewrites them
+// (passes/round_at_stores.h: computed in f32, rounded once at the store), bit for bit
+// where their f32 math is exact. Worst distances are printed.
 
 #include <cstdio>
 #include <cstring>
@@ -12,6 +14,7 @@
 #include <random>
 
 #include "codegen/kernel_test_util.h"
+#include "passes/round_at_stores.h"
 
 namespace weft::codegen {
 namespace {
@@ -315,6 +318,94 @@ TEST(KernelHalf, AFusedBodyMixesF32AndBf16) {
     SCOPED_TRACE(half);
     const double worst = expect_random_half_matches(body, 0);
     EXPECT_EQ(worst, 0);
+  }
+}
+
+// `text` with every 'H' replaced by `half`.
+std::string with_half(std::string text, const char* half) {
+  for (size_t at; (at = text.find('H')) != std::string::npos;) text.replace(at, 1, half);
+  return text;
+}
+
+Graph rounded_at_stores(const Graph& body, FusedKind kind) {
+  StatusOr<Graph> out = round_body_at_stores(body, kind);
+  EXPECT_TRUE(out.ok()) << out.error().to_string();
+  return out.ok() ? std::move(*out) : Graph();
+}
+
+// (a + b) - a in bf16 with a = 1, b = 2^-8: rounded per op, 1 + 2^-8 is a tie that
+// rounds to 1 and the difference is 0; rewritten by round-at-stores it is computed in
+// f32 and the store keeps 2^-8 exactly. Kernel and reference agree bit for bit on both
+// bodies, on random inputs too.
+TEST(KernelHalf, RoundingAtStoresRoundsOnce) {
+  Graph body = parse_typed(R"(graph @k(%a: bf16[40], %b: bf16[40]) -> (bf16[40]) {
+  %s = add(%a, %b) : bf16[40]
+  %d = sub(%s, %a) : bf16[40]
+  return %d
+})");
+  Graph once = rounded_at_stores(body, FusedKind::elementwise);
+  ASSERT_EQ(once.nodes().size(), 5u);  // two widening casts, add, sub, the store's cast
+  const Shape n{{40}};
+  std::vector<Tensor> in = {Tensor::from_doubles(DType::bf16, n, std::vector<double>(40, 1.0)),
+                            Tensor::from_doubles(DType::bf16, n, std::vector<double>(40, 0x1p-8))};
+  EXPECT_EQ(testing::run_kernel(body, in).at(0).get_double(7), 0.0);
+  EXPECT_EQ(testing::run_kernel(once, in).at(0).get_double(7), 0x1p-8);
+  expect_same_bits(body, in);
+  expect_same_bits(once, in);
+  EXPECT_EQ(expect_random_half_matches(once, 0), 0);
+}
+
+// Bodies as round-at-stores leaves them, f16 and bf16, against the reference on the same
+// bodies: exact f32 math bit for bit (a chain with a select and an explicit narrowing
+// cast, a column sum over a widened chain), the approximated math (GELU, a softmax row)
+// within one unit in the last place.
+TEST(KernelHalf, BodiesRoundedAtStoresMatchReference) {
+  const char* exact = R"(graph @k(%x: f32[8,50], %w: H[50], %c: bool[8,50]) -> (H[8,50], f32[8,50]) {
+  %xh = cast(%x) {dtype=H} : H[8,50]
+  %p = mul(%xh, %w) : H[8,50]
+  %q = sub(%p, %w) : H[8,50]
+  %s = select(%c, %q, %p) : H[8,50]
+  %r = relu(%s) : H[8,50]
+  %f = cast(%r) {dtype=f32} : f32[8,50]
+  return %s, %f
+})";
+  const char* column_sum = R"(graph @k(%g: H[37,70], %h: H[37,70]) -> (H[70]) {
+  %t0 = mul(%g, %h) : H[37,70]
+  %t1 = add(%t0, %h) : H[37,70]
+  %t2 = sum(%t1) {axes=[0]} : H[70]
+  return %t2
+})";
+  const char* gelu = R"(graph @k(%x: H[4,19], %b: H[19]) -> (H[4,19]) {
+  %h = add(%x, %b) : H[4,19]
+  %g = gelu(%h) : H[4,19]
+  %y = mul(%g, %h) : H[4,19]
+  return %y
+})";
+  const char* softmax = R"(graph @k(%x: H[7,37]) -> (H[7,37]) {
+  %m = max(%x) {axes=[-1], keepdims=true} : H[7,1]
+  %d = sub(%x, %m) : H[7,37]
+  %e = exp(%d) : H[7,37]
+  %s = sum(%e) {axes=[-1], keepdims=true} : H[7,1]
+  %q = div(%e, %s) : H[7,37]
+  return %q
+})";
+  struct Case {
+    const char* text;
+    FusedKind kind;
+    double ulps;
+    double lo = -3;  // GELU's sum of two inputs stays above -3, where its f32 value cancels
+  };
+  for (const Case& c : {Case{exact, FusedKind::elementwise, 0}, Case{column_sum, FusedKind::reduction, 1},
+                        Case{gelu, FusedKind::elementwise, 1, -1.5}, Case{softmax, FusedKind::row, 1}}) {
+    for (const char* half : {"bf16", "f16"}) {
+      Graph body = rounded_at_stores(parse_typed(with_half(c.text, half)), c.kind);
+      ASSERT_FALSE(rounds_half_intermediates(body, c.kind));
+      SCOPED_TRACE(kernel_key(body));
+      for (uint64_t seed : {1, 2}) {
+        const double worst = expect_random_half_matches(body, c.ulps, c.lo, 3, seed);
+        if (c.ulps == 0) EXPECT_EQ(worst, 0);
+      }
+    }
   }
 }
 

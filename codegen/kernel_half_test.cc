@@ -409,5 +409,46 @@ TEST(KernelHalf, BodiesRoundedAtStoresMatchReference) {
   }
 }
 
+// How far rounding at stores moves a chain from the per-op reference (the unfused graph's
+// numbers, which tests/cuda's half cases compare the GPU with): abs, add 2^-6 and each
+// unary op of those cases, inputs in their [-2, 2], within the cases' half tolerance
+// (|a - b| <= tol·(1 + |b|), tol 8e-3 in bf16, 1e-3 in f16). exp and rsqrt come nearest:
+// the argument's skipped rounding, up to half a unit in its last place, times the slope.
+// The constant is a power of two so that abs(x) + c is exact below 1 and 2 (it rounds
+// only at ties above them): with 0.01, a sum just below an integer rounded up to it per
+// op, and floor's result moved by 1 (0.5 of the scale) where the kernel kept it in f32.
+// The worst scaled distance is printed.
+TEST(KernelHalf, RoundingAtStoresStaysWithinTheGpuCasesTolerance) {
+  for (const char* half : {"bf16", "f16"}) {
+    const double tol = std::string(half) == "bf16" ? 8e-3 : 1e-3;
+    for (const char* op : {"neg", "abs", "exp", "log", "log1p", "sqrt", "rsqrt", "tanh", "sigmoid",
+                           "relu", "sin", "cos", "erf", "sign", "floor"}) {
+      Graph per_op = parse_typed(with_half(std::string(R"(graph @k(%x: H[64,37], %c: H[]) -> (H[64,37]) {
+  %a = abs(%x) : H[64,37]
+  %p = add(%a, %c) : H[64,37]
+  %y = )") + op + R"((%p) : H[64,37]
+  return %y
+})", half));
+      Graph once = rounded_at_stores(per_op, FusedKind::elementwise);
+      SCOPED_TRACE(kernel_key(once));
+      double worst = 0;
+      for (uint64_t seed : {1, 2, 3}) {
+        std::vector<Tensor> in = testing::random_body_inputs(per_op, -2, 2, seed);
+        in[1] = Tensor::from_doubles(in[1].dtype(), Shape{}, {0x1p-6});
+        std::vector<Tensor> got = testing::run_kernel(once, in);
+        StatusOr<reference::RunResult> want = reference::run(per_op, in);
+        ASSERT_TRUE(want.ok() && got.size() == 1) << want.error().to_string();
+        std::string why;
+        EXPECT_TRUE(all_close(got[0], want->outputs[0], tol, &why)) << why;
+        for (int64_t i = 0; i < got[0].numel(); ++i) {
+          const double g = got[0].get_double(i), w = want->outputs[0].get_double(i);
+          worst = std::max(worst, std::abs(g - w) / (1 + std::abs(w)));
+        }
+      }
+      std::printf("  rounded at stores vs per op  %-8s %-5s %.3g of tol %.0e\n", op, half, worst, tol);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace weft::codegen

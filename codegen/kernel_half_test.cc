@@ -6,13 +6,17 @@
 // place of the dtype for the f32 approximations (exp, tanh, ...); compares and select;
 // reductions; a fused body mixing f32 and bf16; bodies as round-at-stores rewrites them
 // (passes/round_at_stores.h: computed in f32, rounded once at the store), bit for bit
-// where their f32 math is exact. Worst distances are printed.
+// where their f32 math is exact, in the CPU kernels and in the GPU kernels' scalar code
+// run on the host. Worst distances are printed.
 
 #include <cstdio>
 #include <cstring>
 #include <limits>
 #include <random>
+#include <tuple>
 
+#include "codegen/emit_gpu.h"
+#include "codegen/jit.h"
 #include "codegen/kernel_test_util.h"
 #include "passes/round_at_stores.h"
 
@@ -355,12 +359,8 @@ TEST(KernelHalf, RoundingAtStoresRoundsOnce) {
   EXPECT_EQ(expect_random_half_matches(once, 0), 0);
 }
 
-// Bodies as round-at-stores leaves them, f16 and bf16, against the reference on the same
-// bodies: exact f32 math bit for bit (a chain with a select and an explicit narrowing
-// cast, a column sum over a widened chain), the approximated math (GELU, a softmax row)
-// within one unit in the last place.
-TEST(KernelHalf, BodiesRoundedAtStoresMatchReference) {
-  const char* exact = R"(graph @k(%x: f32[8,50], %w: H[50], %c: bool[8,50]) -> (H[8,50], f32[8,50]) {
+// An elementwise chain whose f32 math is exact: a narrowing cast, a select, a cast back.
+constexpr const char* kExactChain = R"(graph @k(%x: f32[8,50], %w: H[50], %c: bool[8,50]) -> (H[8,50], f32[8,50]) {
   %xh = cast(%x) {dtype=H} : H[8,50]
   %p = mul(%xh, %w) : H[8,50]
   %q = sub(%p, %w) : H[8,50]
@@ -369,17 +369,25 @@ TEST(KernelHalf, BodiesRoundedAtStoresMatchReference) {
   %f = cast(%r) {dtype=f32} : f32[8,50]
   return %s, %f
 })";
+
+// A bias add, GELU and a product: the approximated math (f32 erf).
+constexpr const char* kGeluChain = R"(graph @k(%x: H[4,19], %b: H[19]) -> (H[4,19]) {
+  %h = add(%x, %b) : H[4,19]
+  %g = gelu(%h) : H[4,19]
+  %y = mul(%g, %h) : H[4,19]
+  return %y
+})";
+
+// Bodies as round-at-stores leaves them, f16 and bf16, against the reference on the same
+// bodies: exact f32 math bit for bit (a chain with a select and an explicit narrowing
+// cast, a column sum over a widened chain), the approximated math (GELU, a softmax row)
+// within one unit in the last place.
+TEST(KernelHalf, BodiesRoundedAtStoresMatchReference) {
   const char* column_sum = R"(graph @k(%g: H[37,70], %h: H[37,70]) -> (H[70]) {
   %t0 = mul(%g, %h) : H[37,70]
   %t1 = add(%t0, %h) : H[37,70]
   %t2 = sum(%t1) {axes=[0]} : H[70]
   return %t2
-})";
-  const char* gelu = R"(graph @k(%x: H[4,19], %b: H[19]) -> (H[4,19]) {
-  %h = add(%x, %b) : H[4,19]
-  %g = gelu(%h) : H[4,19]
-  %y = mul(%g, %h) : H[4,19]
-  return %y
 })";
   const char* softmax = R"(graph @k(%x: H[7,37]) -> (H[7,37]) {
   %m = max(%x) {axes=[-1], keepdims=true} : H[7,1]
@@ -395,8 +403,8 @@ TEST(KernelHalf, BodiesRoundedAtStoresMatchReference) {
     double ulps;
     double lo = -3;  // GELU's sum of two inputs stays above -3, where its f32 value cancels
   };
-  for (const Case& c : {Case{exact, FusedKind::elementwise, 0}, Case{column_sum, FusedKind::reduction, 1},
-                        Case{gelu, FusedKind::elementwise, 1, -1.5}, Case{softmax, FusedKind::row, 1}}) {
+  for (const Case& c : {Case{kExactChain, FusedKind::elementwise, 0}, Case{column_sum, FusedKind::reduction, 1},
+                        Case{kGeluChain, FusedKind::elementwise, 1, -1.5}, Case{softmax, FusedKind::row, 1}}) {
     for (const char* half : {"bf16", "f16"}) {
       Graph body = rounded_at_stores(parse_typed(with_half(c.text, half)), c.kind);
       ASSERT_FALSE(rounds_half_intermediates(body, c.kind));
@@ -446,6 +454,34 @@ TEST(KernelHalf, RoundingAtStoresStaysWithinTheGpuCasesTolerance) {
         }
       }
       std::printf("  rounded at stores vs per op  %-8s %-5s %.3g of tol %.0e\n", op, half, worst, tol);
+    }
+  }
+}
+
+// The GPU kernels' scalar code (emit_host_scalar_kernel: one thread per element, the
+// host's ABI) on bodies rewritten by round-at-stores, against the reference on the same
+// bodies: the exact chain bit for bit, GELU's within one unit in the last place.
+TEST(KernelHalf, GpuKernelsRoundAtStoresAsTheReferenceDoesOnTheHost) {
+  Jit jit;
+  for (const char* half : {"bf16", "f16"}) {
+    for (const auto& [text, ulps, lo] : {std::tuple{kExactChain, 0.0, -3.0}, std::tuple{kGeluChain, 1.0, -1.5}}) {
+      Graph body = rounded_at_stores(parse_typed(with_half(text, half)), FusedKind::elementwise);
+      SCOPED_TRACE(kernel_key(body));
+      const GpuKernel k = emit_host_scalar_kernel(body, "scalar");
+      StatusOr<JitResult> compiled = jit.compile(k.mlir, "scalar");
+      ASSERT_TRUE(compiled.ok()) << compiled.error().to_string();
+      std::vector<Tensor> inputs = testing::random_body_inputs(body, lo, 3, 11);
+      std::vector<Tensor> outputs;
+      std::vector<void*> buffers;
+      for (Tensor& t : inputs) buffers.push_back(t.raw_data());
+      for (ValueId v : body.outputs()) outputs.emplace_back(body.type(v));
+      for (Tensor& t : outputs) buffers.push_back(t.raw_data());
+      reinterpret_cast<GeneratedFn>(compiled->address)(buffers.data(), 0, k.threads);
+      StatusOr<reference::RunResult> want = reference::run(body, inputs);
+      ASSERT_TRUE(want.ok()) << want.error().to_string();
+      for (size_t o = 0; o < outputs.size(); ++o) {
+        EXPECT_LE(testing::max_half_ulps(outputs[o], want->outputs[o]), ulps) << "output " << o;
+      }
     }
   }
 }

@@ -45,6 +45,8 @@ class Widener {
       WEFT_RETURN_IF_ERROR(rewrite(i));
     }
     for (ValueId v : body_.outputs()) out_->add_output(narrow(v));
+    out_->set_declared_output_types(body_.declared_output_types());
+    out_->set_loc(body_.loc());
     return out_;
   }
 
@@ -120,6 +122,9 @@ class Widener {
 }  // namespace
 
 bool rounds_half_intermediates(const Graph& body, FusedKind kind) {
+  for (const Node& n : body.nodes()) {
+    if (n.results.size() != 1) return false;  // not a kernel's body: left alone
+  }
   const int root = kept_root(body, kind);
   std::vector<bool> rounds(body.num_values(), false);
   for (int i = 0; i < static_cast<int>(body.nodes().size()); ++i) {

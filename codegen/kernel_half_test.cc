@@ -15,8 +15,7 @@
 #include <random>
 #include <tuple>
 
-#include "codegen/emit_gpu.h"
-#include "codegen/jit.h"
+#include "codegen/gpu_host_test_util.h"
 #include "codegen/kernel_test_util.h"
 #include "passes/round_at_stores.h"
 
@@ -467,20 +466,13 @@ TEST(KernelHalf, GpuKernelsRoundAtStoresAsTheReferenceDoesOnTheHost) {
     for (const auto& [text, ulps, lo] : {std::tuple{kExactChain, 0.0, -3.0}, std::tuple{kGeluChain, 1.0, -1.5}}) {
       Graph body = rounded_at_stores(parse_typed(with_half(text, half)), FusedKind::elementwise);
       SCOPED_TRACE(kernel_key(body));
-      const GpuKernel k = emit_host_scalar_kernel(body, "scalar");
-      StatusOr<JitResult> compiled = jit.compile(k.mlir, "scalar");
-      ASSERT_TRUE(compiled.ok()) << compiled.error().to_string();
       std::vector<Tensor> inputs = testing::random_body_inputs(body, lo, 3, 11);
-      std::vector<Tensor> outputs;
-      std::vector<void*> buffers;
-      for (Tensor& t : inputs) buffers.push_back(t.raw_data());
-      for (ValueId v : body.outputs()) outputs.emplace_back(body.type(v));
-      for (Tensor& t : outputs) buffers.push_back(t.raw_data());
-      reinterpret_cast<GeneratedFn>(compiled->address)(buffers.data(), 0, k.threads);
+      StatusOr<std::vector<Tensor>> got = testing::run_gpu_kernel_on_host(jit, body, inputs);
+      ASSERT_TRUE(got.ok()) << got.error().to_string();
       StatusOr<reference::RunResult> want = reference::run(body, inputs);
       ASSERT_TRUE(want.ok()) << want.error().to_string();
-      for (size_t o = 0; o < outputs.size(); ++o) {
-        EXPECT_LE(testing::max_half_ulps(outputs[o], want->outputs[o]), ulps) << "output " << o;
+      for (size_t o = 0; o < got->size(); ++o) {
+        EXPECT_LE(testing::max_half_ulps((*got)[o], want->outputs[o]), ulps) << "output " << o;
       }
     }
   }

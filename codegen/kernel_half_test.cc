@@ -15,6 +15,7 @@
 #include <random>
 #include <tuple>
 
+#include "codegen/cpu_backend.h"
 #include "codegen/gpu_host_test_util.h"
 #include "codegen/kernel_test_util.h"
 #include "passes/round_at_stores.h"
@@ -356,6 +357,31 @@ TEST(KernelHalf, RoundingAtStoresRoundsOnce) {
   expect_same_bits(body, in);
   expect_same_bits(once, in);
   EXPECT_EQ(expect_random_half_matches(once, 0), 0);
+}
+
+// The CPU lowering runs round-at-stores (LowerOptions::round_half_at_stores, on by
+// default): the fused (1 + 2^-8) - 1 of RoundingAtStoresRoundsOnce gives 2^-8 through the
+// whole backend; turned off, every op rounds as the unfused graph does (the reference: 0).
+TEST(KernelHalf, TheCpuLoweringRoundsAtStoresUnlessTurnedOff) {
+  Graph g = parse_typed(R"(graph @f(%a: bf16[40], %b: bf16[40]) -> (bf16[40]) {
+  %s = add(%a, %b) : bf16[40]
+  %d = sub(%s, %a) : bf16[40]
+  return %d
+})");
+  const Shape n{{40}};
+  const std::vector<Tensor> in = {Tensor::from_doubles(DType::bf16, n, std::vector<double>(40, 1.0)),
+                                  Tensor::from_doubles(DType::bf16, n, std::vector<double>(40, 0x1p-8))};
+  StatusOr<reference::RunResult> per_op = reference::run(g, in);
+  ASSERT_TRUE(per_op.ok()) << per_op.error().to_string();
+  EXPECT_EQ(per_op->outputs.at(0).get_double(3), 0.0);
+  StatusOr<reference::RunResult> once = run_on_cpu(g, in);
+  ASSERT_TRUE(once.ok()) << once.error().to_string();
+  EXPECT_EQ(once->outputs.at(0).get_double(3), 0x1p-8);
+  CpuOptions off;
+  off.lower.round_half_at_stores = false;
+  StatusOr<reference::RunResult> rounded = run_on_cpu(g, in, off);
+  ASSERT_TRUE(rounded.ok()) << rounded.error().to_string();
+  EXPECT_EQ(rounded->outputs.at(0).get_double(3), 0.0);
 }
 
 // An elementwise chain whose f32 math is exact: a narrowing cast, a select, a cast back.

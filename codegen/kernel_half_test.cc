@@ -4,14 +4,21 @@
 // f32 ties, denormals, overflow and NaN payloads rounded; f64 and integers narrowed);
 // every float op bit for bit where its f32 math is exact, within one unit in the last
 // place of the dtype for the f32 approximations (exp, tanh, ...); compares and select;
-// reductions; a fused body mixing f32 and bf16. Worst distances are printed.
+// reductions; a fused body mixing f32 and bf16; bodies as round-at-stores rewrites them
+// (passes/round_at_stores.h: computed in f32, rounded once at the store), bit for bit
+// where their f32 math is exact, in the CPU kernels and in the GPU kernels' scalar code
+// run on the host. Worst distances are printed.
 
 #include <cstdio>
 #include <cstring>
 #include <limits>
 #include <random>
+#include <tuple>
 
+#include "codegen/cpu_backend.h"
+#include "codegen/gpu_host_test_util.h"
 #include "codegen/kernel_test_util.h"
+#include "passes/round_at_stores.h"
 
 namespace weft::codegen {
 namespace {
@@ -315,6 +322,185 @@ TEST(KernelHalf, AFusedBodyMixesF32AndBf16) {
     SCOPED_TRACE(half);
     const double worst = expect_random_half_matches(body, 0);
     EXPECT_EQ(worst, 0);
+  }
+}
+
+// `text` with every 'H' replaced by `half`.
+std::string with_half(std::string text, const char* half) {
+  for (size_t at; (at = text.find('H')) != std::string::npos;) text.replace(at, 1, half);
+  return text;
+}
+
+Graph rounded_at_stores(const Graph& body, FusedKind kind) {
+  StatusOr<Graph> out = round_body_at_stores(body, kind);
+  EXPECT_TRUE(out.ok()) << out.error().to_string();
+  return out.ok() ? std::move(*out) : Graph();
+}
+
+// (a + b) - a in bf16 with a = 1, b = 2^-8: rounded per op, 1 + 2^-8 is a tie that
+// rounds to 1 and the difference is 0; rewritten by round-at-stores it is computed in
+// f32 and the store keeps 2^-8 exactly. Kernel and reference agree bit for bit on both
+// bodies, on random inputs too.
+TEST(KernelHalf, RoundingAtStoresRoundsOnce) {
+  Graph body = parse_typed(R"(graph @k(%a: bf16[40], %b: bf16[40]) -> (bf16[40]) {
+  %s = add(%a, %b) : bf16[40]
+  %d = sub(%s, %a) : bf16[40]
+  return %d
+})");
+  Graph once = rounded_at_stores(body, FusedKind::elementwise);
+  ASSERT_EQ(once.nodes().size(), 5u);  // two widening casts, add, sub, the store's cast
+  const Shape n{{40}};
+  std::vector<Tensor> in = {Tensor::from_doubles(DType::bf16, n, std::vector<double>(40, 1.0)),
+                            Tensor::from_doubles(DType::bf16, n, std::vector<double>(40, 0x1p-8))};
+  EXPECT_EQ(testing::run_kernel(body, in).at(0).get_double(7), 0.0);
+  EXPECT_EQ(testing::run_kernel(once, in).at(0).get_double(7), 0x1p-8);
+  expect_same_bits(body, in);
+  expect_same_bits(once, in);
+  EXPECT_EQ(expect_random_half_matches(once, 0), 0);
+}
+
+// The CPU lowering runs round-at-stores (LowerOptions::round_half_at_stores, on by
+// default): the fused (1 + 2^-8) - 1 of RoundingAtStoresRoundsOnce gives 2^-8 through the
+// whole backend; turned off, every op rounds as the unfused graph does (the reference: 0).
+TEST(KernelHalf, TheCpuLoweringRoundsAtStoresUnlessTurnedOff) {
+  Graph g = parse_typed(R"(graph @f(%a: bf16[40], %b: bf16[40]) -> (bf16[40]) {
+  %s = add(%a, %b) : bf16[40]
+  %d = sub(%s, %a) : bf16[40]
+  return %d
+})");
+  const Shape n{{40}};
+  const std::vector<Tensor> in = {Tensor::from_doubles(DType::bf16, n, std::vector<double>(40, 1.0)),
+                                  Tensor::from_doubles(DType::bf16, n, std::vector<double>(40, 0x1p-8))};
+  StatusOr<reference::RunResult> per_op = reference::run(g, in);
+  ASSERT_TRUE(per_op.ok()) << per_op.error().to_string();
+  EXPECT_EQ(per_op->outputs.at(0).get_double(3), 0.0);
+  StatusOr<reference::RunResult> once = run_on_cpu(g, in);
+  ASSERT_TRUE(once.ok()) << once.error().to_string();
+  EXPECT_EQ(once->outputs.at(0).get_double(3), 0x1p-8);
+  CpuOptions off;
+  off.lower.round_half_at_stores = false;
+  StatusOr<reference::RunResult> rounded = run_on_cpu(g, in, off);
+  ASSERT_TRUE(rounded.ok()) << rounded.error().to_string();
+  EXPECT_EQ(rounded->outputs.at(0).get_double(3), 0.0);
+}
+
+// An elementwise chain whose f32 math is exact: a narrowing cast, a select, a cast back.
+constexpr const char* kExactChain = R"(graph @k(%x: f32[8,50], %w: H[50], %c: bool[8,50]) -> (H[8,50], f32[8,50]) {
+  %xh = cast(%x) {dtype=H} : H[8,50]
+  %p = mul(%xh, %w) : H[8,50]
+  %q = sub(%p, %w) : H[8,50]
+  %s = select(%c, %q, %p) : H[8,50]
+  %r = relu(%s) : H[8,50]
+  %f = cast(%r) {dtype=f32} : f32[8,50]
+  return %s, %f
+})";
+
+// A bias add, GELU and a product: the approximated math (f32 erf).
+constexpr const char* kGeluChain = R"(graph @k(%x: H[4,19], %b: H[19]) -> (H[4,19]) {
+  %h = add(%x, %b) : H[4,19]
+  %g = gelu(%h) : H[4,19]
+  %y = mul(%g, %h) : H[4,19]
+  return %y
+})";
+
+// Bodies as round-at-stores leaves them, f16 and bf16, against the reference on the same
+// bodies: exact f32 math bit for bit (a chain with a select and an explicit narrowing
+// cast, a column sum over a widened chain), the approximated math (GELU, a softmax row)
+// within one unit in the last place.
+TEST(KernelHalf, BodiesRoundedAtStoresMatchReference) {
+  const char* column_sum = R"(graph @k(%g: H[37,70], %h: H[37,70]) -> (H[70]) {
+  %t0 = mul(%g, %h) : H[37,70]
+  %t1 = add(%t0, %h) : H[37,70]
+  %t2 = sum(%t1) {axes=[0]} : H[70]
+  return %t2
+})";
+  const char* softmax = R"(graph @k(%x: H[7,37]) -> (H[7,37]) {
+  %m = max(%x) {axes=[-1], keepdims=true} : H[7,1]
+  %d = sub(%x, %m) : H[7,37]
+  %e = exp(%d) : H[7,37]
+  %s = sum(%e) {axes=[-1], keepdims=true} : H[7,1]
+  %q = div(%e, %s) : H[7,37]
+  return %q
+})";
+  struct Case {
+    const char* text;
+    FusedKind kind;
+    double ulps;
+    double lo = -3;  // GELU's sum of two inputs stays above -3, where its f32 value cancels
+  };
+  for (const Case& c : {Case{kExactChain, FusedKind::elementwise, 0}, Case{column_sum, FusedKind::reduction, 1},
+                        Case{kGeluChain, FusedKind::elementwise, 1, -1.5}, Case{softmax, FusedKind::row, 1}}) {
+    for (const char* half : {"bf16", "f16"}) {
+      Graph body = rounded_at_stores(parse_typed(with_half(c.text, half)), c.kind);
+      ASSERT_FALSE(rounds_half_intermediates(body, c.kind));
+      SCOPED_TRACE(kernel_key(body));
+      for (uint64_t seed : {1, 2}) {
+        const double worst = expect_random_half_matches(body, c.ulps, c.lo, 3, seed);
+        if (c.ulps == 0) EXPECT_EQ(worst, 0);
+      }
+    }
+  }
+}
+
+// How far rounding at stores moves a chain from the per-op reference (the unfused graph's
+// numbers, which tests/cuda's half cases compare the GPU with): abs, add 2^-6 and each
+// unary op of those cases, inputs in their [-2, 2], within the cases' half tolerance
+// (|a - b| <= tol·(1 + |b|), tol 8e-3 in bf16, 1e-3 in f16). exp and rsqrt come nearest:
+// the argument's skipped rounding, up to half a unit in its last place, times the slope.
+// The constant is a power of two so that abs(x) + c is exact below 1 and 2 (it rounds
+// only at ties above them): with 0.01, a sum just below an integer rounded up to it per
+// op, and floor's result moved by 1 (0.5 of the scale) where the kernel kept it in f32.
+// The worst scaled distance is printed.
+TEST(KernelHalf, RoundingAtStoresStaysWithinTheGpuCasesTolerance) {
+  for (const char* half : {"bf16", "f16"}) {
+    const double tol = std::string(half) == "bf16" ? 8e-3 : 1e-3;
+    for (const char* op : {"neg", "abs", "exp", "log", "log1p", "sqrt", "rsqrt", "tanh", "sigmoid",
+                           "relu", "sin", "cos", "erf", "sign", "floor"}) {
+      Graph per_op = parse_typed(with_half(std::string(R"(graph @k(%x: H[64,37], %c: H[]) -> (H[64,37]) {
+  %a = abs(%x) : H[64,37]
+  %p = add(%a, %c) : H[64,37]
+  %y = )") + op + R"((%p) : H[64,37]
+  return %y
+})", half));
+      Graph once = rounded_at_stores(per_op, FusedKind::elementwise);
+      SCOPED_TRACE(kernel_key(once));
+      double worst = 0;
+      for (uint64_t seed : {1, 2, 3}) {
+        std::vector<Tensor> in = testing::random_body_inputs(per_op, -2, 2, seed);
+        in[1] = Tensor::from_doubles(in[1].dtype(), Shape{}, {0x1p-6});
+        std::vector<Tensor> got = testing::run_kernel(once, in);
+        StatusOr<reference::RunResult> want = reference::run(per_op, in);
+        ASSERT_TRUE(want.ok() && got.size() == 1) << want.error().to_string();
+        std::string why;
+        EXPECT_TRUE(all_close(got[0], want->outputs[0], tol, &why)) << why;
+        for (int64_t i = 0; i < got[0].numel(); ++i) {
+          const double g = got[0].get_double(i), w = want->outputs[0].get_double(i);
+          worst = std::max(worst, std::abs(g - w) / (1 + std::abs(w)));
+        }
+      }
+      std::printf("  rounded at stores vs per op  %-8s %-5s %.3g of tol %.0e\n", op, half, worst, tol);
+    }
+  }
+}
+
+// The GPU kernels' scalar code (emit_host_scalar_kernel: one thread per element, the
+// host's ABI) on bodies rewritten by round-at-stores, against the reference on the same
+// bodies: the exact chain bit for bit, GELU's within one unit in the last place.
+TEST(KernelHalf, GpuKernelsRoundAtStoresAsTheReferenceDoesOnTheHost) {
+  Jit jit;
+  for (const char* half : {"bf16", "f16"}) {
+    for (const auto& [text, ulps, lo] : {std::tuple{kExactChain, 0.0, -3.0}, std::tuple{kGeluChain, 1.0, -1.5}}) {
+      Graph body = rounded_at_stores(parse_typed(with_half(text, half)), FusedKind::elementwise);
+      SCOPED_TRACE(kernel_key(body));
+      std::vector<Tensor> inputs = testing::random_body_inputs(body, lo, 3, 11);
+      StatusOr<std::vector<Tensor>> got = testing::run_gpu_kernel_on_host(jit, body, inputs);
+      ASSERT_TRUE(got.ok()) << got.error().to_string();
+      StatusOr<reference::RunResult> want = reference::run(body, inputs);
+      ASSERT_TRUE(want.ok()) << want.error().to_string();
+      for (size_t o = 0; o < got->size(); ++o) {
+        EXPECT_LE(testing::max_half_ulps((*got)[o], want->outputs[o]), ulps) << "output " << o;
+      }
+    }
   }
 }
 

@@ -21,6 +21,7 @@
 #include "passes/hoist_loop_invariants.h"
 #include "passes/mask_loop_exits.h"
 #include "passes/prune_scan_results.h"
+#include "passes/round_at_stores.h"
 #include "passes/unroll_scans.h"
 
 namespace weft::codegen {
@@ -370,6 +371,7 @@ void add_fusion_passes(Pipeline& p, const LowerOptions& options) {
   fuse.lone_half_reductions = options.fuse_lone_half_reductions;
   p.add(std::make_unique<FuseElementwisePass>(fuse));
   if (options.fold_slices) p.add(std::make_unique<FoldSlicesPass>());
+  if (options.round_half_at_stores) p.add(std::make_unique<RoundAtStoresPass>());
 }
 
 // The memory plan's options: `options.plan` with the values updated in place and the

@@ -11,6 +11,8 @@
 //   fuse-elementwise   elementwise chains -> `fused` kernels (what codegen supports)
 //   fold-slices        a slice an elementwise kernel reads -> read in place by it (a
 //                      window of its source: offset and strides in the kernel's loads)
+//   round-at-stores    a kernel's f16/bf16 intermediates -> computed in f32, rounded
+//                      only at its stores (casts in its body)
 //   schedule-memory    a topological order with a low peak of live bytes
 //   merge-updates      (lowering only) the in-place update kernels of many parameters
 //                      with one structure -> ONE kernel over a flat range: their
@@ -72,6 +74,12 @@ struct LowerOptions {
   /// place by them (fold-slices, passes/fold_slices.h): a recurrent cell's gates, column
   /// windows of one GEMM output, need no copies (issue #31).
   bool fold_slices = true;
+  /// With `fuse`: a fused kernel whose body computes f16/bf16 intermediates computes them
+  /// in f32 and rounds only its stores (round-at-stores, passes/round_at_stores.h), in the
+  /// CPU and the CUDA lowering alike. Changes nothing in a graph without half values; off,
+  /// every half op in a kernel rounds its result as the unfused graph does (for
+  /// measurements and comparisons).
+  bool round_half_at_stores = true;
   bool schedule = true;
   /// Write assigned values into their param/state buffers where that is safe (see
   /// updates_in_place, passes/merge_updates.h) instead of copying them there after the
@@ -105,7 +113,7 @@ struct Lowering {
 /// hoist-loop-invariants and prune-scan-results, fold-transpose, fold-batch-matmul,
 /// decompose-composites, split-reductions, fuse-contraction-epilogue (GEMMs that
 /// runtime/cpu runs with an epilogue, members by `options.fusible`), fuse-elementwise
-/// (with `options.fusible`) and schedule-memory, as `options` enables. lower_to_program
+/// (with `options.fusible`), fold-slices, round-at-stores and schedule-memory, as `options` enables. lower_to_program
 /// appends merge-updates (add_merge_updates); `viz` shows the list without it, since
 /// what it draws with its memory plan is the graph the plan is made for; `weftc dump`
 /// walks it too (`--after=merge-updates`, Target::dump_pipeline).

@@ -15,8 +15,7 @@
 #include <string>
 
 #include "codegen/cuda_program.h"
-#include "codegen/emit_gpu.h"
-#include "codegen/jit.h"
+#include "codegen/gpu_host_test_util.h"
 #include "codegen/kernel_test_util.h"
 #include "codegen/lower.h"
 #include "codegen/target_test_util.h"
@@ -155,16 +154,10 @@ TEST(RnnCellLowering, WindowedGpuKernelsMatchTheInterpreterOnTheHost) {
   Jit jit;
   for (const Graph& body : window_bodies()) {
     SCOPED_TRACE(kernel_key(body));
-    const GpuKernel k = emit_host_scalar_kernel(body, "scalar");
-    StatusOr<JitResult> compiled = jit.compile(k.mlir, "scalar");
-    ASSERT_TRUE(compiled.ok()) << compiled.error().to_string();
     std::vector<Tensor> inputs = testing::random_body_inputs(body, -3, 3, 5);
-    std::vector<Tensor> outputs;
-    std::vector<void*> buffers;
-    for (Tensor& t : inputs) buffers.push_back(t.raw_data());
-    for (ValueId v : body.outputs()) outputs.emplace_back(body.type(v));
-    for (Tensor& t : outputs) buffers.push_back(t.raw_data());
-    reinterpret_cast<GeneratedFn>(compiled->address)(buffers.data(), 0, k.threads);
+    StatusOr<std::vector<Tensor>> ran = testing::run_gpu_kernel_on_host(jit, body, inputs);
+    ASSERT_TRUE(ran.ok()) << ran.error().to_string();
+    const std::vector<Tensor>& outputs = *ran;
     StatusOr<reference::RunResult> want = reference::run(body, inputs);
     ASSERT_TRUE(want.ok()) << want.error().to_string();
     for (size_t o = 0; o < outputs.size(); ++o) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "passes/autocast.h"
+#include "passes/weight_copies.h"
 #include "training/flag_values.h"
 
 namespace weft::cli {
@@ -27,18 +28,22 @@ Status apply_precision(Graph& g, DType precision) {
 
 StatusOr<std::string> run_stages(Graph& g, Pipeline& pipeline, DType precision,
                                  const std::string& after, const std::string& command) {
-  if (after == kAutocastStage && precision == DType::f32) {
-    return Error{"weftc " + command + ": --after=autocast shows the casts of --precision=bf16 "
-                 "or --precision=f16; at f32 there are none"};
+  const bool stage = after == kAutocastStage || after == kWeightCopiesStage;
+  if (stage && precision == DType::f32) {
+    const std::string what = after == kAutocastStage ? "casts" : "weight copies";
+    return Error{"weftc " + command + ": --after=" + after + " shows the " + what +
+                 " of --precision=bf16 or --precision=f16; at f32 there are none"};
   }
   std::vector<std::string_view> passes = pipeline.pass_names();
-  if (precision != DType::f32 && !after.empty() && after != kAutocastStage &&
+  if (precision != DType::f32 && !after.empty() && !stage &&
       std::find(passes.begin(), passes.end(), after) == passes.end()) {
-    passes.insert(passes.begin(), kAutocastStage);
+    passes.insert(passes.begin(), {kAutocastStage, kWeightCopiesStage});
     return unknown_pass_error(after, passes);
   }
   WEFT_RETURN_IF_ERROR(apply_precision(g, precision));
   if (after == kAutocastStage) return after;
+  if (precision != DType::f32) WEFT_RETURN_IF_ERROR(WeightCopiesPass().run(g).status());
+  if (after == kWeightCopiesStage) return after;
   WEFT_RETURN_IF_ERROR(pipeline.run_until(g, after).status());
   return after.empty() ? std::string(pipeline.pass_names().back()) : after;
 }

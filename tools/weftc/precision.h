@@ -9,7 +9,11 @@
 //
 // The stage is Trainer::build_step's, in its order: the default pipeline up to
 // canonicalize, then passes/autocast.h's AutocastPass. The target's pipeline runs after
-// it, from infer-types on.
+// it, from infer-types on. What dump and viz show (run_stages) also has the weight
+// copies a training step keeps (passes/weight_copies.h: each assigned parameter's cast
+// becomes a state input `weft.copy.NAME` written after its update), as the stage
+// "weight-copies"; run, profile and grad (apply_precision) cast each parameter in every
+// execution instead — the same numbers, and no input for the caller to feed.
 
 #include <string>
 
@@ -23,6 +27,8 @@ namespace weft::cli {
 
 /// The autocast stage's name, for `--after`.
 inline constexpr const char* kAutocastStage = "autocast";
+/// The weight copies' stage's name (dump and viz only), for `--after`.
+inline constexpr const char* kWeightCopiesStage = "weight-copies";
 
 /// `--precision`'s value read by training/flag_values.h's parse_precision (f32 when it is
 /// not given); an error names the command and the values it takes.
@@ -31,10 +37,10 @@ StatusOr<DType> precision_flag(const Args& args, const std::string& command);
 /// The autocast stage at `precision` (nothing for f32) on a parsed graph.
 Status apply_precision(Graph& g, DType precision);
 
-/// The autocast stage, then `pipeline` up to the pass `after` (empty: every pass);
-/// `after` may name the stage itself, which needs --precision=bf16 or f16 (an error
-/// naming `command` says so); an unknown `after` is an error listing the stages, autocast
-/// first. Returns the name of the last stage run.
+/// The autocast stage, the weight copies' stage, then `pipeline` up to the pass `after`
+/// (empty: every pass); `after` may name either stage, which needs --precision=bf16 or
+/// f16 (an error naming `command` says so); an unknown `after` is an error listing the
+/// stages, autocast and weight-copies first. Returns the name of the last stage run.
 StatusOr<std::string> run_stages(Graph& g, Pipeline& pipeline, DType precision,
                                  const std::string& after, const std::string& command);
 

@@ -1,7 +1,7 @@
 // End-to-end tests of the weftc binary, run as a user would (a subprocess in the
 // runfiles tree), checking its exit status, what it printed and what it wrote.
 // `weftc dump`: formats, --after, --dump-dir and --precision (where autocast put the
-// casts).
+// casts, the weight copies a training step keeps).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -181,18 +181,39 @@ TEST(Weftc, DumpAfterAutocastShowsWhereTheCastsWent) {
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(count(r.out, "{dtype=f16}"), 5) << r.out;
   EXPECT_EQ(count(r.out, " = cast(%logits) {dtype=f32} : f32[8,10]"), 1) << r.out;
-  // The later stages carry them: after lowering's last pass the six casts are inside the
-  // fused kernels, and the two GEMMs (with their epilogues) are bf16.
+  // The later stages carry them: after lowering's last pass the casts are inside the
+  // fused kernels, and the two GEMMs (with their epilogues) are bf16. The first epilogue
+  // (bias and GELU) computes in f32 and rounds once at its store (round-at-stores: three
+  // casts, the product and the bias widened, the result narrowed); b2, which the step
+  // assigns, is a weight copy written by its update kernel (the cast of b2_new) instead
+  // of a cast of its own: 4 weight/input casts + 3 + the row kernel's + the copy's.
   r = weftc("dump " + kExample + "mlp.wir --precision=bf16 --after=merge-updates --no-locations");
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_EQ(count(r.out, " = cast("), 6) << r.out;
+  EXPECT_EQ(count(r.out, " = cast("), 9) << r.out;
   EXPECT_EQ(count(r.out, "{kind=\"contraction\"} : bf16["), 2) << r.out;
+  EXPECT_EQ(count(r.out, "%t1 = add(%3, %4) : f32[8,32]\n      %t2 = gelu(%t1) {approximate=\"tanh\"} : f32[8,32]\n      %5 = cast(%t2) {dtype=bf16} : bf16[8,32]"), 1) << r.out;
+  EXPECT_EQ(count(r.out, "%weft.copy.b2: bf16[10] {state}"), 1) << r.out;
+  EXPECT_EQ(count(r.out, "assign(%weft.copy.b2, "), 1) << r.out;
   // At f32 (the default, or said) nothing is cast.
   for (const std::string flag : {"", " --precision=f32"}) {
     r = weftc("dump " + kExample + "mlp.wir --after=merge-updates" + flag);
     ASSERT_EQ(r.exit_code, 0) << r.out;
     EXPECT_EQ(count(r.out, "cast("), 0) << r.out;
   }
+}
+
+// --after=weight-copies: the stage a training step runs after its optimizer update
+// (passes/weight_copies.h): b2's cast becomes the state input weft.copy.b2, written with
+// the cast of b2_new right after b2's update; the weights the step does not assign keep
+// their casts.
+TEST(Weftc, DumpAfterWeightCopiesShowsTheCopies) {
+  Result r = weftc("dump " + kExample + "mlp.wir --precision=bf16 --after=weight-copies --no-locations");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(count(r.out, "%weft.copy.b2: bf16[10] {state}) -> (f32[], f32[8,10]) {"), 1) << r.out;
+  EXPECT_EQ(count(r.out, "cast(%b2)"), 0) << r.out;
+  EXPECT_EQ(count(r.out, "%logits = add(%z, %weft.copy.b2) : bf16[8,10]"), 1) << r.out;
+  EXPECT_EQ(count(r.out, "cast(%b2_new) {dtype=bf16} : bf16[10]\n  assign(%weft.copy.b2, "), 1) << r.out;
+  EXPECT_EQ(count(r.out, "cast(%w1) {dtype=bf16}"), 1) << r.out;
 }
 
 TEST(Weftc, PrecisionErrors) {
@@ -207,12 +228,16 @@ TEST(Weftc, PrecisionErrors) {
   EXPECT_EQ(r.out, "error: weftc run: --precision expects f32, bf16 or f16, got 'BF16'\n");
   r = weftc("dump " + wir + " --precision=bf16 --after=autocat --backend=reference");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.out, "error: unknown pass 'autocat'; known passes: autocast, infer-types, canonicalize, "
-                   "fold-constants, dce, cse\n");
+  EXPECT_EQ(r.out, "error: unknown pass 'autocat'; known passes: autocast, weight-copies, infer-types, "
+                   "canonicalize, fold-constants, dce, cse\n");
   r = weftc("dump " + wir + " --after=autocast");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.out, "error: weftc dump: --after=autocast shows the casts of --precision=bf16 or "
                    "--precision=f16; at f32 there are none\n");
+  r = weftc("dump " + wir + " --after=weight-copies");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "error: weftc dump: --after=weight-copies shows the weight copies of "
+                   "--precision=bf16 or --precision=f16; at f32 there are none\n");
 }
 
 }  // namespace

@@ -1,0 +1,161 @@
+#include "passes/round_at_stores.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/shape_rules.h"
+
+namespace weft {
+namespace {
+
+bool is_half(DType d) { return d == DType::f16 || d == DType::bf16; }
+
+/// The body node that keeps its dtypes (see the header): a contraction body's
+/// contraction, a reduction body's reduction; -1 when there is none.
+int kept_root(const Graph& body, FusedKind kind) {
+  if (kind == FusedKind::contraction) return 0;
+  if (kind == FusedKind::reduction) return body.value(body.outputs()[0]).node;
+  return -1;
+}
+
+/// Whether node `i` computes as it did: the kept root, or an op that takes bits as they
+/// are (a window's slice) other than select and cast.
+bool keeps_dtypes(const Graph& body, int i, int root) {
+  const Op op = body.node(i).op;
+  return i == root || (!computes_half_in_f32(op) && op != Op::Select && op != Op::Cast);
+}
+
+/// One body rewritten: each old value's narrow form (its own dtype) and wide form (f32
+/// for a half value), made on demand.
+class Widener {
+ public:
+  Widener(const Graph& body, FusedKind kind)
+      : body_(body),
+        root_(kept_root(body, kind)),
+        out_(std::make_shared<Graph>(body.name())),
+        narrow_(body.num_values(), kNoValue),
+        wide_(body.num_values(), kNoValue) {}
+
+  StatusOr<std::shared_ptr<Graph>> run() {
+    for (const Input& in : body_.inputs()) {
+      narrow_[in.value] = out_->add_input(body_.value(in.value).name, body_.type(in.value), in.kind, in.loc);
+    }
+    for (int i = 0; i < static_cast<int>(body_.nodes().size()); ++i) {
+      WEFT_RETURN_IF_ERROR(rewrite(i));
+    }
+    for (ValueId v : body_.outputs()) out_->add_output(narrow(v));
+    out_->set_declared_output_types(body_.declared_output_types());
+    out_->set_loc(body_.loc());
+    return out_;
+  }
+
+ private:
+  DType dtype(ValueId v) const { return body_.type(v).dtype; }
+
+  /// A cast of the new body's `v`, named apart from every old value (whose names the
+  /// copied nodes keep, and which may come later).
+  ValueId add_cast(ValueId v, DType to, const Location& loc) {
+    std::string name;
+    do {
+      name = out_->fresh_name();
+    } while (body_.find_value(name));
+    return out_->add_node(Op::Cast, {v}, {{"dtype", to}}, loc, Type{to, out_->type(v).shape},
+                          std::move(name));
+  }
+
+  /// `v` in its own dtype: rounded from its wide form if it has only that.
+  ValueId narrow(ValueId v) {
+    if (narrow_[v] == kNoValue) narrow_[v] = add_cast(wide_[v], dtype(v), loc_of(v));
+    return narrow_[v];
+  }
+  /// `v` as an f32 value if it is half (widened exactly from its narrow form if it has
+  /// only that), else as it is.
+  ValueId wide(ValueId v) {
+    if (!is_half(dtype(v))) return narrow(v);
+    if (wide_[v] == kNoValue) wide_[v] = add_cast(narrow_[v], DType::f32, loc_of(v));
+    return wide_[v];
+  }
+  Location loc_of(ValueId v) const {
+    const int p = body_.value(v).node;
+    return p >= 0 ? body_.node(p).loc : Location{};
+  }
+
+  Status rewrite(int i) {
+    const Node& n = body_.node(i);
+    const ValueId r = n.result();
+    const std::string& name = body_.value(r).name;
+    if (keeps_dtypes(body_, i, root_)) {
+      std::vector<ValueId> args;
+      for (ValueId v : n.operands) args.push_back(narrow(v));
+      narrow_[r] = out_->add_node(n.op, std::move(args), n.attrs, n.loc, body_.type(r), name);
+      return Status();
+    }
+    if (n.op == Op::Cast) {
+      const DType to = n.dtype_attr("dtype");
+      if (to == DType::f32 && is_half(dtype(n.operands[0]))) {
+        narrow_[r] = wide(n.operands[0]);  // the widening of a value computed wide: itself
+      } else {
+        narrow_[r] = out_->add_node(Op::Cast, {wide(n.operands[0])}, n.attrs, n.loc, body_.type(r), name);
+      }
+      return Status();
+    }
+    // Computes in f32 (or select): half operands wide, a half result f32.
+    std::vector<ValueId> args;
+    std::vector<Type> types;
+    for (ValueId v : n.operands) {
+      args.push_back(wide(v));
+      types.push_back(out_->type(args.back()));
+    }
+    WEFT_ASSIGN_OR_RETURN(Type t, infer_node_type(n, types));
+    const ValueId nv = out_->add_node(n.op, std::move(args), n.attrs, n.loc, t, name);
+    (is_half(dtype(r)) ? wide_ : narrow_)[r] = nv;
+    return Status();
+  }
+
+  const Graph& body_;
+  const int root_;
+  std::shared_ptr<Graph> out_;
+  std::vector<ValueId> narrow_, wide_;
+};
+
+}  // namespace
+
+bool rounds_half_intermediates(const Graph& body, FusedKind kind) {
+  for (const Node& n : body.nodes()) {
+    if (n.results.size() != 1) return false;  // not a kernel's body: left alone
+  }
+  const int root = kept_root(body, kind);
+  std::vector<bool> rounds(body.num_values(), false);
+  for (int i = 0; i < static_cast<int>(body.nodes().size()); ++i) {
+    const Node& n = body.node(i);
+    if (keeps_dtypes(body, i, root)) continue;
+    for (ValueId v : n.operands) {
+      if (rounds[v]) return true;
+    }
+    rounds[n.result()] = computes_half_in_f32(n.op) && is_half(body.type(n.result()).dtype);
+  }
+  return false;
+}
+
+StatusOr<Graph> round_body_at_stores(const Graph& body, FusedKind kind) {
+  if (!rounds_half_intermediates(body, kind)) return body;
+  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<Graph> out, Widener(body, kind).run());
+  return std::move(*out);
+}
+
+StatusOr<bool> RoundAtStoresPass::run(Graph& g) {
+  bool changed = false;
+  for (Node& n : g.mutable_nodes()) {
+    if (n.op != Op::Fused || !n.body) continue;
+    const FusedKind kind = fused_kind(n);
+    if (!rounds_half_intermediates(*n.body, kind)) continue;
+    WEFT_ASSIGN_OR_RETURN(std::shared_ptr<Graph> body, Widener(*n.body, kind).run());
+    WEFT_CHECK(body_fused_kind(*body) == kind, "round-at-stores changed a body's kind");
+    n.body = std::move(body);
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace weft

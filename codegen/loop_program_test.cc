@@ -101,7 +101,9 @@ TEST(LoopProgram, CpuStopsAndSkipsAsTheInterpreterDoes) {
     ASSERT_TRUE(want.ok()) << want.error().to_string();
     for (bool masked : {false, true}) {
       Graph run = *g;
-      if (masked) ASSERT_TRUE(MaskLoopExitsPass().run(run).ok());
+      if (masked) {
+        ASSERT_TRUE(MaskLoopExitsPass().run(run).ok());
+      }
       auto lowered = lower_to_program(run);
       ASSERT_TRUE(lowered.ok()) << lowered.error().to_string();
       EXPECT_EQ(loops(lowered->program), 2);
@@ -152,7 +154,9 @@ TEST(LoopProgram, CpuGradientsIgnoreWhatTheSkippedSlotsHold) {
     for (double fill : testing::skipped_slot_fills()) {
       for (bool masked : {false, true}) {
         Graph run = *grad;
-        if (masked) ASSERT_TRUE(MaskLoopExitsPass().run(run).ok());
+        if (masked) {
+        ASSERT_TRUE(MaskLoopExitsPass().run(run).ok());
+      }
         auto got = (*cpu)->run(run, testing::skipped_slot_inputs(run, fill));
         ASSERT_TRUE(got.ok()) << got.error().to_string();
         for (size_t k = 0; k < want->outputs.size(); ++k) {

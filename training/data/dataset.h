@@ -46,10 +46,10 @@ struct Column {
     /// `value` normalized in f64.
     double apply(double value) const { return (value / divisor - mean) / std; }
   };
-  Normalization normalization;
+  Normalization normalization = {};
   /// For a CSV column, the file line each sample was read from (the header is line 1;
   /// blank lines hold no sample); empty for the other sources.
-  std::vector<int64_t> lines;
+  std::vector<int64_t> lines = {};
 
   int64_t size() const { return array.rank() == 0 ? 0 : array.shape()[0]; }
   /// "file" or "file, column 'name'".

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <memory>
-#include <random>
 #include <cmath>
 #include <cstring>
 #include <regex>
@@ -15,6 +14,7 @@
 #include "codegen/cpu_backend.h"
 #include "codegen/cuda_program.h"
 #include "codegen/lower.h"
+#include "codegen/target_test_util.h"
 #include "frontend/training.h"
 #include "ir/scan.h"
 #include "ir/text.h"
@@ -22,6 +22,7 @@
 #include "runtime/loop_slots.h"
 #include "runtime/reference/interpreter.h"
 #include "runtime/reference/testing/random_inputs.h"
+#include "tests/testing/loop_graphs.h"
 #include "training/step_inputs.h"
 
 namespace weft::codegen {
@@ -118,32 +119,9 @@ TEST(LoopSlots, AnRnnsStateIsWrittenInItsSlotAndReadFromThePreviousOne) {
   }
 }
 
-// An LSTM-like cell: h chained to %hs, c shifted into %cs (the ys of its old value: read
-// in slot i, its next value written into slot i+1, the last into %c); then a reversed
-// loop chained to its ys. tests/cuda's `scan_slots` case is the same graph on the GPU.
-constexpr char kSlots[] = R"(graph @scan_slots(%w: f32[6,6], %h0: f32[3,6], %c0: f32[3,6], %xs: f32[5,3,6]) {
-  %h, %c, %hs, %cs = scan(%w, %h0, %c0, %xs) {carries=2, consts=1, length=5} : f32[3,6], f32[3,6], f32[5,3,6], f32[5,3,6] ({
-    ^cell(%cw: f32[6,6], %ch: f32[3,6], %cc: f32[3,6], %cx: f32[3,6]):
-      %m = matmul(%ch, %cw) : f32[3,6]
-      %a = add(%m, %cx) : f32[3,6]
-      %c2 = add(%cc, %a) : f32[3,6]
-      %t = tanh(%c2) : f32[3,6]
-      %n = mul(%t, %a) : f32[3,6]
-      return %n, %c2, %n, %cc
-  })
-  %g, %gs = scan(%w, %h, %xs) {carries=1, consts=1, length=5, reverse=true} : f32[3,6], f32[5,3,6] ({
-    ^back(%bw: f32[6,6], %bh: f32[3,6], %bx: f32[3,6]):
-      %bm = matmul(%bh, %bw) : f32[3,6]
-      %bn = sin(%bm) : f32[3,6]
-      %bo = add(%bn, %bx) : f32[3,6]
-      return %bo, %bo
-  })
-  return %h, %c, %hs, %cs, %g, %gs
-}
-)";
 
 TEST(LoopSlots, ACarryWhoseOldValueIsAYsIsShiftedIntoIt) {
-  StatusOr<Graph> g = typed(kSlots);
+  StatusOr<Graph> g = typed(testing::kScanSlotsGraph);
   ASSERT_TRUE(g.ok()) << g.error().to_string();
   const std::vector<std::string> lines = expect_cpu_matches_reference(*g, testing::random_inputs(*g, 9));
   ASSERT_EQ(lines.size(), 2u);
@@ -226,9 +204,7 @@ TEST(LoopSlots, EarlyExitsKeepTheirCarriesAndZeroTheirSkippedSlots) {
   ASSERT_TRUE(g.ok()) << g.error().to_string();
   ASSERT_TRUE(InferTypesPass().run(*g).ok());
   for (uint64_t seed : {1, 2, 3}) {
-    auto inputs = testing::random_inputs(*g, seed);
-    std::mt19937 rng(static_cast<uint32_t>(seed));
-    for (int64_t i = 0; i < 6; ++i) inputs[2].set_double(i, rng() % 2);  // which slots run
+    auto inputs = loop_exits_inputs(*g, seed);
     expect_cpu_matches_reference(*g, inputs);
   }
   auto lowered = lower_to_program(*g);

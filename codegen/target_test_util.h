@@ -5,13 +5,25 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "codegen/targets.h"
 #include "runtime/reference/interpreter.h"
 #include "runtime/reference/testing/random_inputs.h"
 
 namespace weft::codegen {
+
+/// Inputs for passes/testdata/loop_exits.wir (a loop that stops, one that runs where its
+/// bool[6] input %on says): random from `seed`, with %on (input 2) drawn as bools.
+inline std::vector<Tensor> loop_exits_inputs(const Graph& g, uint64_t seed) {
+  std::vector<Tensor> inputs = weft::testing::random_inputs(g, seed);
+  std::mt19937 rng(static_cast<uint32_t>(seed));
+  for (int64_t i = 0; i < 6; ++i) inputs[2].set_double(i, rng() % 2);  // which slots run
+  return inputs;
+}
 
 /// Runs `g` on target `name` and on the reference interpreter with random inputs from
 /// `seed`; expects every output within 1e-5 (all_close).

@@ -22,6 +22,7 @@
 #include "ir/text.h"
 #include "passes/infer_types.h"
 #include "tests/cuda/gen_cases.h"
+#include "tests/testing/loop_graphs.h"
 
 namespace weft {
 namespace gen_cases {
@@ -290,29 +291,9 @@ std::vector<GraphCase> op_cases() {
   return %a, %b, %ys
 }
 )")});
-  // #31: ys written in their slots, an LSTM-like h chained to its ys and c shifted into the
-  // ys of its old value, then a reversed loop chained to its ys (runtime/loop_slots.h;
-  // codegen:loop_slots_test runs the same graph on the cpu).
-  cases.push_back({"scan_slots", parse(R"(graph @scan_slots(%w: f32[6,6], %h0: f32[3,6], %c0: f32[3,6], %xs: f32[5,3,6]) {
-  %h, %c, %hs, %cs = scan(%w, %h0, %c0, %xs) {carries=2, consts=1, length=5} : f32[3,6], f32[3,6], f32[5,3,6], f32[5,3,6] ({
-    ^cell(%cw: f32[6,6], %ch: f32[3,6], %cc: f32[3,6], %cx: f32[3,6]):
-      %m = matmul(%ch, %cw) : f32[3,6]
-      %a = add(%m, %cx) : f32[3,6]
-      %c2 = add(%cc, %a) : f32[3,6]
-      %t = tanh(%c2) : f32[3,6]
-      %n = mul(%t, %a) : f32[3,6]
-      return %n, %c2, %n, %cc
-  })
-  %g, %gs = scan(%w, %h, %xs) {carries=1, consts=1, length=5, reverse=true} : f32[3,6], f32[5,3,6] ({
-    ^back(%bw: f32[6,6], %bh: f32[3,6], %bx: f32[3,6]):
-      %bm = matmul(%bh, %bw) : f32[3,6]
-      %bn = sin(%bm) : f32[3,6]
-      %bo = add(%bn, %bx) : f32[3,6]
-      return %bo, %bo
-  })
-  return %h, %c, %hs, %cs, %g, %gs
-}
-)")});
+  // #31: ys written in their slots, a carry chained and one shifted, then a reversed loop
+  // (tests/testing/loop_graphs.h; codegen:loop_slots_test runs the same graph on the cpu).
+  cases.push_back({"scan_slots", parse(testing::kScanSlotsGraph)});
   // Early exits, masked on the GPU (mask-loop-exits): a loop that stops after two of five
   // iterations, and one that runs where %on says; the interpreter really stops and skips.
   cases.push_back({"scan_exits", parse(R"(graph @scan_exits(%w: f32[4,4], %h0: f32[3,4], %xs: f32[5,3,4], %on: bool[5]) {

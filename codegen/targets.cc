@@ -9,20 +9,19 @@
 #include "codegen/lower.h"
 #include "codegen/program_source.h"
 #include "codegen/run_once.h"
+#include "runtime/cpu/backend.h"
 #include "runtime/cuda/backend.h"
 #include "runtime/reference/numerics.h"
 
 namespace weft::codegen {
 namespace {
 
+// The cpu backend's own conversion of the bind options (runtime/cpu/backend.h), plus
+// what only the JIT target sets.
 CpuOptions cpu_options(const CompileOptions& options) {
   CpuOptions cpu;
-  cpu.executor.num_threads = options.num_threads;
-  cpu.executor.max_memory = options.max_memory;
+  cpu.executor = cpu::executor_options(bind_options(options));
   cpu.executor.check_numerics = options.check_numerics;
-  cpu.executor.communicator = options.communicator;
-  cpu.executor.all_reduce_bucket_bytes = options.all_reduce_bucket_bytes;
-  cpu.executor.first_all_reduce_bucket_bytes = options.first_all_reduce_bucket_bytes;
   cpu.executor.overlap_all_reduce = options.overlap_all_reduce;
   cpu.lower.unroll_loops = options.unroll_loops;
   return cpu;

@@ -1,21 +1,28 @@
 // Registers the "cpu" backend (runtime/backend.h): a Program bound by cpu::Executor, with
 // every optional feature (zero-copy inputs, check-numerics, profiles, MPI ranks).
+#include "runtime/cpu/backend.h"
+
 #include "runtime/backend.h"
 #include "runtime/cpu/executor.h"
 
 namespace weft::cpu {
-namespace {
 
-StatusOr<std::unique_ptr<ProgramExecutor>> bind(Program program, DeviceCode code,
-                                                 const BindOptions& options) {
+ExecutorOptions executor_options(const BindOptions& options) {
   ExecutorOptions executor;
   executor.num_threads = options.num_threads;
   executor.max_memory = options.max_memory;
   executor.communicator = options.communicator;
   executor.all_reduce_bucket_bytes = options.all_reduce_bucket_bytes;
   executor.first_all_reduce_bucket_bytes = options.first_all_reduce_bucket_bytes;
-  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex,
-                        Executor::create(std::move(program), std::move(code.host_kernels), executor));
+  return executor;
+}
+
+namespace {
+
+StatusOr<std::unique_ptr<ProgramExecutor>> bind(Program program, DeviceCode code,
+                                                 const BindOptions& options) {
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex, Executor::create(std::move(program), std::move(code.host_kernels),
+                                                                       executor_options(options)));
   return std::unique_ptr<ProgramExecutor>(std::move(ex));
 }
 

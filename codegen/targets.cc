@@ -20,7 +20,7 @@ namespace {
 // what only the JIT target sets.
 CpuOptions cpu_options(const CompileOptions& options) {
   CpuOptions cpu;
-  cpu.executor = cpu::executor_options(bind_options(options));
+  cpu.executor = cpu::executor_options(options.bind);
   cpu.executor.check_numerics = options.check_numerics;
   cpu.executor.overlap_all_reduce = options.overlap_all_reduce;
   cpu.lower.unroll_loops = options.unroll_loops;
@@ -101,21 +101,8 @@ StatusOr<reference::RunResult> run_reference(const Graph& g, std::vector<Tensor>
 
 }  // namespace
 
-BindOptions bind_options(const CompileOptions& options) {
-  BindOptions bind;
-  bind.num_threads = options.num_threads;
-  bind.max_memory = options.max_memory;
-  bind.communicator = options.communicator;
-  bind.all_reduce_bucket_bytes = options.all_reduce_bucket_bytes;
-  bind.first_all_reduce_bucket_bytes = options.first_all_reduce_bucket_bytes;
-  bind.tf32 = options.tf32;
-  bind.accumulate_steps = options.accumulate_steps;
-  bind.step_input = options.step_input;
-  return bind;
-}
-
 StatusOr<cuda::ExecutorOptions> cuda_executor_options(const CompileOptions& options, const Program& program) {
-  WEFT_ASSIGN_OR_RETURN(cuda::ExecutorOptions gpu, cuda::executor_options(bind_options(options), program));
+  WEFT_ASSIGN_OR_RETURN(cuda::ExecutorOptions gpu, cuda::executor_options(options.bind, program));
   gpu.cuda_graph = options.capture_graph;
   gpu.allow_host_fallback = options.allow_host_fallback;
   return gpu;

@@ -9,7 +9,7 @@
 //
 //   StatusOr<const Target*> t = find_target("cuda");     // error lists every target
 //   Pipeline p = (*t)->pipeline({});                       // what `weftc dump` walks
-//   StatusOr<std::unique_ptr<ProgramExecutor>> ex = (*t)->compile(graph, {.max_memory = m});
+//   StatusOr<std::unique_ptr<ProgramExecutor>> ex = (*t)->compile(graph, {.bind = {.max_memory = m}});
 //   if (!(*t)->has_check_numerics()) return (*t)->check_numerics_unsupported("--check-numerics");
 //   if ((*t)->aot_code == AotCode::module) { ... (*t)->lower(graph)->module ... }  // PTX
 //
@@ -44,40 +44,27 @@ namespace weft::codegen {
 
 /// How to compile and bind, for every target; a target ignores what does not concern
 /// its device (the cuda fields on the cpu) and refuses what it cannot honour (a
-/// communicator of more than one rank on cuda) with an error naming it.
+/// communicator of more than one rank that is not NCCL's on cuda) with an error naming it.
 struct CompileOptions {
-  int num_threads = 0;          ///< cpu: host threads; 0: $WEFT_NUM_THREADS or every core.
-  int64_t max_memory = 0;       ///< Arena + inputs limit; 0: the device's available memory.
+  /// What binding needs, as every backend is bound with it (runtime/backend.h): threads,
+  /// the memory limit, the communicator that runs the Program's all_reduce ops (cpu: any;
+  /// cuda: NCCL's, from Backend::communicator_for), the bucket sizes, TF32, gradient
+  /// accumulation's window. The same struct the AOT path's Backend::bind is given.
+  BindOptions bind = {};
   bool check_numerics = false;  ///< cpu: stop at the first op producing a NaN or an infinity.
-  /// What runs the Program's all_reduce ops (cpu: any communicator; cuda: NCCL's, from
-  /// Backend::communicator_for); nullptr: one process.
-  std::shared_ptr<collective::Communicator> communicator = nullptr;
-  int64_t all_reduce_bucket_bytes = int64_t{25} << 20;  ///< BindOptions'.
-  int64_t first_all_reduce_bucket_bytes = int64_t{1} << 20;  ///< BindOptions'.
-  bool overlap_all_reduce = true;                       ///< cpu::ExecutorOptions'.
+  bool overlap_all_reduce = true;  ///< cpu::ExecutorOptions'.
   /// Devices that capture work (cuda): the whole step captured once as one device graph
   /// and replayed (a CUDA graph); false: launched op by op.
   bool capture_graph = true;
   /// Devices that refuse ops without a kernel of theirs (cuda): run those on the host.
   bool allow_host_fallback = false;
-  /// cuda: f32 GEMMs and convolutions on TF32 tensor cores (cuda::ExecutorOptions::tf32);
-  /// the other targets ignore it.
-  bool tf32 = false;
   /// cpu: unroll loops (LowerOptions::unroll_loops) rather than run each as a loop over
   /// its body: the comparison bench/loops makes. cuda runs loops as loop invocations.
   bool unroll_loops = false;
-  /// Gradient accumulation's window and the step-number input's name (BindOptions'):
-  /// cuda with NCCL reduces on a window's last micro-batch only; the cpu ignores them.
-  int64_t accumulate_steps = 1;
-  std::string step_input = {};
 };
 
-/// The options every backend is bound with (runtime/backend.h) that `options` hold: what
-/// Backend::bind would be given for the same model by the AOT path.
-BindOptions bind_options(const CompileOptions& options);
-
 /// The cuda executor's options for `options` and `program` (what the cuda target compiles
-/// and runs with): cuda::executor_options of bind_options — the same conversion as the
+/// and runs with): cuda::executor_options of options.bind — the same conversion as the
 /// cuda Backend's bind, so NCCL's communicator, the bucket sizes and the accumulation
 /// window reach a JIT step as they reach an AOT one — plus the capture and host-fallback
 /// choices; a caller includes runtime/cuda/executor.h. Error: a communicator of more

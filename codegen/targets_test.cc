@@ -106,8 +106,8 @@ TEST(Targets, EveryTargetRunsTheSameGraph) {
   }
 }
 
-// TF32 (TrainOptions::tf32, --tf32) is an option of the cuda executor, off by default:
-// CompileOptions::tf32 reaches it and makes its f32 GEMMs' math TF32 (checked on the host,
+// TF32 (TrainOptions::bind.tf32, --tf32) is an option of the cuda executor, off by default:
+// CompileOptions::bind.tf32 reaches it and makes its f32 GEMMs' math TF32 (checked on the host,
 // as runtime/cuda's plan tests are); the cpu ignores it, computing the same bits. On a
 // GPU the TF32 GEMM stays within TF32's rounding (a 10-bit mantissa) of the reference.
 // The cuda target binds with the same conversion as the cuda Backend's bind
@@ -120,10 +120,9 @@ TEST(Targets, TheCudaTargetBindsWithTheCudaBackendsOptions) {
   Program program;
   program.inputs = {{"x", Type{DType::f32, Shape{2}}, InputKind::data},
                     {"weft.step", Type{DType::i64, Shape{}}, InputKind::data}};
-  CompileOptions options{.all_reduce_bucket_bytes = 1 << 22, .first_all_reduce_bucket_bytes = 1 << 16,
+  CompileOptions options{.bind = {.all_reduce_bucket_bytes = 1 << 22, .first_all_reduce_bucket_bytes = 1 << 16,
+                                  .accumulate_steps = 4, .step_input = "weft.step"},
                          .capture_graph = false};
-  options.accumulate_steps = 4;
-  options.step_input = "weft.step";
   StatusOr<cuda::ExecutorOptions> gpu = cuda_executor_options(options, program);
   ASSERT_TRUE(gpu.ok()) << gpu.error().to_string();
   EXPECT_EQ(gpu->all_reduce_bucket_bytes, 1 << 22);
@@ -134,7 +133,7 @@ TEST(Targets, TheCudaTargetBindsWithTheCudaBackendsOptions) {
   EXPECT_EQ(gpu->nccl, nullptr);
 
   auto two = std::make_shared<collective::FakeRanks>(2);
-  options.communicator = two;
+  options.bind.communicator = two;
   const std::string refused = "error: the cuda backend reduces the gradients of 2 ranks with NCCL, but was given " +
                               two->describe() + ": ask the backend for it (Backend::communicator_for, runtime/backend.h)";
   StatusOr<cuda::ExecutorOptions> mpi = cuda_executor_options(options, program);
@@ -151,7 +150,7 @@ TEST(Targets, TheCudaTargetBindsWithTheCudaBackendsOptions) {
 
 TEST(Targets, Tf32ReachesTheCudaExecutorAndTheCpuIgnoresIt) {
   EXPECT_FALSE(cuda_executor_options({}, Program{})->tf32);
-  const cuda::ExecutorOptions on = *cuda_executor_options({.max_memory = 1 << 20, .tf32 = true}, Program{});
+  const cuda::ExecutorOptions on = *cuda_executor_options({.bind = {.max_memory = 1 << 20, .tf32 = true}}, Program{});
   EXPECT_TRUE(on.tf32);
   EXPECT_EQ(on.max_memory, 1 << 20);
   EXPECT_EQ(cuda::contraction_math(DType::f32, on.tf32), cuda::ContractionMath::tf32);
@@ -164,13 +163,13 @@ TEST(Targets, Tf32ReachesTheCudaExecutorAndTheCpuIgnoresIt) {
                                 Tensor::from_vector<float>({3, 2}, {0.5f, -1.3f, 2, 1, -0.5f, 3})};
   const Target& cpu = **find_target("cpu");
   StatusOr<reference::RunResult> off = cpu.run(g, inputs, {});
-  StatusOr<reference::RunResult> tf32 = cpu.run(g, inputs, {.tf32 = true});
+  StatusOr<reference::RunResult> tf32 = cpu.run(g, inputs, {.bind = {.tf32 = true}});
   ASSERT_TRUE(off.ok() && tf32.ok());
   EXPECT_TRUE(tf32->outputs[0] == off->outputs[0]);
 
   const Target& gpu = **find_target("cuda");
   if (!gpu.runtime()->unavailable_reason().empty()) return;  // no GPU here
-  StatusOr<reference::RunResult> on_gpu = gpu.run(g, inputs, {.tf32 = true});
+  StatusOr<reference::RunResult> on_gpu = gpu.run(g, inputs, {.bind = {.tf32 = true}});
   ASSERT_TRUE(on_gpu.ok()) << on_gpu.error().to_string();
   EXPECT_TRUE(all_close(on_gpu->outputs[0], off->outputs[0], 1e-2));
 }

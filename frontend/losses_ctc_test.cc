@@ -295,7 +295,7 @@ TEST(Ctc, CompilesWithoutHostFallbacks) {
       Status device_only = cuda::check_device_only(lowered->program);
       EXPECT_TRUE(device_only.ok()) << device_only.error().to_string();
     } else {
-      auto ex = target->compile(g, {.num_threads = 1});
+      auto ex = target->compile(g, {.bind = {.num_threads = 1}});
       ASSERT_TRUE(ex.ok()) << ex.error().to_string();
       EXPECT_EQ((*ex)->fallbacks(), 0) << (*ex)->describe();
     }

@@ -60,7 +60,7 @@ struct BatchNormOptions {
   double eps = 1e-5;
   double momentum = 0.1;
   /// SyncBatchNorm (PyTorch's nn.SyncBatchNorm): in training the batch statistics are
-  /// those of the global batch of a data-parallel step (TrainOptions::communicator), the
+  /// those of the global batch of a data-parallel step (TrainOptions::bind.communicator), the
   /// rank's mean and biased variance averaged over the ranks by `all_reduce` ops in the
   /// step (every rank holds an equal share of the batch, as collective::shard_batch
   /// cuts it), so the normalization, its gradient and the running statistics are those

@@ -1,3 +1,7 @@
+// The Trainer's step: compile() builds the training graph (forward, loss, gradients,
+// optimizer update) and compiles it for the backend; step() and evaluate() run it. Its
+// values and checkpoints are in training_values.cc, data parallelism in
+// training_data_parallel.cc, metrics in training_metrics.cc.
 #include "frontend/training.h"
 
 #include <functional>
@@ -9,7 +13,6 @@
 #include "passes/autocast.h"
 #include "passes/pipeline.h"
 #include "passes/weight_copies.h"
-#include "runtime/collective/parameters.h"  // writes_checkpoints, agree_after_failed_load
 #include "training/derived_state.h"
 #include "training/init.h"
 #include "runtime/reference/interpreter.h"
@@ -113,21 +116,21 @@ Status Trainer::check_numerics_available() const {
 
 StatusOr<std::unique_ptr<ProgramExecutor>> Trainer::compile_graph(const Graph& g, bool step) const {
   codegen::CompileOptions options{
-      .num_threads = options_.num_threads,
-      .max_memory = options_.max_memory,
+      .bind = options_.bind,
       .check_numerics = options_.check_numerics,
       .capture_graph = options_.cuda_graph,
       .allow_host_fallback = options_.allow_host_fallback,
-      .tf32 = options_.tf32,
+      .unroll_loops = options_.unroll_loops,
   };
-  options.unroll_loops = options_.unroll_loops;
   if (step) {
-    options.communicator = options_.communicator;
-    options.all_reduce_bucket_bytes = options_.all_reduce_bucket_bytes;
-    options.first_all_reduce_bucket_bytes = options_.first_all_reduce_bucket_bytes;
     options.overlap_all_reduce = options_.overlap_all_reduce;
-    options.accumulate_steps = optimizer_.accumulate_steps;
-    options.step_input = kStepInput;
+    options.bind.accumulate_steps = optimizer_.accumulate_steps;
+    options.bind.step_input = kStepInput;
+  } else {
+    // The eval forward reduces nothing and accumulates nothing.
+    options.bind.communicator = nullptr;
+    options.bind.accumulate_steps = 1;
+    options.bind.step_input.clear();
   }
   return target_->compile(g, options);
 }
@@ -209,7 +212,7 @@ Status Trainer::build_step() {
   ScaledUpdate scaled = scaler ? scaler->scaled_update(g) : ScaledUpdate{};
   WEFT_ASSIGN_OR_RETURN(std::vector<OptimizerSlot> slots,
                         append_optimizer(g, groups, step, scaler ? &scaled : nullptr,
-                                         /*all_reduce_gradients=*/options_.communicator != nullptr));
+                                         /*all_reduce_gradients=*/options_.bind.communicator != nullptr));
   if (scaler) {
     scaler->append_update(g, scaled);
     slots.insert(slots.end(), scaler->state().begin(), scaler->state().end());
@@ -339,71 +342,6 @@ Status Trainer::set_lr(const std::string& group, double lr) {
 StatusOr<double> Trainer::lr(const std::string& group) const {
   WEFT_ASSIGN_OR_RETURN(size_t i, group_index(optimizer_, group));
   return lrs_[i];
-}
-
-void Trainer::sync_values() const {
-  if (!values_stale_ || !step_exec_) return;
-  const Program& p = step_exec_->program();
-  for (size_t i = 0; i < p.inputs.size(); ++i) {
-    if (p.inputs[i].kind == InputKind::data) continue;
-    auto it = values_.find(p.inputs[i].name);
-    if (it != values_.end()) it->second = step_exec_->input(static_cast<int>(i));
-  }
-  values_stale_ = false;
-}
-
-StatusOr<Tensor> Trainer::loss_scale_state(const std::string& name, const char* what) const {
-  if (!*options_.loss_scale.enabled) {
-    return Error{std::string(what) + ": loss scaling is off (TrainOptions::loss_scale.enabled)"};
-  }
-  if (values_stale_ && step_exec_) {
-    const Program& p = step_exec_->program();
-    for (size_t i = 0; i < p.inputs.size(); ++i) {
-      if (p.inputs[i].name == name) return step_exec_->input(static_cast<int>(i));
-    }
-  }
-  auto it = values_.find(name);
-  if (it == values_.end()) return Error{std::string(what) + ": the step has no value '" + name + "'"};
-  return it->second;
-}
-
-StatusOr<double> Trainer::loss_scale() const {
-  WEFT_ASSIGN_OR_RETURN(Tensor t, loss_scale_state(kLossScaleState, "loss_scale()"));
-  return t.get_double(0);
-}
-
-StatusOr<int64_t> Trainer::skipped_steps() const {
-  WEFT_ASSIGN_OR_RETURN(Tensor t, loss_scale_state(kSkippedStepsState, "skipped_steps()"));
-  return static_cast<int64_t>(t.get_double(0));
-}
-
-Status Trainer::record_loss_scale() {
-  WEFT_ASSIGN_OR_RETURN(double scale, loss_scale());
-  WEFT_ASSIGN_OR_RETURN(int64_t skipped, skipped_steps());
-  metrics_.record(kLossScaleState, scale);
-  metrics_.record(kSkippedStepsState, static_cast<double>(skipped));
-  return Status();
-}
-
-Status Trainer::push_values(ProgramExecutor& ex) const {
-  const Program& p = ex.program();
-  for (size_t i = 0; i < p.inputs.size(); ++i) {
-    if (p.inputs[i].kind == InputKind::data) continue;
-    WEFT_ASSIGN_OR_RETURN(Tensor value, derived_.refresh(values_, p.inputs[i].name, p.inputs[i].type));
-    WEFT_RETURN_IF_ERROR(ex.set_input(static_cast<int>(i), value));
-  }
-  return Status();
-}
-
-Status Trainer::masters_changed() {
-  if (step_exec_) return push_values(*step_exec_);
-  derived_.forget();
-  return Status();
-}
-
-const std::map<std::string, Tensor>& Trainer::values() const {
-  sync_values();
-  return values_;
 }
 
 Error Trainer::batch_size_error(size_t got) const {
@@ -552,18 +490,6 @@ Status Trainer::thaw(const std::string& path) {
   return s;
 }
 
-Status Trainer::set_value(const std::string& name, Tensor value) {
-  sync_values();
-  auto it = values_.find(name);
-  if (it == values_.end()) return Error{"no parameter, state or optimizer slot named '" + name + "'"};
-  if (!(it->second.type() == value.type())) {
-    return Error{"'" + name + "' is " + it->second.type().to_string() + ", not " +
-                 value.type().to_string()};
-  }
-  it->second = std::move(value);
-  return masters_changed();
-}
-
 Status Trainer::set_profiling(bool on) {
   if (!target_->has_profiler() || !step_exec_) return target_->profiler_unsupported("profiling");
   target_->runtime()->set_profiling(*step_exec_, on);
@@ -575,32 +501,5 @@ StatusOr<std::string> Trainer::profile_report(int top) const {
   return target_->runtime()->profile_report(*step_exec_, top);
 }
 
-Status Trainer::reset_state() {
-  sync_values();
-  for (const ParamInfo& p : model_->parameters()) {
-    if (p.carried) values_[p.name] = Tensor(values_.at(p.name).type());
-  }
-  return masters_changed();
-}
-
-Status Trainer::save(const std::string& path) const {
-  if (!collective::writes_checkpoints(options_.communicator.get())) return Status();
-  sync_values();
-  return save_checkpoint(path, *model_, values_, steps_);
-}
-
-StatusOr<LoadReport> Trainer::load(const std::string& path, const LoadOptions& options) {
-  sync_values();
-  StatusOr<LoadReport> loaded = load_checkpoint(path, *model_, values_, options);
-  if (!loaded.ok() && options_.communicator) {
-    return collective::agree_after_failed_load(*options_.communicator, path, loaded.error());
-  }
-  WEFT_ASSIGN_OR_RETURN(LoadReport report, std::move(loaded));
-  if (options.subgraph.empty()) steps_ = report.step;
-  loaded_from_ = path;
-  WEFT_RETURN_IF_ERROR(agree_with_other_ranks());
-  WEFT_RETURN_IF_ERROR(masters_changed());
-  return report;
-}
 
 }  // namespace weft

@@ -95,48 +95,56 @@ struct LossSpec {
 struct TrainOptions {
   uint64_t seed = 0;                 ///< Parameter initialization and dropout.
   std::string backend = "cpu";       ///< "cpu", "cuda" or "reference".
+  /// How the compiled step and evaluations bind to the backend's device: the options
+  /// every backend is bound with (runtime/backend.h's BindOptions, as the AOT models'
+  /// are), given to the target as they are (codegen::CompileOptions::bind):
+  ///  - num_threads (cpu; 0: $WEFT_NUM_THREADS or every core) and max_memory (cpu, cuda:
+  ///    the most bytes a compiled step may plan; 0: MemAvailable, or the GPU's free
+  ///    memory);
+  ///  - tf32 (cuda): TF32 tensor cores for the f32 GEMMs and convolutions (PyTorch's
+  ///    torch.backends.cuda.matmul.allow_tf32): values stay f32 in memory, the
+  ///    contractions' operands are rounded to a 10-bit mantissa and accumulate in f32 —
+  ///    faster on Ampere and later, and outside the reference's f32 tolerance, hence off
+  ///    by default. Ignored by the other backends. Not yet run on a GPU;
+  ///  - communicator: data parallelism (DESIGN.md, decision 11; cpu over MPI or Gloo,
+  ///    cuda over NCCL). When set, the step averages every parameter gradient over the
+  ///    communicator's ranks (an all_reduce {reduction="mean"} op before the optimizer
+  ///    update, autodiff/optimizer.h) and returns the loss averaged over the ranks too.
+  ///    Every rank compiles the same network and feeds step() its own equal share of
+  ///    each global batch (collective::shard_batch); compile() broadcasts rank 0's
+  ///    parameters (a rank seeded differently starts from rank 0's) and load() refuses
+  ///    ranks that loaded different checkpoints (collective::agree_on_parameters), so the
+  ///    parameters start equal and stay equal; with a mean loss the step is then the step
+  ///    of one process on the global batch. Batch-norm statistics stay per rank unless
+  ///    SyncBatchNorm (BatchNormOptions::sync), and dropout draws the same mask pattern on
+  ///    every rank. Backends "cpu" and "cuda" when the world size is above 1; compile()
+  ///    checks (one small all_reduce) that every rank compiled the same step. nullptr:
+  ///    one process, no all_reduce ops; collective::single_process(): the ops, each
+  ///    changing nothing. collective::world_from_environment()
+  ///    (runtime/collective/world.h) gives the launch's (mpirun, srun, the torchrun
+  ///    variables), as the driver's --data-parallel does. On cuda compile() makes NCCL's
+  ///    communicator from it (the backend's Backend::communicator_for: the unique id sent
+  ///    over this communicator, the GPU of `local_rank`, a watchdog of
+  ///    `collective_timeout`); pass an NCCL communicator made already (the driver's) and
+  ///    it is used as it is. Not yet run on a GPU;
+  ///  - all_reduce_bucket_bytes (more than one rank: the gradients' all_reduce calls are
+  ///    bucketed up to this many bytes; 0: one call per gradient) and
+  ///    first_all_reduce_bucket_bytes (the first bucket closes at this many bytes,
+  ///    PyTorch DDP's 1 MiB first bucket, so the first reduction starts early in the
+  ///    backward pass).
+  /// Its accumulation fields are the step's own: compile() sets them from
+  /// OptimizerSpec::accumulate_steps.
+  BindOptions bind = {};
   /// cuda: replay each step as one captured CUDA graph (false: launch by launch, for
   /// comparison and debugging; cuda::ExecutorOptions::cuda_graph).
   bool cuda_graph = true;
   /// cuda: run the ops with no CUDA kernel on the host instead of refusing the model
   /// (a debugging path; cuda::ExecutorOptions::allow_host_fallback).
   bool allow_host_fallback = false;
-  /// cuda: TF32 tensor cores for the f32 GEMMs and convolutions (cuda::ExecutorOptions::
-  /// tf32; PyTorch's torch.backends.cuda.matmul.allow_tf32): values stay f32 in memory,
-  /// the contractions' operands are rounded to a 10-bit mantissa and accumulate in f32 —
-  /// faster on Ampere and later, and outside the reference's f32 tolerance, hence off by
-  /// default. Ignored by the other backends, as the cuda fields above are. Not yet run on
-  /// a GPU.
-  bool tf32 = false;
-  int num_threads = 0;               ///< cpu: 0 means $WEFT_NUM_THREADS or every core.
   /// Stop a step or evaluation at the first op producing a NaN or infinity, naming it and
   /// its builder call site (runtime/reference/numerics.h); slow, for debugging. cpu and
   /// reference only (cuda refuses it).
   bool check_numerics = false;
-  /// cpu, cuda: the most bytes a compiled step may plan (cpu::ExecutorOptions::max_memory;
-  /// 0: MemAvailable, or the GPU's free memory).
-  int64_t max_memory = 0;
-  /// Data parallelism (DESIGN.md, decision 11; cpu over MPI or Gloo, cuda over NCCL): when set, the step
-  /// averages every parameter gradient over the communicator's ranks (an all_reduce
-  /// {reduction="mean"} op before the optimizer update, autodiff/optimizer.h) and returns
-  /// the loss averaged over the ranks too. Every rank compiles the same network and
-  /// feeds step() its own equal share of each global batch (collective::shard_batch);
-  /// compile() broadcasts rank 0's parameters (a rank seeded differently starts from rank
-  /// 0's) and load() refuses ranks that loaded different checkpoints
-  /// (collective::agree_on_parameters), so the parameters start equal and stay equal; with
-  /// a mean loss the step is then the step of one process on the global batch. Batch-norm
-  /// statistics stay per rank unless SyncBatchNorm (BatchNormOptions::sync), and dropout
-  /// draws the same mask pattern on every rank.
-  /// Backends "cpu" and "cuda" when the world size is above 1; compile() checks (one
-  /// small all_reduce) that every rank compiled the same step. nullptr: one process, no
-  /// all_reduce ops; collective::single_process(): the ops, each changing nothing.
-  /// collective::world_from_environment() (runtime/collective/world.h) gives the launch's
-  /// (mpirun, srun, the torchrun variables), as the driver's --data-parallel does. On
-  /// cuda compile() makes NCCL's communicator from it (the backend's
-  /// Backend::communicator_for: the unique id sent over this communicator, the GPU of
-  /// `local_rank`, a watchdog of `collective_timeout`); pass an NCCL communicator made
-  /// already (the driver's) and it is used as it is. Not yet run on a GPU.
-  std::shared_ptr<collective::Communicator> communicator = nullptr;
   /// cuda with a communicator: this process's index among the ranks of its machine, the
   /// GPU it trains on (collective::local_rank() reads the launcher's variable).
   int local_rank = 0;
@@ -144,13 +152,6 @@ struct TrainOptions {
   /// long makes the process abort NCCL and exit non-zero, naming the rank and the step
   /// (the driver's --collective-timeout; runtime/collective/watchdog.h).
   std::chrono::milliseconds collective_timeout = std::chrono::seconds(300);
-  /// cpu, more than one rank: the gradients' all_reduce calls are bucketed up to this
-  /// many bytes (cpu::ExecutorOptions::all_reduce_bucket_bytes); 0: one call per gradient.
-  int64_t all_reduce_bucket_bytes = int64_t{25} << 20;
-  /// More than one rank (cpu and cuda): the first bucket closes at this many bytes (PyTorch DDP's
-  /// 1 MiB first bucket; collective::BucketPlanOptions::first_bucket_bytes), so the
-  /// first reduction starts early in the backward pass.
-  int64_t first_all_reduce_bucket_bytes = int64_t{1} << 20;
   /// cpu, more than one rank: each bucket's reduction runs while the backward pass goes
   /// on, waited for only by the update that reads it (cpu::ExecutorOptions::
   /// overlap_all_reduce); false: each is waited for as soon as it starts. Bitwise equal.

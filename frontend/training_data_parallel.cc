@@ -1,4 +1,4 @@
-// The Trainer's data parallelism (TrainOptions::communicator; DESIGN.md, decision 11):
+// The Trainer's data parallelism (TrainOptions::bind.communicator; DESIGN.md, decision 11):
 // the communicator checked against the backend and made the backend's, the loss averaged
 // over the ranks, every rank's step compared, and every rank started from rank 0's
 // values. The rest of the Trainer is in training.cc; the collectives themselves are
@@ -14,18 +14,18 @@
 namespace weft {
 
 Status Trainer::connect_ranks(const codegen::Target& target, TrainOptions& options) {
-  if (options.communicator && options.communicator->world_size() > 1 && !target.has_multi_rank()) {
-    return target.one_process(options.communicator->world_size());
+  if (options.bind.communicator && options.bind.communicator->world_size() > 1 && !target.has_multi_rank()) {
+    return target.one_process(options.bind.communicator->world_size());
   }
   if (const Backend* runtime = target.runtime(); runtime != nullptr) {  // cuda: NCCL over it
-    WEFT_ASSIGN_OR_RETURN(options.communicator, runtime->communicator_for(options.communicator, options.local_rank,
+    WEFT_ASSIGN_OR_RETURN(options.bind.communicator, runtime->communicator_for(options.bind.communicator, options.local_rank,
                                                                           options.collective_timeout));
   }
   return Status();
 }
 
 ValueId Trainer::rank_mean_loss(Graph& g, ValueId loss) const {
-  if (!options_.communicator) return loss;
+  if (!options_.bind.communicator) return loss;
   // The gradients (append_optimizer reduces them, accumulated), and the reported loss,
   // are means over the ranks.
   return g.add_node(Op::AllReduce, {loss}, {{"reduction", std::string("mean")}}, g.node(g.value(loss).node).loc,
@@ -35,8 +35,8 @@ ValueId Trainer::rank_mean_loss(Graph& g, ValueId loss) const {
 // Every rank must run the same step (else the all_reduce calls disagree on their sizes):
 // a fingerprint of the printed step, compared over the ranks.
 Status Trainer::check_same_step_on_every_rank(const Graph& step) const {
-  if (!options_.communicator || options_.communicator->world_size() <= 1) return Status();
-  collective::Communicator& comm = *options_.communicator;
+  if (!options_.bind.communicator || options_.bind.communicator->world_size() <= 1) return Status();
+  collective::Communicator& comm = *options_.bind.communicator;
   return collective::check_same_on_every_rank(
       comm, std::hash<std::string>{}(print_graph(step)),
       "data parallelism: the " + std::to_string(comm.world_size()) +
@@ -49,8 +49,8 @@ Status Trainer::check_same_step_on_every_rank(const Graph& step) const {
 // refused (runtime/collective/parameters.h). Every rank compiles and loads together, so
 // every rank gets here together.
 Status Trainer::agree_with_other_ranks() {
-  if (!options_.communicator || options_.communicator->world_size() <= 1) return Status();
-  return collective::agree_on_parameters(*options_.communicator, values_, loaded_from_);
+  if (!options_.bind.communicator || options_.bind.communicator->world_size() <= 1) return Status();
+  return collective::agree_on_parameters(*options_.bind.communicator, values_, loaded_from_);
 }
 
 }  // namespace weft

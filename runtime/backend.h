@@ -59,7 +59,12 @@ const char* feature_flag(Feature feature);
 /// The rows a profile report lists when the caller does not say (cpu::Executor's).
 inline constexpr int kProfileRows = 25;
 
-/// How to bind; what a backend cannot honour it refuses (bind's errors).
+/// How to bind; what a backend cannot honour it refuses (bind's errors). The one struct
+/// for what binding needs: every front end carries one as it is, not field by field —
+/// codegen::CompileOptions::bind (the JIT targets, weftc), TrainOptions::bind (the
+/// Trainer, the JIT examples), driver::ModelOptions::bind (the training binaries' flags)
+/// and aot::CompiledModelOptions (an alias of it) — so a new bind-time option is a field
+/// here and the backends' conversions (runtime/cpu/backend.h, runtime/cuda/backend.h).
 struct BindOptions {
   int num_threads = 0;      ///< Host threads (cpu); 0: $WEFT_NUM_THREADS or every core.
   int64_t max_memory = 0;   ///< Arena + inputs limit; 0: the device's available memory.
@@ -74,7 +79,9 @@ struct BindOptions {
   /// step's input holding the 1-based step number (weft.step): cuda with NCCL then
   /// reduces the accumulated gradients on a window's last micro-batch only
   /// (cuda::ExecutorOptions::accumulation). The cpu reads the step's own predicate and
-  /// ignores them.
+  /// ignores them. Facts of the compiled step, not choices of the user: whoever binds a
+  /// step sets them (the Trainer from its optimizer, CompiledModel from its table),
+  /// whatever a front end's options held there.
   int64_t accumulate_steps = 1;
   std::string step_input = {};
 };

@@ -140,7 +140,7 @@ TEST(FashionMnist, MixedPrecisionRuns) {
   EXPECT_EQ(epoch_results(r.out).size(), 1u) << r.out;
 }
 
-// --tf32 is a cuda option (TrainOptions::tf32): the cpu ignores it, training the same
+// --tf32 is a cuda option (TrainOptions::bind.tf32): the cpu ignores it, training the same
 // losses to the printed digit.
 TEST(FashionMnist, Tf32IsIgnoredOnTheCpu) {
   const std::string flags = "examples/fashion_mnist/mlp --epochs=1 --max-steps=5 --seed=3 --checkpoint-out=";

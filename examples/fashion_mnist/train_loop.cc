@@ -46,8 +46,9 @@ driver::ProgramFlag switch_flag(const std::string& name, const std::string& help
 StatusOr<std::unique_ptr<driver::Trainable>> make_model(
     const FlowPtr& net, const RunConfig& c, const driver::ModelOptions& made,
     std::source_location where = std::source_location::current()) {
-  const int rank = made.communicator ? made.communicator->rank() : 0;
-  const int world = made.communicator ? made.communicator->world_size() : 1;
+  const std::shared_ptr<collective::Communicator>& comm = made.bind.communicator;
+  const int rank = comm ? comm->rank() : 0;
+  const int world = comm ? comm->world_size() : 1;
   if (c.batch % world != 0) {
     return collective::shard_batch(Tensor(Type{DType::f32, {c.batch}}), rank, world).error();
   }
@@ -55,14 +56,9 @@ StatusOr<std::unique_ptr<driver::Trainable>> make_model(
   options.seed = made.seed;
   options.backend = c.backend;
   options.cuda_graph = c.cuda_graph;
-  options.num_threads = made.num_threads;
+  options.bind = made.bind;
   options.check_numerics = c.driver.check_numerics;  // refused at compile time where unsupported
-  options.max_memory = made.max_memory;
   options.precision = c.driver.precision;
-  options.tf32 = made.tf32;
-  options.communicator = made.communicator;
-  options.all_reduce_bucket_bytes = made.all_reduce_bucket_bytes;
-  options.first_all_reduce_bucket_bytes = made.first_all_reduce_bucket_bytes;
   const Shape input = image_shape(c.layout, c.batch / world);
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<JitTrainable> model,
                         JitTrainable::compile(net, {{"x", Type{DType::f32, input}}}, LossSpec::cross_entropy(),

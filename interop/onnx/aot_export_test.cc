@@ -102,7 +102,7 @@ DriverRun run_with_table(const std::vector<std::string>& args, void (*edit)(aot:
   table = weft_aot::AotExportMlp::table();
   edit(table);
   driver::ModelFactory factory = [](const driver::ModelOptions& o) -> StatusOr<std::unique_ptr<driver::Trainable>> {
-    WEFT_ASSIGN_OR_RETURN(auto m, aot::CompiledModel::create(table, o.seed, {.num_threads = o.num_threads}));
+    WEFT_ASSIGN_OR_RETURN(auto m, aot::CompiledModel::create(table, o.seed, o.bind));
     return std::unique_ptr<driver::Trainable>(std::move(m));
   };
   std::FILE* out = std::tmpfile();

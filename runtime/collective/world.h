@@ -13,7 +13,7 @@
 // any of the torchrun variables is set (then RANK, WORLD_SIZE, MASTER_ADDR and
 // MASTER_PORT must all be), else an error naming the variables and the commands. The
 // driver, the JIT examples and the Trainer (TrainOptions::data_parallel) all come here;
-// TrainOptions::communicator stays the injection point for a communicator made elsewhere.
+// TrainOptions::bind.communicator stays the injection point for a communicator made elsewhere.
 // Both transports give up on a collective after the timeout (watchdog.h).
 
 #include <chrono>

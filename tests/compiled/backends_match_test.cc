@@ -145,7 +145,7 @@ TEST_P(BackendsMatch, TwentyStepsOfLosses) {
   auto net = c.net();
   ASSERT_TRUE(net.ok()) << net.error().to_string();
   auto cpu = Trainer::compile(*net, c.inputs, c.loss, c.optimizer,
-                              {.seed = 5, .backend = "cpu", .num_threads = threads});
+                              {.seed = 5, .backend = "cpu", .bind = {.num_threads = threads}});
   auto ref = Trainer::compile(*net, c.inputs, c.loss, c.optimizer,
                               {.seed = 5, .backend = "reference"});
   ASSERT_TRUE(cpu.ok()) << cpu.error().to_string();
@@ -197,7 +197,7 @@ TEST(BackendsMatchScratch, ConvolutionsShareOneScratchBlock) {
   ASSERT_TRUE(net.ok()) << net.error().to_string();
   const std::vector<InputSpec> inputs = {{"x", f32({6, 3, 8, 8})}};
   auto cpu = Trainer::compile(*net, inputs, LossSpec::cross_entropy(), OptimizerSpec::adam(1e-2),
-                              {.seed = 5, .backend = "cpu", .num_threads = 2});
+                              {.seed = 5, .backend = "cpu", .bind = {.num_threads = 2}});
   auto ref = Trainer::compile(*net, inputs, LossSpec::cross_entropy(), OptimizerSpec::adam(1e-2),
                               {.seed = 5, .backend = "reference"});
   ASSERT_TRUE(cpu.ok() && ref.ok());

@@ -259,7 +259,7 @@ TEST(CudaCases, ConvolutionsAndPoolingsRunOnTheDevice) {
 }
 
 // [Mixed precision]'s --tf32 on the device (ExecutorOptions::tf32, which
-// CompileOptions::tf32 sets: codegen's targets_test checks that on the host): the f32
+// CompileOptions::bind.tf32 sets: codegen's targets_test checks that on the host): the f32
 // GEMM cases run on TF32 tensor cores stay within TF32's rounding (a 10-bit mantissa) of
 // the reference, launch by launch and as one CUDA graph. How far they moved is printed.
 TEST(CudaCases, Tf32GemmsStayWithinTf32Rounding) {

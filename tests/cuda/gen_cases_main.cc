@@ -471,7 +471,7 @@ std::vector<GraphCase> data_parallel_cases() {
     StatusOr<Trainer> t = Trainer::compile(*net, {{"x", f32({128, 784})}}, LossSpec::cross_entropy(),
                                            OptimizerSpec::adam(1e-3).with_accumulation(accumulate),
                                            {.seed = 3, .backend = "reference",
-                                            .communicator = collective::single_process()});
+                                            .bind = {.communicator = collective::single_process()}});
     WEFT_CHECK(t.ok(), t.ok() ? "" : t.error().to_string());
     cases.push_back({accumulate == 1 ? "mlp784_adam_all_reduce_step" : "mlp784_adam_accumulate2_all_reduce_step",
                      t->step_graph(), accumulate == 1 ? 3 : 4});

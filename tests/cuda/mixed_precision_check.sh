@@ -16,9 +16,9 @@
 #     heuristic algorithm on the same shapes (bf16, f16, f32 with TF32).
 #  5. The ten suite models at the paper preset, one CUDA graph per step: bf16
 #     (suite_bf16_bench) beside f32 (suite_bench).
-#  6. TF32 (--tf32, TrainOptions::tf32): cases_test's Tf32GemmsStayWithinTf32Rounding
+#  6. TF32 (--tf32, TrainOptions::bind.tf32): cases_test's Tf32GemmsStayWithinTf32Rounding
 #     runs f32 GEMM cases with ExecutorOptions::tf32 against the reference (within 1e-2;
-#     codegen's targets_test checks on the host that CompileOptions::tf32 sets it);
+#     codegen's targets_test checks on the host that CompileOptions::bind.tf32 sets it);
 #     step_bench --tf32 (step 3) times the MLP step with it, and suite_bench --tf32 the
 #     ten suite models (beside step 5's f32 and bf16).
 #  7. Weight copies (#30, passes/weight_copies.h; not yet run on a GPU): the bf16/f16

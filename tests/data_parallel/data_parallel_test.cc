@@ -295,10 +295,10 @@ TEST(DataParallel, CompiledAllReduceMatchesTheReference) {
   ASSERT_TRUE(net.ok());
   const std::vector<InputSpec> inputs = {{"x", Type{DType::f32, {4, 6}}}};
   auto cpu = Trainer::compile(*net, inputs, LossSpec::cross_entropy(), OptimizerSpec::adam(1e-2),
-                              {.seed = 3, .communicator = collective::single_process()});
+                              {.seed = 3, .bind = {.communicator = collective::single_process()}});
   auto ref = Trainer::compile(*net, inputs, LossSpec::cross_entropy(), OptimizerSpec::adam(1e-2),
                               {.seed = 3, .backend = "reference",
-                               .communicator = collective::single_process()});
+                               .bind = {.communicator = collective::single_process()}});
   ASSERT_TRUE(cpu.ok()) << cpu.error().to_string();
   ASSERT_TRUE(ref.ok()) << ref.error().to_string();
   int all_reduces = 0;

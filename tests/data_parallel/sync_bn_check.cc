@@ -63,7 +63,7 @@ StatusOr<Trainer> compile(bool sync, std::shared_ptr<collective::Communicator> c
                           int world) {
   TrainOptions options;
   options.seed = seed;
-  options.communicator = std::move(comm);
+  options.bind.communicator = std::move(comm);
   const Type x{DType::f32, {kGlobalBatch / world, 3, 4, 4}};
   return Trainer::compile(testing::sync_bn_convnet(sync), {{"x", x}}, LossSpec::cross_entropy(),
                           OptimizerSpec::sgd(/*lr=*/0.1), options);

@@ -68,7 +68,7 @@ struct Trained {
 Trained train(bool sync, std::shared_ptr<collective::Communicator> comm) {
   TrainOptions options;
   options.seed = 3;
-  options.communicator = std::move(comm);
+  options.bind.communicator = std::move(comm);
   StatusOr<Trainer> t = Trainer::compile(testing::sync_bn_convnet(sync), {{"x", kBatch}},
                                          LossSpec::cross_entropy(), OptimizerSpec::adam(1e-2), options);
   EXPECT_TRUE(t.ok()) << t.status().to_string();

@@ -107,8 +107,8 @@ int main(int argc, char** argv) {
   TrainOptions options;
   options.seed = 7;
   options.backend = backend;
-  if (bucket_bytes >= 0) options.all_reduce_bucket_bytes = bucket_bytes;
-  if (first_bucket_bytes >= 0) options.first_all_reduce_bucket_bytes = first_bucket_bytes;
+  if (bucket_bytes >= 0) options.bind.all_reduce_bucket_bytes = bucket_bytes;
+  if (first_bucket_bytes >= 0) options.bind.first_all_reduce_bucket_bytes = first_bucket_bytes;
   options.overlap_all_reduce = !blocking;
   if (ranks == "mpi" || ranks == "launch") {  // the launch's world, joined as the driver joins it
     StatusOr<std::shared_ptr<collective::Communicator>> world = collective::world_from_environment();
@@ -116,14 +116,14 @@ int main(int argc, char** argv) {
     StatusOr<std::shared_ptr<collective::Communicator>> comm =
         step_communicator(backend, *world, collective::local_rank(), std::chrono::seconds(300));
     if (!comm.ok()) return fail(comm.error().to_string());
-    options.communicator = *comm;
+    options.bind.communicator = *comm;
   } else if (ranks == "single") {
-    options.communicator = collective::single_process();
+    options.bind.communicator = collective::single_process();
   } else if (ranks != "none") {
     return fail("--ranks must be none, single, mpi or launch, not " + ranks);
   }
-  const int rank = options.communicator ? options.communicator->rank() : 0;
-  const int world = options.communicator ? options.communicator->world_size() : 1;
+  const int rank = options.bind.communicator ? options.bind.communicator->rank() : 0;
+  const int world = options.bind.communicator ? options.bind.communicator->world_size() : 1;
   if (accumulate < 1 || batch % accumulate != 0) {
     return fail("--accumulate must divide the global batch " + std::to_string(batch));
   }

@@ -89,7 +89,7 @@ Fixture make_fixture() {
   FUZZ_CHECK(f.devnull != nullptr, "cannot open /dev/null");
 
   weft::StatusOr<std::unique_ptr<Trainable>> model =
-      weft::driver::make_compiled_model({.seed = 0, .num_threads = 1});
+      weft::driver::make_compiled_model({.seed = 0, .bind = {.num_threads = 1}});
   FUZZ_CHECK(model.ok(), "the model: " + model.status().to_string());
   f.model = std::move(*model);
   const int64_t batch = f.model->step_inputs()[0].type.shape[0];

@@ -49,7 +49,7 @@ int run(int argc, char** argv) {
     return 0;
   }
   auto t0 = std::chrono::steady_clock::now();
-  StatusOr<std::unique_ptr<driver::Trainable>> t = driver::make_compiled_model({.seed = 0, .num_threads = threads});
+  StatusOr<std::unique_ptr<driver::Trainable>> t = driver::make_compiled_model({.seed = 0, .bind = {.num_threads = threads}});
   if (!t.ok()) return fail(t.error().to_string());
   auto t1 = std::chrono::steady_clock::now();
   std::unique_ptr<CompiledModel> aot(dynamic_cast<CompiledModel*>(t->release()));
@@ -62,7 +62,7 @@ int run(int argc, char** argv) {
   if (!source.ok()) return fail(source.error().to_string());
   StatusOr<Trainer> jit = Trainer::compile(source->net, source->inputs, *options->loss_spec(),
                                            *options->optimizer_spec(),
-                                           {.seed = 0, .backend = table.backend, .num_threads = threads});
+                                           {.seed = 0, .backend = table.backend, .bind = {.num_threads = threads}});
   if (!jit.ok()) return fail(jit.error().to_string());
   auto t2 = std::chrono::steady_clock::now();
 

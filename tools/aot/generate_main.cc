@@ -381,13 +381,7 @@ std::string factory(const Generated& g) {
          "\n#include \"training/driver/trainable.h\"\n\n"
          "namespace weft::driver {\n\n"
          "StatusOr<std::unique_ptr<Trainable>> make_compiled_model(const ModelOptions& o) {\n"
-         "  WEFT_ASSIGN_OR_RETURN(" + q + " m, " + q + "::create(o.seed,\n"
-         "      {.num_threads = o.num_threads,\n"
-         "       .communicator = o.communicator,\n"
-         "       .all_reduce_bucket_bytes = o.all_reduce_bucket_bytes,\n"
-         "       .first_all_reduce_bucket_bytes = o.first_all_reduce_bucket_bytes,\n"
-         "       .max_memory = o.max_memory,\n"
-         "       .tf32 = o.tf32}));\n"
+         "  WEFT_ASSIGN_OR_RETURN(" + q + " m, " + q + "::create(o.seed, o.bind));\n"
          "  return std::unique_ptr<Trainable>(m.release());\n}\n\n"
          "std::string compiled_model_backend() { return " + quoted(g.options.backend) + "; }\n\n"
          "std::string compiled_model_precision() { return " + quoted(std::string(dtype_name(g.options.precision))) +
@@ -471,7 +465,7 @@ int run(int argc, char** argv) {
   // With --precision, the mixed-precision step the Trainer builds (autocast, and for f16
   // dynamic loss scaling, whose state the optimizer slots list).
   TrainOptions train{.seed = 0, .backend = "reference", .precision = options->precision};
-  if (options->data_parallel) train.communicator = collective::single_process();
+  if (options->data_parallel) train.bind.communicator = collective::single_process();
   StatusOr<Trainer> trainer =
       Trainer::compile(src->net, src->inputs, *loss, *optimizer, train, src->where);
   if (!trainer.ok()) return fail(trainer.error().to_string());

@@ -42,7 +42,7 @@ std::vector<std::string> split(const std::string& flags) {
 
 Pair make_pair_of_models() {
   Pair p;
-  StatusOr<std::unique_ptr<driver::Trainable>> t = driver::make_compiled_model({.seed = kSeed, .num_threads = kThreads});
+  StatusOr<std::unique_ptr<driver::Trainable>> t = driver::make_compiled_model({.seed = kSeed, .bind = {.num_threads = kThreads}});
   EXPECT_TRUE(t.ok()) << t.error().to_string();
   if (!t.ok()) return p;
   p.aot.reset(dynamic_cast<CompiledModel*>(t->release()));
@@ -54,7 +54,7 @@ Pair make_pair_of_models() {
   StatusOr<Trainer> jit = Trainer::compile(p.source.net, p.source.inputs, *options->loss_spec(),
                                            *options->optimizer_spec(),
                                            {.seed = kSeed, .backend = p.aot->table().backend,
-                                            .num_threads = kThreads,
+                                            .bind = {.num_threads = kThreads},
                                             .precision = options->precision});
   EXPECT_TRUE(jit.ok()) << jit.error().to_string();
   p.jit = std::make_unique<Trainer>(std::move(*jit));
@@ -278,7 +278,7 @@ TEST_F(AotVsJit, WeightCopiesChangeNoNumber) {
   StatusOr<Trainer> cast = Trainer::compile(p.source.net, p.source.inputs, *options->loss_spec(),
                                             *options->optimizer_spec(),
                                             {.seed = kSeed, .backend = p.aot->table().backend,
-                                             .num_threads = kThreads,
+                                             .bind = {.num_threads = kThreads},
                                              .precision = options->precision,
                                              .weight_copies = false});
   ASSERT_TRUE(cast.ok()) << cast.error().to_string();

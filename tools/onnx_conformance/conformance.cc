@@ -255,7 +255,7 @@ void run_backends(const onnx_io::ImportedGraph& g, const DataSet& set,
       continue;
     }
     // One thread per case: the runner runs cases side by side (--jobs).
-    StatusOr<reference::RunResult> r = (*target)->run(g.graph, *inputs, {.num_threads = 1});
+    StatusOr<reference::RunResult> r = (*target)->run(g.graph, *inputs, {.bind = {.num_threads = 1}});
     if (!r.ok()) {
       slot = {Verdict::refused, first_line(r.error().message), 0};
       continue;

@@ -447,7 +447,7 @@ Status run_command(const std::vector<std::string>& argv) {
   WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, read_inputs(g, file, args));
   WEFT_RETURN_IF_ERROR(apply_precision(g, precision));
   if (args.has("max-memory")) {
-    WEFT_ASSIGN_OR_RETURN(options.max_memory, parse_bytes("--max-memory", args.get("max-memory")));
+    WEFT_ASSIGN_OR_RETURN(options.bind.max_memory, parse_bytes("--max-memory", args.get("max-memory")));
   }
   WEFT_ASSIGN_OR_RETURN(reference::RunResult result, target->run(g, std::move(inputs), options));
 

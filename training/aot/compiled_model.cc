@@ -118,13 +118,7 @@ StatusOr<std::unique_ptr<CompiledModel>> CompiledModel::create(const ModelTable&
   if (options.communicator && options.communicator->world_size() > 1 && !m->backend_->has(Feature::multi_rank)) {
     return m->backend_->unsupported(Feature::multi_rank);
   }
-  BindOptions bind;
-  bind.num_threads = options.num_threads;
-  bind.communicator = options.communicator;
-  bind.all_reduce_bucket_bytes = options.all_reduce_bucket_bytes;
-  bind.first_all_reduce_bucket_bytes = options.first_all_reduce_bucket_bytes;
-  bind.max_memory = options.max_memory;
-  bind.tf32 = options.tf32;
+  BindOptions bind = options;
   bind.accumulate_steps = table.accumulate_steps;
   bind.step_input = kStep;
   if (table.step_program != nullptr) {

@@ -166,30 +166,19 @@ struct ModelTable {
 /// driver::make_compiled_model, by the generated NAME_factory library.
 const ModelTable& linked_model_table();
 
-/// How a CompiledModel runs.
-struct CompiledModelOptions {
-  /// 0: $WEFT_NUM_THREADS or every core.
-  int num_threads = 0;
-  /// Data parallelism (cpu): what runs the step's all_reduce ops (the generator always emits
-  /// them: a mean over the ranks of every gradient and of the loss). nullptr or
-  /// collective::single_process(): one process, where they change nothing. With more
-  /// than one rank (collective::mpi_world() under mpirun), create() checks that every
-  /// rank has the same model and step, and step() returns the loss averaged over the ranks.
-  std::shared_ptr<collective::Communicator> communicator = nullptr;
-  /// More than one rank: the gradients' all_reduce calls are bucketed up to this many
-  /// bytes (cpu::ExecutorOptions::all_reduce_bucket_bytes); 0: one call per gradient.
-  int64_t all_reduce_bucket_bytes = int64_t{25} << 20;
-  /// More than one rank: the first bucket closes at this many bytes (PyTorch DDP's 1 MiB
-  /// first bucket; collective::BucketPlanOptions::first_bucket_bytes).
-  int64_t first_all_reduce_bucket_bytes = int64_t{1} << 20;
-  /// The most bytes each Program may need, its arena and inputs (BindOptions::max_memory):
-  /// create() fails, naming the largest buffers, before allocating them; 0: the memory
-  /// the device has available.
-  int64_t max_memory = 0;
-  /// cuda: f32 GEMMs and convolutions on TF32 tensor cores (BindOptions::tf32, --tf32);
-  /// the cpu ignores it.
-  bool tf32 = false;
-};
+/// How a CompiledModel runs: the options its Programs are bound with (runtime/backend.h),
+/// as every backend takes them — host threads (0: $WEFT_NUM_THREADS or every core); the
+/// most bytes each Program may need, its arena and inputs (create() fails, naming the
+/// largest buffers, before allocating them; 0: the memory the device has available);
+/// TF32 (cuda, --tf32; the cpu ignores it); and data parallelism: the communicator that
+/// runs the step's all_reduce ops (the generator always emits them: a mean over the
+/// ranks of every gradient and of the loss; nullptr or collective::single_process(): one
+/// process, where they change nothing; with more than one rank, collective::mpi_world()
+/// under mpirun, create() checks that every rank has the same model and step, and step()
+/// returns the loss averaged over the ranks) with its bucket sizes (PyTorch DDP's 25 MiB
+/// buckets and 1 MiB first bucket; 0: one call per gradient). The accumulation fields are
+/// the table's (ModelTable::accumulate_steps): create() sets them.
+using CompiledModelOptions = BindOptions;
 
 class CompiledModel : public driver::Trainable {
  public:
@@ -302,7 +291,7 @@ class CompiledModel : public driver::Trainable {
   bool eval_values_fresh_ = false;
   double lr_ = 1e-3;
   int64_t steps_ = 0;
-  std::shared_ptr<collective::Communicator> comm_;  ///< Options::communicator.
+  std::shared_ptr<collective::Communicator> comm_;  ///< Options' communicator.
 };
 
 }  // namespace weft::aot

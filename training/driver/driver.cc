@@ -88,12 +88,12 @@ StatusOr<Evaluation> evaluate_split(Trainable& model, const Split& test) {
 
 ModelOptions model_options(const DriverConfig& config, std::shared_ptr<collective::Communicator> communicator) {
   return {.seed = config.seed,
-          .num_threads = static_cast<int>(config.threads),
-          .communicator = std::move(communicator),
-          .max_memory = config.max_memory,
-          .tf32 = config.tf32,
-          .all_reduce_bucket_bytes = config.bucket_bytes,
-          .first_all_reduce_bucket_bytes = config.first_bucket_bytes};
+          .bind = {.num_threads = static_cast<int>(config.threads),
+                   .max_memory = config.max_memory,
+                   .communicator = std::move(communicator),
+                   .all_reduce_bucket_bytes = config.bucket_bytes,
+                   .first_all_reduce_bucket_bytes = config.first_bucket_bytes,
+                   .tf32 = config.tf32}};
 }
 
 namespace {

@@ -229,15 +229,15 @@ TEST(RunDriver, ExitStatuses) {
   EXPECT_EQ(r.err, "error: no such model\n");
 }
 
-// --tf32 reaches the model's factory (ModelOptions::tf32, which a training binary's
-// generated source passes to CompiledModelOptions::tf32), off without the flag.
+// --tf32 reaches the model's factory (ModelOptions::bind.tf32, which a training binary's
+// generated source binds its CompiledModel with), off without the flag.
 TEST(RunDriver, Tf32ReachesTheFactory) {
   Split data = classification(8, 3);
   ASSERT_TRUE(write_npy(tmp("tx.npy"), data.columns[0].array).ok());
   ASSERT_TRUE(write_npy(tmp("ty.npy"), data.columns[1].array).ok());
   std::vector<bool> asked;
   ModelFactory factory = [&asked](const ModelOptions& options) -> StatusOr<std::unique_ptr<Trainable>> {
-    asked.push_back(options.tf32);
+    asked.push_back(options.bind.tf32);
     return std::unique_ptr<Trainable>(classifier(5));
   };
   const std::string train = "--train=" + tmp("tx.npy") + "," + tmp("ty.npy");
@@ -258,18 +258,18 @@ TEST(RunDriver, ModelOptionsComeFromTheFlags) {
   std::shared_ptr<collective::Communicator> world = collective::single_process();
   const ModelOptions o = model_options(*config, world);
   EXPECT_EQ(o.seed, 7u);
-  EXPECT_EQ(o.num_threads, 3);
-  EXPECT_EQ(o.max_memory, int64_t{64} << 20);
-  EXPECT_TRUE(o.tf32);
-  EXPECT_EQ(o.communicator, world);
-  EXPECT_EQ(o.all_reduce_bucket_bytes, int64_t{1} << 19);
-  EXPECT_EQ(o.first_all_reduce_bucket_bytes, 0);
+  EXPECT_EQ(o.bind.num_threads, 3);
+  EXPECT_EQ(o.bind.max_memory, int64_t{64} << 20);
+  EXPECT_TRUE(o.bind.tf32);
+  EXPECT_EQ(o.bind.communicator, world);
+  EXPECT_EQ(o.bind.all_reduce_bucket_bytes, int64_t{1} << 19);
+  EXPECT_EQ(o.bind.first_all_reduce_bucket_bytes, 0);
   StatusOr<DriverConfig> defaults = parse_flags({});
   ASSERT_TRUE(defaults.ok());
   const ModelOptions d = model_options(*defaults, nullptr);
-  EXPECT_EQ(d.all_reduce_bucket_bytes, int64_t{25} << 20);
-  EXPECT_EQ(d.first_all_reduce_bucket_bytes, int64_t{1} << 20);
-  EXPECT_EQ(d.communicator, nullptr);
+  EXPECT_EQ(d.bind.all_reduce_bucket_bytes, int64_t{25} << 20);
+  EXPECT_EQ(d.bind.first_all_reduce_bucket_bytes, int64_t{1} << 20);
+  EXPECT_EQ(d.bind.communicator, nullptr);
 }
 
 /// The classifier with SGD(momentum 0.9), its momentum scheduled (a weft.momentum input)

@@ -53,7 +53,7 @@ struct DriverConfig {
   /// `precision`), which it takes when the flag is not given.
   DType precision = DType::f32;
   /// --tf32: a cuda model's f32 GEMMs and convolutions on TF32 tensor cores
-  /// (TrainOptions::tf32, BindOptions::tf32); a cpu model ignores it.
+  /// (ModelOptions::bind.tf32, BindOptions::tf32); a cpu model ignores it.
   bool tf32 = false;
   // The learning rate.
   std::optional<double> lr;  ///< Unset: the model's own (its compiled optimizer's).
@@ -99,9 +99,9 @@ struct DriverConfig {
   /// --collective-timeout: how long a rank waits for its peers in one collective.
   int64_t collective_timeout = 300;
   /// --bucket-mb: with more than one rank the gradients' all_reduce calls share buckets of
-  /// up to this many bytes (ModelOptions::all_reduce_bucket_bytes); 0: one per gradient.
+  /// up to this many bytes (ModelOptions::bind.all_reduce_bucket_bytes); 0: one per gradient.
   int64_t bucket_bytes = int64_t{25} << 20;
-  /// --first-bucket-mb: the first bucket's limit (ModelOptions::first_all_reduce_bucket_bytes).
+  /// --first-bucket-mb: the first bucket's limit (ModelOptions::bind.first_all_reduce_bucket_bytes).
   int64_t first_bucket_bytes = int64_t{1} << 20;
   bool help = false;
 };

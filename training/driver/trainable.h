@@ -23,6 +23,7 @@
 #include "ir/status.h"
 #include "ir/shape.h"
 #include "formats/checkpoint.h"
+#include "runtime/backend.h"
 #include "runtime/collective/communicator.h"
 #include "runtime/tensor.h"
 
@@ -109,32 +110,32 @@ class Trainable {
 struct ModelOptions {
   /// Parameters and state start from their initializers with this seed (--seed).
   uint64_t seed = 0;
-  /// 0: $WEFT_NUM_THREADS or every core (--threads).
-  int num_threads = 0;
-  /// Runs the step's gradient all_reduce ops (--data-parallel:
-  /// collective::world_from_environment(), or the backend's communicator over it); with
-  /// more than one rank the model checks that every rank built the same step. nullptr:
-  /// one process.
-  std::shared_ptr<collective::Communicator> communicator = nullptr;
-  /// The bytes a compiled Program may need, its arena and inputs, checked before they are
-  /// allocated (--max-memory; the executors' memory check, BindOptions::max_memory); 0:
-  /// the memory available.
-  int64_t max_memory = 0;
-  /// A cuda model's f32 GEMMs and convolutions on TF32 tensor cores (--tf32,
-  /// BindOptions::tf32); a cpu model ignores it.
-  bool tf32 = false;
-  /// More than one rank: the gradients' all_reduce calls are bucketed up to this many
-  /// bytes (--bucket-mb; PyTorch DDP's 25 MiB); 0: one reduction per gradient.
-  int64_t all_reduce_bucket_bytes = int64_t{25} << 20;
-  /// More than one rank: the first bucket closes at this many bytes, or at
-  /// all_reduce_bucket_bytes when that is smaller (--first-bucket-mb; PyTorch DDP's 1 MiB),
-  /// so that the first reduction starts early in the backward pass.
-  int64_t first_all_reduce_bucket_bytes = int64_t{1} << 20;
+  /// How its Programs bind (runtime/backend.h's BindOptions, passed on as they are: a
+  /// generated factory's CompiledModelOptions, the JIT adapters' TrainOptions::bind):
+  ///  - num_threads: 0, $WEFT_NUM_THREADS or every core (--threads);
+  ///  - max_memory: the bytes a compiled Program may need, its arena and inputs, checked
+  ///    before they are allocated (--max-memory; the executors' memory check); 0: the
+  ///    memory available;
+  ///  - tf32: a cuda model's f32 GEMMs and convolutions on TF32 tensor cores (--tf32); a
+  ///    cpu model ignores it;
+  ///  - communicator: runs the step's gradient all_reduce ops (--data-parallel:
+  ///    collective::world_from_environment(), or the backend's communicator over it);
+  ///    with more than one rank the model checks that every rank built the same step.
+  ///    nullptr: one process;
+  ///  - all_reduce_bucket_bytes: more than one rank, the gradients' all_reduce calls are
+  ///    bucketed up to this many bytes (--bucket-mb; PyTorch DDP's 25 MiB); 0: one
+  ///    reduction per gradient;
+  ///  - first_all_reduce_bucket_bytes: more than one rank, the first bucket closes at
+  ///    this many bytes, or at all_reduce_bucket_bytes when that is smaller
+  ///    (--first-bucket-mb; PyTorch DDP's 1 MiB), so that the first reduction starts
+  ///    early in the backward pass.
+  /// The accumulation fields are the model's own (its table's, its optimizer's).
+  BindOptions bind = {};
 };
 
 /// The model a training binary was built with, made as `options` say. Declared here for
 /// the driver's main(); defined by the C++ source that the weft_binary macro generates
-/// (tools/aot/generate_main.cc: a CompiledModel with CompiledModelOptions from `options`) —
+/// (tools/aot/generate_main.cc: a CompiledModel bound with `options.bind`) —
 /// or, in the driver's own tests, by an adapter over the JIT Trainer.
 StatusOr<std::unique_ptr<Trainable>> make_compiled_model(const ModelOptions& options);
 

@@ -30,12 +30,7 @@ StatusOr<std::unique_ptr<Trainable>> make_compiled_model(const ModelOptions& mad
   const std::string which = env ? env : "fashion";
   TrainOptions options;
   options.seed = made.seed;
-  options.num_threads = made.num_threads;
-  options.communicator = made.communicator;
-  options.max_memory = made.max_memory;
-  options.tf32 = made.tf32;
-  options.all_reduce_bucket_bytes = made.all_reduce_bucket_bytes;
-  options.first_all_reduce_bucket_bytes = made.first_all_reduce_bucket_bytes;
+  options.bind = made.bind;
   options.precision = parse_precision(compiled_model_precision()).value_or(DType::f32);
   StatusOr<std::unique_ptr<JitTrainable>> model = Error{"unknown WEFT_DRIVER_TEST_MODEL '" + which + "'"};
   if (which == "fashion" || which == "nchw") {

@@ -8,13 +8,11 @@
 namespace weft::cpu {
 
 ExecutorOptions executor_options(const BindOptions& options) {
-  ExecutorOptions executor;
-  executor.num_threads = options.num_threads;
-  executor.max_memory = options.max_memory;
-  executor.communicator = options.communicator;
-  executor.all_reduce_bucket_bytes = options.all_reduce_bucket_bytes;
-  executor.first_all_reduce_bucket_bytes = options.first_all_reduce_bucket_bytes;
-  return executor;
+  return {.num_threads = options.num_threads,
+          .max_memory = options.max_memory,
+          .communicator = options.communicator,
+          .all_reduce_bucket_bytes = options.all_reduce_bucket_bytes,
+          .first_all_reduce_bucket_bytes = options.first_all_reduce_bucket_bytes};
 }
 
 namespace {

@@ -45,9 +45,18 @@
 //    in f32 and is rounded once where the reduction reads it), and ops that take bits as
 //    they are (a window's slice).
 //  - Each half output is rounded once, by a cast at the end of the body.
-// A body none of whose ops rounds a half value that another body op reads is left as it
-// was (an f32 step's kernels, a bias-gradient column sum, an optimizer update that casts
-// its weight's copy at its store): the rewrite would compute the same bits.
+//  - A half scalar constant (a `full` of rank 0) whose value its dtype cannot hold, read
+//    only by fused kernels and by them only wide, is made in f32 instead (the node's
+//    dtype becomes f32, and so do those bodies' inputs): its rounding to the half dtype is
+//    one more that the kernels skip. Autodiff's rules make their constants in the
+//    gradient's dtype (GELU's 1/√(2π) is 0.3984375 in bf16, 0.13% low); PyTorch keeps
+//    such scalars in f32 (its opmath). A kernel that reads one is rewritten even if it
+//    rounds nothing else. A constant the dtype holds (0.5, 1), or that another op reads
+//    too, stays as it is.
+// A body none of whose ops rounds a half value that another body op reads, and that reads
+// no such constant, is left as it was (an f32 step's kernels, a bias-gradient column sum,
+// an optimizer update that casts its weight's copy at its store): the rewrite would
+// compute the same bits.
 //
 // Numerics: a half model's fused kernels now round each value once where the per-op rule
 // rounded every op, so their results differ from the unfused graph's by the roundings
@@ -56,8 +65,9 @@
 // fusion (codegen/lower.h, LowerOptions::round_half_at_stores).
 //
 // Requires: a type-inferred graph after fuse-elementwise. Guarantees: every fused node
-// keeps its operands, results, types and kind; in a rewritten body no op rounds a half
-// value that another op reads, except explicit casts and the kept ops above.
+// keeps its operands, results, types and kind, except that a constant made in f32 is an
+// f32 operand; in a rewritten body no op rounds a half value that another op reads,
+// except explicit casts and the kept ops above.
 
 #include "ir/fused_kind.h"
 #include "passes/pass.h"

@@ -21,11 +21,10 @@ int kept_root(const Graph& body, FusedKind kind) {
   return -1;
 }
 
-/// Whether node `i` computes as it did: the kept root, or an op that takes bits as they
-/// are (a window's slice) other than select and cast.
+/// Whether node `i` computes as it did: the kept root, or an op whose half rule is Exact
+/// (it takes bits as they are: a window's slice).
 bool keeps_dtypes(const Graph& body, int i, int root) {
-  const Op op = body.node(i).op;
-  return i == root || (!computes_half_in_f32(op) && op != Op::Select && op != Op::Cast);
+  return i == root || half_rule(body.node(i).op) == HalfRule::Exact;
 }
 
 /// Whether each node of `body` has one result: a kernel's body, which the pass rewrites
@@ -35,14 +34,14 @@ bool kernel_body(const Graph& body) {
                      [](const Node& n) { return n.results.size() == 1; });
 }
 
-/// Whether every body node that reads body input `input` reads it wide: computes in f32
-/// (or is select) and is not the kept root.
+/// Whether every body node that reads body input `input` reads it wide: its half rule is
+/// Widen or Follow and it is not the kept root.
 bool read_only_wide(const Graph& body, int input, int root) {
   const ValueId v = body.inputs()[input].value;
   for (int i = 0; i < static_cast<int>(body.nodes().size()); ++i) {
     const Node& n = body.node(i);
     if (std::find(n.operands.begin(), n.operands.end(), v) == n.operands.end()) continue;
-    if (keeps_dtypes(body, i, root) || n.op == Op::Cast) return false;
+    if (keeps_dtypes(body, i, root) || half_rule(n.op) == HalfRule::Convert) return false;
   }
   return std::find(body.outputs().begin(), body.outputs().end(), v) == body.outputs().end();
 }
@@ -83,8 +82,9 @@ std::vector<std::vector<bool>> widen_constants(Graph& g) {
     for (int u : readers[k]) {
       const Node& n = g.node(u);
       all_wide = all_wide && n.op == Op::Fused && n.body && kernel_body(*n.body);
+      const int root = all_wide ? kept_root(*n.body, fused_kind(n)) : -1;
       for (size_t j = 0; all_wide && j < n.operands.size(); ++j) {
-        if (n.operands[j] == k) all_wide = read_only_wide(*n.body, static_cast<int>(j), kept_root(*n.body, fused_kind(n)));
+        all_wide = n.operands[j] != k || read_only_wide(*n.body, static_cast<int>(j), root);
       }
     }
     if (!all_wide) continue;
@@ -118,7 +118,8 @@ class Widener {
       Type t = body_.type(in.value);
       const bool comes_wide = i < f32_inputs_.size() && f32_inputs_[i];
       if (comes_wide) t.dtype = DType::f32;
-      (comes_wide ? wide_ : narrow_)[in.value] = out_->add_input(body_.value(in.value).name, t, in.kind, in.loc);
+      const ValueId v = out_->add_input(body_.value(in.value).name, t, in.kind, in.loc);
+      (comes_wide ? wide_ : narrow_)[in.value] = v;
     }
     for (int i = 0; i < static_cast<int>(body_.nodes().size()); ++i) {
       WEFT_RETURN_IF_ERROR(rewrite(i));
@@ -170,7 +171,7 @@ class Widener {
       narrow_[r] = out_->add_node(n.op, std::move(args), n.attrs, n.loc, body_.type(r), name);
       return Status();
     }
-    if (n.op == Op::Cast) {
+    if (half_rule(n.op) == HalfRule::Convert) {
       const DType to = n.dtype_attr("dtype");
       if (to == DType::f32 && is_half(dtype(n.operands[0]))) {
         narrow_[r] = wide(n.operands[0]);  // the widening of a value computed wide: itself
@@ -179,7 +180,8 @@ class Widener {
       }
       return Status();
     }
-    // Computes in f32 (or select): half operands wide, a half result f32.
+    // Widen (computes in f32) or Follow (picks an operand): half operands wide, a half
+    // result f32.
     std::vector<ValueId> args;
     std::vector<Type> types;
     for (ValueId v : n.operands) {

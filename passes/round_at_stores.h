@@ -26,15 +26,15 @@
 //       return %4
 //   })
 //
-// The rules, per body node (the body's inputs are loaded as they are, widened once where
-// a node needs them wide):
-//  - An op that computes half values in f32 (computes_half_in_f32: arithmetic, math,
-//    compares, reductions) takes its half operands wide and gives an f32 result where it
-//    gave a half one. A reduction's accumulator is what it was (the kernels accumulate
+// The rules, per body node, by its op's half rule (ir/ops.def, HalfRule; the body's inputs
+// are loaded as they are, widened once where a node needs them wide):
+//  - Widen, an op that computes half values in f32 (arithmetic, math, compares,
+//    reductions), takes its half operands wide and gives an f32 result where it gave a
+//    half one. A reduction's accumulator is what it was (the kernels accumulate
 //    wide in every dtype); its result is no longer rounded before its readers in the body
 //    use it (softmax's and layer norm's row sums, their backward's row sums).
-//  - select picks among its operands wide.
-//  - A cast converts as it did: a cast to f32 of a value now held wide is that value (the
+//  - Follow (select) picks among its operands wide.
+//  - Convert, a cast, converts as it did: a cast to f32 of a value now held wide is that value (the
 //    rounding it followed is gone); a cast to a half dtype still rounds (an explicit
 //    conversion: autocast's cast of an f32 activation for a bf16 product keeps its
 //    meaning), and its readers widen the rounded value.
@@ -42,8 +42,8 @@
 //    writes its half product, rounded once from its f32 accumulator; the epilogue — bias,
 //    GELU, residual — widens it and computes in f32), the one reduction of a
 //    kind="reduction" body (its result is the kernel's store; its operand chain computes
-//    in f32 and is rounded once where the reduction reads it), and ops that take bits as
-//    they are (a window's slice).
+//    in f32 and is rounded once where the reduction reads it), and Exact ops, which take
+//    bits as they are (a window's slice).
 //  - Each half output is rounded once, by a cast at the end of the body.
 //  - A half scalar constant (a `full` of rank 0) whose value its dtype cannot hold, read
 //    only by fused kernels and by them only wide, is made in f32 instead (the node's

@@ -133,14 +133,14 @@ std::string Emitter::gelu(const std::string& x, DType d, bool tanh, int w) {
 }
 
 // An f16/bf16 result is rounded by the op's half rule (ir/op.h, HalfRule), as the
-// reference rounds: a Widen op's f32 value to nearest even; of the Exact ops, select copies
-// an operand and a cast rounds its conversion unless it copies (to its own dtype).
+// reference rounds: a Widen op's f32 value to nearest even; a Follow op (select) copies an
+// operand; a Convert op (cast) rounds its conversion unless it copies (to its own dtype).
 std::string Emitter::node(const Node& n, const std::vector<std::string>& a, int w) {
   if (n.op == Op::Slice) return a[0];  // a window: its input was loaded through it
   const std::string x = op_value(n, a, w);
   const DType rd = g_.type(n.result()).dtype;
   const bool rounds = computes_half_in_f32(n.op) ||
-                      (n.op == Op::Cast && g_.type(n.operands[0]).dtype != rd);
+                      (half_rule(n.op) == HalfRule::Convert && g_.type(n.operands[0]).dtype != rd);
   return is_half(rd) && rounds ? round_half(x, rd, w) : x;
 }
 

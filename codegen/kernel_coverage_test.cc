@@ -81,6 +81,7 @@ std::vector<std::pair<std::string, OneOp>> every_elementwise_op() {
 TEST(KernelCoverage, TheCpuRunsEveryElementwiseOpAsTheTableSays) {
   std::mt19937_64 rng(29);
   int generated = 0, interpreted = 0, half = 0;
+  std::map<HalfRule, int> half_by_rule;  // the f16/bf16 pairs by the op's half rule
   for (auto& [what, one] : every_elementwise_op()) {
     SCOPED_TRACE(what);
     const std::optional<std::string_view> gap = elementwise_gap(one.graph, the_node(one),
@@ -106,6 +107,7 @@ TEST(KernelCoverage, TheCpuRunsEveryElementwiseOpAsTheTableSays) {
       const bool approximated = op_info(the_node(one).op).math == MathClass::Transcendental;
       EXPECT_LE(testing::max_half_ulps(got->outputs[0], want->outputs[0]), approximated ? 1 : 0);
       ++half;
+      ++half_by_rule[half_rule(the_node(one).op)];
       continue;
     }
     std::string why;
@@ -114,6 +116,15 @@ TEST(KernelCoverage, TheCpuRunsEveryElementwiseOpAsTheTableSays) {
   std::printf("  cpu: %d op x dtype pairs generated (%d of them f16/bf16), %d on the "
               "interpreter (stated gaps)\n",
               generated, half, interpreted);
+  // Every half rule an elementwise op can have (ir/ops.def) is held to the reference in
+  // f16/bf16: Widen (rounds its f32 value), Follow (select's pick), Convert (cast).
+  for (HalfRule rule : {HalfRule::Widen, HalfRule::Follow, HalfRule::Convert}) {
+    EXPECT_GT(half_by_rule[rule], 0)
+        << "no f16/bf16 elementwise op of half rule " << static_cast<int>(rule);
+  }
+  std::printf("  cpu: f16/bf16 pairs by half rule: widen %d, follow %d, convert %d\n",
+              half_by_rule[HalfRule::Widen], half_by_rule[HalfRule::Follow],
+              half_by_rule[HalfRule::Convert]);
 }
 
 TEST(KernelCoverage, TheGpuRunsEveryElementwiseOpInF32AndRefusesOnlyStatedGaps) {

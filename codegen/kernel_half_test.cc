@@ -230,7 +230,7 @@ TEST(KernelHalf, NaNAndInfinityPropagateAsInTheReference) {
 }
 
 // The op table's half rule (ir/op.h, HalfRule) in generated code as in the reference:
-// select (Exact) keeps a signaling NaN's bits, add and maximum (Widen) compute on f32
+// select (Follow) keeps a signaling NaN's bits, add and maximum (Widen) compute on f32
 // and round, which quiets it.
 TEST(KernelHalf, HalfRuleRoundsWidenedOpsAndNotSelect) {
   const std::vector<uint16_t> bits = {0x7f81, 0xff81, 0x7fc1, 0x3f80, 0x0001, 0x8000};

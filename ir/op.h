@@ -71,8 +71,13 @@ enum class AutocastClass {
 /// How an op computes on f16/bf16 values (ops.def's third autocast column), on every
 /// backend and in the reference interpreter, which states it.
 enum class HalfRule {
-  Widen,  ///< Half operands widened to f32, computed in f32, a half result rounded once.
-  Exact,  ///< Takes half values as they are: bit copies, select, cast, bodies, all_reduce.
+  Widen,    ///< Half operands widened to f32, computed in f32, a half result rounded once.
+  Follow,   ///< Exact, follows its operands: gives one of them as it is (select's pick), so
+            ///< where they are held wide (a body computing in f32) it picks the wide values.
+  Convert,  ///< Converts to its `dtype` attribute (cast): exact when it widens or copies,
+            ///< one rounding to nearest even when it narrows.
+  Exact,    ///< Takes half values as they are, bits copied or set: movement, creation,
+            ///< state, bodies (their own nodes follow their rules), all_reduce.
 };
 
 struct OpInfo {
@@ -101,9 +106,11 @@ std::string_view math_class_name(MathClass math);
 std::string_view autocast_class_name(AutocastClass autocast);
 /// The op's autocast class (ops.def's autocast table).
 inline AutocastClass autocast_class(Op op) { return op_info(op).autocast; }
+/// How `op` computes on f16/bf16 values (ops.def's half rule).
+inline HalfRule half_rule(Op op) { return op_info(op).half; }
 /// Whether `op`, given f16 or bf16 operands or result, computes in f32 and rounds (the
 /// reference interpreter's rule, which every backend's half kernels follow: HalfRule).
-inline bool computes_half_in_f32(Op op) { return op_info(op).half == HalfRule::Widen; }
+inline bool computes_half_in_f32(Op op) { return half_rule(op) == HalfRule::Widen; }
 /// Ops whose nodes carry a body graph (Node::body): `fused` and `scan`.
 inline bool has_body(Op op) { return op == Op::Fused || op == Op::Scan; }
 /// Ops whose nodes may have several results: `fused` (one per body output) and `scan`.

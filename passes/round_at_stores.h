@@ -26,15 +26,15 @@
 //       return %4
 //   })
 //
-// The rules, per body node (the body's inputs are loaded as they are, widened once where
-// a node needs them wide):
-//  - An op that computes half values in f32 (computes_half_in_f32: arithmetic, math,
-//    compares, reductions) takes its half operands wide and gives an f32 result where it
-//    gave a half one. A reduction's accumulator is what it was (the kernels accumulate
+// The rules, per body node, by its op's half rule (ir/ops.def, HalfRule; the body's inputs
+// are loaded as they are, widened once where a node needs them wide):
+//  - Widen, an op that computes half values in f32 (arithmetic, math, compares,
+//    reductions), takes its half operands wide and gives an f32 result where it gave a
+//    half one. A reduction's accumulator is what it was (the kernels accumulate
 //    wide in every dtype); its result is no longer rounded before its readers in the body
 //    use it (softmax's and layer norm's row sums, their backward's row sums).
-//  - select picks among its operands wide.
-//  - A cast converts as it did: a cast to f32 of a value now held wide is that value (the
+//  - Follow (select) picks among its operands wide.
+//  - Convert, a cast, converts as it did: a cast to f32 of a value now held wide is that value (the
 //    rounding it followed is gone); a cast to a half dtype still rounds (an explicit
 //    conversion: autocast's cast of an f32 activation for a bf16 product keeps its
 //    meaning), and its readers widen the rounded value.
@@ -42,12 +42,21 @@
 //    writes its half product, rounded once from its f32 accumulator; the epilogue — bias,
 //    GELU, residual — widens it and computes in f32), the one reduction of a
 //    kind="reduction" body (its result is the kernel's store; its operand chain computes
-//    in f32 and is rounded once where the reduction reads it), and ops that take bits as
-//    they are (a window's slice).
+//    in f32 and is rounded once where the reduction reads it), and Exact ops, which take
+//    bits as they are (a window's slice).
 //  - Each half output is rounded once, by a cast at the end of the body.
-// A body none of whose ops rounds a half value that another body op reads is left as it
-// was (an f32 step's kernels, a bias-gradient column sum, an optimizer update that casts
-// its weight's copy at its store): the rewrite would compute the same bits.
+//  - A half scalar constant (a `full` of rank 0) whose value its dtype cannot hold, read
+//    only by fused kernels and by them only wide, is made in f32 instead (the node's
+//    dtype becomes f32, and so do those bodies' inputs): its rounding to the half dtype is
+//    one more that the kernels skip. Autodiff's rules make their constants in the
+//    gradient's dtype (GELU's 1/√(2π) is 0.3984375 in bf16, 0.13% low); PyTorch keeps
+//    such scalars in f32 (its opmath). A kernel that reads one is rewritten even if it
+//    rounds nothing else. A constant the dtype holds (0.5, 1), or that another op reads
+//    too, stays as it is.
+// A body none of whose ops rounds a half value that another body op reads, and that reads
+// no such constant, is left as it was (an f32 step's kernels, a bias-gradient column sum,
+// an optimizer update that casts its weight's copy at its store): the rewrite would
+// compute the same bits.
 //
 // Numerics: a half model's fused kernels now round each value once where the per-op rule
 // rounded every op, so their results differ from the unfused graph's by the roundings
@@ -56,8 +65,9 @@
 // fusion (codegen/lower.h, LowerOptions::round_half_at_stores).
 //
 // Requires: a type-inferred graph after fuse-elementwise. Guarantees: every fused node
-// keeps its operands, results, types and kind; in a rewritten body no op rounds a half
-// value that another op reads, except explicit casts and the kept ops above.
+// keeps its operands, results, types and kind, except that a constant made in f32 is an
+// f32 operand; in a rewritten body no op rounds a half value that another op reads,
+// except explicit casts and the kept ops above.
 
 #include "ir/fused_kind.h"
 #include "passes/pass.h"

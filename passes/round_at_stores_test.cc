@@ -194,6 +194,60 @@ TEST(RoundAtStoresTest, SelectPicksWideAndAWindowKeepsItsBits) {
 )");
 }
 
+// A half scalar constant its dtype cannot hold (GELU's 1/√(2π): 0.3984375 in bf16),
+// read only wide and only by kernels, is made in f32: its rounding is one more that
+// the kernels skip (autodiff's rules make such constants in the gradient's dtype). A
+// kernel that reads one is rewritten even when it rounds nothing else (%w). A constant
+// bf16 holds (0.5), and one that an op outside a kernel reads too (%e), stay.
+TEST(RoundAtStoresTest, HalfConstantsReadOnlyWideAreMadeInF32) {
+  RoundAtStoresPass pass;
+  EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%x: bf16[8,4]) {
+  %k = full() {shape=[], value=0.3989422804014327, dtype=bf16} : bf16[]
+  %h = full() {shape=[], value=0.5, dtype=bf16} : bf16[]
+  %e = full() {shape=[], value=0.1, dtype=bf16} : bf16[]
+  %y = fused(%x, %k, %h, %e) : bf16[8,4] ({
+    ^body(%0: bf16[8,4], %1: bf16[], %2: bf16[], %3: bf16[]):
+      %t0 = mul(%0, %1) : bf16[8,4]
+      %t1 = add(%t0, %2) : bf16[8,4]
+      %t2 = mul(%t1, %3) : bf16[8,4]
+      return %t2
+  })
+  %w = fused(%x, %k) : bf16[8,4] ({
+    ^body(%0: bf16[8,4], %1: bf16[]):
+      %t0 = mul(%0, %1) : bf16[8,4]
+      return %t0
+  })
+  %z = mul(%x, %e) : bf16[8,4]
+  return %y, %w, %z
+})"),
+            R"(graph @f(%x: bf16[8,4]) -> (bf16[8,4], bf16[8,4], bf16[8,4]) {
+  %k = full() {dtype=f32, shape=[], value=0.3989422804014327} : f32[]
+  %h = full() {dtype=bf16, shape=[], value=0.5} : bf16[]
+  %e = full() {dtype=bf16, shape=[], value=0.1} : bf16[]
+  %y = fused(%x, %k, %h, %e) : bf16[8,4] ({
+    ^body(%0: bf16[8,4], %1: f32[], %2: bf16[], %3: bf16[]):
+      %4 = cast(%0) {dtype=f32} : f32[8,4]
+      %t0 = mul(%4, %1) : f32[8,4]
+      %5 = cast(%2) {dtype=f32} : f32[]
+      %t1 = add(%t0, %5) : f32[8,4]
+      %6 = cast(%3) {dtype=f32} : f32[]
+      %t2 = mul(%t1, %6) : f32[8,4]
+      %7 = cast(%t2) {dtype=bf16} : bf16[8,4]
+      return %7
+  })
+  %w = fused(%x, %k) : bf16[8,4] ({
+    ^body(%0: bf16[8,4], %1: f32[]):
+      %2 = cast(%0) {dtype=f32} : f32[8,4]
+      %t0 = mul(%2, %1) : f32[8,4]
+      %3 = cast(%t0) {dtype=bf16} : bf16[8,4]
+      return %3
+  })
+  %z = mul(%x, %e) : bf16[8,4]
+  return %y, %w, %z
+}
+)");
+}
+
 // No change: f32 kernels; a lone bf16 column sum (its one rounding is its store); an
 // update that computes in f32 and casts its weight's copy at the store; a single bf16 op
 // (its rounding is its store too).

@@ -22,7 +22,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "runtime/cuda/index_maps.h"  // WEFT_HD
+#include "runtime/host_device.h"
 
 namespace weft::cuda {
 

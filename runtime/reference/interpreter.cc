@@ -127,7 +127,8 @@ namespace {
 Status run_node(const Node& node, const Kernel& kernel, const std::vector<const Tensor*>& in,
                 const Type& result_type, Tensor* out) {
   // ops.def's half rule (HalfRule): Widen ops see f16/bf16 operands widened to f32 and
-  // produce f32 that is then rounded; Exact ones handle every dtype themselves.
+  // produce f32 that is then rounded; the others (Follow, Convert, Exact) handle every
+  // dtype themselves.
   bool widen = computes_half_in_f32(node.op) && is_half(result_type.dtype);
   for (const Tensor* t : in) widen = widen || (computes_half_in_f32(node.op) && is_half(t->dtype()));
   if (!widen) {

@@ -263,8 +263,8 @@ TEST(KernelsTest, HalfPrecisionComputesInF32AndRounds) {
 }
 
 // ops.def's half rule (ir/op.h, HalfRule): a Widen op computes on the f32 values and
-// rounds, which quiets a signaling NaN (bf16 0x7f81 becomes 0x7fc1); an Exact op takes
-// the bits as they are (select picks them, transpose copies them).
+// rounds, which quiets a signaling NaN (bf16 0x7f81 becomes 0x7fc1); a Follow op picks
+// the bits as they are (select), an Exact op copies them (transpose).
 TEST(KernelsTest, HalfRuleWidensOrTakesBitsAsTheOpTableSays) {
   Tensor snan(Type{DType::bf16, Shape{{1}}});
   snan.data<uint16_t>()[0] = 0x7f81;
@@ -273,11 +273,11 @@ TEST(KernelsTest, HalfRuleWidensOrTakesBitsAsTheOpTableSays) {
   auto added = run_op(Op::Add, {snan, zero});
   ASSERT_TRUE(added.ok());
   EXPECT_EQ(added->data<uint16_t>()[0], 0x7fc1);
-  ASSERT_FALSE(computes_half_in_f32(Op::Select));
+  ASSERT_EQ(half_rule(Op::Select), HalfRule::Follow);
   auto picked = run_op(Op::Select, {Tensor::from_vector<bool>({1}, {true}), snan, zero});
   ASSERT_TRUE(picked.ok());
   EXPECT_EQ(picked->data<uint16_t>()[0], 0x7f81);
-  ASSERT_FALSE(computes_half_in_f32(Op::Transpose));
+  ASSERT_EQ(half_rule(Op::Transpose), HalfRule::Exact);
   auto moved = run_op(Op::Transpose, {snan}, {{"perm", IntList{0}}});
   ASSERT_TRUE(moved.ok());
   EXPECT_EQ(moved->data<uint16_t>()[0], 0x7f81);

@@ -101,7 +101,7 @@ StatusOr<std::vector<Column>> csv_columns(const std::string& path,
       return Error{"the header (line 1) names the column '" + header[c] + "' twice, as fields " +
                        std::to_string(first->second + 1) + " and " + std::to_string(c + 1) +
                        "; rename or remove one (CSV readers keep either)",
-                   Location{.file = path, .line = 1, .col = static_cast<int>(c + 1)}};
+                   Location{.file = path, .line = 1, .col = static_cast<int>(c + 1), .path = {}}};
     }
   }
   std::vector<std::vector<int>> picks(groups.size());  // header index of each group member
@@ -124,7 +124,8 @@ StatusOr<std::vector<Column>> csv_columns(const std::string& path,
     ++line_number;
     if (trim(line).empty()) continue;  // a trailing newline, blank lines
     const std::vector<std::string> fields = split_fields(line);
-    const Location at{.file = path, .line = static_cast<int>(std::min<int64_t>(line_number, INT_MAX))};
+    const Location at{.file = path, .line = static_cast<int>(std::min<int64_t>(line_number, INT_MAX)),
+                      .col = 0, .path = {}};
     if (fields.size() != header.size()) {
       return Error{"line " + std::to_string(line_number) + " has " + std::to_string(fields.size()) +
                        " fields; the header (line 1) has " + std::to_string(header.size()),

@@ -49,13 +49,12 @@ StatusOr<Tensor> to_model_array(Tensor src, const TensorSpec& spec, const std::s
   }
   const Type type{spec.type.dtype, with_samples(spec.type, n)};
   if (src.type() == type) return src;  // before allocating: Fashion-MNIST's images are 188 MB
-  Tensor out(type);
-  if (src.dtype() == spec.type.dtype) {
-    if (out.bytes() > 0) std::memcpy(out.raw_data(), src.raw_data(), out.bytes());
-  } else {
-    for (int64_t i = 0; i < out.numel(); ++i) out.set_double(i, src.get_double(i));
+  if (src.shape() != type.shape) {  // the same elements in the model's sample shape
+    Tensor reshaped(Type{src.dtype(), type.shape});
+    if (reshaped.bytes() > 0) std::memcpy(reshaped.raw_data(), src.raw_data(), reshaped.bytes());
+    src = std::move(reshaped);
   }
-  return out;
+  return src.dtype() == type.dtype ? src : to_dtype(src, type.dtype);
 }
 
 Status check_batched(const std::vector<TensorSpec>& step_inputs) {
@@ -76,11 +75,7 @@ Status check_batched(const std::vector<TensorSpec>& step_inputs) {
 /// Labels (u8/i64 [N] class indices) as the target `spec` takes them.
 StatusOr<Tensor> labels_as_target(const Tensor& labels, const TensorSpec& spec, int64_t classes) {
   const int64_t n = labels.shape()[0];
-  if (spec.type.shape.rank() == 1) {
-    Tensor out(Type{spec.type.dtype, {n}});
-    for (int64_t i = 0; i < n; ++i) out.set_double(i, labels.get_double(i));
-    return out;
-  }
+  if (spec.type.shape.rank() == 1) return to_dtype(labels, spec.type.dtype);
   if (spec.type.shape.rank() == 2 && spec.type.shape[1] == classes && is_floating(spec.type.dtype)) {
     Tensor out(Type{spec.type.dtype, {n, classes}});
     for (int64_t i = 0; i < n; ++i) {
@@ -117,9 +112,7 @@ StatusOr<Split> npy_split(const std::vector<std::string>& files,
   split.columns = std::move(columns);
   const Tensor& target = split.columns.back().array;
   if (target.rank() == 1 && is_integer(target.dtype())) {
-    Tensor classes(Type{DType::i64, {target.shape()[0]}});
-    for (int64_t i = 0; i < target.numel(); ++i) classes.data<int64_t>()[i] = static_cast<int64_t>(target.get_double(i));
-    split.classes = std::move(classes);
+    split.classes = to_dtype(target, DType::i64);
     split.classes_source = split.columns.back().where();
   }
   return split;

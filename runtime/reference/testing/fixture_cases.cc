@@ -141,9 +141,7 @@ std::optional<FixtureCase> retyped_case(const FixtureCase& c, DType from, DType 
       inputs.push_back(t);
     } else {
       changed = true;
-      Tensor u(Type{to, t.type().shape});
-      for (int64_t i = 0; i < t.type().shape.numel(); ++i) u.set_double(i, t.get_double(i));
-      inputs.push_back(std::move(u));
+      inputs.push_back(to_dtype(t, to));
     }
     types.push_back(inputs.back().type());
   }

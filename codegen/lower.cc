@@ -11,6 +11,7 @@
 #include "passes/decompose_composites.h"
 #include "runtime/cpu/kernel.h"
 #include "passes/fold_batch_matmul.h"
+#include "passes/fold_concats.h"
 #include "passes/fold_slices.h"
 #include "passes/merge_updates.h"
 #include "passes/split_reductions.h"
@@ -134,6 +135,7 @@ class ProgramBuilder {
     start_program();
     index_merged_updates();
     find_values_written_in_place();
+    index_stored_concats();
     for (int i = 0; i < static_cast<int>(g_.nodes().size()); ++i) {
       if (merged_at_[i] == kMergedMember) continue;  // runs in its group's invocation
       if (merged_at_[i] >= 0) {
@@ -178,6 +180,13 @@ class ProgramBuilder {
       if (v != kNoValue && v < static_cast<ValueId>(plan_.external.size()) && plan_.external[v]) {
         written_to_[v] = g_.input_index(n.operands[0]);
       }
+    }
+  }
+
+  // The parts of the concats the plan stores in place: part -> (concat node, position).
+  void index_stored_concats() {
+    for (const StoredConcat& c : plan_.stored_concats) {
+      for (size_t k = 0; k < c.parts.size(); ++k) stored_part_[c.parts[k]] = {g_.value(c.result).node, k};
     }
   }
 
@@ -272,6 +281,9 @@ class ProgramBuilder {
     for (ValueId v : n.operands) inv.operands.push_back(ref(v));
     for (ValueId v : n.results) inv.results.push_back(ref(v));
     inv.label = g_.value(n.result()).name;
+    if (n.op == Op::Concat && !n.operands.empty() && stored_part_.count(n.operands[0])) {
+      return Status();  // its parts' kernels stored them in its buffer
+    }
     if (n.op == Op::Reshape) {
       if (inv.operands[0] == inv.results[0]) return Status();  // planned in place: a view
       inv.kind = Invocation::Kind::copy;
@@ -329,7 +341,7 @@ class ProgramBuilder {
   Status set_fused_kernel(const Node& n, Invocation& inv) {
     if (fused_kind(n) != FusedKind::contraction) {
       inv.kind = Invocation::Kind::generated;
-      inv.kernel = kernel(*n.body, fused_kind(n));
+      inv.kernel = kernel(stored_body(n, inv), fused_kind(n));
       inv.node.op = n.op;
       inv.node.loc = n.loc;
       return Status();
@@ -341,6 +353,20 @@ class ProgramBuilder {
     return Status();
   }
 
+  // `n`'s body with the results that are stored concats' parts stored through windows
+  // (passes/fold_concats.h), and those results of `inv` the concats' buffers.
+  Graph stored_body(const Node& n, Invocation& inv) const {
+    std::vector<StoreWindow> windows;
+    for (size_t o = 0; o < n.results.size(); ++o) {
+      auto part = stored_part_.find(n.results[o]);
+      if (part == stored_part_.end()) continue;
+      const Node& concat = g_.node(part->second.first);
+      windows.push_back({o, g_.type(concat.result()), part_start(g_, concat, part->second.second)});
+      inv.results[o] = ref(concat.result());
+    }
+    return windows.empty() ? *n.body : with_store_windows(*n.body, windows);
+  }
+
   const Graph& g_;
   const MemoryPlan& plan_;
   const std::vector<MergedUpdate>& merged_;
@@ -348,6 +374,7 @@ class ProgramBuilder {
   Program p_;
   std::vector<int> merged_at_;
   std::unordered_map<ValueId, int> written_to_;
+  std::unordered_map<ValueId, std::pair<int, size_t>> stored_part_;
   std::unordered_map<std::string, int> kernel_by_key_;
 };
 
@@ -378,6 +405,7 @@ void add_fusion_passes(Pipeline& p, const LowerOptions& options) {
 // merged updates' gradient groups.
 PlanOptions plan_options(const Graph& g, const LowerOptions& options, const UpdatePlan& updates) {
   PlanOptions plan = options.plan;
+  if (options.fold_concats) plan.stored_concats = stored_concats(g);
   if (!options.update_in_place) return plan;
   plan.external = options.merge_updates ? updates.external : updates_in_place(g);
   const std::vector<ContiguousGroup> groups = arena_groups(updates.merged);

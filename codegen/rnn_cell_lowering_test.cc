@@ -119,6 +119,30 @@ TEST(RnnCellLowering, BackwardStepsStoreTheGateGradientsInTheConcat) {
   }
 }
 
+// Outside loops too: the parts of a concat (a tanh kernel and a product read by another
+// kernel too, so apart) stored in their windows, its copy gone; a concat of [4,1] columns
+// (stride 2 along their kernels' rows) kept. Both run on the cpu as the interpreter does.
+TEST(RnnCellLowering, TopLevelConcatsAreStoredWhereTheWindowsAllow) {
+  for (const auto& [text, concats] : {std::pair{"graph @f(%x: f32[4,8], %y: f32[4,8], %w: f32[16,8]) {\n"
+                                                "  %a = tanh(%x)\n  %p = mul(%x, %y)\n  %b = neg(%p)\n"
+                                                "  %q = sum(%p) {axes=[1]}\n  %c = concat(%a, %b) {axis=1}\n"
+                                                "  %m = matmul(%c, %w)\n  return %m, %q\n}\n",
+                                                0},
+                                      std::pair{"graph @f(%x: f32[4,1], %y: f32[4,1]) {\n  %a = tanh(%x)\n"
+                                                "  %b = exp(%y)\n  %c = concat(%a, %b) {axis=1}\n"
+                                                "  %m = mul(%c, %c)\n  return %m\n}\n",
+                                                1}}) {
+    SCOPED_TRACE(text);
+    const Graph g = testing::parse_typed(text);
+    StatusOr<Lowering> l = lower_to_program(g);
+    ASSERT_TRUE(l.ok()) << l.error().to_string();
+    int kept = 0;
+    for (const Invocation& inv : l->program.code) kept += describe(inv) == "library concat";
+    EXPECT_EQ(kept, concats) << l->program.to_string();
+    expect_target_matches_reference("cpu", g, 5);
+  }
+}
+
 TEST(RnnCellLowering, StepsOnTheCpuMatchTheInterpreter) {
   expect_target_matches_reference("cpu", lstm_step(), 7);
   expect_target_matches_reference("cpu", gru_step(), 7);
@@ -126,7 +150,8 @@ TEST(RnnCellLowering, StepsOnTheCpuMatchTheInterpreter) {
 
 // Windowed bodies: column windows of one source (offsets 0, 40, 80: the CPU's vector
 // loop and its scalar tail), in f32 and bf16, a window of one column broadcast along the
-// row (a splat at an offset), a window of rows.
+// row (a splat at an offset), a window of rows; then store windows, whose padding the
+// kernels leave as it is (zeros here, as the interpreter pads).
 std::vector<Graph> window_bodies() {
   std::vector<Graph> bodies;
   for (const char* text : {
@@ -140,7 +165,18 @@ std::vector<Graph> window_bodies() {
            "graph @k(%a: f32[3,5], %x: f32[3,40]) {\n  %s = slice(%a) {start=[0,2], stop=[3,3]}\n"
            "  %y = mul(%s, %x)\n  return %y\n}\n",
            "graph @k(%a: f32[7,16], %x: f32[4,16]) {\n  %s = slice(%a) {start=[2,0], stop=[6,16]}\n"
-           "  %y = sub(%x, %s)\n  return %y\n}\n"}) {
+           "  %y = sub(%x, %s)\n  return %y\n}\n",
+           // Store windows (passes/fold_concats.h): a column window of a [3,120]
+           // destination beside a plain result, rows of a [7,16] one (one strided row of
+           // 64), a bf16 window read through an input window (the vector loop and its
+           // tail), a long row cut in rows of 4000.
+           "graph @k(%a: f32[3,40], %b: f32[3,40]) {\n  %y = mul(%a, %b)\n  %t = tanh(%a)\n"
+           "  %w = pad(%y) {low=[0,40], high=[0,40]}\n  return %w, %t\n}\n",
+           "graph @k(%a: f32[4,16]) {\n  %y = exp(%a)\n  %w = pad(%y) {low=[2,0], high=[1,0]}\n  return %w\n}\n",
+           "graph @k(%a: bf16[3,120], %h: bf16[3,40]) {\n  %i = slice(%a) {start=[0,40], stop=[3,80]}\n"
+           "  %si = sigmoid(%i)\n  %y = mul(%si, %h)\n  %w = pad(%y) {low=[0,80], high=[0,0]}\n  return %w\n}\n",
+           "graph @k(%a: f32[2,20000]) {\n  %y = neg(%a)\n  %w = pad(%y) {low=[0,20000], high=[0,0]}\n"
+           "  return %w\n}\n"}) {
     bodies.push_back(testing::parse_typed(text));
   }
   return bodies;

@@ -174,6 +174,24 @@ TEST(LoopSlots, CheckNumericsFindsANanWrittenInASlot) {
       << s.error().to_string();
 }
 
+// A stored concat that is a ys: its parts' kernels write its slot, nothing is copied, no
+// concat runs; the interpreter's results.
+TEST(LoopSlots, AStoredConcatsPartsAreWrittenInItsSlot) {
+  StatusOr<Graph> g = typed(testing::kScanStoredConcatGraph);
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  const std::vector<std::string> lines = expect_cpu_matches_reference(*g, testing::random_inputs(*g, 4));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("copies per iteration: 0 of 0 bytes"), std::string::npos) << lines[0];
+  auto lowered = lower_to_program(*g);
+  ASSERT_TRUE(lowered.ok()) << lowered.error().to_string();
+  int writers = 0;
+  for (const Invocation& inv : lowered->program.bodies[0].code) {
+    EXPECT_NE(inv.node.op, Op::Concat);
+    writers += !inv.results.empty() && inv.results[0].type.shape == Shape({4, 16});
+  }
+  EXPECT_EQ(writers, 2) << lowered->program.to_string();
+}
+
 // check-numerics after a kernel storing a concat's part (passes/fold_concats.h) scans
 // its window alone: the other part's window still holds the NaN of a step run unchecked
 // (its kernel runs later), which is no error; a NaN in the window is, named by its op.

@@ -459,8 +459,8 @@ size_t body_invocations(const Program& p) {
   return n;
 }
 
-// fold-concats (passes/fold_concats.h): lstm_seq's backward loop stores its gate
-// gradients straight into the concat's buffer, which is also a ys bound to its slot
+// fold-concats (passes/fold_concats.h): lstm_seq's and gru_seq's backward loops store
+// their gate gradients straight into the concats' buffers, one of them a ys bound to its slot
 // (every window's kernel writes the slot, runtime/loop_slots.h): bitwise the steps with
 // the concat copied (LowerOptions::fold_concats off), with slots and without.
 TEST(LoopSlots, StoredConcatsAreBitwiseTheCopiedOnes) {
@@ -472,8 +472,8 @@ TEST(LoopSlots, StoredConcatsAreBitwiseTheCopiedOnes) {
       options[1].lower.fold_concats = false;
       const std::vector<std::unique_ptr<cpu::Executor>> ex = bound_steps(model, options);
       ASSERT_EQ(ex.size(), 2u);
-      // gru_seq's concats share parts (rnn_cell_lowering_test): nothing is folded there.
-      const size_t saved = model == "lstm_seq" ? 2 : 0;  // one per layer's backward loop
+      // lstm_seq: one concat per layer's backward loop; gru_seq: two in its one.
+      const size_t saved = 2;
       EXPECT_EQ(body_invocations(ex[0]->program()) + saved, body_invocations(ex[1]->program()));
       expect_bitwise_steps(ex);
     }

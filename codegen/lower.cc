@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "codegen/kernel_compiler.h"
 #include "ir/fused_kind.h"
@@ -183,10 +184,15 @@ class ProgramBuilder {
     }
   }
 
-  // The parts of the concats the plan stores in place: part -> (concat node, position).
+  // The operands of the concats the plan stores in place: each -> its windows (concat
+  // node, position), and whether it is a part (no buffer of its own).
   void index_stored_concats() {
     for (const StoredConcat& c : plan_.stored_concats) {
-      for (size_t k = 0; k < c.parts.size(); ++k) stored_part_[c.parts[k]] = {g_.value(c.result).node, k};
+      const int node = g_.value(c.result).node;
+      stored_concats_.insert(node);
+      const std::vector<ValueId>& operands = g_.node(node).operands;
+      for (size_t k = 0; k < operands.size(); ++k) windows_of_[operands[k]].push_back({node, k});
+      for (ValueId v : c.parts) parts_.insert(v);
     }
   }
 
@@ -281,8 +287,8 @@ class ProgramBuilder {
     for (ValueId v : n.operands) inv.operands.push_back(ref(v));
     for (ValueId v : n.results) inv.results.push_back(ref(v));
     inv.label = g_.value(n.result()).name;
-    if (n.op == Op::Concat && !n.operands.empty() && stored_part_.count(n.operands[0])) {
-      return Status();  // its parts' kernels stored them in its buffer
+    if (stored_concats_.count(static_cast<int>(&n - g_.nodes().data()))) {
+      return Status();  // its operands' kernels stored them in its buffer
     }
     if (n.op == Op::Reshape) {
       if (inv.operands[0] == inv.results[0]) return Status();  // planned in place: a view
@@ -353,17 +359,23 @@ class ProgramBuilder {
     return Status();
   }
 
-  // `n`'s body with the results that are stored concats' parts stored through windows
-  // (passes/fold_concats.h), and those results of `inv` the concats' buffers.
+  // `n`'s body with its results that stored concats read stored through windows
+  // (passes/fold_concats.h): a part in its place (its result in `inv` the concat's
+  // buffer), any other as an extra result (the concat's buffer appended to `inv`'s).
   Graph stored_body(const Node& n, Invocation& inv) const {
     std::vector<StoreWindow> windows;
+    std::vector<BufferRef> extra;
     for (size_t o = 0; o < n.results.size(); ++o) {
-      auto part = stored_part_.find(n.results[o]);
-      if (part == stored_part_.end()) continue;
-      const Node& concat = g_.node(part->second.first);
-      windows.push_back({o, g_.type(concat.result()), part_start(g_, concat, part->second.second)});
-      inv.results[o] = ref(concat.result());
+      auto found = windows_of_.find(n.results[o]);
+      if (found == windows_of_.end()) continue;
+      const bool part = parts_.count(n.results[o]) > 0;
+      for (const auto& [node, k] : found->second) {
+        const Node& concat = g_.node(node);
+        windows.push_back({o, g_.type(concat.result()), part_start(g_, concat, k), /*also=*/!part});
+        (part ? inv.results[o] : extra.emplace_back()) = ref(concat.result());
+      }
     }
+    inv.results.insert(inv.results.end(), extra.begin(), extra.end());
     return windows.empty() ? *n.body : with_store_windows(*n.body, windows);
   }
 
@@ -374,7 +386,9 @@ class ProgramBuilder {
   Program p_;
   std::vector<int> merged_at_;
   std::unordered_map<ValueId, int> written_to_;
-  std::unordered_map<ValueId, std::pair<int, size_t>> stored_part_;
+  std::unordered_map<ValueId, std::vector<std::pair<int, size_t>>> windows_of_;
+  std::unordered_set<ValueId> parts_;
+  std::unordered_set<int> stored_concats_;
   std::unordered_map<std::string, int> kernel_by_key_;
 };
 

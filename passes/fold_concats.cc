@@ -18,11 +18,10 @@ std::vector<bool> assigned_values(const Graph& g) {
   return assigned;
 }
 
-// Whether part `v` of `concat` can be stored by its producer (the rules in the header).
-bool storable_part(const Graph& g, const Node& concat, ValueId v, const std::vector<int>& uses,
-                   const std::vector<bool>& assigned) {
+// Whether operand `v` of `concat` can be stored by its producer (the rules in the header).
+bool storable_part(const Graph& g, const Node& concat, ValueId v, const std::vector<bool>& assigned) {
   const int p = g.value(v).node;
-  if (p < 0 || uses[v] != 1 || assigned[v]) return false;
+  if (p < 0 || assigned[v]) return false;
   const Node& producer = g.node(p);
   if (producer.op != Op::Fused || !producer.body || fused_kind(producer) != FusedKind::elementwise) return false;
   const auto at = std::find(producer.results.begin(), producer.results.end(), v);
@@ -44,10 +43,16 @@ std::vector<StoredConcat> stored_concats(const Graph& g) {
     if (n.op != Op::Concat || assigned[n.result()]) continue;
     bool all = true;
     for (size_t k = 0; k < n.operands.size() && all; ++k) {
-      all = storable_part(g, n, n.operands[k], uses, assigned) &&
+      all = storable_part(g, n, n.operands[k], assigned) &&
             std::count(n.operands.begin(), n.operands.end(), n.operands[k]) == 1;
     }
-    if (all) stored.push_back({n.result(), n.operands});
+    if (!all) continue;
+    StoredConcat c{n.result(), {}, static_cast<int>(g.nodes().size())};
+    for (ValueId v : n.operands) {
+      if (uses[v] == 1) c.parts.push_back(v);
+      c.first_writer = std::min(c.first_writer, g.value(v).node);
+    }
+    stored.push_back(std::move(c));
   }
   return stored;
 }
@@ -72,18 +77,21 @@ Graph with_store_windows(const Graph& body, const std::vector<StoreWindow>& wind
   }
   std::vector<ValueId> outputs;
   for (ValueId v : body.outputs()) outputs.push_back(map[v]);
+  std::vector<ValueId> also;  // windows of outputs stored in their own buffers too
   for (const StoreWindow& w : windows) {
-    const ValueId part = outputs[w.output];
+    const ValueId part = map[body.outputs()[w.output]];
     const Shape& shape = out.type(part).shape;
     IntList high;
     for (int d = 0; d < w.dest.shape.rank(); ++d) {
       high.push_back(w.dest.shape[d] - w.start[static_cast<size_t>(d)] - shape[d]);
     }
     const int producer = out.value(part).node;
-    outputs[w.output] = out.add_node(Op::Pad, {part}, {{"low", w.start}, {"high", high}},
+    const ValueId pad = out.add_node(Op::Pad, {part}, {{"low", w.start}, {"high", high}},
                                      producer >= 0 ? out.node(producer).loc : Location{}, w.dest);
+    (w.also ? also.emplace_back() : outputs[w.output]) = pad;
   }
   for (ValueId v : outputs) out.add_output(v);
+  for (ValueId v : also) out.add_output(v);
   return out;
 }
 

@@ -41,29 +41,43 @@ TEST(FoldConcatsTest, PartsOfElementwiseKernelsAreStored) {
   ASSERT_EQ(stored[0].parts.size(), 2u);
   EXPECT_EQ(g.value(stored[0].parts[0]).name, "a");
   EXPECT_EQ(g.value(stored[0].parts[1]).name, "b");
+  EXPECT_EQ(stored[0].first_writer, 0);
   const Node& concat = g.node(g.value(stored[0].result).node);
   EXPECT_EQ(part_start(g, concat, 0), (IntList{0, 0}));
   EXPECT_EQ(part_start(g, concat, 1), (IntList{0, 8}));
 }
 
-// Not stored: a part read twice, a part a graph output, a part of a reduction kernel, a
-// concat assigned to an input, a column [4,1] of a [4,2] concat (stride 2 along the
-// kernel's innermost loop), a part passed through a body from its input.
-TEST(FoldConcatsTest, OnlyPartsReadByTheConcatAloneAndStoredWithStrideOne) {
-  for (const char* text : {
-           R"(graph @f(%x: f32[4,8]) {
+// Operands read elsewhere too (%a by an add, %b by a second concat, %d a graph output)
+// are stored as well, by their kernels writing them twice; only the operands the concat
+// alone reads are parts (no buffer of their own). The first writer is %a's kernel.
+TEST(FoldConcatsTest, OperandsReadElsewhereAreStoredTooButAreNoParts) {
+  const Graph g = parse(R"(graph @f(%x: f32[4,8]) {
   %a = fused(%x) : f32[4,8] ({ ^body(%0: f32[4,8]): %t0 = tanh(%0) : f32[4,8]  return %t0 })
   %b = fused(%x) : f32[4,8] ({ ^body(%0: f32[4,8]): %t0 = neg(%0) : f32[4,8]  return %t0 })
+  %d = fused(%x) : f32[4,8] ({ ^body(%0: f32[4,8]): %t0 = exp(%0) : f32[4,8]  return %t0 })
   %c = concat(%a, %b) {axis=1} : f32[4,16]
   %e = add(%a, %a) : f32[4,8]
-  return %c, %e
-})",
-           R"(graph @f(%x: f32[4,8]) {
-  %a = fused(%x) : f32[4,8] ({ ^body(%0: f32[4,8]): %t0 = tanh(%0) : f32[4,8]  return %t0 })
-  %b = fused(%x) : f32[4,8] ({ ^body(%0: f32[4,8]): %t0 = neg(%0) : f32[4,8]  return %t0 })
-  %c = concat(%a, %b) {axis=0} : f32[8,8]
-  return %c, %b
-})",
+  %c2 = concat(%b, %d) {axis=0} : f32[8,8]
+  return %c, %e, %c2, %d
+})");
+  const std::vector<StoredConcat> stored = stored_concats(g);
+  ASSERT_EQ(stored.size(), 2u);
+  EXPECT_TRUE(stored[0].parts.empty());
+  EXPECT_EQ(stored[0].first_writer, 0);
+  EXPECT_TRUE(stored[1].parts.empty());
+  EXPECT_EQ(stored[1].first_writer, 1);
+  PlanOptions options;
+  options.stored_concats = stored;
+  StatusOr<MemoryPlan> plan = plan_memory(g, options);
+  ASSERT_TRUE(plan.ok()) << plan.error().to_string();
+  EXPECT_TRUE(verify_plan(g, *plan).ok()) << verify_plan(g, *plan).to_string();
+}
+
+// Not stored: an operand of a reduction kernel, a concat assigned to an input, a column
+// [4,1] of a [4,2] concat (stride 2 along the kernel's innermost loop), an operand passed
+// through a body from its input.
+TEST(FoldConcatsTest, OnlyElementwiseResultsStoredWithStrideOne) {
+  for (const char* text : {
            R"(graph @f(%x: f32[4,8]) {
   %a = fused(%x) : f32[4,8] ({ ^body(%0: f32[4,8]): %t0 = tanh(%0) : f32[4,8]  return %t0 })
   %b = fused(%x) {kind="reduction"} : f32[8] ({ ^body(%0: f32[4,8]): %t0 = sum(%0) {axes=[0]} : f32[8]  return %t0 })
@@ -120,6 +134,18 @@ TEST(FoldConcatsTest, StoreWindowsArePadsIntoTheDestination) {
   return %1, %t1
 }
 )");
+  // Stored too, in its own buffer and two windows: extra outputs in the windows' order.
+  const Type rows{DType::f32, Shape({8, 8})};
+  const Graph twice = with_store_windows(body, {{1, rows, {4, 0}, /*also=*/true}, {1, rows, {0, 0}, /*also=*/true}});
+  EXPECT_EQ(print_graph(twice, PrintOptions{.locations = false}),
+            R"(graph @body(%0: f32[4,8]) -> (f32[4,8], f32[4,8], f32[8,8], f32[8,8]) {
+  %t0 = tanh(%0) : f32[4,8]
+  %t1 = neg(%0) : f32[4,8]
+  %1 = pad(%t1) {high=[0, 0], low=[4, 0]} : f32[8,8]
+  %2 = pad(%t1) {high=[4, 0], low=[0, 0]} : f32[8,8]
+  return %t0, %t1, %1, %2
+}
+)");
 }
 
 // The parts lie at the concat's offset, in one buffer of its size live from the first
@@ -158,7 +184,7 @@ TEST(FoldConcatsTest, MemoryPlanGivesThePartsTheConcatsBuffer) {
 TEST(FoldConcatsTest, PlanRefusesAPartReadAfterItsConcat) {
   const Graph g = parse(kGates);
   PlanOptions options;
-  options.stored_concats = {{stored_concats(g)[0].result, {stored_concats(g)[0].parts[0], g.inputs()[0].value}}};
+  options.stored_concats = {{stored_concats(g)[0].result, {stored_concats(g)[0].parts[0], g.inputs()[0].value}, 0}};
   StatusOr<MemoryPlan> plan = plan_memory(g, options);
   ASSERT_FALSE(plan.ok());
   EXPECT_EQ(plan.error().to_string(),

@@ -169,9 +169,12 @@ StatusOr<std::vector<int>> parts_of_stored_concats(const Graph& g, const Lifetim
   for (size_t s = 0; s < stored.size(); ++s) {
     const ValueId c = stored[s].result;
     const auto arena = [&](ValueId v) { return v >= 0 && v < g.num_values() && l.def[v] >= 0; };
-    if (!arena(c)) return Error{"memory planning: stored concat " + std::to_string(s) + " is not a node result in the arena"};
+    if (!arena(c) || stored[s].first_writer < 0 || stored[s].first_writer >= l.def[c]) {
+      return Error{"memory planning: stored concat " + std::to_string(s) +
+                   " is not a node result in the arena written first by an earlier node"};
+    }
     for (ValueId v : stored[s].parts) {
-      if (!arena(v) || part_of[v] >= 0 || l.last[v] != l.def[c]) {
+      if (!arena(v) || part_of[v] >= 0 || l.last[v] != l.def[c] || l.def[v] < stored[s].first_writer) {
         return Error{"memory planning: stored concat %" + g.value(c).name + ": a part is not a node result in "
                      "the arena read last by it, or is a part twice"};
       }
@@ -181,17 +184,20 @@ StatusOr<std::vector<int>> parts_of_stored_concats(const Graph& g, const Lifetim
   return part_of;
 }
 
-// Stored concat `s` at its node: its parts' buffers (each its own, from its producer on)
-// become one of the concat's size, live from the first part's producer, and the concat's.
+// Stored concat `s` at its node: its buffer, of its size and live from its first writer,
+// is its parts' (each had its own, from its producer on) and its own.
 void merge_stored_concat(const StoredConcat& s, const Lifetimes& l, std::vector<Buffer>& buffers,
                          std::vector<int>& buffer_of) {
-  const int merged = buffer_of[s.parts[0]];
+  int merged = s.parts.empty() ? -1 : buffer_of[s.parts[0]];
+  if (merged < 0) {
+    merged = static_cast<int>(buffers.size());
+    buffers.push_back({s.first_writer, l.last[s.result], 0});
+  }
   for (ValueId v : s.parts) {
-    Buffer& part = buffers[buffer_of[v]];
-    buffers[merged].begin = std::min(buffers[merged].begin, part.begin);
-    if (buffer_of[v] != merged) part.size = 0;  // placed nowhere: its bytes are the concat's
+    if (buffer_of[v] != merged) buffers[buffer_of[v]].size = 0;  // placed nowhere: its bytes are the concat's
     buffer_of[v] = merged;
   }
+  buffers[merged].begin = s.first_writer;
   buffers[merged].size = l.size[s.result];
   buffers[merged].end = l.last[s.result];
   buffer_of[s.result] = merged;
@@ -330,10 +336,15 @@ Status verify_plan(const Graph& g, const MemoryPlan& plan) {
   // A stored concat's parts are written as windows of its bytes: checked with its size.
   std::vector<int> part_of(g.num_values(), -1);
   for (size_t s = 0; s < plan.stored_concats.size(); ++s) {
-    for (ValueId v : plan.stored_concats[s].parts) {
+    const StoredConcat& c = plan.stored_concats[s];
+    if (c.result < 0 || c.result >= g.num_values() || l.def[c.result] < 0 || c.first_writer < 0) {
+      return Error{"verify_plan: stored concat " + std::to_string(s) + " is no intermediate"};
+    }
+    l.def[c.result] = std::min(l.def[c.result], c.first_writer);
+    for (ValueId v : c.parts) {
       if (v < 0 || v >= g.num_values()) return Error{"verify_plan: a stored concat's part is no value"};
       part_of[v] = static_cast<int>(s);
-      l.size[v] = l.size[plan.stored_concats[s].result];
+      l.size[v] = l.size[c.result];
     }
   }
   if (static_cast<int>(plan.offset.size()) != g.num_values()) {

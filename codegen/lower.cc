@@ -415,11 +415,27 @@ void add_fusion_passes(Pipeline& p, const LowerOptions& options) {
   if (options.round_half_at_stores) p.add(std::make_unique<RoundAtStoresPass>());
 }
 
-// The memory plan's options: `options.plan` with the values updated in place and the
-// merged updates' gradient groups.
+// The concats stored in place (passes/fold_concats.h) but those whose operands a merged
+// update computes: its one invocation over flat ranges stores through no windows.
+std::vector<StoredConcat> stored_concats_outside_merges(const Graph& g, const std::vector<MergedUpdate>& merged) {
+  std::vector<bool> in_merge(g.nodes().size(), false);
+  for (const MergedUpdate& m : merged) {
+    for (int i : m.nodes) in_merge[static_cast<size_t>(i)] = true;
+  }
+  std::vector<StoredConcat> stored = stored_concats(g);
+  std::erase_if(stored, [&](const StoredConcat& c) {
+    const std::vector<ValueId>& operands = g.node(g.value(c.result).node).operands;
+    return std::any_of(operands.begin(), operands.end(),
+                       [&](ValueId v) { return in_merge[static_cast<size_t>(g.value(v).node)]; });
+  });
+  return stored;
+}
+
+// The memory plan's options: `options.plan` with the concats stored in place, the values
+// updated in place and the merged updates' gradient groups.
 PlanOptions plan_options(const Graph& g, const LowerOptions& options, const UpdatePlan& updates) {
   PlanOptions plan = options.plan;
-  if (options.fold_concats) plan.stored_concats = stored_concats(g);
+  if (options.fold_concats) plan.stored_concats = stored_concats_outside_merges(g, updates.merged);
   if (!options.update_in_place) return plan;
   plan.external = options.merge_updates ? updates.external : updates_in_place(g);
   const std::vector<ContiguousGroup> groups = arena_groups(updates.merged);

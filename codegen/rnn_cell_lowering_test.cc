@@ -2,8 +2,10 @@
 // LSTM's and a GRU's training step (forward and backward loops), the gate
 // pre-activations' column slices are read in place by the cell's elementwise kernel
 // (passes/fold_slices.h, codegen's input windows) on the CPU pipeline (lower_to_program's
-// defaults) and the CUDA pipeline (cuda_lower_options()). Pinned: the invocations one
-// time step runs, before (LowerOptions::fold_slices off) and after; windowed kernels
+// defaults) and the CUDA pipeline (cuda_lower_options()), and the backward steps' gate
+// gradients are stored by their kernels straight into the concats that read them
+// (passes/fold_concats.h, codegen's store windows). Pinned: the invocations one time
+// step runs, before (LowerOptions::fold_slices, fold_concats off) and after; windowed kernels
 // against the reference interpreter (CPU JIT, and the GPU kernels' scalar code on the
 // host); whole steps on the cpu target against the interpreter; the steps' PTX assembled
 // by ptxas for every architecture.

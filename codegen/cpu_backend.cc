@@ -18,6 +18,9 @@ StatusOr<std::unique_ptr<cpu::Executor>> compile_for_cpu(const Graph& g,
   if (const char* merge = std::getenv("WEFT_MERGE_UPDATES"); merge && std::string(merge) == "0") {
     lower.merge_updates = false;  // A/B switch for measurements (see the header)
   }
+  if (const char* fold = std::getenv("WEFT_FOLD_CONCATS"); fold && std::string(fold) == "0") {
+    lower.fold_concats = false;  // A/B switch for measurements (#31: concats copied as before)
+  }
   cpu::ExecutorOptions executor = options.executor;
   if (const char* slots = std::getenv("WEFT_LOOP_SLOTS"); slots && std::string(slots) == "0") {
     executor.loop_slots = false;  // A/B switch for measurements (#31: loops copy as before)

@@ -30,7 +30,8 @@ struct CpuOptions {
 /// $WEFT_MERGE_UPDATES=0 turns merge-updates off
 /// (LowerOptions::merge_updates), to measure a step with one update kernel per parameter;
 /// $WEFT_LOOP_SLOTS=0 turns cpu::ExecutorOptions::loop_slots off (#31: loops copying every
-/// ys and carry per iteration), to measure a step as before.
+/// ys and carry per iteration), to measure a step as before; $WEFT_FOLD_CONCATS=0 turns
+/// LowerOptions::fold_concats off (#31: every concat a copy).
 StatusOr<std::unique_ptr<cpu::Executor>> compile_for_cpu(const Graph& g,
                                                          const CpuOptions& options = {});
 

@@ -137,6 +137,7 @@ std::string Emitter::gelu(const std::string& x, DType d, bool tanh, int w) {
 // operand; a Convert op (cast) rounds its conversion unless it copies (to its own dtype).
 std::string Emitter::node(const Node& n, const std::vector<std::string>& a, int w) {
   if (n.op == Op::Slice) return a[0];  // a window: its input was loaded through it
+  if (n.op == Op::Pad) return a[0];    // a store window: its output is stored through it
   const std::string x = op_value(n, a, w);
   const DType rd = g_.type(n.result()).dtype;
   const bool rounds = computes_half_in_f32(n.op) ||
@@ -459,31 +460,36 @@ void Emitter::operand_base(size_t k, const std::string& p, const std::string& of
 }
 
 // Row `r`'s start in every operand (offset = Σ_j ((r / Π dims[j+1..outer)) % dims[j]) ·
-// stride[j]) and in every result (r · row_length), and the splat value of each operand
-// broadcast along the row.
+// stride[j]) and in every result (r · row_length; a store window's by its strides, from
+// its offset), and the splat value of each operand broadcast along the row.
 void Emitter::row_pointers(const std::vector<std::string>& ptr, const std::string& r,
                            std::vector<std::string>& bases, std::vector<std::string>& splats,
                            std::vector<std::string>& outs) {
   const size_t n_in = g_.inputs().size(), n_out = g_.outputs().size();
   const int outer = static_cast<int>(space_.dims.size()) - 1;
-  for (size_t k = 0; k < n_in; ++k) {
+  const auto row_offset = [&](const std::vector<int64_t>& strides) {
     std::string off;
     int64_t inner_rows = 1;
     for (int j = outer - 1; j >= 0; inner_rows *= space_.dims[j], --j) {
-      if (space_.strides[k][j] == 0) continue;
+      if (strides[j] == 0) continue;
       std::string q = r;
       if (inner_rows != 1) q = bi("arith.divui", q, cst(DType::i64, inner_rows, 1), "i64");
       if (j > 0) q = bi("arith.remui", q, cst(DType::i64, space_.dims[j], 1), "i64");
-      if (space_.strides[k][j] != 1) {
-        q = bi("arith.muli", q, cst(DType::i64, space_.strides[k][j], 1), "i64");
-      }
+      if (strides[j] != 1) q = bi("arith.muli", q, cst(DType::i64, strides[j], 1), "i64");
       off = off.empty() ? q : bi("arith.addi", off, q, "i64");
     }
-    operand_base(k, ptr[k], off, bases, splats);
-  }
+    return off;
+  };
+  for (size_t k = 0; k < n_in; ++k) operand_base(k, ptr[k], row_offset(space_.strides[k]), bases, splats);
   const std::string row_off = bi("arith.muli", r, cst(DType::i64, space_.row_length(), 1), "i64");
   for (size_t o = 0; o < n_out; ++o) {
-    outs.push_back(gep(ptr[n_in + o], row_off, g_.type(g_.outputs()[o]).dtype));
+    std::string at = row_off;
+    if (o < space_.out_strides.size() && !space_.out_strides[o].empty()) {  // a store window
+      at = row_offset(space_.out_strides[o]);
+      const std::string start = cst(DType::i64, static_cast<double>(space_.out_offsets[o]), 1);
+      at = at.empty() ? start : bi("arith.addi", at, start, "i64");
+    }
+    outs.push_back(gep(ptr[n_in + o], at, g_.type(g_.outputs()[o]).dtype));
   }
 }
 

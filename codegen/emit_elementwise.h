@@ -40,6 +40,10 @@ struct CollapsedSpace {
   std::vector<int64_t> dims;
   std::vector<std::vector<int64_t>> strides;  ///< [operand][dim]
   std::vector<int64_t> offsets;               ///< [operand] first element read (0 unless a window)
+  /// [result] for a result stored through a window (output_window): its destination's
+  /// element strides along `dims` (1 along the row); empty for a result stored row-major.
+  std::vector<std::vector<int64_t>> out_strides;
+  std::vector<int64_t> out_offsets;            ///< [result] first element written (0 unless a window)
 
   int64_t row_length() const { return dims.back(); }
   int64_t rows() const;
@@ -52,7 +56,13 @@ struct CollapsedSpace {
 /// stride 0 or 1 (innermost_contiguous, operand_layout.h: the rule the pass asks).
 const Node* input_window(const Graph& body, size_t k);
 
-/// Collapses the iteration space of `body` (the shape of its first output): size-1
+/// The pad through which body output `o` is stored when it is a *store window* (passes/
+/// fold_concats.h: the kernel writes the pad's operand into its window of the result's
+/// buffer and leaves the padding to the kernels of the other windows), else nullptr.
+const Node* output_window(const Graph& body, size_t o);
+
+/// Collapses the iteration space of `body` (the shape of its first output, or of what a
+/// store window of it stores): size-1
 /// dimensions are dropped, and adjacent dimensions merge when every operand is
 /// contiguous (or broadcast) across both. A rank-0 output is one row of one element.
 CollapsedSpace collapse_space(const Graph& body);

@@ -59,6 +59,11 @@ const Node* input_window(const Graph& body, size_t k) {
   return window;
 }
 
+const Node* output_window(const Graph& body, size_t o) {
+  const int p = body.value(body.outputs()[o]).node;
+  return p >= 0 && body.node(p).op == Op::Pad ? &body.node(p) : nullptr;
+}
+
 int64_t CollapsedSpace::rows() const {
   int64_t r = 1;
   for (size_t j = 0; j + 1 < dims.size(); ++j) r *= dims[j];
@@ -78,7 +83,20 @@ CollapsedSpace merge_dims(const Graph& body, const Shape& out, const std::vector
     full.push_back(std::move(strides));
     s.offsets.push_back(offset);
   }
+  // Results stored through windows: their destinations' strides, merged like operands'.
+  std::vector<std::vector<int64_t>> full_out(body.outputs().size());
+  s.out_offsets.assign(body.outputs().size(), 0);
+  for (size_t o = 0; o < body.outputs().size(); ++o) {
+    const Node* window = output_window(body, o);
+    if (window == nullptr) continue;
+    const Shape& dest = body.type(window->result()).shape;
+    const std::vector<int64_t> strides = dest.strides();
+    full_out[o] = broadcast_strides(body.type(window->operands[0]).shape, strides, out);
+    const IntList& low = window->ints_attr("low");
+    for (int d = 0; d < dest.rank(); ++d) s.out_offsets[o] += low[d] * strides[d];
+  }
   s.strides.resize(full.size());
+  s.out_strides.resize(full_out.size());
   for (int d = 0; d < out.rank(); ++d) {
     if (out[d] == 1) continue;
     const bool k = !kind.empty() && kind[d];
@@ -86,13 +104,22 @@ CollapsedSpace merge_dims(const Graph& body, const Shape& out, const std::vector
     for (size_t j = 0; j < full.size() && merge; ++j) {
       merge = s.strides[j].back() == full[j][d] * out[d];
     }
+    for (size_t o = 0; o < full_out.size() && merge; ++o) {
+      merge = full_out[o].empty() || s.out_strides[o].back() == full_out[o][d] * out[d];
+    }
     if (merge) {
       s.dims.back() *= out[d];
       for (size_t j = 0; j < full.size(); ++j) s.strides[j].back() = full[j][d];
+      for (size_t o = 0; o < full_out.size(); ++o) {
+        if (!full_out[o].empty()) s.out_strides[o].back() = full_out[o][d];
+      }
     } else {
       s.dims.push_back(out[d]);
       if (kinds_out != nullptr) kinds_out->push_back(k);
       for (size_t j = 0; j < full.size(); ++j) s.strides[j].push_back(full[j][d]);
+      for (size_t o = 0; o < full_out.size(); ++o) {
+        if (!full_out[o].empty()) s.out_strides[o].push_back(full_out[o][d]);
+      }
     }
   }
   return s;
@@ -101,11 +128,15 @@ CollapsedSpace merge_dims(const Graph& body, const Shape& out, const std::vector
 }  // namespace
 
 CollapsedSpace collapse_space(const Graph& body) {
-  const Shape& out = body.type(body.outputs()[0]).shape;
+  const Node* window = output_window(body, 0);
+  const Shape& out = body.type(window ? window->operands[0] : body.outputs()[0]).shape;
   CollapsedSpace s = merge_dims(body, out, {}, nullptr);
   if (s.dims.empty()) {  // Rank 0, or every dimension is 1.
     s.dims.push_back(1);
     for (auto& st : s.strides) st.push_back(0);
+    for (size_t o = 0; o < s.out_strides.size(); ++o) {
+      if (output_window(body, o) != nullptr) s.out_strides[o].push_back(0);
+    }
   }
   // A long row (an all-contiguous body collapses to one) is cut into rows of `c`
   // elements, c a divisor of it, so the runtime can split the rows over its threads.
@@ -123,10 +154,13 @@ CollapsedSpace collapse_space(const Graph& body) {
     if (c > 0) {
       s.dims.back() = n / c;
       s.dims.push_back(c);
-      for (auto& st : s.strides) {
-        const int64_t inner = st.back();
-        st.back() = inner * c;
-        st.push_back(inner);
+      for (auto* list : {&s.strides, &s.out_strides}) {
+        for (auto& st : *list) {
+          if (st.empty()) continue;  // a result stored row-major
+          const int64_t inner = st.back();
+          st.back() = inner * c;
+          st.push_back(inner);
+        }
       }
     }
   }

@@ -10,8 +10,15 @@
 namespace weft::codegen {
 namespace {
 
-// A slice through which a body input is read in place (input_window).
+// A slice through which a body input is read in place (input_window), or a pad through
+// which an output is stored (output_window).
 bool is_window(const Graph& body, const Node& n) {
+  if (n.op == Op::Pad) {
+    for (size_t o = 0; o < body.outputs().size(); ++o) {
+      if (output_window(body, o) == &n) return true;
+    }
+    return false;
+  }
   if (n.op != Op::Slice) return false;
   const int k = body.input_index(n.operands[0]);
   return k >= 0 && input_window(body, static_cast<size_t>(k)) == &n;
@@ -102,14 +109,18 @@ Status check_space_body(const Graph& body, const Node* red) {
                    n.loc);
     }
   }
-  // A reduction body iterates over the reduction's input shape.
-  const Shape& space = red ? body.type(red->operands[0]).shape : body.type(body.outputs()[0]).shape;
-  for (ValueId out : body.outputs()) {
-    if (red) break;
-    if (body.type(out).shape != space) {
+  // A reduction body iterates over the reduction's input shape; an elementwise one over
+  // its outputs' (what a store window stores, output_window).
+  const auto stored = [&](size_t o) {
+    const Node* window = output_window(body, o);
+    return window ? window->operands[0] : body.outputs()[o];
+  };
+  const Shape& space = red ? body.type(red->operands[0]).shape : body.type(stored(0)).shape;
+  for (size_t o = 0; o < body.outputs().size() && !red; ++o) {
+    if (body.type(stored(o)).shape != space) {
       return Error("codegen: outputs of kernel body @" + body.name() + " differ in shape: " +
-                   space.to_string() + " and " + body.type(out).shape.to_string() +
-                   " (%" + body.value(out).name + "); a kernel has one iteration space");
+                   space.to_string() + " and " + body.type(stored(o)).shape.to_string() +
+                   " (%" + body.value(stored(o)).name + "); a kernel has one iteration space");
     }
   }
   for (size_t k = 0; k < body.inputs().size(); ++k) {

@@ -174,6 +174,56 @@ TEST(LoopSlots, CheckNumericsFindsANanWrittenInASlot) {
       << s.error().to_string();
 }
 
+// A stored concat that is a ys: its parts' kernels write its slot, nothing is copied, no
+// concat runs; the interpreter's results.
+TEST(LoopSlots, AStoredConcatsPartsAreWrittenInItsSlot) {
+  StatusOr<Graph> g = typed(testing::kScanStoredConcatGraph);
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  const std::vector<std::string> lines = expect_cpu_matches_reference(*g, testing::random_inputs(*g, 4));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("copies per iteration: 0 of 0 bytes"), std::string::npos) << lines[0];
+  auto lowered = lower_to_program(*g);
+  ASSERT_TRUE(lowered.ok()) << lowered.error().to_string();
+  int writers = 0;
+  for (const Invocation& inv : lowered->program.bodies[0].code) {
+    EXPECT_NE(inv.node.op, Op::Concat);
+    writers += !inv.results.empty() && inv.results[0].type.shape == Shape({4, 16});
+  }
+  EXPECT_EQ(writers, 2) << lowered->program.to_string();
+}
+
+// check-numerics after a kernel storing a concat's part (passes/fold_concats.h) scans
+// its window alone: the other part's window still holds the NaN of a step run unchecked
+// (its kernel runs later), which is no error; a NaN in the window is, named by its op.
+TEST(LoopSlots, CheckNumericsScansAStoredPartsWindowAlone) {
+  StatusOr<Graph> g = typed(R"(graph @parts(%x: f32[4,8], %y: f32[4,8]) {
+  %a = tanh(%x) : f32[4,8]
+  %p = mul(%x, %y) : f32[4,8]
+  %q = sum(%p) {axes=[1]} : f32[4]
+  %b = sqrt(%y) : f32[4,8]
+  %c = concat(%a, %b) {axis=1} : f32[4,16]
+  %m = mul(%c, %c) : f32[4,16]
+  return %m, %q
+}
+)");
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  auto ex = compile_for_cpu(*g);
+  ASSERT_TRUE(ex.ok()) << ex.error().to_string();
+  for (const Invocation& inv : (*ex)->program().code) ASSERT_NE(inv.node.op, Op::Concat) << "stored";
+  std::vector<float> ones(32, 1.0f), negative(32, -1.0f);
+  ASSERT_TRUE((*ex)->set_input(0, Tensor::from_vector<float>({4, 8}, ones)).ok());
+  ASSERT_TRUE((*ex)->set_input(1, Tensor::from_vector<float>({4, 8}, negative)).ok());
+  ASSERT_TRUE((*ex)->run().ok());  // unchecked: %b's window holds NaN
+  (*ex)->set_check_numerics(true);
+  ASSERT_TRUE((*ex)->set_input(1, Tensor::from_vector<float>({4, 8}, ones)).ok());
+  Status clean = (*ex)->run();
+  EXPECT_TRUE(clean.ok()) << clean.error().to_string();
+  ASSERT_TRUE((*ex)->set_input(1, Tensor::from_vector<float>({4, 8}, negative)).ok());
+  Status s = (*ex)->run();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().to_string().find("check-numerics: sqrt produced nan"), std::string::npos) << s.error().to_string();
+}
+
 // A loop whose stacked result overlaps one of its operands (the plan is told where they
 // lie) keeps copying that ys: its slot is written while the operands are read.
 TEST(LoopSlots, AYsOverlappingAnOperandIsCopied) {
@@ -337,49 +387,95 @@ TEST(LoopSlots, TheRecurrentModelsCopyLessPerStep) {
   }
 }
 
+// `model`'s training step bound on the cpu once per entry of `options`, each given the
+// same inputs (a second step's: step 1, zero optimizer states).
+std::vector<std::unique_ptr<cpu::Executor>> bound_steps(const std::string& model,
+                                                       const std::vector<CpuOptions>& options) {
+  std::vector<std::unique_ptr<cpu::Executor>> ex;
+  StatusOr<Graph> step = step_graph(model);
+  EXPECT_TRUE(step.ok()) << step.error().to_string();
+  if (!step.ok()) return ex;
+  std::vector<Tensor> inputs = testing::random_inputs(*step, 7);
+  for (const CpuOptions& o : options) {
+    auto compiled = compile_for_cpu(*step, o);
+    EXPECT_TRUE(compiled.ok()) << compiled.error().to_string();
+    if (!compiled.ok()) return {};
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      // A first step: random_inputs draws weft.step = 0 and Adam's moments from U(±1),
+      // where the bias correction divides by zero and sqrt(v) of a negative v is NaN:
+      // every updated parameter would be NaN (and bitwise equal either way).
+      const ProgramInput& input = (*compiled)->program().inputs[k];
+      if (input.name == kStepInput) inputs[k] = Tensor::scalar(DType::i64, 1);
+      if (input.kind == InputKind::state) inputs[k] = Tensor(input.type);
+      EXPECT_TRUE((*compiled)->set_input(static_cast<int>(k), inputs[k]).ok());
+    }
+    ex.push_back(std::move(*compiled));
+  }
+  return ex;
+}
+
+// Two steps of the executors `ex` (two of them): bitwise equal outputs and inputs after
+// each, the parameters finite.
+void expect_bitwise_steps(const std::vector<std::unique_ptr<cpu::Executor>>& ex) {
+  ASSERT_EQ(ex.size(), 2u);
+  for (int s = 0; s < 2; ++s) {
+    ASSERT_TRUE(ex[0]->run().ok());
+    ASSERT_TRUE(ex[1]->run().ok());
+    for (int k = 0; k < ex[0]->num_outputs(); ++k) {
+      const Tensor a = ex[0]->output(k), b = ex[1]->output(k);
+      EXPECT_EQ(std::memcmp(a.raw_data(), b.raw_data(), a.bytes()), 0) << "step " << s << ", output " << k;
+    }
+    for (int k = 0; k < static_cast<int>(ex[0]->program().inputs.size()); ++k) {
+      const Tensor a = ex[0]->input(k), b = ex[1]->input(k);
+      const ProgramInput& input = ex[0]->program().inputs[static_cast<size_t>(k)];
+      EXPECT_EQ(std::memcmp(a.raw_data(), b.raw_data(), a.bytes()), 0) << "step " << s << ", input %" << input.name;
+      if (input.kind != InputKind::param) continue;
+      for (int64_t i = 0; i < a.numel(); ++i) {
+        ASSERT_TRUE(std::isfinite(a.get_double(i))) << "step " << s << ", %" << input.name << "[" << i << "]";
+      }
+    }
+  }
+}
+
 // The recurrent models' training steps (forward loops with chained and shifted carries,
 // reversed gradient loops) on the cpu: bitwise what the executor computes copying every
 // ys and carry (ExecutorOptions::loop_slots off), over two steps.
 TEST(LoopSlots, TheRecurrentModelsStepsAreBitwiseTheCopyingOnes) {
   for (const std::string model : {"lstm_seq", "gru_seq"}) {
     SCOPED_TRACE(model);
-    StatusOr<Graph> step = step_graph(model);
-    ASSERT_TRUE(step.ok()) << step.error().to_string();
-    std::vector<Tensor> inputs = testing::random_inputs(*step, 7);
-    std::vector<std::unique_ptr<cpu::Executor>> ex;
-    for (bool slots : {true, false}) {
-      CpuOptions options;
-      options.executor.loop_slots = slots;
-      auto compiled = compile_for_cpu(*step, options);
-      ASSERT_TRUE(compiled.ok()) << compiled.error().to_string();
-      for (size_t k = 0; k < inputs.size(); ++k) {
-        // A first step: random_inputs draws weft.step = 0 and Adam's moments from U(±1),
-        // where the bias correction divides by zero and sqrt(v) of a negative v is NaN:
-        // every updated parameter would be NaN (and bitwise equal either way).
-        const ProgramInput& input = (*compiled)->program().inputs[k];
-        if (input.name == kStepInput) inputs[k] = Tensor::scalar(DType::i64, 1);
-        if (input.kind == InputKind::state) inputs[k] = Tensor(input.type);
-        ASSERT_TRUE((*compiled)->set_input(static_cast<int>(k), inputs[k]).ok());
-      }
-      ex.push_back(std::move(*compiled));
-    }
+    std::vector<CpuOptions> options(2);
+    options[1].executor.loop_slots = false;
+    const std::vector<std::unique_ptr<cpu::Executor>> ex = bound_steps(model, options);
+    ASSERT_EQ(ex.size(), 2u);
     EXPECT_NE(loop_lines(*ex[1]), loop_lines(*ex[0])) << "the two copy differently";
-    for (int s = 0; s < 2; ++s) {
-      ASSERT_TRUE(ex[0]->run().ok());
-      ASSERT_TRUE(ex[1]->run().ok());
-      for (int k = 0; k < ex[0]->num_outputs(); ++k) {
-        const Tensor a = ex[0]->output(k), b = ex[1]->output(k);
-        EXPECT_EQ(std::memcmp(a.raw_data(), b.raw_data(), a.bytes()), 0) << "step " << s << ", output " << k;
-      }
-      for (int k = 0; k < static_cast<int>(inputs.size()); ++k) {
-        const Tensor a = ex[0]->input(k), b = ex[1]->input(k);
-        const ProgramInput& input = ex[0]->program().inputs[static_cast<size_t>(k)];
-        EXPECT_EQ(std::memcmp(a.raw_data(), b.raw_data(), a.bytes()), 0) << "step " << s << ", input %" << input.name;
-        if (input.kind != InputKind::param) continue;
-        for (int64_t i = 0; i < a.numel(); ++i) {
-          ASSERT_TRUE(std::isfinite(a.get_double(i))) << "step " << s << ", %" << input.name << "[" << i << "]";
-        }
-      }
+    expect_bitwise_steps(ex);
+  }
+}
+
+// The invocations of every loop body of `p`.
+size_t body_invocations(const Program& p) {
+  size_t n = 0;
+  for (const Program& body : p.bodies) n += body.code.size();
+  return n;
+}
+
+// fold-concats (passes/fold_concats.h): lstm_seq's and gru_seq's backward loops store
+// their gate gradients straight into the concats' buffers, one of them a ys bound to its slot
+// (every window's kernel writes the slot, runtime/loop_slots.h): bitwise the steps with
+// the concat copied (LowerOptions::fold_concats off), with slots and without.
+TEST(LoopSlots, StoredConcatsAreBitwiseTheCopiedOnes) {
+  for (const std::string model : {"lstm_seq", "gru_seq"}) {
+    for (bool slots : {true, false}) {
+      SCOPED_TRACE(model + (slots ? ", slots" : ", no slots"));
+      std::vector<CpuOptions> options(2);
+      options[0].executor.loop_slots = options[1].executor.loop_slots = slots;
+      options[1].lower.fold_concats = false;
+      const std::vector<std::unique_ptr<cpu::Executor>> ex = bound_steps(model, options);
+      ASSERT_EQ(ex.size(), 2u);
+      // lstm_seq: one concat per layer's backward loop; gru_seq: two in its one.
+      const size_t saved = 2;
+      EXPECT_EQ(body_invocations(ex[0]->program()) + saved, body_invocations(ex[1]->program()));
+      expect_bitwise_steps(ex);
     }
   }
 }

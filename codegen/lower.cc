@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "codegen/kernel_compiler.h"
 #include "ir/fused_kind.h"
@@ -11,6 +12,7 @@
 #include "passes/decompose_composites.h"
 #include "runtime/cpu/kernel.h"
 #include "passes/fold_batch_matmul.h"
+#include "passes/fold_concats.h"
 #include "passes/fold_slices.h"
 #include "passes/merge_updates.h"
 #include "passes/split_reductions.h"
@@ -134,6 +136,7 @@ class ProgramBuilder {
     start_program();
     index_merged_updates();
     find_values_written_in_place();
+    index_stored_concats();
     for (int i = 0; i < static_cast<int>(g_.nodes().size()); ++i) {
       if (merged_at_[i] == kMergedMember) continue;  // runs in its group's invocation
       if (merged_at_[i] >= 0) {
@@ -178,6 +181,18 @@ class ProgramBuilder {
       if (v != kNoValue && v < static_cast<ValueId>(plan_.external.size()) && plan_.external[v]) {
         written_to_[v] = g_.input_index(n.operands[0]);
       }
+    }
+  }
+
+  // The operands of the concats the plan stores in place: each -> its windows (concat
+  // node, position), and whether it is a part (no buffer of its own).
+  void index_stored_concats() {
+    for (const StoredConcat& c : plan_.stored_concats) {
+      const int node = g_.value(c.result).node;
+      stored_concats_.insert(node);
+      const std::vector<ValueId>& operands = g_.node(node).operands;
+      for (size_t k = 0; k < operands.size(); ++k) windows_of_[operands[k]].push_back({node, k});
+      for (ValueId v : c.parts) parts_.insert(v);
     }
   }
 
@@ -272,6 +287,9 @@ class ProgramBuilder {
     for (ValueId v : n.operands) inv.operands.push_back(ref(v));
     for (ValueId v : n.results) inv.results.push_back(ref(v));
     inv.label = g_.value(n.result()).name;
+    if (stored_concats_.count(static_cast<int>(&n - g_.nodes().data()))) {
+      return Status();  // its operands' kernels stored them in its buffer
+    }
     if (n.op == Op::Reshape) {
       if (inv.operands[0] == inv.results[0]) return Status();  // planned in place: a view
       inv.kind = Invocation::Kind::copy;
@@ -329,7 +347,7 @@ class ProgramBuilder {
   Status set_fused_kernel(const Node& n, Invocation& inv) {
     if (fused_kind(n) != FusedKind::contraction) {
       inv.kind = Invocation::Kind::generated;
-      inv.kernel = kernel(*n.body, fused_kind(n));
+      inv.kernel = kernel(stored_body(n, inv), fused_kind(n));
       inv.node.op = n.op;
       inv.node.loc = n.loc;
       return Status();
@@ -341,6 +359,26 @@ class ProgramBuilder {
     return Status();
   }
 
+  // `n`'s body with its results that stored concats read stored through windows
+  // (passes/fold_concats.h): a part in its place (its result in `inv` the concat's
+  // buffer), any other as an extra result (the concat's buffer appended to `inv`'s).
+  Graph stored_body(const Node& n, Invocation& inv) const {
+    std::vector<StoreWindow> windows;
+    std::vector<BufferRef> extra;
+    for (size_t o = 0; o < n.results.size(); ++o) {
+      auto found = windows_of_.find(n.results[o]);
+      if (found == windows_of_.end()) continue;
+      const bool part = parts_.count(n.results[o]) > 0;
+      for (const auto& [node, k] : found->second) {
+        const Node& concat = g_.node(node);
+        windows.push_back({o, g_.type(concat.result()), part_start(g_, concat, k), /*also=*/!part});
+        (part ? inv.results[o] : extra.emplace_back()) = ref(concat.result());
+      }
+    }
+    inv.results.insert(inv.results.end(), extra.begin(), extra.end());
+    return windows.empty() ? *n.body : with_store_windows(*n.body, windows);
+  }
+
   const Graph& g_;
   const MemoryPlan& plan_;
   const std::vector<MergedUpdate>& merged_;
@@ -348,6 +386,9 @@ class ProgramBuilder {
   Program p_;
   std::vector<int> merged_at_;
   std::unordered_map<ValueId, int> written_to_;
+  std::unordered_map<ValueId, std::vector<std::pair<int, size_t>>> windows_of_;
+  std::unordered_set<ValueId> parts_;
+  std::unordered_set<int> stored_concats_;
   std::unordered_map<std::string, int> kernel_by_key_;
 };
 
@@ -374,10 +415,27 @@ void add_fusion_passes(Pipeline& p, const LowerOptions& options) {
   if (options.round_half_at_stores) p.add(std::make_unique<RoundAtStoresPass>());
 }
 
-// The memory plan's options: `options.plan` with the values updated in place and the
-// merged updates' gradient groups.
+// The concats stored in place (passes/fold_concats.h) but those whose operands a merged
+// update computes: its one invocation over flat ranges stores through no windows.
+std::vector<StoredConcat> stored_concats_outside_merges(const Graph& g, const std::vector<MergedUpdate>& merged) {
+  std::vector<bool> in_merge(g.nodes().size(), false);
+  for (const MergedUpdate& m : merged) {
+    for (int i : m.nodes) in_merge[static_cast<size_t>(i)] = true;
+  }
+  std::vector<StoredConcat> stored = stored_concats(g);
+  std::erase_if(stored, [&](const StoredConcat& c) {
+    const std::vector<ValueId>& operands = g.node(g.value(c.result).node).operands;
+    return std::any_of(operands.begin(), operands.end(),
+                       [&](ValueId v) { return in_merge[static_cast<size_t>(g.value(v).node)]; });
+  });
+  return stored;
+}
+
+// The memory plan's options: `options.plan` with the concats stored in place, the values
+// updated in place and the merged updates' gradient groups.
 PlanOptions plan_options(const Graph& g, const LowerOptions& options, const UpdatePlan& updates) {
   PlanOptions plan = options.plan;
+  if (options.fold_concats) plan.stored_concats = stored_concats_outside_merges(g, updates.merged);
   if (!options.update_in_place) return plan;
   plan.external = options.merge_updates ? updates.external : updates_in_place(g);
   const std::vector<ContiguousGroup> groups = arena_groups(updates.merged);

@@ -11,6 +11,10 @@
 //   fuse-elementwise   elementwise chains -> `fused` kernels (what codegen supports)
 //   fold-slices        a slice an elementwise kernel reads -> read in place by it (a
 //                      window of its source: offset and strides in the kernel's loads)
+//   (fold-concats)     (lowering only, with the memory plan) a concat whose operands
+//                      are elementwise kernels' results -> no copy: each kernel
+//                      stores its operand in its window of the concat's buffer
+//                      (passes/fold_concats.h; a decision, the graph keeps the concat)
 //   round-at-stores    a kernel's f16/bf16 intermediates -> computed in f32, rounded
 //                      only at its stores (casts in its body)
 //   schedule-memory    a topological order with a low peak of live bytes
@@ -74,6 +78,12 @@ struct LowerOptions {
   /// place by them (fold-slices, passes/fold_slices.h): a recurrent cell's gates, column
   /// windows of one GEMM output, need no copies (issue #31).
   bool fold_slices = true;
+  /// A concat whose operands are elementwise kernels' results is no copy: the kernels
+  /// store them straight into their windows of its buffer, which the memory plan makes
+  /// live from the first of them (passes/fold_concats.h): a recurrent cell's gate
+  /// gradients, side by side for the backward step's GEMM (#31); an operand read
+  /// elsewhere too is stored in its own buffer and its windows.
+  bool fold_concats = true;
   /// With `fuse`: a fused kernel whose body computes f16/bf16 intermediates computes them
   /// in f32 and rounds only its stores (round-at-stores, passes/round_at_stores.h), in the
   /// CPU and the CUDA lowering alike. Changes nothing in a graph without half values; off,

@@ -3,7 +3,9 @@
 // it changes how a kernel reads an operand: the kernel's innermost loop loads consecutive
 // elements of each operand (stride 1), or one element broadcast across the loop (stride
 // 0) — collapse_space's rows (emit_elementwise.h), which the vector loads rely on.
-// passes/fold_slices.cc asks it before it folds a window (input_window) into a kernel.
+// passes/fold_slices.cc asks it before it folds a window (input_window) into a kernel,
+// passes/fold_concats.cc before a kernel stores its result into a window of a concat
+// (output_window: the stores follow the same rows, `window` then being the result).
 //
 // This header is apart from emit_elementwise.h, and includes no MLIR and no other part of
 // codegen, so that passes/ can read the rule without depending on the code generator

@@ -2,8 +2,10 @@
 // LSTM's and a GRU's training step (forward and backward loops), the gate
 // pre-activations' column slices are read in place by the cell's elementwise kernel
 // (passes/fold_slices.h, codegen's input windows) on the CPU pipeline (lower_to_program's
-// defaults) and the CUDA pipeline (cuda_lower_options()). Pinned: the invocations one
-// time step runs, before (LowerOptions::fold_slices off) and after; windowed kernels
+// defaults) and the CUDA pipeline (cuda_lower_options()), and the backward steps' gate
+// gradients are stored by their kernels straight into the concats that read them
+// (passes/fold_concats.h, codegen's store windows). Pinned: the invocations one time
+// step runs, before (LowerOptions::fold_slices, fold_concats off) and after; windowed kernels
 // against the reference interpreter (CPU JIT, and the GPU kernels' scalar code on the
 // host); whole steps on the cpu target against the interpreter; the steps' PTX assembled
 // by ptxas for every architecture.
@@ -68,6 +70,7 @@ std::vector<std::string> per_step(const Program& p) {
   return lines;
 }
 
+// `step` lowered with `options`, fold-slices on or off.
 std::vector<std::string> lowered_per_step(const Graph& step, LowerOptions options, bool fold) {
   options.fold_slices = fold;
   StatusOr<Lowering> l = lower_to_program(step, options);
@@ -91,23 +94,55 @@ TEST(RnnCellLowering, LstmBodiesReadTheGatesInPlace) {
   const Lines after = {"body: contraction 1, generated 1", "body: contraction 1, generated 1",
                        "grad_body: generated 6, library concat 1, library matmul 1",
                        "grad_body: generated 6, library concat 1, library matmul 1"};
-  for (const LowerOptions& options : {LowerOptions{}, cuda_lower_options()}) {
+  for (LowerOptions options : {LowerOptions{}, cuda_lower_options()}) {
+    options.fold_concats = false;
     EXPECT_EQ(lowered_per_step(step, options, false), before);
     EXPECT_EQ(lowered_per_step(step, options, true), after);
   }
 }
 
-// r gates the hidden part of n, so the hidden pre-activations' three windows and the
-// input ones' three are read by one kernel.
-TEST(RnnCellLowering, GruBodiesReadTheGatesInPlace) {
-  const Graph step = gru_step();
-  const Lines before = {"body: contraction 1, generated 1, library slice 6",
-                        "grad_body: generated 5, library concat 2, library matmul 1, library slice 6"};
-  const Lines after = {"body: contraction 1, generated 1",
-                       "grad_body: generated 5, library concat 2, library matmul 1"};
-  for (const LowerOptions& options : {LowerOptions{}, cuda_lower_options()}) {
-    EXPECT_EQ(lowered_per_step(step, options, false), before);
-    EXPECT_EQ(lowered_per_step(step, options, true), after);
+// The backward steps' gate gradients (passes/fold_concats.h). lstm: the four kernels
+// writing them store each in its window of the concat dh·W_hh's GEMM reads: 8
+// invocations per step, 7 (the concat's buffer is also the ys of the weight gradients).
+// gru: 8 to 6, both concats gone: r's and z's gradients are each read by two concats (the
+// gates' gradient for dh·W_hh, and the one stacked for the weight gradients, whose
+// hidden part differs: n's gradient before its product with r), so their kernels store
+// them twice, once in each concat.
+TEST(RnnCellLowering, BackwardStepsStoreTheGateGradientsInTheConcat) {
+  const std::pair<Graph, Lines> kWant[] = {
+      {lstm_step(),
+       {"body: contraction 1, generated 1", "body: contraction 1, generated 1",
+        "grad_body: generated 6, library matmul 1", "grad_body: generated 6, library matmul 1"}},
+      {gru_step(),
+       {"body: contraction 1, generated 1", "grad_body: generated 5, library matmul 1"}}};
+  for (const auto& [step, after] : kWant) {
+    for (const LowerOptions& options : {LowerOptions{}, cuda_lower_options()}) {
+      EXPECT_EQ(lowered_per_step(step, options, true), after);
+    }
+  }
+}
+
+// Outside loops too: the parts of a concat (a tanh kernel and a product read by another
+// kernel too, so apart) stored in their windows, its copy gone; a concat of [4,1] columns
+// (stride 2 along their kernels' rows) kept. Both run on the cpu as the interpreter does.
+TEST(RnnCellLowering, TopLevelConcatsAreStoredWhereTheWindowsAllow) {
+  for (const auto& [text, concats] : {std::pair{"graph @f(%x: f32[4,8], %y: f32[4,8], %w: f32[16,8]) {\n"
+                                                "  %a = tanh(%x)\n  %p = mul(%x, %y)\n  %b = neg(%p)\n"
+                                                "  %q = sum(%p) {axes=[1]}\n  %c = concat(%a, %b) {axis=1}\n"
+                                                "  %m = matmul(%c, %w)\n  return %m, %q\n}\n",
+                                                0},
+                                      std::pair{"graph @f(%x: f32[4,1], %y: f32[4,1]) {\n  %a = tanh(%x)\n"
+                                                "  %b = exp(%y)\n  %c = concat(%a, %b) {axis=1}\n"
+                                                "  %m = mul(%c, %c)\n  return %m\n}\n",
+                                                1}}) {
+    SCOPED_TRACE(text);
+    const Graph g = testing::parse_typed(text);
+    StatusOr<Lowering> l = lower_to_program(g);
+    ASSERT_TRUE(l.ok()) << l.error().to_string();
+    int kept = 0;
+    for (const Invocation& inv : l->program.code) kept += describe(inv) == "library concat";
+    EXPECT_EQ(kept, concats) << l->program.to_string();
+    expect_target_matches_reference("cpu", g, 5);
   }
 }
 
@@ -118,7 +153,8 @@ TEST(RnnCellLowering, StepsOnTheCpuMatchTheInterpreter) {
 
 // Windowed bodies: column windows of one source (offsets 0, 40, 80: the CPU's vector
 // loop and its scalar tail), in f32 and bf16, a window of one column broadcast along the
-// row (a splat at an offset), a window of rows.
+// row (a splat at an offset), a window of rows; then store windows, whose padding the
+// kernels leave as it is (zeros here, as the interpreter pads).
 std::vector<Graph> window_bodies() {
   std::vector<Graph> bodies;
   for (const char* text : {
@@ -132,7 +168,21 @@ std::vector<Graph> window_bodies() {
            "graph @k(%a: f32[3,5], %x: f32[3,40]) {\n  %s = slice(%a) {start=[0,2], stop=[3,3]}\n"
            "  %y = mul(%s, %x)\n  return %y\n}\n",
            "graph @k(%a: f32[7,16], %x: f32[4,16]) {\n  %s = slice(%a) {start=[2,0], stop=[6,16]}\n"
-           "  %y = sub(%x, %s)\n  return %y\n}\n"}) {
+           "  %y = sub(%x, %s)\n  return %y\n}\n",
+           // Store windows (passes/fold_concats.h): a column window of a [3,120]
+           // destination beside a plain result, rows of a [7,16] one (one strided row of
+           // 64), a bf16 window read through an input window (the vector loop and its
+           // tail), a long row cut in rows of 4000, one value stored in its buffer and in two
+// windows (a GRU's gate gradient read by two concats).
+           "graph @k(%a: f32[3,40], %b: f32[3,40]) {\n  %y = mul(%a, %b)\n  %t = tanh(%a)\n"
+           "  %w = pad(%y) {low=[0,40], high=[0,40]}\n  return %w, %t\n}\n",
+           "graph @k(%a: f32[4,16]) {\n  %y = exp(%a)\n  %w = pad(%y) {low=[2,0], high=[1,0]}\n  return %w\n}\n",
+           "graph @k(%a: bf16[3,120], %h: bf16[3,40]) {\n  %i = slice(%a) {start=[0,40], stop=[3,80]}\n"
+           "  %si = sigmoid(%i)\n  %y = mul(%si, %h)\n  %w = pad(%y) {low=[0,80], high=[0,0]}\n  return %w\n}\n",
+           "graph @k(%a: f32[2,20000]) {\n  %y = neg(%a)\n  %w = pad(%y) {low=[0,20000], high=[0,0]}\n"
+           "  return %w\n}\n",
+           "graph @k(%a: f32[3,40]) {\n  %y = exp(%a)\n  %w = pad(%y) {low=[0,40], high=[0,0]}\n"
+           "  %v = pad(%y) {low=[3,0], high=[0,0]}\n  return %y, %w, %v\n}\n"}) {
     bodies.push_back(testing::parse_typed(text));
   }
   return bodies;

@@ -161,6 +161,48 @@ StatusOr<Units> form_units(const Graph& g, const PlanOptions& options, const Lif
   return u;
 }
 
+// Per value: the stored concat (index into `stored`) it is a part of, or -1; checks the
+// rules of PlanOptions::stored_concats.
+StatusOr<std::vector<int>> parts_of_stored_concats(const Graph& g, const Lifetimes& l,
+                                                   const std::vector<StoredConcat>& stored) {
+  std::vector<int> part_of(g.num_values(), -1);
+  for (size_t s = 0; s < stored.size(); ++s) {
+    const ValueId c = stored[s].result;
+    const auto arena = [&](ValueId v) { return v >= 0 && v < g.num_values() && l.def[v] >= 0; };
+    if (!arena(c) || stored[s].first_writer < 0 || stored[s].first_writer >= l.def[c]) {
+      return Error{"memory planning: stored concat " + std::to_string(s) +
+                   " is not a node result in the arena written first by an earlier node"};
+    }
+    for (ValueId v : stored[s].parts) {
+      if (!arena(v) || part_of[v] >= 0 || l.last[v] != l.def[c] || l.def[v] < stored[s].first_writer) {
+        return Error{"memory planning: stored concat %" + g.value(c).name + ": a part is not a node result in "
+                     "the arena read last by it, or is a part twice"};
+      }
+      part_of[v] = static_cast<int>(s);
+    }
+  }
+  return part_of;
+}
+
+// Stored concat `s` at its node: its buffer, of its size and live from its first writer,
+// is its parts' (each had its own, from its producer on) and its own.
+void merge_stored_concat(const StoredConcat& s, const Lifetimes& l, std::vector<Buffer>& buffers,
+                         std::vector<int>& buffer_of) {
+  int merged = s.parts.empty() ? -1 : buffer_of[s.parts[0]];
+  if (merged < 0) {
+    merged = static_cast<int>(buffers.size());
+    buffers.push_back({s.first_writer, l.last[s.result], 0});
+  }
+  for (ValueId v : s.parts) {
+    if (buffer_of[v] != merged) buffers[buffer_of[v]].size = 0;  // placed nowhere: its bytes are the concat's
+    buffer_of[v] = merged;
+  }
+  buffers[merged].begin = s.first_writer;
+  buffers[merged].size = l.size[s.result];
+  buffers[merged].end = l.last[s.result];
+  buffer_of[s.result] = merged;
+}
+
 }  // namespace
 
 double MemoryPlan::efficiency() const {
@@ -194,6 +236,13 @@ StatusOr<MemoryPlan> plan_memory(const Graph& g, const PlanOptions& options) {
   MemoryPlan plan;
   plan.alignment = options.alignment;
   plan.external = options.external;
+  plan.stored_concats = options.stored_concats;
+  StatusOr<std::vector<int>> part_of = parts_of_stored_concats(g, l, options.stored_concats);
+  if (!part_of.ok()) return part_of.error();
+  std::vector<int> stored_at(g.num_values(), -1);  // a stored concat's result -> its index
+  for (size_t s = 0; s < options.stored_concats.size(); ++s) {
+    stored_at[options.stored_concats[s].result] = static_cast<int>(s);
+  }
   std::vector<int> buffer_of(g.num_values(), -1);
   std::vector<Buffer> buffers;
   for (int i = 0; i < n; ++i) {
@@ -203,8 +252,12 @@ StatusOr<MemoryPlan> plan_memory(const Graph& g, const PlanOptions& options) {
       if (l.def[r] < 0) continue;  // external
       ++plan.num_intermediates;
       plan.naive_bytes += l.size[r];
+      if (stored_at[r] >= 0) {
+        merge_stored_concat(options.stored_concats[stored_at[r]], l, buffers, buffer_of);
+        continue;
+      }
       int shared = -1;
-      if (options.in_place && may_take_over_operand(node)) {
+      if (options.in_place && may_take_over_operand(node) && (*part_of)[r] < 0) {
         for (ValueId o : node.operands) {
           if (std::find(taken.begin(), taken.end(), o) != taken.end()) continue;
           if (l.def[o] >= 0 && l.last[o] == i && l.size[o] == l.size[r] &&
@@ -279,7 +332,21 @@ Status verify_plan(const Graph& g, const MemoryPlan& plan) {
   if (plan.alignment <= 0) return Error{"verify_plan: alignment must be positive"};
   StatusOr<Lifetimes> lt = lifetimes(g, plan.alignment, plan.external);
   if (!lt.ok()) return lt.status();
-  const Lifetimes& l = *lt;
+  Lifetimes l = *lt;
+  // A stored concat's parts are written as windows of its bytes: checked with its size.
+  std::vector<int> part_of(g.num_values(), -1);
+  for (size_t s = 0; s < plan.stored_concats.size(); ++s) {
+    const StoredConcat& c = plan.stored_concats[s];
+    if (c.result < 0 || c.result >= g.num_values() || l.def[c.result] < 0 || c.first_writer < 0) {
+      return Error{"verify_plan: stored concat " + std::to_string(s) + " is no intermediate"};
+    }
+    l.def[c.result] = std::min(l.def[c.result], c.first_writer);
+    for (ValueId v : c.parts) {
+      if (v < 0 || v >= g.num_values()) return Error{"verify_plan: a stored concat's part is no value"};
+      part_of[v] = static_cast<int>(s);
+      l.size[v] = l.size[c.result];
+    }
+  }
   if (static_cast<int>(plan.offset.size()) != g.num_values()) {
     return Error{"verify_plan: " + std::to_string(plan.offset.size()) + " offsets for " +
                  std::to_string(g.num_values()) + " values"};
@@ -318,6 +385,22 @@ Status verify_plan(const Graph& g, const MemoryPlan& plan) {
     const auto& ops = g.node(i).operands;
     return std::find(ops.begin(), ops.end(), u) != ops.end();
   };
+  // A stored concat and its parts share its bytes.
+  const auto one_stored_concat = [&](ValueId u, ValueId v) {
+    const int s = part_of[u] >= 0 ? part_of[u] : part_of[v];
+    if (s < 0 || plan.offset[u] != plan.offset[v]) return false;
+    const StoredConcat& c = plan.stored_concats[static_cast<size_t>(s)];
+    const auto member = [&](ValueId x) { return x == c.result || part_of[x] == s; };
+    return member(u) && member(v);
+  };
+  for (const StoredConcat& c : plan.stored_concats) {
+    for (ValueId v : c.parts) {
+      if (plan.offset[v] != plan.offset[c.result]) {
+        return Error{"verify_plan: " + name(v) + " is not at the offset of the concat %" +
+                     g.value(c.result).name + " it is stored in"};
+      }
+    }
+  }
   for (size_t gi = 0; gi < plan.groups.size(); ++gi) {
     const ContiguousGroup& group = plan.groups[gi];
     for (size_t k = 0; k < group.values.size() && k < group.offsets.size(); ++k) {
@@ -339,7 +422,7 @@ Status verify_plan(const Graph& g, const MemoryPlan& plan) {
           plan.offset[v] >= plan.offset[u] + l.size[u]) {
         continue;  // disjoint bytes
       }
-      if (takes_over(u, v) || takes_over(v, u)) continue;
+      if (takes_over(u, v) || takes_over(v, u) || one_stored_concat(u, v)) continue;
       return Error{"verify_plan: " + name(u) + " [" + std::to_string(plan.offset[u]) + ", +" +
                    std::to_string(l.size[u]) + ") and " + name(v) + " [" +
                    std::to_string(plan.offset[v]) + ", +" + std::to_string(l.size[v]) +

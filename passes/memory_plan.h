@@ -31,6 +31,18 @@
 //
 //   groups = {{%ga, %gb} at {0, 64}, 128 bytes}   %ga: f32[10] @ X, %gb: f32[16] @ X+64
 //
+// Stored concats (PlanOptions::stored_concats, passes/fold_concats.h): a concat whose
+// operands their producers write straight into windows of its buffer. Its buffer is live
+// from the first of those writers to the concat's last use. The operands read by the
+// concat alone (its *parts*) have no bytes of their own: each is the concat's buffer
+// (its offset; the window's place inside it is the code generator's), and takes over no
+// operand's buffer in place (its producer writes strided windows of the concat, not its
+// own bytes). An operand read elsewhere too keeps its own buffer, its kernel writing
+// both:
+//
+//   %a = fused(..) : f32[4,8]   %b = fused(..) : f32[4,8]   %c = concat(%a, %b) {axis=1}
+//   stored_concats = {{%c, {%a, %b}, first_writer=0}}   %a, %b, %c: one f32[4,16] buffer
+//
 // Placement: buffers are placed one at a time, each at the best-fitting gap (the smallest
 // one that holds it, else on top) among the already-placed buffers whose lifetimes
 // overlap its own. Several orders are tried (by size, by lifetime length, by first use,
@@ -64,6 +76,16 @@ struct ContiguousGroup {
   int64_t bytes = 0;
 };
 
+/// A concat whose parts (its operands) are written straight into its buffer (see the top
+/// of this file).
+struct StoredConcat {
+  ValueId result = kNoValue;
+  /// The operands read by the concat alone: no buffer of their own.
+  std::vector<ValueId> parts;
+  /// The first node writing a window of the concat's buffer (index into g.nodes()).
+  int first_writer = -1;
+};
+
 struct PlanOptions {
   /// Offsets are multiples of this and sizes are rounded up to it (bytes, a power of two).
   int64_t alignment = 64;
@@ -76,6 +98,10 @@ struct PlanOptions {
   /// Values placed as contiguous blocks. Members are distinct node results in the arena
   /// (not external), each in at most one group, and no two share a buffer in place.
   std::vector<ContiguousGroup> groups = {};
+  /// Concats whose operands are written into their buffer: node results in the arena,
+  /// each part distinct and an operand of its concat only, in no contiguous group; the
+  /// first writer at or before every part's producer and before the concat.
+  std::vector<StoredConcat> stored_concats = {};
 };
 
 struct MemoryPlan {
@@ -96,6 +122,8 @@ struct MemoryPlan {
   int num_intermediates = 0;
   std::vector<bool> external;  ///< PlanOptions::external, for verify_plan.
   std::vector<ContiguousGroup> groups;  ///< PlanOptions::groups, for verify_plan.
+  /// PlanOptions::stored_concats, for verify_plan and build_program.
+  std::vector<StoredConcat> stored_concats;
 
   /// lower_bound_bytes / arena_bytes; 1 for an empty arena.
   double efficiency() const;
@@ -119,7 +147,10 @@ StatusOr<MemoryPlan> plan_memory(const Graph& g, const PlanOptions& options = {}
 /// aligned offset inside the arena, other values have -1, and no two buffers whose values
 /// are live at the same node overlap in bytes, except a listed in-place node's result and
 /// the dying operand it takes over (same offset), and every contiguous group's members
-/// lie at their offsets from the first one's. The first violation is the error.
+/// lie at their offsets from the first one's, and a stored concat's parts at its offset
+/// (the parts and the concat may share bytes; each is checked with the concat's size, the
+/// concat from its first writer on).
+/// The first violation is the error.
 Status verify_plan(const Graph& g, const MemoryPlan& plan);
 
 }  // namespace weft

@@ -56,12 +56,41 @@ std::optional<std::vector<BufferSite>> arena_sites(const Program& body, const Bu
   }
   if (last == body.code.size()) return std::nullopt;  // never written: not a value of the body
   std::vector<BufferSite> sites;
+  // Invocation i's results there when it writes exactly the buffer and reads none of it.
+  const auto whole_writes = [&](size_t i) -> std::optional<std::vector<BufferSite>> {
+    const Invocation& inv = body.code[i];
+    if (std::any_of(inv.clear.begin(), inv.clear.end(), overlaps) ||
+        std::any_of(inv.operands.begin(), inv.operands.end(), overlaps)) {
+      return std::nullopt;
+    }
+    std::vector<BufferSite> written;
+    for (size_t r = 0; r < inv.results.size(); ++r) {
+      if (!overlaps(inv.results[r])) continue;
+      if (!exact(inv.results[r])) return std::nullopt;
+      written.push_back({i, /*result=*/true, r});
+    }
+    return written;
+  };
   const Invocation& writer = body.code[last];
   if (std::any_of(writer.clear.begin(), writer.clear.end(), overlaps)) return std::nullopt;
   for (size_t r = 0; r < writer.results.size(); ++r) {
     if (!overlaps(writer.results[r])) continue;
     if (!exact(writer.results[r])) return std::nullopt;
     sites.push_back({last, /*result=*/true, r});
+  }
+  // Writers before it that nothing between reads or writes in part, when it reads none
+  // of the buffer: kernels storing windows of one value (a concat's parts, passes/
+  // fold_concats.h) write the slot too. A value written whole before and never read
+  // would be overwritten there, as in the arena.
+  if (whole_writes(last)) {
+    for (size_t i = last; i-- > 0;) {
+      if (!writes(body.code[i]) && !std::any_of(body.code[i].operands.begin(), body.code[i].operands.end(), overlaps)) {
+        continue;
+      }
+      std::optional<std::vector<BufferSite>> earlier = whole_writes(i);
+      if (!earlier) break;
+      sites.insert(sites.end(), earlier->begin(), earlier->end());
+    }
   }
   for (size_t i = last + 1; i < body.code.size(); ++i) {
     const std::vector<BufferRef>& operands = body.code[i].operands;

@@ -21,8 +21,11 @@
 //  - an arena buffer whose last writer P (the last invocation writing any of its bytes)
 //    writes exactly it, and that nothing after P reads or writes in part (the memory plan
 //    keeps an output's bytes to itself from its writer on; a view shares them whole): P's
-//    result and every later read of it are bound to the slot, earlier users of those
-//    bytes (other values, dead by then) keep the arena; or
+//    result and every later read of it are bound to the slot, and so are the writers of
+//    exactly those bytes before P that nothing between reads or writes in part when P
+//    reads none of them (kernels storing the windows of one concat, passes/
+//    fold_concats.h); earlier users of those bytes (other values, dead by then) keep the
+//    arena; or
 //  - a carry's own input written in place by one invocation P (codegen's
 //    carries_assigned): the carry is then *chained* to the ys — P's result and the reads
 //    after it go to slot i, the reads up to P (the carry's old value) to the previous

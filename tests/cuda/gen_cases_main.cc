@@ -256,6 +256,15 @@ std::vector<GraphCase> op_cases() {
       "  %o = slice(%g) {start=[0,80], stop=[3,120]}\n  %s = slice(%k) {start=[0,2], stop=[3,3]}\n"
       "  %si = sigmoid(%i)\n  %sf = sigmoid(%f)\n  %to = tanh(%o)\n  %m = mul(%sf, %c)\n"
       "  %n = mul(%si, %s)\n  %c2 = add(%m, %n)\n  %h = mul(%to, %c2)\n", "%c2, %h");
+  // #31: a concat's parts stored in place (passes/fold_concats.h): the tanh kernel and
+  // the product's each write their [4,40] window of %c (columns 0 and 40: the stores'
+  // offsets and row stride 80); no concat runs.
+  add("stored_concat", "%x: f32[4,40], %y: f32[4,40], %w: f32[80,8]",
+      "  %a = tanh(%x)\n  %p = mul(%x, %y)\n  %q = sum(%p) {axes=[1]}\n  %b = neg(%p)\n"
+      "  %c = concat(%a, %b) {axis=1}\n  %m = matmul(%c, %w)\n", "%m, %q, %c");
+  // The same in a loop, the concat a ys bound to its slot (tests/testing/loop_graphs.h;
+  // codegen:loop_slots_test runs the same graph on the cpu).
+  cases.push_back({"scan_stored_concat", parse(testing::kScanStoredConcatGraph)});
   // Loops (scan: one loop invocation over a body Program): a recurrent cell forward, a
   // reverse loop without xs; two carries swapped (staged) around a nested loop.
   cases.push_back({"scan_rnn_reverse", parse(R"(graph @scan_rnn_reverse(%w: f32[8,8], %h0: f32[4,8], %xs: f32[6,4,8]) {

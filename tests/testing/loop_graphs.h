@@ -29,4 +29,26 @@ inline constexpr char kScanSlotsGraph[] = R"(graph @scan_slots(%w: f32[6,6], %h0
 }
 )";
 
+/// A concat stored in place by its parts' kernels (passes/fold_concats.h: the tanh's and
+/// the negated product's, apart since the product is summed too) and a ys bound to its
+/// slot: every window's kernel writes the slot (runtime/loop_slots.h), the GEMM reads it.
+/// codegen:loop_slots_test runs it on the cpu, tests/cuda's `scan_stored_concat` case on
+/// the GPU.
+inline constexpr char kScanStoredConcatGraph[] = R"(graph @scan_stored_concat(%w: f32[16,8], %h0: f32[4,8], %xs: f32[5,4,8]) {
+  %h, %cs, %qs = scan(%w, %h0, %xs) {carries=1, consts=1, length=5} : f32[4,8], f32[5,4,16], f32[5,4] ({
+    ^cell(%cw: f32[16,8], %ch: f32[4,8], %cx: f32[4,8]):
+      %s = add(%ch, %cx) : f32[4,8]
+      %a = tanh(%s) : f32[4,8]
+      %p = mul(%ch, %cx) : f32[4,8]
+      %q = sum(%p) {axes=[1]} : f32[4]
+      %b = neg(%p) : f32[4,8]
+      %c = concat(%a, %b) {axis=1} : f32[4,16]
+      %m = matmul(%c, %cw) : f32[4,8]
+      %n = tanh(%m) : f32[4,8]
+      return %n, %c, %q
+  })
+  return %h, %cs, %qs
+}
+)";
+
 }  // namespace weft::testing

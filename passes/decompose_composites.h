@@ -16,8 +16,15 @@
 //   %y = div(%2, %3) : f32[8,16]
 // log_softmax ends in `sub(%1, log(%3))`; layer_norm(%x, %w, %b) computes
 // (x - mean) · rsqrt(mean((x - mean)²) + eps) · w + b with eps a `full` scalar.
+// attention(%q, %k, %v[, %mask]) {scale, causal} becomes what frontend/modules/attention.cc
+// emits: matmul(q · scale, k, transpose_b), select(gt(iota col, iota row), -inf, ·) when
+// causal, select(mask, -inf, ·), softmax's primitives and matmul(·, v);
+// attention_grad {wrt} recomputes those probabilities P and ends in matmul(Pᵀ, dy) (v),
+// matmul(dSᵀ, q · scale) (k) or matmul(dS, k) · scale (q), with dS = P (dP - rowsum(dP P))
+// and dP = dy · vᵀ. Every target without an attention kernel runs these (today: all).
 //
-// Left alone: a softmax over another axis (its reductions would not be rows: the
+// Left alone: f16/bf16 composites (attention too: passes/fuse_attention.h makes none), a
+// softmax over another axis (its reductions would not be rows: the
 // library kernel is faster), other dtypes, and cross_entropy (the library kernel checks
 // that each label is in range; a one_hot would silently drop a bad label).
 // Requires: a type-inferred graph after autodiff (the gradient rules read the

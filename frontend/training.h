@@ -108,6 +108,12 @@ struct TrainOptions {
   /// default. Ignored by the other backends, as the cuda fields above are. Not yet run on
   /// a GPU.
   bool tf32 = false;
+  /// Find the attention pattern (softmax(q·scale·kᵀ + mask)·v) before autodiff
+  /// (passes/fuse_attention.h), so that the step holds `attention` and one `attention_grad`
+  /// per operand instead of their primitives. Off by default on every backend: no backend
+  /// has an attention kernel yet (issue #31), so each writes them back into primitives
+  /// (passes/decompose_composites.h), the gradient recomputing the probabilities.
+  bool fuse_attention = false;
   int num_threads = 0;               ///< cpu: 0 means $WEFT_NUM_THREADS or every core.
   /// Stop a step or evaluation at the first op producing a NaN or infinity, naming it and
   /// its builder call site (runtime/reference/numerics.h); slow, for debugging. cpu and

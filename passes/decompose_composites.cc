@@ -1,6 +1,8 @@
 #include "passes/decompose_composites.h"
 
 #include <limits>
+#include <map>
+#include <tuple>
 #include <string>
 #include <utility>
 #include <vector>
@@ -106,21 +108,34 @@ bool decompose_rows(Emitter& e, const IntList& axes) {
   return e.last(Op::Div, {sm.exp, sm.sum});
 }
 
-/// attention's and attention_grad's primitives: the module's order (frontend/modules/
-/// attention.cc: q scaled before the product, masked scores -inf, softmax, the product
-/// with v), and for the gradient what autodiff makes of that order.
-bool decompose_attention(Emitter& e) {
+/// What the attention and attention_grad nodes of one problem (the same q, k, v, mask,
+/// scale and causal) share once decomposed: the scale, the scaled q and the
+/// probabilities, and for each dy the dS of the q and k gradients. A step's gradients
+/// then read the forward's probabilities, as the primitives' own gradient does.
+struct AttentionValues {
+  ValueId scale = kNoValue, q_scaled = kNoValue, p = kNoValue;
+  std::map<ValueId, ValueId> ds;  // by dy
+};
+using AttentionKey = std::tuple<ValueId, ValueId, ValueId, ValueId, double, bool>;
+using SharedAttention = std::map<AttentionKey, AttentionValues>;
+
+/// The probabilities softmax(select(masked, -inf, (q·scale)·kᵀ)) in the module's order
+/// (frontend/modules/attention.cc), emitted once per problem.
+AttentionValues& probabilities(Emitter& e, SharedAttention& shared) {
   const Node& n = e.node();
-  const bool grad = n.op == Op::AttentionGrad;
-  const ValueId q = n.operands[0], k = n.operands[1], v = n.operands[2];
+  const size_t mask_at = n.op == Op::AttentionGrad ? 4 : 3;
+  const ValueId q = n.operands[0], k = n.operands[1];
+  const ValueId mask = n.operands.size() > mask_at ? n.operands[mask_at] : kNoValue;
+  AttentionValues& a = shared[{q, k, n.operands[2], mask, n.float_attr("scale"), n.bool_attr("causal")}];
+  if (a.p != kNoValue) return a;
   const DType dtype = e.type(q).dtype;
   const int rank = e.type(q).shape.rank();
   Shape scores = e.type(q).shape;
   scores.dims[rank - 1] = e.type(k).shape.dims[rank - 2];
   const Type st{dtype, scores};
-  const ValueId scale = e.scalar(n.float_attr("scale"), dtype);
-  const ValueId q_scaled = e.op(Op::Mul, {q, scale}, e.type(q));
-  ValueId s = e.matmul(q_scaled, k, /*ta=*/false, /*tb=*/true);
+  a.scale = e.scalar(n.float_attr("scale"), dtype);
+  a.q_scaled = e.op(Op::Mul, {q, a.scale}, e.type(q));
+  ValueId s = e.matmul(a.q_scaled, k, /*ta=*/false, /*tb=*/true);
   const ValueId neg_inf = e.scalar(-std::numeric_limits<double>::infinity(), dtype);
   if (n.bool_attr("causal")) {
     const int64_t sq = scores.dims[rank - 2], sk = scores.dims[rank - 1];
@@ -132,33 +147,48 @@ bool decompose_attention(Emitter& e) {
     const ValueId later = e.op(Op::Gt, {iota(1), iota(0)}, Type{DType::boolean, square});
     s = e.op(Op::Select, {later, neg_inf, s}, st);
   }
-  const size_t mask_at = grad ? 4 : 3;
-  if (n.operands.size() > mask_at) s = e.op(Op::Select, {n.operands[mask_at], neg_inf, s}, st);
+  if (mask != kNoValue) s = e.op(Op::Select, {mask, neg_inf, s}, st);
   const SoftmaxParts sm = softmax_parts(e, s, IntList{rank - 1});
-  const ValueId p = e.op(Op::Div, {sm.exp, sm.sum}, st);
-  if (!grad) return e.last(Op::Matmul, {p, v}, Emitter::matmul_flags(false, false));
+  a.p = e.op(Op::Div, {sm.exp, sm.sum}, st);
+  return a;
+}
+
+/// attention's and attention_grad's primitives: the probabilities P, then y = P·v, or
+/// for the gradient what autodiff makes of that order: Pᵀ·dy (v), dSᵀ·(q·scale) (k) or
+/// (dS·k)·scale (q), with dS = P (dP - rowsum(dP P)) and dP = dy·vᵀ.
+bool decompose_attention(Emitter& e, SharedAttention& shared) {
+  const Node& n = e.node();
+  AttentionValues& a = probabilities(e, shared);
+  if (n.op == Op::Attention) {
+    return e.last(Op::Matmul, {a.p, n.operands[2]}, Emitter::matmul_flags(false, false));
+  }
   const ValueId dy = n.operands[3];
   const std::string& wrt = n.str_attr("wrt");
-  if (wrt == "v") return e.last(Op::Matmul, {p, dy}, Emitter::matmul_flags(true, false));
-  // dS = P (dP - rowsum(dP P)) with dP = dy vᵀ.
-  const ValueId dp = e.matmul(dy, v, /*ta=*/false, /*tb=*/true);
-  const ValueId delta = e.op(Op::Sum, {e.op(Op::Mul, {dp, p}, st)}, row_type(st, {rank - 1}),
-                             {{"axes", IntList{rank - 1}}, {"keepdims", true}});
-  const ValueId ds = e.op(Op::Mul, {p, e.op(Op::Sub, {dp, delta}, st)}, st);
-  if (wrt == "k") return e.last(Op::Matmul, {ds, q_scaled}, Emitter::matmul_flags(true, false));
-  return e.last(Op::Mul, {e.matmul(ds, k, /*ta=*/false, /*tb=*/false), scale});
+  if (wrt == "v") return e.last(Op::Matmul, {a.p, dy}, Emitter::matmul_flags(true, false));
+  auto [at, fresh] = a.ds.try_emplace(dy, kNoValue);
+  ValueId& ds = at->second;
+  if (fresh) {
+    const Type st = e.type(a.p);
+    const int rank = st.shape.rank();
+    const ValueId dp = e.matmul(dy, n.operands[2], /*ta=*/false, /*tb=*/true);
+    const ValueId delta = e.op(Op::Sum, {e.op(Op::Mul, {dp, a.p}, st)}, row_type(st, {rank - 1}),
+                               {{"axes", IntList{rank - 1}}, {"keepdims", true}});
+    ds = e.op(Op::Mul, {a.p, e.op(Op::Sub, {dp, delta}, st)}, st);
+  }
+  if (wrt == "k") return e.last(Op::Matmul, {ds, a.q_scaled}, Emitter::matmul_flags(true, false));
+  return e.last(Op::Mul, {e.matmul(ds, n.operands[1], /*ta=*/false, /*tb=*/false), a.scale});
 }
 
 /// Appends the primitive ops of composite node `i` but the last, which node `i` becomes;
 /// false when the node is left alone.
-bool decompose(Graph& g, int i) {
+bool decompose(Graph& g, int i, SharedAttention& shared) {
   const Node& n = g.node(i);
   if (n.results.size() != 1 || n.operands.empty()) return false;
   const Type t = g.type(n.operands[0]);
   if (t.dtype != DType::f32 && t.dtype != DType::f64) return false;
   if (n.op == Op::Attention || n.op == Op::AttentionGrad) {
     Emitter e(g, i);
-    return decompose_attention(e);
+    return decompose_attention(e, shared);
   }
   const int rank = t.shape.rank();
   IntList axes;
@@ -180,6 +210,7 @@ StatusOr<bool> DecomposeCompositesPass::run(Graph& g) {
   const int n = static_cast<int>(g.nodes().size());
   std::vector<std::pair<int, int>> appended(n, {0, 0});  // [begin, end) of each node's primitives
   bool changed = false;
+  SharedAttention shared;
   for (int i = 0; i < n; ++i) {
     if (g.node(i).info().category != OpCategory::Composite) continue;
     for (ValueId r : g.node(i).results) {
@@ -189,7 +220,7 @@ StatusOr<bool> DecomposeCompositesPass::run(Graph& g) {
       }
     }
     const int begin = static_cast<int>(g.nodes().size());
-    if (!decompose(g, i)) continue;
+    if (!decompose(g, i, shared)) continue;
     appended[i] = {begin, static_cast<int>(g.nodes().size())};
     changed = true;
   }

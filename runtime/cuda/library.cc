@@ -60,7 +60,9 @@ LibraryKind library_kind(const Node& node, const std::vector<Type>& operands, co
   if (result.shape.rank() > kMaxRank) return LibraryKind::host;
   switch (node.op) {
     case Op::Matmul: {
-      if (operands.size() != 2) return LibraryKind::host;
+      // A contraction invocation's epilogue operands follow the GEMM's two (host_invocations
+      // plans the first two alone): attention_grad's dq, (dS·k)·scale, is one.
+      if (operands.size() < 2) return LibraryKind::host;
       MatmulPlan plan;
       StatusOr<bool> planned = plan_matmul(node, operands[0], operands[1], plan);
       return planned.ok() && *planned ? LibraryKind::matmul : LibraryKind::host;

@@ -5,7 +5,10 @@
 # early exits masked; the LSTM, GRU and until_cond training steps, CTC), each launch by
 # launch and as one CUDA graph against the reference interpreter, then `scan_slots` and
 # the LSTM and GRU steps under compute-sanitizer memcheck (a slot written out of bounds
-# would show there). About a minute; not yet run (written in a session without a GPU).
+# would show there). Also #31's attention cases (`*attention*`: attention and its three
+# gradients causal, padded, both, odd lengths, head_dim 32/64, and a fused attention
+# block's step, decomposed by the CUDA lowering). About a minute; not yet run (written
+# in a session without a GPU).
 # open_issues_check.sh 31 runs it before the suite. Build and copy here:
 #
 #   bazel build //tests/cuda:cases_test
@@ -16,7 +19,7 @@
 set -uo pipefail
 out=/tmp/weft-gpu
 mkdir -p "$out"
-cases='*scan*:*lstm*:*gru*:*until*:*ctc*:*skipped_slots*'
+cases='*scan*:*lstm*:*gru*:*until*:*ctc*:*skipped_slots*:*attention*'
 line() { grep -E "$1" "$2" | tr '\n' ' ' | cut -c1-400; echo; }
 
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader

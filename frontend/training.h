@@ -110,9 +110,10 @@ struct TrainOptions {
   bool tf32 = false;
   /// Find the attention pattern (softmax(q·scale·kᵀ + mask)·v) before autodiff
   /// (passes/fuse_attention.h), so that the step holds `attention` and one `attention_grad`
-  /// per operand instead of their primitives. Off by default on every backend: no backend
-  /// has an attention kernel yet (issue #31), so each writes them back into primitives
-  /// (passes/decompose_composites.h), the gradient recomputing the probabilities.
+  /// per operand instead of their primitives. cuda runs the f32 forward on its attention
+  /// kernel (runtime/cuda/attention_kernels.h, not yet run on a GPU) and decomposes the
+  /// gradients; cpu and reference decompose both (passes/decompose_composites.h). Off by
+  /// default until the kernel has run and been measured on a GPU (issue #31).
   bool fuse_attention = false;
   int num_threads = 0;               ///< cpu: 0 means $WEFT_NUM_THREADS or every core.
   /// Stop a step or evaluation at the first op producing a NaN or infinity, naming it and

@@ -213,6 +213,7 @@ StatusOr<bool> DecomposeCompositesPass::run(Graph& g) {
   SharedAttention shared;
   for (int i = 0; i < n; ++i) {
     if (g.node(i).info().category != OpCategory::Composite) continue;
+    if (keep_ && keep_(g, g.node(i))) continue;
     for (ValueId r : g.node(i).results) {
       if (!g.value(r).type) {
         return Error{"decompose-composites: %" + g.value(r).name + " has no type; run infer-types first",

@@ -23,7 +23,7 @@
 // matmul(dS, k) · scale (q), with dS = P (dP - rowsum(dP P)) and dP = dy · vᵀ. The nodes
 // of one problem (the same q, k, v, mask, scale, causal) share P, and the same dy's dS:
 // a step's gradients read the forward's probabilities, as the primitives' own gradient
-// does. Every target without an attention kernel runs these (today: all).
+// does.
 //
 // Left alone: f16/bf16 composites (attention too: passes/fuse_attention.h makes none), a
 // softmax over another axis (its reductions would not be rows: the
@@ -35,14 +35,24 @@
 // sums in f64 but rounds each per-row value to the dtype); the result keeps its name
 // and location; the graph stays in topological order.
 
+#include <functional>
+#include <utility>
+
 #include "passes/pass.h"
 
 namespace weft {
 
 class DecomposeCompositesPass : public Pass {
  public:
+  /// A composite node the target runs on a kernel of its own, left as it is (the CUDA
+  /// lowering: attention where its library kernel takes it); none when empty.
+  using Keep = std::function<bool(const Graph& g, const Node& node)>;
+  explicit DecomposeCompositesPass(Keep keep = nullptr) : keep_(std::move(keep)) {}
   std::string_view name() const override { return "decompose-composites"; }
   StatusOr<bool> run(Graph& g) override;
+
+ private:
+  Keep keep_;
 };
 
 }  // namespace weft

@@ -2,8 +2,9 @@
 // fuse-attention: the attention pattern softmax(q·scale·kᵀ + mask)·v, as
 // frontend/modules/attention.cc emits it (and as a .wir writes it by hand), becomes one
 // `attention` composite (ir/ops.def), so that autodiff gives it one `attention_grad` per
-// operand instead of differentiating the primitives. Run before autodiff; the CUDA
-// training step runs it (frontend/training.cc, TrainOptions::fuse_attention).
+// operand instead of differentiating the primitives. Run before autodiff by the Trainer
+// with TrainOptions::fuse_attention (off by default; the CUDA lowering runs the forward on
+// runtime/cuda's attention kernel).
 //
 //   %qs = mul(%q, %c) : f32[2,4,9,16]              %c = full() {value=0.25} : f32[]
 //   %kt = transpose(%k) {perm=[0,1,3,2]} : f32[2,4,16,9]

@@ -419,9 +419,9 @@ std::vector<GraphCase> training_cases() {
       FlowBuilder::from(Linear(784, 256)).through(ReLU()).through(Linear(256, 256))
           .through(ReLU()).through(Linear(256, 10)).build(),
       {{"x", f32({128, 784})}}, LossSpec::cross_entropy(), OptimizerSpec::adam(1e-3), 2);
-  // A causal attention block's step with fuse-attention (#31): attention and its
-  // gradients, decomposed by the CUDA lowering.
-  {
+  // A causal attention block's step with fuse-attention (#31: the forward on the attention
+  // kernel, the gradients decomposed) and without (its A/B twin for step_bench).
+  for (const bool fuse : {true, false}) {
     auto net = FlowBuilder::from(Identity())
                    .also(MultiheadAttention(64, 2, {.causal = true}))
                    .through(LayerNorm(64))
@@ -430,9 +430,10 @@ std::vector<GraphCase> training_cases() {
     WEFT_CHECK(net.ok(), net.ok() ? "" : net.error().to_string());
     StatusOr<Trainer> t = Trainer::compile(
         *net, {{"x", f32({3, 7, 64})}}, LossSpec::mse(), OptimizerSpec::adam(1e-2),
-        {.seed = 3, .backend = "reference", .fuse_attention = true});
+        {.seed = 3, .backend = "reference", .fuse_attention = fuse});
     WEFT_CHECK(t.ok(), t.ok() ? "" : t.error().to_string());
-    cases.push_back({"attention_block_fused_adam_step", t->step_graph(), 2});
+    cases.push_back({fuse ? "attention_block_fused_adam_step" : "attention_block_adam_step",
+                     t->step_graph(), 2});
   }
   // Layer norm and softmax rows of 64 forward and backward: warp-per-row kernels.
   add("layer_norm_adam_step",

@@ -275,6 +275,15 @@ std::vector<Case> cases() {
                  {uniform({3, 4}), uniform({3, 4})},
                  {{"reduction", std::string(reduction)}}});
   }
+  // attention: Sq != Sk, odd lengths; causal, a padding mask broadcast over heads and
+  // rows (key 0 never masked), both.
+  const InputSpec q = uniform({2, 3, 4}), k = uniform({2, 5, 4}), v = uniform({2, 5, 3});
+  const InputSpec pad = given(DType::boolean, {2, 1, 5}, {0, 1, 0, 0, 1, 0, 0, 1, 1, 0});
+  c.push_back({"attention_plain", Op::Attention, {q, k, v}, {{"scale", 0.5}}});
+  c.push_back({"attention_causal", Op::Attention, {q, k, v}, {{"scale", 0.5}, {"causal", true}}});
+  c.push_back({"attention_padded", Op::Attention, {q, k, v, pad}, {{"scale", 0.7}}});
+  c.push_back({"attention_causal_padded", Op::Attention, {q, k, v, pad},
+               {{"scale", 0.7}, {"causal", true}}});
   return c;
 }
 

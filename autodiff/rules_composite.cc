@@ -1,6 +1,7 @@
 // Gradient rules of the composite ops, written with primitives (which have rules of
-// their own, so second derivatives work). Saved statistics are recomputed from the
-// operands rather than read from the forward kernel.
+// their own, so second derivatives work), except attention's, which is the composite
+// attention_grad (a fused kernel's backward; not differentiable again). Saved statistics
+// are recomputed from the operands rather than read from the forward kernel.
 #include "autodiff/rules.h"
 
 namespace weft::grad_rules {
@@ -73,6 +74,21 @@ Grads mse(GradBuilder& b, const Node& n, ValueId g) {
   return {d, b.neg(d)};
 }
 
+Grads attention(GradBuilder& b, const Node& n, ValueId g) {
+  // One attention_grad per operand (FlashAttention's backward recomputes the
+  // probabilities from q and k); the mask is a bool: no gradient.
+  std::vector<ValueId> operands = {n.operands[0], n.operands[1], n.operands[2], g};
+  if (n.operands.size() > 3) operands.push_back(n.operands[3]);
+  auto grad = [&](const char* wrt) {
+    Attrs attrs = n.attrs;
+    attrs["wrt"] = std::string(wrt);
+    return b.op(Op::AttentionGrad, operands, std::move(attrs));
+  };
+  Grads out = {grad("q"), grad("k"), grad("v")};
+  if (n.operands.size() > 3) out.push_back(kNoValue);
+  return out;
+}
+
 }  // namespace
 
 void add_composite(Table& t) {
@@ -82,6 +98,10 @@ void add_composite(Table& t) {
   rule(Op::LayerNorm, layer_norm);
   rule(Op::CrossEntropy, cross_entropy);  // labels: class indices, no gradient
   rule(Op::Mse, mse);
+  rule(Op::Attention, attention);  // mask: bool, no gradient
+  t[static_cast<int>(Op::AttentionGrad)].not_differentiable =
+      "attention's gradient is not differentiated again: a second derivative of attention "
+      "needs its primitives (build it without passes/fuse_attention.h)";
 }
 
 }  // namespace weft::grad_rules

@@ -2,6 +2,7 @@
 
 #include "codegen/emit_gpu.h"
 #include "codegen/ptx.h"
+#include "runtime/cuda/library.h"
 
 namespace weft::codegen {
 
@@ -13,6 +14,13 @@ LowerOptions cuda_lower_options() {
   // Every iteration runs, masked: the loop stays inside the step's captured CUDA graph
   // with no count decided on the host (conditional graph nodes are not used).
   options.mask_loop_exits = true;
+  // attention's forward on its CUDA kernel where it takes the node (#31).
+  options.keep_composite = [](const Graph& g, const Node& node) {
+    if (node.op != Op::Attention) return false;
+    std::vector<Type> types;
+    for (ValueId v : node.operands) types.push_back(g.type(v));
+    return cuda::library_kind(node, types, g.type(node.result())) == cuda::LibraryKind::attention;
+  };
   return options;
 }
 

@@ -462,7 +462,7 @@ void add_lowering_passes(Pipeline& p, const LowerOptions& options) {
   p.add(std::make_unique<FoldTransposePass>());
   p.add(std::make_unique<FoldBatchMatmulPass>());
   if (options.fuse && options.decompose_composites) {
-    p.add(std::make_unique<DecomposeCompositesPass>());
+    p.add(std::make_unique<DecomposeCompositesPass>(options.keep_composite));
   }
   if (options.split_reductions) p.add(std::make_unique<SplitReductionsPass>());
   if (options.fuse) add_fusion_passes(p, options);

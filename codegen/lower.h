@@ -59,6 +59,9 @@ struct LowerOptions {
   /// ops that fuse with their neighbours into row kernels (decompose-composites) instead
   /// of library kernels; codegen/row_kernel_bench measures both.
   bool decompose_composites = true;
+  /// Composites the target runs on a kernel of its own, which decompose-composites leaves
+  /// (cuda_lower_options: attention where runtime/cuda's kernel takes it); none if empty.
+  std::function<bool(const Graph& g, const Node& node)> keep_composite;
   /// With `fuse`: row groups (FuseOptions::rows): reductions fused with their consumers.
   bool fuse_rows = true;
   /// With `fuse`: a reduction that fuses with nothing is a generated kernel too

@@ -11,6 +11,7 @@
 #include "frontend/init_params.h"
 #include "ir/verifier.h"
 #include "passes/autocast.h"
+#include "passes/fuse_attention.h"
 #include "passes/pipeline.h"
 #include "passes/weight_copies.h"
 #include "training/derived_state.h"
@@ -188,6 +189,7 @@ Status Trainer::build_step() {
   // LSTM's state (h, c) is concatenated and sliced apart at every step, whose gradient
   // would otherwise be padded, summed and sliced apart again.
   WEFT_RETURN_IF_ERROR(default_pipeline().run_until(g, "canonicalize").status());
+  if (options_.fuse_attention) WEFT_RETURN_IF_ERROR(FuseAttentionPass().run(g).status());
   if (options_.precision != DType::f32) {
     WEFT_ASSIGN_OR_RETURN(loss_value, autocast(g, options_.precision, loss_value));
   }

@@ -141,6 +141,13 @@ struct TrainOptions {
   /// cuda: run the ops with no CUDA kernel on the host instead of refusing the model
   /// (a debugging path; cuda::ExecutorOptions::allow_host_fallback).
   bool allow_host_fallback = false;
+  /// Find the attention pattern (softmax(q·scale·kᵀ + mask)·v) before autodiff
+  /// (passes/fuse_attention.h), so that the step holds `attention` and one `attention_grad`
+  /// per operand instead of their primitives. cuda runs the f32 forward on its attention
+  /// kernel (runtime/cuda/attention_kernels.h, not yet run on a GPU) and decomposes the
+  /// gradients; cpu and reference decompose both (passes/decompose_composites.h). Off by
+  /// default until the kernel has run and been measured on a GPU (issue #31).
+  bool fuse_attention = false;
   /// Stop a step or evaluation at the first op producing a NaN or infinity, naming it and
   /// its builder call site (runtime/reference/numerics.h); slow, for debugging. cpu and
   /// reference only (cuda refuses it).

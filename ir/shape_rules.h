@@ -142,6 +142,12 @@
 //                                            "none" -> [N]; logits' dtype
 //   mse(pred, target) {reduction}            identical float types (no broadcasting);
 //                                            "mean"/"sum" -> scalar, "none" -> the shape
+//   attention(q, k, v[, mask])               q [..., Sq, D], k [..., Sk, D], v [..., Sk,
+//     {scale, causal}                        Dv]: one float dtype, the same leading dims;
+//                                            mask bool, broadcasts to [..., Sq, Sk]; scale
+//                                            finite -> q's dtype [..., Sq, Dv]
+//   attention_grad(q, k, v, dy[, mask])      dy has attention(q, k, v[, mask])'s type;
+//     {scale, causal, wrt}                   wrt "q", "k" or "v" -> that operand's type
 //
 // Rules assume the node passed the verifier's attribute checks (schema attributes
 // present with the right kind); values inside attributes (axes, sizes, strings) are

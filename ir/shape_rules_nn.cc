@@ -2,6 +2,8 @@
 // backward ops), creation ops, assign and composites. Semantics: shape_rules.h.
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
 #include <tuple>
 
 #include "ir/checked_math.h"
@@ -348,6 +350,65 @@ StatusOr<Type> mse(const Node& node, const std::vector<Type>& in) {
   return Type{in[0].dtype, Shape()};
 }
 
+// attention's q, k, v (and dy, mask): the result type, or what is wrong.
+StatusOr<Type> attention_type(const Node& node, const std::vector<Type>& in, size_t mask_at) {
+  if (in.size() != mask_at && in.size() != mask_at + 1) {
+    return rule_error("takes " + std::to_string(mask_at) + " operands and an optional mask, got " +
+                      std::to_string(in.size()));
+  }
+  const Type &q = in[0], &k = in[1], &v = in[2];
+  WEFT_RETURN_IF_ERROR(require_dtype(q, "q", is_floating(q.dtype), "a floating dtype"));
+  WEFT_RETURN_IF_ERROR(require_same_dtype(q, "q", k, "k"));
+  WEFT_RETURN_IF_ERROR(require_same_dtype(q, "q", v, "v"));
+  const int rank = q.shape.rank();
+  auto batch = [](const Type& t) {
+    return std::vector<int64_t>(t.shape.dims.begin(), t.shape.dims.end() - 2);
+  };
+  if (rank < 2 || k.shape.rank() != rank || v.shape.rank() != rank || batch(k) != batch(q) ||
+      batch(v) != batch(q) || k.shape[rank - 1] != q.shape[rank - 1] ||
+      v.shape[rank - 2] != k.shape[rank - 2]) {
+    return rule_error("q " + str(q) + ", k " + str(k) + " and v " + str(v) +
+                      " must be [..., Sq, D], [..., Sk, D] and [..., Sk, Dv] with the same "
+                      "leading dims");
+  }
+  if (!std::isfinite(node.float_attr("scale"))) return rule_error("scale must be finite");
+  std::vector<int64_t> scores = batch(q);
+  scores.push_back(q.shape[rank - 2]);
+  scores.push_back(k.shape[rank - 2]);
+  if (in.size() == mask_at + 1) {
+    const Type& mask = in[mask_at];
+    const Shape want(scores);
+    std::optional<Shape> joint = broadcast_shapes(mask.shape, want);
+    if (mask.dtype != DType::boolean || !joint || *joint != want) {
+      return rule_error("mask " + str(mask) + " must be bool and broadcast to the scores' shape " +
+                        want.to_string() + " (true masks a key out)");
+    }
+  }
+  std::vector<int64_t> y = batch(q);
+  y.push_back(q.shape[rank - 2]);
+  y.push_back(v.shape[rank - 1]);
+  return Type{q.dtype, Shape(std::move(y))};
+}
+
+StatusOr<Type> attention(const Node& node, const std::vector<Type>& in) {
+  return attention_type(node, in, 3);
+}
+
+StatusOr<Type> attention_grad(const Node& node, const std::vector<Type>& in) {
+  if (in.size() < 4) return attention_type(node, in, 4);
+  std::vector<Type> forward = {in[0], in[1], in[2]};
+  if (in.size() == 5) forward.push_back(in[4]);
+  WEFT_ASSIGN_OR_RETURN(Type y, attention_type(node, forward, 3));
+  if (!(in[3] == y)) {
+    return rule_error("dy " + str(in[3]) + " must have the attention result's type " + str(y));
+  }
+  const std::string& wrt = node.str_attr("wrt");
+  if (wrt == "q") return in[0];
+  if (wrt == "k") return in[1];
+  if (wrt == "v") return in[2];
+  return rule_error("wrt \"" + wrt + "\" must be \"q\", \"k\" or \"v\"");
+}
+
 }  // namespace
 
 void add_nn_rules(RuleTable& t) {
@@ -370,6 +431,8 @@ void add_nn_rules(RuleTable& t) {
   set_rule(t, Op::LayerNorm, layer_norm);
   set_rule(t, Op::CrossEntropy, cross_entropy);
   set_rule(t, Op::Mse, mse);
+  set_rule(t, Op::Attention, attention);
+  set_rule(t, Op::AttentionGrad, attention_grad);
 }
 
 }  // namespace weft::shape_rules_internal

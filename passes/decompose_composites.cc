@@ -1,6 +1,10 @@
 #include "passes/decompose_composites.h"
 
+#include <limits>
+#include <map>
+#include <tuple>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace weft {
@@ -23,13 +27,169 @@ IntList trailing_axes(const IntList& axes, int rank) {
   return out;
 }
 
-/// Appends the primitive ops of composite node `i` but the last, which node `i` becomes
-/// (keeping its result, name and location); false when the node is left alone.
-bool decompose(Graph& g, int i) {
-  const Node n = g.node(i);  // A copy: appending nodes may move the vector.
+/// Emits the primitives of composite node `i` before it: each appended to the graph, the
+/// last one's op, operands and attributes written into node `i` itself (keeping its
+/// result, name and location).
+class Emitter {
+ public:
+  Emitter(Graph& g, int i) : g_(g), i_(i), n_(g.node(i)) {}
+
+  /// The composite node (a copy: appending nodes may move the graph's vector).
+  const Node& node() const { return n_; }
+  const Type& type(ValueId v) const { return g_.type(v); }
+  ValueId op(Op o, std::vector<ValueId> in, const Type& type, Attrs attrs = {}) {
+    return g_.add_node(o, std::move(in), std::move(attrs), n_.loc, type);
+  }
+  ValueId scalar(double value, DType dtype) {
+    return op(Op::Full, {}, Type{dtype, Shape{}},
+              {{"shape", IntList{}}, {"value", value}, {"dtype", dtype}});
+  }
+  /// matmul(a, b) with the transpose flags: the operands' batch dims are equal.
+  ValueId matmul(ValueId a, ValueId b, bool ta, bool tb) {
+    const Type ta_type = type(a);
+    const Shape& sb = type(b).shape;
+    const int r = ta_type.shape.rank();
+    Shape out = ta_type.shape;
+    out.dims[r - 2] = ta_type.shape.dims[ta ? r - 1 : r - 2];
+    out.dims[r - 1] = sb.dims[tb ? r - 2 : r - 1];
+    return op(Op::Matmul, {a, b}, Type{ta_type.dtype, out}, matmul_flags(ta, tb));
+  }
+  static Attrs matmul_flags(bool ta, bool tb) { return {{"transpose_a", ta}, {"transpose_b", tb}}; }
+  bool last(Op o, std::vector<ValueId> in, Attrs attrs = {}) {
+    Node& node = g_.node(i_);
+    node.op = o;
+    node.operands = std::move(in);
+    node.attrs = std::move(attrs);
+    return true;
+  }
+
+ private:
+  Graph& g_;
+  int i_;
+  Node n_;
+};
+
+/// `t` with its `axes` of size 1: a per-row statistic's type.
+Type row_type(Type t, const IntList& axes) {
+  for (int64_t a : axes) t.shape.dims[a] = 1;
+  return t;
+}
+
+/// softmax's primitives over the (trailing) `axes` of `x`: x - max, its exp and their sum.
+struct SoftmaxParts {
+  ValueId shifted, exp, sum;
+};
+SoftmaxParts softmax_parts(Emitter& e, ValueId x, const IntList& axes) {
+  const Type t = e.type(x);
+  const Type row = row_type(t, axes);
+  const Attrs over_row = {{"axes", axes}, {"keepdims", true}};
+  const ValueId d = e.op(Op::Sub, {x, e.op(Op::Max, {x}, row, over_row)}, t);
+  const ValueId ex = e.op(Op::Exp, {d}, t);
+  return {d, ex, e.op(Op::Sum, {ex}, row, over_row)};
+}
+
+bool decompose_rows(Emitter& e, const IntList& axes) {
+  const Node& n = e.node();
+  const ValueId x = n.operands[0];
+  const Type t = e.type(x);
+  if (n.op == Op::LayerNorm) {
+    const Type row = row_type(t, axes);
+    const Attrs over_row = {{"axes", axes}, {"keepdims", true}};
+    const ValueId mean = e.op(Op::Mean, {x}, row, over_row);
+    const ValueId xc = e.op(Op::Sub, {x, mean}, t);
+    const ValueId var = e.op(Op::Mean, {e.op(Op::Mul, {xc, xc}, t)}, row, over_row);
+    const ValueId eps = e.scalar(n.float_attr("eps"), t.dtype);
+    const ValueId rstd = e.op(Op::Rsqrt, {e.op(Op::Add, {var, eps}, row)}, row);
+    const ValueId scaled = e.op(Op::Mul, {e.op(Op::Mul, {xc, rstd}, t), n.operands[1]}, t);
+    return e.last(Op::Add, {scaled, n.operands[2]});
+  }
+  const SoftmaxParts sm = softmax_parts(e, x, axes);
+  if (n.op == Op::LogSoftmax) return e.last(Op::Sub, {sm.shifted, e.op(Op::Log, {sm.sum}, row_type(t, axes))});
+  return e.last(Op::Div, {sm.exp, sm.sum});
+}
+
+/// What the attention and attention_grad nodes of one problem (the same q, k, v, mask,
+/// scale and causal) share once decomposed: the scale, the scaled q and the
+/// probabilities, and for each dy the dS of the q and k gradients. A step's gradients
+/// then read the forward's probabilities, as the primitives' own gradient does.
+struct AttentionValues {
+  ValueId scale = kNoValue, q_scaled = kNoValue, p = kNoValue;
+  std::map<ValueId, ValueId> ds;  // by dy
+};
+using AttentionKey = std::tuple<ValueId, ValueId, ValueId, ValueId, double, bool>;
+using SharedAttention = std::map<AttentionKey, AttentionValues>;
+
+/// The probabilities softmax(select(masked, -inf, (q·scale)·kᵀ)) in the module's order
+/// (frontend/modules/attention.cc), emitted once per problem.
+AttentionValues& probabilities(Emitter& e, SharedAttention& shared) {
+  const Node& n = e.node();
+  const size_t mask_at = n.op == Op::AttentionGrad ? 4 : 3;
+  const ValueId q = n.operands[0], k = n.operands[1];
+  const ValueId mask = n.operands.size() > mask_at ? n.operands[mask_at] : kNoValue;
+  AttentionValues& a = shared[{q, k, n.operands[2], mask, n.float_attr("scale"), n.bool_attr("causal")}];
+  if (a.p != kNoValue) return a;
+  const DType dtype = e.type(q).dtype;
+  const int rank = e.type(q).shape.rank();
+  Shape scores = e.type(q).shape;
+  scores.dims[rank - 1] = e.type(k).shape.dims[rank - 2];
+  const Type st{dtype, scores};
+  a.scale = e.scalar(n.float_attr("scale"), dtype);
+  a.q_scaled = e.op(Op::Mul, {q, a.scale}, e.type(q));
+  ValueId s = e.matmul(a.q_scaled, k, /*ta=*/false, /*tb=*/true);
+  const ValueId neg_inf = e.scalar(-std::numeric_limits<double>::infinity(), dtype);
+  if (n.bool_attr("causal")) {
+    const int64_t sq = scores.dims[rank - 2], sk = scores.dims[rank - 1];
+    const Shape square({sq, sk});
+    auto iota = [&](int64_t axis) {
+      return e.op(Op::Iota, {}, Type{DType::i64, square},
+                  {{"shape", IntList{sq, sk}}, {"axis", axis}, {"dtype", DType::i64}});
+    };
+    const ValueId later = e.op(Op::Gt, {iota(1), iota(0)}, Type{DType::boolean, square});
+    s = e.op(Op::Select, {later, neg_inf, s}, st);
+  }
+  if (mask != kNoValue) s = e.op(Op::Select, {mask, neg_inf, s}, st);
+  const SoftmaxParts sm = softmax_parts(e, s, IntList{rank - 1});
+  a.p = e.op(Op::Div, {sm.exp, sm.sum}, st);
+  return a;
+}
+
+/// attention's and attention_grad's primitives: the probabilities P, then y = P·v, or
+/// for the gradient what autodiff makes of that order: Pᵀ·dy (v), dSᵀ·(q·scale) (k) or
+/// (dS·k)·scale (q), with dS = P (dP - rowsum(dP P)) and dP = dy·vᵀ.
+bool decompose_attention(Emitter& e, SharedAttention& shared) {
+  const Node& n = e.node();
+  AttentionValues& a = probabilities(e, shared);
+  if (n.op == Op::Attention) {
+    return e.last(Op::Matmul, {a.p, n.operands[2]}, Emitter::matmul_flags(false, false));
+  }
+  const ValueId dy = n.operands[3];
+  const std::string& wrt = n.str_attr("wrt");
+  if (wrt == "v") return e.last(Op::Matmul, {a.p, dy}, Emitter::matmul_flags(true, false));
+  auto [at, fresh] = a.ds.try_emplace(dy, kNoValue);
+  ValueId& ds = at->second;
+  if (fresh) {
+    const Type st = e.type(a.p);
+    const int rank = st.shape.rank();
+    const ValueId dp = e.matmul(dy, n.operands[2], /*ta=*/false, /*tb=*/true);
+    const ValueId delta = e.op(Op::Sum, {e.op(Op::Mul, {dp, a.p}, st)}, row_type(st, {rank - 1}),
+                               {{"axes", IntList{rank - 1}}, {"keepdims", true}});
+    ds = e.op(Op::Mul, {a.p, e.op(Op::Sub, {dp, delta}, st)}, st);
+  }
+  if (wrt == "k") return e.last(Op::Matmul, {ds, a.q_scaled}, Emitter::matmul_flags(true, false));
+  return e.last(Op::Mul, {e.matmul(ds, n.operands[1], /*ta=*/false, /*tb=*/false), a.scale});
+}
+
+/// Appends the primitive ops of composite node `i` but the last, which node `i` becomes;
+/// false when the node is left alone.
+bool decompose(Graph& g, int i, SharedAttention& shared) {
+  const Node& n = g.node(i);
   if (n.results.size() != 1 || n.operands.empty()) return false;
   const Type t = g.type(n.operands[0]);
   if (t.dtype != DType::f32 && t.dtype != DType::f64) return false;
+  if (n.op == Op::Attention || n.op == Op::AttentionGrad) {
+    Emitter e(g, i);
+    return decompose_attention(e, shared);
+  }
   const int rank = t.shape.rank();
   IntList axes;
   if (n.op == Op::Softmax || n.op == Op::LogSoftmax) {
@@ -40,35 +200,8 @@ bool decompose(Graph& g, int i) {
     return false;
   }
   if (axes.empty() || g.type(n.result()) != t) return false;
-  Type row = t;
-  for (int64_t a : axes) row.shape.dims[a] = 1;
-  auto op = [&](Op o, std::vector<ValueId> in, const Type& type, Attrs attrs = {}) {
-    return g.add_node(o, std::move(in), std::move(attrs), n.loc, type);
-  };
-  auto last = [&](Op o, std::vector<ValueId> in) {
-    Node& node = g.node(i);
-    node.op = o;
-    node.operands = std::move(in);
-    node.attrs = {};
-    return true;
-  };
-  const Attrs over_row = {{"axes", axes}, {"keepdims", true}};
-  const ValueId x = n.operands[0];
-  if (n.op == Op::LayerNorm) {
-    const ValueId mean = op(Op::Mean, {x}, row, over_row);
-    const ValueId xc = op(Op::Sub, {x, mean}, t);
-    const ValueId var = op(Op::Mean, {op(Op::Mul, {xc, xc}, t)}, row, over_row);
-    const ValueId eps = op(Op::Full, {}, Type{t.dtype, Shape{}},
-                           {{"shape", IntList{}}, {"value", n.float_attr("eps")}, {"dtype", t.dtype}});
-    const ValueId rstd = op(Op::Rsqrt, {op(Op::Add, {var, eps}, row)}, row);
-    const ValueId scaled = op(Op::Mul, {op(Op::Mul, {xc, rstd}, t), n.operands[1]}, t);
-    return last(Op::Add, {scaled, n.operands[2]});
-  }
-  const ValueId d = op(Op::Sub, {x, op(Op::Max, {x}, row, over_row)}, t);
-  const ValueId e = op(Op::Exp, {d}, t);
-  const ValueId s = op(Op::Sum, {e}, row, over_row);
-  if (n.op == Op::LogSoftmax) return last(Op::Sub, {d, op(Op::Log, {s}, row)});
-  return last(Op::Div, {e, s});
+  Emitter e(g, i);
+  return decompose_rows(e, axes);
 }
 
 }  // namespace
@@ -77,8 +210,10 @@ StatusOr<bool> DecomposeCompositesPass::run(Graph& g) {
   const int n = static_cast<int>(g.nodes().size());
   std::vector<std::pair<int, int>> appended(n, {0, 0});  // [begin, end) of each node's primitives
   bool changed = false;
+  SharedAttention shared;
   for (int i = 0; i < n; ++i) {
     if (g.node(i).info().category != OpCategory::Composite) continue;
+    if (keep_ && keep_(g, g.node(i))) continue;
     for (ValueId r : g.node(i).results) {
       if (!g.value(r).type) {
         return Error{"decompose-composites: %" + g.value(r).name + " has no type; run infer-types first",
@@ -86,7 +221,7 @@ StatusOr<bool> DecomposeCompositesPass::run(Graph& g) {
       }
     }
     const int begin = static_cast<int>(g.nodes().size());
-    if (!decompose(g, i)) continue;
+    if (!decompose(g, i, shared)) continue;
     appended[i] = {begin, static_cast<int>(g.nodes().size())};
     changed = true;
   }

@@ -16,8 +16,17 @@
 //   %y = div(%2, %3) : f32[8,16]
 // log_softmax ends in `sub(%1, log(%3))`; layer_norm(%x, %w, %b) computes
 // (x - mean) · rsqrt(mean((x - mean)²) + eps) · w + b with eps a `full` scalar.
+// attention(%q, %k, %v[, %mask]) {scale, causal} becomes what frontend/modules/attention.cc
+// emits: matmul(q · scale, k, transpose_b), select(gt(iota col, iota row), -inf, ·) when
+// causal, select(mask, -inf, ·), softmax's primitives and matmul(·, v);
+// attention_grad {wrt} ends in matmul(Pᵀ, dy) (v), matmul(dSᵀ, q · scale) (k) or
+// matmul(dS, k) · scale (q), with dS = P (dP - rowsum(dP P)) and dP = dy · vᵀ. The nodes
+// of one problem (the same q, k, v, mask, scale, causal) share P, and the same dy's dS:
+// a step's gradients read the forward's probabilities, as the primitives' own gradient
+// does.
 //
-// Left alone: a softmax over another axis (its reductions would not be rows: the
+// Left alone: f16/bf16 composites (attention too: passes/fuse_attention.h makes none), a
+// softmax over another axis (its reductions would not be rows: the
 // library kernel is faster), other dtypes, and cross_entropy (the library kernel checks
 // that each label is in range; a one_hot would silently drop a bad label).
 // Requires: a type-inferred graph after autodiff (the gradient rules read the
@@ -26,14 +35,24 @@
 // sums in f64 but rounds each per-row value to the dtype); the result keeps its name
 // and location; the graph stays in topological order.
 
+#include <functional>
+#include <utility>
+
 #include "passes/pass.h"
 
 namespace weft {
 
 class DecomposeCompositesPass : public Pass {
  public:
+  /// A composite node the target runs on a kernel of its own, left as it is (the CUDA
+  /// lowering: attention where its library kernel takes it); none when empty.
+  using Keep = std::function<bool(const Graph& g, const Node& node)>;
+  explicit DecomposeCompositesPass(Keep keep = nullptr) : keep_(std::move(keep)) {}
   std::string_view name() const override { return "decompose-composites"; }
   StatusOr<bool> run(Graph& g) override;
+
+ private:
+  Keep keep_;
 };
 
 }  // namespace weft

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "passes/fuse_elementwise.h"
+#include "passes/infer_types.h"
 #include "passes/pass_testing.h"
 #include "runtime/reference/interpreter.h"
 
@@ -124,6 +125,88 @@ TEST(DecomposeCompositesTest, SameValuesAndOneRowKernel) {
   // one row kernel of six passes.
   EXPECT_EQ(fused, 1) << print_graph(after);
   EXPECT_EQ(full, 1);
+}
+
+// attention with both masks: the module's primitives (frontend/modules/attention.cc).
+TEST(DecomposeCompositesTest, AttentionBecomesTheModulesPrimitives) {
+  DecomposeCompositesPass pass;
+  EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%q: f32[2,3,4], %k: f32[2,5,4], %v: f32[2,5,6], %m: bool[2,1,5]) {
+  %y = attention(%q, %k, %v, %m) {scale=0.5, causal=true} : f32[2,3,6]
+  return %y
+})"),
+            R"(graph @f(%q: f32[2,3,4], %k: f32[2,5,4], %v: f32[2,5,6], %m: bool[2,1,5]) -> (f32[2,3,6]) {
+  %0 = full() {dtype=f32, shape=[], value=0.5} : f32[]
+  %1 = mul(%q, %0) : f32[2,3,4]
+  %2 = matmul(%1, %k) {transpose_a=false, transpose_b=true} : f32[2,3,5]
+  %3 = full() {dtype=f32, shape=[], value=-inf} : f32[]
+  %4 = iota() {axis=1, dtype=i64, shape=[3, 5]} : i64[3,5]
+  %5 = iota() {axis=0, dtype=i64, shape=[3, 5]} : i64[3,5]
+  %6 = gt(%4, %5) : bool[3,5]
+  %7 = select(%6, %3, %2) : f32[2,3,5]
+  %8 = select(%m, %3, %7) : f32[2,3,5]
+  %9 = max(%8) {axes=[2], keepdims=true} : f32[2,3,1]
+  %10 = sub(%8, %9) : f32[2,3,5]
+  %11 = exp(%10) : f32[2,3,5]
+  %12 = sum(%11) {axes=[2], keepdims=true} : f32[2,3,1]
+  %13 = div(%11, %12) : f32[2,3,5]
+  %y = matmul(%13, %v) {transpose_a=false, transpose_b=false} : f32[2,3,6]
+  return %y
+}
+)");
+}
+
+// attention and its three gradients, decomposed, compute what their reference kernels
+// compute: odd sequence lengths, Sq != Sk, a padding mask broadcast over heads and rows,
+// causal or not (every row keeps a key: a row with none is NaN either way).
+TEST(DecomposeCompositesTest, AttentionSameValuesAsItsReferenceKernels) {
+  for (const char* dtype : {"f64", "f32"}) {
+    for (const char* causal : {"false", "true"}) {
+      const std::string t = dtype;
+      const std::string attrs = std::string("{scale=0.375, causal=") + causal;
+      const std::string text = "graph @f(%q: " + t + "[2,3,5,4], %k: " + t + "[2,3,7,4], %v: " + t +
+                               "[2,3,7,3], %dy: " + t + "[2,3,5,3], %m: bool[2,1,1,7]) {\n" +
+                               "  %y = attention(%q, %k, %v, %m) " + attrs + "}\n" +
+                               "  %dq = attention_grad(%q, %k, %v, %dy, %m) " + attrs + ", wrt=\"q\"}\n" +
+                               "  %dk = attention_grad(%q, %k, %v, %dy, %m) " + attrs + ", wrt=\"k\"}\n" +
+                               "  %dv = attention_grad(%q, %k, %v, %dy, %m) " + attrs + ", wrt=\"v\"}\n" +
+                               "  return %y, %dq, %dk, %dv\n}";
+      StatusOr<Graph> before = parse_graph(text, "test.wir");
+      ASSERT_TRUE(before.ok()) << before.error().to_string();
+      ASSERT_TRUE(InferTypesPass().run(*before).ok());
+      Graph after = *before;
+      ASSERT_TRUE(DecomposeCompositesPass().run(after).ok());
+      int exps = 0, products = 0;
+      for (const Node& node : after.nodes()) {
+        EXPECT_NE(node.info().category, OpCategory::Composite) << print_graph(after);
+        exps += node.op == Op::Exp;
+        products += node.op == Op::Matmul;
+      }
+      // One problem: its probabilities once (the scores, y), dP and dS once for q and k,
+      // then dq, dk, dv.
+      EXPECT_EQ(exps, 1) << print_graph(after);
+      EXPECT_EQ(products, 6) << print_graph(after);
+      std::mt19937_64 rng(5);
+      std::vector<Tensor> inputs;
+      for (const Input& in : before->inputs()) {
+        Tensor x(before->type(in.value));
+        for (int64_t i = 0; i < x.numel(); ++i) {
+          // Key 0 is never padded: every row keeps a key, causal or not.
+          const bool is_mask = x.dtype() == DType::boolean;
+          x.set_double(i, is_mask ? (i % 7 != 0 && i % 3 == 1)
+                                  : std::uniform_real_distribution<double>(-2, 2)(rng));
+        }
+        inputs.push_back(x);
+      }
+      auto want = reference::run(*before, inputs);
+      auto got = reference::run(after, inputs);
+      ASSERT_TRUE(want.ok() && got.ok());
+      for (size_t i = 0; i < 4; ++i) {
+        std::string why;
+        EXPECT_TRUE(all_close(got->outputs[i], want->outputs[i], t == "f64" ? 1e-12 : 2e-5, &why))
+            << dtype << " causal=" << causal << " output " << i << ": " << why;
+      }
+    }
+  }
 }
 
 }  // namespace

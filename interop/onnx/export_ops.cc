@@ -179,6 +179,9 @@ const NoOnnxForm kRefused[] = {
     {Op::Assign, "a state update has no ONNX form; export the inference graph (a model built "
                  "with BuildOptions{training=false})"},
     {Op::AllReduce, "a collective across ranks has no ONNX form; export a single process's graph"},
+    {Op::Attention, "attention has no ONNX 1.12 operator; export the model built without "
+                    "fuse-attention (TrainOptions::fuse_attention), whose primitives export"},
+    {Op::AttentionGrad, kGradient},
 };
 
 }  // namespace

@@ -19,7 +19,8 @@ void PrintTo(const FatbinEntry& e, std::ostream* os) { *os << to_string(e); }
 namespace {
 
 TEST(Fatbin, EveryObjectCarriesEachArchitecture) {
-  for (const char* path : {"runtime/cuda/library_kernels.cu.o", "runtime/cuda/pool.cu.o"}) {
+  for (const char* path : {"runtime/cuda/attention_kernels.cu.o", "runtime/cuda/library_kernels.cu.o",
+                           "runtime/cuda/pool.cu.o"}) {
     StatusOr<std::vector<FatbinEntry>> entries = read_fatbin(path);
     ASSERT_TRUE(entries.ok()) << entries.error().message;
     std::sort(entries->begin(), entries->end());  // nvcc's order is its own

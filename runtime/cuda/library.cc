@@ -23,6 +23,7 @@ const char* library_kind_name(LibraryKind kind) {
     case LibraryKind::random: return "random";
     case LibraryKind::convolution: return "convolution";
     case LibraryKind::pooling: return "pooling";
+    case LibraryKind::attention: return "attention";
     case LibraryKind::host: return "host";
   }
   return "?";
@@ -60,7 +61,9 @@ LibraryKind library_kind(const Node& node, const std::vector<Type>& operands, co
   if (result.shape.rank() > kMaxRank) return LibraryKind::host;
   switch (node.op) {
     case Op::Matmul: {
-      if (operands.size() != 2) return LibraryKind::host;
+      // A contraction invocation's epilogue operands follow the GEMM's two (host_invocations
+      // plans the first two alone): attention_grad's dq, (dS·k)·scale, is one.
+      if (operands.size() < 2) return LibraryKind::host;
       MatmulPlan plan;
       StatusOr<bool> planned = plan_matmul(node, operands[0], operands[1], plan);
       return planned.ok() && *planned ? LibraryKind::matmul : LibraryKind::host;
@@ -92,6 +95,8 @@ LibraryKind library_kind(const Node& node, const std::vector<Type>& operands, co
     case Op::Conv: case Op::ConvBackwardInput: case Op::ConvBackwardWeight:
       return plan_convolution(node, operands, result).ok() ? LibraryKind::convolution
                                                            : LibraryKind::host;
+    case Op::Attention:
+      return plan_attention(node, operands) ? LibraryKind::attention : LibraryKind::host;
     case Op::MaxPool2d: case Op::AvgPool2d: case Op::MaxPool2dBackward:
     case Op::AvgPool2dBackward: case Op::MaxPool2dSelect:
       return plan_pooling(node, operands, result).ok() ? LibraryKind::pooling
@@ -131,6 +136,13 @@ std::string_view category_gap(const Node& node, const std::vector<Type>& operand
     case OpCategory::Composite:
       if (node.op == Op::CrossEntropy || node.op == Op::Mse) {
         return "the loss kernels take f32 or f64 values (and i32, i64 or u8 labels)";
+      }
+      if (node.op == Op::Attention) {
+        return "the attention kernel takes f32 with head dims up to 128 (plan_attention); "
+               "the CUDA lowering decomposes the others";
+      }
+      if (node.op == Op::AttentionGrad) {
+        return "no attention_grad kernel yet: the CUDA lowering decomposes it";
       }
       return "softmax, log_softmax and layer_norm run as generated row kernels over the "
              "innermost axis; the library has no kernel for other axes or dtypes";

@@ -37,6 +37,7 @@ enum class LibraryKind {
   random,         ///< Philox on the device, the reference's streams (runtime/philox.h).
   convolution,    ///< cuDNN: conv and its two gradients.
   pooling,        ///< max/avg pooling, their gradients and max_pool2d_select.
+  attention,      ///< attention's forward in f32 (attention_kernels.h; not yet run on a GPU).
   host,           ///< The reference interpreter on the host (no CUDA kernel).
 };
 

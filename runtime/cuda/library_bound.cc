@@ -5,6 +5,7 @@
 #include <functional>
 #include <utility>
 
+#include "runtime/cuda/attention_kernels.h"
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/library_kernels.h"
 #include "runtime/cuda/library_plan.h"
@@ -155,6 +156,16 @@ StatusOr<BoundPtr> library_bound(LibraryKind kind, const Node& node,
                               out, d.stream);
           },
           static_cast<size_t>(kMseBlocks) * sizeof(double)));
+    }
+    case LibraryKind::attention: {
+      std::optional<AttentionPlan> plan = plan_attention(node, types);
+      if (!plan) return Error{"internal: attention " + what + " has no kernel plan", node.loc};
+      const uint8_t* mask = plan->masked ? static_cast<const uint8_t*>(in[3]) : nullptr;
+      return BoundPtr(std::make_unique<LibraryBound>(node, what, [=, p = *plan](Device& d, int) {
+        return launch_attention(static_cast<const float*>(in[0]), static_cast<const float*>(in[1]),
+                                static_cast<const float*>(in[2]), mask, p.mask_map,
+                                static_cast<float*>(out), p.shape, p.scale, p.causal, d.stream);
+      }));
     }
     case LibraryKind::elementwise: {
       const ElementwiseOp eop = elementwise_op(node.op);

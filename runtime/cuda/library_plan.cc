@@ -165,4 +165,32 @@ uint64_t dtype_bits(DType dtype, double value) {
   return bits;
 }
 
+std::optional<AttentionPlan> plan_attention(const Node& node, const std::vector<Type>& operands) {
+  if (node.op != Op::Attention || operands.size() < 3) return std::nullopt;
+  const Type& q = operands[0];
+  const int rank = q.shape.rank();
+  for (size_t i = 0; i < 3; ++i) {
+    if (operands[i].dtype != DType::f32 || operands[i].shape.rank() != rank) return std::nullopt;
+  }
+  if (rank < 2 || rank > kMaxRank) return std::nullopt;
+  AttentionPlan plan;
+  AttentionShape& s = plan.shape;
+  for (int i = 0; i < rank - 2; ++i) s.batch *= q.shape[i];
+  s.sq = q.shape[rank - 2];
+  s.sk = operands[1].shape[rank - 2];
+  const int64_t d = q.shape[rank - 1], dv = operands[2].shape[rank - 1];
+  if (d < 1 || dv < 1 || d > kAttentionMaxDim || dv > kAttentionMaxDim) return std::nullopt;
+  s.d = static_cast<int>(d);
+  s.dv = static_cast<int>(dv);
+  if (operands.size() > 3) {
+    Shape scores = q.shape;
+    scores.dims[rank - 1] = s.sk;
+    plan.masked = true;
+    plan.mask_map = broadcast_map(operands[3].shape, scores);
+  }
+  plan.scale = static_cast<float>(node.float_attr("scale"));
+  plan.causal = node.bool_attr("causal");
+  return plan;
+}
+
 }  // namespace weft::cuda

@@ -11,6 +11,7 @@
 
 #include "ir/graph.h"
 #include "ir/status.h"
+#include "runtime/cuda/attention_shape.h"
 #include "runtime/cuda/index_maps.h"
 
 namespace weft::cuda {
@@ -40,6 +41,22 @@ std::optional<ElementwiseOp> library_elementwise_op(Op op);
 
 /// library_elementwise_op(op), which must exist: the op of a LibraryKind::elementwise call.
 ElementwiseOp elementwise_op(Op op);
+
+/// What attention's kernel (attention_kernels.h) is given for one attention node: the
+/// problems' sizes, the map from each score [batch, sq, sk] (row-major) to the mask's
+/// element (when `masked`), the scale and causal.
+struct AttentionPlan {
+  AttentionShape shape;
+  bool masked = false;
+  StridedMap mask_map;
+  float scale = 1;
+  bool causal = false;
+};
+
+/// The plan of an `attention` node on operands of types `operands`, or nullopt where the
+/// kernel does not take it: not f32, a head dim above kAttentionMaxDim, a rank above
+/// kMaxRank. library_kind sends the node to the kernel exactly where this is a plan.
+std::optional<AttentionPlan> plan_attention(const Node& node, const std::vector<Type>& operands);
 
 /// The bytes of `value` in `dtype`, in the low bytes of the result (one_hot's and
 /// random_bernoulli's 0 and 1, pad's fill).

@@ -198,10 +198,42 @@ TEST(LibraryKind, EveryOpOfATrainingStepHasDeviceCode) {
       // What the device code does not cover yet is the host.
       {"%x: f32[4,6]", "  %y = argmax(%x) {axis=1}\n", LibraryKind::host},
       {"%k: i64[2]", "  %y = random_uniform(%k) {shape=[4], dtype=f16}\n", LibraryKind::host},
+      // attention's kernel: f32, head dims up to 128; the rest the lowering decomposes.
+      {"%q: f32[2,3,5,128], %k: f32[2,3,7,128], %v: f32[2,3,7,64], %m: bool[2,1,1,7]",
+       "  %y = attention(%q, %k, %v, %m) {scale=0.5, causal=true}\n", LibraryKind::attention},
+      {"%q: f64[5,8], %k: f64[7,8], %v: f64[7,8]", "  %y = attention(%q, %k, %v) {scale=0.5}\n",
+       LibraryKind::host},
+      {"%q: f32[5,129], %k: f32[7,129], %v: f32[7,8]", "  %y = attention(%q, %k, %v) {scale=0.5}\n",
+       LibraryKind::host},
+      {"%q: f32[5,8], %k: f32[7,8], %v: f32[7,8], %d: f32[5,8]",
+       "  %y = attention_grad(%q, %k, %v, %d) {scale=0.5, wrt=\"q\"}\n", LibraryKind::host},
   };
   for (const auto& [inputs, body, want] : ops) {
     const OneOp op = one_op(inputs, body);
     EXPECT_EQ(library_kind(op.node(), op.types(), op.result()), want) << body;
+  }
+}
+
+// attention's plan: the problems flattened, and each score's mask element through the
+// broadcast map (a padding mask [B, 1, 1, Sk] read for every head and row).
+TEST(LibraryPlan, AttentionPlanFlattensProblemsAndMapsTheMask) {
+  const OneOp op = one_op("%q: f32[2,3,5,16], %k: f32[2,3,7,16], %v: f32[2,3,7,8], %m: bool[2,1,1,7]",
+                          "  %y = attention(%q, %k, %v, %m) {scale=0.25, causal=true}\n");
+  std::optional<AttentionPlan> plan = plan_attention(op.node(), op.types());
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(plan->shape.batch, 6);
+  EXPECT_EQ(plan->shape.sq, 5);
+  EXPECT_EQ(plan->shape.sk, 7);
+  EXPECT_EQ(plan->shape.d, 16);
+  EXPECT_EQ(plan->shape.dv, 8);
+  EXPECT_TRUE(plan->masked && plan->causal);
+  EXPECT_EQ(plan->scale, 0.25f);
+  EXPECT_EQ(plan->mask_map.count, 2 * 3 * 5 * 7);
+  for (int64_t e = 0; e < plan->mask_map.count; ++e) {
+    int64_t out = 0;
+    const int64_t in = map_element(plan->mask_map, e, out);
+    EXPECT_EQ(out, e);
+    EXPECT_EQ(in, (e / (3 * 5 * 7)) * 7 + e % 7) << e;  // batch b, key j
   }
 }
 

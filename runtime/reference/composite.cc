@@ -1,9 +1,11 @@
-// Composite kernels: softmax, log_softmax, layer_norm, cross_entropy and mse, computed
-// directly (numerically stable) rather than through their decompositions, so that the
-// decompositions can be tested against them.
+// Composite kernels: softmax, log_softmax, layer_norm, cross_entropy, mse, attention and
+// attention_grad, computed directly (numerically stable) rather than through their
+// decompositions, so that the decompositions can be tested against them.
 
 #include <cmath>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "runtime/reference/kernels.h"
 
@@ -168,6 +170,175 @@ Status mse(const Node& node, const Inputs& in, Tensor& out) {
   });
 }
 
+// ---- attention and attention_grad ------------------------------------------------------
+
+/// attention's operands as `batch` independent problems: q [Sq, D], k [Sk, D], v [Sk, Dv].
+struct AttentionDims {
+  int64_t batch = 1, sq = 0, sk = 0, d = 0, dv = 0;
+};
+
+AttentionDims attention_dims(const Tensor& q, const Tensor& k, const Tensor& v) {
+  AttentionDims a;
+  const int rank = q.rank();
+  for (int i = 0; i < rank - 2; ++i) a.batch *= q.shape().dims[i];
+  a.sq = q.shape().dims[rank - 2];
+  a.d = q.shape().dims[rank - 1];
+  a.sk = k.shape().dims[rank - 2];
+  a.dv = v.shape().dims[rank - 1];
+  return a;
+}
+
+/// Which scores are masked out, [batch, Sq, Sk]: `mask` (if any) broadcast to the scores'
+/// shape, and with `causal` every key j > query i.
+std::vector<char> masked_scores(const Tensor& q, const Tensor* mask, const AttentionDims& a,
+                                bool causal) {
+  std::vector<char> out(a.batch * a.sq * a.sk, 0);
+  if (mask != nullptr) {
+    // The scores' shape: q's leading dims, Sq, Sk; the mask aligned to its right.
+    std::vector<int64_t> dims = q.shape().dims;
+    dims.back() = a.sk;
+    const int rank = static_cast<int>(dims.size()), offset = rank - mask->rank();
+    std::vector<int64_t> stride(rank, 0);
+    int64_t step = 1;
+    for (int d = mask->rank() - 1; d >= 0; --d) {
+      if (mask->shape().dims[d] != 1) stride[d + offset] = step;
+      step *= mask->shape().dims[d];
+    }
+    std::vector<int64_t> idx(rank, 0);
+    for (size_t f = 0; f < out.size(); ++f) {
+      int64_t at = 0;
+      for (int d = 0; d < rank; ++d) at += idx[d] * stride[d];
+      out[f] = mask->data<uint8_t>()[at] != 0;
+      for (int d = rank - 1; d >= 0 && ++idx[d] == dims[d]; --d) idx[d] = 0;
+    }
+  }
+  if (causal) {
+    for (int64_t f = 0; f < static_cast<int64_t>(out.size()); ++f) {
+      if (f % a.sk > (f / a.sk) % a.sq) out[f] = 1;
+    }
+  }
+  return out;
+}
+
+/// Problem b's probabilities softmax(select(masked, -inf, (q·scale)·kᵀ)), [Sq, Sk] in f64,
+/// with the primitives' roundings: q·scale rounded to T, each score rounded to T. A row
+/// with every key masked is NaN, as softmax of -inf everywhere is.
+template <typename T>
+std::vector<double> attention_probs(const T* q, const T* k, const char* masked,
+                                    const AttentionDims& a, T scale) {
+  std::vector<double> p(a.sq * a.sk);
+  for (int64_t i = 0; i < a.sq; ++i) {
+    double* row = p.data() + i * a.sk;
+    double m = -std::numeric_limits<double>::infinity();
+    for (int64_t j = 0; j < a.sk; ++j) {
+      double s = 0;
+      for (int64_t c = 0; c < a.d; ++c) {
+        s += static_cast<double>(static_cast<T>(q[i * a.d + c] * scale)) * static_cast<double>(k[j * a.d + c]);
+      }
+      row[j] = masked[i * a.sk + j] ? -std::numeric_limits<double>::infinity()
+                                    : static_cast<double>(static_cast<T>(s));
+      m = std::max(m, row[j]);
+    }
+    double sum = 0;
+    for (int64_t j = 0; j < a.sk; ++j) sum += (row[j] = std::exp(row[j] - m));
+    for (int64_t j = 0; j < a.sk; ++j) row[j] /= sum;
+  }
+  return p;
+}
+
+Status attention(const Node& node, const Inputs& in, Tensor& out) {
+  const Tensor &q = *in[0], &k = *in[1], &v = *in[2];
+  const AttentionDims a = attention_dims(q, k, v);
+  const std::vector<char> masked =
+      masked_scores(q, in.size() > 3 ? in[3] : nullptr, a, node.bool_attr("causal"));
+  return dispatch<kFloats>(node, q.dtype(), [&](auto tag) -> Status {
+    using T = decltype(tag);
+    const T scale = static_cast<T>(node.float_attr("scale"));
+    for (int64_t b = 0; b < a.batch; ++b) {
+      const std::vector<double> p = attention_probs(q.data<T>() + b * a.sq * a.d, k.data<T>() + b * a.sk * a.d,
+                                                    masked.data() + b * a.sq * a.sk, a, scale);
+      const T* vb = v.data<T>() + b * a.sk * a.dv;
+      T* y = out.data<T>() + b * a.sq * a.dv;
+      for (int64_t i = 0; i < a.sq; ++i) {
+        for (int64_t c = 0; c < a.dv; ++c) {
+          double acc = 0;
+          for (int64_t j = 0; j < a.sk; ++j) acc += p[i * a.sk + j] * static_cast<double>(vb[j * a.dv + c]);
+          y[i * a.dv + c] = static_cast<T>(acc);
+        }
+      }
+    }
+    return Status::ok_status();
+  });
+}
+
+// FlashAttention's backward, in f64 from the recomputed probabilities P:
+//   dv = Pᵀ·dy,  dP = dy·vᵀ,  dS = P ∘ (dP - rowsum(dP ∘ P)),  dq = (dS·k)·scale,
+//   dk = dSᵀ·(q·scale).
+Status attention_grad(const Node& node, const Inputs& in, Tensor& out) {
+  const Tensor &q = *in[0], &k = *in[1], &v = *in[2], &dy = *in[3];
+  const AttentionDims a = attention_dims(q, k, v);
+  const std::vector<char> masked =
+      masked_scores(q, in.size() > 4 ? in[4] : nullptr, a, node.bool_attr("causal"));
+  const std::string& wrt = node.str_attr("wrt");
+  return dispatch<kFloats>(node, q.dtype(), [&](auto tag) -> Status {
+    using T = decltype(tag);
+    const T scale = static_cast<T>(node.float_attr("scale"));
+    for (int64_t b = 0; b < a.batch; ++b) {
+      const T* qb = q.data<T>() + b * a.sq * a.d;
+      const T* kb = k.data<T>() + b * a.sk * a.d;
+      const T* vb = v.data<T>() + b * a.sk * a.dv;
+      const T* dyb = dy.data<T>() + b * a.sq * a.dv;
+      const std::vector<double> p = attention_probs(qb, kb, masked.data() + b * a.sq * a.sk, a, scale);
+      if (wrt == "v") {
+        T* dv = out.data<T>() + b * a.sk * a.dv;
+        for (int64_t j = 0; j < a.sk; ++j) {
+          for (int64_t c = 0; c < a.dv; ++c) {
+            double acc = 0;
+            for (int64_t i = 0; i < a.sq; ++i) acc += p[i * a.sk + j] * static_cast<double>(dyb[i * a.dv + c]);
+            dv[j * a.dv + c] = static_cast<T>(acc);
+          }
+        }
+        continue;
+      }
+      std::vector<double> ds(a.sq * a.sk);
+      for (int64_t i = 0; i < a.sq; ++i) {
+        double delta = 0;
+        for (int64_t j = 0; j < a.sk; ++j) {
+          double dp = 0;
+          for (int64_t c = 0; c < a.dv; ++c) {
+            dp += static_cast<double>(dyb[i * a.dv + c]) * static_cast<double>(vb[j * a.dv + c]);
+          }
+          ds[i * a.sk + j] = dp;
+          delta += dp * p[i * a.sk + j];
+        }
+        for (int64_t j = 0; j < a.sk; ++j) ds[i * a.sk + j] = p[i * a.sk + j] * (ds[i * a.sk + j] - delta);
+      }
+      if (wrt == "q") {
+        T* dq = out.data<T>() + b * a.sq * a.d;
+        for (int64_t i = 0; i < a.sq; ++i) {
+          for (int64_t c = 0; c < a.d; ++c) {
+            double acc = 0;
+            for (int64_t j = 0; j < a.sk; ++j) acc += ds[i * a.sk + j] * static_cast<double>(kb[j * a.d + c]);
+            dq[i * a.d + c] = static_cast<T>(acc * static_cast<double>(scale));
+          }
+        }
+      } else {
+        T* dk = out.data<T>() + b * a.sk * a.d;
+        for (int64_t j = 0; j < a.sk; ++j) {
+          for (int64_t c = 0; c < a.d; ++c) {
+            double acc = 0;
+            for (int64_t i = 0; i < a.sq; ++i) {
+              acc += ds[i * a.sk + j] * static_cast<double>(static_cast<T>(qb[i * a.d + c] * scale));
+            }
+            dk[j * a.d + c] = static_cast<T>(acc);
+          }
+        }
+      }
+    }
+    return Status::ok_status();
+  });
+}
+
 }  // namespace
 
 void register_composite_kernels(KernelTable& t) {
@@ -176,6 +347,8 @@ void register_composite_kernels(KernelTable& t) {
   t.add(Op::LayerNorm, layer_norm);
   t.add(Op::CrossEntropy, cross_entropy);
   t.add(Op::Mse, mse);
+  t.add(Op::Attention, attention);
+  t.add(Op::AttentionGrad, attention_grad);
 }
 
 }  // namespace weft::reference

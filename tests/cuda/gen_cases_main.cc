@@ -5,6 +5,7 @@
 // --suite-bf16 OUT.cc` (the same steps in bf16 under autocast, for suite_bf16_bench).
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -374,6 +375,36 @@ std::vector<GraphCase> op_cases() {
       "  %d = avg_pool2d_backward(%g) {input_shape=[2, 3, 9, 8], " + pool + "}\n", "%d");
   add("max_pool2d_select", "%x: f32[2,3,9,8], %g: f32[2,3,9,8]",
       "  %y = max_pool2d_select(%x, %g) {" + pool + "}\n", "%y");
+  // attention and its three gradients (#31): causal, padded (keys from `pad` on masked,
+  // by a mask broadcast over heads and rows), both, odd lengths, Sq != Sk, head_dim 32 and
+  // 64. Every lowering decomposes them (GEMMs and row kernels) until a kernel exists.
+  auto attention = [&](const std::string& name, const char* d, int64_t sq, int64_t sk,
+                       int64_t dim, bool causal, int64_t pad) {
+    auto shape = [&](int64_t rows, int64_t cols) {
+      return std::string(d) + "[2,2," + std::to_string(rows) + "," + std::to_string(cols) + "]";
+    };
+    const std::string inputs = "%q: " + shape(sq, dim) + ", %k: " + shape(sk, dim) + ", %v: " +
+                               shape(sk, dim) + ", %dy: " + shape(sq, dim);
+    std::string body, mask;
+    if (pad > 0) {
+      body = "  %i = iota() {shape=[2, 1, 1, " + std::to_string(sk) + "], axis=3}\n" +
+             "  %n = full() {shape=[], value=" + std::to_string(pad) + ", dtype=i64}\n" +
+             "  %m = ge(%i, %n)\n";
+      mask = ", %m";
+    }
+    const std::string attrs = std::string("scale=") + std::to_string(1.0 / std::sqrt(double(dim))) +
+                              ", causal=" + (causal ? "true" : "false");
+    body += "  %y = attention(%q, %k, %v" + mask + ") {" + attrs + "}\n";
+    for (const char* wrt : {"q", "k", "v"}) {
+      body += std::string("  %d") + wrt + " = attention_grad(%q, %k, %v, %dy" + mask + ") {" +
+              attrs + ", wrt=\"" + wrt + "\"}\n";
+    }
+    add(name, inputs, body, "%y, %dq, %dk, %dv");
+  };
+  attention("attention_causal_d32", "f32", 13, 13, 32, /*causal=*/true, /*pad=*/0);
+  attention("attention_padded_d64", "f32", 11, 11, 64, false, 7);
+  attention("attention_causal_padded_odd_d32", "f32", 9, 9, 32, true, 5);
+  attention("attention_cross_padded_f64_d64", "f64", 5, 7, 64, false, 3);
   return cases;
 }
 
@@ -397,6 +428,22 @@ std::vector<GraphCase> training_cases() {
       FlowBuilder::from(Linear(784, 256)).through(ReLU()).through(Linear(256, 256))
           .through(ReLU()).through(Linear(256, 10)).build(),
       {{"x", f32({128, 784})}}, LossSpec::cross_entropy(), OptimizerSpec::adam(1e-3), 2);
+  // A causal attention block's step with fuse-attention (#31: the forward on the attention
+  // kernel, the gradients decomposed) and without (its A/B twin for step_bench).
+  for (const bool fuse : {true, false}) {
+    auto net = FlowBuilder::from(Identity())
+                   .also(MultiheadAttention(64, 2, {.causal = true}))
+                   .through(LayerNorm(64))
+                   .through(Linear(64, 5))
+                   .build();
+    WEFT_CHECK(net.ok(), net.ok() ? "" : net.error().to_string());
+    StatusOr<Trainer> t = Trainer::compile(
+        *net, {{"x", f32({3, 7, 64})}}, LossSpec::mse(), OptimizerSpec::adam(1e-2),
+        {.seed = 3, .backend = "reference", .fuse_attention = fuse});
+    WEFT_CHECK(t.ok(), t.ok() ? "" : t.error().to_string());
+    cases.push_back({fuse ? "attention_block_fused_adam_step" : "attention_block_adam_step",
+                     t->step_graph(), 2});
+  }
   // Layer norm and softmax rows of 64 forward and backward: warp-per-row kernels.
   add("layer_norm_adam_step",
       FlowBuilder::from(Linear(64, 64)).through(LayerNorm(64)).through(GELU())

@@ -6,7 +6,10 @@
 # launch and as one CUDA graph against the reference interpreter, then `scan_slots` and
 # the LSTM and GRU steps under compute-sanitizer memcheck (a slot written out of bounds
 # would show there), and the concats stored in place by their parts' kernels
-# (`stored_concat`, `scan_stored_concat`: passes/fold_concats.h). About a minute; not yet run (written in a session without a GPU).
+# (`stored_concat`, `scan_stored_concat`: passes/fold_concats.h). Also #31's attention
+# cases (`*attention*`: attention and its three gradients causal, padded, both, odd
+# lengths, head_dim 32/64, and a fused attention block's step, decomposed by the CUDA
+# lowering). About a minute; not yet run (written in a session without a GPU).
 # open_issues_check.sh 31 runs it before the suite. Build and copy here:
 #
 #   bazel build //tests/cuda:cases_test
@@ -17,14 +20,14 @@
 set -uo pipefail
 out=/tmp/weft-gpu
 mkdir -p "$out"
-cases='*scan*:*lstm*:*gru*:*until*:*ctc*:*skipped_slots*:*stored_concat*'
+cases='*scan*:*lstm*:*gru*:*until*:*ctc*:*skipped_slots*:*stored_concat*:*attention*'
 line() { grep -E "$1" "$2" | tr '\n' ' ' | cut -c1-400; echo; }
 
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 timeout 60 .gpu/cases_test --gtest_filter="$cases" >"$out/loop_slots_cases.txt" 2>&1
 echo "== cases_test ($cases) rc=$? $(line '^\[  (PASSED|FAILED)' "$out/loop_slots_cases.txt")"
 grep -E "Failure|error" -A4 "$out/loop_slots_cases.txt" | head -40
-timeout 90 compute-sanitizer --tool memcheck --error-exitcode 3 .gpu/cases_test --gtest_filter='*scan_slots*:*lstm*:*gru*:*stored_concat*' \
+timeout 90 compute-sanitizer --tool memcheck --error-exitcode 3 .gpu/cases_test --gtest_filter='*scan_slots*:*lstm*:*gru*:*stored_concat*:*attention_causal_padded_odd*' \
   >"$out/loop_slots_memcheck.txt" 2>&1
 echo "== memcheck rc=$? $(line 'ERROR SUMMARY|^\[  (PASSED|FAILED)' "$out/loop_slots_memcheck.txt")"
 if [ -n "${OUT:-}" ]; then cp -f "$out"/loop_slots_*.txt "$OUT"/ 2>/dev/null; fi

@@ -14,11 +14,13 @@
 //
 // Defaults: 3 warm-up and 20 measured epochs; at the cpu preset 1 and 5. Timed runs at
 // the paper preset are declined unless --allow-paper: weft's backends so far run on the
-// CPU. --profile prints the compiled step's per-kernel times after the warm-up.
+// CPU. --profile prints the compiled step's per-kernel times after the warm-up, the 25
+// costliest invocations or --profile-rows=N of them.
 //
 // The timed run's flags, INIT loading, epoch loop and JSON fields are bench/timed_run.h,
 // shared with bench/weft_aot_worker (the same runs on the AOT libraries of bench/aot).
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -156,7 +158,10 @@ int run(const cli::Args& args) {
         if (profile && cpu_step) (void)trainer->set_profiling(true);
       });
   if (!times.ok()) return fail(times.error());
-  if (profile && cpu_step) std::fprintf(stderr, "%s", trainer->profile_report()->c_str());
+  if (profile && cpu_step) {
+    const int rows = args.has("profile-rows") ? std::atoi(args.get("profile-rows").c_str()) : 25;
+    std::fprintf(stderr, "%s", trainer->profile_report(rows)->c_str());
+  }
   const std::string config =
       run_config(options.backend, cpu_step ? cpu_step->pool().num_threads() : 0) +
       (precision == "f32" ? "" : ", " + precision);
@@ -186,6 +191,7 @@ int main(int argc, char** argv) {
   specs.push_back(FlagSpec("print-params", "", /*takes_value_in=*/false));
   specs.push_back(FlagSpec("allow-paper", "", /*takes_value_in=*/false));
   specs.push_back(FlagSpec("precision"));
+  specs.push_back(FlagSpec("profile-rows"));
   auto args = weft::cli::parse_args("weft_worker", argv_list, specs);
   if (!args.ok()) return weft::bench::fail(args.error());
   return weft::bench::run(*args);

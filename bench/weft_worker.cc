@@ -20,7 +20,6 @@
 // The timed run's flags, INIT loading, epoch loop and JSON fields are bench/timed_run.h,
 // shared with bench/weft_aot_worker (the same runs on the AOT libraries of bench/aot).
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -120,6 +119,8 @@ int run(const cli::Args& args) {
   }
   StatusOr<TimedRunFlags> flags = parse_timed_run_flags(args, to_string(*preset));
   if (!flags.ok()) return fail(flags.error());
+  StatusOr<int64_t> profile_rows = parse_int("profile-rows", args.get("profile-rows", "25"), 1, 100000);
+  if (!profile_rows.ok()) return fail(profile_rows.error());
   if (*preset == Preset::paper && !args.has("allow-paper")) {
     return fail(
         Error{"the paper preset is meant for GPU backends and weft's backends run on the "
@@ -159,8 +160,7 @@ int run(const cli::Args& args) {
       });
   if (!times.ok()) return fail(times.error());
   if (profile && cpu_step) {
-    const int rows = args.has("profile-rows") ? std::atoi(args.get("profile-rows").c_str()) : 25;
-    std::fprintf(stderr, "%s", trainer->profile_report(rows)->c_str());
+    std::fprintf(stderr, "%s", trainer->profile_report(static_cast<int>(*profile_rows))->c_str());
   }
   const std::string config =
       run_config(options.backend, cpu_step ? cpu_step->pool().num_threads() : 0) +

@@ -19,9 +19,9 @@ namespace weft::codegen {
 namespace emit_detail {
 namespace {
 
-// Whether every use of `v` in `g` is an add, sub, mul or div, which return a NaN operand
-// quiet whether or not it was (x86 sets the quiet bit of the NaN it returns; a GPU
-// returns the canonical NaN), and `v` is no output of `g`. A widening cast of a half
+// Whether every use of `v` in `g` is an add, sub, mul or div, or a sum or mean (which
+// add), which return a NaN operand quiet whether or not it was (x86 sets the quiet bit
+// of the NaN it returns; a GPU returns the canonical NaN), and `v` is no output of `g`. A widening cast of a half
 // value to f32 then need not set the quiet bit itself (Emitter::cast): the kernel's
 // results are the same bits, with three vector ops fewer per cast.
 bool users_quiet_nans(const Graph& g, ValueId v) {
@@ -30,7 +30,15 @@ bool users_quiet_nans(const Graph& g, ValueId v) {
   }
   for (const Node& n : g.nodes()) {
     if (std::find(n.operands.begin(), n.operands.end(), v) == n.operands.end()) continue;
-    if (n.op != Op::Add && n.op != Op::Sub && n.op != Op::Mul && n.op != Op::Div) return false;
+    switch (n.op) {
+      case Op::Add:
+      case Op::Sub:
+      case Op::Mul:
+      case Op::Div:
+      case Op::Sum:
+      case Op::Mean: break;
+      default: return false;
+    }
   }
   return true;
 }

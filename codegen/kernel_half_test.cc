@@ -252,8 +252,8 @@ TEST(KernelHalf, HalfRuleRoundsWidenedOpsAndNotSelect) {
 // A widening cast of a half value sets the quiet bit of its NaN lanes (as the
 // reference's conversion through f64 does) only where that can show: in an output, or
 // read by an op that passes a NaN through (maximum compares and selects). Read only by
-// add/sub/mul/div, which return any NaN operand quiet, it emits no quieting; every body
-// still matches the reference bit for bit, signaling NaNs included.
+// add/sub/mul/div or a sum or mean, which return any NaN operand quiet, it emits no
+// quieting; every body still matches the reference bit for bit, signaling NaNs included.
 TEST(KernelHalf, WideningCastsQuietNaNsOnlyWhereItShows) {
   const std::vector<uint16_t> bits = {0x7f81, 0xff81, 0x7fc1, 0x3f80, 0x0001, 0x8000, 0xc040};
   const std::string n = std::to_string(bits.size());
@@ -268,6 +268,10 @@ TEST(KernelHalf, WideningCastsQuietNaNsOnlyWhereItShows) {
       {"graph @k(%x: bf16[" + n + "], %y: f32[" + n + "]) -> (f32[" + n + "]) {\n"
        "  %w = cast(%x) {dtype=f32} : f32[" + n + "]\n  %p = mul(%w, %y) : f32[" + n + "]\n"
        "  %q = sub(%p, %w) : f32[" + n + "]\n  return %q\n}",
+       false},
+      {"graph @k(%x: bf16[" + n + "], %y: f32[" + n + "]) -> (f32[" + n + "], f32[1]) {\n"
+       "  %w = cast(%x) {dtype=f32} : f32[" + n + "]\n  %p = mul(%w, %y) : f32[" + n + "]\n"
+       "  %s = mean(%w) {axes=[0], keepdims=true} : f32[1]\n  return %p, %s\n}",
        false},
       {"graph @k(%x: bf16[" + n + "], %y: f32[" + n + "]) -> (f32[" + n + "], f32[" + n + "]) {\n"
        "  %w = cast(%x) {dtype=f32} : f32[" + n + "]\n  %p = mul(%w, %y) : f32[" + n + "]\n"

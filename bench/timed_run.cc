@@ -104,7 +104,8 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/// `value` as an integer in [min, max], or an error naming the flag.
+}  // namespace
+
 StatusOr<int64_t> parse_int(const std::string& flag, const std::string& value, int64_t min,
                             int64_t max) {
   size_t used = 0;
@@ -120,8 +121,6 @@ StatusOr<int64_t> parse_int(const std::string& flag, const std::string& value, i
   }
   return v;
 }
-
-}  // namespace
 
 std::vector<cli::FlagSpec> worker_flag_specs() {
   using cli::FlagSpec;

@@ -76,6 +76,11 @@ struct TimedRunFlags {
 /// timed-run flags above; each worker adds its own.
 std::vector<cli::FlagSpec> worker_flag_specs();
 
+/// `value` as an integer in [min, max], or an error naming the flag ("bad value for
+/// --steps: 'x' (an integer in [1, 100000])").
+StatusOr<int64_t> parse_int(const std::string& flag, const std::string& value, int64_t min,
+                            int64_t max);
+
 /// The timed-run flags of `args` for `preset` ("cpu" or "paper"); an error unless exactly
 /// one of --init and --random-init is given, or for a count that is not a number.
 StatusOr<TimedRunFlags> parse_timed_run_flags(const cli::Args& args, const std::string& preset);

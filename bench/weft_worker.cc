@@ -14,7 +14,8 @@
 //
 // Defaults: 3 warm-up and 20 measured epochs; at the cpu preset 1 and 5. Timed runs at
 // the paper preset are declined unless --allow-paper: weft's backends so far run on the
-// CPU. --profile prints the compiled step's per-kernel times after the warm-up.
+// CPU. --profile prints the compiled step's per-kernel times after the warm-up, the 25
+// costliest invocations or --profile-rows=N of them.
 //
 // The timed run's flags, INIT loading, epoch loop and JSON fields are bench/timed_run.h,
 // shared with bench/weft_aot_worker (the same runs on the AOT libraries of bench/aot).
@@ -118,6 +119,8 @@ int run(const cli::Args& args) {
   }
   StatusOr<TimedRunFlags> flags = parse_timed_run_flags(args, to_string(*preset));
   if (!flags.ok()) return fail(flags.error());
+  StatusOr<int64_t> profile_rows = parse_int("profile-rows", args.get("profile-rows", "25"), 1, 100000);
+  if (!profile_rows.ok()) return fail(profile_rows.error());
   if (*preset == Preset::paper && !args.has("allow-paper")) {
     return fail(
         Error{"the paper preset is meant for GPU backends and weft's backends run on the "
@@ -156,7 +159,9 @@ int run(const cli::Args& args) {
         if (profile && cpu_step) (void)trainer->set_profiling(true);
       });
   if (!times.ok()) return fail(times.error());
-  if (profile && cpu_step) std::fprintf(stderr, "%s", trainer->profile_report()->c_str());
+  if (profile && cpu_step) {
+    std::fprintf(stderr, "%s", trainer->profile_report(static_cast<int>(*profile_rows))->c_str());
+  }
   const std::string config =
       run_config(options.backend, cpu_step ? cpu_step->pool().num_threads() : 0) +
       (precision == "f32" ? "" : ", " + precision);
@@ -186,6 +191,7 @@ int main(int argc, char** argv) {
   specs.push_back(FlagSpec("print-params", "", /*takes_value_in=*/false));
   specs.push_back(FlagSpec("allow-paper", "", /*takes_value_in=*/false));
   specs.push_back(FlagSpec("precision"));
+  specs.push_back(FlagSpec("profile-rows"));
   auto args = weft::cli::parse_args("weft_worker", argv_list, specs);
   if (!args.ok()) return weft::bench::fail(args.error());
   return weft::bench::run(*args);

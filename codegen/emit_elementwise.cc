@@ -17,6 +17,33 @@
 
 namespace weft::codegen {
 namespace emit_detail {
+namespace {
+
+// Whether every use of `v` in `g` is an add, sub, mul or div, or a sum or mean (which
+// add), which return a NaN operand quiet whether or not it was (x86 sets the quiet bit
+// of the NaN it returns; a GPU returns the canonical NaN), and `v` is no output of `g`. A widening cast of a half
+// value to f32 then need not set the quiet bit itself (Emitter::cast): the kernel's
+// results are the same bits, with three vector ops fewer per cast.
+bool users_quiet_nans(const Graph& g, ValueId v) {
+  for (ValueId out : g.outputs()) {
+    if (out == v) return false;
+  }
+  for (const Node& n : g.nodes()) {
+    if (std::find(n.operands.begin(), n.operands.end(), v) == n.operands.end()) continue;
+    switch (n.op) {
+      case Op::Add:
+      case Op::Sub:
+      case Op::Mul:
+      case Op::Div:
+      case Op::Sum:
+      case Op::Mean: break;
+      default: return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
 
 // f64 tanh, erf and log1p have no LLVM intrinsic and no MLIR approximation, and
 // MathToLLVM would expand log1p(x) as log(1 + x), which loses digits for small x: call
@@ -191,7 +218,9 @@ std::string Emitter::op_value(const Node& n, const std::vector<std::string>& a, 
     case Op::Floor: return fl ? math("math.floor") : a[0];
     case Op::Not: return bi("arith.xori", a[0], cst(d, 1, w), t);
     case Op::Gelu: return gelu(a[0], d, n.str_attr("approximate") == "tanh", w);
-    case Op::Cast: return cast(a[0], d, rd, w);
+    case Op::Cast:
+      if (is_half(d) && rd == DType::f32 && users_quiet_nans(g_, n.result())) return a[0];
+      return cast(a[0], d, rd, w);
     case Op::Add: return arith("arith.addf", "arith.addi");
     case Op::Sub: return arith("arith.subf", "arith.subi");
     case Op::Mul: return arith("arith.mulf", "arith.muli");

@@ -10,6 +10,7 @@
 // run on the host. Worst distances are printed.
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -246,6 +247,55 @@ TEST(KernelHalf, HalfRuleRoundsWidenedOpsAndNotSelect) {
   std::vector<Tensor> added = {x, zero};
   EXPECT_EQ(testing::run_kernel(add, added).at(0).data<uint16_t>()[0], 0x7fc1);
   expect_same_bits(add, added);
+}
+
+// A widening cast of a half value sets the quiet bit of its NaN lanes (as the
+// reference's conversion through f64 does) only where that can show: in an output, or
+// read by an op that passes a NaN through (maximum compares and selects). Read only by
+// add/sub/mul/div or a sum or mean, which return any NaN operand quiet, it emits no
+// quieting; every body still matches the reference bit for bit, signaling NaNs included.
+TEST(KernelHalf, WideningCastsQuietNaNsOnlyWhereItShows) {
+  const std::vector<uint16_t> bits = {0x7f81, 0xff81, 0x7fc1, 0x3f80, 0x0001, 0x8000, 0xc040};
+  const std::string n = std::to_string(bits.size());
+  const Tensor x = from_bits(DType::bf16, bits);
+  const Tensor y = Tensor::from_doubles(DType::f32, Shape{{static_cast<int64_t>(bits.size())}},
+                                        std::vector<double>(bits.size(), 0.5));
+  struct Case {
+    std::string text;
+    bool quiets;
+  };
+  const std::vector<Case> cases = {
+      {"graph @k(%x: bf16[" + n + "], %y: f32[" + n + "]) -> (f32[" + n + "]) {\n"
+       "  %w = cast(%x) {dtype=f32} : f32[" + n + "]\n  %p = mul(%w, %y) : f32[" + n + "]\n"
+       "  %q = sub(%p, %w) : f32[" + n + "]\n  return %q\n}",
+       false},
+      {"graph @k(%x: bf16[" + n + "], %y: f32[" + n + "]) -> (f32[" + n + "], f32[1]) {\n"
+       "  %w = cast(%x) {dtype=f32} : f32[" + n + "]\n  %p = mul(%w, %y) : f32[" + n + "]\n"
+       "  %s = mean(%w) {axes=[0], keepdims=true} : f32[1]\n  return %p, %s\n}",
+       false},
+      {"graph @k(%x: bf16[" + n + "], %y: f32[" + n + "]) -> (f32[" + n + "], f32[" + n + "]) {\n"
+       "  %w = cast(%x) {dtype=f32} : f32[" + n + "]\n  %p = mul(%w, %y) : f32[" + n + "]\n"
+       "  return %w, %p\n}",
+       true},
+      {"graph @k(%x: bf16[" + n + "], %y: f32[" + n + "]) -> (f32[" + n + "]) {\n"
+       "  %w = cast(%x) {dtype=f32} : f32[" + n + "]\n  %m = maximum(%w, %y) : f32[" + n + "]\n"
+       "  return %m\n}",
+       true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.text);
+    const Graph body = parse_typed(c.text);
+    setenv("WEFT_JIT_DUMP", "1", /*overwrite=*/1);
+    ::testing::internal::CaptureStderr();
+    std::vector<Tensor> inputs = {x, y};
+    std::vector<Tensor> got = testing::run_kernel(body, inputs);
+    const std::string ir = ::testing::internal::GetCapturedStderr();
+    unsetenv("WEFT_JIT_DUMP");
+    ASSERT_FALSE(got.empty());
+    // 4194304 = 0x400000, f32's quiet bit, in the optimized LLVM IR.
+    EXPECT_EQ(ir.find("4194304") != std::string::npos, c.quiets);
+    expect_same_bits(body, {x, y});
+  }
 }
 
 // reduce(mul(a, b)) over `axes` in dtype `d`.

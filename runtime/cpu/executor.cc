@@ -451,11 +451,10 @@ Tensor Executor::input(int index) const {
 Status Executor::run() {
   if (check_numerics_) return run_checking_numerics();
   if (profiling_) {
-    using Clock = std::chrono::steady_clock;
     for (size_t i = 0; i < code_.size(); ++i) {
-      const auto start = Clock::now();
+      const double start = profile_clock_ns();
       WEFT_RETURN_IF_ERROR(code_[i]->run(*pool_));
-      profile_ns_[i] += std::chrono::duration<double, std::nano>(Clock::now() - start).count();
+      profile_ns_[i] += profile_clock_ns() - start;
     }
     ++profiled_steps_;
   } else {

@@ -140,6 +140,10 @@ class Executor : public ProgramExecutor {
   /// Per-invocation timing: while enabled, run() adds each invocation's wall time to a
   /// table that profile_report() prints (the top invocations, their share of the step,
   /// and the time of the invocations that write parameters/state in place: the update).
+  /// With WEFT_PROFILE_CLOCK=thread in the environment when profiling is enabled, the
+  /// calling thread's CPU time is added instead: with one thread (WEFT_NUM_THREADS=1)
+  /// every kernel runs on that thread, so the figures hardly move when other processes
+  /// load the machine (the wall time of a preempted kernel does).
   void set_profiling(bool on);
   std::string profile_report(int top = 25) const;
   /// Microseconds per profiled step of each invocation (program().code order); empty
@@ -262,6 +266,9 @@ class Executor : public ProgramExecutor {
   std::unique_ptr<std::byte[], void (*)(std::byte*)> staging_{nullptr, nullptr};  ///< The buckets' slices.
   AllReduceTally all_reduce_;  ///< all_reduce_us(), _calls(), _elements().
   int64_t profiled_steps_ = 0;
+  /// The profile's clock in nanoseconds: steady wall time, or the thread's CPU time.
+  double profile_clock_ns() const;
+  bool profile_thread_clock_ = false;
   std::vector<double> profile_ns_;  ///< Per invocation, then the updates, summed over steps.
 };
 

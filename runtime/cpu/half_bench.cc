@@ -81,6 +81,37 @@ int main() {
       }
       std::printf("   (bf16: %s)\n", last.c_str());
     }
+    // The suite's GEMM-bound models' training GEMMs (bench/models.cc at the cpu preset):
+    // x·Wᵀ forward (NT), the input gradient dY·W (NN) and the weight gradient dYᵀ·x (TN).
+    std::printf("training GEMMs, us per call, %d thread%s\n", threads, threads == 1 ? "" : "s");
+    struct Gemm {
+      const char* model;
+      int64_t m, n, k;
+      bool ta, tb;
+    };
+    const Gemm gemms[] = {
+        {"mlp", 64, 512, 512, false, true},          {"mlp", 64, 512, 512, false, false},
+        {"mlp", 512, 512, 64, true, false},          {"residual_tower", 64, 256, 256, false, true},
+        {"residual_tower", 256, 256, 64, true, false}, {"transformer", 512, 512, 128, false, true},
+        {"transformer", 512, 128, 512, false, false},  {"transformer", 128, 512, 512, true, false},
+        {"transformer", 512, 128, 512, true, false},
+    };
+    for (const Gemm& g : gemms) {
+      const Shape a = g.ta ? Shape{g.k, g.m} : Shape{g.m, g.k};
+      const Shape b = g.tb ? Shape{g.n, g.k} : Shape{g.k, g.n};
+      const Case c{Op::Matmul, {{"transpose_a", g.ta}, {"transpose_b", g.tb}}, {a, b}, Shape{g.m, g.n}};
+      std::printf("  %-14s %s%s %4lldx%4lldx%4lld", g.model, g.ta ? "T" : "N", g.tb ? "T" : "N",
+                  static_cast<long long>(g.m), static_cast<long long>(g.n),
+                  static_cast<long long>(g.k));
+      std::string last;
+      for (DType d : {DType::f32, DType::bf16}) {
+        std::string describe;
+        const double s = time_case(pool, c, d, &describe);
+        std::printf("  %s %7.1f", std::string(dtype_name(d)).c_str(), s * 1e6);
+        if (d == DType::bf16) last = describe;
+      }
+      std::printf("   (bf16: %s)\n", last.c_str());
+    }
     std::printf("convnet conv 16->32 3x3 pad 1 on [32,16,16,16], us per call, %d thread%s\n",
                 threads, threads == 1 ? "" : "s");
     const Attrs conv = {{"padding", IntList{1, 1}}};

@@ -92,6 +92,28 @@ TEST(HalfMatmulTest, WithinOneUlpOfTheReference) {
   }
 }
 
+// A weight gradient's transposed A over a short K (a batch of rows) is copied dense per
+// part and multiplied by oneDNN's brgemm, which declines the strided row blocks of a
+// transposed A (matmul_onednn.cc); a long K reads A in place.
+TEST(HalfMatmulTest, TransposedAOverAShortKIsCopiedDense) {
+  struct Case {
+    Shape a, b;
+    bool dense;
+  };
+  const std::vector<Case> cases = {
+      {{64, 512}, {64, 300}, true}, {{128, 70}, {128, 40}, true}, {{200, 96}, {200, 64}, false}};
+  unsigned seed = 11;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.a.to_string() + "^T x " + c.b.to_string());
+    const std::string d = expect_half_matches(Op::Matmul, {{"transpose_a", true}},
+                                              {rnd(DType::bf16, c.a, seed), rnd(DType::bf16, c.b, seed + 1)});
+    seed += 2;
+    if (!native_bf16()) continue;
+    EXPECT_EQ(d.find("(A copied dense)") != std::string::npos, c.dense) << d;
+    if (c.dense) EXPECT_NE(d.find("brg:"), std::string::npos) << d;
+  }
+}
+
 TEST(HalfMatmulTest, BitwiseReproducible) {
   for (DType dt : kHalves) {
     for (int threads : {1, 2}) {

@@ -11,6 +11,16 @@
 // their strides. run() executes the parts on the pool's chunks and allocates nothing;
 // each element of C is computed by one primitive call, so results are bitwise
 // reproducible for a given part count.
+//
+// A transposed A (the weight gradient dYᵀ·x) cut into row blocks is a strided block of
+// columns, which oneDNN's bf16 brgemm declines (it then picks its older gemm:jit). Where
+// K is short (at most kCopyTransposedAMaxK: the suite's weight gradients over a batch of
+// 64 rows), each part first copies its block into a dense [rows, K] buffer in the
+// scratch (a oneDNN reorder) and multiplies that with brgemm: on one core, min of 200
+// calls (runtime/cpu/half_bench, "training GEMMs"), 512x512x64 85 -> 77 us per part,
+// 256x256x64 22.1 -> 20.8, 512x512x128 160 -> 152; at K = 512 (the transformer's
+// 128x512x512) the two are equal, so longer K keeps the strided read. The copy is
+// exact and each element of C is still one primitive call's.
 
 #include <dnnl.hpp>
 
@@ -28,6 +38,9 @@ using onednn::Part;
 using onednn::Scratch;
 using onednn::user_scratchpad;
 
+// The longest K for which a transposed A is copied dense before the product (above).
+constexpr int64_t kCopyTransposedAMaxK = 128;
+
 class OnednnMatmulKernel final : public BoundKernel {
  public:
   OnednnMatmulKernel(GemmPlan plan, DType result, const void* a, const void* b, void* c)
@@ -35,7 +48,8 @@ class OnednnMatmulKernel final : public BoundKernel {
         a_(static_cast<const uint16_t*>(a)),
         b_(static_cast<const uint16_t*>(b)),
         c_(static_cast<char*>(c)),
-        c_type_(result == DType::f32 ? memory::data_type::f32 : memory::data_type::bf16) {
+        c_type_(result == DType::f32 ? memory::data_type::f32 : memory::data_type::bf16),
+        copy_a_(plan_.trans_a && plan_.batch() == 1 && plan_.k <= kCopyTransposedAMaxK) {
     use_one_omp_thread();  // oneDNN plans its primitives for the creating thread's count.
     const int slots = std::max(default_num_threads(), 2);
     if (plan_.batch() == 1) {
@@ -67,7 +81,7 @@ class OnednnMatmulKernel final : public BoundKernel {
     }
     s += std::to_string(plan_.m) + "x" + std::to_string(plan_.n) + "x" + std::to_string(plan_.k);
     if (plan_.batch() > 1) s += " batch " + std::to_string(plan_.batch());
-    return s + " " + impl_;
+    return s + " " + impl_ + (copy_a_ ? " (A copied dense)" : "");
   }
 
   /// Whether oneDNN chose its reference (non-JIT) implementation.
@@ -76,9 +90,15 @@ class OnednnMatmulKernel final : public BoundKernel {
  private:
   void bind_scratch(std::byte* scratch) override { scratch_.bind(scratch); }
 
+  // A's block of `rows` rows as it lies in memory.
   memory::desc a_desc(int64_t rows) const {
     return {{rows, plan_.k}, memory::data_type::bf16,
             plan_.trans_a ? memory::dims{1, plan_.lda} : memory::dims{plan_.lda, 1}};
+  }
+  // The A operand the primitive reads: the block itself, or its dense copy.
+  memory::desc product_a_desc(int64_t rows) const {
+    if (!copy_a_) return a_desc(rows);
+    return {{rows, plan_.k}, memory::data_type::bf16, memory::dims{plan_.k, 1}};
   }
   memory::desc b_desc() const {
     return {{plan_.k, plan_.n}, memory::data_type::bf16,
@@ -92,8 +112,8 @@ class OnednnMatmulKernel final : public BoundKernel {
   const dnnl::matmul::primitive_desc& primitive_desc(int64_t rows) {
     auto it = pds_.find(rows);
     if (it == pds_.end()) {
-      dnnl::matmul::primitive_desc pd({a_desc(rows), b_desc(), c_desc(rows)}, user_scratchpad(),
-                                      cpu_engine());
+      dnnl::matmul::primitive_desc pd({product_a_desc(rows), b_desc(), c_desc(rows)},
+                                      user_scratchpad(), cpu_engine());
       impl_ = pd.impl_info_str();
       it = pds_.emplace(rows, pd).first;
     }
@@ -111,8 +131,16 @@ class OnednnMatmulKernel final : public BoundKernel {
     for (int64_t i = e0; i < e1; ++i) {
       const uint16_t* a = a_ + plan_.a_offsets[i] + (plan_.trans_a ? r0 : r0 * plan_.lda);
       char* c = c_ + (i * plan_.c_stride + r0 * plan_.ldc) * static_cast<int64_t>(c_size);
+      memory src(a_desc(rows), cpu_engine(), const_cast<uint16_t*>(a));
+      if (copy_a_) {
+        memory dense = scratch_.make(product_a_desc(rows));
+        const dnnl::reorder::primitive_desc copy(cpu_engine(), src.get_desc(), cpu_engine(),
+                                                 dense.get_desc());
+        part.steps.push_back({dnnl::reorder(copy), {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dense}}});
+        src = dense;
+      }
       std::unordered_map<int, memory> args = {
-          {DNNL_ARG_SRC, memory(a_desc(rows), cpu_engine(), const_cast<uint16_t*>(a))},
+          {DNNL_ARG_SRC, src},
           {DNNL_ARG_WEIGHTS,
            memory(b_desc(), cpu_engine(), const_cast<uint16_t*>(b_ + plan_.b_offsets[i]))},
           {DNNL_ARG_DST, memory(c_desc(rows), cpu_engine(), c)}};
@@ -127,6 +155,7 @@ class OnednnMatmulKernel final : public BoundKernel {
   const uint16_t* b_;
   char* c_;
   memory::data_type c_type_;
+  bool copy_a_;  // Each part copies its block of a transposed A dense first (above).
   std::map<int64_t, dnnl::matmul::primitive_desc> pds_;
   std::string impl_;
   std::vector<Part> parts_;

@@ -199,7 +199,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> argv_list(argv + 1, argv + argc);
   std::vector<weft::cli::FlagSpec> specs = weft::bench::worker_flag_specs();
   specs.push_back(weft::cli::FlagSpec("precision"));
-  auto args = weft::cli::parse_args("weft_aot_worker", argv_list, specs);
+  auto args = weft::cli::parse_args("weft_aot_worker", argv_list, specs, /*program=*/"");
   if (!args.ok()) return weft::bench::fail(args.error());
   return weft::bench::run(*args);
 }

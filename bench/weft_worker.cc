@@ -192,7 +192,7 @@ int main(int argc, char** argv) {
   specs.push_back(FlagSpec("allow-paper", "", /*takes_value_in=*/false));
   specs.push_back(FlagSpec("precision"));
   specs.push_back(FlagSpec("profile-rows"));
-  auto args = weft::cli::parse_args("weft_worker", argv_list, specs);
+  auto args = weft::cli::parse_args("weft_worker", argv_list, specs, /*program=*/"");
   if (!args.ok()) return weft::bench::fail(args.error());
   return weft::bench::run(*args);
 }

@@ -1,5 +1,5 @@
 // bench/weft_worker's --profile table (a child process, as the suite runs it): 25 rows by
-// default, --profile-rows=N of them, and the flag's pinned error.
+// default, --profile-rows=N of them, and the flags' pinned errors.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -45,6 +45,15 @@ TEST(WeftWorker, ProfileRowsErrorIsPinned) {
   ProcessResult r = run_weft_worker({"--model=mlp", "--random-init", "--profile", "--profile-rows=x"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err, "weft_worker: error: bad value for --profile-rows: 'x' (an integer in [1, 100000])\n");
+}
+
+// The worker is its own program, not a weftc command: its flag errors name it alone.
+TEST(WeftWorker, UnknownFlagNamesTheWorker) {
+  ProcessResult r = run_weft_worker({"--help"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err.rfind("weft_worker: error: unknown flag '--help'; accepted flags: --model, ", 0), 0u)
+      << r.err;
+  EXPECT_EQ(r.err.find("weftc"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -9,7 +9,9 @@ std::string Args::get(const std::string& name, const std::string& fallback) cons
 }
 
 StatusOr<Args> parse_args(const std::string& command, const std::vector<std::string>& argv,
-                          const std::vector<FlagSpec>& specs) {
+                          const std::vector<FlagSpec>& specs, const std::string& program) {
+  const std::string who = program.empty() ? "" : program + " " + command + ": ";
+  const std::string help = program.empty() ? "" : " (see " + program + " " + command + " --help)";
   auto accepted = [&] {
     std::string list;
     for (const FlagSpec& s : specs) {
@@ -38,20 +40,19 @@ StatusOr<Args> parse_args(const std::string& command, const std::vector<std::str
       if (s.name == body || (!s.alias.empty() && s.alias == body)) spec = &s;
     }
     if (!spec) {
-      return Error{"weftc " + command + ": unknown flag '" + a + "'; accepted flags: " +
-                   accepted() + " (see weftc " + command + " --help)"};
+      return Error{who + "unknown flag '" + a + "'; accepted flags: " + accepted() + help};
     }
     if (spec->takes_value && !has_value) {
       if (i + 1 >= argv.size()) {
-        return Error{"weftc " + command + ": flag --" + spec->name + " needs a value"};
+        return Error{who + "flag --" + spec->name + " needs a value"};
       }
       value = argv[++i];
     } else if (!spec->takes_value && has_value) {
-      return Error{"weftc " + command + ": flag --" + spec->name + " takes no value"};
+      return Error{who + "flag --" + spec->name + " takes no value"};
     }
     auto& slot = args.flags[spec->name];
     if (!spec->repeatable && !slot.empty()) {
-      return Error{"weftc " + command + ": flag --" + spec->name + " given twice"};
+      return Error{who + "flag --" + spec->name + " given twice"};
     }
     slot.push_back(value);
   }

@@ -37,8 +37,11 @@ struct Args {
 };
 
 /// Parses `argv` (the arguments after the subcommand name) for `command`.
+/// Errors start with `program command: ` ("weftc check: ...") and point at its --help; with
+/// program empty (a bench worker, which prefixes its own name) they name neither.
 StatusOr<Args> parse_args(const std::string& command, const std::vector<std::string>& argv,
-                          const std::vector<FlagSpec>& specs);
+                          const std::vector<FlagSpec>& specs,
+                          const std::string& program = "weftc");
 
 /// The one positional FILE argument of `command`; an error says how many were given.
 StatusOr<std::string> one_file_argument(const std::string& command, const Args& args);

@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "codegen/cuda_program.h"
 #include "codegen/lower.h"
 #include "frontend/modules.h"
 #include "frontend/training.h"
@@ -70,6 +71,11 @@ TEST(AutocastStepTest, TheLoweredBf16StepStoresTheProbabilitiesOnceInBf16) {
   ASSERT_TRUE(l.ok()) << l.error().to_string();
   EXPECT_EQ(written(l->program, DType::f32), 0) << l->program.to_string();
   EXPECT_EQ(written(l->program, DType::bf16), 2) << l->program.to_string();  // P, dS
+
+  // The CUDA lowering (compiled here without a GPU) lowers the same step graph.
+  StatusOr<codegen::Lowering> gpu = codegen::lower_to_program(low->step_graph(), codegen::cuda_lower_options());
+  ASSERT_TRUE(gpu.ok()) << gpu.error().to_string();
+  EXPECT_EQ(written(gpu->program, DType::f32), 0) << gpu->program.to_string();
 
   // The f32 step stores them once, in f32.
   StatusOr<Trainer> f32 = attention_block(DType::f32);

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "ir/text.h"
@@ -110,6 +111,40 @@ TEST(Grad, IndependentInputGetsZerosAndSeedIsAnInput) {
   ASSERT_TRUE(r.ok()) << r.error().to_string();
   EXPECT_EQ(r->outputs[0].to_doubles(), (std::vector<double>{6, 80}));
   EXPECT_EQ(r->outputs[1].to_doubles(), (std::vector<double>{0, 0}));
+}
+
+/// How many nodes of `g` read `v` (once per operand slot).
+int uses(const Graph& g, ValueId v) {
+  int n = 0;
+  for (const Node& node : g.nodes()) n += static_cast<int>(std::count(node.operands.begin(), node.operands.end(), v));
+  return n;
+}
+
+TEST(Grad, SoftmaxReadsTheHalfCopyWhereTheForwardKeepsOnlyThat) {
+  // Autocast's attention: softmax in f32, its probabilities read only through one cast to
+  // bf16 (for a product). The gradient reads that copy widened, so %p keeps its one use
+  // and a step stores the probabilities once (issue #30).
+  auto graph = [](const std::string& outputs, const std::string& tail) {
+    return parse("graph @f(%s: f32[2,4], %v: bf16[4,3]) -> (" + outputs + R"() {
+      %p = softmax(%s) {axis=-1}
+      %h = cast(%p) {dtype=bf16}
+      %y = matmul(%h, %v)
+      %w = cast(%y) {dtype=f32}
+      %l = sum(%w)
+      )" + tail + "\n}");
+  };
+  Graph g = graph("f32[]", "return %l");
+  ASSERT_TRUE(append_gradients(g, g.outputs()[0], {*g.find_value("s")}).ok());
+  EXPECT_EQ(uses(g, *g.find_value("p")), 1) << print_graph(g);
+  EXPECT_EQ(uses(g, *g.find_value("h")), 3) << print_graph(g);  // the product, its gradient, the widening
+
+  // Read in f32 by the forward too, or returned: the gradient reads %p itself.
+  for (Graph h : {graph("f32[]", "%q = sum(%p)\n      %m = add(%l, %q)\n      return %m"),
+                  graph("f32[], f32[2,4]", "return %l, %p")}) {
+    const int before = uses(h, *h.find_value("p"));
+    ASSERT_TRUE(append_gradients(h, h.outputs()[0], {*h.find_value("s")}).ok());
+    EXPECT_EQ(uses(h, *h.find_value("p")), before + 2) << print_graph(h);  // sum(g·p), p·(g − Σ)
+  }
 }
 
 TEST(Grad, WithRespectToAnIntermediateValue) {

@@ -2,6 +2,8 @@
 // their own, so second derivatives work), except attention's, which is the composite
 // attention_grad (a fused kernel's backward; not differentiable again). Saved statistics
 // are recomputed from the operands rather than read from the forward kernel.
+#include <algorithm>
+
 #include "autodiff/rules.h"
 
 namespace weft::grad_rules {
@@ -18,9 +20,31 @@ ValueId mean_keep(GradBuilder& b, ValueId v, IntList axes) {
   return b.op(Op::Mean, {v}, {{"axes", std::move(axes)}, {"keepdims", true}});
 }
 
+/// The probabilities y as softmax's gradient reads them. Where the forward keeps y only
+/// as one copy rounded to a half dtype (every use of y is a cast to f16 or bf16, and y is
+/// no output: autocast's f32 softmax feeding a low-precision matmul), that copy widened
+/// back, so that the step stores the probabilities once, in the half dtype, as PyTorch's
+/// CPU autocast does (its softmax gives bf16, which its backward reads); the gradient
+/// still computes in y's dtype. Otherwise y itself.
+ValueId kept_probabilities(GradBuilder& b, ValueId y) {
+  const Graph& g = b.graph();
+  if (std::find(g.outputs().begin(), g.outputs().end(), y) != g.outputs().end()) return y;
+  ValueId kept = kNoValue;
+  for (const Node& user : g.nodes()) {
+    if (std::find(user.operands.begin(), user.operands.end(), y) == user.operands.end()) continue;
+    const bool to_half = user.op == Op::Cast && (user.dtype_attr("dtype") == DType::bf16 ||
+                                                 user.dtype_attr("dtype") == DType::f16);
+    if (!to_half) return y;
+    if (kept == kNoValue) kept = user.result();
+    else if (b.type(kept).dtype != user.dtype_attr("dtype")) return y;
+  }
+  if (kept == kNoValue) return y;
+  return b.op(Op::Cast, {kept}, {{"dtype", b.type(y).dtype}});
+}
+
 Grads softmax(GradBuilder& b, const Node& n, ValueId g) {
   // dx = y (g - sum(g y))
-  ValueId y = n.result();
+  ValueId y = kept_probabilities(b, n.result());
   ValueId dot = sum_keep(b, b.mul(g, y), {n.int_attr("axis")});
   return {b.mul(y, b.sub(g, dot))};
 }

@@ -59,10 +59,10 @@ std::optional<std::string_view> cpu_library_gap(const LibraryCall& call) {
       }
       return std::nullopt;
     case OpCategory::Composite:
-      if (call.node.op == Op::Attention || call.node.op == Op::AttentionGrad) {
-        return "attention and attention_grad have no CPU kernel: the CPU lowering writes them "
-               "back as their primitives (passes/decompose_composites.h), and autocast keeps "
-               "them f32";
+      if (!has_composite_kernel(call.node.op)) {
+        return "composites with no CPU kernel (attention, attention_grad): the CPU lowering "
+               "writes them back as their primitives (passes/decompose_composites.h), and "
+               "autocast keeps them f32";
       }
       if (!is_f32_or_f64(call.operand_types[0].dtype)) {
         return "the CPU's composite kernels compute f32 and f64 only (composite.cc)";

@@ -12,19 +12,23 @@
 
 namespace weft::codegen {
 
+namespace {
+
+// An A/B switch for measurements (see the header): `variable` set to "0".
+bool switched_off(const char* variable) {
+  const char* value = std::getenv(variable);
+  return value != nullptr && std::string(value) == "0";
+}
+
+}  // namespace
+
 StatusOr<std::unique_ptr<cpu::Executor>> compile_for_cpu(const Graph& g,
                                                          const CpuOptions& options) {
   LowerOptions lower = options.lower;
-  if (const char* merge = std::getenv("WEFT_MERGE_UPDATES"); merge && std::string(merge) == "0") {
-    lower.merge_updates = false;  // A/B switch for measurements (see the header)
-  }
-  if (const char* fold = std::getenv("WEFT_FOLD_CONCATS"); fold && std::string(fold) == "0") {
-    lower.fold_concats = false;  // A/B switch for measurements (#31: concats copied as before)
-  }
+  if (switched_off("WEFT_MERGE_UPDATES")) lower.merge_updates = false;
+  if (switched_off("WEFT_FOLD_CONCATS")) lower.fold_concats = false;  // #31: concats copied
   cpu::ExecutorOptions executor = options.executor;
-  if (const char* slots = std::getenv("WEFT_LOOP_SLOTS"); slots && std::string(slots) == "0") {
-    executor.loop_slots = false;  // A/B switch for measurements (#31: loops copy as before)
-  }
+  if (switched_off("WEFT_LOOP_SLOTS")) executor.loop_slots = false;  // #31: loops copy
   WEFT_ASSIGN_OR_RETURN(Lowering lowering, lower_to_program(g, lower));
   if (const char* dir = std::getenv("WEFT_DUMP_PROGRAM")) {
     // Debugging aid: the Program and every generated kernel's body, one file per program.

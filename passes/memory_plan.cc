@@ -328,12 +328,13 @@ StatusOr<MemoryPlan> plan_memory(const Graph& g, const PlanOptions& options) {
   return plan;
 }
 
-Status verify_plan(const Graph& g, const MemoryPlan& plan) {
-  if (plan.alignment <= 0) return Error{"verify_plan: alignment must be positive"};
-  StatusOr<Lifetimes> lt = lifetimes(g, plan.alignment, plan.external);
-  if (!lt.ok()) return lt.status();
-  Lifetimes l = *lt;
-  // A stored concat's parts are written as windows of its bytes: checked with its size.
+namespace {
+
+// verify_plan's view of the stored concats: a concat lives from its first writer, and each
+// part, written as a window of its bytes, is checked with its size. Returns, per value,
+// the stored concat it is a part of, or -1.
+StatusOr<std::vector<int>> stored_concats_as_windows(const Graph& g, const MemoryPlan& plan,
+                                                     Lifetimes& l) {
   std::vector<int> part_of(g.num_values(), -1);
   for (size_t s = 0; s < plan.stored_concats.size(); ++s) {
     const StoredConcat& c = plan.stored_concats[s];
@@ -347,6 +348,19 @@ Status verify_plan(const Graph& g, const MemoryPlan& plan) {
       l.size[v] = l.size[c.result];
     }
   }
+  return part_of;
+}
+
+}  // namespace
+
+Status verify_plan(const Graph& g, const MemoryPlan& plan) {
+  if (plan.alignment <= 0) return Error{"verify_plan: alignment must be positive"};
+  StatusOr<Lifetimes> lt = lifetimes(g, plan.alignment, plan.external);
+  if (!lt.ok()) return lt.status();
+  Lifetimes l = *lt;
+  StatusOr<std::vector<int>> parts = stored_concats_as_windows(g, plan, l);
+  if (!parts.ok()) return parts.error();
+  const std::vector<int>& part_of = *parts;
   if (static_cast<int>(plan.offset.size()) != g.num_values()) {
     return Error{"verify_plan: " + std::to_string(plan.offset.size()) + " offsets for " +
                  std::to_string(g.num_values()) + " values"};

@@ -7,9 +7,11 @@
 //   run_gemm<float>(pool, plan, x, w, y);   // y = x·w, split over the pool's chunks
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "runtime/conv_geometry.h"
+#include "runtime/cpu/packed_weight.h"
 #include "runtime/cpu/kernels_internal.h"
 
 namespace weft::cpu {
@@ -22,6 +24,9 @@ struct GemmPlan {
   int64_t lda = 0, ldb = 0, ldc = 0;
   std::vector<int64_t> a_offsets{0}, b_offsets{0};  ///< Per batch entry, in elements.
   int64_t c_stride = 0;                              ///< Elements between C_i and C_i+1.
+  /// B is given pre-packed (packed_weight.h; ldb and trans_b then say nothing): read only
+  /// by the bf16 oneDNN kernel (make_onednn_matmul_kernel), one B for the whole batch.
+  bool b_packed = false;
 
   int64_t batch() const { return static_cast<int64_t>(a_offsets.size()); }
   /// One dense GEMM with the leading dimensions its transposes imply.
@@ -100,8 +105,16 @@ std::unique_ptr<BoundKernel> make_onednn_conv_kernel(ConvOp op, const ConvGeomet
 /// The bf16 matmul of `call` (bf16 operands; bf16 or f32 result) through oneDNN's matmul
 /// primitive with f32 accumulation (matmul_onednn.cc), or nullptr when this CPU has no
 /// native bf16 (native_bf16()) or oneDNN has only its reference implementation for it.
+/// With `b_packed`, in[1] holds B pre-packed (packed_weight.h: packed_weight_layout(call)
+/// says how), and every case that would return nullptr is an error instead, since no
+/// other kernel reads that layout.
 KernelOr make_onednn_matmul_kernel(const LibraryCall& call, const std::vector<const void*>& in,
-                                   void* out);
+                                   void* out, bool b_packed = false);
+
+/// The layout in which make_onednn_matmul_kernel reads `call`'s B pre-packed, or nullopt
+/// when it cannot: not a bf16 matmul, a B per batch entry, an empty product, or a CPU
+/// without AVX512_BF16. The one fact a lowering that stores a weight packed would ask.
+std::optional<PackedWeightLayout> packed_weight_layout(const LibraryCall& call);
 
 /// The convolution through im2col and gemm_serial (conv.cc), for f32 or f64.
 std::unique_ptr<BoundKernel> make_im2col_conv_kernel(ConvOp op, const ConvGeometry& g,

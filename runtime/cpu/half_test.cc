@@ -5,7 +5,10 @@
 // Also: every call here has a kernel and cpu_library_gap agrees (no half gaps remain for
 // these ops), and movement and creation stay bit copies.
 
+#include <dnnl.hpp>
 #include <gtest/gtest.h>
+
+#include <optional>
 
 #include "runtime/cpu/contraction_internal.h"
 #include "runtime/cpu/kernel_testing.h"
@@ -149,6 +152,125 @@ TEST(HalfMatmulTest, Bf16OperandsWithAnF32Result) {
     std::string why;
     EXPECT_TRUE(all_close(got, want.reference, 1e-5, &why)) << (*kernel)->describe() << ": " << why;
   }
+  force_bf16_conversion_for_testing(false);
+}
+
+// ---- A weight given pre-packed (packed_weight.h) ----
+
+struct MatmulCase {
+  Shape a, b;
+  bool ta = false, tb = false;
+  DType result = DType::bf16;
+};
+
+LibraryCall matmul_call(const MatmulCase& c) {
+  LibraryCall call;
+  call.node.op = Op::Matmul;
+  if (c.ta) call.node.attrs["transpose_a"] = true;
+  if (c.tb) call.node.attrs["transpose_b"] = true;
+  call.operand_types = {{DType::bf16, c.a}, {DType::bf16, c.b}};
+  const Shape& a = c.a;
+  Shape result = a;
+  result.dims.back() = c.tb ? c.b[c.b.rank() - 2] : c.b[c.b.rank() - 1];
+  if (c.ta) result.dims[a.rank() - 2] = a[a.rank() - 1];
+  call.result_type = {c.result, result};
+  return call;
+}
+
+// The weight GEMMs of the suite's mlp (784-512-512-512-10, batch 64, in row parts of 32)
+// and residual_tower, both orientations: x·Wᵀ (B = Wᵀ) and dY·W (B = W).
+std::vector<MatmulCase> packed_cases() {
+  return {
+      {{64, 784}, {512, 784}, false, true},  {{64, 512}, {512, 784}},
+      {{64, 512}, {512, 512}, false, true},  {{64, 512}, {512, 512}},
+      {{64, 512}, {10, 512}, false, true},   {{64, 10}, {10, 512}},
+      {{64, 256}, {256, 256}, false, true},  {{3, 7, 130}, {50, 130}, false, true},
+      {{130, 7}, {130, 50}, true, false},    {{64, 512}, {512, 10}, false, false, DType::f32},
+  };
+}
+
+// The layout packed_weight.h spells out is the one oneDNN's bf16 brgemm picks for
+// format_tag::any, and pack_weight writes what oneDNN's own reorder into it writes.
+TEST(PackedWeightTest, IsOnednnsChoice) {
+  if (!native_bf16()) GTEST_SKIP() << "no AVX512_BF16: oneDNN's bf16 matmul picks another kernel";
+  using dnnl::memory;
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  for (const MatmulCase& c : packed_cases()) {
+    SCOPED_TRACE(c.a.to_string() + " x " + c.b.to_string());
+    const std::optional<PackedWeightLayout> layout = packed_weight_layout(matmul_call(c));
+    ASSERT_TRUE(layout.has_value());
+    const int64_t m = 32, k = layout->k, n = layout->n;
+    const memory::desc a({m, k}, memory::data_type::bf16, memory::dims{k, 1});
+    const memory::desc any({k, n}, memory::data_type::bf16, memory::format_tag::any);
+    const memory::desc out({m, n}, memory::data_type::bf16, memory::dims{n, 1});
+    const dnnl::matmul::primitive_desc pd({a, any, out}, engine);
+    const memory::desc packed({k, n}, memory::data_type::bf16, memory::format_tag::BA16a64b2a);
+    EXPECT_TRUE(pd.weights_desc() == packed) << pd.impl_info_str();
+    ASSERT_EQ(static_cast<int64_t>(packed.get_size()), 2 * layout->elements());
+
+    const Tensor b = rnd(DType::bf16, {c.tb ? n : k, c.tb ? k : n}, 31);
+    const auto* bits = static_cast<const uint16_t*>(b.raw_data());
+    const memory::desc plain({k, n}, memory::data_type::bf16,
+                             c.tb ? memory::dims{1, k} : memory::dims{n, 1});
+    std::vector<uint16_t> theirs(layout->elements(), 0xffff), ours(layout->elements(), 0xffff);
+    memory from(plain, engine, const_cast<uint16_t*>(bits)), to(packed, engine, theirs.data());
+    dnnl::reorder(from, to).execute(stream, from, to);
+    stream.wait();
+    pack_weight(bits, c.tb, c.tb ? k : n, *layout, ours.data());
+    EXPECT_TRUE(ours == theirs);
+  }
+}
+
+// The GEMM reading B pre-packed computes the same bits as reading it plain (oneDNN packs
+// a plain B into the same layout and runs the same kernel), on 1 and 2 threads.
+TEST(HalfMatmulTest, PrePackedWeightGivesTheSameBits) {
+  if (!native_bf16()) GTEST_SKIP() << "no AVX512_BF16: nothing reads a packed weight";
+  unsigned seed = 40;
+  for (const MatmulCase& c : packed_cases()) {
+    SCOPED_TRACE(c.a.to_string() + " x " + c.b.to_string());
+    const LibraryCall call = matmul_call(c);
+    const PackedWeightLayout layout = *packed_weight_layout(call);
+    const Tensor a = rnd(DType::bf16, c.a, seed), b = rnd(DType::bf16, c.b, seed + 1);
+    seed += 2;
+    std::vector<uint16_t> packed(layout.elements());
+    pack_weight(static_cast<const uint16_t*>(b.raw_data()), c.tb, c.b[c.b.rank() - 1], layout,
+                packed.data());
+    for (int threads : {1, 2}) {
+      ThreadPool pool(threads);
+      Tensor plain(call.result_type), prepacked(call.result_type);
+      auto k1 = make_onednn_matmul_kernel(call, {a.raw_data(), b.raw_data()}, plain.raw_data());
+      auto k2 = make_onednn_matmul_kernel(call, {a.raw_data(), packed.data()}, prepacked.raw_data(),
+                                          /*b_packed=*/true);
+      ASSERT_TRUE(k1.ok() && *k1 && k2.ok() && *k2) << k2.status().to_string();
+      ASSERT_TRUE((*k1)->run(pool).ok());
+      ASSERT_TRUE((*k2)->run(pool).ok());
+      EXPECT_TRUE(prepacked == plain) << (*k2)->describe();
+      EXPECT_NE((*k2)->describe().find("brg:avx512_core_bf16"), std::string::npos) << (*k2)->describe();
+      EXPECT_NE((*k2)->describe().find("(B pre-packed)"), std::string::npos) << (*k2)->describe();
+      EXPECT_EQ((*k1)->describe().find("(B pre-packed)"), std::string::npos) << (*k1)->describe();
+    }
+  }
+}
+
+// Nothing but oneDNN's bf16 brgemm reads a packed weight, so a call it cannot run is an
+// error, not the f32 fallback (which would read the packed bytes as a plain B).
+TEST(HalfMatmulTest, PrePackedWeightRefusedWhereNothingReadsIt) {
+  const std::string message =
+      "matmul: a pre-packed bf16 weight needs oneDNN's bf16 brgemm matmul (bf16 operands, one 2-D "
+      "weight for the whole batch, a CPU with AVX512_BF16); this call has none: store its "
+      "weight plain";
+  std::vector<uint16_t> a(3 * 7 * 13), b(4096), c(3 * 7 * 5);
+  const auto refused = [&](const LibraryCall& call) {
+    EXPECT_FALSE(packed_weight_layout(call).has_value());
+    auto k = make_onednn_matmul_kernel(call, {a.data(), b.data()}, c.data(), /*b_packed=*/true);
+    ASSERT_FALSE(k.ok());
+    EXPECT_EQ(k.error().message, message);
+  };
+  refused(matmul_call({{3, 7, 13}, {3, 13, 5}}));  // a weight per batch entry
+  refused(matmul_call({{7, 0}, {0, 5}}));           // an empty product
+  force_bf16_conversion_for_testing(true);          // a CPU without AVX512_BF16
+  refused(matmul_call({{7, 13}, {13, 5}}));
   force_bf16_conversion_for_testing(false);
 }
 

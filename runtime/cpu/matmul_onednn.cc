@@ -21,10 +21,17 @@
 // 256x256x64 22.1 -> 20.8, 512x512x128 160 -> 152; at K = 512 (the transformer's
 // 128x512x512) the two are equal, so longer K keeps the strided read. The copy is
 // exact and each element of C is still one primitive call's.
+//
+// A B given pre-packed (GemmPlan::b_packed; packed_weight.h) is described to oneDNN in
+// its blocked layout (format tag BA16a64b2a), so brgemm reads it as it is instead of
+// packing it in every part of every call; the products are the same bits (half_test,
+// `PrePackedWeightGivesTheSameBits`).
 
 #include <dnnl.hpp>
 
+#include <algorithm>
 #include <map>
+#include <optional>
 
 #include "runtime/cpu/contraction_internal.h"
 #include "runtime/cpu/onednn_internal.h"
@@ -81,7 +88,8 @@ class OnednnMatmulKernel final : public BoundKernel {
     }
     s += std::to_string(plan_.m) + "x" + std::to_string(plan_.n) + "x" + std::to_string(plan_.k);
     if (plan_.batch() > 1) s += " batch " + std::to_string(plan_.batch());
-    return s + " " + impl_ + (copy_a_ ? " (A copied dense)" : "");
+    return s + " " + impl_ + (copy_a_ ? " (A copied dense)" : "") +
+           (plan_.b_packed ? " (B pre-packed)" : "");
   }
 
   /// Whether oneDNN chose its reference (non-JIT) implementation.
@@ -101,6 +109,9 @@ class OnednnMatmulKernel final : public BoundKernel {
     return {{rows, plan_.k}, memory::data_type::bf16, memory::dims{plan_.k, 1}};
   }
   memory::desc b_desc() const {
+    if (plan_.b_packed) {
+      return {{plan_.k, plan_.n}, memory::data_type::bf16, memory::format_tag::BA16a64b2a};
+    }
     return {{plan_.k, plan_.n}, memory::data_type::bf16,
             plan_.trans_b ? memory::dims{1, plan_.ldb} : memory::dims{plan_.ldb, 1}};
   }
@@ -164,8 +175,31 @@ class OnednnMatmulKernel final : public BoundKernel {
 
 }  // namespace
 
+std::optional<PackedWeightLayout> packed_weight_layout(const LibraryCall& call) {
+  if (call.node.op != Op::Matmul || call.operand_types.size() != 2) return std::nullopt;
+  if (call.operand_types[0].dtype != DType::bf16 || call.operand_types[1].dtype != DType::bf16) {
+    return std::nullopt;
+  }
+  const DType result = call.result_type.dtype;
+  if (result != DType::bf16 && result != DType::f32) return std::nullopt;
+  GemmPlan plan;
+  StatusOr<bool> planned = plan_matmul(widened_call(call), plan);
+  if (!planned.ok() || !*planned || plan.m == 0 || plan.n == 0 || plan.k == 0) return std::nullopt;
+  const bool shared_b = std::all_of(plan.b_offsets.begin(), plan.b_offsets.end(),
+                                    [](int64_t e) { return e == 0; });
+  if (!shared_b || !native_bf16()) return std::nullopt;
+  return PackedWeightLayout{plan.k, plan.n};
+}
+
 KernelOr make_onednn_matmul_kernel(const LibraryCall& call, const std::vector<const void*>& in,
-                                   void* out) {
+                                   void* out, bool b_packed) {
+  // No other kernel reads a packed B, so where this one cannot run is an error.
+  const auto refused = [&]() -> KernelOr {
+    return call_error(call, "a pre-packed bf16 weight needs oneDNN's bf16 brgemm matmul (bf16 "
+                            "operands, one 2-D weight for the whole batch, a CPU with "
+                            "AVX512_BF16); this call has none: store its weight plain");
+  };
+  if (b_packed && !packed_weight_layout(call)) return refused();
   const DType result = call.result_type.dtype;
   if (result != DType::bf16 && result != DType::f32) return std::unique_ptr<BoundKernel>();
   GemmPlan plan;
@@ -174,12 +208,26 @@ KernelOr make_onednn_matmul_kernel(const LibraryCall& call, const std::vector<co
   if (!planned || plan.m == 0 || plan.n == 0 || plan.k == 0 || !native_bf16()) {
     return std::unique_ptr<BoundKernel>();
   }
+  plan.b_packed = b_packed;
+  const auto unavailable = [&]() -> KernelOr {
+    return b_packed ? refused() : std::unique_ptr<BoundKernel>();  // else through f32
+  };
   try {
     auto kernel = std::make_unique<OnednnMatmulKernel>(std::move(plan), result, in[0], in[1], out);
-    if (kernel->uses_reference()) return std::unique_ptr<BoundKernel>();
+    if (kernel->uses_reference()) return unavailable();
     return std::unique_ptr<BoundKernel>(std::move(kernel));
   } catch (const dnnl::error&) {
-    return std::unique_ptr<BoundKernel>();  // No oneDNN implementation: through f32.
+    return unavailable();  // No oneDNN implementation.
+  }
+}
+
+void pack_weight(const uint16_t* b, bool trans_b, int64_t ldb, const PackedWeightLayout& layout,
+                 uint16_t* packed) {
+  std::fill_n(packed, layout.elements(), uint16_t{0});
+  for (int64_t r = 0; r < layout.k; ++r) {
+    for (int64_t c = 0; c < layout.n; ++c) {
+      packed[layout.offset(r, c)] = trans_b ? b[c * ldb + r] : b[r * ldb + c];
+    }
   }
 }
 

@@ -1,15 +1,18 @@
 // Prints bf16 against f32 (and f16, which converts to f32) for the library kernels that
 // issue #30 made half: square GEMMs at 256, 512 and 1024 in GFLOP/s, and the convnet's
 // second convolution layer (16->32, 3x3, [32,16,16,16]) forward and both gradients, in
-// µs per call, on 1 and 2 threads. Figures only; nothing is asserted.
+// µs per call, on 1 and 2 threads, and the training GEMMs with their weight pre-packed.
+// Figures only; nothing is asserted.
 //
 //   bazel run -c opt //runtime/cpu:half_bench
 
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "runtime/cpu/bench_util.h"
+#include "runtime/cpu/contraction_internal.h"
 #include "runtime/cpu/kernel.h"
 #include "runtime/tensor.h"
 
@@ -59,6 +62,29 @@ double time_case(ThreadPool& pool, const Case& c, DType dtype, std::string* desc
                                  /*batch_seconds=*/5e-3);
 }
 
+// Seconds per call of the bf16 matmul `c` reading its B pre-packed (packed_weight.h; the
+// packing itself not timed), or 0 when no kernel reads it packed.
+double time_packed(ThreadPool& pool, const Case& c) {
+  LibraryCall call;
+  call.node.op = c.op;
+  call.node.attrs = c.attrs;
+  for (const Shape& s : c.operands) call.operand_types.push_back({DType::bf16, s});
+  call.result_type = {DType::bf16, c.result};
+  const std::optional<PackedWeightLayout> layout = packed_weight_layout(call);
+  if (!layout) return 0;
+  const std::vector<std::byte> a = random_buffer(DType::bf16, c.operands[0].numel(), 1);
+  const std::vector<std::byte> b = random_buffer(DType::bf16, c.operands[1].numel(), 2);
+  const bool trans_b = call.node.bool_attr("transpose_b");
+  std::vector<uint16_t> packed(layout->elements());
+  pack_weight(reinterpret_cast<const uint16_t*>(b.data()), trans_b, c.operands[1].dims.back(),
+              *layout, packed.data());
+  std::vector<std::byte> out(c.result.numel() * 2 + 64);
+  auto k = make_onednn_matmul_kernel(call, {a.data(), packed.data()}, out.data(), /*b_packed=*/true);
+  WEFT_CHECK(k.ok() && *k, "half_bench: no pre-packed kernel");
+  return bench::seconds_per_call([&] { (void)(*k)->run(pool); }, /*repeats=*/15,
+                                 /*batch_seconds=*/5e-3);
+}
+
 }  // namespace
 }  // namespace weft::cpu
 
@@ -82,7 +108,9 @@ int main() {
       std::printf("   (bf16: %s)\n", last.c_str());
     }
     // The suite's GEMM-bound models' training GEMMs (bench/models.cc at the cpu preset):
-    // x·Wᵀ forward (NT), the input gradient dY·W (NN) and the weight gradient dYᵀ·x (TN).
+    // x·Wᵀ forward (NT), the input gradient dY·W (NN) and the weight gradient dYᵀ·x (TN);
+    // "packed": the same bf16 call reading its weight B pre-packed (packed_weight.h), for
+    // the NT and NN ones (a TN call's B is an activation).
     std::printf("training GEMMs, us per call, %d thread%s\n", threads, threads == 1 ? "" : "s");
     struct Gemm {
       const char* model;
@@ -90,6 +118,8 @@ int main() {
       bool ta, tb;
     };
     const Gemm gemms[] = {
+        {"mlp", 64, 512, 256, false, true},          {"mlp", 64, 256, 512, false, true},
+        {"mlp", 64, 512, 256, false, false},         {"residual_tower", 64, 256, 256, false, false},
         {"mlp", 64, 512, 512, false, true},          {"mlp", 64, 512, 512, false, false},
         {"mlp", 512, 512, 64, true, false},          {"residual_tower", 64, 256, 256, false, true},
         {"residual_tower", 256, 256, 64, true, false}, {"transformer", 512, 512, 128, false, true},
@@ -109,6 +139,9 @@ int main() {
         const double s = time_case(pool, c, d, &describe);
         std::printf("  %s %7.1f", std::string(dtype_name(d)).c_str(), s * 1e6);
         if (d == DType::bf16) last = describe;
+      }
+      if (const double packed = g.ta ? 0 : time_packed(pool, c); packed > 0) {
+        std::printf("  packed %7.1f", packed * 1e6);
       }
       std::printf("   (bf16: %s)\n", last.c_str());
     }

@@ -9,7 +9,9 @@
 //                 apart (one AVX-512 dword scatter);
 //   both staged   both packings: rows computed in order as today, each row's copy kept
 //                 in a block of 16 rows (L1), written every 16 rows as nn and, through
-//                 16x16 dword transposes, nt (64-byte stores only).
+//                 16x16 dword transposes, nt (64-byte stores only); "nn staged" and "nt
+//                 staged" write one of the two that way; "both streamed" as "both
+//                 staged" with non-temporal stores (no read for ownership of the lines).
 // The packings are checked against pack_weight. Figures: the calling thread's CPU time
 // per update, min and median of 15 interleaved rounds. Nothing is asserted.
 //
@@ -24,6 +26,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <vector>
 
@@ -38,11 +41,25 @@ double thread_seconds() {
   return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
 }
 
+// 64-byte aligned storage, so the packings' 64-byte stores are whole cache lines.
+template <typename T>
+struct LineAligned {
+  using value_type = T;
+  LineAligned() = default;
+  template <typename U>
+  LineAligned(const LineAligned<U>&) {}  // NOLINT: an allocator converts implicitly
+  T* allocate(size_t n) { return static_cast<T*>(std::aligned_alloc(64, (n * sizeof(T) + 63) / 64 * 64)); }
+  void deallocate(T* p, size_t) { std::free(p); }
+  bool operator==(const LineAligned&) const { return true; }
+};
+using Bits = std::vector<uint16_t, LineAligned<uint16_t>>;
+
 // One weight W [o, i] with its Adam state, its gradient and its copies.
 struct Weight {
   int64_t rows = 0, cols = 0;
   std::vector<float> w, m, v;
-  std::vector<uint16_t> grad, plain, nn, nt;
+  std::vector<uint16_t> grad, plain;
+  Bits nn, nt;
   PackedWeightLayout nn_layout() const { return {rows, cols}; }  // B = W (dY·W)
   PackedWeightLayout nt_layout() const { return {cols, rows}; }  // B = Wᵀ (x·Wᵀ)
 };
@@ -86,11 +103,23 @@ __m256i update16(Weight& x, int64_t e) {
   return (__m256i)_mm512_cvtneps_pbh(w);
 }
 
+// One whole cache line of a packing: a plain store, or a non-temporal one (kStream: no
+// read for ownership of the line; it goes towards memory instead of staying cached).
+template <bool kStream>
+void store_line(uint16_t* at, __m512i line) {
+  if constexpr (kStream) {
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(at), line);
+  } else {
+    _mm512_storeu_si512(at, line);
+  }
+}
+
 // Rows o and o+1 of one 16-column run interleaved: 32 elements of the nn packing.
+template <bool kStream = false>
 void store_nn_pair(Weight& x, int64_t o, int64_t i, __m256i row0, __m256i row1) {
   const __m512i pairs = _mm512_or_si512(_mm512_cvtepu16_epi32(row0),
                                         _mm512_slli_epi32(_mm512_cvtepu16_epi32(row1), 16));
-  _mm512_storeu_si512(&x.nn[x.nn_layout().offset(o, i)], pairs);
+  store_line<kStream>(&x.nn[x.nn_layout().offset(o, i)], pairs);
 }
 
 // r[j] becomes column j of the 16x16 dword matrix whose rows were r[0..15].
@@ -144,7 +173,8 @@ void update_nt_scatter(Weight& x) {
   }
 }
 
-void update_both_staged(Weight& x) {
+template <bool kNn, bool kNt, bool kStream = false>
+void update_staged(Weight& x) {
   static thread_local std::vector<uint16_t> block;
   block.resize(16 * x.cols);
   for (int64_t o = 0; o < x.rows; ++o) {
@@ -156,16 +186,17 @@ void update_both_staged(Weight& x) {
     const int64_t o0 = o - 15;
     for (int64_t i0 = 0; i0 < x.cols; i0 += 32) {
       __m512i r[16];
-      for (int k = 0; k < 16; ++k) r[k] = _mm512_loadu_si512(&block[k * x.cols + i0]);
-      for (int k = 0; k < 16; k += 2) {
+      for (int k = 0; k < 16 && kNn; k += 2) {
         for (int64_t c = i0; c < i0 + 32; c += 16) {
-          store_nn_pair(x, o0 + k, c,
+          store_nn_pair<kStream>(x, o0 + k, c,
                         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(&block[k * x.cols + c])),
                         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(&block[(k + 1) * x.cols + c])));
         }
       }
+      if (!kNt) continue;
+      for (int k = 0; k < 16; ++k) r[k] = _mm512_loadu_si512(&block[k * x.cols + i0]);
       transpose16(r);
-      for (int p = 0; p < 16; ++p) _mm512_storeu_si512(&x.nt[x.nt_layout().offset(i0 + 2 * p, o0)], r[p]);
+      for (int p = 0; p < 16; ++p) store_line<kStream>(&x.nt[x.nt_layout().offset(i0 + 2 * p, o0)], r[p]);
     }
   }
 }
@@ -176,7 +207,7 @@ bool packings_agree(Weight x, void (*update)(Weight&), bool nn, bool nt) {
   Weight y = x;
   update_plain(y);
   update(x);
-  std::vector<uint16_t> want_nn(x.nn.size()), want_nt(x.nt.size());
+  Bits want_nn(x.nn.size()), want_nt(x.nt.size());
   pack_weight(y.plain.data(), /*trans_b=*/false, x.cols, x.nn_layout(), want_nn.data());
   pack_weight(y.plain.data(), /*trans_b=*/true, x.cols, x.nt_layout(), want_nt.data());
   return x.w == y.w && (!nn || x.nn == want_nn) && (!nt || x.nt == want_nt);
@@ -202,7 +233,10 @@ int main() {
   const Way ways[] = {{"plain", update_plain, false, false},
                       {"nn", update_nn, true, false},
                       {"nt scatter", update_nt_scatter, false, true},
-                      {"both staged", update_both_staged, true, true}};
+                      {"nn staged", update_staged<true, false>, true, false},
+                      {"nt staged", update_staged<false, true>, false, true},
+                      {"both staged", update_staged<true, true>, true, true},
+                      {"both streamed", update_staged<true, true, true>, true, true}};
   std::vector<std::vector<double>> us(std::size(ways));
   for (int round = 0; round < 15; ++round) {
     for (size_t k = 0; k < std::size(ways); ++k) {
@@ -218,7 +252,7 @@ int main() {
     std::sort(us[k].begin(), us[k].end());
     bool agree = true;
     for (const Weight& x : weights) agree = agree && packings_agree(x, ways[k].update, ways[k].nn, ways[k].nt);
-    std::printf("  %-12s min %7.1f  median %7.1f   packings %s\n", ways[k].name, us[k][0],
+    std::printf("  %-13s min %7.1f  median %7.1f   packings %s\n", ways[k].name, us[k][0],
                 us[k][us[k].size() / 2], agree ? "agree with pack_weight" : "WRONG");
   }
   return 0;

@@ -2,7 +2,7 @@
 // A bf16 GEMM's weight operand B, stored pre-packed in the blocked layout oneDNN 2.6's
 // bf16 brgemm matmul reads (issue #30). Given B plain, oneDNN packs it into this layout
 // inside every call — in each row part of a call split over threads — which costs
-// 9–15% of the M = 32..64 weight GEMMs of the suite's mlp and residual_tower on one
+// 7–15% of the M = 64 weight GEMMs of the suite's mlp and residual_tower on one
 // core (bench/RESULTS.md, "[Mixed precision] #30: pre-packed bf16 weights"). A copy
 // stored packed lets the GEMM skip that.
 //
@@ -28,7 +28,9 @@
 //
 // Only runtime/cpu's bf16 matmul kernel reads it (matmul_onednn.cc, GemmPlan::b_packed),
 // today from tests and half_bench: no lowering stores a weight packed yet (planned, #30:
-// the step's merged update would write the packed copies, runtime/cpu/README.md).
+// the step's merged update would write the packed copies, runtime/cpu/README.md). The
+// same RESULTS section measures that writing them costs a model of that update about
+// what the GEMMs save (packed_weight_bench).
 
 #include <cstdint>
 

@@ -16,6 +16,7 @@
 #include "ir/status.h"
 #include "runtime/collective/bucket_plan.h"
 #include "runtime/cuda/executor.h"
+#include "runtime/cuda/executor_prefetch.h"
 #include "runtime/cuda/index_maps.h"
 #include "runtime/cuda/library.h"
 #include "runtime/cuda/plan.h"
@@ -40,13 +41,12 @@ Status run_matmul(cublasHandle_t cublas, cudaStream_t stream, const MatmulPlan& 
                   DType dtype, const void* a, const void* b, void* c, size_t c_bytes);
 
 /// One input's prefetched copies (ExecutorOptions::input_prefetch; executor_prefetch.cc):
-/// two device slots, each with the host bytes copied into it that no set_input took yet.
+/// two device slots, their events, and which host bytes each holds (executor_prefetch.h).
 struct PrefetchSlots {
   void* slot[2] = {};
   cudaEvent_t copied[2] = {};  ///< Recorded on the copy stream after the host -> slot copy.
   cudaEvent_t read[2] = {};    ///< Recorded on the step's stream after the slot -> input copy.
-  const void* host[2] = {};    ///< The host bytes in the slot, not yet taken; null: none.
-  int next = 0;                ///< The slot the next prefetch writes (the older one).
+  PrefetchRing ring;
 };
 
 /// The device an executor runs on and everything it owns there; the destructor waits for

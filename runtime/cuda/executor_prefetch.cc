@@ -12,6 +12,8 @@
 // input is enqueued by set_input outside it, ahead of run()'s launch.
 #include <cuda_runtime_api.h>
 
+#include <optional>
+
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/executor.h"
 
@@ -42,8 +44,9 @@ Status Executor::prefetch_input(int index, const Tensor& value) {
   WEFT_RETURN_IF_ERROR(cuda_status(cudaSetDevice(d.ordinal), "cudaSetDevice"));
   PrefetchSlots& in = d.prefetched[static_cast<size_t>(index)];
   if (in.slot[0] == nullptr) WEFT_RETURN_IF_ERROR(allocate_slots(d, in, value.bytes(), what));
-  const int s = in.next;
-  if (in.host[s] != nullptr) {
+  const PrefetchRing::Claim claim = in.ring.claim(value.raw_data());
+  const int s = claim.slot;
+  if (claim.replaces_untaken) {
     // A prefetch no set_input took: its host bytes are the caller's again once read.
     WEFT_RETURN_IF_ERROR(cuda_status(cudaEventSynchronize(in.copied[s]), "cudaEventSynchronize (" + what + ")"));
   }
@@ -54,29 +57,22 @@ Status Executor::prefetch_input(int index, const Tensor& value) {
   WEFT_RETURN_IF_ERROR(cuda_status(cudaMemcpyAsync(in.slot[s], value.raw_data(), value.bytes(),
                                                    cudaMemcpyHostToDevice, d.copy_stream),
                                    "cudaMemcpyAsync (prefetch of " + what + ")"));
-  WEFT_RETURN_IF_ERROR(cuda_status(cudaEventRecord(in.copied[s], d.copy_stream),
-                                   "cudaEventRecord (prefetch of " + what + ")"));
-  in.host[s] = value.raw_data();
-  in.next = 1 - s;
-  return Status::ok_status();
+  return cuda_status(cudaEventRecord(in.copied[s], d.copy_stream), "cudaEventRecord (prefetch of " + what + ")");
 }
 
 StatusOr<bool> take_prefetched(Executor::Device& d, int index, const Tensor& value, void* to,
                                const std::string& what) {
   if (d.prefetched.empty() || value.bytes() == 0) return false;
   PrefetchSlots& in = d.prefetched[static_cast<size_t>(index)];
-  for (int s : {in.next, 1 - in.next}) {  // the older prefetch first
-    if (in.host[s] != value.raw_data()) continue;
-    WEFT_RETURN_IF_ERROR(cuda_status(cudaStreamWaitEvent(d.stream, in.copied[s], 0),
-                                     "cudaStreamWaitEvent (prefetched " + what + ")"));
-    WEFT_RETURN_IF_ERROR(cuda_status(cudaMemcpyAsync(to, in.slot[s], value.bytes(), cudaMemcpyDeviceToDevice, d.stream),
-                                     "cudaMemcpyAsync (prefetched " + what + ")"));
-    WEFT_RETURN_IF_ERROR(
-        cuda_status(cudaEventRecord(in.read[s], d.stream), "cudaEventRecord (prefetched " + what + ")"));
-    in.host[s] = nullptr;
-    return true;
-  }
-  return false;
+  const std::optional<int> taken = in.ring.take(value.raw_data());
+  if (!taken) return false;
+  const int s = *taken;
+  WEFT_RETURN_IF_ERROR(cuda_status(cudaStreamWaitEvent(d.stream, in.copied[s], 0),
+                                   "cudaStreamWaitEvent (prefetched " + what + ")"));
+  WEFT_RETURN_IF_ERROR(cuda_status(cudaMemcpyAsync(to, in.slot[s], value.bytes(), cudaMemcpyDeviceToDevice, d.stream),
+                                   "cudaMemcpyAsync (prefetched " + what + ")"));
+  WEFT_RETURN_IF_ERROR(cuda_status(cudaEventRecord(in.read[s], d.stream), "cudaEventRecord (prefetched " + what + ")"));
+  return true;
 }
 
 }  // namespace weft::cuda

@@ -306,9 +306,20 @@ TEST(CudaExecutor, AStepDoesNotWaitForTheNextBatchsCopy) {
   SKIP_WITHOUT_GPU();
   const Program p = prefetch_program();
   const Type x = p.inputs[0].type, w = p.inputs[1].type;
+  // Pinned, as the Loader's buffers are: a copy from pageable memory would wait for the
+  // copy stream (staging) on the host, behind the gate.
+  Tensor x0 = random_tensor(x, 1), x1 = random_tensor(x, 2);
+  const Tensor w0 = random_tensor(w, 3);
+  ASSERT_EQ(cudaHostRegister(x0.raw_data(), x0.bytes(), cudaHostRegisterDefault), cudaSuccess);
+  ASSERT_EQ(cudaHostRegister(x1.raw_data(), x1.bytes(), cudaHostRegisterDefault), cudaSuccess);
+  struct Unpin {
+    std::vector<void*> pinned;
+    ~Unpin() {
+      for (void* q : pinned) cudaHostUnregister(q);
+    }
+  } unpin{{x0.raw_data(), x1.raw_data()}};
   std::unique_ptr<Executor> ex = prefetch_executor(true, true);
-  Gate gate;
-  const Tensor x0 = random_tensor(x, 1), x1 = random_tensor(x, 2), w0 = random_tensor(w, 3);
+  Gate gate;  // opened before the executor waits for its copy stream
   ASSERT_TRUE(ex->prefetch_input(0, x0).ok());
   Executor::Device& d = ex->device_state();
   ASSERT_NE(d.copy_stream, nullptr);
@@ -323,7 +334,7 @@ TEST(CudaExecutor, AStepDoesNotWaitForTheNextBatchsCopy) {
     FAIL() << "step 0 waited for batch 1's copy";
   }
   ASSERT_TRUE(step.get().ok());
-  const int s1 = 1 - d.prefetched[0].next;  // the slot x1 was queued into
+  const int s1 = 1;  // x1's slot: x0 went to slot 0 (executor_prefetch.h's PrefetchRing)
   EXPECT_EQ(cudaEventQuery(d.prefetched[0].copied[s1]), cudaErrorNotReady) << "batch 1 was copied before step 0 ended";
   cudaGetLastError();  // leave no "not ready" behind for the executor's launch checks
   Tensor want(p.outputs[1].type);

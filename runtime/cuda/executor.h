@@ -158,7 +158,10 @@ class Executor : public ProgramExecutor {
   /// its launch) — one device-to-device copy per input and step instead of capturing a
   /// graph per slot. `value` must stay unchanged until the run() after the set_input that
   /// takes it returns; a prefetch no set_input took is waited for by the prefetch that
-  /// reuses its slot and by the destructor. Off: check_input only.
+  /// reuses its slot and by the destructor. Only pinned memory (the Loader's buffers) is
+  /// copied while the call returns at once: from pageable memory the runtime stages the
+  /// bytes first, after the copy stream's earlier work, on the calling thread. Off:
+  /// check_input only.
   Status prefetch_input(int index, const Tensor& value) override;
   using ProgramExecutor::set_input;  // By name.
   /// A host copy of input `index`'s current value (parameters after the last step's

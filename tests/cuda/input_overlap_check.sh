@@ -6,13 +6,17 @@
 # set_input's plain copies over seven steps with changing batches, as one CUDA graph and
 # launch by launch; a step that runs to its end with the next batch's copy held back on
 # its stream (events); a set_input of another tensor; then those but the held stream under
-# compute-sanitizer memcheck (which may serialize the two streams). Under a minute; not yet run
-# (written in a session without a GPU). open_issues_check.sh 31 runs it. Build and copy
-# here (tests/cuda/lease_bundle.sh packs the same binary):
+# compute-sanitizer memcheck (which may serialize the two streams); and the A/B: the AOT
+# CNN (train_cuda, 1 epoch) with the prefetch and with WEFT_INPUT_PREFETCH=0, whose
+# per-step losses must be identical and whose `done:` lines give the two times. About a
+# minute; not yet run (written in a session without a GPU). open_issues_check.sh 31 runs
+# it. Build and copy here (tests/cuda/lease_bundle.sh packs the same binaries and data):
 #
-#   bazel build //runtime/cuda:executor_test
-#   mkdir -p .gpu && cp -f bazel-bin/runtime/cuda/executor_test .gpu/
-#   # device tool: run(command="tests/cuda/input_overlap_check.sh", carry=[".gpu"], timeout_s=120)
+#   bazel build //runtime/cuda:executor_test //examples/fashion_mnist:train_cuda
+#   mkdir -p .gpu/fashion-mnist && cp -f bazel-bin/runtime/cuda/executor_test \
+#       bazel-bin/examples/fashion_mnist/train_cuda .gpu/
+#   cp -f /usr/share/datasets/fashion-mnist/*-ubyte.gz .gpu/fashion-mnist/
+#   # device tool: run(command="tests/cuda/input_overlap_check.sh", carry=[".gpu"], timeout_s=240)
 #
 # Logs go to /tmp/weft-gpu and, when $OUT is set, to $OUT.
 set -uo pipefail
@@ -29,4 +33,15 @@ timeout 90 compute-sanitizer --tool memcheck --error-exitcode 3 .gpu/executor_te
   --gtest_filter='*PrefetchedInputs*:*AnotherTensorCopies*:*PinnedLoader*' \
   >"$out/input_overlap_memcheck.txt" 2>&1
 echo "== memcheck rc=$? $(line 'ERROR SUMMARY|^\[  (PASSED|FAILED)' "$out/input_overlap_memcheck.txt")"
-if [ -n "${OUT:-}" ]; then cp -f "$out"/input_overlap_*.txt "$OUT"/ 2>/dev/null; fi
+for prefetch in 1 0; do
+  WEFT_INPUT_PREFETCH=$prefetch timeout 90 .gpu/train_cuda --data=.gpu/fashion-mnist --epochs=1 \
+    --metrics-csv="$out/input_overlap_losses_$prefetch.csv" >"$out/input_overlap_train_$prefetch.txt" 2>&1
+  echo "== train_cuda WEFT_INPUT_PREFETCH=$prefetch rc=$? $(line 'epoch [0-9]+/|done' "$out/input_overlap_train_$prefetch.txt")"
+done
+# epoch, step, loss: the same bits with and without the prefetch.
+if cmp -s <(cut -d, -f1-3 "$out/input_overlap_losses_1.csv") <(cut -d, -f1-3 "$out/input_overlap_losses_0.csv"); then
+  echo "== losses with and without the prefetch: identical ($(wc -l <"$out/input_overlap_losses_1.csv") lines)"
+else
+  echo "== losses with and without the prefetch: DIFFER"
+fi
+if [ -n "${OUT:-}" ]; then cp -f "$out"/input_overlap_* "$OUT"/ 2>/dev/null; fi

@@ -8,7 +8,7 @@
 #   29 [Architecture]      architecture_check.sh  (about three minutes)
 #   32 [Distributed]       nccl_check.sh          (about two minutes)
 #   30 [Mixed precision]   mixed_precision_check.sh (about five minutes)
-#   31 [GPU]               loop_slots_check.sh (a minute), input_overlap_check.sh (under a
+#   31 [GPU]               loop_slots_check.sh (a minute), input_overlap_check.sh (about a
 #                          minute), then suite_check.sh (about seven minutes), alone in
 #                          their call
 #

@@ -11,10 +11,10 @@
 //     model.step(*batch);   // meanwhile the thread fills batch n+1
 //   }
 //
-// Double-buffered and bounded: two sets of host tensors of the step's input types,
-// allocated once. The thread fills set n % 2 with batch n, then waits until the consumer
-// has handed that set back, which it does by calling next() again (the set next()
-// returned stays untouched until then). The step copies its inputs out of these host
+// Double-buffered and bounded: two sets (`held` + 1, below) of host tensors of the step's
+// input types, allocated once. The thread fills set n % 2 with batch n, then waits until
+// the consumer has handed that set back, which it does by calling next() again (the set
+// next() returned stays untouched until then). The step copies its inputs out of these host
 // tensors (Trainable::step takes host tensors; ProgramExecutor::set_input copies into its
 // own input buffers), so the loader writes into two host buffers handed to step(), not
 // into the executor's buffers. Given a backend's pinning functions (Backend's

@@ -54,6 +54,11 @@ StatusOr<double> JitTrainable::step(const std::vector<Tensor>& batch) {
   return trainer_.step(batch);
 }
 
+Status JitTrainable::prefetch(const std::vector<Tensor>& batch) {
+  WEFT_RETURN_IF_ERROR(check_types("prefetch", batch, step_inputs_));
+  return trainer_.prefetch(batch);
+}
+
 StatusOr<std::vector<Tensor>> JitTrainable::evaluate(const std::vector<Tensor>& inputs) {
   WEFT_RETURN_IF_ERROR(check_types("evaluate", inputs, eval_inputs_));
   return trainer_.evaluate(inputs);

@@ -36,6 +36,7 @@ class JitTrainable final : public driver::Trainable {
   const std::vector<driver::TensorSpec>& eval_inputs() const override { return eval_inputs_; }
   const std::vector<driver::TensorSpec>& eval_outputs() const override { return eval_outputs_; }
   StatusOr<double> step(const std::vector<Tensor>& batch) override;
+  Status prefetch(const std::vector<Tensor>& batch) override;
   StatusOr<std::vector<Tensor>> evaluate(const std::vector<Tensor>& inputs) override;
   void set_lr(double lr) override { trainer_.set_lr(lr); }
   double lr() const override { return trainer_.lr(); }

@@ -356,6 +356,15 @@ Error Trainer::batch_size_error(size_t got) const {
                " tensors (the inputs, then the target), got " + std::to_string(got)};
 }
 
+Status Trainer::prefetch(const std::vector<Tensor>& batch) {
+  if (!compiled()) return Status();
+  if (batch.size() != batch_inputs_.size()) return batch_size_error(batch.size());
+  for (size_t k = 0; k < batch.size(); ++k) {
+    WEFT_RETURN_IF_ERROR(step_exec_->prefetch_input(batch_inputs_[k], batch[k]));
+  }
+  return Status();
+}
+
 StatusOr<double> Trainer::step(const std::vector<Tensor>& batch) {
   WEFT_RETURN_IF_ERROR(check_next_step(steps_));
   if (compiled()) {

@@ -214,6 +214,10 @@ class Trainer {
   /// One training step; returns the loss. `batch` holds the inputs then the target (the
   /// inputs alone for LossSpec::network_output()).
   StatusOr<double> step(const std::vector<Tensor>& batch);
+  /// Starts copying the next step's `batch` to the device while the current step runs
+  /// (#31's input overlap: the compiled step's ProgramExecutor::prefetch_input); the
+  /// step() given the same tensors takes that copy. Nothing for an interpreted step.
+  Status prefetch(const std::vector<Tensor>& batch);
   /// The network in eval mode (dropout off, batch-norm running statistics), sharing the
   /// parameters; `inputs` may have another batch size than training (compiled once per
   /// input types).

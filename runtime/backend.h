@@ -84,6 +84,11 @@ struct BindOptions {
   /// whatever a front end's options held there.
   int64_t accumulate_steps = 1;
   std::string step_input = {};
+  /// cuda: the next batch's copy to the device on a second stream while the current step
+  /// runs (ProgramExecutor::prefetch_input, cuda::ExecutorOptions::input_prefetch; #31's
+  /// input overlap); false, or $WEFT_INPUT_PREFETCH=0, copies each batch on the step's
+  /// stream as it is set (for A/B). The cpu reads host memory as it is and ignores it.
+  bool input_prefetch = true;
 };
 
 struct Backend {

@@ -40,6 +40,14 @@ class ProgramExecutor {
     if (index < 0) return Error{"program @" + program().name + " has no input %" + name};
     return set_input(index, value);
   }
+  /// Starts copying `value` into input `index` ahead of the set_input that takes it, while
+  /// the current step runs (#31's input overlap: cuda copies it on a second stream into a
+  /// device slot; the set_input given the same tensor then takes that copy, and the step
+  /// waits on it before its first read). The caller keeps `value` alive and unchanged
+  /// until that step's run() returns (training/data/loader.h's `held` = 2). Here, for
+  /// devices that read host memory as it is (cpu): nothing to start, set_input copies.
+  /// Errors name the input and both types (check_input).
+  virtual Status prefetch_input(int index, const Tensor& value) { return check_input(index, value); }
   /// A host copy of input `index`'s current value.
   virtual Tensor input(int index) const = 0;
   /// One step: every invocation, then the updates.

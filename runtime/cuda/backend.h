@@ -16,8 +16,10 @@ namespace weft::cuda {
 
 /// The executor options `options` ask for, for `program`: NCCL's communicator and its
 /// device (the calling thread's device without one), the bucket sizes, the memory limit,
-/// TF32, and gradient accumulation's window with the index of `options.step_input` in
-/// `program`. The capture and host-fallback choices keep ExecutorOptions' defaults.
+/// TF32, gradient accumulation's window with the index of `options.step_input` in
+/// `program`, and the input prefetch (off with `options.input_prefetch` false or
+/// $WEFT_INPUT_PREFETCH=0). The capture and host-fallback choices keep ExecutorOptions'
+/// defaults.
 /// Error: a communicator of more than one rank that is not NCCL's.
 StatusOr<ExecutorOptions> executor_options(const BindOptions& options, const Program& program);
 

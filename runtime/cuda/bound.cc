@@ -13,9 +13,18 @@ namespace weft::cuda {
 Executor::Device::~Device() {
   cudaSetDevice(ordinal);
   if (stream) cudaStreamSynchronize(stream);
+  if (copy_stream) cudaStreamSynchronize(copy_stream);  // prefetches no step took
   for (void* p : {arena, inputs, snapshots, workspace, staging}) {
     if (p) cudaFree(p);
   }
+  for (const PrefetchSlots& in : prefetched) {
+    for (int s = 0; s < 2; ++s) {
+      if (in.slot[s]) cudaFree(in.slot[s]);
+      if (in.copied[s]) cudaEventDestroy(in.copied[s]);
+      if (in.read[s]) cudaEventDestroy(in.read[s]);
+    }
+  }
+  if (copy_stream) cudaStreamDestroy(copy_stream);
   for (const auto* events : {&staged, &reduced}) {
     for (cudaEvent_t e : *events) {
       if (e) cudaEventDestroy(e);

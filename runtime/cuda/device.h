@@ -16,6 +16,7 @@
 #include "ir/status.h"
 #include "runtime/collective/bucket_plan.h"
 #include "runtime/cuda/executor.h"
+#include "runtime/cuda/executor_prefetch.h"
 #include "runtime/cuda/index_maps.h"
 #include "runtime/cuda/library.h"
 #include "runtime/cuda/plan.h"
@@ -39,8 +40,17 @@ Status cublas_status(cublasStatus_t status, const std::string& call);
 Status run_matmul(cublasHandle_t cublas, cudaStream_t stream, const MatmulPlan& plan,
                   DType dtype, const void* a, const void* b, void* c, size_t c_bytes);
 
+/// One input's prefetched copies (ExecutorOptions::input_prefetch; executor_prefetch.cc):
+/// two device slots, their events, and which host bytes each holds (executor_prefetch.h).
+struct PrefetchSlots {
+  void* slot[2] = {};
+  cudaEvent_t copied[2] = {};  ///< Recorded on the copy stream after the host -> slot copy.
+  cudaEvent_t read[2] = {};    ///< Recorded on the step's stream after the slot -> input copy.
+  PrefetchRing ring;
+};
+
 /// The device an executor runs on and everything it owns there; the destructor waits for
-/// the stream and releases it all.
+/// its streams and releases it all.
 struct Executor::Device {
   int ordinal = 0;
   cudaStream_t stream = nullptr;
@@ -81,9 +91,23 @@ struct Executor::Device {
   std::vector<std::vector<void*>> bucket_results;  ///< Each member's result, set when bound.
   std::vector<cudaEvent_t> staged;
   std::vector<cudaEvent_t> reduced;
+  /// #31's input overlap (ExecutorOptions::input_prefetch; null: off): the stream the
+  /// prefetched inputs are copied on, and their slots (indexed like the program's inputs;
+  /// an input never prefetched has none allocated).
+  cudaStream_t copy_stream = nullptr;
+  std::vector<PrefetchSlots> prefetched;
+  size_t prefetch_bytes = 0;  ///< The slots' device memory.
 
   ~Device();
 };
+
+/// Set_input's half of #31's input overlap (executor_prefetch.cc): when input `index` has
+/// a prefetched copy of `value` (the same host bytes) not yet taken, the step's stream
+/// waits on its event and copies its slot into `to` (the input's buffer), and the result
+/// is true; false when `value` was not prefetched (the caller copies it from the host).
+/// `what` names the input in errors.
+StatusOr<bool> take_prefetched(Executor::Device& d, int index, const Tensor& value, void* to,
+                               const std::string& what);
 
 /// One invocation bound to its device pointers.
 struct Executor::Bound {

@@ -145,6 +145,11 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program, std::strin
   WEFT_RETURN_IF_ERROR(cublas_status(cublasSetStream(d.cublas, d.stream), "cublasSetStream"));
   WEFT_RETURN_IF_ERROR(
       cublas_status(cublasSetMathMode(d.cublas, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode"));
+  if (options.input_prefetch) {
+    WEFT_RETURN_IF_ERROR(cuda_status(cudaStreamCreateWithFlags(&d.copy_stream, cudaStreamNonBlocking),
+                                     "cudaStreamCreateWithFlags (the input copy stream)"));
+    d.prefetched.resize(program.inputs.size());
+  }
   if (options.nccl) {
     WEFT_RETURN_IF_ERROR(check_nccl_device(*options.nccl, options.device));
     d.nccl = options.nccl;
@@ -259,7 +264,7 @@ int64_t Executor::device_bytes() const {
   const Device& d = *device_;
   size_t bytes = static_cast<size_t>(std::max<int64_t>(program_.arena_bytes, 1)) +
                  static_cast<size_t>(std::max<int64_t>(program_.inputs_bytes, 1)) +
-                 d.workspace_bytes + d.snapshot_bytes;
+                 d.workspace_bytes + d.snapshot_bytes + d.prefetch_bytes;
   for (const BoundPtr& b : code_) bytes += b->owned_bytes();
   return static_cast<int64_t>(bytes);
 }
@@ -294,13 +299,16 @@ Status Executor::set_input(int index, const Tensor& value) {
   WEFT_RETURN_IF_ERROR(cuda_status(cudaSetDevice(device_->ordinal), "cudaSetDevice"));
   // The host keeps the step number too: it picks the next step's variant.
   if (index == accumulation_.step_input) next_step_ = value.data<int64_t>()[0];
+  const std::string what = "input %" + program_.inputs[index].name;
+  WEFT_ASSIGN_OR_RETURN(const bool prefetched, take_prefetched(*device_, index, value, input_ptr_[index], what));
+  if (prefetched) return Status::ok_status();
   // Ordered on the step's stream, before the next run(), without waiting for the
   // previous one: from pageable memory the call returns once `value` is staged; from
   // pinned memory (the data Loader's buffers) at once, the DMA reading `value` until
   // run() synchronizes, so the caller leaves it unchanged until then.
   return cuda_status(cudaMemcpyAsync(input_ptr_[index], value.raw_data(), value.bytes(),
                                      cudaMemcpyHostToDevice, device_->stream),
-                     "cudaMemcpyAsync (input %" + program_.inputs[index].name + ")");
+                     "cudaMemcpyAsync (" + what + ")");
 }
 
 namespace {

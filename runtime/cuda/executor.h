@@ -9,6 +9,8 @@
 //       cuda::Executor::create(program, ptx, symbols);
 //   (*ex)->set_input("x", batch);        // host -> device, into the input's own buffer
 //   Status s = (*ex)->run();             // one step on one stream, then the updates
+//   (*ex)->prefetch_input(0, next);      // #31: next batch on the copy stream, meanwhile
+//   (*ex)->set_input(0, next);           // takes that copy (an event wait, a D2D copy)
 //   Tensor loss = (*ex)->output(0);      // device -> host
 //
 // Everything is decided in create(): the arena and the inputs block are two device
@@ -115,6 +117,14 @@ struct ExecutorOptions {
     int step_input = -1;
     int64_t steps = 1;
   } accumulation;
+  /// #31's input overlap: prefetch_input copies the next batch from the host (the data
+  /// Loader's pinned buffers) on a second stream, the copy stream, into one of two device
+  /// slots of that input, while the current step runs on the step's stream; the
+  /// set_input given the same tensor then enqueues on the step's stream a wait on that
+  /// copy's event and a device-to-device copy from the slot into the input's own buffer.
+  /// false (BindOptions::input_prefetch, $WEFT_INPUT_PREFETCH=0): prefetch_input copies
+  /// nothing and set_input copies from the host on the step's stream, as before.
+  bool input_prefetch = true;
 };
 
 class Executor : public ProgramExecutor {
@@ -133,9 +143,26 @@ class Executor : public ProgramExecutor {
 
   const Program& program() const override { return program_; }
 
-  /// Copies `value` from the host into input `index`'s device buffer. Errors name the
-  /// input and both types.
+  /// Copies `value` from the host into input `index`'s device buffer, ordered on the
+  /// step's stream before the next run(). When `value` is the tensor (the same host bytes)
+  /// of an earlier prefetch_input of this input not yet taken, it takes that copy instead:
+  /// the step's stream waits on its event, then copies the slot into the input's buffer
+  /// (device to device). Errors name the input and both types.
   Status set_input(int index, const Tensor& value) override;
+  /// #31's input overlap (ExecutorOptions::input_prefetch): enqueues `value`'s copy into
+  /// the next of input `index`'s two device slots (allocated by its first prefetch) on the
+  /// copy stream, after the step that last read that slot, and records an event; returns
+  /// at once. The copy overlaps whatever the step's stream runs: prefetch(n+1), then
+  /// set_input(n) and run() for step n. The step's graph keeps reading the input's fixed
+  /// buffer (one capture; the slot's copy into it is enqueued outside the graph, ahead of
+  /// its launch) — one device-to-device copy per input and step instead of capturing a
+  /// graph per slot. `value` must stay unchanged until the run() after the set_input that
+  /// takes it returns; a prefetch no set_input took is waited for by the prefetch that
+  /// reuses its slot and by the destructor. Only pinned memory (the Loader's buffers) is
+  /// copied while the call returns at once: from pageable memory the runtime stages the
+  /// bytes first, after the copy stream's earlier work, on the calling thread. Off:
+  /// check_input only.
+  Status prefetch_input(int index, const Tensor& value) override;
   using ProgramExecutor::set_input;  // By name.
   /// A host copy of input `index`'s current value (parameters after the last step's
   /// update).
@@ -163,7 +190,8 @@ class Executor : public ProgramExecutor {
   /// For finding the costly kernels; the step's results are those of run().
   StatusOr<std::vector<double>> profile_step();
   /// Device memory the executor allocated: the arena, the inputs block, the shared
-  /// workspace (cuBLAS's and cuDNN's included), update snapshots and constants.
+  /// workspace (cuBLAS's and cuDNN's included), update snapshots, constants and the
+  /// prefetched inputs' slots.
   int64_t device_bytes() const;
   /// One line per invocation: its index, kind and what it runs ("cublas sgemm 64x32x48",
   /// "generated k0 (4 blocks of 256)", "reference softmax (no CUDA kernel)").
@@ -171,6 +199,8 @@ class Executor : public ProgramExecutor {
 
   struct Bound;   ///< A bound invocation (executor.cc).
   struct Device;  ///< The device, its stream, cuBLAS handle, module and memory (executor.cc).
+  /// The device state (device.h), for tests that hold one of its streams.
+  Device& device_state() { return *device_; }
 
  private:
   Executor();

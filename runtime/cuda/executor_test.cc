@@ -8,7 +8,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <future>
+#include <thread>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -16,6 +21,8 @@
 #include <cuda_runtime_api.h>
 
 #include "runtime/backend.h"
+#include "runtime/cuda/backend.h"
+#include "runtime/cuda/device.h"
 #include "runtime/cuda/executor_testing.h"
 #include "runtime/cuda/test_util.h"
 #include "training/data/loader.h"
@@ -199,6 +206,162 @@ TEST(CudaExecutor, PinnedLoaderBuffersFeedTheSteps) {
       EXPECT_EQ(out[0], want) << "batch " << n;
     }
   }
+}
+
+// #31's input overlap. A matmul of a data input x by w, and x's bytes copied out: what
+// each step read of x shows in both outputs.
+Program prefetch_program() {
+  const Type x{DType::f32, {32, 64}}, w{DType::f32, {64, 48}}, y{DType::f32, {32, 48}}, flat{DType::f32, {32 * 64}};
+  Program p = one_op(Op::Matmul, {}, {x, w}, y);
+  p.name = "prefetch";
+  const int64_t at = round_up(static_cast<int64_t>(y.bytes()));
+  p.code.push_back(copy_of(input(0, x), arena(at, flat)));
+  p.outputs.push_back(arena(at, flat));
+  p.arena_bytes = at + round_up(static_cast<int64_t>(flat.bytes()));
+  return p;
+}
+
+std::unique_ptr<Executor> prefetch_executor(bool prefetch, bool graph) {
+  StatusOr<std::unique_ptr<Executor>> ex =
+      Executor::create(prefetch_program(), "", {}, {.cuda_graph = graph, .input_prefetch = prefetch});
+  WEFT_CHECK(ex.ok(), ex.status().to_string());
+  return std::move(*ex);
+}
+
+// The option's plumbing (host-only): BindOptions::input_prefetch and $WEFT_INPUT_PREFETCH
+// reach cuda::ExecutorOptions through the backend's one conversion.
+TEST(CudaExecutor, InputPrefetchFollowsBindOptionsAndTheEnvironment) {
+  const Program p = prefetch_program();
+  unsetenv("WEFT_INPUT_PREFETCH");
+  EXPECT_TRUE(executor_options(BindOptions{}, p)->input_prefetch);
+  EXPECT_FALSE(executor_options(BindOptions{.input_prefetch = false}, p)->input_prefetch);
+  setenv("WEFT_INPUT_PREFETCH", "0", 1);
+  EXPECT_FALSE(executor_options(BindOptions{}, p)->input_prefetch);
+  setenv("WEFT_INPUT_PREFETCH", "1", 1);
+  EXPECT_TRUE(executor_options(BindOptions{}, p)->input_prefetch);
+  unsetenv("WEFT_INPUT_PREFETCH");
+  EXPECT_TRUE(ExecutorOptions{}.input_prefetch);
+}
+
+// Batches from the data Loader's pinned buffers, held two at a time as the driver holds
+// them (training/data/loader.h), each prefetched before the step before it runs, give
+// bitwise the outputs of set_input's plain copies, step after step with changing batches,
+// as one CUDA graph and launch by launch. A prefetched input costs two slots of device
+// memory.
+TEST(CudaExecutor, PrefetchedInputsGiveTheBitsOfPlainCopies) {
+  SKIP_WITHOUT_GPU();
+  StatusOr<const Backend*> cuda = find_backend("cuda");
+  ASSERT_TRUE(cuda.ok()) << cuda.error().to_string();
+  const Program p = prefetch_program();
+  const Type x = p.inputs[0].type, w = p.inputs[1].type;
+  const int64_t steps = 7;
+  for (bool graph : {true, false}) {
+    std::unique_ptr<Executor> on = prefetch_executor(true, graph), off = prefetch_executor(false, graph);
+    EXPECT_EQ(on->uses_cuda_graph(), graph);
+    Loader loader(/*first=*/0, /*end=*/steps, {x},
+                  [&](int64_t n, std::vector<Tensor>& into) -> Status {
+                    const Tensor v = random_tensor(x, static_cast<unsigned>(300 + n));
+                    std::memcpy(into[0].raw_data(), v.raw_data(), v.bytes());
+                    return Status();
+                  },
+                  HostPinning{(*cuda)->pin_host_memory, (*cuda)->unpin_host_memory}, /*held=*/2);
+    ASSERT_TRUE(loader.pinned());
+    StatusOr<const std::vector<Tensor>*> ahead = loader.next();
+    ASSERT_TRUE(ahead.ok());
+    ASSERT_TRUE(on->prefetch_input(0, (*ahead)->at(0)).ok());
+    for (int64_t n = 0; n < steps; ++n) {
+      const std::vector<Tensor>* batch = *ahead;
+      if (n + 1 < steps) {
+        ahead = loader.next();
+        ASSERT_TRUE(ahead.ok());
+        ASSERT_TRUE(on->prefetch_input(0, (*ahead)->at(0)).ok());  // copied while step n runs
+      }
+      const Tensor wn = random_tensor(w, static_cast<unsigned>(400 + n));
+      const std::vector<Tensor> got = run_program(*on, {batch->at(0), wn});
+      const std::vector<Tensor> want = run_program(*off, {batch->at(0), wn});
+      EXPECT_EQ(got[0], want[0]) << "step " << n << (graph ? " (graph)" : "");
+      EXPECT_EQ(got[1], want[1]) << "step " << n;
+      Tensor sent(p.outputs[1].type);
+      std::memcpy(sent.raw_data(), batch->at(0).raw_data(), sent.bytes());
+      EXPECT_EQ(got[1], sent) << "step " << n << " did not read its own batch";
+    }
+    EXPECT_EQ(on->device_bytes() - off->device_bytes(), 2 * static_cast<int64_t>(x.bytes()));
+  }
+}
+
+// Opens a gate that a host function holds the copy stream with, when it goes out of scope
+// (before the executor waits for that stream in its destructor).
+struct Gate {
+  std::atomic<bool> open{false};
+  ~Gate() { open = true; }
+  static void CUDART_CB hold(void* gate) {
+    while (!static_cast<Gate*>(gate)->open.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+};
+
+// Step n does not wait for batch n+1's copy: with the copy stream held shut, step n runs
+// to its end while the copy of n+1 is still queued (its event not reached); once the
+// stream opens, step n+1 waits for that copy and reads batch n+1.
+TEST(CudaExecutor, AStepDoesNotWaitForTheNextBatchsCopy) {
+  SKIP_WITHOUT_GPU();
+  const Program p = prefetch_program();
+  const Type x = p.inputs[0].type, w = p.inputs[1].type;
+  // Pinned, as the Loader's buffers are: a copy from pageable memory would wait for the
+  // copy stream (staging) on the host, behind the gate.
+  Tensor x0 = random_tensor(x, 1), x1 = random_tensor(x, 2);
+  const Tensor w0 = random_tensor(w, 3);
+  ASSERT_EQ(cudaHostRegister(x0.raw_data(), x0.bytes(), cudaHostRegisterDefault), cudaSuccess);
+  ASSERT_EQ(cudaHostRegister(x1.raw_data(), x1.bytes(), cudaHostRegisterDefault), cudaSuccess);
+  struct Unpin {
+    std::vector<void*> pinned;
+    ~Unpin() {
+      for (void* q : pinned) cudaHostUnregister(q);
+    }
+  } unpin{{x0.raw_data(), x1.raw_data()}};
+  std::unique_ptr<Executor> ex = prefetch_executor(true, true);
+  Gate gate;  // opened before the executor waits for its copy stream
+  ASSERT_TRUE(ex->prefetch_input(0, x0).ok());
+  Executor::Device& d = ex->device_state();
+  ASSERT_NE(d.copy_stream, nullptr);
+  ASSERT_EQ(cudaStreamSynchronize(d.copy_stream), cudaSuccess);  // x0 is in its slot
+  ASSERT_EQ(cudaLaunchHostFunc(d.copy_stream, &Gate::hold, &gate), cudaSuccess);
+  ASSERT_TRUE(ex->prefetch_input(0, x1).ok());  // behind the gate
+  ASSERT_TRUE(ex->set_input(0, x0).ok());
+  ASSERT_TRUE(ex->set_input(1, w0).ok());
+  std::future<Status> step = std::async(std::launch::async, [&] { return ex->run(); });
+  if (step.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+    gate.open = true;
+    FAIL() << "step 0 waited for batch 1's copy";
+  }
+  ASSERT_TRUE(step.get().ok());
+  const int s1 = 1;  // x1's slot: x0 went to slot 0 (executor_prefetch.h's PrefetchRing)
+  EXPECT_EQ(cudaEventQuery(d.prefetched[0].copied[s1]), cudaErrorNotReady) << "batch 1 was copied before step 0 ended";
+  cudaGetLastError();  // leave no "not ready" behind for the executor's launch checks
+  Tensor want(p.outputs[1].type);
+  std::memcpy(want.raw_data(), x0.raw_data(), want.bytes());
+  EXPECT_EQ(ex->output(1), want);
+  gate.open = true;
+  const std::vector<Tensor> out = run_program(*ex, {x1, w0});
+  std::memcpy(want.raw_data(), x1.raw_data(), want.bytes());
+  EXPECT_EQ(out[1], want);
+}
+
+// A value that was not prefetched (another tensor) is copied from the host as before, and
+// the prefetch it passed over stays for the set_input that takes it.
+TEST(CudaExecutor, SetInputOfAnotherTensorCopiesItAndKeepsThePrefetch) {
+  SKIP_WITHOUT_GPU();
+  const Program p = prefetch_program();
+  const Type x = p.inputs[0].type, w = p.inputs[1].type;
+  std::unique_ptr<Executor> ex = prefetch_executor(true, true);
+  const Tensor x0 = random_tensor(x, 5), other = random_tensor(x, 6), w0 = random_tensor(w, 7);
+  ASSERT_TRUE(ex->prefetch_input(0, x0).ok());
+  Tensor want(p.outputs[1].type);
+  std::memcpy(want.raw_data(), other.raw_data(), want.bytes());
+  EXPECT_EQ(run_program(*ex, {other, w0})[1], want);
+  std::memcpy(want.raw_data(), x0.raw_data(), want.bytes());
+  EXPECT_EQ(run_program(*ex, {x0, w0})[1], want);
+  EXPECT_EQ(ex->prefetch_input(0, w0).error().message,
+            "input %in0 of program @prefetch is f32[32,64], but the value given is f32[64,48]");
 }
 
 TEST(CudaExecutor, UpdatesLandAfterTheStep) {

@@ -11,7 +11,7 @@
 #   tests/cuda/lease_bundle.sh            # then, with the device tool:
 #   run(command="tests/cuda/open_issues_check.sh 28 29 32", carry=[".gpu"], timeout_s=480)
 #   run(command="tests/cuda/open_issues_check.sh 30", carry=[".gpu"], timeout_s=420)
-#   run(command="tests/cuda/open_issues_check.sh 31", carry=[".gpu"], timeout_s=560)
+#   run(command="tests/cuda/open_issues_check.sh 31", carry=[".gpu"], timeout_s=600)
 #
 # A cold build of these targets takes a while on 2 cores (the suite's ten AOT CUDA
 # libraries among them); `.ci/run`'s `bazel build //...` builds the same ones.

@@ -238,6 +238,15 @@ StatusOr<double> CompiledModel::step(const std::vector<Tensor>& batch) {
   return run_bound_step();
 }
 
+Status CompiledModel::prefetch(const std::vector<Tensor>& batch) {
+  if (!step_) return Error{"model '" + table_->name + "' was compiled inference-only; it has no training step"};
+  WEFT_RETURN_IF_ERROR(check_batch("prefetch(...)", batch, table_->step_inputs));
+  for (size_t k = 0; k < batch.size(); ++k) {
+    WEFT_RETURN_IF_ERROR(step_->prefetch_input(step_batch_[k], batch[k]));
+  }
+  return Status();
+}
+
 StatusOr<double> CompiledModel::run_step() {
   if (!step_) return Error{"model '" + table_->name + "' was compiled inference-only; it has no training step"};
   WEFT_RETURN_IF_ERROR(upload(*step_, step_batch_, step_staging_));

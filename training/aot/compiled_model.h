@@ -199,6 +199,9 @@ class CompiledModel : public driver::Trainable {
   const std::vector<driver::TensorSpec>& eval_inputs() const override { return table_->eval_inputs; }
   const std::vector<driver::TensorSpec>& eval_outputs() const override { return table_->eval_outputs; }
   StatusOr<double> step(const std::vector<Tensor>& batch) override;
+  /// The next step's batch copied to the device while the current step runs (the step
+  /// executor's prefetch_input; on cpu nothing).
+  Status prefetch(const std::vector<Tensor>& batch) override;
   StatusOr<std::vector<Tensor>> evaluate(const std::vector<Tensor>& inputs) override;
   void set_lr(double lr) override { lr_ = lr; }
   double lr() const override { return lr_; }

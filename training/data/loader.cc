@@ -1,6 +1,8 @@
 #include "training/data/loader.h"
 
+#include <algorithm>
 #include <chrono>
+#include <string>
 
 namespace weft {
 namespace {
@@ -14,8 +16,10 @@ double seconds_since(Clock::time_point t) {
 }  // namespace
 
 Loader::Loader(int64_t first, int64_t end, const std::vector<Type>& types, Fill fill,
-               HostPinning pinning)
-    : end_(end), fill_(std::move(fill)), ready_(first), next_(first) {
+               HostPinning pinning, int held)
+    : end_(end), fill_(std::move(fill)), held_(held), sets_(static_cast<size_t>(held) + 1), ready_(first),
+      next_(first), released_(first) {
+  WEFT_CHECK(held >= 1, "Loader: the consumer holds at least one batch (held = " + std::to_string(held) + ")");
   for (auto& set : sets_) {
     for (const Type& type : types) set.emplace_back(type);
   }
@@ -57,17 +61,15 @@ void Loader::run() {
     int64_t n;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      // Batch n goes into set n % 2, which held batch n - 2: free once the consumer has
-      // taken that batch and handed it back (by calling next() again).
-      changed_.wait(lock, [this] {
-        return stop_ || ready_ >= end_ ||
-               (ready_ - 2 < next_ && held_ != std::optional<int64_t>(ready_ - 2));
-      });
+      // Batch n goes into set n % sets, which held batch n - sets: free once the consumer
+      // has handed that batch back (by calling next() `held_` more times).
+      const int64_t sets = static_cast<int64_t>(sets_.size());
+      changed_.wait(lock, [&] { return stop_ || ready_ >= end_ || ready_ - sets < released_; });
       if (stop_ || ready_ >= end_) return;
       n = ready_;
     }
     const auto start = Clock::now();
-    Status s = fill_(n, sets_[n % 2]);
+    Status s = fill_(n, sets_[static_cast<size_t>(n) % sets_.size()]);
     const double took = seconds_since(start);
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -83,14 +85,14 @@ void Loader::run() {
 StatusOr<const std::vector<Tensor>*> Loader::next() {
   std::unique_lock<std::mutex> lock(mutex_);
   if (next_ >= end_) return Error{"Loader::next: all " + std::to_string(end_) + " batches were taken"};
-  held_.reset();  // the set handed out last may be refilled
+  // The batch handed out `held_` calls ago is handed back: its set may be refilled.
+  released_ = std::max(released_, next_ - held_ + 1);
   changed_.notify_all();
   const auto start = Clock::now();
   changed_.wait(lock, [this] { return ready_ > next_ || error_.has_value(); });
   wait_seconds_ += seconds_since(start);
   if (ready_ <= next_) return *error_;
-  held_ = next_++;
-  return &sets_[*held_ % 2];
+  return &sets_[static_cast<size_t>(next_++) % sets_.size()];
 }
 
 double Loader::fill_seconds() const {

@@ -55,6 +55,54 @@ TEST(Loader, PreparesOnlyOneBatchAhead) {
   EXPECT_EQ(filled.load(), 3);
 }
 
+// A consumer that prefetches (held = 2) holds batch n, which its step reads, and n+1,
+// whose copy to the device is under way: next() hands back n-1 only, and the thread
+// fills n+2 into the third set, never into one of the two held.
+TEST(Loader, WithTwoHeldBatchesNeitherIsRefilledUntilHandedBack) {
+  std::atomic<int64_t> filled{0};
+  Loader loader(0, 100, kTypes,
+                [&](int64_t n, std::vector<Tensor>& into) {
+                  filled = n + 1;
+                  return fill_with(n, into);
+                },
+                HostPinning{}, /*held=*/2);
+  auto b0 = loader.next();
+  auto b1 = loader.next();
+  ASSERT_TRUE(b0.ok() && b1.ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // Batches 0 and 1 held, batch 2 ready in the third set: nothing more.
+  EXPECT_EQ(filled.load(), 3);
+  EXPECT_EQ((*b0)->at(0).data<int64_t>()[0], 0);
+  EXPECT_EQ((*b1)->at(0).data<int64_t>()[0], 1);
+  auto b2 = loader.next();  // hands back batch 0 alone
+  ASSERT_TRUE(b2.ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(filled.load(), 4);  // batch 3, into batch 0's set
+  EXPECT_EQ((*b1)->at(0).data<int64_t>()[0], 1) << "batch 1 is still held";
+  EXPECT_EQ((*b2)->at(0).data<int64_t>()[0], 2);
+  EXPECT_EQ((*b0)->at(0).data<int64_t>()[0], 3) << "batch 0's set was handed back and refilled";
+  std::set<const std::vector<Tensor>*> sets = {*b0, *b1, *b2};
+  EXPECT_EQ(sets.size(), 3u);
+}
+
+// The driver's order with a prefetch: both held batches stay intact however the thread
+// and the consumer interleave.
+TEST(Loader, WithTwoHeldBatchesEveryBatchArrivesIntact) {
+  Loader loader(/*first=*/5, /*end=*/60, kTypes, fill_with, HostPinning{}, /*held=*/2);
+  auto current = loader.next();
+  ASSERT_TRUE(current.ok());
+  for (int64_t n = 5; n + 1 < 60; ++n) {
+    auto ahead = loader.next();  // batch n+1, "prefetched"
+    ASSERT_TRUE(ahead.ok()) << ahead.error().to_string();
+    if (n % 3 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));  // the step on n
+    EXPECT_EQ((*current)->at(0).data<int64_t>()[0], n);
+    EXPECT_EQ((*current)->at(1).data<float>()[5], static_cast<float>(n * 10 + 5));
+    EXPECT_EQ((*ahead)->at(0).data<int64_t>()[1], -(n + 1));
+    current = ahead;
+  }
+  EXPECT_FALSE(loader.next().ok());
+}
+
 TEST(Loader, ErrorOfTheThreadSurfacesOnTheConsumer) {
   Loader loader(0, 10, kTypes, [](int64_t n, std::vector<Tensor>& into) -> Status {
     if (n == 2) return Error{"data.csv: row 7, column 'x': 'q' is not a number"};

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <set>
 
 #include "frontend/jit_trainable.h"
 #include "frontend/modules.h"
@@ -270,6 +271,86 @@ TEST(RunDriver, ModelOptionsComeFromTheFlags) {
   EXPECT_EQ(d.bind.all_reduce_bucket_bytes, int64_t{25} << 20);
   EXPECT_EQ(d.bind.first_all_reduce_bucket_bytes, int64_t{1} << 20);
   EXPECT_EQ(d.bind.communicator, nullptr);
+}
+
+/// The classifier, logging the batches the driver prefetches and steps on: each batch's
+/// address and the sum of its inputs at the call.
+class PrefetchLog final : public Trainable {
+ public:
+  struct Call {
+    bool prefetch;
+    const Tensor* x;
+    double sum;
+  };
+  PrefetchLog(std::unique_ptr<Trainable> inner, std::vector<Call>& calls) : inner_(std::move(inner)), calls_(calls) {}
+  const std::vector<TensorSpec>& step_inputs() const override { return inner_->step_inputs(); }
+  const std::vector<TensorSpec>& eval_inputs() const override { return inner_->eval_inputs(); }
+  const std::vector<TensorSpec>& eval_outputs() const override { return inner_->eval_outputs(); }
+  Status prefetch(const std::vector<Tensor>& batch) override {
+    calls_.push_back({true, &batch[0], sum(batch)});
+    return inner_->prefetch(batch);
+  }
+  StatusOr<double> step(const std::vector<Tensor>& batch) override {
+    calls_.push_back({false, &batch[0], sum(batch)});
+    return inner_->step(batch);
+  }
+  StatusOr<std::vector<Tensor>> evaluate(const std::vector<Tensor>& inputs) override { return inner_->evaluate(inputs); }
+  void set_lr(double lr) override { inner_->set_lr(lr); }
+  double lr() const override { return inner_->lr(); }
+  bool takes_momentum() const override { return inner_->takes_momentum(); }
+  Status set_momentum(double momentum) override { return inner_->set_momentum(momentum); }
+  int64_t steps() const override { return inner_->steps(); }
+  Status set_check_numerics(bool on) override { return inner_->set_check_numerics(on); }
+  Status set_profiling(bool on) override { return inner_->set_profiling(on); }
+  std::string profile_report() const override { return inner_->profile_report(); }
+  Status save(const std::string& path) const override { return inner_->save(path); }
+  StatusOr<LoadReport> load(const std::string& path, bool partial) override { return inner_->load(path, partial); }
+
+ private:
+  static double sum(const std::vector<Tensor>& batch) {
+    double total = 0;
+    for (const Tensor& t : batch) {
+      for (int64_t i = 0; i < t.numel(); ++i) total += t.get_double(i) * static_cast<double>(i + 1);
+    }
+    return total;
+  }
+  std::unique_ptr<Trainable> inner_;
+  std::vector<Call>& calls_;
+};
+
+// #31's input overlap, the driver's half (training_run.cc take_step): batch t+1 is taken
+// and prefetched before step t runs, every batch is prefetched once and then stepped on
+// unchanged (the loader holds two batches: held = 2), and nothing is prefetched past the
+// run's last step. The cpu model's prefetch copies nothing; the losses are a plain run's.
+TEST(RunDriver, PrefetchesTheNextBatchBeforeEachStep) {
+  Split data = classification(64, 6);
+  ASSERT_TRUE(write_npy(tmp("px.npy"), data.columns[0].array).ok());
+  ASSERT_TRUE(write_npy(tmp("py.npy"), data.columns[1].array).ok());
+  std::vector<PrefetchLog::Call> calls;
+  ModelFactory factory = [&calls](const ModelOptions&) -> StatusOr<std::unique_ptr<Trainable>> {
+    return std::unique_ptr<Trainable>(std::make_unique<PrefetchLog>(classifier(5), calls));
+  };
+  DriverRun r = run({"--train=" + tmp("px.npy") + "," + tmp("py.npy"), "--epochs=2", "--shuffle-seed=3"}, factory);
+  ASSERT_EQ(r.status, kExitOk) << r.err;
+  const int64_t steps = 16;  // 64 samples in batches of 8, two epochs
+  ASSERT_EQ(calls.size(), static_cast<size_t>(2 * steps));
+  // prefetch 0, prefetch 1, step 0, prefetch 2, step 1, ..., prefetch 15, step 14, step 15.
+  std::vector<const PrefetchLog::Call*> prefetched, stepped;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const bool want_prefetch = i < 2 || (i + 1 < calls.size() && i % 2 == 1);
+    EXPECT_EQ(calls[i].prefetch, want_prefetch) << "call " << i;
+    (calls[i].prefetch ? prefetched : stepped).push_back(&calls[i]);
+  }
+  ASSERT_EQ(prefetched.size(), stepped.size());
+  for (size_t t = 0; t < stepped.size(); ++t) {
+    EXPECT_EQ(stepped[t]->x, prefetched[t]->x) << "step " << t << " was not given the batch prefetched for it";
+    EXPECT_EQ(stepped[t]->sum, prefetched[t]->sum) << "batch " << t << " changed between its prefetch and its step";
+    if (t > 0) EXPECT_NE(stepped[t]->x, stepped[t - 1]->x) << "steps " << t - 1 << " and " << t << " share a set";
+  }
+  // Three sets: the batch stepped on, the one prefetched, the one being filled.
+  std::set<const Tensor*> sets;
+  for (const PrefetchLog::Call* c : stepped) sets.insert(c->x);
+  EXPECT_EQ(sets.size(), 3u);
 }
 
 /// The classifier with SGD(momentum 0.9), its momentum scheduled (a weft.momentum input)

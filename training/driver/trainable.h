@@ -55,6 +55,11 @@ class Trainable {
 
   /// One training step on `batch` (step_inputs() order and types); returns the loss.
   virtual StatusOr<double> step(const std::vector<Tensor>& batch) = 0;
+  /// Starts copying `batch`, the next step's, to the device while the current step runs
+  /// (#31's input overlap: ProgramExecutor::prefetch_input, on cuda a second stream); the
+  /// step() given the same tensors then takes that copy. The caller keeps them unchanged
+  /// until that step returns (training/data/loader.h's `held` = 2). Nothing by default.
+  virtual Status prefetch(const std::vector<Tensor>& /*batch*/) { return Status(); }
   /// The network in eval mode on `inputs` (eval_inputs() order and types).
   virtual StatusOr<std::vector<Tensor>> evaluate(const std::vector<Tensor>& inputs) = 0;
 

@@ -133,6 +133,8 @@ TrainingRun::TrainingRun(const DriverConfig& config, const std::string& program,
                          std::FILE* out, const BinaryInfo& info, const StopSignals& signals)
     : config_(config), program_(program), factory_(factory), out_(out), info_(info), signals_(signals) {}
 
+TrainingRun::~TrainingRun() { model_.reset(); }
+
 std::optional<Failure> TrainingRun::run() {
   using Step = std::optional<Failure> (TrainingRun::*)();
   static constexpr Step kSteps[] = {
@@ -355,13 +357,14 @@ std::optional<Failure> TrainingRun::train_steps() {
   return std::nullopt;
 }
 
-// Batch t+1 is gathered on the loader's thread while step t runs (training/data/loader.h).
+// Batch t+2 is gathered on the loader's thread while step t runs and batch t+1 is copied
+// to the device (training/data/loader.h): the steps hold two batches, t's and t+1's.
 void TrainingRun::start_loader() {
   std::vector<Type> batch_types;
   for (const TensorSpec& spec : model_->step_inputs()) batch_types.push_back(spec.type);
   loader_ = std::make_unique<Loader>(
       t_, total_, batch_types, [this](int64_t step, std::vector<Tensor>& into) { return gather_step(step, into); },
-      pinning_);
+      pinning_, /*held=*/2);
   if (loader_->pin_error()) {
     progress_->line("note: the batch buffers could not be pinned (" + loader_->pin_error()->message +
                     "); batches are copied to the device from pageable memory");
@@ -379,11 +382,27 @@ Status TrainingRun::gather_step(int64_t step, std::vector<Tensor>& into) {
   return Status();
 }
 
-/// Step t_ with its batch, learning rate and momentum; the progress line after it.
+std::optional<Failure> TrainingRun::take_batch() {
+  StatusOr<const std::vector<Tensor>*> batch = loader_->next();
+  if (!batch.ok()) return runtime_failure(batch.error());
+  if (Status s = model_->prefetch(**batch); !s.ok()) return runtime_failure(s.error());
+  ahead_ = *batch;
+  return std::nullopt;
+}
+
+/// Step t_ with its batch, learning rate and momentum; the progress line after it. Batch
+/// t_ + 1 is taken first and its copy to the device started, so that the copy overlaps
+/// step t_ (#31's input overlap; nothing on cpu); the loader hands back batch t_ - 1.
 std::optional<Failure> TrainingRun::take_step(StepResult& step) {
   step.epoch = t_ / per_epoch_;
-  StatusOr<const std::vector<Tensor>*> inputs = loader_->next();
-  if (!inputs.ok()) return runtime_failure(inputs.error());
+  if (ahead_ == nullptr) {  // the run's first step
+    if (auto f = take_batch()) return f;
+  }
+  const std::vector<Tensor>* inputs = ahead_;
+  ahead_ = nullptr;
+  if (t_ + 1 < total_) {
+    if (auto f = take_batch()) return f;
+  }
   step.lr = schedule_->lr_at(t_);
   model_->set_lr(step.lr);
   if (cycle_momentum_) {
@@ -392,7 +411,7 @@ std::optional<Failure> TrainingRun::take_step(StepResult& step) {
   }
   collective::note_step(t_ + 1);  // names the step's collectives in a fault's message
   inject_test_fault(rank_, t_ + 1);
-  StatusOr<double> loss = model_->step(**inputs);
+  StatusOr<double> loss = model_->step(*inputs);
   if (!loss.ok()) return runtime_failure(loss.error());
   step.loss = *loss;
   ++t_;

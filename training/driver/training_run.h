@@ -11,8 +11,9 @@
 //   plan_steps      the global batch, steps per epoch, the run's steps, the schedule
 //   open_outputs    --metrics-csv, --epoch-csv, --serve, the device's memory probe
 //   announce        the `training on ...` line (and a resumed run past its end evaluated)
-//   train_steps     take_step, then evaluate, log, end of epoch, --checkpoint-every and a
-//                   signal's stop, until the run's last step
+//   train_steps     take_step (batch t+1 taken and its copy to the device started, then
+//                   step t: #31's input overlap), then evaluate, log, end of epoch,
+//                   --checkpoint-every and a signal's stop, until the run's last step
 //   finish          --checkpoint-out, the `done:` line, --report
 //
 // A step that fails ends the run with its exit status (driver.h's kExitRuntime or
@@ -49,6 +50,12 @@ class TrainingRun {
   /// `out` takes the progress and results; `signals` is watched between steps.
   TrainingRun(const DriverConfig& config, const std::string& program, const ModelFactory& factory,
               std::FILE* out, const BinaryInfo& info, const StopSignals& signals);
+
+  /// The model goes before the loader: a batch it prefetched and no step took may still
+  /// be read by the device until the model's executor is destroyed (loader.h's rule).
+  ~TrainingRun();
+  TrainingRun(const TrainingRun&) = delete;
+  TrainingRun& operator=(const TrainingRun&) = delete;
 
   /// Runs every step in order; nullopt when the run ended well.
   std::optional<Failure> run();
@@ -88,6 +95,9 @@ class TrainingRun {
   /// The loader's fill: batch `step` into `into` (on the loader's thread, which alone
   /// touches order_ and order_epoch_).
   Status gather_step(int64_t step, std::vector<Tensor>& into);
+  /// The loader's next batch, its copy to the device started (Trainable::prefetch), as
+  /// ahead_.
+  std::optional<Failure> take_batch();
   std::optional<Failure> take_step(StepResult& step);
   /// Reads loss scaling's state after step t_ into `step` when it is due, for the
   /// progress line, the run log and the epoch metrics.
@@ -140,6 +150,10 @@ class TrainingRun {
   std::vector<int64_t> order_;  ///< The loader thread's: this rank's rows of epoch order_epoch_.
   int64_t order_epoch_ = -1;
   std::unique_ptr<Loader> loader_;
+  /// The batch of step t_, taken from the loader and prefetched during step t_ - 1 (the
+  /// run's first: by take_step); null before the first. The loader holds it and the
+  /// batch of the step running (`held` = 2).
+  const std::vector<Tensor>* ahead_ = nullptr;
   int64_t t_ = 0;         ///< Steps taken (counted across runs).
   int64_t first_ = 0;     ///< The step this run started at.
   int64_t saved_at_ = -1; ///< The step of the last checkpoint this run wrote.

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# [GPU] (#31) input overlap on a GPU in one short call: the next batch's host-to-device
+# copy on the executor's copy stream while the current step runs
+# (runtime/cuda/executor_prefetch.cc). runtime/cuda:executor_test's cases: the outputs of
+# prefetched inputs (the data Loader's pinned buffers, two held at a time) bitwise equal to
+# set_input's plain copies over seven steps with changing batches, as one CUDA graph and
+# launch by launch; a step that runs to its end with the next batch's copy held back on
+# its stream (events); a set_input of another tensor; then those but the held stream under
+# compute-sanitizer memcheck (which may serialize the two streams); and the A/B: the AOT
+# CNN (train_cuda, 1 epoch) with the prefetch and with WEFT_INPUT_PREFETCH=0, whose
+# per-step losses must be identical and whose `done:` lines give the two times. About a
+# minute; not yet run (written in a session without a GPU). open_issues_check.sh 31 runs
+# it. Build and copy here (tests/cuda/lease_bundle.sh packs the same binaries and data):
+#
+#   bazel build //runtime/cuda:executor_test //examples/fashion_mnist:train_cuda
+#   mkdir -p .gpu/fashion-mnist && cp -f bazel-bin/runtime/cuda/executor_test \
+#       bazel-bin/examples/fashion_mnist/train_cuda .gpu/
+#   cp -f /usr/share/datasets/fashion-mnist/*-ubyte.gz .gpu/fashion-mnist/
+#   # device tool: run(command="tests/cuda/input_overlap_check.sh", carry=[".gpu"], timeout_s=240)
+#
+# Logs go to /tmp/weft-gpu and, when $OUT is set, to $OUT.
+set -uo pipefail
+out=/tmp/weft-gpu
+mkdir -p "$out"
+cases='*Prefetch*:*NextBatchsCopy*:*PinnedLoader*'
+line() { grep -E "$1" "$2" | tr '\n' ' ' | cut -c1-400; echo; }
+
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+timeout 60 .gpu/executor_test --gtest_filter="$cases" >"$out/input_overlap_cases.txt" 2>&1
+echo "== executor_test ($cases) rc=$? $(line '^\[  (PASSED|FAILED|SKIPPED)' "$out/input_overlap_cases.txt")"
+grep -E "Failure|error" -A4 "$out/input_overlap_cases.txt" | head -40
+timeout 90 compute-sanitizer --tool memcheck --error-exitcode 3 .gpu/executor_test \
+  --gtest_filter='*PrefetchedInputs*:*AnotherTensorCopies*:*PinnedLoader*' \
+  >"$out/input_overlap_memcheck.txt" 2>&1
+echo "== memcheck rc=$? $(line 'ERROR SUMMARY|^\[  (PASSED|FAILED)' "$out/input_overlap_memcheck.txt")"
+for prefetch in 1 0; do
+  WEFT_INPUT_PREFETCH=$prefetch timeout 90 .gpu/train_cuda --data=.gpu/fashion-mnist --epochs=1 \
+    --metrics-csv="$out/input_overlap_losses_$prefetch.csv" >"$out/input_overlap_train_$prefetch.txt" 2>&1
+  echo "== train_cuda WEFT_INPUT_PREFETCH=$prefetch rc=$? $(line 'epoch [0-9]+/|done' "$out/input_overlap_train_$prefetch.txt")"
+done
+# epoch, step, loss: the same bits with and without the prefetch.
+if cmp -s <(cut -d, -f1-3 "$out/input_overlap_losses_1.csv") <(cut -d, -f1-3 "$out/input_overlap_losses_0.csv"); then
+  echo "== losses with and without the prefetch: identical ($(wc -l <"$out/input_overlap_losses_1.csv") lines)"
+else
+  echo "== losses with and without the prefetch: DIFFER"
+fi
+if [ -n "${OUT:-}" ]; then cp -f "$out"/input_overlap_* "$OUT"/ 2>/dev/null; fi

@@ -40,16 +40,29 @@ std::string Emitter::gpu_module(const std::string& symbol) {
 
 void Emitter::gpu_elements(const std::vector<std::string>& ptr) {
   // One thread per element: its row and column, then the CPU's row addressing.
-  const int64_t length = space_.row_length();
-  open_rows("%e", space_.rows() * length);
+  const int64_t length = space_.row_length(), total = space_.rows() * length;
+  // The host's form of the vector kernel's fallback runs gpu_units() "threads" (rows of
+  // the host ABI): each walks its elements with the GPU's grid stride.
+  const bool host_stride = !gpu_ && gpu_units() < total;
+  if (host_stride) {
+    open_rows("%h", gpu_units());
+    const std::string end = cst(DType::i64, static_cast<double>(total), 1);
+    const std::string step = cst(DType::i64, static_cast<double>(gpu_units()), 1);
+    os_ << indent_ << "scf.for %e = %h to " << end << " step " << step << " : i64 {\n";
+    indent_ += "  ";
+  } else {
+    open_rows("%e", total);
+  }
   const std::string length_c = cst(DType::i64, static_cast<double>(length), 1);
   const std::string row = bi("arith.divui", "%e", length_c, "i64");
   const std::string column = bi("arith.remui", "%e", length_c, "i64");
   std::vector<std::string> bases, splats, outs;
   row_pointers(ptr, row, bases, splats, outs);
   body(/*w=*/1, column, bases, splats, outs);
-  indent_.resize(indent_.size() - 2);
-  os_ << indent_ << "}\n";
+  for (int loops = host_stride ? 2 : 1; loops > 0; --loops) {
+    indent_.resize(indent_.size() - 2);
+    os_ << indent_ << "}\n";
+  }
 }
 
 int64_t Emitter::gpu_units() const {

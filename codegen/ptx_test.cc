@@ -7,10 +7,13 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <map>
 #include <random>
 #include <set>
 
+#include "codegen/cuda_program.h"
 #include "codegen/emit_gpu.h"
 #include "codegen/kernel_test_util.h"
 #include "codegen/jit.h"
@@ -392,10 +395,14 @@ graph @k(%x: f32[64,10]) {
   assemble_for_every_architecture("reductions.ptx", *ptx);
 }
 
+/// Which buffers a host run places one element past a 64-byte boundary (the GPU kernels'
+/// vector code then must take its scalar path).
+enum class Misalign { none, all, last };
+
 /// Runs `body`'s GPU kernel code on the host (emit_host_scalar_kernel) in two ranges of
-/// threads and returns the largest scaled error against the reference interpreter
-/// (NaN when one side alone is NaN).
-double host_scalar_error(Jit& jit, const Graph& body, uint64_t seed) {
+/// threads, its buffers placed as `misalign` says, and returns the largest scaled error
+/// against the reference interpreter (NaN when one side alone is NaN).
+double host_scalar_error(Jit& jit, const Graph& body, uint64_t seed, Misalign misalign = Misalign::none) {
   const GpuKernel k = emit_host_scalar_kernel(body, "scalar");
   StatusOr<JitResult> compiled = jit.compile(k.mlir, "scalar");
   EXPECT_TRUE(compiled.ok()) << compiled.error().to_string();
@@ -408,14 +415,27 @@ double host_scalar_error(Jit& jit, const Graph& body, uint64_t seed) {
     }
   }
   std::vector<Tensor> outputs;
-  std::vector<void*> buffers;
   // (Half inputs are drawn as f32 values rounded to the dtype by random_tensor.)
-  for (Tensor& t : inputs) buffers.push_back(t.raw_data());
   for (ValueId v : body.outputs()) outputs.emplace_back(body.type(v));
-  for (Tensor& t : outputs) buffers.push_back(t.raw_data());
+  std::vector<Tensor*> tensors;
+  for (Tensor& t : inputs) tensors.push_back(&t);
+  for (Tensor& t : outputs) tensors.push_back(&t);
+  std::vector<std::vector<std::byte>> storage;
+  std::vector<void*> buffers;
+  for (size_t b = 0; b < tensors.size(); ++b) {
+    const size_t bytes = tensors[b]->type().bytes(), element = dtype_size(tensors[b]->dtype());
+    storage.emplace_back(bytes + 128);
+    const auto start = reinterpret_cast<uintptr_t>(storage.back().data());
+    const bool off = misalign == Misalign::all || (misalign == Misalign::last && b + 1 == tensors.size());
+    buffers.push_back(reinterpret_cast<void*>((start + 63) / 64 * 64 + (off ? element : 0)));
+    std::memcpy(buffers.back(), tensors[b]->raw_data(), bytes);
+  }
   auto fn = reinterpret_cast<GeneratedFn>(compiled->address);
   fn(buffers.data(), 0, k.threads / 2);
   fn(buffers.data(), k.threads / 2, k.threads);
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    std::memcpy(outputs[o].raw_data(), buffers[inputs.size() + o], outputs[o].type().bytes());
+  }
   StatusOr<reference::RunResult> want = reference::run(body, inputs);
   EXPECT_TRUE(want.ok()) << want.error().to_string();
   if (!want.ok()) return NAN;
@@ -485,6 +505,73 @@ TEST(Ptx, GpuKernelArithmeticMatchesReferenceOnTheHost) {
   }
   std::printf("  %d GPU kernel bodies checked on the host, %d with f16/bf16 outputs\n", checked,
               half);
+}
+
+TEST(Ptx, VectorizedKernelsMatchReferenceOnTheHostAlignedOrNot) {
+  // The vector code of the kernels above (one lane per row on the host), with aligned
+  // buffers (the vector path), every buffer one element off and only the last result
+  // one element off (the scalar path, chosen when the kernel runs).
+  Jit jit;
+  std::vector<Graph> bodies;
+  for (const VectorCase& c : vector_cases()) bodies.push_back(parse_typed(c.text));
+  for (const std::string type : {"f32[8,1024]", "bf16[8,1024]", "f16[6,96]"}) {
+    bodies.push_back(parse_typed(softmax_text(type)));
+  }
+  bodies.push_back(parse_typed("graph @k(%x: f32[16,1000]) {\n  %s = sum(%x) {axes=[1]}\n  return %s\n}\n"));
+  bodies.push_back(parse_typed("graph @k(%x: bf16[5,40]) {\n  %s = max(%x) {axes=[1]}\n  return %s\n}\n"));
+  int vectorized = 0;
+  for (size_t i = 0; i < bodies.size(); ++i) {
+    SCOPED_TRACE(kernel_key(bodies[i]));
+    vectorized += emit_host_scalar_kernel(bodies[i], "k", /*vectorize=*/true).width > 1;
+    for (Misalign m : {Misalign::none, Misalign::all, Misalign::last}) {
+      SCOPED_TRACE(static_cast<int>(m));
+      const double err = host_scalar_error(jit, bodies[i], 500 + i, m);
+      EXPECT_LE(err, half_output(bodies[i]) ? (approximated(bodies[i]) ? 1 : 0) : 1e-5);
+    }
+  }
+  EXPECT_GE(vectorized, 10);
+  std::printf("  %zu bodies, %d vectorized, each run aligned and misaligned\n", bodies.size(), vectorized);
+}
+
+TEST(Ptx, LoweredProgramLaunchesOneThreadPerVector) {
+  // A bias add with tanh (an elementwise kernel) and a softmax over rows of 1024 (a row
+  // kernel, a block per row), lowered for the GPU: the Program's launch is the vectors'
+  // count, and WEFT_GPU_VECTOR=0 brings back one thread per element.
+  const Graph g = parse_typed(R"(
+graph @g(%x: f32[128,256], %b: f32[256], %y: f32[64,1024]) {
+  %s = add(%x, %b)
+  %t = tanh(%s)
+  %m = max(%y) {axes=[-1], keepdims=true}
+  %d = sub(%y, %m)
+  %e = exp(%d)
+  %z = sum(%e) {axes=[-1], keepdims=true}
+  %p = div(%e, %z)
+  return %t, %p
+}
+)");
+  auto launches = [&] {
+    StatusOr<CudaProgram> p = compile_cuda_program(g);
+    EXPECT_TRUE(p.ok()) << p.error().to_string();
+    std::map<FusedKind, int64_t> threads;
+    if (!p.ok()) return std::make_pair(threads, std::string());
+    for (const GeneratedKernel& k : p->program.kernels) {
+      EXPECT_EQ(k.row_length, 1);
+      threads[k.kind] = k.rows;
+    }
+    return std::make_pair(threads, p->ptx);
+  };
+  const auto [vector_threads, vector_ptx] = launches();
+  EXPECT_EQ(vector_threads.at(FusedKind::elementwise), 128 * 256 / 4);
+  EXPECT_EQ(vector_threads.at(FusedKind::row), 64 * 256);
+  EXPECT_NE(vector_ptx.find("ld.global.v4.f32"), std::string::npos);
+  const char* before = std::getenv("WEFT_GPU_VECTOR");
+  ASSERT_EQ(before, nullptr) << "the test sets WEFT_GPU_VECTOR itself";
+  setenv("WEFT_GPU_VECTOR", "0", /*overwrite=*/1);
+  const auto [scalar_threads, scalar_ptx] = launches();
+  unsetenv("WEFT_GPU_VECTOR");
+  EXPECT_EQ(scalar_threads.at(FusedKind::elementwise), 128 * 256);
+  EXPECT_EQ(scalar_threads.at(FusedKind::row), 64 * 256);
+  EXPECT_EQ(scalar_ptx.find(".v4."), std::string::npos);
 }
 
 TEST(Ptx, WhatTheGpuCannotComputeIsRejected) {

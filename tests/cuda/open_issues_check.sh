@@ -7,7 +7,8 @@
 #   28 [Reliability]       reliability_check.sh   (about a minute)
 #   29 [Architecture]      architecture_check.sh  (about three minutes)
 #   32 [Distributed]       nccl_check.sh          (about two minutes)
-#   30 [Mixed precision]   mixed_precision_check.sh (about five minutes)
+#   30 [Mixed precision]   mixed_precision_check.sh (about five minutes), then
+#                          vector_check.sh (#30/#31's vectorized kernels, about a minute)
 #   31 [GPU]               loop_slots_check.sh (a minute), then suite_check.sh (about seven
 #                          minutes), alone in their call
 #
@@ -17,7 +18,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 if [ $# -eq 0 ]; then
-  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 if [ -f .gpu/bundle.tar.xz ] && [ .gpu/bundle.tar.xz -nt .gpu/cases_test ]; then
@@ -29,7 +30,7 @@ for issue in "$@"; do
   case "$issue" in
     28) script=reliability_check.sh ;;
     29) script=architecture_check.sh ;;
-    30) script=mixed_precision_check.sh ;;
+    30) script="mixed_precision_check.sh vector_check.sh" ;;
     31) script="loop_slots_check.sh suite_check.sh" ;;
     32) script=nccl_check.sh ;;
     *) echo "error: no device check for issue '$issue' (28, 29, 30, 31 or 32)"; exit 2 ;;

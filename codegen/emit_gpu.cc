@@ -25,10 +25,7 @@ std::string Emitter::gpu_module(const std::string& symbol) {
     } else {
       // Every operand read along the row and every result moves width_ elements per access.
       const size_t n_in = g_.inputs().size();
-      std::vector<std::pair<std::string, DType>> vectors;
-      for (size_t k = 0; k < n_in; ++k) {
-        if (space_.strides[k].back() != 0) vectors.emplace_back(ptr[k], g_.type(g_.inputs()[k].value).dtype);
-      }
+      std::vector<std::pair<std::string, DType>> vectors = row_operands(ptr);
       for (size_t o = 0; o < g_.outputs().size(); ++o) {
         vectors.emplace_back(ptr[n_in + o], g_.type(g_.outputs()[o]).dtype);
       }

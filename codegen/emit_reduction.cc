@@ -223,12 +223,16 @@ std::string Emitter::reduction_module(const std::string& symbol, const Node& red
   }
   // GPU code along rows: the operands read along the row, width_ lanes at a time where
   // their addresses allow it.
-  std::vector<std::pair<std::string, DType>> vectors;
-  for (size_t k = 0; k < g_.inputs().size(); ++k) {
-    if (space_.strides[k].back() != 0) vectors.emplace_back(ptr[k], g_.type(g_.inputs()[k].value).dtype);
-  }
-  if_aligned(vectors, [&] { rows_at(width_); }, [&] { rows_at(1); });
+  if_aligned(row_operands(ptr), [&] { rows_at(width_); }, [&] { rows_at(1); });
   return footer();
+}
+
+std::vector<std::pair<std::string, DType>> Emitter::row_operands(const std::vector<std::string>& ptr) const {
+  std::vector<std::pair<std::string, DType>> operands;
+  for (size_t k = 0; k < g_.inputs().size(); ++k) {
+    if (space_.strides[k].back() != 0) operands.emplace_back(ptr[k], g_.type(g_.inputs()[k].value).dtype);
+  }
+  return operands;
 }
 
 void Emitter::if_aligned(const std::vector<std::pair<std::string, DType>>& buffers,

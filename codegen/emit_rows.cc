@@ -325,10 +325,7 @@ std::string Emitter::row_module(const std::string& symbol, const ReductionSpace&
   }
   // GPU code: the operands read along the row and the full-shape results are accessed
   // width_ lanes at a time where their addresses allow it.
-  std::vector<std::pair<std::string, DType>> vectors;
-  for (size_t k = 0; k < n_in; ++k) {
-    if (space_.strides[k].back() != 0) vectors.emplace_back(ptr[k], g_.type(g_.inputs()[k].value).dtype);
-  }
+  std::vector<std::pair<std::string, DType>> vectors = row_operands(ptr);
   for (size_t j = 0; j < g_.outputs().size(); ++j) {
     const ValueId out = g_.outputs()[j];
     if (!plan.per_row[out]) vectors.emplace_back(ptr[n_in + j], g_.type(out).dtype);

@@ -43,9 +43,9 @@ inline std::string vec(const std::string& elem, int w) {
 
 class Emitter {
  public:
-  /// `gpu`: emit CUDA kernels (emit_gpu.h): scalar code (width 1), one pointer parameter
-  /// per buffer, and a grid-stride loop over the rows instead of [row_begin, row_end).
-  /// `scalar` alone: the GPU's scalar code with the CPU's ABI (emit_gpu.h's
+  /// `gpu`: emit CUDA kernels (emit_gpu.h): width 1 unless set_gpu_width says otherwise,
+  /// one pointer parameter per buffer, and a grid-stride loop over the rows instead of
+  /// [row_begin, row_end). `scalar` alone: the GPU's code with the CPU's ABI (emit_gpu.h's
   /// emit_host_scalar_kernel, so tests run the GPU kernels' arithmetic on the host).
   Emitter(const Graph& g, const CollapsedSpace& space, bool gpu = false, bool scalar = false)
       : g_(g), space_(space), width_(gpu || scalar ? 1 : body_width(g)), gpu_(gpu),
@@ -161,6 +161,9 @@ class Emitter {
   /// (GPU code: loop slots and the inputs block may hand a kernel any element address).
   void if_aligned(const std::vector<std::pair<std::string, DType>>& buffers,
                   const std::function<void()>& vector, const std::function<void()>& scalar);
+  /// The operands read along the row (stride 1 there; the others are splats or per-row
+  /// scalars), as if_aligned takes them: pointer and dtype.
+  std::vector<std::pair<std::string, DType>> row_operands(const std::vector<std::string>& ptr) const;
   /// The GPU elementwise loops: one thread per element (width 1), or per vector unit.
   void gpu_elements(const std::vector<std::string>& ptr);
   void gpu_vector_units(const std::vector<std::string>& ptr);

@@ -54,17 +54,18 @@ struct GpuKernel {
 
 /// False when the environment sets WEFT_GPU_VECTOR=0: every GPU kernel then reads and
 /// writes one element per access, as before vectorization (an A/B switch for timing on
-/// a GPU; for kernels generated at build time pass it with `--action_env`).
+/// a GPU; tests/cuda's `gen_cases --vector-ab` sets it for its build-time twin).
 bool gpu_vectors_enabled();
 
 /// The kernel `symbol` for `body` of form `kind` (GeneratedKernel::kind, from the fused
 /// node: never re-derived from the body; every node passes gpu_supports): an elementwise body
-/// gets one thread per vector of `width` elements (see GpuKernel); a reduction body (kernel_compiler.h) one thread per
-/// output element, which accumulates its reduced elements in order (sums in f64, as on
-/// the CPU); a row body (softmax, layer norm, their backward, ...) one warp per row when
-/// its rows hold 32 elements or more — the lanes take every 32nd element of each of the
-/// CPU row kernel's passes, and butterfly shuffles (nvvm.shfl.sync) give every lane the
-/// row's sums (f64) and maxima — and one thread per row for shorter rows. Reductions
+/// gets one thread per vector of `width` elements (see GpuKernel); a reduction body
+/// (kernel_compiler.h) one thread per output element, which accumulates its reduced
+/// elements in order (sums in f64, as on the CPU); a row body (softmax, layer norm, their
+/// backward, ...) one warp per row when its rows hold 32 elements or more — the lanes
+/// take every 32nd element (or vector) of each of the CPU row kernel's passes, and
+/// butterfly shuffles (nvvm.shfl.sync) give every lane the row's sums (f64) and maxima —
+/// and one thread per row for shorter rows. Reductions
 /// along rows get the same warp per row; when fewer rows than fill the GPU that way
 /// (under 2048) hold 256 elements or more (batch-norm statistics, a small batch's rows)
 /// a whole 256-thread block takes each row, its warps' results combined through shared

@@ -54,7 +54,7 @@ struct GpuKernel {
 
 /// False when the environment sets WEFT_GPU_VECTOR=0: every GPU kernel then reads and
 /// writes one element per access, as before vectorization (an A/B switch for timing on
-/// a GPU; tests/cuda's `gen_cases --vector-ab` sets it for its build-time twin).
+/// a GPU; tests/cuda's `gen_cases --vocab-scalar` sets it for its build-time twin).
 bool gpu_vectors_enabled();
 
 /// The kernel `symbol` for `body` of form `kind` (GeneratedKernel::kind, from the fused

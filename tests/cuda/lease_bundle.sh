@@ -19,8 +19,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 binaries=(
   tests/cuda/cases_test runtime/cuda/executor_test tests/cuda/nccl_step_test
-  tests/cuda/nccl_bandwidth tests/cuda/step_bench tests/cuda/step_bench_scalar tests/cuda/gemm_bench
-  tests/cuda/suite_bench
+  tests/cuda/nccl_bandwidth tests/cuda/step_bench tests/cuda/vocab_bench tests/cuda/vocab_bench_scalar
+  tests/cuda/gemm_bench tests/cuda/suite_bench
   tests/cuda/suite_bf16_bench examples/fashion_mnist/train_cuda
   examples/fashion_mnist/train_cuda_runtime_test examples/fashion_mnist/train_mlp_cuda_dp
   bench/suite bench/weft_aot_cuda_worker

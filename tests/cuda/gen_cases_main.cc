@@ -542,7 +542,7 @@ std::vector<GraphCase> data_parallel_cases() {
 /// elsewhere. Elementwise kernels with a tail (a single row of 1037, 301 f64, 1003 bf16),
 /// rows that allow pairs only (6, bf16 10), odd rows (19: scalar), a per-row splat;
 /// softmax rows of 8192 (the vocabulary's: a block per row for 64 rows in f32 and bf16,
-/// eight bf16 per load; a warp per row for 2048), 2048 rows of 256 (a warp per row), one
+/// eight bf16 per load), 2048 rows of 2048 and of 256 (a warp per row), one
 /// row of 1027 (a vector tail in every lane's row), a bf16 layer norm and row sums; and a
 /// loop whose xs slots of 24 bytes hand every other iteration an unaligned address (the
 /// kernels' scalar path). Appended last, so every earlier case keeps its index and its
@@ -572,7 +572,7 @@ std::vector<GraphCase> vector_cases() {
       {"vec_softmax_vocab_f32", "%x: f32[64,8192]", softmax, "%p"},
       {"vec_softmax_vocab_bf16", "%x: bf16[64,8192]", softmax, "%p"},
       {"vec_softmax_warp_rows", "%x: f32[2048,256]", softmax, "%p, %s"},
-      {"vec_softmax_vocab_warp", "%x: f32[2048,8192]", softmax, "%p"},
+      {"vec_softmax_warp_long_rows", "%x: f32[2048,2048]", softmax, "%p"},
       {"vec_softmax_one_row", "%x: f32[1,1027]", softmax, "%p"},
       {"vec_layer_norm_bf16", "%x: bf16[32,768], %g: bf16[768]", layer_norm, "%y"},
       {"vec_row_sums", "%x: f32[3000,64], %y: f32[100,1000]",
@@ -600,8 +600,8 @@ std::vector<GraphCase> vector_cases() {
 /// per row. Two steps each, so step_bench times them (`vocab_bench`, and
 /// `vocab_bench_scalar` with the kernels generated at WEFT_GPU_VECTOR=0); the per-row
 /// sums first, so the step's first output (step_bench reads it) is small. Too large for
-/// cases_test's host reference in every device script: vector_cases has the same row
-/// kernel over 2048 rows.
+/// cases_test's host reference in every device script: vector_cases has the same
+/// warp-per-row kernel over 2048 rows of 2048.
 std::vector<GraphCase> vocab_cases() {
   const std::string sum_exp =
       "  %m = max(%x) {axes=[-1], keepdims=true}\n  %d = sub(%x, %m)\n  %e = exp(%d)\n"

@@ -7,9 +7,9 @@
 #     as one CUDA graph: elementwise kernels with vector tails (f32, f64, bf16), rows that
 #     allow pairs only, odd rows (scalar), per-row splats, casts; softmax rows of 8192
 #     (a block per row in f32, eight bf16 per load), 2048 rows of 256 (a warp per row),
-#     one row of 1027, a bf16 layer norm, row sums, the vocabulary's rows of 8192 over
-#     2048 rows (a warp per row); a loop whose slots hand every other iteration an
-#     unaligned address (the kernels' scalar path).
+#     one row of 1027, a bf16 layer norm, row sums, 2048 rows of 2048 (a warp per row,
+#     as the vocabulary's 4096 rows of 8192 below); a loop whose slots hand every other
+#     iteration an unaligned address (the kernels' scalar path).
 #  2. The same cases under compute-sanitizer memcheck (an access past a row or a
 #     misaligned vector load shows there).
 #  3. The vocabulary softmax and log-softmax (4096 x 8192) timed, vectorized (vocab_bench)

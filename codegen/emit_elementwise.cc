@@ -272,7 +272,7 @@ std::unordered_map<ValueId, std::string> Emitter::compute(
       continue;
     }
     const std::string x = emit("llvm.load " + access(bases[k], d) + align +
-                               std::to_string(dtype_size(d)) + " : i64} : !llvm.ptr -> " +
+                               std::to_string(access_align(d, w)) + " : i64} : !llvm.ptr -> " +
                                vec(memory_elem(d), w));
     val[v] = load_value(x, d, w);
   }
@@ -298,7 +298,7 @@ void Emitter::body(int w, const std::string& i, const std::vector<std::string>& 
     const std::string x = store_value(val.at(g_.outputs()[o]), d, w);
     const std::string address = access(outs[o], d);
     os_ << indent_ << "llvm.store " << x << ", " << address << align
-        << dtype_size(d) << " : i64} : " << vec(memory_elem(d), w) << ", !llvm.ptr\n";
+        << access_align(d, w) << " : i64} : " << vec(memory_elem(d), w) << ", !llvm.ptr\n";
   }
 }
 

@@ -82,9 +82,13 @@ std::string Emitter::reduce_rows(const Node& red, const ReductionSpace& rs,
   auto inner = [&](int64_t from, int64_t to, int step, const std::string& acc, const std::string& t) {
     const std::string r = "%t" + std::to_string(next_++), i = "%i" + std::to_string(next_++),
                       a = "%a" + std::to_string(next_++);
-    // In warp-row mode (width 1) lane l takes elements from + l, from + l + 32, ...
+    // In warp-row mode lane l takes the `step` elements from + l·step, then those
+    // lanes·step further, ...
     std::string lo = cst(DType::i64, static_cast<double>(from), 1);
-    if (lanes_ > 1) lo = bi("arith.addi", lo, lane_id_, "i64");
+    if (lanes_ > 1) {
+      lo = bi("arith.addi", lo,
+              step == 1 ? lane_id_ : bi("arith.muli", lane_id_, cst(DType::i64, step, 1), "i64"), "i64");
+    }
     open_for(r, i, lo, cst(DType::i64, static_cast<double>(to), 1),
              cst(DType::i64, static_cast<double>(step) * lanes_, 1), {{a, acc}}, t);
     close_for(accumulate(red, a, compute(step, i, bases, splats, &red).at(x), step), t);
@@ -147,7 +151,9 @@ std::string Emitter::reduction_module(const std::string& symbol, const Node& red
         << ", !llvm.ptr\n";
     if (!guard.empty()) os_ << indent_ << "}\n";
   };
-  if (rs.rows() > 0) {
+  // The loop over rows, `w` lanes per access along a row (width_, or 1 where GPU code
+  // finds its buffers unaligned).
+  auto rows_at = [&](const int w) {
     // Column groups: the loop walks blocks of 32 columns; lane l of warp g takes column
     // 32·block + l (clamped to the last, and not stored, past the end) and rows g, g + 8...
     const int64_t per_block = kWarp;
@@ -165,7 +171,7 @@ std::string Emitter::reduction_module(const std::string& symbol, const Node& red
     std::vector<std::string> row_off;
     if (!rs.column()) {  // Row r is output element r: its kept indices come from r.
       for (size_t k = 0; k < g_.inputs().size(); ++k) row_off.push_back(offset(k, "%r", kept));
-      finish(reduce_rows(red, rs, ptr, row_off, reduced, "", width_), "%r", 1);
+      finish(reduce_rows(red, rs, ptr, row_off, reduced, "", w), "%r", 1);
     } else {
       // Row r = (kept index c, block b): blocks of w columns, then single columns.
       const int64_t length = space_.dims.back(), blocks = length / width_,
@@ -209,8 +215,47 @@ std::string Emitter::reduction_module(const std::string& symbol, const Node& red
     }
     indent_.resize(indent_.size() - 2);
     os_ << indent_ << "}\n";
+  };
+  if (rs.rows() == 0) return footer();
+  if (!gpu_code_ || width_ == 1 || rs.column()) {
+    rows_at(width_);
+    return footer();
   }
+  // GPU code along rows: the operands read along the row, width_ lanes at a time where
+  // their addresses allow it.
+  if_aligned(row_operands(ptr), [&] { rows_at(width_); }, [&] { rows_at(1); });
   return footer();
+}
+
+std::vector<std::pair<std::string, DType>> Emitter::row_operands(const std::vector<std::string>& ptr) const {
+  std::vector<std::pair<std::string, DType>> operands;
+  for (size_t k = 0; k < g_.inputs().size(); ++k) {
+    if (space_.strides[k].back() != 0) operands.emplace_back(ptr[k], g_.type(g_.inputs()[k].value).dtype);
+  }
+  return operands;
+}
+
+void Emitter::if_aligned(const std::vector<std::pair<std::string, DType>>& buffers,
+                         const std::function<void()>& vector, const std::function<void()>& scalar) {
+  // The low bits of every address, or-ed: zero when each is a multiple of its vector's size.
+  std::string low;
+  for (const auto& [p, d] : buffers) {
+    const std::string bits =
+        bi("arith.andi", emit("llvm.ptrtoint " + p + " : !llvm.ptr to i64"),
+           cst(DType::i64, static_cast<double>(access_align(d, width_) - 1), 1), "i64");
+    low = low.empty() ? bits : bi("arith.ori", low, bits, "i64");
+  }
+  const std::string ok =
+      low.empty() ? cst(DType::boolean, 1, 1) : bi("arith.cmpi eq,", low, cst(DType::i64, 0, 1), "i64");
+  os_ << indent_ << "scf.if " << ok << " {\n";
+  indent_ += "  ";
+  vector();
+  indent_.resize(indent_.size() - 2);
+  os_ << indent_ << "} else {\n";
+  indent_ += "  ";
+  scalar();
+  indent_.resize(indent_.size() - 2);
+  os_ << indent_ << "}\n";
 }
 
 }  // namespace emit_detail

@@ -73,243 +73,264 @@ std::string Emitter::row_module(const std::string& symbol, const ReductionSpace&
   const int last = static_cast<int>(space_.dims.size()) - 1;
   std::vector<int> kept, reduced;  // Dims other than the innermost (reduced), by kind.
   for (int j = 0; j < last; ++j) (rs.reduced[j] ? reduced : kept).push_back(j);
-  const int64_t length = space_.dims.back(), main = length / width_ * width_;
+  const int64_t length = space_.dims.back();
   int64_t outer = 1;
   for (int j : reduced) outer *= space_.dims[j];
   std::vector<int> input_of(g_.num_values(), -1);
   for (size_t k = 0; k < n_in; ++k) input_of[g_.inputs()[k].value] = static_cast<int>(k);
   if (rs.rows() == 0) return footer();
 
-  open_rows("%r", rs.rows());
-  std::vector<std::string> row_off, bases, splats;
-  for (size_t k = 0; k < n_in; ++k) row_off.push_back(offset(k, "%r", kept));
-  // The per-row values of this row, as scalars of their compute type.
-  std::unordered_map<ValueId, std::string> scalar;
-  for (size_t k = 0; k < n_in; ++k) {
-    const ValueId v = g_.inputs()[k].value;
-    if (!plan.per_row[v]) continue;
-    const DType d = g_.type(v).dtype;
-    scalar[v] = load_value(
-        emit("llvm.load " + gep(ptr[k], row_off[k], d) + " : !llvm.ptr -> " + memory_elem(d)), d, 1);
-  }
-  auto per_row_nodes = [&](int level) {
-    for (const Node& n : g_.nodes()) {
-      const ValueId r = n.result();
-      if (n.info().category == OpCategory::Reduction || !plan.per_row[r] ||
-          plan.level[r] > level || scalar.count(r)) {
-        continue;
+  // The loop over rows with `w` lanes per access (width_, or 1 where GPU code finds its
+  // buffers unaligned).
+  auto rows_at = [&](const int w) {
+    const int64_t main = length / w * w;
+    open_rows("%r", rs.rows());
+    std::vector<std::string> row_off, bases, splats;
+    for (size_t k = 0; k < n_in; ++k) row_off.push_back(offset(k, "%r", kept));
+    // The per-row values of this row, as scalars of their compute type.
+    std::unordered_map<ValueId, std::string> scalar;
+    for (size_t k = 0; k < n_in; ++k) {
+      const ValueId v = g_.inputs()[k].value;
+      if (!plan.per_row[v]) continue;
+      const DType d = g_.type(v).dtype;
+      scalar[v] = load_value(
+          emit("llvm.load " + gep(ptr[k], row_off[k], d) + " : !llvm.ptr -> " + memory_elem(d)), d, 1);
+    }
+    auto per_row_nodes = [&](int level) {
+      for (const Node& n : g_.nodes()) {
+        const ValueId r = n.result();
+        if (n.info().category == OpCategory::Reduction || !plan.per_row[r] ||
+            plan.level[r] > level || scalar.count(r)) {
+          continue;
+        }
+        std::vector<std::string> a;
+        for (ValueId o : n.operands) a.push_back(scalar.at(o));
+        scalar[r] = node(n, a, 1);
       }
-      std::vector<std::string> a;
-      for (ValueId o : n.operands) a.push_back(scalar.at(o));
-      scalar[r] = node(n, a, 1);
-    }
-  };
-  // A full-shape value at element `i` of the row, `w` lanes (memoized in `val`, which
-  // holds one loop body's values).
-  std::unordered_map<ValueId, std::string> val;
-  std::function<std::string(ValueId, int, const std::string&)> at =
-      [&](ValueId v, int w, const std::string& i) -> std::string {
-    if (auto it = val.find(v); it != val.end()) return it->second;
-    const DType d = g_.type(v).dtype;
-    std::string x;
-    const int k = input_of[v];
-    if (plan.per_row[v] || (k >= 0 && space_.strides[k].back() == 0)) {
-      x = plan.per_row[v] ? scalar.at(v) : splats[k];
-      if (w > 1) x = emit("vector.broadcast " + x + " : " + compute_elem(d) + " to " + vec(compute_elem(d), w));
-    } else if (k >= 0) {
-      const std::string address = emit("llvm.getelementptr " + bases[k] + "[" + i +
-                                        "] : (!llvm.ptr, i64) -> !llvm.ptr, " + memory_elem(d));
-      x = load_value(emit("llvm.load " + address + " {alignment = " + std::to_string(dtype_size(d)) +
-                          " : i64} : !llvm.ptr -> " + vec(memory_elem(d), w)),
-                     d, w);
-    } else {
-      const Node& n = g_.node(g_.value(v).node);
-      std::vector<std::string> a;
-      for (ValueId o : n.operands) a.push_back(at(o, w, i));
-      x = node(n, a, w);
-    }
-    return val[v] = x;
-  };
-  // `%name:c` declares c loop results, `%name#j` names one (a lone result is `%name`).
-  auto results = [&](int c) {
-    const std::string name = "%t" + std::to_string(next_++);
-    std::vector<std::string> refs;
-    for (int j = 0; j < c; ++j) refs.push_back(c == 1 ? name : name + "#" + std::to_string(j));
-    return std::make_pair(c == 1 ? name : name + ":" + std::to_string(c), refs);
-  };
-  auto join = [](const std::vector<std::string>& xs) {
-    std::string s;
-    for (const std::string& x : xs) s += (s.empty() ? "" : ", ") + x;
-    return s;
-  };
-  // `along`: a loop along the row, which the warp's lanes share in warp-row mode (lane l
-  // takes elements lo + l, lo + l + 32, ...).
-  auto open_for = [&](const std::string& res, const std::string& iv, int64_t lo, int64_t hi,
-                      int64_t step, const std::vector<std::string>& inits,
-                      std::vector<std::string>& args, const std::vector<std::string>& types,
-                      bool along = false) {
-    std::string clo = cst(DType::i64, static_cast<double>(lo), 1);
-    const std::string chi = cst(DType::i64, static_cast<double>(hi), 1);
-    if (along && lanes_ > 1) {
-      clo = bi("arith.addi", clo, lane_id_, "i64");
-      step *= lanes_;
-    }
-    const std::string cstep = cst(DType::i64, static_cast<double>(step), 1);
-    os_ << indent_ << (res.empty() ? "" : res + " = ") << "scf.for " << iv << " = " << clo
-        << " to " << chi << " step " << cstep;
-    if (!inits.empty()) {
-      os_ << " iter_args(";
-      for (size_t a = 0; a < inits.size(); ++a) {
-        args.push_back("%a" + std::to_string(next_++));
-        os_ << (a ? ", " : "") << args.back() << " = " << inits[a];
-      }
-      os_ << ") -> (" << join(types) << ")";
-    }
-    os_ << " : i64 {\n";
-    indent_ += "  ";
-  };
-  auto close_for = [&](const std::vector<std::string>& yields, const std::vector<std::string>& types) {
-    if (!yields.empty()) os_ << indent_ << "scf.yield " << join(yields) << " : " << join(types) << "\n";
-    indent_.resize(indent_.size() - 2);
-    os_ << indent_ << "}\n";
-  };
-
-  per_row_nodes(0);
-  for (int pass = 1; pass <= plan.passes; ++pass) {
-    std::vector<const Node*> reds;
-    for (const Node& n : g_.nodes()) {
-      if (n.info().category == OpCategory::Reduction && plan.level[n.result()] == pass) reds.push_back(&n);
-    }
-    const int c = static_cast<int>(reds.size());
-    std::vector<std::string> vinit, sinit, vt, st;
-    std::vector<char> sum(c);
-    for (int j = 0; j < c; ++j) {
-      const Op op = reds[j]->op;
-      sum[j] = op == Op::Sum || op == Op::Mean;
-      const DType acc = sum[j] ? DType::f64 : g_.type(reds[j]->result()).dtype;
-      const double init = sum[j] ? 0.0 : op == Op::Max ? -INFINITY : INFINITY;
-      vinit.push_back(cst(acc, init, width_));
-      sinit.push_back(cst(acc, init, 1));
-      vt.push_back(vec(compute_elem(acc), width_));
-      st.push_back(compute_elem(acc));
-    }
-    // Over the outer reduced dims: the vector loop and the scalar tail along the row.
-    std::vector<std::string> inits = vinit, types = vt, args;
-    inits.insert(inits.end(), sinit.begin(), sinit.end());
-    types.insert(types.end(), st.begin(), st.end());
-    auto [decl, res] = results(2 * c);
-    const std::string o = "%o" + std::to_string(next_++);
-    open_for(decl, o, 0, outer, 1, inits, args, types);
-    std::vector<std::string> v(args.begin(), args.begin() + c), s(args.begin() + c, args.end());
-    operand_bases(ptr, row_off, o, reduced, bases, splats);
-    auto inner = [&](int64_t from, int64_t to, int w, std::vector<std::string>& acc,
-                     const std::vector<std::string>& t) {
-      auto [idecl, ires] = results(c);
-      std::vector<std::string> iargs;
-      const std::string i = "%i" + std::to_string(next_++);
-      open_for(idecl, i, from, to, w, acc, iargs, t, /*along=*/true);
-      val.clear();
-      std::vector<std::string> next;
-      for (int j = 0; j < c; ++j) {
-        next.push_back(accumulate(*reds[j], iargs[j], at(reds[j]->operands[0], w, i), w));
-      }
-      close_for(next, t);
-      acc = ires;
     };
-    if (main > 0) inner(0, main, width_, v, vt);
-    if (main < length) inner(main, length, 1, s, st);
-    std::vector<std::string> yields = v;
-    yields.insert(yields.end(), s.begin(), s.end());
-    close_for(yields, types);
-    // Horizontal: sums add the lanes in f64; max/min fold them in one by one. Then the
-    // mean's division and the f32 rounding give the per-row value.
-    for (int j = 0; j < c; ++j) {
-      const Node& red = *reds[j];
-      const DType d = g_.type(red.result()).dtype;
-      std::string total = res[c + j];
-      if (sum[j]) {
-        total = bi("arith.addf", lanes_sum(res[j], vt[j], width_), total, "f64");
-        if (lanes_ > 1) total = warp_combine(red, total, DType::f64);
-        if (red.op == Op::Mean) {
-          total = bi("arith.divf", total, cst(DType::f64, static_cast<double>(rs.reduced_size()), 1), "f64");
-        }
-        // f16/bf16 sums too are accumulated in f64, rounded to f32 (the reference's f32
-        // kernel) and then once more to f16/bf16 below.
-        if (d != DType::f64) total = conv("arith.truncf", total, DType::f64, d, 1);
-      } else {
-        for (int lane = 0; lane < width_; ++lane) {
-          total = accumulate(red, total, this->lane(res[j], lane, st[j], vt[j], width_), 1);
-        }
-        if (lanes_ > 1) total = warp_combine(red, total, d);
-      }
-      scalar[red.result()] = is_half(d) ? round_half(total, d, 1) : total;
-    }
-    per_row_nodes(pass);
-  }
-
-  // The last pass: full-shape outputs, row r at r·L + o·length + i.
-  std::vector<size_t> full_outs;
-  for (size_t j = 0; j < g_.outputs().size(); ++j) {
-    if (!plan.per_row[g_.outputs()[j]]) full_outs.push_back(j);
-  }
-  const std::string row_base =
-      bi("arith.muli", "%r", cst(DType::i64, static_cast<double>(rs.reduced_size()), 1), "i64");
-  if (!full_outs.empty() && length > 0) {
-    std::vector<std::string> none;
-    const std::string o = "%o" + std::to_string(next_++);
-    open_for("", o, 0, outer, 1, {}, none, {});
-    operand_bases(ptr, row_off, o, reduced, bases, splats);
-    const std::string base = bi("arith.addi", row_base,
-                                bi("arith.muli", o, cst(DType::i64, static_cast<double>(length), 1), "i64"), "i64");
-    std::vector<std::string> outs;
-    for (size_t j : full_outs) outs.push_back(gep(ptr[n_in + j], base, g_.type(g_.outputs()[j]).dtype));
-    auto store = [&](int64_t from, int64_t to, int w) {
-      if (from == to) return;
-      const std::string i = "%i" + std::to_string(next_++);
-      open_for("", i, from, to, w, {}, none, {}, /*along=*/true);
-      val.clear();
-      // Every output is computed before any is stored: a result may take over the
-      // buffer of an operand (memory_plan's in-place rule), read here at the same index.
-      std::vector<std::string> xs;
-      for (size_t j : full_outs) xs.push_back(at(g_.outputs()[j], w, i));
-      for (size_t k = 0; k < full_outs.size(); ++k) {
-        const DType d = g_.type(g_.outputs()[full_outs[k]]).dtype;
-        const std::string x = store_value(xs[k], d, w);
-        const std::string address = emit("llvm.getelementptr " + outs[k] + "[" + i +
+    // A full-shape value at element `i` of the row, `w` lanes (memoized in `val`, which
+    // holds one loop body's values).
+    std::unordered_map<ValueId, std::string> val;
+    std::function<std::string(ValueId, int, const std::string&)> at =
+        [&](ValueId v, int w, const std::string& i) -> std::string {
+      if (auto it = val.find(v); it != val.end()) return it->second;
+      const DType d = g_.type(v).dtype;
+      std::string x;
+      const int k = input_of[v];
+      if (plan.per_row[v] || (k >= 0 && space_.strides[k].back() == 0)) {
+        x = plan.per_row[v] ? scalar.at(v) : splats[k];
+        if (w > 1) x = emit("vector.broadcast " + x + " : " + compute_elem(d) + " to " + vec(compute_elem(d), w));
+      } else if (k >= 0) {
+        const std::string address = emit("llvm.getelementptr " + bases[k] + "[" + i +
                                           "] : (!llvm.ptr, i64) -> !llvm.ptr, " + memory_elem(d));
-        os_ << indent_ << "llvm.store " << x << ", " << address << " {alignment = " << dtype_size(d)
-            << " : i64} : " << vec(memory_elem(d), w) << ", !llvm.ptr\n";
+        x = load_value(emit("llvm.load " + address + " {alignment = " +
+                            std::to_string(access_align(d, w)) + " : i64} : !llvm.ptr -> " +
+                            vec(memory_elem(d), w)),
+                       d, w);
+      } else {
+        const Node& n = g_.node(g_.value(v).node);
+        std::vector<std::string> a;
+        for (ValueId o : n.operands) a.push_back(at(o, w, i));
+        x = node(n, a, w);
       }
-      close_for({}, {});
+      return val[v] = x;
     };
-    store(0, main, width_);
-    store(main, length, 1);
-    close_for({}, {});
-  }
-  // Per-row outputs: one element per row (stored by lane 0 in warp-row mode).
-  bool guarded = false;
-  for (size_t j = 0; j < g_.outputs().size(); ++j) {
-    if (lanes_ > 1 && plan.per_row[g_.outputs()[j]] && !guarded) {
-      const std::string first_lane =
-          bi("arith.cmpi eq,", lane_id_, cst(DType::i64, 0, 1), "i64");
-      os_ << indent_ << "scf.if " << first_lane << " {\n";
+    // `%name:c` declares c loop results, `%name#j` names one (a lone result is `%name`).
+    auto results = [&](int c) {
+      const std::string name = "%t" + std::to_string(next_++);
+      std::vector<std::string> refs;
+      for (int j = 0; j < c; ++j) refs.push_back(c == 1 ? name : name + "#" + std::to_string(j));
+      return std::make_pair(c == 1 ? name : name + ":" + std::to_string(c), refs);
+    };
+    auto join = [](const std::vector<std::string>& xs) {
+      std::string s;
+      for (const std::string& x : xs) s += (s.empty() ? "" : ", ") + x;
+      return s;
+    };
+    // `along`: a loop along the row, which the warp's lanes share in warp-row mode (lane l
+    // takes elements lo + l, lo + l + 32, ...).
+    auto open_for = [&](const std::string& res, const std::string& iv, int64_t lo, int64_t hi,
+                        int64_t step, const std::vector<std::string>& inits,
+                        std::vector<std::string>& args, const std::vector<std::string>& types,
+                        bool along = false) {
+      std::string clo = cst(DType::i64, static_cast<double>(lo), 1);
+      const std::string chi = cst(DType::i64, static_cast<double>(hi), 1);
+      if (along && lanes_ > 1) {  // lane l's first access at lo + l · step
+        const std::string first =
+            step == 1 ? lane_id_
+                      : bi("arith.muli", lane_id_, cst(DType::i64, static_cast<double>(step), 1), "i64");
+        clo = bi("arith.addi", clo, first, "i64");
+        step *= lanes_;
+      }
+      const std::string cstep = cst(DType::i64, static_cast<double>(step), 1);
+      os_ << indent_ << (res.empty() ? "" : res + " = ") << "scf.for " << iv << " = " << clo
+          << " to " << chi << " step " << cstep;
+      if (!inits.empty()) {
+        os_ << " iter_args(";
+        for (size_t a = 0; a < inits.size(); ++a) {
+          args.push_back("%a" + std::to_string(next_++));
+          os_ << (a ? ", " : "") << args.back() << " = " << inits[a];
+        }
+        os_ << ") -> (" << join(types) << ")";
+      }
+      os_ << " : i64 {\n";
       indent_ += "  ";
-      guarded = true;
+    };
+    auto close_for = [&](const std::vector<std::string>& yields, const std::vector<std::string>& types) {
+      if (!yields.empty()) os_ << indent_ << "scf.yield " << join(yields) << " : " << join(types) << "\n";
+      indent_.resize(indent_.size() - 2);
+      os_ << indent_ << "}\n";
+    };
+
+    per_row_nodes(0);
+    for (int pass = 1; pass <= plan.passes; ++pass) {
+      std::vector<const Node*> reds;
+      for (const Node& n : g_.nodes()) {
+        if (n.info().category == OpCategory::Reduction && plan.level[n.result()] == pass) reds.push_back(&n);
+      }
+      const int c = static_cast<int>(reds.size());
+      std::vector<std::string> vinit, sinit, vt, st;
+      std::vector<char> sum(c);
+      for (int j = 0; j < c; ++j) {
+        const Op op = reds[j]->op;
+        sum[j] = op == Op::Sum || op == Op::Mean;
+        const DType acc = sum[j] ? DType::f64 : g_.type(reds[j]->result()).dtype;
+        const double init = sum[j] ? 0.0 : op == Op::Max ? -INFINITY : INFINITY;
+        vinit.push_back(cst(acc, init, w));
+        sinit.push_back(cst(acc, init, 1));
+        vt.push_back(vec(compute_elem(acc), w));
+        st.push_back(compute_elem(acc));
+      }
+      // Over the outer reduced dims: the vector loop and the scalar tail along the row.
+      std::vector<std::string> inits = vinit, types = vt, args;
+      inits.insert(inits.end(), sinit.begin(), sinit.end());
+      types.insert(types.end(), st.begin(), st.end());
+      auto [decl, res] = results(2 * c);
+      const std::string o = "%o" + std::to_string(next_++);
+      open_for(decl, o, 0, outer, 1, inits, args, types);
+      std::vector<std::string> v(args.begin(), args.begin() + c), s(args.begin() + c, args.end());
+      operand_bases(ptr, row_off, o, reduced, bases, splats);
+      auto inner = [&](int64_t from, int64_t to, int w, std::vector<std::string>& acc,
+                       const std::vector<std::string>& t) {
+        auto [idecl, ires] = results(c);
+        std::vector<std::string> iargs;
+        const std::string i = "%i" + std::to_string(next_++);
+        open_for(idecl, i, from, to, w, acc, iargs, t, /*along=*/true);
+        val.clear();
+        std::vector<std::string> next;
+        for (int j = 0; j < c; ++j) {
+          next.push_back(accumulate(*reds[j], iargs[j], at(reds[j]->operands[0], w, i), w));
+        }
+        close_for(next, t);
+        acc = ires;
+      };
+      if (main > 0) inner(0, main, w, v, vt);
+      if (main < length) inner(main, length, 1, s, st);
+      std::vector<std::string> yields = v;
+      yields.insert(yields.end(), s.begin(), s.end());
+      close_for(yields, types);
+      // Horizontal: sums add the lanes in f64; max/min fold them in one by one. Then the
+      // mean's division and the f32 rounding give the per-row value.
+      for (int j = 0; j < c; ++j) {
+        const Node& red = *reds[j];
+        const DType d = g_.type(red.result()).dtype;
+        std::string total = res[c + j];
+        if (sum[j]) {
+          total = bi("arith.addf", lanes_sum(res[j], vt[j], w), total, "f64");
+          if (lanes_ > 1) total = warp_combine(red, total, DType::f64);
+          if (red.op == Op::Mean) {
+            total = bi("arith.divf", total, cst(DType::f64, static_cast<double>(rs.reduced_size()), 1), "f64");
+          }
+          // f16/bf16 sums too are accumulated in f64, rounded to f32 (the reference's f32
+          // kernel) and then once more to f16/bf16 below.
+          if (d != DType::f64) total = conv("arith.truncf", total, DType::f64, d, 1);
+        } else {
+          for (int lane = 0; lane < w; ++lane) {
+            total = accumulate(red, total, this->lane(res[j], lane, st[j], vt[j], w), 1);
+          }
+          if (lanes_ > 1) total = warp_combine(red, total, d);
+        }
+        scalar[red.result()] = is_half(d) ? round_half(total, d, 1) : total;
+      }
+      per_row_nodes(pass);
     }
-    const ValueId out = g_.outputs()[j];
-    if (!plan.per_row[out]) continue;
-    const DType d = g_.type(out).dtype;
-    const std::string x = store_value(scalar.at(out), d, 1);
-    const std::string address = gep(ptr[n_in + j], "%r", d);
-    os_ << indent_ << "llvm.store " << x << ", " << address << " {alignment = "
-        << dtype_size(d) << " : i64} : " << memory_elem(d) << ", !llvm.ptr\n";
-  }
-  if (guarded) {
+
+    // The last pass: full-shape outputs, row r at r·L + o·length + i.
+    std::vector<size_t> full_outs;
+    for (size_t j = 0; j < g_.outputs().size(); ++j) {
+      if (!plan.per_row[g_.outputs()[j]]) full_outs.push_back(j);
+    }
+    const std::string row_base =
+        bi("arith.muli", "%r", cst(DType::i64, static_cast<double>(rs.reduced_size()), 1), "i64");
+    if (!full_outs.empty() && length > 0) {
+      std::vector<std::string> none;
+      const std::string o = "%o" + std::to_string(next_++);
+      open_for("", o, 0, outer, 1, {}, none, {});
+      operand_bases(ptr, row_off, o, reduced, bases, splats);
+      const std::string base = bi("arith.addi", row_base,
+                                  bi("arith.muli", o, cst(DType::i64, static_cast<double>(length), 1), "i64"), "i64");
+      std::vector<std::string> outs;
+      for (size_t j : full_outs) outs.push_back(gep(ptr[n_in + j], base, g_.type(g_.outputs()[j]).dtype));
+      auto store = [&](int64_t from, int64_t to, int w) {
+        if (from == to) return;
+        const std::string i = "%i" + std::to_string(next_++);
+        open_for("", i, from, to, w, {}, none, {}, /*along=*/true);
+        val.clear();
+        // Every output is computed before any is stored: a result may take over the
+        // buffer of an operand (memory_plan's in-place rule), read here at the same index.
+        std::vector<std::string> xs;
+        for (size_t j : full_outs) xs.push_back(at(g_.outputs()[j], w, i));
+        for (size_t k = 0; k < full_outs.size(); ++k) {
+          const DType d = g_.type(g_.outputs()[full_outs[k]]).dtype;
+          const std::string x = store_value(xs[k], d, w);
+          const std::string address = emit("llvm.getelementptr " + outs[k] + "[" + i +
+                                            "] : (!llvm.ptr, i64) -> !llvm.ptr, " + memory_elem(d));
+          os_ << indent_ << "llvm.store " << x << ", " << address << " {alignment = "
+              << access_align(d, w) << " : i64} : " << vec(memory_elem(d), w) << ", !llvm.ptr\n";
+        }
+        close_for({}, {});
+      };
+      store(0, main, w);
+      store(main, length, 1);
+      close_for({}, {});
+    }
+    // Per-row outputs: one element per row (stored by lane 0 in warp-row mode).
+    bool guarded = false;
+    for (size_t j = 0; j < g_.outputs().size(); ++j) {
+      if (lanes_ > 1 && plan.per_row[g_.outputs()[j]] && !guarded) {
+        const std::string first_lane =
+            bi("arith.cmpi eq,", lane_id_, cst(DType::i64, 0, 1), "i64");
+        os_ << indent_ << "scf.if " << first_lane << " {\n";
+        indent_ += "  ";
+        guarded = true;
+      }
+      const ValueId out = g_.outputs()[j];
+      if (!plan.per_row[out]) continue;
+      const DType d = g_.type(out).dtype;
+      const std::string x = store_value(scalar.at(out), d, 1);
+      const std::string address = gep(ptr[n_in + j], "%r", d);
+      os_ << indent_ << "llvm.store " << x << ", " << address << " {alignment = "
+          << dtype_size(d) << " : i64} : " << memory_elem(d) << ", !llvm.ptr\n";
+    }
+    if (guarded) {
+      indent_.resize(indent_.size() - 2);
+      os_ << indent_ << "}\n";
+    }
     indent_.resize(indent_.size() - 2);
     os_ << indent_ << "}\n";
+  };
+  if (!gpu_code_ || width_ == 1) {
+    rows_at(width_);
+    return footer();
   }
-  indent_.resize(indent_.size() - 2);
-  os_ << indent_ << "}\n";
+  // GPU code: the operands read along the row and the full-shape results are accessed
+  // width_ lanes at a time where their addresses allow it.
+  std::vector<std::pair<std::string, DType>> vectors = row_operands(ptr);
+  for (size_t j = 0; j < g_.outputs().size(); ++j) {
+    const ValueId out = g_.outputs()[j];
+    if (!plan.per_row[out]) vectors.emplace_back(ptr[n_in + j], g_.type(out).dtype);
+  }
+  if_aligned(vectors, [&] { rows_at(width_); }, [&] { rows_at(1); });
   return footer();
 }
 

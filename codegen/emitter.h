@@ -2,6 +2,7 @@
 // Internal to codegen/: the MLIR text emitter shared by emit_elementwise.cc (elementwise
 // bodies), emit_reduction.cc (reduction bodies) and emit_rows.cc (row bodies). Plain strings, no MLIR headers.
 
+#include <functional>
 #include <sstream>
 #include <string>
 #include <unordered_map>
@@ -42,12 +43,19 @@ inline std::string vec(const std::string& elem, int w) {
 
 class Emitter {
  public:
-  /// `gpu`: emit CUDA kernels (emit_gpu.h): scalar code (width 1), one pointer parameter
-  /// per buffer, and a grid-stride loop over the rows instead of [row_begin, row_end).
-  /// `scalar` alone: the GPU's scalar code with the CPU's ABI (emit_gpu.h's
+  /// `gpu`: emit CUDA kernels (emit_gpu.h): width 1 unless set_gpu_width says otherwise,
+  /// one pointer parameter per buffer, and a grid-stride loop over the rows instead of
+  /// [row_begin, row_end). `scalar` alone: the GPU's code with the CPU's ABI (emit_gpu.h's
   /// emit_host_scalar_kernel, so tests run the GPU kernels' arithmetic on the host).
   Emitter(const Graph& g, const CollapsedSpace& space, bool gpu = false, bool scalar = false)
-      : g_(g), space_(space), width_(gpu || scalar ? 1 : body_width(g)), gpu_(gpu) {}
+      : g_(g), space_(space), width_(gpu || scalar ? 1 : body_width(g)), gpu_(gpu),
+        gpu_code_(gpu || scalar) {}
+
+  /// GPU code (emit_gpu.cc): `w` elements per vector access, each vector load and store
+  /// aligned to its whole size (w · element size, so the NVPTX back end emits one
+  /// ld.global.v2/.v4 instead of w scalar loads); every module then checks at run time
+  /// that its buffers are so aligned and otherwise runs the same code at width 1.
+  void set_gpu_width(int w) { width_ = w; }
 
   std::string module(const std::string& symbol);
   std::string reduction_module(const std::string& symbol, const Node& red, const ReductionSpace& rs);
@@ -61,6 +69,10 @@ class Emitter {
   /// holds the row's statistics; lane 0 stores the per-row outputs. Launch `lanes`
   /// threads per row (runtime/cuda's blocks are kBlock threads).
   void set_row_lanes(int lanes) { lanes_ = lanes; }
+  /// The GPU elementwise kernel's vector form (gpu_module with set_gpu_width): thread u
+  /// takes vector unit u (width_ contiguous elements of one row) and tail element u (the
+  /// rows' last length % width_ elements), so `units` threads cover the space.
+  int64_t gpu_units() const;
   /// GPU column reductions (reduction_module, column layout): a 256-thread block takes 32
   /// adjacent output columns (one per lane, so loads coalesce) and splits the reduced rows
   /// 8 ways (one share per warp); shared memory adds the 8 partial results in order.
@@ -139,6 +151,22 @@ class Emitter {
                                                    const std::vector<std::string>& splats,
                                                    const Node* stop);
   void header(std::vector<std::string>& ptr, const std::string& symbol);
+  /// The alignment of a `w`-lane access to memory of dtype `d`: the element's size on
+  /// the CPU, the whole vector's in GPU code (set_gpu_width).
+  int64_t access_align(DType d, int w) const {
+    return static_cast<int64_t>(dtype_size(d)) * (gpu_code_ ? w : 1);
+  }
+  /// Emits `scf.if` on whether every buffer in `buffers` (pointer and dtype) is aligned
+  /// for width_-lane accesses; `vector` emits the then-branch, `scalar` the else-branch
+  /// (GPU code: loop slots and the inputs block may hand a kernel any element address).
+  void if_aligned(const std::vector<std::pair<std::string, DType>>& buffers,
+                  const std::function<void()>& vector, const std::function<void()>& scalar);
+  /// The operands read along the row (stride 1 there; the others are splats or per-row
+  /// scalars), as if_aligned takes them: pointer and dtype.
+  std::vector<std::pair<std::string, DType>> row_operands(const std::vector<std::string>& ptr) const;
+  /// The GPU elementwise loops: one thread per element (width 1), or per vector unit.
+  void gpu_elements(const std::vector<std::string>& ptr);
+  void gpu_vector_units(const std::vector<std::string>& ptr);
   /// Opens the loop over rows [0, count) with induction variable `iv` ("%r"): the
   /// caller's share [row_begin, row_end) on the CPU, a grid-stride loop on the GPU.
   void open_rows(const std::string& iv, int64_t count);
@@ -177,6 +205,7 @@ class Emitter {
   const CollapsedSpace& space_;
   int width_;
   bool gpu_;
+  bool gpu_code_;           ///< GPU code, for the device or the host (set_gpu_width).
   int lanes_ = 1;           ///< GPU threads sharing one row (set_row_lanes).
   std::string symbol_;      ///< The kernel's name (its shared-memory global is named after it).
   std::string lane_id_;     ///< This thread's lane in its row's warp (lanes_ > 1).

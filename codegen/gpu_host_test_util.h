@@ -1,7 +1,7 @@
 #pragma once
-// The GPU kernels' arithmetic checked without a GPU (tests): a body's scalar GPU code
-// (emit_host_scalar_kernel: row r does what GPU thread r does) JIT-compiled with the
-// host's ABI and run on the host.
+// The GPU kernels' arithmetic checked without a GPU (tests): a body's GPU code
+// (emit_host_scalar_kernel: row r does what GPU thread r does, vectors included)
+// JIT-compiled with the host's ABI and run on the host.
 //
 //   Jit jit;
 //   StatusOr<std::vector<Tensor>> out = testing::run_gpu_kernel_on_host(jit, body, inputs);

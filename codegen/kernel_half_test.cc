@@ -533,7 +533,7 @@ TEST(KernelHalf, RoundingAtStoresStaysWithinTheGpuCasesTolerance) {
   }
 }
 
-// The GPU kernels' scalar code (emit_host_scalar_kernel: one thread per element, the
+// The GPU kernels' code (emit_host_scalar_kernel: one thread per element or vector, the
 // host's ABI) on bodies rewritten by round-at-stores, against the reference on the same
 // bodies: the exact chain bit for bit, GELU's within one unit in the last place.
 TEST(KernelHalf, GpuKernelsRoundAtStoresAsTheReferenceDoesOnTheHost) {

@@ -7,9 +7,13 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <map>
 #include <random>
+#include <set>
 
+#include "codegen/cuda_program.h"
 #include "codegen/emit_gpu.h"
 #include "codegen/kernel_test_util.h"
 #include "codegen/jit.h"
@@ -86,15 +90,171 @@ void assemble_for_every_architecture(const std::string& name, const std::string&
   }
 }
 
-TEST(Ptx, EmittedKernelIsOneThreadPerElement) {
+TEST(Ptx, EmittedKernelIsOneThreadPerVector) {
   const Graph body = op_body(Op::Add, {{DType::f32, {128, 256}}, {DType::f32, {256}}});
-  const std::string mlir = emit_gpu_elementwise(body, "k0");
+  const GpuKernel k = emit_gpu_kernel(body, "k0", /*vectorize=*/true);
+  const std::string& mlir = k.mlir;
   EXPECT_NE(mlir.find("func.func @k0(%p0: !llvm.ptr, %p1: !llvm.ptr, %p2: !llvm.ptr)"),
             std::string::npos) << mlir;
   EXPECT_NE(mlir.find("nvvm.read.ptx.sreg.tid.x : i32"), std::string::npos) << mlir;
   EXPECT_NE(mlir.find("nvvm.read.ptx.sreg.nctaid.x : i32"), std::string::npos) << mlir;
   EXPECT_NE(mlir.find("arith.addf"), std::string::npos) << mlir;
-  EXPECT_EQ(mlir.find("vector<"), std::string::npos) << "scalar code expected:\n" << mlir;
+  // Four f32 per 16-byte access, the addresses checked first: one thread per vector.
+  EXPECT_EQ(k.width, 4);
+  EXPECT_EQ(k.threads, 128 * 256 / 4);
+  EXPECT_NE(mlir.find("{alignment = 16 : i64} : !llvm.ptr -> vector<4xf32>"), std::string::npos) << mlir;
+  EXPECT_NE(mlir.find("llvm.ptrtoint %p0"), std::string::npos) << mlir;
+  // Without vectors (WEFT_GPU_VECTOR=0's form): one thread per element, no vector type.
+  const GpuKernel scalar = emit_gpu_kernel(body, "k0", /*vectorize=*/false);
+  EXPECT_EQ(scalar.width, 1);
+  EXPECT_EQ(scalar.threads, 128 * 256);
+  EXPECT_EQ(scalar.mlir.find("vector<"), std::string::npos) << "scalar code expected:\n" << scalar.mlir;
+  EXPECT_EQ(scalar.mlir.find("ptrtoint"), std::string::npos) << scalar.mlir;
+}
+
+/// softmax over the last axis of %x of type `type`, as a row body's text.
+std::string softmax_text(const std::string& type) {
+  return "graph @k(%x: " + type + ") {\n  %m = max(%x) {axes=[-1], keepdims=true}\n  %d = sub(%x, %m)\n"
+         "  %e = exp(%d)\n  %s = sum(%e) {axes=[-1], keepdims=true}\n  %p = div(%e, %s)\n  return %p\n}\n";
+}
+
+/// The PTX of one kernel (compiled alone).
+std::string kernel_ptx(const GpuKernel& k, const std::string& symbol) {
+  StatusOr<std::string> ptx = compile_ptx({k.mlir}, {symbol});
+  EXPECT_TRUE(ptx.ok()) << ptx.error().to_string();
+  return ptx.ok() ? *ptx : "";
+}
+
+TEST(Ptx, VectorizedKernelsLoadAndStoreSixteenBytes) {
+  // f32 elementwise: ld.global.v4.f32 / st.global.v4.f32.
+  const Graph f32 = parse_typed(R"(
+graph @k(%x: f32[128,256], %b: f32[256]) {
+  %s = add(%x, %b)
+  %t = tanh(%s)
+  return %t
+}
+)");
+  const std::string f32_ptx = kernel_ptx(emit_gpu_kernel(f32, "f32", /*vectorize=*/true), "f32");
+  EXPECT_NE(f32_ptx.find("ld.global.v4.f32"), std::string::npos) << f32_ptx;
+  EXPECT_NE(f32_ptx.find("st.global.v4.f32"), std::string::npos) << f32_ptx;
+  // bf16 (computed in f32): eight 16-bit values per 16-byte load and store.
+  const Graph bf16 = parse_typed(R"(
+graph @k(%x: bf16[64,512], %y: bf16[64,512]) {
+  %s = mul(%x, %y)
+  %g = gelu(%s) {approximate="tanh"}
+  return %g
+}
+)");
+  const GpuKernel bk = emit_gpu_kernel(bf16, "bf16", /*vectorize=*/true);
+  EXPECT_EQ(bk.width, 8);
+  EXPECT_EQ(bk.threads, 64 * 512 / 8);
+  const std::string bf16_ptx = kernel_ptx(bk, "bf16");
+  EXPECT_NE(bf16_ptx.find("ld.global.v4.b32"), std::string::npos) << bf16_ptx;
+  EXPECT_NE(bf16_ptx.find("st.global.v4.b32"), std::string::npos) << bf16_ptx;
+  // The vocabulary softmax (4096 rows of 8192): a warp per row, each lane reading four
+  // f32 per load in all three passes and storing four per store.
+  const Graph softmax = parse_typed(softmax_text("f32[4096,8192]"));
+  const GpuKernel sk = emit_gpu_kernel(softmax, "softmax", /*vectorize=*/true);
+  EXPECT_EQ(sk.width, 4);
+  EXPECT_EQ(sk.threads, 4096 * 32);
+  const std::string softmax_ptx = kernel_ptx(sk, "softmax");
+  EXPECT_NE(softmax_ptx.find("ld.global.v4.f32"), std::string::npos) << softmax_ptx;
+  EXPECT_NE(softmax_ptx.find("st.global.v4.f32"), std::string::npos) << softmax_ptx;
+  EXPECT_NE(softmax_ptx.find("shfl.sync.bfly"), std::string::npos) << softmax_ptx;
+  // The same in bf16, and a row sum (a reduction along rows): vectors too.
+  const GpuKernel sb =
+      emit_gpu_kernel(parse_typed(softmax_text("bf16[4096,8192]")), "softmax_bf16", /*vectorize=*/true);
+  EXPECT_EQ(sb.width, 8);
+  const std::string sb_ptx = kernel_ptx(sb, "softmax_bf16");
+  EXPECT_NE(sb_ptx.find("ld.global.v4.b32"), std::string::npos) << sb_ptx;
+  const GpuKernel rowsum = emit_gpu_kernel(
+      parse_typed("graph @k(%x: f32[512,1024]) {\n  %s = sum(%x) {axes=[1]}\n  return %s\n}\n"),
+      "rowsum", /*vectorize=*/true);
+  EXPECT_EQ(rowsum.width, 4);
+  EXPECT_NE(kernel_ptx(rowsum, "rowsum").find("ld.global.v4.f32"), std::string::npos);
+  // Without vectors: scalar loads only.
+  const std::string scalar_ptx =
+      kernel_ptx(emit_gpu_kernel(softmax, "softmax", /*vectorize=*/false), "softmax");
+  EXPECT_EQ(scalar_ptx.find(".v4."), std::string::npos) << scalar_ptx;
+  EXPECT_NE(scalar_ptx.find("ld.global.f32"), std::string::npos) << scalar_ptx;
+}
+
+/// Elementwise and row bodies whose layouts allow narrower vectors, or none: rows of
+/// odd length, tails, broadcast operands, f64 and bf16, with the width and threads
+/// expected, a PTX access only the vector path has ("" for scalar code) and the scalar
+/// access every kernel keeps (tails, unaligned buffers).
+struct VectorCase {
+  std::string name, text;
+  int width;
+  int64_t threads;
+  std::string vector_access, scalar_access = "ld.global.f32";
+};
+std::vector<VectorCase> vector_cases() {
+  return {
+      // One row of 37: nine vectors and a tail of one element.
+      {"tail", "graph @k(%x: f32[37]) {\n  %y = neg(%x)\n  return %y\n}\n", 4, 9, "ld.global.v4.f32"},
+      // Rows of 19 (odd): no row but the first starts on a multiple of 2: scalar.
+      {"odd", "graph @k(%x: f32[4,19], %b: f32[19]) {\n  %y = add(%x, %b)\n  return %y\n}\n", 1, 76, ""},
+      // Rows of 6 with a per-row operand (a splat): pairs.
+      {"splat", "graph @k(%x: f32[64,6], %s: f32[64,1]) {\n  %y = mul(%x, %s)\n  return %y\n}\n", 2,
+       64 * 3, "ld.global.v2.f32"},
+      // f64: two per access; 11 = five pairs and a tail of one.
+      {"f64", "graph @k(%x: f64[11], %y: f64[11]) {\n  %z = add(%x, %y)\n  return %z\n}\n", 2, 5,
+       "ld.global.v2.f64", "ld.global.f64"},
+      // bf16 rows of 10: pairs (10 is no multiple of 8 or 4).
+      {"bf16_pairs", "graph @k(%x: bf16[4,10], %b: bf16[10]) {\n  %y = add(%x, %b)\n  return %y\n}\n", 2,
+       4 * 5, "ld.global.u32", "ld.global.u16"},
+      // A cast from bf16 to f32: the wider dtype decides (four per access).
+      {"widen", "graph @k(%x: bf16[8,64]) {\n  %y = cast(%x) {dtype=f32}\n  return %y\n}\n", 4,
+       8 * 16, "ld.global.v4.u16", "ld.global.u16"},
+      // Compares store bool bytes: eight per access at most.
+      {"compare", "graph @k(%x: u8[4,64], %y: u8[4,64]) {\n  %z = lt(%x, %y)\n  return %z\n}\n", 8,
+       4 * 8, "ld.global.u32", "ld.global.u8"},
+      // Rows of 37 minus their maxima: a warp per row, too short for a vector per lane.
+      {"softmax_odd", "graph @k(%x: f32[16,37]) {\n  %m = max(%x) {axes=[-1], keepdims=true}\n"
+                      "  %d = sub(%x, %m)\n  return %d\n}\n", 1, 16 * 32, ""},
+      // Rows of 300 (four per load), a per-row output beside the full one.
+      {"norm_300", "graph @k(%x: f32[2048,300], %g: f32[300]) {\n  %m = mean(%x) {axes=[-1], keepdims=true}\n"
+                   "  %d = sub(%x, %m)\n  %y = mul(%d, %g)\n  return %y, %m\n}\n", 4, 2048 * 32,
+       "st.global.v4.f32"},
+      // Few rows of 300: a block per row, too short for vectors in all 256 lanes.
+      {"block_300", "graph @k(%x: f32[16,300]) {\n  %s = sum(%x) {axes=[-1]}\n  return %s\n}\n", 1,
+       16 * 256, ""},
+  };
+}
+
+TEST(Ptx, TailsOddSizesAndBroadcastsTakeNarrowerVectorsOrNone) {
+  std::vector<std::string> modules, symbols;
+  for (const VectorCase& c : vector_cases()) {
+    SCOPED_TRACE(c.name);
+    const GpuKernel k = emit_gpu_kernel(parse_typed(c.text), c.name, /*vectorize=*/true);
+    EXPECT_EQ(k.width, c.width);
+    EXPECT_EQ(k.threads, c.threads);
+    EXPECT_EQ(k.mlir.find("vector<") == std::string::npos, c.width == 1) << k.mlir;
+    const std::string ptx = kernel_ptx(k, c.name);
+    // Vectorized kernels keep scalar loads: for the tail and the unaligned fallback.
+    EXPECT_NE(ptx.find(c.scalar_access), std::string::npos) << ptx;
+    if (c.width > 1) {
+      EXPECT_NE(ptx.find(c.vector_access), std::string::npos) << ptx;
+    } else {
+      EXPECT_EQ(ptx.find(".v2."), std::string::npos) << ptx;
+      EXPECT_EQ(ptx.find(".v4."), std::string::npos) << ptx;
+    }
+    std::printf("  %-12s width %d:", c.name.c_str(), k.width);
+    std::set<std::string> ops;
+    for (size_t at = ptx.find(".global."); at != std::string::npos; at = ptx.find(".global.", at + 1)) {
+      if (at >= 2 && (ptx.compare(at - 2, 2, "ld") == 0 || ptx.compare(at - 2, 2, "st") == 0)) {
+        ops.insert(ptx.substr(at - 2, ptx.find_first_of(" \t", at) - at + 2));
+      }
+    }
+    for (const std::string& op : ops) std::printf(" %s", op.c_str());
+    std::printf("\n");
+    modules.push_back(k.mlir);
+    symbols.push_back(c.name);
+  }
+  StatusOr<std::string> ptx = compile_ptx(modules, symbols);
+  ASSERT_TRUE(ptx.ok()) << ptx.error().to_string();
+  assemble_for_every_architecture("vectors.ptx", *ptx);
 }
 
 TEST(Ptx, EveryGpuOpCompilesToOneModuleThatPtxasAssembles) {
@@ -178,16 +338,7 @@ TEST(Ptx, ReductionsAndRowBodiesSpreadOverWarpsAndBlocks) {
   GpuKernel r = emit_gpu_kernel(row, "row");
   EXPECT_EQ(r.threads, 64 * 32);
   EXPECT_NE(r.mlir.find("nvvm.shfl.sync bfly"), std::string::npos) << r.mlir;
-  const Graph softmax = parse_typed(R"(
-graph @k(%x: f32[64,40]) {
-  %m = max(%x) {axes=[-1], keepdims=true}
-  %d = sub(%x, %m)
-  %e = exp(%d)
-  %s = sum(%e) {axes=[-1], keepdims=true}
-  %p = div(%e, %s)
-  return %p
-}
-)");
+  const Graph softmax = parse_typed(softmax_text("f32[64,40]"));
   ASSERT_TRUE(is_row_body(softmax));
   // Rows of 40: one warp per row (32 threads each), its statistics combined by shuffles.
   GpuKernel sm = emit_gpu_kernel(softmax, "softmax");
@@ -244,10 +395,14 @@ graph @k(%x: f32[64,10]) {
   assemble_for_every_architecture("reductions.ptx", *ptx);
 }
 
+/// Which buffers a host run places one element past a 64-byte boundary (the GPU kernels'
+/// vector code then must take its scalar path).
+enum class Misalign { none, all, last };
+
 /// Runs `body`'s GPU kernel code on the host (emit_host_scalar_kernel) in two ranges of
-/// threads and returns the largest scaled error against the reference interpreter
-/// (NaN when one side alone is NaN).
-double host_scalar_error(Jit& jit, const Graph& body, uint64_t seed) {
+/// threads, its buffers placed as `misalign` says, and returns the largest scaled error
+/// against the reference interpreter (NaN when one side alone is NaN).
+double host_scalar_error(Jit& jit, const Graph& body, uint64_t seed, Misalign misalign = Misalign::none) {
   const GpuKernel k = emit_host_scalar_kernel(body, "scalar");
   StatusOr<JitResult> compiled = jit.compile(k.mlir, "scalar");
   EXPECT_TRUE(compiled.ok()) << compiled.error().to_string();
@@ -260,14 +415,27 @@ double host_scalar_error(Jit& jit, const Graph& body, uint64_t seed) {
     }
   }
   std::vector<Tensor> outputs;
-  std::vector<void*> buffers;
   // (Half inputs are drawn as f32 values rounded to the dtype by random_tensor.)
-  for (Tensor& t : inputs) buffers.push_back(t.raw_data());
   for (ValueId v : body.outputs()) outputs.emplace_back(body.type(v));
-  for (Tensor& t : outputs) buffers.push_back(t.raw_data());
+  std::vector<Tensor*> tensors;
+  for (Tensor& t : inputs) tensors.push_back(&t);
+  for (Tensor& t : outputs) tensors.push_back(&t);
+  std::vector<std::vector<std::byte>> storage;
+  std::vector<void*> buffers;
+  for (size_t b = 0; b < tensors.size(); ++b) {
+    const size_t bytes = tensors[b]->type().bytes(), element = dtype_size(tensors[b]->dtype());
+    storage.emplace_back(bytes + 128);
+    const auto start = reinterpret_cast<uintptr_t>(storage.back().data());
+    const bool off = misalign == Misalign::all || (misalign == Misalign::last && b + 1 == tensors.size());
+    buffers.push_back(reinterpret_cast<void*>((start + 63) / 64 * 64 + (off ? element : 0)));
+    std::memcpy(buffers.back(), tensors[b]->raw_data(), bytes);
+  }
   auto fn = reinterpret_cast<GeneratedFn>(compiled->address);
   fn(buffers.data(), 0, k.threads / 2);
   fn(buffers.data(), k.threads / 2, k.threads);
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    std::memcpy(outputs[o].raw_data(), buffers[inputs.size() + o], outputs[o].type().bytes());
+  }
   StatusOr<reference::RunResult> want = reference::run(body, inputs);
   EXPECT_TRUE(want.ok()) << want.error().to_string();
   if (!want.ok()) return NAN;
@@ -337,6 +505,73 @@ TEST(Ptx, GpuKernelArithmeticMatchesReferenceOnTheHost) {
   }
   std::printf("  %d GPU kernel bodies checked on the host, %d with f16/bf16 outputs\n", checked,
               half);
+}
+
+TEST(Ptx, VectorizedKernelsMatchReferenceOnTheHostAlignedOrNot) {
+  // The vector code of the kernels above (one lane per row on the host), with aligned
+  // buffers (the vector path), every buffer one element off and only the last result
+  // one element off (the scalar path, chosen when the kernel runs).
+  Jit jit;
+  std::vector<Graph> bodies;
+  for (const VectorCase& c : vector_cases()) bodies.push_back(parse_typed(c.text));
+  for (const std::string type : {"f32[8,1024]", "bf16[8,1024]", "f16[6,96]"}) {
+    bodies.push_back(parse_typed(softmax_text(type)));
+  }
+  bodies.push_back(parse_typed("graph @k(%x: f32[16,1000]) {\n  %s = sum(%x) {axes=[1]}\n  return %s\n}\n"));
+  bodies.push_back(parse_typed("graph @k(%x: bf16[5,40]) {\n  %s = max(%x) {axes=[1]}\n  return %s\n}\n"));
+  int vectorized = 0;
+  for (size_t i = 0; i < bodies.size(); ++i) {
+    SCOPED_TRACE(kernel_key(bodies[i]));
+    vectorized += emit_host_scalar_kernel(bodies[i], "k", /*vectorize=*/true).width > 1;
+    for (Misalign m : {Misalign::none, Misalign::all, Misalign::last}) {
+      SCOPED_TRACE(static_cast<int>(m));
+      const double err = host_scalar_error(jit, bodies[i], 500 + i, m);
+      EXPECT_LE(err, half_output(bodies[i]) ? (approximated(bodies[i]) ? 1 : 0) : 1e-5);
+    }
+  }
+  EXPECT_GE(vectorized, 10);
+  std::printf("  %zu bodies, %d vectorized, each run aligned and misaligned\n", bodies.size(), vectorized);
+}
+
+TEST(Ptx, LoweredProgramLaunchesOneThreadPerVector) {
+  // A bias add with tanh (an elementwise kernel) and a softmax over rows of 1024 (a row
+  // kernel, a block per row), lowered for the GPU: the Program's launch is the vectors'
+  // count, and WEFT_GPU_VECTOR=0 brings back one thread per element.
+  const Graph g = parse_typed(R"(
+graph @g(%x: f32[128,256], %b: f32[256], %y: f32[64,1024]) {
+  %s = add(%x, %b)
+  %t = tanh(%s)
+  %m = max(%y) {axes=[-1], keepdims=true}
+  %d = sub(%y, %m)
+  %e = exp(%d)
+  %z = sum(%e) {axes=[-1], keepdims=true}
+  %p = div(%e, %z)
+  return %t, %p
+}
+)");
+  auto launches = [&] {
+    StatusOr<CudaProgram> p = compile_cuda_program(g);
+    EXPECT_TRUE(p.ok()) << p.error().to_string();
+    std::map<FusedKind, int64_t> threads;
+    if (!p.ok()) return std::make_pair(threads, std::string());
+    for (const GeneratedKernel& k : p->program.kernels) {
+      EXPECT_EQ(k.row_length, 1);
+      threads[k.kind] = k.rows;
+    }
+    return std::make_pair(threads, p->ptx);
+  };
+  const auto [vector_threads, vector_ptx] = launches();
+  EXPECT_EQ(vector_threads.at(FusedKind::elementwise), 128 * 256 / 4);
+  EXPECT_EQ(vector_threads.at(FusedKind::row), 64 * 256);
+  EXPECT_NE(vector_ptx.find("ld.global.v4.f32"), std::string::npos);
+  const char* before = std::getenv("WEFT_GPU_VECTOR");
+  ASSERT_EQ(before, nullptr) << "the test sets WEFT_GPU_VECTOR itself";
+  setenv("WEFT_GPU_VECTOR", "0", /*overwrite=*/1);
+  const auto [scalar_threads, scalar_ptx] = launches();
+  unsetenv("WEFT_GPU_VECTOR");
+  EXPECT_EQ(scalar_threads.at(FusedKind::elementwise), 128 * 256);
+  EXPECT_EQ(scalar_threads.at(FusedKind::row), 64 * 256);
+  EXPECT_EQ(scalar_ptx.find(".v4."), std::string::npos);
 }
 
 TEST(Ptx, WhatTheGpuCannotComputeIsRejected) {

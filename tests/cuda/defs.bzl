@@ -1,4 +1,5 @@
-"""cuda_cases_source and cuda_cases: run tests/cuda's generator at build time (see BUILD)."""
+"""cuda_cases_source, cuda_cases and step_bench_binary: run tests/cuda's generator at build
+time and time what it generates (see BUILD)."""
 
 def _cuda_cases_source_impl(ctx):
     ctx.actions.run(
@@ -71,4 +72,17 @@ def step_bench_binary(name, cases):
             "//runtime/reference:interpreter",
             "//training:derived_state",
         ],
+    )
+
+def cases_and_step_bench(cases, bench, flags):
+    """cuda_cases `cases` (gen_cases with `flags`, into CASES.cc) and step_bench_binary
+    `bench` over them."""
+    cuda_cases(
+        name = cases,
+        out = cases + ".cc",
+        flags = flags,
+    )
+    step_bench_binary(
+        name = bench,
+        cases = ":" + cases,
     )

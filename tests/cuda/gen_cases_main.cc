@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "autodiff/grad.h"
@@ -535,12 +537,93 @@ std::vector<GraphCase> data_parallel_cases() {
   return cases;
 }
 
-int run(const std::string& out_path, bool suite, DType precision) {
-  std::vector<GraphCase> cases = suite ? suite_cases(precision) : op_cases();
-  if (!suite) {
+/// Vectorized generated kernels (#30, #31; codegen/emit_gpu.h): 16 bytes per access
+/// where each row starts on a multiple of the vector, narrower vectors or scalar code
+/// elsewhere. Elementwise kernels with a tail (a single row of 1037, 301 f64, 1003 bf16),
+/// rows that allow pairs only (6, bf16 10), odd rows (19: scalar), a per-row splat;
+/// softmax rows of 8192 (the vocabulary's: a block per row for 64 rows in f32 and bf16,
+/// eight bf16 per load), 2048 rows of 2048 and of 256 (a warp per row), one
+/// row of 1027 (a vector tail in every lane's row), a bf16 layer norm and row sums; and a
+/// loop whose xs slots of 24 bytes hand every other iteration an unaligned address (the
+/// kernels' scalar path). Appended last, so every earlier case keeps its index and its
+/// seeded inputs.
+std::vector<GraphCase> vector_cases() {
+  const std::string sum_exp =
+      "  %m = max(%x) {axes=[-1], keepdims=true}\n  %d = sub(%x, %m)\n  %e = exp(%d)\n"
+      "  %s = sum(%e) {axes=[-1], keepdims=true}\n";
+  const std::string softmax = sum_exp + "  %p = div(%e, %s)\n";
+  const std::string layer_norm =
+      "  %m = mean(%x) {axes=[-1], keepdims=true}\n  %d = sub(%x, %m)\n  %q = mul(%d, %d)\n"
+      "  %v = mean(%q) {axes=[-1], keepdims=true}\n  %r = rsqrt(%v)\n  %n = mul(%d, %r)\n"
+      "  %y = mul(%n, %g)\n";
+  // name, inputs, body, results
+  const std::vector<std::tuple<std::string, std::string, std::string, std::string>> table = {
+      {"vec_tail_f32", "%x: f32[1037], %y: f32[1037]", "  %z = mul(%x, %y)\n  %w = tanh(%z)\n", "%w, %z"},
+      {"vec_tail_f64", "%x: f64[301], %y: f64[301]", "  %z = sub(%x, %y)\n", "%z"},
+      {"vec_tail_bf16", "%x: bf16[1003], %y: bf16[1003]",
+       "  %z = mul(%x, %y)\n  %w = gelu(%z) {approximate=\"tanh\"}\n", "%w"},
+      {"vec_rows_bf16", "%x: bf16[24,72], %b: bf16[72]", "  %z = add(%x, %b)\n  %w = exp(%z)\n", "%w"},
+      {"vec_pairs_f32", "%x: f32[33,6], %b: f32[6]", "  %z = add(%x, %b)\n", "%z"},
+      {"vec_pairs_bf16", "%x: bf16[9,10], %b: bf16[10]", "  %z = mul(%x, %b)\n", "%z"},
+      {"vec_odd_rows_f32", "%x: f32[7,19], %b: f32[19]", "  %z = add(%x, %b)\n", "%z"},
+      {"vec_splat_f32", "%x: f32[40,64], %s: f32[40,1]", "  %z = mul(%x, %s)\n  %w = sub(%z, %s)\n", "%w"},
+      {"vec_cast_to_bf16", "%x: f32[16,100]", "  %y = cast(%x) {dtype=bf16}\n  %z = cast(%y) {dtype=f32}\n",
+       "%y, %z"},
+      {"vec_softmax_vocab_f32", "%x: f32[64,8192]", softmax, "%p"},
+      {"vec_softmax_vocab_bf16", "%x: bf16[64,8192]", softmax, "%p"},
+      {"vec_softmax_warp_rows", "%x: f32[2048,256]", softmax, "%p, %s"},
+      {"vec_softmax_warp_long_rows", "%x: f32[2048,2048]", softmax, "%p"},
+      {"vec_softmax_one_row", "%x: f32[1,1027]", softmax, "%p"},
+      {"vec_layer_norm_bf16", "%x: bf16[32,768], %g: bf16[768]", layer_norm, "%y"},
+      {"vec_row_sums", "%x: f32[3000,64], %y: f32[100,1000]",
+       "  %s = sum(%x) {axes=[1]}\n  %t = max(%y) {axes=[1]}\n", "%s, %t"},
+  };
+  std::vector<GraphCase> cases;
+  for (const auto& [name, inputs, body, outs] : table) {
+    cases.push_back({name, parse(graph_text(name, inputs, body, outs))});
+  }
+  cases.push_back({"vec_scan_unaligned_slots", parse(R"(graph @vec_scan_unaligned_slots(%h0: f32[1,6], %xs: f32[5,1,6]) {
+  %h, %ys = scan(%h0, %xs) {carries=1, consts=0, length=5} : f32[1,6], f32[5,1,6] ({
+    ^cell(%ch: f32[1,6], %cx: f32[1,6]):
+      %a = add(%ch, %cx) : f32[1,6]
+      %n = tanh(%a) : f32[1,6]
+      %y = mul(%n, %cx) : f32[1,6]
+      return %n, %y
+  })
+  return %h, %ys
+}
+)")});
+  return cases;
+}
+
+/// The vocabulary's softmax and log-softmax, 4096 rows of 8192 (#31's 0.42 ms): a warp
+/// per row. Two steps each, so step_bench times them (`vocab_bench`, and
+/// `vocab_bench_scalar` with the kernels generated at WEFT_GPU_VECTOR=0); the per-row
+/// sums first, so the step's first output (step_bench reads it) is small. Too large for
+/// cases_test's host reference in every device script: vector_cases has the same
+/// warp-per-row kernel over 2048 rows of 2048.
+std::vector<GraphCase> vocab_cases() {
+  const std::string sum_exp =
+      "  %m = max(%x) {axes=[-1], keepdims=true}\n  %d = sub(%x, %m)\n  %e = exp(%d)\n"
+      "  %s = sum(%e) {axes=[-1], keepdims=true}\n";
+  std::vector<GraphCase> cases;
+  cases.push_back({"vocab_softmax", parse(graph_text("vocab_softmax", "%x: f32[4096,8192]",
+                                                     sum_exp + "  %p = div(%e, %s)\n", "%s, %p")),
+                   /*steps=*/2});
+  cases.push_back({"vocab_log_softmax",
+                   parse(graph_text("vocab_log_softmax", "%x: f32[4096,8192]",
+                                    sum_exp + "  %l = log(%s)\n  %y = sub(%d, %l)\n", "%s, %y")),
+                   /*steps=*/2});
+  return cases;
+}
+
+int run(const std::string& out_path, bool suite, DType precision, bool vocab) {
+  std::vector<GraphCase> cases = vocab ? vocab_cases() : suite ? suite_cases(precision) : op_cases();
+  if (!suite && !vocab) {
     for (GraphCase& c : training_cases()) cases.push_back(std::move(c));
     for (GraphCase& c : half_cases()) cases.push_back(std::move(c));
     for (GraphCase& c : data_parallel_cases()) cases.push_back(std::move(c));
+    for (GraphCase& c : vector_cases()) cases.push_back(std::move(c));
   }
   std::ostringstream os;
   os << "// Generated by tests/cuda/gen_cases_main.cc. Do not edit.\n"
@@ -587,10 +670,14 @@ int run(const std::string& out_path, bool suite, DType precision) {
 int main(int argc, char** argv) {
   const std::string flag = argc == 3 ? argv[1] : "";
   const bool suite = flag == "--suite" || flag == "--suite-bf16";
-  if (argc != 2 && !suite) {
-    std::fprintf(stderr, "usage: gen_cases [--suite|--suite-bf16] OUT.cc\n");
+  // --vocab: only vocab_cases(); --vocab-scalar: the same with one element per access
+  // (the before-vectorization twin).
+  const bool vocab = flag == "--vocab" || flag == "--vocab-scalar";
+  if (argc != 2 && !suite && !vocab) {
+    std::fprintf(stderr, "usage: gen_cases [--suite|--suite-bf16|--vocab|--vocab-scalar] OUT.cc\n");
     return 2;
   }
+  if (flag == "--vocab-scalar") setenv("WEFT_GPU_VECTOR", "0", /*overwrite=*/1);  // codegen/emit_gpu.h
   return weft::run(argv[argc - 1], suite,
-                   flag == "--suite-bf16" ? weft::DType::bf16 : weft::DType::f32);
+                   flag == "--suite-bf16" ? weft::DType::bf16 : weft::DType::f32, vocab);
 }

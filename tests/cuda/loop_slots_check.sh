@@ -10,7 +10,7 @@
 # cases (`*attention*`: attention and its three gradients causal, padded, both, odd
 # lengths, head_dim 32/64, and a fused attention block's step, decomposed by the CUDA
 # lowering). About a minute; not yet run (written in a session without a GPU).
-# open_issues_check.sh 31 runs it before the suite. Build and copy here:
+# open_issues_check.sh 31 runs it. Build and copy here:
 #
 #   bazel build //tests/cuda:cases_test
 #   mkdir -p .gpu && cp -f bazel-bin/tests/cuda/cases_test .gpu/

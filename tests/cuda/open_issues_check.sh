@@ -2,15 +2,21 @@
 # The open issues' GPU checks in as few device calls as the lease allows, from what
 # tests/cuda/lease_bundle.sh packed into .gpu/ here (its header has the device calls).
 #
-#   tests/cuda/open_issues_check.sh ISSUE...     e.g. 28 29 32, then 30, then 31
+#   tests/cuda/open_issues_check.sh ISSUE...     e.g. 30 31, then 28 29 32, then suite
 #
 #   28 [Reliability]       reliability_check.sh   (about a minute)
 #   29 [Architecture]      architecture_check.sh  (about three minutes)
 #   32 [Distributed]       nccl_check.sh          (about two minutes)
-#   30 [Mixed precision]   mixed_precision_check.sh (about five minutes)
+#   30 [Mixed precision]   mixed_precision_check.sh (about five minutes), then
+#                          vector_check.sh (#30/#31's vectorized kernels, about a minute)
 #   31 [GPU]               loop_slots_check.sh (a minute), input_overlap_check.sh (about a
-#                          minute), then suite_check.sh (about seven minutes), alone in
-#                          their call
+#                          minute)
+#   suite                  suite_check.sh (#30/#31's ten-model suite, about seven minutes),
+#                          alone in its call
+#
+# The lease has 15 minutes of device time in all (start-up included): not every check
+# fits one session. Correctness first: `30 31` (about eight minutes), then `28 29 32`
+# (about six); `suite` in a session of its own.
 #
 # Each check's logs go to $OUT/ISSUE (or /tmp/weft-gpu/ISSUE); its summary lines are
 # printed as it runs, prefixed with the issue, and a last line per issue gives its exit
@@ -18,7 +24,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 if [ $# -eq 0 ]; then
-  sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 if [ -f .gpu/bundle.tar.xz ] && [ .gpu/bundle.tar.xz -nt .gpu/cases_test ]; then
@@ -30,10 +36,11 @@ for issue in "$@"; do
   case "$issue" in
     28) script=reliability_check.sh ;;
     29) script=architecture_check.sh ;;
-    30) script=mixed_precision_check.sh ;;
-    31) script="loop_slots_check.sh input_overlap_check.sh suite_check.sh" ;;
+    30) script="mixed_precision_check.sh vector_check.sh" ;;
+    31) script="loop_slots_check.sh input_overlap_check.sh" ;;
+    suite) script=suite_check.sh ;;
     32) script=nccl_check.sh ;;
-    *) echo "error: no device check for issue '$issue' (28, 29, 30, 31 or 32)"; exit 2 ;;
+    *) echo "error: no device check for issue '$issue' (28, 29, 30, 31, 32 or suite)"; exit 2 ;;
   esac
   mkdir -p "$root/$issue"
   for one in $script; do

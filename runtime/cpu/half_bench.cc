@@ -2,11 +2,17 @@
 // issue #30 made half: square GEMMs at 256, 512 and 1024 in GFLOP/s, and the convnet's
 // second convolution layer (16->32, 3x3, [32,16,16,16]) forward and both gradients, in
 // µs per call, on 1 and 2 threads, and the training GEMMs with their weight pre-packed.
-// Figures only; nothing is asserted.
+// With --splits, only the training GEMMs in bf16 with C cut by rows and by columns
+// (bf16_split), least of 400 calls, on 2 and 1 threads. Figures only; nothing is asserted.
 //
-//   bazel run -c opt //runtime/cpu:half_bench
+//   bazel run -c opt //runtime/cpu:half_bench [-- --splits]
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
 #include <cstring>
 #include <optional>
 #include <vector>
@@ -41,8 +47,24 @@ std::vector<std::byte> random_buffer(DType dtype, int64_t n, uint64_t seed) {
   return out;
 }
 
-// Seconds per call of `c` in `dtype` on `pool`, and the kernel's description.
-double time_case(ThreadPool& pool, const Case& c, DType dtype, std::string* describe) {
+// The least seconds of `calls` single calls of `f` (after one warm-up call): the figure
+// other processes on the machine disturb least.
+double min_seconds_per_call(const std::function<void()>& f, int calls = 400) {
+  using Clock = std::chrono::steady_clock;
+  f();
+  double best = 1e9;
+  for (int i = 0; i < calls; ++i) {
+    const auto t = Clock::now();
+    f();
+    best = std::min(best, std::chrono::duration<double>(Clock::now() - t).count());
+  }
+  return best;
+}
+
+// Seconds per call of `c` in `dtype` on `pool` (the median of 15 batches of calls, or with
+// `least` the least of 400 single calls), and the kernel's description.
+double time_case(ThreadPool& pool, const Case& c, DType dtype, std::string* describe,
+                 bool least = false) {
   LibraryCall call;
   call.node.op = c.op;
   call.node.attrs = c.attrs;
@@ -58,6 +80,7 @@ double time_case(ThreadPool& pool, const Case& c, DType dtype, std::string* desc
   auto k = make_library_kernel(call, ptrs, out.data());
   WEFT_CHECK(k.ok() && *k, "half_bench: no kernel");
   *describe = (*k)->describe();
+  if (least) return min_seconds_per_call([&] { (void)(*k)->run(pool); });
   return bench::seconds_per_call([&] { (void)(*k)->run(pool); }, /*repeats=*/15,
                                  /*batch_seconds=*/5e-3);
 }
@@ -85,12 +108,75 @@ double time_packed(ThreadPool& pool, const Case& c) {
                                  /*batch_seconds=*/5e-3);
 }
 
+// Least seconds per call of the bf16 matmul `c` with C cut as WEFT_BF16_SPLIT says
+// ("rows" or "columns"), and the kernel's description.
+double time_split(ThreadPool& pool, const Case& c, const char* split, std::string* describe) {
+  setenv("WEFT_BF16_SPLIT", split, /*overwrite=*/1);
+  const double s = time_case(pool, c, DType::bf16, describe, /*least=*/true);
+  unsetenv("WEFT_BF16_SPLIT");
+  return s;
+}
+
+// The bf16 training GEMMs of the suite's GEMM-bound models with C cut by rows and by
+// columns (bf16_split; WEFT_BF16_SPLIT forces each), least us of 400 calls, beside f32,
+// and the split the rule picks for a pool of `threads`.
+void print_splits(int threads) {
+  ThreadPool pool(threads);
+  std::printf("bf16 split of C, least us of 400 calls, %d thread%s (rule: %d parts)\n", threads,
+              threads == 1 ? "" : "s", bf16_split_parts());
+  struct Gemm {
+    const char* model;
+    int64_t batch, m, n, k;
+    bool ta, tb;
+  };
+  const Gemm gemms[] = {
+      {"mlp", 1, 64, 512, 784, false, true},          {"mlp", 1, 64, 784, 512, false, false},
+      {"mlp", 1, 64, 512, 512, false, true},          {"mlp", 1, 64, 512, 512, false, false},
+      {"mlp", 1, 512, 512, 64, true, false},          {"mlp", 1, 512, 784, 64, true, false},
+      {"residual_tower", 1, 64, 256, 256, false, true}, {"residual_tower", 1, 64, 256, 256, false, false},
+      {"residual_tower", 1, 256, 256, 64, true, false},
+      {"transformer", 1, 512, 384, 128, false, true}, {"transformer", 1, 512, 512, 128, false, true},
+      {"transformer", 1, 512, 1024, 128, false, true}, {"transformer", 1, 512, 128, 512, false, false},
+      {"transformer", 1, 512, 128, 1024, false, false}, {"transformer", 1, 128, 512, 512, true, false},
+      {"transformer", 1, 384, 128, 512, true, false}, {"transformer", 1, 1024, 128, 512, true, false},
+      {"transformer", 32, 64, 64, 32, false, true},   {"transformer", 32, 64, 32, 64, false, false},
+  };
+  for (const Gemm& g : gemms) {
+    Shape a = g.ta ? Shape{g.k, g.m} : Shape{g.m, g.k};
+    Shape b = g.tb ? Shape{g.n, g.k} : Shape{g.k, g.n};
+    Shape c{g.m, g.n};
+    if (g.batch > 1) {
+      for (Shape* s : {&a, &b, &c}) s->dims.insert(s->dims.begin(), g.batch);
+    }
+    const Case gemm{Op::Matmul, {{"transpose_a", g.ta}, {"transpose_b", g.tb}}, {a, b}, c};
+    std::string rows_describe, columns_describe, f32_describe;
+    const double rows = time_split(pool, gemm, "rows", &rows_describe);
+    const double columns = time_split(pool, gemm, "columns", &columns_describe);
+    const double f32 = time_case(pool, gemm, DType::f32, &f32_describe, /*least=*/true);
+    GemmPlan plan = GemmPlan::single(g.m, g.n, g.k, g.ta, g.tb);
+    plan.a_offsets.assign(g.batch, 0);
+    const bool rule_columns = bf16_split(plan, bf16_split_parts(), std::nullopt) == Bf16Split::kColumns;
+    std::printf("  %-14s %s%s %4lldx%4lldx%4lld%s  rows %7.1f  columns %7.1f  (%.2fx)  f32 %7.1f"
+                "  rule: %s%s\n",
+                g.model, g.ta ? "T" : "N", g.tb ? "T" : "N", static_cast<long long>(g.m),
+                static_cast<long long>(g.n), static_cast<long long>(g.k),
+                g.batch > 1 ? (" batch " + std::to_string(g.batch)).c_str() : "", rows * 1e6,
+                columns * 1e6, columns / rows, f32 * 1e6, rule_columns ? "columns" : "rows",
+                columns_describe.find("(columns split)") == std::string::npos ? " (columns refused)"
+                                                                               : "");
+  }
+}
+
 }  // namespace
 }  // namespace weft::cpu
 
-int main() {
+int main(int argc, char** argv) {
   using namespace weft;
   using namespace weft::cpu;
+  if (argc > 1 && std::string(argv[1]) == "--splits") {
+    for (int threads : {2, 1}) print_splits(threads);
+    return 0;
+  }
   const DType dtypes[] = {DType::f32, DType::bf16, DType::f16};
   for (int threads : {1, 2}) {
     ThreadPool pool(threads);

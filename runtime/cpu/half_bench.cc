@@ -162,7 +162,7 @@ void print_splits(int threads) {
                 static_cast<long long>(g.n), static_cast<long long>(g.k),
                 g.batch > 1 ? (" batch " + std::to_string(g.batch)).c_str() : "", rows * 1e6,
                 columns * 1e6, columns / rows, f32 * 1e6, rule_columns ? "columns" : "rows",
-                columns_describe.find("(columns split)") == std::string::npos ? " (columns refused)"
+                columns_describe.find("(columns split)") == std::string::npos ? " (rows kept when forced)"
                                                                                : "");
   }
 }

@@ -5,12 +5,36 @@
 //
 // As conv_onednn.cc does, everything is created when the kernel is bound, with oneDNN
 // planning for one OpenMP thread: C is cut into parts — blocks of rows of a single GEMM,
-// or runs of whole matrices of a batch — as many as default_num_threads() (at least 2),
-// each part with its primitive (one per distinct row count), its user-mode scratchpad in
-// the kernel's scratch and its stream. Transposed operands are read in place through
-// their strides. run() executes the parts on the pool's chunks and allocates nothing;
-// each element of C is computed by one primitive call, so results are bitwise
-// reproducible for a given part count.
+// runs of whole matrices of a batch, or blocks of whole 64-column blocks of C
+// (bf16_split, below) — as many as bf16_split_parts() (default_num_threads(), at least
+// 2), each part with its primitive (one per distinct block shape), its user-mode
+// scratchpad in the kernel's scratch and its stream. Transposed operands are read in
+// place through their strides. run() executes the parts on the pool's chunks and
+// allocates nothing; each element of C is computed by one primitive call, so results are
+// bitwise reproducible for a given part count.
+//
+// The split (bf16_split, the one rule; WEFT_BF16_SPLIT=rows|columns overrides it for
+// A/B runs). oneDNN's bf16 brgemm packs B into its blocked layout (packed_weight.h) in
+// every call, so each row part packs all of B; a column part reads only its columns of B
+// and packs only those. Columns are chosen where rows are few (a GEMM of at most
+// kColumnSplitMaxRows rows, or a batch of fewer entries than parts), C has a 64-column
+// block per part, and each part reads its block of B in place: B transposed (x·Wᵀ, the
+// block is a dense run of W's rows) or pre-packed. Per call, least of 400 calls
+// (half_bench --splits; bench/RESULTS.md "[Mixed precision] #30: bf16 GEMMs split by
+// columns"): mlp's x·Wᵀ at 64 rows 0.91–0.96× the row split on 1 and 2 threads,
+// residual_tower's 0.87–0.97×. Everything else was slower cut by columns and keeps its
+// rows: a plain B (dY·W), whose strided block brgemm declines (it would pick gemm:jit),
+// costs more packed by the part first (packs_b, oneDNN's reorder) than packed inside
+// brgemm (1.05–1.27×); a GEMM of 512 rows 1.02–1.13× on one thread; a transposed A
+// copied dense whole by every part 1.17–1.21× on one thread. A column block of C is strided, which brgemm declines too, so a
+// part writes it dense in its scratch and copies it out (a oneDNN reorder).
+//
+// The same bits either way: every element of C is one brgemm dot product over all of K
+// in the same order, whichever block it lies in (half_test, `HalfMatmulSplitTest`). The
+// exception is a transposed A read in place (K > kCopyTransposedAMaxK): its row blocks
+// are strided columns, which brgemm declines (gemm:jit computes them), while a column
+// part's whole A is dense and brgemm takes it, with other bits; such a GEMM always keeps
+// its rows.
 //
 // A transposed A (the weight gradient dYᵀ·x) cut into row blocks is a strided block of
 // columns, which oneDNN's bf16 brgemm declines (it then picks its older gemm:jit). Where

@@ -179,8 +179,9 @@ class OnednnMatmulKernel final : public BoundKernel {
   }
   // The C the primitive writes: the block itself, or (a block of columns, which oneDNN's
   // brgemm declines as a strided destination) a dense [rows, cols] buffer copied out.
+  bool copies_c(int64_t cols) const { return split_ == Bf16Split::kColumns && cols != plan_.ldc; }
   memory::desc product_c_desc(int64_t rows, int64_t cols) const {
-    if (cols == plan_.ldc) return c_desc(rows, cols);
+    if (!copies_c(cols)) return c_desc(rows, cols);
     return {{rows, cols}, c_type_, memory::dims{cols, 1}};
   }
 
@@ -211,7 +212,7 @@ class OnednnMatmulKernel final : public BoundKernel {
     const int64_t c_size = c_type_ == memory::data_type::f32 ? 4 : 2;
     // One dense C buffer serves every batch entry of the part (they run in turn).
     std::optional<memory> dense_c;
-    if (blk.cols != plan_.ldc) dense_c = scratch_.make(product_c_desc(blk.rows, blk.cols));
+    if (copies_c(blk.cols)) dense_c = scratch_.make(product_c_desc(blk.rows, blk.cols));
     std::optional<memory> packed_b;  // Likewise one packed B block, when the part packs it.
     if (packs_b(blk.cols)) packed_b = scratch_.make(product_b_desc(blk.cols));
     for (int64_t i = blk.e0; i < blk.e1; ++i) {

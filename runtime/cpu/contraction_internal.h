@@ -111,6 +111,28 @@ std::unique_ptr<BoundKernel> make_onednn_conv_kernel(ConvOp op, const ConvGeomet
 KernelOr make_onednn_matmul_kernel(const LibraryCall& call, const std::vector<const void*>& in,
                                    void* out, bool b_packed = false);
 
+/// How the bf16 matmul kernel (make_onednn_matmul_kernel) cuts C into its parts, one
+/// per pool chunk. oneDNN's bf16 brgemm packs the part of B a part reads in every call,
+/// so a row split packs all of B in each part, a column split only the part's columns.
+enum class Bf16Split {
+  kRows,     ///< Blocks of rows of one GEMM, or runs of whole matrices of a batch.
+  kColumns,  ///< Blocks of whole 64-column blocks of C: all rows of every batch entry.
+};
+
+/// The split of `plan` over `parts` parts (the rule, matmul_onednn.cc): columns where
+/// rows are few and C has at least one 64-column block per part, rows otherwise.
+/// `forced` (WEFT_BF16_SPLIT, bf16_split_from_env) overrides the rule, except that a C of
+/// a single 64-column block is never cut by columns. Depends only on its arguments.
+Bf16Split bf16_split(const GemmPlan& plan, int parts, std::optional<Bf16Split> forced);
+
+/// The split WEFT_BF16_SPLIT asks for: "rows" or "columns", or nullopt when it is unset
+/// or empty (the rule decides). Errors: any other value.
+StatusOr<std::optional<Bf16Split>> bf16_split_from_env();
+
+/// The number of parts the bf16 matmul kernel cuts C into: default_num_threads(), at
+/// least 2 (so that the split, and so the bits, are those of a 2-thread pool on one).
+int bf16_split_parts();
+
 /// The layout in which make_onednn_matmul_kernel reads `call`'s B pre-packed, or nullopt
 /// when it cannot: not a bf16 matmul, a B per batch entry, an empty product, or a CPU
 /// without AVX512_BF16. The one fact a lowering that stores a weight packed would ask.

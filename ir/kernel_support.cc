@@ -62,14 +62,15 @@ constexpr std::string_view kCpuNoAttention =
     "no CPU attention kernel: the CPU lowering writes attention and attention_grad back as "
     "their primitives (passes/decompose_composites.h), and autocast keeps them f32";
 constexpr std::string_view kGpuRows =
-    "softmax, log_softmax and layer_norm run as generated row kernels over the innermost "
-    "axes (decompose-composites); the CUDA library has no kernel for them";
+    "softmax, log_softmax and layer_norm run as generated row kernels over trailing axes in "
+    "f32 and f64 (decompose-composites); the CUDA library has no kernel for other axes or "
+    "dtypes";
 constexpr std::string_view kGpuLosses =
     "the CUDA loss kernels take f32 or f64 values (and i32, i64 or u8 labels)";
 
 const std::vector<CompositeLine>& composite_table() {
   static const std::vector<CompositeLine> table = {
-      //  op                rows    cpu                                 gpu (CUDA)
+      // op               rows   cpu                                    gpu (CUDA)
       {Op::Softmax,       true,  {{DType::f32, DType::f64}, kCpuFloats}, {{}, kGpuRows}},
       {Op::LogSoftmax,    true,  {{DType::f32, DType::f64}, kCpuFloats}, {{}, kGpuRows}},
       {Op::LayerNorm,     true,  {{DType::f32, DType::f64}, kCpuFloats}, {{}, kGpuRows}},

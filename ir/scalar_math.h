@@ -132,9 +132,10 @@ struct TotalBinary {
   /// quiet, so that the result's bits do not depend on the operand's quiet bit: IEEE 754
   /// arithmetic (add, sub, mul, div) returns its NaN operand with the quiet bit set (x86)
   /// or the canonical NaN (a GPU). False for the rest: maximum and minimum compare and
-  /// select (the NaN they give is one they make, and the optimizer may turn the select
-  /// into an instruction that passes an operand's NaN on), pow(NaN, 0) is 1 for a quiet
-  /// NaN and a NaN for a signalling one (glibc), the comparisons give bools.
+  /// select, and give a NaN they make, not their operand made quiet (left out, as before
+  /// this table: codegen:kernel_half_test pins that a cast they read keeps its quieting),
+  /// pow(NaN, 0) is 1 for a quiet NaN and a NaN for a signalling one (glibc), the
+  /// comparisons give bools.
   static constexpr bool kQuietsNaN = false;
   template <typename T> static std::string rhs_error(T) { return {}; }
 };

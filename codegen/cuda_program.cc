@@ -14,13 +14,13 @@ LowerOptions cuda_lower_options() {
   // Every iteration runs, masked: the loop stays inside the step's captured CUDA graph
   // with no count decided on the host (conditional graph nodes are not used).
   options.mask_loop_exits = true;
-  // attention's forward on its CUDA kernel where it takes the node (#31).
-  options.keep_composite = [](const Graph& g, const Node& node) {
-    if (node.op != Op::Attention) return false;
+  // The op table's CUDA column, where the library takes the node's shapes: attention's
+  // forward on its kernel (#31), the losses (which have no decomposition anyway).
+  options.keep_composite = keep_library_composites(CodeTarget::gpu, [](const Graph& g, const Node& node) {
     std::vector<Type> types;
     for (ValueId v : node.operands) types.push_back(g.type(v));
-    return cuda::library_kind(node, types, g.type(node.result())) == cuda::LibraryKind::attention;
-  };
+    return cuda::library_kind(node, types, g.type(node.result())) != cuda::LibraryKind::host;
+  });
   return options;
 }
 

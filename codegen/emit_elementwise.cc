@@ -13,32 +13,25 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "ir/scalar_math.h"
 #include "ir/status.h"
 
 namespace weft::codegen {
 namespace emit_detail {
 namespace {
 
-// Whether every use of `v` in `g` is an add, sub, mul or div, or a sum or mean (which
-// add), which return a NaN operand quiet whether or not it was (x86 sets the quiet bit
-// of the NaN it returns; a GPU returns the canonical NaN), and `v` is no output of `g`. A widening cast of a half
-// value to f32 then need not set the quiet bit itself (Emitter::cast): the kernel's
-// results are the same bits, with three vector ops fewer per cast.
+// Whether every use of `v` in `g` is an op that returns a NaN operand quiet whether or not
+// it was (the op table's scalar math says so: scalar::quiets_nans, add, sub, mul, div,
+// sum and mean), and `v` is no output of `g`. A widening cast of a half value to f32
+// then need not set the quiet bit itself (Emitter::cast): the kernel's results are the
+// same bits, with three vector ops fewer per cast.
 bool users_quiet_nans(const Graph& g, ValueId v) {
   for (ValueId out : g.outputs()) {
     if (out == v) return false;
   }
   for (const Node& n : g.nodes()) {
     if (std::find(n.operands.begin(), n.operands.end(), v) == n.operands.end()) continue;
-    switch (n.op) {
-      case Op::Add:
-      case Op::Sub:
-      case Op::Mul:
-      case Op::Div:
-      case Op::Sum:
-      case Op::Mean: break;
-      default: return false;
-    }
+    if (!scalar::quiets_nans(n.op)) return false;
   }
   return true;
 }

@@ -450,6 +450,14 @@ StatusOr<Program> build_program(const Graph& g, const MemoryPlan& plan,
   return ProgramBuilder(g, plan, merged, options).build();
 }
 
+KeepComposite keep_library_composites(CodeTarget target, KeepComposite takes) {
+  return [target, takes = std::move(takes)](const Graph& g, const Node& node) {
+    if (node.operands.empty() || composite_prefers_rows(node.op)) return false;
+    if (library_composite_gap(node.op, g.type(node.operands[0]).dtype, target)) return false;
+    return !takes || takes(g, node);
+  };
+}
+
 void add_lowering_passes(Pipeline& p, const LowerOptions& options) {
   if (options.unroll_loops) {
     p.add(std::make_unique<UnrollScansPass>());

@@ -45,6 +45,7 @@
 #include <functional>
 
 #include "ir/graph.h"
+#include "ir/kernel_support.h"
 #include "ir/status.h"
 #include "passes/memory_plan.h"
 #include "passes/merge_updates.h"
@@ -53,15 +54,30 @@
 
 namespace weft::codegen {
 
+/// A composite node that decompose-composites leaves for the target's library kernel.
+using KeepComposite = std::function<bool(const Graph& g, const Node& node)>;
+
+/// The keep_composite of the backend whose library `target` names: keeps a composite node
+/// when the op table states a kernel of that backend's own for its op in its first
+/// operand's dtype (ir/kernel_support.h, library_composite_gap), the lowering does not
+/// prefer it as row kernels (composite_prefers_rows: softmax, log_softmax, layer_norm are
+/// decomposed wherever decompose-composites can, kernel or not), and `takes` (the
+/// backend's own check of the node's shapes, e.g. CUDA's plan_attention; none: every node)
+/// accepts it. The CPU keeps the losses (which have no decomposition anyway) and writes
+/// attention and attention_grad back as primitives; CUDA keeps attention's f32 forward
+/// where its kernel takes the shapes.
+KeepComposite keep_library_composites(CodeTarget target, KeepComposite takes = nullptr);
+
 struct LowerOptions {
   bool fuse = true;
   /// With `fuse`: softmax, log_softmax and layer_norm over trailing axes become primitive
   /// ops that fuse with their neighbours into row kernels (decompose-composites) instead
   /// of library kernels; codegen/row_kernel_bench measures both.
   bool decompose_composites = true;
-  /// Composites the target runs on a kernel of its own, which decompose-composites leaves
-  /// (cuda_lower_options: attention where runtime/cuda's kernel takes it); none if empty.
-  std::function<bool(const Graph& g, const Node& node)> keep_composite;
+  /// Composites the target runs on a kernel of its own, which decompose-composites leaves:
+  /// the op table's column for the target (keep_library_composites; the CPU's by default,
+  /// cuda_lower_options: the CUDA column and its attention kernel's shapes); none if empty.
+  KeepComposite keep_composite = keep_library_composites(CodeTarget::cpu);
   /// With `fuse`: row groups (FuseOptions::rows): reductions fused with their consumers.
   bool fuse_rows = true;
   /// With `fuse`: a reduction that fuses with nothing is a generated kernel too

@@ -11,6 +11,15 @@
 //
 // A gap always says why, so the per-backend completeness test
 // (codegen:kernel_coverage_test) can tell a stated limitation from a kernel someone forgot.
+//
+// The composite ops (softmax, layer_norm, the losses, attention...) have one more table
+// here, with a column per backend: which of them each backend's library runs on a kernel
+// of its own, in which dtypes (library_composite_gap), and which the lowering prefers as
+// primitives fused into row kernels (composite_prefers_rows). The CPU library
+// (cpu_library_gap), the CUDA library (cuda::library_gap) and both lowerings'
+// decompose-composites (codegen/lower.h, keep_library_composites) read it; a test per
+// backend (runtime/cpu:composite_table_test, runtime/cuda:composite_table_test) fails
+// when a backend's kernels and its column disagree.
 
 #include <optional>
 #include <string_view>
@@ -23,7 +32,9 @@
 namespace weft {
 
 /// The code weft generates for fused elementwise and reduction kernels (codegen/): MLIR
-/// lowered to LLVM for the host, and to PTX for NVIDIA GPUs.
+/// lowered to LLVM for the host, and to PTX for NVIDIA GPUs. Also names the backend whose
+/// library kernels a composite table column describes: cpu (runtime/cpu), gpu
+/// (runtime/cuda).
 enum class CodeTarget { cpu, gpu };
 
 /// "cpu", "gpu".
@@ -46,5 +57,21 @@ std::optional<std::string_view> generated_reduction_gap(DType dtype, CodeTarget 
 /// the data operand is select's second (its first is the bool condition), else the first.
 std::optional<std::string_view> generated_code_gap(Op op, const std::vector<Type>& operands,
                                                    DType result, CodeTarget target);
+
+/// Why the library of `target`'s backend (runtime/cpu, runtime/cuda) has no kernel of its
+/// own for composite op `op` computing on `dtype` values (its first operand's dtype), or
+/// nullopt when it has one; "not a composite op" for the rest. A kernel the table states
+/// may still refuse a node's shapes or other operands (the CUDA attention kernel takes
+/// head dims up to 128, plan_attention; cross_entropy's labels are i32, i64 or u8): the
+/// backend's own gap says so. The CPU computes f16 and bf16 through its f32 kernels,
+/// widened (cpu_library_gap asks in f32 for those calls).
+std::optional<std::string_view> library_composite_gap(Op op, DType dtype, CodeTarget target);
+
+/// Whether the lowering writes composite `op` as its primitives wherever
+/// decompose-composites can (f32 and f64 over trailing axes), fused with their neighbours
+/// into row kernels, even on a backend whose library has a kernel for it: softmax,
+/// log_softmax and layer_norm (codegen/row_kernel_bench measures the row kernels against
+/// the CPU's library kernels). False for every other op.
+bool composite_prefers_rows(Op op);
 
 }  // namespace weft

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/composite_testing.h"
 #include "ir/shape_rules.h"
 
 namespace weft {
@@ -124,6 +125,52 @@ TEST(KernelSupportTest, TheFactsTheBackendsRelyOn) {
   EXPECT_EQ(generated_reduction_gap(DType::i32, CodeTarget::cpu),
             "integer and bool reductions run on the library kernels (they accumulate in "
             "64-bit integers)");
+}
+
+TEST(KernelSupportTest, EveryCompositeOpHasALineInTheCompositeTableAndAnExample) {
+  for (Op op : all_ops()) {
+    const bool composite = op_info(op).category == OpCategory::Composite;
+    for (CodeTarget t : {CodeTarget::cpu, CodeTarget::gpu}) {
+      const auto gap = library_composite_gap(op, DType::f32, t);
+      EXPECT_EQ(composite, gap != "not a composite op") << op_name(op);
+      for (DType d : kAllDTypes) {
+        const auto why = library_composite_gap(op, d, t);
+        if (composite && why) EXPECT_GT(why->size(), 20u) << op_name(op);
+      }
+    }
+    if (!composite) EXPECT_FALSE(composite_prefers_rows(op)) << op_name(op);
+  }
+  // The backends' tests bind these: each composite op needs one in every float dtype.
+  for (const testing::CompositeCase& c : testing::every_composite_example()) {
+    EXPECT_TRUE(c.graph.ok()) << c.name << ": " << (c.graph.ok() ? "" : c.graph.error().to_string());
+  }
+}
+
+TEST(KernelSupportTest, TheCompositeTableSaysWhatEachBackendRunsOnItsOwnKernel) {
+  const auto runs = [](Op op, DType d, CodeTarget t) { return !library_composite_gap(op, d, t); };
+  // The CPU: every composite but attention's two, in f32 and f64 (halves widen to f32).
+  for (Op op : {Op::Softmax, Op::LogSoftmax, Op::LayerNorm, Op::CrossEntropy, Op::Mse}) {
+    EXPECT_TRUE(runs(op, DType::f32, CodeTarget::cpu) && runs(op, DType::f64, CodeTarget::cpu))
+        << op_name(op);
+    EXPECT_FALSE(runs(op, DType::bf16, CodeTarget::cpu)) << op_name(op);
+  }
+  for (Op op : {Op::Attention, Op::AttentionGrad}) {
+    EXPECT_FALSE(runs(op, DType::f32, CodeTarget::cpu)) << op_name(op);
+  }
+  // CUDA: the losses in f32 and f64, attention's forward in f32; the rows are generated.
+  EXPECT_TRUE(runs(Op::CrossEntropy, DType::f64, CodeTarget::gpu));
+  EXPECT_TRUE(runs(Op::Mse, DType::f32, CodeTarget::gpu));
+  EXPECT_FALSE(runs(Op::Mse, DType::f16, CodeTarget::gpu));
+  EXPECT_TRUE(runs(Op::Attention, DType::f32, CodeTarget::gpu));
+  EXPECT_FALSE(runs(Op::Attention, DType::f64, CodeTarget::gpu));
+  EXPECT_FALSE(runs(Op::AttentionGrad, DType::f32, CodeTarget::gpu));
+  EXPECT_FALSE(runs(Op::Softmax, DType::f32, CodeTarget::gpu));
+  // The lowering prefers row kernels for the three row composites, on every backend.
+  std::vector<std::string> rows;
+  for (Op op : all_ops()) {
+    if (composite_prefers_rows(op)) rows.emplace_back(op_name(op));
+  }
+  EXPECT_EQ(rows, (std::vector<std::string>{"softmax", "log_softmax", "layer_norm"}));
 }
 
 }  // namespace

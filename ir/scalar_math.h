@@ -12,7 +12,8 @@
 // A functor's `apply<T>` computes one element in the dtype's own C++ type: f32 in float,
 // f64 in double, integers wrapping in two's complement, bool. `kTypes` says which element
 // types it takes; a binary functor's `kCompare` that it gives a bool; `rhs_error` (div
-// and pow) why a right operand is refused on integers, a run-time error. f16/bf16 have
+// and pow) why a right operand is refused on integers, a run-time error; `kQuietsNaN`
+// that it returns a NaN operand quiet (`quiets_nans` below, which codegen reads). f16/bf16 have
 // no C++ type here: the interpreter computes them in f32 and rounds (interpreter.h).
 // gelu (its `approximate` attribute) and select are not here: their kernels are their
 // definition. cast's element conversion is `cast_element`.
@@ -127,11 +128,21 @@ struct Not {
 /// A binary functor that refuses no right operand and gives its operands' type.
 struct TotalBinary {
   static constexpr bool kCompare = false;
+  /// Whether a float NaN operand comes back as a quiet NaN whether it was signalling or
+  /// quiet, so that the result's bits do not depend on the operand's quiet bit: IEEE 754
+  /// arithmetic (add, sub, mul, div) returns its NaN operand with the quiet bit set (x86)
+  /// or the canonical NaN (a GPU). False for the rest: maximum and minimum compare and
+  /// select, and give a NaN they make, not their operand made quiet (left out, as before
+  /// this table: codegen:kernel_half_test pins that a cast they read keeps its quieting),
+  /// pow(NaN, 0) is 1 for a quiet NaN and a NaN for a signalling one (glibc), the
+  /// comparisons give bools.
+  static constexpr bool kQuietsNaN = false;
   template <typename T> static std::string rhs_error(T) { return {}; }
 };
 
 struct Add : TotalBinary {
   static constexpr unsigned kTypes = kNumbers;
+  static constexpr bool kQuietsNaN = true;
   template <typename T> static T apply(T a, T b) {
     if constexpr (kIsFloat<T>) return a + b;
     else return wrap_add(a, b);
@@ -139,6 +150,7 @@ struct Add : TotalBinary {
 };
 struct Sub : TotalBinary {
   static constexpr unsigned kTypes = kNumbers;
+  static constexpr bool kQuietsNaN = true;
   template <typename T> static T apply(T a, T b) {
     if constexpr (kIsFloat<T>) return a - b;
     else return wrap_sub(a, b);
@@ -146,6 +158,7 @@ struct Sub : TotalBinary {
 };
 struct Mul : TotalBinary {
   static constexpr unsigned kTypes = kNumbers;
+  static constexpr bool kQuietsNaN = true;
   template <typename T> static T apply(T a, T b) {
     if constexpr (kIsFloat<T>) return a * b;
     else return wrap_mul(a, b);
@@ -153,6 +166,7 @@ struct Mul : TotalBinary {
 };
 struct Div : TotalBinary {
   static constexpr unsigned kTypes = kNumbers;
+  static constexpr bool kQuietsNaN = true;
   template <typename T> static T apply(T a, T b) {
     if constexpr (kIsFloat<T>) {
       return a / b;
@@ -279,6 +293,32 @@ bool visit_binary_math(Op op, F&& f) {
     case Op::Or: f(Or{}); return true;
     default: return false;
   }
+}
+
+/// Calls `f(M{})` with M the binary math that float reduction `op` combines its elements
+/// with: add for sum and for mean (which then divides by the count); false (and no call)
+/// for max, min and argmax, which pick an element.
+template <typename F>
+bool visit_reduction_math(Op op, F&& f) {
+  switch (op) {
+    case Op::Sum:
+    case Op::Mean: f(Add{}); return true;
+    default: return false;
+  }
+}
+
+/// Whether op `op` returns a quiet NaN from a NaN float operand, signalling or not, so its
+/// result does not depend on that operand's quiet bit: a binary op whose math says so
+/// (kQuietsNaN: add, sub, mul, div), or a reduction that combines with one (sum, mean;
+/// mean's division by the count quiets too). codegen reads it: a widening cast of a half
+/// value to f32 that only such ops read need not set the quiet bit itself
+/// (codegen/emit_elementwise.cc). ir:scalar_math_test feeds signalling NaNs through the
+/// math of every op that says so.
+inline bool quiets_nans(Op op) {
+  bool quiets = false;
+  const auto read = [&](auto math) { quiets = decltype(math)::kQuietsNaN; };
+  if (!visit_binary_math(op, read)) visit_reduction_math(op, read);
+  return quiets;
 }
 
 /// cast's conversion of one element from T to O (neither f16 nor bf16): an integer or

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <new>
 
+#include "ir/kernel_support.h"
 #include "runtime/cpu/kernels_internal.h"
 #include "runtime/matmul_geometry.h"
 
@@ -59,15 +60,8 @@ std::optional<std::string_view> cpu_library_gap(const LibraryCall& call) {
       }
       return std::nullopt;
     case OpCategory::Composite:
-      if (!has_composite_kernel(call.node.op)) {
-        return "composites with no CPU kernel (attention, attention_grad): the CPU lowering "
-               "writes them back as their primitives (passes/decompose_composites.h), and "
-               "autocast keeps them f32";
-      }
-      if (!is_f32_or_f64(call.operand_types[0].dtype)) {
-        return "the CPU's composite kernels compute f32 and f64 only (composite.cc)";
-      }
-      return std::nullopt;
+      // The op table's CPU column (ir/kernel_support.h).
+      return library_composite_gap(call.node.op, call.operand_types[0].dtype, CodeTarget::cpu);
     default: break;
   }
   if (call.node.op == Op::ScatterAdd && !is_f32_or_f64(call.result_type.dtype) &&

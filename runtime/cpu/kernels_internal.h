@@ -28,11 +28,10 @@ KernelOr make_indexing_kernel(const LibraryCall& call, const std::vector<const v
                               void* out);
 KernelOr make_creation_kernel(const LibraryCall& call, const std::vector<const void*>& in,
                               void* out);
+/// The composites the CPU's column of the composite table states (ir/kernel_support.h,
+/// library_composite_gap), in f32 and f64.
 KernelOr make_composite_kernel(const LibraryCall& call, const std::vector<const void*>& in,
                                void* out);
-/// Whether composite.cc has a kernel for `op` (in f32 and f64); the other composites
-/// (attention, attention_grad) the CPU lowering writes back as their primitives.
-bool has_composite_kernel(Op op);
 
 /// Whether `dtype` is f16 or bf16.
 inline bool is_half(DType dtype) { return dtype == DType::f16 || dtype == DType::bf16; }

@@ -134,18 +134,16 @@ std::string_view category_gap(const Node& node, const std::vector<Type>& operand
       }
       return "the pooling kernels take float dtypes only (plan_pooling)";
     case OpCategory::Composite:
-      if (node.op == Op::CrossEntropy || node.op == Op::Mse) {
-        return "the loss kernels take f32 or f64 values (and i32, i64 or u8 labels)";
+      // The op table's CUDA column (ir/kernel_support.h), then what a kernel it states
+      // refuses.
+      if (auto gap = library_composite_gap(node.op, operands[0].dtype, CodeTarget::gpu)) {
+        return *gap;
       }
       if (node.op == Op::Attention) {
-        return "the attention kernel takes f32 with head dims up to 128 (plan_attention); "
-               "the CUDA lowering decomposes the others";
+        return "the attention kernel takes head dims up to 128 (plan_attention); the CUDA "
+               "lowering decomposes the others";
       }
-      if (node.op == Op::AttentionGrad) {
-        return "no attention_grad kernel yet: the CUDA lowering decomposes it";
-      }
-      return "softmax, log_softmax and layer_norm run as generated row kernels over the "
-             "innermost axis; the library has no kernel for other axes or dtypes";
+      return "the loss kernels take i32, i64 or u8 labels and operands of one dtype";
     case OpCategory::Creation:
       return "random_uniform draws f32 and f64 only on the device";
     case OpCategory::Elementwise:

@@ -1,7 +1,9 @@
 // fuse-attention in a training step (TrainOptions::fuse_attention): the transformer
 // block's attention is found before autodiff, the step holds one attention and three
 // attention_grad nodes and computes what the unfused step computes (to float rounding);
-// the CPU lowering writes both back into primitives, the CUDA lowering keeps the forward.
+// the CPU lowering writes both back into primitives, the CUDA lowering keeps the forward
+// (the op table's composite columns, ir/kernel_support.h: keep_library_composites). Here
+// in codegen/ because it compiles a step (frontend/) and lowers it (codegen/).
 #include <gtest/gtest.h>
 
 #include "codegen/cuda_program.h"

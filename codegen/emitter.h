@@ -144,6 +144,9 @@ class Emitter {
   std::string math_f64(const char* op, const std::string& x, DType d, int w);
   std::string cast(const std::string& x, DType from, DType to, int w);
   std::string gelu(const std::string& x, DType d, bool tanh, int w);
+  /// erf(x) for f32 (and f16/bf16, computed in f32) as two polynomials and a blend, no
+  /// divide (emit_elementwise.cc); the GPU and f64 keep `math.erf`'s lowering.
+  std::string erf(const std::string& x, DType d, int w);
   void body(int w, const std::string& i, const std::vector<std::string>& bases,
             const std::vector<std::string>& splats, const std::vector<std::string>& outs);
   std::unordered_map<ValueId, std::string> compute(int w, const std::string& i,

@@ -153,7 +153,7 @@ std::string Emitter::gelu(const std::string& x, DType d, bool tanh, int w) {
 }
 
 // erf on a = |x| (fitted by weighted least squares, Lawson's iteration toward minimax,
-// coefficients rounded to f32; max abs error 9.6e-8 over f32 patterns):
+// coefficients rounded to f32, by erf_fit.py; max abs error 9.6e-8 over f32 patterns):
 //   a < 1:        a + a·P(a²), P of degree 5 (erf(a)/a - 1 on [0, 1])
 //   1 ≤ a < 3.92: Q(a - 2.5), Q of degree 12 (erf on [1, 3.9192])
 //   a ≥ 3.9192:   1 exactly (erf rounds to 1 in f32 from 3.9192059)

@@ -3,6 +3,8 @@
 // thread, on 64×1024 elements in [-3, 3] (in L2: the math, not memory, is timed).
 // Prints nanoseconds of this thread's CPU time per element (best of 7 batches, which a
 // shared machine's load disturbs less than wall time) and the kernel's compile time.
+// The bf16 bodies are all-bf16 graphs, every op's result rounded to bf16 as the
+// reference rounds (a training step's bf16 epilogues are not built that way).
 // Asserts nothing.
 //
 //   bazel run -c opt //codegen:erf_bench

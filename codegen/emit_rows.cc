@@ -13,10 +13,17 @@
 // the full-shape values recomputed from the operands in each pass that needs them (they
 // are never written to memory unless they are outputs), then a last pass storing the
 // full-shape outputs, and the per-row outputs stored at the end of the row.
+//
+// row_module reads as those steps: row_loop opens the loop over rows and calls, per
+// level, row_reductions (one loop over the row, row_accumulate, then row_total per
+// reduction) and row_scalars (the per-row nodes now known); then row_stores (the
+// full-shape outputs, row_store_loop for the vector part and the tail) and
+// row_scalar_stores. row_value gives a full-shape value at an element of the row.
 
 #include <cmath>
-#include <functional>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "codegen/emit_elementwise.h"
@@ -63,275 +70,300 @@ RowPlan plan_rows(const Graph& g) {
   return plan;
 }
 
+std::string join(const std::vector<std::string>& xs) {
+  std::string s;
+  for (const std::string& x : xs) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
 }  // namespace
 
+/// One row module's state (Emitter::row_module): the plan and layout, fixed, and the
+/// values of the row being emitted, reset by each row_loop.
+struct Emitter::RowLoop {
+  RowLoop(const ReductionSpace& space, RowPlan row_plan) : rs(space), plan(std::move(row_plan)) {}
+  const ReductionSpace& rs;
+  RowPlan plan;
+  std::vector<std::string> ptr;  ///< The buffers' pointers: inputs, then outputs.
+  size_t n_in = 0;
+  std::vector<int> kept, reduced;  ///< Dims other than the innermost (reduced), by kind.
+  int64_t length = 0;              ///< The innermost reduced dim: the loops along the row.
+  int64_t outer = 1;               ///< The other reduced dims' elements: the loop around them.
+  std::vector<int> input_of;       ///< [value]: its input's index, or -1.
+  // The row being emitted.
+  std::vector<std::string> row_off, bases, splats;
+  std::unordered_map<ValueId, std::string> scalar;  ///< Per-row values, as scalars.
+  std::unordered_map<ValueId, std::string> val;     ///< One loop body's full-shape values.
+};
+
 std::string Emitter::row_module(const std::string& symbol, const ReductionSpace& rs) {
-  std::vector<std::string> ptr;
-  header(ptr, symbol);
-  const RowPlan plan = plan_rows(g_);
-  const size_t n_in = g_.inputs().size();
+  RowLoop rl(rs, plan_rows(g_));
+  header(rl.ptr, symbol);
+  rl.n_in = g_.inputs().size();
   const int last = static_cast<int>(space_.dims.size()) - 1;
-  std::vector<int> kept, reduced;  // Dims other than the innermost (reduced), by kind.
-  for (int j = 0; j < last; ++j) (rs.reduced[j] ? reduced : kept).push_back(j);
-  const int64_t length = space_.dims.back();
-  int64_t outer = 1;
-  for (int j : reduced) outer *= space_.dims[j];
-  std::vector<int> input_of(g_.num_values(), -1);
-  for (size_t k = 0; k < n_in; ++k) input_of[g_.inputs()[k].value] = static_cast<int>(k);
+  for (int j = 0; j < last; ++j) (rs.reduced[j] ? rl.reduced : rl.kept).push_back(j);
+  rl.length = space_.dims.back();
+  for (int j : rl.reduced) rl.outer *= space_.dims[j];
+  rl.input_of.assign(g_.num_values(), -1);
+  for (size_t k = 0; k < rl.n_in; ++k) rl.input_of[g_.inputs()[k].value] = static_cast<int>(k);
   if (rs.rows() == 0) return footer();
-
-  // The loop over rows with `w` lanes per access (width_, or 1 where GPU code finds its
-  // buffers unaligned).
-  auto rows_at = [&](const int w) {
-    const int64_t main = length / w * w;
-    open_rows("%r", rs.rows());
-    std::vector<std::string> row_off, bases, splats;
-    for (size_t k = 0; k < n_in; ++k) row_off.push_back(offset(k, "%r", kept));
-    // The per-row values of this row, as scalars of their compute type.
-    std::unordered_map<ValueId, std::string> scalar;
-    for (size_t k = 0; k < n_in; ++k) {
-      const ValueId v = g_.inputs()[k].value;
-      if (!plan.per_row[v]) continue;
-      const DType d = g_.type(v).dtype;
-      scalar[v] = load_value(
-          emit("llvm.load " + gep(ptr[k], row_off[k], d) + " : !llvm.ptr -> " + memory_elem(d)), d, 1);
-    }
-    auto per_row_nodes = [&](int level) {
-      for (const Node& n : g_.nodes()) {
-        const ValueId r = n.result();
-        if (n.info().category == OpCategory::Reduction || !plan.per_row[r] ||
-            plan.level[r] > level || scalar.count(r)) {
-          continue;
-        }
-        std::vector<std::string> a;
-        for (ValueId o : n.operands) a.push_back(scalar.at(o));
-        scalar[r] = node(n, a, 1);
-      }
-    };
-    // A full-shape value at element `i` of the row, `w` lanes (memoized in `val`, which
-    // holds one loop body's values).
-    std::unordered_map<ValueId, std::string> val;
-    std::function<std::string(ValueId, int, const std::string&)> at =
-        [&](ValueId v, int w, const std::string& i) -> std::string {
-      if (auto it = val.find(v); it != val.end()) return it->second;
-      const DType d = g_.type(v).dtype;
-      std::string x;
-      const int k = input_of[v];
-      if (plan.per_row[v] || (k >= 0 && space_.strides[k].back() == 0)) {
-        x = plan.per_row[v] ? scalar.at(v) : splats[k];
-        if (w > 1) x = emit("vector.broadcast " + x + " : " + compute_elem(d) + " to " + vec(compute_elem(d), w));
-      } else if (k >= 0) {
-        const std::string address = emit("llvm.getelementptr " + bases[k] + "[" + i +
-                                          "] : (!llvm.ptr, i64) -> !llvm.ptr, " + memory_elem(d));
-        x = load_value(emit("llvm.load " + address + " {alignment = " +
-                            std::to_string(access_align(d, w)) + " : i64} : !llvm.ptr -> " +
-                            vec(memory_elem(d), w)),
-                       d, w);
-      } else {
-        const Node& n = g_.node(g_.value(v).node);
-        std::vector<std::string> a;
-        for (ValueId o : n.operands) a.push_back(at(o, w, i));
-        x = node(n, a, w);
-      }
-      return val[v] = x;
-    };
-    // `%name:c` declares c loop results, `%name#j` names one (a lone result is `%name`).
-    auto results = [&](int c) {
-      const std::string name = "%t" + std::to_string(next_++);
-      std::vector<std::string> refs;
-      for (int j = 0; j < c; ++j) refs.push_back(c == 1 ? name : name + "#" + std::to_string(j));
-      return std::make_pair(c == 1 ? name : name + ":" + std::to_string(c), refs);
-    };
-    auto join = [](const std::vector<std::string>& xs) {
-      std::string s;
-      for (const std::string& x : xs) s += (s.empty() ? "" : ", ") + x;
-      return s;
-    };
-    // `along`: a loop along the row, which the warp's lanes share in warp-row mode (lane l
-    // takes elements lo + l, lo + l + 32, ...).
-    auto open_for = [&](const std::string& res, const std::string& iv, int64_t lo, int64_t hi,
-                        int64_t step, const std::vector<std::string>& inits,
-                        std::vector<std::string>& args, const std::vector<std::string>& types,
-                        bool along = false) {
-      std::string clo = cst(DType::i64, static_cast<double>(lo), 1);
-      const std::string chi = cst(DType::i64, static_cast<double>(hi), 1);
-      if (along && lanes_ > 1) {  // lane l's first access at lo + l · step
-        const std::string first =
-            step == 1 ? lane_id_
-                      : bi("arith.muli", lane_id_, cst(DType::i64, static_cast<double>(step), 1), "i64");
-        clo = bi("arith.addi", clo, first, "i64");
-        step *= lanes_;
-      }
-      const std::string cstep = cst(DType::i64, static_cast<double>(step), 1);
-      os_ << indent_ << (res.empty() ? "" : res + " = ") << "scf.for " << iv << " = " << clo
-          << " to " << chi << " step " << cstep;
-      if (!inits.empty()) {
-        os_ << " iter_args(";
-        for (size_t a = 0; a < inits.size(); ++a) {
-          args.push_back("%a" + std::to_string(next_++));
-          os_ << (a ? ", " : "") << args.back() << " = " << inits[a];
-        }
-        os_ << ") -> (" << join(types) << ")";
-      }
-      os_ << " : i64 {\n";
-      indent_ += "  ";
-    };
-    auto close_for = [&](const std::vector<std::string>& yields, const std::vector<std::string>& types) {
-      if (!yields.empty()) os_ << indent_ << "scf.yield " << join(yields) << " : " << join(types) << "\n";
-      indent_.resize(indent_.size() - 2);
-      os_ << indent_ << "}\n";
-    };
-
-    per_row_nodes(0);
-    for (int pass = 1; pass <= plan.passes; ++pass) {
-      std::vector<const Node*> reds;
-      for (const Node& n : g_.nodes()) {
-        if (n.info().category == OpCategory::Reduction && plan.level[n.result()] == pass) reds.push_back(&n);
-      }
-      const int c = static_cast<int>(reds.size());
-      std::vector<std::string> vinit, sinit, vt, st;
-      std::vector<char> sum(c);
-      for (int j = 0; j < c; ++j) {
-        const Op op = reds[j]->op;
-        sum[j] = op == Op::Sum || op == Op::Mean;
-        const DType acc = sum[j] ? DType::f64 : g_.type(reds[j]->result()).dtype;
-        const double init = sum[j] ? 0.0 : op == Op::Max ? -INFINITY : INFINITY;
-        vinit.push_back(cst(acc, init, w));
-        sinit.push_back(cst(acc, init, 1));
-        vt.push_back(vec(compute_elem(acc), w));
-        st.push_back(compute_elem(acc));
-      }
-      // Over the outer reduced dims: the vector loop and the scalar tail along the row.
-      std::vector<std::string> inits = vinit, types = vt, args;
-      inits.insert(inits.end(), sinit.begin(), sinit.end());
-      types.insert(types.end(), st.begin(), st.end());
-      auto [decl, res] = results(2 * c);
-      const std::string o = "%o" + std::to_string(next_++);
-      open_for(decl, o, 0, outer, 1, inits, args, types);
-      std::vector<std::string> v(args.begin(), args.begin() + c), s(args.begin() + c, args.end());
-      operand_bases(ptr, row_off, o, reduced, bases, splats);
-      auto inner = [&](int64_t from, int64_t to, int w, std::vector<std::string>& acc,
-                       const std::vector<std::string>& t) {
-        auto [idecl, ires] = results(c);
-        std::vector<std::string> iargs;
-        const std::string i = "%i" + std::to_string(next_++);
-        open_for(idecl, i, from, to, w, acc, iargs, t, /*along=*/true);
-        val.clear();
-        std::vector<std::string> next;
-        for (int j = 0; j < c; ++j) {
-          next.push_back(accumulate(*reds[j], iargs[j], at(reds[j]->operands[0], w, i), w));
-        }
-        close_for(next, t);
-        acc = ires;
-      };
-      if (main > 0) inner(0, main, w, v, vt);
-      if (main < length) inner(main, length, 1, s, st);
-      std::vector<std::string> yields = v;
-      yields.insert(yields.end(), s.begin(), s.end());
-      close_for(yields, types);
-      // Horizontal: sums add the lanes in f64; max/min fold them in one by one. Then the
-      // mean's division and the f32 rounding give the per-row value.
-      for (int j = 0; j < c; ++j) {
-        const Node& red = *reds[j];
-        const DType d = g_.type(red.result()).dtype;
-        std::string total = res[c + j];
-        if (sum[j]) {
-          total = bi("arith.addf", lanes_sum(res[j], vt[j], w), total, "f64");
-          if (lanes_ > 1) total = warp_combine(red, total, DType::f64);
-          if (red.op == Op::Mean) {
-            total = bi("arith.divf", total, cst(DType::f64, static_cast<double>(rs.reduced_size()), 1), "f64");
-          }
-          // f16/bf16 sums too are accumulated in f64, rounded to f32 (the reference's f32
-          // kernel) and then once more to f16/bf16 below.
-          if (d != DType::f64) total = conv("arith.truncf", total, DType::f64, d, 1);
-        } else {
-          for (int lane = 0; lane < w; ++lane) {
-            total = accumulate(red, total, this->lane(res[j], lane, st[j], vt[j], w), 1);
-          }
-          if (lanes_ > 1) total = warp_combine(red, total, d);
-        }
-        scalar[red.result()] = is_half(d) ? round_half(total, d, 1) : total;
-      }
-      per_row_nodes(pass);
-    }
-
-    // The last pass: full-shape outputs, row r at r·L + o·length + i.
-    std::vector<size_t> full_outs;
-    for (size_t j = 0; j < g_.outputs().size(); ++j) {
-      if (!plan.per_row[g_.outputs()[j]]) full_outs.push_back(j);
-    }
-    const std::string row_base =
-        bi("arith.muli", "%r", cst(DType::i64, static_cast<double>(rs.reduced_size()), 1), "i64");
-    if (!full_outs.empty() && length > 0) {
-      std::vector<std::string> none;
-      const std::string o = "%o" + std::to_string(next_++);
-      open_for("", o, 0, outer, 1, {}, none, {});
-      operand_bases(ptr, row_off, o, reduced, bases, splats);
-      const std::string base = bi("arith.addi", row_base,
-                                  bi("arith.muli", o, cst(DType::i64, static_cast<double>(length), 1), "i64"), "i64");
-      std::vector<std::string> outs;
-      for (size_t j : full_outs) outs.push_back(gep(ptr[n_in + j], base, g_.type(g_.outputs()[j]).dtype));
-      auto store = [&](int64_t from, int64_t to, int w) {
-        if (from == to) return;
-        const std::string i = "%i" + std::to_string(next_++);
-        open_for("", i, from, to, w, {}, none, {}, /*along=*/true);
-        val.clear();
-        // Every output is computed before any is stored: a result may take over the
-        // buffer of an operand (memory_plan's in-place rule), read here at the same index.
-        std::vector<std::string> xs;
-        for (size_t j : full_outs) xs.push_back(at(g_.outputs()[j], w, i));
-        for (size_t k = 0; k < full_outs.size(); ++k) {
-          const DType d = g_.type(g_.outputs()[full_outs[k]]).dtype;
-          const std::string x = store_value(xs[k], d, w);
-          const std::string address = emit("llvm.getelementptr " + outs[k] + "[" + i +
-                                            "] : (!llvm.ptr, i64) -> !llvm.ptr, " + memory_elem(d));
-          os_ << indent_ << "llvm.store " << x << ", " << address << " {alignment = "
-              << access_align(d, w) << " : i64} : " << vec(memory_elem(d), w) << ", !llvm.ptr\n";
-        }
-        close_for({}, {});
-      };
-      store(0, main, w);
-      store(main, length, 1);
-      close_for({}, {});
-    }
-    // Per-row outputs: one element per row (stored by lane 0 in warp-row mode).
-    bool guarded = false;
-    for (size_t j = 0; j < g_.outputs().size(); ++j) {
-      if (lanes_ > 1 && plan.per_row[g_.outputs()[j]] && !guarded) {
-        const std::string first_lane =
-            bi("arith.cmpi eq,", lane_id_, cst(DType::i64, 0, 1), "i64");
-        os_ << indent_ << "scf.if " << first_lane << " {\n";
-        indent_ += "  ";
-        guarded = true;
-      }
-      const ValueId out = g_.outputs()[j];
-      if (!plan.per_row[out]) continue;
-      const DType d = g_.type(out).dtype;
-      const std::string x = store_value(scalar.at(out), d, 1);
-      const std::string address = gep(ptr[n_in + j], "%r", d);
-      os_ << indent_ << "llvm.store " << x << ", " << address << " {alignment = "
-          << dtype_size(d) << " : i64} : " << memory_elem(d) << ", !llvm.ptr\n";
-    }
-    if (guarded) {
-      indent_.resize(indent_.size() - 2);
-      os_ << indent_ << "}\n";
-    }
-    indent_.resize(indent_.size() - 2);
-    os_ << indent_ << "}\n";
-  };
   if (!gpu_code_ || width_ == 1) {
-    rows_at(width_);
+    row_loop(rl, width_);
     return footer();
   }
   // GPU code: the operands read along the row and the full-shape results are accessed
   // width_ lanes at a time where their addresses allow it.
-  std::vector<std::pair<std::string, DType>> vectors = row_operands(ptr);
+  std::vector<std::pair<std::string, DType>> vectors = row_operands(rl.ptr);
   for (size_t j = 0; j < g_.outputs().size(); ++j) {
     const ValueId out = g_.outputs()[j];
-    if (!plan.per_row[out]) vectors.emplace_back(ptr[n_in + j], g_.type(out).dtype);
+    if (!rl.plan.per_row[out]) vectors.emplace_back(rl.ptr[rl.n_in + j], g_.type(out).dtype);
   }
-  if_aligned(vectors, [&] { rows_at(width_); }, [&] { rows_at(1); });
+  if_aligned(vectors, [&] { row_loop(rl, width_); }, [&] { row_loop(rl, 1); });
   return footer();
+}
+
+void Emitter::row_loop(RowLoop& rl, int w) {
+  open_rows("%r", rl.rs.rows());
+  rl.row_off.clear();
+  rl.bases.clear();
+  rl.splats.clear();
+  rl.scalar.clear();
+  rl.val.clear();
+  for (size_t k = 0; k < rl.n_in; ++k) rl.row_off.push_back(offset(k, "%r", rl.kept));
+  for (size_t k = 0; k < rl.n_in; ++k) {
+    const ValueId v = g_.inputs()[k].value;
+    if (!rl.plan.per_row[v]) continue;
+    const DType d = g_.type(v).dtype;
+    rl.scalar[v] = load_value(
+        emit("llvm.load " + gep(rl.ptr[k], rl.row_off[k], d) + " : !llvm.ptr -> " + memory_elem(d)), d, 1);
+  }
+  row_scalars(rl, 0);
+  for (int pass = 1; pass <= rl.plan.passes; ++pass) {
+    row_reductions(rl, pass, w);
+    row_scalars(rl, pass);
+  }
+  row_stores(rl, w);
+  row_scalar_stores(rl);
+  indent_.resize(indent_.size() - 2);
+  os_ << indent_ << "}\n";
+}
+
+void Emitter::row_scalars(RowLoop& rl, int level) {
+  for (const Node& n : g_.nodes()) {
+    const ValueId r = n.result();
+    if (n.info().category == OpCategory::Reduction || !rl.plan.per_row[r] ||
+        rl.plan.level[r] > level || rl.scalar.count(r)) {
+      continue;
+    }
+    std::vector<std::string> a;
+    for (ValueId o : n.operands) a.push_back(rl.scalar.at(o));
+    rl.scalar[r] = node(n, a, 1);
+  }
+}
+
+std::string Emitter::row_value(RowLoop& rl, ValueId v, int w, const std::string& i) {
+  if (auto it = rl.val.find(v); it != rl.val.end()) return it->second;
+  const DType d = g_.type(v).dtype;
+  std::string x;
+  const int k = rl.input_of[v];
+  if (rl.plan.per_row[v] || (k >= 0 && space_.strides[k].back() == 0)) {
+    x = rl.plan.per_row[v] ? rl.scalar.at(v) : rl.splats[k];
+    if (w > 1) x = emit("vector.broadcast " + x + " : " + compute_elem(d) + " to " + vec(compute_elem(d), w));
+  } else if (k >= 0) {
+    const std::string address = emit("llvm.getelementptr " + rl.bases[k] + "[" + i +
+                                      "] : (!llvm.ptr, i64) -> !llvm.ptr, " + memory_elem(d));
+    x = load_value(emit("llvm.load " + address + " {alignment = " +
+                        std::to_string(access_align(d, w)) + " : i64} : !llvm.ptr -> " +
+                        vec(memory_elem(d), w)),
+                   d, w);
+  } else {
+    const Node& n = g_.node(g_.value(v).node);
+    std::vector<std::string> a;
+    for (ValueId o : n.operands) a.push_back(row_value(rl, o, w, i));
+    x = node(n, a, w);
+  }
+  return rl.val[v] = x;
+}
+
+void Emitter::row_reductions(RowLoop& rl, int pass, int w) {
+  std::vector<const Node*> reds;
+  for (const Node& n : g_.nodes()) {
+    if (n.info().category == OpCategory::Reduction && rl.plan.level[n.result()] == pass) reds.push_back(&n);
+  }
+  const int c = static_cast<int>(reds.size());
+  std::vector<std::string> vinit, sinit, vt, st;
+  for (const Node* red : reds) {
+    const bool sum = red->op == Op::Sum || red->op == Op::Mean;
+    const DType acc = sum ? DType::f64 : g_.type(red->result()).dtype;
+    const double init = sum ? 0.0 : red->op == Op::Max ? -INFINITY : INFINITY;
+    vinit.push_back(cst(acc, init, w));
+    sinit.push_back(cst(acc, init, 1));
+    vt.push_back(vec(compute_elem(acc), w));
+    st.push_back(compute_elem(acc));
+  }
+  // Over the outer reduced dims: the vector loop and the scalar tail along the row.
+  std::vector<std::string> inits = vinit, types = vt, args;
+  inits.insert(inits.end(), sinit.begin(), sinit.end());
+  types.insert(types.end(), st.begin(), st.end());
+  auto [decl, res] = loop_results(2 * c);
+  const std::string o = "%o" + std::to_string(next_++);
+  open_loop(decl, o, 0, rl.outer, 1, inits, args, types);
+  std::vector<std::string> v(args.begin(), args.begin() + c), s(args.begin() + c, args.end());
+  operand_bases(rl.ptr, rl.row_off, o, rl.reduced, rl.bases, rl.splats);
+  const int64_t main = rl.length / w * w;
+  if (main > 0) row_accumulate(rl, reds, 0, main, w, v, vt);
+  if (main < rl.length) row_accumulate(rl, reds, main, rl.length, 1, s, st);
+  std::vector<std::string> yields = v;
+  yields.insert(yields.end(), s.begin(), s.end());
+  close_loop(yields, types);
+  for (int j = 0; j < c; ++j) rl.scalar[reds[j]->result()] = row_total(rl, *reds[j], res[j], res[c + j], vt[j], st[j], w);
+}
+
+void Emitter::row_accumulate(RowLoop& rl, const std::vector<const Node*>& reds, int64_t from,
+                             int64_t to, int w, std::vector<std::string>& acc,
+                             const std::vector<std::string>& types) {
+  const int c = static_cast<int>(reds.size());
+  auto [decl, res] = loop_results(c);
+  std::vector<std::string> args;
+  const std::string i = "%i" + std::to_string(next_++);
+  open_loop(decl, i, from, to, w, acc, args, types, /*along=*/true);
+  rl.val.clear();
+  std::vector<std::string> next;
+  for (int j = 0; j < c; ++j) {
+    next.push_back(accumulate(*reds[j], args[j], row_value(rl, reds[j]->operands[0], w, i), w));
+  }
+  close_loop(next, types);
+  acc = res;
+}
+
+std::string Emitter::row_total(RowLoop& rl, const Node& red, const std::string& vector_acc,
+                               const std::string& scalar_acc, const std::string& vt,
+                               const std::string& st, int w) {
+  const DType d = g_.type(red.result()).dtype;
+  std::string total = scalar_acc;
+  if (red.op == Op::Sum || red.op == Op::Mean) {
+    total = bi("arith.addf", lanes_sum(vector_acc, vt, w), total, "f64");
+    if (lanes_ > 1) total = warp_combine(red, total, DType::f64);
+    if (red.op == Op::Mean) {
+      total = bi("arith.divf", total, cst(DType::f64, static_cast<double>(rl.rs.reduced_size()), 1), "f64");
+    }
+    // f16/bf16 sums too are accumulated in f64, rounded to f32 (the reference's f32
+    // kernel) and then once more to f16/bf16 below.
+    if (d != DType::f64) total = conv("arith.truncf", total, DType::f64, d, 1);
+  } else {
+    for (int lane = 0; lane < w; ++lane) {
+      total = accumulate(red, total, this->lane(vector_acc, lane, st, vt, w), 1);
+    }
+    if (lanes_ > 1) total = warp_combine(red, total, d);
+  }
+  return is_half(d) ? round_half(total, d, 1) : total;
+}
+
+void Emitter::row_stores(RowLoop& rl, int w) {
+  std::vector<size_t> full_outs;
+  for (size_t j = 0; j < g_.outputs().size(); ++j) {
+    if (!rl.plan.per_row[g_.outputs()[j]]) full_outs.push_back(j);
+  }
+  const std::string row_base =
+      bi("arith.muli", "%r", cst(DType::i64, static_cast<double>(rl.rs.reduced_size()), 1), "i64");
+  if (full_outs.empty() || rl.length == 0) return;
+  std::vector<std::string> none;
+  const std::string o = "%o" + std::to_string(next_++);
+  open_loop("", o, 0, rl.outer, 1, {}, none, {});
+  operand_bases(rl.ptr, rl.row_off, o, rl.reduced, rl.bases, rl.splats);
+  const std::string base = bi("arith.addi", row_base,
+                              bi("arith.muli", o, cst(DType::i64, static_cast<double>(rl.length), 1), "i64"), "i64");
+  std::vector<std::string> outs;
+  for (size_t j : full_outs) outs.push_back(gep(rl.ptr[rl.n_in + j], base, g_.type(g_.outputs()[j]).dtype));
+  const int64_t main = rl.length / w * w;
+  row_store_loop(rl, full_outs, outs, 0, main, w);
+  row_store_loop(rl, full_outs, outs, main, rl.length, 1);
+  close_loop({}, {});
+}
+
+void Emitter::row_store_loop(RowLoop& rl, const std::vector<size_t>& full_outs,
+                             const std::vector<std::string>& outs, int64_t from, int64_t to, int w) {
+  if (from == to) return;
+  std::vector<std::string> none;
+  const std::string i = "%i" + std::to_string(next_++);
+  open_loop("", i, from, to, w, {}, none, {}, /*along=*/true);
+  rl.val.clear();
+  // Every output is computed before any is stored: a result may take over the buffer of
+  // an operand (memory_plan's in-place rule), read here at the same index.
+  std::vector<std::string> xs;
+  for (size_t j : full_outs) xs.push_back(row_value(rl, g_.outputs()[j], w, i));
+  for (size_t k = 0; k < full_outs.size(); ++k) {
+    const DType d = g_.type(g_.outputs()[full_outs[k]]).dtype;
+    const std::string x = store_value(xs[k], d, w);
+    const std::string address = emit("llvm.getelementptr " + outs[k] + "[" + i +
+                                      "] : (!llvm.ptr, i64) -> !llvm.ptr, " + memory_elem(d));
+    os_ << indent_ << "llvm.store " << x << ", " << address << " {alignment = "
+        << access_align(d, w) << " : i64} : " << vec(memory_elem(d), w) << ", !llvm.ptr\n";
+  }
+  close_loop({}, {});
+}
+
+void Emitter::row_scalar_stores(RowLoop& rl) {
+  bool guarded = false;
+  for (size_t j = 0; j < g_.outputs().size(); ++j) {
+    if (lanes_ > 1 && rl.plan.per_row[g_.outputs()[j]] && !guarded) {
+      const std::string first_lane = bi("arith.cmpi eq,", lane_id_, cst(DType::i64, 0, 1), "i64");
+      os_ << indent_ << "scf.if " << first_lane << " {\n";
+      indent_ += "  ";
+      guarded = true;
+    }
+    const ValueId out = g_.outputs()[j];
+    if (!rl.plan.per_row[out]) continue;
+    const DType d = g_.type(out).dtype;
+    const std::string x = store_value(rl.scalar.at(out), d, 1);
+    const std::string address = gep(rl.ptr[rl.n_in + j], "%r", d);
+    os_ << indent_ << "llvm.store " << x << ", " << address << " {alignment = "
+        << dtype_size(d) << " : i64} : " << memory_elem(d) << ", !llvm.ptr\n";
+  }
+  if (guarded) {
+    indent_.resize(indent_.size() - 2);
+    os_ << indent_ << "}\n";
+  }
+}
+
+std::pair<std::string, std::vector<std::string>> Emitter::loop_results(int c) {
+  const std::string name = "%t" + std::to_string(next_++);
+  std::vector<std::string> refs;
+  for (int j = 0; j < c; ++j) refs.push_back(c == 1 ? name : name + "#" + std::to_string(j));
+  return {c == 1 ? name : name + ":" + std::to_string(c), refs};
+}
+
+void Emitter::open_loop(const std::string& res, const std::string& iv, int64_t lo, int64_t hi,
+                        int64_t step, const std::vector<std::string>& inits,
+                        std::vector<std::string>& args, const std::vector<std::string>& types,
+                        bool along) {
+  std::string clo = cst(DType::i64, static_cast<double>(lo), 1);
+  const std::string chi = cst(DType::i64, static_cast<double>(hi), 1);
+  if (along && lanes_ > 1) {  // lane l's first access at lo + l · step
+    const std::string first =
+        step == 1 ? lane_id_ : bi("arith.muli", lane_id_, cst(DType::i64, static_cast<double>(step), 1), "i64");
+    clo = bi("arith.addi", clo, first, "i64");
+    step *= lanes_;
+  }
+  const std::string cstep = cst(DType::i64, static_cast<double>(step), 1);
+  os_ << indent_ << (res.empty() ? "" : res + " = ") << "scf.for " << iv << " = " << clo << " to "
+      << chi << " step " << cstep;
+  if (!inits.empty()) {
+    os_ << " iter_args(";
+    for (size_t a = 0; a < inits.size(); ++a) {
+      args.push_back("%a" + std::to_string(next_++));
+      os_ << (a ? ", " : "") << args.back() << " = " << inits[a];
+    }
+    os_ << ") -> (" << join(types) << ")";
+  }
+  os_ << " : i64 {\n";
+  indent_ += "  ";
+}
+
+void Emitter::close_loop(const std::vector<std::string>& yields, const std::vector<std::string>& types) {
+  if (!yields.empty()) os_ << indent_ << "scf.yield " << join(yields) << " : " << join(types) << "\n";
+  indent_.resize(indent_.size() - 2);
+  os_ << indent_ << "}\n";
 }
 
 }  // namespace emit_detail

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "codegen/emit_elementwise.h"
@@ -200,6 +201,53 @@ class Emitter {
                      const std::string& o, const std::vector<int>& list,
                      std::vector<std::string>& bases, std::vector<std::string>& splats);
   std::string accumulate(const Node& red, const std::string& acc, const std::string& x, int w);
+  /// Row bodies (emit_rows.cc), in the order row_module emits them. RowLoop holds one
+  /// module's plan and layout and the values of the row being emitted.
+  struct RowLoop;
+  /// The loop over rows with `w` lanes per access (width_, or 1 where GPU code finds its
+  /// buffers unaligned): the per-row inputs loaded, then each level's reduction pass and
+  /// the per-row nodes it makes known, then the stores.
+  void row_loop(RowLoop& rl, int w);
+  /// The per-row nodes known after reduction pass `level` (0: before the first), computed
+  /// once per row as scalars.
+  void row_scalars(RowLoop& rl, int level);
+  /// Full-shape value `v` at element `i` of the row, `w` lanes (memoized in rl.val, which
+  /// holds one loop body's values): a splat, a load, or its node on its operands' values.
+  std::string row_value(RowLoop& rl, ValueId v, int w, const std::string& i);
+  /// Reduction pass `pass`: the reductions of that level accumulated in one loop over the
+  /// outer reduced dims, each with its vector loop and scalar tail along the row; their
+  /// per-row totals go to rl.scalar.
+  void row_reductions(RowLoop& rl, int pass, int w);
+  /// One loop along the row over [from, to), `w` lanes per step (the warp's lanes share
+  /// it in warp-row mode: lane l takes elements from + l·w, from + (32 + l)·w, ...),
+  /// accumulating `reds` into `acc` (replaced by the loop's results).
+  void row_accumulate(RowLoop& rl, const std::vector<const Node*>& reds, int64_t from, int64_t to,
+                      int w, std::vector<std::string>& acc, const std::vector<std::string>& types);
+  /// `red`'s per-row value from its vector and scalar accumulators: sums add the lanes in
+  /// f64, max/min fold them in one by one, then the warp's lanes combine; the mean's
+  /// division and the rounding to the result's dtype follow.
+  std::string row_total(RowLoop& rl, const Node& red, const std::string& vector_acc,
+                        const std::string& scalar_acc, const std::string& vt,
+                        const std::string& st, int w);
+  /// The last pass: the full-shape outputs, row r at r·L + o·length + i.
+  void row_stores(RowLoop& rl, int w);
+  /// One loop along the row over [from, to) storing the full-shape outputs `full_outs`
+  /// at their row pointers `outs`.
+  void row_store_loop(RowLoop& rl, const std::vector<size_t>& full_outs,
+                      const std::vector<std::string>& outs, int64_t from, int64_t to, int w);
+  /// The per-row outputs: one element per row (stored by lane 0 in warp-row mode).
+  void row_scalar_stores(RowLoop& rl);
+  /// A loop's `c` results: its declaration (`%name:c`, a lone result `%name`) and the
+  /// names of each (`%name#j`).
+  std::pair<std::string, std::vector<std::string>> loop_results(int c);
+  /// Opens `res = scf.for iv = lo to hi step step iter_args(args = inits) -> (types)`;
+  /// `along`: a loop along the row, which the warp's lanes share in warp-row mode (lane l
+  /// takes elements lo + l·step, lo + (lanes + l)·step, ...).
+  void open_loop(const std::string& res, const std::string& iv, int64_t lo, int64_t hi,
+                 int64_t step, const std::vector<std::string>& inits, std::vector<std::string>& args,
+                 const std::vector<std::string>& types, bool along = false);
+  /// Closes open_loop's loop, yielding `yields` of `types` (none: no results).
+  void close_loop(const std::vector<std::string>& yields, const std::vector<std::string>& types);
   std::string reduce_rows(const Node& red, const ReductionSpace& rs,
                           const std::vector<std::string>& ptr, const std::vector<std::string>& row_off,
                           const std::vector<int>& list, const std::string& col, int w);

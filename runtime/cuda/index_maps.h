@@ -77,6 +77,26 @@ WEFT_HD inline int64_t gather_other(const GatherGeometry& g, int64_t e, int64_t 
   return (o * g.dim + i) * g.inner + k;
 }
 
+/// A warp lane's share of one row of `c` elements of `esize` bytes (4 or 8) at `address`,
+/// read 16 bytes at a time (cross_entropy_rows): a head of scalar elements up to the
+/// row's first 16-byte boundary (rows of odd length start anywhere), lane l taking head
+/// element l; then the vectors of 16 / esize elements, lane l taking vectors l, l + 32,
+/// ...; then a scalar tail, lane l taking its elements l, l + 32, .... Calls `scalar(j)`
+/// for each of the lane's elements j read alone and `vector(j)` for each vector starting
+/// at element j (16-byte aligned).
+template <typename Scalar, typename Vector>
+WEFT_HD void lane_share(uintptr_t address, int64_t c, int64_t esize, int lane, Scalar&& scalar,
+                        Vector&& vector) {
+  const int64_t width = 16 / esize;
+  const int64_t off = static_cast<int64_t>(address % 16);
+  int64_t head = off == 0 ? 0 : (16 - off) / esize;
+  if (head > c) head = c;
+  const int64_t units = (c - head) / width;
+  if (lane < head) scalar(lane);
+  for (int64_t u = lane; u < units; u += 32) vector(head + u * width);
+  for (int64_t j = head + units * width + lane; j < c; j += 32) scalar(j);
+}
+
 /// The dtypes of index operands, and the integer value of element i.
 enum IndexType : int32_t { kIndexI32 = 0, kIndexI64 = 1, kIndexU8 = 2 };
 

@@ -109,7 +109,42 @@ __device__ inline double warp_sum(double v) {
   return v;
 }
 
-// One warp per row: the maximum, the sum of exponentials, then the loss of the label.
+// 16 bytes of T, loaded at once (ld.global.v4.f32 / v2.f64).
+template <typename T> struct Vec16;
+template <> struct Vec16<float> {
+  using V = float4;
+  static constexpr int kElements = 4;
+};
+template <> struct Vec16<double> {
+  using V = double2;
+  static constexpr int kElements = 2;
+};
+
+// Calls f(x) (as double) for this lane's share of the row's c elements (lane_share,
+// index_maps.h): 16 bytes per load after a scalar head up to the row's first 16-byte
+// boundary, and a scalar tail. A lane's elements, hence the order its partial sum adds
+// them in, differ from one element per lane (elements l, l + 32, ...).
+template <typename T, typename F>
+__device__ inline void for_lane_share(const T* row, int64_t c, int lane, F&& f) {
+  using V = typename Vec16<T>::V;
+  lane_share(reinterpret_cast<uintptr_t>(row), c, sizeof(T), lane,
+             [&](int64_t j) { f(static_cast<double>(row[j])); },
+             [&](int64_t j) {
+               const V x = *reinterpret_cast<const V*>(row + j);
+               if constexpr (Vec16<T>::kElements == 4) {
+                 f(static_cast<double>(x.x));
+                 f(static_cast<double>(x.y));
+                 f(static_cast<double>(x.z));
+                 f(static_cast<double>(x.w));
+               } else {
+                 f(static_cast<double>(x.x));
+                 f(static_cast<double>(x.y));
+               }
+             });
+}
+
+// One warp per row: the maximum, the sum of exponentials (each read 16 bytes at a time,
+// for_lane_share), then the loss of the label.
 template <typename T>
 __global__ void cross_entropy_rows(const T* logits, const void* labels, IndexType lt, int64_t n,
                                    int64_t c, double* row_loss, T* out_none,
@@ -119,10 +154,10 @@ __global__ void cross_entropy_rows(const T* logits, const void* labels, IndexTyp
   for (int64_t r = first_index() / 32; r < n; r += warps) {
     const T* row = logits + r * c;
     double m = -INFINITY;
-    for (int64_t j = lane; j < c; j += 32) m = fmax(m, static_cast<double>(row[j]));
+    for_lane_share(row, c, lane, [&](double x) { m = fmax(m, x); });
     m = warp_max(m);
     double sum = 0;
-    for (int64_t j = lane; j < c; j += 32) sum += exp(static_cast<double>(row[j]) - m);
+    for_lane_share(row, c, lane, [&](double x) { sum += exp(x - m); });
     sum = warp_sum(sum);
     if (lane == 0) {
       const int64_t label = index_at(labels, lt, r);

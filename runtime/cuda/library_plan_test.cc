@@ -8,9 +8,11 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <vector>
 
 #include "ir/text.h"
 #include "passes/infer_types.h"
+#include "runtime/cuda/index_maps.h"
 #include "runtime/cuda/library.h"
 #include "runtime/cuda/test_util.h"
 #include "runtime/reference/interpreter.h"
@@ -234,6 +236,34 @@ TEST(LibraryPlan, AttentionPlanFlattensProblemsAndMapsTheMask) {
     const int64_t in = map_element(plan->mask_map, e, out);
     EXPECT_EQ(out, e);
     EXPECT_EQ(in, (e / (3 * 5 * 7)) * 7 + e % 7) << e;  // batch b, key j
+  }
+}
+
+// cross_entropy_rows' 16-byte reads (lane_share): over a warp's 32 lanes every element
+// of the row is read exactly once, each vector from a 16-byte boundary, for rows that
+// start at any element's address and are shorter or longer than a vector.
+TEST(LaneShare, EveryElementOnceAndVectorsAligned) {
+  for (const int64_t esize : {4, 8}) {
+    for (int64_t c : {0, 1, 2, 3, 4, 5, 7, 31, 64, 129, 1001, 8191, 8192}) {
+      for (uintptr_t start = 4096; start < 4096 + 16; start += static_cast<uintptr_t>(esize)) {
+        std::vector<int> reads(static_cast<size_t>(c), 0);
+        int64_t vectors = 0;
+        for (int lane = 0; lane < 32; ++lane) {
+          lane_share(start, c, esize, lane, [&](int64_t j) { ++reads.at(static_cast<size_t>(j)); },
+                     [&](int64_t j) {
+                       ++vectors;
+                       EXPECT_EQ((start + static_cast<uintptr_t>(j * esize)) % 16, 0u);
+                       for (int64_t k = 0; k < 16 / esize; ++k) ++reads.at(static_cast<size_t>(j + k));
+                     });
+        }
+        for (int64_t j = 0; j < c; ++j) {
+          ASSERT_EQ(reads[static_cast<size_t>(j)], 1) << "esize " << esize << " c " << c << " start % 16 "
+                                                      << start % 16 << " element " << j;
+        }
+        // All but fewer than a vector's elements at each end are read 16 bytes at a time.
+        EXPECT_GE(vectors * (16 / esize), c - 2 * (16 / esize - 1));
+      }
+    }
   }
 }
 

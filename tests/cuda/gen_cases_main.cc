@@ -545,8 +545,9 @@ std::vector<GraphCase> data_parallel_cases() {
 /// eight bf16 per load), 2048 rows of 2048 and of 256 (a warp per row), one
 /// row of 1027 (a vector tail in every lane's row), a bf16 layer norm and row sums; and a
 /// loop whose xs slots of 24 bytes hand every other iteration an unaligned address (the
-/// kernels' scalar path). Appended last, so every earlier case keeps its index and its
-/// seeded inputs.
+/// kernels' scalar path); then the library's cross-entropy rows (16-byte loads, scalar
+/// head and tail: 8192, an odd 8191, f64 1001, rows of 3). Appended last, so every
+/// earlier case keeps its index and its seeded inputs.
 std::vector<GraphCase> vector_cases() {
   const std::string sum_exp =
       "  %m = max(%x) {axes=[-1], keepdims=true}\n  %d = sub(%x, %m)\n  %e = exp(%d)\n"
@@ -593,6 +594,20 @@ std::vector<GraphCase> vector_cases() {
   return %h, %ys
 }
 )")});
+  // The library's cross_entropy rows (runtime/cuda/library_kernels.cu), 16 bytes per load
+  // between a scalar head and tail: the vocabulary's 8192 (every row aligned), an odd
+  // vocabulary of 8191 (rows start at every element mod 4: each head length), f64 rows of
+  // 1001 (two per load), rows of 3 (shorter than a vector: head and tail only).
+  const std::vector<std::tuple<std::string, std::string, std::string>> cross_entropy = {
+      {"vec_cross_entropy_vocab", "%x: f32[64,8192], %l: i64[64]", "mean"},
+      {"vec_cross_entropy_odd_vocab", "%x: f32[33,8191], %l: i64[33]", "none"},
+      {"vec_cross_entropy_f64_odd", "%x: f64[17,1001], %l: i64[17]", "sum"},
+      {"vec_cross_entropy_short_rows", "%x: f32[40,3], %l: i64[40]", "none"},
+  };
+  for (const auto& [name, inputs, reduction] : cross_entropy) {
+    const std::string body = "  %y = cross_entropy(%x, %l) {reduction=\"" + reduction + "\"}\n";
+    cases.push_back({name, parse(graph_text(name, inputs, body, "%y"))});
+  }
   return cases;
 }
 

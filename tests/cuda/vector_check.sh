@@ -9,7 +9,11 @@
 #     (a block per row in f32, eight bf16 per load), 2048 rows of 256 (a warp per row),
 #     one row of 1027, a bf16 layer norm, row sums, 2048 rows of 2048 (a warp per row,
 #     as the vocabulary's 4096 rows of 8192 below); a loop whose slots hand every other
-#     iteration an unaligned address (the kernels' scalar path).
+#     iteration an unaligned address (the kernels' scalar path); the library's
+#     cross-entropy rows, 16 bytes per load between a scalar head and tail
+#     (runtime/cuda/library_kernels.cu): vec_cross_entropy_vocab (64 x 8192, aligned rows),
+#     _odd_vocab (33 x 8191: rows start at every element mod 4), _f64_odd (17 x 1001, two
+#     f64 per load), _short_rows (40 x 3: no vector).
 #  2. The same cases under compute-sanitizer memcheck (an access past a row or a
 #     misaligned vector load shows there).
 #  3. The vocabulary softmax and log-softmax (4096 x 8192) timed, vectorized (vocab_bench)
@@ -45,4 +49,8 @@ for bench in vocab_bench vocab_bench_scalar; do
     grep -E "median|profile| ms " "$out/vector_${bench}_$c.txt" | head -8
   done
 done
+# The cross-entropy rows alone (also in step 1), so their result reads at a glance.
+timeout 60 .gpu/cases_test --gtest_filter='*vec_cross_entropy*' >"$out/vector_cross_entropy.txt" 2>&1
+echo "== cases_test (vec_cross_entropy*) rc=$? $(line '^\[  (PASSED|FAILED)' "$out/vector_cross_entropy.txt")"
+grep -E "Failure" -A4 "$out/vector_cross_entropy.txt" | head -20
 if [ -n "${OUT:-}" ]; then cp -f "$out"/vector_*.txt "$OUT"/ 2>/dev/null; fi

@@ -116,7 +116,7 @@ struct ExecutorOptions {
   struct Accumulation {
     int step_input = -1;
     int64_t steps = 1;
-  } accumulation;
+  } accumulation = {};
   /// #31's input overlap: prefetch_input copies the next batch from the host (the data
   /// Loader's pinned buffers) on a second stream, the copy stream, into one of two device
   /// slots of that input, while the current step runs on the step's stream; the

@@ -136,7 +136,39 @@ StatusOr<std::unique_ptr<ProgramExecutor>> Trainer::compile_graph(const Graph& g
   return target_->compile(g, options);
 }
 
+// The training step as a sequence of named steps: the model, its loss, the forward's
+// passes, the gradients and the update, the compiler's pipeline, first values, binding.
+// Each step mutates `g` in the order the step's inputs and outputs are numbered by.
 Status Trainer::build_step() {
+  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<Model> model, build_model());
+  Graph g = model->graph();
+  WEFT_ASSIGN_OR_RETURN(StepLoss loss, add_loss(g, *model));
+  ValueId step = g.add_input(kStep, Type{DType::i64, {}});
+  std::vector<ValueId> wrt;
+  for (const ParamInfo& p : model->parameters()) {
+    if (p.kind == InputKind::param && !model->is_frozen(p.name)) wrt.push_back(p.value);
+  }
+  WEFT_RETURN_IF_ERROR(run_forward_passes(g, loss));
+  WEFT_ASSIGN_OR_RETURN(StepUpdate update, add_update(g, *model, wrt, loss.value, step));
+  std::vector<ValueId> outputs = {update.loss_out};
+  outputs.insert(outputs.end(), loss.collected.begin(), loss.collected.end());
+  g.set_outputs(outputs);
+  g.set_declared_output_types({});
+  WEFT_RETURN_IF_ERROR(default_pipeline().run(g));
+  WEFT_RETURN_IF_ERROR(verify(g));
+  WEFT_RETURN_IF_ERROR(check_same_step_on_every_rank(g));
+  WEFT_RETURN_IF_ERROR(add_first_values(g, *model, update.slots));
+  WEFT_RETURN_IF_ERROR(agree_with_other_ranks());
+  if (compiled()) WEFT_RETURN_IF_ERROR(bind_step(g));
+  derived_.forget();  // the reference backend refreshes the new step's copies
+  step_ = std::move(g);
+  slots_ = std::move(update.slots);
+  model_ = std::move(model);
+  eval_execs_.clear();
+  return Status();
+}
+
+StatusOr<std::shared_ptr<Model>> Trainer::build_model() const {
   BuildOptions build;
   build.training = true;
   build.seed = options_.seed;
@@ -145,8 +177,10 @@ Status Trainer::build_step() {
   for (const auto& [freeze, path] : freezes_) {
     WEFT_RETURN_IF_ERROR(freeze ? built.freeze(path) : built.thaw(path));
   }
-  auto model = std::make_shared<Model>(std::move(built));
-  Graph g = model->graph();
+  return std::make_shared<Model>(std::move(built));
+}
+
+StatusOr<Trainer::StepLoss> Trainer::add_loss(Graph& g, const Model& model) const {
   ValueId out = g.outputs()[0];
   Type out_type = g.type(out);
   if (loss_.integer_targets() && out_type.shape.rank() < 1) {
@@ -162,28 +196,24 @@ Status Trainer::build_step() {
       loss_.integer_targets() ? Type{DType::i64, {out_type.shape[0]}} : out_type;
   ValueId target = loss_.takes_target() ? g.add_input(kTarget, target_type) : kNoValue;
 
-  ValueId loss_value;
+  StepLoss loss;
   try {
     Emitter e(g, BuildOptions{});
     e.push_frame(nullptr, "loss", "", where_);
-    loss_value = loss_.emit(e, out, target);
+    loss.value = loss_.emit(e, out, target);
     e.pop_frame();
   } catch (const BuildFailure& failure) {
     return failure.error;
   }
-  WEFT_ASSIGN_OR_RETURN(std::vector<ValueId> collected, emit_collected(g, *model));
-  {
-    // Outputs while the forward identities are simplified, so that they stay computed.
-    std::vector<ValueId> outputs = {out};
-    outputs.insert(outputs.end(), collected.begin(), collected.end());
-    g.set_outputs(outputs);
-  }
-  ValueId step = g.add_input(kStep, Type{DType::i64, {}});
+  WEFT_ASSIGN_OR_RETURN(loss.collected, emit_collected(g, model));
+  // Outputs while the forward identities are simplified, so that they stay computed.
+  std::vector<ValueId> outputs = {out};
+  outputs.insert(outputs.end(), loss.collected.begin(), loss.collected.end());
+  g.set_outputs(outputs);
+  return loss;
+}
 
-  std::vector<ValueId> wrt;
-  for (const ParamInfo& p : model->parameters()) {
-    if (p.kind == InputKind::param && !model->is_frozen(p.name)) wrt.push_back(p.value);
-  }
+Status Trainer::run_forward_passes(Graph& g, StepLoss& loss) const {
   // The forward graph's identities first (passes/canonicalize.h: a slice that reads one
   // operand of a concat, ...), so that autodiff differentiates what is left: an unrolled
   // LSTM's state (h, c) is concatenated and sliced apart at every step, whose gradient
@@ -191,14 +221,20 @@ Status Trainer::build_step() {
   WEFT_RETURN_IF_ERROR(default_pipeline().run_until(g, "canonicalize").status());
   if (options_.fuse_attention) WEFT_RETURN_IF_ERROR(FuseAttentionPass().run(g).status());
   if (options_.precision != DType::f32) {
-    WEFT_ASSIGN_OR_RETURN(loss_value, autocast(g, options_.precision, loss_value));
+    WEFT_ASSIGN_OR_RETURN(loss.value, autocast(g, options_.precision, loss.value));
   }
-  collected.assign(g.outputs().begin() + 1, g.outputs().end());  // as the passes left them
+  loss.collected.assign(g.outputs().begin() + 1, g.outputs().end());  // as the passes left them
   if (options_.recompute_loops) {
     for (Node& n : g.mutable_nodes()) {
       if (n.op == Op::Scan) n.attrs["remat"] = true;  // a nested loop is differentiated inside its parent's
     }
   }
+  return Status();
+}
+
+StatusOr<Trainer::StepUpdate> Trainer::add_update(Graph& g, const Model& model,
+                                                  const std::vector<ValueId>& wrt,
+                                                  ValueId loss_value, ValueId step) const {
   // Loss scaling: the gradients of loss · scale, unscaled and checked by the optimizer.
   std::optional<LossScaler> scaler;
   ValueId seed = kNoValue;
@@ -209,29 +245,27 @@ Status Trainer::build_step() {
   WEFT_ASSIGN_OR_RETURN(std::vector<ValueId> grads, append_gradients(g, loss_value, wrt, seed));
   std::vector<std::pair<ValueId, ValueId>> pairs;
   for (size_t i = 0; i < wrt.size(); ++i) pairs.emplace_back(wrt[i], grads[i]);
-  const ValueId loss_out = rank_mean_loss(g, loss_value);
-  WEFT_ASSIGN_OR_RETURN(std::vector<OptimizerGroup> groups, optimizer_groups(g, *model, pairs));
+  StepUpdate update;
+  update.loss_out = rank_mean_loss(g, loss_value);
+  WEFT_ASSIGN_OR_RETURN(std::vector<OptimizerGroup> groups, optimizer_groups(g, model, pairs));
   ScaledUpdate scaled = scaler ? scaler->scaled_update(g) : ScaledUpdate{};
-  WEFT_ASSIGN_OR_RETURN(std::vector<OptimizerSlot> slots,
+  WEFT_ASSIGN_OR_RETURN(update.slots,
                         append_optimizer(g, groups, step, scaler ? &scaled : nullptr,
                                          /*all_reduce_gradients=*/options_.bind.communicator != nullptr));
   if (scaler) {
     scaler->append_update(g, scaled);
-    slots.insert(slots.end(), scaler->state().begin(), scaler->state().end());
+    update.slots.insert(update.slots.end(), scaler->state().begin(), scaler->state().end());
   }
   if (options_.precision != DType::f32 && options_.weight_copies) {
     WEFT_RETURN_IF_ERROR(WeightCopiesPass().run(g).status());  // copies computed by push_values
   }
-  std::vector<ValueId> outputs = {loss_out};
-  outputs.insert(outputs.end(), collected.begin(), collected.end());
-  g.set_outputs(outputs);
-  g.set_declared_output_types({});
-  WEFT_RETURN_IF_ERROR(default_pipeline().run(g));
-  WEFT_RETURN_IF_ERROR(verify(g));
-  WEFT_RETURN_IF_ERROR(check_same_step_on_every_rank(g));
+  return update;
+}
 
-  // First values for whatever is new: parameters and state, then optimizer slots.
-  WEFT_ASSIGN_OR_RETURN(auto initial, initialize_parameter_map(*model, options_.seed));
+Status Trainer::add_first_values(const Graph& g, const Model& model,
+                                 const std::vector<OptimizerSlot>& slots) {
+  // Parameters and state first, then optimizer slots; values already held are kept.
+  WEFT_ASSIGN_OR_RETURN(auto initial, initialize_parameter_map(model, options_.seed));
   for (auto& [name, value] : initial) values_.try_emplace(name, std::move(value));
   for (const OptimizerSlot& slot : slots) {
     if (values_.count(slot.name)) continue;
@@ -239,30 +273,26 @@ Status Trainer::build_step() {
                                                 parameter_stream(slot.name)));
     values_.emplace(slot.name, std::move(v));
   }
-  WEFT_RETURN_IF_ERROR(agree_with_other_ranks());
-  if (compiled()) {
-    WEFT_ASSIGN_OR_RETURN(step_exec_, compile_graph(g, /*step=*/true));
-    WEFT_RETURN_IF_ERROR(push_values(*step_exec_));
-    // Where each step's inputs go, found once: the batch (data inputs in order, the
-    // target last), the learning rate and the step count.
-    batch_inputs_.clear();
-    lr_inputs_.assign(lrs_.size(), -1);
-    momentum_input_ = -1;
-    const Program& p = step_exec_->program();
-    for (size_t i = 0; i < p.inputs.size(); ++i) {
-      const int index = static_cast<int>(i);
-      const std::string& name = p.inputs[i].name;
-      if (name == kStep) step_input_ = index;
-      else if (name == kMomentum) momentum_input_ = index;
-      else if (int group = lr_group(optimizer_, name); group >= 0) lr_inputs_[group] = index;
-      else if (p.inputs[i].kind == InputKind::data) batch_inputs_.push_back(index);
-    }
+  return Status();
+}
+
+Status Trainer::bind_step(const Graph& g) {
+  WEFT_ASSIGN_OR_RETURN(step_exec_, compile_graph(g, /*step=*/true));
+  WEFT_RETURN_IF_ERROR(push_values(*step_exec_));
+  // Where each step's inputs go, found once: the batch (data inputs in order, the target
+  // last), the learning rate and the step count.
+  batch_inputs_.clear();
+  lr_inputs_.assign(lrs_.size(), -1);
+  momentum_input_ = -1;
+  const Program& p = step_exec_->program();
+  for (size_t i = 0; i < p.inputs.size(); ++i) {
+    const int index = static_cast<int>(i);
+    const std::string& name = p.inputs[i].name;
+    if (name == kStep) step_input_ = index;
+    else if (name == kMomentum) momentum_input_ = index;
+    else if (int group = lr_group(optimizer_, name); group >= 0) lr_inputs_[group] = index;
+    else if (p.inputs[i].kind == InputKind::data) batch_inputs_.push_back(index);
   }
-  derived_.forget();  // the reference backend refreshes the new step's copies
-  step_ = std::move(g);
-  slots_ = std::move(slots);
-  model_ = std::move(model);
-  eval_execs_.clear();
   return Status();
 }
 

@@ -334,7 +334,36 @@ class Trainer {
 
  private:
   Trainer() = default;
+  /// Builds and (on a compiling backend) binds the training step: the named steps below,
+  /// in order.
   Status build_step();
+  /// The step's loss and the statistics collect() asked for, as the graph holds them.
+  struct StepLoss {
+    ValueId value = kNoValue;
+    std::vector<ValueId> collected;
+  };
+  /// What the gradients and the optimizer added: the loss the step reports (averaged over
+  /// the ranks) and the optimizer's (and loss scaler's) state slots.
+  struct StepUpdate {
+    ValueId loss_out = kNoValue;
+    std::vector<OptimizerSlot> slots;
+  };
+  /// The network built for training, with freeze/thaw replayed.
+  StatusOr<std::shared_ptr<Model>> build_model() const;
+  /// The target input and the loss added to the forward `g`, its output checked against
+  /// the loss; collect()'s statistics emitted; outputs set so that they stay computed.
+  StatusOr<StepLoss> add_loss(Graph& g, const Model& model) const;
+  /// The forward's passes before differentiation: canonicalize, fuse_attention, autocast,
+  /// recompute_loops (`loss` follows the values they leave).
+  Status run_forward_passes(Graph& g, StepLoss& loss) const;
+  /// Loss scaling, the gradients of `wrt`, the optimizer's update and the weight copies.
+  StatusOr<StepUpdate> add_update(Graph& g, const Model& model, const std::vector<ValueId>& wrt,
+                                  ValueId loss_value, ValueId step) const;
+  /// First values for what is new in values_: parameters and state, then `slots`.
+  Status add_first_values(const Graph& g, const Model& model,
+                          const std::vector<OptimizerSlot>& slots);
+  /// `g` compiled into step_exec_, values pushed, and the step's inputs found.
+  Status bind_step(const Graph& g);
   bool compiled() const;
   /// `g` compiled for the backend with options_ (the step's with the communicator when
   /// `step`).
@@ -366,13 +395,13 @@ class Trainer {
   /// More than one rank: values_ made rank 0's, or an error when ranks loaded different
   /// checkpoints (collective::agree_on_parameters, with loaded_from_).
   Status agree_with_other_ranks();
-  /// The optimizer's parameter groups in `g` (params_and_grads by path, the default group
-  /// first), each with its lr input added to `g`.
   /// Emits collect()'s statistics into `g` (the training forward of `model`), returning
   /// them in collected_'s order.
   StatusOr<std::vector<ValueId>> emit_collected(Graph& g, const Model& model) const;
   /// Records the step's collected statistics (outputs 1.. of `outputs`).
   void record_collected(const std::function<double(size_t)>& output);
+  /// The optimizer's parameter groups in `g` (params_and_grads by path, the default group
+  /// first), each with its lr input added to `g`.
   StatusOr<std::vector<OptimizerGroup>> optimizer_groups(
       Graph& g, const Model& model, const std::vector<std::pair<ValueId, ValueId>>& pairs) const;
 

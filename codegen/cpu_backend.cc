@@ -9,18 +9,9 @@
 #include "codegen/kernel_compiler.h"
 #include "codegen/run_once.h"
 #include "ir/text.h"
+#include "runtime/ab_switch.h"
 
 namespace weft::codegen {
-
-namespace {
-
-// An A/B switch for measurements (see the header): `variable` set to "0".
-bool switched_off(const char* variable) {
-  const char* value = std::getenv(variable);
-  return value != nullptr && std::string(value) == "0";
-}
-
-}  // namespace
 
 StatusOr<std::unique_ptr<cpu::Executor>> compile_for_cpu(const Graph& g,
                                                          const CpuOptions& options) {

@@ -5,11 +5,10 @@
 #include "codegen/emit_gpu.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 
 #include "codegen/emit_elementwise.h"
 #include "codegen/emitter.h"
+#include "runtime/ab_switch.h"
 
 namespace weft::codegen {
 namespace emit_detail {
@@ -111,10 +110,7 @@ bool gpu_supports(const Graph& g, const Node& node) {
   return !elementwise_gap(g, node, CodeTarget::gpu).has_value();
 }
 
-bool gpu_vectors_enabled() {
-  const char* value = std::getenv("WEFT_GPU_VECTOR");
-  return value == nullptr || std::strcmp(value, "0") != 0;
-}
+bool gpu_vectors_enabled() { return !switched_off("WEFT_GPU_VECTOR"); }
 
 namespace {
 

@@ -8,11 +8,11 @@
 // a GPU and says why it cannot bind.
 #include <cuda_runtime.h>
 
-#include <cstdlib>
 #include <string>
 
 #include "runtime/cuda/backend.h"
 
+#include "runtime/ab_switch.h"
 #include "runtime/backend.h"
 #include "runtime/cuda/executor.h"
 #include "runtime/cuda/library.h"
@@ -51,8 +51,7 @@ StatusOr<ExecutorOptions> executor_options(const BindOptions& options, const Pro
   executor.first_all_reduce_bucket_bytes = options.first_all_reduce_bucket_bytes;
   executor.max_memory = options.max_memory;
   executor.tf32 = options.tf32;
-  const char* prefetch = std::getenv("WEFT_INPUT_PREFETCH");  // A/B: "0" turns it off
-  executor.input_prefetch = options.input_prefetch && !(prefetch != nullptr && std::string(prefetch) == "0");
+  executor.input_prefetch = options.input_prefetch && !switched_off("WEFT_INPUT_PREFETCH");
   if (options.accumulate_steps > 1) {
     executor.accumulation.steps = options.accumulate_steps;
     for (size_t i = 0; i < program.inputs.size(); ++i) {

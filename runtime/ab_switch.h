@@ -1,0 +1,22 @@
+#pragma once
+// A/B switches: environment variables that turn one of weft's optimizations off so that a
+// before/after measurement runs the same binary (WEFT_MERGE_UPDATES, WEFT_FOLD_CONCATS,
+// WEFT_LOOP_SLOTS in codegen/cpu_backend.cc, WEFT_GPU_VECTOR in codegen/emit_gpu.cc,
+// WEFT_INPUT_PREFETCH in runtime/cuda/backend.cc). Each is read where its decision is
+// made, through this one test.
+//
+//   if (switched_off("WEFT_FOLD_CONCATS")) lower.fold_concats = false;
+
+#include <cstdlib>
+#include <string_view>
+
+namespace weft {
+
+/// Whether the environment sets `variable` to "0" (any other value, or none, leaves the
+/// optimization on).
+inline bool switched_off(const char* variable) {
+  const char* value = std::getenv(variable);
+  return value != nullptr && std::string_view(value) == "0";
+}
+
+}  // namespace weft

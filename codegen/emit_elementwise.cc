@@ -166,7 +166,7 @@ std::string Emitter::gelu(const std::string& x, DType d, bool tanh, int w) {
 // NaN stays NaN (both compares are false), ±inf gives ±1, ±0 gives ±0. a - 2.5 is exact
 // wherever Q is selected (both are multiples of 2^-23 there, the difference below 2).
 std::string Emitter::erf(const std::string& x, DType d, int w) {
-  if (d == DType::f64 || gpu_code_) return math_f64("math.erf", x, d, w);
+  if (d == DType::f64) return math_f64("math.erf", x, d, w);
   static constexpr double kSmall[] = {0x1.06eba2p-3,  -0x1.812688p-2, 0x1.ce0bb2p-4,
                                       -0x1.b5be3cp-6, 0x1.42c074p-8,  -0x1.28c1e6p-11};
   static constexpr double kBig[] = {

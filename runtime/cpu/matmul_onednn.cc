@@ -30,7 +30,7 @@
 // part writes it dense in its scratch and copies it out (a oneDNN reorder).
 //
 // The same bits either way: every element of C is one brgemm dot product over all of K
-// in the same order, whichever block it lies in (half_test, `HalfMatmulSplitTest`). The
+// in the same order, whichever block it lies in (matmul_bf16_test, `HalfMatmulSplitTest`). The
 // exception is a transposed A read in place (K > kCopyTransposedAMaxK): its row blocks
 // are strided columns, which brgemm declines (gemm:jit computes them), while a column
 // part's whole A is dense and brgemm takes it, with other bits; such a GEMM always keeps
@@ -48,7 +48,7 @@
 //
 // A B given pre-packed (GemmPlan::b_packed; packed_weight.h) is described to oneDNN in
 // its blocked layout (format tag BA16a64b2a), so brgemm reads it as it is instead of
-// packing it in every part of every call; the products are the same bits (half_test,
+// packing it in every part of every call; the products are the same bits (matmul_bf16_test,
 // `PrePackedWeightGivesTheSameBits`).
 
 #include <dnnl.hpp>

@@ -8,7 +8,7 @@
 //
 // The layout (oneDNN's format tag BA16a64b2a, which its brgemm chooses for
 // format_tag::any on AVX512_BF16 for every training shape of the three GEMM-bound models;
-// runtime/cpu:half_test `PackedWeightTest.IsOnednnsChoice` checks it against the oneDNN
+// runtime/cpu:matmul_bf16_test `PackedWeightTest.IsOnednnsChoice` checks it against the oneDNN
 // that is linked): B [K, N] padded with zeros to K' = K rounded up to 32 and N' = N
 // rounded up to 64, then
 //

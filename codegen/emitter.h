@@ -146,7 +146,7 @@ class Emitter {
   std::string cast(const std::string& x, DType from, DType to, int w);
   std::string gelu(const std::string& x, DType d, bool tanh, int w);
   /// erf(x) for f32 (and f16/bf16, computed in f32) as two polynomials and a blend, no
-  /// divide (emit_elementwise.cc), on the CPU and the GPU alike; f64 keeps `math.erf`.
+  /// divide (emit_math.cc), on the CPU and the GPU alike; f64 keeps `math.erf`.
   std::string erf(const std::string& x, DType d, int w);
   void body(int w, const std::string& i, const std::vector<std::string>& bases,
             const std::vector<std::string>& splats, const std::vector<std::string>& outs);

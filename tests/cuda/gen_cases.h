@@ -1,7 +1,7 @@
 #pragma once
 // What gen_cases' files share (gen_cases_main.cc writes cases.cc; gen_cases_half.cc holds
-// the mixed-precision cases): a graph to lower for the GPU, and the helpers that build one
-// from `.wir` text.
+// the mixed-precision cases, gen_cases_vector.cc the vectorized kernels'): a graph to
+// lower for the GPU, and the helpers that build one from `.wir` text.
 
 #include <string>
 #include <vector>
@@ -26,5 +26,13 @@ std::string graph_text(const std::string& name, const std::string& inputs, const
 
 /// [Mixed precision] on the GPU (gen_cases_half.cc), after every other case.
 std::vector<GraphCase> half_cases();
+
+/// Vectorized generated kernels and the library's cross-entropy rows (gen_cases_vector.cc),
+/// appended last so every earlier case keeps its index and its seeded inputs.
+std::vector<GraphCase> vector_cases();
+
+/// The vocabulary's softmax and log-softmax, 4096 rows of 8192, for vocab_bench
+/// (gen_cases_vector.cc).
+std::vector<GraphCase> vocab_cases();
 
 }  // namespace weft::gen_cases

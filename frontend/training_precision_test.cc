@@ -115,7 +115,9 @@ TEST_P(MixedPrecisionCurve, FollowsTheF32LossCurve) {
               got.back(), want.front(), want.back(), worst);
   EXPECT_LT(got.back(), 0.8 * got.front());
   for (const auto& [name, t] : low->values()) {
-    if (is_floating(t.dtype())) EXPECT_EQ(t.dtype(), DType::f32) << name << " (master copy)";
+    if (is_floating(t.dtype())) {
+      EXPECT_EQ(t.dtype(), DType::f32) << name << " (master copy)";
+    }
   }
 }
 

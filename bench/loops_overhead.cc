@@ -1,7 +1,6 @@
 #include "bench/loops_overhead.h"
 
 #include <cstdio>
-#include <numeric>
 
 #include "ir/scan.h"
 
@@ -28,6 +27,7 @@ std::vector<LoopSite> loop_sites(const Program& root) {
     if (inv.kind != Invocation::Kind::loop) continue;
     sites.push_back({.invocation = i,
                      .body = inv.body,
+                     .body_name = root.bodies.at(static_cast<size_t>(inv.body)).name,
                      .length = inv.node.int_attr("length"),
                      .early_exit = scan_exit(inv.node).any(),
                      .nested_trips = loop_trips(root, root.bodies.at(static_cast<size_t>(inv.body)))});
@@ -54,22 +54,15 @@ double LoopCost::overhead_share() const {
 }
 
 StatusOr<std::vector<LoopCost>> loop_costs(const Program& root, const std::vector<double>& root_us,
-                                           const ProfileFn& profile_body) {
+                                           const BodyTimeFn& time_body) {
   if (root_us.size() != root.code.size()) {
     return Error{"loop_costs: a profile of " + std::to_string(root_us.size()) + " invocations for @" +
                  root.name + "'s " + std::to_string(root.code.size())};
   }
   std::vector<LoopCost> costs;
   for (const LoopSite& site : loop_sites(root)) {
-    const Program body = standalone_body(root, site.body);
-    WEFT_ASSIGN_OR_RETURN(std::vector<double> body_us, profile_body(body));
-    if (body_us.size() != body.code.size()) {
-      return Error{"loop_costs: a profile of " + std::to_string(body_us.size()) + " invocations for @" +
-                   body.name + "'s " + std::to_string(body.code.size())};
-    }
-    costs.push_back({.site = site,
-                     .loop_us = root_us[site.invocation],
-                     .body_us = std::accumulate(body_us.begin(), body_us.end(), 0.0)});
+    WEFT_ASSIGN_OR_RETURN(double body_us, time_body(standalone_body(root, site.body)));
+    costs.push_back({.site = site, .loop_us = root_us[site.invocation], .body_us = body_us});
   }
   return costs;
 }
@@ -79,17 +72,17 @@ double difference_overhead_per_trip(double looped_us, double unrolled_us, int64_
 }
 
 std::string overhead_method_note() {
-  return "loop overhead per trip, direct: (the profile's loop line - length x its body's invocations, the body\n"
-         "  bound alone on the same device and profiled the same way) / length; leans high (the body alone\n"
-         "  runs in warm caches). difference: (looped step - unrolled step) / trips per step (two medians).\n";
+  return "loop overhead per trip, direct: (the profile's loop line - length x one run of its body, the body\n"
+         "  bound alone on the same device and timed with the same clock) / length.\n"
+         "  difference: (the form's step - the unrolled step) / the form's trips per step (two medians).\n";
 }
 
 std::string format_loop_cost(const std::string& model, const std::string& form, const LoopCost& c) {
   char line[256];
   std::snprintf(line, sizeof(line),
-                "%-17s %-9s loop #%zu %s%lldx @body%d: line %.1f us, body %.2f us alone, overhead %.3f us per trip (%.1f%%)",
+                "%-17s %-9s loop #%zu %s%lldx over @%s: line %.1f us, body %.2f us alone, overhead %.3f us per trip (%.1f%%)",
                 model.c_str(), form.c_str(), c.site.invocation, c.site.early_exit ? "<=" : "",
-                static_cast<long long>(c.site.length), c.site.body, c.loop_us, c.body_us, c.overhead_us_per_trip(),
+                static_cast<long long>(c.site.length), c.site.body_name.c_str(), c.loop_us, c.body_us, c.overhead_us_per_trip(),
                 100.0 * c.overhead_share());
   std::string out = line;
   if (c.site.nested_trips > 0) {

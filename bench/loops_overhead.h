@@ -7,18 +7,19 @@
 //
 //   std::vector<double> root_us = ...;           // the step's profile, µs per invocation
 //   auto costs = loop_costs(program, root_us, [&](const Program& body) {
-//     return profile_on_device(body);            // the body bound alone, same profile
+//     return time_on_device(body);               // µs of one run of the body, bound alone
 //   });
 //   for (const LoopCost& c : *costs) printf("%.2f us per trip\n", c.overhead_us_per_trip());
 //
 // Two methods, both per trip:
 //  - direct: the profile's loop line (µs per step: `length` runs of the body plus the
 //    loop's own work) minus `length` runs of its body, the body Program bound alone on
-//    the same device (standalone_body) and profiled the same way, divided by `length`.
-//    The body alone reads and writes buffers of its own (zeroed: values do not change a
-//    kernel's time but through denormals, which zeros are not) and runs in caches at
-//    least as warm as inside the loop, so the figure leans high: an upper bound of the
-//    loop's own cost, not a lower one.
+//    the same device (standalone_body) and timed with the same clock, divided by
+//    `length`. The body alone reads and writes buffers of its own (zeroed: values do not
+//    change a kernel's time but through denormals, which zeros are not). Time it as a
+//    whole run, as the loop line is: a clock read around each of its invocations adds
+//    their cost to the body and not to the line (on the CPU's thread clock about 0.2 µs
+//    per invocation, as much as the overhead itself).
 //  - difference: the whole step looped against unrolled (TrainOptions::unroll_loops),
 //    (looped step − unrolled step) / trips per step. It includes what unrolling changes
 //    besides the loop (the fusions and the memory plan across iterations), and two
@@ -38,6 +39,7 @@ namespace weft::bench {
 struct LoopSite {
   size_t invocation = 0;    ///< Index in root.code.
   int body = -1;            ///< Index in root.bodies.
+  std::string body_name;    ///< Its Program's name.
   int64_t length = 0;       ///< Iterations per run; at most that with an early exit.
   bool early_exit = false;  ///< A `stop` carry or an `active` mask (ir/scan.h, ScanExit).
   /// Iterations of the loops inside its body per run of the body, all levels.
@@ -66,15 +68,15 @@ struct LoopCost {
   double overhead_share() const;
 };
 
-/// Microseconds per invocation of `program` (program.code order) for one step on the
-/// device, or the device's error.
-using ProfileFn = std::function<StatusOr<std::vector<double>>(const Program& program)>;
+/// Microseconds of one run of `body`'s invocations (a standalone_body) on the device, or
+/// the device's error.
+using BodyTimeFn = std::function<StatusOr<double>(const Program& body)>;
 
 /// One LoopCost per loop invocation of `root`, from `root_us` (the step's profile,
-/// program.code order) and each body profiled alone by `profile_body`
-/// (standalone_body). Errors: a profile of the wrong length, or profile_body's.
+/// program.code order) and each body timed alone by `time_body` (standalone_body).
+/// Errors: a profile of the wrong length, or time_body's.
 StatusOr<std::vector<LoopCost>> loop_costs(const Program& root, const std::vector<double>& root_us,
-                                           const ProfileFn& profile_body);
+                                           const BodyTimeFn& time_body);
 
 /// The difference method: (looped_us − unrolled_us) / trips; 0 when trips is 0.
 double difference_overhead_per_trip(double looped_us, double unrolled_us, int64_t trips);
@@ -83,7 +85,7 @@ double difference_overhead_per_trip(double looped_us, double unrolled_us, int64_
 std::string overhead_method_note();
 
 /// One line of the direct method for `model`'s loop `c` in form `form`:
-/// "feedback_fixed    looped    loop #1 5x @body0: line 60.0 us, body 10.00 us alone, overhead
+/// "feedback_fixed    looped    loop #1 5x over @body0: line 60.0 us, body 10.00 us alone, overhead
 /// 2.000 us per trip (16.7%)", on one line.
 std::string format_loop_cost(const std::string& model, const std::string& form, const LoopCost& c);
 

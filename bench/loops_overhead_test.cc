@@ -51,6 +51,7 @@ TEST(LoopsOverhead, TripsPerStepCountNestedLoopsOncePerOuterTrip) {
   ASSERT_EQ(sites.size(), 2u);
   EXPECT_EQ(sites[0].invocation, 1u);
   EXPECT_EQ(sites[0].body, 0);
+  EXPECT_EQ(sites[0].body_name, "body0");
   EXPECT_EQ(sites[0].length, 5);
   EXPECT_FALSE(sites[0].early_exit);
   EXPECT_EQ(sites[0].nested_trips, 0);
@@ -79,12 +80,12 @@ TEST(LoopsOverhead, StandaloneBodyTakesTheRootsKernelsAndBodies) {
 
 TEST(LoopsOverhead, OverheadPerTripIsTheLoopLineLessItsBodyRuns) {
   const Program p = two_loops();
-  // µs per step: the kernel 1, the first loop 60, the second 40; @body0 alone 4 + 6,
+  // µs per step: the kernel 1, the first loop 60, the second 40; @body0 alone 10,
   // @body1 alone 12.
   StatusOr<std::vector<LoopCost>> costs =
-      loop_costs(p, {1.0, 60.0, 40.0}, [](const Program& body) -> StatusOr<std::vector<double>> {
-        if (body.name == "body0") return std::vector<double>{4.0, 6.0};
-        return std::vector<double>{12.0};
+      loop_costs(p, {1.0, 60.0, 40.0}, [](const Program& body) -> StatusOr<double> {
+        EXPECT_EQ(body.kernels.size(), 2u);  // the root's
+        return body.name == "body0" ? 10.0 : 12.0;
       });
   ASSERT_TRUE(costs.ok()) << costs.error().message;
   ASSERT_EQ(costs->size(), 2u);
@@ -94,22 +95,25 @@ TEST(LoopsOverhead, OverheadPerTripIsTheLoopLineLessItsBodyRuns) {
   EXPECT_DOUBLE_EQ((*costs)[0].overhead_share(), 10.0 / 60.0);
   EXPECT_DOUBLE_EQ((*costs)[1].overhead_us_per_trip(), (40.0 - 3 * 12.0) / 3);
   EXPECT_EQ(format_loop_cost("feedback_fixed", "looped", (*costs)[0]),
-            "feedback_fixed    looped    loop #1 5x @body0: line 60.0 us, body 10.00 us alone, overhead 2.000 us "
+            "feedback_fixed    looped    loop #1 5x over @body0: line 60.0 us, body 10.00 us alone, overhead 2.000 us "
             "per trip (16.7%)\n");
   EXPECT_EQ(format_loop_cost("m", "looped", (*costs)[1]),
-            "m                 looped    loop #2 <=3x @body1: line 40.0 us, body 12.00 us alone, overhead 1.333 us "
+            "m                 looped    loop #2 <=3x over @body1: line 40.0 us, body 12.00 us alone, overhead 1.333 us "
             "per trip (10.0%) (its body's own loops: 4 trips per run, in the body)\n");
 }
 
 TEST(LoopsOverhead, AProfileOfTheWrongLengthIsRefused) {
-  const Program p = two_loops();
-  auto body_profile = [](const Program&) -> StatusOr<std::vector<double>> { return std::vector<double>{1.0}; };
-  StatusOr<std::vector<LoopCost>> costs = loop_costs(p, {1.0, 2.0}, body_profile);
+  StatusOr<std::vector<LoopCost>> costs =
+      loop_costs(two_loops(), {1.0, 2.0}, [](const Program&) -> StatusOr<double> { return 1.0; });
   ASSERT_FALSE(costs.ok());
   EXPECT_EQ(costs.error().message, "loop_costs: a profile of 2 invocations for @step's 3");
-  costs = loop_costs(p, {1.0, 2.0, 3.0}, body_profile);
+}
+
+TEST(LoopsOverhead, ABodysDeviceErrorIsPassedOn) {
+  StatusOr<std::vector<LoopCost>> costs = loop_costs(
+      two_loops(), {1.0, 2.0, 3.0}, [](const Program& body) -> StatusOr<double> { return Error{"no " + body.name}; });
   ASSERT_FALSE(costs.ok());
-  EXPECT_EQ(costs.error().message, "loop_costs: a profile of 1 invocations for @body0's 2");
+  EXPECT_EQ(costs.error().message, "no body0");
 }
 
 TEST(LoopsOverhead, DifferenceMethodDividesByTrips) {

@@ -73,7 +73,8 @@ double difference_overhead_per_trip(double looped_us, double unrolled_us, int64_
 
 std::string overhead_method_note() {
   return "loop overhead per trip, direct: (the profile's loop line - length x one run of its body, the body\n"
-         "  bound alone on the same device and timed with the same clock) / length.\n"
+         "  bound alone on the same device and timed with the same clock, on warm data) / length: the loop's\n"
+         "  bookkeeping and its slots' memory traffic.\n"
          "  difference: (the form's step - the unrolled step) / the form's trips per step (two medians).\n";
 }
 

@@ -16,10 +16,14 @@
 //    loop's own work) minus `length` runs of its body, the body Program bound alone on
 //    the same device (standalone_body) and timed with the same clock, divided by
 //    `length`. The body alone reads and writes buffers of its own (zeroed: values do not
-//    change a kernel's time but through denormals, which zeros are not). Time it as a
-//    whole run, as the loop line is: a clock read around each of its invocations adds
-//    their cost to the body and not to the line (on the CPU's thread clock about 0.2 µs
-//    per invocation, as much as the overhead itself).
+//    change a kernel's time but through denormals, which zeros are not), the same ones
+//    every run, warm in cache; inside the loop each trip reads its slot of the stacked xs
+//    and writes its slot of the ys, memory the step touches there for the first time. So
+//    the figure holds that memory traffic as well as the loop's bookkeeping: what a trip
+//    costs beyond its body's kernels on warm data. Time the body as a whole run, as the
+//    loop line is: a clock read around each of its invocations adds their cost to the
+//    body and not to the line (on the CPU's thread clock about 0.2 µs per invocation, as
+//    much as the overhead itself).
 //  - difference: the whole step looped against unrolled (TrainOptions::unroll_loops),
 //    (looped step − unrolled step) / trips per step. It includes what unrolling changes
 //    besides the loop (the fusions and the memory plan across iterations), and two

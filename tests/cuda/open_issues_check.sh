@@ -10,12 +10,12 @@
 #   30 [Mixed precision]   mixed_precision_check.sh (about five minutes), then
 #                          vector_check.sh (#30/#31's vectorized kernels, about a minute)
 #   31 [GPU]               loop_slots_check.sh (a minute), input_overlap_check.sh (about a
-#                          minute), loop_overhead_check.sh (about a minute)
+#                          minute), loop_overhead_check.sh (about two minutes)
 #   suite                  suite_check.sh (#30/#31's ten-model suite, about seven minutes),
 #                          alone in its call
 #
 # The lease has 15 minutes of device time in all (start-up included): not every check
-# fits one session. Correctness first: `30 31` (about nine minutes), then `28 29 32`
+# fits one session. Correctness first: `30 31` (about ten minutes), then `28 29 32`
 # (about six); `suite` in a session of its own.
 #
 # Each check's logs go to $OUT/ISSUE (or /tmp/weft-gpu/ISSUE); its summary lines are

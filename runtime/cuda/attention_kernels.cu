@@ -402,19 +402,17 @@ cudaError_t launch_attention_backward(const float* q, const float* k, const floa
   const AttentionGradWorkspace w = attention_grad_workspace(s);
   float* lse = reinterpret_cast<float*>(static_cast<char*>(workspace) + w.lse);
   float* delta = reinterpret_cast<float*>(static_cast<char*>(workspace) + w.delta);
-  const size_t tiles = sizeof(float) * (kGradTile * (s.d + 1) + kGradTile * (s.dv + 1));
-  const size_t rows = sizeof(float) * (kGradRows * s.d + kGradRows * s.dv);
   if (s.sq > 0) {
     const int64_t q_tiles = (s.sq + kGradRows - 1) / kGradRows;
     attention_grad_queries<<<static_cast<unsigned>(s.batch * q_tiles), kWarps * 32,
-                             rows + tiles, stream>>>(q, k, v, y, dy, mask, mask_map, dq, lse,
-                                                     delta, s, scale, causal, q_tiles);
+                             attention_grad_query_shared_bytes(s), stream>>>(
+        q, k, v, y, dy, mask, mask_map, dq, lse, delta, s, scale, causal, q_tiles);
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   }
   if (s.sk > 0) {  // After the query side on the stream: it reads L and D.
     const int64_t k_tiles = (s.sk + kGradRows - 1) / kGradRows;
     attention_grad_keys<<<static_cast<unsigned>(s.batch * k_tiles), kWarps * 32,
-                          rows + tiles + sizeof(float) * 2 * kGradTile, stream>>>(
+                          attention_grad_key_shared_bytes(s), stream>>>(
         q, k, v, dy, mask, mask_map, dk, dv, lse, delta, s, scale, causal, k_tiles);
   }
   return cudaGetLastError();

@@ -40,6 +40,17 @@ inline constexpr AttentionGradWorkspace attention_grad_workspace(const Attention
   return {/*lse=*/0, /*delta=*/row_bytes, /*bytes=*/2 * row_bytes};
 }
 
+/// Dynamic shared memory of a query-side block (its scaled queries and dy rows, a key
+/// tile and a value tile, both rows padded by one float) and of a key-side block (its keys
+/// and values, a tile of scaled queries and of dy rows, padded, and their L and D).
+inline constexpr size_t attention_grad_query_shared_bytes(const AttentionShape& s) {
+  return sizeof(float) * static_cast<size_t>(kAttentionGradRows * (s.d + s.dv) +
+                                             kAttentionGradTile * (s.d + 1 + s.dv + 1));
+}
+inline constexpr size_t attention_grad_key_shared_bytes(const AttentionShape& s) {
+  return attention_grad_query_shared_bytes(s) + sizeof(float) * 2 * kAttentionGradTile;
+}
+
 /// The keys a block of queries [row0, row0 + rows) visits: [0, this). With `causal`,
 /// keys past its last query are masked for all of them and skipped.
 WEFT_HD inline int64_t attention_key_end(const AttentionShape& s, bool causal, int64_t row0,

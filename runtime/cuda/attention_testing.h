@@ -162,7 +162,7 @@ inline Case padded(AttentionShape s, bool causal, const std::vector<int64_t>& le
 /// The cases both tests run: Sq != Sk, odd lengths, head dims 16 to 128 (D != Dv too),
 /// causal, a padding mask, both, several problems, and a mask [sq, sk] shared by two
 /// problems in which query 3 sees no key: NaN in y, its dq row and every key's dk and dv
-/// (the reference's convention), finite elsewhere in dq.
+/// (the reference's convention), finite elsewhere in dq; no queries, no keys.
 inline std::vector<Case> backward_cases() {
   std::vector<Case> cases = {
       {.s = {.batch = 1, .sq = 9, .sk = 17, .d = 16, .dv = 16}},
@@ -179,6 +179,9 @@ inline std::vector<Case> backward_cases() {
   }
   row.map = score_map(row.s, {1, row.s.sq, row.s.sk});
   cases.push_back(row);
+  // No queries: dk and dv are 0; no keys: dq is 0 (and y, by the reference).
+  cases.push_back({.s = {.batch = 2, .sq = 0, .sk = 5, .d = 16, .dv = 16}});
+  cases.push_back({.s = {.batch = 2, .sq = 5, .sk = 0, .d = 16, .dv = 16}});
   return cases;
 }
 

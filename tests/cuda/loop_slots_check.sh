@@ -9,11 +9,14 @@
 # (`stored_concat`, `scan_stored_concat`: passes/fold_concats.h). Also #31's attention
 # cases (`*attention*`: attention and its three gradients causal, padded, both, odd
 # lengths, head_dim 32/64, and a fused attention block's step, decomposed by the CUDA
-# lowering). About a minute; not yet run (written in a session without a GPU).
+# lowering), and the backward kernel called directly (executor_test's
+# `AttentionBackwardKernel.*`: attention_kernels_test.cc, against an f64 host reference,
+# each case twice for bit-identical results), also under memcheck and racecheck. About a minute; not
+# yet run (written in a session without a GPU).
 # open_issues_check.sh 31 runs it. Build and copy here:
 #
-#   bazel build //tests/cuda:cases_test
-#   mkdir -p .gpu && cp -f bazel-bin/tests/cuda/cases_test .gpu/
+#   bazel build //tests/cuda:cases_test //runtime/cuda:executor_test
+#   mkdir -p .gpu && cp -f bazel-bin/tests/cuda/cases_test bazel-bin/runtime/cuda/executor_test .gpu/
 #   # device tool: run(command="tests/cuda/loop_slots_check.sh", carry=[".gpu"], timeout_s=240)
 #
 # Logs go to /tmp/weft-gpu and, when $OUT is set, to $OUT.
@@ -30,4 +33,13 @@ grep -E "Failure|error" -A4 "$out/loop_slots_cases.txt" | head -40
 timeout 90 compute-sanitizer --tool memcheck --error-exitcode 3 .gpu/cases_test --gtest_filter='*scan_slots*:*lstm*:*gru*:*stored_concat*:*attention_causal_padded_odd*' \
   >"$out/loop_slots_memcheck.txt" 2>&1
 echo "== memcheck rc=$? $(line 'ERROR SUMMARY|^\[  (PASSED|FAILED)' "$out/loop_slots_memcheck.txt")"
+timeout 60 .gpu/executor_test --gtest_filter='AttentionBackwardKernel.*' >"$out/loop_slots_attention_backward.txt" 2>&1
+echo "== executor_test (AttentionBackwardKernel.*) rc=$? $(line '^\[  (PASSED|FAILED)|SKIPPED' "$out/loop_slots_attention_backward.txt")"
+grep -E "Failure|error" -A4 "$out/loop_slots_attention_backward.txt" | head -40
+timeout 120 compute-sanitizer --tool memcheck --error-exitcode 3 .gpu/executor_test --gtest_filter='AttentionBackwardKernel.*' \
+  >"$out/loop_slots_attention_backward_memcheck.txt" 2>&1
+echo "== memcheck (AttentionBackwardKernel.*) rc=$? $(line 'ERROR SUMMARY|^\[  (PASSED|FAILED)' "$out/loop_slots_attention_backward_memcheck.txt")"
+timeout 120 compute-sanitizer --tool racecheck --error-exitcode 3 .gpu/executor_test --gtest_filter='AttentionBackwardKernel.*' \
+  >"$out/loop_slots_attention_backward_racecheck.txt" 2>&1
+echo "== racecheck (AttentionBackwardKernel.*) rc=$? $(line 'ERROR SUMMARY|^\[  (PASSED|FAILED)' "$out/loop_slots_attention_backward_racecheck.txt")"
 if [ -n "${OUT:-}" ]; then cp -f "$out"/loop_slots_*.txt "$OUT"/ 2>/dev/null; fi

@@ -1,0 +1,177 @@
+// Which contractions of Programs lowered for the GPU cuBLASLt runs with its own epilogue
+// (runtime/cuda/epilogue_match.h, #31/#30): no GPU needed. Each graph is lowered with the
+// CUDA options, as tests/cuda's cases are, and every contraction invocation is asked.
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "codegen/cuda_program.h"
+#include "frontend/flow.h"
+#include "frontend/modules.h"
+#include "frontend/training.h"
+#include "ir/text.h"
+#include "passes/infer_types.h"
+#include "runtime/cuda/epilogue_match.h"
+#include "runtime/cuda/plan.h"
+
+namespace weft {
+namespace {
+
+// One line per contraction invocation of `program`: "EPILOGUE" or "refused: WHY".
+std::vector<std::string> decisions(const Program& program) {
+  std::vector<std::string> out;
+  for (const Invocation& inv : program.code) {
+    if (inv.kind != Invocation::Kind::contraction) continue;
+    cuda::MatmulPlan plan;
+    StatusOr<bool> planned = cuda::plan_matmul(inv.node, inv.operands[0].type, inv.operands[1].type, plan);
+    if (!planned.ok() || !*planned) {
+      out.push_back("not planned");
+      continue;
+    }
+    const cuda::LtEpilogueDecision d =
+        cuda::match_lt_epilogue(inv, program.kernels[static_cast<size_t>(inv.kernel)].body, plan);
+    out.push_back(d.match ? cuda::lt_epilogue_name(d.match->epilogue) : "refused: " + d.refused);
+    if (d.match) {
+      EXPECT_EQ(d.match->bias_operand, 2);
+    }
+  }
+  return out;
+}
+
+// The decisions for the graph `inputs` -> `body` returning `outs`, lowered for the GPU.
+std::vector<std::string> lowered(const std::string& inputs, const std::string& body, const std::string& outs) {
+  StatusOr<Graph> g = parse_graph("graph @g(" + inputs + ") {\n" + body + "  return " + outs + "\n}\n", "test");
+  EXPECT_TRUE(g.ok()) << g.error().to_string();
+  if (!g.ok()) return {"parse error"};
+  InferTypesPass infer;
+  StatusOr<bool> typed = infer.run(*g);
+  EXPECT_TRUE(typed.ok()) << typed.error().to_string();
+  StatusOr<codegen::Lowering> l = codegen::lower_to_program(std::move(*g), codegen::cuda_lower_options());
+  EXPECT_TRUE(l.ok()) << l.error().to_string();
+  if (!l.ok()) return {"lower error"};
+  return decisions(l->program);
+}
+
+using Lines = std::vector<std::string>;
+
+std::string linear(const std::string& t) {
+  return "%x: " + t + "[32,48], %w: " + t + "[48,24], %b: " + t + "[24]";
+}
+
+TEST(CublasLtMatch, BiasReluAndTanhGeluMatchInF32AndTheHalves) {
+  for (const std::string t : {"f32", "bf16", "f16"}) {
+    const std::string mm = "  %m = matmul(%x, %w)\n  %s = add(%m, %b)\n";
+    EXPECT_EQ(lowered(linear(t), mm, "%s"), Lines{"bias"}) << t;
+    EXPECT_EQ(lowered(linear(t), mm + "  %y = relu(%s)\n", "%y"), Lines{"relu_bias"}) << t;
+    EXPECT_EQ(lowered(linear(t), mm + "  %y = gelu(%s) {approximate=\"tanh\"}\n", "%y"), Lines{"gelu_bias"}) << t;
+    // The bias first, and a transposed weight (a Linear's [out, in]).
+    EXPECT_EQ(lowered("%x: " + t + "[32,48], %w: " + t + "[24,48], %b: " + t + "[24]",
+                      "  %m = matmul(%x, %w) {transpose_b=true}\n  %s = add(%b, %m)\n  %y = relu(%s)\n", "%y"),
+              Lines{"relu_bias"})
+        << t;
+  }
+}
+
+TEST(CublasLtMatch, ErfGeluIsRefused) {
+  EXPECT_EQ(lowered(linear("f32"), "  %m = matmul(%x, %w)\n  %s = add(%m, %b)\n  %y = gelu(%s)\n", "%y"),
+            Lines{"refused: gelu with approximate=\"none\" (erf): cuBLASLt's GELU is the tanh approximation"});
+}
+
+TEST(CublasLtMatch, BatchedContractionsMatchAsOneCall) {
+  // The batch folds into the rows of one GEMM.
+  EXPECT_EQ(lowered("%x: f32[4,16,48], %w: f32[48,24], %b: f32[24]",
+                    "  %m = matmul(%x, %w)\n  %s = add(%m, %b)\n  %y = relu(%s)\n", "%y"),
+            Lines{"relu_bias"});
+  // One strided-batched call: the bias (batch stride 0) is every entry's.
+  EXPECT_EQ(lowered("%x: bf16[3,16,48], %w: bf16[3,48,24], %b: bf16[24]",
+                    "  %m = matmul(%x, %w)\n  %s = add(%m, %b)\n  %y = gelu(%s) {approximate=\"tanh\"}\n", "%y"),
+            Lines{"gelu_bias"});
+  // A broadcast batch entry by entry (several calls).
+  EXPECT_EQ(lowered("%x: f32[3,1,16,48], %w: f32[1,2,48,24], %b: f32[24]",
+                    "  %m = matmul(%x, %w)\n  %s = add(%m, %b)\n", "%s"),
+            Lines{"refused: the plan has 6 cuBLAS calls (a batch broadcast entry by entry): cuBLASLt takes one "
+                  "strided batch"});
+}
+
+TEST(CublasLtMatch, OtherEpiloguesAreRefusedWithTheirReason) {
+  const std::string mm = "  %m = matmul(%x, %w)\n  %s = add(%m, %b)\n";
+  // A residual after the activation: a second operand.
+  EXPECT_EQ(lowered(linear("f32") + ", %r: f32[32,24]", mm + "  %t = relu(%s)\n  %u = add(%t, %r)\n", "%u"),
+            Lines{"refused: the epilogue reads 2 operands besides C: cuBLASLt's epilogues read one bias vector"});
+  // The pre-activation read elsewhere (as a training step's backward reads it).
+  EXPECT_EQ(lowered(linear("f32"), mm + "  %t = relu(%s)\n", "%t, %s"),
+            Lines{"refused: the fused node has 2 results (values of the epilogue read elsewhere): cuBLASLt writes "
+                  "one"});
+  // Another activation.
+  EXPECT_EQ(lowered(linear("f32"), mm + "  %t = tanh(%s)\n", "%t"),
+            Lines{"refused: tanh after the bias: cuBLASLt's activations are relu and gelu (tanh)"});
+  // A per-row (not per-column) vector.
+  EXPECT_EQ(lowered("%x: f32[32,48], %w: f32[48,24], %c: f32[32,1]", "  %m = matmul(%x, %w)\n  %s = add(%m, %c)\n",
+                    "%s"),
+            Lines{"refused: the epilogue's operand f32[32,1] is not a bias of 24 elements broadcast along C's rows"});
+  // A scale, not a bias.
+  EXPECT_EQ(lowered(linear("f32"), "  %m = matmul(%x, %w)\n  %s = mul(%m, %b)\n", "%s"),
+            Lines{"refused: the epilogue does not start with C + bias (it starts with mul)"});
+  // f64 stays on cublasDgemm.
+  EXPECT_EQ(lowered(linear("f64"), mm, "%s"),
+            Lines{"refused: C is f64: cuBLASLt's epilogues are used for f32, f16 and bf16 only (f64 stays on "
+                  "cublasDgemm)"});
+}
+
+// A training step's Linear layers, in f32 and under bf16 autocast: the hidden layer's
+// forward keeps its pre-activation for the backward (a second result: cuBLASLt's
+// GELU_AUX_BIAS would be needed, not built); the logits' Linear is a bias epilogue; the
+// weight gradient's GEMM carries the SGD update in its epilogue.
+TEST(CublasLtMatch, ATrainingStepsLinearLayers) {
+  for (const DType precision : {DType::f32, DType::bf16}) {
+    StatusOr<FlowPtr> net =
+        FlowBuilder::from(Linear(48, 32)).through(GELU(/*tanh_approximation=*/true)).through(Linear(32, 10)).build();
+    ASSERT_TRUE(net.ok()) << net.error().to_string();
+    StatusOr<Trainer> t = Trainer::compile(*net, {{"x", f32({16, 48})}}, LossSpec::cross_entropy(),
+                                           OptimizerSpec::sgd(0.1),
+                                           {.seed = 1, .backend = "reference", .precision = precision});
+    ASSERT_TRUE(t.ok()) << t.error().to_string();
+    StatusOr<codegen::Lowering> l = codegen::lower_to_program(t->step_graph(), codegen::cuda_lower_options());
+    ASSERT_TRUE(l.ok()) << l.error().to_string();
+    EXPECT_EQ(decisions(l->program),
+              (Lines{"refused: the fused node has 2 results (values of the epilogue read elsewhere): cuBLASLt "
+                     "writes one",
+                     "bias", "refused: the epilogue reads 6 operands besides C: cuBLASLt's epilogues read one bias "
+                     "vector"}))
+        << dtype_name(precision);
+  }
+}
+
+// A cast other than the lowering's widening and final rounding, on a hand-made body (the
+// lowering does not leave one there today).
+TEST(CublasLtMatch, AnOddCastIsRefused) {
+  StatusOr<Graph> body = parse_graph(
+      "graph @epilogue(%c: bf16[32,24], %b: bf16[24]) {\n"
+      "  %0 = cast(%c) {dtype=f32}\n  %1 = cast(%b) {dtype=f32}\n  %2 = add(%0, %1)\n"
+      "  %3 = cast(%2) {dtype=f16}\n  %4 = cast(%3) {dtype=bf16}\n  return %4\n}\n",
+      "test");
+  ASSERT_TRUE(body.ok()) << body.error().to_string();
+  InferTypesPass infer;
+  ASSERT_TRUE(infer.run(*body).ok());
+  Invocation inv;
+  inv.kind = Invocation::Kind::contraction;
+  inv.node.op = Op::Matmul;
+  const auto buffer = [](DType d, Shape s) {
+    BufferRef r;
+    r.type = Type{d, std::move(s)};
+    return r;
+  };
+  inv.operands = {buffer(DType::bf16, {32, 48}), buffer(DType::bf16, {48, 24}), buffer(DType::bf16, {24})};
+  inv.results = {buffer(DType::bf16, {32, 24})};
+  cuda::MatmulPlan plan;
+  StatusOr<bool> planned = cuda::plan_matmul(inv.node, inv.operands[0].type, inv.operands[1].type, plan);
+  ASSERT_TRUE(planned.ok() && *planned);
+  const cuda::LtEpilogueDecision d = cuda::match_lt_epilogue(inv, *body, plan);
+  EXPECT_FALSE(d.match);
+  EXPECT_EQ(d.refused, "a cast from f32 to f16 in the epilogue: cuBLASLt rounds once, from f32 to C's dtype");
+}
+
+}  // namespace
+}  // namespace weft

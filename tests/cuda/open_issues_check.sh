@@ -10,12 +10,13 @@
 #   30 [Mixed precision]   mixed_precision_check.sh (about five minutes), then
 #                          vector_check.sh (#30/#31's vectorized kernels, about a minute)
 #   31 [GPU]               loop_slots_check.sh (a minute), input_overlap_check.sh (about a
-#                          minute)
+#                          minute), cublaslt_check.sh (#31/#30's cuBLASLt epilogues, a few
+#                          minutes)
 #   suite                  suite_check.sh (#30/#31's ten-model suite, about seven minutes),
 #                          alone in its call
 #
 # The lease has 15 minutes of device time in all (start-up included): not every check
-# fits one session. Correctness first: `30 31` (about eight minutes), then `28 29 32`
+# fits one session. Correctness first: `30 31` (about eleven minutes), then `28 29 32`
 # (about six); `suite` in a session of its own.
 #
 # Each check's logs go to $OUT/ISSUE (or /tmp/weft-gpu/ISSUE); its summary lines are
@@ -24,7 +25,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 if [ $# -eq 0 ]; then
-  sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 if [ -f .gpu/bundle.tar.xz ] && [ .gpu/bundle.tar.xz -nt .gpu/cases_test ]; then
@@ -37,7 +38,7 @@ for issue in "$@"; do
     28) script=reliability_check.sh ;;
     29) script=architecture_check.sh ;;
     30) script="mixed_precision_check.sh vector_check.sh" ;;
-    31) script="loop_slots_check.sh input_overlap_check.sh" ;;
+    31) script="loop_slots_check.sh input_overlap_check.sh cublaslt_check.sh" ;;
     suite) script=suite_check.sh ;;
     32) script=nccl_check.sh ;;
     *) echo "error: no device check for issue '$issue' (28, 29, 30, 31, 32 or suite)"; exit 2 ;;

@@ -130,6 +130,12 @@ class LtContractionBound : public Executor::Bound {
     const std::unique_ptr<std::remove_pointer_t<cublasLtMatmulPreference_t>, decltype(&cublasLtMatmulPreferenceDestroy)>
         owned(pref, &cublasLtMatmulPreferenceDestroy);
     WEFT_RETURN_IF_ERROR(set_pref(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, kLtWorkspaceBytes, "workspace"));
+    // Split-K partial sums stay in f32, as cuBLAS's calls disallow reduced-precision
+    // reductions (gemm.cc): for a half C, no reduction in C's type (OUTPUT_TYPE, and
+    // INPLACE, which accumulates in the output buffer).
+    const uint32_t reductions = dtype_ == DType::f32 ? static_cast<uint32_t>(CUBLASLT_REDUCTION_SCHEME_MASK)
+                                                     : static_cast<uint32_t>(CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE);
+    WEFT_RETURN_IF_ERROR(set_pref(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, reductions, "reductions"));
     WEFT_RETURN_IF_ERROR(set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignment(first_), "alignment A"));
     WEFT_RETURN_IF_ERROR(set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignment(second_), "alignment B"));
     WEFT_RETURN_IF_ERROR(set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignment(c_), "alignment C"));

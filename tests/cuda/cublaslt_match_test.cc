@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "frontend/training.h"
 #include "ir/text.h"
 #include "passes/infer_types.h"
+#include "runtime/ab_switch.h"
 #include "runtime/cuda/epilogue_match.h"
 #include "runtime/cuda/plan.h"
 
@@ -171,6 +173,19 @@ TEST(CublasLtMatch, AnOddCastIsRefused) {
   const cuda::LtEpilogueDecision d = cuda::match_lt_epilogue(inv, *body, plan);
   EXPECT_FALSE(d.match);
   EXPECT_EQ(d.refused, "a cast from f32 to f16 in the epilogue: cuBLASLt rounds once, from f32 to C's dtype");
+}
+
+// The switch is opt-in (runtime/cuda/executor.cc reads it): on only for "1".
+TEST(CublasLtMatch, TheSwitchIsOnOnlyWhenSetToOne) {
+  unsetenv("WEFT_CUBLASLT_EPILOGUE");
+  EXPECT_FALSE(switched_on("WEFT_CUBLASLT_EPILOGUE"));
+  for (const char* off : {"0", "", "yes", "true"}) {
+    setenv("WEFT_CUBLASLT_EPILOGUE", off, 1);
+    EXPECT_FALSE(switched_on("WEFT_CUBLASLT_EPILOGUE")) << off;
+  }
+  setenv("WEFT_CUBLASLT_EPILOGUE", "1", 1);
+  EXPECT_TRUE(switched_on("WEFT_CUBLASLT_EPILOGUE"));
+  unsetenv("WEFT_CUBLASLT_EPILOGUE");
 }
 
 }  // namespace

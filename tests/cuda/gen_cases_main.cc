@@ -49,6 +49,7 @@ namespace {
 
 using gen_cases::graph_text;
 using gen_cases::GraphCase;
+using gen_cases::cublaslt_cases;
 using gen_cases::half_cases;
 using gen_cases::parse;
 using gen_cases::vector_cases;

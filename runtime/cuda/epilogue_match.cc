@@ -89,6 +89,14 @@ std::string refuse_invocation(const Invocation& inv, const MatmulPlan& plan) {
 
 }  // namespace
 
+LtLayouts lt_layouts(const CublasGemm& g) {
+  LtLayouts l;
+  l.first = {g.trans_first ? g.k : g.m, g.trans_first ? g.m : g.k, g.ld_first, g.count, g.stride_first};
+  l.second = {g.trans_second ? g.n : g.k, g.trans_second ? g.k : g.n, g.ld_second, g.count, g.stride_second};
+  l.c = {g.m, g.n, g.ldc, g.count, g.stride_c};
+  return l;
+}
+
 const char* lt_epilogue_name(LtEpilogue e) {
   switch (e) {
     case LtEpilogue::bias: return "bias";

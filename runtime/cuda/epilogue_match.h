@@ -38,6 +38,7 @@
 // would need per-entry heuristics and alignments for a shape no model here produces), an
 // empty product (k = 0) or an empty C.
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -70,5 +71,20 @@ struct LtEpilogueDecision {
 /// GEMM's plan_matmul) as one call, and with which epilogue and bias.
 LtEpilogueDecision match_lt_epilogue(const Invocation& inv, const Graph& epilogue_body,
                                      const MatmulPlan& plan);
+
+/// One matrix of a cuBLASLt call as cublasLtMatrixLayoutCreate takes it: the stored
+/// column-major matrix (before its op), `rows` x `cols` with leading dimension `ld`, and
+/// `count` of them `stride` elements apart (a strided batch; count 1: one matrix).
+struct LtMatrix {
+  int64_t rows = 0, cols = 0, ld = 0, count = 1, stride = 0;
+};
+
+/// The layouts of plan.h's call `g` for cuBLASLt (gemm_lt.cc): its first matrix (the
+/// matmul's B) m x k, k x m when transposed; its second (A) k x n, n x k when transposed;
+/// C (D, written in place) m x n. cublaslt_match_test multiplies by them on the host.
+struct LtLayouts {
+  LtMatrix first, second, c;
+};
+LtLayouts lt_layouts(const CublasGemm& g);
 
 }  // namespace weft::cuda

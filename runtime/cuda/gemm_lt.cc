@@ -53,20 +53,18 @@ uint32_t alignment(const void* p) {
   return a;
 }
 
-// A column-major layout of `rows` x `cols` (leading dimension `ld`), `count` matrices
-// `stride` elements apart.
-Status make_layout(cublasLtMatrixLayout_t& layout, cudaDataType_t type, int64_t rows, int64_t cols,
-                   int64_t ld, int64_t count, int64_t stride) {
+// `m`'s cuBLASLt layout (epilogue_match.h's lt_layouts).
+Status make_layout(cublasLtMatrixLayout_t& layout, cudaDataType_t type, const LtMatrix& m) {
   WEFT_RETURN_IF_ERROR(cublas_status(
-      cublasLtMatrixLayoutCreate(&layout, type, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld),
+      cublasLtMatrixLayoutCreate(&layout, type, static_cast<uint64_t>(m.rows), static_cast<uint64_t>(m.cols), m.ld),
       "cublasLtMatrixLayoutCreate"));
-  if (count == 1) return Status::ok_status();
-  const int32_t batch = static_cast<int32_t>(count);
+  if (m.count == 1) return Status::ok_status();
+  const int32_t batch = static_cast<int32_t>(m.count);
   WEFT_RETURN_IF_ERROR(cublas_status(
       cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof(batch)),
       "cublasLtMatrixLayoutSetAttribute (batch count)"));
   return cublas_status(
-      cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)),
+      cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &m.stride, sizeof(m.stride)),
       "cublasLtMatrixLayoutSetAttribute (batch stride)");
 }
 
@@ -117,13 +115,10 @@ class LtContractionBound : public Executor::Bound {
     WEFT_RETURN_IF_ERROR(set_desc(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias, "bias pointer"));
     WEFT_RETURN_IF_ERROR(set_desc(desc_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, bias_type, "bias type"));
     const cudaDataType_t t = lt_data(dtype_);
-    // The stored matrices, before their op: first is m x k (k x m transposed), second
-    // k x n (n x k transposed), C m x n.
-    WEFT_RETURN_IF_ERROR(make_layout(first_layout_, t, g.trans_first ? g.k : g.m, g.trans_first ? g.m : g.k,
-                                     g.ld_first, g.count, g.stride_first));
-    WEFT_RETURN_IF_ERROR(make_layout(second_layout_, t, g.trans_second ? g.n : g.k,
-                                     g.trans_second ? g.k : g.n, g.ld_second, g.count, g.stride_second));
-    WEFT_RETURN_IF_ERROR(make_layout(c_layout_, t, g.m, g.n, g.ldc, g.count, g.stride_c));
+    const LtLayouts layouts = lt_layouts(g);
+    WEFT_RETURN_IF_ERROR(make_layout(first_layout_, t, layouts.first));
+    WEFT_RETURN_IF_ERROR(make_layout(second_layout_, t, layouts.second));
+    WEFT_RETURN_IF_ERROR(make_layout(c_layout_, t, layouts.c));
 
     cublasLtMatmulPreference_t pref = nullptr;
     WEFT_RETURN_IF_ERROR(cublas_status(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate"));

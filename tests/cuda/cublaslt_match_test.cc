@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,8 @@
 #include "runtime/ab_switch.h"
 #include "runtime/cuda/epilogue_match.h"
 #include "runtime/cuda/plan.h"
+#include "runtime/reference/interpreter.h"
+#include "runtime/tensor.h"
 
 namespace weft {
 namespace {
@@ -173,6 +177,115 @@ TEST(CublasLtMatch, AnOddCastIsRefused) {
   const cuda::LtEpilogueDecision d = cuda::match_lt_epilogue(inv, *body, plan);
   EXPECT_FALSE(d.match);
   EXPECT_EQ(d.refused, "a cast from f32 to f16 in the epilogue: cuBLASLt rounds once, from f32 to C's dtype");
+}
+
+// cuBLASLt's column-major semantics with an epilogue, on the host: for each batch entry e,
+// D(i, j) = act(Σ_p op(first)(i, p)·op(second)(p, j) + bias[i]), each matrix read through
+// its LtMatrix (stored rows x cols, leading dimension ld, count x stride) and its op, every
+// index checked against the matrix and the buffer.
+std::vector<double> emulate_lt(const cuda::CublasGemm& g, cuda::LtEpilogue epilogue, const std::vector<double>& a,
+                               const std::vector<double>& b, const std::vector<double>& bias, size_t c_size) {
+  const cuda::LtLayouts l = cuda::lt_layouts(g);
+  std::vector<double> c(c_size, NAN);
+  // Element (r, q) of `m`'s entry e in `buffer` from `offset`: r < rows, q < cols.
+  const auto at = [](const cuda::LtMatrix& m, const std::vector<double>& buffer, int64_t offset, int64_t e,
+                     int64_t r, int64_t q) {
+    EXPECT_TRUE(r < m.rows && q < m.cols && m.ld >= m.rows);
+    const int64_t index = offset + e * m.stride + r + q * m.ld;
+    EXPECT_LT(index, static_cast<int64_t>(buffer.size()));
+    return buffer[static_cast<size_t>(index)];
+  };
+  EXPECT_EQ(static_cast<int64_t>(bias.size()), g.m);  // one bias element per row of D
+  for (int64_t e = 0; e < g.count; ++e) {
+    for (int64_t i = 0; i < g.m; ++i) {
+      for (int64_t j = 0; j < g.n; ++j) {
+        double sum = 0;
+        for (int64_t p = 0; p < g.k; ++p) {
+          const double f = g.trans_first ? at(l.first, b, g.first_offset, e, p, i) : at(l.first, b, g.first_offset, e, i, p);
+          const double s = g.trans_second ? at(l.second, a, g.second_offset, e, j, p)
+                                          : at(l.second, a, g.second_offset, e, p, j);
+          sum += f * s;
+        }
+        double v = sum + bias[static_cast<size_t>(i)];
+        if (epilogue == cuda::LtEpilogue::relu_bias) v = std::max(v, 0.0);
+        if (epilogue == cuda::LtEpilogue::gelu_bias) {
+          v = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+        }
+        EXPECT_TRUE(i < l.c.rows && j < l.c.cols && l.c.ld >= l.c.rows);
+        const int64_t index = g.c_offset + e * l.c.stride + i + j * l.c.ld;
+        EXPECT_LT(index, static_cast<int64_t>(c_size));
+        if (index < static_cast<int64_t>(c_size)) c[static_cast<size_t>(index)] = v;
+      }
+    }
+  }
+  return c;
+}
+
+std::vector<double> doubles(const Tensor& t) {
+  std::vector<double> out(static_cast<size_t>(t.numel()));
+  for (size_t i = 0; i < out.size(); ++i) out[i] = t.get_double(static_cast<int64_t>(i));
+  return out;
+}
+
+// The matched contraction of `inputs` -> `body` (f32), lowered for the GPU, computed by
+// emulate_lt on its plan's one call and layouts, against the reference interpreter: the
+// row-major mapping (bias per row of cuBLASLt's D = per column of weft's C) and the
+// layouts, transposed and batched.
+void expect_lt_matches_reference(const std::string& inputs, const std::string& body) {
+  SCOPED_TRACE(inputs + "\n" + body);
+  StatusOr<Graph> g = parse_graph("graph @g(" + inputs + ") {\n" + body + "  return %y\n}\n", "test");
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  InferTypesPass infer;
+  ASSERT_TRUE(infer.run(*g).ok());
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(-2, 2);
+  std::vector<Tensor> values;
+  for (const Input& in : g->inputs()) {
+    const Type& t = g->type(in.value);
+    std::vector<double> v(static_cast<size_t>(t.numel()));
+    for (double& x : v) x = u(rng);
+    values.push_back(Tensor::from_doubles(t.dtype, t.shape, v));
+  }
+  StatusOr<reference::RunResult> want = reference::run(*g, values);
+  ASSERT_TRUE(want.ok()) << want.error().to_string();
+  StatusOr<codegen::Lowering> l = codegen::lower_to_program(*g, codegen::cuda_lower_options());
+  ASSERT_TRUE(l.ok()) << l.error().to_string();
+  ASSERT_EQ(l->program.code.size(), 1u);
+  const Invocation& inv = l->program.code[0];
+  ASSERT_EQ(inv.kind, Invocation::Kind::contraction);
+  ASSERT_EQ(inv.operands[0].space, Space::input);  // the graph's inputs in order: x, w, b
+  cuda::MatmulPlan plan;
+  StatusOr<bool> planned = cuda::plan_matmul(inv.node, inv.operands[0].type, inv.operands[1].type, plan);
+  ASSERT_TRUE(planned.ok() && *planned);
+  const cuda::LtEpilogueDecision d = cuda::match_lt_epilogue(inv, l->program.kernels[0].body, plan);
+  ASSERT_TRUE(d.match) << d.refused;
+  const std::vector<double> got =
+      emulate_lt(plan.calls[0], d.match->epilogue, doubles(values[static_cast<size_t>(inv.operands[0].input)]),
+                 doubles(values[static_cast<size_t>(inv.operands[1].input)]),
+                 doubles(values[static_cast<size_t>(inv.operands[2].input)]),
+                 static_cast<size_t>(inv.results[0].type.numel()));
+  const std::vector<double> expected = doubles(want->outputs[0]);
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_NEAR(got[i], expected[i], 1e-4 * (1 + std::abs(expected[i]))) << "element " << i;
+  }
+}
+
+TEST(CublasLtMatch, TheLayoutsAndTheBiasComputeTheReferencesValues) {
+  const std::string bias = "  %s = add(%m, %b)\n";
+  expect_lt_matches_reference("%x: f32[7,5], %w: f32[5,3], %b: f32[3]",
+                              "  %m = matmul(%x, %w)\n" + bias + "  %y = relu(%s)\n");
+  expect_lt_matches_reference("%x: f32[7,5], %w: f32[3,5], %b: f32[3]",
+                              "  %m = matmul(%x, %w) {transpose_b=true}\n" + bias +
+                                  "  %y = gelu(%s) {approximate=\"tanh\"}\n");
+  expect_lt_matches_reference("%x: f32[5,7], %w: f32[3,5], %b: f32[3]",
+                              "  %m = matmul(%x, %w) {transpose_a=true, transpose_b=true}\n  %y = add(%b, %m)\n");
+  // A batch folded into the rows, and a strided batch with transposes.
+  expect_lt_matches_reference("%x: f32[2,4,5], %w: f32[5,3], %b: f32[3]",
+                              "  %m = matmul(%x, %w)\n" + bias + "  %y = relu(%s)\n");
+  expect_lt_matches_reference("%x: f32[3,5,4], %w: f32[3,6,5], %b: f32[6]",
+                              "  %m = matmul(%x, %w) {transpose_a=true, transpose_b=true}\n" + bias +
+                                  "  %y = gelu(%s) {approximate=\"tanh\"}\n");
 }
 
 // The switch is opt-in (runtime/cuda/executor.cc reads it): on only for "1".

@@ -128,8 +128,8 @@ TEST(CublasLtMatch, OtherEpiloguesAreRefusedWithTheirReason) {
 
 // A training step's Linear layers, in f32 and under bf16 autocast: the hidden layer's
 // forward keeps its pre-activation for the backward (a second result: cuBLASLt's
-// GELU_AUX_BIAS would be needed, not built); the logits' Linear is a bias epilogue; the
-// weight gradient's GEMM carries the SGD update in its epilogue.
+// GELU_AUX_BIAS would be needed, not built); the logits' Linear is a bias epilogue; one
+// backward GEMM keeps a longer epilogue (six operands besides C).
 TEST(CublasLtMatch, ATrainingStepsLinearLayers) {
   for (const DType precision : {DType::f32, DType::bf16}) {
     StatusOr<FlowPtr> net =

@@ -111,13 +111,13 @@ LtEpilogueDecision match_lt_epilogue(const Invocation& inv, const Graph& body,
   if (std::string why = refuse_invocation(inv, plan); !why.empty()) return refuse(why);
   const Type& c_type = inv.results[0].type;
   const Type& bias_type = inv.operands[2].type;
-  if (bias_type.dtype != c_type.dtype) {
-    return refuse("the bias is " + bias_type.to_string() + ", C " + c_type.to_string() +
-                  ": cuBLASLt's bias has C's dtype (a cast in the epilogue is not its)");
-  }
   if (!bias_row(bias_type.shape, plan.n)) {
     return refuse("the epilogue's operand " + bias_type.to_string() + " is not a bias of " +
                   std::to_string(plan.n) + " elements broadcast along C's rows");
+  }
+  if (bias_type.dtype != c_type.dtype) {
+    return refuse("the bias is " + bias_type.to_string() + ", C " + c_type.to_string() +
+                  ": cuBLASLt's bias has C's dtype (a cast in the epilogue is not its)");
   }
   if (body.inputs().size() != 2 || body.outputs().size() != 1) return refuse("the epilogue's body is not C and one bias");
   const ValueId c = body.inputs()[0].value, bias = body.inputs()[1].value;

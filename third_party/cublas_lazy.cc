@@ -2,6 +2,7 @@
 // libcublas (opened on first use) once, then forwards to it.
 #include "third_party/cublas_lazy.h"
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <dlfcn.h>
 
@@ -29,15 +30,18 @@ std::string& cublas_load_error() {
   return error;
 }
 
-// The real cuBLAS function `symbol`, or nullptr (the reason kept for cublasGetStatusString).
-void* cublas_symbol(const char* symbol) {
+// The real function `symbol` of the library `soname` (cuBLAS's or cuBLASLt's), or nullptr
+// (the reason kept for cublasGetStatusString).
+void* library_symbol(const std::string& soname, const char* symbol) {
   static std::mutex mutex;
   std::lock_guard<std::mutex> lock(mutex);
   std::string error;
-  void* address = find_symbol(cublas_soname(), symbol, &error);
+  void* address = find_symbol(soname, symbol, &error);
   if (address == nullptr) cublas_load_error() = error;
   return address;
 }
+
+void* cublas_symbol(const char* symbol) { return library_symbol(cublas_soname(), symbol); }
 
 }  // namespace
 
@@ -51,6 +55,8 @@ void* find_symbol(const std::string& soname, const char* symbol, std::string* er
   }
   return address;
 }
+
+std::string cublaslt_soname() { return "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR); }
 
 std::string cublas_soname() { return "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR); }
 
@@ -121,6 +127,61 @@ WEFT_CUBLAS_FORWARD(cublasGemmStridedBatchedEx,
                      cublasGemmAlgo_t algo),
                     (h, ta, tb, m, n, k, alpha, a, at, lda, sa, b, bt, ldb, sb, beta, c, ct,
                      ldc, sc, batch, compute, algo))
+
+// cuBLASLt (runtime/cuda/gemm_lt.cc): the same lazy forwarding from libcublasLt. Its
+// statuses are cublasStatus_t, described by cublasGetStatusString below.
+
+#define WEFT_CUBLASLT_FORWARD(name, params, args)                                     \
+  extern "C" cublasStatus_t name params {                                             \
+    using Real = cublasStatus_t(*) params;                                            \
+    static const auto real = reinterpret_cast<Real>(                                  \
+        weft::cuda_lazy::library_symbol(weft::cuda_lazy::cublaslt_soname(), #name));  \
+    return real == nullptr ? CUBLAS_STATUS_NOT_INITIALIZED : real args;               \
+  }
+
+WEFT_CUBLASLT_FORWARD(cublasLtCreate, (cublasLtHandle_t * handle), (handle))
+WEFT_CUBLASLT_FORWARD(cublasLtDestroy, (cublasLtHandle_t handle), (handle))
+WEFT_CUBLASLT_FORWARD(cublasLtMatmulDescCreate,
+                      (cublasLtMatmulDesc_t * desc, cublasComputeType_t compute,
+                       cudaDataType_t scale),
+                      (desc, compute, scale))
+WEFT_CUBLASLT_FORWARD(cublasLtMatmulDescDestroy, (cublasLtMatmulDesc_t desc), (desc))
+WEFT_CUBLASLT_FORWARD(cublasLtMatmulDescSetAttribute,
+                      (cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr,
+                       const void* buf, size_t bytes),
+                      (desc, attr, buf, bytes))
+WEFT_CUBLASLT_FORWARD(cublasLtMatrixLayoutCreate,
+                      (cublasLtMatrixLayout_t * layout, cudaDataType type, uint64_t rows,
+                       uint64_t cols, int64_t ld),
+                      (layout, type, rows, cols, ld))
+WEFT_CUBLASLT_FORWARD(cublasLtMatrixLayoutDestroy, (cublasLtMatrixLayout_t layout), (layout))
+WEFT_CUBLASLT_FORWARD(cublasLtMatrixLayoutSetAttribute,
+                      (cublasLtMatrixLayout_t layout, cublasLtMatrixLayoutAttribute_t attr,
+                       const void* buf, size_t bytes),
+                      (layout, attr, buf, bytes))
+WEFT_CUBLASLT_FORWARD(cublasLtMatmulPreferenceCreate, (cublasLtMatmulPreference_t * pref), (pref))
+WEFT_CUBLASLT_FORWARD(cublasLtMatmulPreferenceDestroy, (cublasLtMatmulPreference_t pref), (pref))
+WEFT_CUBLASLT_FORWARD(cublasLtMatmulPreferenceSetAttribute,
+                      (cublasLtMatmulPreference_t pref,
+                       cublasLtMatmulPreferenceAttributes_t attr, const void* buf,
+                       size_t bytes),
+                      (pref, attr, buf, bytes))
+WEFT_CUBLASLT_FORWARD(cublasLtMatmulAlgoGetHeuristic,
+                      (cublasLtHandle_t h, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
+                       cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c,
+                       cublasLtMatrixLayout_t d, cublasLtMatmulPreference_t pref,
+                       int requested, cublasLtMatmulHeuristicResult_t results[],
+                       int* returned),
+                      (h, desc, a, b, c, d, pref, requested, results, returned))
+WEFT_CUBLASLT_FORWARD(cublasLtMatmul,
+                      (cublasLtHandle_t h, cublasLtMatmulDesc_t desc, const void* alpha,
+                       const void* a, cublasLtMatrixLayout_t a_layout, const void* b,
+                       cublasLtMatrixLayout_t b_layout, const void* beta, const void* c,
+                       cublasLtMatrixLayout_t c_layout, void* d,
+                       cublasLtMatrixLayout_t d_layout, const cublasLtMatmulAlgo_t* algo,
+                       void* workspace, size_t workspace_bytes, cudaStream_t stream),
+                      (h, desc, alpha, a, a_layout, b, b_layout, beta, c, c_layout, d,
+                       d_layout, algo, workspace, workspace_bytes, stream))
 
 // The status's description from cuBLAS; when cuBLAS could not be opened, why not.
 extern "C" const char* cublasGetStatusString(cublasStatus_t status) {

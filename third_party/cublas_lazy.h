@@ -6,7 +6,8 @@
 // multiplies on the GPU now never loads it.
 //
 // Link `//third_party:cublas_lazy` instead of `//third_party:cublas` and include
-// <cublas_v2.h> as before. Only the functions defined in cublas_lazy.cc exist: calling
+// <cublas_v2.h> (or <cublasLt.h>: its functions come from libcublasLt, opened the same
+// way) as before. Only the functions defined in cublas_lazy.cc exist: calling
 // another one fails to link (add it there). When the library cannot be opened, each
 // function returns CUBLAS_STATUS_NOT_INITIALIZED and cublasGetStatusString says why.
 #pragma once
@@ -22,6 +23,10 @@ void* find_symbol(const std::string& soname, const char* symbol, std::string* er
 
 /// The soname of the cuBLAS the headers describe ("libcublas.so.13").
 std::string cublas_soname();
+
+/// The soname of its cuBLASLt ("libcublasLt.so.13"), opened the same way by the cuBLASLt
+/// functions cublas_lazy.cc defines (runtime/cuda/gemm_lt.cc's).
+std::string cublaslt_soname();
 
 /// Whether this process has opened cuBLAS (through a function of this library or
 /// otherwise): true once a cuBLAS function has run.

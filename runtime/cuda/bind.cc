@@ -227,6 +227,14 @@ StatusOr<std::vector<BoundPtr>> Binder::bind(const Program& program, void* arena
         WEFT_ASSIGN_OR_RETURN(bool planned, plan_matmul(inv.node, types[0], types[1], plan));
         if (!planned) ++fallbacks;
         plan.math = contraction_math(types[0].dtype, d.tf32);
+        if (planned && d.cublaslt != nullptr) {  // WEFT_CUBLASLT_EPILOGUE=1
+          const LtEpilogueDecision lt = match_lt_epilogue(inv, root.kernels[inv.kernel].body, plan);
+          if (lt.match) {
+            WEFT_ASSIGN_OR_RETURN(bound, lt_contraction_bound(d, plan, types[0].dtype, lt.match->epilogue, in[0],
+                                                              in[1], in[static_cast<size_t>(lt.match->bias_operand)], c));
+          }
+        }
+        if (bound) break;  // else the GEMM and the generated epilogue
         bound = contraction_bound(inv.node, planned ? std::optional<MatmulPlan>(std::move(plan)) : std::nullopt,
                                   types[0], types[1], c_ref.type, in[0], in[1], c, kernels[inv.kernel],
                                   root.kernels[inv.kernel], std::move(buffers));

@@ -38,6 +38,7 @@ Executor::Device::~Device() {
     if (g) cudaGraphDestroy(g);
   }
   if (cublas) cublasDestroy(cublas);
+  if (cublaslt) cublasLtDestroy(cublaslt);
   if (cudnn) cudnnDestroy(cudnn);
   if (library) cudaLibraryUnload(library);
   if (stream) cudaStreamDestroy(stream);

@@ -3,6 +3,7 @@
 // return codes as weft Statuses, the executor's device state, and the bound invocations
 // (bound.cc) that create() builds and run() walks.
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
@@ -16,6 +17,7 @@
 #include "ir/status.h"
 #include "runtime/collective/bucket_plan.h"
 #include "runtime/cuda/executor.h"
+#include "runtime/cuda/epilogue_match.h"
 #include "runtime/cuda/executor_prefetch.h"
 #include "runtime/cuda/index_maps.h"
 #include "runtime/cuda/library.h"
@@ -55,6 +57,10 @@ struct Executor::Device {
   int ordinal = 0;
   cudaStream_t stream = nullptr;
   cublasHandle_t cublas = nullptr;  ///< On `stream`, in pedantic math mode.
+  /// Created beside `cublas` only with WEFT_CUBLASLT_EPILOGUE=1 (#31, opt-in until measured
+  /// on a GPU): contractions whose epilogue cuBLASLt can apply run as one cublasLtMatmul
+  /// (epilogue_match.h, gemm_lt.cc); null otherwise.
+  cublasLtHandle_t cublaslt = nullptr;
   /// On `stream`; created by the first convolution_bound (conv.cc), so programs without
   /// convolutions never pay for cudnnCreate (which loads cuDNN's engine libraries).
   cudnnHandle_t cudnn = nullptr;
@@ -140,6 +146,14 @@ BoundPtr generated_bound(cudaKernel_t kernel, const GeneratedKernel& k, std::vec
 /// A matmul through cuBLAS.
 BoundPtr matmul_bound(MatmulPlan plan, DType dtype, const void* a, const void* b, void* c,
                       size_t c_bytes);
+
+/// A contraction (its GEMM planned as `plan`, operands `a`, `b` and `bias`, C at `c`) as one
+/// cublasLtMatmul applying `epilogue` (gemm_lt.cc), with the algorithm cuBLASLt's
+/// heuristic picks now for these pointers' alignments and the workspace block; null when
+/// it offers none (the caller binds the GEMM and its epilogue kernel instead).
+StatusOr<BoundPtr> lt_contraction_bound(Executor::Device& d, const MatmulPlan& plan, DType dtype,
+                                        LtEpilogue epilogue, const void* a, const void* b,
+                                        const void* bias, void* c);
 
 /// `node` on the reference interpreter on the host: operands `in` of `operand_types`
 /// copied to the host, the result copied back into `out`.

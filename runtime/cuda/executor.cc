@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "runtime/ab_switch.h"
 #include "runtime/binding.h"
 #include "runtime/cuda/architecture.h"
 #include "runtime/cuda/device.h"
@@ -145,6 +146,10 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program, std::strin
   WEFT_RETURN_IF_ERROR(cublas_status(cublasSetStream(d.cublas, d.stream), "cublasSetStream"));
   WEFT_RETURN_IF_ERROR(
       cublas_status(cublasSetMathMode(d.cublas, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode"));
+  // Opt-in until measured on a GPU (tests/cuda/cublaslt_check.sh decides the default).
+  if (switched_on("WEFT_CUBLASLT_EPILOGUE")) {
+    WEFT_RETURN_IF_ERROR(cublas_status(cublasLtCreate(&d.cublaslt), "cublasLtCreate"));
+  }
   if (options.input_prefetch) {
     WEFT_RETURN_IF_ERROR(cuda_status(cudaStreamCreateWithFlags(&d.copy_stream, cudaStreamNonBlocking),
                                      "cudaStreamCreateWithFlags (the input copy stream)"));

@@ -9,8 +9,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <random>
+#include <string>
 #include <tuple>
 
 #include "runtime/cuda/executor.h"
@@ -166,6 +168,29 @@ const Case& find_case(const std::string& name) {
   }
   WEFT_CHECK(false, "no case " + name);
   return all_cases()[0];
+}
+
+// cuBLASLt's epilogues (#31/#30, runtime/cuda/epilogue_match.h), with
+// WEFT_CUBLASLT_EPILOGUE=1 (tests/cuda/cublaslt_check.sh sets it; skipped otherwise): each
+// `cublaslt_` case's contraction binds as one cublasLtMatmul with its epilogue, but those the
+// matcher refuses (`cublaslt_refused_*`), which keep the GEMM and the generated kernel.
+// MatchesReference checks their values either way.
+TEST(CudaCublasLt, MatchedEpiloguesBindAsOneCublasLtCall) {
+  if (!cuda::available()) GTEST_SKIP() << "no GPU: " << cuda::unavailable_reason();
+  const char* on = std::getenv("WEFT_CUBLASLT_EPILOGUE");
+  if (on == nullptr || std::string(on) != "1") GTEST_SKIP() << "WEFT_CUBLASLT_EPILOGUE=1 not set";
+  int seen = 0;
+  for (const Case& c : all_cases()) {
+    if (c.name.rfind("cublaslt_", 0) != 0) continue;
+    ++seen;
+    StatusOr<std::unique_ptr<cuda::Executor>> ex = cuda::Executor::create(c.program(), c.ptx, c.symbols, {});
+    ASSERT_TRUE(ex.ok()) << c.name << ": " << ex.error().to_string();
+    const std::string d = (*ex)->describe();
+    const bool refused = c.name.rfind("cublaslt_refused_", 0) == 0;
+    EXPECT_EQ(d.find("cublasLt ") != std::string::npos, !refused) << c.name << "\n" << d;
+    std::printf("  %-32s %s", c.name.c_str(), d.c_str());
+  }
+  EXPECT_EQ(seen, 17);
 }
 
 // A kernel that finds bad data records it on the device; run() reports it after the

@@ -31,6 +31,10 @@ std::vector<GraphCase> half_cases();
 /// appended last so every earlier case keeps its index and its seeded inputs.
 std::vector<GraphCase> vector_cases();
 
+/// cuBLASLt's epilogues' contractions (gen_cases_lt.cc, #31/#30), appended after
+/// vector_cases.
+std::vector<GraphCase> cublaslt_cases();
+
 /// The vocabulary's softmax and log-softmax, 4096 rows of 8192, for vocab_bench
 /// (gen_cases_vector.cc).
 std::vector<GraphCase> vocab_cases();

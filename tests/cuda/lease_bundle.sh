@@ -2,16 +2,17 @@
 # Prepares one GPU lease for every open issue's device check, here (no GPU needed): builds
 # the self-contained binaries that tests/cuda/open_issues_check.sh runs (the union of what
 # reliability_check, architecture_check, nccl_check, mixed_precision_check,
-# vector_check and suite_check.sh need), the libraries a GPU machine may lack and the data, and packs them
+# vector_check, cublaslt_check and suite_check.sh need), the libraries a GPU machine may lack and the data, and packs them
 # into .gpu/ (git-ignored): the binaries and libraries as one xz archive (about 10 MB for
 # some 130 MB of static binaries: they share most of their code and CUDA's fatbins
 # compress well), the suite's libraries as suite_check.sh expects them, the full
 # Fashion-MNIST (30 MB) and a 2 MB subset. The carry limit is 64 MiB.
 #
 #   tests/cuda/lease_bundle.sh            # then, with the device tool:
-#   run(command="tests/cuda/open_issues_check.sh 30 31", carry=[".gpu"], timeout_s=600)
+#   run(command="tests/cuda/open_issues_check.sh 30", carry=[".gpu"], timeout_s=480)
+#   run(command="tests/cuda/open_issues_check.sh 31", carry=[".gpu"], timeout_s=420)
 #   run(command="tests/cuda/open_issues_check.sh 28 29 32", carry=[".gpu"], timeout_s=480)
-#   run(command="tests/cuda/open_issues_check.sh suite", carry=[".gpu"], timeout_s=540)
+#   run(command="tests/cuda/open_issues_check.sh suite 31perf", carry=[".gpu"], timeout_s=600)
 #   (15 minutes of device time in all: open_issues_check.sh's header says what fits)
 #
 # A cold build of these targets takes a while on 2 cores (the suite's ten AOT CUDA

@@ -2,7 +2,7 @@
 # The open issues' GPU checks in as few device calls as the lease allows, from what
 # tests/cuda/lease_bundle.sh packed into .gpu/ here (its header has the device calls).
 #
-#   tests/cuda/open_issues_check.sh ISSUE...     e.g. 30 31, then 28 29 32, then suite
+#   tests/cuda/open_issues_check.sh ISSUE...     e.g. 30, then 31, then 28 29 32, then suite 31perf
 #
 #   28 [Reliability]       reliability_check.sh   (about a minute)
 #   29 [Architecture]      architecture_check.sh  (about three minutes)
@@ -10,13 +10,17 @@
 #   30 [Mixed precision]   mixed_precision_check.sh (about five minutes), then
 #                          vector_check.sh (#30/#31's vectorized kernels, about a minute)
 #   31 [GPU]               loop_slots_check.sh (a minute), input_overlap_check.sh (about a
-#                          minute), loop_overhead_check.sh (about two minutes)
+#                          minute), cublaslt_check.sh (#31/#30's cuBLASLt epilogues, a few
+#                          minutes)
+#   31perf [GPU]           loop_overhead_check.sh (#31's loop overhead per trip, about two
+#                          minutes)
 #   suite                  suite_check.sh (#30/#31's ten-model suite, about seven minutes),
 #                          alone in its call
 #
 # The lease has 15 minutes of device time in all (start-up included): not every check
-# fits one session. Correctness first: `30 31` (about ten minutes), then `28 29 32`
-# (about six); `suite` in a session of its own.
+# fits one session. Correctness first: `30` (about six minutes), then `31` (about five:
+# two calls, each under the device tool's ten minutes), then `28 29 32` (about six);
+# `suite 31perf` in a session of its own (about nine).
 #
 # Each check's logs go to $OUT/ISSUE (or /tmp/weft-gpu/ISSUE); its summary lines are
 # printed as it runs, prefixed with the issue, and a last line per issue gives its exit
@@ -24,7 +28,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 if [ $# -eq 0 ]; then
-  sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 if [ -f .gpu/bundle.tar.xz ] && [ .gpu/bundle.tar.xz -nt .gpu/cases_test ]; then
@@ -37,10 +41,11 @@ for issue in "$@"; do
     28) script=reliability_check.sh ;;
     29) script=architecture_check.sh ;;
     30) script="mixed_precision_check.sh vector_check.sh" ;;
-    31) script="loop_slots_check.sh input_overlap_check.sh loop_overhead_check.sh" ;;
+    31) script="loop_slots_check.sh input_overlap_check.sh cublaslt_check.sh" ;;
+    31perf) script=loop_overhead_check.sh ;;
     suite) script=suite_check.sh ;;
     32) script=nccl_check.sh ;;
-    *) echo "error: no device check for issue '$issue' (28, 29, 30, 31, 32 or suite)"; exit 2 ;;
+    *) echo "error: no device check for issue '$issue' (28, 29, 30, 31, 31perf, 32 or suite)"; exit 2 ;;
   esac
   mkdir -p "$root/$issue"
   for one in $script; do

@@ -3,6 +3,7 @@
 // naming the symbol and the library.
 #include "third_party/cublas_lazy.h"
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <gtest/gtest.h>
 
@@ -31,6 +32,21 @@ TEST(CublasLazy, MissingLibraryOrSymbolIsAnError) {
   EXPECT_EQ(error.rfind("cannot load weft_no_such_symbol from " + cublas_soname() + ": ", 0), 0u)
       << error;
   EXPECT_NE(find_symbol(cublas_soname(), "cublasCreate_v2", &error), nullptr);
+}
+
+// cuBLASLt's functions (runtime/cuda/gemm_lt.cc) reach the real libcublasLt: its host-side
+// descriptors are made without a GPU.
+TEST(CublasLazy, ForwardsCublasLtToItsLibrary) {
+  EXPECT_EQ(cublaslt_soname(), "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR));
+  cublasLtMatmulDesc_t desc = nullptr;
+  ASSERT_EQ(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), CUBLAS_STATUS_SUCCESS);
+  const uint32_t epilogue = CUBLASLT_EPILOGUE_GELU_BIAS;
+  EXPECT_EQ(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)),
+            CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(cublasLtMatmulDescDestroy(desc), CUBLAS_STATUS_SUCCESS);
+  cublasLtMatrixLayout_t layout = nullptr;
+  ASSERT_EQ(cublasLtMatrixLayoutCreate(&layout, CUDA_R_16BF, 24, 32, 24), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(cublasLtMatrixLayoutDestroy(layout), CUBLAS_STATUS_SUCCESS);
 }
 
 }  // namespace

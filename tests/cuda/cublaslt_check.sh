@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# cuBLASLt's GEMM epilogues (#31, #30; runtime/cuda/epilogue_match.h, gemm_lt.cc) on a GPU
+# in one short call (a few minutes; open_issues_check.sh 31 runs it last). Not yet run:
+# written in a session without a GPU. The path is opt-in (WEFT_CUBLASLT_EPILOGUE=1) until
+# this check has measured it.
+#  1. cases_test's `cublaslt_*` cases (bias, relu+bias with a transposed weight, gelu(tanh)+bias,
+#     a batch folded into the rows, a strided batch; f32, bf16, one f16; erf GELU and a
+#     residual, which the matcher refuses) against the reference interpreter, launch by
+#     launch and as one CUDA graph, with the switch off (the generated epilogue) and on
+#     (one cublasLtMatmul), and CudaCublasLt.* (with the switch on: each matched case binds
+#     as "cublasLt ...", each refused one does not; its describe() lines are printed).
+#  2. The same cases under compute-sanitizer memcheck with the switch on (the bias read,
+#     the workspace, the strided batch).
+#  3. The A/B: step_bench over cublaslt_bench_gelu_tanh_{f32,bf16} (256x1024 · 1024x1024 + bias,
+#     GELU tanh) with the switch off and on, --profile showing the GEMM and, switched off,
+#     the epilogue kernel's own time. The default (runtime/cuda/README.md) follows from
+#     the two medians: on where cuBLASLt's one call beats GEMM + epilogue kernel.
+#     Then the MLP training cases with the switch on (a regression check: in a training
+#     step only the logits' Linear matches, cublaslt_match_test says why).
+# Build and copy here:
+#
+#   bazel build //tests/cuda:cases_test //tests/cuda:step_bench
+#   mkdir -p .gpu && cp -f bazel-bin/tests/cuda/cases_test bazel-bin/tests/cuda/step_bench .gpu/
+#   # device tool: run(command="tests/cuda/cublaslt_check.sh", carry=[".gpu"], timeout_s=300)
+#
+# Logs go to /tmp/weft-gpu and, when $OUT is set, to $OUT.
+set -uo pipefail
+out=/tmp/weft-gpu
+mkdir -p "$out"
+line() { grep -E "$1" "$2" | tr '\n' ' ' | cut -c1-400; echo; }
+
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+for on in 0 1; do
+  WEFT_CUBLASLT_EPILOGUE=$on timeout 120 .gpu/cases_test --gtest_filter='*cublaslt_*:CudaCublasLt.*' \
+    >"$out/cublaslt_cases_$on.txt" 2>&1
+  echo "== cases_test (cublaslt_*) WEFT_CUBLASLT_EPILOGUE=$on rc=$? $(line '^\[  (PASSED|FAILED|SKIPPED)' "$out/cublaslt_cases_$on.txt")"
+  grep -E "Failure|error" -A4 "$out/cublaslt_cases_$on.txt" | head -30
+done
+grep -E "^  cublaslt_" "$out/cublaslt_cases_1.txt" | grep -E "cublas" | head -20
+WEFT_CUBLASLT_EPILOGUE=1 timeout 120 compute-sanitizer --tool memcheck --error-exitcode 3 .gpu/cases_test \
+  --gtest_filter='*cublaslt_*:CudaCublasLt.*' >"$out/cublaslt_memcheck.txt" 2>&1
+echo "== memcheck (cublaslt_*, switch on) rc=$? $(line 'ERROR SUMMARY|^\[  (PASSED|FAILED)' "$out/cublaslt_memcheck.txt")"
+for c in cublaslt_bench_gelu_tanh_f32 cublaslt_bench_gelu_tanh_bf16; do
+  for on in 0 1; do
+    WEFT_CUBLASLT_EPILOGUE=$on timeout 40 .gpu/step_bench --case=$c --steps=200 --warmup=20 --profile=4 \
+      >"$out/cublaslt_bench_${c}_$on.txt" 2>&1
+    echo "== step_bench $c WEFT_CUBLASLT_EPILOGUE=$on rc=$?"
+    grep -E "median|cublas|generated| ms " "$out/cublaslt_bench_${c}_$on.txt" | head -8
+  done
+done
+WEFT_CUBLASLT_EPILOGUE=1 timeout 120 .gpu/cases_test --gtest_filter='*mlp*' >"$out/cublaslt_mlp.txt" 2>&1
+echo "== cases_test (*mlp*) WEFT_CUBLASLT_EPILOGUE=1 rc=$? $(line '^\[  (PASSED|FAILED)' "$out/cublaslt_mlp.txt")"
+grep -E "Failure" -A4 "$out/cublaslt_mlp.txt" | head -20
+if [ -n "${OUT:-}" ]; then cp -f "$out"/cublaslt_*.txt "$OUT"/ 2>/dev/null; fi

@@ -36,6 +36,8 @@ struct Geometry {
   IntList kernel, stride, padding;
 };
 
+void PrintTo(const Geometry& g, std::ostream* os) { *os << g.name; }
+
 const Geometry kGeometries[] = {
     {"k2_s2", Shape{2, 3, 8, 8}, {2, 2}, {2, 2}, {0, 0}},                     // disjoint: scatter form
     {"k3_s1_p1_overlapping", Shape{2, 1, 6, 5}, {3, 3}, {1, 1}, {1, 1}},      // gather form

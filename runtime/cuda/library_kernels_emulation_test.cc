@@ -3,11 +3,11 @@
 // (library_kernels.cu) and on smaller ones that make the grid-stride loops go round:
 // cross_entropy (16-byte loads through lane_share: rows of every length modulo the vector
 // width, rows starting off a 16-byte boundary, one-element rows, 4096 classes; f32 and
-// f64; the mean, sum and none reductions; a label out of range), mse, the elementwise
-// math, and the Philox random ops against the reference interpreter; the strided copy,
-// gather, scatter_add and one_hot against loops written here. It checks the kernels'
-// arithmetic, indexing and barriers as written, not nvcc's code (vector_check.sh and
-// executor_test run them on a GPU).
+// f64; NaN, -inf and large logits; the mean, sum and none reductions; a label out of
+// range), mse, the elementwise math, and the Philox random ops against the reference
+// interpreter; the strided copy, gather, scatter_add and one_hot against loops written
+// here. It checks the kernels' arithmetic, indexing and barriers as written, not nvcc's
+// code nor the memory model (vector_check.sh and executor_test run them on a GPU).
 #define WEFT_CUDA_EMULATION_STATIC_SHARED  // block_sum's `__shared__ double part[kThreads]`
 #include "runtime/cuda/cuda_emulation.h"   // first: CUDA's built-ins for the kernels' source
 #include "runtime/cuda/library_kernels_device.inc"
@@ -83,6 +83,9 @@ struct CrossEntropyCase {
   int64_t n, c;
   int64_t offset;   ///< Elements from a 16-byte boundary to the first row.
   unsigned blocks;  ///< 0: the launch's.
+  /// Rows 0 to 2 made special: a NaN in row 0; every class but the label -inf in row 1;
+  /// row 2 shifted by 1000 (exp overflows without the max subtracted).
+  bool special = false;
 };
 
 /// cross_entropy_rows, then sum_doubles for the mean and the sum, as
@@ -95,6 +98,13 @@ void check_cross_entropy(const CrossEntropyCase& k) {
   for (int64_t i = 0; i < logits.numel(); ++i) logits.set_double(i, 6 * logits.get_double(i));
   Tensor labels(Type{DType::i64, Shape{k.n}});
   for (int64_t r = 0; r < k.n; ++r) labels.data<int64_t>()[r] = (r * 7 + 3) % k.c;
+  if (k.special) {
+    logits.set_double(k.c / 2, std::nan(""));
+    for (int64_t j = 0; j < k.c; ++j) {
+      if (j != labels.data<int64_t>()[1]) logits.set_double(k.c + j, -INFINITY);
+      logits.set_double(2 * k.c + j, logits.get_double(2 * k.c + j) + 1000);
+    }
+  }
   Placed<T> placed(k.n * k.c, k.offset);
   std::memcpy(placed.data(), logits.data<T>(), sizeof(T) * static_cast<size_t>(k.n * k.c));
   const unsigned blocks = k.blocks != 0 ? k.blocks : launch_blocks(k.n * 32);
@@ -133,6 +143,8 @@ TEST(LibraryKernelsEmulated, CrossEntropyMatchesTheReference) {
       // More rows than a block has warps, on the launch's grid and on one block (each warp
       // taking several rows).
       {70, 33, 0, 0}, {70, 33, 1, 1}, {9, 130, 3, 1},
+      // NaN, -inf and large logits, on the vector path and past it.
+      {3, 37, 1, 0, true}, {4, 4096, 0, 0, true},
   };
   for (const CrossEntropyCase& k : cases) {
     check_cross_entropy<float>(k);

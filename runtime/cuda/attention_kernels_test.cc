@@ -2,7 +2,8 @@
 // directly on device buffers, against the f64 host reference of attention_testing.h on
 // its cases (backward_cases: Sq != Sk, odd lengths, head dims 16 to 128, causal, a
 // padding mask, a row with every key masked, several problems), each run twice for
-// bit-identical results. Part of executor_test; without a GPU each case skips with
+// bit-identical results; and the forward (launch_attention) against the reference's y,
+// a problem without keys included (y = 0). Part of executor_test; without a GPU each case skips with
 // unavailable_reason(), but the head-dim refusal, which touches no device, runs anywhere.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
@@ -73,6 +74,12 @@ void check(const Case& c, uint32_t seed) {
       }
     }
   }
+  DeviceBuffer<float> forward(want.y.size());
+  ASSERT_EQ(launch_attention(q.get(), k.get(), v.get(), c.mask.empty() ? nullptr : mask.get(), c.map,
+                             forward.get(), s, c.scale, c.causal, /*stream=*/nullptr),
+            cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  expect_close(forward.read(), want.y, "y");
 }
 
 #define SKIP_WITHOUT_GPU() \

@@ -1,65 +1,17 @@
-// The pooling kernels (pool.h): a grid-stride loop over the result's elements on
-// 256-thread blocks, each element pool_kernels.h's function.
+// The pooling kernels' launches (pool.h), on 256-thread blocks; the kernels are in
+// pool_device.inc.
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
 #include "runtime/cuda/pool.h"
-#include "runtime/cuda/pool_kernels.h"
-#include "runtime/half_bits.h"
+#include "runtime/cuda/pool_device.inc"
 
 namespace weft::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-
-template <typename T>
-__global__ void pool_kernel(PoolOp op, PoolWindow g, const T* a, const T* b, T* out,
-                            int64_t count) {
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < count;
-       e += stride) {
-    out[e] = pool_element(op, g, a, b, e);
-  }
-}
-
-template <typename T>
-__global__ void max_pool_backward_scatter_kernel(PoolWindow g, const T* x, const T* gy, T* out,
-                                                 int64_t windows) {
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < windows;
-       e += stride) {
-    max_pool_backward_scatter(g, x, gy, e, out);
-  }
-}
-
-// f16/bf16 bits → f32, exactly (runtime/half_bits.h, as the host converts).
-__device__ float half_to_float(uint16_t h, bool bf16) {
-  return bf16 ? half_bits::bf16_to_float(h) : half_bits::f16_to_float(h);
-}
-
-// f32 → f16/bf16 bits, rounded to nearest even (runtime/half_bits.h, as the host and
-// codegen/emit_half.cc's generated kernels round).
-__device__ uint16_t float_to_half(float x, bool bf16) {
-  return bf16 ? half_bits::float_to_bf16(x) : half_bits::float_to_f16(x);
-}
-
-__global__ void widen_kernel(const uint16_t* in, float* out, int64_t count, bool bf16) {
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < count;
-       e += stride) {
-    out[e] = half_to_float(in[e], bf16);
-  }
-}
-
-__global__ void narrow_kernel(const float* in, uint16_t* out, int64_t count, bool bf16) {
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < count;
-       e += stride) {
-    out[e] = float_to_half(in[e], bf16);
-  }
-}
 
 unsigned blocks_for(int64_t count) {
   const int64_t wanted = (count + kThreads - 1) / kThreads;

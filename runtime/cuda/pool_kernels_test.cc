@@ -22,6 +22,7 @@ namespace {
 
 using test_util::random_tensor;
 using test_util::reference_node;
+using test_util::tied_tensor;
 
 struct Geometry {
   const char* name;
@@ -51,17 +52,6 @@ Node pool_node(Op op, const Geometry& g) {
   n.attrs["padding"] = g.padding;
   if (op == Op::AvgPool2dBackward) n.attrs["input_shape"] = g.x.dims;
   return n;
-}
-
-// Values with many ties (multiples of 1/4 in [-1, 1]) and, with `nans`, a NaN in about
-// one element in eleven: the first-maximum and NaN rules decide many windows.
-Tensor tied_tensor(Type type, uint32_t seed, bool nans) {
-  Tensor t = random_tensor(type, seed);
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    const double v = std::round(t.get_double(i) * 4) / 4;
-    t.set_double(i, nans && (i * 7 + seed) % 11 == 3 ? std::nan("") : v);
-  }
-  return t;
 }
 
 // Runs pool_element over every result element, as pool.cu's kernel does.

@@ -1,6 +1,7 @@
 #pragma once
 // What runtime/cuda's tests share.
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -18,6 +19,18 @@ inline Tensor random_tensor(Type type, uint32_t seed) {
   for (int64_t i = 0; i < t.numel(); ++i) {
     s = s * 1664525u + 1013904223u;
     t.set_double(i, static_cast<double>(s >> 8) / (1 << 24) * 2.0 - 1.0);
+  }
+  return t;
+}
+
+/// random_tensor rounded to multiples of 1/4 (many ties) and, with `nans`, a NaN in
+/// about one element in eleven: the pooling kernels' first-maximum and NaN rules decide
+/// many windows.
+inline Tensor tied_tensor(Type type, uint32_t seed, bool nans) {
+  Tensor t = random_tensor(type, seed);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const double v = std::round(t.get_double(i) * 4) / 4;
+    t.set_double(i, nans && (i * 7 + seed) % 11 == 3 ? std::nan("") : v);
   }
   return t;
 }

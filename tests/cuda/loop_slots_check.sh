@@ -11,7 +11,8 @@
 # lengths, head_dim 32/64, and a fused attention block's step, decomposed by the CUDA
 # lowering), and the backward kernel called directly (executor_test's
 # `AttentionBackwardKernel.*`: attention_kernels_test.cc, against an f64 host reference,
-# each case twice for bit-identical results), also under memcheck and racecheck. About a minute; not
+# each case twice for bit-identical results; the forward kernel's y on the same cases, Sk = 0
+# giving 0), also under memcheck and racecheck. About a minute; not
 # yet run (written in a session without a GPU).
 # open_issues_check.sh 31 runs it. Build and copy here:
 #

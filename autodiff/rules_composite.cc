@@ -99,16 +99,13 @@ Grads mse(GradBuilder& b, const Node& n, ValueId g) {
 }
 
 Grads attention(GradBuilder& b, const Node& n, ValueId g) {
-  // One attention_grad per operand (FlashAttention's backward recomputes the
-  // probabilities from q and k); the mask is a bool: no gradient.
-  std::vector<ValueId> operands = {n.operands[0], n.operands[1], n.operands[2], g};
+  // One attention_grad giving dq, dk and dv (FlashAttention-2's backward: one pass over
+  // the key tiles, the probabilities recomputed from q and k, rowsum(dy∘y) from the
+  // forward's result); the mask is a bool: no gradient.
+  std::vector<ValueId> operands = {n.operands[0], n.operands[1], n.operands[2], n.result(), g};
   if (n.operands.size() > 3) operands.push_back(n.operands[3]);
-  auto grad = [&](const char* wrt) {
-    Attrs attrs = n.attrs;
-    attrs["wrt"] = std::string(wrt);
-    return b.op(Op::AttentionGrad, operands, std::move(attrs));
-  };
-  Grads out = {grad("q"), grad("k"), grad("v")};
+  ValueId dq = b.op(Op::AttentionGrad, operands, n.attrs);
+  Grads out = b.graph().node(b.graph().value(dq).node).results;  // dq, dk, dv
   if (n.operands.size() > 3) out.push_back(kNoValue);
   return out;
 }

@@ -213,7 +213,7 @@ std::optional<Variant> retyped(const weft::testing::FixtureCase& c, DType from, 
     }
   }
   if (!changed) return std::nullopt;
-  StatusOr<Graph> g = weft::testing::one_node_graph(c.name, c.op, attrs, types, node.loc);
+  StatusOr<Graph> g = weft::testing::one_node_graph(c.name, c.op, attrs, types, node.loc, c.result);
   if (!g.ok()) return std::nullopt;
   return Variant{c.name + " (" + std::string(op_name(c.op)) + ") " +
                      std::string(dtype_name(from)) + "->" + std::string(dtype_name(to)),

@@ -143,7 +143,7 @@ struct TrainOptions {
   bool allow_host_fallback = false;
   /// Find the attention pattern (softmax(q·scale·kᵀ + mask)·v) before autodiff
   /// (passes/fuse_attention.h), so that the step holds `attention` and one `attention_grad`
-  /// per operand instead of their primitives. cuda runs the f32 forward on its attention
+  /// (dq, dk, dv) instead of their primitives. cuda runs the f32 forward on its attention
   /// kernel (runtime/cuda/attention_kernels.h, not yet run on a GPU) and decomposes the
   /// gradients; cpu and reference decompose both (passes/decompose_composites.h). Off by
   /// default until the kernel has run and been measured on a GPU (issue #31).

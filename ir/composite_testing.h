@@ -19,7 +19,7 @@ namespace weft::testing {
 /// The graph of one `op` node on inputs in0, in1, ... of `dtype` (cross_entropy's labels
 /// i64), typed by the shape rules: rows of 6 over 4 (softmax and log_softmax over the
 /// last axis, layer_norm's w and b [6]), attention on q [2,4,8] and k, v [2,5,8] (head dim
-/// 8), attention_grad's dy [2,4,8] with wrt "q". Error: the shape rule's, or "no example"
+/// 8), attention_grad's y and dy [2,4,8] (its three results are the graph's outputs). Error: the shape rule's, or "no example"
 /// for a composite op not listed here (a new composite op: add its example).
 inline StatusOr<Graph> composite_example(Op op, DType dtype) {
   const auto t = [&](std::vector<int64_t> dims) { return Type{dtype, Shape{std::move(dims)}}; };
@@ -36,9 +36,8 @@ inline StatusOr<Graph> composite_example(Op op, DType dtype) {
       attrs["scale"] = 0.35;
       break;
     case Op::AttentionGrad:
-      inputs = {t({2, 4, 8}), t({2, 5, 8}), t({2, 5, 8}), t({2, 4, 8})};
+      inputs = {t({2, 4, 8}), t({2, 5, 8}), t({2, 5, 8}), t({2, 4, 8}), t({2, 4, 8})};
       attrs["scale"] = 0.35;
-      attrs["wrt"] = std::string("q");
       break;
     default:
       return Error{"no example of composite op " + std::string(op_name(op)) +
@@ -50,7 +49,7 @@ inline StatusOr<Graph> composite_example(Op op, DType dtype) {
     operands.push_back(g.add_input("in" + std::to_string(i), inputs[i]));
   }
   WEFT_ASSIGN_OR_RETURN(ValueId result, add_typed_node(g, op, operands, attrs, Location{}));
-  g.add_output(result);
+  for (ValueId r : g.node(g.value(result).node).results) g.add_output(r);
   return g;
 }
 

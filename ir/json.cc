@@ -381,6 +381,9 @@ Status Reader::read_node(const Json& j, const std::string& path) {
 
   const Json& result_list = j["results"];
   WEFT_RETURN_IF_ERROR(check_array(result_list, path + ".results"));
+  if (auto message = check_result_count(info, result_list.size())) {
+    return error(path + ".results", *message);
+  }
   const bool several = has_several_results(*op) && result_list.size() > 1;  // one per body output
   if (result_list.size() != static_cast<size_t>(info.results) && !several) {
     return error(path + ".results", "'" + std::string(info.name) + "' has " +

@@ -1,6 +1,7 @@
 #include "ir/json.h"
 #include "ir/text_util.h"
 #include "ir/text.h"
+#include "ir/shape_rules.h"
 
 #include <gtest/gtest.h>
 
@@ -204,6 +205,33 @@ TEST(JsonErrorTest, OperandAndResultCounts) {
             "g.json: error: nodes[0].operands: 'add' takes 2 operands, but 1 was given");
   EXPECT_EQ(import_error(doc(R"({"op": "neg", "operands": ["x"], "results": []})")),
             "g.json: error: nodes[0].results: 'neg' has 1 result(s), but 0 were given");
+  // #31: the former one-result attention_grad (with `wrt`) is refused, naming the new form.
+  EXPECT_EQ(import_error(doc(R"({"op": "attention_grad", "operands": ["x", "x", "x", "x"],)"
+                             R"( "results": [{"name": "dq"}], "attrs": {"scale": 0.5,)"
+                             R"( "wrt": "q"}})")),
+            "g.json: error: nodes[0].results: 'attention_grad' has 3 results, but 1 was named; "
+            "write '%dq, %dk, %dv = attention_grad(%q, %k, %v, %y, %dy[, %mask]) {scale=..., "
+            "causal=...}' (y: attention's result, dy: its cotangent); the former one-result "
+            "form with 'wrt' is gone");
+}
+
+// attention_grad's three results survive the JSON form.
+TEST(JsonTest, AttentionGradThreeResultsRoundTrip) {
+  Graph g("a");
+  const Type q{DType::f32, {5, 4}}, k{DType::f32, {7, 4}}, v{DType::f32, {7, 3}}, y{DType::f32, {5, 3}};
+  std::vector<ValueId> in = {g.add_input("q", q), g.add_input("k", k), g.add_input("v", v),
+                             g.add_input("y", y), g.add_input("dy", y)};
+  StatusOr<ValueId> dq = add_typed_node(g, Op::AttentionGrad, in, {{"scale", 0.5}}, {});
+  ASSERT_TRUE(dq.ok()) << dq.error().to_string();
+  for (ValueId r : g.node(0).results) g.add_output(r);
+  const std::string text = graph_to_json(g);
+  StatusOr<Graph> back = graph_from_json(text, "g.json");
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  std::string why;
+  EXPECT_TRUE(structurally_equal(g, *back, &why)) << why;
+  ASSERT_EQ(back->node(0).results.size(), 3u);
+  EXPECT_EQ(back->type(back->node(0).results[1]), k);
+  EXPECT_EQ(graph_to_json(*back), text);
 }
 
 TEST(JsonErrorTest, Attributes) {

@@ -84,7 +84,7 @@ struct OpInfo {
   Op op;
   std::string_view name;
   int arity;    ///< -1: variadic, at least one operand.
-  int results;  ///< 0 or 1.
+  int results;  ///< 0, 1, or a fixed count above 1 (ops.def: attention_grad's 3).
   OpCategory category;
   std::vector<AttrSpec> attrs;
   MathClass math = MathClass::None;
@@ -113,8 +113,9 @@ inline HalfRule half_rule(Op op) { return op_info(op).half; }
 inline bool computes_half_in_f32(Op op) { return half_rule(op) == HalfRule::Widen; }
 /// Ops whose nodes carry a body graph (Node::body): `fused` and `scan`.
 inline bool has_body(Op op) { return op == Op::Fused || op == Op::Scan; }
-/// Ops whose nodes may have several results: `fused` (one per body output) and `scan`.
-inline bool has_several_results(Op op) { return has_body(op); }
+/// Ops whose nodes may have several results: `fused` (one per body output), `scan`, and
+/// the ops with a fixed count above 1 in ops.def (attention_grad's dq, dk, dv).
+inline bool has_several_results(Op op) { return has_body(op) || op_info(op).results > 1; }
 /// All ops in ops.def order.
 const std::vector<Op>& all_ops();
 

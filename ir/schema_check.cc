@@ -67,6 +67,20 @@ std::optional<std::string> check_operand_count(const OpInfo& info, size_t given)
   return quoted(info.name) + " takes " + expected + ", but " + std::to_string(given) + were;
 }
 
+std::optional<std::string> check_result_count(const OpInfo& info, size_t given) {
+  if (info.results <= 1 || given == static_cast<size_t>(info.results)) return std::nullopt;
+  std::string message = quoted(info.name) + " has " + std::to_string(info.results) +
+                        " results, but " + std::to_string(given) +
+                        (given == 1 ? " was named" : " were named");
+  if (info.op == Op::AttentionGrad) {
+    // The one-result form with `wrt` (before issue #31) is what old files hold.
+    message += "; write '%dq, %dk, %dv = attention_grad(%q, %k, %v, %y, %dy[, %mask]) "
+               "{scale=..., causal=...}' (y: attention's result, dy: its cotangent); the "
+               "former one-result form with 'wrt' is gone";
+  }
+  return message;
+}
+
 std::optional<std::string> check_attribute_name(const OpInfo& info, std::string_view name) {
   if (info.find_attr(name) == nullptr) {
     if (info.attrs.empty()) {

@@ -19,6 +19,12 @@ std::string unknown_op_message(std::string_view name);
 /// The op's operand count against `given`: "'add' takes 2 operands, but 3 were given".
 std::optional<std::string> check_operand_count(const OpInfo& info, size_t given);
 
+/// For an op with a fixed count of several results (ops.def: attention_grad's 3), the
+/// count of result names against it: "'attention_grad' has 3 results (dq, dk, dv), but 1
+/// was named; ...", naming the op's form; nullopt for other ops (their counts are checked
+/// where their bodies are known).
+std::optional<std::string> check_result_count(const OpInfo& info, size_t given);
+
 /// The attribute name must be in the op's schema; the message lists the ones it accepts.
 std::optional<std::string> check_attribute_name(const OpInfo& info, std::string_view name);
 

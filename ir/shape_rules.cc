@@ -153,7 +153,13 @@ StatusOr<Type> infer_node_type(const Node& node, const std::vector<Type>& operan
   return result;
 }
 
-Type result_type(const Node& node, size_t k, const Type& inferred) {
+Type result_type(const Node& node, size_t k, const Type& inferred,
+                 const std::vector<Type>& operands) {
+  if (node.body == nullptr && op_info(node.op).results > 1 && k > 0) {
+    WEFT_CHECK(k < operands.size(), std::string(op_name(node.op)) +
+                                        ": result_type needs the operand types");
+    return operands[k];
+  }
   if (node.body == nullptr || k >= node.body->outputs().size()) return inferred;
   if (node.op != Op::Scan) return k == 0 ? inferred : node.body->type(node.body->outputs()[k]);
   // A scan's results: its last carries, then each per-iteration output stacked.
@@ -171,8 +177,13 @@ StatusOr<ValueId> add_typed_node(Graph& g, Op op, std::vector<ValueId> operands,
   types.reserve(operands.size());
   for (ValueId v : operands) types.push_back(g.type(v));
   WEFT_ASSIGN_OR_RETURN(Type type, infer_node_type(probe, types));
-  return g.add_node(op, std::move(operands), std::move(attrs), std::move(loc),
-                    op_info(op).results > 0 ? std::optional<Type>(type) : std::nullopt);
+  const int results = op_info(op).results;
+  ValueId first = g.add_node(op, std::move(operands), std::move(attrs), std::move(loc),
+                             results > 0 ? std::optional<Type>(type) : std::nullopt);
+  for (int k = 1; k < results; ++k) {
+    g.add_result(g.value(first).node, "", result_type(probe, k, type, types));
+  }
+  return first;
 }
 
 }  // namespace weft

@@ -146,8 +146,9 @@
 //     {scale, causal}                        Dv]: one float dtype, the same leading dims;
 //                                            mask bool, broadcasts to [..., Sq, Sk]; scale
 //                                            finite -> q's dtype [..., Sq, Dv]
-//   attention_grad(q, k, v, dy[, mask])      dy has attention(q, k, v[, mask])'s type;
-//     {scale, causal, wrt}                   wrt "q", "k" or "v" -> that operand's type
+//   attention_grad(q, k, v, y, dy[, mask])   y and dy have attention(q, k, v[, mask])'s
+//     {scale, causal}                        type -> three results (dq, dk, dv): q's, k's
+//                                            and v's types
 //
 // Rules assume the node passed the verifier's attribute checks (schema attributes
 // present with the right kind); values inside attributes (axes, sizes, strings) are
@@ -178,12 +179,17 @@ StatusOr<Type> infer_node_type(const Node& node, const std::vector<Type>& operan
 
 /// The type of result `k` of `node` given the type the shape rule inferred (result 0):
 /// a `fused` node's further results have its body outputs' types; a `scan` node's are its
-/// body's next carries, then its per-iteration outputs with the leading axis `length`.
-Type result_type(const Node& node, size_t k, const Type& inferred);
+/// body's next carries, then its per-iteration outputs with the leading axis `length`; an
+/// op with a fixed count of several results (ops.def: attention_grad) gives result k
+/// operand k's type (`operands`: the operand types; needed only for such an op).
+Type result_type(const Node& node, size_t k, const Type& inferred,
+                 const std::vector<Type>& operands = {});
 
 /// Appends `op(operands) {attrs}` at `loc` to `g` with its result typed by the shape
 /// rule (operand types must be known): how the builder, the autodiff rules and the
-/// optimizer emit nodes. A shape-rule error is returned and nothing is appended.
+/// optimizer emit nodes. A shape-rule error is returned and nothing is appended. Returns
+/// result 0; an op with several results (attention_grad) gets all of them, typed by
+/// `result_type`, and the others are `g.node(g.value(r).node).results`.
 StatusOr<ValueId> add_typed_node(Graph& g, Op op, std::vector<ValueId> operands, Attrs attrs,
                                  Location loc);
 

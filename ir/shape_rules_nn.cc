@@ -394,19 +394,23 @@ StatusOr<Type> attention(const Node& node, const std::vector<Type>& in) {
   return attention_type(node, in, 3);
 }
 
+// attention_grad(q, k, v, y, dy[, mask]) -> (dq, dk, dv): y and dy have the forward's
+// type; the result types after dq's are q's operands' (ops.def: result k is operand k's).
 StatusOr<Type> attention_grad(const Node& node, const std::vector<Type>& in) {
-  if (in.size() < 4) return attention_type(node, in, 4);
+  if (in.size() < 5 || in.size() > 6) {
+    return rule_error("takes q, k, v, y, dy and an optional mask (5 or 6 operands), but " +
+                      std::to_string(in.size()) + " were given");
+  }
   std::vector<Type> forward = {in[0], in[1], in[2]};
-  if (in.size() == 5) forward.push_back(in[4]);
+  if (in.size() == 6) forward.push_back(in[5]);
   WEFT_ASSIGN_OR_RETURN(Type y, attention_type(node, forward, 3));
   if (!(in[3] == y)) {
-    return rule_error("dy " + str(in[3]) + " must have the attention result's type " + str(y));
+    return rule_error("y " + str(in[3]) + " must have the attention result's type " + str(y));
   }
-  const std::string& wrt = node.str_attr("wrt");
-  if (wrt == "q") return in[0];
-  if (wrt == "k") return in[1];
-  if (wrt == "v") return in[2];
-  return rule_error("wrt \"" + wrt + "\" must be \"q\", \"k\" or \"v\"");
+  if (!(in[4] == y)) {
+    return rule_error("dy " + str(in[4]) + " must have the attention result's type " + str(y));
+  }
+  return in[0];
 }
 
 }  // namespace

@@ -411,6 +411,43 @@ TEST(ShapeRulesTest, Composites) {
             "shape (mse does not broadcast)");
 }
 
+// attention_grad(q, k, v, y, dy[, mask]) -> (dq, dk, dv): the rule gives dq's type, the
+// further results are k's and v's (ops.def: result k has operand k's type), and
+// add_typed_node gives the node all three.
+TEST(ShapeRulesTest, AttentionGradHasThreeResults) {
+  const Type q = f32({2, 5, 4}), k = f32({2, 7, 4}), v = f32({2, 7, 3}), y = f32({2, 5, 3});
+  const Attrs attrs = {{"scale", 0.5}};
+  EXPECT_EQ(run(Op::AttentionGrad, {q, k, v, y, y}, attrs), "f32[2,5,4]");
+  EXPECT_EQ(run(Op::AttentionGrad, {q, k, v, y, y, boolean({2, 1, 7})}, attrs), "f32[2,5,4]");
+  Graph g("g");
+  std::vector<ValueId> in;
+  for (const Type& t : {q, k, v, y, y}) in.push_back(g.add_input("in" + std::to_string(in.size()), t));
+  StatusOr<ValueId> dq = add_typed_node(g, Op::AttentionGrad, in, attrs, kLoc);
+  ASSERT_TRUE(dq.ok()) << dq.error().to_string();
+  const Node& node = g.node(g.value(*dq).node);
+  ASSERT_EQ(node.results.size(), 3u);
+  EXPECT_EQ(g.type(node.results[0]), q);
+  EXPECT_EQ(g.type(node.results[1]), k);
+  EXPECT_EQ(g.type(node.results[2]), v);
+  EXPECT_EQ(result_type(node, 2, q, {q, k, v, y, y}), v);
+
+  EXPECT_EQ(run(Op::AttentionGrad, {q, k, v, f32({2, 5, 4}), y}, attrs),
+            "model.wir:3:8: error: attention_grad: y f32[2,5,4] must have the attention "
+            "result's type f32[2,5,3]");
+  EXPECT_EQ(run(Op::AttentionGrad, {q, k, v, y, f32({2, 7, 3})}, attrs),
+            "model.wir:3:8: error: attention_grad: dy f32[2,7,3] must have the attention "
+            "result's type f32[2,5,3]");
+  EXPECT_EQ(run(Op::AttentionGrad, {q, k, v, y}, attrs),
+            "model.wir:3:8: error: attention_grad: takes q, k, v, y, dy and an optional mask "
+            "(5 or 6 operands), but 4 were given");
+  EXPECT_EQ(run(Op::AttentionGrad, {q, k, v, y, y, boolean({2, 1, 6})}, attrs),
+            "model.wir:3:8: error: attention_grad: mask bool[2,1,6] must be bool and broadcast "
+            "to the scores' shape [2,5,7] (true masks a key out)");
+  EXPECT_EQ(run(Op::AttentionGrad, {q, f32({2, 7, 5}), v, y, y}, attrs),
+            "model.wir:3:8: error: attention_grad: q f32[2,5,4], k f32[2,7,5] and v f32[2,7,3] "
+            "must be [..., Sq, D], [..., Sk, D] and [..., Sk, Dv] with the same leading dims");
+}
+
 TEST(ShapeRulesTest, AllReduce) {
   EXPECT_EQ(run(Op::AllReduce, {f32({3, 4})}, {}), "f32[3,4]");  // reduction="mean"
   EXPECT_EQ(run(Op::AllReduce, {i64({5})}, {{"reduction", std::string("sum")}}), "i64[5]");

@@ -271,9 +271,11 @@ Status Parser::parse_statement() {
                                 std::string(info.name) + "(...)'");
   }
   if (results.size() > 1 && !has_several_results(*op)) {
-    return error_at(results[1],
-                    op_quoted + " has one result; only 'fused' and 'scan' may have several");
+    return error_at(results[1], op_quoted +
+                                    " has one result; only 'fused', 'scan' and "
+                                    "'attention_grad' may have several");
   }
+  if (auto message = check_result_count(info, results.size())) return error_at(results[0], *message);
   for (const Token& r : results) WEFT_RETURN_IF_ERROR(check_new_name(r));
 
   WEFT_RETURN_IF_ERROR(expect(TokenKind::LParen, "'(' after " + op_quoted));

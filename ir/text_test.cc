@@ -275,7 +275,7 @@ TEST(TextTest, FusedNodesWithSeveralResultsRoundTrip) {
   EXPECT_TRUE(verify(*g).ok()) << verify(*g).to_string();
   EXPECT_EQ(print_graph(*g, {.locations = false}), text);
   EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %a, %b = neg(%x)\n  return %a\n}"),
-            "bad.wir:2:7: error: 'neg' has one result; only 'fused' and 'scan' may have several");
+            "bad.wir:2:7: error: 'neg' has one result; only 'fused', 'scan' and 'attention_grad' may have several");
   EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %a, %b = fused(%x) : f32[4], f32[4] ({\n"
                         "    ^body(%y: f32[4]):\n      return %y\n  })\n  return %a\n}"),
             "bad.wir:2:3: error: the body returns 1 value but 'fused' names 2 results");
@@ -283,6 +283,51 @@ TEST(TextTest, FusedNodesWithSeveralResultsRoundTrip) {
   EXPECT_EQ(parse_error("graph @g(%x: f32[4]) {\n  %a, %b = scan(%x) {carries=1, length=2} : f32[4], f32[2,4] ({\n"
                         "    ^body(%y: f32[4]):\n      return %y\n  })\n  return %a\n}"),
             "bad.wir:2:3: error: the body returns 1 value but 'scan' names 2 results");
+}
+
+// #31: attention_grad is one node with three results (dq, dk, dv); the text names each.
+TEST(TextTest, AttentionGradWithThreeResultsRoundTrips) {
+  const std::string text =
+      "graph @g(%q: f32[2,5,4], %k: f32[2,7,4], %v: f32[2,7,3], %dy: f32[2,5,3], "
+      "%m: bool[2,1,7]) -> (f32[2,5,3], f32[2,5,4], f32[2,7,4], f32[2,7,3]) {\n"
+      "  %y = attention(%q, %k, %v, %m) {causal=true, scale=0.5} : f32[2,5,3]\n"
+      "  %dq, %dk, %dv = attention_grad(%q, %k, %v, %y, %dy, %m) {causal=true, scale=0.5} : "
+      "f32[2,5,4], f32[2,7,4], f32[2,7,3]\n"
+      "  return %y, %dq, %dk, %dv\n"
+      "}\n";
+  StatusOr<Graph> g = parse_graph(text, "f.wir");
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  ASSERT_EQ(g->nodes()[1].results.size(), 3u);
+  EXPECT_TRUE(verify(*g).ok()) << verify(*g).to_string();
+  EXPECT_EQ(print_graph(*g, {.locations = false}), text);
+  // Declared types are checked against the rule: dk is k's type.
+  std::string wrong = text;
+  const std::string declared = "f32[2,5,4], f32[2,7,4], f32[2,7,3]\n";
+  wrong.replace(wrong.find(declared), declared.size(), "f32[2,5,4], f32[2,7,3], f32[2,7,3]\n");
+  StatusOr<Graph> bad = parse_graph(wrong, "f.wir");
+  ASSERT_TRUE(bad.ok()) << bad.error().to_string();
+  EXPECT_EQ(verify(*bad).to_string(),
+            "f.wir:3:3: error: %dk has type f32[2,7,3] but attention_grad's shape rule gives "
+            "f32[2,7,4]");
+}
+
+// The one-result form with `wrt` (before #31) is refused, naming the new form.
+TEST(TextTest, FormerAttentionGradFormIsAnErrorNamingTheNewOne) {
+  const std::string former =
+      "graph @g(%q: f32[5,4], %k: f32[7,4], %v: f32[7,3], %dy: f32[5,3]) {\n"
+      "  %dq = attention_grad(%q, %k, %v, %dy) {scale=0.5, wrt=\"q\"}\n"
+      "  return %dq\n}";
+  EXPECT_EQ(parse_error(former),
+            "bad.wir:2:3: error: 'attention_grad' has 3 results, but 1 was named; write "
+            "'%dq, %dk, %dv = attention_grad(%q, %k, %v, %y, %dy[, %mask]) {scale=..., "
+            "causal=...}' (y: attention's result, dy: its cotangent); the former one-result "
+            "form with 'wrt' is gone");
+  EXPECT_EQ(parse_error("graph @g(%q: f32[5,4]) {\n  %a, %b = attention_grad(%q) {scale=0.5}\n"
+                        "  return %a\n}"),
+            "bad.wir:2:3: error: 'attention_grad' has 3 results, but 2 were named; write "
+            "'%dq, %dk, %dv = attention_grad(%q, %k, %v, %y, %dy[, %mask]) {scale=..., "
+            "causal=...}' (y: attention's result, dy: its cotangent); the former one-result "
+            "form with 'wrt' is gone");
 }
 
 TEST(TextTest, ReadGraphFileNamesAnUnreadableFile) {

@@ -141,7 +141,7 @@ class Verifier {
     WEFT_ASSIGN_OR_RETURN(Type inferred0, infer_node_type(node, operand_types));
     for (size_t k = 0; k < node.results.size(); ++k) {
       const Value& v = g_.value(node.results[k]);
-      const Type inferred = result_type(node, k, inferred0);
+      const Type inferred = result_type(node, k, inferred0, operand_types);
       if (v.type && !(*v.type == inferred)) {
         return Error{"%" + v.name + " has type " + v.type->to_string() + " but " +
                          std::string(op_name(node.op)) + "'s shape rule gives " +

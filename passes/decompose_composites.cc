@@ -55,11 +55,21 @@ class Emitter {
     return op(Op::Matmul, {a, b}, Type{ta_type.dtype, out}, matmul_flags(ta, tb));
   }
   static Attrs matmul_flags(bool ta, bool tb) { return {{"transpose_a", ta}, {"transpose_b", tb}}; }
+  /// Appends `o(in) {attrs}` producing result `k` (> 0) of the composite, which keeps its
+  /// name and type: a several-result composite's further results (attention_grad's dk, dv).
+  void result(size_t k, Op o, std::vector<ValueId> in, Attrs attrs = {}) {
+    const ValueId r = n_.results[k];
+    g_.mutable_nodes().push_back(Node{o, std::move(in), std::move(attrs), {r}, n_.loc});
+    g_.mutable_value(r).node = static_cast<int>(g_.nodes().size()) - 1;
+  }
+  /// Writes the last primitive into node `i`, which keeps its result 0 (the others were
+  /// given to their own nodes by `result`).
   bool last(Op o, std::vector<ValueId> in, Attrs attrs = {}) {
     Node& node = g_.node(i_);
     node.op = o;
     node.operands = std::move(in);
     node.attrs = std::move(attrs);
+    node.results.resize(1);
     return true;
   }
 
@@ -110,7 +120,8 @@ bool decompose_rows(Emitter& e, const IntList& axes) {
 
 /// What the attention and attention_grad nodes of one problem (the same q, k, v, mask,
 /// scale and causal) share once decomposed: the scale, the scaled q and the
-/// probabilities, and for each dy the dS of the q and k gradients. A step's gradients
+/// probabilities, and for each dy the dS of the q and k gradients (one attention_grad
+/// node reads it twice; two with the same dy, as a hand-written graph may hold, share it). A step's gradients
 /// then read the forward's probabilities, as the primitives' own gradient does.
 struct AttentionValues {
   ValueId scale = kNoValue, q_scaled = kNoValue, p = kNoValue;
@@ -123,7 +134,7 @@ using SharedAttention = std::map<AttentionKey, AttentionValues>;
 /// (frontend/modules/attention.cc), emitted once per problem.
 AttentionValues& probabilities(Emitter& e, SharedAttention& shared) {
   const Node& n = e.node();
-  const size_t mask_at = n.op == Op::AttentionGrad ? 4 : 3;
+  const size_t mask_at = n.op == Op::AttentionGrad ? 5 : 3;
   const ValueId q = n.operands[0], k = n.operands[1];
   const ValueId mask = n.operands.size() > mask_at ? n.operands[mask_at] : kNoValue;
   AttentionValues& a = shared[{q, k, n.operands[2], mask, n.float_attr("scale"), n.bool_attr("causal")}];
@@ -154,17 +165,16 @@ AttentionValues& probabilities(Emitter& e, SharedAttention& shared) {
 }
 
 /// attention's and attention_grad's primitives: the probabilities P, then y = P·v, or
-/// for the gradient what autodiff makes of that order: Pᵀ·dy (v), dSᵀ·(q·scale) (k) or
-/// (dS·k)·scale (q), with dS = P (dP - rowsum(dP P)) and dP = dy·vᵀ.
+/// for the gradient what autodiff makes of that order: (dS·k)·scale (dq), dSᵀ·(q·scale)
+/// (dk) and Pᵀ·dy (dv), with dS = P (dP - rowsum(dP P)) and dP = dy·vᵀ. The gradient's
+/// y operand is not read (the primitives' gradient has no use for it).
 bool decompose_attention(Emitter& e, SharedAttention& shared) {
   const Node& n = e.node();
   AttentionValues& a = probabilities(e, shared);
   if (n.op == Op::Attention) {
     return e.last(Op::Matmul, {a.p, n.operands[2]}, Emitter::matmul_flags(false, false));
   }
-  const ValueId dy = n.operands[3];
-  const std::string& wrt = n.str_attr("wrt");
-  if (wrt == "v") return e.last(Op::Matmul, {a.p, dy}, Emitter::matmul_flags(true, false));
+  const ValueId dy = n.operands[4];
   auto [at, fresh] = a.ds.try_emplace(dy, kNoValue);
   ValueId& ds = at->second;
   if (fresh) {
@@ -175,15 +185,17 @@ bool decompose_attention(Emitter& e, SharedAttention& shared) {
                                {{"axes", IntList{rank - 1}}, {"keepdims", true}});
     ds = e.op(Op::Mul, {a.p, e.op(Op::Sub, {dp, delta}, st)}, st);
   }
-  if (wrt == "k") return e.last(Op::Matmul, {ds, a.q_scaled}, Emitter::matmul_flags(true, false));
-  return e.last(Op::Mul, {e.matmul(ds, n.operands[1], /*ta=*/false, /*tb=*/false), a.scale});
+  const ValueId ds_k = e.matmul(ds, n.operands[1], /*ta=*/false, /*tb=*/false);
+  e.result(1, Op::Matmul, {ds, a.q_scaled}, Emitter::matmul_flags(true, false));  // dk
+  e.result(2, Op::Matmul, {a.p, dy}, Emitter::matmul_flags(true, false));         // dv
+  return e.last(Op::Mul, {ds_k, a.scale});                                        // dq
 }
 
 /// Appends the primitive ops of composite node `i` but the last, which node `i` becomes;
 /// false when the node is left alone.
 bool decompose(Graph& g, int i, SharedAttention& shared) {
   const Node& n = g.node(i);
-  if (n.results.size() != 1 || n.operands.empty()) return false;
+  if (n.results.size() != static_cast<size_t>(n.info().results) || n.operands.empty()) return false;
   const Type t = g.type(n.operands[0]);
   if (t.dtype != DType::f32 && t.dtype != DType::f64) return false;
   if (n.op == Op::Attention || n.op == Op::AttentionGrad) {

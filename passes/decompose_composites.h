@@ -19,10 +19,11 @@
 // attention(%q, %k, %v[, %mask]) {scale, causal} becomes what frontend/modules/attention.cc
 // emits: matmul(q · scale, k, transpose_b), select(gt(iota col, iota row), -inf, ·) when
 // causal, select(mask, -inf, ·), softmax's primitives and matmul(·, v);
-// attention_grad {wrt} ends in matmul(Pᵀ, dy) (v), matmul(dSᵀ, q · scale) (k) or
-// matmul(dS, k) · scale (q), with dS = P (dP - rowsum(dP P)) and dP = dy · vᵀ. The nodes
-// of one problem (the same q, k, v, mask, scale, causal) share P, and the same dy's dS:
-// a step's gradients read the forward's probabilities, as the primitives' own gradient
+// attention_grad's three results (dq, dk, dv) end in matmul(dS, k) · scale (dq, which
+// the node itself becomes), matmul(dSᵀ, q · scale) (dk) and matmul(Pᵀ, dy) (dv), each
+// keeping its result's name, with dS = P (dP - rowsum(dP P)) and dP = dy · vᵀ computed
+// once. The nodes of one problem (the same q, k, v, mask, scale, causal) share P: a
+// step's gradients read the forward's probabilities, as the primitives' own gradient
 // does.
 //
 // Left alone: f16/bf16 composites (attention too: passes/fuse_attention.h makes none), a

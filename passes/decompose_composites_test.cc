@@ -155,8 +155,8 @@ TEST(DecomposeCompositesTest, AttentionBecomesTheModulesPrimitives) {
 )");
 }
 
-// attention and its three gradients, decomposed, compute what their reference kernels
-// compute: odd sequence lengths, Sq != Sk, a padding mask broadcast over heads and rows,
+// attention and its gradient's three results, decomposed, compute what their reference
+// kernels compute (each result keeping its name): odd sequence lengths, Sq != Sk, a padding mask broadcast over heads and rows,
 // causal or not (every row keeps a key: a row with none is NaN either way).
 TEST(DecomposeCompositesTest, AttentionSameValuesAsItsReferenceKernels) {
   for (const char* dtype : {"f64", "f32"}) {
@@ -166,15 +166,17 @@ TEST(DecomposeCompositesTest, AttentionSameValuesAsItsReferenceKernels) {
       const std::string text = "graph @f(%q: " + t + "[2,3,5,4], %k: " + t + "[2,3,7,4], %v: " + t +
                                "[2,3,7,3], %dy: " + t + "[2,3,5,3], %m: bool[2,1,1,7]) {\n" +
                                "  %y = attention(%q, %k, %v, %m) " + attrs + "}\n" +
-                               "  %dq = attention_grad(%q, %k, %v, %dy, %m) " + attrs + ", wrt=\"q\"}\n" +
-                               "  %dk = attention_grad(%q, %k, %v, %dy, %m) " + attrs + ", wrt=\"k\"}\n" +
-                               "  %dv = attention_grad(%q, %k, %v, %dy, %m) " + attrs + ", wrt=\"v\"}\n" +
+                               "  %dq, %dk, %dv = attention_grad(%q, %k, %v, %y, %dy, %m) " + attrs + "}\n" +
                                "  return %y, %dq, %dk, %dv\n}";
       StatusOr<Graph> before = parse_graph(text, "test.wir");
       ASSERT_TRUE(before.ok()) << before.error().to_string();
       ASSERT_TRUE(InferTypesPass().run(*before).ok());
       Graph after = *before;
       ASSERT_TRUE(DecomposeCompositesPass().run(after).ok());
+      ASSERT_TRUE(verify(after).ok()) << verify(after).to_string();
+      for (size_t i = 0; i < 4; ++i) {
+        EXPECT_EQ(after.value(after.outputs()[i]).name, before->value(before->outputs()[i]).name);
+      }
       int exps = 0, products = 0;
       for (const Node& node : after.nodes()) {
         EXPECT_NE(node.info().category, OpCategory::Composite) << print_graph(after);

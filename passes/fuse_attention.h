@@ -1,8 +1,8 @@
 #pragma once
 // fuse-attention: the attention pattern softmax(q·scale·kᵀ + mask)·v, as
 // frontend/modules/attention.cc emits it (and as a .wir writes it by hand), becomes one
-// `attention` composite (ir/ops.def), so that autodiff gives it one `attention_grad` per
-// operand instead of differentiating the primitives. Run before autodiff by the Trainer
+// `attention` composite (ir/ops.def), so that autodiff gives it one `attention_grad`
+// (three results: dq, dk, dv) instead of differentiating the primitives. Run before autodiff by the Trainer
 // with TrainOptions::fuse_attention (off by default; the CUDA lowering runs the forward on
 // runtime/cuda's attention kernel).
 //

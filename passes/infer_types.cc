@@ -76,7 +76,7 @@ StatusOr<bool> InferTypesPass::run(Graph& g) {
                                                     g.value(node.result()).name, node.loc));
     }
     for (size_t k = 0; k < node.results.size(); ++k) {  // none for statements (assign)
-      const Type inferred_k = result_type(node, k, inferred);
+      const Type inferred_k = result_type(node, k, inferred, operand_types);
       Value& value = g.mutable_value(node.results[k]);
       if (!value.type) {
         value.type = inferred_k;

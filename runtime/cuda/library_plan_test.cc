@@ -207,8 +207,8 @@ TEST(LibraryKind, EveryOpOfATrainingStepHasDeviceCode) {
        LibraryKind::host},
       {"%q: f32[5,129], %k: f32[7,129], %v: f32[7,8]", "  %y = attention(%q, %k, %v) {scale=0.5}\n",
        LibraryKind::host},
-      {"%q: f32[5,8], %k: f32[7,8], %v: f32[7,8], %d: f32[5,8]",
-       "  %y = attention_grad(%q, %k, %v, %d) {scale=0.5, wrt=\"q\"}\n", LibraryKind::host},
+      {"%q: f32[5,8], %k: f32[7,8], %v: f32[7,8], %o: f32[5,8], %d: f32[5,8]",
+       "  %y, %dk, %dv = attention_grad(%q, %k, %v, %o, %d) {scale=0.5}\n", LibraryKind::host},
   };
   for (const auto& [inputs, body, want] : ops) {
     const OneOp op = one_op(inputs, body);

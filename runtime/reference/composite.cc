@@ -271,15 +271,17 @@ Status attention(const Node& node, const Inputs& in, Tensor& out) {
   });
 }
 
-// FlashAttention's backward, in f64 from the recomputed probabilities P:
+// FlashAttention's backward, in f64 from the recomputed probabilities P, giving all
+// three results (dq, dk, dv):
 //   dv = Pᵀ·dy,  dP = dy·vᵀ,  dS = P ∘ (dP - rowsum(dP ∘ P)),  dq = (dS·k)·scale,
 //   dk = dSᵀ·(q·scale).
-Status attention_grad(const Node& node, const Inputs& in, Tensor& out) {
-  const Tensor &q = *in[0], &k = *in[1], &v = *in[2], &dy = *in[3];
+// rowsum(dP ∘ P) is taken as it is rather than as rowsum(dy ∘ y) (equal up to y's
+// rounding), so each result is what the primitives compute; y (operand 3) is not read.
+Status attention_grad(const Node& node, const Inputs& in, std::vector<Tensor>& outs) {
+  const Tensor &q = *in[0], &k = *in[1], &v = *in[2], &dy = *in[4];
   const AttentionDims a = attention_dims(q, k, v);
   const std::vector<char> masked =
-      masked_scores(q, in.size() > 4 ? in[4] : nullptr, a, node.bool_attr("causal"));
-  const std::string& wrt = node.str_attr("wrt");
+      masked_scores(q, in.size() > 5 ? in[5] : nullptr, a, node.bool_attr("causal"));
   return dispatch<kFloats>(node, q.dtype(), [&](auto tag) -> Status {
     using T = decltype(tag);
     const T scale = static_cast<T>(node.float_attr("scale"));
@@ -289,16 +291,13 @@ Status attention_grad(const Node& node, const Inputs& in, Tensor& out) {
       const T* vb = v.data<T>() + b * a.sk * a.dv;
       const T* dyb = dy.data<T>() + b * a.sq * a.dv;
       const std::vector<double> p = attention_probs(qb, kb, masked.data() + b * a.sq * a.sk, a, scale);
-      if (wrt == "v") {
-        T* dv = out.data<T>() + b * a.sk * a.dv;
-        for (int64_t j = 0; j < a.sk; ++j) {
-          for (int64_t c = 0; c < a.dv; ++c) {
-            double acc = 0;
-            for (int64_t i = 0; i < a.sq; ++i) acc += p[i * a.sk + j] * static_cast<double>(dyb[i * a.dv + c]);
-            dv[j * a.dv + c] = static_cast<T>(acc);
-          }
+      T* dv = outs[2].data<T>() + b * a.sk * a.dv;
+      for (int64_t j = 0; j < a.sk; ++j) {
+        for (int64_t c = 0; c < a.dv; ++c) {
+          double acc = 0;
+          for (int64_t i = 0; i < a.sq; ++i) acc += p[i * a.sk + j] * static_cast<double>(dyb[i * a.dv + c]);
+          dv[j * a.dv + c] = static_cast<T>(acc);
         }
-        continue;
       }
       std::vector<double> ds(a.sq * a.sk);
       for (int64_t i = 0; i < a.sq; ++i) {
@@ -313,25 +312,22 @@ Status attention_grad(const Node& node, const Inputs& in, Tensor& out) {
         }
         for (int64_t j = 0; j < a.sk; ++j) ds[i * a.sk + j] = p[i * a.sk + j] * (ds[i * a.sk + j] - delta);
       }
-      if (wrt == "q") {
-        T* dq = out.data<T>() + b * a.sq * a.d;
-        for (int64_t i = 0; i < a.sq; ++i) {
-          for (int64_t c = 0; c < a.d; ++c) {
-            double acc = 0;
-            for (int64_t j = 0; j < a.sk; ++j) acc += ds[i * a.sk + j] * static_cast<double>(kb[j * a.d + c]);
-            dq[i * a.d + c] = static_cast<T>(acc * static_cast<double>(scale));
-          }
+      T* dq = outs[0].data<T>() + b * a.sq * a.d;
+      for (int64_t i = 0; i < a.sq; ++i) {
+        for (int64_t c = 0; c < a.d; ++c) {
+          double acc = 0;
+          for (int64_t j = 0; j < a.sk; ++j) acc += ds[i * a.sk + j] * static_cast<double>(kb[j * a.d + c]);
+          dq[i * a.d + c] = static_cast<T>(acc * static_cast<double>(scale));
         }
-      } else {
-        T* dk = out.data<T>() + b * a.sk * a.d;
-        for (int64_t j = 0; j < a.sk; ++j) {
-          for (int64_t c = 0; c < a.d; ++c) {
-            double acc = 0;
-            for (int64_t i = 0; i < a.sq; ++i) {
-              acc += ds[i * a.sk + j] * static_cast<double>(static_cast<T>(qb[i * a.d + c] * scale));
-            }
-            dk[j * a.d + c] = static_cast<T>(acc);
+      }
+      T* dk = outs[1].data<T>() + b * a.sk * a.d;
+      for (int64_t j = 0; j < a.sk; ++j) {
+        for (int64_t c = 0; c < a.d; ++c) {
+          double acc = 0;
+          for (int64_t i = 0; i < a.sq; ++i) {
+            acc += ds[i * a.sk + j] * static_cast<double>(static_cast<T>(qb[i * a.d + c] * scale));
           }
+          dk[j * a.d + c] = static_cast<T>(acc);
         }
       }
     }
@@ -348,7 +344,7 @@ void register_composite_kernels(KernelTable& t) {
   t.add(Op::CrossEntropy, cross_entropy);
   t.add(Op::Mse, mse);
   t.add(Op::Attention, attention);
-  t.add(Op::AttentionGrad, attention_grad);
+  t.add_several(Op::AttentionGrad, attention_grad);
 }
 
 }  // namespace weft::reference

@@ -124,16 +124,22 @@ StatusOr<std::vector<Tensor>> run_loop(
 
 namespace {
 
-Status run_node(const Node& node, const Kernel& kernel, const std::vector<const Tensor*>& in,
-                const Type& result_type, Tensor* out) {
-  // ops.def's half rule (HalfRule): Widen ops see f16/bf16 operands widened to f32 and
-  // produce f32 that is then rounded; the others (Follow, Convert, Exact) handle every
-  // dtype themselves.
-  bool widen = computes_half_in_f32(node.op) && is_half(result_type.dtype);
-  for (const Tensor* t : in) widen = widen || (computes_half_in_f32(node.op) && is_half(t->dtype()));
+// ops.def's half rule (HalfRule): Widen ops see f16/bf16 operands widened to f32 and
+// produce f32 that is then rounded; the others (Follow, Convert, Exact) handle every
+// dtype themselves. `compute(args, outs)` fills `outs`, allocated with `result_types`
+// (f32 for a half result of a widening op).
+template <typename Compute>
+Status run_widened(const Node& node, const std::vector<const Tensor*>& in,
+                   const std::vector<Type>& result_types, std::vector<Tensor>& outs,
+                   const Compute& compute) {
+  bool widen = false;
+  for (const Type& t : result_types) widen = widen || is_half(t.dtype);
+  for (const Tensor* t : in) widen = widen || is_half(t->dtype());
+  widen = widen && computes_half_in_f32(node.op);
+  outs.clear();
   if (!widen) {
-    *out = Tensor(result_type);
-    return kernel(node, in, *out);
+    for (const Type& t : result_types) outs.emplace_back(t);
+    return compute(in, outs);
   }
   std::vector<Tensor> widened;
   widened.reserve(in.size());
@@ -146,11 +152,26 @@ Status run_node(const Node& node, const Kernel& kernel, const std::vector<const 
       args.push_back(t);
     }
   }
-  Type wide_type = result_type;
-  if (is_half(wide_type.dtype)) wide_type.dtype = DType::f32;
-  Tensor wide(wide_type);
-  WEFT_RETURN_IF_ERROR(kernel(node, args, wide));
-  *out = is_half(result_type.dtype) ? to_dtype(wide, result_type.dtype) : std::move(wide);
+  for (Type t : result_types) {
+    if (is_half(t.dtype)) t.dtype = DType::f32;
+    outs.emplace_back(t);
+  }
+  WEFT_RETURN_IF_ERROR(compute(args, outs));
+  for (size_t k = 0; k < outs.size(); ++k) {
+    if (is_half(result_types[k].dtype)) outs[k] = to_dtype(outs[k], result_types[k].dtype);
+  }
+  return Status::ok_status();
+}
+
+Status run_node(const Node& node, const Kernel& kernel, const std::vector<const Tensor*>& in,
+                const Type& result_type, Tensor* out) {
+  std::vector<Tensor> outs;
+  WEFT_RETURN_IF_ERROR(run_widened(
+      node, in, {result_type}, outs,
+      [&](const std::vector<const Tensor*>& args, std::vector<Tensor>& o) {
+        return kernel(node, args, o[0]);
+      }));
+  *out = std::move(outs[0]);
   return Status::ok_status();
 }
 
@@ -178,6 +199,11 @@ Error allocation_error(const Node& node, const std::vector<Type>& types) {
 
 const Kernel* find_kernel(Op op) {
   const Kernel& k = kernel_table().kernels[static_cast<size_t>(op)];
+  return k == nullptr ? nullptr : &k;
+}
+
+const SeveralKernel* find_several_kernel(Op op) {
+  const SeveralKernel& k = kernel_table().several[static_cast<size_t>(op)];
   return k == nullptr ? nullptr : &k;
 }
 
@@ -244,6 +270,34 @@ StatusOr<RunResult> run(const Graph& g, std::vector<Tensor> inputs) {
       for (size_t k = 0; k < node.results.size(); ++k) {
         values[node.results[k]] = std::move(r.outputs[k]);
       }
+      for (ValueId o : node.operands) {
+        if (--uses[o] == 0) values[o].reset();
+      }
+      continue;
+    }
+    if (const SeveralKernel* several = find_several_kernel(node.op)) {
+      // An op with a fixed count of several results (attention_grad's dq, dk, dv).
+      std::vector<Type> types;
+      for (ValueId r : node.results) {
+        if (!g.value(r).type) {
+          return Error{std::string(op_name(node.op)) + ": result %" + g.value(r).name +
+                           " has no type; run shape inference before the reference interpreter",
+                       node.loc};
+        }
+        types.push_back(*g.value(r).type);
+        WEFT_RETURN_IF_ERROR(result_fits(node, types.back()));
+      }
+      std::vector<Tensor> outs;
+      try {
+        WEFT_RETURN_IF_ERROR(run_widened(
+            node, in, types, outs,
+            [&](const std::vector<const Tensor*>& args, std::vector<Tensor>& o) {
+              return (*several)(node, args, o);
+            }));
+      } catch (const std::bad_alloc&) {
+        return allocation_error(node, types);
+      }
+      for (size_t k = 0; k < node.results.size(); ++k) values[node.results[k]] = std::move(outs[k]);
       for (ValueId o : node.operands) {
         if (--uses[o] == 0) values[o].reset();
       }

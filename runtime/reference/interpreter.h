@@ -107,4 +107,14 @@ using Kernel = Status (*)(const Node& node, const std::vector<const Tensor*>& in
 /// The kernel registered for `op`; nullptr when missing (completeness test).
 const Kernel* find_kernel(Op op);
 
+/// A reference kernel of an op with a fixed count of several results (ops.def:
+/// attention_grad's dq, dk, dv): `outs` holds one tensor per result, allocated with the
+/// results' types and zero-filled; otherwise as `Kernel`. Such an op's `Kernel` entry only
+/// says so: `run` calls this one.
+using SeveralKernel = Status (*)(const Node& node, const std::vector<const Tensor*>& in,
+                                 std::vector<Tensor>& outs);
+
+/// The several-result kernel registered for `op`; nullptr for the others.
+const SeveralKernel* find_several_kernel(Op op);
+
 }  // namespace weft::reference

@@ -18,10 +18,21 @@
 
 namespace weft::reference {
 
+inline Error node_error(const Node& node, const std::string& message);
+
 /// Kernels by op, filled by the category files.
 struct KernelTable {
   std::array<Kernel, kNumOps> kernels{};
+  std::array<SeveralKernel, kNumOps> several{};
   void add(Op op, Kernel k) { kernels[static_cast<size_t>(op)] = k; }
+  /// An op with several results: `run` calls `k`; its `Kernel` entry refuses a lone call.
+  void add_several(Op op, SeveralKernel k) {
+    several[static_cast<size_t>(op)] = k;
+    kernels[static_cast<size_t>(op)] = [](const Node& node, const std::vector<const Tensor*>&,
+                                          Tensor&) -> Status {
+      return node_error(node, "has several results: it runs through reference::run");
+    };
+  }
 };
 
 void register_elementwise_kernels(KernelTable& table);

@@ -78,11 +78,12 @@ StatusOr<FixtureCase> build_case(const nlohmann::json& c) {
   if (!want.ok()) return Error{want.error().to_string(), {}};
   fc.want = std::move(*want);
   fc.tol = c.at("tol").get<double>();
+  fc.result = c.value("result", size_t{0});
 
   std::vector<Type> types;
   for (const Tensor& t : fc.inputs) types.push_back(t.type());
   StatusOr<Graph> g = one_node_graph(fc.name, fc.op, *attrs, types,
-                                     Location{fc.name + ".wir", 1, 1, ""});
+                                     Location{fc.name + ".wir", 1, 1, ""}, fc.result);
   if (!g.ok()) return Error{g.error().message, {}};
   fc.graph = std::move(*g);
   if (fc.op != Op::Assign) {
@@ -111,7 +112,8 @@ StatusOr<std::vector<FixtureEntry>> load_fixture_cases() {
 }
 
 StatusOr<Graph> one_node_graph(const std::string& name, Op op, const Attrs& attrs,
-                               const std::vector<Type>& types, const Location& loc) {
+                               const std::vector<Type>& types, const Location& loc,
+                               size_t result) {
   Graph g(name);
   std::vector<ValueId> operands;
   for (size_t i = 0; i < types.size(); ++i) {
@@ -122,9 +124,19 @@ StatusOr<Graph> one_node_graph(const std::string& name, Op op, const Attrs& attr
   Node probe{op, operands, attrs, {}, loc};
   StatusOr<Type> type = infer_node_type(probe, types);
   if (!type.ok()) return Error{"shape rule: " + type.error().to_string(), loc};
-  const ValueId result = g.add_node(op, operands, attrs, loc,
-                                    op == Op::Assign ? std::nullopt : std::optional<Type>(*type));
-  if (op != Op::Assign) g.add_output(result);
+  const ValueId first = g.add_node(op, operands, attrs, loc,
+                                   op == Op::Assign ? std::nullopt : std::optional<Type>(*type));
+  for (int k = 1; k < op_info(op).results; ++k) {
+    g.add_result(g.value(first).node, "", result_type(probe, k, *type, types));
+  }
+  if (op == Op::Assign) return g;
+  const std::vector<ValueId>& results = g.node(g.value(first).node).results;
+  if (result >= results.size()) {
+    return Error{"result " + std::to_string(result) + " of " + std::string(op_name(op)) +
+                     ", which has " + std::to_string(results.size()),
+                 loc};
+  }
+  g.add_output(results[result]);
   return g;
 }
 
@@ -156,9 +168,9 @@ std::optional<FixtureCase> retyped_case(const FixtureCase& c, DType from, DType 
   if (!changed) return std::nullopt;
   const std::string name =
       c.name + " " + std::string(dtype_name(from)) + "->" + std::string(dtype_name(to));
-  StatusOr<Graph> g = one_node_graph(name, c.op, attrs, types, node.loc);
+  StatusOr<Graph> g = one_node_graph(name, c.op, attrs, types, node.loc, c.result);
   if (!g.ok()) return std::nullopt;
-  return FixtureCase{name, c.op, std::move(*g), std::move(inputs), c.want, c.tol};
+  return FixtureCase{name, c.op, std::move(*g), std::move(inputs), c.want, c.tol, c.result};
 }
 
 }  // namespace weft::testing

@@ -33,6 +33,7 @@ struct FixtureCase {
   std::vector<Tensor> inputs;  ///< In graph-input order.
   Tensor want;                 ///< What NumPy/PyTorch computed.
   double tol = 0;              ///< all_close tolerance for `want`.
+  size_t result = 0;           ///< Which of the node's results `want` is (manifest "result").
 };
 
 /// A manifest entry: its name and op as spelled there, and the case, or why it could not
@@ -50,9 +51,11 @@ StatusOr<std::vector<FixtureEntry>> load_fixture_cases();
 
 /// The graph `name` of one `op` node with attributes `attrs` on inputs of `types` (in0,
 /// in1, ...; assign's first is state), typed by the shape rules, at `loc`; the node's
-/// result is the output (assign: none). Error: the shape rule's, prefixed "shape rule: ".
+/// result `result` is the output (assign: none; attention_grad has three). Error: the
+/// shape rule's, prefixed "shape rule: ".
 StatusOr<Graph> one_node_graph(const std::string& name, Op op, const Attrs& attrs,
-                               const std::vector<Type>& types, const Location& loc);
+                               const std::vector<Type>& types, const Location& loc,
+                               size_t result = 0);
 
 /// Case `c` with its inputs and dtype attributes of dtype `from` made `to` (values
 /// converted as Tensor::set_double does), named "NAME from->to", or nullopt when none is

@@ -25,160 +25,215 @@ bool is_module_step(Kind k) {
 
 const Flow* as_flow(const ModulePtr& m) { return dynamic_cast<const Flow*>(m.get()); }
 
-// Checks one flow's structure (not its children's: they were checked when built).
-Status validate(const std::vector<FlowStep>& steps) {
-  std::map<std::string, std::source_location> tags;  // tag or input name -> where
-  std::map<std::string, std::pair<std::source_location, const Flow*>> labels;  // child label
-  std::string own_label;
-  std::source_location own_label_loc;
+// Checks one flow's structure (not its children's: they were checked when built): each
+// step in order (what may follow a split, the step's own rule, a fork's tag, the labels
+// of the flows it nests), then the whole (no split left unmerged, no label named like a
+// tag). validate() runs it.
+class StructureCheck {
+ public:
+  explicit StructureCheck(const std::vector<FlowStep>& steps) : steps_(steps) {
+    collect_later_names();
+  }
+
+  Status run() {
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      WEFT_RETURN_IF_ERROR(check_after_split(i));
+      WEFT_RETURN_IF_ERROR(check_step(i));
+      WEFT_RETURN_IF_ERROR(check_fork_named(i));
+      WEFT_RETURN_IF_ERROR(note_nested_labels(steps_[i]));
+    }
+    WEFT_RETURN_IF_ERROR(check_last_merged());
+    return check_label_collisions();
+  }
+
+ private:
   // Tags defined anywhere in the flow: a uses(...) of one defined later is a forward
   // reference (state carried across steps); an input declared later is an error.
-  std::map<std::string, std::source_location> all_tags, all_inputs, all_groups;
-  for (const FlowStep& s : steps) {
-    if (s.kind == Kind::Tag) all_tags.emplace(s.names[0], s.loc);
-    if (s.kind == Kind::TagGroup) all_groups.emplace(s.names[0], s.loc);
-    if (s.kind == Kind::Input) {
-      for (const std::string& n : s.names) all_inputs.emplace(n, s.loc);
+  void collect_later_names() {
+    for (const FlowStep& s : steps_) {
+      if (s.kind == Kind::Tag) all_tags_.emplace(s.names[0], s.loc);
+      if (s.kind == Kind::TagGroup) all_groups_.emplace(s.names[0], s.loc);
+      if (s.kind == Kind::Input) {
+        for (const std::string& n : s.names) all_inputs_.emplace(n, s.loc);
+      }
     }
   }
-  auto define = [&](const std::string& name, const std::source_location& loc,
-                    const char* what) -> Status {
+
+  Kind previous(size_t i) const { return i > 0 ? steps_[i - 1].kind : Kind::From; }
+
+  static Error never_merged(const FlowStep& split) {
+    return Error{"split(...) is never merged: merge(...) must follow it (after an optional "
+                 "tag_group)",
+                 to_location(split.loc)};
+  }
+
+  Status define(const std::string& name, const std::source_location& loc, const char* what) {
     if (name.empty()) return Error{std::string(what) + " name must not be empty", to_location(loc)};
-    if (auto it = tags.find(name); it != tags.end()) {
+    if (auto it = tags_.find(name); it != tags_.end()) {
       return Error{"duplicate tag '" + name + "': already defined at " + where(it->second),
                    to_location(loc)};
     }
-    tags[name] = loc;
+    tags_[name] = loc;
     return Status();
-  };
-  for (size_t i = 0; i < steps.size(); ++i) {
-    const FlowStep& s = steps[i];
-    Kind prev = i > 0 ? steps[i - 1].kind : Kind::From;
-    // What may follow a split or a fork.
-    if (i > 0 && (prev == Kind::Split || prev == Kind::TagGroup) && s.kind != Kind::TagGroup &&
-        s.kind != Kind::Merge) {
-      size_t split = prev == Kind::Split ? i - 1 : i - 2;
-      return Error{"split(...) is never merged: merge(...) must follow it (after an optional "
-                   "tag_group)",
-                   to_location(steps[split].loc)};
+  }
+
+  // What may follow a split (an optional tag_group, then merge).
+  Status check_after_split(size_t i) const {
+    const Kind prev = previous(i), kind = steps_[i].kind;
+    if (i > 0 && (prev == Kind::Split || prev == Kind::TagGroup) && kind != Kind::TagGroup &&
+        kind != Kind::Merge) {
+      return never_merged(steps_[prev == Kind::Split ? i - 1 : i - 2]);
     }
+    return Status();
+  }
+
+  // The step's own rule: where it may stand, and the names it defines.
+  Status check_step(size_t i) {
+    const FlowStep& s = steps_[i];
     switch (s.kind) {
       case Kind::TagGroup:
-        if (prev != Kind::Split) {
+        if (previous(i) != Kind::Split) {
           return Error{"tag_group(\"" + s.names[0] + "\") must directly follow split(...)",
                        to_location(s.loc)};
         }
-        for (size_t b = 0; b < steps[i - 1].modules.size(); ++b) {
+        for (size_t b = 0; b < steps_[i - 1].modules.size(); ++b) {
           WEFT_RETURN_IF_ERROR(define(s.names[0] + "." + std::to_string(b), s.loc, "tag_group"));
         }
-        break;
+        return Status();
       case Kind::Merge:
-        if (prev != Kind::Split && prev != Kind::TagGroup) {
+        if (previous(i) != Kind::Split && previous(i) != Kind::TagGroup) {
           return Error{"merge(...) without a split(...) before it", to_location(s.loc)};
         }
-        break;
-      case Kind::Tag:
-        WEFT_RETURN_IF_ERROR(define(s.names[0], s.loc, "tag"));
-        break;
+        return Status();
+      case Kind::Tag: return define(s.names[0], s.loc, "tag");
       case Kind::Input:
         for (const std::string& n : s.names) WEFT_RETURN_IF_ERROR(define(n, s.loc, "input"));
-        break;
-      case Kind::Uses: {
-        size_t m = i;
-        while (m > 0 && steps[m - 1].kind == Kind::Uses) --m;
-        if (m == 0 || !is_module_step(steps[m - 1].kind)) {
-          return Error{"uses(...) must follow a module: from, through, also, also_with or fork",
-                       to_location(s.loc)};
-        }
-        for (const std::string& n : s.names) {
-          if (tags.count(n)) continue;
-          bool group = false;
-          for (const auto& [t, unused] : tags) group |= t.rfind(n + ".", 0) == 0;
-          if (group) continue;
-          if (all_tags.count(n)) continue;  // a forward reference: Flow::forward
-          if (auto later = all_groups.find(n); later != all_groups.end()) {
-            return Error{"uses(\"" + n + "\") refers to tag_group \"" + n + "\", defined later, at " +
-                             where(later->second) + "; a forward reference reads one tag, not a group",
-                         to_location(s.loc)};
-          }
-          if (auto later = all_inputs.find(n); later != all_inputs.end()) {
-            return Error{"uses(\"" + n + "\") refers to input \"" + n + "\", declared later, at " +
-                             where(later->second) + "; declare inputs before they are used",
-                         to_location(s.loc)};
-          }
-          std::string known;
-          for (const auto& [t, unused] : tags) known += (known.empty() ? "" : ", ") + t;
-          return Error{"uses of unknown tag '" + n + "'; tags defined before this call: " +
-                           (known.empty() ? "(none)" : known),
-                       to_location(s.loc)};
-        }
-        break;
-      }
-      case Kind::Label: {
-        const std::string& name = s.names[0];
-        if (name.empty()) return Error{"label name must not be empty", to_location(s.loc)};
-        if (name.find('.') != std::string::npos) {
-          return Error{"label '" + name + "' contains a dot; dots separate the levels of a "
-                       "label path (encoder.scan), so a label cannot contain one",
-                       to_location(s.loc)};
-        }
-        if (!own_label.empty()) {
-          return Error{"flow labelled twice: '" + own_label + "' at " + where(own_label_loc) +
-                           ", then '" + name + "'",
-                       to_location(s.loc)};
-        }
-        own_label = name;
-        own_label_loc = s.loc;
-        break;
-      }
-      default:
-        break;
+        return Status();
+      case Kind::Uses: return check_uses(i);
+      case Kind::Label: return check_own_label(s);
+      default: return Status();
     }
-    if (s.kind == Kind::Fork) {
-      size_t next = i + 1;
-      while (next < steps.size() && steps[next].kind == Kind::Uses) ++next;
-      if (next >= steps.size() || steps[next].kind != Kind::Tag) {
-        return Error{"fork(" + s.modules[0]->describe() +
-                         ")'s output is never named: tag(...) must follow fork(...)",
+  }
+
+  // uses(...) follows a module step (after other uses), and each name is a tag or tag
+  // group defined before it or a tag defined later (a forward reference: Flow::forward).
+  Status check_uses(size_t i) const {
+    const FlowStep& s = steps_[i];
+    size_t m = i;
+    while (m > 0 && steps_[m - 1].kind == Kind::Uses) --m;
+    if (m == 0 || !is_module_step(steps_[m - 1].kind)) {
+      return Error{"uses(...) must follow a module: from, through, also, also_with or fork",
+                   to_location(s.loc)};
+    }
+    for (const std::string& n : s.names) {
+      if (tags_.count(n)) continue;
+      bool group = false;
+      for (const auto& [t, unused] : tags_) group |= t.rfind(n + ".", 0) == 0;
+      if (group) continue;
+      if (all_tags_.count(n)) continue;  // a forward reference: Flow::forward
+      if (auto later = all_groups_.find(n); later != all_groups_.end()) {
+        return Error{"uses(\"" + n + "\") refers to tag_group \"" + n + "\", defined later, at " +
+                         where(later->second) + "; a forward reference reads one tag, not a group",
                      to_location(s.loc)};
       }
+      if (auto later = all_inputs_.find(n); later != all_inputs_.end()) {
+        return Error{"uses(\"" + n + "\") refers to input \"" + n + "\", declared later, at " +
+                         where(later->second) + "; declare inputs before they are used",
+                     to_location(s.loc)};
+      }
+      std::string known;
+      for (const auto& [t, unused] : tags_) known += (known.empty() ? "" : ", ") + t;
+      return Error{"uses of unknown tag '" + n + "'; tags defined before this call: " +
+                       (known.empty() ? "(none)" : known),
+                   to_location(s.loc)};
     }
-    // Labels of nested flows, one level down. One flow instance used twice shares its
-    // parameters and its label; two different flows may not share a label.
+    return Status();
+  }
+
+  // label(name): one per flow, not empty, no dot.
+  Status check_own_label(const FlowStep& s) {
+    const std::string& name = s.names[0];
+    if (name.empty()) return Error{"label name must not be empty", to_location(s.loc)};
+    if (name.find('.') != std::string::npos) {
+      return Error{"label '" + name + "' contains a dot; dots separate the levels of a "
+                   "label path (encoder.scan), so a label cannot contain one",
+                   to_location(s.loc)};
+    }
+    if (!own_label_.empty()) {
+      return Error{"flow labelled twice: '" + own_label_ + "' at " + where(own_label_loc_) +
+                       ", then '" + name + "'",
+                   to_location(s.loc)};
+    }
+    own_label_ = name;
+    own_label_loc_ = s.loc;
+    return Status();
+  }
+
+  // A fork's output is named by the tag after it (and its uses).
+  Status check_fork_named(size_t i) const {
+    const FlowStep& s = steps_[i];
+    if (s.kind != Kind::Fork) return Status();
+    size_t next = i + 1;
+    while (next < steps_.size() && steps_[next].kind == Kind::Uses) ++next;
+    if (next >= steps_.size() || steps_[next].kind != Kind::Tag) {
+      return Error{"fork(" + s.modules[0]->describe() +
+                       ")'s output is never named: tag(...) must follow fork(...)",
+                   to_location(s.loc)};
+    }
+    return Status();
+  }
+
+  // Labels of nested flows, one level down. One flow instance used twice shares its
+  // parameters and its label; two different flows may not share a label.
+  Status note_nested_labels(const FlowStep& s) {
     for (const ModulePtr& m : s.modules) {
       const Flow* f = as_flow(m);
       if (!f || f->label().empty()) continue;
-      if (auto it = labels.find(f->label()); it != labels.end() && it->second.second != f) {
+      if (auto it = labels_.find(f->label()); it != labels_.end() && it->second.second != f) {
         return Error{"duplicate label '" + f->label() + "' at one level: already used at " +
                          where(it->second.first),
                      to_location(s.loc)};
       }
-      labels.emplace(f->label(), std::make_pair(s.loc, f));
+      labels_.emplace(f->label(), std::make_pair(s.loc, f));
     }
+    return Status();
   }
-  if (!steps.empty() && (steps.back().kind == Kind::Split || steps.back().kind == Kind::TagGroup)) {
-    size_t split = steps.back().kind == Kind::Split ? steps.size() - 1 : steps.size() - 2;
-    return Error{"split(...) is never merged: merge(...) must follow it (after an optional "
-                 "tag_group)",
-                 to_location(steps[split].loc)};
+
+  // The last step may not leave a split (or its tag_group) unmerged.
+  Status check_last_merged() const {
+    if (!steps_.empty() && (steps_.back().kind == Kind::Split || steps_.back().kind == Kind::TagGroup)) {
+      return never_merged(steps_[steps_.back().kind == Kind::Split ? steps_.size() - 1 : steps_.size() - 2]);
+    }
+    return Status();
   }
-  for (const auto& [label, where_and_flow] : labels) {
-    const std::source_location& loc = where_and_flow.first;
-    if (auto it = tags.find(label); it != tags.end()) {
+
+  // Tags and labels (the nested flows' and this flow's own) share one namespace.
+  Status check_label_collisions() const {
+    for (const auto& [label, where_and_flow] : labels_) {
+      WEFT_RETURN_IF_ERROR(check_not_a_tag(label, where_and_flow.first));
+    }
+    if (!own_label_.empty()) return check_not_a_tag(own_label_, own_label_loc_);
+    return Status();
+  }
+
+  Status check_not_a_tag(const std::string& label, const std::source_location& loc) const {
+    if (auto it = tags_.find(label); it != tags_.end()) {
       return Error{"label '" + label + "' collides with the tag of that name defined at " +
                        where(it->second) + "; tags and labels share one namespace",
                    to_location(loc)};
     }
+    return Status();
   }
-  if (!own_label.empty()) {
-    if (auto it = tags.find(own_label); it != tags.end()) {
-      return Error{"label '" + own_label + "' collides with the tag of that name defined at " +
-                       where(it->second) + "; tags and labels share one namespace",
-                   to_location(own_label_loc)};
-    }
-  }
-  return Status();
-}
+
+  const std::vector<FlowStep>& steps_;
+  std::map<std::string, std::source_location> tags_;  ///< Tag or input name -> where (so far).
+  std::map<std::string, std::source_location> all_tags_, all_inputs_, all_groups_;  ///< The whole flow's.
+  std::map<std::string, std::pair<std::source_location, const Flow*>> labels_;  ///< Nested flows'.
+  std::string own_label_;
+  std::source_location own_label_loc_;
+};
+
+Status validate(const std::vector<FlowStep>& steps) { return StructureCheck(steps).run(); }
 
 // A flow reachable from itself through nested flows.
 Status check_cycles(const Flow* f, std::vector<const Flow*>& stack) {

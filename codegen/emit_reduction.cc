@@ -41,21 +41,6 @@ std::string Emitter::reduce_rows(const Node& red, const ReductionSpace& rs,
   for (int j : list) outer *= space_.dims[j];
   const std::string c0 = cst(DType::i64, 0, 1), c1 = cst(DType::i64, 1, 1);
   const std::string co = cst(DType::i64, static_cast<double>(outer), 1);
-  auto open_for = [&](const std::string& res, const std::string& iv, const std::string& lo,
-                      const std::string& hi, const std::string& step,
-                      const std::vector<std::pair<std::string, std::string>>& args,
-                      const std::string& types) {
-    os_ << indent_ << res << " = scf.for " << iv << " = " << lo << " to " << hi << " step " << step
-        << " iter_args(";
-    for (size_t a = 0; a < args.size(); ++a) os_ << (a ? ", " : "") << args[a].first << " = " << args[a].second;
-    os_ << ") -> (" << types << ") : i64 {\n";
-    indent_ += "  ";
-  };
-  auto close_for = [&](const std::string& vals, const std::string& types) {
-    os_ << indent_ << "scf.yield " << vals << " : " << types << "\n";
-    indent_.resize(indent_.size() - 2);
-    os_ << indent_ << "}\n";
-  };
   std::vector<std::string> bases, splats;
   if (rs.column()) {
     const std::string t = vec(compute_elem(acc_d), w);
@@ -63,20 +48,19 @@ std::string Emitter::reduce_rows(const Node& red, const ReductionSpace& rs,
     const std::string res = "%t" + std::to_string(next_++), o = "%o" + std::to_string(next_++),
                       a = "%a" + std::to_string(next_++);
     if (column_groups_) {  // warp g takes rows g, g + 8, ... of the column
-      open_for(res, o, group_id_, co, cst(DType::i64, lanes_ / kWarp, 1), {{a, init_v}}, t);
+      for_header(res, o, group_id_, co, cst(DType::i64, lanes_ / kWarp, 1), {a}, {init_v}, {t});
     } else {
-      open_for(res, o, c0, co, c1, {{a, init_v}}, t);
+      for_header(res, o, c0, co, c1, {a}, {init_v}, {t});
     }
     operand_bases(ptr, row_off, o, list, bases, splats);
-    close_for(accumulate(red, a, compute(w, col, bases, splats, &red).at(x), w), t);
+    close_loop({accumulate(red, a, compute(w, col, bases, splats, &red).at(x), w)}, {t});
     return column_groups_ ? group_combine(red, res, acc_d) : res;
   }
   const int64_t length = space_.dims.back(), main = length / w * w;
   const std::string vt = vec(compute_elem(acc_d), w), st = compute_elem(acc_d);
   const std::string res = "%t" + std::to_string(next_++), o = "%o" + std::to_string(next_++),
                     va = "%a" + std::to_string(next_++), sa = "%a" + std::to_string(next_++);
-  open_for(res + ":2", o, c0, co, c1, {{va, cst(acc_d, init, w)}, {sa, cst(acc_d, init, 1)}},
-           vt + ", " + st);
+  for_header(res + ":2", o, c0, co, c1, {va, sa}, {cst(acc_d, init, w), cst(acc_d, init, 1)}, {vt, st});
   operand_bases(ptr, row_off, o, list, bases, splats);
   std::string v = va, s = sa;
   auto inner = [&](int64_t from, int64_t to, int step, const std::string& acc, const std::string& t) {
@@ -85,18 +69,17 @@ std::string Emitter::reduce_rows(const Node& red, const ReductionSpace& rs,
     // In warp-row mode lane l takes the `step` elements from + l·step, then those
     // lanes·step further, ...
     std::string lo = cst(DType::i64, static_cast<double>(from), 1);
-    if (lanes_ > 1) {
-      lo = bi("arith.addi", lo,
-              step == 1 ? lane_id_ : bi("arith.muli", lane_id_, cst(DType::i64, step, 1), "i64"), "i64");
-    }
-    open_for(r, i, lo, cst(DType::i64, static_cast<double>(to), 1),
-             cst(DType::i64, static_cast<double>(step) * lanes_, 1), {{a, acc}}, t);
-    close_for(accumulate(red, a, compute(step, i, bases, splats, &red).at(x), step), t);
+    if (lanes_ > 1) lo = lane_start(lo, step);
+    // The step's constant before the bound's: the order the emitted text has always had.
+    const std::string lanes_step = cst(DType::i64, static_cast<double>(step) * lanes_, 1);
+    const std::string hi = cst(DType::i64, static_cast<double>(to), 1);
+    for_header(r, i, lo, hi, lanes_step, {a}, {acc}, {t});
+    close_loop({accumulate(red, a, compute(step, i, bases, splats, &red).at(x), step)}, {t});
     return r;
   };
   if (main > 0) v = inner(0, main, w, va, vt);
   if (main < length) s = inner(main, length, 1, sa, st);
-  close_for(v + ", " + s, vt + ", " + st);
+  close_loop({v, s}, {vt, st});
   // Horizontal: sums add the lanes (f64, so the order hardly matters); max/min fold
   // them into the scalar accumulator one by one.
   std::string total = res + "#1";

@@ -246,7 +246,18 @@ class Emitter {
   void open_loop(const std::string& res, const std::string& iv, int64_t lo, int64_t hi,
                  int64_t step, const std::vector<std::string>& inits, std::vector<std::string>& args,
                  const std::vector<std::string>& types, bool along = false);
-  /// Closes open_loop's loop, yielding `yields` of `types` (none: no results).
+  /// `lo` + lane_id_ · `step`: this lane's first element of a loop along the row that
+  /// the lanes share (warp-row mode), `step` elements per access.
+  std::string lane_start(const std::string& lo, int64_t step);
+  /// Prints `res = scf.for iv = lo to hi step step iter_args(args[j] = inits[j]) ->
+  /// (types)` over the i64 values `lo`, `hi` and `step` (no inits: no iter_args and no
+  /// results, `res` empty) and indents the body; open_loop names its values and
+  /// args itself, reduce_rows passes its own.
+  void for_header(const std::string& res, const std::string& iv, const std::string& lo,
+                  const std::string& hi, const std::string& step,
+                  const std::vector<std::string>& args, const std::vector<std::string>& inits,
+                  const std::vector<std::string>& types);
+  /// Closes open_loop's (or for_header's) loop, yielding `yields` of `types` (none: no results).
   void close_loop(const std::vector<std::string>& yields, const std::vector<std::string>& types);
   std::string reduce_rows(const Node& red, const ReductionSpace& rs,
                           const std::vector<std::string>& ptr, const std::vector<std::string>& row_off,

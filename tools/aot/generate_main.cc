@@ -417,37 +417,170 @@ std::string program_source(const Lowered& l, const std::string& fn, const codege
   return out + "};\n}\n";
 }
 
-int run(int argc, char** argv) {
-  const std::vector<std::string> own = {"name", "class", "include", "header", "source", "factory",
-                                        "step_source", "eval_source", "weights", "object"};
-  const std::vector<std::string> optional = {"object"};  // the object form only
-  std::map<std::string, std::string> paths;
-  std::vector<std::string> args(argv + 1, argv + argc);
+// The generator's own flags: the output paths and names (the rest are CompileOptions).
+const std::vector<std::string> kOwnFlags = {"name", "class", "include", "header", "source", "factory",
+                                            "step_source", "eval_source", "weights", "object"};
+
+// The values of the own flags in `args`; each is required but --object (the object form
+// only).
+Status read_paths(const std::vector<std::string>& args, std::map<std::string, std::string>& paths) {
+  const std::vector<std::string> optional = {"object"};
   for (const std::string& a : args) {
-    for (const std::string& f : own) {
+    for (const std::string& f : kOwnFlags) {
       if (a.rfind("--" + f + "=", 0) == 0) paths[f] = a.substr(f.size() + 3);
     }
   }
-  for (const std::string& f : own) {
-    if (!paths.count(f) && std::find(optional.begin(), optional.end(), f) == optional.end()) return fail("--" + f + "=... is required (the weft_library macro passes it)");
+  for (const std::string& f : kOwnFlags) {
+    if (!paths.count(f) && std::find(optional.begin(), optional.end(), f) == optional.end()) {
+      return Error{"--" + f + "=... is required (the weft_library macro passes it)"};
+    }
   }
-  StatusOr<CompileOptions> options = parse_compile_options(args, own);
-  if (!options.ok()) return fail(options.error().to_string());
-  Generated g;
-  g.target = *codegen::find_target(options->backend);  // options.cc admits the compiled targets
+  return Status();
+}
+
+// The target, the names of the model and of its class, and where the files go.
+Status name_outputs(Generated& g, const CompileOptions& options,
+                    std::map<std::string, std::string>& paths) {
+  g.target = *codegen::find_target(options.backend);  // options.cc admits the compiled targets
   if (g.object() != (paths.count("object") > 0)) {
-    return fail(g.object() ? "--object=... is required for --backend=" + options->backend
-                           : "--backend=" + options->backend + " writes no object file: drop --object");
+    return Error{g.object() ? "--object=... is required for --backend=" + options.backend
+                            : "--backend=" + options.backend + " writes no object file: drop --object"};
   }
   g.name = paths["name"];
   g.weights_path = paths["weights"];
   g.symbol = identifier(g.name);
   g.include = paths["include"];
-  g.options = *options;
+  g.options = options;
   const std::string cls = paths["class"];
   const size_t colon = cls.rfind("::");
   g.ns = colon == std::string::npos ? "" : cls.substr(0, colon);
   g.cls = colon == std::string::npos ? cls : cls.substr(colon + 2);
+  return Status();
+}
+
+// The table's facts about the model: its hashes and checkpoint schema, the optimizer's
+// rates, and the values (its parameters; the optimizer slots follow in lower_step).
+void describe_model(Generated& g, const Trainer& trainer, const OptimizerSpec& optimizer) {
+  const Model& model = trainer.model();
+  g.structural_hash = model.structural_hash();
+  const CheckpointSchema schema = checkpoint_schema(model);
+  g.subgraphs = schema.subgraphs;
+  g.checkpoint_batch = schema.batch;
+  g.lr = optimizer.lr;
+  g.momentum = optimizer.first_momentum();
+  g.accumulate_steps = optimizer.accumulate_steps;
+  for (size_t i = 0; i < optimizer.groups.size(); ++i) {
+    g.group_lrs.emplace_back(optimizer.groups[i].path, optimizer.group_spec(i).lr);
+  }
+  for (const ParamInfo& p : model.parameters()) {
+    g.values.push_back({p.name, model.graph().type(p.value), p.kind, p.init});
+  }
+  g.num_model_values = static_cast<int>(g.values.size());
+}
+
+// The training step lowered for the target into `step`: the optimizer slots as values,
+// the step's inputs, and whether the device refuses the Program.
+Status lower_step(Generated& g, const Trainer& trainer, const std::vector<InputSpec>& inputs,
+                  Lowered& step) {
+  const Graph& step_graph = trainer.step_graph();
+  std::map<std::string, Type> step_types;
+  for (const Input& in : step_graph.inputs()) {
+    step_types[step_graph.value(in.value).name] = step_graph.type(in.value);
+  }
+  for (const OptimizerSlot& s : trainer.optimizer_slots()) {
+    g.values.push_back({s.name, step_types.at(s.name), InputKind::state, s.init});
+  }
+  for (const InputSpec& in : inputs) g.step_inputs.push_back({in.name, in.type});
+  g.step_inputs.push_back({kTarget, step_types.at(kTarget)});
+  StatusOr<Lowered> p = g.target->lower(step_graph);
+  if (!p.ok()) return Error{"lowering the training step: " + p.error().to_string()};
+  step = std::move(*p);
+  g.step = &step.program;
+  if (const Backend* device = g.target->runtime(); device->check_program != nullptr) {
+    if (Status s = device->check_program(step.program); !s.ok()) g.refused = s.error().to_string();
+  }
+  return Status();
+}
+
+// The eval-mode forward at the eval batch, as Trainer::evaluate builds it, lowered into
+// `eval`; its inputs and outputs go to the table, and it is exported as ONNX
+// (--export-onnx): a model the exporter refuses still builds, and its binary refuses
+// --export-onnx with the exporter's reason.
+Status lower_eval(Generated& g, const ModelSource& src, const CompileOptions& options, Lowered& eval) {
+  const int64_t eval_batch = options.eval_batch > 0 ? options.eval_batch : options.batch;
+  std::vector<InputSpec> eval_specs = src.inputs;
+  for (InputSpec& s : eval_specs) {
+    if (s.type.shape.rank() > 0) s.type.shape.dims[0] = eval_batch;
+  }
+  BuildOptions eval_build;
+  eval_build.training = false;
+  StatusOr<Model> eval_model = src.net->build(eval_specs, eval_build);
+  if (!eval_model.ok()) return Error{"building the eval forward: " + eval_model.error().to_string()};
+  for (const InputSpec& in : eval_specs) g.eval_inputs.push_back({in.name, in.type});
+  for (ValueId out : eval_model->graph().outputs()) {
+    g.eval_outputs.push_back({"output." + std::to_string(g.eval_outputs.size()),
+                              eval_model->graph().type(out)});
+  }
+  StatusOr<Lowered> p = g.target->lower(eval_model->graph());
+  if (!p.ok()) return Error{"lowering the eval forward: " + p.error().to_string()};
+  eval = std::move(*p);
+  g.eval = &eval.program;
+
+  StatusOr<onnx_io::WeightlessModel> onnx = onnx_io::export_weightless(eval_model->graph(), {.graph_name = g.name});
+  if (onnx.ok()) {
+    g.onnx = std::move(*onnx);
+  } else {
+    g.onnx_refused = onnx.error().to_string();
+  }
+  return Status();
+}
+
+// The weights file: each stored initializer, then the ONNX model, at 64-byte offsets.
+void embed_weights(Generated& g) {
+  for (ValueEntry& v : g.values) {
+    if (v.init.kind != Initializer::Kind::Stored) continue;
+    g.weights.resize((g.weights.size() + 63) / 64 * 64, '\0');
+    v.stored_offset = static_cast<int64_t>(g.weights.size());
+    g.weights += v.init.stored->bytes;
+  }
+  g.weights.resize((g.weights.size() + 63) / 64 * 64, '\0');
+  g.onnx_offset = static_cast<int64_t>(g.weights.size());
+  g.weights += g.onnx.model;
+}
+
+// Every file, written once all are made (the object form's object file compiled last).
+Status write_outputs(const Generated& g, std::map<std::string, std::string>& paths,
+                     const Lowered& step, const Lowered& eval) {
+  std::vector<std::pair<std::string, std::string>> files = {
+      {paths["weights"], g.weights},
+      {paths["step_source"], g.step ? program_source(step, g.symbol + "_step", *g.target)
+                                    : "// " + g.name + " is inference-only: no training step.\n"},
+      {paths["eval_source"], program_source(eval, g.symbol + "_eval", *g.target)},
+      {paths["header"], header(g)},
+      {paths["source"], source(g)},
+      {paths["factory"], factory(g)},
+  };
+  if (g.object()) {
+    std::vector<codegen::NamedProgram> programs = {{g.symbol + "_eval", g.eval}};
+    if (g.step != nullptr) programs.insert(programs.begin(), {g.symbol + "_step", g.step});
+    StatusOr<std::string> object = g.target->compile_object(programs, g.options.cpu);
+    if (!object.ok()) return Error{object.error().to_string()};
+    files.push_back({paths["object"], *object});
+  }
+  for (const auto& [path, text] : files) {
+    if (Status s = write_file_atomically(path, text); !s.ok()) return Error{s.to_string()};
+  }
+  return Status();
+}
+
+int run(int argc, char** argv) {
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  std::map<std::string, std::string> paths;
+  if (Status s = read_paths(args, paths); !s.ok()) return fail(s.error().message);
+  StatusOr<CompileOptions> options = parse_compile_options(args, kOwnFlags);
+  if (!options.ok()) return fail(options.error().to_string());
+  Generated g;
+  if (Status s = name_outputs(g, *options, paths); !s.ok()) return fail(s.error().message);
 
   StatusOr<ModelSource> src = weft_model(options->batch, options->dtype);
   if (!src.ok()) return fail("weft_model: " + src.error().to_string());
@@ -469,100 +602,15 @@ int run(int argc, char** argv) {
   StatusOr<Trainer> trainer =
       Trainer::compile(src->net, src->inputs, *loss, *optimizer, train, src->where);
   if (!trainer.ok()) return fail(trainer.error().to_string());
-  const Model& model = trainer->model();
-  const Graph& step_graph = trainer->step_graph();
-  g.structural_hash = model.structural_hash();
-  const CheckpointSchema schema = checkpoint_schema(model);
-  g.subgraphs = schema.subgraphs;
-  g.checkpoint_batch = schema.batch;
-  g.lr = optimizer->lr;
-  g.momentum = optimizer->first_momentum();
-  g.accumulate_steps = optimizer->accumulate_steps;
-  for (size_t i = 0; i < optimizer->groups.size(); ++i) {
-    g.group_lrs.emplace_back(optimizer->groups[i].path, optimizer->group_spec(i).lr);
-  }
-  for (const ParamInfo& p : model.parameters()) {
-    g.values.push_back({p.name, model.graph().type(p.value), p.kind, p.init});
-  }
-  g.num_model_values = static_cast<int>(g.values.size());
+  describe_model(g, *trainer, *optimizer);
 
   Lowered step, eval;
   if (!options->inference_only) {
-    std::map<std::string, Type> step_types;
-    for (const Input& in : step_graph.inputs()) {
-      step_types[step_graph.value(in.value).name] = step_graph.type(in.value);
-    }
-    for (const OptimizerSlot& s : trainer->optimizer_slots()) {
-      g.values.push_back({s.name, step_types.at(s.name), InputKind::state, s.init});
-    }
-    for (const InputSpec& in : src->inputs) g.step_inputs.push_back({in.name, in.type});
-    g.step_inputs.push_back({kTarget, step_types.at(kTarget)});
-    StatusOr<Lowered> p = g.target->lower(step_graph);
-    if (!p.ok()) return fail("lowering the training step: " + p.error().to_string());
-    step = std::move(*p);
-    g.step = &step.program;
-    if (const Backend* device = g.target->runtime(); device->check_program != nullptr) {
-      if (Status s = device->check_program(step.program); !s.ok()) g.refused = s.error().to_string();
-    }
+    if (Status s = lower_step(g, *trainer, src->inputs, step); !s.ok()) return fail(s.error().message);
   }
-
-  // The eval-mode forward at the eval batch, as Trainer::evaluate builds it.
-  const int64_t eval_batch = options->eval_batch > 0 ? options->eval_batch : options->batch;
-  std::vector<InputSpec> eval_specs = src->inputs;
-  for (InputSpec& s : eval_specs) {
-    if (s.type.shape.rank() > 0) s.type.shape.dims[0] = eval_batch;
-  }
-  BuildOptions eval_build;
-  eval_build.training = false;
-  StatusOr<Model> eval_model = src->net->build(eval_specs, eval_build);
-  if (!eval_model.ok()) return fail("building the eval forward: " + eval_model.error().to_string());
-  for (const InputSpec& in : eval_specs) g.eval_inputs.push_back({in.name, in.type});
-  for (ValueId out : eval_model->graph().outputs()) {
-    g.eval_outputs.push_back({"output." + std::to_string(g.eval_outputs.size()),
-                              eval_model->graph().type(out)});
-  }
-  StatusOr<Lowered> p = g.target->lower(eval_model->graph());
-  if (!p.ok()) return fail("lowering the eval forward: " + p.error().to_string());
-  eval = std::move(*p);
-  g.eval = &eval.program;
-
-  // --export-onnx: the eval forward as ONNX; a model the exporter refuses still builds,
-  // and its binary refuses --export-onnx with the exporter's reason.
-  StatusOr<onnx_io::WeightlessModel> onnx = onnx_io::export_weightless(eval_model->graph(), {.graph_name = g.name});
-  if (onnx.ok()) {
-    g.onnx = std::move(*onnx);
-  } else {
-    g.onnx_refused = onnx.error().to_string();
-  }
-
-  for (ValueEntry& v : g.values) {
-    if (v.init.kind != Initializer::Kind::Stored) continue;
-    g.weights.resize((g.weights.size() + 63) / 64 * 64, '\0');
-    v.stored_offset = static_cast<int64_t>(g.weights.size());
-    g.weights += v.init.stored->bytes;
-  }
-  g.weights.resize((g.weights.size() + 63) / 64 * 64, '\0');
-  g.onnx_offset = static_cast<int64_t>(g.weights.size());
-  g.weights += g.onnx.model;
-  std::vector<std::pair<std::string, std::string>> files = {
-      {paths["weights"], g.weights},
-      {paths["step_source"], g.step ? program_source(step, g.symbol + "_step", *g.target)
-                                    : "// " + g.name + " is inference-only: no training step.\n"},
-      {paths["eval_source"], program_source(eval, g.symbol + "_eval", *g.target)},
-      {paths["header"], header(g)},
-      {paths["source"], source(g)},
-      {paths["factory"], factory(g)},
-  };
-  if (g.object()) {
-    std::vector<codegen::NamedProgram> programs = {{g.symbol + "_eval", g.eval}};
-    if (g.step != nullptr) programs.insert(programs.begin(), {g.symbol + "_step", g.step});
-    StatusOr<std::string> object = g.target->compile_object(programs, g.options.cpu);
-    if (!object.ok()) return fail(object.error().to_string());
-    files.push_back({paths["object"], *object});
-  }
-  for (const auto& [path, text] : files) {
-    if (Status s = write_file_atomically(path, text); !s.ok()) return fail(s.to_string());
-  }
+  if (Status s = lower_eval(g, *src, *options, eval); !s.ok()) return fail(s.error().message);
+  embed_weights(g);
+  if (Status s = write_outputs(g, paths, step, eval); !s.ok()) return fail(s.error().message);
   std::printf("%s (%s): step %zu invocations, %zu kernels, arena %lld bytes; eval %zu invocations, "
               "%zu kernels; %zu values\n",
               g.name.c_str(), g.options.backend.c_str(), step.program.code.size(),

@@ -41,21 +41,6 @@ std::string Emitter::reduce_rows(const Node& red, const ReductionSpace& rs,
   for (int j : list) outer *= space_.dims[j];
   const std::string c0 = cst(DType::i64, 0, 1), c1 = cst(DType::i64, 1, 1);
   const std::string co = cst(DType::i64, static_cast<double>(outer), 1);
-  auto open_for = [&](const std::string& res, const std::string& iv, const std::string& lo,
-                      const std::string& hi, const std::string& step,
-                      const std::vector<std::pair<std::string, std::string>>& args,
-                      const std::string& types) {
-    os_ << indent_ << res << " = scf.for " << iv << " = " << lo << " to " << hi << " step " << step
-        << " iter_args(";
-    for (size_t a = 0; a < args.size(); ++a) os_ << (a ? ", " : "") << args[a].first << " = " << args[a].second;
-    os_ << ") -> (" << types << ") : i64 {\n";
-    indent_ += "  ";
-  };
-  auto close_for = [&](const std::string& vals, const std::string& types) {
-    os_ << indent_ << "scf.yield " << vals << " : " << types << "\n";
-    indent_.resize(indent_.size() - 2);
-    os_ << indent_ << "}\n";
-  };
   std::vector<std::string> bases, splats;
   if (rs.column()) {
     const std::string t = vec(compute_elem(acc_d), w);
@@ -63,20 +48,19 @@ std::string Emitter::reduce_rows(const Node& red, const ReductionSpace& rs,
     const std::string res = "%t" + std::to_string(next_++), o = "%o" + std::to_string(next_++),
                       a = "%a" + std::to_string(next_++);
     if (column_groups_) {  // warp g takes rows g, g + 8, ... of the column
-      open_for(res, o, group_id_, co, cst(DType::i64, lanes_ / kWarp, 1), {{a, init_v}}, t);
+      for_header(res, o, group_id_, co, cst(DType::i64, lanes_ / kWarp, 1), {a}, {init_v}, {t});
     } else {
-      open_for(res, o, c0, co, c1, {{a, init_v}}, t);
+      for_header(res, o, c0, co, c1, {a}, {init_v}, {t});
     }
     operand_bases(ptr, row_off, o, list, bases, splats);
-    close_for(accumulate(red, a, compute(w, col, bases, splats, &red).at(x), w), t);
+    close_loop({accumulate(red, a, compute(w, col, bases, splats, &red).at(x), w)}, {t});
     return column_groups_ ? group_combine(red, res, acc_d) : res;
   }
   const int64_t length = space_.dims.back(), main = length / w * w;
   const std::string vt = vec(compute_elem(acc_d), w), st = compute_elem(acc_d);
   const std::string res = "%t" + std::to_string(next_++), o = "%o" + std::to_string(next_++),
                     va = "%a" + std::to_string(next_++), sa = "%a" + std::to_string(next_++);
-  open_for(res + ":2", o, c0, co, c1, {{va, cst(acc_d, init, w)}, {sa, cst(acc_d, init, 1)}},
-           vt + ", " + st);
+  for_header(res + ":2", o, c0, co, c1, {va, sa}, {cst(acc_d, init, w), cst(acc_d, init, 1)}, {vt, st});
   operand_bases(ptr, row_off, o, list, bases, splats);
   std::string v = va, s = sa;
   auto inner = [&](int64_t from, int64_t to, int step, const std::string& acc, const std::string& t) {
@@ -85,18 +69,17 @@ std::string Emitter::reduce_rows(const Node& red, const ReductionSpace& rs,
     // In warp-row mode lane l takes the `step` elements from + l·step, then those
     // lanes·step further, ...
     std::string lo = cst(DType::i64, static_cast<double>(from), 1);
-    if (lanes_ > 1) {
-      lo = bi("arith.addi", lo,
-              step == 1 ? lane_id_ : bi("arith.muli", lane_id_, cst(DType::i64, step, 1), "i64"), "i64");
-    }
-    open_for(r, i, lo, cst(DType::i64, static_cast<double>(to), 1),
-             cst(DType::i64, static_cast<double>(step) * lanes_, 1), {{a, acc}}, t);
-    close_for(accumulate(red, a, compute(step, i, bases, splats, &red).at(x), step), t);
+    if (lanes_ > 1) lo = lane_start(lo, step);
+    // The step's constant before the bound's: the order the emitted text has always had.
+    const std::string lanes_step = cst(DType::i64, static_cast<double>(step) * lanes_, 1);
+    const std::string hi = cst(DType::i64, static_cast<double>(to), 1);
+    for_header(r, i, lo, hi, lanes_step, {a}, {acc}, {t});
+    close_loop({accumulate(red, a, compute(step, i, bases, splats, &red).at(x), step)}, {t});
     return r;
   };
   if (main > 0) v = inner(0, main, w, va, vt);
   if (main < length) s = inner(main, length, 1, sa, st);
-  close_for(v + ", " + s, vt + ", " + st);
+  close_loop({v, s}, {vt, st});
   // Horizontal: sums add the lanes (f64, so the order hardly matters); max/min fold
   // them into the scalar accumulator one by one.
   std::string total = res + "#1";
@@ -111,120 +94,131 @@ std::string Emitter::reduce_rows(const Node& red, const ReductionSpace& rs,
   return total;
 }
 
+/// One reduction module's state (Emitter::reduction_module): the reduction, its layout
+/// and buffers, and, with column groups, whether this lane's column exists.
+struct Emitter::ReductionLoop {
+  const Node& red;
+  const ReductionSpace& rs;
+  std::vector<std::string> ptr;    ///< The buffers' pointers: inputs, then the output.
+  std::vector<int> kept, reduced;  ///< Dims other than the innermost, by kind.
+  std::string valid_column;        ///< Column groups: this lane's column exists.
+};
+
 std::string Emitter::reduction_module(const std::string& symbol, const Node& red,
                                       const ReductionSpace& rs) {
-  std::vector<std::string> ptr;
-  header(ptr, symbol);
-  const DType d = g_.type(red.result()).dtype;
-  const bool sum = red.op == Op::Sum || red.op == Op::Mean;
+  ReductionLoop rl{red, rs};
+  header(rl.ptr, symbol);
   const int last = static_cast<int>(space_.dims.size()) - 1;
-  std::vector<int> kept, reduced;  // Dims other than the innermost, by kind.
-  for (int j = 0; j < last; ++j) (rs.reduced[j] ? reduced : kept).push_back(j);
-  const std::string out = ptr[g_.inputs().size()];
-  // The result (w lanes, from the f64 accumulator of sums) at `index` of the output.
-  std::string valid_column;  // column groups: this lane's column exists
-  auto finish = [&](std::string acc, const std::string& index, int w) {
-    if (sum) {
-      if (red.op == Op::Mean) {
-        acc = bi("arith.divf", acc, cst(DType::f64, static_cast<double>(rs.reduced_size()), w),
-                 vec("f64", w));
-      }
-      if (d != DType::f64) acc = conv("arith.truncf", acc, DType::f64, d, w);
-    }
-    // f16/bf16: accumulated in f64 (sums) or f32 (max/min) over the widened inputs,
-    // rounded to f32 and then once to the dtype at the end, as the reference rounds its
-    // f32 kernel's result.
-    if (is_half(d)) acc = f32_to_half(acc, d, /*round=*/true, w);
-    const std::string address = gep(out, index, d);
-    // Every lane holds the result: lane 0 stores it (a row's), or warp 0 for the columns
-    // that exist (column groups).
-    std::string guard;
-    if (column_groups_) {
-      guard = bi("arith.andi", valid_column,
-                 bi("arith.cmpi eq,", group_id_, cst(DType::i64, 0, 1), "i64"), "i1");
-    } else if (lanes_ > 1) {
-      guard = bi("arith.cmpi eq,", lane_id_, cst(DType::i64, 0, 1), "i64");
-    }
-    if (!guard.empty()) os_ << indent_ << "scf.if " << guard << " {\n";
-    os_ << indent_ << (guard.empty() ? "" : "  ") << "llvm.store " << acc << ", " << address
-        << " {alignment = " << dtype_size(d) << " : i64} : " << vec(memory_elem(d), w)
-        << ", !llvm.ptr\n";
-    if (!guard.empty()) os_ << indent_ << "}\n";
-  };
-  // The loop over rows, `w` lanes per access along a row (width_, or 1 where GPU code
-  // finds its buffers unaligned).
-  auto rows_at = [&](const int w) {
-    // Column groups: the loop walks blocks of 32 columns; lane l of warp g takes column
-    // 32·block + l (clamped to the last, and not stored, past the end) and rows g, g + 8...
-    const int64_t per_block = kWarp;
-    open_rows("%r", column_groups_ ? (rs.rows() + per_block - 1) / per_block : rs.rows());
-    std::string r = "%r";
-    if (column_groups_) {
-      const std::string warp_size = cst(DType::i64, kWarp, 1);
-      group_id_ = bi("arith.divui", lane_id_, warp_size, "i64");
-      const std::string raw = bi("arith.addi", bi("arith.muli", "%r", warp_size, "i64"),
-                                 bi("arith.remui", lane_id_, warp_size, "i64"), "i64");
-      const std::string last = cst(DType::i64, static_cast<double>(rs.rows() - 1), 1);
-      valid_column = bi("arith.cmpi ule,", raw, last, "i64");
-      r = sel(valid_column, raw, last, DType::i64, 1);
-    }
-    std::vector<std::string> row_off;
-    if (!rs.column()) {  // Row r is output element r: its kept indices come from r.
-      for (size_t k = 0; k < g_.inputs().size(); ++k) row_off.push_back(offset(k, "%r", kept));
-      finish(reduce_rows(red, rs, ptr, row_off, reduced, "", w), "%r", 1);
-    } else {
-      // Row r = (kept index c, block b): blocks of w columns, then single columns.
-      const int64_t length = space_.dims.back(), blocks = length / width_,
-                    per = blocks + length % width_;
-      const std::string c_per = cst(DType::i64, static_cast<double>(per), 1);
-      const std::string c = bi("arith.divui", r, c_per, "i64");
-      const std::string b = bi("arith.remui", r, c_per, "i64");
-      for (size_t k = 0; k < g_.inputs().size(); ++k) row_off.push_back(offset(k, c, kept));
-      const std::string out_row = bi("arith.muli", c, cst(DType::i64, static_cast<double>(length), 1), "i64");
-      auto path = [&](int w) {
-        std::string col;
-        if (w > 1) {
-          col = bi("arith.muli", b, cst(DType::i64, w, 1), "i64");
-        } else {
-          col = bi("arith.addi", b, cst(DType::i64, static_cast<double>(blocks * width_ - blocks), 1), "i64");
-        }
-        // Along the innermost dim every operand's stride is 0 or 1: offset by the column.
-        std::vector<std::string> off = row_off;
-        for (size_t k = 0; k < off.size(); ++k) {
-          if (space_.strides[k].back() == 0) continue;
-          off[k] = off[k].empty() ? col : bi("arith.addi", off[k], col, "i64");
-        }
-        const std::string zero = cst(DType::i64, 0, 1);
-        finish(reduce_rows(red, rs, ptr, off, reduced, zero, w), bi("arith.addi", out_row, col, "i64"), w);
-      };
-      if (blocks > 0 && length % width_ > 0) {
-        const std::string is_block =
-            bi("arith.cmpi ult,", b, cst(DType::i64, static_cast<double>(blocks), 1), "i64");
-        os_ << indent_ << "scf.if " << is_block << " {\n";
-        indent_ += "  ";
-        path(width_);
-        indent_.resize(indent_.size() - 2);
-        os_ << indent_ << "} else {\n";
-        indent_ += "  ";
-        path(1);
-        indent_.resize(indent_.size() - 2);
-        os_ << indent_ << "}\n";
-      } else {
-        path(blocks > 0 ? width_ : 1);
-      }
-    }
-    indent_.resize(indent_.size() - 2);
-    os_ << indent_ << "}\n";
-  };
+  for (int j = 0; j < last; ++j) (rs.reduced[j] ? rl.reduced : rl.kept).push_back(j);
   if (rs.rows() == 0) return footer();
   if (!gpu_code_ || width_ == 1 || rs.column()) {
-    rows_at(width_);
+    reduction_rows(rl, width_);
     return footer();
   }
   // GPU code along rows: the operands read along the row, width_ lanes at a time where
   // their addresses allow it.
-  if_aligned(row_operands(ptr), [&] { rows_at(width_); }, [&] { rows_at(1); });
+  if_aligned(row_operands(rl.ptr), [&] { reduction_rows(rl, width_); }, [&] { reduction_rows(rl, 1); });
   return footer();
+}
+
+void Emitter::reduction_rows(ReductionLoop& rl, int w) {
+  const ReductionSpace& rs = rl.rs;
+  // Column groups: the loop walks blocks of 32 columns (column_group_row).
+  const int64_t per_block = kWarp;
+  open_rows("%r", column_groups_ ? (rs.rows() + per_block - 1) / per_block : rs.rows());
+  const std::string r = column_groups_ ? column_group_row(rl) : "%r";
+  if (!rs.column()) {  // Row r is output element r: its kept indices come from r.
+    std::vector<std::string> row_off;
+    for (size_t k = 0; k < g_.inputs().size(); ++k) row_off.push_back(offset(k, "%r", rl.kept));
+    reduction_store(rl, reduce_rows(rl.red, rs, rl.ptr, row_off, rl.reduced, "", w), "%r", 1);
+  } else {
+    reduction_columns(rl, r);
+  }
+  indent_.resize(indent_.size() - 2);
+  os_ << indent_ << "}\n";
+}
+
+std::string Emitter::column_group_row(ReductionLoop& rl) {
+  // Lane l of warp g takes column 32·block + l (clamped to the last, and not stored, past
+  // the end) and rows g, g + 8...
+  const std::string warp_size = cst(DType::i64, kWarp, 1);
+  group_id_ = bi("arith.divui", lane_id_, warp_size, "i64");
+  const std::string raw = bi("arith.addi", bi("arith.muli", "%r", warp_size, "i64"),
+                             bi("arith.remui", lane_id_, warp_size, "i64"), "i64");
+  const std::string last = cst(DType::i64, static_cast<double>(rl.rs.rows() - 1), 1);
+  rl.valid_column = bi("arith.cmpi ule,", raw, last, "i64");
+  return sel(rl.valid_column, raw, last, DType::i64, 1);
+}
+
+void Emitter::reduction_columns(ReductionLoop& rl, const std::string& r) {
+  // Row r = (kept index c, block b): blocks of w columns, then single columns.
+  const int64_t length = space_.dims.back(), blocks = length / width_,
+                per = blocks + length % width_;
+  const std::string c_per = cst(DType::i64, static_cast<double>(per), 1);
+  const std::string c = bi("arith.divui", r, c_per, "i64");
+  const std::string b = bi("arith.remui", r, c_per, "i64");
+  std::vector<std::string> row_off;
+  for (size_t k = 0; k < g_.inputs().size(); ++k) row_off.push_back(offset(k, c, rl.kept));
+  const std::string out_row = bi("arith.muli", c, cst(DType::i64, static_cast<double>(length), 1), "i64");
+  if (blocks > 0 && length % width_ > 0) {
+    const std::string is_block =
+        bi("arith.cmpi ult,", b, cst(DType::i64, static_cast<double>(blocks), 1), "i64");
+    if_else(is_block, [&] { reduction_column(rl, row_off, out_row, b, blocks, width_); },
+            [&] { reduction_column(rl, row_off, out_row, b, blocks, 1); });
+  } else {
+    reduction_column(rl, row_off, out_row, b, blocks, blocks > 0 ? width_ : 1);
+  }
+}
+
+void Emitter::reduction_column(ReductionLoop& rl, const std::vector<std::string>& row_off,
+                               const std::string& out_row, const std::string& b, int64_t blocks,
+                               int w) {
+  std::string col;
+  if (w > 1) {
+    col = bi("arith.muli", b, cst(DType::i64, w, 1), "i64");
+  } else {
+    col = bi("arith.addi", b, cst(DType::i64, static_cast<double>(blocks * width_ - blocks), 1), "i64");
+  }
+  // Along the innermost dim every operand's stride is 0 or 1: offset by the column.
+  std::vector<std::string> off = row_off;
+  for (size_t k = 0; k < off.size(); ++k) {
+    if (space_.strides[k].back() == 0) continue;
+    off[k] = off[k].empty() ? col : bi("arith.addi", off[k], col, "i64");
+  }
+  const std::string zero = cst(DType::i64, 0, 1);
+  reduction_store(rl, reduce_rows(rl.red, rl.rs, rl.ptr, off, rl.reduced, zero, w),
+                  bi("arith.addi", out_row, col, "i64"), w);
+}
+
+void Emitter::reduction_store(ReductionLoop& rl, std::string acc, const std::string& index, int w) {
+  const Node& red = rl.red;
+  const DType d = g_.type(red.result()).dtype;
+  if (red.op == Op::Sum || red.op == Op::Mean) {
+    if (red.op == Op::Mean) {
+      acc = bi("arith.divf", acc, cst(DType::f64, static_cast<double>(rl.rs.reduced_size()), w),
+               vec("f64", w));
+    }
+    if (d != DType::f64) acc = conv("arith.truncf", acc, DType::f64, d, w);
+  }
+  // f16/bf16: accumulated in f64 (sums) or f32 (max/min) over the widened inputs,
+  // rounded to f32 and then once to the dtype at the end, as the reference rounds its
+  // f32 kernel's result.
+  if (is_half(d)) acc = f32_to_half(acc, d, /*round=*/true, w);
+  const std::string address = gep(rl.ptr[g_.inputs().size()], index, d);
+  // Every lane holds the result: lane 0 stores it (a row's), or warp 0 for the columns
+  // that exist (column groups).
+  std::string guard;
+  if (column_groups_) {
+    guard = bi("arith.andi", rl.valid_column,
+               bi("arith.cmpi eq,", group_id_, cst(DType::i64, 0, 1), "i64"), "i1");
+  } else if (lanes_ > 1) {
+    guard = bi("arith.cmpi eq,", lane_id_, cst(DType::i64, 0, 1), "i64");
+  }
+  if (!guard.empty()) os_ << indent_ << "scf.if " << guard << " {\n";
+  os_ << indent_ << (guard.empty() ? "" : "  ") << "llvm.store " << acc << ", " << address
+      << " {alignment = " << dtype_size(d) << " : i64} : " << vec(memory_elem(d), w)
+      << ", !llvm.ptr\n";
+  if (!guard.empty()) os_ << indent_ << "}\n";
 }
 
 std::vector<std::pair<std::string, DType>> Emitter::row_operands(const std::vector<std::string>& ptr) const {
@@ -247,13 +241,18 @@ void Emitter::if_aligned(const std::vector<std::pair<std::string, DType>>& buffe
   }
   const std::string ok =
       low.empty() ? cst(DType::boolean, 1, 1) : bi("arith.cmpi eq,", low, cst(DType::i64, 0, 1), "i64");
-  os_ << indent_ << "scf.if " << ok << " {\n";
+  if_else(ok, vector, scalar);
+}
+
+void Emitter::if_else(const std::string& cond, const std::function<void()>& then,
+                      const std::function<void()>& otherwise) {
+  os_ << indent_ << "scf.if " << cond << " {\n";
   indent_ += "  ";
-  vector();
+  then();
   indent_.resize(indent_.size() - 2);
   os_ << indent_ << "} else {\n";
   indent_ += "  ";
-  scalar();
+  otherwise();
   indent_.resize(indent_.size() - 2);
   os_ << indent_ << "}\n";
 }

@@ -339,21 +339,32 @@ void Emitter::open_loop(const std::string& res, const std::string& iv, int64_t l
                         bool along) {
   std::string clo = cst(DType::i64, static_cast<double>(lo), 1);
   const std::string chi = cst(DType::i64, static_cast<double>(hi), 1);
-  if (along && lanes_ > 1) {  // lane l's first access at lo + l · step
-    const std::string first =
-        step == 1 ? lane_id_ : bi("arith.muli", lane_id_, cst(DType::i64, static_cast<double>(step), 1), "i64");
-    clo = bi("arith.addi", clo, first, "i64");
+  if (along && lanes_ > 1) {
+    clo = lane_start(clo, step);
     step *= lanes_;
   }
   const std::string cstep = cst(DType::i64, static_cast<double>(step), 1);
-  os_ << indent_ << (res.empty() ? "" : res + " = ") << "scf.for " << iv << " = " << clo << " to "
-      << chi << " step " << cstep;
+  std::vector<std::string> named;
+  for (size_t a = 0; a < inits.size(); ++a) named.push_back("%a" + std::to_string(next_++));
+  for_header(res, iv, clo, chi, cstep, named, inits, types);
+  args.insert(args.end(), named.begin(), named.end());
+}
+
+std::string Emitter::lane_start(const std::string& lo, int64_t step) {
+  const std::string first =
+      step == 1 ? lane_id_ : bi("arith.muli", lane_id_, cst(DType::i64, static_cast<double>(step), 1), "i64");
+  return bi("arith.addi", lo, first, "i64");
+}
+
+void Emitter::for_header(const std::string& res, const std::string& iv, const std::string& lo,
+                         const std::string& hi, const std::string& step,
+                         const std::vector<std::string>& args, const std::vector<std::string>& inits,
+                         const std::vector<std::string>& types) {
+  os_ << indent_ << (res.empty() ? "" : res + " = ") << "scf.for " << iv << " = " << lo << " to "
+      << hi << " step " << step;
   if (!inits.empty()) {
     os_ << " iter_args(";
-    for (size_t a = 0; a < inits.size(); ++a) {
-      args.push_back("%a" + std::to_string(next_++));
-      os_ << (a ? ", " : "") << args.back() << " = " << inits[a];
-    }
+    for (size_t a = 0; a < inits.size(); ++a) os_ << (a ? ", " : "") << args[a] << " = " << inits[a];
     os_ << ") -> (" << join(types) << ")";
   }
   os_ << " : i64 {\n";

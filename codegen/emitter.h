@@ -246,8 +246,41 @@ class Emitter {
   void open_loop(const std::string& res, const std::string& iv, int64_t lo, int64_t hi,
                  int64_t step, const std::vector<std::string>& inits, std::vector<std::string>& args,
                  const std::vector<std::string>& types, bool along = false);
-  /// Closes open_loop's loop, yielding `yields` of `types` (none: no results).
+  /// `lo` + lane_id_ · `step`: this lane's first element of a loop along the row that
+  /// the lanes share (warp-row mode), `step` elements per access.
+  std::string lane_start(const std::string& lo, int64_t step);
+  /// Prints `res = scf.for iv = lo to hi step step iter_args(args[j] = inits[j]) ->
+  /// (types)` over the i64 values `lo`, `hi` and `step` (no inits: no iter_args and no
+  /// results, `res` empty) and indents the body; open_loop names its values and
+  /// args itself, reduce_rows passes its own.
+  void for_header(const std::string& res, const std::string& iv, const std::string& lo,
+                  const std::string& hi, const std::string& step,
+                  const std::vector<std::string>& args, const std::vector<std::string>& inits,
+                  const std::vector<std::string>& types);
+  /// Closes open_loop's (or for_header's) loop, yielding `yields` of `types` (none: no results).
   void close_loop(const std::vector<std::string>& yields, const std::vector<std::string>& types);
+  /// Reduction bodies (emit_reduction.cc), in the order reduction_module emits them.
+  /// ReductionLoop holds one module's reduction, layout and buffers.
+  struct ReductionLoop;
+  /// The loop over the rows (output elements, or column blocks), `w` lanes per access
+  /// along a row (width_, or 1 where GPU code finds its buffers unaligned).
+  void reduction_rows(ReductionLoop& rl, int w);
+  /// Column groups: this lane's column in the current block of 32, clamped to the last
+  /// (rl.valid_column says whether it exists); sets group_id_ to this thread's warp.
+  std::string column_group_row(ReductionLoop& rl);
+  /// The column layout's row `r`: a kept index and a block of width_ columns (or, after
+  /// the blocks, a single column), each emitted by reduction_column.
+  void reduction_columns(ReductionLoop& rl, const std::string& r);
+  /// Reduces and stores the `w` columns of block (or single column) `b` of the row at
+  /// `row_off` (the operands' offsets) and `out_row` (the output's).
+  void reduction_column(ReductionLoop& rl, const std::vector<std::string>& row_off,
+                        const std::string& out_row, const std::string& b, int64_t blocks, int w);
+  /// Stores accumulator `acc` (w lanes; sums in f64) at `index` of the output: the
+  /// mean's division and the rounding to the result's dtype first; one lane stores.
+  void reduction_store(ReductionLoop& rl, std::string acc, const std::string& index, int w);
+  /// Emits `scf.if cond` with `then` and `otherwise` emitting its two branches.
+  void if_else(const std::string& cond, const std::function<void()>& then,
+               const std::function<void()>& otherwise);
   std::string reduce_rows(const Node& red, const ReductionSpace& rs,
                           const std::vector<std::string>& ptr, const std::vector<std::string>& row_off,
                           const std::vector<int>& list, const std::string& col, int w);

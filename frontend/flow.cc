@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "frontend/flow_check.h"
 #include "frontend/loop.h"
 #include "frontend/map.h"
 #include "frontend/routing.h"
@@ -14,188 +15,10 @@ namespace {
 
 using Kind = FlowStep::Kind;
 
-std::string where(const std::source_location& loc) {
-  return std::string(loc.file_name()) + ":" + std::to_string(loc.line());
-}
-
-bool is_module_step(Kind k) {
-  return k == Kind::From || k == Kind::Through || k == Kind::Also || k == Kind::AlsoWith ||
-         k == Kind::Fork;
-}
-
-const Flow* as_flow(const ModulePtr& m) { return dynamic_cast<const Flow*>(m.get()); }
-
-// Checks one flow's structure (not its children's: they were checked when built).
-Status validate(const std::vector<FlowStep>& steps) {
-  std::map<std::string, std::source_location> tags;  // tag or input name -> where
-  std::map<std::string, std::pair<std::source_location, const Flow*>> labels;  // child label
-  std::string own_label;
-  std::source_location own_label_loc;
-  // Tags defined anywhere in the flow: a uses(...) of one defined later is a forward
-  // reference (state carried across steps); an input declared later is an error.
-  std::map<std::string, std::source_location> all_tags, all_inputs, all_groups;
-  for (const FlowStep& s : steps) {
-    if (s.kind == Kind::Tag) all_tags.emplace(s.names[0], s.loc);
-    if (s.kind == Kind::TagGroup) all_groups.emplace(s.names[0], s.loc);
-    if (s.kind == Kind::Input) {
-      for (const std::string& n : s.names) all_inputs.emplace(n, s.loc);
-    }
-  }
-  auto define = [&](const std::string& name, const std::source_location& loc,
-                    const char* what) -> Status {
-    if (name.empty()) return Error{std::string(what) + " name must not be empty", to_location(loc)};
-    if (auto it = tags.find(name); it != tags.end()) {
-      return Error{"duplicate tag '" + name + "': already defined at " + where(it->second),
-                   to_location(loc)};
-    }
-    tags[name] = loc;
-    return Status();
-  };
-  for (size_t i = 0; i < steps.size(); ++i) {
-    const FlowStep& s = steps[i];
-    Kind prev = i > 0 ? steps[i - 1].kind : Kind::From;
-    // What may follow a split or a fork.
-    if (i > 0 && (prev == Kind::Split || prev == Kind::TagGroup) && s.kind != Kind::TagGroup &&
-        s.kind != Kind::Merge) {
-      size_t split = prev == Kind::Split ? i - 1 : i - 2;
-      return Error{"split(...) is never merged: merge(...) must follow it (after an optional "
-                   "tag_group)",
-                   to_location(steps[split].loc)};
-    }
-    switch (s.kind) {
-      case Kind::TagGroup:
-        if (prev != Kind::Split) {
-          return Error{"tag_group(\"" + s.names[0] + "\") must directly follow split(...)",
-                       to_location(s.loc)};
-        }
-        for (size_t b = 0; b < steps[i - 1].modules.size(); ++b) {
-          WEFT_RETURN_IF_ERROR(define(s.names[0] + "." + std::to_string(b), s.loc, "tag_group"));
-        }
-        break;
-      case Kind::Merge:
-        if (prev != Kind::Split && prev != Kind::TagGroup) {
-          return Error{"merge(...) without a split(...) before it", to_location(s.loc)};
-        }
-        break;
-      case Kind::Tag:
-        WEFT_RETURN_IF_ERROR(define(s.names[0], s.loc, "tag"));
-        break;
-      case Kind::Input:
-        for (const std::string& n : s.names) WEFT_RETURN_IF_ERROR(define(n, s.loc, "input"));
-        break;
-      case Kind::Uses: {
-        size_t m = i;
-        while (m > 0 && steps[m - 1].kind == Kind::Uses) --m;
-        if (m == 0 || !is_module_step(steps[m - 1].kind)) {
-          return Error{"uses(...) must follow a module: from, through, also, also_with or fork",
-                       to_location(s.loc)};
-        }
-        for (const std::string& n : s.names) {
-          if (tags.count(n)) continue;
-          bool group = false;
-          for (const auto& [t, unused] : tags) group |= t.rfind(n + ".", 0) == 0;
-          if (group) continue;
-          if (all_tags.count(n)) continue;  // a forward reference: Flow::forward
-          if (auto later = all_groups.find(n); later != all_groups.end()) {
-            return Error{"uses(\"" + n + "\") refers to tag_group \"" + n + "\", defined later, at " +
-                             where(later->second) + "; a forward reference reads one tag, not a group",
-                         to_location(s.loc)};
-          }
-          if (auto later = all_inputs.find(n); later != all_inputs.end()) {
-            return Error{"uses(\"" + n + "\") refers to input \"" + n + "\", declared later, at " +
-                             where(later->second) + "; declare inputs before they are used",
-                         to_location(s.loc)};
-          }
-          std::string known;
-          for (const auto& [t, unused] : tags) known += (known.empty() ? "" : ", ") + t;
-          return Error{"uses of unknown tag '" + n + "'; tags defined before this call: " +
-                           (known.empty() ? "(none)" : known),
-                       to_location(s.loc)};
-        }
-        break;
-      }
-      case Kind::Label: {
-        const std::string& name = s.names[0];
-        if (name.empty()) return Error{"label name must not be empty", to_location(s.loc)};
-        if (name.find('.') != std::string::npos) {
-          return Error{"label '" + name + "' contains a dot; dots separate the levels of a "
-                       "label path (encoder.scan), so a label cannot contain one",
-                       to_location(s.loc)};
-        }
-        if (!own_label.empty()) {
-          return Error{"flow labelled twice: '" + own_label + "' at " + where(own_label_loc) +
-                           ", then '" + name + "'",
-                       to_location(s.loc)};
-        }
-        own_label = name;
-        own_label_loc = s.loc;
-        break;
-      }
-      default:
-        break;
-    }
-    if (s.kind == Kind::Fork) {
-      size_t next = i + 1;
-      while (next < steps.size() && steps[next].kind == Kind::Uses) ++next;
-      if (next >= steps.size() || steps[next].kind != Kind::Tag) {
-        return Error{"fork(" + s.modules[0]->describe() +
-                         ")'s output is never named: tag(...) must follow fork(...)",
-                     to_location(s.loc)};
-      }
-    }
-    // Labels of nested flows, one level down. One flow instance used twice shares its
-    // parameters and its label; two different flows may not share a label.
-    for (const ModulePtr& m : s.modules) {
-      const Flow* f = as_flow(m);
-      if (!f || f->label().empty()) continue;
-      if (auto it = labels.find(f->label()); it != labels.end() && it->second.second != f) {
-        return Error{"duplicate label '" + f->label() + "' at one level: already used at " +
-                         where(it->second.first),
-                     to_location(s.loc)};
-      }
-      labels.emplace(f->label(), std::make_pair(s.loc, f));
-    }
-  }
-  if (!steps.empty() && (steps.back().kind == Kind::Split || steps.back().kind == Kind::TagGroup)) {
-    size_t split = steps.back().kind == Kind::Split ? steps.size() - 1 : steps.size() - 2;
-    return Error{"split(...) is never merged: merge(...) must follow it (after an optional "
-                 "tag_group)",
-                 to_location(steps[split].loc)};
-  }
-  for (const auto& [label, where_and_flow] : labels) {
-    const std::source_location& loc = where_and_flow.first;
-    if (auto it = tags.find(label); it != tags.end()) {
-      return Error{"label '" + label + "' collides with the tag of that name defined at " +
-                       where(it->second) + "; tags and labels share one namespace",
-                   to_location(loc)};
-    }
-  }
-  if (!own_label.empty()) {
-    if (auto it = tags.find(own_label); it != tags.end()) {
-      return Error{"label '" + own_label + "' collides with the tag of that name defined at " +
-                       where(it->second) + "; tags and labels share one namespace",
-                   to_location(own_label_loc)};
-    }
-  }
-  return Status();
-}
-
-// A flow reachable from itself through nested flows.
-Status check_cycles(const Flow* f, std::vector<const Flow*>& stack) {
-  for (const Flow* s : stack) {
-    if (s == f) {
-      return Error{"cycle: flow " + f->describe() + " contains itself"};
-    }
-  }
-  stack.push_back(f);
-  for (const FlowStep& s : f->steps()) {
-    for (const ModulePtr& m : s.modules) {
-      if (const Flow* child = as_flow(m)) WEFT_RETURN_IF_ERROR(check_cycles(child, stack));
-    }
-  }
-  stack.pop_back();
-  return Status();
-}
+using flow_detail::as_flow;
+using flow_detail::check_cycles;
+using flow_detail::validate;
+using flow_detail::where;
 
 }  // namespace
 
@@ -255,6 +78,198 @@ ValueId emit_part(Emitter& e, const ModulePtr& m, const std::vector<ValueId>& in
   return emit_part_at(e, m, inputs, "", path_part, name_part, loc);
 }
 
+namespace {
+
+// One emission of a flow's steps (Flow::forward), one member per kind of step, over the
+// state they share: the stream, the tags and tag groups defined so far, a fork's output
+// waiting for its tag, the branches of the last split, and the values that forward
+// references read.
+class FlowEmission {
+ public:
+  FlowEmission(Emitter& e, const std::vector<FlowStep>& steps) : e_(e), steps_(steps) {}
+
+  /// Emits every step on `stream`, with `tags` (the extra inputs) known; returns the
+  /// stream's last value.
+  ValueId run(ValueId stream, std::map<std::string, ValueId> tags) {
+    stream_ = stream;
+    tags_ = std::move(tags);
+    for (size_t i = 0; i < steps_.size(); ++i) step(i);
+    return stream_;
+  }
+
+ private:
+  struct Carried {
+    ValueId value;  ///< The state input (training) or zeros (evaluation).
+    std::source_location used_at;
+  };
+
+  void step(size_t i) {
+    const FlowStep& s = steps_[i];
+    const std::string p = std::to_string(pos_);
+    switch (s.kind) {
+      case Kind::From:
+      case Kind::Through:
+        stream_ = emit_at(e_, s.modules[0], module_inputs(i, stream_), p, s.loc);
+        ++pos_;
+        break;
+      case Kind::Also:
+        also(i, p);
+        ++pos_;
+        break;
+      case Kind::AlsoWith:
+        also_with(i, p);
+        ++pos_;
+        break;
+      case Kind::Fork:
+        forked_ = emit_at(e_, s.modules[0], module_inputs(i, stream_), p, s.loc);
+        ++pos_;
+        break;
+      case Kind::Split:
+        split(s, p);
+        ++pos_;
+        break;
+      case Kind::TagGroup: tag_group(s); break;
+      case Kind::Merge: merge(s); break;
+      case Kind::Tag: tag(s); break;
+      case Kind::Uses:
+      case Kind::Input:
+      case Kind::Label:
+        break;
+    }
+  }
+
+  // The inputs of step i's module: `x` (the stream), then the values of any uses(...)
+  // right after it.
+  std::vector<ValueId> module_inputs(size_t i, ValueId x) {
+    std::vector<ValueId> in = {x};
+    for (size_t u = i + 1; u < steps_.size() && steps_[u].kind == Kind::Uses; ++u) {
+      for (const std::string& n : steps_[u].names) {
+        if (auto it = tags_.find(n); it != tags_.end()) {
+          in.push_back(it->second);
+        } else if (auto g = groups_.find(n); g != groups_.end()) {
+          for (ValueId v : g->second) in.push_back(v);
+        } else {
+          in.push_back(carried(steps_[i], steps_[u], n, x));
+        }
+      }
+    }
+    return in;
+  }
+
+  // Forward references: a uses(...) of a tag defined later reads, when training, the
+  // value that tag had at the end of the previous step, kept in a state input (zeros
+  // before the first step) of the consumer's stream type, which the tag assigns; in
+  // evaluation, zeros of that type (no state: an evaluation changes nothing and may run
+  // at another batch size). `x`: the consumer's stream.
+  ValueId carried(const FlowStep& s, const FlowStep& uses, const std::string& n, ValueId x) {
+    if (!s.modules.empty() && s.modules[0] && is_map_over(*s.modules[0])) {
+      throw BuildFailure{Error{"map(...).over(\"" + n + "\") maps over a tag defined before it, but \"" + n +
+                                   "\" is defined later (a forward reference)",
+                               to_location(uses.loc)}};
+    }
+    auto c = carried_.find(n);
+    if (c == carried_.end()) {
+      const Type t = e_.type(x);
+      ValueId v = e_.training() ? e_.carried_state(n, t) : e_.full(t.shape, 0.0, t.dtype);
+      c = carried_.emplace(n, Carried{v, uses.loc}).first;
+    }
+    return c->second.value;
+  }
+
+  void also(size_t i, const std::string& p) {
+    const FlowStep& s = steps_[i];
+    ValueId out = emit_at(e_, s.modules[0], module_inputs(i, stream_), p, s.loc);
+    e_.push_frame(nullptr, "also", "", s.loc);
+    stream_ = e_.add(stream_, out);
+    e_.pop_frame();
+  }
+
+  void also_with(size_t i, const std::string& p) {
+    const FlowStep& s = steps_[i];
+    ValueId skip = emit_at(e_, s.modules[0], {stream_}, p + ".0", s.loc);
+    ValueId out = emit_at(e_, s.modules[1], module_inputs(i, stream_), p + ".1", s.loc);
+    e_.push_frame(nullptr, "also_with", "", s.loc);
+    stream_ = e_.add(skip, out);
+    e_.pop_frame();
+  }
+
+  void split(const FlowStep& s, const std::string& p) {
+    branches_.clear();
+    for (size_t b = 0; b < s.modules.size(); ++b) {
+      std::string prefix = "split[" + std::to_string(b) + "] > ";
+      branches_.push_back(
+          emit_at(e_, s.modules[b], {stream_}, p + "." + std::to_string(b), s.loc, prefix));
+    }
+  }
+
+  void tag_group(const FlowStep& s) {
+    for (size_t b = 0; b < branches_.size(); ++b) {
+      tags_[s.names[0] + "." + std::to_string(b)] = branches_[b];
+      e_.note_tag(s.names[0] + "." + std::to_string(b), branches_[b]);
+    }
+    groups_[s.names[0]] = branches_;
+  }
+
+  void merge(const FlowStep& s) {
+    e_.push_frame(nullptr, "merge(" + s.merge.describe() + ")", "", s.loc);
+    if (s.merge.kind == Merge::Kind::Concat) {
+      stream_ = e_.op(Op::Concat, branches_, {{"axis", s.merge.axis}});
+    } else {
+      stream_ = branches_[0];
+      for (size_t b = 1; b < branches_.size(); ++b) stream_ = e_.add(stream_, branches_[b]);
+      if (s.merge.kind == Merge::Kind::Mean && branches_.size() > 1) {
+        stream_ = e_.mul(stream_, e_.constant(1.0 / static_cast<double>(branches_.size()),
+                                              e_.type(stream_).dtype));
+      }
+    }
+    e_.pop_frame();
+  }
+
+  // tag(name): names the fork's output (or the stream), and assigns it to the state a
+  // forward reference to it reads.
+  void tag(const FlowStep& s) {
+    const std::string& name = s.names[0];
+    tags_[name] = forked_ != kNoValue ? forked_ : stream_;
+    e_.note_tag(name, tags_[name]);
+    forked_ = kNoValue;
+    if (auto c = carried_.find(name); c != carried_.end()) {
+      e_.push_frame(nullptr, "tag(" + name + ")", "", s.loc);
+      carry_to_next_step(name, c->second);
+      e_.pop_frame();
+    }
+  }
+
+  void carry_to_next_step(const std::string& name, const Carried& c) {
+    const Type kept = e_.type(c.value), now = e_.type(tags_[name]);
+    if (kept != now) {
+      e_.fail("tag '" + name + "' is " + now.to_string() + ", but uses(\"" + name + "\") at " +
+              where(c.used_at) + " reads it from the previous step as " + kept.to_string() +
+              ", the stream's type there; a tag read before it is defined must keep that type");
+    }
+    if (!e_.training()) return;
+    for (const Node& n : e_.graph().nodes()) {
+      if (n.op == Op::Assign && n.operands[0] == c.value) {
+        e_.fail("tag '" + name + "' carries its value to the next step in '" + e_.graph().value(c.value).name +
+                "', which another use of this flow already assigns; a flow with a forward reference "
+                "can be used once (build one flow per use)");
+      }
+    }
+    e_.assign(c.value, tags_[name]);
+  }
+
+  Emitter& e_;
+  const std::vector<FlowStep>& steps_;
+  std::map<std::string, ValueId> tags_;
+  std::map<std::string, std::vector<ValueId>> groups_;
+  std::map<std::string, Carried> carried_;
+  ValueId stream_ = kNoValue;
+  ValueId forked_ = kNoValue;  ///< A fork's output, until the tag after it.
+  std::vector<ValueId> branches_;  ///< The last split's outputs.
+  int pos_ = 0;                    ///< The position of the next module in the chain.
+};
+
+}  // namespace
+
 ValueId Flow::forward(Emitter& e, const std::vector<ValueId>& inputs) {
   std::vector<std::string> extra = extra_inputs();
   if (inputs.size() != 1 + extra.size()) {
@@ -265,145 +280,8 @@ ValueId Flow::forward(Emitter& e, const std::vector<ValueId>& inputs) {
            "; pass the extra ones with uses({...})");
   }
   std::map<std::string, ValueId> tags;
-  std::map<std::string, std::vector<ValueId>> groups;
-  // Forward references: a uses(...) of a tag defined later reads, when training, the
-  // value that tag had at the end of the previous step, kept in a state input (zeros
-  // before the first step) of the consumer's stream type, which the tag assigns; in
-  // evaluation, zeros of that type (no state: an evaluation changes nothing and may run
-  // at another batch size).
-  struct Carried {
-    ValueId value;  ///< The state input (training) or zeros (evaluation).
-    std::source_location used_at;
-  };
-  std::map<std::string, Carried> carried;
   for (size_t i = 0; i < extra.size(); ++i) tags[extra[i]] = inputs[i + 1];
-  ValueId stream = inputs[0];
-  ValueId forked = kNoValue;
-  std::vector<ValueId> branches;
-  int pos = 0;
-
-  for (size_t i = 0; i < steps_.size(); ++i) {
-    const FlowStep& s = steps_[i];
-    // The module's inputs: the stream, then the values of any uses(...) right after it.
-    auto module_inputs = [&](ValueId x) {
-      std::vector<ValueId> in = {x};
-      for (size_t u = i + 1; u < steps_.size() && steps_[u].kind == Kind::Uses; ++u) {
-        for (const std::string& n : steps_[u].names) {
-          if (auto it = tags.find(n); it != tags.end()) {
-            in.push_back(it->second);
-          } else if (auto g = groups.find(n); g != groups.end()) {
-            for (ValueId v : g->second) in.push_back(v);
-          } else {
-            if (!s.modules.empty() && s.modules[0] && is_map_over(*s.modules[0])) {
-              throw BuildFailure{Error{"map(...).over(\"" + n + "\") maps over a tag defined before it, but \"" + n +
-                                           "\" is defined later (a forward reference)",
-                                       to_location(steps_[u].loc)}};
-            }
-            auto c = carried.find(n);
-            if (c == carried.end()) {
-              const Type t = e.type(x);
-              ValueId v = e.training() ? e.carried_state(n, t) : e.full(t.shape, 0.0, t.dtype);
-              c = carried.emplace(n, Carried{v, steps_[u].loc}).first;
-            }
-            in.push_back(c->second.value);
-          }
-        }
-      }
-      return in;
-    };
-    std::string p = std::to_string(pos);
-    switch (s.kind) {
-      case Kind::From:
-      case Kind::Through:
-        stream = emit_at(e, s.modules[0], module_inputs(stream), p, s.loc);
-        ++pos;
-        break;
-      case Kind::Also: {
-        ValueId out = emit_at(e, s.modules[0], module_inputs(stream), p, s.loc);
-        e.push_frame(nullptr, "also", "", s.loc);
-        stream = e.add(stream, out);
-        e.pop_frame();
-        ++pos;
-        break;
-      }
-      case Kind::AlsoWith: {
-        ValueId skip = emit_at(e, s.modules[0], {stream}, p + ".0", s.loc);
-        ValueId out = emit_at(e, s.modules[1], module_inputs(stream), p + ".1", s.loc);
-        e.push_frame(nullptr, "also_with", "", s.loc);
-        stream = e.add(skip, out);
-        e.pop_frame();
-        ++pos;
-        break;
-      }
-      case Kind::Fork:
-        forked = emit_at(e, s.modules[0], module_inputs(stream), p, s.loc);
-        ++pos;
-        break;
-      case Kind::Split:
-        branches.clear();
-        for (size_t b = 0; b < s.modules.size(); ++b) {
-          std::string prefix = "split[" + std::to_string(b) + "] > ";
-          branches.push_back(
-              emit_at(e, s.modules[b], {stream}, p + "." + std::to_string(b), s.loc, prefix));
-        }
-        ++pos;
-        break;
-      case Kind::TagGroup:
-        for (size_t b = 0; b < branches.size(); ++b) {
-          tags[s.names[0] + "." + std::to_string(b)] = branches[b];
-          e.note_tag(s.names[0] + "." + std::to_string(b), branches[b]);
-        }
-        groups[s.names[0]] = branches;
-        break;
-      case Kind::Merge: {
-        e.push_frame(nullptr, "merge(" + s.merge.describe() + ")", "", s.loc);
-        if (s.merge.kind == Merge::Kind::Concat) {
-          stream = e.op(Op::Concat, branches, {{"axis", s.merge.axis}});
-        } else {
-          stream = branches[0];
-          for (size_t b = 1; b < branches.size(); ++b) stream = e.add(stream, branches[b]);
-          if (s.merge.kind == Merge::Kind::Mean && branches.size() > 1) {
-            stream = e.mul(stream, e.constant(1.0 / static_cast<double>(branches.size()),
-                                              e.type(stream).dtype));
-          }
-        }
-        e.pop_frame();
-        break;
-      }
-      case Kind::Tag: {
-        const std::string& name = s.names[0];
-        tags[name] = forked != kNoValue ? forked : stream;
-        e.note_tag(name, tags[name]);
-        forked = kNoValue;
-        if (auto c = carried.find(name); c != carried.end()) {
-          const Type kept = e.type(c->second.value), now = e.type(tags[name]);
-          e.push_frame(nullptr, "tag(" + name + ")", "", s.loc);
-          if (kept != now) {
-            e.fail("tag '" + name + "' is " + now.to_string() + ", but uses(\"" + name + "\") at " +
-                   where(c->second.used_at) + " reads it from the previous step as " + kept.to_string() +
-                   ", the stream's type there; a tag read before it is defined must keep that type");
-          }
-          if (e.training()) {
-            for (const Node& n : e.graph().nodes()) {
-              if (n.op == Op::Assign && n.operands[0] == c->second.value) {
-                e.fail("tag '" + name + "' carries its value to the next step in '" + e.graph().value(c->second.value).name +
-                       "', which another use of this flow already assigns; a flow with a forward reference "
-                       "can be used once (build one flow per use)");
-              }
-            }
-            e.assign(c->second.value, tags[name]);
-          }
-          e.pop_frame();
-        }
-        break;
-      }
-      case Kind::Uses:
-      case Kind::Input:
-      case Kind::Label:
-        break;
-    }
-  }
-  return stream;
+  return FlowEmission(e, steps_).run(inputs[0], std::move(tags));
 }
 
 StatusOr<Model> Flow::build(const std::vector<InputSpec>& inputs, BuildOptions options) const {

@@ -112,6 +112,42 @@ TEST(Flow, StructuralErrorsNameTheCall) {
                        "of a label path (encoder.scan), so a label cannot contain one");
 }
 
+// The order of the steps: what may follow what, and the names they define.
+TEST(Flow, StepOrderErrorsNameTheCall) {
+  int line = __LINE__ + 1;
+  auto stray_group = FlowBuilder::from(Linear(2, 2)).tag_group("g").build();
+  EXPECT_EQ(stray_group.error().to_string(),
+            at(line) + ":63: error: tag_group(\"g\") must directly follow split(...)");
+
+  line = __LINE__ + 1;
+  auto stray_merge = FlowBuilder::from(Linear(2, 2)).merge(Merge::add()).build();
+  EXPECT_EQ(stray_merge.error().to_string(),
+            at(line) + ":59: error: merge(...) without a split(...) before it");
+
+  line = __LINE__ + 1;
+  auto unnamed_tag = FlowBuilder::from(Linear(2, 2)).tag("").build();
+  EXPECT_EQ(unnamed_tag.error().to_string(), at(line) + ":57: error: tag name must not be empty");
+
+  line = __LINE__ + 1;
+  auto unnamed_input = FlowBuilder::from(Linear(2, 2)).input({""}).build();
+  EXPECT_EQ(unnamed_input.error().to_string(), at(line) + ":61: error: input name must not be empty");
+
+  line = __LINE__ + 1;
+  auto stray_uses = FlowBuilder::from(Linear(2, 2)).tag("a").uses({"a"}).build();
+  EXPECT_EQ(stray_uses.error().to_string(),
+            at(line) + ":66: error: uses(...) must follow a module: from, through, also, "
+                       "also_with or fork");
+
+  line = __LINE__ + 1;
+  auto unnamed_label = FlowBuilder::from(Linear(2, 2)).label("").build();
+  EXPECT_EQ(unnamed_label.error().to_string(), at(line) + ":61: error: label name must not be empty");
+
+  line = __LINE__ + 1;
+  auto twice = FlowBuilder::from(Linear(2, 2)).label("a").label("b").build();
+  EXPECT_EQ(twice.error().to_string(),
+            at(line) + ":64: error: flow labelled twice: 'a' at " + at(line) + ", then 'b'");
+}
+
 TEST(Flow, LabelErrors) {
   auto a = FlowBuilder::from(Linear(2, 2)).label("block").build();
   auto b = FlowBuilder::from(Linear(2, 2)).label("block").build();

@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "ir/fused_kind.h"
+#include "passes/schedule.h"
 
 namespace weft {
 namespace {
@@ -282,13 +283,7 @@ void move_members_together(Graph& g, std::vector<MergedUpdate>& merged) {
   order.insert(order.end(), assigns.begin(), assigns.end());
   std::vector<int> new_index(n);
   for (int k = 0; k < n; ++k) new_index[order[k]] = k;
-  std::vector<Node> reordered;
-  reordered.reserve(n);
-  for (int i : order) reordered.push_back(std::move(g.node(i)));
-  g.mutable_nodes() = std::move(reordered);
-  for (int i = 0; i < n; ++i) {
-    for (ValueId r : g.node(i).results) g.mutable_value(r).node = i;
-  }
+  reorder_nodes(g, order);
   for (MergedUpdate& m : merged) {
     for (int& i : m.nodes) i = new_index[i];
   }

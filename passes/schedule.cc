@@ -230,15 +230,18 @@ StatusOr<bool> ScheduleMemoryPass::run(Graph& g) {
   std::vector<int> order = for_data_parallelism(g, *l, greedy_order(g, *l));
   if (peak_of(g, *l, order) >= peak_of(g, *l, current)) order = current;
   if (order == identity) return false;
+  reorder_nodes(g, order);
+  return true;
+}
 
+void reorder_nodes(Graph& g, const std::vector<int>& order) {
   std::vector<Node> reordered;
-  reordered.reserve(n);
+  reordered.reserve(order.size());
   for (int i : order) reordered.push_back(std::move(g.node(i)));
   g.mutable_nodes() = std::move(reordered);
-  for (int i = 0; i < n; ++i) {
+  for (int i = 0; i < static_cast<int>(g.nodes().size()); ++i) {
     for (ValueId r : g.node(i).results) g.mutable_value(r).node = i;
   }
-  return true;
 }
 
 }  // namespace weft

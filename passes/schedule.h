@@ -70,4 +70,9 @@ class ScheduleMemoryPass : public Pass {
 /// empty. Sizes are unaligned `Type::bytes()`. Errors: a node result of unknown type.
 StatusOr<int64_t> peak_live_bytes(const Graph& g, const std::vector<int>& order = {});
 
+/// Puts g's nodes in the order `order` (a permutation of their indices, a topological
+/// order) and points every node result at its new index. schedule-memory and
+/// merge-updates reorder through it.
+void reorder_nodes(Graph& g, const std::vector<int>& order);
+
 }  // namespace weft

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "runtime/conv_geometry.h"
@@ -29,6 +30,10 @@ struct GemmPlan {
   bool b_packed = false;
 
   int64_t batch() const { return static_cast<int64_t>(a_offsets.size()); }
+  /// What runs it, as the GEMM kernels' describe() says: "onednn sgemm" (`f32`) or "loop
+  /// dgemm", the transposes when either is set ("NT"), m x n x k, and the batch when over 1:
+  /// "onednn sgemm NT 64x256x784 batch 4".
+  std::string describe(bool f32) const;
   /// One dense GEMM with the leading dimensions its transposes imply.
   static GemmPlan single(int64_t m, int64_t n, int64_t k, bool trans_a = false,
                          bool trans_b = false);

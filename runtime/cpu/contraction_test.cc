@@ -136,6 +136,19 @@ int count_threads() {
   return n;
 }
 
+// What the GEMM kernels' describe() says (GemmPlan::describe, which the plain and the
+// epilogue kernels share): the library, the transposes when either is set, the sizes,
+// the batch when over 1.
+TEST(MatmulTest, ThePlanDescribesItsGemm) {
+  EXPECT_EQ(GemmPlan::single(2, 3, 4).describe(/*f32=*/true), "onednn sgemm 2x3x4");
+  EXPECT_EQ(GemmPlan::single(2, 3, 4, /*trans_a=*/false, /*trans_b=*/true).describe(/*f32=*/true),
+            "onednn sgemm NT 2x3x4");
+  GemmPlan batched = GemmPlan::single(2, 3, 4, /*trans_a=*/true);
+  batched.a_offsets = {0, 8};
+  batched.b_offsets = {0, 12};
+  EXPECT_EQ(batched.describe(/*f32=*/false), "loop dgemm TN 2x3x4 batch 2");
+}
+
 TEST(MatmulTest, OneDnnStartsNoThreadsOfItsOwn) {
   const Tensor a = rnd(DType::f32, {256, 512}, 7), b = rnd(DType::f32, {512, 512}, 8);
   Tensor c(Type{DType::f32, {256, 512}});

@@ -41,6 +41,14 @@ GemmPlan GemmPlan::single(int64_t m, int64_t n, int64_t k, bool trans_a, bool tr
   return p;
 }
 
+std::string GemmPlan::describe(bool f32) const {
+  std::string s = f32 ? "onednn sgemm " : "loop dgemm ";
+  if (trans_a || trans_b) s += std::string(trans_a ? "T" : "N") + (trans_b ? "T " : "N ");
+  s += std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+  if (batch() > 1) s += " batch " + std::to_string(batch());
+  return s;
+}
+
 template <>
 void gemm_serial<float>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                         const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
@@ -153,15 +161,7 @@ class MatmulKernel final : public BoundKernel {
     return Status::ok_status();
   }
 
-  std::string describe() const override {
-    std::string s = std::is_same_v<T, float> ? "onednn sgemm " : "loop dgemm ";
-    if (plan_.trans_a || plan_.trans_b) {
-      s += std::string(plan_.trans_a ? "T" : "N") + (plan_.trans_b ? "T " : "N ");
-    }
-    s += std::to_string(plan_.m) + "x" + std::to_string(plan_.n) + "x" + std::to_string(plan_.k);
-    if (plan_.batch() > 1) s += " batch " + std::to_string(plan_.batch());
-    return s;
-  }
+  std::string describe() const override { return plan_.describe(std::is_same_v<T, float>); }
 
  private:
   GemmPlan plan_;

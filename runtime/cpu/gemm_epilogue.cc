@@ -93,13 +93,7 @@ class GemmEpilogueKernel final : public BoundKernel {
   }
 
   std::string describe() const override {
-    std::string s = std::is_same_v<T, float> ? "onednn sgemm " : "loop dgemm ";
-    if (plan_.trans_a || plan_.trans_b) {
-      s += std::string(plan_.trans_a ? "T" : "N") + (plan_.trans_b ? "T " : "N ");
-    }
-    s += std::to_string(plan_.m) + "x" + std::to_string(plan_.n) + "x" + std::to_string(plan_.k);
-    if (plan_.batch() > 1) s += " batch " + std::to_string(plan_.batch());
-    return s + " + " + name_;
+    return plan_.describe(std::is_same_v<T, float>) + " + " + name_;
   }
 
  private:

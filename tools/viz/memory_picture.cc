@@ -174,58 +174,61 @@ std::string format_bytes(int64_t bytes) {
   return weft::format_bytes(bytes, /*decimals=*/2, /*trim_zeros=*/true);
 }
 
-std::string memory_plan_svg(const Graph& g, const MemoryPlan& plan,
-                            const MemoryPictureOptions& options) {
-  const std::vector<BufferSpan> spans = buffer_spans(g, plan);
-  const int steps = std::max<int>(1, static_cast<int>(g.nodes().size()));
-  const int64_t arena = std::max<int64_t>(plan.arena_bytes, 1);
+namespace {
 
-  // Live bytes per step, and the first step where they peak.
-  std::vector<int64_t> live(steps, 0);
-  for (const BufferSpan& s : spans) {
-    for (int t = s.first_step; t <= s.last_step && t < steps; ++t) live[t] += s.bytes;
-  }
-  const int peak_step = static_cast<int>(std::max_element(live.begin(), live.end()) - live.begin());
-  const int64_t peak_bytes = live[peak_step];
+// The picture's layout — the plot, the y axis (offsets) on the left, the x axis (steps)
+// below, the legend on the right — and its scales.
+struct Canvas {
+  Canvas(const MemoryPictureOptions& options, int steps, int64_t arena)
+      : width(options.width), height(options.height), steps(steps), arena(arena),
+        plot_w(options.width - left - right_legend), plot_h(options.height - top - bottom) {}
+  double x_of(double step) const { return left + plot_w * step / steps; }
+  double y_of(double offset) const { return top + plot_h * (1.0 - offset / arena); }
 
-  // Layout: the plot, the y axis (offsets) on the left, the x axis (steps) below, the
-  // legend on the right.
-  const double left = 84, top = 60, right_legend = 190, bottom = 46;
-  const double plot_w = options.width - left - right_legend, plot_h = options.height - top - bottom;
-  auto x_of = [&](double step) { return left + plot_w * step / steps; };
-  auto y_of = [&](double offset) { return top + plot_h * (1.0 - offset / arena); };
+  static constexpr double left = 84, top = 60, right_legend = 190, bottom = 46;
+  int width, height;
+  int steps;
+  int64_t arena;
+  double plot_w, plot_h;
+};
 
+// The svg element's opening, the background, the title and the summary line.
+std::string svg_heading(const Graph& g, const MemoryPlan& plan, size_t buffers, const Canvas& c) {
   std::string out;
   out += "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"memory-plan\" width=\"" +
-         std::to_string(options.width) + "\" height=\"" + std::to_string(options.height) +
-         "\" viewBox=\"0 0 " + std::to_string(options.width) + " " +
-         std::to_string(options.height) + "\" font-family=\"sans-serif\" font-size=\"11\">\n";
+         std::to_string(c.width) + "\" height=\"" + std::to_string(c.height) +
+         "\" viewBox=\"0 0 " + std::to_string(c.width) + " " +
+         std::to_string(c.height) + "\" font-family=\"sans-serif\" font-size=\"11\">\n";
   out += "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
-  out += "<text x=\"" + px(left) + "\" y=\"18\" font-size=\"14\" font-weight=\"bold\">@" +
+  out += "<text x=\"" + px(c.left) + "\" y=\"18\" font-size=\"14\" font-weight=\"bold\">@" +
          html_escape(g.name()) + ": memory plan, arena " + format_bytes(plan.arena_bytes) +
          "</text>\n";
-  out += "<text x=\"" + px(left) + "\" y=\"34\" fill=\"#555555\">" +
-         std::to_string(spans.size()) + " buffers over " + std::to_string(steps) +
+  out += "<text x=\"" + px(c.left) + "\" y=\"34\" fill=\"#555555\">" +
+         std::to_string(buffers) + " buffers over " + std::to_string(c.steps) +
          " steps; naive " + format_bytes(plan.naive_bytes) + ", lower bound " +
          format_bytes(plan.lower_bound_bytes) + ", efficiency " +
          fmt("%.0f%%", 100 * plan.efficiency()) + "</text>\n";
+  return out;
+}
 
-  // Axes with ticks: offsets in bytes (powers of two), steps (round numbers).
-  out += "<g class=\"axes\" stroke=\"#333333\" fill=\"#333333\">\n";
+// Axes with ticks: offsets in bytes (powers of two), steps (round numbers).
+std::string svg_axes(const Canvas& c) {
+  const double left = c.left, top = c.top, plot_w = c.plot_w, plot_h = c.plot_h;
+  std::string out = "<g class=\"axes\" stroke=\"#333333\" fill=\"#333333\">\n";
   out += "<line x1=\"" + px(left) + "\" y1=\"" + px(top) + "\" x2=\"" + px(left) + "\" y2=\"" +
          px(top + plot_h) + "\"/>\n";
   out += "<line x1=\"" + px(left) + "\" y1=\"" + px(top + plot_h) + "\" x2=\"" +
          px(left + plot_w) + "\" y2=\"" + px(top + plot_h) + "\"/>\n";
-  const int64_t y_step = tick_step(arena, 6, /*powers_of_two=*/true);
-  for (int64_t b = 0; b <= arena; b += y_step) {
-    const double y = y_of(static_cast<double>(b));
+  const int64_t y_step = tick_step(c.arena, 6, /*powers_of_two=*/true);
+  for (int64_t b = 0; b <= c.arena; b += y_step) {
+    const double y = c.y_of(static_cast<double>(b));
     out += "<line x1=\"" + px(left - 4) + "\" y1=\"" + px(y) + "\" x2=\"" + px(left) +
            "\" y2=\"" + px(y) + "\"/><text x=\"" + px(left - 7) + "\" y=\"" + px(y + 4) +
            "\" text-anchor=\"end\" stroke=\"none\">" + format_bytes(b) + "</text>\n";
   }
-  const int64_t x_step = tick_step(steps, 12, /*powers_of_two=*/false);
-  for (int64_t t = 0; t <= steps; t += x_step) {
-    const double x = x_of(static_cast<double>(t));
+  const int64_t x_step = tick_step(c.steps, 12, /*powers_of_two=*/false);
+  for (int64_t t = 0; t <= c.steps; t += x_step) {
+    const double x = c.x_of(static_cast<double>(t));
     out += "<line x1=\"" + px(x) + "\" y1=\"" + px(top + plot_h) + "\" x2=\"" + px(x) +
            "\" y2=\"" + px(top + plot_h + 4) + "\"/><text x=\"" + px(x) + "\" y=\"" +
            px(top + plot_h + 16) + "\" text-anchor=\"middle\" stroke=\"none\">" +
@@ -236,13 +239,17 @@ std::string memory_plan_svg(const Graph& g, const MemoryPlan& plan,
   out += "<text transform=\"translate(14 " + px(top + plot_h / 2) +
          ") rotate(-90)\" text-anchor=\"middle\" stroke=\"none\">arena offset</text>\n";
   out += "</g>\n";
+  return out;
+}
 
-  // The buffers.
-  out += "<g class=\"buffers\" stroke=\"#ffffff\" stroke-width=\"0.5\">\n";
+// One rectangle per buffer, titled with its value, op, type, kind, offset and steps.
+std::string svg_buffers(const Graph& g, const std::vector<BufferSpan>& spans, const Canvas& c,
+                        const MemoryPictureOptions& options) {
+  std::string out = "<g class=\"buffers\" stroke=\"#ffffff\" stroke-width=\"0.5\">\n";
   for (const BufferSpan& s : spans) {
-    const double x0 = x_of(s.first_step), x1 = x_of(s.last_step + 1);
-    const double y1 = y_of(static_cast<double>(s.offset));
-    const double y0 = y_of(static_cast<double>(s.offset + s.bytes));
+    const double x0 = c.x_of(s.first_step), x1 = c.x_of(s.last_step + 1);
+    const double y1 = c.y_of(static_cast<double>(s.offset));
+    const double y0 = c.y_of(static_cast<double>(s.offset + s.bytes));
     const double h = std::max(1.0, y1 - y0);
     const Node& node = g.node(s.node);
     const Type& type = g.type(s.value);
@@ -257,16 +264,27 @@ std::string memory_plan_svg(const Graph& g, const MemoryPlan& plan,
            std::to_string(s.last_step) + "</title></rect>\n";
   }
   out += "</g>\n";
+  return out;
+}
 
-  // The peak: the arena's top, and the step where the most bytes are live.
-  const double arena_y = y_of(static_cast<double>(plan.arena_bytes));
-  out += "<g class=\"peak\" stroke=\"#d00000\" fill=\"#d00000\">\n";
+// The peak: the arena's top, and the first step where the most bytes are live.
+std::string svg_peak(const Graph& g, const MemoryPlan& plan, const std::vector<BufferSpan>& spans,
+                     const Canvas& c) {
+  std::vector<int64_t> live(c.steps, 0);
+  for (const BufferSpan& s : spans) {
+    for (int t = s.first_step; t <= s.last_step && t < c.steps; ++t) live[t] += s.bytes;
+  }
+  const int peak_step = static_cast<int>(std::max_element(live.begin(), live.end()) - live.begin());
+  const int64_t peak_bytes = live[peak_step];
+  const double left = c.left, top = c.top, plot_w = c.plot_w, plot_h = c.plot_h;
+  const double arena_y = c.y_of(static_cast<double>(plan.arena_bytes));
+  std::string out = "<g class=\"peak\" stroke=\"#d00000\" fill=\"#d00000\">\n";
   out += "<line x1=\"" + px(left) + "\" y1=\"" + px(arena_y) + "\" x2=\"" + px(left + plot_w) +
          "\" y2=\"" + px(arena_y) + "\" stroke-dasharray=\"6 3\"/>\n";
-  const double peak_x = x_of(peak_step + 0.5);
+  const double peak_x = c.x_of(peak_step + 0.5);
   out += "<line x1=\"" + px(peak_x) + "\" y1=\"" + px(top) + "\" x2=\"" + px(peak_x) + "\" y2=\"" +
          px(top + plot_h) + "\" stroke-dasharray=\"2 2\"/>\n";
-  const bool label_left = peak_step > steps / 2;
+  const bool label_left = peak_step > c.steps / 2;
   out += "<line x1=\"" + px(peak_x) + "\" y1=\"" + px(top - 10) + "\" x2=\"" + px(peak_x) +
          "\" y2=\"" + px(top) + "\" stroke-dasharray=\"2 2\"/>\n";
   out += "<text x=\"" + px(peak_x + (label_left ? -4 : 4)) + "\" y=\"" + px(top - 3) +
@@ -275,11 +293,15 @@ std::string memory_plan_svg(const Graph& g, const MemoryPlan& plan,
          (g.nodes().empty() ? "" : " (" + std::string(op_name(g.node(peak_step).op)) + ")") +
          "</text>\n";
   out += "</g>\n";
+  return out;
+}
 
-  // The legend: colour, kind, buffers and bytes of that kind.
-  const double lx = options.width - right_legend + 16;
-  out += "<g class=\"legend\">\n<text x=\"" + px(lx) + "\" y=\"" + px(top + 4) +
-         "\" font-weight=\"bold\">buffer kind</text>\n";
+// The legend: colour, kind, buffers and bytes of that kind; the peak's two lines.
+std::string svg_legend(const std::vector<BufferSpan>& spans, const Canvas& c) {
+  const double top = c.top;
+  const double lx = c.width - c.right_legend + 16;
+  std::string out = "<g class=\"legend\">\n<text x=\"" + px(lx) + "\" y=\"" + px(top + 4) +
+                    "\" font-weight=\"bold\">buffer kind</text>\n";
   for (int k = 0; k < kNumBufferKinds; ++k) {
     int count = 0;
     int64_t bytes = 0;
@@ -300,8 +322,19 @@ std::string memory_plan_svg(const Graph& g, const MemoryPlan& plan,
   out += "<line x1=\"" + px(lx + 7) + "\" y1=\"" + px(ly + 20) + "\" x2=\"" + px(lx + 7) +
          "\" y2=\"" + px(ly + 34) + "\" stroke=\"#d00000\" stroke-dasharray=\"2 2\"/><text x=\"" +
          px(lx + 20) + "\" y=\"" + px(ly + 31) + "\">peak of live bytes</text>\n";
-  out += "</g>\n</svg>\n";
+  out += "</g>\n";
   return out;
+}
+
+}  // namespace
+
+std::string memory_plan_svg(const Graph& g, const MemoryPlan& plan,
+                            const MemoryPictureOptions& options) {
+  const std::vector<BufferSpan> spans = buffer_spans(g, plan);
+  const Canvas c(options, std::max<int>(1, static_cast<int>(g.nodes().size())),
+                 std::max<int64_t>(plan.arena_bytes, 1));
+  return svg_heading(g, plan, spans.size(), c) + svg_axes(c) + svg_buffers(g, spans, c, options) +
+         svg_peak(g, plan, spans, c) + svg_legend(spans, c) + "</svg>\n";
 }
 
 }  // namespace weft::viz

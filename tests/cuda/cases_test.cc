@@ -190,7 +190,7 @@ TEST(CudaCublasLt, MatchedEpiloguesBindAsOneCublasLtCall) {
     EXPECT_EQ(d.find("cublasLt ") != std::string::npos, !refused) << c.name << "\n" << d;
     std::printf("  %-32s %s", c.name.c_str(), d.c_str());
   }
-  EXPECT_EQ(seen, 17);
+  EXPECT_EQ(seen, 19);
 }
 
 // A kernel that finds bad data records it on the device; run() reports it after the

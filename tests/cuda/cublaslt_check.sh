@@ -4,7 +4,8 @@
 # written in a session without a GPU. The path is opt-in (WEFT_CUBLASLT_EPILOGUE=1) until
 # this check has measured it.
 #  1. cases_test's `cublaslt_*` cases (bias, relu+bias with a transposed weight, gelu(tanh)+bias,
-#     a batch folded into the rows, a strided batch; f32, bf16, one f16; erf GELU and a
+#     a batch folded into the rows, a strided batch, two strided batches of odd extents
+#     (their later entries only 2- or 4-byte aligned); f32, bf16, f16; erf GELU and a
 #     residual, which the matcher refuses) against the reference interpreter, launch by
 #     launch and as one CUDA graph, with the switch off (the generated epilogue) and on
 #     (one cublasLtMatmul), and CudaCublasLt.* (with the switch on: each matched case binds

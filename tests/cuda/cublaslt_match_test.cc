@@ -94,6 +94,10 @@ TEST(CublasLtMatch, BatchedContractionsMatchAsOneCall) {
   EXPECT_EQ(lowered("%x: bf16[3,16,48], %w: bf16[3,48,24], %b: bf16[24]",
                     "  %m = matmul(%x, %w)\n  %s = add(%m, %b)\n  %y = gelu(%s) {approximate=\"tanh\"}\n", "%y"),
             Lines{"gelu_bias"});
+  // Odd extents (cases_test's cublaslt_odd_strided_relu_bias_f16): still one call.
+  EXPECT_EQ(lowered("%x: f16[3,5,7], %w: f16[3,7,9], %b: f16[9]",
+                    "  %m = matmul(%x, %w)\n  %s = add(%m, %b)\n  %y = relu(%s)\n", "%y"),
+            Lines{"relu_bias"});
   // A broadcast batch entry by entry (several calls).
   EXPECT_EQ(lowered("%x: f32[3,1,16,48], %w: f32[1,2,48,24], %b: f32[24]",
                     "  %m = matmul(%x, %w)\n  %s = add(%m, %b)\n", "%s"),
@@ -286,6 +290,9 @@ TEST(CublasLtMatch, TheLayoutsAndTheBiasComputeTheReferencesValues) {
   expect_lt_matches_reference("%x: f32[3,5,4], %w: f32[3,6,5], %b: f32[6]",
                               "  %m = matmul(%x, %w) {transpose_a=true, transpose_b=true}\n" + bias +
                                   "  %y = gelu(%s) {approximate=\"tanh\"}\n");
+  // cases_test's cublaslt_odd_strided_bias_tb_f32: a strided batch of odd extents.
+  expect_lt_matches_reference("%x: f32[3,5,7], %w: f32[3,9,7], %b: f32[9]",
+                              "  %m = matmul(%x, %w) {transpose_b=true}\n  %y = add(%m, %b)\n");
 }
 
 // The switch is opt-in (runtime/cuda/executor.cc reads it): on only for "1".

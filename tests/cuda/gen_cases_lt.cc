@@ -16,7 +16,8 @@ namespace weft::gen_cases {
 /// rows, a strided batch (one bias for every entry); refused, so the generated epilogue
 /// runs either way: erf GELU, and a residual after the activation. Then two larger
 /// GELU(tanh) Linears of two steps each (256 x 1024 · 1024 x 1024), which step_bench
-/// times for the A/B (cublaslt_check.sh). Appended last, so every earlier case keeps
+/// times for the A/B (cublaslt_check.sh), and two strided batches of odd extents (f16,
+/// f32), whose later entries and leading dimensions are not 16-byte aligned. Appended last, so every earlier case keeps
 /// its index and its seeded inputs. The weights and biases are parameters, so
 /// case_inputs.h draws them at a Linear's scale (±1/√fan-in, biases ±0.5) and the results
 /// stay near 1: in bf16 cuBLASLt rounds once where the reference rounds C, C + bias and
@@ -53,6 +54,13 @@ std::vector<GraphCase> cublaslt_cases() {
     add("cublaslt_bench_gelu_tanh_" + t, "%x: " + t + "[256,1024], %w: " + t + "[1024,1024] {param}, %b: " + t + "[1024] {param}",
         pre + "  %y = gelu(%s) {approximate=\"tanh\"}\n", /*steps=*/2);
   }
+  // Strided batches of odd extents: every batch entry but the first, each leading
+  // dimension and the bias end only 2-byte (f16) or 4-byte (f32) aligned, where gemm_lt.cc
+  // tells the heuristic the alignment of each matrix's first entry only.
+  add("cublaslt_odd_strided_relu_bias_f16", "%x: f16[3,5,7], %w: f16[3,7,9] {param}, %b: f16[9] {param}",
+      pre + "  %y = relu(%s)\n");
+  add("cublaslt_odd_strided_bias_tb_f32", "%x: f32[3,5,7], %w: f32[3,9,7] {param}, %b: f32[9] {param}",
+      "  %m = matmul(%x, %w) {transpose_b=true}\n  %y = add(%m, %b)\n");
   return cases;
 }
 

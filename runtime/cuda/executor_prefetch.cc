@@ -21,12 +21,17 @@ namespace weft::cuda {
 namespace {
 
 // Input `what`'s two slots of `bytes` and their events, allocated on its first prefetch.
+// What an earlier, failed call allocated is kept and the rest allocated: the input is
+// ready only once the last of them (slot 1's `read` event) exists.
 Status allocate_slots(Executor::Device& d, PrefetchSlots& in, size_t bytes, const std::string& what) {
   for (int s = 0; s < 2; ++s) {
-    WEFT_RETURN_IF_ERROR(device_allocate(in.slot[s], static_cast<int64_t>(bytes),
-                                         "prefetch slot " + std::to_string(s) + " of " + what));
-    d.prefetch_bytes += bytes;
+    if (in.slot[s] == nullptr) {
+      WEFT_RETURN_IF_ERROR(device_allocate(in.slot[s], static_cast<int64_t>(bytes),
+                                           "prefetch slot " + std::to_string(s) + " of " + what));
+      d.prefetch_bytes += bytes;
+    }
     for (cudaEvent_t* e : {&in.copied[s], &in.read[s]}) {
+      if (*e != nullptr) continue;
       WEFT_RETURN_IF_ERROR(cuda_status(cudaEventCreateWithFlags(e, cudaEventDisableTiming),
                                        "cudaEventCreateWithFlags (prefetch of " + what + ")"));
     }
@@ -34,17 +39,12 @@ Status allocate_slots(Executor::Device& d, PrefetchSlots& in, size_t bytes, cons
   return Status::ok_status();
 }
 
-}  // namespace
+bool slots_ready(const PrefetchSlots& in) { return in.read[1] != nullptr; }
 
-Status Executor::prefetch_input(int index, const Tensor& value) {
-  WEFT_RETURN_IF_ERROR(check_input(index, value));
-  Device& d = *device_;
-  if (d.copy_stream == nullptr || value.bytes() == 0) return Status::ok_status();
-  const std::string what = "input %" + program_.inputs[index].name;
-  WEFT_RETURN_IF_ERROR(cuda_status(cudaSetDevice(d.ordinal), "cudaSetDevice"));
-  PrefetchSlots& in = d.prefetched[static_cast<size_t>(index)];
-  if (in.slot[0] == nullptr) WEFT_RETURN_IF_ERROR(allocate_slots(d, in, value.bytes(), what));
-  const PrefetchRing::Claim claim = in.ring.claim(value.raw_data());
+// The copy of `value` into `claim`'s slot on the copy stream, ordered after the slot's
+// last reader.
+Status enqueue_prefetch(Executor::Device& d, PrefetchSlots& in, PrefetchRing::Claim claim,
+                        const Tensor& value, const std::string& what) {
   const int s = claim.slot;
   if (claim.replaces_untaken) {
     // A prefetch no set_input took: its host bytes are the caller's again once read.
@@ -58,6 +58,22 @@ Status Executor::prefetch_input(int index, const Tensor& value) {
                                                    cudaMemcpyHostToDevice, d.copy_stream),
                                    "cudaMemcpyAsync (prefetch of " + what + ")"));
   return cuda_status(cudaEventRecord(in.copied[s], d.copy_stream), "cudaEventRecord (prefetch of " + what + ")");
+}
+
+}  // namespace
+
+Status Executor::prefetch_input(int index, const Tensor& value) {
+  WEFT_RETURN_IF_ERROR(check_input(index, value));
+  Device& d = *device_;
+  if (d.copy_stream == nullptr || value.bytes() == 0) return Status::ok_status();
+  const std::string what = "input %" + program_.inputs[index].name;
+  WEFT_RETURN_IF_ERROR(cuda_status(cudaSetDevice(d.ordinal), "cudaSetDevice"));
+  PrefetchSlots& in = d.prefetched[static_cast<size_t>(index)];
+  if (!slots_ready(in)) WEFT_RETURN_IF_ERROR(allocate_slots(d, in, value.bytes(), what));
+  const PrefetchRing::Claim claim = in.ring.claim(value.raw_data());
+  Status queued = enqueue_prefetch(d, in, claim, value, what);
+  if (!queued.ok()) in.ring.forget(claim.slot);  // set_input copies these bytes from the host
+  return queued;
 }
 
 StatusOr<bool> take_prefetched(Executor::Device& d, int index, const Tensor& value, void* to,

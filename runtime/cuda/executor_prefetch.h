@@ -31,6 +31,10 @@ class PrefetchRing {
     return c;
   }
 
+  /// Forgets what `slot` holds: its prefetch failed after the claim, so set_input copies
+  /// those host bytes from the host instead of taking a slot its copy never filled.
+  void forget(int slot) { host_[slot] = nullptr; }
+
   /// The slot holding an untaken prefetch of `host` (the older first), now taken; nullopt
   /// when `host` was not prefetched (or its prefetch was taken already).
   std::optional<int> take(const void* host) {

@@ -56,5 +56,19 @@ TEST(PrefetchRing, TheSameTensorTwiceIsTakenOldestFirst) {
   EXPECT_EQ(ring.take(&a), 1);
 }
 
+// A prefetch whose copy could not be queued is forgotten: set_input copies those bytes
+// from the host rather than take a slot the copy never filled, and the other slot's
+// prefetch is still taken.
+TEST(PrefetchRing, AForgottenClaimIsNotTaken) {
+  PrefetchRing ring;
+  int a = 0, b = 0;
+  ring.claim(&a);
+  const PrefetchRing::Claim failed = ring.claim(&b);
+  ring.forget(failed.slot);
+  EXPECT_EQ(ring.take(&b), std::nullopt);
+  EXPECT_EQ(ring.take(&a), 0);
+  EXPECT_FALSE(ring.claim(&b).replaces_untaken);
+}
+
 }  // namespace
 }  // namespace weft::cuda

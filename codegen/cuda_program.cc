@@ -15,7 +15,9 @@ LowerOptions cuda_lower_options() {
   // with no count decided on the host (conditional graph nodes are not used).
   options.mask_loop_exits = true;
   // The op table's CUDA column, where the library takes the node's shapes: attention's
-  // forward on its kernel (#31), the losses (which have no decomposition anyway).
+  // forward and attention_grad (its three results, dq, dk, dv) on their kernels
+  // (plan_attention, plan_attention_grad; #31), the losses (which have no decomposition
+  // anyway). WEFT_ATTENTION_GRAD_KERNEL=0 decomposes attention_grad (runtime/cuda/library.h).
   options.keep_composite = keep_library_composites(CodeTarget::gpu, [](const Graph& g, const Node& node) {
     std::vector<Type> types;
     for (ValueId v : node.operands) types.push_back(g.type(v));

@@ -1,10 +1,12 @@
 // fuse-attention in a training step (TrainOptions::fuse_attention): the transformer
 // block's attention is found before autodiff, the step holds one attention and one
 // attention_grad node (three results: dq, dk, dv) and computes what the unfused step computes (to float rounding);
-// the CPU lowering writes both back into primitives, the CUDA lowering keeps the forward
-// (the op table's composite columns, ir/kernel_support.h: keep_library_composites). Here
+// the CPU lowering writes both back into primitives, the CUDA lowering keeps both for
+// its kernels (the op table's composite columns, ir/kernel_support.h: keep_library_composites). Here
 // in codegen/ because it compiles a step (frontend/) and lowers it (codegen/).
 #include <gtest/gtest.h>
+
+#include <cstdlib>
 
 #include "codegen/cuda_program.h"
 #include "codegen/lower.h"
@@ -12,6 +14,7 @@
 #include "frontend/training.h"
 #include "ir/text.h"
 #include "passes/step_testing.h"
+#include "runtime/cuda/library.h"
 
 namespace weft {
 namespace {
@@ -61,8 +64,9 @@ TEST(FuseAttentionStepTest, TheStepHoldsAttentionAndItsGradients) {
 }
 
 // The CPU lowering writes both back into primitives; the CUDA lowering keeps the f32
-// forward for its kernel (runtime/cuda/attention_kernels.h) and decomposes the gradients.
-TEST(FuseAttentionStepTest, TheCpuWritesItBackTheGpuKeepsTheForward) {
+// forward and attention_grad for their kernels (runtime/cuda/attention_kernels.h):
+// attention_grad one library invocation with three results (dq, dk, dv).
+TEST(FuseAttentionStepTest, TheCpuWritesItBackTheGpuKeepsBoth) {
   StatusOr<Trainer> fused = block(true);
   ASSERT_TRUE(fused.ok()) << fused.error().to_string();
   StatusOr<codegen::Lowering> cpu = codegen::lower_to_program(fused->step_graph());
@@ -73,10 +77,24 @@ TEST(FuseAttentionStepTest, TheCpuWritesItBackTheGpuKeepsTheForward) {
       codegen::lower_to_program(fused->step_graph(), codegen::cuda_lower_options());
   ASSERT_TRUE(gpu.ok()) << gpu.error().to_string();
   EXPECT_EQ(count(gpu->graph, Op::Attention), 1);
-  EXPECT_EQ(count(gpu->graph, Op::AttentionGrad), 0);
-  int kernels = 0;
-  for (const Invocation& inv : gpu->program.code) kernels += inv.node.op == Op::Attention;
-  EXPECT_EQ(kernels, 1);
+  EXPECT_EQ(count(gpu->graph, Op::AttentionGrad), 1);
+  int forward = 0, backward = 0;
+  for (const Invocation& inv : gpu->program.code) {
+    forward += inv.node.op == Op::Attention;
+    if (inv.node.op != Op::AttentionGrad) continue;
+    ++backward;
+    EXPECT_EQ(inv.kind, Invocation::Kind::library);
+    ASSERT_EQ(inv.results.size(), 3u);  // dq, dk, dv
+    EXPECT_EQ(inv.operands.size(), 5u);  // q, k, v, y, dy (causal: no mask operand)
+    std::vector<Type> types;
+    for (const BufferRef& r : inv.operands) types.push_back(r.type);
+    EXPECT_EQ(cuda::library_kind(inv.node, types, inv.results[0].type),
+              cuda::LibraryKind::attention_grad);
+    for (size_t k = 0; k < 3; ++k) EXPECT_EQ(inv.results[k].type, types[k]) << k;
+  }
+  EXPECT_EQ(forward, 1);
+  EXPECT_EQ(backward, 1);
+  EXPECT_TRUE(cuda::check_device_only(gpu->program).ok());
   // Without fuse-attention the GPU step holds none.
   StatusOr<Trainer> plain = block(false);
   ASSERT_TRUE(plain.ok()) << plain.error().to_string();
@@ -84,6 +102,41 @@ TEST(FuseAttentionStepTest, TheCpuWritesItBackTheGpuKeepsTheForward) {
       codegen::lower_to_program(plain->step_graph(), codegen::cuda_lower_options());
   ASSERT_TRUE(unfused.ok()) << unfused.error().to_string();
   EXPECT_EQ(count(unfused->graph, Op::Attention), 0);
+  EXPECT_EQ(count(unfused->graph, Op::AttentionGrad), 0);
+}
+
+// The A/B switch WEFT_ATTENTION_GRAD_KERNEL=0 (runtime/cuda/library.h) decomposes
+// attention_grad into primitives and leaves the forward on its kernel; a head dim above
+// kAttentionMaxDim decomposes both.
+TEST(FuseAttentionStepTest, TheSwitchOrAWideHeadDecomposesTheGradients) {
+  StatusOr<Trainer> fused = block(true);
+  ASSERT_TRUE(fused.ok()) << fused.error().to_string();
+  setenv(cuda::kAttentionGradSwitch, "0", /*overwrite=*/1);
+  StatusOr<codegen::Lowering> off =
+      codegen::lower_to_program(fused->step_graph(), codegen::cuda_lower_options());
+  unsetenv(cuda::kAttentionGradSwitch);
+  ASSERT_TRUE(off.ok()) << off.error().to_string();
+  EXPECT_EQ(count(off->graph, Op::Attention), 1);
+  EXPECT_EQ(count(off->graph, Op::AttentionGrad), 0);
+  EXPECT_TRUE(cuda::check_device_only(off->program).ok());
+
+  // Two heads of 130: wider than both kernels take.
+  auto net = FlowBuilder::from(Identity())
+                 .also(MultiheadAttention(260, 2, {.causal = true}))
+                 .through(LayerNorm(260))
+                 .build();
+  ASSERT_TRUE(net.ok()) << net.error().to_string();
+  StatusOr<Trainer> wide = Trainer::compile(*net, {{"x", Type{DType::f32, {2, 3, 260}}}},
+                                            LossSpec::mse(), OptimizerSpec::sgd(0.1),
+                                            {.backend = "reference", .fuse_attention = true});
+  ASSERT_TRUE(wide.ok()) << wide.error().to_string();
+  EXPECT_EQ(count(wide->step_graph(), Op::AttentionGrad), 1);
+  StatusOr<codegen::Lowering> gpu =
+      codegen::lower_to_program(wide->step_graph(), codegen::cuda_lower_options());
+  ASSERT_TRUE(gpu.ok()) << gpu.error().to_string();
+  EXPECT_EQ(count(gpu->graph, Op::Attention), 0);
+  EXPECT_EQ(count(gpu->graph, Op::AttentionGrad), 0);
+  EXPECT_TRUE(cuda::check_device_only(gpu->program).ok());
 }
 
 }  // namespace

@@ -83,8 +83,10 @@ const std::vector<CompositeLine>& composite_table() {
                                   "the CUDA attention kernel takes f32 (plan_attention); the "
                                   "CUDA lowering decomposes the others"}},
       {Op::AttentionGrad, false, {{}, kCpuNoAttention},
-                                 {{}, "no CUDA attention_grad kernel yet: the CUDA lowering "
-                                      "decomposes it"}},
+                                 {{DType::f32},
+                                  "the CUDA attention_grad kernel (FlashAttention-2's backward) "
+                                  "takes f32 (plan_attention_grad); the CUDA lowering "
+                                  "decomposes the others"}},
   };
   return table;
 }

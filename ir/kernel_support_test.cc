@@ -157,13 +157,16 @@ TEST(KernelSupportTest, TheCompositeTableSaysWhatEachBackendRunsOnItsOwnKernel) 
   for (Op op : {Op::Attention, Op::AttentionGrad}) {
     EXPECT_FALSE(runs(op, DType::f32, CodeTarget::cpu)) << op_name(op);
   }
-  // CUDA: the losses in f32 and f64, attention's forward in f32; the rows are generated.
+  // CUDA: the losses in f32 and f64, attention and attention_grad in f32; the rows are
+  // generated.
   EXPECT_TRUE(runs(Op::CrossEntropy, DType::f64, CodeTarget::gpu));
   EXPECT_TRUE(runs(Op::Mse, DType::f32, CodeTarget::gpu));
   EXPECT_FALSE(runs(Op::Mse, DType::f16, CodeTarget::gpu));
   EXPECT_TRUE(runs(Op::Attention, DType::f32, CodeTarget::gpu));
   EXPECT_FALSE(runs(Op::Attention, DType::f64, CodeTarget::gpu));
-  EXPECT_FALSE(runs(Op::AttentionGrad, DType::f32, CodeTarget::gpu));
+  EXPECT_TRUE(runs(Op::AttentionGrad, DType::f32, CodeTarget::gpu));
+  EXPECT_FALSE(runs(Op::AttentionGrad, DType::f64, CodeTarget::gpu));
+  EXPECT_FALSE(runs(Op::AttentionGrad, DType::bf16, CodeTarget::gpu));
   EXPECT_FALSE(runs(Op::Softmax, DType::f32, CodeTarget::gpu));
   // The lowering prefers row kernels for the three row composites, on every backend.
   std::vector<std::string> rows;

@@ -2,8 +2,8 @@
 // attention's CUDA kernel (attention_kernels.cu, compiled by nvcc; issue #31): the
 // forward, f32, online softmax over key tiles in shared memory, and its backward
 // (FlashAttention-2's, deterministic: no atomics). library.cc decides which attention
-// nodes it runs (library_kind: f32, head dims up to kAttentionMaxDim); attention_grad is
-// decomposed by the CUDA lowering until the backward is bound to it. Like
+// and attention_grad nodes it runs (library_kind: f32, head dims up to kAttentionMaxDim;
+// library_bound.cc binds them). Like
 // library_kernels.h: enqueues on `stream`, never synchronizes or allocates (the captured
 // step graph holds it).
 

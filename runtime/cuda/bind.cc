@@ -282,6 +282,10 @@ StatusOr<std::vector<BoundPtr>> Binder::bind(const Program& program, void* arena
             WEFT_ASSIGN_OR_RETURN(bound, pooling_bound(inv.node, types, inv.results[0].type, in, out));
             break;
           }
+          case LibraryKind::attention_grad: {  // three results: dq, dk, dv
+            WEFT_ASSIGN_OR_RETURN(bound, attention_grad_bound(inv.node, types, in, b.results));
+            break;
+          }
           case LibraryKind::host:
             ++fallbacks;
             bound = fallback_bound(inv.node, types, inv.results[0].type, in, out);

@@ -8,7 +8,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
 #include <string>
+#include <utility>
 
 #include "ir/composite_testing.h"
 #include "ir/kernel_support.h"
@@ -63,6 +66,42 @@ TEST(CompositeTable, AShapeTheAttentionKernelRefusesHasTheBackendsOwnReason) {
   EXPECT_EQ(library_gap(node, operands, g.type(*r)),
             "the attention kernel takes head dims up to 128 (plan_attention); the CUDA "
             "lowering decomposes the others");
+}
+
+// attention_grad's kernel: the same head-dim limit, said with its own plan's name; and
+// the A/B switch WEFT_ATTENTION_GRAD_KERNEL=0 sends every attention_grad to the host (the
+// CUDA lowering decomposes it) with the switch named as the reason.
+TEST(CompositeTable, AttentionGradRefusedByItsPlanOrTheSwitchHasItsReason) {
+  const auto grad = [](int64_t d) {
+    auto g = std::make_unique<Graph>("grad");
+    const Type qt{DType::f32, Shape{{2, 4, d}}};
+    std::vector<ValueId> in;
+    for (const char* name : {"q", "k", "v", "y", "dy"}) in.push_back(g->add_input(name, qt));
+    StatusOr<ValueId> r = add_typed_node(*g, Op::AttentionGrad, in, {{"scale", 0.1}}, Location{});
+    EXPECT_TRUE(r.ok()) << r.error().to_string();
+    return g;
+  };
+  const auto kind_and_gap = [](const Graph& g) {
+    const Node& node = g.nodes()[0];
+    std::vector<Type> operands;
+    for (ValueId v : node.operands) operands.push_back(g.type(v));
+    const Type result = g.type(node.result());
+    return std::make_pair(library_kind(node, operands, result), library_gap(node, operands, result));
+  };
+  const auto wide = grad(256), narrow = grad(64);
+  EXPECT_EQ(kind_and_gap(*wide).first, LibraryKind::host);
+  EXPECT_EQ(kind_and_gap(*wide).second,
+            "the attention_grad kernel takes head dims up to 128 and q, k, v, y, dy of one "
+            "rank (plan_attention_grad says which); the CUDA lowering decomposes the others");
+  EXPECT_EQ(kind_and_gap(*narrow).first, LibraryKind::attention_grad);
+  EXPECT_EQ(kind_and_gap(*narrow).second, std::nullopt);
+  setenv(kAttentionGradSwitch, "0", /*overwrite=*/1);
+  EXPECT_EQ(kind_and_gap(*narrow).first, LibraryKind::host);
+  EXPECT_EQ(kind_and_gap(*narrow).second,
+            "WEFT_ATTENTION_GRAD_KERNEL=0 turns the attention_grad kernel off; the CUDA "
+            "lowering decomposes attention_grad");
+  unsetenv(kAttentionGradSwitch);
+  EXPECT_EQ(kind_and_gap(*narrow).first, LibraryKind::attention_grad);
 }
 
 }  // namespace

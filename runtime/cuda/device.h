@@ -179,6 +179,13 @@ StatusOr<BoundPtr> library_bound(LibraryKind kind, const Node& node,
                                  const std::vector<Type>& types, const Type& result,
                                  std::vector<const void*> in, void* out);
 
+/// An attention_grad invocation (LibraryKind::attention_grad) on FlashAttention-2's
+/// backward (attention_kernels.h): `in` q, k, v, y, dy[, mask], `results` dq, dk, dv. Its
+/// L and D rows live in the executor's shared workspace (workspace_bytes(), sized before
+/// the step is captured), so nothing is allocated while the step runs.
+StatusOr<BoundPtr> attention_grad_bound(const Node& node, const std::vector<Type>& types,
+                                        std::vector<const void*> in, std::vector<void*> results);
+
 /// `bytes` from `from` to `to`, device to device (nothing when they are the same bytes);
 /// `what` names it in describe() and errors ("copy").
 BoundPtr copy_bound(const void* from, void* to, size_t bytes, std::string what);

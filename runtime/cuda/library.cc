@@ -1,6 +1,7 @@
 #include "runtime/cuda/library.h"
 
 #include "ir/kernel_support.h"
+#include "runtime/ab_switch.h"
 #include "runtime/cuda/conv_plan.h"
 #include "runtime/cuda/index_maps.h"
 #include "runtime/cuda/library_plan.h"
@@ -24,6 +25,7 @@ const char* library_kind_name(LibraryKind kind) {
     case LibraryKind::convolution: return "convolution";
     case LibraryKind::pooling: return "pooling";
     case LibraryKind::attention: return "attention";
+    case LibraryKind::attention_grad: return "attention_grad";
     case LibraryKind::host: return "host";
   }
   return "?";
@@ -97,6 +99,10 @@ LibraryKind library_kind(const Node& node, const std::vector<Type>& operands, co
                                                            : LibraryKind::host;
     case Op::Attention:
       return plan_attention(node, operands) ? LibraryKind::attention : LibraryKind::host;
+    case Op::AttentionGrad:
+      return !switched_off(kAttentionGradSwitch) && plan_attention_grad(node, operands).ok()
+                 ? LibraryKind::attention_grad
+                 : LibraryKind::host;
     case Op::MaxPool2d: case Op::AvgPool2d: case Op::MaxPool2dBackward:
     case Op::AvgPool2dBackward: case Op::MaxPool2dSelect:
       return plan_pooling(node, operands, result).ok() ? LibraryKind::pooling
@@ -142,6 +148,15 @@ std::string_view category_gap(const Node& node, const std::vector<Type>& operand
       if (node.op == Op::Attention) {
         return "the attention kernel takes head dims up to 128 (plan_attention); the CUDA "
                "lowering decomposes the others";
+      }
+      if (node.op == Op::AttentionGrad) {
+        if (switched_off(kAttentionGradSwitch)) {
+          return "WEFT_ATTENTION_GRAD_KERNEL=0 turns the attention_grad kernel off; the CUDA "
+                 "lowering decomposes attention_grad";
+        }
+        return "the attention_grad kernel takes head dims up to 128 and q, k, v, y, dy of one "
+               "rank (plan_attention_grad says which); the CUDA lowering decomposes the "
+               "others";
       }
       return "the loss kernels take i32, i64 or u8 labels and operands of one dtype";
     case OpCategory::Creation:

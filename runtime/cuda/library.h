@@ -38,8 +38,16 @@ enum class LibraryKind {
   convolution,    ///< cuDNN: conv and its two gradients.
   pooling,        ///< max/avg pooling, their gradients and max_pool2d_select.
   attention,      ///< attention's forward in f32 (attention_kernels.h; not yet run on a GPU).
+  attention_grad, ///< attention_grad's dq, dk, dv in f32: FlashAttention-2's backward
+                  ///< (attention_kernels.h; not yet run on a GPU). WEFT_ATTENTION_GRAD_KERNEL=0
+                  ///< sends it to `host`, so the CUDA lowering decomposes it.
   host,           ///< The reference interpreter on the host (no CUDA kernel).
 };
+
+/// The A/B switch (runtime/ab_switch.h) that turns the attention_grad kernel off: set to
+/// "0", library_kind gives `host` for every attention_grad node, so the CUDA lowering
+/// decomposes it into primitives as before the kernel (the GPU check's baseline).
+inline constexpr const char* kAttentionGradSwitch = "WEFT_ATTENTION_GRAD_KERNEL";
 
 /// "matmul", "strided_copy", ..., "host".
 const char* library_kind_name(LibraryKind kind);

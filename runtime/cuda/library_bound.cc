@@ -1,6 +1,7 @@
-// The library invocations that run on CUDA kernels of weft's own (library_kernels.h):
-// movement ops, gather/scatter_add, one_hot, cross_entropy, the elementwise ops the
-// generated kernels lack, and the random ops. Every plan is made here, at bind time.
+// The library invocations that run on CUDA kernels of weft's own (library_kernels.h,
+// attention_kernels.h): movement ops, gather/scatter_add, one_hot, cross_entropy, the
+// elementwise ops the generated kernels lack, the random ops, attention and
+// attention_grad. Every plan is made here, at bind time.
 
 #include <functional>
 #include <utility>
@@ -195,6 +196,34 @@ StatusOr<BoundPtr> library_bound(LibraryKind kind, const Node& node,
   WEFT_CHECK(false, std::string("library_bound: not a library kernel kind: ") +
                         library_kind_name(kind));
   return Error{"unreachable"};
+}
+
+StatusOr<BoundPtr> attention_grad_bound(const Node& node, const std::vector<Type>& types,
+                                        std::vector<const void*> in, std::vector<void*> results) {
+  StatusOr<AttentionPlan> planned = plan_attention_grad(node, types);
+  if (!planned.ok()) {
+    return Error{"internal: attention_grad has no kernel plan: " + planned.error().message,
+                 node.loc};
+  }
+  if (results.size() != 3) {
+    return Error{"internal: attention_grad bound with " + std::to_string(results.size()) +
+                     " results",
+                 node.loc};
+  }
+  const AttentionPlan p = *planned;
+  const uint8_t* mask = p.masked ? static_cast<const uint8_t*>(in[5]) : nullptr;
+  std::string what = "attention_grad ";
+  for (size_t i = 0; i < types.size(); ++i) what += (i ? ", " : "") + types[i].to_string();
+  return BoundPtr(std::make_unique<LibraryBound>(
+      node, what,
+      [=](Device& d, int) {
+        const auto f = [&](size_t i) { return static_cast<const float*>(in[i]); };
+        const auto r = [&](size_t i) { return static_cast<float*>(results[i]); };
+        return launch_attention_backward(f(0), f(1), f(2), f(3), f(4), mask, p.mask_map, r(0),
+                                         r(1), r(2), d.workspace, p.shape, p.scale, p.causal,
+                                         d.stream);
+      },
+      attention_backward_workspace_bytes(p.shape)));
 }
 
 }  // namespace weft::cuda

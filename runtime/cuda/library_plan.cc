@@ -165,31 +165,72 @@ uint64_t dtype_bits(DType dtype, double value) {
   return bits;
 }
 
-std::optional<AttentionPlan> plan_attention(const Node& node, const std::vector<Type>& operands) {
-  if (node.op != Op::Attention || operands.size() < 3) return std::nullopt;
+namespace {
+
+// attention's and attention_grad's plan from q, k, v (operands 0-2) and the mask at
+// operands[mask_at] when there is one: the one shape logic both kernels share.
+StatusOr<AttentionPlan> plan_attention_problem(const Node& node, const std::vector<Type>& operands,
+                                               size_t mask_at) {
+  const std::string op(op_name(node.op));
+  if (operands.size() < 3) return Error{op + ": fewer than three operands"};
   const Type& q = operands[0];
   const int rank = q.shape.rank();
   for (size_t i = 0; i < 3; ++i) {
-    if (operands[i].dtype != DType::f32 || operands[i].shape.rank() != rank) return std::nullopt;
+    if (operands[i].dtype != DType::f32) {
+      return Error{op + ": the CUDA attention kernels take f32 only, not " +
+                   std::string(dtype_name(operands[i].dtype))};
+    }
+    if (operands[i].shape.rank() != rank) return Error{op + ": q, k and v of different ranks"};
   }
-  if (rank < 2 || rank > kMaxRank) return std::nullopt;
+  if (rank < 2 || rank > kMaxRank) {
+    return Error{op + ": rank " + std::to_string(rank) + " is outside the CUDA kernels' 2 to " +
+                 std::to_string(kMaxRank)};
+  }
   AttentionPlan plan;
   AttentionShape& s = plan.shape;
   for (int i = 0; i < rank - 2; ++i) s.batch *= q.shape[i];
   s.sq = q.shape[rank - 2];
   s.sk = operands[1].shape[rank - 2];
   const int64_t d = q.shape[rank - 1], dv = operands[2].shape[rank - 1];
-  if (d < 1 || dv < 1 || d > kAttentionMaxDim || dv > kAttentionMaxDim) return std::nullopt;
+  if (d < 1 || dv < 1 || d > kAttentionMaxDim || dv > kAttentionMaxDim) {
+    return Error{op + ": head dims " + std::to_string(d) + " and " + std::to_string(dv) +
+                 " must be 1 to kAttentionMaxDim (" + std::to_string(kAttentionMaxDim) + ")"};
+  }
   s.d = static_cast<int>(d);
   s.dv = static_cast<int>(dv);
-  if (operands.size() > 3) {
+  if (operands.size() > mask_at) {
     Shape scores = q.shape;
     scores.dims[rank - 1] = s.sk;
     plan.masked = true;
-    plan.mask_map = broadcast_map(operands[3].shape, scores);
+    plan.mask_map = broadcast_map(operands[mask_at].shape, scores);
   }
   plan.scale = static_cast<float>(node.float_attr("scale"));
   plan.causal = node.bool_attr("causal");
+  return plan;
+}
+
+}  // namespace
+
+std::optional<AttentionPlan> plan_attention(const Node& node, const std::vector<Type>& operands) {
+  if (node.op != Op::Attention) return std::nullopt;
+  StatusOr<AttentionPlan> plan = plan_attention_problem(node, operands, /*mask_at=*/3);
+  if (!plan.ok()) return std::nullopt;
+  return *plan;
+}
+
+StatusOr<AttentionPlan> plan_attention_grad(const Node& node, const std::vector<Type>& operands) {
+  WEFT_CHECK(node.op == Op::AttentionGrad, "plan_attention_grad: not an attention_grad node");
+  if (operands.size() < 5) return Error{"attention_grad: fewer than five operands"};
+  WEFT_ASSIGN_OR_RETURN(AttentionPlan plan, plan_attention_problem(node, operands, /*mask_at=*/5));
+  // y and dy: the forward's result, [..., sq, dv] with q's leading dims, in f32.
+  Shape y = operands[0].shape;
+  y.dims[y.rank() - 1] = plan.shape.dv;
+  for (size_t i : {size_t{3}, size_t{4}}) {
+    if (operands[i].dtype != DType::f32 || operands[i].shape != y) {
+      return Error{std::string("attention_grad: ") + (i == 3 ? "y" : "dy") + " is " +
+                   operands[i].to_string() + ", the kernel takes f32" + y.to_string()};
+    }
+  }
   return plan;
 }
 

@@ -58,6 +58,15 @@ struct AttentionPlan {
 /// kMaxRank. library_kind sends the node to the kernel exactly where this is a plan.
 std::optional<AttentionPlan> plan_attention(const Node& node, const std::vector<Type>& operands);
 
+/// The plan of an `attention_grad(q, k, v, y, dy[, mask])` node for
+/// launch_attention_backward (attention_kernels.h): plan_attention's of q, k, v and the
+/// mask, with y and dy f32 of the result's shape [..., sq, dv]. Errors, each saying why
+/// the kernel refuses the node: not f32, a head dim above kAttentionMaxDim, operands of
+/// different ranks or a rank above kMaxRank (index_maps.h), y or dy not of the forward's
+/// result shape. library_kind sends the node to the kernel exactly where this is a plan,
+/// and the CUDA lowering keeps the node exactly there (codegen/cuda_program.cc).
+StatusOr<AttentionPlan> plan_attention_grad(const Node& node, const std::vector<Type>& operands);
+
 /// The bytes of `value` in `dtype`, in the low bytes of the result (one_hot's and
 /// random_bernoulli's 0 and 1, pad's fill).
 uint64_t dtype_bits(DType dtype, double value);

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <tuple>
 #include <vector>
 
 #include "ir/text.h"
@@ -207,7 +208,11 @@ TEST(LibraryKind, EveryOpOfATrainingStepHasDeviceCode) {
        LibraryKind::host},
       {"%q: f32[5,129], %k: f32[7,129], %v: f32[7,8]", "  %y = attention(%q, %k, %v) {scale=0.5}\n",
        LibraryKind::host},
+      // attention_grad's kernel (FlashAttention-2's backward): the same limits.
       {"%q: f32[5,8], %k: f32[7,8], %v: f32[7,8], %o: f32[5,8], %d: f32[5,8]",
+       "  %y, %dk, %dv = attention_grad(%q, %k, %v, %o, %d) {scale=0.5}\n",
+       LibraryKind::attention_grad},
+      {"%q: f32[5,129], %k: f32[7,129], %v: f32[7,8], %o: f32[5,8], %d: f32[5,8]",
        "  %y, %dk, %dv = attention_grad(%q, %k, %v, %o, %d) {scale=0.5}\n", LibraryKind::host},
   };
   for (const auto& [inputs, body, want] : ops) {
@@ -237,6 +242,61 @@ TEST(LibraryPlan, AttentionPlanFlattensProblemsAndMapsTheMask) {
     EXPECT_EQ(out, e);
     EXPECT_EQ(in, (e / (3 * 5 * 7)) * 7 + e % 7) << e;  // batch b, key j
   }
+}
+
+// attention_grad's plan is attention's (the same flattening and mask map, the mask its
+// sixth operand), and it refuses what the kernel does not take, saying why.
+TEST(LibraryPlan, AttentionGradPlanSharesAttentionsAndSaysWhyItRefuses) {
+  const OneOp fwd = one_op("%q: f32[2,3,5,16], %k: f32[2,3,7,16], %v: f32[2,3,7,8], %m: bool[2,1,1,7]",
+                           "  %y = attention(%q, %k, %v, %m) {scale=0.25, causal=true}\n");
+  const OneOp op = one_op(
+      "%q: f32[2,3,5,16], %k: f32[2,3,7,16], %v: f32[2,3,7,8], %o: f32[2,3,5,8], "
+      "%d: f32[2,3,5,8], %m: bool[2,1,1,7]",
+      "  %y, %dk, %dv = attention_grad(%q, %k, %v, %o, %d, %m) {scale=0.25, causal=true}\n");
+  std::optional<AttentionPlan> want = plan_attention(fwd.node(), fwd.types());
+  StatusOr<AttentionPlan> plan = plan_attention_grad(op.node(), op.types());
+  ASSERT_TRUE(want.has_value());
+  ASSERT_TRUE(plan.ok()) << plan.error().to_string();
+  const auto fields = [](const AttentionPlan& p) {
+    return std::make_tuple(p.shape.batch, p.shape.sq, p.shape.sk, p.shape.d, p.shape.dv,
+                           p.masked, p.causal, p.scale);
+  };
+  EXPECT_EQ(fields(*plan), fields(*want));
+  ASSERT_EQ(plan->mask_map.count, want->mask_map.count);
+  for (int64_t e = 0; e < plan->mask_map.count; ++e) {
+    int64_t out = 0, want_out = 0;
+    EXPECT_EQ(map_element(plan->mask_map, e, out), map_element(want->mask_map, e, want_out)) << e;
+  }
+  // Unmasked: no mask map.
+  const OneOp plain = one_op("%q: f32[5,8], %k: f32[7,8], %v: f32[7,8], %o: f32[5,8], %d: f32[5,8]",
+                             "  %y, %dk, %dv = attention_grad(%q, %k, %v, %o, %d) {scale=0.5}\n");
+  StatusOr<AttentionPlan> unmasked = plan_attention_grad(plain.node(), plain.types());
+  ASSERT_TRUE(unmasked.ok());
+  EXPECT_FALSE(unmasked->masked || unmasked->causal);
+  EXPECT_EQ(unmasked->shape.batch, 1);
+
+  const auto refused = [](const std::string& inputs, const std::string& call) {
+    const Graph g = parse(inputs, "  %y, %dk, %dv = " + call + "\n");
+    const Node& node = g.nodes().back();
+    std::vector<Type> types;
+    for (ValueId v : node.operands) types.push_back(g.type(v));
+    StatusOr<AttentionPlan> p = plan_attention_grad(node, types);
+    return p.ok() ? std::string("planned") : p.error().message;
+  };
+  EXPECT_EQ(refused("%q: f32[5,129], %k: f32[7,129], %v: f32[7,8], %o: f32[5,8], %d: f32[5,8]",
+                    "attention_grad(%q, %k, %v, %o, %d) {scale=0.5}"),
+            "attention_grad: head dims 129 and 8 must be 1 to kAttentionMaxDim (128)");
+  EXPECT_EQ(refused("%q: f32[5,8], %k: f32[7,8], %v: f32[7,200], %o: f32[5,200], %d: f32[5,200]",
+                    "attention_grad(%q, %k, %v, %o, %d) {scale=0.5}"),
+            "attention_grad: head dims 8 and 200 must be 1 to kAttentionMaxDim (128)");
+  EXPECT_EQ(refused("%q: f64[5,8], %k: f64[7,8], %v: f64[7,8], %o: f64[5,8], %d: f64[5,8]",
+                    "attention_grad(%q, %k, %v, %o, %d) {scale=0.5}"),
+            "attention_grad: the CUDA attention kernels take f32 only, not f64");
+  EXPECT_EQ(refused("%q: f32[1,1,1,1,1,1,1,1,1,5,8], %k: f32[1,1,1,1,1,1,1,1,1,7,8], "
+                    "%v: f32[1,1,1,1,1,1,1,1,1,7,8], %o: f32[1,1,1,1,1,1,1,1,1,5,8], "
+                    "%d: f32[1,1,1,1,1,1,1,1,1,5,8]",
+                    "attention_grad(%q, %k, %v, %o, %d) {scale=0.5}"),
+            "attention_grad: rank 11 is outside the CUDA kernels' 2 to " + std::to_string(kMaxRank));
 }
 
 // cross_entropy_rows' 16-byte reads (lane_share): over a warp's 32 lanes every element

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -191,6 +192,92 @@ TEST(CudaCublasLt, MatchedEpiloguesBindAsOneCublasLtCall) {
     std::printf("  %-32s %s", c.name.c_str(), d.c_str());
   }
   EXPECT_EQ(seen, 19);
+}
+
+// #31: an attention block's training step with attention_grad on FlashAttention-2's
+// backward kernel against its twins (gen_cases_main.cc, attention_step_cases): the same
+// step graph with the kernel switched off (WEFT_ATTENTION_GRAD_KERNEL=0 at generation:
+// decomposed) and the step without fuse-attention. Three steps as one CUDA graph from the
+// same inputs, each executor keeping its own parameters: the losses and every parameter
+// within f32 tolerance (weft.lr is 0.01). The padded case's mask pads 0, 3 and 6 of each
+// row's 12 keys.
+TEST(CudaCases, FusedAttentionStepsMatchTheirTwins) {
+  if (!cuda::available()) GTEST_SKIP() << "no GPU: " << cuda::unavailable_reason();
+  for (const std::string base : {"attention_fa2_causal_step", "attention_fa2_padded_step"}) {
+    SCOPED_TRACE(base);
+    const Case& fused = find_case(base);
+    const Graph g = parse_case(fused);
+    std::vector<Tensor> inputs = make_inputs(g, 31);
+    if (const int m = find_input(g, "mask"); m >= 0) {
+      for (int64_t i = 0; i < inputs[m].numel(); ++i) inputs[m].set_double(i, i % 12 >= 12 - 3 * (i / 12));
+    }
+    struct Run {
+      Graph graph;
+      std::unique_ptr<cuda::Executor> ex;
+    };
+    std::vector<Run> runs;
+    for (const std::string name : {base, base + "_kernel_off", base + "_unfused"}) {
+      const Case& c = find_case(name);
+      StatusOr<std::unique_ptr<cuda::Executor>> ex =
+          cuda::Executor::create(c.program(), c.ptx, c.symbols, {.cuda_graph = true});
+      ASSERT_TRUE(ex.ok()) << name << ": " << ex.error().to_string();
+      Graph cg = parse_case(c);
+      for (size_t i = 0; i < cg.inputs().size(); ++i) {
+        const int at = find_input(g, cg.value(cg.inputs()[i].value).name);
+        ASSERT_GE(at, 0) << name << ": an input the fused step lacks";
+        ASSERT_TRUE((*ex)->set_input(static_cast<int>(i), inputs[at]).ok());
+      }
+      runs.push_back({std::move(cg), std::move(*ex)});
+    }
+    for (int step = 0; step < 3; ++step) {
+      SCOPED_TRACE("step " + std::to_string(step));
+      for (Run& r : runs) {
+        if (const int s = r.ex->find_input("weft.step"); s >= 0) {
+          Tensor t = r.ex->input(s);
+          t.set_double(0, step + 1);
+          ASSERT_TRUE(r.ex->set_input(s, t).ok());
+        }
+        ASSERT_TRUE(r.ex->run().ok());
+      }
+      for (size_t k = 1; k < runs.size(); ++k) {
+        EXPECT_TRUE(close(runs[0].ex->output(0), runs[k].ex->output(0), 1e-4)) << "loss vs twin " << k;
+        for (size_t i = 0; i < g.inputs().size(); ++i) {
+          if (g.inputs()[i].kind != InputKind::param) continue;
+          const std::string& name = g.value(g.inputs()[i].value).name;
+          const int at = runs[k].ex->find_input(name);
+          ASSERT_GE(at, 0) << name;
+          // Adam's lr·m/(√v + ε) moves by a few percent of lr where a gradient is near ε
+          // (MatchesReference's allowance).
+          EXPECT_TRUE(close(runs[0].ex->input(static_cast<int>(i)), runs[k].ex->input(at), 2e-4,
+                            0.05 * 0.01))
+              << name << " vs twin " << k;
+        }
+      }
+    }
+  }
+}
+
+// The twins differ where they should, on the host (no GPU): attention_grad is one library
+// invocation on the kernel in the fused step, and none in the step lowered with
+// WEFT_ATTENTION_GRAD_KERNEL=0 or built without fuse-attention.
+TEST(CudaCases, AttentionStepTwinsBindTheBackwardKernelOnlyInTheFusedStep) {
+  for (const std::string base : {"attention_fa2_causal_step", "attention_fa2_padded_step"}) {
+    for (const std::string suffix : {"", "_kernel_off", "_unfused"}) {
+      const Program p = find_case(base + suffix).program();
+      int kernels = 0, grads = 0;
+      for (const Invocation& inv : p.code) {
+        if (inv.kind != Invocation::Kind::library || inv.node.op != Op::AttentionGrad) continue;
+        std::vector<Type> types;
+        for (const BufferRef& r : inv.operands) types.push_back(r.type);
+        ++grads;
+        kernels += cuda::library_kind(inv.node, types, inv.results[0].type) ==
+                   cuda::LibraryKind::attention_grad;
+      }
+      EXPECT_EQ(grads, suffix.empty() ? 1 : 0) << base + suffix;
+      EXPECT_EQ(kernels, grads) << base + suffix;
+      EXPECT_TRUE(cuda::host_invocations(p).empty()) << base + suffix;
+    }
+  }
 }
 
 // A kernel that finds bad data records it on the device; run() reports it after the

@@ -15,6 +15,9 @@ struct GraphCase {
   Graph graph;
   int steps = 1;
   bool unroll = false;  ///< Lowered with LowerOptions::unroll_loops (for comparison).
+  /// Lowered with WEFT_ATTENTION_GRAD_KERNEL=0: attention_grad decomposed, the kernel's
+  /// A/B twin (runtime/cuda/library.h).
+  bool decompose_attention_grad = false;
 };
 
 /// `text` parsed, every type inferred (an internal error when it does not parse).

@@ -8,23 +8,27 @@
 # would show there), and the concats stored in place by their parts' kernels
 # (`stored_concat`, `scan_stored_concat`: passes/fold_concats.h). Also #31's attention
 # cases (`*attention*`: attention and its three gradients causal, padded, both, odd
-# lengths, head_dim 32/64, and a fused attention block's step, decomposed by the CUDA
-# lowering), and the backward kernel called directly (executor_test's
+# lengths, head_dim 32/64, the f32 ones on the attention kernels, forward and
+# FlashAttention-2's backward bound to attention_grad; a fused attention block's step; the
+# `attention_fa2_*` steps, causal and padded, with the backward kernel and their twins,
+# and CudaCases.FusedAttentionStepsMatchTheirTwins: three steps of each against the same
+# step with WEFT_ATTENTION_GRAD_KERNEL=0 and without fuse-attention, then under memcheck
+# with the single-op attention cases), and the backward kernel called directly (executor_test's
 # `AttentionBackwardKernel.*`: attention_kernels_test.cc, against an f64 host reference,
 # each case twice for bit-identical results; the forward kernel's y on the same cases, Sk = 0
-# giving 0), also under memcheck and racecheck. About a minute; not
+# giving 0), also under memcheck and racecheck. About two minutes; not
 # yet run (written in a session without a GPU).
 # open_issues_check.sh 31 runs it. Build and copy here:
 #
 #   bazel build //tests/cuda:cases_test //runtime/cuda:executor_test
 #   mkdir -p .gpu && cp -f bazel-bin/tests/cuda/cases_test bazel-bin/runtime/cuda/executor_test .gpu/
-#   # device tool: run(command="tests/cuda/loop_slots_check.sh", carry=[".gpu"], timeout_s=240)
+#   # device tool: run(command="tests/cuda/loop_slots_check.sh", carry=[".gpu"], timeout_s=420)
 #
 # Logs go to /tmp/weft-gpu and, when $OUT is set, to $OUT.
 set -uo pipefail
 out=/tmp/weft-gpu
 mkdir -p "$out"
-cases='*scan*:*lstm*:*gru*:*until*:*ctc*:*skipped_slots*:*stored_concat*:*attention*'
+cases='*scan*:*lstm*:*gru*:*until*:*ctc*:*skipped_slots*:*stored_concat*:*attention*:*FusedAttention*'
 line() { grep -E "$1" "$2" | tr '\n' ' ' | cut -c1-400; echo; }
 
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
@@ -34,6 +38,11 @@ grep -E "Failure|error" -A4 "$out/loop_slots_cases.txt" | head -40
 timeout 90 compute-sanitizer --tool memcheck --error-exitcode 3 .gpu/cases_test --gtest_filter='*scan_slots*:*lstm*:*gru*:*stored_concat*:*attention_causal_padded_odd*' \
   >"$out/loop_slots_memcheck.txt" 2>&1
 echo "== memcheck rc=$? $(line 'ERROR SUMMARY|^\[  (PASSED|FAILED)' "$out/loop_slots_memcheck.txt")"
+timeout 150 compute-sanitizer --tool memcheck --error-exitcode 3 .gpu/cases_test \
+  --gtest_filter='*attention_causal_d32_graph*:*attention_padded_d64_graph*:*attention_fa2_*_step_graph*:*FusedAttention*' \
+  >"$out/loop_slots_attention_memcheck.txt" 2>&1
+echo "== memcheck (attention_grad kernel bound) rc=$? $(line 'ERROR SUMMARY|^\[  (PASSED|FAILED)' "$out/loop_slots_attention_memcheck.txt")"
+grep -E "Failure|Invalid|error" -A4 "$out/loop_slots_attention_memcheck.txt" | head -30
 timeout 60 .gpu/executor_test --gtest_filter='AttentionBackwardKernel.*' >"$out/loop_slots_attention_backward.txt" 2>&1
 echo "== executor_test (AttentionBackwardKernel.*) rc=$? $(line '^\[  (PASSED|FAILED)|SKIPPED' "$out/loop_slots_attention_backward.txt")"
 grep -E "Failure|error" -A4 "$out/loop_slots_attention_backward.txt" | head -40

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cuBLASLt's GEMM epilogues (#31, #30; runtime/cuda/epilogue_match.h, gemm_lt.cc) on a GPU
-# in one short call (a few minutes; open_issues_check.sh 31 runs it last). Not yet run:
+# in one short call (a few minutes; open_issues_check.sh 31perf runs it first). Not yet run:
 # written in a session without a GPU. The path is opt-in (WEFT_CUBLASLT_EPILOGUE=1) until
 # this check has measured it.
 #  1. cases_test's `cublaslt_*` cases (bias, relu+bias with a transposed weight, gelu(tanh)+bias,

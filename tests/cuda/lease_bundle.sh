@@ -12,7 +12,8 @@
 #   run(command="tests/cuda/open_issues_check.sh 30", carry=[".gpu"], timeout_s=480)
 #   run(command="tests/cuda/open_issues_check.sh 31", carry=[".gpu"], timeout_s=420)
 #   run(command="tests/cuda/open_issues_check.sh 28 29 32", carry=[".gpu"], timeout_s=480)
-#   run(command="tests/cuda/open_issues_check.sh suite 31perf", carry=[".gpu"], timeout_s=600)
+#   run(command="tests/cuda/open_issues_check.sh suite", carry=[".gpu"], timeout_s=540)
+#   run(command="tests/cuda/open_issues_check.sh 31perf", carry=[".gpu"], timeout_s=420)
 #   (15 minutes of device time in all: open_issues_check.sh's header says what fits)
 #
 # A cold build of these targets takes a while on 2 cores (the suite's ten AOT CUDA

@@ -8,7 +8,7 @@
 # suite_bench is in .gpu, the difference method on the same models: suite_bench's median
 # step looped and `MODEL@unrolled` (tests/cuda/README.md), as one CUDA graph and launch by
 # launch, (looped − unrolled) / loops_cuda's trips per step. About two minutes; not yet
-# run (written in a session without a GPU). open_issues_check.sh 31 runs it. Build and
+# run (written in a session without a GPU). open_issues_check.sh 31perf runs it. Build and
 # copy here:
 #
 #   bazel build //bench:loops_cuda

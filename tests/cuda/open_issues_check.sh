@@ -2,25 +2,27 @@
 # The open issues' GPU checks in as few device calls as the lease allows, from what
 # tests/cuda/lease_bundle.sh packed into .gpu/ here (its header has the device calls).
 #
-#   tests/cuda/open_issues_check.sh ISSUE...     e.g. 30, then 31, then 28 29 32, then suite 31perf
+#   tests/cuda/open_issues_check.sh ISSUE...     e.g. 30, then 31, then 28 29 32, then suite, then 31perf
 #
 #   28 [Reliability]       reliability_check.sh   (about a minute)
 #   29 [Architecture]      architecture_check.sh  (about three minutes)
 #   32 [Distributed]       nccl_check.sh          (about two minutes)
 #   30 [Mixed precision]   mixed_precision_check.sh (about five minutes), then
 #                          vector_check.sh (#30/#31's vectorized kernels, about a minute)
-#   31 [GPU]               loop_slots_check.sh (a minute), input_overlap_check.sh (about a
-#                          minute), cublaslt_check.sh (#31/#30's cuBLASLt epilogues, a few
-#                          minutes)
-#   31perf [GPU]           loop_overhead_check.sh (#31's loop overhead per trip, about two
-#                          minutes)
+#   31 [GPU]               loop_slots_check.sh (loops, the attention kernels and the fused
+#                          attention steps, also under memcheck/racecheck: about four
+#                          minutes), input_overlap_check.sh (about a minute)
+#   31perf [GPU]           cublaslt_check.sh (#31/#30's opt-in cuBLASLt epilogues: cases,
+#                          memcheck, A/B timing, a few minutes), loop_overhead_check.sh
+#                          (#31's loop overhead per trip, about two minutes)
 #   suite                  suite_check.sh (#30/#31's ten-model suite, about seven minutes),
 #                          alone in its call
 #
 # The lease has 15 minutes of device time in all (start-up included): not every check
-# fits one session. Correctness first: `30` (about six minutes), then `31` (about five:
-# two calls, each under the device tool's ten minutes), then `28 29 32` (about six);
-# `suite 31perf` in a session of its own (about nine).
+# fits one session. Correctness of the default paths first: `30` (about six minutes),
+# then `31` (about five): two calls, each under the device tool's ten minutes. Then
+# `28 29 32` (about six), and `suite` and `31perf` (about seven and five) in later
+# sessions.
 #
 # Each check's logs go to $OUT/ISSUE (or /tmp/weft-gpu/ISSUE); its summary lines are
 # printed as it runs, prefixed with the issue, and a last line per issue gives its exit
@@ -28,7 +30,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 if [ $# -eq 0 ]; then
-  sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 if [ -f .gpu/bundle.tar.xz ] && [ .gpu/bundle.tar.xz -nt .gpu/cases_test ]; then
@@ -41,8 +43,8 @@ for issue in "$@"; do
     28) script=reliability_check.sh ;;
     29) script=architecture_check.sh ;;
     30) script="mixed_precision_check.sh vector_check.sh" ;;
-    31) script="loop_slots_check.sh input_overlap_check.sh cublaslt_check.sh" ;;
-    31perf) script=loop_overhead_check.sh ;;
+    31) script="loop_slots_check.sh input_overlap_check.sh" ;;
+    31perf) script="cublaslt_check.sh loop_overhead_check.sh" ;;
     suite) script=suite_check.sh ;;
     32) script=nccl_check.sh ;;
     *) echo "error: no device check for issue '$issue' (28, 29, 30, 31, 31perf, 32 or suite)"; exit 2 ;;

@@ -64,8 +64,8 @@ using KeepComposite = std::function<bool(const Graph& g, const Node& node)>;
 /// decomposed wherever decompose-composites can, kernel or not), and `takes` (the
 /// backend's own check of the node's shapes, e.g. CUDA's plan_attention; none: every node)
 /// accepts it. The CPU keeps the losses (which have no decomposition anyway) and writes
-/// attention and attention_grad back as primitives; CUDA keeps attention's f32 forward
-/// where its kernel takes the shapes.
+/// attention and attention_grad back as primitives; CUDA keeps attention and attention_grad
+/// in f32 where its kernels take the shapes (plan_attention, plan_attention_grad).
 KeepComposite keep_library_composites(CodeTarget target, KeepComposite takes = nullptr);
 
 struct LowerOptions {

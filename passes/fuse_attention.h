@@ -2,9 +2,10 @@
 // fuse-attention: the attention pattern softmax(q·scale·kᵀ + mask)·v, as
 // frontend/modules/attention.cc emits it (and as a .wir writes it by hand), becomes one
 // `attention` composite (ir/ops.def), so that autodiff gives it one `attention_grad`
-// (three results: dq, dk, dv) instead of differentiating the primitives. Run before autodiff by the Trainer
-// with TrainOptions::fuse_attention (off by default; the CUDA lowering runs the forward on
-// runtime/cuda's attention kernel).
+// (three results: dq, dk, dv) instead of differentiating the primitives. Run before
+// autodiff by the Trainer with TrainOptions::fuse_attention (off by default; the CUDA
+// lowering runs both on runtime/cuda's attention kernels: the forward, and
+// FlashAttention-2's backward).
 //
 //   %qs = mul(%q, %c) : f32[2,4,9,16]              %c = full() {value=0.25} : f32[]
 //   %kt = transpose(%k) {perm=[0,1,3,2]} : f32[2,4,16,9]

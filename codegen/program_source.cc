@@ -11,18 +11,8 @@
 #include "ir/status.h"
 
 namespace weft::codegen {
-namespace {
 
-// The enumerator of each op (`weft::Op::Matmul`), indexed like the enum.
-const char* const kOpIds[] = {
-#define WEFT_OP(id, name, arity, results, category, schema, math) #id,
-#include "ir/ops.def"
-#undef WEFT_OP
-};
-
-// A C++ string literal: unlike the `.wir` quoting of ir/attribute.cc, other control
-// characters are escaped too (a raw one may not stand in C++ source).
-std::string quoted(const std::string& s) {
+std::string cpp_quoted(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
     if (c == '"' || c == '\\') {
@@ -40,6 +30,15 @@ std::string quoted(const std::string& s) {
   }
   return out + "\"";
 }
+
+namespace {
+
+// The enumerator of each op (`weft::Op::Matmul`), indexed like the enum.
+const char* const kOpIds[] = {
+#define WEFT_OP(id, name, arity, results, category, schema, math) #id,
+#include "ir/ops.def"
+#undef WEFT_OP
+};
 
 std::string exact(double v) {  // round-trips through the compiler's literal parser
   if (std::isnan(v)) return "std::numeric_limits<double>::quiet_NaN()";
@@ -129,7 +128,7 @@ class Tables {
       switch (kind) {
         case AttrKind::Int: i = std::get<int64_t>(a); break;
         case AttrKind::Float: f = std::get<double>(a); break;
-        case AttrKind::Str: s = quoted(std::get<std::string>(a)); break;
+        case AttrKind::Str: s = cpp_quoted(std::get<std::string>(a)); break;
         case AttrKind::Bool: i = std::get<bool>(a) ? 1 : 0; break;
         case AttrKind::DType: d = std::get<DType>(a); break;
         case AttrKind::Ints:
@@ -141,7 +140,7 @@ class Tables {
           count = std::get<FloatList>(a).size();
           break;
       }
-      attrs_.push_back("{" + quoted(name) + ", " + attr_kind_enumerator(kind) + ", " +
+      attrs_.push_back("{" + cpp_quoted(name) + ", " + attr_kind_enumerator(kind) + ", " +
                        std::to_string(i) + "LL, " + exact(f) + ", " + s + ", " + dtype(d) +
                        ", " + std::to_string(count) + "}");
     }
@@ -182,12 +181,12 @@ std::string pointer(const std::string& name, bool empty) { return empty ? "nullp
 Tables::Lists Tables::lists(const Program& p) {
   Lists l;
   for (const ProgramInput& in : p.inputs) {
-    l.inputs.push_back("{" + quoted(in.name) + ", " + std::to_string(type(in.type)) +
+    l.inputs.push_back("{" + cpp_quoted(in.name) + ", " + std::to_string(type(in.type)) +
                        ", weft::InputKind::" + std::string(input_kind_name(in.kind)) + "}");
   }
   l.input_offsets = ints(p.input_offsets);
   for (const GeneratedKernel& k : p.kernels) {
-    l.kernels.push_back("{" + quoted(k.name) + ", " + std::to_string(k.rows) + "LL, " +
+    l.kernels.push_back("{" + cpp_quoted(k.name) + ", " + std::to_string(k.rows) + "LL, " +
                         std::to_string(k.row_length) + "LL}");
   }
   for (const Invocation& inv : p.code) {
@@ -201,13 +200,13 @@ Tables::Lists Tables::lists(const Program& p) {
     l.code.push_back(
         std::string("{") + invocation_kind(inv.kind) + ", weft::Op::" +
         kOpIds[static_cast<int>(inv.node.op)] + ", " + std::to_string(attrs_first) + ", " +
-        std::to_string(inv.node.attrs.size()) + ", " + quoted(loc.file) + ", " +
-        std::to_string(loc.line) + ", " + std::to_string(loc.col) + ", " + quoted(loc.path) + ", " +
+        std::to_string(inv.node.attrs.size()) + ", " + cpp_quoted(loc.file) + ", " +
+        std::to_string(loc.line) + ", " + std::to_string(loc.col) + ", " + cpp_quoted(loc.path) + ", " +
         std::to_string(inv.kernel) + ", " + std::to_string(inv.gemm_result) + ", " +
         std::to_string(operands) + ", " + std::to_string(inv.operands.size()) + ", " +
         std::to_string(results) + ", " + std::to_string(inv.results.size()) + ", " +
         std::to_string(clear) + ", " + std::to_string(inv.clear.size()) + ", " +
-        quoted(inv.label) + ", " + std::to_string(inv.body) + "}");
+        cpp_quoted(inv.label) + ", " + std::to_string(inv.body) + "}");
   }
   for (const Update& u : p.updates) {
     l.updates.push_back("{" + std::to_string(u.input) + ", " + std::to_string(buffers({u.from})) +
@@ -221,7 +220,7 @@ std::string Tables::program_row(const Program& p, const Lists& l, const std::str
                                 const std::string& bodies, size_t num_bodies) const {
   std::ostringstream os;
   os << "{\n"
-     << "    " << quoted(p.name) << ", " << p.arena_bytes << "LL, " << p.naive_bytes << "LL, "
+     << "    " << cpp_quoted(p.name) << ", " << p.arena_bytes << "LL, " << p.naive_bytes << "LL, "
      << p.lower_bound_bytes << "LL, " << p.inputs_bytes << "LL,\n"
      << "    " << pointer("kInts", ints_.empty()) << ", " << pointer("kFloats", floats_.empty())
      << ", " << pointer("kTypes", types_.empty()) << ", "

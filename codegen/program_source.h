@@ -22,6 +22,12 @@
 
 namespace weft::codegen {
 
+/// `s` as a C++ string literal: quotes and backslashes escaped, a newline as \n and every
+/// other control character in octal (a raw one may not stand in C++ source; the `.wir`
+/// quoting of ir/attribute.cc leaves them). Shared by the generated Program sources and
+/// tools/aot's generated model text.
+std::string cpp_quoted(const std::string& s);
+
 /// The symbol of kernel `index` of the Program generated under `name`.
 std::string kernel_symbol(const std::string& name, int index);
 

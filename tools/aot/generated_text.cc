@@ -14,19 +14,6 @@
 namespace weft::aot {
 namespace {
 
-std::string quoted(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
-
 // A C++ string literal of any bytes, each escaped in octal (which, unlike \x, ends after
 // three digits), and its length: `std::string(LITERAL, N)`.
 std::string bytes_string(const std::string& bytes) {
@@ -91,7 +78,7 @@ class TableRows {
     rows_ << "// name, dtype, rank, first dim in kDims, kind, initializer, Philox stream\n"
           << "// (parameter_stream(name))\nconst weft::aot::ValueRow kValues[] = {\n";
     for (const ValueEntry& v : g.values) {
-      rows_ << "    {" << quoted(v.name) << ", " << type_fields(v.type) << ", weft::InputKind::"
+      rows_ << "    {" << codegen::cpp_quoted(v.name) << ", " << type_fields(v.type) << ", weft::InputKind::"
             << input_kind_name(v.kind) << ",\n     " << initializer_cpp(v.init) << ",\n     "
             << parameter_stream(v.name) << "ULL";
       if (v.stored_offset >= 0) {
@@ -109,7 +96,7 @@ class TableRows {
     if (list.empty()) return std::string("{}");
     rows_ << "\nconst weft::aot::TensorSpecRow " << array << "[] = {\n";
     for (const TensorSpec& s : list) {
-      rows_ << "    {" << quoted(s.name) << ", " << type_fields(s.type) << "},\n";
+      rows_ << "    {" << codegen::cpp_quoted(s.name) << ", " << type_fields(s.type) << "},\n";
     }
     rows_ << "};\n";
     return "weft::aot::tensor_specs(" + array + ", " + std::to_string(list.size()) + ", kDims)";
@@ -169,8 +156,8 @@ void write_weights_asm(std::ostringstream& os, const Generated& g) {
 void write_make_table(std::ostringstream& os, const Generated& g, const std::string& step_inputs,
                       const std::string& eval_inputs, const std::string& eval_outputs) {
   os << "weft::aot::ModelTable make_table() {\n  weft::aot::ModelTable t;\n"
-     << "  t.name = " << quoted(g.name) << ";\n"
-     << "  t.options = " << quoted(g.options.to_flags()) << ";\n"
+     << "  t.name = " << codegen::cpp_quoted(g.name) << ";\n"
+     << "  t.options = " << codegen::cpp_quoted(g.options.to_flags()) << ";\n"
      << "  t.num_model_values = " << g.num_model_values << ";\n"
      << "  t.structural_hash = " << g.structural_hash << "ULL;\n"
      << "  t.lr = " << exact(g.lr) << ";\n"
@@ -178,11 +165,11 @@ void write_make_table(std::ostringstream& os, const Generated& g, const std::str
      << "  t.accumulate_steps = " << g.accumulate_steps << ";\n"
      << "  t.checkpoint_batch = " << g.checkpoint_batch << ";\n";
   for (const auto& [path, lr] : g.group_lrs) {
-    os << "  t.group_lrs.emplace_back(" << quoted(path) << ", " << exact(lr) << ");\n";
+    os << "  t.group_lrs.emplace_back(" << codegen::cpp_quoted(path) << ", " << exact(lr) << ");\n";
   }
   for (const CheckpointSchema::Subgraph& sub : g.subgraphs) {
-    os << "  t.subgraphs.push_back({" << quoted(sub.path) << ", " << sub.hash << "ULL, "
-       << quoted(sub.structure) << "});\n";
+    os << "  t.subgraphs.push_back({" << codegen::cpp_quoted(sub.path) << ", " << sub.hash << "ULL, "
+       << codegen::cpp_quoted(sub.structure) << "});\n";
   }
   os
      << "  t.values = weft::aot::value_entries(" << (g.values.empty() ? "nullptr" : "kValues")
@@ -190,17 +177,17 @@ void write_make_table(std::ostringstream& os, const Generated& g, const std::str
      << "  t.step_inputs = " << step_inputs << ";\n"
      << "  t.eval_inputs = " << eval_inputs << ";\n"
      << "  t.eval_outputs = " << eval_outputs << ";\n"
-     << "  t.backend = " << quoted(g.options.backend) << ";\n"
+     << "  t.backend = " << codegen::cpp_quoted(g.options.backend) << ";\n"
      << "  t.precision = " << dtype_cpp(g.options.precision) << ";\n"
-     << "  t.loss_scale_keys = {" << quoted(kLossScaleState) << ", " << quoted(kGrowthTrackerState)
-     << ", " << quoted(kSkippedStepsState) << "};\n";
+     << "  t.loss_scale_keys = {" << codegen::cpp_quoted(kLossScaleState) << ", " << codegen::cpp_quoted(kGrowthTrackerState)
+     << ", " << codegen::cpp_quoted(kSkippedStepsState) << "};\n";
   if (!g.onnx_refused.empty()) {
-    os << "  t.onnx_refused = " << quoted(g.onnx_refused) << ";\n";
+    os << "  t.onnx_refused = " << codegen::cpp_quoted(g.onnx_refused) << ";\n";
   } else {
     os << "  t.onnx.model.assign(reinterpret_cast<const char*>(" << weights_symbol(g) << " + "
        << g.onnx_offset << "), " << g.onnx.model.size() << ");\n";
     for (const onnx_io::WeightlessInitializer& init : g.onnx.initializers) {
-      os << "  t.onnx.initializers.push_back({" << quoted(init.value) << ", " << bytes_string(init.header)
+      os << "  t.onnx.initializers.push_back({" << codegen::cpp_quoted(init.value) << ", " << bytes_string(init.header)
          << "});\n";
     }
   }
@@ -284,7 +271,7 @@ std::string header(const Generated& g) {
                      const char* fn) {
     for (size_t i = 0; i < specs.size(); ++i) {
       const Type& t = specs[i].type;
-      os << "  /// " << quoted(specs[i].name) << ": " << t.to_string() << " (" << t.shape.numel()
+      os << "  /// " << codegen::cpp_quoted(specs[i].name) << ": " << t.to_string() << " (" << t.shape.numel()
          << " elements).\n"
          << "  " << element_cpp(t.dtype) << "* " << prefix << accessor(specs[i].name) << "_data() {\n"
          << "    return static_cast<" << element_cpp(t.dtype) << "*>(model_->" << fn << "(" << i
@@ -314,7 +301,7 @@ std::string header(const Generated& g) {
 std::string source(const Generated& g) {
   std::ostringstream os;
   os << "// Generated by weft's AOT generator (tools/aot/generate_main.cc) for target " << g.name
-     << ". Do not edit.\n#include " << quoted(g.include) << "\n\n#include <cmath>\n\n";
+     << ". Do not edit.\n#include " << codegen::cpp_quoted(g.include) << "\n\n#include <cmath>\n\n";
   declare_programs(os, g);
   TableRows rows;
   rows.values(g);
@@ -332,14 +319,14 @@ std::string source(const Generated& g) {
 std::string factory(const Generated& g) {
   const std::string q = g.ns.empty() ? g.cls : g.ns + "::" + g.cls;
   return "// Generated by weft's AOT generator for target " + g.name +
-         ": the model a weft_binary trains. Do not edit.\n#include " + quoted(g.include) +
+         ": the model a weft_binary trains. Do not edit.\n#include " + codegen::cpp_quoted(g.include) +
          "\n#include \"training/driver/trainable.h\"\n\n"
          "namespace weft::driver {\n\n"
          "StatusOr<std::unique_ptr<Trainable>> make_compiled_model(const ModelOptions& o) {\n"
          "  WEFT_ASSIGN_OR_RETURN(" + q + " m, " + q + "::create(o.seed, o.bind));\n"
          "  return std::unique_ptr<Trainable>(m.release());\n}\n\n"
-         "std::string compiled_model_backend() { return " + quoted(g.options.backend) + "; }\n\n"
-         "std::string compiled_model_precision() { return " + quoted(std::string(dtype_name(g.options.precision))) +
+         "std::string compiled_model_backend() { return " + codegen::cpp_quoted(g.options.backend) + "; }\n\n"
+         "std::string compiled_model_precision() { return " + codegen::cpp_quoted(std::string(dtype_name(g.options.precision))) +
          "; }\n\n"
          "}  // namespace weft::driver\n\n"
          "const weft::aot::ModelTable& weft::aot::linked_model_table() { return " + q +
@@ -355,7 +342,7 @@ std::string program_source(const Lowered& l, const std::string& fn, const codege
   out += "\n// The kernels of " + fn + "_program(): " + target.module_description + ".\n"
          "const char* " + fn + "_ptx() {\n  return\n" + raw_literal(l.module) + ";\n}\n\n"
          "std::vector<std::string> " + fn + "_symbols() {\n  return {";
-  for (size_t k = 0; k < l.symbols.size(); ++k) out += (k ? ", " : "") + quoted(l.symbols[k]);
+  for (size_t k = 0; k < l.symbols.size(); ++k) out += (k ? ", " : "") + codegen::cpp_quoted(l.symbols[k]);
   return out + "};\n}\n";
 }
 

@@ -48,12 +48,12 @@ StatusOr<std::unique_ptr<ProgramExecutor>> compile_cuda(const Graph& g, const Co
 }
 
 StatusOr<LoweredProgram> lower_cpu(const Graph& g) {
-  WEFT_ASSIGN_OR_RETURN(Lowering l, lower_to_program(g));
+  WEFT_ASSIGN_OR_RETURN(Lowering l, lower_to_program(g, target("cpu").lower_options({})));
   return LoweredProgram{std::move(l.program), "", {}};
 }
 
 StatusOr<LoweredProgram> lower_cuda(const Graph& g) {
-  WEFT_ASSIGN_OR_RETURN(CudaProgram p, compile_cuda_program(g));
+  WEFT_ASSIGN_OR_RETURN(CudaProgram p, compile_cuda_program(g, target("cuda").lower_options({})));
   return LoweredProgram{std::move(p.program), std::move(p.ptx), std::move(p.symbols)};
 }
 

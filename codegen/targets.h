@@ -122,8 +122,8 @@ struct Target {
   /// dump --format=MODULE` (null for the interpreter).
   StatusOr<LoweredProgram> (*lower)(const Graph& g) = nullptr;
   /// The target's own lowering options (cpu: LowerOptions{}; cuda: cuda_lower_options(),
-  /// codegen/cuda_program.h): what `lower` lowers with, and what `compile` and `run`
-  /// start from (lower_options). Null for the interpreter.
+  /// codegen/cuda_program.h), which `compile`, `run` and `lower` start from
+  /// (lower_options; `lower` with the default CompileOptions). Null for the interpreter.
   LowerOptions (*default_lower_options)() = nullptr;
 
   // ---- The device in prose, for messages and generated comments (compiled targets).
@@ -156,10 +156,10 @@ struct Target {
   bool has_profiler() const;
   /// Whether it plans memory (an arena per Program): the compiled targets.
   bool plans_memory() const { return compiled(); }
-  /// The lowering options `compile` and `run` lower with under `options`:
-  /// default_lower_options() with what CompileOptions decides of every target's lowering
-  /// (unroll_loops), one conversion for them all. Compiled targets only; a caller includes
-  /// codegen/lower.h.
+  /// The lowering options `compile` and `run` lower with under `options` (`lower` under
+  /// the default ones): default_lower_options() with what CompileOptions decides of every
+  /// target's lowering (unroll_loops), one conversion for them all. Compiled targets
+  /// only; a caller includes codegen/lower.h.
   LowerOptions lower_options(const CompileOptions& options) const;
   /// Whether its device refuses some ops a Program can hold, and so can check a Program
   /// before it runs (Backend::check_program; `weftc check --backend=cuda`).

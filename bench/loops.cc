@@ -25,12 +25,12 @@
 //
 //   WEFT_NUM_THREADS=1 WEFT_PROFILE_CLOCK=thread bazel run //bench:loops -- --models=feedback_fixed
 //
-// --device=cuda runs the looped and recompute forms on the GPU through the CUDA target
-// (the unrolled form is the cpu target's: TrainOptions::unroll_loops does not reach the
-// CUDA lowering, so there is no difference column). It needs this binary's build (MLIR)
-// on a machine with an NVIDIA GPU; without one it stops with the reason. The GPU
-// machines lent to weft's sessions have no MLIR: tests/cuda/loop_overhead_check.sh runs
-// //bench:loops_cuda there, the same direct method on the AOT CUDA libraries.
+// --device=cuda runs the three forms on the GPU through the CUDA target
+// (TrainOptions::unroll_loops reaches the CUDA lowering as it reaches the CPU's). It
+// needs this binary's build (MLIR) on a machine with an NVIDIA GPU; without one it stops
+// with the reason. The GPU machines lent to weft's sessions have no MLIR:
+// tests/cuda/loop_overhead_check.sh runs //bench:loops_cuda there, the same direct method
+// on the AOT CUDA libraries.
 //
 // --profile also prints each form's per-invocation profile (cpu; a loop is one line).
 //
@@ -210,11 +210,10 @@ double loss_difference(const Figures& f, const Figures& base) {
 
 // One model's table rows, its loops' lines (the direct method) and its ratios.
 void print_model(const std::string& name, const std::map<Form, Figures>& figures) {
-  const auto unrolled = figures.find(Form::unrolled);
-  const Figures& base = unrolled != figures.end() ? unrolled->second : figures.at(Form::looped);
+  const Figures& base = figures.at(Form::unrolled);
   for (const auto& [form, f] : figures) {
     char overhead[32] = "-";
-    if (unrolled != figures.end() && f.trips > 0) {
+    if (f.trips > 0) {
       std::snprintf(overhead, sizeof(overhead), "%.3f",
                     difference_overhead_per_trip(f.step_ms * 1e3, base.step_ms * 1e3, f.trips));
     }
@@ -231,9 +230,7 @@ void print_model(const std::string& name, const std::map<Form, Figures>& figures
   const Figures& recompute = figures.at(Form::recompute);
   std::printf("%-17s recompute/looped: step time %.3f, arena %.3f\n", name.c_str(), recompute.step_ms / looped.step_ms,
               static_cast<double>(recompute.arena) / static_cast<double>(looped.arena));
-  if (unrolled != figures.end()) {
-    std::printf("%-17s looped/unrolled step time %.3f\n", name.c_str(), looped.step_ms / base.step_ms);
-  }
+  std::printf("%-17s looped/unrolled step time %.3f\n", name.c_str(), looped.step_ms / base.step_ms);
 }
 
 int run(int argc, char** argv) {
@@ -278,12 +275,10 @@ int run(int argc, char** argv) {
                  cuda::unavailable_reason().c_str());
     return 2;
   }
-  std::vector<Form> forms = {Form::looped, Form::recompute};
-  if (device == "cpu") forms.push_back(Form::unrolled);
+  const std::vector<Form> forms = {Form::looped, Form::recompute, Form::unrolled};
   const StepClock clock = StepClock::from_environment(device);
   std::printf("preset %s, %d timed steps (median, %s), %s backend\n%s", to_string(preset), steps, clock.name(),
               device.c_str(), overhead_method_note().c_str());
-  if (device == "cuda") std::printf("cuda: no unrolled form (the cpu target's), loss diff against looped\n");
   std::printf("%-17s %-9s %11s %9s %11s %8s %13s %12s %6s %12s\n", "model", "form", "compile ms", "step ms",
               "invocations", "kernels", "arena bytes", "loss diff", "trips", "us/trip diff");
   for (const std::string& name : models) {

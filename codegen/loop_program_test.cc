@@ -1,17 +1,22 @@
 // Loops in Programs (runtime/program.h): a `scan` lowers to one loop invocation over a
 // body Program, whatever its length; the cpu executor runs it (forward, reverse, nested,
 // a loop's gradient, carries that are body inputs, early exits) as the reference
-// interpreter does; unroll_loops leaves none; the AOT source carries bodies.
+// interpreter does; unroll_loops leaves none, on the cpu and the cuda target alike; the
+// AOT source carries bodies.
 #include <gtest/gtest.h>
 
 #include <memory>
 
 #include "autodiff/grad.h"
 #include "autodiff/testing/skipped_slots.h"
+#include "codegen/cuda_program.h"
 #include "codegen/lower.h"
 #include "codegen/program_source.h"
 #include "codegen/target_test_util.h"
 #include "codegen/targets.h"
+#include "frontend/flow.h"
+#include "frontend/modules.h"
+#include "frontend/training.h"
 #include "ir/scan.h"
 #include "ir/shape_rules.h"
 #include "ir/text.h"
@@ -79,6 +84,43 @@ TEST(LoopProgram, OneLoopInvocationWhateverTheLength) {
   ASSERT_TRUE(flat.ok());
   EXPECT_EQ(loops(flat->program), 0);
   EXPECT_TRUE(flat->program.bodies.empty());
+}
+
+// #31: CompileOptions::unroll_loops (TrainOptions::unroll_loops) reaches the CUDA
+// lowering as it reaches the CPU's, through the one conversion every compiled target
+// lowers with (Target::lower_options), which keeps each target's own options: a loop
+// model's training step lowered for the GPU has no loop invocation when unrolled, and
+// its loops, forward and backward, as loop invocations otherwise. Before, the cuda
+// target lowered with cuda_lower_options() whatever CompileOptions said.
+TEST(LoopProgram, UnrollLoopsReachesTheCpuAndTheCudaLowering) {
+  for (const char* name : {"cpu", "cuda"}) {
+    SCOPED_TRACE(name);
+    const Target& target = **find_target(name);
+    for (bool unroll : {false, true}) {
+      const LowerOptions options = target.lower_options({.unroll_loops = unroll});
+      EXPECT_EQ(options.unroll_loops, unroll);
+      EXPECT_EQ(options.mask_loop_exits, target.name == "cuda") << "the target's own options kept";
+    }
+  }
+  // A cell run until a head says stop, at most 3 times: a loop with an early exit.
+  auto cell = FlowBuilder::from(Linear(4, 4)).through(Tanh()).build();
+  ASSERT_TRUE(cell.ok()) << cell.error().to_string();
+  auto net =
+      FlowBuilder::from(Linear(3, 4)).loop_body(*cell).until_cond(Linear(4, 1), 3).through(Linear(4, 2)).build();
+  ASSERT_TRUE(net.ok()) << net.error().to_string();
+  auto step = Trainer::compile(*net, {{"x", f32({5, 3})}}, LossSpec::mse(), OptimizerSpec::sgd(0.1),
+                               {.backend = "reference"});
+  ASSERT_TRUE(step.ok()) << step.error().to_string();
+  const Target& cuda = **find_target("cuda");
+  StatusOr<CudaProgram> looped = compile_cuda_program(step->step_graph(), cuda.lower_options({}));
+  ASSERT_TRUE(looped.ok()) << looped.error().to_string();
+  EXPECT_EQ(loops(looped->program), 2) << looped->program.to_string();  // the loop and its gradient
+  StatusOr<CudaProgram> unrolled =
+      compile_cuda_program(step->step_graph(), cuda.lower_options({.unroll_loops = true}));
+  ASSERT_TRUE(unrolled.ok()) << unrolled.error().to_string();
+  EXPECT_EQ(loops(unrolled->program), 0) << unrolled->program.to_string();
+  EXPECT_TRUE(unrolled->program.bodies.empty());
+  EXPECT_FALSE(unrolled->ptx.empty());
 }
 
 TEST(LoopProgram, CpuRunsLoopsAsTheInterpreterDoes) {

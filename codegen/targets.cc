@@ -16,6 +16,10 @@
 namespace weft::codegen {
 namespace {
 
+// The entry of targets() named `name`, for a compiled target's calls to ask it for their
+// lowering options (Target::lower_options).
+const Target& target(std::string_view name) { return **find_target(name); }
+
 // The cpu backend's own conversion of the bind options (runtime/cpu/backend.h), plus
 // what only the JIT target sets.
 CpuOptions cpu_options(const CompileOptions& options) {
@@ -23,7 +27,7 @@ CpuOptions cpu_options(const CompileOptions& options) {
   cpu.executor = cpu::executor_options(options.bind);
   cpu.executor.check_numerics = options.check_numerics;
   cpu.executor.overlap_all_reduce = options.overlap_all_reduce;
-  cpu.lower.unroll_loops = options.unroll_loops;
+  cpu.lower = target("cpu").lower_options(options);
   return cpu;
 }
 
@@ -33,7 +37,7 @@ StatusOr<std::unique_ptr<ProgramExecutor>> compile_cpu(const Graph& g, const Com
 }
 
 StatusOr<std::unique_ptr<cuda::Executor>> bind_cuda(const Graph& g, const CompileOptions& options) {
-  WEFT_ASSIGN_OR_RETURN(CudaProgram p, compile_cuda_program(g));
+  WEFT_ASSIGN_OR_RETURN(CudaProgram p, compile_cuda_program(g, target("cuda").lower_options(options)));
   WEFT_ASSIGN_OR_RETURN(cuda::ExecutorOptions executor, cuda_executor_options(options, p.program));
   return bind_for_cuda(std::move(p), executor);
 }
@@ -44,12 +48,12 @@ StatusOr<std::unique_ptr<ProgramExecutor>> compile_cuda(const Graph& g, const Co
 }
 
 StatusOr<LoweredProgram> lower_cpu(const Graph& g) {
-  WEFT_ASSIGN_OR_RETURN(Lowering l, lower_to_program(g));
+  WEFT_ASSIGN_OR_RETURN(Lowering l, lower_to_program(g, target("cpu").lower_options({})));
   return LoweredProgram{std::move(l.program), "", {}};
 }
 
 StatusOr<LoweredProgram> lower_cuda(const Graph& g) {
-  WEFT_ASSIGN_OR_RETURN(CudaProgram p, compile_cuda_program(g));
+  WEFT_ASSIGN_OR_RETURN(CudaProgram p, compile_cuda_program(g, target("cuda").lower_options({})));
   return LoweredProgram{std::move(p.program), std::move(p.ptx), std::move(p.symbols)};
 }
 
@@ -91,6 +95,8 @@ Pipeline cuda_dump_pipeline(PipelineOptions options) {
   return p;
 }
 
+LowerOptions cpu_lower_options() { return LowerOptions{}; }
+
 Pipeline reference_pipeline(PipelineOptions options) { return default_pipeline(std::move(options)); }
 
 StatusOr<reference::RunResult> run_reference(const Graph& g, std::vector<Tensor> inputs,
@@ -111,11 +117,11 @@ StatusOr<cuda::ExecutorOptions> cuda_executor_options(const CompileOptions& opti
 const std::vector<Target>& targets() {
   static const std::vector<Target> all = {
       {.name = "cpu", .pipeline = cpu_pipeline, .dump_pipeline = cpu_dump_pipeline,
-       .compile = compile_cpu, .lower = lower_cpu,
+       .compile = compile_cpu, .lower = lower_cpu, .default_lower_options = cpu_lower_options,
        .device = "the CPU", .title = "CPU", .aot_code = AotCode::object,
        .compile_object = compile_cpu_object, .run_once = run_cpu},
       {.name = "cuda", .pipeline = cuda_pipeline, .dump_pipeline = cuda_dump_pipeline,
-       .compile = compile_cuda, .lower = lower_cuda,
+       .compile = compile_cuda, .lower = lower_cuda, .default_lower_options = cuda_lower_options,
        .device = "the GPU", .title = "CUDA", .aot_code = AotCode::module, .module_format = "ptx",
        .module_description = "one PTX module (codegen/cuda_program.h)", .run_once = run_cuda},
       {.name = "reference", .pipeline = reference_pipeline, .run_once = run_reference},
@@ -138,6 +144,13 @@ const Backend* Target::runtime() const {
   StatusOr<const Backend*> b = find_backend(name);
   WEFT_CHECK(b.ok(), "codegen target '" + name + "' has no runtime backend: " + b.error().to_string());
   return *b;
+}
+
+LowerOptions Target::lower_options(const CompileOptions& options) const {
+  WEFT_CHECK(default_lower_options != nullptr, "codegen target '" + name + "' lowers nothing");
+  LowerOptions lower = default_lower_options();
+  lower.unroll_loops = options.unroll_loops;
+  return lower;
 }
 
 bool Target::has_check_numerics() const { return !compiled() || runtime()->has(Feature::check_numerics); }

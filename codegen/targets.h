@@ -42,6 +42,8 @@ struct ExecutorOptions;  // runtime/cuda/executor.h
 
 namespace weft::codegen {
 
+struct LowerOptions;  // codegen/lower.h
+
 /// How to compile and bind, for every target; a target ignores what does not concern
 /// its device (the cuda fields on the cpu) and refuses what it cannot honour (a
 /// communicator of more than one rank that is not NCCL's on cuda) with an error naming it.
@@ -58,8 +60,9 @@ struct CompileOptions {
   bool capture_graph = true;
   /// Devices that refuse ops without a kernel of theirs (cuda): run those on the host.
   bool allow_host_fallback = false;
-  /// cpu: unroll loops (LowerOptions::unroll_loops) rather than run each as a loop over
-  /// its body: the comparison bench/loops makes. cuda runs loops as loop invocations.
+  /// Unroll loops (LowerOptions::unroll_loops, through Target::lower_options: cpu and
+  /// cuda alike) rather than run each as a loop invocation over its body: the comparison
+  /// bench/loops makes.
   bool unroll_loops = false;
 };
 
@@ -118,6 +121,10 @@ struct Target {
   /// Lowers `g` without binding it, for the AOT generator and `weftc check` / `weftc
   /// dump --format=MODULE` (null for the interpreter).
   StatusOr<LoweredProgram> (*lower)(const Graph& g) = nullptr;
+  /// The target's own lowering options (cpu: LowerOptions{}; cuda: cuda_lower_options(),
+  /// codegen/cuda_program.h), which `compile`, `run` and `lower` start from
+  /// (lower_options; `lower` with the default CompileOptions). Null for the interpreter.
+  LowerOptions (*default_lower_options)() = nullptr;
 
   // ---- The device in prose, for messages and generated comments (compiled targets).
   /// The device as a noun phrase: "the CPU", "the GPU" ("every op runs on the GPU").
@@ -149,6 +156,11 @@ struct Target {
   bool has_profiler() const;
   /// Whether it plans memory (an arena per Program): the compiled targets.
   bool plans_memory() const { return compiled(); }
+  /// The lowering options `compile` and `run` lower with under `options` (`lower` under
+  /// the default ones): default_lower_options() with what CompileOptions decides of every
+  /// target's lowering (unroll_loops), one conversion for them all. Compiled targets
+  /// only; a caller includes codegen/lower.h.
+  LowerOptions lower_options(const CompileOptions& options) const;
   /// Whether its device refuses some ops a Program can hold, and so can check a Program
   /// before it runs (Backend::check_program; `weftc check --backend=cuda`).
   bool has_device_check() const;

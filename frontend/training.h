@@ -163,8 +163,8 @@ struct TrainOptions {
   /// on, waited for only by the update that reads it (cpu::ExecutorOptions::
   /// overlap_all_reduce); false: each is waited for as soon as it starts. Bitwise equal.
   bool overlap_all_reduce = true;
-  /// cpu: unroll the model's loops in its Program instead of running each as a loop
-  /// over its body (codegen::CompileOptions::unroll_loops), for comparison.
+  /// cpu and cuda: unroll the model's loops in its Program instead of running each as a
+  /// loop over its body (codegen::CompileOptions::unroll_loops), for comparison.
   bool unroll_loops = false;
   /// Every loop's gradient recomputes its body's intermediates from the saved carries,
   /// as `.recompute()` on each loop (and for GRU / LSTM): less memory (only the carries

@@ -15,10 +15,10 @@
 //   %3 = reshape(%2) {shape=[1,4]} : f32[1,4]
 //   %hs = concat(%1, %3) {axis=0} : f32[2,4]     # %h is %2
 //
-// The CUDA lowering runs it first (runtime/cuda has no loop invocation yet), and the CPU
-// lowering with LowerOptions::unroll_loops (for comparison: bench/loops); by default the
-// CPU lowering makes each loop one loop invocation over a body Program instead
-// (runtime/program.h). Nested loops unroll too.
+// The CPU and CUDA lowerings run it with LowerOptions::unroll_loops
+// (TrainOptions::unroll_loops; for comparison: bench/loops); by default both make each
+// loop one loop invocation over a body Program instead (runtime/program.h). Nested loops
+// unroll too.
 //
 // After unrolling it runs cse and dce: the copies of a loop-invariant computation (a
 // weight's transpose in every iteration of a gradient loop) become one, and slices or

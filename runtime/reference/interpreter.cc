@@ -207,152 +207,185 @@ const SeveralKernel* find_several_kernel(Op op) {
   return k == nullptr ? nullptr : &k;
 }
 
-StatusOr<RunResult> run(const Graph& g, std::vector<Tensor> inputs) {
-  if (inputs.size() != g.inputs().size()) {
-    return Error{"graph @" + g.name() + " takes " + std::to_string(g.inputs().size()) +
-                     " inputs, but " + std::to_string(inputs.size()) + " were given",
-                 {}};
-  }
-  std::vector<std::optional<Tensor>> values(static_cast<size_t>(g.num_values()));
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const Input& input = g.inputs()[i];
-    const Value& v = g.value(input.value);
-    if (!v.type || *v.type != inputs[i].type()) {
-      return Error{"input %" + v.name + " expects " + (v.type ? v.type->to_string() : "?") +
-                       ", but was given " + inputs[i].type().to_string(),
-                   input.loc};
+namespace {
+
+// One run of a graph, as named steps: its inputs bound, each node run by its form (a
+// loop, a fused kernel with several results, an op with several results, one result),
+// its operands released after their last use (graph outputs count as a use), and the
+// outputs and assigned inputs collected.
+class GraphRun {
+ public:
+  explicit GraphRun(const Graph& g)
+      : g_(g), values_(static_cast<size_t>(g.num_values())), uses_(g.use_counts()) {}
+
+  Status bind_inputs(std::vector<Tensor> inputs) {
+    if (inputs.size() != g_.inputs().size()) {
+      return Error{"graph @" + g_.name() + " takes " + std::to_string(g_.inputs().size()) +
+                       " inputs, but " + std::to_string(inputs.size()) + " were given",
+                   {}};
     }
-    values[input.value] = std::move(inputs[i]);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const Input& input = g_.inputs()[i];
+      const Value& v = g_.value(input.value);
+      if (!v.type || *v.type != inputs[i].type()) {
+        return Error{"input %" + v.name + " expects " + (v.type ? v.type->to_string() : "?") +
+                         ", but was given " + inputs[i].type().to_string(),
+                     input.loc};
+      }
+      values_[input.value] = std::move(inputs[i]);
+    }
+    return Status::ok_status();
   }
-  // Intermediates are freed after their last use; graph outputs count as a use.
-  std::vector<int> uses = g.use_counts();
-  std::vector<std::pair<int, std::pair<std::string, Tensor>>> updated;
-  for (const Node& node : g.nodes()) {
+
+  Status run_node(const Node& node) {
     const Kernel* kernel = find_kernel(node.op);
     if (kernel == nullptr) {
       return Error{std::string(op_name(node.op)) + ": no reference kernel", node.loc};
     }
     std::vector<const Tensor*> in;
     for (ValueId o : node.operands) {
-      WEFT_CHECK(values[o].has_value(), "operand %" + g.value(o).name + " has no value");
-      in.push_back(&*values[o]);
+      WEFT_CHECK(values_[o].has_value(), "operand %" + g_.value(o).name + " has no value");
+      in.push_back(&*values_[o]);
     }
     if (node.op == Op::Scan) {
-      std::vector<Type> types;
-      for (ValueId r : node.results) {
-        if (!g.value(r).type) {
-          return Error{"scan: result %" + g.value(r).name +
-                           " has no type; run shape inference before the reference interpreter",
-                       node.loc};
-        }
-        types.push_back(*g.value(r).type);
-      }
-      for (const Type& t : types) WEFT_RETURN_IF_ERROR(result_fits(node, t));
-      StatusOr<std::vector<Tensor>> scanned = std::vector<Tensor>{};
-      try {
-        scanned = run_loop(node, in, types);
-      } catch (const std::bad_alloc&) {
-        return allocation_error(node, types);
-      }
-      WEFT_RETURN_IF_ERROR(scanned.status());
-      std::vector<Tensor>& results = *scanned;
-      for (size_t k = 0; k < node.results.size(); ++k) values[node.results[k]] = std::move(results[k]);
-      for (ValueId o : node.operands) {
-        if (--uses[o] == 0) values[o].reset();
-      }
-      continue;
+      WEFT_RETURN_IF_ERROR(run_scan(node, in));
+    } else if (node.op == Op::Fused && node.results.size() > 1) {
+      WEFT_RETURN_IF_ERROR(run_fused(node, in));
+    } else if (const SeveralKernel* several = find_several_kernel(node.op)) {
+      WEFT_RETURN_IF_ERROR(run_several(node, *several, in));
+    } else {
+      WEFT_RETURN_IF_ERROR(run_one(node, *kernel, in));
     }
-    if (node.op == Op::Fused && node.results.size() > 1) {
-      // A fused kernel with several results: its body's outputs, in order.
-      std::vector<Tensor> args;
-      for (const Tensor* t : in) args.push_back(*t);
-      WEFT_ASSIGN_OR_RETURN(RunResult r, run(*node.body, std::move(args)));
-      for (size_t k = 0; k < node.results.size(); ++k) {
-        values[node.results[k]] = std::move(r.outputs[k]);
-      }
-      for (ValueId o : node.operands) {
-        if (--uses[o] == 0) values[o].reset();
-      }
-      continue;
+    for (ValueId o : node.operands) {
+      if (--uses_[o] == 0) values_[o].reset();
     }
-    if (const SeveralKernel* several = find_several_kernel(node.op)) {
-      // An op with a fixed count of several results (attention_grad's dq, dk, dv).
-      std::vector<Type> types;
-      for (ValueId r : node.results) {
-        if (!g.value(r).type) {
-          return Error{std::string(op_name(node.op)) + ": result %" + g.value(r).name +
-                           " has no type; run shape inference before the reference interpreter",
-                       node.loc};
-        }
-        types.push_back(*g.value(r).type);
-        WEFT_RETURN_IF_ERROR(result_fits(node, types.back()));
-      }
-      std::vector<Tensor> outs;
-      try {
-        WEFT_RETURN_IF_ERROR(run_widened(
-            node, in, types, outs,
-            [&](const std::vector<const Tensor*>& args, std::vector<Tensor>& o) {
-              return (*several)(node, args, o);
-            }));
-      } catch (const std::bad_alloc&) {
-        return allocation_error(node, types);
-      }
-      for (size_t k = 0; k < node.results.size(); ++k) values[node.results[k]] = std::move(outs[k]);
-      for (ValueId o : node.operands) {
-        if (--uses[o] == 0) values[o].reset();
-      }
-      continue;
+    return Status::ok_status();
+  }
+
+  RunResult result() {
+    RunResult result;
+    for (ValueId o : g_.outputs()) {
+      WEFT_CHECK(values_[o].has_value(), "output %" + g_.value(o).name + " has no value");
+      result.outputs.push_back(*values_[o]);
     }
+    std::sort(updated_.begin(), updated_.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (auto& u : updated_) result.updated.push_back(std::move(u.second));
+    return result;
+  }
+
+ private:
+  // The type the graph declares for `r`, a result of `node`, and that its bytes fit.
+  StatusOr<Type> declared_type(const Node& node, ValueId r) const {
+    const Value& v = g_.value(r);
+    if (!v.type) {
+      return Error{std::string(op_name(node.op)) + ": result %" + v.name +
+                       " has no type; run shape inference before the reference interpreter",
+                   node.loc};
+    }
+    WEFT_RETURN_IF_ERROR(result_fits(node, *v.type));
+    return *v.type;
+  }
+
+  StatusOr<std::vector<Type>> declared_types(const Node& node) const {
+    std::vector<Type> types;
+    for (ValueId r : node.results) {
+      WEFT_ASSIGN_OR_RETURN(Type t, declared_type(node, r));
+      types.push_back(t);
+    }
+    return types;
+  }
+
+  void store_results(const Node& node, std::vector<Tensor>& results) {
+    for (size_t k = 0; k < node.results.size(); ++k) values_[node.results[k]] = std::move(results[k]);
+  }
+
+  Status run_scan(const Node& node, const std::vector<const Tensor*>& in) {
+    WEFT_ASSIGN_OR_RETURN(std::vector<Type> types, declared_types(node));
+    StatusOr<std::vector<Tensor>> scanned = std::vector<Tensor>{};
+    try {
+      scanned = run_loop(node, in, types);
+    } catch (const std::bad_alloc&) {
+      return allocation_error(node, types);
+    }
+    WEFT_RETURN_IF_ERROR(scanned.status());
+    store_results(node, *scanned);
+    return Status::ok_status();
+  }
+
+  // A fused kernel with several results: its body's outputs, in order.
+  Status run_fused(const Node& node, const std::vector<const Tensor*>& in) {
+    std::vector<Tensor> args;
+    for (const Tensor* t : in) args.push_back(*t);
+    WEFT_ASSIGN_OR_RETURN(RunResult r, run(*node.body, std::move(args)));
+    store_results(node, r.outputs);
+    return Status::ok_status();
+  }
+
+  // An op with a fixed count of several results (attention_grad's dq, dk, dv).
+  Status run_several(const Node& node, const SeveralKernel& several, const std::vector<const Tensor*>& in) {
+    WEFT_ASSIGN_OR_RETURN(std::vector<Type> types, declared_types(node));
+    std::vector<Tensor> outs;
+    try {
+      WEFT_RETURN_IF_ERROR(run_widened(node, in, types, outs,
+                                       [&](const std::vector<const Tensor*>& args, std::vector<Tensor>& o) {
+                                         return several(node, args, o);
+                                       }));
+    } catch (const std::bad_alloc&) {
+      return allocation_error(node, types);
+    }
+    store_results(node, outs);
+    return Status::ok_status();
+  }
+
+  // One result, or an assign (whose value is its target's new value).
+  Status run_one(const Node& node, const Kernel& kernel, const std::vector<const Tensor*>& in) {
     Type result_type;
     if (node.op == Op::Assign) {
       WEFT_CHECK(in.size() == 2, "assign takes two operands");
       result_type = in[0]->type();
+      WEFT_RETURN_IF_ERROR(result_fits(node, result_type));
     } else {
-      const Value& r = g.value(node.result());
-      if (!r.type) {
-        return Error{std::string(op_name(node.op)) + ": result %" + r.name +
-                         " has no type; run shape inference before the reference interpreter",
-                     node.loc};
-      }
-      result_type = *r.type;
+      WEFT_ASSIGN_OR_RETURN(result_type, declared_type(node, node.result()));
     }
-    WEFT_RETURN_IF_ERROR(result_fits(node, result_type));
     Tensor out;
     try {
-      WEFT_RETURN_IF_ERROR(run_node(node, *kernel, in, result_type, &out));
+      WEFT_RETURN_IF_ERROR(reference::run_node(node, kernel, in, result_type, &out));
     } catch (const std::bad_alloc&) {
       return allocation_error(node, {result_type});
     }
-    if (node.op == Op::Assign) {
-      const int index = g.input_index(node.operands[0]);
-      if (index < 0) {
-        return Error{"assign: target %" + g.value(node.operands[0]).name +
-                         " is not a graph input",
-                     node.loc};
-      }
-      for (const auto& u : updated) {
-        if (u.first == index) {
-          return Error{"assign: input %" + u.second.first + " is assigned more than once",
-                       node.loc};
-        }
-      }
-      updated.push_back({index, {g.value(node.operands[0]).name, std::move(out)}});
-    } else {
-      values[node.result()] = std::move(out);
-    }
-    for (ValueId o : node.operands) {
-      if (--uses[o] == 0) values[o].reset();
-    }
+    if (node.op == Op::Assign) return record_assign(node, std::move(out));
+    values_[node.result()] = std::move(out);
+    return Status::ok_status();
   }
-  RunResult result;
-  for (ValueId o : g.outputs()) {
-    WEFT_CHECK(values[o].has_value(), "output %" + g.value(o).name + " has no value");
-    result.outputs.push_back(*values[o]);
+
+  Status record_assign(const Node& node, Tensor value) {
+    const int index = g_.input_index(node.operands[0]);
+    if (index < 0) {
+      return Error{"assign: target %" + g_.value(node.operands[0]).name + " is not a graph input", node.loc};
+    }
+    for (const auto& u : updated_) {
+      if (u.first == index) {
+        return Error{"assign: input %" + u.second.first + " is assigned more than once", node.loc};
+      }
+    }
+    updated_.push_back({index, {g_.value(node.operands[0]).name, std::move(value)}});
+    return Status::ok_status();
   }
-  std::sort(updated.begin(), updated.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (auto& u : updated) result.updated.push_back(std::move(u.second));
-  return result;
+
+  const Graph& g_;
+  std::vector<std::optional<Tensor>> values_;
+  std::vector<int> uses_;
+  std::vector<std::pair<int, std::pair<std::string, Tensor>>> updated_;
+};
+
+}  // namespace
+
+StatusOr<RunResult> run(const Graph& g, std::vector<Tensor> inputs) {
+  GraphRun r(g);
+  WEFT_RETURN_IF_ERROR(r.bind_inputs(std::move(inputs)));
+  for (const Node& node : g.nodes()) WEFT_RETURN_IF_ERROR(r.run_node(node));
+  return r.result();
 }
 
 }  // namespace weft::reference

@@ -27,6 +27,23 @@ Graph parse(const std::string& text);
 std::string graph_text(const std::string& name, const std::string& inputs, const std::string& body,
                        const std::string& outs);
 
+/// Whole training steps built by the Trainer, run `steps` times by the test
+/// (gen_cases_training.cc).
+std::vector<GraphCase> training_cases();
+
+/// The benchmark suite's ten models (bench/models.h) at the paper preset, at `precision`
+/// (f32: `--suite`; bf16 under autocast: `--suite-bf16`), and the loop models once more
+/// unrolled, for step_bench's suite binaries (gen_cases_training.cc).
+std::vector<GraphCase> suite_cases(DType precision);
+
+/// [Distributed]: the MLP step with its gradients' all_reduce ops, plain and accumulating
+/// over 2 micro-batches (gen_cases_training.cc).
+std::vector<GraphCase> data_parallel_cases();
+
+/// #31: an attention block's step with fuse-attention and its two twins, causal and
+/// padded (gen_cases_training.cc), appended last.
+std::vector<GraphCase> attention_step_cases();
+
 /// [Mixed precision] on the GPU (gen_cases_half.cc), after every other case.
 std::vector<GraphCase> half_cases();
 

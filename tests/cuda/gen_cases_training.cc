@@ -1,5 +1,5 @@
 // The cases that are whole training steps built by the Trainer (its reference backend:
-// only the step graph is used): gen_cases_main.cc's training_cases, the suite's ten
+// only the step graph is used): the hand-picked steps (training_cases), the suite's ten
 // models (--suite, --suite-bf16), the data-parallel steps and the fused attention steps.
 #include <algorithm>
 #include <string>

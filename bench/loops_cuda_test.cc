@@ -34,7 +34,9 @@ TEST(LoopsCuda, EveryLoopBodyBindsAloneWithTheStepsPtx) {
       EXPECT_TRUE(cuda::check_device_only(body).ok()) << body.name;
       ASSERT_EQ(body.kernels.size(), table.step_symbols.size());
       for (const Invocation& inv : body.code) {
-        if (inv.kernel >= 0) EXPECT_LT(static_cast<size_t>(inv.kernel), table.step_symbols.size()) << inv.label;
+        if (inv.kernel >= 0) {
+          EXPECT_LT(static_cast<size_t>(inv.kernel), table.step_symbols.size()) << inv.label;
+        }
       }
     }
   }

@@ -106,7 +106,7 @@ struct Emitter::ReductionLoop {
 
 std::string Emitter::reduction_module(const std::string& symbol, const Node& red,
                                       const ReductionSpace& rs) {
-  ReductionLoop rl{red, rs};
+  ReductionLoop rl{red, rs, {}, {}, {}, {}};
   header(rl.ptr, symbol);
   const int last = static_cast<int>(space_.dims.size()) - 1;
   for (int j = 0; j < last; ++j) (rs.reduced[j] ? rl.reduced : rl.kept).push_back(j);

@@ -44,7 +44,9 @@ TEST(FuseAttentionStepTest, TheStepHoldsAttentionAndItsGradients) {
   EXPECT_EQ(count(f, Op::Attention), 1) << print_graph(f);
   EXPECT_EQ(count(f, Op::AttentionGrad), 1);  // one node giving dq, dk and dv
   for (const Node& n : f.nodes()) {
-    if (n.op == Op::AttentionGrad) EXPECT_EQ(n.results.size(), 3u);
+    if (n.op == Op::AttentionGrad) {
+      EXPECT_EQ(n.results.size(), 3u);
+    }
   }
   EXPECT_EQ(count(f, Op::Softmax), 0);
   EXPECT_EQ(count(plain->step_graph(), Op::Attention), 0);

@@ -486,7 +486,9 @@ TEST(KernelHalf, BodiesRoundedAtStoresMatchReference) {
       SCOPED_TRACE(kernel_key(body));
       for (uint64_t seed : {1, 2}) {
         const double worst = expect_random_half_matches(body, c.ulps, c.lo, 3, seed);
-        if (c.ulps == 0) EXPECT_EQ(worst, 0);
+        if (c.ulps == 0) {
+          EXPECT_EQ(worst, 0);
+        }
       }
     }
   }

@@ -3,6 +3,16 @@
 #include "frontend/training.h"
 
 namespace weft {
+namespace {
+
+// A spec of `kind` with every other field at its default.
+LossSpec spec_of(LossSpec::Kind kind) {
+  LossSpec s;
+  s.kind = kind;
+  return s;
+}
+
+}  // namespace
 
 LossSpec LossSpec::cross_entropy(double label_smoothing, std::vector<double> weight) {
   LossSpec s;
@@ -12,42 +22,42 @@ LossSpec LossSpec::cross_entropy(double label_smoothing, std::vector<double> wei
   return s;
 }
 LossSpec LossSpec::nll(std::vector<double> weight) {
-  LossSpec s{Kind::Nll};
+  LossSpec s = spec_of(Kind::Nll);
   s.weight = std::move(weight);
   return s;
 }
-LossSpec LossSpec::mse() { return LossSpec{Kind::Mse}; }
-LossSpec LossSpec::l1() { return LossSpec{Kind::L1}; }
+LossSpec LossSpec::mse() { return spec_of(Kind::Mse); }
+LossSpec LossSpec::l1() { return spec_of(Kind::L1); }
 LossSpec LossSpec::smooth_l1(double beta) {
-  LossSpec s{Kind::SmoothL1};
+  LossSpec s = spec_of(Kind::SmoothL1);
   s.beta = beta;
   return s;
 }
 LossSpec LossSpec::huber(double delta) {
-  LossSpec s{Kind::Huber};
+  LossSpec s = spec_of(Kind::Huber);
   s.delta = delta;
   return s;
 }
 LossSpec LossSpec::poisson_nll(bool log_input, bool full, double eps) {
-  LossSpec s{Kind::PoissonNll};
+  LossSpec s = spec_of(Kind::PoissonNll);
   s.poisson = {.log_input = log_input, .full = full, .eps = eps};
   return s;
 }
-LossSpec LossSpec::bce() { return LossSpec{Kind::Bce}; }
-LossSpec LossSpec::bce_with_logits() { return LossSpec{Kind::BceWithLogits}; }
-LossSpec LossSpec::kl_div() { return LossSpec{Kind::KlDiv}; }
+LossSpec LossSpec::bce() { return spec_of(Kind::Bce); }
+LossSpec LossSpec::bce_with_logits() { return spec_of(Kind::BceWithLogits); }
+LossSpec LossSpec::kl_div() { return spec_of(Kind::KlDiv); }
 LossSpec LossSpec::sigmoid_focal(double alpha, double gamma) {
-  LossSpec s{Kind::SigmoidFocal};
+  LossSpec s = spec_of(Kind::SigmoidFocal);
   s.focal = {.alpha = alpha, .gamma = gamma};
   return s;
 }
 LossSpec LossSpec::hinge_embedding(double margin) {
-  LossSpec s{Kind::HingeEmbedding};
+  LossSpec s = spec_of(Kind::HingeEmbedding);
   s.margin = margin;
   return s;
 }
 
-LossSpec LossSpec::network_output() { return LossSpec{Kind::NetworkOutput}; }
+LossSpec LossSpec::network_output() { return spec_of(Kind::NetworkOutput); }
 
 ValueId LossSpec::emit(Emitter& e, ValueId out, ValueId target) const {
   const LossSpec& spec = *this;

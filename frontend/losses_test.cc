@@ -65,9 +65,9 @@ std::vector<Case> cases() {
     out.push_back({"loss_mse_" + s, [r] { return MSELoss(r); }});
     out.push_back({"loss_l1_" + s, [r] { return L1Loss(r); }});
     out.push_back({"loss_smooth_l1_" + s, [r] { return SmoothL1Loss(r, 1.0); }});
-    out.push_back({"loss_cross_entropy_" + s, [r] { return CrossEntropyLoss({.reduction = r}); }});
+    out.push_back({"loss_cross_entropy_" + s, [r] { return CrossEntropyLoss({.reduction = r, .label_smoothing = 0, .weight = {}}); }});
     out.push_back({"loss_cross_entropy_smooth_" + s,
-                   [r] { return CrossEntropyLoss({.reduction = r, .label_smoothing = 0.1}); }});
+                   [r] { return CrossEntropyLoss({.reduction = r, .label_smoothing = 0.1, .weight = {}}); }});
     out.push_back({"loss_nll_" + s, [r] { return NLLLoss(r); }});
     out.push_back({"loss_bce_" + s, [r] { return BCELoss(r); }});
     out.push_back({"loss_bce_with_logits_" + s, [r] { return BCEWithLogitsLoss(r); }});
@@ -267,7 +267,7 @@ TEST(LossErrors, BatchMeanOnlyForKlDiv) {
 }
 
 TEST(LossErrors, LabelSmoothingRange) {
-  auto b = loss_flow(CrossEntropyLoss({.label_smoothing = 1.5}));
+  auto b = loss_flow(CrossEntropyLoss({.label_smoothing = 1.5, .weight = {}}));
   EXPECT_NE(error_of(b, {{"x", f32({4, 5})}, {"target", i64({4})}})
                 .find("error: cross_entropy: label_smoothing must be in [0, 1], got 1.5"),
             std::string::npos);

@@ -135,10 +135,14 @@ TEST(KernelSupportTest, EveryCompositeOpHasALineInTheCompositeTableAndAnExample)
       EXPECT_EQ(composite, gap != "not a composite op") << op_name(op);
       for (DType d : kAllDTypes) {
         const auto why = library_composite_gap(op, d, t);
-        if (composite && why) EXPECT_GT(why->size(), 20u) << op_name(op);
+        if (composite && why) {
+          EXPECT_GT(why->size(), 20u) << op_name(op);
+        }
       }
     }
-    if (!composite) EXPECT_FALSE(composite_prefers_rows(op)) << op_name(op);
+    if (!composite) {
+      EXPECT_FALSE(composite_prefers_rows(op)) << op_name(op);
+    }
   }
   // The backends' tests bind these: each composite op needs one in every float dtype.
   for (const testing::CompositeCase& c : testing::every_composite_example()) {

@@ -34,7 +34,7 @@ Graph rnn(int64_t length = 4) {
   ValueId w = g.add_input("w", f32({3, 3}), InputKind::param);
   ValueId h0 = g.add_input("h0", f32({2, 3}));
   ValueId xs = g.add_input("xs", f32({length, 2, 3}));
-  auto r = add_scan(g, {w, h0, xs}, {length, 1, 1}, cell(), Location{"model.cc", 7, 3});
+  auto r = add_scan(g, {w, h0, xs}, {length, 1, 1}, cell(), Location{"model.cc", 7, 3, ""});
   EXPECT_TRUE(r.ok()) << r.status().to_string();
   g.add_output((*r)[0]);
   g.add_output((*r)[1]);
@@ -69,7 +69,7 @@ TEST(Scan, ShapeErrorsNameTheBodyAndBothTypes) {
     Graph g("f");
     std::vector<ValueId> in;
     for (size_t i = 0; i < operands.size(); ++i) in.push_back(g.add_input("a" + std::to_string(i), operands[i]));
-    auto r = add_scan(g, in, shape, body, Location{"model.cc", 9, 1});
+    auto r = add_scan(g, in, shape, body, Location{"model.cc", 9, 1, ""});
     return r.ok() ? std::string("ok") : r.status().to_string();
   };
   EXPECT_EQ(error(cell(), {f32({3, 3}), f32({2, 3}), f32({5, 2, 3})}, {4, 1, 1}),

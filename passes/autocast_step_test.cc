@@ -56,7 +56,9 @@ TEST(AutocastStepTest, SoftmaxGradientReadsTheBf16Probabilities) {
         if (v != n.result()) continue;
         ++uses;
         EXPECT_EQ(user.op, Op::Cast) << print_graph(g);
-        if (user.op == Op::Cast) EXPECT_EQ(user.dtype_attr("dtype"), DType::bf16);
+        if (user.op == Op::Cast) {
+          EXPECT_EQ(user.dtype_attr("dtype"), DType::bf16);
+        }
       }
     }
     EXPECT_EQ(uses, 1) << "the f32 probabilities: only their bf16 copy reads them\n" << print_graph(g);

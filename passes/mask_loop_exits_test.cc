@@ -70,7 +70,9 @@ TEST(LoopExits, MaskedAndUnrolledGiveTheSameValues) {
   ASSERT_TRUE(changed.ok() && *changed);
   ASSERT_TRUE(verify(masked).ok()) << verify(masked).to_string();
   for (const Node& n : masked.nodes()) {
-    if (n.op == Op::Scan) EXPECT_FALSE(scan_exit(n).any()) << "exits masked";
+    if (n.op == Op::Scan) {
+      EXPECT_FALSE(scan_exit(n).any()) << "exits masked";
+    }
   }
   Graph unrolled = *g;
   ASSERT_TRUE(UnrollScansPass().run(unrolled).ok());

@@ -221,9 +221,15 @@ TEST(MergeUpdatesTest, MergesPerDtypeAndLeavesFrozenAndOddOnesAlone) {
   for (const Invocation& inv : p.code) {
     if (inv.kind != Invocation::Kind::generated || inv.results[0].space != Space::input) continue;
     const std::string first = p.inputs[inv.results[0].input].name;
-    if (first == "a") EXPECT_EQ(inv.results[0].type.to_string(), "f32[64]") << p.to_string();
-    if (first == "c") EXPECT_EQ(inv.results[0].type.to_string(), "f64[16]") << p.to_string();
-    if (first == "g") EXPECT_EQ(inv.results[0].type.to_string(), "f32[9]");
+    if (first == "a") {
+      EXPECT_EQ(inv.results[0].type.to_string(), "f32[64]") << p.to_string();
+    }
+    if (first == "c") {
+      EXPECT_EQ(inv.results[0].type.to_string(), "f64[16]") << p.to_string();
+    }
+    if (first == "g") {
+      EXPECT_EQ(inv.results[0].type.to_string(), "f32[9]");
+    }
   }
   const ValueId ga = *l->graph.find_value("ga"), gb = *l->graph.find_value("gb");
   const ValueId gc = *l->graph.find_value("gc"), gd = *l->graph.find_value("gd");

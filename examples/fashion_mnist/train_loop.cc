@@ -145,6 +145,7 @@ int train(const FlowPtr& net, const RunConfig& c) {
   };
   return driver::run_training(c.driver, c.name, factory, stdout, stderr,
                               {.backend = c.backend,
+                               .precision = {},
                                .launched_by_a_launcher = collective::launched_by_a_launcher,
                                .world_from_environment = collective::world_from_environment,
                                .local_rank = collective::local_rank});

@@ -112,7 +112,9 @@ TEST(HalfMatmulTest, TransposedAOverAShortKIsCopiedDense) {
     seed += 2;
     if (!native_bf16()) continue;
     EXPECT_EQ(d.find("(A copied dense)") != std::string::npos, c.dense) << d;
-    if (c.dense) EXPECT_NE(d.find("brg:"), std::string::npos) << d;
+    if (c.dense) {
+      EXPECT_NE(d.find("brg:"), std::string::npos) << d;
+    }
   }
 }
 

@@ -67,7 +67,7 @@ Program one_matmul(DType dtype, bool in_body) {
   Invocation inv;
   inv.kind = Invocation::Kind::library;
   inv.node.op = Op::Matmul;
-  inv.node.loc = Location{"t.wir", 2, 3};
+  inv.node.loc = Location{"t.wir", 2, 3, ""};
   inv.label = "y";
   inv.operands = {BufferRef{Space::input, 0, 0, Type{dtype, {4, 6}}}, BufferRef{Space::input, 1, 0, Type{dtype, {6, 3}}}};
   inv.results = {BufferRef{Space::arena, -1, 0, Type{dtype, {4, 3}}}};

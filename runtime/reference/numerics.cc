@@ -97,7 +97,7 @@ StatusOr<std::optional<NonFinite>> find_nonfinite(const Graph& g, std::vector<Te
     const int64_t bad = first_nonfinite(inputs[i]);
     if (bad >= 0) {
       return std::optional<NonFinite>(NonFinite{-1, static_cast<int>(i), g.inputs()[i].value,
-                                                inputs[i].type(), bad, inputs[i].get_double(bad)});
+                                                inputs[i].type(), bad, inputs[i].get_double(bad), std::nullopt});
     }
   }
   // The same graph returning every node's results, in node order.

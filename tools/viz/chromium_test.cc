@@ -287,7 +287,7 @@ TEST_F(ChromiumTest, TheTrainingReportRenders) {
     std::map<std::string, double> metrics;
     if (t % 40 == 0) metrics = {{"test_accuracy", 0.7 + 0.001 * t}, {"test_loss", 1.0 / t}};
     log.record({.step = t, .epoch = (t - 1) / 40 + 1, .loss = 2.0 / std::sqrt(t) + 0.05 * (t % 7),
-                .lr = 1e-3, .examples_per_s = 9000 + t, .elapsed_s = 0.1 * t},
+                .lr = 1e-3, .examples_per_s = 9000.0 + static_cast<double>(t), .elapsed_s = 0.1 * t},
                metrics);
     if (t % 40 == 0) log.end_epoch(t / 40, 4.0 + 0.1 * t / 40);
   }

@@ -43,7 +43,7 @@ TEST(Weftc, DumpDirWritesEveryPassInEveryFormat) {
     EXPECT_EQ(files[i], stem + ".dot");
     EXPECT_EQ(files[i + 1], stem + ".json");
     EXPECT_EQ(files[i + 2], stem + ".wir");
-    char number[4];
+    char number[24];
     std::snprintf(number, sizeof(number), "%02zu", i / 3 + 1);
     EXPECT_EQ(stem.substr(0, 3), std::string(number) + "-") << stem;
     passes.push_back(stem);

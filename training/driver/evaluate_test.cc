@@ -345,7 +345,9 @@ TEST(RunDriver, PrefetchesTheNextBatchBeforeEachStep) {
   for (size_t t = 0; t < stepped.size(); ++t) {
     EXPECT_EQ(stepped[t]->x, prefetched[t]->x) << "step " << t << " was not given the batch prefetched for it";
     EXPECT_EQ(stepped[t]->sum, prefetched[t]->sum) << "batch " << t << " changed between its prefetch and its step";
-    if (t > 0) EXPECT_NE(stepped[t]->x, stepped[t - 1]->x) << "steps " << t - 1 << " and " << t << " share a set";
+    if (t > 0) {
+      EXPECT_NE(stepped[t]->x, stepped[t - 1]->x) << "steps " << t - 1 << " and " << t << " share a set";
+    }
   }
   // Three sets: the batch stepped on, the one prefetched, the one being filled.
   std::set<const Tensor*> sets;

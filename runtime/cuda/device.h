@@ -36,6 +36,14 @@ Status device_allocate(void*& p, int64_t bytes, const std::string& what);
 /// Ok, or the error "`call`: `cublasGetStatusString(status)`".
 Status cublas_status(cublasStatus_t status, const std::string& call);
 
+/// cuBLAS's (and cuBLASLt's) workspace inside the shared block: the most either may use
+/// (NVIDIA recommends 32 MiB on Hopper for the best kernels; weft's GEMMs need far less).
+inline constexpr size_t kCublasWorkspaceBytes = size_t{4} << 20;
+
+/// The CUDA data type of a tensor-core GEMM's f32, f16 or bf16 elements (gemm.cc's
+/// cublasGemmEx calls and gemm_lt.cc's cuBLASLt layouts and bias).
+cudaDataType_t gemm_data_type(DType dtype);
+
 /// Enqueues `plan`'s cuBLAS calls (or, for an empty contraction, zeroes `c_bytes` of C) on
 /// the stream `cublas` is bound to: C = op(A)·op(B) in `dtype` (f32, f64, f16, bf16) with
 /// `plan.math` (plan.h). gemm.cc.

@@ -38,10 +38,6 @@ std::string unavailable_reason() {
 
 namespace {
 
-// cuBLAS's workspace inside the shared block (NVIDIA recommends 32 MiB on Hopper for the
-// best kernels; weft's GEMMs are fp32 in pedantic mode, which need far less).
-constexpr size_t kCublasWorkspaceBytes = size_t{4} << 20;
-
 // Loads the PTX module; a JIT error comes back with the compiler's log.
 Status load_module(const std::string& ptx, cudaLibrary_t& library) {
   char log[4096] = {};

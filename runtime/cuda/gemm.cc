@@ -60,10 +60,7 @@ struct ExTypes {
 };
 
 ExTypes ex_types(DType dtype, ContractionMath math) {
-  const cudaDataType_t data = dtype == DType::bf16  ? CUDA_R_16BF
-                              : dtype == DType::f16 ? CUDA_R_16F
-                                                    : CUDA_R_32F;
-  return {data, math == ContractionMath::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F};
+  return {gemm_data_type(dtype), math == ContractionMath::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F};
 }
 
 Status run_ex_calls(cublasHandle_t h, const MatmulPlan& plan, DType dtype, const void* a,
@@ -108,6 +105,10 @@ Status run_tensor_core_calls(cublasHandle_t h, const MatmulPlan& plan, DType dty
 }
 
 }  // namespace
+
+cudaDataType_t gemm_data_type(DType dtype) {
+  return dtype == DType::bf16 ? CUDA_R_16BF : dtype == DType::f16 ? CUDA_R_16F : CUDA_R_32F;
+}
 
 Status cublas_status(cublasStatus_t status, const std::string& call) {
   if (status == CUBLAS_STATUS_SUCCESS) return Status::ok_status();

@@ -27,10 +27,6 @@
 namespace weft::cuda {
 namespace {
 
-// The most workspace the heuristic may ask for: cuBLAS's own share of the block
-// (executor.cc gives cuBLAS 4 MiB).
-constexpr uint64_t kLtWorkspaceBytes = uint64_t{4} << 20;
-
 cublasLtEpilogue_t lt_epilogue(LtEpilogue e) {
   switch (e) {
     case LtEpilogue::bias: return CUBLASLT_EPILOGUE_BIAS;
@@ -38,10 +34,6 @@ cublasLtEpilogue_t lt_epilogue(LtEpilogue e) {
     case LtEpilogue::gelu_bias: return CUBLASLT_EPILOGUE_GELU_BIAS;
   }
   return CUBLASLT_EPILOGUE_DEFAULT;
-}
-
-cudaDataType_t lt_data(DType d) {
-  return d == DType::bf16 ? CUDA_R_16BF : d == DType::f16 ? CUDA_R_16F : CUDA_R_32F;
 }
 
 // The largest power of two (up to 256) that divides `p`'s address: what the heuristic
@@ -108,13 +100,13 @@ class LtContractionBound : public Executor::Bound {
     const int32_t ta = g.trans_first ? CUBLAS_OP_T : CUBLAS_OP_N;
     const int32_t tb = g.trans_second ? CUBLAS_OP_T : CUBLAS_OP_N;
     const uint32_t epi = lt_epilogue(epilogue_);
-    const int32_t bias_type = lt_data(dtype_);
+    const int32_t bias_type = gemm_data_type(dtype_);
     WEFT_RETURN_IF_ERROR(set_desc(desc_, CUBLASLT_MATMUL_DESC_TRANSA, ta, "transa"));
     WEFT_RETURN_IF_ERROR(set_desc(desc_, CUBLASLT_MATMUL_DESC_TRANSB, tb, "transb"));
     WEFT_RETURN_IF_ERROR(set_desc(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, epi, "epilogue"));
     WEFT_RETURN_IF_ERROR(set_desc(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias, "bias pointer"));
     WEFT_RETURN_IF_ERROR(set_desc(desc_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, bias_type, "bias type"));
-    const cudaDataType_t t = lt_data(dtype_);
+    const cudaDataType_t t = gemm_data_type(dtype_);
     const LtLayouts layouts = lt_layouts(g);
     WEFT_RETURN_IF_ERROR(make_layout(first_layout_, t, layouts.first));
     WEFT_RETURN_IF_ERROR(make_layout(second_layout_, t, layouts.second));
@@ -124,7 +116,7 @@ class LtContractionBound : public Executor::Bound {
     WEFT_RETURN_IF_ERROR(cublas_status(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate"));
     const std::unique_ptr<std::remove_pointer_t<cublasLtMatmulPreference_t>, decltype(&cublasLtMatmulPreferenceDestroy)>
         owned(pref, &cublasLtMatmulPreferenceDestroy);
-    WEFT_RETURN_IF_ERROR(set_pref(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, kLtWorkspaceBytes, "workspace"));
+    WEFT_RETURN_IF_ERROR(set_pref(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, uint64_t{kCublasWorkspaceBytes}, "workspace"));
     // Split-K partial sums stay in f32, as cuBLAS's calls disallow reduced-precision
     // reductions (gemm.cc): for a half C, no reduction in C's type (OUTPUT_TYPE, and
     // INPLACE, which accumulates in the output buffer).

@@ -1,0 +1,125 @@
+#pragma once
+// A loop run as one persistent kernel (issue #31, "for small hidden sizes a persistent
+// kernel that keeps the recurrent weights on chip across time steps"): the plain data
+// a `loop` invocation's body becomes so that one cooperative CUDA kernel runs every
+// iteration, instead of a launch per kernel per iteration. Shared by the host side that
+// builds it from a lowered body (planned: recurrent_plan.h), the device kernel that runs
+// it (planned: recurrent_kernel.h) and the host oracle both are tested against
+// (recurrent_reference.h). Plain structs and arrays only: the kernel reads them from one
+// device block, the oracle and the emulated kernel from host memory.
+//
+// The model. An iteration is a list of *phases*, run in order; a grid-wide barrier
+// separates each phase from the next and an iteration's last phase from the next
+// iteration's first, so a phase sees everything the phases before it wrote. A phase is
+//  - a matmul: C = op(A)·op(B), f32, row-major, where op transposes when asked; or
+//  - an elementwise phase: a small register program run once per element (r, c) of a
+//    rows × cols iteration space, loading operands and storing results through
+//    ElementMaps (a broadcast, a window of a wider buffer, a column slice: all are an
+//    offset and two strides).
+// Every buffer a phase names is an entry of `buffers`, whose address may move with the
+// iteration (StepAddress): a stacked xs or ys walks its slots, a chained carry starts at
+// the loop's initial carry, a shifted carry ends in the loop's carry result. A buffer
+// whose address does not move (stride 0, no first, no last) is *invariant*: a matmul whose
+// B is invariant (the recurrent weight, a const of the loop) may keep its share of B on
+// chip across iterations, which is what makes the kernel persistent.
+//
+// Values are f32. In an elementwise program a bool is 1.0f or 0.0f (comparisons give
+// them; select, and, or and not read them), as the registers hold floats.
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define WEFT_RECURRENT_HD __host__ __device__
+#else
+#define WEFT_RECURRENT_HD
+#endif
+
+namespace weft::cuda {
+
+/// Where one buffer lies in iteration t (t counts iterations in the order they run,
+/// 0 … length-1; a reversed loop walks its slots backwards through a negative stride):
+/// `first` in iteration 0 when it is not 0 (a chained carry's initial value), `last` in
+/// iteration length-1 when it is not 0 (a shifted carry's final result; `first` wins when
+/// length is 1 and both are set), else base + t·stride bytes.
+struct StepAddress {
+  uint64_t base = 0;
+  int64_t stride = 0;
+  uint64_t first = 0;
+  uint64_t last = 0;
+};
+
+WEFT_RECURRENT_HD inline uint64_t step_address(const StepAddress& a, int64_t t, int64_t length) {
+  if (t == 0 && a.first != 0) return a.first;
+  if (t == length - 1 && a.last != 0) return a.last;
+  return a.base + static_cast<uint64_t>(t * a.stride);
+}
+
+WEFT_RECURRENT_HD inline bool invariant(const StepAddress& a) {
+  return a.stride == 0 && a.first == 0 && a.last == 0;
+}
+
+/// Element (r, c) of an elementwise phase's iteration space, in buffer `buffer`: at
+/// offset + r·row_stride + c·col_stride f32 elements from the buffer's address. A bias
+/// [cols] broadcast over rows has row_stride 0, a scalar both strides 0, a column window
+/// of a [rows, W] buffer starting at column s has offset s and row_stride W.
+struct ElementMap {
+  int32_t buffer = -1;
+  int64_t offset = 0;
+  int64_t row_stride = 0;
+  int64_t col_stride = 0;
+};
+
+/// The register program's pseudo-ops (above every weft::Op value).
+inline constexpr uint16_t kLoadOp = 0xFFF0;   ///< r[dst] = operand `a`'s element
+inline constexpr uint16_t kStoreOp = 0xFFF1;  ///< result `a`'s element = r[b]
+/// The most registers a program may use (the plan allocates them; the kernel holds them
+/// per thread).
+inline constexpr int kMaxCellRegisters = 32;
+
+/// One instruction: a pseudo-op above, or `op` a weft::Op (ir/ops.def) of arity 1 to 3
+/// computing r[dst] = op(r[a], r[b], r[c]) on f32 (select's condition is r[a] != 0).
+/// Which ops a program may hold is the plan's and the kernel's shared list
+/// (recurrent_reference.h, recurrent_op_supported).
+struct CellInstr {
+  uint16_t op = 0;
+  uint8_t dst = 0;
+  uint8_t a = 0;
+  uint8_t b = 0;
+  uint8_t c = 0;
+};
+
+enum class PhaseKind : uint8_t { matmul, elementwise };
+
+/// One phase of an iteration (see the top of this file).
+struct RecurrentPhase {
+  PhaseKind kind = PhaseKind::elementwise;
+  // matmul: C[m,n] = op(A)[m,k] · op(B)[k,n] into buffers[c] (overwritten), reading
+  // buffers[a] and buffers[b]; leading dimensions in elements (row-major: A is m×k with
+  // lda ≥ k, or k×m when transpose_a). C overlaps neither A nor B.
+  int32_t a = -1, b = -1, c = -1;
+  int64_t m = 0, n = 0, k = 0;
+  int64_t lda = 0, ldb = 0, ldc = 0;
+  uint8_t transpose_a = 0, transpose_b = 0;
+  // elementwise: rows × cols elements; operand j is maps[first_map + j] (j <
+  // operand_count), result j is maps[first_map + operand_count + j]; the program is
+  // instrs[first_instr, first_instr + instr_count). A result may be an operand's
+  // buffer at the same element (in place); no other overlap between elements.
+  int64_t rows = 0, cols = 0;
+  int32_t first_map = 0, operand_count = 0, result_count = 0;
+  int32_t first_instr = 0, instr_count = 0;
+};
+
+/// A whole loop, as its kernel reads it: `length` iterations of phases[0, phase_count).
+struct RecurrentProgramView {
+  int64_t length = 0;
+  int32_t buffer_count = 0;
+  int32_t phase_count = 0;
+  int32_t map_count = 0;
+  int32_t instr_count = 0;
+  const StepAddress* buffers = nullptr;
+  const RecurrentPhase* phases = nullptr;
+  const ElementMap* maps = nullptr;
+  const CellInstr* instrs = nullptr;
+};
+
+}  // namespace weft::cuda

@@ -1,0 +1,189 @@
+#include "runtime/cuda/recurrent_reference.h"
+
+#include <string>
+#include <vector>
+
+#include "ir/scalar_math.h"
+
+namespace weft::cuda {
+namespace {
+
+using Unary = float (*)(float);
+using Binary = float (*)(float, float);
+
+float as_float(bool b) { return b ? 1.0f : 0.0f; }
+
+// The f32 function of a unary op (bool ops read and give 1 or 0), or null.
+Unary unary_fn(Op op) {
+  Unary fn = nullptr;
+  scalar::visit_unary_math(op, [&](auto math) {
+    using M = decltype(math);
+    if constexpr ((M::kTypes & scalar::kFloats) != 0) {
+      fn = [](float x) { return M::template apply<float>(x); };
+    } else if constexpr ((M::kTypes & scalar::kBool) != 0) {
+      fn = [](float x) { return as_float(M::template apply<bool>(x != 0.0f)); };
+    }
+  });
+  return fn;
+}
+
+// The f32 function of a binary op (comparisons give 1 or 0; and, or read bools), or null.
+Binary binary_fn(Op op) {
+  Binary fn = nullptr;
+  scalar::visit_binary_math(op, [&](auto math) {
+    using M = decltype(math);
+    if constexpr (M::kCompare) {
+      fn = [](float a, float b) { return as_float(M::template apply<float>(a, b)); };
+    } else if constexpr ((M::kTypes & scalar::kFloats) != 0) {
+      fn = [](float a, float b) { return M::template apply<float>(a, b); };
+    } else if constexpr ((M::kTypes & scalar::kBool) != 0) {
+      fn = [](float a, float b) { return as_float(M::template apply<bool>(a != 0.0f, b != 0.0f)); };
+    }
+  });
+  return fn;
+}
+
+Error malformed(int32_t phase, const std::string& what) {
+  return Error("persistent loop program: phase " + std::to_string(phase) + ": " + what);
+}
+
+Status check_matmul(const RecurrentProgramView& p, int32_t index) {
+  const RecurrentPhase& ph = p.phases[index];
+  for (int32_t buffer : {ph.a, ph.b, ph.c}) {
+    if (buffer < 0 || buffer >= p.buffer_count) return malformed(index, "buffer " + std::to_string(buffer) + " out of range");
+  }
+  if (ph.m < 0 || ph.n < 0 || ph.k < 0) return malformed(index, "negative matmul extent");
+  if (ph.lda < (ph.transpose_a ? ph.m : ph.k) || ph.ldb < (ph.transpose_b ? ph.k : ph.n) || ph.ldc < ph.n) {
+    return malformed(index, "a leading dimension shorter than its rows");
+  }
+  return Status::ok_status();
+}
+
+Status check_instr(const RecurrentPhase& ph, int32_t index, const CellInstr& in) {
+  const auto reg = [](int r) { return r < kMaxCellRegisters; };
+  if (in.op == kLoadOp) {
+    if (in.a >= ph.operand_count || !reg(in.dst)) return malformed(index, "a load out of range");
+  } else if (in.op == kStoreOp) {
+    if (in.a >= ph.result_count || !reg(in.b)) return malformed(index, "a store out of range");
+  } else {
+    const int arity = in.op < kNumOps ? recurrent_op_arity(static_cast<Op>(in.op)) : 0;
+    if (arity == 0) return malformed(index, "op " + std::to_string(in.op) + " is not one a program may hold");
+    if (!reg(in.dst) || !reg(in.a) || (arity > 1 && !reg(in.b)) || (arity > 2 && !reg(in.c))) {
+      return malformed(index, "a register out of range");
+    }
+  }
+  return Status::ok_status();
+}
+
+Status check_elementwise(const RecurrentProgramView& p, int32_t index) {
+  const RecurrentPhase& ph = p.phases[index];
+  if (ph.rows < 0 || ph.cols < 0) return malformed(index, "negative extent");
+  const int64_t maps = static_cast<int64_t>(ph.operand_count) + ph.result_count;
+  if (ph.first_map < 0 || ph.operand_count < 0 || ph.result_count < 0 || ph.first_map + maps > p.map_count) {
+    return malformed(index, "maps out of range");
+  }
+  for (int64_t j = ph.first_map; j < ph.first_map + maps; ++j) {
+    if (p.maps[j].buffer < 0 || p.maps[j].buffer >= p.buffer_count) return malformed(index, "a map's buffer out of range");
+  }
+  if (ph.first_instr < 0 || ph.instr_count < 0 || static_cast<int64_t>(ph.first_instr) + ph.instr_count > p.instr_count) {
+    return malformed(index, "instructions out of range");
+  }
+  for (int32_t i = ph.first_instr; i < ph.first_instr + ph.instr_count; ++i) {
+    if (Status s = check_instr(ph, index, p.instrs[i]); !s.ok()) return s;
+  }
+  return Status::ok_status();
+}
+
+float* element(const RecurrentProgramView& p, const ElementMap& m, int64_t t, int64_t r, int64_t c) {
+  auto* base = reinterpret_cast<float*>(step_address(p.buffers[m.buffer], t, p.length));
+  return base + m.offset + r * m.row_stride + c * m.col_stride;
+}
+
+void run_matmul(const RecurrentProgramView& p, const RecurrentPhase& ph, int64_t t) {
+  const auto at = [&](int32_t buffer) { return step_address(p.buffers[buffer], t, p.length); };
+  const auto* a = reinterpret_cast<const float*>(at(ph.a));
+  const auto* b = reinterpret_cast<const float*>(at(ph.b));
+  auto* c = reinterpret_cast<float*>(at(ph.c));
+  for (int64_t i = 0; i < ph.m; ++i) {
+    for (int64_t j = 0; j < ph.n; ++j) {
+      double sum = 0;
+      for (int64_t q = 0; q < ph.k; ++q) {
+        const float x = ph.transpose_a ? a[q * ph.lda + i] : a[i * ph.lda + q];
+        const float y = ph.transpose_b ? b[j * ph.ldb + q] : b[q * ph.ldb + j];
+        sum += static_cast<double>(x) * y;
+      }
+      c[i * ph.ldc + j] = static_cast<float>(sum);
+    }
+  }
+}
+
+// One instruction resolved: its function looked up once per phase, not per element.
+struct Resolved {
+  CellInstr instr;
+  Unary unary = nullptr;
+  Binary binary = nullptr;
+};
+
+void run_elementwise(const RecurrentProgramView& p, const RecurrentPhase& ph, int64_t t) {
+  std::vector<Resolved> code;
+  for (int32_t i = ph.first_instr; i < ph.first_instr + ph.instr_count; ++i) {
+    const CellInstr& in = p.instrs[i];
+    Resolved r{in};
+    if (in.op != kLoadOp && in.op != kStoreOp) {
+      r.unary = unary_fn(static_cast<Op>(in.op));
+      r.binary = binary_fn(static_cast<Op>(in.op));
+    }
+    code.push_back(r);
+  }
+  const ElementMap* operands = p.maps + ph.first_map;
+  const ElementMap* results = operands + ph.operand_count;
+  float reg[kMaxCellRegisters] = {};
+  for (int64_t row = 0; row < ph.rows; ++row) {
+    for (int64_t col = 0; col < ph.cols; ++col) {
+      for (const Resolved& r : code) {
+        const CellInstr& in = r.instr;
+        if (in.op == kLoadOp) reg[in.dst] = *element(p, operands[in.a], t, row, col);
+        else if (in.op == kStoreOp) *element(p, results[in.a], t, row, col) = reg[in.b];
+        else if (r.unary) reg[in.dst] = r.unary(reg[in.a]);
+        else if (r.binary) reg[in.dst] = r.binary(reg[in.a], reg[in.b]);
+        else reg[in.dst] = reg[in.a] != 0.0f ? reg[in.b] : reg[in.c];  // select
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int recurrent_op_arity(Op op) {
+  if (op == Op::Select) return 3;
+  if (binary_fn(op) != nullptr) return 2;
+  if (unary_fn(op) != nullptr) return 1;
+  return 0;
+}
+
+bool recurrent_op_supported(Op op) { return recurrent_op_arity(op) != 0; }
+
+Status check_recurrent_program(const RecurrentProgramView& p) {
+  if (p.length < 0 || p.buffer_count < 0 || p.phase_count < 0 || p.map_count < 0 || p.instr_count < 0) {
+    return Error("persistent loop program: a negative count");
+  }
+  for (int32_t i = 0; i < p.phase_count; ++i) {
+    const Status s = p.phases[i].kind == PhaseKind::matmul ? check_matmul(p, i) : check_elementwise(p, i);
+    if (!s.ok()) return s;
+  }
+  return Status::ok_status();
+}
+
+Status run_recurrent_on_host(const RecurrentProgramView& p) {
+  if (Status s = check_recurrent_program(p); !s.ok()) return s;
+  for (int64_t t = 0; t < p.length; ++t) {
+    for (int32_t i = 0; i < p.phase_count; ++i) {
+      const RecurrentPhase& ph = p.phases[i];
+      if (ph.kind == PhaseKind::matmul) run_matmul(p, ph, t);
+      else run_elementwise(p, ph, t);
+    }
+  }
+  return Status::ok_status();
+}
+
+}  // namespace weft::cuda

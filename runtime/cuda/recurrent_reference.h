@@ -1,0 +1,34 @@
+#pragma once
+// The host oracle of a persistent loop (recurrent_program.h): runs a RecurrentProgramView
+// whose addresses are host pointers, one phase at a time, one element at a time, with the
+// reference interpreter's scalar math (ir/scalar_math.h) and matmuls accumulated in f64.
+// The plan's tests check a planned body against the reference interpreter through it; the
+// kernel's tests check the device code (under cuda_emulation.h) against it.
+//
+//   Status s = run_recurrent_on_host(program.view());   // addresses: host memory
+//
+// It also validates what it runs (buffer, map, register and instruction indices; the ops
+// a program may hold), so a malformed program is an error naming the phase, not a crash.
+
+#include "ir/op.h"
+#include "ir/status.h"
+#include "runtime/cuda/recurrent_program.h"
+
+namespace weft::cuda {
+
+/// Whether an elementwise program may hold `op`: an f32 unary or binary op with scalar
+/// math (ir/scalar_math.h: visit_unary_math, visit_binary_math; comparisons give 1 or 0)
+/// or select. The plan refuses a body with any other op; the kernel computes exactly these.
+bool recurrent_op_supported(Op op);
+
+/// How many operands `op` takes in a program (1, 2 or 3); 0 for an unsupported op.
+int recurrent_op_arity(Op op);
+
+/// Runs `program` on the host (see the top of this file); an error names the first
+/// malformed phase or instruction, before anything is written.
+Status run_recurrent_on_host(const RecurrentProgramView& program);
+
+/// Checks `program` as run_recurrent_on_host does, running nothing.
+Status check_recurrent_program(const RecurrentProgramView& program);
+
+}  // namespace weft::cuda

@@ -1,0 +1,189 @@
+// The persistent loop's host oracle (recurrent_reference.h): a recurrent program built by
+// hand against the same loop written out on the host; its checks' messages pinned.
+#include "runtime/cuda/recurrent_reference.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace weft::cuda {
+namespace {
+
+uint64_t address(const std::vector<float>& v) { return reinterpret_cast<uint64_t>(v.data()); }
+
+std::vector<float> random_values(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+// h_{t+1} = tanh(h_t·W + x_t) over `steps` slots of [batch, hidden], h chained to the ys
+// (slot t-1, or h0 in the first iteration), W kept invariant; `reversed` walks the xs
+// and ys slots from the last.
+struct SimpleRnn {
+  int64_t steps = 5, batch = 3, hidden = 4;
+  bool reversed = false;
+  std::vector<float> h0 = random_values(static_cast<size_t>(batch * hidden), 1);
+  std::vector<float> w = random_values(static_cast<size_t>(hidden * hidden), 2);
+  std::vector<float> xs = random_values(static_cast<size_t>(steps * batch * hidden), 3);
+  std::vector<float> ys = std::vector<float>(static_cast<size_t>(steps * batch * hidden), 0.0f);
+  std::vector<float> g = std::vector<float>(static_cast<size_t>(batch * hidden), 0.0f);
+
+  std::vector<StepAddress> buffers;
+  std::vector<RecurrentPhase> phases;
+  std::vector<ElementMap> maps;
+  std::vector<CellInstr> instrs;
+
+  void plan() {
+    const int64_t slot = batch * hidden * static_cast<int64_t>(sizeof(float));
+    const int64_t first_slot = reversed ? (steps - 1) * slot : 0;
+    const int64_t step = reversed ? -slot : slot;
+    // 0: h (chained), 1: W, 2: G, 3: x_t, 4: y_t.
+    buffers = {{address(ys) + first_slot - step, step, address(h0), 0},
+               {address(w), 0, 0, 0},
+               {address(g), 0, 0, 0},
+               {address(xs) + first_slot, step, 0, 0},
+               {address(ys) + first_slot, step, 0, 0}};
+    RecurrentPhase mm;
+    mm.kind = PhaseKind::matmul;
+    mm.a = 0, mm.b = 1, mm.c = 2;
+    mm.m = batch, mm.n = hidden, mm.k = hidden;
+    mm.lda = hidden, mm.ldb = hidden, mm.ldc = hidden;
+    RecurrentPhase cell;
+    cell.rows = batch, cell.cols = hidden;
+    cell.operand_count = 2, cell.result_count = 1, cell.instr_count = 5;
+    phases = {mm, cell};
+    maps = {{2, 0, hidden, 1}, {3, 0, hidden, 1}, {4, 0, hidden, 1}};
+    instrs = {{kLoadOp, 0, 0},
+              {kLoadOp, 1, 1},
+              {static_cast<uint16_t>(Op::Add), 2, 0, 1},
+              {static_cast<uint16_t>(Op::Tanh), 3, 2},
+              {kStoreOp, 0, 0, 3}};
+  }
+
+  RecurrentProgramView view() const {
+    return {steps,
+            static_cast<int32_t>(buffers.size()),
+            static_cast<int32_t>(phases.size()),
+            static_cast<int32_t>(maps.size()),
+            static_cast<int32_t>(instrs.size()),
+            buffers.data(),
+            phases.data(),
+            maps.data(),
+            instrs.data()};
+  }
+
+  // The same loop written out, in f64.
+  std::vector<double> expected() const {
+    std::vector<double> out(ys.size());
+    std::vector<double> h(h0.begin(), h0.end());
+    for (int64_t i = 0; i < steps; ++i) {
+      const int64_t s = reversed ? steps - 1 - i : i;
+      std::vector<double> next(h.size());
+      for (int64_t r = 0; r < batch; ++r) {
+        for (int64_t c = 0; c < hidden; ++c) {
+          double sum = 0;
+          for (int64_t q = 0; q < hidden; ++q) sum += h[r * hidden + q] * w[q * hidden + c];
+          next[r * hidden + c] = std::tanh(sum + xs[(s * batch + r) * hidden + c]);
+        }
+      }
+      std::copy(next.begin(), next.end(), out.begin() + s * batch * hidden);
+      h = next;
+    }
+    return out;
+  }
+};
+
+TEST(RecurrentReference, RunsAChainedLoopForwardAndReversed) {
+  for (bool reversed : {false, true}) {
+    SimpleRnn rnn;
+    rnn.reversed = reversed;
+    rnn.plan();
+    ASSERT_TRUE(run_recurrent_on_host(rnn.view()).ok());
+    const std::vector<double> want = rnn.expected();
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(rnn.ys[i], want[i], 1e-5) << i << (reversed ? " reversed" : "");
+  }
+}
+
+TEST(RecurrentReference, ShiftedCarryEndsInItsResult) {
+  // c_{t+1} = c_t + x_t kept in a ys shifted by one slot: iteration t reads slot t and
+  // writes slot t+1, the last iteration the carry's result.
+  std::vector<float> xs = {1, 2, 3}, ys = {10, 0, 0}, result = {0};
+  const auto slot = static_cast<int64_t>(sizeof(float));
+  const std::vector<StepAddress> buffers = {
+      {address(ys), slot, 0, 0}, {address(xs), slot, 0, 0}, {address(ys) + slot, slot, 0, address(result)}};
+  RecurrentPhase add;
+  add.rows = 1, add.cols = 1, add.operand_count = 2, add.result_count = 1, add.instr_count = 4;
+  const std::vector<ElementMap> maps = {{0, 0, 0, 0}, {1, 0, 0, 0}, {2, 0, 0, 0}};
+  const std::vector<CellInstr> instrs = {
+      {kLoadOp, 0, 0}, {kLoadOp, 1, 1}, {static_cast<uint16_t>(Op::Add), 2, 0, 1}, {kStoreOp, 0, 0, 2}};
+  const RecurrentProgramView view{3, 3, 1, 3, 4, buffers.data(), &add, maps.data(), instrs.data()};
+  ASSERT_TRUE(run_recurrent_on_host(view).ok());
+  EXPECT_EQ(ys, (std::vector<float>{10, 11, 13}));
+  EXPECT_EQ(result[0], 16.0f);
+}
+
+TEST(RecurrentReference, ComparisonsAndSelectUseOneAndZero) {
+  std::vector<float> a = {-2, 0.5f, 3}, b = {1, 1, 1}, out(3);
+  const std::vector<StepAddress> buffers = {{address(a)}, {address(b)}, {address(out)}};
+  RecurrentPhase ph;
+  ph.rows = 1, ph.cols = 3, ph.operand_count = 2, ph.result_count = 1, ph.instr_count = 6;
+  const std::vector<ElementMap> maps = {{0, 0, 0, 1}, {1, 0, 0, 1}, {2, 0, 0, 1}};
+  const std::vector<CellInstr> instrs = {{kLoadOp, 0, 0},
+                                         {kLoadOp, 1, 1},
+                                         {static_cast<uint16_t>(Op::Lt), 2, 0, 1},
+                                         {static_cast<uint16_t>(Op::Neg), 3, 0},
+                                         {static_cast<uint16_t>(Op::Select), 4, 2, 3, 1},
+                                         {kStoreOp, 0, 0, 4}};
+  const RecurrentProgramView view{1, 3, 1, 3, 6, buffers.data(), &ph, maps.data(), instrs.data()};
+  ASSERT_TRUE(run_recurrent_on_host(view).ok());
+  EXPECT_EQ(out, (std::vector<float>{2, -0.5f, 1}));
+}
+
+TEST(RecurrentReference, SupportedOpsAreTheScalarMathOnesAndSelect) {
+  EXPECT_EQ(recurrent_op_arity(Op::Tanh), 1);
+  EXPECT_EQ(recurrent_op_arity(Op::Not), 1);
+  EXPECT_EQ(recurrent_op_arity(Op::Mul), 2);
+  EXPECT_EQ(recurrent_op_arity(Op::Ge), 2);
+  EXPECT_EQ(recurrent_op_arity(Op::Select), 3);
+  EXPECT_FALSE(recurrent_op_supported(Op::Gelu));  // no scalar math: its kernel is its definition
+  EXPECT_FALSE(recurrent_op_supported(Op::Cast));
+  EXPECT_FALSE(recurrent_op_supported(Op::Matmul));
+}
+
+TEST(RecurrentReference, MalformedProgramsAreErrorsNamingThePhase) {
+  SimpleRnn rnn;
+  rnn.plan();
+  const auto message = [&] {
+    const std::vector<float> before = rnn.ys;
+    Status s = run_recurrent_on_host(rnn.view());
+    EXPECT_EQ(rnn.ys, before);  // nothing written
+    return s.ok() ? std::string("ok") : s.error().message;
+  };
+  rnn.phases[0].b = 9;
+  EXPECT_EQ(message(), "persistent loop program: phase 0: buffer 9 out of range");
+  rnn.plan();
+  rnn.phases[0].lda = 2;
+  EXPECT_EQ(message(), "persistent loop program: phase 0: a leading dimension shorter than its rows");
+  rnn.plan();
+  rnn.instrs[3].op = static_cast<uint16_t>(Op::Gelu);
+  EXPECT_EQ(message(), "persistent loop program: phase 1: op " + std::to_string(static_cast<int>(Op::Gelu)) +
+                           " is not one a program may hold");
+  rnn.plan();
+  rnn.instrs[4].b = kMaxCellRegisters;
+  EXPECT_EQ(message(), "persistent loop program: phase 1: a store out of range");
+  rnn.plan();
+  rnn.phases[1].result_count = 2;
+  EXPECT_EQ(message(), "persistent loop program: phase 1: maps out of range");
+  rnn.plan();
+  rnn.maps[1].buffer = -1;
+  EXPECT_EQ(message(), "persistent loop program: phase 1: a map's buffer out of range");
+}
+
+}  // namespace
+}  // namespace weft::cuda

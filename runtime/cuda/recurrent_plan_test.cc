@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/models.h"
 #include "codegen/cuda_program.h"
 #include "codegen/lower.h"
 #include "frontend/modules.h"
@@ -313,6 +314,56 @@ TEST(RecurrentPlan, EarlyExitsAreRefused) {
   text << file.rdbuf();
   EXPECT_EQ(first_refusal(text.str(), codegen::LowerOptions{}),
             "persistent loop @cell: the loop has an early exit (stop or active)");
+}
+
+// Each loop of `p` planned at nominal addresses (the plan reads no memory): the root
+// arena at 1 TiB, its inputs block at 2 TiB, each body's arena at 3 TiB and inputs block
+// at 4 TiB. One line per loop: "@BODY: N phases" or the refusal.
+std::vector<std::string> plan_lines(Program p) {
+  check_layout(p, "recurrent_plan_test");
+  const auto nominal = [](int tib, int64_t offset) {
+    return reinterpret_cast<void*>((uintptr_t{1} << 40) * static_cast<uintptr_t>(tib) + static_cast<uintptr_t>(offset));
+  };
+  std::vector<void*> inputs;
+  for (int64_t offset : p.input_offsets) inputs.push_back(nominal(2, offset));
+  std::vector<std::string> lines;
+  for (const Invocation& inv : p.code) {
+    if (inv.kind != Invocation::Kind::loop) continue;
+    LoopAddresses where;
+    where.body_arena = nominal(3, 0);
+    where.body_inputs = nominal(4, 0);
+    for (const BufferRef& r : inv.operands) where.in.push_back(buffer_address(r, nominal(1, 0), inputs));
+    for (const BufferRef& r : inv.results) where.results.push_back(buffer_address(r, nominal(1, 0), inputs));
+    StatusOr<RecurrentPlan> plan = plan_recurrent_loop(p, inv, where);
+    lines.push_back(plan.ok() ? "@" + p.bodies[static_cast<size_t>(inv.body)].name + ": " +
+                                    std::to_string(plan->program.phases.size()) + " phases"
+                              : plan.error().message);
+  }
+  return lines;
+}
+
+// The suite's recurrent models at paper sizes (bench/models.h), lowered for CUDA: every
+// loop of lstm_seq's and gru_seq's steps plans; the other loop models' lines are printed
+// (what their bodies hold that a persistent loop refuses).
+TEST(RecurrentPlan, SuiteRecurrentModelsPlan) {
+  for (const char* model : {"lstm_seq", "gru_seq", "feedback_fixed", "iterative_refine"}) {
+    SCOPED_TRACE(model);
+    StatusOr<bench::BenchModel> m = bench::make_bench_model(model, bench::Preset::paper);
+    ASSERT_TRUE(m.ok()) << m.error().to_string();
+    StatusOr<Trainer> t = Trainer::compile(m->net, m->inputs, m->loss, OptimizerSpec::adam(m->lr),
+                                           {.seed = 1, .backend = "reference"});
+    ASSERT_TRUE(t.ok()) << t.error().to_string();
+    StatusOr<Lowering> l = codegen::lower_to_program(t->step_graph(), codegen::cuda_lower_options());
+    ASSERT_TRUE(l.ok()) << l.error().to_string();
+    const std::vector<std::string> lines = plan_lines(l->program);
+    EXPECT_FALSE(lines.empty());
+    for (const std::string& line : lines) {
+      std::printf("  %s %s\n", model, line.c_str());
+      if (std::string(model) == "lstm_seq" || std::string(model) == "gru_seq") {
+        EXPECT_EQ(line.find("persistent loop"), std::string::npos) << line;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -163,7 +163,7 @@ StatusOr<Space2> collapse_2d(const Graph& body) {
   for (size_t o = 0; o < body.outputs().size(); ++o) {
     const Node* window = output_window(body, o);
     const Shape& stored = body.type(window ? window->operands[0] : body.outputs()[o]).shape;
-    if (!(stored == out)) return Error("its results have different shapes");
+    WEFT_CHECK(stored == out, "persistent loop plan: a kernel's results have different shapes");
     if (window == nullptr) {
       full.push_back(out.strides());
       offsets.push_back(0);
@@ -226,23 +226,21 @@ ValueId register_value(const Graph& g, ValueId v) {
 // Why `n` cannot be in a register program, or "".
 std::string node_refusal(const Graph& g, const Node& n) {
   const std::string name(op_name(n.op));
-  if (n.op == Op::Slice) {
-    for (size_t k = 0; k < g.inputs().size(); ++k) {
-      if (input_window(g, k) == &n) return "";
-    }
-    return "a slice that is not an input window";
-  }
-  if (n.op == Op::Pad) {
-    for (size_t o = 0; o < g.outputs().size(); ++o) {
-      if (output_window(g, o) == &n) return "";
-    }
-    return "a pad that is not a store window";
+  // A kernel's slices are input windows and its pads store windows (codegen's emitter
+  // reads them so, passes/fold_slices.h and fold_concats.h make no others).
+  if (n.op == Op::Slice || n.op == Op::Pad) {
+    bool window = false;
+    for (size_t k = 0; k < g.inputs().size() && n.op == Op::Slice; ++k) window = window || input_window(g, k) == &n;
+    for (size_t o = 0; o < g.outputs().size() && n.op == Op::Pad; ++o) window = window || output_window(g, o) == &n;
+    WEFT_CHECK(window, "persistent loop plan: a kernel's " + name + " is not a window");
+    return "";
   }
   if (n.op == Op::Cast) {
     return register_value(g, n.result()) != n.result() ? "" : "a cast to " + std::string(dtype_name(g.type(n.result()).dtype));
   }
-  if (!recurrent_op_supported(n.op) || n.results.size() != 1) return "op " + name + " (not one a persistent loop computes)";
+  // Attributes first: a CellInstr holds none (gelu's tanh form would compute as erf's).
   if (!n.attrs.empty()) return "op " + name + " with attributes";
+  if (!recurrent_op_supported(n.op) || n.results.size() != 1) return "op " + name + " (not one a persistent loop computes)";
   for (ValueId v : n.operands) {
     if (!is_f32(g, v) && g.type(v).dtype != DType::boolean) return "a " + std::string(dtype_name(g.type(v).dtype)) + " value";
   }
@@ -466,7 +464,7 @@ StatusOr<int32_t> Planner::buffer(const SlotArgs& at, const std::string& what) {
 
 Status Planner::add_matmul(size_t j, const Node& node, const Type& a, const Type& b, const SlotArgs& pa,
                            const SlotArgs& pb, const SlotArgs& pc) {
-  if (node.op != Op::Matmul) return refuse_at(j, "op " + std::string(op_name(node.op)) + " is not a matmul");
+  WEFT_CHECK(node.op == Op::Matmul, "persistent loop plan: a contraction that is not a matmul");
   if (a.dtype != DType::f32 || b.dtype != DType::f32) {
     return refuse_at(j, "a matmul of " + std::string(dtype_name(a.dtype)) + " and " + std::string(dtype_name(b.dtype)) +
                             " (f32 only)");
@@ -588,7 +586,7 @@ StatusOr<RecurrentPlan> Planner::plan() {
   const int consts = static_cast<int>(loop_.node.int_attr("consts"));
   const int carries = static_cast<int>(loop_.node.int_attr("carries"));
   if (scan_exit(loop_.node).any()) return refuse("the loop has an early exit (stop or active)");
-  if (length_ < 1) return refuse("the loop runs no iteration");
+  WEFT_CHECK(length_ >= 1, "persistent loop plan: a loop of no iteration");  // the verifier's
   if (loop_slot_bindings(loop_, body_) != length_) {
     return refuse("the loop is bound once for all its iterations (runtime/loop_slots.h), not per slot");
   }

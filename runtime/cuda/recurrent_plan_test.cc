@@ -298,6 +298,108 @@ TEST(RecurrentPlan, RefusalsSayWhy) {
   return %h, %hs
 }
 )", "persistent loop @cell: the loop is bound once for all its iterations (runtime/loop_slots.h), not per slot"},
+      // A batched matmul in the body.
+      {R"(graph @batched(%w: f32[2,4,4], %h0: f32[2,3,4], %xs: f32[5,2,3,4]) {
+  %h, %hs = scan(%w, %h0, %xs) {carries=1, consts=1, length=5} : f32[2,3,4], f32[5,2,3,4] ({
+    ^cell(%cw: f32[2,4,4], %ch: f32[2,3,4], %cx: f32[2,3,4]):
+      %m = matmul(%ch, %cw) : f32[2,3,4]
+      %a = add(%m, %cx) : f32[2,3,4]
+      return %a, %a
+  })
+  return %h, %hs
+}
+)", "persistent loop @cell: invocation 0 (library matmul): a matmul of f32[2,3,4] and f32[2,4,4] (two dimensions only)"},
+      // A library op other than matmul (a transpose) in the body.
+      {R"(graph @moved(%h0: f32[3,3], %xs: f32[5,3,3]) {
+  %h, %hs = scan(%h0, %xs) {carries=1, length=5} : f32[3,3], f32[5,3,3] ({
+    ^cell(%ch: f32[3,3], %cx: f32[3,3]):
+      %t = transpose(%ch) {perm=[1,0]} : f32[3,3]
+      %a = add(%t, %cx) : f32[3,3]
+      %e = exp(%a) : f32[3,3]
+      return %e, %e
+  })
+  return %h, %hs
+}
+)", "persistent loop @cell: invocation 0 (library transpose): only a matmul of the library ops runs in a persistent loop"},
+      // A row kernel (a softmax) in the body.
+      {R"(graph @rows(%h0: f32[3,4], %xs: f32[5,3,4]) {
+  %h, %hs = scan(%h0, %xs) {carries=1, length=5} : f32[3,4], f32[5,3,4] ({
+    ^cell(%ch: f32[3,4], %cx: f32[3,4]):
+      %a = add(%ch, %cx) : f32[3,4]
+      %s = softmax(%a) {axis=1} : f32[3,4]
+      return %s, %s
+  })
+  return %h, %hs
+}
+)", "persistent loop @cell: invocation 0 (generated): kernel k0 is a row kernel"},
+      // A bias broadcast along the middle of three dimensions.
+      {R"(graph @three(%b: f32[2,1,4], %h0: f32[2,3,4], %xs: f32[5,2,3,4]) {
+  %h, %hs = scan(%b, %h0, %xs) {carries=1, consts=1, length=5} : f32[2,3,4], f32[5,2,3,4] ({
+    ^cell(%cb: f32[2,1,4], %ch: f32[2,3,4], %cx: f32[2,3,4]):
+      %a = add(%ch, %cb) : f32[2,3,4]
+      %m = mul(%a, %cx) : f32[2,3,4]
+      %t = tanh(%m) : f32[2,3,4]
+      return %t, %t
+  })
+  return %h, %hs
+}
+)", "persistent loop @cell: invocation 0 (generated k0): its iteration space [2,3,4] does not collapse to two dimensions"},
+      // bf16 values in an elementwise kernel.
+      {R"(graph @half_cell(%h0: bf16[2,4], %xs: bf16[3,2,4]) {
+  %h, %hs = scan(%h0, %xs) {carries=1, length=3} : bf16[2,4], bf16[3,2,4] ({
+    ^cell(%ch: bf16[2,4], %cx: bf16[2,4]):
+      %a = add(%ch, %cx) : bf16[2,4]
+      %t = tanh(%a) : bf16[2,4]
+      return %t, %t
+  })
+  return %h, %hs
+}
+)", "persistent loop @cell: invocation 0 (generated k0): a bf16 operand"},
+      // An op with an attribute the register program cannot hold (gelu's tanh form).
+      {R"(graph @gelu(%h0: f32[2,4], %xs: f32[3,2,4]) {
+  %h, %hs = scan(%h0, %xs) {carries=1, length=3} : f32[2,4], f32[3,2,4] ({
+    ^cell(%ch: f32[2,4], %cx: f32[2,4]):
+      %a = add(%ch, %cx) : f32[2,4]
+      %t = gelu(%a) {approximate="tanh"} : f32[2,4]
+      return %t, %t
+  })
+  return %h, %hs
+}
+)", "persistent loop @cell: invocation 0 (generated k0): op gelu with attributes"},
+      // An op a persistent loop does not compute (gelu, erf's form).
+      {R"(graph @gelu(%h0: f32[2,4], %xs: f32[3,2,4]) {
+  %h, %hs = scan(%h0, %xs) {carries=1, length=3} : f32[2,4], f32[3,2,4] ({
+    ^cell(%ch: f32[2,4], %cx: f32[2,4]):
+      %a = add(%ch, %cx) : f32[2,4]
+      %t = gelu(%a) : f32[2,4]
+      return %t, %t
+  })
+  return %h, %hs
+}
+)", "persistent loop @cell: invocation 0 (generated k0): op gelu (not one a persistent loop computes)"},
+      // A bool ys the loop copies per iteration (the body returns its xs).
+      {R"(graph @mask(%h0: f32[2,4], %xs: f32[3,2,4], %ms: bool[3,2,4]) {
+  %h, %hs, %mo = scan(%h0, %xs, %ms) {carries=1, length=3} : f32[2,4], f32[3,2,4], bool[3,2,4] ({
+    ^cell(%ch: f32[2,4], %cx: f32[2,4], %cm: bool[2,4]):
+      %a = add(%ch, %cx) : f32[2,4]
+      %t = tanh(%a) : f32[2,4]
+      return %t, %t, %cm
+  })
+  return %h, %hs, %mo
+}
+)", "persistent loop @cell: the copy of ys 2: a bool copy (f32 only)"},
+      // A value cast to an integer inside a kernel.
+      {R"(graph @cast(%h0: f32[2,4], %xs: f32[3,2,4]) {
+  %h, %hs = scan(%h0, %xs) {carries=1, length=3} : f32[2,4], f32[3,2,4] ({
+    ^cell(%ch: f32[2,4], %cx: f32[2,4]):
+      %a = add(%ch, %cx) : f32[2,4]
+      %i = cast(%a) {dtype=i32} : i32[2,4]
+      %f = cast(%i) {dtype=f32} : f32[2,4]
+      return %f, %f
+  })
+  return %h, %hs
+}
+)", "persistent loop @cell: invocation 0 (generated k0): a cast to i32"},
       // More values live at once than registers.
       {long_cell(kMaxCellRegisters + 1), "persistent loop @cell: invocation 0 (generated k0): more than 32 registers"},
   };
@@ -305,6 +407,39 @@ TEST(RecurrentPlan, RefusalsSayWhy) {
     SCOPED_TRACE(text.substr(0, 40));
     EXPECT_EQ(first_refusal(text, cuda), want);
   }
+}
+
+// A body invocation that zeroes bytes before it runs (a merged update's padding, which no
+// lowered loop body holds), on a Program built by hand: h' = k0(h), h' also the ys.
+TEST(RecurrentPlan, ClearedBytesAreRefused) {
+  const Type t = f32({4});
+  Program body;
+  body.name = "cell";
+  body.inputs = {{"h", t, InputKind::data}};
+  lay_out_inputs_in_order(body);
+  body.arena_bytes = 64;
+  Invocation k;
+  k.kind = Invocation::Kind::generated;
+  k.kernel = 0;
+  k.operands = {BufferRef{Space::input, 0, 0, t}};
+  k.results = {BufferRef{Space::arena, -1, 0, t}};
+  k.clear = {BufferRef{Space::arena, -1, 32, Type{DType::u8, Shape({16})}}};
+  body.code = {k};
+  body.outputs = {k.results[0], k.results[0]};
+  Program root;
+  root.bodies = {body};
+  Invocation loop;
+  loop.kind = Invocation::Kind::loop;
+  loop.body = 0;
+  loop.node.op = Op::Scan;
+  loop.node.attrs = {{"length", int64_t{3}}, {"carries", int64_t{1}}};
+  loop.operands = {BufferRef{Space::arena, -1, 0, t}};
+  loop.results = {BufferRef{Space::arena, -1, 64, t}, BufferRef{Space::arena, -1, 128, f32({3, 4})}};
+  std::vector<float> arena(64), body_arena(16), body_inputs(16);
+  const LoopAddresses where{{arena.data()}, {arena.data() + 16, arena.data() + 32}, body_arena.data(), body_inputs.data()};
+  StatusOr<RecurrentPlan> plan = plan_recurrent_loop(root, loop, where);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.error().message, "persistent loop @cell: invocation 0 (generated): it clears buffers before it runs");
 }
 
 // Loops with early exits: the CPU's lowering keeps `stop` (the CUDA one masks it).

@@ -361,6 +361,8 @@ class Planner {
                     const SlotArgs& pc);
   Status add_elementwise(const std::string& what, const Graph& kernel, const std::vector<SlotArgs>& args);
   Status add_copy(const std::string& what, const SlotArgs& to, const SlotArgs& from, const Type& type);
+  Status add_iteration_copies();
+  void add_edge_copies();
 
   // Slot s's address of body invocation j's operand (result false) or result k.
   SlotArgs site(size_t j, bool result, size_t k) const {
@@ -383,6 +385,7 @@ class Planner {
   const LoopAddresses& where_;
   int64_t length_ = 0;
   bool reverse_ = false;
+  int consts_ = 0, carries_ = 0;
   LoopSlots slots_plan_;
   std::vector<Slot> slots_;
   RecurrentPlan out_;
@@ -583,25 +586,32 @@ Status Planner::add_invocation(size_t j) {
 StatusOr<RecurrentPlan> Planner::plan() {
   length_ = loop_.node.int_attr("length");
   reverse_ = loop_.node.bool_attr("reverse");
-  const int consts = static_cast<int>(loop_.node.int_attr("consts"));
-  const int carries = static_cast<int>(loop_.node.int_attr("carries"));
+  consts_ = static_cast<int>(loop_.node.int_attr("consts"));
+  carries_ = static_cast<int>(loop_.node.int_attr("carries"));
   if (scan_exit(loop_.node).any()) return refuse("the loop has an early exit (stop or active)");
   WEFT_CHECK(length_ >= 1, "persistent loop plan: a loop of no iteration");  // the verifier's
   if (loop_slot_bindings(loop_, body_) != length_) {
     return refuse("the loop is bound once for all its iterations (runtime/loop_slots.h), not per slot");
   }
-  for (int c = 0; c < carries; ++c) {
+  for (int c = 0; c < carries_; ++c) {
     const BufferRef& next = body_.outputs[static_cast<size_t>(c)];
-    if (next.space == Space::input && next.input != consts + c) return refuse("two carries are swapped");
+    if (next.space == Space::input && next.input != consts_ + c) return refuse("two carries are swapped");
   }
   slots_plan_ = plan_loop_slots(body_, loop_, where_.in, where_.results);
   bind_slots();
   out_.program.length = length_;
   out_.body_invocations = static_cast<int>(body_.code.size());
   for (size_t j = 0; j < body_.code.size(); ++j) WEFT_RETURN_IF_ERROR(add_invocation(j));
-  // Per iteration, what the plan leaves to copy (bind.cc's LoopBound): the ys first (one
-  // may be a carry's current value), then each next carry not chained nor in place.
-  for (size_t y = static_cast<size_t>(carries); y < body_.outputs.size(); ++y) {
+  WEFT_RETURN_IF_ERROR(add_iteration_copies());
+  add_edge_copies();
+  WEFT_RETURN_IF_ERROR(check_recurrent_program(out_.program.view()));
+  return std::move(out_);
+}
+
+Status Planner::add_iteration_copies() {
+  // What the slot plan leaves to copy per iteration (bind.cc's LoopBound): the ys first
+  // (one may be a carry's current value), then each next carry not chained nor in place.
+  for (size_t y = static_cast<size_t>(carries_); y < body_.outputs.size(); ++y) {
     const size_t bytes = body_.outputs[y].type.bytes();
     const SlotArgs to = [this, y, bytes](int64_t s) -> const void* {
       return static_cast<const std::byte*>(where_.results[y]) + s * static_cast<int64_t>(bytes);
@@ -609,26 +619,30 @@ StatusOr<RecurrentPlan> Planner::plan() {
     const SlotArgs from = [this, y](int64_t s) { return slots_[static_cast<size_t>(s)].out[y]; };
     WEFT_RETURN_IF_ERROR(add_copy("the copy of ys " + std::to_string(y), to, from, body_.outputs[y].type));
   }
-  for (int c = 0; c < carries; ++c) {
-    if (slots_plan_.chained(c)) continue;
-    const size_t k = static_cast<size_t>(consts + c);
+  for (size_t c = 0; c < static_cast<size_t>(carries_); ++c) {
+    if (slots_plan_.chained(static_cast<int>(c))) continue;
+    const size_t k = static_cast<size_t>(consts_) + c;
     const SlotArgs to = [this, k](int64_t s) -> const void* { return slots_[static_cast<size_t>(s)].inputs[k]; };
-    const SlotArgs from = [this, c](int64_t s) { return slots_[static_cast<size_t>(s)].out[static_cast<size_t>(c)]; };
-    WEFT_RETURN_IF_ERROR(add_copy("the copy of carry " + std::to_string(c), to, from, body_.outputs[static_cast<size_t>(c)].type));
+    const SlotArgs from = [this, c](int64_t s) { return slots_[static_cast<size_t>(s)].out[c]; };
+    WEFT_RETURN_IF_ERROR(add_copy("the copy of carry " + std::to_string(c), to, from, body_.outputs[c].type));
   }
-  // Before the first iteration and after the last (bind.cc's LoopBound::run).
+  return Status::ok_status();
+}
+
+void Planner::add_edge_copies() {
+  // The initial carries before the first iteration, the last ones into the loop's results
+  // after the last (bind.cc's LoopBound::run).
   const Slot& first = slots_[static_cast<size_t>(reverse_ ? length_ - 1 : 0)];
   const Slot& last = slots_[static_cast<size_t>(reverse_ ? 0 : length_ - 1)];
-  for (int c = 0; c < carries; ++c) {
-    const size_t k = static_cast<size_t>(consts + c);
-    const size_t bytes = body_.outputs[static_cast<size_t>(c)].type.bytes();
-    void* to = slots_plan_.chained(c) ? const_cast<void*>(first.carries[static_cast<size_t>(c)]) : first.inputs[k];
+  for (size_t c = 0; c < static_cast<size_t>(carries_); ++c) {
+    const bool chained = slots_plan_.chained(static_cast<int>(c));
+    const size_t k = static_cast<size_t>(consts_) + c;
+    const size_t bytes = body_.outputs[c].type.bytes();
+    void* to = chained ? const_cast<void*>(first.carries[c]) : first.inputs[k];
     if (to != where_.in[k]) out_.before.push_back({to, where_.in[k], bytes});
-    const void* from = slots_plan_.chained(c) ? last.out[static_cast<size_t>(c)] : last.inputs[k];
-    if (from != where_.results[static_cast<size_t>(c)]) out_.after.push_back({where_.results[static_cast<size_t>(c)], from, bytes});
+    const void* from = chained ? last.out[c] : last.inputs[k];
+    if (from != where_.results[c]) out_.after.push_back({where_.results[c], from, bytes});
   }
-  WEFT_RETURN_IF_ERROR(check_recurrent_program(out_.program.view()));
-  return std::move(out_);
 }
 
 }  // namespace

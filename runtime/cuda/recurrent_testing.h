@@ -111,7 +111,6 @@ inline std::vector<float> random_values(int64_t n, unsigned seed) {
   return v;
 }
 
-
 // h_{t+1} = tanh(h_t·W + x_t), h chained through the ys (slot t-1, h0 first), W
 // invariant; `reversed` walks the slots from the last. Storage: h0, W, G, xs, ys.
 inline Storage rnn_storage(int64_t steps, int64_t batch, int64_t hidden) {
@@ -230,22 +229,26 @@ inline Program backward(const Bases& s) {
   return p;
 }
 
-// C = op(A)·op(B) twice per iteration over padded leading dimensions, every transpose,
-// shapes that are no multiple of anything: a block's tile (20 × 14 on 3 blocks) takes
-// two passes of 4 outputs per thread of 64. The second matmul's A moves with the
-// iteration, its B is invariant; the first's B moves. Storage: A0, B0, C0, As, B1, Cs.
+// C = op(A)·op(B) three times per iteration over padded leading dimensions, every
+// transpose, shapes that are no multiple of anything: a block's tile (20 × 14 on 3
+// blocks) takes two passes of 4 outputs per thread of 64. The first's B moves with the
+// iteration; the second's and third's A moves and their B (two weights, two slices at
+// different offsets in shared memory) are invariant. Storage: A0, B0, C0, As, B1, Cs, B2,
+// C2s.
 inline Builder matmuls(bool transpose_a, bool transpose_b) {
   return [=](const Bases& s) {
     const int64_t m = 20, n = 40, k = 9, pad = 3;
     Program p;
     p.length = 2;
-    p.buffers = {{at(s, 0)}, {at(s, 1), 4 * 2}, {at(s, 2)}, {at(s, 3), 4 * 400}, {at(s, 4)}, {at(s, 5), 4 * m * n}};
+    p.buffers = {{at(s, 0)}, {at(s, 1), 4 * 2}, {at(s, 2)}, {at(s, 3), 4 * 400}, {at(s, 4)}, {at(s, 5), 4 * m * n},
+                 {at(s, 6)}, {at(s, 7), 4 * m * n}};
     RecurrentPhase first = matmul(0, 1, 2, m, n, k);
     first.lda = (transpose_a ? m : k) + pad, first.ldb = (transpose_b ? k : n) + pad;
     first.transpose_a = transpose_a, first.transpose_b = transpose_b;
-    RecurrentPhase second = first;
+    RecurrentPhase second = first, third = first;
     second.a = 3, second.b = 4, second.c = 5;
-    p.phases = {first, second};
+    third.a = 3, third.b = 6, third.c = 7;
+    p.phases = {first, second, third};
     return p;
   };
 }
@@ -269,9 +272,10 @@ inline std::vector<Case> kernel_cases() {
   };
   for (bool ta : {false, true}) {
     for (bool tb : {false, true}) {
-      const Storage initial = {random_values(800, 31), random_values(800, 32), std::vector<float>(800),
-                               random_values(1200, 33), random_values(800, 34), std::vector<float>(1600)};
-      cases.push_back({std::string("matmuls ") + (ta ? "Aᵀ" : "A") + (tb ? "·Bᵀ" : "·B"), initial, matmuls(ta, tb), 1, 3});
+      const Storage initial = {random_values(800, 31),  random_values(800, 32), std::vector<float>(800),
+                               random_values(1200, 33), random_values(800, 34), std::vector<float>(1600),
+                               random_values(800, 35),  std::vector<float>(1600)};
+      cases.push_back({std::string("matmuls ") + (ta ? "Aᵀ" : "A") + (tb ? "·Bᵀ" : "·B"), initial, matmuls(ta, tb), 2, 3});
     }
   }
   return cases;

@@ -17,7 +17,7 @@ CachedPhases count_cached_phases(const RecurrentProgramView& program, int64_t bl
   for (int32_t i = 0; i < program.phase_count; ++i) {
     const RecurrentPhase& ph = program.phases[i];
     if (walk.place(program, ph, blocks) >= 0) ++count.cached;
-    if (ph.kind == PhaseKind::matmul && invariant(program.buffers[ph.b]) && b_slice_bytes(ph, blocks) > 0) {
+    if (constant_b(program, ph) && b_slice_bytes(ph, blocks) > 0) {
       ++count.cacheable;
     }
   }
@@ -35,7 +35,7 @@ StatusOr<RecurrentLaunch> choose_recurrent_launch(const RecurrentProgramView& pr
     return Error("persistent loop kernel: the device holds no block of " + std::to_string(kRecurrentThreads) +
                  " threads of it (occupancy 0)");
   }
-  // The most blocks per multiprocessor at which every invariant B stays on chip; else one
+  // The most blocks per multiprocessor at which every constant B stays on chip; else one
   // block per multiprocessor, the most shared memory each, keeping what fits (nothing,
   // when even that does not leave the block resident: every B from global memory).
   const auto launch_at = [&](int per_sm) {

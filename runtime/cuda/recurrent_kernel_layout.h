@@ -10,7 +10,8 @@
 //    blocks past row_groups · col_groups idle in that phase. A block so reads only its
 //    rows of A and only its columns of B.
 //  - The shared-memory rule (SharedWalk): walking an iteration's phases in order, a matmul
-//    phase whose B is invariant (recurrent_program.h) keeps its block's slice of op(B) —
+//    phase whose B is a constant of the loop (constant_b: its address invariant,
+//    recurrent_program.h, and no phase writing it) keeps its block's slice of op(B) —
 //    k × cols_per_block floats, [k][cols_per_block] row-major — in dynamic shared memory
 //    across iterations when the slice fits what the budget still leaves; any other matmul
 //    reads B from global memory. The kernel's budget is its launch's shared bytes; the
@@ -79,6 +80,40 @@ WEFT_HD inline uint64_t b_slice_bytes(const RecurrentPhase& ph, int64_t blocks) 
   return static_cast<uint64_t>(ph.k > 0 ? ph.k : 0) * static_cast<uint64_t>(p.cols_per_block) * sizeof(float);
 }
 
+/// Whether buffer `buffer`'s address is `address` in some iteration of `p`.
+WEFT_HD inline bool lies_at(const RecurrentProgramView& p, int32_t buffer, uint64_t address) {
+  const StepAddress& a = p.buffers[buffer];
+  if ((a.first != 0 && a.first == address) || (a.last != 0 && a.last == address)) return true;
+  if (a.stride == 0) return a.base == address;
+  const auto delta = static_cast<int64_t>(address - a.base);
+  return delta % a.stride == 0 && delta / a.stride >= 0 && delta / a.stride < p.length;
+}
+
+/// Whether some phase of `p` writes where buffer `buffer` starts: a matmul's C or an
+/// elementwise result that is that buffer, or lies at its address in some iteration.
+WEFT_HD inline bool written_in_loop(const RecurrentProgramView& p, int32_t buffer) {
+  const uint64_t address = p.buffers[buffer].base;
+  const auto writes = [&](int32_t w) { return w == buffer || lies_at(p, w, address); };
+  for (int32_t i = 0; i < p.phase_count; ++i) {
+    const RecurrentPhase& ph = p.phases[i];
+    if (ph.kind == PhaseKind::matmul) {
+      if (writes(ph.c)) return true;
+      continue;
+    }
+    for (int32_t j = 0; j < ph.result_count; ++j) {
+      if (writes(p.maps[ph.first_map + ph.operand_count + j].buffer)) return true;
+    }
+  }
+  return false;
+}
+
+/// Whether matmul phase `ph`'s B is a constant of the loop, which may stay on chip: its
+/// address invariant and no phase writing it (an invariant scratch buffer, such as a
+/// gradient computed in each iteration, is read from global memory).
+WEFT_HD inline bool constant_b(const RecurrentProgramView& p, const RecurrentPhase& ph) {
+  return ph.kind == PhaseKind::matmul && invariant(p.buffers[ph.b]) && !written_in_loop(p, ph.b);
+}
+
 /// The shared-memory rule (see the top of this file): walk an iteration's phases in order
 /// through `place`, which gives each phase's slice offset in bytes, or -1 when that phase
 /// reads B from global memory.
@@ -87,7 +122,7 @@ struct SharedWalk {
   uint64_t used = 0;
 
   WEFT_HD int64_t place(const RecurrentProgramView& p, const RecurrentPhase& ph, int64_t blocks) {
-    if (ph.kind != PhaseKind::matmul || !invariant(p.buffers[ph.b])) return -1;
+    if (!constant_b(p, ph)) return -1;
     const uint64_t bytes = b_slice_bytes(ph, blocks);
     if (bytes == 0 || bytes > budget - used) return -1;
     const uint64_t offset = used;
@@ -97,11 +132,11 @@ struct SharedWalk {
 };
 
 /// The dynamic shared memory a block needs on `blocks` blocks when at most `limit` bytes
-/// are available: the sum of the invariant B slices that fit under the rule.
+/// are available: the sum of the constant B slices that fit under the rule.
 uint64_t recurrent_shared_bytes(const RecurrentProgramView& program, int64_t blocks, uint64_t limit);
 
 /// How many matmul phases of `program` keep their B on chip with `shared_bytes` on
-/// `blocks` blocks, and how many could (an invariant B, a non-empty slice).
+/// `blocks` blocks, and how many could (a constant B, a non-empty slice).
 struct CachedPhases {
   int cached = 0;
   int cacheable = 0;
@@ -127,7 +162,7 @@ struct RecurrentDeviceLimits {
 
 /// The launch for `program` on a device with `limits`: kRecurrentThreads threads per
 /// block; the most blocks per multiprocessor (× multiprocessors: all of them resident at
-/// once, as a cooperative launch requires) at which every invariant B slice fits in shared
+/// once, as a cooperative launch requires) at which every constant B slice fits in shared
 /// memory, else one block per multiprocessor, where each block has the most shared memory
 /// and keeps what fits (the rest read from global memory). An error saying why when the
 /// device cannot run it at all.

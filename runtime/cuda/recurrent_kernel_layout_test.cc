@@ -79,6 +79,23 @@ TEST(RecurrentKernelLayout, InvariantSlicesThatFitStayOnChipInPhaseOrder) {
   EXPECT_EQ(some.cacheable, 2);
 }
 
+TEST(RecurrentKernelLayout, AWeightThatAPhaseWritesIsNoConstant) {
+  ThreeMatmuls program;
+  EXPECT_TRUE(constant_b(program.view(), program.phases[0]));
+  // Phase 1 now writes buffer 1, phase 0's B: in place …
+  program.phases[1].c = 1;
+  EXPECT_FALSE(constant_b(program.view(), program.phases[0]));
+  // … or through another entry that lies at its address in some iteration: 0x2000 is
+  // that entry's iteration 2.
+  program.buffers.push_back({0x2000 - 2 * 64, 64});
+  program.phases[1].c = 4;
+  program.length = 2;
+  EXPECT_TRUE(constant_b(program.view(), program.phases[0]));
+  program.length = 3;
+  EXPECT_FALSE(constant_b(program.view(), program.phases[0]));
+  EXPECT_EQ(recurrent_shared_bytes(program.view(), 4, 1 << 20), 0u);  // phases 0 and 2 read that B
+}
+
 RecurrentDeviceLimits device(int sms, uint64_t shared, int most) {
   RecurrentDeviceLimits limits;
   limits.multiprocessors = sms;

@@ -253,6 +253,21 @@ inline Builder matmuls(bool transpose_a, bool transpose_b) {
   };
 }
 
+// A weight gradient's shape: G = tanh(x_t) into a scratch G [k, n] whose address does not
+// move, then C_t = A·G with A [m, k] invariant. G is written in each iteration, so it is no
+// constant of the loop: read from global memory, never kept from before the loop.
+// Storage: xs, G, A, Cs.
+inline Builder scratch_b(int64_t steps, int64_t m, int64_t n, int64_t k) {
+  return [=](const Bases& s) {
+    Program p;
+    p.length = steps;
+    p.buffers = {{at(s, 0), 4 * k * n}, {at(s, 1)}, {at(s, 2)}, {at(s, 3), 4 * m * n}};
+    p.elementwise(k, n, {{0, 0, n, 1}}, {{1, 0, n, 1}}, {load(0, 0), op(Op::Tanh, 1, 0), store(0, 1)});
+    p.phases.push_back(matmul(2, 1, 3, m, n, k));
+    return p;
+  };
+}
+
 /// One program of the kernel's tests: its arrays' initial values, its builder, how many of
 /// its matmuls could keep B on chip, and the blocks its emulated run takes.
 struct Case {
@@ -269,6 +284,10 @@ inline std::vector<Case> kernel_cases() {
       {"rnn reversed", rnn_storage(5, 3, 5), rnn(5, 3, 5, true), 1, 3},
       {"lstm", lstm_storage(), lstm, 1, 4},
       {"backward", backward_storage(), backward, 1, 5},
+      {"scratch B",
+       {random_values(3 * 7 * 10, 41), std::vector<float>(7 * 10), random_values(5 * 7, 42),
+        std::vector<float>(3 * 5 * 10)},
+       scratch_b(3, 5, 10, 7), 0, 4},
   };
   for (bool ta : {false, true}) {
     for (bool tb : {false, true}) {

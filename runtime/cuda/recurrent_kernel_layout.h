@@ -109,7 +109,9 @@ WEFT_HD inline bool written_in_loop(const RecurrentProgramView& p, int32_t buffe
 
 /// Whether matmul phase `ph`'s B is a constant of the loop, which may stay on chip: its
 /// address invariant and no phase writing it (an invariant scratch buffer, such as a
-/// gradient computed in each iteration, is read from global memory).
+/// gradient computed in each iteration, is read from global memory). Writes are found by
+/// buffer and by start address; a buffer entry that starts inside B (a window of it) is
+/// not, so a program must not write into a weight through one.
 WEFT_HD inline bool constant_b(const RecurrentProgramView& p, const RecurrentPhase& ph) {
   return ph.kind == PhaseKind::matmul && invariant(p.buffers[ph.b]) && !written_in_loop(p, ph.b);
 }

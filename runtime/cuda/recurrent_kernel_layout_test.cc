@@ -124,6 +124,14 @@ TEST(RecurrentKernelLayout, LaunchTakesTheMostBlocksThatKeepEveryWeightOnChip) {
   ASSERT_TRUE(launch.ok()) << launch.error().message;
   EXPECT_EQ(launch->blocks, 4);
   EXPECT_EQ(launch->shared_bytes, 32u);
+  // A device on which any dynamic shared memory leaves no block resident: one block per
+  // multiprocessor, every B from global memory.
+  RecurrentDeviceLimits tight = device(4, 1 << 16, 4);
+  tight.blocks_per_multiprocessor = [](uint64_t bytes) { return bytes == 0 ? 4 : 0; };
+  launch = choose_recurrent_launch(program.view(), tight);
+  ASSERT_TRUE(launch.ok()) << launch.error().message;
+  EXPECT_EQ(launch->blocks, 4);
+  EXPECT_EQ(launch->shared_bytes, 0u);
 }
 
 TEST(RecurrentKernelLayout, LaunchErrorsSayWhy) {

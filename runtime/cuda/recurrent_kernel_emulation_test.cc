@@ -1,13 +1,11 @@
 // The persistent loop kernel (recurrent_kernel_device.inc) run on the host without a GPU:
 // every block's threads alive at once (cuda_emulation.h's cooperative launch), each CUDA
-// thread a std::thread, on small grids. Each program runs twice from the same data, on
-// the kernel and on the host oracle (recurrent_reference.h), and every buffer is
-// compared (relative 1e-5; the oracle sums matmuls in f64, the kernel in f32 FMAs): a
-// chained RNN forward and reversed, an LSTM-shaped forward (gates' column windows, c in
-// place, h chained, two ys), a backward-shaped one (a [B, 4H] left operand written in
-// four windows, a transposed invariant B, a shifted carry ending in its result), plain
-// matmuls with every transpose and tails, each with the recurrent weights kept in shared
-// memory and read from global memory; then every supported op over NaN, ±inf and ±0.
+// thread a std::thread, on small grids (3–6 blocks of 64 or 128 threads). Each case of
+// recurrent_testing.h runs from the same data on the kernel and on the host oracle
+// (recurrent_reference.h), and every array is compared (relative 1e-5; the oracle sums
+// matmuls in f64, the kernel in f32 FMAs), with the loop's constant weights kept in shared
+// memory and read from global memory; then every supported op over NaN, ±inf and ±0, bit
+// for bit.
 #include "runtime/cuda/cuda_emulation.h"  // first: CUDA's built-ins for the kernel's source
 
 #include <gtest/gtest.h>
@@ -43,9 +41,10 @@ int run_kernel(const RecurrentProgramView& program, unsigned blocks, unsigned th
 
 constexpr uint64_t kPlentyOfShared = 1 << 20;
 
-/// Runs case `c` on the kernel and on the oracle, for B on chip and in global memory, and
-/// compares every array; c.cacheable matmuls keep B on chip with plenty of shared memory.
-void expect_matches_oracle(const Case& c, unsigned threads) {
+/// Runs case `c` on the kernel (`blocks` × `threads`) and on the oracle, for B on chip and
+/// in global memory, and compares every array; c.cacheable matmuls keep B on chip with
+/// plenty of shared memory.
+void expect_matches_oracle(const Case& c, unsigned blocks, unsigned threads) {
   Storage want = c.initial;
   const Program oracle = c.build(host_bases(want));
   const Status s = run_recurrent_on_host(oracle.view());
@@ -54,7 +53,7 @@ void expect_matches_oracle(const Case& c, unsigned threads) {
     SCOPED_TRACE(limit == 0 ? "B from global memory" : "B in shared memory");
     Storage got = c.initial;
     const Program program = c.build(host_bases(got));
-    EXPECT_EQ(run_kernel(program.view(), c.blocks, threads, limit), limit == 0 ? 0 : c.cacheable);
+    EXPECT_EQ(run_kernel(program.view(), blocks, threads, limit), limit == 0 ? 0 : c.cacheable);
     for (size_t a = 0; a < want.size(); ++a) {
       for (size_t i = 0; i < want[a].size(); ++i) {
         ASSERT_TRUE(close(got[a][i], want[a][i])) << "array " << a << " element " << i << ": kernel " << got[a][i]
@@ -67,7 +66,9 @@ void expect_matches_oracle(const Case& c, unsigned threads) {
 TEST(RecurrentKernelEmulated, ProgramsMatchTheOracleWithBOnChipAndInGlobalMemory) {
   for (const Case& c : kernel_cases()) {
     SCOPED_TRACE(c.name);
-    expect_matches_oracle(c, /*threads=*/64);
+    expect_matches_oracle(c, c.blocks, /*threads=*/64);
+    SCOPED_TRACE("6 blocks of 128 threads");
+    expect_matches_oracle(c, /*blocks=*/6, /*threads=*/128);
   }
 }
 

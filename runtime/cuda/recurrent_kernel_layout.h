@@ -28,7 +28,7 @@
 
 #include "ir/status.h"
 #include "runtime/cuda/recurrent_program.h"
-#include "runtime/host_device.h"
+#include "ir/host_device.h"
 
 namespace weft::cuda {
 

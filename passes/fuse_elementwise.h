@@ -119,6 +119,11 @@ struct FuseOptions {
   /// whose library reduces 16-bit floats through a converted f32 copy (the CPU's,
   /// runtime/cpu/half.cc; codegen::LowerOptions::fuse_lone_half_reductions).
   bool lone_half_reductions = false;
+  /// Kernels that share their work (see "Parts of one concat" at the top of this file):
+  /// the elementwise producers of a concat's parts over one iteration space form one
+  /// kernel, and a kernel reading only another's values joins it. Off, each part is a
+  /// kernel of its own and a reader stays apart, as before (for measurements).
+  bool merge_parts = true;
 };
 
 class FuseElementwisePass : public Pass {

@@ -144,19 +144,22 @@ TEST(FuseElementwisePartsTest, PartsOfOtherSpacesOrReadOnTheWayStayApart) {
 )");
 }
 
-// A reader of values that only the parts' kernel reads joins it (an LSTM's next cell
-// gradient dc·f beside the gates' gradients): %e reads %d, which then no kernel stores.
-TEST(FuseElementwisePartsTest, AReaderOfValuesNoOneElseReadsJoinsTheirKernel) {
-  FuseElementwisePass pass;
-  EXPECT_EQ(fused_and_checked(pass, R"(graph @f(%x: f32[4,8], %y: f32[4,8], %w: f32[16,8]) {
+// Two parts from one shared value %d, concatenated for a GEMM, then `reader`'s lines.
+std::string with_reader(const char* reader) {
+  return std::string(R"(graph @f(%x: f32[4,8], %y: f32[4,8], %w: f32[16,8]) {
   %d = mul(%x, %y) : f32[4,8]
   %a = tanh(%d) : f32[4,8]
   %b = exp(%d) : f32[4,8]
   %c = concat(%a, %b) {axis=1} : f32[4,16]
   %m = matmul(%c, %w) : f32[4,8]
-  %e = mul(%d, %y) : f32[4,8]
-  return %m, %e
-})"),
+)") + reader + "}\n";
+}
+
+// A reader of values that only the parts' kernel reads joins it (an LSTM's next cell
+// gradient dc·f beside the gates' gradients): %e reads %d, which then no kernel stores.
+TEST(FuseElementwisePartsTest, AReaderOfValuesNoOneElseReadsJoinsTheirKernel) {
+  FuseElementwisePass pass;
+  EXPECT_EQ(fused_and_checked(pass, with_reader("  %e = mul(%d, %y) : f32[4,8]\n  return %m, %e\n")),
             R"(graph @f(%x: f32[4,8], %y: f32[4,8], %w: f32[16,8]) -> (f32[4,8], f32[4,8]) {
   %e, %a, %b = fused(%x, %y) : f32[4,8], f32[4,8], f32[4,8] ({
     ^body(%0: f32[4,8], %1: f32[4,8]):
@@ -180,15 +183,7 @@ TEST(FuseElementwisePartsTest, AReaderOfValuesNoOneElseReadsJoinsTheirKernel) {
 // gone.
 TEST(FuseElementwisePartsTest, ReadersOfLaterOrSharedValuesStayApart) {
   FuseElementwisePass pass;
-  EXPECT_EQ(fused_nodes(pass, R"(graph @f(%x: f32[4,8], %y: f32[4,8], %w: f32[16,8]) {
-  %d = mul(%x, %y) : f32[4,8]
-  %a = tanh(%d) : f32[4,8]
-  %b = exp(%d) : f32[4,8]
-  %c = concat(%a, %b) {axis=1} : f32[4,16]
-  %m = matmul(%c, %w) : f32[4,8]
-  %e = add(%d, %m) : f32[4,8]
-  return %e
-})"),
+  EXPECT_EQ(fused_nodes(pass, with_reader("  %e = add(%d, %m) : f32[4,8]\n  return %e\n")),
             2);
   for (const auto& [sum, kernels] : {std::pair{"  %s = sum(%g) : f32[]\n", 2}, std::pair{"", 1}}) {
     const std::string text = std::string("graph @f(%x: f32[4,8], %y: f32[4,8]) {\n  %g = tanh(%x) : f32[4,8]\n"

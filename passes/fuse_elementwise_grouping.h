@@ -72,10 +72,11 @@ class FusionGrouping {
   /// no others.
   std::vector<int> concat_parts(int root) const;
 
-  /// Each elementwise group that reads another elementwise group of its shape and
-  /// nothing computed after that group's first member (the graph's inputs and earlier
-  /// values aside) joins it: the reader's values and the producer's it reads come from
-  /// one kernel (an LSTM's next cell gradient dc·f beside the gates' gradients).
+  /// Each elementwise group that reads another elementwise group of its shape, values
+  /// that only the two read, and otherwise only inputs and nodes outside the groups
+  /// before that group's first member, joins it unless that makes the groups cyclic: the
+  /// reader's values and the producer's it reads come from one kernel (an LSTM's next
+  /// cell gradient dc·f beside the gates' gradients).
   void merge_readers();
 
   /// Group `id`'s members whose value is used outside it (or is a graph output), its last

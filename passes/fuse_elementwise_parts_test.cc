@@ -144,6 +144,26 @@ TEST(FuseElementwisePartsTest, PartsOfOtherSpacesOrReadOnTheWayStayApart) {
 )");
 }
 
+// Parts whose kernel would close a cycle through another kernel: %a's reader %u joins
+// %r's kernel with %h, which %b reads, so {a, b} and {u, h, r} would each need the other
+// first. Grouping is redone without parts (%a then joins %r's kernel too, read by the
+// concat after it), and %b, reading only %h, which no one else reads, joins that kernel
+// as a reader: one kernel, computing what the graph does.
+TEST(FuseElementwisePartsTest, PartsClosingACycleThroughAnotherKernelAreRegrouped) {
+  FuseElementwisePass pass;
+  constexpr char kText[] = R"(graph @f(%x: f32[4,8], %y: f32[4,8]) {
+  %a = tanh(%x) : f32[4,8]
+  %u = exp(%a) : f32[4,8]
+  %h = neg(%y) : f32[4,8]
+  %r = add(%u, %h) : f32[4,8]
+  %b = mul(%h, %y) : f32[4,8]
+  %c = concat(%a, %b) {axis=1} : f32[4,16]
+  return %c, %r
+})";
+  EXPECT_EQ(fused_nodes(pass, kText), 1);
+  fused_and_checked(pass, kText);
+}
+
 // Two parts from one shared value %d, concatenated for a GEMM, then `reader`'s lines.
 std::string with_reader(const char* reader) {
   return std::string(R"(graph @f(%x: f32[4,8], %y: f32[4,8], %w: f32[16,8]) {

@@ -118,9 +118,8 @@
 // The groups are checked to be acyclic when contracted (the strict rules guarantee it:
 // every user of a member is in its group or after its root; the relaxed ones — a row
 // group's or a part's earlier users, a reader joining — are checked, and undone), and
-// the graph is sorted
-// topologically after the replacement (users of an escaped value, assigns included,
-// move after the kernel that now computes it).
+// the graph is sorted topologically after the replacement (users of an escaped value,
+// assigns included, move after the kernel that now computes it).
 // Every fusible node ends up in exactly one `fused` node, a group of one included: the
 // CPU backend runs every elementwise op as a generated kernel.
 //

@@ -83,8 +83,8 @@ using Lines = std::vector<std::string>;
 
 // Two layers: a forward loop and its reverse (gradient) loop each. Forward: the gate
 // GEMM h·W_hhᵀ with the x·W_ihᵀ + b slot added in its epilogue, then the cell; backward:
-// the gate pre-activations, the cell's gradient kernel, the gates' gradient concatenated for dh·W_hh's GEMM and
-// for the weight gradients outside the loop.
+// the gate pre-activations, the cell's gradient kernel, the gates' gradient concatenated
+// for dh·W_hh's GEMM and for the weight gradients outside the loop.
 TEST(RnnCellLowering, LstmBodiesReadTheGatesInPlace) {
   const Graph step = lstm_step();
   const Lines before = {
@@ -106,11 +106,12 @@ TEST(RnnCellLowering, LstmBodiesReadTheGatesInPlace) {
 // (passes/fuse_elementwise.h, "Parts of one concat"). lstm: the gate pre-activations
 // (C + bias + x·W_ihᵀ, [B,4H]), then one kernel computing the cell's gradient, storing the
 // four gates' gradients each in its window of the concat dh·W_hh's GEMM reads and the next
-// cell gradient dc·f in place of the old one, then the GEMM: 8 invocations per step before
-// (six generated), 3. gru: 8 to 4: the pre-activations, one kernel storing r's, z's and
-// n's gradients in both concats (the gates' gradient for dh·W_hh, and the one stacked for
-// the weight gradients, whose hidden part is n's gradient before its product with r), the
-// GEMM, and dh's sum with the GEMM's result (it reads the GEMM, so it follows it).
+// cell gradient dc·f in place of the old one, then the GEMM: 3 invocations per step (8
+// before fold-concats, 7 with it before the one kernel). gru: 4 (8, then 6): the
+// pre-activations, one kernel storing r's, z's and n's gradients in both concats (the
+// gates' gradient for dh·W_hh, and the one stacked for the weight gradients, whose hidden
+// part is n's gradient before its product with r), the GEMM, and dh's sum with the GEMM's
+// result (it reads the GEMM, so it follows it).
 TEST(RnnCellLowering, BackwardStepsStoreTheGateGradientsInTheConcat) {
   const std::pair<Graph, Lines> kWant[] = {
       {lstm_step(),

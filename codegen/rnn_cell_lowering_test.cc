@@ -3,7 +3,8 @@
 // pre-activations' column slices are read in place by the cell's elementwise kernel
 // (passes/fold_slices.h, codegen's input windows) on the CPU pipeline (lower_to_program's
 // defaults) and the CUDA pipeline (cuda_lower_options()), and the backward steps' gate
-// gradients are stored by their kernels straight into the concats that read them
+// gradients are computed by one kernel (passes/fuse_elementwise.h, "Parts of one
+// concat") that stores them straight into the concats that read them
 // (passes/fold_concats.h, codegen's store windows). Pinned: the invocations one time
 // step runs, before (LowerOptions::fold_slices, fold_concats off) and after; windowed kernels
 // against the reference interpreter (CPU JIT, and the GPU kernels' scalar code on the
@@ -82,18 +83,18 @@ using Lines = std::vector<std::string>;
 
 // Two layers: a forward loop and its reverse (gradient) loop each. Forward: the gate
 // GEMM h·W_hhᵀ with the x·W_ihᵀ + b slot added in its epilogue, then the cell; backward:
-// the cell's gradient kernels, the gates' gradient concatenated for dh·W_hh's GEMM and
-// for the weight gradients outside the loop.
+// the gate pre-activations, the cell's gradient kernel, the gates' gradient concatenated
+// for dh·W_hh's GEMM and for the weight gradients outside the loop.
 TEST(RnnCellLowering, LstmBodiesReadTheGatesInPlace) {
   const Graph step = lstm_step();
   const Lines before = {
       "body: contraction 1, generated 1, library slice 4",
       "body: contraction 1, generated 1, library slice 4",
-      "grad_body: generated 6, library concat 1, library matmul 1, library slice 4",
-      "grad_body: generated 6, library concat 1, library matmul 1, library slice 4"};
+      "grad_body: generated 2, library concat 1, library matmul 1, library slice 4",
+      "grad_body: generated 2, library concat 1, library matmul 1, library slice 4"};
   const Lines after = {"body: contraction 1, generated 1", "body: contraction 1, generated 1",
-                       "grad_body: generated 6, library concat 1, library matmul 1",
-                       "grad_body: generated 6, library concat 1, library matmul 1"};
+                       "grad_body: generated 2, library concat 1, library matmul 1",
+                       "grad_body: generated 2, library concat 1, library matmul 1"};
   for (LowerOptions options : {LowerOptions{}, cuda_lower_options()}) {
     options.fold_concats = false;
     EXPECT_EQ(lowered_per_step(step, options, false), before);
@@ -101,20 +102,23 @@ TEST(RnnCellLowering, LstmBodiesReadTheGatesInPlace) {
   }
 }
 
-// The backward steps' gate gradients (passes/fold_concats.h). lstm: the four kernels
-// writing them store each in its window of the concat dh·W_hh's GEMM reads: 8
-// invocations per step, 7 (the concat's buffer is also the ys of the weight gradients).
-// gru: 8 to 6, both concats gone: r's and z's gradients are each read by two concats (the
-// gates' gradient for dh·W_hh, and the one stacked for the weight gradients, whose
-// hidden part differs: n's gradient before its product with r), so their kernels store
-// them twice, once in each concat.
+// The backward steps' gate gradients (passes/fold_concats.h), computed by one kernel
+// (passes/fuse_elementwise.h, "Parts of one concat"). lstm: the gate pre-activations
+// (C + bias + x·W_ihᵀ, [B,4H]), then one kernel computing the cell's gradient, storing the
+// four gates' gradients each in its window of the concat dh·W_hh's GEMM reads and the next
+// cell gradient dc·f in place of the old one, then the GEMM: 3 invocations per step (8
+// before fold-concats, 7 with it before the one kernel). gru: 4 (8, then 6): the
+// pre-activations, one kernel storing r's, z's and n's gradients in both concats (the
+// gates' gradient for dh·W_hh, and the one stacked for the weight gradients, whose hidden
+// part is n's gradient before its product with r), the GEMM, and dh's sum with the GEMM's
+// result (it reads the GEMM, so it follows it).
 TEST(RnnCellLowering, BackwardStepsStoreTheGateGradientsInTheConcat) {
   const std::pair<Graph, Lines> kWant[] = {
       {lstm_step(),
        {"body: contraction 1, generated 1", "body: contraction 1, generated 1",
-        "grad_body: generated 6, library matmul 1", "grad_body: generated 6, library matmul 1"}},
+        "grad_body: generated 2, library matmul 1", "grad_body: generated 2, library matmul 1"}},
       {gru_step(),
-       {"body: contraction 1, generated 1", "grad_body: generated 5, library matmul 1"}}};
+       {"body: contraction 1, generated 1", "grad_body: generated 3, library matmul 1"}}};
   for (const auto& [step, after] : kWant) {
     for (const LowerOptions& options : {LowerOptions{}, cuda_lower_options()}) {
       EXPECT_EQ(lowered_per_step(step, options, true), after);
@@ -173,7 +177,9 @@ std::vector<Graph> window_bodies() {
            // destination beside a plain result, rows of a [7,16] one (one strided row of
            // 64), a bf16 window read through an input window (the vector loop and its
            // tail), a long row cut in rows of 4000, one value stored in its buffer and in two
-// windows (a GRU's gate gradient read by two concats).
+           // windows (a GRU's gate gradient read by two concats), two values of one kernel
+           // each in its window of one destination beside a plain result (an LSTM's gate
+           // gradients and dc·f).
            "graph @k(%a: f32[3,40], %b: f32[3,40]) {\n  %y = mul(%a, %b)\n  %t = tanh(%a)\n"
            "  %w = pad(%y) {low=[0,40], high=[0,40]}\n  return %w, %t\n}\n",
            "graph @k(%a: f32[4,16]) {\n  %y = exp(%a)\n  %w = pad(%y) {low=[2,0], high=[1,0]}\n  return %w\n}\n",
@@ -182,7 +188,10 @@ std::vector<Graph> window_bodies() {
            "graph @k(%a: f32[2,20000]) {\n  %y = neg(%a)\n  %w = pad(%y) {low=[0,20000], high=[0,0]}\n"
            "  return %w\n}\n",
            "graph @k(%a: f32[3,40]) {\n  %y = exp(%a)\n  %w = pad(%y) {low=[0,40], high=[0,0]}\n"
-           "  %v = pad(%y) {low=[3,0], high=[0,0]}\n  return %y, %w, %v\n}\n"}) {
+           "  %v = pad(%y) {low=[3,0], high=[0,0]}\n  return %y, %w, %v\n}\n",
+           "graph @k(%a: f32[3,40], %b: f32[3,40]) {\n  %y = mul(%a, %b)\n  %z = tanh(%a)\n  %s = add(%y, %z)\n"
+           "  %w = pad(%y) {low=[0,0], high=[0,40]}\n  %v = pad(%z) {low=[0,40], high=[0,0]}\n"
+           "  return %s, %w, %v\n}\n"}) {
     bodies.push_back(testing::parse_typed(text));
   }
   return bodies;

@@ -17,6 +17,11 @@
 // no C++ type here: the interpreter computes them in f32 and rounds (interpreter.h).
 // gelu (its `approximate` attribute) and select are not here: their kernels are their
 // definition. cast's element conversion is `cast_element`.
+//
+// The functors' `apply` and the visitors are WEFT_HD (ir/host_device.h): CUDA device code
+// calls them too (the persistent loop kernel, runtime/cuda/recurrent_kernel_device.inc,
+// computes its f32 ops with them, so it cannot disagree with the oracle's definition;
+// the device's libm may round exp, tanh, … differently from the host's).
 
 #include <algorithm>
 #include <cmath>
@@ -26,6 +31,7 @@
 #include <type_traits>
 
 #include "ir/dtype.h"
+#include "ir/host_device.h"
 #include "ir/op.h"
 
 namespace weft::scalar {
@@ -59,14 +65,14 @@ T wrap_mul(T a, T b) {
 
 struct Neg {
   static constexpr unsigned kTypes = kNumbers;
-  template <typename T> static T apply(T x) {
+  template <typename T> WEFT_HD static T apply(T x) {
     if constexpr (kIsFloat<T>) return -x;
     else return wrap_sub<T>(T{0}, x);
   }
 };
 struct Abs {
   static constexpr unsigned kTypes = kNumbers;
-  template <typename T> static T apply(T x) {
+  template <typename T> WEFT_HD static T apply(T x) {
     if constexpr (kIsFloat<T>) return std::fabs(x);
     else if constexpr (std::is_unsigned_v<T>) return x;
     else return x < 0 ? wrap_sub<T>(T{0}, x) : x;
@@ -74,7 +80,7 @@ struct Abs {
 };
 struct Sign {
   static constexpr unsigned kTypes = kNumbers;
-  template <typename T> static T apply(T x) {
+  template <typename T> WEFT_HD static T apply(T x) {
     if constexpr (kIsFloat<T>) {
       if (std::isnan(x)) return x;
     }
@@ -87,7 +93,7 @@ struct Sign {
 };
 struct Relu {
   static constexpr unsigned kTypes = kNumbers;
-  template <typename T> static T apply(T x) {
+  template <typename T> WEFT_HD static T apply(T x) {
     if constexpr (kIsFloat<T>) {
       if (std::isnan(x)) return x;
     }
@@ -97,7 +103,7 @@ struct Relu {
 #define WEFT_FLOAT_UNARY(Name, expr)                            \
   struct Name {                                                 \
     static constexpr unsigned kTypes = kFloats;                 \
-    template <typename T> static T apply(T x) { return expr; }  \
+    template <typename T> WEFT_HD static T apply(T x) { return expr; }  \
   };
 WEFT_FLOAT_UNARY(Exp, std::exp(x))
 WEFT_FLOAT_UNARY(Log, std::log(x))
@@ -113,14 +119,14 @@ WEFT_FLOAT_UNARY(Softplus, std::max(x, T{0}) + std::log1p(std::exp(-std::fabs(x)
 #undef WEFT_FLOAT_UNARY
 struct Floor {
   static constexpr unsigned kTypes = kNumbers;
-  template <typename T> static T apply(T x) {
+  template <typename T> WEFT_HD static T apply(T x) {
     if constexpr (kIsFloat<T>) return std::floor(x);
     else return x;
   }
 };
 struct Not {
   static constexpr unsigned kTypes = kBool;
-  template <typename T> static T apply(T x) { return !x; }
+  template <typename T> WEFT_HD static T apply(T x) { return !x; }
 };
 
 // ---- binary ----
@@ -143,7 +149,7 @@ struct TotalBinary {
 struct Add : TotalBinary {
   static constexpr unsigned kTypes = kNumbers;
   static constexpr bool kQuietsNaN = true;
-  template <typename T> static T apply(T a, T b) {
+  template <typename T> WEFT_HD static T apply(T a, T b) {
     if constexpr (kIsFloat<T>) return a + b;
     else return wrap_add(a, b);
   }
@@ -151,7 +157,7 @@ struct Add : TotalBinary {
 struct Sub : TotalBinary {
   static constexpr unsigned kTypes = kNumbers;
   static constexpr bool kQuietsNaN = true;
-  template <typename T> static T apply(T a, T b) {
+  template <typename T> WEFT_HD static T apply(T a, T b) {
     if constexpr (kIsFloat<T>) return a - b;
     else return wrap_sub(a, b);
   }
@@ -159,7 +165,7 @@ struct Sub : TotalBinary {
 struct Mul : TotalBinary {
   static constexpr unsigned kTypes = kNumbers;
   static constexpr bool kQuietsNaN = true;
-  template <typename T> static T apply(T a, T b) {
+  template <typename T> WEFT_HD static T apply(T a, T b) {
     if constexpr (kIsFloat<T>) return a * b;
     else return wrap_mul(a, b);
   }
@@ -167,7 +173,7 @@ struct Mul : TotalBinary {
 struct Div : TotalBinary {
   static constexpr unsigned kTypes = kNumbers;
   static constexpr bool kQuietsNaN = true;
-  template <typename T> static T apply(T a, T b) {
+  template <typename T> WEFT_HD static T apply(T a, T b) {
     if constexpr (kIsFloat<T>) {
       return a / b;
     } else {
@@ -187,7 +193,7 @@ struct Div : TotalBinary {
 };
 struct Pow : TotalBinary {
   static constexpr unsigned kTypes = kNumbers;
-  template <typename T> static T apply(T a, T b) {
+  template <typename T> WEFT_HD static T apply(T a, T b) {
     if constexpr (kIsFloat<T>) {
       return std::pow(a, b);
     } else {
@@ -209,7 +215,7 @@ struct Pow : TotalBinary {
 };
 struct Maximum : TotalBinary {
   static constexpr unsigned kTypes = kNumbers;
-  template <typename T> static T apply(T a, T b) {
+  template <typename T> WEFT_HD static T apply(T a, T b) {
     if constexpr (kIsFloat<T>) {
       if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
     }
@@ -218,7 +224,7 @@ struct Maximum : TotalBinary {
 };
 struct Minimum : TotalBinary {
   static constexpr unsigned kTypes = kNumbers;
-  template <typename T> static T apply(T a, T b) {
+  template <typename T> WEFT_HD static T apply(T a, T b) {
     if constexpr (kIsFloat<T>) {
       if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
     }
@@ -230,25 +236,25 @@ struct Comparison : TotalBinary {
   static constexpr unsigned kTypes = kNumbers | kBool;
   static constexpr bool kCompare = true;
 };
-struct Eq : Comparison { template <typename T> static bool apply(T a, T b) { return a == b; } };
-struct Ne : Comparison { template <typename T> static bool apply(T a, T b) { return a != b; } };
-struct Lt : Comparison { template <typename T> static bool apply(T a, T b) { return a < b; } };
-struct Le : Comparison { template <typename T> static bool apply(T a, T b) { return a <= b; } };
-struct Gt : Comparison { template <typename T> static bool apply(T a, T b) { return a > b; } };
-struct Ge : Comparison { template <typename T> static bool apply(T a, T b) { return a >= b; } };
+struct Eq : Comparison { template <typename T> WEFT_HD static bool apply(T a, T b) { return a == b; } };
+struct Ne : Comparison { template <typename T> WEFT_HD static bool apply(T a, T b) { return a != b; } };
+struct Lt : Comparison { template <typename T> WEFT_HD static bool apply(T a, T b) { return a < b; } };
+struct Le : Comparison { template <typename T> WEFT_HD static bool apply(T a, T b) { return a <= b; } };
+struct Gt : Comparison { template <typename T> WEFT_HD static bool apply(T a, T b) { return a > b; } };
+struct Ge : Comparison { template <typename T> WEFT_HD static bool apply(T a, T b) { return a >= b; } };
 struct And : TotalBinary {
   static constexpr unsigned kTypes = kBool;
-  template <typename T> static T apply(T a, T b) { return a && b; }
+  template <typename T> WEFT_HD static T apply(T a, T b) { return a && b; }
 };
 struct Or : TotalBinary {
   static constexpr unsigned kTypes = kBool;
-  template <typename T> static T apply(T a, T b) { return a || b; }
+  template <typename T> WEFT_HD static T apply(T a, T b) { return a || b; }
 };
 
 /// Calls `f(M{})` with M the scalar math of unary elementwise op `op`; false (and no
 /// call) when `op` has none here.
 template <typename F>
-bool visit_unary_math(Op op, F&& f) {
+WEFT_HD bool visit_unary_math(Op op, F&& f) {
   switch (op) {
     case Op::Neg: f(Neg{}); return true;
     case Op::Abs: f(Abs{}); return true;
@@ -274,7 +280,7 @@ bool visit_unary_math(Op op, F&& f) {
 /// Calls `f(M{})` with M the scalar math of binary elementwise op `op`; false (and no
 /// call) when `op` has none here.
 template <typename F>
-bool visit_binary_math(Op op, F&& f) {
+WEFT_HD bool visit_binary_math(Op op, F&& f) {
   switch (op) {
     case Op::Add: f(Add{}); return true;
     case Op::Sub: f(Sub{}); return true;
@@ -299,7 +305,7 @@ bool visit_binary_math(Op op, F&& f) {
 /// with: add for sum and for mean (which then divides by the count); false (and no call)
 /// for max, min and argmax, which pick an element.
 template <typename F>
-bool visit_reduction_math(Op op, F&& f) {
+WEFT_HD bool visit_reduction_math(Op op, F&& f) {
   switch (op) {
     case Op::Sum:
     case Op::Mean: f(Add{}); return true;

@@ -17,6 +17,11 @@
 //   (no invocation for %c: %a, %b and %c are one buffer, live from %a's kernel on: the
 //   memory plan's stored concat, PlanOptions::stored_concats)
 //
+// Several parts may come from one kernel (fuse-elementwise makes the parts of one
+// iteration space one kernel, passes/fuse_elementwise.h: an LSTM's four gate gradients):
+// its body then ends with one pad per part, each output stored into its window of the
+// one buffer, and the stored concat has one writer.
+//
 // A kernel body whose output is a `pad` stores it through a *store window* (codegen's
 // output_window): it writes the pad's operand into its window of the result buffer and
 // leaves the padding as it is (another kernel's window). Run by the reference

@@ -82,10 +82,44 @@
 // op, an assign or the graph's outputs is left as it was (stored once, which costs no
 // more than the copy a lone cast kernel would write).
 //
+// Parts of one concat (FuseOptions::merge_parts): the elementwise nodes whose results
+// are operands (*parts*) of one concat, or of concats sharing a part, and that compute
+// one iteration space (the same result shape) start one group together: the last of them
+// is its root, the others are more results, and the producers they share (a recurrent
+// cell's dc, its gates' activations) join it as they would join one root's group, each
+// computed once. fold-concats then has the one kernel store every part in its window of
+// the concat's buffer (passes/fold_concats.h). An LSTM's backward time step:
+//
+//   %dc = add(%dc_in, mul(mul(%dh, %o), tanh'(%c)))    (the cell's gradient)
+//   %di = mul(mul(%dc, %g), σ'(%i))   %df = mul(mul(%dc, %c_prev), σ'(%f))
+//   %dg = mul(mul(%dc, %i), tanh'(%g))   %do = mul(mul(%dh, tanh(%c)), σ'(%o))
+//   %dgates = concat(%di, %df, %dg, %do) {axis=1}      (for dh·W_hh's GEMM)
+//   %dc_next = mul(%dc, %f)
+// was four kernels for the parts, the first storing six values that the other three and
+// a fifth, for %dc_next, read back; it is one kernel storing the four parts and %dc_next,
+// and no other value. A part stays out when it computes another shape (another
+// iteration space), or when a node before the root that is not a part reads it and leads
+// to a part (the kernel would need its own result: a GEMM between them); such a part is
+// a group of its own, as before. A group of parts takes no reductions (it stays an
+// elementwise kernel, which fold-concats can store in place). If the groups formed so
+// would, contracted, make the graph cyclic, grouping is redone without parts first.
+//
+// Readers (also FuseOptions::merge_parts): once the groups are formed, an elementwise
+// group whose outside operands are results of one other elementwise group of its shape,
+// inputs, or nodes outside any group before that group's first member, joins that group
+// when every value it reads from it is read by the two groups alone. The joined kernel
+// computes the reader's values too and stores none of the values it read (above:
+// %dc_next reads %dc and σ(%f), which only the gates' gradients read besides). A reader
+// of a value that a library op, an output or a third kernel reads too stays apart (an
+// optimizer's update of a gradient that is also summed: merge-updates wants the update
+// kernel alone), and so does one reading anything computed later (a GRU's dh sum reading
+// the GEMM of the concat its producer stores).
+//
 // The groups are checked to be acyclic when contracted (the strict rules guarantee it:
-// every user of a member is in its group or after its root), and the graph is sorted
-// topologically after the replacement (users of an escaped value, assigns included,
-// move after the kernel that now computes it).
+// every user of a member is in its group or after its root; the relaxed ones — a row
+// group's or a part's earlier users, a reader joining — are checked, and undone), and
+// the graph is sorted topologically after the replacement (users of an escaped value,
+// assigns included, move after the kernel that now computes it).
 // Every fusible node ends up in exactly one `fused` node, a group of one included: the
 // CPU backend runs every elementwise op as a generated kernel.
 //
@@ -119,6 +153,11 @@ struct FuseOptions {
   /// whose library reduces 16-bit floats through a converted f32 copy (the CPU's,
   /// runtime/cpu/half.cc; codegen::LowerOptions::fuse_lone_half_reductions).
   bool lone_half_reductions = false;
+  /// Kernels that share their work (see "Parts of one concat" at the top of this file):
+  /// the elementwise producers of a concat's parts over one iteration space form one
+  /// kernel, and a kernel reading only another's values joins it. Off, each part is a
+  /// kernel of its own and a reader stays apart, as before (for measurements).
+  bool merge_parts = true;
 };
 
 class FuseElementwisePass : public Pass {

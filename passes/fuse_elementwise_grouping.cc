@@ -17,9 +17,11 @@ FusionGrouping::FusionGrouping(const Graph& g, const FuseOptions& options)
 }
 
 void FusionGrouping::form() {
-  form_groups(/*relaxed=*/options_.rows, /*later=*/true);
-  if (!acyclic()) form_groups(options_.rows, false);
-  if (!acyclic()) form_groups(false, false);
+  form_groups(/*relaxed=*/options_.rows, /*later=*/true, /*parts=*/options_.merge_parts);
+  if (!acyclic() && options_.merge_parts) form_groups(options_.rows, true, false);
+  if (!acyclic()) form_groups(options_.rows, false, false);
+  if (!acyclic()) form_groups(false, false, false);
+  if (options_.merge_parts) merge_readers();
 }
 
 void FusionGrouping::classify_nodes() {
@@ -55,9 +57,10 @@ bool FusionGrouping::reaches(int from, int to) const {
   return false;
 }
 
-void FusionGrouping::form_groups(bool relaxed, bool later) {
+void FusionGrouping::form_groups(bool relaxed, bool later, bool parts) {
   relaxed_ = relaxed;
   later_ = later;
+  parts_ = parts;
   group_.assign(n_, -1);
   groups_.clear();
   extra_.clear();
@@ -68,6 +71,15 @@ void FusionGrouping::form_groups(bool relaxed, bool later) {
 
 void FusionGrouping::grow_group(int root) {
   GrowingGroup grow = start_group(root);
+  const std::vector<int> parts = parts_ && !reduction_[root] ? concat_parts(root) : std::vector<int>{root};
+  if (parts.size() > 1) {
+    grow.rows = false;  // an elementwise kernel, so that it may store its parts in place
+    for (size_t k = 1; k < parts.size(); ++k) {
+      group_[parts[k]] = grow.id;
+      groups_[grow.id].push_back(parts[k]);
+      extra_[grow.id].push_back(parts[k]);  // read by its concat, after the root
+    }
+  }
   for (bool grew = true; grew;) {
     grew = false;
     for (size_t k = 0; k < groups_[grow.id].size(); ++k) {

@@ -33,7 +33,8 @@ class FusionGrouping {
   FusionGrouping(const Graph& g, const FuseOptions& options);
 
   /// Forms the groups; when contracting them would make the graph cyclic (through the
-  /// escapes to later users or the relaxed rows), forms them again without those.
+  /// concats' parts, the escapes to later users or the relaxed rows), forms them again
+  /// without those; then lets readers join their producers' groups (merge_readers).
   void form();
 
   /// Per group, its member node indices, root first (the pass sorts them in place).
@@ -52,17 +53,40 @@ class FusionGrouping {
 
   /// Whether node `from` reaches node `to` through users (nodes after `to` cannot).
   bool reaches(int from, int to) const;
+  /// Whether node `from` reaches one of `targets` (node indices, none after `last`).
+  bool reaches_any(int from, const std::vector<int>& targets, int last) const;
 
   /// `relaxed`: a row group's member may also be used by a node before the root that
   /// does not lead back to it (layer-norm backward's x̂ in the gain's gradient, computed
   /// before the GELU backward that ends the group); `later`: an elementwise group's
   /// member may also be used after the root (it leaves the kernel as an extra result);
   /// form() then checks that the groups together leave the graph acyclic.
-  void form_groups(bool relaxed, bool later);
+  /// `parts`: a group whose root is part of a concat starts with the concat's other
+  /// parts too (concat_parts).
+  void form_groups(bool relaxed, bool later, bool parts);
 
-  /// Starts a group at `root` and lets producers join until none can: one that fails
-  /// only because a user is not in the group yet may join once it is (softmax's exp
-  /// feeds the sum and the division). A reduction that absorbs nothing stays alone.
+  /// The parts of the concats `root` is a part of (and, transitively, of the concats
+  /// those are parts of) that may start one group with it: elementwise, fusible, in no
+  /// group yet, of root's shape, each of their other users after the root, an assign, a
+  /// part too, or a node that leads to no part. Root first; just the root when there are
+  /// no others.
+  std::vector<int> concat_parts(int root) const;
+
+  /// Each elementwise group that reads another elementwise group of its shape, values
+  /// that only the two read, and otherwise only inputs and nodes outside the groups
+  /// before that group's first member, joins it unless that makes the groups cyclic: the
+  /// reader's values and the producer's it reads come from one kernel (an LSTM's next
+  /// cell gradient dc·f beside the gates' gradients).
+  void merge_readers();
+
+  /// Group `id`'s members whose value is used outside it (or is a graph output), its last
+  /// member (the root the pass makes its fused node) aside.
+  std::vector<int> escaping(int id) const;
+
+  /// Starts a group at `root` (with the other parts of its concats, when form_groups was
+  /// asked to) and lets producers join until none can: one that fails only because a
+  /// user is not in the group yet may join once it is (softmax's exp feeds the sum and
+  /// the division). A reduction that absorbs nothing stays alone.
   void grow_group(int root);
 
   /// Whether reduction `root`, having absorbed nothing, still becomes a kernel of one:
@@ -103,7 +127,7 @@ class FusionGrouping {
   const int n_;
   std::vector<char> fusible_, reduction_;
   std::vector<std::vector<int>> users_;
-  bool relaxed_ = false, later_ = false;
+  bool relaxed_ = false, later_ = false, parts_ = false;
   std::vector<int> group_;               // node -> its group, or -1
   std::vector<std::vector<int>> groups_;  // member node indices, root first
   std::vector<std::vector<int>> extra_;   // members whose value also leaves the kernel

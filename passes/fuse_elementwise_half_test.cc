@@ -66,8 +66,8 @@ TEST(FuseElementwiseTest, WideningCastsAreCopiedIntoEachUsersKernel) {
   return %a, %s, %m
 }
 )");
-  // A narrowing cast is never copied (it leaves its first user's kernel as one more
-  // result).
+  // A narrowing cast is never copied: it is computed once, in its first user's kernel,
+  // which its second user joins, reading nothing else (FuseOptions::merge_parts).
   EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%h: bf16[8], %x: f32[8]) {
   %w = cast(%h) {dtype=f32} : f32[8]
   %a = exp(%w) : f32[8]
@@ -90,16 +90,12 @@ TEST(FuseElementwiseTest, WideningCastsAreCopiedIntoEachUsersKernel) {
       %t1 = neg(%t0) : f32[8]
       return %t1
   })
-  %c, %n = fused(%x) : bf16[8], bf16[8] ({
+  %d, %c = fused(%x) : bf16[8], bf16[8] ({
     ^body(%0: f32[8]):
       %t0 = cast(%0) {dtype=bf16} : bf16[8]
       %t1 = neg(%t0) : bf16[8]
-      return %t1, %t0
-  })
-  %d = fused(%n) : bf16[8] ({
-    ^body(%0: bf16[8]):
-      %t0 = abs(%0) : bf16[8]
-      return %t0
+      %t2 = abs(%t0) : bf16[8]
+      return %t2, %t1
   })
   return %a, %b, %c, %d
 }

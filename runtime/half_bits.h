@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "runtime/host_device.h"
+#include "ir/host_device.h"
 
 namespace weft::half_bits {
 

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "runtime/host_device.h"
+#include "ir/host_device.h"
 
 namespace weft::cuda {
 

@@ -1,28 +1,41 @@
 #pragma once
 // CUDA's built-ins for the host compiler, so that a test can run a kernel's source on the
 // host without a GPU (attention_kernels_emulation_test, library_kernels_emulation_test,
-// pool_emulation_test): every thread of a block is a std::thread, __syncthreads a barrier
-// of the block, a warp shuffle two barriers of the warp around a slot array, and
-// `extern __shared__` memory the test's own array. Blocks run one after another. It
-// checks a kernel's arithmetic, indexing and synchronization as written, not its speed,
-// its memory model or its compiler; include it before the kernels' source, and only in
-// tests (slow: a thread per CUDA thread).
+// pool_emulation_test, recurrent_kernel_emulation_test): every thread of a block is a
+// std::thread, __syncthreads a barrier of the block, a warp shuffle two barriers of the
+// warp around a slot array. It checks a kernel's arithmetic, indexing and synchronization
+// as written, not its speed, its memory model or its compiler; include it before the
+// kernels' source, and only in tests (slow: a thread per CUDA thread).
 //
-// What it gives, all one-dimensional (x only):
-// - threadIdx, blockIdx, blockDim, gridDim; run_grid(blocks, threads, kernel) launches.
+// Two launches, all one-dimensional (x only):
+// - run_grid(blocks, threads, kernel): blocks run one after another, `extern __shared__`
+//   memory is the test's own array (below).
+// - run_cooperative_grid(blocks, threads, shared_bytes, kernel), as cudaLaunchKernelEx
+//   with cudaLaunchAttributeCooperative: every block's threads are alive at once, so a
+//   grid-wide barrier works, and each block has its own `shared_bytes` of dynamic shared
+//   memory (filled with garbage, as on a device), which a kernel names through
+//   WEFT_DYNAMIC_SHARED(type, name) (a `type*`; nvcc's side is `extern __shared__ type
+//   name[]`, defined by the kernel source).
+//
+// What it gives:
+// - threadIdx, blockIdx, blockDim, gridDim.
 // - __syncthreads; __shfl_sync and __shfl_xor_sync of any type of up to 8 bytes (float,
 //   double, ints), all 32 lanes of the warp taking part (the kernels' masks are full).
 // - float4 and double2 (16-byte aligned, as CUDA's), for the kernels' 16-byte loads.
-// - atomicCAS (int) and atomicAdd (int, unsigned long long, float, double), through
-//   std::atomic_ref.
+// - atomicCAS (int) and atomicAdd (int, unsigned, unsigned long long, float, double),
+//   through std::atomic_ref; __threadfence (a sequentially consistent fence) and
+//   __nanosleep (a yield), for a grid barrier that polls a counter through a volatile
+//   load (plain C++ volatile: a load the compiler neither drops nor hoists, which x86
+//   makes atomic for an aligned word).
 // - The math library's float overloads (exp(float) is expf, as in device code) beside
 //   libm's double functions, and min of int64_t.
 // - `__shared__`: by default nothing, for `extern __shared__` arrays, which the test
-//   defines itself (one array, every block's: blocks run one at a time). A kernel source
-//   that declares a fixed-size `__shared__` array in a function defines
+//   defines itself (one array, every block's: run_grid's blocks run one at a time). A
+//   kernel source that declares a fixed-size `__shared__` array in a function defines
 //   WEFT_CUDA_EMULATION_STATIC_SHARED before including this header: `__shared__` is then
 //   `static`, one array that every thread of the running block shares. One translation
-//   unit cannot have both kinds.
+//   unit cannot have both kinds, and neither is per block under run_cooperative_grid:
+//   there, use WEFT_DYNAMIC_SHARED.
 
 #include <atomic>
 #include <barrier>
@@ -49,19 +62,29 @@ struct Dim3 {
   unsigned x = 0;
 };
 
-/// The block being run: its barrier, one per warp, and each thread's shuffle slot.
+/// 16 bytes of a block's dynamic shared memory (its alignment, as CUDA's).
+struct alignas(16) SharedChunk {
+  unsigned char bytes[16];
+};
+
+/// A block being run: its barrier, one per warp, each thread's shuffle slot and its
+/// dynamic shared memory (run_cooperative_grid's; empty under run_grid).
 struct Block {
-  explicit Block(unsigned threads) : sync(threads), slots(threads) {
+  explicit Block(unsigned threads, size_t shared_bytes = 0)
+      : sync(threads), slots(threads), shared((shared_bytes + sizeof(SharedChunk) - 1) / sizeof(SharedChunk)) {
     for (unsigned w = 0; w < threads / 32; ++w) warps.push_back(std::make_unique<std::barrier<>>(32));
+    if (!shared.empty()) std::memset(static_cast<void*>(shared.data()), 0x7f, shared.size() * sizeof(SharedChunk));
   }
   std::barrier<> sync;
   std::vector<std::unique_ptr<std::barrier<>>> warps;
   std::vector<uint64_t> slots;  ///< Up to 8 bytes per thread.
+  std::vector<SharedChunk> shared;
 };
 
 inline thread_local Dim3 thread_index, block_index;
 inline Dim3 block_dim, grid_dim;
-inline Block* block = nullptr;
+/// The calling thread's block.
+inline thread_local Block* block = nullptr;
 
 /// Runs `kernel()` as `blocks` blocks of `threads` threads (a multiple of 32).
 template <typename Kernel>
@@ -70,18 +93,40 @@ void run_grid(unsigned blocks, unsigned threads, Kernel&& kernel) {
   grid_dim.x = blocks;
   for (unsigned b = 0; b < blocks; ++b) {
     Block current(threads);
-    block = &current;
     std::vector<std::thread> pool;
     for (unsigned t = 0; t < threads; ++t) {
       pool.emplace_back([&, t] {
         thread_index.x = t;
         block_index.x = b;
+        block = &current;
         kernel();
       });
     }
     for (std::thread& t : pool) t.join();
   }
-  block = nullptr;
+}
+
+/// Runs `kernel()` as `blocks` blocks of `threads` threads (a multiple of 32), all alive
+/// at once (a cooperative launch: a grid-wide barrier may hold them), each block with its
+/// own `shared_bytes` of dynamic shared memory (WEFT_DYNAMIC_SHARED).
+template <typename Kernel>
+void run_cooperative_grid(unsigned blocks, unsigned threads, size_t shared_bytes, Kernel&& kernel) {
+  block_dim.x = threads;
+  grid_dim.x = blocks;
+  std::vector<std::unique_ptr<Block>> grid;
+  for (unsigned b = 0; b < blocks; ++b) grid.push_back(std::make_unique<Block>(threads, shared_bytes));
+  std::vector<std::thread> pool;
+  for (unsigned b = 0; b < blocks; ++b) {
+    for (unsigned t = 0; t < threads; ++t) {
+      pool.emplace_back([&, b, t] {
+        thread_index.x = t;
+        block_index.x = b;
+        block = grid[b].get();
+        kernel();
+      });
+    }
+  }
+  for (std::thread& t : pool) t.join();
 }
 
 }  // namespace weft::cuda::emulation
@@ -92,6 +137,14 @@ void run_grid(unsigned blocks, unsigned threads, Kernel&& kernel) {
 #define gridDim ::weft::cuda::emulation::grid_dim
 
 inline void __syncthreads() { weft::cuda::emulation::block->sync.arrive_and_wait(); }
+
+/// The running block's dynamic shared memory as a `type*` named `name`
+/// (run_cooperative_grid's `shared_bytes`).
+#define WEFT_DYNAMIC_SHARED(type, name) \
+  type* name = reinterpret_cast<type*>(::weft::cuda::emulation::block->shared.data())
+
+inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline void __nanosleep(unsigned /*ns*/) { std::this_thread::yield(); }
 
 /// Lane `source`'s x, all 32 lanes taking part.
 template <typename T>
@@ -125,6 +178,7 @@ inline int atomicCAS(int* at, int compare, int value) {
   return compare;  // The old value, whether or not it was swapped.
 }
 inline int atomicAdd(int* at, int v) { return std::atomic_ref<int>(*at).fetch_add(v); }
+inline unsigned atomicAdd(unsigned* at, unsigned v) { return std::atomic_ref<unsigned>(*at).fetch_add(v); }
 inline unsigned long long atomicAdd(unsigned long long* at, unsigned long long v) {
   return std::atomic_ref<unsigned long long>(*at).fetch_add(v);
 }

@@ -20,7 +20,7 @@ namespace {
 
 TEST(Fatbin, EveryObjectCarriesEachArchitecture) {
   for (const char* path : {"runtime/cuda/attention_kernels.cu.o", "runtime/cuda/library_kernels.cu.o",
-                           "runtime/cuda/pool.cu.o"}) {
+                           "runtime/cuda/pool.cu.o", "runtime/cuda/recurrent_kernel.cu.o"}) {
     StatusOr<std::vector<FatbinEntry>> entries = read_fatbin(path);
     ASSERT_TRUE(entries.ok()) << entries.error().message;
     std::sort(entries->begin(), entries->end());  // nvcc's order is its own

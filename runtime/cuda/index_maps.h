@@ -15,7 +15,7 @@
 
 #include <cstdint>
 
-#include "runtime/host_device.h"
+#include "ir/host_device.h"
 
 namespace weft::cuda {
 

@@ -22,7 +22,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "runtime/host_device.h"
+#include "ir/host_device.h"
 
 namespace weft::cuda {
 

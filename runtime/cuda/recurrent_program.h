@@ -28,11 +28,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define WEFT_RECURRENT_HD __host__ __device__
-#else
-#define WEFT_RECURRENT_HD
-#endif
+#include "ir/host_device.h"
 
 namespace weft::cuda {
 
@@ -48,13 +44,13 @@ struct StepAddress {
   uint64_t last = 0;
 };
 
-WEFT_RECURRENT_HD inline uint64_t step_address(const StepAddress& a, int64_t t, int64_t length) {
+WEFT_HD inline uint64_t step_address(const StepAddress& a, int64_t t, int64_t length) {
   if (t == 0 && a.first != 0) return a.first;
   if (t == length - 1 && a.last != 0) return a.last;
   return a.base + static_cast<uint64_t>(t * a.stride);
 }
 
-WEFT_RECURRENT_HD inline bool invariant(const StepAddress& a) {
+WEFT_HD inline bool invariant(const StepAddress& a) {
   return a.stride == 0 && a.first == 0 && a.last == 0;
 }
 

@@ -9,6 +9,8 @@
 #include <random>
 #include <vector>
 
+#include "runtime/cuda/recurrent_testing.h"
+
 namespace weft::cuda {
 namespace {
 
@@ -34,49 +36,27 @@ struct SimpleRnn {
   std::vector<float> ys = std::vector<float>(static_cast<size_t>(steps * batch * hidden), 0.0f);
   std::vector<float> g = std::vector<float>(static_cast<size_t>(batch * hidden), 0.0f);
 
-  std::vector<StepAddress> buffers;
-  std::vector<RecurrentPhase> phases;
-  std::vector<ElementMap> maps;
-  std::vector<CellInstr> instrs;
+  recurrent_testing::Program program;
 
   void plan() {
+    using namespace recurrent_testing;  // NOLINT: the program's constructors
     const int64_t slot = batch * hidden * static_cast<int64_t>(sizeof(float));
     const int64_t first_slot = reversed ? (steps - 1) * slot : 0;
     const int64_t step = reversed ? -slot : slot;
+    program = recurrent_testing::Program{};
+    program.length = steps;
     // 0: h (chained), 1: W, 2: G, 3: x_t, 4: y_t.
-    buffers = {{address(ys) + first_slot - step, step, address(h0), 0},
-               {address(w), 0, 0, 0},
-               {address(g), 0, 0, 0},
-               {address(xs) + first_slot, step, 0, 0},
-               {address(ys) + first_slot, step, 0, 0}};
-    RecurrentPhase mm;
-    mm.kind = PhaseKind::matmul;
-    mm.a = 0, mm.b = 1, mm.c = 2;
-    mm.m = batch, mm.n = hidden, mm.k = hidden;
-    mm.lda = hidden, mm.ldb = hidden, mm.ldc = hidden;
-    RecurrentPhase cell;
-    cell.rows = batch, cell.cols = hidden;
-    cell.operand_count = 2, cell.result_count = 1, cell.instr_count = 5;
-    phases = {mm, cell};
-    maps = {{2, 0, hidden, 1}, {3, 0, hidden, 1}, {4, 0, hidden, 1}};
-    instrs = {{kLoadOp, 0, 0},
-              {kLoadOp, 1, 1},
-              {static_cast<uint16_t>(Op::Add), 2, 0, 1},
-              {static_cast<uint16_t>(Op::Tanh), 3, 2},
-              {kStoreOp, 0, 0, 3}};
+    program.buffers = {{address(ys) + first_slot - step, step, address(h0), 0},
+                       {address(w), 0, 0, 0},
+                       {address(g), 0, 0, 0},
+                       {address(xs) + first_slot, step, 0, 0},
+                       {address(ys) + first_slot, step, 0, 0}};
+    program.phases.push_back(matmul(0, 1, 2, batch, hidden, hidden));
+    program.elementwise(batch, hidden, {{2, 0, hidden, 1}, {3, 0, hidden, 1}}, {{4, 0, hidden, 1}},
+                        {load(0, 0), load(1, 1), op(Op::Add, 2, 0, 1), op(Op::Tanh, 3, 2), store(0, 3)});
   }
 
-  RecurrentProgramView view() const {
-    return {steps,
-            static_cast<int32_t>(buffers.size()),
-            static_cast<int32_t>(phases.size()),
-            static_cast<int32_t>(maps.size()),
-            static_cast<int32_t>(instrs.size()),
-            buffers.data(),
-            phases.data(),
-            maps.data(),
-            instrs.data()};
-  }
+  RecurrentProgramView view() const { return program.view(); }
 
   // The same loop written out, in f64.
   std::vector<double> expected() const {
@@ -165,23 +145,23 @@ TEST(RecurrentReference, MalformedProgramsAreErrorsNamingThePhase) {
     EXPECT_EQ(rnn.ys, before);  // nothing written
     return s.ok() ? std::string("ok") : s.error().message;
   };
-  rnn.phases[0].b = 9;
+  rnn.program.phases[0].b = 9;
   EXPECT_EQ(message(), "persistent loop program: phase 0: buffer 9 out of range");
   rnn.plan();
-  rnn.phases[0].lda = 2;
+  rnn.program.phases[0].lda = 2;
   EXPECT_EQ(message(), "persistent loop program: phase 0: a leading dimension shorter than its rows");
   rnn.plan();
-  rnn.instrs[3].op = static_cast<uint16_t>(Op::Gelu);
+  rnn.program.instrs[3].op = static_cast<uint16_t>(Op::Gelu);
   EXPECT_EQ(message(), "persistent loop program: phase 1: op " + std::to_string(static_cast<int>(Op::Gelu)) +
                            " is not one a program may hold");
   rnn.plan();
-  rnn.instrs[4].b = kMaxCellRegisters;
+  rnn.program.instrs[4].b = kMaxCellRegisters;
   EXPECT_EQ(message(), "persistent loop program: phase 1: a store out of range");
   rnn.plan();
-  rnn.phases[1].result_count = 2;
+  rnn.program.phases[1].result_count = 2;
   EXPECT_EQ(message(), "persistent loop program: phase 1: maps out of range");
   rnn.plan();
-  rnn.maps[1].buffer = -1;
+  rnn.program.maps[1].buffer = -1;
   EXPECT_EQ(message(), "persistent loop program: phase 1: a map's buffer out of range");
 }
 

@@ -29,9 +29,11 @@ inline constexpr char kScanSlotsGraph[] = R"(graph @scan_slots(%w: f32[6,6], %h0
 }
 )";
 
-/// A concat stored in place by its parts' kernels (passes/fold_concats.h: the tanh's and
-/// the negated product's, apart since the product is summed too) and a ys bound to its
-/// slot: every window's kernel writes the slot (runtime/loop_slots.h), the GEMM reads it.
+/// A concat stored in place by its parts' kernels (passes/fold_concats.h: the tanh's, over
+/// [4,8], and one kernel over [4,4] for the two halves of the product, which is summed
+/// too: parts over different iteration spaces stay apart, passes/fuse_elementwise.h) and a
+/// ys bound to its slot: every window's kernel writes the slot (runtime/loop_slots.h), the
+/// GEMM reads it.
 /// codegen:loop_slots_test runs it on the cpu, tests/cuda's `scan_stored_concat` case on
 /// the GPU.
 inline constexpr char kScanStoredConcatGraph[] = R"(graph @scan_stored_concat(%w: f32[16,8], %h0: f32[4,8], %xs: f32[5,4,8]) {
@@ -41,8 +43,11 @@ inline constexpr char kScanStoredConcatGraph[] = R"(graph @scan_stored_concat(%w
       %a = tanh(%s) : f32[4,8]
       %p = mul(%ch, %cx) : f32[4,8]
       %q = sum(%p) {axes=[1]} : f32[4]
-      %b = neg(%p) : f32[4,8]
-      %c = concat(%a, %b) {axis=1} : f32[4,16]
+      %l = slice(%p) {start=[0, 0], stop=[4, 4]} : f32[4,4]
+      %r = slice(%p) {start=[0, 4], stop=[4, 8]} : f32[4,4]
+      %b = neg(%l) : f32[4,4]
+      %d = exp(%r) : f32[4,4]
+      %c = concat(%a, %b, %d) {axis=1} : f32[4,16]
       %m = matmul(%c, %cw) : f32[4,8]
       %n = tanh(%m) : f32[4,8]
       return %n, %c, %q

@@ -1,0 +1,134 @@
+// The persistent loop kernel (recurrent_kernel_device.inc) run on the host without a GPU:
+// every block's threads alive at once (cuda_emulation.h's cooperative launch), each CUDA
+// thread a std::thread, on small grids (3–6 blocks of 64 or 128 threads). Each case of
+// recurrent_testing.h runs from the same data on the kernel and on the host oracle
+// (recurrent_reference.h), and every array is compared (relative 1e-5; the oracle sums
+// matmuls in f64, the kernel in f32 FMAs), with the loop's constant weights kept in shared
+// memory and read from global memory; then every supported op over NaN, ±inf and ±0, bit
+// for bit.
+#include "runtime/cuda/cuda_emulation.h"  // first: CUDA's built-ins for the kernel's source
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "runtime/cuda/recurrent_kernel_device.inc"
+#include "runtime/cuda/recurrent_reference.h"
+#include "runtime/cuda/recurrent_testing.h"
+
+namespace weft::cuda {
+namespace {
+
+using emulation::run_cooperative_grid;
+using namespace recurrent_testing;
+
+/// Runs `program` on the emulated kernel: `blocks` × `threads`, with the shared memory the
+/// layout's rule gives under `shared_limit`. Returns how many matmuls kept B on chip.
+int run_kernel(const RecurrentProgramView& program, unsigned blocks, unsigned threads, uint64_t shared_limit) {
+  const uint64_t shared = recurrent_shared_bytes(program, blocks, shared_limit);
+  unsigned barrier = 0;
+  run_cooperative_grid(blocks, threads, shared, [&] { recurrent_loop(program, &barrier, shared); });
+  EXPECT_EQ(barrier & ~kSenseBit, 0u) << "the barrier's low bits are zero again after the launch";
+  return count_cached_phases(program, blocks, shared).cached;
+}
+
+constexpr uint64_t kPlentyOfShared = 1 << 20;
+
+/// Runs case `c` on the kernel (`blocks` × `threads`) and on the oracle, for B on chip and
+/// in global memory, and compares every array; c.cacheable matmuls keep B on chip with
+/// plenty of shared memory.
+void expect_matches_oracle(const Case& c, unsigned blocks, unsigned threads) {
+  Storage want = c.initial;
+  const Program oracle = c.build(host_bases(want));
+  const Status s = run_recurrent_on_host(oracle.view());
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  for (uint64_t limit : {kPlentyOfShared, uint64_t{0}}) {
+    SCOPED_TRACE(limit == 0 ? "B from global memory" : "B in shared memory");
+    Storage got = c.initial;
+    const Program program = c.build(host_bases(got));
+    EXPECT_EQ(run_kernel(program.view(), blocks, threads, limit), limit == 0 ? 0 : c.cacheable);
+    for (size_t a = 0; a < want.size(); ++a) {
+      for (size_t i = 0; i < want[a].size(); ++i) {
+        ASSERT_TRUE(close(got[a][i], want[a][i])) << "array " << a << " element " << i << ": kernel " << got[a][i]
+                                                  << ", oracle " << want[a][i];
+      }
+    }
+  }
+}
+
+TEST(RecurrentKernelEmulated, ProgramsMatchTheOracleWithBOnChipAndInGlobalMemory) {
+  for (const Case& c : kernel_cases()) {
+    SCOPED_TRACE(c.name);
+    expect_matches_oracle(c, c.blocks, /*threads=*/64);
+    SCOPED_TRACE("6 blocks of 128 threads");
+    expect_matches_oracle(c, /*blocks=*/6, /*threads=*/128);
+  }
+}
+
+// Values whose every op is defined and those where they are not.
+std::vector<float> special_values() {
+  const float inf = std::numeric_limits<float>::infinity();
+  return {std::numeric_limits<float>::quiet_NaN(), inf, -inf, 0.0f, -0.0f, 1.0f, -1.0f, 0.5f, -2.5f, 3.0f, 1e-30f,
+          88.7f, -100.0f};
+}
+
+bool same(float got, float want) {
+  if (std::isnan(want)) return std::isnan(got);
+  return std::memcmp(&got, &want, sizeof(float)) == 0;  // -0 is not +0
+}
+
+TEST(RecurrentKernelEmulated, DeviceOpsAreExactlyTheSupportedOnes) {
+  for (int code = 0; code < kNumOps; ++code) {
+    float out = 0;
+    EXPECT_EQ(cell_op(static_cast<uint16_t>(code), 1.0f, 2.0f, 3.0f, &out),
+              recurrent_op_supported(static_cast<Op>(code)))
+        << op_name(static_cast<Op>(code));
+  }
+}
+
+// One instruction over every value (unary), every pair (binary) or every triple of a
+// value, a value and a value in reverse order (select), against the oracle bit for bit.
+TEST(RecurrentKernelEmulated, EveryOpOverSpecialValuesMatchesTheOracle) {
+  const std::vector<float> values = special_values();
+  const auto count = static_cast<int64_t>(values.size());
+  std::vector<float> reversed(values.rbegin(), values.rend());
+  for (int code = 0; code < kNumOps; ++code) {
+    const Op o = static_cast<Op>(code);
+    if (!recurrent_op_supported(o)) continue;
+    SCOPED_TRACE(std::string(op_name(o)));
+    const int arity = recurrent_op_arity(o);
+    const Builder build = [&](const Bases& s) {
+      Program p;
+      p.buffers = {{at(s, 0)}, {at(s, 1)}, {at(s, 2)}};
+      std::vector<ElementMap> operands = {{0, 0, 1, 0}, {0, 0, 0, 1}, {1, 0, 0, 1}};
+      if (arity == 1) operands = {{0, 0, 0, 1}};
+      operands.resize(static_cast<size_t>(arity));
+      std::vector<CellInstr> code_ = {};
+      for (int j = 0; j < arity; ++j) code_.push_back(load(j, j));
+      code_.push_back(op(o, 3, 0, 1, 2));
+      code_.push_back(store(0, 3));
+      p.elementwise(arity == 1 ? 1 : count, count, operands, {{2, 0, count, 1}}, code_);
+      return p;
+    };
+    Storage want = {values, reversed, std::vector<float>(static_cast<size_t>(count * count), 7.0f)};
+    const Program oracle = build(host_bases(want));
+    ASSERT_TRUE(run_recurrent_on_host(oracle.view()).ok());
+    Storage got = {values, reversed, std::vector<float>(static_cast<size_t>(count * count), 7.0f)};
+    const Program program = build(host_bases(got));
+    run_kernel(program.view(), /*blocks=*/2, /*threads=*/32, /*shared_limit=*/0);
+    for (size_t i = 0; i < want[2].size(); ++i) {
+      ASSERT_TRUE(same(got[2][i], want[2][i])) << "element " << i << ": kernel " << got[2][i] << ", oracle "
+                                                << want[2][i];
+    }
+  }
+}
+
+}  // namespace
+}  // namespace weft::cuda

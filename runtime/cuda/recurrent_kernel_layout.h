@@ -1,0 +1,174 @@
+#pragma once
+// How the persistent loop kernel (recurrent_kernel.h) lays a program out on its grid: the
+// decisions the device code and its host planning share, as WEFT_HD functions of plain
+// data so that the host tests them without a GPU and the kernel recomputes them from its
+// launch (blocks, shared bytes) rather than reading a second table.
+//
+//  - A matmul phase's C[m, n] is split over the grid in 2-D (partition_matmul): column
+//    groups first, one per block while n allows, then what blocks remain split the rows.
+//    Block b takes row group b / col_groups and column group b % col_groups (matmul_tile);
+//    blocks past row_groups · col_groups idle in that phase. A block so reads only its
+//    rows of A and only its columns of B.
+//  - The shared-memory rule (SharedWalk): walking an iteration's phases in order, a matmul
+//    phase whose B is a constant of the loop (constant_b: its address invariant,
+//    recurrent_program.h, and no phase writing it) keeps its block's slice of op(B) —
+//    k × cols_per_block floats, [k][cols_per_block] row-major — in dynamic shared memory
+//    across iterations when the slice fits what the budget still leaves; any other matmul
+//    reads B from global memory. The kernel's budget is its launch's shared bytes; the
+//    plan sizes that as the sum of the slices that fit under the device's limit
+//    (recurrent_shared_bytes), and the same walk under that sum keeps the same slices.
+//
+// Example: an LSTM step's gates = h·W (m = batch 64, n = 4H = 1024, k = H = 256) on 132
+// blocks: 132 column groups of 8 columns (128 of them used), one row group; each block
+// keeps W[:, its 8 columns], 256 × 8 × 4 = 8 KiB, in shared memory for all time steps.
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+
+#include "ir/status.h"
+#include "runtime/cuda/recurrent_program.h"
+#include "ir/host_device.h"
+
+namespace weft::cuda {
+
+/// Threads per block of the persistent loop kernel (its __launch_bounds__).
+inline constexpr int kRecurrentThreads = 256;
+
+/// A matmul phase's C split over the grid: row_groups × col_groups tiles of
+/// rows_per_block × cols_per_block (the last row and column groups may be shorter).
+/// All zero when C is empty.
+struct MatmulPartition {
+  int64_t row_groups = 0, col_groups = 0;
+  int64_t rows_per_block = 0, cols_per_block = 0;
+};
+
+/// One block's tile of C: rows [row_begin, row_end) × columns [col_begin, col_end);
+/// empty when the block idles in the phase.
+struct MatmulTile {
+  int64_t row_begin = 0, row_end = 0, col_begin = 0, col_end = 0;
+};
+
+WEFT_HD inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// The split of C[m, n] over `blocks` blocks (see the top of this file).
+WEFT_HD inline MatmulPartition partition_matmul(int64_t m, int64_t n, int64_t blocks) {
+  MatmulPartition p;
+  if (m <= 0 || n <= 0 || blocks <= 0) return p;
+  p.cols_per_block = ceil_div(n, n < blocks ? n : blocks);
+  p.col_groups = ceil_div(n, p.cols_per_block);
+  const int64_t spare = blocks / p.col_groups;  // at least 1
+  p.rows_per_block = ceil_div(m, m < spare ? m : spare);
+  p.row_groups = ceil_div(m, p.rows_per_block);
+  return p;
+}
+
+/// Block `block`'s tile of C[m, n] under `p`.
+WEFT_HD inline MatmulTile matmul_tile(const MatmulPartition& p, int64_t m, int64_t n, int64_t block) {
+  MatmulTile tile;
+  if (block >= p.row_groups * p.col_groups) return tile;
+  tile.row_begin = block / p.col_groups * p.rows_per_block;
+  tile.col_begin = block % p.col_groups * p.cols_per_block;
+  tile.row_end = tile.row_begin + p.rows_per_block < m ? tile.row_begin + p.rows_per_block : m;
+  tile.col_end = tile.col_begin + p.cols_per_block < n ? tile.col_begin + p.cols_per_block : n;
+  return tile;
+}
+
+/// Bytes of one block's slice of op(B) for matmul phase `ph` on `blocks` blocks.
+WEFT_HD inline uint64_t b_slice_bytes(const RecurrentPhase& ph, int64_t blocks) {
+  const MatmulPartition p = partition_matmul(ph.m, ph.n, blocks);
+  return static_cast<uint64_t>(ph.k > 0 ? ph.k : 0) * static_cast<uint64_t>(p.cols_per_block) * sizeof(float);
+}
+
+/// Whether buffer `buffer`'s address is `address` in some iteration of `p`.
+WEFT_HD inline bool lies_at(const RecurrentProgramView& p, int32_t buffer, uint64_t address) {
+  const StepAddress& a = p.buffers[buffer];
+  if ((a.first != 0 && a.first == address) || (a.last != 0 && a.last == address)) return true;
+  if (a.stride == 0) return a.base == address;
+  const auto delta = static_cast<int64_t>(address - a.base);
+  return delta % a.stride == 0 && delta / a.stride >= 0 && delta / a.stride < p.length;
+}
+
+/// Whether some phase of `p` writes where buffer `buffer` starts: a matmul's C or an
+/// elementwise result that is that buffer, or lies at its address in some iteration.
+WEFT_HD inline bool written_in_loop(const RecurrentProgramView& p, int32_t buffer) {
+  const uint64_t address = p.buffers[buffer].base;
+  const auto writes = [&](int32_t w) { return w == buffer || lies_at(p, w, address); };
+  for (int32_t i = 0; i < p.phase_count; ++i) {
+    const RecurrentPhase& ph = p.phases[i];
+    if (ph.kind == PhaseKind::matmul) {
+      if (writes(ph.c)) return true;
+      continue;
+    }
+    for (int32_t j = 0; j < ph.result_count; ++j) {
+      if (writes(p.maps[ph.first_map + ph.operand_count + j].buffer)) return true;
+    }
+  }
+  return false;
+}
+
+/// Whether matmul phase `ph`'s B is a constant of the loop, which may stay on chip: its
+/// address invariant and no phase writing it (an invariant scratch buffer, such as a
+/// gradient computed in each iteration, is read from global memory). Writes are found by
+/// buffer and by start address; a buffer entry that starts inside B (a window of it) is
+/// not, so a program must not write into a weight through one.
+WEFT_HD inline bool constant_b(const RecurrentProgramView& p, const RecurrentPhase& ph) {
+  return ph.kind == PhaseKind::matmul && invariant(p.buffers[ph.b]) && !written_in_loop(p, ph.b);
+}
+
+/// The shared-memory rule (see the top of this file): walk an iteration's phases in order
+/// through `place`, which gives each phase's slice offset in bytes, or -1 when that phase
+/// reads B from global memory.
+struct SharedWalk {
+  uint64_t budget = 0;
+  uint64_t used = 0;
+
+  WEFT_HD int64_t place(const RecurrentProgramView& p, const RecurrentPhase& ph, int64_t blocks) {
+    if (!constant_b(p, ph)) return -1;
+    const uint64_t bytes = b_slice_bytes(ph, blocks);
+    if (bytes == 0 || bytes > budget - used) return -1;
+    const uint64_t offset = used;
+    used += bytes;
+    return static_cast<int64_t>(offset);
+  }
+};
+
+/// The dynamic shared memory a block needs on `blocks` blocks when at most `limit` bytes
+/// are available: the sum of the constant B slices that fit under the rule.
+uint64_t recurrent_shared_bytes(const RecurrentProgramView& program, int64_t blocks, uint64_t limit);
+
+/// How many matmul phases of `program` keep their B on chip with `shared_bytes` on
+/// `blocks` blocks, and how many could (a constant B, a non-empty slice).
+struct CachedPhases {
+  int cached = 0;
+  int cacheable = 0;
+};
+CachedPhases count_cached_phases(const RecurrentProgramView& program, int64_t blocks, uint64_t shared_bytes);
+
+/// A launch of the persistent loop kernel (recurrent_kernel.h).
+struct RecurrentLaunch {
+  int blocks = 0;
+  int threads = 0;
+  size_t shared_bytes = 0;
+};
+
+/// What choose_recurrent_launch needs of a device.
+struct RecurrentDeviceLimits {
+  int multiprocessors = 0;
+  uint64_t shared_per_block = 0;  ///< The opt-in maximum of dynamic shared memory per block.
+  bool cooperative = false;       ///< cudaDevAttrCooperativeLaunch.
+  /// Blocks of kRecurrentThreads threads with `shared_bytes` each that one multiprocessor
+  /// holds at once (cudaOccupancyMaxActiveBlocksPerMultiprocessor for the kernel).
+  std::function<int(uint64_t shared_bytes)> blocks_per_multiprocessor;
+};
+
+/// The launch for `program` on a device with `limits`: kRecurrentThreads threads per
+/// block; the most blocks per multiprocessor (× multiprocessors: all of them resident at
+/// once, as a cooperative launch requires) at which every constant B slice fits in shared
+/// memory, else one block per multiprocessor, where each block has the most shared memory
+/// and keeps what fits (the rest read from global memory). An error saying why when the
+/// device cannot run it at all.
+StatusOr<RecurrentLaunch> choose_recurrent_launch(const RecurrentProgramView& program,
+                                                  const RecurrentDeviceLimits& limits);
+
+}  // namespace weft::cuda

@@ -1,0 +1,161 @@
+// The persistent loop kernel's host API (recurrent_kernel.h). Without a GPU: a malformed
+// program is refused before any device is asked, and the no-device error. On a GPU
+// (skipped without one): every case of recurrent_testing.h planned with
+// plan_recurrent_launch and launched, then captured in a CUDA graph and replayed twice
+// (the capture of a cooperative launch, and the barrier counter reused across launches),
+// each run against the host oracle.
+#include "runtime/cuda/recurrent_kernel.h"
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "runtime/cuda/recurrent_reference.h"
+#include "runtime/cuda/recurrent_testing.h"
+
+namespace weft::cuda {
+namespace {
+
+using namespace recurrent_testing;
+
+bool have_gpu() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
+
+TEST(RecurrentKernel, MalformedProgramIsRefusedBeforeTheDevice) {
+  Case c = kernel_cases()[0];
+  Program program = c.build(host_bases(c.initial));
+  program.phases[0].b = 9;
+  const StatusOr<RecurrentLaunch> launch = plan_recurrent_launch(program.view(), 0);
+  ASSERT_FALSE(launch.ok());
+  EXPECT_EQ(launch.error().message, "persistent loop program: phase 0: buffer 9 out of range");
+}
+
+TEST(RecurrentKernel, WithoutAGpuPlanningSaysWhy) {
+  if (have_gpu()) GTEST_SKIP() << "a GPU is present";
+  Case c = kernel_cases()[0];
+  const Program program = c.build(host_bases(c.initial));
+  const StatusOr<RecurrentLaunch> launch = plan_recurrent_launch(program.view(), 0);
+  ASSERT_FALSE(launch.ok());
+  int device = 0;
+  const cudaError_t e = cudaGetDevice(&device);  // here: "CUDA driver version is insufficient …"
+  ASSERT_NE(e, cudaSuccess);
+  EXPECT_EQ(launch.error().message, std::string("persistent loop kernel: cudaGetDevice failed: ") + cudaGetErrorString(e));
+}
+
+#define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
+
+/// A case's arrays and program on the device.
+class OnDevice {
+ public:
+  /// Copies case `c`'s arrays and program to the device (the program's addresses the
+  /// device's) and plans its launch on device 0.
+  explicit OnDevice(const Case& c) : storage_(c.initial) {
+    for (const std::vector<float>& v : storage_) bases_.push_back(reinterpret_cast<uint64_t>(copy(v)));
+    host_program = c.build(bases_);
+    view = host_program.view();
+    view.buffers = copy(host_program.buffers);
+    view.phases = copy(host_program.phases);
+    view.maps = copy(host_program.maps);
+    view.instrs = copy(host_program.instrs);
+    barrier = allocate(recurrent_barrier_bytes());
+    cudaMemset(barrier, 0, recurrent_barrier_bytes());
+    launch = plan_recurrent_launch(host_program.view(), 0);
+  }
+  ~OnDevice() {
+    for (void* p : allocations_) cudaFree(p);
+  }
+
+  Storage download() const {
+    Storage out = storage_;
+    for (size_t a = 0; a < out.size(); ++a) {
+      cudaMemcpy(out[a].data(), reinterpret_cast<const void*>(bases_[a]), out[a].size() * sizeof(float),
+                 cudaMemcpyDeviceToHost);
+    }
+    return out;
+  }
+
+  Program host_program;  ///< Device addresses, host arrays.
+  RecurrentProgramView view;  ///< Device addresses, device arrays.
+  void* barrier = nullptr;
+  StatusOr<RecurrentLaunch> launch = Error("not planned");
+
+ private:
+  void* allocate(size_t bytes) {
+    void* p = nullptr;
+    cudaMalloc(&p, bytes > 0 ? bytes : 1);
+    allocations_.push_back(p);
+    return p;
+  }
+  template <typename T>
+  T* copy(const std::vector<T>& v) {
+    void* p = allocate(v.size() * sizeof(T));
+    cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice);
+    return static_cast<T*>(p);
+  }
+
+  Storage storage_;
+  Bases bases_;
+  std::vector<void*> allocations_;
+};
+
+void expect_close(const Storage& got, const Storage& want) {
+  for (size_t a = 0; a < want.size(); ++a) {
+    for (size_t i = 0; i < want[a].size(); ++i) {
+      ASSERT_TRUE(close(got[a][i], want[a][i])) << "array " << a << " element " << i << ": kernel " << got[a][i]
+                                                << ", oracle " << want[a][i];
+    }
+  }
+}
+
+/// The oracle's arrays after `runs` runs of case `c`.
+Storage oracle(const Case& c, int runs) {
+  Storage want = c.initial;
+  const Program program = c.build(host_bases(want));
+  for (int r = 0; r < runs; ++r) EXPECT_TRUE(run_recurrent_on_host(program.view()).ok());
+  return want;
+}
+
+TEST(RecurrentKernel, CasesMatchTheOracleOnTheGpu) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU";
+  for (const Case& c : kernel_cases()) {
+    SCOPED_TRACE(c.name);
+    OnDevice d(c);
+    ASSERT_TRUE(d.launch.ok()) << d.launch.error().message;
+    EXPECT_EQ(count_cached_phases(d.host_program.view(), d.launch->blocks, d.launch->shared_bytes).cached,
+              c.cacheable);
+    CUDA_OK(launch_recurrent(d.view, d.barrier, *d.launch, nullptr));
+    CUDA_OK(cudaDeviceSynchronize());
+    expect_close(d.download(), oracle(c, 1));
+  }
+}
+
+TEST(RecurrentKernel, CapturedInACudaGraphAndReplayed) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU";
+  for (const Case& c : kernel_cases()) {
+    SCOPED_TRACE(c.name);
+    OnDevice d(c);
+    ASSERT_TRUE(d.launch.ok()) << d.launch.error().message;
+    cudaStream_t stream = nullptr;
+    CUDA_OK(cudaStreamCreate(&stream));
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    CUDA_OK(launch_recurrent(d.view, d.barrier, *d.launch, stream));
+    CUDA_OK(cudaStreamEndCapture(stream, &graph));
+    CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+    CUDA_OK(cudaGraphLaunch(exec, stream));
+    CUDA_OK(cudaGraphLaunch(exec, stream));
+    CUDA_OK(cudaStreamSynchronize(stream));
+    expect_close(d.download(), oracle(c, 2));  // the LSTM's c carries over, as in the oracle's two runs
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(stream);
+  }
+}
+
+}  // namespace
+}  // namespace weft::cuda

@@ -1,0 +1,303 @@
+#pragma once
+// Tests' owner of a persistent loop program (recurrent_program.h): the arrays a
+// RecurrentProgramView points into, a few constructors that read like the program, and
+// the persistent loop kernel's cases (kernel_cases), which its emulation test runs on
+// the host and recurrent_kernel_test on a GPU, each against the host oracle.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ir/op.h"
+#include "runtime/cuda/recurrent_program.h"
+
+namespace weft::cuda::recurrent_testing {
+
+struct Program {
+  int64_t length = 1;
+  std::vector<StepAddress> buffers;
+  std::vector<RecurrentPhase> phases;
+  std::vector<ElementMap> maps;
+  std::vector<CellInstr> instrs;
+
+  RecurrentProgramView view() const {
+    RecurrentProgramView v;
+    v.length = length;
+    v.buffer_count = static_cast<int32_t>(buffers.size());
+    v.phase_count = static_cast<int32_t>(phases.size());
+    v.map_count = static_cast<int32_t>(maps.size());
+    v.instr_count = static_cast<int32_t>(instrs.size());
+    v.buffers = buffers.data();
+    v.phases = phases.data();
+    v.maps = maps.data();
+    v.instrs = instrs.data();
+    return v;
+  }
+
+  /// Appends an elementwise phase of rows × cols with these maps and instructions.
+  void elementwise(int64_t rows, int64_t cols, const std::vector<ElementMap>& operands,
+                   const std::vector<ElementMap>& results, const std::vector<CellInstr>& code) {
+    RecurrentPhase ph;
+    ph.rows = rows, ph.cols = cols;
+    ph.first_map = static_cast<int32_t>(maps.size());
+    ph.operand_count = static_cast<int32_t>(operands.size());
+    ph.result_count = static_cast<int32_t>(results.size());
+    ph.first_instr = static_cast<int32_t>(instrs.size());
+    ph.instr_count = static_cast<int32_t>(code.size());
+    maps.insert(maps.end(), operands.begin(), operands.end());
+    maps.insert(maps.end(), results.begin(), results.end());
+    instrs.insert(instrs.end(), code.begin(), code.end());
+    phases.push_back(ph);
+  }
+};
+
+/// C[m, n] = A·B from buffers a, b into c, leading dimensions the extents.
+inline RecurrentPhase matmul(int32_t a, int32_t b, int32_t c, int64_t m, int64_t n, int64_t k) {
+  RecurrentPhase ph;
+  ph.kind = PhaseKind::matmul;
+  ph.a = a, ph.b = b, ph.c = c, ph.m = m, ph.n = n, ph.k = k, ph.lda = k, ph.ldb = n, ph.ldc = n;
+  return ph;
+}
+
+/// r[dst] = operand `operand`'s element.
+inline CellInstr load(int dst, int operand) {
+  return {kLoadOp, static_cast<uint8_t>(dst), static_cast<uint8_t>(operand)};
+}
+/// Result `result`'s element = r[reg].
+inline CellInstr store(int result, int reg) {
+  return {kStoreOp, 0, static_cast<uint8_t>(result), static_cast<uint8_t>(reg)};
+}
+/// r[dst] = o(r[a], r[b], r[c]).
+inline CellInstr op(Op o, int dst, int a, int b = 0, int c = 0) {
+  return {static_cast<uint16_t>(o), static_cast<uint8_t>(dst), static_cast<uint8_t>(a), static_cast<uint8_t>(b),
+          static_cast<uint8_t>(c)};
+}
+
+
+/// The arrays a case's program points into, and their initial values.
+using Storage = std::vector<std::vector<float>>;
+/// Where each array of a Storage lies (host or device addresses).
+using Bases = std::vector<uint64_t>;
+/// Builds a program whose buffers point into the arrays at `bases`.
+using Builder = std::function<Program(const Bases& bases)>;
+
+/// The address of element `floats` of array `array`.
+inline uint64_t at(const Bases& bases, size_t array, int64_t floats = 0) {
+  return bases[array] + static_cast<uint64_t>(4 * floats);
+}
+
+inline Bases host_bases(Storage& storage) {
+  Bases bases;
+  for (std::vector<float>& v : storage) bases.push_back(reinterpret_cast<uint64_t>(v.data()));
+  return bases;
+}
+
+/// A kernel's result against the oracle's: relative 1e-5 (the oracle sums matmuls in
+/// f64, the kernel in f32 FMAs), NaN where the oracle has NaN.
+inline bool close(float got, float want) {
+  if (std::isnan(want)) return std::isnan(got);
+  return std::fabs(got - want) <= 1e-5f * std::max(1.0f, std::fabs(want));
+}
+
+inline std::vector<float> random_values(int64_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+// h_{t+1} = tanh(h_t·W + x_t), h chained through the ys (slot t-1, h0 first), W
+// invariant; `reversed` walks the slots from the last. Storage: h0, W, G, xs, ys.
+inline Storage rnn_storage(int64_t steps, int64_t batch, int64_t hidden) {
+  return {random_values(batch * hidden, 1), random_values(hidden * hidden, 2),
+          std::vector<float>(static_cast<size_t>(batch * hidden)), random_values(steps * batch * hidden, 3),
+          std::vector<float>(static_cast<size_t>(steps * batch * hidden))};
+}
+
+inline Builder rnn(int64_t steps, int64_t batch, int64_t hidden, bool reversed) {
+  return [=](const Bases& s) {
+    Program p;
+    p.length = steps;
+    const int64_t slot = batch * hidden;
+    const int64_t first = reversed ? (steps - 1) * slot : 0, step = 4 * (reversed ? -slot : slot);
+    p.buffers = {{at(s, 4, first) - step, step, at(s, 0), 0},
+                 {at(s, 1)},
+                 {at(s, 2)},
+                 {at(s, 3, first), step},
+                 {at(s, 4, first), step}};
+    p.phases = {matmul(0, 1, 2, batch, hidden, hidden)};
+    p.elementwise(batch, hidden, {{2, 0, hidden, 1}, {3, 0, hidden, 1}}, {{4, 0, hidden, 1}},
+                {load(0, 0), load(1, 1), op(Op::Add, 2, 0, 1), op(Op::Tanh, 3, 2), store(0, 3)});
+    return p;
+  };
+}
+
+// An LSTM step: gates = h·W ([B, 4H], W invariant), then the cell over [B, H] reading the
+// four column windows of the gates and of the step's projected input xp_t, c in place:
+//   c = σ(f)·c + σ(i)·tanh(g);  h = σ(o)·tanh(c)
+// h written into the ys hs (chained: the next step's h), c also into the ys cs.
+// Storage: h0, c, W, xp, gates, hs, cs.
+constexpr int64_t kSteps = 4, kBatch = 3, kHidden = 6;
+
+inline Storage lstm_storage() {
+  const int64_t g = 4 * kHidden;
+  return {random_values(kBatch * kHidden, 11), random_values(kBatch * kHidden, 12),
+          random_values(kHidden * g, 13),      random_values(kSteps * kBatch * g, 14),
+          std::vector<float>(kBatch * g),      std::vector<float>(kSteps * kBatch * kHidden),
+          std::vector<float>(kSteps * kBatch * kHidden)};
+}
+
+inline Program lstm(const Bases& s) {
+  const int64_t g = 4 * kHidden, slot = kBatch * kHidden;
+  Program p;
+  p.length = kSteps;
+  // 0 h, 1 W, 2 gates, 3 xp_t, 4 c, 5 hs_t, 6 cs_t.
+  p.buffers = {{at(s, 5) - 4 * slot, 4 * slot, at(s, 0), 0},
+               {at(s, 2)},
+               {at(s, 4)},
+               {at(s, 3), 4 * kBatch * g},
+               {at(s, 1)},
+               {at(s, 5), 4 * slot},
+               {at(s, 6), 4 * slot}};
+  p.phases = {matmul(0, 1, 2, kBatch, g, kHidden)};
+  std::vector<ElementMap> operands;
+  for (int32_t buffer : {2, 3}) {
+    for (int64_t w = 0; w < 4; ++w) operands.push_back({buffer, w * kHidden, g, 1});  // i, f, g, o
+  }
+  operands.push_back({4, 0, kHidden, 1});  // c
+  std::vector<CellInstr> code;
+  for (int j = 0; j < 9; ++j) code.push_back(load(j, j));
+  code.insert(code.end(), {op(Op::Add, 9, 0, 4),   op(Op::Sigmoid, 9, 9),  op(Op::Add, 10, 1, 5),
+                           op(Op::Sigmoid, 10, 10), op(Op::Add, 11, 2, 6),  op(Op::Tanh, 11, 11),
+                           op(Op::Add, 12, 3, 7),   op(Op::Sigmoid, 12, 12), op(Op::Mul, 13, 10, 8),
+                           op(Op::Mul, 14, 9, 11),  op(Op::Add, 13, 13, 14), op(Op::Tanh, 15, 13),
+                           op(Op::Mul, 15, 12, 15), store(0, 13),           store(1, 15),
+                           store(2, 13)});
+  p.elementwise(kBatch, kHidden, operands, {{4, 0, kHidden, 1}, {5, 0, kHidden, 1}, {6, 0, kHidden, 1}}, code);
+  return p;
+}
+
+// The backward's shape, walking the steps from the last: dG = dh ∘ act_t written as four
+// [B, H] windows of a [B, 4H] buffer; dh' = dG·Wᵀ (W [H, 4H] invariant, transposed);
+// dh'' = dh' + dy_t into a shifted carry (iteration t reads slot t, writes slot t+1, the
+// last iteration the carry's result). Storage: dhs (slot 0 the initial dh), W, act, dG,
+// dh', dys, result.
+inline Storage backward_storage() {
+  const int64_t g = 4 * kHidden;
+  Storage s = {std::vector<float>((kSteps + 1) * kBatch * kHidden),
+               random_values(kHidden * g, 21),
+               random_values(kSteps * kBatch * g, 22),
+               std::vector<float>(kBatch * g),
+               std::vector<float>(kBatch * kHidden),
+               random_values(kSteps * kBatch * kHidden, 23),
+               std::vector<float>(kBatch * kHidden)};
+  const std::vector<float> dh0 = random_values(kBatch * kHidden, 24);
+  std::copy(dh0.begin(), dh0.end(), s[0].begin());
+  return s;
+}
+
+inline Program backward(const Bases& s) {
+  const int64_t g = 4 * kHidden, slot = kBatch * kHidden;
+  Program p;
+  p.length = kSteps;
+  // 0 dh (slot t), 1 W, 2 act_t (reversed), 3 dG, 4 dh', 5 dy_t (reversed), 6 dh out (slot t+1).
+  p.buffers = {{at(s, 0), 4 * slot},
+               {at(s, 1)},
+               {at(s, 2, (kSteps - 1) * kBatch * g), -4 * kBatch * g},
+               {at(s, 3)},
+               {at(s, 4)},
+               {at(s, 5, (kSteps - 1) * slot), -4 * slot},
+               {at(s, 0, slot), 4 * slot, 0, at(s, 6)}};
+  std::vector<ElementMap> operands = {{0, 0, kHidden, 1}}, results;
+  std::vector<CellInstr> code = {load(0, 0)};
+  for (int w = 0; w < 4; ++w) {
+    operands.push_back({2, w * kHidden, g, 1});
+    results.push_back({3, w * kHidden, g, 1});
+    code.insert(code.end(), {load(1 + w, 1 + w), op(Op::Mul, 5 + w, 0, 1 + w), store(w, 5 + w)});
+  }
+  p.elementwise(kBatch, kHidden, operands, results, code);
+  RecurrentPhase mm = matmul(3, 1, 4, kBatch, kHidden, g);
+  mm.transpose_b = 1, mm.ldb = g;
+  p.phases.push_back(mm);
+  p.elementwise(kBatch, kHidden, {{4, 0, kHidden, 1}, {5, 0, kHidden, 1}}, {{6, 0, kHidden, 1}},
+              {load(0, 0), load(1, 1), op(Op::Add, 2, 0, 1), store(0, 2)});
+  return p;
+}
+
+// C = op(A)·op(B) three times per iteration over padded leading dimensions, every
+// transpose, shapes that are no multiple of anything: a block's tile (20 × 14 on 3
+// blocks) takes two passes of 4 outputs per thread of 64. The first's B moves with the
+// iteration; the second's and third's A moves and their B (two weights, two slices at
+// different offsets in shared memory) are invariant. Storage: A0, B0, C0, As, B1, Cs, B2,
+// C2s.
+inline Builder matmuls(bool transpose_a, bool transpose_b) {
+  return [=](const Bases& s) {
+    const int64_t m = 20, n = 40, k = 9, pad = 3;
+    Program p;
+    p.length = 2;
+    p.buffers = {{at(s, 0)}, {at(s, 1), 4 * 2}, {at(s, 2)}, {at(s, 3), 4 * 400}, {at(s, 4)}, {at(s, 5), 4 * m * n},
+                 {at(s, 6)}, {at(s, 7), 4 * m * n}};
+    RecurrentPhase first = matmul(0, 1, 2, m, n, k);
+    first.lda = (transpose_a ? m : k) + pad, first.ldb = (transpose_b ? k : n) + pad;
+    first.transpose_a = transpose_a, first.transpose_b = transpose_b;
+    RecurrentPhase second = first, third = first;
+    second.a = 3, second.b = 4, second.c = 5;
+    third.a = 3, third.b = 6, third.c = 7;
+    p.phases = {first, second, third};
+    return p;
+  };
+}
+
+// A weight gradient's shape: G = tanh(x_t) into a scratch G [k, n] whose address does not
+// move, then C_t = A·G with A [m, k] invariant. G is written in each iteration, so it is no
+// constant of the loop: read from global memory, never kept from before the loop.
+// Storage: xs, G, A, Cs.
+inline Builder scratch_b(int64_t steps, int64_t m, int64_t n, int64_t k) {
+  return [=](const Bases& s) {
+    Program p;
+    p.length = steps;
+    p.buffers = {{at(s, 0), 4 * k * n}, {at(s, 1)}, {at(s, 2)}, {at(s, 3), 4 * m * n}};
+    p.elementwise(k, n, {{0, 0, n, 1}}, {{1, 0, n, 1}}, {load(0, 0), op(Op::Tanh, 1, 0), store(0, 1)});
+    p.phases.push_back(matmul(2, 1, 3, m, n, k));
+    return p;
+  };
+}
+
+/// One program of the kernel's tests: its arrays' initial values, its builder, how many of
+/// its matmuls could keep B on chip, and the blocks its emulated run takes.
+struct Case {
+  std::string name;
+  Storage initial;
+  Builder build;
+  int cacheable = 0;
+  unsigned blocks = 0;
+};
+
+inline std::vector<Case> kernel_cases() {
+  std::vector<Case> cases = {
+      {"rnn", rnn_storage(5, 3, 5), rnn(5, 3, 5, false), 1, 3},
+      {"rnn reversed", rnn_storage(5, 3, 5), rnn(5, 3, 5, true), 1, 3},
+      {"lstm", lstm_storage(), lstm, 1, 4},
+      {"backward", backward_storage(), backward, 1, 5},
+      {"scratch B",
+       {random_values(3 * 7 * 10, 41), std::vector<float>(7 * 10), random_values(5 * 7, 42),
+        std::vector<float>(3 * 5 * 10)},
+       scratch_b(3, 5, 10, 7), 0, 4},
+  };
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      const Storage initial = {random_values(800, 31),  random_values(800, 32), std::vector<float>(800),
+                               random_values(1200, 33), random_values(800, 34), std::vector<float>(1600),
+                               random_values(800, 35),  std::vector<float>(1600)};
+      cases.push_back({std::string("matmuls ") + (ta ? "Aᵀ" : "A") + (tb ? "·Bᵀ" : "·B"), initial, matmuls(ta, tb), 2, 3});
+    }
+  }
+  return cases;
+}
+
+}  // namespace weft::cuda::recurrent_testing

@@ -2,7 +2,7 @@
 // A loop invocation of a CUDA-lowered Program (codegen::cuda_lower_options()) as a
 // persistent loop program (recurrent_program.h): the body's invocations become phases,
 // every buffer they name a StepAddress, or an error saying why the loop cannot run so.
-// Host-only plain data; the bound loop copies the arrays to the device (planned: bind.cc
+// Host-only plain data; the bound loop copies the arrays to the device (persistent_loop.h,
 // under WEFT_PERSISTENT_LOOPS=1), the host oracle runs them (recurrent_reference.h).
 //
 //   %h, %hs = scan(%w, %h0, %xs) {consts=1, carries=1, length=5}

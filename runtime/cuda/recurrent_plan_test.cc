@@ -288,7 +288,9 @@ TEST(RecurrentPlan, EarlyExitsAreRefused) {
 
 // Each loop of `p` planned at nominal addresses (the plan reads no memory): the root
 // arena at 1 TiB, its inputs block at 2 TiB, each body's arena at 3 TiB and inputs block
-// at 4 TiB. One line per loop: "@BODY: N phases" or the refusal.
+// at 4 TiB. One line per loop: "@BODY xLENGTH: N invocations, C copies -> P phases" (the
+// invocations and copies a trip of the bound loop runs, the phases of one iteration of
+// its persistent launch), or the refusal.
 std::vector<std::string> plan_lines(Program p) {
   check_layout(p, "recurrent_plan_test");
   const auto nominal = [](int tib, int64_t offset) {
@@ -305,7 +307,10 @@ std::vector<std::string> plan_lines(Program p) {
     for (const BufferRef& r : inv.operands) where.in.push_back(buffer_address(r, nominal(1, 0), inputs));
     for (const BufferRef& r : inv.results) where.results.push_back(buffer_address(r, nominal(1, 0), inputs));
     StatusOr<RecurrentPlan> plan = plan_recurrent_loop(p, inv, where);
-    lines.push_back(plan.ok() ? "@" + p.bodies[static_cast<size_t>(inv.body)].name + ": " +
+    lines.push_back(plan.ok() ? "@" + p.bodies[static_cast<size_t>(inv.body)].name + " x" +
+                                    std::to_string(plan->program.length) + ": " +
+                                    std::to_string(plan->body_invocations) + " invocations, " +
+                                    std::to_string(plan->copy_phases) + " copies -> " +
                                     std::to_string(plan->program.phases.size()) + " phases"
                               : plan.error().message);
   }

@@ -2,6 +2,10 @@
 # [GPU] (#31) loops as one persistent launch (runtime/cuda/persistent_loop.h, opt-in with
 # WEFT_PERSISTENT_LOOPS=1) on a GPU in one short call. Not yet run: written in a session
 # without a GPU. A few minutes.
+#  0. runtime/cuda's persistent_loop_test: a hand-built loop (a matmul and a PTX add per
+#     iteration) binds as "persistent loop 5x over @cell" with the switch on and per trip
+#     without it, both equal to the host's loop launch by launch and as one CUDA graph;
+#     then under compute-sanitizer memcheck.
 #  1. cases_test's loop cases (`*scan*`, `*lstm*`, `*gru*`, `*until*`: forward, reversed,
 #     nested, swapped, shifted and chained carries, the LSTM and GRU training steps)
 #     against the reference interpreter, launch by launch and as one CUDA graph, with the
@@ -17,8 +21,9 @@
 #     launch, else "loop Nx ... not persistent: WHY".
 # Build and copy here:
 #
-#   bazel build //tests/cuda:cases_test //tests/cuda:suite_bench
-#   mkdir -p .gpu && cp -f bazel-bin/tests/cuda/cases_test bazel-bin/tests/cuda/suite_bench .gpu/
+#   bazel build //tests/cuda:cases_test //tests/cuda:suite_bench //runtime/cuda:persistent_loop_test
+#   mkdir -p .gpu && cp -f bazel-bin/tests/cuda/cases_test bazel-bin/tests/cuda/suite_bench \
+#     bazel-bin/runtime/cuda/persistent_loop_test .gpu/
 #   # device tool: run(command="tests/cuda/persistent_loops_check.sh", carry=[".gpu"], timeout_s=360)
 #
 # open_issues_check.sh 31 runs it last. Logs go to /tmp/weft-gpu and, when $OUT is set,
@@ -31,6 +36,16 @@ cases='*scan*:*lstm*:*gru*:*until*'
 line() { grep -E "$1" "$2" | tr '\n' ' ' | cut -c1-400; echo; }
 
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+if [ -x .gpu/persistent_loop_test ]; then
+  timeout 60 .gpu/persistent_loop_test >"$out/persistent_loop_test.txt" 2>&1
+  echo "== persistent_loop_test rc=$? $(line '^\[  (PASSED|FAILED|SKIPPED)' "$out/persistent_loop_test.txt")"
+  grep -E "Failure|error|persistent loop|loop 5x" -A3 "$out/persistent_loop_test.txt" | head -20
+  timeout 90 compute-sanitizer --tool memcheck --error-exitcode 3 .gpu/persistent_loop_test \
+    >"$out/persistent_loop_test_memcheck.txt" 2>&1
+  echo "== memcheck (persistent_loop_test) rc=$? $(line 'ERROR SUMMARY|^\[  (PASSED|FAILED)' "$out/persistent_loop_test_memcheck.txt")"
+else
+  echo "error: no .gpu/persistent_loop_test (build and copy it: this script's header)"
+fi
 for on in 0 1; do
   WEFT_PERSISTENT_LOOPS=$on timeout 90 .gpu/cases_test --gtest_filter="$cases" >"$out/persistent_cases_$on.txt" 2>&1
   echo "== cases_test ($cases) WEFT_PERSISTENT_LOOPS=$on rc=$? $(line '^\[  (PASSED|FAILED)' "$out/persistent_cases_$on.txt")"

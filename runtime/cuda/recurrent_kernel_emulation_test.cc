@@ -1,6 +1,6 @@
 // The persistent loop kernel (recurrent_kernel_device.inc) run on the host without a GPU:
 // every block's threads alive at once (cuda_emulation.h's cooperative launch), each CUDA
-// thread a std::thread, on small grids (3–6 blocks of 64 or 128 threads). Each case of
+// thread a std::thread, on small grids (2–6 blocks of 64, 128 or 256 threads). Each case of
 // recurrent_testing.h runs from the same data on the kernel and on the host oracle
 // (recurrent_reference.h), and every array is compared (relative 1e-5; the oracle sums
 // matmuls in f64, the kernel in f32 FMAs), with the loop's constant weights kept in shared
@@ -69,6 +69,15 @@ TEST(RecurrentKernelEmulated, ProgramsMatchTheOracleWithBOnChipAndInGlobalMemory
     expect_matches_oracle(c, c.blocks, /*threads=*/64);
     SCOPED_TRACE("6 blocks of 128 threads");
     expect_matches_oracle(c, /*blocks=*/6, /*threads=*/128);
+  }
+}
+
+// The tiling's cases also on 2 blocks of the kernel's own 256 threads: panels of up to
+// 128 rows, k split over up to 16 threads (recurrent_kernel_layout.h).
+TEST(RecurrentKernelEmulated, TilingEdgesMatchTheOracleOnBlocksOf256Threads) {
+  for (const Case& c : tiling_cases()) {
+    SCOPED_TRACE(c.name);
+    expect_matches_oracle(c, /*blocks=*/2, /*threads=*/kRecurrentThreads);
   }
 }
 

@@ -14,13 +14,20 @@
 //    recurrent_program.h, and no phase writing it) keeps its block's slice of op(B) —
 //    k × cols_per_block floats, [k][cols_per_block] row-major — in dynamic shared memory
 //    across iterations when the slice fits what the budget still leaves; any other matmul
-//    reads B from global memory. The kernel's budget is its launch's shared bytes; the
-//    plan sizes that as the sum of the slices that fit under the device's limit
-//    (recurrent_shared_bytes), and the same walk under that sum keeps the same slices.
+//    reads B from global memory. The slices lie after the matmul stage
+//    (kMatmulStageBytes at offset 0, which every program with a matmul takes: the chunks
+//    of A and B the register-tiled matmul stages, and its partial sums). The kernel's
+//    budget is its launch's shared bytes; the plan sizes that as the stage plus the sum
+//    of the slices that fit under the device's limit (recurrent_shared_bytes), and the
+//    same walk under that sum keeps the same slices.
+//  - Within its tile a block works in panels (matmul_panel_shape, below), and
+//    recurrent_cost is the static cost model of an iteration under a launch.
 //
 // Example: an LSTM step's gates = h·W (m = batch 64, n = 4H = 1024, k = H = 256) on 132
 // blocks: 132 column groups of 8 columns (128 of them used), one row group; each block
-// keeps W[:, its 8 columns], 256 × 8 × 4 = 8 KiB, in shared memory for all time steps.
+// keeps W[:, its 8 columns], 256 × 8 × 4 = 8 KiB, in shared memory for all time steps
+// (after the 16 KiB stage), and computes its 64 × 8 outputs as 16 × 2 micro-tiles of
+// 4 × 4, each over 8 threads' shares of k.
 
 #include <cstddef>
 #include <cstdint>

@@ -37,7 +37,7 @@ RecurrentCost recurrent_cost(const RecurrentProgramView& program, const Recurren
     MatmulPhaseCost c;
     c.phase = i, c.b_on_chip = on_chip, c.k = ph.k;
     c.rows = tile.row_end - tile.row_begin, c.cols = tile.col_end - tile.col_begin;
-    if (c.rows > 0 && c.cols > 0) {
+    if (c.rows > 0 && c.cols > 0 && launch.threads > 0) {
       const MatmulPanelShape shape = matmul_panel_shape(c.rows, c.cols, launch.threads);
       const int64_t panel_rows = int64_t{shape.micro_rows} * kTileRows;
       const int64_t panel_cols = int64_t{shape.micro_cols} * shape.tile_cols;

@@ -255,8 +255,9 @@ std::string describe_recurrent_cost(const RecurrentCost& cost);
 /// block; the most blocks per multiprocessor (× multiprocessors: all of them resident at
 /// once, as a cooperative launch requires) at which every constant B slice fits in shared
 /// memory, else one block per multiprocessor, where each block has the most shared memory
-/// and keeps what fits (the rest read from global memory). An error saying why when the
-/// device cannot run it at all.
+/// and keeps what fits (the rest read from global memory), or, when that leaves no block
+/// resident, only the matmul stage. An error saying why when the device cannot run it at
+/// all (no cooperative launch, no block resident, not even with the stage alone).
 StatusOr<RecurrentLaunch> choose_recurrent_launch(const RecurrentProgramView& program,
                                                   const RecurrentDeviceLimits& limits);
 

@@ -317,15 +317,17 @@ struct Case {
   unsigned blocks = 0;
 };
 
+/// A tiling shape and the blocks its emulated run takes.
+struct TilingCase {
+  TilingShape t;
+  unsigned blocks = 0;
+};
+
 /// The tiling's edges, each on `blocks` blocks: m, n's block share and k at 1, one under,
 /// at and one over a micro-tile, a panel and a chunk; blocks with no columns; A and B
 /// transposed with padded leading dimensions.
-inline std::vector<Case> tiling_cases() {
-  struct Shape {
-    TilingShape t;
-    unsigned blocks;
-  };
-  const Shape shapes[] = {
+inline std::vector<TilingCase> tiling_shapes() {
+  return {
       {{1, 1, 1}, 3},                        // one output: two of three blocks have no columns
       {{3, 7, 15, false, false, 1}, 3},      // one under a micro-tile and a chunk; a 1-column block
       {{4, 12, 16, true, false, 2}, 3},      // at them
@@ -336,8 +338,12 @@ inline std::vector<Case> tiling_cases() {
       {{129, 195, 17, true, true, 2}, 3},    // one over, A and B transposed
       {{129, 8, 18, true, false, 3}, 2},     // 4-column shares: rows one over a 128-row panel
   };
+}
+
+/// tiling_shapes as the kernel's cases (one weight, W, on chip).
+inline std::vector<Case> tiling_cases() {
   std::vector<Case> cases;
-  for (const Shape& s : shapes) {
+  for (const TilingCase& s : tiling_shapes()) {
     const TilingShape& t = s.t;
     cases.push_back({"tiling " + std::to_string(t.m) + "x" + std::to_string(t.n) + "x" + std::to_string(t.k) +
                          (t.transpose_a ? " Aᵀ" : "") + (t.transpose_b ? " Bᵀ" : "") + " pad " +

@@ -231,10 +231,11 @@ inline Program backward(const Bases& s) {
 
 // C = op(A)·op(B) three times per iteration over padded leading dimensions, every
 // transpose, shapes that are no multiple of anything: a block's tile (20 × 14 on 3
-// blocks) takes two passes of 4 outputs per thread of 64. The first's B moves with the
-// iteration; the second's and third's A moves and their B (two weights, two slices at
-// different offsets in shared memory) are invariant. Storage: A0, B0, C0, As, B1, Cs, B2,
-// C2s.
+// blocks of 64 threads) is one panel of 5 × 4 micro-tiles of 4 × 4 (the last column of
+// them half past the tile: computed, not stored), k = 9 split 3 ways. The first's B
+// moves with the iteration; the second's and third's A moves and their B (two weights,
+// two slices at different offsets in shared memory) are invariant. Storage: A0, B0, C0,
+// As, B1, Cs, B2, C2s.
 inline Builder matmuls(bool transpose_a, bool transpose_b) {
   return [=](const Bases& s) {
     const int64_t m = 20, n = 40, k = 9, pad = 3;

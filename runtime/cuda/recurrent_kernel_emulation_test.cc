@@ -1,10 +1,11 @@
 // The persistent loop kernel (recurrent_kernel_device.inc) run on the host without a GPU:
 // every block's threads alive at once (cuda_emulation.h's cooperative launch), each CUDA
-// thread a std::thread, on small grids (3–6 blocks of 64 or 128 threads). Each case of
+// thread a std::thread, on small grids (2–6 blocks of 64, 128 or 256 threads). Each case of
 // recurrent_testing.h runs from the same data on the kernel and on the host oracle
 // (recurrent_reference.h), and every array is compared (relative 1e-5; the oracle sums
 // matmuls in f64, the kernel in f32 FMAs), with the loop's constant weights kept in shared
-// memory and read from global memory; then every supported op over NaN, ±inf and ±0, bit
+// memory and read from global memory; the tiling's cases bit for bit against the matmul's
+// documented order of accumulation; then every supported op over NaN, ±inf and ±0, bit
 // for bit.
 #include "runtime/cuda/cuda_emulation.h"  // first: CUDA's built-ins for the kernel's source
 
@@ -17,6 +18,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/cuda/recurrent_kernel_device.inc"
@@ -72,16 +74,89 @@ TEST(RecurrentKernelEmulated, ProgramsMatchTheOracleWithBOnChipAndInGlobalMemory
   }
 }
 
-// Values whose every op is defined and those where they are not.
-std::vector<float> special_values() {
-  const float inf = std::numeric_limits<float>::infinity();
-  return {std::numeric_limits<float>::quiet_NaN(), inf, -inf, 0.0f, -0.0f, 1.0f, -1.0f, 0.5f, -2.5f, 3.0f, 1e-30f,
-          88.7f, -100.0f};
+// The tiling's cases also on 2 blocks of the kernel's own 256 threads: panels of up to
+// 128 rows, k split over up to 16 threads (recurrent_kernel_layout.h).
+TEST(RecurrentKernelEmulated, TilingEdgesMatchTheOracleOnBlocksOf256Threads) {
+  for (const Case& c : tiling_cases()) {
+    SCOPED_TRACE(c.name);
+    expect_matches_oracle(c, /*blocks=*/2, /*threads=*/kRecurrentThreads);
+  }
 }
 
 bool same(float got, float want) {
   if (std::isnan(want)) return std::isnan(got);
   return std::memcmp(&got, &want, sizeof(float)) == 0;  // -0 is not +0
+}
+
+// op(A)·op(B) of a tiling case (A and B at `a` and `b`, C [m, n + pad] at `c`) summed in
+// the order recurrent_kernel_device.inc's matmul_panel documents: for each output, the
+// panel shape of its block's tile on `threads` threads; split s adds, by FMA from 0, the
+// k whose place in their chunk of kChunkK is s, s + splits, …, in increasing order; split
+// 0's sum, then + split 1's, + split 2's ….
+void matmul_in_kernel_order(const TilingShape& t, const float* a, const float* b, float* c, unsigned blocks,
+                            int threads) {
+  const MatmulPartition part = partition_matmul(t.m, t.n, blocks);
+  const int64_t lda = (t.transpose_a ? t.m : t.k) + t.pad, ldb = (t.transpose_b ? t.k : t.n) + t.pad;
+  for (unsigned block = 0; block < blocks; ++block) {
+    const MatmulTile tile = matmul_tile(part, t.m, t.n, block);
+    if (tile.row_end <= tile.row_begin || tile.col_end <= tile.col_begin) continue;
+    const MatmulPanelShape shape =
+        matmul_panel_shape(tile.row_end - tile.row_begin, tile.col_end - tile.col_begin, threads);
+    for (int64_t r = tile.row_begin; r < tile.row_end; ++r) {
+      for (int64_t j = tile.col_begin; j < tile.col_end; ++j) {
+        float sum = 0.0f;
+        for (int s = 0; s < shape.splits; ++s) {
+          float part_sum = 0.0f;
+          for (int64_t q = 0; q < t.k; ++q) {
+            if (q % kChunkK % shape.splits != s) continue;
+            const float x = t.transpose_a ? a[q * lda + r] : a[r * lda + q];
+            const float y = t.transpose_b ? b[j * ldb + q] : b[q * ldb + j];
+            part_sum = std::fma(x, y, part_sum);
+          }
+          sum = s == 0 ? part_sum : sum + part_sum;
+        }
+        c[r * (t.n + t.pad) + j] = sum;
+      }
+    }
+  }
+}
+
+// The tiling's cases bit for bit against the documented order of accumulation: the
+// kernel's sums depend only on the shapes and the block's threads.
+TEST(RecurrentKernelEmulated, TilingSumsInTheDocumentedOrder) {
+  for (const TilingCase& tc : tiling_shapes()) {
+    const TilingShape& t = tc.t;
+    SCOPED_TRACE(std::to_string(t.m) + "x" + std::to_string(t.n) + "x" + std::to_string(t.k));
+    for (const auto& [blocks, threads] : {std::pair{tc.blocks, 64u}, std::pair{2u, 256u}}) {
+      Storage want = tiling_storage(t);
+      for (int64_t step = 0; step < 2; ++step) {
+        const float* a = want[0].data() + step * t.a_floats();
+        matmul_in_kernel_order(t, a, want[1].data() + step * t.b_floats(), want[3].data() + step * t.c_floats(),
+                               blocks, static_cast<int>(threads));
+        matmul_in_kernel_order(t, a, want[2].data(), want[4].data() + step * t.c_floats(), blocks,
+                               static_cast<int>(threads));
+      }
+      for (uint64_t limit : {kPlentyOfShared, uint64_t{0}}) {
+        Storage got = tiling_storage(t);
+        const Program program = tiling(t)(host_bases(got));
+        run_kernel(program.view(), blocks, threads, limit);
+        for (size_t array : {3u, 4u}) {
+          for (size_t i = 0; i < want[array].size(); ++i) {
+            ASSERT_TRUE(same(got[array][i], want[array][i]))
+                << blocks << " blocks of " << threads << ", array " << array << " element " << i << ": kernel "
+                << got[array][i] << ", in order " << want[array][i];
+          }
+        }
+      }
+    }
+  }
+}
+
+// Values whose every op is defined and those where they are not.
+std::vector<float> special_values() {
+  const float inf = std::numeric_limits<float>::infinity();
+  return {std::numeric_limits<float>::quiet_NaN(), inf, -inf, 0.0f, -0.0f, 1.0f, -1.0f, 0.5f, -2.5f, 3.0f, 1e-30f,
+          88.7f, -100.0f};
 }
 
 TEST(RecurrentKernelEmulated, DeviceOpsAreExactlyTheSupportedOnes) {

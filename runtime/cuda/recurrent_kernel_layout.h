@@ -14,17 +14,26 @@
 //    recurrent_program.h, and no phase writing it) keeps its block's slice of op(B) —
 //    k × cols_per_block floats, [k][cols_per_block] row-major — in dynamic shared memory
 //    across iterations when the slice fits what the budget still leaves; any other matmul
-//    reads B from global memory. The kernel's budget is its launch's shared bytes; the
-//    plan sizes that as the sum of the slices that fit under the device's limit
-//    (recurrent_shared_bytes), and the same walk under that sum keeps the same slices.
+//    reads B from global memory. The slices lie after the matmul stage
+//    (kMatmulStageBytes at offset 0, which every program with a matmul takes: the chunks
+//    of A and B the register-tiled matmul stages, and its partial sums). The kernel's
+//    budget is its launch's shared bytes; the plan sizes that as the stage plus the sum
+//    of the slices that fit under the device's limit (recurrent_shared_bytes), and the
+//    same walk under that sum keeps the same slices.
+//  - Within its tile a block works in panels (matmul_panel_shape, below), and
+//    recurrent_cost is the static cost model of an iteration under a launch.
 //
 // Example: an LSTM step's gates = h·W (m = batch 64, n = 4H = 1024, k = H = 256) on 132
 // blocks: 132 column groups of 8 columns (128 of them used), one row group; each block
-// keeps W[:, its 8 columns], 256 × 8 × 4 = 8 KiB, in shared memory for all time steps.
+// keeps W[:, its 8 columns], 256 × 8 × 4 = 8 KiB, in shared memory for all time steps
+// (after the 16 KiB stage), and computes its 64 × 8 outputs as 16 × 2 micro-tiles of
+// 4 × 4, each over 8 threads' shares of k.
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "ir/status.h"
 #include "runtime/cuda/recurrent_program.h"
@@ -74,6 +83,57 @@ WEFT_HD inline MatmulTile matmul_tile(const MatmulPartition& p, int64_t m, int64
   return tile;
 }
 
+/// How a block computes its tile of a matmul phase (recurrent_kernel_device.inc,
+/// run_matmul): in *panels* of at most kPanelRows × kPanelCols outputs, each thread a
+/// micro-tile of kTileRows × tile_cols outputs in f32 registers (tile_cols 4, or 2 or 1
+/// when the tile is that narrow), k in chunks of kChunkK staged through shared memory;
+/// threads left over when the panel has fewer micro-tiles than the block has threads
+/// split each chunk's k (k ≡ split mod splits), their partial sums added in split order.
+inline constexpr int kTileRows = 4;
+inline constexpr int kTileCols = 4;
+inline constexpr int kPanelRows = 128;
+inline constexpr int kPanelCols = 64;
+inline constexpr int kChunkK = 16;
+/// The shared memory every block of a program with a matmul phase stages through, at
+/// offset 0 of its dynamic shared memory: a chunk of op(A)'s panel rows and of op(B)'s
+/// panel columns ([kChunkK][rows + 1] and [kChunkK][cols + 1]), and after a panel's last
+/// chunk the splits' partial sums (at most kTileRows · kTileCols floats per thread).
+inline constexpr uint64_t kMatmulStageBytes = uint64_t{kRecurrentThreads} * kTileRows * kTileCols * sizeof(float);
+static_assert(kChunkK * (kPanelRows + 1 + kPanelCols + 1) * sizeof(float) <= kMatmulStageBytes,
+              "a staged chunk fits the stage");
+
+/// A panel of a block's tile: micro_rows × micro_cols micro-tiles of kTileRows ×
+/// tile_cols outputs, each computed by `splits` threads.
+struct MatmulPanelShape {
+  int tile_cols = 0;
+  int micro_rows = 0, micro_cols = 0;
+  int splits = 0;
+};
+
+/// The panel for a block tile of tile_rows × tile_cols outputs (both ≥ 1) on `threads`
+/// threads (1 … kRecurrentThreads).
+WEFT_HD inline MatmulPanelShape matmul_panel_shape(int64_t tile_rows, int64_t tile_cols, int threads) {
+  MatmulPanelShape s;
+  s.tile_cols = tile_cols >= kTileCols ? kTileCols : tile_cols >= 2 ? 2 : 1;
+  const int64_t across = ceil_div(tile_cols, s.tile_cols), down = ceil_div(tile_rows, kTileRows);
+  const int64_t most_cols = kPanelCols / s.tile_cols < threads ? kPanelCols / s.tile_cols : threads;
+  s.micro_cols = static_cast<int>(across < most_cols ? across : most_cols);
+  const int64_t most_rows = kPanelRows / kTileRows < threads / s.micro_cols ? kPanelRows / kTileRows
+                                                                             : threads / s.micro_cols;
+  s.micro_rows = static_cast<int>(down < most_rows ? down : most_rows);
+  const int splits = threads / (s.micro_rows * s.micro_cols);
+  s.splits = splits < kChunkK ? splits : kChunkK;
+  return s;
+}
+
+/// The stage a program's blocks need: kMatmulStageBytes when it has a matmul phase.
+WEFT_HD inline uint64_t matmul_stage_bytes(const RecurrentProgramView& p) {
+  for (int32_t i = 0; i < p.phase_count; ++i) {
+    if (p.phases[i].kind == PhaseKind::matmul) return kMatmulStageBytes;
+  }
+  return 0;
+}
+
 /// Bytes of one block's slice of op(B) for matmul phase `ph` on `blocks` blocks.
 WEFT_HD inline uint64_t b_slice_bytes(const RecurrentPhase& ph, int64_t blocks) {
   const MatmulPartition p = partition_matmul(ph.m, ph.n, blocks);
@@ -118,7 +178,7 @@ WEFT_HD inline bool constant_b(const RecurrentProgramView& p, const RecurrentPha
 
 /// The shared-memory rule (see the top of this file): walk an iteration's phases in order
 /// through `place`, which gives each phase's slice offset in bytes, or -1 when that phase
-/// reads B from global memory.
+/// reads B from global memory. Start it with shared_walk.
 struct SharedWalk {
   uint64_t budget = 0;
   uint64_t used = 0;
@@ -126,15 +186,22 @@ struct SharedWalk {
   WEFT_HD int64_t place(const RecurrentProgramView& p, const RecurrentPhase& ph, int64_t blocks) {
     if (!constant_b(p, ph)) return -1;
     const uint64_t bytes = b_slice_bytes(ph, blocks);
-    if (bytes == 0 || bytes > budget - used) return -1;
+    if (bytes == 0 || used > budget || bytes > budget - used) return -1;
     const uint64_t offset = used;
     used += bytes;
     return static_cast<int64_t>(offset);
   }
 };
 
+/// The walk over a block's `shared_bytes`: the matmul stage first (matmul_stage_bytes, at
+/// offset 0), the slices after it.
+WEFT_HD inline SharedWalk shared_walk(const RecurrentProgramView& p, uint64_t shared_bytes) {
+  return SharedWalk{shared_bytes, matmul_stage_bytes(p)};
+}
+
 /// The dynamic shared memory a block needs on `blocks` blocks when at most `limit` bytes
-/// are available: the sum of the constant B slices that fit under the rule.
+/// are available: the matmul stage (needed whatever the limit) and the constant B slices
+/// that fit under the rule after it.
 uint64_t recurrent_shared_bytes(const RecurrentProgramView& program, int64_t blocks, uint64_t limit);
 
 /// How many matmul phases of `program` keep their B on chip with `shared_bytes` on
@@ -162,12 +229,35 @@ struct RecurrentDeviceLimits {
   std::function<int(uint64_t shared_bytes)> blocks_per_multiprocessor;
 };
 
+/// A static cost model of one iteration of a program under a launch, so that a measured
+/// time can be set against it: for each matmul phase, the block with the largest tile
+/// (block 0's), what it computes and what it reads from global memory.
+struct MatmulPhaseCost {
+  int32_t phase = 0;
+  int64_t rows = 0, cols = 0, k = 0;  ///< The largest block tile.
+  bool b_on_chip = false;
+  uint64_t fma = 0;         ///< rows · cols · k.
+  uint64_t issued_fma = 0;  ///< FMAs its threads issue: whole micro-tiles (edges computed, not stored).
+  uint64_t a_bytes = 0;     ///< op(A)'s tile rows, staged once per column panel.
+  uint64_t b_bytes = 0;     ///< op(B)'s tile columns, once per row panel; 0 when on chip.
+  uint64_t block_syncs = 0; ///< __syncthreads: two per chunk and two per panel.
+};
+struct RecurrentCost {
+  std::vector<MatmulPhaseCost> matmuls;
+  uint64_t fma = 0, issued_fma = 0, a_bytes = 0, b_bytes = 0;  ///< Summed over the matmul phases.
+  int64_t grid_barriers = 0;  ///< Per iteration: one before each phase (the first iteration one fewer).
+};
+RecurrentCost recurrent_cost(const RecurrentProgramView& program, const RecurrentLaunch& launch);
+/// The cost in a few lines, one per matmul phase, then the iteration's totals.
+std::string describe_recurrent_cost(const RecurrentCost& cost);
+
 /// The launch for `program` on a device with `limits`: kRecurrentThreads threads per
 /// block; the most blocks per multiprocessor (× multiprocessors: all of them resident at
 /// once, as a cooperative launch requires) at which every constant B slice fits in shared
 /// memory, else one block per multiprocessor, where each block has the most shared memory
-/// and keeps what fits (the rest read from global memory). An error saying why when the
-/// device cannot run it at all.
+/// and keeps what fits (the rest read from global memory), or, when that leaves no block
+/// resident, only the matmul stage. An error saying why when the device cannot run it at
+/// all (no cooperative launch, no block resident, not even with the stage alone).
 StatusOr<RecurrentLaunch> choose_recurrent_launch(const RecurrentProgramView& program,
                                                   const RecurrentDeviceLimits& limits);
 

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,46 @@ TEST(RecurrentKernelLayout, ColumnsAreSplitFirstThenRows) {
   EXPECT_EQ(matmul_tile(p, 64, 4, 200).row_end, 0);     // a block past the tiles idles
 }
 
+TEST(RecurrentKernelLayout, PanelsFillTheBlockWithMicroTilesThenSplitK) {
+  // The suite's LSTM forward block tile (128 × 8 on 264 blocks): 32 × 2 micro-tiles of
+  // 4 × 4 in one panel, each over 4 threads' share of k.
+  MatmulPanelShape s = matmul_panel_shape(128, 8, kRecurrentThreads);
+  EXPECT_EQ(s.tile_cols, 4);
+  EXPECT_EQ(s.micro_rows, 32);
+  EXPECT_EQ(s.micro_cols, 2);
+  EXPECT_EQ(s.splits, 4);
+  // Its backward (128 × 2): micro-tiles 4 × 2, 8 splits.
+  s = matmul_panel_shape(128, 2, kRecurrentThreads);
+  EXPECT_EQ(s.tile_cols, 2);
+  EXPECT_EQ(s.micro_rows * s.micro_cols, 32);
+  EXPECT_EQ(s.splits, 8);
+  // A wide tile: panels of 16 × 16 micro-tiles (64 × 64 outputs), one thread each.
+  s = matmul_panel_shape(1000, 1000, kRecurrentThreads);
+  EXPECT_EQ(s.micro_cols * s.tile_cols, kPanelCols);
+  EXPECT_EQ(s.micro_rows, 16);
+  EXPECT_EQ(s.splits, 1);
+  // One output: one micro-tile of 4 × 1, k split kChunkK ways at most.
+  s = matmul_panel_shape(1, 1, kRecurrentThreads);
+  EXPECT_EQ(s.tile_cols, 1);
+  EXPECT_EQ(s.micro_rows * s.micro_cols, 1);
+  EXPECT_EQ(s.splits, kChunkK);
+  // Every shape: no more micro-tiles × splits than threads, and a reduction that fits the
+  // stage.
+  for (int threads : {32, 64, 128, 256}) {
+    for (int64_t rows : {1, 3, 4, 5, 127, 128, 129, 1000}) {
+      for (int64_t cols : {1, 2, 3, 4, 5, 63, 64, 65, 1000}) {
+        s = matmul_panel_shape(rows, cols, threads);
+        ASSERT_GE(s.splits, 1);
+        ASSERT_LE(s.micro_rows * s.micro_cols * s.splits, threads);
+        ASSERT_LE(uint64_t(s.micro_rows) * s.micro_cols * s.splits * kTileRows * s.tile_cols * sizeof(float),
+                  kMatmulStageBytes);
+        ASSERT_LE(s.micro_rows * kTileRows, kPanelRows);
+        ASSERT_LE(s.micro_cols * s.tile_cols, kPanelCols);
+      }
+    }
+  }
+}
+
 // Phases 0 and 2 are matmuls with an invariant B (4 × 8 and 16 × 8 floats), phase 1 a
 // matmul whose B moves with the iteration.
 struct ThreeMatmuls : recurrent_testing::Program {
@@ -63,18 +104,22 @@ struct ThreeMatmuls : recurrent_testing::Program {
 TEST(RecurrentKernelLayout, InvariantSlicesThatFitStayOnChipInPhaseOrder) {
   const ThreeMatmuls program;
   const RecurrentProgramView view = program.view();
-  // On 4 blocks each takes 2 columns: slices of 4·2·4 = 32 and 16·2·4 = 128 bytes.
+  // On 4 blocks each takes 2 columns: slices of 4·2·4 = 32 and 16·2·4 = 128 bytes, after
+  // the matmul stage, which every block takes whatever the limit.
+  const uint64_t stage = kMatmulStageBytes;
+  EXPECT_EQ(matmul_stage_bytes(view), stage);
   EXPECT_EQ(b_slice_bytes(program.phases[0], 4), 32u);
   EXPECT_EQ(b_slice_bytes(program.phases[2], 4), 128u);
-  EXPECT_EQ(recurrent_shared_bytes(view, 4, 1 << 20), 160u);
-  EXPECT_EQ(recurrent_shared_bytes(view, 4, 100), 32u);  // phase 2's does not fit after phase 0's
-  EXPECT_EQ(recurrent_shared_bytes(view, 4, 20), 0u);
+  EXPECT_EQ(recurrent_shared_bytes(view, 4, 1 << 20), stage + 160);
+  EXPECT_EQ(recurrent_shared_bytes(view, 4, stage + 100), stage + 32);  // phase 2's does not fit after phase 0's
+  EXPECT_EQ(recurrent_shared_bytes(view, 4, stage + 20), stage);
+  EXPECT_EQ(recurrent_shared_bytes(view, 4, 0), stage);
   // The kernel's walk under the planned bytes keeps the same slices, at these offsets.
-  SharedWalk walk{160};
-  EXPECT_EQ(walk.place(view, program.phases[0], 4), 0);
+  SharedWalk walk = shared_walk(view, stage + 160);
+  EXPECT_EQ(walk.place(view, program.phases[0], 4), static_cast<int64_t>(stage));
   EXPECT_EQ(walk.place(view, program.phases[1], 4), -1);  // B moves: global memory
-  EXPECT_EQ(walk.place(view, program.phases[2], 4), 32);
-  const CachedPhases some = count_cached_phases(view, 4, 32);
+  EXPECT_EQ(walk.place(view, program.phases[2], 4), static_cast<int64_t>(stage + 32));
+  const CachedPhases some = count_cached_phases(view, 4, stage + 32);
   EXPECT_EQ(some.cached, 1);
   EXPECT_EQ(some.cacheable, 2);
 }
@@ -93,7 +138,7 @@ TEST(RecurrentKernelLayout, AWeightThatAPhaseWritesIsNoConstant) {
   EXPECT_TRUE(constant_b(program.view(), program.phases[0]));
   program.length = 3;
   EXPECT_FALSE(constant_b(program.view(), program.phases[0]));
-  EXPECT_EQ(recurrent_shared_bytes(program.view(), 4, 1 << 20), 0u);  // phases 0 and 2 read that B
+  EXPECT_EQ(recurrent_shared_bytes(program.view(), 4, 1 << 20), kMatmulStageBytes);  // phases 0 and 2 read that B
 }
 
 RecurrentDeviceLimits device(int sms, uint64_t shared, int most) {
@@ -111,27 +156,103 @@ RecurrentDeviceLimits device(int sms, uint64_t shared, int most) {
 
 TEST(RecurrentKernelLayout, LaunchTakesTheMostBlocksThatKeepEveryWeightOnChip) {
   const ThreeMatmuls program;
-  // Plenty of shared memory: the occupancy's 4 blocks per multiprocessor, all slices kept
-  // (16 blocks: 8 columns → 1 each, 4·4 + 16·4 = 80 bytes).
+  const uint64_t stage = kMatmulStageBytes;
+  // 64 KiB per multiprocessor: at 4 blocks per multiprocessor (16 KiB each) only the stage
+  // fits; at 3 (12 blocks: 8 columns → 1 each) the stage and both slices, 4·4 + 16·4 = 80
+  // bytes.
   StatusOr<RecurrentLaunch> launch = choose_recurrent_launch(program.view(), device(4, 1 << 16, 4));
   ASSERT_TRUE(launch.ok()) << launch.error().message;
-  EXPECT_EQ(launch->blocks, 16);
+  EXPECT_EQ(launch->blocks, 12);
   EXPECT_EQ(launch->threads, kRecurrentThreads);
-  EXPECT_EQ(launch->shared_bytes, 80u);
-  // 100 bytes per multiprocessor: at 4, 3 or 2 blocks per multiprocessor phase 2's slice
-  // does not fit; at 1 (4 blocks, 32 + 128 = 160 bytes > 100) only phase 0's does.
-  launch = choose_recurrent_launch(program.view(), device(4, 100, 4));
+  EXPECT_EQ(launch->shared_bytes, stage + 80);
+  // The stage and 100 bytes per multiprocessor: at 4, 3 or 2 blocks per multiprocessor no
+  // block with the stage is resident; at 1 (4 blocks, 32 + 128 = 160 bytes > 100) only
+  // phase 0's slice fits.
+  launch = choose_recurrent_launch(program.view(), device(4, stage + 100, 4));
   ASSERT_TRUE(launch.ok()) << launch.error().message;
   EXPECT_EQ(launch->blocks, 4);
-  EXPECT_EQ(launch->shared_bytes, 32u);
-  // A device on which any dynamic shared memory leaves no block resident: one block per
-  // multiprocessor, every B from global memory.
+  EXPECT_EQ(launch->shared_bytes, stage + 32);
+  // A device on which any slice beside the stage leaves no block resident: one block per
+  // multiprocessor, every B from global memory, the stage only.
   RecurrentDeviceLimits tight = device(4, 1 << 16, 4);
-  tight.blocks_per_multiprocessor = [](uint64_t bytes) { return bytes == 0 ? 4 : 0; };
+  tight.blocks_per_multiprocessor = [=](uint64_t bytes) { return bytes <= stage ? 4 : 0; };
   launch = choose_recurrent_launch(program.view(), tight);
   ASSERT_TRUE(launch.ok()) << launch.error().message;
   EXPECT_EQ(launch->blocks, 4);
-  EXPECT_EQ(launch->shared_bytes, 0u);
+  EXPECT_EQ(launch->shared_bytes, stage);
+}
+
+// The cost model on ThreeMatmuls at 4 blocks: each block's tile is 2 × 2 (micro-tiles
+// 4 × 2: two rows computed, not stored); phase 0's and 2's B on chip, phase 1's staged.
+TEST(RecurrentKernelLayout, CostCountsTheLargestBlocksWork) {
+  const ThreeMatmuls program;
+  const RecurrentLaunch launch{4, kRecurrentThreads, kMatmulStageBytes + 160};
+  const RecurrentCost cost = recurrent_cost(program.view(), launch);
+  ASSERT_EQ(cost.matmuls.size(), 3u);
+  EXPECT_TRUE(cost.matmuls[0].b_on_chip);
+  EXPECT_FALSE(cost.matmuls[1].b_on_chip);
+  EXPECT_TRUE(cost.matmuls[2].b_on_chip);
+  EXPECT_EQ(cost.matmuls[2].fma, 2u * 2 * 16);
+  EXPECT_EQ(cost.matmuls[2].issued_fma, 4u * 2 * 16);
+  EXPECT_EQ(cost.matmuls[2].a_bytes, 2u * 16 * 4);
+  EXPECT_EQ(cost.matmuls[1].b_bytes, 4u * 2 * 4);
+  EXPECT_EQ(cost.matmuls[2].block_syncs, 2u * 1 + 2);
+  EXPECT_EQ(cost.fma, 2u * 2 * (4 + 4 + 16));
+  EXPECT_EQ(cost.b_bytes, 4u * 2 * 4);
+  EXPECT_EQ(cost.grid_barriers, 3);
+  const std::string text = describe_recurrent_cost(cost);
+  EXPECT_EQ(text.substr(0, text.find('\n')),
+            "phase 0: block tile 2x2 k 4, 16 FMA (32 issued), A 32 B, B on chip, 4 block syncs");
+}
+
+// The suite's lstm_seq at the paper preset (batch 128, hidden 512) on an H200 (132
+// multiprocessors, 227 KiB of shared memory per block, 228 KiB per multiprocessor, 1 KiB
+// of it reserved per block; 2 blocks of 256 threads at ptxas's 125–128 registers): one
+// layer's forward iteration (gates = h·W, 128 × 2048 × 512, then the cell) and backward
+// iteration (the cell's gradient, dh = dgates·Wᵀ, 128 × 512 × 2048, then dh + dy). The
+// figures runtime/cuda/README.md quotes.
+TEST(RecurrentKernelLayout, CostOfTheSuitesLstmOnAnH200) {
+  RecurrentDeviceLimits h200;
+  h200.multiprocessors = 132;
+  h200.shared_per_block = 227 * 1024;
+  h200.cooperative = true;
+  h200.blocks_per_multiprocessor = [](uint64_t bytes) {
+    const uint64_t by_shared = 228 * 1024 / (bytes + 1024);
+    return static_cast<int>(by_shared < 2 ? by_shared : 2);
+  };
+  recurrent_testing::Program forward;
+  forward.buffers = {{0x1000, 0x40000}, {0x100000}, {0x200000}};
+  forward.phases = {recurrent_testing::matmul(0, 1, 2, 128, 2048, 512)};
+  forward.elementwise(128, 512, {}, {}, {});
+  StatusOr<RecurrentLaunch> launch = choose_recurrent_launch(forward.view(), h200);
+  ASSERT_TRUE(launch.ok()) << launch.error().message;
+  EXPECT_EQ(launch->blocks, 264);
+  EXPECT_EQ(launch->shared_bytes, kMatmulStageBytes + 512 * 8 * 4);
+  RecurrentCost cost = recurrent_cost(forward.view(), *launch);
+  std::printf("lstm_seq forward, %d blocks, %zu shared bytes:\n%s", launch->blocks, launch->shared_bytes,
+              describe_recurrent_cost(cost).c_str());
+  EXPECT_EQ(cost.fma, 128u * 8 * 512);
+  EXPECT_EQ(cost.a_bytes, 128u * 512 * 4);
+  EXPECT_EQ(cost.b_bytes, 0u);
+  EXPECT_EQ(cost.grid_barriers, 2);
+
+  recurrent_testing::Program backward;
+  backward.buffers = {{0x1000, 0x40000}, {0x100000}, {0x200000}};
+  backward.elementwise(128, 512, {}, {}, {});
+  RecurrentPhase dh = recurrent_testing::matmul(0, 1, 2, 128, 512, 2048);
+  dh.transpose_b = 1, dh.ldb = 2048;
+  backward.phases.push_back(dh);
+  backward.elementwise(128, 512, {}, {}, {});
+  launch = choose_recurrent_launch(backward.view(), h200);
+  ASSERT_TRUE(launch.ok()) << launch.error().message;
+  EXPECT_EQ(launch->blocks, 264);
+  EXPECT_EQ(launch->shared_bytes, kMatmulStageBytes + 2048 * 2 * 4);
+  cost = recurrent_cost(backward.view(), *launch);
+  std::printf("lstm_seq backward, %d blocks, %zu shared bytes:\n%s", launch->blocks, launch->shared_bytes,
+              describe_recurrent_cost(cost).c_str());
+  EXPECT_EQ(cost.fma, 128u * 2 * 2048);
+  EXPECT_EQ(cost.a_bytes, 128u * 2048 * 4);
+  EXPECT_EQ(cost.grid_barriers, 3);
 }
 
 TEST(RecurrentKernelLayout, LaunchErrorsSayWhy) {
@@ -147,6 +268,15 @@ TEST(RecurrentKernelLayout, LaunchErrorsSayWhy) {
   ASSERT_FALSE(launch.ok());
   EXPECT_EQ(launch.error().message, "persistent loop kernel: the device holds no block of " +
                                         std::to_string(kRecurrentThreads) + " threads of it (occupancy 0)");
+  // Not even the matmul stage leaves a block resident.
+  limits = device(4, 1 << 16, 4);
+  limits.blocks_per_multiprocessor = [](uint64_t bytes) { return bytes == 0 ? 4 : 0; };
+  launch = choose_recurrent_launch(program.view(), limits);
+  ASSERT_FALSE(launch.ok());
+  EXPECT_EQ(launch.error().message, "persistent loop kernel: the device holds no block of " +
+                                        std::to_string(kRecurrentThreads) + " threads with the " +
+                                        std::to_string(kMatmulStageBytes) +
+                                        " bytes of shared memory its matmul phases stage through");
 }
 
 }  // namespace

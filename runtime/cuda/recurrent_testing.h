@@ -231,10 +231,11 @@ inline Program backward(const Bases& s) {
 
 // C = op(A)·op(B) three times per iteration over padded leading dimensions, every
 // transpose, shapes that are no multiple of anything: a block's tile (20 × 14 on 3
-// blocks) takes two passes of 4 outputs per thread of 64. The first's B moves with the
-// iteration; the second's and third's A moves and their B (two weights, two slices at
-// different offsets in shared memory) are invariant. Storage: A0, B0, C0, As, B1, Cs, B2,
-// C2s.
+// blocks of 64 threads) is one panel of 5 × 4 micro-tiles of 4 × 4 (the last column of
+// them half past the tile: computed, not stored), k = 9 split 3 ways. The first's B
+// moves with the iteration; the second's and third's A moves and their B (two weights,
+// two slices at different offsets in shared memory) are invariant. Storage: A0, B0, C0,
+// As, B1, Cs, B2, C2s.
 inline Builder matmuls(bool transpose_a, bool transpose_b) {
   return [=](const Bases& s) {
     const int64_t m = 20, n = 40, k = 9, pad = 3;
@@ -268,6 +269,45 @@ inline Builder scratch_b(int64_t steps, int64_t m, int64_t n, int64_t k) {
   };
 }
 
+// The matmul's tiling (recurrent_kernel_layout.h: micro-tiles of kTileRows × kTileCols,
+// panels of kPanelRows × kPanelCols, k in chunks of kChunkK): C_t = op(A_t)·op(B_t) with
+// both operands moving (B staged from global memory), then C'_t = op(A_t)·op(W), W
+// invariant (on chip), over two iterations; every leading dimension (A's, B's, W's and
+// C's) padded by `pad`. Storage: As, Bs, W, Cs, C's.
+struct TilingShape {
+  int64_t m = 0, n = 0, k = 0;
+  bool transpose_a = false, transpose_b = false;
+  int64_t pad = 0;
+
+  int64_t a_floats() const { return (transpose_a ? k * (m + pad) : m * (k + pad)); }
+  int64_t b_floats() const { return (transpose_b ? n * (k + pad) : k * (n + pad)); }
+  int64_t c_floats() const { return m * (n + pad); }
+};
+
+inline Storage tiling_storage(const TilingShape& t) {
+  return {random_values(2 * t.a_floats(), 51), random_values(2 * t.b_floats(), 52), random_values(t.b_floats(), 53),
+          std::vector<float>(static_cast<size_t>(2 * t.c_floats())),
+          std::vector<float>(static_cast<size_t>(2 * t.c_floats()))};
+}
+
+inline Builder tiling(const TilingShape& t) {
+  return [=](const Bases& s) {
+    Program p;
+    p.length = 2;
+    p.buffers = {{at(s, 0), 4 * t.a_floats()}, {at(s, 1), 4 * t.b_floats()}, {at(s, 2)},
+                 {at(s, 3), 4 * t.c_floats()}, {at(s, 4), 4 * t.c_floats()}};
+    RecurrentPhase moving = matmul(0, 1, 3, t.m, t.n, t.k);
+    moving.transpose_a = t.transpose_a, moving.transpose_b = t.transpose_b;
+    moving.lda = (t.transpose_a ? t.m : t.k) + t.pad;
+    moving.ldb = (t.transpose_b ? t.k : t.n) + t.pad;
+    moving.ldc = t.n + t.pad;
+    RecurrentPhase weight = moving;
+    weight.b = 2, weight.c = 4;
+    p.phases = {moving, weight};
+    return p;
+  };
+}
+
 /// One program of the kernel's tests: its arrays' initial values, its builder, how many of
 /// its matmuls could keep B on chip, and the blocks its emulated run takes.
 struct Case {
@@ -277,6 +317,42 @@ struct Case {
   int cacheable = 0;
   unsigned blocks = 0;
 };
+
+/// A tiling shape and the blocks its emulated run takes.
+struct TilingCase {
+  TilingShape t;
+  unsigned blocks = 0;
+};
+
+/// The tiling's edges, each on `blocks` blocks: m, n's block share and k at 1, one under,
+/// at and one over a micro-tile, a panel and a chunk; blocks with no columns; A and B
+/// transposed with padded leading dimensions.
+inline std::vector<TilingCase> tiling_shapes() {
+  return {
+      {{1, 1, 1}, 3},                        // one output: two of three blocks have no columns
+      {{3, 7, 15, false, false, 1}, 3},      // one under a micro-tile and a chunk; a 1-column block
+      {{4, 12, 16, true, false, 2}, 3},      // at them
+      {{5, 13, 17, false, true, 3}, 3},      // one over them
+      {{2, 6, 33, true, true, 1}, 3},        // 2-column shares (micro-tiles 4 × 2), three chunks
+      {{127, 189, 31, false, false, 1}, 3},  // shares one under a 64-column panel
+      {{128, 192, 16, true, false, 0}, 3},   // at it
+      {{129, 195, 17, true, true, 2}, 3},    // one over, A and B transposed
+      {{129, 8, 18, true, false, 3}, 2},     // 4-column shares: rows one over a 128-row panel
+  };
+}
+
+/// tiling_shapes as the kernel's cases (one weight, W, on chip).
+inline std::vector<Case> tiling_cases() {
+  std::vector<Case> cases;
+  for (const TilingCase& s : tiling_shapes()) {
+    const TilingShape& t = s.t;
+    cases.push_back({"tiling " + std::to_string(t.m) + "x" + std::to_string(t.n) + "x" + std::to_string(t.k) +
+                         (t.transpose_a ? " Aᵀ" : "") + (t.transpose_b ? " Bᵀ" : "") + " pad " +
+                         std::to_string(t.pad),
+                     tiling_storage(t), tiling(t), 1, s.blocks});
+  }
+  return cases;
+}
 
 inline std::vector<Case> kernel_cases() {
   std::vector<Case> cases = {
@@ -297,6 +373,8 @@ inline std::vector<Case> kernel_cases() {
       cases.push_back({std::string("matmuls ") + (ta ? "Aᵀ" : "A") + (tb ? "·Bᵀ" : "·B"), initial, matmuls(ta, tb), 2, 3});
     }
   }
+  std::vector<Case> tiling = tiling_cases();
+  cases.insert(cases.end(), tiling.begin(), tiling.end());
   return cases;
 }
 

@@ -19,7 +19,7 @@
 //
 // What becomes a phase:
 //  - a `generated` invocation of an elementwise kernel: its body Graph compiled to a
-//    register program over a two-dimensional iteration space (the emitter's collapse:
+//    register program over a two-dimensional iteration space (recurrent_cell.h; the emitter's collapse:
 //    size-1 dimensions dropped, adjacent ones merged where every operand and result is
 //    contiguous or broadcast across both); a body input read through a leading `slice`
 //    (codegen's input window, passes/fold_slices.h) is loaded from its source at the

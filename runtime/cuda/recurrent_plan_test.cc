@@ -4,7 +4,8 @@
 // binds it (the loop's operands and results where the root Program puts them, the body's
 // own arena and inputs block), its operands random, planned, run by the host oracle
 // (run_recurrent_on_host) and compared with the reference interpreter's run of the same
-// scan node (reference::run_loop). Then the refusals, each message pinned.
+// scan node (reference::run_loop). Then the refusals, each message pinned, and
+// recurrent_cell.h's example.
 #include "runtime/cuda/recurrent_plan.h"
 
 #include <gtest/gtest.h>
@@ -18,6 +19,7 @@
 #include "bench/models.h"
 #include "codegen/lower.h"
 #include "runtime/binding.h"
+#include "runtime/cuda/recurrent_cell.h"
 #include "runtime/cuda/recurrent_plan_testing.h"
 #include "runtime/cuda/recurrent_reference.h"
 #include "tests/testing/loop_graphs.h"
@@ -28,6 +30,44 @@ namespace {
 using namespace plan_testing;
 
 constexpr auto kOracle = run_recurrent_on_host;
+
+// recurrent_cell.h's example: an LSTM gate's window of the gates, its sigmoid times c.
+TEST(RecurrentCell, TheHeadersExample) {
+  const Graph body = typed(R"(graph @k(%g: f32[4,32], %c: f32[4,8]) {
+  %i = slice(%g) {start=[0,0], stop=[4,8]}
+  %s = sigmoid(%i)
+  %y = mul(%s, %c)
+  return %y
+}
+)");
+  StatusOr<CellSpace> space = cell_space(body);
+  ASSERT_TRUE(space.ok()) << space.error().to_string();
+  EXPECT_EQ(space->rows, 4);
+  EXPECT_EQ(space->cols, 8);
+  const auto layout = [](const CellLayout& l) {
+    return std::to_string(l.offset) + " " + std::to_string(l.row_stride) + " " + std::to_string(l.col_stride);
+  };
+  ASSERT_EQ(space->operands.size(), 2u);
+  ASSERT_EQ(space->results.size(), 1u);
+  EXPECT_EQ(layout(space->operands[0]), "0 32 1");
+  EXPECT_EQ(layout(space->operands[1]), "0 8 1");
+  EXPECT_EQ(layout(space->results[0]), "0 8 1");
+  StatusOr<std::vector<CellInstr>> code = cell_program(body);
+  ASSERT_TRUE(code.ok()) << code.error().to_string();
+  RecurrentProgram p;
+  p.instrs = *code;
+  p.phases.push_back({});
+  p.phases[0].instr_count = static_cast<int32_t>(code->size());
+  p.phases[0].operand_count = 2;
+  p.phases[0].result_count = 1;
+  p.maps.assign(3, ElementMap{0, 0, 0, 0});
+  p.buffers.push_back({});
+  const std::string text = p.to_string();
+  EXPECT_NE(text.find("    r0 = load operand 0\n    r1 = sigmoid r0\n    r0 = load operand 1\n    r2 = mul r1 r0\n"
+                      "    store result 0 = r2\n"),
+            std::string::npos)
+      << text;
+}
 
 TEST(RecurrentPlan, LstmStepLoopsMatchTheInterpreter) {
   // Two layers: a forward loop and a gradient loop each.

@@ -1,14 +1,17 @@
 // Binding a Program's invocations to device buffers (Binder, device.h), and the loop
 // invocation: a body Program bound per slot (runtime/loop_slots.h), run `length` times on
-// the step's stream.
+// the step's stream; or, with WEFT_PERSISTENT_LOOPS=1, one persistent launch for all its
+// iterations where the loop allows (persistent_loop.h).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
 
+#include "runtime/ab_switch.h"
 #include "runtime/binding.h"
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/library.h"
+#include "runtime/cuda/persistent_loop.h"
 
 namespace weft::cuda {
 namespace {
@@ -97,7 +100,7 @@ struct LoopBound : Executor::Bound {
     return "loop " + std::to_string(length_) + "x over @" + name_ + " (" + std::to_string(slots_[0].code.size()) +
            " invocations, " + (slots_.size() == 1 && length_ > 1 ? "bound once" : "bound per slot") +
            "; copies per iteration: " + std::to_string(copies_.calls) + " of " + std::to_string(copies_.bytes) +
-           " bytes)";
+           " bytes)" + (not_persistent_.empty() ? "" : "; not persistent: " + not_persistent_);
   }
   size_t workspace_bytes() const override {
     size_t most = 0;
@@ -138,17 +141,25 @@ struct LoopBound : Executor::Bound {
   LoopSlots plan_;                            // runtime/loop_slots.h
   LoopCopies copies_;                         // per iteration (describe())
   std::vector<Slot> slots_;  // one per slot, or one for every iteration (loop_slot_bindings)
+  std::string not_persistent_;  // why WEFT_PERSISTENT_LOOPS=1 did not make it one launch
 };
 
 }  // namespace
 
 StatusOr<BoundPtr> bind_loop(Binder& binder, const Invocation& inv, std::vector<const void*> in,
                              std::vector<void*> results) {
+  std::string not_persistent;
+  if (switched_on("WEFT_PERSISTENT_LOOPS")) {  // opt-in until a GPU measures it (#31)
+    WEFT_ASSIGN_OR_RETURN(PersistentLoop persistent, persistent_loop_bound(binder.d, binder.root, inv, in, results));
+    if (persistent.bound) return std::move(persistent.bound);
+    not_persistent = std::move(persistent.refusal);
+  }
   Program body = binder.root.bodies[static_cast<size_t>(inv.body)];
   check_layout(body, "cuda::Executor (loop body)");
   auto loop = std::make_unique<LoopBound>();
   LoopBound& l = *loop;
   l.name_ = body.name;
+  l.not_persistent_ = std::move(not_persistent);
   l.length_ = inv.node.int_attr("length");
   l.consts_ = static_cast<int>(inv.node.int_attr("consts"));
   l.carries_ = static_cast<int>(inv.node.int_attr("carries"));

@@ -26,7 +26,7 @@ binaries=(
   tests/cuda/gemm_bench tests/cuda/suite_bench
   tests/cuda/suite_bf16_bench examples/fashion_mnist/train_cuda
   examples/fashion_mnist/train_cuda_runtime_test examples/fashion_mnist/train_mlp_cuda_dp
-  bench/suite bench/weft_aot_cuda_worker bench/loops_cuda
+  bench/suite bench/weft_aot_cuda_worker bench/loops_cuda runtime/cuda/persistent_loop_test
 )
 targets=()
 for b in "${binaries[@]}"; do targets+=("//${b%/*}:${b##*/}"); done

@@ -43,7 +43,7 @@ for issue in "$@"; do
     28) script=reliability_check.sh ;;
     29) script=architecture_check.sh ;;
     30) script="mixed_precision_check.sh vector_check.sh" ;;
-    31) script="loop_slots_check.sh input_overlap_check.sh" ;;
+    31) script="loop_slots_check.sh input_overlap_check.sh persistent_loops_check.sh" ;;
     31perf) script="cublaslt_check.sh loop_overhead_check.sh" ;;
     suite) script=suite_check.sh ;;
     32) script=nccl_check.sh ;;

@@ -1,0 +1,125 @@
+#include "runtime/cuda/persistent_loop.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+#include "runtime/binding.h"
+#include "runtime/cuda/recurrent_kernel.h"
+#include "runtime/cuda/recurrent_plan.h"
+
+namespace weft::cuda {
+namespace {
+
+using Device = Executor::Device;
+
+struct PersistentLoopBound : Executor::Bound {
+  ~PersistentLoopBound() override {
+    for (void* p : {arena_, inputs_, arrays_, barrier_}) {
+      if (p != nullptr) cudaFree(p);
+    }
+  }
+
+  Status run(Device& d, int) override {
+    for (const LoopCopy& c : plan_.before) WEFT_RETURN_IF_ERROR(copy(d, c, "initial carry"));
+    WEFT_RETURN_IF_ERROR(
+        cuda_status(launch_recurrent(device_view_, barrier_, launch_, d.stream), "launch_recurrent (loop over @" + name_ + ")"));
+    for (const LoopCopy& c : plan_.after) WEFT_RETURN_IF_ERROR(copy(d, c, "last carry"));
+    return Status::ok_status();
+  }
+
+  std::string describe() const override {
+    return "persistent loop " + std::to_string(plan_.program.length) + "x over @" + name_ + " (" +
+           std::to_string(plan_.body_invocations) + " invocations as " + std::to_string(plan_.program.phases.size()) +
+           " phases, " + std::to_string(plan_.copy_phases) + " of them copies; one launch of " +
+           std::to_string(launch_.blocks) + " blocks x " + std::to_string(launch_.threads) + " threads, " +
+           std::to_string(launch_.shared_bytes) + " shared bytes)";
+  }
+  size_t owned_bytes() const override { return owned_; }
+
+  static Status copy(Device& d, const LoopCopy& c, const char* what) {
+    if (c.to == c.from || c.bytes == 0) return Status::ok_status();
+    return cuda_status(cudaMemcpyAsync(c.to, c.from, c.bytes, cudaMemcpyDeviceToDevice, d.stream),
+                       std::string("cudaMemcpyAsync (persistent loop: ") + what + ")");
+  }
+
+  // The program's arrays in one device block, each 16-byte aligned; device_view_ points
+  // into it.
+  Status copy_arrays(const std::string& what) {
+    const RecurrentProgram& p = plan_.program;
+    const auto align = [](size_t n) { return (n + 15) / 16 * 16; };
+    const size_t buffers = align(p.buffers.size() * sizeof(StepAddress));
+    const size_t phases = align(p.phases.size() * sizeof(RecurrentPhase));
+    const size_t maps = align(p.maps.size() * sizeof(ElementMap));
+    const size_t instrs = align(p.instrs.size() * sizeof(CellInstr));
+    const size_t total = buffers + phases + maps + instrs;
+    WEFT_RETURN_IF_ERROR(device_allocate(arrays_, static_cast<int64_t>(total), "program of " + what));
+    owned_ += std::max<size_t>(total, 1);
+    auto* at = static_cast<std::byte*>(arrays_);
+    const auto put = [&](const void* host, size_t bytes, size_t room) -> StatusOr<void*> {
+      void* device = at;
+      if (bytes > 0) {
+        WEFT_RETURN_IF_ERROR(cuda_status(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice),
+                                         "cudaMemcpy (program of " + what + ")"));
+      }
+      at += room;
+      return device;
+    };
+    device_view_ = p.view();
+    WEFT_ASSIGN_OR_RETURN(void* b, put(p.buffers.data(), p.buffers.size() * sizeof(StepAddress), buffers));
+    WEFT_ASSIGN_OR_RETURN(void* ph, put(p.phases.data(), p.phases.size() * sizeof(RecurrentPhase), phases));
+    WEFT_ASSIGN_OR_RETURN(void* m, put(p.maps.data(), p.maps.size() * sizeof(ElementMap), maps));
+    WEFT_ASSIGN_OR_RETURN(void* in, put(p.instrs.data(), p.instrs.size() * sizeof(CellInstr), instrs));
+    device_view_.buffers = static_cast<const StepAddress*>(b);
+    device_view_.phases = static_cast<const RecurrentPhase*>(ph);
+    device_view_.maps = static_cast<const ElementMap*>(m);
+    device_view_.instrs = static_cast<const CellInstr*>(in);
+    return Status::ok_status();
+  }
+
+  std::string name_;
+  void* arena_ = nullptr;    // the body's arena
+  void* inputs_ = nullptr;   // the body's inputs block
+  void* arrays_ = nullptr;   // the program's arrays (device_view_ points into it)
+  void* barrier_ = nullptr;  // the grid barrier, zeroed once
+  size_t owned_ = 0;
+  RecurrentPlan plan_;  // host arrays: the launch plan reads them, describe() counts them
+  RecurrentProgramView device_view_;
+  RecurrentLaunch launch_;
+};
+
+}  // namespace
+
+StatusOr<PersistentLoop> persistent_loop_bound(Device& d, const Program& root, const Invocation& inv,
+                                               const std::vector<const void*>& in, const std::vector<void*>& results) {
+  Program body = root.bodies[static_cast<size_t>(inv.body)];
+  check_layout(body, "cuda::Executor (persistent loop body)");
+  auto loop = std::make_unique<PersistentLoopBound>();
+  PersistentLoopBound& l = *loop;
+  l.name_ = body.name;
+  const std::string what = "persistent loop body @" + body.name;
+  WEFT_RETURN_IF_ERROR(device_allocate(l.arena_, body.arena_bytes, "arena of " + what));
+  WEFT_RETURN_IF_ERROR(device_allocate(l.inputs_, body.inputs_bytes, "inputs block of " + what));
+  l.owned_ = static_cast<size_t>(std::max<int64_t>(body.arena_bytes, 1) + std::max<int64_t>(body.inputs_bytes, 1));
+  PersistentLoop out;
+  StatusOr<RecurrentPlan> plan = plan_recurrent_loop(root, inv, {in, results, l.arena_, l.inputs_});
+  if (!plan.ok()) {
+    out.refusal = plan.error().message;
+    return out;
+  }
+  l.plan_ = std::move(*plan);
+  StatusOr<RecurrentLaunch> launch = plan_recurrent_launch(l.plan_.program.view(), d.ordinal);
+  if (!launch.ok()) {
+    out.refusal = launch.error().message;
+    return out;
+  }
+  l.launch_ = *launch;
+  WEFT_RETURN_IF_ERROR(l.copy_arrays(what));
+  WEFT_RETURN_IF_ERROR(device_allocate(l.barrier_, static_cast<int64_t>(recurrent_barrier_bytes()), "barrier of " + what));
+  l.owned_ += std::max<size_t>(recurrent_barrier_bytes(), 1);
+  out.bound = std::move(loop);
+  return out;
+}
+
+}  // namespace weft::cuda

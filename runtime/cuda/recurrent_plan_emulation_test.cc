@@ -1,0 +1,53 @@
+// Planned loops run by the persistent loop kernel itself, without a GPU: every loop of
+// small LSTM and GRU training steps, a tanh RNN and the shifted/chained carries graph,
+// lowered with codegen::cuda_lower_options() and planned (recurrent_plan.h) as
+// recurrent_plan_test plans them, then run by the kernel's source (recurrent_kernel_device.inc)
+// under cuda_emulation.h's cooperative launch — the recurrent weights in shared memory, and
+// again from global memory — and compared with the reference interpreter's run of the
+// same scan node. The plan and the kernel meet here before a GPU runs them.
+#include "runtime/cuda/cuda_emulation.h"  // first: CUDA's built-ins for the kernel's source
+
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "runtime/cuda/recurrent_kernel_device.inc"
+#include "runtime/cuda/recurrent_kernel_layout.h"
+#include "runtime/cuda/recurrent_plan_testing.h"
+#include "tests/testing/loop_graphs.h"
+
+namespace weft::cuda {
+namespace {
+
+using namespace plan_testing;
+
+// The kernel on `blocks` blocks of 32 threads, with the shared memory the layout's rule
+// gives under `shared_limit` (0: every B read from global memory).
+std::function<Status(const RecurrentProgramView&)> kernel(unsigned blocks, uint64_t shared_limit) {
+  return [=](const RecurrentProgramView& program) {
+    const uint64_t shared = recurrent_shared_bytes(program, blocks, shared_limit);
+    unsigned barrier = 0;
+    emulation::run_cooperative_grid(blocks, 32, shared, [&] { recurrent_loop(program, &barrier, shared); });
+    return Status::ok_status();
+  };
+}
+
+void expect_on_kernel(const Graph& g, uint64_t seed, int loops) {
+  for (uint64_t limit : {uint64_t{1} << 20, uint64_t{0}}) {
+    SCOPED_TRACE(limit == 0 ? "B from global memory" : "B in shared memory");
+    EXPECT_EQ(expect_loops_match_reference(g, seed, kernel(3, limit)), loops);
+  }
+}
+
+TEST(RecurrentPlanOnKernel, LstmStepLoops) {
+  expect_on_kernel(sequence_step(LSTM(6, 8, {.layers = 2, .last = true}), 8), 3, 4);
+}
+
+TEST(RecurrentPlanOnKernel, GruStepLoops) { expect_on_kernel(sequence_step(GRU(6, 8, {.last = true}), 8), 5, 2); }
+
+TEST(RecurrentPlanOnKernel, TanhRnnLoops) { expect_on_kernel(typed(kTanhRnn), 7, 2); }
+
+TEST(RecurrentPlanOnKernel, ShiftedAndChainedCarries) { expect_on_kernel(typed(testing::kScanSlotsGraph), 11, 2); }
+
+}  // namespace
+}  // namespace weft::cuda

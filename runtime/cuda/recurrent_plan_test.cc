@@ -1,0 +1,385 @@
+// A loop as a persistent program (recurrent_plan.h), planned on the host: every loop of
+// small LSTM and GRU training steps (their forward and gradient loops) and of tanh RNNs,
+// lowered with codegen::cuda_lower_options(), bound in host memory as the CUDA executor
+// binds it (the loop's operands and results where the root Program puts them, the body's
+// own arena and inputs block), its operands random, planned, run by the host oracle
+// (run_recurrent_on_host) and compared with the reference interpreter's run of the same
+// scan node (reference::run_loop). Then the refusals, each message pinned, and
+// recurrent_cell.h's example.
+#include "runtime/cuda/recurrent_plan.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench/models.h"
+#include "codegen/lower.h"
+#include "runtime/binding.h"
+#include "runtime/cuda/recurrent_cell.h"
+#include "runtime/cuda/recurrent_plan_testing.h"
+#include "runtime/cuda/recurrent_reference.h"
+#include "tests/testing/loop_graphs.h"
+
+namespace weft::cuda {
+namespace {
+
+using namespace plan_testing;
+
+constexpr auto kOracle = run_recurrent_on_host;
+
+// recurrent_cell.h's example: an LSTM gate's window of the gates, its sigmoid times c.
+TEST(RecurrentCell, TheHeadersExample) {
+  const Graph body = typed(R"(graph @k(%g: f32[4,32], %c: f32[4,8]) {
+  %i = slice(%g) {start=[0,0], stop=[4,8]}
+  %s = sigmoid(%i)
+  %y = mul(%s, %c)
+  return %y
+}
+)");
+  StatusOr<CellSpace> space = cell_space(body);
+  ASSERT_TRUE(space.ok()) << space.error().to_string();
+  EXPECT_EQ(space->rows, 4);
+  EXPECT_EQ(space->cols, 8);
+  const auto layout = [](const CellLayout& l) {
+    return std::to_string(l.offset) + " " + std::to_string(l.row_stride) + " " + std::to_string(l.col_stride);
+  };
+  ASSERT_EQ(space->operands.size(), 2u);
+  ASSERT_EQ(space->results.size(), 1u);
+  EXPECT_EQ(layout(space->operands[0]), "0 32 1");
+  EXPECT_EQ(layout(space->operands[1]), "0 8 1");
+  EXPECT_EQ(layout(space->results[0]), "0 8 1");
+  StatusOr<std::vector<CellInstr>> code = cell_program(body);
+  ASSERT_TRUE(code.ok()) << code.error().to_string();
+  RecurrentProgram p;
+  p.instrs = *code;
+  p.phases.push_back({});
+  p.phases[0].instr_count = static_cast<int32_t>(code->size());
+  p.phases[0].operand_count = 2;
+  p.phases[0].result_count = 1;
+  p.maps.assign(3, ElementMap{0, 0, 0, 0});
+  p.buffers.push_back({});
+  const std::string text = p.to_string();
+  EXPECT_NE(text.find("    r0 = load operand 0\n    r1 = sigmoid r0\n    r0 = load operand 1\n    r2 = mul r1 r0\n"
+                      "    store result 0 = r2\n"),
+            std::string::npos)
+      << text;
+}
+
+TEST(RecurrentPlan, LstmStepLoopsMatchTheInterpreter) {
+  // Two layers: a forward loop and a gradient loop each.
+  EXPECT_EQ(expect_loops_match_reference(sequence_step(LSTM(6, 8, {.layers = 2, .last = true}), 8), 3, kOracle), 4);
+}
+
+TEST(RecurrentPlan, GruStepLoopsMatchTheInterpreter) {
+  EXPECT_EQ(expect_loops_match_reference(sequence_step(GRU(6, 8, {.last = true}), 8), 5, kOracle), 2);
+}
+
+TEST(RecurrentPlan, TanhRnnLoopsMatchTheInterpreter) {
+  EXPECT_EQ(expect_loops_match_reference(typed(kTanhRnn), 7, kOracle), 2);
+}
+
+// A chained carry and a shifted one (c: read in slot i, written into slot i+1, the last
+// into %c), then a reversed loop: runtime/loop_slots.h's cases.
+TEST(RecurrentPlan, ShiftedAndChainedCarriesMatchTheInterpreter) {
+  EXPECT_EQ(expect_loops_match_reference(typed(testing::kScanSlotsGraph), 11, kOracle), 2);
+}
+
+// The first loop of `text` (lowered with `options`) that is refused, and why ("" when
+// every loop is planned).
+std::string first_refusal(const std::string& text, const codegen::LowerOptions& options) {
+  const Graph g = typed(text);
+  StatusOr<Lowering> l = codegen::lower_to_program(g, options);
+  EXPECT_TRUE(l.ok()) << l.error().to_string();
+  if (!l.ok()) return "";
+  std::vector<std::byte> arena, inputs;
+  for (HostLoop& h : bind_loops(*l, arena, inputs, 1)) {
+    StatusOr<RecurrentPlan> plan = plan_recurrent_loop(l->program, *h.loop, h.where);
+    if (!plan.ok()) return plan.error().message;
+    if (std::getenv("RPLAN_DUMP")) std::printf("%s\n%s\n", h.body.to_string().c_str(), plan->program.to_string().c_str());
+  }
+  return "";
+}
+
+// A cell with `n` results (the first the carry), each the exp of the one before, all
+// live to the end: n registers.
+std::string long_cell(int n) {
+  std::string types, body, results;
+  for (int i = 1; i <= n; ++i) {
+    types += ", f32[5,2,3]";
+    body += "      %e" + std::to_string(i) + " = exp(%e" + std::to_string(i - 1) + ") : f32[2,3]\n";
+    results += ", %e" + std::to_string(i);
+  }
+  std::string ys;
+  for (int i = 1; i <= n; ++i) ys += ", %y" + std::to_string(i);
+  return "graph @long(%h0: f32[2,3], %xs: f32[5,2,3]) {\n  %h" + ys + " = scan(%h0, %xs) {carries=1, length=5} : f32[2,3]" +
+         types + " ({\n    ^cell(%ch: f32[2,3], %cx: f32[2,3]):\n      %e0 = add(%ch, %cx) : f32[2,3]\n" + body +
+         "      return %e1" + results + "\n  })\n  return %h" + ys + "\n}\n";
+}
+
+TEST(RecurrentPlan, RefusalsSayWhy) {
+  const codegen::LowerOptions cuda = codegen::cuda_lower_options();
+  const std::pair<std::string, std::string> kCases[] = {
+      // A reduction in the body (the row sum of a product).
+      {testing::kScanStoredConcatGraph, "persistent loop @cell: invocation 2 (generated): kernel k2 is a reduction kernel"},
+      // A loop inside the body.
+      {R"(graph @nest(%h0: f32[2,3], %xs: f32[4,2,3]) {
+  %h, %hs = scan(%h0, %xs) {carries=1, length=4} : f32[2,3], f32[4,2,3] ({
+    ^outer(%oh: f32[2,3], %ox: f32[2,3]):
+      %ih, %ihs = scan(%oh, %ox) {carries=1, consts=1, length=2} : f32[2,3], f32[2,2,3] ({
+        ^inner(%ic: f32[2,3], %ii: f32[2,3]):
+          %ia = add(%ii, %ic) : f32[2,3]
+          %t = tanh(%ia) : f32[2,3]
+          return %t, %t
+      })
+      %a = add(%ih, %ox) : f32[2,3]
+      return %a, %a
+  })
+  return %h, %hs
+}
+)", "persistent loop @outer: invocation 0 (loop): a nested loop"},
+      // bf16 values.
+      {R"(graph @half(%w: bf16[4,4], %h0: bf16[2,4], %xs: bf16[3,2,4]) {
+  %h, %hs = scan(%w, %h0, %xs) {carries=1, consts=1, length=3} : bf16[2,4], bf16[3,2,4] ({
+    ^cell(%cw: bf16[4,4], %ch: bf16[2,4], %cx: bf16[2,4]):
+      %m = matmul(%ch, %cw) : bf16[2,4]
+      %a = add(%m, %cx) : bf16[2,4]
+      %t = tanh(%a) : bf16[2,4]
+      return %t, %t
+  })
+  return %h, %hs
+}
+)", "persistent loop @cell: invocation 0 (library matmul): a matmul of bf16 and bf16 (f32 only)"},
+      // Two carries swapped every iteration.
+      {R"(graph @swap(%a0: f32[2,3], %b0: f32[2,3], %xs: f32[4,2,3]) {
+  %a, %b, %ys = scan(%a0, %b0, %xs) {carries=2, length=4} : f32[2,3], f32[2,3], f32[4,2,3] ({
+    ^cell(%ca: f32[2,3], %cb: f32[2,3], %cx: f32[2,3]):
+      %s = add(%ca, %cx) : f32[2,3]
+      return %cb, %ca, %s
+  })
+  return %a, %b, %ys
+}
+)", "persistent loop @cell: two carries are swapped"},
+      // Too many iterations to bind each slot: the loop is bound once.
+      {R"(graph @long(%h0: f32[1], %xs: f32[300000,1]) {
+  %h, %hs = scan(%h0, %xs) {carries=1, length=300000} : f32[1], f32[300000,1] ({
+    ^cell(%ch: f32[1], %cx: f32[1]):
+      %s = add(%ch, %cx) : f32[1]
+      return %s, %s
+  })
+  return %h, %hs
+}
+)", "persistent loop @cell: the loop is bound once for all its iterations (runtime/loop_slots.h), not per slot"},
+      // A batched matmul in the body.
+      {R"(graph @batched(%w: f32[2,4,4], %h0: f32[2,3,4], %xs: f32[5,2,3,4]) {
+  %h, %hs = scan(%w, %h0, %xs) {carries=1, consts=1, length=5} : f32[2,3,4], f32[5,2,3,4] ({
+    ^cell(%cw: f32[2,4,4], %ch: f32[2,3,4], %cx: f32[2,3,4]):
+      %m = matmul(%ch, %cw) : f32[2,3,4]
+      %a = add(%m, %cx) : f32[2,3,4]
+      return %a, %a
+  })
+  return %h, %hs
+}
+)", "persistent loop @cell: invocation 0 (library matmul): a matmul of f32[2,3,4] and f32[2,4,4] (two dimensions only)"},
+      // A library op other than matmul (a transpose) in the body.
+      {R"(graph @moved(%h0: f32[3,3], %xs: f32[5,3,3]) {
+  %h, %hs = scan(%h0, %xs) {carries=1, length=5} : f32[3,3], f32[5,3,3] ({
+    ^cell(%ch: f32[3,3], %cx: f32[3,3]):
+      %t = transpose(%ch) {perm=[1,0]} : f32[3,3]
+      %a = add(%t, %cx) : f32[3,3]
+      %e = exp(%a) : f32[3,3]
+      return %e, %e
+  })
+  return %h, %hs
+}
+)", "persistent loop @cell: invocation 0 (library transpose): only a matmul of the library ops runs in a persistent loop"},
+      // A row kernel (a softmax) in the body.
+      {R"(graph @rows(%h0: f32[3,4], %xs: f32[5,3,4]) {
+  %h, %hs = scan(%h0, %xs) {carries=1, length=5} : f32[3,4], f32[5,3,4] ({
+    ^cell(%ch: f32[3,4], %cx: f32[3,4]):
+      %a = add(%ch, %cx) : f32[3,4]
+      %s = softmax(%a) {axis=1} : f32[3,4]
+      return %s, %s
+  })
+  return %h, %hs
+}
+)", "persistent loop @cell: invocation 0 (generated): kernel k0 is a row kernel"},
+      // A bias broadcast along the middle of three dimensions.
+      {R"(graph @three(%b: f32[2,1,4], %h0: f32[2,3,4], %xs: f32[5,2,3,4]) {
+  %h, %hs = scan(%b, %h0, %xs) {carries=1, consts=1, length=5} : f32[2,3,4], f32[5,2,3,4] ({
+    ^cell(%cb: f32[2,1,4], %ch: f32[2,3,4], %cx: f32[2,3,4]):
+      %a = add(%ch, %cb) : f32[2,3,4]
+      %m = mul(%a, %cx) : f32[2,3,4]
+      %t = tanh(%m) : f32[2,3,4]
+      return %t, %t
+  })
+  return %h, %hs
+}
+)", "persistent loop @cell: invocation 0 (generated k0): its iteration space [2,3,4] does not collapse to two dimensions"},
+      // bf16 values in an elementwise kernel.
+      {R"(graph @half_cell(%h0: bf16[2,4], %xs: bf16[3,2,4]) {
+  %h, %hs = scan(%h0, %xs) {carries=1, length=3} : bf16[2,4], bf16[3,2,4] ({
+    ^cell(%ch: bf16[2,4], %cx: bf16[2,4]):
+      %a = add(%ch, %cx) : bf16[2,4]
+      %t = tanh(%a) : bf16[2,4]
+      return %t, %t
+  })
+  return %h, %hs
+}
+)", "persistent loop @cell: invocation 0 (generated k0): a bf16 operand"},
+      // An op with an attribute the register program cannot hold (gelu's tanh form).
+      {R"(graph @gelu(%h0: f32[2,4], %xs: f32[3,2,4]) {
+  %h, %hs = scan(%h0, %xs) {carries=1, length=3} : f32[2,4], f32[3,2,4] ({
+    ^cell(%ch: f32[2,4], %cx: f32[2,4]):
+      %a = add(%ch, %cx) : f32[2,4]
+      %t = gelu(%a) {approximate="tanh"} : f32[2,4]
+      return %t, %t
+  })
+  return %h, %hs
+}
+)", "persistent loop @cell: invocation 0 (generated k0): op gelu with attributes"},
+      // An op a persistent loop does not compute (gelu, erf's form).
+      {R"(graph @gelu(%h0: f32[2,4], %xs: f32[3,2,4]) {
+  %h, %hs = scan(%h0, %xs) {carries=1, length=3} : f32[2,4], f32[3,2,4] ({
+    ^cell(%ch: f32[2,4], %cx: f32[2,4]):
+      %a = add(%ch, %cx) : f32[2,4]
+      %t = gelu(%a) : f32[2,4]
+      return %t, %t
+  })
+  return %h, %hs
+}
+)", "persistent loop @cell: invocation 0 (generated k0): op gelu (not one a persistent loop computes)"},
+      // A bool ys the loop copies per iteration (the body returns its xs).
+      {R"(graph @mask(%h0: f32[2,4], %xs: f32[3,2,4], %ms: bool[3,2,4]) {
+  %h, %hs, %mo = scan(%h0, %xs, %ms) {carries=1, length=3} : f32[2,4], f32[3,2,4], bool[3,2,4] ({
+    ^cell(%ch: f32[2,4], %cx: f32[2,4], %cm: bool[2,4]):
+      %a = add(%ch, %cx) : f32[2,4]
+      %t = tanh(%a) : f32[2,4]
+      return %t, %t, %cm
+  })
+  return %h, %hs, %mo
+}
+)", "persistent loop @cell: the copy of ys 2: a bool copy (f32 only)"},
+      // A value cast to an integer inside a kernel.
+      {R"(graph @cast(%h0: f32[2,4], %xs: f32[3,2,4]) {
+  %h, %hs = scan(%h0, %xs) {carries=1, length=3} : f32[2,4], f32[3,2,4] ({
+    ^cell(%ch: f32[2,4], %cx: f32[2,4]):
+      %a = add(%ch, %cx) : f32[2,4]
+      %i = cast(%a) {dtype=i32} : i32[2,4]
+      %f = cast(%i) {dtype=f32} : f32[2,4]
+      return %f, %f
+  })
+  return %h, %hs
+}
+)", "persistent loop @cell: invocation 0 (generated k0): a cast to i32"},
+      // More values live at once than registers.
+      {long_cell(kMaxCellRegisters + 1), "persistent loop @cell: invocation 0 (generated k0): more than 32 registers"},
+  };
+  for (const auto& [text, want] : kCases) {
+    SCOPED_TRACE(text.substr(0, 40));
+    EXPECT_EQ(first_refusal(text, cuda), want);
+  }
+}
+
+// A body invocation that zeroes bytes before it runs (a merged update's padding, which no
+// lowered loop body holds), on a Program built by hand: h' = k0(h), h' also the ys.
+TEST(RecurrentPlan, ClearedBytesAreRefused) {
+  const Type t = f32({4});
+  Program body;
+  body.name = "cell";
+  body.inputs = {{"h", t, InputKind::data}};
+  lay_out_inputs_in_order(body);
+  body.arena_bytes = 64;
+  Invocation k;
+  k.kind = Invocation::Kind::generated;
+  k.kernel = 0;
+  k.operands = {BufferRef{Space::input, 0, 0, t}};
+  k.results = {BufferRef{Space::arena, -1, 0, t}};
+  k.clear = {BufferRef{Space::arena, -1, 32, Type{DType::u8, Shape({16})}}};
+  body.code = {k};
+  body.outputs = {k.results[0], k.results[0]};
+  Program root;
+  root.bodies = {body};
+  Invocation loop;
+  loop.kind = Invocation::Kind::loop;
+  loop.body = 0;
+  loop.node.op = Op::Scan;
+  loop.node.attrs = {{"length", int64_t{3}}, {"carries", int64_t{1}}};
+  loop.operands = {BufferRef{Space::arena, -1, 0, t}};
+  loop.results = {BufferRef{Space::arena, -1, 64, t}, BufferRef{Space::arena, -1, 128, f32({3, 4})}};
+  std::vector<float> arena(64), body_arena(16), body_inputs(16);
+  const LoopAddresses where{{arena.data()}, {arena.data() + 16, arena.data() + 32}, body_arena.data(), body_inputs.data()};
+  StatusOr<RecurrentPlan> plan = plan_recurrent_loop(root, loop, where);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.error().message, "persistent loop @cell: invocation 0 (generated): it clears buffers before it runs");
+}
+
+// Loops with early exits: the CPU's lowering keeps `stop` (the CUDA one masks it).
+TEST(RecurrentPlan, EarlyExitsAreRefused) {
+  std::ifstream file("passes/testdata/loop_exits.wir");
+  std::stringstream text;
+  text << file.rdbuf();
+  EXPECT_EQ(first_refusal(text.str(), codegen::LowerOptions{}),
+            "persistent loop @cell: the loop has an early exit (stop or active)");
+}
+
+// Each loop of `p` planned at nominal addresses (the plan reads no memory): the root
+// arena at 1 TiB, its inputs block at 2 TiB, each body's arena at 3 TiB and inputs block
+// at 4 TiB. One line per loop: "@BODY xLENGTH: N invocations, C copies -> P phases" (the
+// invocations and copies a trip of the bound loop runs, the phases of one iteration of
+// its persistent launch), or the refusal.
+std::vector<std::string> plan_lines(Program p) {
+  check_layout(p, "recurrent_plan_test");
+  const auto nominal = [](int tib, int64_t offset) {
+    return reinterpret_cast<void*>((uintptr_t{1} << 40) * static_cast<uintptr_t>(tib) + static_cast<uintptr_t>(offset));
+  };
+  std::vector<void*> inputs;
+  for (int64_t offset : p.input_offsets) inputs.push_back(nominal(2, offset));
+  std::vector<std::string> lines;
+  for (const Invocation& inv : p.code) {
+    if (inv.kind != Invocation::Kind::loop) continue;
+    LoopAddresses where;
+    where.body_arena = nominal(3, 0);
+    where.body_inputs = nominal(4, 0);
+    for (const BufferRef& r : inv.operands) where.in.push_back(buffer_address(r, nominal(1, 0), inputs));
+    for (const BufferRef& r : inv.results) where.results.push_back(buffer_address(r, nominal(1, 0), inputs));
+    StatusOr<RecurrentPlan> plan = plan_recurrent_loop(p, inv, where);
+    lines.push_back(plan.ok() ? "@" + p.bodies[static_cast<size_t>(inv.body)].name + " x" +
+                                    std::to_string(plan->program.length) + ": " +
+                                    std::to_string(plan->body_invocations) + " invocations, " +
+                                    std::to_string(plan->copy_phases) + " copies -> " +
+                                    std::to_string(plan->program.phases.size()) + " phases"
+                              : plan.error().message);
+  }
+  return lines;
+}
+
+// The suite's recurrent models at paper sizes (bench/models.h), lowered for CUDA: every
+// loop of lstm_seq's and gru_seq's steps plans; the other loop models' lines are printed
+// (what their bodies hold that a persistent loop refuses).
+TEST(RecurrentPlan, SuiteRecurrentModelsPlan) {
+  for (const char* model : {"lstm_seq", "gru_seq", "feedback_fixed", "iterative_refine"}) {
+    SCOPED_TRACE(model);
+    StatusOr<bench::BenchModel> m = bench::make_bench_model(model, bench::Preset::paper);
+    ASSERT_TRUE(m.ok()) << m.error().to_string();
+    StatusOr<Trainer> t = Trainer::compile(m->net, m->inputs, m->loss, OptimizerSpec::adam(m->lr),
+                                           {.seed = 1, .backend = "reference"});
+    ASSERT_TRUE(t.ok()) << t.error().to_string();
+    StatusOr<Lowering> l = codegen::lower_to_program(t->step_graph(), codegen::cuda_lower_options());
+    ASSERT_TRUE(l.ok()) << l.error().to_string();
+    const std::vector<std::string> lines = plan_lines(l->program);
+    EXPECT_FALSE(lines.empty());
+    for (const std::string& line : lines) {
+      std::printf("  %s %s\n", model, line.c_str());
+      if (std::string(model) == "lstm_seq" || std::string(model) == "gru_seq") {
+        EXPECT_EQ(line.find("persistent loop"), std::string::npos) << line;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace weft::cuda

@@ -1,0 +1,196 @@
+#pragma once
+// Tests' side of recurrent_plan.h: every loop of a graph lowered for CUDA, bound in host
+// memory as the CUDA executor binds it (the loop's operands and results where the root
+// Program puts them, the body's own arena and inputs block), its operands random, planned,
+// run by a given runner (the host oracle, run_recurrent_on_host; or the persistent loop
+// kernel emulated on the host) and compared with the reference interpreter's run of the
+// same scan node (reference::run_loop). recurrent_plan_test and the kernel's emulation of
+// planned programs share it.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "codegen/cuda_program.h"
+#include "codegen/lower.h"
+#include "frontend/modules.h"
+#include "frontend/training.h"
+#include "ir/text.h"
+#include "passes/infer_types.h"
+#include "runtime/binding.h"
+#include "runtime/cuda/recurrent_plan.h"
+#include "runtime/reference/interpreter.h"
+
+namespace weft::cuda::plan_testing {
+
+using codegen::Lowering;
+
+inline Type f32(std::vector<int64_t> dims) { return Type{DType::f32, Shape(std::move(dims))}; }
+
+inline Graph typed(const std::string& text) {
+  StatusOr<Graph> g = parse_graph(text, "recurrent_plan.wir");
+  EXPECT_TRUE(g.ok()) << g.error().to_string();
+  if (!g.ok()) return Graph();
+  const Status inferred = InferTypesPass().run(*g).status();
+  EXPECT_TRUE(inferred.ok()) << inferred.to_string();
+  return std::move(*g);
+}
+
+// The training step (Adam, MSE on the last hidden state through a Linear) of `rnn` over
+// [batch 4, 5 steps, 6 features], as codegen/rnn_cell_lowering_test.cc builds it.
+inline Graph sequence_step(ModulePtr rnn, int64_t hidden) {
+  auto net = FlowBuilder::from(std::move(rnn)).through(Linear(hidden, 6)).build();
+  EXPECT_TRUE(net.ok()) << net.error().to_string();
+  auto trainer = Trainer::compile(*net, {{"x", f32({4, 5, 6})}}, LossSpec::mse(), OptimizerSpec::adam(),
+                                  {.backend = "reference"});
+  EXPECT_TRUE(trainer.ok()) << trainer.error().to_string();
+  return trainer->step_graph();
+}
+
+// A tanh RNN's forward loop (h·W + x·U + b) and a reversed one reading W transposed.
+inline constexpr char kTanhRnn[] = R"(graph @rnn(%w: f32[8,8], %u: f32[6,8], %b: f32[8], %h0: f32[4,8], %xs: f32[5,4,6]) {
+  %h, %hs = scan(%w, %u, %b, %h0, %xs) {carries=1, consts=3, length=5} : f32[4,8], f32[5,4,8] ({
+    ^cell(%cw: f32[8,8], %cu: f32[6,8], %cb: f32[8], %ch: f32[4,8], %cx: f32[4,6]):
+      %m = matmul(%ch, %cw) : f32[4,8]
+      %x = matmul(%cx, %cu) : f32[4,8]
+      %a = add(%m, %x) : f32[4,8]
+      %z = add(%a, %cb) : f32[4,8]
+      %n = tanh(%z) : f32[4,8]
+      return %n, %n
+  })
+  %g, %gs = scan(%w, %h, %hs) {carries=1, consts=1, length=5, reverse=true} : f32[4,8], f32[5,4,8] ({
+    ^back(%bw: f32[8,8], %bg: f32[4,8], %bh: f32[4,8]):
+      %bm = matmul(%bg, %bw) {transpose_b=true} : f32[4,8]
+      %bt = mul(%bh, %bh) : f32[4,8]
+      %bo = sub(%bm, %bt) : f32[4,8]
+      %bn = tanh(%bo) : f32[4,8]
+      return %bn, %bn
+  })
+  return %h, %hs, %g, %gs
+}
+)";
+
+// Host memory standing in for a device block (64 bytes more: a zero-sized block still
+// has an address).
+inline std::vector<std::byte> block(int64_t bytes) { return std::vector<std::byte>(static_cast<size_t>(bytes) + 64); }
+
+// The scan node of `g` that loop invocation `loop` runs.
+inline const Node* scan_of(const Graph& g, const Invocation& loop) {
+  for (const Node& n : g.nodes()) {
+    if (n.op == Op::Scan && n.results == loop.node.results) return &n;
+  }
+  return nullptr;
+}
+
+// One loop invocation of a lowered program, bound in host memory.
+struct HostLoop {
+  const Invocation* loop = nullptr;
+  Program body;
+  std::vector<std::byte> body_arena, body_inputs;
+  LoopAddresses where;
+};
+
+// Each loop of `l`'s root Program bound in `arena` and `inputs` (host memory laid out as
+// the root Program says), its operands random.
+inline std::vector<HostLoop> bind_loops(Lowering& l, std::vector<std::byte>& arena, std::vector<std::byte>& inputs,
+                                 uint64_t seed) {
+  Program& root = l.program;
+  check_layout(root, "recurrent_plan_test");
+  arena = block(root.arena_bytes);
+  inputs = block(root.inputs_bytes);
+  std::vector<void*> input_at;
+  for (int64_t offset : root.input_offsets) input_at.push_back(inputs.data() + offset);
+  std::mt19937 rng(static_cast<uint32_t>(seed));
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<HostLoop> loops;
+  for (const Invocation& inv : root.code) {
+    if (inv.kind != Invocation::Kind::loop) continue;
+    HostLoop h;
+    h.loop = &inv;
+    h.body = root.bodies[static_cast<size_t>(inv.body)];
+    check_layout(h.body, "recurrent_plan_test (body)");
+    h.body_arena = block(h.body.arena_bytes);
+    h.body_inputs = block(h.body.inputs_bytes);
+    h.where.body_arena = h.body_arena.data();
+    h.where.body_inputs = h.body_inputs.data();
+    for (const BufferRef& r : inv.operands) h.where.in.push_back(buffer_address(r, arena.data(), input_at));
+    for (const BufferRef& r : inv.results) h.where.results.push_back(buffer_address(r, arena.data(), input_at));
+    loops.push_back(std::move(h));
+  }
+  for (HostLoop& h : loops) {
+    for (size_t k = 0; k < h.where.in.size(); ++k) {
+      if (h.loop->operands[k].type.dtype != DType::f32) continue;
+      auto* p = static_cast<float*>(const_cast<void*>(h.where.in[k]));
+      for (int64_t i = 0; i < h.loop->operands[k].type.numel(); ++i) p[i] = uniform(rng);
+    }
+  }
+  return loops;
+}
+
+inline void run_copies(const std::vector<LoopCopy>& copies) {
+  for (const LoopCopy& c : copies) std::memmove(c.to, c.from, c.bytes);
+}
+
+// Every loop of `g` lowered for CUDA, planned, run by `run` (the host oracle, or the
+// emulated kernel) and compared with the reference interpreter; returns how many loops
+// there were.
+inline int expect_loops_match_reference(const Graph& g, uint64_t seed,
+                                 const std::function<Status(const RecurrentProgramView&)>& run) {
+  StatusOr<Lowering> l = codegen::lower_to_program(g, codegen::cuda_lower_options());
+  EXPECT_TRUE(l.ok()) << l.error().to_string();
+  if (!l.ok()) return 0;
+  std::vector<std::byte> arena, inputs;
+  std::vector<HostLoop> loops = bind_loops(*l, arena, inputs, seed);
+  for (HostLoop& h : loops) {
+    const Invocation& inv = *h.loop;
+    SCOPED_TRACE("loop over @" + h.body.name);
+    const Node* scan = scan_of(l->graph, inv);
+    EXPECT_NE(scan, nullptr);
+    if (scan == nullptr) continue;
+    // The operands as the loop reads them (read before it runs: a chained result may
+    // share nothing with them, but read them first all the same).
+    std::vector<Tensor> operands;
+    for (size_t k = 0; k < inv.operands.size(); ++k) {
+      Tensor t(inv.operands[k].type);
+      std::memcpy(t.raw_data(), h.where.in[k], t.bytes());
+      operands.push_back(std::move(t));
+    }
+    std::vector<const Tensor*> operand_ptrs;
+    for (const Tensor& t : operands) operand_ptrs.push_back(&t);
+    std::vector<Type> types;
+    for (const BufferRef& r : inv.results) types.push_back(r.type);
+    StatusOr<std::vector<Tensor>> want = reference::run_loop(*scan, operand_ptrs, types);
+    EXPECT_TRUE(want.ok()) << want.error().to_string();
+
+    StatusOr<RecurrentPlan> plan = plan_recurrent_loop(l->program, inv, h.where);
+    EXPECT_TRUE(plan.ok()) << plan.error().to_string() << "\n" << h.body.to_string();
+    if (!plan.ok() || !want.ok()) continue;
+    run_copies(plan->before);
+    const Status ran = run(plan->program.view());
+    EXPECT_TRUE(ran.ok()) << ran.to_string();
+    run_copies(plan->after);
+    for (size_t r = 0; r < inv.results.size(); ++r) {
+      const auto* got = static_cast<const float*>(h.where.results[r]);
+      const float* expected = (*want)[r].data<float>();
+      int bad = 0;
+      for (int64_t i = 0; i < inv.results[r].type.numel() && bad < 5; ++i) {
+        const float tolerance = 1e-5f * std::max(1.0f, std::fabs(expected[i]));
+        if (!(std::fabs(got[i] - expected[i]) <= tolerance)) {
+          ADD_FAILURE() << "result " << r << " element " << i << ": " << got[i] << ", want " << expected[i] << "\n"
+                        << plan->program.to_string() << h.body.to_string();
+          ++bad;
+        }
+      }
+    }
+  }
+  return static_cast<int>(loops.size());
+}
+
+
+}  // namespace weft::cuda::plan_testing

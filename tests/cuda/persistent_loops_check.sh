@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# [GPU] (#31) loops as one persistent launch (runtime/cuda/persistent_loop.h, opt-in with
+# WEFT_PERSISTENT_LOOPS=1) on a GPU in one short call. Not yet run: written in a session
+# without a GPU. A few minutes.
+#  0. runtime/cuda's persistent_loop_test: a hand-built loop (a matmul and a PTX add per
+#     iteration) binds as "persistent loop 5x over @cell" with the switch on and per trip
+#     without it, both equal to the host's loop launch by launch and as one CUDA graph;
+#     then under compute-sanitizer memcheck.
+#  1. cases_test's loop cases (`*scan*`, `*lstm*`, `*gru*`, `*until*`: forward, reversed,
+#     nested, swapped, shifted and chained carries, the LSTM and GRU training steps)
+#     against the reference interpreter, launch by launch and as one CUDA graph, with the
+#     switch off and on (a loop the plan refuses binds per trip as before: the cases pass
+#     either way; which loops became one launch is step 3's).
+#  2. The same loop cases under compute-sanitizer memcheck with the switch on.
+#  3. The suite's lstm_seq and gru_seq (paper sizes): suite_bench --check (three steps
+#     against the reference interpreter: the loss and each parameter's and optimizer
+#     slot's largest relative difference) with the switch off and on, then their median
+#     step times as one CUDA graph and launch by launch, off and on (the A/B that decides
+#     the default, runtime/cuda/README.md), --profile showing each loop's line: "persistent
+#     loop Nx over @BODY (... one launch of B blocks x T threads ...)" where it is one
+#     launch, else "loop Nx ... not persistent: WHY".
+# Build and copy here:
+#
+#   bazel build //tests/cuda:cases_test //tests/cuda:suite_bench //runtime/cuda:persistent_loop_test
+#   mkdir -p .gpu && cp -f bazel-bin/tests/cuda/cases_test bazel-bin/tests/cuda/suite_bench \
+#     bazel-bin/runtime/cuda/persistent_loop_test .gpu/
+#   # device tool: run(command="tests/cuda/persistent_loops_check.sh", carry=[".gpu"], timeout_s=360)
+#
+# open_issues_check.sh 31 runs it last. Logs go to /tmp/weft-gpu and, when $OUT is set,
+# to $OUT.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out=/tmp/weft-gpu
+mkdir -p "$out"
+cases='*scan*:*lstm*:*gru*:*until*'
+line() { grep -E "$1" "$2" | tr '\n' ' ' | cut -c1-400; echo; }
+
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+if [ -x .gpu/persistent_loop_test ]; then
+  timeout 60 .gpu/persistent_loop_test >"$out/persistent_loop_test.txt" 2>&1
+  echo "== persistent_loop_test rc=$? $(line '^\[  (PASSED|FAILED|SKIPPED)' "$out/persistent_loop_test.txt")"
+  grep -E "Failure|error|persistent loop|loop 5x" -A3 "$out/persistent_loop_test.txt" | head -20
+  timeout 90 compute-sanitizer --tool memcheck --error-exitcode 3 .gpu/persistent_loop_test \
+    >"$out/persistent_loop_test_memcheck.txt" 2>&1
+  echo "== memcheck (persistent_loop_test) rc=$? $(line 'ERROR SUMMARY|^\[  (PASSED|FAILED)' "$out/persistent_loop_test_memcheck.txt")"
+else
+  echo "error: no .gpu/persistent_loop_test (build and copy it: this script's header)"
+fi
+for on in 0 1; do
+  WEFT_PERSISTENT_LOOPS=$on timeout 90 .gpu/cases_test --gtest_filter="$cases" >"$out/persistent_cases_$on.txt" 2>&1
+  echo "== cases_test ($cases) WEFT_PERSISTENT_LOOPS=$on rc=$? $(line '^\[  (PASSED|FAILED)' "$out/persistent_cases_$on.txt")"
+  grep -E "Failure|error" -A4 "$out/persistent_cases_$on.txt" | head -30
+done
+WEFT_PERSISTENT_LOOPS=1 timeout 120 compute-sanitizer --tool memcheck --error-exitcode 3 .gpu/cases_test \
+  --gtest_filter="$cases" >"$out/persistent_memcheck.txt" 2>&1
+echo "== memcheck ($cases, switch on) rc=$? $(line 'ERROR SUMMARY|^\[  (PASSED|FAILED)' "$out/persistent_memcheck.txt")"
+grep -E "Invalid|error" -A4 "$out/persistent_memcheck.txt" | head -20
+if [ ! -x .gpu/suite_bench ]; then
+  echo "error: no .gpu/suite_bench (build and copy it: this script's header)"
+  exit 1
+fi
+for model in lstm_seq gru_seq; do
+  for on in 0 1; do
+    WEFT_PERSISTENT_LOOPS=$on timeout 60 .gpu/suite_bench --check=$model >"$out/persistent_check_${model}_$on.txt" 2>&1
+    echo "== suite_bench --check=$model WEFT_PERSISTENT_LOOPS=$on rc=$?"
+    grep -Ev "^$" "$out/persistent_check_${model}_$on.txt" | head -12
+  done
+  for on in 0 1; do
+    WEFT_PERSISTENT_LOOPS=$on timeout 60 .gpu/suite_bench --case=$model --steps=100 --warmup=10 --profile=6 \
+      >"$out/persistent_bench_${model}_$on.txt" 2>&1
+    echo "== suite_bench --case=$model WEFT_PERSISTENT_LOOPS=$on rc=$?"
+    grep -E "median| ms |loop" "$out/persistent_bench_${model}_$on.txt" | cut -c1-300 | head -12
+  done
+done
+if [ -n "${OUT:-}" ]; then cp -f "$out"/persistent_*.txt "$OUT"/ 2>/dev/null; fi

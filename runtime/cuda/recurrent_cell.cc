@@ -4,53 +4,11 @@
 #include <string>
 #include <variant>
 
+#include "ir/kernel_space.h"
 #include "runtime/cuda/recurrent_reference.h"
 
 namespace weft::cuda {
 namespace {
-
-// ---- The iteration space (codegen's collapse_space, whose rule this follows: runtime/
-// may not depend on codegen/, DESIGN.md decision 10).
-
-// codegen's input_window: body input k read through a slice with unit steps that is its
-// only use (passes/fold_slices.h).
-const Node* input_window(const Graph& body, size_t k) {
-  const ValueId v = body.inputs()[k].value;
-  const Node* window = nullptr;
-  int uses = 0;
-  for (const Node& n : body.nodes()) {
-    for (ValueId o : n.operands) {
-      if (o != v) continue;
-      ++uses;
-      window = &n;
-    }
-  }
-  for (ValueId out : body.outputs()) uses += out == v;
-  if (uses != 1 || window == nullptr || window->op != Op::Slice) return nullptr;
-  if (const Attribute* step = window->attr("step")) {
-    for (int64_t s : std::get<IntList>(*step)) {
-      if (s != 1) return nullptr;
-    }
-  }
-  return window;
-}
-
-// codegen's output_window: output o stored through a pad (passes/fold_concats.h).
-const Node* output_window(const Graph& body, size_t o) {
-  const int p = body.value(body.outputs()[o]).node;
-  return p >= 0 && body.node(p).op == Op::Pad ? &body.node(p) : nullptr;
-}
-
-// A buffer of shape `in` laid out with `strides`, read across `out`: its stride along each
-// dimension of `out` (0 where it is broadcast).
-std::vector<int64_t> broadcast_strides(const Shape& in, const std::vector<int64_t>& strides, const Shape& out) {
-  std::vector<int64_t> st(static_cast<size_t>(out.rank()), 0);
-  for (int d = 0; d < out.rank(); ++d) {
-    const int id = d - (out.rank() - in.rank());
-    if (id >= 0 && in[id] != 1) st[static_cast<size_t>(d)] = strides[static_cast<size_t>(id)];
-  }
-  return st;
-}
 
 // ---- The register program.
 
@@ -121,59 +79,27 @@ class Registers {
 StatusOr<CellSpace> cell_space(const Graph& body) {
   const Node* window0 = output_window(body, 0);
   const Shape& out = body.type(window0 ? window0->operands[0] : body.outputs()[0]).shape;
-  std::vector<std::vector<int64_t>> full;  // operands, then results
-  std::vector<int64_t> offsets;
-  for (size_t k = 0; k < body.inputs().size(); ++k) {
-    const Shape& source = body.type(body.inputs()[k].value).shape;
-    const Node* window = input_window(body, k);
-    int64_t offset = 0;
-    if (window != nullptr) {
-      const IntList& start = window->ints_attr("start");
-      for (int d = 0; d < source.rank(); ++d) offset += start[static_cast<size_t>(d)] * source.strides()[static_cast<size_t>(d)];
-    }
-    full.push_back(broadcast_strides(window ? body.type(window->result()).shape : source, source.strides(), out));
-    offsets.push_back(offset);
-  }
   for (size_t o = 0; o < body.outputs().size(); ++o) {
     const Node* window = output_window(body, o);
-    const Shape& stored = body.type(window ? window->operands[0] : body.outputs()[o]).shape;
-    WEFT_CHECK(stored == out, "persistent loop plan: a kernel's results have different shapes");
-    if (window == nullptr) {
-      full.push_back(out.strides());
-      offsets.push_back(0);
-      continue;
-    }
-    const Shape& dest = body.type(window->result()).shape;
-    full.push_back(broadcast_strides(stored, dest.strides(), out));
-    int64_t offset = 0;
-    const IntList& low = window->ints_attr("low");
-    for (int d = 0; d < dest.rank(); ++d) offset += low[static_cast<size_t>(d)] * dest.strides()[static_cast<size_t>(d)];
-    offsets.push_back(offset);
+    WEFT_CHECK(body.type(window ? window->operands[0] : body.outputs()[o]).shape == out,
+               "persistent loop plan: a kernel's results have different shapes");
   }
-  // Merge adjacent dimensions across which every buffer is contiguous or broadcast.
-  std::vector<int64_t> dims;
-  std::vector<std::vector<int64_t>> strides(full.size());
-  for (int d = 0; d < out.rank(); ++d) {
-    if (out[d] == 1) continue;
-    bool merge = !dims.empty();
-    for (size_t j = 0; j < full.size() && merge; ++j) merge = strides[j].back() == full[j][static_cast<size_t>(d)] * out[d];
-    if (merge) dims.back() *= out[d];
-    else dims.push_back(out[d]);
-    for (size_t j = 0; j < full.size(); ++j) {
-      if (merge) strides[j].back() = full[j][static_cast<size_t>(d)];
-      else strides[j].push_back(full[j][static_cast<size_t>(d)]);
-    }
-  }
-  if (dims.size() > 2) {
+  const CollapsedSpace c = collapse_space(body);
+  if (c.dims.size() > 2) {
     return Error("its iteration space " + out.to_string() + " does not collapse to two dimensions");
   }
+  const size_t n = c.dims.size();  // 1 or 2
   CellSpace s;
-  const size_t n = dims.size();
-  s.rows = n == 2 ? dims[0] : 1;
-  s.cols = n >= 1 ? dims[n - 1] : 1;
-  for (size_t j = 0; j < full.size(); ++j) {
-    const CellLayout l{offsets[j], n == 2 ? strides[j][0] : 0, n >= 1 ? strides[j][n - 1] : 0};
-    (j < body.inputs().size() ? s.operands : s.results).push_back(l);
+  s.rows = n == 2 ? c.dims[0] : 1;
+  s.cols = c.dims[n - 1];
+  const auto layout = [&](int64_t offset, const std::vector<int64_t>& strides) {
+    return CellLayout{offset, n == 2 ? strides[0] : 0, strides[n - 1]};
+  };
+  for (size_t k = 0; k < c.strides.size(); ++k) s.operands.push_back(layout(c.offsets[k], c.strides[k]));
+  for (size_t o = 0; o < body.outputs().size(); ++o) {
+    // A result stored row-major has no strides of its own in the collapsed space.
+    if (c.out_strides[o].empty()) s.results.push_back(CellLayout{0, n == 2 ? s.cols : 0, 1});
+    else s.results.push_back(layout(c.out_offsets[o], c.out_strides[o]));
   }
   return s;
 }

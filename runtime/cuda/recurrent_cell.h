@@ -15,12 +15,11 @@
 //   cell_program: r0 = load operand 0; r1 = sigmoid r0; r0 = load operand 1;
 //                 r2 = mul r1 r0; store result 0 = r2
 //
-// The space follows codegen's collapse_space (emit_elementwise.h; runtime/ may not depend
-// on codegen/): size-1 dimensions dropped, adjacent ones merged where every operand and
-// result is contiguous or broadcast across both; a body input read through a leading
-// `slice` (an input window, passes/fold_slices.h) starts at the window in its source; a
-// result stored through a trailing `pad` (a store window, passes/fold_concats.h) is stored
-// into its window. The program loads each operand where it is first read, reuses a
+// The space is ir/kernel_space.h's collapse_space, the one codegen's emitters read: size-1
+// dimensions dropped, adjacent ones merged where every operand and result is contiguous or
+// broadcast across both; a body input read through a leading `slice` (an input window,
+// passes/fold_slices.h) starts at the window in its source; a result stored through a
+// trailing `pad` (a store window, passes/fold_concats.h) is stored into its window. The program loads each operand where it is first read, reuses a
 // register once its value is dead, and stores the results last (a result may overwrite an
 // operand in place). Errors say why the body cannot be a cell: a space of more than two
 // dimensions, an operand or result not f32, a value neither f32 nor bool between the ops,

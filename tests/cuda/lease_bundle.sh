@@ -11,6 +11,7 @@
 #   tests/cuda/lease_bundle.sh            # then, with the device tool:
 #   run(command="tests/cuda/open_issues_check.sh 30", carry=[".gpu"], timeout_s=480)
 #   run(command="tests/cuda/open_issues_check.sh 31", carry=[".gpu"], timeout_s=420)
+#   run(command="tests/cuda/open_issues_check.sh 31rnn", carry=[".gpu"], timeout_s=360)
 #   run(command="tests/cuda/open_issues_check.sh 28 29 32", carry=[".gpu"], timeout_s=480)
 #   run(command="tests/cuda/open_issues_check.sh suite", carry=[".gpu"], timeout_s=540)
 #   run(command="tests/cuda/open_issues_check.sh 31perf", carry=[".gpu"], timeout_s=420)
@@ -27,6 +28,7 @@ binaries=(
   tests/cuda/suite_bf16_bench examples/fashion_mnist/train_cuda
   examples/fashion_mnist/train_cuda_runtime_test examples/fashion_mnist/train_mlp_cuda_dp
   bench/suite bench/weft_aot_cuda_worker bench/loops_cuda runtime/cuda/persistent_loop_test
+  runtime/cuda/recurrent_kernel_test
 )
 targets=()
 for b in "${binaries[@]}"; do targets+=("//${b%/*}:${b##*/}"); done

@@ -5,7 +5,10 @@
 #  0. runtime/cuda's persistent_loop_test: a hand-built loop (a matmul and a PTX add per
 #     iteration) binds as "persistent loop 5x over @cell" with the switch on and per trip
 #     without it, both equal to the host's loop launch by launch and as one CUDA graph;
-#     then under compute-sanitizer memcheck.
+#     then under compute-sanitizer memcheck. runtime/cuda's recurrent_kernel_test: every
+#     case of recurrent_testing.h (RNN, LSTM, backward shapes, tiling edges, split k)
+#     launched and captured in a CUDA graph replayed twice, against the host oracle; then
+#     under memcheck and racecheck (the grid barrier, the shared-memory stage).
 #  1. cases_test's loop cases (`*scan*`, `*lstm*`, `*gru*`, `*until*`: forward, reversed,
 #     nested, swapped, shifted and chained carries, the LSTM and GRU training steps)
 #     against the reference interpreter, launch by launch and as one CUDA graph, with the
@@ -21,12 +24,13 @@
 #     launch, else "loop Nx ... not persistent: WHY".
 # Build and copy here:
 #
-#   bazel build //tests/cuda:cases_test //tests/cuda:suite_bench //runtime/cuda:persistent_loop_test
+#   bazel build //tests/cuda:cases_test //tests/cuda:suite_bench //runtime/cuda:persistent_loop_test \
+#     //runtime/cuda:recurrent_kernel_test
 #   mkdir -p .gpu && cp -f bazel-bin/tests/cuda/cases_test bazel-bin/tests/cuda/suite_bench \
-#     bazel-bin/runtime/cuda/persistent_loop_test .gpu/
+#     bazel-bin/runtime/cuda/persistent_loop_test bazel-bin/runtime/cuda/recurrent_kernel_test .gpu/
 #   # device tool: run(command="tests/cuda/persistent_loops_check.sh", carry=[".gpu"], timeout_s=360)
 #
-# open_issues_check.sh 31 runs it last. Logs go to /tmp/weft-gpu and, when $OUT is set,
+# open_issues_check.sh 31rnn runs it (tests/cuda/lease_bundle.sh packs these binaries). Logs go to /tmp/weft-gpu and, when $OUT is set,
 # to $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -45,6 +49,18 @@ if [ -x .gpu/persistent_loop_test ]; then
   echo "== memcheck (persistent_loop_test) rc=$? $(line 'ERROR SUMMARY|^\[  (PASSED|FAILED)' "$out/persistent_loop_test_memcheck.txt")"
 else
   echo "error: no .gpu/persistent_loop_test (build and copy it: this script's header)"
+fi
+if [ -x .gpu/recurrent_kernel_test ]; then
+  timeout 90 .gpu/recurrent_kernel_test >"$out/persistent_kernel_test.txt" 2>&1
+  echo "== recurrent_kernel_test rc=$? $(line '^\[  (PASSED|FAILED|SKIPPED)' "$out/persistent_kernel_test.txt")"
+  grep -E "Failure|error" -A4 "$out/persistent_kernel_test.txt" | head -20
+  for tool in memcheck racecheck; do
+    timeout 150 compute-sanitizer --tool $tool --error-exitcode 3 .gpu/recurrent_kernel_test \
+      >"$out/persistent_kernel_$tool.txt" 2>&1
+    echo "== $tool (recurrent_kernel_test) rc=$? $(line 'ERROR SUMMARY|RACECHECK SUMMARY|^\[  (PASSED|FAILED)' "$out/persistent_kernel_$tool.txt")"
+  done
+else
+  echo "error: no .gpu/recurrent_kernel_test (build and copy it: this script's header)"
 fi
 for on in 0 1; do
   WEFT_PERSISTENT_LOOPS=$on timeout 90 .gpu/cases_test --gtest_filter="$cases" >"$out/persistent_cases_$on.txt" 2>&1

@@ -3,9 +3,9 @@
 // kernel that keeps the recurrent weights on chip across time steps"): the plain data
 // a `loop` invocation's body becomes so that one cooperative CUDA kernel runs every
 // iteration, instead of a launch per kernel per iteration. Shared by the host side that
-// builds it from a lowered body (recurrent_plan.h; bound by persistent_loop.h), the device kernel that runs
-// it (recurrent_kernel.h) and the host oracle both are tested against
-// (recurrent_reference.h). Plain structs and arrays only: the kernel reads them from one
+// builds it from a lowered body (recurrent_plan.h; bound by persistent_loop.h), the
+// device kernel that runs it (recurrent_kernel.h) and the host oracle both are tested
+// against (recurrent_reference.h). Plain structs and arrays only: the kernel reads them from one
 // device block, the oracle and the emulated kernel from host memory.
 //
 // The model. An iteration is a list of *phases*, run in order; a grid-wide barrier

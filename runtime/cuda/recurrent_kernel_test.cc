@@ -61,9 +61,10 @@ class OnDevice {
     view.phases = copy(host_program.phases);
     view.maps = copy(host_program.maps);
     view.instrs = copy(host_program.instrs);
-    barrier = allocate(recurrent_barrier_bytes());
-    cudaMemset(barrier, 0, recurrent_barrier_bytes());
     launch = plan_recurrent_launch(host_program.view(), 0);
+    const size_t bytes = recurrent_barrier_bytes() + (launch.ok() ? launch->workspace_bytes : 0);
+    barrier = allocate(bytes);
+    cudaMemset(barrier, 0, bytes);
   }
   ~OnDevice() {
     for (void* p : allocations_) cudaFree(p);

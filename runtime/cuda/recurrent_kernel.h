@@ -28,7 +28,8 @@ namespace weft::cuda {
 /// The launch for `program` (host arrays; checked as check_recurrent_program does) on
 /// device `device`: blocks from the cooperative occupancy (the kernel's
 /// cudaOccupancyMaxActiveBlocksPerMultiprocessor × multiprocessors), shared memory for
-/// the constant B slices that fit (choose_recurrent_launch); an error saying why when the
+/// the constant B slices that fit and the split-K scratch its matmul partitions need
+/// (workspace_bytes; choose_recurrent_launch); an error saying why when the
 /// device cannot run it (no cooperative launch, no block resident, a CUDA error).
 StatusOr<RecurrentLaunch> plan_recurrent_launch(const RecurrentProgramView& program, int device);
 

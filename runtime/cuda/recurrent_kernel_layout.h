@@ -4,15 +4,24 @@
 // data so that the host tests them without a GPU and the kernel recomputes them from its
 // launch (blocks, shared bytes) rather than reading a second table.
 //
-//  - A matmul phase's C[m, n] is split over the grid in 2-D (partition_matmul): column
-//    groups first, one per block while n allows, then what blocks remain split the rows.
-//    Block b takes row group b / col_groups and column group b % col_groups (matmul_tile);
-//    blocks past row_groups · col_groups idle in that phase. A block so reads only its
-//    rows of A and only its columns of B.
+//  - A matmul phase's C[m, n] = op(A)·op(B) over k is split over the grid in 3-D
+//    (MatmulPartition): row groups × column groups × k ranges. Block b takes k range
+//    b / (row_groups · col_groups), and within it row group (b mod that) / col_groups and
+//    column group (b mod that) % col_groups (matmul_tile); blocks past the product idle in
+//    that phase. A block so reads only its rows of A and only its columns of B, over its
+//    k range. With more than one k range every block writes its partial tile to a
+//    scratch in global memory (the launch's workspace_bytes, after the barrier's
+//    counter), and after a grid barrier the grid sums each output's partials in range
+//    order (deterministic). The partition is the one a static cost model
+//    (model_matmul, choose_matmul_partition: FMAs, L2 bytes of A, of staged B and of
+//    the partials, barriers; constants named and stated there) costs least, a function of
+//    (m, n, k, blocks, whether B is a constant) — or of a forced number of k ranges — so
+//    that the kernel recomputes it from its launch (matmul_partition).
 //  - The shared-memory rule (SharedWalk): walking an iteration's phases in order, a matmul
 //    phase whose B is a constant of the loop (constant_b: its address invariant,
 //    recurrent_program.h, and no phase writing it) keeps its block's slice of op(B) —
-//    k × cols_per_block floats, [k][cols_per_block] row-major — in dynamic shared memory
+//    k_per_split × cols_per_block floats, [k][cols_per_block] row-major, its k range's
+//    rows — in dynamic shared memory
 //    across iterations when the slice fits what the budget still leaves; any other matmul
 //    reads B from global memory. The slices lie after the matmul stage
 //    (kMatmulStageBytes at offset 0, which every program with a matmul takes: the chunks
@@ -23,11 +32,13 @@
 //  - Within its tile a block works in panels (matmul_panel_shape, below), and
 //    recurrent_cost is the static cost model of an iteration under a launch.
 //
-// Example: an LSTM step's gates = h·W (m = batch 64, n = 4H = 1024, k = H = 256) on 132
-// blocks: 132 column groups of 8 columns (128 of them used), one row group; each block
-// keeps W[:, its 8 columns], 256 × 8 × 4 = 8 KiB, in shared memory for all time steps
-// (after the 16 KiB stage), and computes its 64 × 8 outputs as 16 × 2 micro-tiles of
-// 4 × 4, each over 8 threads' shares of k.
+// Example: the suite's lstm_seq forward gates = h·W (m = batch 128, n = 4H = 2048,
+// k = H = 512) on 264 blocks (an H200 at two blocks per multiprocessor): the model picks
+// 2 row groups × 32 column groups × 4 k ranges (256 blocks); each block keeps W[its 128
+// rows of k, its 64 columns], 32 KiB, in shared memory for all time steps (after the
+// 16 KiB stage), computes a 64 × 64 partial tile, and A is read 8 MiB per iteration across
+// the grid instead of the columns-first rule's 64 MiB (recurrent_kernel_layout_test,
+// CostOfTheSuitesLstmOnAnH200).
 
 #include <cstddef>
 #include <cstdint>

@@ -88,16 +88,13 @@ TEST(RecurrentKernelEmulated, TilingEdgesMatchTheOracleOnBlocksOf256Threads) {
   }
 }
 
-// Split-K (recurrent_kernel_layout.h's partition_grid): every case with k forced into 2,
-// 3 and 5 ranges on 6 blocks of 64 threads — 2 and 3 not dividing some k (15, 16, 17,
-// 20), 5 more ranges than k has chunks of kChunkK (and, where k < 5, clamped to k) —
-// each range's partial written to the scratch, summed after a grid barrier.
+// Split-K (recurrent_kernel_layout.h's partition_grid): every case with k forced into
+// kForcedKSplits ranges (recurrent_testing.h) on 6 blocks of 64 threads, each range's
+// partial written to the scratch, summed after a grid barrier.
 TEST(RecurrentKernelEmulated, ForcedKSplitsMatchTheOracle) {
-  std::vector<Case> cases = kernel_cases();
-  for (Case& c : tiling_cases()) cases.push_back(std::move(c));
-  for (const Case& c : cases) {
+  for (const Case& c : kernel_cases()) {
     SCOPED_TRACE(c.name);
-    for (int k_splits : {2, 3, 5}) {
+    for (int k_splits : kForcedKSplits) {
       SCOPED_TRACE(std::to_string(k_splits) + " k ranges");
       expect_matches_oracle(c, /*blocks=*/6, /*threads=*/64, k_splits);
     }

@@ -7,7 +7,8 @@
 //
 //   StatusOr<RecurrentLaunch> launch = plan_recurrent_launch(host_program, device);
 //   // device_program: the same arrays copied to the device, buffers' addresses the
-//   // device's; barrier: recurrent_barrier_bytes() of device memory, zeroed once.
+//   // device's; barrier: recurrent_barrier_bytes() + launch->workspace_bytes of device
+//   // memory, zeroed once (the counter, then the split-K scratch).
 //   cudaError_t e = launch_recurrent(device_program, barrier, *launch, stream);
 //
 // Host API: no CUDA device code here. Enqueues on `stream`, never synchronizes or
@@ -27,7 +28,8 @@ namespace weft::cuda {
 /// The launch for `program` (host arrays; checked as check_recurrent_program does) on
 /// device `device`: blocks from the cooperative occupancy (the kernel's
 /// cudaOccupancyMaxActiveBlocksPerMultiprocessor × multiprocessors), shared memory for
-/// the constant B slices that fit (choose_recurrent_launch); an error saying why when the
+/// the constant B slices that fit and the split-K scratch its matmul partitions need
+/// (workspace_bytes; choose_recurrent_launch); an error saying why when the
 /// device cannot run it (no cooperative launch, no block resident, a CUDA error).
 StatusOr<RecurrentLaunch> plan_recurrent_launch(const RecurrentProgramView& program, int device);
 
@@ -35,13 +37,18 @@ StatusOr<RecurrentLaunch> plan_recurrent_launch(const RecurrentProgramView& prog
 /// cudaLaunchAttributeCooperative, which CUDA 13's driver_types.h documents as "valid for
 /// graph nodes, launches", so that stream capture records a cooperative kernel node (a
 /// GPU run is still to confirm it). `device_program` points at device copies of the
-/// arrays; `barrier` at recurrent_barrier_bytes() of device memory zeroed once (each
-/// launch leaves the counter's low bits zero again, so launches and graph replays reuse
-/// it); `launch` from plan_recurrent_launch on the current device.
+/// arrays; `barrier` at recurrent_barrier_bytes() + launch.workspace_bytes of device
+/// memory zeroed once: the grid barrier's counter (each launch leaves its low bits zero
+/// again, so launches and graph replays reuse it), then, at byte
+/// recurrent_barrier_bytes(), the scratch where matmul phases whose partition splits k
+/// (recurrent_kernel_layout.h, choose_matmul_partition) write their partial sums (written
+/// before it is read in each phase: it needs no zeroing, and launches reuse it too);
+/// `launch` from plan_recurrent_launch on the current device.
 cudaError_t launch_recurrent(const RecurrentProgramView& device_program, void* barrier,
                              const RecurrentLaunch& launch, cudaStream_t stream);
 
-/// Bytes of device memory the grid barrier needs (one 32-bit counter).
+/// Bytes of device memory the grid barrier needs (one 32-bit counter); the split-K
+/// scratch (RecurrentLaunch::workspace_bytes) follows them.
 size_t recurrent_barrier_bytes();
 
 }  // namespace weft::cuda

@@ -32,21 +32,26 @@ using emulation::run_cooperative_grid;
 using namespace recurrent_testing;
 
 /// Runs `program` on the emulated kernel: `blocks` × `threads`, with the shared memory the
-/// layout's rule gives under `shared_limit`. Returns how many matmuls kept B on chip.
-int run_kernel(const RecurrentProgramView& program, unsigned blocks, unsigned threads, uint64_t shared_limit) {
-  const uint64_t shared = recurrent_shared_bytes(program, blocks, shared_limit);
-  unsigned barrier = 0;
-  run_cooperative_grid(blocks, threads, shared, [&] { recurrent_loop(program, &barrier, shared); });
-  EXPECT_EQ(barrier & ~kSenseBit, 0u) << "the barrier's low bits are zero again after the launch";
-  return count_cached_phases(program, blocks, shared).cached;
+/// layout's rule gives under `shared_limit`, the launch's k_splits `k_splits` (0: as the
+/// cost model chooses) and the split-K scratch after the barrier's counter. Returns how
+/// many matmuls kept B on chip.
+int run_kernel(const RecurrentProgramView& program, unsigned blocks, unsigned threads, uint64_t shared_limit,
+               int k_splits = 0) {
+  const uint64_t shared = recurrent_shared_bytes(program, blocks, shared_limit, k_splits);
+  const uint64_t workspace = recurrent_workspace_bytes(program, blocks, k_splits);
+  std::vector<unsigned> barrier(1 + workspace / sizeof(unsigned), 0);
+  run_cooperative_grid(blocks, threads, shared,
+                       [&] { recurrent_loop(program, barrier.data(), shared, k_splits); });
+  EXPECT_EQ(barrier[0] & ~kSenseBit, 0u) << "the barrier's low bits are zero again after the launch";
+  return count_cached_phases(program, blocks, shared, k_splits).cached;
 }
 
 constexpr uint64_t kPlentyOfShared = 1 << 20;
 
-/// Runs case `c` on the kernel (`blocks` × `threads`) and on the oracle, for B on chip and
-/// in global memory, and compares every array; c.cacheable matmuls keep B on chip with
-/// plenty of shared memory.
-void expect_matches_oracle(const Case& c, unsigned blocks, unsigned threads) {
+/// Runs case `c` on the kernel (`blocks` × `threads`, `k_splits` as run_kernel) and on the
+/// oracle, for B on chip and in global memory, and compares every array; c.cacheable
+/// matmuls keep B on chip with plenty of shared memory.
+void expect_matches_oracle(const Case& c, unsigned blocks, unsigned threads, int k_splits = 0) {
   Storage want = c.initial;
   const Program oracle = c.build(host_bases(want));
   const Status s = run_recurrent_on_host(oracle.view());
@@ -55,7 +60,7 @@ void expect_matches_oracle(const Case& c, unsigned blocks, unsigned threads) {
     SCOPED_TRACE(limit == 0 ? "B from global memory" : "B in shared memory");
     Storage got = c.initial;
     const Program program = c.build(host_bases(got));
-    EXPECT_EQ(run_kernel(program.view(), blocks, threads, limit), limit == 0 ? 0 : c.cacheable);
+    EXPECT_EQ(run_kernel(program.view(), blocks, threads, limit, k_splits), limit == 0 ? 0 : c.cacheable);
     for (size_t a = 0; a < want.size(); ++a) {
       for (size_t i = 0; i < want[a].size(); ++i) {
         ASSERT_TRUE(close(got[a][i], want[a][i])) << "array " << a << " element " << i << ": kernel " << got[a][i]
@@ -83,22 +88,37 @@ TEST(RecurrentKernelEmulated, TilingEdgesMatchTheOracleOnBlocksOf256Threads) {
   }
 }
 
+// Split-K (recurrent_kernel_layout.h's partition_grid): every case with k forced into
+// kForcedKSplits ranges (recurrent_testing.h) on 6 blocks of 64 threads, each range's
+// partial written to the scratch, summed after a grid barrier.
+TEST(RecurrentKernelEmulated, ForcedKSplitsMatchTheOracle) {
+  for (const Case& c : kernel_cases()) {
+    SCOPED_TRACE(c.name);
+    for (int k_splits : kForcedKSplits) {
+      SCOPED_TRACE(std::to_string(k_splits) + " k ranges");
+      expect_matches_oracle(c, /*blocks=*/6, /*threads=*/64, k_splits);
+    }
+  }
+}
+
 bool same(float got, float want) {
   if (std::isnan(want)) return std::isnan(got);
   return std::memcmp(&got, &want, sizeof(float)) == 0;  // -0 is not +0
 }
 
 // op(A)·op(B) of a tiling case (A and B at `a` and `b`, C [m, n + pad] at `c`) summed in
-// the order recurrent_kernel_device.inc's matmul_panel documents: for each output, the
-// panel shape of its block's tile on `threads` threads; split s adds, by FMA from 0, the
-// k whose place in their chunk of kChunkK is s, s + splits, …, in increasing order; split
-// 0's sum, then + split 1's, + split 2's ….
+// the order recurrent_kernel_device.inc documents, under partition `part`: for each
+// output, the panel shape of its block's tile on `threads` threads; within the block's k
+// range [k_begin, k_end), split s adds, by FMA from 0, the k whose place in their chunk
+// of kChunkK (counted from k_begin) is s, s + splits, …, in increasing order; split 0's
+// sum, then + split 1's, + split 2's …; then, when the partition has several k ranges,
+// range 0's sum + range 1's + ….
 void matmul_in_kernel_order(const TilingShape& t, const float* a, const float* b, float* c, unsigned blocks,
-                            int threads) {
-  const MatmulPartition part = partition_matmul(t.m, t.n, blocks);
+                            int threads, const MatmulPartition& part) {
   const int64_t lda = (t.transpose_a ? t.m : t.k) + t.pad, ldb = (t.transpose_b ? t.k : t.n) + t.pad;
+  std::vector<float> partial(static_cast<size_t>(part.k_splits * t.m * t.n));
   for (unsigned block = 0; block < blocks; ++block) {
-    const MatmulTile tile = matmul_tile(part, t.m, t.n, block);
+    const MatmulTile tile = matmul_tile(part, t.m, t.n, t.k, block);
     if (tile.row_end <= tile.row_begin || tile.col_end <= tile.col_begin) continue;
     const MatmulPanelShape shape =
         matmul_panel_shape(tile.row_end - tile.row_begin, tile.col_end - tile.col_begin, threads);
@@ -107,44 +127,58 @@ void matmul_in_kernel_order(const TilingShape& t, const float* a, const float* b
         float sum = 0.0f;
         for (int s = 0; s < shape.splits; ++s) {
           float part_sum = 0.0f;
-          for (int64_t q = 0; q < t.k; ++q) {
-            if (q % kChunkK % shape.splits != s) continue;
+          for (int64_t q = tile.k_begin; q < tile.k_end; ++q) {
+            if ((q - tile.k_begin) % kChunkK % shape.splits != s) continue;
             const float x = t.transpose_a ? a[q * lda + r] : a[r * lda + q];
             const float y = t.transpose_b ? b[j * ldb + q] : b[q * ldb + j];
             part_sum = std::fma(x, y, part_sum);
           }
           sum = s == 0 ? part_sum : sum + part_sum;
         }
-        c[r * (t.n + t.pad) + j] = sum;
+        partial[static_cast<size_t>((tile.split * t.m + r) * t.n + j)] = sum;
       }
+    }
+  }
+  for (int64_t r = 0; r < t.m; ++r) {
+    for (int64_t j = 0; j < t.n; ++j) {
+      float sum = partial[static_cast<size_t>(r * t.n + j)];
+      for (int64_t s = 1; s < part.k_splits; ++s) sum += partial[static_cast<size_t>((s * t.m + r) * t.n + j)];
+      c[r * (t.n + t.pad) + j] = sum;
     }
   }
 }
 
 // The tiling's cases bit for bit against the documented order of accumulation: the
-// kernel's sums depend only on the shapes and the block's threads.
+// kernel's sums depend only on the shapes, the partition and the block's threads — with
+// the partition the cost model chooses and with k forced into 3 ranges.
 TEST(RecurrentKernelEmulated, TilingSumsInTheDocumentedOrder) {
   for (const TilingCase& tc : tiling_shapes()) {
     const TilingShape& t = tc.t;
     SCOPED_TRACE(std::to_string(t.m) + "x" + std::to_string(t.n) + "x" + std::to_string(t.k));
-    for (const auto& [blocks, threads] : {std::pair{tc.blocks, 64u}, std::pair{2u, 256u}}) {
-      Storage want = tiling_storage(t);
-      for (int64_t step = 0; step < 2; ++step) {
-        const float* a = want[0].data() + step * t.a_floats();
-        matmul_in_kernel_order(t, a, want[1].data() + step * t.b_floats(), want[3].data() + step * t.c_floats(),
-                               blocks, static_cast<int>(threads));
-        matmul_in_kernel_order(t, a, want[2].data(), want[4].data() + step * t.c_floats(), blocks,
-                               static_cast<int>(threads));
-      }
-      for (uint64_t limit : {kPlentyOfShared, uint64_t{0}}) {
-        Storage got = tiling_storage(t);
-        const Program program = tiling(t)(host_bases(got));
-        run_kernel(program.view(), blocks, threads, limit);
-        for (size_t array : {3u, 4u}) {
-          for (size_t i = 0; i < want[array].size(); ++i) {
-            ASSERT_TRUE(same(got[array][i], want[array][i]))
-                << blocks << " blocks of " << threads << ", array " << array << " element " << i << ": kernel "
-                << got[array][i] << ", in order " << want[array][i];
+    for (int k_splits : {0, 3}) {
+      for (const auto& [blocks, threads] : {std::pair{tc.blocks, 64u}, std::pair{2u, 256u}, std::pair{6u, 64u}}) {
+        Storage want = tiling_storage(t);
+        const Program shapes = tiling(t)(host_bases(want));
+        const RecurrentProgramView view = shapes.view();
+        const MatmulPartition moving = matmul_partition(view, view.phases[0], blocks, k_splits);
+        const MatmulPartition weight = matmul_partition(view, view.phases[1], blocks, k_splits);
+        for (int64_t step = 0; step < 2; ++step) {
+          const float* a = want[0].data() + step * t.a_floats();
+          matmul_in_kernel_order(t, a, want[1].data() + step * t.b_floats(), want[3].data() + step * t.c_floats(),
+                                 blocks, static_cast<int>(threads), moving);
+          matmul_in_kernel_order(t, a, want[2].data(), want[4].data() + step * t.c_floats(), blocks,
+                                 static_cast<int>(threads), weight);
+        }
+        for (uint64_t limit : {kPlentyOfShared, uint64_t{0}}) {
+          Storage got = tiling_storage(t);
+          const Program program = tiling(t)(host_bases(got));
+          run_kernel(program.view(), blocks, threads, limit, k_splits);
+          for (size_t array : {3u, 4u}) {
+            for (size_t i = 0; i < want[array].size(); ++i) {
+              ASSERT_TRUE(same(got[array][i], want[array][i]))
+                  << blocks << " blocks of " << threads << ", " << k_splits << " k ranges, array " << array
+                  << " element " << i << ": kernel " << got[array][i] << ", in order " << want[array][i];
+            }
           }
         }
       }

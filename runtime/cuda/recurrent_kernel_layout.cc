@@ -5,21 +5,37 @@
 
 namespace weft::cuda {
 
-uint64_t recurrent_shared_bytes(const RecurrentProgramView& program, int64_t blocks, uint64_t limit) {
+uint64_t recurrent_shared_bytes(const RecurrentProgramView& program, int64_t blocks, uint64_t limit, int k_splits) {
   SharedWalk walk = shared_walk(program, limit);
-  for (int32_t i = 0; i < program.phase_count; ++i) walk.place(program, program.phases[i], blocks);
+  for (int32_t i = 0; i < program.phase_count; ++i) {
+    const RecurrentPhase& ph = program.phases[i];
+    walk.place(program, ph, matmul_partition(program, ph, blocks, k_splits));
+  }
   return walk.used;
 }
 
-CachedPhases count_cached_phases(const RecurrentProgramView& program, int64_t blocks, uint64_t shared_bytes) {
+uint64_t recurrent_workspace_bytes(const RecurrentProgramView& program, int64_t blocks, int k_splits) {
+  uint64_t most = 0;
+  for (int32_t i = 0; i < program.phase_count; ++i) {
+    const RecurrentPhase& ph = program.phases[i];
+    if (ph.kind != PhaseKind::matmul) continue;
+    const MatmulPartition part = matmul_partition(program, ph, blocks, k_splits);
+    if (part.k_splits < 2) continue;
+    const uint64_t bytes = static_cast<uint64_t>(part.k_splits * ph.m * ph.n) * sizeof(float);
+    most = bytes > most ? bytes : most;
+  }
+  return most;
+}
+
+CachedPhases count_cached_phases(const RecurrentProgramView& program, int64_t blocks, uint64_t shared_bytes,
+                                 int k_splits) {
   CachedPhases count;
   SharedWalk walk = shared_walk(program, shared_bytes);
   for (int32_t i = 0; i < program.phase_count; ++i) {
     const RecurrentPhase& ph = program.phases[i];
-    if (walk.place(program, ph, blocks) >= 0) ++count.cached;
-    if (constant_b(program, ph) && b_slice_bytes(ph, blocks) > 0) {
-      ++count.cacheable;
-    }
+    const MatmulPartition part = matmul_partition(program, ph, blocks, k_splits);
+    if (walk.place(program, ph, part) >= 0) ++count.cached;
+    if (constant_b(program, ph) && b_slice_bytes(part) > 0) ++count.cacheable;
   }
   return count;
 }
@@ -30,18 +46,22 @@ RecurrentCost recurrent_cost(const RecurrentProgramView& program, const Recurren
   SharedWalk walk = shared_walk(program, launch.shared_bytes);
   for (int32_t i = 0; i < program.phase_count; ++i) {
     const RecurrentPhase& ph = program.phases[i];
-    const bool on_chip = walk.place(program, ph, launch.blocks) >= 0;
+    const MatmulPartition part = matmul_partition(program, ph, launch.blocks, launch.k_splits);
+    const bool on_chip = walk.place(program, ph, part) >= 0;
     if (ph.kind != PhaseKind::matmul) continue;
-    const MatmulPartition part = partition_matmul(ph.m, ph.n, launch.blocks);
-    const MatmulTile tile = matmul_tile(part, ph.m, ph.n, 0);
+    const MatmulTile tile = matmul_tile(part, ph.m, ph.n, ph.k, 0);
     MatmulPhaseCost c;
-    c.phase = i, c.b_on_chip = on_chip, c.k = ph.k;
+    c.phase = i, c.b_on_chip = on_chip, c.k = tile.k_end - tile.k_begin;
+    c.partition = part;
+    c.model = model_matmul(ph.m, ph.n, part, on_chip);
+    cost.grid_barriers += c.model.barriers;
+    cost.grid_a_bytes += c.model.a_bytes, cost.modelled_ps += c.model.ps;
     c.rows = tile.row_end - tile.row_begin, c.cols = tile.col_end - tile.col_begin;
     if (c.rows > 0 && c.cols > 0 && launch.threads > 0) {
       const MatmulPanelShape shape = matmul_panel_shape(c.rows, c.cols, launch.threads);
       const int64_t panel_rows = int64_t{shape.micro_rows} * kTileRows;
       const int64_t panel_cols = int64_t{shape.micro_cols} * shape.tile_cols;
-      const auto k = static_cast<uint64_t>(ph.k);
+      const auto k = static_cast<uint64_t>(c.k);
       const auto row_panels = static_cast<uint64_t>(ceil_div(c.rows, panel_rows));
       const auto col_panels = static_cast<uint64_t>(ceil_div(c.cols, panel_cols));
       c.fma = static_cast<uint64_t>(c.rows * c.cols) * k;
@@ -49,7 +69,7 @@ RecurrentCost recurrent_cost(const RecurrentProgramView& program, const Recurren
                                            ceil_div(c.cols, shape.tile_cols) * shape.tile_cols) * k;
       c.a_bytes = col_panels * static_cast<uint64_t>(c.rows) * k * sizeof(float);
       c.b_bytes = on_chip ? 0 : row_panels * static_cast<uint64_t>(c.cols) * k * sizeof(float);
-      c.block_syncs = row_panels * col_panels * (2 * static_cast<uint64_t>(ceil_div(ph.k, kChunkK)) + 2);
+      c.block_syncs = row_panels * col_panels * (2 * static_cast<uint64_t>(ceil_div(c.k, kChunkK)) + 2);
     }
     cost.fma += c.fma, cost.issued_fma += c.issued_fma, cost.a_bytes += c.a_bytes, cost.b_bytes += c.b_bytes;
     cost.matmuls.push_back(c);
@@ -60,7 +80,11 @@ RecurrentCost recurrent_cost(const RecurrentProgramView& program, const Recurren
 std::string describe_recurrent_cost(const RecurrentCost& cost) {
   std::string text;
   for (const MatmulPhaseCost& c : cost.matmuls) {
-    text += "phase " + std::to_string(c.phase) + ": block tile " + std::to_string(c.rows) + "x" +
+    const MatmulPartition& p = c.partition;
+    text += "phase " + std::to_string(c.phase) + ": partition " + std::to_string(p.row_groups) + " row x " +
+            std::to_string(p.col_groups) + " column groups x " + std::to_string(p.k_splits) + " k ranges, A " +
+            std::to_string(c.model.a_bytes) + " B across the grid, " + std::to_string(c.model.partial_bytes) +
+            " B of partials, modelled " + std::to_string(c.model.ps / 1000) + " ns; block tile " + std::to_string(c.rows) + "x" +
             std::to_string(c.cols) + " k " + std::to_string(c.k) + ", " + std::to_string(c.fma) + " FMA (" +
             std::to_string(c.issued_fma) + " issued), A " + std::to_string(c.a_bytes) + " B, B " +
             (c.b_on_chip ? std::string("on chip") : std::to_string(c.b_bytes) + " B") + ", " +
@@ -68,7 +92,8 @@ std::string describe_recurrent_cost(const RecurrentCost& cost) {
   }
   text += "per iteration, per block: " + std::to_string(cost.fma) + " FMA (" + std::to_string(cost.issued_fma) +
           " issued), " + std::to_string(cost.a_bytes) + " B of A and " + std::to_string(cost.b_bytes) +
-          " B of B from global memory, " + std::to_string(cost.grid_barriers) + " grid barriers\n";
+          " B of B from global memory, " + std::to_string(cost.grid_barriers) + " grid barriers; A " + std::to_string(cost.grid_a_bytes) +
+          " B across the grid, the matmuls modelled at " + std::to_string(cost.modelled_ps / 1000) + " ns\n";
   return text;
 }
 
@@ -92,7 +117,8 @@ StatusOr<RecurrentLaunch> choose_recurrent_launch(const RecurrentProgramView& pr
     const uint64_t shared = recurrent_shared_bytes(program, blocks, limits.shared_per_block / per_sm);
     const bool resident = limits.blocks_per_multiprocessor(shared) >= per_sm;
     const CachedPhases count = count_cached_phases(program, blocks, shared);
-    return std::pair{RecurrentLaunch{static_cast<int>(blocks), kRecurrentThreads, resident ? shared : 0},
+    return std::pair{RecurrentLaunch{static_cast<int>(blocks), kRecurrentThreads, resident ? shared : 0,
+                                     recurrent_workspace_bytes(program, blocks)},
                      resident && count.cached == count.cacheable};
   };
   for (int per_sm = most; per_sm > 1; --per_sm) {
@@ -105,7 +131,8 @@ StatusOr<RecurrentLaunch> choose_recurrent_launch(const RecurrentProgramView& pr
                  " threads with the " + std::to_string(stage) +
                  " bytes of shared memory its matmul phases stage through");
   }
-  return RecurrentLaunch{limits.multiprocessors, kRecurrentThreads, stage};
+  return RecurrentLaunch{limits.multiprocessors, kRecurrentThreads, stage,
+                         recurrent_workspace_bytes(program, limits.multiprocessors)};
 }
 
 }  // namespace weft::cuda

@@ -4,15 +4,24 @@
 // data so that the host tests them without a GPU and the kernel recomputes them from its
 // launch (blocks, shared bytes) rather than reading a second table.
 //
-//  - A matmul phase's C[m, n] is split over the grid in 2-D (partition_matmul): column
-//    groups first, one per block while n allows, then what blocks remain split the rows.
-//    Block b takes row group b / col_groups and column group b % col_groups (matmul_tile);
-//    blocks past row_groups · col_groups idle in that phase. A block so reads only its
-//    rows of A and only its columns of B.
+//  - A matmul phase's C[m, n] = op(A)·op(B) over k is split over the grid in 3-D
+//    (MatmulPartition): row groups × column groups × k ranges. Block b takes k range
+//    b / (row_groups · col_groups), and within it row group (b mod that) / col_groups and
+//    column group (b mod that) % col_groups (matmul_tile); blocks past the product idle in
+//    that phase. A block so reads only its rows of A and only its columns of B, over its
+//    k range. With more than one k range every block writes its partial tile to a
+//    scratch in global memory (the launch's workspace_bytes, after the barrier's
+//    counter), and after a grid barrier the grid sums each output's partials in range
+//    order (deterministic). The partition is the one a static cost model
+//    (model_matmul, choose_matmul_partition: FMAs, L2 bytes of A, of staged B and of
+//    the partials, barriers; constants named and stated there) costs least, a function of
+//    (m, n, k, blocks, whether B is a constant) — or of a forced number of k ranges — so
+//    that the kernel recomputes it from its launch (matmul_partition).
 //  - The shared-memory rule (SharedWalk): walking an iteration's phases in order, a matmul
 //    phase whose B is a constant of the loop (constant_b: its address invariant,
 //    recurrent_program.h, and no phase writing it) keeps its block's slice of op(B) —
-//    k × cols_per_block floats, [k][cols_per_block] row-major — in dynamic shared memory
+//    k_per_split × cols_per_block floats, [k][cols_per_block] row-major, its k range's
+//    rows — in dynamic shared memory
 //    across iterations when the slice fits what the budget still leaves; any other matmul
 //    reads B from global memory. The slices lie after the matmul stage
 //    (kMatmulStageBytes at offset 0, which every program with a matmul takes: the chunks
@@ -23,11 +32,13 @@
 //  - Within its tile a block works in panels (matmul_panel_shape, below), and
 //    recurrent_cost is the static cost model of an iteration under a launch.
 //
-// Example: an LSTM step's gates = h·W (m = batch 64, n = 4H = 1024, k = H = 256) on 132
-// blocks: 132 column groups of 8 columns (128 of them used), one row group; each block
-// keeps W[:, its 8 columns], 256 × 8 × 4 = 8 KiB, in shared memory for all time steps
-// (after the 16 KiB stage), and computes its 64 × 8 outputs as 16 × 2 micro-tiles of
-// 4 × 4, each over 8 threads' shares of k.
+// Example: the suite's lstm_seq forward gates = h·W (m = batch 128, n = 4H = 2048,
+// k = H = 512) on 264 blocks (an H200 at two blocks per multiprocessor): the model picks
+// 2 row groups × 32 column groups × 4 k ranges (256 blocks); each block keeps W[its 128
+// rows of k, its 64 columns], 32 KiB, in shared memory for all time steps (after the
+// 16 KiB stage), computes a 64 × 64 partial tile, and A is read 8 MiB per iteration across
+// the grid instead of the columns-first rule's 64 MiB (recurrent_kernel_layout_test,
+// CostOfTheSuitesLstmOnAnH200).
 
 #include <cstddef>
 #include <cstdint>
@@ -44,42 +55,70 @@ namespace weft::cuda {
 /// Threads per block of the persistent loop kernel (its __launch_bounds__).
 inline constexpr int kRecurrentThreads = 256;
 
-/// A matmul phase's C split over the grid: row_groups × col_groups tiles of
-/// rows_per_block × cols_per_block (the last row and column groups may be shorter).
-/// All zero when C is empty.
+/// A matmul phase's C[m, n] = Σ_k op(A)·op(B) split over the grid in three dimensions:
+/// row_groups × col_groups tiles of rows_per_block × cols_per_block (the last row and
+/// column groups may be shorter), each computed over k_splits ranges of k_per_split (the
+/// last may be shorter). Block b takes k range b / (row_groups · col_groups) and, within
+/// it, row group and column group as below (matmul_tile); blocks past row_groups ·
+/// col_groups · k_splits idle in the phase. All zero when C is empty (k_splits 1).
 struct MatmulPartition {
   int64_t row_groups = 0, col_groups = 0;
   int64_t rows_per_block = 0, cols_per_block = 0;
+  int64_t k_splits = 1, k_per_split = 0;
 };
 
-/// One block's tile of C: rows [row_begin, row_end) × columns [col_begin, col_end);
-/// empty when the block idles in the phase.
+/// One block's tile of C: rows [row_begin, row_end) × columns [col_begin, col_end), summed
+/// over k in [k_begin, k_end), the partition's k range `split`; empty when the block idles.
 struct MatmulTile {
   int64_t row_begin = 0, row_end = 0, col_begin = 0, col_end = 0;
+  int64_t k_begin = 0, k_end = 0, split = 0;
 };
 
 WEFT_HD inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+WEFT_HD inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
-/// The split of C[m, n] over `blocks` blocks (see the top of this file).
-WEFT_HD inline MatmulPartition partition_matmul(int64_t m, int64_t n, int64_t blocks) {
+/// The partition of C[m, n] (inner dimension k) on `blocks` blocks with about `splits`
+/// k ranges (at most k and blocks of them; as many as ceil_div(k, k_per_split) leaves)
+/// and about `col_groups` column groups (at most n, and the blocks a k range has); the
+/// blocks a column group then has in its k range split the rows.
+WEFT_HD inline MatmulPartition partition_grid(int64_t m, int64_t n, int64_t k, int64_t blocks, int64_t col_groups,
+                                              int64_t splits) {
   MatmulPartition p;
   if (m <= 0 || n <= 0 || blocks <= 0) return p;
-  p.cols_per_block = ceil_div(n, n < blocks ? n : blocks);
+  int64_t s = splits < 1 ? 1 : min64(splits, blocks);
+  if (k <= 0) s = 1;
+  else s = min64(s, k);
+  p.k_per_split = k > 0 ? ceil_div(k, s) : 0;
+  p.k_splits = k > 0 ? ceil_div(k, p.k_per_split) : 1;
+  const int64_t per_range = blocks / p.k_splits;  // at least 1
+  const int64_t groups = col_groups < 1 ? 1 : min64(min64(col_groups, n), per_range);
+  p.cols_per_block = ceil_div(n, groups);
   p.col_groups = ceil_div(n, p.cols_per_block);
-  const int64_t spare = blocks / p.col_groups;  // at least 1
-  p.rows_per_block = ceil_div(m, m < spare ? m : spare);
+  const int64_t spare = per_range / p.col_groups;  // at least 1
+  p.rows_per_block = ceil_div(m, min64(m, spare));
   p.row_groups = ceil_div(m, p.rows_per_block);
   return p;
 }
 
-/// Block `block`'s tile of C[m, n] under `p`.
-WEFT_HD inline MatmulTile matmul_tile(const MatmulPartition& p, int64_t m, int64_t n, int64_t block) {
+/// Today's 2-D rule, one candidate of the chooser: columns first, one group per block
+/// while n allows, the spare blocks split the rows; k whole.
+WEFT_HD inline MatmulPartition partition_matmul(int64_t m, int64_t n, int64_t k, int64_t blocks) {
+  return partition_grid(m, n, k, blocks, blocks, 1);
+}
+
+/// Block `block`'s tile of C[m, n] (inner dimension k) under `p`.
+WEFT_HD inline MatmulTile matmul_tile(const MatmulPartition& p, int64_t m, int64_t n, int64_t k, int64_t block) {
   MatmulTile tile;
-  if (block >= p.row_groups * p.col_groups) return tile;
-  tile.row_begin = block / p.col_groups * p.rows_per_block;
-  tile.col_begin = block % p.col_groups * p.cols_per_block;
-  tile.row_end = tile.row_begin + p.rows_per_block < m ? tile.row_begin + p.rows_per_block : m;
-  tile.col_end = tile.col_begin + p.cols_per_block < n ? tile.col_begin + p.cols_per_block : n;
+  const int64_t tiles = p.row_groups * p.col_groups;
+  if (tiles == 0 || block >= tiles * p.k_splits) return tile;
+  tile.split = block / tiles;
+  const int64_t b = block % tiles;
+  tile.row_begin = b / p.col_groups * p.rows_per_block;
+  tile.col_begin = b % p.col_groups * p.cols_per_block;
+  tile.row_end = min64(tile.row_begin + p.rows_per_block, m);
+  tile.col_end = min64(tile.col_begin + p.cols_per_block, n);
+  tile.k_begin = min64(tile.split * p.k_per_split, k > 0 ? k : 0);
+  tile.k_end = min64(tile.k_begin + p.k_per_split, k > 0 ? k : 0);
   return tile;
 }
 
@@ -134,10 +173,9 @@ WEFT_HD inline uint64_t matmul_stage_bytes(const RecurrentProgramView& p) {
   return 0;
 }
 
-/// Bytes of one block's slice of op(B) for matmul phase `ph` on `blocks` blocks.
-WEFT_HD inline uint64_t b_slice_bytes(const RecurrentPhase& ph, int64_t blocks) {
-  const MatmulPartition p = partition_matmul(ph.m, ph.n, blocks);
-  return static_cast<uint64_t>(ph.k > 0 ? ph.k : 0) * static_cast<uint64_t>(p.cols_per_block) * sizeof(float);
+/// Bytes of one block's slice of op(B) under partition `p`: its k range × its columns.
+WEFT_HD inline uint64_t b_slice_bytes(const MatmulPartition& p) {
+  return static_cast<uint64_t>(p.k_per_split) * static_cast<uint64_t>(p.cols_per_block) * sizeof(float);
 }
 
 /// Whether buffer `buffer`'s address is `address` in some iteration of `p`.
@@ -176,6 +214,92 @@ WEFT_HD inline bool constant_b(const RecurrentProgramView& p, const RecurrentPha
   return ph.kind == PhaseKind::matmul && invariant(p.buffers[ph.b]) && !written_in_loop(p, ph.b);
 }
 
+/// The matmul partition's cost model (choose_matmul_partition), in integer picoseconds so
+/// that the host and the kernel choose alike. Assumptions for an H100 / H200 (SXM), not
+/// measured here (the device notes, HOPPER.md, give none of these figures):
+///  - a block's f32 FMA rate: half a multiprocessor's 128 FP32 lanes (two blocks per
+///    multiprocessor at ptxas's ~128 registers) at ~1.98 GHz ≈ 126 FMA per ns;
+///  - the chip's L2 → multiprocessor bandwidth, which A, B staged from global memory and
+///    the split-K partials share: ≈ 5.5 TB/s (published microbenchmarks of an H100 SXM
+///    give 5.5–7);
+///  - one grid barrier (264 blocks on one counter): ≈ 1 µs;
+///  - a constant B's slice stays on chip when it is at most kSliceBudgetBytes, so that the
+///    stage and two or three slices fit the ~113 KiB a block has at two per
+///    multiprocessor; a larger one is modelled as staged from global memory.
+inline constexpr uint64_t kModelBlockFmaPerUs = 126'000;
+inline constexpr uint64_t kModelL2BytesPerUs = 5'500'000;
+inline constexpr uint64_t kModelGridBarrierPs = 1'000'000;
+inline constexpr uint64_t kSliceBudgetBytes = 48 * 1024;
+/// The most k ranges the chooser tries (powers of two, each range at least one chunk).
+inline constexpr int64_t kMaxKSplits = 64;
+
+/// The model's parts for one partition of a matmul phase (per iteration, whole grid).
+struct MatmulModel {
+  uint64_t fma = 0;              ///< The largest block's issued FMAs: its whole micro-tiles × k_per_split.
+  uint64_t a_bytes = 0;          ///< op(A) read by every working block (once per column panel of its tile).
+  uint64_t b_bytes = 0;          ///< op(B) staged by every working block (once per row panel); 0 on chip.
+  uint64_t partial_bytes = 0;    ///< Split-K: partials written and read back, 2 · k_splits · m · n · 4.
+  int64_t barriers = 0;          ///< Split-K: the barrier before the partials are summed.
+  bool b_on_chip = false;
+  uint64_t ps = 0;               ///< fma / rate + bytes / bandwidth + barriers · barrier.
+};
+
+/// The model (above) of C[m, n] over k under `p`; `b_constant` when B may stay on chip.
+WEFT_HD inline MatmulModel model_matmul(int64_t m, int64_t n, const MatmulPartition& p, bool b_constant) {
+  MatmulModel c;
+  if (p.row_groups == 0) return c;
+  const auto blocks = static_cast<uint64_t>(p.row_groups * p.col_groups * p.k_splits);
+  const auto rows = static_cast<uint64_t>(p.rows_per_block), cols = static_cast<uint64_t>(p.cols_per_block);
+  const auto k = static_cast<uint64_t>(p.k_per_split);
+  const int64_t tile_cols = p.cols_per_block >= kTileCols ? kTileCols : p.cols_per_block >= 2 ? 2 : 1;
+  c.fma = static_cast<uint64_t>(ceil_div(p.rows_per_block, kTileRows) * kTileRows *
+                                ceil_div(p.cols_per_block, tile_cols) * tile_cols) * k;
+  c.a_bytes = blocks * static_cast<uint64_t>(ceil_div(p.cols_per_block, kPanelCols)) * rows * k * sizeof(float);
+  c.b_on_chip = b_constant && b_slice_bytes(p) <= kSliceBudgetBytes;
+  c.b_bytes =
+      c.b_on_chip ? 0 : blocks * static_cast<uint64_t>(ceil_div(p.rows_per_block, kPanelRows)) * cols * k * sizeof(float);
+  if (p.k_splits > 1) {
+    c.partial_bytes = 2 * static_cast<uint64_t>(p.k_splits * m * n) * sizeof(float);
+    c.barriers = 1;
+  }
+  c.ps = c.fma * 1'000'000 / kModelBlockFmaPerUs +
+         (c.a_bytes + c.b_bytes + c.partial_bytes) * 1'000'000 / kModelL2BytesPerUs +
+         static_cast<uint64_t>(c.barriers) * kModelGridBarrierPs;
+  return c;
+}
+
+/// The partition of C[m, n] over k on `blocks` blocks that the model (model_matmul) costs
+/// least: today's columns-first rule (partition_matmul) first, then k ranges 1, 2, 4, …
+/// (at most kMaxKSplits, and the k's chunks of kChunkK) × column groups 1, 2, 4, … and
+/// as many as the range's blocks allow, the spare blocks on rows; the first of equal
+/// cost kept. `k_splits` > 0 forces that many k ranges (partition_grid clamps it).
+WEFT_HD inline MatmulPartition choose_matmul_partition(int64_t m, int64_t n, int64_t k, int64_t blocks,
+                                                       bool b_constant, int k_splits) {
+  MatmulPartition best = k_splits > 0 ? partition_grid(m, n, k, blocks, blocks, k_splits)
+                                      : partition_matmul(m, n, k, blocks);
+  if (best.row_groups == 0) return best;
+  uint64_t best_ps = model_matmul(m, n, best, b_constant).ps;
+  const int64_t chunks = ceil_div(k > 0 ? k : 1, kChunkK);
+  for (int64_t s = 1; s <= kMaxKSplits && s <= blocks; s *= 2) {
+    if (k_splits > 0 ? s != 1 : s > chunks) break;
+    const int64_t per_range = blocks / (k_splits > 0 ? best.k_splits : s);
+    for (int64_t g = 1;; g = g * 2 < per_range ? g * 2 : per_range) {
+      const MatmulPartition p = partition_grid(m, n, k, blocks, g, k_splits > 0 ? k_splits : s);
+      const uint64_t ps = model_matmul(m, n, p, b_constant).ps;
+      if (ps < best_ps) best = p, best_ps = ps;
+      if (g >= per_range || g >= n) break;
+    }
+  }
+  return best;
+}
+
+/// Matmul phase `ph`'s partition on `blocks` blocks (choose_matmul_partition; k_splits as
+/// there): the one rule the kernel and its host planning share.
+WEFT_HD inline MatmulPartition matmul_partition(const RecurrentProgramView& p, const RecurrentPhase& ph,
+                                                int64_t blocks, int k_splits) {
+  return choose_matmul_partition(ph.m, ph.n, ph.k, blocks, constant_b(p, ph), k_splits);
+}
+
 /// The shared-memory rule (see the top of this file): walk an iteration's phases in order
 /// through `place`, which gives each phase's slice offset in bytes, or -1 when that phase
 /// reads B from global memory. Start it with shared_walk.
@@ -183,9 +307,10 @@ struct SharedWalk {
   uint64_t budget = 0;
   uint64_t used = 0;
 
-  WEFT_HD int64_t place(const RecurrentProgramView& p, const RecurrentPhase& ph, int64_t blocks) {
+  /// Phase `ph` under its partition `part` (matmul_partition).
+  WEFT_HD int64_t place(const RecurrentProgramView& p, const RecurrentPhase& ph, const MatmulPartition& part) {
     if (!constant_b(p, ph)) return -1;
-    const uint64_t bytes = b_slice_bytes(ph, blocks);
+    const uint64_t bytes = b_slice_bytes(part);
     if (bytes == 0 || used > budget || bytes > budget - used) return -1;
     const uint64_t offset = used;
     used += bytes;
@@ -201,8 +326,15 @@ WEFT_HD inline SharedWalk shared_walk(const RecurrentProgramView& p, uint64_t sh
 
 /// The dynamic shared memory a block needs on `blocks` blocks when at most `limit` bytes
 /// are available: the matmul stage (needed whatever the limit) and the constant B slices
-/// that fit under the rule after it.
-uint64_t recurrent_shared_bytes(const RecurrentProgramView& program, int64_t blocks, uint64_t limit);
+/// that fit under the rule after it (each phase's slice under matmul_partition with
+/// `k_splits`).
+uint64_t recurrent_shared_bytes(const RecurrentProgramView& program, int64_t blocks, uint64_t limit,
+                                int k_splits = 0);
+
+/// The split-K scratch a launch on `blocks` blocks needs after the barrier's counter: the
+/// largest k_splits · m · n floats of a matmul phase whose partition splits k (phases run
+/// one after another, so they share it); 0 when none does.
+uint64_t recurrent_workspace_bytes(const RecurrentProgramView& program, int64_t blocks, int k_splits = 0);
 
 /// How many matmul phases of `program` keep their B on chip with `shared_bytes` on
 /// `blocks` blocks, and how many could (a constant B, a non-empty slice).
@@ -210,13 +342,21 @@ struct CachedPhases {
   int cached = 0;
   int cacheable = 0;
 };
-CachedPhases count_cached_phases(const RecurrentProgramView& program, int64_t blocks, uint64_t shared_bytes);
+CachedPhases count_cached_phases(const RecurrentProgramView& program, int64_t blocks, uint64_t shared_bytes,
+                                 int k_splits = 0);
 
 /// A launch of the persistent loop kernel (recurrent_kernel.h).
 struct RecurrentLaunch {
   int blocks = 0;
   int threads = 0;
   size_t shared_bytes = 0;
+  /// The split-K scratch (recurrent_workspace_bytes) the kernel uses after the barrier's
+  /// counter: launch_recurrent's `barrier` points at recurrent_barrier_bytes() +
+  /// workspace_bytes of device memory.
+  size_t workspace_bytes = 0;
+  /// 0: each matmul phase's k ranges as the cost model chooses (choose_matmul_partition);
+  /// otherwise that many forced on every matmul phase (tests).
+  int k_splits = 0;
 };
 
 /// What choose_recurrent_launch needs of a device.
@@ -241,11 +381,16 @@ struct MatmulPhaseCost {
   uint64_t a_bytes = 0;     ///< op(A)'s tile rows, staged once per column panel.
   uint64_t b_bytes = 0;     ///< op(B)'s tile columns, once per row panel; 0 when on chip.
   uint64_t block_syncs = 0; ///< __syncthreads: two per chunk and two per panel.
+  MatmulPartition partition;  ///< The phase's partition (matmul_partition).
+  MatmulModel model;          ///< Its modelled cost; model.a_bytes is A's reads across the grid.
 };
 struct RecurrentCost {
   std::vector<MatmulPhaseCost> matmuls;
   uint64_t fma = 0, issued_fma = 0, a_bytes = 0, b_bytes = 0;  ///< Summed over the matmul phases.
-  int64_t grid_barriers = 0;  ///< Per iteration: one before each phase (the first iteration one fewer).
+  uint64_t grid_a_bytes = 0;  ///< Summed model.a_bytes: A read across the whole grid.
+  uint64_t modelled_ps = 0;   ///< Summed model.ps (the matmul phases only).
+  int64_t grid_barriers = 0;  ///< Per iteration: one before each phase (the first iteration one fewer),
+                              ///< and one in each split-K phase before its partials are summed.
 };
 RecurrentCost recurrent_cost(const RecurrentProgramView& program, const RecurrentLaunch& launch);
 /// The cost in a few lines, one per matmul phase, then the iteration's totals.

@@ -14,39 +14,72 @@
 namespace weft::cuda {
 namespace {
 
-TEST(RecurrentKernelLayout, PartitionCoversEveryOutputOnce) {
+// Every (output, k) of C[m, n] over k is summed by exactly one block, whatever the k
+// ranges asked for (clamped to k and to the blocks), the column groups asked for, and in
+// today's columns-first rule (col_groups = blocks, one range).
+TEST(RecurrentKernelLayout, PartitionCoversEveryOutputAndKOnce) {
   for (int64_t m : {1, 3, 7, 64}) {
     for (int64_t n : {1, 5, 16, 1024}) {
-      for (int64_t blocks : {1, 3, 6, 132}) {
-        const MatmulPartition p = partition_matmul(m, n, blocks);
-        ASSERT_LE(p.row_groups * p.col_groups, blocks);
-        std::vector<int> covered(static_cast<size_t>(m * n), 0);
-        for (int64_t b = 0; b < blocks; ++b) {
-          const MatmulTile t = matmul_tile(p, m, n, b);
-          ASSERT_LE(t.col_end - t.col_begin, p.cols_per_block);
-          for (int64_t r = t.row_begin; r < t.row_end; ++r) {
-            for (int64_t c = t.col_begin; c < t.col_end; ++c) ++covered[static_cast<size_t>(r * n + c)];
+      for (int64_t k : {1, 4, 17, 33}) {
+        for (int64_t blocks : {1, 3, 6, 132}) {
+          for (const auto& [groups, splits] : {std::pair<int64_t, int64_t>{blocks, 1}, {1, 2}, {2, 3}, {4, 5}, {3, 64}}) {
+            const MatmulPartition p = partition_grid(m, n, k, blocks, groups, splits);
+            ASSERT_LE(p.row_groups * p.col_groups * p.k_splits, blocks);
+            ASSERT_LE(p.k_splits, k);
+            std::vector<int> covered(static_cast<size_t>(m * n * k), 0);
+            for (int64_t b = 0; b < blocks; ++b) {
+              const MatmulTile t = matmul_tile(p, m, n, k, b);
+              ASSERT_LE(t.col_end - t.col_begin, p.cols_per_block);
+              ASSERT_LE(t.k_end - t.k_begin, p.k_per_split);
+              for (int64_t r = t.row_begin; r < t.row_end; ++r) {
+                for (int64_t c = t.col_begin; c < t.col_end; ++c) {
+                  for (int64_t q = t.k_begin; q < t.k_end; ++q) ++covered[static_cast<size_t>((r * n + c) * k + q)];
+                }
+              }
+            }
+            for (int x : covered) {
+              ASSERT_EQ(x, 1) << m << "x" << n << "x" << k << " on " << blocks << ", " << groups << " groups, "
+                              << splits << " splits";
+            }
           }
         }
-        for (int x : covered) ASSERT_EQ(x, 1) << m << "x" << n << " on " << blocks;
       }
     }
   }
 }
 
+// Forced k ranges: 3 of k = 16 are 6, 6 and 4 long; 5 of k = 4 clamp to 4 of 1; 4 of
+// k = 9 are 3 of 3 (ceil_div(9, 4) = 3 leaves 3 ranges); on 2 blocks at most 2.
+TEST(RecurrentKernelLayout, KRangesAreClampedToKAndTheBlocks) {
+  MatmulPartition p = partition_grid(8, 8, 16, 6, 6, 3);
+  EXPECT_EQ(p.k_splits, 3);
+  EXPECT_EQ(p.k_per_split, 6);
+  EXPECT_EQ(p.col_groups, 2);  // 6 blocks / 3 ranges
+  EXPECT_EQ(matmul_tile(p, 8, 8, 16, 5).k_begin, 12);
+  EXPECT_EQ(matmul_tile(p, 8, 8, 16, 5).k_end, 16);
+  EXPECT_EQ(matmul_tile(p, 8, 8, 16, 5).split, 2);
+  p = partition_grid(8, 8, 4, 6, 6, 5);
+  EXPECT_EQ(p.k_splits, 4);
+  EXPECT_EQ(p.k_per_split, 1);
+  p = partition_grid(8, 8, 9, 6, 6, 4);
+  EXPECT_EQ(p.k_splits, 3);
+  EXPECT_EQ(p.k_per_split, 3);
+  EXPECT_EQ(partition_grid(8, 8, 64, 2, 2, 5).k_splits, 2);
+}
+
 TEST(RecurrentKernelLayout, ColumnsAreSplitFirstThenRows) {
   // An LSTM step's gates (batch 64, 4H = 1024) on 132 blocks: 8 columns each, one row group.
-  MatmulPartition p = partition_matmul(64, 1024, 132);
+  MatmulPartition p = partition_matmul(64, 1024, 256, 132);
   EXPECT_EQ(p.cols_per_block, 8);
   EXPECT_EQ(p.col_groups, 128);
   EXPECT_EQ(p.row_groups, 1);
   // Four columns on 132 blocks: one column each, the spare 33 blocks per column on rows.
-  p = partition_matmul(64, 4, 132);
+  p = partition_matmul(64, 4, 256, 132);
   EXPECT_EQ(p.col_groups, 4);
   EXPECT_EQ(p.rows_per_block, 2);
   EXPECT_EQ(p.row_groups, 32);
-  EXPECT_EQ(partition_matmul(0, 4, 3).row_groups, 0);  // an empty C: no tiles
-  EXPECT_EQ(matmul_tile(p, 64, 4, 200).row_end, 0);     // a block past the tiles idles
+  EXPECT_EQ(partition_matmul(0, 4, 256, 3).row_groups, 0);  // an empty C: no tiles
+  EXPECT_EQ(matmul_tile(p, 64, 4, 256, 200).row_end, 0);     // a block past the tiles idles
 }
 
 TEST(RecurrentKernelLayout, PanelsFillTheBlockWithMicroTilesThenSplitK) {
@@ -108,17 +141,19 @@ TEST(RecurrentKernelLayout, InvariantSlicesThatFitStayOnChipInPhaseOrder) {
   // the matmul stage, which every block takes whatever the limit.
   const uint64_t stage = kMatmulStageBytes;
   EXPECT_EQ(matmul_stage_bytes(view), stage);
-  EXPECT_EQ(b_slice_bytes(program.phases[0], 4), 32u);
-  EXPECT_EQ(b_slice_bytes(program.phases[2], 4), 128u);
+  EXPECT_EQ(b_slice_bytes(matmul_partition(view, program.phases[0], 4, 0)), 32u);
+  EXPECT_EQ(b_slice_bytes(matmul_partition(view, program.phases[2], 4, 0)), 128u);
   EXPECT_EQ(recurrent_shared_bytes(view, 4, 1 << 20), stage + 160);
   EXPECT_EQ(recurrent_shared_bytes(view, 4, stage + 100), stage + 32);  // phase 2's does not fit after phase 0's
   EXPECT_EQ(recurrent_shared_bytes(view, 4, stage + 20), stage);
   EXPECT_EQ(recurrent_shared_bytes(view, 4, 0), stage);
   // The kernel's walk under the planned bytes keeps the same slices, at these offsets.
   SharedWalk walk = shared_walk(view, stage + 160);
-  EXPECT_EQ(walk.place(view, program.phases[0], 4), static_cast<int64_t>(stage));
-  EXPECT_EQ(walk.place(view, program.phases[1], 4), -1);  // B moves: global memory
-  EXPECT_EQ(walk.place(view, program.phases[2], 4), static_cast<int64_t>(stage + 32));
+  EXPECT_EQ(walk.place(view, program.phases[0], matmul_partition(view, program.phases[0], 4, 0)),
+            static_cast<int64_t>(stage));
+  EXPECT_EQ(walk.place(view, program.phases[1], matmul_partition(view, program.phases[1], 4, 0)), -1);  // B moves: global memory
+  EXPECT_EQ(walk.place(view, program.phases[2], matmul_partition(view, program.phases[2], 4, 0)),
+            static_cast<int64_t>(stage + 32));
   const CachedPhases some = count_cached_phases(view, 4, stage + 32);
   EXPECT_EQ(some.cached, 1);
   EXPECT_EQ(some.cacheable, 2);
@@ -202,7 +237,25 @@ TEST(RecurrentKernelLayout, CostCountsTheLargestBlocksWork) {
   EXPECT_EQ(cost.grid_barriers, 3);
   const std::string text = describe_recurrent_cost(cost);
   EXPECT_EQ(text.substr(0, text.find('\n')),
-            "phase 0: block tile 2x2 k 4, 16 FMA (32 issued), A 32 B, B on chip, 4 block syncs");
+            "phase 0: partition 1 row x 4 column groups x 1 k ranges, A 128 B across the grid, 0 B of partials, "
+            "modelled 0 ns; block tile 2x2 k 4, 16 FMA (32 issued), A 32 B, B on chip, 4 block syncs");
+}
+
+// The chooser's model on a small case: one k range when the barrier a split adds costs
+// more than the bytes it saves, and no 1-row tiles whose 4-row micro-tiles waste FMAs
+// (ThreeMatmuls keeps today's columns-first partition); forced ranges are taken as asked.
+TEST(RecurrentKernelLayout, ChooserKeepsColumnsFirstWhenSplittingCostsMore) {
+  const ThreeMatmuls program;
+  const RecurrentProgramView view = program.view();
+  for (const RecurrentPhase& ph : program.phases) {
+    const MatmulPartition chosen = matmul_partition(view, ph, 4, 0), today = partition_matmul(ph.m, ph.n, ph.k, 4);
+    EXPECT_EQ(chosen.k_splits, 1);
+    EXPECT_EQ(chosen.col_groups, today.col_groups);
+    EXPECT_EQ(chosen.row_groups, today.row_groups);
+  }
+  EXPECT_EQ(matmul_partition(view, program.phases[2], 4, 2).k_splits, 2);
+  EXPECT_EQ(recurrent_workspace_bytes(view, 4), 0u);
+  EXPECT_EQ(recurrent_workspace_bytes(view, 4, 2), 2u * 2 * 8 * 4);  // 2 ranges of a 2 × 8 C
 }
 
 // The suite's lstm_seq at the paper preset (batch 128, hidden 512) on an H200 (132
@@ -227,14 +280,28 @@ TEST(RecurrentKernelLayout, CostOfTheSuitesLstmOnAnH200) {
   StatusOr<RecurrentLaunch> launch = choose_recurrent_launch(forward.view(), h200);
   ASSERT_TRUE(launch.ok()) << launch.error().message;
   EXPECT_EQ(launch->blocks, 264);
-  EXPECT_EQ(launch->shared_bytes, kMatmulStageBytes + 512 * 8 * 4);
+  // The chosen partition: 2 row groups × 32 column groups × 4 k ranges (256 blocks), each
+  // block 64 × 64 outputs over 128 of k, its 128 × 64 slice of W (32 KiB) on chip.
+  EXPECT_EQ(launch->shared_bytes, kMatmulStageBytes + 128 * 64 * 4);
+  EXPECT_EQ(launch->workspace_bytes, 4u * 128 * 2048 * 4);  // 4 partial Cs
   RecurrentCost cost = recurrent_cost(forward.view(), *launch);
   std::printf("lstm_seq forward, %d blocks, %zu shared bytes:\n%s", launch->blocks, launch->shared_bytes,
               describe_recurrent_cost(cost).c_str());
-  EXPECT_EQ(cost.fma, 128u * 8 * 512);
-  EXPECT_EQ(cost.a_bytes, 128u * 512 * 4);
+  ASSERT_EQ(cost.matmuls.size(), 1u);
+  EXPECT_EQ(cost.matmuls[0].partition.row_groups, 2);
+  EXPECT_EQ(cost.matmuls[0].partition.col_groups, 32);
+  EXPECT_EQ(cost.matmuls[0].partition.k_splits, 4);
+  EXPECT_EQ(cost.fma, 64u * 64 * 128);
+  EXPECT_EQ(cost.a_bytes, 64u * 128 * 4);
   EXPECT_EQ(cost.b_bytes, 0u);
-  EXPECT_EQ(cost.grid_barriers, 2);
+  EXPECT_EQ(cost.grid_a_bytes, 8u << 20);  // A across the grid: 8 MiB (columns first: 64 MiB)
+  EXPECT_EQ(cost.matmuls[0].model.partial_bytes, 8u << 20);
+  EXPECT_EQ(cost.grid_barriers, 3);  // one more: before the partials are summed
+  const MatmulModel today = model_matmul(128, 2048, partition_matmul(128, 2048, 512, 264), true);
+  std::printf("columns first: A %llu B across the grid, modelled %llu ns\n",
+              static_cast<unsigned long long>(today.a_bytes), static_cast<unsigned long long>(today.ps / 1000));
+  EXPECT_EQ(today.a_bytes, 64u << 20);  // 256 column groups of 8, each reading all of h (256 KiB)
+  EXPECT_LT(cost.modelled_ps, today.ps);
 
   recurrent_testing::Program backward;
   backward.buffers = {{0x1000, 0x40000}, {0x100000}, {0x200000}};
@@ -246,13 +313,26 @@ TEST(RecurrentKernelLayout, CostOfTheSuitesLstmOnAnH200) {
   launch = choose_recurrent_launch(backward.view(), h200);
   ASSERT_TRUE(launch.ok()) << launch.error().message;
   EXPECT_EQ(launch->blocks, 264);
-  EXPECT_EQ(launch->shared_bytes, kMatmulStageBytes + 2048 * 2 * 4);
+  // 2 row groups × 8 column groups × 16 k ranges (256 blocks): 64 × 64 outputs over 128
+  // of k, the 128 × 64 slice of Wᵀ on chip.
+  EXPECT_EQ(launch->shared_bytes, kMatmulStageBytes + 128 * 64 * 4);
+  EXPECT_EQ(launch->workspace_bytes, 16u * 128 * 512 * 4);
   cost = recurrent_cost(backward.view(), *launch);
   std::printf("lstm_seq backward, %d blocks, %zu shared bytes:\n%s", launch->blocks, launch->shared_bytes,
               describe_recurrent_cost(cost).c_str());
-  EXPECT_EQ(cost.fma, 128u * 2 * 2048);
-  EXPECT_EQ(cost.a_bytes, 128u * 2048 * 4);
-  EXPECT_EQ(cost.grid_barriers, 3);
+  ASSERT_EQ(cost.matmuls.size(), 1u);
+  EXPECT_EQ(cost.matmuls[0].partition.row_groups, 2);
+  EXPECT_EQ(cost.matmuls[0].partition.col_groups, 8);
+  EXPECT_EQ(cost.matmuls[0].partition.k_splits, 16);
+  EXPECT_EQ(cost.fma, 64u * 64 * 128);
+  EXPECT_EQ(cost.grid_a_bytes, 8u << 20);  // columns first: 256 MiB
+  EXPECT_EQ(cost.matmuls[0].model.partial_bytes, 8u << 20);
+  EXPECT_EQ(cost.grid_barriers, 4);
+  const MatmulModel today_dh = model_matmul(128, 512, partition_matmul(128, 512, 2048, 264), true);
+  std::printf("columns first: A %llu B across the grid, modelled %llu ns\n",
+              static_cast<unsigned long long>(today_dh.a_bytes), static_cast<unsigned long long>(today_dh.ps / 1000));
+  EXPECT_EQ(today_dh.a_bytes, 256u << 20);  // 256 column groups of 2, each reading all of dgates (1 MiB)
+  EXPECT_LT(cost.modelled_ps, today_dh.ps);
 }
 
 TEST(RecurrentKernelLayout, LaunchErrorsSayWhy) {

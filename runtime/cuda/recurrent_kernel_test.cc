@@ -1,7 +1,8 @@
 // The persistent loop kernel's host API (recurrent_kernel.h). Without a GPU: a malformed
 // program is refused before any device is asked, and the no-device error. On a GPU
 // (skipped without one): every case of recurrent_testing.h planned with
-// plan_recurrent_launch and launched, then captured in a CUDA graph and replayed twice
+// plan_recurrent_launch and launched, and with k forced into 2, 3 and 5 ranges (split-K),
+// then captured in a CUDA graph and replayed twice
 // (the capture of a cooperative launch, and the barrier counter reused across launches),
 // each run against the host oracle.
 #include "runtime/cuda/recurrent_kernel.h"
@@ -52,8 +53,10 @@ TEST(RecurrentKernel, WithoutAGpuPlanningSaysWhy) {
 class OnDevice {
  public:
   /// Copies case `c`'s arrays and program to the device (the program's addresses the
-  /// device's) and plans its launch on device 0.
-  explicit OnDevice(const Case& c) : storage_(c.initial) {
+  /// device's) and plans its launch on device 0; `k_splits` > 0 then forces that many k
+  /// ranges on its matmuls, with the slices that fit the planned shared memory and the
+  /// scratch they need.
+  explicit OnDevice(const Case& c, int k_splits = 0) : storage_(c.initial) {
     for (const std::vector<float>& v : storage_) bases_.push_back(reinterpret_cast<uint64_t>(copy(v)));
     host_program = c.build(bases_);
     view = host_program.view();
@@ -61,9 +64,15 @@ class OnDevice {
     view.phases = copy(host_program.phases);
     view.maps = copy(host_program.maps);
     view.instrs = copy(host_program.instrs);
-    barrier = allocate(recurrent_barrier_bytes());
-    cudaMemset(barrier, 0, recurrent_barrier_bytes());
     launch = plan_recurrent_launch(host_program.view(), 0);
+    if (launch.ok() && k_splits > 0) {
+      launch->k_splits = k_splits;
+      launch->shared_bytes = recurrent_shared_bytes(host_program.view(), launch->blocks, launch->shared_bytes, k_splits);
+      launch->workspace_bytes = recurrent_workspace_bytes(host_program.view(), launch->blocks, k_splits);
+    }
+    const size_t bytes = recurrent_barrier_bytes() + (launch.ok() ? launch->workspace_bytes : 0);
+    barrier = allocate(bytes);
+    cudaMemset(barrier, 0, bytes);
   }
   ~OnDevice() {
     for (void* p : allocations_) cudaFree(p);
@@ -130,6 +139,23 @@ TEST(RecurrentKernel, CasesMatchTheOracleOnTheGpu) {
     CUDA_OK(launch_recurrent(d.view, d.barrier, *d.launch, nullptr));
     CUDA_OK(cudaDeviceSynchronize());
     expect_close(d.download(), oracle(c, 1));
+  }
+}
+
+// Split-K on the GPU: every case with k forced into 2, 3 and 5 ranges (the partials in
+// the scratch after the barrier's counter, summed after a grid barrier).
+TEST(RecurrentKernel, ForcedKSplitsMatchTheOracleOnTheGpu) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU";
+  for (const Case& c : kernel_cases()) {
+    SCOPED_TRACE(c.name);
+    for (int k_splits : kForcedKSplits) {
+      SCOPED_TRACE(std::to_string(k_splits) + " k ranges");
+      OnDevice d(c, k_splits);
+      ASSERT_TRUE(d.launch.ok()) << d.launch.error().message;
+      CUDA_OK(launch_recurrent(d.view, d.barrier, *d.launch, nullptr));
+      CUDA_OK(cudaDeviceSynchronize());
+      expect_close(d.download(), oracle(c, 1));
+    }
   }
 }
 

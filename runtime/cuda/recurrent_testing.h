@@ -378,4 +378,9 @@ inline std::vector<Case> kernel_cases() {
   return cases;
 }
 
+/// The k ranges the split-K tests force on every case of kernel_cases:
+/// 2 does not divide the tiling's k = 15, 17, 31, 33, nor 3 its k = 16, 17, 31; 5 is more
+/// than k = 15 … 33 has chunks of kChunkK (one to three), and is clamped to k where k < 5.
+inline constexpr int kForcedKSplits[] = {2, 3, 5};
+
 }  // namespace weft::cuda::recurrent_testing

@@ -82,7 +82,7 @@ struct PersistentLoopBound : Executor::Bound {
   void* arena_ = nullptr;    // the body's arena
   void* inputs_ = nullptr;   // the body's inputs block
   void* arrays_ = nullptr;   // the program's arrays (device_view_ points into it)
-  void* barrier_ = nullptr;  // the grid barrier, zeroed once
+  void* barrier_ = nullptr;  // the grid barrier, zeroed once, then the split-K scratch
   size_t owned_ = 0;
   RecurrentPlan plan_;  // host arrays: the launch plan reads them, describe() counts them
   RecurrentProgramView device_view_;
@@ -116,8 +116,10 @@ StatusOr<PersistentLoop> persistent_loop_bound(Device& d, const Program& root, c
   }
   l.launch_ = *launch;
   WEFT_RETURN_IF_ERROR(l.copy_arrays(what));
-  WEFT_RETURN_IF_ERROR(device_allocate(l.barrier_, static_cast<int64_t>(recurrent_barrier_bytes()), "barrier of " + what));
-  l.owned_ += std::max<size_t>(recurrent_barrier_bytes(), 1);
+  // The barrier's counter, then the split-K scratch its launch chose (recurrent_kernel.h).
+  const size_t barrier_bytes = recurrent_barrier_bytes() + l.launch_.workspace_bytes;
+  WEFT_RETURN_IF_ERROR(device_allocate(l.barrier_, static_cast<int64_t>(barrier_bytes), "barrier of " + what));
+  l.owned_ += std::max<size_t>(barrier_bytes, 1);
   out.bound = std::move(loop);
   return out;
 }

@@ -10,8 +10,10 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <vector>
 
 #include "runtime/cuda/recurrent_kernel_device.inc"
+
 #include "runtime/cuda/recurrent_kernel_layout.h"
 #include "runtime/cuda/recurrent_plan_testing.h"
 #include "tests/testing/loop_graphs.h"
@@ -26,8 +28,9 @@ using namespace plan_testing;
 std::function<Status(const RecurrentProgramView&)> kernel(unsigned blocks, uint64_t shared_limit) {
   return [=](const RecurrentProgramView& program) {
     const uint64_t shared = recurrent_shared_bytes(program, blocks, shared_limit);
-    unsigned barrier = 0;
-    emulation::run_cooperative_grid(blocks, 32, shared, [&] { recurrent_loop(program, &barrier, shared); });
+    // The barrier's counter, then the split-K scratch the cost model's partition needs.
+    std::vector<unsigned> barrier(1 + recurrent_workspace_bytes(program, blocks) / sizeof(unsigned), 0);
+    emulation::run_cooperative_grid(blocks, 32, shared, [&] { recurrent_loop(program, barrier.data(), shared); });
     return Status::ok_status();
   };
 }

@@ -47,23 +47,10 @@
 
 #include "ir/status.h"
 #include "runtime/cuda/recurrent_program.h"
+#include "runtime/cuda/recurrent_reference.h"
 #include "runtime/program.h"
 
 namespace weft::cuda {
-
-/// A RecurrentProgramView's arrays, owned on the host.
-struct RecurrentProgram {
-  int64_t length = 0;
-  std::vector<StepAddress> buffers;
-  std::vector<RecurrentPhase> phases;
-  std::vector<ElementMap> maps;
-  std::vector<CellInstr> instrs;
-
-  /// The view of these arrays (valid while this object is neither changed nor moved).
-  RecurrentProgramView view() const;
-  /// One line per buffer, phase, map and instruction, for dumps and failing tests.
-  std::string to_string() const;
-};
 
 /// A copy the caller makes once per run of the loop: before its first iteration or after
 /// its last (device to device on the GPU; memcpy on the host).

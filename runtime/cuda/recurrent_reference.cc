@@ -1,5 +1,6 @@
 #include "runtime/cuda/recurrent_reference.h"
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -184,6 +185,79 @@ Status run_recurrent_on_host(const RecurrentProgramView& p) {
     }
   }
   return Status::ok_status();
+}
+
+RecurrentProgramView RecurrentProgram::view() const {
+  RecurrentProgramView v;
+  v.length = length;
+  v.buffer_count = static_cast<int32_t>(buffers.size());
+  v.phase_count = static_cast<int32_t>(phases.size());
+  v.map_count = static_cast<int32_t>(maps.size());
+  v.instr_count = static_cast<int32_t>(instrs.size());
+  v.buffers = buffers.data();
+  v.phases = phases.data();
+  v.maps = maps.data();
+  v.instrs = instrs.data();
+  return v;
+}
+
+namespace {
+
+std::string hex(uint64_t v) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "0x%llx", static_cast<unsigned long long>(v));
+  return text;
+}
+
+std::string instr_text(const CellInstr& in) {
+  if (in.op == kLoadOp) return "r" + std::to_string(in.dst) + " = load operand " + std::to_string(in.a);
+  if (in.op == kStoreOp) return "store result " + std::to_string(in.a) + " = r" + std::to_string(in.b);
+  const Op op = static_cast<Op>(in.op);
+  std::string s = "r" + std::to_string(in.dst) + " = " + std::string(op_name(op)) + " r" + std::to_string(in.a);
+  const int arity = recurrent_op_arity(op);
+  if (arity > 1) s += " r" + std::to_string(in.b);
+  if (arity > 2) s += " r" + std::to_string(in.c);
+  return s;
+}
+
+std::string map_text(const ElementMap& m) {
+  return "b" + std::to_string(m.buffer) + "+" + std::to_string(m.offset) + " [" + std::to_string(m.row_stride) + "," +
+         std::to_string(m.col_stride) + "]";
+}
+
+}  // namespace
+
+std::string RecurrentProgram::to_string() const {
+  std::string s = "persistent loop: " + std::to_string(length) + " iterations, " + std::to_string(phases.size()) +
+                  " phases\n";
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const StepAddress& b = buffers[i];
+    s += "  b" + std::to_string(i) + " " + hex(b.base) + " + t*" + std::to_string(b.stride);
+    if (b.first != 0) s += ", first " + hex(b.first);
+    if (b.last != 0) s += ", last " + hex(b.last);
+    s += "\n";
+  }
+  for (size_t i = 0; i < phases.size(); ++i) {
+    const RecurrentPhase& p = phases[i];
+    s += "  phase " + std::to_string(i) + ": ";
+    if (p.kind == PhaseKind::matmul) {
+      s += "matmul b" + std::to_string(p.c) + "[" + std::to_string(p.m) + "," + std::to_string(p.n) + "] = b" +
+           std::to_string(p.a) + (p.transpose_a ? "^T" : "") + " * b" + std::to_string(p.b) +
+           (p.transpose_b ? "^T" : "") + " (k " + std::to_string(p.k) + ", ld " + std::to_string(p.lda) + "," +
+           std::to_string(p.ldb) + "," + std::to_string(p.ldc) + ")\n";
+      continue;
+    }
+    s += "elementwise " + std::to_string(p.rows) + "x" + std::to_string(p.cols) + "\n";
+    for (int32_t j = 0; j < p.operand_count + p.result_count; ++j) {
+      s += std::string("    ") + (j < p.operand_count ? "operand " : "result ") +
+           std::to_string(j < p.operand_count ? j : j - p.operand_count) + ": " +
+           map_text(maps[static_cast<size_t>(p.first_map + j)]) + "\n";
+    }
+    for (int32_t j = 0; j < p.instr_count; ++j) {
+      s += "    " + instr_text(instrs[static_cast<size_t>(p.first_instr + j)]) + "\n";
+    }
+  }
+  return s;
 }
 
 }  // namespace weft::cuda

@@ -1,7 +1,9 @@
 #pragma once
-// The host oracle of a persistent loop (recurrent_program.h): runs a RecurrentProgramView
-// whose addresses are host pointers, one phase at a time, one element at a time, with the
-// reference interpreter's scalar math (ir/scalar_math.h) and matmuls accumulated in f64.
+// A persistent loop program's arrays owned on the host (RecurrentProgram: what the planner,
+// recurrent_plan.h, builds and the tests write by hand), and its host oracle: runs a
+// RecurrentProgramView whose addresses are host pointers, one phase at a time, one element
+// at a time, with the reference interpreter's scalar math (ir/scalar_math.h) and matmuls
+// accumulated in f64.
 // The plan's tests check a planned body against the reference interpreter through it; the
 // kernel's tests check the device code (under cuda_emulation.h) against it.
 //
@@ -10,11 +12,29 @@
 // It also validates what it runs (buffer, map, register and instruction indices; the ops
 // a program may hold), so a malformed program is an error naming the phase, not a crash.
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
 #include "ir/op.h"
 #include "ir/status.h"
 #include "runtime/cuda/recurrent_program.h"
 
 namespace weft::cuda {
+
+/// A RecurrentProgramView's arrays, owned on the host.
+struct RecurrentProgram {
+  int64_t length = 0;
+  std::vector<StepAddress> buffers;
+  std::vector<RecurrentPhase> phases;
+  std::vector<ElementMap> maps;
+  std::vector<CellInstr> instrs;
+
+  /// The view of these arrays (valid while this object is neither changed nor moved).
+  RecurrentProgramView view() const;
+  /// One line per buffer, phase, map and instruction, for dumps and failing tests.
+  std::string to_string() const;
+};
 
 /// Whether an elementwise program may hold `op`: an f32 unary or binary op with scalar
 /// math (ir/scalar_math.h: visit_unary_math, visit_binary_math; comparisons give 1 or 0)

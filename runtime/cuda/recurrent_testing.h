@@ -14,29 +14,14 @@
 
 #include "ir/op.h"
 #include "runtime/cuda/recurrent_program.h"
+#include "runtime/cuda/recurrent_reference.h"
 
 namespace weft::cuda::recurrent_testing {
 
-struct Program {
-  int64_t length = 1;
-  std::vector<StepAddress> buffers;
-  std::vector<RecurrentPhase> phases;
-  std::vector<ElementMap> maps;
-  std::vector<CellInstr> instrs;
-
-  RecurrentProgramView view() const {
-    RecurrentProgramView v;
-    v.length = length;
-    v.buffer_count = static_cast<int32_t>(buffers.size());
-    v.phase_count = static_cast<int32_t>(phases.size());
-    v.map_count = static_cast<int32_t>(maps.size());
-    v.instr_count = static_cast<int32_t>(instrs.size());
-    v.buffers = buffers.data();
-    v.phases = phases.data();
-    v.maps = maps.data();
-    v.instrs = instrs.data();
-    return v;
-  }
+/// A program built by hand (one iteration unless a test says more), with a constructor
+/// for its elementwise phases.
+struct Program : RecurrentProgram {
+  Program() { length = 1; }
 
   /// Appends an elementwise phase of rows × cols with these maps and instructions.
   void elementwise(int64_t rows, int64_t cols, const std::vector<ElementMap>& operands,

@@ -233,7 +233,8 @@ bool fold(Graph& g, int i) {
     }
   }
   if (readers.empty()) return false;
-  if (fused_kind(g.node(i)) == FusedKind::contraction) {
+  const bool gemm = fused_kind(g.node(i)) == FusedKind::contraction;
+  if (gemm) {
     const Node& k = g.node(i);
     const Node& c = k.body->node(0);
     const ValueId old = p->gemm_result >= 0 ? k.results[static_cast<size_t>(p->gemm_result)] : kNoValue;
@@ -247,10 +248,14 @@ bool fold(Graph& g, int i) {
     g.node(n).body = std::move(body);
     g.node(n).operands = std::move(operands);
   }
+  if (gemm) {
+    // The GEMM made above stands where K stood (remove_nodes renumbers).
+    std::vector<Node>& nodes = g.mutable_nodes();
+    std::rotate(nodes.begin() + i + 1, nodes.end() - 1, nodes.end());
+  }
   std::vector<bool> keep(g.nodes().size(), true);
   keep[static_cast<size_t>(i)] = false;
   g.remove_nodes(keep);
-  g.sort_topologically();
   return true;
 }
 
@@ -259,8 +264,8 @@ bool fold(Graph& g, int i) {
 StatusOr<bool> FoldWindowProducersPass::run(Graph& g) {
   bool changed = false;
   for (int i = 0; i < static_cast<int>(g.nodes().size()); ++i) {
-    // A fold removes node i and moves a new GEMM node before its readers: look again
-    // from the start.
+    // A fold removes node i (a contraction's GEMM takes its place): look again from the
+    // start.
     if (fold(g, i)) changed = true, i = -1;
   }
   return changed;

@@ -167,7 +167,8 @@ TEST(RnnCellLowering, StepsOnTheCpuMatchTheInterpreter) {
 // loop and its scalar tail), in f32 and bf16, a window of one column broadcast along the
 // row (a splat at an offset), a window of rows, a cell computing its gate pre-activations
 // in its windows (passes/fold_window_producers.h: a window of a [120] bias broadcast along
-// the rows, a window of a wider x·W_ihᵀ); then store windows, whose padding the
+// the rows, a window of a wider x·W_ihᵀ, the slices between the sums as the pass leaves
+// them); then store windows, whose padding the
 // kernels leave as it is (zeros here, as the interpreter pads).
 std::vector<Graph> window_bodies() {
   std::vector<Graph> bodies;
@@ -185,7 +186,7 @@ std::vector<Graph> window_bodies() {
            "  %y = sub(%x, %s)\n  return %y\n}\n",
            "graph @k(%c: f32[3,120], %b: f32[120], %x: f32[3,160], %h: f32[3,40]) {\n"
            "  %i = slice(%c) {start=[0,0], stop=[3,40]}\n  %bi = slice(%b) {start=[40], stop=[80]}\n"
-           "  %xi = slice(%x) {start=[0,80], stop=[3,120]}\n  %p = add(%i, %bi)\n  %q = add(%p, %xi)\n"
+           "  %p = add(%i, %bi)\n  %xi = slice(%x) {start=[0,80], stop=[3,120]}\n  %q = add(%p, %xi)\n"
            "  %si = sigmoid(%q)\n  %y = mul(%si, %h)\n  return %y\n}\n",
            // Store windows (passes/fold_concats.h): a column window of a [3,120]
            // destination beside a plain result, rows of a [7,16] one (one strided row of

@@ -14,6 +14,7 @@
 #include "passes/fold_batch_matmul.h"
 #include "passes/fold_concats.h"
 #include "passes/fold_slices.h"
+#include "passes/fold_window_producers.h"
 #include "passes/merge_updates.h"
 #include "passes/split_reductions.h"
 #include "passes/fold_transpose.h"
@@ -411,7 +412,10 @@ void add_fusion_passes(Pipeline& p, const LowerOptions& options) {
   fuse.lone_reductions = options.fuse_lone_reductions;
   fuse.lone_half_reductions = options.fuse_lone_half_reductions;
   p.add(std::make_unique<FuseElementwisePass>(fuse));
-  if (options.fold_slices) p.add(std::make_unique<FoldSlicesPass>());
+  if (options.fold_slices) {
+    p.add(std::make_unique<FoldSlicesPass>());
+    p.add(std::make_unique<FoldWindowProducersPass>());
+  }
   if (options.round_half_at_stores) p.add(std::make_unique<RoundAtStoresPass>());
 }
 

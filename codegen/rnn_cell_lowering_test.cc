@@ -5,8 +5,10 @@
 // defaults) and the CUDA pipeline (cuda_lower_options()), and the backward steps' gate
 // gradients are computed by one kernel (passes/fuse_elementwise.h, "Parts of one
 // concat") that stores them straight into the concats that read them
-// (passes/fold_concats.h, codegen's store windows). Pinned: the invocations one time
-// step runs, before (LowerOptions::fold_slices, fold_concats off) and after; windowed kernels
+// (passes/fold_concats.h, codegen's store windows), and the gate pre-activations read
+// only through the cell's windows are computed inside it (passes/fold_window_producers.h:
+// the forward's GEMM epilogue and the backward's recomputed sum). Pinned: the invocations
+// one time step runs, before (LowerOptions::fold_slices, fold_concats off) and after; windowed kernels
 // against the reference interpreter (CPU JIT, and the GPU kernels' scalar code on the
 // host); whole steps on the cpu target against the interpreter; the steps' PTX assembled
 // by ptxas for every architecture.
@@ -81,10 +83,14 @@ std::vector<std::string> lowered_per_step(const Graph& step, LowerOptions option
 
 using Lines = std::vector<std::string>;
 
-// Two layers: a forward loop and its reverse (gradient) loop each. Forward: the gate
-// GEMM h·W_hhᵀ with the x·W_ihᵀ + b slot added in its epilogue, then the cell; backward:
-// the gate pre-activations, the cell's gradient kernel, the gates' gradient concatenated
-// for dh·W_hh's GEMM and for the weight gradients outside the loop.
+// Two layers: a forward loop and its reverse (gradient) loop each. Before: forward, the
+// gate GEMM h·W_hhᵀ with the x·W_ihᵀ + b slot added in its epilogue, then the cell;
+// backward, the gate pre-activations, the cell's gradient kernel, the gates' gradient
+// concatenated for dh·W_hh's GEMM and for the weight gradients outside the loop. After:
+// the slices read in place, and the pre-activations (the GEMM's epilogue forward, their
+// recomputation backward) computed in the cell's kernels, window by window
+// (passes/fold_window_producers.h): the forward runs the plain GEMM and the cell (on the
+// GPU that is one kernel fewer: the epilogue's), the backward one kernel fewer.
 TEST(RnnCellLowering, LstmBodiesReadTheGatesInPlace) {
   const Graph step = lstm_step();
   const Lines before = {
@@ -92,9 +98,9 @@ TEST(RnnCellLowering, LstmBodiesReadTheGatesInPlace) {
       "body: contraction 1, generated 1, library slice 4",
       "grad_body: generated 2, library concat 1, library matmul 1, library slice 4",
       "grad_body: generated 2, library concat 1, library matmul 1, library slice 4"};
-  const Lines after = {"body: contraction 1, generated 1", "body: contraction 1, generated 1",
-                       "grad_body: generated 2, library concat 1, library matmul 1",
-                       "grad_body: generated 2, library concat 1, library matmul 1"};
+  const Lines after = {"body: generated 1, library matmul 1", "body: generated 1, library matmul 1",
+                       "grad_body: generated 1, library concat 1, library matmul 1",
+                       "grad_body: generated 1, library concat 1, library matmul 1"};
   for (LowerOptions options : {LowerOptions{}, cuda_lower_options()}) {
     options.fold_concats = false;
     EXPECT_EQ(lowered_per_step(step, options, false), before);
@@ -103,22 +109,24 @@ TEST(RnnCellLowering, LstmBodiesReadTheGatesInPlace) {
 }
 
 // The backward steps' gate gradients (passes/fold_concats.h), computed by one kernel
-// (passes/fuse_elementwise.h, "Parts of one concat"). lstm: the gate pre-activations
-// (C + bias + x·W_ihᵀ, [B,4H]), then one kernel computing the cell's gradient, storing the
-// four gates' gradients each in its window of the concat dh·W_hh's GEMM reads and the next
-// cell gradient dc·f in place of the old one, then the GEMM: 3 invocations per step (8
-// before fold-concats, 7 with it before the one kernel). gru: 4 (8, then 6): the
-// pre-activations, one kernel storing r's, z's and n's gradients in both concats (the
-// gates' gradient for dh·W_hh, and the one stacked for the weight gradients, whose hidden
-// part is n's gradient before its product with r), the GEMM, and dh's sum with the GEMM's
-// result (it reads the GEMM, so it follows it).
+// (passes/fuse_elementwise.h, "Parts of one concat"). lstm: one kernel computing the gate
+// pre-activations (C + bias + x·W_ihᵀ, window by window: passes/fold_window_producers.h)
+// and the cell's gradient, storing the four gates' gradients each in its window of the
+// concat dh·W_hh's GEMM reads and the next cell gradient dc·f in place of the old one,
+// then the GEMM: 2 invocations per step (8 before fold-concats, 7 with it before the one
+// kernel, 3 before fold-window-producers). gru: 3 (8, then 6, then 4): one kernel computing
+// the pre-activations and storing r's, z's and n's gradients in both concats (the gates'
+// gradient for dh·W_hh, and the one stacked for the weight gradients, whose hidden part
+// is n's gradient before its product with r), the GEMM, and dh's sum with the GEMM's
+// result (it reads the GEMM, so it follows it). Forward, both: the plain GEMM and the cell
+// computing the GEMM's former epilogue in its windows.
 TEST(RnnCellLowering, BackwardStepsStoreTheGateGradientsInTheConcat) {
   const std::pair<Graph, Lines> kWant[] = {
       {lstm_step(),
-       {"body: contraction 1, generated 1", "body: contraction 1, generated 1",
-        "grad_body: generated 2, library matmul 1", "grad_body: generated 2, library matmul 1"}},
+       {"body: generated 1, library matmul 1", "body: generated 1, library matmul 1",
+        "grad_body: generated 1, library matmul 1", "grad_body: generated 1, library matmul 1"}},
       {gru_step(),
-       {"body: contraction 1, generated 1", "grad_body: generated 3, library matmul 1"}}};
+       {"body: generated 1, library matmul 1", "grad_body: generated 2, library matmul 1"}}};
   for (const auto& [step, after] : kWant) {
     for (const LowerOptions& options : {LowerOptions{}, cuda_lower_options()}) {
       EXPECT_EQ(lowered_per_step(step, options, true), after);
@@ -157,7 +165,10 @@ TEST(RnnCellLowering, StepsOnTheCpuMatchTheInterpreter) {
 
 // Windowed bodies: column windows of one source (offsets 0, 40, 80: the CPU's vector
 // loop and its scalar tail), in f32 and bf16, a window of one column broadcast along the
-// row (a splat at an offset), a window of rows; then store windows, whose padding the
+// row (a splat at an offset), a window of rows, a cell computing its gate pre-activations
+// in its windows (passes/fold_window_producers.h: a window of a [120] bias broadcast along
+// the rows, a window of a wider x·W_ihᵀ, the slices between the sums as the pass leaves
+// them); then store windows, whose padding the
 // kernels leave as it is (zeros here, as the interpreter pads).
 std::vector<Graph> window_bodies() {
   std::vector<Graph> bodies;
@@ -173,6 +184,10 @@ std::vector<Graph> window_bodies() {
            "  %y = mul(%s, %x)\n  return %y\n}\n",
            "graph @k(%a: f32[7,16], %x: f32[4,16]) {\n  %s = slice(%a) {start=[2,0], stop=[6,16]}\n"
            "  %y = sub(%x, %s)\n  return %y\n}\n",
+           "graph @k(%c: f32[3,120], %b: f32[120], %x: f32[3,160], %h: f32[3,40]) {\n"
+           "  %i = slice(%c) {start=[0,0], stop=[3,40]}\n  %bi = slice(%b) {start=[40], stop=[80]}\n"
+           "  %p = add(%i, %bi)\n  %xi = slice(%x) {start=[0,80], stop=[3,120]}\n  %q = add(%p, %xi)\n"
+           "  %si = sigmoid(%q)\n  %y = mul(%si, %h)\n  return %y\n}\n",
            // Store windows (passes/fold_concats.h): a column window of a [3,120]
            // destination beside a plain result, rows of a [7,16] one (one strided row of
            // 64), a bf16 window read through an input window (the vector loop and its

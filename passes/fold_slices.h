@@ -28,6 +28,9 @@
 // [B,k] scaling a [B,H] value). Each folded slice gets a body input of its own, read only
 // by that slice (codegen's `input_window`). A slice left with no user is removed.
 //
+// A kernel whose result is read only through such windows is then computed inside its
+// readers (passes/fold_window_producers.h, the next pass).
+//
 // Requires: a type-inferred graph after fuse-elementwise. Guarantees: the same values
 // (the interpreter runs the body's slice as it ran the node).
 

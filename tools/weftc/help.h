@@ -44,7 +44,7 @@ inline constexpr const char* kDumpHelp =
     "                   hoist-loop-invariants, prune-scan-results, fold-transpose,\n"
     "                   fold-batch-matmul, decompose-composites,\n"
     "                   fuse-contraction-epilogue, fuse-elementwise, fold-slices,\n"
-    "                   round-at-stores, schedule-memory,\n"
+    "                   fold-window-producers, round-at-stores, schedule-memory,\n"
     "                   merge-updates (cuda: mask-loop-exits first, split-reductions\n"
     "                   before the fusion). merge-updates is lowering's last pass: the\n"
     "                   graph the memory plan and the Program are made from\n"

@@ -1,0 +1,274 @@
+#include "passes/fold_window_producers.h"
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "codegen/operand_layout.h"
+#include "ir/fused_kind.h"
+
+namespace weft {
+namespace {
+
+// A box of a value's elements: [start, stop) along each dimension.
+struct Box {
+  IntList start, stop;
+  Shape shape() const {
+    std::vector<int64_t> dims;
+    for (size_t d = 0; d < start.size(); ++d) dims.push_back(stop[d] - start[d]);
+    return Shape(std::move(dims));
+  }
+};
+
+// What of a value of shape `s`, broadcast into a box's value, the box reads: the same
+// ranges where `s` has the box value's extent, all of a dimension of 1.
+Box window_of(const Shape& s, const Box& w) {
+  Box b;
+  const int lead = static_cast<int>(w.start.size()) - s.rank();
+  for (int i = 0; i < s.rank(); ++i) {
+    const bool whole = s[i] == 1;
+    b.start.push_back(whole ? 0 : w.start[static_cast<size_t>(i + lead)]);
+    b.stop.push_back(whole ? 1 : w.stop[static_cast<size_t>(i + lead)]);
+  }
+  return b;
+}
+
+bool overlap(const Box& a, const Box& b) {
+  for (size_t d = 0; d < a.start.size(); ++d) {
+    if (std::max(a.start[d], b.start[d]) >= std::min(a.stop[d], b.stop[d])) return false;
+  }
+  return true;
+}
+
+// The unit-step slice through which body input k alone is read (codegen's input_window,
+// restated: passes do not link the code generator), else nullptr.
+const Node* input_window(const Graph& body, size_t k) {
+  const ValueId v = body.inputs()[k].value;
+  const Node* window = nullptr;
+  int uses = static_cast<int>(std::count(body.outputs().begin(), body.outputs().end(), v));
+  for (const Node& n : body.nodes()) {
+    for (ValueId o : n.operands) {
+      if (o == v) ++uses, window = &n;
+    }
+  }
+  if (uses != 1 || window->op != Op::Slice) return nullptr;
+  if (const Attribute* step = window->attr("step")) {
+    for (int64_t s : std::get<IntList>(*step)) {
+      if (s != 1) return nullptr;
+    }
+  }
+  return window;
+}
+
+// A value K's body reads from outside: `source` (the GEMM's result C is made when K is
+// folded), of type `type`, from element `base` on (a K input window's start, else 0).
+struct Leaf {
+  ValueId body_value;
+  ValueId source;
+  Type type;
+  IntList base;
+};
+
+// K as its readers compute it: its leaves, the body nodes to copy, the value it yields.
+struct Producer {
+  int node = -1;
+  ValueId result = kNoValue;
+  std::vector<Leaf> leaves;
+  std::vector<int> nodes;
+  ValueId output = kNoValue;
+  int gemm_result = -1;  // a contraction: K's result that is C, or -1
+};
+
+// Node `i` of `g` as a producer to fold, if its kind and results allow it.
+std::optional<Producer> producer(const Graph& g, int i) {
+  const Node& k = g.node(i);
+  if (k.op != Op::Fused || !k.body) return std::nullopt;
+  const FusedKind kind = fused_kind(k);
+  const bool gemm = kind == FusedKind::contraction;
+  if (kind != FusedKind::elementwise && !gemm) return std::nullopt;
+  const Graph& body = *k.body;
+  Producer p{.node = i, .result = k.results[0], .output = body.outputs()[0]};
+  const size_t first = gemm ? 2 : 0;
+  if (gemm) {
+    const Node& c = body.node(0);
+    for (size_t o = 1; o < k.results.size(); ++o) {
+      if (body.outputs()[o] != c.result() || p.gemm_result >= 0) return std::nullopt;
+      p.gemm_result = static_cast<int>(o);
+    }
+    p.leaves.push_back({c.result(), kNoValue, body.type(c.result()), IntList(body.type(c.result()).shape.rank(), 0)});
+  } else if (k.results.size() != 1) {
+    return std::nullopt;
+  }
+  std::vector<bool> copied(body.nodes().size(), true);
+  if (gemm) copied[0] = false;
+  for (size_t j = first; j < body.inputs().size(); ++j) {
+    const Type& type = g.type(k.operands[j]);
+    if (const Node* w = input_window(body, j)) {
+      copied[static_cast<size_t>(body.value(w->result()).node)] = false;
+      p.leaves.push_back({w->result(), k.operands[j], type, w->ints_attr("start")});
+    } else {
+      p.leaves.push_back({body.inputs()[j].value, k.operands[j], type, IntList(type.shape.rank(), 0)});
+    }
+  }
+  for (size_t n = 0; n < copied.size(); ++n) {
+    if (copied[n]) p.nodes.push_back(static_cast<int>(n));
+  }
+  return p;
+}
+
+// A leaf's window in its source for the reader's window `w` of K's result.
+Box leaf_box(const Graph& body, const Leaf& leaf, const Box& w) {
+  Box b = window_of(body.type(leaf.body_value).shape, w);
+  for (size_t d = 0; d < b.start.size(); ++d) {
+    b.start[d] += leaf.base[d];
+    b.stop[d] += leaf.base[d];
+  }
+  return b;
+}
+
+// Whether `r` reads K's result only through windows K can be computed in (rules 2 and 4
+// of the header); appends those windows to `boxes`.
+bool reads_through_windows(const Graph& g, const Node& r, const Producer& p, std::vector<Box>& boxes) {
+  if (r.op != Op::Fused || !r.body || fused_kind(r) != FusedKind::elementwise) return false;
+  const Graph& kbody = *g.node(p.node).body;
+  const Shape& out = g.type(r.results[0]).shape;
+  for (size_t j = 0; j < r.operands.size(); ++j) {
+    if (r.operands[j] != p.result) continue;
+    const Node* s = input_window(*r.body, j);
+    if (s == nullptr || r.body->type(s->result()).shape != out) return false;
+    const Box w{s->ints_attr("start"), s->ints_attr("stop")};
+    for (const Leaf& leaf : p.leaves) {
+      const Shape window = leaf_box(kbody, leaf, w).shape();
+      if (window == leaf.type.shape) continue;
+      for (ValueId v : r.results) {
+        if (g.type(v).shape == leaf.type.shape) return false;
+      }
+      if (!codegen::innermost_contiguous(out, window, leaf.type.shape)) return false;
+    }
+    boxes.push_back(w);
+  }
+  return true;
+}
+
+// A body value's name for the new body: a numeric one is left to be renumbered (the
+// leaves' inputs and K's copied nodes take fresh numbers among them).
+std::string kept_name(const std::string& name) {
+  return std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; }) ? "" : name;
+}
+
+// `r`'s body computing K's body in each of its windows of K's result; `operands`
+// receives the reader's new operands.
+std::shared_ptr<Graph> inlined_body(const Graph& g, const Node& r, const Producer& p,
+                                    std::vector<ValueId>& operands) {
+  const Graph& body = *r.body;
+  const Graph& kbody = *g.node(p.node).body;
+  auto out = std::make_shared<Graph>(body.name());
+  std::vector<ValueId> map(body.num_values(), kNoValue);
+  std::vector<const Node*> windows(body.inputs().size(), nullptr);
+  std::vector<std::vector<ValueId>> leaf_inputs(body.inputs().size());
+  for (size_t j = 0; j < body.inputs().size(); ++j) {
+    const Input& in = body.inputs()[j];
+    if (r.operands[j] != p.result) {
+      map[in.value] = out->add_input(kept_name(body.value(in.value).name), body.type(in.value), in.kind, in.loc);
+      operands.push_back(r.operands[j]);
+      continue;
+    }
+    windows[j] = input_window(body, j);
+    for (const Leaf& leaf : p.leaves) {
+      leaf_inputs[j].push_back(out->add_input("", leaf.type, InputKind::data, in.loc));
+      operands.push_back(leaf.source);
+    }
+  }
+  for (size_t j = 0; j < windows.size(); ++j) {
+    if (windows[j] == nullptr) continue;
+    const Box w{windows[j]->ints_attr("start"), windows[j]->ints_attr("stop")};
+    std::vector<ValueId> kmap(kbody.num_values(), kNoValue);
+    for (size_t l = 0; l < p.leaves.size(); ++l) {
+      const Leaf& leaf = p.leaves[l];
+      const Box b = leaf_box(kbody, leaf, w);
+      kmap[leaf.body_value] = b.shape() == leaf.type.shape
+                                  ? leaf_inputs[j][l]
+                                  : out->add_node(Op::Slice, {leaf_inputs[j][l]}, {{"start", b.start}, {"stop", b.stop}},
+                                                  windows[j]->loc, Type{leaf.type.dtype, b.shape()});
+    }
+    for (int i : p.nodes) {
+      const Node& n = kbody.node(i);
+      std::vector<ValueId> ops;
+      for (ValueId o : n.operands) ops.push_back(kmap[o]);
+      const Type& t = kbody.type(n.result());
+      kmap[n.result()] = out->add_node(n.op, std::move(ops), n.attrs, n.loc, Type{t.dtype, window_of(t.shape, w).shape()});
+    }
+    map[windows[j]->result()] = kmap[p.output];
+  }
+  for (const Node& n : body.nodes()) {
+    if (std::find(windows.begin(), windows.end(), &n) != windows.end()) continue;
+    std::vector<ValueId> ops;
+    for (ValueId o : n.operands) ops.push_back(map[o]);
+    map[n.result()] = out->add_node(n.op, std::move(ops), n.attrs, n.loc, body.type(n.result()),
+                                    kept_name(body.value(n.result()).name));
+  }
+  for (ValueId v : body.outputs()) out->add_output(map[v]);
+  return out;
+}
+
+// Folds node `i` into its readers when the header's rules allow; true when it did.
+bool fold(Graph& g, int i) {
+  std::optional<Producer> p = producer(g, i);
+  if (!p) return false;
+  const std::vector<ValueId>& outputs = g.outputs();
+  if (std::find(outputs.begin(), outputs.end(), p->result) != outputs.end()) return false;
+  std::vector<int> readers;
+  std::vector<Box> boxes;
+  for (size_t n = 0; n < g.nodes().size(); ++n) {
+    const Node& r = g.node(static_cast<int>(n));
+    if (std::find(r.operands.begin(), r.operands.end(), p->result) == r.operands.end()) continue;
+    if (!reads_through_windows(g, r, *p, boxes)) return false;
+    readers.push_back(static_cast<int>(n));
+  }
+  for (size_t a = 0; a < boxes.size(); ++a) {
+    for (size_t b = a + 1; b < boxes.size(); ++b) {
+      if (overlap(boxes[a], boxes[b])) return false;
+    }
+  }
+  if (readers.empty()) return false;
+  const bool gemm = fused_kind(g.node(i)) == FusedKind::contraction;
+  if (gemm) {
+    const Node& k = g.node(i);
+    const Node& c = k.body->node(0);
+    const ValueId old = p->gemm_result >= 0 ? k.results[static_cast<size_t>(p->gemm_result)] : kNoValue;
+    const ValueId made = g.add_node(c.op, {k.operands[0], k.operands[1]}, c.attrs, k.loc, k.body->type(c.result()));
+    if (old != kNoValue) g.replace_all_uses(old, made);
+    p->leaves[0].source = made;
+  }
+  for (int n : readers) {
+    std::vector<ValueId> operands;
+    std::shared_ptr<Graph> body = inlined_body(g, g.node(n), *p, operands);
+    g.node(n).body = std::move(body);
+    g.node(n).operands = std::move(operands);
+  }
+  if (gemm) {
+    // The GEMM made above stands where K stood (remove_nodes renumbers).
+    std::vector<Node>& nodes = g.mutable_nodes();
+    std::rotate(nodes.begin() + i + 1, nodes.end() - 1, nodes.end());
+  }
+  std::vector<bool> keep(g.nodes().size(), true);
+  keep[static_cast<size_t>(i)] = false;
+  g.remove_nodes(keep);
+  return true;
+}
+
+}  // namespace
+
+StatusOr<bool> FoldWindowProducersPass::run(Graph& g) {
+  bool changed = false;
+  for (int i = 0; i < static_cast<int>(g.nodes().size()); ++i) {
+    // A fold removes node i (a contraction's GEMM takes its place): look again from the
+    // start.
+    if (fold(g, i)) changed = true, i = -1;
+  }
+  return changed;
+}
+
+}  // namespace weft

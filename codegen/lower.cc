@@ -10,6 +10,7 @@
 #include "ir/scan.h"
 #include "ir/verifier.h"
 #include "passes/decompose_composites.h"
+#include "runtime/ab_switch.h"
 #include "runtime/cpu/kernel.h"
 #include "passes/fold_batch_matmul.h"
 #include "passes/fold_concats.h"
@@ -414,7 +415,8 @@ void add_fusion_passes(Pipeline& p, const LowerOptions& options) {
   p.add(std::make_unique<FuseElementwisePass>(fuse));
   if (options.fold_slices) {
     p.add(std::make_unique<FoldSlicesPass>());
-    p.add(std::make_unique<FoldWindowProducersPass>());
+    // #31: WEFT_FOLD_WINDOW_PRODUCERS=0 keeps a kernel read through windows (A/B).
+    if (!switched_off("WEFT_FOLD_WINDOW_PRODUCERS")) p.add(std::make_unique<FoldWindowProducersPass>());
   }
   if (options.round_half_at_stores) p.add(std::make_unique<RoundAtStoresPass>());
 }

@@ -134,6 +134,17 @@ TEST(RnnCellLowering, BackwardStepsStoreTheGateGradientsInTheConcat) {
   }
 }
 
+// WEFT_FOLD_WINDOW_PRODUCERS=0 (the A/B switch, runtime/ab_switch.h) keeps the gate
+// pre-activations a kernel of their own: the forward's GEMM carries them as its epilogue
+// (a contraction) and the LSTM backward recomputes them before the cell's gradient.
+TEST(RnnCellLowering, WindowProducersSwitchedOffKeepThePreActivationsApart) {
+  ASSERT_EQ(setenv("WEFT_FOLD_WINDOW_PRODUCERS", "0", 1), 0);
+  const Lines got = lowered_per_step(lstm_step(), cuda_lower_options(), true);
+  unsetenv("WEFT_FOLD_WINDOW_PRODUCERS");
+  EXPECT_EQ(got, (Lines{"body: contraction 1, generated 1", "body: contraction 1, generated 1",
+                        "grad_body: generated 2, library matmul 1", "grad_body: generated 2, library matmul 1"}));
+}
+
 // Outside loops too: the parts of a concat (a tanh kernel and a product read by another
 // kernel too, so apart) stored in their windows, its copy gone; a concat of [4,1] columns
 // (stride 2 along their kernels' rows) kept. Both run on the cpu as the interpreter does.

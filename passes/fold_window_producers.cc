@@ -8,6 +8,7 @@
 
 #include "codegen/operand_layout.h"
 #include "ir/fused_kind.h"
+#include "ir/kernel_space.h"
 
 namespace weft {
 namespace {
@@ -40,26 +41,6 @@ bool overlap(const Box& a, const Box& b) {
     if (std::max(a.start[d], b.start[d]) >= std::min(a.stop[d], b.stop[d])) return false;
   }
   return true;
-}
-
-// The unit-step slice through which body input k alone is read (codegen's input_window,
-// restated: passes do not link the code generator), else nullptr.
-const Node* input_window(const Graph& body, size_t k) {
-  const ValueId v = body.inputs()[k].value;
-  const Node* window = nullptr;
-  int uses = static_cast<int>(std::count(body.outputs().begin(), body.outputs().end(), v));
-  for (const Node& n : body.nodes()) {
-    for (ValueId o : n.operands) {
-      if (o == v) ++uses, window = &n;
-    }
-  }
-  if (uses != 1 || window->op != Op::Slice) return nullptr;
-  if (const Attribute* step = window->attr("step")) {
-    for (int64_t s : std::get<IntList>(*step)) {
-      if (s != 1) return nullptr;
-    }
-  }
-  return window;
 }
 
 // A value K's body reads from outside: `source` (the GEMM's result C is made when K is

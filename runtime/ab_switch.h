@@ -2,9 +2,11 @@
 // A/B switches: environment variables that turn one of weft's optimizations off so that a
 // before/after measurement runs the same binary (WEFT_MERGE_UPDATES, WEFT_FOLD_CONCATS,
 // WEFT_LOOP_SLOTS in codegen/cpu_backend.cc, WEFT_GPU_VECTOR in codegen/emit_gpu.cc,
-// WEFT_INPUT_PREFETCH in runtime/cuda/backend.cc). Each is read where its decision is
-// made, through this one test. An optimization not yet measured is opt-in instead
-// (WEFT_CUBLASLT_EPILOGUE in runtime/cuda/executor.cc): on only when set to "1".
+// WEFT_FOLD_WINDOW_PRODUCERS in codegen/lower.cc, WEFT_INPUT_PREFETCH in
+// runtime/cuda/backend.cc). Each is read where its decision is made, through this one
+// test. An optimization not yet measured is opt-in instead (WEFT_CUBLASLT_EPILOGUE in
+// runtime/cuda/executor.cc, WEFT_PERSISTENT_LOOPS in runtime/cuda/bind.cc): on only when
+// set to "1".
 //
 //   if (switched_off("WEFT_FOLD_CONCATS")) lower.fold_concats = false;
 

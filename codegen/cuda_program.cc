@@ -14,6 +14,9 @@ LowerOptions cuda_lower_options() {
   // Every iteration runs, masked: the loop stays inside the step's captured CUDA graph
   // with no count decided on the host (conditional graph nodes are not used).
   options.mask_loop_exits = true;
+  // A recurrent trip's gate pre-activations computed in the cell's windows: one launch
+  // fewer per trip each way (#31).
+  options.fold_window_producers = true;
   // The op table's CUDA column, where the library takes the node's shapes: attention's
   // forward and attention_grad (its three results, dq, dk, dv) on their kernels
   // (plan_attention, plan_attention_grad; #31), the losses (which have no decomposition

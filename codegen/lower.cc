@@ -415,8 +415,9 @@ void add_fusion_passes(Pipeline& p, const LowerOptions& options) {
   p.add(std::make_unique<FuseElementwisePass>(fuse));
   if (options.fold_slices) {
     p.add(std::make_unique<FoldSlicesPass>());
-    // #31: WEFT_FOLD_WINDOW_PRODUCERS=0 keeps a kernel read through windows (A/B).
-    if (!switched_off("WEFT_FOLD_WINDOW_PRODUCERS")) p.add(std::make_unique<FoldWindowProducersPass>());
+    if (options.fold_window_producers && !switched_off("WEFT_FOLD_WINDOW_PRODUCERS")) {
+      p.add(std::make_unique<FoldWindowProducersPass>());
+    }
   }
   if (options.round_half_at_stores) p.add(std::make_unique<RoundAtStoresPass>());
 }

@@ -97,6 +97,14 @@ struct LowerOptions {
   /// place by them (fold-slices, passes/fold_slices.h): a recurrent cell's gates, column
   /// windows of one GEMM output, need no copies (issue #31).
   bool fold_slices = true;
+  /// With `fold_slices`: a kernel read only through disjoint windows by elementwise
+  /// kernels is computed inside its readers (fold-window-producers, passes/
+  /// fold_window_producers.h): a recurrent cell's gate pre-activations, so an LSTM trip is
+  /// the GEMM and the cell each way. The GPU's (cuda_lower_options: one launch fewer per
+  /// trip each way); off on the CPU, where the LSTM's gradient trip then reads its saved
+  /// GEMM result and x·W_ihᵀ through eight strided windows and lstm_seq's step was 3–5%
+  /// slower (bench/RESULTS.md, #31). $WEFT_FOLD_WINDOW_PRODUCERS=0 turns it off for an A/B.
+  bool fold_window_producers = false;
   /// A concat whose operands are elementwise kernels' results is no copy: the kernels
   /// store them straight into their windows of its buffer, which the memory plan makes
   /// live from the first of them (passes/fold_concats.h): a recurrent cell's gate

@@ -19,6 +19,7 @@
 #include <map>
 #include <string>
 
+#include "codegen/cpu_backend.h"
 #include "codegen/cuda_program.h"
 #include "codegen/gpu_host_test_util.h"
 #include "codegen/kernel_test_util.h"
@@ -98,13 +99,17 @@ TEST(RnnCellLowering, LstmBodiesReadTheGatesInPlace) {
       "body: contraction 1, generated 1, library slice 4",
       "grad_body: generated 2, library concat 1, library matmul 1, library slice 4",
       "grad_body: generated 2, library concat 1, library matmul 1, library slice 4"};
-  const Lines after = {"body: generated 1, library matmul 1", "body: generated 1, library matmul 1",
-                       "grad_body: generated 1, library concat 1, library matmul 1",
-                       "grad_body: generated 1, library concat 1, library matmul 1"};
+  // The CPU's lowering keeps the pre-activations apart (LowerOptions::fold_window_producers).
+  const Lines cpu_after = {"body: contraction 1, generated 1", "body: contraction 1, generated 1",
+                           "grad_body: generated 2, library concat 1, library matmul 1",
+                           "grad_body: generated 2, library concat 1, library matmul 1"};
+  const Lines gpu_after = {"body: generated 1, library matmul 1", "body: generated 1, library matmul 1",
+                           "grad_body: generated 1, library concat 1, library matmul 1",
+                           "grad_body: generated 1, library concat 1, library matmul 1"};
   for (LowerOptions options : {LowerOptions{}, cuda_lower_options()}) {
     options.fold_concats = false;
     EXPECT_EQ(lowered_per_step(step, options, false), before);
-    EXPECT_EQ(lowered_per_step(step, options, true), after);
+    EXPECT_EQ(lowered_per_step(step, options, true), options.fold_window_producers ? gpu_after : cpu_after);
   }
 }
 
@@ -120,17 +125,25 @@ TEST(RnnCellLowering, LstmBodiesReadTheGatesInPlace) {
 // is n's gradient before its product with r), the GEMM, and dh's sum with the GEMM's
 // result (it reads the GEMM, so it follows it). Forward, both: the plain GEMM and the cell
 // computing the GEMM's former epilogue in its windows.
+// On the CPU (no fold-window-producers), the pre-activations stay: the forward's GEMM
+// epilogue, the backward's first kernel (lstm 3, gru 4).
 TEST(RnnCellLowering, BackwardStepsStoreTheGateGradientsInTheConcat) {
-  const std::pair<Graph, Lines> kWant[] = {
+  struct Want {
+    Graph step;
+    Lines gpu, cpu;
+  };
+  const Want kWant[] = {
       {lstm_step(),
        {"body: generated 1, library matmul 1", "body: generated 1, library matmul 1",
-        "grad_body: generated 1, library matmul 1", "grad_body: generated 1, library matmul 1"}},
+        "grad_body: generated 1, library matmul 1", "grad_body: generated 1, library matmul 1"},
+       {"body: contraction 1, generated 1", "body: contraction 1, generated 1",
+        "grad_body: generated 2, library matmul 1", "grad_body: generated 2, library matmul 1"}},
       {gru_step(),
-       {"body: generated 1, library matmul 1", "grad_body: generated 2, library matmul 1"}}};
-  for (const auto& [step, after] : kWant) {
-    for (const LowerOptions& options : {LowerOptions{}, cuda_lower_options()}) {
-      EXPECT_EQ(lowered_per_step(step, options, true), after);
-    }
+       {"body: generated 1, library matmul 1", "grad_body: generated 2, library matmul 1"},
+       {"body: contraction 1, generated 1", "grad_body: generated 3, library matmul 1"}}};
+  for (const Want& want : kWant) {
+    EXPECT_EQ(lowered_per_step(want.step, cuda_lower_options(), true), want.gpu);
+    EXPECT_EQ(lowered_per_step(want.step, LowerOptions{}, true), want.cpu);
   }
 }
 
@@ -169,9 +182,25 @@ TEST(RnnCellLowering, TopLevelConcatsAreStoredWhereTheWindowsAllow) {
   }
 }
 
+// The cpu target's steps, and the same with fold-window-producers on (the GPU's lowering
+// of the cells, run where it can run: the CPU), against the interpreter.
 TEST(RnnCellLowering, StepsOnTheCpuMatchTheInterpreter) {
-  expect_target_matches_reference("cpu", lstm_step(), 7);
-  expect_target_matches_reference("cpu", gru_step(), 7);
+  for (const Graph& step : {lstm_step(), gru_step()}) {
+    expect_target_matches_reference("cpu", step, 7);
+    const std::vector<Tensor> inputs = weft::testing::random_inputs(step, 7);
+    StatusOr<reference::RunResult> want = reference::run(step, inputs);
+    ASSERT_TRUE(want.ok()) << want.error().to_string();
+    CpuOptions folded;
+    folded.lower.fold_window_producers = true;
+    StatusOr<std::unique_ptr<cpu::Executor>> ex = compile_for_cpu(step, folded);
+    ASSERT_TRUE(ex.ok()) << ex.error().to_string();
+    for (size_t k = 0; k < inputs.size(); ++k) ASSERT_TRUE((*ex)->set_input(static_cast<int>(k), inputs[k]).ok());
+    ASSERT_TRUE((*ex)->run().ok());
+    for (size_t k = 0; k < want->outputs.size(); ++k) {
+      std::string why;
+      EXPECT_TRUE(all_close((*ex)->output(static_cast<int>(k)), want->outputs[k], 1e-5, &why)) << k << ": " << why;
+    }
+  }
 }
 
 // Windowed bodies: column windows of one source (offsets 0, 40, 80: the CPU's vector

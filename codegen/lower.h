@@ -11,6 +11,8 @@
 //   fuse-elementwise   elementwise chains -> `fused` kernels (what codegen supports)
 //   fold-slices        a slice an elementwise kernel reads -> read in place by it (a
 //                      window of its source: offset and strides in the kernel's loads)
+//   fold-window-producers  (the GPU's) a kernel read only through disjoint windows ->
+//                      computed inside its readers, window by window
 //   (fold-concats)     (lowering only, with the memory plan) a concat whose operands
 //                      are elementwise kernels' results -> no copy: each kernel
 //                      stores its operand in its window of the concat's buffer
@@ -150,7 +152,8 @@ struct Lowering {
 /// hoist-loop-invariants and prune-scan-results, fold-transpose, fold-batch-matmul,
 /// decompose-composites, split-reductions, fuse-contraction-epilogue (GEMMs that
 /// runtime/cpu runs with an epilogue, members by `options.fusible`), fuse-elementwise
-/// (with `options.fusible`), fold-slices, round-at-stores and schedule-memory, as `options` enables. lower_to_program
+/// (with `options.fusible`), fold-slices, fold-window-producers, round-at-stores and
+/// schedule-memory, as `options` enables. lower_to_program
 /// appends merge-updates (add_merge_updates); `viz` shows the list without it, since
 /// what it draws with its memory plan is the graph the plan is made for; `weftc dump`
 /// walks it too (`--after=merge-updates`, Target::dump_pipeline).

@@ -70,7 +70,10 @@ std::optional<Producer> producer(const Graph& g, int i) {
   const bool gemm = kind == FusedKind::contraction;
   if (kind != FusedKind::elementwise && !gemm) return std::nullopt;
   const Graph& body = *k.body;
-  Producer p{.node = i, .result = k.results[0], .output = body.outputs()[0]};
+  Producer p;
+  p.node = i;
+  p.result = k.results[0];
+  p.output = body.outputs()[0];
   const size_t first = gemm ? 2 : 0;
   if (gemm) {
     const Node& c = body.node(0);

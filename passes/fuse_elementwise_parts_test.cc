@@ -75,7 +75,9 @@ TEST(FuseElementwisePartsTest, PartsOfOneConcatAreOneKernel) {
 }
 )");
   // As before merge_parts: %s leaves %a's kernel for %b's.
-  FuseElementwisePass apart(FuseOptions{.merge_parts = false});
+  FuseOptions options;
+  options.merge_parts = false;
+  FuseElementwisePass apart(options);
   EXPECT_EQ(fused_nodes(apart, kTwoParts), 2);
 }
 

@@ -27,7 +27,8 @@ void with_ranks(int ranks, std::chrono::milliseconds timeout,
   for (int r = 0; r < ranks; ++r) {
     threads.emplace_back([&, r] {
       StatusOr<std::shared_ptr<Communicator>> world = gloo_world(
-          {.rank = r, .world_size = ranks, .master_addr = "127.0.0.1", .master_port = port, .timeout = timeout});
+          {.rank = r, .world_size = ranks, .master_addr = "127.0.0.1", .master_port = port, .timeout = timeout,
+           .interface = ""});
       ASSERT_TRUE(world.ok()) << world.error().message;
       body(r, **world);
     });
@@ -141,7 +142,12 @@ TEST(GlooCommunicatorTest, APeerThatLeftFailsTheCollective) {
 
 TEST(GlooCommunicatorTest, UnsupportedDtypesAndAFailedJoinAreErrors) {
   StatusOr<std::shared_ptr<Communicator>> one =
-      gloo_world({.rank = 0, .world_size = 1, .master_addr = "127.0.0.1", .master_port = testing::free_port()});
+      gloo_world({.rank = 0,
+                  .world_size = 1,
+                  .master_addr = "127.0.0.1",
+                  .master_port = testing::free_port(),
+                  .timeout = std::chrono::seconds(300),
+                  .interface = ""});
   ASSERT_TRUE(one.ok()) << one.error().message;
   uint16_t half[2] = {};
   EXPECT_EQ((*one)->all_reduce(half, 2, DType::f16, Reduction::sum).error().message,
@@ -149,7 +155,7 @@ TEST(GlooCommunicatorTest, UnsupportedDtypesAndAFailedJoinAreErrors) {
   const int port = testing::free_port();  // nobody serves it
   StatusOr<std::shared_ptr<Communicator>> lonely =
       gloo_world({.rank = 1, .world_size = 2, .master_addr = "127.0.0.1", .master_port = port,
-                  .timeout = std::chrono::milliseconds(300)});
+                  .timeout = std::chrono::milliseconds(300), .interface = ""});
   ASSERT_FALSE(lonely.ok());
   EXPECT_EQ(lonely.error().message,
             "data parallelism over Gloo: rank 1 of 2 could not join: the rendezvous at 127.0.0.1:" +

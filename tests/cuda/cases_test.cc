@@ -216,7 +216,7 @@ TEST(CudaCases, FusedAttentionStepsMatchTheirTwins) {
       std::unique_ptr<cuda::Executor> ex;
     };
     std::vector<Run> runs;
-    for (const std::string name : {base, base + "_kernel_off", base + "_unfused"}) {
+    for (const std::string& name : {base, base + "_kernel_off", base + "_unfused"}) {
       const Case& c = find_case(name);
       StatusOr<std::unique_ptr<cuda::Executor>> ex =
           cuda::Executor::create(c.program(), c.ptx, c.symbols, {.cuda_graph = true});

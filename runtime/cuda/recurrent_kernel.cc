@@ -10,7 +10,11 @@
 namespace weft::cuda {
 namespace {
 
+// Also clears the thread's last error, as cuda_status does (executor.cc): a refused plan
+// falls back to the per-trip loop, and a later launch's check (cudaGetLastError) would
+// otherwise report this error against an innocent kernel.
 Error cuda_failure(const char* call, cudaError_t e) {
+  cudaGetLastError();
   return Error(std::string("persistent loop kernel: ") + call + " failed: " + cudaGetErrorString(e));
 }
 

@@ -1,6 +1,6 @@
 // The persistent loop kernel's host API (recurrent_kernel.h). Without a GPU: a malformed
 // program is refused before any device is asked, and the no-device error. On a GPU
-// (skipped without one): every case of recurrent_testing.h planned with
+// (skipped without one): a plan refused for a CUDA failure leaves no last error; every case of recurrent_testing.h planned with
 // plan_recurrent_launch and launched, and with k forced into 2, 3 and 5 ranges (split-K),
 // then captured in a CUDA graph and replayed twice
 // (the capture of a cooperative launch, and the barrier counter reused across launches),
@@ -45,6 +45,28 @@ TEST(RecurrentKernel, WithoutAGpuPlanningSaysWhy) {
   const cudaError_t e = cudaGetDevice(&device);  // here: "CUDA driver version is insufficient …"
   ASSERT_NE(e, cudaSuccess);
   EXPECT_EQ(launch.error().message, std::string("persistent loop kernel: cudaGetDevice failed: ") + cudaGetErrorString(e));
+}
+
+// A plan refused for a CUDA failure (here a device ordinal past the last) names the call,
+// keeps the current device and leaves no last error behind, as cuda_status does
+// (executor.cc): bind_loop then binds the loop per trip, and a later launch's check
+// (cudaGetLastError, e.g. attention_kernels.cu) would otherwise report this error against
+// an innocent kernel. On a GPU only: without one the driver's error stays the last error
+// whatever is cleared.
+TEST(RecurrentKernel, AFailedPlanNamesTheCallAndLeavesNoLastError) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU";
+  Case c = kernel_cases()[0];
+  const Program program = c.build(host_bases(c.initial));
+  int count = 0, before = -1, after = -1;
+  ASSERT_EQ(cudaGetDeviceCount(&count), cudaSuccess);
+  ASSERT_EQ(cudaGetDevice(&before), cudaSuccess);
+  const StatusOr<RecurrentLaunch> launch = plan_recurrent_launch(program.view(), count);
+  ASSERT_FALSE(launch.ok());
+  EXPECT_EQ(launch.error().message,
+            std::string("persistent loop kernel: cudaSetDevice failed: ") + cudaGetErrorString(cudaErrorInvalidDevice));
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  ASSERT_EQ(cudaGetDevice(&after), cudaSuccess);
+  EXPECT_EQ(after, before);
 }
 
 #define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call

@@ -65,8 +65,7 @@ RecurrentCost recurrent_cost(const RecurrentProgramView& program, const Recurren
       const auto row_panels = static_cast<uint64_t>(ceil_div(c.rows, panel_rows));
       const auto col_panels = static_cast<uint64_t>(ceil_div(c.cols, panel_cols));
       c.fma = static_cast<uint64_t>(c.rows * c.cols) * k;
-      c.issued_fma = static_cast<uint64_t>(ceil_div(c.rows, kTileRows) * kTileRows *
-                                           ceil_div(c.cols, shape.tile_cols) * shape.tile_cols) * k;
+      c.issued_fma = issued_fma(c.rows, c.cols, c.k);
       c.a_bytes = col_panels * static_cast<uint64_t>(c.rows) * k * sizeof(float);
       c.b_bytes = on_chip ? 0 : row_panels * static_cast<uint64_t>(c.cols) * k * sizeof(float);
       c.block_syncs = row_panels * col_panels * (2 * static_cast<uint64_t>(ceil_div(c.k, kChunkK)) + 2);

@@ -46,9 +46,9 @@
 #include <string>
 #include <vector>
 
+#include "ir/host_device.h"
 #include "ir/status.h"
 #include "runtime/cuda/recurrent_program.h"
-#include "ir/host_device.h"
 
 namespace weft::cuda {
 
@@ -141,6 +141,18 @@ inline constexpr uint64_t kMatmulStageBytes = uint64_t{kRecurrentThreads} * kTil
 static_assert(kChunkK * (kPanelRows + 1 + kPanelCols + 1) * sizeof(float) <= kMatmulStageBytes,
               "a staged chunk fits the stage");
 
+/// The columns of a thread's micro-tile in a block tile `cols` wide: kTileCols, or 2 or 1
+/// when the tile is that narrow.
+WEFT_HD inline int micro_tile_cols(int64_t cols) { return cols >= kTileCols ? kTileCols : cols >= 2 ? 2 : 1; }
+
+/// The FMAs a block's threads issue for a rows × cols tile over k: whole micro-tiles (the
+/// edges computed, not stored).
+WEFT_HD inline uint64_t issued_fma(int64_t rows, int64_t cols, int64_t k) {
+  const int tile_cols = micro_tile_cols(cols);
+  return static_cast<uint64_t>(ceil_div(rows, kTileRows) * kTileRows * ceil_div(cols, tile_cols) * tile_cols) *
+         static_cast<uint64_t>(k);
+}
+
 /// A panel of a block's tile: micro_rows × micro_cols micro-tiles of kTileRows ×
 /// tile_cols outputs, each computed by `splits` threads.
 struct MatmulPanelShape {
@@ -153,7 +165,7 @@ struct MatmulPanelShape {
 /// threads (1 … kRecurrentThreads).
 WEFT_HD inline MatmulPanelShape matmul_panel_shape(int64_t tile_rows, int64_t tile_cols, int threads) {
   MatmulPanelShape s;
-  s.tile_cols = tile_cols >= kTileCols ? kTileCols : tile_cols >= 2 ? 2 : 1;
+  s.tile_cols = micro_tile_cols(tile_cols);
   const int64_t across = ceil_div(tile_cols, s.tile_cols), down = ceil_div(tile_rows, kTileRows);
   const int64_t most_cols = kPanelCols / s.tile_cols < threads ? kPanelCols / s.tile_cols : threads;
   s.micro_cols = static_cast<int>(across < most_cols ? across : most_cols);
@@ -251,9 +263,7 @@ WEFT_HD inline MatmulModel model_matmul(int64_t m, int64_t n, const MatmulPartit
   const auto blocks = static_cast<uint64_t>(p.row_groups * p.col_groups * p.k_splits);
   const auto rows = static_cast<uint64_t>(p.rows_per_block), cols = static_cast<uint64_t>(p.cols_per_block);
   const auto k = static_cast<uint64_t>(p.k_per_split);
-  const int64_t tile_cols = p.cols_per_block >= kTileCols ? kTileCols : p.cols_per_block >= 2 ? 2 : 1;
-  c.fma = static_cast<uint64_t>(ceil_div(p.rows_per_block, kTileRows) * kTileRows *
-                                ceil_div(p.cols_per_block, tile_cols) * tile_cols) * k;
+  c.fma = issued_fma(p.rows_per_block, p.cols_per_block, p.k_per_split);
   c.a_bytes = blocks * static_cast<uint64_t>(ceil_div(p.cols_per_block, kPanelCols)) * rows * k * sizeof(float);
   c.b_on_chip = b_constant && b_slice_bytes(p) <= kSliceBudgetBytes;
   c.b_bytes =

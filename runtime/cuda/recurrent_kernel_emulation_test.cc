@@ -193,12 +193,17 @@ std::vector<float> special_values() {
           88.7f, -100.0f};
 }
 
-TEST(RecurrentKernelEmulated, DeviceOpsAreExactlyTheSupportedOnes) {
+// The ops the kernel computes (cell_op, shared with the oracle: recurrent_cell_op.h) are
+// the supported ones, each reading as many registers as the op table gives it operands.
+TEST(RecurrentKernelEmulated, DeviceOpsAreTheSupportedOnesWithTheirOpTableArity) {
   for (int code = 0; code < kNumOps; ++code) {
+    const Op o = static_cast<Op>(code);
     float out = 0;
-    EXPECT_EQ(cell_op(static_cast<uint16_t>(code), 1.0f, 2.0f, 3.0f, &out),
-              recurrent_op_supported(static_cast<Op>(code)))
-        << op_name(static_cast<Op>(code));
+    const bool computed = cell_op(static_cast<uint16_t>(code), 1.0f, 2.0f, 3.0f, &out);
+    EXPECT_EQ(computed, recurrent_op_supported(o)) << op_name(o);
+    if (computed) {
+      EXPECT_EQ(recurrent_op_arity(o), op_info(o).arity) << op_name(o);
+    }
   }
 }
 

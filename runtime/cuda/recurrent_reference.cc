@@ -4,45 +4,10 @@
 #include <string>
 #include <vector>
 
-#include "ir/scalar_math.h"
+#include "runtime/cuda/recurrent_cell_op.h"
 
 namespace weft::cuda {
 namespace {
-
-using Unary = float (*)(float);
-using Binary = float (*)(float, float);
-
-float as_float(bool b) { return b ? 1.0f : 0.0f; }
-
-// The f32 function of a unary op (bool ops read and give 1 or 0), or null.
-Unary unary_fn(Op op) {
-  Unary fn = nullptr;
-  scalar::visit_unary_math(op, [&](auto math) {
-    using M = decltype(math);
-    if constexpr ((M::kTypes & scalar::kFloats) != 0) {
-      fn = [](float x) { return M::template apply<float>(x); };
-    } else if constexpr ((M::kTypes & scalar::kBool) != 0) {
-      fn = [](float x) { return as_float(M::template apply<bool>(x != 0.0f)); };
-    }
-  });
-  return fn;
-}
-
-// The f32 function of a binary op (comparisons give 1 or 0; and, or read bools), or null.
-Binary binary_fn(Op op) {
-  Binary fn = nullptr;
-  scalar::visit_binary_math(op, [&](auto math) {
-    using M = decltype(math);
-    if constexpr (M::kCompare) {
-      fn = [](float a, float b) { return as_float(M::template apply<float>(a, b)); };
-    } else if constexpr ((M::kTypes & scalar::kFloats) != 0) {
-      fn = [](float a, float b) { return M::template apply<float>(a, b); };
-    } else if constexpr ((M::kTypes & scalar::kBool) != 0) {
-      fn = [](float a, float b) { return as_float(M::template apply<bool>(a != 0.0f, b != 0.0f)); };
-    }
-  });
-  return fn;
-}
 
 Error malformed(int32_t phase, const std::string& what) {
   return Error("persistent loop program: phase " + std::to_string(phase) + ": " + what);
@@ -67,7 +32,7 @@ Status check_instr(const RecurrentPhase& ph, int32_t index, const CellInstr& in)
   } else if (in.op == kStoreOp) {
     if (in.a >= ph.result_count || !reg(in.b)) return malformed(index, "a store out of range");
   } else {
-    const int arity = in.op < kNumOps ? recurrent_op_arity(static_cast<Op>(in.op)) : 0;
+    const int arity = in.op < kNumOps ? cell_op_arity(static_cast<Op>(in.op)) : 0;
     if (arity == 0) return malformed(index, "op " + std::to_string(in.op) + " is not one a program may hold");
     if (!reg(in.dst) || !reg(in.a) || (arity > 1 && !reg(in.b)) || (arity > 2 && !reg(in.c))) {
       return malformed(index, "a register out of range");
@@ -118,36 +83,17 @@ void run_matmul(const RecurrentProgramView& p, const RecurrentPhase& ph, int64_t
   }
 }
 
-// One instruction resolved: its function looked up once per phase, not per element.
-struct Resolved {
-  CellInstr instr;
-  Unary unary = nullptr;
-  Binary binary = nullptr;
-};
-
 void run_elementwise(const RecurrentProgramView& p, const RecurrentPhase& ph, int64_t t) {
-  std::vector<Resolved> code;
-  for (int32_t i = ph.first_instr; i < ph.first_instr + ph.instr_count; ++i) {
-    const CellInstr& in = p.instrs[i];
-    Resolved r{in};
-    if (in.op != kLoadOp && in.op != kStoreOp) {
-      r.unary = unary_fn(static_cast<Op>(in.op));
-      r.binary = binary_fn(static_cast<Op>(in.op));
-    }
-    code.push_back(r);
-  }
   const ElementMap* operands = p.maps + ph.first_map;
   const ElementMap* results = operands + ph.operand_count;
   float reg[kMaxCellRegisters] = {};
   for (int64_t row = 0; row < ph.rows; ++row) {
     for (int64_t col = 0; col < ph.cols; ++col) {
-      for (const Resolved& r : code) {
-        const CellInstr& in = r.instr;
+      for (int32_t i = ph.first_instr; i < ph.first_instr + ph.instr_count; ++i) {
+        const CellInstr& in = p.instrs[i];
         if (in.op == kLoadOp) reg[in.dst] = *element(p, operands[in.a], t, row, col);
         else if (in.op == kStoreOp) *element(p, results[in.a], t, row, col) = reg[in.b];
-        else if (r.unary) reg[in.dst] = r.unary(reg[in.a]);
-        else if (r.binary) reg[in.dst] = r.binary(reg[in.a], reg[in.b]);
-        else reg[in.dst] = reg[in.a] != 0.0f ? reg[in.b] : reg[in.c];  // select
+        else cell_op(in.op, reg[in.a], reg[in.b], reg[in.c], &reg[in.dst]);
       }
     }
   }
@@ -155,12 +101,7 @@ void run_elementwise(const RecurrentProgramView& p, const RecurrentPhase& ph, in
 
 }  // namespace
 
-int recurrent_op_arity(Op op) {
-  if (op == Op::Select) return 3;
-  if (binary_fn(op) != nullptr) return 2;
-  if (unary_fn(op) != nullptr) return 1;
-  return 0;
-}
+int recurrent_op_arity(Op op) { return cell_op_arity(op); }
 
 bool recurrent_op_supported(Op op) { return recurrent_op_arity(op) != 0; }
 

@@ -293,6 +293,42 @@ inline Builder tiling(const TilingShape& t) {
   };
 }
 
+// A stack of `layers` tanh layers run `steps` times, h_{l+1} = tanh(h_l·W_l) with h_0
+// the last layer's output of the iteration before (h0 first): 2·layers phases, more than
+// the kernel works out once (kKeptPhases, 8), each W_l a constant on chip. Storage: h0,
+// then per layer W_l and its GEMM result C_l, then each layer's output (the last is h).
+inline Storage deep_storage(int layers, int64_t batch, int64_t width) {
+  Storage s = {random_values(batch * width, 51)};
+  for (int l = 0; l < layers; ++l) {
+    s.push_back(random_values(width * width, 52 + static_cast<unsigned>(l)));
+    s.push_back(std::vector<float>(static_cast<size_t>(batch * width)));
+  }
+  for (int l = 0; l < layers; ++l) s.push_back(std::vector<float>(static_cast<size_t>(batch * width)));
+  return s;
+}
+
+inline Builder deep(int steps, int layers, int64_t batch, int64_t width) {
+  return [=](const Bases& s) {
+    Program p;
+    p.length = steps;
+    const auto out = [&](int l) { return 1 + 2 * layers + l; };  // layer l's output array
+    // Buffer 0: h_0 (h0 first, then the last layer's output); then per layer W, C, output.
+    p.buffers = {{at(s, static_cast<size_t>(out(layers - 1))), 0, at(s, 0), 0}};
+    for (int l = 0; l < layers; ++l) {
+      p.buffers.push_back({at(s, static_cast<size_t>(1 + 2 * l))});
+      p.buffers.push_back({at(s, static_cast<size_t>(2 + 2 * l))});
+      p.buffers.push_back({at(s, static_cast<size_t>(out(l)))});
+    }
+    for (int l = 0; l < layers; ++l) {
+      const int32_t in = l == 0 ? 0 : 3 * l, w = 3 * l + 1, c = 3 * l + 2, y = 3 * l + 3;
+      p.phases.push_back(matmul(in, w, c, batch, width, width));
+      p.elementwise(batch, width, {{c, 0, width, 1}}, {{y, 0, width, 1}},
+                    {load(0, 0), op(Op::Tanh, 1, 0), store(0, 1)});
+    }
+    return p;
+  };
+}
+
 /// One program of the kernel's tests: its arrays' initial values, its builder, how many of
 /// its matmuls could keep B on chip, and the blocks its emulated run takes.
 struct Case {
@@ -349,6 +385,7 @@ inline std::vector<Case> kernel_cases() {
        {random_values(3 * 7 * 10, 41), std::vector<float>(7 * 10), random_values(5 * 7, 42),
         std::vector<float>(3 * 5 * 10)},
        scratch_b(3, 5, 10, 7), 0, 4},
+      {"deep (10 phases)", deep_storage(5, 3, 6), deep(3, 5, 3, 6), 5, 4},
   };
   for (bool ta : {false, true}) {
     for (bool tb : {false, true}) {

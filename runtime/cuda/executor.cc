@@ -96,30 +96,27 @@ Status device_allocate(void*& p, int64_t bytes, const std::string& what) {
   return cuda_status(cudaMemset(p, 0, size), "cudaMemset (" + what + ")");
 }
 
-Executor::Executor() = default;
-Executor::~Executor() = default;
+namespace {
 
-void* Executor::resolve(const BufferRef& ref) const { return buffer_address(ref, device_->arena, input_ptr_); }
-
-StatusOr<std::unique_ptr<Executor>> Executor::create(Program program, std::string ptx,
-                                                     std::vector<std::string> symbols,
-                                                     ExecutorOptions options) {
+// Makes `ordinal` the current device, once it is known to exist, and checks that it runs
+// this build's kernels, the generated `ptx` and what `program` needs of it.
+Status select_device(int ordinal, const std::string& ptx, const Program& program) {
   if (const std::string why = unavailable_reason(); !why.empty()) {
     return Error{"no CUDA device: " + why};
   }
-  WEFT_CHECK(symbols.size() == program.kernels.size(),
-             "cuda::Executor::create: one symbol per generated kernel");
   int count = 0;
   WEFT_RETURN_IF_ERROR(cuda_status(cudaGetDeviceCount(&count), "cudaGetDeviceCount"));
-  if (options.device < 0 || options.device >= count) {
-    return Error{"CUDA device " + std::to_string(options.device) + " does not exist (" +
+  if (ordinal < 0 || ordinal >= count) {
+    return Error{"CUDA device " + std::to_string(ordinal) + " does not exist (" +
                  std::to_string(count) + " devices)"};
   }
-  WEFT_RETURN_IF_ERROR(cuda_status(cudaSetDevice(options.device), "cudaSetDevice"));
-  WEFT_RETURN_IF_ERROR(check_device_architecture(options.device, ptx, program));
-  check_layout(program, "cuda::Executor::create");
+  WEFT_RETURN_IF_ERROR(cuda_status(cudaSetDevice(ordinal), "cudaSetDevice"));
+  return check_device_architecture(ordinal, ptx, program);
+}
 
-  // Memory: refuse a plan that cannot fit before allocating anything.
+// Whether the program fits the memory limit (the device's free memory when none is set)
+// and, without a host fallback, runs every invocation on the device.
+Status check_fits(const Program& program, const ExecutorOptions& options) {
   int64_t limit = options.max_memory;
   std::string limit_source = "the memory limit";
   if (limit <= 0) {
@@ -130,10 +127,12 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program, std::strin
   }
   WEFT_RETURN_IF_ERROR(check_memory(program, limit, limit_source));
   if (!options.allow_host_fallback) WEFT_RETURN_IF_ERROR(check_device_only(program));
+  return Status::ok_status();
+}
 
-  std::unique_ptr<Executor> ex(new Executor());
-  ex->device_ = std::make_unique<Device>();
-  Device& d = *ex->device_;
+// The step's stream and handles: cuBLAS (and cuBLASLt where switched on), the input copy
+// stream, NCCL's buckets.
+Status open_device(Executor::Device& d, const Program& program, const ExecutorOptions& options) {
   d.ordinal = options.device;
   d.convolutions = options.convolutions;
   d.tf32 = options.tf32;
@@ -157,71 +156,117 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(Program program, std::strin
     WEFT_RETURN_IF_ERROR(plan_collectives(
         d, program, {options.first_all_reduce_bucket_bytes, options.all_reduce_bucket_bytes}));
   }
+  return Status::ok_status();
+}
+
+// The arena and the inputs block, and each input's address in it.
+Status allocate_blocks(Executor::Device& d, const Program& program, std::vector<void*>& input_ptr) {
   WEFT_RETURN_IF_ERROR(device_allocate(d.arena, program.arena_bytes, "arena of program @" + program.name));
   // Zeroed, like the arena: the alignment padding between inputs (which a merged update
   // computes on and never reads back) holds defined bytes from the start.
   WEFT_RETURN_IF_ERROR(
       device_allocate(d.inputs, program.inputs_bytes, "inputs block of program @" + program.name));
   for (int64_t at : program.input_offsets) {
-    ex->input_ptr_.push_back(static_cast<std::byte*>(d.inputs) + at);
+    input_ptr.push_back(static_cast<std::byte*>(d.inputs) + at);
   }
+  return Status::ok_status();
+}
 
+// The program's generated kernels, from its PTX.
+StatusOr<std::vector<cudaKernel_t>> load_kernels(Executor::Device& d, const Program& program, const std::string& ptx,
+                                                 const std::vector<std::string>& symbols) {
   std::vector<cudaKernel_t> kernels;
-  if (!program.kernels.empty()) {
-    if (ptx.empty()) {
-      return Error{"program @" + program.name + " has " + std::to_string(program.kernels.size()) +
-                   " generated kernels but no PTX was given"};
-    }
-    WEFT_RETURN_IF_ERROR(load_module(ptx, d.library));
-    for (size_t k = 0; k < program.kernels.size(); ++k) {
-      cudaKernel_t kernel = nullptr;
-      WEFT_RETURN_IF_ERROR(cuda_status(
-          cudaLibraryGetKernel(&kernel, d.library, symbols[k].c_str()),
-          // The runtime compiles the PTX lazily: a module that does not compile is
-          // reported here, as "device kernel image is invalid".
-          "cudaLibraryGetKernel (" + program.kernels[k].name + ", symbol \"" + symbols[k] +
-              "\" in the program's PTX)"));
-      kernels.push_back(kernel);
-    }
+  if (program.kernels.empty()) return kernels;
+  if (ptx.empty()) {
+    return Error{"program @" + program.name + " has " + std::to_string(program.kernels.size()) +
+                 " generated kernels but no PTX was given"};
   }
+  WEFT_RETURN_IF_ERROR(load_module(ptx, d.library));
+  for (size_t k = 0; k < program.kernels.size(); ++k) {
+    cudaKernel_t kernel = nullptr;
+    WEFT_RETURN_IF_ERROR(cuda_status(
+        cudaLibraryGetKernel(&kernel, d.library, symbols[k].c_str()),
+        // The runtime compiles the PTX lazily: a module that does not compile is
+        // reported here, as "device kernel image is invalid".
+        "cudaLibraryGetKernel (" + program.kernels[k].name + ", symbol \"" + symbols[k] +
+            "\" in the program's PTX)"));
+    kernels.push_back(kernel);
+  }
+  return kernels;
+}
+
+// An update whose value is itself an input (assign(%a, %b)) must read %b's old value
+// even when %b is updated too: such values are snapshotted before any update lands.
+Status allocate_snapshots(Executor::Device& d, const Program& program, std::vector<void*>& snapshots) {
+  int64_t snapshot_bytes = 0;
+  const std::vector<int64_t> snapshot_at = snapshot_layout(program, 256, &snapshot_bytes);
+  if (snapshot_at.empty()) return Status::ok_status();
+  d.snapshot_bytes = static_cast<size_t>(snapshot_bytes);
+  WEFT_RETURN_IF_ERROR(device_allocate(d.snapshots, snapshot_bytes, "update snapshots"));
+  for (int64_t at : snapshot_at) {
+    snapshots.push_back(static_cast<std::byte*>(d.snapshots) + at);
+  }
+  return Status::ok_status();
+}
+
+// The shared workspace: the largest need of any invocation, and cuBLAS's (given its own
+// workspace so that nothing is allocated while a step is captured or replayed).
+Status allocate_workspace(Executor::Device& d, const std::vector<BoundPtr>& code) {
+  size_t workspace = kCublasWorkspaceBytes;
+  for (const BoundPtr& b : code) workspace = std::max(workspace, b->workspace_bytes());
+  WEFT_RETURN_IF_ERROR(device_allocate(d.workspace, static_cast<int64_t>(workspace), "workspace"));
+  d.workspace_bytes = workspace;
+  return cublas_status(cublasSetWorkspace(d.cublas, d.workspace, workspace), "cublasSetWorkspace");
+}
+
+// The mapped host flag through which kernels report a device error.
+Status map_error_flag(Executor::Device& d) {
+  WEFT_RETURN_IF_ERROR(cuda_status(
+      cudaHostAlloc(reinterpret_cast<void**>(&d.error), sizeof(DeviceError), cudaHostAllocMapped),
+      "cudaHostAlloc (device error flag)"));
+  *d.error = DeviceError{};
+  return cuda_status(cudaHostGetDevicePointer(reinterpret_cast<void**>(&d.device_error), d.error, 0),
+                     "cudaHostGetDevicePointer (device error flag)");
+}
+
+}  // namespace
+
+Executor::Executor() = default;
+Executor::~Executor() = default;
+
+void* Executor::resolve(const BufferRef& ref) const { return buffer_address(ref, device_->arena, input_ptr_); }
+
+StatusOr<std::unique_ptr<Executor>> Executor::create(Program program, std::string ptx,
+                                                     std::vector<std::string> symbols,
+                                                     ExecutorOptions options) {
+  WEFT_RETURN_IF_ERROR(select_device(options.device, ptx, program));
+  WEFT_CHECK(symbols.size() == program.kernels.size(),
+             "cuda::Executor::create: one symbol per generated kernel");
+  check_layout(program, "cuda::Executor::create");
+  // Refuse a plan that cannot fit before allocating anything.
+  WEFT_RETURN_IF_ERROR(check_fits(program, options));
+
+  std::unique_ptr<Executor> ex(new Executor());
+  ex->device_ = std::make_unique<Device>();
+  Device& d = *ex->device_;
+  WEFT_RETURN_IF_ERROR(open_device(d, program, options));
+  WEFT_RETURN_IF_ERROR(allocate_blocks(d, program, ex->input_ptr_));
+  WEFT_ASSIGN_OR_RETURN(const std::vector<cudaKernel_t> kernels, load_kernels(d, program, ptx, symbols));
 
   Binder binder(d, program, kernels);
   WEFT_ASSIGN_OR_RETURN(ex->code_,
                         binder.bind(program, d.arena, ex->input_ptr_, nullptr));
   ex->fallbacks_ = binder.fallbacks;
+  ex->body_sites_ = std::move(binder.sites);
   ex->schedule_ = schedule_step(program, d.buckets);
   if (d.nccl && options.accumulation.steps > 1 && has_predicated_bucket(d.buckets)) {
     WEFT_RETURN_IF_ERROR(check_step_input(program, options.accumulation));
     ex->accumulation_ = options.accumulation;
     ex->accumulate_schedule_ = schedule_step(program, d.buckets, StepVariant::accumulate);
   }
-  ex->body_sites_ = std::move(binder.sites);
-  // An update whose value is itself an input (assign(%a, %b)) must read %b's old value
-  // even when %b is updated too: such values are snapshotted before any update lands.
-  int64_t snapshot_bytes = 0;
-  const std::vector<int64_t> snapshot_at = snapshot_layout(program, 256, &snapshot_bytes);
-  if (!snapshot_at.empty()) {
-    d.snapshot_bytes = static_cast<size_t>(snapshot_bytes);
-    WEFT_RETURN_IF_ERROR(device_allocate(d.snapshots, snapshot_bytes, "update snapshots"));
-    for (int64_t at : snapshot_at) {
-      ex->snapshots_.push_back(static_cast<std::byte*>(d.snapshots) + at);
-    }
-  }
-  // The shared workspace: the largest need of any invocation, and cuBLAS's (given its
-  // own workspace so that nothing is allocated while a step is captured or replayed).
-  size_t workspace = kCublasWorkspaceBytes;
-  for (const BoundPtr& b : ex->code_) workspace = std::max(workspace, b->workspace_bytes());
-  WEFT_RETURN_IF_ERROR(device_allocate(d.workspace, static_cast<int64_t>(workspace), "workspace"));
-  d.workspace_bytes = workspace;
-  WEFT_RETURN_IF_ERROR(cublas_status(cublasSetWorkspace(d.cublas, d.workspace, workspace),
-                                     "cublasSetWorkspace"));
-  WEFT_RETURN_IF_ERROR(cuda_status(
-      cudaHostAlloc(reinterpret_cast<void**>(&d.error), sizeof(DeviceError), cudaHostAllocMapped),
-      "cudaHostAlloc (device error flag)"));
-  *d.error = DeviceError{};
-  WEFT_RETURN_IF_ERROR(cuda_status(
-      cudaHostGetDevicePointer(reinterpret_cast<void**>(&d.device_error), d.error, 0),
-      "cudaHostGetDevicePointer (device error flag)"));
+  WEFT_RETURN_IF_ERROR(allocate_snapshots(d, program, ex->snapshots_));
+  WEFT_RETURN_IF_ERROR(allocate_workspace(d, ex->code_));
+  WEFT_RETURN_IF_ERROR(map_error_flag(d));
   ex->program_ = std::move(program);
   const bool on_host = std::any_of(ex->code_.begin(), ex->code_.end(),
                                    [](const BoundPtr& b) { return b->on_host(); });

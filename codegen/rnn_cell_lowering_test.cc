@@ -297,7 +297,8 @@ std::vector<Graph> window_bodies() {
            // destination beside a plain result, rows of a [7,16] one (one strided row of
            // 64), a bf16 window read through an input window (the vector loop and its
            // tail), a long row cut in rows of 4000, one value stored in its buffer and in two
-           // windows (a GRU's gate gradient read by two concats), two values of one kernel
+           // windows, one value stored in two windows only (a GRU's r gradient: a part of the
+           // stacked concat, a window of dh·W_hh's operand), two values of one kernel
            // each in its window of one destination beside a plain result (an LSTM's gate
            // gradients and dc·f).
            "graph @k(%a: f32[3,40], %b: f32[3,40]) {\n  %y = mul(%a, %b)\n  %t = tanh(%a)\n"
@@ -309,6 +310,8 @@ std::vector<Graph> window_bodies() {
            "  return %w\n}\n",
            "graph @k(%a: f32[3,40]) {\n  %y = exp(%a)\n  %w = pad(%y) {low=[0,40], high=[0,0]}\n"
            "  %v = pad(%y) {low=[3,0], high=[0,0]}\n  return %y, %w, %v\n}\n",
+           "graph @k(%a: f32[3,40]) {\n  %y = tanh(%a)\n  %w = pad(%y) {low=[0,80], high=[0,0]}\n"
+           "  %v = pad(%y) {low=[0,0], high=[0,40]}\n  return %w, %v\n}\n",
            "graph @k(%a: f32[3,40], %b: f32[3,40]) {\n  %y = mul(%a, %b)\n  %z = tanh(%a)\n  %s = add(%y, %z)\n"
            "  %w = pad(%y) {low=[0,0], high=[0,40]}\n  %v = pad(%z) {low=[0,40], high=[0,0]}\n"
            "  return %s, %w, %v\n}\n"}) {

@@ -187,14 +187,14 @@ class ProgramBuilder {
   }
 
   // The operands of the concats the plan stores in place: each -> its windows (concat
-  // node, position), and whether it is a part (no buffer of its own).
+  // node, position), and the concat it is a part of (no buffer of its own), if any.
   void index_stored_concats() {
     for (const StoredConcat& c : plan_.stored_concats) {
       const int node = g_.value(c.result).node;
       stored_concats_.insert(node);
       const std::vector<ValueId>& operands = g_.node(node).operands;
       for (size_t k = 0; k < operands.size(); ++k) windows_of_[operands[k]].push_back({node, k});
-      for (ValueId v : c.parts) parts_.insert(v);
+      for (ValueId v : c.parts) part_of_[v] = node;
     }
   }
 
@@ -314,6 +314,7 @@ class ProgramBuilder {
   Status add_loop_body(const Node& n, Invocation& inv) {
     LowerOptions body_options = options_;
     body_options.merge_updates = false;
+    body_options.loop_body = true;
     WEFT_ASSIGN_OR_RETURN(
         Lowering body,
         lower_to_program(carries_assigned(*n.body, static_cast<size_t>(n.int_attr("consts")),
@@ -362,16 +363,18 @@ class ProgramBuilder {
   }
 
   // `n`'s body with its results that stored concats read stored through windows
-  // (passes/fold_concats.h): a part in its place (its result in `inv` the concat's
-  // buffer), any other as an extra result (the concat's buffer appended to `inv`'s).
+  // (passes/fold_concats.h): a part in its place in the concat it is a part of (its
+  // result in `inv` that concat's buffer), every other window as an extra result (the
+  // concat's buffer appended to `inv`'s).
   Graph stored_body(const Node& n, Invocation& inv) const {
     std::vector<StoreWindow> windows;
     std::vector<BufferRef> extra;
     for (size_t o = 0; o < n.results.size(); ++o) {
       auto found = windows_of_.find(n.results[o]);
       if (found == windows_of_.end()) continue;
-      const bool part = parts_.count(n.results[o]) > 0;
+      const auto part_of = part_of_.find(n.results[o]);
       for (const auto& [node, k] : found->second) {
+        const bool part = part_of != part_of_.end() && part_of->second == node;
         const Node& concat = g_.node(node);
         windows.push_back({o, g_.type(concat.result()), part_start(g_, concat, k), /*also=*/!part});
         (part ? inv.results[o] : extra.emplace_back()) = ref(concat.result());
@@ -389,7 +392,7 @@ class ProgramBuilder {
   std::vector<int> merged_at_;
   std::unordered_map<ValueId, int> written_to_;
   std::unordered_map<ValueId, std::vector<std::pair<int, size_t>>> windows_of_;
-  std::unordered_set<ValueId> parts_;
+  std::unordered_map<ValueId, int> part_of_;  // a stored concat's part -> the concat's node
   std::unordered_set<int> stored_concats_;
   std::unordered_map<std::string, int> kernel_by_key_;
 };
@@ -405,6 +408,7 @@ void add_fusion_passes(Pipeline& p, const LowerOptions& options) {
       return cpu::supports_gemm_epilogue(call);
     };
     epilogue.fusible = fusible;
+    epilogue.assigned_in_epilogues = options.loop_body;
     p.add(std::make_unique<FuseContractionEpiloguePass>(std::move(epilogue)));
   }
   FuseOptions fuse;
@@ -429,13 +433,7 @@ std::vector<StoredConcat> stored_concats_outside_merges(const Graph& g, const st
   for (const MergedUpdate& m : merged) {
     for (int i : m.nodes) in_merge[static_cast<size_t>(i)] = true;
   }
-  std::vector<StoredConcat> stored = stored_concats(g);
-  std::erase_if(stored, [&](const StoredConcat& c) {
-    const std::vector<ValueId>& operands = g.node(g.value(c.result).node).operands;
-    return std::any_of(operands.begin(), operands.end(),
-                       [&](ValueId v) { return in_merge[static_cast<size_t>(g.value(v).node)]; });
-  });
-  return stored;
+  return stored_concats(g, in_merge);
 }
 
 // The memory plan's options: `options.plan` with the concats stored in place, the values

@@ -127,6 +127,12 @@ struct LowerOptions {
   /// Run the in-place updates of parameters with one kernel structure as one kernel over
   /// flat ranges (the merge-updates pass, passes/merge_updates.h); needs update_in_place.
   bool merge_updates = true;
+  /// Lowering a loop's body (build_program sets it, with merge_updates off, for each
+  /// body it lowers): its assigns are its carries' next values, not optimizer updates,
+  /// so a GEMM's epilogue may compute one (ContractionEpilogueOptions::
+  /// assigned_in_epilogues): a GRU's backward dh + dgates·W_hh, one invocation fewer per
+  /// trip on the CPU (on the GPU the epilogue is a kernel of its own).
+  bool loop_body = false;
   PlanOptions plan;
   /// Unroll loops (passes/unroll_scans.h) instead of lowering each to a loop invocation
   /// over a body Program (runtime/program.h): for comparison (bench/loops, suite_bench's

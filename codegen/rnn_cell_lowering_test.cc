@@ -74,6 +74,49 @@ std::vector<std::string> per_step(const Program& p) {
   return lines;
 }
 
+// Bytes one invocation writes: a generated kernel's outputs (of an output stored through
+// a window, its part: passes/fold_concats.h), a contraction's C and its epilogue's
+// outputs, a library call's or a copy's results.
+int64_t bytes_written(const Program& root, const Invocation& inv) {
+  const auto outputs = [&](const Graph& body) {
+    int64_t bytes = 0;
+    for (ValueId v : body.outputs()) {
+      const int p = body.value(v).node;
+      const bool window = p >= 0 && body.node(p).op == Op::Pad;
+      bytes += static_cast<int64_t>(body.type(window ? body.node(p).operands[0] : v).bytes());
+    }
+    return bytes;
+  };
+  switch (inv.kind) {
+    case Invocation::Kind::generated: return outputs(root.kernels[static_cast<size_t>(inv.kernel)].body);
+    case Invocation::Kind::contraction: {
+      const Graph& epilogue = root.kernels[static_cast<size_t>(inv.kernel)].body;
+      return static_cast<int64_t>(epilogue.type(epilogue.inputs()[0].value).bytes()) + outputs(epilogue);
+    }
+    case Invocation::Kind::loop: return 0;
+    default: {
+      int64_t bytes = 0;
+      for (const BufferRef& r : inv.results) bytes += static_cast<int64_t>(r.type.bytes());
+      return bytes;
+    }
+  }
+}
+
+// Per loop body of `step` lowered with `options`: "NAME: B bytes written, arena A" per trip.
+std::vector<std::string> written_per_step(const Graph& step, const LowerOptions& options) {
+  StatusOr<Lowering> l = lower_to_program(step, options);
+  EXPECT_TRUE(l.ok()) << l.error().to_string();
+  std::vector<std::string> lines;
+  if (!l.ok()) return lines;
+  for (const Program& body : l->program.bodies) {
+    int64_t bytes = 0;
+    for (const Invocation& inv : body.code) bytes += bytes_written(l->program, inv);
+    lines.push_back(body.name + ": " + std::to_string(bytes) + " bytes written, arena " +
+                    std::to_string(body.arena_bytes));
+  }
+  return lines;
+}
+
 // `step` lowered with `options`, fold-slices on or off.
 std::vector<std::string> lowered_per_step(const Graph& step, LowerOptions options, bool fold) {
   options.fold_slices = fold;
@@ -119,14 +162,15 @@ TEST(RnnCellLowering, LstmBodiesReadTheGatesInPlace) {
 // and the cell's gradient, storing the four gates' gradients each in its window of the
 // concat dh·W_hh's GEMM reads and the next cell gradient dc·f in place of the old one,
 // then the GEMM: 2 invocations per step (8 before fold-concats, 7 with it before the one
-// kernel, 3 before fold-window-producers). gru: 3 (8, then 6, then 4): one kernel computing
-// the pre-activations and storing r's, z's and n's gradients in both concats (the gates'
-// gradient for dh·W_hh, and the one stacked for the weight gradients, whose hidden part
-// is n's gradient before its product with r), the GEMM, and dh's sum with the GEMM's
-// result (it reads the GEMM, so it follows it). Forward, both: the plain GEMM and the cell
-// computing the GEMM's former epilogue in its windows.
+// kernel, 3 before fold-window-producers). gru: 2 (8, then 6, then 4, then 3): one kernel
+// computing the pre-activations and storing r's, z's and n's gradients in both concats
+// (the gates' gradient for dh·W_hh, and the one stacked for the weight gradients, whose
+// hidden part is n's gradient before its product with r), then the GEMM with dh's sum as
+// its epilogue (a carry's next value: LowerOptions::loop_body; before, a kernel of its
+// own after the GEMM). Forward, both: the plain GEMM and the cell computing the GEMM's
+// former epilogue in its windows.
 // On the CPU (no fold-window-producers), the pre-activations stay: the forward's GEMM
-// epilogue, the backward's first kernel (lstm 3, gru 4).
+// epilogue, the backward's first kernel (lstm 3, gru 3).
 TEST(RnnCellLowering, BackwardStepsStoreTheGateGradientsInTheConcat) {
   struct Want {
     Graph step;
@@ -139,12 +183,33 @@ TEST(RnnCellLowering, BackwardStepsStoreTheGateGradientsInTheConcat) {
        {"body: contraction 1, generated 1", "body: contraction 1, generated 1",
         "grad_body: generated 2, library matmul 1", "grad_body: generated 2, library matmul 1"}},
       {gru_step(),
-       {"body: generated 1, library matmul 1", "grad_body: generated 2, library matmul 1"},
-       {"body: contraction 1, generated 1", "grad_body: generated 3, library matmul 1"}}};
+       {"body: generated 1, library matmul 1", "grad_body: contraction 1, generated 1"},
+       {"body: contraction 1, generated 1", "grad_body: contraction 1, generated 2"}}};
   for (const Want& want : kWant) {
     EXPECT_EQ(lowered_per_step(want.step, cuda_lower_options(), true), want.gpu);
     EXPECT_EQ(lowered_per_step(want.step, LowerOptions{}, true), want.cpu);
   }
+}
+
+// The bytes each trip writes ([4,8] f32 values of 128 bytes; a contraction counts C and
+// its epilogue's result). gru backward, GPU: the gates' kernel stores r's and z's
+// gradients in their two concats' windows only (parts of the stacked one, passes/
+// fold_concats.h: 1152 → 896 bytes), then the GEMM's C and its epilogue dh + C, written
+// into the carry's buffer (one invocation: the arena keeps no C; the arena holds the two
+// concats and dh·z). lstm backward, GPU: four
+// gate windows and dc·f, then the GEMM. Forward: the GEMM (4H or 3H columns) and the cell
+// (h, and c for the LSTM). The CPU adds the pre-activations (kept apart there).
+TEST(RnnCellLowering, TripsWriteEachGateGradientOnce) {
+  EXPECT_EQ(written_per_step(gru_step(), cuda_lower_options()),
+            (Lines{"body: 512 bytes written, arena 512", "grad_body: 1152 bytes written, arena 896"}));
+  EXPECT_EQ(written_per_step(gru_step(), LowerOptions{}),
+            (Lines{"body: 896 bytes written, arena 896", "grad_body: 1536 bytes written, arena 1280"}));
+  EXPECT_EQ(written_per_step(lstm_step(), cuda_lower_options()),
+            (Lines{"body: 768 bytes written, arena 768", "body: 768 bytes written, arena 768",
+                   "grad_body: 768 bytes written, arena 512", "grad_body: 768 bytes written, arena 512"}));
+  EXPECT_EQ(written_per_step(lstm_step(), LowerOptions{}),
+            (Lines{"body: 1280 bytes written, arena 1280", "body: 1280 bytes written, arena 1280",
+                   "grad_body: 1280 bytes written, arena 1024", "grad_body: 1280 bytes written, arena 1024"}));
 }
 
 // WEFT_FOLD_WINDOW_PRODUCERS=0 (the A/B switch, runtime/ab_switch.h) keeps the gate
@@ -232,7 +297,8 @@ std::vector<Graph> window_bodies() {
            // destination beside a plain result, rows of a [7,16] one (one strided row of
            // 64), a bf16 window read through an input window (the vector loop and its
            // tail), a long row cut in rows of 4000, one value stored in its buffer and in two
-           // windows (a GRU's gate gradient read by two concats), two values of one kernel
+           // windows, one value stored in two windows only (a GRU's r gradient: a part of the
+           // stacked concat, a window of dh·W_hh's operand), two values of one kernel
            // each in its window of one destination beside a plain result (an LSTM's gate
            // gradients and dc·f).
            "graph @k(%a: f32[3,40], %b: f32[3,40]) {\n  %y = mul(%a, %b)\n  %t = tanh(%a)\n"
@@ -244,6 +310,8 @@ std::vector<Graph> window_bodies() {
            "  return %w\n}\n",
            "graph @k(%a: f32[3,40]) {\n  %y = exp(%a)\n  %w = pad(%y) {low=[0,40], high=[0,0]}\n"
            "  %v = pad(%y) {low=[3,0], high=[0,0]}\n  return %y, %w, %v\n}\n",
+           "graph @k(%a: f32[3,40]) {\n  %y = tanh(%a)\n  %w = pad(%y) {low=[0,80], high=[0,0]}\n"
+           "  %v = pad(%y) {low=[0,0], high=[0,40]}\n  return %w, %v\n}\n",
            "graph @k(%a: f32[3,40], %b: f32[3,40]) {\n  %y = mul(%a, %b)\n  %z = tanh(%a)\n  %s = add(%y, %z)\n"
            "  %w = pad(%y) {low=[0,0], high=[0,40]}\n  %v = pad(%z) {low=[0,40], high=[0,0]}\n"
            "  return %s, %w, %v\n}\n"}) {

@@ -19,9 +19,12 @@ std::vector<bool> assigned_values(const Graph& g) {
 }
 
 // Whether operand `v` of `concat` can be stored by its producer (the rules in the header).
-bool storable_part(const Graph& g, const Node& concat, ValueId v, const std::vector<bool>& assigned) {
+bool storable_part(const Graph& g, const Node& concat, ValueId v, const std::vector<bool>& assigned,
+                   const std::vector<bool>& unstorable) {
   const int p = g.value(v).node;
-  if (p < 0 || assigned[v]) return false;
+  if (p < 0 || assigned[v] || (static_cast<size_t>(p) < unstorable.size() && unstorable[static_cast<size_t>(p)])) {
+    return false;
+  }
   const Node& producer = g.node(p);
   if (producer.op != Op::Fused || !producer.body || fused_kind(producer) != FusedKind::elementwise) return false;
   const auto at = std::find(producer.results.begin(), producer.results.end(), v);
@@ -35,24 +38,36 @@ bool storable_part(const Graph& g, const Node& concat, ValueId v, const std::vec
 
 }  // namespace
 
-std::vector<StoredConcat> stored_concats(const Graph& g) {
-  const std::vector<int> uses = g.use_counts();
+std::vector<StoredConcat> stored_concats(const Graph& g, const std::vector<bool>& unstorable) {
   const std::vector<bool> assigned = assigned_values(g);
   std::vector<StoredConcat> stored;
-  for (const Node& n : g.nodes()) {
+  std::vector<int> stored_reads(g.num_values(), 0);    // per value: reads by stored concats
+  std::vector<int> last_stored(g.num_values(), -1);    // the last stored concat reading it
+  for (int i = 0; i < static_cast<int>(g.nodes().size()); ++i) {
+    const Node& n = g.node(i);
     if (n.op != Op::Concat || assigned[n.result()]) continue;
     bool all = true;
     for (size_t k = 0; k < n.operands.size() && all; ++k) {
-      all = storable_part(g, n, n.operands[k], assigned) &&
+      all = storable_part(g, n, n.operands[k], assigned, unstorable) &&
             std::count(n.operands.begin(), n.operands.end(), n.operands[k]) == 1;
     }
     if (!all) continue;
     StoredConcat c{n.result(), {}, static_cast<int>(g.nodes().size())};
     for (ValueId v : n.operands) {
-      if (uses[v] == 1) c.parts.push_back(v);
       c.first_writer = std::min(c.first_writer, g.value(v).node);
+      ++stored_reads[v];
+      last_stored[v] = i;
     }
     stored.push_back(std::move(c));
+  }
+  // A part: an operand that stored concats alone read (use_counts counts graph outputs),
+  // of the last of them.
+  const std::vector<int> uses = g.use_counts();
+  for (StoredConcat& c : stored) {
+    const int at = g.value(c.result).node;
+    for (ValueId v : g.node(at).operands) {
+      if (uses[v] == stored_reads[v] && last_stored[v] == at) c.parts.push_back(v);
+    }
   }
   return stored;
 }

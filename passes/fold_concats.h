@@ -32,11 +32,13 @@
 // dtype, the operands distinct; the concat's result is not assigned (a carry written in
 // place into its input would be written before the old value's last reads); and the
 // kernel's innermost loop writes the window with stride 1 (codegen/operand_layout.h,
-// innermost_contiguous: a column [n,1] of an [n,k] concat is not). An operand read by the
-// concat alone (a *part*) has no buffer of its own; one read elsewhere too (a GRU's gate
-// gradient in two concats: the one for dh·W_hh and the one stacked for the weight
-// gradients) is stored twice by its kernel, in its buffer and in the window (an extra
-// output), or more for more concats.
+// innermost_contiguous: a column [n,1] of an [n,k] concat is not), and its kernel is not
+// in a merged update (one invocation over flat ranges stores through no windows). An
+// operand that stored concats alone read is a *part* of the last of them: its kernel
+// stores it there in place of its own buffer, which it has none of, and in its window of
+// each earlier one as an extra output (a GRU's r and z gradients, each in two concats:
+// the one for dh·W_hh and the one stacked for the weight gradients). An operand read
+// elsewhere too (a graph output, a matmul) is stored in its buffer and in each window.
 //
 // Requires: a type-inferred graph after fuse-elementwise, in its final node order.
 
@@ -48,8 +50,9 @@
 namespace weft {
 
 /// The concats of `g` (not of its loop bodies: each is lowered on its own) whose parts
-/// are stored in place, in node order.
-std::vector<StoredConcat> stored_concats(const Graph& g);
+/// are stored in place, in node order. `unstorable` (by node index, may be shorter than
+/// the node count): kernels that store through no windows (merge-updates' members).
+std::vector<StoredConcat> stored_concats(const Graph& g, const std::vector<bool>& unstorable = {});
 
 /// Where part `k` of concat `concat` starts in the concat's result (element indices).
 IntList part_start(const Graph& g, const Node& concat, size_t k);

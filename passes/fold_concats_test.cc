@@ -47,9 +47,10 @@ TEST(FoldConcatsTest, PartsOfElementwiseKernelsAreStored) {
   EXPECT_EQ(part_start(g, concat, 1), (IntList{0, 8}));
 }
 
-// Operands read elsewhere too (%a by an add, %b by a second concat, %d a graph output)
-// are stored as well, by their kernels writing them twice; only the operands the concat
-// alone reads are parts (no buffer of their own). The first writer is %a's kernel.
+// Operands read elsewhere too (%a by an add, %d a graph output) are stored as well, by
+// their kernels writing them twice, and are no parts; %b, read by two stored concats
+// alone, is a part of the second (no buffer of its own) and a window of the first. The
+// first writer is %a's kernel.
 TEST(FoldConcatsTest, OperandsReadElsewhereAreStoredTooButAreNoParts) {
   const Graph g = parse(R"(graph @f(%x: f32[4,8]) {
   %a = fused(%x) : f32[4,8] ({ ^body(%0: f32[4,8]): %t0 = tanh(%0) : f32[4,8]  return %t0 })
@@ -64,13 +65,71 @@ TEST(FoldConcatsTest, OperandsReadElsewhereAreStoredTooButAreNoParts) {
   ASSERT_EQ(stored.size(), 2u);
   EXPECT_TRUE(stored[0].parts.empty());
   EXPECT_EQ(stored[0].first_writer, 0);
-  EXPECT_TRUE(stored[1].parts.empty());
+  ASSERT_EQ(stored[1].parts.size(), 1u);
+  EXPECT_EQ(g.value(stored[1].parts[0]).name, "b");
   EXPECT_EQ(stored[1].first_writer, 1);
   PlanOptions options;
   options.stored_concats = stored;
   StatusOr<MemoryPlan> plan = plan_memory(g, options);
   ASSERT_TRUE(plan.ok()) << plan.error().to_string();
   EXPECT_TRUE(verify_plan(g, *plan).ok()) << verify_plan(g, *plan).to_string();
+}
+
+// A GRU's backward step: %r and %z (its r and z gradients) are read by two concats alone,
+// the gates' gradient for dh·W_hh (%dg, also read by the matmul) and the one stacked for
+// the weight gradients (%st): each is a part of %st, the later one, and a window of %dg,
+// so its kernel stores it only in windows; the two concats' buffers differ and are both
+// live from that kernel on. With %st not stored (its third operand %x is an input), they
+// are no parts: stored in their buffers and in %dg's windows.
+TEST(FoldConcatsTest, AnOperandOfSeveralStoredConcatsIsAPartOfTheLast) {
+  constexpr char kGru[] = R"(graph @f(%x: f32[4,8], %w: f32[24,8]) {
+  %r, %z, %n, %m = fused(%x) : f32[4,8], f32[4,8], f32[4,8], f32[4,8] ({
+    ^body(%0: f32[4,8]):
+      %t0 = tanh(%0) : f32[4,8]
+      %t1 = neg(%0) : f32[4,8]
+      %t2 = exp(%0) : f32[4,8]
+      %t3 = mul(%0, %0) : f32[4,8]
+      return %t0, %t1, %t2, %t3
+  })
+  %dg = concat(%r, %z, %n) {axis=1} : f32[4,24]
+  %dh = matmul(%dg, %w) : f32[4,8]
+  %st = concat(%r, %z, %m) {axis=1} : f32[4,24]
+  return %dh, %st
+})";
+  const Graph g = parse(kGru);
+  const auto names = [&](const std::vector<ValueId>& values) {
+    std::vector<std::string> out;
+    for (ValueId v : values) out.push_back(g.value(v).name);
+    return out;
+  };
+  const std::vector<StoredConcat> stored = stored_concats(g);
+  ASSERT_EQ(stored.size(), 2u);
+  EXPECT_EQ(names(stored[0].parts), (std::vector<std::string>{"n"}));
+  EXPECT_EQ(names(stored[1].parts), (std::vector<std::string>{"r", "z", "m"}));
+  PlanOptions options;
+  options.stored_concats = stored;
+  StatusOr<MemoryPlan> plan = plan_memory(g, options);
+  ASSERT_TRUE(plan.ok()) << plan.error().to_string();
+  EXPECT_TRUE(verify_plan(g, *plan).ok()) << verify_plan(g, *plan).to_string();
+  const ValueId dg = g.node(1).result(), st = g.node(3).result();
+  EXPECT_EQ(plan->offset[stored[1].parts[0]], plan->offset[st]);
+  EXPECT_TRUE(plan->offset[dg] >= plan->offset[st] + 384 || plan->offset[dg] + 384 <= plan->offset[st]);
+
+  std::string text = kGru;
+  text.replace(text.find("concat(%r, %z, %m)"), 18, "concat(%r, %z, %x)");
+  const Graph kept = parse(text);
+  const std::vector<StoredConcat> one = stored_concats(kept);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(kept.value(one[0].parts[0]).name, "n");
+  EXPECT_EQ(one[0].parts.size(), 1u);
+}
+
+// Kernels that store through no windows (merge-updates' members, by node index) make
+// their concats plain copies.
+TEST(FoldConcatsTest, UnstorableKernelsKeepTheirConcats) {
+  const Graph g = parse(kGates);
+  EXPECT_TRUE(stored_concats(g, {false, true}).empty());
+  EXPECT_EQ(stored_concats(g, {false, false, false}).size(), 1u);
 }
 
 // Not stored: an operand of a reduction kernel, a concat assigned to an input, a column

@@ -28,6 +28,47 @@ bool updates_state(const Graph& g, const std::vector<std::vector<int>>& users, V
   });
 }
 
+// With ContractionEpilogueOptions::assigned_in_epilogues: the values a growing group's
+// members read and the inputs its assigned members are written into (a State-category
+// node's first operand). A node joins only when the group then reads none of those inputs,
+// so updates_in_place still writes each assigned value in place (a contraction never takes
+// over an operand: a carry the GEMM reads, h' = tanh(h·W + x), stays apart as before).
+class AssignGuard {
+ public:
+  AssignGuard(const Graph& g, const std::vector<std::vector<int>>& users)
+      : g_(g), users_(users), read_(g.num_values(), 0), target_(g.num_values(), 0) {}
+
+  bool admits(const Node& node) const {
+    for (ValueId v : node.operands) {
+      if (target_[v]) return false;
+    }
+    for (ValueId t : targets_of(node.result())) {
+      if (read_[t] || std::find(node.operands.begin(), node.operands.end(), t) != node.operands.end()) return false;
+    }
+    return true;
+  }
+
+  void add(const Node& node) {
+    for (ValueId v : node.operands) read_[v] = 1;
+    for (ValueId r : node.results) {
+      for (ValueId t : targets_of(r)) target_[t] = 1;
+    }
+  }
+
+ private:
+  std::vector<ValueId> targets_of(ValueId v) const {
+    std::vector<ValueId> targets;
+    for (int u : users_[v]) {
+      if (u >= 0 && g_.node(u).info().category == OpCategory::State) targets.push_back(g_.node(u).operands[0]);
+    }
+    return targets;
+  }
+
+  const Graph& g_;
+  const std::vector<std::vector<int>>& users_;
+  std::vector<char> read_, target_;
+};
+
 // One group: the contraction, then its epilogue members in node order.
 struct Group {
   std::vector<int> members;  // node indices, the contraction first
@@ -35,11 +76,13 @@ struct Group {
 
 // Grows the epilogue chain of the contraction at node `root` (see the header).
 Group grow_chain(const Graph& g, int root, const std::vector<char>& fusible,
-                 const std::vector<char>& reducible,
-                 const std::vector<std::vector<int>>& users, const std::vector<int>& last_reader) {
+                 const std::vector<char>& reducible, const std::vector<std::vector<int>>& users,
+                 const std::vector<int>& last_reader, bool assigned_joins) {
   const int n = static_cast<int>(g.nodes().size());
   const Type& type = g.type(g.node(root).result());
   Group group{{root}};
+  AssignGuard guard(g, users);
+  guard.add(g.node(root));
   std::vector<char> member(g.num_values(), 0), depends(g.num_values(), 0);
   ValueId tail = g.node(root).result();
   member[tail] = 1;
@@ -52,8 +95,10 @@ Group grow_chain(const Graph& g, int root, const std::vector<char>& fusible,
       blocked = blocked || depends[v];
     }
     const bool joins = reads_tail && !blocked && fusible[j] && node.results.size() == 1 &&
-                       g.type(node.result()) == type && !updates_state(g, users, node.result());
+                       g.type(node.result()) == type &&
+                       (assigned_joins ? guard.admits(node) : !updates_state(g, users, node.result()));
     if (joins) {
+      guard.add(node);
       group.members.push_back(j);
       tail = node.result();
       member[tail] = 1;
@@ -93,7 +138,8 @@ Group grow_chain(const Graph& g, int root, const std::vector<char>& fusible,
       const bool private_value =
           std::all_of(users[v].begin(), users[v].end(),
                       [&](int u) { return u >= 0 && in_group[u] && u != group.members[0]; });
-      if (!private_value) continue;
+      if (!private_value || (assigned_joins && !guard.admits(g.node(p)))) continue;
+      guard.add(g.node(p));
       in_group[p] = 1;
       group.members.push_back(p);
     }
@@ -197,7 +243,8 @@ StatusOr<bool> FuseContractionEpiloguePass::run(Graph& g) {
       }
     }
     for (ValueId v : g.outputs()) users[v].push_back(-1);
-    const Group group = grow_chain(g, root, fusible, reducible, users, last_reader);
+    const Group group =
+        grow_chain(g, root, fusible, reducible, users, last_reader, options_.assigned_in_epilogues);
     if (group.members.size() < 2) continue;
 
     std::vector<ValueId> operands;

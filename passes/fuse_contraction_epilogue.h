@@ -36,7 +36,8 @@
 // earlier group, (4) each of its other operands is a member or does not depend on any
 // member (so the fused node can stand where the chain ends without a cycle) and (5) no
 // State-category node (an assign) reads its result: an optimizer's update stays whole
-// for fuse-elementwise, one kernel written in place into the parameter and its state.
+// for fuse-elementwise, one kernel written in place into the parameter and its state
+// (ContractionEpilogueOptions::assigned_in_epilogues lifts it for a loop body's carries).
 // It becomes the tail. A node that reads a member without joining makes that member an
 // extra result. The chain ends after the tail's last reader; while its tail is read
 // only by elementwise nodes of the same type or by fusible reductions, the tail is given
@@ -75,6 +76,13 @@ struct ContractionEpilogueOptions {
   /// reduction is one fuse-elementwise can give a chain to (see "given back").
   /// Default: fuse-elementwise's default_fusible.
   std::function<bool(const Graph& g, const Node& node)> fusible;
+  /// Rule (5) off: a value an assign reads may join an epilogue. For a loop body, whose
+  /// assigns are its carries' next values, not optimizer updates (codegen/lower.h,
+  /// LowerOptions::loop_body): a GRU's backward dh + dgates·W_hh becomes the GEMM's
+  /// epilogue. Safe either way: updates_in_place writes the fused node's result over the
+  /// assigned input only when no reader of that input follows it (passes/merge_updates.h;
+  /// a contraction never takes over an operand).
+  bool assigned_in_epilogues = false;
 };
 
 class FuseContractionEpiloguePass : public Pass {

@@ -164,6 +164,46 @@ TEST(FuseContractionEpilogueTest, StateUpdatesStayWithTheElementwiseFuser) {
 )");
 }
 
+// A loop body's carry (ContractionEpilogueOptions::assigned_in_epilogues): a GRU's
+// backward dh' = dh·z + dgates·W_hh, assigned to its carry input, joins the GEMM's
+// epilogue; without the option (a step's optimizer update) it stays apart. dh·z does not
+// join (the kernel would read the carry it writes, which updates_in_place then copies).
+TEST(FuseContractionEpilogueTest, AssignedCarriesJoinWhenTheOptionAllows) {
+  constexpr char kCarry[] = R"(graph @f(%g: f32[4,12], %w: f32[12,8], %dh: f32[4,8] {state}, %z: f32[4,8]) {
+  %p = mul(%dh, %z) : f32[4,8]
+  %m = matmul(%g, %w) : f32[4,8]
+  %n = add(%p, %m) : f32[4,8]
+  assign(%dh, %n)
+  return %n
+})";
+  FuseContractionEpiloguePass kept;
+  EXPECT_NE(run_pass_on_text(kept, kCarry).find("(no change)"), std::string::npos);
+  FuseContractionEpiloguePass carries({.assigned_in_epilogues = true});
+  EXPECT_EQ(run_pass_on_text(carries, kCarry),
+            R"(graph @f(%g: f32[4,12], %w: f32[12,8], %dh: f32[4,8] {state}, %z: f32[4,8]) -> (f32[4,8]) {
+  %p = mul(%dh, %z) : f32[4,8]
+  %n = fused(%g, %w, %p) {kind="contraction"} : f32[4,8] ({
+    ^body(%0: f32[4,12], %1: f32[12,8], %2: f32[4,8]):
+      %t0 = matmul(%0, %1) : f32[4,8]
+      %t1 = add(%2, %t0) : f32[4,8]
+      return %t1
+  })
+  assign(%dh, %n)
+  return %n
+}
+)");
+  // A GEMM reading the carry it would write (a tanh RNN's h' = tanh(h·W + x)): apart.
+  EXPECT_NE(run_pass_on_text(carries, R"(graph @f(%h: f32[4,8] {state}, %w: f32[8,8], %x: f32[4,8]) {
+  %m = matmul(%h, %w) : f32[4,8]
+  %a = add(%m, %x) : f32[4,8]
+  %n = tanh(%a) : f32[4,8]
+  assign(%h, %n)
+  return %n
+})")
+                .find("(no change)"),
+            std::string::npos);
+}
+
 // Softmax backward's dP·P feeds its row sums: fuse-elementwise computes the product
 // inside the reduction's kernel, so the chain gives it back and nothing fuses here.
 TEST(FuseContractionEpilogueTest, ATailReadByAReductionIsGivenBack) {

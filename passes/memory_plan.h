@@ -33,12 +33,13 @@
 //
 // Stored concats (PlanOptions::stored_concats, passes/fold_concats.h): a concat whose
 // operands their producers write straight into windows of its buffer. Its buffer is live
-// from the first of those writers to the concat's last use. The operands read by the
-// concat alone (its *parts*) have no bytes of their own: each is the concat's buffer
-// (its offset; the window's place inside it is the code generator's), and takes over no
-// operand's buffer in place (its producer writes strided windows of the concat, not its
-// own bytes). An operand read elsewhere too keeps its own buffer, its kernel writing
-// both:
+// from the first of those writers to the concat's last use. The operands that stored
+// concats alone read are *parts* of the last of them and have no bytes of their own: each
+// is that concat's buffer (its offset; the window's place inside it is the code
+// generator's), and takes over no operand's buffer in place (its producer writes strided
+// windows of the concat, not its own bytes); the earlier concats read no bytes of it
+// (its producer writes their windows too). An operand read elsewhere too keeps its own
+// buffer, its kernel writing both:
 //
 //   %a = fused(..) : f32[4,8]   %b = fused(..) : f32[4,8]   %c = concat(%a, %b) {axis=1}
 //   stored_concats = {{%c, {%a, %b}, first_writer=0}}   %a, %b, %c: one f32[4,16] buffer
@@ -80,7 +81,7 @@ struct ContiguousGroup {
 /// of this file).
 struct StoredConcat {
   ValueId result = kNoValue;
-  /// The operands read by the concat alone: no buffer of their own.
+  /// The operands read by stored concats alone, this one last: no buffer of their own.
   std::vector<ValueId> parts;
   /// The first node writing a window of the concat's buffer (index into g.nodes()).
   int first_writer = -1;
@@ -99,8 +100,9 @@ struct PlanOptions {
   /// (not external), each in at most one group, and no two share a buffer in place.
   std::vector<ContiguousGroup> groups = {};
   /// Concats whose operands are written into their buffer: node results in the arena,
-  /// each part distinct and an operand of its concat only, in no contiguous group; the
-  /// first writer at or before every part's producer and before the concat.
+  /// each part distinct, read last by its concat (and before it by stored concats only),
+  /// in no contiguous group; the first writer at or before every part's producer and
+  /// before the concat.
   std::vector<StoredConcat> stored_concats = {};
 };
 

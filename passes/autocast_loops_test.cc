@@ -280,6 +280,31 @@ std::pair<int, int> step_body_products(const Trainer& t) {
   return {low, f32};
 }
 
+/// Casts to bf16 of a loop's const parameters inside its body (nested bodies included).
+int body_const_casts(const Graph& g) {
+  int casts = 0;
+  for (const Node& n : g.nodes()) {
+    if (n.op != Op::Scan) continue;
+    const Graph& body = *n.body;
+    for (const Node& b : body.nodes()) {
+      const int in = b.op == Op::Cast ? body.input_index(b.operands[0]) : -1;
+      casts += in >= 0 && in < n.int_attr("consts") && b.dtype_attr("dtype") == DType::bf16;
+    }
+    casts += body_const_casts(body);
+  }
+  return casts;
+}
+
+/// The names of the step's low-precision weight copies (passes/weight_copies.h).
+std::vector<std::string> weight_copies(const Graph& g) {
+  std::vector<std::string> out;
+  for (const Input& in : g.inputs()) {
+    const std::string& name = g.value(in.value).name;
+    if (name.rfind("weft.copy.", 0) == 0) out.push_back(name);
+  }
+  return out;
+}
+
 Tensor wave(const Type& type, double a, double b) {
   Tensor x(type);
   for (int64_t k = 0; k < x.numel(); ++k) x.data<float>()[k] = static_cast<float>(std::sin(a * k + b));
@@ -306,6 +331,13 @@ TEST(AutocastLoops, GruAndLstmStepsRunTheirLoopsInBf16OnTheCpuAsOnTheReference) 
       const auto [low, f32] = step_body_products(*t);
       EXPECT_GT(low, 0);
       EXPECT_EQ(f32, 0);
+      // The recurrent weights enter the loops in bf16: cast once per step, outside, as the
+      // step's weight copies (one per trained weight), never in a body.
+      EXPECT_EQ(body_const_casts(t->step_graph()), 0);
+      std::string copies;
+      for (const std::string& c : weight_copies(t->step_graph())) copies += c + " ";
+      EXPECT_EQ(copies, "weft.copy.0.l0.weight_ih weft.copy.0.l0.bias_ih weft.copy.0.l0.weight_hh "
+                        "weft.copy.0.l0.bias_hh weft.copy.1.weight weft.copy.1.bias ");
       const Type out = t->step_graph().type(t->step_graph().find_value("weft.target").value());
       const Tensor x = wave(Type{DType::f32, Shape({2, 5, 8})}, 0.3, 0), y = wave(out, 0.7, 1);
       for (int i = 0; i < 5; ++i) {

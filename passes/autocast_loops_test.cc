@@ -19,12 +19,16 @@
 #include "autodiff/grad.h"
 #include "bench/models.h"
 #include "codegen/cpu_backend.h"
+#include "codegen/cuda_program.h"
+#include "codegen/lower.h"
 #include "frontend/modules.h"
 #include "frontend/training.h"
 #include "ir/text.h"
 #include "ir/verifier.h"
 #include "passes/autocast.h"
 #include "passes/infer_types.h"
+#include "runtime/cuda/recurrent_plan.h"
+#include "runtime/cuda/recurrent_plan_testing.h"
 #include "runtime/reference/interpreter.h"
 #include "runtime/reference/testing/random_inputs.h"
 
@@ -348,6 +352,57 @@ TEST(AutocastLoops, GruAndLstmStepsRunTheirLoopsInBf16OnTheCpuAsOnTheReference) 
     }
     for (int i = 0; i < 5; ++i) {
       EXPECT_NEAR(losses[1][i], losses[0][i], 1e-2 * losses[0][i]) << "step " << i;
+    }
+  }
+}
+
+/// The GEMMs (library calls and contractions) in `p`'s loop bodies: "bf16" or "f32" per
+/// GEMM, by its operands' dtypes, in body order.
+std::string body_gemms(const Program& p) {
+  std::string out;
+  for (const Program& body : p.bodies) {
+    for (const Invocation& inv : body.code) {
+      const bool gemm = (inv.kind == Invocation::Kind::library || inv.kind == Invocation::Kind::contraction) &&
+                        inv.node.op == Op::Matmul;
+      if (!gemm) continue;
+      const DType a = inv.operands[0].type.dtype, b = inv.operands[1].type.dtype;
+      out += std::string(a == b ? dtype_name(a) : "mixed") + " ";
+    }
+  }
+  return out;
+}
+
+// The lowered bf16 steps, for the cpu and for CUDA (codegen::cuda_lower_options(),
+// checked here without a GPU): every GEMM in a loop body takes bf16 operands. The
+// persistent loop planner (runtime/cuda/recurrent_plan.h) plans each of their loops or
+// refuses it with a message (it took f32 bodies only when this was written).
+TEST(AutocastLoops, LoweredBf16BodiesCallBf16Gemms) {
+  for (auto [name, rnn] : {std::pair{"gru", GRU(6, 8, {.last = true})}, std::pair{"lstm", LSTM(6, 8, {.last = true})}}) {
+    SCOPED_TRACE(name);
+    auto net = FlowBuilder::from(rnn).through(Linear(8, 6)).build();
+    ASSERT_TRUE(net.ok()) << net.error().to_string();
+    StatusOr<Trainer> t = Trainer::compile(*net, {{"x", Type{DType::f32, Shape({4, 5, 6})}}}, LossSpec::mse(),
+                                           OptimizerSpec::adam(), {.backend = "reference", .precision = DType::bf16});
+    ASSERT_TRUE(t.ok()) << t.error().to_string();
+    for (bool cuda : {false, true}) {
+      SCOPED_TRACE(cuda ? "cuda" : "cpu");
+      StatusOr<codegen::Lowering> l = cuda ? codegen::lower_to_program(t->step_graph(), codegen::cuda_lower_options())
+                                           : codegen::lower_to_program(t->step_graph());
+      ASSERT_TRUE(l.ok()) << l.error().to_string();
+      const std::string gemms = body_gemms(l->program);
+      std::printf("%s, %s: loop bodies' GEMMs: %s\n", name, cuda ? "cuda" : "cpu", gemms.c_str());
+      EXPECT_NE(gemms.find("bf16"), std::string::npos) << gemms;
+      EXPECT_EQ(gemms.find("f32"), std::string::npos) << gemms;
+      EXPECT_EQ(gemms.find("mixed"), std::string::npos) << gemms;
+      if (!cuda) continue;
+      std::vector<std::byte> arena, inputs;
+      for (cuda::plan_testing::HostLoop& h : cuda::plan_testing::bind_loops(*l, arena, inputs, 1)) {
+        StatusOr<cuda::RecurrentPlan> plan = cuda::plan_recurrent_loop(l->program, *h.loop, h.where);
+        if (!plan.ok()) {
+          std::printf("  %s\n", plan.error().message.c_str());
+          EXPECT_EQ(plan.error().message.rfind("persistent loop @", 0), 0u) << plan.error().message;
+        }
+      }
     }
   }
 }

@@ -74,18 +74,36 @@ class Autocaster {
     g_.node(i).operands = std::move(operands);
   }
 
-  /// A loop: its operands in their dtypes before the pass, its body autocast as a graph
-  /// of its own (parameters and results keep the loop's types), then the consts the body
-  /// casts to low passed in low instead (hoist_const_casts).
+  /// A loop: its body autocast as a graph of its own, whose parameters and results keep
+  /// the loop's types except that an xs the pass made low (a product computed before the
+  /// loop) goes in low; its other operands in their dtypes before the pass; then the
+  /// consts the body casts to low passed in low instead (hoist_const_casts).
   Status loop(int i) {
     const std::vector<ValueId> given = g_.node(i).operands;
-    restore_operands(i);
+    const int64_t xs = g_.node(i).int_attr("consts") + g_.node(i).int_attr("carries");
     Graph body = *g_.node(i).body;
-    WEFT_ASSIGN_OR_RETURN(const bool changed, Autocaster(body, low_).run());
+    Autocaster inner(body, low_);
+    std::vector<ValueId> operands = given;
+    for (size_t k = 0; k < given.size(); ++k) {
+      if (static_cast<int64_t>(k) >= xs && dtype(given[k]) == low_ && original_[given[k]] == DType::f32) {
+        inner.follow(body.inputs()[k].value, low_);
+      } else {
+        operands[k] = cast(given[k], original_[given[k]], i);
+      }
+    }
+    g_.node(i).operands = std::move(operands);
+    WEFT_ASSIGN_OR_RETURN(const bool changed, inner.run());
     if (!changed) return Status();
     changed_ = true;
     hoist_const_casts(i, given, body);
     return Status();
+  }
+
+  /// Input `v` takes dtype `to`, its dtype before the pass kept (ops of class None and
+  /// the outputs see it cast back).
+  void follow(ValueId v, DType to) {
+    g_.mutable_value(v).type->dtype = to;
+    changed_ = true;
   }
 
   /// Loop `i` with body `body`: each const parameter the body casts to low is cast once,

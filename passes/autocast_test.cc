@@ -258,6 +258,42 @@ TEST(AutocastTest, NestedLoopWeightIsCastOnceOutsideBoth) {
 )");
 }
 
+// An xs the pass makes low (the input projection x·U, one product before the loop, as
+// the GRU and LSTM modules compute it) goes into the loop low: the body's parameter takes
+// bf16, the gate's add runs in bf16, nothing is widened to f32 for the loop.
+TEST(AutocastTest, LoopXsComputedLowGoesInLow) {
+  EXPECT_EQ(autocast(R"(graph @f(%w: f32[4,4] {param}, %u: f32[3,4] {param}, %h0: f32[2,4], %x: f32[5,2,3]) {
+  %xu = matmul(%x, %u) : f32[5,2,4]
+  %h = scan(%w, %h0, %xu) {carries=1, consts=1, length=5} : f32[2,4] ({
+    ^cell(%w1: f32[4,4], %h1: f32[2,4], %g1: f32[2,4]):
+      %m = matmul(%h1, %w1) : f32[2,4]
+      %a = add(%m, %g1) : f32[2,4]
+      %n = sigmoid(%a) : f32[2,4]
+      %p = mul(%n, %h1) : f32[2,4]
+      return %p
+  })
+  return %h
+})"),
+            R"(graph @f(%w: f32[4,4] {param}, %u: f32[3,4] {param}, %h0: f32[2,4], %x: f32[5,2,3]) -> (f32[2,4]) {
+  %0 = cast(%x) {dtype=bf16} : bf16[5,2,3]
+  %1 = cast(%u) {dtype=bf16} : bf16[3,4]
+  %xu = matmul(%0, %1) : bf16[5,2,4]
+  %2 = cast(%w) {dtype=bf16} : bf16[4,4]
+  %h = scan(%2, %h0, %xu) {carries=1, consts=1, length=5} : f32[2,4] ({
+    ^cell(%w1: bf16[4,4], %h1: f32[2,4], %g1: bf16[2,4]):
+      %0 = cast(%h1) {dtype=bf16} : bf16[2,4]
+      %m = matmul(%0, %w1) : bf16[2,4]
+      %a = add(%m, %g1) : bf16[2,4]
+      %n = sigmoid(%a) : bf16[2,4]
+      %2 = cast(%n) {dtype=f32} : f32[2,4]
+      %p = mul(%2, %h1) : f32[2,4]
+      return %p
+  })
+  return %h
+}
+)");
+}
+
 // A loop with no contraction in its body is left as it is.
 TEST(AutocastTest, LoopWithoutContractionsIsLeftAlone) {
   EXPECT_EQ(autocast(R"(graph @f(%h0: f32[2,4]) {

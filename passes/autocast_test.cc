@@ -294,6 +294,32 @@ TEST(AutocastTest, LoopXsComputedLowGoesInLow) {
 )");
 }
 
+// passes/autocast.h's loop example.
+TEST(AutocastTest, HeadersLoopExample) {
+  EXPECT_EQ(autocast(R"(graph @f(%w: f32[4,4] {param}, %h0: f32[2,4]) {
+  %h = scan(%w, %h0) {carries=1, consts=1, length=5} : f32[2,4] ({
+    ^cell(%w1: f32[4,4], %h1: f32[2,4]):
+      %m = matmul(%h1, %w1) : f32[2,4]
+      %n = tanh(%m) : f32[2,4]
+      return %n
+  })
+  return %h
+})"),
+            R"(graph @f(%w: f32[4,4] {param}, %h0: f32[2,4]) -> (f32[2,4]) {
+  %0 = cast(%w) {dtype=bf16} : bf16[4,4]
+  %h = scan(%0, %h0) {carries=1, consts=1, length=5} : f32[2,4] ({
+    ^cell(%w1: bf16[4,4], %h1: f32[2,4]):
+      %0 = cast(%h1) {dtype=bf16} : bf16[2,4]
+      %m = matmul(%0, %w1) : bf16[2,4]
+      %n = tanh(%m) : bf16[2,4]
+      %2 = cast(%n) {dtype=f32} : f32[2,4]
+      return %2
+  })
+  return %h
+}
+)");
+}
+
 // A loop with no contraction in its body is left as it is.
 TEST(AutocastTest, LoopWithoutContractionsIsLeftAlone) {
   EXPECT_EQ(autocast(R"(graph @f(%h0: f32[2,4]) {

@@ -144,6 +144,7 @@ class Autocaster {
       for (int64_t copied : copies) {
         const ValueId r = body.node(cast_of[copied]).result();
         map[r] = add_input(r, std::nullopt, nullptr);
+        ++uses_[given[copied]];  // the loop reads it twice now: no cast moved above its producer
         operands.push_back(cast(given[copied], low_, i));
       }
     }

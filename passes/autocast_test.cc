@@ -195,10 +195,11 @@ TEST(AutocastTest, LoopBodyRunsLowAndItsWeightIsCastOnceOutside) {
 }
 
 // A const the body also reads in f32 (a sum, on the fp32 list) keeps its parameter; its
-// bf16 copy is a new const, after the others.
+// bf16 copy is a new const, after the others. Where the const is a transpose made for the
+// loop alone, the copy is a cast of the transpose, which keeps its f32 result for the f32
+// parameter (the cast is not moved above the transpose as for a single use).
 TEST(AutocastTest, LoopConstReadInBothDtypesGetsALowCopy) {
-  EXPECT_EQ(autocast(R"(graph @f(%w: f32[4,4] {param}, %h0: f32[2,4]) {
-  %h = scan(%w, %h0) {carries=1, consts=1, length=3} : f32[2,4] ({
+  const std::string loop = R"( {carries=1, consts=1, length=3} : f32[2,4] ({
     ^cell(%w1: f32[4,4], %h1: f32[2,4]):
       %m = matmul(%h1, %w1) : f32[2,4]
       %t = sum(%w1) : f32[]
@@ -206,10 +207,8 @@ TEST(AutocastTest, LoopConstReadInBothDtypesGetsALowCopy) {
       return %n
   })
   return %h
-})"),
-            R"(graph @f(%w: f32[4,4] {param}, %h0: f32[2,4]) -> (f32[2,4]) {
-  %0 = cast(%w) {dtype=bf16} : bf16[4,4]
-  %h = scan(%w, %0, %h0) {carries=1, consts=2, length=3} : f32[2,4] ({
+})";
+  const std::string after = R"( {carries=1, consts=2, length=3} : f32[2,4] ({
     ^cell(%w1: f32[4,4], %1: bf16[4,4], %h1: f32[2,4]):
       %t = sum(%w1) : f32[]
       %0 = cast(%h1) {dtype=bf16} : bf16[2,4]
@@ -220,38 +219,17 @@ TEST(AutocastTest, LoopConstReadInBothDtypesGetsALowCopy) {
   })
   return %h
 }
-)");
-}
-
-// The same with the const a transpose made for the loop alone: its bf16 copy is a cast of
-// the transpose, which keeps its f32 result for the f32 parameter.
-TEST(AutocastTest, LoopConstMovedForTheLoopAndReadInBothDtypes) {
-  EXPECT_EQ(autocast(R"(graph @f(%w: f32[4,4] {param}, %h0: f32[2,4]) {
-  %wt = transpose(%w) {perm=[1,0]} : f32[4,4]
-  %h = scan(%wt, %h0) {carries=1, consts=1, length=3} : f32[2,4] ({
-    ^cell(%w1: f32[4,4], %h1: f32[2,4]):
-      %m = matmul(%h1, %w1) : f32[2,4]
-      %t = sum(%w1) : f32[]
-      %n = mul(%m, %t) : f32[2,4]
-      return %n
-  })
-  return %h
-})"),
-            R"(graph @f(%w: f32[4,4] {param}, %h0: f32[2,4]) -> (f32[2,4]) {
+)";
+  const std::string header = "graph @f(%w: f32[4,4] {param}, %h0: f32[2,4])";
+  EXPECT_EQ(autocast(header + " {\n  %h = scan(%w, %h0)" + loop),
+            header + R"( -> (f32[2,4]) {
+  %0 = cast(%w) {dtype=bf16} : bf16[4,4]
+  %h = scan(%w, %0, %h0))" + after);
+  EXPECT_EQ(autocast(header + " {\n  %wt = transpose(%w) {perm=[1,0]} : f32[4,4]\n  %h = scan(%wt, %h0)" + loop),
+            header + R"( -> (f32[2,4]) {
   %wt = transpose(%w) {perm=[1, 0]} : f32[4,4]
   %0 = cast(%wt) {dtype=bf16} : bf16[4,4]
-  %h = scan(%wt, %0, %h0) {carries=1, consts=2, length=3} : f32[2,4] ({
-    ^cell(%w1: f32[4,4], %1: bf16[4,4], %h1: f32[2,4]):
-      %t = sum(%w1) : f32[]
-      %0 = cast(%h1) {dtype=bf16} : bf16[2,4]
-      %m = matmul(%0, %1) : bf16[2,4]
-      %2 = cast(%m) {dtype=f32} : f32[2,4]
-      %n = mul(%2, %t) : f32[2,4]
-      return %n
-  })
-  return %h
-}
-)");
+  %h = scan(%wt, %0, %h0))" + after);
 }
 
 // Nested loops: the inner body is autocast, its weight hoisted out of the inner loop and

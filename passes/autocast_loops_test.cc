@@ -2,7 +2,8 @@
 // RNN (forward and reversed), nested loops, loops with early exits (`stop`, `active`) and
 // a loop over a batched weight, each autocast to bf16:
 //  - its bodies' products run in bf16 (counted), and its value stays within bf16's
-//    tolerance of the f32 graph's on the reference interpreter, its gradient too;
+//    tolerance of the f32 graph's on the reference interpreter, its gradient too (and
+//    the same in f16, within f16's);
 //  - the cpu backend compiles the bf16 bodies, forward and gradient, with no invocation
 //    falling back to the interpreter, and matches the interpreter on the same graph;
 //  - a weight's gradient summed in the reverse loop is summed in f32 (its accumulator).
@@ -133,19 +134,21 @@ Graph parse(const std::string& text) {
   return std::move(*g);
 }
 
-Graph autocast(const Graph& g) {
+Graph autocast(const Graph& g, DType dtype = DType::bf16) {
   Graph low = g;
-  StatusOr<bool> changed = AutocastPass(DType::bf16).run(low);
+  StatusOr<bool> changed = AutocastPass(dtype).run(low);
   EXPECT_TRUE(changed.ok() && *changed) << (changed.ok() ? "no change" : changed.error().to_string());
   EXPECT_TRUE(verify(low).ok()) << verify(low).to_string();
   return low;
 }
 
-/// The contractions in `g`'s loop bodies (nested ones included), by result dtype.
+/// The contractions in `g`'s loop bodies (nested ones included), by result dtype: f16 or
+/// bf16 (`low`), or another (`f32`).
 void count_body_products(const Graph& g, int& low, int& f32, bool in_body = false) {
   for (const Node& n : g.nodes()) {
     if (in_body && autocast_class(n.op) == AutocastClass::Low) {
-      (g.type(n.result()).dtype == DType::bf16 ? low : f32) += 1;
+      const DType d = g.type(n.result()).dtype;
+      (d == DType::bf16 || d == DType::f16 ? low : f32) += 1;
     }
     if (n.op == Op::Scan) count_body_products(*n.body, low, f32, /*in_body=*/true);
   }
@@ -204,42 +207,48 @@ Graph gradient(const Graph& g) {
 }
 
 // bf16 against f32: within a few units of bf16's last place (2^-8) of the largest value,
-// over five or six iterations. The cpu backend against the interpreter on the same bf16
+// over five or six iterations; f16 to as many units of its own (2^-11). The cpu backend against the interpreter on the same bf16
 // graph: its kernels compute in f32 and round at their stores, the interpreter rounds
 // every op, so they differ by a few units of the last place too.
-constexpr double kBf16VsF32 = 3e-2;
+double low_vs_f32(DType dtype) { return dtype == DType::bf16 ? 3e-2 : 4e-3; }
 constexpr double kCpuVsReference = 2e-2;
 
 TEST(AutocastLoops, BodiesRunInBf16AndFollowF32) {
-  for (const Case& c : cases()) {
-    SCOPED_TRACE(c.name);
-    const Graph g = parse(c.text);
-    const Graph low = autocast(g);
-    int low_products = 0, f32_products = 0;
-    count_body_products(low, low_products, f32_products);
-    EXPECT_GT(low_products, 0);
-    EXPECT_EQ(f32_products, 0);
-    const std::vector<Tensor> inputs = testing::random_inputs(g, 11);
-    const double error = relative_error(run_reference(low, inputs), run_reference(g, inputs));
-    std::printf("%s: forward, bf16 vs f32: %.3g\n", c.name, error);
-    EXPECT_GT(error, 0) << "the bf16 graph computes the f32 one exactly: does it run in bf16?";
-    EXPECT_LE(error, kBf16VsF32);
+  for (DType dtype : {DType::bf16, DType::f16}) {
+    for (const Case& c : cases()) {
+      const std::string name = c.name + std::string(" ") + std::string(dtype_name(dtype));
+      SCOPED_TRACE(name);
+      const Graph g = parse(c.text);
+      const Graph low = autocast(g, dtype);
+      int low_products = 0, f32_products = 0;
+      count_body_products(low, low_products, f32_products);
+      EXPECT_GT(low_products, 0);
+      EXPECT_EQ(f32_products, 0);
+      const std::vector<Tensor> inputs = testing::random_inputs(g, 11);
+      const double error = relative_error(run_reference(low, inputs), run_reference(g, inputs));
+      std::printf("%s: forward vs f32: %.3g\n", name.c_str(), error);
+      EXPECT_GT(error, 0) << "the low graph computes the f32 one exactly: does it run in low precision?";
+      EXPECT_LE(error, low_vs_f32(dtype));
+    }
   }
 }
 
 TEST(AutocastLoops, GradientsThroughBf16BodiesFollowF32) {
-  for (const Case& c : cases()) {
-    SCOPED_TRACE(c.name);
-    const Graph g = parse(c.text);
-    const Graph grad = gradient(g), grad_low = gradient(autocast(g));
-    ASSERT_TRUE(verify(grad_low).ok()) << verify(grad_low).to_string();
-    const std::vector<Tensor> inputs = testing::random_inputs(g, 12);
-    const std::vector<Tensor> want = run_reference(grad, inputs), got = run_reference(grad_low, inputs);
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t k = 0; k < want.size(); ++k) {
-      const double error = relative_error({got[k]}, {want[k]});
-      std::printf("%s: gradient %zu, bf16 vs f32: %.3g\n", c.name, k, error);
-      EXPECT_LE(error, kBf16VsF32) << "gradient " << k;
+  for (DType dtype : {DType::bf16, DType::f16}) {
+    for (const Case& c : cases()) {
+      const std::string name = c.name + std::string(" ") + std::string(dtype_name(dtype));
+      SCOPED_TRACE(name);
+      const Graph g = parse(c.text);
+      const Graph grad = gradient(g), grad_low = gradient(autocast(g, dtype));
+      ASSERT_TRUE(verify(grad_low).ok()) << verify(grad_low).to_string();
+      const std::vector<Tensor> inputs = testing::random_inputs(g, 12);
+      const std::vector<Tensor> want = run_reference(grad, inputs), got = run_reference(grad_low, inputs);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t k = 0; k < want.size(); ++k) {
+        const double error = relative_error({got[k]}, {want[k]});
+        std::printf("%s: gradient %zu vs f32: %.3g\n", name.c_str(), k, error);
+        EXPECT_LE(error, low_vs_f32(dtype)) << "gradient " << k;
+      }
     }
   }
 }

@@ -293,7 +293,8 @@ std::pair<int, int> step_body_products(const Trainer& t) {
   return {low, f32};
 }
 
-/// Casts to bf16 of a loop's const parameters inside its body (nested bodies included).
+/// Casts to f16 or bf16 of a loop's const parameters inside its body (nested bodies
+/// included).
 int body_const_casts(const Graph& g) {
   int casts = 0;
   for (const Node& n : g.nodes()) {
@@ -301,7 +302,8 @@ int body_const_casts(const Graph& g) {
     const Graph& body = *n.body;
     for (const Node& b : body.nodes()) {
       const int in = b.op == Op::Cast ? body.input_index(b.operands[0]) : -1;
-      casts += in >= 0 && in < n.int_attr("consts") && b.dtype_attr("dtype") == DType::bf16;
+      const DType to = in >= 0 ? b.dtype_attr("dtype") : DType::f32;
+      casts += in >= 0 && in < n.int_attr("consts") && (to == DType::bf16 || to == DType::f16);
     }
     casts += body_const_casts(body);
   }
@@ -324,43 +326,46 @@ Tensor wave(const Type& type, double a, double b) {
   return x;
 }
 
-// The GRU and LSTM modules (one loop over time each, and its reverse loop) in bf16: every
-// product in their bodies runs in bf16, and five steps on the cpu backend follow the
-// reference backend's.
-TEST(AutocastLoops, GruAndLstmStepsRunTheirLoopsInBf16OnTheCpuAsOnTheReference) {
+// The GRU and LSTM modules (one loop over time each, and its reverse loop) in bf16 and in
+// f16 (with loss scaling): every product in their bodies runs in the low dtype, and five
+// steps on the cpu backend follow the reference backend's.
+TEST(AutocastLoops, GruAndLstmStepsRunTheirLoopsLowOnTheCpuAsOnTheReference) {
   auto gru = [] { return FlowBuilder::from(GRU(8, 6)).through(Linear(6, 3)).build(); };
   auto lstm = [] { return FlowBuilder::from(LSTM(8, 6)).through(Linear(6, 3)).build(); };
   for (auto [name, make] : {std::pair{"gru", +gru}, std::pair{"lstm", +lstm}}) {
-    SCOPED_TRACE(name);
-    std::vector<double> losses[2];
-    for (int b = 0; b < 2; ++b) {
-      StatusOr<FlowPtr> net = make();
-      ASSERT_TRUE(net.ok()) << net.error().to_string();
-      StatusOr<Trainer> t = Trainer::compile(*net, {{"x", Type{DType::f32, Shape({2, 5, 8})}}}, LossSpec::mse(),
-                                             OptimizerSpec::adam(1e-2),
-                                             {.seed = 1, .backend = b == 0 ? "reference" : "cpu",
-                                              .precision = DType::bf16});
-      ASSERT_TRUE(t.ok()) << t.error().to_string();
-      const auto [low, f32] = step_body_products(*t);
-      EXPECT_GT(low, 0);
-      EXPECT_EQ(f32, 0);
-      // The recurrent weights enter the loops in bf16: cast once per step, outside, as the
-      // step's weight copies (one per trained weight), never in a body.
-      EXPECT_EQ(body_const_casts(t->step_graph()), 0);
-      std::string copies;
-      for (const std::string& c : weight_copies(t->step_graph())) copies += c + " ";
-      EXPECT_EQ(copies, "weft.copy.0.l0.weight_ih weft.copy.0.l0.bias_ih weft.copy.0.l0.weight_hh "
-                        "weft.copy.0.l0.bias_hh weft.copy.1.weight weft.copy.1.bias ");
-      const Type out = t->step_graph().type(t->step_graph().find_value("weft.target").value());
-      const Tensor x = wave(Type{DType::f32, Shape({2, 5, 8})}, 0.3, 0), y = wave(out, 0.7, 1);
-      for (int i = 0; i < 5; ++i) {
-        StatusOr<double> l = t->step({x, y});
-        ASSERT_TRUE(l.ok()) << l.error().to_string();
-        losses[b].push_back(*l);
+    for (DType precision : {DType::bf16, DType::f16}) {
+      SCOPED_TRACE(name + std::string(" ") + std::string(dtype_name(precision)));
+      std::vector<double> losses[2];
+      for (int b = 0; b < 2; ++b) {
+        StatusOr<FlowPtr> net = make();
+        ASSERT_TRUE(net.ok()) << net.error().to_string();
+        StatusOr<Trainer> t = Trainer::compile(*net, {{"x", Type{DType::f32, Shape({2, 5, 8})}}}, LossSpec::mse(),
+                                               OptimizerSpec::adam(1e-2),
+                                               {.seed = 1, .backend = b == 0 ? "reference" : "cpu",
+                                                .precision = precision});
+        ASSERT_TRUE(t.ok()) << t.error().to_string();
+        const auto [low, f32] = step_body_products(*t);
+        EXPECT_GT(low, 0);
+        EXPECT_EQ(f32, 0);
+        // The recurrent weights enter the loops low: cast once per step, outside, as the
+        // step's weight copies (one per trained weight), never in a body.
+        EXPECT_EQ(body_const_casts(t->step_graph()), 0);
+        std::string copies;
+        for (const std::string& c : weight_copies(t->step_graph())) copies += c + " ";
+        EXPECT_EQ(copies, "weft.copy.0.l0.weight_ih weft.copy.0.l0.bias_ih weft.copy.0.l0.weight_hh "
+                          "weft.copy.0.l0.bias_hh weft.copy.1.weight weft.copy.1.bias ");
+        const Type out = t->step_graph().type(t->step_graph().find_value("weft.target").value());
+        const Tensor x = wave(Type{DType::f32, Shape({2, 5, 8})}, 0.3, 0), y = wave(out, 0.7, 1);
+        for (int i = 0; i < 5; ++i) {
+          StatusOr<double> l = t->step({x, y});
+          ASSERT_TRUE(l.ok()) << l.error().to_string();
+          losses[b].push_back(*l);
+        }
       }
-    }
-    for (int i = 0; i < 5; ++i) {
-      EXPECT_NEAR(losses[1][i], losses[0][i], 1e-2 * losses[0][i]) << "step " << i;
+      for (int i = 0; i < 5; ++i) {
+        EXPECT_TRUE(std::isfinite(losses[0][i])) << "step " << i;
+        EXPECT_NEAR(losses[1][i], losses[0][i], 1e-2 * losses[0][i]) << "step " << i;
+      }
     }
   }
 }

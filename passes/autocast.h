@@ -87,8 +87,9 @@
 //
 // Requires: a type-inferred graph. Guarantees: a type-inferred graph computing the same
 // function up to the rounding of the low precision; graph inputs and outputs keep their
-// types, loops their results' types; nodes are in topological order. Reports no change for a graph with no float op
-// that the table sends to another dtype.
+// types, loops their results' types; nodes are in topological order. Reports no change
+// for a graph with no float op (in it or in a loop body) that the table sends to another
+// dtype.
 
 #include "ir/dtype.h"
 #include "passes/pass.h"

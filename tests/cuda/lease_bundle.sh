@@ -8,14 +8,15 @@
 # compress well), the suite's libraries as suite_check.sh expects them, the full
 # Fashion-MNIST (30 MB) and a 2 MB subset. The carry limit is 64 MiB.
 #
-#   tests/cuda/lease_bundle.sh            # then, with the device tool:
-#   run(command="tests/cuda/open_issues_check.sh 30", carry=[".gpu"], timeout_s=480)
-#   run(command="tests/cuda/open_issues_check.sh 31", carry=[".gpu"], timeout_s=420)
-#   run(command="tests/cuda/open_issues_check.sh 31rnn", carry=[".gpu"], timeout_s=360)
-#   run(command="tests/cuda/open_issues_check.sh 28 29 32", carry=[".gpu"], timeout_s=480)
+#   tests/cuda/lease_bundle.sh            # ends with open_issues_check.sh --dry-run all
+#   # then, with the device tool, one lease (15 minutes, start-up included):
+#   run(command="tests/cuda/open_issues_check.sh first", carry=[".gpu"], timeout_s=540)
+#   run(command="tests/cuda/open_issues_check.sh second", carry=[".gpu"], timeout_s=300)
+#   # (second's timeout_s: what status's budget_left_s leaves, less a minute); later leases:
+#   run(command="tests/cuda/open_issues_check.sh third", carry=[".gpu"], timeout_s=300)
+#   run(command="tests/cuda/open_issues_check.sh fourth", carry=[".gpu"], timeout_s=300)
 #   run(command="tests/cuda/open_issues_check.sh suite", carry=[".gpu"], timeout_s=540)
-#   run(command="tests/cuda/open_issues_check.sh 31perf", carry=[".gpu"], timeout_s=420)
-#   (15 minutes of device time in all: open_issues_check.sh's header says what fits)
+#   (open_issues_check.sh's header says what each runs, tests/cuda/README.md how long)
 #
 # A cold build of these targets takes a while on 2 cores (the suite's ten AOT CUDA
 # libraries among them); `.ci/run`'s `bazel build //...` builds the same ones.
@@ -38,11 +39,12 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/lib"
 for b in "${binaries[@]}"; do cp -f "bazel-bin/$b" "$stage/"; done
-# The drivers' shared libraries but the base system's and the GPU machine's own (CUDA,
-# cuDNN, cuBLAS, NCCL): Gloo, Open MPI, httplib and what they load.
+# The drivers' shared libraries but glibc's, the compiler's and the GPU machine's own (CUDA,
+# cuDNN, cuBLAS, NCCL): Gloo, Open MPI, httplib and what they load, OpenSSL's among them
+# (the 2026-11-28 verification run on an H200 needed libssl.so.3 and libcrypto.so.3 carried).
 for b in train_cuda train_mlp_cuda_dp; do
   ldd "bazel-bin/examples/fashion_mnist/$b" | awk '/=> \//{print $3}' |
-    grep -vE '/(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+|libssl|libcrypto|libz|libudev|libcud[a-z]*|libnccl|libcublas[A-Za-z]*)\.so' |
+    grep -vE '/(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+|libz|libcud[a-z]*|libnccl|libcublas[A-Za-z]*)\.so' |
     xargs -r -I{} cp -fL {} "$stage/lib/"
 done
 mkdir -p .gpu
@@ -58,3 +60,5 @@ python3 tests/cuda/nccl_check_data.py /usr/share/datasets/fashion-mnist .gpu/fas
 du -sh .gpu .gpu/bundle.tar.xz .gpu/suite_libs.tar.gz
 echo "commit $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (with uncommitted changes)')" |
   tee .gpu/COMMIT
+# Every step of every check against what was just packed (no GPU needed).
+tests/cuda/open_issues_check.sh --dry-run all

@@ -2,8 +2,12 @@
 # The open issues' GPU checks in as few device calls as the lease allows, from what
 # tests/cuda/lease_bundle.sh packed into .gpu/ here (its header has the device calls).
 #
-#   tests/cuda/open_issues_check.sh KEY...             e.g. first, then second
-#   tests/cuda/open_issues_check.sh --dry-run KEY...   no GPU: checks the steps (below)
+#   tests/cuda/open_issues_check.sh [--budget=S] KEY...  e.g. --budget=500 first
+#   tests/cuda/open_issues_check.sh --dry-run KEY...     no GPU: checks the steps (below)
+#
+# --budget=S: no script starts after S seconds (its line says it was skipped), so that a
+# call ends with its summary and packed logs before the device tool's timeout_s cuts it;
+# give timeout_s a script's length more (a minute) than S.
 #
 # A lease has 15 minutes of device time in all, the machine's start-up (one to two
 # minutes) included: two calls. Correctness of the default paths first, the rest after:
@@ -79,8 +83,16 @@ scripts() {
 }
 keys="first, second, third, fourth, suite, 28, 29, 30, 31, 31rnn, 31perf, 32 or all"
 
-dry=""
-if [ "${1:-}" = --dry-run ]; then dry=1; shift; fi
+dry="" budget=""
+while [[ "${1:-}" == --* ]]; do
+  case "$1" in
+    --dry-run) dry=1 ;;
+    --budget=*) budget=${1#--budget=} ;;
+    *) echo "error: unknown flag '$1' (--dry-run, --budget=SECONDS)"; exit 2 ;;
+  esac
+  shift
+done
+[[ "$budget" =~ ^[0-9]*$ ]] || { echo "error: --budget takes seconds, not '$budget'"; exit 2; }
 if [ $# -eq 0 ]; then
   sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
   exit 2
@@ -161,6 +173,10 @@ main() {
     for entry in $(scripts "$key"); do
       local one=${entry%%:*} part=${entry#*:} start rc
       [ "$part" = "$entry" ] && part=""
+      if [ -n "$budget" ] && [ "$SECONDS" -ge "$budget" ]; then
+        echo "[$key] == $one${part:+ ($part)} skipped: the budget of $budget s is spent ($SECONDS s)"
+        continue
+      fi
       start=$(date +%s)
       OUT="$logs/$key" LEASE_PART=$part "tests/cuda/$one" 2>&1 </dev/null | sed -u "s/^/[$key] /"
       rc=${PIPESTATUS[0]}

@@ -38,13 +38,13 @@
 # skips the later runs with the switch on and the persistent kernel's sanitizer runs, each
 # of which would hang as long. Step 3 times the steps before it checks them: a step that
 # ran 110 times each way has no hang, so a --check cut at its limit is the host reference
-# (lstm_seq's three steps, looped and unrolled, take about a minute of host time on a
+# (lstm_seq's three steps, looped and unrolled, take 83 s of host time on a
 # loaded 2-core machine here), not a hang, and skips nothing.
 # Estimated (on an H200; no run yet): default part 15-30 s (two gtest binaries; 150 s if
-# both hang); the rest 200-280 s: the sanitizer runs 60-120 s, the loop cases on and
-# their memcheck 30-40 s, the A/B 8 runs of 110 steps of 5-20 ms 40-60 s, the checks 60-100 s
-# (host reference: gru_seq 18 s, lstm_seq about 100 s for both forms on the 2-core machine
-# at load 100; the GPU machine's cores are faster and idle).
+# both hang); the rest 150-320 s: the sanitizer runs 60-120 s, the loop cases on and
+# their memcheck 20-40 s, the A/B 4 runs of 110 steps of 5-20 ms 30-60 s, the checks 40-100 s
+# (host reference: gru_seq 18 s, lstm_seq 83 s for both forms on the 2-core machine
+# at load 100-125; the GPU machine's cores are faster and idle).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=tests/cuda/lease_common.sh

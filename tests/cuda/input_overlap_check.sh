@@ -13,16 +13,16 @@
 # it. Build and copy here (tests/cuda/lease_bundle.sh packs the same binaries and data):
 #
 #   bazel build //runtime/cuda:executor_test //examples/fashion_mnist:train_cuda
-#   mkdir -p .gpu/fashion-mnist && cp -f bazel-bin/runtime/cuda/executor_test \
+#   mkdir -p .gpu && cp -f bazel-bin/runtime/cuda/executor_test \
 #       bazel-bin/examples/fashion_mnist/train_cuda .gpu/
-#   cp -f /usr/share/datasets/fashion-mnist/*-ubyte.gz .gpu/fashion-mnist/
+#   python3 tests/cuda/nccl_check_data.py /usr/share/datasets/fashion-mnist .gpu/fashion-mnist-20k 20000 10000
 #   # device tool: run(command="tests/cuda/input_overlap_check.sh", carry=[".gpu"], timeout_s=240)
 #
 # Logs go to $OUT (else /tmp/weft-gpu). All of it is open_issues_check.sh first's (the
 # prefetch is on by default; the A/B's identical losses are its correctness check).
-# Estimated (on an H200; no run yet) 40-70 s: 5 tests 2-5 s, memcheck over 3 10-30 s, two
-# 1-epoch train_cuda runs 5-10 s each (0.3 s per epoch and a start of a few seconds,
-# 2026-11-28).
+# Estimated (on an H200; no run yet) 15-25 s: 5 tests 2 s, memcheck over 3 4-6 s, two
+# 1-epoch train_cuda runs on 20,000 examples, about 5 s each (0.3 s per 60,000-example
+# epoch and a start of a few seconds, 2026-11-28).
 set -uo pipefail
 # train_cuda links Gloo and the dashboard's libraries, carried in .gpu/lib.
 export LD_LIBRARY_PATH="$PWD/.gpu/lib:${LD_LIBRARY_PATH:-}"
@@ -41,7 +41,7 @@ timeout 90 compute-sanitizer --tool memcheck --error-exitcode 3 .gpu/executor_te
 echo "== memcheck rc=$? $(line 'ERROR SUMMARY|^\[  (PASSED|FAILED)' "$out/input_overlap_memcheck.txt")"
 for prefetch in 1 0; do
   rm -f "$out/input_overlap_losses_$prefetch.csv"
-  WEFT_INPUT_PREFETCH=$prefetch timeout 90 .gpu/train_cuda --data=.gpu/fashion-mnist --epochs=1 \
+  WEFT_INPUT_PREFETCH=$prefetch timeout 90 .gpu/train_cuda --data=.gpu/fashion-mnist-20k --epochs=1 \
     --metrics-csv="$out/input_overlap_losses_$prefetch.csv" >"$out/input_overlap_train_$prefetch.txt" 2>&1
   echo "== train_cuda WEFT_INPUT_PREFETCH=$prefetch rc=$? $(line 'epoch [0-9]+/|done|rror' "$out/input_overlap_train_$prefetch.txt")"
 done

@@ -60,7 +60,7 @@ for script in $scripts; do
   for name in $(logical "$f" | grep -oE '\.gpu/[A-Za-z0-9_.$-]+' | sed 's|\.gpu/||' | sort -u); do
     case "$name" in
       '$'*) continue ;;  # a loop's variable (vocab_bench and vocab_bench_scalar, say)
-      lib|fashion-mnist|fashion-mnist-small|suite_libs.tar.gz|COMMIT|bundle.tar.xz) continue ;;
+      lib|fashion-mnist-20k|fashion-mnist-small|suite_libs.tar.gz|COMMIT|bundle.tar.xz) continue ;;
     esac
     grep -qx "$name" <<<"$packed" || fail "$script runs .gpu/$name, which lease_bundle.sh does not pack"
   done
@@ -87,7 +87,7 @@ done
 # 5. A run of `first` with stand-ins for the bundle and the GPU machine's tools.
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$tmp/repo/tests/cuda" "$tmp/repo/.gpu/lib" "$tmp/repo/.gpu/fashion-mnist" "$tmp/repo/.gpu/fashion-mnist-small" "$tmp/bin" "$tmp/out"
+mkdir -p "$tmp/repo/tests/cuda" "$tmp/repo/.gpu/lib" "$tmp/repo/.gpu/fashion-mnist-20k" "$tmp/repo/.gpu/fashion-mnist-small" "$tmp/bin" "$tmp/out"
 cp "$here"/*.sh "$tmp/repo/tests/cuda/"
 cat >"$tmp/stand_in" <<'EOF'
 #!/usr/bin/env bash

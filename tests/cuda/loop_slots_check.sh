@@ -25,10 +25,10 @@
 #   # device tool: run(command="tests/cuda/loop_slots_check.sh", carry=[".gpu"], timeout_s=420)
 #
 # Logs go to $OUT (else /tmp/weft-gpu). All of it is open_issues_check.sh first's.
-# Estimated (on an H200; no run yet) 90-150 s: 51 tests 5-10 s; memcheck over 12 and 5
-# tests (the LSTM/GRU and attention steps among them) 20-40 s each; executor_test's 2
-# backward-kernel tests plainly, under memcheck and under racecheck (the slowest:
-# shared-memory accesses tracked) 5 + 15 + 30 s.
+# Estimated (on an H200; no run yet; tests/cuda/README.md "Device time" says on what)
+# 30-60 s: 51 tests 3-6 s; memcheck over 12 and 5 tests (the LSTM/GRU and attention steps
+# among them) 5-10 s each; executor_test's 2 backward-kernel tests plainly, under memcheck
+# and under racecheck (the slowest: shared-memory accesses tracked) 2 + 5 + 10-30 s.
 set -uo pipefail
 # shellcheck source=tests/cuda/lease_common.sh
 source "$(dirname "$0")/lease_common.sh"

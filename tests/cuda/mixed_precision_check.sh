@@ -39,10 +39,10 @@
 # Logs go to $OUT (else /tmp/weft-gpu). open_issues_check.sh first runs the default part:
 # steps 1 (the f16/bf16 cases; the f32 ones ran in architecture_check.sh), 6's TF32 cases
 # and 7, and memcheck over the bf16 cases launch by launch (53 tests); second runs the rest
-# (steps 3-5 and 6's timings). Estimated (on an H200; no run yet): default 60-100 s (182 +
-# 8 + 2 tests, 10-20 s; memcheck 50-80 s); the rest 120-200 s (6 step_bench runs of 55
-# steps, 3-5 s each with the start; gemm_bench 10-20 s; three suite_bench runs over the 14
-# cases, 30-50 s each).
+# (steps 3-5 and 6's timings). Estimated (on an H200; no run yet; tests/cuda/README.md
+# "Device time" says on what): default 20-40 s (182 + 8 + 1 tests, 5-10 s; memcheck over
+# 53, 15-30 s); the rest 120-200 s (6 step_bench runs of 55 steps, 3-5 s each with the
+# start; gemm_bench 10-20 s; three suite_bench runs over the 14 cases, 30-50 s each).
 set -uo pipefail
 # shellcheck source=tests/cuda/lease_common.sh
 source "$(dirname "$0")/lease_common.sh"

@@ -43,8 +43,8 @@
 #
 # Logs go to $OUT (else /tmp/weft-gpu). open_issues_check.sh first runs steps 1, 2's
 # all_reduce cases and 4 (the default paths), third step 3. Estimated (on an H200; no run
-# yet): default 40-80 s (nccl_step_test twice, 10-20 s each; 4 tests; three 30-step runs
-# of train_mlp_cuda_dp, 5-10 s each with NCCL's start); nccl_bandwidth 10-20 s.
+# yet): default 20-55 s (nccl_step_test twice, 5-15 s each; 4 tests; two or three 30-step
+# runs of train_mlp_cuda_dp, 3-8 s each with NCCL's start); nccl_bandwidth 10-20 s.
 set -uo pipefail
 # shellcheck source=tests/cuda/lease_common.sh
 source "$(dirname "$0")/lease_common.sh"

@@ -12,7 +12,11 @@
 # A lease has 15 minutes of device time in all, the machine's start-up (one to two
 # minutes) included: two calls. Correctness of the default paths first, the rest after:
 #
-#   first   call 1, run(..., timeout_s=540): every script's `default` part, the
+#   run(command="tests/cuda/open_issues_check.sh --budget=470 first", carry=[".gpu"], timeout_s=540)
+#   run(command="tests/cuda/open_issues_check.sh second", carry=[".gpu"], timeout_s=300)
+#   (second's timeout_s: status's budget_left_s less 60, at most 600; give_back after it)
+#
+#   first   call 1, every script's `default` part (150-320 s estimated), the
 #           correctness checks of the default paths of #28-#32 (LEASE_PART=default):
 #             29 every GPU case launch by launch and as one CUDA graph (f32, f64, bf16,
 #                f16, vectorized, loops, attention, cuBLASLt's cases with the switch
@@ -26,7 +30,7 @@
 #                recurrent_kernel_test: opt-in kernel, its own cases), plainly;
 #             28 the skipped-slot and loop cases, memcheck; 32 nccl_step_test (plain and
 #                as a torchrun world of one), the all_reduce case, train_mlp_cuda_dp.
-#   second  call 2, run(..., timeout_s=what is left less a minute, 300 at most): the opt-in
+#   second  call 2 (150-320 s estimated; timeout_s: what is left less a minute), the opt-in
 #           persistent loops, which decide whether that kernel can default on (31rnn's
 #           rest: its tests under memcheck and racecheck, the loop cases switched on and
 #           under memcheck, lstm_seq/gru_seq timed off and on, then checked on).
@@ -101,9 +105,14 @@ for key in "$@"; do
   scripts "$key" >/dev/null || { echo "error: no device check '$key' ($keys)"; exit 2; }
 done
 
+# The bundle unpacked in place (.gpu/.unpacked lists what it holds). --dry-run takes away
+# what it unpacked when it ends: the device tool carries 64 MiB with the tracked tree, and
+# the unpacked programs are some 130 MB.
+unpacked=""
 if [ -s .gpu/bundle.tar.xz ] && [ ! .gpu/.unpacked -nt .gpu/bundle.tar.xz ]; then
-  tar -xJf .gpu/bundle.tar.xz -C .gpu && touch .gpu/.unpacked ||
+  tar -xvJf .gpu/bundle.tar.xz -C .gpu >.gpu/.unpacked ||
     { echo "error: cannot unpack .gpu/bundle.tar.xz"; exit 1; }
+  unpacked=1
 fi
 if [ ! -x .gpu/cases_test ]; then
   echo "error: no .gpu/cases_test: run tests/cuda/lease_bundle.sh here and carry .gpu"
@@ -145,7 +154,20 @@ check() {
 if [ -n "$dry" ]; then
   echo "== dry run of $*: each device step checked against .gpu/, nothing run"
   check "$@"
-  exit $?
+  status=$?
+  if [ -n "$unpacked" ]; then
+    (cd .gpu && grep -v '/$' .unpacked | xargs -r rm -f && rmdir lib 2>/dev/null; rm -f .unpacked)
+  fi
+  # What a device call carries: .gpu, and the tracked (and untracked, not ignored) files.
+  gpu=$(du -sb .gpu | cut -f1)
+  tree=$(git ls-files -z --cached --others --exclude-standard 2>/dev/null | xargs -0 stat -c %s 2>/dev/null |
+         awk '{ s += $1 } END { print s + 0 }')
+  echo "  carried: .gpu $((gpu >> 20)) MiB and the tree $((tree >> 20)) MiB, of the device tool's 64 MiB"
+  if [ $((gpu + tree)) -gt $((62 << 20)) ]; then
+    echo "  error: over 62 MiB: the device call would be refused (an unpacked bundle left in .gpu?)"
+    status=1
+  fi
+  exit $status
 fi
 
 logs=/tmp/weft-gpu

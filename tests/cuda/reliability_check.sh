@@ -10,7 +10,7 @@
 #   # device tool: run(command="tests/cuda/reliability_check.sh", carry=[".gpu"], timeout_s=240)
 #
 # Logs go to $OUT (else /tmp/weft-gpu). All of it is open_issues_check.sh first's.
-# Estimated 20-40 s: 18 tests, then memcheck over the 2 skipped-slot tests (compute-
+# Estimated 10-15 s: 18 tests, then memcheck over the 2 skipped-slot tests (compute-
 # sanitizer's start and its instrumented module load dominate).
 set -uo pipefail
 # shellcheck source=tests/cuda/lease_common.sh

@@ -31,8 +31,9 @@
 #
 # Logs go to $OUT (else /tmp/weft-gpu). open_issues_check.sh first runs the default part
 # (steps 1 and 2, and the cross-entropy cases alone), third the rest (step 3). Estimated
-# (on an H200; no run yet): default 40-70 s (42 + 8 tests, 5-10 s; memcheck over 42 tests,
-# among them rows of 8192 x 64-4096, 30-60 s); the rest 20-30 s (4 runs of 20 steps).
+# (on an H200; no run yet; tests/cuda/README.md "Device time" says on what): default
+# 15-30 s (42 + 8 tests, 3-5 s; memcheck over 42 tests, among them rows of 8192 x 64-4096,
+# 10-25 s); the rest 20-30 s (4 runs of 20 steps).
 set -uo pipefail
 # shellcheck source=tests/cuda/lease_common.sh
 source "$(dirname "$0")/lease_common.sh"

@@ -40,3 +40,4 @@ if part default; then
   timeout 90 .gpu/train_cuda --data=.gpu/fashion-mnist-20k --epochs=2 >"$out/arch_train.txt" 2>&1
   echo "== train_cuda 2 epochs rc=$? $(line 'test accuracy|done|rror' "$out/arch_train.txt")"
 fi
+exit 0

@@ -53,3 +53,4 @@ done
 WEFT_CUBLASLT_EPILOGUE=1 timeout 120 .gpu/cases_test --gtest_filter='*mlp*' >"$out/cublaslt_mlp.txt" 2>&1
 echo "== cases_test (*mlp*) WEFT_CUBLASLT_EPILOGUE=1 rc=$? $(line '^\[  (PASSED|FAILED)' "$out/cublaslt_mlp.txt")"
 grep -E "Failure" -A4 "$out/cublaslt_mlp.txt" | head -20
+exit 0

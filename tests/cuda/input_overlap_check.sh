@@ -54,3 +54,4 @@ elif cmp -s <(cut -d, -f1-3 "$a") <(cut -d, -f1-3 "$b"); then
 else
   echo "== losses with and without the prefetch: DIFFER"
 fi
+exit 0

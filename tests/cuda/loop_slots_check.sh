@@ -56,3 +56,4 @@ echo "== memcheck (AttentionBackwardKernel.*) rc=$? $(line 'ERROR SUMMARY|^\[  (
 timeout 120 compute-sanitizer --tool racecheck --error-exitcode 3 .gpu/executor_test --gtest_filter='AttentionBackwardKernel.*' \
   >"$out/loop_slots_attention_backward_racecheck.txt" 2>&1
 echo "== racecheck (AttentionBackwardKernel.*) rc=$? $(line 'RACECHECK SUMMARY|ERROR SUMMARY|^\[  (PASSED|FAILED)' "$out/loop_slots_attention_backward_racecheck.txt")"
+exit 0

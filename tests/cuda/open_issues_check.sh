@@ -181,6 +181,8 @@ pack() {
   [ ${#have[@]} -gt 0 ] || return 0
   tar -czf "$OUT/.logs.tar.gz" -C "$logs" "${have[@]}" 2>/dev/null && mv -f "$OUT/.logs.tar.gz" "$OUT/logs.tar.gz"
 }
+# compute-sanitizer and nvidia-smi where CUDA's toolkit keeps them, should PATH lack them.
+export PATH="$PATH:/usr/local/cuda/bin:/usr/local/cuda/compute-sanitizer"
 main() {
   echo "== preflight (no device work): the steps of $* against .gpu/"
   check "$@" || echo "== preflight found problems (above): their steps will fail; the others run"

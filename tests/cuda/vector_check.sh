@@ -60,3 +60,4 @@ if part rest; then
     done
   done
 fi
+exit 0

@@ -11,10 +11,10 @@
 #
 #   tests/cuda/lease_bundle.sh            # ends with open_issues_check.sh --dry-run all
 #   # then, with the device tool, one lease (15 minutes, start-up included):
-#   run(command="tests/cuda/open_issues_check.sh first", carry=[".gpu"], timeout_s=540)
+#   run(command="tests/cuda/open_issues_check.sh --budget=470 first", carry=[".gpu"], timeout_s=540)
 #   run(command="tests/cuda/open_issues_check.sh second", carry=[".gpu"], timeout_s=300)
 #   # (second's timeout_s: what status's budget_left_s leaves, less a minute); later leases:
-#   run(command="tests/cuda/open_issues_check.sh third", carry=[".gpu"], timeout_s=300)
+#   run(command="tests/cuda/open_issues_check.sh --budget=470 third", carry=[".gpu"], timeout_s=540)
 #   run(command="tests/cuda/open_issues_check.sh fourth", carry=[".gpu"], timeout_s=300)
 #   run(command="tests/cuda/open_issues_check.sh suite", carry=[".gpu"], timeout_s=540)
 #   (open_issues_check.sh's header says what each runs, tests/cuda/README.md how long)

@@ -9,7 +9,8 @@
 #   - each --gtest_filter matches at least one test (--gtest_list_tests, no GPU needed);
 #   - each --case=/--check= names a case of that step_bench binary (--program, no GPU);
 #   - each other --flag is one the program knows (its --help, else the literal in it);
-#   - each .gpu/ path it reads exists, and each WEFT_* variable set for it is read by it;
+#   - each .gpu/ path it reads exists, and each WEFT_* variable the script sets for it is
+#     read by it (grep of the program: the name is a literal in it);
 #   - under compute-sanitizer: the tool is named; python3: the script exists.
 # One line per step goes to $LEASE_DRY_REPORT: "ok SCRIPT:LINE limit Ns: COMMAND" or
 # "error SCRIPT:LINE: WHAT", and the step's worst case (its limit) is summed per script.
@@ -82,6 +83,7 @@ lease_dry_check() {
     esac
   done
   for name in $(compgen -e | grep '^WEFT_'); do
+    [[ " $LEASE_DRY_INHERITED " == *" $name "* ]] && continue
     grep -qaF "$name" "$bin" || problems+=("$bin does not read $name")
   done
   lease_dry_report "$limit" "${sanitizer:+compute-sanitizer $sanitizer: }$bin $*" "${problems[@]}"
@@ -107,4 +109,8 @@ nvidia-smi() { return 0; }
 compute-sanitizer() {
   echo "error ${0##*/}:${BASH_LINENO[0]}: compute-sanitizer run without timeout" >>"$LEASE_DRY_REPORT"
 }
+# The WEFT_* variables set before the dry run (the caller's): only those a script sets for
+# a step are checked against its program.
+LEASE_DRY_INHERITED=$(compgen -e | grep '^WEFT_' | tr '\n' ' ')
+export LEASE_DRY_INHERITED
 export -f lease_dry_check lease_dry_report timeout nvidia-smi compute-sanitizer

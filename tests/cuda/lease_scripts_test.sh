@@ -127,7 +127,8 @@ expect() {
   got=$(cd "$tmp/repo" && PATH="$tmp/bin:$PATH" OUT="$tmp/out" timeout 120 tests/cuda/open_issues_check.sh "$@" 2>&1)
   rc=$?
   [ $rc -eq "$want_rc" ] || fail "open_issues_check.sh $*: rc=$rc, not $want_rc"
-  grep -qF -- "$text" <<<"$got" || fail "open_issues_check.sh $*: no '$text' in: $(tail -3 <<<"$got")"
+  grep -qF -- "$text" <<<"$got" || fail "open_issues_check.sh $*: no '$text' in:
+$(tail -15 <<<"$got")"
 }
 expect 2 "error: no device check '31x' (first, second, third, fourth, suite, 28, 29, 30, 31, 31rnn, 31perf, 32 or all)" 31x
 expect 2 "error: unknown flag '--budjet=5' (--dry-run, --budget=SECONDS)" --budjet=5 28

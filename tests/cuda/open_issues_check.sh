@@ -2,7 +2,7 @@
 # The open issues' GPU checks in as few device calls as the lease allows, from what
 # tests/cuda/lease_bundle.sh packed into .gpu/ here (its header has the device calls).
 #
-#   tests/cuda/open_issues_check.sh [--budget=S] KEY...  e.g. --budget=500 first
+#   tests/cuda/open_issues_check.sh [--budget=S] KEY...  e.g. --budget=470 first
 #   tests/cuda/open_issues_check.sh --dry-run KEY...     no GPU: checks the steps (below)
 #
 # --budget=S: no script starts after S seconds (its line says it was skipped), so that a

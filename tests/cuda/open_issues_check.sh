@@ -105,14 +105,19 @@ for key in "$@"; do
   scripts "$key" >/dev/null || { echo "error: no device check '$key' ($keys)"; exit 2; }
 done
 
-# The bundle unpacked in place (.gpu/.unpacked lists what it holds). --dry-run takes away
-# what it unpacked when it ends: the device tool carries 64 MiB with the tracked tree, and
-# the unpacked programs are some 130 MB.
+# The bundle unpacked in place (.gpu/.unpacked lists what it holds), and taken away again
+# when this ends: the device tool carries 64 MiB with the tracked tree, and the unpacked
+# programs are some 130 MB.
 unpacked=""
+take_away() {
+  [ -n "$unpacked" ] && [ -f .gpu/.unpacked ] || return 0
+  (cd .gpu && grep -v '/$' .unpacked | xargs -r rm -f && rmdir lib 2>/dev/null; rm -f .unpacked)
+}
 if [ -s .gpu/bundle.tar.xz ] && [ ! .gpu/.unpacked -nt .gpu/bundle.tar.xz ]; then
   tar -xvJf .gpu/bundle.tar.xz -C .gpu >.gpu/.unpacked ||
     { echo "error: cannot unpack .gpu/bundle.tar.xz"; exit 1; }
   unpacked=1
+  trap take_away EXIT
 fi
 if [ ! -x .gpu/cases_test ]; then
   echo "error: no .gpu/cases_test: run tests/cuda/lease_bundle.sh here and carry .gpu"
@@ -155,9 +160,7 @@ if [ -n "$dry" ]; then
   echo "== dry run of $*: each device step checked against .gpu/, nothing run"
   check "$@"
   status=$?
-  if [ -n "$unpacked" ]; then
-    (cd .gpu && grep -v '/$' .unpacked | xargs -r rm -f && rmdir lib 2>/dev/null; rm -f .unpacked)
-  fi
+  take_away
   # What a device call carries: .gpu, and the tracked (and untracked, not ignored) files.
   gpu=$(du -sb .gpu | cut -f1)
   tree=$(git ls-files -z --cached --others --exclude-standard 2>/dev/null | xargs -0 stat -c %s 2>/dev/null |

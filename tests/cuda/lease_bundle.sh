@@ -5,17 +5,19 @@
 # vector_check, cublaslt_check and suite_check.sh need), the libraries a GPU machine may lack and the data, and packs them
 # into .gpu/ (git-ignored): the binaries and libraries as one xz archive (about 10 MB for
 # some 130 MB of static binaries: they share most of their code and CUDA's fatbins
-# compress well), the suite's libraries as suite_check.sh expects them, the full
-# Fashion-MNIST (30 MB) and a 2 MB subset. The carry limit is 64 MiB.
+# compress well), the suite's libraries as suite_check.sh expects them, a 20,000-example
+# Fashion-MNIST (13 MB) and a 4096-example one (2 MB). The device tool carries 64 MiB: .gpu
+# (about 41 MB) with the tracked tree (about 13 MB); the dry run at the end checks it.
 #
-#   tests/cuda/lease_bundle.sh            # then, with the device tool:
-#   run(command="tests/cuda/open_issues_check.sh 30", carry=[".gpu"], timeout_s=480)
-#   run(command="tests/cuda/open_issues_check.sh 31", carry=[".gpu"], timeout_s=420)
-#   run(command="tests/cuda/open_issues_check.sh 31rnn", carry=[".gpu"], timeout_s=360)
-#   run(command="tests/cuda/open_issues_check.sh 28 29 32", carry=[".gpu"], timeout_s=480)
+#   tests/cuda/lease_bundle.sh            # ends with open_issues_check.sh --dry-run all
+#   # then, with the device tool, one lease (15 minutes, start-up included):
+#   run(command="tests/cuda/open_issues_check.sh --budget=470 first", carry=[".gpu"], timeout_s=540)
+#   run(command="tests/cuda/open_issues_check.sh second", carry=[".gpu"], timeout_s=300)
+#   # (second's timeout_s: what status's budget_left_s leaves, less a minute); later leases:
+#   run(command="tests/cuda/open_issues_check.sh --budget=470 third", carry=[".gpu"], timeout_s=540)
+#   run(command="tests/cuda/open_issues_check.sh fourth", carry=[".gpu"], timeout_s=300)
 #   run(command="tests/cuda/open_issues_check.sh suite", carry=[".gpu"], timeout_s=540)
-#   run(command="tests/cuda/open_issues_check.sh 31perf", carry=[".gpu"], timeout_s=420)
-#   (15 minutes of device time in all: open_issues_check.sh's header says what fits)
+#   (open_issues_check.sh's header says what each runs, tests/cuda/README.md how long)
 #
 # A cold build of these targets takes a while on 2 cores (the suite's ten AOT CUDA
 # libraries among them); `.ci/run`'s `bazel build //...` builds the same ones.
@@ -38,23 +40,30 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/lib"
 for b in "${binaries[@]}"; do cp -f "bazel-bin/$b" "$stage/"; done
-# The drivers' shared libraries but the base system's and the GPU machine's own (CUDA,
-# cuDNN, cuBLAS, NCCL): Gloo, Open MPI, httplib and what they load.
+# The drivers' shared libraries but glibc's, the compiler's and the GPU machine's own (CUDA,
+# cuDNN, cuBLAS, NCCL): Gloo, Open MPI, httplib and what they load, OpenSSL's among them
+# (the 2026-11-28 verification run on an H200 needed libssl.so.3 and libcrypto.so.3 carried).
 for b in train_cuda train_mlp_cuda_dp; do
   ldd "bazel-bin/examples/fashion_mnist/$b" | awk '/=> \//{print $3}' |
-    grep -vE '/(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+|libssl|libcrypto|libz|libudev|libcud[a-z]*|libnccl|libcublas[A-Za-z]*)\.so' |
+    grep -vE '/(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+|libz|libcud[a-z]*|libnccl|libcublas[A-Za-z]*)\.so' |
     xargs -r -I{} cp -fL {} "$stage/lib/"
 done
+# Everything in .gpu is this script's: what an earlier bundle or a copy by hand left there
+# would travel too.
+rm -rf .gpu
 mkdir -p .gpu
-rm -f .gpu/bundle.tar.xz
 tar -C "$stage" -cf - . | xz -T2 -9 >.gpu/bundle.tar.xz
 # suite_check.sh's own archive: the suite binary's libraries but glibc's.
 ldd bazel-bin/bench/suite | awk '/=> \// {print $3}' |
   grep -Ev '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*)\.so' |
   tar -czhf .gpu/suite_libs.tar.gz --transform 's|.*/||' -T -
-mkdir -p .gpu/fashion-mnist
-cp -f /usr/share/datasets/fashion-mnist/*-ubyte.gz .gpu/fashion-mnist/
+# Fashion-MNIST: 20,000 of the training images and the whole test split (13 MB; the full
+# set's 30 MB would put .gpu and the tracked tree over the device tool's 64 MiB), and the
+# 4096-example subset of nccl_check.sh.
+python3 tests/cuda/nccl_check_data.py /usr/share/datasets/fashion-mnist .gpu/fashion-mnist-20k 20000 10000
 python3 tests/cuda/nccl_check_data.py /usr/share/datasets/fashion-mnist .gpu/fashion-mnist-small
 du -sh .gpu .gpu/bundle.tar.xz .gpu/suite_libs.tar.gz
 echo "commit $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (with uncommitted changes)')" |
   tee .gpu/COMMIT
+# Every step of every check against what was just packed (no GPU needed).
+tests/cuda/open_issues_check.sh --dry-run all

@@ -16,11 +16,12 @@
 #   # device tool: run(command="tests/cuda/loop_overhead_check.sh", carry=[".gpu"], timeout_s=240)
 #
 # (tests/cuda/lease_bundle.sh packs loops_cuda with the other binaries, suite_bench among
-# them.) Logs go to /tmp/weft-gpu and, when $OUT is set, to $OUT.
+# them.)
+# Logs go to $OUT (else /tmp/weft-gpu). Estimated (on an H200; no run yet) 60-120 s.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-out=/tmp/weft-gpu
-mkdir -p "$out"
+# shellcheck source=tests/cuda/lease_common.sh
+source tests/cuda/lease_common.sh
 
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 if [ ! -x .gpu/loops_cuda ]; then
@@ -55,5 +56,4 @@ if [ "$rc" -eq 0 ] && [ -x .gpu/suite_bench ]; then
       }' "$log"
   done
 fi
-if [ -n "${OUT:-}" ]; then cp -f "$out"/loop_overhead*.txt "$OUT"/ 2>/dev/null; fi
 exit "$rc"

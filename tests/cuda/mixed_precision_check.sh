@@ -39,28 +39,48 @@
 #       bazel-bin/tests/cuda/suite_bench bazel-bin/tests/cuda/suite_bf16_bench .gpu/
 #   # device tool: run(command="tests/cuda/mixed_precision_check.sh", carry=[".gpu"], timeout_s=420)
 #
-# Logs go to /tmp/weft-gpu and, when $OUT is set, to $OUT.
+# Logs go to $OUT (else /tmp/weft-gpu). open_issues_check.sh first runs the default part:
+# steps 1 (the f16/bf16 cases; the f32 ones ran in architecture_check.sh), 6's TF32 cases
+# and 7, and memcheck over the bf16 cases launch by launch (53 tests); second runs the rest
+# (steps 3-5 and 6's timings). Estimated (on an H200; no run yet; tests/cuda/README.md
+# "Device time" says on what): default 20-40 s (182 + 8 + 1 tests, 5-10 s; memcheck over
+# 53, 15-30 s); the rest 120-200 s (6 step_bench runs of 55 steps, 3-5 s each with the
+# start; gemm_bench 10-20 s; three suite_bench runs over the 14 cases, 30-50 s each).
 set -uo pipefail
-out=${OUT:-/tmp/weft-gpu}
-mkdir -p "$out"
-line() { grep -E "$1" "$2" | tr '\n' ' ' | cut -c1-400; echo; }
+# shellcheck source=tests/cuda/lease_common.sh
+source "$(dirname "$0")/lease_common.sh"
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 half='*bf16*:*f16*:*half*'
-timeout 120 .gpu/cases_test --gtest_brief=1 --gtest_filter="$half" \
-  >"$out/mp_cases_half.txt" 2>&1
-echo "== cases_test (f16/bf16) rc=$? $(line '^\[  (PASSED|FAILED)' "$out/mp_cases_half.txt")"
-grep -E "Failure|differ|Which is" -A2 "$out/mp_cases_half.txt" | head -30
-timeout 90 .gpu/cases_test --gtest_brief=1 --gtest_filter="-$half" \
-  >"$out/mp_cases_f32.txt" 2>&1
-echo "== cases_test (the rest) rc=$? $(line '^\[  (PASSED|FAILED)' "$out/mp_cases_f32.txt")"
-grep -E "Failure" -A3 "$out/mp_cases_f32.txt" | head -12
-timeout 60 .gpu/cases_test --gtest_brief=1 --gtest_filter='*bf16_*step*:*f16_*step*' \
-  >"$out/mp_weight_copies.txt" 2>&1
-echo "== weight copies: the bf16/f16 step cases rc=$? $(line '^\[  (PASSED|FAILED)' "$out/mp_weight_copies.txt")"
-grep -E "Failure|weft.copy" -A2 "$out/mp_weight_copies.txt" | head -12
-timeout 60 .gpu/executor_test --gtest_brief=1 >"$out/mp_executor.txt" 2>&1
-echo "== executor_test rc=$? $(line '^\[  (PASSED|FAILED)' "$out/mp_executor.txt")"
+if part default; then
+  timeout 120 .gpu/cases_test --gtest_brief=1 --gtest_filter="$half" \
+    >"$out/mp_cases_half.txt" 2>&1
+  echo "== cases_test (f16/bf16) rc=$? $(line '^\[  (PASSED|FAILED)' "$out/mp_cases_half.txt")"
+  grep -E "Failure|differ|Which is" -A2 "$out/mp_cases_half.txt" | head -30
+fi
+if whole; then
+  timeout 120 .gpu/cases_test --gtest_brief=1 --gtest_filter="-$half" \
+    >"$out/mp_cases_f32.txt" 2>&1
+  echo "== cases_test (the rest) rc=$? $(line '^\[  (PASSED|FAILED)' "$out/mp_cases_f32.txt")"
+  grep -E "Failure" -A3 "$out/mp_cases_f32.txt" | head -12
+fi
+if part default; then
+  timeout 60 .gpu/cases_test --gtest_brief=1 --gtest_filter='*bf16_*step*:*f16_*step*' \
+    >"$out/mp_weight_copies.txt" 2>&1
+  echo "== weight copies: the bf16/f16 step cases rc=$? $(line '^\[  (PASSED|FAILED)' "$out/mp_weight_copies.txt")"
+  grep -E "Failure|weft.copy" -A2 "$out/mp_weight_copies.txt" | head -12
+  timeout 60 .gpu/cases_test --gtest_filter='*Tf32GemmsStayWithinTf32Rounding*' >"$out/mp_cases_tf32.txt" 2>&1
+  echo "== cases_test (TF32) rc=$? $(line '^\[  (PASSED|FAILED)|^  tf32 ' "$out/mp_cases_tf32.txt")"
+  timeout 180 compute-sanitizer --tool memcheck --error-exitcode 3 .gpu/cases_test --gtest_brief=1 \
+    --gtest_filter='*bf16*_launches:*casts_half_launches' >"$out/mp_memcheck_bf16.txt" 2>&1
+  echo "== memcheck (bf16 cases) rc=$? $(line 'ERROR SUMMARY|^\[  (PASSED|FAILED)' "$out/mp_memcheck_bf16.txt")"
+  grep -E "Invalid|Failure" -A4 "$out/mp_memcheck_bf16.txt" | head -20
+fi
+if whole; then
+  timeout 60 .gpu/executor_test --gtest_brief=1 >"$out/mp_executor.txt" 2>&1
+  echo "== executor_test rc=$? $(line '^\[  (PASSED|FAILED)' "$out/mp_executor.txt")"
+fi
+part rest || exit 0
 
 for c in mlp784_adam_step mlp784_bf16_adam_step mlp784_f16_adam_step cnn_sgd_step \
          cnn_bf16_sgd_step; do
@@ -73,19 +93,18 @@ timeout 40 .gpu/step_bench --case=mlp784_adam_step --tf32 --steps=50 --warmup=5 
   >"$out/mp_step_tf32.txt" 2>&1
 echo "== step_bench --case=mlp784_adam_step --tf32 rc=$?"
 grep -E "weft cuda" "$out/mp_step_tf32.txt" | sed 's/ (min .*device/ device/'
-echo "== cases_test (TF32, in the run above) $(line 'Tf32GemmsStayWithinTf32Rounding \(|  tf32 ' "$out/mp_cases_f32.txt")"
 
 timeout 90 .gpu/gemm_bench --reps=20 >"$out/mp_gemm.txt" 2>&1
 echo "== gemm_bench rc=$?"
-cat "$out/mp_gemm.txt" | cut -c1-160
+cut -c1-160 "$out/mp_gemm.txt"
 
-timeout 60 .gpu/suite_bench --steps=30 --warmup=5 >"$out/mp_suite_f32.txt" 2>&1
+timeout 90 .gpu/suite_bench --steps=30 --warmup=5 >"$out/mp_suite_f32.txt" 2>&1
 echo "== suite_bench (f32) rc=$?"
 grep -E "weft cuda|error" "$out/mp_suite_f32.txt" | sed 's/ (min .*device/ device/' | cut -c1-170
-timeout 60 .gpu/suite_bench --tf32 --steps=30 --warmup=5 >"$out/mp_suite_tf32.txt" 2>&1
-echo "== suite_bench --tf32 rc=$?"
-grep -E "weft cuda|error" "$out/mp_suite_tf32.txt" | sed 's/ (min .*device/ device/' | cut -c1-170
-timeout 60 .gpu/suite_bf16_bench --steps=30 --warmup=5 >"$out/mp_suite_bf16.txt" 2>&1
+timeout 90 .gpu/suite_bf16_bench --steps=30 --warmup=5 >"$out/mp_suite_bf16.txt" 2>&1
 echo "== suite_bf16_bench rc=$?"
 grep -E "weft cuda|error" "$out/mp_suite_bf16.txt" | sed 's/ (min .*device/ device/' | cut -c1-170
+timeout 90 .gpu/suite_bench --tf32 --steps=30 --warmup=5 >"$out/mp_suite_tf32.txt" 2>&1
+echo "== suite_bench --tf32 rc=$?"
+grep -E "weft cuda|error" "$out/mp_suite_tf32.txt" | sed 's/ (min .*device/ device/' | cut -c1-170
 exit 0

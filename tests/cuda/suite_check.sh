@@ -35,8 +35,8 @@
 # deterministic and fastest algorithm policies, and PyTorch's CUDA kernels and cuDNN
 # settings (bench/pytorch/cuda_profile.py).
 set -uo pipefail
-out=${OUT:-/tmp/weft-gpu}
-mkdir -p "$out"
+# shellcheck source=tests/cuda/lease_common.sh
+source "$(dirname "$0")/lease_common.sh"
 if [[ "${1:-}" == --profile=* ]]; then
   models=${1#--profile=}
   for m in ${models//,/ }; do

@@ -29,28 +29,35 @@
 #       bazel-bin/tests/cuda/vocab_bench_scalar .gpu/
 #   # device tool: run(command="tests/cuda/vector_check.sh", carry=[".gpu"], timeout_s=180)
 #
-# Logs go to /tmp/weft-gpu and, when $OUT is set, to $OUT.
+# Logs go to $OUT (else /tmp/weft-gpu). open_issues_check.sh first runs the default part
+# (steps 1 and 2, and the cross-entropy cases alone), third the rest (step 3). Estimated
+# (on an H200; no run yet; tests/cuda/README.md "Device time" says on what): default
+# 15-30 s (42 + 8 tests, 3-5 s; memcheck over 42 tests, among them rows of 8192 x 64-4096,
+# 10-25 s); the rest 20-30 s (4 runs of 20 steps).
 set -uo pipefail
-out=/tmp/weft-gpu
-mkdir -p "$out"
-line() { grep -E "$1" "$2" | tr '\n' ' ' | cut -c1-400; echo; }
+# shellcheck source=tests/cuda/lease_common.sh
+source "$(dirname "$0")/lease_common.sh"
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-timeout 120 .gpu/cases_test --gtest_filter='*vec_*' >"$out/vector_cases.txt" 2>&1
-echo "== cases_test (vec_*) rc=$? $(line '^\[  (PASSED|FAILED)' "$out/vector_cases.txt")"
-grep -E "Failure|error" -A4 "$out/vector_cases.txt" | head -40
-timeout 120 compute-sanitizer --tool memcheck --error-exitcode 3 .gpu/cases_test \
-  --gtest_filter='*vec_*' >"$out/vector_memcheck.txt" 2>&1
-echo "== memcheck (vec_*) rc=$? $(line 'ERROR SUMMARY|^\[  (PASSED|FAILED)' "$out/vector_memcheck.txt")"
-for bench in vocab_bench vocab_bench_scalar; do
-  for c in vocab_softmax vocab_log_softmax; do
-    timeout 60 ".gpu/$bench" --case="$c" --steps=20 --profile=3 >"$out/vector_${bench}_$c.txt" 2>&1
-    echo "== $bench $c rc=$?"
-    grep -E "median|profile| ms " "$out/vector_${bench}_$c.txt" | head -8
+if part default; then
+  timeout 120 .gpu/cases_test --gtest_filter='*vec_*' >"$out/vector_cases.txt" 2>&1
+  echo "== cases_test (vec_*) rc=$? $(line '^\[  (PASSED|FAILED)' "$out/vector_cases.txt")"
+  grep -E "Failure|error" -A4 "$out/vector_cases.txt" | head -40
+  timeout 150 compute-sanitizer --tool memcheck --error-exitcode 3 .gpu/cases_test \
+    --gtest_filter='*vec_*' >"$out/vector_memcheck.txt" 2>&1
+  echo "== memcheck (vec_*) rc=$? $(line 'ERROR SUMMARY|^\[  (PASSED|FAILED)' "$out/vector_memcheck.txt")"
+  # The cross-entropy rows alone (also in step 1), so their result reads at a glance.
+  timeout 60 .gpu/cases_test --gtest_filter='*vec_cross_entropy*' >"$out/vector_cross_entropy.txt" 2>&1
+  echo "== cases_test (vec_cross_entropy*) rc=$? $(line '^\[  (PASSED|FAILED)' "$out/vector_cross_entropy.txt")"
+  grep -E "Failure" -A4 "$out/vector_cross_entropy.txt" | head -20
+fi
+if part rest; then
+  for bench in vocab_bench vocab_bench_scalar; do
+    for c in vocab_softmax vocab_log_softmax; do
+      timeout 60 ".gpu/$bench" --case="$c" --steps=20 --profile=3 >"$out/vector_${bench}_$c.txt" 2>&1
+      echo "== $bench $c rc=$?"
+      grep -E "median|profile| ms " "$out/vector_${bench}_$c.txt" | head -8
+    done
   done
-done
-# The cross-entropy rows alone (also in step 1), so their result reads at a glance.
-timeout 60 .gpu/cases_test --gtest_filter='*vec_cross_entropy*' >"$out/vector_cross_entropy.txt" 2>&1
-echo "== cases_test (vec_cross_entropy*) rc=$? $(line '^\[  (PASSED|FAILED)' "$out/vector_cross_entropy.txt")"
-grep -E "Failure" -A4 "$out/vector_cross_entropy.txt" | head -20
-if [ -n "${OUT:-}" ]; then cp -f "$out"/vector_*.txt "$OUT"/ 2>/dev/null; fi
+fi
+exit 0

@@ -74,7 +74,13 @@ int run(int iters) {
 int main(int argc, char** argv) {
   int iters = 20;
   for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--iters=", 8) == 0) iters = std::atoi(argv[i] + 8);
+    if (std::strncmp(argv[i], "--iters=", 8) == 0) {
+      iters = std::atoi(argv[i] + 8);
+    } else {
+      std::fprintf(stderr, "usage: nccl_bandwidth [--iters=N] (unknown argument '%s'); LOCAL_RANK picks the GPU\n",
+                   argv[i]);
+      return 2;
+    }
   }
   return weft::cuda::run(iters > 0 ? iters : 20);
 }

@@ -168,6 +168,12 @@ int run(int argc, char** argv) {
     }
   }
   if (steps < 1) steps = 1;
+  if (!only.empty() && std::none_of(all_cases().begin(), all_cases().end(),
+                                    [&](const Case& c) { return c.name == only; })) {
+    std::fprintf(stderr, "step_bench: --case=%s names no case (step_bench --program lists the training cases)\n",
+                 only.c_str());
+    return 2;
+  }
   if (!check_case.empty()) {
     if (!cuda::available()) {
       std::printf("step_bench: no GPU (%s)\n", cuda::unavailable_reason().c_str());

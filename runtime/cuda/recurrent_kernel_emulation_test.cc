@@ -62,9 +62,10 @@ void expect_matches_oracle(const Case& c, unsigned blocks, unsigned threads, int
     const Program program = c.build(host_bases(got));
     EXPECT_EQ(run_kernel(program.view(), blocks, threads, limit, k_splits), limit == 0 ? 0 : c.cacheable);
     for (size_t a = 0; a < want.size(); ++a) {
+      const std::vector<float> got_values = values(got[a], c.type), want_values = values(want[a], c.type);
       for (size_t i = 0; i < want[a].size(); ++i) {
-        ASSERT_TRUE(close(got[a][i], want[a][i])) << "array " << a << " element " << i << ": kernel " << got[a][i]
-                                                  << ", oracle " << want[a][i];
+        ASSERT_TRUE(close(got_values[i], want_values[i], c.type))
+            << "array " << a << " element " << i << ": kernel " << got_values[i] << ", oracle " << want_values[i];
       }
     }
   }
@@ -76,6 +77,21 @@ TEST(RecurrentKernelEmulated, ProgramsMatchTheOracleWithBOnChipAndInGlobalMemory
     expect_matches_oracle(c, c.blocks, /*threads=*/64);
     SCOPED_TRACE("6 blocks of 128 threads");
     expect_matches_oracle(c, /*blocks=*/6, /*threads=*/128);
+  }
+}
+
+// Every case with all its buffers bf16, then f16 (recurrent_testing.h's in_type): loads
+// converted, stores rounded to nearest even, on the kernel's SIMT matmul (convert on
+// load), as its own blocks choose and with 2 k ranges.
+TEST(RecurrentKernelEmulated, LowPrecisionProgramsMatchTheOracle) {
+  for (ElementType type : {ElementType::bf16, ElementType::f16}) {
+    for (const Case& f32 : kernel_cases()) {
+      const Case c = in_type(f32, type);
+      SCOPED_TRACE(c.name);
+      expect_matches_oracle(c, c.blocks, /*threads=*/64);
+      SCOPED_TRACE("2 k ranges");
+      expect_matches_oracle(c, /*blocks=*/6, /*threads=*/64, /*k_splits=*/2);
+    }
   }
 }
 

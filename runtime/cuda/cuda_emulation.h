@@ -56,9 +56,11 @@
 #include <type_traits>
 #include <vector>
 
+/// Defined for a kernel source that has to tell emulation from nvcc's host pass.
+#define WEFT_CUDA_EMULATION 1
 #define __global__
 #define __device__
-#define __launch_bounds__(threads)
+#define __launch_bounds__(...)
 #if defined(WEFT_CUDA_EMULATION_STATIC_SHARED)
 #define __shared__ static
 #else

@@ -96,8 +96,9 @@ std::string describe_recurrent_cost(const RecurrentCost& cost) {
   return text;
 }
 
-StatusOr<RecurrentLaunch> choose_recurrent_launch(const RecurrentProgramView& program,
-                                                  const RecurrentDeviceLimits& limits) {
+namespace {
+
+StatusOr<RecurrentLaunch> choose_blocks(const RecurrentProgramView& program, const RecurrentDeviceLimits& limits) {
   if (!limits.cooperative) {
     return Error("persistent loop kernel: the device cannot launch cooperative kernels (cudaDevAttrCooperativeLaunch "
                  "is 0), which its grid-wide barrier needs");
@@ -132,6 +133,46 @@ StatusOr<RecurrentLaunch> choose_recurrent_launch(const RecurrentProgramView& pr
   }
   return RecurrentLaunch{limits.multiprocessors, kRecurrentThreads, stage,
                          recurrent_workspace_bytes(program, limits.multiprocessors)};
+}
+
+}  // namespace
+
+/// sm_80's mma.sync.aligned.m16n8k16 with bf16 or f16 inputs.
+constexpr int kTensorCoreCapability = 80;
+
+int tensor_core_phases(const RecurrentProgramView& program) {
+  int count = 0;
+  for (int32_t i = 0; i < program.phase_count; ++i) {
+    const RecurrentPhase& ph = program.phases[i];
+    count += ph.kind == PhaseKind::matmul && tensor_core_phase(program, ph) ? 1 : 0;
+  }
+  return count;
+}
+
+StatusOr<RecurrentLaunch> choose_recurrent_launch(const RecurrentProgramView& program,
+                                                  const RecurrentDeviceLimits& limits) {
+  StatusOr<RecurrentLaunch> launch = choose_blocks(program, limits);
+  if (launch.ok()) {
+    launch->tensor_cores = limits.compute_capability >= kTensorCoreCapability && tensor_core_phases(program) > 0;
+  }
+  return launch;
+}
+
+std::string describe_matmul_math(const RecurrentProgramView& program, const RecurrentLaunch& launch) {
+  const int count = tensor_core_phases(program);
+  if (count == 0) return "";
+  // The first such phase's type names them (a program mixing bf16 and f16 matmuls says
+  // the first's).
+  ElementType type = ElementType::bf16;
+  for (int32_t i = 0; i < program.phase_count; ++i) {
+    const RecurrentPhase& ph = program.phases[i];
+    if (ph.kind == PhaseKind::matmul && tensor_core_phase(program, ph)) {
+      type = program.buffers[ph.a].type;
+      break;
+    }
+  }
+  return std::to_string(count) + (type == ElementType::bf16 ? " bf16" : " f16") + (count == 1 ? " matmul" : " matmuls") +
+         (launch.tensor_cores ? " on tensor cores (mma.sync m16n8k16)" : " as SIMT FMAs (no tensor cores before sm_80)");
 }
 
 }  // namespace weft::cuda

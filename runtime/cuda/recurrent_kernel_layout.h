@@ -177,6 +177,38 @@ WEFT_HD inline MatmulPanelShape matmul_panel_shape(int64_t tile_rows, int64_t ti
   return s;
 }
 
+/// The tensor-core matmul (recurrent_kernel_device.inc's matmul_panel_mma, PTX's
+/// mma.sync.aligned.m16n8k16 on sm_80 and later): a panel of down × across tiles of
+/// kMmaRows × kMmaCols outputs, at most kPanelRows × kPanelCols, each warp taking every
+/// warps-th tile (at most kMmaTilesPerWarp, 4 f32 accumulators each per lane); k in the
+/// same staged chunks of kChunkK, one mma's k.
+inline constexpr int kMmaRows = 16;
+inline constexpr int kMmaCols = 8;
+inline constexpr int kMmaTilesPerWarp = 8;
+static_assert(kChunkK == 16, "one staged chunk is one m16n8k16's k");
+
+struct MmaPanelShape {
+  int down = 0, across = 0;
+};
+
+/// The tensor-core panel for a block tile of tile_rows × tile_cols outputs (both ≥ 1) on
+/// `warps` warps (≥ 1): as many tiles down as the tile needs up to kPanelRows, then
+/// across as many as the warps' kMmaTilesPerWarp leave, up to kPanelCols.
+WEFT_HD inline MmaPanelShape mma_panel_shape(int64_t tile_rows, int64_t tile_cols, int warps) {
+  MmaPanelShape s;
+  s.down = static_cast<int>(min64(ceil_div(tile_rows, kMmaRows), kPanelRows / kMmaRows));
+  const int64_t room = static_cast<int64_t>(warps) * kMmaTilesPerWarp / s.down;
+  s.across = static_cast<int>(min64(min64(ceil_div(tile_cols, kMmaCols), kPanelCols / kMmaCols), room > 0 ? room : 1));
+  return s;
+}
+
+/// Whether matmul phase `ph` runs on tensor cores when the launch allows them
+/// (RecurrentLaunch::tensor_cores): A and B both bf16 or both f16.
+WEFT_HD inline bool tensor_core_phase(const RecurrentProgramView& p, const RecurrentPhase& ph) {
+  const ElementType a = p.buffers[ph.a].type;
+  return a != ElementType::f32 && a == p.buffers[ph.b].type;
+}
+
 /// The stage a program's blocks need: kMatmulStageBytes when it has a matmul phase.
 WEFT_HD inline uint64_t matmul_stage_bytes(const RecurrentProgramView& p) {
   for (int32_t i = 0; i < p.phase_count; ++i) {
@@ -367,6 +399,10 @@ struct RecurrentLaunch {
   /// 0: each matmul phase's k ranges as the cost model chooses (choose_matmul_partition);
   /// otherwise that many forced on every matmul phase (tests).
   int k_splits = 0;
+  /// Whether matmul phases of bf16 or f16 A and B (tensor_core_phase) run on tensor cores
+  /// (mma.sync m16n8k16: sm_80 and later); otherwise they run the SIMT matmul on values
+  /// converted as loaded.
+  bool tensor_cores = false;
 };
 
 /// What choose_recurrent_launch needs of a device.
@@ -374,6 +410,7 @@ struct RecurrentDeviceLimits {
   int multiprocessors = 0;
   uint64_t shared_per_block = 0;  ///< The opt-in maximum of dynamic shared memory per block.
   bool cooperative = false;       ///< cudaDevAttrCooperativeLaunch.
+  int compute_capability = 0;     ///< major · 10 + minor (sm_80: 80).
   /// Blocks of kRecurrentThreads threads with `shared_bytes` each that one multiprocessor
   /// holds at once (cudaOccupancyMaxActiveBlocksPerMultiprocessor for the kernel).
   std::function<int(uint64_t shared_bytes)> blocks_per_multiprocessor;
@@ -413,7 +450,14 @@ std::string describe_recurrent_cost(const RecurrentCost& cost);
 /// and keeps what fits (the rest read from global memory), or, when that leaves no block
 /// resident, only the matmul stage. An error saying why when the device cannot run it at
 /// all (no cooperative launch, no block resident, not even with the stage alone).
+/// Matmul phases of bf16 or f16 A and B run on tensor cores (tensor_cores) when the
+/// device's compute capability is 80 or more and the program has any.
 StatusOr<RecurrentLaunch> choose_recurrent_launch(const RecurrentProgramView& program,
                                                   const RecurrentDeviceLimits& limits);
+
+/// How `launch` runs `program`'s low-precision matmuls, for a launch's description:
+/// "" when it has none, else e.g. "2 bf16 matmuls on tensor cores (mma.sync m16n8k16)" or
+/// "1 f16 matmul as SIMT FMAs (no tensor cores before sm_80)".
+std::string describe_matmul_math(const RecurrentProgramView& program, const RecurrentLaunch& launch);
 
 }  // namespace weft::cuda

@@ -335,6 +335,54 @@ TEST(RecurrentKernelLayout, CostOfTheSuitesLstmOnAnH200) {
   EXPECT_LT(cost.modelled_ps, today_dh.ps);
 }
 
+// bf16 and f16 matmuls run on tensor cores from sm_80 (the launch's choice, and what the
+// loop's description says), as SIMT FMAs before; f32 programs never ask for them.
+TEST(RecurrentKernelLayout, TensorCoresOnSm80AndLaterForLowPrecisionMatmuls) {
+  recurrent_testing::Program program;
+  program.buffers = {{0x1000, 0x40000, 0, 0, ElementType::bf16}, {0x100000, 0, 0, 0, ElementType::bf16},
+                     {0x200000}};
+  program.phases = {recurrent_testing::matmul(0, 1, 2, 16, 64, 32), recurrent_testing::matmul(0, 1, 2, 16, 64, 32)};
+  RecurrentDeviceLimits limits = device(4, 1 << 16, 4);
+  limits.compute_capability = 75;
+  StatusOr<RecurrentLaunch> launch = choose_recurrent_launch(program.view(), limits);
+  ASSERT_TRUE(launch.ok()) << launch.error().message;
+  EXPECT_FALSE(launch->tensor_cores);
+  EXPECT_EQ(describe_matmul_math(program.view(), *launch), "2 bf16 matmuls as SIMT FMAs (no tensor cores before sm_80)");
+  limits.compute_capability = 90;
+  launch = choose_recurrent_launch(program.view(), limits);
+  ASSERT_TRUE(launch.ok()) << launch.error().message;
+  EXPECT_TRUE(launch->tensor_cores);
+  EXPECT_EQ(describe_matmul_math(program.view(), *launch), "2 bf16 matmuls on tensor cores (mma.sync m16n8k16)");
+  // A of f16 and B of bf16: no mma takes both, so SIMT; one f16 matmul left.
+  program.buffers[0].type = ElementType::f16;
+  program.phases[1].a = 2;
+  program.buffers[2].type = ElementType::f16;
+  program.phases[1].b = 2;
+  EXPECT_FALSE(tensor_core_phase(program.view(), program.phases[0]));
+  EXPECT_EQ(describe_matmul_math(program.view(), *launch), "1 f16 matmul on tensor cores (mma.sync m16n8k16)");
+  for (StepAddress& b : program.buffers) b.type = ElementType::f32;
+  launch = choose_recurrent_launch(program.view(), limits);
+  ASSERT_TRUE(launch.ok()) << launch.error().message;
+  EXPECT_FALSE(launch->tensor_cores);
+  EXPECT_EQ(describe_matmul_math(program.view(), *launch), "");
+}
+
+// The tensor-core panel: tiles down first (up to 128 rows), then across as the warps'
+// 8 tiles each allow (up to 64 columns).
+TEST(RecurrentKernelLayout, MmaPanelsFillTheWarpsTilesDownFirst) {
+  const auto shape = [](int64_t rows, int64_t cols, int warps) {
+    const MmaPanelShape s = mma_panel_shape(rows, cols, warps);
+    return std::pair{s.down, s.across};
+  };
+  EXPECT_EQ(shape(1, 1, 8), std::pair(1, 1));
+  EXPECT_EQ(shape(17, 9, 8), std::pair(2, 2));
+  EXPECT_EQ(shape(64, 64, 8), std::pair(4, 8));
+  EXPECT_EQ(shape(300, 300, 8), std::pair(8, 8));  // 64 tiles: 8 per warp
+  EXPECT_EQ(shape(300, 300, 2), std::pair(8, 2));  // 16 tiles: 8 per warp
+  EXPECT_EQ(shape(300, 300, 1), std::pair(8, 1));
+  EXPECT_EQ(shape(16, 300, 2), std::pair(1, 8));   // 8 across at most (64 columns)
+}
+
 TEST(RecurrentKernelLayout, LaunchErrorsSayWhy) {
   const ThreeMatmuls program;
   RecurrentDeviceLimits limits = device(4, 1 << 16, 4);

@@ -53,21 +53,24 @@ RecurrentCost recurrent_cost(const RecurrentProgramView& program, const Recurren
     MatmulPhaseCost c;
     c.phase = i, c.b_on_chip = on_chip, c.k = tile.k_end - tile.k_begin;
     c.partition = part;
-    c.model = model_matmul(ph.m, ph.n, part, on_chip);
+    const MatmulMath math = matmul_math(program, ph);
+    c.model = model_matmul(ph.m, ph.n, part, on_chip, math);
     cost.grid_barriers += c.model.barriers;
     cost.grid_a_bytes += c.model.a_bytes, cost.modelled_ps += c.model.ps;
     c.rows = tile.row_end - tile.row_begin, c.cols = tile.col_end - tile.col_begin;
     if (c.rows > 0 && c.cols > 0 && launch.threads > 0) {
+      const bool mma = launch.tensor_cores && math.tensor_cores;
       const MatmulPanelShape shape = matmul_panel_shape(c.rows, c.cols, launch.threads);
-      const int64_t panel_rows = int64_t{shape.micro_rows} * kTileRows;
-      const int64_t panel_cols = int64_t{shape.micro_cols} * shape.tile_cols;
+      const MmaPanelShape mma_shape = mma_panel_shape(c.rows, c.cols, launch.threads / 32);
+      const int64_t panel_rows = mma ? int64_t{mma_shape.down} * kMmaRows : int64_t{shape.micro_rows} * kTileRows;
+      const int64_t panel_cols = mma ? int64_t{mma_shape.across} * kMmaCols : int64_t{shape.micro_cols} * shape.tile_cols;
       const auto k = static_cast<uint64_t>(c.k);
       const auto row_panels = static_cast<uint64_t>(ceil_div(c.rows, panel_rows));
       const auto col_panels = static_cast<uint64_t>(ceil_div(c.cols, panel_cols));
       c.fma = static_cast<uint64_t>(c.rows * c.cols) * k;
-      c.issued_fma = issued_fma(c.rows, c.cols, c.k);
-      c.a_bytes = col_panels * static_cast<uint64_t>(c.rows) * k * sizeof(float);
-      c.b_bytes = on_chip ? 0 : row_panels * static_cast<uint64_t>(c.cols) * k * sizeof(float);
+      c.issued_fma = mma ? issued_mma_fma(c.rows, c.cols, c.k) : issued_fma(c.rows, c.cols, c.k);
+      c.a_bytes = col_panels * static_cast<uint64_t>(c.rows) * k * static_cast<uint64_t>(math.a_bytes);
+      c.b_bytes = on_chip ? 0 : row_panels * static_cast<uint64_t>(c.cols) * k * static_cast<uint64_t>(math.b_bytes);
       c.block_syncs = row_panels * col_panels * (2 * static_cast<uint64_t>(ceil_div(c.k, kChunkK)) + 2);
     }
     cost.fma += c.fma, cost.issued_fma += c.issued_fma, cost.a_bytes += c.a_bytes, cost.b_bytes += c.b_bytes;

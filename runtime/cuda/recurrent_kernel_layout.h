@@ -271,6 +271,14 @@ WEFT_HD inline bool constant_b(const RecurrentProgramView& p, const RecurrentPha
 ///    stage and two or three slices fit the ~113 KiB a block has at two per
 ///    multiprocessor; a larger one is modelled as staged from global memory.
 inline constexpr uint64_t kModelBlockFmaPerUs = 126'000;
+/// A block's FMA rate on tensor cores (matmul_panel_mma), assumed: not the tensor cores'
+/// own (~989 dense bf16 TFLOP/s on an H200 ≈ 1,870 FMA per ns per block at two blocks per
+/// multiprocessor) but the issue of building fragments from the f32 stage — about 30
+/// instructions per lane for each 2,048-FMA mma.sync (12 shared-memory loads, 8
+/// conversions, packing, the mma), at 4 warp instructions per clock per multiprocessor:
+/// 4 / 30 · 2,048 ≈ 273 FMA per clock ≈ 540 per ns per multiprocessor, ≈ 270 per block.
+/// Rounded down to 256.
+inline constexpr uint64_t kModelBlockMmaFmaPerUs = 256'000;
 inline constexpr uint64_t kModelL2BytesPerUs = 5'500'000;
 inline constexpr uint64_t kModelGridBarrierPs = 1'000'000;
 inline constexpr uint64_t kSliceBudgetBytes = 48 * 1024;
@@ -288,23 +296,48 @@ struct MatmulModel {
   uint64_t ps = 0;               ///< fma / rate + bytes / bandwidth + barriers · barrier.
 };
 
-/// The model (above) of C[m, n] over k under `p`; `b_constant` when B may stay on chip.
-WEFT_HD inline MatmulModel model_matmul(int64_t m, int64_t n, const MatmulPartition& p, bool b_constant) {
+/// What a matmul phase's model needs beyond its shape: the bytes of an element of A and
+/// of B as read from global memory (the on-chip slice and the partials are f32 whatever
+/// the type) and whether it is a tensor-core phase (tensor_core_phase: modelled at
+/// kModelBlockMmaFmaPerUs over whole 16 × 8 × 16 mma tiles, as on sm_80 and later — the
+/// model assumes such a device; the SIMT fallback before sm_80 is modelled the same).
+struct MatmulMath {
+  int64_t a_bytes = 4, b_bytes = 4;
+  bool tensor_cores = false;
+};
+
+WEFT_HD inline MatmulMath matmul_math(const RecurrentProgramView& p, const RecurrentPhase& ph) {
+  return {element_bytes(p.buffers[ph.a].type), element_bytes(p.buffers[ph.b].type), tensor_core_phase(p, ph)};
+}
+
+/// The FMAs one block's tensor-core panels issue for rows × cols outputs over k: whole
+/// 16 × 8 tiles, k in whole chunks of 16 (a short last chunk is zero-padded).
+WEFT_HD inline uint64_t issued_mma_fma(int64_t rows, int64_t cols, int64_t k) {
+  return static_cast<uint64_t>(ceil_div(rows, kMmaRows) * kMmaRows * ceil_div(cols, kMmaCols) * kMmaCols) *
+         static_cast<uint64_t>(ceil_div(k, kChunkK) * kChunkK);
+}
+
+/// The model (above) of C[m, n] over k under `p`; `b_constant` when B may stay on chip;
+/// `math` the operands' bytes and tensor cores (f32 SIMT by default).
+WEFT_HD inline MatmulModel model_matmul(int64_t m, int64_t n, const MatmulPartition& p, bool b_constant,
+                                        const MatmulMath& math = {}) {
   MatmulModel c;
   if (p.row_groups == 0) return c;
   const auto blocks = static_cast<uint64_t>(p.row_groups * p.col_groups * p.k_splits);
   const auto rows = static_cast<uint64_t>(p.rows_per_block), cols = static_cast<uint64_t>(p.cols_per_block);
   const auto k = static_cast<uint64_t>(p.k_per_split);
-  c.fma = issued_fma(p.rows_per_block, p.cols_per_block, p.k_per_split);
-  c.a_bytes = blocks * static_cast<uint64_t>(ceil_div(p.cols_per_block, kPanelCols)) * rows * k * sizeof(float);
+  c.fma = math.tensor_cores ? issued_mma_fma(p.rows_per_block, p.cols_per_block, p.k_per_split)
+                            : issued_fma(p.rows_per_block, p.cols_per_block, p.k_per_split);
+  const auto a_element = static_cast<uint64_t>(math.a_bytes), b_element = static_cast<uint64_t>(math.b_bytes);
+  c.a_bytes = blocks * static_cast<uint64_t>(ceil_div(p.cols_per_block, kPanelCols)) * rows * k * a_element;
   c.b_on_chip = b_constant && b_slice_bytes(p) <= kSliceBudgetBytes;
   c.b_bytes =
-      c.b_on_chip ? 0 : blocks * static_cast<uint64_t>(ceil_div(p.rows_per_block, kPanelRows)) * cols * k * sizeof(float);
+      c.b_on_chip ? 0 : blocks * static_cast<uint64_t>(ceil_div(p.rows_per_block, kPanelRows)) * cols * k * b_element;
   if (p.k_splits > 1) {
     c.partial_bytes = 2 * static_cast<uint64_t>(p.k_splits * m * n) * sizeof(float);
     c.barriers = 1;
   }
-  c.ps = c.fma * 1'000'000 / kModelBlockFmaPerUs +
+  c.ps = c.fma * 1'000'000 / (math.tensor_cores ? kModelBlockMmaFmaPerUs : kModelBlockFmaPerUs) +
          (c.a_bytes + c.b_bytes + c.partial_bytes) * 1'000'000 / kModelL2BytesPerUs +
          static_cast<uint64_t>(c.barriers) * kModelGridBarrierPs;
   return c;
@@ -316,18 +349,18 @@ WEFT_HD inline MatmulModel model_matmul(int64_t m, int64_t n, const MatmulPartit
 /// as many as the range's blocks allow, the spare blocks on rows; the first of equal
 /// cost kept. `k_splits` > 0 forces that many k ranges (partition_grid clamps it).
 WEFT_HD inline MatmulPartition choose_matmul_partition(int64_t m, int64_t n, int64_t k, int64_t blocks,
-                                                       bool b_constant, int k_splits) {
+                                                       bool b_constant, int k_splits, const MatmulMath& math = {}) {
   MatmulPartition best = k_splits > 0 ? partition_grid(m, n, k, blocks, blocks, k_splits)
                                       : partition_matmul(m, n, k, blocks);
   if (best.row_groups == 0) return best;
-  uint64_t best_ps = model_matmul(m, n, best, b_constant).ps;
+  uint64_t best_ps = model_matmul(m, n, best, b_constant, math).ps;
   const int64_t chunks = ceil_div(k > 0 ? k : 1, kChunkK);
   for (int64_t s = 1; s <= kMaxKSplits && s <= blocks; s *= 2) {
     if (k_splits > 0 ? s != 1 : s > chunks) break;
     const int64_t per_range = blocks / (k_splits > 0 ? best.k_splits : s);
     for (int64_t g = 1;; g = g * 2 < per_range ? g * 2 : per_range) {
       const MatmulPartition p = partition_grid(m, n, k, blocks, g, k_splits > 0 ? k_splits : s);
-      const uint64_t ps = model_matmul(m, n, p, b_constant).ps;
+      const uint64_t ps = model_matmul(m, n, p, b_constant, math).ps;
       if (ps < best_ps) best = p, best_ps = ps;
       if (g >= per_range || g >= n) break;
     }
@@ -339,7 +372,7 @@ WEFT_HD inline MatmulPartition choose_matmul_partition(int64_t m, int64_t n, int
 /// there): the one rule the kernel and its host planning share.
 WEFT_HD inline MatmulPartition matmul_partition(const RecurrentProgramView& p, const RecurrentPhase& ph,
                                                 int64_t blocks, int k_splits) {
-  return choose_matmul_partition(ph.m, ph.n, ph.k, blocks, constant_b(p, ph), k_splits);
+  return choose_matmul_partition(ph.m, ph.n, ph.k, blocks, constant_b(p, ph), k_splits, matmul_math(p, ph));
 }
 
 /// The shared-memory rule (see the top of this file): walk an iteration's phases in order
@@ -424,7 +457,8 @@ struct MatmulPhaseCost {
   int64_t rows = 0, cols = 0, k = 0;  ///< The largest block tile.
   bool b_on_chip = false;
   uint64_t fma = 0;         ///< rows · cols · k.
-  uint64_t issued_fma = 0;  ///< FMAs its threads issue: whole micro-tiles (edges computed, not stored).
+  uint64_t issued_fma = 0;  ///< FMAs its threads issue: whole micro-tiles, or whole 16 × 8 × 16 mma tiles on
+                            ///< tensor cores (edges computed, not stored).
   uint64_t a_bytes = 0;     ///< op(A)'s tile rows, staged once per column panel.
   uint64_t b_bytes = 0;     ///< op(B)'s tile columns, once per row panel; 0 when on chip.
   uint64_t block_syncs = 0; ///< __syncthreads: two per chunk and two per panel.

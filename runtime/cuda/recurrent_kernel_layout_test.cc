@@ -383,6 +383,58 @@ TEST(RecurrentKernelLayout, MmaPanelsFillTheWarpsTilesDownFirst) {
   EXPECT_EQ(shape(16, 300, 2), std::pair(1, 8));   // 8 across at most (64 columns)
 }
 
+// The suite's lstm_seq at the paper preset (batch 128, hidden 512) with its loop body in
+// bf16 (h, W and the gates bf16: autocast's loop bodies), on an H200 model (sm_90:
+// tensor cores), forward and backward: the model's figures runtime/cuda/README.md and
+// bench/RESULTS.md quote (a model, not a measurement).
+TEST(RecurrentKernelLayout, CostOfTheSuitesLstmInBf16OnAnH200) {
+  RecurrentDeviceLimits h200;
+  h200.multiprocessors = 132;
+  h200.shared_per_block = 227 * 1024;
+  h200.cooperative = true;
+  h200.compute_capability = 90;
+  h200.blocks_per_multiprocessor = [](uint64_t bytes) {
+    const uint64_t by_shared = 228 * 1024 / (bytes + 1024);
+    return static_cast<int>(by_shared < 2 ? by_shared : 2);
+  };
+  constexpr ElementType kBf16 = ElementType::bf16;
+  recurrent_testing::Program forward;
+  forward.buffers = {{0x1000, 0x20000, 0, 0, kBf16}, {0x100000, 0, 0, 0, kBf16}, {0x200000, 0, 0, 0, kBf16}};
+  forward.phases = {recurrent_testing::matmul(0, 1, 2, 128, 2048, 512)};
+  forward.elementwise(128, 512, {}, {}, {});
+  StatusOr<RecurrentLaunch> launch = choose_recurrent_launch(forward.view(), h200);
+  ASSERT_TRUE(launch.ok()) << launch.error().message;
+  EXPECT_TRUE(launch->tensor_cores);
+  RecurrentCost cost = recurrent_cost(forward.view(), *launch);
+  std::printf("lstm_seq forward in bf16, %d blocks, %zu shared bytes, %s:\n%s", launch->blocks, launch->shared_bytes,
+              describe_matmul_math(forward.view(), *launch).c_str(), describe_recurrent_cost(cost).c_str());
+  ASSERT_EQ(cost.matmuls.size(), 1u);
+  const MatmulPhaseCost& gates = cost.matmuls[0];
+  // Whole mma tiles: a block's tile rounded up to 16 × 8 × 16 issues no more than its FMAs
+  // here (the paper sizes tile evenly).
+  EXPECT_EQ(gates.issued_fma, gates.fma);
+  // A is bf16: 2 bytes an element across the grid and per block.
+  EXPECT_EQ(gates.a_bytes, static_cast<uint64_t>(gates.rows) * static_cast<uint64_t>(gates.k) * 2 *
+                               static_cast<uint64_t>(ceil_div(gates.cols, kPanelCols)));
+  const MatmulModel as_f32 = model_matmul(128, 2048, gates.partition, true);
+  EXPECT_LT(gates.model.ps, as_f32.ps);  // the same partition costs less on tensor cores
+
+  recurrent_testing::Program backward;
+  backward.buffers = {{0x1000, 0x20000, 0, 0, kBf16}, {0x100000, 0, 0, 0, kBf16}, {0x200000, 0, 0, 0, kBf16}};
+  backward.elementwise(128, 512, {}, {}, {});
+  RecurrentPhase dh = recurrent_testing::matmul(0, 1, 2, 128, 512, 2048);
+  dh.transpose_b = 1, dh.ldb = 2048;
+  backward.phases.push_back(dh);
+  backward.elementwise(128, 512, {}, {}, {});
+  launch = choose_recurrent_launch(backward.view(), h200);
+  ASSERT_TRUE(launch.ok()) << launch.error().message;
+  cost = recurrent_cost(backward.view(), *launch);
+  std::printf("lstm_seq backward in bf16, %d blocks, %zu shared bytes:\n%s", launch->blocks, launch->shared_bytes,
+              describe_recurrent_cost(cost).c_str());
+  ASSERT_EQ(cost.matmuls.size(), 1u);
+  EXPECT_EQ(cost.matmuls[0].issued_fma, cost.matmuls[0].fma);
+}
+
 TEST(RecurrentKernelLayout, LaunchErrorsSayWhy) {
   const ThreeMatmuls program;
   RecurrentDeviceLimits limits = device(4, 1 << 16, 4);

@@ -88,6 +88,16 @@ TEST(RecurrentPlan, ShiftedAndChainedCarriesMatchTheInterpreter) {
   EXPECT_EQ(expect_loops_match_reference(typed(testing::kScanSlotsGraph), 11, kOracle), 2);
 }
 
+// Loop bodies in bf16 and f16 (recurrent_plan_testing.h's kHalfRnn, kAutocastRnn)
+// planned and run by the host oracle against the reference interpreter, at the type's
+// tolerance.
+TEST(RecurrentPlan, LowPrecisionLoopsMatchTheInterpreter) {
+  EXPECT_EQ(expect_loops_match_reference(typed(kHalfRnn), 13, kOracle), 2);
+  EXPECT_EQ(expect_loops_match_reference(typed(in_f16(kHalfRnn)), 13, kOracle), 2);
+  EXPECT_EQ(expect_loops_match_reference(typed(kAutocastRnn), 17, kOracle), 1);
+  EXPECT_EQ(expect_loops_match_reference(typed(in_f16(kAutocastRnn)), 17, kOracle), 1);
+}
+
 // The first loop of `text` (lowered with `options`) that is refused, and why ("" when
 // every loop is planned).
 std::string first_refusal(const std::string& text, const codegen::LowerOptions& options) {
@@ -123,6 +133,19 @@ std::string long_cell(int n) {
 TEST(RecurrentPlan, RefusalsSayWhy) {
   const codegen::LowerOptions cuda = codegen::cuda_lower_options();
   const std::pair<std::string, std::string> kCases[] = {
+      // A value rounded to bf16 and read again inside one kernel.
+      {R"(graph @round(%h0: f32[2,4], %xs: f32[3,2,4]) {
+  %h, %hs = scan(%h0, %xs) {carries=1, length=3} : f32[2,4], f32[3,2,4] ({
+    ^cell(%ch: f32[2,4], %cx: f32[2,4]):
+      %a = add(%ch, %cx) : f32[2,4]
+      %b = cast(%a) {dtype=bf16} : bf16[2,4]
+      %c = cast(%b) {dtype=f32} : f32[2,4]
+      %t = tanh(%c) : f32[2,4]
+      return %t, %t
+  })
+  return %h, %hs
+}
+)", "persistent loop @cell: invocation 0 (generated k0): a cast to bf16 read inside the kernel (registers are f32; only a stored bf16 is rounded)"},
       // A reduction in the body (the row sum of a product).
       {testing::kScanStoredConcatGraph, "persistent loop @cell: invocation 2 (generated): kernel k2 is a reduction kernel"},
       // A loop inside the body.
@@ -141,18 +164,18 @@ TEST(RecurrentPlan, RefusalsSayWhy) {
   return %h, %hs
 }
 )", "persistent loop @outer: invocation 0 (loop): a nested loop"},
-      // bf16 values.
-      {R"(graph @half(%w: bf16[4,4], %h0: bf16[2,4], %xs: bf16[3,2,4]) {
-  %h, %hs = scan(%w, %h0, %xs) {carries=1, consts=1, length=3} : bf16[2,4], bf16[3,2,4] ({
-    ^cell(%cw: bf16[4,4], %ch: bf16[2,4], %cx: bf16[2,4]):
-      %m = matmul(%ch, %cw) : bf16[2,4]
-      %a = add(%m, %cx) : bf16[2,4]
-      %t = tanh(%a) : bf16[2,4]
+      // f64 values.
+      {R"(graph @double(%w: f64[4,4], %h0: f64[2,4], %xs: f64[3,2,4]) {
+  %h, %hs = scan(%w, %h0, %xs) {carries=1, consts=1, length=3} : f64[2,4], f64[3,2,4] ({
+    ^cell(%cw: f64[4,4], %ch: f64[2,4], %cx: f64[2,4]):
+      %m = matmul(%ch, %cw) : f64[2,4]
+      %a = add(%m, %cx) : f64[2,4]
+      %t = tanh(%a) : f64[2,4]
       return %t, %t
   })
   return %h, %hs
 }
-)", "persistent loop @cell: invocation 0 (library matmul): a matmul of bf16 and bf16 (f32 only)"},
+)", "persistent loop @cell: invocation 0 (contraction): a matmul of f64 and f64 into f64 (f32, bf16 and f16 only)"},
       // Two carries swapped every iteration.
       {R"(graph @swap(%a0: f32[2,3], %b0: f32[2,3], %xs: f32[4,2,3]) {
   %a, %b, %ys = scan(%a0, %b0, %xs) {carries=2, length=4} : f32[2,3], f32[2,3], f32[4,2,3] ({
@@ -219,17 +242,17 @@ TEST(RecurrentPlan, RefusalsSayWhy) {
   return %h, %hs
 }
 )", "persistent loop @cell: invocation 0 (generated k0): its iteration space [2,3,4] does not collapse to two dimensions"},
-      // bf16 values in an elementwise kernel.
-      {R"(graph @half_cell(%h0: bf16[2,4], %xs: bf16[3,2,4]) {
-  %h, %hs = scan(%h0, %xs) {carries=1, length=3} : bf16[2,4], bf16[3,2,4] ({
-    ^cell(%ch: bf16[2,4], %cx: bf16[2,4]):
-      %a = add(%ch, %cx) : bf16[2,4]
-      %t = tanh(%a) : bf16[2,4]
+      // f64 values in an elementwise kernel.
+      {R"(graph @double_cell(%h0: f64[2,4], %xs: f64[3,2,4]) {
+  %h, %hs = scan(%h0, %xs) {carries=1, length=3} : f64[2,4], f64[3,2,4] ({
+    ^cell(%ch: f64[2,4], %cx: f64[2,4]):
+      %a = add(%ch, %cx) : f64[2,4]
+      %t = tanh(%a) : f64[2,4]
       return %t, %t
   })
   return %h, %hs
 }
-)", "persistent loop @cell: invocation 0 (generated k0): a bf16 operand"},
+)", "persistent loop @cell: invocation 0 (generated k0): a f64 operand"},
       // An op with an attribute the register program cannot hold (gelu's tanh form).
       {R"(graph @gelu(%h0: f32[2,4], %xs: f32[3,2,4]) {
   %h, %hs = scan(%h0, %xs) {carries=1, length=3} : f32[2,4], f32[3,2,4] ({
@@ -262,7 +285,7 @@ TEST(RecurrentPlan, RefusalsSayWhy) {
   })
   return %h, %hs, %mo
 }
-)", "persistent loop @cell: the copy of ys 2: a bool copy (f32 only)"},
+)", "persistent loop @cell: the copy of ys 2: a bool copy (f32, bf16 and f16 only)"},
       // A value cast to an integer inside a kernel.
       {R"(graph @cast(%h0: f32[2,4], %xs: f32[3,2,4]) {
   %h, %hs = scan(%h0, %xs) {carries=1, length=3} : f32[2,4], f32[3,2,4] ({

@@ -18,15 +18,6 @@ namespace {
 
 // ---- The loop.
 
-/// A program buffer's element type for `dtype`, or none (f64, integers, bool).
-std::optional<ElementType> element_type(DType dtype) {
-  switch (dtype) {
-    case DType::f32: return ElementType::f32;
-    case DType::bf16: return ElementType::bf16;
-    case DType::f16: return ElementType::f16;
-    default: return std::nullopt;
-  }
-}
 
 using SlotArgs = std::function<const void*(int64_t slot)>;
 
@@ -350,6 +341,15 @@ void Planner::add_edge_copies() {
 StatusOr<RecurrentPlan> plan_recurrent_loop(const Program& root, const Invocation& loop, const LoopAddresses& where) {
   WEFT_CHECK(loop.kind == Invocation::Kind::loop, "plan_recurrent_loop: not a loop invocation");
   return Planner(root, loop, where).plan();
+}
+
+std::optional<ElementType> element_type(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return ElementType::f32;
+    case DType::bf16: return ElementType::bf16;
+    case DType::f16: return ElementType::f16;
+    default: return std::nullopt;
+  }
 }
 
 }  // namespace weft::cuda

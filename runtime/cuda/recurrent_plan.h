@@ -45,6 +45,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,5 +88,9 @@ struct LoopAddresses {
 /// top of this file). The messages start "persistent loop @BODY: ".
 StatusOr<RecurrentPlan> plan_recurrent_loop(const Program& root, const Invocation& loop,
                                             const LoopAddresses& where);
+
+/// A program buffer's element type for values of `dtype` (f32, bf16, f16), or none (f64,
+/// integers, bool: refused).
+std::optional<ElementType> element_type(DType dtype);
 
 }  // namespace weft::cuda

@@ -77,14 +77,6 @@ inline constexpr char kTanhRnn[] = R"(graph @rnn(%w: f32[8,8], %u: f32[6,8], %b:
 }
 )";
 
-// A float dtype as a program buffer's element type (f32, bf16, f16), or none.
-inline std::optional<ElementType> element_type(DType dtype) {
-  if (dtype == DType::f32) return ElementType::f32;
-  if (dtype == DType::bf16) return ElementType::bf16;
-  if (dtype == DType::f16) return ElementType::f16;
-  return std::nullopt;
-}
-
 // Loop bodies in bf16 (in_f16: f16): a cell wholly in the low type (its matmul's A, B
 // and C, its elementwise kernel's operands and results) forward and reversed with Wᵀ,
 // and an autocast-shaped one (f32 carries cast to bf16 for a matmul with a bf16 weight,

@@ -258,22 +258,6 @@ TEST(RecurrentKernelLayout, ChooserKeepsColumnsFirstWhenSplittingCostsMore) {
   EXPECT_EQ(recurrent_workspace_bytes(view, 4, 2), 2u * 2 * 8 * 4);  // 2 ranges of a 2 × 8 C
 }
 
-/// An H200 as the cost tests model it: 132 multiprocessors (sm_90), 227 KiB of shared
-/// memory per block, 2 blocks per multiprocessor at 128 registers, fewer as shared memory
-/// (228 KiB per multiprocessor, 1 KiB reserved per block) runs out.
-RecurrentDeviceLimits h200_limits() {
-  RecurrentDeviceLimits h200;
-  h200.multiprocessors = 132;
-  h200.shared_per_block = 227 * 1024;
-  h200.cooperative = true;
-  h200.compute_capability = 90;
-  h200.blocks_per_multiprocessor = [](uint64_t bytes) {
-    const uint64_t by_shared = 228 * 1024 / (bytes + 1024);
-    return static_cast<int>(by_shared < 2 ? by_shared : 2);
-  };
-  return h200;
-}
-
 // The suite's lstm_seq at the paper preset (batch 128, hidden 512) on an H200 (132
 // multiprocessors, 227 KiB of shared memory per block, 228 KiB per multiprocessor, 1 KiB
 // of it reserved per block; 2 blocks of 256 threads at ptxas's 125–128 registers): one
@@ -281,7 +265,7 @@ RecurrentDeviceLimits h200_limits() {
 // iteration (the cell's gradient, dh = dgates·Wᵀ, 128 × 512 × 2048, then dh + dy). The
 // figures runtime/cuda/README.md quotes.
 TEST(RecurrentKernelLayout, CostOfTheSuitesLstmOnAnH200) {
-  const RecurrentDeviceLimits h200 = h200_limits();
+  const RecurrentDeviceLimits h200 = recurrent_testing::h200_limits();
   recurrent_testing::Program forward;
   forward.buffers = {{0x1000, 0x40000}, {0x100000}, {0x200000}};
   forward.phases = {recurrent_testing::matmul(0, 1, 2, 128, 2048, 512)};
@@ -397,7 +381,7 @@ TEST(RecurrentKernelLayout, MmaPanelsFillTheWarpsTilesDownFirst) {
 // tensor cores), forward and backward: the model's figures runtime/cuda/README.md and
 // bench/RESULTS.md quote (a model, not a measurement).
 TEST(RecurrentKernelLayout, CostOfTheSuitesLstmInBf16OnAnH200) {
-  const RecurrentDeviceLimits h200 = h200_limits();
+  const RecurrentDeviceLimits h200 = recurrent_testing::h200_limits();
   constexpr ElementType kBf16 = ElementType::bf16;
   recurrent_testing::Program forward;
   forward.buffers = {{0x1000, 0x20000, 0, 0, kBf16}, {0x100000, 0, 0, 0, kBf16}, {0x200000, 0, 0, 0, kBf16}};

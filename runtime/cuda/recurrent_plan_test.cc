@@ -20,8 +20,10 @@
 #include "codegen/lower.h"
 #include "runtime/binding.h"
 #include "runtime/cuda/recurrent_cell.h"
+#include "runtime/cuda/recurrent_kernel_layout.h"
 #include "runtime/cuda/recurrent_plan_testing.h"
 #include "runtime/cuda/recurrent_reference.h"
+#include "runtime/cuda/recurrent_testing.h"
 #include "tests/testing/loop_graphs.h"
 
 namespace weft::cuda {
@@ -354,14 +356,15 @@ TEST(RecurrentPlan, EarlyExitsAreRefused) {
 // at 4 TiB. One line per loop: "@BODY xLENGTH: N invocations, C copies -> P phases" (the
 // invocations and copies a trip of the bound loop runs, the phases of one iteration of
 // its persistent launch), or the refusal.
-std::vector<std::string> plan_lines(Program p) {
+/// Every loop of `p` (whose layout is checked) bound at nominal addresses and planned.
+std::vector<std::pair<std::string, StatusOr<RecurrentPlan>>> plan_loops(Program& p) {
   check_layout(p, "recurrent_plan_test");
   const auto nominal = [](int tib, int64_t offset) {
     return reinterpret_cast<void*>((uintptr_t{1} << 40) * static_cast<uintptr_t>(tib) + static_cast<uintptr_t>(offset));
   };
   std::vector<void*> inputs;
   for (int64_t offset : p.input_offsets) inputs.push_back(nominal(2, offset));
-  std::vector<std::string> lines;
+  std::vector<std::pair<std::string, StatusOr<RecurrentPlan>>> plans;
   for (const Invocation& inv : p.code) {
     if (inv.kind != Invocation::Kind::loop) continue;
     LoopAddresses where;
@@ -369,9 +372,15 @@ std::vector<std::string> plan_lines(Program p) {
     where.body_inputs = nominal(4, 0);
     for (const BufferRef& r : inv.operands) where.in.push_back(buffer_address(r, nominal(1, 0), inputs));
     for (const BufferRef& r : inv.results) where.results.push_back(buffer_address(r, nominal(1, 0), inputs));
-    StatusOr<RecurrentPlan> plan = plan_recurrent_loop(p, inv, where);
-    lines.push_back(plan.ok() ? "@" + p.bodies[static_cast<size_t>(inv.body)].name + " x" +
-                                    std::to_string(plan->program.length) + ": " +
+    plans.emplace_back(p.bodies[static_cast<size_t>(inv.body)].name, plan_recurrent_loop(p, inv, where));
+  }
+  return plans;
+}
+
+std::vector<std::string> plan_lines(Program& p) {
+  std::vector<std::string> lines;
+  for (const auto& [body, plan] : plan_loops(p)) {
+    lines.push_back(plan.ok() ? "@" + body + " x" + std::to_string(plan->program.length) + ": " +
                                     std::to_string(plan->body_invocations) + " invocations, " +
                                     std::to_string(plan->copy_phases) + " copies -> " +
                                     std::to_string(plan->program.phases.size()) + " phases"
@@ -400,6 +409,44 @@ TEST(RecurrentPlan, SuiteRecurrentModelsPlan) {
       if (std::string(model) == "lstm_seq" || std::string(model) == "gru_seq") {
         EXPECT_EQ(line.find("persistent loop"), std::string::npos) << line;
       }
+    }
+  }
+}
+
+// The cost model (recurrent_kernel_layout.h) of lstm_seq's and gru_seq's loops at the
+// paper preset on an H200 model (h200_limits), as planned in f32 and with every buffer
+// of the program bf16 (what autocast's bf16 bodies are heading for; a model of the
+// tensor-core path, not a measurement, and not a plan of a bf16 graph): per loop, its
+// launch and the matmul phases' modelled time per iteration, f32 then bf16. Figures for
+// bench/RESULTS.md; nothing asserted beyond the plan and the tensor-core choice.
+TEST(RecurrentPlan, SuiteLoopsCostInBf16OnAnH200Model) {
+  for (const char* model : {"lstm_seq", "gru_seq"}) {
+    SCOPED_TRACE(model);
+    StatusOr<bench::BenchModel> m = bench::make_bench_model(model, bench::Preset::paper);
+    ASSERT_TRUE(m.ok()) << m.error().to_string();
+    StatusOr<Trainer> t = Trainer::compile(m->net, m->inputs, m->loss, OptimizerSpec::adam(m->lr),
+                                           {.seed = 1, .backend = "reference"});
+    ASSERT_TRUE(t.ok()) << t.error().to_string();
+    StatusOr<Lowering> l = codegen::lower_to_program(t->step_graph(), codegen::cuda_lower_options());
+    ASSERT_TRUE(l.ok()) << l.error().to_string();
+    for (auto& [body, plan] : plan_loops(l->program)) {
+      ASSERT_TRUE(plan.ok()) << plan.error().message;
+      RecurrentProgram program = plan->program;
+      std::string line = std::string(model) + " @" + body + " x" + std::to_string(program.length) + ", " +
+                         std::to_string(program.phases.size()) + " phases:";
+      for (ElementType type : {ElementType::f32, ElementType::bf16}) {
+        for (StepAddress& b : program.buffers) b.type = type;
+        StatusOr<RecurrentLaunch> launch = choose_recurrent_launch(program.view(), recurrent_testing::h200_limits());
+        ASSERT_TRUE(launch.ok()) << launch.error().message;
+        EXPECT_EQ(launch->tensor_cores, type == ElementType::bf16);
+        const RecurrentCost cost = recurrent_cost(program.view(), *launch);
+        line += std::string(" ") + recurrent_testing::type_name(type) + " " + std::to_string(launch->blocks) + " blocks, " +
+                std::to_string(launch->shared_bytes) + " shared B, " + std::to_string(cost.matmuls.size()) +
+                " matmuls modelled " + std::to_string(cost.modelled_ps / 1000) + " ns, A " +
+                std::to_string(cost.grid_a_bytes) + " B across the grid, " + std::to_string(cost.grid_barriers) +
+                " grid barriers;";
+      }
+      std::printf("  %s\n", line.c_str());
     }
   }
 }

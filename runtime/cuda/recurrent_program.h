@@ -11,7 +11,7 @@
 // The model. An iteration is a list of *phases*, run in order; a grid-wide barrier
 // separates each phase from the next and an iteration's last phase from the next
 // iteration's first, so a phase sees everything the phases before it wrote. A phase is
-//  - a matmul: C = op(A)·op(B), f32, row-major, where op transposes when asked; or
+//  - a matmul: C = op(A)·op(B), row-major, where op transposes when asked; or
 //  - an elementwise phase: a small register program run once per element (r, c) of a
 //    rows × cols iteration space, loading operands and storing results through
 //    ElementMaps (a broadcast, a window of a wider buffer, a column slice: all are an

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ir/op.h"
+#include "runtime/cuda/recurrent_kernel_layout.h"
 #include "runtime/cuda/recurrent_program.h"
 #include "runtime/cuda/recurrent_reference.h"
 
@@ -457,6 +458,28 @@ inline std::vector<Case> kernel_cases() {
   return cases;
 }
 
+/// An H200 as the cost tests model it: 132 multiprocessors (sm_90), 227 KiB of shared
+/// memory per block, 2 blocks per multiprocessor at 128 registers, fewer as shared memory
+/// (228 KiB per multiprocessor, 1 KiB reserved per block) runs out.
+inline RecurrentDeviceLimits h200_limits() {
+  RecurrentDeviceLimits h200;
+  h200.multiprocessors = 132;
+  h200.shared_per_block = 227 * 1024;
+  h200.cooperative = true;
+  h200.compute_capability = 90;
+  h200.blocks_per_multiprocessor = [](uint64_t bytes) {
+    const uint64_t by_shared = 228 * 1024 / (bytes + 1024);
+    return static_cast<int>(by_shared < 2 ? by_shared : 2);
+  };
+  return h200;
+}
+
+// The suite's lstm_seq at the paper preset (batch 128, hidden 512) on an H200 (132
+// multiprocessors, 227 KiB of shared memory per block, 228 KiB per multiprocessor, 1 KiB
+// of it reserved per block; 2 blocks of 256 threads at ptxas's 125–128 registers): one
+// layer's forward iteration (gates = h·W, 128 × 2048 × 512, then the cell) and backward
+// iteration (the cell's gradient, dh = dgates·Wᵀ, 128 × 512 × 2048, then dh + dy). The
+// figures runtime/cuda/README.md quotes.
 /// The k ranges the split-K tests force on every case of kernel_cases:
 /// 2 does not divide the tiling's k = 15, 17, 31, 33, nor 3 its k = 16, 17, 31; 5 is more
 /// than k = 15 … 33 has chunks of kChunkK (one to three), and is clamped to k where k < 5.

@@ -389,18 +389,21 @@ std::vector<std::string> plan_lines(Program& p) {
   return lines;
 }
 
+/// `model`'s training step (Adam) at the paper preset (bench/models.h), lowered for CUDA.
+StatusOr<Lowering> lowered_paper_step(const char* model) {
+  WEFT_ASSIGN_OR_RETURN(bench::BenchModel m, bench::make_bench_model(model, bench::Preset::paper));
+  WEFT_ASSIGN_OR_RETURN(Trainer t, Trainer::compile(m.net, m.inputs, m.loss, OptimizerSpec::adam(m.lr),
+                                                    {.seed = 1, .backend = "reference"}));
+  return codegen::lower_to_program(t.step_graph(), codegen::cuda_lower_options());
+}
+
 // The suite's recurrent models at paper sizes (bench/models.h), lowered for CUDA: every
 // loop of lstm_seq's and gru_seq's steps plans; the other loop models' lines are printed
 // (what their bodies hold that a persistent loop refuses).
 TEST(RecurrentPlan, SuiteRecurrentModelsPlan) {
   for (const char* model : {"lstm_seq", "gru_seq", "feedback_fixed", "iterative_refine"}) {
     SCOPED_TRACE(model);
-    StatusOr<bench::BenchModel> m = bench::make_bench_model(model, bench::Preset::paper);
-    ASSERT_TRUE(m.ok()) << m.error().to_string();
-    StatusOr<Trainer> t = Trainer::compile(m->net, m->inputs, m->loss, OptimizerSpec::adam(m->lr),
-                                           {.seed = 1, .backend = "reference"});
-    ASSERT_TRUE(t.ok()) << t.error().to_string();
-    StatusOr<Lowering> l = codegen::lower_to_program(t->step_graph(), codegen::cuda_lower_options());
+    StatusOr<Lowering> l = lowered_paper_step(model);
     ASSERT_TRUE(l.ok()) << l.error().to_string();
     const std::vector<std::string> lines = plan_lines(l->program);
     EXPECT_FALSE(lines.empty());
@@ -422,12 +425,7 @@ TEST(RecurrentPlan, SuiteRecurrentModelsPlan) {
 TEST(RecurrentPlan, SuiteLoopsCostInBf16OnAnH200Model) {
   for (const char* model : {"lstm_seq", "gru_seq"}) {
     SCOPED_TRACE(model);
-    StatusOr<bench::BenchModel> m = bench::make_bench_model(model, bench::Preset::paper);
-    ASSERT_TRUE(m.ok()) << m.error().to_string();
-    StatusOr<Trainer> t = Trainer::compile(m->net, m->inputs, m->loss, OptimizerSpec::adam(m->lr),
-                                           {.seed = 1, .backend = "reference"});
-    ASSERT_TRUE(t.ok()) << t.error().to_string();
-    StatusOr<Lowering> l = codegen::lower_to_program(t->step_graph(), codegen::cuda_lower_options());
+    StatusOr<Lowering> l = lowered_paper_step(model);
     ASSERT_TRUE(l.ok()) << l.error().to_string();
     for (auto& [body, plan] : plan_loops(l->program)) {
       ASSERT_TRUE(plan.ok()) << plan.error().message;

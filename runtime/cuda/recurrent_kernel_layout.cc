@@ -35,7 +35,7 @@ CachedPhases count_cached_phases(const RecurrentProgramView& program, int64_t bl
     const RecurrentPhase& ph = program.phases[i];
     const MatmulPartition part = matmul_partition(program, ph, blocks, k_splits);
     if (walk.place(program, ph, part) >= 0) ++count.cached;
-    if (constant_b(program, ph) && b_slice_bytes(part) > 0) ++count.cacheable;
+    if (constant_b(program, ph) && b_slice_bytes(part, element_bytes(program.buffers[ph.b].type)) > 0) ++count.cacheable;
   }
   return count;
 }

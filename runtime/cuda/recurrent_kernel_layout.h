@@ -218,8 +218,12 @@ WEFT_HD inline uint64_t matmul_stage_bytes(const RecurrentProgramView& p) {
 }
 
 /// Bytes of one block's slice of op(B) under partition `p`: its k range × its columns.
-WEFT_HD inline uint64_t b_slice_bytes(const MatmulPartition& p) {
-  return static_cast<uint64_t>(p.k_per_split) * static_cast<uint64_t>(p.cols_per_block) * sizeof(float);
+/// Elements of B's type (`element_bytes` each: f32 4, bf16 and f16 2, kept in B's own
+/// type), rounded up to 16 bytes so that the next slice stays aligned.
+WEFT_HD inline uint64_t b_slice_bytes(const MatmulPartition& p, int64_t element_bytes = 4) {
+  const uint64_t bytes = static_cast<uint64_t>(p.k_per_split) * static_cast<uint64_t>(p.cols_per_block) *
+                         static_cast<uint64_t>(element_bytes);
+  return (bytes + 15) / 16 * 16;
 }
 
 /// Whether buffer `buffer`'s address is `address` in some iteration of `p`.
@@ -330,7 +334,7 @@ WEFT_HD inline MatmulModel model_matmul(int64_t m, int64_t n, const MatmulPartit
                             : issued_fma(p.rows_per_block, p.cols_per_block, p.k_per_split);
   const auto a_element = static_cast<uint64_t>(math.a_bytes), b_element = static_cast<uint64_t>(math.b_bytes);
   c.a_bytes = blocks * static_cast<uint64_t>(ceil_div(p.cols_per_block, kPanelCols)) * rows * k * a_element;
-  c.b_on_chip = b_constant && b_slice_bytes(p) <= kSliceBudgetBytes;
+  c.b_on_chip = b_constant && b_slice_bytes(p, math.b_bytes) <= kSliceBudgetBytes;
   c.b_bytes =
       c.b_on_chip ? 0 : blocks * static_cast<uint64_t>(ceil_div(p.rows_per_block, kPanelRows)) * cols * k * b_element;
   if (p.k_splits > 1) {
@@ -385,7 +389,7 @@ struct SharedWalk {
   /// Phase `ph` under its partition `part` (matmul_partition).
   WEFT_HD int64_t place(const RecurrentProgramView& p, const RecurrentPhase& ph, const MatmulPartition& part) {
     if (!constant_b(p, ph)) return -1;
-    const uint64_t bytes = b_slice_bytes(part);
+    const uint64_t bytes = b_slice_bytes(part, element_bytes(p.buffers[ph.b].type));
     if (bytes == 0 || used > budget || bytes > budget - used) return -1;
     const uint64_t offset = used;
     used += bytes;

@@ -43,8 +43,8 @@ ValueId register_value(const Graph& g, ValueId v) {
     if (p < 0) return v;
     const Node& n = g.node(p);
     const bool from = is_float(g, n.operands[0]) || g.type(n.operands[0]).dtype == DType::boolean;
-    const bool alias = n.op == Op::Slice || n.op == Op::Pad ||
-                       (n.op == Op::Cast && from && (is_f32(g, n.result()) || (is_float(g, n.result()) && only_stored(g, n.result()))));
+    const bool kept = is_f32(g, n.result()) || (is_float(g, n.result()) && only_stored(g, n.result()));
+    const bool alias = n.op == Op::Slice || n.op == Op::Pad || (n.op == Op::Cast && from && kept);
     if (!alias) return v;
     v = n.operands[0];
   }
@@ -73,7 +73,9 @@ std::string node_refusal(const Graph& g, const Node& n) {
   if (!n.attrs.empty()) return "op " + name + " with attributes";
   if (!recurrent_op_supported(n.op) || n.results.size() != 1) return "op " + name + " (not one a persistent loop computes)";
   for (ValueId v : n.operands) {
-    if (!is_float(g, v) && g.type(v).dtype != DType::boolean) return "a " + std::string(dtype_name(g.type(v).dtype)) + " value";
+    if (!is_float(g, v) && g.type(v).dtype != DType::boolean) {
+      return "a " + std::string(dtype_name(g.type(v).dtype)) + " value";
+    }
   }
   const DType result = g.type(n.result()).dtype;
   if (!is_float(g, n.result()) && result != DType::boolean) return "a " + std::string(dtype_name(result)) + " value";

@@ -35,7 +35,10 @@ CachedPhases count_cached_phases(const RecurrentProgramView& program, int64_t bl
     const RecurrentPhase& ph = program.phases[i];
     const MatmulPartition part = matmul_partition(program, ph, blocks, k_splits);
     if (walk.place(program, ph, part) >= 0) ++count.cached;
-    if (constant_b(program, ph) && b_slice_bytes(part, element_bytes(program.buffers[ph.b].type)) > 0) ++count.cacheable;
+    // constant_b first: an elementwise phase has no B to ask the type of.
+    if (constant_b(program, ph) && b_slice_bytes(part, element_bytes(program.buffers[ph.b].type)) > 0) {
+      ++count.cacheable;
+    }
   }
   return count;
 }
@@ -63,7 +66,8 @@ RecurrentCost recurrent_cost(const RecurrentProgramView& program, const Recurren
       const MatmulPanelShape shape = matmul_panel_shape(c.rows, c.cols, launch.threads);
       const MmaPanelShape mma_shape = mma_panel_shape(c.rows, c.cols, launch.threads / 32);
       const int64_t panel_rows = mma ? int64_t{mma_shape.down} * kMmaRows : int64_t{shape.micro_rows} * kTileRows;
-      const int64_t panel_cols = mma ? int64_t{mma_shape.across} * kMmaCols : int64_t{shape.micro_cols} * shape.tile_cols;
+      const int64_t panel_cols =
+          mma ? int64_t{mma_shape.across} * kMmaCols : int64_t{shape.micro_cols} * shape.tile_cols;
       const auto k = static_cast<uint64_t>(c.k);
       const auto row_panels = static_cast<uint64_t>(ceil_div(c.rows, panel_rows));
       const auto col_panels = static_cast<uint64_t>(ceil_div(c.cols, panel_cols));
@@ -174,7 +178,8 @@ std::string describe_matmul_math(const RecurrentProgramView& program, const Recu
       break;
     }
   }
-  return std::to_string(count) + (type == ElementType::bf16 ? " bf16" : " f16") + (count == 1 ? " matmul" : " matmuls") +
+  return std::to_string(count) + (type == ElementType::bf16 ? " bf16" : " f16") +
+         (count == 1 ? " matmul" : " matmuls") +
          (launch.tensor_cores ? " on tensor cores (mma.sync m16n8k16)" : " as SIMT FMAs (no tensor cores before sm_80)");
 }
 

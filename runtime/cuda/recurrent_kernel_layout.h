@@ -205,6 +205,7 @@ WEFT_HD inline MmaPanelShape mma_panel_shape(int64_t tile_rows, int64_t tile_col
 /// Whether matmul phase `ph` runs on tensor cores when the launch allows them
 /// (RecurrentLaunch::tensor_cores): A and B both bf16 or both f16.
 WEFT_HD inline bool tensor_core_phase(const RecurrentProgramView& p, const RecurrentPhase& ph) {
+  if (ph.kind != PhaseKind::matmul) return false;
   const ElementType a = p.buffers[ph.a].type;
   return a != ElementType::f32 && a == p.buffers[ph.b].type;
 }
@@ -311,6 +312,7 @@ struct MatmulMath {
 };
 
 WEFT_HD inline MatmulMath matmul_math(const RecurrentProgramView& p, const RecurrentPhase& ph) {
+  if (ph.kind != PhaseKind::matmul) return {};  // no buffers to ask (a, b are -1)
   return {element_bytes(p.buffers[ph.a].type), element_bytes(p.buffers[ph.b].type), tensor_core_phase(p, ph)};
 }
 

@@ -360,6 +360,21 @@ TEST(RecurrentKernelLayout, TensorCoresOnSm80AndLaterForLowPrecisionMatmuls) {
   EXPECT_EQ(describe_matmul_math(program.view(), *launch), "");
 }
 
+// An elementwise phase has no A or B (a and b are -1): matmul_math and tensor_core_phase
+// answer f32 without reading buffers[-1] (here a bf16 sentinel before the view's array).
+TEST(RecurrentKernelLayout, MatmulMathOfAnElementwisePhaseReadsNoBuffer) {
+  const StepAddress buffers[2] = {{0x1000, 0, 0, 0, ElementType::bf16}, {0x2000}};
+  RecurrentProgramView view;
+  view.buffers = buffers + 1;
+  view.buffer_count = 1;
+  const RecurrentPhase elementwise;  // kind elementwise, a = b = -1
+  const MatmulMath math = matmul_math(view, elementwise);
+  EXPECT_EQ(math.a_bytes, 4);
+  EXPECT_EQ(math.b_bytes, 4);
+  EXPECT_FALSE(math.tensor_cores);
+  EXPECT_FALSE(tensor_core_phase(view, elementwise));
+}
+
 // The tensor-core panel: tiles down first (up to 128 rows), then across as the warps'
 // 8 tiles each allow (up to 64 columns).
 TEST(RecurrentKernelLayout, MmaPanelsFillTheWarpsTilesDownFirst) {

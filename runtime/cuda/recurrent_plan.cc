@@ -142,8 +142,9 @@ StatusOr<int32_t> Planner::buffer(const SlotArgs& at, const std::string& what, D
   std::vector<StepAddress>& buffers = out_.program.buffers;
   for (size_t i = 0; i < buffers.size(); ++i) {
     const StepAddress& b = buffers[i];
-    if (b.base == a.base && b.stride == a.stride && b.first == a.first && b.last == a.last) {
-      if (b.type != a.type) return refuse(what + " is " + std::string(dtype_name(dtype)) + " where another invocation reads another type");
+    // One entry per address and type: the body's arena may hold an f32 value and later
+    // a bf16 one at the same offset (the memory plan reuses dead bytes), two entries.
+    if (b.base == a.base && b.stride == a.stride && b.first == a.first && b.last == a.last && b.type == a.type) {
       return static_cast<int32_t>(i);
     }
   }

@@ -34,7 +34,8 @@ std::function<Status(const RecurrentProgramView&)> kernel(unsigned blocks, uint6
     const uint64_t shared = recurrent_shared_bytes(program, blocks, shared_limit);
     // The barrier's counter, then the split-K scratch the cost model's partition needs.
     std::vector<unsigned> barrier(1 + recurrent_workspace_bytes(program, blocks) / sizeof(unsigned), 0);
-    emulation::run_cooperative_grid(blocks, 32, shared, [&] { recurrent_loop(program, barrier.data(), shared, 0, tensor_cores); });
+    emulation::run_cooperative_grid(blocks, 32, shared,
+                                    [&] { recurrent_loop(program, barrier.data(), shared, 0, tensor_cores); });
     return Status::ok_status();
   };
 }

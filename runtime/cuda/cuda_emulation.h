@@ -21,6 +21,14 @@
 // - threadIdx, blockIdx, blockDim, gridDim.
 // - __syncthreads; __shfl_sync and __shfl_xor_sync of any type of up to 8 bytes (float,
 //   double, ints), all 32 lanes of the warp taking part (the kernels' masks are full).
+// - The warp-level tensor-core product PTX's `mma.sync.aligned.m16n8k16.row.col.f32
+//   .{bf16,f16}.{bf16,f16}.f32` as emulation::mma_m16n8k16 (a warp collective like the
+//   shuffles: every lane gives its fragments, every lane gets its part of D), each
+//   lane's fragments as the PTX ISA lays them out (below). Products are exact (a product
+//   of two bf16 or two f16 fits a float) and summed in double, then rounded to f32 once:
+//   the hardware's f32 accumulation order and rounding are not specified, so a kernel
+//   is checked at a tolerance, while the emulation's own test (cuda_emulation_test) is
+//   exact on values whose sums no rounding touches.
 // - float4 and double2 (16-byte aligned, as CUDA's), for the kernels' 16-byte loads.
 // - atomicCAS (int) and atomicAdd (int, unsigned, unsigned long long, float, double),
 //   through std::atomic_ref; __threadfence (a sequentially consistent fence) and
@@ -37,6 +45,7 @@
 //   unit cannot have both kinds, and neither is per block under run_cooperative_grid:
 //   there, use WEFT_DYNAMIC_SHARED.
 
+#include <array>
 #include <atomic>
 #include <barrier>
 #include <cmath>
@@ -47,9 +56,11 @@
 #include <type_traits>
 #include <vector>
 
+/// Defined for a kernel source that has to tell emulation from nvcc's host pass.
+#define WEFT_CUDA_EMULATION 1
 #define __global__
 #define __device__
-#define __launch_bounds__(threads)
+#define __launch_bounds__(...)
 #if defined(WEFT_CUDA_EMULATION_STATIC_SHARED)
 #define __shared__ static
 #else
@@ -79,6 +90,8 @@ struct Block {
   std::vector<std::unique_ptr<std::barrier<>>> warps;
   std::vector<uint64_t> slots;  ///< Up to 8 bytes per thread.
   std::vector<SharedChunk> shared;
+  /// Each thread's mma fragments (mma_m16n8k16): 4 registers of A, 2 of B, 4 of C.
+  std::vector<std::array<uint32_t, 10>> fragments{slots.size()};
 };
 
 inline thread_local Dim3 thread_index, block_index;
@@ -159,6 +172,74 @@ T __shfl_sync(unsigned /*mask*/, T x, int source) {
   std::memcpy(&out, &block->slots[warp * 32 + static_cast<unsigned>(source)], sizeof(T));
   return out;
 }
+
+namespace weft::cuda::emulation {
+
+/// The 16-bit element type of an mma's A and B (PTX's .bf16 or .f16).
+enum class MmaType { bf16, f16 };
+
+/// One 16-bit element of a fragment register as a float (exact).
+inline float mma_element(uint32_t reg, int half, MmaType type) {
+  const uint32_t bits = half == 0 ? reg & 0xffffu : reg >> 16;  // the lower half is the lower index
+  if (type == MmaType::bf16) {
+    const uint32_t u = bits << 16;
+    float f;
+    std::memcpy(&f, &u, sizeof(f));
+    return f;
+  }
+  // binary16: sign, 5 exponent bits (bias 15), 10 mantissa bits.
+  const int exponent = static_cast<int>((bits >> 10) & 0x1fu), mantissa = static_cast<int>(bits & 0x3ffu);
+  const float sign = (bits & 0x8000u) != 0 ? -1.0f : 1.0f;
+  if (exponent == 0x1f) return mantissa != 0 ? std::nanf("") : sign * INFINITY;
+  if (exponent == 0) return sign * std::ldexp(static_cast<float>(mantissa), -24);
+  return sign * std::ldexp(static_cast<float>(1024 + mantissa), exponent - 25);
+}
+
+/// PTX's `mma.sync.aligned.m16n8k16.row.col.f32.T.T.f32 {d}, {a}, {b}, {c}` with T bf16
+/// or f16, D[16×8] = A[16×16]·B[16×8] + C, called by all 32 lanes of a warp at once (a
+/// collective, like __shfl_sync). Each lane holds, as the PTX ISA's "Matrix Fragments for
+/// mma.m16n8k16 with floating point type" (PTX ISA 8.x, section 9.7.14.5.8) lays them out,
+/// with groupID = lane / 4 and threadID_in_group = lane % 4:
+/// - A: four .b32 registers holding a0 … a7 (a[i / 2], a[i] in its lower half for even i);
+///   ai is A[row][col] with row = groupID for a0, a1, a4, a5 and groupID + 8 for a2, a3, a6,
+///   a7; col = threadID_in_group · 2 + (i & 1) for a0 … a3 and that + 8 for a4 … a7.
+/// - B: two .b32 registers holding b0 … b3; bi is B[row][col] with row = threadID_in_group
+///   · 2 + (i & 1) for b0, b1 and that + 8 for b2, b3; col = groupID.
+/// - C and D: four f32 c0 … c3; ci is C[row][col] with row = groupID for c0, c1 and
+///   groupID + 8 for c2, c3; col = threadID_in_group · 2 + (i & 1).
+inline void mma_m16n8k16(MmaType type, float d[4], const uint32_t a[4], const uint32_t b[2], const float c[4]) {
+  const unsigned lane = thread_index.x % 32, warp = thread_index.x / 32;
+  std::array<uint32_t, 10>& mine = block->fragments[thread_index.x];
+  block->warps[warp]->arrive_and_wait();  // The fragments' last reads are done.
+  for (int i = 0; i < 4; ++i) mine[static_cast<size_t>(i)] = a[i];
+  for (int i = 0; i < 2; ++i) mine[static_cast<size_t>(4 + i)] = b[i];
+  for (int i = 0; i < 4; ++i) std::memcpy(&mine[static_cast<size_t>(6 + i)], &c[i], sizeof(float));
+  block->warps[warp]->arrive_and_wait();
+  float A[16][16], B[16][8], C[16][8];
+  for (unsigned l = 0; l < 32; ++l) {
+    const std::array<uint32_t, 10>& f = block->fragments[warp * 32 + l];
+    const int group = static_cast<int>(l / 4), in_group = static_cast<int>(l % 4);
+    for (int i = 0; i < 8; ++i) {
+      const int row = group + ((i / 2) % 2 == 1 ? 8 : 0), col = in_group * 2 + (i & 1) + (i >= 4 ? 8 : 0);
+      A[row][col] = mma_element(f[static_cast<size_t>(i / 2)], i & 1, type);
+    }
+    for (int i = 0; i < 4; ++i) {
+      B[in_group * 2 + (i & 1) + (i >= 2 ? 8 : 0)][group] = mma_element(f[static_cast<size_t>(4 + i / 2)], i & 1, type);
+    }
+    for (int i = 0; i < 4; ++i) {
+      std::memcpy(&C[group + (i >= 2 ? 8 : 0)][in_group * 2 + (i & 1)], &f[static_cast<size_t>(6 + i)], sizeof(float));
+    }
+  }
+  const int group = static_cast<int>(lane / 4), in_group = static_cast<int>(lane % 4);
+  for (int i = 0; i < 4; ++i) {
+    const int row = group + (i >= 2 ? 8 : 0), col = in_group * 2 + (i & 1);
+    double sum = C[row][col];
+    for (int q = 0; q < 16; ++q) sum += static_cast<double>(A[row][q]) * B[q][col];
+    d[i] = static_cast<float>(sum);
+  }
+}
+
+}  // namespace weft::cuda::emulation
 
 template <typename T>
 T __shfl_xor_sync(unsigned mask, T x, int lane_mask) {

@@ -34,7 +34,12 @@ struct PersistentLoopBound : Executor::Bound {
            std::to_string(plan_.body_invocations) + " invocations as " + std::to_string(plan_.program.phases.size()) +
            " phases, " + std::to_string(plan_.copy_phases) + " of them copies; one launch of " +
            std::to_string(launch_.blocks) + " blocks x " + std::to_string(launch_.threads) + " threads, " +
-           std::to_string(launch_.shared_bytes) + " shared bytes)";
+           std::to_string(launch_.shared_bytes) + " shared bytes" + matmul_math() + ")";
+  }
+  /// "; 2 bf16 matmuls on tensor cores (…)" when the body has low-precision matmuls.
+  std::string matmul_math() const {
+    const std::string math = describe_matmul_math(plan_.program.view(), launch_);
+    return math.empty() ? "" : "; " + math;
   }
   size_t owned_bytes() const override { return owned_; }
 

@@ -14,16 +14,37 @@ namespace {
 
 bool is_f32(const Graph& g, ValueId v) { return g.type(v).dtype == DType::f32; }
 
+// Whether `v` is a float a buffer of the program may hold (f32, bf16, f16: loaded to f32
+// registers exactly, rounded where stored).
+bool is_float(const Graph& g, ValueId v) {
+  const DType t = g.type(v).dtype;
+  return t == DType::f32 || t == DType::bf16 || t == DType::f16;
+}
+
+// Whether `v` is a bf16 or f16 value that no node reads: only stored, where the store
+// rounds it (recurrent_program.h), as the reference rounds a low result.
+bool only_stored(const Graph& g, ValueId v) {
+  if (is_f32(g, v)) return false;
+  for (const Node& n : g.nodes()) {
+    for (ValueId o : n.operands) {
+      if (o == v && n.op != Op::Pad) return false;  // a store window's pad is the store
+    }
+  }
+  return true;
+}
+
 // The value `v` stands for in registers: a window's slice, a store window's pad and a
-// cast that changes nothing in f32 registers (f32 or bool to f32) are their operand.
+// cast that changes nothing in f32 registers are their operand — a cast to f32 from a
+// float or a bool (exact), or a cast to bf16 or f16 of a float or a bool whose result is
+// only stored (the store rounds it, once, as the cast would).
 ValueId register_value(const Graph& g, ValueId v) {
   for (;;) {
     const int p = g.value(v).node;
     if (p < 0) return v;
     const Node& n = g.node(p);
-    const bool alias = n.op == Op::Slice || n.op == Op::Pad ||
-                       (n.op == Op::Cast && is_f32(g, n.result()) &&
-                        (is_f32(g, n.operands[0]) || g.type(n.operands[0]).dtype == DType::boolean));
+    const bool from = is_float(g, n.operands[0]) || g.type(n.operands[0]).dtype == DType::boolean;
+    const bool kept = is_f32(g, n.result()) || (is_float(g, n.result()) && only_stored(g, n.result()));
+    const bool alias = n.op == Op::Slice || n.op == Op::Pad || (n.op == Op::Cast && from && kept);
     if (!alias) return v;
     v = n.operands[0];
   }
@@ -42,16 +63,26 @@ std::string node_refusal(const Graph& g, const Node& n) {
     return "";
   }
   if (n.op == Op::Cast) {
-    return register_value(g, n.result()) != n.result() ? "" : "a cast to " + std::string(dtype_name(g.type(n.result()).dtype));
+    if (register_value(g, n.result()) != n.result()) return "";
+    const std::string to(dtype_name(g.type(n.result()).dtype));
+    return is_float(g, n.result()) ? "a cast to " + to + " read inside the kernel (registers are f32; only a stored " +
+                                         to + " is rounded)"
+                                   : "a cast to " + to;
   }
   // Attributes first: a CellInstr holds none (gelu's tanh form would compute as erf's).
   if (!n.attrs.empty()) return "op " + name + " with attributes";
   if (!recurrent_op_supported(n.op) || n.results.size() != 1) return "op " + name + " (not one a persistent loop computes)";
   for (ValueId v : n.operands) {
-    if (!is_f32(g, v) && g.type(v).dtype != DType::boolean) return "a " + std::string(dtype_name(g.type(v).dtype)) + " value";
+    if (!is_float(g, v) && g.type(v).dtype != DType::boolean) {
+      return "a " + std::string(dtype_name(g.type(v).dtype)) + " value";
+    }
   }
-  if (!is_f32(g, n.result()) && g.type(n.result()).dtype != DType::boolean) {
-    return "a " + std::string(dtype_name(g.type(n.result()).dtype)) + " value";
+  const DType result = g.type(n.result()).dtype;
+  if (!is_float(g, n.result()) && result != DType::boolean) return "a " + std::string(dtype_name(result)) + " value";
+  // A bf16 or f16 result read by another op would be rounded there by the reference, not
+  // in the kernel's f32 registers (passes/round_at_stores.h leaves none in fused bodies).
+  if (!is_f32(g, n.result()) && result != DType::boolean && !only_stored(g, n.result())) {
+    return "a " + std::string(dtype_name(result)) + " intermediate (" + name + "'s result read inside the kernel)";
   }
   return "";
 }
@@ -106,10 +137,10 @@ StatusOr<CellSpace> cell_space(const Graph& body) {
 
 StatusOr<std::vector<CellInstr>> cell_program(const Graph& g) {
   for (const Input& in : g.inputs()) {
-    if (!is_f32(g, in.value)) return Error("a " + std::string(dtype_name(g.type(in.value).dtype)) + " operand");
+    if (!is_float(g, in.value)) return Error("a " + std::string(dtype_name(g.type(in.value).dtype)) + " operand");
   }
   for (ValueId out : g.outputs()) {
-    if (!is_f32(g, out)) return Error("a " + std::string(dtype_name(g.type(out).dtype)) + " result");
+    if (!is_float(g, out)) return Error("a " + std::string(dtype_name(g.type(out).dtype)) + " result");
   }
   for (const Node& n : g.nodes()) {
     if (const std::string why = node_refusal(g, n); !why.empty()) return Error(why);

@@ -21,10 +21,14 @@
 // passes/fold_slices.h) starts at the window in its source; a result stored through a
 // trailing `pad` (a store window, passes/fold_concats.h) is stored into its window. The program loads each operand where it is first read, reuses a
 // register once its value is dead, and stores the results last (a result may overwrite an
-// operand in place). Errors say why the body cannot be a cell: a space of more than two
-// dimensions, an operand or result not f32, a value neither f32 nor bool between the ops,
-// an op with attributes or outside recurrent_op_supported, a cast to another type, more
-// than kMaxCellRegisters registers.
+// operand in place). Operands and results may be f32, bf16 or f16 (registers are f32:
+// loaded exactly, rounded where stored); a cast to f32 is its operand in registers, and so
+// is a cast to bf16 or f16 whose result is only stored (the store rounds it, as the cast
+// would). Errors say why the body cannot be a cell: a space of more than two dimensions,
+// an operand or result neither f32, bf16 nor f16, a value neither those nor bool between
+// the ops, a bf16 or f16 value read inside the kernel (the reference would round it
+// there), an op with attributes or outside recurrent_op_supported, a cast to another
+// type, more than kMaxCellRegisters registers.
 
 #include <cstdint>
 #include <vector>

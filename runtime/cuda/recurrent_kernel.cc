@@ -26,8 +26,10 @@ StatusOr<RecurrentLaunch> plan_recurrent_launch(const RecurrentProgramView& prog
   if (cudaError_t e = cudaGetDevice(&previous); e != cudaSuccess) return cuda_failure("cudaGetDevice", e);
   if (cudaError_t e = cudaSetDevice(device); e != cudaSuccess) return cuda_failure("cudaSetDevice", e);
   RecurrentDeviceLimits limits;
-  int cooperative = 0, optin = 0;
+  int cooperative = 0, optin = 0, major = 0, minor = 0;
   cudaError_t e = cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&limits.multiprocessors, cudaDevAttrMultiProcessorCount, device);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
   if (e == cudaSuccess) e = allow_recurrent_shared_bytes(static_cast<uint64_t>(optin));
@@ -36,6 +38,7 @@ StatusOr<RecurrentLaunch> plan_recurrent_launch(const RecurrentProgramView& prog
     return cuda_failure("querying the device", e);
   }
   limits.cooperative = cooperative != 0;
+  limits.compute_capability = major * 10 + minor;
   limits.shared_per_block = static_cast<uint64_t>(optin);
   cudaError_t occupancy_error = cudaSuccess;
   limits.blocks_per_multiprocessor = [&](uint64_t shared_bytes) {

@@ -26,7 +26,7 @@ cudaError_t launch_recurrent(const RecurrentProgramView& device_program, void* b
   config.attrs = &cooperative;
   config.numAttrs = 1;
   return cudaLaunchKernelEx(&config, recurrent_loop, device_program, static_cast<unsigned*>(barrier),
-                            static_cast<uint64_t>(launch.shared_bytes), launch.k_splits);
+                            static_cast<uint64_t>(launch.shared_bytes), launch.k_splits, launch.tensor_cores);
 }
 
 size_t recurrent_barrier_bytes() { return sizeof(unsigned); }

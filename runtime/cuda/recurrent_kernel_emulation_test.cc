@@ -6,7 +6,8 @@
 // matmuls in f64, the kernel in f32 FMAs), with the loop's constant weights kept in shared
 // memory and read from global memory; the tiling's cases bit for bit against the matmul's
 // documented order of accumulation; then every supported op over NaN, ±inf and ±0, bit
-// for bit.
+// for bit. Every case again in bf16 and f16 (at their types' tolerance), on the SIMT
+// matmul and on the tensor-core one (cuda_emulation.h's mma.sync).
 #include "runtime/cuda/cuda_emulation.h"  // first: CUDA's built-ins for the kernel's source
 
 #include <gtest/gtest.h>
@@ -34,14 +35,15 @@ using namespace recurrent_testing;
 /// Runs `program` on the emulated kernel: `blocks` × `threads`, with the shared memory the
 /// layout's rule gives under `shared_limit`, the launch's k_splits `k_splits` (0: as the
 /// cost model chooses) and the split-K scratch after the barrier's counter. Returns how
-/// many matmuls kept B on chip.
+/// many matmuls kept B on chip. `tensor_cores` as the launch's (bf16/f16 matmuls on the
+/// emulated mma.sync).
 int run_kernel(const RecurrentProgramView& program, unsigned blocks, unsigned threads, uint64_t shared_limit,
-               int k_splits = 0) {
+               int k_splits = 0, bool tensor_cores = false) {
   const uint64_t shared = recurrent_shared_bytes(program, blocks, shared_limit, k_splits);
   const uint64_t workspace = recurrent_workspace_bytes(program, blocks, k_splits);
   std::vector<unsigned> barrier(1 + workspace / sizeof(unsigned), 0);
   run_cooperative_grid(blocks, threads, shared,
-                       [&] { recurrent_loop(program, barrier.data(), shared, k_splits); });
+                       [&] { recurrent_loop(program, barrier.data(), shared, k_splits, tensor_cores); });
   EXPECT_EQ(barrier[0] & ~kSenseBit, 0u) << "the barrier's low bits are zero again after the launch";
   return count_cached_phases(program, blocks, shared, k_splits).cached;
 }
@@ -51,7 +53,8 @@ constexpr uint64_t kPlentyOfShared = 1 << 20;
 /// Runs case `c` on the kernel (`blocks` × `threads`, `k_splits` as run_kernel) and on the
 /// oracle, for B on chip and in global memory, and compares every array; c.cacheable
 /// matmuls keep B on chip with plenty of shared memory.
-void expect_matches_oracle(const Case& c, unsigned blocks, unsigned threads, int k_splits = 0) {
+void expect_matches_oracle(const Case& c, unsigned blocks, unsigned threads, int k_splits = 0,
+                           bool tensor_cores = false) {
   Storage want = c.initial;
   const Program oracle = c.build(host_bases(want));
   const Status s = run_recurrent_on_host(oracle.view());
@@ -60,11 +63,12 @@ void expect_matches_oracle(const Case& c, unsigned blocks, unsigned threads, int
     SCOPED_TRACE(limit == 0 ? "B from global memory" : "B in shared memory");
     Storage got = c.initial;
     const Program program = c.build(host_bases(got));
-    EXPECT_EQ(run_kernel(program.view(), blocks, threads, limit, k_splits), limit == 0 ? 0 : c.cacheable);
+    EXPECT_EQ(run_kernel(program.view(), blocks, threads, limit, k_splits, tensor_cores), limit == 0 ? 0 : c.cacheable);
     for (size_t a = 0; a < want.size(); ++a) {
+      const std::vector<float> got_values = values(got[a], c.type), want_values = values(want[a], c.type);
       for (size_t i = 0; i < want[a].size(); ++i) {
-        ASSERT_TRUE(close(got[a][i], want[a][i])) << "array " << a << " element " << i << ": kernel " << got[a][i]
-                                                  << ", oracle " << want[a][i];
+        ASSERT_TRUE(close(got_values[i], want_values[i], c.type))
+            << "array " << a << " element " << i << ": kernel " << got_values[i] << ", oracle " << want_values[i];
       }
     }
   }
@@ -76,6 +80,38 @@ TEST(RecurrentKernelEmulated, ProgramsMatchTheOracleWithBOnChipAndInGlobalMemory
     expect_matches_oracle(c, c.blocks, /*threads=*/64);
     SCOPED_TRACE("6 blocks of 128 threads");
     expect_matches_oracle(c, /*blocks=*/6, /*threads=*/128);
+  }
+}
+
+// Every case with all its buffers bf16, then f16 (recurrent_testing.h's in_type): loads
+// converted, stores rounded to nearest even. On the kernel's SIMT matmul (convert on
+// load, as on a device older than sm_80) on the case's own blocks of 64 threads; on its
+// tensor-core matmul (the emulated mma.sync) on those (2 warps), with 2 k ranges, and the
+// tiling's edges on 2 blocks of 256 threads (8 warps: panels up to 128 × 64).
+TEST(RecurrentKernelEmulated, LowPrecisionProgramsMatchTheOracleAsSimt) {
+  for (ElementType type : {ElementType::bf16, ElementType::f16}) {
+    for (const Case& f32 : kernel_cases()) {
+      const Case c = in_type(f32, type);
+      SCOPED_TRACE(c.name);
+      expect_matches_oracle(c, c.blocks, /*threads=*/64);
+    }
+  }
+}
+
+TEST(RecurrentKernelEmulated, LowPrecisionProgramsMatchTheOracleOnTensorCores) {
+  for (ElementType type : {ElementType::bf16, ElementType::f16}) {
+    for (const Case& f32 : kernel_cases()) {
+      const Case c = in_type(f32, type);
+      SCOPED_TRACE(c.name);
+      expect_matches_oracle(c, c.blocks, /*threads=*/64, /*k_splits=*/0, /*tensor_cores=*/true);
+      SCOPED_TRACE("2 k ranges");
+      expect_matches_oracle(c, /*blocks=*/6, /*threads=*/64, /*k_splits=*/2, /*tensor_cores=*/true);
+    }
+    for (const Case& f32 : tiling_cases()) {
+      const Case c = in_type(f32, type);
+      SCOPED_TRACE(c.name + " on 256 threads");
+      expect_matches_oracle(c, /*blocks=*/2, /*threads=*/kRecurrentThreads, /*k_splits=*/0, /*tensor_cores=*/true);
+    }
   }
 }
 

@@ -35,7 +35,10 @@ CachedPhases count_cached_phases(const RecurrentProgramView& program, int64_t bl
     const RecurrentPhase& ph = program.phases[i];
     const MatmulPartition part = matmul_partition(program, ph, blocks, k_splits);
     if (walk.place(program, ph, part) >= 0) ++count.cached;
-    if (constant_b(program, ph) && b_slice_bytes(part) > 0) ++count.cacheable;
+    // constant_b first: an elementwise phase has no B to ask the type of.
+    if (constant_b(program, ph) && b_slice_bytes(part, element_bytes(program.buffers[ph.b].type)) > 0) {
+      ++count.cacheable;
+    }
   }
   return count;
 }
@@ -53,21 +56,25 @@ RecurrentCost recurrent_cost(const RecurrentProgramView& program, const Recurren
     MatmulPhaseCost c;
     c.phase = i, c.b_on_chip = on_chip, c.k = tile.k_end - tile.k_begin;
     c.partition = part;
-    c.model = model_matmul(ph.m, ph.n, part, on_chip);
+    const MatmulMath math = matmul_math(program, ph);
+    c.model = model_matmul(ph.m, ph.n, part, on_chip, math);
     cost.grid_barriers += c.model.barriers;
     cost.grid_a_bytes += c.model.a_bytes, cost.modelled_ps += c.model.ps;
     c.rows = tile.row_end - tile.row_begin, c.cols = tile.col_end - tile.col_begin;
     if (c.rows > 0 && c.cols > 0 && launch.threads > 0) {
+      const bool mma = launch.tensor_cores && math.tensor_cores;
       const MatmulPanelShape shape = matmul_panel_shape(c.rows, c.cols, launch.threads);
-      const int64_t panel_rows = int64_t{shape.micro_rows} * kTileRows;
-      const int64_t panel_cols = int64_t{shape.micro_cols} * shape.tile_cols;
+      const MmaPanelShape mma_shape = mma_panel_shape(c.rows, c.cols, launch.threads / 32);
+      const int64_t panel_rows = mma ? int64_t{mma_shape.down} * kMmaRows : int64_t{shape.micro_rows} * kTileRows;
+      const int64_t panel_cols =
+          mma ? int64_t{mma_shape.across} * kMmaCols : int64_t{shape.micro_cols} * shape.tile_cols;
       const auto k = static_cast<uint64_t>(c.k);
       const auto row_panels = static_cast<uint64_t>(ceil_div(c.rows, panel_rows));
       const auto col_panels = static_cast<uint64_t>(ceil_div(c.cols, panel_cols));
       c.fma = static_cast<uint64_t>(c.rows * c.cols) * k;
-      c.issued_fma = issued_fma(c.rows, c.cols, c.k);
-      c.a_bytes = col_panels * static_cast<uint64_t>(c.rows) * k * sizeof(float);
-      c.b_bytes = on_chip ? 0 : row_panels * static_cast<uint64_t>(c.cols) * k * sizeof(float);
+      c.issued_fma = mma ? issued_mma_fma(c.rows, c.cols, c.k) : issued_fma(c.rows, c.cols, c.k);
+      c.a_bytes = col_panels * static_cast<uint64_t>(c.rows) * k * static_cast<uint64_t>(math.a_bytes);
+      c.b_bytes = on_chip ? 0 : row_panels * static_cast<uint64_t>(c.cols) * k * static_cast<uint64_t>(math.b_bytes);
       c.block_syncs = row_panels * col_panels * (2 * static_cast<uint64_t>(ceil_div(c.k, kChunkK)) + 2);
     }
     cost.fma += c.fma, cost.issued_fma += c.issued_fma, cost.a_bytes += c.a_bytes, cost.b_bytes += c.b_bytes;
@@ -96,8 +103,9 @@ std::string describe_recurrent_cost(const RecurrentCost& cost) {
   return text;
 }
 
-StatusOr<RecurrentLaunch> choose_recurrent_launch(const RecurrentProgramView& program,
-                                                  const RecurrentDeviceLimits& limits) {
+namespace {
+
+StatusOr<RecurrentLaunch> choose_blocks(const RecurrentProgramView& program, const RecurrentDeviceLimits& limits) {
   if (!limits.cooperative) {
     return Error("persistent loop kernel: the device cannot launch cooperative kernels (cudaDevAttrCooperativeLaunch "
                  "is 0), which its grid-wide barrier needs");
@@ -132,6 +140,47 @@ StatusOr<RecurrentLaunch> choose_recurrent_launch(const RecurrentProgramView& pr
   }
   return RecurrentLaunch{limits.multiprocessors, kRecurrentThreads, stage,
                          recurrent_workspace_bytes(program, limits.multiprocessors)};
+}
+
+}  // namespace
+
+/// sm_80's mma.sync.aligned.m16n8k16 with bf16 or f16 inputs.
+constexpr int kTensorCoreCapability = 80;
+
+int tensor_core_phases(const RecurrentProgramView& program) {
+  int count = 0;
+  for (int32_t i = 0; i < program.phase_count; ++i) {
+    const RecurrentPhase& ph = program.phases[i];
+    count += ph.kind == PhaseKind::matmul && tensor_core_phase(program, ph) ? 1 : 0;
+  }
+  return count;
+}
+
+StatusOr<RecurrentLaunch> choose_recurrent_launch(const RecurrentProgramView& program,
+                                                  const RecurrentDeviceLimits& limits) {
+  StatusOr<RecurrentLaunch> launch = choose_blocks(program, limits);
+  if (launch.ok()) {
+    launch->tensor_cores = limits.compute_capability >= kTensorCoreCapability && tensor_core_phases(program) > 0;
+  }
+  return launch;
+}
+
+std::string describe_matmul_math(const RecurrentProgramView& program, const RecurrentLaunch& launch) {
+  const int count = tensor_core_phases(program);
+  if (count == 0) return "";
+  // The first such phase's type names them (a program mixing bf16 and f16 matmuls says
+  // the first's).
+  ElementType type = ElementType::bf16;
+  for (int32_t i = 0; i < program.phase_count; ++i) {
+    const RecurrentPhase& ph = program.phases[i];
+    if (ph.kind == PhaseKind::matmul && tensor_core_phase(program, ph)) {
+      type = program.buffers[ph.a].type;
+      break;
+    }
+  }
+  return std::to_string(count) + (type == ElementType::bf16 ? " bf16" : " f16") +
+         (count == 1 ? " matmul" : " matmuls") +
+         (launch.tensor_cores ? " on tensor cores (mma.sync m16n8k16)" : " as SIMT FMAs (no tensor cores before sm_80)");
 }
 
 }  // namespace weft::cuda

@@ -177,6 +177,39 @@ WEFT_HD inline MatmulPanelShape matmul_panel_shape(int64_t tile_rows, int64_t ti
   return s;
 }
 
+/// The tensor-core matmul (recurrent_kernel_device.inc's matmul_panel_mma, PTX's
+/// mma.sync.aligned.m16n8k16 on sm_80 and later): a panel of down × across tiles of
+/// kMmaRows × kMmaCols outputs, at most kPanelRows × kPanelCols, each warp taking every
+/// warps-th tile (at most kMmaTilesPerWarp, 4 f32 accumulators each per lane); k in the
+/// same staged chunks of kChunkK, one mma's k.
+inline constexpr int kMmaRows = 16;
+inline constexpr int kMmaCols = 8;
+inline constexpr int kMmaTilesPerWarp = 8;
+static_assert(kChunkK == 16, "one staged chunk is one m16n8k16's k");
+
+struct MmaPanelShape {
+  int down = 0, across = 0;
+};
+
+/// The tensor-core panel for a block tile of tile_rows × tile_cols outputs (both ≥ 1) on
+/// `warps` warps (≥ 1): as many tiles down as the tile needs up to kPanelRows, then
+/// across as many as the warps' kMmaTilesPerWarp leave, up to kPanelCols.
+WEFT_HD inline MmaPanelShape mma_panel_shape(int64_t tile_rows, int64_t tile_cols, int warps) {
+  MmaPanelShape s;
+  s.down = static_cast<int>(min64(ceil_div(tile_rows, kMmaRows), kPanelRows / kMmaRows));
+  const int64_t room = static_cast<int64_t>(warps) * kMmaTilesPerWarp / s.down;
+  s.across = static_cast<int>(min64(min64(ceil_div(tile_cols, kMmaCols), kPanelCols / kMmaCols), room > 0 ? room : 1));
+  return s;
+}
+
+/// Whether matmul phase `ph` runs on tensor cores when the launch allows them
+/// (RecurrentLaunch::tensor_cores): A and B both bf16 or both f16.
+WEFT_HD inline bool tensor_core_phase(const RecurrentProgramView& p, const RecurrentPhase& ph) {
+  if (ph.kind != PhaseKind::matmul) return false;
+  const ElementType a = p.buffers[ph.a].type;
+  return a != ElementType::f32 && a == p.buffers[ph.b].type;
+}
+
 /// The stage a program's blocks need: kMatmulStageBytes when it has a matmul phase.
 WEFT_HD inline uint64_t matmul_stage_bytes(const RecurrentProgramView& p) {
   for (int32_t i = 0; i < p.phase_count; ++i) {
@@ -186,8 +219,12 @@ WEFT_HD inline uint64_t matmul_stage_bytes(const RecurrentProgramView& p) {
 }
 
 /// Bytes of one block's slice of op(B) under partition `p`: its k range × its columns.
-WEFT_HD inline uint64_t b_slice_bytes(const MatmulPartition& p) {
-  return static_cast<uint64_t>(p.k_per_split) * static_cast<uint64_t>(p.cols_per_block) * sizeof(float);
+/// Elements of B's type (`element_bytes` each: f32 4, bf16 and f16 2, kept in B's own
+/// type), rounded up to 16 bytes so that the next slice stays aligned.
+WEFT_HD inline uint64_t b_slice_bytes(const MatmulPartition& p, int64_t element_bytes = 4) {
+  const uint64_t bytes = static_cast<uint64_t>(p.k_per_split) * static_cast<uint64_t>(p.cols_per_block) *
+                         static_cast<uint64_t>(element_bytes);
+  return (bytes + 15) / 16 * 16;
 }
 
 /// Whether buffer `buffer`'s address is `address` in some iteration of `p`.
@@ -239,6 +276,14 @@ WEFT_HD inline bool constant_b(const RecurrentProgramView& p, const RecurrentPha
 ///    stage and two or three slices fit the ~113 KiB a block has at two per
 ///    multiprocessor; a larger one is modelled as staged from global memory.
 inline constexpr uint64_t kModelBlockFmaPerUs = 126'000;
+/// A block's FMA rate on tensor cores (matmul_panel_mma), assumed: not the tensor cores'
+/// own (~989 dense bf16 TFLOP/s on an H200 ≈ 1,870 FMA per ns per block at two blocks per
+/// multiprocessor) but the issue of building fragments from the f32 stage — about 30
+/// instructions per lane for each 2,048-FMA mma.sync (12 shared-memory loads, 8
+/// conversions, packing, the mma), at 4 warp instructions per clock per multiprocessor:
+/// 4 / 30 · 2,048 ≈ 273 FMA per clock ≈ 540 per ns per multiprocessor, ≈ 270 per block.
+/// Rounded down to 256.
+inline constexpr uint64_t kModelBlockMmaFmaPerUs = 256'000;
 inline constexpr uint64_t kModelL2BytesPerUs = 5'500'000;
 inline constexpr uint64_t kModelGridBarrierPs = 1'000'000;
 inline constexpr uint64_t kSliceBudgetBytes = 48 * 1024;
@@ -256,23 +301,49 @@ struct MatmulModel {
   uint64_t ps = 0;               ///< fma / rate + bytes / bandwidth + barriers · barrier.
 };
 
-/// The model (above) of C[m, n] over k under `p`; `b_constant` when B may stay on chip.
-WEFT_HD inline MatmulModel model_matmul(int64_t m, int64_t n, const MatmulPartition& p, bool b_constant) {
+/// What a matmul phase's model needs beyond its shape: the bytes of an element of A and
+/// of B as read from global memory (the on-chip slice and the partials are f32 whatever
+/// the type) and whether it is a tensor-core phase (tensor_core_phase: modelled at
+/// kModelBlockMmaFmaPerUs over whole 16 × 8 × 16 mma tiles, as on sm_80 and later — the
+/// model assumes such a device; the SIMT fallback before sm_80 is modelled the same).
+struct MatmulMath {
+  int64_t a_bytes = 4, b_bytes = 4;
+  bool tensor_cores = false;
+};
+
+WEFT_HD inline MatmulMath matmul_math(const RecurrentProgramView& p, const RecurrentPhase& ph) {
+  if (ph.kind != PhaseKind::matmul) return {};  // no buffers to ask (a, b are -1)
+  return {element_bytes(p.buffers[ph.a].type), element_bytes(p.buffers[ph.b].type), tensor_core_phase(p, ph)};
+}
+
+/// The FMAs one block's tensor-core panels issue for rows × cols outputs over k: whole
+/// 16 × 8 tiles, k in whole chunks of 16 (a short last chunk is zero-padded).
+WEFT_HD inline uint64_t issued_mma_fma(int64_t rows, int64_t cols, int64_t k) {
+  return static_cast<uint64_t>(ceil_div(rows, kMmaRows) * kMmaRows * ceil_div(cols, kMmaCols) * kMmaCols) *
+         static_cast<uint64_t>(ceil_div(k, kChunkK) * kChunkK);
+}
+
+/// The model (above) of C[m, n] over k under `p`; `b_constant` when B may stay on chip;
+/// `math` the operands' bytes and tensor cores (f32 SIMT by default).
+WEFT_HD inline MatmulModel model_matmul(int64_t m, int64_t n, const MatmulPartition& p, bool b_constant,
+                                        const MatmulMath& math = {}) {
   MatmulModel c;
   if (p.row_groups == 0) return c;
   const auto blocks = static_cast<uint64_t>(p.row_groups * p.col_groups * p.k_splits);
   const auto rows = static_cast<uint64_t>(p.rows_per_block), cols = static_cast<uint64_t>(p.cols_per_block);
   const auto k = static_cast<uint64_t>(p.k_per_split);
-  c.fma = issued_fma(p.rows_per_block, p.cols_per_block, p.k_per_split);
-  c.a_bytes = blocks * static_cast<uint64_t>(ceil_div(p.cols_per_block, kPanelCols)) * rows * k * sizeof(float);
-  c.b_on_chip = b_constant && b_slice_bytes(p) <= kSliceBudgetBytes;
+  c.fma = math.tensor_cores ? issued_mma_fma(p.rows_per_block, p.cols_per_block, p.k_per_split)
+                            : issued_fma(p.rows_per_block, p.cols_per_block, p.k_per_split);
+  const auto a_element = static_cast<uint64_t>(math.a_bytes), b_element = static_cast<uint64_t>(math.b_bytes);
+  c.a_bytes = blocks * static_cast<uint64_t>(ceil_div(p.cols_per_block, kPanelCols)) * rows * k * a_element;
+  c.b_on_chip = b_constant && b_slice_bytes(p, math.b_bytes) <= kSliceBudgetBytes;
   c.b_bytes =
-      c.b_on_chip ? 0 : blocks * static_cast<uint64_t>(ceil_div(p.rows_per_block, kPanelRows)) * cols * k * sizeof(float);
+      c.b_on_chip ? 0 : blocks * static_cast<uint64_t>(ceil_div(p.rows_per_block, kPanelRows)) * cols * k * b_element;
   if (p.k_splits > 1) {
     c.partial_bytes = 2 * static_cast<uint64_t>(p.k_splits * m * n) * sizeof(float);
     c.barriers = 1;
   }
-  c.ps = c.fma * 1'000'000 / kModelBlockFmaPerUs +
+  c.ps = c.fma * 1'000'000 / (math.tensor_cores ? kModelBlockMmaFmaPerUs : kModelBlockFmaPerUs) +
          (c.a_bytes + c.b_bytes + c.partial_bytes) * 1'000'000 / kModelL2BytesPerUs +
          static_cast<uint64_t>(c.barriers) * kModelGridBarrierPs;
   return c;
@@ -284,18 +355,18 @@ WEFT_HD inline MatmulModel model_matmul(int64_t m, int64_t n, const MatmulPartit
 /// as many as the range's blocks allow, the spare blocks on rows; the first of equal
 /// cost kept. `k_splits` > 0 forces that many k ranges (partition_grid clamps it).
 WEFT_HD inline MatmulPartition choose_matmul_partition(int64_t m, int64_t n, int64_t k, int64_t blocks,
-                                                       bool b_constant, int k_splits) {
+                                                       bool b_constant, int k_splits, const MatmulMath& math = {}) {
   MatmulPartition best = k_splits > 0 ? partition_grid(m, n, k, blocks, blocks, k_splits)
                                       : partition_matmul(m, n, k, blocks);
   if (best.row_groups == 0) return best;
-  uint64_t best_ps = model_matmul(m, n, best, b_constant).ps;
+  uint64_t best_ps = model_matmul(m, n, best, b_constant, math).ps;
   const int64_t chunks = ceil_div(k > 0 ? k : 1, kChunkK);
   for (int64_t s = 1; s <= kMaxKSplits && s <= blocks; s *= 2) {
     if (k_splits > 0 ? s != 1 : s > chunks) break;
     const int64_t per_range = blocks / (k_splits > 0 ? best.k_splits : s);
     for (int64_t g = 1;; g = g * 2 < per_range ? g * 2 : per_range) {
       const MatmulPartition p = partition_grid(m, n, k, blocks, g, k_splits > 0 ? k_splits : s);
-      const uint64_t ps = model_matmul(m, n, p, b_constant).ps;
+      const uint64_t ps = model_matmul(m, n, p, b_constant, math).ps;
       if (ps < best_ps) best = p, best_ps = ps;
       if (g >= per_range || g >= n) break;
     }
@@ -307,7 +378,7 @@ WEFT_HD inline MatmulPartition choose_matmul_partition(int64_t m, int64_t n, int
 /// there): the one rule the kernel and its host planning share.
 WEFT_HD inline MatmulPartition matmul_partition(const RecurrentProgramView& p, const RecurrentPhase& ph,
                                                 int64_t blocks, int k_splits) {
-  return choose_matmul_partition(ph.m, ph.n, ph.k, blocks, constant_b(p, ph), k_splits);
+  return choose_matmul_partition(ph.m, ph.n, ph.k, blocks, constant_b(p, ph), k_splits, matmul_math(p, ph));
 }
 
 /// The shared-memory rule (see the top of this file): walk an iteration's phases in order
@@ -320,7 +391,7 @@ struct SharedWalk {
   /// Phase `ph` under its partition `part` (matmul_partition).
   WEFT_HD int64_t place(const RecurrentProgramView& p, const RecurrentPhase& ph, const MatmulPartition& part) {
     if (!constant_b(p, ph)) return -1;
-    const uint64_t bytes = b_slice_bytes(part);
+    const uint64_t bytes = b_slice_bytes(part, element_bytes(p.buffers[ph.b].type));
     if (bytes == 0 || used > budget || bytes > budget - used) return -1;
     const uint64_t offset = used;
     used += bytes;
@@ -367,6 +438,10 @@ struct RecurrentLaunch {
   /// 0: each matmul phase's k ranges as the cost model chooses (choose_matmul_partition);
   /// otherwise that many forced on every matmul phase (tests).
   int k_splits = 0;
+  /// Whether matmul phases of bf16 or f16 A and B (tensor_core_phase) run on tensor cores
+  /// (mma.sync m16n8k16: sm_80 and later); otherwise they run the SIMT matmul on values
+  /// converted as loaded.
+  bool tensor_cores = false;
 };
 
 /// What choose_recurrent_launch needs of a device.
@@ -374,6 +449,7 @@ struct RecurrentDeviceLimits {
   int multiprocessors = 0;
   uint64_t shared_per_block = 0;  ///< The opt-in maximum of dynamic shared memory per block.
   bool cooperative = false;       ///< cudaDevAttrCooperativeLaunch.
+  int compute_capability = 0;     ///< major · 10 + minor (sm_80: 80).
   /// Blocks of kRecurrentThreads threads with `shared_bytes` each that one multiprocessor
   /// holds at once (cudaOccupancyMaxActiveBlocksPerMultiprocessor for the kernel).
   std::function<int(uint64_t shared_bytes)> blocks_per_multiprocessor;
@@ -387,7 +463,8 @@ struct MatmulPhaseCost {
   int64_t rows = 0, cols = 0, k = 0;  ///< The largest block tile.
   bool b_on_chip = false;
   uint64_t fma = 0;         ///< rows · cols · k.
-  uint64_t issued_fma = 0;  ///< FMAs its threads issue: whole micro-tiles (edges computed, not stored).
+  uint64_t issued_fma = 0;  ///< FMAs its threads issue: whole micro-tiles, or whole 16 × 8 × 16 mma tiles on
+                            ///< tensor cores (edges computed, not stored).
   uint64_t a_bytes = 0;     ///< op(A)'s tile rows, staged once per column panel.
   uint64_t b_bytes = 0;     ///< op(B)'s tile columns, once per row panel; 0 when on chip.
   uint64_t block_syncs = 0; ///< __syncthreads: two per chunk and two per panel.
@@ -413,7 +490,14 @@ std::string describe_recurrent_cost(const RecurrentCost& cost);
 /// and keeps what fits (the rest read from global memory), or, when that leaves no block
 /// resident, only the matmul stage. An error saying why when the device cannot run it at
 /// all (no cooperative launch, no block resident, not even with the stage alone).
+/// Matmul phases of bf16 or f16 A and B run on tensor cores (tensor_cores) when the
+/// device's compute capability is 80 or more and the program has any.
 StatusOr<RecurrentLaunch> choose_recurrent_launch(const RecurrentProgramView& program,
                                                   const RecurrentDeviceLimits& limits);
+
+/// How `launch` runs `program`'s low-precision matmuls, for a launch's description:
+/// "" when it has none, else e.g. "2 bf16 matmuls on tensor cores (mma.sync m16n8k16)" or
+/// "1 f16 matmul as SIMT FMAs (no tensor cores before sm_80)".
+std::string describe_matmul_math(const RecurrentProgramView& program, const RecurrentLaunch& launch);
 
 }  // namespace weft::cuda

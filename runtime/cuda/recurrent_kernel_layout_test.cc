@@ -265,14 +265,7 @@ TEST(RecurrentKernelLayout, ChooserKeepsColumnsFirstWhenSplittingCostsMore) {
 // iteration (the cell's gradient, dh = dgates·Wᵀ, 128 × 512 × 2048, then dh + dy). The
 // figures runtime/cuda/README.md quotes.
 TEST(RecurrentKernelLayout, CostOfTheSuitesLstmOnAnH200) {
-  RecurrentDeviceLimits h200;
-  h200.multiprocessors = 132;
-  h200.shared_per_block = 227 * 1024;
-  h200.cooperative = true;
-  h200.blocks_per_multiprocessor = [](uint64_t bytes) {
-    const uint64_t by_shared = 228 * 1024 / (bytes + 1024);
-    return static_cast<int>(by_shared < 2 ? by_shared : 2);
-  };
+  const RecurrentDeviceLimits h200 = recurrent_testing::h200_limits();
   recurrent_testing::Program forward;
   forward.buffers = {{0x1000, 0x40000}, {0x100000}, {0x200000}};
   forward.phases = {recurrent_testing::matmul(0, 1, 2, 128, 2048, 512)};
@@ -333,6 +326,113 @@ TEST(RecurrentKernelLayout, CostOfTheSuitesLstmOnAnH200) {
               static_cast<unsigned long long>(today_dh.a_bytes), static_cast<unsigned long long>(today_dh.ps / 1000));
   EXPECT_EQ(today_dh.a_bytes, 256u << 20);  // 256 column groups of 2, each reading all of dgates (1 MiB)
   EXPECT_LT(cost.modelled_ps, today_dh.ps);
+}
+
+// bf16 and f16 matmuls run on tensor cores from sm_80 (the launch's choice, and what the
+// loop's description says), as SIMT FMAs before; f32 programs never ask for them.
+TEST(RecurrentKernelLayout, TensorCoresOnSm80AndLaterForLowPrecisionMatmuls) {
+  recurrent_testing::Program program;
+  program.buffers = {{0x1000, 0x40000, 0, 0, ElementType::bf16}, {0x100000, 0, 0, 0, ElementType::bf16},
+                     {0x200000}};
+  program.phases = {recurrent_testing::matmul(0, 1, 2, 16, 64, 32), recurrent_testing::matmul(0, 1, 2, 16, 64, 32)};
+  RecurrentDeviceLimits limits = device(4, 1 << 16, 4);
+  limits.compute_capability = 75;
+  StatusOr<RecurrentLaunch> launch = choose_recurrent_launch(program.view(), limits);
+  ASSERT_TRUE(launch.ok()) << launch.error().message;
+  EXPECT_FALSE(launch->tensor_cores);
+  EXPECT_EQ(describe_matmul_math(program.view(), *launch), "2 bf16 matmuls as SIMT FMAs (no tensor cores before sm_80)");
+  limits.compute_capability = 90;
+  launch = choose_recurrent_launch(program.view(), limits);
+  ASSERT_TRUE(launch.ok()) << launch.error().message;
+  EXPECT_TRUE(launch->tensor_cores);
+  EXPECT_EQ(describe_matmul_math(program.view(), *launch), "2 bf16 matmuls on tensor cores (mma.sync m16n8k16)");
+  // A of f16 and B of bf16: no mma takes both, so SIMT; one f16 matmul left.
+  program.buffers[0].type = ElementType::f16;
+  program.phases[1].a = 2;
+  program.buffers[2].type = ElementType::f16;
+  program.phases[1].b = 2;
+  EXPECT_FALSE(tensor_core_phase(program.view(), program.phases[0]));
+  EXPECT_EQ(describe_matmul_math(program.view(), *launch), "1 f16 matmul on tensor cores (mma.sync m16n8k16)");
+  for (StepAddress& b : program.buffers) b.type = ElementType::f32;
+  launch = choose_recurrent_launch(program.view(), limits);
+  ASSERT_TRUE(launch.ok()) << launch.error().message;
+  EXPECT_FALSE(launch->tensor_cores);
+  EXPECT_EQ(describe_matmul_math(program.view(), *launch), "");
+}
+
+// An elementwise phase has no A or B (a and b are -1): matmul_math and tensor_core_phase
+// answer f32 without reading buffers[-1] (here a bf16 sentinel before the view's array).
+TEST(RecurrentKernelLayout, MatmulMathOfAnElementwisePhaseReadsNoBuffer) {
+  const StepAddress buffers[2] = {{0x1000, 0, 0, 0, ElementType::bf16}, {0x2000}};
+  RecurrentProgramView view;
+  view.buffers = buffers + 1;
+  view.buffer_count = 1;
+  const RecurrentPhase elementwise;  // kind elementwise, a = b = -1
+  const MatmulMath math = matmul_math(view, elementwise);
+  EXPECT_EQ(math.a_bytes, 4);
+  EXPECT_EQ(math.b_bytes, 4);
+  EXPECT_FALSE(math.tensor_cores);
+  EXPECT_FALSE(tensor_core_phase(view, elementwise));
+}
+
+// The tensor-core panel: tiles down first (up to 128 rows), then across as the warps'
+// 8 tiles each allow (up to 64 columns).
+TEST(RecurrentKernelLayout, MmaPanelsFillTheWarpsTilesDownFirst) {
+  const auto shape = [](int64_t rows, int64_t cols, int warps) {
+    const MmaPanelShape s = mma_panel_shape(rows, cols, warps);
+    return std::pair{s.down, s.across};
+  };
+  EXPECT_EQ(shape(1, 1, 8), std::pair(1, 1));
+  EXPECT_EQ(shape(17, 9, 8), std::pair(2, 2));
+  EXPECT_EQ(shape(64, 64, 8), std::pair(4, 8));
+  EXPECT_EQ(shape(300, 300, 8), std::pair(8, 8));  // 64 tiles: 8 per warp
+  EXPECT_EQ(shape(300, 300, 2), std::pair(8, 2));  // 16 tiles: 8 per warp
+  EXPECT_EQ(shape(300, 300, 1), std::pair(8, 1));
+  EXPECT_EQ(shape(16, 300, 2), std::pair(1, 8));   // 8 across at most (64 columns)
+}
+
+// The suite's lstm_seq at the paper preset (batch 128, hidden 512) with its loop body in
+// bf16 (h, W and the gates bf16: autocast's loop bodies), on an H200 model (sm_90:
+// tensor cores), forward and backward: the model's figures runtime/cuda/README.md and
+// bench/RESULTS.md quote (a model, not a measurement).
+TEST(RecurrentKernelLayout, CostOfTheSuitesLstmInBf16OnAnH200) {
+  const RecurrentDeviceLimits h200 = recurrent_testing::h200_limits();
+  constexpr ElementType kBf16 = ElementType::bf16;
+  recurrent_testing::Program forward;
+  forward.buffers = {{0x1000, 0x20000, 0, 0, kBf16}, {0x100000, 0, 0, 0, kBf16}, {0x200000, 0, 0, 0, kBf16}};
+  forward.phases = {recurrent_testing::matmul(0, 1, 2, 128, 2048, 512)};
+  forward.elementwise(128, 512, {}, {}, {});
+  StatusOr<RecurrentLaunch> launch = choose_recurrent_launch(forward.view(), h200);
+  ASSERT_TRUE(launch.ok()) << launch.error().message;
+  EXPECT_TRUE(launch->tensor_cores);
+  RecurrentCost cost = recurrent_cost(forward.view(), *launch);
+  std::printf("lstm_seq forward in bf16, %d blocks, %zu shared bytes, %s:\n%s", launch->blocks, launch->shared_bytes,
+              describe_matmul_math(forward.view(), *launch).c_str(), describe_recurrent_cost(cost).c_str());
+  ASSERT_EQ(cost.matmuls.size(), 1u);
+  const MatmulPhaseCost& gates = cost.matmuls[0];
+  // Whole mma tiles: a block's tile rounded up to 16 × 8 × 16 issues no more than its FMAs
+  // here (the paper sizes tile evenly).
+  EXPECT_EQ(gates.issued_fma, gates.fma);
+  // A is bf16: 2 bytes an element across the grid and per block.
+  EXPECT_EQ(gates.a_bytes, static_cast<uint64_t>(gates.rows) * static_cast<uint64_t>(gates.k) * 2 *
+                               static_cast<uint64_t>(ceil_div(gates.cols, kPanelCols)));
+  const MatmulModel as_f32 = model_matmul(128, 2048, gates.partition, true);
+  EXPECT_LT(gates.model.ps, as_f32.ps);  // the same partition costs less on tensor cores
+
+  recurrent_testing::Program backward;
+  backward.buffers = {{0x1000, 0x20000, 0, 0, kBf16}, {0x100000, 0, 0, 0, kBf16}, {0x200000, 0, 0, 0, kBf16}};
+  backward.elementwise(128, 512, {}, {}, {});
+  RecurrentPhase dh = recurrent_testing::matmul(0, 1, 2, 128, 512, 2048);
+  dh.transpose_b = 1, dh.ldb = 2048;
+  backward.phases.push_back(dh);
+  backward.elementwise(128, 512, {}, {}, {});
+  launch = choose_recurrent_launch(backward.view(), h200);
+  ASSERT_TRUE(launch.ok()) << launch.error().message;
+  cost = recurrent_cost(backward.view(), *launch);
+  std::printf("lstm_seq backward in bf16, %d blocks, %zu shared bytes:\n%s", launch->blocks, launch->shared_bytes,
+              describe_recurrent_cost(cost).c_str());
+  ASSERT_EQ(cost.matmuls.size(), 1u);
+  EXPECT_EQ(cost.matmuls[0].issued_fma, cost.matmuls[0].fma);
 }
 
 TEST(RecurrentKernelLayout, LaunchErrorsSayWhy) {

@@ -2,7 +2,8 @@
 // program is refused before any device is asked, and the no-device error. On a GPU
 // (skipped without one): a plan refused for a CUDA failure leaves no last error; every case of recurrent_testing.h planned with
 // plan_recurrent_launch and launched, and with k forced into 2, 3 and 5 ranges (split-K),
-// then captured in a CUDA graph and replayed twice
+// then in bf16 and f16 (tensor cores and SIMT), then captured in a CUDA graph and
+// replayed twice
 // (the capture of a cooperative launch, and the barrier counter reused across launches),
 // each run against the host oracle.
 #include "runtime/cuda/recurrent_kernel.h"
@@ -133,11 +134,12 @@ class OnDevice {
   std::vector<void*> allocations_;
 };
 
-void expect_close(const Storage& got, const Storage& want) {
+void expect_close(const Storage& got, const Storage& want, ElementType type = ElementType::f32) {
   for (size_t a = 0; a < want.size(); ++a) {
+    const std::vector<float> got_values = values(got[a], type), want_values = values(want[a], type);
     for (size_t i = 0; i < want[a].size(); ++i) {
-      ASSERT_TRUE(close(got[a][i], want[a][i])) << "array " << a << " element " << i << ": kernel " << got[a][i]
-                                                << ", oracle " << want[a][i];
+      ASSERT_TRUE(close(got_values[i], want_values[i], type))
+          << "array " << a << " element " << i << ": kernel " << got_values[i] << ", oracle " << want_values[i];
     }
   }
 }
@@ -177,6 +179,34 @@ TEST(RecurrentKernel, ForcedKSplitsMatchTheOracleOnTheGpu) {
       CUDA_OK(launch_recurrent(d.view, d.barrier, *d.launch, nullptr));
       CUDA_OK(cudaDeviceSynchronize());
       expect_close(d.download(), oracle(c, 1));
+    }
+  }
+}
+
+// Every case in bf16 and f16 (recurrent_testing.h's in_type): on tensor cores where the
+// device has them (sm_80 and later: the planned launch), then with them switched off (the
+// SIMT matmul on converted values), then with 2 k ranges as planned.
+TEST(RecurrentKernel, LowPrecisionCasesMatchTheOracleOnTheGpu) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU";
+  int major = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
+  for (ElementType type : {ElementType::bf16, ElementType::f16}) {
+    for (const Case& f32 : kernel_cases()) {
+      const Case c = in_type(f32, type);
+      SCOPED_TRACE(c.name);
+      for (int k_splits : {0, 2}) {
+        OnDevice d(c, k_splits);
+        ASSERT_TRUE(d.launch.ok()) << d.launch.error().message;
+        EXPECT_EQ(d.launch->tensor_cores, major >= 8);
+        for (bool tensor_cores : {d.launch->tensor_cores, false}) {
+          SCOPED_TRACE(std::string(tensor_cores ? "tensor cores" : "SIMT") + ", k ranges " + std::to_string(k_splits));
+          OnDevice run(c, k_splits);
+          run.launch->tensor_cores = tensor_cores;
+          CUDA_OK(launch_recurrent(run.view, run.barrier, *run.launch, nullptr));
+          CUDA_OK(cudaDeviceSynchronize());
+          expect_close(run.download(), oracle(c, 1), type);
+        }
+      }
     }
   }
 }

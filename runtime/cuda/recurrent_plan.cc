@@ -18,6 +18,7 @@ namespace {
 
 // ---- The loop.
 
+
 using SlotArgs = std::function<const void*(int64_t slot)>;
 
 // One loop's program under construction.
@@ -36,10 +37,10 @@ class Planner {
   static std::string kind_label(const Invocation& inv);
 
   void bind_slots();
-  StatusOr<int32_t> buffer(const SlotArgs& at, const std::string& what);
+  StatusOr<int32_t> buffer(const SlotArgs& at, const std::string& what, DType dtype);
   Status add_invocation(size_t j);
-  Status add_matmul(size_t j, const Node& node, const Type& a, const Type& b, const SlotArgs& pa, const SlotArgs& pb,
-                    const SlotArgs& pc);
+  Status add_matmul(size_t j, const Node& node, const Type& a, const Type& b, const Type& c, const SlotArgs& pa,
+                    const SlotArgs& pb, const SlotArgs& pc);
   Status add_elementwise(const std::string& what, const Graph& kernel, const std::vector<SlotArgs>& args);
   Status add_copy(const std::string& what, const SlotArgs& to, const SlotArgs& from, const Type& type);
   Status add_iteration_copies();
@@ -113,12 +114,15 @@ void Planner::bind_slots() {
   }
 }
 
-StatusOr<int32_t> Planner::buffer(const SlotArgs& at, const std::string& what) {
+StatusOr<int32_t> Planner::buffer(const SlotArgs& at, const std::string& what, DType dtype) {
+  const std::optional<ElementType> type = element_type(dtype);
+  WEFT_CHECK(type.has_value(), "persistent loop plan: a buffer of " + std::string(dtype_name(dtype)));
   // Iteration t runs slot t (slot length-1-t when reversed).
   const auto address = [&](int64_t t) {
     return reinterpret_cast<uint64_t>(at(reverse_ ? length_ - 1 - t : t));
   };
   StepAddress a;
+  a.type = *type;
   if (length_ >= 4) {  // two inner iterations fix the stride
     a.stride = static_cast<int64_t>(address(2) - address(1));
     a.base = address(1) - static_cast<uint64_t>(a.stride);
@@ -138,7 +142,9 @@ StatusOr<int32_t> Planner::buffer(const SlotArgs& at, const std::string& what) {
   std::vector<StepAddress>& buffers = out_.program.buffers;
   for (size_t i = 0; i < buffers.size(); ++i) {
     const StepAddress& b = buffers[i];
-    if (b.base == a.base && b.stride == a.stride && b.first == a.first && b.last == a.last) {
+    // One entry per address and type: the body's arena may hold an f32 value and later
+    // a bf16 one at the same offset (the memory plan reuses dead bytes), two entries.
+    if (b.base == a.base && b.stride == a.stride && b.first == a.first && b.last == a.last && b.type == a.type) {
       return static_cast<int32_t>(i);
     }
   }
@@ -146,12 +152,12 @@ StatusOr<int32_t> Planner::buffer(const SlotArgs& at, const std::string& what) {
   return static_cast<int32_t>(buffers.size() - 1);
 }
 
-Status Planner::add_matmul(size_t j, const Node& node, const Type& a, const Type& b, const SlotArgs& pa,
-                           const SlotArgs& pb, const SlotArgs& pc) {
+Status Planner::add_matmul(size_t j, const Node& node, const Type& a, const Type& b, const Type& c,
+                           const SlotArgs& pa, const SlotArgs& pb, const SlotArgs& pc) {
   WEFT_CHECK(node.op == Op::Matmul, "persistent loop plan: a contraction that is not a matmul");
-  if (a.dtype != DType::f32 || b.dtype != DType::f32) {
+  if (!element_type(a.dtype) || !element_type(b.dtype) || !element_type(c.dtype)) {
     return refuse_at(j, "a matmul of " + std::string(dtype_name(a.dtype)) + " and " + std::string(dtype_name(b.dtype)) +
-                            " (f32 only)");
+                            " into " + std::string(dtype_name(c.dtype)) + " (f32, bf16 and f16 only)");
   }
   if (a.shape.rank() != 2 || b.shape.rank() != 2) {
     return refuse_at(j, "a matmul of " + a.to_string() + " and " + b.to_string() + " (two dimensions only)");
@@ -167,9 +173,9 @@ Status Planner::add_matmul(size_t j, const Node& node, const Type& a, const Type
   p.ldb = b.shape[1];
   p.ldc = p.n;
   const std::string what = "invocation " + std::to_string(j) + "'s ";
-  WEFT_ASSIGN_OR_RETURN(p.a, buffer(pa, what + "A"));
-  WEFT_ASSIGN_OR_RETURN(p.b, buffer(pb, what + "B"));
-  WEFT_ASSIGN_OR_RETURN(p.c, buffer(pc, what + "C"));
+  WEFT_ASSIGN_OR_RETURN(p.a, buffer(pa, what + "A", a.dtype));
+  WEFT_ASSIGN_OR_RETURN(p.b, buffer(pb, what + "B", b.dtype));
+  WEFT_ASSIGN_OR_RETURN(p.c, buffer(pc, what + "C", c.dtype));
   out_.program.phases.push_back(p);
   return Status::ok_status();
 }
@@ -191,8 +197,11 @@ Status Planner::add_elementwise(const std::string& what, const Graph& kernel, co
   for (size_t i = 0; i < args.size(); ++i) {
     const bool result = i >= space->operands.size();
     const CellLayout& l = result ? space->results[i - space->operands.size()] : space->operands[i];
-    WEFT_ASSIGN_OR_RETURN(int32_t b, buffer(args[i], what + "'s " + (result ? "result " : "operand ") +
-                                                          std::to_string(result ? i - space->operands.size() : i)));
+    const ValueId value = result ? kernel.outputs()[i - space->operands.size()] : kernel.inputs()[i].value;
+    WEFT_ASSIGN_OR_RETURN(int32_t b, buffer(args[i],
+                                            what + "'s " + (result ? "result " : "operand ") +
+                                                std::to_string(result ? i - space->operands.size() : i),
+                                            kernel.type(value).dtype));
     out_.program.maps.push_back({b, l.offset, l.row_stride, l.col_stride});
   }
   p.first_instr = static_cast<int32_t>(out_.program.instrs.size());
@@ -203,12 +212,14 @@ Status Planner::add_elementwise(const std::string& what, const Graph& kernel, co
 }
 
 Status Planner::add_copy(const std::string& what, const SlotArgs& to, const SlotArgs& from, const Type& type) {
-  if (type.dtype != DType::f32) return refuse(what + ": a " + std::string(dtype_name(type.dtype)) + " copy (f32 only)");
+  if (!element_type(type.dtype)) {
+    return refuse(what + ": a " + std::string(dtype_name(type.dtype)) + " copy (f32, bf16 and f16 only)");
+  }
   bool same = true;
   for (int64_t s = 0; s < length_ && same; ++s) same = to(s) == from(s);
   if (same) return Status::ok_status();  // the bound loop skips it too
-  WEFT_ASSIGN_OR_RETURN(int32_t src, buffer(from, what + "'s source"));
-  WEFT_ASSIGN_OR_RETURN(int32_t dst, buffer(to, what + "'s destination"));
+  WEFT_ASSIGN_OR_RETURN(int32_t src, buffer(from, what + "'s source", type.dtype));
+  WEFT_ASSIGN_OR_RETURN(int32_t dst, buffer(to, what + "'s destination", type.dtype));
   RecurrentPhase p;
   p.kind = PhaseKind::elementwise;
   p.rows = 1;
@@ -237,12 +248,12 @@ Status Planner::add_invocation(size_t j) {
     case Invocation::Kind::copy: return add_copy(what, site(j, true, 0), site(j, false, 0), inv.results[0].type);
     case Invocation::Kind::library:
       if (inv.node.op != Op::Matmul) return refuse_at(j, "only a matmul of the library ops runs in a persistent loop");
-      return add_matmul(j, inv.node, inv.operands[0].type, inv.operands[1].type, site(j, false, 0), site(j, false, 1),
-                        site(j, true, 0));
+      return add_matmul(j, inv.node, inv.operands[0].type, inv.operands[1].type, inv.results[0].type,
+                        site(j, false, 0), site(j, false, 1), site(j, true, 0));
     case Invocation::Kind::contraction: {
       const size_t c = static_cast<size_t>(inv.gemm_result);
-      WEFT_RETURN_IF_ERROR(add_matmul(j, inv.node, inv.operands[0].type, inv.operands[1].type, site(j, false, 0),
-                                      site(j, false, 1), site(j, true, c)));
+      WEFT_RETURN_IF_ERROR(add_matmul(j, inv.node, inv.operands[0].type, inv.operands[1].type, inv.results[c].type,
+                                      site(j, false, 0), site(j, false, 1), site(j, true, c)));
       // The epilogue's buffers (InvocationBuffers::epilogue_args): C, the operands after
       // A and B, the results (all of them when C is results[0], overwritten in place).
       args.push_back(site(j, true, c));
@@ -331,6 +342,15 @@ void Planner::add_edge_copies() {
 StatusOr<RecurrentPlan> plan_recurrent_loop(const Program& root, const Invocation& loop, const LoopAddresses& where) {
   WEFT_CHECK(loop.kind == Invocation::Kind::loop, "plan_recurrent_loop: not a loop invocation");
   return Planner(root, loop, where).plan();
+}
+
+std::optional<ElementType> element_type(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return ElementType::f32;
+    case DType::bf16: return ElementType::bf16;
+    case DType::f16: return ElementType::f16;
+    default: return std::nullopt;
+  }
 }
 
 }  // namespace weft::cuda

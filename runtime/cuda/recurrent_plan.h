@@ -27,7 +27,7 @@
 //    fold_concats.h) is stored into its window and the padding left alone;
 //  - a `contraction` invocation: a matmul phase, then its epilogue kernel as above (C is
 //    the epilogue's operand 0, runtime/program.h);
-//  - a `library` matmul of two 2-D f32 operands (transposes as flags);
+//  - a `library` matmul of two 2-D f32, bf16 or f16 operands (transposes as flags);
 //  - the per-iteration copies of runtime/loop_slots.h (a ys not written in its slot, a
 //    next carry not written over its input nor chained): one copy phase each, the ys
 //    before the carries, as the bound loop copies them. The copies before the first
@@ -37,11 +37,15 @@
 // the iteration (first and last may differ: a chained or shifted carry); anything else is
 // refused with a message naming the invocation: reductions and row kernels, other library
 // ops, nested loops, loops with `stop` or `active`, a loop bound once, swapped carries,
-// values that are not f32 (bool only between the ops of a kernel), ops outside
-// recurrent_op_supported, programs needing more than kMaxCellRegisters registers.
+// values that are not f32, bf16 or f16 (bool only between the ops of a kernel; a bf16 or
+// f16 value only loaded or stored, never read between ops, as passes/round_at_stores.h
+// leaves fused bodies), ops outside recurrent_op_supported, programs needing more than
+// kMaxCellRegisters registers. Each buffer of the program has its value's element type
+// (recurrent_program.h: loads convert, stores round to nearest even).
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -84,5 +88,9 @@ struct LoopAddresses {
 /// top of this file). The messages start "persistent loop @BODY: ".
 StatusOr<RecurrentPlan> plan_recurrent_loop(const Program& root, const Invocation& loop,
                                             const LoopAddresses& where);
+
+/// A program buffer's element type for values of `dtype` (f32, bf16, f16), or none (f64,
+/// integers, bool: refused).
+std::optional<ElementType> element_type(DType dtype);
 
 }  // namespace weft::cuda

@@ -4,12 +4,14 @@
 // recurrent_plan_test plans them, then run by the kernel's source (recurrent_kernel_device.inc)
 // under cuda_emulation.h's cooperative launch — the recurrent weights in shared memory, and
 // again from global memory — and compared with the reference interpreter's run of the
-// same scan node. The plan and the kernel meet here before a GPU runs them.
+// same scan node; bf16 and f16 bodies too, on tensor cores and SIMT. The plan and the
+// kernel meet here before a GPU runs them.
 #include "runtime/cuda/cuda_emulation.h"  // first: CUDA's built-ins for the kernel's source
 
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "runtime/cuda/recurrent_kernel_device.inc"
@@ -24,13 +26,16 @@ namespace {
 using namespace plan_testing;
 
 // The kernel on `blocks` blocks of 32 threads, with the shared memory the layout's rule
-// gives under `shared_limit` (0: every B read from global memory).
-std::function<Status(const RecurrentProgramView&)> kernel(unsigned blocks, uint64_t shared_limit) {
+// gives under `shared_limit` (0: every B read from global memory); `tensor_cores` as the
+// launch's (bf16/f16 matmuls on the emulated mma.sync).
+std::function<Status(const RecurrentProgramView&)> kernel(unsigned blocks, uint64_t shared_limit,
+                                                          bool tensor_cores = false) {
   return [=](const RecurrentProgramView& program) {
     const uint64_t shared = recurrent_shared_bytes(program, blocks, shared_limit);
     // The barrier's counter, then the split-K scratch the cost model's partition needs.
     std::vector<unsigned> barrier(1 + recurrent_workspace_bytes(program, blocks) / sizeof(unsigned), 0);
-    emulation::run_cooperative_grid(blocks, 32, shared, [&] { recurrent_loop(program, barrier.data(), shared); });
+    emulation::run_cooperative_grid(blocks, 32, shared,
+                                    [&] { recurrent_loop(program, barrier.data(), shared, 0, tensor_cores); });
     return Status::ok_status();
   };
 }
@@ -51,6 +56,20 @@ TEST(RecurrentPlanOnKernel, GruStepLoops) { expect_on_kernel(sequence_step(GRU(6
 TEST(RecurrentPlanOnKernel, TanhRnnLoops) { expect_on_kernel(typed(kTanhRnn), 7, 2); }
 
 TEST(RecurrentPlanOnKernel, ShiftedAndChainedCarries) { expect_on_kernel(typed(testing::kScanSlotsGraph), 11, 2); }
+
+// bf16 and f16 bodies (recurrent_plan_testing.h) on the kernel's tensor-core matmul and on
+// its SIMT one, against the reference interpreter at the type's tolerance.
+TEST(RecurrentPlanOnKernel, LowPrecisionLoops) {
+  for (bool tensor_cores : {true, false}) {
+    SCOPED_TRACE(tensor_cores ? "tensor cores" : "SIMT");
+    for (const std::string& text : {std::string(kHalfRnn), in_f16(kHalfRnn)}) {
+      EXPECT_EQ(expect_loops_match_reference(typed(text), 13, kernel(3, uint64_t{1} << 20, tensor_cores)), 2);
+    }
+    for (const std::string& text : {std::string(kAutocastRnn), in_f16(kAutocastRnn)}) {
+      EXPECT_EQ(expect_loops_match_reference(typed(text), 17, kernel(3, 0, tensor_cores)), 1);
+    }
+  }
+}
 
 }  // namespace
 }  // namespace weft::cuda

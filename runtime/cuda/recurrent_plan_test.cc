@@ -20,8 +20,10 @@
 #include "codegen/lower.h"
 #include "runtime/binding.h"
 #include "runtime/cuda/recurrent_cell.h"
+#include "runtime/cuda/recurrent_kernel_layout.h"
 #include "runtime/cuda/recurrent_plan_testing.h"
 #include "runtime/cuda/recurrent_reference.h"
+#include "runtime/cuda/recurrent_testing.h"
 #include "tests/testing/loop_graphs.h"
 
 namespace weft::cuda {
@@ -88,6 +90,16 @@ TEST(RecurrentPlan, ShiftedAndChainedCarriesMatchTheInterpreter) {
   EXPECT_EQ(expect_loops_match_reference(typed(testing::kScanSlotsGraph), 11, kOracle), 2);
 }
 
+// Loop bodies in bf16 and f16 (recurrent_plan_testing.h's kHalfRnn, kAutocastRnn)
+// planned and run by the host oracle against the reference interpreter, at the type's
+// tolerance.
+TEST(RecurrentPlan, LowPrecisionLoopsMatchTheInterpreter) {
+  EXPECT_EQ(expect_loops_match_reference(typed(kHalfRnn), 13, kOracle), 2);
+  EXPECT_EQ(expect_loops_match_reference(typed(in_f16(kHalfRnn)), 13, kOracle), 2);
+  EXPECT_EQ(expect_loops_match_reference(typed(kAutocastRnn), 17, kOracle), 1);
+  EXPECT_EQ(expect_loops_match_reference(typed(in_f16(kAutocastRnn)), 17, kOracle), 1);
+}
+
 // The first loop of `text` (lowered with `options`) that is refused, and why ("" when
 // every loop is planned).
 std::string first_refusal(const std::string& text, const codegen::LowerOptions& options) {
@@ -123,6 +135,19 @@ std::string long_cell(int n) {
 TEST(RecurrentPlan, RefusalsSayWhy) {
   const codegen::LowerOptions cuda = codegen::cuda_lower_options();
   const std::pair<std::string, std::string> kCases[] = {
+      // A value rounded to bf16 and read again inside one kernel.
+      {R"(graph @round(%h0: f32[2,4], %xs: f32[3,2,4]) {
+  %h, %hs = scan(%h0, %xs) {carries=1, length=3} : f32[2,4], f32[3,2,4] ({
+    ^cell(%ch: f32[2,4], %cx: f32[2,4]):
+      %a = add(%ch, %cx) : f32[2,4]
+      %b = cast(%a) {dtype=bf16} : bf16[2,4]
+      %c = cast(%b) {dtype=f32} : f32[2,4]
+      %t = tanh(%c) : f32[2,4]
+      return %t, %t
+  })
+  return %h, %hs
+}
+)", "persistent loop @cell: invocation 0 (generated k0): a cast to bf16 read inside the kernel (registers are f32; only a stored bf16 is rounded)"},
       // A reduction in the body (the row sum of a product).
       {testing::kScanStoredConcatGraph, "persistent loop @cell: invocation 2 (generated): kernel k2 is a reduction kernel"},
       // A loop inside the body.
@@ -141,18 +166,18 @@ TEST(RecurrentPlan, RefusalsSayWhy) {
   return %h, %hs
 }
 )", "persistent loop @outer: invocation 0 (loop): a nested loop"},
-      // bf16 values.
-      {R"(graph @half(%w: bf16[4,4], %h0: bf16[2,4], %xs: bf16[3,2,4]) {
-  %h, %hs = scan(%w, %h0, %xs) {carries=1, consts=1, length=3} : bf16[2,4], bf16[3,2,4] ({
-    ^cell(%cw: bf16[4,4], %ch: bf16[2,4], %cx: bf16[2,4]):
-      %m = matmul(%ch, %cw) : bf16[2,4]
-      %a = add(%m, %cx) : bf16[2,4]
-      %t = tanh(%a) : bf16[2,4]
+      // f64 values.
+      {R"(graph @double(%w: f64[4,4], %h0: f64[2,4], %xs: f64[3,2,4]) {
+  %h, %hs = scan(%w, %h0, %xs) {carries=1, consts=1, length=3} : f64[2,4], f64[3,2,4] ({
+    ^cell(%cw: f64[4,4], %ch: f64[2,4], %cx: f64[2,4]):
+      %m = matmul(%ch, %cw) : f64[2,4]
+      %a = add(%m, %cx) : f64[2,4]
+      %t = tanh(%a) : f64[2,4]
       return %t, %t
   })
   return %h, %hs
 }
-)", "persistent loop @cell: invocation 0 (library matmul): a matmul of bf16 and bf16 (f32 only)"},
+)", "persistent loop @cell: invocation 0 (contraction): a matmul of f64 and f64 into f64 (f32, bf16 and f16 only)"},
       // Two carries swapped every iteration.
       {R"(graph @swap(%a0: f32[2,3], %b0: f32[2,3], %xs: f32[4,2,3]) {
   %a, %b, %ys = scan(%a0, %b0, %xs) {carries=2, length=4} : f32[2,3], f32[2,3], f32[4,2,3] ({
@@ -219,17 +244,17 @@ TEST(RecurrentPlan, RefusalsSayWhy) {
   return %h, %hs
 }
 )", "persistent loop @cell: invocation 0 (generated k0): its iteration space [2,3,4] does not collapse to two dimensions"},
-      // bf16 values in an elementwise kernel.
-      {R"(graph @half_cell(%h0: bf16[2,4], %xs: bf16[3,2,4]) {
-  %h, %hs = scan(%h0, %xs) {carries=1, length=3} : bf16[2,4], bf16[3,2,4] ({
-    ^cell(%ch: bf16[2,4], %cx: bf16[2,4]):
-      %a = add(%ch, %cx) : bf16[2,4]
-      %t = tanh(%a) : bf16[2,4]
+      // f64 values in an elementwise kernel.
+      {R"(graph @double_cell(%h0: f64[2,4], %xs: f64[3,2,4]) {
+  %h, %hs = scan(%h0, %xs) {carries=1, length=3} : f64[2,4], f64[3,2,4] ({
+    ^cell(%ch: f64[2,4], %cx: f64[2,4]):
+      %a = add(%ch, %cx) : f64[2,4]
+      %t = tanh(%a) : f64[2,4]
       return %t, %t
   })
   return %h, %hs
 }
-)", "persistent loop @cell: invocation 0 (generated k0): a bf16 operand"},
+)", "persistent loop @cell: invocation 0 (generated k0): a f64 operand"},
       // An op with an attribute the register program cannot hold (gelu's tanh form).
       {R"(graph @gelu(%h0: f32[2,4], %xs: f32[3,2,4]) {
   %h, %hs = scan(%h0, %xs) {carries=1, length=3} : f32[2,4], f32[3,2,4] ({
@@ -262,7 +287,7 @@ TEST(RecurrentPlan, RefusalsSayWhy) {
   })
   return %h, %hs, %mo
 }
-)", "persistent loop @cell: the copy of ys 2: a bool copy (f32 only)"},
+)", "persistent loop @cell: the copy of ys 2: a bool copy (f32, bf16 and f16 only)"},
       // A value cast to an integer inside a kernel.
       {R"(graph @cast(%h0: f32[2,4], %xs: f32[3,2,4]) {
   %h, %hs = scan(%h0, %xs) {carries=1, length=3} : f32[2,4], f32[3,2,4] ({
@@ -331,14 +356,15 @@ TEST(RecurrentPlan, EarlyExitsAreRefused) {
 // at 4 TiB. One line per loop: "@BODY xLENGTH: N invocations, C copies -> P phases" (the
 // invocations and copies a trip of the bound loop runs, the phases of one iteration of
 // its persistent launch), or the refusal.
-std::vector<std::string> plan_lines(Program p) {
+/// Every loop of `p` (whose layout is checked) bound at nominal addresses and planned.
+std::vector<std::pair<std::string, StatusOr<RecurrentPlan>>> plan_loops(Program& p) {
   check_layout(p, "recurrent_plan_test");
   const auto nominal = [](int tib, int64_t offset) {
     return reinterpret_cast<void*>((uintptr_t{1} << 40) * static_cast<uintptr_t>(tib) + static_cast<uintptr_t>(offset));
   };
   std::vector<void*> inputs;
   for (int64_t offset : p.input_offsets) inputs.push_back(nominal(2, offset));
-  std::vector<std::string> lines;
+  std::vector<std::pair<std::string, StatusOr<RecurrentPlan>>> plans;
   for (const Invocation& inv : p.code) {
     if (inv.kind != Invocation::Kind::loop) continue;
     LoopAddresses where;
@@ -346,9 +372,15 @@ std::vector<std::string> plan_lines(Program p) {
     where.body_inputs = nominal(4, 0);
     for (const BufferRef& r : inv.operands) where.in.push_back(buffer_address(r, nominal(1, 0), inputs));
     for (const BufferRef& r : inv.results) where.results.push_back(buffer_address(r, nominal(1, 0), inputs));
-    StatusOr<RecurrentPlan> plan = plan_recurrent_loop(p, inv, where);
-    lines.push_back(plan.ok() ? "@" + p.bodies[static_cast<size_t>(inv.body)].name + " x" +
-                                    std::to_string(plan->program.length) + ": " +
+    plans.emplace_back(p.bodies[static_cast<size_t>(inv.body)].name, plan_recurrent_loop(p, inv, where));
+  }
+  return plans;
+}
+
+std::vector<std::string> plan_lines(Program& p) {
+  std::vector<std::string> lines;
+  for (const auto& [body, plan] : plan_loops(p)) {
+    lines.push_back(plan.ok() ? "@" + body + " x" + std::to_string(plan->program.length) + ": " +
                                     std::to_string(plan->body_invocations) + " invocations, " +
                                     std::to_string(plan->copy_phases) + " copies -> " +
                                     std::to_string(plan->program.phases.size()) + " phases"
@@ -357,18 +389,21 @@ std::vector<std::string> plan_lines(Program p) {
   return lines;
 }
 
+/// `model`'s training step (Adam) at the paper preset (bench/models.h), lowered for CUDA.
+StatusOr<Lowering> lowered_paper_step(const char* model) {
+  WEFT_ASSIGN_OR_RETURN(bench::BenchModel m, bench::make_bench_model(model, bench::Preset::paper));
+  WEFT_ASSIGN_OR_RETURN(Trainer t, Trainer::compile(m.net, m.inputs, m.loss, OptimizerSpec::adam(m.lr),
+                                                    {.seed = 1, .backend = "reference"}));
+  return codegen::lower_to_program(t.step_graph(), codegen::cuda_lower_options());
+}
+
 // The suite's recurrent models at paper sizes (bench/models.h), lowered for CUDA: every
 // loop of lstm_seq's and gru_seq's steps plans; the other loop models' lines are printed
 // (what their bodies hold that a persistent loop refuses).
 TEST(RecurrentPlan, SuiteRecurrentModelsPlan) {
   for (const char* model : {"lstm_seq", "gru_seq", "feedback_fixed", "iterative_refine"}) {
     SCOPED_TRACE(model);
-    StatusOr<bench::BenchModel> m = bench::make_bench_model(model, bench::Preset::paper);
-    ASSERT_TRUE(m.ok()) << m.error().to_string();
-    StatusOr<Trainer> t = Trainer::compile(m->net, m->inputs, m->loss, OptimizerSpec::adam(m->lr),
-                                           {.seed = 1, .backend = "reference"});
-    ASSERT_TRUE(t.ok()) << t.error().to_string();
-    StatusOr<Lowering> l = codegen::lower_to_program(t->step_graph(), codegen::cuda_lower_options());
+    StatusOr<Lowering> l = lowered_paper_step(model);
     ASSERT_TRUE(l.ok()) << l.error().to_string();
     const std::vector<std::string> lines = plan_lines(l->program);
     EXPECT_FALSE(lines.empty());
@@ -377,6 +412,39 @@ TEST(RecurrentPlan, SuiteRecurrentModelsPlan) {
       if (std::string(model) == "lstm_seq" || std::string(model) == "gru_seq") {
         EXPECT_EQ(line.find("persistent loop"), std::string::npos) << line;
       }
+    }
+  }
+}
+
+// The cost model (recurrent_kernel_layout.h) of lstm_seq's and gru_seq's loops at the
+// paper preset on an H200 model (h200_limits), as planned in f32 and with every buffer
+// of the program bf16 (what autocast's bf16 bodies are heading for; a model of the
+// tensor-core path, not a measurement, and not a plan of a bf16 graph): per loop, its
+// launch and the matmul phases' modelled time per iteration, f32 then bf16. Figures for
+// bench/RESULTS.md; nothing asserted beyond the plan and the tensor-core choice.
+TEST(RecurrentPlan, SuiteLoopsCostInBf16OnAnH200Model) {
+  for (const char* model : {"lstm_seq", "gru_seq"}) {
+    SCOPED_TRACE(model);
+    StatusOr<Lowering> l = lowered_paper_step(model);
+    ASSERT_TRUE(l.ok()) << l.error().to_string();
+    for (auto& [body, plan] : plan_loops(l->program)) {
+      ASSERT_TRUE(plan.ok()) << plan.error().message;
+      RecurrentProgram program = plan->program;
+      std::string line = std::string(model) + " @" + body + " x" + std::to_string(program.length) + ", " +
+                         std::to_string(program.phases.size()) + " phases:";
+      for (ElementType type : {ElementType::f32, ElementType::bf16}) {
+        for (StepAddress& b : program.buffers) b.type = type;
+        StatusOr<RecurrentLaunch> launch = choose_recurrent_launch(program.view(), recurrent_testing::h200_limits());
+        ASSERT_TRUE(launch.ok()) << launch.error().message;
+        EXPECT_EQ(launch->tensor_cores, type == ElementType::bf16);
+        const RecurrentCost cost = recurrent_cost(program.view(), *launch);
+        line += std::string(" ") + recurrent_testing::type_name(type) + " " + std::to_string(launch->blocks) + " blocks, " +
+                std::to_string(launch->shared_bytes) + " shared B, " + std::to_string(cost.matmuls.size()) +
+                " matmuls modelled " + std::to_string(cost.modelled_ps / 1000) + " ns, A " +
+                std::to_string(cost.grid_a_bytes) + " B across the grid, " + std::to_string(cost.grid_barriers) +
+                " grid barriers;";
+      }
+      std::printf("  %s\n", line.c_str());
     }
   }
 }

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -76,6 +77,51 @@ inline constexpr char kTanhRnn[] = R"(graph @rnn(%w: f32[8,8], %u: f32[6,8], %b:
 }
 )";
 
+// Loop bodies in bf16 (in_f16: f16): a cell wholly in the low type (its matmul's A, B
+// and C, its elementwise kernel's operands and results) forward and reversed with Wᵀ,
+// and an autocast-shaped one (f32 carries cast to bf16 for a matmul with a bf16 weight,
+// the product cast back to f32). Each recurrence ends in tanh: without it a step's
+// rounding difference (a sum rounded to bf16 after another order) grows with |W| each
+// iteration past any bf16 tolerance.
+inline constexpr char kHalfRnn[] = R"(graph @half(%w: bf16[8,8], %h0: bf16[4,8], %xs: bf16[5,4,8]) {
+  %h, %hs = scan(%w, %h0, %xs) {carries=1, consts=1, length=5} : bf16[4,8], bf16[5,4,8] ({
+    ^cell(%cw: bf16[8,8], %ch: bf16[4,8], %cx: bf16[4,8]):
+      %m = matmul(%ch, %cw) : bf16[4,8]
+      %a = add(%m, %cx) : bf16[4,8]
+      %t = tanh(%a) : bf16[4,8]
+      return %t, %t
+  })
+  %g, %gs = scan(%w, %h, %hs) {carries=1, consts=1, length=5, reverse=true} : bf16[4,8], bf16[5,4,8] ({
+    ^back(%bw: bf16[8,8], %bg: bf16[4,8], %bh: bf16[4,8]):
+      %bm = matmul(%bg, %bw) {transpose_b=true} : bf16[4,8]
+      %bt = mul(%bh, %bh) : bf16[4,8]
+      %bo = sub(%bm, %bt) : bf16[4,8]
+      %bn = tanh(%bo) : bf16[4,8]
+      return %bn, %bn
+  })
+  return %h, %hs, %g, %gs
+}
+)";
+
+inline constexpr char kAutocastRnn[] = R"(graph @mixed(%w: bf16[8,8], %h0: f32[4,8], %xs: f32[5,4,8]) {
+  %h, %hs = scan(%w, %h0, %xs) {carries=1, consts=1, length=5} : f32[4,8], f32[5,4,8] ({
+    ^cell(%cw: bf16[8,8], %ch: f32[4,8], %cx: f32[4,8]):
+      %hb = cast(%ch) {dtype=bf16} : bf16[4,8]
+      %m = matmul(%hb, %cw) : bf16[4,8]
+      %mf = cast(%m) {dtype=f32} : f32[4,8]
+      %a = add(%mf, %cx) : f32[4,8]
+      %t = tanh(%a) : f32[4,8]
+      return %t, %t
+  })
+  return %h, %hs
+}
+)";
+
+inline std::string in_f16(std::string text) {
+  for (size_t at = text.find("bf16"); at != std::string::npos; at = text.find("bf16", at)) text.replace(at, 4, "f16");
+  return text;
+}
+
 // Host memory standing in for a device block (64 bytes more: a zero-sized block still
 // has an address).
 inline std::vector<std::byte> block(int64_t bytes) { return std::vector<std::byte>(static_cast<size_t>(bytes) + 64); }
@@ -125,9 +171,10 @@ inline std::vector<HostLoop> bind_loops(Lowering& l, std::vector<std::byte>& are
   }
   for (HostLoop& h : loops) {
     for (size_t k = 0; k < h.where.in.size(); ++k) {
-      if (h.loop->operands[k].type.dtype != DType::f32) continue;
-      auto* p = static_cast<float*>(const_cast<void*>(h.where.in[k]));
-      for (int64_t i = 0; i < h.loop->operands[k].type.numel(); ++i) p[i] = uniform(rng);
+      const std::optional<ElementType> type = element_type(h.loop->operands[k].type.dtype);
+      if (!type) continue;
+      const auto at = reinterpret_cast<uint64_t>(h.where.in[k]);
+      for (int64_t i = 0; i < h.loop->operands[k].type.numel(); ++i) store_element(at, i, *type, uniform(rng));
     }
   }
   return loops;
@@ -176,13 +223,18 @@ inline int expect_loops_match_reference(const Graph& g, uint64_t seed,
     EXPECT_TRUE(ran.ok()) << ran.to_string();
     run_copies(plan->after);
     for (size_t r = 0; r < inv.results.size(); ++r) {
-      const auto* got = static_cast<const float*>(h.where.results[r]);
-      const float* expected = (*want)[r].data<float>();
+      // f32 at relative 1e-5; bf16 and f16 at 4 units in their last place (2^-6, 2^-8
+      // relative): a sum rounded to f32 in another order may round to a neighbouring
+      // half at its store, and the next iterations carry it on.
+      const ElementType type = element_type(inv.results[r].type.dtype).value_or(ElementType::f32);
+      const float relative = type == ElementType::f32 ? 1e-5f : type == ElementType::bf16 ? 0x1p-6f : 0x1p-8f;
+      const auto got = reinterpret_cast<uint64_t>(h.where.results[r]);
+      const auto expected = reinterpret_cast<uint64_t>((*want)[r].raw_data());
       int bad = 0;
       for (int64_t i = 0; i < inv.results[r].type.numel() && bad < 5; ++i) {
-        const float tolerance = 1e-5f * std::max(1.0f, std::fabs(expected[i]));
-        if (!(std::fabs(got[i] - expected[i]) <= tolerance)) {
-          ADD_FAILURE() << "result " << r << " element " << i << ": " << got[i] << ", want " << expected[i] << "\n"
+        const float g = load_element(got, i, type), e = load_element(expected, i, type);
+        if (!(std::fabs(g - e) <= relative * std::max(1.0f, std::fabs(e)))) {
+          ADD_FAILURE() << "result " << r << " element " << i << ": " << g << ", want " << e << "\n"
                         << plan->program.to_string() << h.body.to_string();
           ++bad;
         }

@@ -11,7 +11,7 @@
 // The model. An iteration is a list of *phases*, run in order; a grid-wide barrier
 // separates each phase from the next and an iteration's last phase from the next
 // iteration's first, so a phase sees everything the phases before it wrote. A phase is
-//  - a matmul: C = op(A)·op(B), f32, row-major, where op transposes when asked; or
+//  - a matmul: C = op(A)·op(B), row-major, where op transposes when asked; or
 //  - an elementwise phase: a small register program run once per element (r, c) of a
 //    rows × cols iteration space, loading operands and storing results through
 //    ElementMaps (a broadcast, a window of a wider buffer, a column slice: all are an
@@ -23,25 +23,58 @@
 // B is invariant (the recurrent weight, a const of the loop) may keep its share of B on
 // chip across iterations, which is what makes the kernel persistent.
 //
-// Values are f32. In an elementwise program a bool is 1.0f or 0.0f (comparisons give
-// them; select, and, or and not read them), as the registers hold floats.
+// Element types. Each buffer holds f32, bf16 or f16 elements (StepAddress::type; its
+// offsets, strides and leading dimensions count elements of that type). Arithmetic is
+// f32: a matmul multiplies its operands' values (exact for bf16 and f16 products) and
+// accumulates in f32 (the host oracle in f64), an elementwise program's registers hold
+// floats; a load converts to f32 exactly, a store into a bf16 or f16 buffer rounds to
+// nearest even (runtime/half_bits.h, as the reference interpreter rounds at each low
+// store: passes/round_at_stores.h). A `cast` between f32 and a low type in a body is
+// therefore a store into a buffer of that type, or nothing on registers. In an
+// elementwise program a bool is 1.0f or 0.0f (comparisons give them; select, and, or
+// and not read them), as the registers hold floats.
 
 #include <cstdint>
 
 #include "ir/host_device.h"
+#include "runtime/half_bits.h"
 
 namespace weft::cuda {
+
+/// A buffer's element type (see the top of this file).
+enum class ElementType : uint8_t { f32, bf16, f16 };
+
+WEFT_HD inline int64_t element_bytes(ElementType type) { return type == ElementType::f32 ? 4 : 2; }
+
+/// Element `index` of a buffer of `type` at `address`, as a float (exact).
+WEFT_HD inline float load_element(uint64_t address, int64_t index, ElementType type) {
+  if (type == ElementType::f32) return reinterpret_cast<const float*>(address)[index];
+  const uint16_t bits = reinterpret_cast<const uint16_t*>(address)[index];
+  return type == ElementType::bf16 ? half_bits::bf16_to_float(bits) : half_bits::f16_to_float(bits);
+}
+
+/// Stores `value` as element `index` of a buffer of `type` at `address`, rounded to
+/// nearest even when the type is narrower than f32.
+WEFT_HD inline void store_element(uint64_t address, int64_t index, ElementType type, float value) {
+  if (type == ElementType::f32) {
+    reinterpret_cast<float*>(address)[index] = value;
+    return;
+  }
+  reinterpret_cast<uint16_t*>(address)[index] =
+      type == ElementType::bf16 ? half_bits::float_to_bf16(value) : half_bits::float_to_f16(value);
+}
 
 /// Where one buffer lies in iteration t (t counts iterations in the order they run,
 /// 0 … length-1; a reversed loop walks its slots backwards through a negative stride):
 /// `first` in iteration 0 when it is not 0 (a chained carry's initial value), `last` in
 /// iteration length-1 when it is not 0 (a shifted carry's final result; `first` wins when
-/// length is 1 and both are set), else base + t·stride bytes.
+/// length is 1 and both are set), else base + t·stride bytes; its elements of `type`.
 struct StepAddress {
   uint64_t base = 0;
   int64_t stride = 0;
   uint64_t first = 0;
   uint64_t last = 0;
+  ElementType type = ElementType::f32;
 };
 
 WEFT_HD inline uint64_t step_address(const StepAddress& a, int64_t t, int64_t length) {
@@ -55,7 +88,8 @@ WEFT_HD inline bool invariant(const StepAddress& a) {
 }
 
 /// Element (r, c) of an elementwise phase's iteration space, in buffer `buffer`: at
-/// offset + r·row_stride + c·col_stride f32 elements from the buffer's address. A bias
+/// offset + r·row_stride + c·col_stride elements (of the buffer's type) from the buffer's
+/// address. A bias
 /// [cols] broadcast over rows has row_stride 0, a scalar both strides 0, a column window
 /// of a [rows, W] buffer starting at column s has offset s and row_stride W.
 struct ElementMap {
@@ -89,7 +123,8 @@ enum class PhaseKind : uint8_t { matmul, elementwise };
 /// One phase of an iteration (see the top of this file).
 struct RecurrentPhase {
   PhaseKind kind = PhaseKind::elementwise;
-  // matmul: C[m,n] = op(A)[m,k] · op(B)[k,n] into buffers[c] (overwritten), reading
+  // matmul: C[m,n] = op(A)[m,k] · op(B)[k,n] into buffers[c] (overwritten; A, B and C
+  // each of its buffer's type, f32 accumulation, C rounded once when low), reading
   // buffers[a] and buffers[b]; leading dimensions in elements (row-major: A is m×k with
   // lda ≥ k, or k×m when transpose_a). C overlaps neither A nor B.
   int32_t a = -1, b = -1, c = -1;

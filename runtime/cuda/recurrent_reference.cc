@@ -60,25 +60,31 @@ Status check_elementwise(const RecurrentProgramView& p, int32_t index) {
   return Status::ok_status();
 }
 
-float* element(const RecurrentProgramView& p, const ElementMap& m, int64_t t, int64_t r, int64_t c) {
-  auto* base = reinterpret_cast<float*>(step_address(p.buffers[m.buffer], t, p.length));
-  return base + m.offset + r * m.row_stride + c * m.col_stride;
+/// Element (r, c) of map `m` in iteration t: its buffer's address and index.
+struct Element {
+  uint64_t address;
+  int64_t index;
+  ElementType type;
+};
+
+Element element(const RecurrentProgramView& p, const ElementMap& m, int64_t t, int64_t r, int64_t c) {
+  const StepAddress& b = p.buffers[m.buffer];
+  return {step_address(b, t, p.length), m.offset + r * m.row_stride + c * m.col_stride, b.type};
 }
 
 void run_matmul(const RecurrentProgramView& p, const RecurrentPhase& ph, int64_t t) {
   const auto at = [&](int32_t buffer) { return step_address(p.buffers[buffer], t, p.length); };
-  const auto* a = reinterpret_cast<const float*>(at(ph.a));
-  const auto* b = reinterpret_cast<const float*>(at(ph.b));
-  auto* c = reinterpret_cast<float*>(at(ph.c));
+  const uint64_t a = at(ph.a), b = at(ph.b), c = at(ph.c);
+  const ElementType a_type = p.buffers[ph.a].type, b_type = p.buffers[ph.b].type, c_type = p.buffers[ph.c].type;
   for (int64_t i = 0; i < ph.m; ++i) {
     for (int64_t j = 0; j < ph.n; ++j) {
       double sum = 0;
       for (int64_t q = 0; q < ph.k; ++q) {
-        const float x = ph.transpose_a ? a[q * ph.lda + i] : a[i * ph.lda + q];
-        const float y = ph.transpose_b ? b[j * ph.ldb + q] : b[q * ph.ldb + j];
+        const float x = load_element(a, ph.transpose_a ? q * ph.lda + i : i * ph.lda + q, a_type);
+        const float y = load_element(b, ph.transpose_b ? j * ph.ldb + q : q * ph.ldb + j, b_type);
         sum += static_cast<double>(x) * y;
       }
-      c[i * ph.ldc + j] = static_cast<float>(sum);
+      store_element(c, i * ph.ldc + j, c_type, static_cast<float>(sum));
     }
   }
 }
@@ -91,9 +97,15 @@ void run_elementwise(const RecurrentProgramView& p, const RecurrentPhase& ph, in
     for (int64_t col = 0; col < ph.cols; ++col) {
       for (int32_t i = ph.first_instr; i < ph.first_instr + ph.instr_count; ++i) {
         const CellInstr& in = p.instrs[i];
-        if (in.op == kLoadOp) reg[in.dst] = *element(p, operands[in.a], t, row, col);
-        else if (in.op == kStoreOp) *element(p, results[in.a], t, row, col) = reg[in.b];
-        else cell_op(in.op, reg[in.a], reg[in.b], reg[in.c], &reg[in.dst]);
+        if (in.op == kLoadOp) {
+          const Element e = element(p, operands[in.a], t, row, col);
+          reg[in.dst] = load_element(e.address, e.index, e.type);
+        } else if (in.op == kStoreOp) {
+          const Element e = element(p, results[in.a], t, row, col);
+          store_element(e.address, e.index, e.type, reg[in.b]);
+        } else {
+          cell_op(in.op, reg[in.a], reg[in.b], reg[in.c], &reg[in.dst]);
+        }
       }
     }
   }
@@ -108,6 +120,12 @@ bool recurrent_op_supported(Op op) { return recurrent_op_arity(op) != 0; }
 Status check_recurrent_program(const RecurrentProgramView& p) {
   if (p.length < 0 || p.buffer_count < 0 || p.phase_count < 0 || p.map_count < 0 || p.instr_count < 0) {
     return Error("persistent loop program: a negative count");
+  }
+  for (int32_t i = 0; i < p.buffer_count; ++i) {
+    if (p.buffers[i].type > ElementType::f16) {
+      return Error("persistent loop program: buffer " + std::to_string(i) + " has no element type (" +
+                   std::to_string(static_cast<int>(p.buffers[i].type)) + ")");
+    }
   }
   for (int32_t i = 0; i < p.phase_count; ++i) {
     const Status s = p.phases[i].kind == PhaseKind::matmul ? check_matmul(p, i) : check_elementwise(p, i);
@@ -176,6 +194,7 @@ std::string RecurrentProgram::to_string() const {
     s += "  b" + std::to_string(i) + " " + hex(b.base) + " + t*" + std::to_string(b.stride);
     if (b.first != 0) s += ", first " + hex(b.first);
     if (b.last != 0) s += ", last " + hex(b.last);
+    if (b.type != ElementType::f32) s += b.type == ElementType::bf16 ? ", bf16" : ", f16";
     s += "\n";
   }
   for (size_t i = 0; i < phases.size(); ++i) {

@@ -3,7 +3,8 @@
 // recurrent_plan.h, builds and the tests write by hand), and its host oracle: runs a
 // RecurrentProgramView whose addresses are host pointers, one phase at a time, one element
 // at a time, with the reference interpreter's scalar math (ir/scalar_math.h) and matmuls
-// accumulated in f64.
+// accumulated in f64; bf16 and f16 buffers converted exactly at each load and rounded to
+// nearest even at each store (a matmul's C once, from its f64 sum rounded to f32 first).
 // The plan's tests check a planned body against the reference interpreter through it; the
 // kernel's tests check the device code (under cuda_emulation.h) against it.
 //

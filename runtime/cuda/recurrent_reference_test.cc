@@ -163,6 +163,42 @@ TEST(RecurrentReference, MalformedProgramsAreErrorsNamingThePhase) {
   rnn.plan();
   rnn.program.maps[1].buffer = -1;
   EXPECT_EQ(message(), "persistent loop program: phase 1: a map's buffer out of range");
+  rnn.plan();
+  rnn.program.buffers[2].type = static_cast<ElementType>(7);
+  EXPECT_EQ(message(), "persistent loop program: buffer 2 has no element type (7)");
+}
+
+// bf16 and f16 buffers: loads exact, a matmul's products of the stored (rounded) values
+// summed and rounded once at C's store, an elementwise store rounded to nearest even
+// (ties to even), f32 registers between.
+TEST(RecurrentReference, LowPrecisionBuffersRoundAtEachStore) {
+  for (ElementType type : {ElementType::bf16, ElementType::f16}) {
+    SCOPED_TRACE(recurrent_testing::type_name(type));
+    // The type's unit in the last place at 1: 2^-7 (bf16), 2^-10 (f16).
+    const float ulp = type == ElementType::bf16 ? 0x1p-7f : 0x1p-10f;
+    std::vector<uint16_t> a(2), b(2), c(1), d(1);
+    const auto put = [&](std::vector<uint16_t>& v, size_t i, float x) {
+      store_element(reinterpret_cast<uint64_t>(v.data()), static_cast<int64_t>(i), type, x);
+    };
+    const auto get = [&](const std::vector<uint16_t>& v, size_t i) {
+      return load_element(reinterpret_cast<uint64_t>(v.data()), static_cast<int64_t>(i), type);
+    };
+    // A = [1 + ulp, 1], B = [1, ulp / 2]: exact sum 1 + 1.5 ulp, to even: 1 + 2 ulp.
+    put(a, 0, 1.0f + ulp), put(a, 1, 1.0f), put(b, 0, 1.0f), put(b, 1, ulp / 2);
+    recurrent_testing::Program p;
+    const auto buffer = [&](const std::vector<uint16_t>& v) {
+      return StepAddress{reinterpret_cast<uint64_t>(v.data()), 0, 0, 0, type};
+    };
+    p.buffers = {buffer(a), buffer(b), buffer(c), buffer(d)};
+    p.phases = {recurrent_testing::matmul(0, 1, 2, 1, 1, 2)};
+    // d = c + ulp / 2: 1 + 2.5 ulp, a tie, to even: 1 + 2 ulp.
+    p.elementwise(1, 1, {{2, 0, 1, 1}, {1, 1, 1, 1}}, {{3, 0, 1, 1}},
+                  {recurrent_testing::load(0, 0), recurrent_testing::load(1, 1),
+                   recurrent_testing::op(Op::Add, 2, 0, 1), recurrent_testing::store(0, 2)});
+    ASSERT_TRUE(run_recurrent_on_host(p.view()).ok());
+    EXPECT_EQ(get(c, 0), 1.0f + 2 * ulp);
+    EXPECT_EQ(get(d, 0), 1.0f + 2 * ulp);
+  }
 }
 
 }  // namespace

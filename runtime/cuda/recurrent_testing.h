@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ir/op.h"
+#include "runtime/cuda/recurrent_kernel_layout.h"
 #include "runtime/cuda/recurrent_program.h"
 #include "runtime/cuda/recurrent_reference.h"
 
@@ -82,10 +83,14 @@ inline Bases host_bases(Storage& storage) {
 }
 
 /// A kernel's result against the oracle's: relative 1e-5 (the oracle sums matmuls in
-/// f64, the kernel in f32 FMAs), NaN where the oracle has NaN.
-inline bool close(float got, float want) {
+/// f64, the kernel in f32 FMAs), NaN where the oracle has NaN. In bf16 or f16 buffers,
+/// 4 units in the last place of the type (relative 2⁻⁶ in bf16, 2⁻⁸ in f16): a sum the
+/// kernel and the oracle round to f32 differently may round to a neighbouring bf16 at
+/// its store, and the next steps carry that difference on.
+inline bool close(float got, float want, ElementType type = ElementType::f32) {
   if (std::isnan(want)) return std::isnan(got);
-  return std::fabs(got - want) <= 1e-5f * std::max(1.0f, std::fabs(want));
+  const float tolerance = type == ElementType::f32 ? 1e-5f : type == ElementType::bf16 ? 0x1p-6f : 0x1p-8f;
+  return std::fabs(got - want) <= tolerance * std::max(1.0f, std::fabs(want));
 }
 
 inline std::vector<float> random_values(int64_t n, unsigned seed) {
@@ -337,7 +342,60 @@ struct Case {
   Builder build;
   int cacheable = 0;
   unsigned blocks = 0;
+  /// Every buffer's element type (in_type); an array of a low type holds its elements
+  /// packed two bytes each in its first bytes (values reads them).
+  ElementType type = ElementType::f32;
 };
+
+/// The elements of a case's `array` as floats (its type's elements, exactly).
+inline std::vector<float> values(const std::vector<float>& array, ElementType type) {
+  std::vector<float> out(array.size());
+  for (size_t i = 0; i < array.size(); ++i) {
+    out[i] = load_element(reinterpret_cast<uint64_t>(array.data()), static_cast<int64_t>(i), type);
+  }
+  return out;
+}
+
+inline const char* type_name(ElementType type) {
+  return type == ElementType::f32 ? "f32" : type == ElementType::bf16 ? "bf16" : "f16";
+}
+
+/// Case `c` with every buffer of `type` (bf16 or f16): its arrays' values rounded to the
+/// type and packed two bytes each, and every address its builder gives moved to the same
+/// element of the packed array (offsets and strides halved). The builder is run on
+/// far-apart stand-in bases so that each address (even one a slot before its array, as a
+/// chained carry's base) tells which array it is in.
+inline Case in_type(const Case& c, ElementType type) {
+  Case low = c;
+  low.name += std::string(" ") + type_name(type);
+  low.type = type;
+  for (std::vector<float>& array : low.initial) {
+    std::vector<float> packed(array.size(), 0.0f);
+    for (size_t i = 0; i < array.size(); ++i) {
+      store_element(reinterpret_cast<uint64_t>(packed.data()), static_cast<int64_t>(i), type, array[i]);
+    }
+    array = packed;
+  }
+  low.build = [build = c.build, arrays = c.initial.size(), type](const Bases& real) {
+    constexpr int kApart = 40;  // stand-in array i lies at (i + 1) << kApart
+    Bases stand_in;
+    for (size_t i = 0; i < arrays; ++i) stand_in.push_back(static_cast<uint64_t>(i + 1) << kApart);
+    const auto move = [&](uint64_t address) -> uint64_t {
+      if (address == 0) return 0;
+      const size_t i = ((address + (uint64_t{1} << (kApart - 1))) >> kApart) - 1;
+      const int64_t offset = static_cast<int64_t>(address - stand_in[i]);
+      return real[i] + static_cast<uint64_t>(offset / 2);
+    };
+    Program p = build(stand_in);
+    for (StepAddress& b : p.buffers) {
+      b.base = move(b.base), b.first = move(b.first), b.last = move(b.last);
+      b.stride /= 2;
+      b.type = type;
+    }
+    return p;
+  };
+  return low;
+}
 
 /// A tiling shape and the blocks its emulated run takes.
 struct TilingCase {
@@ -400,6 +458,28 @@ inline std::vector<Case> kernel_cases() {
   return cases;
 }
 
+/// An H200 as the cost tests model it: 132 multiprocessors (sm_90), 227 KiB of shared
+/// memory per block, 2 blocks per multiprocessor at 128 registers, fewer as shared memory
+/// (228 KiB per multiprocessor, 1 KiB reserved per block) runs out.
+inline RecurrentDeviceLimits h200_limits() {
+  RecurrentDeviceLimits h200;
+  h200.multiprocessors = 132;
+  h200.shared_per_block = 227 * 1024;
+  h200.cooperative = true;
+  h200.compute_capability = 90;
+  h200.blocks_per_multiprocessor = [](uint64_t bytes) {
+    const uint64_t by_shared = 228 * 1024 / (bytes + 1024);
+    return static_cast<int>(by_shared < 2 ? by_shared : 2);
+  };
+  return h200;
+}
+
+// The suite's lstm_seq at the paper preset (batch 128, hidden 512) on an H200 (132
+// multiprocessors, 227 KiB of shared memory per block, 228 KiB per multiprocessor, 1 KiB
+// of it reserved per block; 2 blocks of 256 threads at ptxas's 125–128 registers): one
+// layer's forward iteration (gates = h·W, 128 × 2048 × 512, then the cell) and backward
+// iteration (the cell's gradient, dh = dgates·Wᵀ, 128 × 512 × 2048, then dh + dy). The
+// figures runtime/cuda/README.md quotes.
 /// The k ranges the split-K tests force on every case of kernel_cases:
 /// 2 does not divide the tiling's k = 15, 17, 31, 33, nor 3 its k = 16, 17, 31; 5 is more
 /// than k = 15 … 33 has chunks of kChunkK (one to three), and is clamped to k where k < 5.

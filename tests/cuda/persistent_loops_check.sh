@@ -7,8 +7,12 @@
 #     without it, both equal to the host's loop launch by launch and as one CUDA graph;
 #     then under compute-sanitizer memcheck. runtime/cuda's recurrent_kernel_test: every
 #     case of recurrent_testing.h (RNN, LSTM, backward shapes, tiling edges, split k)
-#     launched and captured in a CUDA graph replayed twice, against the host oracle; then
-#     under memcheck and racecheck (the grid barrier, the shared-memory stage).
+#     launched and captured in a CUDA graph replayed twice, against the host oracle; every
+#     case again in bf16 and f16 (LowPrecisionCasesMatchTheOracleOnTheGpu: the first run of
+#     mma.sync m16n8k16 on tensor cores, then the SIMT matmul on converted values, each
+#     with the planned and 2 k ranges; expects tensor_cores planned on sm_80+); then
+#     under memcheck and racecheck (the grid barrier, the shared-memory stage; the bf16
+#     cases make these runs about twice as long as before, near their 150 s timeout).
 #  1. cases_test's loop cases (`*scan*`, `*lstm*`, `*gru*`, `*until*`: forward, reversed,
 #     nested, swapped, shifted and chained carries, the LSTM and GRU training steps)
 #     against the reference interpreter, launch by launch and as one CUDA graph, with the

@@ -455,7 +455,7 @@ void ScanGradient::add_reverse_outputs() {
 
 Type ScanGradient::accumulator_type(int i) const {
   Type t = body_->type(body_->inputs()[i].value);
-  if (t.dtype == DType::f16 || t.dtype == DType::bf16) t.dtype = DType::f32;
+  if (is_half(t.dtype)) t.dtype = DType::f32;
   return t;
 }
 

@@ -52,7 +52,7 @@ std::string type_key(const std::vector<Tensor>& inputs) {
 }
 
 Status check_precision(DType precision) {
-  if (precision == DType::f32 || precision == DType::bf16 || precision == DType::f16) return Status();
+  if (precision == DType::f32 || is_half(precision)) return Status();
   return Error{"TrainOptions::precision is " + std::string(dtype_name(precision)) +
                "; a training step runs in f32, or mixed precision with bf16 or f16"};
 }

@@ -148,7 +148,7 @@ void count_body_products(const Graph& g, int& low, int& f32, bool in_body = fals
   for (const Node& n : g.nodes()) {
     if (in_body && autocast_class(n.op) == AutocastClass::Low) {
       const DType d = g.type(n.result()).dtype;
-      (d == DType::bf16 || d == DType::f16 ? low : f32) += 1;
+      (is_half(d) ? low : f32) += 1;
     }
     if (n.op == Op::Scan) count_body_products(*n.body, low, f32, /*in_body=*/true);
   }
@@ -303,7 +303,7 @@ int body_const_casts(const Graph& g) {
     for (const Node& b : body.nodes()) {
       const int in = b.op == Op::Cast ? body.input_index(b.operands[0]) : -1;
       const DType to = in >= 0 ? b.dtype_attr("dtype") : DType::f32;
-      casts += in >= 0 && in < n.int_attr("consts") && (to == DType::bf16 || to == DType::f16);
+      casts += in >= 0 && in < n.int_attr("consts") && is_half(to);
     }
     casts += body_const_casts(body);
   }

@@ -3,7 +3,8 @@
 // The body's own gradient graph is built once (append_gradients on a copy of the body,
 // seeded with the cotangents of its next carries and per-iteration outputs). Its
 // backward nodes become the body of a reverse scan that carries the cotangent of each
-// float carry and an accumulator per const, and reads per iteration:
+// float carry and an accumulator per const (f32 for a bf16/f16 const: autocast passes a
+// weight into a loop in the low dtype), and reads per iteration:
 //  - the forward values it needs: the results of products and reductions saved by the
 //    forward scan (its body gains outputs, so it stacks them: [length, ...] each, in
 //    buffers the memory planner sizes), elementwise and movement results recomputed
@@ -126,11 +127,15 @@ class ScanGradient {
   void add_reverse_x(ValueId v, ValueId source);
   void add_reverse_outputs();
   ValueId build(ValueId v);
+  /// The type of const `i`'s accumulator: the const's, but f32 for a half const, whose
+  /// terms a sum over `length` iterations would otherwise round at every one.
+  Type accumulator_type(int i) const;
   void stack_moved_operands();
   bool caller_stacked(ValueId v) const;
   std::vector<ValueId> add_reverse_scan();
   void add_moved_terms(std::vector<ValueId>& out);
   ValueId summed_over_slots(const MovedTerm& m);
+  void round_half_consts(std::vector<ValueId>& out);
 
   // The loop.
   Graph& g_;
@@ -199,6 +204,7 @@ StatusOr<std::vector<ValueId>> ScanGradient::run() {
   if (reverse_.outputs().empty() && moved_.empty()) return none_;
   std::vector<ValueId> out = add_reverse_scan();
   add_moved_terms(out);
+  round_half_consts(out);
   return out;
 }
 
@@ -441,9 +447,10 @@ void ScanGradient::add_reverse_consts_and_carries() {
     operands_.push_back(cotangents_[k] != kNoValue ? cotangents_[k] : outer_.zeros(grad_.type(seed_of_[k])));
   }
   for (const auto& [i, terms] : kept_) {
-    accumulators_.push_back(reverse_.add_input("", body_->type(body_->inputs()[i].value)));
+    const Type t = accumulator_type(i);
+    accumulators_.push_back(reverse_.add_input("", t));
     accumulated_.push_back(i);
-    operands_.push_back(outer_.zeros(body_->type(body_->inputs()[i].value)));
+    operands_.push_back(outer_.zeros(t));
   }
   reverse_carries_ = static_cast<int>(operands_.size()) - reverse_consts_;
 }
@@ -477,9 +484,11 @@ void ScanGradient::add_reverse_outputs() {
   for (int k : carry_ct_) reverse_.add_output(build(grad_of_.at(consts_ + k)));
   for (size_t a = 0; a < accumulators_.size(); ++a) {
     ValueId sum = accumulators_[a];
+    const Type acc = reverse_.type(sum);
     for (ValueId term : kept_.at(accumulated_[a])) {
-      const ValueId t = build(term);
-      sum = reverse_.add_node(Op::Add, {sum, t}, {}, node_.loc, reverse_.type(t));
+      ValueId t = build(term);
+      if (reverse_.type(t) != acc) t = reverse_.add_node(Op::Cast, {t}, {{"dtype", acc.dtype}}, node_.loc, acc);
+      sum = reverse_.add_node(Op::Add, {sum, t}, {}, node_.loc, acc);
     }
     reverse_.add_output(sum);
   }
@@ -489,6 +498,12 @@ void ScanGradient::add_reverse_outputs() {
     x_grads_.push_back(i);
   }
   stack_moved_operands();
+}
+
+Type ScanGradient::accumulator_type(int i) const {
+  Type t = body_->type(body_->inputs()[i].value);
+  if (t.dtype == DType::f16 || t.dtype == DType::bf16) t.dtype = DType::f32;
+  return t;
 }
 
 // Value `v` of grad_ in the reverse body: the nodes it needs, copied on first use.
@@ -552,7 +567,7 @@ std::vector<ValueId> ScanGradient::add_reverse_scan() {
 // 11. The moved terms, over every iteration at once: Σ_t A_t·B_t = [A_0 … A_T-1]·[B_0; …;
 //     B_T-1] (the slots side by side along the contracted axis), Σ_t sum(G_t) = sum over
 //     the slots too; then the reshapes and transposes that were around them, each added
-//     to its const's gradient.
+//     to its const's gradient (cast to f32 onto a half const's f32 sum).
 void ScanGradient::add_moved_terms(std::vector<ValueId>& out) {
   for (const MovedTerm& m : moved_) {
     const Type term = grad_.type(m.peeled.empty() ? m.core->result() : m.peeled.front()->result());
@@ -566,7 +581,19 @@ void ScanGradient::add_moved_terms(std::vector<ValueId>& out) {
     }
     for (auto p = m.peeled.rbegin(); p != m.peeled.rend(); ++p) v = outer_.op((*p)->op, {v}, (*p)->attrs);
     if (outer_.type(v) != term) v = outer_.op(Op::Reshape, {v}, {{"shape", term.shape.dims}});
+    if (out[m.constant] != kNoValue && outer_.type(out[m.constant]).dtype != term.dtype) {
+      v = outer_.op(Op::Cast, {v}, {{"dtype", outer_.type(out[m.constant]).dtype}});  // onto an f32 sum
+    }
     out[m.constant] = out[m.constant] == kNoValue ? v : outer_.add(out[m.constant], v);
+  }
+}
+
+// 12. A half const's gradient, summed in f32 (its accumulator, accumulator_type), rounded
+//     to the const's dtype once.
+void ScanGradient::round_half_consts(std::vector<ValueId>& out) {
+  for (int i = 0; i < consts_; ++i) {
+    const DType d = body_->type(body_->inputs()[i].value).dtype;
+    if (out[i] != kNoValue && outer_.type(out[i]).dtype != d) out[i] = outer_.op(Op::Cast, {out[i]}, {{"dtype", d}});
   }
 }
 

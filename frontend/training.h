@@ -181,7 +181,9 @@ struct TrainOptions {
   LossScaleOptions loss_scale = {};
   /// Mixed precision (PyTorch's autocast): f32, or bf16 / f16, in which the step runs
   /// its contractions (matmul, convolutions) while reductions, softmax, norms, losses and
-  /// exp/log stay in f32 (passes/autocast.h; ir/ops.def's autocast table). Parameters,
+  /// exp/log stay in f32 (passes/autocast.h; ir/ops.def's autocast table), inside loop
+  /// bodies too (an LSTM's or GRU's recurrent products in the low dtype, its weights cast
+  /// once per step, outside the loop; its carries f32). Parameters,
   /// their gradients, optimizer state, the loss and checkpoints stay f32 (master copies),
   /// so a checkpoint loads at any precision. f16 turns on loss_scale unless it says
   /// otherwise. Evaluation runs in f32.

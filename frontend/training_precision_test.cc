@@ -232,7 +232,7 @@ TEST(MixedPrecision, CheckpointsLoadAcrossPrecisions) {
 }
 
 // Attention with layer norm (softmax and the norm in f32, the products in bf16), and a GRU
-// (a loop: its body keeps its f32 types, the products around it in bf16), under an MSE
+// (a loop: its products in bf16 too, passes/autocast.h), under an MSE
 // loss: five steps close to the f32 ones.
 TEST(MixedPrecision, AttentionAndLoopsFollowF32) {
   auto attention = [] {

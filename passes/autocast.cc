@@ -1,10 +1,12 @@
 #include "passes/autocast.h"
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
 
+#include "ir/scan.h"
 #include "ir/shape_rules.h"
 #include "ir/status.h"
 
@@ -54,6 +56,7 @@ class Autocaster {
   int producer(ValueId v) const { return g_.value(v).node; }
 
   Status rewrite(int i) {
+    if (g_.node(i).op == Op::Scan) return loop(i);
     switch (autocast_class(g_.node(i).op)) {
       case AutocastClass::None: restore_operands(i); break;
       case AutocastClass::Low: to_low(i); break;
@@ -69,6 +72,91 @@ class Autocaster {
     std::vector<ValueId> operands = g_.node(i).operands;
     for (ValueId& v : operands) v = cast(v, original_[v], i);
     g_.node(i).operands = std::move(operands);
+  }
+
+  /// A loop: its body autocast as a graph of its own, whose parameters and results keep
+  /// the loop's types except that an xs the pass made low (a product computed before the
+  /// loop) goes in low; its other operands in their dtypes before the pass; then the
+  /// consts the body casts to low passed in low instead (hoist_const_casts).
+  Status loop(int i) {
+    const std::vector<ValueId> given = g_.node(i).operands;
+    const int64_t xs = g_.node(i).int_attr("consts") + g_.node(i).int_attr("carries");
+    Graph body = *g_.node(i).body;
+    Autocaster inner(body, low_);
+    std::vector<ValueId> operands = given;
+    for (size_t k = 0; k < given.size(); ++k) {
+      if (static_cast<int64_t>(k) >= xs && dtype(given[k]) == low_ && original_[given[k]] == DType::f32) {
+        inner.follow(body.inputs()[k].value, low_);
+      } else {
+        operands[k] = cast(given[k], original_[given[k]], i);
+      }
+    }
+    g_.node(i).operands = std::move(operands);
+    WEFT_ASSIGN_OR_RETURN(const bool changed, inner.run());
+    if (!changed) return Status();
+    changed_ = true;
+    hoist_const_casts(i, given, body);
+    return Status();
+  }
+
+  /// Input `v` takes dtype `to`, its dtype before the pass kept (ops of class None and
+  /// the outputs see it cast back).
+  void follow(ValueId v, DType to) {
+    g_.mutable_value(v).type->dtype = to;
+    changed_ = true;
+  }
+
+  /// Loop `i` with body `body`: each const parameter the body casts to low is cast once,
+  /// outside the loop (`given`: its operands before the pass, so the cast is the one the
+  /// graph already has of that value), and passed in low. A const the body reads only
+  /// through that cast becomes a low parameter; one it also reads in its own dtype keeps
+  /// its parameter and its low copy is a new const, after the others.
+  void hoist_const_casts(int i, const std::vector<ValueId>& given, const Graph& body) {
+    const int64_t consts = g_.node(i).int_attr("consts");
+    const std::vector<int> uses = body.use_counts();
+    std::vector<int> cast_of(consts, -1);  // each const's cast to low (one per value and dtype)
+    for (int k = 0; k < static_cast<int>(body.nodes().size()); ++k) {
+      const Node& n = body.node(k);
+      if (n.op != Op::Cast || n.dtype_attr("dtype") != low_) continue;
+      const int in = body.input_index(n.operands[0]);
+      if (in >= 0 && in < consts) cast_of[in] = k;
+    }
+    auto inner = std::make_shared<Graph>(body.name());
+    inner->set_loc(body.loc());
+    std::vector<ValueId> map(body.num_values(), kNoValue), operands;
+    std::vector<bool> hoisted(body.nodes().size(), false);
+    std::vector<int64_t> copies;  // consts also read in their own dtype
+    const auto add_input = [&](ValueId v, std::optional<DType> as, const Input* in) {
+      Type t = body.type(v);
+      if (as) t.dtype = *as;
+      return in ? inner->add_input(body.value(v).name, t, in->kind, in->loc) : inner->add_input(body.value(v).name, t);
+    };
+    for (int64_t k = 0; k < static_cast<int64_t>(body.inputs().size()); ++k) {
+      const Input& in = body.inputs()[k];
+      const int c = k < consts ? cast_of[k] : -1;
+      const bool only_cast = c >= 0 && uses[in.value] == 1;
+      map[in.value] = add_input(in.value, only_cast ? std::optional(low_) : std::nullopt, &in);
+      operands.push_back(only_cast ? cast(given[k], low_, i) : g_.node(i).operands[k]);
+      if (c >= 0) hoisted[c] = true;
+      if (only_cast) map[body.node(c).result()] = map[in.value];
+      if (c >= 0 && !only_cast) copies.push_back(k);
+      if (k + 1 != consts) continue;
+      for (int64_t copied : copies) {
+        const ValueId r = body.node(cast_of[copied]).result();
+        map[r] = add_input(r, std::nullopt, nullptr);
+        ++uses_[given[copied]];  // the loop reads it twice now: no cast moved above its producer
+        operands.push_back(cast(given[copied], low_, i));
+      }
+    }
+    for (int k = 0; k < static_cast<int>(body.nodes().size()); ++k) {
+      if (!hoisted[k]) copy_node(*inner, body, body.node(k), map, [&](ValueId v) { return body.value(v).name; });
+    }
+    for (ValueId o : body.outputs()) inner->add_output(map[o]);
+    inner->set_declared_output_types(body.declared_output_types());
+    Node& n = g_.node(i);
+    n.operands = std::move(operands);
+    n.attrs["consts"] = consts + static_cast<int64_t>(copies.size());
+    n.body = std::move(inner);
   }
 
   /// Low: f32 operands cast to low; an op with an operand of another float dtype (f64)

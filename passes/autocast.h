@@ -41,14 +41,55 @@
 //    cast, as PyTorch's addmm and conv take their bias in the low dtype.
 //  - A value made by a creation op (a `full` constant, a dropout mask) mixed with a low
 //    tensor follows the tensor (PyTorch's rule for Python scalars and 0-d tensors).
-//  - Ops of class None (integer and bool ops, cast, assign, loops) and the graph's
-//    outputs see each value in the dtype it had before the pass (cast back if needed):
-//    the loss and collected metrics stay f32, and a loop body keeps its types.
+//  - Ops of class None (integer and bool ops, cast, assign) and the graph's outputs see
+//    each value in the dtype it had before the pass (cast back if needed): the loss and
+//    collected metrics stay f32.
+//
+// Loops (`scan`): the body is autocast by the same rules, as a graph of its own whose
+// parameters and results keep the types the loop's signature gives them, as the top
+// graph's inputs and outputs do; nested loops likewise, from the inside out. Then:
+//  - Consts are cast once, outside: a const the body casts to low (a weight, a bias) is
+//    passed in low, cast before the loop with the one cast per value the graph already
+//    has (the forward's own cast of that weight; weight-copies then makes it the step's
+//    copy), its body parameter typed low, instead of a cast in every iteration. A const
+//    the body also reads in its own dtype keeps its parameter, and its low copy is a new
+//    const after the others.
+//  - Carries keep their types (f32): a carry that accumulates (an LSTM's c, a counter)
+//    would round at every iteration in bf16, and one computed in low anyway (a tanh
+//    RNN's h) loses nothing by the widening; a product reads the carry cast to low (one
+//    small cast per iteration). PyTorch's cuDNN RNN under autocast keeps h and c in the
+//    low dtype instead; measured on the suite's lstm_seq, bf16 carries put its loss after
+//    100 steps 19% above f32's, f32 carries 3.5% (bench/RESULTS.md, #30 inside loop
+//    bodies). gru_seq and lstm_seq trained 30 steps in bf16 stay within 3% of their f32
+//    loss (passes:autocast_loops_test).
+//  - Xs follow their producer: an xs the pass made low (the input projection x·W_ih
+//    that the GRU and LSTM modules compute before the loop) goes in low, its body
+//    parameter typed low, so the gates' sum runs in low as PyTorch's does, and the
+//    [length, ...] tensor is not widened to f32 for the loop; other xs keep their types.
+// autodiff/scan_grad.cc sums a low const's gradient over the iterations in f32.
+//
+//   %h = scan(%w, %h0) {carries=1, consts=1, length=5} : f32[2,4] ({
+//     ^cell(%w1: f32[4,4], %h1: f32[2,4]):
+//       %m = matmul(%h1, %w1) : f32[2,4]
+//       %n = tanh(%m) : f32[2,4]
+//       return %n
+//   })
+// becomes
+//   %0 = cast(%w) {dtype=bf16} : bf16[4,4]
+//   %h = scan(%0, %h0) {carries=1, consts=1, length=5} : f32[2,4] ({
+//     ^cell(%w1: bf16[4,4], %h1: f32[2,4]):
+//       %0 = cast(%h1) {dtype=bf16} : bf16[2,4]
+//       %m = matmul(%0, %w1) : bf16[2,4]
+//       %n = tanh(%m) : bf16[2,4]
+//       %2 = cast(%n) {dtype=f32} : f32[2,4]
+//       return %2
+//   })
 //
 // Requires: a type-inferred graph. Guarantees: a type-inferred graph computing the same
 // function up to the rounding of the low precision; graph inputs and outputs keep their
-// types; nodes are in topological order. Reports no change for a graph with no float op
-// that the table sends to another dtype.
+// types, loops their results' types; nodes are in topological order. Reports no change
+// for a graph with no float op (in it or in a loop body) that the table sends to another
+// dtype.
 
 #include "ir/dtype.h"
 #include "passes/pass.h"

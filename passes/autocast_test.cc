@@ -154,6 +154,203 @@ TEST(AutocastTest, NoChangeWithoutContractions) {
 )");
 }
 
+// A loop body runs the same policy: its parameters and results keep the loop's types (the
+// carry h stays f32, cast to bf16 for the product), and the weight, which the body reads
+// only through its cast, is cast once before the loop (with the forward's own cast of it)
+// and passed in bf16. The bias is a contraction's bias: passed in bf16 too.
+TEST(AutocastTest, LoopBodyRunsLowAndItsWeightIsCastOnceOutside) {
+  EXPECT_EQ(autocast(R"(graph @f(%w: f32[4,4] {param}, %b: f32[4] {param}, %h0: f32[2,4], %xs: f32[5,2,4]) {
+  %p = matmul(%h0, %w) : f32[2,4]
+  %h, %ys = scan(%w, %b, %p, %xs) {carries=1, consts=2, length=5} : f32[2,4], f32[5,2,4] ({
+    ^cell(%w1: f32[4,4], %b1: f32[4], %h1: f32[2,4], %x1: f32[2,4]):
+      %m = matmul(%h1, %w1) : f32[2,4]
+      %mb = add(%m, %b1) : f32[2,4]
+      %s = add(%mb, %x1) : f32[2,4]
+      %n = tanh(%s) : f32[2,4]
+      return %n, %n
+  })
+  %l = sum(%ys) : f32[]
+  return %h, %l
+})"),
+            R"(graph @f(%w: f32[4,4] {param}, %b: f32[4] {param}, %h0: f32[2,4], %xs: f32[5,2,4]) -> (f32[2,4], f32[]) {
+  %0 = cast(%h0) {dtype=bf16} : bf16[2,4]
+  %1 = cast(%w) {dtype=bf16} : bf16[4,4]
+  %p = matmul(%0, %1) : bf16[2,4]
+  %2 = cast(%p) {dtype=f32} : f32[2,4]
+  %3 = cast(%b) {dtype=bf16} : bf16[4]
+  %h, %ys = scan(%1, %3, %2, %xs) {carries=1, consts=2, length=5} : f32[2,4], f32[5,2,4] ({
+    ^cell(%w1: bf16[4,4], %b1: bf16[4], %h1: f32[2,4], %x1: f32[2,4]):
+      %0 = cast(%h1) {dtype=bf16} : bf16[2,4]
+      %m = matmul(%0, %w1) : bf16[2,4]
+      %mb = add(%m, %b1) : bf16[2,4]
+      %3 = cast(%mb) {dtype=f32} : f32[2,4]
+      %s = add(%3, %x1) : f32[2,4]
+      %n = tanh(%s) : f32[2,4]
+      return %n, %n
+  })
+  %l = sum(%ys) : f32[]
+  return %h, %l
+}
+)");
+}
+
+// A const the body also reads in f32 (a sum, on the fp32 list) keeps its parameter; its
+// bf16 copy is a new const, after the others. Where the const is a transpose made for the
+// loop alone, the copy is a cast of the transpose, which keeps its f32 result for the f32
+// parameter (the cast is not moved above the transpose as for a single use).
+TEST(AutocastTest, LoopConstReadInBothDtypesGetsALowCopy) {
+  const std::string loop = R"( {carries=1, consts=1, length=3} : f32[2,4] ({
+    ^cell(%w1: f32[4,4], %h1: f32[2,4]):
+      %m = matmul(%h1, %w1) : f32[2,4]
+      %t = sum(%w1) : f32[]
+      %n = mul(%m, %t) : f32[2,4]
+      return %n
+  })
+  return %h
+})";
+  const std::string after = R"( {carries=1, consts=2, length=3} : f32[2,4] ({
+    ^cell(%w1: f32[4,4], %1: bf16[4,4], %h1: f32[2,4]):
+      %t = sum(%w1) : f32[]
+      %0 = cast(%h1) {dtype=bf16} : bf16[2,4]
+      %m = matmul(%0, %1) : bf16[2,4]
+      %2 = cast(%m) {dtype=f32} : f32[2,4]
+      %n = mul(%2, %t) : f32[2,4]
+      return %n
+  })
+  return %h
+}
+)";
+  const std::string header = "graph @f(%w: f32[4,4] {param}, %h0: f32[2,4])";
+  EXPECT_EQ(autocast(header + " {\n  %h = scan(%w, %h0)" + loop),
+            header + R"( -> (f32[2,4]) {
+  %0 = cast(%w) {dtype=bf16} : bf16[4,4]
+  %h = scan(%w, %0, %h0))" + after);
+  EXPECT_EQ(autocast(header + " {\n  %wt = transpose(%w) {perm=[1,0]} : f32[4,4]\n  %h = scan(%wt, %h0)" + loop),
+            header + R"( -> (f32[2,4]) {
+  %wt = transpose(%w) {perm=[1, 0]} : f32[4,4]
+  %0 = cast(%wt) {dtype=bf16} : bf16[4,4]
+  %h = scan(%wt, %0, %h0))" + after);
+}
+
+// Nested loops: the inner body is autocast, its weight hoisted out of the inner loop and
+// then, being an outer const too, out of the outer one.
+TEST(AutocastTest, NestedLoopWeightIsCastOnceOutsideBoth) {
+  EXPECT_EQ(autocast(R"(graph @f(%w: f32[4,4] {param}, %h0: f32[2,4]) {
+  %h = scan(%w, %h0) {carries=1, consts=1, length=3} : f32[2,4] ({
+    ^outer(%w1: f32[4,4], %h1: f32[2,4]):
+      %g = scan(%w1, %h1) {carries=1, consts=1, length=2} : f32[2,4] ({
+        ^inner(%w2: f32[4,4], %h2: f32[2,4]):
+          %m = matmul(%h2, %w2) : f32[2,4]
+          %n = tanh(%m) : f32[2,4]
+          return %n
+      })
+      return %g
+  })
+  return %h
+})"),
+            R"(graph @f(%w: f32[4,4] {param}, %h0: f32[2,4]) -> (f32[2,4]) {
+  %0 = cast(%w) {dtype=bf16} : bf16[4,4]
+  %h = scan(%0, %h0) {carries=1, consts=1, length=3} : f32[2,4] ({
+    ^outer(%w1: bf16[4,4], %h1: f32[2,4]):
+      %g = scan(%w1, %h1) {carries=1, consts=1, length=2} : f32[2,4] ({
+        ^inner(%w2: bf16[4,4], %h2: f32[2,4]):
+          %0 = cast(%h2) {dtype=bf16} : bf16[2,4]
+          %m = matmul(%0, %w2) : bf16[2,4]
+          %n = tanh(%m) : bf16[2,4]
+          %2 = cast(%n) {dtype=f32} : f32[2,4]
+          return %2
+      })
+      return %g
+  })
+  return %h
+}
+)");
+}
+
+// An xs the pass makes low (the input projection x·U, one product before the loop, as
+// the GRU and LSTM modules compute it) goes into the loop low: the body's parameter takes
+// bf16, the gate's add runs in bf16, nothing is widened to f32 for the loop.
+TEST(AutocastTest, LoopXsComputedLowGoesInLow) {
+  EXPECT_EQ(autocast(R"(graph @f(%w: f32[4,4] {param}, %u: f32[3,4] {param}, %h0: f32[2,4], %x: f32[5,2,3]) {
+  %xu = matmul(%x, %u) : f32[5,2,4]
+  %h = scan(%w, %h0, %xu) {carries=1, consts=1, length=5} : f32[2,4] ({
+    ^cell(%w1: f32[4,4], %h1: f32[2,4], %g1: f32[2,4]):
+      %m = matmul(%h1, %w1) : f32[2,4]
+      %a = add(%m, %g1) : f32[2,4]
+      %n = sigmoid(%a) : f32[2,4]
+      %p = mul(%n, %h1) : f32[2,4]
+      return %p
+  })
+  return %h
+})"),
+            R"(graph @f(%w: f32[4,4] {param}, %u: f32[3,4] {param}, %h0: f32[2,4], %x: f32[5,2,3]) -> (f32[2,4]) {
+  %0 = cast(%x) {dtype=bf16} : bf16[5,2,3]
+  %1 = cast(%u) {dtype=bf16} : bf16[3,4]
+  %xu = matmul(%0, %1) : bf16[5,2,4]
+  %2 = cast(%w) {dtype=bf16} : bf16[4,4]
+  %h = scan(%2, %h0, %xu) {carries=1, consts=1, length=5} : f32[2,4] ({
+    ^cell(%w1: bf16[4,4], %h1: f32[2,4], %g1: bf16[2,4]):
+      %0 = cast(%h1) {dtype=bf16} : bf16[2,4]
+      %m = matmul(%0, %w1) : bf16[2,4]
+      %a = add(%m, %g1) : bf16[2,4]
+      %n = sigmoid(%a) : bf16[2,4]
+      %2 = cast(%n) {dtype=f32} : f32[2,4]
+      %p = mul(%2, %h1) : f32[2,4]
+      return %p
+  })
+  return %h
+}
+)");
+}
+
+// passes/autocast.h's loop example.
+TEST(AutocastTest, HeadersLoopExample) {
+  EXPECT_EQ(autocast(R"(graph @f(%w: f32[4,4] {param}, %h0: f32[2,4]) {
+  %h = scan(%w, %h0) {carries=1, consts=1, length=5} : f32[2,4] ({
+    ^cell(%w1: f32[4,4], %h1: f32[2,4]):
+      %m = matmul(%h1, %w1) : f32[2,4]
+      %n = tanh(%m) : f32[2,4]
+      return %n
+  })
+  return %h
+})"),
+            R"(graph @f(%w: f32[4,4] {param}, %h0: f32[2,4]) -> (f32[2,4]) {
+  %0 = cast(%w) {dtype=bf16} : bf16[4,4]
+  %h = scan(%0, %h0) {carries=1, consts=1, length=5} : f32[2,4] ({
+    ^cell(%w1: bf16[4,4], %h1: f32[2,4]):
+      %0 = cast(%h1) {dtype=bf16} : bf16[2,4]
+      %m = matmul(%0, %w1) : bf16[2,4]
+      %n = tanh(%m) : bf16[2,4]
+      %2 = cast(%n) {dtype=f32} : f32[2,4]
+      return %2
+  })
+  return %h
+}
+)");
+}
+
+// A loop with no contraction in its body is left as it is.
+TEST(AutocastTest, LoopWithoutContractionsIsLeftAlone) {
+  EXPECT_EQ(autocast(R"(graph @f(%h0: f32[2,4]) {
+  %h = scan(%h0) {carries=1, length=3} : f32[2,4] ({
+    ^cell(%h1: f32[2,4]):
+      %n = tanh(%h1) : f32[2,4]
+      return %n
+  })
+  return %h
+})"),
+            R"(graph @f(%h0: f32[2,4]) -> (f32[2,4]) {
+  %h = scan(%h0) {carries=1, length=3} : f32[2,4] ({
+    ^cell(%h1: f32[2,4]):
+      %n = tanh(%h1) : f32[2,4]
+      return %n
+  })
+  return %h
+}
+(no change)
+)");
+}
+
 // The table's classes agree with the op categories where those decide: creation and
 // state ops, bools and casts are untouched, contractions that multiply run in low.
 TEST(AutocastTest, TableAgreesWithTheOpCategories) {

@@ -16,8 +16,8 @@ namespace weft::gen_cases {
 /// rounded as the reference rounds), casts between the float dtypes, reductions and row
 /// kernels in each GPU form, tensor-core GEMMs (with a fused epilogue) and cuDNN
 /// convolutions, pooling computed in f32; then whole training steps under autocast
-/// (TrainOptions::precision): an MLP, a layer-norm net and a BN CNN in bf16, the MLP in
-/// f16 with dynamic loss scaling.
+/// (TrainOptions::precision): an MLP, a layer-norm net, a BN CNN, a GRU and an LSTM in
+/// bf16, the MLP in f16 with dynamic loss scaling.
 std::vector<GraphCase> half_cases() {
   std::vector<GraphCase> cases;
   auto add = [&](const std::string& name, const std::string& inputs, const std::string& body,
@@ -108,6 +108,13 @@ std::vector<GraphCase> half_cases() {
         {{"x", f32({6, 1, 8, 8})}},
         OptimizerSpec::sgd(0.05, /*momentum=*/0.9, /*dampening=*/0, /*weight_decay=*/1e-3),
         DType::bf16, 3);
+  // Loops in bf16 (#30 inside loop bodies, passes/autocast.h): a GRU's and an LSTM's
+  // forward and gradient loops run their products in bf16, the recurrent weights passed
+  // in as bf16 weight copies.
+  train("gru_bf16_adam_step", FlowBuilder::from(GRU(16, 32, {.last = true})).through(Linear(32, 5)).build(),
+        {{"x", f32({8, 6, 16})}}, OptimizerSpec::adam(1e-2), DType::bf16, 3);
+  train("lstm_bf16_adam_step", FlowBuilder::from(LSTM(16, 32, {.last = true})).through(Linear(32, 5)).build(),
+        {{"x", f32({8, 6, 16})}}, OptimizerSpec::adam(1e-2), DType::bf16, 3);
   return cases;
 }
 

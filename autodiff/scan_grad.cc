@@ -9,9 +9,9 @@
 //    forward scan (its body gains outputs, so it stacks them: [length, ...] each, in
 //    buffers the memory planner sizes), elementwise and movement results recomputed
 //    from them — but an elementwise value reading an x is saved too where that stacks
-//    fewer bytes (step 4); with the scan's `remat`, only the carries are saved and everything is
-//    recomputed (less memory, one more forward pass of the body). Values that depend on
-//    the consts alone are recomputed either way;
+//    fewer bytes (step 4); with the scan's `remat`, only the carries are saved and
+//    everything is recomputed (less memory, one more forward pass of the body). Values
+//    that depend on the consts alone are recomputed either way;
 //  - the slices of the xs it reads, and the cotangents of the ys.
 // Its results are the cotangents of the initial carries, the consts' summed gradients
 // and the xs' stacked gradients. A const's gradient terms that are a product of two

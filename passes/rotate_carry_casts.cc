@@ -94,8 +94,10 @@ Graph rotated_body(const Node& n, const std::vector<Rotation>& rs) {
 
 /// Loop `i` of `g` with its rotations, in place (the graph's values keep their ids: the
 /// trainer holds some): the initial low copies cast at the end of the graph (sorted
-/// later), the new carries' results (read by nothing) after the loop's own last carries.
-void rotate_loop(Graph& g, int i, const std::vector<Rotation>& rs) {
+/// later), the new carries' results after the loop's own last carries. A cast of a last
+/// carry after the loop to the same dtype reads the new result instead; it is marked in
+/// `dead` (its value has no use left).
+void rotate_loop(Graph& g, int i, const std::vector<Rotation>& rs, std::vector<bool>& dead) {
   const int64_t consts = g.node(i).int_attr("consts"), carries = g.node(i).int_attr("carries");
   std::vector<ValueId> initial, last;
   for (const Rotation& r : rs) {
@@ -109,11 +111,21 @@ void rotate_loop(Graph& g, int i, const std::vector<Rotation>& rs) {
   n.results.insert(n.results.begin() + carries, last.begin(), last.end());
   n.attrs["carries"] = carries + static_cast<int64_t>(rs.size());
   n.body = std::make_shared<const Graph>(std::move(body));
+  for (size_t r = 0; r < rs.size(); ++r) {
+    const ValueId result = g.node(i).results[rs[r].carry];
+    for (int j = 0; j < static_cast<int>(dead.size()); ++j) {
+      const Node& c = g.node(j);
+      if (c.op != Op::Cast || c.operands[0] != result || c.dtype_attr("dtype") != rs[r].to) continue;
+      g.replace_all_uses(c.result(), last[r]);
+      dead[j] = true;
+    }
+  }
 }
 
 bool rotate(Graph& g) {
   bool any = false;
   const int nodes = static_cast<int>(g.nodes().size());  // not the casts appended on the way
+  std::vector<bool> dead(nodes, false);
   for (int i = 0; i < nodes; ++i) {
     if (g.node(i).op != Op::Scan || !g.node(i).body) continue;
     Graph body = *g.node(i).body;
@@ -123,11 +135,15 @@ bool rotate(Graph& g) {
     }
     const std::vector<Rotation> rs = rotations(g.node(i));
     if (rs.empty()) continue;
-    rotate_loop(g, i, rs);
+    rotate_loop(g, i, rs, dead);
     any = true;
   }
-  if (any) g.sort_topologically();
-  return any;
+  if (!any) return false;
+  std::vector<bool> keep(g.nodes().size(), true);
+  for (int j = 0; j < nodes; ++j) keep[j] = !dead[j];
+  g.remove_nodes(keep);
+  g.sort_topologically();
+  return true;
 }
 
 }  // namespace

@@ -31,8 +31,9 @@
 // Every cast of a carry parameter, to any dtype, in any loop (forward or reversed, with
 // `stop` or `active`: an iteration that does not run keeps both carries), nested loops
 // from the inside out. The new carries come after the loop's own (its `stop` index is
-// unchanged), their last values are results after the loop's own last carries, read by
-// nothing. Run after autocast and before autodiff (frontend/training.cc), so the gradient
+// unchanged), their last values are results after the loop's own last carries: a cast
+// of a last carry to that dtype after the loop (gru_seq's final h for its output layer)
+// is that result, and goes. Run after autocast and before autodiff (frontend/training.cc), so the gradient
 // loop is derived from the rotated one: it reads the saved low copies the forward made
 // (no narrowing of the saved f32 carry for the weight's gradient GEMM), and the low copy's
 // cotangent is a low carry of the gradient loop (the product's gradient passed on as it

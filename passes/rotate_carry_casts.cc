@@ -45,8 +45,11 @@ ValueId add_cast(Graph& g, ValueId v, DType to, Location loc) {
 }
 
 /// Loop `n`'s body with a carry for each rotation after its own carries: the casts of
-/// the carry read that parameter instead, and the body returns its new value cast.
-Graph rotated_body(const Node& n, const std::vector<Rotation>& rs) {
+/// the carry read that parameter instead, and the body returns its new value cast. Ys `y`
+/// with `restacked[y]` = r >= 0 stacks its value cast to rotation r's dtype: a cast of its
+/// own (the same bits as the new carry's), so that autodiff widens the ys's cotangent
+/// and the carry's each to f32 before it adds them, as it did.
+Graph rotated_body(const Node& n, const std::vector<Rotation>& rs, const std::vector<int>& restacked) {
   const Graph& body = *n.body;
   const int64_t consts = n.int_attr("consts"), carries = n.int_attr("carries");
   Graph out(body.name());
@@ -80,10 +83,17 @@ Graph rotated_body(const Node& n, const std::vector<Rotation>& rs) {
     const bool passed = next == body.inputs()[consts + rs[r].carry].value;
     outputs.push_back(passed ? low[r] : add_cast(out, map[next], rs[r].to, body.node(rs[r].casts[0]).loc));
   }
-  for (size_t k = carries; k < body.outputs().size(); ++k) outputs.push_back(map[body.outputs()[k]]);
+  for (size_t k = carries; k < body.outputs().size(); ++k) {
+    const int r = restacked[k - carries];
+    const ValueId made = map[body.outputs()[k]];
+    outputs.push_back(r >= 0 ? add_cast(out, made, rs[r].to, body.node(rs[r].casts[0]).loc) : made);
+  }
   out.set_outputs(std::move(outputs));
   std::vector<Type> declared = body.declared_output_types();
   if (!declared.empty()) {
+    for (size_t k = carries; k < declared.size(); ++k) {
+      if (restacked[k - carries] >= 0) declared[k].dtype = rs[restacked[k - carries]].to;
+    }
     std::vector<Type> added;
     for (const Rotation& r : rs) added.push_back(Type{r.to, declared[r.carry].shape});
     declared.insert(declared.begin() + carries, added.begin(), added.end());
@@ -92,18 +102,45 @@ Graph rotated_body(const Node& n, const std::vector<Rotation>& rs) {
   return out;
 }
 
+/// Casts of value `v` to `to` in `g` (node indices), if every use of `v` is one; else none.
+std::vector<int> only_casts(const Graph& g, ValueId v, DType to, const std::vector<int>& uses) {
+  std::vector<int> casts;
+  for (int j = 0; j < static_cast<int>(g.nodes().size()); ++j) {
+    const Node& c = g.node(j);
+    if (c.op == Op::Cast && c.operands[0] == v && c.dtype_attr("dtype") == to) casts.push_back(j);
+  }
+  return static_cast<int>(casts.size()) == uses[v] ? casts : std::vector<int>{};
+}
+
 /// Loop `i` of `g` with its rotations, in place (the graph's values keep their ids: the
 /// trainer holds some): the initial low copies cast at the end of the graph (sorted
 /// later), the new carries' results after the loop's own last carries. A cast of a last
-/// carry after the loop to the same dtype reads the new result instead; it is marked in
-/// `dead` (its value has no use left).
+/// carry after the loop to the same dtype reads the new result instead, and a ys of a
+/// carry's new value read only cast to that dtype stacks the low copy; those casts are
+/// marked in `dead` (their values have no use left).
 void rotate_loop(Graph& g, int i, const std::vector<Rotation>& rs, std::vector<bool>& dead) {
   const int64_t consts = g.node(i).int_attr("consts"), carries = g.node(i).int_attr("carries");
+  const std::vector<int> uses = g.use_counts();
+  std::vector<int> restacked(g.node(i).results.size() - carries, -1);
+  for (size_t y = 0; y < restacked.size(); ++y) {
+    const ValueId stacked = g.node(i).results[carries + y], made = g.node(i).body->outputs()[carries + y];
+    for (size_t r = 0; r < rs.size() && restacked[y] < 0; ++r) {
+      if (made != g.node(i).body->outputs()[rs[r].carry] || g.node(i).body->value(made).node < 0) continue;
+      const std::vector<int> casts = only_casts(g, stacked, rs[r].to, uses);
+      if (casts.empty()) continue;
+      restacked[y] = static_cast<int>(r);
+      for (int j : casts) {
+        g.replace_all_uses(g.node(j).result(), stacked);
+        dead[j] = true;
+      }
+      g.mutable_value(stacked).type->dtype = rs[r].to;
+    }
+  }
   std::vector<ValueId> initial, last;
   for (const Rotation& r : rs) {
     initial.push_back(add_cast(g, g.node(i).operands[consts + r.carry], r.to, g.node(i).loc));
   }
-  Graph body = rotated_body(g.node(i), rs);
+  Graph body = rotated_body(g.node(i), rs, restacked);
   for (const Rotation& r : rs) last.push_back(g.add_result(i, "", Type{r.to, g.type(g.node(i).results[r.carry]).shape}));
   Node& n = g.node(i);
   n.operands.insert(n.operands.begin() + consts + carries, initial.begin(), initial.end());

@@ -136,15 +136,15 @@ TEST(KernelCoverage, TheGpuRunsEveryElementwiseOpInF32AndRefusesOnlyStatedGaps) 
     const std::optional<std::string_view> gap = elementwise_gap(one.graph, node,
                                                                 CodeTarget::gpu);
     EXPECT_EQ(gpu_supports(one.graph, node), !gap.has_value());
-    const bool half = is_half(d);
+    const bool half_data = is_half(d);
     if (!gap) {
       ++generated;
-      half += is_half;
+      half += half_data;
       continue;
     }
     // f16/bf16 are generated for the GPU as for the CPU (computed in f32, rounded as the
     // reference rounds): a half gap is only one the op has in f32 too (pow).
-    if (is_half) {
+    if (half_data) {
       EXPECT_TRUE(generated_code_gap(node.op, DType::f32, DType::f32, CodeTarget::gpu))
           << "f16/bf16 refused on the GPU where f32 is generated: " << *gap;
     }

@@ -178,7 +178,9 @@ TEST(FuseContractionEpilogueTest, AssignedCarriesJoinWhenTheOptionAllows) {
 })";
   FuseContractionEpiloguePass kept;
   EXPECT_NE(run_pass_on_text(kept, kCarry).find("(no change)"), std::string::npos);
-  FuseContractionEpiloguePass carries({.assigned_in_epilogues = true});
+  ContractionEpilogueOptions loop_body;
+  loop_body.assigned_in_epilogues = true;
+  FuseContractionEpiloguePass carries(loop_body);
   EXPECT_EQ(run_pass_on_text(carries, kCarry),
             R"(graph @f(%g: f32[4,12], %w: f32[12,8], %dh: f32[4,8] {state}, %z: f32[4,8]) -> (f32[4,8]) {
   %p = mul(%dh, %z) : f32[4,8]

@@ -37,11 +37,12 @@
 // the iteration (first and last may differ: a chained or shifted carry); anything else is
 // refused with a message naming the invocation: reductions and row kernels, other library
 // ops, nested loops, loops with `stop` or `active`, a loop bound once, swapped carries,
-// values that are not f32, bf16 or f16 (bool only between the ops of a kernel; a bf16 or
-// f16 value only loaded or stored, never read between ops, as passes/round_at_stores.h
-// leaves fused bodies), ops outside recurrent_op_supported, programs needing more than
-// kMaxCellRegisters registers. Each buffer of the program has its value's element type
-// (recurrent_program.h: loads convert, stores round to nearest even).
+// values that are not f32, bf16 or f16 (bool only between the ops of a kernel),
+// ops outside recurrent_op_supported, programs needing more than kMaxCellRegisters
+// registers. Each buffer of the program has its value's element type
+// (recurrent_program.h: loads convert, stores round to nearest even); a bf16 or f16 value
+// read between a kernel's ops (autocast's casts in a bf16 body) is rounded in its
+// register (recurrent_cell.h).
 
 #include <cstddef>
 #include <cstdint>

@@ -31,7 +31,7 @@
 #     loop Nx over @BODY (... one launch of B blocks x T threads ...)" where it is one
 #     launch, else "loop Nx ... not persistent: WHY".
 #  4. The same models' bf16 steps (suite_bf16_bench: autocast's loops at paper sizes),
-#     timed off and on with --profile (50 steps each; no --check: steps 1's bf16 cases
+#     timed off and on with --profile (50 steps each; no --check: step 1's bf16 cases
 #     check the bf16 loops against the reference interpreter).
 # Build and copy here:
 #
@@ -136,32 +136,23 @@ if [ ! -x .gpu/suite_bench ]; then
   echo "error: no .gpu/suite_bench (tests/cuda/lease_bundle.sh packs it)"
   exit 1
 fi
-for model in lstm_seq gru_seq; do
-  for on in 0 1; do
-    if [ $on = 1 ] && [ -n "$hung" ]; then skip "suite_bench --case=$model WEFT_PERSISTENT_LOOPS=1"; continue; fi
-    WEFT_PERSISTENT_LOOPS=$on timeout 60 .gpu/suite_bench --case=$model --steps=100 --warmup=10 --profile=6 \
-      >"$out/persistent_bench_${model}_$on.txt" 2>&1
-    rc=$?
-    echo "== suite_bench --case=$model WEFT_PERSISTENT_LOOPS=$on rc=$rc"
-    grep -E "median| ms |loop" "$out/persistent_bench_${model}_$on.txt" | cut -c1-300 | head -12
-    [ $on = 1 ] && timed_out $rc "suite_bench --case=$model WEFT_PERSISTENT_LOOPS=1"
-  done
-done
-if [ -x .gpu/suite_bf16_bench ]; then
+# The f32 steps (100 steps), then the bf16 ones (step 4: 50 steps); 60 s each.
+for bench in suite_bench suite_bf16_bench; do
+  if [ ! -x .gpu/$bench ]; then echo "error: no .gpu/$bench (tests/cuda/lease_bundle.sh packs it)"; continue; fi
+  steps=100 warmup=10
+  [ $bench = suite_bf16_bench ] && steps=50 warmup=5
   for model in lstm_seq gru_seq; do
     for on in 0 1; do
-      if [ $on = 1 ] && [ -n "$hung" ]; then skip "suite_bf16_bench --case=$model WEFT_PERSISTENT_LOOPS=1"; continue; fi
-      WEFT_PERSISTENT_LOOPS=$on timeout 45 .gpu/suite_bf16_bench --case=$model --steps=50 --warmup=5 --profile=6 \
-        >"$out/persistent_bf16_bench_${model}_$on.txt" 2>&1
+      if [ $on = 1 ] && [ -n "$hung" ]; then skip "$bench --case=$model WEFT_PERSISTENT_LOOPS=1"; continue; fi
+      WEFT_PERSISTENT_LOOPS=$on timeout 60 .gpu/$bench --case=$model --steps=$steps --warmup=$warmup --profile=6 \
+        >"$out/persistent_${bench}_${model}_$on.txt" 2>&1
       rc=$?
-      echo "== suite_bf16_bench --case=$model WEFT_PERSISTENT_LOOPS=$on rc=$rc"
-      grep -E "median| ms |loop" "$out/persistent_bf16_bench_${model}_$on.txt" | cut -c1-300 | head -12
-      [ $on = 1 ] && timed_out $rc "suite_bf16_bench --case=$model WEFT_PERSISTENT_LOOPS=1"
+      echo "== $bench --case=$model WEFT_PERSISTENT_LOOPS=$on rc=$rc"
+      grep -E "median| ms |loop" "$out/persistent_${bench}_${model}_$on.txt" | cut -c1-300 | head -12
+      [ $on = 1 ] && timed_out $rc "$bench --case=$model WEFT_PERSISTENT_LOOPS=1"
     done
   done
-else
-  echo "error: no .gpu/suite_bf16_bench (tests/cuda/lease_bundle.sh packs it)"
-fi
+done
 for model in gru_seq lstm_seq; do
   for on in $ons; do
     if [ $on = 1 ] && [ -n "$hung" ]; then skip "suite_bench --check=$model WEFT_PERSISTENT_LOOPS=1"; continue; fi

@@ -72,6 +72,39 @@ TEST(RecurrentCell, TheHeadersExample) {
       << text;
 }
 
+// A bf16 value read between a kernel's ops is rounded in its register: the cast of an
+// f32 operand, a bf16 op's result read by the next op, and one read through a cast to f32
+// (an alias); the last bf16 result, only stored, is rounded by its store alone
+// (recurrent_cell.h).
+TEST(RecurrentCell, LowValuesReadBetweenOpsAreRounded) {
+  const Graph body = typed(R"(graph @k(%x: f32[4,8], %w: bf16[4,8]) {
+  %b = cast(%x) {dtype=bf16}
+  %m = mul(%b, %w)
+  %s = add(%m, %w)
+  %f = cast(%s) {dtype=f32}
+  %d = sub(%s, %w)
+  return %f, %d
+}
+)");
+  StatusOr<std::vector<CellInstr>> code = cell_program(body);
+  ASSERT_TRUE(code.ok()) << code.error().to_string();
+  RecurrentProgram p;
+  p.instrs = *code;
+  p.phases.push_back({});
+  p.phases[0].instr_count = static_cast<int32_t>(code->size());
+  p.phases[0].operand_count = 2;
+  p.phases[0].result_count = 2;
+  p.maps.assign(4, ElementMap{0, 0, 0, 0});
+  p.buffers.push_back({});
+  const std::string text = p.to_string();
+  EXPECT_NE(text.find("    r0 = load operand 0\n    r1 = round r0 to bf16\n    r0 = load operand 1\n"
+                      "    r2 = mul r1 r0\n    r2 = round r2 to bf16\n    r1 = add r2 r0\n"
+                      "    r1 = round r1 to bf16\n    r2 = sub r1 r0\n"
+                      "    store result 0 = r1\n    store result 1 = r2\n"),
+            std::string::npos)
+      << text;
+}
+
 TEST(RecurrentPlan, LstmStepLoopsMatchTheInterpreter) {
   // Two layers: a forward loop and a gradient loop each.
   EXPECT_EQ(expect_loops_match_reference(sequence_step(LSTM(6, 8, {.layers = 2, .last = true}), 8), 3, kOracle), 4);

@@ -92,7 +92,7 @@ std::vector<Tensor> inputs(const Graph& g, double lo, double hi) {
 /// `ts` with the f16/bf16 tensors widened (exactly) to f64.
 std::vector<Tensor> widened(std::vector<Tensor> ts) {
   for (Tensor& t : ts) {
-    if (t.dtype() == DType::f16 || t.dtype() == DType::bf16) t = to_dtype(t, DType::f64);
+    if (is_half(t.dtype())) t = to_dtype(t, DType::f64);
   }
   return ts;
 }

@@ -8,9 +8,10 @@
 //  - the forward values it needs: the results of products and reductions saved by the
 //    forward scan (its body gains outputs, so it stacks them: [length, ...] each, in
 //    buffers the memory planner sizes), elementwise and movement results recomputed
-//    from them; with the scan's `remat`, only the carries are saved and everything is
-//    recomputed (less memory, one more forward pass of the body). Values that depend on
-//    the consts alone are recomputed either way;
+//    from them — but an elementwise value reading an x is saved too where that stacks
+//    fewer bytes (step 4); with the scan's `remat`, only the carries are saved and
+//    everything is recomputed (less memory, one more forward pass of the body). Values
+//    that depend on the consts alone are recomputed either way;
 //  - the slices of the xs it reads, and the cotangents of the ys.
 // Its results are the cotangents of the initial carries, the consts' summed gradients
 // and the xs' stacked gradients. A const's gradient terms that are a product of two
@@ -113,7 +114,10 @@ class ScanGradient {
   Status differentiate_body(const std::vector<std::pair<ValueId, ValueId>>& seeds);
   void mark_per_iteration();
   void choose_reads();
-  void read(ValueId v, std::set<ValueId>& seen);
+  Reads reads_under(bool save_x_readers) const;
+  void read(ValueId v, bool save_x_readers, std::set<ValueId>& seen, Reads& reads) const;
+  bool is_x_window(ValueId v) const;
+  int64_t stacked_bytes(const Reads& reads) const;
   void stack_forward_values();
   void split_const_gradients();
   void split_term(int constant, ValueId v);
@@ -279,30 +283,73 @@ void ScanGradient::mark_per_iteration() {
 //    results of products, reductions and the like; elementwise and movement ops are
 //    recomputed from them (JAX's "dots saveable" policy): they cost less to redo, fused
 //    into the reverse body's kernels, than to stack and read back.
+//    Recomputing an elementwise value that reads an x (or a window of one: a slice,
+//    a reshape) keeps the stacked xs alive until the reverse loop has read them, beside
+//    the saved products it is computed from: an LSTM's pre-activations x_t·W_ihᵀ + b +
+//    h·W_hhᵀ keep both the [T,B,4H] stack of x·W_ihᵀ + b and the stacked h·W_hhᵀ, where
+//    saving the sum stacks [T,B,4H] once and lets x·W_ihᵀ + b die after the forward
+//    loop (issue #31). So the reads are also chosen with such values saved ("x readers
+//    saveable"), and kept when they stack fewer bytes per iteration: the saved values,
+//    the stacked carries, and the xs read (an x that is an input of the graph lives
+//    the whole step anyway and counts nothing). A GRU's sums read windows of its x too,
+//    but its r gate's gradient still reads the saved h·W_hhᵀ: saving them stacks as
+//    many bytes as the x they free, and the dots policy stays.
 void ScanGradient::choose_reads() {
-  std::set<ValueId> seen;
-  for (const auto& [i, v] : grad_of_) read(v, seen);
+  reads_ = reads_under(/*save_x_readers=*/false);
+  if (remat_) return;
+  Reads x_readers_saved = reads_under(/*save_x_readers=*/true);
+  if (stacked_bytes(x_readers_saved) < stacked_bytes(reads_)) reads_ = std::move(x_readers_saved);
 }
 
-void ScanGradient::read(ValueId v, std::set<ValueId>& seen) {
+Reads ScanGradient::reads_under(bool save_x_readers) const {
+  Reads reads;
+  std::set<ValueId> seen;
+  for (const auto& [i, v] : grad_of_) read(v, save_x_readers, seen, reads);
+  return reads;
+}
+
+void ScanGradient::read(ValueId v, bool save_x_readers, std::set<ValueId>& seen, Reads& reads) const {
   if (!seen.insert(v).second) return;
   if (const int i = body_input(v); i >= 0) {
     const Role r = role(i);
-    (r == Role::constant ? reads_.consts : r == Role::carry ? reads_.carries : reads_.xs).insert(i);
+    (r == Role::constant ? reads.consts : r == Role::carry ? reads.carries : reads.xs).insert(i);
     return;
   }
   if (const int k = seed_output(v); k >= 0) {
-    if (k >= carries_) reads_.seeds.insert(k);
+    if (k >= carries_) reads.seeds.insert(k);
     return;
   }
   const Node& n = grad_.node(grad_.value(v).node);
   const OpCategory c = n.info().category;
   const bool cheap = c == OpCategory::Elementwise || c == OpCategory::Movement;
-  if (is_forward(v) && per_iteration_[v] && !remat_ && !cheap) {
-    reads_.saved.push_back(v);
+  const bool x_reader = save_x_readers && c == OpCategory::Elementwise &&
+                        std::any_of(n.operands.begin(), n.operands.end(), [&](ValueId o) { return is_x_window(o); });
+  if (is_forward(v) && per_iteration_[v] && !remat_ && (!cheap || x_reader)) {
+    reads.saved.push_back(v);
     return;
   }
-  for (ValueId o : n.operands) read(o, seen);
+  for (ValueId o : n.operands) read(o, save_x_readers, seen, reads);
+}
+
+// Whether `v` is an x of the body, or a movement (slice, reshape, ...) of xs only.
+bool ScanGradient::is_x_window(ValueId v) const {
+  if (const int i = body_input(v); i >= 0) return role(i) == Role::x;
+  if (!is_forward(v)) return false;
+  const Node& n = grad_.node(grad_.value(v).node);
+  return n.info().category == OpCategory::Movement && !n.operands.empty() &&
+         std::all_of(n.operands.begin(), n.operands.end(), [&](ValueId o) { return is_x_window(o); });
+}
+
+// The bytes per iteration that reading `reads` keeps stacked: the saved values and the
+// carries (stacked by the forward loop), and the xs but those the graph takes as inputs.
+int64_t ScanGradient::stacked_bytes(const Reads& reads) const {
+  int64_t bytes = 0;
+  for (ValueId v : reads.saved) bytes += grad_.type(v).bytes();
+  for (int i : reads.carries) bytes += body_->type(body_->inputs()[i].value).bytes();
+  for (int i : reads.xs) {
+    if (g_.value(node_.operands[i]).node >= 0) bytes += body_->type(body_->inputs()[i].value).bytes();
+  }
+  return bytes;
 }
 
 // 5. The forward scan also stacks the saved values and the carries the reverse body
@@ -455,7 +502,7 @@ void ScanGradient::add_reverse_outputs() {
 
 Type ScanGradient::accumulator_type(int i) const {
   Type t = body_->type(body_->inputs()[i].value);
-  if (t.dtype == DType::f16 || t.dtype == DType::bf16) t.dtype = DType::f32;
+  if (is_half(t.dtype)) t.dtype = DType::f32;
   return t;
 }
 

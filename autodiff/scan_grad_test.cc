@@ -280,5 +280,51 @@ TEST(ScanGrad, AWeightsGradientIsOneProductOverEveryIterationAfterTheLoop) {
   EXPECT_TRUE(product);
 }
 
+// A gated cell: pre = x_t + h·W ([2,4]), h' = tanh(pre[:, :2]) · sigmoid(pre[:, 2:]);
+// loss = Σ h_T·h_T. The xs are x_in·2 (computed in the graph) or x_in itself.
+Graph gated(bool computed_xs) {
+  Graph g("gated");
+  ValueId w = g.add_input("w", f64({2, 4}));
+  ValueId h0 = g.add_input("h0", f64({2, 2}));
+  ValueId x_in = g.add_input("x_in", f64({3, 2, 4}));
+  ValueId xs = computed_xs ? node(g, Op::Add, {x_in, x_in}) : x_in;
+  auto body = std::make_shared<Graph>("cell");
+  ValueId bw = body->add_input("w", f64({2, 4}));
+  ValueId bh = body->add_input("h", f64({2, 2}));
+  ValueId bx = body->add_input("x", f64({2, 4}));
+  ValueId pre = node(*body, Op::Add, {bx, node(*body, Op::Matmul, {bh, bw})});
+  auto half = [&](int64_t k) {
+    return node(*body, Op::Slice, {pre}, {{"start", IntList{0, 2 * k}}, {"stop", IntList{2, 2 * k + 2}}});
+  };
+  body->add_output(node(*body, Op::Mul, {node(*body, Op::Tanh, {half(0)}), node(*body, Op::Sigmoid, {half(1)})}));
+  auto r = add_scan(g, {w, h0, xs}, {3, 1, 1, false, false}, body, Location{});
+  EXPECT_TRUE(r.ok()) << r.status().to_string();
+  g.add_output(node(g, Op::Sum, {node(g, Op::Mul, {(*r)[0], (*r)[0]})}));
+  return g;
+}
+
+TEST(ScanGrad, AnElementwiseValueReadingAComputedXIsSavedSoTheXsDieAfterTheForwardLoop) {
+  for (bool computed : {true, false}) {
+    Graph g = gated(computed);
+    expect_gradients_match(g, testing::random_inputs(g, 6));
+    auto grad = gradient_graph(g, 0, {"w", "h0", "x_in"});
+    ASSERT_TRUE(grad.ok()) << grad.error().to_string();
+    const Node *forward = nullptr, *reverse = nullptr;
+    for (const Node& n : grad->nodes()) {
+      if (n.op == Op::Scan) (n.bool_attr("reverse") ? reverse : forward) = &n;
+    }
+    ASSERT_TRUE(forward != nullptr && reverse != nullptr);
+    const ValueId xs = forward->operands[2];
+    const bool reads_xs = std::find(reverse->operands.begin(), reverse->operands.end(), xs) != reverse->operands.end();
+    // Either way the forward loop stacks one [3,2,4] value beside h' and the stacked h:
+    // x + h·W where the xs are computed (they die after it), h·W where they are an input.
+    ASSERT_EQ(forward->results.size(), 3u);
+    EXPECT_EQ(grad->type(forward->results[1]), f64({3, 2, 4}));
+    const Node& saved = forward->body->node(forward->body->value(forward->body->outputs()[1]).node);
+    EXPECT_EQ(saved.op, computed ? Op::Add : Op::Matmul);
+    EXPECT_EQ(reads_xs, !computed) << "the reverse loop reads the xs only where they are an input";
+  }
+}
+
 }  // namespace
 }  // namespace weft

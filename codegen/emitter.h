@@ -16,7 +16,6 @@ namespace weft::codegen::emit_detail {
 
 inline bool is_signed_int(DType d) { return d == DType::i32 || d == DType::i64; }
 /// f16 and bf16: stored as 16 bits, computed in f32 (see Emitter::load_value).
-inline bool is_half(DType d) { return d == DType::f16 || d == DType::bf16; }
 inline int bits(DType d) { return d == DType::boolean ? 1 : static_cast<int>(dtype_size(d)) * 8; }
 
 /// The element type values of `d` are computed in (bool is i1, f16 and bf16 are f32)

@@ -101,7 +101,7 @@ TEST(KernelCoverage, TheCpuRunsEveryElementwiseOpAsTheTableSays) {
     ASSERT_TRUE(want.ok()) << want.error().to_string();
     StatusOr<reference::RunResult> got = run_on_cpu(one.graph, inputs);
     ASSERT_TRUE(got.ok()) << got.error().to_string();
-    if (one.data == DType::f16 || one.data == DType::bf16) {
+    if (is_half(one.data)) {
       // Half precision: bit for bit where the f32 math is exact, within one unit in the
       // last place where the f32 functions are approximations.
       const bool approximated = op_info(the_node(one).op).math == MathClass::Transcendental;
@@ -136,7 +136,7 @@ TEST(KernelCoverage, TheGpuRunsEveryElementwiseOpInF32AndRefusesOnlyStatedGaps) 
     const std::optional<std::string_view> gap = elementwise_gap(one.graph, node,
                                                                 CodeTarget::gpu);
     EXPECT_EQ(gpu_supports(one.graph, node), !gap.has_value());
-    const bool is_half = d == DType::f16 || d == DType::bf16;
+    const bool half = is_half(d);
     if (!gap) {
       ++generated;
       half += is_half;

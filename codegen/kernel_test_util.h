@@ -151,7 +151,7 @@ inline double expect_random_matches(const Graph& body, double tol, double lo = -
 /// they differ in a dtype that is not f16/bf16.
 inline double max_half_ulps(const Tensor& a, const Tensor& b) {
   const DType d = b.dtype();
-  const bool half = d == DType::f16 || d == DType::bf16;
+  const bool half = is_half(d);
   const int mantissa = d == DType::f16 ? 10 : 7, min_exp = d == DType::f16 ? -14 : -126;
   double worst = 0;
   for (int64_t i = 0; i < a.numel(); ++i) {

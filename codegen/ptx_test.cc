@@ -443,7 +443,7 @@ double host_scalar_error(Jit& jit, const Graph& body, uint64_t seed, Misalign mi
   for (size_t o = 0; o < outputs.size(); ++o) {
     const DType d = outputs[o].dtype();
     // f16/bf16 outputs: distance in units in the last place (testing::max_half_ulps).
-    const double err = d == DType::f16 || d == DType::bf16
+    const double err = is_half(d)
                            ? max_half_ulps(outputs[o], want->outputs[o])
                            : max_scaled_error(outputs[o], want->outputs[o]);
     if (std::isnan(err)) return NAN;
@@ -456,7 +456,7 @@ double host_scalar_error(Jit& jit, const Graph& body, uint64_t seed, Misalign mi
 bool half_output(const Graph& body) {
   for (ValueId v : body.outputs()) {
     const DType d = body.type(v).dtype;
-    if (d == DType::f16 || d == DType::bf16) return true;
+    if (is_half(d)) return true;
   }
   return false;
 }

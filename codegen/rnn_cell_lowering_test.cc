@@ -134,19 +134,23 @@ using Lines = std::vector<std::string>;
 // the slices read in place, and the pre-activations (the GEMM's epilogue forward, their
 // recomputation backward) computed in the cell's kernels, window by window
 // (passes/fold_window_producers.h): the forward runs the plain GEMM and the cell (on the
-// GPU that is one kernel fewer: the epilogue's), the backward one kernel fewer.
+// GPU that is one kernel fewer: the epilogue's). The backward reads the pre-activations
+// the forward saved (autodiff/scan_grad.cc, "x readers saveable"): no recomputation, on
+// either lowering. The forward stores them as a ys: on the GPU the cell stores their
+// four windows (a concat of its extra results, here a copy: fold-concats is off).
 TEST(RnnCellLowering, LstmBodiesReadTheGatesInPlace) {
   const Graph step = lstm_step();
   const Lines before = {
       "body: contraction 1, generated 1, library slice 4",
       "body: contraction 1, generated 1, library slice 4",
-      "grad_body: generated 2, library concat 1, library matmul 1, library slice 4",
-      "grad_body: generated 2, library concat 1, library matmul 1, library slice 4"};
+      "grad_body: generated 1, library concat 1, library matmul 1, library slice 4",
+      "grad_body: generated 1, library concat 1, library matmul 1, library slice 4"};
   // The CPU's lowering keeps the pre-activations apart (LowerOptions::fold_window_producers).
   const Lines cpu_after = {"body: contraction 1, generated 1", "body: contraction 1, generated 1",
-                           "grad_body: generated 2, library concat 1, library matmul 1",
-                           "grad_body: generated 2, library concat 1, library matmul 1"};
-  const Lines gpu_after = {"body: generated 1, library matmul 1", "body: generated 1, library matmul 1",
+                           "grad_body: generated 1, library concat 1, library matmul 1",
+                           "grad_body: generated 1, library concat 1, library matmul 1"};
+  const Lines gpu_after = {"body: generated 1, library concat 1, library matmul 1",
+                           "body: generated 1, library concat 1, library matmul 1",
                            "grad_body: generated 1, library concat 1, library matmul 1",
                            "grad_body: generated 1, library concat 1, library matmul 1"};
   for (LowerOptions options : {LowerOptions{}, cuda_lower_options()}) {
@@ -162,15 +166,17 @@ TEST(RnnCellLowering, LstmBodiesReadTheGatesInPlace) {
 // and the cell's gradient, storing the four gates' gradients each in its window of the
 // concat dh·W_hh's GEMM reads and the next cell gradient dc·f in place of the old one,
 // then the GEMM: 2 invocations per step (8 before fold-concats, 7 with it before the one
-// kernel, 3 before fold-window-producers). gru: 2 (8, then 6, then 4, then 3): one kernel
+// kernel, 3 before fold-window-producers; the pre-activations are now saved by the
+// forward, autodiff/scan_grad.cc, so no lowering recomputes them). gru: 2 (8, then 6, then 4, then 3): one kernel
 // computing the pre-activations and storing r's, z's and n's gradients in both concats
 // (the gates' gradient for dh·W_hh, and the one stacked for the weight gradients, whose
 // hidden part is n's gradient before its product with r), then the GEMM with dh's sum as
 // its epilogue (a carry's next value: LowerOptions::loop_body; before, a kernel of its
 // own after the GEMM). Forward, both: the plain GEMM and the cell computing the GEMM's
-// former epilogue in its windows.
+// former epilogue in its windows (the LSTM's cell also storing it, a ys, in its four
+// windows of the ys's slot: passes/fold_window_producers.h, "A stored K").
 // On the CPU (no fold-window-producers), the pre-activations stay: the forward's GEMM
-// epilogue, the backward's first kernel (lstm 3, gru 3).
+// epilogue; the GRU's backward's first kernel (gru 3; lstm 2: saved).
 TEST(RnnCellLowering, BackwardStepsStoreTheGateGradientsInTheConcat) {
   struct Want {
     Graph step;
@@ -181,7 +187,7 @@ TEST(RnnCellLowering, BackwardStepsStoreTheGateGradientsInTheConcat) {
        {"body: generated 1, library matmul 1", "body: generated 1, library matmul 1",
         "grad_body: generated 1, library matmul 1", "grad_body: generated 1, library matmul 1"},
        {"body: contraction 1, generated 1", "body: contraction 1, generated 1",
-        "grad_body: generated 2, library matmul 1", "grad_body: generated 2, library matmul 1"}},
+        "grad_body: generated 1, library matmul 1", "grad_body: generated 1, library matmul 1"}},
       {gru_step(),
        {"body: generated 1, library matmul 1", "grad_body: contraction 1, generated 1"},
        {"body: contraction 1, generated 1", "grad_body: contraction 1, generated 2"}}};
@@ -196,31 +202,34 @@ TEST(RnnCellLowering, BackwardStepsStoreTheGateGradientsInTheConcat) {
 // gradients in their two concats' windows only (parts of the stacked one, passes/
 // fold_concats.h: 1152 → 896 bytes), then the GEMM's C and its epilogue dh + C, written
 // into the carry's buffer (one invocation: the arena keeps no C; the arena holds the two
-// concats and dh·z). lstm backward, GPU: four
-// gate windows and dc·f, then the GEMM. Forward: the GEMM (4H or 3H columns) and the cell
-// (h, and c for the LSTM). The CPU adds the pre-activations (kept apart there).
+// concats and dh·z). lstm backward, both: four gate windows and dc·f, then the GEMM (the
+// pre-activations saved, not recomputed). Forward: the GEMM (4H or 3H columns) and the
+// cell (h, and c for the LSTM); the LSTM's pre-activations [4,32] are a ys (saved for the
+// backward), stored by the cell in its windows (GPU) or by the GEMM's epilogue (CPU), in
+// the ys's slot: the body's arena counts them, the trip writes them into the slot. The
+// CPU adds the GRU's pre-activations (kept apart there).
 TEST(RnnCellLowering, TripsWriteEachGateGradientOnce) {
   EXPECT_EQ(written_per_step(gru_step(), cuda_lower_options()),
             (Lines{"body: 512 bytes written, arena 512", "grad_body: 1152 bytes written, arena 896"}));
   EXPECT_EQ(written_per_step(gru_step(), LowerOptions{}),
             (Lines{"body: 896 bytes written, arena 896", "grad_body: 1536 bytes written, arena 1280"}));
   EXPECT_EQ(written_per_step(lstm_step(), cuda_lower_options()),
-            (Lines{"body: 768 bytes written, arena 768", "body: 768 bytes written, arena 768",
+            (Lines{"body: 1280 bytes written, arena 1280", "body: 1280 bytes written, arena 1280",
                    "grad_body: 768 bytes written, arena 512", "grad_body: 768 bytes written, arena 512"}));
   EXPECT_EQ(written_per_step(lstm_step(), LowerOptions{}),
-            (Lines{"body: 1280 bytes written, arena 1280", "body: 1280 bytes written, arena 1280",
-                   "grad_body: 1280 bytes written, arena 1024", "grad_body: 1280 bytes written, arena 1024"}));
+            (Lines{"body: 1280 bytes written, arena 768", "body: 1280 bytes written, arena 768",
+                   "grad_body: 768 bytes written, arena 512", "grad_body: 768 bytes written, arena 512"}));
 }
 
 // WEFT_FOLD_WINDOW_PRODUCERS=0 (the A/B switch, runtime/ab_switch.h) keeps the gate
 // pre-activations a kernel of their own: the forward's GEMM carries them as its epilogue
-// (a contraction) and the LSTM backward recomputes them before the cell's gradient.
+// (a contraction, storing them: a ys) and the LSTM backward reads them (saved).
 TEST(RnnCellLowering, WindowProducersSwitchedOffKeepThePreActivationsApart) {
   ASSERT_EQ(setenv("WEFT_FOLD_WINDOW_PRODUCERS", "0", 1), 0);
   const Lines got = lowered_per_step(lstm_step(), cuda_lower_options(), true);
   unsetenv("WEFT_FOLD_WINDOW_PRODUCERS");
   EXPECT_EQ(got, (Lines{"body: contraction 1, generated 1", "body: contraction 1, generated 1",
-                        "grad_body: generated 2, library matmul 1", "grad_body: generated 2, library matmul 1"}));
+                        "grad_body: generated 1, library matmul 1", "grad_body: generated 1, library matmul 1"}));
 }
 
 // Outside loops too: the parts of a concat (a tanh kernel and a product read by another

@@ -13,6 +13,7 @@
 #include "passes/autocast.h"
 #include "passes/fuse_attention.h"
 #include "passes/pipeline.h"
+#include "passes/rotate_carry_casts.h"
 #include "passes/weight_copies.h"
 #include "training/derived_state.h"
 #include "training/init.h"
@@ -52,16 +53,19 @@ std::string type_key(const std::vector<Tensor>& inputs) {
 }
 
 Status check_precision(DType precision) {
-  if (precision == DType::f32 || precision == DType::bf16 || precision == DType::f16) return Status();
+  if (precision == DType::f32 || is_half(precision)) return Status();
   return Error{"TrainOptions::precision is " + std::string(dtype_name(precision)) +
                "; a training step runs in f32, or mixed precision with bf16 or f16"};
 }
 
 // Mixed precision: the forward graph and its loss autocast to `low`, its outputs (the
-// network's output, the collected statistics) and the loss kept f32. Returns the loss.
+// network's output, the collected statistics) and the loss kept f32, then the loops'
+// casts of their carries rotated into low carries (no cast kernel per iteration).
+// Returns the loss.
 StatusOr<ValueId> autocast(Graph& g, DType low, ValueId loss) {
   g.add_output(loss);
   WEFT_RETURN_IF_ERROR(AutocastPass(low).run(g).status());
+  WEFT_RETURN_IF_ERROR(RotateCarryCastsPass().run(g).status());
   const ValueId f32_loss = g.outputs().back();
   g.mutable_outputs().pop_back();
   return f32_loss;

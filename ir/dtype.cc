@@ -38,7 +38,7 @@ size_t dtype_size(DType dtype) {
 }
 
 bool is_floating(DType dtype) {
-  return dtype == DType::f32 || dtype == DType::f64 || dtype == DType::f16 || dtype == DType::bf16;
+  return dtype == DType::f32 || dtype == DType::f64 || is_half(dtype);
 }
 
 bool is_integer(DType dtype) {

@@ -21,6 +21,8 @@ std::optional<DType> parse_dtype(std::string_view name);
 size_t dtype_size(DType dtype);
 bool is_floating(DType dtype);  ///< f32, f64, f16, bf16
 bool is_integer(DType dtype);   ///< i32, i64, u8 (not bool)
+/// f16 and bf16: the 16-bit floats, mixed precision's low dtypes.
+constexpr bool is_half(DType dtype) { return dtype == DType::f16 || dtype == DType::bf16; }
 
 /// Converts a double to an integer type: truncates toward zero, saturates at the type's
 /// range, NaN gives 0. This is weft's float-to-integer `cast` everywhere (Tensor's

@@ -13,7 +13,6 @@
 namespace weft {
 namespace {
 
-bool is_half(DType d) { return d == DType::f16 || d == DType::bf16; }
 
 /// Orders float dtypes by range and precision: promotion casts to the widest. The two
 /// halves are equally wide; mixing them promotes to f32.

@@ -56,12 +56,14 @@
 //    const after the others.
 //  - Carries keep their types (f32): a carry that accumulates (an LSTM's c, a counter)
 //    would round at every iteration in bf16, and one computed in low anyway (a tanh
-//    RNN's h) loses nothing by the widening; a product reads the carry cast to low (one
-//    small cast per iteration). PyTorch's cuDNN RNN under autocast keeps h and c in the
-//    low dtype instead; measured on the suite's lstm_seq, bf16 carries put its loss after
-//    100 steps 19% above f32's, f32 carries 3.5% (bench/RESULTS.md, #30 inside loop
-//    bodies). gru_seq and lstm_seq trained 30 steps in bf16 stay within 3% of their f32
-//    loss (passes:autocast_loops_test).
+//    RNN's h) loses nothing by the widening; a product reads the carry cast to low (a
+//    cast in the body; the Trainer then makes it a low carry, cast once per iteration
+//    inside the kernel that computes the carry: passes/rotate_carry_casts.h). PyTorch's
+//    cuDNN RNN under autocast keeps h and c in the low dtype instead; measured on the
+//    suite's lstm_seq, bf16 carries put its loss after 100 steps 19% above f32's, f32
+//    carries 3.5% (bench/RESULTS.md, #30 inside loop bodies). gru_seq and lstm_seq
+//    trained 30 steps in bf16 stay within 3% of their f32 loss
+//    (passes:autocast_loops_test).
 //  - Xs follow their producer: an xs the pass made low (the input projection x·W_ih
 //    that the GRU and LSTM modules compute before the loop) goes in low, its body
 //    parameter typed low, so the gates' sum runs in low as PyTorch's does, and the

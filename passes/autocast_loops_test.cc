@@ -17,20 +17,17 @@
 #include <string>
 #include <vector>
 
-#include "autodiff/grad.h"
 #include "bench/models.h"
 #include "codegen/cpu_backend.h"
 #include "codegen/cuda_program.h"
 #include "codegen/lower.h"
 #include "frontend/modules.h"
 #include "frontend/training.h"
-#include "ir/text.h"
 #include "ir/verifier.h"
 #include "passes/autocast.h"
-#include "passes/infer_types.h"
+#include "passes/loop_testing.h"
 #include "runtime/cuda/recurrent_plan.h"
 #include "runtime/cuda/recurrent_plan_testing.h"
-#include "runtime/reference/interpreter.h"
 #include "runtime/reference/testing/random_inputs.h"
 
 namespace weft {
@@ -127,12 +124,7 @@ std::vector<Case> cases() {
           {"batched", kBatched}};
 }
 
-Graph parse(const std::string& text) {
-  StatusOr<Graph> g = parse_graph(text, "autocast_loops_test.cc");
-  WEFT_CHECK(g.ok(), g.ok() ? "" : g.error().to_string());
-  WEFT_CHECK(InferTypesPass().run(*g).ok(), "types");
-  return std::move(*g);
-}
+Graph parse(const std::string& text) { return parse_typed(text, "autocast_loops_test.cc"); }
 
 Graph autocast(const Graph& g, DType dtype = DType::bf16) {
   Graph low = g;
@@ -148,7 +140,7 @@ void count_body_products(const Graph& g, int& low, int& f32, bool in_body = fals
   for (const Node& n : g.nodes()) {
     if (in_body && autocast_class(n.op) == AutocastClass::Low) {
       const DType d = g.type(n.result()).dtype;
-      (d == DType::bf16 || d == DType::f16 ? low : f32) += 1;
+      (is_half(d) ? low : f32) += 1;
     }
     if (n.op == Op::Scan) count_body_products(*n.body, low, f32, /*in_body=*/true);
   }
@@ -168,12 +160,6 @@ double relative_error(const std::vector<Tensor>& got, const std::vector<Tensor>&
     worst = std::max(worst, diff / std::max(scale, 1e-30));
   }
   return worst;
-}
-
-std::vector<Tensor> run_reference(const Graph& g, const std::vector<Tensor>& inputs) {
-  auto r = reference::run(g, inputs);
-  EXPECT_TRUE(r.ok()) << r.error().to_string();
-  return r.ok() ? r->outputs : std::vector<Tensor>{};
 }
 
 /// `g` on the cpu backend, twice (the second run starts from what the first left in the
@@ -196,15 +182,7 @@ void expect_cpu_matches_reference(const Graph& g, const std::vector<Tensor>& inp
   EXPECT_EQ((*ex)->fallbacks(), 0);
 }
 
-Graph gradient(const Graph& g) {
-  std::vector<std::string> wrt;
-  for (const Input& in : g.inputs()) {
-    if (is_floating(g.type(in.value).dtype)) wrt.push_back(g.value(in.value).name);
-  }
-  StatusOr<Graph> grad = gradient_graph(g, 0, wrt);
-  WEFT_CHECK(grad.ok(), grad.ok() ? "" : grad.error().to_string());
-  return std::move(*grad);
-}
+Graph gradient(const Graph& g) { return gradient_of_floats(g); }
 
 // bf16 against f32: within a few units of bf16's last place (2^-8) of the largest value,
 // over five or six iterations; f16 to as many units of its own (2^-11). The cpu backend against the interpreter on the same bf16
@@ -303,7 +281,7 @@ int body_const_casts(const Graph& g) {
     for (const Node& b : body.nodes()) {
       const int in = b.op == Op::Cast ? body.input_index(b.operands[0]) : -1;
       const DType to = in >= 0 ? b.dtype_attr("dtype") : DType::f32;
-      casts += in >= 0 && in < n.int_attr("consts") && (to == DType::bf16 || to == DType::f16);
+      casts += in >= 0 && in < n.int_attr("consts") && is_half(to);
     }
     casts += body_const_casts(body);
   }
@@ -400,8 +378,7 @@ TEST(AutocastLoops, LoweredBf16BodiesCallBf16Gemms) {
     ASSERT_TRUE(t.ok()) << t.error().to_string();
     for (bool cuda : {false, true}) {
       SCOPED_TRACE(cuda ? "cuda" : "cpu");
-      StatusOr<codegen::Lowering> l = cuda ? codegen::lower_to_program(t->step_graph(), codegen::cuda_lower_options())
-                                           : codegen::lower_to_program(t->step_graph());
+      StatusOr<codegen::Lowering> l = lower_for(t->step_graph(), cuda);
       ASSERT_TRUE(l.ok()) << l.error().to_string();
       const std::string gemms = body_gemms(l->program);
       std::printf("%s, %s: loop bodies' GEMMs: %s\n", name, cuda ? "cuda" : "cpu", gemms.c_str());

@@ -144,14 +144,17 @@ std::string kept_name(const std::string& name) {
 
 // `r`'s body computing K's body in each of its windows of K's result; `operands`
 // receives the reader's new operands.
-std::shared_ptr<Graph> inlined_body(const Graph& g, const Node& r, const Producer& p,
-                                    std::vector<ValueId>& operands) {
+// With `stored`, K's value in each window is an extra output of the body, in the order of
+// the reader's inputs; `stored_windows` receives those windows.
+std::shared_ptr<Graph> inlined_body(const Graph& g, const Node& r, const Producer& p, bool stored,
+                                    std::vector<ValueId>& operands, std::vector<Box>& stored_windows) {
   const Graph& body = *r.body;
   const Graph& kbody = *g.node(p.node).body;
   auto out = std::make_shared<Graph>(body.name());
   std::vector<ValueId> map(body.num_values(), kNoValue);
   std::vector<const Node*> windows(body.inputs().size(), nullptr);
   std::vector<std::vector<ValueId>> leaf_inputs(body.inputs().size());
+  std::vector<ValueId> extra;  // K's value in each window, stored
   for (size_t j = 0; j < body.inputs().size(); ++j) {
     const Input& in = body.inputs()[j];
     if (r.operands[j] != p.result) {
@@ -185,6 +188,10 @@ std::shared_ptr<Graph> inlined_body(const Graph& g, const Node& r, const Produce
       kmap[n.result()] = out->add_node(n.op, std::move(ops), n.attrs, n.loc, Type{t.dtype, window_of(t.shape, w).shape()});
     }
     map[windows[j]->result()] = kmap[p.output];
+    if (stored) {
+      extra.push_back(kmap[p.output]);
+      stored_windows.push_back(w);
+    }
   }
   for (const Node& n : body.nodes()) {
     if (std::find(windows.begin(), windows.end(), &n) != windows.end()) continue;
@@ -194,7 +201,42 @@ std::shared_ptr<Graph> inlined_body(const Graph& g, const Node& r, const Produce
                                     kept_name(body.value(n.result()).name));
   }
   for (ValueId v : body.outputs()) out->add_output(map[v]);
+  for (ValueId v : extra) out->add_output(v);
   return out;
+}
+
+// The axis along which `boxes` tile a value of shape `s` exactly (each whole along every
+// other axis, side by side without gap or overlap from 0 to the end), or -1.
+int tiling_axis(std::vector<Box> boxes, const Shape& s) {
+  if (boxes.size() < 2) return -1;
+  for (int d = 0; d < s.rank(); ++d) {
+    std::sort(boxes.begin(), boxes.end(), [&](const Box& a, const Box& b) { return a.start[d] < b.start[d]; });
+    int64_t at = 0;
+    bool tiles = true;
+    for (const Box& b : boxes) {
+      for (int e = 0; e < s.rank() && tiles; ++e) {
+        tiles = e == d ? b.start[e] == at : b.start[e] == 0 && b.stop[e] == s[e];
+      }
+      at = b.stop[d];
+    }
+    if (tiles && at == s[d]) return d;
+  }
+  return -1;
+}
+
+// K's stored value made again from the windows its readers stored (`parts`, each with
+// its window): a concat along `axis` after the last reader `after`; every use of K's
+// result (graph outputs, the other readers) reads it instead.
+void concat_of_windows(Graph& g, ValueId result, std::vector<std::pair<Box, ValueId>> parts, int axis, int after) {
+  std::sort(parts.begin(), parts.end(),
+            [&](const auto& a, const auto& b) { return a.first.start[axis] < b.first.start[axis]; });
+  std::vector<ValueId> operands;
+  for (const auto& [box, v] : parts) operands.push_back(v);
+  const ValueId whole = g.add_node(Op::Concat, std::move(operands), {{"axis", int64_t{axis}}},
+                                   g.node(g.value(result).node).loc, g.type(result));
+  g.replace_all_uses(result, whole);
+  std::vector<Node>& nodes = g.mutable_nodes();
+  std::rotate(nodes.begin() + after + 1, nodes.end() - 1, nodes.end());
 }
 
 // Folds node `i` into its readers when the header's rules allow; true when it did.
@@ -202,14 +244,21 @@ bool fold(Graph& g, int i) {
   std::optional<Producer> p = producer(g, i);
   if (!p) return false;
   const std::vector<ValueId>& outputs = g.outputs();
-  if (std::find(outputs.begin(), outputs.end(), p->result) != outputs.end()) return false;
-  std::vector<int> readers;
+  bool stored = std::find(outputs.begin(), outputs.end(), p->result) != outputs.end();
+  std::vector<int> readers, others;
   std::vector<Box> boxes;
   for (size_t n = 0; n < g.nodes().size(); ++n) {
     const Node& r = g.node(static_cast<int>(n));
     if (std::find(r.operands.begin(), r.operands.end(), p->result) == r.operands.end()) continue;
-    if (!reads_through_windows(g, r, *p, boxes)) return false;
-    readers.push_back(static_cast<int>(n));
+    if (r.op == Op::Assign) return false;  // a carry's next value: its concat would be a copy
+    const size_t before = boxes.size();
+    if (reads_through_windows(g, r, *p, boxes)) {
+      readers.push_back(static_cast<int>(n));
+    } else {
+      boxes.resize(before);
+      others.push_back(static_cast<int>(n));
+      stored = true;
+    }
   }
   for (size_t a = 0; a < boxes.size(); ++a) {
     for (size_t b = a + 1; b < boxes.size(); ++b) {
@@ -217,26 +266,32 @@ bool fold(Graph& g, int i) {
     }
   }
   if (readers.empty()) return false;
-  const bool gemm = fused_kind(g.node(i)) == FusedKind::contraction;
-  if (gemm) {
+  const int axis = stored ? tiling_axis(boxes, g.type(p->result).shape) : -1;
+  if (stored && (axis < 0 || (!others.empty() && others.front() < readers.back()))) return false;
+  if (fused_kind(g.node(i)) == FusedKind::contraction) {
     const Node& k = g.node(i);
     const Node& c = k.body->node(0);
     const ValueId old = p->gemm_result >= 0 ? k.results[static_cast<size_t>(p->gemm_result)] : kNoValue;
     const ValueId made = g.add_node(c.op, {k.operands[0], k.operands[1]}, c.attrs, k.loc, k.body->type(c.result()));
     if (old != kNoValue) g.replace_all_uses(old, made);
     p->leaves[0].source = made;
-  }
-  for (int n : readers) {
-    std::vector<ValueId> operands;
-    std::shared_ptr<Graph> body = inlined_body(g, g.node(n), *p, operands);
-    g.node(n).body = std::move(body);
-    g.node(n).operands = std::move(operands);
-  }
-  if (gemm) {
-    // The GEMM made above stands where K stood (remove_nodes renumbers).
+    // The GEMM made here stands where K stood (remove_nodes renumbers): one after it.
     std::vector<Node>& nodes = g.mutable_nodes();
     std::rotate(nodes.begin() + i + 1, nodes.end() - 1, nodes.end());
+    for (int& n : readers) ++n;
   }
+  std::vector<std::pair<Box, ValueId>> parts;  // stored: each reader's windows of K
+  for (int n : readers) {
+    std::vector<ValueId> operands;
+    std::vector<Box> windows;
+    std::shared_ptr<Graph> body = inlined_body(g, g.node(n), *p, stored, operands, windows);
+    g.node(n).body = std::move(body);
+    g.node(n).operands = std::move(operands);
+    for (const Box& w : windows) {
+      parts.push_back({w, g.add_result(n, "", Type{g.type(p->result).dtype, w.shape()})});
+    }
+  }
+  if (stored) concat_of_windows(g, p->result, std::move(parts), axis, readers.back());
   std::vector<bool> keep(g.nodes().size(), true);
   keep[static_cast<size_t>(i)] = false;
   g.remove_nodes(keep);

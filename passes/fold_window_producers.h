@@ -34,19 +34,37 @@
 // The producer K is folded when: (1) it is a `fused` kernel of kind elementwise with one
 // result, or of kind contraction whose only results are its epilogue's last value and
 // perhaps the GEMM's own result C (then the GEMM stays, as a plain contraction node, and
-// its epilogue moves into the readers, which read C through windows); (2) its result is
-// not a graph output (a loop body's ys or a carry's next value: stored) and every reader
+// its epilogue moves into the readers, which read C through windows); (2) every reader
 // is an elementwise kernel reading it through an input window (codegen's input_window)
-// whose shape is the reader's result shape (not broadcast: each element is computed once);
-// (3) no two windows overlap (an element read twice would be computed twice); (4) each
+// whose shape is the reader's result shape (not broadcast: each element is computed once)
+// — or K is *stored*: its result is a graph output (a loop body's ys: an LSTM's
+// pre-activations saved for the backward, autodiff/scan_grad.cc) or has other readers, and
+// then the window readers' windows tile it exactly along one axis (each whole along the
+// others, side by side from 0 to the end), every other reader comes after the last window
+// reader, and none is an assign (a carry's next value); (3) no two windows overlap (an
+// element read twice would be computed twice); (4) each
 // window of K's operands (a bias [4H] gives a window of the bias, a dimension of 1 or a
 // scalar stays whole) keeps fold-slices' rules in its reader: the source has none of the
 // reader's result shapes, and the innermost loop reads it with stride 0 or 1
 // (codegen/operand_layout.h). K's own input windows compose with the readers' windows.
 // Each operand window gets a body input of its own, read only by its slice.
 //
+// A stored K: each reader also returns K's value in each of its windows (an extra result
+// per window), and K's result is remade as their concat along the tiled axis, placed after
+// the last reader, which the outputs and the other readers read. fold-concats (passes/
+// fold_concats.h) then has each reader store its windows straight into the concat's
+// buffer — in a loop body, the ys's slot — so K is computed once, inside its readers, and
+// stored once, with no kernel of its own (on the GPU: no launch). The example above with
+// `return %h, %pre`:
+//
+//   %h, %0, %1 = fused(%c, %b, %c, %b) : f32[4,8], f32[4,8], f32[4,8] (body as above,
+//                                                      returning %t0, %6, %9)
+//   %2 = concat(%0, %1) {axis=1} : f32[4,16]
+//   return %h, %2
+//
 // Requires: a type-inferred graph after fold-slices. Guarantees: the same values (the
-// interpreter runs the windows and K's body per window); K is gone.
+// interpreter runs the windows and K's body per window); K is gone (a stored K: a concat
+// of its readers' windows stands for it).
 
 #include "passes/pass.h"
 

@@ -176,9 +176,50 @@ TEST(FoldWindowProducersTest, NotFoldedWhenAnElementWouldBeComputedTwice) {
   }
 }
 
-// K needed whole: a graph output (a loop body's ys, saved for the backward), or a carry's
-// next value (an assign reads it).
-TEST(FoldWindowProducersTest, NotFoldedWhenTheValueIsStored) {
+// K stored (a graph output: a loop body's ys, saved for the backward) and read through
+// two windows that tile it: computed in its reader, which also returns K's two windows;
+// their concat is the output. A reduction reading K whole after the reader reads the
+// concat.
+TEST(FoldWindowProducersTest, AStoredValueIsComputedInItsReaderWhichStoresItsWindows) {
+  auto ending = [](const char* tail) {
+    std::string text = kCell;
+    return text.replace(text.find("  return %y\n"), 12, tail);
+  };
+  const std::string stored = ending("  return %y, %pre\n");
+  FoldWindowProducersPass pass;
+  // The reader's body is kCell's folded one (above), returning K's windows too.
+  const std::string folded = run_pass_on_text(pass, stored);
+  for (const char* line : {"  %y, %0, %1 = fused(%c, %b, %s, %h, %c, %b, %s) : f32[4,8], f32[4,8], f32[4,8] ({\n",
+                           "      %t2 = add(%t1, %14) : f32[4,8]\n      return %t2, %10, %14\n  })\n"
+                           "  %2 = concat(%0, %1) {axis=1} : f32[4,16]\n  return %y, %2\n}\n"}) {
+    EXPECT_NE(folded.find(line), std::string::npos) << line << "\nnot in\n" << folded;
+  }
+  EXPECT_TRUE(folds_with_same_values(stored));
+  const std::string read_after = ending(R"(  %total = fused(%pre) {kind="reduction"} : f32[] ({
+    ^body(%0: f32[4,16]):
+      %t0 = sum(%0) : f32[]
+      return %t0
+  })
+  return %y, %total
+)");
+  const std::string out = run_pass_on_text(pass, read_after);
+  EXPECT_NE(out.find("  %2 = concat(%0, %1) {axis=1} : f32[4,16]\n  %total = fused(%2)"), std::string::npos) << out;
+  EXPECT_TRUE(folds_with_same_values(read_after));
+  // Read whole before the window reader: the concat, after the reader, would come too late.
+  std::string read_before = ending("  return %y, %total\n");
+  read_before.insert(read_before.find("  %y = fused"), R"(  %total = fused(%pre) {kind="reduction"} : f32[] ({
+    ^body(%0: f32[4,16]):
+      %t0 = sum(%0) : f32[]
+      return %t0
+  })
+)");
+  const std::string kept = run_pass_on_text(pass, read_before);
+  EXPECT_NE(kept.find("(no change)"), std::string::npos) << kept;
+}
+
+// K needed whole where its windows leave a gap (a graph output read through one window
+// of two), or a carry's next value (an assign reads it: the concat would be a copy).
+TEST(FoldWindowProducersTest, NotFoldedWhenAStoredValueIsNotTiledByItsWindows) {
   for (const char* tail : {"  return %y, %pre\n}", "  assign(%st, %pre)\n  return %y\n}"}) {
     const std::string text = std::string(R"(graph @f(%c: f32[4,16], %b: f32[16], %st: f32[4,16] {state}) {
   %pre = fused(%c, %b) : f32[4,16] ({

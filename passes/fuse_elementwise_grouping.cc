@@ -96,7 +96,7 @@ void FusionGrouping::grow_group(int root) {
 bool FusionGrouping::kernel_when_alone(int root) const {
   const DType in = g_.type(g_.node(root).operands[0]).dtype;
   return options_.lone_reductions ||
-         (options_.lone_half_reductions && (in == DType::f16 || in == DType::bf16));
+         (options_.lone_half_reductions && is_half(in));
 }
 
 GrowingGroup FusionGrouping::start_group(int root) {

@@ -11,7 +11,6 @@
 namespace weft {
 namespace {
 
-bool is_half(DType d) { return d == DType::f16 || d == DType::bf16; }
 
 /// The body node that keeps its dtypes (see the header): a contraction body's
 /// contraction, a reduction body's reduction; -1 when there is none.

@@ -22,7 +22,7 @@ std::map<ValueId, ValueId> assigned_params(const Graph& g) {
 bool is_low_precision_cast(const Node& n) {
   if (n.op != Op::Cast) return false;
   const DType to = n.dtype_attr("dtype");
-  return to == DType::bf16 || to == DType::f16;
+  return is_half(to);
 }
 
 }  // namespace

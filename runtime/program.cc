@@ -108,4 +108,15 @@ std::string Program::to_string() const {
   return out;
 }
 
+std::string invocation_kind(const Invocation& inv) {
+  switch (inv.kind) {
+    case Invocation::Kind::library: return "library " + std::string(op_name(inv.node.op));
+    case Invocation::Kind::generated: return "generated";
+    case Invocation::Kind::contraction: return "contraction";
+    case Invocation::Kind::copy: return "copy";
+    case Invocation::Kind::loop: return "loop";
+  }
+  return "?";
+}
+
 }  // namespace weft

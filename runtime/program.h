@@ -111,6 +111,10 @@ struct Invocation {
   int body = -1;                     ///< loop: index into the root Program's `bodies`.
 };
 
+/// What an invocation is, for messages and dumps: "library matmul" (the op), "generated",
+/// "contraction", "copy" or "loop".
+std::string invocation_kind(const Invocation& inv);
+
 /// An `assign`: after the step, input `input` takes the bytes of `from`.
 struct Update {
   int32_t input = -1;

@@ -104,7 +104,7 @@ Tensor to_dtype(const Tensor& t, DType dtype) {
   if (t.dtype() == dtype) return t;
   Tensor out(Type{dtype, t.shape()});
   const int64_t n = t.numel();
-  if (t.dtype() == DType::f32 && (dtype == DType::f16 || dtype == DType::bf16)) {
+  if (t.dtype() == DType::f32 && is_half(dtype)) {
     // One rounding from f32 (what set_double does through a double, without the double).
     const float* from = t.data<float>();
     uint16_t* to = out.data<uint16_t>();

@@ -46,7 +46,7 @@ constexpr bool dtype_matches(DType dtype) {
   else if constexpr (std::is_same_v<T, int64_t>) return dtype == DType::i64;
   else if constexpr (std::is_same_v<T, uint8_t>) return dtype == DType::u8 || dtype == DType::boolean;
   else if constexpr (std::is_same_v<T, bool>) return dtype == DType::boolean;
-  else if constexpr (std::is_same_v<T, uint16_t>) return dtype == DType::f16 || dtype == DType::bf16;
+  else if constexpr (std::is_same_v<T, uint16_t>) return is_half(dtype);
   else return false;
 }
 

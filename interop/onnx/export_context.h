@@ -167,7 +167,7 @@ inline DType f32_for_bf16(DType dt) { return dt == DType::bf16 ? DType::f32 : dt
 
 /// Formulas of several ONNX ops compute f16 and bf16 in f32, rounding once at the end as
 /// weft does (rounding each step would differ).
-inline DType f32_for_halves(DType dt) { return dt == DType::f16 || dt == DType::bf16 ? DType::f32 : dt; }
+inline DType f32_for_halves(DType dt) { return is_half(dt) ? DType::f32 : dt; }
 
 /// A typed ValueInfoProto (graph inputs and outputs).
 void set_value_info(onnx::ValueInfoProto* info, const std::string& name, const Type& type);

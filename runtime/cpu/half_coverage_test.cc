@@ -60,7 +60,7 @@ TEST(HalfCoverage, EveryFixtureOpInHalfHasAKernelOrAStatedGap) {
       const Tensor& ref = want->outputs.at(0);
       ASSERT_TRUE(run.ok()) << run.to_string();
       std::string why;
-      if (ref.dtype() == DType::f16 || ref.dtype() == DType::bf16) {
+      if (is_half(ref.dtype())) {
         EXPECT_TRUE(testing::within_ulps(got, ref, 1, kCancelled, &why)) << why;
       } else {
         EXPECT_TRUE(all_close(got, ref, 0, &why)) << why;

@@ -42,7 +42,7 @@ std::string expect_half_matches(Op op, const Attrs& attrs, const std::vector<Ten
     EXPECT_FALSE(c.gap.has_value()) << *c.gap;
     EXPECT_TRUE(c.cpu_status.ok()) << c.cpu_status.to_string();
     if (!c.has_kernel || !c.cpu_status.ok() || !c.reference_status.ok()) continue;
-    if (c.reference.dtype() == DType::f16 || c.reference.dtype() == DType::bf16) {
+    if (is_half(c.reference.dtype())) {
       std::string why;
       EXPECT_TRUE(testing::within_ulps(c.cpu, c.reference, max_ulps, abs_tol, &why)) << why;
     } else {

@@ -34,7 +34,6 @@ KernelOr make_composite_kernel(const LibraryCall& call, const std::vector<const 
                                void* out);
 
 /// Whether `dtype` is f16 or bf16.
-inline bool is_half(DType dtype) { return dtype == DType::f16 || dtype == DType::bf16; }
 
 /// Whether the reference interpreter computes `call` by widening: an op whose half rule
 /// is Widen (ir/op.h, `computes_half_in_f32`) with an f16 or bf16 operand or result, which

@@ -198,7 +198,7 @@ void check_op(Op op, const Geometry& g, DType dtype) {
   ASSERT_TRUE(plan.ok()) << plan.status().to_string();
   EXPECT_EQ(plan->call, call);
   EXPECT_EQ(plan->dtype, dtype);
-  const bool half = dtype == DType::f16 || dtype == DType::bf16;
+  const bool half = is_half(dtype);
   EXPECT_EQ(plan->math, half ? ContractionMath::tensor_f32 : ContractionMath::pedantic);
   EXPECT_EQ(plan->zero_fill, xt.numel() == 0 || wt.numel() == 0 || yt.numel() == 0);
   // The buffers: operands as doubles, the result zeroed; each handed to the role the

@@ -8,7 +8,7 @@ namespace {
 
 LtEpilogueDecision refuse(std::string why) { return {std::nullopt, std::move(why)}; }
 
-bool lt_dtype(DType d) { return d == DType::f32 || d == DType::f16 || d == DType::bf16; }
+bool lt_dtype(DType d) { return d == DType::f32 || is_half(d); }
 
 // The bias's shape: N elements laid out as a row of C ([N], or [1, ..., 1, N]).
 bool bias_row(const Shape& s, int64_t n) {
@@ -32,7 +32,6 @@ struct BodyOps {
   std::string refused;
 };
 
-bool is_half(DType d) { return d == DType::f16 || d == DType::bf16; }
 
 BodyOps body_ops(const Graph& body, DType c_dtype) {
   BodyOps ops;

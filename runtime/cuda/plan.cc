@@ -33,7 +33,6 @@ bool fits_int(const CublasGemm& g) {
   return true;
 }
 
-bool is_half(DType d) { return d == DType::f16 || d == DType::bf16; }
 
 /// `a` and `b` as matmul_geometry takes them: f16/bf16 operands (of one dtype) planned as
 /// f32 ones of the same shapes, which the geometry is about; nullopt when the dtypes

@@ -47,7 +47,7 @@ class PoolingBound : public Executor::Bound {
   }
 
  private:
-  bool half() const { return dtype_ == DType::f16 || dtype_ == DType::bf16; }
+  bool half() const { return is_half(dtype_); }
 
   std::string op_;
   PoolOp pool_;

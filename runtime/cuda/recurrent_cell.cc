@@ -18,7 +18,7 @@ bool is_f32(const Graph& g, ValueId v) { return g.type(v).dtype == DType::f32; }
 // registers exactly, rounded where stored).
 bool is_float(const Graph& g, ValueId v) {
   const DType t = g.type(v).dtype;
-  return t == DType::f32 || t == DType::bf16 || t == DType::f16;
+  return t == DType::f32 || is_half(t);
 }
 
 // Whether `v` is a bf16 or f16 value that no node reads: only stored, where the store

@@ -23,17 +23,6 @@ void add_start(std::vector<StepAction>& actions, const collective::BucketPlan& p
                      static_cast<size_t>(k)});
 }
 
-std::string invocation_name(const Invocation& inv) {
-  switch (inv.kind) {
-    case Invocation::Kind::generated: return "generated";
-    case Invocation::Kind::contraction: return "contraction";
-    case Invocation::Kind::copy: return "copy";
-    case Invocation::Kind::loop: return "loop";
-    case Invocation::Kind::library: return std::string(op_name(inv.node.op));
-  }
-  return "?";
-}
-
 }  // namespace
 
 StepVariant variant_of_step(int64_t step, int64_t accumulate_steps) {
@@ -65,7 +54,7 @@ std::string describe(const std::vector<StepAction>& actions, const Program& prog
   std::string out;
   for (const StepAction& a : actions) {
     if (a.kind == StepAction::Kind::invoke) {
-      out += "#" + std::to_string(a.index) + " " + invocation_name(program.code[a.index]);
+      out += "#" + std::to_string(a.index) + " " + invocation_kind(program.code[a.index]);
       const int k = plan.bucket_of.empty() ? -1 : plan.bucket_of[a.index];
       if (k >= 0) out += " (stage into bucket " + std::to_string(k) + ")";
     } else if (a.kind == StepAction::Kind::start_bucket || a.kind == StepAction::Kind::start_bucket_unpredicated) {

@@ -78,7 +78,7 @@ bool has_predicated_bucket(const collective::BucketPlan& plan);
 std::vector<StepAction> schedule_step(const Program& program, const collective::BucketPlan& plan,
                                       StepVariant variant = StepVariant::reduce);
 
-/// One line per action: "#3 all_reduce (stage into bucket 0)", "start bucket 0 (2 f32
+/// One line per action: "#3 library all_reduce (stage into bucket 0)", "start bucket 0 (2 f32
 /// mean, 12 elements) on the communication stream", "start bucket 0 (2 f32 mean, 1 of 12
 /// elements: accumulating) on the communication stream", "wait for bucket 0", "#4 copy".
 std::string describe(const std::vector<StepAction>& actions, const Program& program,

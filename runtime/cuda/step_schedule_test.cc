@@ -167,9 +167,9 @@ TEST(StepSchedule, ABucketStartsAfterItsLastGradientAndIsWaitedOnByItsFirstReade
   BucketPlan plan;
   const std::vector<StepAction> actions = check_schedule(p, 7, 1 << 20, &plan);
   EXPECT_EQ(describe(actions, p, plan),
-            "#0 all_reduce (stage into bucket 0)\n"
+            "#0 library all_reduce (stage into bucket 0)\n"
             "#1 copy\n"
-            "#2 all_reduce (stage into bucket 0)\n"
+            "#2 library all_reduce (stage into bucket 0)\n"
             "start bucket 0 (2 f32 mean, 8 elements) on the communication stream\n"
             "#3 copy\n"
             "wait for bucket 0\n"
@@ -266,15 +266,15 @@ TEST(StepSchedule, TheAccumulatingStepReducesNoPredicatedMember) {
   EXPECT_TRUE(has_predicated_bucket(plan));
   EXPECT_EQ(describe(reducing, p, plan),
             "#0 copy\n"
-            "#1 all_reduce (stage into bucket 0)\n"
-            "#2 all_reduce (stage into bucket 0)\n"
+            "#1 library all_reduce (stage into bucket 0)\n"
+            "#2 library all_reduce (stage into bucket 0)\n"
             "start bucket 0 (2 f32 mean, 8 elements) on the communication stream\n"
             "wait for bucket 0\n"
             "#3 copy\n");
   EXPECT_EQ(describe(accumulating, p, plan),
             "#0 copy\n"
-            "#1 all_reduce (stage into bucket 0)\n"
-            "#2 all_reduce (stage into bucket 0)\n"
+            "#1 library all_reduce (stage into bucket 0)\n"
+            "#2 library all_reduce (stage into bucket 0)\n"
             "start bucket 0 (2 f32 mean, 4 of 8 elements: accumulating) on the communication stream\n"
             "wait for bucket 0\n"
             "#3 copy\n");

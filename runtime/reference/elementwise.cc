@@ -96,7 +96,6 @@ void cast_half(const Tensor& x, Tensor& out) {
   }
 }
 
-bool is_half(DType dtype) { return dtype == DType::f16 || dtype == DType::bf16; }
 
 Status cast(const Node& node, const Inputs& in, Tensor& out) {
   const Tensor& x = *in[0];

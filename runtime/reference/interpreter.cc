@@ -63,7 +63,6 @@ const KernelTable& kernel_table() {
   return table;
 }
 
-bool is_half(DType d) { return d == DType::f16 || d == DType::bf16; }
 
 // A fused kernel computes its body (the body's own nodes widen what they need).
 Status fused(const Node& node, const std::vector<const Tensor*>& in, Tensor& out) {

@@ -285,9 +285,13 @@ StatusOr<RecurrentPlan> Planner::plan() {
   if (loop_slot_bindings(loop_, body_) != length_) {
     return refuse("the loop is bound once for all its iterations (runtime/loop_slots.h), not per slot");
   }
+  // A next carry that is another carry's input would need the copies at once (a swap);
+  // one that is a const or an xs (rotate-carry-casts' f32 carry, reset to its initial
+  // value each iteration: passes/rotate_carry_casts.h) is copied like any other.
   for (int c = 0; c < carries_; ++c) {
     const BufferRef& next = body_.outputs[static_cast<size_t>(c)];
-    if (next.space == Space::input && next.input != consts_ + c) return refuse("two carries are swapped");
+    const bool carry = next.space == Space::input && next.input >= consts_ && next.input < consts_ + carries_;
+    if (carry && next.input != consts_ + c) return refuse("two carries are swapped");
   }
   slots_plan_ = plan_loop_slots(body_, loop_, where_.in, where_.results);
   bind_slots();

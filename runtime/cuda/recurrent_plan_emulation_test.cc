@@ -57,6 +57,8 @@ TEST(RecurrentPlanOnKernel, TanhRnnLoops) { expect_on_kernel(typed(kTanhRnn), 7,
 
 TEST(RecurrentPlanOnKernel, ShiftedAndChainedCarries) { expect_on_kernel(typed(testing::kScanSlotsGraph), 11, 2); }
 
+TEST(RecurrentPlanOnKernel, ACarryNextFromAConst) { expect_on_kernel(typed(kConstCarry), 29, 1); }
+
 // bf16 and f16 bodies (recurrent_plan_testing.h) on the kernel's tensor-core matmul and on
 // its SIMT one, against the reference interpreter at the type's tolerance.
 TEST(RecurrentPlanOnKernel, LowPrecisionLoops) {

@@ -151,6 +151,20 @@ inline constexpr char kRoundedRnn[] = R"(graph @rounded(%w: bf16[8,8], %h0: f32[
 }
 )";
 
+// A carry whose next value is a const of the loop (as passes/rotate_carry_casts.h leaves
+// the f32 carry of a bf16 gradient body): copied from the const each iteration.
+inline constexpr char kConstCarry[] = R"(graph @reset(%z: f32[2,3], %g0: f32[2,3], %h0: f32[2,3], %xs: f32[4,2,3]) {
+  %g, %h, %hs = scan(%z, %g0, %h0, %xs) {carries=2, consts=1, length=4} : f32[2,3], f32[2,3], f32[4,2,3] ({
+    ^cell(%cz: f32[2,3], %cg: f32[2,3], %ch: f32[2,3], %cx: f32[2,3]):
+      %a = add(%cg, %ch) : f32[2,3]
+      %s = add(%a, %cx) : f32[2,3]
+      %t = tanh(%s) : f32[2,3]
+      return %cz, %t, %t
+  })
+  return %g, %h, %hs
+}
+)";
+
 inline std::string in_f16(std::string text) {
   for (size_t at = text.find("bf16"); at != std::string::npos; at = text.find("bf16", at)) text.replace(at, 4, "f16");
   return text;

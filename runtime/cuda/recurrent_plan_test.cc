@@ -1,11 +1,13 @@
 // A loop as a persistent program (recurrent_plan.h), planned on the host: every loop of
-// small LSTM and GRU training steps (their forward and gradient loops) and of tanh RNNs,
+// small LSTM and GRU training steps (their forward and gradient loops; in f32, and at
+// precision bf16 and f16: autocast's loops) and of tanh RNNs,
 // lowered with codegen::cuda_lower_options(), bound in host memory as the CUDA executor
 // binds it (the loop's operands and results where the root Program puts them, the body's
 // own arena and inputs block), its operands random, planned, run by the host oracle
 // (run_recurrent_on_host) and compared with the reference interpreter's run of the same
-// scan node (reference::run_loop). Then the refusals, each message pinned, and
-// recurrent_cell.h's example.
+// scan node (reference::run_loop). Then the refusals, each message pinned,
+// recurrent_cell.h's example and its rounding, and the suite's loop models planned at
+// paper sizes in f32 and bf16 with the cost model's figures (bench/RESULTS.md).
 #include "runtime/cuda/recurrent_plan.h"
 
 #include <gtest/gtest.h>

@@ -32,9 +32,8 @@ class Planner {
  private:
   Error refuse(const std::string& why) const { return Error("persistent loop @" + body_.name + ": " + why); }
   Error refuse_at(size_t j, const std::string& why) const {
-    return refuse("invocation " + std::to_string(j) + " (" + kind_label(body_.code[j]) + "): " + why);
+    return refuse("invocation " + std::to_string(j) + " (" + invocation_kind(body_.code[j]) + "): " + why);
   }
-  static std::string kind_label(const Invocation& inv);
 
   void bind_slots();
   StatusOr<int32_t> buffer(const SlotArgs& at, const std::string& what, DType dtype);
@@ -72,17 +71,6 @@ class Planner {
   std::vector<Slot> slots_;
   RecurrentPlan out_;
 };
-
-std::string Planner::kind_label(const Invocation& inv) {
-  switch (inv.kind) {
-    case Invocation::Kind::generated: return "generated";
-    case Invocation::Kind::contraction: return "contraction";
-    case Invocation::Kind::copy: return "copy";
-    case Invocation::Kind::loop: return "loop";
-    case Invocation::Kind::library: return "library " + std::string(op_name(inv.node.op));
-  }
-  return "?";
-}
 
 void Planner::bind_slots() {
   Program laid = body_;
@@ -272,7 +260,7 @@ Status Planner::add_invocation(size_t j) {
   if (inv.kind == Invocation::Kind::generated && kernel.kind != FusedKind::elementwise) {
     return refuse_at(j, "kernel " + kernel.name + " is a " + std::string(fused_kind_name(kernel.kind)) + " kernel");
   }
-  return add_elementwise(what + " (" + kind_label(inv) + " " + kernel.name + ")", kernel.body, args);
+  return add_elementwise(what + " (" + invocation_kind(inv) + " " + kernel.name + ")", kernel.body, args);
 }
 
 StatusOr<RecurrentPlan> Planner::plan() {

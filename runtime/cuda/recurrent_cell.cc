@@ -63,11 +63,9 @@ std::string node_refusal(const Graph& g, const Node& n) {
     return "";
   }
   if (n.op == Op::Cast) {
-    if (register_value(g, n.result()) != n.result()) return "";
-    const std::string to(dtype_name(g.type(n.result()).dtype));
-    return is_float(g, n.result()) ? "a cast to " + to + " read inside the kernel (registers are f32; only a stored " +
-                                         to + " is rounded)"
-                                   : "a cast to " + to;
+    // To f32: an alias; to bf16 or f16: an alias when only stored, else a rounding.
+    if (is_float(g, n.result())) return "";
+    return "a cast to " + std::string(dtype_name(g.type(n.result()).dtype));
   }
   // Attributes first: a CellInstr holds none (gelu's tanh form would compute as erf's).
   if (!n.attrs.empty()) return "op " + name + " with attributes";
@@ -79,11 +77,6 @@ std::string node_refusal(const Graph& g, const Node& n) {
   }
   const DType result = g.type(n.result()).dtype;
   if (!is_float(g, n.result()) && result != DType::boolean) return "a " + std::string(dtype_name(result)) + " value";
-  // A bf16 or f16 result read by another op would be rounded there by the reference, not
-  // in the kernel's f32 registers (passes/round_at_stores.h leaves none in fused bodies).
-  if (!is_f32(g, n.result()) && result != DType::boolean && !only_stored(g, n.result())) {
-    return "a " + std::string(dtype_name(result)) + " intermediate (" + name + "'s result read inside the kernel)";
-  }
   return "";
 }
 
@@ -182,7 +175,18 @@ StatusOr<std::vector<CellInstr>> cell_program(const Graph& g) {
     }
     std::optional<uint8_t> dst = regs.take();
     if (!dst) return full;
-    code.push_back({static_cast<uint16_t>(n.op), *dst, operands[0], operands[1], operands[2]});
+    // A bf16 or f16 value read by another op: rounded in its register, where the
+    // reference rounds it (a cast, or a low op's result); one only stored is rounded by
+    // its store.
+    const DType type = g.type(n.result()).dtype;
+    const bool low = type == DType::bf16 || type == DType::f16;
+    const auto round = static_cast<uint8_t>(type == DType::bf16 ? ElementType::bf16 : ElementType::f16);
+    if (n.op == Op::Cast) {
+      code.push_back({kRoundOp, *dst, operands[0], round, 0});
+    } else {
+      code.push_back({static_cast<uint16_t>(n.op), *dst, operands[0], operands[1], operands[2]});
+      if (low && !only_stored(g, n.result())) code.push_back({kRoundOp, *dst, *dst, round, 0});
+    }
     reg[n.result()] = *dst;
     for (ValueId v : n.operands) {
       const ValueId r = register_value(g, v);

@@ -24,10 +24,13 @@
 // operand in place). Operands and results may be f32, bf16 or f16 (registers are f32:
 // loaded exactly, rounded where stored); a cast to f32 is its operand in registers, and so
 // is a cast to bf16 or f16 whose result is only stored (the store rounds it, as the cast
-// would). Errors say why the body cannot be a cell: a space of more than two dimensions,
-// an operand or result neither f32, bf16 nor f16, a value neither those nor bool between
-// the ops, a bf16 or f16 value read inside the kernel (the reference would round it
-// there), an op with attributes or outside recurrent_op_supported, a cast to another
+// would). A bf16 or f16 value that another op reads (autocast's cast of an f32 carry for
+// a bf16 product, a bf16 op's result) is rounded in its register (kRoundOp), where the
+// reference interpreter rounds it:
+//   %b = cast(%h) {dtype=bf16}; %m = mul(%b, %w)      r1 = round r0 to bf16; r3 = mul r1 r2
+// Errors say why the body cannot be a cell: a space of more than two dimensions, an
+// operand or result neither f32, bf16 nor f16, a value neither those nor bool between
+// the ops, an op with attributes or outside recurrent_op_supported, a cast to another
 // type, more than kMaxCellRegisters registers.
 
 #include <cstdint>

@@ -32,9 +32,8 @@ class Planner {
  private:
   Error refuse(const std::string& why) const { return Error("persistent loop @" + body_.name + ": " + why); }
   Error refuse_at(size_t j, const std::string& why) const {
-    return refuse("invocation " + std::to_string(j) + " (" + kind_label(body_.code[j]) + "): " + why);
+    return refuse("invocation " + std::to_string(j) + " (" + invocation_kind(body_.code[j]) + "): " + why);
   }
-  static std::string kind_label(const Invocation& inv);
 
   void bind_slots();
   StatusOr<int32_t> buffer(const SlotArgs& at, const std::string& what, DType dtype);
@@ -72,17 +71,6 @@ class Planner {
   std::vector<Slot> slots_;
   RecurrentPlan out_;
 };
-
-std::string Planner::kind_label(const Invocation& inv) {
-  switch (inv.kind) {
-    case Invocation::Kind::generated: return "generated";
-    case Invocation::Kind::contraction: return "contraction";
-    case Invocation::Kind::copy: return "copy";
-    case Invocation::Kind::loop: return "loop";
-    case Invocation::Kind::library: return "library " + std::string(op_name(inv.node.op));
-  }
-  return "?";
-}
 
 void Planner::bind_slots() {
   Program laid = body_;
@@ -272,7 +260,7 @@ Status Planner::add_invocation(size_t j) {
   if (inv.kind == Invocation::Kind::generated && kernel.kind != FusedKind::elementwise) {
     return refuse_at(j, "kernel " + kernel.name + " is a " + std::string(fused_kind_name(kernel.kind)) + " kernel");
   }
-  return add_elementwise(what + " (" + kind_label(inv) + " " + kernel.name + ")", kernel.body, args);
+  return add_elementwise(what + " (" + invocation_kind(inv) + " " + kernel.name + ")", kernel.body, args);
 }
 
 StatusOr<RecurrentPlan> Planner::plan() {
@@ -285,9 +273,13 @@ StatusOr<RecurrentPlan> Planner::plan() {
   if (loop_slot_bindings(loop_, body_) != length_) {
     return refuse("the loop is bound once for all its iterations (runtime/loop_slots.h), not per slot");
   }
+  // A next carry that is another carry's input would need the copies at once (a swap);
+  // one that is a const or an xs (rotate-carry-casts' f32 carry, reset to its initial
+  // value each iteration: passes/rotate_carry_casts.h) is copied like any other.
   for (int c = 0; c < carries_; ++c) {
     const BufferRef& next = body_.outputs[static_cast<size_t>(c)];
-    if (next.space == Space::input && next.input != consts_ + c) return refuse("two carries are swapped");
+    const bool carry = next.space == Space::input && next.input >= consts_ && next.input < consts_ + carries_;
+    if (carry && next.input != consts_ + c) return refuse("two carries are swapped");
   }
   slots_plan_ = plan_loop_slots(body_, loop_, where_.in, where_.results);
   bind_slots();

@@ -29,19 +29,22 @@
 //    the epilogue's operand 0, runtime/program.h);
 //  - a `library` matmul of two 2-D f32, bf16 or f16 operands (transposes as flags);
 //  - the per-iteration copies of runtime/loop_slots.h (a ys not written in its slot, a
-//    next carry not written over its input nor chained): one copy phase each, the ys
+//    next carry not written over its input nor chained, or one that is a const or an xs
+//    of the loop: passes/rotate_carry_casts.h's reset carry): one copy phase each, the ys
 //    before the carries, as the bound loop copies them. The copies before the first
 //    iteration (the initial carries) and after the last (the last carries into the
 //    loop's results) are `before` and `after`, run by the caller.
 // Every address comes from bind_loop_slot for each slot, and is checked to be affine in
 // the iteration (first and last may differ: a chained or shifted carry); anything else is
 // refused with a message naming the invocation: reductions and row kernels, other library
-// ops, nested loops, loops with `stop` or `active`, a loop bound once, swapped carries,
-// values that are not f32, bf16 or f16 (bool only between the ops of a kernel; a bf16 or
-// f16 value only loaded or stored, never read between ops, as passes/round_at_stores.h
-// leaves fused bodies), ops outside recurrent_op_supported, programs needing more than
-// kMaxCellRegisters registers. Each buffer of the program has its value's element type
-// (recurrent_program.h: loads convert, stores round to nearest even).
+// ops, nested loops, loops with `stop` or `active`, a loop bound once, swapped carries
+// (a next carry that is another carry's input),
+// values that are not f32, bf16 or f16 (bool only between the ops of a kernel),
+// ops outside recurrent_op_supported, programs needing more than kMaxCellRegisters
+// registers. Each buffer of the program has its value's element type
+// (recurrent_program.h: loads convert, stores round to nearest even); a bf16 or f16 value
+// read between a kernel's ops (autocast's casts in a bf16 body) is rounded in its
+// register (recurrent_cell.h).
 
 #include <cstddef>
 #include <cstdint>

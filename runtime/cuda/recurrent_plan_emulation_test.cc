@@ -57,6 +57,8 @@ TEST(RecurrentPlanOnKernel, TanhRnnLoops) { expect_on_kernel(typed(kTanhRnn), 7,
 
 TEST(RecurrentPlanOnKernel, ShiftedAndChainedCarries) { expect_on_kernel(typed(testing::kScanSlotsGraph), 11, 2); }
 
+TEST(RecurrentPlanOnKernel, ACarryNextFromAConst) { expect_on_kernel(typed(kConstCarry), 29, 1); }
+
 // bf16 and f16 bodies (recurrent_plan_testing.h) on the kernel's tensor-core matmul and on
 // its SIMT one, against the reference interpreter at the type's tolerance.
 TEST(RecurrentPlanOnKernel, LowPrecisionLoops) {
@@ -67,6 +69,26 @@ TEST(RecurrentPlanOnKernel, LowPrecisionLoops) {
     }
     for (const std::string& text : {std::string(kAutocastRnn), in_f16(kAutocastRnn)}) {
       EXPECT_EQ(expect_loops_match_reference(typed(text), 17, kernel(3, 0, tensor_cores)), 1);
+    }
+    for (const std::string& text : {std::string(kRoundTrip), in_f16(kRoundTrip)}) {
+      EXPECT_EQ(expect_loops_match_reference(typed(text), 19, kernel(3, 0, tensor_cores)), 1);
+    }
+  }
+}
+
+// Autocast's loops in small LSTM and GRU training steps at bf16 and f16 (forward and
+// gradient: casts in the bodies, some read between a kernel's ops and rounded in their
+// registers, f32 carries, low weights and xs) on the kernel's tensor-core matmul and its
+// SIMT one, B in shared memory, against the reference interpreter at the type's tolerance.
+TEST(RecurrentPlanOnKernel, AutocastStepLoops) {
+  for (DType precision : {DType::bf16, DType::f16}) {
+    const ElementType body = *element_type(precision);
+    const Graph lstm = sequence_step(LSTM(6, 8, {.layers = 2, .last = true}), 8, precision);
+    const Graph gru = sequence_step(GRU(6, 8, {.last = true}), 8, precision);
+    for (bool tensor_cores : {true, false}) {
+      SCOPED_TRACE(std::string(dtype_name(precision)) + (tensor_cores ? " tensor cores" : " SIMT"));
+      EXPECT_EQ(expect_loops_match_reference(lstm, 3, kernel(3, uint64_t{1} << 20, tensor_cores), body), 4);
+      EXPECT_EQ(expect_loops_match_reference(gru, 5, kernel(3, uint64_t{1} << 20, tensor_cores), body), 2);
     }
   }
 }

@@ -1,17 +1,20 @@
 // A loop as a persistent program (recurrent_plan.h), planned on the host: every loop of
-// small LSTM and GRU training steps (their forward and gradient loops) and of tanh RNNs,
+// small LSTM and GRU training steps (their forward and gradient loops; in f32, and at
+// precision bf16 and f16: autocast's loops) and of tanh RNNs,
 // lowered with codegen::cuda_lower_options(), bound in host memory as the CUDA executor
 // binds it (the loop's operands and results where the root Program puts them, the body's
 // own arena and inputs block), its operands random, planned, run by the host oracle
 // (run_recurrent_on_host) and compared with the reference interpreter's run of the same
-// scan node (reference::run_loop). Then the refusals, each message pinned, and
-// recurrent_cell.h's example.
+// scan node (reference::run_loop). Then the refusals, each message pinned,
+// recurrent_cell.h's example and its rounding, and the suite's loop models planned at
+// paper sizes in f32 and bf16 with the cost model's figures (bench/RESULTS.md).
 #include "runtime/cuda/recurrent_plan.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -32,6 +35,20 @@ namespace {
 using namespace plan_testing;
 
 constexpr auto kOracle = run_recurrent_on_host;
+
+// The printed program of one elementwise phase running `code` over `operands` and
+// `results` maps (all on one buffer).
+std::string program_text(const std::vector<CellInstr>& code, int32_t operands, int32_t results) {
+  RecurrentProgram p;
+  p.instrs = code;
+  p.phases.push_back({});
+  p.phases[0].instr_count = static_cast<int32_t>(code.size());
+  p.phases[0].operand_count = operands;
+  p.phases[0].result_count = results;
+  p.maps.assign(static_cast<size_t>(operands + results), ElementMap{0, 0, 0, 0});
+  p.buffers.push_back({});
+  return p.to_string();
+}
 
 // recurrent_cell.h's example: an LSTM gate's window of the gates, its sigmoid times c.
 TEST(RecurrentCell, TheHeadersExample) {
@@ -56,17 +73,34 @@ TEST(RecurrentCell, TheHeadersExample) {
   EXPECT_EQ(layout(space->results[0]), "0 8 1");
   StatusOr<std::vector<CellInstr>> code = cell_program(body);
   ASSERT_TRUE(code.ok()) << code.error().to_string();
-  RecurrentProgram p;
-  p.instrs = *code;
-  p.phases.push_back({});
-  p.phases[0].instr_count = static_cast<int32_t>(code->size());
-  p.phases[0].operand_count = 2;
-  p.phases[0].result_count = 1;
-  p.maps.assign(3, ElementMap{0, 0, 0, 0});
-  p.buffers.push_back({});
-  const std::string text = p.to_string();
+  const std::string text = program_text(*code, 2, 1);
   EXPECT_NE(text.find("    r0 = load operand 0\n    r1 = sigmoid r0\n    r0 = load operand 1\n    r2 = mul r1 r0\n"
                       "    store result 0 = r2\n"),
+            std::string::npos)
+      << text;
+}
+
+// A bf16 value read between a kernel's ops is rounded in its register: the cast of an
+// f32 operand, a bf16 op's result read by the next op, and one read through a cast to f32
+// (an alias); the last bf16 result, only stored, is rounded by its store alone
+// (recurrent_cell.h).
+TEST(RecurrentCell, LowValuesReadBetweenOpsAreRounded) {
+  const Graph body = typed(R"(graph @k(%x: f32[4,8], %w: bf16[4,8]) {
+  %b = cast(%x) {dtype=bf16}
+  %m = mul(%b, %w)
+  %s = add(%m, %w)
+  %f = cast(%s) {dtype=f32}
+  %d = sub(%s, %w)
+  return %f, %d
+}
+)");
+  StatusOr<std::vector<CellInstr>> code = cell_program(body);
+  ASSERT_TRUE(code.ok()) << code.error().to_string();
+  const std::string text = program_text(*code, 2, 2);
+  EXPECT_NE(text.find("    r0 = load operand 0\n    r1 = round r0 to bf16\n    r0 = load operand 1\n"
+                      "    r2 = mul r1 r0\n    r2 = round r2 to bf16\n    r1 = add r2 r0\n"
+                      "    r1 = round r1 to bf16\n    r2 = sub r1 r0\n"
+                      "    store result 0 = r1\n    store result 1 = r2\n"),
             std::string::npos)
       << text;
 }
@@ -90,6 +124,12 @@ TEST(RecurrentPlan, ShiftedAndChainedCarriesMatchTheInterpreter) {
   EXPECT_EQ(expect_loops_match_reference(typed(testing::kScanSlotsGraph), 11, kOracle), 2);
 }
 
+// A carry reset to a const each iteration (recurrent_plan_testing.h's kConstCarry): a
+// copy phase, not a swap.
+TEST(RecurrentPlan, ACarryNextFromAConstMatchesTheInterpreter) {
+  EXPECT_EQ(expect_loops_match_reference(typed(kConstCarry), 29, kOracle), 1);
+}
+
 // Loop bodies in bf16 and f16 (recurrent_plan_testing.h's kHalfRnn, kAutocastRnn)
 // planned and run by the host oracle against the reference interpreter, at the type's
 // tolerance.
@@ -98,6 +138,26 @@ TEST(RecurrentPlan, LowPrecisionLoopsMatchTheInterpreter) {
   EXPECT_EQ(expect_loops_match_reference(typed(in_f16(kHalfRnn)), 13, kOracle), 2);
   EXPECT_EQ(expect_loops_match_reference(typed(kAutocastRnn), 17, kOracle), 1);
   EXPECT_EQ(expect_loops_match_reference(typed(in_f16(kAutocastRnn)), 17, kOracle), 1);
+  EXPECT_EQ(expect_loops_match_reference(typed(kRoundTrip), 19, kOracle), 1);
+  EXPECT_EQ(expect_loops_match_reference(typed(in_f16(kRoundTrip)), 19, kOracle), 1);
+  EXPECT_EQ(expect_loops_match_reference(typed(kRoundedRnn), 23, kOracle, ElementType::bf16), 1);
+  EXPECT_EQ(expect_loops_match_reference(typed(in_f16(kRoundedRnn)), 23, kOracle, ElementType::f16), 1);
+}
+
+// Autocast's loops (passes/autocast.h) in small LSTM and GRU training steps at bf16 and
+// f16: every forward and gradient loop plans (the gradients' casts of f32 carries read by
+// low products are rounded in registers) and matches the interpreter at the type's
+// tolerance.
+TEST(RecurrentPlan, AutocastStepLoopsMatchTheInterpreter) {
+  for (DType precision : {DType::bf16, DType::f16}) {
+    SCOPED_TRACE(dtype_name(precision));
+    const ElementType body = *element_type(precision);
+    EXPECT_EQ(expect_loops_match_reference(sequence_step(LSTM(6, 8, {.layers = 2, .last = true}), 8, precision), 3,
+                                           kOracle, body),
+              4);
+    EXPECT_EQ(expect_loops_match_reference(sequence_step(GRU(6, 8, {.last = true}), 8, precision), 5, kOracle, body),
+              2);
+  }
 }
 
 // The first loop of `text` (lowered with `options`) that is refused, and why ("" when
@@ -108,7 +168,7 @@ std::string first_refusal(const std::string& text, const codegen::LowerOptions& 
   EXPECT_TRUE(l.ok()) << l.error().to_string();
   if (!l.ok()) return "";
   std::vector<std::byte> arena, inputs;
-  for (HostLoop& h : bind_loops(*l, arena, inputs, 1)) {
+  for (HostLoop& h : bind_loops(*l, arena, inputs)) {
     StatusOr<RecurrentPlan> plan = plan_recurrent_loop(l->program, *h.loop, h.where);
     if (!plan.ok()) return plan.error().message;
     if (std::getenv("RPLAN_DUMP")) std::printf("%s\n%s\n", h.body.to_string().c_str(), plan->program.to_string().c_str());
@@ -135,19 +195,6 @@ std::string long_cell(int n) {
 TEST(RecurrentPlan, RefusalsSayWhy) {
   const codegen::LowerOptions cuda = codegen::cuda_lower_options();
   const std::pair<std::string, std::string> kCases[] = {
-      // A value rounded to bf16 and read again inside one kernel.
-      {R"(graph @round(%h0: f32[2,4], %xs: f32[3,2,4]) {
-  %h, %hs = scan(%h0, %xs) {carries=1, length=3} : f32[2,4], f32[3,2,4] ({
-    ^cell(%ch: f32[2,4], %cx: f32[2,4]):
-      %a = add(%ch, %cx) : f32[2,4]
-      %b = cast(%a) {dtype=bf16} : bf16[2,4]
-      %c = cast(%b) {dtype=f32} : f32[2,4]
-      %t = tanh(%c) : f32[2,4]
-      return %t, %t
-  })
-  return %h, %hs
-}
-)", "persistent loop @cell: invocation 0 (generated k0): a cast to bf16 read inside the kernel (registers are f32; only a stored bf16 is rounded)"},
       // A reduction in the body (the row sum of a product).
       {testing::kScanStoredConcatGraph, "persistent loop @cell: invocation 2 (generated): kernel k2 is a reduction kernel"},
       // A loop inside the body.
@@ -389,12 +436,17 @@ std::vector<std::string> plan_lines(Program& p) {
   return lines;
 }
 
-/// `model`'s training step (Adam) at the paper preset (bench/models.h), lowered for CUDA.
-StatusOr<Lowering> lowered_paper_step(const char* model) {
-  WEFT_ASSIGN_OR_RETURN(bench::BenchModel m, bench::make_bench_model(model, bench::Preset::paper));
+/// `model`'s training step (Adam) at `preset` (bench/models.h) and `precision` (f32, or
+/// autocast's bf16 / f16: passes/autocast.h), lowered for CUDA.
+StatusOr<Lowering> lowered_step(const char* model, bench::Preset preset, DType precision) {
+  WEFT_ASSIGN_OR_RETURN(bench::BenchModel m, bench::make_bench_model(model, preset));
   WEFT_ASSIGN_OR_RETURN(Trainer t, Trainer::compile(m.net, m.inputs, m.loss, OptimizerSpec::adam(m.lr),
-                                                    {.seed = 1, .backend = "reference"}));
+                                                    {.seed = 1, .backend = "reference", .precision = precision}));
   return codegen::lower_to_program(t.step_graph(), codegen::cuda_lower_options());
+}
+
+StatusOr<Lowering> lowered_paper_step(const char* model) {
+  return lowered_step(model, bench::Preset::paper, DType::f32);
 }
 
 // The suite's recurrent models at paper sizes (bench/models.h), lowered for CUDA: every
@@ -445,6 +497,76 @@ TEST(RecurrentPlan, SuiteLoopsCostInBf16OnAnH200Model) {
                 " grid barriers;";
       }
       std::printf("  %s\n", line.c_str());
+    }
+  }
+}
+
+// The suite's loop models' steps at --precision=bf16 (autocast's bodies: casts inside,
+// the weights cast once outside, f32 carries, bf16 xs), at the cpu and paper presets,
+// lowered for CUDA: every loop of lstm_seq and gru_seq plans; feedback_fixed's and
+// iterative_refine's refusals are pinned (the forward's epilogue computes gelu's tanh
+// form, which a register program cannot hold; the gradient's body holds a row kernel).
+TEST(RecurrentPlan, SuiteBf16LoopsPlan) {
+  const std::map<std::string, std::vector<std::string>> kRefused = {
+      {"feedback_fixed",
+       {"persistent loop @body: invocation 0 (contraction k3): op gelu with attributes",
+        "persistent loop @grad_body: invocation 0 (generated): kernel k9 is a row kernel"}},
+      {"iterative_refine",
+       {"persistent loop @body: invocation 0 (contraction k3): op gelu with attributes",
+        "persistent loop @grad_body: invocation 0 (generated): kernel k9 is a row kernel"}},
+  };
+  for (bench::Preset preset : {bench::Preset::cpu, bench::Preset::paper}) {
+    for (const char* model : {"lstm_seq", "gru_seq", "feedback_fixed", "iterative_refine"}) {
+      SCOPED_TRACE(std::string(bench::to_string(preset)) + " " + model);
+      StatusOr<Lowering> l = lowered_step(model, preset, DType::bf16);
+      ASSERT_TRUE(l.ok()) << l.error().to_string();
+      const std::vector<std::string> lines = plan_lines(l->program);
+      for (const std::string& line : lines) std::printf("  %s %s bf16 %s\n", bench::to_string(preset), model, line.c_str());
+      if (auto refused = kRefused.find(model); refused != kRefused.end()) {
+        EXPECT_EQ(lines, refused->second);
+        continue;
+      }
+      EXPECT_EQ(lines.size(), std::string(model) == "lstm_seq" ? 4u : 2u);
+      for (const std::string& line : lines) EXPECT_EQ(line.find("persistent loop"), std::string::npos) << line;
+    }
+  }
+}
+
+// The cost model of lstm_seq's and gru_seq's real bf16 loops (autocast's bodies, not a
+// retyped f32 plan) at the paper preset on an H200 model (h200_limits), beside the f32
+// plans: per loop, what one trip of today's bound loop launches (the body's invocations
+// and copies, each iteration) against the persistent loop's one launch, its phases per
+// iteration, and the matmul phases' modelled time per iteration. Figures for
+// bench/RESULTS.md; asserted: the plans, and tensor cores for the bf16 ones.
+TEST(RecurrentPlan, SuiteBf16LoopsCostOnAnH200Model) {
+  for (const char* model : {"lstm_seq", "gru_seq"}) {
+    for (DType precision : {DType::f32, DType::bf16}) {
+      SCOPED_TRACE(std::string(model) + " " + std::string(dtype_name(precision)));
+      StatusOr<Lowering> l = lowered_step(model, bench::Preset::paper, precision);
+      ASSERT_TRUE(l.ok()) << l.error().to_string();
+      int64_t bound_launches = 0, persistent_launches = 0;
+      for (auto& [body, plan] : plan_loops(l->program)) {
+        ASSERT_TRUE(plan.ok()) << plan.error().message;
+        const RecurrentProgram& program = plan->program;
+        StatusOr<RecurrentLaunch> launch = choose_recurrent_launch(program.view(), recurrent_testing::h200_limits());
+        ASSERT_TRUE(launch.ok()) << launch.error().message;
+        EXPECT_EQ(launch->tensor_cores, precision == DType::bf16);
+        const RecurrentCost cost = recurrent_cost(program.view(), *launch);
+        const int64_t bound = program.length * (plan->body_invocations + plan->copy_phases);
+        const size_t around = plan->before.size() + plan->after.size();
+        bound_launches += bound;
+        persistent_launches += 1 + static_cast<int64_t>(around);
+        std::printf("  %s %s @%s x%lld: bound %d invocations + %d copies per iteration = %lld launches; persistent 1 "
+                    "launch + %zu copies around it, %zu phases per iteration, %d blocks, %zu shared B, %zu matmuls "
+                    "modelled %llu ns per iteration, %lld grid barriers\n",
+                    model, std::string(dtype_name(precision)).c_str(), body.c_str(), static_cast<long long>(program.length),
+                    plan->body_invocations, plan->copy_phases, static_cast<long long>(bound), around,
+                    program.phases.size(), launch->blocks, launch->shared_bytes, cost.matmuls.size(),
+                    static_cast<unsigned long long>(cost.modelled_ps / 1000), static_cast<long long>(cost.grid_barriers));
+      }
+      std::printf("  %s %s step's loops: bound %lld launches, persistent %lld (launches and copies)\n", model,
+                  std::string(dtype_name(precision)).c_str(), static_cast<long long>(bound_launches),
+                  static_cast<long long>(persistent_launches));
     }
   }
 }

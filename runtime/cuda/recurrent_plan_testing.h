@@ -44,12 +44,14 @@ inline Graph typed(const std::string& text) {
 }
 
 // The training step (Adam, MSE on the last hidden state through a Linear) of `rnn` over
-// [batch 4, 5 steps, 6 features], as codegen/rnn_cell_lowering_test.cc builds it.
-inline Graph sequence_step(ModulePtr rnn, int64_t hidden) {
+// [batch 4, 5 steps, 6 features], as codegen/rnn_cell_lowering_test.cc builds it; at
+// `precision` bf16 or f16, autocast's loops (passes/autocast.h: casts in the body, the
+// weights cast once outside, f32 carries).
+inline Graph sequence_step(ModulePtr rnn, int64_t hidden, DType precision = DType::f32) {
   auto net = FlowBuilder::from(std::move(rnn)).through(Linear(hidden, 6)).build();
   EXPECT_TRUE(net.ok()) << net.error().to_string();
   auto trainer = Trainer::compile(*net, {{"x", f32({4, 5, 6})}}, LossSpec::mse(), OptimizerSpec::adam(),
-                                  {.backend = "reference"});
+                                  {.backend = "reference", .precision = precision});
   EXPECT_TRUE(trainer.ok()) << trainer.error().to_string();
   return trainer->step_graph();
 }
@@ -117,6 +119,52 @@ inline constexpr char kAutocastRnn[] = R"(graph @mixed(%w: bf16[8,8], %h0: f32[4
 }
 )";
 
+// A value rounded to bf16 and read again inside one kernel (its register rounded, as the
+// interpreter rounds the cast).
+inline constexpr char kRoundTrip[] = R"(graph @round(%h0: f32[2,4], %xs: f32[3,2,4]) {
+  %h, %hs = scan(%h0, %xs) {carries=1, length=3} : f32[2,4], f32[3,2,4] ({
+    ^cell(%ch: f32[2,4], %cx: f32[2,4]):
+      %a = add(%ch, %cx) : f32[2,4]
+      %b = cast(%a) {dtype=bf16} : bf16[2,4]
+      %c = cast(%b) {dtype=f32} : f32[2,4]
+      %t = tanh(%c) : f32[2,4]
+      return %t, %t
+  })
+  return %h, %hs
+}
+)";
+
+// The f32 carry cast to bf16 for the product and for a bf16 mul, whose result a bf16 add
+// reads.
+inline constexpr char kRoundedRnn[] = R"(graph @rounded(%w: bf16[8,8], %h0: f32[4,8], %xs: bf16[5,4,8]) {
+  %h, %hs = scan(%w, %h0, %xs) {carries=1, consts=1, length=5} : f32[4,8], f32[5,4,8] ({
+    ^cell(%cw: bf16[8,8], %ch: f32[4,8], %cx: bf16[4,8]):
+      %hb = cast(%ch) {dtype=bf16} : bf16[4,8]
+      %m = matmul(%hb, %cw) : bf16[4,8]
+      %p = mul(%hb, %cx) : bf16[4,8]
+      %q = add(%p, %m) : bf16[4,8]
+      %qf = cast(%q) {dtype=f32} : f32[4,8]
+      %t = tanh(%qf) : f32[4,8]
+      return %t, %t
+  })
+  return %h, %hs
+}
+)";
+
+// A carry whose next value is a const of the loop (as passes/rotate_carry_casts.h leaves
+// the f32 carry of a bf16 gradient body): copied from the const each iteration.
+inline constexpr char kConstCarry[] = R"(graph @reset(%z: f32[2,3], %g0: f32[2,3], %h0: f32[2,3], %xs: f32[4,2,3]) {
+  %g, %h, %hs = scan(%z, %g0, %h0, %xs) {carries=2, consts=1, length=4} : f32[2,3], f32[2,3], f32[4,2,3] ({
+    ^cell(%cz: f32[2,3], %cg: f32[2,3], %ch: f32[2,3], %cx: f32[2,3]):
+      %a = add(%cg, %ch) : f32[2,3]
+      %s = add(%a, %cx) : f32[2,3]
+      %t = tanh(%s) : f32[2,3]
+      return %cz, %t, %t
+  })
+  return %g, %h, %hs
+}
+)";
+
 inline std::string in_f16(std::string text) {
   for (size_t at = text.find("bf16"); at != std::string::npos; at = text.find("bf16", at)) text.replace(at, 4, "f16");
   return text;
@@ -143,17 +191,14 @@ struct HostLoop {
 };
 
 // Each loop of `l`'s root Program bound in `arena` and `inputs` (host memory laid out as
-// the root Program says), its operands random.
-inline std::vector<HostLoop> bind_loops(Lowering& l, std::vector<std::byte>& arena, std::vector<std::byte>& inputs,
-                                 uint64_t seed) {
+// the root Program says).
+inline std::vector<HostLoop> bind_loops(Lowering& l, std::vector<std::byte>& arena, std::vector<std::byte>& inputs) {
   Program& root = l.program;
   check_layout(root, "recurrent_plan_test");
   arena = block(root.arena_bytes);
   inputs = block(root.inputs_bytes);
   std::vector<void*> input_at;
   for (int64_t offset : root.input_offsets) input_at.push_back(inputs.data() + offset);
-  std::mt19937 rng(static_cast<uint32_t>(seed));
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   std::vector<HostLoop> loops;
   for (const Invocation& inv : root.code) {
     if (inv.kind != Invocation::Kind::loop) continue;
@@ -169,34 +214,52 @@ inline std::vector<HostLoop> bind_loops(Lowering& l, std::vector<std::byte>& are
     for (const BufferRef& r : inv.results) h.where.results.push_back(buffer_address(r, arena.data(), input_at));
     loops.push_back(std::move(h));
   }
-  for (HostLoop& h : loops) {
-    for (size_t k = 0; k < h.where.in.size(); ++k) {
-      const std::optional<ElementType> type = element_type(h.loop->operands[k].type.dtype);
-      if (!type) continue;
-      const auto at = reinterpret_cast<uint64_t>(h.where.in[k]);
-      for (int64_t i = 0; i < h.loop->operands[k].type.numel(); ++i) store_element(at, i, *type, uniform(rng));
-    }
-  }
   return loops;
+}
+
+// `h`'s operands random in [-1, 1]. Each loop's just before it runs: loops' operands may
+// share the root arena's bytes (live at different times), and a bf16 operand written over
+// by another loop's f32 one would hold an f32's halves.
+inline void randomize_operands(const HostLoop& h, std::mt19937& rng) {
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (size_t k = 0; k < h.where.in.size(); ++k) {
+    const std::optional<ElementType> type = element_type(h.loop->operands[k].type.dtype);
+    if (!type) continue;
+    const auto at = reinterpret_cast<uint64_t>(h.where.in[k]);
+    for (int64_t i = 0; i < h.loop->operands[k].type.numel(); ++i) store_element(at, i, *type, uniform(rng));
+  }
 }
 
 inline void run_copies(const std::vector<LoopCopy>& copies) {
   for (const LoopCopy& c : copies) std::memmove(c.to, c.from, c.bytes);
 }
 
+// The relative tolerance of a result of `type`: f32 at 1e-5; bf16 and f16 at 4 units in
+// their last place (2^-6, 2^-8 relative): a sum rounded to f32 in another order may round
+// to a neighbouring half at its store, and the next iterations carry it on.
+inline float relative_tolerance(ElementType type) {
+  return type == ElementType::f32 ? 1e-5f : type == ElementType::bf16 ? 0x1p-6f : 0x1p-8f;
+}
+
 // Every loop of `g` lowered for CUDA, planned, run by `run` (the host oracle, or the
-// emulated kernel) and compared with the reference interpreter; returns how many loops
+// emulated kernel) and compared with the reference interpreter, at the tolerance of each
+// result's type or of `body_type`, whichever is looser (an f32 carry of a bf16 body holds
+// bf16 products; the lowered body computes a fused kernel's bf16 ops in f32,
+// passes/round_at_stores.h, where the interpreter rounds each). Returns how many loops
 // there were.
 inline int expect_loops_match_reference(const Graph& g, uint64_t seed,
-                                 const std::function<Status(const RecurrentProgramView&)>& run) {
+                                        const std::function<Status(const RecurrentProgramView&)>& run,
+                                        ElementType body_type = ElementType::f32) {
   StatusOr<Lowering> l = codegen::lower_to_program(g, codegen::cuda_lower_options());
   EXPECT_TRUE(l.ok()) << l.error().to_string();
   if (!l.ok()) return 0;
   std::vector<std::byte> arena, inputs;
-  std::vector<HostLoop> loops = bind_loops(*l, arena, inputs, seed);
+  std::vector<HostLoop> loops = bind_loops(*l, arena, inputs);
+  std::mt19937 rng(static_cast<uint32_t>(seed));
   for (HostLoop& h : loops) {
     const Invocation& inv = *h.loop;
     SCOPED_TRACE("loop over @" + h.body.name);
+    randomize_operands(h, rng);
     const Node* scan = scan_of(l->graph, inv);
     EXPECT_NE(scan, nullptr);
     if (scan == nullptr) continue;
@@ -223,11 +286,8 @@ inline int expect_loops_match_reference(const Graph& g, uint64_t seed,
     EXPECT_TRUE(ran.ok()) << ran.to_string();
     run_copies(plan->after);
     for (size_t r = 0; r < inv.results.size(); ++r) {
-      // f32 at relative 1e-5; bf16 and f16 at 4 units in their last place (2^-6, 2^-8
-      // relative): a sum rounded to f32 in another order may round to a neighbouring
-      // half at its store, and the next iterations carry it on.
       const ElementType type = element_type(inv.results[r].type.dtype).value_or(ElementType::f32);
-      const float relative = type == ElementType::f32 ? 1e-5f : type == ElementType::bf16 ? 0x1p-6f : 0x1p-8f;
+      const float relative = std::max(relative_tolerance(type), relative_tolerance(body_type));
       const auto got = reinterpret_cast<uint64_t>(h.where.results[r]);
       const auto expected = reinterpret_cast<uint64_t>((*want)[r].raw_data());
       int bad = 0;

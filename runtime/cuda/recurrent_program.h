@@ -30,7 +30,10 @@
 // floats; a load converts to f32 exactly, a store into a bf16 or f16 buffer rounds to
 // nearest even (runtime/half_bits.h, as the reference interpreter rounds at each low
 // store: passes/round_at_stores.h). A `cast` between f32 and a low type in a body is
-// therefore a store into a buffer of that type, or nothing on registers. In an
+// therefore a store into a buffer of that type, or nothing on registers; a low value
+// that a kernel's next op reads (autocast's cast of an f32 carry read by a bf16 product,
+// a bf16 op's result read by the next) is rounded in its register (kRoundOp), as the
+// reference rounds that value when it makes it. In an
 // elementwise program a bool is 1.0f or 0.0f (comparisons give them; select, and, or
 // and not read them), as the registers hold floats.
 
@@ -51,6 +54,14 @@ WEFT_HD inline float load_element(uint64_t address, int64_t index, ElementType t
   if (type == ElementType::f32) return reinterpret_cast<const float*>(address)[index];
   const uint16_t bits = reinterpret_cast<const uint16_t*>(address)[index];
   return type == ElementType::bf16 ? half_bits::bf16_to_float(bits) : half_bits::f16_to_float(bits);
+}
+
+/// `value` rounded to nearest even in `type` (bf16 or f16) and widened back to f32 (f32:
+/// unchanged): what a store then a load of it gives.
+WEFT_HD inline float round_element(float value, ElementType type) {
+  if (type == ElementType::f32) return value;
+  return type == ElementType::bf16 ? half_bits::bf16_to_float(half_bits::float_to_bf16(value))
+                                   : half_bits::f16_to_float(half_bits::float_to_f16(value));
 }
 
 /// Stores `value` as element `index` of a buffer of `type` at `address`, rounded to
@@ -102,6 +113,7 @@ struct ElementMap {
 /// The register program's pseudo-ops (above every weft::Op value).
 inline constexpr uint16_t kLoadOp = 0xFFF0;   ///< r[dst] = operand `a`'s element
 inline constexpr uint16_t kStoreOp = 0xFFF1;  ///< result `a`'s element = r[b]
+inline constexpr uint16_t kRoundOp = 0xFFF2;  ///< r[dst] = r[a] rounded to ElementType `b` (bf16, f16)
 /// The most registers a program may use (the plan allocates them; the kernel holds them
 /// per thread).
 inline constexpr int kMaxCellRegisters = 32;

@@ -31,6 +31,9 @@ Status check_instr(const RecurrentPhase& ph, int32_t index, const CellInstr& in)
     if (in.a >= ph.operand_count || !reg(in.dst)) return malformed(index, "a load out of range");
   } else if (in.op == kStoreOp) {
     if (in.a >= ph.result_count || !reg(in.b)) return malformed(index, "a store out of range");
+  } else if (in.op == kRoundOp) {
+    const bool low = in.b == static_cast<uint8_t>(ElementType::bf16) || in.b == static_cast<uint8_t>(ElementType::f16);
+    if (!reg(in.dst) || !reg(in.a) || !low) return malformed(index, "a rounding out of range");
   } else {
     const int arity = in.op < kNumOps ? cell_op_arity(static_cast<Op>(in.op)) : 0;
     if (arity == 0) return malformed(index, "op " + std::to_string(in.op) + " is not one a program may hold");
@@ -103,6 +106,8 @@ void run_elementwise(const RecurrentProgramView& p, const RecurrentPhase& ph, in
         } else if (in.op == kStoreOp) {
           const Element e = element(p, results[in.a], t, row, col);
           store_element(e.address, e.index, e.type, reg[in.b]);
+        } else if (in.op == kRoundOp) {
+          reg[in.dst] = round_element(reg[in.a], static_cast<ElementType>(in.b));
         } else {
           cell_op(in.op, reg[in.a], reg[in.b], reg[in.c], &reg[in.dst]);
         }
@@ -171,6 +176,10 @@ std::string hex(uint64_t v) {
 std::string instr_text(const CellInstr& in) {
   if (in.op == kLoadOp) return "r" + std::to_string(in.dst) + " = load operand " + std::to_string(in.a);
   if (in.op == kStoreOp) return "store result " + std::to_string(in.a) + " = r" + std::to_string(in.b);
+  if (in.op == kRoundOp) {
+    return "r" + std::to_string(in.dst) + " = round r" + std::to_string(in.a) + " to " +
+           (in.b == static_cast<uint8_t>(ElementType::bf16) ? "bf16" : "f16");
+  }
   const Op op = static_cast<Op>(in.op);
   std::string s = "r" + std::to_string(in.dst) + " = " + std::string(op_name(op)) + " r" + std::to_string(in.a);
   const int arity = recurrent_op_arity(op);

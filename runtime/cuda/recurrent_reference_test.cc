@@ -164,6 +164,9 @@ TEST(RecurrentReference, MalformedProgramsAreErrorsNamingThePhase) {
   rnn.program.maps[1].buffer = -1;
   EXPECT_EQ(message(), "persistent loop program: phase 1: a map's buffer out of range");
   rnn.plan();
+  rnn.program.instrs[3] = {kRoundOp, 3, 2, static_cast<uint8_t>(ElementType::f32)};
+  EXPECT_EQ(message(), "persistent loop program: phase 1: a rounding out of range");
+  rnn.plan();
   rnn.program.buffers[2].type = static_cast<ElementType>(7);
   EXPECT_EQ(message(), "persistent loop program: buffer 2 has no element type (7)");
 }
@@ -198,6 +201,24 @@ TEST(RecurrentReference, LowPrecisionBuffersRoundAtEachStore) {
     ASSERT_TRUE(run_recurrent_on_host(p.view()).ok());
     EXPECT_EQ(get(c, 0), 1.0f + 2 * ulp);
     EXPECT_EQ(get(d, 0), 1.0f + 2 * ulp);
+  }
+}
+
+// kRoundOp: a register rounded to nearest even in bf16 or f16 (ties to even) and kept in
+// f32, stored into an f32 buffer unchanged.
+TEST(RecurrentReference, RoundingARegisterKeepsItsHalfValue) {
+  for (ElementType type : {ElementType::bf16, ElementType::f16}) {
+    SCOPED_TRACE(recurrent_testing::type_name(type));
+    const float ulp = type == ElementType::bf16 ? 0x1p-7f : 0x1p-10f;
+    // A tie to even (1), a tie to even upward (1 + 2 ulp), above half (1 + ulp).
+    std::vector<float> in = {1.0f + ulp / 2, 1.0f + 1.5f * ulp, 1.0f + 0.75f * ulp}, out(3);
+    recurrent_testing::Program p;
+    p.buffers = {{address(in)}, {address(out)}};
+    p.elementwise(1, 3, {{0, 0, 0, 1}}, {{1, 0, 0, 1}},
+                  {recurrent_testing::load(0, 0), {kRoundOp, 1, 0, static_cast<uint8_t>(type)},
+                   recurrent_testing::store(0, 1)});
+    ASSERT_TRUE(run_recurrent_on_host(p.view()).ok());
+    EXPECT_EQ(out, (std::vector<float>{1.0f, 1.0f + 2 * ulp, 1.0f + ulp}));
   }
 }
 

@@ -17,7 +17,11 @@
 #     nested, swapped, shifted and chained carries, the LSTM and GRU training steps)
 #     against the reference interpreter, launch by launch and as one CUDA graph, with the
 #     switch off and on (a loop the plan refuses binds per trip as before: the cases pass
-#     either way; which loops became one launch is step 3's).
+#     either way; which loops became one launch is step 3's). Among them the bf16 steps
+#     lstm_bf16_adam_step and gru_bf16_adam_step (autocast's loops: casts in the bodies,
+#     f32 carries, bf16 weights and xs; every loop of theirs plans on the host,
+#     runtime/cuda's recurrent_plan_test), their lines printed apart: the first run of a
+#     real bf16 loop as one launch, its matmuls on tensor cores.
 #  2. The same loop cases under compute-sanitizer memcheck with the switch on.
 #  3. The suite's lstm_seq and gru_seq (paper sizes): suite_bench --check (three steps
 #     against the reference interpreter: the loss and each parameter's and optimizer
@@ -26,12 +30,16 @@
 #     the default, runtime/cuda/README.md), --profile showing each loop's line: "persistent
 #     loop Nx over @BODY (... one launch of B blocks x T threads ...)" where it is one
 #     launch, else "loop Nx ... not persistent: WHY".
+#  4. The same models' bf16 steps (suite_bf16_bench: autocast's loops at paper sizes),
+#     timed off and on with --profile (50 steps each; no --check: step 1's bf16 cases
+#     check the bf16 loops against the reference interpreter).
 # Build and copy here:
 #
-#   bazel build //tests/cuda:cases_test //tests/cuda:suite_bench //runtime/cuda:persistent_loop_test \
-#     //runtime/cuda:recurrent_kernel_test
+#   bazel build //tests/cuda:cases_test //tests/cuda:suite_bench //tests/cuda:suite_bf16_bench \
+#     //runtime/cuda:persistent_loop_test //runtime/cuda:recurrent_kernel_test
 #   mkdir -p .gpu && cp -f bazel-bin/tests/cuda/cases_test bazel-bin/tests/cuda/suite_bench \
-#     bazel-bin/runtime/cuda/persistent_loop_test bazel-bin/runtime/cuda/recurrent_kernel_test .gpu/
+#     bazel-bin/tests/cuda/suite_bf16_bench bazel-bin/runtime/cuda/persistent_loop_test \
+#     bazel-bin/runtime/cuda/recurrent_kernel_test .gpu/
 #   # device tool: run(command="tests/cuda/persistent_loops_check.sh", carry=[".gpu"], timeout_s=360)
 #
 # open_issues_check.sh 31rnn runs it whole (tests/cuda/lease_bundle.sh packs these
@@ -45,8 +53,9 @@
 # (lstm_seq's three steps, looped and unrolled, take 83 s of host time on a
 # loaded 2-core machine here), not a hang, and skips nothing.
 # Estimated (on an H200; no run yet): default part 15-30 s (two gtest binaries; 150 s if
-# both hang); the rest 150-320 s: the sanitizer runs 60-120 s, the loop cases on and
-# their memcheck 20-40 s, the A/B 4 runs of 110 steps of 5-20 ms 30-60 s, the checks 40-100 s
+# both hang); the rest 165-350 s: the sanitizer runs 60-120 s, the loop cases on and
+# their memcheck 20-40 s, the A/B 4 runs of 110 steps of 5-20 ms 30-60 s, the bf16 A/B
+# 4 runs of 55 steps 15-30 s, the checks 40-100 s
 # (host reference: gru_seq 18 s, lstm_seq 83 s for both forms on the 2-core machine
 # at load 100-125; the GPU machine's cores are faster and idle).
 set -uo pipefail
@@ -109,6 +118,7 @@ for on in $ons; do
   WEFT_PERSISTENT_LOOPS=$on timeout 90 .gpu/cases_test --gtest_filter="$cases" >"$out/persistent_cases_$on.txt" 2>&1
   rc=$?
   echo "== cases_test ($cases) WEFT_PERSISTENT_LOOPS=$on rc=$rc $(line '^\[  (PASSED|FAILED)' "$out/persistent_cases_$on.txt")"
+  echo "   bf16 loops: $(line '^\[ +(OK|FAILED) +\].*(lstm|gru)_bf16_adam_step' "$out/persistent_cases_$on.txt")"
   grep -E "Failure|error" -A4 "$out/persistent_cases_$on.txt" | head -30
   [ $on = 1 ] && timed_out $rc "cases_test WEFT_PERSISTENT_LOOPS=1"
 done
@@ -126,15 +136,21 @@ if [ ! -x .gpu/suite_bench ]; then
   echo "error: no .gpu/suite_bench (tests/cuda/lease_bundle.sh packs it)"
   exit 1
 fi
-for model in lstm_seq gru_seq; do
-  for on in 0 1; do
-    if [ $on = 1 ] && [ -n "$hung" ]; then skip "suite_bench --case=$model WEFT_PERSISTENT_LOOPS=1"; continue; fi
-    WEFT_PERSISTENT_LOOPS=$on timeout 60 .gpu/suite_bench --case=$model --steps=100 --warmup=10 --profile=6 \
-      >"$out/persistent_bench_${model}_$on.txt" 2>&1
-    rc=$?
-    echo "== suite_bench --case=$model WEFT_PERSISTENT_LOOPS=$on rc=$rc"
-    grep -E "median| ms |loop" "$out/persistent_bench_${model}_$on.txt" | cut -c1-300 | head -12
-    [ $on = 1 ] && timed_out $rc "suite_bench --case=$model WEFT_PERSISTENT_LOOPS=1"
+# The f32 steps (100 steps), then the bf16 ones (step 4: 50 steps); 60 s each.
+for bench in suite_bench suite_bf16_bench; do
+  if [ ! -x .gpu/$bench ]; then echo "error: no .gpu/$bench (tests/cuda/lease_bundle.sh packs it)"; continue; fi
+  steps=100 warmup=10
+  [ $bench = suite_bf16_bench ] && steps=50 warmup=5
+  for model in lstm_seq gru_seq; do
+    for on in 0 1; do
+      if [ $on = 1 ] && [ -n "$hung" ]; then skip "$bench --case=$model WEFT_PERSISTENT_LOOPS=1"; continue; fi
+      WEFT_PERSISTENT_LOOPS=$on timeout 60 .gpu/$bench --case=$model --steps=$steps --warmup=$warmup --profile=6 \
+        >"$out/persistent_${bench}_${model}_$on.txt" 2>&1
+      rc=$?
+      echo "== $bench --case=$model WEFT_PERSISTENT_LOOPS=$on rc=$rc"
+      grep -E "median| ms |loop" "$out/persistent_${bench}_${model}_$on.txt" | cut -c1-300 | head -12
+      [ $on = 1 ] && timed_out $rc "$bench --case=$model WEFT_PERSISTENT_LOOPS=1"
+    done
   done
 done
 for model in gru_seq lstm_seq; do

@@ -333,13 +333,16 @@ void count(const Program& root, const Program& p, int64_t times, Counts& c, bool
 // narrowed for the weight's GEMM). The casts left are the step's edges (the input to
 // bf16, the prediction to f32, each loop's first low carry...), none in a loop body; the
 // cast of gru_seq's last h for its output layer is the loop's last low carry now, and
-// lstm_seq's first layer stacks its h's low copies for the second layer.
+// lstm_seq's first layer stacks its h's low copies for the second layer. lstm_seq's
+// counts are with its pre-activations saved by the forward loop (autodiff/scan_grad.cc,
+// step 4; merged after this pass): the cpu's gradient trip one invocation fewer (552 →
+// 453), one invocation more per step on CUDA (456 → 457).
 TEST(RotateCarryCasts, SuiteRecurrentBf16StepsRunNoCastKernelPerIteration) {
   struct Want {
     const char* model;
     int64_t casts, cpu_invocations, cuda_invocations;
   };
-  for (const Want& want : {Want{"gru_seq", 4, 285, 238}, Want{"lstm_seq", 4, 552, 456}}) {
+  for (const Want& want : {Want{"gru_seq", 4, 285, 238}, Want{"lstm_seq", 4, 453, 457}}) {
     SCOPED_TRACE(want.model);
     StatusOr<bench::BenchModel> m = bench::make_bench_model(want.model, bench::Preset::cpu);
     ASSERT_TRUE(m.ok()) << m.error().to_string();

@@ -388,7 +388,9 @@ std::string RunLog::report_html(const std::string& title) const {
     for (size_t m = 0; m < metrics_->names().size(); ++m) {
       const std::string& name = metrics_->names()[m];
       Series s{name, kPalette[(m + 1) % 6], {}};
-      for (auto [epoch, v] : *metrics_->history(name)) s.points.emplace_back(static_cast<double>(epoch), v);
+      const StatusOr<std::vector<std::pair<int64_t, double>>> history = metrics_->history(name);
+      if (!history.ok()) continue;  // a name from names() always has one
+      for (auto [epoch, v] : *history) s.points.emplace_back(static_cast<double>(epoch), v);
       o << chart(name + " (per epoch)", "epoch", {s}) << "\n";
     }
   }

@@ -264,12 +264,33 @@ TEST(RecurrentKernelLayout, ChooserKeepsColumnsFirstWhenSplittingCostsMore) {
 // layer's forward iteration (gates = h·W, 128 × 2048 × 512, then the cell) and backward
 // iteration (the cell's gradient, dh = dgates·Wᵀ, 128 × 512 × 2048, then dh + dy). The
 // figures runtime/cuda/README.md quotes.
-TEST(RecurrentKernelLayout, CostOfTheSuitesLstmOnAnH200) {
-  const RecurrentDeviceLimits h200 = recurrent_testing::h200_limits();
+// lstm_seq's loops at the paper preset, one layer (batch 128, hidden 512, gates 2048), in
+// `type`: the forward's h·W_hhᵀ then its cell, the backward's cell gradient, dgates·W_hh
+// and the next one; h's slot advances by one [128, 512] per iteration.
+recurrent_testing::Program lstm_forward(ElementType type) {
+  const int64_t h_bytes = 128 * 512 * (type == ElementType::f32 ? 4 : 2);
   recurrent_testing::Program forward;
-  forward.buffers = {{0x1000, 0x40000}, {0x100000}, {0x200000}};
+  forward.buffers = {{0x1000, h_bytes, 0, 0, type}, {0x100000, 0, 0, 0, type}, {0x200000, 0, 0, 0, type}};
   forward.phases = {recurrent_testing::matmul(0, 1, 2, 128, 2048, 512)};
   forward.elementwise(128, 512, {}, {}, {});
+  return forward;
+}
+
+recurrent_testing::Program lstm_backward(ElementType type) {
+  const int64_t h_bytes = 128 * 512 * (type == ElementType::f32 ? 4 : 2);
+  recurrent_testing::Program backward;
+  backward.buffers = {{0x1000, h_bytes, 0, 0, type}, {0x100000, 0, 0, 0, type}, {0x200000, 0, 0, 0, type}};
+  backward.elementwise(128, 512, {}, {}, {});
+  RecurrentPhase dh = recurrent_testing::matmul(0, 1, 2, 128, 512, 2048);
+  dh.transpose_b = 1, dh.ldb = 2048;
+  backward.phases.push_back(dh);
+  backward.elementwise(128, 512, {}, {}, {});
+  return backward;
+}
+
+TEST(RecurrentKernelLayout, CostOfTheSuitesLstmOnAnH200) {
+  const RecurrentDeviceLimits h200 = recurrent_testing::h200_limits();
+  recurrent_testing::Program forward = lstm_forward(ElementType::f32);
   StatusOr<RecurrentLaunch> launch = choose_recurrent_launch(forward.view(), h200);
   ASSERT_TRUE(launch.ok()) << launch.error().message;
   EXPECT_EQ(launch->blocks, 264);
@@ -296,13 +317,7 @@ TEST(RecurrentKernelLayout, CostOfTheSuitesLstmOnAnH200) {
   EXPECT_EQ(today.a_bytes, 64u << 20);  // 256 column groups of 8, each reading all of h (256 KiB)
   EXPECT_LT(cost.modelled_ps, today.ps);
 
-  recurrent_testing::Program backward;
-  backward.buffers = {{0x1000, 0x40000}, {0x100000}, {0x200000}};
-  backward.elementwise(128, 512, {}, {}, {});
-  RecurrentPhase dh = recurrent_testing::matmul(0, 1, 2, 128, 512, 2048);
-  dh.transpose_b = 1, dh.ldb = 2048;
-  backward.phases.push_back(dh);
-  backward.elementwise(128, 512, {}, {}, {});
+  recurrent_testing::Program backward = lstm_backward(ElementType::f32);
   launch = choose_recurrent_launch(backward.view(), h200);
   ASSERT_TRUE(launch.ok()) << launch.error().message;
   EXPECT_EQ(launch->blocks, 264);
@@ -397,11 +412,7 @@ TEST(RecurrentKernelLayout, MmaPanelsFillTheWarpsTilesDownFirst) {
 // bench/RESULTS.md quote (a model, not a measurement).
 TEST(RecurrentKernelLayout, CostOfTheSuitesLstmInBf16OnAnH200) {
   const RecurrentDeviceLimits h200 = recurrent_testing::h200_limits();
-  constexpr ElementType kBf16 = ElementType::bf16;
-  recurrent_testing::Program forward;
-  forward.buffers = {{0x1000, 0x20000, 0, 0, kBf16}, {0x100000, 0, 0, 0, kBf16}, {0x200000, 0, 0, 0, kBf16}};
-  forward.phases = {recurrent_testing::matmul(0, 1, 2, 128, 2048, 512)};
-  forward.elementwise(128, 512, {}, {}, {});
+  recurrent_testing::Program forward = lstm_forward(ElementType::bf16);
   StatusOr<RecurrentLaunch> launch = choose_recurrent_launch(forward.view(), h200);
   ASSERT_TRUE(launch.ok()) << launch.error().message;
   EXPECT_TRUE(launch->tensor_cores);
@@ -419,13 +430,7 @@ TEST(RecurrentKernelLayout, CostOfTheSuitesLstmInBf16OnAnH200) {
   const MatmulModel as_f32 = model_matmul(128, 2048, gates.partition, true);
   EXPECT_LT(gates.model.ps, as_f32.ps);  // the same partition costs less on tensor cores
 
-  recurrent_testing::Program backward;
-  backward.buffers = {{0x1000, 0x20000, 0, 0, kBf16}, {0x100000, 0, 0, 0, kBf16}, {0x200000, 0, 0, 0, kBf16}};
-  backward.elementwise(128, 512, {}, {}, {});
-  RecurrentPhase dh = recurrent_testing::matmul(0, 1, 2, 128, 512, 2048);
-  dh.transpose_b = 1, dh.ldb = 2048;
-  backward.phases.push_back(dh);
-  backward.elementwise(128, 512, {}, {}, {});
+  recurrent_testing::Program backward = lstm_backward(ElementType::bf16);
   launch = choose_recurrent_launch(backward.view(), h200);
   ASSERT_TRUE(launch.ok()) << launch.error().message;
   cost = recurrent_cost(backward.view(), *launch);

@@ -146,6 +146,58 @@ TEST(Weftc, DumpFormatsAndPasses) {
   EXPECT_EQ(r.out, "error: weftc dump: unknown backend 'tpu'; backends: cpu, cuda, reference\n");
 }
 
+// The passes the error of an unknown --after lists for BACKEND, in pipeline order.
+std::vector<std::string> known_passes(const std::string& backend) {
+  Result r = weftc("dump " + kExample + "mlp.wir --after=bogus --backend=" + backend);
+  const std::string prefix = "error: unknown pass 'bogus'; known passes: ";
+  EXPECT_EQ(r.out.rfind(prefix, 0), 0u) << r.out;
+  std::vector<std::string> passes;
+  std::string list = r.out.substr(prefix.size());
+  while (!list.empty() && list.back() == '\n') list.pop_back();
+  for (size_t at = 0; at <= list.size();) {
+    const size_t comma = std::min(list.find(", ", at), list.size());
+    passes.push_back(list.substr(at, comma - at));
+    at = comma + 2;
+  }
+  return passes;
+}
+
+// `weftc dump --help` names the cpu pipeline's passes as --after accepts them, in order,
+// and each pass the cuda pipeline adds, after the one --help says it follows (a pass
+// listed for the wrong backend, such as fold-window-producers, fails here).
+TEST(Weftc, DumpHelpListsThePipelinesPasses) {
+  Result r = weftc("dump --help");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  // The help's words between "Passes: " and " (cuda:", lines joined.
+  std::string help;
+  for (char c : r.out) {
+    if (c != '\n' && !(c == ' ' && !help.empty() && help.back() == ' ')) help += c;
+  }
+  const size_t begin = help.find("Passes: ");
+  const size_t end = help.find(" (cuda:", begin);
+  ASSERT_NE(begin, std::string::npos) << help;
+  ASSERT_NE(end, std::string::npos) << help;
+  std::string listed = help.substr(begin + 8, end - begin - 8);
+  const std::string then = ", then for the cpu backend ";
+  ASSERT_NE(listed.find(then), std::string::npos) << listed;
+  listed.replace(listed.find(then), then.size(), ", ");
+  std::string cpu_list;
+  const std::vector<std::string> cpu = known_passes("cpu");
+  for (const std::string& pass : cpu) cpu_list += (cpu_list.empty() ? "" : ", ") + pass;
+  EXPECT_EQ(listed, cpu_list);
+  // cuda: the cpu's passes plus the three the help's parenthesis places.
+  const std::string cuda_note = help.substr(end, help.find(')', end) - end);
+  EXPECT_EQ(cuda_note,
+            " (cuda: mask-loop-exits first, split-reductions before the fusion, "
+            "fold-window-producers after fold-slices");
+  std::vector<std::string> expected = cpu;
+  auto at = [&](const std::string& pass) { return std::find(expected.begin(), expected.end(), pass); };
+  expected.insert(at("hoist-loop-invariants"), "mask-loop-exits");  // first of the lowering
+  expected.insert(at("fuse-contraction-epilogue"), "split-reductions");  // the fusion's first
+  expected.insert(at("fold-slices") + 1, "fold-window-producers");
+  EXPECT_EQ(known_passes("cuda"), expected);
+}
+
 // --precision=bf16 inserts the autocast stage a training step gets (Trainer::build_step:
 // after canonicalize, before autodiff): both matmuls with their operands and biases cast
 // to bf16 (each weight once), gelu following its bf16 operand, the logits cast back to f32

@@ -48,6 +48,28 @@ TEST(Examples, VizTrainingStepWritesTheViewerAndTheMemoryPicture) {
   EXPECT_EQ(svg.out, "<svg");
 }
 
+// --help says what each program does and writes, exit status 0; another flag is the usage
+// line and exit status 1.
+TEST(Examples, ShowcaseAndVizTrainingStepHelp) {
+  Result r = run("examples/showcase --help");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("usage: showcase [--dump=DIR]\nBuilds one graph that uses every FlowBuilder method", 0), 0u)
+      << r.out;
+  EXPECT_NE(r.out.find("DIR/showcase.wir (for `weftc check`)"), std::string::npos) << r.out;
+  r = run("examples/viz_training_step --help");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("usage: viz_training_step --out=DIR\nDraws a labelled network and its Adam training step", 0),
+            0u)
+      << r.out;
+  EXPECT_NE(r.out.find("DIR/train_step_memory.svg (the step's memory plan)"), std::string::npos) << r.out;
+  r = run("examples/showcase --bogus");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "usage: showcase [--dump=DIR]\n");
+  r = run("examples/viz_training_step --bogus");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "usage: viz_training_step --out=DIR\n");
+}
+
 // Parameter counts of the same architectures in PyTorch (sum of p.numel()).
 TEST(Examples, ParameterCountsMatchPyTorch) {
   Result readme = run("examples/readme_model");

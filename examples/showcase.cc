@@ -55,6 +55,14 @@ int main_impl(int argc, char** argv) {
     std::string a = argv[i];
     if (a.rfind("--dump=", 0) == 0) {
       dump = cli::resolve_path(a.substr(7));
+    } else if (a == "--help") {
+      std::printf(
+          "usage: showcase [--dump=DIR]\n"
+          "Builds one graph that uses every FlowBuilder method and several modules and\n"
+          "prints its node, parameter-tensor and parameter counts and its labels.\n"
+          "  --dump=DIR   also write DIR/showcase.wir (for `weftc check`) and\n"
+          "               DIR/showcase.dot (`dot -Tsvg DIR/showcase.dot > showcase.svg`)\n");
+      return 0;
     } else {
       std::fprintf(stderr, "usage: showcase [--dump=DIR]\n");
       return 1;

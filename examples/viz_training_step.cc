@@ -76,6 +76,14 @@ int main_impl(int argc, char** argv) {
     std::string a = argv[i];
     if (a.rfind("--out=", 0) == 0) {
       dir = cli::resolve_path(a.substr(6));
+    } else if (a == "--help") {
+      std::printf(
+          "usage: viz_training_step --out=DIR\n"
+          "Draws a labelled network and its Adam training step with the graph viewer\n"
+          "(tools/viz): writes DIR/model.html (the forward network), DIR/train_step.html\n"
+          "(forward, loss, backward and update, as the CPU backend runs it) and\n"
+          "DIR/train_step_memory.svg (the step's memory plan).\n");
+      return 0;
     } else {
       dir.clear();
       break;

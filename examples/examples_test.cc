@@ -51,23 +51,26 @@ TEST(Examples, VizTrainingStepWritesTheViewerAndTheMemoryPicture) {
 // --help says what each program does and writes, exit status 0; another flag is the usage
 // line and exit status 1.
 TEST(Examples, ShowcaseAndVizTrainingStepHelp) {
-  Result r = run("examples/showcase --help");
-  EXPECT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_EQ(r.out.rfind("usage: showcase [--dump=DIR]\nBuilds one graph that uses every FlowBuilder method", 0), 0u)
-      << r.out;
-  EXPECT_NE(r.out.find("DIR/showcase.wir (for `weftc check`)"), std::string::npos) << r.out;
-  r = run("examples/viz_training_step --help");
-  EXPECT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_EQ(r.out.rfind("usage: viz_training_step --out=DIR\nDraws a labelled network and its Adam training step", 0),
-            0u)
-      << r.out;
-  EXPECT_NE(r.out.find("DIR/train_step_memory.svg (the step's memory plan)"), std::string::npos) << r.out;
-  r = run("examples/showcase --bogus");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.out, "usage: showcase [--dump=DIR]\n");
-  r = run("examples/viz_training_step --bogus");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.out, "usage: viz_training_step --out=DIR\n");
+  struct Expected {
+    const char* program;
+    const char* usage;
+    const char* about;   // --help's second line starts so
+    const char* writes;  // and names this
+  };
+  for (const Expected& e :
+       {Expected{"showcase", "usage: showcase [--dump=DIR]\n", "Builds one graph that uses every FlowBuilder method",
+                 "DIR/showcase.wir (for `weftc check`)"},
+        Expected{"viz_training_step", "usage: viz_training_step --out=DIR\n",
+                 "Draws a labelled network and its Adam training step",
+                 "DIR/train_step_memory.svg (the step's memory plan)"}}) {
+    Result help = run("examples/" + std::string(e.program) + " --help");
+    EXPECT_EQ(help.exit_code, 0) << help.out;
+    EXPECT_EQ(help.out.rfind(std::string(e.usage) + e.about, 0), 0u) << help.out;
+    EXPECT_NE(help.out.find(e.writes), std::string::npos) << help.out;
+    Result bad = run("examples/" + std::string(e.program) + " --bogus");
+    EXPECT_EQ(bad.exit_code, 1);
+    EXPECT_EQ(bad.out, e.usage);
+  }
 }
 
 // Parameter counts of the same architectures in PyTorch (sum of p.numel()).

@@ -7,7 +7,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "tools/weftc/weftc_testing.h"
 
@@ -93,6 +95,26 @@ TEST(Weftc, StartsWithoutLoadingCublas) {
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("libLLVM"), std::string::npos) << "LD_DEBUG lists the libraries loaded";
   EXPECT_EQ(r.out.find("libcublas"), std::string::npos) << r.out;
+}
+
+// The README's promise: every subcommand `weftc --help` lists answers `--help` with its
+// usage, exit status 0.
+TEST(Weftc, EveryCommandHasHelp) {
+  Result r = weftc("--help");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const size_t list = r.out.find("\ncommands:\n");
+  ASSERT_NE(list, std::string::npos) << r.out;
+  std::istringstream lines(r.out.substr(list + 11));
+  std::vector<std::string> commands;
+  for (std::string line; std::getline(lines, line) && line.rfind("  ", 0) == 0;) {
+    commands.push_back(line.substr(2, line.find(' ', 2) - 2));
+  }
+  EXPECT_EQ(commands.size(), 9u) << r.out;
+  for (const std::string& command : commands) {
+    Result help = weftc(command + " --help");
+    EXPECT_EQ(help.exit_code, 0) << command;
+    EXPECT_EQ(help.out.rfind("usage: weftc " + command + " ", 0), 0u) << help.out;
+  }
 }
 
 TEST(Weftc, HelpAndUsage) {

@@ -10,10 +10,9 @@
 #include "codegen/targets.h"
 #include "frontend/init_params.h"
 #include "ir/verifier.h"
-#include "passes/autocast.h"
 #include "passes/fuse_attention.h"
+#include "passes/mixed_precision.h"
 #include "passes/pipeline.h"
-#include "passes/rotate_carry_casts.h"
 #include "passes/weight_copies.h"
 #include "training/derived_state.h"
 #include "training/init.h"
@@ -64,8 +63,7 @@ Status check_precision(DType precision) {
 // Returns the loss.
 StatusOr<ValueId> autocast(Graph& g, DType low, ValueId loss) {
   g.add_output(loss);
-  WEFT_RETURN_IF_ERROR(AutocastPass(low).run(g).status());
-  WEFT_RETURN_IF_ERROR(RotateCarryCastsPass().run(g).status());
+  WEFT_RETURN_IF_ERROR(mixed_precision_pipeline(low).run(g).status());
   const ValueId f32_loss = g.outputs().back();
   g.mutable_outputs().pop_back();
   return f32_loss;

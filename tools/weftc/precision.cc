@@ -4,7 +4,7 @@
 #include <string_view>
 #include <vector>
 
-#include "passes/autocast.h"
+#include "passes/mixed_precision.h"
 #include "passes/weight_copies.h"
 #include "training/flag_values.h"
 
@@ -20,28 +20,41 @@ StatusOr<DType> precision_flag(const Args& args, const std::string& command) {
   return *precision;
 }
 
+namespace {
+
+// The mixed-precision stage up to `last` (empty: all of it), after canonicalize.
+Status run_mixed_precision(Graph& g, DType precision, std::string_view last) {
+  WEFT_RETURN_IF_ERROR(default_pipeline().run_until(g, "canonicalize").status());
+  Pipeline stage = mixed_precision_pipeline(precision);
+  return (last.empty() ? stage.run(g) : stage.run_until(g, last)).status();
+}
+
+}  // namespace
+
 Status apply_precision(Graph& g, DType precision) {
   if (precision == DType::f32) return Status();
-  WEFT_RETURN_IF_ERROR(default_pipeline().run_until(g, "canonicalize").status());
-  return AutocastPass(precision).run(g).status();
+  return run_mixed_precision(g, precision, "");
 }
 
 StatusOr<std::string> run_stages(Graph& g, Pipeline& pipeline, DType precision,
                                  const std::string& after, const std::string& command) {
-  const bool stage = after == kAutocastStage || after == kWeightCopiesStage;
+  std::vector<std::string_view> stages = mixed_precision_pipeline(DType::bf16).pass_names();
+  const bool in_stage = std::find(stages.begin(), stages.end(), after) != stages.end();
+  const bool stage = in_stage || after == kWeightCopiesStage;
   if (stage && precision == DType::f32) {
-    const std::string what = after == kAutocastStage ? "casts" : "weight copies";
+    const std::string what = after == kWeightCopiesStage ? "weight copies" : "casts";
     return Error{"weftc " + command + ": --after=" + after + " shows the " + what +
                  " of --precision=bf16 or --precision=f16; at f32 there are none"};
   }
   std::vector<std::string_view> passes = pipeline.pass_names();
   if (precision != DType::f32 && !after.empty() && !stage &&
       std::find(passes.begin(), passes.end(), after) == passes.end()) {
-    passes.insert(passes.begin(), {kAutocastStage, kWeightCopiesStage});
+    stages.push_back(kWeightCopiesStage);
+    passes.insert(passes.begin(), stages.begin(), stages.end());
     return unknown_pass_error(after, passes);
   }
-  WEFT_RETURN_IF_ERROR(apply_precision(g, precision));
-  if (after == kAutocastStage) return after;
+  if (precision != DType::f32) WEFT_RETURN_IF_ERROR(run_mixed_precision(g, precision, in_stage ? after : ""));
+  if (in_stage) return after;
   if (precision != DType::f32) WEFT_RETURN_IF_ERROR(WeightCopiesPass().run(g).status());
   if (after == kWeightCopiesStage) return after;
   WEFT_RETURN_IF_ERROR(pipeline.run_until(g, after).status());

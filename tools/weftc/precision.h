@@ -8,8 +8,8 @@
 //   StatusOr<std::string> last = run_stages(g, pipeline, *p, "autocast");
 //
 // The stage is Trainer::build_step's, in its order: the default pipeline up to
-// canonicalize, then passes/autocast.h's AutocastPass. The target's pipeline runs after
-// it, from infer-types on. What dump and viz show (run_stages) also has the weight
+// canonicalize, then passes/mixed_precision.h's pipeline (autocast, rotate-carry-casts;
+// `--after=` either). The target's pipeline runs after it, from infer-types on. What dump and viz show (run_stages) also has the weight
 // copies a training step keeps (passes/weight_copies.h: each assigned parameter's cast
 // becomes a state input `weft.copy.NAME` written after its update), as the stage
 // "weight-copies"; run, profile and grad (apply_precision) cast each parameter in every
@@ -25,8 +25,6 @@
 
 namespace weft::cli {
 
-/// The autocast stage's name, for `--after`.
-inline constexpr const char* kAutocastStage = "autocast";
 /// The weight copies' stage's name (dump and viz only), for `--after`.
 inline constexpr const char* kWeightCopiesStage = "weight-copies";
 
@@ -34,13 +32,14 @@ inline constexpr const char* kWeightCopiesStage = "weight-copies";
 /// not given); an error names the command and the values it takes.
 StatusOr<DType> precision_flag(const Args& args, const std::string& command);
 
-/// The autocast stage at `precision` (nothing for f32) on a parsed graph.
+/// The mixed-precision stage at `precision` (nothing for f32) on a parsed graph.
 Status apply_precision(Graph& g, DType precision);
 
-/// The autocast stage, the weight copies' stage, then `pipeline` up to the pass `after`
-/// (empty: every pass); `after` may name either stage, which needs --precision=bf16 or
-/// f16 (an error naming `command` says so); an unknown `after` is an error listing the
-/// stages, autocast and weight-copies first. Returns the name of the last stage run.
+/// The mixed-precision stage, the weight copies' stage, then `pipeline` up to the pass
+/// `after` (empty: every pass); `after` may name a pass of either stage (autocast,
+/// rotate-carry-casts, weight-copies), which needs --precision=bf16 or f16 (an error
+/// naming `command` says so); an unknown `after` is an error listing the stages' passes
+/// first. Returns the name of the last pass run.
 StatusOr<std::string> run_stages(Graph& g, Pipeline& pipeline, DType precision,
                                  const std::string& after, const std::string& command);
 

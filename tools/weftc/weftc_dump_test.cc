@@ -268,6 +268,34 @@ TEST(Weftc, DumpAfterWeightCopiesShowsTheCopies) {
   EXPECT_EQ(count(r.out, "cast(%w1) {dtype=bf16}"), 1) << r.out;
 }
 
+// A loop at --precision=bf16 gets the stage a training step gets (passes/mixed_precision.h):
+// after autocast the body casts its f32 carry to bf16 for the matmul in every iteration;
+// after rotate-carry-casts (the Trainer runs it too) the loop casts the initial carry once
+// and the body carries the bf16 copy, casting the new value at its end.
+TEST(Weftc, DumpAtBf16RotatesALoopsCarryCastAsTrainingDoes) {
+  const std::string wir = write_temp("rnn.wir", R"(graph @rnn(%w: f32[4,4] {param}, %h0: f32[2,4]) -> (f32[2,4]) {
+  %h = scan(%w, %h0) {consts=1, carries=1, length=5} : f32[2,4] ({
+    ^cell(%w1: f32[4,4], %h1: f32[2,4]):
+      %m = matmul(%h1, %w1) : f32[2,4]
+      %n = tanh(%m) : f32[2,4]
+      return %n
+  })
+  return %h
+}
+)");
+  Result r = weftc("dump " + wir + " --precision=bf16 --after=autocast --no-locations");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(count(r.out, "carries=1"), 1) << r.out;
+  EXPECT_EQ(count(r.out, "cast(%h1) {dtype=bf16}"), 1) << r.out;
+  for (const std::string after : {" --after=rotate-carry-casts", ""}) {
+    r = weftc("dump " + wir + " --precision=bf16 --no-locations --backend=reference" + after);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_EQ(count(r.out, "carries=2"), 1) << after << "\n" << r.out;
+    EXPECT_EQ(count(r.out, "cast(%h0) {dtype=bf16}"), 1) << after << "\n" << r.out;
+    EXPECT_EQ(count(r.out, "cast(%h1)"), 0) << after << "\n" << r.out;
+  }
+}
+
 TEST(Weftc, PrecisionErrors) {
   const std::string wir = kExample + "mlp.wir";
   for (const std::string command : {"dump", "viz", "grad --wrt=w1"}) {
@@ -280,8 +308,8 @@ TEST(Weftc, PrecisionErrors) {
   EXPECT_EQ(r.out, "error: weftc run: --precision expects f32, bf16 or f16, got 'BF16'\n");
   r = weftc("dump " + wir + " --precision=bf16 --after=autocat --backend=reference");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.out, "error: unknown pass 'autocat'; known passes: autocast, weight-copies, infer-types, "
-                   "canonicalize, fold-constants, dce, cse\n");
+  EXPECT_EQ(r.out, "error: unknown pass 'autocat'; known passes: autocast, rotate-carry-casts, "
+                   "weight-copies, infer-types, canonicalize, fold-constants, dce, cse\n");
   r = weftc("dump " + wir + " --after=autocast");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.out, "error: weftc dump: --after=autocast shows the casts of --precision=bf16 or "

@@ -2,7 +2,7 @@
 //
 //   bazel run //bench:suite -- --preset=cpu|paper [--device=cpu|cuda] [--weft=jit|aot]
 //       [--models=a,b] [--epochs=N] [--warmup=N] [--rounds=N] [--json=PATH] [--pytorch-only]
-//       [--allow-paper] [--keep-tmp] [--python=PATH]
+//       [--allow-paper] [--keep-tmp] [--python=PATH] [--precision=f32|bf16] [--help]
 //
 // --device=cuda runs the same steps on one NVIDIA GPU: weft's side is
 // bench/weft_aot_cuda_worker (the AOT CUDA libraries of bench/aot, paper preset, each step
@@ -364,6 +364,10 @@ int suite_main(int argc, char** argv) {
   StatusOr<SuiteOptions> parsed = parse_suite_options(std::vector<std::string>(argv + 1, argv + argc));
   if (!parsed.ok()) usage_error(parsed.error().message);
   SuiteOptions o = std::move(*parsed);
+  if (o.help) {
+    std::printf("usage: %s\n\n%s", kSuiteUsage, kSuiteHelp);
+    return 0;
+  }
   std::string worker = runfile(argv[0], names_worker(o));
   std::string timed = runfile(argv[0], timed_worker(o));
   std::string run_py = runfile(argv[0], "bench/pytorch/run.py");

@@ -24,6 +24,34 @@ const char* const kSuiteUsage =
     "[--epochs=N] [--warmup=N] [--rounds=N] [--json=PATH] [--pytorch-only] "
     "[--allow-paper] [--keep-tmp] [--python=PATH] [--precision=f32|bf16]";
 
+const char* const kSuiteHelp =
+    "The benchmark suite: the ten models on weft and on PyTorch, one table (bench/PROTOCOL.md).\n"
+    "Each model: weft's parameter names, PyTorch's initial weights under them, then timed\n"
+    "rounds of weft and of PyTorch in each configuration, every run its own process; first\n"
+    "losses compared; weft against PyTorch's fastest configuration.\n"
+    "\n"
+    "  --preset=P       cpu (small batches and widths) or paper (full sizes); required\n"
+    "  --device=D       cpu (default), or cuda: one NVIDIA GPU, weft from the AOT CUDA\n"
+    "                   libraries of bench/aot (paper preset, f32), PyTorch eager, fused\n"
+    "                   Adam, torch.compile and the whole step as one CUDA graph\n"
+    "  --weft=W         jit (default: bench/weft_worker, the Trainer) or aot\n"
+    "                   (bench/weft_aot_worker, the libraries of bench/aot; cpu preset)\n"
+    "  --models=a,b     the models to run (default: all ten)\n"
+    "  --epochs=N       measured epochs per run (default 5 at cpu, 20 at paper)\n"
+    "  --warmup=N       warm-up epochs per run (default 1 at cpu, 3 at paper)\n"
+    "  --rounds=N       rounds of every configuration (default 2); odd rounds reversed\n"
+    "  --precision=P    f32 (default) or bf16 (weft's TrainOptions::precision, PyTorch's\n"
+    "                   torch.autocast); with --weft=aot the GEMM-bound models only\n"
+    "  --json=PATH      also write the results as JSON\n"
+    "  --pytorch-only   skip weft's timed runs\n"
+    "  --allow-paper    let weft's CPU worker time the paper preset (it declines it)\n"
+    "  --keep-tmp       keep the intermediate files and logs (kept anyway on failure)\n"
+    "  --python=PATH    the Python with torch (default /usr/bin/python3)\n"
+    "  -h, --help       this text\n"
+    "\n"
+    "PyTorch runs without OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE; weft keeps the\n"
+    "environment as it is.\n";
+
 namespace {
 
 /// The tuned environment's malloc settings (../shared/ENVIRONMENT.md).
@@ -88,8 +116,9 @@ StatusOr<SuiteOptions> parse_suite_options(const std::vector<std::string>& args)
     if (takes_value && !has_value) {
       return Error{"flag " + name + " needs a value (" + name + "=...)"};
     }
-    if (name == "--help" || name == "-h") {
-      return Error{"runs the benchmark models on weft and PyTorch (bench/PROTOCOL.md)"};
+    if ((name == "--help" || name == "-h") && !has_value) {
+      o.help = true;
+      return o;
     } else if (name == "--preset") {
       if (value != "cpu" && value != "paper") {
         return Error{"bad value for --preset: '" + value + "' (cpu or paper)"};

@@ -25,6 +25,8 @@ const std::vector<std::string>& suite_aot_bf16_models();
 
 /// The usage line printed under every command-line error.
 extern const char* const kSuiteUsage;
+/// What `--help` prints: the suite and each flag.
+extern const char* const kSuiteHelp;
 
 struct SuiteOptions {
   std::string preset;  ///< "cpu" or "paper".
@@ -45,6 +47,8 @@ struct SuiteOptions {
   /// torch.autocast("cpu", dtype=torch.bfloat16)). With --weft=aot, bf16 runs the
   /// models of suite_aot_bf16_models() (their default), and refuses any other.
   std::string precision = "f32";
+  /// `--help` or `-h` was given: print kSuiteHelp, run nothing.
+  bool help = false;
 };
 
 /// The suite's flags (the arguments after the program name); an error names the first

@@ -189,6 +189,30 @@ TEST(Options, WeftPathDefaultsToTheJit) {
   EXPECT_EQ(bf16->precision, "bf16");
 }
 
+// --help (or -h) asks for the help text, whatever else is given; it names every flag
+// of the usage line.
+TEST(Options, HelpIsAskedForAndNamesEveryFlag) {
+  for (const char* flag : {"--help", "-h"}) {
+    StatusOr<SuiteOptions> o = parse_suite_options({"--models=mlp", flag});
+    ASSERT_TRUE(o.ok()) << o.error().to_string();
+    EXPECT_TRUE(o->help);
+  }
+  StatusOr<SuiteOptions> o = parse_suite_options({"--preset=cpu"});
+  ASSERT_TRUE(o.ok()) << o.error().to_string();
+  EXPECT_FALSE(o->help);
+  EXPECT_FALSE(parse_suite_options({"--help=yes"}).ok());
+  const std::string usage = kSuiteUsage, help = kSuiteHelp;
+  int flags = 0;
+  for (size_t at = usage.find("--"); at != std::string::npos; at = usage.find("--", at + 2)) {
+    const size_t end = usage.find_first_of("=] ", at);
+    const std::string flag = usage.substr(at, end - at);
+    if (flag == "--") continue;  // `bazel run //bench:suite --`
+    ++flags;
+    EXPECT_NE(help.find("  " + flag), std::string::npos) << flag;
+  }
+  EXPECT_EQ(flags, 13);
+}
+
 TEST(Options, WeftAotChoosesTheAotWorker) {
   StatusOr<SuiteOptions> o =
       parse_suite_options({"--weft=aot", "--preset=cpu", "--models=mlp,convnet", "--rounds=3"});

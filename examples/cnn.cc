@@ -6,10 +6,17 @@
 
 #include "frontend/flow.h"
 #include "frontend/modules.h"
+#include "examples/no_flags.h"
 #include "ir/text.h"
 
-int main() {
+int main(int argc, char** argv) {
   using namespace weft;
+  if (int rc = examples::no_flags(argc, argv, "cnn",
+                                  "Builds a small CNN for 28x28x1 images (two conv + batch norm + pool\n"
+                                  "stages and an MLP head) and prints its IR and parameter count.\n");
+      rc >= 0) {
+    return rc;
+  }
   ConvOptions same{.kernel = 3, .padding = 1};
   StatusOr<Model> model = FlowBuilder::from(Conv2d(1, 32, same))
                               .through(BatchNorm2d(32))

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 namespace {
 
@@ -70,6 +71,20 @@ TEST(Examples, ShowcaseAndVizTrainingStepHelp) {
     Result bad = run("examples/" + std::string(e.program) + " --bogus");
     EXPECT_EQ(bad.exit_code, 1);
     EXPECT_EQ(bad.out, e.usage);
+  }
+}
+
+// The examples that take no flags (examples/no_flags.h): --help says what they print,
+// exit status 0; an argument is the usage line, exit status 1.
+TEST(Examples, CnnAndTransformerBlockTakeNoFlags) {
+  for (const auto& [program, about] : {std::pair{"cnn", "Builds a small CNN for 28x28x1 images"},
+                                       std::pair{"transformer_block", "Builds a transformer encoder block"}}) {
+    Result help = run("examples/" + std::string(program) + " --help");
+    EXPECT_EQ(help.exit_code, 0) << help.out;
+    EXPECT_EQ(help.out.rfind("usage: " + std::string(program) + "\n" + about, 0), 0u) << help.out;
+    Result bad = run("examples/" + std::string(program) + " --epochs=3");
+    EXPECT_EQ(bad.exit_code, 1);
+    EXPECT_EQ(bad.out, "usage: " + std::string(program) + "\n");
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include "frontend/flow.h"
 #include "frontend/modules.h"
+#include "examples/no_flags.h"
 #include "ir/text.h"
 
 namespace weft {
@@ -54,7 +55,13 @@ int print(const char* name, const StatusOr<Model>& model) {
 }  // namespace
 }  // namespace weft
 
-int main() {
+int main(int argc, char** argv) {
+  if (int rc = weft::examples::no_flags(argc, argv, "transformer_block",
+                                        "Builds a transformer encoder block, post-LN and pre-LN, and prints\n"
+                                        "each one's IR and parameter count.\n");
+      rc >= 0) {
+    return rc;
+  }
   return weft::print("post-LN transformer block", weft::post_ln()) |
          weft::print("pre-LN transformer block", weft::pre_ln());
 }

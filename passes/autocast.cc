@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "ir/cast.h"
 #include "ir/scan.h"
 #include "ir/shape_rules.h"
 #include "ir/status.h"
@@ -239,8 +240,7 @@ class Autocaster {
       g_.mutable_value(v).type->dtype = to;
       return casts_[{v, to}] = v;
     }
-    const ValueId c = g_.add_node(Op::Cast, {v}, {{"dtype", to}}, g_.node(user).loc,
-                                  Type{to, g_.type(v).shape});
+    const ValueId c = add_cast(g_, v, to, g_.node(user).loc);
     uses_.push_back(0);
     original_.push_back(to);
     return casts_[{v, to}] = c;

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "ir/cast.h"
 #include "ir/scan.h"
 
 namespace weft {
@@ -37,11 +38,6 @@ std::vector<Rotation> rotations(const Node& loop) {
     out[it->second].casts.push_back(j);
   }
   return out;
-}
-
-/// `v` of `g` cast to `to` (a new node at the end, at `loc`).
-ValueId add_cast(Graph& g, ValueId v, DType to, Location loc) {
-  return g.add_node(Op::Cast, {v}, {{"dtype", to}}, std::move(loc), Type{to, g.type(v).shape});
 }
 
 /// Loop `n`'s body with a carry for each rotation after its own carries: the casts of

@@ -57,10 +57,11 @@ void copy_node(Graph& out, const Graph& src, const Node& n, std::vector<ValueId>
 void copy_loop(Graph& out, const Graph& src, const Node& n, std::vector<ValueId> operands, Attrs attrs,
                std::shared_ptr<const Graph> body, const std::vector<size_t>& keep, std::vector<ValueId>& map);
 
-/// A loop body rebuilt with new or retyped parameters, for the transforms that change
-/// what a body reads (hoisting casts or invariants out of a loop, rotating a carry's
-/// cast into a carry of its own): they choose the parameters one by one, drop the nodes
-/// those parameters replace, and copy the rest of the body as it was.
+/// A body (a loop's, or a fused kernel's) rebuilt with new or retyped parameters, for
+/// the transforms that change what a body reads (hoisting casts or invariants out of a
+/// loop, rotating a carry's cast into a carry of its own) or adds to what it returns:
+/// they choose the parameters one by one, drop the nodes those parameters replace, and
+/// copy the rest of the body as it was.
 ///
 ///   BodyRebuilder b(body);                       // %w: f32, %h; %c = cast(%w) {dtype=bf16}
 ///   b.replace(c, b.input(0, DType::bf16));       // %w: bf16 now, read where %c was

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "autodiff/grad.h"
+#include "ir/cast.h"
 #include "ir/text_util.h"
 
 namespace weft {
@@ -32,13 +33,9 @@ Status LossScaleOptions::validate() const {
 
 namespace {
 
-ValueId cast(GradBuilder& b, ValueId v, DType dtype) {
-  return b.type(v).dtype == dtype ? v : b.op(Op::Cast, {v}, {{"dtype", dtype}});
-}
-
 /// x · c in f64, rounded to f32: GradScaler's `current_scale * factor` into its f32 scale.
 ValueId scaled_f32(GradBuilder& b, ValueId scale, double c) {
-  return cast(b, b.mul(cast(b, scale, DType::f64), b.constant(c, DType::f64)), DType::f32);
+  return cast_to(b, b.mul(cast_to(b, scale, DType::f64), b.constant(c, DType::f64)), DType::f32);
 }
 
 /// Whether a scalar is finite: x - x is 0 for a finite x and NaN otherwise.
@@ -81,14 +78,14 @@ StatusOr<ValueId> LossScaler::seed(Graph& g, ValueId loss) const {
                  python_float_repr(options_.init_scale) +
                  " at first, grows past f16's largest number, 65504"};
   }
-  return cast(b, scale_, dtype);
+  return cast_to(b, scale_, dtype);
 }
 
 ScaledUpdate LossScaler::scaled_update(Graph& g) const {
   GradBuilder b(g, Location{});
   ScaledUpdate scaled;
-  ValueId inverse = b.div(b.constant(1, DType::f64), cast(b, scale_, DType::f64));
-  scaled.inv_scale = cast(b, inverse, DType::f32);
+  ValueId inverse = b.div(b.constant(1, DType::f64), cast_to(b, scale_, DType::f64));
+  scaled.inv_scale = cast_to(b, inverse, DType::f32);
   scaled.skipped_steps = skipped_;
   return scaled;
 }

@@ -31,6 +31,46 @@ void copy_loop(Graph& out, const Graph& src, const Node& n, std::vector<ValueId>
   for (size_t k = 1; k < keep.size(); ++k) map[n.results[keep[k]]] = out.add_result(at, result(k).name, result(k).type);
 }
 
+BodyRebuilder::BodyRebuilder(const Graph& src)
+    : src_(src), out_(src.name()), map_(src.num_values(), kNoValue), dropped_(src.nodes().size(), false) {
+  out_.set_loc(src.loc());
+}
+
+ValueId BodyRebuilder::input(size_t k, std::optional<DType> dtype) {
+  const Input& in = src_.inputs()[k];
+  Type t = src_.type(in.value);
+  if (dtype) t.dtype = *dtype;
+  return map_[in.value] = out_.add_input(src_.value(in.value).name, std::move(t), in.kind, in.loc);
+}
+
+void BodyRebuilder::inputs(size_t from, size_t to) {
+  for (size_t k = from; k < to; ++k) input(k);
+}
+
+ValueId BodyRebuilder::input_for(ValueId v, InputKind kind, Location loc) {
+  return map_[v] = out_.add_input(src_.value(v).name, src_.type(v), kind, std::move(loc));
+}
+
+void BodyRebuilder::replace(int node, ValueId v) {
+  dropped_[node] = true;
+  map_[src_.node(node).result()] = v;
+}
+
+void BodyRebuilder::skip(int node) { dropped_[node] = true; }
+
+void BodyRebuilder::copy_nodes() {
+  const auto same_name = [&](ValueId v) { return src_.value(v).name; };
+  for (size_t j = 0; j < src_.nodes().size(); ++j) {
+    if (!dropped_[j]) copy_node(out_, src_, src_.node(static_cast<int>(j)), map_, same_name);
+  }
+}
+
+Graph BodyRebuilder::finish() && {
+  for (ValueId o : src_.outputs()) out_.add_output(map_[o]);
+  out_.set_declared_output_types(src_.declared_output_types());
+  return std::move(out_);
+}
+
 Graph rebuild_inputs(const Graph& g, std::vector<ValueId>& map) {
   Graph out(g.name());
   out.set_loc(g.loc());

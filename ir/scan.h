@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,51 @@ void copy_node(Graph& out, const Graph& src, const Node& n, std::vector<ValueId>
 /// (hoisting consts, pruning results) rebuild it with this.
 void copy_loop(Graph& out, const Graph& src, const Node& n, std::vector<ValueId> operands, Attrs attrs,
                std::shared_ptr<const Graph> body, const std::vector<size_t>& keep, std::vector<ValueId>& map);
+
+/// A body (a loop's, or a fused kernel's) rebuilt with new or retyped parameters, for
+/// the transforms that change what a body reads (hoisting casts or invariants out of a
+/// loop, rotating a carry's cast into a carry of its own) or adds to what it returns:
+/// they choose the parameters one by one, drop the nodes those parameters replace, and
+/// copy the rest of the body as it was.
+///
+///   BodyRebuilder b(body);                       // %w: f32, %h; %c = cast(%w) {dtype=bf16}
+///   b.replace(c, b.input(0, DType::bf16));       // %w: bf16 now, read where %c was
+///   b.input(1);
+///   b.copy_nodes();                              // every node but %c, names kept
+///   Graph rebuilt = std::move(b).finish();       // body's outputs, through the map
+class BodyRebuilder {
+ public:
+  /// An empty body with `src`'s name and location.
+  explicit BodyRebuilder(const Graph& src);
+
+  /// Adds src's parameter `k` with its name, kind and location, and its type, or its
+  /// shape in `dtype` where that is given.
+  ValueId input(size_t k, std::optional<DType> dtype = std::nullopt);
+  /// Adds src's parameters `from` to `to` (exclusive) as they are.
+  void inputs(size_t from, size_t to);
+  /// Adds a parameter named and typed as src's value `v` (a node's result), which the
+  /// new body reads where src read `v`.
+  ValueId input_for(ValueId v, InputKind kind = InputKind::data, Location loc = {});
+  /// src's node `node` is not copied; the new body reads `v` where src read its result.
+  void replace(int node, ValueId v);
+  /// src's node `node` is not copied (a result still read needs an input_for).
+  void skip(int node);
+  /// Copies src's nodes, except those replaced or skipped, in order, with their names.
+  void copy_nodes();
+
+  /// The new body's value for src's `v`.
+  ValueId operator[](ValueId v) const { return map_[v]; }
+  /// The new body as built so far (for outputs of the caller's own).
+  Graph& graph() { return out_; }
+  /// The new body returning src's outputs, with src's declared output types.
+  Graph finish() &&;
+
+ private:
+  const Graph& src_;
+  Graph out_;
+  std::vector<ValueId> map_;   ///< src's values to the new body's.
+  std::vector<bool> dropped_;  ///< src's nodes not to copy.
+};
 
 /// The start of a transform that rebuilds `g`: an empty graph with g's name, location and
 /// inputs; `map` (g's values to the new graph's) holds the inputs.

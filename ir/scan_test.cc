@@ -117,5 +117,68 @@ TEST(Scan, TheParserRequiresABodyAndAllowsSeveralResults) {
       << several.error().to_string();
 }
 
+// A body whose const %w is read only through its cast, and whose carry %h is also read
+// through one (the shapes autocast and rotate-carry-casts rebuild).
+Graph cast_body() {
+  auto parsed = parse_graph(R"(graph @cell(%w: f32[3,3], %h: f32[2,3]) {
+  %c = cast(%w) {dtype=bf16} : bf16[3,3]
+  %hb = cast(%h) {dtype=bf16} : bf16[2,3]
+  %m = matmul(%hb, %c) : bf16[2,3]
+  %y = cast(%m) {dtype=f32} : f32[2,3]
+  return %y
+}
+)",
+                            "cell.wir");
+  EXPECT_TRUE(parsed.ok()) << parsed.error().to_string();
+  parsed->set_loc(Location{"model.cc", 3, 1, "cell"});
+  parsed->set_declared_output_types({f32({2, 3})});
+  return std::move(*parsed);
+}
+
+TEST(BodyRebuilder, RetypesAParameterThatReplacesItsCast) {
+  const Graph body = cast_body();
+  BodyRebuilder b(body);
+  b.replace(0, b.input(0, DType::bf16));
+  b.inputs(1, 2);
+  b.copy_nodes();
+  const Graph out = std::move(b).finish();
+  ASSERT_TRUE(verify(out).ok()) << verify(out).to_string();
+  EXPECT_EQ(print_graph(out), R"(graph @cell(%w: bf16[3,3], %h: f32[2,3]) -> (f32[2,3]) {
+  %hb = cast(%h) {dtype=bf16} : bf16[2,3] loc("cell.wir":3:3)
+  %m = matmul(%hb, %w) : bf16[2,3] loc("cell.wir":4:3)
+  %y = cast(%m) {dtype=f32} : f32[2,3] loc("cell.wir":5:3)
+  return %y
+}
+)");
+  EXPECT_EQ(out.loc().line, 3);
+  EXPECT_EQ(out.declared_output_types(), body.declared_output_types());
+}
+
+TEST(BodyRebuilder, AddsParametersForValuesAndLeavesOutputsToTheCaller) {
+  const Graph body = cast_body();
+  BodyRebuilder b(body);
+  b.inputs(0, 1);
+  const ValueId c = b.input_for(body.node(0).result());  // %c, passed in: %w's cast hoisted
+  b.skip(0);
+  const ValueId hb = b.input_for(body.node(1).result(), InputKind::data, Location{"model.cc", 5, 2, ""});
+  b.skip(1);
+  b.inputs(1, 2);
+  b.copy_nodes();
+  EXPECT_EQ(b[body.node(0).result()], c);
+  EXPECT_EQ(b[body.inputs()[1].value], b.graph().inputs()[3].value);
+  b.graph().add_output(b[body.outputs()[0]]);
+  b.graph().add_output(hb);
+  const Graph& out = b.graph();
+  ASSERT_TRUE(verify(out).ok()) << verify(out).to_string();
+  EXPECT_EQ(print_graph(out),
+            R"(graph @cell(%w: f32[3,3], %c: bf16[3,3], %hb: bf16[2,3], %h: f32[2,3]) -> (f32[2,3], bf16[2,3]) {
+  %m = matmul(%hb, %c) : bf16[2,3] loc("cell.wir":4:3)
+  %y = cast(%m) {dtype=f32} : f32[2,3] loc("cell.wir":5:3)
+  return %y, %hb
+}
+)");
+  EXPECT_EQ(out.inputs()[2].loc.line, 5);
+}
+
 }  // namespace
 }  // namespace weft

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "ir/cast.h"
 #include "ir/scan.h"
 #include "ir/shape_rules.h"
 #include "ir/status.h"
@@ -120,42 +121,28 @@ class Autocaster {
       const int in = body.input_index(n.operands[0]);
       if (in >= 0 && in < consts) cast_of[in] = k;
     }
-    auto inner = std::make_shared<Graph>(body.name());
-    inner->set_loc(body.loc());
-    std::vector<ValueId> map(body.num_values(), kNoValue), operands;
-    std::vector<bool> hoisted(body.nodes().size(), false);
+    BodyRebuilder inner(body);
+    std::vector<ValueId> operands;
     std::vector<int64_t> copies;  // consts also read in their own dtype
-    const auto add_input = [&](ValueId v, std::optional<DType> as, const Input* in) {
-      Type t = body.type(v);
-      if (as) t.dtype = *as;
-      return in ? inner->add_input(body.value(v).name, t, in->kind, in->loc) : inner->add_input(body.value(v).name, t);
-    };
     for (int64_t k = 0; k < static_cast<int64_t>(body.inputs().size()); ++k) {
-      const Input& in = body.inputs()[k];
       const int c = k < consts ? cast_of[k] : -1;
-      const bool only_cast = c >= 0 && uses[in.value] == 1;
-      map[in.value] = add_input(in.value, only_cast ? std::optional(low_) : std::nullopt, &in);
+      const bool only_cast = c >= 0 && uses[body.inputs()[k].value] == 1;
+      const ValueId in = inner.input(k, only_cast ? std::optional(low_) : std::nullopt);
       operands.push_back(only_cast ? cast(given[k], low_, i) : g_.node(i).operands[k]);
-      if (c >= 0) hoisted[c] = true;
-      if (only_cast) map[body.node(c).result()] = map[in.value];
+      if (only_cast) inner.replace(c, in);
       if (c >= 0 && !only_cast) copies.push_back(k);
       if (k + 1 != consts) continue;
       for (int64_t copied : copies) {
-        const ValueId r = body.node(cast_of[copied]).result();
-        map[r] = add_input(r, std::nullopt, nullptr);
+        inner.replace(cast_of[copied], inner.input_for(body.node(cast_of[copied]).result()));
         ++uses_[given[copied]];  // the loop reads it twice now: no cast moved above its producer
         operands.push_back(cast(given[copied], low_, i));
       }
     }
-    for (int k = 0; k < static_cast<int>(body.nodes().size()); ++k) {
-      if (!hoisted[k]) copy_node(*inner, body, body.node(k), map, [&](ValueId v) { return body.value(v).name; });
-    }
-    for (ValueId o : body.outputs()) inner->add_output(map[o]);
-    inner->set_declared_output_types(body.declared_output_types());
+    inner.copy_nodes();
     Node& n = g_.node(i);
     n.operands = std::move(operands);
     n.attrs["consts"] = consts + static_cast<int64_t>(copies.size());
-    n.body = std::move(inner);
+    n.body = std::make_shared<const Graph>(std::move(inner).finish());
   }
 
   /// Low: f32 operands cast to low; an op with an operand of another float dtype (f64)
@@ -239,8 +226,7 @@ class Autocaster {
       g_.mutable_value(v).type->dtype = to;
       return casts_[{v, to}] = v;
     }
-    const ValueId c = g_.add_node(Op::Cast, {v}, {{"dtype", to}}, g_.node(user).loc,
-                                  Type{to, g_.type(v).shape});
+    const ValueId c = add_cast(g_, v, to, g_.node(user).loc);
     uses_.push_back(0);
     original_.push_back(to);
     return casts_[{v, to}] = c;

@@ -1,6 +1,7 @@
 #include "passes/fold_concats.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "codegen/operand_layout.h"
 #include "ir/fused_kind.h"
@@ -82,19 +83,15 @@ IntList part_start(const Graph& g, const Node& concat, size_t k) {
 }
 
 Graph with_store_windows(const Graph& body, const std::vector<StoreWindow>& windows) {
-  Graph out(body.name());
-  std::vector<ValueId> map(body.num_values(), kNoValue);
-  for (const Input& in : body.inputs()) {
-    map[in.value] = out.add_input(body.value(in.value).name, body.type(in.value), in.kind, in.loc);
-  }
-  for (const Node& n : body.nodes()) {
-    copy_node(out, body, n, map, [&](ValueId v) { return body.value(v).name; });
-  }
+  BodyRebuilder copy(body);
+  copy.inputs(0, body.inputs().size());
+  copy.copy_nodes();
+  Graph& out = copy.graph();
   std::vector<ValueId> outputs;
-  for (ValueId v : body.outputs()) outputs.push_back(map[v]);
+  for (ValueId v : body.outputs()) outputs.push_back(copy[v]);
   std::vector<ValueId> also;  // windows of outputs stored in their own buffers too
   for (const StoreWindow& w : windows) {
-    const ValueId part = map[body.outputs()[w.output]];
+    const ValueId part = copy[body.outputs()[w.output]];
     const Shape& shape = out.type(part).shape;
     IntList high;
     for (int d = 0; d < w.dest.shape.rank(); ++d) {
@@ -107,7 +104,7 @@ Graph with_store_windows(const Graph& body, const std::vector<StoreWindow>& wind
   }
   for (ValueId v : outputs) out.add_output(v);
   for (ValueId v : also) out.add_output(v);
-  return out;
+  return std::move(out);
 }
 
 }  // namespace weft

@@ -99,40 +99,30 @@ bool hoist(Graph& g) {
                 [&](ValueId v) -> std::string { return fresh(out, fresh(g, prefix + body.value(v).name)); });
     }
     // The new body: the old consts, the hoisted values it reads, then carries and xs.
-    auto inner = std::make_shared<Graph>(body.name());
-    std::vector<ValueId> bmap(body.num_values(), kNoValue);
+    BodyRebuilder inner(body);
     std::vector<ValueId> operands;
-    for (size_t k = 0; k < consts; ++k) {
-      const Input& in = body.inputs()[k];
-      bmap[in.value] = inner->add_input(body.value(in.value).name, body.type(in.value), in.kind, in.loc);
-      operands.push_back(map[n.operands[k]]);
-    }
+    inner.inputs(0, consts);
+    for (size_t k = 0; k < consts; ++k) operands.push_back(map[n.operands[k]]);
     int64_t added = 0;
     for (size_t i = 0; i < body.nodes().size(); ++i) {
       if (!hoisted[i]) continue;
+      inner.skip(static_cast<int>(i));
       for (ValueId r : body.node(static_cast<int>(i)).results) {
         if (!needed[r]) continue;
-        bmap[r] = inner->add_input(body.value(r).name, body.type(r));
+        inner.input_for(r);
         operands.push_back(outer[r]);
         ++added;
       }
     }
-    for (size_t k = consts; k < body.inputs().size(); ++k) {
-      const Input& in = body.inputs()[k];
-      bmap[in.value] = inner->add_input(body.value(in.value).name, body.type(in.value), in.kind, in.loc);
-      operands.push_back(map[n.operands[k]]);
-    }
-    for (size_t i = 0; i < body.nodes().size(); ++i) {
-      if (hoisted[i]) continue;
-      copy_node(*inner, body, body.node(static_cast<int>(i)), bmap,
-                [&](ValueId v) -> std::string { return body.value(v).name; });
-    }
-    for (ValueId o : body.outputs()) inner->add_output(bmap[o]);
+    inner.inputs(consts, body.inputs().size());
+    for (size_t k = consts; k < body.inputs().size(); ++k) operands.push_back(map[n.operands[k]]);
+    inner.copy_nodes();
     Attrs attrs = n.attrs;
     attrs["consts"] = static_cast<int64_t>(consts) + added;
     std::vector<size_t> all(n.results.size());
     for (size_t k = 0; k < all.size(); ++k) all[k] = k;
-    copy_loop(out, g, n, std::move(operands), std::move(attrs), std::move(inner), all, map);
+    copy_loop(out, g, n, std::move(operands), std::move(attrs), std::make_shared<const Graph>(std::move(inner).finish()),
+              all, map);
   }
   if (!any) return false;
   rebuild_outputs(g, std::move(out), map);

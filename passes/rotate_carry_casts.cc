@@ -1,12 +1,11 @@
 #include "passes/rotate_carry_casts.h"
 
-#include <functional>
 #include <map>
 #include <memory>
-#include <string>
 #include <utility>
 #include <vector>
 
+#include "ir/cast.h"
 #include "ir/scan.h"
 
 namespace weft {
@@ -39,11 +38,6 @@ std::vector<Rotation> rotations(const Node& loop) {
   return out;
 }
 
-/// `v` of `g` cast to `to` (a new node at the end, at `loc`).
-ValueId add_cast(Graph& g, ValueId v, DType to, Location loc) {
-  return g.add_node(Op::Cast, {v}, {{"dtype", to}}, std::move(loc), Type{to, g.type(v).shape});
-}
-
 /// Loop `n`'s body with a carry for each rotation after its own carries: the casts of
 /// the carry read that parameter instead, and the body returns its new value cast. Ys `y`
 /// with `restacked[y]` = r >= 0 stacks its value cast to rotation r's dtype: a cast of its
@@ -52,40 +46,30 @@ ValueId add_cast(Graph& g, ValueId v, DType to, Location loc) {
 Graph rotated_body(const Node& n, const std::vector<Rotation>& rs, const std::vector<int>& restacked) {
   const Graph& body = *n.body;
   const int64_t consts = n.int_attr("consts"), carries = n.int_attr("carries");
-  Graph out(body.name());
-  out.set_loc(body.loc());
-  std::vector<ValueId> map(body.num_values(), kNoValue), low;
-  const auto add_input = [&](const Input& in) {
-    map[in.value] = out.add_input(body.value(in.value).name, body.type(in.value), in.kind, in.loc);
-  };
-  for (int64_t k = 0; k < consts + carries; ++k) add_input(body.inputs()[k]);
-  std::vector<char> rotated(body.nodes().size(), 0);
+  BodyRebuilder rebuilt(body);
+  std::vector<ValueId> low;
+  rebuilt.inputs(0, consts + carries);
   for (const Rotation& r : rs) {
+    // A parameter of the casts' type (the carry's shape in r.to), of the carry's kind and location.
     const Input& in = body.inputs()[consts + r.carry];
-    low.push_back(out.add_input(body.value(body.node(r.casts[0]).result()).name,
-                                Type{r.to, body.type(in.value).shape}, in.kind, in.loc));
-    for (int j : r.casts) {
-      rotated[j] = 1;
-      map[body.node(j).result()] = low.back();
-    }
+    low.push_back(rebuilt.input_for(body.node(r.casts[0]).result(), in.kind, in.loc));
+    for (int j : r.casts) rebuilt.replace(j, low.back());
   }
-  for (size_t k = consts + carries; k < body.inputs().size(); ++k) add_input(body.inputs()[k]);
-  const std::function<std::string(ValueId)> same_name = [&](ValueId v) { return body.value(v).name; };
-  for (size_t j = 0; j < body.nodes().size(); ++j) {
-    if (!rotated[j]) copy_node(out, body, body.node(j), map, same_name);
-  }
+  rebuilt.inputs(consts + carries, body.inputs().size());
+  rebuilt.copy_nodes();
   // The outputs: the carries, each rotation's new value (the carry passed through is
   // its low parameter passed through), the rest.
+  Graph& out = rebuilt.graph();
   std::vector<ValueId> outputs;
-  for (int64_t k = 0; k < carries; ++k) outputs.push_back(map[body.outputs()[k]]);
+  for (int64_t k = 0; k < carries; ++k) outputs.push_back(rebuilt[body.outputs()[k]]);
   for (size_t r = 0; r < rs.size(); ++r) {
     const ValueId next = body.outputs()[rs[r].carry];
     const bool passed = next == body.inputs()[consts + rs[r].carry].value;
-    outputs.push_back(passed ? low[r] : add_cast(out, map[next], rs[r].to, body.node(rs[r].casts[0]).loc));
+    outputs.push_back(passed ? low[r] : add_cast(out, rebuilt[next], rs[r].to, body.node(rs[r].casts[0]).loc));
   }
   for (size_t k = carries; k < body.outputs().size(); ++k) {
     const int r = restacked[k - carries];
-    const ValueId made = map[body.outputs()[k]];
+    const ValueId made = rebuilt[body.outputs()[k]];
     outputs.push_back(r >= 0 ? add_cast(out, made, rs[r].to, body.node(rs[r].casts[0]).loc) : made);
   }
   out.set_outputs(std::move(outputs));
@@ -99,7 +83,7 @@ Graph rotated_body(const Node& n, const std::vector<Rotation>& rs, const std::ve
     declared.insert(declared.begin() + carries, added.begin(), added.end());
   }
   out.set_declared_output_types(std::move(declared));
-  return out;
+  return std::move(out);
 }
 
 /// Casts of value `v` to `to` in `g` (node indices), if every use of `v` is one; else none.

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/cast.h"
 #include "ir/shape_rules.h"
 
 namespace weft {
@@ -134,25 +135,24 @@ class Widener {
 
   /// A cast of the new body's `v`, named apart from every old value (whose names the
   /// copied nodes keep, and which may come later).
-  ValueId add_cast(ValueId v, DType to, const Location& loc) {
+  ValueId new_cast(ValueId v, DType to, const Location& loc) {
     std::string name;
     do {
       name = out_->fresh_name();
     } while (body_.find_value(name));
-    return out_->add_node(Op::Cast, {v}, {{"dtype", to}}, loc, Type{to, out_->type(v).shape},
-                          std::move(name));
+    return add_cast(*out_, v, to, loc, std::move(name));
   }
 
   /// `v` in its own dtype: rounded from its wide form if it has only that.
   ValueId narrow(ValueId v) {
-    if (narrow_[v] == kNoValue) narrow_[v] = add_cast(wide_[v], dtype(v), loc_of(v));
+    if (narrow_[v] == kNoValue) narrow_[v] = new_cast(wide_[v], dtype(v), loc_of(v));
     return narrow_[v];
   }
   /// `v` as an f32 value if it is half (widened exactly from its narrow form if it has
   /// only that), else as it is.
   ValueId wide(ValueId v) {
     if (!is_half(dtype(v))) return narrow(v);
-    if (wide_[v] == kNoValue) wide_[v] = add_cast(narrow_[v], DType::f32, loc_of(v));
+    if (wide_[v] == kNoValue) wide_[v] = new_cast(narrow_[v], DType::f32, loc_of(v));
     return wide_[v];
   }
   Location loc_of(ValueId v) const {
@@ -175,7 +175,7 @@ class Widener {
       if (to == DType::f32 && is_half(dtype(n.operands[0]))) {
         narrow_[r] = wide(n.operands[0]);  // the widening of a value computed wide: itself
       } else {
-        narrow_[r] = out_->add_node(Op::Cast, {wide(n.operands[0])}, n.attrs, n.loc, body_.type(r), name);
+        narrow_[r] = add_cast(*out_, wide(n.operands[0]), to, n.loc, name);
       }
       return Status();
     }

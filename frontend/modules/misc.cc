@@ -3,6 +3,7 @@
 
 #include "frontend/functional.h"
 #include "frontend/modules.h"
+#include "ir/cast.h"
 
 namespace weft {
 namespace {
@@ -23,7 +24,7 @@ class EmbeddingModule : public UnaryModule {
       e.fail(describe() + " expects integer indices (i64 or i32), got " + t.to_string());
     }
     IntList out_shape = t.shape.dims;
-    ValueId idx = t.dtype == DType::i64 ? x : e.op(Op::Cast, {x}, {{"dtype", DType::i64}});
+    ValueId idx = cast_to(e, x, DType::i64);
     idx = e.reshape(idx, {t.shape.numel()});
     ValueId weight = e.param("weight", {num_, dim_}, Initializer::normal(0, 1));
     out_shape.push_back(dim_);
@@ -54,7 +55,7 @@ class EmbeddingBagModule : public UnaryModule {
              t.to_string());
     }
     const int64_t bags = t.shape[0], length = t.shape[1];
-    ValueId idx = t.dtype == DType::i64 ? x : e.op(Op::Cast, {x}, {{"dtype", DType::i64}});
+    ValueId idx = cast_to(e, x, DType::i64);
     ValueId weight = e.param("weight", {num_, dim_}, Initializer::normal(0, 1));
     ValueId rows = e.op(Op::Gather, {weight, e.reshape(idx, {bags * length})}, {{"axis", int64_t{0}}});
     rows = e.reshape(rows, {bags, length, dim_});

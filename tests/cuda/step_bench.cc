@@ -142,89 +142,241 @@ int check(const std::string& name) {
   return 0;
 }
 
-int run(int argc, char** argv) {
+/// The command line (the file's comment).
+struct Options {
   int steps = 50, warmup = 5, top = 0;
   std::string only, init_dir, check_case;
   bool listing = false, tf32 = false;
   cuda::ConvPolicy conv = cuda::ConvPolicy::deterministic;
+
+  /// Whether case `c` is timed: a training case (two steps or more), the one --case names if any.
+  bool times(const Case& c) const { return c.steps >= 2 && (only.empty() || c.name == only); }
+};
+
+/// `options` from the command line; false (the usage printed) on a flag it does not know.
+bool parse_options(int argc, char** argv, Options& o) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a.rfind("--steps=", 0) == 0) steps = std::atoi(a.c_str() + 8);
-    else if (a.rfind("--warmup=", 0) == 0) warmup = std::atoi(a.c_str() + 9);
-    else if (a.rfind("--case=", 0) == 0) only = a.substr(7);
-    else if (a == "--program") listing = true;
-    else if (a.rfind("--profile=", 0) == 0) top = std::atoi(a.c_str() + 10);
-    else if (a.rfind("--init=", 0) == 0) init_dir = a.substr(7);
-    else if (a.rfind("--check=", 0) == 0) check_case = a.substr(8);
-    else if (a == "--conv=fastest") conv = cuda::ConvPolicy::fastest;
-    else if (a == "--conv=deterministic") conv = cuda::ConvPolicy::deterministic;
-    else if (a == "--conv=exact") conv = cuda::ConvPolicy::exact;
-    else if (a == "--tf32") tf32 = true;
+    if (a.rfind("--steps=", 0) == 0) o.steps = std::atoi(a.c_str() + 8);
+    else if (a.rfind("--warmup=", 0) == 0) o.warmup = std::atoi(a.c_str() + 9);
+    else if (a.rfind("--case=", 0) == 0) o.only = a.substr(7);
+    else if (a == "--program") o.listing = true;
+    else if (a.rfind("--profile=", 0) == 0) o.top = std::atoi(a.c_str() + 10);
+    else if (a.rfind("--init=", 0) == 0) o.init_dir = a.substr(7);
+    else if (a.rfind("--check=", 0) == 0) o.check_case = a.substr(8);
+    else if (a == "--conv=fastest") o.conv = cuda::ConvPolicy::fastest;
+    else if (a == "--conv=deterministic") o.conv = cuda::ConvPolicy::deterministic;
+    else if (a == "--conv=exact") o.conv = cuda::ConvPolicy::exact;
+    else if (a == "--tf32") o.tf32 = true;
     else {
       std::fprintf(stderr, "usage: step_bench [--steps=N] [--warmup=N] [--case=NAME] [--program] "
                            "[--profile=TOP] [--conv=deterministic|exact|fastest] [--tf32] [--init=DIR] "
                            "[--check=CASE]\n");
-      return 2;
+      return false;
     }
   }
-  if (steps < 1) steps = 1;
-  if (!only.empty() && std::none_of(all_cases().begin(), all_cases().end(),
-                                    [&](const Case& c) { return c.name == only; })) {
-    std::fprintf(stderr, "step_bench: --case=%s names no case (step_bench --program lists the training cases)\n",
-                 only.c_str());
-    return 2;
-  }
-  if (!check_case.empty()) {
-    if (!cuda::available()) {
-      std::printf("step_bench: no GPU (%s)\n", cuda::unavailable_reason().c_str());
-      return 0;
-    }
-    return check(check_case);
-  }
-  if (listing) {
-    for (const Case& c : all_cases()) {
-      if (!(only.empty() ? c.steps >= 2 : c.name == only)) continue;
-      const Program p = c.program();
-      std::printf("%s\n", p.to_string().c_str());
-      // The arena bytes each convolution may take as workspace (runtime/binding.h).
-      const std::vector<ArenaRun> free = arena_free_runs(p);
-      for (size_t i = 0; i < p.code.size(); ++i) {
-        const Invocation& inv = p.code[i];
-        std::vector<Type> types;
-        for (const BufferRef& r : inv.operands) types.push_back(r.type);
-        if (inv.kind != Invocation::Kind::library ||
-            cuda::library_kind(inv.node, types, inv.results[0].type) !=
-                cuda::LibraryKind::convolution) {
-          continue;
-        }
-        std::printf("  %zu  %s: %.1f MiB of the arena free at +%lld\n", i,
-                    std::string(op_name(inv.node.op)).c_str(),
-                    static_cast<double>(free[i].bytes) / (1 << 20),
-                    static_cast<long long>(free[i].offset));
+  if (o.steps < 1) o.steps = 1;
+  return true;
+}
+
+/// --program: each training case's Program (or the --case one's), and the arena bytes
+/// each convolution may take as workspace (runtime/binding.h).
+void print_programs(const Options& o) {
+  for (const Case& c : all_cases()) {
+    if (!(o.only.empty() ? c.steps >= 2 : c.name == o.only)) continue;
+    const Program p = c.program();
+    std::printf("%s\n", p.to_string().c_str());
+    const std::vector<ArenaRun> free = arena_free_runs(p);
+    for (size_t i = 0; i < p.code.size(); ++i) {
+      const Invocation& inv = p.code[i];
+      std::vector<Type> types;
+      for (const BufferRef& r : inv.operands) types.push_back(r.type);
+      if (inv.kind != Invocation::Kind::library ||
+          cuda::library_kind(inv.node, types, inv.results[0].type) != cuda::LibraryKind::convolution) {
+        continue;
       }
+      std::printf("  %zu  %s: %.1f MiB of the arena free at +%lld\n", i, std::string(op_name(inv.node.op)).c_str(),
+                  static_cast<double>(free[i].bytes) / (1 << 20), static_cast<long long>(free[i].offset));
     }
-    return 0;
   }
-  // Every INIT file is loaded (and so checked against its case) first, GPU or not; each
-  // case's runs start from these values, or from seeded ones without a file.
-  std::map<std::string, std::vector<Tensor>> initial;
+}
+
+/// --init=DIR: the inputs of each timed case that has an INIT file there, loaded (and so
+/// checked against its case) GPU or not. False (reported) when a file does not fit.
+bool load_inits(const Options& o, std::map<std::string, std::vector<Tensor>>& initial) {
   for (const Case& c : all_cases()) {
     // `MODEL@unrolled` starts from MODEL's INIT file (the same graph, lowered otherwise).
     const std::string init =
-        init_dir.empty() ? "" : init_dir + "/" + c.name.substr(0, c.name.find('@')) + ".safetensors";
-    if (c.steps < 2 || (!only.empty() && c.name != only) || init.empty() ||
-        !std::ifstream(init).good()) {
-      continue;
-    }
+        o.init_dir.empty() ? "" : o.init_dir + "/" + c.name.substr(0, c.name.find('@')) + ".safetensors";
+    if (!o.times(c) || init.empty() || !std::ifstream(init).good()) continue;
     const Graph g = parse_case(c);
     std::vector<Tensor> inputs = make_inputs(g, 7);
     if (Status s = load_init_file(g, c.name, init, inputs); !s.ok()) {
       std::fprintf(stderr, "%s: %s\n", c.name.c_str(), s.to_string().c_str());
-      return 1;
+      return false;
     }
     std::printf("step_bench: %s matches %s\n", init.c_str(), c.name.c_str());
     initial[c.name] = std::move(inputs);
   }
+  return true;
+}
+
+/// What --warmup + --steps steps of one case measured.
+struct Timing {
+  std::vector<double> ms;  ///< The timed steps' wall times, sorted.
+  double first_loss = 0, last_loss = 0;
+};
+
+/// Runs the steps as a training loop does: the step count (Adam's bias correction), then
+/// the step. Nothing (reported) when a step fails.
+std::optional<Timing> time_steps(cuda::Executor& ex, const Graph& g, std::vector<Tensor>& inputs, const Options& o,
+                                 const std::string& name) {
+  const int step_input = ex.find_input("weft.step");
+  Timing t;
+  for (int s = 0; s < o.warmup + o.steps; ++s) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (step_input >= 0) {
+      set_step(g, inputs, s);
+      if (Status st = ex.set_input(step_input, inputs[step_input]); !st.ok()) {
+        std::fprintf(stderr, "%s: %s\n", name.c_str(), st.to_string().c_str());
+        return std::nullopt;
+      }
+    }
+    if (Status st = ex.run(); !st.ok()) {
+      std::fprintf(stderr, "%s: %s\n", name.c_str(), st.to_string().c_str());
+      return std::nullopt;
+    }
+    const auto t1 = std::chrono::steady_clock::now();
+    if (s >= o.warmup) t.ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    const double loss = ex.output(0).get_double(0);
+    if (s == 0) t.first_loss = loss;
+    t.last_loss = loss;
+  }
+  std::sort(t.ms.begin(), t.ms.end());
+  return t;
+}
+
+/// --profile=TOP: the TOP costliest invocations of one more step, launch by launch (GEMMs
+/// with their achieved TFLOP/s), then the TOP costliest kinds of invocation (the same
+/// description less the index) with their counts. False (reported) when profiling fails.
+bool print_profile(cuda::Executor& ex, const std::string& name, int top) {
+  StatusOr<std::vector<double>> prof = ex.profile_step();
+  if (!prof.ok()) {
+    std::fprintf(stderr, "%s: %s\n", name.c_str(), prof.error().to_string().c_str());
+    return false;
+  }
+  std::vector<size_t> order(prof->size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return (*prof)[a] > (*prof)[b]; });
+  double total = 0;
+  for (double t : *prof) total += t;
+  std::printf("    profile: %.3f ms in %zu invocations; the costliest:\n", total, prof->size());
+  std::vector<std::string> lines;
+  const std::string d = ex.describe();
+  for (size_t at = 0, end; (end = d.find('\n', at)) != std::string::npos; at = end + 1) {
+    lines.push_back(d.substr(at, end - at));
+  }
+  for (int k = 0; k < top && k < static_cast<int>(order.size()); ++k) {
+    const size_t i = order[k];
+    const Invocation& inv = ex.program().code[i];
+    char rate[32] = "";
+    if (const std::optional<double> flops = cuda::gemm_flops(inv); flops && (*prof)[i] > 0) {
+      std::snprintf(rate, sizeof rate, "  %.1f TFLOP/s", *flops / ((*prof)[i] * 1e-3) / 1e12);
+    }
+    std::printf("    %8.3f ms  %-60.60s %s%s\n", (*prof)[i], i < lines.size() ? lines[i].c_str() : "",
+                inv.results[0].type.to_string().c_str(), rate);
+  }
+  std::map<std::string, std::pair<double, int>> kinds;
+  for (size_t i = 0; i < prof->size() && i < lines.size(); ++i) {
+    const size_t text = lines[i].find_first_not_of("0123456789 ");
+    auto& [ms_total, count] = kinds[lines[i].substr(text == std::string::npos ? 0 : text)];
+    ms_total += (*prof)[i];
+    ++count;
+  }
+  std::vector<std::pair<double, std::string>> by_time;
+  for (const auto& [text, tc] : kinds) by_time.emplace_back(tc.first, text);
+  std::sort(by_time.rbegin(), by_time.rend());
+  std::printf("    by kind (%zu kinds):\n", by_time.size());
+  for (int k = 0; k < top && k < static_cast<int>(by_time.size()); ++k) {
+    const auto& [ms_total, text] = by_time[k];
+    std::printf("    %8.3f ms %5d x  %s\n", ms_total, kinds[text].second, text.c_str());
+  }
+  return true;
+}
+
+/// Which invocations of `ex` still run on the host, by op.
+void print_host_invocations(const cuda::Executor& ex) {
+  const std::string d = ex.describe();
+  size_t at = 0;
+  while ((at = d.find("reference ", at)) != std::string::npos) {
+    const size_t end = d.find('\n', at);
+    std::printf("    host: %s\n", d.substr(at, end - at).c_str());
+    at = end;
+  }
+}
+
+/// Case `c` timed as one CUDA graph (`graph`) or launch by launch, from its INIT values
+/// (`init`, may be null) or seeded ones, and printed; launch by launch, its profile
+/// under --profile. False (reported) when it fails.
+bool bench_case(const Case& c, bool graph, const Options& o, const std::vector<Tensor>* init) {
+  const Graph g = parse_case(c);
+  std::vector<Tensor> inputs = init != nullptr ? *init : make_inputs(g, 7);
+  if (graph && init != nullptr) {
+    std::printf("weft cuda  %-18s starts from %s/%s.safetensors\n", c.name.c_str(), o.init_dir.c_str(),
+                c.name.c_str());
+  }
+  set_step(g, inputs, 0);
+  const Program program = c.program();
+  const bool host = !cuda::check_device_only(program).ok();
+  StatusOr<std::unique_ptr<cuda::Executor>> ex = cuda::Executor::create(
+      program, c.ptx, c.symbols,
+      {.cuda_graph = graph, .allow_host_fallback = host, .convolutions = o.conv, .tf32 = o.tf32});
+  if (!ex.ok()) {
+    std::fprintf(stderr, "%s: %s\n", c.name.c_str(), ex.error().to_string().c_str());
+    return false;
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (Status s = (*ex)->set_input(static_cast<int>(i), inputs[i]); !s.ok()) {
+      std::fprintf(stderr, "%s: %s\n", c.name.c_str(), s.to_string().c_str());
+      return false;
+    }
+  }
+  const std::optional<Timing> t = time_steps(**ex, g, inputs, o, c.name);
+  if (!t) return false;
+  std::printf("weft cuda  %-18s %-14s median %.3f ms/step  (min %.3f, %d steps; loss %.6f -> "
+              "%.6f; %zu invocations, %zu generated kernels, %d on the host; device %.1f "
+              "MiB)\n",
+              c.name.c_str(), (*ex)->uses_cuda_graph() ? "one CUDA graph" : "launches", t->ms[t->ms.size() / 2],
+              t->ms.front(), o.steps, t->first_loss, t->last_loss, (*ex)->program().code.size(), c.symbols.size(),
+              (*ex)->fallbacks(), static_cast<double>((*ex)->device_bytes()) / (1 << 20));
+  if (!graph) return o.top <= 0 || print_profile(**ex, c.name, o.top);
+  print_host_invocations(**ex);
+  return true;
+}
+
+int run(int argc, char** argv) {
+  Options o;
+  if (!parse_options(argc, argv, o)) return 2;
+  if (!o.only.empty() && std::none_of(all_cases().begin(), all_cases().end(),
+                                      [&](const Case& c) { return c.name == o.only; })) {
+    std::fprintf(stderr, "step_bench: --case=%s names no case (step_bench --program lists the training cases)\n",
+                 o.only.c_str());
+    return 2;
+  }
+  if (!o.check_case.empty()) {
+    if (!cuda::available()) {
+      std::printf("step_bench: no GPU (%s)\n", cuda::unavailable_reason().c_str());
+      return 0;
+    }
+    return check(o.check_case);
+  }
+  if (o.listing) {
+    print_programs(o);
+    return 0;
+  }
+  // Each case's runs start from its INIT values, or from seeded ones without a file.
+  std::map<std::string, std::vector<Tensor>> initial;
+  if (!load_inits(o, initial)) return 1;
   if (!cuda::available()) {
     std::printf("step_bench: no GPU (%s)\n", cuda::unavailable_reason().c_str());
     return 0;
@@ -232,122 +384,11 @@ int run(int argc, char** argv) {
   // A case that fails is reported and the others still run (the exit status says so).
   bool failed = false;
   for (const Case& c : all_cases()) {
-    if (c.steps < 2 || (!only.empty() && c.name != only)) continue;
+    if (!o.times(c)) continue;
+    const auto from_init = initial.find(c.name);
+    const std::vector<Tensor>* init = from_init != initial.end() ? &from_init->second : nullptr;
     for (bool graph : {true, false}) {
-      const auto one = [&]() -> bool {
-        const Graph g = parse_case(c);
-        const auto from_init = initial.find(c.name);
-        std::vector<Tensor> inputs =
-            from_init != initial.end() ? from_init->second : make_inputs(g, 7);
-        if (graph && from_init != initial.end()) {
-          std::printf("weft cuda  %-18s starts from %s/%s.safetensors\n", c.name.c_str(),
-                      init_dir.c_str(), c.name.c_str());
-        }
-        set_step(g, inputs, 0);
-        const Program program = c.program();
-        const bool host = !cuda::check_device_only(program).ok();
-        StatusOr<std::unique_ptr<cuda::Executor>> ex = cuda::Executor::create(
-            program, c.ptx, c.symbols,
-            {.cuda_graph = graph, .allow_host_fallback = host, .convolutions = conv, .tf32 = tf32});
-        if (!ex.ok()) {
-          std::fprintf(stderr, "%s: %s\n", c.name.c_str(), ex.error().to_string().c_str());
-          return false;
-        }
-        for (size_t i = 0; i < inputs.size(); ++i) {
-          if (Status s = (*ex)->set_input(static_cast<int>(i), inputs[i]); !s.ok()) {
-            std::fprintf(stderr, "%s: %s\n", c.name.c_str(), s.to_string().c_str());
-            return false;
-          }
-        }
-        const int step_input = (*ex)->find_input("weft.step");
-        std::vector<double> ms;
-        double first_loss = 0, last_loss = 0;
-        for (int s = 0; s < warmup + steps; ++s) {
-          // A training loop's step: the step count (Adam's bias correction), then the step.
-          const auto t0 = std::chrono::steady_clock::now();
-          if (step_input >= 0) {
-            set_step(g, inputs, s);
-            if (Status st = (*ex)->set_input(step_input, inputs[step_input]); !st.ok()) {
-              std::fprintf(stderr, "%s: %s\n", c.name.c_str(), st.to_string().c_str());
-              return false;
-            }
-          }
-          if (Status st = (*ex)->run(); !st.ok()) {
-            std::fprintf(stderr, "%s: %s\n", c.name.c_str(), st.to_string().c_str());
-            return false;
-          }
-          const auto t1 = std::chrono::steady_clock::now();
-          if (s >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-          const double loss = (*ex)->output(0).get_double(0);
-          if (s == 0) first_loss = loss;
-          last_loss = loss;
-        }
-        std::sort(ms.begin(), ms.end());
-        std::printf("weft cuda  %-18s %-14s median %.3f ms/step  (min %.3f, %d steps; loss %.6f -> "
-                    "%.6f; %zu invocations, %zu generated kernels, %d on the host; device %.1f "
-                    "MiB)\n",
-                    c.name.c_str(), (*ex)->uses_cuda_graph() ? "one CUDA graph" : "launches",
-                    ms[ms.size() / 2], ms.front(), steps, first_loss, last_loss,
-                    (*ex)->program().code.size(), c.symbols.size(), (*ex)->fallbacks(),
-                    static_cast<double>((*ex)->device_bytes()) / (1 << 20));
-        if (top > 0 && !graph) {
-          // The costliest invocations of one more step, launch by launch.
-          StatusOr<std::vector<double>> prof = (*ex)->profile_step();
-          if (!prof.ok()) {
-            std::fprintf(stderr, "%s: %s\n", c.name.c_str(), prof.error().to_string().c_str());
-            return false;
-          }
-          std::vector<size_t> order(prof->size());
-          for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-          std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return (*prof)[a] > (*prof)[b]; });
-          double total = 0;
-          for (double t : *prof) total += t;
-          std::printf("    profile: %.3f ms in %zu invocations; the costliest:\n", total, prof->size());
-          std::vector<std::string> lines;
-          const std::string d = (*ex)->describe();
-          for (size_t at = 0, end; (end = d.find('\n', at)) != std::string::npos; at = end + 1) {
-            lines.push_back(d.substr(at, end - at));
-          }
-          for (int k = 0; k < top && k < static_cast<int>(order.size()); ++k) {
-            const size_t i = order[k];
-            const Invocation& inv = (*ex)->program().code[i];
-            // GEMMs (tensor-core ones included): their achieved TFLOP/s.
-            char rate[32] = "";
-            if (const std::optional<double> flops = cuda::gemm_flops(inv); flops && (*prof)[i] > 0) {
-              std::snprintf(rate, sizeof rate, "  %.1f TFLOP/s", *flops / ((*prof)[i] * 1e-3) / 1e12);
-            }
-            std::printf("    %8.3f ms  %-60.60s %s%s\n", (*prof)[i], i < lines.size() ? lines[i].c_str() : "",
-                        inv.results[0].type.to_string().c_str(), rate);
-          }
-          // By kind: the invocations whose descriptions (less the index) are the same.
-          std::map<std::string, std::pair<double, int>> kinds;
-          for (size_t i = 0; i < prof->size() && i < lines.size(); ++i) {
-            const size_t text = lines[i].find_first_not_of("0123456789 ");
-            auto& [ms_total, count] = kinds[lines[i].substr(text == std::string::npos ? 0 : text)];
-            ms_total += (*prof)[i];
-            ++count;
-          }
-          std::vector<std::pair<double, std::string>> by_time;
-          for (const auto& [text, tc] : kinds) by_time.emplace_back(tc.first, text);
-          std::sort(by_time.rbegin(), by_time.rend());
-          std::printf("    by kind (%zu kinds):\n", by_time.size());
-          for (int k = 0; k < top && k < static_cast<int>(by_time.size()); ++k) {
-            const auto& [ms_total, text] = by_time[k];
-            std::printf("    %8.3f ms %5d x  %s\n", ms_total, kinds[text].second, text.c_str());
-          }
-        }
-        if (!graph) return true;
-        // Which invocations still run on the host, by op.
-        const std::string d = (*ex)->describe();
-        size_t at = 0;
-        while ((at = d.find("reference ", at)) != std::string::npos) {
-          const size_t end = d.find('\n', at);
-          std::printf("    host: %s\n", d.substr(at, end - at).c_str());
-          at = end;
-        }
-        return true;
-      };
-      if (!one()) {
+      if (!bench_case(c, graph, o, init)) {
         failed = true;
         break;
       }

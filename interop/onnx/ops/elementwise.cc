@@ -18,6 +18,7 @@
 
 #include "interop/onnx/convert.h"
 #include "interop/onnx/reader.h"
+#include "ir/cast.h"
 
 namespace weft::onnx_io {
 namespace {
@@ -30,10 +31,6 @@ void expect_no_attrs(NodeContext& n) {
   } else {
     n.expect_attrs({});
   }
-}
-
-ValueId cast_to(Emitter& e, ValueId x, DType dtype) {
-  return e.type(x).dtype == dtype ? x : e.op(Op::Cast, {x}, {{"dtype", dtype}});
 }
 
 // Opsets 1-6: `b` broadcasts to `a`'s shape only under broadcast=1, as a one-element

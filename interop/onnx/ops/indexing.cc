@@ -14,6 +14,7 @@
 #include "interop/onnx/convert.h"
 #include "interop/onnx/ops/tensor_util.h"
 #include "interop/onnx/reader.h"
+#include "ir/cast.h"
 
 namespace weft::onnx_io {
 namespace {
@@ -34,7 +35,7 @@ ValueId wrap_negative(NodeContext& n, int i, ValueId idx, int64_t dim) {
 ValueId index_input(NodeContext& n, int i) {
   ValueId v = n.input(i);
   if (!is_integer(n.e().type(v).dtype)) n.invalid("indices must be integers");
-  return cast(n.e(), v, DType::i64);
+  return cast_to(n.e(), v, DType::i64);
 }
 
 // ---- Gathering ----------------------------------------------------------------------
@@ -85,7 +86,7 @@ void one_hot(NodeContext& n) {
   const int64_t depth = static_cast<int64_t>(n.scalar_input(1, "depth"));
   if (depth < 1) n.invalid("depth must be >= 1");
   ValueId idx = n.input(0);
-  idx = cast(e, idx, DType::i64);  // ONNX casts the indices to int64
+  idx = cast_to(e, idx, DType::i64);  // ONNX casts the indices to int64
   idx = e.op(Op::Select, {e.op(Op::Lt, {idx, i64(e, 0)}), e.add(idx, i64(e, depth)), idx});
   const int rank = e.rank(idx) + 1;
   const int axis = axis_in(n, n.attr_int("axis", -1), rank);
@@ -119,7 +120,7 @@ void trilu(NodeContext& n) {
   ValueId x = n.input(0);
   const Dims d = e.shape(x).dims;
   if (d.size() < 2) n.invalid("the input must have rank >= 2");
-  ValueId k = n.has_input(1) ? e.reshape(cast(e, n.input(1), DType::i64), Dims{}) : i64(e, 0);
+  ValueId k = n.has_input(1) ? e.reshape(cast_to(e, n.input(1), DType::i64), Dims{}) : i64(e, 0);
   ValueId off = diagonal_offset(e, d[d.size() - 2], d.back(), k);
   ValueId keep =
       n.attr_int("upper", 1) != 0 ? e.op(Op::Ge, {off, i64(e, 0)}) : e.op(Op::Le, {off, i64(e, 0)});
@@ -138,7 +139,7 @@ void eye_like(NodeContext& n) {
     dtype = *dt;
   }
   ValueId off = diagonal_offset(e, t.shape[0], t.shape[1], i64(e, n.attr_int("k", 0)));
-  n.set_output(0, cast(e, e.op(Op::Eq, {off, i64(e, 0)}), dtype));
+  n.set_output(0, cast_to(e, e.op(Op::Eq, {off, i64(e, 0)}), dtype));
 }
 
 // ---- Padding ------------------------------------------------------------------------

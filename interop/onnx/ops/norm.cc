@@ -10,6 +10,7 @@
 // hold ONNX's running statistics (m·running + (1 - m)·batch, biased variance).
 #include "frontend/functional.h"
 #include "interop/onnx/convert.h"
+#include "ir/cast.h"
 
 namespace weft::onnx_io {
 namespace {
@@ -117,13 +118,12 @@ void layer_normalization(NodeContext& n) {
   if (stash == t.dtype) {
     n.set_output(0, e.op(Op::LayerNorm, {x, affine(1, 1.0), affine(2, 0.0)}, attrs));
   } else {
-    auto cast = [&](ValueId v, DType to) { return e.op(Op::Cast, {v}, {{"dtype", to}}); };
-    ValueId unit = e.op(Op::LayerNorm, {cast(x, stash), e.full(normalized, 1.0, stash), e.full(normalized, 0.0, stash)}, attrs);
-    n.set_output(0, e.add(e.mul(cast(unit, t.dtype), affine(1, 1.0)), affine(2, 0.0)));
+    ValueId unit = e.op(Op::LayerNorm, {cast_to(e, x, stash), e.full(normalized, 1.0, stash), e.full(normalized, 0.0, stash)}, attrs);
+    n.set_output(0, e.add(e.mul(cast_to(e, unit, t.dtype), affine(1, 1.0)), affine(2, 0.0)));
   }
   if (n.wants_output(1) || n.wants_output(2)) {
     // Mean and InvStdDev are of the stash type, computed in it.
-    ValueId xs = t.dtype == stash ? x : e.op(Op::Cast, {x}, {{"dtype", stash}});
+    ValueId xs = cast_to(e, x, stash);
     ValueId mean = e.mean(xs, axes, /*keepdims=*/true);
     ValueId centered = e.sub(xs, mean);
     ValueId var = e.mean(e.mul(centered, centered), axes, /*keepdims=*/true);
@@ -196,7 +196,7 @@ void dropout(NodeContext& n) {
   functional::DropoutResult r = functional::dropout(e, x, ratio);
   n.set_output(0, r.y);
   if (n.wants_output(1)) {
-    n.set_output(1, mask_dtype == t.dtype ? r.mask : e.op(Op::Cast, {r.mask}, {{"dtype", mask_dtype}}));
+    n.set_output(1, cast_to(e, r.mask, mask_dtype));
   }
 }
 

@@ -20,10 +20,6 @@ ValueId iota(Emitter& e, Dims shape, int axis) {
   return e.op(Op::Iota, {}, {{"shape", shape}, {"axis", int64_t{axis}}, {"dtype", DType::i64}});
 }
 
-ValueId cast(Emitter& e, ValueId x, DType dtype) {
-  return e.type(x).dtype == dtype ? x : e.op(Op::Cast, {x}, {{"dtype", dtype}});
-}
-
 ValueId gather1(Emitter& e, ValueId x, int axis, ValueId indices) {
   return e.op(Op::Gather, {x, indices}, {{"axis", int64_t{axis}}});
 }

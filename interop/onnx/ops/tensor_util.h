@@ -20,9 +20,6 @@ ValueId i64(Emitter& e, int64_t v);
 /// 0, 1, ..., len-1 along `axis` of a tensor of `shape` (i64).
 ValueId iota(Emitter& e, Dims shape, int axis);
 
-/// x as `dtype`: x itself when it has that dtype, else a cast.
-ValueId cast(Emitter& e, ValueId x, DType dtype);
-
 /// x along `axis` at the 1-D i64 `indices`.
 ValueId gather1(Emitter& e, ValueId x, int axis, ValueId indices);
 

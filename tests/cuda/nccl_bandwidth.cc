@@ -76,6 +76,13 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--iters=", 8) == 0) {
       iters = std::atoi(argv[i] + 8);
+    } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::printf(
+          "usage: nccl_bandwidth [--iters=N]\n"
+          "NCCL all-reduce bandwidth on this rank's GPU (LOCAL_RANK picks it) for buffers of\n"
+          "1 to 256 MiB (f32, sum, in place): time per call (the mean of N calls, default 20,\n"
+          "after 5 warm-up ones), algbw and busbw as NCCL-tests define them.\n");
+      return 0;
     } else {
       std::fprintf(stderr, "usage: nccl_bandwidth [--iters=N] (unknown argument '%s'); LOCAL_RANK picks the GPU\n",
                    argv[i]);

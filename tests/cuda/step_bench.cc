@@ -146,12 +146,31 @@ int check(const std::string& name) {
 struct Options {
   int steps = 50, warmup = 5, top = 0;
   std::string only, init_dir, check_case;
-  bool listing = false, tf32 = false;
+  bool listing = false, tf32 = false, help = false;
   cuda::ConvPolicy conv = cuda::ConvPolicy::deterministic;
 
   /// Whether case `c` is timed: a training case (two steps or more), the one --case names if any.
   bool times(const Case& c) const { return c.steps >= 2 && (only.empty() || c.name == only); }
 };
+
+constexpr const char* kUsage =
+    "usage: step_bench [--steps=N] [--warmup=N] [--case=NAME] [--program] [--profile=TOP] "
+    "[--conv=deterministic|exact|fastest] [--tf32] [--init=DIR] [--check=CASE]\n";
+
+constexpr const char* kHelp =
+    "Times the training-step cases of tests/cuda/cases.h on the GPU: for each, the median\n"
+    "wall time of one step replayed as one CUDA graph and launch by launch, and what still\n"
+    "runs on the host. Without a GPU it prints the reason and exits 0.\n"
+    "  --steps=N        timed steps (default 50)\n"
+    "  --warmup=N       warm-up steps (default 5)\n"
+    "  --case=NAME      only this case (--program lists the training cases)\n"
+    "  --program        print each case's Program listing instead (no GPU needed)\n"
+    "  --profile=TOP    the TOP costliest invocations and kinds of one more step, with each\n"
+    "                   GEMM's achieved TFLOP/s\n"
+    "  --conv=P         ExecutorOptions::convolutions: deterministic, exact or fastest\n"
+    "  --tf32           f32 GEMMs and convolutions on TF32 tensor cores\n"
+    "  --init=DIR       start a case from DIR/NAME.safetensors (bench/PROTOCOL.md's INIT)\n"
+    "  --check=CASE     run CASE's step on the GPU against the reference interpreter\n";
 
 /// `options` from the command line; false (the usage printed) on a flag it does not know.
 bool parse_options(int argc, char** argv, Options& o) {
@@ -168,10 +187,9 @@ bool parse_options(int argc, char** argv, Options& o) {
     else if (a == "--conv=deterministic") o.conv = cuda::ConvPolicy::deterministic;
     else if (a == "--conv=exact") o.conv = cuda::ConvPolicy::exact;
     else if (a == "--tf32") o.tf32 = true;
+    else if (a == "--help" || a == "-h") o.help = true;
     else {
-      std::fprintf(stderr, "usage: step_bench [--steps=N] [--warmup=N] [--case=NAME] [--program] "
-                           "[--profile=TOP] [--conv=deterministic|exact|fastest] [--tf32] [--init=DIR] "
-                           "[--check=CASE]\n");
+      std::fprintf(stderr, "%s", kUsage);
       return false;
     }
   }
@@ -357,6 +375,10 @@ bool bench_case(const Case& c, bool graph, const Options& o, const std::vector<T
 int run(int argc, char** argv) {
   Options o;
   if (!parse_options(argc, argv, o)) return 2;
+  if (o.help) {
+    std::printf("%s%s", kUsage, kHelp);
+    return 0;
+  }
   if (!o.only.empty() && std::none_of(all_cases().begin(), all_cases().end(),
                                       [&](const Case& c) { return c.name == o.only; })) {
     std::fprintf(stderr, "step_bench: --case=%s names no case (step_bench --program lists the training cases)\n",

@@ -31,6 +31,7 @@
 
 #include "bench/timed_run.h"
 #include "runtime/binding.h"
+#include "runtime/cuda/device_memory.h"
 #include "runtime/cuda/executor.h"
 #include "runtime/cuda/library.h"
 #include "runtime/cuda/plan.h"
@@ -285,11 +286,12 @@ int run(int argc, char** argv) {
         std::sort(ms.begin(), ms.end());
         std::printf("weft cuda  %-18s %-14s median %.3f ms/step  (min %.3f, %d steps; loss %.6f -> "
                     "%.6f; %zu invocations, %zu generated kernels, %d on the host; device %.1f "
-                    "MiB)\n",
+                    "MiB, host estimate %.1f MiB)\n",
                     c.name.c_str(), (*ex)->uses_cuda_graph() ? "one CUDA graph" : "launches",
                     ms[ms.size() / 2], ms.front(), steps, first_loss, last_loss,
                     (*ex)->program().code.size(), c.symbols.size(), (*ex)->fallbacks(),
-                    static_cast<double>((*ex)->device_bytes()) / (1 << 20));
+                    static_cast<double>((*ex)->device_bytes()) / (1 << 20),
+                    static_cast<double>(cuda::device_memory((*ex)->program()).known()) / (1 << 20));
         if (top > 0 && !graph) {
           // The costliest invocations of one more step, launch by launch.
           StatusOr<std::vector<double>> prof = (*ex)->profile_step();

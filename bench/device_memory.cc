@@ -94,7 +94,8 @@ std::string format_step_memory(const StepMemory& m) {
   s << (d.convolutions > 0 ? " + the cuDNN workspaces of " + std::to_string(d.convolutions) +
                                  " convolutions beyond the arena's free bytes"
                            : "")
-    << "; not counted: persistent loops' arrays and barriers (WEFT_PERSISTENT_LOOPS=1), prefetch slots\n";
+    << "; not counted: persistent loops' arrays and barriers (WEFT_PERSISTENT_LOOPS=1), prefetch slots, "
+       "a library kernel's workspace beyond cuBLAS's 4 MiB\n";
   s << "  invocations: " << m.invocations << " (the bodies' once each)\n";
   s << "  arena peak: " << m.lower_bound << " bytes (" << mib(m.lower_bound) << ") live at node " << m.peak_node
     << " of " << m.nodes << "; largest:\n";

@@ -11,6 +11,8 @@
 #include <string>
 
 #include "codegen/cuda_program.h"
+#include "codegen/gpu_host_test_util.h"
+#include "codegen/kernel_test_util.h"
 #include "codegen/lower.h"
 #include "codegen/target_test_util.h"
 #include "frontend/modules.h"
@@ -73,6 +75,31 @@ TEST(RematerializeStepTest, TheArenaShrinksWithNoInvocationMoreOnBothLowerings) 
 
 TEST(RematerializeStepTest, TheStepMatchesTheInterpreterOnTheCpu) {
   expect_target_matches_reference("cpu", conv_bn_relu_step(), 5);
+}
+
+// The GPU lowering's generated kernels, the backward's with the recomputed norm output
+// among them, as GPU code run on the host (one row per GPU thread) against the
+// interpreter on their bodies.
+TEST(RematerializeStepTest, TheGpuKernelsMatchTheInterpreterOnTheHost) {
+  StatusOr<Lowering> l = lower_to_program(conv_bn_relu_step(), cuda_lower_options());
+  ASSERT_TRUE(l.ok()) << l.error().to_string();
+  Jit jit;
+  int elementwise = 0;
+  for (const GeneratedKernel& k : l->program.kernels) {
+    if (k.kind != FusedKind::elementwise) continue;
+    ++elementwise;
+    SCOPED_TRACE(k.key);
+    std::vector<Tensor> inputs = testing::random_body_inputs(k.body, -3, 3, 5);
+    StatusOr<std::vector<Tensor>> ran = testing::run_gpu_kernel_on_host(jit, k.body, inputs);
+    ASSERT_TRUE(ran.ok()) << ran.error().to_string();
+    StatusOr<reference::RunResult> want = reference::run(k.body, inputs);
+    ASSERT_TRUE(want.ok()) << want.error().to_string();
+    for (size_t o = 0; o < ran->size(); ++o) {
+      std::string why;
+      EXPECT_TRUE(all_close((*ran)[o], want->outputs[o], 1e-5, &why)) << "output " << o << ": " << why;
+    }
+  }
+  EXPECT_GT(elementwise, 0);
 }
 
 TEST(RematerializeStepTest, TheStepCompilesForTheGpu) {

@@ -14,7 +14,8 @@
 // known until the device chooses: each convolution's cuDNN workspace (in the arena's
 // free bytes when it fits, else in the shared workspace, sized to the largest need);
 // a persistent loop's program arrays and barrier (WEFT_PERSISTENT_LOOPS=1); the prefetch
-// slots (two per input the caller prefetches).
+// slots (two per input the caller prefetches). Known but not counted yet: a library
+// kernel's workspace beyond cuBLAS's 4 MiB (attention_grad's, when it needs more).
 
 #include <cstddef>
 #include <cstdint>

@@ -21,6 +21,7 @@
 #include "passes/fold_transpose.h"
 #include "passes/fuse_contraction_epilogue.h"
 #include "passes/fuse_elementwise.h"
+#include "passes/rematerialize.h"
 #include "passes/schedule.h"
 #include "passes/hoist_loop_invariants.h"
 #include "passes/mask_loop_exits.h"
@@ -478,6 +479,9 @@ void add_lowering_passes(Pipeline& p, const LowerOptions& options) {
     p.add(std::make_unique<DecomposeCompositesPass>(options.keep_composite));
   }
   if (options.split_reductions) p.add(std::make_unique<SplitReductionsPass>());
+  // Before fusion, which puts each recomputation inside its reader's kernel.
+  // $WEFT_REMATERIALIZE=0 turns it off for an A/B.
+  if (options.fuse && !switched_off("WEFT_REMATERIALIZE")) p.add(std::make_unique<RematerializePass>());
   if (options.fuse) add_fusion_passes(p, options);
   if (options.schedule) p.add(std::make_unique<ScheduleMemoryPass>());
 }

@@ -6,6 +6,9 @@
 //
 //   fold-transpose     matmul operands transposed in their last two dims -> GEMM flags
 //   fold-batch-matmul  a batched product summed over its batch -> one GEMM, batch in K
+//   rematerialize      an elementwise value read again across a kernel boundary ->
+//                      recomputed before that reader from values live there (fused
+//                      into its kernel), so it dies after its first readers
 //   fuse-contraction-epilogue  a GEMM and the elementwise chain on its result (bias,
 //                      activation, residual) -> one `fused` node of kind "contraction"
 //   fuse-elementwise   elementwise chains -> `fused` kernels (what codegen supports)
@@ -156,7 +159,8 @@ struct Lowering {
 /// default `options`, the GPU's with cuda_lower_options()): unroll-scans (with
 /// `options.unroll_loops`) or mask-loop-exits (with `options.mask_loop_exits`),
 /// hoist-loop-invariants and prune-scan-results, fold-transpose, fold-batch-matmul,
-/// decompose-composites, split-reductions, fuse-contraction-epilogue (GEMMs that
+/// decompose-composites, split-reductions, rematerialize (with `options.fuse`;
+/// $WEFT_REMATERIALIZE=0 leaves it out), fuse-contraction-epilogue (GEMMs that
 /// runtime/cpu runs with an epilogue, members by `options.fusible`), fuse-elementwise
 /// (with `options.fusible`), fold-slices, fold-window-producers, round-at-stores and
 /// schedule-memory, as `options` enables. lower_to_program

@@ -16,38 +16,14 @@ bool may_take_over_operand(const Node& node) {
   return node.info().category == OpCategory::Elementwise || node.op == Op::Reshape;
 }
 
-namespace {
-
-// Per-value lifetimes over the node order: [def, last], last = n for values that live to
-// the end of the step. Only node results (intermediates) are set; def = -1 otherwise.
-struct Lifetimes {
-  std::vector<int> def, last;
-  std::vector<int64_t> size;  // aligned bytes
-};
-
-int64_t round_up(int64_t bytes, int64_t alignment) {
-  return (bytes + alignment - 1) / alignment * alignment;
-}
-
-StatusOr<Lifetimes> lifetimes(const Graph& g, int64_t alignment,
-                              const std::vector<bool>& external) {
+ValueLifetimes value_lifetimes(const Graph& g, const std::vector<bool>& external) {
   const int n = static_cast<int>(g.nodes().size());
-  Lifetimes l;
-  l.def.assign(g.num_values(), -1);
-  l.last.assign(g.num_values(), -1);
-  l.size.assign(g.num_values(), 0);
+  ValueLifetimes l{std::vector<int>(g.num_values(), -1), std::vector<int>(g.num_values(), -1)};
   for (int i = 0; i < n; ++i) {
     const Node& node = g.node(i);
     for (ValueId r : node.results) {
       if (r < static_cast<int>(external.size()) && external[r]) continue;
-      const auto& type = g.value(r).type;
-      if (!type) {
-        return Error{"memory planning: %" + g.value(r).name +
-                         " has no type (run infer-types first)",
-                     node.loc};
-      }
       l.def[r] = l.last[r] = i;
-      l.size[r] = round_up(static_cast<int64_t>(type->bytes()), alignment);
     }
     for (ValueId o : node.operands) {
       if (l.def[o] >= 0) l.last[o] = i;
@@ -61,6 +37,38 @@ StatusOr<Lifetimes> lifetimes(const Graph& g, int64_t alignment,
   }
   for (ValueId v : g.outputs()) {
     if (l.def[v] >= 0) l.last[v] = n;
+  }
+  return l;
+}
+
+namespace {
+
+// Per-value lifetimes over the node order (value_lifetimes) and aligned sizes. Only node
+// results (intermediates) are set; def = -1 otherwise.
+struct Lifetimes {
+  std::vector<int> def, last;
+  std::vector<int64_t> size;  // aligned bytes
+};
+
+int64_t round_up(int64_t bytes, int64_t alignment) {
+  return (bytes + alignment - 1) / alignment * alignment;
+}
+
+StatusOr<Lifetimes> lifetimes(const Graph& g, int64_t alignment,
+                              const std::vector<bool>& external) {
+  ValueLifetimes v = value_lifetimes(g, external);
+  Lifetimes l{std::move(v.def), std::move(v.last), std::vector<int64_t>(g.num_values(), 0)};
+  for (const Node& node : g.nodes()) {
+    for (ValueId r : node.results) {
+      if (l.def[r] < 0) continue;
+      const auto& type = g.value(r).type;
+      if (!type) {
+        return Error{"memory planning: %" + g.value(r).name +
+                         " has no type (run infer-types first)",
+                     node.loc};
+      }
+      l.size[r] = round_up(static_cast<int64_t>(type->bytes()), alignment);
+    }
   }
   return l;
 }

@@ -133,6 +133,15 @@ struct MemoryPlan {
   std::string report() const;
 };
 
+/// Each value's lifetime over `g`'s current node order, as plan_memory counts it, by
+/// ValueId: `def` its producer's index, `last` its last reader's, or `g.nodes().size()`
+/// for graph outputs and values written by assign (live to the end of the step); both -1
+/// for values not in the arena (graph inputs, `external` results, removed nodes' values).
+struct ValueLifetimes {
+  std::vector<int> def, last;
+};
+ValueLifetimes value_lifetimes(const Graph& g, const std::vector<bool>& external = {});
+
 /// Whether `node`'s result may take over the buffer of an operand that dies at it:
 /// elementwise ops and fused elementwise kernels (each element is read before it is
 /// written, at the same index), row kernels (fused kind "row": their earlier passes over

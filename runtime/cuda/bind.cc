@@ -169,7 +169,7 @@ StatusOr<BoundPtr> bind_loop(Binder& binder, const Invocation& inv, std::vector<
   const std::string what = "loop body @" + body.name;
   WEFT_RETURN_IF_ERROR(device_allocate(l.arena_, body.arena_bytes, "arena of " + what));
   WEFT_RETURN_IF_ERROR(device_allocate(l.inputs_, body.inputs_bytes, "inputs block of " + what));
-  l.owned_ = static_cast<size_t>(std::max<int64_t>(body.arena_bytes, 1) + std::max<int64_t>(body.inputs_bytes, 1));
+  l.owned_ = static_cast<size_t>(loop_body_bytes(body));  // device_memory.h
   for (size_t k = 0; k < body.inputs.size(); ++k) {
     l.in_bytes_.push_back(body.inputs[k].type.bytes());
     l.body_in_.push_back(static_cast<int>(k) < l.consts_
@@ -194,17 +194,10 @@ StatusOr<BoundPtr> bind_loop(Binder& binder, const Invocation& inv, std::vector<
     slot.carries = s.carries;
     l.slots_.push_back(std::move(slot));
   }
-  bool staged = false;
-  for (int c = 0; c < l.carries_; ++c) {
-    // A next carry that is another body input (two carries swapped).
-    const BufferRef& out = body.outputs[static_cast<size_t>(c)];
-    staged = staged || (out.space == Space::input && out.input != l.consts_ + c);
-  }
-  if (staged) {
-    size_t total = 0;
-    for (int c = 0; c < l.carries_; ++c) total += l.out_bytes_[c];
-    WEFT_RETURN_IF_ERROR(device_allocate(l.stage_, static_cast<int64_t>(total), "staged carries of " + what));
-    l.owned_ += std::max<size_t>(total, 1);
+  // Two carries swapped (a next carry that is another body input): staged through a block.
+  if (const int64_t staged = staged_carry_bytes(body, inv); staged > 0) {
+    WEFT_RETURN_IF_ERROR(device_allocate(l.stage_, staged, "staged carries of " + what));
+    l.owned_ += static_cast<size_t>(staged);
   }
   return BoundPtr(std::move(loop));
 }

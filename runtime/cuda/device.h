@@ -16,6 +16,7 @@
 
 #include "ir/status.h"
 #include "runtime/collective/bucket_plan.h"
+#include "runtime/cuda/device_memory.h"
 #include "runtime/cuda/executor.h"
 #include "runtime/cuda/epilogue_match.h"
 #include "runtime/cuda/executor_prefetch.h"
@@ -35,10 +36,6 @@ Status device_allocate(void*& p, int64_t bytes, const std::string& what);
 
 /// Ok, or the error "`call`: `cublasGetStatusString(status)`".
 Status cublas_status(cublasStatus_t status, const std::string& call);
-
-/// cuBLAS's (and cuBLASLt's) workspace inside the shared block: the most either may use
-/// (NVIDIA recommends 32 MiB on Hopper for the best kernels; weft's GEMMs need far less).
-inline constexpr size_t kCublasWorkspaceBytes = size_t{4} << 20;
 
 /// The CUDA data type of a tensor-core GEMM's f32, f16 or bf16 elements (gemm.cc's
 /// cublasGemmEx calls and gemm_lt.cc's cuBLASLt layouts and bias).

@@ -106,7 +106,7 @@ StatusOr<PersistentLoop> persistent_loop_bound(Device& d, const Program& root, c
   const std::string what = "persistent loop body @" + body.name;
   WEFT_RETURN_IF_ERROR(device_allocate(l.arena_, body.arena_bytes, "arena of " + what));
   WEFT_RETURN_IF_ERROR(device_allocate(l.inputs_, body.inputs_bytes, "inputs block of " + what));
-  l.owned_ = static_cast<size_t>(std::max<int64_t>(body.arena_bytes, 1) + std::max<int64_t>(body.inputs_bytes, 1));
+  l.owned_ = static_cast<size_t>(loop_body_bytes(body));  // device_memory.h
   PersistentLoop out;
   StatusOr<RecurrentPlan> plan = plan_recurrent_loop(root, inv, {in, results, l.arena_, l.inputs_});
   if (!plan.ok()) {

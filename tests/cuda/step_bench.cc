@@ -31,6 +31,7 @@
 
 #include "bench/timed_run.h"
 #include "runtime/binding.h"
+#include "runtime/cuda/device_memory.h"
 #include "runtime/cuda/executor.h"
 #include "runtime/cuda/library.h"
 #include "runtime/cuda/plan.h"
@@ -363,10 +364,11 @@ bool bench_case(const Case& c, bool graph, const Options& o, const std::vector<T
   if (!t) return false;
   std::printf("weft cuda  %-18s %-14s median %.3f ms/step  (min %.3f, %d steps; loss %.6f -> "
               "%.6f; %zu invocations, %zu generated kernels, %d on the host; device %.1f "
-              "MiB)\n",
+              "MiB, host estimate %.1f MiB)\n",
               c.name.c_str(), (*ex)->uses_cuda_graph() ? "one CUDA graph" : "launches", t->ms[t->ms.size() / 2],
               t->ms.front(), o.steps, t->first_loss, t->last_loss, (*ex)->program().code.size(), c.symbols.size(),
-              (*ex)->fallbacks(), static_cast<double>((*ex)->device_bytes()) / (1 << 20));
+              (*ex)->fallbacks(), static_cast<double>((*ex)->device_bytes()) / (1 << 20),
+              static_cast<double>(cuda::device_memory((*ex)->program()).known()) / (1 << 20));
   if (!graph) return o.top <= 0 || print_profile(**ex, c.name, o.top);
   print_host_invocations(**ex);
   return true;

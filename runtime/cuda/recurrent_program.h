@@ -15,7 +15,9 @@
 //  - an elementwise phase: a small register program run once per element (r, c) of a
 //    rows × cols iteration space, loading operands and storing results through
 //    ElementMaps (a broadcast, a window of a wider buffer, a column slice: all are an
-//    offset and two strides).
+//    offset and two strides); or
+//  - a row phase: an elementwise phase whose program also sums or averages a register
+//    over each row (a layer norm; see PhaseKind below).
 // Every buffer a phase names is an entry of `buffers`, whose address may move with the
 // iteration (StepAddress): a stacked xs or ys walks its slots, a chained carry starts at
 // the loop's initial carry, a shifted carry ends in the loop's carry result. A buffer

@@ -344,6 +344,19 @@ TEST(RecurrentPlan, RefusalsSayWhy) {
   return %h, %hs
 }
 )", "persistent loop @cell: invocation 0 (generated k0): op max (a row kernel's max: only sums and means)"},
+      // A row kernel reading an operand broadcast along its middle dimension.
+      {R"(graph @norm3(%b: f32[3,4], %h0: f32[2,3,4], %xs: f32[5,2,3,4]) {
+  %h, %hs = scan(%b, %h0, %xs) {carries=1, consts=1, length=5} : f32[2,3,4], f32[5,2,3,4] ({
+    ^cell(%cb: f32[3,4], %ch: f32[2,3,4], %cx: f32[2,3,4]):
+      %a = add(%ch, %cb) : f32[2,3,4]
+      %m = mean(%a) {axes=[2], keepdims=true} : f32[2,3,1]
+      %d = sub(%a, %m) : f32[2,3,4]
+      %t = mul(%d, %cx) : f32[2,3,4]
+      return %t, %t
+  })
+  return %h, %hs
+}
+)", "persistent loop @cell: invocation 0 (generated k0): an operand [3,4] of a row kernel over [2,3,4]"},
       // A bias broadcast along the middle of three dimensions.
       {R"(graph @three(%b: f32[2,1,4], %h0: f32[2,3,4], %xs: f32[5,2,3,4]) {
   %h, %hs = scan(%b, %h0, %xs) {carries=1, consts=1, length=5} : f32[2,3,4], f32[5,2,3,4] ({

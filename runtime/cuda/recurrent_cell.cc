@@ -1,5 +1,6 @@
 #include "runtime/cuda/recurrent_cell.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <variant>
@@ -50,8 +51,24 @@ ValueId register_value(const Graph& g, ValueId v) {
   }
 }
 
-// Why `n` cannot be in a register program, or "".
-std::string node_refusal(const Graph& g, const Node& n) {
+// gelu's instruction code for its form, or 0 for a form the interpreter refuses.
+uint16_t gelu_code(const Node& n) {
+  const std::string form = n.has_attr("approximate") ? n.str_attr("approximate") : "none";
+  return form == "none" ? kGeluOp : form == "tanh" ? kGeluTanhOp : 0;
+}
+
+// Whether `n` is a sum or mean over the last axis of its operand, kept (a row kernel's
+// reduction: a layer norm's means, its gradient's sums), and which.
+std::optional<uint8_t> row_reduction(const Graph& g, const Node& n) {
+  if ((n.op != Op::Sum && n.op != Op::Mean) || !n.has_attr("axes") || !n.bool_attr("keepdims")) return std::nullopt;
+  const IntList& axes = n.ints_attr("axes");
+  const int rank = g.type(n.operands[0]).shape.rank();
+  if (rank == 0 || axes.size() != 1 || (axes[0] != rank - 1 && axes[0] != -1)) return std::nullopt;
+  return n.op == Op::Mean ? kRowMean : kRowSum;
+}
+
+// Why `n` cannot be in a register program (a row phase's when `row`), or "".
+std::string node_refusal(const Graph& g, const Node& n, bool row) {
   const std::string name(op_name(n.op));
   // A kernel's slices are input windows and its pads store windows (codegen's emitter
   // reads them so, passes/fold_slices.h and fold_concats.h make no others).
@@ -67,9 +84,20 @@ std::string node_refusal(const Graph& g, const Node& n) {
     if (is_float(g, n.result())) return "";
     return "a cast to " + std::string(dtype_name(g.type(n.result()).dtype));
   }
-  // Attributes first: a CellInstr holds none (gelu's tanh form would compute as erf's).
-  if (!n.attrs.empty()) return "op " + name + " with attributes";
-  if (!recurrent_op_supported(n.op) || n.results.size() != 1) return "op " + name + " (not one a persistent loop computes)";
+  // Attributes first: a CellInstr holds none, except gelu's form (an op of its own) and a
+  // row kernel's reduction over the last axis (kRowReduceOp).
+  if (n.op == Op::Gelu) {
+    if (gelu_code(n) == 0) return "op gelu with approximate=\"" + n.str_attr("approximate") + "\"";
+  } else if (n.op == Op::Sum || n.op == Op::Mean) {
+    if (!row) return "op " + name + " (a reduction outside a row kernel)";
+    if (!row_reduction(g, n)) return "op " + name + " not over the last axis, kept";
+  } else if (row && (n.op == Op::Max || n.op == Op::Min)) {
+    return "op " + name + " (a row kernel's " + name + ": only sums and means)";
+  } else if (!n.attrs.empty()) {
+    return "op " + name + " with attributes";
+  }
+  const bool supported = n.op == Op::Gelu || n.op == Op::Sum || n.op == Op::Mean || recurrent_op_supported(n.op);
+  if (!supported || n.results.size() != 1) return "op " + name + " (not one a persistent loop computes)";
   for (ValueId v : n.operands) {
     if (!is_float(g, v) && g.type(v).dtype != DType::boolean) {
       return "a " + std::string(dtype_name(g.type(v).dtype)) + " value";
@@ -128,7 +156,48 @@ StatusOr<CellSpace> cell_space(const Graph& body) {
   return s;
 }
 
-StatusOr<std::vector<CellInstr>> cell_program(const Graph& g) {
+StatusOr<CellSpace> row_space(const Graph& body) {
+  // The reductions' operand is the row kernel's full shape [rows..., cols].
+  std::optional<Shape> full;
+  for (const Node& n : body.nodes()) {
+    if (n.op == Op::Slice || n.op == Op::Pad) return Error("a row kernel with a window (" + std::string(op_name(n.op)) + ")");
+    if (!row_reduction(body, n)) continue;
+    const Shape& s = body.type(n.operands[0]).shape;
+    if (full && !(*full == s)) return Error("row reductions over " + full->to_string() + " and " + s.to_string());
+    full = s;
+  }
+  WEFT_CHECK(full.has_value(), "persistent loop plan: a row kernel without a reduction over its last axis");
+  const int rank = full->rank();
+  CellSpace space;
+  space.cols = full->dims[static_cast<size_t>(rank - 1)];
+  space.rows = full->numel() / std::max<int64_t>(space.cols, 1);
+  // Each value is read at (row, col) as it broadcasts to the full shape: all of it
+  // (row-major), one value per row ([rows..., 1]), one per column ([cols], leading 1s) or
+  // one in all (every dimension 1).
+  const auto layout = [&](const Shape& s) -> std::optional<CellLayout> {
+    if (s.numel() == 1) return CellLayout{0, 0, 0};
+    if (s == *full) return CellLayout{0, space.cols, 1};
+    std::vector<int64_t> row_shape = full->dims;
+    row_shape.back() = 1;
+    if (s.dims == row_shape) return CellLayout{0, 1, 0};
+    if (s.dims.back() == space.cols && s.numel() == space.cols) return CellLayout{0, 0, 1};
+    return std::nullopt;
+  };
+  for (const Input& in : body.inputs()) {
+    const Shape& s = body.type(in.value).shape;
+    const std::optional<CellLayout> l = layout(s);
+    if (!l) return Error("an operand " + s.to_string() + " of a row kernel over " + full->to_string());
+    space.operands.push_back(*l);
+  }
+  for (ValueId out : body.outputs()) {
+    const Shape& s = body.type(out).shape;
+    if (!(s == *full)) return Error("a result " + s.to_string() + " of a row kernel over " + full->to_string());
+    space.results.push_back(CellLayout{0, space.cols, 1});
+  }
+  return space;
+}
+
+StatusOr<std::vector<CellInstr>> cell_program(const Graph& g, bool row) {
   for (const Input& in : g.inputs()) {
     if (!is_float(g, in.value)) return Error("a " + std::string(dtype_name(g.type(in.value).dtype)) + " operand");
   }
@@ -136,7 +205,7 @@ StatusOr<std::vector<CellInstr>> cell_program(const Graph& g) {
     if (!is_float(g, out)) return Error("a " + std::string(dtype_name(g.type(out).dtype)) + " result");
   }
   for (const Node& n : g.nodes()) {
-    if (const std::string why = node_refusal(g, n); !why.empty()) return Error(why);
+    if (const std::string why = node_refusal(g, n, row); !why.empty()) return Error(why);
   }
   // The last node reading each register value; outputs are read by the stores at the end.
   const int end = static_cast<int>(g.nodes().size());
@@ -149,6 +218,7 @@ StatusOr<std::vector<CellInstr>> cell_program(const Graph& g) {
   for (size_t k = 0; k < g.inputs().size(); ++k) input_of[g.inputs()[k].value] = static_cast<int>(k);
 
   std::vector<CellInstr> code;
+  int reductions = 0;
   std::vector<int> reg(static_cast<size_t>(g.num_values()), -1);
   Registers regs;
   const Error full("more than " + std::to_string(kMaxCellRegisters) + " registers");
@@ -183,6 +253,13 @@ StatusOr<std::vector<CellInstr>> cell_program(const Graph& g) {
     const auto round = static_cast<uint8_t>(type == DType::bf16 ? ElementType::bf16 : ElementType::f16);
     if (n.op == Op::Cast) {
       code.push_back({kRoundOp, *dst, operands[0], round, 0});
+    } else if (n.op == Op::Gelu) {
+      code.push_back({gelu_code(n), *dst, operands[0], 0, 0});
+      if (low && !only_stored(g, n.result())) code.push_back({kRoundOp, *dst, *dst, round, 0});
+    } else if (n.op == Op::Sum || n.op == Op::Mean) {
+      if (++reductions > kMaxRowReductions) return Error("more than " + std::to_string(kMaxRowReductions) + " row reductions");
+      code.push_back({kRowReduceOp, *dst, operands[0], *row_reduction(g, n), 0});
+      if (low && !only_stored(g, n.result())) code.push_back({kRoundOp, *dst, *dst, round, 0});
     } else {
       code.push_back({static_cast<uint16_t>(n.op), *dst, operands[0], operands[1], operands[2]});
       if (low && !only_stored(g, n.result())) code.push_back({kRoundOp, *dst, *dst, round, 0});

@@ -28,10 +28,12 @@
 // a bf16 product, a bf16 op's result) is rounded in its register (kRoundOp), where the
 // reference interpreter rounds it:
 //   %b = cast(%h) {dtype=bf16}; %m = mul(%b, %w)      r1 = round r0 to bf16; r3 = mul r1 r2
+// gelu is an instruction of its own per form (kGeluOp: "none", erf's; kGeluTanhOp: "tanh").
 // Errors say why the body cannot be a cell: a space of more than two dimensions, an
 // operand or result neither f32, bf16 nor f16, a value neither those nor bool between
-// the ops, an op with attributes or outside recurrent_op_supported, a cast to another
-// type, more than kMaxCellRegisters registers.
+// the ops, an op with attributes (but gelu's form and a row kernel's reductions) or
+// outside recurrent_op_supported, a cast to another type, more than kMaxCellRegisters
+// registers.
 
 #include <cstdint>
 #include <vector>
@@ -58,7 +60,16 @@ struct CellSpace {
 /// The two-dimensional space of `body` (see the top of this file), or why it has none.
 StatusOr<CellSpace> cell_space(const Graph& body);
 
-/// The register program of `body` (see the top of this file), or why it has none.
-StatusOr<std::vector<CellInstr>> cell_program(const Graph& body);
+/// The space of a row kernel's `body` (a fused row group: a layer norm, its gradient):
+/// rows × cols where cols is the last axis its sums and means reduce, each operand read
+/// as it broadcasts to [rows..., cols] (all of it, one value per row, per column, or one),
+/// every result all of it; or why not (a window, an operand broadcast otherwise, a result
+/// of another shape).
+StatusOr<CellSpace> row_space(const Graph& body);
+
+/// The register program of `body` (see the top of this file), or why it has none; with
+/// `row`, a row phase's (recurrent_program.h): its sums and means over the last axis,
+/// kept, become kRowReduceOp (at most kMaxRowReductions).
+StatusOr<std::vector<CellInstr>> cell_program(const Graph& body, bool row = false);
 
 }  // namespace weft::cuda

@@ -210,10 +210,11 @@ WEFT_HD inline bool tensor_core_phase(const RecurrentProgramView& p, const Recur
   return a != ElementType::f32 && a == p.buffers[ph.b].type;
 }
 
-/// The stage a program's blocks need: kMatmulStageBytes when it has a matmul phase.
+/// The stage a program's blocks need: kMatmulStageBytes when it has a matmul phase or a
+/// row phase (whose block sums take a float per thread of it).
 WEFT_HD inline uint64_t matmul_stage_bytes(const RecurrentProgramView& p) {
   for (int32_t i = 0; i < p.phase_count; ++i) {
-    if (p.phases[i].kind == PhaseKind::matmul) return kMatmulStageBytes;
+    if (p.phases[i].kind != PhaseKind::elementwise) return kMatmulStageBytes;
   }
   return 0;
 }

@@ -27,7 +27,12 @@
 //    fold_concats.h) is stored into its window and the padding left alone;
 //  - a `contraction` invocation: a matmul phase, then its epilogue kernel as above (C is
 //    the epilogue's operand 0, runtime/program.h);
+//  - a `generated` invocation of a row kernel (a layer norm, its gradient: sums and means
+//    over the last axis, kept): a row phase (recurrent_program.h; recurrent_cell.h's
+//    row_space and cell_program(body, true));
 //  - a `library` matmul of two 2-D f32, bf16 or f16 operands (transposes as flags);
+//  - a `library` full (a layer norm's eps, written each iteration): a phase storing the
+//    constant (kConstOp);
 //  - the per-iteration copies of runtime/loop_slots.h (a ys not written in its slot, a
 //    next carry not written over its input nor chained, or one that is a const or an xs
 //    of the loop: passes/rotate_carry_casts.h's reset carry): one copy phase each, the ys
@@ -36,8 +41,8 @@
 //    loop's results) are `before` and `after`, run by the caller.
 // Every address comes from bind_loop_slot for each slot, and is checked to be affine in
 // the iteration (first and last may differ: a chained or shifted carry); anything else is
-// refused with a message naming the invocation: reductions and row kernels, other library
-// ops, nested loops, loops with `stop` or `active`, a loop bound once, swapped carries
+// refused with a message naming the invocation: reduction kernels, a row kernel's max or
+// min (a softmax's) or window, other library ops, nested loops, loops with `stop` or `active`, a loop bound once, swapped carries
 // (a next carry that is another carry's input),
 // values that are not f32, bf16 or f16 (bool only between the ops of a kernel),
 // ops outside recurrent_op_supported, programs needing more than kMaxCellRegisters

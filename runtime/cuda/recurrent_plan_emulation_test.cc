@@ -4,8 +4,9 @@
 // recurrent_plan_test plans them, then run by the kernel's source (recurrent_kernel_device.inc)
 // under cuda_emulation.h's cooperative launch — the recurrent weights in shared memory, and
 // again from global memory — and compared with the reference interpreter's run of the
-// same scan node; bf16 and f16 bodies too, on tensor cores and SIMT. The plan and the
-// kernel meet here before a GPU runs them.
+// same scan node; bf16 and f16 bodies too, on tensor cores and SIMT; gelu, row kernels
+// and the suite's feedback_fixed and iterative_refine steps. The plan and the kernel meet
+// here before a GPU runs them.
 #include "runtime/cuda/cuda_emulation.h"  // first: CUDA's built-ins for the kernel's source
 
 #include <gtest/gtest.h>
@@ -91,6 +92,26 @@ TEST(RecurrentPlanOnKernel, AutocastStepLoops) {
       EXPECT_EQ(expect_loops_match_reference(gru, 5, kernel(3, uint64_t{1} << 20, tensor_cores), body), 2);
     }
   }
+}
+
+// gelu in both forms (kGeluRnn) and row kernels (kNormRnn: a layer norm, its eps's full,
+// a row's sum) on the kernel: its row phase's block sums over 32 threads, rows spread over
+// the 3 blocks.
+TEST(RecurrentPlanOnKernel, GeluAndRowKernelLoops) {
+  expect_on_kernel(typed(kGeluRnn), 31, 1);
+  expect_on_kernel(typed(kNormRnn), 37, 1);
+}
+
+// feedback_fixed's step at the cpu preset (recurrent_plan_test's
+// SuiteLoopModelStepsMatchTheInterpreter, same tolerances; iterative_refine's is the same
+// body, wider, and would double the test's half minute) on the kernel: f32 with B in
+// shared memory, autocast's bf16 on the tensor-core matmul; rows of 128 columns over 32
+// threads, 32 rows over 3 blocks.
+TEST(RecurrentPlanOnKernel, FeedbackFixedStep) {
+  EXPECT_EQ(expect_loops_match_reference(suite_step("feedback_fixed"), 41, kernel(3, uint64_t{1} << 20)), 2);
+  EXPECT_EQ(expect_loops_match_reference(suite_step("feedback_fixed", DType::bf16), 41,
+                                         kernel(3, uint64_t{1} << 20, true), ElementType::bf16, 0x1p-4f),
+            2);
 }
 
 }  // namespace

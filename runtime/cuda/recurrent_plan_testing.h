@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/models.h"
 #include "codegen/cuda_program.h"
 #include "codegen/lower.h"
 #include "frontend/modules.h"
@@ -56,6 +57,18 @@ inline Graph sequence_step(ModulePtr rnn, int64_t hidden, DType precision = DTyp
   return trainer->step_graph();
 }
 
+// The training step (Adam) of the suite's loop model `model` (bench/models.h:
+// feedback_fixed, iterative_refine) at the cpu preset, at `precision` (bf16: autocast's).
+inline Graph suite_step(const std::string& model, DType precision = DType::f32) {
+  StatusOr<bench::BenchModel> m = bench::make_bench_model(model, bench::Preset::cpu);
+  EXPECT_TRUE(m.ok()) << m.error().to_string();
+  if (!m.ok()) return Graph();
+  auto trainer = Trainer::compile(m->net, m->inputs, m->loss, OptimizerSpec::adam(m->lr),
+                                  {.seed = 1, .backend = "reference", .precision = precision});
+  EXPECT_TRUE(trainer.ok()) << trainer.error().to_string();
+  return trainer->step_graph();
+}
+
 // A tanh RNN's forward loop (h·W + x·U + b) and a reversed one reading W transposed.
 inline constexpr char kTanhRnn[] = R"(graph @rnn(%w: f32[8,8], %u: f32[6,8], %b: f32[8], %h0: f32[4,8], %xs: f32[5,4,6]) {
   %h, %hs = scan(%w, %u, %b, %h0, %xs) {carries=1, consts=3, length=5} : f32[4,8], f32[5,4,8] ({
@@ -76,6 +89,41 @@ inline constexpr char kTanhRnn[] = R"(graph @rnn(%w: f32[8,8], %u: f32[6,8], %b:
       return %bn, %bn
   })
   return %h, %hs, %g, %gs
+}
+)";
+
+// gelu in both forms (an op per form in the register program, recurrent_cell_op.h): the
+// tanh form after a matmul's bias (the contraction's epilogue), erf's in a kernel of its
+// own after the carry's product.
+inline constexpr char kGeluRnn[] = R"(graph @gelus(%w: f32[8,8], %b: f32[8], %h0: f32[4,8], %xs: f32[5,4,8]) {
+  %h, %hs = scan(%w, %b, %h0, %xs) {carries=1, consts=2, length=5} : f32[4,8], f32[5,4,8] ({
+    ^cell(%cw: f32[8,8], %cb: f32[8], %ch: f32[4,8], %cx: f32[4,8]):
+      %m = matmul(%ch, %cw) : f32[4,8]
+      %z = add(%m, %cb) : f32[4,8]
+      %t = gelu(%z) {approximate="tanh"} : f32[4,8]
+      %p = mul(%t, %cx) : f32[4,8]
+      %e = gelu(%p) : f32[4,8]
+      %n = tanh(%e) : f32[4,8]
+      return %n, %n
+  })
+  return %h, %hs
+}
+)";
+
+// Row kernels in a loop (a row phase, recurrent_program.h): a layer norm of h·W + x (its
+// means over the rows, its eps a `full` each iteration), then a row's sum subtracted.
+inline constexpr char kNormRnn[] = R"(graph @norm(%w: f32[8,8], %g: f32[8], %b: f32[8], %h0: f32[4,8], %xs: f32[5,4,8]) {
+  %h, %hs = scan(%w, %g, %b, %h0, %xs) {carries=1, consts=3, length=5} : f32[4,8], f32[5,4,8] ({
+    ^cell(%cw: f32[8,8], %cg: f32[8], %cb: f32[8], %ch: f32[4,8], %cx: f32[4,8]):
+      %m = matmul(%ch, %cw) : f32[4,8]
+      %a = add(%m, %cx) : f32[4,8]
+      %n = layer_norm(%a, %cg, %cb) : f32[4,8]
+      %s = sum(%n) {axes=[1], keepdims=true} : f32[4,1]
+      %d = sub(%n, %s) : f32[4,8]
+      %t = tanh(%d) : f32[4,8]
+      return %t, %t
+  })
+  return %h, %hs
 }
 )";
 
@@ -217,16 +265,27 @@ inline std::vector<HostLoop> bind_loops(Lowering& l, std::vector<std::byte>& are
   return loops;
 }
 
-// `h`'s operands random in [-1, 1]. Each loop's just before it runs: loops' operands may
-// share the root arena's bytes (live at different times), and a bf16 operand written over
-// by another loop's f32 one would hold an f32's halves.
+// `h`'s operands random in [-1, 1]; a scalar in [1/16, 1/8] (a layer norm's eps: a
+// variance plus a negative one has no square root; gelu's gradient's constants, one of
+// them a factor of x² under exp: a large one would make exp amplify any difference); a matrix of 64 rows or more (a layer's weight)
+// in ±1/√rows, as a layer is initialized, so that ten products in a row neither explode
+// nor vanish. Each loop's just before it runs: loops' operands may share the root arena's
+// bytes (live at different times), and a bf16 operand written over by another loop's f32
+// one would hold an f32's halves.
 inline void randomize_operands(const HostLoop& h, std::mt19937& rng) {
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   for (size_t k = 0; k < h.where.in.size(); ++k) {
-    const std::optional<ElementType> type = element_type(h.loop->operands[k].type.dtype);
+    const Type& t = h.loop->operands[k].type;
+    const std::optional<ElementType> type = element_type(t.dtype);
     if (!type) continue;
     const auto at = reinterpret_cast<uint64_t>(h.where.in[k]);
-    for (int64_t i = 0; i < h.loop->operands[k].type.numel(); ++i) store_element(at, i, *type, uniform(rng));
+    const int64_t n = t.numel();
+    const bool weight = t.shape.rank() == 2 && t.shape[0] >= 64;
+    const float scale = weight ? 1.0f / std::sqrt(static_cast<float>(t.shape[0])) : 1.0f;
+    for (int64_t i = 0; i < n; ++i) {
+      const float x = uniform(rng);
+      store_element(at, i, *type, n == 1 ? 0x1.8p-4f + 0x1p-5f * x : scale * x);
+    }
   }
 }
 
@@ -245,11 +304,12 @@ inline float relative_tolerance(ElementType type) {
 // emulated kernel) and compared with the reference interpreter, at the tolerance of each
 // result's type or of `body_type`, whichever is looser (an f32 carry of a bf16 body holds
 // bf16 products; the lowered body computes a fused kernel's bf16 ops in f32,
-// passes/round_at_stores.h, where the interpreter rounds each). Returns how many loops
+// passes/round_at_stores.h, where the interpreter rounds each), or `at_least` when looser
+// (a residual stream that adds a step's rounding each iteration). Returns how many loops
 // there were.
 inline int expect_loops_match_reference(const Graph& g, uint64_t seed,
                                         const std::function<Status(const RecurrentProgramView&)>& run,
-                                        ElementType body_type = ElementType::f32) {
+                                        ElementType body_type = ElementType::f32, float at_least = 0.0f) {
   StatusOr<Lowering> l = codegen::lower_to_program(g, codegen::cuda_lower_options());
   EXPECT_TRUE(l.ok()) << l.error().to_string();
   if (!l.ok()) return 0;
@@ -287,7 +347,7 @@ inline int expect_loops_match_reference(const Graph& g, uint64_t seed,
     run_copies(plan->after);
     for (size_t r = 0; r < inv.results.size(); ++r) {
       const ElementType type = element_type(inv.results[r].type.dtype).value_or(ElementType::f32);
-      const float relative = std::max(relative_tolerance(type), relative_tolerance(body_type));
+      const float relative = std::max({relative_tolerance(type), relative_tolerance(body_type), at_least});
       const auto got = reinterpret_cast<uint64_t>(h.where.results[r]);
       const auto expected = reinterpret_cast<uint64_t>((*want)[r].raw_data());
       int bad = 0;

@@ -15,7 +15,9 @@
 //  - an elementwise phase: a small register program run once per element (r, c) of a
 //    rows × cols iteration space, loading operands and storing results through
 //    ElementMaps (a broadcast, a window of a wider buffer, a column slice: all are an
-//    offset and two strides).
+//    offset and two strides); or
+//  - a row phase: an elementwise phase whose program also sums or averages a register
+//    over each row (a layer norm; see PhaseKind below).
 // Every buffer a phase names is an entry of `buffers`, whose address may move with the
 // iteration (StepAddress): a stacked xs or ys walks its slots, a chained carry starts at
 // the loop's initial carry, a shifted carry ends in the loop's carry result. A buffer
@@ -114,6 +116,17 @@ struct ElementMap {
 inline constexpr uint16_t kLoadOp = 0xFFF0;   ///< r[dst] = operand `a`'s element
 inline constexpr uint16_t kStoreOp = 0xFFF1;  ///< result `a`'s element = r[b]
 inline constexpr uint16_t kRoundOp = 0xFFF2;  ///< r[dst] = r[a] rounded to ElementType `b` (bf16, f16)
+/// gelu's two forms, one op each (its `approximate` attribute is not an operand):
+inline constexpr uint16_t kGeluOp = 0xFFF3;      ///< r[dst] = gelu(r[a]), erf's form ("none")
+inline constexpr uint16_t kGeluTanhOp = 0xFFF4;  ///< r[dst] = gelu(r[a]), tanh's form ("tanh")
+inline constexpr uint16_t kConstOp = 0xFFF5;     ///< r[dst] = the instruction's `value` (a `full`)
+/// A row phase's reduction (PhaseKind::row only): r[dst] = the sum (b = kRowSum) or the
+/// mean (kRowMean) of r[a] over the columns of the element's row, the same in every column.
+inline constexpr uint16_t kRowReduceOp = 0xFFF6;
+inline constexpr uint8_t kRowSum = 0, kRowMean = 1;
+/// The most reductions one row phase's program may hold (the kernel keeps their values
+/// per thread).
+inline constexpr int kMaxRowReductions = 8;
 /// The most registers a program may use (the plan allocates them; the kernel holds them
 /// per thread).
 inline constexpr int kMaxCellRegisters = 32;
@@ -121,16 +134,25 @@ inline constexpr int kMaxCellRegisters = 32;
 /// One instruction: a pseudo-op above, or `op` a weft::Op (ir/ops.def) of arity 1 to 3
 /// computing r[dst] = op(r[a], r[b], r[c]) on f32 (select's condition is r[a] != 0).
 /// Which ops a program may hold is the plan's and the kernel's shared list
-/// (recurrent_reference.h, recurrent_op_supported).
+/// (recurrent_reference.h, recurrent_op_supported). `value` is kConstOp's constant.
 struct CellInstr {
   uint16_t op = 0;
   uint8_t dst = 0;
   uint8_t a = 0;
   uint8_t b = 0;
   uint8_t c = 0;
+  float value = 0.0f;
 };
 
-enum class PhaseKind : uint8_t { matmul, elementwise };
+/// A row phase is an elementwise phase whose program may hold kRowReduceOp: each row is
+/// owned by one block (rows r ≡ block mod blocks), its columns strided over the block's
+/// threads. The program runs in passes, one per reduction and a last one: pass j runs the
+/// instructions before reduction j for every column of the row (reductions before it read
+/// their row's value, kept from their pass) and sums the reduced register over the row
+/// (in f32 on the device, in a fixed order: each thread its columns in order, then the
+/// block's threads pairwise; the oracle in f64); the last pass runs the whole program and
+/// is the only one that stores (stores come last: a result may overwrite an operand).
+enum class PhaseKind : uint8_t { matmul, elementwise, row };
 
 /// One phase of an iteration (see the top of this file).
 struct RecurrentPhase {
@@ -143,7 +165,7 @@ struct RecurrentPhase {
   int64_t m = 0, n = 0, k = 0;
   int64_t lda = 0, ldb = 0, ldc = 0;
   uint8_t transpose_a = 0, transpose_b = 0;
-  // elementwise: rows × cols elements; operand j is maps[first_map + j] (j <
+  // elementwise and row: rows × cols elements; operand j is maps[first_map + j] (j <
   // operand_count), result j is maps[first_map + operand_count + j]; the program is
   // instrs[first_instr, first_instr + instr_count). A result may be an operand's
   // buffer at the same element (in place); no other overlap between elements.

@@ -27,7 +27,14 @@ Status check_matmul(const RecurrentProgramView& p, int32_t index) {
 
 Status check_instr(const RecurrentPhase& ph, int32_t index, const CellInstr& in) {
   const auto reg = [](int r) { return r < kMaxCellRegisters; };
-  if (in.op == kLoadOp) {
+  if (in.op == kConstOp) {
+    if (!reg(in.dst)) return malformed(index, "a constant out of range");
+  } else if (in.op == kRowReduceOp) {
+    if (ph.kind != PhaseKind::row) return malformed(index, "a row reduction outside a row phase");
+    if (!reg(in.dst) || !reg(in.a) || (in.b != kRowSum && in.b != kRowMean)) {
+      return malformed(index, "a row reduction out of range");
+    }
+  } else if (in.op == kLoadOp) {
     if (in.a >= ph.operand_count || !reg(in.dst)) return malformed(index, "a load out of range");
   } else if (in.op == kStoreOp) {
     if (in.a >= ph.result_count || !reg(in.b)) return malformed(index, "a store out of range");
@@ -35,7 +42,7 @@ Status check_instr(const RecurrentPhase& ph, int32_t index, const CellInstr& in)
     const bool low = in.b == static_cast<uint8_t>(ElementType::bf16) || in.b == static_cast<uint8_t>(ElementType::f16);
     if (!reg(in.dst) || !reg(in.a) || !low) return malformed(index, "a rounding out of range");
   } else {
-    const int arity = in.op < kNumOps ? cell_op_arity(static_cast<Op>(in.op)) : 0;
+    const int arity = cell_code_arity(in.op);
     if (arity == 0) return malformed(index, "op " + std::to_string(in.op) + " is not one a program may hold");
     if (!reg(in.dst) || !reg(in.a) || (arity > 1 && !reg(in.b)) || (arity > 2 && !reg(in.c))) {
       return malformed(index, "a register out of range");
@@ -57,8 +64,14 @@ Status check_elementwise(const RecurrentProgramView& p, int32_t index) {
   if (ph.first_instr < 0 || ph.instr_count < 0 || static_cast<int64_t>(ph.first_instr) + ph.instr_count > p.instr_count) {
     return malformed(index, "instructions out of range");
   }
+  int reductions = 0;
   for (int32_t i = ph.first_instr; i < ph.first_instr + ph.instr_count; ++i) {
     if (Status s = check_instr(ph, index, p.instrs[i]); !s.ok()) return s;
+    reductions += p.instrs[i].op == kRowReduceOp;
+  }
+  if (reductions > kMaxRowReductions) {
+    return malformed(index, std::to_string(reductions) + " row reductions (at most " +
+                                std::to_string(kMaxRowReductions) + ")");
   }
   return Status::ok_status();
 }
@@ -92,27 +105,61 @@ void run_matmul(const RecurrentProgramView& p, const RecurrentPhase& ph, int64_t
   }
 }
 
-void run_elementwise(const RecurrentProgramView& p, const RecurrentPhase& ph, int64_t t) {
+// Runs the first `count` instructions of phase `ph`'s program at element (row, col) on
+// `reg`: a row reduction reads its row's value from `reduced` (kept from its pass); stores
+// only when `store`.
+void run_instrs(const RecurrentProgramView& p, const RecurrentPhase& ph, int64_t t, int64_t row, int64_t col,
+                int32_t count, const float* reduced, bool store, float* reg) {
   const ElementMap* operands = p.maps + ph.first_map;
   const ElementMap* results = operands + ph.operand_count;
+  int reduction = 0;
+  for (int32_t i = ph.first_instr; i < ph.first_instr + count; ++i) {
+    const CellInstr& in = p.instrs[i];
+    if (in.op == kLoadOp) {
+      const Element e = element(p, operands[in.a], t, row, col);
+      reg[in.dst] = load_element(e.address, e.index, e.type);
+    } else if (in.op == kStoreOp) {
+      if (!store) continue;
+      const Element e = element(p, results[in.a], t, row, col);
+      store_element(e.address, e.index, e.type, reg[in.b]);
+    } else if (in.op == kRoundOp) {
+      reg[in.dst] = round_element(reg[in.a], static_cast<ElementType>(in.b));
+    } else if (in.op == kConstOp) {
+      reg[in.dst] = in.value;
+    } else if (in.op == kRowReduceOp) {
+      reg[in.dst] = reduced[reduction++];
+    } else {
+      cell_op(in.op, reg[in.a], reg[in.b], reg[in.c], &reg[in.dst]);
+    }
+  }
+}
+
+void run_elementwise(const RecurrentProgramView& p, const RecurrentPhase& ph, int64_t t) {
   float reg[kMaxCellRegisters] = {};
   for (int64_t row = 0; row < ph.rows; ++row) {
-    for (int64_t col = 0; col < ph.cols; ++col) {
-      for (int32_t i = ph.first_instr; i < ph.first_instr + ph.instr_count; ++i) {
-        const CellInstr& in = p.instrs[i];
-        if (in.op == kLoadOp) {
-          const Element e = element(p, operands[in.a], t, row, col);
-          reg[in.dst] = load_element(e.address, e.index, e.type);
-        } else if (in.op == kStoreOp) {
-          const Element e = element(p, results[in.a], t, row, col);
-          store_element(e.address, e.index, e.type, reg[in.b]);
-        } else if (in.op == kRoundOp) {
-          reg[in.dst] = round_element(reg[in.a], static_cast<ElementType>(in.b));
-        } else {
-          cell_op(in.op, reg[in.a], reg[in.b], reg[in.c], &reg[in.dst]);
-        }
+    for (int64_t col = 0; col < ph.cols; ++col) run_instrs(p, ph, t, row, col, ph.instr_count, nullptr, true, reg);
+  }
+}
+
+// A row phase (recurrent_program.h), row by row: a pass per reduction, summed in f64
+// over the row (a mean divided by the columns in f64, as the interpreter's), then the
+// whole program with the stores.
+void run_row(const RecurrentProgramView& p, const RecurrentPhase& ph, int64_t t) {
+  float reg[kMaxCellRegisters] = {};
+  float reduced[kMaxRowReductions] = {};
+  for (int64_t row = 0; row < ph.rows; ++row) {
+    int reduction = 0;
+    for (int32_t i = 0; i < ph.instr_count; ++i) {
+      const CellInstr& in = p.instrs[ph.first_instr + i];
+      if (in.op != kRowReduceOp) continue;
+      double sum = 0;
+      for (int64_t col = 0; col < ph.cols; ++col) {
+        run_instrs(p, ph, t, row, col, i, reduced, false, reg);
+        sum += reg[in.a];
       }
+      reduced[reduction++] = static_cast<float>(in.b == kRowMean ? sum / static_cast<double>(ph.cols) : sum);
     }
+    for (int64_t col = 0; col < ph.cols; ++col) run_instrs(p, ph, t, row, col, ph.instr_count, reduced, true, reg);
   }
 }
 
@@ -133,7 +180,9 @@ Status check_recurrent_program(const RecurrentProgramView& p) {
     }
   }
   for (int32_t i = 0; i < p.phase_count; ++i) {
-    const Status s = p.phases[i].kind == PhaseKind::matmul ? check_matmul(p, i) : check_elementwise(p, i);
+    const Status s = p.phases[i].kind == PhaseKind::matmul ? check_matmul(p, i)
+                     : p.phases[i].kind <= PhaseKind::row ? check_elementwise(p, i)
+                                                          : malformed(i, "no phase kind");
     if (!s.ok()) return s;
   }
   return Status::ok_status();
@@ -145,6 +194,7 @@ Status run_recurrent_on_host(const RecurrentProgramView& p) {
     for (int32_t i = 0; i < p.phase_count; ++i) {
       const RecurrentPhase& ph = p.phases[i];
       if (ph.kind == PhaseKind::matmul) run_matmul(p, ph, t);
+      else if (ph.kind == PhaseKind::row) run_row(p, ph, t);
       else run_elementwise(p, ph, t);
     }
   }
@@ -176,6 +226,13 @@ std::string hex(uint64_t v) {
 std::string instr_text(const CellInstr& in) {
   if (in.op == kLoadOp) return "r" + std::to_string(in.dst) + " = load operand " + std::to_string(in.a);
   if (in.op == kStoreOp) return "store result " + std::to_string(in.a) + " = r" + std::to_string(in.b);
+  if (in.op == kConstOp) return "r" + std::to_string(in.dst) + " = " + std::to_string(in.value);
+  if (in.op == kRowReduceOp) {
+    return "r" + std::to_string(in.dst) + " = row " + (in.b == kRowMean ? "mean" : "sum") + " r" + std::to_string(in.a);
+  }
+  if (in.op == kGeluOp || in.op == kGeluTanhOp) {
+    return "r" + std::to_string(in.dst) + " = gelu" + (in.op == kGeluTanhOp ? "(tanh)" : "") + " r" + std::to_string(in.a);
+  }
   if (in.op == kRoundOp) {
     return "r" + std::to_string(in.dst) + " = round r" + std::to_string(in.a) + " to " +
            (in.b == static_cast<uint8_t>(ElementType::bf16) ? "bf16" : "f16");
@@ -216,7 +273,8 @@ std::string RecurrentProgram::to_string() const {
            std::to_string(p.ldb) + "," + std::to_string(p.ldc) + ")\n";
       continue;
     }
-    s += "elementwise " + std::to_string(p.rows) + "x" + std::to_string(p.cols) + "\n";
+    s += std::string(p.kind == PhaseKind::row ? "row " : "elementwise ") + std::to_string(p.rows) + "x" +
+         std::to_string(p.cols) + "\n";
     for (int32_t j = 0; j < p.operand_count + p.result_count; ++j) {
       s += std::string("    ") + (j < p.operand_count ? "operand " : "result ") +
            std::to_string(j < p.operand_count ? j : j - p.operand_count) + ": " +

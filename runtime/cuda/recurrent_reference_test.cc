@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "runtime/cuda/recurrent_cell_op.h"
 #include "runtime/cuda/recurrent_testing.h"
 
 namespace weft::cuda {
@@ -169,6 +170,45 @@ TEST(RecurrentReference, MalformedProgramsAreErrorsNamingThePhase) {
   rnn.plan();
   rnn.program.buffers[2].type = static_cast<ElementType>(7);
   EXPECT_EQ(message(), "persistent loop program: buffer 2 has no element type (7)");
+  rnn.plan();
+  rnn.program.instrs[3] = {kConstOp, kMaxCellRegisters};
+  EXPECT_EQ(message(), "persistent loop program: phase 1: a constant out of range");
+  rnn.plan();
+  rnn.program.instrs[3] = {kRowReduceOp, 3, 2, kRowSum};
+  EXPECT_EQ(message(), "persistent loop program: phase 1: a row reduction outside a row phase");
+  rnn.plan();
+  rnn.program.phases[1].kind = PhaseKind::row;
+  rnn.program.instrs[3] = {kRowReduceOp, 3, 2, 2};
+  EXPECT_EQ(message(), "persistent loop program: phase 1: a row reduction out of range");
+  rnn.plan();
+  rnn.program.phases[1].kind = static_cast<PhaseKind>(3);
+  EXPECT_EQ(message(), "persistent loop program: phase 1: no phase kind");
+}
+
+// A row phase of 2 rows × 3 columns: a row's mean and sum (passes before the stores), a
+// constant, gelu in both forms; every value checked against its formula.
+TEST(RecurrentReference, RowPhaseReducesEachRow) {
+  std::vector<float> x = {1, 2, 6, -3, 0, 0.5f}, y(6), z(6);
+  recurrent_testing::Program p;
+  p.buffers = {{reinterpret_cast<uint64_t>(x.data())}, {reinterpret_cast<uint64_t>(y.data())},
+               {reinterpret_cast<uint64_t>(z.data())}};
+  using namespace recurrent_testing;
+  // y = x − mean(x) + sum(x)·0.5; z = gelu(y) + gelu_tanh(y).
+  p.row(2, 3, {{0, 0, 3, 1}}, {{1, 0, 3, 1}, {2, 0, 3, 1}},
+        {load(0, 0), row_reduce(1, 0, kRowMean), op(Op::Sub, 2, 0, 1), row_reduce(3, 0, kRowSum), constant(4, 0.5f),
+         op(Op::Mul, 5, 3, 4), op(Op::Add, 6, 2, 5), gelu(7, 6), gelu(8, 6, true), op(Op::Add, 9, 7, 8), store(0, 6),
+         store(1, 9)});
+  ASSERT_TRUE(run_recurrent_on_host(p.view()).ok());
+  for (int r = 0; r < 2; ++r) {
+    const float sum = x[3 * r] + x[3 * r + 1] + x[3 * r + 2];
+    for (int c = 0; c < 3; ++c) {
+      const float want = x[3 * r + c] - sum / 3 + sum * 0.5f;
+      EXPECT_FLOAT_EQ(y[3 * r + c], want) << r << "," << c;
+      EXPECT_FLOAT_EQ(z[3 * r + c], GeluErf::apply(want) + GeluTanh::apply(want)) << r << "," << c;
+    }
+  }
+  EXPECT_NE(p.to_string().find("    r1 = row mean r0\n"), std::string::npos) << p.to_string();
+  EXPECT_NE(p.to_string().find("    r8 = gelu(tanh) r6\n"), std::string::npos) << p.to_string();
 }
 
 // bf16 and f16 buffers: loads exact, a matmul's products of the stored (rounded) values

@@ -39,6 +39,13 @@ struct Program : RecurrentProgram {
     instrs.insert(instrs.end(), code.begin(), code.end());
     phases.push_back(ph);
   }
+
+  /// Appends a row phase (recurrent_program.h: its program may hold row reductions).
+  void row(int64_t rows, int64_t cols, const std::vector<ElementMap>& operands, const std::vector<ElementMap>& results,
+           const std::vector<CellInstr>& code) {
+    elementwise(rows, cols, operands, results, code);
+    phases.back().kind = PhaseKind::row;
+  }
 };
 
 /// C[m, n] = A·B from buffers a, b into c, leading dimensions the extents.
@@ -61,6 +68,20 @@ inline CellInstr store(int result, int reg) {
 inline CellInstr op(Op o, int dst, int a, int b = 0, int c = 0) {
   return {static_cast<uint16_t>(o), static_cast<uint8_t>(dst), static_cast<uint8_t>(a), static_cast<uint8_t>(b),
           static_cast<uint8_t>(c)};
+}
+/// r[dst] = gelu(r[a]) in erf's form, or tanh's when `tanh`.
+inline CellInstr gelu(int dst, int a, bool tanh = false) {
+  return {tanh ? kGeluTanhOp : kGeluOp, static_cast<uint8_t>(dst), static_cast<uint8_t>(a)};
+}
+/// r[dst] = `value`.
+inline CellInstr constant(int dst, float value) {
+  CellInstr in{kConstOp, static_cast<uint8_t>(dst)};
+  in.value = value;
+  return in;
+}
+/// r[dst] = the row's sum of r[a] (kRowSum) or its mean (kRowMean).
+inline CellInstr row_reduce(int dst, int a, uint8_t kind) {
+  return {kRowReduceOp, static_cast<uint8_t>(dst), static_cast<uint8_t>(a), kind};
 }
 
 
@@ -123,6 +144,24 @@ inline Builder rnn(int64_t steps, int64_t batch, int64_t hidden, bool reversed) 
     p.phases = {matmul(0, 1, 2, batch, hidden, hidden)};
     p.elementwise(batch, hidden, {{2, 0, hidden, 1}, {3, 0, hidden, 1}}, {{4, 0, hidden, 1}},
                 {load(0, 0), load(1, 1), op(Op::Add, 2, 0, 1), op(Op::Tanh, 3, 2), store(0, 3)});
+    return p;
+  };
+}
+
+// A layer-normed RNN: G = h_t·W (W invariant), then a row phase over [batch, hidden]:
+// z = G + x_t; n = (z − mean z) · rsqrt(mean (z − mean z)² + 1e-5); a = gelu_tanh(n);
+// h_{t+1} = gelu(a − sum(a)/64), written into the ys (chained, as rnn's). Storage as
+// rnn_storage's; a hidden wider than a block's threads puts several columns on a thread.
+inline Builder norm_rnn(int64_t steps, int64_t batch, int64_t hidden) {
+  return [=](const Bases& s) {
+    Program p = rnn(steps, batch, hidden, false)(s);
+    p.phases.pop_back();  // rnn's elementwise phase, replaced by the row phase
+    p.maps.clear(), p.instrs.clear();
+    p.row(batch, hidden, {{2, 0, hidden, 1}, {3, 0, hidden, 1}}, {{4, 0, hidden, 1}},
+          {load(0, 0), load(1, 1), op(Op::Add, 2, 0, 1), row_reduce(3, 2, kRowMean), op(Op::Sub, 4, 2, 3),
+           op(Op::Mul, 5, 4, 4), row_reduce(6, 5, kRowMean), constant(7, 1e-5f), op(Op::Add, 8, 6, 7),
+           op(Op::Rsqrt, 9, 8), op(Op::Mul, 10, 4, 9), gelu(11, 10, true), row_reduce(12, 11, kRowSum),
+           constant(13, 1.0f / 64), op(Op::Mul, 14, 12, 13), op(Op::Sub, 15, 11, 14), gelu(16, 15), store(0, 16)});
     return p;
   };
 }
@@ -444,6 +483,7 @@ inline std::vector<Case> kernel_cases() {
         std::vector<float>(3 * 5 * 10)},
        scratch_b(3, 5, 10, 7), 0, 4},
       {"deep (10 phases)", deep_storage(5, 3, 6), deep(3, 5, 3, 6), 5, 4},
+      {"layer-normed rnn (row phase)", rnn_storage(4, 5, 150), norm_rnn(4, 5, 150), 1, 3},
   };
   for (bool ta : {false, true}) {
     for (bool tb : {false, true}) {

@@ -33,6 +33,14 @@
 #  4. The same models' bf16 steps (suite_bf16_bench: autocast's loops at paper sizes),
 #     timed off and on with --profile (50 steps each; no --check: step 1's bf16 cases
 #     check the bf16 loops against the reference interpreter).
+#  5. (session 27, rgelu) feedback_fixed and iterative_refine, whose loops now plan too
+#     (gelu as a cell op, the layer norm's row kernels as row phases, the eps's `full` a
+#     constant phase: runtime/cuda's recurrent_plan_test): steps 3 and 4's timings off and
+#     on with --profile (f32 and bf16; the first GPU run of a row phase inside a real
+#     loop), and feedback_fixed's --check off and on (iterative_refine's --check is left
+#     out: its host reference, 1024 wide, would take most of a call). Their f32 loop bodies
+#     have no gen_cases case; recurrent_kernel_test's "layer-normed rnn (row phase)" case
+#     (step 0) is the row phase's check against the host oracle.
 # Build and copy here:
 #
 #   bazel build //tests/cuda:cases_test //tests/cuda:suite_bench //tests/cuda:suite_bf16_bench \
@@ -53,9 +61,10 @@
 # (lstm_seq's three steps, looped and unrolled, take 83 s of host time on a
 # loaded 2-core machine here), not a hang, and skips nothing.
 # Estimated (on an H200; no run yet): default part 15-30 s (two gtest binaries; 150 s if
-# both hang); the rest 165-350 s: the sanitizer runs 60-120 s, the loop cases on and
-# their memcheck 20-40 s, the A/B 4 runs of 110 steps of 5-20 ms 30-60 s, the bf16 A/B
-# 4 runs of 55 steps 15-30 s, the checks 40-100 s
+# both hang); the rest 200-420 s: the sanitizer runs 60-120 s, the loop cases on and
+# their memcheck 20-40 s, the A/B 8 runs of 110 steps of 2-20 ms 40-80 s, the bf16 A/B
+# 8 runs of 55 steps 25-50 s, the checks 50-130 s (feedback_fixed's host reference a
+# few seconds: 128 × 512, ten iterations)
 # (host reference: gru_seq 18 s, lstm_seq 83 s for both forms on the 2-core machine
 # at load 100-125; the GPU machine's cores are faster and idle).
 set -uo pipefail
@@ -141,7 +150,7 @@ for bench in suite_bench suite_bf16_bench; do
   if [ ! -x .gpu/$bench ]; then echo "error: no .gpu/$bench (tests/cuda/lease_bundle.sh packs it)"; continue; fi
   steps=100 warmup=10
   [ $bench = suite_bf16_bench ] && steps=50 warmup=5
-  for model in lstm_seq gru_seq; do
+  for model in lstm_seq gru_seq feedback_fixed iterative_refine; do
     for on in 0 1; do
       if [ $on = 1 ] && [ -n "$hung" ]; then skip "$bench --case=$model WEFT_PERSISTENT_LOOPS=1"; continue; fi
       WEFT_PERSISTENT_LOOPS=$on timeout 60 .gpu/$bench --case=$model --steps=$steps --warmup=$warmup --profile=6 \
@@ -153,7 +162,7 @@ for bench in suite_bench suite_bf16_bench; do
     done
   done
 done
-for model in gru_seq lstm_seq; do
+for model in feedback_fixed gru_seq lstm_seq; do
   for on in $ons; do
     if [ $on = 1 ] && [ -n "$hung" ]; then skip "suite_bench --check=$model WEFT_PERSISTENT_LOOPS=1"; continue; fi
     WEFT_PERSISTENT_LOOPS=$on timeout 150 .gpu/suite_bench --check=$model >"$out/persistent_check_${model}_$on.txt" 2>&1

@@ -208,6 +208,19 @@ TEST(RotateCarryCasts, CastsOfTheLastAndStackedCarriesAreTheLowCopies) {
   EXPECT_EQ(result_casts(r), 0);
   EXPECT_EQ(read_results(r, DType::bf16), 2);
   EXPECT_EQ(read_results(r, DType::f32), 0);
+  // The stacked low copies are the new low carry's values: one cast to bf16 in the body,
+  // returned as the low carry (output 1) and as the ys (output 2). Autodiff adds their
+  // cotangents in f32 (autodiff/grad.h), so the ys needs no cast of its own.
+  const auto loop = std::find_if(r.nodes().begin(), r.nodes().end(), [](const Node& n) { return n.op == Op::Scan; });
+  ASSERT_NE(loop, r.nodes().end());
+  const Graph& body = *loop->body;
+  EXPECT_EQ(std::count_if(body.nodes().begin(), body.nodes().end(), [](const Node& n) {
+              return n.op == Op::Cast && n.dtype_attr("dtype") == DType::bf16;
+            }),
+            1)
+      << print_graph(r);
+  ASSERT_EQ(body.outputs().size(), 3u);
+  EXPECT_EQ(body.outputs()[2], body.outputs()[1]);
 }
 
 TEST(RotateCarryCasts, NoChangeWithoutACastOfACarry) {

@@ -82,12 +82,25 @@ std::optional<Piece> as_piece(const Graph& g, ValueId v) {
   return piece;
 }
 
+/// Half contribution `v` in f32: the f32 value it was rounded from where it is a cast of
+/// one (a cast's gradient: an f32 path's cotangent narrowed), else `v` widened.
+ValueId wide(GradBuilder& b, const Graph& g, ValueId v) {
+  const int at = g.value(v).node;
+  if (at >= 0 && g.node(at).op == Op::Cast && g.type(g.node(at).operands[0]).dtype == DType::f32) {
+    return g.node(at).operands[0];
+  }
+  return b.op(Op::Cast, {v}, {{"dtype", DType::f32}});
+}
+
 /// The sum of a value's gradient contributions, in the order they were found. Zero pads
 /// along one axis whose pieces lie side by side (the gradients of slices that cut a
 /// tensor into pieces: an LSTM's four gates, attention's q, k and v) become one concat of
 /// the pieces (padded where they do not cover the axis) instead of a pad per piece and an
 /// add per pad: the same sums, as each element gets one piece and zeros (up to the sign
-/// of a zero: -0 + 0 is +0), without the padded copies.
+/// of a zero: -0 + 0 is +0), without the padded copies. Contributions of a half dtype
+/// (f16, bf16) that still need adding are widened and added in f32, and the sum is
+/// returned in f32, unrounded: the caller rounds it once where it needs the value's
+/// dtype (PyTorch's autograd adds them in the half dtype, rounding at every add).
 ValueId sum_contributions(GradBuilder& b, const Graph& g, std::vector<ValueId> parts) {
   std::vector<std::optional<Piece>> pieces;
   for (ValueId v : parts) pieces.push_back(as_piece(g, v));
@@ -135,11 +148,23 @@ ValueId sum_contributions(GradBuilder& b, const Graph& g, std::vector<ValueId> p
     }
     parts[at] = joined;
   }
+  std::erase(parts, kNoValue);
+  const bool widen = parts.size() > 1 && is_half(g.type(parts[0]).dtype);
   ValueId sum = kNoValue;
   for (ValueId v : parts) {
-    if (v != kNoValue) sum = sum == kNoValue ? v : b.add(sum, v);
+    if (widen) v = wide(b, g, v);
+    sum = sum == kNoValue ? v : b.add(sum, v);
   }
   return sum;
+}
+
+/// A cast from f32 to a half dtype: its operand's gradient is the cotangent widened, so a
+/// cotangent summed in f32 is passed on as it is, never rounded (autocast's cast of an
+/// f32 value read by several bf16 ops; rotate-carry-casts' low carry that a ys stacks
+/// too, whose two cotangents reach the f32 carry unrounded).
+bool narrows_f32(const Graph& g, const Node& n) {
+  return n.op == Op::Cast && g.type(n.operands[0]).dtype == DType::f32 &&
+         is_half(g.type(n.result()).dtype);
 }
 
 }  // namespace
@@ -185,11 +210,18 @@ StatusOr<std::vector<ValueId>> append_gradients(
   };
 
   // Each value's gradient contributions, summed (sum_contributions) when the value's
-  // producer is reached: every user comes after it, so all of them are in by then.
+  // producer is reached: every user comes after it, so all of them are in by then. A half
+  // value's sum, made in f32, is rounded to its dtype once.
   std::vector<std::vector<ValueId>> parts(g.num_values());
-  auto total = [&](GradBuilder& b, ValueId v) {
+  auto sum_parts = [&](GradBuilder& b, ValueId v) {
     if (parts[v].size() > 1) parts[v] = {sum_contributions(b, g, std::move(parts[v]))};
-    return parts[v].empty() ? kNoValue : parts[v][0];
+  };
+  auto total = [&](GradBuilder& b, ValueId v) {
+    if (parts[v].empty()) return kNoValue;
+    sum_parts(b, v);
+    const DType dtype = g.type(v).dtype;
+    if (g.type(parts[v][0]).dtype != dtype) parts[v] = {b.op(Op::Cast, {parts[v][0]}, {{"dtype", dtype}})};
+    return parts[v][0];
   };
   for (const auto& [output, seed] : seeds) {
     WEFT_CHECK(g.type(seed) == g.type(output), "append_gradients: the seed of %" +
@@ -234,6 +266,14 @@ StatusOr<std::vector<ValueId>> append_gradients(
                    n.loc};
     }
     GradBuilder b(g, n.loc);
+    if (narrows_f32(g, n) && needs_grad(n.operands[0])) {
+      sum_parts(b, n.result());
+      const ValueId sum = parts[n.result()][0];
+      if (g.type(sum).dtype == DType::f32) {  // several contributions, added in f32
+        parts[n.operands[0]].push_back(sum);
+        continue;
+      }
+    }
     std::vector<ValueId> operand_grads = entry.rule(b, n, total(b, n.result()));
     WEFT_CHECK(operand_grads.size() == n.operands.size(),
                std::string(op_name(n.op)) + "'s gradient rule returned the wrong count");

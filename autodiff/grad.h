@@ -22,7 +22,11 @@
 //
 // One rule per op (autodiff/rules_*.cc) returns a gradient per operand; the driver
 // walks the nodes in reverse, accumulates gradients with `add`, and sums each back to
-// its operand's shape where the op broadcast it. Ops that have no gradient say why
+// its operand's shape where the op broadcast it. A half (f16, bf16) value's several
+// contributions are added in f32 and rounded to its dtype once (PyTorch's autograd adds
+// them in the half dtype, rounding at every add); a contribution that is an f32 value
+// narrowed is added as that f32 value, and a cast from f32 passes the f32 sum on to its
+// operand unrounded. Ops that have no gradient say why
 // ("argmax: integer result"); reaching one on a path that needs a gradient is a user
 // error naming the op and its location.
 

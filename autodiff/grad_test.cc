@@ -147,6 +147,68 @@ TEST(Grad, SoftmaxReadsTheHalfCopyWhereTheForwardKeepsOnlyThat) {
   }
 }
 
+Tensor bf16(double v) { return Tensor::from_doubles(DType::bf16, {1}, {v}); }
+
+/// The gradient of `text`'s output w.r.t. its input %x (one element) at `inputs`, on the
+/// reference interpreter; `graph` receives the gradient graph.
+double x_gradient(const std::string& text, const std::vector<Tensor>& inputs, Graph& graph) {
+  auto grad = gradient_graph(parse(text), 0, {"x"});
+  EXPECT_TRUE(grad.ok()) << grad.error().to_string();
+  if (!grad.ok()) return NAN;
+  graph = *grad;
+  auto r = reference::run(graph, inputs);
+  EXPECT_TRUE(r.ok()) << r.error().to_string();
+  return r.ok() ? r->outputs[0].get_double(0) : NAN;
+}
+
+TEST(Grad, HalfCotangentsAreSummedInF32AndRoundedOnce) {
+  // %x has three readers. Their cotangents reach it in reverse order: 1, then 2^-8 twice.
+  // Added in bf16, each 1 + 2^-8 rounds back to 1 (a tie, to even); added in f32 the sum
+  // is 1 + 2^-7, which bf16 holds: the driver widens, adds, and rounds once.
+  Graph grad;
+  EXPECT_EQ(x_gradient(R"(graph @f(%x: bf16[1], %a: bf16[1], %b: bf16[1], %c: bf16[1]) -> (bf16[]) {
+    %p = mul(%x, %a)
+    %q = mul(%x, %b)
+    %r = mul(%x, %c)
+    %s = add(%p, %q)
+    %t = add(%s, %r)
+    %l = sum(%t)
+    return %l
+  })", {bf16(1), bf16(1.0 / 256), bf16(1.0 / 256), bf16(1)}, grad), 1 + 1.0 / 128) << print_graph(grad);
+  EXPECT_EQ(grad.type(grad.outputs()[0]).dtype, DType::bf16);
+  for (size_t i = 5; i < grad.nodes().size(); ++i) {  // the gradient's nodes, after the forward's 5
+    const Node& n = grad.node(static_cast<int>(i));
+    if (n.op == Op::Add) EXPECT_EQ(grad.type(n.result()).dtype, DType::f32) << print_graph(grad);
+  }
+
+  // An f32 value cast to bf16 for two readers (autocast's activation for two products;
+  // rotate-carry-casts' low carry that a ys stacks too): the f32 sum is its gradient,
+  // never rounded. 1 + 2^-9 is no bf16 value.
+  EXPECT_EQ(x_gradient(R"(graph @f(%x: f32[1], %a: bf16[1], %b: bf16[1]) -> (bf16[]) {
+    %y = cast(%x) {dtype=bf16}
+    %p = mul(%y, %a)
+    %q = mul(%y, %b)
+    %s = add(%p, %q)
+    %l = sum(%s)
+    return %l
+  })", {Tensor::from_vector<float>({1}, {1}), bf16(1.0 / 512), bf16(1)}, grad), 1 + 1.0 / 512) << print_graph(grad);
+
+  // A bf16 value read in f32 too (widened for an f32 op): that path's cotangent, f32
+  // 1 + 2^-9, is added as it is, not rounded to bf16 first (1, and 1 + 2^-8 a tie to 1):
+  // 1 + 3·2^-9 rounds once, to 1 + 2^-7.
+  EXPECT_EQ(x_gradient(R"(graph @f(%x: bf16[1], %a: bf16[1], %c: f32[1]) -> (f32[]) {
+    %u = cast(%x) {dtype=f32}
+    %v = mul(%u, %c)
+    %p = mul(%x, %a)
+    %l1 = sum(%v)
+    %l2 = sum(%p)
+    %w = cast(%l2) {dtype=f32}
+    %l = add(%l1, %w)
+    return %l
+  })", {bf16(1), bf16(1.0 / 256), Tensor::from_vector<float>({1}, {1 + 1.0f / 512})}, grad), 1 + 1.0 / 128)
+      << print_graph(grad);
+}
+
 TEST(Grad, WithRespectToAnIntermediateValue) {
   // l = sum(h * h), h = x * x: dl/dh = 2h. The forward walk used to overwrite the wrt
   // mark of a node's result with "depends on a wrt operand" and return zeros here.

@@ -40,9 +40,10 @@ std::vector<Rotation> rotations(const Node& loop) {
 
 /// Loop `n`'s body with a carry for each rotation after its own carries: the casts of
 /// the carry read that parameter instead, and the body returns its new value cast. Ys `y`
-/// with `restacked[y]` = r >= 0 stacks its value cast to rotation r's dtype: a cast of its
-/// own (the same bits as the new carry's), so that autodiff widens the ys's cotangent
-/// and the carry's each to f32 before it adds them, as it did.
+/// with `restacked[y]` = r >= 0 stacks rotation r's new low carry (the value it casts is
+/// the carry's new value): autodiff adds the ys's and the low carry's cotangents in f32
+/// and passes the sum to the f32 carry unrounded (autodiff/grad.h), as when each was
+/// widened apart.
 Graph rotated_body(const Node& n, const std::vector<Rotation>& rs, const std::vector<int>& restacked) {
   const Graph& body = *n.body;
   const int64_t consts = n.int_attr("consts"), carries = n.int_attr("carries");
@@ -69,8 +70,7 @@ Graph rotated_body(const Node& n, const std::vector<Rotation>& rs, const std::ve
   }
   for (size_t k = carries; k < body.outputs().size(); ++k) {
     const int r = restacked[k - carries];
-    const ValueId made = rebuilt[body.outputs()[k]];
-    outputs.push_back(r >= 0 ? add_cast(out, made, rs[r].to, body.node(rs[r].casts[0]).loc) : made);
+    outputs.push_back(r >= 0 ? outputs[carries + r] : rebuilt[body.outputs()[k]]);
   }
   out.set_outputs(std::move(outputs));
   std::vector<Type> declared = body.declared_output_types();

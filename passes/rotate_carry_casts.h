@@ -34,9 +34,10 @@
 // unchanged), their last values are results after the loop's own last carries: a cast
 // of a last carry to that dtype after the loop (gru_seq's final h for its output layer)
 // is that result, and goes; a ys of a carry's new value that is read only cast to that
-// dtype (lstm_seq's first layer's h for the second's input projection) stacks the cast
-// copy (its own cast in the body, so that the gradient widens the ys's and the carry's
-// cotangents apart and adds them in f32, as before). Run after autocast and before autodiff (frontend/training.cc), so the gradient
+// dtype (lstm_seq's first layer's h for the second's input projection) stacks the new
+// low carry (autodiff adds the ys's and the low carry's cotangents in f32 and passes the
+// sum to the f32 carry unrounded: autodiff/grad.h). Run after autocast and before
+// autodiff (frontend/training.cc), so the gradient
 // loop is derived from the rotated one: it reads the saved low copies the forward made
 // (no narrowing of the saved f32 carry for the weight's gradient GEMM), and the low copy's
 // cotangent is a low carry of the gradient loop (the product's gradient passed on as it

@@ -36,6 +36,22 @@ int usage(const std::string& why) {
   return 2;
 }
 
+constexpr const char* kHelp =
+    "usage: device_memory [--preset=paper|cpu|both] [--models=a,b,...] [--lowering=gpu|cpu]\n"
+    "                     [--unroll] [--rows=N] [--no-fuse] [--graph] [--precision=f32|bf16|f16]\n"
+    "The suite's device memory on one NVIDIA GPU, estimated on the host (no GPU needed): per\n"
+    "model and preset, what the CUDA executor would allocate for the training step, and the\n"
+    "values live at the arena's peak. cuDNN's workspaces beyond the arena's free bytes and\n"
+    "the CUDA context are not counted.\n"
+    "  --preset=P       paper, cpu or both (default both)\n"
+    "  --models=a,b     the models (default: all ten)\n"
+    "  --lowering=L     gpu (default: cuda_lower_options()) or cpu (the CPU's fusion)\n"
+    "  --unroll         unroll the loops\n"
+    "  --rows=N         values listed at the peak (default 12)\n"
+    "  --no-fuse        lower without fusion\n"
+    "  --graph          also print the lowered graph (the peak's node indices)\n"
+    "  --precision=P    the step's precision: f32 (default), bf16 or f16\n";
+
 int run(int argc, char** argv) {
   std::vector<Preset> presets = {Preset::paper, Preset::cpu};
   std::vector<std::string> models = bench_model_names();
@@ -44,7 +60,10 @@ int run(int argc, char** argv) {
   DType precision = DType::f32;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a.rfind("--preset=", 0) == 0) {
+    if (a == "--help" || a == "-h") {
+      std::printf("%s", kHelp);
+      return 0;
+    } else if (a.rfind("--preset=", 0) == 0) {
       if (a.substr(9) == "both") continue;
       StatusOr<Preset> p = parse_preset(a.substr(9));
       if (!p.ok()) return usage(p.error().message);

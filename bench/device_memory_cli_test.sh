@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# bench:device_memory from its command line: --help (exit 0), an unknown argument (the
+# usage, exit 2), and one model's estimate at the cpu preset.
+set -uo pipefail
+tool=$1
+fail=0
+out=$("$tool" --help 2>&1); rc=$?
+if [ "$rc" -ne 0 ] || ! grep -qF "estimated on the host (no GPU needed)" <<<"$out"; then
+  echo "FAIL --help: rc=$rc: $out"; fail=1
+fi
+out=$("$tool" --bogus 2>&1); rc=$?
+if [ "$rc" -ne 2 ] || ! grep -qF "device_memory: unknown argument --bogus" <<<"$out"; then
+  echo "FAIL unknown argument: rc=$rc: $out"; fail=1
+fi
+out=$("$tool" --preset=cpu --models=mlp --rows=2 2>&1); rc=$?
+if [ "$rc" -ne 0 ] || ! grep -q "mlp" <<<"$out" || ! grep -qi "arena" <<<"$out"; then
+  echo "FAIL mlp at the cpu preset: rc=$rc: $out"; fail=1
+fi
+[ "$fail" -eq 0 ] && echo "ok"
+exit $fail

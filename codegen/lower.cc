@@ -479,9 +479,14 @@ void add_lowering_passes(Pipeline& p, const LowerOptions& options) {
     p.add(std::make_unique<DecomposeCompositesPass>(options.keep_composite));
   }
   if (options.split_reductions) p.add(std::make_unique<SplitReductionsPass>());
-  // Before fusion, which puts each recomputation inside its reader's kernel.
+  // Before fusion, which puts each recomputation inside its reader's kernel. Not in a
+  // loop's body: its arena is one iteration's scratch, so a recomputation there saves
+  // little and costs every iteration (and a row kernel would store its statistics for
+  // the recomputing reader, which the persistent loop kernel refuses).
   // $WEFT_REMATERIALIZE=0 turns it off for an A/B.
-  if (options.fuse && !switched_off("WEFT_REMATERIALIZE")) p.add(std::make_unique<RematerializePass>());
+  if (options.fuse && !options.loop_body && !switched_off("WEFT_REMATERIALIZE")) {
+    p.add(std::make_unique<RematerializePass>());
+  }
   if (options.fuse) add_fusion_passes(p, options);
   if (options.schedule) p.add(std::make_unique<ScheduleMemoryPass>());
 }

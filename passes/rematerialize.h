@@ -34,7 +34,8 @@
 // Requires: a type-inferred graph, before fusion (the recomputation is fused into U's
 // kernel). Guarantees: the same values (the same ops on the same operands); no value's
 // lifetime grows except small operands' (by rule 3); the graph stays topologically
-// ordered. Bodies of scan and fused nodes are not visited.
+// ordered. Bodies of scan and fused nodes are not visited, and codegen's lowering does
+// not run it on a loop's body (LowerOptions::loop_body: one iteration's scratch).
 
 #include "passes/pass.h"
 

@@ -1,6 +1,7 @@
 // Fused contractions (a GEMM with a generated epilogue, one `contraction` invocation)
 // against the reference interpreter: odd sizes, transposes, batches, extra results,
-// epilogue rows that are not the product's rows, f32 and f64, 1 and 2 threads.
+// epilogue rows that are not the product's rows, f32 and f64, 1 and 2 threads; bf16 products
+// widened to f32 in their epilogue.
 
 #include <gtest/gtest.h>
 
@@ -102,6 +103,27 @@ Graph parse_case(const Case& c, const std::string& dtype) {
   return testing::parse_typed(text, std::string(c.name) + ".wir");
 }
 
+// `g` on the CPU backend with `threads` threads against the reference interpreter, every
+// output within `tol` (all_close), on random inputs; and bitwise the same when run again.
+void expect_cpu_matches_reference(const Graph& g, int threads, double tol) {
+  std::mt19937_64 rng(11);
+  const std::vector<Tensor> inputs = testing::random_inputs(g, rng, -1, 1);
+  CpuOptions options;
+  options.executor.num_threads = threads;
+  StatusOr<reference::RunResult> cpu = run_on_cpu(g, inputs, options);
+  ASSERT_TRUE(cpu.ok()) << cpu.error().to_string();
+  StatusOr<reference::RunResult> ref = reference::run(g, inputs);
+  ASSERT_TRUE(ref.ok()) << ref.error().to_string();
+  ASSERT_EQ(cpu->outputs.size(), ref->outputs.size());
+  for (size_t o = 0; o < cpu->outputs.size(); ++o) {
+    std::string why;
+    EXPECT_TRUE(all_close(cpu->outputs[o], ref->outputs[o], tol, &why)) << "output " << o << ": " << why;
+  }
+  StatusOr<reference::RunResult> again = run_on_cpu(g, inputs, options);
+  ASSERT_TRUE(again.ok());
+  for (size_t o = 0; o < cpu->outputs.size(); ++o) EXPECT_EQ(cpu->outputs[o], again->outputs[o]);
+}
+
 class ContractionEpilogueTest
     : public ::testing::TestWithParam<std::tuple<Case, const char*, int>> {};
 
@@ -118,24 +140,7 @@ TEST_P(ContractionEpilogueTest, MatchesTheReference) {
   EXPECT_EQ(contractions, 1) << l->program.to_string();
   EXPECT_EQ(gemms, 1) << l->program.to_string();
 
-  std::mt19937_64 rng(11);
-  const std::vector<Tensor> inputs = testing::random_inputs(g, rng, -1, 1);
-  CpuOptions options;
-  options.executor.num_threads = threads;
-  StatusOr<reference::RunResult> cpu = run_on_cpu(g, inputs, options);
-  ASSERT_TRUE(cpu.ok()) << cpu.error().to_string();
-  StatusOr<reference::RunResult> ref = reference::run(g, inputs);
-  ASSERT_TRUE(ref.ok()) << ref.error().to_string();
-  ASSERT_EQ(cpu->outputs.size(), ref->outputs.size());
-  const double tol = std::string(dtype) == "f32" ? 2e-5 : 1e-12;
-  for (size_t o = 0; o < cpu->outputs.size(); ++o) {
-    std::string why;
-    EXPECT_TRUE(all_close(cpu->outputs[o], ref->outputs[o], tol, &why)) << "output " << o << ": " << why;
-  }
-  // Bitwise reproducible for a given thread count.
-  StatusOr<reference::RunResult> again = run_on_cpu(g, inputs, options);
-  ASSERT_TRUE(again.ok());
-  for (size_t o = 0; o < cpu->outputs.size(); ++o) EXPECT_EQ(cpu->outputs[o], again->outputs[o]);
+  expect_cpu_matches_reference(g, threads, std::string(dtype) == "f32" ? 2e-5 : 1e-12);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -146,6 +151,48 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(std::get<0>(info.param).name) + "_" + std::get<1>(info.param) + "_" +
              std::to_string(std::get<2>(info.param)) + "threads";
     });
+
+// A bf16 product widened to f32, computed on in f32 and (or not) rounded back, as
+// autodiff sums half cotangents (autodiff/grad.h): one contraction, whose epilogue
+// computes what its casts say. Against the interpreter within bf16's rounding (the
+// library GEMM and the interpreter may round C's f32 sum differently by one ulp).
+const Case kWidenedCases[] = {
+    {"widened_sum_rounded", R"(graph @f(%x: bf16[37,29], %w: bf16[29,53], %o: bf16[37,53]) {
+  %m = matmul(%x, %w)
+  %mw = cast(%m) {dtype=f32}
+  %ow = cast(%o) {dtype=f32}
+  %s = add(%mw, %ow)
+  %r = cast(%s) {dtype=bf16}
+  return %r
+})"},
+    {"widened_bias_gelu_kept_f32", R"(graph @f(%x: bf16[255,96], %w: bf16[130,96], %b: f32[130]) {
+  %m = matmul(%x, %w) {transpose_b=true}
+  %mw = cast(%m) {dtype=f32}
+  %h = add(%mw, %b)
+  %y = gelu(%h)
+  return %y
+})"},
+};
+
+class WidenedEpilogueTest : public ::testing::TestWithParam<std::tuple<Case, int>> {};
+
+TEST_P(WidenedEpilogueTest, MatchesTheReferenceInBf16) {
+  const auto& [c, threads] = GetParam();
+  Graph g = testing::parse_typed(c.text, std::string(c.name) + ".wir");
+  StatusOr<Lowering> l = lower_to_program(g);
+  ASSERT_TRUE(l.ok()) << l.error().to_string();
+  EXPECT_EQ(l->program.code.size(), 1u) << l->program.to_string();
+  EXPECT_EQ(l->program.code[0].kind, Invocation::Kind::contraction) << l->program.to_string();
+
+  expect_cpu_matches_reference(g, threads, 8e-3);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, WidenedEpilogueTest,
+                         ::testing::Combine(::testing::ValuesIn(kWidenedCases), ::testing::Values(1, 2)),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param).name) + "_" +
+                                  std::to_string(std::get<1>(info.param)) + "threads";
+                         });
 
 // `text` parsed as bad.wir, as written: it must parse (the errors under test come later).
 Graph parse_bad(const char* text) {

@@ -69,6 +69,15 @@ class AssignGuard {
   std::vector<char> read_, target_;
 };
 
+// Whether a value of type `t` can be an epilogue member's of the product of type
+// `product`: one per element of the product (its shape), of any float dtype: a half
+// product widened to f32, summed in f32 and rounded back (autodiff's sum of half
+// cotangents) is the product's epilogue as a bias add is. The generated epilogue computes
+// what its casts say (the backends' `fusible` decides which it compiles).
+bool epilogue_type(const Type& t, const Type& product) {
+  return t.shape == product.shape && is_floating(t.dtype);
+}
+
 // One group: the contraction, then its epilogue members in node order.
 struct Group {
   std::vector<int> members;  // node indices, the contraction first
@@ -95,7 +104,7 @@ Group grow_chain(const Graph& g, int root, const std::vector<char>& fusible,
       blocked = blocked || depends[v];
     }
     const bool joins = reads_tail && !blocked && fusible[j] && node.results.size() == 1 &&
-                       g.type(node.result()) == type &&
+                       epilogue_type(g.type(node.result()), type) &&
                        (assigned_joins ? guard.admits(node) : !updates_state(g, users, node.result()));
     if (joins) {
       guard.add(node);
@@ -117,10 +126,19 @@ Group grow_chain(const Graph& g, int root, const std::vector<char>& fusible,
       if (u < 0) return false;
       const Node& reader = g.node(u);
       return reducible[u] ||
-             (fusible[u] && reader.results.size() == 1 && g.type(reader.result()) == type);
+             (fusible[u] && reader.results.size() == 1 && epilogue_type(g.type(reader.result()), type));
     });
     if (!to_elementwise) break;
     group.members.pop_back();
+  }
+  // A chain that leaves the product's dtype ends at its last member of that dtype, if it
+  // has one (a bf16 logits' bias add, not the cast widening it for the loss): the members
+  // after it stay for fuse-elementwise, as before they could join. Otherwise it keeps
+  // them all, and the product stays a result (make_body).
+  for (size_t k = group.members.size(); k-- > 1;) {
+    if (g.type(g.node(group.members[k]).result()) != type) continue;
+    group.members.resize(k + 1);
+    break;
   }
   if (group.members.size() < 2) return group;
   // Producers of the epilogue's other operands join too when the group reads all of
@@ -131,7 +149,7 @@ Group grow_chain(const Graph& g, int root, const std::vector<char>& fusible,
   for (size_t k = 1; k < group.members.size(); ++k) {
     for (ValueId v : g.node(group.members[k]).operands) {
       const int p = g.value(v).node;
-      if (p < 0 || in_group[p] || !fusible[p] || !(g.type(v) == type)) continue;
+      if (p < 0 || in_group[p] || !fusible[p] || !epilogue_type(g.type(v), type)) continue;
       // ... and the contraction itself does not read it: the kernel's GEMM operands come
       // from outside (a residual `x + x·W` whose x is an elementwise result, a layer
       // norm's output, made a cycle).
@@ -187,6 +205,12 @@ std::shared_ptr<const Graph> make_body(const Graph& g, const Group& group,
       return u < 0 || !in_group.count(u);
     });
     if (escapes) extra.push_back(group.members[k]);
+  }
+  // The runtime computes C in the first result's buffer unless C is a result itself: a
+  // chain that ends in another dtype (widened, not rounded back) keeps C as one.
+  const ValueId c = root.result(), last = g.node(group.members.back()).result();
+  if (g.type(last) != g.type(c) && (extra.empty() || extra.front() != group.members[0])) {
+    extra.insert(extra.begin(), group.members[0]);
   }
   body->add_output(inner.at(g.node(group.members.back()).result()));
   for (int m : extra) body->add_output(inner.at(g.node(m).result()));

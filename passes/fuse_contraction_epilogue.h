@@ -31,20 +31,25 @@
 // Grouping. For each contraction the predicate accepts (in node order), the epilogue is
 // grown as a chain: the *tail* starts as the contraction's result; walking forward, the
 // first node that reads the tail joins when (1) it is elementwise and fusible, (2) its
-// result has exactly the contraction's type (shape and dtype: each member is computed
-// once per element of the product, in the product's buffer), (3) it is not in an
-// earlier group, (4) each of its other operands is a member or does not depend on any
-// member (so the fused node can stand where the chain ends without a cycle) and (5) no
-// State-category node (an assign) reads its result: an optimizer's update stays whole
-// for fuse-elementwise, one kernel written in place into the parameter and its state
-// (ContractionEpilogueOptions::assigned_in_epilogues lifts it for a loop body's carries).
-// It becomes the tail. A node that reads a member without joining makes that member an
-// extra result. The chain ends after the tail's last reader; while its tail is read
-// only by elementwise nodes of the same type or by fusible reductions, the tail is given
-// back (fuse-elementwise can compute it inside its readers' kernel instead of writing
-// it: softmax backward's dP·P feeding its row sums). Then the elementwise
-// producers of the chain's other operands join when only the group reads their value
-// and it has the contraction's type (an optimizer's β·m beside the gradient's (1-β)·g),
+// result has the contraction's shape (each member is computed once per element of the
+// product) and a float dtype, not necessarily the product's (a bf16 product widened to
+// f32, summed in f32 and rounded back, autodiff's sum of half cotangents, is an epilogue
+// whose casts the generated kernel computes as written; `fusible` says which casts a
+// backend compiles), (3) it is not in an earlier group, (4) each of its other operands
+// is a member or does not depend on any member (so the fused node can stand where the
+// chain ends without a cycle) and (5) no State-category node (an assign) reads its
+// result: an optimizer's update stays whole for fuse-elementwise, one kernel written in
+// place into the parameter and its state (ContractionEpilogueOptions::
+// assigned_in_epilogues lifts it for a loop body's carries). It becomes the tail. A node
+// that reads a member without joining makes that member an extra result. The chain ends
+// after the tail's last reader; while its tail is read only by elementwise nodes of the
+// product's shape and a float dtype or by fusible reductions, the tail is given back
+// (fuse-elementwise can compute it inside its readers' kernel instead of writing it:
+// softmax backward's dP·P feeding its row sums). A chain that has left the product's
+// dtype then ends at its last member of that dtype, when it has one (a bf16 logits' bias
+// add, not the cast widening it for the loss). Then the elementwise producers of the
+// chain's other operands join when only the group reads their value and it has the
+// product's shape and a float dtype (an optimizer's β·m beside the gradient's (1-β)·g),
 // so they are not left behind as kernels of their own. A contraction whose chain stays
 // empty is left alone (the plain library GEMM).
 //
@@ -53,13 +58,16 @@
 // epilogue's other operands follow (a value read by both, such as the x of a residual
 // x + x·W, is an operand twice). Outputs: the chain's last value first (the node keeps
 // its name and location), then every member read outside the group, in node order — the
-// contraction's own result first when it is one of them.
+// contraction's own result first when it is one of them, or when the last value's type
+// is not the product's (the runtime computes C in the first result's buffer only when
+// they agree, runtime/program.h: a chain widened and not rounded back keeps C).
 //
 // Requires: a type-inferred graph after autodiff, before fuse-elementwise (which would
 // otherwise take the chain). Guarantees: the graph computes the same values; the fused
 // node's body contains one contraction, first, followed only by elementwise nodes of
-// the contraction's type; other nodes keep their relative order except that readers of
-// an extra result move after the fused node.
+// the contraction's shape and float dtypes, and its first result has the contraction's
+// type unless the contraction's result is a result too; other nodes keep their relative
+// order except that readers of an extra result move after the fused node.
 
 #include <functional>
 

@@ -116,6 +116,93 @@ TEST(FuseContractionEpilogueTest, PrivateProducersOfOtherOperandsJoin) {
 )");
 }
 
+// The pass as the backends run it on half values: every elementwise node fusible (their
+// kernel compilers take bf16 and casts; fuse-elementwise's default takes f32 and f64).
+FuseContractionEpiloguePass half_pass() {
+  return FuseContractionEpiloguePass(ContractionEpilogueOptions{
+      .fusible = [](const Graph&, const Node& n) { return n.info().category == OpCategory::Elementwise; }});
+}
+
+// Autodiff's sum of two bf16 cotangents, one of them a bf16 product: each term widened to
+// f32, added in f32, rounded once. The widening, the add, the rounding and the other
+// term's widening are the GEMM's epilogue (they were a kernel of their own: members had
+// to have the product's dtype).
+TEST(FuseContractionEpilogueTest, AHalfProductWidenedSummedAndRoundedJoins) {
+  FuseContractionEpiloguePass pass = half_pass();
+  EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%x: bf16[8,3], %w: bf16[3,4], %o: bf16[8,4]) {
+  %m = matmul(%x, %w) : bf16[8,4]
+  %mw = cast(%m) {dtype=f32} : f32[8,4]
+  %ow = cast(%o) {dtype=f32} : f32[8,4]
+  %s = add(%mw, %ow) : f32[8,4]
+  %r = cast(%s) {dtype=bf16} : bf16[8,4]
+  return %r
+})"),
+            R"(graph @f(%x: bf16[8,3], %w: bf16[3,4], %o: bf16[8,4]) -> (bf16[8,4]) {
+  %r = fused(%x, %w, %o) {kind="contraction"} : bf16[8,4] ({
+    ^body(%0: bf16[8,3], %1: bf16[3,4], %2: bf16[8,4]):
+      %t0 = matmul(%0, %1) : bf16[8,4]
+      %t1 = cast(%t0) {dtype=f32} : f32[8,4]
+      %t2 = cast(%2) {dtype=f32} : f32[8,4]
+      %t3 = add(%t1, %t2) : f32[8,4]
+      %t4 = cast(%t3) {dtype=bf16} : bf16[8,4]
+      return %t4
+  })
+  return %r
+}
+)");
+}
+
+// A chain that widens the product and does not round back ends in f32: the runtime
+// computes C in the first result's buffer only when the types agree, so C stays a result
+// (unread: its buffer, as when the add was a kernel of its own). A member must have the
+// product's shape and a float dtype: the compare's bool ends the chain.
+TEST(FuseContractionEpilogueTest, AChainEndingInAnotherDtypeKeepsTheProduct) {
+  FuseContractionEpiloguePass pass = half_pass();
+  EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%x: bf16[8,3], %w: bf16[3,4], %b: f32[4]) {
+  %m = matmul(%x, %w) : bf16[8,4]
+  %mw = cast(%m) {dtype=f32} : f32[8,4]
+  %h = add(%mw, %b) : f32[8,4]
+  %p = gt(%h, %b) : bool[8,4]
+  return %h, %p
+})"),
+            R"(graph @f(%x: bf16[8,3], %w: bf16[3,4], %b: f32[4]) -> (f32[8,4], bool[8,4]) {
+  %h, %m = fused(%x, %w, %b) {kind="contraction"} : f32[8,4], bf16[8,4] ({
+    ^body(%0: bf16[8,3], %1: bf16[3,4], %2: f32[4]):
+      %t0 = matmul(%0, %1) : bf16[8,4]
+      %t1 = cast(%t0) {dtype=f32} : f32[8,4]
+      %t2 = add(%t1, %2) : f32[8,4]
+      return %t2, %t0
+  })
+  %p = gt(%h, %b) : bool[8,4]
+  return %h, %p
+}
+)");
+}
+
+// A chain that leaves the product's dtype after members of it ends at its last member of
+// the product's dtype: a bf16 logits' bias add joins, the cast widening it for the loss
+// stays outside (as before casts could join).
+TEST(FuseContractionEpilogueTest, AChainEndsAtItsLastMemberOfTheProductsDtype) {
+  FuseContractionEpiloguePass pass = half_pass();
+  EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%x: bf16[8,3], %w: bf16[3,4], %b: bf16[4]) {
+  %m = matmul(%x, %w) : bf16[8,4]
+  %h = add(%m, %b) : bf16[8,4]
+  %y = cast(%h) {dtype=f32} : f32[8,4]
+  return %y
+})"),
+            R"(graph @f(%x: bf16[8,3], %w: bf16[3,4], %b: bf16[4]) -> (f32[8,4]) {
+  %h = fused(%x, %w, %b) {kind="contraction"} : bf16[8,4] ({
+    ^body(%0: bf16[8,3], %1: bf16[3,4], %2: bf16[4]):
+      %t0 = matmul(%0, %1) : bf16[8,4]
+      %t1 = add(%t0, %2) : bf16[8,4]
+      return %t1
+  })
+  %y = cast(%h) {dtype=f32} : f32[8,4]
+  return %y
+}
+)");
+}
+
 // A residual x + x·W whose x is computed (a layer norm's output): x's producer is read by
 // the GEMM itself, so it must not join the epilogue (it did, and made a cycle).
 TEST(FuseContractionEpilogueTest, TheGemmsOwnOperandNeverJoins) {

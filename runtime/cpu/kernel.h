@@ -112,9 +112,9 @@ StatusOr<std::unique_ptr<BoundKernel>> make_gemm_epilogue_kernel(
     std::vector<void*> buffers, int64_t rows, int64_t row_length, std::string name);
 
 /// Whether make_gemm_epilogue_kernel runs `gemm`: an f32, f64, f16 or bf16 matmul (2-D or
-/// batched, any transposes) whose result has its operands' dtype. (The half ones run the
-/// matmul kernel and then the epilogue; passes/fuse_contraction_epilogue fuses only f32
-/// and f64 today.)
+/// batched, any transposes) whose result has its operands' dtype. (A half one runs the
+/// matmul kernel, then the epilogue over C, which may widen it to f32 and round back:
+/// passes/fuse_contraction_epilogue.h.)
 bool supports_gemm_epilogue(const LibraryCall& gemm);
 
 }  // namespace weft::cpu

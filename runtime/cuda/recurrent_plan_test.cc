@@ -569,13 +569,15 @@ TEST(RecurrentPlan, SuiteLoopsCostInBf16OnAnH200Model) {
 // lowered for CUDA: every loop plans. feedback_fixed's and iterative_refine's forward loop:
 // the matmul with the bias and gelu (erf's form, kGeluOp) in its epilogue, the eps's
 // `full`, the layer norm's row kernel; their gradient loop: one row kernel (the layer
-// norm's and gelu's gradients), an elementwise kernel, the matmul.
+// norm's and gelu's gradients), an elementwise kernel, the matmul. The forward loop
+// planned 4 phases before fuse-contraction-epilogue took a bf16 product widened to f32
+// into its epilogue (session 27, epicast), 3 since.
 TEST(RecurrentPlan, SuiteBf16LoopsPlan) {
   const std::map<std::string, std::vector<std::string>> kPlans = {
       {"feedback_fixed",
-       {"@body x10: 3 invocations, 0 copies -> 4 phases", "@grad_body x10: 3 invocations, 0 copies -> 3 phases"}},
+       {"@body x10: 3 invocations, 0 copies -> 3 phases", "@grad_body x10: 3 invocations, 0 copies -> 3 phases"}},
       {"iterative_refine",
-       {"@body x8: 3 invocations, 0 copies -> 4 phases", "@grad_body x8: 3 invocations, 0 copies -> 3 phases"}},
+       {"@body x8: 3 invocations, 0 copies -> 3 phases", "@grad_body x8: 3 invocations, 0 copies -> 3 phases"}},
   };
   for (bench::Preset preset : {bench::Preset::cpu, bench::Preset::paper}) {
     for (const char* model : {"lstm_seq", "gru_seq", "feedback_fixed", "iterative_refine"}) {

@@ -30,7 +30,7 @@
 #                recurrent_kernel_test: opt-in kernel, its own cases), plainly;
 #             28 the skipped-slot and loop cases, memcheck; 32 nccl_step_test (plain and
 #                as a torchrun world of one), the all_reduce case, train_mlp_cuda_dp.
-#   second  call 2 (150-320 s estimated; timeout_s: what is left less a minute), the opt-in
+#   second  call 2 (200-420 s estimated; timeout_s: what is left less a minute), the opt-in
 #           persistent loops, which decide whether that kernel can default on (31rnn's
 #           rest: its tests under memcheck and racecheck, the loop cases switched on and
 #           under memcheck, lstm_seq/gru_seq timed off and on, then checked on).

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "autodiff/grad.h"
+#include "ir/cast.h"
 
 namespace weft {
 
@@ -20,10 +21,7 @@ class Emitter : public GradBuilder {
   using GradBuilder::GradBuilder;
 
   ValueId sqrt(ValueId a) { return op(Op::Sqrt, {a}); }
-  ValueId cast(ValueId a, DType dtype) {
-    if (type(a).dtype == dtype) return a;
-    return op(Op::Cast, {a}, {{"dtype", dtype}});
-  }
+  ValueId cast(ValueId a, DType dtype) { return cast_to(*this, a, dtype); }
   /// `x · c` with the host constant `c` in x's dtype.
   ValueId scale(ValueId x, double c) { return mul(x, constant(c, type(x).dtype)); }
   void assign(ValueId target, ValueId value) { op(Op::Assign, {target, value}); }

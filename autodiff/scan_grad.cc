@@ -34,6 +34,7 @@
 #include <string>
 
 #include "autodiff/rules.h"
+#include "ir/cast.h"
 #include "ir/scan.h"
 #include "ir/shape_rules.h"
 
@@ -581,9 +582,7 @@ void ScanGradient::add_moved_terms(std::vector<ValueId>& out) {
     }
     for (auto p = m.peeled.rbegin(); p != m.peeled.rend(); ++p) v = outer_.op((*p)->op, {v}, (*p)->attrs);
     if (outer_.type(v) != term) v = outer_.op(Op::Reshape, {v}, {{"shape", term.shape.dims}});
-    if (out[m.constant] != kNoValue && outer_.type(out[m.constant]).dtype != term.dtype) {
-      v = outer_.op(Op::Cast, {v}, {{"dtype", outer_.type(out[m.constant]).dtype}});  // onto an f32 sum
-    }
+    if (out[m.constant] != kNoValue) v = cast_to(outer_, v, outer_.type(out[m.constant]).dtype);  // onto an f32 sum
     out[m.constant] = out[m.constant] == kNoValue ? v : outer_.add(out[m.constant], v);
   }
 }
@@ -593,7 +592,7 @@ void ScanGradient::add_moved_terms(std::vector<ValueId>& out) {
 void ScanGradient::round_half_consts(std::vector<ValueId>& out) {
   for (int i = 0; i < consts_; ++i) {
     const DType d = body_->type(body_->inputs()[i].value).dtype;
-    if (out[i] != kNoValue && outer_.type(out[i]).dtype != d) out[i] = outer_.op(Op::Cast, {out[i]}, {{"dtype", d}});
+    if (out[i] != kNoValue) out[i] = cast_to(outer_, out[i], d);
   }
 }
 

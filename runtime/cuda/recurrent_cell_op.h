@@ -6,11 +6,8 @@
 // interpreter does; bools are 1.0f and 0.0f (comparisons give them, not/and/or read them),
 // and select's condition is a != 0. gelu, whose `approximate` attribute picks its form,
 // is two codes of its own (kGeluOp, kGeluTanhOp: recurrent_program.h), computed by
-// GeluErf and GeluTanh below, written as the reference interpreter's gelu kernel computes
-// f32 (runtime/reference/elementwise.cc; recurrent_plan_test's GeluFormsMatchTheInterpreter
-// compares them bit for bit). They are not in ir/scalar_math.h: that header is read by
-// 523 of the tree's 797 targets, and adding them there (and the interpreter's kernel
-// calling them) is a rebuild of most of the tree.
+// ir/gelu.h's gelu_erf and gelu_tanh, which the reference interpreter's gelu kernel calls
+// too (recurrent_plan_test's GeluFormsMatchTheInterpreter compares them bit for bit).
 //
 //   float y;
 //   if (cell_op(static_cast<uint16_t>(Op::Tanh), x, 0, 0, &y)) ...   // y = tanh(x)
@@ -19,6 +16,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "ir/gelu.h"
 #include "ir/host_device.h"
 #include "ir/op.h"
 #include "ir/scalar_math.h"
@@ -26,28 +24,11 @@
 
 namespace weft::cuda {
 
-/// gelu(x) = x/2 · (1 + erf(x/√2)) in f32, the interpreter's expression.
-struct GeluErf {
-  WEFT_HD static float apply(float x) {
-    const float inv_sqrt2 = static_cast<float>(0.70710678118654752440084436210485);
-    return 0.5f * x * (1.0f + std::erf(x * inv_sqrt2));
-  }
-};
-
-/// gelu(x) ≈ x/2 · (1 + tanh(√(2/π) · (x + 0.044715 x³))) in f32, the interpreter's
-/// expression.
-struct GeluTanh {
-  WEFT_HD static float apply(float x) {
-    const float sqrt_2_over_pi = static_cast<float>(0.79788456080286535587989211986876);
-    return 0.5f * x * (1.0f + std::tanh(sqrt_2_over_pi * (x + static_cast<float>(0.044715) * x * x * x)));
-  }
-};
-
 /// op(a, b, c) for `code`, a weft::Op or kGeluOp / kGeluTanhOp (unary ops read a, binary
 /// a and b); false, and nothing written, for an op a program may not hold.
 WEFT_HD inline bool cell_op(uint16_t code, float a, float b, float c, float* out) {
   if (code == kGeluOp || code == kGeluTanhOp) {
-    *out = code == kGeluOp ? GeluErf::apply(a) : GeluTanh::apply(a);
+    *out = code == kGeluOp ? gelu_erf(a) : gelu_tanh(a);
     return true;
   }
   const Op op = static_cast<Op>(code);

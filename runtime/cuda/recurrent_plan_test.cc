@@ -162,8 +162,8 @@ TEST(RecurrentPlan, AutocastStepLoopsMatchTheInterpreter) {
   }
 }
 
-// gelu's two forms in a program (kGeluOp, kGeluTanhOp: recurrent_cell_op.h's GeluErf and
-// GeluTanh) compute what the reference interpreter's gelu kernel computes, bit for bit,
+// gelu's two forms in a program (kGeluOp, kGeluTanhOp: ir/gelu.h's gelu_erf and
+// gelu_tanh) compute what the reference interpreter's gelu kernel computes, bit for bit,
 // at 4097 points evenly over [-8, 8] and at ±0, ±inf and a NaN.
 TEST(RecurrentCell, GeluFormsMatchTheInterpreter) {
   std::vector<float> xs = {0.0f, -0.0f, INFINITY, -INFINITY, NAN};

@@ -204,7 +204,7 @@ TEST(RecurrentReference, RowPhaseReducesEachRow) {
     for (int c = 0; c < 3; ++c) {
       const float want = x[3 * r + c] - sum / 3 + sum * 0.5f;
       EXPECT_FLOAT_EQ(y[3 * r + c], want) << r << "," << c;
-      EXPECT_FLOAT_EQ(z[3 * r + c], GeluErf::apply(want) + GeluTanh::apply(want)) << r << "," << c;
+      EXPECT_FLOAT_EQ(z[3 * r + c], gelu_erf(want) + gelu_tanh(want)) << r << "," << c;
     }
   }
   EXPECT_NE(p.to_string().find("    r1 = row mean r0\n"), std::string::npos) << p.to_string();

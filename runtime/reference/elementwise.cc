@@ -8,6 +8,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "ir/gelu.h"
 #include "ir/scalar_math.h"
 #include "runtime/reference/kernels.h"
 
@@ -49,15 +50,8 @@ Status gelu(const Node& node, const Inputs& in, Tensor& out) {
     using T = decltype(tag);
     const T* src = x.data<T>();
     T* dst = out.data<T>();
-    const T k_sqrt_2_over_pi = static_cast<T>(0.79788456080286535587989211986876);
-    const T k_inv_sqrt2 = static_cast<T>(0.70710678118654752440084436210485);
     for (int64_t i = 0; i < x.numel(); ++i) {
-      const T v = src[i];
-      if (use_tanh) {
-        dst[i] = T(0.5) * v * (T(1) + std::tanh(k_sqrt_2_over_pi * (v + T(0.044715) * v * v * v)));
-      } else {
-        dst[i] = T(0.5) * v * (T(1) + std::erf(v * k_inv_sqrt2));
-      }
+      dst[i] = use_tanh ? gelu_tanh(src[i]) : gelu_erf(src[i]);
     }
     return Status::ok_status();
   });

@@ -137,6 +137,24 @@ TEST(RecurrentKernelEmulated, ForcedKSplitsMatchTheOracle) {
   }
 }
 
+// The GPU test's launch past 48 KiB of dynamic shared memory (recurrent_testing.h's
+// kLargeSlice): on the same 2 blocks (of 256 threads) and 2 k ranges, the 80 KiB slice
+// (40 KiB in bf16 and f16, on the tensor-core matmul) on chip and in global memory,
+// against the oracle; the layout gives the shared bytes that test expects.
+TEST(RecurrentKernelEmulated, TheLargeSliceOnTwoBlocksMatchesTheOracle) {
+  for (ElementType type : {ElementType::f32, ElementType::bf16, ElementType::f16}) {
+    const Case c = type == ElementType::f32 ? large_slice_case() : in_type(large_slice_case(), type);
+    SCOPED_TRACE(c.name);
+    Storage storage = c.initial;
+    const Program program = c.build(host_bases(storage));
+    EXPECT_EQ(recurrent_shared_bytes(program.view(), kLargeSliceBlocks, kPlentyOfShared, kLargeSliceKSplits),
+              large_slice_shared_bytes(type));
+    EXPECT_GT(large_slice_shared_bytes(type), 48u * 1024);
+    expect_matches_oracle(c, kLargeSliceBlocks, kRecurrentThreads, kLargeSliceKSplits,
+                          /*tensor_cores=*/type != ElementType::f32);
+  }
+}
+
 bool same(float got, float want) {
   if (std::isnan(want)) return std::isnan(got);
   return std::memcmp(&got, &want, sizeof(float)) == 0;  // -0 is not +0

@@ -5,12 +5,14 @@
 // then in bf16 and f16 (tensor cores and SIMT), then captured in a CUDA graph and
 // replayed twice
 // (the capture of a cooperative launch, and the barrier counter reused across launches),
-// each run against the host oracle.
+// and a launch past 48 KiB of dynamic shared memory, plainly and captured; each run
+// against the host oracle.
 #include "runtime/cuda/recurrent_kernel.h"
 
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -78,8 +80,10 @@ class OnDevice {
   /// Copies case `c`'s arrays and program to the device (the program's addresses the
   /// device's) and plans its launch on device 0; `k_splits` > 0 then forces that many k
   /// ranges on its matmuls, with the slices that fit the planned shared memory and the
-  /// scratch they need.
-  explicit OnDevice(const Case& c, int k_splits = 0) : storage_(c.initial) {
+  /// scratch they need; `blocks` > 0 runs it on that many blocks instead, with the slices
+  /// that fit the device's opt-in shared memory per block (the limit the plan raised
+  /// cudaFuncAttributeMaxDynamicSharedMemorySize to).
+  explicit OnDevice(const Case& c, int k_splits = 0, int blocks = 0) : storage_(c.initial) {
     for (const std::vector<float>& v : storage_) bases_.push_back(reinterpret_cast<uint64_t>(copy(v)));
     host_program = c.build(bases_);
     view = host_program.view();
@@ -88,7 +92,14 @@ class OnDevice {
     view.maps = copy(host_program.maps);
     view.instrs = copy(host_program.instrs);
     launch = plan_recurrent_launch(host_program.view(), 0);
-    if (launch.ok() && k_splits > 0) {
+    if (launch.ok() && blocks > 0) {
+      int optin = 0;
+      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0);
+      launch->blocks = blocks;
+      launch->k_splits = k_splits;
+      launch->shared_bytes = recurrent_shared_bytes(host_program.view(), blocks, static_cast<uint64_t>(optin), k_splits);
+      launch->workspace_bytes = recurrent_workspace_bytes(host_program.view(), blocks, k_splits);
+    } else if (launch.ok() && k_splits > 0) {
       launch->k_splits = k_splits;
       launch->shared_bytes = recurrent_shared_bytes(host_program.view(), launch->blocks, launch->shared_bytes, k_splits);
       launch->workspace_bytes = recurrent_workspace_bytes(host_program.view(), launch->blocks, k_splits);
@@ -152,6 +163,25 @@ Storage oracle(const Case& c, int runs) {
   return want;
 }
 
+/// Captures d's launch on a stream of its own in a CUDA graph (a cooperative kernel node)
+/// and replays the graph twice.
+void replay_captured_twice(const OnDevice& d) {
+  cudaStream_t stream = nullptr;
+  CUDA_OK(cudaStreamCreate(&stream));
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  CUDA_OK(launch_recurrent(d.view, d.barrier, *d.launch, stream));
+  CUDA_OK(cudaStreamEndCapture(stream, &graph));
+  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  CUDA_OK(cudaGraphLaunch(exec, stream));
+  CUDA_OK(cudaGraphLaunch(exec, stream));
+  CUDA_OK(cudaStreamSynchronize(stream));
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
 TEST(RecurrentKernel, CasesMatchTheOracleOnTheGpu) {
   if (!have_gpu()) GTEST_SKIP() << "no GPU";
   for (const Case& c : kernel_cases()) {
@@ -211,27 +241,49 @@ TEST(RecurrentKernel, LowPrecisionCasesMatchTheOracleOnTheGpu) {
   }
 }
 
+// Past 48 KiB of dynamic shared memory (recurrent_testing.h's kLargeSlice: 96 KiB per
+// block in f32, 56 KiB in bf16 and f16 on tensor cores), which a launch gets only after
+// plan_recurrent_launch's cudaFuncSetAttribute: launched, then captured in a CUDA graph
+// (a cooperative kernel node with that much shared memory) and replayed twice, each
+// against the oracle. The planned launches of kernel_cases stay under 48 KiB. Skipped
+// where the device's opt-in limit is below the case's bytes (sm_75's 64 KiB, in f32).
+TEST(RecurrentKernel, LaunchesPast48KiBOfSharedMemoryOnTheGpu) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU";
+  int optin = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0), cudaSuccess);
+  for (ElementType type : {ElementType::f32, ElementType::bf16, ElementType::f16}) {
+    const Case c = type == ElementType::f32 ? large_slice_case() : in_type(large_slice_case(), type);
+    SCOPED_TRACE(c.name);
+    if (static_cast<uint64_t>(optin) < large_slice_shared_bytes(type)) {
+      std::printf("  %s skipped: the device's opt-in shared memory is %d bytes\n", c.name.c_str(), optin);
+      continue;
+    }
+    {
+      OnDevice d(c, kLargeSliceKSplits, kLargeSliceBlocks);
+      ASSERT_TRUE(d.launch.ok()) << d.launch.error().message;
+      ASSERT_EQ(d.launch->shared_bytes, large_slice_shared_bytes(type));
+      EXPECT_EQ(count_cached_phases(d.host_program.view(), d.launch->blocks, d.launch->shared_bytes,
+                                    kLargeSliceKSplits).cached,
+                1);
+      CUDA_OK(launch_recurrent(d.view, d.barrier, *d.launch, nullptr));
+      CUDA_OK(cudaDeviceSynchronize());
+      expect_close(d.download(), oracle(c, 1), type);
+    }
+    OnDevice d(c, kLargeSliceKSplits, kLargeSliceBlocks);
+    ASSERT_TRUE(d.launch.ok()) << d.launch.error().message;
+    ASSERT_NO_FATAL_FAILURE(replay_captured_twice(d));
+    expect_close(d.download(), oracle(c, 2), type);
+  }
+}
+
 TEST(RecurrentKernel, CapturedInACudaGraphAndReplayed) {
   if (!have_gpu()) GTEST_SKIP() << "no GPU";
   for (const Case& c : kernel_cases()) {
     SCOPED_TRACE(c.name);
     OnDevice d(c);
     ASSERT_TRUE(d.launch.ok()) << d.launch.error().message;
-    cudaStream_t stream = nullptr;
-    CUDA_OK(cudaStreamCreate(&stream));
-    cudaGraph_t graph = nullptr;
-    cudaGraphExec_t exec = nullptr;
-    CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    CUDA_OK(launch_recurrent(d.view, d.barrier, *d.launch, stream));
-    CUDA_OK(cudaStreamEndCapture(stream, &graph));
-    CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-    CUDA_OK(cudaGraphLaunch(exec, stream));
-    CUDA_OK(cudaGraphLaunch(exec, stream));
-    CUDA_OK(cudaStreamSynchronize(stream));
+    ASSERT_NO_FATAL_FAILURE(replay_captured_twice(d));
     expect_close(d.download(), oracle(c, 2));  // the LSTM's c carries over, as in the oracle's two runs
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
-    cudaStreamDestroy(stream);
   }
 }
 

@@ -525,4 +525,24 @@ inline RecurrentDeviceLimits h200_limits() {
 /// than k = 15 … 33 has chunks of kChunkK (one to three), and is clamped to k where k < 5.
 inline constexpr int kForcedKSplits[] = {2, 3, 5};
 
+/// A launch past 48 KiB of dynamic shared memory, the default a kernel may use before
+/// cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize) raises it
+/// (plan_recurrent_launch raises it to the device's opt-in limit): the tiling case of
+/// kLargeSlice, its weight 128 × 320 in 2 k ranges on kLargeSliceBlocks blocks, each
+/// block keeping its 64 × 320 slice on chip after the stage — 80 KiB in f32 (96 KiB per
+/// block in all), 40 KiB in bf16 or f16 (56 KiB). kernel_cases' own launches stay under
+/// 48 KiB, and of the suite's loops only gru_seq's (64 KiB on an H200) go over.
+inline constexpr TilingShape kLargeSlice{16, 320, 128};
+inline constexpr unsigned kLargeSliceBlocks = 2;
+inline constexpr int kLargeSliceKSplits = 2;
+
+/// kLargeSlice's shared bytes per block with its elements of `type`.
+inline uint64_t large_slice_shared_bytes(ElementType type) {
+  return kMatmulStageBytes + uint64_t{64} * 320 * static_cast<uint64_t>(element_bytes(type));
+}
+
+inline Case large_slice_case() {
+  return {"large slice 16x320x128", tiling_storage(kLargeSlice), tiling(kLargeSlice), 1, kLargeSliceBlocks};
+}
+
 }  // namespace weft::cuda::recurrent_testing

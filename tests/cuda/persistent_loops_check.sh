@@ -10,8 +10,11 @@
 #     launched and captured in a CUDA graph replayed twice, against the host oracle; every
 #     case again in bf16 and f16 (LowPrecisionCasesMatchTheOracleOnTheGpu: the first run of
 #     mma.sync m16n8k16 on tensor cores, then the SIMT matmul on converted values, each
-#     with the planned and 2 k ranges; expects tensor_cores planned on sm_80+); then
-#     under memcheck and racecheck (the grid barrier, the shared-memory stage; the bf16
+#     with the planned and 2 k ranges; expects tensor_cores planned on sm_80+); a launch
+#     past 48 KiB of dynamic shared memory (LaunchesPast48KiBOfSharedMemoryOnTheGpu: 96
+#     KiB per block in f32, 56 KiB in bf16/f16, plainly and captured in a graph; the
+#     cudaFuncSetAttribute that plan_recurrent_launch makes, which no other launch of this
+#     default part needs); then under memcheck and racecheck (the grid barrier, the shared-memory stage; the bf16
 #     cases make these runs about twice as long as before, near their 150 s timeout).
 #  1. cases_test's loop cases (`*scan*`, `*lstm*`, `*gru*`, `*until*`: forward, reversed,
 #     nested, swapped, shifted and chained carries, the LSTM and GRU training steps)

@@ -241,6 +241,40 @@ TEST(RecurrentKernel, LowPrecisionCasesMatchTheOracleOnTheGpu) {
   }
 }
 
+// The tiling's edges on the GPU as the emulation runs them (recurrent_kernel_emulation_test's
+// TilingEdgesMatchTheOracleOnBlocksOf256Threads and its tensor-core tiling cases): each
+// case on 2 blocks of 256 threads, so that a block's tile is the whole
+// 128-row and 64-column panels, the k splits of the SIMT panel and the tensor-core panel
+// of up to 8 × 8 mma tiles (8 per warp) run on the device; the planned launches of the
+// cases above spread these shapes over every multiprocessor's blocks (an H200's 264), a
+// few columns each. In f32, then bf16 and f16 on tensor cores (where the device has them)
+// and as SIMT.
+TEST(RecurrentKernel, TilingCasesOnTwoBlocksMatchTheOracleOnTheGpu) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU";
+  for (ElementType type : {ElementType::f32, ElementType::bf16, ElementType::f16}) {
+    for (const Case& f32 : tiling_cases()) {
+      const Case c = type == ElementType::f32 ? f32 : in_type(f32, type);
+      SCOPED_TRACE(c.name);
+      bool planned_tensor_cores = false;
+      {
+        OnDevice d(c, 0, /*blocks=*/2);
+        ASSERT_TRUE(d.launch.ok()) << d.launch.error().message;
+        planned_tensor_cores = d.launch->tensor_cores;
+      }
+      // Planned on tensor cores (bf16 and f16 on sm_80 and later): that, then SIMT.
+      const std::vector<bool> runs = planned_tensor_cores ? std::vector<bool>{true, false} : std::vector<bool>{false};
+      for (bool tensor_cores : runs) {
+        SCOPED_TRACE(tensor_cores ? "tensor cores" : "SIMT");
+        OnDevice d(c, 0, /*blocks=*/2);
+        d.launch->tensor_cores = tensor_cores;
+        CUDA_OK(launch_recurrent(d.view, d.barrier, *d.launch, nullptr));
+        CUDA_OK(cudaDeviceSynchronize());
+        expect_close(d.download(), oracle(c, 1), type);
+      }
+    }
+  }
+}
+
 // Past 48 KiB of dynamic shared memory (recurrent_testing.h's kLargeSlice: 96 KiB per
 // block in f32, 56 KiB in bf16 and f16 on tensor cores), which a launch gets only after
 // plan_recurrent_launch's cudaFuncSetAttribute: launched, then captured in a CUDA graph

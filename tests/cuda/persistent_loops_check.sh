@@ -10,7 +10,10 @@
 #     launched and captured in a CUDA graph replayed twice, against the host oracle; every
 #     case again in bf16 and f16 (LowPrecisionCasesMatchTheOracleOnTheGpu: the first run of
 #     mma.sync m16n8k16 on tensor cores, then the SIMT matmul on converted values, each
-#     with the planned and 2 k ranges; expects tensor_cores planned on sm_80+); a launch
+#     with the planned and 2 k ranges; expects tensor_cores planned on sm_80+); the tiling
+#     cases on 2 blocks of 256 threads as the emulation runs them (TilingCasesOnTwoBlocks…:
+#     whole 128-row and 64-column panels, 8 × 8 mma tiles per panel, which the planned
+#     264-block launches, a few columns per block, never reach); a launch
 #     past 48 KiB of dynamic shared memory (LaunchesPast48KiBOfSharedMemoryOnTheGpu: 96
 #     KiB per block in f32, 56 KiB in bf16/f16, plainly and captured in a graph; the
 #     cudaFuncSetAttribute that plan_recurrent_launch makes, which no other launch of this

@@ -17,8 +17,9 @@
 #     past 48 KiB of dynamic shared memory (LaunchesPast48KiBOfSharedMemoryOnTheGpu: 96
 #     KiB per block in f32, 56 KiB in bf16/f16, plainly and captured in a graph; the
 #     cudaFuncSetAttribute that plan_recurrent_launch makes, which no other launch of this
-#     default part needs); then under memcheck and racecheck (the grid barrier, the shared-memory stage; the bf16
-#     cases make these runs about twice as long as before, near their 150 s timeout).
+#     default part needs); then, those two left out, under memcheck and racecheck (the
+#     grid barrier, the shared-memory stage; the bf16 cases make these runs about twice
+#     as long as before, near their 150 s timeout).
 #  1. cases_test's loop cases (`*scan*`, `*lstm*`, `*gru*`, `*until*`: forward, reversed,
 #     nested, swapped, shifted and chained carries, the LSTM and GRU training steps)
 #     against the reference interpreter, launch by launch and as one CUDA graph, with the
@@ -116,10 +117,15 @@ else
   echo "== memcheck (persistent_loop_test) rc=$rc $(line 'ERROR SUMMARY|^\[  (PASSED|FAILED)' "$out/persistent_loop_test_memcheck.txt")"
   timed_out $rc "memcheck (persistent_loop_test)"
 fi
+# The sanitizers over the tests as they stood when their 150 s were estimated (session 28's
+# two tests, the tiling cases on 2 blocks and the launch past 48 KiB, some 50 launches
+# more, are left out: each launch costs the sanitizers a fixed time, and the runs were
+# already estimated near their limit; `first` runs them plainly).
+sanitized='-RecurrentKernel.TilingCasesOnTwoBlocksMatchTheOracleOnTheGpu:RecurrentKernel.LaunchesPast48KiBOfSharedMemoryOnTheGpu'
 for tool in memcheck racecheck; do
   if [ -n "$hung" ]; then skip "$tool (recurrent_kernel_test)"; continue; fi
   timeout 150 compute-sanitizer --tool $tool --error-exitcode 3 .gpu/recurrent_kernel_test \
-    >"$out/persistent_kernel_$tool.txt" 2>&1
+    --gtest_filter="$sanitized" >"$out/persistent_kernel_$tool.txt" 2>&1
   rc=$?
   echo "== $tool (recurrent_kernel_test) rc=$rc $(line 'ERROR SUMMARY|RACECHECK SUMMARY|^\[  (PASSED|FAILED)' "$out/persistent_kernel_$tool.txt")"
   timed_out $rc "$tool (recurrent_kernel_test)"

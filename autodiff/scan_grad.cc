@@ -358,24 +358,21 @@ int64_t ScanGradient::stacked_bytes(const Reads& reads) const {
 //    outputs, the node results (stacked_). Its nodes are taken from grad_, where
 //    differentiating a nested loop rewrote it.
 void ScanGradient::stack_forward_values() {
-  auto forward = std::make_shared<Graph>(body_->name());
-  std::vector<ValueId> fmap(grad_.num_values(), kNoValue);
-  for (int i = 0; i < inputs_; ++i) {
-    const ValueId v = body_->inputs()[i].value;
-    fmap[v] = forward->add_input(body_->value(v).name, body_->type(v), body_->inputs()[i].kind);
-  }
-  for (int n = 0; n < forward_nodes_; ++n) {
-    copy_node(*forward, grad_, grad_.node(n), fmap, [&](ValueId r) { return grad_.value(r).name; });
-  }
-  for (ValueId v : body_->outputs()) forward->add_output(fmap[v]);
-  for (ValueId v : reads_.saved) forward->add_output(fmap[v]);
-  for (int i : reads_.carries) forward->add_output(fmap[body_->inputs()[i].value]);
+  BodyRebuilder rebuilt(grad_);
+  rebuilt.inputs(0, inputs_);  // the body's; not the cotangent seeds
+  for (int n = forward_nodes_; n < static_cast<int>(grad_.nodes().size()); ++n) rebuilt.skip(n);  // backward
+  rebuilt.copy_nodes();
+  Graph& forward = rebuilt.graph();
+  for (ValueId v : body_->outputs()) forward.add_output(rebuilt[v]);
+  for (ValueId v : reads_.saved) forward.add_output(rebuilt[v]);
+  for (int i : reads_.carries) forward.add_output(rebuilt[body_->inputs()[i].value]);
   if (exits_) {
-    forward->add_output(*add_typed_node(*forward, Op::Full, {},
-                                        {{"shape", IntList{}}, {"value", 1.0}, {"dtype", DType::boolean}}, node_.loc));
+    forward.add_output(*add_typed_node(forward, Op::Full, {},
+                                       {{"shape", IntList{}}, {"value", 1.0}, {"dtype", DType::boolean}}, node_.loc));
   }
-  g_.node(index_).body = forward;
-  for (int k = outputs_; k < static_cast<int>(forward->outputs().size()); ++k) {
+  const int outputs = static_cast<int>(forward.outputs().size());
+  g_.node(index_).body = std::make_shared<const Graph>(std::move(forward));
+  for (int k = outputs_; k < outputs; ++k) {
     const Type t = result_type(g_.node(index_), static_cast<size_t>(k), g_.type(node_.result()));
     stacked_.push_back(g_.add_result(index_, "", t));
   }

@@ -25,24 +25,21 @@
 //
 // `ScanGradient::run` lists the steps in order; each step's comment says what it builds.
 
-#include <algorithm>
-#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "autodiff/rules.h"
+#include "autodiff/scan_save.h"
 #include "ir/cast.h"
 #include "ir/scan.h"
 #include "ir/shape_rules.h"
 
 namespace weft::grad_rules {
 namespace {
-
-/// What a body input is to the loop: its operands are the consts, the carries, the xs.
-enum class Role { constant, carry, x };
 
 /// A const's gradient term moved out of the loop: a product of two per-iteration values
 /// (a weight's xᵀ·g) or a reduction of one (a bias's column sum of g), possibly reshaped
@@ -55,14 +52,6 @@ struct MovedTerm {
   std::vector<ValueId> operands;    ///< Per iteration: the core's operands (transposes peeled).
   std::vector<bool> transposed;     ///< Whether each was transposed (matmul: [1,0]).
   std::vector<ValueId> stacked;     ///< Each operand stacked over the iterations, in the outer graph.
-};
-
-/// What the reverse body reads of the forward loop: body inputs by role, the ys whose
-/// cotangents it reads (body output indices), and the forward values the forward loop
-/// saves for it. Everything else it recomputes.
-struct Reads {
-  std::set<int> consts, carries, xs, seeds;
-  std::vector<ValueId> saved;
 };
 
 /// A's stacked slots side by side along the contracted axis: A_t [m, k] stacked [T, m, k]
@@ -101,24 +90,13 @@ class ScanGradient {
   StatusOr<std::vector<ValueId>> run();
 
  private:
-  Role role(int i) const { return i < consts_ ? Role::constant : i < consts_ + carries_ ? Role::carry : Role::x; }
-  /// Which body input `v` (a value of grad_) is, or -1.
-  int body_input(ValueId v) const;
-  /// The body output whose cotangent seed `v` is, or -1.
-  int seed_output(ValueId v) const;
-  /// Whether `v` is a result of one of the body's own (forward) nodes.
-  bool is_forward(ValueId v) const;
-  /// The backward node that makes `v`, or null.
-  const Node* backward_node(ValueId v) const;
+  Role role(int i) const { return parts_.role(i); }
+  const Node* backward_node(ValueId v) const { return parts_.backward_node(v); }
 
   std::vector<std::pair<ValueId, ValueId>> seed_outputs();
   Status differentiate_body(const std::vector<std::pair<ValueId, ValueId>>& seeds);
   void mark_per_iteration();
   void choose_reads();
-  Reads reads_under(bool save_x_readers) const;
-  void read(ValueId v, bool save_x_readers, std::set<ValueId>& seen, Reads& reads) const;
-  bool is_x_window(ValueId v) const;
-  int64_t stacked_bytes(const Reads& reads) const;
   void stack_forward_values();
   void split_const_gradients();
   void split_term(int constant, ValueId v);
@@ -159,6 +137,7 @@ class ScanGradient {
   Graph grad_;
   const int forward_nodes_;
   std::vector<ValueId> seed_of_;      // body output -> the input of grad_ seeding its cotangent
+  const BodyGradient parts_;          // grad_'s parts, for the steps and the save policy
   std::map<int, ValueId> grad_of_;    // body input -> its gradient in grad_
   std::vector<bool> per_iteration_;   // value of grad_ -> whether it varies per iteration
   Reads reads_;
@@ -189,7 +168,8 @@ ScanGradient::ScanGradient(Graph& g, int index, const std::vector<ValueId>& cota
       inputs_(static_cast<int>(body_->inputs().size())), outputs_(static_cast<int>(body_->outputs().size())),
       remat_(node_.bool_attr("remat")), exits_(scan_exit(node_).any()), cotangents_(cotangents),
       needs_(needs), none_(node_.operands.size(), kNoValue), outer_(g, node_.loc), grad_(*body_),
-      forward_nodes_(static_cast<int>(body_->nodes().size())), reverse_("grad_" + body_->name()) {}
+      forward_nodes_(static_cast<int>(body_->nodes().size())),
+      parts_{grad_, consts_, carries_, inputs_, forward_nodes_, seed_of_}, reverse_("grad_" + body_->name()) {}
 
 StatusOr<std::vector<ValueId>> ScanGradient::run() {
   const std::vector<std::pair<ValueId, ValueId>> seeds = seed_outputs();
@@ -207,28 +187,6 @@ StatusOr<std::vector<ValueId>> ScanGradient::run() {
   add_moved_terms(out);
   round_half_consts(out);
   return out;
-}
-
-int ScanGradient::body_input(ValueId v) const {
-  const int i = grad_.input_index(v);
-  return i < inputs_ ? i : -1;
-}
-
-int ScanGradient::seed_output(ValueId v) const {
-  for (int k = 0; k < outputs_; ++k) {
-    if (seed_of_[k] == v) return k;
-  }
-  return -1;
-}
-
-bool ScanGradient::is_forward(ValueId v) const {
-  const int at = grad_.value(v).node;
-  return at >= 0 && at < forward_nodes_;
-}
-
-const Node* ScanGradient::backward_node(ValueId v) const {
-  const int at = grad_.value(v).node;
-  return at >= forward_nodes_ ? &grad_.node(at) : nullptr;
 }
 
 // 1. Seeds for the body's gradient: an input of grad_ per float carry (always: a carry's
@@ -280,77 +238,12 @@ void ScanGradient::mark_per_iteration() {
 }
 
 // 4. What the reverse body reads (reads_): consts, stacked carries, x slices, y
-//    cotangents, saved forward values; everything else it recomputes. Saved are the
-//    results of products, reductions and the like; elementwise and movement ops are
-//    recomputed from them (JAX's "dots saveable" policy): they cost less to redo, fused
-//    into the reverse body's kernels, than to stack and read back.
-//    Recomputing an elementwise value that reads an x (or a window of one: a slice,
-//    a reshape) keeps the stacked xs alive until the reverse loop has read them, beside
-//    the saved products it is computed from: an LSTM's pre-activations x_t·W_ihᵀ + b +
-//    h·W_hhᵀ keep both the [T,B,4H] stack of x·W_ihᵀ + b and the stacked h·W_hhᵀ, where
-//    saving the sum stacks [T,B,4H] once and lets x·W_ihᵀ + b die after the forward
-//    loop (issue #31). So the reads are also chosen with such values saved ("x readers
-//    saveable"), and kept when they stack fewer bytes per iteration: the saved values,
-//    the stacked carries, and the xs read (an x that is an input of the graph lives
-//    the whole step anyway and counts nothing). A GRU's sums read windows of its x too,
-//    but its r gate's gradient still reads the saved h·W_hhᵀ: saving them stacks as
-//    many bytes as the x they free, and the dots policy stays.
+//    cotangents, saved forward values; everything else it recomputes. The save policy
+//    (which forward values are saved, which recomputed) is autodiff/scan_save.h's.
 void ScanGradient::choose_reads() {
-  reads_ = reads_under(/*save_x_readers=*/false);
-  if (remat_) return;
-  Reads x_readers_saved = reads_under(/*save_x_readers=*/true);
-  if (stacked_bytes(x_readers_saved) < stacked_bytes(reads_)) reads_ = std::move(x_readers_saved);
-}
-
-Reads ScanGradient::reads_under(bool save_x_readers) const {
-  Reads reads;
-  std::set<ValueId> seen;
-  for (const auto& [i, v] : grad_of_) read(v, save_x_readers, seen, reads);
-  return reads;
-}
-
-void ScanGradient::read(ValueId v, bool save_x_readers, std::set<ValueId>& seen, Reads& reads) const {
-  if (!seen.insert(v).second) return;
-  if (const int i = body_input(v); i >= 0) {
-    const Role r = role(i);
-    (r == Role::constant ? reads.consts : r == Role::carry ? reads.carries : reads.xs).insert(i);
-    return;
-  }
-  if (const int k = seed_output(v); k >= 0) {
-    if (k >= carries_) reads.seeds.insert(k);
-    return;
-  }
-  const Node& n = grad_.node(grad_.value(v).node);
-  const OpCategory c = n.info().category;
-  const bool cheap = c == OpCategory::Elementwise || c == OpCategory::Movement;
-  const bool x_reader = save_x_readers && c == OpCategory::Elementwise &&
-                        std::any_of(n.operands.begin(), n.operands.end(), [&](ValueId o) { return is_x_window(o); });
-  if (is_forward(v) && per_iteration_[v] && !remat_ && (!cheap || x_reader)) {
-    reads.saved.push_back(v);
-    return;
-  }
-  for (ValueId o : n.operands) read(o, save_x_readers, seen, reads);
-}
-
-// Whether `v` is an x of the body, or a movement (slice, reshape, ...) of xs only.
-bool ScanGradient::is_x_window(ValueId v) const {
-  if (const int i = body_input(v); i >= 0) return role(i) == Role::x;
-  if (!is_forward(v)) return false;
-  const Node& n = grad_.node(grad_.value(v).node);
-  return n.info().category == OpCategory::Movement && !n.operands.empty() &&
-         std::all_of(n.operands.begin(), n.operands.end(), [&](ValueId o) { return is_x_window(o); });
-}
-
-// The bytes per iteration that reading `reads` keeps stacked: the saved values and the
-// carries (stacked by the forward loop), and the xs but those the graph takes as inputs.
-int64_t ScanGradient::stacked_bytes(const Reads& reads) const {
-  int64_t bytes = 0;
-  for (ValueId v : reads.saved) bytes += grad_.type(v).bytes();
-  for (int i : reads.carries) bytes += body_->type(body_->inputs()[i].value).bytes();
-  for (int i : reads.xs) {
-    if (g_.value(node_.operands[i]).node >= 0) bytes += body_->type(body_->inputs()[i].value).bytes();
-  }
-  return bytes;
+  std::vector<bool> x_made_in_step(inputs_, false);
+  for (int i = consts_ + carries_; i < inputs_; ++i) x_made_in_step[i] = g_.value(node_.operands[i]).node >= 0;
+  reads_ = grad_rules::choose_reads(parts_, grad_of_, per_iteration_, x_made_in_step, remat_);
 }
 
 // 5. The forward scan also stacks the saved values and the carries the reverse body
@@ -358,24 +251,21 @@ int64_t ScanGradient::stacked_bytes(const Reads& reads) const {
 //    outputs, the node results (stacked_). Its nodes are taken from grad_, where
 //    differentiating a nested loop rewrote it.
 void ScanGradient::stack_forward_values() {
-  auto forward = std::make_shared<Graph>(body_->name());
-  std::vector<ValueId> fmap(grad_.num_values(), kNoValue);
-  for (int i = 0; i < inputs_; ++i) {
-    const ValueId v = body_->inputs()[i].value;
-    fmap[v] = forward->add_input(body_->value(v).name, body_->type(v), body_->inputs()[i].kind);
-  }
-  for (int n = 0; n < forward_nodes_; ++n) {
-    copy_node(*forward, grad_, grad_.node(n), fmap, [&](ValueId r) { return grad_.value(r).name; });
-  }
-  for (ValueId v : body_->outputs()) forward->add_output(fmap[v]);
-  for (ValueId v : reads_.saved) forward->add_output(fmap[v]);
-  for (int i : reads_.carries) forward->add_output(fmap[body_->inputs()[i].value]);
+  BodyRebuilder rebuilt(grad_);
+  rebuilt.inputs(0, inputs_);  // the body's; not the cotangent seeds
+  for (int n = forward_nodes_; n < static_cast<int>(grad_.nodes().size()); ++n) rebuilt.skip(n);  // backward
+  rebuilt.copy_nodes();
+  Graph& forward = rebuilt.graph();
+  for (ValueId v : body_->outputs()) forward.add_output(rebuilt[v]);
+  for (ValueId v : reads_.saved) forward.add_output(rebuilt[v]);
+  for (int i : reads_.carries) forward.add_output(rebuilt[body_->inputs()[i].value]);
   if (exits_) {
-    forward->add_output(*add_typed_node(*forward, Op::Full, {},
-                                        {{"shape", IntList{}}, {"value", 1.0}, {"dtype", DType::boolean}}, node_.loc));
+    forward.add_output(*add_typed_node(forward, Op::Full, {},
+                                       {{"shape", IntList{}}, {"value", 1.0}, {"dtype", DType::boolean}}, node_.loc));
   }
-  g_.node(index_).body = forward;
-  for (int k = outputs_; k < static_cast<int>(forward->outputs().size()); ++k) {
+  const int outputs = static_cast<int>(forward.outputs().size());
+  g_.node(index_).body = std::make_shared<const Graph>(std::move(forward));
+  for (int k = outputs_; k < outputs; ++k) {
     const Type t = result_type(g_.node(index_), static_cast<size_t>(k), g_.type(node_.result()));
     stacked_.push_back(g_.add_result(index_, "", t));
   }
@@ -540,8 +430,8 @@ void ScanGradient::stack_moved_operands() {
 // Whether the caller stacked `v` (an x or a cotangent), so its skipped slots hold
 // whatever the caller put there.
 bool ScanGradient::caller_stacked(ValueId v) const {
-  const int i = body_input(v);
-  return (i >= 0 && role(i) == Role::x) || seed_output(v) >= 0;
+  const int i = parts_.body_input(v);
+  return (i >= 0 && role(i) == Role::x) || parts_.seed_output(v) >= 0;
 }
 
 // 10. The reverse scan (none when every gradient is a moved term of values the forward

@@ -1,5 +1,6 @@
 #include "ir/scan.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "ir/shape_rules.h"
@@ -31,16 +32,30 @@ void copy_loop(Graph& out, const Graph& src, const Node& n, std::vector<ValueId>
   for (size_t k = 1; k < keep.size(); ++k) map[n.results[keep[k]]] = out.add_result(at, result(k).name, result(k).type);
 }
 
-BodyRebuilder::BodyRebuilder(const Graph& src)
-    : src_(src), out_(src.name()), map_(src.num_values(), kNoValue), dropped_(src.nodes().size(), false) {
+BodyRebuilder::BodyRebuilder(const Graph& src, bool renumber)
+    : src_(src),
+      renumber_(renumber),
+      out_(src.name()),
+      map_(src.num_values(), kNoValue),
+      dropped_(src.nodes().size(), false) {
   out_.set_loc(src.loc());
 }
 
+std::string BodyRebuilder::name(ValueId v) const {
+  const std::string& n = src_.value(v).name;
+  const bool numeric = std::all_of(n.begin(), n.end(), [](char c) { return c >= '0' && c <= '9'; });
+  return renumber_ && numeric ? std::string() : n;
+}
+
 ValueId BodyRebuilder::input(size_t k, std::optional<DType> dtype) {
-  const Input& in = src_.inputs()[k];
-  Type t = src_.type(in.value);
+  Type t = src_.type(src_.inputs()[k].value);
   if (dtype) t.dtype = *dtype;
-  return map_[in.value] = out_.add_input(src_.value(in.value).name, std::move(t), in.kind, in.loc);
+  return input(k, std::move(t));
+}
+
+ValueId BodyRebuilder::input(size_t k, Type type) {
+  const Input& in = src_.inputs()[k];
+  return map_[in.value] = out_.add_input(name(in.value), std::move(type), in.kind, in.loc);
 }
 
 void BodyRebuilder::inputs(size_t from, size_t to) {
@@ -48,7 +63,7 @@ void BodyRebuilder::inputs(size_t from, size_t to) {
 }
 
 ValueId BodyRebuilder::input_for(ValueId v, InputKind kind, Location loc) {
-  return map_[v] = out_.add_input(src_.value(v).name, src_.type(v), kind, std::move(loc));
+  return map_[v] = out_.add_input(name(v), src_.type(v), kind, std::move(loc));
 }
 
 void BodyRebuilder::replace(int node, ValueId v) {
@@ -59,9 +74,9 @@ void BodyRebuilder::replace(int node, ValueId v) {
 void BodyRebuilder::skip(int node) { dropped_[node] = true; }
 
 void BodyRebuilder::copy_nodes() {
-  const auto same_name = [&](ValueId v) { return src_.value(v).name; };
+  const auto kept = [&](ValueId v) { return name(v); };
   for (size_t j = 0; j < src_.nodes().size(); ++j) {
-    if (!dropped_[j]) copy_node(out_, src_, src_.node(static_cast<int>(j)), map_, same_name);
+    if (!dropped_[j]) copy_node(out_, src_, src_.node(static_cast<int>(j)), map_, kept);
   }
 }
 

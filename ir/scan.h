@@ -59,7 +59,8 @@ void copy_loop(Graph& out, const Graph& src, const Node& n, std::vector<ValueId>
 
 /// A body (a loop's, or a fused kernel's) rebuilt with new or retyped parameters, for
 /// the transforms that change what a body reads (hoisting casts or invariants out of a
-/// loop, rotating a carry's cast into a carry of its own) or adds to what it returns:
+/// loop, rotating a carry's cast into a carry of its own, folding a slice or a producer
+/// into a kernel) or adds to what it returns (a loop's gradient stacking forward values):
 /// they choose the parameters one by one, drop the nodes those parameters replace, and
 /// copy the rest of the body as it was.
 ///
@@ -70,12 +71,17 @@ void copy_loop(Graph& out, const Graph& src, const Node& n, std::vector<ValueId>
 ///   Graph rebuilt = std::move(b).finish();       // body's outputs, through the map
 class BodyRebuilder {
  public:
-  /// An empty body with `src`'s name and location.
-  explicit BodyRebuilder(const Graph& src);
+  /// An empty body with `src`'s name and location. With `renumber`, src's numeric names
+  /// (the parser's and fresh ones) are not kept: the new body numbers those values
+  /// afresh, among the parameters and nodes the caller adds unnamed.
+  explicit BodyRebuilder(const Graph& src, bool renumber = false);
 
   /// Adds src's parameter `k` with its name, kind and location, and its type, or its
   /// shape in `dtype` where that is given.
   ValueId input(size_t k, std::optional<DType> dtype = std::nullopt);
+  /// Adds src's parameter `k` with its name, kind and location, typed `type`: a wider
+  /// value whose window the new body reads where src read the parameter (read_as).
+  ValueId input(size_t k, Type type);
   /// Adds src's parameters `from` to `to` (exclusive) as they are.
   void inputs(size_t from, size_t to);
   /// Adds a parameter named and typed as src's value `v` (a node's result), which the
@@ -85,6 +91,9 @@ class BodyRebuilder {
   void replace(int node, ValueId v);
   /// src's node `node` is not copied (a result still read needs an input_for).
   void skip(int node);
+  /// The new body reads `v` where src read its value `src_value` (a parameter, say, read
+  /// through a slice of a wider one).
+  void read_as(ValueId src_value, ValueId v) { map_[src_value] = v; }
   /// Copies src's nodes, except those replaced or skipped, in order, with their names.
   void copy_nodes();
 
@@ -96,7 +105,11 @@ class BodyRebuilder {
   Graph finish() &&;
 
  private:
+  /// src's name for `v`, or empty (a fresh number) where renumbering drops it.
+  std::string name(ValueId v) const;
+
   const Graph& src_;
+  const bool renumber_;
   Graph out_;
   std::vector<ValueId> map_;   ///< src's values to the new body's.
   std::vector<bool> dropped_;  ///< src's nodes not to copy.

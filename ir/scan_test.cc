@@ -180,5 +180,56 @@ TEST(BodyRebuilder, AddsParametersForValuesAndLeavesOutputsToTheCaller) {
   EXPECT_EQ(out.inputs()[2].loc.line, 5);
 }
 
+TEST(BodyRebuilder, ReadsAWindowOfAWiderParameter) {
+  auto parsed = parse_graph(R"(graph @k(%x: f32[2,3], %b: f32[2,3]) {
+  %s = add(%x, %b) : f32[2,3]
+  return %s
+}
+)",
+                            "k.wir");
+  ASSERT_TRUE(parsed.ok()) << parsed.error().to_string();
+  const Graph& body = *parsed;
+  BodyRebuilder b(body);
+  const ValueId whole = b.input(0, f32({4, 3}));  // fold-slices: the kernel reads rows 2..4 of %x's source
+  b.input(1);
+  b.read_as(body.inputs()[0].value, b.graph().add_node(Op::Slice, {whole}, {{"start", IntList{2, 0}}, {"stop", IntList{4, 3}}},
+                                                       Location{"k.wir", 9, 1, ""}, f32({2, 3}), "w"));
+  b.copy_nodes();
+  const Graph out = std::move(b).finish();
+  ASSERT_TRUE(verify(out).ok()) << verify(out).to_string();
+  EXPECT_EQ(print_graph(out), R"(graph @k(%x: f32[4,3], %b: f32[2,3]) -> (f32[2,3]) {
+  %w = slice(%x) {start=[2, 0], stop=[4, 3]} : f32[2,3] loc("k.wir":9:1)
+  %s = add(%w, %b) : f32[2,3] loc("k.wir":2:3)
+  return %s
+}
+)");
+}
+
+TEST(BodyRebuilder, RenumbersNumericNamesAmongTheCallersParameters) {
+  auto parsed = parse_graph(R"(graph @k(%0: f32[2,3], %1: f32[2,3]) {
+  %2 = add(%0, %1) : f32[2,3]
+  %y = tanh(%2) : f32[2,3]
+  return %y
+}
+)",
+                            "k.wir");
+  ASSERT_TRUE(parsed.ok()) << parsed.error().to_string();
+  const Graph& body = *parsed;
+  BodyRebuilder b(body, /*renumber=*/true);
+  const ValueId first = b.graph().add_input("", f32({2, 3}));  // fold-window-producers: a leaf's input
+  b.input(0);
+  b.input(1);
+  b.copy_nodes();
+  const Graph out = std::move(b).finish();
+  ASSERT_TRUE(verify(out).ok()) << verify(out).to_string();
+  EXPECT_EQ(out.value(first).name, "0");
+  EXPECT_EQ(print_graph(out), R"(graph @k(%0: f32[2,3], %1: f32[2,3], %2: f32[2,3]) -> (f32[2,3]) {
+  %3 = add(%1, %2) : f32[2,3] loc("k.wir":2:3)
+  %y = tanh(%3) : f32[2,3] loc("k.wir":3:3)
+  return %y
+}
+)");
+}
+
 }  // namespace
 }  // namespace weft

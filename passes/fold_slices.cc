@@ -1,10 +1,12 @@
 #include "passes/fold_slices.h"
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "codegen/operand_layout.h"
 #include "ir/fused_kind.h"
+#include "ir/scan.h"
 
 namespace weft {
 namespace {
@@ -40,28 +42,18 @@ const Node* foldable_slice(const Graph& g, const Node& k, ValueId v) {
 // slice's source type and the body starts with the slice.
 std::shared_ptr<Graph> windowed_body(const Graph& g, const Node& k, const std::vector<const Node*>& slices) {
   const Graph& body = *k.body;
-  auto out = std::make_shared<Graph>(body.name());
-  std::vector<ValueId> map(body.num_values(), kNoValue);
+  BodyRebuilder rebuilt(body);
   std::vector<ValueId> source(body.inputs().size(), kNoValue);
   for (size_t j = 0; j < body.inputs().size(); ++j) {
-    const Input& in = body.inputs()[j];
-    const Type type = slices[j] ? g.type(slices[j]->operands[0]) : body.type(in.value);
-    source[j] = out->add_input(body.value(in.value).name, type, in.kind, in.loc);
-    map[in.value] = source[j];
+    source[j] = slices[j] ? rebuilt.input(j, g.type(slices[j]->operands[0])) : rebuilt.input(j);
   }
   for (size_t j = 0; j < slices.size(); ++j) {
     if (slices[j] == nullptr) continue;
     const ValueId v = body.inputs()[j].value;
-    map[v] = out->add_node(Op::Slice, {source[j]}, slices[j]->attrs, slices[j]->loc, body.type(v));
+    rebuilt.read_as(v, rebuilt.graph().add_node(Op::Slice, {source[j]}, slices[j]->attrs, slices[j]->loc, body.type(v)));
   }
-  for (const Node& n : body.nodes()) {
-    std::vector<ValueId> operands;
-    for (ValueId o : n.operands) operands.push_back(map[o]);
-    map[n.result()] = out->add_node(n.op, std::move(operands), n.attrs, n.loc, body.type(n.result()),
-                                    body.value(n.result()).name);
-  }
-  for (ValueId v : body.outputs()) out->add_output(map[v]);
-  return out;
+  rebuilt.copy_nodes();
+  return std::make_shared<Graph>(std::move(rebuilt).finish());
 }
 
 // Folds the slices kernel `k` reads; true when there were any.

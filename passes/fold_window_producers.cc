@@ -9,6 +9,7 @@
 #include "codegen/operand_layout.h"
 #include "ir/fused_kind.h"
 #include "ir/kernel_space.h"
+#include "ir/scan.h"
 
 namespace weft {
 namespace {
@@ -136,35 +137,29 @@ bool reads_through_windows(const Graph& g, const Node& r, const Producer& p, std
   return true;
 }
 
-// A body value's name for the new body: a numeric one is left to be renumbered (the
-// leaves' inputs and K's copied nodes take fresh numbers among them).
-std::string kept_name(const std::string& name) {
-  return std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; }) ? "" : name;
-}
-
 // `r`'s body computing K's body in each of its windows of K's result; `operands`
-// receives the reader's new operands.
+// receives the reader's new operands. Numeric names are renumbered: the leaves' inputs
+// and K's copied nodes take fresh numbers among them.
 // With `stored`, K's value in each window is an extra output of the body, in the order of
 // the reader's inputs; `stored_windows` receives those windows.
 std::shared_ptr<Graph> inlined_body(const Graph& g, const Node& r, const Producer& p, bool stored,
                                     std::vector<ValueId>& operands, std::vector<Box>& stored_windows) {
   const Graph& body = *r.body;
   const Graph& kbody = *g.node(p.node).body;
-  auto out = std::make_shared<Graph>(body.name());
-  std::vector<ValueId> map(body.num_values(), kNoValue);
+  BodyRebuilder rebuilt(body, /*renumber=*/true);
+  Graph& out = rebuilt.graph();
   std::vector<const Node*> windows(body.inputs().size(), nullptr);
   std::vector<std::vector<ValueId>> leaf_inputs(body.inputs().size());
   std::vector<ValueId> extra;  // K's value in each window, stored
   for (size_t j = 0; j < body.inputs().size(); ++j) {
-    const Input& in = body.inputs()[j];
     if (r.operands[j] != p.result) {
-      map[in.value] = out->add_input(kept_name(body.value(in.value).name), body.type(in.value), in.kind, in.loc);
+      rebuilt.input(j);
       operands.push_back(r.operands[j]);
       continue;
     }
     windows[j] = input_window(body, j);
     for (const Leaf& leaf : p.leaves) {
-      leaf_inputs[j].push_back(out->add_input("", leaf.type, InputKind::data, in.loc));
+      leaf_inputs[j].push_back(out.add_input("", leaf.type, InputKind::data, body.inputs()[j].loc));
       operands.push_back(leaf.source);
     }
   }
@@ -177,32 +172,26 @@ std::shared_ptr<Graph> inlined_body(const Graph& g, const Node& r, const Produce
       const Box b = leaf_box(kbody, leaf, w);
       kmap[leaf.body_value] = b.shape() == leaf.type.shape
                                   ? leaf_inputs[j][l]
-                                  : out->add_node(Op::Slice, {leaf_inputs[j][l]}, {{"start", b.start}, {"stop", b.stop}},
-                                                  windows[j]->loc, Type{leaf.type.dtype, b.shape()});
+                                  : out.add_node(Op::Slice, {leaf_inputs[j][l]}, {{"start", b.start}, {"stop", b.stop}},
+                                                 windows[j]->loc, Type{leaf.type.dtype, b.shape()});
     }
     for (int i : p.nodes) {
       const Node& n = kbody.node(i);
       std::vector<ValueId> ops;
       for (ValueId o : n.operands) ops.push_back(kmap[o]);
       const Type& t = kbody.type(n.result());
-      kmap[n.result()] = out->add_node(n.op, std::move(ops), n.attrs, n.loc, Type{t.dtype, window_of(t.shape, w).shape()});
+      kmap[n.result()] = out.add_node(n.op, std::move(ops), n.attrs, n.loc, Type{t.dtype, window_of(t.shape, w).shape()});
     }
-    map[windows[j]->result()] = kmap[p.output];
+    rebuilt.replace(body.value(windows[j]->result()).node, kmap[p.output]);
     if (stored) {
       extra.push_back(kmap[p.output]);
       stored_windows.push_back(w);
     }
   }
-  for (const Node& n : body.nodes()) {
-    if (std::find(windows.begin(), windows.end(), &n) != windows.end()) continue;
-    std::vector<ValueId> ops;
-    for (ValueId o : n.operands) ops.push_back(map[o]);
-    map[n.result()] = out->add_node(n.op, std::move(ops), n.attrs, n.loc, body.type(n.result()),
-                                    kept_name(body.value(n.result()).name));
-  }
-  for (ValueId v : body.outputs()) out->add_output(map[v]);
-  for (ValueId v : extra) out->add_output(v);
-  return out;
+  rebuilt.copy_nodes();
+  for (ValueId v : body.outputs()) out.add_output(rebuilt[v]);
+  for (ValueId v : extra) out.add_output(v);
+  return std::make_shared<Graph>(std::move(out));
 }
 
 // The axis along which `boxes` tile a value of shape `s` exactly (each whole along every

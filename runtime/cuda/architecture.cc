@@ -72,10 +72,14 @@ Status check_architecture(const DeviceArchitecture& device, const std::string& g
 
 Status check_features(const DeviceArchitecture& device, const Program& program) {
   if (device.major * 10 + device.minor >= kBf16TensorCoreArchitecture) return Status::ok_status();
+  // cuBLAS's and cuDNN's products. Pooling, a contraction in the op table too, runs weft's
+  // own kernels in f32 (pool.h), which any supported device runs.
   const auto bf16_contraction = [](const Invocation& inv) {
     const bool library_op = inv.kind == Invocation::Kind::library || inv.kind == Invocation::Kind::contraction;
-    return library_op && inv.node.info().category == OpCategory::Contraction && !inv.operands.empty() &&
-           inv.operands[0].type.dtype == DType::bf16;
+    const Op op = inv.node.op;
+    const bool product =
+        op == Op::Matmul || op == Op::Conv || op == Op::ConvBackwardInput || op == Op::ConvBackwardWeight;
+    return library_op && product && !inv.operands.empty() && inv.operands[0].type.dtype == DType::bf16;
   };
   std::vector<const Program*> programs = {&program};
   for (const Program& body : program.bodies) programs.push_back(&body);

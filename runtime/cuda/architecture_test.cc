@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 namespace weft::cuda {
 namespace {
 
@@ -62,11 +64,12 @@ TEST(Architecture, GeneratedPtxMustTargetTheDeviceOrOlder) {
             "sm_80 (compute capability 8.0)");
 }
 
-// A program of one matmul of `dtype` operands, at t.wir:2:3, in the root or a loop body.
-Program one_matmul(DType dtype, bool in_body) {
+// A program of one `op` (a matmul unless said) of `dtype` operands, at t.wir:2:3, in the
+// root or a loop body.
+Program one_matmul(DType dtype, bool in_body, Op op = Op::Matmul) {
   Invocation inv;
   inv.kind = Invocation::Kind::library;
-  inv.node.op = Op::Matmul;
+  inv.node.op = op;
   inv.node.loc = Location{"t.wir", 2, 3, ""};
   inv.label = "y";
   inv.operands = {BufferRef{Space::input, 0, 0, Type{dtype, {4, 6}}}, BufferRef{Space::input, 1, 0, Type{dtype, {6, 3}}}};
@@ -96,6 +99,22 @@ TEST(Architecture, Bf16ContractionsNeedAmpereAndSaySo) {
   EXPECT_TRUE(check_features(t4, one_matmul(DType::f16, false)).ok());  // Turing has f16 tensor cores
   EXPECT_TRUE(check_features(t4, one_matmul(DType::f32, false)).ok());
   EXPECT_TRUE(check_features(device(8, 0), one_matmul(DType::bf16, true)).ok());
+}
+
+// Pooling is a contraction in the op table but runs weft's own kernels, in f32, on any
+// device; a bf16 convolution is cuDNN's and needs the tensor cores.
+TEST(Architecture, Bf16PoolingRunsOnTuringAndABf16ConvolutionDoesNot) {
+  const DeviceArchitecture t4{.ordinal = 0, .name = "Tesla T4", .major = 7, .minor = 5};
+  for (const Op pool : {Op::MaxPool2d, Op::AvgPool2d, Op::MaxPool2dBackward, Op::AvgPool2dBackward,
+                        Op::MaxPool2dSelect}) {
+    EXPECT_TRUE(check_features(t4, one_matmul(DType::bf16, false, pool)).ok()) << op_name(pool);
+  }
+  for (const Op conv : {Op::Conv, Op::ConvBackwardInput, Op::ConvBackwardWeight}) {
+    const Status s = check_features(t4, one_matmul(DType::bf16, true, conv));
+    ASSERT_FALSE(s.ok()) << op_name(conv);
+    EXPECT_NE(s.error().message.find(std::string(op_name(conv)) + " %y multiplies in bf16"), std::string::npos)
+        << s.error().message;
+  }
 }
 
 }  // namespace

@@ -83,10 +83,25 @@ std::string refuse_invocation(const Invocation& inv, const MatmulPlan& plan) {
     return "the plan has " + std::to_string(plan.calls.size()) +
            " cuBLAS calls (a batch broadcast entry by entry): cuBLASLt takes one strided batch";
   }
+  // B of one row or one column (a matrix-vector product, a Linear to one feature):
+  // cuBLASLt's heuristic answers CUBLAS_STATUS_INVALID_VALUE there rather than offering no
+  // algorithm, which bind would report as an error; PyTorch's addmm keeps such products
+  // off cuBLASLt for the same reason (its mat2 sizes > 1).
+  if (plan.n == 1 || plan.k == 1) {
+    return "B is " + std::to_string(plan.k) + " x " + std::to_string(plan.n) +
+           " (N or K of 1): cuBLASLt's heuristic rejects a matrix-vector product";
+  }
   return "";
 }
 
 }  // namespace
+
+uint32_t lt_alignment(uintptr_t first, const LtMatrix& m, size_t element_bytes) {
+  const uint64_t stride_bytes = m.count > 1 ? static_cast<uint64_t>(m.stride) * element_bytes : 0;
+  uint32_t a = 256;
+  while (a > 1 && (first % a != 0 || stride_bytes % a != 0)) a /= 2;
+  return a;
+}
 
 LtLayouts lt_layouts(const CublasGemm& g) {
   LtLayouts l;

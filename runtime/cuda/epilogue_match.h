@@ -36,7 +36,8 @@
 // beyond this switch's purpose), a second result, any other op or a cast in the body, a
 // plan of several calls (a broadcast batch entry by entry: one cuBLASLt call per entry
 // would need per-entry heuristics and alignments for a shape no model here produces), an
-// empty product (k = 0) or an empty C.
+// empty product (k = 0) or an empty C, and a B of one row or column (N or K of 1: a
+// matrix-vector product, on which cuBLASLt's heuristic fails with INVALID_VALUE).
 
 #include <cstdint>
 #include <optional>
@@ -86,5 +87,12 @@ struct LtLayouts {
   LtMatrix first, second, c;
 };
 LtLayouts lt_layouts(const CublasGemm& g);
+
+/// The alignment cuBLASLt's heuristic is told it may assume of matrix `m` whose first entry
+/// is at address `first` (gemm_lt.cc, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES): the
+/// largest power of two up to 256 dividing that address and, in a strided batch, the
+/// stride in bytes, so that every entry starts at least that aligned (the preference
+/// names the buffer, and entry e lies e·stride elements past it).
+uint32_t lt_alignment(uintptr_t first, const LtMatrix& m, size_t element_bytes);
 
 }  // namespace weft::cuda

@@ -5,7 +5,8 @@
 // batch as cublasGemmEx would get), with D = C written in place (beta 0).
 //
 // Bound once: the descriptors, the layouts and the algorithm (cublasLtMatmulAlgoGetHeuristic,
-// told each pointer's real alignment and the largest workspace allowed) are made here at
+// told each matrix's real alignment, every batch entry's, and the largest workspace
+// allowed; it reads the bias pointer's from the descriptor) are made here at
 // bind time; each step only enqueues cublasLtMatmul on the step's stream with the shared
 // workspace block (Device::workspace, sized by workspace_bytes() before the step is
 // captured). With its workspace given, cublasLtMatmul allocates nothing and may be
@@ -34,15 +35,6 @@ cublasLtEpilogue_t lt_epilogue(LtEpilogue e) {
     case LtEpilogue::gelu_bias: return CUBLASLT_EPILOGUE_GELU_BIAS;
   }
   return CUBLASLT_EPILOGUE_DEFAULT;
-}
-
-// The largest power of two (up to 256) that divides `p`'s address: what the heuristic
-// may assume of it.
-uint32_t alignment(const void* p) {
-  const auto address = reinterpret_cast<uintptr_t>(p);
-  uint32_t a = 256;
-  while (a > 1 && address % a != 0) a /= 2;
-  return a;
 }
 
 // `m`'s cuBLASLt layout (epilogue_match.h's lt_layouts).
@@ -123,10 +115,16 @@ class LtContractionBound : public Executor::Bound {
     const uint32_t reductions = dtype_ == DType::f32 ? static_cast<uint32_t>(CUBLASLT_REDUCTION_SCHEME_MASK)
                                                      : static_cast<uint32_t>(CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE);
     WEFT_RETURN_IF_ERROR(set_pref(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, reductions, "reductions"));
-    WEFT_RETURN_IF_ERROR(set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignment(first_), "alignment A"));
-    WEFT_RETURN_IF_ERROR(set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignment(second_), "alignment B"));
-    WEFT_RETURN_IF_ERROR(set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignment(c_), "alignment C"));
-    WEFT_RETURN_IF_ERROR(set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignment(c_), "alignment D"));
+    // Every batch entry's alignment (epilogue_match.h, lt_alignment), not only the
+    // first's. The bias pointer's the heuristic reads from the descriptor itself.
+    const auto aligned = [&](const void* p, const LtMatrix& m) {
+      return lt_alignment(reinterpret_cast<uintptr_t>(p), m, esize);
+    };
+    const uint32_t c_alignment = aligned(c_, layouts.c);
+    WEFT_RETURN_IF_ERROR(set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, aligned(first_, layouts.first), "alignment A"));
+    WEFT_RETURN_IF_ERROR(set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, aligned(second_, layouts.second), "alignment B"));
+    WEFT_RETURN_IF_ERROR(set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, c_alignment, "alignment C"));
+    WEFT_RETURN_IF_ERROR(set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, c_alignment, "alignment D"));
     cublasLtMatmulHeuristicResult_t result = {};
     int found = 0;
     const cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(handle, desc_, first_layout_, second_layout_, c_layout_,

@@ -130,6 +130,40 @@ TEST(CublasLtMatch, OtherEpiloguesAreRefusedWithTheirReason) {
                   "cublasDgemm)"});
 }
 
+// A product whose B has one row or one column stays on cuBLAS: cuBLASLt's heuristic answers
+// INVALID_VALUE there (not "no algorithm"), which bind would report as an error.
+TEST(CublasLtMatch, MatrixVectorProductsAreRefused) {
+  const std::string mm = "  %m = matmul(%x, %w)\n  %s = add(%m, %b)\n";
+  // A Linear to one feature (a regression head): N = 1.
+  EXPECT_EQ(lowered("%x: f32[32,48], %w: f32[48,1], %b: f32[1]", mm, "%s"),
+            Lines{"refused: B is 48 x 1 (N or K of 1): cuBLASLt's heuristic rejects a matrix-vector product"});
+  EXPECT_EQ(lowered("%x: bf16[4,16,48], %w: bf16[48,1], %b: bf16[1]", mm + "  %y = relu(%s)\n", "%y"),
+            Lines{"refused: B is 48 x 1 (N or K of 1): cuBLASLt's heuristic rejects a matrix-vector product"});
+  // An outer product: K = 1.
+  EXPECT_EQ(lowered("%x: f32[32,1], %w: f32[1,24], %b: f32[24]", mm, "%s"),
+            Lines{"refused: B is 1 x 24 (N or K of 1): cuBLASLt's heuristic rejects a matrix-vector product"});
+  // One row of A (M = 1) is a GEMM cuBLASLt takes.
+  EXPECT_EQ(lowered("%x: f32[1,48], %w: f32[48,24], %b: f32[24]", mm, "%s"), Lines{"bias"});
+}
+
+// The alignment the heuristic is told: the first entry's address and, in a strided batch,
+// the stride in bytes (cublaslt_odd_strided_* run such batches on the GPU).
+TEST(CublasLtMatch, AStridedBatchIsAsAlignedAsItsLeastAlignedEntry) {
+  const cuda::LtMatrix one{.rows = 24, .cols = 48, .ld = 24};
+  EXPECT_EQ(cuda::lt_alignment(0x7f0000001000, one, 2), 256u);
+  EXPECT_EQ(cuda::lt_alignment(0x7f0000001030, one, 2), 16u);
+  EXPECT_EQ(cuda::lt_alignment(0x7f0000001002, one, 2), 2u);
+  // f16 [3,7,9]'s B: entries 63 elements (126 bytes) apart, the later ones 2-byte aligned.
+  EXPECT_EQ(cuda::lt_alignment(0x7f0000001000, {.rows = 9, .cols = 7, .ld = 9, .count = 3, .stride = 63}, 2), 2u);
+  // f32 [3,16,48]'s A: 768 elements (3072 bytes) apart, every entry 256-byte aligned.
+  EXPECT_EQ(cuda::lt_alignment(0x7f0000001000, {.rows = 48, .cols = 16, .ld = 48, .count = 3, .stride = 768}, 4),
+            256u);
+  // bf16 entries 24 elements (48 bytes) apart: 16.
+  EXPECT_EQ(cuda::lt_alignment(0x7f0000001000, {.rows = 24, .cols = 1, .ld = 24, .count = 4, .stride = 24}, 2), 16u);
+  // A matrix every entry shares (stride 0) is as aligned as its address.
+  EXPECT_EQ(cuda::lt_alignment(0x7f0000001040, {.rows = 24, .cols = 48, .ld = 24, .count = 3, .stride = 0}, 4), 64u);
+}
+
 // A training step's Linear layers, in f32 and under bf16 autocast: the hidden layer's
 // forward keeps its pre-activation for the backward (a second result: cuBLASLt's
 // GELU_AUX_BIAS would be needed, not built); the logits' Linear is a bias epilogue; one

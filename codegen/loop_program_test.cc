@@ -123,6 +123,40 @@ TEST(LoopProgram, UnrollLoopsReachesTheCpuAndTheCudaLowering) {
   EXPECT_FALSE(unrolled->ptx.empty());
 }
 
+// A layer norm in a loop body: decompose-composites runs before hoist-loop-invariants
+// (add_lowering_passes), so the eps `full` its decomposition makes is computed once
+// before the loop and read as a const, not written each iteration: the body is the matmul
+// and one row kernel on the cpu and the cuda target alike, and the cpu runs it as the
+// interpreter does.
+TEST(LoopProgram, ALayerNormsEpsIsHoistedOutOfTheLoop) {
+  StatusOr<Graph> g = parse_graph(R"(graph @norm(%w: f32[8,8], %g: f32[8], %b: f32[8], %h0: f32[4,8], %xs: f32[5,4,8]) {
+  %h, %hs = scan(%w, %g, %b, %h0, %xs) {carries=1, consts=3, length=5} : f32[4,8], f32[5,4,8] ({
+    ^cell(%cw: f32[8,8], %cg: f32[8], %cb: f32[8], %ch: f32[4,8], %cx: f32[4,8]):
+      %m = matmul(%ch, %cw) : f32[4,8]
+      %a = add(%m, %cx) : f32[4,8]
+      %n = layer_norm(%a, %cg, %cb) : f32[4,8]
+      %t = tanh(%n) : f32[4,8]
+      return %t, %t
+  })
+  return %h, %hs
+}
+)",
+                                  "norm.wir");
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  for (const char* name : {"cpu", "cuda"}) {
+    SCOPED_TRACE(name);
+    StatusOr<Lowering> l = lower_to_program(*g, (**find_target(name)).lower_options({}));
+    ASSERT_TRUE(l.ok()) << l.error().to_string();
+    ASSERT_EQ(l->program.bodies.size(), 1u);
+    const Program& body = l->program.bodies[0];
+    for (const Invocation& inv : body.code) {
+      EXPECT_FALSE(inv.kind == Invocation::Kind::library && inv.node.op == Op::Full) << body.to_string();
+    }
+    EXPECT_EQ(body.code.size(), 2u) << body.to_string();  // the matmul (+ epilogue) and the row kernel
+  }
+  expect_cpu_matches_reference(*g);
+}
+
 TEST(LoopProgram, CpuRunsLoopsAsTheInterpreterDoes) {
   expect_cpu_matches_reference(rnn(5));
   expect_cpu_matches_reference(rnn(5, /*reverse=*/true));

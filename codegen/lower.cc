@@ -467,17 +467,21 @@ KeepComposite keep_library_composites(CodeTarget target, KeepComposite takes) {
 void add_lowering_passes(Pipeline& p, const LowerOptions& options) {
   if (options.unroll_loops) {
     p.add(std::make_unique<UnrollScansPass>());
-  } else {
-    if (options.mask_loop_exits) p.add(std::make_unique<MaskLoopExitsPass>());
+  } else if (options.mask_loop_exits) {
+    p.add(std::make_unique<MaskLoopExitsPass>());
+  }
+  // Before hoisting, loop bodies included: the constants a decomposition makes in a
+  // body (layer norm's eps) are then hoisted out of the loop with the rest.
+  if (options.fuse && options.decompose_composites) {
+    p.add(std::make_unique<DecomposeCompositesPass>(options.keep_composite));
+  }
+  if (!options.unroll_loops) {
     p.add(std::make_unique<HoistLoopInvariantsPass>());
     // After hoisting: its cse inside bodies makes ys of the same value.
     p.add(std::make_unique<PruneScanResultsPass>());
   }
   p.add(std::make_unique<FoldTransposePass>());
   p.add(std::make_unique<FoldBatchMatmulPass>());
-  if (options.fuse && options.decompose_composites) {
-    p.add(std::make_unique<DecomposeCompositesPass>(options.keep_composite));
-  }
   if (options.split_reductions) p.add(std::make_unique<SplitReductionsPass>());
   // Before fusion, which puts each recomputation inside its reader's kernel. Not in a
   // loop's body: its arena is one iteration's scratch, so a recomputation there saves

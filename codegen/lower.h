@@ -158,8 +158,9 @@ struct Lowering {
 /// A compiled target's graph passes after the default pipeline (the CPU's with the
 /// default `options`, the GPU's with cuda_lower_options()): unroll-scans (with
 /// `options.unroll_loops`) or mask-loop-exits (with `options.mask_loop_exits`),
-/// hoist-loop-invariants and prune-scan-results, fold-transpose, fold-batch-matmul,
-/// decompose-composites, split-reductions, rematerialize (with `options.fuse`;
+/// decompose-composites (loop bodies too, so that hoisting sees the constants it makes
+/// there: layer norm's eps), hoist-loop-invariants and prune-scan-results,
+/// fold-transpose, fold-batch-matmul, split-reductions, rematerialize (with `options.fuse`;
 /// $WEFT_REMATERIALIZE=0 leaves it out), fuse-contraction-epilogue (GEMMs that
 /// runtime/cpu runs with an epilogue, members by `options.fusible`), fuse-elementwise
 /// (with `options.fusible`), fold-slices, fold-window-producers, round-at-stores and

@@ -2,6 +2,7 @@
 
 #include <limits>
 #include <map>
+#include <memory>
 #include <tuple>
 #include <string>
 #include <utility>
@@ -219,9 +220,21 @@ bool decompose(Graph& g, int i, SharedAttention& shared) {
 }  // namespace
 
 StatusOr<bool> DecomposeCompositesPass::run(Graph& g) {
+  bool changed = false;
+  // Loop bodies first, so that what a decomposition makes there (layer norm's eps) is in
+  // the body while the outer graph's pipeline can still hoist it (hoist-loop-invariants
+  // runs again after this pass, codegen/lower.h).
+  for (Node& node : g.mutable_nodes()) {
+    if (node.op != Op::Scan || !node.body) continue;
+    Graph body = *node.body;
+    WEFT_ASSIGN_OR_RETURN(bool body_changed, run(body));
+    if (!body_changed) continue;
+    node.body = std::make_shared<const Graph>(std::move(body));
+    changed = true;
+  }
   const int n = static_cast<int>(g.nodes().size());
   std::vector<std::pair<int, int>> appended(n, {0, 0});  // [begin, end) of each node's primitives
-  bool changed = false;
+  bool decomposed = false;
   SharedAttention shared;
   for (int i = 0; i < n; ++i) {
     if (g.node(i).info().category != OpCategory::Composite) continue;
@@ -235,9 +248,9 @@ StatusOr<bool> DecomposeCompositesPass::run(Graph& g) {
     const int begin = static_cast<int>(g.nodes().size());
     if (!decompose(g, i, shared)) continue;
     appended[i] = {begin, static_cast<int>(g.nodes().size())};
-    changed = true;
+    decomposed = true;
   }
-  if (!changed) return false;
+  if (!decomposed) return changed;
   // The primitives were appended: move them to just before the node they replace, so
   // the rest of the order (which the memory schedule starts from) stays as it was.
   std::vector<Node>& nodes = g.mutable_nodes();

@@ -3,9 +3,10 @@
 // an f32/f64 value become the primitive ops they are made of, so that fuse-elementwise
 // groups them with their neighbours into one row kernel (codegen/emit_rows): the
 // attention scores' scale before softmax and the mask after it, the residual add before
-// layer norm. The CPU pipeline runs it before fusion (codegen::LowerOptions::
-// decompose_composites); codegen/row_kernel_bench measures it against the composites'
-// library kernels.
+// layer norm. Loop bodies (`scan`) are decomposed too, inside out. Both lowerings run it
+// first (codegen::LowerOptions::decompose_composites), before hoist-loop-invariants, which
+// then takes the constants it made in a body (layer norm's eps) out of the loop;
+// codegen/row_kernel_bench measures it against the composites' library kernels.
 //
 //   %y = softmax(%x) {axis=-1} : f32[8,16]
 // becomes

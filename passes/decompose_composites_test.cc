@@ -60,6 +60,38 @@ TEST(DecomposeCompositesTest, LogSoftmaxAndLayerNorm) {
 )");
 }
 
+// A composite in a loop's body is decomposed there (the lowering then hoists its
+// constants, layer norm's eps, out of the loop: hoist-loop-invariants runs after this).
+TEST(DecomposeCompositesTest, LoopBodiesAreDecomposed) {
+  DecomposeCompositesPass pass;
+  EXPECT_EQ(run_pass_on_text(pass, R"(graph @f(%g: f32[8], %b: f32[8], %h0: f32[4,8]) {
+  %h = scan(%g, %b, %h0) {carries=1, consts=2, length=3} : f32[4,8] ({
+    ^cell(%cg: f32[8], %cb: f32[8], %ch: f32[4,8]):
+      %n = layer_norm(%ch, %cg, %cb) {eps=0.001} : f32[4,8]
+      return %n
+  })
+  return %h
+})"),
+            R"(graph @f(%g: f32[8], %b: f32[8], %h0: f32[4,8]) -> (f32[4,8]) {
+  %h = scan(%g, %b, %h0) {carries=1, consts=2, length=3} : f32[4,8] ({
+    ^cell(%cg: f32[8], %cb: f32[8], %ch: f32[4,8]):
+      %0 = mean(%ch) {axes=[1], keepdims=true} : f32[4,1]
+      %1 = sub(%ch, %0) : f32[4,8]
+      %2 = mul(%1, %1) : f32[4,8]
+      %3 = mean(%2) {axes=[1], keepdims=true} : f32[4,1]
+      %4 = full() {dtype=f32, shape=[], value=0.001} : f32[]
+      %5 = add(%3, %4) : f32[4,1]
+      %6 = rsqrt(%5) : f32[4,1]
+      %7 = mul(%1, %6) : f32[4,8]
+      %8 = mul(%7, %cg) : f32[4,8]
+      %n = add(%8, %cb) : f32[4,8]
+      return %n
+  })
+  return %h
+}
+)");
+}
+
 // A softmax over a leading axis, an f16 one and cross_entropy stay library kernels.
 TEST(DecomposeCompositesTest, NoChangeOffTheRow) {
   DecomposeCompositesPass pass;

@@ -1,5 +1,6 @@
 #include "runtime/cuda/recurrent_kernel_layout.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -43,15 +44,75 @@ CachedPhases count_cached_phases(const RecurrentProgramView& program, int64_t bl
   return count;
 }
 
+namespace {
+
+// The bytes one element's loads (instructions [0, end) of `ph`'s program) or stores move.
+struct ElementBytes {
+  uint64_t loads = 0, stores = 0;
+};
+ElementBytes element_bytes_moved(const RecurrentProgramView& p, const RecurrentPhase& ph, int32_t end) {
+  ElementBytes bytes;
+  for (int32_t i = 0; i < end; ++i) {
+    const CellInstr& in = p.instrs[ph.first_instr + i];
+    if (in.op != kLoadOp && in.op != kStoreOp) continue;
+    const int32_t map = ph.first_map + in.a + (in.op == kStoreOp ? ph.operand_count : 0);
+    const auto size = static_cast<uint64_t>(element_bytes(p.buffers[p.maps[map].buffer].type));
+    (in.op == kLoadOp ? bytes.loads : bytes.stores) += size;
+  }
+  return bytes;
+}
+
+}  // namespace
+
+ProgramPhaseModel model_program_phase(const RecurrentProgramView& p, const RecurrentPhase& ph, int64_t blocks,
+                                      int threads) {
+  ProgramPhaseModel m;
+  if (blocks <= 0 || threads <= 0 || ph.rows <= 0 || ph.cols <= 0 || ph.kind == PhaseKind::matmul) return m;
+  const auto lanes = static_cast<uint64_t>(threads);
+  const ElementBytes all = element_bytes_moved(p, ph, ph.instr_count);
+  if (ph.kind == PhaseKind::elementwise) {
+    const int64_t elements = ph.rows * ph.cols;
+    m.busy_blocks = std::min(blocks, ceil_div(elements, threads));
+    m.passes = 1;
+    m.lane_cycles = static_cast<uint64_t>(ceil_div(elements, blocks * threads)) * lanes *
+                    static_cast<uint64_t>(ph.instr_count) * kModelInstrLaneCycles;
+    m.bytes = static_cast<uint64_t>(ceil_div(elements, blocks)) * (all.loads + all.stores);
+  } else {
+    // One pass per reduction over the instructions before it, then the whole program.
+    uint64_t instrs = static_cast<uint64_t>(ph.instr_count), loads = all.loads, reductions = 0;
+    for (int32_t i = 0; i < ph.instr_count; ++i) {
+      if (p.instrs[ph.first_instr + i].op != kRowReduceOp) continue;
+      instrs += static_cast<uint64_t>(i);
+      loads += element_bytes_moved(p, ph, i).loads;
+      ++reductions;
+    }
+    const auto rows = static_cast<uint64_t>(ceil_div(ph.rows, blocks));
+    m.busy_blocks = std::min(blocks, ph.rows);
+    m.passes = static_cast<int64_t>(reductions) + 1;
+    m.lane_cycles = rows * static_cast<uint64_t>(ceil_div(ph.cols, threads)) * lanes * instrs * kModelInstrLaneCycles;
+    m.bytes = rows * static_cast<uint64_t>(ph.cols) * (loads + all.stores);
+    m.block_sums = rows * reductions;
+  }
+  m.ps = m.lane_cycles * 1'000'000 / kModelBlockFmaPerUs +
+         m.bytes * static_cast<uint64_t>(blocks) * 1'000'000 / kModelL2BytesPerUs + m.block_sums * kModelBlockSumPs;
+  return m;
+}
+
 RecurrentCost recurrent_cost(const RecurrentProgramView& program, const RecurrentLaunch& launch) {
   RecurrentCost cost;
   cost.grid_barriers = program.phase_count;
+  cost.barrier_ps = static_cast<uint64_t>(program.phase_count) * kModelGridBarrierPs;
   SharedWalk walk = shared_walk(program, launch.shared_bytes);
   for (int32_t i = 0; i < program.phase_count; ++i) {
     const RecurrentPhase& ph = program.phases[i];
     const MatmulPartition part = matmul_partition(program, ph, launch.blocks, launch.k_splits);
     const bool on_chip = walk.place(program, ph, part) >= 0;
-    if (ph.kind != PhaseKind::matmul) continue;
+    if (ph.kind != PhaseKind::matmul) {
+      const ProgramPhaseCost c{i, ph.kind, model_program_phase(program, ph, launch.blocks, launch.threads)};
+      (ph.kind == PhaseKind::row ? cost.row_ps : cost.elementwise_ps) += c.model.ps;
+      cost.programs.push_back(c);
+      continue;
+    }
     const MatmulTile tile = matmul_tile(part, ph.m, ph.n, ph.k, 0);
     MatmulPhaseCost c;
     c.phase = i, c.b_on_chip = on_chip, c.k = tile.k_end - tile.k_begin;
@@ -80,6 +141,7 @@ RecurrentCost recurrent_cost(const RecurrentProgramView& program, const Recurren
     cost.fma += c.fma, cost.issued_fma += c.issued_fma, cost.a_bytes += c.a_bytes, cost.b_bytes += c.b_bytes;
     cost.matmuls.push_back(c);
   }
+  cost.iteration_ps = cost.modelled_ps + cost.row_ps + cost.elementwise_ps + cost.barrier_ps;
   return cost;
 }
 
@@ -96,10 +158,21 @@ std::string describe_recurrent_cost(const RecurrentCost& cost) {
             (c.b_on_chip ? std::string("on chip") : std::to_string(c.b_bytes) + " B") + ", " +
             std::to_string(c.block_syncs) + " block syncs\n";
   }
+  for (const ProgramPhaseCost& c : cost.programs) {
+    const ProgramPhaseModel& m = c.model;
+    text += "phase " + std::to_string(c.phase) + ": " + (c.kind == PhaseKind::row ? "row" : "elementwise") + ", " +
+            std::to_string(m.busy_blocks) + " blocks busy, " + std::to_string(m.passes) + " passes, " +
+            std::to_string(m.lane_cycles) + " lane cycles, " + std::to_string(m.bytes) + " B, " +
+            std::to_string(m.block_sums) + " block sums, modelled " + std::to_string(m.ps / 1000) + " ns\n";
+  }
   text += "per iteration, per block: " + std::to_string(cost.fma) + " FMA (" + std::to_string(cost.issued_fma) +
           " issued), " + std::to_string(cost.a_bytes) + " B of A and " + std::to_string(cost.b_bytes) +
           " B of B from global memory, " + std::to_string(cost.grid_barriers) + " grid barriers; A " + std::to_string(cost.grid_a_bytes) +
           " B across the grid, the matmuls modelled at " + std::to_string(cost.modelled_ps / 1000) + " ns\n";
+  text += "per iteration, modelled: matmuls " + std::to_string(cost.modelled_ps / 1000) + " ns + row phases " +
+          std::to_string(cost.row_ps / 1000) + " ns + elementwise phases " + std::to_string(cost.elementwise_ps / 1000) +
+          " ns + " + std::to_string(cost.programs.size() + cost.matmuls.size()) + " grid barriers " +
+          std::to_string(cost.barrier_ps / 1000) + " ns = " + std::to_string(cost.iteration_ps / 1000) + " ns\n";
   return text;
 }
 

@@ -456,9 +456,46 @@ struct RecurrentDeviceLimits {
   std::function<int(uint64_t shared_bytes)> blocks_per_multiprocessor;
 };
 
+/// The model of an elementwise or row phase (the register program's phases), per
+/// iteration, for the busiest block. Assumptions beside the matmul model's (its L2
+/// bandwidth and grid barrier above), not measured here:
+///  - the program is interpreted (recurrent_kernel_device.inc): each instruction run on one
+///    element costs a lane kModelInstrLaneCycles cycles — the dispatch over its op, its
+///    registers in local memory (ptxas reports the frame spilled), a transcendental
+///    op's math — whatever the op; a block issues kModelBlockFmaPerUs lane cycles per µs
+///    (half a multiprocessor's 128 lanes at ~1.98 GHz, as for FMAs), and a thread round
+///    costs every thread of the block whether it has an element or not;
+///  - loads and stores move their element's bytes (its buffer's type) through L2, a
+///    broadcast load too, and each block gets 1/blocks of kModelL2BytesPerUs: a phase
+///    that keeps fewer blocks busy does not get the idle blocks' bandwidth;
+///  - an elementwise phase spreads rows × cols over every block's threads (grid-stride);
+///  - a row phase keeps at most `rows` blocks busy (a block owns whole rows, its threads
+///    stride over the columns) and runs one pass per reduction, recomputing the program
+///    before it, then a last pass over the whole program that stores: the busiest block
+///    runs ceil(rows / blocks) rows, each reduction of a row a block sum costing
+///    kModelBlockSumPs (log2(256) = 8 pairwise steps through shared memory, each a
+///    __syncthreads, ~40 cycles).
+inline constexpr uint64_t kModelInstrLaneCycles = 16;
+inline constexpr uint64_t kModelBlockSumPs = 160'000;
+
+struct ProgramPhaseModel {
+  int64_t busy_blocks = 0;   ///< Blocks with any element (a row phase: min(rows, blocks)).
+  int64_t passes = 0;        ///< 1 for an elementwise phase; a row phase's reductions + 1.
+  uint64_t lane_cycles = 0;  ///< The busiest block's: thread rounds × threads × instructions × kModelInstrLaneCycles.
+  uint64_t bytes = 0;        ///< The busiest block's loads and stores (a row phase's loads once per pass).
+  uint64_t block_sums = 0;   ///< The busiest block's reductions over a row.
+  uint64_t ps = 0;           ///< lane_cycles / rate + bytes · blocks / L2 bandwidth + block_sums · kModelBlockSumPs.
+};
+
+/// The model (above) of elementwise or row phase `ph` of `p` on `blocks` blocks of
+/// `threads` threads.
+ProgramPhaseModel model_program_phase(const RecurrentProgramView& p, const RecurrentPhase& ph, int64_t blocks,
+                                      int threads);
+
 /// A static cost model of one iteration of a program under a launch, so that a measured
 /// time can be set against it: for each matmul phase, the block with the largest tile
-/// (block 0's), what it computes and what it reads from global memory.
+/// (block 0's), what it computes and what it reads from global memory; for each
+/// elementwise or row phase, model_program_phase; and a grid barrier per phase.
 struct MatmulPhaseCost {
   int32_t phase = 0;
   int64_t rows = 0, cols = 0, k = 0;  ///< The largest block tile.
@@ -472,16 +509,27 @@ struct MatmulPhaseCost {
   MatmulPartition partition;  ///< The phase's partition (matmul_partition).
   MatmulModel model;          ///< Its modelled cost; model.a_bytes is A's reads across the grid.
 };
+struct ProgramPhaseCost {
+  int32_t phase = 0;
+  PhaseKind kind = PhaseKind::elementwise;
+  ProgramPhaseModel model;
+};
 struct RecurrentCost {
   std::vector<MatmulPhaseCost> matmuls;
+  std::vector<ProgramPhaseCost> programs;  ///< The elementwise and row phases, in order.
   uint64_t fma = 0, issued_fma = 0, a_bytes = 0, b_bytes = 0;  ///< Summed over the matmul phases.
   uint64_t grid_a_bytes = 0;  ///< Summed model.a_bytes: A read across the whole grid.
-  uint64_t modelled_ps = 0;   ///< Summed model.ps (the matmul phases only).
+  uint64_t modelled_ps = 0;   ///< Summed model.ps of the matmul phases (split-K barriers included).
+  uint64_t row_ps = 0;          ///< Summed model.ps of the row phases.
+  uint64_t elementwise_ps = 0;  ///< Summed model.ps of the elementwise phases (a `full`'s, a copy's included).
+  uint64_t barrier_ps = 0;      ///< One grid barrier per phase: phases · kModelGridBarrierPs.
+  uint64_t iteration_ps = 0;    ///< The iteration: modelled_ps + row_ps + elementwise_ps + barrier_ps.
   int64_t grid_barriers = 0;  ///< Per iteration: one before each phase (the first iteration one fewer),
                               ///< and one in each split-K phase before its partials are summed.
 };
 RecurrentCost recurrent_cost(const RecurrentProgramView& program, const RecurrentLaunch& launch);
-/// The cost in a few lines, one per matmul phase, then the iteration's totals.
+/// The cost in a few lines, one per matmul phase, one per elementwise or row phase, then
+/// the iteration's totals.
 std::string describe_recurrent_cost(const RecurrentCost& cost);
 
 /// The launch for `program` on a device with `limits`: kRecurrentThreads threads per

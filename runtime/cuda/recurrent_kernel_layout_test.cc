@@ -241,6 +241,62 @@ TEST(RecurrentKernelLayout, CostCountsTheLargestBlocksWork) {
             "modelled 0 ns; block tile 2x2 k 4, 16 FMA (32 issued), A 32 B, B on chip, 4 block syncs");
 }
 
+// The model of the register program's phases, by hand (recurrent_kernel_layout.h's
+// assumptions: 16 lane cycles per instruction and element, 126,000 lane cycles per µs
+// per block, 1/blocks of 5.5 TB/s per block, 0.16 µs per block sum, 1 µs per barrier).
+// Phase 0, a row phase of 3 rows × 300 f32 columns (x - mean(x)): on 2 blocks of 256
+// threads the busiest block runs 2 rows of 2 column rounds; the mean's pass runs the
+// load (1 instruction), the last pass all 4: 2·2·256·5·16 = 81,920 lane cycles
+// (650,158 ps); it loads x in both passes and stores once, 2·300·12 = 7,200 bytes
+// (7,200·2 / 5.5 B/ps = 2,618 ps); 2 block sums (320,000 ps). Phase 1, an elementwise
+// copy of the same 900 elements: 2 rounds of 512 threads, 2·256·2·16 = 16,384 lane
+// cycles (130,031 ps), ceil(900 / 2)·8 = 3,600 bytes (1,309 ps). With the row phase's
+// term dropped the iteration would be 2,131,340 ps.
+TEST(RecurrentKernelLayout, CostModelsRowAndElementwisePhasesAndBarriers) {
+  using namespace recurrent_testing;
+  Program program;
+  program.buffers = {{0x1000}, {0x2000}, {0x3000}};
+  const ElementMap x{0, 0, 300, 1}, y{1, 0, 300, 1}, z{2, 0, 300, 1};
+  program.row(3, 300, {x}, {y},
+              {load(0, 0), row_reduce(1, 0, kRowMean), op(Op::Sub, 2, 0, 1), store(0, 2)});
+  program.elementwise(3, 300, {y}, {z}, {load(0, 0), store(0, 0)});
+  RecurrentCost cost = recurrent_cost(program.view(), RecurrentLaunch{2, kRecurrentThreads, kMatmulStageBytes});
+  ASSERT_EQ(cost.programs.size(), 2u);
+  const ProgramPhaseModel& row = cost.programs[0].model;
+  EXPECT_EQ(cost.programs[0].kind, PhaseKind::row);
+  EXPECT_EQ(row.busy_blocks, 2);
+  EXPECT_EQ(row.passes, 2);
+  EXPECT_EQ(row.lane_cycles, 81'920u);
+  EXPECT_EQ(row.bytes, 7'200u);
+  EXPECT_EQ(row.block_sums, 2u);
+  EXPECT_EQ(row.ps, 650'158u + 2'618u + 320'000u);
+  const ProgramPhaseModel& copy = cost.programs[1].model;
+  EXPECT_EQ(copy.busy_blocks, 2);
+  EXPECT_EQ(copy.passes, 1);
+  EXPECT_EQ(copy.lane_cycles, 16'384u);
+  EXPECT_EQ(copy.bytes, 3'600u);
+  EXPECT_EQ(copy.ps, 130'031u + 1'309u);
+  EXPECT_EQ(cost.row_ps, 972'776u);
+  EXPECT_EQ(cost.elementwise_ps, 131'340u);
+  EXPECT_EQ(cost.modelled_ps, 0u);
+  EXPECT_EQ(cost.barrier_ps, 2'000'000u);
+  EXPECT_EQ(cost.iteration_ps, 3'104'116u);
+  const std::string text = describe_recurrent_cost(cost);
+  EXPECT_NE(text.find("phase 0: row, 2 blocks busy, 2 passes, 81920 lane cycles, 7200 B, 2 block sums, modelled 972 ns\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("per iteration, modelled: matmuls 0 ns + row phases 972 ns + elementwise phases 131 ns + 2 grid "
+                      "barriers 2000 ns = 3104 ns\n"),
+            std::string::npos)
+      << text;
+  // On 4 blocks a row phase of 3 rows keeps 3 busy, and the busy block gets only its
+  // quarter of the bandwidth: 1 row, 2·256·5·16 = 40,960 lane cycles (325,079 ps), 3,600
+  // bytes at 4 shares (2,618 ps), one block sum.
+  cost = recurrent_cost(program.view(), RecurrentLaunch{4, kRecurrentThreads, kMatmulStageBytes});
+  EXPECT_EQ(cost.programs[0].model.busy_blocks, 3);
+  EXPECT_EQ(cost.programs[0].model.ps, 325'079u + 2'618u + 160'000u);
+}
+
 // The chooser's model on a small case: one k range when the barrier a split adds costs
 // more than the bytes it saves, and no 1-row tiles whose 4-row micro-tiles waste FMAs
 // (ThreeMatmuls keeps today's columns-first partition); forced ranges are taken as asked.

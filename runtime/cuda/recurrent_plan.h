@@ -31,8 +31,9 @@
 //    over the last axis, kept): a row phase (recurrent_program.h; recurrent_cell.h's
 //    row_space and cell_program(body, true));
 //  - a `library` matmul of two 2-D f32, bf16 or f16 operands (transposes as flags);
-//  - a `library` full (a layer norm's eps, written each iteration): a phase storing the
-//    constant (kConstOp);
+//  - a `library` full: a phase storing the constant (kConstOp). The lowering leaves none
+//    in a body (hoist-loop-invariants takes every `full` out of the loop, decompose-
+//    composites' layer-norm eps included); a hand-built Program may hold one;
 //  - the per-iteration copies of runtime/loop_slots.h (a ys not written in its slot, a
 //    next carry not written over its input nor chained, or one that is a const or an xs
 //    of the loop: passes/rotate_carry_casts.h's reset carry): one copy phase each, the ys

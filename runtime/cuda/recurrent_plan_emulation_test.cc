@@ -94,8 +94,8 @@ TEST(RecurrentPlanOnKernel, AutocastStepLoops) {
   }
 }
 
-// gelu in both forms (kGeluRnn) and row kernels (kNormRnn: a layer norm, its eps's full,
-// a row's sum) on the kernel: its row phase's block sums over 32 threads, rows spread over
+// gelu in both forms (kGeluRnn) and row kernels (kNormRnn: a layer norm, its eps a
+// hoisted const, a row's sum) on the kernel: its row phase's block sums over 32 threads, rows spread over
 // the 3 blocks.
 TEST(RecurrentPlanOnKernel, GeluAndRowKernelLoops) {
   expect_on_kernel(typed(kGeluRnn), 31, 1);

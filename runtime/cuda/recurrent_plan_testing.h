@@ -111,7 +111,8 @@ inline constexpr char kGeluRnn[] = R"(graph @gelus(%w: f32[8,8], %b: f32[8], %h0
 )";
 
 // Row kernels in a loop (a row phase, recurrent_program.h): a layer norm of h·W + x (its
-// means over the rows, its eps a `full` each iteration), then a row's sum subtracted.
+// means over the rows; its eps a `full` the lowering hoists before the loop and the row
+// kernel reads as a const), then a row's sum subtracted.
 inline constexpr char kNormRnn[] = R"(graph @norm(%w: f32[8,8], %g: f32[8], %b: f32[8], %h0: f32[4,8], %xs: f32[5,4,8]) {
   %h, %hs = scan(%w, %g, %b, %h0, %xs) {carries=1, consts=3, length=5} : f32[4,8], f32[5,4,8] ({
     ^cell(%cw: f32[8,8], %cg: f32[8], %cb: f32[8], %ch: f32[4,8], %cx: f32[4,8]):

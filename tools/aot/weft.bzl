@@ -264,16 +264,30 @@ def _weft_aot(
     # carry their own (devices.bzl). Not the JIT-comparison ones, which link libMLIR and
     # libLLVM (shared, over the shared libstdc++) and never leave this machine.
     carried = device.carried_linkopts
-    cc_library(
+
+    # The model source is compiled once per package however many libraries build it (the
+    # suite's mlp has five variants): NAME_model is an alias of one library per source list
+    # and deps, named after them.
+    shared_model = "_".join(
+        [m.replace(":", "_").replace("/", "_").replace(".", "_").replace("@", "_") for m in model] +
+        ["lib", str(hash(repr(model_deps + model_data)))],
+    ).lstrip("_")
+    if not native.existing_rule(shared_model):
+        cc_library(
+            name = shared_model,
+            srcs = model,
+            data = model_data,
+            deps = [
+                "//frontend:flow",
+                "//frontend:modules",
+                "//tools/aot:model",
+            ] + model_deps,
+            alwayslink = True,
+            tags = tags,
+        )
+    native.alias(
         name = library + "_model",
-        srcs = model,
-        data = model_data,
-        deps = [
-            "//frontend:flow",
-            "//frontend:modules",
-            "//tools/aot:model",
-        ] + model_deps,
-        alwayslink = True,
+        actual = ":" + shared_model,
         tags = tags,
     )
     cc_binary(

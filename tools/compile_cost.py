@@ -19,8 +19,9 @@ while other builds run. To turn lines into seconds, `--time N` runs N TUs spread
 the ranking (the heaviest first) with `-fsyntax-only` and reports user+sys CPU seconds
 per TU and per 1,000 lines, with the load average: on a busy machine those figures are
 noise, the ratio less so. `--from REPORT --time N` times the TUs of an earlier report
-without preprocessing them again. Run nothing else in the same output base meanwhile: a
-build re-plants the execution root under the preprocessor's feet.
+without preprocessing them again. Sources and headers are read from the workspace and
+bazel-out/external from Bazel's output base: a build running meanwhile in the same output
+base can replace generated files under the preprocessor's feet.
 
 The inclusive count charges a header with what it pulls in first: in a TU where
 ir/graph.h comes before <map>, graph.h carries <map>'s lines. So a large figure for one
@@ -39,14 +40,17 @@ Examples:
 """
 
 import argparse
+import atexit
 import collections
 import concurrent.futures
 import json
 import os
 import re
 import resource
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 
@@ -58,10 +62,28 @@ def _run_aquery(pattern):
     return json.loads(out)
 
 
+def _bazel_info(key):
+    return subprocess.run(["bazel", "info", key], check=True, stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL, text=True).stdout.strip()
+
+
 def _execution_root():
-    return subprocess.run(["bazel", "info", "execution_root"], check=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                          text=True).stdout.strip()
+    """A directory laid out like Bazel's execution root, built in a temporary directory:
+    the workspace's top-level entries, bazel-out and the output base's external/.
+    Bazel re-plants its execution root at each command with the top-level folders that
+    command needs, so a later narrow build leaves folders out of it."""
+    workspace = _bazel_info("workspace")
+    real = _bazel_info("execution_root")
+    root = tempfile.mkdtemp(prefix="compile_cost_")
+    atexit.register(shutil.rmtree, root, True)
+    for entry in os.listdir(workspace):
+        if entry.startswith("bazel-") or entry.startswith("."):
+            continue
+        os.symlink(os.path.join(workspace, entry), os.path.join(root, entry))
+    os.symlink(os.path.join(real, "bazel-out"), os.path.join(root, "bazel-out"))
+    # Every fetched repository, not only those the last command planted.
+    os.symlink(os.path.join(_bazel_info("output_base"), "external"), os.path.join(root, "external"))
+    return root
 
 
 def compile_commands(aquery):
@@ -315,7 +337,9 @@ def main():
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pattern", default="//...", help="Bazel target pattern (default //...)")
     parser.add_argument("--aquery", help="a saved `bazel aquery ... --output=jsonproto` file")
-    parser.add_argument("--execroot", help="Bazel's execution root (default: bazel info execution_root)")
+    parser.add_argument("--execroot",
+                        help="where to run the compiler (default: the workspace's folders with "
+                             "Bazel's bazel-out and external beside them, in a temporary folder)")
     parser.add_argument("--jobs", type=int, default=2, help="preprocessors run at once (default 2)")
     parser.add_argument("--json", help="write the full report here")
     parser.add_argument("--top", type=int, default=20, help="rows per table (default 20)")

@@ -16,7 +16,9 @@ cc_library that needs only weft's runtime comes out:
     )
 
 What one weft_library(name = NAME) defines:
-    NAME_model        cc_library of the model source (frontend; never in NAME itself)
+    NAME_model        cc_library of the model source (frontend; never in NAME itself): an
+                      alias of one library per source list and deps in the package, so a
+                      source that several libraries build is compiled once
     NAME_generator    the generator: the model source + tools/aot/generate_main.cc,
                       linking frontend, autodiff, passes and codegen (MLIR, LLVM); built
                       in the target configuration, like the tests that link the same

@@ -12,7 +12,7 @@
 
 #include <cstdint>
 #include <functional>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>  // json.hpp (~33k lines) only where a json is built
 #include <random>
 #include <string>
 #include <vector>

@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "frontend/module.h"
-#include "interop/onnx/proto.h"
+#include "interop/onnx/proto_fwd.h"
 #include "runtime/tensor.h"
 
 namespace weft::onnx_io {
@@ -62,8 +62,8 @@ class NodeContext {
   bool flow_decides_mode() const;
 
   // ---- Inputs. An absent optional input has an empty name (or lies past the end).
-  int num_inputs() const { return node_.input_size(); }
-  bool has_input(int i) const { return i < node_.input_size() && !node_.input(i).empty(); }
+  int num_inputs() const;
+  bool has_input(int i) const;
   /// Input i as a graph value. An initializer becomes a parameter (float) or state
   /// (others) named as in the model; a constant becomes a `full` op when all its
   /// elements are equal, else a state input holding it. Refuses an absent input.
@@ -107,9 +107,9 @@ class NodeContext {
   ValueId value_of(const SubgraphValue& v);
 
   // ---- Outputs.
-  int num_outputs() const { return node_.output_size(); }
+  int num_outputs() const;
   /// Whether output i is present (optional outputs have an empty name).
-  bool wants_output(int i) const { return i < node_.output_size() && !node_.output(i).empty(); }
+  bool wants_output(int i) const;
   void set_output(int i, ValueId v);
   /// An output whose value is known at import time (Shape, Size, Constant).
   void set_constant_output(int i, Tensor t);

@@ -4,8 +4,21 @@
 #include <algorithm>
 
 #include "interop/onnx/convert.h"
+#include "interop/onnx/proto.h"
 
 namespace weft::onnx_io {
+
+int NodeContext::num_inputs() const { return node_.input_size(); }
+
+bool NodeContext::has_input(int i) const {
+  return i < node_.input_size() && !node_.input(i).empty();
+}
+
+int NodeContext::num_outputs() const { return node_.output_size(); }
+
+bool NodeContext::wants_output(int i) const {
+  return i < node_.output_size() && !node_.output(i).empty();
+}
 
 std::string NodeContext::describe() const {
   std::string name = node_.name().empty() ? "#" + std::to_string(index_) : node_.name();

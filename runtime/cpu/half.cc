@@ -11,7 +11,7 @@
 // AVX512_BF16. The f32 copies of the operands and the f32 result live in the kernel's
 // scratch (BoundKernel::scratch_bytes), the block the Executor shares among its kernels.
 
-#include <dnnl.hpp>
+#include <dnnl.h>  // the C API: dnnl.hpp is ~60k lines for one query
 #include <immintrin.h>
 
 #include <atomic>
@@ -47,9 +47,9 @@ namespace {
 std::atomic<bool> bf16_conversion_forced{false};
 
 bool cpu_has_avx512_bf16() {
-  static const bool has = (static_cast<unsigned>(dnnl::get_effective_cpu_isa()) &
-                           static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16)) ==
-                          static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
+  static const bool has = (static_cast<unsigned>(dnnl_get_effective_cpu_isa()) &
+                           static_cast<unsigned>(dnnl_cpu_isa_avx512_core_bf16)) ==
+                          static_cast<unsigned>(dnnl_cpu_isa_avx512_core_bf16);
   return has;
 }
 

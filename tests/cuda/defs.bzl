@@ -44,33 +44,22 @@ def cuda_cases(name, out, flags = []):
     )
 
 def step_bench_binary(name, cases):
-    """step_bench.cc over one library of generated cases (`cases`, a cuda_cases target):
-    a self-contained binary.
+    """step_bench.cc (compiled once, :step_bench_main) over one library of generated cases
+    (`cases`, a cuda_cases target): a self-contained binary.
 
     Like cases_test, weft's libraries and libstdc++ are linked in and CUDA's own libraries
     come from the machine it runs on, so the binary is copied to a GPU machine as is.
     """
     native.cc_binary(
         name = name,
-        srcs = [
-            "case_inputs.h",
-            "step_bench.cc",
-        ],
         linkopts = [
             "-static-libstdc++",
             "-static-libgcc",
         ],
+        # The main first: the linker scans the cases' archive after it, for all_cases().
         deps = [
+            "//tests/cuda:step_bench_main",
             cases,
-            "//bench:timed_run",
-            "//runtime:binding",
-            "//ir:text",
-            "//passes:infer_types",
-            "//runtime:program_tables",
-            "//runtime/cuda:executor",
-            "//runtime/cuda:plan",
-            "//runtime/reference:interpreter",
-            "//training:derived_state",
         ],
     )
 

@@ -16,7 +16,9 @@ cc_library that needs only weft's runtime comes out:
     )
 
 What one weft_library(name = NAME) defines:
-    NAME_model        cc_library of the model source (frontend; never in NAME itself)
+    NAME_model        cc_library of the model source (frontend; never in NAME itself): an
+                      alias of one library per source list and deps in the package, so a
+                      source that several libraries build is compiled once
     NAME_generator    the generator: the model source + tools/aot/generate_main.cc,
                       linking frontend, autodiff, passes and codegen (MLIR, LLVM); built
                       in the target configuration, like the tests that link the same
@@ -264,16 +266,30 @@ def _weft_aot(
     # carry their own (devices.bzl). Not the JIT-comparison ones, which link libMLIR and
     # libLLVM (shared, over the shared libstdc++) and never leave this machine.
     carried = device.carried_linkopts
-    cc_library(
+
+    # The model source is compiled once per package however many libraries build it (the
+    # suite's mlp has five variants): NAME_model is an alias of one library per source list
+    # and deps, named after them.
+    shared_model = "_".join(
+        [m.replace(":", "_").replace("/", "_").replace(".", "_").replace("@", "_") for m in model] +
+        ["lib", str(hash(repr(model_deps + model_data)))],
+    ).lstrip("_")
+    if not native.existing_rule(shared_model):
+        cc_library(
+            name = shared_model,
+            srcs = model,
+            data = model_data,
+            deps = [
+                "//frontend:flow",
+                "//frontend:modules",
+                "//tools/aot:model",
+            ] + model_deps,
+            alwayslink = True,
+            tags = tags,
+        )
+    native.alias(
         name = library + "_model",
-        srcs = model,
-        data = model_data,
-        deps = [
-            "//frontend:flow",
-            "//frontend:modules",
-            "//tools/aot:model",
-        ] + model_deps,
-        alwayslink = True,
+        actual = ":" + shared_model,
         tags = tags,
     )
     cc_binary(

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "interop/onnx/convert.h"
+#include "interop/onnx/proto.h"
 
 namespace weft::onnx_io {
 namespace {

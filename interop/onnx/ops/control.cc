@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "interop/onnx/convert.h"
+#include "interop/onnx/proto.h"
 
 namespace weft::onnx_io {
 namespace {

@@ -10,6 +10,7 @@
 // hold ONNX's running statistics (m·running + (1 - m)·batch, biased variance).
 #include "frontend/functional.h"
 #include "interop/onnx/convert.h"
+#include "interop/onnx/proto.h"
 #include "ir/cast.h"
 
 namespace weft::onnx_io {

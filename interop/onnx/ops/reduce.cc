@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "interop/onnx/convert.h"
+#include "interop/onnx/proto.h"
 #include "interop/onnx/ops/tensor_util.h"
 
 namespace weft::onnx_io {

@@ -73,8 +73,6 @@ class ThreadPool {
   };
 
   /// Starts `num_threads - 1` workers; `num_threads < 1` means default_num_threads().
-  /// When the system refuses a thread, the pool keeps those started (num_threads() says
-  /// how many) and warns on stderr.
   explicit ThreadPool(int num_threads = 0);
   ThreadPool(int num_threads, Options options);
   /// Stops and joins the workers. Must not run while a call on this pool is in flight.

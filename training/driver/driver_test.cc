@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <regex>
@@ -462,6 +463,14 @@ TEST(Driver, OutputPathsAreCheckedBeforeTheFirstStep) {
     EXPECT_EQ(r.out, "error: --" + flag + "=" + tmp("absent/file") + ": the directory " + tmp("absent") +
                          " does not exist\n");
   }
+  // Two outputs naming one file: the later one was written over the earlier at the end
+  // (--export-onnx over --checkpoint-out lost the checkpoint).
+  const std::string same = tmp("same_file");
+  CommandResult r = train("--max-steps=2 --checkpoint-out=" + same + " --report=" + tmp(".") + "/same_file");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "error: --checkpoint-out and --report both name " + tmp(".") +
+                       "/same_file; give each output its own file\n");
+  EXPECT_FALSE(std::filesystem::exists(same));
 }
 
 TEST(Driver, StopsOnSigtermWithACheckpoint) {

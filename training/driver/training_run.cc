@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <thread>
@@ -96,13 +97,24 @@ Status check_array_counts(const DriverConfig& config, const std::vector<TensorSp
   return Status();
 }
 
-/// The output files can be written: fails early, not after hours of training.
+/// The output files can be written, each to its own file: fails early, not after hours
+/// of training (and not with one output written over another: --export-onnx over
+/// --checkpoint-out lost the checkpoint).
 Status check_outputs_writable(const DriverConfig& config) {
+  std::vector<std::pair<std::string, std::filesystem::path>> seen;
   for (const auto& [flag, path] : {std::pair{"checkpoint-out", &config.checkpoint_out},
                                    {"metrics-csv", &config.metrics_csv}, {"epoch-csv", &config.epoch_csv},
                                    {"report", &config.report}, {"export-onnx", &config.export_onnx}}) {
     if (path->empty()) continue;
     if (auto why = unwritable_file(*path)) return Error{"--" + std::string(flag) + "=" + *path + ": " + *why};
+    std::error_code ec;
+    const std::filesystem::path file = std::filesystem::weakly_canonical(*path, ec);
+    for (const auto& [other, other_file] : seen) {
+      if (!ec && file == other_file) {
+        return Error{"--" + other + " and --" + flag + " both name " + *path + "; give each output its own file"};
+      }
+    }
+    seen.emplace_back(flag, file);
   }
   return Status();
 }

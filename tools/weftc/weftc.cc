@@ -426,7 +426,7 @@ Status profile_command(const std::vector<std::string>& argv) {
   WEFT_ASSIGN_OR_RETURN(const DType precision, precision_flag(args, "profile"));
   constexpr int64_t kMaxSteps = 1000000000;
   WEFT_ASSIGN_OR_RETURN(const int64_t steps, whole_number_flag(args, "profile", "steps", 20, 1, kMaxSteps));
-  WEFT_ASSIGN_OR_RETURN(const int64_t warmup, whole_number_flag(args, "profile", "warmup", 3, 1, kMaxSteps));
+  WEFT_ASSIGN_OR_RETURN(const int64_t warmup, whole_number_flag(args, "profile", "warmup", 3, 0, kMaxSteps));
   WEFT_ASSIGN_OR_RETURN(const int64_t top, whole_number_flag(args, "profile", "top", 25, 1, kMaxSteps));
   WEFT_ASSIGN_OR_RETURN(Graph g, load_typed_graph(file));
   WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, read_inputs(g, file, args));

@@ -473,6 +473,21 @@ TEST(Driver, OutputPathsAreCheckedBeforeTheFirstStep) {
   EXPECT_FALSE(std::filesystem::exists(same));
 }
 
+// Started by a launcher without --data-parallel (`mpirun -np 2 PROGRAM`): each process ran
+// the whole training alone and wrote the same files, silently. It still may; it says so.
+TEST(Driver, ALaunchOfSeveralProcessesWithoutDataParallelWarns) {
+  CommandResult r = weft::testing::run_command("RANK=0 WORLD_SIZE=2 WEFT_DRIVER_TEST_MODEL=fashion " + kBinary +
+                                               " --max-steps=1 --epochs=1");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("warning: a launcher started 2 processes, but without --data-parallel each trains alone on "
+                        "all the data and writes the same files; add --data-parallel to train as one\n",
+                        0),
+            0u)
+      << r.out;
+  r = train("--max-steps=1 --epochs=1");
+  EXPECT_EQ(r.out.find("warning: a launcher"), std::string::npos) << r.out;
+}
+
 TEST(Driver, StopsOnSigtermWithACheckpoint) {
   // A preempted job: SIGTERM once training is under way; the run finishes its step,
   // writes the checkpoint, says how to resume and exits 128 + 15.

@@ -13,6 +13,7 @@
 // (TrainOptions::precision: autocast's mixed precision).
 // Measured device memory (`bench:suite --device=cuda`) adds cuDNN's workspaces beyond the
 // arena's free bytes and the CUDA context, which no estimate here counts.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -23,6 +24,7 @@
 #include "bench/models.h"
 #include "codegen/cuda_program.h"
 #include "ir/text.h"
+#include "training/flag_values.h"
 
 namespace weft::bench {
 namespace {
@@ -72,6 +74,10 @@ int run(int argc, char** argv) {
       models.clear();
       std::stringstream list(a.substr(9));
       for (std::string m; std::getline(list, m, ',');) models.push_back(m);
+      if (models.empty() || a.back() == ',' ||
+          std::find(models.begin(), models.end(), "") != models.end()) {
+        return usage("an empty model name in " + a);
+      }
     } else if (a == "--lowering=gpu" || a == "--lowering=cpu") {
       gpu = a == "--lowering=gpu";
     } else if (a == "--unroll") {
@@ -82,8 +88,12 @@ int run(int argc, char** argv) {
       graph = true;
     } else if (a == "--precision=f32" || a == "--precision=bf16" || a == "--precision=f16") {
       precision = a == "--precision=f32" ? DType::f32 : a == "--precision=bf16" ? DType::bf16 : DType::f16;
+    } else if (a.rfind("--precision=", 0) == 0) {
+      return usage(a + ": one of f32, bf16, f16");
     } else if (a.rfind("--rows=", 0) == 0) {
-      rows = std::max(0, std::atoi(a.c_str() + 7));
+      const FlagNumber<int64_t> n = parse_whole_number(a.substr(7));
+      if (!n.ok() || n.value < 0 || n.value > 1000000) return usage(a + ": a whole number from 0 to 1000000");
+      rows = static_cast<int>(n.value);
     } else {
       return usage("unknown argument " + a);
     }

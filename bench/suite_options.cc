@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <sstream>
+
 #include <sys/stat.h>
+
+#include "training/flag_values.h"
 
 namespace weft::bench {
 
@@ -183,6 +187,10 @@ StatusOr<SuiteOptions> parse_suite_options(const std::vector<std::string>& args)
     }
   }
   if (o.preset.empty()) return Error{"--preset=cpu or --preset=paper is required"};
+  // Checked now, not after the whole run (which then failed at the end: "cannot write").
+  if (!o.json_path.empty()) {
+    if (std::optional<std::string> why = unwritable_file(o.json_path)) return Error{"--json=" + o.json_path + ": " + *why};
+  }
   if (o.device == "cuda") WEFT_RETURN_IF_ERROR(check_cuda_options(o, weft_set));
   if (o.precision != "f32" && o.weft == "aot") {
     // bench/aot builds bf16 libraries of the GEMM-bound models only (build time).

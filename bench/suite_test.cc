@@ -257,6 +257,9 @@ TEST(Options, ErrorsNameTheFlag) {
             "feedback_fixed, gated_routing, iterative_refine, gru_seq, conv_autoenc, lstm_seq, "
             "convnet");
   EXPECT_EQ(error({"--preset=cpu", "--epochs=0"}), "bad value for --epochs: '0' (an integer ≥ 1)");
+  // Found before the run, not after it (the whole suite ran, then "cannot write").
+  EXPECT_EQ(error({"--preset=cpu", "--json=/nonexistent/suite.json"}),
+            "--json=/nonexistent/suite.json: the directory /nonexistent does not exist");
   EXPECT_EQ(error({"--preset=cpu", "--pytorch-only=1"}), "unknown flag '--pytorch-only=1'");
   EXPECT_EQ(error({"--preset=paper", "--device=gpu"}), "bad value for --device: 'gpu' (cpu or cuda)");
   EXPECT_EQ(error({"--preset=cpu", "--device=cuda"}),

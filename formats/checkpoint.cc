@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <utility>
 
 #include "formats/safetensors.h"
@@ -189,6 +191,36 @@ Status save_checkpoint(const std::string& path, const CheckpointSchema& schema,
   return write_safetensors(path, tensors, metadata);
 }
 
+namespace {
+
+/// The loss-scale state the load would commit: a finite scale > 0 and counts >= 0.
+Status check_loss_scale_state(const std::string& path, const std::map<std::string, Tensor>& staged,
+                              const CheckpointScope::LossScaleKeys& keys) {
+  auto value = [&](const std::string& key) -> std::optional<double> {
+    auto it = staged.find(key);
+    if (key.empty() || it == staged.end() || it->second.numel() != 1) return std::nullopt;
+    return it->second.get_double(0);
+  };
+  auto refuse = [&](const std::string& key, double v, const std::string& rule) {
+    std::ostringstream text;
+    text << v;
+    return file_error(path, "'" + key + "' is " + text.str() + " in the checkpoint; " + rule +
+                                "; nothing was loaded");
+  };
+  if (std::optional<double> s = value(keys.scale); s && !(std::isfinite(*s) && *s > 0)) {
+    return refuse(keys.scale, *s,
+                  "a loss scale must be a finite number > 0 (GradScaler's initial scale is 65536)");
+  }
+  for (const std::string* key : {&keys.growth_tracker, &keys.skipped_steps}) {
+    if (std::optional<double> n = value(*key); n && !(*n >= 0)) {
+      return refuse(*key, *n, "a count of steps must be >= 0");
+    }
+  }
+  return Status();
+}
+
+}  // namespace
+
 StatusOr<LoadReport> load_checkpoint(const std::string& path, const CheckpointSchema& schema,
                                      std::map<std::string, Tensor>& values,
                                      const CheckpointScope& options) {
@@ -271,6 +303,7 @@ StatusOr<LoadReport> load_checkpoint(const std::string& path, const CheckpointSc
   for (const std::string& key : expected) {
     if (!staged.count(key) && !options.optional_keys.count(key)) report.missing.push_back(key);
   }
+  WEFT_RETURN_IF_ERROR(check_loss_scale_state(path, staged, options.loss_scale));
   std::sort(report.unexpected.begin(), report.unexpected.end());
   std::sort(report.skipped.begin(), report.skipped.end());
   if (options.strict && (!report.missing.empty() || !report.unexpected.empty())) {

@@ -103,6 +103,13 @@ struct CheckpointScope {
   /// an f32 run and back): a strict load neither requires them nor refuses them. One the
   /// checkpoint lacks keeps its value in `values`; one nothing expects is skipped.
   std::set<std::string> optional_keys;
+  /// Loss scaling's state, as named in this model (empty names: the model has none). When
+  /// the checkpoint holds them they are checked before anything is committed: the scale
+  /// must be a finite number > 0 and the counts >= 0, or the load is refused (a scale of 0,
+  /// NaN or inf makes every later update NaN or skipped: a hand-edited checkpoint).
+  struct LossScaleKeys {
+    std::string scale, growth_tracker, skipped_steps;
+  } loss_scale;
   /// How the caller's user loads a labelled subgraph instead, for the hint of a whole
   /// load refused by the structural hash; empty where there is no such option (the AOT
   /// training driver): no hint.

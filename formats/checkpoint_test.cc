@@ -1,6 +1,7 @@
 // migrate_checkpoint. Loads are tested through the Model in frontend/checkpoint_test.cc.
 #include "formats/checkpoint.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -168,6 +169,43 @@ TEST(MigrateCheckpoint, ErrorsNameWhatWasWrongAndWriteNothing) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message, "checkpoint format version 2 is newer than this weft reads (1); upgrade weft");
   EXPECT_EQ(slurp(out), "old");
+}
+
+// Loss scaling's state edited by hand: a scale of 0 (every later update NaN), NaN or inf
+// (every update skipped for good), <= 0, or a negative count is refused before anything
+// is committed; a valid one loads.
+TEST(LoadCheckpoint, RefusesALossScaleStateNoRunCouldWrite) {
+  const std::string path = temp_path("loss_scale.safetensors");
+  CheckpointScope scope;
+  scope.loss_scale = {"loss_scale", "loss_scale_growth_tracker", "skipped_steps"};
+  scope.optional_keys = {"loss_scale", "loss_scale_growth_tracker", "skipped_steps"};
+  auto attempt = [&](double scale, int64_t tracker, int64_t skipped) {
+    Values values = save(path);
+    values["loss_scale"] = Tensor::scalar(DType::f32, scale);
+    values["loss_scale_growth_tracker"] = Tensor::scalar(DType::i64, static_cast<double>(tracker));
+    values["skipped_steps"] = Tensor::scalar(DType::i64, static_cast<double>(skipped));
+    EXPECT_TRUE(save_checkpoint(path, schema(), values, /*step=*/7).ok());
+    Values into = values;
+    into["loss_scale"] = Tensor::scalar(DType::f32, 65536);
+    into["loss_scale_growth_tracker"] = Tensor::scalar(DType::i64, 0);
+    into["skipped_steps"] = Tensor::scalar(DType::i64, 0);
+    const Values before = into;
+    StatusOr<LoadReport> r = load_checkpoint(path, schema(), into, scope);
+    if (r.ok()) return std::string("ok");
+    EXPECT_EQ(into, before) << "a refused load changed the values";
+    return r.error().to_string();
+  };
+  EXPECT_EQ(attempt(1024, 3, 2), "ok");
+  EXPECT_EQ(attempt(0, 0, 0),
+            path + ": error: 'loss_scale' is 0 in the checkpoint; a loss scale must be a finite number > 0 "
+                   "(GradScaler's initial scale is 65536); nothing was loaded");
+  EXPECT_NE(attempt(-5, 0, 0).find("'loss_scale' is -5 in the checkpoint; a loss scale must be"), std::string::npos);
+  EXPECT_NE(attempt(std::nan(""), 0, 0).find("'loss_scale' is nan in"), std::string::npos);
+  EXPECT_NE(attempt(INFINITY, 0, 0).find("'loss_scale' is inf in"), std::string::npos);
+  EXPECT_EQ(attempt(1024, -100, 0),
+            path + ": error: 'loss_scale_growth_tracker' is -100 in the checkpoint; a count of steps must be "
+                   ">= 0; nothing was loaded");
+  EXPECT_NE(attempt(1024, 0, -3).find("'skipped_steps' is -3 in the checkpoint"), std::string::npos);
 }
 
 }  // namespace

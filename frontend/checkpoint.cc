@@ -178,6 +178,7 @@ StatusOr<LoadReport> load_checkpoint(const std::string& path, const Model& model
   scope.strict = options.strict;
   // Loss scaling's state: present in an f16 (or scaled) run's checkpoints only.
   scope.optional_keys = {kLossScaleStates.begin(), kLossScaleStates.end()};
+  scope.loss_scale = {kLossScaleState, kGrowthTrackerState, kSkippedStepsState};
   if (!scope.whole) {
     WEFT_ASSIGN_OR_RETURN(std::vector<const ParamInfo*> scoped,
                           model.parameters_at(options.subgraph));

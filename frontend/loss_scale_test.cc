@@ -293,6 +293,25 @@ TEST(LossScaling, TheScaleAndSkippedStepsReachTheMetrics) {
   EXPECT_EQ(*t->metrics().current(kSkippedStepsState), 1);
 }
 
+// A hand-edited scale of 0 in a checkpoint made every later update NaN, silently: the
+// Trainer's load refuses it (formats/checkpoint.h, CheckpointScope::loss_scale).
+TEST(LossScaling, ALoadRefusesAScaleOfZero) {
+  const std::string path =
+      std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp") + "/zero_scale.safetensors";
+  auto edited = compile({"reference", OptimizerSpec::adam(1e-2), "reference"}, scaling(4));
+  ASSERT_TRUE(edited.ok()) << edited.error().to_string();
+  ASSERT_TRUE(edited->set_value(kLossScaleState, Tensor::scalar(DType::f32, 0)).ok());
+  ASSERT_TRUE(edited->save(path).ok());
+  auto t = compile({"reference", OptimizerSpec::adam(1e-2), "reference"}, scaling(4));
+  ASSERT_TRUE(t.ok());
+  auto report = t->load(path);
+  ASSERT_FALSE(report.ok());
+  EXPECT_EQ(report.error().to_string(),
+            path + ": error: 'loss_scale' is 0 in the checkpoint; a loss scale must be a finite number > 0 "
+                   "(GradScaler's initial scale is 65536); nothing was loaded");
+  EXPECT_EQ(*t->loss_scale(), 4);
+}
+
 TEST(LossScaling, Errors) {
   auto message = [](LossScaleOptions o) {
     auto t = compile({"reference", OptimizerSpec::adam(), "reference"}, o);

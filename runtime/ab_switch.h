@@ -10,23 +10,14 @@
 //
 //   if (switched_off("WEFT_FOLD_CONCATS")) lower.fold_concats = false;
 
-#include <cstdlib>
-#include <string_view>
-
 namespace weft {
 
 /// Whether the environment sets `variable` to "0" (any other value, or none, leaves the
-/// optimization on).
-inline bool switched_off(const char* variable) {
-  const char* value = std::getenv(variable);
-  return value != nullptr && std::string_view(value) == "0";
-}
+/// optimization on; a value other than "0" or "1", such as `off`, is named on stderr once).
+bool switched_off(const char* variable);
 
 /// Whether the environment sets `variable` to "1" (an opt-in switch: any other value, or
-/// none, leaves it off).
-inline bool switched_on(const char* variable) {
-  const char* value = std::getenv(variable);
-  return value != nullptr && std::string_view(value) == "1";
-}
+/// none, leaves it off; a value other than "0" or "1", such as `yes`, is named on stderr once).
+bool switched_on(const char* variable);
 
 }  // namespace weft

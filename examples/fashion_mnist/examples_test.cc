@@ -182,6 +182,13 @@ TEST(FashionMnist, Errors) {
       {"--partial-load", "--partial-load needs --checkpoint-in"},
       {"--schedule=cosine", "unknown flag '--schedule' (--help lists the flags)"},
       {"--bn", "unknown flag '--bn' (--help lists the flags)"},  // the CNN's own
+      // One of two different checkpoints was silently ignored, in either order.
+      {"--resume=/a.safetensors --checkpoint-in=/b.safetensors",
+       "--resume=/a.safetensors and --checkpoint-in=/b.safetensors name different checkpoints (--resume is "
+       "--checkpoint-in); give one"},
+      {"--checkpoint-in=/b.safetensors --resume=/a.safetensors",
+       "--resume=/a.safetensors and --checkpoint-in=/b.safetensors name different checkpoints (--resume is "
+       "--checkpoint-in); give one"},
   };
   for (const auto& [flag, message] : refused) {
     r = run("examples/fashion_mnist/mlp " + flag);

@@ -66,6 +66,13 @@ StatusOr<std::unique_ptr<driver::Trainable>> make_model(
   return std::unique_ptr<driver::Trainable>(std::move(model));
 }
 
+/// --resume and --checkpoint-in (the same flag) naming two checkpoints: one was silently
+/// ignored.
+Error resume_conflict(const driver::DriverConfig& d, const RunConfig& c) {
+  return Error{"--resume=" + c.resume + " and --checkpoint-in=" + d.checkpoint_in +
+               " name different checkpoints (--resume is --checkpoint-in); give one"};
+}
+
 /// The examples' command line: the flags shared with the training binaries, with `c`'s
 /// values as their defaults, then the examples' own, which store into `c`.
 driver::FlagSet example_flags(RunConfig& c, bool allow_bn) {
@@ -94,9 +101,11 @@ driver::FlagSet example_flags(RunConfig& c, bool allow_bn) {
                                 "--backend=cuda: launch kernel by kernel, not one CUDA graph per step",
                                 &c.cuda_graph, false));
   set.own.push_back({"resume", "PATH", "none", "the same as --checkpoint-in",
-                     [](driver::DriverConfig& d, const std::string& v) -> Status {
+                     [&c](driver::DriverConfig& d, const std::string& v) -> Status {
                        if (v.empty()) return Error{"--resume needs a path: --resume=PATH"};
-                       d.checkpoint_in = resolve_path(v);
+                       c.resume = resolve_path(v);
+                       if (!d.checkpoint_in.empty() && d.checkpoint_in != c.resume) return resume_conflict(d, c);
+                       d.checkpoint_in = c.resume;
                        return Status();
                      }});
   // Sets the driver's --data-parallel, whose help differs: there each rank takes a whole
@@ -119,6 +128,7 @@ void parse_flags(int argc, char** argv, RunConfig& c, bool allow_bn) {
   const driver::FlagSet set = example_flags(c, allow_bn);
   const std::string program = c.name.empty() ? "train" : c.name;
   StatusOr<driver::DriverConfig> d = driver::parse_flags(std::vector<std::string>(argv + 1, argv + argc), set);
+  if (d.ok() && !c.resume.empty() && d->checkpoint_in != c.resume) d = resume_conflict(*d, c);
   if (!d.ok()) {
     std::fprintf(stderr, "%s\n", d.error().to_string().c_str());
     std::exit(2);  // a bad command line, as the driver's kExitUsage

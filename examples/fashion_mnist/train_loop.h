@@ -38,6 +38,7 @@ struct RunConfig {
   std::string backend = "cpu";
   bool cuda_graph = true;  ///< --no-cuda-graph: false.
   bool bn = false;         ///< cnn: with batch norm
+  std::string resume;      ///< --resume, resolved: must agree with --checkpoint-in when both are given
   /// The flags shared with the training binaries, as parse_flags read them (--data-parallel
   /// and --resume land here too).
   driver::DriverConfig driver;

@@ -3,6 +3,7 @@
 #include "interop/onnx/importer.h"
 
 #include <filesystem>
+#include <set>
 #include <memory>
 
 #include "interop/onnx/import_scope.h"
@@ -163,6 +164,21 @@ StatusOr<std::vector<std::pair<std::string, Type>>> onnx_input_types(const OnnxF
   }
   for (const auto& [name, value] : options.constant_inputs) {
     if (!seen.count(name)) return Error{file.path + ": the model has no input named '" + name + "'"};
+  }
+  // A dimension named in `dims` that no input declares (a typo: `--dim Batch=32`).
+  std::set<std::string> symbols;
+  for (const onnx::ValueInfoProto& in : g.input()) {
+    for (const onnx::TensorShapeProto::Dimension& d : in.type().tensor_type().shape().dim()) {
+      if (d.has_dim_param() && !d.dim_param().empty()) symbols.insert(d.dim_param());
+    }
+  }
+  for (const auto& [name, size] : options.dims) {
+    if (symbols.count(name)) continue;
+    std::string theirs;
+    for (const std::string& s : symbols) theirs += (theirs.empty() ? "'" : ", '") + s + "'";
+    return Error{file.path + ": no input has a symbolic dimension '" + name + "' (--dim " + name + "=" +
+                 std::to_string(size) + "); " +
+                 (theirs.empty() ? "the model's inputs have none" : "the model's inputs have " + theirs)};
   }
   return out;
 }

@@ -227,6 +227,8 @@ StatusOr<OnnxFile> parse_onnx_model(std::string_view bytes, const std::string& n
   OnnxFile file;
   file.path = name;
   file.dir = dir;
+  // An empty message parses (every field is optional): say what is wrong with the file.
+  if (bytes.empty()) return Error{name + ": the file is empty, not an ONNX model"};
   if (bytes.size() >= kMaxMessageBytes || !parse_message(bytes, &file.model)) {
     return Error{name + ": not an ONNX model (the protobuf ModelProto does not parse)"};
   }

@@ -138,6 +138,10 @@ TEST(Reader, FilesThatAreNotModels) {
   EXPECT_EQ(read_onnx_model(dir + "/text.onnx").error().message,
             dir + "/text.onnx: not an ONNX model (the protobuf ModelProto does not parse)");
   EXPECT_EQ(read_onnx_model(dir).error().message, dir + ": is a directory, not an ONNX file");
+  // It said "the model imports no opset of the default ONNX domain".
+  write(dir + "/empty.onnx", "");
+  EXPECT_EQ(read_onnx_model(dir + "/empty.onnx").error().message,
+            dir + "/empty.onnx: the file is empty, not an ONNX model");
   EXPECT_FALSE(read_onnx_model(dir + "/absent.onnx").ok());
   write(dir + "/t.pb", "\xff\xff");
   EXPECT_EQ(read_onnx_tensor(dir + "/t.pb").error().message, dir + "/t.pb: not an ONNX TensorProto");

@@ -60,13 +60,16 @@ bool recv_bytes(int fd, std::vector<char>& out) {
 
 std::string where(const TcpStoreOptions& o) { return o.host + ":" + std::to_string(o.port); }
 
-// A connected socket to host:port, or -1 when no address answered.
-int connect_once(const std::string& host, int port) {
+// A connected socket to host:port, or -1 when no address answered; `unresolved` is set
+// to the resolver's reason when the host name does not resolve, and cleared otherwise.
+int connect_once(const std::string& host, int port, std::string& unresolved) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
-  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return -1;
+  const int resolved = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
+  unresolved = resolved == 0 ? "" : ::gai_strerror(resolved);
+  if (resolved != 0) return -1;
   int fd = -1;
   for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
     fd = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
@@ -176,7 +179,13 @@ class TcpStore::Server {
 TcpStore::TcpStore(const TcpStoreOptions& options) : options_(options) {
   if (options_.serve) server_ = std::make_unique<Server>(options_.port);
   const Clock::time_point deadline = Clock::now() + options_.timeout;
-  while ((fd_ = connect_once(options_.host, options_.port)) < 0) {
+  std::string unresolved;
+  while ((fd_ = connect_once(options_.host, options_.port, unresolved)) < 0) {
+    if (Clock::now() >= deadline && !unresolved.empty()) {
+      fail("the rendezvous at " + where(options_) + " (MASTER_ADDR:MASTER_PORT): the host name '" + options_.host +
+           "' did not resolve within " + format_seconds(options_.timeout) + " (" + unresolved +
+           "): is MASTER_ADDR rank 0's address as this host reaches it?");
+    }
     if (Clock::now() >= deadline) {
       fail("the rendezvous at " + where(options_) + " (MASTER_ADDR:MASTER_PORT) did not answer within " +
            format_seconds(options_.timeout) + ": is rank 0 running, and is MASTER_ADDR its address as this host reaches it?");

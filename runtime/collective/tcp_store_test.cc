@@ -72,6 +72,23 @@ TEST(TcpStoreTest, NoServerIsAnErrorAfterTheTimeout) {
   }
 }
 
+// A MASTER_ADDR that does not resolve was reported as a rank 0 that did not answer.
+TEST(TcpStoreTest, AHostThatDoesNotResolveIsNamed) {
+  try {
+    TcpStore store({.host = "no.such.host.invalid", .port = 29500, .serve = false,
+                    .timeout = std::chrono::milliseconds(300)});
+    FAIL() << "connected";
+  } catch (const gloo::IoException& e) {
+    const std::string text = e.what();
+    EXPECT_EQ(text.rfind("the rendezvous at no.such.host.invalid:29500 (MASTER_ADDR:MASTER_PORT): the host name "
+                         "'no.such.host.invalid' did not resolve within 0.3 s (",
+                         0),
+              0u)
+        << text;
+    EXPECT_NE(text.find("): is MASTER_ADDR rank 0's address as this host reaches it?"), std::string::npos) << text;
+  }
+}
+
 TEST(TcpStoreTest, APortInUseIsAnError) {
   const int port = testing::free_port();
   TcpStore first({.host = "127.0.0.1", .port = port, .serve = true, .timeout = std::chrono::seconds(1)});

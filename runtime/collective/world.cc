@@ -73,6 +73,10 @@ StatusOr<GlooOptions> torchrun_options(std::chrono::milliseconds timeout) {
                                                 "a rank in [0, WORLD_SIZE=" + std::to_string(gloo.world_size) + ")"));
   WEFT_ASSIGN_OR_RETURN(gloo.master_port, whole_number("MASTER_PORT", 1, 65535, "a TCP port (1 to 65535)"));
   gloo.master_addr = env("MASTER_ADDR");
+  if (gloo.master_addr.find_first_not_of(" \t") == std::string::npos) {
+    return Error{"torchrun-style launch: MASTER_ADDR is empty; set it to rank 0's address as every rank "
+                 "reaches it (127.0.0.1 on one machine)"};
+  }
   gloo.timeout = timeout;
   if (const char* iface = env("GLOO_SOCKET_IFNAME")) gloo.interface = iface;
   return gloo;

@@ -67,6 +67,12 @@ TEST_F(WorldTest, TorchrunVariablesMustAllBeSetAndValid) {
   EXPECT_EQ(error_of_world(), "torchrun-style launch: RANK=2 is not a rank in [0, WORLD_SIZE=2)");
   setenv("WORLD_SIZE", "0", 1);
   EXPECT_EQ(error_of_world(), "torchrun-style launch: WORLD_SIZE=0 is not a world size of 1 or more");
+  // Set but empty: it waited out the timeout for "the rendezvous at :29500".
+  setenv("WORLD_SIZE", "2", 1);
+  setenv("RANK", "0", 1);
+  setenv("MASTER_ADDR", "", 1);
+  EXPECT_EQ(error_of_world(), "torchrun-style launch: MASTER_ADDR is empty; set it to rank 0's address as every "
+                              "rank reaches it (127.0.0.1 on one machine)");
 }
 
 TEST_F(WorldTest, ATorchrunWorldOfOneJoinsAlone) {

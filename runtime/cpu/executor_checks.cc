@@ -124,6 +124,10 @@ Status Executor::check_invocation_numerics(size_t index, std::vector<Tensor> ope
     const Graph* body = inv.kind == Invocation::Kind::generated ? &program_.kernels[inv.kernel].body : nullptr;
     const int64_t bad = first_nonfinite_result(data, ref.type, body, r);
     if (bad < 0) continue;
+    // An AOT Program carries its kernels as object code, without their bodies: the
+    // search inside a body is skipped then, and the kernel itself is named.
+    const bool has_body = (inv.kind == Invocation::Kind::contraction || inv.kind == Invocation::Kind::generated) &&
+                          !program_.kernels[inv.kernel].body.nodes().empty();
     if (inv.kind == Invocation::Kind::contraction) {
       // The GEMM, then its epilogue: which produced it? C = A·B on the reference
       // interpreter from the operands as they were, then the epilogue's body on C.
@@ -140,19 +144,21 @@ Status Executor::check_invocation_numerics(size_t index, std::vector<Tensor> ope
         e.message += where;
         return e;
       }
-      std::vector<Tensor> epilogue_inputs;
-      epilogue_inputs.push_back(std::move(c.outputs[0]));
-      for (size_t k = 2; k < operands.size(); ++k) epilogue_inputs.push_back(std::move(operands[k]));
-      const Graph& body = program_.kernels[inv.kernel].body;
-      WEFT_ASSIGN_OR_RETURN(std::optional<reference::NonFinite> found,
-                            reference::find_nonfinite(body, std::move(epilogue_inputs)));
-      if (found && found->node >= 0) {
-        Error e = reference::nonfinite_error(&body.nodes()[found->node], "", found->type, found->index,
-                                             found->element);
-        e.message += where;
-        return e;
+      if (has_body) {
+        std::vector<Tensor> epilogue_inputs;
+        epilogue_inputs.push_back(std::move(c.outputs[0]));
+        for (size_t k = 2; k < operands.size(); ++k) epilogue_inputs.push_back(std::move(operands[k]));
+        const Graph& body = program_.kernels[inv.kernel].body;
+        WEFT_ASSIGN_OR_RETURN(std::optional<reference::NonFinite> found,
+                              reference::find_nonfinite(body, std::move(epilogue_inputs)));
+        if (found && found->node >= 0) {
+          Error e = reference::nonfinite_error(&body.nodes()[found->node], "", found->type, found->index,
+                                               found->element);
+          e.message += where;
+          return e;
+        }
       }
-    } else if (inv.kind == Invocation::Kind::generated) {
+    } else if (inv.kind == Invocation::Kind::generated && has_body) {
       // Which node of the kernel's body? Its operands were finite (checked before), so
       // the reference interpreter, run on them node by node, finds it.
       const Graph& body = program_.kernels[inv.kernel].body;

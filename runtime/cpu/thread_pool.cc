@@ -4,8 +4,10 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -100,7 +102,16 @@ ThreadPool::ThreadPool(int num_threads, Options options)
       state_(std::make_unique<State>()) {
   state_->workers.reserve(num_threads_ - 1);
   for (int i = 1; i < num_threads_; ++i) {
-    state_->workers.emplace_back([this, i] { worker_loop(i); });
+    try {
+      state_->workers.emplace_back([this, i] { worker_loop(i); });
+    } catch (const std::system_error& e) {
+      // The system refuses another thread (WEFT_NUM_THREADS=100000, a low `ulimit -u` or
+      // `ulimit -v`): run on those started rather than terminate with them unjoined.
+      std::fprintf(stderr, "weft: warning: started %d of the %d threads asked for (%s); running on %d\n", i,
+                   num_threads_, e.what(), i);
+      num_threads_ = i;
+      break;
+    }
   }
 }
 

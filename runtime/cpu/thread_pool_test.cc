@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -240,4 +242,28 @@ TEST(ThreadPoolTest, WorkerExceptionReachesCaller) {
 }
 
 }  // namespace
+// A thread count the system cannot start (WEFT_NUM_THREADS=100000 terminated weftc with
+// "terminate called without an active exception"): the pool runs on the threads it got.
+// In a child process whose address space is too small for 1000 thread stacks.
+TEST(ThreadPoolDeathTest, AThreadTheSystemRefusesShrinksThePool) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "the sanitizers reserve more address space than the limit leaves";
+#else
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        rlimit limit{};
+        limit.rlim_cur = limit.rlim_max = 512ull << 20;  // 1000 stacks of 8 MiB do not fit
+        if (setrlimit(RLIMIT_AS, &limit) != 0) std::exit(3);
+        ThreadPool pool(1000);
+        std::atomic<int64_t> sum{0};
+        pool.parallel_for(10000, 1, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) sum += i;
+        });
+        std::exit(pool.num_threads() > 1 && pool.num_threads() < 1000 && sum == 49995000 ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "weft: warning: started [0-9]+ of the 1000 threads asked for");
+#endif
+}
+
 }  // namespace weft::cpu

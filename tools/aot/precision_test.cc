@@ -143,5 +143,47 @@ TEST(AotPrecision, CheckpointsLoadAcrossPrecisions) {
   EXPECT_EQ((*again->loss_scale())->skipped_steps, 1);
 }
 
+// A loss scale of 0 (or a negative count) in a checkpoint, as a hand edit leaves it, is
+// refused and changes nothing: a scale of 0 made every later update NaN, unreported.
+TEST(AotPrecision, ALoadRefusesALossScaleOfZero) {
+  std::unique_ptr<CompiledModel> edited = make(weft_aot::MlpF16::table());
+  ASSERT_TRUE(edited);
+  ASSERT_TRUE(edited->set_value("loss_scale", Tensor::scalar(DType::f32, 0)).ok());
+  const std::string path = tmp("zero_scale.safetensors");
+  ASSERT_TRUE(edited->save(path).ok());
+  std::unique_ptr<CompiledModel> m = make(weft_aot::MlpF16::table());
+  ASSERT_TRUE(m);
+  StatusOr<LoadReport> r = m->load(path, /*partial=*/false);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().to_string(),
+            path + ": error: 'loss_scale' is 0 in the checkpoint; a loss scale must be a finite number > 0 "
+                   "(GradScaler's initial scale is 65536); nothing was loaded");
+  EXPECT_EQ((*m->loss_scale())->scale, 65536);
+  ASSERT_TRUE(edited->set_value("loss_scale", Tensor::scalar(DType::f32, 1024)).ok());
+  ASSERT_TRUE(edited->set_value("skipped_steps", Tensor::scalar(DType::i64, -3)).ok());
+  ASSERT_TRUE(edited->save(path).ok());
+  r = m->load(path, /*partial=*/true);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().to_string().find("'skipped_steps' is -3 in the checkpoint; a count of steps must be >= 0"),
+            std::string::npos);
+}
+
+// --check-numerics on an AOT model: its Program carries no kernel bodies, so an inf made
+// inside a generated kernel (f16's cast of 1e30) names that kernel; it used to fail with
+// the interpreter's "graph @main takes 0 inputs, but 1 were given".
+TEST(AotPrecision, CheckNumericsNamesAKernelWithoutItsBody) {
+  std::unique_ptr<CompiledModel> m = make(weft_aot::MlpF16::table());
+  ASSERT_TRUE(m);
+  ASSERT_TRUE(m->set_check_numerics(true).ok());
+  std::vector<Tensor> big = batch(*m, 1);
+  for (int64_t i = 0; i < big[0].numel(); ++i) big[0].data<float>()[i] = 1e30f;
+  StatusOr<double> loss = m->step(big);
+  ASSERT_FALSE(loss.ok());
+  const std::string text = loss.error().to_string();
+  EXPECT_NE(text.find("check-numerics: "), std::string::npos) << text;
+  EXPECT_NE(text.find(" produced inf"), std::string::npos) << text;
+  EXPECT_EQ(text.find("inputs, but"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace weft::aot

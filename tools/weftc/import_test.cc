@@ -90,6 +90,24 @@ TEST(WeftcImport, SymbolicDimensionWithoutASizeIsAnError) {
   EXPECT_EQ(r.exit_code, 0) << r.out;
 }
 
+// A --dim no input declares (a typo) and a --dim or --input-shape given twice were
+// silently ignored or overridden: each is an error now, and nothing is written.
+TEST(WeftcImport, ADimensionNoInputHasOrOneGivenTwiceIsAnError) {
+  const std::string model = write_model(small_model(), "typo.onnx");
+  const std::string wir = dir() + "/typo.wir";
+  CommandResult r = weftc("import " + model + " --dim batch=2 --dim Batch=3 -o " + wir);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "error: " + model + ": no input has a symbolic dimension 'Batch' (--dim Batch=3); "
+                      "the model's inputs have 'batch'\n");
+  r = weftc("import " + model + " --dim batch=2 --dim batch=3 -o " + wir);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "error: weftc import: --dim batch given twice (batch=2 and batch=3)\n");
+  r = weftc("import " + model + " --input-shape x=2x3 --input-shape x=4x3 -o " + wir);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "error: weftc import: --input-shape x given twice\n");
+  EXPECT_FALSE(std::filesystem::exists(wir));
+}
+
 TEST(WeftcImport, UnsupportedNodeWritesNothing) {
   OnnxBuilder b;
   b.input("x", DType::f32, {2});

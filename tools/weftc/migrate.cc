@@ -50,8 +50,10 @@ Status migrate_command(const std::vector<std::string>& argv) {
     if (!pair) return Error{"weftc migrate: --prefix expects OLD:NEW (OLD not empty), got '" + spec + "'"};
     migration.prefixes.push_back(*pair);
   }
-  if (migration.renames.empty() && migration.prefixes.empty()) {
-    return Error{"weftc migrate: nothing to rename; give --rename OLD=NEW, --renames FILE.json or --prefix OLD:NEW"};
+  // The structural hash alone is a migration too: README.md's conv2d -> conv carry-over.
+  if (migration.renames.empty() && migration.prefixes.empty() && !args.has("structural-hash")) {
+    return Error{"weftc migrate: nothing to do; give --rename OLD=NEW, --renames FILE.json, --prefix OLD:NEW "
+                 "or --structural-hash=HEX"};
   }
   if (args.has("structural-hash")) {
     const std::string hex = args.get("structural-hash");

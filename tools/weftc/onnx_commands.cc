@@ -42,7 +42,10 @@ StatusOr<onnx_io::ImportOptions> import_options(const Args& args) {
   for (const std::string& spec : args.flags.count("dim") ? args.flags.at("dim") : std::vector<std::string>{}) {
     WEFT_ASSIGN_OR_RETURN(auto nv, name_value("--dim", spec, "NAME=SIZE"));
     WEFT_ASSIGN_OR_RETURN(int64_t n, dim_size("--dim", spec, nv.second));
-    o.dims[nv.first] = n;
+    if (!o.dims.emplace(nv.first, n).second) {
+      return Error{"weftc import: --dim " + nv.first + " given twice (" + nv.first + "=" +
+                   std::to_string(o.dims.at(nv.first)) + " and " + spec + ")"};
+    }
   }
   for (const std::string& spec :
        args.flags.count("input-shape") ? args.flags.at("input-shape") : std::vector<std::string>{}) {
@@ -58,7 +61,9 @@ StatusOr<onnx_io::ImportOptions> import_options(const Args& args) {
         start = x + 1;
       }
     }
-    o.input_shapes[nv.first] = Shape(dims);
+    if (!o.input_shapes.emplace(nv.first, Shape(dims)).second) {
+      return Error{"weftc import: --input-shape " + nv.first + " given twice"};
+    }
   }
   return o;
 }

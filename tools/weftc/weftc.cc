@@ -13,6 +13,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -116,6 +117,32 @@ StatusOr<const codegen::Target*> target_for(const std::string& command, const st
   return target_for(command, backend, [](const codegen::Target&) { return true; });
 }
 
+/// `--after=PASS` of `weftc COMMAND` on `target`: empty is an error, and so is a pass that
+/// only another backend's pipeline runs (naming that backend, where "unknown pass" would
+/// mislead). Other unknown names are left to the pipeline's own error.
+Status check_after(const std::string& command, const Args& args, const codegen::Target& target,
+                   const Pipeline& pipeline) {
+  if (!args.has("after")) return Status();
+  const std::string after = args.get("after");
+  if (after.empty()) {
+    return Error{"weftc " + command + ": --after needs a pass name (--after=PASS, or parse; see weftc " +
+                 command + " --help)"};
+  }
+  const std::vector<std::string_view> ours = pipeline.pass_names();
+  if (after == "parse" || std::find(ours.begin(), ours.end(), after) != ours.end()) return Status();
+  std::string others;
+  for (const codegen::Target& t : codegen::targets()) {
+    if (&t == &target || !t.pipeline) continue;
+    const Pipeline theirs = t.dump_pipeline ? t.dump_pipeline({}) : t.pipeline({});
+    const std::vector<std::string_view> names = theirs.pass_names();
+    if (std::find(names.begin(), names.end(), after) == names.end()) continue;
+    others += (others.empty() ? "--backend=" : " or --backend=") + t.name;
+  }
+  if (others.empty()) return Status();
+  return Error{"weftc " + command + ": pass '" + after + "' is not in the " + target.name +
+               " backend's pipeline; it runs with " + others};
+}
+
 /// For `weftc dump --format=FORMAT`: the target whose device code FORMAT prints (its
 /// module format, "ptx"), or null for the graph's own formats (text, json, dot); an
 /// error lists every format.
@@ -160,6 +187,7 @@ Status dump_command(const std::vector<std::string>& argv) {
     options.dump_dir = args.has("dump-dir") ? resolve_path(args.get("dump-dir")) : "";
     Pipeline pipeline = target->dump_pipeline ? target->dump_pipeline(std::move(options))
                                               : target->pipeline(std::move(options));
+    WEFT_RETURN_IF_ERROR(check_after("dump", args, *target, pipeline));
     WEFT_RETURN_IF_ERROR(run_stages(g, pipeline, precision, after, "dump").status());
   }
   PrintOptions print_options;
@@ -225,6 +253,7 @@ Status viz_command(const std::vector<std::string>& argv) {
   }
   WEFT_ASSIGN_OR_RETURN(Graph g, load_graph(file));
   Pipeline pipeline = target->pipeline({});
+  WEFT_RETURN_IF_ERROR(check_after("viz", args, *target, pipeline));
   std::string after = args.get("after", "");
   if (after != "parse") {
     WEFT_ASSIGN_OR_RETURN(after, run_stages(g, pipeline, precision, after, "viz"));
@@ -397,7 +426,7 @@ Status profile_command(const std::vector<std::string>& argv) {
   WEFT_ASSIGN_OR_RETURN(const DType precision, precision_flag(args, "profile"));
   constexpr int64_t kMaxSteps = 1000000000;
   WEFT_ASSIGN_OR_RETURN(const int64_t steps, whole_number_flag(args, "profile", "steps", 20, 1, kMaxSteps));
-  WEFT_ASSIGN_OR_RETURN(const int64_t warmup, whole_number_flag(args, "profile", "warmup", 3, 1, kMaxSteps));
+  WEFT_ASSIGN_OR_RETURN(const int64_t warmup, whole_number_flag(args, "profile", "warmup", 3, 0, kMaxSteps));
   WEFT_ASSIGN_OR_RETURN(const int64_t top, whole_number_flag(args, "profile", "top", 25, 1, kMaxSteps));
   WEFT_ASSIGN_OR_RETURN(Graph g, load_typed_graph(file));
   WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, read_inputs(g, file, args));
@@ -466,6 +495,12 @@ Status run_command(const std::vector<std::string>& argv) {
                    files.back().first + "', the file of " + it->second +
                    "; rename the input in '" + file + "'"};
     }
+  }
+  for (const auto& [name, t] : files) {
+    if (t->dtype() != DType::bf16) continue;
+    return Error{"weftc run: " + written_for.at(name) + " is " + t->type().to_string() +
+                 ", which .npy cannot hold (NumPy has no bfloat16 dtype): cast it to f32 in '" + file +
+                 "'; nothing was written"};
   }
   std::string dir = args.get("out");
   WEFT_RETURN_IF_ERROR(make_directories(dir));

@@ -99,7 +99,8 @@ TEST(Weftc, DumpAfterMergeUpdates) {
             r.out);
   r = weftc("dump " + step + " --after=merge-updates --backend=reference");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.out.find("unknown pass 'merge-updates'"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out, "error: weftc dump: pass 'merge-updates' is not in the reference backend's pipeline; it runs "
+                   "with --backend=cpu or --backend=cuda\n");
 }
 
 TEST(Weftc, DumpFormatsAndPasses) {
@@ -144,6 +145,29 @@ TEST(Weftc, DumpFormatsAndPasses) {
   EXPECT_EQ(r.exit_code, 1);
   r = weftc("dump " + wir + " --backend=tpu");
   EXPECT_EQ(r.out, "error: weftc dump: unknown backend 'tpu'; backends: cpu, cuda, reference\n");
+}
+
+// A pass only another backend runs was "unknown pass" (it is known: to that backend), and
+// an empty --after ran the whole pipeline instead of the default infer-types.
+TEST(Weftc, DumpAfterAPassOfAnotherBackendOrNone) {
+  const std::string wir = kExample + "mlp.wir";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"dump " + wir + " --after=mask-loop-exits",
+       "weftc dump: pass 'mask-loop-exits' is not in the cpu backend's pipeline; it runs with --backend=cuda"},
+      {"dump " + wir + " --after=fuse-elementwise --backend=reference",
+       "weftc dump: pass 'fuse-elementwise' is not in the reference backend's pipeline; it runs with "
+       "--backend=cpu or --backend=cuda"},
+      {"viz " + wir + " --after=split-reductions -o " + temp_dir() + "/v.html",
+       "weftc viz: pass 'split-reductions' is not in the cpu backend's pipeline; it runs with --backend=cuda"},
+      {"dump " + wir + " --after=", "weftc dump: --after needs a pass name (--after=PASS, or parse; see weftc "
+                                    "dump --help)"},
+  };
+  for (const auto& [command, error] : cases) {
+    const Result r = weftc(command);
+    EXPECT_EQ(r.exit_code, 1) << command;
+    EXPECT_EQ(r.out, "error: " + error + "\n") << command;
+  }
+  EXPECT_EQ(weftc("dump " + wir + " --after=mask-loop-exits --backend=cuda").exit_code, 0);
 }
 
 // The passes the error of an unknown --after lists for BACKEND, in pipeline order.

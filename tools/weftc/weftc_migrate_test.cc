@@ -67,6 +67,12 @@ TEST(Weftc, MigrateRenamesKeysAndTheirSlots) {
   ASSERT_TRUE(file.ok());
   EXPECT_EQ(file->metadata.at("weft.structural_hash"), "00000000000000ff");
   EXPECT_EQ(file->metadata.at("weft.step"), "3");
+  // The hash alone, as README.md's carry-over of a conv2d-era checkpoint does (it was
+  // refused: "nothing to rename").
+  r = weftc("migrate " + out + " -o " + out + " --structural-hash=00000000000000aa");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out, "wrote " + out + ": 0 key(s) renamed, weft.structural_hash set\n");
+  EXPECT_EQ(read_safetensors(out)->metadata.at("weft.structural_hash"), "00000000000000aa");
 }
 
 TEST(Weftc, MigrateErrors) {
@@ -95,8 +101,8 @@ TEST(Weftc, MigrateErrors) {
       {"--renames=" + list, list + ": error: not a JSON object of old names to new names (the file holds a array)"},
       {"--renames=" + number, number + ": error: not a JSON object of old names to new names (the new name of "
                                         "'0.weight' is not a non-empty string)"},
-      {"", "error: weftc migrate: nothing to rename; give --rename OLD=NEW, --renames FILE.json or --prefix "
-           "OLD:NEW"},
+      {"", "error: weftc migrate: nothing to do; give --rename OLD=NEW, --renames FILE.json, --prefix OLD:NEW "
+           "or --structural-hash=HEX"},
       {"--prefix=0.:x. --structural-hash=12", "error: weftc migrate: --structural-hash expects 16 lowercase hex "
                                               "digits (as a refused load prints the model's), got '12'"},
   };

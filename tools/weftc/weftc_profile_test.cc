@@ -36,6 +36,11 @@ TEST(Weftc, ProfileTimesEveryKernel) {
   EXPECT_NE(text.find(" timed"), std::string::npos);
   r = weftc("profile " + kExample + "mlp.wir" + example_inputs() + " --steps=0");
   EXPECT_EQ(r.out, "error: weftc profile: --steps expects a whole number in [1, 1000000000], got '0'\n");
+  // No warmup times the first, cold steps (--warmup=0 was refused).
+  r = weftc("profile " + kExample + "mlp.wir" + example_inputs() + " --steps=1 --warmup=0");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  r = weftc("profile " + kExample + "mlp.wir" + example_inputs() + " --warmup=-1");
+  EXPECT_EQ(r.out, "error: weftc profile: --warmup expects a whole number in [0, 1000000000], got '-1'\n");
 }
 
 // --precision=bf16: the two GEMMs run in bf16 (oneDNN's bf16 matmul), each row says so,

@@ -110,6 +110,23 @@ TEST(Weftc, RunWritesOnlyInsideOutAndNeverOverAnOutput) {
   EXPECT_FALSE(std::filesystem::exists(temp_dir() + "/clash"));
 }
 
+// A bf16 output has no .npy form: refused before anything is written (out_0 was written,
+// then out_1 failed).
+TEST(Weftc, RunRefusesABf16OutputBeforeWritingAnything) {
+  const std::string x = temp_dir() + "/x2.npy";
+  ASSERT_TRUE(write_npy(x, Tensor::from_vector<float>({2}, {1, 2})).ok());
+  const std::string wir = write_temp("bf16_out.wir",
+                                     "graph @h(%x: f32[2]) -> (f32[2], bf16[2]) {\n"
+                                     "  %b = cast(%x) {dtype=bf16}\n"
+                                     "  return %x, %b\n"
+                                     "}\n");
+  Result r = weftc("run " + wir + " --input x=" + x + " --out " + temp_dir() + "/bf16_out");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "error: weftc run: output 1 is bf16[2], which .npy cannot hold (NumPy has no bfloat16 "
+                   "dtype): cast it to f32 in '" + wir + "'; nothing was written\n");
+  EXPECT_FALSE(std::filesystem::exists(temp_dir() + "/bf16_out"));
+}
+
 TEST(Weftc, CheckNumericsNamesTheFirstNonFiniteOp) {
   std::string wir = write_temp("logs.wir", R"(graph @logs(%x: f32[4], %y: f32[4]) {
   %a = mul(%x, %y)

@@ -446,6 +446,7 @@ StatusOr<LoadReport> CompiledModel::load(const std::string& path, bool partial) 
   const ModelTable::LossScaleKeys& keys = table_->loss_scale_keys;
   scope.optional_keys = {keys.scale, keys.growth_tracker, keys.skipped_steps};
   scope.optional_keys.erase("");  // a table without them (written by hand)
+  scope.loss_scale = {keys.scale, keys.growth_tracker, keys.skipped_steps};
   StatusOr<LoadReport> loaded = load_checkpoint(path, schema_, values, scope);
   // Data parallelism: the other ranks, waiting in their agreement, learn it at once.
   if (!loaded.ok() && comm_) return collective::agree_after_failed_load(*comm_, path, loaded.error());

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <regex>
@@ -462,6 +463,29 @@ TEST(Driver, OutputPathsAreCheckedBeforeTheFirstStep) {
     EXPECT_EQ(r.out, "error: --" + flag + "=" + tmp("absent/file") + ": the directory " + tmp("absent") +
                          " does not exist\n");
   }
+  // Two outputs naming one file: the later one was written over the earlier at the end
+  // (--export-onnx over --checkpoint-out lost the checkpoint).
+  const std::string same = tmp("same_file");
+  CommandResult r = train("--max-steps=2 --checkpoint-out=" + same + " --report=" + tmp(".") + "/same_file");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "error: --checkpoint-out and --report both name " + tmp(".") +
+                       "/same_file; give each output its own file\n");
+  EXPECT_FALSE(std::filesystem::exists(same));
+}
+
+// Started by a launcher without --data-parallel (`mpirun -np 2 PROGRAM`): each process ran
+// the whole training alone and wrote the same files, silently. It still may; it says so.
+TEST(Driver, ALaunchOfSeveralProcessesWithoutDataParallelWarns) {
+  CommandResult r = weft::testing::run_command("RANK=0 WORLD_SIZE=2 WEFT_DRIVER_TEST_MODEL=fashion " + kBinary +
+                                               " --max-steps=1 --epochs=1");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("warning: a launcher started 2 processes, but without --data-parallel each trains alone on "
+                        "all the data and writes the same files; add --data-parallel to train as one\n",
+                        0),
+            0u)
+      << r.out;
+  r = train("--max-steps=1 --epochs=1");
+  EXPECT_EQ(r.out.find("warning: a launcher"), std::string::npos) << r.out;
 }
 
 TEST(Driver, StopsOnSigtermWithACheckpoint) {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <thread>
@@ -96,13 +97,24 @@ Status check_array_counts(const DriverConfig& config, const std::vector<TensorSp
   return Status();
 }
 
-/// The output files can be written: fails early, not after hours of training.
+/// The output files can be written, each to its own file: fails early, not after hours
+/// of training (and not with one output written over another: --export-onnx over
+/// --checkpoint-out lost the checkpoint).
 Status check_outputs_writable(const DriverConfig& config) {
+  std::vector<std::pair<std::string, std::filesystem::path>> seen;
   for (const auto& [flag, path] : {std::pair{"checkpoint-out", &config.checkpoint_out},
                                    {"metrics-csv", &config.metrics_csv}, {"epoch-csv", &config.epoch_csv},
                                    {"report", &config.report}, {"export-onnx", &config.export_onnx}}) {
     if (path->empty()) continue;
     if (auto why = unwritable_file(*path)) return Error{"--" + std::string(flag) + "=" + *path + ": " + *why};
+    std::error_code ec;
+    const std::filesystem::path file = std::filesystem::weakly_canonical(*path, ec);
+    for (const auto& [other, other_file] : seen) {
+      if (!ec && file == other_file) {
+        return Error{"--" + other + " and --" + flag + " both name " + *path + "; give each output its own file"};
+      }
+    }
+    seen.emplace_back(flag, file);
   }
   return Status();
 }
@@ -149,6 +161,18 @@ std::optional<Failure> TrainingRun::run() {
   return std::nullopt;
 }
 
+namespace {
+
+// The processes a launcher says it started (Open MPI, PMI, Slurm, torchrun-style), or 0.
+int launched_processes() {
+  for (const char* variable : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", "WORLD_SIZE"}) {
+    if (const char* value = std::getenv(variable)) return std::atoi(value);
+  }
+  return 0;
+}
+
+}  // namespace
+
 // --data-parallel: every rank of the launch (mpirun, srun, the torchrun variables) builds
 // the same model with the launch's communicator (MPI or Gloo) and trains on its rows of
 // each global batch (the model's batch times N); rank 0 alone prints, evaluates and
@@ -174,13 +198,20 @@ std::optional<Failure> TrainingRun::connect_ranks() {
     rank_ = comm_->rank();
     world_size_ = comm_->world_size();
   }
+  const bool under_launcher = info_.launched_by_a_launcher && info_.launched_by_a_launcher();
+  if (!config_.data_parallel && under_launcher && launched_processes() > 1) {
+    // `mpirun -np 2 PROGRAM` without the switch: two whole runs racing to write the same files.
+    std::fprintf(stderr,
+                 "warning: a launcher started %d processes, but without --data-parallel each trains "
+                 "alone on all the data and writes the same files; add --data-parallel to train as one\n",
+                 launched_processes());
+  }
   if (rank_ != 0) {
     silent_.reset(std::fopen("/dev/null", "w"));
     if (!silent_) return runtime_failure(Error{"--data-parallel: rank " + std::to_string(rank_) + " cannot open /dev/null"});
     out_ = silent_.get();
   }
   // Plain lines (no terminal escapes) in the logs of a job started by mpirun or srun.
-  const bool under_launcher = info_.launched_by_a_launcher && info_.launched_by_a_launcher();
   progress_.emplace(out_, config_.log_every, under_launcher);
   return std::nullopt;
 }

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <utility>
+#include <vector>
 
 #include "runtime/binding.h"
 #include "runtime/cuda/recurrent_kernel.h"
@@ -49,16 +50,18 @@ struct PersistentLoopBound : Executor::Bound {
                        std::string("cudaMemcpyAsync (persistent loop: ") + what + ")");
   }
 
-  // The program's arrays in one device block, each 16-byte aligned; device_view_ points
-  // into it.
+  // The program's arrays and its launch's placements (matmul_placements, worked out
+  // here once) in one device block, each 16-byte aligned; device_view_ points into it.
   Status copy_arrays(const std::string& what) {
     const RecurrentProgram& p = plan_.program;
+    const std::vector<MatmulPlacement> table = matmul_placements(p.view(), launch_);
     const auto align = [](size_t n) { return (n + 15) / 16 * 16; };
     const size_t buffers = align(p.buffers.size() * sizeof(StepAddress));
     const size_t phases = align(p.phases.size() * sizeof(RecurrentPhase));
     const size_t maps = align(p.maps.size() * sizeof(ElementMap));
     const size_t instrs = align(p.instrs.size() * sizeof(CellInstr));
-    const size_t total = buffers + phases + maps + instrs;
+    const size_t placements = align(table.size() * sizeof(MatmulPlacement));
+    const size_t total = buffers + phases + maps + instrs + placements;
     WEFT_RETURN_IF_ERROR(device_allocate(arrays_, static_cast<int64_t>(total), "program of " + what));
     owned_ += std::max<size_t>(total, 1);
     auto* at = static_cast<std::byte*>(arrays_);
@@ -76,10 +79,13 @@ struct PersistentLoopBound : Executor::Bound {
     WEFT_ASSIGN_OR_RETURN(void* ph, put(p.phases.data(), p.phases.size() * sizeof(RecurrentPhase), phases));
     WEFT_ASSIGN_OR_RETURN(void* m, put(p.maps.data(), p.maps.size() * sizeof(ElementMap), maps));
     WEFT_ASSIGN_OR_RETURN(void* in, put(p.instrs.data(), p.instrs.size() * sizeof(CellInstr), instrs));
+    WEFT_ASSIGN_OR_RETURN(void* pl, put(table.data(), table.size() * sizeof(MatmulPlacement), placements));
     device_view_.buffers = static_cast<const StepAddress*>(b);
     device_view_.phases = static_cast<const RecurrentPhase*>(ph);
     device_view_.maps = static_cast<const ElementMap*>(m);
     device_view_.instrs = static_cast<const CellInstr*>(in);
+    device_view_ = with_placements(device_view_, static_cast<const MatmulPlacement*>(pl), launch_.blocks,
+                                   launch_.shared_bytes);
     return Status::ok_status();
   }
 

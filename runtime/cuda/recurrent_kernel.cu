@@ -15,6 +15,10 @@ cudaError_t launch_recurrent(const RecurrentProgramView& device_program, void* b
     return cudaErrorInvalidValue;
   }
   if (device_program.length == 0 || device_program.phase_count == 0) return cudaSuccess;
+  if (device_program.placements == nullptr || device_program.placed_blocks != launch.blocks ||
+      device_program.placed_shared_bytes != launch.shared_bytes) {
+    return cudaErrorInvalidValue;  // no table, or one worked out for another launch
+  }
   cudaLaunchAttribute cooperative;
   cooperative.id = cudaLaunchAttributeCooperative;
   cooperative.val.cooperative = 1;
@@ -26,7 +30,7 @@ cudaError_t launch_recurrent(const RecurrentProgramView& device_program, void* b
   config.attrs = &cooperative;
   config.numAttrs = 1;
   return cudaLaunchKernelEx(&config, recurrent_loop, device_program, static_cast<unsigned*>(barrier),
-                            static_cast<uint64_t>(launch.shared_bytes), launch.k_splits, launch.tensor_cores);
+                            launch.tensor_cores);
 }
 
 size_t recurrent_barrier_bytes() { return sizeof(unsigned); }

@@ -6,9 +6,12 @@
 // recurrent_kernel_layout.h holds the decisions the host plans with.
 //
 //   StatusOr<RecurrentLaunch> launch = plan_recurrent_launch(host_program, device);
-//   // device_program: the same arrays copied to the device, buffers' addresses the
-//   // device's; barrier: recurrent_barrier_bytes() + launch->workspace_bytes of device
-//   // memory, zeroed once (the counter, then the split-K scratch).
+//   std::vector<MatmulPlacement> table = matmul_placements(host_program, *launch);
+//   // device_program: the same arrays and `table` copied to the device, buffers'
+//   // addresses the device's (with_placements(…, device table, launch->blocks,
+//   // launch->shared_bytes)); barrier: recurrent_barrier_bytes() +
+//   // launch->workspace_bytes of device memory, zeroed once (the counter, then the
+//   // split-K scratch).
 //   cudaError_t e = launch_recurrent(device_program, barrier, *launch, stream);
 //
 // Host API: no CUDA device code here. Enqueues on `stream`, never synchronizes or
@@ -18,6 +21,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <vector>
 
 #include "ir/status.h"
 #include "runtime/cuda/recurrent_kernel_layout.h"
@@ -33,6 +37,13 @@ namespace weft::cuda {
 /// device cannot run it (no cooperative launch, no block resident, a CUDA error).
 StatusOr<RecurrentLaunch> plan_recurrent_launch(const RecurrentProgramView& program, int device);
 
+/// The kernel's table (RecurrentProgramView::placements) for `host_program` under
+/// `launch`: matmul_placements on its blocks, shared bytes and k_splits.
+inline std::vector<MatmulPlacement> matmul_placements(const RecurrentProgramView& host_program,
+                                                      const RecurrentLaunch& launch) {
+  return matmul_placements(host_program, launch.blocks, launch.shared_bytes, launch.k_splits);
+}
+
 /// Launches the kernel on `stream` as a cooperative launch: cudaLaunchKernelEx with
 /// cudaLaunchAttributeCooperative, which CUDA 13's driver_types.h documents as "valid for
 /// graph nodes, launches", so that stream capture records a cooperative kernel node (a
@@ -43,7 +54,10 @@ StatusOr<RecurrentLaunch> plan_recurrent_launch(const RecurrentProgramView& prog
 /// recurrent_barrier_bytes(), the scratch where matmul phases whose partition splits k
 /// (recurrent_kernel_layout.h, choose_matmul_partition) write their partial sums (written
 /// before it is read in each phase: it needs no zeroing, and launches reuse it too);
-/// `launch` from plan_recurrent_launch on the current device.
+/// `launch` from plan_recurrent_launch on the current device. `device_program.placements`
+/// must point at the device copy of matmul_placements(host program, launch), its
+/// placed_blocks and placed_shared_bytes the launch's: cudaErrorInvalidValue otherwise
+/// (a program with no phase or no iteration needs none).
 cudaError_t launch_recurrent(const RecurrentProgramView& device_program, void* barrier,
                              const RecurrentLaunch& launch, cudaStream_t stream);
 

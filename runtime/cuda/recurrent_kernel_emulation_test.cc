@@ -42,8 +42,10 @@ int run_kernel(const RecurrentProgramView& program, unsigned blocks, unsigned th
   const uint64_t shared = recurrent_shared_bytes(program, blocks, shared_limit, k_splits);
   const uint64_t workspace = recurrent_workspace_bytes(program, blocks, k_splits);
   std::vector<unsigned> barrier(1 + workspace / sizeof(unsigned), 0);
-  run_cooperative_grid(blocks, threads, shared,
-                       [&] { recurrent_loop(program, barrier.data(), shared, k_splits, tensor_cores); });
+  // The table the host works out for the launch (as persistent_loop.cc does), in host memory.
+  const std::vector<MatmulPlacement> table = matmul_placements(program, blocks, shared, k_splits);
+  const RecurrentProgramView placed = with_placements(program, table.data(), blocks, shared);
+  run_cooperative_grid(blocks, threads, shared, [&] { recurrent_loop(placed, barrier.data(), tensor_cores); });
   EXPECT_EQ(barrier[0] & ~kSenseBit, 0u) << "the barrier's low bits are zero again after the launch";
   return count_cached_phases(program, blocks, shared, k_splits).cached;
 }
@@ -80,6 +82,21 @@ TEST(RecurrentKernelEmulated, ProgramsMatchTheOracleWithBOnChipAndInGlobalMemory
     expect_matches_oracle(c, c.blocks, /*threads=*/64);
     SCOPED_TRACE("6 blocks of 128 threads");
     expect_matches_oracle(c, /*blocks=*/6, /*threads=*/128);
+  }
+}
+
+// A program of 10 matmul phases (20 phases; the kernel once worked out only the first 8
+// phases' placements at its start and the rest again each time they ran, and now reads
+// every phase's from the host's table): each layer's weight on chip and in global memory,
+// on 4 blocks of 64 threads, on 6 of 128, and with k forced into 2 and 3 ranges.
+TEST(RecurrentKernelEmulated, TenMatmulPhasesMatchTheOracle) {
+  const Case c{"deep (10 matmul phases)", deep_storage(10, 3, 6), deep(3, 10, 3, 6), 10, 4};
+  expect_matches_oracle(c, c.blocks, /*threads=*/64);
+  SCOPED_TRACE("6 blocks of 128 threads");
+  expect_matches_oracle(c, /*blocks=*/6, /*threads=*/128);
+  for (int k_splits : {2, 3}) {
+    SCOPED_TRACE(std::to_string(k_splits) + " k ranges");
+    expect_matches_oracle(c, /*blocks=*/6, /*threads=*/64, k_splits);
   }
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace weft::cuda {
 
@@ -26,6 +27,20 @@ uint64_t recurrent_workspace_bytes(const RecurrentProgramView& program, int64_t 
     most = bytes > most ? bytes : most;
   }
   return most;
+}
+
+std::vector<MatmulPlacement> matmul_placements(const RecurrentProgramView& program, int64_t blocks,
+                                               uint64_t shared_bytes, int k_splits) {
+  std::vector<MatmulPlacement> table(static_cast<size_t>(program.phase_count));
+  SharedWalk walk = shared_walk(program, shared_bytes);
+  for (int32_t i = 0; i < program.phase_count; ++i) {
+    const RecurrentPhase& ph = program.phases[i];
+    if (ph.kind != PhaseKind::matmul) continue;
+    MatmulPlacement& entry = table[static_cast<size_t>(i)];
+    entry.partition = matmul_partition(program, ph, blocks, k_splits);
+    entry.slice_offset = walk.place(program, ph, entry.partition);
+  }
+  return table;
 }
 
 CachedPhases count_cached_phases(const RecurrentProgramView& program, int64_t blocks, uint64_t shared_bytes,

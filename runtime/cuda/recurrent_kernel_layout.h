@@ -1,8 +1,9 @@
 #pragma once
 // How the persistent loop kernel (recurrent_kernel.h) lays a program out on its grid: the
-// decisions the device code and its host planning share, as WEFT_HD functions of plain
-// data so that the host tests them without a GPU and the kernel recomputes them from its
-// launch (blocks, shared bytes) rather than reading a second table.
+// decisions its host planning makes, as WEFT_HD functions of plain data so that the host
+// tests them without a GPU. The host works each matmul phase's partition and slice out
+// once per launch (matmul_placements) and the kernel reads that table
+// (RecurrentProgramView::placements); the kernel's own code calls none of the choosing.
 //
 //  - A matmul phase's C[m, n] = op(A)·op(B) over k is split over the grid in 3-D
 //    (MatmulPartition): row groups × column groups × k ranges. Block b takes k range
@@ -15,8 +16,8 @@
 //    order (deterministic). The partition is the one a static cost model
 //    (model_matmul, choose_matmul_partition: FMAs, L2 bytes of A, of staged B and of
 //    the partials, barriers; constants named and stated there) costs least, a function of
-//    (m, n, k, blocks, whether B is a constant) — or of a forced number of k ranges — so
-//    that the kernel recomputes it from its launch (matmul_partition).
+//    (m, n, k, blocks, whether B is a constant) — or of a forced number of k ranges
+//    (matmul_partition), worked out on the host for the launch (matmul_placements).
 //  - The shared-memory rule (SharedWalk): walking an iteration's phases in order, a matmul
 //    phase whose B is a constant of the loop (constant_b: its address invariant,
 //    recurrent_program.h, and no phase writing it) keeps its block's slice of op(B) —
@@ -376,7 +377,8 @@ WEFT_HD inline MatmulPartition choose_matmul_partition(int64_t m, int64_t n, int
 }
 
 /// Matmul phase `ph`'s partition on `blocks` blocks (choose_matmul_partition; k_splits as
-/// there): the one rule the kernel and its host planning share.
+/// there): the one rule; the host works it out for the kernel (matmul_placements), and
+/// the shared bytes, the scratch and the cost are planned with it.
 WEFT_HD inline MatmulPartition matmul_partition(const RecurrentProgramView& p, const RecurrentPhase& ph,
                                                 int64_t blocks, int k_splits) {
   return choose_matmul_partition(ph.m, ph.n, ph.k, blocks, constant_b(p, ph), k_splits, matmul_math(p, ph));
@@ -404,6 +406,35 @@ struct SharedWalk {
 /// offset 0), the slices after it.
 WEFT_HD inline SharedWalk shared_walk(const RecurrentProgramView& p, uint64_t shared_bytes) {
   return SharedWalk{shared_bytes, matmul_stage_bytes(p)};
+}
+
+/// Matmul phase i's layout on one launch, which the host works out once per launch
+/// (matmul_placements) and the kernel only reads (RecurrentProgramView::placements): its
+/// partition (matmul_partition) and its B slice's offset in bytes in dynamic shared
+/// memory under the shared-memory rule (SharedWalk::place; -1: B from global memory). A
+/// phase that is not a matmul has the default entry.
+struct MatmulPlacement {
+  MatmulPartition partition;
+  int64_t slice_offset = -1;
+};
+
+/// The kernel's table for `program` (host arrays) on `blocks` blocks with `shared_bytes`
+/// of dynamic shared memory: one entry per phase, in order, each matmul phase's
+/// matmul_partition (`k_splits` as there: 0 as the cost model chooses, > 0 forced) and
+/// the offset the walk over `shared_bytes` (shared_walk, then SharedWalk::place phase by
+/// phase) gives its slice.
+std::vector<MatmulPlacement> matmul_placements(const RecurrentProgramView& program, int64_t blocks,
+                                               uint64_t shared_bytes, int k_splits = 0);
+
+/// `view` reading `table` as its placements (RecurrentProgramView::placements), the
+/// table worked out by matmul_placements for `blocks` and `shared_bytes` and lying where
+/// the kernel reads it (host memory under emulation, device memory on a GPU).
+inline RecurrentProgramView with_placements(RecurrentProgramView view, const MatmulPlacement* table, int64_t blocks,
+                                            uint64_t shared_bytes) {
+  view.placements = table;
+  view.placed_blocks = blocks;
+  view.placed_shared_bytes = shared_bytes;
+  return view;
 }
 
 /// The dynamic shared memory a block needs on `blocks` blocks when at most `limit` bytes

@@ -176,6 +176,41 @@ TEST(RecurrentKernelLayout, AWeightThatAPhaseWritesIsNoConstant) {
   EXPECT_EQ(recurrent_shared_bytes(program.view(), 4, 1 << 20), kMatmulStageBytes);  // phases 0 and 2 read that B
 }
 
+// The table the host works out for the kernel (matmul_placements: each matmul phase's
+// partition and slice offset, once per launch) is, entry by entry, what the kernel worked
+// out itself at its start before (choose_matmul_partition per phase, the shared-memory
+// walk): for every kernel case in f32 and bf16, on the case's blocks, 6 and an H200's
+// 264, k ranges as chosen and forced (2, 3, 5), with every slice that fits on chip, with
+// the stage alone and with room for about one slice; and the three matmuls' table here.
+TEST(RecurrentKernelLayout, PlacementsAreWhatTheKernelWorkedOutItself) {
+  for (const recurrent_testing::Case& f32 : recurrent_testing::kernel_cases()) {
+    for (const recurrent_testing::Case& c : {f32, recurrent_testing::in_type(f32, ElementType::bf16)}) {
+      SCOPED_TRACE(c.name);
+      recurrent_testing::Storage storage = c.initial;
+      const recurrent_testing::Program program = c.build(recurrent_testing::host_bases(storage));
+      const RecurrentProgramView view = program.view();
+      for (int64_t blocks : {static_cast<int64_t>(c.blocks), int64_t{6}, int64_t{264}}) {
+        for (int k_splits : {0, 2, 3, 5}) {
+          SCOPED_TRACE(std::to_string(blocks) + " blocks, k_splits " + std::to_string(k_splits));
+          const uint64_t all = recurrent_shared_bytes(view, blocks, 1 << 20, k_splits);
+          EXPECT_EQ(recurrent_testing::expect_placements_as_the_kernel_worked_them_out(view, blocks, all, k_splits),
+                    count_cached_phases(view, blocks, all, k_splits).cached);
+          recurrent_testing::expect_placements_as_the_kernel_worked_them_out(view, blocks, kMatmulStageBytes, k_splits);
+          recurrent_testing::expect_placements_as_the_kernel_worked_them_out(view, blocks, kMatmulStageBytes + 64,
+                                                                             k_splits);
+        }
+      }
+    }
+  }
+  const ThreeMatmuls program;
+  const std::vector<MatmulPlacement> table = matmul_placements(program.view(), 4, kMatmulStageBytes + 160);
+  ASSERT_EQ(table.size(), 3u);
+  EXPECT_EQ(table[0].slice_offset, static_cast<int64_t>(kMatmulStageBytes));
+  EXPECT_EQ(table[1].slice_offset, -1);  // B moves: global memory
+  EXPECT_EQ(table[2].slice_offset, static_cast<int64_t>(kMatmulStageBytes + 32));
+  EXPECT_EQ(table[2].partition.cols_per_block, 2);
+}
+
 RecurrentDeviceLimits device(int sms, uint64_t shared, int most) {
   RecurrentDeviceLimits limits;
   limits.multiprocessors = sms;

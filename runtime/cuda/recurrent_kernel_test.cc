@@ -50,6 +50,28 @@ TEST(RecurrentKernel, WithoutAGpuPlanningSaysWhy) {
   EXPECT_EQ(launch.error().message, std::string("persistent loop kernel: cudaGetDevice failed: ") + cudaGetErrorString(e));
 }
 
+// launch_recurrent refuses, before any CUDA call (so with or without a GPU), a program
+// with phases whose view has no placements table, or one worked out for another grid or
+// other shared bytes than the launch's; an empty program needs none.
+TEST(RecurrentKernel, ALaunchWithoutItsPlacementsIsRefused) {
+  Case c = kernel_cases()[0];
+  const Program program = c.build(host_bases(c.initial));
+  RecurrentLaunch launch;
+  launch.blocks = 3, launch.threads = 64, launch.shared_bytes = recurrent_shared_bytes(program.view(), 3, 1 << 20);
+  const std::vector<MatmulPlacement> table = matmul_placements(program.view(), launch);
+  unsigned barrier = 0;
+  EXPECT_EQ(launch_recurrent(program.view(), &barrier, launch, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(launch_recurrent(with_placements(program.view(), table.data(), 4, launch.shared_bytes), &barrier, launch,
+                             nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(launch_recurrent(with_placements(program.view(), table.data(), 3, kMatmulStageBytes), &barrier, launch,
+                             nullptr),
+            cudaErrorInvalidValue);
+  RecurrentProgramView empty = program.view();
+  empty.phase_count = 0;
+  EXPECT_EQ(launch_recurrent(empty, &barrier, launch, nullptr), cudaSuccess);
+}
+
 // A plan refused for a CUDA failure (here a device ordinal past the last) names the call,
 // keeps the current device and leaves no last error behind, as cuda_status does
 // (executor.cc): bind_loop then binds the loop per trip, and a later launch's check
@@ -104,6 +126,11 @@ class OnDevice {
       launch->shared_bytes = recurrent_shared_bytes(host_program.view(), launch->blocks, launch->shared_bytes, k_splits);
       launch->workspace_bytes = recurrent_workspace_bytes(host_program.view(), launch->blocks, k_splits);
     }
+    if (launch.ok()) {
+      // The table the kernel reads, worked out on the host for the launch as planned above.
+      placements_ = matmul_placements(host_program.view(), *launch);
+      view = with_placements(view, copy(placements_), launch->blocks, launch->shared_bytes);
+    }
     const size_t bytes = recurrent_barrier_bytes() + (launch.ok() ? launch->workspace_bytes : 0);
     barrier = allocate(bytes);
     cudaMemset(barrier, 0, bytes);
@@ -142,6 +169,7 @@ class OnDevice {
 
   Storage storage_;
   Bases bases_;
+  std::vector<MatmulPlacement> placements_;
   std::vector<void*> allocations_;
 };
 

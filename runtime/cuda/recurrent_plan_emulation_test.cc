@@ -19,6 +19,7 @@
 
 #include "runtime/cuda/recurrent_kernel_layout.h"
 #include "runtime/cuda/recurrent_plan_testing.h"
+#include "runtime/cuda/recurrent_testing.h"
 #include "tests/testing/loop_graphs.h"
 
 namespace weft::cuda {
@@ -35,8 +36,10 @@ std::function<Status(const RecurrentProgramView&)> kernel(unsigned blocks, uint6
     const uint64_t shared = recurrent_shared_bytes(program, blocks, shared_limit);
     // The barrier's counter, then the split-K scratch the cost model's partition needs.
     std::vector<unsigned> barrier(1 + recurrent_workspace_bytes(program, blocks) / sizeof(unsigned), 0);
+    const std::vector<MatmulPlacement> table = matmul_placements(program, blocks, shared);
+    const RecurrentProgramView placed = with_placements(program, table.data(), blocks, shared);
     emulation::run_cooperative_grid(blocks, 32, shared,
-                                    [&] { recurrent_loop(program, barrier.data(), shared, 0, tensor_cores); });
+                                    [&] { recurrent_loop(placed, barrier.data(), tensor_cores); });
     return Status::ok_status();
   };
 }
@@ -112,6 +115,44 @@ TEST(RecurrentPlanOnKernel, FeedbackFixedStep) {
   EXPECT_EQ(expect_loops_match_reference(suite_step("feedback_fixed", DType::bf16), 41,
                                          kernel(3, uint64_t{1} << 20, true), ElementType::bf16, 0x1p-4f),
             2);
+}
+
+// Every loop of the suite's four loop models' f32 steps at the paper preset (bench/models.h),
+// lowered for CUDA, planned and launched on an H200 model (h200_limits), as planned and
+// with every buffer bf16: the table the host works out for the kernel (matmul_placements)
+// is, entry by entry, what the kernel worked out itself at its start before
+// (recurrent_testing.h), on the planned launch and with the stage alone.
+TEST(RecurrentPlanOnKernel, SuiteLoopsPlacementsAreWhatTheKernelWorkedOut) {
+  for (const char* model : {"lstm_seq", "gru_seq", "feedback_fixed", "iterative_refine"}) {
+    SCOPED_TRACE(model);
+    StatusOr<bench::BenchModel> m = bench::make_bench_model(model, bench::Preset::paper);
+    ASSERT_TRUE(m.ok()) << m.error().to_string();
+    StatusOr<Trainer> trainer = Trainer::compile(m->net, m->inputs, m->loss, OptimizerSpec::adam(m->lr),
+                                                 {.seed = 1, .backend = "reference"});
+    ASSERT_TRUE(trainer.ok()) << trainer.error().to_string();
+    StatusOr<Lowering> l = codegen::lower_to_program(trainer->step_graph(), codegen::cuda_lower_options());
+    ASSERT_TRUE(l.ok()) << l.error().to_string();
+    std::vector<std::byte> arena, inputs;
+    int loops = 0;
+    for (HostLoop& h : bind_loops(*l, arena, inputs)) {
+      SCOPED_TRACE("loop over @" + h.body.name);
+      StatusOr<RecurrentPlan> plan = plan_recurrent_loop(l->program, *h.loop, h.where);
+      ASSERT_TRUE(plan.ok()) << plan.error().message;
+      RecurrentProgram program = plan->program;
+      for (ElementType type : {ElementType::f32, ElementType::bf16}) {
+        for (StepAddress& b : program.buffers) b.type = type;
+        const RecurrentProgramView view = program.view();
+        const StatusOr<RecurrentLaunch> launch = choose_recurrent_launch(view, recurrent_testing::h200_limits());
+        ASSERT_TRUE(launch.ok()) << launch.error().message;
+        EXPECT_EQ(recurrent_testing::expect_placements_as_the_kernel_worked_them_out(view, launch->blocks,
+                                                                                     launch->shared_bytes, 0),
+                  count_cached_phases(view, launch->blocks, launch->shared_bytes).cached);
+        recurrent_testing::expect_placements_as_the_kernel_worked_them_out(view, launch->blocks, kMatmulStageBytes, 0);
+      }
+      ++loops;
+    }
+    EXPECT_GE(loops, 2);  // the forward loop and its gradient's
+  }
 }
 
 }  // namespace

@@ -174,7 +174,14 @@ struct RecurrentPhase {
   int32_t first_instr = 0, instr_count = 0;
 };
 
+/// A matmul phase's partition and B slice on one launch (recurrent_kernel_layout.h).
+struct MatmulPlacement;
+
 /// A whole loop, as its kernel reads it: `length` iterations of phases[0, phase_count).
+/// `placements` is the kernel's table for one launch (recurrent_kernel_layout.h,
+/// matmul_placements: one entry per phase, worked out on the host for placed_blocks
+/// blocks and placed_shared_bytes of dynamic shared memory); launch_recurrent refuses a
+/// launch it was not worked out for. The host oracle and the plans leave it null.
 struct RecurrentProgramView {
   int64_t length = 0;
   int32_t buffer_count = 0;
@@ -185,6 +192,9 @@ struct RecurrentProgramView {
   const RecurrentPhase* phases = nullptr;
   const ElementMap* maps = nullptr;
   const CellInstr* instrs = nullptr;
+  const MatmulPlacement* placements = nullptr;
+  int64_t placed_blocks = 0;
+  uint64_t placed_shared_bytes = 0;
 };
 
 }  // namespace weft::cuda

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "ir/op.h"
 #include "runtime/cuda/recurrent_kernel_layout.h"
 #include "runtime/cuda/recurrent_program.h"
@@ -338,8 +340,9 @@ inline Builder tiling(const TilingShape& t) {
 }
 
 // A stack of `layers` tanh layers run `steps` times, h_{l+1} = tanh(h_l·W_l) with h_0
-// the last layer's output of the iteration before (h0 first): 2·layers phases, more than
-// the kernel works out once (kKeptPhases, 8), each W_l a constant on chip. Storage: h0,
+// the last layer's output of the iteration before (h0 first): 2·layers phases (more than
+// the 8 whose placements the kernel once worked out at its start and kept), each W_l a
+// constant on chip. Storage: h0,
 // then per layer W_l and its GEMM result C_l, then each layer's output (the last is h).
 inline Storage deep_storage(int layers, int64_t batch, int64_t width) {
   Storage s = {random_values(batch * width, 51)};
@@ -496,6 +499,48 @@ inline std::vector<Case> kernel_cases() {
   std::vector<Case> tiling = tiling_cases();
   cases.insert(cases.end(), tiling.begin(), tiling.end());
   return cases;
+}
+
+/// Checks the kernel's table (matmul_placements) for `program` on `blocks` blocks with
+/// `shared_bytes` and `k_splits`, entry by entry, against what the kernel worked out
+/// itself at its start before the host did (session 28): for each matmul phase in order,
+/// choose_matmul_partition of its shape, whether its B is a constant and its operands'
+/// math, and the offset the shared-memory walk over `shared_bytes` gives its slice (each
+/// on-chip slice after the stage and inside `shared_bytes`); other phases' entries
+/// default. Returns how many slices the table keeps on chip.
+inline int expect_placements_as_the_kernel_worked_them_out(const RecurrentProgramView& program, int64_t blocks,
+                                                           uint64_t shared_bytes, int k_splits) {
+  const std::vector<MatmulPlacement> table = matmul_placements(program, blocks, shared_bytes, k_splits);
+  EXPECT_EQ(table.size(), static_cast<size_t>(program.phase_count));
+  if (table.size() != static_cast<size_t>(program.phase_count)) return 0;
+  SharedWalk walk{shared_bytes, matmul_stage_bytes(program)};
+  int on_chip = 0;
+  for (int32_t i = 0; i < program.phase_count; ++i) {
+    const RecurrentPhase& ph = program.phases[i];
+    const MatmulPlacement& got = table[static_cast<size_t>(i)];
+    if (ph.kind != PhaseKind::matmul) {
+      EXPECT_EQ(got.slice_offset, -1) << "phase " << i;
+      EXPECT_EQ(got.partition.row_groups, 0) << "phase " << i;
+      continue;
+    }
+    const MatmulPartition want = choose_matmul_partition(ph.m, ph.n, ph.k, blocks, constant_b(program, ph), k_splits,
+                                                         matmul_math(program, ph));
+    EXPECT_EQ(got.partition.row_groups, want.row_groups) << "phase " << i;
+    EXPECT_EQ(got.partition.col_groups, want.col_groups) << "phase " << i;
+    EXPECT_EQ(got.partition.rows_per_block, want.rows_per_block) << "phase " << i;
+    EXPECT_EQ(got.partition.cols_per_block, want.cols_per_block) << "phase " << i;
+    EXPECT_EQ(got.partition.k_splits, want.k_splits) << "phase " << i;
+    EXPECT_EQ(got.partition.k_per_split, want.k_per_split) << "phase " << i;
+    EXPECT_EQ(got.slice_offset, walk.place(program, ph, want)) << "phase " << i;
+    if (got.slice_offset < 0) continue;
+    ++on_chip;
+    EXPECT_GE(static_cast<uint64_t>(got.slice_offset), kMatmulStageBytes) << "phase " << i;
+    EXPECT_LE(static_cast<uint64_t>(got.slice_offset) +
+                  b_slice_bytes(got.partition, element_bytes(program.buffers[ph.b].type)),
+              shared_bytes)
+        << "phase " << i;
+  }
+  return on_chip;
 }
 
 /// An H200 as the cost tests model it: 132 multiprocessors (sm_90), 227 KiB of shared

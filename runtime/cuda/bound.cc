@@ -3,17 +3,40 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <utility>
 
 #include "runtime/cuda/device.h"
+#include "runtime/cuda/nccl_communicator.h"
 #include "runtime/reference/interpreter.h"
 
 namespace weft::cuda {
 
+namespace {
+
+// A failed CUDA call while the executor is torn down: printed to stderr (a destructor
+// neither throws nor stops half-way), the thread's last error cleared, and the rest
+// still released.
+void log_teardown_error(cudaError_t error, const char* call) {
+  if (error == cudaSuccess) return;
+  std::fprintf(stderr, "warning: cuda::Executor teardown: %s: %s\n", call, cudaGetErrorString(error));
+  cudaGetLastError();
+}
+
+}  // namespace
+
 Executor::Device::~Device() {
-  cudaSetDevice(ordinal);
-  if (stream) cudaStreamSynchronize(stream);
-  if (copy_stream) cudaStreamSynchronize(copy_stream);  // prefetches no step took
+  log_teardown_error(cudaSetDevice(ordinal), "cudaSetDevice");
+  // Every stream that may still read or write what is freed below is joined first: the
+  // step's, the copy stream (prefetches no step took), and NCCL's communication stream —
+  // a step that failed after starting a bucket's reduction returned before the compute
+  // stream waited for it, and the reduction reads and writes the staging block.
+  if (stream) log_teardown_error(cudaStreamSynchronize(stream), "cudaStreamSynchronize (the step's stream)");
+  if (copy_stream) log_teardown_error(cudaStreamSynchronize(copy_stream), "cudaStreamSynchronize (the copy stream)");
+  if (nccl && nccl->stream()) {
+    log_teardown_error(cudaStreamSynchronize(nccl->stream()),
+                       "cudaStreamSynchronize (NCCL's communication stream)");
+  }
   for (void* p : {arena, inputs, snapshots, workspace, staging}) {
     if (p) cudaFree(p);
   }

@@ -42,10 +42,9 @@ class Planner {
                     const SlotArgs& pb, const SlotArgs& pc);
   Status add_elementwise(const std::string& what, const Graph& kernel, const std::vector<SlotArgs>& args,
                          bool row = false);
-  Status add_full(size_t j, const Invocation& inv);
-  // An elementwise phase over `count` elements in a row: `first` (a load of buffer `src`'s
-  // element, or a constant when src is -1) stored into buffer `dst`'s.
-  void add_flat(int64_t count, int32_t src, const CellInstr& first, int32_t dst);
+  // An elementwise phase over `count` elements in a row: buffer `src`'s element loaded and
+  // stored into buffer `dst`'s.
+  void add_flat_copy(int64_t count, int32_t src, int32_t dst);
   Status add_copy(const std::string& what, const SlotArgs& to, const SlotArgs& from, const Type& type);
   Status add_iteration_copies();
   void add_edge_copies();
@@ -214,38 +213,26 @@ Status Planner::add_copy(const std::string& what, const SlotArgs& to, const Slot
   if (same) return Status::ok_status();  // the bound loop skips it too
   WEFT_ASSIGN_OR_RETURN(int32_t src, buffer(from, what + "'s source", type.dtype));
   WEFT_ASSIGN_OR_RETURN(int32_t dst, buffer(to, what + "'s destination", type.dtype));
-  add_flat(type.numel(), src, {kLoadOp, 0, 0, 0, 0}, dst);
+  add_flat_copy(type.numel(), src, dst);
   ++out_.copy_phases;
   return Status::ok_status();
 }
 
-void Planner::add_flat(int64_t count, int32_t src, const CellInstr& first, int32_t dst) {
+void Planner::add_flat_copy(int64_t count, int32_t src, int32_t dst) {
   RecurrentPhase p;
   p.kind = PhaseKind::elementwise;
   p.rows = 1;
   p.cols = count;
   p.first_map = static_cast<int32_t>(out_.program.maps.size());
-  p.operand_count = src >= 0 ? 1 : 0;
+  p.operand_count = 1;
   p.result_count = 1;
-  if (src >= 0) out_.program.maps.push_back({src, 0, 0, 1});
+  out_.program.maps.push_back({src, 0, 0, 1});
   out_.program.maps.push_back({dst, 0, 0, 1});
   p.first_instr = static_cast<int32_t>(out_.program.instrs.size());
   p.instr_count = 2;
-  out_.program.instrs.push_back(first);
+  out_.program.instrs.push_back({kLoadOp, 0, 0, 0, 0});
   out_.program.instrs.push_back({kStoreOp, 0, 0, 0, 0});
   out_.program.phases.push_back(p);
-}
-
-Status Planner::add_full(size_t j, const Invocation& inv) {
-  const Type& type = inv.results[0].type;
-  if (!element_type(type.dtype)) return refuse_at(j, "a " + std::string(dtype_name(type.dtype)) + " full");
-  WEFT_ASSIGN_OR_RETURN(int32_t dst, buffer(site(j, true, 0), "invocation " + std::to_string(j) + "'s result",
-                                            type.dtype));
-  // The value as the interpreter's full writes an f32 (the store rounds a bf16 or f16).
-  CellInstr value{kConstOp, 0, 0, 0, 0};
-  value.value = static_cast<float>(inv.node.float_attr("value"));
-  add_flat(type.numel(), -1, value, dst);
-  return Status::ok_status();
 }
 
 Status Planner::add_invocation(size_t j) {
@@ -257,10 +244,9 @@ Status Planner::add_invocation(size_t j) {
     case Invocation::Kind::loop: return refuse_at(j, "a nested loop");
     case Invocation::Kind::copy: return add_copy(what, site(j, true, 0), site(j, false, 0), inv.results[0].type);
     case Invocation::Kind::library:
-      if (inv.node.op == Op::Full) return add_full(j, inv);
-      if (inv.node.op != Op::Matmul) {
-        return refuse_at(j, "only a matmul and a full of the library ops run in a persistent loop");
-      }
+      // A `full` is refused too: the lowering hoists every one out of a loop's body
+      // (recurrent_plan.h).
+      if (inv.node.op != Op::Matmul) return refuse_at(j, "only a matmul of the library ops runs in a persistent loop");
       return add_matmul(j, inv.node, inv.operands[0].type, inv.operands[1].type, inv.results[0].type,
                         site(j, false, 0), site(j, false, 1), site(j, true, 0));
     case Invocation::Kind::contraction: {

@@ -31,9 +31,6 @@
 //    over the last axis, kept): a row phase (recurrent_program.h; recurrent_cell.h's
 //    row_space and cell_program(body, true));
 //  - a `library` matmul of two 2-D f32, bf16 or f16 operands (transposes as flags);
-//  - a `library` full: a phase storing the constant (kConstOp). The lowering leaves none
-//    in a body (hoist-loop-invariants takes every `full` out of the loop, decompose-
-//    composites' layer-norm eps included); a hand-built Program may hold one;
 //  - the per-iteration copies of runtime/loop_slots.h (a ys not written in its slot, a
 //    next carry not written over its input nor chained, or one that is a const or an xs
 //    of the loop: passes/rotate_carry_casts.h's reset carry): one copy phase each, the ys
@@ -43,7 +40,9 @@
 // Every address comes from bind_loop_slot for each slot, and is checked to be affine in
 // the iteration (first and last may differ: a chained or shifted carry); anything else is
 // refused with a message naming the invocation: reduction kernels, a row kernel's max or
-// min (a softmax's) or window, other library ops, nested loops, loops with `stop` or `active`, a loop bound once, swapped carries
+// min (a softmax's) or window, other library ops (a `full` among them: the lowering
+// leaves none in a body, hoist-loop-invariants taking every one out of the loop,
+// decompose-composites' layer-norm eps included), nested loops, loops with `stop` or `active`, a loop bound once, swapped carries
 // (a next carry that is another carry's input),
 // values that are not f32, bf16 or f16 (bool only between the ops of a kernel),
 // ops outside recurrent_op_supported, programs needing more than kMaxCellRegisters

@@ -234,6 +234,27 @@ std::string long_cell(int n) {
          "      return %e1" + results + "\n  })\n  return %h" + ys + "\n}\n";
 }
 
+// A `full` written in a body (here a carry reset to it each iteration) is hoisted out of
+// the loop by the lowering (hoist-loop-invariants: it has no operands), so the body holds
+// no library full — the planner refuses one (RefusalsSayWhy) — and the loop plans with
+// the reset as a copy phase from the hoisted const.
+TEST(RecurrentPlan, AFullInTheBodyIsHoistedOutOfTheLoop) {
+  constexpr char kFullCarry[] = R"(graph @fill(%g0: f32[2,3], %h0: f32[2,3], %xs: f32[4,2,3]) {
+  %g, %h, %hs = scan(%g0, %h0, %xs) {carries=2, length=4} : f32[2,3], f32[2,3], f32[4,2,3] ({
+    ^cell(%cg: f32[2,3], %ch: f32[2,3], %cx: f32[2,3]):
+      %k = full() {shape=[2,3], value=0.25} : f32[2,3]
+      %a = add(%cg, %ch) : f32[2,3]
+      %s = add(%a, %cx) : f32[2,3]
+      %t = tanh(%s) : f32[2,3]
+      return %k, %t, %t
+  })
+  return %g, %h, %hs
+}
+)";
+  EXPECT_EQ(first_refusal(kFullCarry, codegen::cuda_lower_options()), "");
+  EXPECT_EQ(expect_loops_match_reference(typed(kFullCarry), 41, kOracle), 1);
+}
+
 TEST(RecurrentPlan, RefusalsSayWhy) {
   const codegen::LowerOptions cuda = codegen::cuda_lower_options();
   const std::pair<std::string, std::string> kCases[] = {
@@ -309,7 +330,7 @@ TEST(RecurrentPlan, RefusalsSayWhy) {
   })
   return %h, %hs
 }
-)", "persistent loop @cell: invocation 0 (library transpose): only a matmul and a full of the library ops run in a persistent loop"},
+)", "persistent loop @cell: invocation 0 (library transpose): only a matmul of the library ops runs in a persistent loop"},
       // A row kernel (a softmax) in the body: its max is no row reduction a program holds.
       {R"(graph @rows(%h0: f32[3,4], %xs: f32[5,3,4]) {
   %h, %hs = scan(%h0, %xs) {carries=1, length=5} : f32[3,4], f32[5,3,4] ({

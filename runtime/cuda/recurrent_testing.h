@@ -559,12 +559,6 @@ inline RecurrentDeviceLimits h200_limits() {
   return h200;
 }
 
-// The suite's lstm_seq at the paper preset (batch 128, hidden 512) on an H200 (132
-// multiprocessors, 227 KiB of shared memory per block, 228 KiB per multiprocessor, 1 KiB
-// of it reserved per block; 2 blocks of 256 threads at ptxas's 125–128 registers): one
-// layer's forward iteration (gates = h·W, 128 × 2048 × 512, then the cell) and backward
-// iteration (the cell's gradient, dh = dgates·Wᵀ, 128 × 512 × 2048, then dh + dy). The
-// figures runtime/cuda/README.md quotes.
 /// The k ranges the split-K tests force on every case of kernel_cases:
 /// 2 does not divide the tiling's k = 15, 17, 31, 33, nor 3 its k = 16, 17, 31; 5 is more
 /// than k = 15 … 33 has chunks of kChunkK (one to three), and is clamped to k where k < 5.

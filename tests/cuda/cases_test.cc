@@ -194,6 +194,53 @@ TEST(CudaCublasLt, MatchedEpiloguesBindAsOneCublasLtCall) {
   EXPECT_EQ(seen, 19);
 }
 
+// cuBLASLt's RELU_BIAS epilogue and NaN (runtime/cuda/README.md): weft's relu keeps a NaN
+// (ir/scalar_math.h), where cuBLASLt's is reported to give 0. One NaN in x's first entry
+// makes the first row of the pre-activation NaN; the result keeps as many NaNs as the
+// reference interpreter's, with WEFT_CUBLASLT_EPILOGUE unset (the generated epilogue) and
+// set to 1 (cublasLtMatmul's epilogue). Each case prints "NaN survives: yes|no" for
+// tests/cuda/cublaslt_check.sh. Decision rule: if it fails with the switch on, epilogue_match.h
+// must refuse relu and relu_bias epilogues (keeping bias and gelu(tanh)) before the
+// switch may default on.
+TEST(CudaCublasLt, ANanPreActivationSurvivesTheReluBiasEpilogue) {
+  if (!cuda::available()) GTEST_SKIP() << "no GPU: " << cuda::unavailable_reason();
+  const char* on = std::getenv("WEFT_CUBLASLT_EPILOGUE");
+  const bool switched_on = on != nullptr && std::string(on) == "1";
+  for (const std::string name : {"cublaslt_relu_bias_tb_f32", "cublaslt_relu_bias_tb_bf16",
+                                 "cublaslt_odd_strided_relu_bias_f16"}) {
+    SCOPED_TRACE(name);
+    const Case& c = find_case(name);
+    const Graph g = parse_case(c);
+    std::vector<Tensor> inputs = make_inputs(g, 7);
+    const int x = find_input(g, "x");
+    ASSERT_GE(x, 0);
+    inputs[x].set_double(0, std::nan(""));
+    StatusOr<reference::RunResult> want = reference::run(g, inputs);
+    ASSERT_TRUE(want.ok()) << want.error().to_string();
+    StatusOr<std::unique_ptr<cuda::Executor>> ex = cuda::Executor::create(c.program(), c.ptx, c.symbols, {});
+    ASSERT_TRUE(ex.ok()) << ex.error().to_string();
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      ASSERT_TRUE((*ex)->set_input(static_cast<int>(i), inputs[i]).ok());
+    }
+    const Status run = (*ex)->run();
+    ASSERT_TRUE(run.ok()) << run.to_string();
+    const auto nans = [](const Tensor& t) {
+      int64_t n = 0;
+      for (int64_t i = 0; i < t.numel(); ++i) n += std::isnan(t.get_double(i));
+      return n;
+    };
+    const int64_t got = nans((*ex)->output(0)), expected = nans(want->outputs[0]);
+    ASSERT_GT(expected, 0);
+    const bool lt = (*ex)->describe().find("cublasLt ") != std::string::npos;
+    std::printf("  %-36s WEFT_CUBLASLT_EPILOGUE=%d (%s): NaN survives: %s (%lld of %lld NaNs)\n",
+                name.c_str(), switched_on ? 1 : 0, lt ? "cublasLtMatmul" : "generated epilogue",
+                got == expected ? "yes" : "no", static_cast<long long>(got), static_cast<long long>(expected));
+    EXPECT_EQ(got, expected) << (lt ? "cuBLASLt's relu epilogue lost a NaN: refuse relu and relu_bias in "
+                                      "epilogue_match.h"
+                                    : "the generated relu epilogue lost a NaN");
+  }
+}
+
 // #31: an attention block's training step with attention_grad on FlashAttention-2's
 // backward kernel against its twins (gen_cases_main.cc, attention_step_cases): the same
 // step graph with the kernel switched off (WEFT_ATTENTION_GRAD_KERNEL=0 at generation:

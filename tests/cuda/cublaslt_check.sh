@@ -10,6 +10,11 @@
 #     launch and as one CUDA graph, with the switch off (the generated epilogue) and on
 #     (one cublasLtMatmul), and CudaCublasLt.* (with the switch on: each matched case binds
 #     as "cublasLt ...", each refused one does not; its describe() lines are printed).
+#     CudaCublasLt.ANanPreActivationSurvivesTheReluBiasEpilogue feeds a NaN through three
+#     relu_bias contractions (f32, bf16, f16) and prints "NaN survives: yes|no" per switch
+#     value (echoed below). Decision rule: weft's relu keeps NaN, so if cuBLASLt's
+#     RELU_BIAS epilogue answers "no" (the test fails with the switch on only),
+#     epilogue_match.h must refuse relu and relu_bias epilogues before the switch defaults on.
 #  2. The same cases under compute-sanitizer memcheck with the switch on (the bias read,
 #     the workspace, the strided batch).
 #  3. The A/B: step_bench over cublaslt_bench_gelu_tanh_{f32,bf16} (256x1024 · 1024x1024 + bias,
@@ -25,8 +30,8 @@
 #   # device tool: run(command="tests/cuda/cublaslt_check.sh", carry=[".gpu"], timeout_s=300)
 #
 # Logs go to $OUT (else /tmp/weft-gpu). The whole script is opt-in work (open_issues_check.sh
-# third and 31perf). Estimated (on an H200; no run yet) 100-160 s: 39 tests twice 5-10 s
-# each, memcheck over 39 20-50 s, 4 step_bench runs of 220 steps 3-5 s each, 12 MLP tests.
+# third and 31perf). Estimated (on an H200; no run yet) 100-160 s: 40 tests twice 5-10 s
+# each, memcheck over 40 20-50 s, 4 step_bench runs of 220 steps 3-5 s each, 12 MLP tests.
 set -uo pipefail
 # shellcheck source=tests/cuda/lease_common.sh
 source "$(dirname "$0")/lease_common.sh"
@@ -39,6 +44,8 @@ for on in 0 1; do
   grep -E "Failure|error" -A4 "$out/cublaslt_cases_$on.txt" | head -30
 done
 grep -E "^  cublaslt_" "$out/cublaslt_cases_1.txt" | grep -E "cublas" | head -20
+echo "== NaN through relu_bias (the relu epilogue decision; 'no' with the switch on: refuse relu epilogues)"
+grep -h "NaN survives" "$out/cublaslt_cases_0.txt" "$out/cublaslt_cases_1.txt"
 WEFT_CUBLASLT_EPILOGUE=1 timeout 120 compute-sanitizer --tool memcheck --error-exitcode 3 .gpu/cases_test \
   --gtest_filter='*cublaslt_*:CudaCublasLt.*' >"$out/cublaslt_memcheck.txt" 2>&1
 echo "== memcheck (cublaslt_*, switch on) rc=$? $(line 'ERROR SUMMARY|^\[  (PASSED|FAILED)' "$out/cublaslt_memcheck.txt")"

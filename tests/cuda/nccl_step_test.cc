@@ -51,15 +51,27 @@ int local_rank() {
   return v != nullptr ? std::atoi(v) : 0;
 }
 
-// One rank's NCCL, made once for the binary (ncclCommInitRank per test would be slow).
-std::shared_ptr<NcclCommunicator> nccl() {
-  static std::shared_ptr<NcclCommunicator> comm = [] {
-    StatusOr<std::shared_ptr<NcclCommunicator>> c = NcclCommunicator::create(collective::single_process(), local_rank());
-    WEFT_CHECK(c.ok(), c.ok() ? "" : c.error().to_string());
-    return *c;
-  }();
-  return comm;
-}
+// The suite's fixture: one rank's NCCL, made by the first test that asks for it
+// (ncclCommInitRank per test would be slow) and destroyed in TearDownTestSuite, while
+// CUDA is still up — a communicator kept in a static until the process exits is torn down
+// after CUDA's own atexit handlers, where NCCL's teardown can hang.
+class NcclStep : public testing::Test {
+ protected:
+  static std::shared_ptr<NcclCommunicator> nccl() {
+    if (comm_ == nullptr) {
+      StatusOr<std::shared_ptr<NcclCommunicator>> c = NcclCommunicator::create(collective::single_process(), local_rank());
+      WEFT_CHECK(c.ok(), c.ok() ? "" : c.error().to_string());
+      comm_ = *c;
+    }
+    return comm_;
+  }
+  static void TearDownTestSuite() { comm_.reset(); }
+
+ private:
+  static std::shared_ptr<NcclCommunicator> comm_;
+};
+
+std::shared_ptr<NcclCommunicator> NcclStep::comm_;
 
 std::unique_ptr<Executor> bind(const Case& c, ExecutorOptions options) {
   StatusOr<std::unique_ptr<Executor>> ex = Executor::create(c.program(), c.ptx, c.symbols, options);
@@ -95,7 +107,7 @@ void expect_bitwise_equal_steps(Executor& a, Executor& b, int steps, const Case&
   EXPECT_GT(compared, 6);
 }
 
-TEST(NcclStep, OneRankEqualsTheSingleGpuStepBitwiseInsideTheCudaGraph) {
+TEST_F(NcclStep, OneRankEqualsTheSingleGpuStepBitwiseInsideTheCudaGraph) {
   SKIP_WITHOUT_GPU();
   const Case& c = all_reduce_case();
   std::unique_ptr<Executor> single = bind(c, {.device = local_rank()});
@@ -109,7 +121,7 @@ TEST(NcclStep, OneRankEqualsTheSingleGpuStepBitwiseInsideTheCudaGraph) {
   expect_bitwise_equal_steps(*single, *one_bucket_per_kind, 10);
 }
 
-TEST(NcclStep, ManySmallBucketsOverlappingTheBackwardPassToo) {
+TEST_F(NcclStep, ManySmallBucketsOverlappingTheBackwardPassToo) {
   SKIP_WITHOUT_GPU();
   const Case& c = all_reduce_case();
   std::unique_ptr<Executor> single = bind(c, {.device = local_rank()});
@@ -128,7 +140,7 @@ TEST(NcclStep, ManySmallBucketsOverlappingTheBackwardPassToo) {
 // bucket while gradients are still being produced, and other invocations run while it
 // is in flight. (With DDP's 1 MiB first bucket this 1.07 MB step has a single bucket,
 // which starts after the last gradient: printed, not asserted.)
-TEST(NcclStep, TheLoweredStepsFirstBucketStartsDuringTheBackwardPass) {
+TEST_F(NcclStep, TheLoweredStepsFirstBucketStartsDuringTheBackwardPass) {
   const Case& c = all_reduce_case();
   const Program program = c.program();
   StatusOr<collective::BucketPlan> ddp = collective::plan_buckets(program, {});
@@ -156,7 +168,7 @@ TEST(NcclStep, TheLoweredStepsFirstBucketStartsDuringTheBackwardPass) {
 // arena, the host replaying the accumulating one on a window's first micro-batch and the
 // reducing one on its last; after 6 micro-batches (3 updates) parameters and optimizer
 // state are bitwise those of the same step on one GPU without NCCL.
-TEST(NcclStep, AccumulationOnOneRankEqualsTheSingleGpuStepBitwise) {
+TEST_F(NcclStep, AccumulationOnOneRankEqualsTheSingleGpuStepBitwise) {
   SKIP_WITHOUT_GPU();
   const Case& c = accumulate_case();
   std::unique_ptr<Executor> single = bind(c, {.device = local_rank()});
@@ -184,7 +196,7 @@ TEST(NcclStep, AccumulationOnOneRankEqualsTheSingleGpuStepBitwise) {
 
 // Accumulation needs the step number's input to choose a graph: a binding without it
 // (or naming another input) is refused, naming the option.
-TEST(NcclStep, AccumulationWithoutTheStepInputIsRefused) {
+TEST_F(NcclStep, AccumulationWithoutTheStepInputIsRefused) {
   SKIP_WITHOUT_GPU();
   const Case& c = accumulate_case();
   StatusOr<std::unique_ptr<Executor>> ex =
@@ -200,7 +212,7 @@ TEST(NcclStep, AccumulationWithoutTheStepInputIsRefused) {
 // No GPU needed: the lowered accumulating step's gradients share predicated buckets,
 // and the schedule replayed on a window's first micro-batch reduces none of them — only
 // the loss (one element), which is reduced every micro-batch.
-TEST(NcclStep, TheAccumulatingScheduleReducesOnlyTheLoss) {
+TEST_F(NcclStep, TheAccumulatingScheduleReducesOnlyTheLoss) {
   const Program program = accumulate_case().program();
   StatusOr<collective::BucketPlan> plan = collective::plan_buckets(program, {});
   ASSERT_TRUE(plan.ok()) << plan.error().to_string();
@@ -222,7 +234,7 @@ TEST(NcclStep, TheAccumulatingScheduleReducesOnlyTheLoss) {
 
 // On a machine with one GPU, a second rank there (local rank 1) is refused before NCCL
 // is asked (one rank of a world of one: the check is this rank's own).
-TEST(NcclStep, ALocalRankWithoutItsGpuIsRefused) {
+TEST_F(NcclStep, ALocalRankWithoutItsGpuIsRefused) {
   SKIP_WITHOUT_GPU();
   int count = 0;
   ASSERT_EQ(cudaGetDeviceCount(&count), cudaSuccess);

@@ -41,8 +41,8 @@
 #     timed off and on with --profile (50 steps each; no --check: step 1's bf16 cases
 #     check the bf16 loops against the reference interpreter).
 #  5. (session 27, rgelu) feedback_fixed and iterative_refine, whose loops now plan too
-#     (gelu as a cell op, the layer norm's row kernels as row phases, the eps's `full` a
-#     constant phase: runtime/cuda's recurrent_plan_test): steps 3 and 4's timings off and
+#     (gelu as a cell op, the layer norm's row kernels as row phases, the eps a const
+#     hoisted out of the loop: runtime/cuda's recurrent_plan_test): steps 3 and 4's timings off and
 #     on with --profile (f32 and bf16; the first GPU run of a row phase inside a real
 #     loop), and feedback_fixed's --check off and on (iterative_refine's --check is left
 #     out: its host reference, 1024 wide, would take most of a call). Their f32 loop bodies

@@ -19,20 +19,21 @@
 // are not summed in the loop: their operands are stacked (most are already: saved
 // activations, the xs, the cotangents) and one product over every iteration's rows, or
 // one reduction, follows the loop (JAX's split transpose): one large GEMM instead of
-// `length` small ones and an accumulator carried through the loop. A select's gradient sends nothing to the branch it did
-// not take, so a masked (halted) sample's iterations pass its cotangent through
-// unchanged: per-sample halting needs no code here.
+// `length` small ones and an accumulator carried through the loop (scan_moved_terms.h).
+// A select's gradient sends nothing to the branch it did not take, so a masked (halted)
+// sample's iterations pass its cotangent through unchanged: per-sample halting needs no
+// code here.
 //
 // `ScanGradient::run` lists the steps in order; each step's comment says what it builds.
 
 #include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "autodiff/rules.h"
+#include "autodiff/scan_moved_terms.h"
 #include "autodiff/scan_save.h"
 #include "ir/cast.h"
 #include "ir/scan.h"
@@ -40,45 +41,6 @@
 
 namespace weft::grad_rules {
 namespace {
-
-/// A const's gradient term moved out of the loop: a product of two per-iteration values
-/// (a weight's xᵀ·g) or a reduction of one (a bias's column sum of g), possibly reshaped
-/// or transposed. The loop stacks its operands; one product over all iterations' rows (or
-/// one reduction) follows it.
-struct MovedTerm {
-  int constant;                     ///< The body input it is a gradient term of.
-  std::vector<const Node*> peeled;  ///< Reshapes and transposes around the core, outermost first.
-  const Node* core;                 ///< matmul or sum.
-  std::vector<ValueId> operands;    ///< Per iteration: the core's operands (transposes peeled).
-  std::vector<bool> transposed;     ///< Whether each was transposed (matmul: [1,0]).
-  std::vector<ValueId> stacked;     ///< Each operand stacked over the iterations, in the outer graph.
-};
-
-/// A's stacked slots side by side along the contracted axis: A_t [m, k] stacked [T, m, k]
-/// -> [m, T·k]. A transposed operand is stacked untransposed: A_t = P_tᵀ, P stacked
-/// [T, k, m] is [T·k, m], transposed.
-ValueId slots_as_lhs(GradBuilder& outer, ValueId stacked, bool transposed) {
-  const Shape s = outer.shape(stacked);
-  if (transposed) {
-    return outer.op(Op::Transpose, {outer.op(Op::Reshape, {stacked}, {{"shape", IntList{s[0] * s[1], s[2]}}})},
-                    {{"perm", IntList{1, 0}}});
-  }
-  return outer.op(Op::Reshape, {outer.op(Op::Transpose, {stacked}, {{"perm", IntList{1, 0, 2}}})},
-                  {{"shape", IntList{s[1], s[0] * s[2]}}});
-}
-
-/// B's stacked slots one above the other along the contracted axis: B_t [k, n] stacked
-/// [T, k, n] -> [T·k, n]. Transposed: B_t = Q_tᵀ, Q stacked [T, n, k] is [n, T·k], transposed.
-ValueId slots_as_rhs(GradBuilder& outer, ValueId stacked, bool transposed) {
-  const Shape s = outer.shape(stacked);
-  if (transposed) {
-    return outer.op(Op::Transpose,
-                    {outer.op(Op::Reshape, {outer.op(Op::Transpose, {stacked}, {{"perm", IntList{1, 0, 2}}})},
-                              {{"shape", IntList{s[1], s[0] * s[2]}}})},
-                    {{"perm", IntList{1, 0}}});
-  }
-  return outer.op(Op::Reshape, {stacked}, {{"shape", IntList{s[0] * s[1], s[2]}}});
-}
 
 /// The reverse-mode rule of one `scan` node: a small driver over the loop's facts. Each
 /// private member function is one step of `run`, in the order it calls them.
@@ -91,7 +53,6 @@ class ScanGradient {
 
  private:
   Role role(int i) const { return parts_.role(i); }
-  const Node* backward_node(ValueId v) const { return parts_.backward_node(v); }
 
   std::vector<std::pair<ValueId, ValueId>> seed_outputs();
   Status differentiate_body(const std::vector<std::pair<ValueId, ValueId>>& seeds);
@@ -99,8 +60,6 @@ class ScanGradient {
   void choose_reads();
   void stack_forward_values();
   void split_const_gradients();
-  void split_term(int constant, ValueId v);
-  std::optional<MovedTerm> movable_term(int constant, ValueId v) const;
   void add_reverse_consts_and_carries();
   void add_reverse_xs();
   void add_reverse_x(ValueId v, ValueId source);
@@ -113,7 +72,6 @@ class ScanGradient {
   bool caller_stacked(ValueId v) const;
   std::vector<ValueId> add_reverse_scan();
   void add_moved_terms(std::vector<ValueId>& out);
-  ValueId summed_over_slots(const MovedTerm& m);
   void round_half_consts(std::vector<ValueId>& out);
 
   // The loop.
@@ -273,52 +231,15 @@ void ScanGradient::stack_forward_values() {
 
 // 6. A const's gradient is a sum over the iterations. Its terms that are a product of
 //    two per-iteration values or a reduction of one, possibly reshaped or transposed,
-//    move out of the loop (moved_, JAX's split transpose); the other terms are summed in
-//    the loop, in a carry (kept_).
+//    move out of the loop (moved_, JAX's split transpose; scan_moved_terms.h says which);
+//    the other terms are summed in the loop, in a carry (kept_).
 void ScanGradient::split_const_gradients() {
   for (const auto& [i, v] : grad_of_) {
-    if (role(i) == Role::constant) split_term(i, v);
+    if (role(i) != Role::constant) continue;
+    std::vector<ValueId> kept;
+    split_const_gradient(parts_, per_iteration_, i, v, moved_, kept);
+    if (!kept.empty()) kept_[i] = std::move(kept);
   }
-}
-
-void ScanGradient::split_term(int constant, ValueId v) {
-  const Node* n = backward_node(v);
-  if (n != nullptr && n->op == Op::Add && grad_.type(n->operands[0]) == grad_.type(v) &&
-      grad_.type(n->operands[1]) == grad_.type(v)) {
-    split_term(constant, n->operands[0]);
-    split_term(constant, n->operands[1]);
-    return;
-  }
-  if (std::optional<MovedTerm> m = movable_term(constant, v)) {
-    moved_.push_back(std::move(*m));
-  } else {
-    kept_[constant].push_back(v);
-  }
-}
-
-std::optional<MovedTerm> ScanGradient::movable_term(int constant, ValueId v) const {
-  MovedTerm m{constant, {}, nullptr, {}, {}, {}};
-  ValueId c = v;
-  for (const Node* p = backward_node(c); p && (p->op == Op::Reshape || p->op == Op::Transpose);
-       p = backward_node(c)) {
-    m.peeled.push_back(p);
-    c = p->operands[0];
-  }
-  const Node* core = backward_node(c);
-  const bool product = core && core->op == Op::Matmul && !core->bool_attr("transpose_a") &&
-                       !core->bool_attr("transpose_b") && grad_.type(core->operands[0]).shape.rank() == 2 &&
-                       grad_.type(core->operands[1]).shape.rank() == 2 &&
-                       per_iteration_[core->operands[0]] && per_iteration_[core->operands[1]];
-  const bool reduction = core && core->op == Op::Sum && per_iteration_[core->operands[0]];
-  if (!product && !reduction) return std::nullopt;
-  m.core = core;
-  for (ValueId o : core->operands) {
-    const Node* t = backward_node(o);
-    const bool flip = product && t && t->op == Op::Transpose && t->ints_attr("perm") == IntList{1, 0};
-    m.operands.push_back(flip ? t->operands[0] : o);
-    m.transposed.push_back(flip);
-  }
-  return m;
 }
 
 // 7. The reverse body's first inputs and the reverse scan's operands for them: the consts
@@ -455,23 +376,11 @@ std::vector<ValueId> ScanGradient::add_reverse_scan() {
   return out;
 }
 
-// 11. The moved terms, over every iteration at once: Σ_t A_t·B_t = [A_0 … A_T-1]·[B_0; …;
-//     B_T-1] (the slots side by side along the contracted axis), Σ_t sum(G_t) = sum over
-//     the slots too; then the reshapes and transposes that were around them, each added
-//     to its const's gradient (cast to f32 onto a half const's f32 sum).
+// 11. The moved terms, over every iteration at once (scan_moved_terms.h), each added to
+//     its const's gradient (cast to f32 onto a half const's f32 sum).
 void ScanGradient::add_moved_terms(std::vector<ValueId>& out) {
   for (const MovedTerm& m : moved_) {
-    const Type term = grad_.type(m.peeled.empty() ? m.core->result() : m.peeled.front()->result());
-    ValueId v;
-    if (m.core->op == Op::Matmul) {
-      const ValueId lhs = slots_as_lhs(outer_, m.stacked[0], m.transposed[0]);
-      const ValueId rhs = slots_as_rhs(outer_, m.stacked[1], m.transposed[1]);
-      v = outer_.op(Op::Matmul, {lhs, rhs});
-    } else {
-      v = summed_over_slots(m);
-    }
-    for (auto p = m.peeled.rbegin(); p != m.peeled.rend(); ++p) v = outer_.op((*p)->op, {v}, (*p)->attrs);
-    if (outer_.type(v) != term) v = outer_.op(Op::Reshape, {v}, {{"shape", term.shape.dims}});
+    ValueId v = summed_over_iterations(outer_, grad_, m);
     if (out[m.constant] != kNoValue) v = cast_to(outer_, v, outer_.type(out[m.constant]).dtype);  // onto an f32 sum
     out[m.constant] = out[m.constant] == kNoValue ? v : outer_.add(out[m.constant], v);
   }
@@ -484,23 +393,6 @@ void ScanGradient::round_half_consts(std::vector<ValueId>& out) {
     const DType d = body_->type(body_->inputs()[i].value).dtype;
     if (out[i] != kNoValue) out[i] = cast_to(outer_, out[i], d);
   }
-}
-
-// sum(G_t, axes) over the slots: the slot axis too.
-ValueId ScanGradient::summed_over_slots(const MovedTerm& m) {
-  const ValueId x = m.stacked[0];
-  const int rank = outer_.shape(x).rank() - 1;
-  IntList axes = {0};
-  if (const Attribute* given = m.core->attr("axes")) {
-    for (int64_t a : std::get<IntList>(*given)) axes.push_back((a < 0 ? a + rank : a) + 1);
-  } else {
-    for (int a = 0; a < rank; ++a) axes.push_back(a + 1);
-  }
-  ValueId v = outer_.op(Op::Sum, {x}, {{"axes", axes}, {"keepdims", m.core->bool_attr("keepdims")}});
-  if (m.core->bool_attr("keepdims")) {
-    v = outer_.op(Op::Reshape, {v}, {{"shape", grad_.type(m.core->result()).shape.dims}});
-  }
-  return v;
 }
 
 }  // namespace

@@ -223,7 +223,7 @@ StatusOr<bool> DecomposeCompositesPass::run(Graph& g) {
   bool changed = false;
   // Loop bodies first, so that what a decomposition makes there (layer norm's eps) is in
   // the body while the outer graph's pipeline can still hoist it (hoist-loop-invariants
-  // runs again after this pass, codegen/lower.h).
+  // runs after this pass, codegen/lower.h's add_lowering_passes).
   for (Node& node : g.mutable_nodes()) {
     if (node.op != Op::Scan || !node.body) continue;
     Graph body = *node.body;

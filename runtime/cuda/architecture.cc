@@ -7,6 +7,7 @@
 #include <iterator>
 #include <regex>
 
+#include "ir/op.h"
 #include "third_party/cuda_archs.h"
 
 namespace weft::cuda {
@@ -72,14 +73,14 @@ Status check_architecture(const DeviceArchitecture& device, const std::string& g
 
 Status check_features(const DeviceArchitecture& device, const Program& program) {
   if (device.major * 10 + device.minor >= kBf16TensorCoreArchitecture) return Status::ok_status();
-  // cuBLAS's and cuDNN's products. Pooling, a contraction in the op table too, runs weft's
-  // own kernels in f32 (pool.h), which any supported device runs.
+  // The products that multiply in the low precision (the op table's autocast class Low:
+  // matmul and the convolutions, on cuBLAS and cuDNN). Pooling, a contraction in the op
+  // table too, follows its operand's dtype and runs weft's own kernels in f32 (pool.h),
+  // which any supported device runs.
   const auto bf16_contraction = [](const Invocation& inv) {
     const bool library_op = inv.kind == Invocation::Kind::library || inv.kind == Invocation::Kind::contraction;
-    const Op op = inv.node.op;
-    const bool product =
-        op == Op::Matmul || op == Op::Conv || op == Op::ConvBackwardInput || op == Op::ConvBackwardWeight;
-    return library_op && product && !inv.operands.empty() && inv.operands[0].type.dtype == DType::bf16;
+    return library_op && autocast_class(inv.node.op) == AutocastClass::Low && !inv.operands.empty() &&
+           inv.operands[0].type.dtype == DType::bf16;
   };
   std::vector<const Program*> programs = {&program};
   for (const Program& body : program.bodies) programs.push_back(&body);

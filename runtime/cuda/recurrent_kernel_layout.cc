@@ -46,13 +46,13 @@ std::vector<MatmulPlacement> matmul_placements(const RecurrentProgramView& progr
 CachedPhases count_cached_phases(const RecurrentProgramView& program, int64_t blocks, uint64_t shared_bytes,
                                  int k_splits) {
   CachedPhases count;
-  SharedWalk walk = shared_walk(program, shared_bytes);
+  const std::vector<MatmulPlacement> table = matmul_placements(program, blocks, shared_bytes, k_splits);
   for (int32_t i = 0; i < program.phase_count; ++i) {
     const RecurrentPhase& ph = program.phases[i];
-    const MatmulPartition part = matmul_partition(program, ph, blocks, k_splits);
-    if (walk.place(program, ph, part) >= 0) ++count.cached;
+    const MatmulPlacement& place = table[static_cast<size_t>(i)];
+    if (place.slice_offset >= 0) ++count.cached;
     // constant_b first: an elementwise phase has no B to ask the type of.
-    if (constant_b(program, ph) && b_slice_bytes(part, element_bytes(program.buffers[ph.b].type)) > 0) {
+    if (constant_b(program, ph) && b_slice_bytes(place.partition, element_bytes(program.buffers[ph.b].type)) > 0) {
       ++count.cacheable;
     }
   }
@@ -117,17 +117,18 @@ RecurrentCost recurrent_cost(const RecurrentProgramView& program, const Recurren
   RecurrentCost cost;
   cost.grid_barriers = program.phase_count;
   cost.barrier_ps = static_cast<uint64_t>(program.phase_count) * kModelGridBarrierPs;
-  SharedWalk walk = shared_walk(program, launch.shared_bytes);
+  const std::vector<MatmulPlacement> table =
+      matmul_placements(program, launch.blocks, launch.shared_bytes, launch.k_splits);
   for (int32_t i = 0; i < program.phase_count; ++i) {
     const RecurrentPhase& ph = program.phases[i];
-    const MatmulPartition part = matmul_partition(program, ph, launch.blocks, launch.k_splits);
-    const bool on_chip = walk.place(program, ph, part) >= 0;
     if (ph.kind != PhaseKind::matmul) {
       const ProgramPhaseCost c{i, ph.kind, model_program_phase(program, ph, launch.blocks, launch.threads)};
       (ph.kind == PhaseKind::row ? cost.row_ps : cost.elementwise_ps) += c.model.ps;
       cost.programs.push_back(c);
       continue;
     }
+    const MatmulPartition& part = table[static_cast<size_t>(i)].partition;
+    const bool on_chip = table[static_cast<size_t>(i)].slice_offset >= 0;
     const MatmulTile tile = matmul_tile(part, ph.m, ph.n, ph.k, 0);
     MatmulPhaseCost c;
     c.phase = i, c.b_on_chip = on_chip, c.k = tile.k_end - tile.k_begin;

@@ -266,7 +266,7 @@ WEFT_HD inline bool constant_b(const RecurrentProgramView& p, const RecurrentPha
 }
 
 /// The matmul partition's cost model (choose_matmul_partition), in integer picoseconds so
-/// that the host and the kernel choose alike. Assumptions for an H100 / H200 (SXM), not
+/// that every run chooses alike (no float rounding). Assumptions for an H100 / H200 (SXM), not
 /// measured here (the device notes, HOPPER.md, give none of these figures):
 ///  - a block's f32 FMA rate: half a multiprocessor's 128 FP32 lanes (two blocks per
 ///    multiprocessor at ptxas's ~128 registers) at ~1.98 GHz ≈ 126 FMA per ns;

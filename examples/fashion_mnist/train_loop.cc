@@ -101,11 +101,9 @@ driver::FlagSet example_flags(RunConfig& c, bool allow_bn) {
                                 "--backend=cuda: launch kernel by kernel, not one CUDA graph per step",
                                 &c.cuda_graph, false));
   set.own.push_back({"resume", "PATH", "none", "the same as --checkpoint-in",
-                     [&c](driver::DriverConfig& d, const std::string& v) -> Status {
+                     [&c](driver::DriverConfig&, const std::string& v) -> Status {
                        if (v.empty()) return Error{"--resume needs a path: --resume=PATH"};
-                       c.resume = resolve_path(v);
-                       if (!d.checkpoint_in.empty() && d.checkpoint_in != c.resume) return resume_conflict(d, c);
-                       d.checkpoint_in = c.resume;
+                       c.resume = resolve_path(v);  // parse_flags sets d.checkpoint_in from it
                        return Status();
                      }});
   // Sets the driver's --data-parallel, whose help differs: there each rank takes a whole
@@ -128,7 +126,13 @@ void parse_flags(int argc, char** argv, RunConfig& c, bool allow_bn) {
   const driver::FlagSet set = example_flags(c, allow_bn);
   const std::string program = c.name.empty() ? "train" : c.name;
   StatusOr<driver::DriverConfig> d = driver::parse_flags(std::vector<std::string>(argv + 1, argv + argc), set);
-  if (d.ok() && !c.resume.empty() && d->checkpoint_in != c.resume) d = resume_conflict(*d, c);
+  if (d.ok() && !c.resume.empty()) {
+    if (d->checkpoint_in.empty()) {
+      d->checkpoint_in = c.resume;
+    } else if (d->checkpoint_in != c.resume) {
+      d = resume_conflict(*d, c);
+    }
+  }
   if (!d.ok()) {
     std::fprintf(stderr, "%s\n", d.error().to_string().c_str());
     std::exit(2);  // a bad command line, as the driver's kExitUsage

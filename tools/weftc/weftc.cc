@@ -496,8 +496,10 @@ Status run_command(const std::vector<std::string>& argv) {
                    "; rename the input in '" + file + "'"};
     }
   }
+  // Every output's dtype checked before the first is written (npy_descr: empty where .npy
+  // has no dtype for it, bf16).
   for (const auto& [name, t] : files) {
-    if (t->dtype() != DType::bf16) continue;
+    if (!npy_descr(t->dtype()).empty()) continue;
     return Error{"weftc run: " + written_for.at(name) + " is " + t->type().to_string() +
                  ", which .npy cannot hold (NumPy has no bfloat16 dtype): cast it to f32 in '" + file +
                  "'; nothing was written"};

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "autodiff/rules.h"
+#include "autodiff/scan_body.h"
 #include "autodiff/scan_moved_terms.h"
 #include "autodiff/scan_save.h"
 #include "ir/cast.h"

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "autodiff/grad.h"
-#include "autodiff/scan_save.h"
+#include "autodiff/scan_body.h"
 #include "ir/graph.h"
 
 namespace weft::grad_rules {

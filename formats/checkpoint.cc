@@ -191,11 +191,17 @@ Status save_checkpoint(const std::string& path, const CheckpointSchema& schema,
   return write_safetensors(path, tensors, metadata);
 }
 
+std::set<std::string> LossScaleKeys::names() const {
+  std::set<std::string> names = {scale, growth_tracker, skipped_steps};
+  names.erase("");
+  return names;
+}
+
 namespace {
 
 /// The loss-scale state the load would commit: a finite scale > 0 and counts >= 0.
 Status check_loss_scale_state(const std::string& path, const std::map<std::string, Tensor>& staged,
-                              const CheckpointScope::LossScaleKeys& keys) {
+                              const LossScaleKeys& keys) {
   auto value = [&](const std::string& key) -> std::optional<double> {
     auto it = staged.find(key);
     if (key.empty() || it == staged.end() || it->second.numel() != 1) return std::nullopt;

@@ -85,6 +85,17 @@ int64_t checkpoint_batch(const std::map<std::string, std::string>& metadata);
 std::string subgraph_hash_key(const std::string& path);
 std::string subgraph_structure_key(const std::string& path);
 
+/// The state names of dynamic loss scaling in one model (autodiff/loss_scale.h: the
+/// scale, its growth tracker, the skipped-update count); empty names: the model has none.
+/// A load's CheckpointScope::loss_scale, and an AOT model's table (training/aot's
+/// ModelTable::loss_scale_keys, written by the generator).
+struct LossScaleKeys {
+  std::string scale, growth_tracker, skipped_steps;
+
+  /// The names that are set (a checkpoint holds them exactly when its run scaled its loss).
+  std::set<std::string> names() const;
+};
+
 /// Which keys a load is about.
 struct CheckpointScope {
   /// True: the whole model; the checkpoint's structural hash must match the schema's.
@@ -107,9 +118,7 @@ struct CheckpointScope {
   /// the checkpoint holds them they are checked before anything is committed: the scale
   /// must be a finite number > 0 and the counts >= 0, or the load is refused (a scale of 0,
   /// NaN or inf makes every later update NaN or skipped: a hand-edited checkpoint).
-  struct LossScaleKeys {
-    std::string scale, growth_tracker, skipped_steps;
-  } loss_scale;
+  LossScaleKeys loss_scale;
   /// How the caller's user loads a labelled subgraph instead, for the hint of a whole
   /// load refused by the structural hash; empty where there is no such option (the AOT
   /// training driver): no hint.

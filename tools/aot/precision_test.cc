@@ -35,8 +35,7 @@ std::vector<Tensor> batch(const CompiledModel& m, uint64_t seed) {
 std::string tmp(const std::string& name) { return std::string(std::getenv("TEST_TMPDIR")) + "/" + name; }
 
 bool is_loss_scale_key(const ModelTable& t, const std::string& name) {
-  const ModelTable::LossScaleKeys& k = t.loss_scale_keys;
-  return name == k.scale || name == k.growth_tracker || name == k.skipped_steps;
+  return t.loss_scale_keys.names().count(name) > 0;
 }
 
 TEST(AotPrecision, TablesRecordTheirPrecision) {

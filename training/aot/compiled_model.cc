@@ -413,7 +413,7 @@ Status CompiledModel::refresh_derived(const std::string& name) {
 }
 
 StatusOr<std::optional<driver::LossScaleReading>> CompiledModel::loss_scale() const {
-  const ModelTable::LossScaleKeys& keys = table_->loss_scale_keys;
+  const LossScaleKeys& keys = table_->loss_scale_keys;
   if (!owner_index_.count(keys.scale)) return std::optional<driver::LossScaleReading>();
   WEFT_ASSIGN_OR_RETURN(Tensor scale, value(keys.scale));
   WEFT_ASSIGN_OR_RETURN(Tensor skipped, value(keys.skipped_steps));
@@ -443,10 +443,8 @@ StatusOr<LoadReport> CompiledModel::load(const std::string& path, bool partial) 
   CheckpointScope scope;
   scope.strict = !partial;
   scope.subgraph_knob = "";  // a compiled model loads whole checkpoints only
-  const ModelTable::LossScaleKeys& keys = table_->loss_scale_keys;
-  scope.optional_keys = {keys.scale, keys.growth_tracker, keys.skipped_steps};
-  scope.optional_keys.erase("");  // a table without them (written by hand)
-  scope.loss_scale = {keys.scale, keys.growth_tracker, keys.skipped_steps};
+  scope.optional_keys = table_->loss_scale_keys.names();  // none in a table written by hand
+  scope.loss_scale = table_->loss_scale_keys;
   StatusOr<LoadReport> loaded = load_checkpoint(path, schema_, values, scope);
   // Data parallelism: the other ranks, waiting in their agreement, learn it at once.
   if (!loaded.ok() && comm_) return collective::agree_after_failed_load(*comm_, path, loaded.error());

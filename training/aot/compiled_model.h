@@ -140,9 +140,7 @@ struct ModelTable {
   /// step has them as values when it scales its loss (f16); a checkpoint holds them
   /// exactly when its run did, so every load takes them as optional keys: an f16 model's
   /// checkpoint loads into an f32 or bf16 one and back.
-  struct LossScaleKeys {
-    std::string scale, growth_tracker, skipped_steps;
-  } loss_scale_keys;
+  LossScaleKeys loss_scale_keys;
 
   /// The Programs (codegen/program_source.h); step_* are null when the library is
   /// inference-only. Their device code: cpu, the kernels' addresses (*_kernels); cuda,

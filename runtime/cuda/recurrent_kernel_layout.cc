@@ -7,15 +7,6 @@
 
 namespace weft::cuda {
 
-uint64_t recurrent_shared_bytes(const RecurrentProgramView& program, int64_t blocks, uint64_t limit, int k_splits) {
-  SharedWalk walk = shared_walk(program, limit);
-  for (int32_t i = 0; i < program.phase_count; ++i) {
-    const RecurrentPhase& ph = program.phases[i];
-    walk.place(program, ph, matmul_partition(program, ph, blocks, k_splits));
-  }
-  return walk.used;
-}
-
 uint64_t recurrent_workspace_bytes(const RecurrentProgramView& program, int64_t blocks, int k_splits) {
   uint64_t most = 0;
   for (int32_t i = 0; i < program.phase_count; ++i) {
@@ -29,18 +20,39 @@ uint64_t recurrent_workspace_bytes(const RecurrentProgramView& program, int64_t 
   return most;
 }
 
-std::vector<MatmulPlacement> matmul_placements(const RecurrentProgramView& program, int64_t blocks,
-                                               uint64_t shared_bytes, int k_splits) {
-  std::vector<MatmulPlacement> table(static_cast<size_t>(program.phase_count));
+namespace {
+
+/// The kernel's table and the bytes the walk over `shared_bytes` used: the one walk of
+/// the phases that matmul_placements and recurrent_shared_bytes each read half of.
+struct SharedLayout {
+  std::vector<MatmulPlacement> table;
+  uint64_t used = 0;
+};
+
+SharedLayout shared_layout(const RecurrentProgramView& program, int64_t blocks, uint64_t shared_bytes,
+                           int k_splits) {
+  SharedLayout layout{std::vector<MatmulPlacement>(static_cast<size_t>(program.phase_count))};
   SharedWalk walk = shared_walk(program, shared_bytes);
   for (int32_t i = 0; i < program.phase_count; ++i) {
     const RecurrentPhase& ph = program.phases[i];
     if (ph.kind != PhaseKind::matmul) continue;
-    MatmulPlacement& entry = table[static_cast<size_t>(i)];
+    MatmulPlacement& entry = layout.table[static_cast<size_t>(i)];
     entry.partition = matmul_partition(program, ph, blocks, k_splits);
     entry.slice_offset = walk.place(program, ph, entry.partition);
   }
-  return table;
+  layout.used = walk.used;
+  return layout;
+}
+
+}  // namespace
+
+std::vector<MatmulPlacement> matmul_placements(const RecurrentProgramView& program, int64_t blocks,
+                                               uint64_t shared_bytes, int k_splits) {
+  return shared_layout(program, blocks, shared_bytes, k_splits).table;
+}
+
+uint64_t recurrent_shared_bytes(const RecurrentProgramView& program, int64_t blocks, uint64_t limit, int k_splits) {
+  return shared_layout(program, blocks, limit, k_splits).used;
 }
 
 CachedPhases count_cached_phases(const RecurrentProgramView& program, int64_t blocks, uint64_t shared_bytes,

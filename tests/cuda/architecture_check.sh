@@ -26,7 +26,7 @@
 # layer norm, sums, the losses' rows), vectorized since 19c2f86 — launch by launch.
 #
 # Logs go to $OUT (else /tmp/weft-gpu). The default part is open_issues_check.sh first's
-# (the default paths' correctness). Estimated 30-45 s on an H200: cases_test's 590 tests
+# (the default paths' correctness). Estimated 30-45 s on an H200: cases_test's 592 tests
 # about 15-30 s (299 took 5.4 s of test time on 2026-11-26, mostly module loads; the
 # reference interpreter takes under 1 s of host time over all the cases), executor_test
 # and the runtime test 2-3 s each, train_cuda's 2 epochs on 20,000 examples about 8 s

@@ -77,6 +77,13 @@ TEST(Scan, ShapeErrorsNameTheBodyAndBothTypes) {
             "length 4");
   EXPECT_EQ(error(cell(), {f32({3, 3}), f32({2, 4}), f32({4, 2, 3})}, {4, 1, 1}),
             "model.cc:9:1: error: scan: operand 1 gives body input %h the type f32[2,4], but it is f32[2,3]");
+  // #28: a body returning fewer values than its carries; a count of one is singular.
+  auto two = std::make_shared<Graph>("two");
+  two->add_output(two->add_input("a", f32({4})));
+  two->add_input("b", f32({4}));
+  EXPECT_EQ(error(two, {f32({4}), f32({4})}, {2, 2, 0}),
+            "model.cc:9:1: error: scan: body @two returns 1 value; it must return its 2 next carries, then "
+            "its per-iteration outputs, at least one in all");
   EXPECT_EQ(error(cell(), {f32({3, 3}), f32({2, 3}), f32({4, 2, 3})}, {0, 1, 1}),
             "model.cc:9:1: error: scan: length 0 must be >= 1");
   EXPECT_EQ(error(cell(), {f32({3, 3}), f32({2, 3}), f32({4, 2, 3})}, {4, 3, 1}),

@@ -299,8 +299,9 @@ StatusOr<Type> scan(const Node& node, const std::vector<Type>& in) {
   const int64_t outputs = static_cast<int64_t>(body.outputs().size());
   if (outputs == 0 || outputs < carries) {
     return rule_error("body @" + body.name() + " returns " + std::to_string(outputs) +
-                      " values; it must return its " + std::to_string(carries) +
-                      " next carries, then its per-iteration outputs, at least one in all");
+                      (outputs == 1 ? " value" : " values") + "; it must return its " + std::to_string(carries) +
+                      (carries == 1 ? " next carry" : " next carries") +
+                      ", then its per-iteration outputs, at least one in all");
   }
   for (int64_t k = 0; k < outputs; ++k) {
     const Value& v = body.value(body.outputs()[k]);

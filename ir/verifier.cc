@@ -167,9 +167,10 @@ class Verifier {
     }
     const size_t declared = g_.declared_output_types().size();
     if (declared > 0 && declared != g_.outputs().size()) {
+      const size_t returned = g_.outputs().size();
       return Error{"the signature declares " + std::to_string(declared) +
-                       " output types but the graph returns " +
-                       std::to_string(g_.outputs().size()) + " values",
+                       (declared == 1 ? " output type" : " output types") + " but the graph returns " +
+                       std::to_string(returned) + (returned == 1 ? " value" : " values"),
                    g_.loc()};
     }
     return Status();

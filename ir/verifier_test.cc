@@ -118,7 +118,14 @@ TEST(VerifierTest, Outputs) {
   d.g.add_output(d.x);
   d.g.set_declared_output_types({Type{DType::f32, {4, 6}}, Type{DType::f32, {4, 6}}});
   EXPECT_EQ(verify_message(d.g),
-            "error: the signature declares 2 output types but the graph returns 1 values");
+            "error: the signature declares 2 output types but the graph returns 1 value");
+  // #28: counts of one are singular.
+  Fixture one;
+  one.g.add_output(one.x);
+  one.g.add_output(one.x);
+  one.g.set_declared_output_types({Type{DType::f32, {4, 6}}});
+  EXPECT_EQ(verify_message(one.g),
+            "error: the signature declares 1 output type but the graph returns 2 values");
 }
 
 TEST(VerifierTest, ValuesAndResults) {

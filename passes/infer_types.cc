@@ -41,9 +41,10 @@ Status check_declared_outputs(const Graph& g) {
   const std::vector<Type>& declared = g.declared_output_types();
   if (declared.empty()) return Status();
   if (declared.size() != g.outputs().size()) {
+    const size_t returned = g.outputs().size();
     return Error{"the signature declares " + std::to_string(declared.size()) +
-                     " output types but the graph returns " +
-                     std::to_string(g.outputs().size()) + " values",
+                     (declared.size() == 1 ? " output type" : " output types") + " but the graph returns " +
+                     std::to_string(returned) + (returned == 1 ? " value" : " values"),
                  g.loc()};
   }
   for (size_t i = 0; i < declared.size(); ++i) {

@@ -83,7 +83,7 @@ graph @f(%x: f32[4,6]) -> (f32[4,6], f32[4]) {
 }
 )"),
             "test.wir:2:1: error: the signature declares 2 output types but the graph returns 1 "
-            "values");
+            "value");
   // An output with no known producer location (an input declared without one) falls back
   // to the header too.
   Graph g("f");

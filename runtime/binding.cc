@@ -55,11 +55,13 @@ Status check_memory(const Program& program, int64_t limit, const std::string& li
                        "%" + in.name + " " + in.type.to_string() + " (input)"});
   }
   for (const Invocation& inv : program.code) {
-    for (const BufferRef& r : inv.results) {
+    for (size_t k = 0; k < inv.results.size(); ++k) {
+      const BufferRef& r = inv.results[k];
       if (r.space != Space::arena) continue;
+      // The label names the first result only (a loop's %h); a later one by its place.
+      const std::string name = k == 0 ? "%" + inv.label : "result " + std::to_string(k) + " of %" + inv.label;
       buffers.push_back({static_cast<int64_t>(r.type.bytes()),
-                         "%" + inv.label + " " + r.type.to_string() + " (arena+" +
-                             std::to_string(r.offset) + ")"});
+                         name + " " + r.type.to_string() + " (arena+" + std::to_string(r.offset) + ")"});
     }
   }
   std::stable_sort(buffers.begin(), buffers.end(),

@@ -30,6 +30,26 @@ TEST(CheckMemory, RefusesAPlanLargerThanTheLimit) {
             "(--max-memory, max_memory) or use a smaller batch");
 }
 
+// An invocation with several results (a loop: its carries, then its stacked ys) is
+// labelled by its first; the stacked ys of `%h, %ys = scan(...)` were reported as "%h".
+TEST(CheckMemory, NamesALaterResultByItsPlace) {
+  Program p;
+  p.name = "g";
+  p.arena_bytes = int64_t{1} << 44;
+  Invocation inv;
+  inv.kind = Invocation::Kind::loop;
+  inv.results = {{Space::arena, -1, 0, Type{DType::f32, {4}}},
+                 {Space::arena, -1, 64, Type{DType::f32, {int64_t{1} << 40, 4}}}};
+  inv.label = "h";
+  p.code = {inv};
+  Status s = check_memory(p, 1 << 30, "MemAvailable");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message,
+            "program @g needs 16384.0 GiB (arena 16384.0 GiB + inputs 0 B) but only 1.0 GiB are available "
+            "(MemAvailable); largest buffers: result 1 of %h f32[1099511627776,4] (arena+64) 16384.0 GiB, "
+            "%h f32[4] (arena+0) 16 B; use a smaller batch");
+}
+
 TEST(CheckMemory, CountsInputsBackToBackBeforeTheyAreLaidOut) {
   Program p;
   p.name = "step";

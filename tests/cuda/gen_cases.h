@@ -47,6 +47,11 @@ std::vector<GraphCase> attention_step_cases();
 /// [Mixed precision] on the GPU (gen_cases_half.cc), after every other case.
 std::vector<GraphCase> half_cases();
 
+/// [Mixed precision]: an f16 step whose scaled backward overflows f16, so that loss scaling
+/// skips its updates inside the CUDA graph (gen_cases_half.cc), appended after every other
+/// case.
+std::vector<GraphCase> loss_scale_cases();
+
 /// Vectorized generated kernels and the library's cross-entropy rows (gen_cases_vector.cc),
 /// appended last so every earlier case keeps its index and its seeded inputs.
 std::vector<GraphCase> vector_cases();

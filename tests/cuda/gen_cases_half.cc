@@ -118,4 +118,21 @@ std::vector<GraphCase> half_cases() {
   return cases;
 }
 
+/// #30's loss scaling where it acts, inside the step's CUDA graph: an f16 MLP whose summed
+/// MSE makes the last Linear's weight gradient, summed over the batch in f16, overflow
+/// f16's range at GradScaler's first scales (2^16 down), with no inf in any input. Each of
+/// its 3 steps must skip the update (parameters and Adam's slots unchanged), halve
+/// loss_scale and count the skip as the reference interpreter does
+/// (frontend:loss_scale_f16_test pins the same decisions on the CPU backend).
+std::vector<GraphCase> loss_scale_cases() {
+  StatusOr<FlowPtr> net = FlowBuilder::from(Linear(64, 32)).through(ReLU()).through(Linear(32, 8)).build();
+  WEFT_CHECK(net.ok(), net.ok() ? "" : net.error().to_string());
+  LossSpec loss = LossSpec::mse();
+  loss.reduction = Reduction::Sum;
+  StatusOr<Trainer> t = Trainer::compile(*net, {{"x", f32({64, 64})}}, loss, OptimizerSpec::adam(1e-3),
+                                         {.seed = 3, .backend = "reference", .precision = DType::f16});
+  WEFT_CHECK(t.ok(), t.ok() ? "" : t.error().to_string());
+  return {{"mlp_f16_overflow_adam_step", t->step_graph(), 3}};
+}
+
 }  // namespace weft::gen_cases

@@ -15,7 +15,7 @@
 #   run(command="tests/cuda/open_issues_check.sh second", carry=[".gpu"], timeout_s=300)
 #   # (second's timeout_s: what status's budget_left_s leaves, less a minute); later leases:
 #   run(command="tests/cuda/open_issues_check.sh --budget=470 third", carry=[".gpu"], timeout_s=540)
-#   run(command="tests/cuda/open_issues_check.sh fourth", carry=[".gpu"], timeout_s=300)
+#   run(command="tests/cuda/open_issues_check.sh --budget=240 fourth", carry=[".gpu"], timeout_s=300)
 #   run(command="tests/cuda/open_issues_check.sh suite", carry=[".gpu"], timeout_s=540)
 #   (open_issues_check.sh's header says what each runs, tests/cuda/README.md how long)
 #

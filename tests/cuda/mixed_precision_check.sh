@@ -6,7 +6,9 @@
 #     reductions and row kernels in each GPU form, tensor-core GEMMs (cublasGemmEx, f32
 #     accumulation) with a fused epilogue, cuDNN f16/bf16 convolutions, pooling computed
 #     in f32, and training steps under autocast: the MLP, a layer-norm net and a BN CNN in
-#     bf16, the MLP in f16 with loss scaling, and a GRU and an LSTM in bf16 whose loop
+#     bf16, the MLP in f16 with loss scaling (and mlp_f16_overflow_adam_step, whose scaled
+#     backward overflows f16 in each of its 3 steps: every update skipped and the scale
+#     halved inside the graph, as the reference decides), and a GRU and an LSTM in bf16 whose loop
 #     bodies run bf16 GEMMs (gru_bf16_adam_step, lstm_bf16_adam_step: autocast inside
 #     loop bodies, not yet run on a GPU; the persistent loop planner refuses bf16 bodies,
 #     so their loops run as loop invocations). (The reference is the oracle the CPU backend

@@ -35,9 +35,13 @@
 #           rest: its tests under memcheck and racecheck, the loop cases switched on and
 #           under memcheck, lstm_seq/gru_seq timed off and on, then checked on).
 #   third   a later lease's first call: #30's timings (step_bench, gemm_bench, the suite
-#           in f32, bf16 and TF32), the vocabulary softmax timed, NCCL's bandwidth.
+#           in f32, bf16 and TF32), the vocabulary softmax timed, NCCL's bandwidth, then
+#           (last, so that --budget drops it first) memcheck over every case `first`
+#           leaves out and racecheck over the reduction and row kernels (#31's "the GPU
+#           cases pass under memcheck": last shown whole at 19c2f86).
 #   fourth  its second call: #31's cuBLASLt epilogues (opt-in: cases off and on, memcheck,
-#           A/B), #31's loop overhead per trip.
+#           A/B), #31's loop overhead per trip, then the fused-attention A/B that
+#           TrainOptions::fuse_attention waits for.
 #   suite   a lease of its own: suite_check.sh (the ten models against PyTorch's four
 #           configurations, about seven minutes).
 #
@@ -71,8 +75,9 @@ scripts() {
                 input_overlap_check.sh:default persistent_loops_check.sh:default \
                 reliability_check.sh:default nccl_check.sh:default ;;
     second) echo persistent_loops_check.sh:rest ;;
-    third) echo mixed_precision_check.sh:rest vector_check.sh:rest nccl_check.sh:rest ;;
-    fourth) echo cublaslt_check.sh loop_overhead_check.sh ;;
+    third) echo mixed_precision_check.sh:rest vector_check.sh:rest nccl_check.sh:rest \
+                architecture_check.sh:rest ;;
+    fourth) echo cublaslt_check.sh loop_overhead_check.sh loop_slots_check.sh:rest ;;
     28) echo reliability_check.sh ;;
     29) echo architecture_check.sh ;;
     30) echo mixed_precision_check.sh vector_check.sh ;;

@@ -218,6 +218,29 @@ TEST_F(ChromiumTest, AHashOpensThePageOnThatNode) {
   EXPECT_EQ(count(dom.out, "selected\""), 1u) << "one node selected";
 }
 
+// `weftc viz --help`: `OUT.html#memory` opens the page on the memory plan's tab.
+TEST_F(ChromiumTest, TheMemoryHashOpensTheMemoryTab) {
+  const std::string html = tmp("memory_hash.html");
+  CommandResult viz = weftc("viz " + kStep + " -o " + html);
+  ASSERT_EQ(viz.exit_code, 0) << viz.out;
+  for (const bool memory : {false, true}) {
+    CommandResult dom = chromium("--dump-dom 'file://" + html + (memory ? "#memory'" : "'"));
+    ASSERT_EQ(dom.exit_code, 0) << "chromium --dump-dom failed (see " << tmp("chromium.log") << ")";
+    EXPECT_NE(dom.out.find("data-ready=\"1\""), std::string::npos);
+    // The element's opening tag around the first `attribute`.
+    const auto tag_of = [&](const std::string& attribute) {
+      const size_t at = dom.out.find(attribute);
+      if (at == std::string::npos) return std::string();
+      const size_t open = dom.out.rfind('<', at);
+      return dom.out.substr(open, dom.out.find('>', at) - open);
+    };
+    const std::string tab = tag_of("class=\"tab active\"");
+    EXPECT_NE(tab.find(memory ? "data-tab=\"memory\"" : "data-tab=\"graph\""), std::string::npos) << tab;
+    const std::string other = tag_of(memory ? "id=\"graph-view\"" : "id=\"memory-view\"");
+    EXPECT_NE(other.find("hidden"), std::string::npos) << "the other view shows: " << other;
+  }
+}
+
 TEST_F(ChromiumTest, TheReferenceBackendsViewerRendersEveryNode) {
   const std::string html = tmp("mlp.html");
   CommandResult viz = weftc("viz " + kMlp + " --backend=reference -o " + html);

@@ -213,6 +213,10 @@ bool decompose(Graph& g, int i, SharedAttention& shared) {
     return false;
   }
   if (axes.empty() || g.type(n.result()) != t) return false;
+  // An empty value (a row of length 0, or no rows) has nothing to compute; its primitives
+  // would take the max of empty rows, which is refused, where the composite's kernel
+  // writes its empty result.
+  if (t.shape.numel() == 0) return false;
   Emitter e(g, i);
   return decompose_rows(e, axes);
 }

@@ -29,7 +29,8 @@
 //
 // Left alone: f16/bf16 composites (attention too: passes/fuse_attention.h makes none), a
 // softmax over another axis (its reductions would not be rows: the
-// library kernel is faster), other dtypes, and cross_entropy (the library kernel checks
+// library kernel is faster), empty values (softmax over rows of length 0: its max would be
+// refused), other dtypes, and cross_entropy (the library kernel checks
 // that each label is in range; a one_hot would silently drop a bad label).
 // Requires: a type-inferred graph after autodiff (the gradient rules read the
 // composites). Guarantees: the same values up to float rounding (the library kernels

@@ -347,7 +347,11 @@ void Importer::add_initializers(const onnx::GraphProto& g) {
     Entry en;
     en.initializer = &t;
     en.foldable = !is_floating_onnx(t.data_type());
-    scopes_.back().values[t.name()] = std::move(en);
+    // A graph assigns each name once; the last of two initializers used to win silently.
+    if (!scopes_.back().values.emplace(t.name(), std::move(en)).second) {
+      e_.fail(file_.path + ": " + (g.name().empty() ? "the graph" : "graph '" + g.name() + "'") +
+              " has two initializers named '" + t.name() + "' (an ONNX graph assigns each name once)");
+    }
   }
 }
 

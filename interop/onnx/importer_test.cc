@@ -227,6 +227,17 @@ TEST(Importer, NamesDefinedTwiceAreRefused) {
             "test.onnx: graph 'test' has two initializers named 'w' (an ONNX graph assigns each name once)");
 }
 
+// An output declared with another dtype than the model computes was written as computed.
+TEST(Importer, AnOutputDeclaredWithAnotherDtypeIsRefused) {
+  OnnxBuilder b;
+  b.input("x", DType::f32, {2});
+  b.node("Relu", {"x"}, {"y"});
+  b.output("y", DType::i64);
+  StatusOr<ImportedGraph> g = import_onnx(b.file());
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().message, "test.onnx: the model declares output 'y' as i64, but it computes f32[2]");
+}
+
 // Each dim of an input may be valid while their product overflows int64: refused at
 // import (weftc import wrote such a graph, which weftc check then refused).
 TEST(Importer, AnInputTooLargeToMeasureIsRefused) {

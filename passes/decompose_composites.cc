@@ -203,6 +203,14 @@ bool decompose(Graph& g, int i, SharedAttention& shared) {
     Emitter e(g, i);
     return decompose_attention(e, shared);
   }
+  const bool rows = n.op == Op::Softmax || n.op == Op::LogSoftmax || n.op == Op::LayerNorm;
+  if (rows && t.shape.numel() == 0 && g.type(n.result()) == t) {
+    // An empty value (rows of length 0, or no rows) has nothing to compute: a `full` of
+    // its type, which every backend runs. Its primitives would take the max of empty
+    // rows, which is refused.
+    Emitter e(g, i);
+    return e.last(Op::Full, {}, {{"shape", t.shape.dims}, {"value", 0.0}, {"dtype", t.dtype}});
+  }
   const int rank = t.shape.rank();
   IntList axes;
   if (n.op == Op::Softmax || n.op == Op::LogSoftmax) {

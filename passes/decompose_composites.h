@@ -15,6 +15,8 @@
 //   %2 = exp(%1) : f32[8,16]
 //   %3 = sum(%2) {axes=[-1], keepdims=true} : f32[8,1]
 //   %y = div(%2, %3) : f32[8,16]
+// An empty softmax, log_softmax or layer_norm (f32/f64, rows of length 0 or no rows, over
+// any axes) becomes `full` of its type: nothing to compute, on every backend.
 // log_softmax ends in `sub(%1, log(%3))`; layer_norm(%x, %w, %b) computes
 // (x - mean) · rsqrt(mean((x - mean)²) + eps) · w + b with eps a `full` scalar.
 // attention(%q, %k, %v[, %mask]) {scale, causal} becomes what frontend/modules/attention.cc

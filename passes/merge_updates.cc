@@ -157,20 +157,34 @@ std::optional<Graph> flatten_body(const Graph& body, int64_t length,
   // The canonical order: a depth-first walk from the outputs (in order) through each
   // node's operands (in order) reaches inputs and finishes nodes in an order that does
   // not depend on how the fuser numbered the body; unreached inputs come last.
+  // The walk keeps its own stack (a value and how many of its producer's operands it
+  // has visited): a body is as deep as its longest chain, which can be the whole graph.
   std::vector<int> inputs, nodes;
   std::vector<bool> seen(body.num_values(), false);
-  const std::function<void(ValueId)> visit = [&](ValueId v) {
+  std::vector<std::pair<ValueId, size_t>> stack;
+  auto reach = [&](ValueId v) {
     if (seen[v]) return;
     seen[v] = true;
-    const int p = body.value(v).node;
-    if (p < 0) {
+    if (body.value(v).node < 0) {
       inputs.push_back(body.input_index(v));
-      return;
+    } else {
+      stack.emplace_back(v, 0);
     }
-    for (ValueId o : body.node(p).operands) visit(o);
-    nodes.push_back(p);
   };
-  for (ValueId o : body.outputs()) visit(o);
+  for (ValueId o : body.outputs()) {
+    reach(o);
+    while (!stack.empty()) {
+      auto& [v, next] = stack.back();
+      const int p = body.value(v).node;
+      const std::vector<ValueId>& operands = body.node(p).operands;
+      if (next < operands.size()) {
+        reach(operands[next++]);  // may grow the stack: `v` and `next` are not used after
+      } else {
+        nodes.push_back(p);
+        stack.pop_back();
+      }
+    }
+  }
   for (int j = 0; j < static_cast<int>(body.inputs().size()); ++j) {
     if (!seen[body.inputs()[j].value]) inputs.push_back(j);
   }

@@ -448,6 +448,22 @@ TEST(MergeUpdatesTest, FlattenBody) {
   EXPECT_FALSE(flatten_body(row, 12).has_value());
 }
 
+// A body as deep as a long chain (a 100000-op elementwise chain fuses into one kernel):
+// the canonical walk keeps its own stack (`weftc run` of such a chain crashed with a
+// stack overflow in this walk, one frame per node).
+TEST(MergeUpdatesTest, FlattenBodyOfALongChain) {
+  constexpr int kDepth = 400000;
+  Graph body("chain");
+  ValueId v = body.add_input("x", Type{DType::f32, Shape({2})});
+  for (int i = 0; i < kDepth; ++i) v = body.add_node(Op::Neg, {v}, {}, Location(), Type{DType::f32, Shape({2})});
+  body.add_output(v);
+  std::optional<Graph> flat = flatten_body(body, 8);
+  ASSERT_TRUE(flat.has_value());
+  ASSERT_EQ(flat->nodes().size(), static_cast<size_t>(kDepth));
+  EXPECT_EQ(flat->type(flat->outputs()[0]), (Type{DType::f32, Shape({8})}));
+  EXPECT_EQ(flat->node(0).operands[0], flat->inputs()[0].value);
+}
+
 // The pass alone, golden: two SGD updates of one structure (only their lengths differ)
 // move together at the second one's place, their assigns to the end, and the result
 // names the pair; a step whose one update has no partner is left as it is.

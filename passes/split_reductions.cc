@@ -20,6 +20,7 @@ StatusOr<bool> SplitReductionsPass::run(Graph& g) {
     const Type result = g.type(node.result());
     if (!is_floating(x.dtype) || result.dtype != x.dtype) continue;
     const int rank = x.shape.rank();
+    if (rank == 0) continue;  // a scalar's reduction has no axis to split (nor to index)
     std::vector<bool> reduced(static_cast<size_t>(rank), !node.has_attr("axes"));
     if (node.has_attr("axes")) {
       for (int64_t a : node.ints_attr("axes")) {

@@ -57,6 +57,20 @@ TEST(SplitReductionsTest, LeavesRowsColumnsAndManyResults) {
   EXPECT_NE(run_pass_on_text(pass, text).find("(no change)"), std::string::npos);
 }
 
+// Reductions of a scalar (`sum(%s)`, with keepdims too) have no axis: unchanged. The pass
+// read the flag of axis rank - 1 = -1 and crashed (`weftc check --backend=cuda` of a
+// scalar-only graph, SIGSEGV).
+TEST(SplitReductionsTest, LeavesScalars) {
+  SplitReductionsPass pass;
+  const char* text = R"(graph @f(%s: f32[]) {
+  %a = sum(%s) : f32[]
+  %b = max(%s) {keepdims=true} : f32[]
+  %c = mean(%s) {axes=[]} : f32[]
+  return %a, %b, %c
+})";
+  EXPECT_NE(run_pass_on_text(pass, text).find("(no change)"), std::string::npos);
+}
+
 TEST(SplitReductionsTest, SameValuesForEveryReductionAndKeepdims) {
   for (const char* op : {"sum", "mean", "max", "min"}) {
     for (bool keepdims : {false, true}) {

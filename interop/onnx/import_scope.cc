@@ -9,6 +9,7 @@
 #include <set>
 
 #include "interop/onnx/fuse_gelu.h"
+#include "interop/onnx/reader.h"
 #include "runtime/reference/interpreter.h"
 #include "training/init.h"
 
@@ -347,7 +348,11 @@ void Importer::add_initializers(const onnx::GraphProto& g) {
     Entry en;
     en.initializer = &t;
     en.foldable = !is_floating_onnx(t.data_type());
-    scopes_.back().values[t.name()] = std::move(en);
+    // A graph assigns each name once; the last of two initializers used to win silently.
+    if (!scopes_.back().values.emplace(t.name(), std::move(en)).second) {
+      e_.fail(file_.path + ": " + (g.name().empty() ? "the graph" : "graph '" + g.name() + "'") +
+              " has two initializers named '" + t.name() + "' (an ONNX graph assigns each name once)");
+    }
   }
 }
 
@@ -442,6 +447,18 @@ std::vector<ValueId> Importer::run(const std::vector<ValueId>& inputs) {
       identity.add_input(out.name());
       NodeContext n(*this, e_, identity, file_.opset, -1);
       en.value = materialize(out.name(), en, InputKind::param, n);
+    }
+    // The dtype the model declares for an output, where it gives one, is what weft
+    // computes: a difference is a broken model (ONNX Runtime refuses to load it) or a
+    // converter's mistake, never something to write silently. (Shapes may differ: the
+    // inputs may have been given other shapes.)
+    const int declared = out.type().tensor_type().elem_type();
+    const Type computed = e_.type(*en.value);
+    if (StatusOr<DType> d = dtype_from_onnx(declared); declared != 0 && (!d.ok() || *d != computed.dtype)) {
+      fail("the model declares output '" + out.name() + "' as " +
+           (d.ok() ? std::string(dtype_name(*d))
+                   : onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(declared))) +
+           ", but it computes " + computed.to_string());
     }
     outputs.push_back(*en.value);
   }

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "interop/onnx/import_scope.h"
+#include "ir/checked_math.h"
 #include "training/init.h"
 
 namespace weft::onnx_io {
@@ -20,11 +21,18 @@ namespace {
 StatusOr<Type> declared_type(const onnx::ValueInfoProto& in, const std::map<std::string, int64_t>& dims,
                              const Shape* given) {
   const std::string what = "input '" + in.name() + "'";
+  // Each dim may be valid and their product still overflow int64: refused here, as `weftc
+  // check` refuses such an input (infer-types), rather than written into the graph.
+  auto sized = [&](Type t) -> StatusOr<Type> {
+    if (size_fits(t.dtype, t.shape.dims)) return t;
+    return Error{what + " is " + t.to_string() + ", whose size in bytes does not fit in 64 bits; check its "
+                 "dims (weftc import --input-shape " + in.name() + "=...)"};
+  };
   if (!in.type().has_tensor_type()) return Error{what + ": only tensor inputs are supported"};
   const onnx::TypeProto::Tensor& tt = in.type().tensor_type();
   StatusOr<DType> dtype = dtype_from_onnx(tt.elem_type());
   if (!dtype.ok()) return Error{what + ": " + dtype.error().message};
-  if (given != nullptr) return Type{*dtype, *given};
+  if (given != nullptr) return sized(Type{*dtype, *given});
   if (!tt.has_shape()) {
     return Error{what + " has no declared shape; give it (weftc import --input-shape " + in.name() +
                  "=2x3)"};
@@ -46,7 +54,7 @@ StatusOr<Type> declared_type(const onnx::ValueInfoProto& in, const std::map<std:
     }
     shape.push_back(it->second);
   }
-  return Type{*dtype, Shape(shape)};
+  return sized(Type{*dtype, Shape(shape)});
 }
 
 bool is_initializer(const onnx::GraphProto& g, const std::string& name) {

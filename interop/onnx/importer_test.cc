@@ -170,8 +170,9 @@ TEST(Importer, NumberedInitializersDoNotClashWithWeftsNumbers) {
 }
 
 TEST(Importer, AnOutputWeftDoesNotComputeIsRefusedWhereRead) {
-  // BatchNormalization's running-mean output exists only in training.
-  OnnxBuilder b(9);
+  // BatchNormalization's running-mean output exists only in training (from opset 14 the
+  // training_mode attribute says so; before it, naming the output does).
+  OnnxBuilder b(15);
   b.input("x", DType::f32, {2, 2});
   for (const char* name : {"s", "b", "m", "v"}) b.initializer(name, f32({2}, {1, 1}));
   b.node("BatchNormalization", {"x", "s", "b", "m", "v"}, {"y", "running_mean"}, "bn");
@@ -181,8 +182,8 @@ TEST(Importer, AnOutputWeftDoesNotComputeIsRefusedWhereRead) {
   StatusOr<ImportedGraph> g = import_onnx(b.file());
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.error().message,
-            "node 'use' (Add, opset 9): input 'running_mean' (output 1 of node 'bn' "
-            "(BatchNormalization, opset 9), which weft does not compute) is not supported");
+            "node 'use' (Add, opset 15): input 'running_mean' (output 1 of node 'bn' "
+            "(BatchNormalization, opset 15), which weft does not compute) is not supported");
   EXPECT_TRUE(import_onnx(b.file(), {}, /*training=*/true).ok());
 }
 
@@ -214,6 +215,50 @@ TEST(Importer, NamesDefinedTwiceAreRefused) {
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.error().message, "node 'second' (Neg, opset 17): output 'y' is already defined (an "
                                "ONNX graph assigns each name once)");
+
+  // Two initializers of one name: the last one was used, silently.
+  OnnxBuilder w;
+  w.input("x", DType::f32, {1});
+  w.initializer("w", Tensor::from_vector<float>({1}, {1}));
+  w.initializer("w", Tensor::from_vector<float>({1}, {0}));
+  w.node("Add", {"x", "w"}, {"y"});
+  w.output("y", DType::f32);
+  EXPECT_EQ(import_onnx(w.file()).error().message,
+            "test.onnx: graph 'test' has two initializers named 'w' (an ONNX graph assigns each name once)");
+}
+
+// An output declared with another dtype than the model computes was written as computed.
+TEST(Importer, AnOutputDeclaredWithAnotherDtypeIsRefused) {
+  OnnxBuilder b;
+  b.input("x", DType::f32, {2});
+  b.node("Relu", {"x"}, {"y"});
+  b.output("y", DType::i64);
+  StatusOr<ImportedGraph> g = import_onnx(b.file());
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().message, "test.onnx: the model declares output 'y' as i64, but it computes f32[2]");
+}
+
+// Each dim of an input may be valid while their product overflows int64: refused at
+// import (weftc import wrote such a graph, which weftc check then refused).
+TEST(Importer, AnInputTooLargeToMeasureIsRefused) {
+  OnnxBuilder b;
+  b.input("x", DType::f32, {int64_t{1} << 40, int64_t{1} << 30});
+  b.node("Relu", {"x"}, {"y"});
+  b.output("y", DType::f32);
+  StatusOr<ImportedGraph> g = import_onnx(b.file());
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().message,
+            "test.onnx: input 'x' is f32[1099511627776,1073741824], whose size in bytes does not fit in 64 "
+            "bits; check its dims (weftc import --input-shape x=...)");
+  OnnxBuilder small;
+  small.input("x", DType::f32, {2});
+  small.node("Relu", {"x"}, {"y"});
+  small.output("y", DType::f32);
+  g = import_onnx(small.file(), {.input_shapes = {{"x", Shape{int64_t{1} << 40, int64_t{1} << 40}}}});
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().message,
+            "test.onnx: input 'x' is f32[1099511627776,1099511627776], whose size in bytes does not fit in "
+            "64 bits; check its dims (weftc import --input-shape x=...)");
 }
 
 TEST(Importer, ConstantInputsAreFixedAtImport) {

@@ -254,6 +254,17 @@ TEST(ScanErrors, RefusalsNameTheNode) {
   EXPECT_EQ(import_error(old),
             "node 'old' (Scan, opset 8): sequence_lens (sequences of different lengths in one batch) is not "
             "supported");
+
+  // Sequences of length 0: refused as such (was "reshape: cannot reshape f32[0,2] (0
+  // elements) to [2] (2 elements)", the slot read before the length was checked).
+  OnnxBuilder empty(11);
+  empty.input("s0", DType::f32, {2}).input("xs", DType::f32, {0, 2});
+  add_scan(empty, {"s0", "xs"}, {"s", "ys"}, running_sum_body({2}), "empty");
+  empty.initializer("w", f32({}, {2}));
+  empty.output("s", DType::f32).output("ys", DType::f32);
+  EXPECT_EQ(import_error(empty),
+            "node 'empty' (Scan, opset 11): a scan of no iterations (scanned inputs of length 0) is not "
+            "supported");
 }
 
 TEST(ScanErrors, BodiesThatDoNotFit) {

@@ -390,15 +390,17 @@ TEST(OnnxPool, RefusalsArePinned) {
   auto refusal = [](const char* op, auto&& set, int64_t kernel = 2) {
     OnnxBuilder b;
     b.input("x", DType::f32, {1, 1, 5, 5});
-    const bool max = std::string(op) == "MaxPool";  // with the Indices output
+    const bool max = std::string(op) == "MaxPool";  // with the Indices output, read
     auto& n = b.node(op, {"x"}, max ? std::vector<std::string>{"y", "i"} : std::vector<std::string>{"y"}, "p");
     set_attr(n, "kernel_shape", std::vector<int64_t>{kernel, kernel});
     set(n);
     b.output("y", DType::f32);
+    if (max) b.output("i", DType::i64);
     return import_error(b);
   };
   EXPECT_EQ(refusal("MaxPool", [](auto&) {}),
-            "node 'p' (MaxPool, opset 17): the Indices output is not supported");
+            "test.onnx: the model's output 'i' is output 1 of node 'p' (MaxPool, opset 17), which weft "
+            "does not compute");
   EXPECT_EQ(refusal("LpPool", [](auto&) {}),
             "node 'p' (LpPool, opset 17): Lp pooling (weft has no p-norm pool op) is not supported");
   EXPECT_EQ(refusal("AveragePool", [](auto& n) { set_attr(n, "auto_pad", "SAME"); }),
@@ -407,6 +409,16 @@ TEST(OnnxPool, RefusalsArePinned) {
             "node 'p' (AveragePool, opset 17): attribute 'pads' has 2 entries, expected 4");
   EXPECT_EQ(refusal("AveragePool", [](auto&) {}, 7),
             "node 'p' (AveragePool, opset 17): the window [7,7] is larger than the padded input f32[1,1,5,5]");
+}
+
+TEST(OnnxPool, MaxPoolNamingItsIndicesWithoutReadingThemImports) {
+  OnnxBuilder b;
+  b.input("x", DType::f32, {1, 1, 2, 2});
+  set_attr(b.node("MaxPool", {"x"}, {"y", "unused_indices"}, "p"), "kernel_shape", std::vector<int64_t>{2, 2});
+  b.output("y", DType::f32);
+  std::vector<Tensor> y = run_ok(b, {iota_f32({1, 1, 2, 2})});
+  ASSERT_EQ(y.size(), 1u);
+  EXPECT_EQ(y[0], f32({1, 1, 1, 1}, {3}));
 }
 
 // ---------------------------------------------------------------------------
@@ -442,19 +454,27 @@ TEST(OnnxNorm, BatchNormalizationUsesTheRunningStatisticsForInference) {
 }
 
 TEST(OnnxNorm, BatchNormalizationTrainingModeOutputsOnnxsRunningStatistics) {
-  OnnxBuilder b = batch_norm_model(15, {"y", "running_mean", "running_var"});
-  set_attr(*b.model().mutable_graph()->mutable_node(0), "training_mode", int64_t{1});
-  set_attr(*b.model().mutable_graph()->mutable_node(0), "momentum", 0.75);
-  std::vector<Tensor> y = run_ok(b, {f32({2, 2, 2}, kBnInput)});
-  ASSERT_EQ(y.size(), 3u);
-  // Batch: mean {2.5, 4.5}, biased var {4.25, 4.25}; ONNX: 0.75·running + 0.25·batch.
-  expect_close(y[1], f32({2}, {0.75 * 1 + 0.25 * 2.5, 0.75 * -1 + 0.25 * 4.5}));
-  expect_close(y[2], f32({2}, {0.75 * 4 + 0.25 * 4.25, 0.75 * 0.25 + 0.25 * 4.25}));
-  const double inv = 1 / std::sqrt(4.25 + 1e-5);
-  expect_close(y[0], f32({2, 2, 2}, {static_cast<float>(-2.5 * inv * 2 + 1), static_cast<float>(-1.5 * inv * 2 + 1),
-                                     static_cast<float>(-2.5 * inv), static_cast<float>(-1.5 * inv),
-                                     static_cast<float>(1.5 * inv * 2 + 1), static_cast<float>(2.5 * inv * 2 + 1),
-                                     static_cast<float>(1.5 * inv), static_cast<float>(2.5 * inv)}));
+  // Opset 15 says training_mode = 1; opset 9 names the five outputs of its training mode
+  // (torch.onnx.export's training export): the model reads saved_var nowhere, and
+  // saved_mean is the batch mean.
+  OnnxBuilder b15 = batch_norm_model(15, {"y", "running_mean", "running_var"});
+  set_attr(*b15.model().mutable_graph()->mutable_node(0), "training_mode", int64_t{1});
+  OnnxBuilder b9 = batch_norm_model(9, {"y", "running_mean", "running_var", "saved_mean", "saved_var"});
+  b9.model().mutable_graph()->mutable_output()->RemoveLast();
+  for (OnnxBuilder* b : {&b15, &b9}) {
+    set_attr(*b->model().mutable_graph()->mutable_node(0), "momentum", 0.75);
+    std::vector<Tensor> y = run_ok(*b, {f32({2, 2, 2}, kBnInput)});
+    ASSERT_EQ(y.size(), b == &b9 ? 4u : 3u);
+    if (b == &b9) expect_close(y[3], f32({2}, {2.5, 4.5}));
+    // Batch: mean {2.5, 4.5}, biased var {4.25, 4.25}; ONNX: 0.75·running + 0.25·batch.
+    expect_close(y[1], f32({2}, {0.75 * 1 + 0.25 * 2.5, 0.75 * -1 + 0.25 * 4.5}));
+    expect_close(y[2], f32({2}, {0.75 * 4 + 0.25 * 4.25, 0.75 * 0.25 + 0.25 * 4.25}));
+    const double inv = 1 / std::sqrt(4.25 + 1e-5);
+    expect_close(y[0], f32({2, 2, 2}, {static_cast<float>(-2.5 * inv * 2 + 1), static_cast<float>(-1.5 * inv * 2 + 1),
+                                       static_cast<float>(-2.5 * inv), static_cast<float>(-1.5 * inv),
+                                       static_cast<float>(1.5 * inv * 2 + 1), static_cast<float>(2.5 * inv * 2 + 1),
+                                       static_cast<float>(1.5 * inv), static_cast<float>(2.5 * inv)}));
+  }
 }
 
 TEST(OnnxNorm, BatchNormalizationTrainedInAFlowAssignsTheRunningStatistics) {
@@ -490,12 +510,13 @@ TEST(OnnxNorm, BatchNormalizationRefusalsArePinned) {
             "node 'bn' (BatchNormalization, opset 6): spatial = 0 (statistics per activation) is not supported");
   b = batch_norm_model(9, {"y", "m", "v", "sm", "sv"});
   EXPECT_EQ(import_error(b, /*training=*/true),
-            "node 'bn' (BatchNormalization, opset 9): the saved_var output is not supported");
-  b = batch_norm_model(9, {"y", "m"});
+            "test.onnx: the model's output 'sv' is output 4 of node 'bn' (BatchNormalization, "
+            "opset 9), which weft does not compute");
+  b = batch_norm_model(15, {"y", "m"});
   // Outside training the running statistics' outputs are not computed: refused where read.
   EXPECT_EQ(import_error(b),
             "test.onnx: the model's output 'm' is output 1 of node 'bn' (BatchNormalization, "
-            "opset 9), which weft does not compute");
+            "opset 15), which weft does not compute");
   OnnxBuilder fed(15);  // the running statistics fed as data, not initializers
   fed.input("x", DType::f32, {2, 2});
   for (const char* name : {"s", "b", "m", "v"}) fed.input(name, DType::f32, {2});

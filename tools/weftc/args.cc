@@ -1,5 +1,7 @@
 #include "tools/weftc/args.h"
 
+#include <filesystem>
+
 namespace weft::cli {
 
 std::string Args::get(const std::string& name, const std::string& fallback) const {
@@ -78,6 +80,18 @@ StatusOr<std::string> one_file_argument(const std::string& command, const Args& 
                  std::to_string(args.positional.size()) + " (see weftc " + command + " --help)"};
   }
   return args.positional[0];
+}
+
+Status output_is_not_an_input(const std::string& command, const std::string& flag,
+                              const std::string& output, const std::vector<std::string>& inputs) {
+  if (output.empty()) return Status();
+  for (const std::string& input : inputs) {
+    std::error_code ec;
+    if (input.empty() || !std::filesystem::equivalent(resolve_path(output), resolve_path(input), ec)) continue;
+    return Error{"weftc " + command + ": " + flag + " names the file it reads, '" + input +
+                 "'; writing it there would lose that file: give the output another name"};
+  }
+  return Status();
 }
 
 }  // namespace weft::cli

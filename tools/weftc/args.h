@@ -56,4 +56,12 @@ StatusOr<int64_t> whole_number_flag(const Args& args, const std::string& command
 /// training/flag_values.h's: relative paths against $BUILD_WORKING_DIRECTORY.
 using ::weft::resolve_path;
 
+/// An error when output `flag` ("-o", "--weights") names one of the files the command
+/// reads (`inputs`, as the user wrote them: FILE, --params), the same file however it is
+/// spelled (./m.onnx, a symbolic link), which writing the output would destroy:
+/// `weftc import: -o names the file it reads, 'm.onnx'; writing it there would lose that
+/// file: give the output another name`. Empty paths are never compared.
+Status output_is_not_an_input(const std::string& command, const std::string& flag,
+                              const std::string& output, const std::vector<std::string>& inputs);
+
 }  // namespace weft::cli

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "formats/npy.h"
@@ -169,6 +170,41 @@ TEST(WeftcExport, ImportedModelGoesBackOutAndRunsTheSame) {
   EXPECT_EQ(r.out, "error: weftc export: no value for %fc.w, %fc.b; parameters and state become "
                    "initializers: give them with --params=FILE.safetensors\n");
   EXPECT_FALSE(std::filesystem::exists(dir() + "/none.onnx"));
+}
+
+// An output written over a file the command reads destroys it (the model became .wir
+// text; `export m.wir -o m.wir` wrote ONNX bytes over the graph): refused, however the
+// path is spelled, and nothing is written.
+TEST(WeftcOutputs, AnOutputNamingAFileTheCommandReadsIsRefused) {
+  const std::string model = write_model(small_model(), "keep.onnx");
+  const std::string wir = dir() + "/keep.wir", params = dir() + "/keep.safetensors";
+  ASSERT_EQ(weftc("import " + model + " --dim batch=2 -o " + wir).exit_code, 0);
+  auto bytes = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string model_bytes = bytes(model), wir_bytes = bytes(wir), params_bytes = bytes(params);
+  auto refused = [&](const std::string& args, const std::string& command, const std::string& flag,
+                     const std::string& file) {
+    CommandResult r = weftc(args);
+    EXPECT_EQ(r.exit_code, 1) << args;
+    EXPECT_EQ(r.out, "error: weftc " + command + ": " + flag + " names the file it reads, '" + file +
+                         "'; writing it there would lose that file: give the output another name\n")
+        << args;
+  };
+  const std::string dotted = dir() + "/./keep.onnx";
+  refused("import " + model + " --dim batch=2 -o " + dotted, "import", "-o", model);
+  refused("import " + model + " --dim batch=2 -o " + dir() + "/k.wir --weights=" + model, "import",
+          "--weights", model);
+  refused("export " + wir + " --params=" + params + " -o " + wir, "export", "-o", wir);
+  refused("export " + wir + " --params=" + params + " -o " + params, "export", "-o", params);
+  refused("grad " + wir + " --wrt fc.w --seed=dy -o " + wir, "grad", "-o", wir);
+  refused("viz " + wir + " -o " + wir, "viz", "-o", wir);
+  refused("profile " + wir + " --params=" + params + " --html=" + params, "profile", "--html", params);
+  EXPECT_EQ(bytes(model), model_bytes);
+  EXPECT_EQ(bytes(wir), wir_bytes);
+  EXPECT_EQ(bytes(params), params_bytes);
+  EXPECT_FALSE(std::filesystem::exists(dir() + "/k.wir"));
 }
 
 TEST(WeftcImport, Help) {

@@ -87,6 +87,8 @@ Status import_command(const std::vector<std::string>& argv) {
   const std::string out = args.get("out");
   const std::string weights = args.get("weights", replace_extension(out, ".safetensors"));
   if (weights == out) return Error{"weftc import: --weights must differ from -o ('" + out + "')"};
+  WEFT_RETURN_IF_ERROR(output_is_not_an_input("import", "-o", out, {file}));
+  WEFT_RETURN_IF_ERROR(output_is_not_an_input("import", "--weights", weights, {file}));
   WEFT_ASSIGN_OR_RETURN(onnx_io::ImportOptions options, import_options(args));
 
   StatusOr<onnx_io::OnnxFile> model = onnx_io::read_onnx_model(resolve_path(file));
@@ -118,6 +120,7 @@ Status export_command(const std::vector<std::string>& argv) {
   WEFT_ASSIGN_OR_RETURN(Args args, parse_args("export", argv, {{"out", "o"}, {"params"}}));
   WEFT_ASSIGN_OR_RETURN(std::string file, one_file_argument("export", args));
   if (!args.has("out")) return Error{"weftc export: -o OUT.onnx is required (see weftc export --help)"};
+  WEFT_RETURN_IF_ERROR(output_is_not_an_input("export", "-o", args.get("out"), {file, args.get("params")}));
   WEFT_ASSIGN_OR_RETURN(Graph g, load_typed_graph(file));
   std::map<std::string, Tensor> values;
   if (args.has("params")) {

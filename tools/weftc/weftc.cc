@@ -205,6 +205,7 @@ Status grad_command(const std::vector<std::string>& argv) {
   WEFT_ASSIGN_OR_RETURN(Args args,
                         parse_args("grad", argv, {{"wrt"}, {"out", "o"}, {"output"}, {"seed"}, {"precision"}}));
   WEFT_ASSIGN_OR_RETURN(std::string file, one_file_argument("grad", args));
+  WEFT_RETURN_IF_ERROR(output_is_not_an_input("grad", "-o", args.get("out"), {file}));
   WEFT_ASSIGN_OR_RETURN(const DType precision, precision_flag(args, "grad"));
   if (!args.has("wrt")) return Error{"weftc grad: --wrt NAME,NAME,... is required"};
   std::vector<std::string> wrt;
@@ -239,6 +240,7 @@ Status viz_command(const std::vector<std::string>& argv) {
                             {{"out", "o"}, {"after"}, {"backend"}, {"title"}, {"precision"},
                              {"memory", "", /*takes_value=*/false}}));
   WEFT_ASSIGN_OR_RETURN(std::string file, one_file_argument("viz", args));
+  WEFT_RETURN_IF_ERROR(output_is_not_an_input("viz", "-o", args.get("out"), {file}));
   WEFT_ASSIGN_OR_RETURN(const DType precision, precision_flag(args, "viz"));
   std::string backend = args.get("backend", "cpu");
   // viz draws a host arena's plan (viz::cpu_memory_plan) or the interpreter's graph.
@@ -423,6 +425,7 @@ Status profile_command(const std::vector<std::string>& argv) {
                             {{"input", "i", true, /*repeatable=*/true}, {"params"}, {"steps"}, {"warmup"}, {"top"},
                              {"html"}, {"precision"}}));
   WEFT_ASSIGN_OR_RETURN(std::string file, one_file_argument("profile", args));
+  WEFT_RETURN_IF_ERROR(output_is_not_an_input("profile", "--html", args.get("html"), {file, args.get("params")}));
   WEFT_ASSIGN_OR_RETURN(const DType precision, precision_flag(args, "profile"));
   constexpr int64_t kMaxSteps = 1000000000;
   WEFT_ASSIGN_OR_RETURN(const int64_t steps, whole_number_flag(args, "profile", "steps", 20, 1, kMaxSteps));

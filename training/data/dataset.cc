@@ -37,14 +37,44 @@ std::string trim(std::string_view s) {
   return std::string(s);
 }
 
+// A line's fields, trimmed. A field in double quotes (RFC 4180, as R's write.csv and
+// spreadsheets write headers: "label") is its text between them, with "" for a quote and
+// commas inside it kept; a quote that does not close on the line leaves the field as
+// written.
 std::vector<std::string> split_fields(const std::string& line) {
+  auto until = [&](size_t from, size_t end) {  // line[from, end), end may be npos
+    return trim(std::string_view(line).substr(from, end == std::string::npos ? end : end - from));
+  };
   std::vector<std::string> out;
-  size_t begin = 0;
-  for (size_t comma; (comma = line.find(',', begin)) != std::string::npos; begin = comma + 1) {
-    out.push_back(trim(std::string_view(line).substr(begin, comma - begin)));
+  for (size_t at = 0;;) {
+    size_t next = line.find(',', at);
+    std::string field = until(at, next);
+    if (field.starts_with('"')) {
+      std::string text;
+      size_t k = line.find('"', at) + 1;
+      for (; k < line.size() && (line[k] != '"' || (k + 1 < line.size() && line[k + 1] == '"')); ++k) {
+        text += line[k];
+        if (line[k] == '"') ++k;  // "" is one quote
+      }
+      const size_t after = k < line.size() ? line.find(',', k) : std::string::npos;
+      if (k < line.size() && until(k + 1, after).empty()) {  // closed, nothing but blanks after
+        field = std::move(text);
+        next = after;
+      }
+    }
+    out.push_back(std::move(field));
+    if (next == std::string::npos) return out;
+    at = next + 1;
   }
-  out.push_back(trim(std::string_view(line).substr(begin)));
-  return out;
+}
+
+// A CSV field as a number: what std::from_chars reads, and a leading '+' ("+1.5", which
+// Python's float() and NumPy take).
+bool parse_number(const std::string& f, double& v) {
+  std::string_view text = f;
+  if (text.size() > 1 && text[0] == '+' && text[1] != '-' && text[1] != '+') text.remove_prefix(1);
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  return !text.empty() && ec == std::errc() && end == text.data() + text.size();
 }
 
 }  // namespace
@@ -135,8 +165,7 @@ StatusOr<std::vector<Column>> csv_columns(const std::string& path,
       for (int c : picks[g]) {
         const std::string& f = fields[c];
         double v = 0;
-        const auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
-        if (f.empty() || ec != std::errc() || end != f.data() + f.size()) {
+        if (!parse_number(f, v)) {
           Location field = at;
           field.col = c + 1;  // the field's index, 1-based
           return Error{"line " + std::to_string(line_number) + ", column '" + header[c] + "': '" + f +

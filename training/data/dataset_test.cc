@@ -134,6 +134,31 @@ TEST(Csv, ByteOrderMarkIsSkipped) {
   EXPECT_EQ(later.error().message, "has no column 'id'; its header (line 1) names 'label', '\xEF\xBB\xBFid'");
 }
 
+// Fields in double quotes (RFC 4180: R's write.csv quotes every header name) are their
+// text; the header '"label"' could not be picked ("has no column 'label'; its header
+// (line 1) names '""', '"x"', '"label"'"), and a leading '+' was "not a number".
+TEST(Csv, QuotedFieldsAndAPlusSign) {
+  const std::string path = write_text("quoted.csv",
+                                      "\"\",\"x\", \"label\" ,\"a, \"\"b\"\"\"\n"
+                                      "\"1\",+1.5,\"2\",7\n"
+                                      "\"2\",-0.5, 3 ,+8\n");
+  auto cols = csv_columns(path, {{"x"}, {"label"}, {"a, \"b\""}});
+  ASSERT_TRUE(cols.ok()) << cols.error().to_string();
+  EXPECT_EQ((*cols)[0].array.type().to_string(), "f64[2]");
+  EXPECT_EQ((*cols)[0].array.data<double>()[0], 1.5);
+  EXPECT_EQ((*cols)[0].array.data<double>()[1], -0.5);
+  EXPECT_EQ((*cols)[1].array.type().to_string(), "i64[2]");
+  EXPECT_EQ((*cols)[1].array.data<int64_t>()[0], 2);
+  EXPECT_EQ((*cols)[1].array.data<int64_t>()[1], 3);
+  EXPECT_EQ((*cols)[2].array.data<int64_t>()[1], 8);
+  // Still refused: a sign on its own or doubled, a quote that does not close.
+  for (const char* bad : {"+", "++1", "+-1", "\"1"}) {
+    auto r = csv_columns(write_text("bad_sign.csv", std::string("x\n") + bad + "\n"), {{"x"}});
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().message, std::string("line 2, column 'x': '") + bad + "' is not a number");
+  }
+}
+
 // A directory opens as a stream that reads nothing, and was reported as an empty file.
 TEST(Csv, DirectoryIsNamedAsOne) {
   const std::string dir = temp_path("data.csv");

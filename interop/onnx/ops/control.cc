@@ -127,9 +127,10 @@ std::vector<ValueId> scan_loop(NodeContext& n, const onnx::GraphProto& body, con
       n.invalid("scanned inputs of " + std::to_string(length) + " and " + std::to_string(e.shape(x)[0]) +
                 " iterations");
     }
-    slices.push_back(first_slot(e, x));
   }
-  if (length < 1) n.unsupported("a scan of no iterations");
+  // Before the slices: a sequence of length 0 has no slot to read.
+  if (length < 1) n.unsupported("a scan of no iterations (scanned inputs of length 0)");
+  for (ValueId x : xs) slices.push_back(first_slot(e, x));
   ScanRegion region;
   region.first_node = e.num_nodes();
   region.length = length;

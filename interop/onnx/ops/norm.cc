@@ -6,7 +6,8 @@
 // Training behaviour: BatchNormalization uses the batch statistics when the import is for
 // training (a model trained in weft: the running statistics, state inputs, are assigned
 // their PyTorch update, momentum 1 - m with the unbiased variance) or when the model asks
-// for it (training_mode = 1, or is_test = 0 before opset 7); its optional outputs then
+// for it (training_mode = 1; before opset 14 outputs beyond Y, and before opset 7
+// is_test = 0); its optional outputs then
 // hold ONNX's running statistics (m·running + (1 - m)·batch, biased variance).
 #include "frontend/functional.h"
 #include "interop/onnx/convert.h"
@@ -27,8 +28,13 @@ void batch_normalization(NodeContext& n) {
   const double momentum = n.attr_float("momentum", 0.9);
   // Inside a flow, the flow's mode decides (a model exported for training evaluates with
   // its running statistics); a graph of its own does what the model says.
+  // Opsets 7 to 13 have no attribute for it: a node that names outputs beyond Y is in
+  // training mode (the spec's "Output case #1"), as torch.onnx.export writes one.
+  bool names_statistics = false;
+  for (int i = 1; i <= 4; ++i) names_statistics = names_statistics || n.wants_output(i);
   const bool model_training = !n.flow_decides_mode() &&
                               ((n.opset() >= 14 && n.attr_int("training_mode", 0) != 0) ||
+                               (n.opset() >= 7 && n.opset() < 14 && names_statistics) ||
                                (n.opset() < 7 && n.attr_int("is_test", 0) == 0));
   const bool batch_stats = n.training() || model_training;
   if (n.training() && t.shape.numel() / c < 2) {
@@ -55,8 +61,10 @@ void batch_normalization(NodeContext& n) {
       functional::batch_norm(e, x, p, batch_stats, /*update_running=*/n.training());
   n.set_output(0, r.y);
   // Optional outputs: the running mean and variance as ONNX updates them (opset 14 on,
-  // and before it with saved_mean and saved_var after them).
-  if (n.wants_output(4)) n.unsupported("the saved_var output");
+  // and before it with saved_mean and saved_var after them). saved_var is not computed
+  // (implementations disagree on what it holds): refused where read, like the others
+  // outside training, so torch.onnx.export's training-mode models (all five outputs
+  // named, only Y read) import.
   const DType dtype = t.dtype;
   auto onnx_running = [&](ValueId running, ValueId batch) {
     return e.add(e.mul(running, e.constant(momentum, dtype)),

@@ -57,8 +57,9 @@ void pool(NodeContext& n, bool max) {
               e.type(x).to_string());
   }
   const Window w = read_window(n, xs, kernel);
-  // storage_order only changes the Indices output, which is refused.
-  if (max && n.wants_output(1)) n.unsupported("the Indices output");
+  // storage_order only changes the Indices output, which weft does not compute: a model
+  // that reads it is refused there (the importer's not-computed outputs), one that only
+  // names it imports.
   const bool ceil_mode = n.attr_int("ceil_mode", 0) != 0;
   const bool include_pad = n.attr_int("count_include_pad", 0) != 0;
 

@@ -41,7 +41,7 @@ class Case {
   }
   onnx::NodeProto& node(const std::string& op, std::vector<std::string> in,
                         std::vector<std::string> out = {"y"}) {
-    for (const std::string& o : out) b_.output(o, DType::f32);
+    for (const std::string& o : out) b_.output(o);  // its type is what the test checks
     return b_.node(op, std::move(in), std::move(out), "n");
   }
   StatusOr<std::vector<Tensor>> run() { return import_and_run(b_.file(), data_); }

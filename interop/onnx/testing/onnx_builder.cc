@@ -65,6 +65,11 @@ OnnxBuilder& OnnxBuilder::output(const std::string& name, DType dtype) {
   return *this;
 }
 
+OnnxBuilder& OnnxBuilder::output(const std::string& name) {
+  model_.mutable_graph()->add_output()->set_name(name);
+  return *this;
+}
+
 OnnxFile OnnxBuilder::file() const {
   std::string bytes;
   model_.SerializeToString(&bytes);

@@ -35,6 +35,9 @@ class OnnxBuilder {
   onnx::NodeProto& node(const std::string& op_type, std::vector<std::string> inputs,
                         std::vector<std::string> outputs, const std::string& name = "");
   OnnxBuilder& output(const std::string& name, DType dtype);
+  /// An output whose type the model leaves undeclared (elem_type 0), as a node test that
+  /// checks the computed type itself declares it.
+  OnnxBuilder& output(const std::string& name);
 
   onnx::ModelProto& model() { return model_; }
   const onnx::ModelProto& model() const { return model_; }

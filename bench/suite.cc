@@ -10,7 +10,9 @@
 // side is run.py --device=cuda in four configurations (eager, fused Adam, torch.compile for
 // the transformer and mlp, the whole step as one CUDA graph; TF32 off), and each side
 // reports its device memory (weft: the executor's device allocations; PyTorch:
-// torch.cuda.max_memory_allocated). Everything else below is the same. Without an NVIDIA
+// torch.cuda.max_memory_allocated). With --precision=bf16 weft runs each model's bf16
+// library (NAME_cuda_bf16) and PyTorch each configuration under torch.autocast("cuda",
+// dtype=torch.bfloat16). Everything else below is the same. Without an NVIDIA
 // device, or without a PyTorch that has CUDA (`run.py --device=cuda --check-device`), it
 // stops before the first model with the reason.
 //
@@ -377,9 +379,10 @@ int suite_main(int argc, char** argv) {
   }
   std::string dir = make_temp_dir();
   if (o.device == "cuda") check_cuda_peer(o, run_py, dir);
-  std::printf("weft benchmark suite: device %s, preset %s, weft %s, %d warm-up + %d measured epochs of "
-              "50 steps, %d rounds; intermediate files in %s\n",
-              o.device.c_str(), o.preset.c_str(), o.weft.c_str(), o.warmup, o.epochs, o.rounds, dir.c_str());
+  std::printf("weft benchmark suite: device %s, preset %s, precision %s, weft %s, %d warm-up + %d measured "
+              "epochs of 50 steps, %d rounds; intermediate files in %s\n",
+              o.device.c_str(), o.preset.c_str(), o.precision.c_str(), o.weft.c_str(), o.warmup, o.epochs,
+              o.rounds, dir.c_str());
   Suite suite(o, worker, timed, run_py, dir);
   std::vector<ModelResult> results;
   for (const std::string& model : o.models) results.push_back(suite.run_model(model));
@@ -388,7 +391,7 @@ int suite_main(int argc, char** argv) {
   std::printf("\n%s\n%s", format_table(results).c_str(), format_checks(results).c_str());
   if (!o.json_path.empty()) {
     std::ofstream out(o.json_path);
-    out << results_json(results, o.preset, o.weft, o.epochs, o.warmup, o.rounds, o.device);
+    out << results_json(results, o.preset, o.weft, o.epochs, o.warmup, o.rounds, o.device, o.precision);
     if (!out) {
       std::fprintf(stderr, "suite: cannot write %s\n", o.json_path.c_str());
       return 1;

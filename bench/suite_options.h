@@ -19,9 +19,10 @@ namespace weft::bench {
 /// The ten models, in the suite's order.
 const std::vector<std::string>& suite_models();
 
-/// The models whose AOT libraries bench/aot also builds in bf16 (the GEMM-bound ones:
-/// NAME_bf16), which `--weft=aot --precision=bf16` runs.
-const std::vector<std::string>& suite_aot_bf16_models();
+/// The models whose AOT libraries bench/aot also builds in bf16 for `device`, which
+/// `--weft=aot --precision=bf16` runs: on "cpu" the GEMM-bound ones (NAME_bf16), on
+/// "cuda" all ten (NAME_cuda_bf16).
+const std::vector<std::string>& suite_aot_bf16_models(const std::string& device);
 
 /// The usage line printed under every command-line error.
 extern const char* const kSuiteUsage;
@@ -44,8 +45,8 @@ struct SuiteOptions {
   /// bench/weft_aot_cuda_worker, their CUDA builds). --device=cuda is "aot" only.
   std::string weft = "jit";
   /// Both sides' precision: "f32", or "bf16" (weft's TrainOptions::precision, PyTorch's
-  /// torch.autocast("cpu", dtype=torch.bfloat16)). With --weft=aot, bf16 runs the
-  /// models of suite_aot_bf16_models() (their default), and refuses any other.
+  /// torch.autocast(device, dtype=torch.bfloat16)). With --weft=aot, bf16 runs the
+  /// models of suite_aot_bf16_models(device) (their default), and refuses any other.
   std::string precision = "f32";
   /// `--help` or `-h` was given: print kSuiteHelp, run nothing.
   bool help = false;

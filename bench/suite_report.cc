@@ -267,7 +267,7 @@ std::string format_checks(const std::vector<ModelResult>& results) {
 
 std::string results_json(const std::vector<ModelResult>& results, const std::string& preset,
                          const std::string& weft_path, int epochs, int warmup, int rounds,
-                         const std::string& device) {
+                         const std::string& device, const std::string& precision) {
   json list = json::array();
   for (const ModelResult& r : results) {
     const RunSummary* pt = r.best_pytorch();
@@ -276,6 +276,7 @@ std::string results_json(const std::vector<ModelResult>& results, const std::str
     o["model"] = r.model;
     o["preset"] = preset;
     o["device"] = device;
+    o["precision"] = precision;
     o["weft_path"] = weft_path;
     o["epochs"] = epochs;
     o["warmup"] = warmup;

@@ -94,9 +94,10 @@ std::string format_checks(const std::vector<ModelResult>& results);
 
 /// The JSON list written by --json, one object per model (keys in bench/PROTOCOL.md and
 /// issue 5; null where unknown), pretty-printed. `weft_path` is the suite's --weft: "jit"
-/// or "aot", which worker ran weft's side; `device` the suite's --device.
+/// or "aot", which worker ran weft's side; `device` and `precision` the suite's --device
+/// and --precision.
 std::string results_json(const std::vector<ModelResult>& results, const std::string& preset,
                          const std::string& weft_path, int epochs, int warmup, int rounds,
-                         const std::string& device = "cpu");
+                         const std::string& device = "cpu", const std::string& precision = "f32");
 
 }  // namespace weft::bench

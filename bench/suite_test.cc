@@ -150,6 +150,7 @@ TEST(Json, OneObjectPerModelWithTheContractKeys) {
   }
   EXPECT_EQ(m["model"], "mlp");
   EXPECT_EQ(m["weft_path"], "aot");
+  EXPECT_EQ(m["precision"], "f32");
   EXPECT_EQ(m["pytorch_ms"], 102.0);
   EXPECT_EQ(m["pytorch_config"], "1 thread tuned");
   EXPECT_EQ(m["weft_ms"], 210.0);
@@ -268,9 +269,9 @@ TEST(Options, ErrorsNameTheFlag) {
   EXPECT_EQ(error({"--preset=paper", "--device=cuda", "--weft=jit"}),
             "--device=cuda runs weft from the AOT CUDA libraries of bench/aot "
             "(bench/weft_aot_cuda_worker); --weft=jit is the CPU suite's");
-  EXPECT_EQ(error({"--preset=paper", "--device=cuda", "--precision=bf16"}),
-            "--device=cuda --precision=bf16: planned; the suite on a GPU runs f32 with TF32 off "
-            "on both sides");
+  EXPECT_EQ(error({"--preset=paper", "--device=cuda", "--precision=f16"}),
+            "--device=cuda --precision=f16: planned (bench/aot builds its CUDA libraries in f32 and "
+            "bf16, and PyTorch's side has no loss scaling); use --precision=bf16");
 }
 
 TEST(Options, CpuCommandLines) {
@@ -332,6 +333,29 @@ TEST(Options, CudaRunsTheAotCudaWorkerAndPytorchsGpuConfigs) {
                                       "--device=cuda", "--config=cuda_graph"}));
 }
 
+// #30: bf16 on the GPU, every model (bench/aot builds NAME_cuda_bf16 for all ten), both
+// sides told the precision.
+TEST(Options, CudaBf16RunsAllTenInBf16OnBothSides) {
+  StatusOr<SuiteOptions> o = parse_suite_options({"--preset=paper", "--device=cuda", "--precision=bf16"});
+  ASSERT_TRUE(o.ok()) << o.error().to_string();
+  EXPECT_EQ(o->precision, "bf16");
+  EXPECT_EQ(o->models, suite_models());
+  EXPECT_EQ(suite_aot_bf16_models("cuda"), suite_models());
+  StatusOr<SuiteOptions> convnet =
+      parse_suite_options({"--preset=paper", "--device=cuda", "--precision=bf16", "--models=convnet,gru_seq"});
+  ASSERT_TRUE(convnet.ok()) << convnet.error().to_string();
+  EXPECT_EQ(convnet->models, (std::vector<std::string>{"convnet", "gru_seq"}));
+  EXPECT_EQ(weft_timed_args(*o, "W", "convnet", "I"),
+            (std::vector<std::string>{"W", "--model=convnet", "--preset=paper", "--init=I",
+                                      "--epochs=20", "--warmup=3", "--precision=bf16"}));
+  std::vector<PytorchConfig> configs = pytorch_configs(*o, "mlp");
+  ASSERT_EQ(configs.size(), 4u);
+  EXPECT_EQ(pytorch_timed_args(*o, "run.py", "mlp", "I", configs[3]),
+            (std::vector<std::string>{"/usr/bin/python3", "run.py", "--model=mlp", "--preset=paper",
+                                      "--init=I", "--epochs=20", "--warmup=3", "--device=cuda",
+                                      "--config=cuda_graph", "--precision=bf16"}));
+}
+
 TEST(Options, CudaWithoutADeviceSaysSo) {
   const std::string dev = std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp") +
                           "/fake_dev";
@@ -385,8 +409,9 @@ TEST(Report, CannedGpuResultsMakeTheTableAndJson) {
   // The CPU table keeps its columns.
   EXPECT_EQ(format_table({sample(true)}).find("weft device"), std::string::npos);
 
-  nlohmann::json m = nlohmann::json::parse(results_json({r}, "paper", "aot", 20, 3, 2, "cuda"))[0];
+  nlohmann::json m = nlohmann::json::parse(results_json({r}, "paper", "aot", 20, 3, 2, "cuda", "bf16"))[0];
   EXPECT_EQ(m["device"], "cuda");
+  EXPECT_EQ(m["precision"], "bf16");
   EXPECT_EQ(m["weft_device_peak_bytes"], 283115520);
   EXPECT_EQ(m["pytorch_device_peak_bytes"], 254803968);
   EXPECT_EQ(m["pytorch_config"], "cuda_graph");

@@ -9,14 +9,20 @@ at a preset, each in PyTorch's GPU configurations, the best reported per model.
   cuda_graph   the whole step (forward, loss, backward, capturable fused Adam) captured
                once as one CUDA graph and replayed
 
-fp32 with TF32 off (weft's cuBLAS and cuDNN math is pedantic fp32). Each configuration
+fp32 with TF32 off (weft's cuBLAS and cuDNN math is pedantic fp32), or with --precision=bf16
+each configuration's forward and loss under torch.autocast("cuda", dtype=torch.bfloat16)
+(parameters, gradients and Adam stay fp32, as weft's bf16 libraries keep f32 master
+weights); cuda_graph captures it with autocast's cast cache off (cache_enabled=False, the
+constraint torch.cuda.make_graphed_callables states for autocast in a captured region: the
+cache's casts would be freed when the region exits and replayed from freed memory). Each
+configuration
 times --steps steps after --warmup (median ms per step, each step ending with
 torch.cuda.synchronize(), as tests/cuda/step_bench times weft's) and records
 torch.cuda.max_memory_allocated() over its steps. The last line per model is a JSON object.
 
     python3 bench/pytorch/cuda_suite.py [--preset=paper] [--steps=100] [--warmup=10]
         [--models=a,b] [--configs=eager,fused,compile,cuda_graph] [--compile=transformer,mlp]
-        [--init=DIR]
+        [--init=DIR] [--precision=f32|bf16]
 
 --init=DIR: each model starts from DIR/MODEL.safetensors (an INIT file, run.py --init-out),
 as weft's side does with the same folder (tests/cuda step_bench --init=DIR).
@@ -44,11 +50,22 @@ import models  # noqa: E402
 
 CONFIGS = ("eager", "fused", "compile", "cuda_graph")
 
+# --precision: the autocast dtype of each configuration's forward and loss (None: fp32, no
+# autocast). f16 would need loss scaling (GradScaler), which the four steps do not have.
+PRECISIONS = {"f32": None, "bf16": torch.bfloat16}
 
-def make_step(model, loss_fn, inputs, target, lr, config, dev):
+
+def autocast(dev, dtype, config):
+    """The context each step's forward and loss run in: autocast to `dtype` on `dev`'s device
+    type (disabled when `dtype` is None), its cast cache off for cuda_graph (captured)."""
+    return torch.autocast(dev.type, dtype=dtype, enabled=dtype is not None,
+                          cache_enabled=config != "cuda_graph")
+
+
+def make_step(model, loss_fn, inputs, target, lr, config, dev, dtype=None):
     """`model` (moved to `dev`) trained in configuration `config` of CONFIGS: (step, first)
-    where step() runs one training step (forward, loss, backward, Adam) and returns the loss
-    as a device tensor. cuda_graph runs three warm-up steps here before capturing the step;
+    where step() runs one training step (forward and loss under autocast(dev, dtype, config),
+    backward, Adam) and returns the loss as a device tensor. cuda_graph runs three warm-up steps here before capturing the step;
     `first` is then the loss of the first of them, the first step from the initial weights;
     otherwise it is None and the first step() call's loss is the first loss."""
     model = model.to(dev)
@@ -65,7 +82,8 @@ def make_step(model, loss_fn, inputs, target, lr, config, dev):
 
     def step():
         opt.zero_grad(set_to_none=(config != "cuda_graph"))
-        loss = loss_fn(fwd(*inputs), target)
+        with autocast(dev, dtype, config):
+            loss = loss_fn(fwd(*inputs), target)
         loss.backward()
         opt.step()
         out["loss"] = loss
@@ -95,12 +113,12 @@ def make_step(model, loss_fn, inputs, target, lr, config, dev):
     return replay, first
 
 
-def time_config(model, loss_fn, inputs, target, lr, config, steps, warmup, dev):
+def time_config(model, loss_fn, inputs, target, lr, config, steps, warmup, dev, dtype=None):
     """One configuration's training step on the GPU: (median ms, min ms, first loss, peak
     bytes). cuda_mlp.py times its MLP with it too."""
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
-    run, first = make_step(model, loss_fn, inputs, target, lr, config, dev)
+    run, first = make_step(model, loss_fn, inputs, target, lr, config, dev, dtype)
     ms = []
     for s in range(warmup + steps):
         t0 = time.perf_counter()
@@ -113,7 +131,7 @@ def time_config(model, loss_fn, inputs, target, lr, config, steps, warmup, dev):
     return statistics.median(ms), min(ms), first, torch.cuda.max_memory_allocated()
 
 
-def run_config(name, preset, config, steps, warmup, dev, init=None):
+def run_config(name, preset, config, steps, warmup, dev, init=None, dtype=None):
     # What earlier configurations leave allocated is not this one's: garbage in reference
     # cycles (collected here) and cuBLAS's workspaces for the side streams of earlier
     # CUDA-graph captures (about 65 MiB per model on an H100, never freed: measured
@@ -130,7 +148,7 @@ def run_config(name, preset, config, steps, warmup, dev, init=None):
     inputs = [x.to(dev) for x in inputs]
     target = inputs[0] if spec.target == "input" else target.to(dev)
     med, low, first, peak = time_config(spec.module, spec.loss_fn, inputs, target, spec.lr, config,
-                                        steps, warmup, dev)
+                                        steps, warmup, dev, dtype)
     return med, low, first, peak - left
 
 
@@ -146,6 +164,8 @@ def main():
                    help="a folder of MODEL.safetensors INIT files (run.py --init-out): each "
                         "model starts from its file's weights and data, as weft's side does "
                         "(tests/cuda step_bench --init), so the first-step losses compare")
+    p.add_argument("--precision", default="f32", choices=sorted(PRECISIONS),
+                   help="bf16: forward and loss under torch.autocast(\"cuda\", torch.bfloat16)")
     a = p.parse_args()
     print(peer_env.describe(), file=sys.stderr, flush=True)
     if not torch.cuda.is_available():
@@ -163,7 +183,7 @@ def main():
             try:
                 init = os.path.join(a.init, name + ".safetensors") if a.init else None
                 med, low, first, peak = run_config(name, a.preset, config, a.steps, a.warmup, dev,
-                                                   init)
+                                                   init, PRECISIONS[a.precision])
             except Exception as e:  # a configuration PyTorch cannot run this model in
                 print(f"pytorch {name:17} {config:10} failed: {type(e).__name__}: {e}"[:300],
                       flush=True)
@@ -173,7 +193,8 @@ def main():
             print(f"pytorch {name:17} {config:10} median {med:8.3f} ms/step (min {low:.3f}), "
                   f"first loss {first:.5f}, peak {peak / 2**20:8.1f} MiB", flush=True)
         best = min(results, key=lambda c: results[c]["median_ms"]) if results else None
-        print(json.dumps({"model": name, "preset": a.preset, "torch": torch.__version__,
+        print(json.dumps({"model": name, "preset": a.preset, "precision": a.precision,
+                          "torch": torch.__version__,
                           "best": best, "configs": results}), flush=True)
 
 

@@ -25,7 +25,8 @@ Run with Debian's Python (torch 1.13 + NumPy), from anywhere:
       the same timed run on one NVIDIA GPU (`bench:suite --device=cuda`), in one of the
       GPU configurations of cuda_suite.py's make_step: eager, fused (Adam(fused=True)),
       compile (torch.compile, fused Adam) or cuda_graph (the whole step as one CUDA graph);
-      fp32 with TF32 off. Each step still ends with loss.item(). The JSON line adds
+      fp32 with TF32 off, or with --precision=bf16 under torch.autocast("cuda",
+      dtype=torch.bfloat16) (cuda_suite.py's autocast). Each step still ends with loss.item(). The JSON line adds
       "device": "cuda", "device_peak_bytes" (torch.cuda.max_memory_allocated() over the
       run, less what was allocated before the model was built) and "gpu" (its name); for
       cuda_graph, "first_loss" is the first warm-up step's, taken before the capture.
@@ -38,7 +39,9 @@ Run with Debian's Python (torch 1.13 + NumPy), from anywhere:
 (PyTorch's mixed precision: parameters and Adam stay fp32; the JSON's "precision" says
 which; layer_norm runs in fp32 as on CUDA, since torch 1.13's CPU autocast fails on it);
 default f32, no autocast. f16 on the CPU needs a torch newer than 1.13, whose CPU
-autocast takes bfloat16 only: run.py refuses it with that message.
+autocast takes bfloat16 only: run.py refuses it with that message. On the GPU
+(--device=cuda) bf16 only: f16 would need loss scaling, which the four configurations
+do not have, and run.py refuses it.
 --steps=N changes the 50 steps per epoch, for quick checks only. Defaults: --preset=cpu; --warmup 3 and --epochs 20 (cpu preset: 1 and 5); --threads=1;
 --seed=0. --threads=N sets torch.set_num_threads(N) and, unless already set in the
 environment, OMP_NUM_THREADS and OPENBLAS_NUM_THREADS (torch.mm here calls OpenBLAS,
@@ -262,12 +265,15 @@ def load_init(spec, path):
 PRECISIONS = {"f32": None, "bf16": torch.bfloat16, "f16": torch.float16}
 
 
-def autocast_dtype():
-    """The --precision's torch dtype for autocast, or None for f32 (no autocast)."""
+def autocast_dtype(dev):
+    """The --precision's torch dtype for autocast, or None for f32 (no autocast); `dev` is
+    cuda_device()'s (None: the CPU)."""
     precision = ARGS.get("precision", "f32")
     if precision not in PRECISIONS:
         fail(f"--precision must be one of {', '.join(PRECISIONS)}, got '{precision}'")
     dtype = PRECISIONS[precision]
+    if dev is not None:  # CUDA's autocast runs layer_norm in fp32 itself
+        return dtype
     if dtype is torch.float16:
         try:
             with torch.autocast("cpu", dtype=torch.float16):
@@ -312,22 +318,25 @@ def cuda_device():
 
 
 def cuda_config():
-    """--config on the GPU: one of cuda_suite.CONFIGS."""
+    """--config on the GPU: one of cuda_suite.CONFIGS, checked with --precision against
+    cuda_suite.PRECISIONS."""
     import cuda_suite  # the GPU configurations' one definition
     config = ARGS.get("config")
     if config not in cuda_suite.CONFIGS:
         fail(f"--device=cuda needs --config=one of {', '.join(cuda_suite.CONFIGS)}, got '{config}'")
-    if ARGS.get("precision", "f32") != "f32":
-        fail("--device=cuda runs f32 only (TF32 off); --precision is the CPU suite's")
+    precision = ARGS.get("precision", "f32")
+    if precision not in cuda_suite.PRECISIONS:
+        fail(f"--device=cuda --precision={precision}: the GPU configurations run "
+             f"{' or '.join(cuda_suite.PRECISIONS)} (f16 would need loss scaling)")
     return config, cuda_suite.make_step
 
 
 def train(name, preset, seed):
     cpu = preset == "cpu"
-    dev = cuda_device()
-    if dev is not None:
+    if ARGS.get("device") == "cuda":  # the arguments first: checked on any machine
         config, make_step = cuda_config()
-    low = autocast_dtype()
+    dev = cuda_device()
+    low = autocast_dtype(dev)
     epochs = int(ARGS.get("epochs", 5 if cpu else 20))
     warmup = int(ARGS.get("warmup", 1 if cpu else 3))
     steps = int(ARGS.get("steps", models.STEPS_PER_EPOCH))  # fewer only for quick checks
@@ -347,7 +356,8 @@ def train(name, preset, seed):
     if dev is not None:
         inputs = [x.to(dev) for x in inputs]
         target = inputs[0] if spec.target == "input" else target.to(dev)
-        gpu_step, first_loss = make_step(model, spec.loss_fn, inputs, target, spec.lr, config, dev)
+        gpu_step, first_loss = make_step(model, spec.loss_fn, inputs, target, spec.lr, config, dev,
+                                         low)
     else:
         opt = torch.optim.Adam(model.parameters(), lr=spec.lr)
         first_loss = None
@@ -378,11 +388,11 @@ def train(name, preset, seed):
     env = {v: os.environ.get(v)
            for v in TUNED_ENV + ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS") + peer_env.HANDICAP}
     tuned = all(os.environ.get(v) for v in TUNED_ENV)
-    cpu_config = (f"{THREADS} thread{'s' if THREADS != 1 else ''}, {'tuned' if tuned else 'default'}"
-                  + ("" if low is None else f", autocast {ARGS['precision']}"))
+    autocast = "" if low is None else f", autocast {ARGS['precision']}"
+    cpu_config = f"{THREADS} thread{'s' if THREADS != 1 else ''}, {'tuned' if tuned else 'default'}" + autocast
     result = {
         "model": name, "framework": "pytorch",
-        "config": cpu_config if dev is None else f"cuda, {config}",
+        "config": cpu_config if dev is None else f"cuda, {config}{autocast}",
         "device": "cpu" if dev is None else "cuda",
         "precision": ARGS.get("precision", "f32"),
         "epoch_ms": [round(ms, 3) for ms in epoch_ms],

@@ -2,7 +2,8 @@
 # Prepares one GPU lease for every open issue's device check, here (no GPU needed): builds
 # the self-contained binaries that tests/cuda/open_issues_check.sh runs (the union of what
 # reliability_check, architecture_check, nccl_check, mixed_precision_check,
-# vector_check, cublaslt_check and suite_check.sh need), the libraries a GPU machine may lack and the data, and packs them
+# vector_check, cublaslt_check, suite_check.sh and mixed_suite_check.sh need: the suite's
+# CUDA worker links the ten models in f32 and in bf16), the libraries a GPU machine may lack and the data, and packs them
 # into .gpu/ (git-ignored): the binaries and libraries as one xz archive (about 10 MB for
 # some 130 MB of static binaries: they share most of their code and CUDA's fatbins
 # compress well), the suite's libraries as suite_check.sh expects them, a 20,000-example
@@ -17,10 +18,11 @@
 #   run(command="tests/cuda/open_issues_check.sh --budget=470 third", carry=[".gpu"], timeout_s=540)
 #   run(command="tests/cuda/open_issues_check.sh --budget=240 fourth", carry=[".gpu"], timeout_s=300)
 #   run(command="tests/cuda/open_issues_check.sh suite", carry=[".gpu"], timeout_s=540)
+#   run(command="tests/cuda/open_issues_check.sh mixedsuite", carry=[".gpu"], timeout_s=560)
 #   (open_issues_check.sh's header says what each runs, tests/cuda/README.md how long)
 #
-# A cold build of these targets takes a while on 2 cores (the suite's ten AOT CUDA
-# libraries among them); `.ci/run`'s `bazel build //...` builds the same ones.
+# A cold build of these targets takes a while on 2 cores (the suite's twenty AOT CUDA
+# libraries among them, ten models in f32 and bf16); `.ci/run`'s `bazel build //...` builds the same ones.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 binaries=(

@@ -130,7 +130,7 @@ expect() {
   grep -qF -- "$text" <<<"$got" || fail "open_issues_check.sh $*: no '$text' in:
 $(tail -15 <<<"$got")"
 }
-expect 2 "error: no device check '31x' (first, second, third, fourth, suite, 28, 29, 30, 31, 31rnn, 31perf, 32 or all)" 31x
+expect 2 "error: no device check '31x' (first, second, third, fourth, suite, mixedsuite, 28, 29, 30, 31, 31rnn, 31perf, 32 or all)" 31x
 expect 2 "error: unknown flag '--budjet=5' (--dry-run, --budget=SECONDS)" --budjet=5 28
 expect 2 "error: --budget takes seconds, not '5m'" --budget=5m 28
 expect 0 "[28] == reliability_check.sh skipped: the budget of 0 s is spent" --budget=0 28

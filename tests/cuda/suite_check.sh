@@ -8,10 +8,10 @@
 # sides, the suite's table on stdout and its JSON in $OUT/suite.json. Logs go to $OUT (or
 # /tmp/weft-gpu).
 #
-# Build and copy here (the CUDA worker, about 22 MB with its f32 and bf16 tables, links no MLIR and carries its own
-# libstdc++; the suite binary's shared libraries but glibc's, oneDNN's 40 MB for the CPU
-# roofline among them, travel compressed in .gpu/suite_libs.tar.gz, 12 MB; the carry
-# limit is 64 MiB):
+# Build and copy here (the CUDA worker, about 22 MB with its f32 and bf16 tables, links
+# no MLIR and carries its own libstdc++; the suite binary's shared libraries but glibc's,
+# oneDNN's 40 MB for the CPU roofline among them, travel compressed in
+# .gpu/suite_libs.tar.gz, 12 MB; the carry limit is 64 MiB):
 #   bazel build //bench:suite
 #   mkdir -p .gpu && cp -f bazel-bin/bench/suite bazel-bin/bench/weft_aot_cuda_worker .gpu/
 #   ldd bazel-bin/bench/suite | awk '/=> \// {print $3}' \

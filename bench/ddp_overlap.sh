@@ -85,9 +85,10 @@ hidden MPI ""
 hidden Gloo gloo_
 # The bucket plan of the same 2-rank step, in counts that do not depend on the load: each
 # bucket's elements, the invocation after which its reduction starts (its last member),
-# the one that waits for it, and how many invocations run in between (what can hide it).
+# the one that waits for it, and how many invocations and flops (runtime/cpu/cost.h) run
+# in between (what can hide it).
 $mpi $bin --ranks=mpi --hidden=512 --batch=256 --steps=1 --describe $extra 2>&1 |
   grep "one call on" |
-  sed -E 's/^ *([0-9]+) .*one call on ([0-9]+) elements.*waited before invocation ([0-9]+).*/\1 \2 \3/' |
-  awk '{ printf "bucket %d: %d elements, starts after invocation %d, waited for before %d: %d invocations in between\n", NR - 1, $2, $1, $3, $3 - $1 - 1 }'
+  sed -E 's/^ *([0-9]+) .*one call on ([0-9]+) elements.*waited before invocation ([0-9]+) \(([0-9.]+) of the step.s ([0-9.]+) MFLOP.*/\1 \2 \3 \4 \5/' |
+  awk '{ printf "bucket %d: %d elements, starts after invocation %d, waited for before %d: %d invocations, %s of the step'"'"'s %s MFLOP in between\n", NR - 1, $2, $1, $3, $3 - $1 - 1, $4, $5 }'
 echo "per-round lines: $out"

@@ -192,10 +192,10 @@ TEST(DataParallel, BucketsAreWaitedForAtTheirFirstReader) {
   const std::string mpi = " (MPI rank 0 of 2 (Open MPI v4.1.4, progress thread))";
   for (const std::string& line : std::vector<std::string>{
            "0  all_reduce sum f32[4] into bucket of 1: one call on 4 elements" + mpi +
-               ", waited before invocation 4\n",
+               ", waited before invocation 4 (0.0 of the step's 0.0 MFLOP in between)\n",
            "1  all_reduce mean f32[4] into bucket of 2\n",
            "2  all_reduce mean f32[4] into bucket of 2: one call on 8 elements" + mpi +
-               ", waited before invocation 4\n",
+               ", waited before invocation 4 (0.0 of the step's 0.0 MFLOP in between)\n",
            "3  all_reduce sum f32[4]" + mpi + "\n",
            "rank 0: out 12.000000 38.500000 83.000000 145.500000\n",
            "rank 1: out 12.000000 38.500000 83.000000 145.500000\n",

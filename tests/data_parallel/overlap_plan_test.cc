@@ -56,6 +56,32 @@ StatusOr<Trainer> mlp_step() {
                           OptimizerSpec::adam(/*lr=*/1e-2), options);
 }
 
+// GEMMs of a 128×512×512 product's flops or more: the forward pass's, the weight
+// gradient's and the data gradient's (the last).
+constexpr double kLargeGemm = 2.0 * kRows * kHidden * kHidden;
+int large_gemms(const Program& program) {
+  int n = 0;
+  for (const Invocation& inv : program.code) n += cpu::invocation_cost(program, inv).flops >= kLargeGemm;
+  return n;
+}
+size_t last_large_gemm(const Program& program) {
+  size_t last = 0;
+  for (size_t i = 0; i < program.code.size(); ++i) {
+    if (cpu::invocation_cost(program, program.code[i]).flops >= kLargeGemm) last = i;
+  }
+  return last;
+}
+
+// The bucket holding the 512×512 weight gradient.
+const collective::Bucket& large_bucket(const collective::BucketPlan& plan) {
+  for (const collective::Bucket& b : plan.buckets) {
+    for (const collective::BucketMember& m : b.members) {
+      if (m.count == kHidden * kHidden) return b;
+    }
+  }
+  return plan.buckets.front();
+}
+
 // One line per bucket: where it starts and is waited for, and the flops in between.
 void print_plan(const Program& program, const collective::BucketPlan& plan, const std::string& title) {
   const double step = cpu::flops_between(program, 0, program.code.size());
@@ -83,43 +109,37 @@ TEST(OverlapPlan, TheLargeBucketStartsBeforeTheDataGradientGemm) {
   ASSERT_TRUE(plan.ok()) << plan.error().to_string();
   ASSERT_EQ(plan->buckets.size(), 2u) << collective::describe(*plan);
 
-  const double gemm = 2.0 * kRows * kHidden * kHidden;
-  const double step = cpu::flops_between(program, 0, program.code.size());
-  int large_gemms = 0;  // forward, weight gradient, data gradient
-  size_t data_gradient = 0;
-  for (size_t i = 0; i < program.code.size(); ++i) {
-    if (cpu::invocation_cost(program, program.code[i]).flops >= gemm) {
-      ++large_gemms;
-      data_gradient = i;
-    }
-  }
-  ASSERT_EQ(large_gemms, 3) << trainer->compiled_step()->describe();
+  ASSERT_EQ(large_gemms(program), 3) << trainer->compiled_step()->describe();
+  const size_t data_gradient = last_large_gemm(program);
 
   const collective::Bucket& large = plan->buckets[0];
   EXPECT_EQ(large.members.back().count, kHidden * kHidden) << collective::describe(*plan);
-  EXPECT_GE(cpu::invocation_cost(program, program.code[large.start_after - 1]).flops, gemm)
+  EXPECT_GE(cpu::invocation_cost(program, program.code[large.start_after - 1]).flops, kLargeGemm)
       << "the weight gradient's GEMM right before its all_reduce\n" << trainer->compiled_step()->describe();
   EXPECT_LT(large.start_after, data_gradient) << trainer->compiled_step()->describe();
   EXPECT_GT(large.wait_before, data_gradient) << trainer->compiled_step()->describe();
 
-  EXPECT_GE(cpu::flops_between(program, large.start_after + 1, large.wait_before), gemm);
+  EXPECT_GE(cpu::flops_between(program, large.start_after + 1, large.wait_before), kLargeGemm);
   print_plan(program, *plan, "default (1 MiB first bucket)");
 }
 
-// The figures for other first-bucket limits (bench/RESULTS.md): with 64 KiB the plan is
-// the default's (the loss and the small gradients before the 512×512 one hold 10 KB, so
-// that one still closes the first bucket); with 8 KiB the first bucket closes at the
-// last layer's weight gradient and the 512×512 one joins the first layer's in a 25 MiB
-// bucket that starts after them.
-TEST(OverlapPlan, FiguresForSmallerFirstBuckets) {
+// Smaller first buckets (bench/RESULTS.md): with 64 KiB the plan is the default's (the
+// loss and the small gradients before the 512×512 one hold 10 KB, so that one still
+// closes the first bucket); with 8 KiB the first bucket closes at the last layer's weight
+// gradient and the 512×512 one joins the first layer's in a 25 MiB bucket that starts
+// after the data-gradient GEMM, with nothing to hide it.
+TEST(OverlapPlan, SmallerFirstBucketsStartTheLargeGradientNoEarlier) {
   StatusOr<Trainer> trainer = mlp_step();
   ASSERT_TRUE(trainer.ok()) << trainer.error().to_string();
   const Program& program = trainer->compiled_step()->program();
-  for (int64_t first : {int64_t{64} << 10, int64_t{8} << 10}) {
-    StatusOr<collective::BucketPlan> plan = collective::plan_buckets(program, {.first_bucket_bytes = first});
-    ASSERT_TRUE(plan.ok()) << plan.error().to_string();
-    print_plan(program, *plan, std::to_string(first) + "-byte first bucket");
-  }
+  StatusOr<collective::BucketPlan> default_plan = collective::plan_buckets(program, {});
+  StatusOr<collective::BucketPlan> small = collective::plan_buckets(program, {.first_bucket_bytes = 64 << 10});
+  StatusOr<collective::BucketPlan> tiny = collective::plan_buckets(program, {.first_bucket_bytes = 8 << 10});
+  ASSERT_TRUE(default_plan.ok() && small.ok() && tiny.ok());
+  EXPECT_EQ(collective::describe(*small), collective::describe(*default_plan));
+  EXPECT_GT(large_bucket(*tiny).start_after, last_large_gemm(program)) << collective::describe(*tiny);
+  print_plan(program, *small, "65536-byte first bucket");
+  print_plan(program, *tiny, "8192-byte first bucket");
 }
 
 }  // namespace

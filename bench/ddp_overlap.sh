@@ -9,7 +9,8 @@
 # overlap, what the step did not hide. Hidden fraction = 1 - overlapped / blocking.
 # The same 2 ranks over Gloo (torchrun-style: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT;
 # world.h), blocking and overlapped (Gloo's collective thread), too. Last, the bucket
-# plan's counts: where each bucket's reduction starts and is waited for (invocations).
+# plan's counts: where each bucket's reduction starts and is waited for (invocations),
+# the flops and the measured CPU time of the invocations in between.
 #
 #   bench/ddp_overlap.sh [ROUNDS] [WEFT FLAGS]      # 3 rounds by default
 #   bench/ddp_overlap.sh 5 --first_bucket_bytes=65536     # flags for every weft run
@@ -85,9 +86,15 @@ hidden MPI ""
 hidden Gloo gloo_
 # The bucket plan of the same 2-rank step, in counts that do not depend on the load: each
 # bucket's elements, the invocation after which its reduction starts (its last member),
-# the one that waits for it, and how many invocations run in between (what can hide it).
+# the one that waits for it, and how many invocations and flops (runtime/cpu/cost.h) run
+# in between (what can hide it).
 $mpi $bin --ranks=mpi --hidden=512 --batch=256 --steps=1 --describe $extra 2>&1 |
   grep "one call on" |
-  sed -E 's/^ *([0-9]+) .*one call on ([0-9]+) elements.*waited before invocation ([0-9]+).*/\1 \2 \3/' |
-  awk '{ printf "bucket %d: %d elements, starts after invocation %d, waited for before %d: %d invocations in between\n", NR - 1, $2, $1, $3, $3 - $1 - 1 }'
+  sed -E 's/^ *([0-9]+) .*one call on ([0-9]+) elements.*waited before invocation ([0-9]+) \(([0-9.]+) of the step.s ([0-9.]+) MFLOP.*/\1 \2 \3 \4 \5/' |
+  awk '{ printf "bucket %d: %d elements, starts after invocation %d, waited for before %d: %d invocations, %s of the step'"'"'s %s MFLOP in between\n", NR - 1, $2, $1, $3, $3 - $1 - 1, $4, $5 }'
+# The same, measured: the CPU time per step of the invocations between each bucket's
+# start and its wait (train_mlp --profile; WEFT_PROFILE_CLOCK=thread, which load hardly
+# moves). Against the blocking "in all_reduce calls": the most overlap can hide.
+$mpi -x WEFT_PROFILE_CLOCK=thread $bin --ranks=mpi --hidden=512 --batch=256 --steps=60 --profile $extra 2>&1 |
+  grep "in flight over"
 echo "per-round lines: $out"

@@ -79,4 +79,10 @@ InvocationCost invocation_cost(const Program& program, const Invocation& inv) {
   return c;
 }
 
+double flops_between(const Program& program, size_t first, size_t last) {
+  double flops = 0;
+  for (size_t i = first; i < last && i < program.code.size(); ++i) flops += invocation_cost(program, program.code[i]).flops;
+  return flops;
+}
+
 }  // namespace weft::cpu

@@ -30,4 +30,9 @@ struct InvocationCost {
 
 InvocationCost invocation_cost(const Program& program, const Invocation& inv);
 
+/// The flops of invocations [first, last) of `program` (0 where last <= first): e.g. the
+/// compute that runs while a bucket's reduction is in flight, start_after + 1 to
+/// wait_before (runtime/collective/bucket_plan.h), what can hide it.
+double flops_between(const Program& program, size_t first, size_t last);
+
 }  // namespace weft::cpu

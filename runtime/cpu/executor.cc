@@ -231,7 +231,8 @@ BoundBuckets Executor::Binder::bind_buckets(std::byte* arena, const std::vector<
     const bool* predicate =
         k.predicate ? static_cast<const bool*>(buffer_address(*k.predicate, arena, inputs)) : nullptr;
     buckets.push_back(make_bound_bucket(k, comm_, staging_ + k.staging_offset, predicate,
-                                                    std::move(results), options_.overlap_all_reduce, tally_));
+                                                    std::move(results), options_.overlap_all_reduce, tally_,
+                                                    bucket_in_flight(program_, k)));
   }
   return buckets;
 }

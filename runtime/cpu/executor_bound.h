@@ -36,14 +36,20 @@ std::unique_ptr<Executor::Bound> make_all_reduce_bound(std::shared_ptr<collectiv
                                                        Location loc);
 
 /// A bucket of the plan bound to its staging slice and its members' results
-/// (executor_collective.cc says how it starts, is polled and waited for).
+/// (executor_collective.cc says how it starts, is polled and waited for). `in_flight`
+/// (bucket_in_flight) ends its last member's line in describe().
 class BoundBucket;
 using BoundBuckets = std::vector<std::shared_ptr<BoundBucket>>;
 std::shared_ptr<BoundBucket> make_bound_bucket(const collective::Bucket& plan,
                                                std::shared_ptr<collective::Communicator> comm,
                                                std::byte* staging, const bool* predicate,
                                                std::vector<void*> results, bool overlap,
-                                               Executor::AllReduceTally* tally);
+                                               Executor::AllReduceTally* tally, std::string in_flight);
+
+/// What runs while `bucket`'s reduction is in flight, for describe(): " (36.4 of the
+/// step's 103.2 MFLOP in between)", the flops (cost.h) of the invocations after its
+/// start and before its wait against all of the Program's.
+std::string bucket_in_flight(const Program& program, const collective::Bucket& bucket);
 
 /// Member `member` of `bucket`: stages its operand; the last member starts the bucket.
 std::unique_ptr<Executor::Bound> make_bucket_member_bound(std::shared_ptr<BoundBucket> bucket, size_t member,

@@ -3,8 +3,10 @@
 // buffers — the members that stage their operands, the waits and polls around the
 // invocations, and the time and calls they spend in the communicator.
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 
+#include "runtime/cpu/cost.h"
 #include "runtime/cpu/executor_bound.h"
 
 namespace weft::cpu {
@@ -23,9 +25,9 @@ class BoundBucket {
  public:
   BoundBucket(const collective::Bucket& plan, std::shared_ptr<collective::Communicator> comm,
               std::byte* staging, const bool* predicate, std::vector<void*> results, bool overlap,
-              Executor::AllReduceTally* tally)
+              Executor::AllReduceTally* tally, std::string in_flight)
       : plan_(plan), comm_(std::move(comm)), staging_(staging), predicate_(predicate),
-        results_(std::move(results)), overlap_(overlap), tally_(tally) {}
+        results_(std::move(results)), overlap_(overlap), tally_(tally), in_flight_(std::move(in_flight)) {}
 
   /// Copies member `member`'s operand into the staging slice.
   void stage(size_t member, const void* from) {
@@ -63,6 +65,7 @@ class BoundBucket {
   }
   const collective::Bucket& plan() const { return plan_; }
   const collective::Communicator& comm() const { return *comm_; }
+  const std::string& in_flight() const { return in_flight_; }
 
  private:
   struct Timer {
@@ -93,6 +96,7 @@ class BoundBucket {
   std::vector<void*> results_;
   bool overlap_;
   Executor::AllReduceTally* tally_;
+  std::string in_flight_;  ///< bucket_in_flight's words, for describe().
   std::unique_ptr<collective::PendingReduction> pending_;
 };
 
@@ -148,7 +152,7 @@ class BucketMemberBound : public Executor::Bound {
                       "] into bucket of " + std::to_string(b.members.size());
     if (last()) {
       out += ": one call on " + std::to_string(b.count) + " elements (" + bucket_->comm().describe() +
-             "), waited before invocation " + std::to_string(b.wait_before);
+             "), waited before invocation " + std::to_string(b.wait_before) + bucket_->in_flight();
     }
     return out;
   }
@@ -205,9 +209,19 @@ std::shared_ptr<BoundBucket> make_bound_bucket(const collective::Bucket& plan,
                                                std::shared_ptr<collective::Communicator> comm,
                                                std::byte* staging, const bool* predicate,
                                                std::vector<void*> results, bool overlap,
-                                               Executor::AllReduceTally* tally) {
+                                               Executor::AllReduceTally* tally, std::string in_flight) {
   return std::make_shared<BoundBucket>(plan, std::move(comm), staging, predicate, std::move(results), overlap,
-                                       tally);
+                                       tally, std::move(in_flight));
+}
+
+std::string bucket_in_flight(const Program& program, const collective::Bucket& bucket) {
+  const auto mflop = [](double flops) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f", flops / 1e6);
+    return std::string(text);
+  };
+  return " (" + mflop(flops_between(program, bucket.start_after + 1, bucket.wait_before)) + " of the step's " +
+         mflop(flops_between(program, 0, program.code.size())) + " MFLOP in between)";
 }
 
 std::unique_ptr<Executor::Bound> make_bucket_member_bound(std::shared_ptr<BoundBucket> bucket, size_t member,

@@ -23,7 +23,12 @@
 // loss line per micro-batch), --backend=cpu|reference; --describe prints the
 // step's all_reduce invocations and where the step waits for them, --time the median
 // step time and the median time per step spent inside the all_reduce calls (after 5
-// warm-up steps). A compiled CPU step with more than one rank ends with "rank R: N
+// warm-up steps), --profile (a compiled CPU step with more than one rank) the time per
+// step of the invocations that run while each bucket's reduction is in flight, from the
+// executor's profile of the steps after the warm-up (cpu::Executor::set_profiling; with
+// WEFT_PROFILE_CLOCK=thread the thread's CPU time, which load hardly moves):
+// "rank 0: bucket 0 (264709 elements) in flight over invocations 19-34: 1012.4 us per
+// step", what can hide it. A compiled CPU step with more than one rank ends with "rank R: N
 // all_reduce calls on E elements over S micro-batches" (cpu::Executor's tally).
 // Errors go to stderr, exit 1.
 
@@ -41,6 +46,7 @@
 #include "frontend/modules.h"
 #include "frontend/training.h"
 #include "runtime/backend.h"
+#include "runtime/collective/bucket_plan.h"
 #include "runtime/collective/communicator.h"
 #include "runtime/collective/world.h"
 #include "runtime/cpu/executor.h"
@@ -87,7 +93,7 @@ int main(int argc, char** argv) {
   std::string ranks = "none", out, backend = "cpu";
   int64_t batch = 32, steps = 20;
   int64_t bucket_bytes = -1, first_bucket_bytes = -1, hidden = 32, accumulate = 1;
-  bool time = false, describe = false, blocking = false;
+  bool time = false, describe = false, blocking = false, profile = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a.rfind("--ranks=", 0) == 0) ranks = a.substr(8);
@@ -101,6 +107,7 @@ int main(int argc, char** argv) {
     else if (a.rfind("--accumulate=", 0) == 0) accumulate = std::atoll(a.c_str() + 13);
     else if (a == "--describe") describe = true;
     else if (a == "--time") time = true;
+    else if (a == "--profile") profile = true;
     else if (a == "--blocking") blocking = true;
     else return fail("unknown argument " + a);
   }
@@ -156,7 +163,7 @@ int main(int argc, char** argv) {
     }
   }
   // The compiled CPU step, for the time its all_reduce calls take (null elsewhere).
-  const auto* executor = dynamic_cast<const cpu::Executor*>(trainer->compiled_step());
+  auto* executor = dynamic_cast<cpu::Executor*>(trainer->compiled_step());
   std::vector<double> losses;
   std::vector<double> step_ms, all_reduce_ms;
   for (int64_t s = 0; s < steps * accumulate; ++s) {
@@ -172,6 +179,7 @@ int main(int argc, char** argv) {
     if (!xs.ok()) return fail(xs.error().to_string());
     if (!ys.ok()) return fail(ys.error().to_string());
     const auto start = std::chrono::steady_clock::now();
+    if (profile && executor && s == 5 * accumulate) executor->set_profiling(true);  // after the warm-up
     const double reduced_us = executor ? executor->all_reduce_us() : 0;
     StatusOr<double> loss = trainer->step({*xs, *ys});
     step_ms.push_back(
@@ -191,6 +199,20 @@ int main(int argc, char** argv) {
                 "in all_reduce calls %.4f ms\n",
                 rank, world, median_after_warm_up(step_ms), static_cast<long long>(steps - 5),
                 static_cast<long long>(batch), median_after_warm_up(all_reduce_ms));
+  }
+  if (profile && executor && world > 1) {
+    // The plan the executor runs (cpu::Executor::plan_buckets makes it from these options).
+    StatusOr<collective::BucketPlan> plan = collective::plan_buckets(
+        executor->program(), {options.bind.first_all_reduce_bucket_bytes, options.bind.all_reduce_bucket_bytes});
+    if (!plan.ok()) return fail(plan.error().to_string());
+    const std::vector<double> us = executor->profile_us_per_step();
+    for (size_t k = 0; k < plan->buckets.size() && !us.empty(); ++k) {
+      const collective::Bucket& b = plan->buckets[k];
+      double in_flight = 0;
+      for (size_t i = b.start_after + 1; i < b.wait_before; ++i) in_flight += us[i];
+      std::printf("rank %d: bucket %zu (%lld elements) in flight over invocations %zu-%zu: %.1f us per step\n", rank,
+                  k, static_cast<long long>(b.count), b.start_after + 1, b.wait_before - 1, in_flight);
+    }
   }
   if (executor && world > 1) {
     std::printf("rank %d: %lld all_reduce calls on %lld elements over %lld micro-batches\n", rank,

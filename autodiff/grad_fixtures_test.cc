@@ -24,7 +24,7 @@ constexpr char kDir[] = "tests/fixtures/grad/";
 const std::vector<std::string> kFixtures = {"mlp_cross_entropy", "conv_max_pool_mse",
                                             "layer_norm_gelu_softmax", "broadcasting"};
 
-class GradFixture : public testing::TestWithParam<std::string> {};
+class GradFixture : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GradFixture, MatchesTorchAutograd) {
   const std::string dir = kDir + GetParam() + "/";
@@ -70,8 +70,8 @@ TEST_P(GradFixture, MatchesTorchAutograd) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Torch, GradFixture, testing::ValuesIn(kFixtures),
-                         [](const testing::TestParamInfo<std::string>& info) {
+INSTANTIATE_TEST_SUITE_P(Torch, GradFixture, ::testing::ValuesIn(kFixtures),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param;
                          });
 

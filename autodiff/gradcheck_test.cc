@@ -340,7 +340,7 @@ double run_loss(const Graph& g, const std::vector<Tensor>& inputs) {
   return r.ok() ? r->outputs[0].to_doubles()[0] : NAN;
 }
 
-class GradCheck : public testing::TestWithParam<Case> {};
+class GradCheck : public ::testing::TestWithParam<Case> {};
 
 TEST_P(GradCheck, MatchesCentralDifferences) {
   const Case& c = GetParam();
@@ -394,8 +394,8 @@ TEST_P(GradCheck, MatchesCentralDifferences) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Ops, GradCheck, testing::ValuesIn(cases()),
-                         [](const testing::TestParamInfo<Case>& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Ops, GradCheck, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
 TEST(GradCheckCompleteness, EveryOpHasARuleOrAReasonAndEveryRuleACase) {
   std::set<Op> checked;

@@ -21,6 +21,7 @@
 
 namespace weft {
 namespace {
+namespace half_grad_test {  // this file's names, apart in its package's unity test
 
 struct Case {
   std::string name;
@@ -166,5 +167,6 @@ INSTANTIATE_TEST_SUITE_P(Rules, HalfGrad,
                                   std::string(dtype_name(std::get<1>(info.param)));
                          });
 
+}  // namespace half_grad_test
 }  // namespace
 }  // namespace weft

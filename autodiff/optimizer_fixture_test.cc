@@ -18,6 +18,7 @@
 
 namespace weft {
 namespace {
+namespace optimizer_fixture_test {  // this file's names, apart in its package's unity test
 
 using testing::Stepper;
 
@@ -198,5 +199,6 @@ TEST(OptimizerFixtures, CoverEveryKindWithAndWithoutGroupsAndAccumulation) {
   EXPECT_EQ(accumulated, all);
 }
 
+}  // namespace optimizer_fixture_test
 }  // namespace
 }  // namespace weft

@@ -11,6 +11,7 @@
 
 namespace weft::codegen {
 namespace {
+namespace kernel_ops_test {  // this file's names, apart in its package's unity test
 
 using testing::expect_matches_reference;
 using testing::expect_random_matches;
@@ -201,5 +202,6 @@ TEST(KernelOps, NanAndInfinityHandling) {
   }
 }
 
+}  // namespace kernel_ops_test
 }  // namespace
 }  // namespace weft::codegen

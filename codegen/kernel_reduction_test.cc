@@ -10,6 +10,7 @@
 
 namespace weft::codegen {
 namespace {
+namespace kernel_reduction_test {  // this file's names, apart in its package's unity test
 
 using testing::expect_matches_reference;
 using testing::random_tensor;
@@ -158,5 +159,6 @@ TEST(KernelReduction, SupportsFloatSumMeanMaxMinOnly) {
   EXPECT_FALSE(KernelCompiler::supports(g, g.node(3)));
 }
 
+}  // namespace kernel_reduction_test
 }  // namespace
 }  // namespace weft::codegen

@@ -14,6 +14,7 @@
 
 namespace weft::codegen {
 namespace {
+namespace kernel_rows_test {  // this file's names, apart in its package's unity test
 
 using testing::expect_matches_reference;
 using testing::random_tensor;
@@ -264,5 +265,6 @@ TEST(KernelRows, RejectsReductionsOfOtherAxes) {
             "codegen: row kernel body @k: transpose is neither elementwise nor a reduction");
 }
 
+}  // namespace kernel_rows_test
 }  // namespace
 }  // namespace weft::codegen

@@ -28,6 +28,7 @@
 
 namespace weft::codegen {
 namespace {
+namespace loop_program_test {  // this file's names, apart in its package's unity test
 
 Type f32(std::vector<int64_t> dims) { return Type{DType::f32, Shape(std::move(dims))}; }
 
@@ -217,20 +218,20 @@ TEST(LoopProgram, CpuRunsAnEarlyExitsGradient) {
 TEST(LoopProgram, CpuGradientsIgnoreWhatTheSkippedSlotsHold) {
   auto cpu = find_target("cpu");
   ASSERT_TRUE(cpu.ok());
-  for (const std::string& name : testing::skipped_slot_graphs()) {
-    StatusOr<Graph> g = testing::read_skipped_slot_graph(name);
+  for (const std::string& name : weft::testing::skipped_slot_graphs()) {
+    StatusOr<Graph> g = weft::testing::read_skipped_slot_graph(name);
     ASSERT_TRUE(g.ok()) << g.error().to_string();
-    auto grad = gradient_graph(*g, 0, testing::skipped_slot_params(*g));
+    auto grad = gradient_graph(*g, 0, weft::testing::skipped_slot_params(*g));
     ASSERT_TRUE(grad.ok()) << grad.error().to_string();
-    auto want = reference::run(*grad, testing::skipped_slot_inputs(*grad, testing::skipped_slot_fills()[0]));
+    auto want = reference::run(*grad, weft::testing::skipped_slot_inputs(*grad, weft::testing::skipped_slot_fills()[0]));
     ASSERT_TRUE(want.ok()) << want.error().to_string();
-    for (double fill : testing::skipped_slot_fills()) {
+    for (double fill : weft::testing::skipped_slot_fills()) {
       for (bool masked : {false, true}) {
         Graph run = *grad;
         if (masked) {
         ASSERT_TRUE(MaskLoopExitsPass().run(run).ok());
       }
-        auto got = (*cpu)->run(run, testing::skipped_slot_inputs(run, fill));
+        auto got = (*cpu)->run(run, weft::testing::skipped_slot_inputs(run, fill));
         ASSERT_TRUE(got.ok()) << got.error().to_string();
         for (size_t k = 0; k < want->outputs.size(); ++k) {
           std::string why;
@@ -291,7 +292,7 @@ TEST(LoopProgram, ALoopBoundOnceCopiesEachIterationsXs) {
 )", "copied.wir");
   ASSERT_TRUE(g.ok()) << g.error().to_string();
   ASSERT_TRUE(InferTypesPass().run(*g).ok());
-  auto inputs = testing::random_inputs(*g, 5);
+  auto inputs = weft::testing::random_inputs(*g, 5);
   for (int64_t i = 0; i < length; ++i) inputs[3].set_double(i, i % 3 != 0);
   auto want = reference::run(*g, inputs);
   ASSERT_TRUE(want.ok()) << want.error().to_string();
@@ -354,5 +355,6 @@ TEST(LoopProgram, TheAotSourceCarriesTheBodies) {
   EXPECT_NE(source.find("kCodeBody0"), std::string::npos);
 }
 
+}  // namespace loop_program_test
 }  // namespace
 }  // namespace weft::codegen

@@ -27,6 +27,7 @@
 
 namespace weft::codegen {
 namespace {
+namespace loop_slots_test {  // this file's names, apart in its package's unity test
 
 StatusOr<Graph> typed(const std::string& text) {
   StatusOr<Graph> g = parse_graph(text, "slots.wir");
@@ -103,7 +104,7 @@ TEST(LoopSlots, AnRnnsStateIsWrittenInItsSlotAndReadFromThePreviousOne) {
       SCOPED_TRACE((reverse ? "reverse, length " : "length ") + std::to_string(length));
       StatusOr<Graph> g = typed(rnn(length, reverse));
       ASSERT_TRUE(g.ok()) << g.error().to_string();
-      const std::vector<std::string> lines = expect_cpu_matches_reference(*g, testing::random_inputs(*g, 3));
+      const std::vector<std::string> lines = expect_cpu_matches_reference(*g, weft::testing::random_inputs(*g, 3));
       ASSERT_EQ(lines.size(), 1u);
       EXPECT_NE(lines[0].find("bound per slot; copies per iteration: 0 of 0 bytes"), std::string::npos) << lines[0];
       // The plan: h' in %hs's slot (the carry chained to it), %ps in its own.
@@ -121,9 +122,9 @@ TEST(LoopSlots, AnRnnsStateIsWrittenInItsSlotAndReadFromThePreviousOne) {
 
 
 TEST(LoopSlots, ACarryWhoseOldValueIsAYsIsShiftedIntoIt) {
-  StatusOr<Graph> g = typed(testing::kScanSlotsGraph);
+  StatusOr<Graph> g = typed(weft::testing::kScanSlotsGraph);
   ASSERT_TRUE(g.ok()) << g.error().to_string();
-  const std::vector<std::string> lines = expect_cpu_matches_reference(*g, testing::random_inputs(*g, 9));
+  const std::vector<std::string> lines = expect_cpu_matches_reference(*g, weft::testing::random_inputs(*g, 9));
   ASSERT_EQ(lines.size(), 2u);
   for (const std::string& line : lines) {
     EXPECT_NE(line.find("copies per iteration: 0 of 0 bytes"), std::string::npos) << line;
@@ -177,9 +178,9 @@ TEST(LoopSlots, CheckNumericsFindsANanWrittenInASlot) {
 // A stored concat that is a ys: its parts' kernels write its slot, nothing is copied, no
 // concat runs; the interpreter's results.
 TEST(LoopSlots, AStoredConcatsPartsAreWrittenInItsSlot) {
-  StatusOr<Graph> g = typed(testing::kScanStoredConcatGraph);
+  StatusOr<Graph> g = typed(weft::testing::kScanStoredConcatGraph);
   ASSERT_TRUE(g.ok()) << g.error().to_string();
-  const std::vector<std::string> lines = expect_cpu_matches_reference(*g, testing::random_inputs(*g, 4));
+  const std::vector<std::string> lines = expect_cpu_matches_reference(*g, weft::testing::random_inputs(*g, 4));
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_NE(lines[0].find("copies per iteration: 0 of 0 bytes"), std::string::npos) << lines[0];
   auto lowered = lower_to_program(*g);
@@ -291,7 +292,7 @@ TEST(LoopSlots, NestedLoopsWriteIntoTheOuterSlot) {
 }
 )");
     ASSERT_TRUE(g.ok()) << g.error().to_string();
-    const std::vector<std::string> lines = expect_cpu_matches_reference(*g, testing::random_inputs(*g, 5));
+    const std::vector<std::string> lines = expect_cpu_matches_reference(*g, weft::testing::random_inputs(*g, 5));
     ASSERT_EQ(lines.size(), 1u);
     EXPECT_NE(lines[0].find("copies per iteration: 0 of 0 bytes"), std::string::npos) << lines[0];
   }
@@ -397,7 +398,7 @@ std::vector<std::unique_ptr<cpu::Executor>> bound_steps(const std::string& model
   StatusOr<Graph> step = step_graph(model);
   EXPECT_TRUE(step.ok()) << step.error().to_string();
   if (!step.ok()) return ex;
-  std::vector<Tensor> inputs = testing::random_inputs(*step, 7);
+  std::vector<Tensor> inputs = weft::testing::random_inputs(*step, 7);
   for (const CpuOptions& o : options) {
     auto compiled = compile_for_cpu(*step, o);
     EXPECT_TRUE(compiled.ok()) << compiled.error().to_string();
@@ -497,5 +498,6 @@ TEST(LoopSlots, ABodyListsAlone) {
   EXPECT_NE(in_root.find("body 0: " + alone), std::string::npos) << alone << "\n---\n" << in_root;
 }
 
+}  // namespace loop_slots_test
 }  // namespace
 }  // namespace weft::codegen

@@ -18,6 +18,7 @@
 
 namespace weft::codegen {
 namespace {
+namespace lower_test {  // this file's names, apart in its package's unity test
 
 Graph parse(const std::string& text) {
   StatusOr<Graph> g = parse_graph(text, "test.wir");
@@ -320,5 +321,6 @@ TEST(LowerTest, WrongInputTypesAreNamed) {
   EXPECT_EQ(n.error().to_string(), "error: graph @f takes 1 inputs, got 0");
 }
 
+}  // namespace lower_test
 }  // namespace
 }  // namespace weft::codegen

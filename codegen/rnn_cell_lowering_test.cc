@@ -31,6 +31,7 @@
 
 namespace weft::codegen {
 namespace {
+namespace rnn_cell_lowering_test {  // this file's names, apart in its package's unity test
 
 Type f32(std::vector<int64_t> dims) { return Type{DType::f32, Shape(std::move(dims))}; }
 
@@ -381,5 +382,6 @@ TEST(RnnCellLowering, StepsPtxAssemblesForEveryArchitecture) {
   }
 }
 
+}  // namespace rnn_cell_lowering_test
 }  // namespace
 }  // namespace weft::codegen

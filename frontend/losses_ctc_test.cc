@@ -22,6 +22,7 @@
 
 namespace weft {
 namespace {
+namespace losses_ctc_test {  // this file's names, apart in its package's unity test
 
 using testing::to_f64;
 
@@ -396,5 +397,6 @@ TEST(CtcErrors, FourInputsNeeded) {
                 "[in CTCLoss(mean)]");
 }
 
+}  // namespace losses_ctc_test
 }  // namespace
 }  // namespace weft

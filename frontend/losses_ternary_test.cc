@@ -16,6 +16,7 @@
 
 namespace weft {
 namespace {
+namespace losses_ternary_test {  // this file's names, apart in its package's unity test
 
 using testing::to_f64;
 
@@ -191,5 +192,6 @@ TEST(TernaryLossErrors, ThreeInputsNeeded) {
                 "MarginRankingLoss(mean, margin=0.0)]");
 }
 
+}  // namespace losses_ternary_test
 }  // namespace
 }  // namespace weft

@@ -17,6 +17,7 @@
 
 namespace weft {
 namespace {
+namespace losses_test {  // this file's names, apart in its package's unity test
 
 using testing::to_f64;
 
@@ -346,5 +347,6 @@ TEST(LossErrors, TargetMissing) {
                 " [in BCEWithLogitsLoss(mean)]");
 }
 
+}  // namespace losses_test
 }  // namespace
 }  // namespace weft

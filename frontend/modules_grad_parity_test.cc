@@ -27,6 +27,7 @@
 
 namespace weft {
 namespace {
+namespace modules_grad_parity_test {  // this file's names, apart in its package's unity test
 
 using testing::conv;
 using testing::error_of;
@@ -352,5 +353,6 @@ TEST(ModuleGradErrors, PatchesAndBags) {
                 "i32) in fixed-size bags [B, L], got i64[6] [in EmbeddingBag(10, 4, mean)]");
 }
 
+}  // namespace modules_grad_parity_test
 }  // namespace
 }  // namespace weft

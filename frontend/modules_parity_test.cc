@@ -21,6 +21,7 @@
 
 namespace weft {
 namespace {
+namespace modules_parity_test {  // this file's names, apart in its package's unity test
 
 using testing::conv;
 using testing::error_of;
@@ -448,5 +449,6 @@ TEST(ModuleErrors, LinearAndActivations) {
                        "same leading dims and dtype, got f32[6,3] and f32[5,4] [in Bilinear(3x4->5)]");
 }
 
+}  // namespace modules_parity_test
 }  // namespace
 }  // namespace weft

@@ -11,6 +11,7 @@
 
 namespace weft {
 namespace {
+namespace param_groups_test {  // this file's names, apart in its package's unity test
 
 /// encoder (labelled, holding a labelled `inner`) -> Linear(8, 3).
 FlowPtr net() {
@@ -165,5 +166,6 @@ TEST(ParamGroupsApi, FreezingAGroup) {
   EXPECT_FALSE(t->values().at("encoder.1.weight") == w);
 }
 
+}  // namespace param_groups_test
 }  // namespace
 }  // namespace weft

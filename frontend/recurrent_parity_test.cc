@@ -13,6 +13,7 @@
 
 namespace weft {
 namespace {
+namespace recurrent_parity_test {  // this file's names, apart in its package's unity test
 
 const std::string kDir = "frontend/testdata/sequence/";
 constexpr double kTol = 1e-5;
@@ -119,5 +120,6 @@ TEST(Recurrent, SequenceModuleErrors) {
             "GRU(3->4, layers=2): the initial state h0 must be f32[2,2,4], got f32[1,2,4]");
 }
 
+}  // namespace recurrent_parity_test
 }  // namespace
 }  // namespace weft

@@ -13,6 +13,7 @@
 
 namespace weft {
 namespace {
+namespace scheduled_momentum_test {  // this file's names, apart in its package's unity test
 
 FlowPtr net() {
   auto n = FlowBuilder::from(Linear(4, 8)).through(Tanh()).through(Linear(8, 3)).build();
@@ -111,5 +112,6 @@ TEST(ScheduledMomentum, OneCycleOnTheCpuBackendMatchesTheReference) {
   }
 }
 
+}  // namespace scheduled_momentum_test
 }  // namespace
 }  // namespace weft

@@ -15,6 +15,7 @@
 
 namespace weft {
 namespace {
+namespace sequence_parity_test {  // this file's names, apart in its package's unity test
 
 const std::string kDir = "frontend/testdata/sequence/";
 const std::string kFile = "frontend/sequence_parity_test.cc";
@@ -350,5 +351,6 @@ TEST(RecurrentErrors, LSTMCellInputWidth) {
                 " [in LSTMCell(3->4)]");
 }
 
+}  // namespace sequence_parity_test
 }  // namespace
 }  // namespace weft

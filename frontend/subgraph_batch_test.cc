@@ -14,6 +14,7 @@
 
 namespace weft {
 namespace {
+namespace subgraph_batch_test {  // this file's names, apart in its package's unity test
 
 using Values = std::map<std::string, Tensor>;
 
@@ -93,5 +94,6 @@ TEST(SubgraphBatch, WithoutTheBatchInTheCheckpointTypesMustMatch) {
       << r.error().message;
 }
 
+}  // namespace subgraph_batch_test
 }  // namespace
 }  // namespace weft

@@ -14,6 +14,7 @@
 
 namespace weft {
 namespace {
+namespace training_derived_state_test {  // this file's names, apart in its package's unity test
 
 std::vector<Tensor> batch(int i) {
   Tensor x(Type{DType::f32, {8, 6}});
@@ -55,5 +56,6 @@ TEST(TrainerDerivedState, CopiesAreRefreshedOnlyWhenTheParametersChangeOutsideTh
   }
 }
 
+}  // namespace training_derived_state_test
 }  // namespace
 }  // namespace weft

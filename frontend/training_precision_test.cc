@@ -16,6 +16,7 @@
 
 namespace weft {
 namespace {
+namespace training_precision_test {  // this file's names, apart in its package's unity test
 
 std::string tmp(const std::string& name) {
   return std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp") + "/" + name;
@@ -335,5 +336,6 @@ TEST(MixedPrecision, RefusesOtherPrecisions) {
   }
 }
 
+}  // namespace training_precision_test
 }  // namespace
 }  // namespace weft

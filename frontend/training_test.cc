@@ -15,6 +15,7 @@
 
 namespace weft {
 namespace {
+namespace training_test {  // this file's names, apart in its package's unity test
 
 const std::string kData = "frontend/testdata/training/";
 
@@ -388,5 +389,6 @@ TEST(Trainer, ProfilingWhereTheBackendHasAProfiler) {
   }
 }
 
+}  // namespace training_test
 }  // namespace
 }  // namespace weft

@@ -341,7 +341,7 @@ TEST(RoundTripPropertyTest, RandomGraphs) {
     total_nodes += g.nodes().size();
     expect_text_round_trip(g, seed);
     expect_json_round_trip(g, seed);
-    if (testing::Test::HasFailure()) break;  // One failing seed is enough to debug.
+    if (::testing::Test::HasFailure()) break;  // One failing seed is enough to debug.
   }
   EXPECT_GT(total_nodes, 3000u);
 }

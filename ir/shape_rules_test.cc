@@ -6,6 +6,7 @@
 
 namespace weft {
 namespace {
+namespace shape_rules_test {  // this file's names, apart in its package's unity test
 
 const Location kLoc{"model.wir", 3, 8, ""};
 
@@ -475,5 +476,6 @@ TEST(ShapeRulesTest, OperandCountIsChecked) {
             "model.wir:3:8: error: 'concat' takes at least 1 operand, but none were given");
 }
 
+}  // namespace shape_rules_test
 }  // namespace
 }  // namespace weft

@@ -7,6 +7,7 @@
 
 namespace weft {
 namespace {
+namespace fold_concats_test {  // this file's names, apart in its package's unity test
 
 Graph parse(std::string_view text) {
   StatusOr<Graph> g = parse_graph(text, "test.wir");
@@ -251,5 +252,6 @@ TEST(FoldConcatsTest, PlanRefusesAPartReadAfterItsConcat) {
             "is a part twice");
 }
 
+}  // namespace fold_concats_test
 }  // namespace
 }  // namespace weft

@@ -15,6 +15,7 @@
 
 namespace weft {
 namespace {
+namespace mask_loop_exits_test {  // this file's names, apart in its package's unity test
 
 StatusOr<Graph> parse(const std::string& text) {
   WEFT_ASSIGN_OR_RETURN(Graph g, parse_graph(text, "mask_loop_exits_test.cc"));
@@ -114,5 +115,6 @@ TEST(LoopExits, StopAndActiveMustNameBoolFlags) {
       << bad_active.error().to_string();
 }
 
+}  // namespace mask_loop_exits_test
 }  // namespace
 }  // namespace weft

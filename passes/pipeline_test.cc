@@ -14,6 +14,7 @@
 
 namespace weft {
 namespace {
+namespace pipeline_test {  // this file's names, apart in its package's unity test
 
 constexpr char kModel[] = R"(graph @f(%x: f32[4,6], %w: f32[6,5] {param}) {
   %h = matmul(%x, %w)
@@ -216,5 +217,6 @@ TEST(PipelineTest, DumpsOneFilePerPass) {
   EXPECT_TRUE(parse_graph(dce, "04-dce.wir").ok());
 }
 
+}  // namespace pipeline_test
 }  // namespace
 }  // namespace weft

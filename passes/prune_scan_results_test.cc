@@ -12,6 +12,7 @@
 
 namespace weft {
 namespace {
+namespace prune_scan_results_test {  // this file's names, apart in its package's unity test
 
 Graph parse(const std::string& text) {
   StatusOr<Graph> g = parse_graph(text, "prune_scan_results_test.cc");
@@ -146,5 +147,6 @@ TEST(PruneScanResults, AGradientLoopStacksEachValueOnce) {
   expect_same_values(*grad, g);
 }
 
+}  // namespace prune_scan_results_test
 }  // namespace
 }  // namespace weft

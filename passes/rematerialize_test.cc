@@ -83,7 +83,7 @@ TEST(RematerializeTest, NoChangeWhereRecomputingWouldNotFreeMemoryForFree) {
   %g5 = add(%c, %g4) : f32[64,8]
   return %g5, %o
 })"),
-            testing::HasSubstr("(no change)"));
+            ::testing::HasSubstr("(no change)"));
 }
 
 // A norm's centred values read again after its statistics (a reduction between): row
@@ -97,7 +97,7 @@ TEST(RematerializeTest, AReductionIsNoKernelBoundary) {
   %y = mul(%xc, %var) : f32[64,128]
   return %y
 })"),
-              testing::HasSubstr("(no change)"));
+              ::testing::HasSubstr("(no change)"));
 }
 
 // The recomputation may read one value of the recomputed value's size, not two.
@@ -109,7 +109,7 @@ TEST(RematerializeTest, AtMostOneLargeOperand) {
   %g = mul(%y, %c) : f32[64,8]
   return %g
 })"),
-              testing::HasSubstr("(no change)"));
+              ::testing::HasSubstr("(no change)"));
 }
 
 }  // namespace

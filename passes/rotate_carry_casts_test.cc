@@ -26,6 +26,7 @@
 
 namespace weft {
 namespace {
+namespace rotate_carry_casts_test {  // this file's names, apart in its package's unity test
 
 /// A GRU-like cell, h' = n + z·(h - n) with z = σ(a), n = tanh(a), a = h·W + x: the carry
 /// is read by a product (low, once autocast) and by the update (f32). `attrs` adds to
@@ -413,5 +414,6 @@ TEST(RotateCarryCasts, SuiteBf16StepsSummingHalfCotangentsInF32) {
   }
 }
 
+}  // namespace rotate_carry_casts_test
 }  // namespace
 }  // namespace weft

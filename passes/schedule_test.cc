@@ -8,6 +8,7 @@
 
 namespace weft {
 namespace {
+namespace schedule_test {  // this file's names, apart in its package's unity test
 
 // Three 1 KiB values computed before any of them is reduced: 3 KiB live at once.
 constexpr const char* kWide = R"(graph @f(%x: f32[256]) {
@@ -201,5 +202,6 @@ TEST(ScheduleMemoryTest, UnknownTypesAreAnError) {
 )").find("no type"), std::string::npos);
 }
 
+}  // namespace schedule_test
 }  // namespace
 }  // namespace weft

@@ -16,6 +16,7 @@
 
 namespace weft {
 namespace {
+namespace unroll_scans_test {  // this file's names, apart in its package's unity test
 
 Type f32(std::vector<int64_t> dims) { return Type{DType::f32, Shape(std::move(dims))}; }
 
@@ -83,5 +84,6 @@ TEST(UnrollScans, AGraphWithoutLoopsIsUnchanged) {
   EXPECT_FALSE(*changed);
 }
 
+}  // namespace unroll_scans_test
 }  // namespace
 }  // namespace weft

@@ -19,6 +19,7 @@
 
 namespace weft::onnx_io {
 namespace {
+namespace aot_export_test {  // this file's names, apart in its package's unity test
 
 using testing::CommandResult;
 using testing::run_command;
@@ -150,5 +151,6 @@ TEST(AotExportOnnx, AnUnwritablePathIsRefusedBeforeTraining) {
       << r.out;
 }
 
+}  // namespace aot_export_test
 }  // namespace
 }  // namespace weft::onnx_io

@@ -14,6 +14,7 @@
 
 namespace weft::onnx_io {
 namespace {
+namespace export_models_test {  // this file's names, apart in its package's unity test
 
 /// Data inputs: floats uniform in [-1, 1), integers (tokens) in [0, token_range).
 std::vector<Tensor> data_inputs(const Graph& g, int64_t token_range) {
@@ -62,5 +63,6 @@ INSTANTIATE_TEST_SUITE_P(Loops, ExportBenchModel,
                          ::testing::Values("feedback_fixed", "iterative_refine", "gru_seq", "lstm_seq"),
                          [](const auto& info) { return info.param; });
 
+}  // namespace export_models_test
 }  // namespace
 }  // namespace weft::onnx_io

@@ -22,6 +22,7 @@
 
 namespace weft::onnx_io {
 namespace {
+namespace exporter_test {  // this file's names, apart in its package's unity test
 
 Tensor f32(Shape s, std::vector<float> v) { return Tensor::from_vector<float>(std::move(s), v); }
 
@@ -557,5 +558,6 @@ TEST(Export, CheckOnnxModelReportsOnnxsMessage) {
   EXPECT_EQ(s.error().message.rfind("the ONNX model fails ONNX's checks: ", 0), 0u) << s.error().message;
 }
 
+}  // namespace exporter_test
 }  // namespace
 }  // namespace weft::onnx_io

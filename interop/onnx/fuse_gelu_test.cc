@@ -12,6 +12,7 @@
 
 namespace weft::onnx_io {
 namespace {
+namespace fuse_gelu_test {  // this file's names, apart in its package's unity test
 
 const std::vector<float> kX = {-3.0f, -1.0f, -0.25f, 0.0f, 0.5f, 2.0f};
 
@@ -110,5 +111,6 @@ TEST(FuseGelu, OtherConstantsAreNotGelu) {
   EXPECT_EQ(count(g->graph, Op::Erf), 1);
 }
 
+}  // namespace fuse_gelu_test
 }  // namespace
 }  // namespace weft::onnx_io

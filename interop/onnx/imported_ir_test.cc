@@ -15,6 +15,7 @@
 
 namespace weft::onnx_io {
 namespace {
+namespace imported_ir_test {  // this file's names, apart in its package's unity test
 
 std::string listing(const std::map<std::string, int64_t>& h) {
   std::string out;
@@ -50,5 +51,6 @@ TEST_P(ImportedIr, TheImportedStepLowersAsTheBuildersDoes) {
 INSTANTIATE_TEST_SUITE_P(Suite, ImportedIr, ::testing::Values(Case{"mlp", 0}, Case{"transformer", 1}),
                          [](const auto& info) { return info.param.model; });
 
+}  // namespace imported_ir_test
 }  // namespace
 }  // namespace weft::onnx_io

@@ -10,6 +10,7 @@
 
 namespace weft::onnx_io {
 namespace {
+namespace importer_test {  // this file's names, apart in its package's unity test
 
 Tensor f32(Shape s, std::vector<float> v) { return Tensor::from_vector<float>(std::move(s), v); }
 
@@ -286,5 +287,6 @@ TEST(Importer, ConstantInputsAreFixedAtImport) {
             "test.onnx: the model has no input named 'nope'");
 }
 
+}  // namespace importer_test
 }  // namespace
 }  // namespace weft::onnx_io

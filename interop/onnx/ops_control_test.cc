@@ -18,6 +18,7 @@
 
 namespace weft::onnx_io {
 namespace {
+namespace ops_control_test {  // this file's names, apart in its package's unity test
 
 namespace fs = std::filesystem;
 
@@ -646,5 +647,6 @@ TEST(OnnxNodeTests, ScanLoopAndIf) {
             "must be a constant or an initializer) is not supported");
 }
 
+}  // namespace ops_control_test
 }  // namespace
 }  // namespace weft::onnx_io

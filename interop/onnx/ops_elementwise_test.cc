@@ -18,6 +18,7 @@
 
 namespace weft::onnx_io {
 namespace {
+namespace ops_elementwise_test {  // this file's names, apart in its package's unity test
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -849,11 +850,13 @@ TEST(OnnxNodeTests, EveryCaseOfTheseOpsPassesOrIsRefusedAsExpected) {
   std::printf("%-16s %2d / %2d\n", "all", passed, cases);
 }
 
+}  // namespace ops_elementwise_test
 }  // namespace
 }  // namespace weft::onnx_io
 
 namespace weft::onnx_io {
 namespace {
+namespace ops_elementwise_test {  // this file's names, apart in its package's unity test
 
 // PyTorch's exports of the time (opset 6: legacy broadcasting, per-channel PRelu, Softmax
 // over matrix rows) of these ops.
@@ -898,5 +901,6 @@ TEST(OnnxNodeTests, PyTorchModelsOfTheseOpsPass) {
   }
 }
 
+}  // namespace ops_elementwise_test
 }  // namespace
 }  // namespace weft::onnx_io

@@ -20,6 +20,7 @@
 
 namespace weft::onnx_io {
 namespace {
+namespace ops_nn_test {  // this file's names, apart in its package's unity test
 
 namespace fs = std::filesystem;
 
@@ -990,5 +991,6 @@ TEST(OnnxNnTestData, PassCountsPerOp) {
   }
 }
 
+}  // namespace ops_nn_test
 }  // namespace
 }  // namespace weft::onnx_io

@@ -10,6 +10,7 @@
 
 namespace weft::onnx_io {
 namespace {
+namespace ops_reduce_linalg_test {  // this file's names, apart in its package's unity test
 
 // ---- Reductions -----------------------------------------------------------------------
 
@@ -168,5 +169,6 @@ TEST(LinalgOps, EinsumAsMatmul) {
   EXPECT_EQ(diag_product.y(), f32({2}, {12, 34}));
 }
 
+}  // namespace ops_reduce_linalg_test
 }  // namespace
 }  // namespace weft::onnx_io

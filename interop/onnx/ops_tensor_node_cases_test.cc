@@ -14,6 +14,7 @@
 
 namespace weft::onnx_io {
 namespace {
+namespace ops_tensor_node_cases_test {  // this file's names, apart in its package's unity test
 
 namespace fs = std::filesystem;
 
@@ -164,5 +165,6 @@ TEST(OnnxNodeTests, TensorReduceAndLinalgOps) {
   EXPECT_GE(passed + passed_constant, 269);
 }
 
+}  // namespace ops_tensor_node_cases_test
 }  // namespace
 }  // namespace weft::onnx_io

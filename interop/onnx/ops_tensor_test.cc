@@ -14,6 +14,7 @@
 
 namespace weft::onnx_io {
 namespace {
+namespace ops_tensor_test {  // this file's names, apart in its package's unity test
 
 
 TEST(TensorOps, FlattenSqueezeUnsqueezeTranspose) {
@@ -537,5 +538,6 @@ TEST(TensorOps, InvalidNodesAreRefusedNamingTheProblem) {
   }
 }
 
+}  // namespace ops_tensor_test
 }  // namespace
 }  // namespace weft::onnx_io

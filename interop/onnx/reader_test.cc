@@ -9,6 +9,7 @@
 
 namespace weft::onnx_io {
 namespace {
+namespace reader_test {  // this file's names, apart in its package's unity test
 
 namespace fs = std::filesystem;
 
@@ -160,5 +161,6 @@ TEST(Reader, OpsetOfTheDefaultDomain) {
   EXPECT_EQ(f->opset, 13);
 }
 
+}  // namespace reader_test
 }  // namespace
 }  // namespace weft::onnx_io

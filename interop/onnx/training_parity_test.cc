@@ -24,6 +24,7 @@
 
 namespace weft::onnx_io {
 namespace {
+namespace training_parity_test {  // this file's names, apart in its package's unity test
 
 const std::string kFixtures = "interop/onnx/testdata/parity/";
 
@@ -157,5 +158,6 @@ TEST(TrainingParity, TransformerEvaluatesAsPyTorchAfterTraining) {
   train_transformer("reference", After::evaluate);
 }
 
+}  // namespace training_parity_test
 }  // namespace
 }  // namespace weft::onnx_io

@@ -11,6 +11,7 @@
 
 namespace weft::cpu {
 namespace {
+namespace contraction_test {  // this file's names, apart in its package's unity test
 
 using testing::matches_reference;
 using testing::random_tensor;
@@ -437,5 +438,6 @@ TEST(PoolTest, SpecialValuesMatchReferenceBitwise) {
   }
 }
 
+}  // namespace contraction_test
 }  // namespace
 }  // namespace weft::cpu

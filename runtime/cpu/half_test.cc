@@ -14,6 +14,7 @@
 
 namespace weft::cpu {
 namespace {
+namespace half_test {  // this file's names, apart in its package's unity test
 
 using testing::random_tensor;
 using testing::run_both;
@@ -376,5 +377,6 @@ TEST(HalfGemmEpilogueTest, Bf16MatmulThenEpilogue) {
   force_bf16_conversion_for_testing(false);
 }
 
+}  // namespace half_test
 }  // namespace
 }  // namespace weft::cpu

@@ -16,6 +16,7 @@
 
 namespace weft::cpu {
 namespace {
+namespace matmul_bf16_test {  // this file's names, apart in its package's unity test
 
 Tensor rnd(DType dtype, Shape shape, unsigned seed) {
   return testing::random_tensor(Type{dtype, std::move(shape)}, seed, -1, 1);
@@ -307,5 +308,6 @@ TEST(HalfMatmulSplitTest, UnknownSwitchValueIsAnError) {
   EXPECT_EQ(k.error().message, message);
 }
 
+}  // namespace matmul_bf16_test
 }  // namespace
 }  // namespace weft::cpu

@@ -9,6 +9,7 @@
 
 namespace weft::cpu {
 namespace {
+namespace movement_test {  // this file's names, apart in its package's unity test
 
 using testing::matches_reference;
 using testing::random_tensor;
@@ -205,5 +206,6 @@ TEST(MovementTest, OneHot) {
   expect_matches(Op::OneHot, {{"depth", int64_t{10}}}, {labels});
 }
 
+}  // namespace movement_test
 }  // namespace
 }  // namespace weft::cpu

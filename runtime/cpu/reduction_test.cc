@@ -11,6 +11,7 @@
 
 namespace weft::cpu {
 namespace {
+namespace reduction_test {  // this file's names, apart in its package's unity test
 
 using testing::matches_reference;
 using testing::random_tensor;
@@ -141,5 +142,6 @@ TEST(ReductionTest, OtherDTypesHaveNoKernel) {
   EXPECT_FALSE(c.has_kernel);
 }
 
+}  // namespace reduction_test
 }  // namespace
 }  // namespace weft::cpu

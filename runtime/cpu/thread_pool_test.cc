@@ -23,7 +23,7 @@ TEST(PartitionTest, CoversRangeInBalancedChunksOfAtLeastGrain) {
     for (int64_t n : {0, 1, 2, 3, 7, 16, 17, 100, 1000, 4097}) {
       for (int64_t grain : {-1, 0, 1, 2, 3, 16, 1000, 5000}) {
         const Partition p = Partition::make(n, grain, threads);
-        SCOPED_TRACE(testing::Message() << "n=" << n << " grain=" << grain
+        SCOPED_TRACE(::testing::Message() << "n=" << n << " grain=" << grain
                                         << " threads=" << threads);
         if (n == 0) {
           EXPECT_EQ(p.num_chunks, 0);

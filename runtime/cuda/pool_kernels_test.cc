@@ -19,6 +19,7 @@
 
 namespace weft::cuda {
 namespace {
+namespace pool_kernels_test {  // this file's names, apart in its package's unity test
 
 using test_util::random_tensor;
 using test_util::reference_node;
@@ -233,5 +234,6 @@ TEST(PoolKernels, PlanRefusesWhatTheKernelsDoNotRun) {
             "max_pool2d: types do not match pooling [1,1,4,4]: f32[1,1,4,4] -> f32[1,1,3,3]");
 }
 
+}  // namespace pool_kernels_test
 }  // namespace
 }  // namespace weft::cuda

@@ -31,6 +31,7 @@
 
 namespace weft::cuda {
 namespace {
+namespace recurrent_plan_test {  // this file's names, apart in its package's unity test
 
 using namespace plan_testing;
 
@@ -452,5 +453,6 @@ TEST(RecurrentPlan, EarlyExitsAreRefused) {
             "persistent loop @cell: the loop has an early exit (stop or active)");
 }
 
+}  // namespace recurrent_plan_test
 }  // namespace
 }  // namespace weft::cuda

@@ -14,6 +14,7 @@
 
 namespace weft {
 namespace {
+namespace loss_scale_f16_test {  // this file's names, apart in its package's unity test
 
 /// Batch `i`: x [64, 64] and targets [64, 8] in [-2, 2].
 std::vector<Tensor> batch(int i) {
@@ -59,5 +60,6 @@ TEST(LossScalingF16, AnF16OverflowIsSkippedOnTheCpuAsOnTheReference) {
   EXPECT_LT(worst, 1e-4);
 }
 
+}  // namespace loss_scale_f16_test
 }  // namespace
 }  // namespace weft

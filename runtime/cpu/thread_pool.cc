@@ -67,12 +67,12 @@ Partition Partition::make(int64_t n, int64_t grain, int threads) {
 
 namespace {
 
-// $WEFT_NUM_THREADS as a count: 0 when unset, -1 when set to anything but a positive
-// integer (thread_count_problem names it).
+// $WEFT_NUM_THREADS as a count: 0 when unset or empty, -1 when set to anything but a
+// positive integer (thread_count_problem names it).
 int env_num_threads(const char** text) {
   const char* env = std::getenv("WEFT_NUM_THREADS");
   if (text) *text = env;
-  if (!env) return 0;
+  if (!env || *env == '\0') return 0;
   errno = 0;
   char* end = nullptr;
   const long n = std::strtol(env, &end, 10);

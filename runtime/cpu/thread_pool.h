@@ -60,7 +60,8 @@ struct Partition {
 };
 
 /// The thread count a pool gets by default: $WEFT_NUM_THREADS when set to a positive
-/// number, otherwise std::thread::hardware_concurrency() (at least 1).
+/// number (thread_count_problem refuses other values where a count enters weft),
+/// otherwise std::thread::hardware_concurrency() (at least 1).
 int default_num_threads();
 
 /// Why a pool of `requested` threads (0: the default) cannot be what was asked for: a

@@ -136,6 +136,29 @@ TEST(ParamGroupsApi, SetLrScalesEveryGroupAndEachGroupHasItsOwn) {
             "OptimizerSpec::with_group)");
 }
 
+// set_lr(NaN) made every weight NaN silently: the step refuses it and changes nothing;
+// a group's rate is refused where it is set.
+TEST(ParamGroupsApi, ALearningRateThatIsNotFiniteIsRefused) {
+  for (const char* backend : {"cpu", "reference"}) {
+    auto t = compile(OptimizerSpec::adam(0.01).with_group("encoder.inner", {.lr = 0.001}), backend);
+    ASSERT_TRUE(t.ok()) << t.error().to_string();
+    const auto before = t->values();
+    t->set_lr(std::nan(""));
+    StatusOr<double> loss = t->step(batch(0, 6));
+    ASSERT_FALSE(loss.ok()) << backend;
+    EXPECT_EQ(loss.error().message,
+              "set_lr(nan): the learning rate must be finite (a step with it makes every weight NaN)");
+    EXPECT_EQ(t->steps(), 0);
+    EXPECT_EQ(t->values().at("encoder.inner.0.weight").to_doubles(),
+              before.at("encoder.inner.0.weight").to_doubles());
+    t->set_lr(0.01);
+    EXPECT_EQ(t->set_lr("encoder.inner", INFINITY).to_string(),
+              "error: set_lr('encoder.inner', inf): the learning rate must be finite (a step with it makes "
+              "every weight NaN)");
+    ASSERT_TRUE(t->step(batch(0, 6)).ok());
+  }
+}
+
 TEST(ParamGroupsApi, Errors) {
   auto overlap = compile(OptimizerSpec::sgd(0.1).with_group("encoder").with_group("encoder.inner"),
                          "reference");

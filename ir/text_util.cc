@@ -129,6 +129,10 @@ std::optional<size_t> find_excess_nesting(std::string_view text, int max_depth) 
   return std::nullopt;
 }
 
+std::string counted(int64_t n, std::string_view noun) {
+  return std::to_string(n) + " " + std::string(noun) + (n == 1 ? "" : "s");
+}
+
 std::string format_bytes(int64_t bytes, int decimals, bool trim_zeros) {
   if (bytes < 1024) return std::to_string(bytes) + " B";
   constexpr const char* kUnits[] = {"KiB", "MiB", "GiB"};

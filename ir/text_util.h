@@ -46,6 +46,9 @@ Location location_of_byte(std::string_view text, size_t offset, std::string_view
 /// decimals are dropped, and the point with them ("256 KiB", "1.5 MiB", "1.25 MiB").
 std::string format_bytes(int64_t bytes, int decimals = 1, bool trim_zeros = false);
 
+/// `n` and `noun` for messages: "1 array", "3 arrays", "0 elements" (the plural adds "s").
+std::string counted(int64_t n, std::string_view noun);
+
 /// `text` made safe inside HTML or XML text and double-quoted attribute values: `&`, `<`,
 /// `>` and `"` become entities; everything else is kept.
 std::string html_escape(std::string_view text);

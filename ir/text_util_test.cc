@@ -30,6 +30,12 @@ TEST(FormatBytes, DecimalsAndTrimmedZeros) {
   EXPECT_EQ(format_bytes(2250, /*decimals=*/2, /*trim_zeros=*/true), "2.2 KiB");
 }
 
+TEST(Counted, SingularForOne) {
+  EXPECT_EQ(counted(1, "array"), "1 array");
+  EXPECT_EQ(counted(0, "element"), "0 elements");
+  EXPECT_EQ(counted(784, "element"), "784 elements");
+}
+
 TEST(FindInvalidUtf8, TheFirstByteThatBeginsNoValidSequence) {
   EXPECT_EQ(find_invalid_utf8("plain ascii"), std::nullopt);
   EXPECT_EQ(find_invalid_utf8("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"), std::nullopt);  // é € 😀

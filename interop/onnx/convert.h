@@ -167,5 +167,7 @@ int first_converted_opset(std::string_view op_type);
 
 /// The highest opset of the default domain the importer knows.
 inline constexpr int kMaxOpset = 17;
+/// The newest ONNX IR version the importer knows (ONNX 1.12's, the one of opset 17).
+inline constexpr int64_t kMaxIrVersion = 8;
 
 }  // namespace weft::onnx_io

@@ -45,6 +45,32 @@ std::string origin_of(const OnnxFile& file, const std::string& name) {
   return std::filesystem::path(file.path).filename().string() + ":" + name;
 }
 
+// Whether `dims` fits the shape `v` declares: none declared, or as many dims with each
+// fixed one equal (a symbolic or unknown dim fits any size).
+bool fits_declared(const onnx::ValueInfoProto& v, const std::vector<int64_t>& dims) {
+  const onnx::TypeProto::Tensor& tt = v.type().tensor_type();
+  if (!tt.has_shape()) return true;
+  if (tt.shape().dim_size() != static_cast<int>(dims.size())) return false;
+  for (int k = 0; k < tt.shape().dim_size(); ++k) {
+    const onnx::TensorShapeProto::Dimension& d = tt.shape().dim(k);
+    if (d.has_dim_value() && d.dim_value() >= 0 && d.dim_value() != dims[static_cast<size_t>(k)]) return false;
+  }
+  return true;
+}
+
+// The shape `v` declares as text: "[batch,3,?]" ("?": unknown).
+std::string declared_shape(const onnx::ValueInfoProto& v) {
+  std::string s = "[";
+  const onnx::TensorShapeProto& shape = v.type().tensor_type().shape();
+  for (int k = 0; k < shape.dim_size(); ++k) {
+    const onnx::TensorShapeProto::Dimension& d = shape.dim(k);
+    s += (k ? "," : "") + (d.has_dim_value() && d.dim_value() >= 0 ? std::to_string(d.dim_value())
+                           : d.has_dim_param() && !d.dim_param().empty() ? d.dim_param()
+                                                                          : std::string("?"));
+  }
+  return s + "]";
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -411,12 +437,27 @@ std::vector<ValueId> Importer::run(const std::vector<ValueId>& inputs) {
     fail("opset " + std::to_string(file_.opset) + " is newer than weft's importer reads (up to " +
          std::to_string(kMaxOpset) + ")");
   }
+  if (file_.model.ir_version() > kMaxIrVersion) {
+    fail("IR version " + std::to_string(file_.model.ir_version()) + " is newer than weft's importer reads (up to " +
+         std::to_string(kMaxIrVersion) + ")");
+  }
   if (g.sparse_initializer_size() > 0) fail("sparse initializers are not supported");
   add_initializers(g);
   std::map<std::string, Entry>& values = scopes_.back().values;
   size_t k = 0;
+  // Whether every data input has the shape the model declares: then so must its outputs.
+  bool inputs_as_declared = true;
   for (const onnx::ValueInfoProto& in : g.input()) {
-    if (values.count(in.name())) continue;  // an initializer listed as an input (IR < 4)
+    if (auto it = values.find(in.name()); it != values.end()) {  // an initializer listed as an input (IR < 4)
+      const onnx::TensorProto& t = *it->second.initializer;
+      const std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
+      if (!fits_declared(in, dims)) {
+        fail("input '" + in.name() + "' is declared as " + declared_shape(in) + " but its initializer holds " +
+             Shape(dims).to_string() +
+             " (an initializer that stands for an input must have its shape)");
+      }
+      continue;
+    }
     if (constant_inputs_ != nullptr && constant_inputs_->count(in.name())) {
       Entry en;
       en.constant = constant_inputs_->at(in.name());
@@ -427,6 +468,7 @@ std::vector<ValueId> Importer::run(const std::vector<ValueId>& inputs) {
     if (k >= inputs.size()) fail("the model has more inputs than the " + std::to_string(inputs.size()) + " given");
     Entry en;
     en.value = inputs[k++];
+    inputs_as_declared = inputs_as_declared && fits_declared(in, e_.type(*en.value).shape.dims);
     values[in.name()] = std::move(en);
   }
   if (k != inputs.size()) {
@@ -450,14 +492,18 @@ std::vector<ValueId> Importer::run(const std::vector<ValueId>& inputs) {
     }
     // The dtype the model declares for an output, where it gives one, is what weft
     // computes: a difference is a broken model (ONNX Runtime refuses to load it) or a
-    // converter's mistake, never something to write silently. (Shapes may differ: the
-    // inputs may have been given other shapes.)
+    // converter's mistake, never something to write silently. So is its shape, when the
+    // inputs have the shapes the model declares (given other shapes, outputs may differ).
     const int declared = out.type().tensor_type().elem_type();
     const Type computed = e_.type(*en.value);
     if (StatusOr<DType> d = dtype_from_onnx(declared); declared != 0 && (!d.ok() || *d != computed.dtype)) {
       fail("the model declares output '" + out.name() + "' as " +
            (d.ok() ? std::string(dtype_name(*d))
                    : onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(declared))) +
+           ", but it computes " + computed.to_string());
+    }
+    if (inputs_as_declared && !fits_declared(out, computed.shape.dims)) {
+      fail("the model declares output '" + out.name() + "' with shape " + declared_shape(out) +
            ", but it computes " + computed.to_string());
     }
     outputs.push_back(*en.value);

@@ -128,6 +128,57 @@ TEST(Importer, NewerOpsetIsRefused) {
             "test.onnx: opset 18 is newer than weft's importer reads (up to 17)");
 }
 
+// An IR version newer than the importer knows (99) imported silently.
+TEST(Importer, NewerIrVersionIsRefused) {
+  OnnxBuilder b;
+  b.input("x", DType::f32, {2});
+  b.node("Relu", {"x"}, {"y"});
+  b.output("y", DType::f32);
+  b.model().set_ir_version(99);
+  StatusOr<ImportedGraph> g = import_onnx(b.file());
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().message, "test.onnx: IR version 99 is newer than weft's importer reads (up to 8)");
+}
+
+// An initializer that stands for a graph input of another shape won silently.
+TEST(Importer, InitializerOfAnotherShapeThanItsInputIsRefused) {
+  OnnxBuilder b;
+  b.input("x", DType::f32, {2, 3});
+  b.input_symbolic("w", DType::f32, {"n", "2"});
+  b.model().mutable_graph()->mutable_input(1)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(
+      1)->set_dim_value(2);
+  b.initializer("w", f32({3, 3}, {1, 0, 0, 0, 1, 0, 0, 0, 1}));
+  b.node("MatMul", {"x", "w"}, {"y"});
+  b.output("y", DType::f32);
+  StatusOr<ImportedGraph> g = import_onnx(b.file());
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().message,
+            "test.onnx: input 'w' is declared as [n,2] but its initializer holds [3,3] (an initializer "
+            "that stands for an input must have its shape)");
+}
+
+// A declared output shape that the import does not compute was not checked; a symbolic
+// or unknown dim fits any size, and inputs given other shapes than declared skip it.
+TEST(Importer, DeclaredOutputShapeMustBeComputed) {
+  OnnxBuilder b;
+  b.input("x", DType::f32, {2, 3});
+  b.node("Relu", {"x"}, {"y"});
+  b.output("y", DType::f32);
+  onnx::TensorShapeProto* shape =
+      b.model().mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
+  shape->add_dim()->set_dim_param("batch");
+  shape->add_dim()->set_dim_value(4);
+  StatusOr<ImportedGraph> g = import_onnx(b.file());
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().message,
+            "test.onnx: the model declares output 'y' with shape [batch,4], but it computes f32[2,3]");
+  EXPECT_TRUE(import_onnx(b.file(), {.input_shapes = {{"x", Shape{2, 4}}}}).ok());
+  shape->mutable_dim(1)->set_dim_value(3);
+  EXPECT_TRUE(import_onnx(b.file()).ok());
+  shape->mutable_dim(1)->clear_dim_value();
+  EXPECT_TRUE(import_onnx(b.file()).ok());
+}
+
 TEST(Importer, OnnxModelIsAModuleWhoseInitializersKeepTheirNames) {
   OnnxBuilder b;
   b.input("x", DType::f32, {-1, 3});

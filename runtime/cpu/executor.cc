@@ -331,6 +331,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::create_bound(Program program, std:
   WEFT_CHECK(generated.size() == program.kernels.size(),
              "Executor::create: one function per generated kernel");
   check_layout(program, "cpu::Executor::create");
+  if (std::string problem = thread_count_problem(options.num_threads); !problem.empty()) return Error(problem);
   WEFT_RETURN_IF_ERROR(check_memory(program, options));
   std::unique_ptr<Executor> ex(new Executor());
   ex->check_numerics_ = options.check_numerics;

@@ -1,6 +1,7 @@
 // The Executor's profile report names its clock: wall time by default, the calling
 // thread's CPU time with WEFT_PROFILE_CLOCK=thread (the one-thread figures that stay
-// put while other processes load the machine).
+// put while other processes load the machine). It also refuses a thread count that is
+// not one.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -39,6 +40,18 @@ TEST(ExecutorProfile, ThreadCpuTimeWhenAskedFor) {
             "the reference interpreter), then 0 updates copied");
   // Any other value keeps the wall clock.
   EXPECT_EQ(first_line("wall").find("CPU time"), std::string::npos);
+}
+
+// create() refuses a thread count that is not one (thread_pool.h's thread_count_problem):
+// WEFT_NUM_THREADS=-4 ran on every core.
+TEST(ExecutorThreads, RefusesANegativeCountFromTheEnvironment) {
+  setenv("WEFT_NUM_THREADS", "-4", /*overwrite=*/1);
+  StatusOr<std::unique_ptr<Executor>> ex = Executor::create(Program{}, {}, {});
+  unsetenv("WEFT_NUM_THREADS");
+  ASSERT_FALSE(ex.ok());
+  EXPECT_EQ(ex.error().message,
+            "WEFT_NUM_THREADS='-4' (the environment): must be a positive count; unset it to use every core");
+  EXPECT_TRUE(Executor::create(Program{}, {}, {}).ok());
 }
 
 }  // namespace

@@ -4,8 +4,10 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <mutex>
 #include <system_error>
 #include <thread>
@@ -63,12 +65,39 @@ Partition Partition::make(int64_t n, int64_t grain, int threads) {
   return p;
 }
 
+namespace {
+
+// $WEFT_NUM_THREADS as a count: 0 when unset or empty, -1 when set to anything but a
+// positive integer (thread_count_problem names it).
+int env_num_threads(const char** text) {
+  const char* env = std::getenv("WEFT_NUM_THREADS");
+  if (text) *text = env;
+  if (!env || *env == '\0') return 0;
+  errno = 0;
+  char* end = nullptr;
+  const long n = std::strtol(env, &end, 10);
+  if (end == env || *end != '\0' || errno == ERANGE || n < 1 || n > std::numeric_limits<int>::max()) return -1;
+  return static_cast<int>(n);
+}
+
+}  // namespace
+
 int default_num_threads() {
-  if (const char* env = std::getenv("WEFT_NUM_THREADS")) {
-    const int n = std::atoi(env);
-    if (n > 0) return n;
-  }
+  if (const int n = env_num_threads(nullptr); n > 0) return n;
   return std::max(1u, std::thread::hardware_concurrency());
+}
+
+std::string thread_count_problem(int requested) {
+  if (requested < 0) {
+    return "num_threads=" + std::to_string(requested) +
+           " (an option): must be 0 ($WEFT_NUM_THREADS or every core) or a positive count";
+  }
+  const char* env = nullptr;
+  if (requested == 0 && env_num_threads(&env) < 0) {
+    return "WEFT_NUM_THREADS='" + std::string(env) +
+           "' (the environment): must be a positive count; unset it to use every core";
+  }
+  return "";
 }
 
 // Shared between the caller and the workers. A job is published by bumping

@@ -36,6 +36,7 @@
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -59,8 +60,16 @@ struct Partition {
 };
 
 /// The thread count a pool gets by default: $WEFT_NUM_THREADS when set to a positive
-/// number, otherwise std::thread::hardware_concurrency() (at least 1).
+/// number (thread_count_problem refuses other values where a count enters weft),
+/// otherwise std::thread::hardware_concurrency() (at least 1).
 int default_num_threads();
+
+/// Why a pool of `requested` threads (0: the default) cannot be what was asked for: a
+/// negative count, or $WEFT_NUM_THREADS set to anything but a positive count when the
+/// default is asked for (default_num_threads() would quietly use every core). The
+/// message names the value and where it came from; "" when the count is fine. Checked
+/// where a count enters weft (cpu::Executor::create), since a pool cannot fail.
+std::string thread_count_problem(int requested);
 
 class ThreadPool {
  public:

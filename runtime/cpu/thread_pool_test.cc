@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include <sys/resource.h>
 
 #include <atomic>
@@ -239,6 +241,29 @@ TEST(ThreadPoolTest, WorkerExceptionReachesCaller) {
   std::atomic<int> n{0};
   pool.parallel_for(2, 1, [&](int64_t b, int64_t e) { n += static_cast<int>(e - b); });
   EXPECT_EQ(n.load(), 2);
+}
+
+// A negative count, from the options or from $WEFT_NUM_THREADS, was taken as "every
+// core"; it is refused, naming the value and where it came from.
+TEST(ThreadCount, RefusesANegativeOrMalformedCount) {
+  unsetenv("WEFT_NUM_THREADS");
+  EXPECT_EQ(thread_count_problem(0), "");
+  EXPECT_EQ(thread_count_problem(3), "");
+  EXPECT_EQ(thread_count_problem(-2),
+            "num_threads=-2 (an option): must be 0 ($WEFT_NUM_THREADS or every core) or a positive count");
+  for (const char* bad : {"-3", "0", "abc", "4x", "99999999999"}) {
+    setenv("WEFT_NUM_THREADS", bad, /*overwrite=*/1);
+    EXPECT_EQ(thread_count_problem(0), "WEFT_NUM_THREADS='" + std::string(bad) +
+                                           "' (the environment): must be a positive count; unset it to use "
+                                           "every core");
+    EXPECT_EQ(thread_count_problem(2), "") << "an explicit count does not read the environment";
+  }
+  setenv("WEFT_NUM_THREADS", "", /*overwrite=*/1);  // empty: as if unset
+  EXPECT_EQ(thread_count_problem(0), "");
+  setenv("WEFT_NUM_THREADS", "3", /*overwrite=*/1);
+  EXPECT_EQ(thread_count_problem(0), "");
+  EXPECT_EQ(default_num_threads(), 3);
+  unsetenv("WEFT_NUM_THREADS");
 }
 
 }  // namespace

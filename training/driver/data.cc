@@ -7,6 +7,7 @@
 #include "training/data/dataset.h"
 #include "training/data/fashion_mnist.h"
 #include "formats/npy.h"
+#include "ir/text_util.h"
 
 namespace weft::driver {
 namespace {
@@ -38,9 +39,9 @@ StatusOr<Tensor> to_model_array(Tensor src, const TensorSpec& spec, const std::s
   if (n > 0 && per_sample != sample_elements(spec.type)) {
     Shape sample = src.shape();
     sample.dims.erase(sample.dims.begin());
-    return file_error(file, "samples of shape " + sample.to_string() + " (" + std::to_string(per_sample) +
-                                " elements) do not fit the model's input " + describe(spec) + " (" +
-                                std::to_string(sample_elements(spec.type)) + " elements per sample)");
+    return file_error(file, "samples of shape " + sample.to_string() + " (" + counted(per_sample, "element") +
+                                ") do not fit the model's input " + describe(spec) + " (" +
+                                counted(sample_elements(spec.type), "element") + " per sample)");
   }
   if (is_floating(src.dtype()) && !is_floating(spec.type.dtype)) {
     return file_error(file, "holds " + std::string(dtype_name(src.dtype())) +
@@ -91,12 +92,7 @@ StatusOr<Tensor> labels_as_target(const Tensor& labels, const TensorSpec& spec, 
 
 StatusOr<Split> npy_split(const std::vector<std::string>& files,
                           const std::vector<TensorSpec>& step_inputs, const std::string& flag) {
-  if (files.size() != step_inputs.size()) {
-    std::string names;
-    for (const TensorSpec& s : step_inputs) names += (names.empty() ? "" : ", ") + describe(s);
-    return Error{"--" + flag + " gives " + std::to_string(files.size()) + " arrays; the model's step takes " +
-                 std::to_string(step_inputs.size()) + " (the inputs, then the target): " + names};
-  }
+  WEFT_RETURN_IF_ERROR(check_array_count(flag, files.size(), step_inputs));
   Split split;
   split.source = flag;
   std::vector<Column> columns;
@@ -119,6 +115,15 @@ StatusOr<Split> npy_split(const std::vector<std::string>& files,
 }
 
 }  // namespace
+
+Status check_array_count(const std::string& flag, size_t arrays, const std::vector<TensorSpec>& step_inputs) {
+  if (arrays == step_inputs.size()) return Status();
+  std::string names;
+  for (const TensorSpec& s : step_inputs) names += (names.empty() ? "" : ", ") + describe(s);
+  return Error{"--" + flag + " gives " + counted(static_cast<int64_t>(arrays), "array") +
+               "; the model's step takes " + std::to_string(step_inputs.size()) +
+               " (the inputs, then the target): " + names};
+}
 
 int64_t sample_elements(const Type& type) {
   int64_t n = 1;

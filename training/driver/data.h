@@ -65,6 +65,10 @@ StatusOr<Dataset> load_npy(const std::vector<std::string>& train_files,
                            const std::vector<std::string>& test_files,
                            const std::vector<TensorSpec>& step_inputs);
 
+/// ok when `--flag` gives `arrays` arrays, one per step input; otherwise the error naming
+/// both counts and the inputs (the loaders and the driver's early check share it).
+Status check_array_count(const std::string& flag, size_t arrays, const std::vector<TensorSpec>& step_inputs);
+
 /// training/data/dataset.h's: the per-epoch shuffle, FashionMnist::order's permutation.
 using ::weft::epoch_order;
 

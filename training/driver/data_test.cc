@@ -200,7 +200,7 @@ TEST(NpyData, Errors) {
     return d.ok() ? std::string("ok") : d.error().to_string();
   };
   EXPECT_EQ(error({x, y}), "ok");
-  EXPECT_EQ(error({x}), "error: --train gives 1 arrays; the model's step takes 2 (the inputs, then the "
+  EXPECT_EQ(error({x}), "error: --train gives 1 array; the model's step takes 2 (the inputs, then the "
                         "target): 'x' f32[4,4], 'target' i64[4]");
   EXPECT_EQ(error({x, y}, {x, y, y}), "error: --test gives 3 arrays; the model's step takes 2 (the inputs, "
                                       "then the target): 'x' f32[4,4], 'target' i64[4]");
@@ -212,6 +212,9 @@ TEST(NpyData, Errors) {
   EXPECT_EQ(error({x, y}, {}, specs(Type{DType::f32, {4, 1, 28, 28}}, Type{DType::i64, {4}})),
             x + ": error: samples of shape [4] (4 elements) do not fit the model's input 'x' "
                 "f32[4,1,28,28] (784 elements per sample)");
+  EXPECT_EQ(error({x, y}, {}, specs(Type{DType::f32, {4, 1}}, Type{DType::i64, {4}})),
+            x + ": error: samples of shape [4] (4 elements) do not fit the model's input 'x' "
+                "f32[4,1] (1 element per sample)");
   const std::string missing = tmp("missing.npy");
   std::string e = error({missing, y});
   EXPECT_EQ(e.rfind(missing + ": error: ", 0), 0u) << e;

@@ -329,8 +329,8 @@ TEST(Driver, ErrorsAndExitStatuses) {
   write_classification(tmp("x.npy"), tmp("y.npy"), 20, 1);
   r = train("--train=" + tmp("x.npy") + "," + tmp("y.npy") + "," + tmp("y.npy"), "npy-classifier");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.out, "error: --train gives 3 arrays; the model's step takes 2 (the inputs, then the target): 'x', "
-                   "'target'\n");
+  EXPECT_EQ(r.out, "error: --train gives 3 arrays; the model's step takes 2 (the inputs, then the target): "
+                   "'x' f32[8,4], 'target' i64[8]\n");
 
   // Files: status 1, one line naming the file.
   r = train("--data=/nonexistent");

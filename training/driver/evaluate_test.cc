@@ -180,8 +180,8 @@ TEST(RunDriver, ExitStatuses) {
   EXPECT_EQ(r.err, "error: --epochs=x: not a whole number\n");
   r = run({"--train=" + tmp("x.npy")}, factory);
   EXPECT_EQ(r.status, kExitUsage);
-  EXPECT_EQ(r.err, "error: --train gives 1 arrays; the model's step takes 2 (the inputs, then the target): "
-                   "'x', 'target'\n");
+  EXPECT_EQ(r.err, "error: --train gives 1 array; the model's step takes 2 (the inputs, then the target): "
+                   "'x' f32[8,4], 'target' i64[8]\n");
   r = run({train, "--schedule=warmup-cosine", "--warmup-steps=10"}, factory);  // 40/8 = 5 steps
   EXPECT_EQ(r.status, kExitUsage);
   EXPECT_EQ(r.err, "error: --warmup-steps=10 must be less than the run's 5 steps\n");

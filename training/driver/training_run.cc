@@ -86,13 +86,7 @@ Status check_classes(const Split& split, const Trainable& model) {
 /// --train and --test give one array per step input.
 Status check_array_counts(const DriverConfig& config, const std::vector<TensorSpec>& step_inputs) {
   for (const auto& [flag, files] : {std::pair{"train", &config.train_files}, {"test", &config.test_files}}) {
-    if (!files->empty() && files->size() != step_inputs.size()) {
-      std::string names;
-      for (const TensorSpec& s : step_inputs) names += (names.empty() ? "'" : ", '") + s.name + "'";
-      return Error{"--" + std::string(flag) + " gives " + std::to_string(files->size()) +
-                   " arrays; the model's step takes " + std::to_string(step_inputs.size()) +
-                   " (the inputs, then the target): " + names};
-    }
+    if (!files->empty()) WEFT_RETURN_IF_ERROR(check_array_count(flag, files->size(), step_inputs));
   }
   return Status();
 }

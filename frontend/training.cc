@@ -4,7 +4,6 @@
 // training_data_parallel.cc, metrics in training_metrics.cc.
 #include "frontend/training.h"
 
-#include <cmath>
 #include <functional>
 
 #include "autodiff/grad.h"
@@ -17,6 +16,7 @@
 #include "passes/weight_copies.h"
 #include "training/derived_state.h"
 #include "training/init.h"
+#include "training/learning_rate.h"
 #include "runtime/reference/interpreter.h"
 #include "runtime/reference/numerics.h"
 #include "training/schedule.h"
@@ -333,17 +333,6 @@ StatusOr<std::vector<OptimizerGroup>> Trainer::optimizer_groups(
   return groups;
 }
 
-namespace {
-
-/// A learning rate that is not a number (or infinite) turns every weight NaN in one step.
-Status check_finite_lr(double lr, const std::string& group) {
-  if (std::isfinite(lr)) return Status();
-  return Error{"set_lr(" + (group.empty() ? "" : "'" + group + "', ") + std::to_string(lr) +
-               "): the learning rate must be finite (a step with it makes every weight NaN)"};
-}
-
-}  // namespace
-
 void Trainer::set_lr(double lr) {
   const double base = optimizer_.lr;
   lrs_[0] = lr;
@@ -381,7 +370,7 @@ Status Trainer::set_momentum(double momentum) {
 
 Status Trainer::set_lr(const std::string& group, double lr) {
   WEFT_ASSIGN_OR_RETURN(size_t i, group_index(optimizer_, group));
-  WEFT_RETURN_IF_ERROR(check_finite_lr(lr, group));
+  WEFT_RETURN_IF_ERROR(check_learning_rate(lr, group));
   lrs_[i] = lr;
   return Status();
 }
@@ -414,7 +403,7 @@ StatusOr<double> Trainer::step(const std::vector<Tensor>& batch) {
   WEFT_RETURN_IF_ERROR(check_next_step(steps_));
   // set_lr(double) returns nothing: a rate that is not finite is refused by the step it
   // would have ruined (groups scaled from it are not finite either: the first is named).
-  WEFT_RETURN_IF_ERROR(check_finite_lr(lrs_[0], ""));
+  WEFT_RETURN_IF_ERROR(check_learning_rate(lrs_[0], ""));
   if (compiled()) {
     // The batch goes straight into the executor's input buffers (positions found once).
     if (batch.size() != batch_inputs_.size()) {

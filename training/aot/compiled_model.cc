@@ -7,6 +7,7 @@
 #include "runtime/collective/parameters.h"
 #include "training/derived_state.h"
 #include "training/init.h"  // materialize
+#include "training/learning_rate.h"
 #include "training/schedule.h"
 #include "training/step_inputs.h"
 
@@ -277,6 +278,9 @@ Status CompiledModel::set_momentum(double momentum) {
 
 StatusOr<double> CompiledModel::run_bound_step() {
   WEFT_RETURN_IF_ERROR(check_next_step(steps_));
+  // set_lr(double) returns nothing: a rate that is not finite is refused by the step it
+  // would have ruined, before anything runs (the Trainer's rule, training/learning_rate.h).
+  WEFT_RETURN_IF_ERROR(check_learning_rate(lr_));
   if (lr_input_ >= 0) WEFT_RETURN_IF_ERROR(set_scalar(lr_input_, lr_));
   for (const auto& [input, first] : group_lr_inputs_) {
     WEFT_RETURN_IF_ERROR(set_scalar(input, group_lr(first, lr_, base_lr_)));

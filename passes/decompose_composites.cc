@@ -203,14 +203,6 @@ bool decompose(Graph& g, int i, SharedAttention& shared) {
     Emitter e(g, i);
     return decompose_attention(e, shared);
   }
-  const bool rows = n.op == Op::Softmax || n.op == Op::LogSoftmax || n.op == Op::LayerNorm;
-  if (rows && t.shape.numel() == 0 && g.type(n.result()) == t) {
-    // An empty value (rows of length 0, or no rows) has nothing to compute: a `full` of
-    // its type, which every backend runs. Its primitives would take the max of empty
-    // rows, which is refused.
-    Emitter e(g, i);
-    return e.last(Op::Full, {}, {{"shape", t.shape.dims}, {"value", 0.0}, {"dtype", t.dtype}});
-  }
   const int rank = t.shape.rank();
   IntList axes;
   if (n.op == Op::Softmax || n.op == Op::LogSoftmax) {
@@ -220,8 +212,15 @@ bool decompose(Graph& g, int i, SharedAttention& shared) {
   } else {
     return false;
   }
-  if (axes.empty() || g.type(n.result()) != t) return false;
+  if (g.type(n.result()) != t) return false;
   Emitter e(g, i);
+  if (t.shape.numel() == 0) {
+    // An empty value (rows of length 0, or no rows) has nothing to compute: a `full` of
+    // its type, which every backend runs. Its primitives would take the max of empty
+    // rows, which is refused.
+    return e.last(Op::Full, {}, {{"shape", t.shape.dims}, {"value", 0.0}, {"dtype", t.dtype}});
+  }
+  if (axes.empty()) return false;
   return decompose_rows(e, axes);
 }
 

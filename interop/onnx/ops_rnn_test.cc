@@ -21,6 +21,7 @@
 #include "formats/file_io.h"
 #include "frontend/flow.h"
 #include "frontend/testing/gradcheck.h"
+#include "interop/onnx/testing/export_round_trip.h"
 #include "interop/onnx/testing/onnx_builder.h"
 #include "ir/verifier.h"
 
@@ -36,6 +37,9 @@ void add_strings(onnx::NodeProto& n, const std::string& name, const std::vector<
   for (const std::string& s : v) a->add_strings(s);
 }
 
+/// An LSTM's peepholes P: absent, zeros, or drawn values (initializers).
+enum class Peepholes { none, zeros, drawn };
+
 /// One recurrent node and its inputs: what a case varies.
 struct RnnCase {
   std::string op;                  ///< "RNN", "GRU" or "LSTM".
@@ -46,7 +50,7 @@ struct RnnCase {
   bool bias = true;                 ///< B given.
   bool initial = true;              ///< initial_h (and initial_c) given, as data inputs.
   std::vector<int32_t> lens = {};   ///< sequence_lens as a data input; empty: absent.
-  bool zero_peepholes = false;      ///< LSTM: P given, all zeros (an initializer).
+  Peepholes peepholes = Peepholes::none;  ///< LSTM only.
   std::vector<bool> outputs = {true, true, true};  ///< Y, Y_h (, Y_c) wanted.
   std::vector<std::string> activations = {};       ///< Empty: the defaults.
   int64_t steps = 3, batch = 2, input = 3, hidden = 4;
@@ -68,7 +72,7 @@ std::vector<double> draws(int64_t count, unsigned seed) {
 /// The node's inputs, in ONNX's layout-0 order ([T, B, I], [D, B, H]): what both the
 /// model (permuted for layout 1) and the reference read.
 struct RnnInputs {
-  std::vector<double> x, w, r, b, h0, c0;
+  std::vector<double> x, w, r, b, h0, c0, p;
 };
 
 RnnInputs inputs_of(const RnnCase& c) {
@@ -81,6 +85,7 @@ RnnInputs inputs_of(const RnnCase& c) {
   const size_t states = static_cast<size_t>(d * c.batch * h);
   in.h0 = c.initial ? draws(static_cast<int64_t>(states), 5) : std::vector<double>(states, 0.0);
   in.c0 = c.initial ? draws(static_cast<int64_t>(states), 6) : std::vector<double>(states, 0.0);
+  in.p = c.peepholes == Peepholes::drawn ? draws(d * 3 * h, 7) : std::vector<double>(static_cast<size_t>(d * 3 * h), 0.0);
   return in;
 }
 
@@ -154,11 +159,13 @@ RnnOutputs reference(const RnnCase& c, const RnnInputs& in) {
             }
             const double n = f(1, xw[2 * H + j] + hidden_part);
             next[j] = (1 - z) * n + z * h[j];
-          } else {  // gates i, o, f, c
-            const double ig = f(0, xw[j] + hr[j]), og = f(0, xw[H + j] + hr[H + j]);
-            const double fg = f(0, xw[2 * H + j] + hr[2 * H + j]), cand = f(1, xw[3 * H + j] + hr[3 * H + j]);
+          } else {  // gates i, o, f, c; peepholes i, o, f
+            auto P = [&](int64_t g) { return in.p[static_cast<size_t>(d * 3 * H + g * H + j)]; };
+            const double ig = f(0, xw[j] + hr[j] + P(0) * cs[j]);
+            const double fg = f(0, xw[2 * H + j] + hr[2 * H + j] + P(2) * cs[j]);
+            const double cand = f(1, xw[3 * H + j] + hr[3 * H + j]);
             cs[j] = fg * cs[j] + ig * cand;
-            next[j] = og * f(2, cs[j]);
+            next[j] = f(0, xw[H + j] + hr[H + j] + P(1) * cs[j]) * f(2, cs[j]);
           }
         }
         h = next;
@@ -237,8 +244,8 @@ RnnModel model_of(const RnnCase& c, DType dtype = DType::f32) {
     ins[5] = data("h0", laid_out(in.h0, {D, c.batch, H}, swap, dtype));
     if (c.lstm()) ins[6] = data("c0", laid_out(in.c0, {D, c.batch, H}, swap, dtype));
   }
-  if (c.zero_peepholes) {
-    m.b.initializer("P", Tensor::from_doubles(dtype, Shape({D, 3 * H}), std::vector<double>(static_cast<size_t>(D * 3 * H), 0.0)));
+  if (c.peepholes != Peepholes::none) {
+    m.b.initializer("P", Tensor::from_doubles(dtype, Shape({D, 3 * H}), in.p));
     ins.push_back("P");
   }
   while (!ins.empty() && ins.back().empty()) ins.pop_back();
@@ -279,6 +286,7 @@ std::string describe(const RnnCase& c) {
   if (!c.bias) s += " no B";
   if (!c.initial) s += " no initial states";
   if (!c.lens.empty()) s += " sequence_lens";
+  if (c.peepholes != Peepholes::none) s += " peepholes";
   return s;
 }
 
@@ -337,10 +345,13 @@ TEST(OnnxRnn, LstmMatchesOnnxsEquations) {
   expect_matches_reference({.op = "LSTM", .opset = 7, .direction = "reverse", .bias = false, .initial = false,
                             .outputs = {true, false, false}});
   expect_matches_reference({.op = "LSTM", .direction = "bidirectional", .layout = 1, .lens = {3, 2},
-                            .zero_peepholes = true, .outputs = {false, false, true}});
+                            .peepholes = Peepholes::zeros, .outputs = {false, false, true}});
+  expect_matches_reference({.op = "LSTM", .direction = "bidirectional", .lens = {2, 3}, .peepholes = Peepholes::drawn});
   // Lengths that are the whole sequence, and a row that stops after one step.
   expect_matches_reference({.op = "LSTM", .direction = "bidirectional", .lens = {3, 3}});
   expect_matches_reference({.op = "LSTM", .direction = "bidirectional", .lens = {1, 3}, .steps = 4, .batch = 2});
+  // A row of length 0 keeps its initial states, its Y all zeros.
+  expect_matches_reference({.op = "LSTM", .direction = "bidirectional", .lens = {0, 2}});
 }
 
 /// The number of loop invocations of `p`.
@@ -371,6 +382,28 @@ TEST(OnnxRnn, EachDirectionIsOneLoopForwardAndBackward) {
   StatusOr<codegen::Lowering> backward = codegen::lower_to_program(*grad);
   ASSERT_TRUE(backward.ok()) << backward.error().to_string();
   EXPECT_EQ(loops(backward->program), 4) << backward->program.to_string();
+}
+
+TEST(OnnxRnn, ExportsBackAsAScanThatImportsToTheSameNumbers) {
+  // No exporter writes ONNX's LSTM: the imported loops export as ONNX Scans (one per
+  // direction, export_ops_loop.cc), which import back and compute the same.
+  RnnModel m = model_of({.op = "LSTM", .direction = "bidirectional", .lens = {3, 1}});
+  StatusOr<std::map<std::string, Tensor>> data = name_data_inputs(m.b.file(), m.data);
+  ASSERT_TRUE(data.ok()) << data.error().to_string();
+  StatusOr<ImportedGraph> g = import_onnx(m.b.file(), options_with_shapes_of(*data));
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  std::map<std::string, Tensor> weights;
+  for (const onnx::TensorProto& t : m.b.model().graph().initializer()) {
+    StatusOr<Tensor> v = tensor_from_proto(t, "");
+    ASSERT_TRUE(v.ok()) << v.error().to_string();
+    weights[t.name()] = *v;
+  }
+  const RoundTrip r = export_round_trip(g->graph, weights, m.data, 1e-6);
+  EXPECT_EQ(r.error, "");
+  EXPECT_TRUE(r.same) << r.why;
+  int scans = 0;
+  for (const onnx::NodeProto& n : r.model.graph().node()) scans += n.op_type() == "Scan";
+  EXPECT_EQ(scans, 2);
 }
 
 /// Writes the model to the test's temporary folder as `name`; returns its path.
@@ -419,9 +452,12 @@ TEST(OnnxRnn, GradientsThroughAnImportedGruMatchFiniteDifferences) {
                          "gru_grad.onnx");
 }
 
-/// The import error of `c`'s model after `edit`, or "imported".
+/// The import error of `c`'s model after `edit` of its node, or "imported". The model
+/// has two more initializers for edits to read: `v` f32[2, 3] and `lens` i32[2] {4, 1}.
 std::string import_error(const RnnCase& c, const std::function<void(onnx::NodeProto&)>& edit) {
   RnnModel m = model_of(c);
+  m.b.initializer("v", Tensor::from_doubles(DType::f32, Shape({2, 3}), std::vector<double>(6, 1.0)));
+  m.b.initializer("lens", Tensor::from_vector<int32_t>(Shape({2}), {4, 1}));
   edit(*m.b.model().mutable_graph()->mutable_node(0));
   StatusOr<ImportedGraph> g = import_onnx(m.b.file());
   return g.ok() ? "imported" : g.error().message;
@@ -451,18 +487,23 @@ TEST(OnnxRnn, RefusalsArePinned) {
                            }
                          }),
             at + "W must be f32[1,20,3] for X f32[3,2,3] and hidden_size 5, got f32[1,16,3]");
+  EXPECT_EQ(import_error(lstm, [](onnx::NodeProto& n) { set_attr(n, "layout", 2); }), at + "layout is 2 (0 or 1)");
+  EXPECT_EQ(import_error(lstm, [](onnx::NodeProto& n) { n.set_input(0, "v"); }),
+            at + "X must be a float tensor of rank 3, got f32[2,3]");
+  EXPECT_EQ(import_error(lstm, [](onnx::NodeProto& n) { n.set_input(2, "v"); }), at + "R must have rank 3, got f32[2,3]");
+  EXPECT_EQ(import_error(lstm, [](onnx::NodeProto& n) { n.set_input(4, "v"); }),
+            at + "sequence_lens must be integers [2], got f32[2,3]");
+  EXPECT_EQ(import_error(lstm, [](onnx::NodeProto& n) { n.set_input(4, "lens"); }),
+            at + "sequence_lens[0] is 4, outside [0, 3]");
+  EXPECT_EQ(import_error(lstm, [](onnx::NodeProto& n) { n.add_input("P"), n.add_input("X"); }),
+            at + "it takes 3 to 8 inputs, got 9");
+  EXPECT_EQ(import_error(lstm, [](onnx::NodeProto& n) { n.add_output("more"); }), at + "it has at most 3 outputs, got 4");
+  EXPECT_EQ(import_error({.op = "LSTM", .steps = 0}, [](onnx::NodeProto&) {}),
+            at + "a sequence of length 0 is not supported");
   EXPECT_EQ(import_error({.op = "GRU", .opset = 13}, [](onnx::NodeProto& n) { set_attr(n, "layout", 1); }),
             "node 'n' (GRU, opset 13): attribute 'layout' (from opset 14) is not supported");
   EXPECT_EQ(import_error({.op = "RNN"}, [](onnx::NodeProto& n) { set_attr(n, "input_forget", 1); }),
             "node 'n' (RNN, opset 14): attribute 'input_forget' is not supported");
-
-  // Peepholes: zeros known at import time import (LstmMatchesOnnxsEquations); others not.
-  RnnModel p = model_of(lstm);
-  p.b.initializer("P", Tensor::from_doubles(DType::f32, Shape({1, 12}), std::vector<double>(12, 1.0)));
-  p.b.model().mutable_graph()->mutable_node(0)->add_input("P");
-  StatusOr<ImportedGraph> g = import_onnx(p.b.file());
-  ASSERT_FALSE(g.ok());
-  EXPECT_EQ(g.error().message, at + "a peephole input P other than zeros known at import time is not supported");
 }
 
 }  // namespace ops_rnn_test

@@ -1,12 +1,12 @@
 // Exported PyTorch models trained in weft, step for step (issue #33): a ResNet-18-shaped
 // torchvision ResNet, the suite's transformer and PyTorch's recurrent layers (nn.LSTM,
-// nn.GRU, nn.RNN), exported to ONNX from PyTorch's own initial weights, imported as the first module of a flow and trained with weft's Trainer
-// (SGD, mean cross-entropy) on the batch PyTorch trained on; every step's loss must be
-// PyTorch's within the suite's first-loss tolerance, on the cpu and reference backends;
-// then Trainer::evaluate's logits must be PyTorch's model.eval() ones. The fixtures and
-// the PyTorch losses are made by testdata/make_parity_fixtures.py (its docstring says
-// what each model is); torchvision's full-width resnet18 runs too when its fixture is made
-// on demand (FullResnet18OnCpu).
+// nn.GRU, nn.RNN), exported to ONNX from PyTorch's own initial weights, imported as the
+// first module of a flow and trained with weft's Trainer (SGD, mean cross-entropy) on the
+// batch PyTorch trained on; every step's loss must be PyTorch's within the suite's
+// first-loss tolerance, on the cpu and reference backends; then Trainer::evaluate's logits
+// must be PyTorch's model.eval() ones. The fixtures and the PyTorch losses are made by
+// testdata/make_parity_fixtures.py (its docstring says what each model is); torchvision's
+// full-width resnet18 runs too when its fixture is made on demand (FullResnet18OnCpu).
 #include <gtest/gtest.h>
 
 #include <cmath>

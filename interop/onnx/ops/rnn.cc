@@ -16,9 +16,9 @@
 // zeroes its Y (exact, and per row: the scan's own `active` skips whole iterations only).
 // A reverse direction then holds a row's initial state until step len - 1 and runs back
 // from there, as ONNX's reverse over each row's own length does.
-// Refused, naming the node: activations other than Sigmoid, Tanh and Relu (and any
-// activation_alpha / activation_beta), clip, LSTM's input_forget and peepholes P other
-// than zeros known at import time.
+// LSTM's peepholes P add P⊙c to the i and f gates (the previous c) and the o gate (the
+// new one). Refused, naming the node: activations other than Sigmoid, Tanh and Relu (and
+// any activation_alpha / activation_beta), clip and LSTM's input_forget.
 #include <algorithm>
 #include <cctype>
 #include <string>
@@ -130,6 +130,7 @@ Recurrence read_recurrence(NodeContext& n, Cell cell) {
   const Shape state = s.batch_first ? Shape({s.batch, s.directions, s.hidden}) : Shape({s.directions, s.batch, s.hidden});
   if (n.has_input(5)) expect(n.input_type(5), "initial_h", state);
   if (cell == Cell::lstm && n.has_input(6)) expect(n.input_type(6), "initial_c", state);
+  if (cell == Cell::lstm && n.has_input(7)) expect(n.input_type(7), "P", Shape({s.directions, 3 * s.hidden}));
   if (s.steps < 1) n.unsupported("a sequence of length 0");
   return s;
 }
@@ -164,11 +165,24 @@ ValueId stack(Emitter& e, const std::vector<ValueId>& parts, int64_t axis) {
 }
 
 /// One direction's weights, read outside the loop: R's transposes (GRU with
-/// linear_before_reset 0 splits off the h gate's, which multiplies r⊙h) and the biases.
+/// linear_before_reset 0 splits off the h gate's, which multiplies r⊙h), the biases and
+/// an LSTM's peepholes.
 struct Weights {
   ValueId w_t, r_t, r_h_t = kNoValue;      ///< Wᵀ [I, G·H], Rᵀ [H, G·H or 2H], R_hᵀ [H, H].
   ValueId wb = kNoValue, rb = kNoValue, rb_h = kNoValue;
+  ValueId p_i = kNoValue, p_o = kNoValue, p_f = kNoValue;  ///< [H] each.
 };
+
+/// Whether input `i` is absent or zeros known at import time (P: nothing to add).
+bool absent_or_zeros(NodeContext& n, int i) {
+  if (!n.has_input(i)) return true;
+  const Tensor* t = n.constant(i);
+  if (t == nullptr) return false;
+  for (int64_t k = 0; k < t->numel(); ++k) {
+    if (t->get_double(k) != 0) return false;
+  }
+  return true;
+}
 
 Weights weights(NodeContext& n, const Recurrence& s, int64_t d) {
   Emitter& e = n.e();
@@ -187,6 +201,12 @@ Weights weights(NodeContext& n, const Recurrence& s, int64_t d) {
     w.wb = entries(e, b, 0, 0, rows);
     w.rb = entries(e, b, 0, rows, split_h ? rows + 2 * s.hidden : 2 * rows);
     if (split_h) w.rb_h = entries(e, b, 0, rows + 2 * s.hidden, 2 * rows);
+  }
+  if (s.cell == Cell::lstm && !absent_or_zeros(n, 7)) {
+    const ValueId p = take(e, n.input(7), 0, d);
+    w.p_i = entries(e, p, 0, 0, s.hidden);
+    w.p_o = entries(e, p, 0, s.hidden, 2 * s.hidden);
+    w.p_f = entries(e, p, 0, 2 * s.hidden, 3 * s.hidden);
   }
   return w;
 }
@@ -251,12 +271,16 @@ DirectionResult run_direction(NodeContext& n, const Recurrence& s, ValueId x_ste
   } else {
     const ValueId c = region.carries[1];
     const ValueId g_all = e.add(g_in, recur(e, h, w.r_t, w.rb));
-    const ValueId i = act(0, gate(e, g_all, 0, hidden));
-    const ValueId o = act(0, gate(e, g_all, 1, hidden));
-    const ValueId f = act(0, gate(e, g_all, 2, hidden));
+    // Gate k's pre-activation, with its peephole's p⊙state.
+    const auto pre = [&](int64_t k, ValueId p, ValueId state) {
+      const ValueId v = gate(e, g_all, k, hidden);
+      return p == kNoValue ? v : e.add(v, e.mul(p, state));
+    };
+    const ValueId i = act(0, pre(0, w.p_i, c));
+    const ValueId f = act(0, pre(2, w.p_f, c));
     const ValueId cand = act(1, gate(e, g_all, 3, hidden));
     c1 = e.add(e.mul(f, c), e.mul(i, cand));
-    h1 = e.mul(o, act(2, c1));
+    h1 = e.mul(act(0, pre(1, w.p_o, c1)), act(2, c1));
   }
   ValueId y = h1;
   if (mask != kNoValue) {
@@ -306,12 +330,6 @@ void convert_recurrence(NodeContext& n, Cell cell) {
   if (n.num_outputs() > max_outputs) {
     n.invalid("it has at most " + std::to_string(max_outputs) + " outputs, got " + std::to_string(n.num_outputs()));
   }
-  if (cell == Cell::lstm && n.has_input(7)) {
-    const Tensor* p = n.constant(7);
-    bool zeros = p != nullptr;
-    for (int64_t k = 0; zeros && k < p->numel(); ++k) zeros = p->get_double(k) == 0;
-    if (!zeros) n.unsupported("a peephole input P other than zeros known at import time");
-  }
   const Recurrence s = read_recurrence(n, cell);
   Emitter& e = n.e();
   ValueId x = n.input(0);
@@ -351,10 +369,8 @@ void lstm(NodeContext& n) {
   convert_recurrence(n, Cell::lstm);
 }
 
-// Opset 14 adds `layout` (read_recurrence refuses it before) and bfloat16.
-const OpConverter kRecurrent[] = {
-    {"RNN", 7, rnn}, {"RNN", 14, rnn}, {"GRU", 7, gru}, {"GRU", 14, gru}, {"LSTM", 7, lstm}, {"LSTM", 14, lstm},
-};
+// One row each: opset 14's only change, `layout`, is read by opset (read_recurrence).
+const OpConverter kRecurrent[] = {{"RNN", 7, rnn}, {"GRU", 7, gru}, {"LSTM", 7, lstm}};
 
 }  // namespace
 

@@ -1,10 +1,12 @@
 // The recurrent converters (ops/rnn.cc): ONNX's RNN, GRU and LSTM as weft `scan` loops,
 // one node at a time against an independent reference written here (ONNX's equations in
 // plain loops over doubles), on the reference interpreter and the compiled CPU backend,
-// for each direction, layout, optional input and output, GRU's linear_before_reset and
-// sequence_lens; the loops they lower to; gradients through an imported LSTM and GRU
-// against finite differences; and every refusal, pinned. (PyTorch's nn.LSTM, nn.GRU and
-// nn.RNN exported and trained: training_parity_test.)
+// for each direction, layout, optional input and output, GRU's linear_before_reset, LSTM's
+// peepholes and sequence_lens; the loops they lower to (an imported LSTM's training step
+// as frontend's LSTM module's); gradients through an imported LSTM and GRU against finite
+// differences; the export back as ONNX Scans; and every error, pinned. (PyTorch's
+// nn.LSTM, nn.GRU and nn.RNN exported and trained: training_parity_test; ONNX's own node
+// cases of the three: tools/onnx_conformance.)
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -20,6 +22,7 @@
 #include "codegen/lower.h"
 #include "formats/file_io.h"
 #include "frontend/flow.h"
+#include "frontend/modules.h"
 #include "frontend/testing/gradcheck.h"
 #include "interop/onnx/testing/export_round_trip.h"
 #include "interop/onnx/testing/onnx_builder.h"
@@ -412,6 +415,51 @@ std::string save(const OnnxBuilder& b, const std::string& name) {
   const Status written = write_file_atomically(path, b.model().SerializeAsString());
   EXPECT_TRUE(written.ok()) << written.to_string();
   return path;
+}
+
+/// The gradient of `m`'s output 0 with respect to its parameters (the training step's
+/// forward and backward loops), lowered for the CPU: each loop body's invocations, as
+/// `kind:op` (a library call, a contraction with its epilogue, a generated kernel...).
+std::vector<std::string> lowered_bodies(const Model& m) {
+  std::vector<std::string> wrt;
+  for (const ParamInfo& p : m.parameters()) wrt.push_back(p.name);
+  StatusOr<Graph> grad = gradient_graph(m.graph(), 0, wrt, "seed");
+  EXPECT_TRUE(grad.ok()) << grad.error().to_string();
+  if (!grad.ok()) return {};
+  StatusOr<codegen::Lowering> l = codegen::lower_to_program(*grad);
+  EXPECT_TRUE(l.ok()) << l.error().to_string();
+  if (!l.ok()) return {};
+  std::vector<std::string> bodies;
+  for (const Program& body : l->program.bodies) {
+    std::string kinds;
+    for (const Invocation& inv : body.code) {
+      kinds += std::to_string(static_cast<int>(inv.kind)) + ":" + std::string(op_name(inv.node.op)) + " ";
+    }
+    bodies.push_back(kinds);
+  }
+  return bodies;
+}
+
+TEST(OnnxRnn, AnImportedLstmLowersAsFrontendsLstm) {
+  // ONNX's LSTM (gates i, o, f, c) and frontend's LSTM module (PyTorch's i, f, g, o), each
+  // differentiated and lowered: the same two loops, each body one matmul with its fused
+  // epilogue and one generated kernel (forward), one generated kernel and a matmul
+  // (backward). Only the weights' slicing outside the loops differs.
+  const int64_t batch = 4, steps = 7, in = 5, hidden = 8;
+  StatusOr<Model> native = FlowBuilder::from(LSTM(in, hidden)).build({{"x", Type{DType::f32, {batch, steps, in}}}});
+  ASSERT_TRUE(native.ok()) << native.error().to_string();
+  RnnModel m = model_of({.op = "LSTM", .layout = 1, .initial = false, .outputs = {true, false, false},
+                         .steps = steps, .batch = batch, .input = in, .hidden = hidden});
+  m.b.initializer("shape", Tensor::from_vector<int64_t>(Shape({3}), {batch, steps, hidden}));
+  m.b.model().mutable_graph()->mutable_output(0)->set_name("Y4");
+  m.b.model().mutable_graph()->mutable_node(0)->set_output(0, "Y4");
+  m.b.node("Reshape", {"Y4", "shape"}, {"Y"});
+  m.b.model().mutable_graph()->mutable_output(0)->set_name("Y");
+  StatusOr<Model> imported = FlowBuilder::from(OnnxModel(save(m.b, "lstm.onnx"))).build({{"x", m.data[0].type()}});
+  ASSERT_TRUE(imported.ok()) << imported.error().to_string();
+  const std::vector<std::string> bodies = lowered_bodies(*imported);
+  EXPECT_EQ(bodies.size(), 2u);
+  EXPECT_EQ(bodies, lowered_bodies(*native));
 }
 
 /// `c`'s model in f64 with X its only data input (sequence_lens, when given, a Constant

@@ -88,7 +88,8 @@ RnnInputs inputs_of(const RnnCase& c) {
   const size_t states = static_cast<size_t>(d * c.batch * h);
   in.h0 = c.initial ? draws(static_cast<int64_t>(states), 5) : std::vector<double>(states, 0.0);
   in.c0 = c.initial ? draws(static_cast<int64_t>(states), 6) : std::vector<double>(states, 0.0);
-  in.p = c.peepholes == Peepholes::drawn ? draws(d * 3 * h, 7) : std::vector<double>(static_cast<size_t>(d * 3 * h), 0.0);
+  in.p = c.peepholes == Peepholes::drawn ? draws(d * 3 * h, 7)
+                                         : std::vector<double>(static_cast<size_t>(d * 3 * h), 0.0);
   return in;
 }
 
@@ -192,7 +193,9 @@ Tensor laid_out(const std::vector<double>& v, std::vector<int64_t> dims, bool sw
   std::vector<double> out(v.size());
   for (int64_t i = 0; i < dims[0]; ++i) {
     for (int64_t j = 0; j < dims[1]; ++j) {
-      for (int64_t k = 0; k < rest; ++k) out[static_cast<size_t>((j * dims[0] + i) * rest + k)] = v[static_cast<size_t>((i * dims[1] + j) * rest + k)];
+      for (int64_t k = 0; k < rest; ++k) {
+        out[static_cast<size_t>((j * dims[0] + i) * rest + k)] = v[static_cast<size_t>((i * dims[1] + j) * rest + k)];
+      }
     }
   }
   std::swap(dims[0], dims[1]);
@@ -208,7 +211,8 @@ Tensor y_laid_out(const RnnCase& c, const std::vector<double>& y, DType dtype) {
     for (int64_t d = 0; d < D; ++d) {
       for (int64_t b = 0; b < B; ++b) {
         for (int64_t j = 0; j < H; ++j) {
-          out[static_cast<size_t>(((b * T + t) * D + d) * H + j)] = y[static_cast<size_t>(((t * D + d) * B + b) * H + j)];
+          out[static_cast<size_t>(((b * T + t) * D + d) * H + j)] =
+              y[static_cast<size_t>(((t * D + d) * B + b) * H + j)];
         }
       }
     }
@@ -284,7 +288,8 @@ std::vector<Tensor> expected(const RnnCase& c) {
 
 /// The case's name in failures: `GRU opset 14 bidirectional layout 1 ...`.
 std::string describe(const RnnCase& c) {
-  std::string s = c.op + " opset " + std::to_string(c.opset) + " " + c.direction + " layout " + std::to_string(c.layout);
+  std::string s =
+      c.op + " opset " + std::to_string(c.opset) + " " + c.direction + " layout " + std::to_string(c.layout);
   if (c.op == "GRU") s += " linear_before_reset " + std::to_string(c.linear_before_reset);
   if (!c.bias) s += " no B";
   if (!c.initial) s += " no initial states";
@@ -328,14 +333,16 @@ TEST(OnnxRnn, RnnMatchesOnnxsEquations) {
   expect_matches_reference({.op = "RNN"});
   expect_matches_reference({.op = "RNN", .opset = 7, .direction = "reverse", .bias = false, .initial = false,
                             .activations = {"Relu"}});
-  expect_matches_reference({.op = "RNN", .direction = "bidirectional", .layout = 1, .activations = {"Relu", "Sigmoid"}});
+  expect_matches_reference(
+      {.op = "RNN", .direction = "bidirectional", .layout = 1, .activations = {"Relu", "Sigmoid"}});
   expect_matches_reference({.op = "RNN", .direction = "bidirectional", .lens = {3, 1}, .outputs = {false, true}});
 }
 
 TEST(OnnxRnn, GruMatchesOnnxsEquations) {
   for (int64_t lbr : {0, 1}) {
     expect_matches_reference({.op = "GRU", .linear_before_reset = lbr});
-    expect_matches_reference({.op = "GRU", .opset = 7, .direction = "reverse", .linear_before_reset = lbr, .bias = false});
+    expect_matches_reference(
+        {.op = "GRU", .opset = 7, .direction = "reverse", .linear_before_reset = lbr, .bias = false});
     expect_matches_reference({.op = "GRU", .direction = "bidirectional", .layout = 1, .linear_before_reset = lbr,
                               .initial = false, .lens = {2, 3}});
     expect_matches_reference({.op = "GRU", .direction = "reverse", .linear_before_reset = lbr, .lens = {1, 3},
@@ -538,14 +545,16 @@ TEST(OnnxRnn, RefusalsArePinned) {
   EXPECT_EQ(import_error(lstm, [](onnx::NodeProto& n) { set_attr(n, "layout", 2); }), at + "layout is 2 (0 or 1)");
   EXPECT_EQ(import_error(lstm, [](onnx::NodeProto& n) { n.set_input(0, "v"); }),
             at + "X must be a float tensor of rank 3, got f32[2,3]");
-  EXPECT_EQ(import_error(lstm, [](onnx::NodeProto& n) { n.set_input(2, "v"); }), at + "R must have rank 3, got f32[2,3]");
+  EXPECT_EQ(import_error(lstm, [](onnx::NodeProto& n) { n.set_input(2, "v"); }),
+            at + "R must have rank 3, got f32[2,3]");
   EXPECT_EQ(import_error(lstm, [](onnx::NodeProto& n) { n.set_input(4, "v"); }),
             at + "sequence_lens must be integers [2], got f32[2,3]");
   EXPECT_EQ(import_error(lstm, [](onnx::NodeProto& n) { n.set_input(4, "lens"); }),
             at + "sequence_lens[0] is 4, outside [0, 3]");
   EXPECT_EQ(import_error(lstm, [](onnx::NodeProto& n) { n.add_input("P"), n.add_input("X"); }),
             at + "it takes 3 to 8 inputs, got 9");
-  EXPECT_EQ(import_error(lstm, [](onnx::NodeProto& n) { n.add_output("more"); }), at + "it has at most 3 outputs, got 4");
+  EXPECT_EQ(import_error(lstm, [](onnx::NodeProto& n) { n.add_output("more"); }),
+            at + "it has at most 3 outputs, got 4");
   EXPECT_EQ(import_error({.op = "LSTM", .steps = 0}, [](onnx::NodeProto&) {}),
             at + "a sequence of length 0 is not supported");
   EXPECT_EQ(import_error({.op = "GRU", .opset = 13}, [](onnx::NodeProto& n) { set_attr(n, "layout", 1); }),

@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cctype>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "interop/onnx/convert.h"
@@ -104,7 +105,9 @@ Recurrence read_recurrence(NodeContext& n, Cell cell) {
   for (const std::string& f : names) s.activations.push_back(activation_op(n, f));
 
   const Type x = n.input_type(0), w = n.input_type(1), r = n.input_type(2);
-  if (x.shape.rank() != 3 || !is_floating(x.dtype)) n.invalid("X must be a float tensor of rank 3, got " + x.to_string());
+  if (x.shape.rank() != 3 || !is_floating(x.dtype)) {
+    n.invalid("X must be a float tensor of rank 3, got " + x.to_string());
+  }
   s.dtype = x.dtype;
   s.steps = x.shape[s.batch_first ? 1 : 0];
   s.batch = x.shape[s.batch_first ? 0 : 1];
@@ -127,7 +130,8 @@ Recurrence read_recurrence(NodeContext& n, Cell cell) {
       n.invalid("sequence_lens must be integers [" + std::to_string(s.batch) + "], got " + lens.to_string());
     }
   }
-  const Shape state = s.batch_first ? Shape({s.batch, s.directions, s.hidden}) : Shape({s.directions, s.batch, s.hidden});
+  const Shape state =
+      s.batch_first ? Shape({s.batch, s.directions, s.hidden}) : Shape({s.directions, s.batch, s.hidden});
   if (n.has_input(5)) expect(n.input_type(5), "initial_h", state);
   if (cell == Cell::lstm && n.has_input(6)) expect(n.input_type(6), "initial_c", state);
   if (cell == Cell::lstm && n.has_input(7)) expect(n.input_type(7), "P", Shape({s.directions, 3 * s.hidden}));
@@ -151,7 +155,9 @@ ValueId take(Emitter& e, ValueId x, int64_t axis, int64_t i) {
 }
 
 /// Gate `g` of a [B, gates·H] value: its columns [g·H, (g+1)·H).
-ValueId gate(Emitter& e, ValueId x, int64_t g, int64_t hidden) { return entries(e, x, 1, g * hidden, (g + 1) * hidden); }
+ValueId gate(Emitter& e, ValueId x, int64_t g, int64_t hidden) {
+  return entries(e, x, 1, g * hidden, (g + 1) * hidden);
+}
 
 /// `parts` joined on `axis`, each given a new axis of 1 there first.
 ValueId stack(Emitter& e, const std::vector<ValueId>& parts, int64_t axis) {
@@ -224,6 +230,36 @@ ValueId initial_state(NodeContext& n, const Recurrence& s, int i, int64_t d) {
   return take(e, n.input(i), s.batch_first ? 1 : 0, d);
 }
 
+/// One time step of the cell, inside the loop: (h', c'), c' for an LSTM only. `g_in` is the
+/// step's X·Wᵀ + Wb [B, G·H]; `acts` this direction's activations (ONNX's f, g, h).
+std::pair<ValueId, ValueId> cell_step(Emitter& e, const Recurrence& s, const Weights& w, const Op* acts, ValueId g_in,
+                                      ValueId h, ValueId c) {
+  const int64_t hidden = s.hidden;
+  const auto act = [&](int k, ValueId v) { return e.op(acts[k], {v}); };
+  if (s.cell == Cell::rnn) return {act(0, e.add(g_in, recur(e, h, w.r_t, w.rb))), kNoValue};
+  if (s.cell == Cell::gru) {  // gates z, r, h
+    const ValueId g_rec = recur(e, h, w.r_t, w.rb);  // [B, 3H], or [B, 2H] (z, r) when split
+    const ValueId z = act(0, e.add(gate(e, g_in, 0, hidden), gate(e, g_rec, 0, hidden)));
+    const ValueId r = act(0, e.add(gate(e, g_in, 1, hidden), gate(e, g_rec, 1, hidden)));
+    const ValueId rh = s.linear_before_reset ? e.mul(r, gate(e, g_rec, 2, hidden))
+                                             : recur(e, e.mul(r, h), w.r_h_t, w.rb_h);
+    const ValueId cand = act(1, e.add(gate(e, g_in, 2, hidden), rh));
+    return {e.add(cand, e.mul(z, e.sub(h, cand))), kNoValue};  // (1 - z)⊙cand + z⊙h, as PyTorch has it
+  }
+  // LSTM: gates i, o, f, c.
+  const ValueId g_all = e.add(g_in, recur(e, h, w.r_t, w.rb));
+  // Gate k's pre-activation, with its peephole's p⊙state.
+  const auto pre = [&](int64_t k, ValueId p, ValueId state) {
+    const ValueId v = gate(e, g_all, k, hidden);
+    return p == kNoValue ? v : e.add(v, e.mul(p, state));
+  };
+  const ValueId i = act(0, pre(0, w.p_i, c));
+  const ValueId f = act(0, pre(2, w.p_f, c));
+  const ValueId cand = act(1, gate(e, g_all, 3, hidden));
+  const ValueId c1 = e.add(e.mul(f, c), e.mul(i, cand));
+  return {e.mul(act(0, pre(1, w.p_o, c1)), act(2, c1)), c1};
+}
+
 /// One direction's loop: its last states (h, and c for an LSTM) and, when Y is wanted,
 /// its per-step outputs [T, B, H].
 struct DirectionResult {
@@ -232,13 +268,12 @@ struct DirectionResult {
 
 DirectionResult run_direction(NodeContext& n, const Recurrence& s, ValueId x_steps, ValueId mask, int64_t d) {
   Emitter& e = n.e();
-  const int64_t rows = gates_of(s.cell) * s.hidden, hidden = s.hidden;
+  const bool lstm = s.cell == Cell::lstm;
   const Weights w = weights(n, s, d);
   // X·Wᵀ + Wb for every step at once.
   ValueId gi = e.matmul(e.reshape(x_steps, {s.steps * s.batch, s.input}), w.w_t);
   if (w.wb != kNoValue) gi = e.add(gi, w.wb);
-  gi = e.reshape(gi, {s.steps, s.batch, rows});
-  const bool lstm = s.cell == Cell::lstm;
+  gi = e.reshape(gi, {s.steps, s.batch, gates_of(s.cell) * s.hidden});
   ScanRegion region;
   region.length = s.steps;
   region.carries.push_back(initial_state(n, s, 5, d));
@@ -252,41 +287,14 @@ DirectionResult run_direction(NodeContext& n, const Recurrence& s, ValueId x_ste
   }
 
   region.first_node = e.num_nodes();
-  const ValueId h = region.carries[0], g_in = region.slices[0];
-  const size_t per_direction = default_activations(s.cell).size();
-  const auto act = [&](size_t k, ValueId v) {
-    return e.op(s.activations[static_cast<size_t>(d) * per_direction + k], {v});
-  };
-  ValueId h1 = kNoValue, c1 = kNoValue;
-  if (s.cell == Cell::rnn) {
-    h1 = act(0, e.add(g_in, recur(e, h, w.r_t, w.rb)));
-  } else if (s.cell == Cell::gru) {
-    const ValueId g_rec = recur(e, h, w.r_t, w.rb);  // [B, 3H], or [B, 2H] (z, r) when split
-    const ValueId z = act(0, e.add(gate(e, g_in, 0, hidden), gate(e, g_rec, 0, hidden)));
-    const ValueId r = act(0, e.add(gate(e, g_in, 1, hidden), gate(e, g_rec, 1, hidden)));
-    const ValueId rh = s.linear_before_reset ? e.mul(r, gate(e, g_rec, 2, hidden))
-                                             : recur(e, e.mul(r, h), w.r_h_t, w.rb_h);
-    const ValueId cand = act(1, e.add(gate(e, g_in, 2, hidden), rh));
-    h1 = e.add(cand, e.mul(z, e.sub(h, cand)));  // (1 - z)⊙cand + z⊙h, as PyTorch computes it
-  } else {
-    const ValueId c = region.carries[1];
-    const ValueId g_all = e.add(g_in, recur(e, h, w.r_t, w.rb));
-    // Gate k's pre-activation, with its peephole's p⊙state.
-    const auto pre = [&](int64_t k, ValueId p, ValueId state) {
-      const ValueId v = gate(e, g_all, k, hidden);
-      return p == kNoValue ? v : e.add(v, e.mul(p, state));
-    };
-    const ValueId i = act(0, pre(0, w.p_i, c));
-    const ValueId f = act(0, pre(2, w.p_f, c));
-    const ValueId cand = act(1, gate(e, g_all, 3, hidden));
-    c1 = e.add(e.mul(f, c), e.mul(i, cand));
-    h1 = e.mul(act(0, pre(1, w.p_o, c1)), act(2, c1));
-  }
+  const ValueId h = region.carries[0], c = lstm ? region.carries[1] : kNoValue;
+  const Op* acts = s.activations.data() + static_cast<size_t>(d) * default_activations(s.cell).size();
+  auto [h1, c1] = cell_step(e, s, w, acts, region.slices[0], h, c);
   ValueId y = h1;
-  if (mask != kNoValue) {
+  if (mask != kNoValue) {  // past the row's length: the state holds, Y is 0
     const ValueId m = region.slices[1];
     h1 = e.op(Op::Select, {m, h1, h});
-    if (lstm) c1 = e.op(Op::Select, {m, c1, region.carries[1]});
+    if (lstm) c1 = e.op(Op::Select, {m, c1, c});
     y = e.op(Op::Select, {m, h1, e.constant(0, s.dtype)});
   }
   region.next_carries = lstm ? std::vector<ValueId>{h1, c1} : std::vector<ValueId>{h1};
@@ -317,7 +325,8 @@ ValueId length_mask(NodeContext& n, const Recurrence& s) {
     if (whole) return kNoValue;
   }
   Emitter& e = n.e();
-  const ValueId t = e.op(Op::Iota, {}, {{"shape", IntList{s.steps, 1, 1}}, {"axis", int64_t{0}}, {"dtype", DType::i64}});
+  const ValueId t =
+      e.op(Op::Iota, {}, {{"shape", IntList{s.steps, 1, 1}}, {"axis", int64_t{0}}, {"dtype", DType::i64}});
   const ValueId lens = e.reshape(cast_to(e, n.input(4), DType::i64), {1, s.batch, 1});
   return e.op(Op::Lt, {t, lens});
 }

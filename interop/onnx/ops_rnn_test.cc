@@ -10,7 +10,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdio>
 #include <functional>
 #include <map>
 #include <random>
@@ -298,6 +297,7 @@ std::string describe(const RnnCase& c) {
   return s;
 }
 
+/// Each output within 1e-5·(1 + |want|) of the reference's (f32 against sums in doubles).
 void expect_near(const std::vector<Tensor>& got, const std::vector<Tensor>& want, const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   for (size_t k = 0; k < got.size(); ++k) {

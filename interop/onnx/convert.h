@@ -159,6 +159,7 @@ std::span<const OpConverter> reduce_converters();       // ops/reduce.cc
 std::span<const OpConverter> tensor_converters();       // ops/tensor.cc
 std::span<const OpConverter> indexing_converters();     // ops/indexing.cc: gather, pad, one-hot...
 std::span<const OpConverter> control_converters();      // ops/control.cc: Scan, Loop
+std::span<const OpConverter> rnn_converters();          // ops/rnn.cc: RNN, GRU, LSTM
 
 /// The newest converter of `op_type` whose `since` is at most `opset`, or nullptr.
 const OpConverter* find_converter(std::string_view op_type, int opset);

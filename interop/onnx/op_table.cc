@@ -16,7 +16,7 @@ const Table& table() {
          {elementwise_converters(), activation_converters(), nn_converters(),
           pool_converters(), norm_converters(), loss_converters(), linalg_converters(),
           reduce_converters(), tensor_converters(), indexing_converters(),
-          control_converters()}) {
+          control_converters(), rnn_converters()}) {
       for (const OpConverter& c : family) out[c.op_type].push_back(&c);
     }
     for (auto& [name, rows] : out) {

@@ -1,12 +1,12 @@
 // Exported PyTorch models trained in weft, step for step (issue #33): a ResNet-18-shaped
-// torchvision ResNet and the suite's transformer, exported to ONNX from PyTorch's own
-// initial weights, imported as the first module of a flow and trained with weft's Trainer
-// (SGD, mean cross-entropy) on the batch PyTorch trained on; every step's loss must be
-// PyTorch's within the suite's first-loss tolerance, on the cpu and reference backends;
-// then Trainer::evaluate's logits must be PyTorch's model.eval() ones. The fixtures and
-// the PyTorch losses are made by testdata/make_parity_fixtures.py (its docstring says
-// what each model is); torchvision's full-width resnet18 runs too when its fixture is made
-// on demand (FullResnet18OnCpu).
+// torchvision ResNet, the suite's transformer and PyTorch's recurrent layers (nn.LSTM,
+// nn.GRU, nn.RNN), exported to ONNX from PyTorch's own initial weights, imported as the
+// first module of a flow and trained with weft's Trainer (SGD, mean cross-entropy) on the
+// batch PyTorch trained on; every step's loss must be PyTorch's within the suite's
+// first-loss tolerance, on the cpu and reference backends; then Trainer::evaluate's logits
+// must be PyTorch's model.eval() ones. The fixtures and the PyTorch losses are made by
+// testdata/make_parity_fixtures.py (its docstring says what each model is); torchvision's
+// full-width resnet18 runs too when its fixture is made on demand (FullResnet18OnCpu).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -116,7 +116,7 @@ void expect_pytorch_training(const Fixture& f, const FlowPtr& net, const std::st
   EXPECT_EQ(mismatches, 0) << "of " << got.size() << " eval logits";
 }
 
-/// The ResNet: logits [batch, 10] straight from the model.
+/// The ResNet (and the recurrent models): logits [batch, classes] straight from the model.
 void train_resnet(const std::string& backend, After after = After::nothing,
                   const std::string& dir = kFixtures + "resnet/") {
   Fixture f = read_fixture(dir);
@@ -144,6 +144,13 @@ TEST(TrainingParity, FullResnet18OnCpu) {
   if (dir == nullptr) GTEST_SKIP() << "WEFT_PARITY_RESNET18 is not set";
   train_resnet("cpu", After::nothing, std::string(dir) + "/");
 }
+// nn.LSTM (2 layers, bidirectional), nn.GRU (2 layers), nn.RNN (relu, bidirectional), each
+// with a linear head: ONNX's LSTM, GRU and RNN nodes as weft loops (ops/rnn.cc), trained,
+// then evaluated.
+TEST(TrainingParity, LstmOnCpu) { train_resnet("cpu", After::evaluate, kFixtures + "lstm/"); }
+TEST(TrainingParity, LstmOnReference) { train_resnet("reference", After::evaluate, kFixtures + "lstm/"); }
+TEST(TrainingParity, GruOnCpu) { train_resnet("cpu", After::evaluate, kFixtures + "gru/"); }
+TEST(TrainingParity, RnnOnCpu) { train_resnet("cpu", After::evaluate, kFixtures + "rnn/"); }
 TEST(TrainingParity, TransformerOnCpu) { train_transformer("cpu"); }
 TEST(TrainingParity, TransformerOnReference) { train_transformer("reference"); }
 

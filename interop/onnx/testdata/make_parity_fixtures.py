@@ -30,6 +30,14 @@ The models:
                its logits [batch, seq, vocab] are flattened to [batch * seq, vocab] by the
                loss, as in the suite (weft: a Flatten(0, 1) after the model).
 
+  lstm, gru, rnn  PyTorch's recurrent layers, batch_first, each with a linear head over
+               the mean of its outputs over time and its last layer's final states (h, and
+               c for the LSTM): nn.LSTM (2 layers, bidirectional), nn.GRU (2 layers) and
+               nn.RNN (relu, bidirectional), input [4, 6, 5], 4 classes. torch.onnx.export
+               writes each layer as one ONNX LSTM / GRU (linear_before_reset=1) / RNN
+               (activations=["Relu"]) node, its weights sliced and concatenated from
+               PyTorch's parameters (which stay the initializers, so they train).
+
 Export: opset 17 (LayerNormalization is an ONNX op from 17), do_constant_folding=False so
 every initializer keeps its PyTorch name. Both models are exported in training mode
 (TrainingMode.PRESERVE on a model in train()), because an EVAL export is not the model
@@ -44,6 +52,7 @@ dropouts (p = 0) are Dropout nodes with ratio 0 and training_mode true.
 Run from the repository root with the system Python (PyTorch 1.13, torchvision 0.14, onnx):
   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 \
       interop/onnx/testdata/make_parity_fixtures.py
+Names given on the command line (resnet transformer lstm gru rnn) write only those.
 With `--resnet18 DIR` it writes instead the same fixture for torchvision's own
 torchvision.models.resnet18(num_classes=10), full width (44 MB, not checked in), into DIR;
 training_parity_test trains it too when WEFT_PARITY_RESNET18=DIR is set:
@@ -123,6 +132,38 @@ def transformer():
             lambda out: out.reshape(-1, out.shape[-1]))
 
 
+class Recurrent(nn.Module):
+    """A recurrent layer (batch_first) and a linear head over the mean of its outputs over
+    time and its last layer's final states."""
+
+    def __init__(self, rnn, classes):
+        super().__init__()
+        self.rnn = rnn
+        directions = 2 if rnn.bidirectional else 1
+        states = 2 if isinstance(rnn, nn.LSTM) else 1
+        self.last = rnn.num_layers * directions - 1  # a non-negative index: a plain Gather
+        self.fc = nn.Linear(rnn.hidden_size * (directions + states), classes)
+
+    def forward(self, x):
+        out, state = self.rnn(x)
+        states = state if isinstance(state, tuple) else (state,)
+        return self.fc(torch.cat([out.mean(1)] + [s[self.last] for s in states], 1))
+
+
+def recurrent(kind):
+    torch.manual_seed(0)
+    features, hidden, classes = 5, 8, 4
+    layer = {"lstm": lambda: nn.LSTM(features, hidden, num_layers=2, bidirectional=True, batch_first=True),
+             "gru": lambda: nn.GRU(features, hidden, num_layers=2, batch_first=True),
+             "rnn": lambda: nn.RNN(features, hidden, nonlinearity="relu", bidirectional=True,
+                                   batch_first=True)}[kind]()
+    model = Recurrent(layer, classes)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(4, 6, features, generator=g)
+    y = torch.randint(0, classes, (4,), generator=g)
+    return model, x, y, 0.1, torch.onnx.TrainingMode.PRESERVE, lambda out: out
+
+
 def train(model, x, y, lr, flatten):
     """STEPS steps of plain SGD on mean cross-entropy; the loss of each. `model` is
     trained in place."""
@@ -178,10 +219,13 @@ def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--resnet18":
         write(sys.argv[2], *resnet(full=True))
         return
-    if len(sys.argv) != 1:
-        sys.exit("usage: make_parity_fixtures.py [--resnet18 DIR]")
-    write(os.path.join(HERE, "parity", "resnet"), *resnet())
-    write(os.path.join(HERE, "parity", "transformer"), *transformer())
+    models = {"resnet": resnet, "transformer": transformer, "lstm": lambda: recurrent("lstm"),
+              "gru": lambda: recurrent("gru"), "rnn": lambda: recurrent("rnn")}
+    names = sys.argv[1:] or list(models)
+    if any(name not in models for name in names):
+        sys.exit("usage: make_parity_fixtures.py [--resnet18 DIR | NAME...], NAME among " + " ".join(models))
+    for name in names:
+        write(os.path.join(HERE, "parity", name), *models[name]())
 
 
 if __name__ == "__main__":

@@ -13,7 +13,10 @@
 // its body, or its initial one) becomes the scan's `stop` carry (its negation), so the
 // carries keep the values of the iteration where ONNX's loop ends; a loop with such an
 // exit and scan outputs is refused, since those would end early (weft's `stop` leaves
-// zero-filled slots instead).
+// zero-filled slots instead). A Loop with M = 0 runs no iteration (weft's scan has at
+// least one slot): a scan of one slot whose `stop` starts true, its scan outputs cut to
+// length 0.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -250,16 +253,22 @@ void scan8(NodeContext& n) {
 }
 
 // Loop's trip count M, known at import time: how many iterations run unless the
-// condition stops them.
+// condition stops them. 0 (or less: ONNX's loop runs while i < M) runs none.
 int64_t trip_count(NodeContext& n) {
   if (!n.has_input(0)) n.unsupported("a Loop without a trip count M (weft's loops have a static length)");
   if (n.constant(0) == nullptr) {
     n.computed_at_run_time(0, "a trip count M",
                            "weft's loops have a static length: M must be a constant or an initializer");
   }
-  const int64_t trips = static_cast<int64_t>(n.scalar_input(0, "the trip count M"));
-  if (trips < 1) n.unsupported("a trip count of " + std::to_string(trips) + " (a loop that never runs)");
-  return trips;
+  return std::max<int64_t>(static_cast<int64_t>(n.scalar_input(0, "the trip count M")), 0);
+}
+
+// `ys` stacked by a loop that never ran, cut to length 0 along its first axis.
+ValueId no_slots(Emitter& e, ValueId ys) {
+  const Shape s = e.shape(ys);
+  IntList start(static_cast<size_t>(s.rank()), 0), stop = s.dims;
+  stop[0] = 0;
+  return e.op(Op::Slice, {ys}, {{"start", start}, {"stop", stop}});
 }
 
 // Not `condition` (bool, one value), as the bool[] a scan's `stop` carry is.
@@ -292,7 +301,8 @@ bool keeps_condition(const onnx::GraphProto& body) {
 
 // Loop: M iterations of body(iteration, condition, carried...) -> (condition, carried...,
 // scan outputs), the scan outputs stacked on a new first axis, while the condition holds.
-// M must be known at import time. A condition that may end the loop early (an initial
+// M must be known at import time; with M = 0 the carried outputs are the initial values
+// and the scan outputs have length 0. A condition that may end the loop early (an initial
 // one that is not a constant true, one the body computes) becomes the scan's `stop`
 // carry, its negation; with scan outputs it must be known at import time (their length).
 void loop(NodeContext& n) {
@@ -323,11 +333,17 @@ void loop(NodeContext& n) {
     carries.push_back(stand_in(e, n.input(static_cast<int>(2 + i))));
     names.push_back(body.input(static_cast<int>(2 + i)).name());
   }
-  // The stop carry, last: not the condition, before each iteration.
-  const bool starts = starts_true(n);
+  // The stop carry, last: not the condition, before each iteration. M = 0 runs no
+  // iteration: a loop of one slot whose stop starts true, so the carries come out as
+  // their initial values (its scan outputs are cut to length 0 below).
+  const bool never = trips == 0;
+  const bool starts = starts_true(n) && !never;
   const bool stops = !starts || !keeps_condition(body);
   if (stops) {
-    carries.push_back(stand_in(e, n.has_input(1) ? negation(e, n.input(1)) : e.constant(0, DType::boolean)));
+    const ValueId stop = never            ? e.constant(1, DType::boolean)
+                         : n.has_input(1) ? negation(e, n.input(1))
+                                          : e.constant(0, DType::boolean);
+    carries.push_back(stand_in(e, stop));
   }
   ScanRegion region;
   region.first_node = e.num_nodes();
@@ -341,7 +357,7 @@ void loop(NodeContext& n) {
   const std::vector<SubgraphValue> outs = n.import_subgraph(body, std::move(in));
   // A condition known at import time ends the loop after its first iteration or never.
   const bool static_exit = starts && outs[0].constant;
-  if (k_out > 0 && !static_exit) {
+  if (k_out > 0 && !static_exit && !never) {
     const std::string why =
         "with scan outputs, a data-dependent exit: weft's stacked outputs have a static length, and an "
         "early exit leaves zero-filled slots where ONNX's Loop ends them (a Loop with only loop-carried "
@@ -349,7 +365,7 @@ void loop(NodeContext& n) {
     if (!starts && n.constant(1) == nullptr) n.computed_at_run_time(1, "an initial condition", why);
     n.unsupported((starts ? "a condition computed in the body " : "an initial condition that is false ") + why);
   }
-  region.length = static_exit && outs[0].constant->get_double(0) == 0 ? 1 : trips;
+  region.length = never || (static_exit && outs[0].constant->get_double(0) == 0) ? 1 : trips;
   std::vector<ValueId> next = next_carries(
       n, outs, 1, std::vector<ValueId>(carries.begin() + static_cast<ptrdiff_t>(offset), carries.begin() + static_cast<ptrdiff_t>(names.size())),
       std::vector<std::string>(names.begin() + static_cast<ptrdiff_t>(offset), names.end()));
@@ -364,7 +380,8 @@ void loop(NodeContext& n) {
   const std::vector<ValueId> r = e.outline_scan(region);
   for (int64_t i = 0; i < states; ++i) n.set_output(static_cast<int>(i), r[offset + static_cast<size_t>(i)]);
   for (int64_t k = 0; k < k_out; ++k) {
-    n.set_output(static_cast<int>(states + k), r[carries.size() + static_cast<size_t>(k)]);
+    const ValueId ys = r[carries.size() + static_cast<size_t>(k)];
+    n.set_output(static_cast<int>(states + k), never ? no_slots(e, ys) : ys);
   }
 }
 

@@ -157,6 +157,17 @@ TEST(ParamGroupsApi, ALearningRateThatIsNotFiniteIsRefused) {
               "every weight NaN)");
     ASSERT_TRUE(t->step(batch(0, 6)).ok());
   }
+  // One the spec gives (PyTorch's constructor takes inf) is refused when the step is built.
+  const std::string not_finite = ": the learning rate must be finite (a step with it makes every weight NaN)";
+  auto inf = compile(OptimizerSpec::sgd(INFINITY), "reference");
+  ASSERT_FALSE(inf.ok());
+  EXPECT_EQ(inf.error().message,
+            "SGD(lr=inf, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False)" + not_finite);
+  inf = compile(OptimizerSpec::sgd(0.1).with_group("encoder", {.lr = INFINITY}), "reference");
+  ASSERT_FALSE(inf.ok());
+  EXPECT_EQ(inf.error().message,
+            "parameter group 'encoder' of SGD(lr=0.1, momentum=0.0, dampening=0.0, weight_decay=0.0, "
+            "nesterov=False, groups=[encoder(lr=inf)])" + not_finite);
 }
 
 // A negative rate made the optimizer climb the loss (PyTorch refuses it): refused as a

@@ -97,6 +97,11 @@ StatusOr<Trainer> Trainer::compile(const FlowPtr& net, const std::vector<InputSp
   for (size_t i = 0; i < t.optimizer_.groups.size(); ++i) {
     t.lrs_.push_back(t.optimizer_.group_spec(i).lr);
   }
+  // The spec's rates as every rate is checked: PyTorch's constructor check lets inf through.
+  for (size_t i = 0; i < t.lrs_.size(); ++i) {
+    const std::string group = i == 0 ? "" : "parameter group '" + t.optimizer_.groups[i - 1].path + "' of ";
+    WEFT_RETURN_IF_ERROR(check_learning_rate(t.lrs_[i], group + t.optimizer_.describe()));
+  }
   WEFT_RETURN_IF_ERROR(t.build_step());
   return t;
 }

@@ -3,9 +3,10 @@
 // optimizer is built: the JIT Trainer's and an AOT CompiledModel's set_lr (frontend/
 // training.h, training/aot/compiled_model.h), the training driver's and the examples'
 // --lr, the AOT generator's --lr and group lr, and the schedules' rates
-// (training/schedule.h). Their set_lr(double) returns nothing, so the step that would
-// use the rate refuses it. (An OptimizerSpec's own lr is checked by
-// OptimizerSpec::validate with PyTorch's message, "Invalid learning rate: -0.1".)
+// (training/schedule.h), and the rates of the OptimizerSpec a Trainer is compiled with.
+// Their set_lr(double) returns nothing, so the step that would use the rate refuses it.
+// (OptimizerSpec::validate checks a spec's lr first, with PyTorch's constructor message,
+// "Invalid learning rate: -0.1"; it lets inf through, as PyTorch does.)
 //
 //   check_learning_rate(1e-3, "--lr=1e-3")                   // ok; 0 is ok too
 //   check_learning_rate(-0.1, set_lr_source(-0.1, "head"))

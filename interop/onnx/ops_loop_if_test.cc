@@ -5,7 +5,6 @@
 
 #include <filesystem>
 
-#include "codegen/cpu_backend.h"
 #include "interop/onnx/testing/control_case.h"
 #include "ir/verifier.h"
 #include "runtime/reference/interpreter.h"
@@ -16,6 +15,7 @@ namespace ops_loop_if_test {  // this file's names, apart in its package's unity
 
 namespace fs = std::filesystem;
 
+using control_case::expect_on_both;
 using control_case::set_body;
 
 /// Loop's body: (i, cond, y) -> (cond, y · w + i, y), w from the outer scope.
@@ -146,23 +146,6 @@ TEST(Loop, AnInitialConditionComputedAtRunTime) {
   expect_doubling(b, f32({2}, {1, 0.5}), true, f32({2}, {8, 4}), 3);
   // False: no iteration runs, and the carries are their initial values.
   expect_doubling(b, f32({2}, {1, 0.5}), false, f32({2}, {1, 0.5}), 0);
-}
-
-/// Runs the model imported from `b` on `data` on the reference interpreter and on the
-/// cpu backend, expecting `want` from both.
-void expect_on_both(const OnnxBuilder& b, const std::vector<Tensor>& data, const std::vector<Tensor>& want) {
-  StatusOr<std::vector<Tensor>> reference = import_and_run(b.file(), data);
-  ASSERT_TRUE(reference.ok()) << reference.error().to_string();
-  EXPECT_EQ(*reference, want);
-  StatusOr<ImportedGraph> g = import_onnx(b.file());
-  ASSERT_TRUE(g.ok()) << g.error().to_string();
-  StatusOr<std::map<std::string, Tensor>> named = name_data_inputs(b.file(), data);
-  ASSERT_TRUE(named.ok()) << named.error().to_string();
-  StatusOr<std::vector<Tensor>> inputs = g->inputs_with(*named);
-  ASSERT_TRUE(inputs.ok()) << inputs.error().to_string();
-  StatusOr<reference::RunResult> cpu = codegen::run_on_cpu(g->graph, *inputs);
-  ASSERT_TRUE(cpu.ok()) << cpu.error().to_string();
-  EXPECT_EQ(cpu->outputs, want);
 }
 
 // ONNX's Loop with M = 0 runs no iteration: its carried outputs are the initial values

@@ -17,6 +17,7 @@ namespace weft::onnx_io {
 namespace {
 namespace ops_scan_test {  // this file's names, apart in its package's unity test
 
+using control_case::expect_on_both;
 using control_case::set_body;
 
 /// Appends a Scan node of one scanned input (the last of `inputs`) running `body`.
@@ -243,17 +244,6 @@ TEST(ScanErrors, RefusalsNameTheNode) {
   EXPECT_EQ(import_error(old),
             "node 'old' (Scan, opset 8): sequence_lens (sequences of different lengths in one batch) is not "
             "supported");
-
-  // Sequences of length 0: refused as such (was "reshape: cannot reshape f32[0,2] (0
-  // elements) to [2] (2 elements)", the slot read before the length was checked).
-  OnnxBuilder empty(11);
-  empty.input("s0", DType::f32, {2}).input("xs", DType::f32, {0, 2});
-  add_scan(empty, {"s0", "xs"}, {"s", "ys"}, running_sum_body({2}), "empty");
-  empty.initializer("w", f32({}, {2}));
-  empty.output("s", DType::f32).output("ys", DType::f32);
-  EXPECT_EQ(import_error(empty),
-            "node 'empty' (Scan, opset 11): a scan of no iterations (scanned inputs of length 0) is not "
-            "supported");
 }
 
 TEST(ScanErrors, BodiesThatDoNotFit) {
@@ -275,6 +265,20 @@ TEST(ScanErrors, BodiesThatDoNotFit) {
   add_scan(batches, {"", "s0", "xs"}, {"s"}, body8, "scan8");
   batches.output("s", DType::f32);
   EXPECT_EQ(import_error(batches), "node 'scan8' (Scan, opset 8): inputs of batch 2 and 3");
+}
+
+// ONNX's Scan over sequences of length 0 runs no iteration: the final states are the
+// initial ones, the scan outputs have length 0 (it was refused, "a scan of no iterations").
+TEST(Scan, SequencesOfLengthZeroRunNoIteration) {
+  for (int64_t direction : {0, 1}) {
+    OnnxBuilder b(11);
+    b.input("s0", DType::f32, {2}).input("xs", DType::f32, {0, 2});
+    onnx::NodeProto& s = add_scan(b, {"s0", "xs"}, {"s", "ys"}, running_sum_body({2}), "empty");
+    set_attr(s, "scan_output_directions", std::vector<int64_t>{direction});
+    b.initializer("w", f32({}, {2}));
+    b.output("s", DType::f32).output("ys", DType::f32);
+    expect_on_both(b, {f32({2}, {1, -2}), f32({0, 2}, {})}, {f32({2}, {1, -2}), f32({0, 2}, {})});
+  }
 }
 
 TEST(Scan, Opset8BatchedForm) {

@@ -13,9 +13,9 @@
 // its body, or its initial one) becomes the scan's `stop` carry (its negation), so the
 // carries keep the values of the iteration where ONNX's loop ends; a loop with such an
 // exit and scan outputs is refused, since those would end early (weft's `stop` leaves
-// zero-filled slots instead). A Loop with M = 0 runs no iteration (weft's scan has at
-// least one slot): a scan of one slot whose `stop` starts true, its scan outputs cut to
-// length 0.
+// zero-filled slots instead). A Loop with M = 0, or a Scan over sequences of length 0,
+// runs no iteration (weft's scan has at least one slot): a scan of one slot whose `stop`
+// starts true, its scan outputs cut to length 0.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -38,6 +38,14 @@ ValueId first_slot(Emitter& e, ValueId xs) {
   stop[0] = 1;
   const ValueId one = e.op(Op::Slice, {xs}, {{"start", start}, {"stop", stop}});
   return e.reshape(one, IntList(s.dims.begin() + 1, s.dims.end()));
+}
+
+// `ys` stacked by a loop that never ran, cut to length 0 along its first axis.
+ValueId no_slots(Emitter& e, ValueId ys) {
+  const Shape s = e.shape(ys);
+  IntList start(static_cast<size_t>(s.rank()), 0), stop = s.dims;
+  stop[0] = 0;
+  return e.op(Op::Slice, {ys}, {{"start", start}, {"stop", stop}});
 }
 
 // `x` with its first axis turned around.
@@ -131,22 +139,42 @@ std::vector<ValueId> scan_loop(NodeContext& n, const onnx::GraphProto& body, con
                 " iterations");
     }
   }
-  // Before the slices: a sequence of length 0 has no slot to read.
-  if (length < 1) n.unsupported("a scan of no iterations (scanned inputs of length 0)");
-  for (ValueId x : xs) slices.push_back(first_slot(e, x));
+  // Sequences of length 0 run no iteration, as a Loop with M = 0: a loop of one slot of
+  // zeros, which it does not read, whose stop carry starts true (the states come out as
+  // their initial values, the outputs are cut to length 0 below).
+  const bool never = length == 0;
+  std::vector<ValueId> read = xs;
+  if (never) {
+    for (ValueId& x : read) {
+      Shape one = e.shape(x);
+      one.dims[0] = 1;
+      x = e.full(one, 0, e.type(x).dtype);
+    }
+  }
+  for (ValueId x : read) slices.push_back(first_slot(e, x));
+  if (never) carries.push_back(stand_in(e, e.constant(1, DType::boolean)));
   ScanRegion region;
   region.first_node = e.num_nodes();
-  region.length = length;
+  region.length = never ? 1 : length;
   std::vector<SubgraphValue> in;
-  for (ValueId v : carries) in.push_back({"", v, std::nullopt});
+  const std::vector<ValueId> states(carries.begin(), carries.begin() + static_cast<ptrdiff_t>(initial.size()));
+  for (ValueId v : states) in.push_back({"", v, std::nullopt});
   for (ValueId v : slices) in.push_back({"", v, std::nullopt});
   const std::vector<SubgraphValue> outs = n.import_subgraph(body, std::move(in));
-  region.next_carries = next_carries(n, outs, 0, carries, names);
-  for (int64_t k = 0; k < k_out; ++k) region.ys.push_back(n.value_of(outs[carries.size() + static_cast<size_t>(k)]));
+  region.next_carries = next_carries(n, outs, 0, states, names);
+  for (int64_t k = 0; k < k_out; ++k) region.ys.push_back(n.value_of(outs[initial.size() + static_cast<size_t>(k)]));
+  if (never) {
+    region.stop = static_cast<int64_t>(initial.size());
+    region.next_carries.push_back(carries.back());  // stays true
+  }
   region.carries = carries;
   region.slices = slices;
-  region.xs = xs;
-  return e.outline_scan(region);
+  region.xs = read;
+  std::vector<ValueId> r = e.outline_scan(region);
+  if (!never) return r;
+  r.erase(r.begin() + static_cast<ptrdiff_t>(initial.size()));  // the stop carry
+  for (size_t k = initial.size(); k < r.size(); ++k) r[k] = no_slots(e, r[k]);
+  return r;
 }
 
 // Scan (opset 9 on): N state variables, then M scanned inputs; the body maps (state,
@@ -261,14 +289,6 @@ int64_t trip_count(NodeContext& n) {
                            "weft's loops have a static length: M must be a constant or an initializer");
   }
   return std::max<int64_t>(static_cast<int64_t>(n.scalar_input(0, "the trip count M")), 0);
-}
-
-// `ys` stacked by a loop that never ran, cut to length 0 along its first axis.
-ValueId no_slots(Emitter& e, ValueId ys) {
-  const Shape s = e.shape(ys);
-  IntList start(static_cast<size_t>(s.rank()), 0), stop = s.dims;
-  stop[0] = 0;
-  return e.op(Op::Slice, {ys}, {{"start", start}, {"stop", stop}});
 }
 
 // Not `condition` (bool, one value), as the bool[] a scan's `stop` carry is.

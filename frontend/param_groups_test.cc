@@ -157,6 +157,41 @@ TEST(ParamGroupsApi, ALearningRateThatIsNotFiniteIsRefused) {
               "every weight NaN)");
     ASSERT_TRUE(t->step(batch(0, 6)).ok());
   }
+  // One the spec gives (PyTorch's constructor takes inf) is refused when the step is built.
+  const std::string not_finite = ": the learning rate must be finite (a step with it makes every weight NaN)";
+  auto inf = compile(OptimizerSpec::sgd(INFINITY), "reference");
+  ASSERT_FALSE(inf.ok());
+  EXPECT_EQ(inf.error().message,
+            "SGD(lr=inf, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False)" + not_finite);
+  inf = compile(OptimizerSpec::sgd(0.1).with_group("encoder", {.lr = INFINITY}), "reference");
+  ASSERT_FALSE(inf.ok());
+  EXPECT_EQ(inf.error().message,
+            "parameter group 'encoder' of SGD(lr=0.1, momentum=0.0, dampening=0.0, weight_decay=0.0, "
+            "nesterov=False, groups=[encoder(lr=inf)])" + not_finite);
+}
+
+// A negative rate made the optimizer climb the loss (PyTorch refuses it): refused as a
+// rate that is not finite is, with its value; 0 is a rate.
+TEST(ParamGroupsApi, ANegativeLearningRateIsRefused) {
+  const std::string negative =
+      ": the learning rate must be >= 0 (a negative one makes the optimizer climb the loss; 0 leaves the "
+      "weights as they are)";
+  for (const char* backend : {"cpu", "reference"}) {
+    auto t = compile(OptimizerSpec::adam(0.01).with_group("encoder.inner", {.lr = 0.001}), backend);
+    ASSERT_TRUE(t.ok()) << t.error().to_string();
+    const auto before = t->values();
+    t->set_lr(-1);
+    StatusOr<double> loss = t->step(batch(0, 6));
+    ASSERT_FALSE(loss.ok()) << backend;
+    EXPECT_EQ(loss.error().message, "set_lr(-1.0)" + negative);
+    EXPECT_EQ(t->steps(), 0);
+    EXPECT_EQ(t->values().at("encoder.inner.0.weight").to_doubles(),
+              before.at("encoder.inner.0.weight").to_doubles());
+    t->set_lr(0);
+    EXPECT_EQ(t->set_lr("encoder.inner", -0.25).to_string(), "error: set_lr('encoder.inner', -0.25)" + negative);
+    EXPECT_TRUE(t->set_lr("encoder.inner", 0).ok());
+    ASSERT_TRUE(t->step(batch(0, 6)).ok());
+  }
 }
 
 TEST(ParamGroupsApi, Errors) {

@@ -97,6 +97,11 @@ StatusOr<Trainer> Trainer::compile(const FlowPtr& net, const std::vector<InputSp
   for (size_t i = 0; i < t.optimizer_.groups.size(); ++i) {
     t.lrs_.push_back(t.optimizer_.group_spec(i).lr);
   }
+  // The spec's rates as every rate is checked: PyTorch's constructor check lets inf through.
+  for (size_t i = 0; i < t.lrs_.size(); ++i) {
+    const std::string group = i == 0 ? "" : "parameter group '" + t.optimizer_.groups[i - 1].path + "' of ";
+    WEFT_RETURN_IF_ERROR(check_learning_rate(t.lrs_[i], group + t.optimizer_.describe()));
+  }
   WEFT_RETURN_IF_ERROR(t.build_step());
   return t;
 }
@@ -370,7 +375,7 @@ Status Trainer::set_momentum(double momentum) {
 
 Status Trainer::set_lr(const std::string& group, double lr) {
   WEFT_ASSIGN_OR_RETURN(size_t i, group_index(optimizer_, group));
-  WEFT_RETURN_IF_ERROR(check_learning_rate(lr, group));
+  WEFT_RETURN_IF_ERROR(check_learning_rate(lr, set_lr_source(lr, group)));
   lrs_[i] = lr;
   return Status();
 }
@@ -401,9 +406,9 @@ Status Trainer::prefetch(const std::vector<Tensor>& batch) {
 
 StatusOr<double> Trainer::step(const std::vector<Tensor>& batch) {
   WEFT_RETURN_IF_ERROR(check_next_step(steps_));
-  // set_lr(double) returns nothing: a rate that is not finite is refused by the step it
-  // would have ruined (groups scaled from it are not finite either: the first is named).
-  WEFT_RETURN_IF_ERROR(check_learning_rate(lrs_[0], ""));
+  // set_lr(double) returns nothing: a rate that is not finite, or negative, is refused by
+  // the step it would have ruined (groups scaled from it are bad too: the first is named).
+  WEFT_RETURN_IF_ERROR(check_learning_rate(lrs_[0], set_lr_source(lrs_[0])));
   if (compiled()) {
     // The batch goes straight into the executor's input buffers (positions found once).
     if (batch.size() != batch_inputs_.size()) {

@@ -231,12 +231,13 @@ class Trainer {
   /// lr becomes its own first lr scaled by the same factor, lr / OptimizerSpec::lr (as a
   /// PyTorch scheduler scales each group's initial lr; groups keep theirs when
   /// OptimizerSpec::lr is 0): one schedule drives every group. A rate that is not finite
-  /// (NaN, inf) is refused by the next step(), which then changes nothing.
+  /// (NaN, inf) or negative is refused by the next step(), which then changes nothing
+  /// (training/learning_rate.h; 0 is allowed).
   void set_lr(double lr);
   double lr() const { return lrs_[0]; }
   /// One group's learning rate, for a schedule of its own (set it after set_lr(double),
   /// which rescales every group). The group is named by its path; an error lists the
-  /// groups when there is no such group, or refuses a rate that is not finite.
+  /// groups when there is no such group, or refuses a rate that is not finite or negative.
   Status set_lr(const std::string& group, double lr);
   StatusOr<double> lr(const std::string& group) const;
   /// The momentum (SGD, RMSprop) or β1 (Adam, AdamW, RAdam) of the next steps, every

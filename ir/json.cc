@@ -441,10 +441,9 @@ Status Reader::read_node(const Json& j, const std::string& path) {
   }
   if (body && body->outputs().size() != result_names.size()) {
     const size_t returned = body->outputs().size();
-    return error(path + ".results", "the body returns " + std::to_string(returned) +
-                                        (returned == 1 ? " value" : " values") + " but '" + std::string(info.name) + "' names " +
-                                        std::to_string(result_names.size()) +
-                                        (result_names.size() == 1 ? " result" : " results"));
+    return error(path + ".results", "the body returns " + counted(static_cast<int64_t>(returned), "value") +
+                                        " but '" + std::string(info.name) + "' names " +
+                                        counted(static_cast<int64_t>(result_names.size()), "result"));
   }
   graph_.add_node(*op, operands, std::move(attrs), std::move(loc),
                   result_types.empty() ? std::nullopt : result_types[0],

@@ -5,6 +5,7 @@
 
 #include "ir/checked_math.h"
 #include "ir/shape_rules_internal.h"
+#include "ir/text_util.h"
 
 namespace weft::shape_rules_internal {
 namespace {
@@ -79,14 +80,13 @@ StatusOr<Type> reshape(const Node& node, const std::vector<Type>& in) {
   const int64_t numel = *operand_numel;
   if (inferred >= 0) {
     if (*known == 0 || numel % *known != 0) {
-      return rule_error("cannot reshape " + str(in[0]) + " (" + std::to_string(numel) +
-                        " elements) to " + str(dims) + ": no size for -1 fits");
+      return rule_error("cannot reshape " + str(in[0]) + " (" + counted(numel, "element") + ") to " +
+                        str(dims) + ": no size for -1 fits");
     }
     dims[inferred] = numel / *known;
   } else if (*known != numel) {
-    return rule_error("cannot reshape " + str(in[0]) + " (" + std::to_string(numel) +
-                      " elements) to " + str(dims) + " (" + std::to_string(*known) +
-                      " elements)");
+    return rule_error("cannot reshape " + str(in[0]) + " (" + counted(numel, "element") + ") to " +
+                      str(dims) + " (" + counted(*known, "element") + ")");
   }
   return Type{in[0].dtype, Shape(std::move(dims))};
 }
@@ -298,9 +298,8 @@ StatusOr<Type> scan(const Node& node, const std::vector<Type>& in) {
   }
   const int64_t outputs = static_cast<int64_t>(body.outputs().size());
   if (outputs == 0 || outputs < carries) {
-    return rule_error("body @" + body.name() + " returns " + std::to_string(outputs) +
-                      (outputs == 1 ? " value" : " values") + "; it must return its " + std::to_string(carries) +
-                      (carries == 1 ? " next carry" : " next carries") +
+    return rule_error("body @" + body.name() + " returns " + counted(outputs, "value") + "; it must return its " +
+                      std::to_string(carries) + (carries == 1 ? " next carry" : " next carries") +
                       ", then its per-iteration outputs, at least one in all");
   }
   for (int64_t k = 0; k < outputs; ++k) {

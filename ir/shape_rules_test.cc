@@ -134,6 +134,13 @@ TEST(ShapeRulesTest, MovementErrors) {
   EXPECT_EQ(run(Op::Reshape, {f32({4, 6})}, {{"shape", IntList{5, -1}}}),
             "model.wir:3:8: error: reshape: cannot reshape f32[4,6] (24 elements) to [5, -1]: "
             "no size for -1 fits");
+  // One element is one ("1 elements" before).
+  EXPECT_EQ(run(Op::Reshape, {f32({})}, {{"shape", IntList{2}}}),
+            "model.wir:3:8: error: reshape: cannot reshape f32[] (1 element) to [2] (2 elements)");
+  EXPECT_EQ(run(Op::Reshape, {f32({2})}, {{"shape", IntList{1}}}),
+            "model.wir:3:8: error: reshape: cannot reshape f32[2] (2 elements) to [1] (1 element)");
+  EXPECT_EQ(run(Op::Reshape, {f32({1})}, {{"shape", IntList{0, -1}}}),
+            "model.wir:3:8: error: reshape: cannot reshape f32[1] (1 element) to [0, -1]: no size for -1 fits");
   EXPECT_EQ(run(Op::Reshape, {f32({4, 6})}, {{"shape", IntList{-1, -1}}}),
             "model.wir:3:8: error: reshape: shape [-1, -1] may hold one -1 and otherwise sizes "
             ">= 0");

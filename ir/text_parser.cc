@@ -328,9 +328,8 @@ Status Parser::parse_statement() {
 
   if (body && body->outputs().size() != results.size()) {
     const size_t returned = body->outputs().size();
-    return error_at(*result, "the body returns " + std::to_string(returned) +
-                                 (returned == 1 ? " value" : " values") + " but " + op_quoted + " names " +
-                                 std::to_string(results.size()) + (results.size() == 1 ? " result" : " results"));
+    return error_at(*result, "the body returns " + counted(static_cast<int64_t>(returned), "value") + " but " +
+                                 op_quoted + " names " + counted(static_cast<int64_t>(results.size()), "result"));
   }
   graph_.add_node(*op, operands, std::move(attrs), std::move(loc),
                   types.empty() ? std::nullopt : types[0], result ? result->text : "");

@@ -6,6 +6,7 @@
 #include "ir/fused_kind.h"
 #include "ir/schema_check.h"
 #include "ir/shape_rules.h"
+#include "ir/text_util.h"
 
 namespace weft {
 namespace {
@@ -168,9 +169,8 @@ class Verifier {
     const size_t declared = g_.declared_output_types().size();
     if (declared > 0 && declared != g_.outputs().size()) {
       const size_t returned = g_.outputs().size();
-      return Error{"the signature declares " + std::to_string(declared) +
-                       (declared == 1 ? " output type" : " output types") + " but the graph returns " +
-                       std::to_string(returned) + (returned == 1 ? " value" : " values"),
+      return Error{"the signature declares " + counted(static_cast<int64_t>(declared), "output type") +
+                       " but the graph returns " + counted(static_cast<int64_t>(returned), "value"),
                    g_.loc()};
     }
     return Status();

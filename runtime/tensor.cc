@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <new>
 
+#include "ir/text_util.h"
 #include "runtime/half_bits.h"
 
 namespace weft {
@@ -56,7 +57,7 @@ Tensor& Tensor::operator=(const Tensor& other) {
 Tensor Tensor::from_doubles(DType dtype, Shape shape, const std::vector<double>& values) {
   Tensor t(Type{dtype, std::move(shape)});
   WEFT_CHECK(static_cast<int64_t>(values.size()) == t.numel(),
-             "Tensor::from_doubles: " + std::to_string(values.size()) + " values for " +
+             "Tensor::from_doubles: " + counted(static_cast<int64_t>(values.size()), "value") + " for " +
                  t.type().to_string());
   for (size_t i = 0; i < values.size(); ++i) t.set_double(static_cast<int64_t>(i), values[i]);
   return t;
@@ -163,8 +164,8 @@ bool all_close(const Tensor& a, const Tensor& b, double tol, std::string* why) {
     char buf[160];
     std::snprintf(buf, sizeof(buf), "%s: element %s is %.9g, expected %.9g (tol %g); ",
                   a.type().to_string().c_str(), index.c_str(), first_a, first_b, tol);
-    *why = std::string(buf) + std::to_string(bad) + " of " + std::to_string(a.numel()) +
-           " elements differ";
+    *why = std::string(buf) + std::to_string(bad) + " of " + counted(a.numel(), "element") +
+           (bad == 1 ? " differs" : " differ");
   }
   return false;
 }

@@ -158,7 +158,10 @@ TEST(TensorTest, AllCloseUsesAbsoluteAndRelativeTolerance) {
   EXPECT_TRUE(all_close(nan, nan, 0));
   auto one = Tensor::from_vector<float>({2, 1}, {1, 1});
   EXPECT_FALSE(all_close(nan, one, 1, &why));
-  EXPECT_EQ(why, "f32[2,1]: element [0,0] is nan, expected 1 (tol 1); 1 of 2 elements differ");
+  EXPECT_EQ(why, "f32[2,1]: element [0,0] is nan, expected 1 (tol 1); 1 of 2 elements differs");
+  // One element is one ("1 of 1 elements differ" before).
+  EXPECT_FALSE(all_close(Tensor::scalar(DType::f32, 2), Tensor::scalar(DType::f32, 1), 0.1, &why));
+  EXPECT_EQ(why, "f32[]: element [] is 2, expected 1 (tol 0.1); 1 of 1 element differs");
 }
 
 TEST(TensorTest, ToString) {

@@ -1,19 +1,31 @@
 #pragma once
-// The learning rate a step is given, checked one way for every model that trains: the JIT
-// Trainer (frontend/training.h) and an AOT CompiledModel (training/aot/compiled_model.h).
+// The learning rate a step is given, checked one way wherever a rate is set after an
+// optimizer is built: the JIT Trainer's and an AOT CompiledModel's set_lr (frontend/
+// training.h, training/aot/compiled_model.h), the training driver's and the examples'
+// --lr, the AOT generator's --lr and group lr, and the schedules' rates
+// (training/schedule.h), and the rates of the OptimizerSpec a Trainer is compiled with.
 // Their set_lr(double) returns nothing, so the step that would use the rate refuses it.
+// (OptimizerSpec::validate checks a spec's lr first, with PyTorch's constructor message,
+// "Invalid learning rate: -0.1"; it lets inf through, as PyTorch does.)
 //
-//   check_learning_rate(1e-3)            // ok
-//   check_learning_rate(NAN, "head")     // "set_lr('head', nan): the learning rate must be finite ..."
+//   check_learning_rate(1e-3, "--lr=1e-3")                   // ok; 0 is ok too
+//   check_learning_rate(-0.1, set_lr_source(-0.1, "head"))
+//   // "set_lr('head', -0.1): the learning rate must be >= 0 (a negative one makes the
+//   //  optimizer climb the loss; 0 leaves the weights as they are)"
 #include <string>
 
 #include "ir/status.h"
 
 namespace weft {
 
-/// Ok for a finite `lr`; otherwise an error naming the call (with the parameter group's
-/// path when `group` is not empty): a rate that is not a number, or infinite, turns every
-/// weight NaN in one step.
-Status check_learning_rate(double lr, const std::string& group = "");
+/// Ok for a finite `lr` >= 0. Otherwise an error that starts with `source`, where the
+/// rate came from, naming its value ("set_lr(nan)", "--lr=-1", "StepLR's gamma=-0.5 at
+/// step 1 gives -0.05"): a rate that is not a number, or infinite, turns every weight
+/// NaN in one step; a negative one ascends the loss (PyTorch refuses it too).
+Status check_learning_rate(double lr, const std::string& source);
+
+/// The source of a rate given through set_lr, for check_learning_rate: "set_lr(-0.1)",
+/// or "set_lr('head', -0.1)" for the parameter group at path `group`.
+std::string set_lr_source(double lr, const std::string& group = "");
 
 }  // namespace weft

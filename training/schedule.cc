@@ -1,6 +1,7 @@
 #include "training/schedule.h"
 
 #include "ir/text_util.h"
+#include "training/learning_rate.h"
 
 #include <algorithm>
 #include <charconv>
@@ -29,6 +30,20 @@ Status check_warmup_factor(double factor, const char* which) {
   return Status();
 }
 
+// A rate the schedule starts from, ends at or passes through, checked as every rate is
+// (training/learning_rate.h): "StepLR's base_lr=-0.1: the learning rate must be >= 0 ...".
+Status check_rate(const char* schedule, const std::string& name, double lr) {
+  return check_learning_rate(lr, std::string(schedule) + "'s " + name + "=" + python_float_repr(lr));
+}
+
+// A factor whose powers multiply the rate (StepLR's gamma...): a negative one makes every
+// other rate negative, an infinite one the rates infinite.
+Status check_factor(const char* schedule, const char* name, double factor) {
+  if (std::isfinite(factor) && factor >= 0) return Status();
+  return Error{std::string(schedule) + ": " + name + " must be a finite number >= 0, not " +
+               python_float_repr(factor) + " (the learning rate is multiplied by its powers)"};
+}
+
 // (1 + cos(π·x / period)) / 2 scaled between eta_min and base_lr: PyTorch's closed form.
 double cosine(double base_lr, double eta_min, double x, double period) {
   return eta_min + (base_lr - eta_min) * (1 + std::cos(std::numbers::pi * x / period)) / 2;
@@ -46,7 +61,8 @@ Status StepLR::validate() const {
   if (step_size_ < 1) {
     return Error{"StepLR: step_size must be at least 1, not " + std::to_string(step_size_)};
   }
-  return Status();
+  WEFT_RETURN_IF_ERROR(check_rate("StepLR", "base_lr", base_lr_));
+  return check_factor("StepLR", "gamma", gamma_);
 }
 
 std::string StepLR::describe() const {
@@ -67,6 +83,11 @@ double MultiStepLR::lr_at(int64_t t) const {
   return base_lr_ * std::pow(gamma_, static_cast<double>(passed));
 }
 
+Status MultiStepLR::validate() const {
+  WEFT_RETURN_IF_ERROR(check_rate("MultiStepLR", "base_lr", base_lr_));
+  return check_factor("MultiStepLR", "gamma", gamma_);
+}
+
 std::string MultiStepLR::describe() const {
   std::string ms;
   for (size_t i = 0; i < milestones_.size(); ++i) {
@@ -80,6 +101,11 @@ std::string MultiStepLR::describe() const {
 
 double ExponentialLR::lr_at(int64_t t) const {
   return base_lr_ * std::pow(gamma_, static_cast<double>(clamp_t(t)));
+}
+
+Status ExponentialLR::validate() const {
+  WEFT_RETURN_IF_ERROR(check_rate("ExponentialLR", "base_lr", base_lr_));
+  return check_factor("ExponentialLR", "gamma", gamma_);
 }
 
 std::string ExponentialLR::describe() const {
@@ -97,7 +123,8 @@ Status CosineAnnealingLR::validate() const {
   if (t_max_ < 1) {
     return Error{"CosineAnnealingLR: T_max must be at least 1, not " + std::to_string(t_max_)};
   }
-  return Status();
+  WEFT_RETURN_IF_ERROR(check_rate("CosineAnnealingLR", "base_lr", base_lr_));
+  return check_rate("CosineAnnealingLR", "eta_min", eta_min_);
 }
 
 std::string CosineAnnealingLR::describe() const {
@@ -125,7 +152,9 @@ Status WarmupCosineLR::validate() const {
                  ") must exceed warmup_steps (" + std::to_string(warmup_steps_) +
                  "): the cosine phase needs at least one step"};
   }
-  return check_warmup_factor(start_factor_, "Starting");
+  WEFT_RETURN_IF_ERROR(check_warmup_factor(start_factor_, "Starting"));
+  WEFT_RETURN_IF_ERROR(check_rate("WarmupCosineLR", "base_lr", base_lr_));
+  return check_rate("WarmupCosineLR", "eta_min", eta_min_);
 }
 
 std::string WarmupCosineLR::describe() const {
@@ -195,7 +224,11 @@ Status OneCycleLR::validate() const {
     return Error{"Expected float between 0 and 1 pct_start, but got " +
                  python_float_repr(options_.pct_start)};
   }
-  return Status();
+  // The lr anneals between these three, so it never leaves them.
+  const double initial_lr = max_lr_ / options_.div_factor;
+  WEFT_RETURN_IF_ERROR(check_rate("OneCycleLR", "max_lr", max_lr_));
+  WEFT_RETURN_IF_ERROR(check_rate("OneCycleLR", "initial_lr (max_lr / div_factor)", initial_lr));
+  return check_rate("OneCycleLR", "min_lr (initial_lr / final_div_factor)", initial_lr / options_.final_div_factor);
 }
 
 std::string OneCycleLR::describe() const {
@@ -249,7 +282,9 @@ Status CyclicLR::validate() const {
     return Error{"CyclicLR: step_size_down must be >= 0, not " +
                  std::to_string(step_size_down())};
   }
-  return Status();
+  WEFT_RETURN_IF_ERROR(check_rate("CyclicLR", "base_lr", base_lr_));
+  WEFT_RETURN_IF_ERROR(check_rate("CyclicLR", "max_lr", max_lr_));
+  return check_factor("CyclicLR", "gamma", options_.gamma);
 }
 
 std::string CyclicLR::describe() const {
@@ -308,7 +343,8 @@ ReduceLROnPlateau::ReduceLROnPlateau(double lr, PlateauOptions options)
 
 Status ReduceLROnPlateau::validate() const {
   if (!(options_.factor < 1.0)) return Error{"Factor should be < 1.0."};
-  return Status();
+  WEFT_RETURN_IF_ERROR(check_rate("ReduceLROnPlateau", "lr", lr_));
+  return check_rate("ReduceLROnPlateau", "min_lr", options_.min_lr);
 }
 
 bool ReduceLROnPlateau::is_better(double a) const {

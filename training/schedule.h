@@ -52,13 +52,17 @@ class LrSchedule {
   /// takes it as a runtime input only when built for it
   /// (OptimizerSpec::with_scheduled_momentum, training/step_inputs.h's weft.momentum).
   virtual std::optional<double> momentum_at(int64_t /*t*/) const { return std::nullopt; }
-  /// The constructor arguments checked, with PyTorch's message where it has one.
+  /// The constructor arguments checked, with PyTorch's message where it has one; beyond
+  /// PyTorch's, each rate it is built with is checked as training/learning_rate.h checks
+  /// a rate, and each factor whose powers scale the rate must be a finite number >= 0, so
+  /// that no step is given a negative or non-finite rate by a schedule.
   virtual Status validate() const { return Status(); }
   /// `StepLR(base_lr=0.1, step_size=30, gamma=0.1)`, for logs.
   virtual std::string describe() const = 0;
 };
 
-/// base_lr · gamma^floor(t / step_size). Errors: step_size < 1.
+/// base_lr · gamma^floor(t / step_size). Errors: step_size < 1, and (as every schedule's)
+/// a bad rate or factor (LrSchedule::validate).
 class StepLR final : public LrSchedule {
  public:
   StepLR(double base_lr, int64_t step_size, double gamma = 0.1)
@@ -79,6 +83,7 @@ class MultiStepLR final : public LrSchedule {
  public:
   MultiStepLR(double base_lr, std::vector<int64_t> milestones, double gamma = 0.1);
   double lr_at(int64_t t) const override;
+  Status validate() const override;
   std::string describe() const override;
 
  private:
@@ -92,6 +97,7 @@ class ExponentialLR final : public LrSchedule {
  public:
   ExponentialLR(double base_lr, double gamma) : base_lr_(base_lr), gamma_(gamma) {}
   double lr_at(int64_t t) const override;
+  Status validate() const override;
   std::string describe() const override;
 
  private:

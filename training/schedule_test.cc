@@ -349,5 +349,41 @@ TEST(Schedule, Errors) {
   EXPECT_EQ(error_of(ExponentialLR(0.1, 0.9).validate()), "ok");
 }
 
+// A schedule built with a negative or non-finite rate, or a factor that makes one, would
+// feed every step such a rate (a negative one makes the optimizer climb the loss): its
+// rates are checked as every rate is (training/learning_rate.h), its factors apart. 0 is
+// a rate.
+TEST(Schedule, RatesAndFactorsThatWouldGiveABadRateAreRefused) {
+  const std::string negative =
+      ": the learning rate must be >= 0 (a negative one makes the optimizer climb the loss; 0 leaves the "
+      "weights as they are)";
+  const std::string not_finite = ": the learning rate must be finite (a step with it makes every weight NaN)";
+  EXPECT_EQ(error_of(StepLR(-0.1, 30).validate()), "StepLR's base_lr=-0.1" + negative);
+  EXPECT_LT(StepLR(0.1, 1, -0.5).lr_at(1), 0);  // every other rate
+  EXPECT_EQ(error_of(StepLR(0.1, 1, -0.5).validate()),
+            "StepLR: gamma must be a finite number >= 0, not -0.5 (the learning rate is multiplied by its powers)");
+  EXPECT_EQ(error_of(MultiStepLR(0.1, {3}, -1).validate()),
+            "MultiStepLR: gamma must be a finite number >= 0, not -1.0 (the learning rate is multiplied by its "
+            "powers)");
+  EXPECT_EQ(error_of(ExponentialLR(0.1, INFINITY).validate()),
+            "ExponentialLR: gamma must be a finite number >= 0, not inf (the learning rate is multiplied by its "
+            "powers)");
+  EXPECT_EQ(error_of(ExponentialLR(NAN, 0.9).validate()), "ExponentialLR's base_lr=nan" + not_finite);
+  EXPECT_EQ(error_of(CosineAnnealingLR(0.1, 10, -0.01).validate()), "CosineAnnealingLR's eta_min=-0.01" + negative);
+  EXPECT_EQ(error_of(WarmupCosineLR(0.1, 2, 10, 0, -1e-3).validate()), "WarmupCosineLR's eta_min=-0.001" + negative);
+  EXPECT_EQ(error_of(OneCycleLR(0.1, 100, {.div_factor = -25}).validate()),
+            "OneCycleLR's initial_lr (max_lr / div_factor)=-0.004" + negative);
+  EXPECT_EQ(error_of(OneCycleLR(0.1, 100, {.final_div_factor = 0}).validate()),
+            "OneCycleLR's min_lr (initial_lr / final_div_factor)=inf" + not_finite);
+  EXPECT_EQ(error_of(CyclicLR(0.001, -0.006).validate()), "CyclicLR's max_lr=-0.006" + negative);
+  EXPECT_EQ(error_of(CyclicLR(0.001, 0.006, {.mode = CyclicOptions::Mode::exp_range, .gamma = -0.5}).validate()),
+            "CyclicLR: gamma must be a finite number >= 0, not -0.5 (the learning rate is multiplied by its "
+            "powers)");
+  EXPECT_EQ(error_of(ReduceLROnPlateau(0.1, {.min_lr = -1}).validate()), "ReduceLROnPlateau's min_lr=-1.0" + negative);
+  EXPECT_EQ(error_of(WarmupLR(std::make_shared<StepLR>(-0.1, 3), 5).validate()), "StepLR's base_lr=-0.1" + negative);
+  EXPECT_EQ(error_of(StepLR(0, 3, 0).validate()), "ok");
+  EXPECT_EQ(error_of(ReduceLROnPlateau(0).validate()), "ok");
+}
+
 }  // namespace
 }  // namespace weft

@@ -177,7 +177,11 @@ TEST(FashionMnist, Errors) {
       {"--batch=1e12", "--batch=1e12: not a whole number"},
       {"--batch=0", "--batch=0: must be in [1, 2147483647]"},
       {"--seed=-1", "--seed=-1: not an unsigned whole number"},
-      {"--lr=nan", "--lr=nan: must be finite"},
+      {"--lr=nan", "--lr=nan: the learning rate must be finite (a step with it makes every weight NaN)"},
+      // A negative rate made the optimizer climb the loss (training/learning_rate.h).
+      {"--lr=-0.1",
+       "--lr=-0.1: the learning rate must be >= 0 (a negative one makes the optimizer climb the loss; 0 leaves "
+       "the weights as they are)"},
       {"--precision=f64", "--precision=f64: one of f32, bf16, f16"},
       {"--partial-load", "--partial-load needs --checkpoint-in"},
       {"--schedule=cosine", "unknown flag '--schedule' (--help lists the flags)"},

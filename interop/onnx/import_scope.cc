@@ -10,6 +10,7 @@
 
 #include "interop/onnx/fuse_gelu.h"
 #include "interop/onnx/reader.h"
+#include "ir/text_util.h"
 #include "runtime/reference/interpreter.h"
 #include "training/init.h"
 
@@ -472,7 +473,7 @@ std::vector<ValueId> Importer::run(const std::vector<ValueId>& inputs) {
     values[in.name()] = std::move(en);
   }
   if (k != inputs.size()) {
-    fail(std::to_string(inputs.size()) + " inputs given, the model takes " + std::to_string(k));
+    fail(counted(static_cast<int64_t>(inputs.size()), "input") + " given, the model takes " + std::to_string(k));
   }
   convert_nodes(g);
   std::vector<ValueId> outputs;

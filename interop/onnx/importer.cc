@@ -8,6 +8,7 @@
 
 #include "interop/onnx/import_scope.h"
 #include "ir/checked_math.h"
+#include "ir/text_util.h"
 #include "training/init.h"
 
 namespace weft::onnx_io {
@@ -212,7 +213,7 @@ StatusOr<std::map<std::string, Tensor>> name_data_inputs(const OnnxFile& file,
                                                          std::vector<Tensor> tensors) {
   const std::vector<const onnx::ValueInfoProto*> inputs = onnx_data_inputs(file);
   if (inputs.size() != tensors.size()) {
-    return Error{std::to_string(tensors.size()) + " inputs given, the model takes " +
+    return Error{counted(static_cast<int64_t>(tensors.size()), "input") + " given, the model takes " +
                  std::to_string(inputs.size())};
   }
   std::map<std::string, Tensor> out;

@@ -313,6 +313,16 @@ TEST(Importer, AnInputTooLargeToMeasureIsRefused) {
             "64 bits; check its dims (weftc import --input-shape x=...)");
 }
 
+TEST(Importer, DataInputsGivenAreCounted) {
+  OnnxBuilder b(13);
+  b.input("x", DType::f32, {2}).input("y", DType::f32, {2});
+  b.node("Add", {"x", "y"}, {"z"});
+  b.output("z", DType::f32);
+  const Tensor x(Type{DType::f32, {2}});
+  EXPECT_EQ(name_data_inputs(b.file(), {x}).error().message, "1 input given, the model takes 2");  // "1 inputs"
+  EXPECT_EQ(name_data_inputs(b.file(), {x, x, x}).error().message, "3 inputs given, the model takes 2");
+}
+
 TEST(Importer, ConstantInputsAreFixedAtImport) {
   // A model taking Reshape's shape as an input: refused, unless its value is given.
   OnnxBuilder b(13);

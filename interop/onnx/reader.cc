@@ -9,6 +9,7 @@
 
 #include "formats/file_io.h"
 #include "ir/checked_math.h"
+#include "ir/text_util.h"
 
 namespace weft::onnx_io {
 namespace {
@@ -63,7 +64,7 @@ Status check_data_size(const onnx::TensorProto& t, const Type& type, const std::
   }
   const int64_t count = typed_count(t, type.dtype);
   if (count == type.numel()) return {};
-  return Error{what + ": holds " + std::to_string(count) + " values, its shape " +
+  return Error{what + ": holds " + counted(count, "value") + ", its shape " +
                type.to_string() + " needs " + std::to_string(type.numel())};
 }
 

@@ -80,6 +80,9 @@ TEST(Reader, MalformedTensorsAreRefused) {
   EXPECT_EQ(tensor_from_proto(t, "").error().message,
             "tensor 'w': holds 3 values, its shape f32[2,2] needs 4");
   t.clear_float_data();
+  t.add_float_data(1);  // "holds 1 values" before
+  EXPECT_EQ(tensor_from_proto(t, "").error().message, "tensor 'w': holds 1 value, its shape f32[2,2] needs 4");
+  t.clear_float_data();
   t.set_raw_data(std::string(15, '\0'));
   EXPECT_EQ(tensor_from_proto(t, "").error().message,
             "tensor 'w': holds 15 bytes of data, its shape f32[2,2] needs 16");

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "ir/text_util.h"
 #include "runtime/cpu/cost.h"
 #include "runtime/cpu/executor_bound.h"
 
@@ -151,7 +152,7 @@ class BucketMemberBound : public Executor::Bound {
                       std::string(dtype_name(b.dtype)) + "[" + std::to_string(b.members[member_].count) +
                       "] into bucket of " + std::to_string(b.members.size());
     if (last()) {
-      out += ": one call on " + std::to_string(b.count) + " elements (" + bucket_->comm().describe() +
+      out += ": one call on " + counted(b.count, "element") + " (" + bucket_->comm().describe() +
              "), waited before invocation " + std::to_string(b.wait_before) + bucket_->in_flight();
     }
     return out;

@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "ir/text_util.h"
+
 namespace weft::cuda {
 namespace {
 
@@ -127,7 +129,7 @@ LtEpilogueDecision match_lt_epilogue(const Invocation& inv, const Graph& body,
   const Type& bias_type = inv.operands[2].type;
   if (!bias_row(bias_type.shape, plan.n)) {
     return refuse("the epilogue's operand " + bias_type.to_string() + " is not a bias of " +
-                  std::to_string(plan.n) + " elements broadcast along C's rows");
+                  counted(plan.n, "element") + " broadcast along C's rows");
   }
   if (bias_type.dtype != c_type.dtype) {
     return refuse("the bias is " + bias_type.to_string() + ", C " + c_type.to_string() +

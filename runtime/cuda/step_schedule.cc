@@ -2,6 +2,8 @@
 // (step_schedule.h).
 #include "runtime/cuda/step_schedule.h"
 
+#include "ir/text_util.h"
+
 namespace weft::cuda {
 namespace {
 
@@ -60,9 +62,9 @@ std::string describe(const std::vector<StepAction>& actions, const Program& prog
     } else if (a.kind == StepAction::Kind::start_bucket || a.kind == StepAction::Kind::start_bucket_unpredicated) {
       const collective::Bucket& b = plan.buckets[a.index];
       const std::string elements = a.kind == StepAction::Kind::start_bucket
-                                       ? std::to_string(b.count) + " elements"
-                                       : std::to_string(b.always_count) + " of " + std::to_string(b.count) +
-                                             " elements: accumulating";
+                                       ? counted(b.count, "element")
+                                       : std::to_string(b.always_count) + " of " + counted(b.count, "element") +
+                                             ": accumulating";
       out += "start bucket " + std::to_string(a.index) + " (" + std::to_string(b.members.size()) + " " +
              std::string(dtype_name(b.dtype)) + " " + collective::reduction_name(b.reduction) + ", " + elements +
              ") on the communication stream";

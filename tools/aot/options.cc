@@ -6,6 +6,7 @@
 
 #include "codegen/targets.h"
 #include "training/flag_values.h"
+#include "training/learning_rate.h"
 
 namespace weft::aot {
 namespace {
@@ -69,6 +70,9 @@ Status add_param_groups(const std::string& text, OptimizerSpec& spec) {
     const size_t comma = std::min(text.find(',', start), text.size());
     const std::string group = text.substr(start, comma - start);
     const size_t colon = std::min(group.find(':'), group.size());
+    const auto in_group = [&](const std::string& problem) {
+      return Error{"--param_groups=" + text + ": group '" + group.substr(0, colon) + "': " + problem};
+    };
     OptimizerSpec::GroupOptions options;
     for (size_t at = colon; at < group.size();) {
       const size_t next = std::min(group.find(':', at + 1), group.size());
@@ -81,8 +85,9 @@ Status add_param_groups(const std::string& text, OptimizerSpec& spec) {
                      "separated by commas)"};
       }
       StatusOr<double> v = to_double(key, value);
-      if (!v.ok()) {
-        return Error{"--param_groups=" + text + ": group '" + group.substr(0, colon) + "': " + v.error().message};
+      if (!v.ok()) return in_group(v.error().message);
+      if (Status rate = check_learning_rate(*v, "lr=" + value); key == "lr" && !rate.ok()) {
+        return in_group(rate.error().message);
       }
       (key == "lr" ? options.lr : options.weight_decay) = *v;
       at = next;
@@ -196,6 +201,7 @@ StatusOr<OptimizerSpec> CompileOptions::optimizer_spec() const {
       continue;
     }
     WEFT_ASSIGN_OR_RETURN(double v, to_double(flag, text));
+    if (flag == "lr") WEFT_RETURN_IF_ERROR(check_learning_rate(v, "--lr=" + text));  // inf too
     if (flag == "lr") s.lr = v;
     else if (flag == "momentum") s.momentum = v;
     else if (flag == "dampening") s.dampening = v;

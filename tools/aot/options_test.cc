@@ -85,6 +85,24 @@ TEST(AotOptions, ParameterGroups) {
             "--param_groups=encoder:lr=fast: group 'encoder': --lr=fast: not a number");
   EXPECT_EQ(error_of({"--batch=8", "--optimizer=adam", "--param_groups=a,a"}),
             "parameter group 'a' is given twice");
+  EXPECT_EQ(error_of({"--batch=8", "--optimizer=adam", "--param_groups=encoder:lr=inf"}),
+            "--param_groups=encoder:lr=inf: group 'encoder': lr=inf: the learning rate must be finite (a step "
+            "with it makes every weight NaN)");
+}
+
+// The compiled optimizer's rates go through training/learning_rate.h's check, as every
+// rate set after an optimizer is built: an infinite one compiled a model whose every
+// step was refused, a negative one was refused with PyTorch's constructor message.
+TEST(AotOptions, LearningRatesAreCheckedAsEveryRateIs) {
+  const std::string negative =
+      ": the learning rate must be >= 0 (a negative one makes the optimizer climb the loss; 0 leaves the "
+      "weights as they are)";
+  EXPECT_EQ(error_of({"--batch=8", "--optimizer=sgd", "--lr=-0.5"}), "--lr=-0.5" + negative);
+  EXPECT_EQ(error_of({"--batch=8", "--optimizer=adam", "--lr=inf"}),
+            "--lr=inf: the learning rate must be finite (a step with it makes every weight NaN)");
+  EXPECT_EQ(error_of({"--batch=8", "--optimizer=adam", "--param_groups=head:lr=-1e-3"}),
+            "--param_groups=head:lr=-1e-3: group 'head': lr=-1e-3" + negative);
+  EXPECT_EQ(error_of({"--batch=8", "--optimizer=sgd", "--lr=0", "--param_groups=head:lr=0"}), "(ok)");
 }
 
 /// The LossSpec of `args` (with --batch=8), or a failed expectation.

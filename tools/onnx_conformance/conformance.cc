@@ -11,6 +11,7 @@
 #include "codegen/targets.h"
 #include "interop/onnx/importer.h"
 #include "interop/onnx/reader.h"
+#include "ir/text_util.h"
 #include "ir/verifier.h"
 
 namespace weft::onnx_conformance {
@@ -129,8 +130,8 @@ Comparison compare_tensors(const Tensor& actual, const Tensor& expected, Toleran
   if (differ == 0) return {};
   const std::string at = index_of(expected.shape(), worst);
   return {false,
-          std::to_string(differ) + " of " + std::to_string(expected.numel()) +
-              " elements differ; the largest |error| is " + number(worst_error) + " at " + at + ": " +
+          std::to_string(differ) + " of " + counted(expected.numel(), "element") +
+              (differ == 1 ? " differs" : " differ") + "; the largest |error| is " + number(worst_error) + " at " + at + ": " +
               number(actual.get_double(worst), 9) + " where " + number(expected.get_double(worst), 9) +
               " was expected",
           worst_error};

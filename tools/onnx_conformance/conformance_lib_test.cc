@@ -39,7 +39,7 @@ TEST(CompareTensors, WithinTheTolerancesIsClose) {
 
 TEST(CompareTensors, ElementsShownToEveryFloatsDigit) {
   const Comparison c = compare_tensors(f32({1}, {1.0000001f}), f32({1}, {1}), {.rtol = 0, .atol = 0});
-  EXPECT_EQ(c.detail, "1 of 1 elements differ; the largest |error| is 1.19209e-07 at [0]: 1.00000012 where 1 was expected");
+  EXPECT_EQ(c.detail, "1 of 1 element differs; the largest |error| is 1.19209e-07 at [0]: 1.00000012 where 1 was expected");
 }
 
 TEST(CompareTensors, AbsoluteToleranceNearZero) {
@@ -66,7 +66,7 @@ TEST(CompareTensors, IntegersAndBoolsExactly) {
                               Tensor::from_vector<int64_t>({2}, {big + 1, -3})).close);
   const Comparison c = compare_tensors(Tensor::from_vector<bool>({2}, {true, false}),
                                        Tensor::from_vector<bool>({2}, {true, true}));
-  EXPECT_EQ(c.detail, "1 of 2 elements differ; the largest |error| is 1 at [1]: 0 where 1 was expected");
+  EXPECT_EQ(c.detail, "1 of 2 elements differs; the largest |error| is 1 at [1]: 0 where 1 was expected");
 }
 
 TEST(CompareTensors, DtypeAndShapeMustMatch) {
@@ -168,7 +168,7 @@ TEST(RunCase, WrongNumbersFail) {
   const BackendResult& v = r.backends.at("reference");
   EXPECT_EQ(v.verdict, Verdict::failed);
   EXPECT_EQ(v.detail,
-            "test_data_set_0: output 0: 1 of 4 elements differ; the largest |error| is 0.5 at [3]: "
+            "test_data_set_0: output 0: 1 of 4 elements differs; the largest |error| is 0.5 at [3]: "
             "4 where 4.5 was expected");
   EXPECT_DOUBLE_EQ(v.max_error, 0.5);
 }

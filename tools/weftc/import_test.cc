@@ -172,6 +172,23 @@ TEST(WeftcExport, ImportedModelGoesBackOutAndRunsTheSame) {
   EXPECT_FALSE(std::filesystem::exists(dir() + "/none.onnx"));
 }
 
+// Counts of one are singular ("1 ONNX nodes ... 1 weft ops" before).
+TEST(WeftcImport, TheSummaryCountsOneAsOne) {
+  OnnxBuilder b;
+  b.input("x", DType::f32, {2});
+  b.initializer("w", f32({2}, {1, 2}));
+  b.node("Mul", {"x", "w"}, {"y"});
+  b.output("y", DType::f32);
+  const std::string wir = dir() + "/one.wir", back = dir() + "/one_back.onnx";
+  CommandResult r = weftc("import " + write_model(b, "one.onnx") + " -o " + wir);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out, "imported 1 ONNX node (opset 17) as 1 weft op; 1 parameter and 0 state inputs (2 values)\nwrote " +
+                       wir + " and " + dir() + "/one.safetensors\n");
+  r = weftc("export " + wir + " --params=" + dir() + "/one.safetensors -o " + back);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out, "exported 1 weft op as 1 ONNX node (opset 17), 1 initializer; wrote " + back + "\n");
+}
+
 // An output written over a file the command reads destroys it (the model became .wir
 // text; `export m.wir -o m.wir` wrote ONNX bytes over the graph): refused, however the
 // path is spelled, and nothing is written.

@@ -9,6 +9,7 @@
 #include "interop/onnx/importer.h"
 #include "ir/json.h"
 #include "ir/text.h"
+#include "ir/text_util.h"
 #include "tools/weftc/args.h"
 #include "tools/weftc/graph_files.h"
 
@@ -108,10 +109,11 @@ Status import_command(const std::vector<std::string>& argv) {
   WEFT_RETURN_IF_ERROR(write_safetensors(resolve_path(weights), tensors,
                                          {{"weft.source", std::filesystem::path(file).filename().string()}}));
   WEFT_RETURN_IF_ERROR(write_file_atomically(resolve_path(out), text));
-  std::cout << "imported " << model->model.graph().node_size() << " ONNX nodes (opset "
-            << model->opset << ") as " << g.graph.nodes().size() << " weft ops; " << params
-            << " parameters and " << (g.params.size() - static_cast<size_t>(params))
-            << " state inputs (" << elements << " values)\n"
+  const auto state = static_cast<int64_t>(g.params.size()) - params;
+  std::cout << "imported " << counted(model->model.graph().node_size(), "ONNX node") << " (opset "
+            << model->opset << ") as " << counted(static_cast<int64_t>(g.graph.nodes().size()), "weft op") << "; "
+            << counted(params, "parameter") << " and " << counted(state, "state input") << " ("
+            << counted(elements, "value") << ")\n"
             << "wrote " << out << " and " << weights << "\n";
   return Status();
 }
@@ -138,9 +140,9 @@ Status export_command(const std::vector<std::string>& argv) {
   }
   WEFT_ASSIGN_OR_RETURN(onnx::ModelProto model, onnx_io::export_onnx(g, values));
   WEFT_RETURN_IF_ERROR(onnx_io::write_onnx_model(resolve_path(args.get("out")), model));
-  std::cout << "exported " << g.nodes().size() << " weft ops as " << model.graph().node_size()
-            << " ONNX nodes (opset " << onnx_io::kExportOpset << "), "
-            << model.graph().initializer_size() << " initializers; wrote " << args.get("out") << "\n";
+  std::cout << "exported " << counted(static_cast<int64_t>(g.nodes().size()), "weft op") << " as "
+            << counted(model.graph().node_size(), "ONNX node") << " (opset " << onnx_io::kExportOpset << "), "
+            << counted(model.graph().initializer_size(), "initializer") << "; wrote " << args.get("out") << "\n";
   return Status();
 }
 

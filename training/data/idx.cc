@@ -11,6 +11,8 @@
 #include <new>
 #include <optional>
 
+#include "ir/text_util.h"
+
 namespace weft {
 namespace {
 
@@ -77,8 +79,9 @@ StatusOr<Header> parse_header(const std::string& bytes, const std::string& path)
   }
   int rank = p[3];
   h.bytes = 4 + 4 * static_cast<size_t>(rank);
-  if (bytes.size() < h.bytes) return fail("truncated IDX header: " + std::to_string(rank) +
-                                          " dims announced but the file ends first");
+  if (bytes.size() < h.bytes) {
+    return fail("truncated IDX header: " + counted(rank, "dim") + " announced but the file ends first");
+  }
   for (int i = 0; i < rank; ++i) {
     int64_t d = big_endian_u32(p + 4 + 4 * i);
     if (d != 0 && h.numel > (int64_t{1} << 40) / d) return fail("IDX dims are implausibly large");

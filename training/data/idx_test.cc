@@ -61,6 +61,9 @@ TEST(Idx, ErrorsNameTheFileAndTheProblem) {
   write_gz(p, std::string("\0\0\x08\x02\0\0\0\x02", 8));
   EXPECT_EQ(read_idx(p).error().to_string(),
             p + ": error: truncated IDX header: 2 dims announced but the file ends first");
+  write_gz(p, std::string("\0\0\x08\x01\0\0", 6));  // a labels file's rank ("1 dims" before)
+  EXPECT_EQ(read_idx(p).error().to_string(),
+            p + ": error: truncated IDX header: 1 dim announced but the file ends first");
   write_gz(p, idx_u8_2x3().substr(0, 15));
   EXPECT_EQ(read_idx(p).error().to_string(),
             p + ": error: truncated IDX data: shape [2,3] needs 6 bytes but 3 follow the header");

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "training/flag_values.h"
+#include "training/learning_rate.h"
 
 namespace weft::driver {
 namespace {
@@ -167,9 +168,12 @@ std::vector<Flag> make_flags() {
           "torch.backends.cuda.matmul.allow_tf32); the cpu ignores it. Not yet run on a GPU",
           &DriverConfig::tf32);
   // The learning rate.
-  f.push_back({"lr", "X", "the compiled optimizer's", "base learning rate",
+  f.push_back({"lr", "X", "the compiled optimizer's", "base learning rate (>= 0)",
                [](DriverConfig& c, const std::string& v) -> Status {
-                 WEFT_ASSIGN_OR_RETURN(c.lr, parse_double("lr", v, 0));
+                 const FlagNumber<double> lr = parse_real_number(v);
+                 if (lr.malformed) return bad("lr", v, "not a number");
+                 WEFT_RETURN_IF_ERROR(check_learning_rate(lr.value, "--lr=" + v));
+                 c.lr = lr.value;
                  return Status();
                }});
   f.push_back({"schedule", "NAME", "constant", std::string("learning-rate schedule, stepped every step: ") + kSchedules,

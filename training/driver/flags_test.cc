@@ -134,9 +134,17 @@ TEST(Flags, NumberErrors) {
   EXPECT_EQ(error_of({"--lr=abc"}), "--lr=abc: not a number");
   EXPECT_EQ(error_of({"--lr=1e"}), "--lr=1e: not a number");
   EXPECT_EQ(error_of({"--lr= 1"}), "--lr= 1: not a number");
-  EXPECT_EQ(error_of({"--lr=-0.1"}), "--lr=-0.1: must be >= 0");
-  EXPECT_EQ(error_of({"--lr=inf"}), "--lr=inf: must be finite");
-  EXPECT_EQ(error_of({"--lr=nan"}), "--lr=nan: must be finite");
+  // The rate itself through training/learning_rate.h's check, as every rate set after
+  // the optimizer is built; 0 is a rate.
+  EXPECT_EQ(error_of({"--lr=-0.1"}), "--lr=-0.1: the learning rate must be >= 0 (a negative one makes the "
+                                     "optimizer climb the loss; 0 leaves the weights as they are)");
+  EXPECT_EQ(error_of({"--lr=inf"}),
+            "--lr=inf: the learning rate must be finite (a step with it makes every weight NaN)");
+  EXPECT_EQ(error_of({"--lr=nan"}),
+            "--lr=nan: the learning rate must be finite (a step with it makes every weight NaN)");
+  EXPECT_EQ(error_of({"--lr=1e999"}),
+            "--lr=1e999: the learning rate must be finite (a step with it makes every weight NaN)");
+  EXPECT_EQ(parse({"--lr=0"}).lr, 0.0);
   EXPECT_EQ(error_of({"--schedule=exponential", "--lr-gamma=0"}), "--lr-gamma=0: must be > 0");
   EXPECT_EQ(error_of({"--warmup-start-factor=2"}), "--warmup-start-factor=2: must be in [0, 1]");
   EXPECT_EQ(error_of({"--pct-start=-0.5"}), "--pct-start=-0.5: must be in [0, 1]");
@@ -272,7 +280,9 @@ TEST(FlagSet, SharesTheDriversFlagsAndMessages) {
   EXPECT_EQ(error_in_set({"--serve=70000"}), error_of({"--serve=70000"}));
   EXPECT_EQ(error_in_set({"--serve=70000"}), "--serve=70000: must be in [0, 65535]");
   EXPECT_EQ(error_in_set({"--epochs=1.5"}), "--epochs=1.5: not a whole number");
-  EXPECT_EQ(error_in_set({"--lr=-1"}), "--lr=-1: must be >= 0");
+  EXPECT_EQ(error_in_set({"--lr=-1"}), error_of({"--lr=-1"}));
+  EXPECT_EQ(error_in_set({"--lr=-1"}), "--lr=-1: the learning rate must be >= 0 (a negative one makes the "
+                                       "optimizer climb the loss; 0 leaves the weights as they are)");
   EXPECT_EQ(error_in_set({"--batch=0"}), "--batch=0: must be in [1, 1000]");
   EXPECT_EQ(error_in_set({"--batch=1e3"}), "--batch=1e3: not a whole number");
   EXPECT_EQ(error_in_set({"--batch"}), "--batch needs a value: --batch=N");

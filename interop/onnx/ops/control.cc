@@ -13,7 +13,10 @@
 // its body, or its initial one) becomes the scan's `stop` carry (its negation), so the
 // carries keep the values of the iteration where ONNX's loop ends; a loop with such an
 // exit and scan outputs is refused, since those would end early (weft's `stop` leaves
-// zero-filled slots instead).
+// zero-filled slots instead). A Loop with M = 0, or a Scan over sequences of length 0,
+// runs no iteration (weft's scan has at least one slot): a scan of one slot whose `stop`
+// starts true, its scan outputs cut to length 0.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -35,6 +38,14 @@ ValueId first_slot(Emitter& e, ValueId xs) {
   stop[0] = 1;
   const ValueId one = e.op(Op::Slice, {xs}, {{"start", start}, {"stop", stop}});
   return e.reshape(one, IntList(s.dims.begin() + 1, s.dims.end()));
+}
+
+// `ys` stacked by a loop that never ran, cut to length 0 along its first axis.
+ValueId no_slots(Emitter& e, ValueId ys) {
+  const Shape s = e.shape(ys);
+  IntList start(static_cast<size_t>(s.rank()), 0), stop = s.dims;
+  stop[0] = 0;
+  return e.op(Op::Slice, {ys}, {{"start", start}, {"stop", stop}});
 }
 
 // `x` with its first axis turned around.
@@ -128,22 +139,42 @@ std::vector<ValueId> scan_loop(NodeContext& n, const onnx::GraphProto& body, con
                 " iterations");
     }
   }
-  // Before the slices: a sequence of length 0 has no slot to read.
-  if (length < 1) n.unsupported("a scan of no iterations (scanned inputs of length 0)");
-  for (ValueId x : xs) slices.push_back(first_slot(e, x));
+  // Sequences of length 0 run no iteration, as a Loop with M = 0: a loop of one slot of
+  // zeros, which it does not read, whose stop carry starts true (the states come out as
+  // their initial values, the outputs are cut to length 0 below).
+  const bool never = length == 0;
+  std::vector<ValueId> read = xs;
+  if (never) {
+    for (ValueId& x : read) {
+      Shape one = e.shape(x);
+      one.dims[0] = 1;
+      x = e.full(one, 0, e.type(x).dtype);
+    }
+  }
+  for (ValueId x : read) slices.push_back(first_slot(e, x));
+  if (never) carries.push_back(stand_in(e, e.constant(1, DType::boolean)));
   ScanRegion region;
   region.first_node = e.num_nodes();
-  region.length = length;
+  region.length = never ? 1 : length;
   std::vector<SubgraphValue> in;
-  for (ValueId v : carries) in.push_back({"", v, std::nullopt});
+  const std::vector<ValueId> states(carries.begin(), carries.begin() + static_cast<ptrdiff_t>(initial.size()));
+  for (ValueId v : states) in.push_back({"", v, std::nullopt});
   for (ValueId v : slices) in.push_back({"", v, std::nullopt});
   const std::vector<SubgraphValue> outs = n.import_subgraph(body, std::move(in));
-  region.next_carries = next_carries(n, outs, 0, carries, names);
-  for (int64_t k = 0; k < k_out; ++k) region.ys.push_back(n.value_of(outs[carries.size() + static_cast<size_t>(k)]));
+  region.next_carries = next_carries(n, outs, 0, states, names);
+  for (int64_t k = 0; k < k_out; ++k) region.ys.push_back(n.value_of(outs[initial.size() + static_cast<size_t>(k)]));
+  if (never) {
+    region.stop = static_cast<int64_t>(initial.size());
+    region.next_carries.push_back(carries.back());  // stays true
+  }
   region.carries = carries;
   region.slices = slices;
-  region.xs = xs;
-  return e.outline_scan(region);
+  region.xs = read;
+  std::vector<ValueId> r = e.outline_scan(region);
+  if (!never) return r;
+  r.erase(r.begin() + static_cast<ptrdiff_t>(initial.size()));  // the stop carry
+  for (size_t k = initial.size(); k < r.size(); ++k) r[k] = no_slots(e, r[k]);
+  return r;
 }
 
 // Scan (opset 9 on): N state variables, then M scanned inputs; the body maps (state,
@@ -250,16 +281,14 @@ void scan8(NodeContext& n) {
 }
 
 // Loop's trip count M, known at import time: how many iterations run unless the
-// condition stops them.
+// condition stops them. 0 (or less: ONNX's loop runs while i < M) runs none.
 int64_t trip_count(NodeContext& n) {
   if (!n.has_input(0)) n.unsupported("a Loop without a trip count M (weft's loops have a static length)");
   if (n.constant(0) == nullptr) {
     n.computed_at_run_time(0, "a trip count M",
                            "weft's loops have a static length: M must be a constant or an initializer");
   }
-  const int64_t trips = static_cast<int64_t>(n.scalar_input(0, "the trip count M"));
-  if (trips < 1) n.unsupported("a trip count of " + std::to_string(trips) + " (a loop that never runs)");
-  return trips;
+  return std::max<int64_t>(static_cast<int64_t>(n.scalar_input(0, "the trip count M")), 0);
 }
 
 // Not `condition` (bool, one value), as the bool[] a scan's `stop` carry is.
@@ -292,7 +321,8 @@ bool keeps_condition(const onnx::GraphProto& body) {
 
 // Loop: M iterations of body(iteration, condition, carried...) -> (condition, carried...,
 // scan outputs), the scan outputs stacked on a new first axis, while the condition holds.
-// M must be known at import time. A condition that may end the loop early (an initial
+// M must be known at import time; with M = 0 the carried outputs are the initial values
+// and the scan outputs have length 0. A condition that may end the loop early (an initial
 // one that is not a constant true, one the body computes) becomes the scan's `stop`
 // carry, its negation; with scan outputs it must be known at import time (their length).
 void loop(NodeContext& n) {
@@ -323,11 +353,17 @@ void loop(NodeContext& n) {
     carries.push_back(stand_in(e, n.input(static_cast<int>(2 + i))));
     names.push_back(body.input(static_cast<int>(2 + i)).name());
   }
-  // The stop carry, last: not the condition, before each iteration.
-  const bool starts = starts_true(n);
+  // The stop carry, last: not the condition, before each iteration. M = 0 runs no
+  // iteration: a loop of one slot whose stop starts true, so the carries come out as
+  // their initial values (its scan outputs are cut to length 0 below).
+  const bool never = trips == 0;
+  const bool starts = starts_true(n) && !never;
   const bool stops = !starts || !keeps_condition(body);
   if (stops) {
-    carries.push_back(stand_in(e, n.has_input(1) ? negation(e, n.input(1)) : e.constant(0, DType::boolean)));
+    const ValueId stop = never            ? e.constant(1, DType::boolean)
+                         : n.has_input(1) ? negation(e, n.input(1))
+                                          : e.constant(0, DType::boolean);
+    carries.push_back(stand_in(e, stop));
   }
   ScanRegion region;
   region.first_node = e.num_nodes();
@@ -341,7 +377,7 @@ void loop(NodeContext& n) {
   const std::vector<SubgraphValue> outs = n.import_subgraph(body, std::move(in));
   // A condition known at import time ends the loop after its first iteration or never.
   const bool static_exit = starts && outs[0].constant;
-  if (k_out > 0 && !static_exit) {
+  if (k_out > 0 && !static_exit && !never) {
     const std::string why =
         "with scan outputs, a data-dependent exit: weft's stacked outputs have a static length, and an "
         "early exit leaves zero-filled slots where ONNX's Loop ends them (a Loop with only loop-carried "
@@ -349,7 +385,7 @@ void loop(NodeContext& n) {
     if (!starts && n.constant(1) == nullptr) n.computed_at_run_time(1, "an initial condition", why);
     n.unsupported((starts ? "a condition computed in the body " : "an initial condition that is false ") + why);
   }
-  region.length = static_exit && outs[0].constant->get_double(0) == 0 ? 1 : trips;
+  region.length = never || (static_exit && outs[0].constant->get_double(0) == 0) ? 1 : trips;
   std::vector<ValueId> next = next_carries(
       n, outs, 1, std::vector<ValueId>(carries.begin() + static_cast<ptrdiff_t>(offset), carries.begin() + static_cast<ptrdiff_t>(names.size())),
       std::vector<std::string>(names.begin() + static_cast<ptrdiff_t>(offset), names.end()));
@@ -364,7 +400,8 @@ void loop(NodeContext& n) {
   const std::vector<ValueId> r = e.outline_scan(region);
   for (int64_t i = 0; i < states; ++i) n.set_output(static_cast<int>(i), r[offset + static_cast<size_t>(i)]);
   for (int64_t k = 0; k < k_out; ++k) {
-    n.set_output(static_cast<int>(states + k), r[carries.size() + static_cast<size_t>(k)]);
+    const ValueId ys = r[carries.size() + static_cast<size_t>(k)];
+    n.set_output(static_cast<int>(states + k), never ? no_slots(e, ys) : ys);
   }
 }
 

@@ -203,7 +203,9 @@ main() {
   command -v compute-sanitizer >/dev/null || echo "== warning: no compute-sanitizer on PATH: the memcheck and racecheck steps will fail"
   local packer=""
   if [ -n "${OUT:-}" ]; then
-    ( while sleep 30; do pack "$@"; done ) &
+    # Its output away from main's pipe: the `sleep 30` that outlives the kill below held
+    # `tee`, and so the whole call, open until it ended (up to 30 s lost per call).
+    ( while sleep 30; do pack "$@"; done ) >/dev/null 2>&1 &
     packer=$!
   fi
   for key in "$@"; do

@@ -8,7 +8,11 @@
 # communicator's calls (start, test, wait: cpu::Executor::all_reduce_us): with
 # overlap, what the step did not hide. Hidden fraction = 1 - overlapped / blocking.
 # The same 2 ranks over Gloo (torchrun-style: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT;
-# world.h), blocking and overlapped (Gloo's collective thread), too. Last, the bucket
+# world.h), blocking and overlapped (Gloo's collective thread), too. The 512×512 weight
+# gradient is computed in 2 row blocks, each reduced in its own bucket (TrainOptions::
+# split_gradient_bytes, passes/split_gradients.h); unsplit_blocking and unsplit_overlapped
+# are the MPI runs without the split (--split_bytes=0: one bucket after the whole GEMM), in
+# the same rounds. Last, the bucket
 # plan's counts: where each bucket's reduction starts and is waited for (invocations),
 # the flops and the measured CPU time of the invocations in between.
 #
@@ -43,7 +47,7 @@ gloo() {
   $env RANK=0 $bin --ranks=launch "$@"
   wait
 }
-all=(one blocking overlapped gloo_blocking gloo_overlapped torch_one torch_ddp)
+all=(one blocking overlapped unsplit_blocking unsplit_overlapped gloo_blocking gloo_overlapped torch_one torch_ddp)
 read -r -a configs <<< "${CONFIGS:-${all[*]}}"
 for ((r = 0; r < rounds; ++r)); do
   order=("${configs[@]}")
@@ -53,6 +57,8 @@ for ((r = 0; r < rounds; ++r)); do
       one) run one env WEFT_NUM_THREADS=1 $bin --ranks=none $args ;;
       blocking) run blocking $mpi $bin --ranks=mpi --blocking $args ;;
       overlapped) run overlapped $mpi $bin --ranks=mpi $args ;;
+      unsplit_blocking) run unsplit_blocking $mpi $bin --ranks=mpi --blocking --split_bytes=0 $args ;;
+      unsplit_overlapped) run unsplit_overlapped $mpi $bin --ranks=mpi --split_bytes=0 $args ;;
       gloo_blocking) run gloo_blocking gloo --blocking $args ;;
       gloo_overlapped) run gloo_overlapped gloo $args ;;
       torch_one) run torch_one $torch --ranks=1 ;;
@@ -83,6 +89,7 @@ hidden() {  # NAME PREFIX: the fractions of PREFIXblocking against PREFIXoverlap
     awk -v t="$1" '{ f[NR] = $1 } END { printf "%s: all-reduce time hidden by overlap, median of the rounds: %.0f%%\n", t, 100 * f[int((NR + 1) / 2)] }'
 }
 hidden MPI ""
+hidden "MPI unsplit" unsplit_
 hidden Gloo gloo_
 # The bucket plan of the same 2-rank step, in counts that do not depend on the load: each
 # bucket's elements, the invocation after which its reduction starts (its last member),

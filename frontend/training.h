@@ -167,10 +167,13 @@ struct TrainOptions {
   /// computes is computed in `split_gradient_blocks` row blocks instead, each reduced on
   /// its own as soon as it is produced (passes/split_gradients.h), so the first block's
   /// reduction runs while the next block's GEMM does (each block closes its all_reduce
-  /// bucket, runtime/collective/bucket_plan.h); 0: never. With the bucket sizes (bind),
-  /// what decides when reductions start. The same split on every rank and in both
-  /// overlap modes; one process (no communicator, or one rank) is never split.
-  int64_t split_gradient_bytes = int64_t{1} << 20;
+  /// bucket, runtime/collective/bucket_plan.h); 0: never, the default (on the 2-core
+  /// machines it hid less of the reduction than one bucket after the whole GEMM:
+  /// bench/RESULTS.md, "a weight gradient split across buckets"; 1 MiB splits the
+  /// 512×512 gradient of bench/ddp_overlap.sh's MLP). With the bucket sizes (bind), what
+  /// decides when reductions start. The same split on every rank and in both overlap
+  /// modes; one process (no communicator, or one rank) is never split.
+  int64_t split_gradient_bytes = 0;
   int split_gradient_blocks = 2;
   /// cpu and cuda: unroll the model's loops in its Program instead of running each as a
   /// loop over its body (codegen::CompileOptions::unroll_loops), for comparison.

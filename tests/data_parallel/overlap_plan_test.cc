@@ -1,8 +1,9 @@
 // Issue 32, the overlap goal's plan: in the 2-rank CPU MLP step of bench/ddp_overlap.sh
 // (16-512-512-4, ReLU, Adam, cross-entropy, global batch 256: 128 rows per rank), what
-// the backward pass computes while each bucket's reduction is in flight: by default with
-// the 512×512 weight gradient computed in 2 row blocks, each reduced on its own
-// (TrainOptions::split_gradient_bytes, passes/split_gradients.h), and without the split. Compiled with
+// the backward pass computes while each bucket's reduction is in flight: with the 512×512
+// weight gradient computed in 2 row blocks, each reduced on its own
+// (TrainOptions::split_gradient_bytes = 1 MiB, passes/split_gradients.h), and without the
+// split (the default). Compiled with
 // a communicator that claims 2 ranks holding the same values (IdenticalRanks), so no
 // launcher is needed: the Program and its bucket plan are what every rank of
 // `mpirun -np 2` runs.
@@ -44,8 +45,8 @@ class IdenticalRanks : public collective::FakeRanks {
 constexpr int64_t kRows = 128;  // per rank: the global batch of 256 over 2 ranks
 constexpr int64_t kHidden = 512;
 
-// split_bytes: TrainOptions::split_gradient_bytes (-1: its default).
-StatusOr<Trainer> mlp_step(int64_t split_bytes = -1) {
+// split_bytes: TrainOptions::split_gradient_bytes.
+StatusOr<Trainer> mlp_step(int64_t split_bytes) {
   auto net = FlowBuilder::from(Linear(16, kHidden))
                  .through(ReLU())
                  .through(Linear(kHidden, kHidden))
@@ -56,7 +57,7 @@ StatusOr<Trainer> mlp_step(int64_t split_bytes = -1) {
   TrainOptions options;
   options.seed = 7;
   options.bind.communicator = std::make_shared<IdenticalRanks>();
-  if (split_bytes >= 0) options.split_gradient_bytes = split_bytes;
+  options.split_gradient_bytes = split_bytes;
   return Trainer::compile(*net, {{"x", Type{DType::f32, {kRows, 16}}}}, LossSpec::cross_entropy(),
                           OptimizerSpec::adam(/*lr=*/1e-2), options);
 }
@@ -119,14 +120,14 @@ void print_plan(const Program& program, const collective::BucketPlan& plan, cons
   }
 }
 
-// The default plan: the 512×512 weight gradient is computed as 2 row blocks of 256×512
+// The split plan (1 MiB): the 512×512 weight gradient is computed as 2 row blocks of 256×512
 // (2 GEMMs of 128×256×512, half the flops of the whole one), and each block's all_reduce
 // closes its bucket right after its GEMM. The first block's reduction is in flight over
 // the second block's GEMM and the middle layer's data gradient (a 128×512×512 GEMM), the
 // second block's over the data gradient. Without the split (the block GEMMs absent, or
 // the blocks sharing a bucket that starts after both) this fails.
 TEST(OverlapPlan, TheSplitGradientsFirstBlockIsReducedWhileTheSecondIsComputed) {
-  StatusOr<Trainer> trainer = mlp_step();
+  StatusOr<Trainer> trainer = mlp_step(/*split_bytes=*/int64_t{1} << 20);
   ASSERT_TRUE(trainer.ok()) << trainer.error().to_string();
   ASSERT_NE(trainer->compiled_step(), nullptr);
   const Program& program = trainer->compiled_step()->program();
@@ -151,10 +152,10 @@ TEST(OverlapPlan, TheSplitGradientsFirstBlockIsReducedWhileTheSecondIsComputed) 
   EXPECT_GT(second.wait_before, data_gradient) << listing;
   EXPECT_GE(cpu::flops_between(program, first.start_after + 1, first.wait_before), kLargeGemm / 2 + kLargeGemm);
   EXPECT_GE(cpu::flops_between(program, second.start_after + 1, second.wait_before), kLargeGemm);
-  print_plan(program, *plan, "default (1 MiB first bucket, the 512x512 gradient in 2 row blocks)");
+  print_plan(program, *plan, "1 MiB first bucket, the 512x512 gradient in 2 row blocks");
 }
 
-// Without the split (split_gradient_bytes 0): the bucket holding the 512×512 weight
+// Without the split (split_gradient_bytes 0, the default): the bucket holding the 512×512 weight
 // gradient (the last member to close it) starts right after the GEMM producing it, and
 // the middle layer's data gradient (a 128×512×512 GEMM, 2·128·512·512 flops, the only
 // GEMM of that size after the forward pass's and the weight gradient's) runs while its
@@ -179,7 +180,7 @@ TEST(OverlapPlan, WithoutTheSplitTheLargeBucketStartsBeforeTheDataGradientGemm) 
   EXPECT_GT(large.wait_before, data_gradient) << trainer->compiled_step()->describe();
 
   EXPECT_GE(cpu::flops_between(program, large.start_after + 1, large.wait_before), kLargeGemm);
-  print_plan(program, *plan, "without the split (1 MiB first bucket)");
+  print_plan(program, *plan, "default: 1 MiB first bucket, no split");
 }
 
 // Smaller first buckets, without the split (bench/RESULTS.md): with 64 KiB the plan is the default's (the

@@ -8,7 +8,10 @@
 # communicator's calls (start, test, wait: cpu::Executor::all_reduce_us): with
 # overlap, what the step did not hide. Hidden fraction = 1 - overlapped / blocking.
 # The same 2 ranks over Gloo (torchrun-style: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT;
-# world.h), blocking and overlapped (Gloo's collective thread), too. Last, the bucket
+# world.h), blocking and overlapped (Gloo's collective thread), too. split_blocking and
+# split_overlapped are the MPI runs with the 512×512 weight gradient computed in 2 row
+# blocks, each reduced in its own bucket (--split_bytes=1048576: TrainOptions::
+# split_gradient_bytes, off by default; passes/split_gradients.h), in the same rounds. Last, the bucket
 # plan's counts: where each bucket's reduction starts and is waited for (invocations),
 # the flops and the measured CPU time of the invocations in between.
 #
@@ -26,6 +29,7 @@ if [[ -z ${TRAIN_MLP:-} ]]; then
 fi
 bin=${TRAIN_MLP:-bazel-bin/tests/data_parallel/train_mlp}
 args="--hidden=512 --batch=256 --steps=60 --time $extra"
+split="--split_bytes=1048576"
 mpi="env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader \
   OMPI_MCA_rmaps_base_oversubscribe=1 mpirun -np 2 -x WEFT_NUM_THREADS=1"
 torch="env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 bench/pytorch/ddp_mlp.py \
@@ -43,7 +47,7 @@ gloo() {
   $env RANK=0 $bin --ranks=launch "$@"
   wait
 }
-all=(one blocking overlapped gloo_blocking gloo_overlapped torch_one torch_ddp)
+all=(one blocking overlapped split_blocking split_overlapped gloo_blocking gloo_overlapped torch_one torch_ddp)
 read -r -a configs <<< "${CONFIGS:-${all[*]}}"
 for ((r = 0; r < rounds; ++r)); do
   order=("${configs[@]}")
@@ -53,6 +57,8 @@ for ((r = 0; r < rounds; ++r)); do
       one) run one env WEFT_NUM_THREADS=1 $bin --ranks=none $args ;;
       blocking) run blocking $mpi $bin --ranks=mpi --blocking $args ;;
       overlapped) run overlapped $mpi $bin --ranks=mpi $args ;;
+      split_blocking) run split_blocking $mpi $bin --ranks=mpi --blocking $split $args ;;
+      split_overlapped) run split_overlapped $mpi $bin --ranks=mpi $split $args ;;
       gloo_blocking) run gloo_blocking gloo --blocking $args ;;
       gloo_overlapped) run gloo_overlapped gloo $args ;;
       torch_one) run torch_one $torch --ranks=1 ;;
@@ -83,18 +89,22 @@ hidden() {  # NAME PREFIX: the fractions of PREFIXblocking against PREFIXoverlap
     awk -v t="$1" '{ f[NR] = $1 } END { printf "%s: all-reduce time hidden by overlap, median of the rounds: %.0f%%\n", t, 100 * f[int((NR + 1) / 2)] }'
 }
 hidden MPI ""
+hidden "MPI split" split_
 hidden Gloo gloo_
-# The bucket plan of the same 2-rank step, in counts that do not depend on the load: each
+# The bucket plans of the same 2-rank step, in counts that do not depend on the load: each
 # bucket's elements, the invocation after which its reduction starts (its last member),
 # the one that waits for it, and how many invocations and flops (runtime/cpu/cost.h) run
-# in between (what can hide it).
-$mpi $bin --ranks=mpi --hidden=512 --batch=256 --steps=1 --describe $extra 2>&1 |
-  grep "one call on" |
-  sed -E 's/^ *([0-9]+) .*one call on ([0-9]+) elements.*waited before invocation ([0-9]+) \(([0-9.]+) of the step.s ([0-9.]+) MFLOP.*/\1 \2 \3 \4 \5/' |
-  awk '{ printf "bucket %d: %d elements, starts after invocation %d, waited for before %d: %d invocations, %s of the step'"'"'s %s MFLOP in between\n", NR - 1, $2, $1, $3, $3 - $1 - 1, $4, $5 }'
-# The same, measured: the CPU time per step of the invocations between each bucket's
-# start and its wait (train_mlp --profile; WEFT_PROFILE_CLOCK=thread, which load hardly
-# moves). Against the blocking "in all_reduce calls": the most overlap can hide.
-$mpi -x WEFT_PROFILE_CLOCK=thread $bin --ranks=mpi --hidden=512 --batch=256 --steps=60 --profile $extra 2>&1 |
-  grep "in flight over"
+# in between (what can hide it): the default's, then the split's (split_*).
+for plan in "" "$split"; do
+  echo "plan${plan:+ with $plan}:"
+  $mpi $bin --ranks=mpi --hidden=512 --batch=256 --steps=1 --describe $plan $extra 2>&1 |
+    grep "one call on" |
+    sed -E 's/^ *([0-9]+) .*one call on ([0-9]+) elements.*waited before invocation ([0-9]+) \(([0-9.]+) of the step.s ([0-9.]+) MFLOP.*/\1 \2 \3 \4 \5/' |
+    awk '{ printf "bucket %d: %d elements, starts after invocation %d, waited for before %d: %d invocations, %s of the step'"'"'s %s MFLOP in between\n", NR - 1, $2, $1, $3, $3 - $1 - 1, $4, $5 }'
+  # The same, measured: the CPU time per step of the invocations between each bucket's
+  # start and its wait (train_mlp --profile; WEFT_PROFILE_CLOCK=thread, which load hardly
+  # moves). Against the blocking "in all_reduce calls": the most overlap can hide.
+  $mpi -x WEFT_PROFILE_CLOCK=thread $bin --ranks=mpi --hidden=512 --batch=256 --steps=60 --profile $plan $extra 2>&1 |
+    grep "in flight over"
+done
 echo "per-round lines: $out"

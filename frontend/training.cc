@@ -158,6 +158,7 @@ Status Trainer::build_step() {
   }
   WEFT_RETURN_IF_ERROR(run_forward_passes(g, loss));
   WEFT_ASSIGN_OR_RETURN(StepUpdate update, add_update(g, *model, wrt, loss.value, step));
+  WEFT_RETURN_IF_ERROR(split_gradients(g));
   std::vector<ValueId> outputs = {update.loss_out};
   outputs.insert(outputs.end(), loss.collected.begin(), loss.collected.end());
   g.set_outputs(outputs);

@@ -163,6 +163,18 @@ struct TrainOptions {
   /// on, waited for only by the update that reads it (cpu::ExecutorOptions::
   /// overlap_all_reduce); false: each is waited for as soon as it starts. Bitwise equal.
   bool overlap_all_reduce = true;
+  /// More than one rank: a weight gradient of at least this many bytes that one GEMM
+  /// computes is computed in `split_gradient_blocks` row blocks instead, each reduced on
+  /// its own as soon as it is produced (passes/split_gradients.h), so the first block's
+  /// reduction runs while the next block's GEMM does (each block closes its all_reduce
+  /// bucket, runtime/collective/bucket_plan.h); 0: never, the default (on the 2-core
+  /// machines it hid less of the reduction than one bucket after the whole GEMM:
+  /// bench/RESULTS.md, "a weight gradient split across buckets"; 1 MiB splits the
+  /// 512×512 gradient of bench/ddp_overlap.sh's MLP). With the bucket sizes (bind), what
+  /// decides when reductions start. The same split on every rank and in both overlap
+  /// modes; one process (no communicator, or one rank) is never split.
+  int64_t split_gradient_bytes = 0;
+  int split_gradient_blocks = 2;
   /// cpu and cuda: unroll the model's loops in its Program instead of running each as a
   /// loop over its body (codegen::CompileOptions::unroll_loops), for comparison.
   bool unroll_loops = false;
@@ -394,6 +406,9 @@ class Trainer {
   /// With a communicator: `loss` averaged over the ranks (an all_reduce mean op added to
   /// `g`), the loss step() reports; else `loss`.
   ValueId rank_mean_loss(Graph& g, ValueId loss) const;
+  /// More than one rank: the large weight gradients of `g` computed as row blocks, each
+  /// reduced on its own (split_gradient_bytes; passes/split_gradients.h).
+  Status split_gradients(Graph& g) const;
   /// More than one rank: an error on every rank unless every rank compiled the same step.
   Status check_same_step_on_every_rank(const Graph& step) const;
   /// More than one rank: values_ made rank 0's, or an error when ranks loaded different

@@ -9,6 +9,7 @@
 #include "codegen/targets.h"
 #include "frontend/training.h"
 #include "ir/text.h"
+#include "passes/split_gradients.h"
 #include "runtime/collective/parameters.h"
 
 namespace weft {
@@ -30,6 +31,12 @@ ValueId Trainer::rank_mean_loss(Graph& g, ValueId loss) const {
   // are means over the ranks.
   return g.add_node(Op::AllReduce, {loss}, {{"reduction", std::string("mean")}}, g.node(g.value(loss).node).loc,
                     g.type(loss));
+}
+
+Status Trainer::split_gradients(Graph& g) const {
+  if (!options_.bind.communicator || options_.bind.communicator->world_size() <= 1) return Status();
+  SplitGradientsPass split({.min_bytes = options_.split_gradient_bytes, .blocks = options_.split_gradient_blocks});
+  return split.run(g).status();
 }
 
 // Every rank must run the same step (else the all_reduce calls disagree on their sizes):

@@ -95,12 +95,38 @@ bool may_join(const Bucket& b, const std::optional<BufferRef>& predicate) {
   return !predicate || !b.predicate || same_buffer(*predicate, *b.predicate);
 }
 
+// The all_reduce invocations whose results one later concat reads together with another
+// all_reduce's (each operand's last writer before the concat): the row blocks of one
+// gradient (passes/split_gradients.h), each of which closes its bucket so that its
+// reduction starts before the next block is computed.
+std::vector<bool> split_blocks(const Program& program, const Ranges& ranges) {
+  std::vector<bool> blocks(program.code.size(), false);
+  for (size_t j = 0; j < program.code.size(); ++j) {
+    const Invocation& concat = program.code[j];
+    if (concat.kind != Invocation::Kind::library || concat.node.op != Op::Concat) continue;
+    std::vector<size_t> reduced;
+    for (const BufferRef& x : concat.operands) {
+      for (size_t i = j; i-- > 0;) {
+        const Invocation& writer = program.code[i];
+        const bool writes = std::any_of(writer.results.begin(), writer.results.end(),
+                                        [&](const BufferRef& r) { return ranges.of(r).overlaps(ranges.of(x)); });
+        if (!writes) continue;
+        if (is_all_reduce(writer) && same_buffer(writer.results[0], x)) reduced.push_back(i);
+        break;
+      }
+    }
+    if (reduced.size() < 2) continue;
+    for (size_t i : reduced) blocks[i] = true;
+  }
+  return blocks;
+}
+
 // Builds the buckets in program order: the open bucket of each kind (dtype, reduction;
 // an index into `plan.buckets`) takes the next all_reduce of its kind until it closes.
 class Planner {
  public:
   Planner(const Program& program, const BucketPlanOptions& options)
-      : program_(program), options_(options), ranges_(program) {
+      : program_(program), options_(options), ranges_(program), split_blocks_(split_blocks(program, ranges_)) {
     plan_.bucket_of.assign(program.code.size(), -1);
   }
 
@@ -155,7 +181,7 @@ class Planner {
     plan_.bucket_of[i] = static_cast<int>(open->second);
     const bool first = opened_[key] == 1;
     const int64_t limit = first ? std::min(options_.first_bucket_bytes, options_.bucket_bytes) : options_.bucket_bytes;
-    if (b.bytes() >= limit) open_.erase(open);
+    if (b.bytes() >= limit || split_blocks_[i]) open_.erase(open);
   }
 
   // Buckets of different kinds interleave: number them in the order they start.
@@ -202,6 +228,7 @@ class Planner {
   const Program& program_;
   const BucketPlanOptions& options_;
   Ranges ranges_;
+  std::vector<bool> split_blocks_;  ///< By invocation: a row block of a split gradient.
   BucketPlan plan_;
   std::map<Key, size_t> open_;   ///< The open bucket of each kind.
   std::map<Key, int> opened_;    ///< Buckets opened so far of each kind (1: the first is open).

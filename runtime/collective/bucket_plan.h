@@ -13,7 +13,9 @@
 // reduction fill a bucket in program order; a bucket closes when it holds at least its
 // byte limit (`first_bucket_bytes` for the first bucket of each dtype and reduction,
 // `bucket_bytes` after it), before the first invocation that reads or writes one of its
-// members' results, and at the end of the step. Each member copies its operand into
+// members' results, after a row block of a split gradient (an all_reduce whose result one
+// later concat reads with another all_reduce's: passes/split_gradients.h, so that each
+// block's reduction starts while the next block is computed), and at the end of the step. Each member copies its operand into
 // the staging block; the bucket's reduction can start right after its last member
 // (`start_after`) and must have completed, its results copied back, before invocation
 // `wait_before` (the first later invocation touching one of its results; the program's

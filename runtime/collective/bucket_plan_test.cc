@@ -1,6 +1,6 @@
 // The bucket plan on small hand-written Programs: members and offsets, the byte limits
 // (the smaller first bucket), kinds that never share a bucket, where each bucket starts
-// and waits, results nothing reads, and input-space buffers.
+// and waits, results nothing reads, input-space buffers, and a split gradient's row blocks.
 #include "runtime/collective/bucket_plan.h"
 
 #include <gtest/gtest.h>
@@ -30,6 +30,16 @@ struct ProgramBuilder {
     inv.node.attrs["reduction"] = std::string(reduction);
     inv.operands = {from};
     if (predicate) inv.operands.push_back(*predicate);
+    inv.results = {to};
+    p.code.push_back(inv);
+    return p.code.size() - 1;
+  }
+  size_t concat(std::vector<BufferRef> parts, BufferRef to) {
+    Invocation inv;
+    inv.kind = Invocation::Kind::library;
+    inv.node.op = Op::Concat;
+    inv.node.attrs["axis"] = int64_t{0};
+    inv.operands = std::move(parts);
     inv.results = {to};
     p.code.push_back(inv);
     return p.code.size() - 1;
@@ -182,6 +192,37 @@ TEST(BucketPlanTest, InputBuffersOverlapThroughTheInputsLayout) {
   ASSERT_TRUE(plan.ok());
   ASSERT_EQ(plan->buckets.size(), 1u);
   EXPECT_EQ(plan->buckets[0].wait_before, 2u);
+}
+
+// A gradient split into row blocks (passes/split_gradients.h): the reduced blocks are
+// concatenated, and each block closes its bucket, though far below the byte limit, so
+// that its reduction starts before the next block is computed. A concat of one reduced
+// value and another closes nothing.
+TEST(BucketPlanTest, EachRowBlockOfASplitGradientClosesItsBucket) {
+  ProgramBuilder b;
+  b.all_reduce(arena(0, 4), arena(1024, 4));        // 0: the loss
+  b.all_reduce(arena(64, 8), arena(2048, 8));       // 1: block 0
+  b.copy(arena(0, 4), arena(256, 4));                // 2: the next block's GEMM
+  b.all_reduce(arena(128, 8), arena(2112, 8));      // 3: block 1
+  b.all_reduce(arena(192, 4), arena(3072, 4));      // 4: another gradient
+  b.concat({arena(2048, 8), arena(2112, 8)}, arena(4096, 16));  // 5
+  b.p.updates = {{0, arena(1024, 4)}, {1, arena(3072, 4)}, {2, arena(4096, 16)}};
+  StatusOr<BucketPlan> plan = plan_buckets(b.p, {});
+  ASSERT_TRUE(plan.ok()) << plan.error().to_string();
+  EXPECT_EQ(describe(*plan),
+            "bucket 0: 2 f32 mean (12 elements) start after 1, wait before 5\n"
+            "bucket 1: 1 f32 mean (8 elements) start after 3, wait before 5\n"
+            "bucket 2: 1 f32 mean (4 elements) start after 4, wait before 6\n");
+
+  ProgramBuilder one;
+  one.all_reduce(arena(64, 8), arena(2048, 8));     // 0
+  one.copy(arena(0, 8), arena(2112, 8));             // 1: not reduced
+  one.all_reduce(arena(192, 4), arena(3072, 4));    // 2
+  one.concat({arena(2048, 8), arena(2112, 8)}, arena(4096, 16));
+  one.p.updates = {{0, arena(3072, 4)}, {1, arena(4096, 16)}};
+  plan = plan_buckets(one.p, {});
+  ASSERT_TRUE(plan.ok()) << plan.error().to_string();
+  EXPECT_EQ(describe(*plan), "bucket 0: 2 f32 mean (12 elements) start after 2, wait before 3\n");
 }
 
 TEST(BucketPlanTest, RefusesAnUnknownReduction) {

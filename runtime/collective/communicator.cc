@@ -35,11 +35,21 @@ StatusOr<std::unique_ptr<PendingReduction>> Communicator::start_all_reduce(void*
 
 namespace {
 
+// The mean's division, one IEEE division per element, in blocks of 64 bytes whose fixed
+// trip count GCC vectorizes at -O2 (divps; each lane the same correctly rounded
+// division, so the bits are the scalar loop's). The plain loop stayed scalar (divss: GCC
+// 12's cheap cost model refuses a loop that needs an epilogue): 220-340 µs against 54 µs
+// for a 1 MB bucket here, on the executor's thread after each wait.
 template <typename T>
 void divide(void* data, int64_t count, int world) {
+  constexpr int64_t kLanes = 64 / sizeof(T);
   T* x = static_cast<T*>(data);
   const T n = static_cast<T>(world);
-  for (int64_t i = 0; i < count; ++i) x[i] /= n;
+  int64_t i = 0;
+  for (; i + kLanes <= count; i += kLanes) {
+    for (int64_t k = 0; k < kLanes; ++k) x[i + k] /= n;
+  }
+  for (; i < count; ++i) x[i] /= n;
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
+#include <vector>
 
 #include "runtime/collective/mpi_communicator.h"
 
@@ -73,6 +75,31 @@ TEST(CommunicatorTest, ShardBatchNeedsADivisibleBatch) {
   StatusOr<Tensor> scalar = shard_batch(Tensor::scalar(DType::f32, 1), 0, 1);
   ASSERT_FALSE(scalar.ok());
   EXPECT_EQ(scalar.error().message, "shard_batch: a batch needs a leading batch axis, got f32[]");
+}
+
+// The mean's division (every communicator's) is one IEEE division per element, block or
+// tail alike: bitwise the scalar quotient, for f32 and f64, counts around a block.
+TEST(CommunicatorTest, DivisionByTheWorldSizeIsTheScalarQuotient) {
+  for (int world : {2, 3, 7}) {
+    for (int64_t count : {0, 5, 16, 37, 1000}) {
+      std::vector<float> f(static_cast<size_t>(count));
+      std::vector<double> d(static_cast<size_t>(count));
+      for (int64_t i = 0; i < count; ++i) {
+        f[static_cast<size_t>(i)] = 0.1f + 1.37f * static_cast<float>(i);
+        d[static_cast<size_t>(i)] = 0.1 + 1.37 * static_cast<double>(i);
+      }
+      std::vector<float> fq = f;
+      std::vector<double> dq = d;
+      divide_by_world_size(fq.data(), count, DType::f32, world);
+      divide_by_world_size(dq.data(), count, DType::f64, world);
+      for (size_t i = 0; i < f.size(); ++i) {
+        const float want_f = f[i] / static_cast<float>(world);
+        const double want_d = d[i] / static_cast<double>(world);
+        EXPECT_EQ(std::memcmp(&fq[i], &want_f, sizeof(float)), 0) << world << " " << count << " " << i;
+        EXPECT_EQ(std::memcmp(&dq[i], &want_d, sizeof(double)), 0) << world << " " << count << " " << i;
+      }
+    }
+  }
 }
 
 TEST(CommunicatorTest, MpiWorldNeedsAnMpiLauncher) {

@@ -17,7 +17,9 @@
 // --batch=B sets the global batch (32), --steps=S the steps (20), --hidden=H the hidden
 // width (32), --bucket_bytes=N the all_reduce bucket size (TrainOptions's default; 0: one
 // call per gradient), --first_bucket_bytes=N the first bucket's (TrainOptions's default),
-// --blocking waits for each bucket's reduction as soon as it starts
+// --split_bytes=N computes weight gradients of at least N bytes as --split_blocks=K row
+// blocks, each reduced on its own (TrainOptions::split_gradient_bytes and _blocks, whose
+// defaults they keep; 0: no split), --blocking waits for each bucket's reduction as soon as it starts
 // (TrainOptions::overlap_all_reduce off), --accumulate=K splits every global batch into K
 // micro-batches (OptimizerSpec::with_accumulation(K): one update per global batch, one
 // loss line per micro-batch), --backend=cpu|reference; --describe prints the
@@ -93,6 +95,7 @@ int main(int argc, char** argv) {
   std::string ranks = "none", out, backend = "cpu";
   int64_t batch = 32, steps = 20;
   int64_t bucket_bytes = -1, first_bucket_bytes = -1, hidden = 32, accumulate = 1;
+  int64_t split_bytes = -1, split_blocks = -1;
   bool time = false, describe = false, blocking = false, profile = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -103,6 +106,8 @@ int main(int argc, char** argv) {
     else if (a.rfind("--backend=", 0) == 0) backend = a.substr(10);
     else if (a.rfind("--bucket_bytes=", 0) == 0) bucket_bytes = std::atoll(a.c_str() + 15);
     else if (a.rfind("--first_bucket_bytes=", 0) == 0) first_bucket_bytes = std::atoll(a.c_str() + 21);
+    else if (a.rfind("--split_bytes=", 0) == 0) split_bytes = std::atoll(a.c_str() + 14);
+    else if (a.rfind("--split_blocks=", 0) == 0) split_blocks = std::atoll(a.c_str() + 15);
     else if (a.rfind("--hidden=", 0) == 0) hidden = std::atoll(a.c_str() + 9);
     else if (a.rfind("--accumulate=", 0) == 0) accumulate = std::atoll(a.c_str() + 13);
     else if (a == "--describe") describe = true;
@@ -116,6 +121,8 @@ int main(int argc, char** argv) {
   options.backend = backend;
   if (bucket_bytes >= 0) options.bind.all_reduce_bucket_bytes = bucket_bytes;
   if (first_bucket_bytes >= 0) options.bind.first_all_reduce_bucket_bytes = first_bucket_bytes;
+  if (split_bytes >= 0) options.split_gradient_bytes = split_bytes;
+  if (split_blocks >= 0) options.split_gradient_blocks = static_cast<int>(split_blocks);
   options.overlap_all_reduce = !blocking;
   if (ranks == "mpi" || ranks == "launch") {  // the launch's world, joined as the driver joins it
     StatusOr<std::shared_ptr<collective::Communicator>> world = collective::world_from_environment();

@@ -11,6 +11,7 @@
 #include <random>
 
 #include "bench/models.h"
+#include "bench/step_stats.h"
 #include "bench/suite_options.h"
 #include "bench/timed_run.h"
 #include "frontend/training.h"
@@ -65,6 +66,11 @@ TEST(FusedAttention, TheTransformerTrainsOnTheCpuWithTheUnfusedLosses) {
   ASSERT_TRUE(fused.ok()) << fused.error().to_string();
   EXPECT_EQ(count(fused->step_graph(), Op::Attention), 4);  // one per encoder layer
   EXPECT_EQ(count(plain->step_graph(), Op::Attention), 0);
+  // The suite's roofline counts the products attention stands for: the unfused step's six
+  // per layer, two forward and four backward (the CPU runs the same contractions).
+  const StepStats a = step_stats(*plain), b = step_stats(*fused);
+  EXPECT_EQ(b.matmul_flops, a.matmul_flops);
+  EXPECT_EQ(b.gemm_shapes, a.gemm_shapes);
   std::mt19937_64 rng(11);
   const std::vector<Tensor> batch = {random_tensor(m->inputs[0].type, m->token_range, rng),
                                      random_tensor(m->target, m->token_range, rng)};

@@ -25,6 +25,9 @@ struct AotModel {
   bool target_is_input = false;
   /// The same model compiled with precision = "bf16" (bench/aot/BUILD), or null.
   const aot::ModelTable& (*bf16_table)() = nullptr;
+  /// The same model compiled with fuse_attention (f32; bench/aot/BUILD), or null: a model
+  /// with attention (suite_options.h's suite_attention_models).
+  const aot::ModelTable& (*fused_attention_table)() = nullptr;
 };
 
 /// The ten models in bench_model_names()' order.

@@ -12,6 +12,7 @@
 #include "bench/aot/residual_tower_bf16.h"
 #include "bench/aot/transformer.h"
 #include "bench/aot/transformer_bf16.h"
+#include "bench/aot/transformer_fa.h"
 #include "bench/aot_suite.h"
 #include "runtime/cpu/executor.h"
 
@@ -19,7 +20,8 @@ namespace weft::bench {
 
 const std::vector<AotModel>& aot_models() {
   static const std::vector<AotModel> models = {
-      {"transformer", &weft_aot::Transformer::table, 1024, false, &weft_aot::TransformerBf16::table},
+      {"transformer", &weft_aot::Transformer::table, 1024, false, &weft_aot::TransformerBf16::table,
+       &weft_aot::TransformerFa::table},
       {"mlp", &weft_aot::Mlp::table, 0, false, &weft_aot::MlpBf16::table},
       {"residual_tower", &weft_aot::ResidualTower::table, 0, false, &weft_aot::ResidualTowerBf16::table},
       {"feedback_fixed", &weft_aot::FeedbackFixed::table},

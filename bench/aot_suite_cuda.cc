@@ -1,6 +1,7 @@
 // The CUDA AOT libraries of bench/aot (paper preset, NAME_cuda and NAME_cuda_bf16) for
 // bench/weft_aot_worker.cc: //bench:weft_aot_cuda_worker, which `bench:suite --device=cuda`
-// runs (--precision=bf16: every model's bf16 library).
+// runs (--precision=bf16: every model's bf16 library; --fuse-attention: the transformer's
+// transformer_cuda_fa).
 #include "bench/aot/conv_autoenc_cuda.h"
 #include "bench/aot/conv_autoenc_cuda_bf16.h"
 #include "bench/aot/convnet_cuda.h"
@@ -21,6 +22,7 @@
 #include "bench/aot/residual_tower_cuda_bf16.h"
 #include "bench/aot/transformer_cuda.h"
 #include "bench/aot/transformer_cuda_bf16.h"
+#include "bench/aot/transformer_cuda_fa.h"
 #include "bench/aot_suite.h"
 #include "runtime/cuda/executor.h"
 
@@ -29,7 +31,8 @@ namespace weft::bench {
 const std::vector<AotModel>& aot_models() {
   // The paper preset's vocabulary is 8192 (the cpu preset's 1024).
   static const std::vector<AotModel> models = {
-      {"transformer", &weft_aot::TransformerCuda::table, 8192, false, &weft_aot::TransformerCudaBf16::table},
+      {"transformer", &weft_aot::TransformerCuda::table, 8192, false, &weft_aot::TransformerCudaBf16::table,
+       &weft_aot::TransformerCudaFa::table},
       {"mlp", &weft_aot::MlpCuda::table, 0, false, &weft_aot::MlpCudaBf16::table},
       {"residual_tower", &weft_aot::ResidualTowerCuda::table, 0, false, &weft_aot::ResidualTowerCudaBf16::table},
       {"feedback_fixed", &weft_aot::FeedbackFixedCuda::table, 0, false, &weft_aot::FeedbackFixedCudaBf16::table},

@@ -96,6 +96,38 @@ TEST(AotWorker, Bf16TrainsLikeTheJitWorkerAtBf16) {
   }
 }
 
+// --fuse-attention (bench:suite --fuse-attention, #31): the transformer's fused-attention
+// library (bench/aot's transformer_fa) trains like the JIT worker with
+// TrainOptions::fuse_attention, and like the unfused transformer (the CPU decomposes the
+// attention again: fused_attention_test); a model without attention is refused by both.
+TEST(AotWorker, FusedAttentionTrainsLikeTheJitWorkerFused) {
+  const std::vector<std::string> a = {"--model=transformer", "--random-init", "--seed=3", "--warmup=0",
+                                      "--epochs=1", "--steps=3"};
+  std::vector<std::string> fused_args = a;
+  fused_args.push_back("--fuse-attention");
+  json plain = result_of(run_worker("weft_aot_worker", a));
+  json jit = result_of(run_worker("weft_worker", fused_args));
+  json aot = result_of(run_worker("weft_aot_worker", fused_args));
+  ASSERT_TRUE(plain.is_object() && jit.is_object() && aot.is_object());
+  EXPECT_EQ(aot["fuse_attention"], true);
+  EXPECT_EQ(jit["fuse_attention"], true);
+  EXPECT_EQ(plain["fuse_attention"], false);
+  const std::string config = aot["config"].get<std::string>();
+  EXPECT_NE(config.find(", fused attention"), std::string::npos) << config;
+  expect_close(aot["first_loss"].get<double>(), jit["first_loss"].get<double>(), "first loss");
+  expect_close(aot["last_loss"].get<double>(), jit["last_loss"].get<double>(), "loss of step 3");
+  EXPECT_EQ(aot["arena_bytes"], jit["arena_bytes"]);
+  EXPECT_EQ(aot["first_loss"], plain["first_loss"]);
+  EXPECT_EQ(aot["compiler_mapped"], false);
+
+  const std::vector<std::string> mlp = {"--model=mlp", "--random-init", "--steps=1", "--fuse-attention"};
+  ProcessResult r = run_worker("weft_worker", mlp);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "weft_worker: error: --fuse-attention: fuse-attention finds no attention "
+            "(softmax(q·kᵀ·scale + mask)·v, passes/fuse_attention.h) in mlp's step: nothing to fuse\n");
+}
+
 /// An INIT file as the suite's run.py writes it: every name of `--names-out`, deterministic
 /// values, the inputs and the target (left out when it is the input itself).
 void write_init(const std::string& names_path, const std::string& init_path) {
@@ -170,6 +202,12 @@ TEST(AotWorker, ErrorsArePinned) {
   EXPECT_EQ(error_of({"--model=mlp", "--random-init", "--precision=f16"}),
             "weft_aot_worker: error: --precision=f16: bench/aot builds the suite's models in f32, "
             "and transformer, mlp, residual_tower also in bf16\n");
+  EXPECT_EQ(error_of({"--model=mlp", "--random-init", "--fuse-attention"}),
+            "weft_aot_worker: error: --fuse-attention: mlp has no attention (softmax(q·kᵀ·scale + "
+            "mask)·v) to fuse; bench/aot builds a fused-attention library of transformer only\n");
+  EXPECT_EQ(error_of({"--model=transformer", "--random-init", "--fuse-attention", "--precision=bf16"}),
+            "weft_aot_worker: error: --fuse-attention with --precision=bf16: bench/aot builds its "
+            "fused-attention libraries in f32 only; drop one of them\n");
   EXPECT_EQ(error_of({"--model=mlp"}),
             "weft_aot_worker: error: give exactly one of --names-out=PATH, --init=PATH, "
             "--random-init or --print-params\n");

@@ -46,6 +46,28 @@ std::optional<std::array<int64_t, 4>> node_gemm(const Graph& g, const Node& n) {
   }
 }
 
+/// The GEMMs of one node: node_gemm's, or the products an attention node stands for
+/// (fuse-attention's composites): the forward s = q·kᵀ and y = p·v; attention_grad
+/// dv = pᵀ·dy, dp = dy·vᵀ, dq = ds·k and dkᵀ = qᵀ·ds, with q [..., Sq, D], k [..., Sk, D],
+/// v [..., Sk, Dv] — the unfused step's six. attention_grad's decomposition also
+/// recomputes s, which the CPU's CSE merges with the forward's product (the same
+/// contractions run); the GPU's backward kernel recomputes it on chip, a product this
+/// count, the CPU roofline's, leaves out.
+std::vector<std::array<int64_t, 4>> node_gemms(const Graph& g, const Node& n) {
+  if (n.op != Op::Attention && n.op != Op::AttentionGrad) {
+    std::optional<std::array<int64_t, 4>> one = node_gemm(g, n);
+    return one ? std::vector<std::array<int64_t, 4>>{*one} : std::vector<std::array<int64_t, 4>>{};
+  }
+  const Shape q = g.type(n.operands[0]).shape, k = g.type(n.operands[1]).shape,
+              v = g.type(n.operands[2]).shape;
+  const int r = q.rank();
+  const int64_t sq = q[r - 2], d = q[r - 1], sk = k[r - 2], dv = v[r - 1];
+  int64_t batch = 1;
+  for (int i = 0; i < r - 2; ++i) batch *= q[i];
+  if (n.op == Op::Attention) return {{sq, sk, d, batch}, {sq, dv, sk, batch}};
+  return {{sk, dv, sq, batch}, {sq, sk, dv, batch}, {sq, d, sk, batch}, {d, sk, sq, batch}};
+}
+
 /// Peak bytes of node results alive at once, running the nodes in order.
 int64_t peak_live_bytes(const Graph& g) {
   std::map<ValueId, int> last_use;
@@ -80,16 +102,16 @@ void add_gemms(const Graph& g, int64_t times, std::vector<std::array<int64_t, 4>
       add_gemms(*n.body, times * n.int_attr("length"), out);
       continue;
     }
-    auto gemm = node_gemm(g, n);
-    if (!gemm) continue;
-    (*gemm)[3] *= times;
-    auto same = std::find_if(out.begin(), out.end(), [&](const std::array<int64_t, 4>& s) {
-      return s[0] == (*gemm)[0] && s[1] == (*gemm)[1] && s[2] == (*gemm)[2];
-    });
-    if (same != out.end()) {
-      (*same)[3] += (*gemm)[3];
-    } else {
-      out.push_back(*gemm);
+    for (std::array<int64_t, 4> gemm : node_gemms(g, n)) {
+      gemm[3] *= times;
+      auto same = std::find_if(out.begin(), out.end(), [&](const std::array<int64_t, 4>& s) {
+        return s[0] == gemm[0] && s[1] == gemm[1] && s[2] == gemm[2];
+      });
+      if (same != out.end()) {
+        (*same)[3] += gemm[3];
+      } else {
+        out.push_back(gemm);
+      }
     }
   }
 }

@@ -14,6 +14,8 @@
 //   conv_backward_weight  dw from (x, dy)  m = O/g,     n = C/g·kh·kw,  k = N·Ho·Wo
 // (a ConvTranspose2d's forward is a conv_backward_input, and so on: the op decides). Over
 // [D, H, W], Ho·Wo reads Do·Ho·Wo and kh·kw reads kd·kh·kw; over [W], Wo and kw.
+// fuse-attention's attention and attention_grad nodes (TrainOptions::fuse_attention)
+// contribute the products they stand for, 2 and 4: the unfused step's.
 
 #include <array>
 #include <cstdint>

@@ -2,7 +2,8 @@
 //
 //   bazel run //bench:suite -- --preset=cpu|paper [--device=cpu|cuda] [--weft=jit|aot]
 //       [--models=a,b] [--epochs=N] [--warmup=N] [--rounds=N] [--json=PATH] [--pytorch-only]
-//       [--allow-paper] [--keep-tmp] [--python=PATH] [--precision=f32|bf16] [--help]
+//       [--allow-paper] [--keep-tmp] [--python=PATH] [--precision=f32|bf16]
+//       [--fuse-attention=off|on|both] [--help]
 //
 // --device=cuda runs the same steps on one NVIDIA GPU: weft's side is
 // bench/weft_aot_cuda_worker (the AOT CUDA libraries of bench/aot, paper preset, each step
@@ -23,6 +24,13 @@
 // run the same Programs; the AOT worker reports no step graph, so no roofline, planned
 // bytes or matmul FLOPs in that mode. The names (step 1 below) come from weft_worker either
 // way on the CPU, from the CUDA worker on the GPU.
+// --fuse-attention=on runs weft's side with TrainOptions::fuse_attention (the AOT workers:
+// the fused-attention libraries, transformer_fa and transformer_cuda_fa) on the models
+// with attention (suite_attention_models: the transformer); =both runs those models'
+// weft side both ways, each round's order weft, weft fused attention, then PyTorch's
+// configurations (reversed in odd rounds), giving two rows against the same PyTorch runs
+// ("transformer" and "transformer (fused attention)"), the A/B that fuse_attention's
+// default waits for (#31). The models without attention run once.
 // --pytorch-only skips weft's timed runs; --allow-paper is passed to the weft worker,
 // which otherwise declines timed runs at the paper preset (meant for GPU backends);
 // --keep-tmp keeps the intermediate files and logs, which are kept anyway on failure.
@@ -124,21 +132,32 @@ class Suite {
       : o_(std::move(options)), worker_(std::move(worker)),
         timed_worker_(std::move(timed_worker)), run_py_(std::move(run_py)), dir_(std::move(dir)) {}
 
-  ModelResult run_model(const std::string& model) {
-    ModelResult r;
-    r.model = model;
-    try {
+  /// One result per weft run of `model` (weft_fuse_attention_runs: two with
+  /// --fuse-attention=both on a model with attention), sharing PyTorch's runs.
+  std::vector<ModelResult> run_model(const std::string& model) {
+    std::vector<ModelResult> rs;
+    for (bool fused : weft_fuse_attention_runs(o_, model)) {
+      ModelResult& r = rs.emplace_back();
+      r.model = model;
+      r.fuse_attention = fused;
       r.weft = RunSummary{};
-      r.weft->config = o_.device == "cuda" ? "weft aot cuda" : o_.weft == "aot" ? "weft aot" : "weft";
-      prepare(model, r);
-      time_model(model, r);
-    } catch (const SuiteError& e) {
-      r.error = e.message;
-    } catch (const std::exception& e) {  // a malformed result the checks above missed
-      r.error = std::string("unexpected: ") + e.what();
+      r.weft->config = std::string(o_.device == "cuda" ? "weft aot cuda" : o_.weft == "aot" ? "weft aot" : "weft") +
+                       (fused ? " fused attention" : "");
     }
-    if (!r.error.empty()) std::printf("[%s] FAILED: %s\n", model.c_str(), r.error.c_str());
-    return r;
+    std::string error;
+    try {
+      prepare(model, rs);
+      time_model(model, rs);
+    } catch (const SuiteError& e) {
+      error = e.message;
+    } catch (const std::exception& e) {  // a malformed result the checks above missed
+      error = std::string("unexpected: ") + e.what();
+    }
+    if (!error.empty()) {
+      std::printf("[%s] FAILED: %s\n", model.c_str(), error.c_str());
+      for (ModelResult& r : rs) r.error = error;
+    }
+    return rs;
   }
 
  private:
@@ -159,7 +178,7 @@ class Suite {
   }
 
   /// Steps 1 and 2: weft's names, then PyTorch's initial weights and data under them.
-  void prepare(const std::string& model, ModelResult& r) {
+  void prepare(const std::string& model, std::vector<ModelResult>& rs) {
     std::vector<std::string> names = worker_args(model);
     names.push_back("--names-out=" + file(model, "names.json"));
     run_or_fail(names_worker(o_) + " --names-out for " + model, names, {}, {},
@@ -167,7 +186,9 @@ class Suite {
     // weft's parameter count, known even where its timed runs are declined or skipped.
     json names_json = json::parse(read_file(file(model, "names.json")), nullptr,
                                   /*allow_exceptions=*/false);
-    if (names_json.is_object()) r.weft->param_count = optional_field<int64_t>(names_json, "param_count");
+    if (names_json.is_object()) {
+      for (ModelResult& r : rs) r.weft->param_count = optional_field<int64_t>(names_json, "param_count");
+    }
     std::vector<std::string> init = run_py_args(model);
     init.push_back("--names=" + file(model, "names.json"));
     init.push_back("--init-out=" + file(model, "init.safetensors"));
@@ -175,20 +196,25 @@ class Suite {
                 file(model, "init.stderr"));
   }
 
-  /// Step 3: the timed rounds, weft and the PyTorch configurations interleaved.
-  void time_model(const std::string& model, ModelResult& r) {
+  /// Step 3: the timed rounds, weft's runs and the PyTorch configurations interleaved;
+  /// PyTorch's summaries are kept in rs[0] and copied to the other results of the model.
+  void time_model(const std::string& model, std::vector<ModelResult>& rs) {
     const std::string init = file(model, "init.safetensors");
-    if (o_.pytorch_only) r.weft_note = "not run (--pytorch-only)";
+    for (ModelResult& r : rs) {
+      if (o_.pytorch_only) r.weft_note = "not run (--pytorch-only)";
+    }
+    std::vector<RunSummary>& pytorch = rs[0].pytorch;
     const std::vector<PytorchConfig> configs = pytorch_configs(o_, model);
     for (const PytorchConfig& c : configs) {
       RunSummary s;
       s.config = c.label;
       s.threads = c.threads;
       s.tuned_env = c.tuned;
-      r.pytorch.push_back(s);
+      pytorch.push_back(s);
     }
-    // -1 stands for weft, i ≥ 0 for configs[i].
-    std::vector<int> order = {-1};
+    // -1 - v stands for weft's run rs[v], i ≥ 0 for configs[i].
+    std::vector<int> order;
+    for (int v = 0; v < int(rs.size()); ++v) order.push_back(-1 - v);
     for (int i = 0; i < int(configs.size()); ++i) order.push_back(i);
     for (int round = 0; round < o_.rounds; ++round) {
       std::string line = "[" + model + "] round " + std::to_string(round + 1) + "/" +
@@ -197,9 +223,12 @@ class Suite {
       for (int who : order) {
         std::string tag = "r" + std::to_string(round + 1);
         if (who < 0) {
+          ModelResult& r = rs[size_t(-1 - who)];
           if (o_.pytorch_only || !r.weft_note.empty()) continue;
-          std::vector<std::string> args = weft_timed_args(o_, timed_worker_, model, init);
-          ProcessResult p = run_process(args, {}, {}, file(model, "weft." + tag + ".stderr"));
+          std::vector<std::string> args =
+              weft_timed_args(o_, timed_worker_, model, init, r.fuse_attention);
+          const std::string run = r.fuse_attention ? "weft_fused_attention." : "weft.";
+          ProcessResult p = run_process(args, {}, {}, file(model, run + tag + ".stderr"));
           if (p.exit_code != 0 && o_.preset == "paper" && o_.device == "cpu" && round == 0) {
             // The paper preset is meant for GPU machines; the worker may decline it here.
             r.weft_note = "declined the paper preset: " + last_line(p.err + p.out);
@@ -218,7 +247,8 @@ class Suite {
                              "(its \"compiler_mapped\" is not false): " + j.dump()};
           }
           if (round == 0) take_weft_extras(timed_worker_name(), model, j, r);
-          line += sep + "weft " + format_ms(r.weft->round_median_ms.back());
+          line += sep + (r.fuse_attention ? "weft fused attention " : "weft ") +
+                  format_ms(r.weft->round_median_ms.back());
           sep = ", ";
         } else {
           const PytorchConfig& c = configs[size_t(who)];
@@ -233,14 +263,17 @@ class Suite {
                                                     "MKL_NUM_THREADS"}),
                                         file(model, "pytorch" + std::to_string(who) + "." + tag +
                                                         ".stderr"));
-          record_run(what, last_json_line(what, p), r.pytorch[size_t(who)]);
-          line += sep + c.label + " " + format_ms(r.pytorch[size_t(who)].round_median_ms.back());
+          record_run(what, last_json_line(what, p), pytorch[size_t(who)]);
+          line += sep + c.label + " " + format_ms(pytorch[size_t(who)].round_median_ms.back());
           sep = ", ";
         }
       }
       std::printf("%s\n", line.c_str());
       std::fflush(stdout);
-      if (round == 0) check_agreement(r);
+      for (size_t v = 1; v < rs.size(); ++v) rs[v].pytorch = pytorch;
+      if (round == 0) {
+        for (const ModelResult& r : rs) check_agreement(r);
+      }
       std::reverse(order.begin(), order.end());
     }
   }
@@ -272,17 +305,17 @@ class Suite {
     for (const RunSummary& pt : r.pytorch) {
       if (!pt.ran()) continue;
       if (!r.weft->param_count || !pt.param_count) {
-        throw SuiteError{"no param_count to compare for " + r.model + " (weft or PyTorch " +
+        throw SuiteError{"no param_count to compare for " + r.label() + " (weft or PyTorch " +
                          pt.config + " reported none)"};
       }
       if (*r.weft->param_count != *pt.param_count) {
-        throw SuiteError{"parameter counts differ for " + r.model + ": weft " +
+        throw SuiteError{"parameter counts differ for " + r.label() + ": weft " +
                          std::to_string(*r.weft->param_count) + ", PyTorch (" + pt.config + ") " +
                          std::to_string(*pt.param_count)};
       }
       if (!r.weft->ran()) continue;
       if (!r.weft->first_loss || !pt.first_loss) {
-        throw SuiteError{"no first_loss to compare for " + r.model + " (weft or PyTorch " +
+        throw SuiteError{"no first_loss to compare for " + r.label() + " (weft or PyTorch " +
                          pt.config + " reported none)"};
       }
       const double tolerance = first_loss_tolerance(o_.precision);
@@ -291,7 +324,7 @@ class Suite {
         std::snprintf(buf, sizeof(buf),
                       "first-step losses differ for %s: weft %.9g, PyTorch (%s) %.9g "
                       "(tolerance %g·(1 + |PyTorch|))",
-                      r.model.c_str(), *r.weft->first_loss, pt.config.c_str(), *pt.first_loss,
+                      r.label().c_str(), *r.weft->first_loss, pt.config.c_str(), *pt.first_loss,
                       tolerance);
         throw SuiteError{buf};
       }
@@ -379,13 +412,15 @@ int suite_main(int argc, char** argv) {
   }
   std::string dir = make_temp_dir();
   if (o.device == "cuda") check_cuda_peer(o, run_py, dir);
-  std::printf("weft benchmark suite: device %s, preset %s, precision %s, weft %s, %d warm-up + %d measured "
-              "epochs of 50 steps, %d rounds; intermediate files in %s\n",
-              o.device.c_str(), o.preset.c_str(), o.precision.c_str(), o.weft.c_str(), o.warmup, o.epochs,
-              o.rounds, dir.c_str());
+  std::printf("weft benchmark suite: device %s, preset %s, precision %s, weft %s, fused attention %s, "
+              "%d warm-up + %d measured epochs of 50 steps, %d rounds; intermediate files in %s\n",
+              o.device.c_str(), o.preset.c_str(), o.precision.c_str(), o.weft.c_str(),
+              o.fuse_attention.c_str(), o.warmup, o.epochs, o.rounds, dir.c_str());
   Suite suite(o, worker, timed, run_py, dir);
   std::vector<ModelResult> results;
-  for (const std::string& model : o.models) results.push_back(suite.run_model(model));
+  for (const std::string& model : o.models) {
+    for (ModelResult& r : suite.run_model(model)) results.push_back(std::move(r));
+  }
   measure_rooflines(results);
 
   std::printf("\n%s\n%s", format_table(results).c_str(), format_checks(results).c_str());

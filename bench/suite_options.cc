@@ -24,10 +24,16 @@ const std::vector<std::string>& suite_aot_bf16_models(const std::string& device)
   return device == "cuda" ? suite_models() : cpu;
 }
 
+const std::vector<std::string>& suite_attention_models() {
+  static const std::vector<std::string> models = {"transformer"};
+  return models;
+}
+
 const char* const kSuiteUsage =
     "bazel run //bench:suite -- --preset=cpu|paper [--device=cpu|cuda] [--weft=jit|aot] [--models=a,b] "
     "[--epochs=N] [--warmup=N] [--rounds=N] [--json=PATH] [--pytorch-only] "
-    "[--allow-paper] [--keep-tmp] [--python=PATH] [--precision=f32|bf16]";
+    "[--allow-paper] [--keep-tmp] [--python=PATH] [--precision=f32|bf16] "
+    "[--fuse-attention=off|on|both]";
 
 const char* const kSuiteHelp =
     "The benchmark suite: the ten models on weft and on PyTorch, one table (bench/PROTOCOL.md).\n"
@@ -48,6 +54,13 @@ const char* const kSuiteHelp =
     "  --precision=P    f32 (default) or bf16 (weft's TrainOptions::precision, PyTorch's\n"
     "                   torch.autocast); with --weft=aot on the CPU the GEMM-bound\n"
     "                   models only; with --device=cuda all ten\n"
+    "  --fuse-attention=F\n"
+    "                   weft's side with fused attention (TrainOptions::fuse_attention;\n"
+    "                   the AOT libraries transformer_fa, transformer_cuda_fa): off\n"
+    "                   (default); on: the models with attention (the transformer) fused;\n"
+    "                   both: those models' weft side unfused and fused, interleaved, one\n"
+    "                   row each against the same PyTorch runs, the other models once;\n"
+    "                   f32 only with --weft=aot or --device=cuda\n"
     "  --json=PATH      also write the results as JSON\n"
     "  --pytorch-only   skip weft's timed runs\n"
     "  --allow-paper    let weft's CPU worker time the paper preset (it declines it)\n"
@@ -87,6 +100,35 @@ Status check_cuda_options(SuiteOptions& o, bool weft_set) {
   return {};
 }
 
+/// --fuse-attention=on|both: models with attention (on: every one; both: at least one),
+/// f32 where bench/aot's libraries run (it builds them in f32 only).
+Status check_fuse_attention(SuiteOptions& o, bool models_set) {
+  const std::vector<std::string>& with = suite_attention_models();
+  std::string list;
+  for (const std::string& m : with) list += (list.empty() ? "" : ", ") + m;
+  if (o.precision != "f32" && o.weft == "aot") {
+    return Error{"--fuse-attention=" + o.fuse_attention + " with --precision=" + o.precision +
+                 ": bench/aot builds its fused-attention libraries (of " + list +
+                 ") in f32 only; drop one of the two"};
+  }
+  if (o.fuse_attention == "on" && !models_set) o.models = with;
+  bool any = false;
+  for (const std::string& m : o.models) {
+    if (contains(with, m)) {
+      any = true;
+    } else if (o.fuse_attention == "on") {
+      return Error{"--fuse-attention=on: " + m + " has no attention (softmax(q·kᵀ·scale + mask)·v) to "
+                   "fuse; the models with attention: " + list + ". Drop " + m +
+                   " from --models, or use --fuse-attention=both (those both ways, the others once)"};
+    }
+  }
+  if (!any) {
+    return Error{"--fuse-attention=both: none of --models has attention to fuse; the models with "
+                 "attention: " + list};
+  }
+  return {};
+}
+
 StatusOr<int> parse_count(const std::string& flag, const std::string& value, int min) {
   char* end = nullptr;
   long v = std::strtol(value.c_str(), &end, 10);
@@ -119,7 +161,8 @@ StatusOr<SuiteOptions> parse_suite_options(const std::vector<std::string>& args)
     }
     const bool takes_value = name == "--preset" || name == "--device" || name == "--models" || name == "--epochs" ||
                              name == "--warmup" || name == "--rounds" || name == "--json" ||
-                             name == "--python" || name == "--weft" || name == "--precision";
+                             name == "--python" || name == "--weft" || name == "--precision" ||
+                             name == "--fuse-attention";
     if (takes_value && !has_value) {
       return Error{"flag " + name + " needs a value (" + name + "=...)"};
     }
@@ -148,6 +191,11 @@ StatusOr<SuiteOptions> parse_suite_options(const std::vector<std::string>& args)
         return Error{"bad value for --precision: '" + value + "' (f32 or bf16)"};
       }
       o.precision = value;
+    } else if (name == "--fuse-attention") {
+      if (value != "off" && value != "on" && value != "both") {
+        return Error{"bad value for --fuse-attention: '" + value + "' (off, on or both)"};
+      }
+      o.fuse_attention = value;
     } else if (name == "--models") {
       o.models.clear();
       std::stringstream ss(value);
@@ -209,6 +257,7 @@ StatusOr<SuiteOptions> parse_suite_options(const std::vector<std::string>& args)
                    "; drop it from --models or use --weft=jit"};
     }
   }
+  if (o.fuse_attention != "off") WEFT_RETURN_IF_ERROR(check_fuse_attention(o, models_set));
   // bench/PROTOCOL.md: 3 warm-up and 20 measured epochs; the cpu preset 1 and 5.
   if (!epochs_set) o.epochs = o.preset == "cpu" ? 5 : 20;
   if (!warmup_set) o.warmup = o.preset == "cpu" ? 1 : 3;
@@ -253,8 +302,15 @@ std::string timed_worker(const SuiteOptions& o) {
   return o.weft == "aot" ? "bench/weft_aot_worker" : "bench/weft_worker";
 }
 
+std::vector<bool> weft_fuse_attention_runs(const SuiteOptions& o, const std::string& model) {
+  if (o.fuse_attention == "off" || !contains(suite_attention_models(), model)) return {false};
+  if (o.fuse_attention == "on") return {true};
+  return {false, true};
+}
+
 std::vector<std::string> weft_timed_args(const SuiteOptions& o, const std::string& worker,
-                                         const std::string& model, const std::string& init) {
+                                         const std::string& model, const std::string& init,
+                                         bool fuse_attention) {
   std::vector<std::string> args = {worker,
                                    "--model=" + model,
                                    "--preset=" + o.preset,
@@ -262,6 +318,7 @@ std::vector<std::string> weft_timed_args(const SuiteOptions& o, const std::strin
                                    "--epochs=" + std::to_string(o.epochs),
                                    "--warmup=" + std::to_string(o.warmup)};
   if (o.precision != "f32") args.push_back("--precision=" + o.precision);
+  if (fuse_attention) args.push_back("--fuse-attention");
   if (o.allow_paper && o.weft == "jit") args.push_back("--allow-paper");
   return args;
 }

@@ -24,6 +24,12 @@ const std::vector<std::string>& suite_models();
 /// "cuda" all ten (NAME_cuda_bf16).
 const std::vector<std::string>& suite_aot_bf16_models(const std::string& device);
 
+/// The models with attention (softmax(q·kᵀ·scale + mask)·v, which fuse-attention finds):
+/// the ones `--fuse-attention` applies to, and whose AOT libraries bench/aot also builds
+/// with fuse_attention (NAME_fa, NAME_cuda_fa). bench/models_test checks the list against
+/// the compiler: these models' steps, and no other's, hold an attention node with it.
+const std::vector<std::string>& suite_attention_models();
+
 /// The usage line printed under every command-line error.
 extern const char* const kSuiteUsage;
 /// What `--help` prints: the suite and each flag.
@@ -48,6 +54,12 @@ struct SuiteOptions {
   /// torch.autocast(device, dtype=torch.bfloat16)). With --weft=aot, bf16 runs the
   /// models of suite_aot_bf16_models(device) (their default), and refuses any other.
   std::string precision = "f32";
+  /// weft's side with fused attention (TrainOptions::fuse_attention; the AOT workers'
+  /// fused-attention libraries): "off", "on" (every model named has attention: by default
+  /// those of suite_attention_models()), or "both": the models with attention run weft's
+  /// side both ways, interleaved in every round, one table row each (the same PyTorch
+  /// runs), the others once.
+  std::string fuse_attention = "off";
   /// `--help` or `-h` was given: print kSuiteHelp, run nothing.
   bool help = false;
 };
@@ -86,10 +98,16 @@ std::string names_worker(const SuiteOptions& o);
 /// bench/weft_aot_cuda_worker (relative to the runfiles' workspace).
 std::string timed_worker(const SuiteOptions& o);
 
+/// weft's timed runs of `model` in each round, as their TrainOptions::fuse_attention:
+/// {false} (off, or a model without attention), {true} (on) or {false, true} (both).
+std::vector<bool> weft_fuse_attention_runs(const SuiteOptions& o, const std::string& model);
+
 /// The command line of one of weft's timed runs of `model` from `init` (INIT.safetensors),
-/// `worker` being timed_worker()'s resolved path.
+/// `worker` being timed_worker()'s resolved path, with fused attention or not
+/// (weft_fuse_attention_runs).
 std::vector<std::string> weft_timed_args(const SuiteOptions& o, const std::string& worker,
-                                         const std::string& model, const std::string& init);
+                                         const std::string& model, const std::string& init,
+                                         bool fuse_attention = false);
 /// The command line of one PyTorch timed run (`run_py` resolved).
 std::vector<std::string> pytorch_timed_args(const SuiteOptions& o, const std::string& run_py,
                                             const std::string& model, const std::string& init,

@@ -119,6 +119,10 @@ const RunSummary* ModelResult::best_pytorch() const {
   return best;
 }
 
+std::string ModelResult::label() const {
+  return fuse_attention ? model + " (fused attention)" : model;
+}
+
 std::string format_bytes(std::optional<int64_t> bytes) {
   if (!bytes) return kNone;
   return printf_string("%.1f MiB", double(*bytes) / (1024.0 * 1024.0));
@@ -183,7 +187,7 @@ std::string format_table(const std::vector<ModelResult>& results) {
     if (r.arena_bytes) {
       arena = format_bytes(r.arena_bytes) + " / " + format_bytes(r.arena_lower_bound_bytes);
     }
-    rows.push_back({r.model, format_ms(pt_ms), pt ? pt->config : kNone, weft_cell, ratio, roof,
+    rows.push_back({r.label(), format_ms(pt_ms), pt ? pt->config : kNone, weft_cell, ratio, roof,
                     format_bytes(r.weft ? r.weft->peak_bytes : std::nullopt),
                     format_bytes(pt ? pt->peak_bytes : std::nullopt),
                     format_bytes(r.weft_planned_bytes), arena});
@@ -240,7 +244,7 @@ std::string format_checks(const std::vector<ModelResult>& results) {
   std::string out;
   for (const ModelResult& r : results) {
     const RunSummary* pt = r.best_pytorch();
-    std::string line = r.model + ":";
+    std::string line = r.label() + ":";
     std::optional<int64_t> wp = r.weft ? r.weft->param_count : std::nullopt;
     std::optional<int64_t> pp = pt ? pt->param_count : std::nullopt;
     auto count = [](std::optional<int64_t> n) { return n ? with_commas(*n) : std::string(kNone); };
@@ -278,6 +282,7 @@ std::string results_json(const std::vector<ModelResult>& results, const std::str
     o["device"] = device;
     o["precision"] = precision;
     o["weft_path"] = weft_path;
+    o["fuse_attention"] = r.fuse_attention;
     o["epochs"] = epochs;
     o["warmup"] = warmup;
     o["rounds"] = rounds;

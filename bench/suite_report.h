@@ -49,6 +49,10 @@ struct RunSummary {
 /// Everything measured about one model.
 struct ModelResult {
   std::string model;
+  /// weft's side ran with fused attention (the suite's --fuse-attention): with
+  /// --fuse-attention=both a model with attention has two results, one each way, sharing
+  /// PyTorch's runs.
+  bool fuse_attention = false;
   std::optional<RunSummary> weft;
   std::vector<RunSummary> pytorch;  ///< Every PyTorch configuration that ran.
   std::optional<int64_t> weft_planned_bytes, arena_bytes, arena_lower_bound_bytes;
@@ -61,6 +65,9 @@ struct ModelResult {
 
   /// The fastest PyTorch configuration by median, or null when none ran.
   const RunSummary* best_pytorch() const;
+  /// The table's and the checks' name of the row: "transformer", "transformer (fused
+  /// attention)".
+  std::string label() const;
 };
 
 /// `j[key]` as a T, or null when it is absent or null.
@@ -92,8 +99,8 @@ std::string format_table(const std::vector<ModelResult>& results);
 /// "mlp: params weft 1,181,952 = PyTorch 1,181,952; first loss weft 1.0234 PyTorch 1.0234".
 std::string format_checks(const std::vector<ModelResult>& results);
 
-/// The JSON list written by --json, one object per model (keys in bench/PROTOCOL.md and
-/// issue 5; null where unknown), pretty-printed. `weft_path` is the suite's --weft: "jit"
+/// The JSON list written by --json, one object per model and weft run (keys in
+/// bench/PROTOCOL.md and issue 5, and "fuse_attention"; null where unknown), pretty-printed. `weft_path` is the suite's --weft: "jit"
 /// or "aot", which worker ran weft's side; `device` and `precision` the suite's --device
 /// and --precision.
 std::string results_json(const std::vector<ModelResult>& results, const std::string& preset,

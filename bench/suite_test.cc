@@ -211,7 +211,7 @@ TEST(Options, HelpIsAskedForAndNamesEveryFlag) {
     ++flags;
     EXPECT_NE(help.find("  " + flag), std::string::npos) << flag;
   }
-  EXPECT_EQ(flags, 13);
+  EXPECT_EQ(flags, 14);
 }
 
 TEST(Options, WeftAotChoosesTheAotWorker) {
@@ -356,6 +356,58 @@ TEST(Options, CudaBf16RunsAllTenInBf16OnBothSides) {
                                       "--config=cuda_graph", "--precision=bf16"}));
 }
 
+// #31: --fuse-attention. on: the models with attention, fused; both: those both ways (the
+// A/B), the others once; refused where it cannot apply, naming why.
+TEST(Options, FuseAttentionRunsTheModelsWithAttentionFusedOrBothWays) {
+  StatusOr<SuiteOptions> off = parse_suite_options({"--preset=cpu"});
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off->fuse_attention, "off");
+  EXPECT_EQ(weft_fuse_attention_runs(*off, "transformer"), std::vector<bool>{false});
+
+  StatusOr<SuiteOptions> on = parse_suite_options({"--preset=cpu", "--fuse-attention=on"});
+  ASSERT_TRUE(on.ok()) << on.error().to_string();
+  EXPECT_EQ(on->models, suite_attention_models());
+  EXPECT_EQ(suite_attention_models(), std::vector<std::string>{"transformer"});
+  EXPECT_EQ(weft_fuse_attention_runs(*on, "transformer"), std::vector<bool>{true});
+  EXPECT_EQ(weft_timed_args(*on, "W", "transformer", "I", true),
+            (std::vector<std::string>{"W", "--model=transformer", "--preset=cpu", "--init=I",
+                                      "--epochs=5", "--warmup=1", "--fuse-attention"}));
+
+  // The GPU suite's A/B: all ten models, the transformer's weft side both ways.
+  StatusOr<SuiteOptions> both = parse_suite_options({"--preset=paper", "--device=cuda", "--fuse-attention=both"});
+  ASSERT_TRUE(both.ok()) << both.error().to_string();
+  EXPECT_EQ(both->models, suite_models());
+  EXPECT_EQ(weft_fuse_attention_runs(*both, "transformer"), (std::vector<bool>{false, true}));
+  EXPECT_EQ(weft_fuse_attention_runs(*both, "mlp"), std::vector<bool>{false});
+  EXPECT_EQ(weft_timed_args(*both, "W", "transformer", "I", false).back(), "--warmup=3");
+  EXPECT_EQ(weft_timed_args(*both, "W", "transformer", "I", true).back(), "--fuse-attention");
+  // PyTorch's side does not change.
+  const std::vector<PytorchConfig> configs = pytorch_configs(*both, "transformer");
+  ASSERT_EQ(configs.size(), 4u);
+  EXPECT_EQ(pytorch_timed_args(*both, "run.py", "transformer", "I", configs[2]).back(), "--config=compile");
+
+  auto error = [](std::vector<std::string> args) {
+    StatusOr<SuiteOptions> o = parse_suite_options(args);
+    return o.ok() ? std::string("(ok)") : o.error().message;
+  };
+  EXPECT_EQ(error({"--preset=cpu", "--fuse-attention=yes"}),
+            "bad value for --fuse-attention: 'yes' (off, on or both)");
+  EXPECT_EQ(error({"--preset=cpu", "--fuse-attention"}),
+            "flag --fuse-attention needs a value (--fuse-attention=...)");
+  EXPECT_EQ(error({"--preset=cpu", "--fuse-attention=on", "--models=transformer,mlp"}),
+            "--fuse-attention=on: mlp has no attention (softmax(q·kᵀ·scale + mask)·v) to fuse; the "
+            "models with attention: transformer. Drop mlp from --models, or use "
+            "--fuse-attention=both (those both ways, the others once)");
+  EXPECT_EQ(error({"--preset=cpu", "--fuse-attention=both", "--models=mlp,convnet"}),
+            "--fuse-attention=both: none of --models has attention to fuse; the models with "
+            "attention: transformer");
+  EXPECT_EQ(error({"--preset=paper", "--device=cuda", "--precision=bf16", "--fuse-attention=both"}),
+            "--fuse-attention=both with --precision=bf16: bench/aot builds its fused-attention "
+            "libraries (of transformer) in f32 only; drop one of the two");
+  // The JIT fuses at any precision.
+  EXPECT_EQ(error({"--preset=cpu", "--precision=bf16", "--fuse-attention=on"}), "(ok)");
+}
+
 TEST(Options, CudaWithoutADeviceSaysSo) {
   const std::string dev = std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp") +
                           "/fake_dev";
@@ -416,6 +468,23 @@ TEST(Report, CannedGpuResultsMakeTheTableAndJson) {
   EXPECT_EQ(m["pytorch_device_peak_bytes"], 254803968);
   EXPECT_EQ(m["pytorch_config"], "cuda_graph");
   EXPECT_EQ(m["weft"]["device_peak_bytes"], 283115520);
+
+  EXPECT_EQ(m["fuse_attention"], false);
+
+  // --fuse-attention=both: a second row of the same model, against the same PyTorch runs.
+  ModelResult fused = r;
+  fused.fuse_attention = true;
+  fused.weft->round_median_ms = {5.36};
+  const std::string ab = format_table({r, fused});
+  EXPECT_NE(ab.find("| mlp" + std::string(19, ' ') + "|"), std::string::npos) << ab;
+  EXPECT_NE(ab.find("| mlp (fused attention) |"), std::string::npos) << ab;
+  EXPECT_NE(ab.find("0.80×"), std::string::npos) << ab;  // 5.36 / 6.7
+  EXPECT_NE(format_checks({fused}).find("mlp (fused attention): params weft 1,181,952"), std::string::npos);
+  nlohmann::json list = nlohmann::json::parse(results_json({r, fused}, "paper", "aot", 20, 3, 2, "cuda"));
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[1]["model"], "mlp");
+  EXPECT_EQ(list[1]["fuse_attention"], true);
+  EXPECT_EQ(list[1]["pytorch_config"], "cuda_graph");
 
   // A result without a median is the worker's fault, named.
   RunSummary bad;

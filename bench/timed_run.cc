@@ -128,7 +128,8 @@ std::vector<cli::FlagSpec> worker_flag_specs() {
   return {FlagSpec("model"), FlagSpec("preset"), FlagSpec("names-out"), FlagSpec("init"),
           FlagSpec("epochs"), FlagSpec("warmup"), FlagSpec("seed"), FlagSpec("steps"),
           FlagSpec("random-init", "", /*takes_value_in=*/false),
-          FlagSpec("profile", "", /*takes_value_in=*/false)};
+          FlagSpec("profile", "", /*takes_value_in=*/false),
+          FlagSpec("fuse-attention", "", /*takes_value_in=*/false)};
 }
 
 StatusOr<TimedRunFlags> parse_timed_run_flags(const cli::Args& args, const std::string& preset) {

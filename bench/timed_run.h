@@ -72,8 +72,9 @@ struct TimedRunFlags {
   int epochs = 0, warmup = 0, steps_per_epoch = 50;
 };
 
-/// The flags both workers take: --model, --preset, --names-out, --profile and the
-/// timed-run flags above; each worker adds its own.
+/// The flags both workers take: --model, --preset, --names-out, --profile,
+/// --fuse-attention (TrainOptions::fuse_attention; the AOT worker's fused-attention
+/// libraries) and the timed-run flags above; each worker adds its own.
 std::vector<cli::FlagSpec> worker_flag_specs();
 
 /// `value` as an integer in [min, max], or an error naming the flag ("bad value for

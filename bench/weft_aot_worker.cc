@@ -12,9 +12,12 @@
 //   weft_aot_worker --model=M --random-init [--seed=S] [--epochs=E] [--warmup=W]
 //       The same from the library's own initializers (the JIT Trainer's values for the
 //       same seed) and weft_worker's random data for that seed.
-//   Either takes --steps=N (steps per epoch instead of 50), --profile, and
+//   Either takes --steps=N (steps per epoch instead of 50), --profile,
 //   --precision=f32|bf16: bf16 runs the model's bf16 library (NAME_bf16, built for the
-//   GEMM-bound transformer, mlp and residual_tower only; weft_library's `precision`).
+//   GEMM-bound transformer, mlp and residual_tower only; weft_library's `precision`), and
+//   --fuse-attention: the model's f32 library compiled with fused attention (transformer_fa,
+//   on the GPU transformer_cuda_fa; weft_library's `fuse_attention`), refused for a model
+//   without attention.
 //
 //   weft_aot_worker --model=M --names-out=NAMES.json
 //       weft_worker's --names-out from the library's table (but its "loss"), for the GPU
@@ -40,14 +43,35 @@ int fail(const Error& e) {
   return 1;
 }
 
-/// The library of `m` compiled at `precision` ("f32" or "bf16"), or an error naming the
-/// models that have one.
-StatusOr<const aot::ModelTable*> table_at(const AotModel& m, const std::string& precision) {
-  if (precision == "f32") return &m.table();
+/// The models that have the library `variant` (AotModel::bf16_table, ...), for messages:
+/// "transformer, mlp, residual_tower".
+std::string models_with(const aot::ModelTable& (*AotModel::*variant)()) {
   std::string with;
   for (const AotModel& other : aot_models()) {
-    if (other.bf16_table) with += (with.empty() ? "" : ", ") + std::string(other.name);
+    if (other.*variant) with += (with.empty() ? "" : ", ") + std::string(other.name);
   }
+  return with;
+}
+
+/// The library of `m` compiled at `precision` ("f32" or "bf16"), with fused attention or
+/// not, or an error naming the models that have one.
+StatusOr<const aot::ModelTable*> table_at(const AotModel& m, const std::string& precision,
+                                          bool fuse_attention) {
+  if (fuse_attention) {
+    if (precision != "f32") {
+      return Error{"--fuse-attention with --precision=" + precision +
+                   ": bench/aot builds its fused-attention libraries in f32 only; drop one of them"};
+    }
+    if (!m.fused_attention_table) {
+      return Error{"--fuse-attention: " + std::string(m.name) +
+                   " has no attention (softmax(q·kᵀ·scale + mask)·v) to fuse; bench/aot builds a "
+                   "fused-attention library of " + models_with(&AotModel::fused_attention_table) +
+                   " only"};
+    }
+    return &m.fused_attention_table();
+  }
+  if (precision == "f32") return &m.table();
+  const std::string with = models_with(&AotModel::bf16_table);
   if (precision != "bf16") {
     return Error{"--precision=" + precision + ": bench/aot builds the suite's models in f32, and " +
                  with + " also in bf16"};
@@ -140,7 +164,8 @@ int run(const cli::Args& args) {
                       " preset; preset '" + preset + "' needs bench/weft_worker (the JIT)"});
   }
   const std::string precision = args.get("precision", "f32");
-  StatusOr<const aot::ModelTable*> at = table_at(*model, precision);
+  const bool fuse_attention = args.has("fuse-attention");
+  StatusOr<const aot::ModelTable*> at = table_at(*model, precision, fuse_attention);
   if (!at.ok()) return fail(at.error());
   const aot::ModelTable& table = **at;
   if (args.has("names-out")) {
@@ -178,8 +203,9 @@ int run(const cli::Args& args) {
   if (!profiling.ok()) return fail(profiling.error());
   if (!times.ok()) return fail(times.error());
   if (profile) std::fprintf(stderr, "%s", m.profile_report().c_str());
-  const std::string config =
-      aot_config(table, *m.step_executor()) + (precision == "f32" ? "" : ", " + precision);
+  const std::string config = aot_config(table, *m.step_executor()) +
+                             (precision == "f32" ? "" : ", " + precision) +
+                             (fuse_attention ? ", fused attention" : "");
   json out = result_json(model->name, config, *flags, *times, parameter_count(table), rss_before);
   out["arena_bytes"] = m.step_executor()->program().arena_bytes;
   out["arena_lower_bound_bytes"] = m.step_executor()->program().lower_bound_bytes;
@@ -188,6 +214,7 @@ int run(const cli::Args& args) {
     out["device_peak_bytes"] = *bytes;
   }
   out["precision"] = precision;
+  out["fuse_attention"] = fuse_attention;
   std::printf("%s\n", out.dump().c_str());
   return 0;
 }

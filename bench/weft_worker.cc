@@ -8,7 +8,9 @@
 //       W warm-up and E measured epochs of 50 steps and prints one JSON line.
 //   weft_worker --model=M --preset=P --random-init [--seed=S] [--epochs=E] [--warmup=W]
 //       The same with weft's own initialization and random data (standalone use).
-//   Either timed run takes --steps=N: N steps per epoch instead of 50, for quick checks.
+//   Either timed run takes --steps=N: N steps per epoch instead of 50, for quick checks,
+//   --precision=f32|bf16|f16 (TrainOptions::precision) and --fuse-attention
+//   (TrainOptions::fuse_attention: refused for a model whose step has no attention pattern).
 //   weft_worker --model=all|M [--preset=P] --print-params
 //       Prints each model's trainable parameter count.
 //
@@ -88,6 +90,14 @@ int fail(const Error& e) {
   return 1;
 }
 
+/// Whether fuse-attention made an `attention` node in the training step `g`.
+bool has_attention(const Graph& g) {
+  for (const Node& n : g.nodes()) {
+    if (n.op == Op::Attention) return true;
+  }
+  return false;
+}
+
 int print_params(const std::string& which, Preset preset) {
   std::vector<std::string> names =
       which == "all" ? bench_model_names() : std::vector<std::string>{which};
@@ -133,9 +143,14 @@ int run(const cli::Args& args) {
   const std::optional<DType> dtype = parse_precision(precision);
   if (!dtype) return fail(Error{"--precision=" + precision + ": one of f32, bf16, f16"});
   options.precision = *dtype;
+  options.fuse_attention = args.has("fuse-attention");
   StatusOr<Trainer> trainer =
       Trainer::compile(m->net, m->inputs, m->loss, OptimizerSpec::adam(m->lr), options);
   if (!trainer.ok()) return fail(trainer.error());
+  if (options.fuse_attention && !has_attention(trainer->step_graph())) {
+    return fail(Error{"--fuse-attention: fuse-attention finds no attention (softmax(q·kᵀ·scale + "
+                      "mask)·v, passes/fuse_attention.h) in " + m->name + "'s step: nothing to fuse"});
+  }
   const InitLayout layout = init_layout(*trainer, *m);
   std::vector<Tensor> batch;
   if (flags->init_path.empty()) {
@@ -164,10 +179,11 @@ int run(const cli::Args& args) {
   }
   const std::string config =
       run_config(options.backend, cpu_step ? cpu_step->pool().num_threads() : 0) +
-      (precision == "f32" ? "" : ", " + precision);
+      (precision == "f32" ? "" : ", " + precision) + (options.fuse_attention ? ", fused attention" : "");
   json out = result_json(m->name, config, *flags, *times, trainer->model().parameter_count(),
                          rss_before);
   out["precision"] = precision;
+  out["fuse_attention"] = options.fuse_attention;
   StepStats st = step_stats(*trainer);
   json gemms = json::array();
   for (const auto& g : st.gemm_shapes) gemms.push_back({g[0], g[1], g[2], g[3]});

@@ -3,7 +3,7 @@
 # the self-contained binaries that tests/cuda/open_issues_check.sh runs (the union of what
 # reliability_check, architecture_check, nccl_check, mixed_precision_check,
 # vector_check, cublaslt_check, suite_check.sh and mixed_suite_check.sh need: the suite's
-# CUDA worker links the ten models in f32 and in bf16), the libraries a GPU machine may lack and the data, and packs them
+# CUDA worker links the ten models in f32 and in bf16, and the transformer with fused attention), the libraries a GPU machine may lack and the data, and packs them
 # into .gpu/ (git-ignored): the binaries and libraries as one xz archive (about 10 MB for
 # some 130 MB of static binaries: they share most of their code and CUDA's fatbins
 # compress well), the suite's libraries as suite_check.sh expects them, a 20,000-example
@@ -21,8 +21,8 @@
 #   run(command="tests/cuda/open_issues_check.sh mixedsuite", carry=[".gpu"], timeout_s=560)
 #   (open_issues_check.sh's header says what each runs, tests/cuda/README.md how long)
 #
-# A cold build of these targets takes a while on 2 cores (the suite's twenty AOT CUDA
-# libraries among them, ten models in f32 and bf16); `.ci/run`'s `bazel build //...` builds the same ones.
+# A cold build of these targets takes a while on 2 cores (the suite's 21 AOT CUDA
+# libraries among them, ten models in f32 and bf16 and transformer_cuda_fa); `.ci/run`'s `bazel build //...` builds the same ones.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 binaries=(

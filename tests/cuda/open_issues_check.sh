@@ -43,7 +43,9 @@
 #           A/B), #31's loop overhead per trip, then the fused-attention A/B that
 #           TrainOptions::fuse_attention waits for.
 #   suite   a lease of its own: suite_check.sh (the ten models against PyTorch's four
-#           configurations, about seven minutes).
+#           configurations, about seven minutes; the transformer's weft side both without
+#           and with fused attention, two rows against the same PyTorch runs: the suite's
+#           A/B for TrainOptions::fuse_attention, #31).
 #   mixedsuite  the same suite in bf16 (#30): mixed_suite_check.sh, weft's bf16 CUDA
 #           libraries against PyTorch's four configurations under torch.autocast("cuda",
 #           dtype=torch.bfloat16), about seven minutes too: a call of its own, after the

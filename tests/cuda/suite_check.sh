@@ -6,7 +6,12 @@
 # the transformer and mlp, the whole step as one CUDA graph; TF32 off), interleaved per
 # model, both from the same INIT weights, first losses checked, device memory on both
 # sides, the suite's table on stdout and its JSON in $OUT/suite.json. Logs go to $OUT (or
-# /tmp/weft-gpu).
+# /tmp/weft-gpu). With --fuse-attention=both (a default below) the transformer's weft side
+# also runs with fused attention (bench/aot's transformer_cuda_fa: the attention kernels,
+# forward and FlashAttention-2's backward), interleaved with its default library in the
+# same rounds: two transformer rows against the same PyTorch runs, the A/B that
+# TrainOptions::fuse_attention's default waits for (#31); both rows are printed again at
+# the end ("== transformer ...").
 #
 # Build and copy here (the CUDA worker, about 22 MB with its f32 and bf16 tables, links
 # no MLIR and carries its own libstdc++; the suite binary's shared libraries but glibc's,
@@ -20,10 +25,12 @@
 # --profile needs .gpu/suite_bench too (`bazel build //tests/cuda:suite_bench`, copied
 # likewise; leave it out of .gpu otherwise).
 # Device call (estimated 7 minutes at the defaults below, not yet measured; a torch.compile
-# takes about a minute per model and round):
+# takes about a minute per model and round; the fused transformer's one weft run adds
+# seconds):
 #   run(command="tests/cuda/suite_check.sh", carry=[".gpu"], timeout_s=560)
 #
-#   tests/cuda/suite_check.sh [SUITE FLAGS...]     default --epochs=5 --warmup=1 --rounds=1
+#   tests/cuda/suite_check.sh [SUITE FLAGS...]     default --fuse-attention=both --epochs=5
+#                                                  --warmup=1 --rounds=1
 #   tests/cuda/suite_check.sh --profile=MODEL,MODEL...
 #
 # SUITE FLAGS replace the defaults (e.g. `--models=lstm_seq,gru_seq --rounds=2`); the
@@ -54,7 +61,7 @@ if [[ "${1:-}" == --profile=* ]]; then
   exit 0
 fi
 flags=("$@")
-[ ${#flags[@]} -eq 0 ] && flags=(--epochs=5 --warmup=1 --rounds=1)
+[ ${#flags[@]} -eq 0 ] && flags=(--fuse-attention=both --epochs=5 --warmup=1 --rounds=1)
 # The suite's runfiles as `bazel run` lays them out: the worker beside the PyTorch scripts
 # of this checkout; its shared libraries beside them.
 rf=$(mktemp -d)
@@ -68,4 +75,6 @@ RUNFILES_DIR="$rf" TMPDIR="$out" timeout 540 \
   /lib64/ld-linux-x86-64.so.2 --library-path "$rf/lib" .gpu/suite --device=cuda --preset=paper --python="$(command -v python3)" \
   --json="$out/suite.json" "${flags[@]}" 2>&1 | tee "$out/suite.txt"
 echo "== bench:suite --device=cuda rc=${PIPESTATUS[0]}"
+# The transformer's rows (with --fuse-attention=both: unfused, then fused) for the summary.
+grep -E '^\| transformer' "$out/suite.txt" | sed 's/^/== /'
 rm -rf "$rf"

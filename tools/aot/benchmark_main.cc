@@ -62,7 +62,11 @@ int run(int argc, char** argv) {
   if (!source.ok()) return fail(source.error().to_string());
   StatusOr<Trainer> jit = Trainer::compile(source->net, source->inputs, *options->loss_spec(),
                                            *options->optimizer_spec(),
-                                           {.seed = 0, .backend = table.backend, .bind = {.num_threads = threads}});
+                                           {.seed = 0,
+                                            .backend = table.backend,
+                                            .bind = {.num_threads = threads},
+                                            .fuse_attention = options->fuse_attention,
+                                            .precision = options->precision});
   if (!jit.ok()) return fail(jit.error().to_string());
   auto t2 = std::chrono::steady_clock::now();
 

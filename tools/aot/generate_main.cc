@@ -240,8 +240,12 @@ int run(int argc, char** argv) {
   // it is given (CompiledModel::Options) — with one process they change nothing, so the
   // same library trains alone or under mpirun.
   // With --precision, the mixed-precision step the Trainer builds (autocast, and for f16
-  // dynamic loss scaling, whose state the optimizer slots list).
-  TrainOptions train{.seed = 0, .backend = "reference", .precision = options->precision};
+  // dynamic loss scaling, whose state the optimizer slots list); with --fuse_attention, its
+  // attention pattern as one attention node and one attention_grad.
+  TrainOptions train{.seed = 0,
+                     .backend = "reference",
+                     .fuse_attention = options->fuse_attention,
+                     .precision = options->precision};
   if (options->data_parallel) train.bind.communicator = collective::single_process();
   StatusOr<Trainer> trainer =
       Trainer::compile(src->net, src->inputs, *loss, *optimizer, train, src->where);

@@ -55,6 +55,7 @@ Pair make_pair_of_models() {
                                            *options->optimizer_spec(),
                                            {.seed = kSeed, .backend = p.aot->table().backend,
                                             .bind = {.num_threads = kThreads},
+                                            .fuse_attention = options->fuse_attention,
                                             .precision = options->precision});
   EXPECT_TRUE(jit.ok()) << jit.error().to_string();
   p.jit = std::make_unique<Trainer>(std::move(*jit));
@@ -279,6 +280,7 @@ TEST_F(AotVsJit, WeightCopiesChangeNoNumber) {
                                             *options->optimizer_spec(),
                                             {.seed = kSeed, .backend = p.aot->table().backend,
                                              .bind = {.num_threads = kThreads},
+                                             .fuse_attention = options->fuse_attention,
                                              .precision = options->precision,
                                              .weight_copies = false});
   ASSERT_TRUE(cast.ok()) << cast.error().to_string();

@@ -26,7 +26,7 @@ std::string usage() {
   }
   return "flags: --batch=N --dtype=f32 --loss=NAME --optimizer=NAME [--eval_batch=N] [--backend=" + backends +
          "] "
-    "[--cpu=CPU] [--inference_only] [--data_parallel] [--precision=f32|bf16|f16] and the hyper-parameters --label_smoothing --beta --delta "
+    "[--cpu=CPU] [--inference_only] [--data_parallel] [--precision=f32|bf16|f16] [--fuse_attention] and the hyper-parameters --label_smoothing --beta --delta "
     "--class_weight --log_input --full --poisson_eps --focal_alpha --focal_gamma --margin --lr "
     "--momentum "
     "--dampening --nesterov --weight_decay --beta1 --beta2 --eps --amsgrad --alpha --centered "
@@ -229,6 +229,7 @@ std::string CompileOptions::to_flags() const {
   if (inference_only) out += " --inference_only";
   if (data_parallel) out += " --data_parallel";
   if (precision != DType::f32) out += " --precision=" + std::string(dtype_name(precision));
+  if (fuse_attention) out += " --fuse_attention";
   return out;
 }
 
@@ -241,8 +242,10 @@ StatusOr<CompileOptions> parse_compile_options(const std::vector<std::string>& a
     const std::string flag = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
     const std::string text = eq == std::string::npos ? "" : a.substr(eq + 1);
     if (contains(passthrough, flag)) continue;
-    if (flag == "inference_only" || flag == "data_parallel") {
-      bool& on = flag == "inference_only" ? o.inference_only : o.data_parallel;
+    if (flag == "inference_only" || flag == "data_parallel" || flag == "fuse_attention") {
+      bool& on = flag == "inference_only" ? o.inference_only
+                 : flag == "data_parallel" ? o.data_parallel
+                                           : o.fuse_attention;
       on = true;
       if (eq != std::string::npos) {
         WEFT_ASSIGN_OR_RETURN(on, to_bool(flag, text));

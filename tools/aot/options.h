@@ -5,7 +5,7 @@
 //
 //   --batch=128 --dtype=f32 --loss=cross_entropy --optimizer=adam --lr=0.001
 //   [--eval_batch=N] [--backend=cpu|cuda|...] [--cpu=native] [--inference_only] [--data_parallel]
-//   [--precision=f32|bf16|f16]
+//   [--precision=f32|bf16|f16] [--fuse_attention]
 //   loss hyper-parameters:      --label_smoothing --class_weight=0.5,2,1 (cross_entropy,
 //     nll) --beta (smooth_l1) --delta (huber) --log_input --full --poisson_eps (poisson_nll)
 //     --focal_alpha --focal_gamma (sigmoid_focal) --margin (hinge_embedding)
@@ -49,6 +49,9 @@ struct CompileOptions {
   /// The step's precision (TrainOptions::precision, passes/autocast.h): f32, or mixed
   /// precision bf16 / f16 (f16 with dynamic loss scaling, autodiff/loss_scale.h).
   DType precision = DType::f32;
+  /// The attention pattern fused before autodiff (TrainOptions::fuse_attention,
+  /// passes/fuse_attention.h; weft.bzl's fuse_attention).
+  bool fuse_attention = false;
 
   StatusOr<LossSpec> loss_spec() const;
   StatusOr<OptimizerSpec> optimizer_spec() const;

@@ -236,5 +236,24 @@ TEST(AotOptions, PrecisionRoundTripsAndF32IsTheDefault) {
             "(weft_library's precision: \"f32\", \"bf16\" or \"f16\")");
 }
 
+// weft_library's `fuse_attention`: the step's TrainOptions::fuse_attention, recorded in the
+// table's flags when on (tables without it unchanged), so that NAME_test's JIT twin fuses too.
+TEST(AotOptions, FuseAttentionRoundTripsAndIsOffByDefault) {
+  StatusOr<CompileOptions> off = parse_compile_options({"--batch=8"});
+  ASSERT_TRUE(off.ok());
+  EXPECT_FALSE(off->fuse_attention);
+  EXPECT_EQ(off->to_flags().find("--fuse_attention"), std::string::npos);
+  StatusOr<CompileOptions> on = parse_compile_options({"--batch=8", "--fuse_attention"});
+  ASSERT_TRUE(on.ok()) << on.error().to_string();
+  EXPECT_TRUE(on->fuse_attention);
+  EXPECT_EQ(on->to_flags(),
+            "--batch=8 --dtype=f32 --loss=cross_entropy --optimizer=adam --cpu=native --fuse_attention");
+  StatusOr<CompileOptions> again = parse_compile_options({"--batch=8", "--cpu=native", "--fuse_attention=true"});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->to_flags(), on->to_flags());
+  EXPECT_EQ(error_of({"--batch=8", "--fuse_attention=yes"}),
+            "--fuse_attention=yes: not a boolean (true or false)");
+}
+
 }  // namespace
 }  // namespace weft::aot

@@ -130,6 +130,11 @@ Attributes:
                     optimizer slots, checkpoints and the eval forward stay f32. The binary
                     trains at this precision only (its --precision accepts it alone);
                     another value is refused by the generator
+    fuse_attention  the attention pattern softmax(q·kᵀ·scale + mask)·v found before autodiff
+                    (TrainOptions::fuse_attention, passes/fuse_attention.h): one
+                    `attention` node and one `attention_grad`, which the cuda backend runs
+                    on its attention kernels and cpu decomposes again; off by default, as
+                    the Trainer's (bench/aot's transformer_fa and transformer_cuda_fa)
 """
 
 load("@rules_cc//cc:defs.bzl", "cc_binary", "cc_library", "cc_test")
@@ -139,7 +144,7 @@ def _camel(name):
     return "".join([p.capitalize() for p in name.split("_")])
 
 def _flags(batch, dtype, loss, loss_args, optimizer, optimizer_args, eval_batch, cpu, inference_only,
-           data_parallel, backend, precision):
+           data_parallel, backend, precision, fuse_attention):
     flags = [
         "--batch=%d" % batch,
         "--dtype=" + dtype,
@@ -158,6 +163,8 @@ def _flags(batch, dtype, loss, loss_args, optimizer, optimizer_args, eval_batch,
         flags.append("--backend=" + backend)
     if precision != "f32":  # the generator refuses a bad value (tools/aot/options_test)
         flags.append("--precision=" + precision)
+    if fuse_attention:
+        flags.append("--fuse_attention")
     return flags
 
 # The files the generator writes, by its flag (--header=..., --object=...); `object`
@@ -241,7 +248,8 @@ def _weft_aot(
         visibility,
         tags,
         backend,
-        precision):
+        precision,
+        fuse_attention):
     device = weft_device(name, backend)
 
     # An ONNX file as the model: a generated model source imports it (tools/aot/onnx_model.h).
@@ -322,7 +330,7 @@ def _weft_aot(
             "--include=%s/%s.h" % (native.package_name(), library),
         ],
         flags = _flags(batch, dtype, loss, loss_args, optimizer, optimizer_args, eval_batch, cpu,
-                       inference_only, data_parallel, backend, precision),
+                       inference_only, data_parallel, backend, precision, fuse_attention),
         data = model_data,
         tags = tags,
         **outs
@@ -393,11 +401,12 @@ def weft_library(
         visibility = None,
         tags = [],
         backend = "cpu",
-        precision = "f32"):
+        precision = "f32",
+        fuse_attention = False):
     """A model compiled ahead of time into a runtime-only cc_library (see the file's header)."""
     _weft_aot(name, name, model, model_deps, batch, dtype, loss, loss_args, optimizer,
               optimizer_args, eval_batch, cpu, inference_only, data_parallel, cpp_class, visibility,
-              tags, backend, precision)
+              tags, backend, precision, fuse_attention)
 
 def weft_binary(
         name,
@@ -416,11 +425,13 @@ def weft_binary(
         visibility = None,
         tags = [],
         backend = "cpu",
-        precision = "f32"):
+        precision = "f32",
+        fuse_attention = False):
     """A training binary: weft_library NAME_lib + the generic driver (see the file's header)."""
     _weft_aot(name, name + "_lib", model, model_deps, batch, dtype, loss, loss_args, optimizer,
               optimizer_args, eval_batch, cpu, False, data_parallel,
-              cpp_class or "weft_aot::" + _camel(name), visibility, tags, backend, precision)
+              cpp_class or "weft_aot::" + _camel(name), visibility, tags, backend, precision,
+              fuse_attention)
     device = weft_device(name, backend)
     cc_binary(
         name = name,

@@ -17,6 +17,7 @@
 
 namespace weft {
 namespace {
+namespace safetensors_test {  // this file's names, apart in its package's unity test
 
 using Tensors = std::vector<std::pair<std::string, Tensor>>;
 
@@ -415,5 +416,6 @@ TEST(SafetensorsAtomicWrite, InvalidInputWritesNothing) {
   EXPECT_EQ(entries_of(dir), std::vector<std::string>{"ckpt.safetensors"});
 }
 
+}  // namespace safetensors_test
 }  // namespace
 }  // namespace weft

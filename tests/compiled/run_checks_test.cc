@@ -20,6 +20,7 @@
 
 namespace weft {
 namespace {
+namespace run_checks_test {  // this file's names, apart in its package's unity test
 
 Graph typed(const char* text) {
   StatusOr<Graph> g = parse_graph(text, "step.wir");
@@ -260,5 +261,6 @@ TEST(TrainerCheckNumerics, NamesTheLoss) {
   }
 }
 
+}  // namespace run_checks_test
 }  // namespace
 }  // namespace weft

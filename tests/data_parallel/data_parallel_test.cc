@@ -24,6 +24,7 @@
 
 namespace weft {
 namespace {
+namespace data_parallel_test {  // this file's names, apart in its package's unity test
 
 using testing::CommandResult;
 using testing::kMpiEnv;
@@ -352,5 +353,6 @@ TEST(DataParallel, CompiledAllReduceMatchesTheReference) {
   }
 }
 
+}  // namespace data_parallel_test
 }  // namespace
 }  // namespace weft

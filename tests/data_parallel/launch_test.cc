@@ -25,6 +25,7 @@
 
 namespace weft {
 namespace {
+namespace launch_test {  // this file's names, apart in its package's unity test
 
 using testing::CommandResult;
 using testing::Process;
@@ -141,5 +142,6 @@ TEST_F(LaunchTest, MpiRankThatDiesOrHangsEndsTheJob) {
       << hung.out;
 }
 
+}  // namespace launch_test
 }  // namespace
 }  // namespace weft

@@ -21,6 +21,7 @@
 
 namespace weft {
 namespace {
+namespace sync_bn_test {  // this file's names, apart in its package's unity test
 
 using testing::CommandResult;
 using testing::kMpirun;
@@ -120,5 +121,6 @@ TEST(SyncBatchNorm, StatisticsAreAllReducedInTheStepOnly) {
   EXPECT_EQ(BatchNorm2d(4, {.sync = true})->describe(), "BatchNorm2d(4, sync)");
 }
 
+}  // namespace sync_bn_test
 }  // namespace
 }  // namespace weft

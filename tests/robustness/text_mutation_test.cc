@@ -19,6 +19,7 @@
 
 namespace weft::robustness {
 namespace {
+namespace text_mutation_test {  // this file's names, apart in its package's unity test
 
 constexpr int kRandomMutantsPerSeed = 2500;
 
@@ -316,5 +317,6 @@ TEST(TextMutationTest, HugeAttributesAreErrors) {
             "element count overflows int64");
 }
 
+}  // namespace text_mutation_test
 }  // namespace
 }  // namespace weft::robustness

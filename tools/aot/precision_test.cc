@@ -19,6 +19,7 @@
 
 namespace weft::aot {
 namespace {
+namespace precision_test {  // this file's names, apart in its package's unity test
 
 constexpr uint64_t kSeed = 3;
 
@@ -184,5 +185,6 @@ TEST(AotPrecision, CheckNumericsNamesAKernelWithoutItsBody) {
   EXPECT_EQ(text.find("inputs, but"), std::string::npos) << text;
 }
 
+}  // namespace precision_test
 }  // namespace
 }  // namespace weft::aot

@@ -12,6 +12,7 @@
 
 namespace weft {
 namespace {
+namespace address_space_test {  // this file's names, apart in its package's unity test
 
 std::string weftc(int limit_mib, const std::string& args) {
   static const std::string binary = std::string(std::getenv("PWD")) + "/tools/weftc/weftc";
@@ -55,5 +56,6 @@ TEST(AddressSpace, EveryLimitGivesAResultOrAClearError) {
       << low.out;
 }
 
+}  // namespace address_space_test
 }  // namespace
 }  // namespace weft

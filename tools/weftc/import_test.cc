@@ -16,6 +16,7 @@
 
 namespace weft {
 namespace {
+namespace import_test {  // this file's names, apart in its package's unity test
 
 using onnx_io::OnnxBuilder;
 using testing::CommandResult;
@@ -233,5 +234,6 @@ TEST(WeftcImport, Help) {
   EXPECT_EQ(r.out.rfind("usage: weftc export FILE.wir -o OUT.onnx", 0), 0u) << r.out;
 }
 
+}  // namespace import_test
 }  // namespace
 }  // namespace weft

@@ -12,6 +12,7 @@
 
 namespace weft {
 namespace {
+namespace idx_test {  // this file's names, apart in its package's unity test
 
 std::string temp_path(const std::string& name) {
   const char* t = std::getenv("TEST_TMPDIR");
@@ -130,5 +131,6 @@ TEST(Idx, ReadsFashionMnistTestLabels) {
   EXPECT_EQ(labels[4], 6);
 }
 
+}  // namespace idx_test
 }  // namespace
 }  // namespace weft

@@ -19,6 +19,7 @@
 
 namespace weft::driver {
 namespace {
+namespace evaluate_test {  // this file's names, apart in its package's unity test
 
 /// A 4-feature, 3-class problem: the class is the argmax of the first three features.
 Split classification(int64_t n, uint32_t seed) {
@@ -433,5 +434,6 @@ TEST(RunDriver, OneCycleCyclesTheMomentumOfAModelThatTakesIt) {
   EXPECT_GT(std::abs(compiled_in[5] - driven[5]), 1e-6);  // momentum 0.9 throughout
 }
 
+}  // namespace evaluate_test
 }  // namespace
 }  // namespace weft::driver

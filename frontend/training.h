@@ -143,10 +143,12 @@ struct TrainOptions {
   bool allow_host_fallback = false;
   /// Find the attention pattern (softmax(q·scale·kᵀ + mask)·v) before autodiff
   /// (passes/fuse_attention.h), so that the step holds `attention` and one `attention_grad`
-  /// (dq, dk, dv) instead of their primitives. cuda runs the f32 forward on its attention
-  /// kernel (runtime/cuda/attention_kernels.h, not yet run on a GPU) and decomposes the
-  /// gradients; cpu and reference decompose both (passes/decompose_composites.h). Off by
-  /// default until the kernel has run and been measured on a GPU (issue #31).
+  /// (dq, dk, dv) instead of their primitives. cuda runs both on its f32 attention kernels
+  /// (runtime/cuda/attention_kernels.h, not yet run on a GPU); cpu and reference decompose
+  /// them (passes/decompose_composites.h: on the CPU the step time is the same either way).
+  /// Off by default until the kernels have run and been measured on a GPU (issue #31):
+  /// tests/cuda/suite_check.sh times the suite's transformer both ways
+  /// (`bench:suite --fuse-attention=both`).
   bool fuse_attention = false;
   /// Stop a step or evaluation at the first op producing a NaN or infinity, naming it and
   /// its builder call site (runtime/reference/numerics.h); slow, for debugging. cpu and

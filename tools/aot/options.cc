@@ -86,8 +86,9 @@ Status add_param_groups(const std::string& text, OptimizerSpec& spec) {
       }
       StatusOr<double> v = to_double(key, value);
       if (!v.ok()) return in_group(v.error().message);
-      if (Status rate = check_learning_rate(*v, "lr=" + value); key == "lr" && !rate.ok()) {
-        return in_group(rate.error().message);
+      if (key == "lr") {
+        const Status rate = check_learning_rate(*v, "lr=" + value);
+        if (!rate.ok()) return in_group(rate.error().message);
       }
       (key == "lr" ? options.lr : options.weight_decay) = *v;
       at = next;

@@ -178,7 +178,9 @@ TEST(Grad, HalfCotangentsAreSummedInF32AndRoundedOnce) {
   EXPECT_EQ(grad.type(grad.outputs()[0]).dtype, DType::bf16);
   for (size_t i = 5; i < grad.nodes().size(); ++i) {  // the gradient's nodes, after the forward's 5
     const Node& n = grad.node(static_cast<int>(i));
-    if (n.op == Op::Add) EXPECT_EQ(grad.type(n.result()).dtype, DType::f32) << print_graph(grad);
+    if (n.op == Op::Add) {
+      EXPECT_EQ(grad.type(n.result()).dtype, DType::f32) << print_graph(grad);
+    }
   }
 
   // An f32 value cast to bf16 for two readers (autocast's activation for two products;

@@ -120,6 +120,7 @@ TEST(FuseContractionEpilogueTest, PrivateProducersOfOtherOperandsJoin) {
 // kernel compilers take bf16 and casts; fuse-elementwise's default takes f32 and f64).
 FuseContractionEpiloguePass half_pass() {
   return FuseContractionEpiloguePass(ContractionEpilogueOptions{
+      .contraction = nullptr,  // the default
       .fusible = [](const Graph&, const Node& n) { return n.info().category == OpCategory::Elementwise; }});
 }
 

@@ -126,7 +126,9 @@ TEST(RecurrentPlan, SuiteRecurrentModelsPlan) {
       std::printf("  %s %s\n", model, line.c_str());
       EXPECT_EQ(line.find("persistent loop"), std::string::npos) << line;
     }
-    if (auto plans = kPlans.find(model); plans != kPlans.end()) EXPECT_EQ(lines, plans->second);
+    if (auto plans = kPlans.find(model); plans != kPlans.end()) {
+      EXPECT_EQ(lines, plans->second);
+    }
   }
 }
 
@@ -186,7 +188,9 @@ TEST(RecurrentPlan, SuiteBf16LoopsPlan) {
       ASSERT_TRUE(l.ok()) << l.error().to_string();
       const std::vector<std::string> lines = plan_lines(l->program);
       for (const std::string& line : lines) std::printf("  %s %s bf16 %s\n", bench::to_string(preset), model, line.c_str());
-      if (auto plans = kPlans.find(model); plans != kPlans.end()) EXPECT_EQ(lines, plans->second);
+      if (auto plans = kPlans.find(model); plans != kPlans.end()) {
+        EXPECT_EQ(lines, plans->second);
+      }
       EXPECT_EQ(lines.size(), std::string(model) == "lstm_seq" ? 4u : 2u);
       for (const std::string& line : lines) EXPECT_EQ(line.find("persistent loop"), std::string::npos) << line;
     }

@@ -376,7 +376,7 @@ Status Trainer::set_momentum(double momentum) {
 
 Status Trainer::set_lr(const std::string& group, double lr) {
   WEFT_ASSIGN_OR_RETURN(size_t i, group_index(optimizer_, group));
-  WEFT_RETURN_IF_ERROR(check_learning_rate(lr, set_lr_source(lr, group)));
+  WEFT_RETURN_IF_ERROR(check_set_lr(lr, group));
   lrs_[i] = lr;
   return Status();
 }
@@ -409,7 +409,7 @@ StatusOr<double> Trainer::step(const std::vector<Tensor>& batch) {
   WEFT_RETURN_IF_ERROR(check_next_step(steps_));
   // set_lr(double) returns nothing: a rate that is not finite, or negative, is refused by
   // the step it would have ruined (groups scaled from it are bad too: the first is named).
-  WEFT_RETURN_IF_ERROR(check_learning_rate(lrs_[0], set_lr_source(lrs_[0])));
+  WEFT_RETURN_IF_ERROR(check_set_lr(lrs_[0]));
   if (compiled()) {
     // The batch goes straight into the executor's input buffers (positions found once).
     if (batch.size() != batch_inputs_.size()) {

@@ -5,20 +5,25 @@
 #include "ir/text_util.h"
 
 namespace weft {
+namespace {
+
+bool usable(double lr) { return std::isfinite(lr) && lr >= 0; }
+
+}  // namespace
 
 Status check_learning_rate(double lr, const std::string& source) {
+  if (usable(lr)) return Status();
   if (!std::isfinite(lr)) {
     return Error{source + ": the learning rate must be finite (a step with it makes every weight NaN)"};
   }
-  if (lr < 0) {
-    return Error{source + ": the learning rate must be >= 0 (a negative one makes the optimizer climb the "
-                          "loss; 0 leaves the weights as they are)"};
-  }
-  return Status();
+  return Error{source + ": the learning rate must be >= 0 (a negative one makes the optimizer climb the "
+                        "loss; 0 leaves the weights as they are)"};
 }
 
-std::string set_lr_source(double lr, const std::string& group) {
-  return "set_lr(" + (group.empty() ? "" : "'" + group + "', ") + python_float_repr(lr) + ")";
+Status check_set_lr(double lr, const std::string& group) {
+  if (usable(lr)) return Status();
+  const std::string named = group.empty() ? "" : "'" + group + "', ";
+  return check_learning_rate(lr, "set_lr(" + named + python_float_repr(lr) + ")");
 }
 
 }  // namespace weft

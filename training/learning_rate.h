@@ -9,7 +9,7 @@
 // "Invalid learning rate: -0.1"; it lets inf through, as PyTorch does.)
 //
 //   check_learning_rate(1e-3, "--lr=1e-3")                   // ok; 0 is ok too
-//   check_learning_rate(-0.1, set_lr_source(-0.1, "head"))
+//   check_set_lr(-0.1, "head")
 //   // "set_lr('head', -0.1): the learning rate must be >= 0 (a negative one makes the
 //   //  optimizer climb the loss; 0 leaves the weights as they are)"
 #include <string>
@@ -24,8 +24,9 @@ namespace weft {
 /// NaN in one step; a negative one ascends the loss (PyTorch refuses it too).
 Status check_learning_rate(double lr, const std::string& source);
 
-/// The source of a rate given through set_lr, for check_learning_rate: "set_lr(-0.1)",
-/// or "set_lr('head', -0.1)" for the parameter group at path `group`.
-std::string set_lr_source(double lr, const std::string& group = "");
+/// check_learning_rate for a rate given through set_lr, its source "set_lr(-0.1)", or
+/// "set_lr('head', -0.1)" for the parameter group at path `group`. A good rate costs two
+/// comparisons (the source is written only for an error): the steps call it every time.
+Status check_set_lr(double lr, const std::string& group = "");
 
 }  // namespace weft

@@ -281,7 +281,7 @@ StatusOr<double> CompiledModel::run_bound_step() {
   // set_lr(double) returns nothing: a rate that is not finite, or negative, is refused by
   // the step it would have ruined, before anything runs (the Trainer's rule,
   // training/learning_rate.h).
-  WEFT_RETURN_IF_ERROR(check_learning_rate(lr_, set_lr_source(lr_)));
+  WEFT_RETURN_IF_ERROR(check_set_lr(lr_));
   if (lr_input_ >= 0) WEFT_RETURN_IF_ERROR(set_scalar(lr_input_, lr_));
   for (const auto& [input, first] : group_lr_inputs_) {
     WEFT_RETURN_IF_ERROR(set_scalar(input, group_lr(first, lr_, base_lr_)));

@@ -66,6 +66,13 @@ std::string tmp(const std::string& name) { return testing::test_tmpdir() + "/" +
 
 // Every parameter of `want` within `tolerance` (relative to the largest magnitude of the
 // parameter's values) of `got`'s.
+void expect_losses_near(const TrainedRun& want, const TrainedRun& got, double tolerance) {
+  ASSERT_EQ(got.losses.size(), want.losses.size());
+  for (size_t s = 0; s < want.losses.size(); ++s) {
+    EXPECT_NEAR(got.losses[s], want.losses[s], tolerance * std::abs(want.losses[s])) << "step " << s;
+  }
+}
+
 void expect_params_near(const TrainedRun& want, const TrainedRun& got, double tolerance) {
   for (const auto& [name, values] : want.params) {
     ASSERT_EQ(got.params.count(name), 1u) << name;
@@ -122,10 +129,7 @@ TEST(DataParallel, TwoRanksMatchOneProcessOnTheGlobalBatch) {
   ASSERT_EQ(r0.params.size(), want.params.size());
   // Both ranks hold bitwise the same losses and parameters: they reduce the same bytes.
   EXPECT_EQ(r0.text, r1.text);
-  ASSERT_EQ(r0.losses.size(), want.losses.size());
-  for (size_t s = 0; s < want.losses.size(); ++s) {
-    EXPECT_NEAR(r0.losses[s], want.losses[s], 1e-6 * std::abs(want.losses[s])) << "step " << s;
-  }
+  expect_losses_near(want, r0, 1e-6);
   // The loss moved: the comparison is about a model that trains.
   EXPECT_LT(want.losses.back(), 0.8 * want.losses.front());
   expect_params_near(want, r0, 1e-6);
@@ -176,10 +180,7 @@ TEST(DataParallel, SplitGradientsMatchOneProcessAndBlockingBitwise) {
   const TrainedRun want = read_run(tmp("one_split.rank0"));
   const TrainedRun r0 = read_run(tmp("split.rank0"));
   EXPECT_EQ(r0.text, read_run(tmp("split.rank1")).text);
-  ASSERT_EQ(r0.losses.size(), want.losses.size());
-  for (size_t s = 0; s < want.losses.size(); ++s) {
-    EXPECT_NEAR(r0.losses[s], want.losses[s], 1e-6 * std::abs(want.losses[s])) << "step " << s;
-  }
+  expect_losses_near(want, r0, 1e-6);
   expect_params_near(want, r0, 1e-6);
   // Two blocks of each split gradient (16×32 and 16×16), the second alone in its bucket:
   // 4 calls per step where 2 were, on the same 1,733 elements.

@@ -14,6 +14,7 @@
 #include "bench/step_stats.h"
 #include "frontend/modules.h"
 #include "frontend/testing/run_model.h"
+#include "ir/text.h"
 
 namespace weft::bench {
 namespace {
@@ -162,6 +163,21 @@ TEST(StepStats, CountsAConvolutionAsItsIm2colGemm) {
   // Forward m = 2·5·5, n = 8, k = 3·3·3; the weight gradient m = 8, n = 27, k = 50.
   std::vector<std::array<int64_t, 4>> want = {{50, 8, 27, 1}, {8, 27, 50, 1}};
   EXPECT_EQ(step_stats(*trainer).gemm_shapes, want);
+}
+
+// A product with transpose_a (aᵀ·b, as decompose-composites writes attention_grad's dk
+// and dv) contracts over a's second-to-last dim. An attention node counts as the matmuls
+// the CPU writes it back as: q·kᵀ [5, 7] over 3, then p·v [5, 9] over 7, per batch of 2.
+TEST(StepStats, CountsATransposedProductAndAttentionsMatmuls) {
+  StatusOr<Graph> g = parse_graph(R"(graph @f(%a: f32[8,4], %b: f32[8,6], %q: f32[2,5,3], %k: f32[2,7,3], %v: f32[2,7,9]) {
+  %c = matmul(%a, %b) {transpose_a=true} : f32[4,6]
+  %y = attention(%q, %k, %v) {scale=0.5} : f32[2,5,9]
+  return %c, %y
+})",
+                                  "step_stats_test.wir");
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  std::vector<std::array<int64_t, 4>> want = {{4, 6, 8, 1}, {5, 7, 3, 2}, {5, 9, 7, 2}};
+  EXPECT_EQ(gemm_shapes(*g), want);
 }
 
 // The loop models trained as loop invocations and unrolled (TrainOptions::unroll_loops)

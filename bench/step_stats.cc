@@ -2,7 +2,12 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
+#include <memory>
+#include <optional>
+
+#include "passes/cse.h"
+#include "passes/decompose_composites.h"
+#include "passes/pipeline.h"
 
 namespace weft::bench {
 namespace {
@@ -23,7 +28,9 @@ std::optional<std::array<int64_t, 4>> node_gemm(const Graph& g, const Node& n) {
       const int r = y.rank();
       int64_t batch = 1;
       for (int i = 0; i < r - 2; ++i) batch *= y[i];
-      return std::array<int64_t, 4>{y[r - 2], y[r - 1], a[a.rank() - 1], batch};
+      // k is a's last dim, or with transpose_a (aᵀ·b) the one before it.
+      const int64_t k = a[a.rank() - (n.bool_attr("transpose_a") ? 2 : 1)];
+      return std::array<int64_t, 4>{y[r - 2], y[r - 1], k, batch};
     }
     // Convolutions over any number of spatial dims: the product of every dim but one.
     case Op::Conv: {
@@ -44,28 +51,6 @@ std::optional<std::array<int64_t, 4>> node_gemm(const Graph& g, const Node& n) {
     default:
       return std::nullopt;
   }
-}
-
-/// The GEMMs of one node: node_gemm's, or the products an attention node stands for
-/// (fuse-attention's composites): the forward s = q·kᵀ and y = p·v; attention_grad
-/// dv = pᵀ·dy, dp = dy·vᵀ, dq = ds·k and dkᵀ = qᵀ·ds, with q [..., Sq, D], k [..., Sk, D],
-/// v [..., Sk, Dv] — the unfused step's six. attention_grad's decomposition also
-/// recomputes s, which the CPU's CSE merges with the forward's product (the same
-/// contractions run); the GPU's backward kernel recomputes it on chip, a product this
-/// count, the CPU roofline's, leaves out.
-std::vector<std::array<int64_t, 4>> node_gemms(const Graph& g, const Node& n) {
-  if (n.op != Op::Attention && n.op != Op::AttentionGrad) {
-    std::optional<std::array<int64_t, 4>> one = node_gemm(g, n);
-    return one ? std::vector<std::array<int64_t, 4>>{*one} : std::vector<std::array<int64_t, 4>>{};
-  }
-  const Shape q = g.type(n.operands[0]).shape, k = g.type(n.operands[1]).shape,
-              v = g.type(n.operands[2]).shape;
-  const int r = q.rank();
-  const int64_t sq = q[r - 2], d = q[r - 1], sk = k[r - 2], dv = v[r - 1];
-  int64_t batch = 1;
-  for (int i = 0; i < r - 2; ++i) batch *= q[i];
-  if (n.op == Op::Attention) return {{sq, sk, d, batch}, {sq, dv, sk, batch}};
-  return {{sk, dv, sq, batch}, {sq, sk, dv, batch}, {sq, d, sk, batch}, {d, sk, sq, batch}};
 }
 
 /// Peak bytes of node results alive at once, running the nodes in order.
@@ -102,16 +87,16 @@ void add_gemms(const Graph& g, int64_t times, std::vector<std::array<int64_t, 4>
       add_gemms(*n.body, times * n.int_attr("length"), out);
       continue;
     }
-    for (std::array<int64_t, 4> gemm : node_gemms(g, n)) {
-      gemm[3] *= times;
-      auto same = std::find_if(out.begin(), out.end(), [&](const std::array<int64_t, 4>& s) {
-        return s[0] == gemm[0] && s[1] == gemm[1] && s[2] == gemm[2];
-      });
-      if (same != out.end()) {
-        (*same)[3] += gemm[3];
-      } else {
-        out.push_back(gemm);
-      }
+    std::optional<std::array<int64_t, 4>> gemm = node_gemm(g, n);
+    if (!gemm) continue;
+    (*gemm)[3] *= times;
+    auto same = std::find_if(out.begin(), out.end(), [&](const std::array<int64_t, 4>& s) {
+      return s[0] == (*gemm)[0] && s[1] == (*gemm)[1] && s[2] == (*gemm)[2];
+    });
+    if (same != out.end()) {
+      (*same)[3] += (*gemm)[3];
+    } else {
+      out.push_back(*gemm);
     }
   }
 }
@@ -119,8 +104,17 @@ void add_gemms(const Graph& g, int64_t times, std::vector<std::array<int64_t, 4>
 }  // namespace
 
 std::vector<std::array<int64_t, 4>> gemm_shapes(const Graph& g) {
+  // The contractions the CPU runs: its lowering writes composites back as primitives
+  // (decompose-composites; attention's matmuls among them; what it keeps, the losses,
+  // holds no product), and nodes that compute the same product are one (cse).
+  Graph primitives = g;
+  Pipeline cpu_contractions;
+  cpu_contractions.add(std::make_unique<DecomposeCompositesPass>()).add(std::make_unique<CsePass>());
+  const StatusOr<bool> ran = cpu_contractions.run(primitives);
+  WEFT_CHECK(ran.ok(), "step_stats: decompose-composites and cse failed on a step graph: " +
+                           (ran.ok() ? std::string() : ran.error().to_string()));
   std::vector<std::array<int64_t, 4>> out;
-  add_gemms(g, 1, out);
+  add_gemms(primitives, 1, out);
   return out;
 }
 

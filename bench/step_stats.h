@@ -14,8 +14,11 @@
 //   conv_backward_weight  dw from (x, dy)  m = O/g,     n = C/g·kh·kw,  k = N·Ho·Wo
 // (a ConvTranspose2d's forward is a conv_backward_input, and so on: the op decides). Over
 // [D, H, W], Ho·Wo reads Do·Ho·Wo and kh·kw reads kd·kh·kw; over [W], Wo and kw.
-// fuse-attention's attention and attention_grad nodes (TrainOptions::fuse_attention)
-// contribute the products they stand for, 2 and 4: the unfused step's.
+// The graph counted is the step's as the CPU lowering writes it first: composites as
+// their primitives (passes/decompose_composites.h), then common products merged (cse).
+// So fuse-attention's attention and attention_grad nodes (TrainOptions::fuse_attention)
+// contribute the matmuls the CPU runs for them, 2 and 4: the unfused step's contractions
+// (dk as dsᵀ·q rather than the unfused gradient's qᵀ·ds, its transpose: m and n swapped).
 
 #include <array>
 #include <cstdint>
@@ -45,8 +48,8 @@ struct StepStats {
 /// The figures of `trainer`'s current step graph.
 StepStats step_stats(const Trainer& trainer);
 
-/// The GEMMs of one graph (see above); ops other than matmul and the convolutions are
-/// ignored.
+/// The GEMMs of one graph once decomposed (see above); ops other than matmul and the
+/// convolutions are ignored.
 std::vector<std::array<int64_t, 4>> gemm_shapes(const Graph& g);
 
 }  // namespace weft::bench

@@ -203,7 +203,7 @@ std::vector<ValueId> Emitter::outline_scan(const ScanRegion& r) {
   operands.insert(operands.end(), r.carries.begin(), r.carries.end());
   operands.insert(operands.end(), r.xs.begin(), r.xs.end());
   ScanShape shape{r.length, static_cast<int64_t>(r.carries.size()), static_cast<int64_t>(consts.size()),
-                  false, r.remat, r.stop};
+                  r.reverse, r.remat, r.stop};
   StatusOr<std::vector<ValueId>> results = add_scan(graph_, std::move(operands), shape, body, location());
   if (!results.ok()) throw BuildFailure{results.error()};
   node_labels_.push_back(label_path());

@@ -95,6 +95,9 @@ struct ScanRegion {
   std::vector<ValueId> xs;            ///< ...and the stacked [length, ...] operands.
   std::vector<ValueId> ys;            ///< Per-iteration outputs, stacked as results.
   int64_t stop = -1;  ///< A bool[] carry: the loop ends once it is true (scan's `stop`).
+  /// The iterations run from length-1 down to 0 (scan's `reverse`): slot i of xs and ys
+  /// is still iteration i's.
+  bool reverse = false;
 };
 
 /// Writes IR for modules: ops with immediate shape inference, parameters shared per

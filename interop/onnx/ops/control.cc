@@ -179,10 +179,10 @@ std::vector<ValueId> scan_loop(NodeContext& n, const onnx::GraphProto& body, con
 
 // Scan (opset 9 on): N state variables, then M scanned inputs; the body maps (state,
 // one slice of each) to (next state, K per-iteration outputs), stacked along
-// scan_output_axes. The weft scan runs forward (Emitter::outline_scan makes forward
-// loops): the scanned inputs read backward and the outputs stacked backward
-// (directions 1) are turned around, and axes other than the first are moved there by a
-// transpose.
+// scan_output_axes. ONNX gives each scanned input and output a direction, weft's scan one
+// for all (ScanRegion::reverse): the loop runs forward, the scanned inputs read backward
+// and the outputs stacked backward (directions 1) are turned around, and axes other than
+// the first are moved there by a transpose.
 void scan(NodeContext& n) {
   n.expect_attrs({"body", "num_scan_inputs", "scan_input_axes", "scan_input_directions",
                   "scan_output_axes", "scan_output_directions"});

@@ -276,6 +276,7 @@ DirectionResult run_direction(NodeContext& n, const Recurrence& s, ValueId x_ste
   gi = e.reshape(gi, {s.steps, s.batch, gates_of(s.cell) * s.hidden});
   ScanRegion region;
   region.length = s.steps;
+  region.reverse = s.reverse || d == 1;  // the backward direction of a bidirectional layer too
   region.carries.push_back(initial_state(n, s, 5, d));
   if (lstm) region.carries.push_back(initial_state(n, s, 6, d));
   // Stand-ins for one step's slices, read by the body.
@@ -300,8 +301,6 @@ DirectionResult run_direction(NodeContext& n, const Recurrence& s, ValueId x_ste
   region.next_carries = lstm ? std::vector<ValueId>{h1, c1} : std::vector<ValueId>{h1};
   if (n.wants_output(0)) region.ys.push_back(y);
   const std::vector<ValueId> r = e.outline_scan(region);
-  // Emitter::outline_scan makes forward loops; the scan it just appended runs backward.
-  if (s.reverse || d == 1) e.graph().node(e.num_nodes() - 1).attrs["reverse"] = true;
   DirectionResult out{.h = r[0]};
   if (lstm) out.c = r[1];
   if (n.wants_output(0)) out.ys = r.back();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <initializer_list>
 #include <optional>
 #include <sstream>
 
@@ -81,6 +82,13 @@ bool contains(const std::vector<std::string>& list, const std::string& s) {
   return std::find(list.begin(), list.end(), s) != list.end();
 }
 
+/// `names` as "a, b, c", for messages.
+std::string comma_list(const std::vector<std::string>& names) {
+  std::string list;
+  for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+  return list;
+}
+
 /// --device=cuda's constraints: the AOT CUDA libraries, built at the paper preset, in f32
 /// and bf16.
 Status check_cuda_options(SuiteOptions& o, bool weft_set) {
@@ -104,8 +112,7 @@ Status check_cuda_options(SuiteOptions& o, bool weft_set) {
 /// f32 where bench/aot's libraries run (it builds them in f32 only).
 Status check_fuse_attention(SuiteOptions& o, bool models_set) {
   const std::vector<std::string>& with = suite_attention_models();
-  std::string list;
-  for (const std::string& m : with) list += (list.empty() ? "" : ", ") + m;
+  const std::string list = comma_list(with);
   if (o.precision != "f32" && o.weft == "aot") {
     return Error{"--fuse-attention=" + o.fuse_attention + " with --precision=" + o.precision +
                  ": bench/aot builds its fused-attention libraries (of " + list +
@@ -146,121 +153,145 @@ std::string user_path(const std::string& path) {
   return std::string(wd) + "/" + path;
 }
 
-}  // namespace
+/// Which flags the command line gave, for the defaults and checks that depend on it.
+struct Given {
+  bool epochs = false, warmup = false, models = false, weft = false;
+};
 
-StatusOr<SuiteOptions> parse_suite_options(const std::vector<std::string>& args) {
-  SuiteOptions o;
-  bool epochs_set = false, warmup_set = false, models_set = false, weft_set = false;
-  for (const std::string& a : args) {
-    std::string name = a, value;
-    bool has_value = false;
-    if (size_t eq = a.find('='); eq != std::string::npos) {
-      name = a.substr(0, eq);
-      value = a.substr(eq + 1);
-      has_value = true;
-    }
-    const bool takes_value = name == "--preset" || name == "--device" || name == "--models" || name == "--epochs" ||
-                             name == "--warmup" || name == "--rounds" || name == "--json" ||
-                             name == "--python" || name == "--weft" || name == "--precision" ||
-                             name == "--fuse-attention";
-    if (takes_value && !has_value) {
-      return Error{"flag " + name + " needs a value (" + name + "=...)"};
-    }
-    if ((name == "--help" || name == "-h") && !has_value) {
-      o.help = true;
-      return o;
-    } else if (name == "--preset") {
-      if (value != "cpu" && value != "paper") {
-        return Error{"bad value for --preset: '" + value + "' (cpu or paper)"};
-      }
-      o.preset = value;
-    } else if (name == "--weft") {
-      if (value != "jit" && value != "aot") {
-        return Error{"bad value for --weft: '" + value + "' (jit: bench/weft_worker, the "
-                     "Trainer's JIT; aot: bench/weft_aot_worker, the libraries of bench/aot)"};
-      }
-      o.weft = value;
-      weft_set = true;
-    } else if (name == "--device") {
-      if (value != "cpu" && value != "cuda") {
-        return Error{"bad value for --device: '" + value + "' (cpu or cuda)"};
-      }
-      o.device = value;
-    } else if (name == "--precision") {
-      if (value != "f32" && value != "bf16" && value != "f16") {
-        return Error{"bad value for --precision: '" + value + "' (f32 or bf16)"};
-      }
-      o.precision = value;
-    } else if (name == "--fuse-attention") {
-      if (value != "off" && value != "on" && value != "both") {
-        return Error{"bad value for --fuse-attention: '" + value + "' (off, on or both)"};
-      }
-      o.fuse_attention = value;
-    } else if (name == "--models") {
-      o.models.clear();
-      std::stringstream ss(value);
-      for (std::string m; std::getline(ss, m, ',');) {
-        if (m.empty()) continue;
-        const std::vector<std::string>& known = suite_models();
-        if (std::find(known.begin(), known.end(), m) == known.end()) {
-          std::string list;
-          for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
-          return Error{"unknown model '" + m + "' in --models; the models are " + list};
-        }
-        o.models.push_back(m);
-      }
-      if (o.models.empty()) return Error{"--models names no model"};
-      models_set = true;
-    } else if (name == "--epochs") {
-      WEFT_ASSIGN_OR_RETURN(o.epochs, parse_count("epochs", value, 1));
-      epochs_set = true;
-    } else if (name == "--warmup") {
-      WEFT_ASSIGN_OR_RETURN(o.warmup, parse_count("warmup", value, 0));
-      warmup_set = true;
-    } else if (name == "--rounds") {
-      WEFT_ASSIGN_OR_RETURN(o.rounds, parse_count("rounds", value, 1));
-    } else if (name == "--json") {
-      o.json_path = user_path(value);
-    } else if (name == "--python") {
-      o.python = value;
-    } else if (name == "--pytorch-only" && !has_value) {
-      o.pytorch_only = true;
-    } else if (name == "--allow-paper" && !has_value) {
-      o.allow_paper = true;
-    } else if (name == "--keep-tmp" && !has_value) {
-      o.keep_tmp = true;
-    } else {
-      return Error{"unknown flag '" + a + "'"};
-    }
+/// `value` if it is one of `allowed`, else the error naming them as `hint` says.
+Status check_choice(const std::string& flag, const std::string& value,
+                    std::initializer_list<const char*> allowed, const std::string& hint) {
+  for (const char* a : allowed) {
+    if (value == a) return {};
   }
+  return Error{"bad value for " + flag + ": '" + value + "' (" + hint + ")"};
+}
+
+/// --models=A,B: each a suite model, at least one.
+Status parse_models(const std::string& value, SuiteOptions& o) {
+  o.models.clear();
+  std::stringstream ss(value);
+  for (std::string m; std::getline(ss, m, ',');) {
+    if (m.empty()) continue;
+    if (!contains(suite_models(), m)) {
+      return Error{"unknown model '" + m + "' in --models; the models are " + comma_list(suite_models())};
+    }
+    o.models.push_back(m);
+  }
+  if (o.models.empty()) return Error{"--models names no model"};
+  return {};
+}
+
+/// One command-line argument into `o` (--help sets o.help).
+Status apply_flag(const std::string& a, SuiteOptions& o, Given& given) {
+  std::string name = a, value;
+  bool has_value = false;
+  if (size_t eq = a.find('='); eq != std::string::npos) {
+    name = a.substr(0, eq);
+    value = a.substr(eq + 1);
+    has_value = true;
+  }
+  const bool takes_value = name == "--preset" || name == "--device" || name == "--models" || name == "--epochs" ||
+                           name == "--warmup" || name == "--rounds" || name == "--json" ||
+                           name == "--python" || name == "--weft" || name == "--precision" ||
+                           name == "--fuse-attention";
+  if (takes_value && !has_value) {
+    return Error{"flag " + name + " needs a value (" + name + "=...)"};
+  }
+  if ((name == "--help" || name == "-h") && !has_value) {
+    o.help = true;
+  } else if (name == "--preset") {
+    WEFT_RETURN_IF_ERROR(check_choice(name, value, {"cpu", "paper"}, "cpu or paper"));
+    o.preset = value;
+  } else if (name == "--weft") {
+    WEFT_RETURN_IF_ERROR(check_choice(name, value, {"jit", "aot"},
+                                      "jit: bench/weft_worker, the Trainer's JIT; aot: "
+                                      "bench/weft_aot_worker, the libraries of bench/aot"));
+    o.weft = value;
+    given.weft = true;
+  } else if (name == "--device") {
+    WEFT_RETURN_IF_ERROR(check_choice(name, value, {"cpu", "cuda"}, "cpu or cuda"));
+    o.device = value;
+  } else if (name == "--precision") {
+    WEFT_RETURN_IF_ERROR(check_choice(name, value, {"f32", "bf16", "f16"}, "f32 or bf16"));
+    o.precision = value;
+  } else if (name == "--fuse-attention") {
+    WEFT_RETURN_IF_ERROR(check_choice(name, value, {"off", "on", "both"}, "off, on or both"));
+    o.fuse_attention = value;
+  } else if (name == "--models") {
+    WEFT_RETURN_IF_ERROR(parse_models(value, o));
+    given.models = true;
+  } else if (name == "--epochs") {
+    WEFT_ASSIGN_OR_RETURN(o.epochs, parse_count("epochs", value, 1));
+    given.epochs = true;
+  } else if (name == "--warmup") {
+    WEFT_ASSIGN_OR_RETURN(o.warmup, parse_count("warmup", value, 0));
+    given.warmup = true;
+  } else if (name == "--rounds") {
+    WEFT_ASSIGN_OR_RETURN(o.rounds, parse_count("rounds", value, 1));
+  } else if (name == "--json") {
+    o.json_path = user_path(value);
+  } else if (name == "--python") {
+    o.python = value;
+  } else if (name == "--pytorch-only" && !has_value) {
+    o.pytorch_only = true;
+  } else if (name == "--allow-paper" && !has_value) {
+    o.allow_paper = true;
+  } else if (name == "--keep-tmp" && !has_value) {
+    o.keep_tmp = true;
+  } else {
+    return Error{"unknown flag '" + a + "'"};
+  }
+  return {};
+}
+
+/// --precision=bf16 with --weft=aot: the models bench/aot builds bf16 libraries of (all
+/// of them by default).
+Status check_aot_precision(SuiteOptions& o, bool models_given) {
+  // bench/aot builds bf16 CPU libraries of the GEMM-bound models only (build time).
+  const std::vector<std::string>& built = suite_aot_bf16_models(o.device);
+  if (!models_given) o.models = built;
+  for (const std::string& m : o.models) {
+    if (contains(built, m)) continue;
+    return Error{"--precision=" + o.precision + " with --weft=aot: bench/aot builds " + o.precision +
+                 " libraries of " + comma_list(built) + " only (the GEMM-bound models), not of " + m +
+                 "; drop it from --models or use --weft=jit"};
+  }
+  return {};
+}
+
+/// What the flags ask together: a preset, a writable --json, the device's and the AOT
+/// libraries' constraints, fuse-attention's models.
+Status check_combinations(SuiteOptions& o, const Given& given) {
   if (o.preset.empty()) return Error{"--preset=cpu or --preset=paper is required"};
   // Checked now, not after the whole run (which then failed at the end: "cannot write").
   if (!o.json_path.empty()) {
     if (std::optional<std::string> why = unwritable_file(o.json_path)) return Error{"--json=" + o.json_path + ": " + *why};
   }
   if (o.device == "cuda") {
-    WEFT_RETURN_IF_ERROR(check_cuda_options(o, weft_set));
+    WEFT_RETURN_IF_ERROR(check_cuda_options(o, given.weft));
   } else if (o.precision == "f16") {
     return Error{"--precision=f16: the suite's peer, PyTorch 1.13, autocasts to bfloat16 "
                  "only on the CPU; use --precision=bf16"};
   }
-  if (o.precision != "f32" && o.weft == "aot") {
-    // bench/aot builds bf16 CPU libraries of the GEMM-bound models only (build time).
-    const std::vector<std::string>& built = suite_aot_bf16_models(o.device);
-    if (!models_set) o.models = built;
-    for (const std::string& m : o.models) {
-      if (std::find(built.begin(), built.end(), m) != built.end()) continue;
-      std::string list;
-      for (const std::string& b : built) list += (list.empty() ? "" : ", ") + b;
-      return Error{"--precision=" + o.precision + " with --weft=aot: bench/aot builds " + o.precision +
-                   " libraries of " + list + " only (the GEMM-bound models), not of " + m +
-                   "; drop it from --models or use --weft=jit"};
-    }
+  if (o.precision != "f32" && o.weft == "aot") WEFT_RETURN_IF_ERROR(check_aot_precision(o, given.models));
+  if (o.fuse_attention != "off") WEFT_RETURN_IF_ERROR(check_fuse_attention(o, given.models));
+  return {};
+}
+
+}  // namespace
+
+StatusOr<SuiteOptions> parse_suite_options(const std::vector<std::string>& args) {
+  SuiteOptions o;
+  Given given;
+  for (const std::string& a : args) {
+    WEFT_RETURN_IF_ERROR(apply_flag(a, o, given));
+    if (o.help) return o;
   }
-  if (o.fuse_attention != "off") WEFT_RETURN_IF_ERROR(check_fuse_attention(o, models_set));
+  WEFT_RETURN_IF_ERROR(check_combinations(o, given));
   // bench/PROTOCOL.md: 3 warm-up and 20 measured epochs; the cpu preset 1 and 5.
-  if (!epochs_set) o.epochs = o.preset == "cpu" ? 5 : 20;
-  if (!warmup_set) o.warmup = o.preset == "cpu" ? 1 : 3;
+  if (!given.epochs) o.epochs = o.preset == "cpu" ? 5 : 20;
+  if (!given.warmup) o.warmup = o.preset == "cpu" ? 1 : 3;
   return o;
 }
 

@@ -272,12 +272,10 @@ uint64_t header_length(std::string_view head) {
   return header_len;
 }
 
-// The format's checks and the tensors, from the file's first bytes (`head`: the 8-byte
-// length and, where the length fits the file, the header) and the file's size. The data
-// section is read tensor by tensor through `read_data`, straight into each tensor, so a
-// file read from disk is never held whole in memory beside its tensors.
-StatusOr<SafetensorsFile> decode(std::string_view head, uint64_t file_size,
-                                 const ReadData& read_data, const std::string& name) {
+// The header's text, from the file's first bytes (`head`: the 8-byte length and, where
+// the length fits the file, the header) and the file's size: its length checked against
+// the format's limit and the file.
+StatusOr<std::string_view> header_text(std::string_view head, uint64_t file_size, const std::string& name) {
   if (file_size < 8) {
     return file_error(name, "not a safetensors file: it has " + std::to_string(file_size) +
                                 " bytes, fewer than the 8-byte header length");
@@ -293,44 +291,45 @@ StatusOr<SafetensorsFile> decode(std::string_view head, uint64_t file_size,
                                 " runs past the end of the file (" + std::to_string(file_size) +
                                 " bytes): the file is truncated or not a safetensors file");
   }
-  std::string_view header_text = head.substr(8, header_len);
-  if (header_text.empty() || header_text[0] != '{') {
+  std::string_view text = head.substr(8, header_len);
+  if (text.empty() || text[0] != '{') {
     return file_error(name, "malformed safetensors header: it must start with '{'");
   }
-  WEFT_ASSIGN_OR_RETURN(Json header, parse_header_json(header_text, name));
-  if (!header.is_object()) {
-    return file_error(name, "malformed safetensors header: not a JSON object");
+  return text;
+}
+
+// `__metadata__`'s entries into `metadata`: an object of strings.
+Status read_metadata(const Json& value, std::map<std::string, std::string>& metadata, const std::string& name) {
+  if (!value.is_object()) {
+    return file_error(name, "'__metadata__' is not an object of strings");
   }
-  const uint64_t data_size = file_size - 8 - header_len;
-  SafetensorsFile file;
-  std::vector<Entry> entries;
-  for (const auto& [key, value] : header.items()) {
-    if (key == kMetadataKey) {
-      if (!value.is_object()) {
-        return file_error(name, "'__metadata__' is not an object of strings");
-      }
-      for (const auto& [mkey, mvalue] : value.items()) {
-        if (!mvalue.is_string()) {
-          return file_error(name, "'__metadata__' value of '" + mkey + "' is " + mvalue.dump() +
-                                      ", not a string");
-        }
-        file.metadata[mkey] = mvalue.get<std::string>();
-      }
-      continue;
+  for (const auto& [mkey, mvalue] : value.items()) {
+    if (!mvalue.is_string()) {
+      return file_error(name, "'__metadata__' value of '" + mkey + "' is " + mvalue.dump() +
+                                  ", not a string");
     }
-    WEFT_ASSIGN_OR_RETURN(Entry e, parse_entry(key, value, data_size, name));
-    entries.push_back(std::move(e));
+    metadata[mkey] = mvalue.get<std::string>();
   }
-  if (auto said = file.metadata.find(std::string(kSafetensorsMetadataChecksumKey)); said != file.metadata.end()) {
-    const std::string actual = metadata_checksum(file.metadata);
-    if (said->second != actual) {
-      return file_error(name, "metadata checksum mismatch: the header says " + said->second +
-                                  ", the other metadata entries hash to " + actual +
-                                  " (FNV-1a 64): the metadata is corrupted");
-    }
+  return Status();
+}
+
+// The metadata's own checksum, where the header states one.
+Status check_metadata_checksum(const std::map<std::string, std::string>& metadata, const std::string& name) {
+  auto said = metadata.find(std::string(kSafetensorsMetadataChecksumKey));
+  if (said == metadata.end()) return Status();
+  const std::string actual = metadata_checksum(metadata);
+  if (said->second != actual) {
+    return file_error(name, "metadata checksum mismatch: the header says " + said->second +
+                                ", the other metadata entries hash to " + actual +
+                                " (FNV-1a 64): the metadata is corrupted");
   }
-  // The tensors must tile the data section exactly: sorted by offsets, each begins where
-  // the previous ended, and the last ends at the end of the file.
+  return Status();
+}
+
+// Sorts `entries` by their offsets and checks that they tile the data section of
+// `data_size` bytes exactly: each begins where the previous ended, and the last ends at
+// the end of the file.
+Status check_tiling(std::vector<Entry>& entries, uint64_t data_size, const std::string& name) {
   std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
     return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
   });
@@ -355,8 +354,14 @@ StatusOr<SafetensorsFile> decode(std::string_view head, uint64_t file_size,
     return file_error(name, "bytes [" + std::to_string(covered) + ", " + std::to_string(data_size) +
                                 ") of the data section belong to no tensor (trailing data)");
   }
-  // The tensors tile the data section in this order, so hashing each one's bytes as it
-  // is read hashes the whole section: ir/text_util.h's fnv1a64, continued tensor by tensor.
+  return Status();
+}
+
+// Reads each entry's tensor into `file` through `read_data`, in the entries' (data
+// section) order, and returns the data section's FNV-1a 64 hash: ir/text_util.h's
+// fnv1a64, continued tensor by tensor.
+StatusOr<uint64_t> read_tensors(const std::vector<Entry>& entries, const ReadData& read_data,
+                                SafetensorsFile& file, const std::string& name) {
   uint64_t hash = 0xcbf29ce484222325ull;
   for (const Entry& e : entries) {
     // Sizes come from the file: memory running out is reported, naming the tensor.
@@ -373,16 +378,25 @@ StatusOr<SafetensorsFile> decode(std::string_view head, uint64_t file_size,
     }
     file.tensors.emplace_back(e.name, std::move(t));
   }
+  return hash;
+}
+
+// The data section's checksum, where the metadata states one.
+Status check_data_checksum(const SafetensorsFile& file, uint64_t hash, const std::string& name) {
   auto checksum = file.metadata.find(std::string(kSafetensorsChecksumKey));
-  if (checksum != file.metadata.end()) {
-    char actual[17];
-    std::snprintf(actual, sizeof(actual), "%016llx", static_cast<unsigned long long>(hash));
-    if (checksum->second != actual) {
-      return file_error(name, "checksum mismatch: the header says " + checksum->second +
-                                  ", the data section hashes to " + actual +
-                                  " (FNV-1a 64): the data is corrupted");
-    }
+  if (checksum == file.metadata.end()) return Status();
+  char actual[17];
+  std::snprintf(actual, sizeof(actual), "%016llx", static_cast<unsigned long long>(hash));
+  if (checksum->second != actual) {
+    return file_error(name, "checksum mismatch: the header says " + checksum->second +
+                                ", the data section hashes to " + actual +
+                                " (FNV-1a 64): the data is corrupted");
   }
+  return Status();
+}
+
+// Every BOOL tensor's bytes are 0 or 1.
+Status check_bools(const SafetensorsFile& file, const std::string& name) {
   for (const auto& [tensor, t] : file.tensors) {
     if (t.type().dtype != DType::boolean) continue;
     const uint8_t* b = t.data<uint8_t>();
@@ -394,6 +408,36 @@ StatusOr<SafetensorsFile> decode(std::string_view head, uint64_t file_size,
       }
     }
   }
+  return Status();
+}
+
+// The format's checks and the tensors, from the file's first bytes (`head`, see
+// header_text) and the file's size. The data section is read tensor by tensor through
+// `read_data`, straight into each tensor, so a file read from disk is never held whole
+// in memory beside its tensors.
+StatusOr<SafetensorsFile> decode(std::string_view head, uint64_t file_size,
+                                 const ReadData& read_data, const std::string& name) {
+  WEFT_ASSIGN_OR_RETURN(std::string_view text, header_text(head, file_size, name));
+  WEFT_ASSIGN_OR_RETURN(Json header, parse_header_json(text, name));
+  if (!header.is_object()) {
+    return file_error(name, "malformed safetensors header: not a JSON object");
+  }
+  const uint64_t data_size = file_size - 8 - header_length(head);
+  SafetensorsFile file;
+  std::vector<Entry> entries;
+  for (const auto& [key, value] : header.items()) {
+    if (key == kMetadataKey) {
+      WEFT_RETURN_IF_ERROR(read_metadata(value, file.metadata, name));
+      continue;
+    }
+    WEFT_ASSIGN_OR_RETURN(Entry e, parse_entry(key, value, data_size, name));
+    entries.push_back(std::move(e));
+  }
+  WEFT_RETURN_IF_ERROR(check_metadata_checksum(file.metadata, name));
+  WEFT_RETURN_IF_ERROR(check_tiling(entries, data_size, name));
+  WEFT_ASSIGN_OR_RETURN(uint64_t hash, read_tensors(entries, read_data, file, name));
+  WEFT_RETURN_IF_ERROR(check_data_checksum(file, hash, name));
+  WEFT_RETURN_IF_ERROR(check_bools(file, name));
   return file;
 }
 

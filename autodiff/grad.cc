@@ -167,6 +167,146 @@ bool narrows_f32(const Graph& g, const Node& n) {
          is_half(g.type(n.result()).dtype);
 }
 
+/// The values whose gradients the sweep computes: float values on a path from some
+/// `wrt` value to a seeded output (only the nodes between them are differentiated).
+std::vector<bool> values_needing_gradients(const Graph& g,
+                                           const std::vector<std::pair<ValueId, ValueId>>& seeds,
+                                           const std::vector<ValueId>& wrt) {
+  const int num_nodes = static_cast<int>(g.nodes().size());
+  std::vector<bool> from_wrt(g.num_values(), false), to_output(g.num_values(), false);
+  for (ValueId v : wrt) from_wrt[v] = true;
+  for (int i = 0; i < num_nodes; ++i) {
+    const Node& n = g.node(i);
+    bool any = std::any_of(n.operands.begin(), n.operands.end(), [&](ValueId o) { return from_wrt[o]; });
+    // `|=`, not `=`: a wrt value may be a node's result (an intermediate), not an input.
+    for (ValueId r : n.results) from_wrt[r] = from_wrt[r] || any;
+  }
+  for (const auto& seed : seeds) to_output[seed.first] = true;
+  for (int i = num_nodes - 1; i >= 0; --i) {
+    const Node& n = g.node(i);
+    if (std::none_of(n.results.begin(), n.results.end(), [&](ValueId r) { return to_output[r]; })) {
+      continue;
+    }
+    for (ValueId o : n.operands) to_output[o] = true;
+  }
+  std::vector<bool> needs(g.num_values(), false);
+  for (ValueId v = 0; v < g.num_values(); ++v) {
+    needs[v] = from_wrt[v] && to_output[v] && is_floating(g.type(v).dtype);
+  }
+  return needs;
+}
+
+/// The walk from the outputs back: each value's gradient contributions, summed
+/// (sum_contributions) when the value's producer is reached — every user comes after it,
+/// so all of them are in by then. A half value's sum, made in f32, is rounded to its
+/// dtype once.
+class ReverseSweep {
+ public:
+  ReverseSweep(Graph& g, std::vector<bool> needs)
+      : g_(g), needs_(std::move(needs)), parts_(static_cast<size_t>(g.num_values())) {}
+
+  /// `seed` is `output`'s cotangent.
+  void seed(ValueId output, ValueId seed) {
+    WEFT_CHECK(g_.type(seed) == g_.type(output), "append_gradients: the seed of %" +
+                                                     g_.value(output).name + " has another type");
+    parts_[output].push_back(seed);
+  }
+
+  /// Node `i`'s gradient rule, from its result's total to its operands' contributions.
+  Status through_node(int i) {
+    const Node n = g_.node(i);  // a copy: rules append nodes, which may move the vector
+    if (n.result() == kNoValue || parts_[n.result()].empty() || !needs_[n.result()]) return Status();
+    const bool any_operand =
+        std::any_of(n.operands.begin(), n.operands.end(), [&](ValueId o) { return needs_[o]; });
+    if (!any_operand) return Status();
+    const GradEntry& entry = grad_entry(n.op);
+    if (entry.rule == nullptr) {
+      std::string why = entry.not_differentiable ? entry.not_differentiable : "no gradient rule";
+      return Error{"cannot differentiate through " + std::string(op_name(n.op)) + " (" + why +
+                       "), but the gradient w.r.t. one of its operands is needed",
+                   n.loc};
+    }
+    GradBuilder b(g_, n.loc);
+    if (narrows_f32(g_, n) && needs_[n.operands[0]]) {
+      sum_parts(b, n.result());
+      const ValueId sum = parts_[n.result()][0];
+      if (g_.type(sum).dtype == DType::f32) {  // several contributions, added in f32
+        parts_[n.operands[0]].push_back(sum);
+        return Status();
+      }
+    }
+    std::vector<ValueId> operand_grads = entry.rule(b, n, total(b, n.result()));
+    WEFT_CHECK(operand_grads.size() == n.operands.size(),
+               std::string(op_name(n.op)) + "'s gradient rule returned the wrong count");
+    for (size_t k = 0; k < n.operands.size(); ++k) {
+      ValueId o = n.operands[k];
+      ValueId d = operand_grads[k];
+      if (d == kNoValue || !needs_[o]) continue;
+      d = b.sum_to_shape(d, g_.type(o).shape);
+      WEFT_CHECK(g_.type(d) == g_.type(o), std::string(op_name(n.op)) + "'s gradient for operand " +
+                                               std::to_string(k) + " is " + g_.type(d).to_string() +
+                                               ", not " + g_.type(o).to_string());
+      parts_[o].push_back(d);
+    }
+    return Status();
+  }
+
+  /// Loop node `i`: several results, each with its cotangent (none: zero), through the
+  /// loop's own transform (grad_rules::scan_gradients).
+  Status through_loop(int i) {
+    const Node n = g_.node(i);  // a copy: the transform appends nodes
+    std::vector<ValueId> cotangents;
+    bool any_result = false;
+    GradBuilder b(g_, n.loc);
+    for (ValueId r : n.results) {
+      const bool has = !parts_[r].empty() && needs_[r];
+      cotangents.push_back(has ? total(b, r) : kNoValue);
+      any_result = any_result || has;
+    }
+    std::vector<bool> operand_needs;
+    for (ValueId o : n.operands) operand_needs.push_back(needs_[o]);
+    if (!any_result || std::none_of(operand_needs.begin(), operand_needs.end(), [](bool x) { return x; })) {
+      return Status();
+    }
+    WEFT_ASSIGN_OR_RETURN(std::vector<ValueId> operand_grads,
+                          grad_rules::scan_gradients(g_, i, cotangents, operand_needs));
+    for (size_t k = 0; k < n.operands.size(); ++k) {
+      if (operand_grads[k] != kNoValue && operand_needs[k]) parts_[n.operands[k]].push_back(operand_grads[k]);
+    }
+    return Status();
+  }
+
+  /// Each `wrt` value's gradient: its contributions' total, or zeros where none reached it.
+  std::vector<ValueId> gradients(const std::vector<ValueId>& wrt) {
+    std::vector<ValueId> out;
+    for (ValueId v : wrt) {
+      const int at = g_.value(v).node;
+      GradBuilder b(g_, at >= 0 ? g_.node(at).loc : Location{});
+      const ValueId grad = total(b, v);
+      out.push_back(grad != kNoValue ? grad : b.zeros(g_.type(v)));
+    }
+    return out;
+  }
+
+ private:
+  void sum_parts(GradBuilder& b, ValueId v) {
+    if (parts_[v].size() > 1) parts_[v] = {sum_contributions(b, g_, std::move(parts_[v]))};
+  }
+
+  /// `v`'s contributions summed, in `v`'s dtype; kNoValue when none reached it.
+  ValueId total(GradBuilder& b, ValueId v) {
+    if (parts_[v].empty()) return kNoValue;
+    sum_parts(b, v);
+    const DType dtype = g_.type(v).dtype;
+    if (g_.type(parts_[v][0]).dtype != dtype) parts_[v] = {b.op(Op::Cast, {parts_[v][0]}, {{"dtype", dtype}})};
+    return parts_[v][0];
+  }
+
+  Graph& g_;
+  const std::vector<bool> needs_;  ///< values_needing_gradients, of the values before the sweep.
+  std::vector<std::vector<ValueId>> parts_;
+};
+
 }  // namespace
 
 StatusOr<std::vector<ValueId>> append_gradients(Graph& g, ValueId output,
@@ -188,114 +328,12 @@ StatusOr<std::vector<ValueId>> append_gradients(
     Graph& g, const std::vector<std::pair<ValueId, ValueId>>& seeds,
     const std::vector<ValueId>& wrt) {
   const int num_nodes = static_cast<int>(g.nodes().size());
-  // Differentiate only nodes on a path from some wrt value to the output.
-  std::vector<bool> from_wrt(g.num_values(), false), to_output(g.num_values(), false);
-  for (ValueId v : wrt) from_wrt[v] = true;
-  for (int i = 0; i < num_nodes; ++i) {
-    const Node& n = g.node(i);
-    bool any = std::any_of(n.operands.begin(), n.operands.end(), [&](ValueId o) { return from_wrt[o]; });
-    // `|=`, not `=`: a wrt value may be a node's result (an intermediate), not an input.
-    for (ValueId r : n.results) from_wrt[r] = from_wrt[r] || any;
-  }
-  for (const auto& seed : seeds) to_output[seed.first] = true;
+  ReverseSweep sweep(g, values_needing_gradients(g, seeds, wrt));
+  for (const auto& [output, seed] : seeds) sweep.seed(output, seed);
   for (int i = num_nodes - 1; i >= 0; --i) {
-    const Node& n = g.node(i);
-    if (std::none_of(n.results.begin(), n.results.end(), [&](ValueId r) { return to_output[r]; })) {
-      continue;
-    }
-    for (ValueId o : n.operands) to_output[o] = true;
+    WEFT_RETURN_IF_ERROR(g.node(i).op == Op::Scan ? sweep.through_loop(i) : sweep.through_node(i));
   }
-  auto needs_grad = [&](ValueId v) {
-    return from_wrt[v] && to_output[v] && is_floating(g.type(v).dtype);
-  };
-
-  // Each value's gradient contributions, summed (sum_contributions) when the value's
-  // producer is reached: every user comes after it, so all of them are in by then. A half
-  // value's sum, made in f32, is rounded to its dtype once.
-  std::vector<std::vector<ValueId>> parts(g.num_values());
-  auto sum_parts = [&](GradBuilder& b, ValueId v) {
-    if (parts[v].size() > 1) parts[v] = {sum_contributions(b, g, std::move(parts[v]))};
-  };
-  auto total = [&](GradBuilder& b, ValueId v) {
-    if (parts[v].empty()) return kNoValue;
-    sum_parts(b, v);
-    const DType dtype = g.type(v).dtype;
-    if (g.type(parts[v][0]).dtype != dtype) parts[v] = {b.op(Op::Cast, {parts[v][0]}, {{"dtype", dtype}})};
-    return parts[v][0];
-  };
-  for (const auto& [output, seed] : seeds) {
-    WEFT_CHECK(g.type(seed) == g.type(output), "append_gradients: the seed of %" +
-                                                   g.value(output).name + " has another type");
-    parts[output].push_back(seed);
-  }
-  for (int i = num_nodes - 1; i >= 0; --i) {
-    const Node n = g.node(i);  // a copy: rules append nodes, which may move the vector
-    if (n.op == Op::Scan) {
-      // Several results, each with its cotangent (none: zero); the loop's own transform.
-      std::vector<ValueId> cotangents;
-      bool any_result = false;
-      GradBuilder b(g, n.loc);
-      for (ValueId r : n.results) {
-        const bool has = !parts[r].empty() && needs_grad(r);
-        cotangents.push_back(has ? total(b, r) : kNoValue);
-        any_result = any_result || has;
-      }
-      std::vector<bool> operand_needs;
-      for (ValueId o : n.operands) operand_needs.push_back(needs_grad(o));
-      if (!any_result || std::none_of(operand_needs.begin(), operand_needs.end(),
-                                      [](bool x) { return x; })) {
-        continue;
-      }
-      WEFT_ASSIGN_OR_RETURN(std::vector<ValueId> operand_grads,
-                            grad_rules::scan_gradients(g, i, cotangents, operand_needs));
-      for (size_t k = 0; k < n.operands.size(); ++k) {
-        if (operand_grads[k] != kNoValue && operand_needs[k]) {
-          parts[n.operands[k]].push_back(operand_grads[k]);
-        }
-      }
-      continue;
-    }
-    if (n.result() == kNoValue || parts[n.result()].empty() || !needs_grad(n.result())) continue;
-    bool any_operand = std::any_of(n.operands.begin(), n.operands.end(), needs_grad);
-    if (!any_operand) continue;
-    const GradEntry& entry = grad_entry(n.op);
-    if (entry.rule == nullptr) {
-      std::string why = entry.not_differentiable ? entry.not_differentiable : "no gradient rule";
-      return Error{"cannot differentiate through " + std::string(op_name(n.op)) + " (" + why +
-                       "), but the gradient w.r.t. one of its operands is needed",
-                   n.loc};
-    }
-    GradBuilder b(g, n.loc);
-    if (narrows_f32(g, n) && needs_grad(n.operands[0])) {
-      sum_parts(b, n.result());
-      const ValueId sum = parts[n.result()][0];
-      if (g.type(sum).dtype == DType::f32) {  // several contributions, added in f32
-        parts[n.operands[0]].push_back(sum);
-        continue;
-      }
-    }
-    std::vector<ValueId> operand_grads = entry.rule(b, n, total(b, n.result()));
-    WEFT_CHECK(operand_grads.size() == n.operands.size(),
-               std::string(op_name(n.op)) + "'s gradient rule returned the wrong count");
-    for (size_t k = 0; k < n.operands.size(); ++k) {
-      ValueId o = n.operands[k];
-      ValueId d = operand_grads[k];
-      if (d == kNoValue || !needs_grad(o)) continue;
-      d = b.sum_to_shape(d, g.type(o).shape);
-      WEFT_CHECK(g.type(d) == g.type(o), std::string(op_name(n.op)) + "'s gradient for operand " +
-                                             std::to_string(k) + " is " + g.type(d).to_string() +
-                                             ", not " + g.type(o).to_string());
-      parts[o].push_back(d);
-    }
-  }
-  std::vector<ValueId> out;
-  for (ValueId v : wrt) {
-    const int at = g.value(v).node;
-    GradBuilder b(g, at >= 0 ? g.node(at).loc : Location{});
-    const ValueId grad = total(b, v);
-    out.push_back(grad != kNoValue ? grad : b.zeros(g.type(v)));
-  }
-  return out;
+  return sweep.gradients(wrt);
 }
 
 StatusOr<Graph> gradient_graph(const Graph& source, int output, const std::vector<std::string>& wrt,

@@ -211,48 +211,25 @@ void merge_stored_concat(const StoredConcat& s, const Lifetimes& l, std::vector<
   buffer_of[s.result] = merged;
 }
 
-}  // namespace
+/// Each result's buffer, in node order: a new one, a stored concat's (merged), or,
+/// in place, the buffer of an operand whose last use this is (same bytes; same shape
+/// unless a reshape). Counts the intermediates, their naive bytes and the in-place nodes
+/// into `plan`.
+struct Buffers {
+  std::vector<Buffer> buffers;
+  std::vector<int> buffer_of;  ///< Per value: its buffer, or -1 (external, or no result).
+};
 
-double MemoryPlan::efficiency() const {
-  return arena_bytes == 0 ? 1.0 : static_cast<double>(lower_bound_bytes) / arena_bytes;
-}
-
-std::string MemoryPlan::report() const {
-  char buf[512];
-  std::snprintf(buf, sizeof buf,
-                "memory plan: %d intermediates, alignment %lld\n"
-                "  naive   %lld bytes\n"
-                "  planned %lld bytes (strategy %s, %zu nodes in place)\n"
-                "  bound   %lld bytes (efficiency %.3f)\n",
-                num_intermediates, static_cast<long long>(alignment),
-                static_cast<long long>(naive_bytes), static_cast<long long>(arena_bytes),
-                strategy.c_str(), in_place_nodes.size(),
-                static_cast<long long>(lower_bound_bytes), efficiency());
-  return buf;
-}
-
-StatusOr<MemoryPlan> plan_memory(const Graph& g, const PlanOptions& options) {
-  if (options.alignment <= 0 || (options.alignment & (options.alignment - 1)) != 0) {
-    return Error{"memory planning: alignment " + std::to_string(options.alignment) +
-                 " is not a positive power of two"};
-  }
-  StatusOr<Lifetimes> lt = lifetimes(g, options.alignment, options.external);
-  if (!lt.ok()) return lt.error();
-  const Lifetimes& l = *lt;
-  const int n = static_cast<int>(g.nodes().size());
-
-  MemoryPlan plan;
-  plan.alignment = options.alignment;
-  plan.external = options.external;
-  plan.stored_concats = options.stored_concats;
-  StatusOr<std::vector<int>> part_of = parts_of_stored_concats(g, l, options.stored_concats);
-  if (!part_of.ok()) return part_of.error();
+Buffers assign_buffers(const Graph& g, const PlanOptions& options, const Lifetimes& l,
+                       const std::vector<int>& part_of, MemoryPlan& plan) {
   std::vector<int> stored_at(g.num_values(), -1);  // a stored concat's result -> its index
   for (size_t s = 0; s < options.stored_concats.size(); ++s) {
     stored_at[options.stored_concats[s].result] = static_cast<int>(s);
   }
-  std::vector<int> buffer_of(g.num_values(), -1);
-  std::vector<Buffer> buffers;
+  Buffers out{{}, std::vector<int>(g.num_values(), -1)};
+  std::vector<int>& buffer_of = out.buffer_of;
+  std::vector<Buffer>& buffers = out.buffers;
+  const int n = static_cast<int>(g.nodes().size());
   for (int i = 0; i < n; ++i) {
     const Node& node = g.node(i);
     std::vector<ValueId> taken;  // operands already taken over by a result of this node
@@ -265,7 +242,7 @@ StatusOr<MemoryPlan> plan_memory(const Graph& g, const PlanOptions& options) {
         continue;
       }
       int shared = -1;
-      if (options.in_place && may_take_over_operand(node) && (*part_of)[r] < 0) {
+      if (options.in_place && may_take_over_operand(node) && part_of[r] < 0) {
         for (ValueId o : node.operands) {
           if (std::find(taken.begin(), taken.end(), o) != taken.end()) continue;
           if (l.def[o] >= 0 && l.last[o] == i && l.size[o] == l.size[r] &&
@@ -287,18 +264,21 @@ StatusOr<MemoryPlan> plan_memory(const Graph& g, const PlanOptions& options) {
       }
     }
   }
+  return out;
+}
 
-  StatusOr<Units> formed = form_units(g, options, l, buffers, buffer_of);
-  if (!formed.ok()) return formed.error();
-  const std::vector<Buffer>& units = formed->units;
-  plan.groups = options.groups;
-
-  // The lower bound: the most buffer bytes live at one node (n is "after the last node").
-  std::vector<int64_t> delta(n + 2, 0);
+/// The lower bound: the most bytes of `units` live at one of the `n` nodes.
+int64_t most_live_bytes(const std::vector<Buffer>& units, int n) {
+  std::vector<int64_t> delta(n + 2, 0);  // n is "after the last node"
   for (const Buffer& b : units) delta[b.begin] += b.size, delta[b.end + 1] -= b.size;
-  int64_t live = 0;
-  for (int64_t d : delta) plan.lower_bound_bytes = std::max(plan.lower_bound_bytes, live += d);
+  int64_t live = 0, most = 0;
+  for (int64_t d : delta) most = std::max(most, live += d);
+  return most;
+}
 
+/// `units` placed in each greedy order (by size, lifetime, first use, area), the
+/// smallest arena kept: its placement, with its bytes and name in `plan`.
+std::vector<Buffer> place_best(const std::vector<Buffer>& units, MemoryPlan& plan) {
   using Less = std::function<bool(const Buffer&, const Buffer&)>;
   const auto length = [](const Buffer& b) { return static_cast<int64_t>(b.end - b.begin + 1); };
   const std::vector<std::pair<std::string, Less>> strategies = {
@@ -327,10 +307,53 @@ StatusOr<MemoryPlan> plan_memory(const Graph& g, const PlanOptions& options) {
       best = std::move(trial);
     }
   }
+  return best;
+}
 
+}  // namespace
+
+double MemoryPlan::efficiency() const {
+  return arena_bytes == 0 ? 1.0 : static_cast<double>(lower_bound_bytes) / arena_bytes;
+}
+
+std::string MemoryPlan::report() const {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "memory plan: %d intermediates, alignment %lld\n"
+                "  naive   %lld bytes\n"
+                "  planned %lld bytes (strategy %s, %zu nodes in place)\n"
+                "  bound   %lld bytes (efficiency %.3f)\n",
+                num_intermediates, static_cast<long long>(alignment),
+                static_cast<long long>(naive_bytes), static_cast<long long>(arena_bytes),
+                strategy.c_str(), in_place_nodes.size(),
+                static_cast<long long>(lower_bound_bytes), efficiency());
+  return buf;
+}
+
+StatusOr<MemoryPlan> plan_memory(const Graph& g, const PlanOptions& options) {
+  if (options.alignment <= 0 || (options.alignment & (options.alignment - 1)) != 0) {
+    return Error{"memory planning: alignment " + std::to_string(options.alignment) +
+                 " is not a positive power of two"};
+  }
+  StatusOr<Lifetimes> lt = lifetimes(g, options.alignment, options.external);
+  if (!lt.ok()) return lt.error();
+  const Lifetimes& l = *lt;
+
+  MemoryPlan plan;
+  plan.alignment = options.alignment;
+  plan.external = options.external;
+  plan.stored_concats = options.stored_concats;
+  StatusOr<std::vector<int>> part_of = parts_of_stored_concats(g, l, options.stored_concats);
+  if (!part_of.ok()) return part_of.error();
+  Buffers assigned = assign_buffers(g, options, l, *part_of, plan);
+  StatusOr<Units> formed = form_units(g, options, l, assigned.buffers, assigned.buffer_of);
+  if (!formed.ok()) return formed.error();
+  plan.groups = options.groups;
+  plan.lower_bound_bytes = most_live_bytes(formed->units, static_cast<int>(g.nodes().size()));
+  const std::vector<Buffer> best = place_best(formed->units, plan);
   plan.offset.assign(g.num_values(), -1);
   for (ValueId v = 0; v < g.num_values(); ++v) {
-    const int b = buffer_of[v];
+    const int b = assigned.buffer_of[v];
     if (b >= 0) plan.offset[v] = best[formed->unit_of[b]].offset + formed->rel[b];
   }
   return plan;

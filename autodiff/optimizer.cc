@@ -406,6 +406,137 @@ ValueId all_reduce_mean(Graph& g, ValueId p, ValueId grad, ValueId value, ValueI
                     std::move(name));
 }
 
+
+using ParamsAndGrads = std::vector<std::pair<ValueId, ValueId>>;
+
+/// Every group's (parameter, gradient) pairs, in order, each group's and all of them
+/// checked (no parameter twice; the slots' names free).
+StatusOr<ParamsAndGrads> checked_params_and_grads(const Graph& g, const std::vector<OptimizerGroup>& groups,
+                                                  ValueId step) {
+  ParamsAndGrads all;
+  for (const OptimizerGroup& group : groups) {
+    WEFT_RETURN_IF_ERROR(check_momentum(g, group));
+    std::vector<std::string> names = group.spec.slot_names();
+    if (groups[0].spec.accumulate_steps > 1) names.push_back(kGradAccumulator);
+    WEFT_RETURN_IF_ERROR(check_inputs(g, group.params_and_grads, group.lr, step, names));
+    all.insert(all.end(), group.params_and_grads.begin(), group.params_and_grads.end());
+  }
+  WEFT_RETURN_IF_ERROR(check_inputs(g, all, groups[0].lr, step, {}));
+  return all;
+}
+
+/// Parameter `p`'s optimizer slot `name`: a new state input located at `p`'s.
+OptimizerSlot new_slot(Graph& g, ValueId p, const std::string& name, Initializer init, Type type) {
+  OptimizerSlot sl;
+  sl.name = "optimizer." + g.value(p).name + "." + name;
+  sl.init = std::move(init);
+  sl.param = p;
+  sl.value = g.add_input(sl.name, std::move(type), InputKind::state, g.inputs()[g.input_index(p)].loc);
+  return sl;
+}
+
+/// The gradients an update reads, one per pair, and the accumulators they are summed in.
+struct WindowGradients {
+  std::vector<ValueId> values;
+  std::vector<OptimizerSlot> accumulators;  ///< One per pair when accumulating (K > 1).
+};
+
+/// The gradients: accumulated (their window's mean) and averaged over the ranks (only
+/// when the update is taken: the all_reduce's predicate).
+WindowGradients window_gradients(Emitter& e, const ParamsAndGrads& all, int64_t accumulate,
+                                 const StepCount& count, bool all_reduce_gradients) {
+  Graph& g = e.graph();
+  WindowGradients out;
+  auto reduced = [&](ValueId p, ValueId grad, ValueId value) {
+    return all_reduce_gradients ? all_reduce_mean(g, p, grad, value, count.apply) : value;
+  };
+  for (auto [p, grad] : all) {
+    if (accumulate == 1) {
+      out.values.push_back(reduced(p, grad, grad));
+      continue;
+    }
+    e.set_loc(g.inputs()[g.input_index(p)].loc);
+    OptimizerSlot acc = new_slot(g, p, kGradAccumulator, Initializer::zeros(), g.type(p));
+    ValueId sum = e.add(acc.value, grad);
+    e.assign(acc.value, e.op(Op::Select, {count.apply, e.constant(0, g.type(p).dtype), sum}));
+    out.values.push_back(e.scale(reduced(p, grad, sum), 1.0 / static_cast<double>(accumulate)));
+    out.accumulators.push_back(acc);
+  }
+  return out;
+}
+
+/// Loss scaling: the gradients divided by the scale, and whether any holds an inf or a
+/// NaN (`scaled`'s found_inf and update are set).
+ValueId unscale(Emitter& e, ScaledUpdate& scaled, const StepCount& count, std::vector<ValueId>& grads) {
+  scaled.found_inf = any_non_finite(e, grads);
+  scaled.update = count.apply;
+  for (size_t i = 0; i < grads.size(); ++i) {
+    grads[i] = e.mul(grads[i], e.cast(scaled.inv_scale, e.type(grads[i]).dtype));
+  }
+  return scaled.found_inf;
+}
+
+/// torch.nn.utils.clip_grad_norm_ over every gradient: coef = max_norm / (total_norm +
+/// 1e-6), clamped to 1 (f64).
+ValueId clip_coefficient(Emitter& e, double max_grad_norm, const std::vector<ValueId>& grads) {
+  const DType f64 = DType::f64;
+  ValueId total_sq = kNoValue;
+  for (ValueId grad : grads) {
+    ValueId sq = e.cast(e.op(Op::Sum, {e.mul(grad, grad)}), f64);
+    total_sq = total_sq == kNoValue ? sq : e.add(total_sq, sq);
+  }
+  ValueId coef = e.div(e.constant(max_grad_norm, f64), e.add(e.sqrt(total_sq), e.constant(1e-6, f64)));
+  return e.op(Op::Minimum, {coef, e.constant(1, f64)});
+}
+
+/// Every assign of an update: when accumulating, only the window's last step changes
+/// anything (`apply`); with loss scaling, nothing changes when a gradient holds an inf or
+/// a NaN (`found_inf`).
+struct Commit {
+  ValueId apply = kNoValue;
+  ValueId found_inf = kNoValue;
+
+  ValueId operator()(Emitter& e, ValueId target, ValueId value) const {
+    if (apply != kNoValue) value = e.op(Op::Select, {apply, value, target});
+    if (found_inf != kNoValue) value = e.op(Op::Select, {found_inf, target, value});
+    e.assign(target, value);
+    return value;
+  }
+};
+
+/// One group's updates: its step-wide scalars, then each parameter's slots (appended to
+/// `slots`, its accumulator after them) and update, reading `grads` from index `k` on.
+void update_group(Emitter& e, const OptimizerGroup& group, const StepCount& count, ValueId clip,
+                  const Commit& commit, const WindowGradients& grads, size_t& k,
+                  std::vector<OptimizerSlot>& slots) {
+  Graph& g = e.graph();
+  const OptimizerSpec& spec = group.spec;
+  GroupScalars gs(e);
+  e.set_loc(Location{});
+  set_group_scalars(e, spec, group.lr, group.momentum, count.t64, gs);
+  if (clip != kNoValue) gs.s.set("clip", clip);
+  const std::vector<std::string> slot_names = spec.slot_names();
+  for (auto [p, unused] : group.params_and_grads) {
+    const Type type = g.type(p);
+    e.set_loc(g.inputs()[g.input_index(p)].loc);
+    std::map<std::string, ValueId> slot;
+    for (const std::string& name : slot_names) {
+      Initializer init = spec.kind == OptimizerSpec::Kind::Adagrad
+                             ? Initializer::constant(spec.initial_accumulator_value)
+                         : name == kMuProduct ? Initializer::constant(1)
+                                              : Initializer::zeros();
+      OptimizerSlot sl = new_slot(g, p, name, init, name == kMuProduct ? kMuProductType : type);
+      slot[name] = sl.value;
+      slots.push_back(sl);
+    }
+    if (spec.accumulate_steps > 1) slots.push_back(grads.accumulators[k]);
+    ValueId grad = grads.values[k++];
+    if (clip != kNoValue) grad = e.mul(grad, gs.s.in("clip", type.dtype));
+    auto update = [&](const std::string& name, ValueId value) { return commit(e, slot.at(name), value); };
+    commit(e, p, updated_parameter(e, spec, gs, p, grad, slot, update));
+  }
+}
+
 }  // namespace
 
 StatusOr<std::vector<OptimizerSlot>> append_optimizer(Graph& g,
@@ -416,108 +547,22 @@ StatusOr<std::vector<OptimizerSlot>> append_optimizer(Graph& g,
   WEFT_RETURN_IF_ERROR(check_groups(groups));
   if (scaled != nullptr) WEFT_RETURN_IF_ERROR(check_scaled(g, *scaled));
   const OptimizerSpec& common = groups[0].spec;
-  const int64_t accumulate = common.accumulate_steps;
-  std::vector<std::pair<ValueId, ValueId>> all;  // every group's pairs: no parameter twice
-  for (const OptimizerGroup& group : groups) {
-    WEFT_RETURN_IF_ERROR(check_momentum(g, group));
-    std::vector<std::string> names = group.spec.slot_names();
-    if (accumulate > 1) names.push_back(kGradAccumulator);
-    WEFT_RETURN_IF_ERROR(check_inputs(g, group.params_and_grads, group.lr, step, names));
-    all.insert(all.end(), group.params_and_grads.begin(), group.params_and_grads.end());
-  }
-  WEFT_RETURN_IF_ERROR(check_inputs(g, all, groups[0].lr, step, {}));
+  WEFT_ASSIGN_OR_RETURN(const ParamsAndGrads all, checked_params_and_grads(g, groups, step));
   std::vector<OptimizerSlot> slots;
   if (all.empty()) return slots;
 
   Emitter e(g, Location{});
-  const DType f64 = DType::f64;
   const StepCount count =
-      step_count(e, step, accumulate, scaled ? scaled->skipped_steps : kNoValue);
-  auto new_slot = [&](ValueId p, const std::string& name, Initializer init, Type type) {
-    OptimizerSlot sl;
-    sl.name = "optimizer." + g.value(p).name + "." + name;
-    sl.init = std::move(init);
-    sl.param = p;
-    sl.value = g.add_input(sl.name, std::move(type), InputKind::state, g.inputs()[g.input_index(p)].loc);
-    return sl;
-  };
-  // Every assign: when accumulating, only the window's last step changes anything; with
-  // loss scaling, nothing changes when a gradient holds an inf or a NaN.
-  ValueId found_inf = kNoValue;
-  auto commit = [&](ValueId target, ValueId value) {
-    if (count.apply != kNoValue) value = e.op(Op::Select, {count.apply, value, target});
-    if (found_inf != kNoValue) value = e.op(Op::Select, {found_inf, target, value});
-    e.assign(target, value);
-    return value;
-  };
-
-  // The gradients: accumulated (their window's mean), averaged over the ranks (only when
-  // the update is taken: the all_reduce's predicate), then clipped over every group.
-  std::vector<ValueId> grads;
-  std::vector<OptimizerSlot> accumulators;
-  auto reduced = [&](ValueId p, ValueId grad, ValueId value) {
-    return all_reduce_gradients ? all_reduce_mean(g, p, grad, value, count.apply) : value;
-  };
-  for (auto [p, grad] : all) {
-    if (accumulate == 1) {
-      grads.push_back(reduced(p, grad, grad));
-      continue;
-    }
-    e.set_loc(g.inputs()[g.input_index(p)].loc);
-    OptimizerSlot acc = new_slot(p, kGradAccumulator, Initializer::zeros(), g.type(p));
-    ValueId sum = e.add(acc.value, grad);
-    e.assign(acc.value, e.op(Op::Select, {count.apply, e.constant(0, g.type(p).dtype), sum}));
-    grads.push_back(e.scale(reduced(p, grad, sum), 1.0 / static_cast<double>(accumulate)));
-    accumulators.push_back(acc);
-  }
+      step_count(e, step, common.accumulate_steps, scaled ? scaled->skipped_steps : kNoValue);
+  WindowGradients grads = window_gradients(e, all, common.accumulate_steps, count, all_reduce_gradients);
   e.set_loc(Location{});
-  if (scaled != nullptr) {
-    found_inf = scaled->found_inf = any_non_finite(e, grads);
-    scaled->update = count.apply;
-    for (size_t i = 0; i < grads.size(); ++i) {
-      grads[i] = e.mul(grads[i], e.cast(scaled->inv_scale, g.type(grads[i]).dtype));
-    }
-  }
-  ValueId clip = kNoValue;
-  if (common.max_grad_norm > 0) {
-    // torch.nn.utils.clip_grad_norm_: coef = max_norm / (total_norm + 1e-6), clamped to 1.
-    ValueId total_sq = kNoValue;
-    for (ValueId grad : grads) {
-      ValueId sq = e.cast(e.op(Op::Sum, {e.mul(grad, grad)}), f64);
-      total_sq = total_sq == kNoValue ? sq : e.add(total_sq, sq);
-    }
-    ValueId coef = e.div(e.constant(common.max_grad_norm, f64),
-                         e.add(e.sqrt(total_sq), e.constant(1e-6, f64)));
-    clip = e.op(Op::Minimum, {coef, e.constant(1, f64)});
-  }
-
+  Commit commit{.apply = count.apply};
+  if (scaled != nullptr) commit.found_inf = unscale(e, *scaled, count, grads.values);
+  const ValueId clip = common.max_grad_norm > 0 ? clip_coefficient(e, common.max_grad_norm, grads.values)
+                                                : kNoValue;
   size_t k = 0;  // index into `all` and `grads`
   for (const OptimizerGroup& group : groups) {
-    const OptimizerSpec& spec = group.spec;
-    GroupScalars gs(e);
-    e.set_loc(Location{});
-    set_group_scalars(e, spec, group.lr, group.momentum, count.t64, gs);
-    if (clip != kNoValue) gs.s.set("clip", clip);
-    const std::vector<std::string> slot_names = spec.slot_names();
-    for (auto [p, unused] : group.params_and_grads) {
-      const Type type = g.type(p);
-      e.set_loc(g.inputs()[g.input_index(p)].loc);
-      std::map<std::string, ValueId> slot;
-      for (const std::string& name : slot_names) {
-        Initializer init = spec.kind == OptimizerSpec::Kind::Adagrad
-                               ? Initializer::constant(spec.initial_accumulator_value)
-                           : name == kMuProduct ? Initializer::constant(1)
-                                                : Initializer::zeros();
-        OptimizerSlot sl = new_slot(p, name, init, name == kMuProduct ? kMuProductType : type);
-        slot[name] = sl.value;
-        slots.push_back(sl);
-      }
-      if (accumulate > 1) slots.push_back(accumulators[k]);
-      ValueId grad = grads[k++];
-      if (clip != kNoValue) grad = e.mul(grad, gs.s.in("clip", type.dtype));
-      auto update = [&](const std::string& name, ValueId value) { return commit(slot.at(name), value); };
-      commit(p, updated_parameter(e, spec, gs, p, grad, slot, update));
-    }
+    update_group(e, group, count, clip, commit, grads, k, slots);
   }
   return slots;
 }

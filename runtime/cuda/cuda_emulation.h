@@ -319,22 +319,31 @@ inline void mma_m16n8k16(MmaType type, float d[4], const uint32_t a[4], const ui
   for (int i = 0; i < 2; ++i) mine[static_cast<size_t>(4 + i)] = b[i];
   for (int i = 0; i < 4; ++i) std::memcpy(&mine[static_cast<size_t>(6 + i)], &c[i], sizeof(float));
   block->warps[warp]->arrive_and_wait();
+  const int group = static_cast<int>(lane / 4), in_group = static_cast<int>(lane % 4);
+  // This lane's rows of A and C (group, group + 8) are in its group's lanes' fragments,
+  // its columns of B (in_group · 2, + 1) in groups in_group · 2 and + 1: only those are
+  // read (the rest of A, B and C is not used).
   float A[16][16], B[16][8], C[16][8];
   for (unsigned l = 0; l < 32; ++l) {
     const std::array<uint32_t, 10>& f = block->fragments[warp * 32 + l];
-    const int group = static_cast<int>(l / 4), in_group = static_cast<int>(l % 4);
-    for (int i = 0; i < 8; ++i) {
-      const int row = group + ((i / 2) % 2 == 1 ? 8 : 0), col = in_group * 2 + (i & 1) + (i >= 4 ? 8 : 0);
-      A[row][col] = mma_element(f[static_cast<size_t>(i / 2)], i & 1, type);
+    const int l_group = static_cast<int>(l / 4), l_in_group = static_cast<int>(l % 4);
+    if (l_group == group) {
+      for (int i = 0; i < 8; ++i) {
+        const int row = l_group + ((i / 2) % 2 == 1 ? 8 : 0), col = l_in_group * 2 + (i & 1) + (i >= 4 ? 8 : 0);
+        A[row][col] = mma_element(f[static_cast<size_t>(i / 2)], i & 1, type);
+      }
+      for (int i = 0; i < 4; ++i) {
+        std::memcpy(&C[l_group + (i >= 2 ? 8 : 0)][l_in_group * 2 + (i & 1)], &f[static_cast<size_t>(6 + i)],
+                    sizeof(float));
+      }
     }
-    for (int i = 0; i < 4; ++i) {
-      B[in_group * 2 + (i & 1) + (i >= 2 ? 8 : 0)][group] = mma_element(f[static_cast<size_t>(4 + i / 2)], i & 1, type);
-    }
-    for (int i = 0; i < 4; ++i) {
-      std::memcpy(&C[group + (i >= 2 ? 8 : 0)][in_group * 2 + (i & 1)], &f[static_cast<size_t>(6 + i)], sizeof(float));
+    if (l_group / 2 == in_group) {
+      for (int i = 0; i < 4; ++i) {
+        B[l_in_group * 2 + (i & 1) + (i >= 2 ? 8 : 0)][l_group] =
+            mma_element(f[static_cast<size_t>(4 + i / 2)], i & 1, type);
+      }
     }
   }
-  const int group = static_cast<int>(lane / 4), in_group = static_cast<int>(lane % 4);
   for (int i = 0; i < 4; ++i) {
     const int row = group + (i >= 2 ? 8 : 0), col = in_group * 2 + (i & 1);
     double sum = C[row][col];

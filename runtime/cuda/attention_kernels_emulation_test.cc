@@ -1,5 +1,5 @@
 // attention's kernels (attention_kernels_device.inc) run on the host without a GPU, each
-// CUDA thread a std::thread (cuda_emulation.h): the backward's two kernels on the cases
+// CUDA thread a fiber (cuda_emulation.h): the backward's two kernels on the cases
 // of attention_testing.h against its f64 reference, the forward against the reference's
 // y. It checks the kernels' arithmetic, indexing, masks, tile walks and barriers as
 // written; attention_kernels_test runs the same cases on a GPU.

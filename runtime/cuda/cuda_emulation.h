@@ -2,10 +2,16 @@
 // CUDA's built-ins for the host compiler, so that a test can run a kernel's source on the
 // host without a GPU (attention_kernels_emulation_test, library_kernels_emulation_test,
 // pool_emulation_test, recurrent_kernel_emulation_test): every thread of a block is a
-// std::thread, __syncthreads a barrier of the block, a warp shuffle two barriers of the
-// warp around a slot array. It checks a kernel's arithmetic, indexing and synchronization
-// as written, not its speed, its memory model or its compiler; include it before the
-// kernels' source, and only in tests (slow: a thread per CUDA thread).
+// fiber (its own stack and registers, ucontext's) on the launching thread, __syncthreads a
+// barrier of the block, a warp shuffle two barriers of the warp around a slot array. A
+// fiber runs until it waits (a barrier, a shuffle, an mma, __nanosleep) or returns; then
+// the next one that can run does, in thread order, block by block. It checks a kernel's
+// arithmetic, indexing and synchronization as written (a grid whose threads all wait and
+// none can go on is a deadlock, reported and aborted), not its speed, its memory model or
+// its compiler; include it before the kernels' source, and only in tests (slow: a stack
+// and a context switch per CUDA thread). Fibers, not one std::thread per CUDA thread: on
+// a few cores, hundreds of threads spent most of recurrent_kernel_emulation_test's CPU
+// time in the kernel, spinning, yielding and switching at every barrier.
 //
 // Two launches, all one-dimensional (x only):
 // - run_grid(blocks, threads, kernel): blocks run one after another, `extern __shared__`
@@ -32,7 +38,7 @@
 // - float4 and double2 (16-byte aligned, as CUDA's), for the kernels' 16-byte loads.
 // - atomicCAS (int) and atomicAdd (int, unsigned, unsigned long long, float, double),
 //   through std::atomic_ref; __threadfence (a sequentially consistent fence) and
-//   __nanosleep (a yield), for a grid barrier that polls a counter through a volatile
+//   __nanosleep (the other fibers run), for a grid barrier that polls a counter through a volatile
 //   load (plain C++ volatile: a load the compiler neither drops nor hoists, which x86
 //   makes atomic for an aligned word).
 // - The math library's float overloads (exp(float) is expf, as in device code) beside
@@ -45,14 +51,18 @@
 //   unit cannot have both kinds, and neither is per block under run_cooperative_grid:
 //   there, use WEFT_DYNAMIC_SHARED.
 
+#include <sys/mman.h>
+#include <ucontext.h>
+
 #include <array>
 #include <atomic>
-#include <barrier>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
-#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -78,16 +88,65 @@ struct alignas(16) SharedChunk {
   unsigned char bytes[16];
 };
 
+struct Block;
+
+/// One CUDA thread: its context, stack and place in the grid.
+struct Fiber {
+  ucontext_t context;
+  void* stack = nullptr;
+  Dim3 thread, block_id;
+  Block* block = nullptr;
+  bool waiting = false, done = false;
+};
+
+/// The fibers of the launch being run (on the launching thread), the one running and the
+/// context they return to.
+struct Launch {
+  std::vector<Fiber> fibers;
+  Fiber* running = nullptr;
+  ucontext_t scheduler;
+  const std::function<void()>* kernel = nullptr;
+};
+inline thread_local Launch* launch = nullptr;
+
+/// The running fiber gives way to the next one that can run (it stays runnable unless it
+/// set its `waiting`).
+inline void switch_to_scheduler() {
+  Fiber* me = launch->running;
+  swapcontext(&me->context, &launch->scheduler);
+}
+
+/// A barrier of `count` fibers: each one to arrive waits until the last one does.
+class Barrier {
+ public:
+  explicit Barrier(unsigned count) : count_(count) {}
+  void arrive_and_wait() {
+    if (waiters_.size() + 1 == count_) {
+      for (Fiber* f : waiters_) f->waiting = false;
+      waiters_.clear();
+      return;
+    }
+    Fiber* me = launch->running;
+    me->waiting = true;
+    waiters_.push_back(me);
+    switch_to_scheduler();
+  }
+
+ private:
+  const size_t count_;
+  std::vector<Fiber*> waiters_;
+};
+
 /// A block being run: its barrier, one per warp, each thread's shuffle slot and its
 /// dynamic shared memory (run_cooperative_grid's; empty under run_grid).
 struct Block {
   explicit Block(unsigned threads, size_t shared_bytes = 0)
       : sync(threads), slots(threads), shared((shared_bytes + sizeof(SharedChunk) - 1) / sizeof(SharedChunk)) {
-    for (unsigned w = 0; w < threads / 32; ++w) warps.push_back(std::make_unique<std::barrier<>>(32));
+    for (unsigned w = 0; w < threads / 32; ++w) warps.push_back(std::make_unique<Barrier>(32));
     if (!shared.empty()) std::memset(static_cast<void*>(shared.data()), 0x7f, shared.size() * sizeof(SharedChunk));
   }
-  std::barrier<> sync;
-  std::vector<std::unique_ptr<std::barrier<>>> warps;
+  Barrier sync;
+  std::vector<std::unique_ptr<Barrier>> warps;
   std::vector<uint64_t> slots;  ///< Up to 8 bytes per thread.
   std::vector<SharedChunk> shared;
   /// Each thread's mma fragments (mma_m16n8k16): 4 registers of A, 2 of B, 4 of C.
@@ -96,26 +155,81 @@ struct Block {
 
 inline thread_local Dim3 thread_index, block_index;
 inline Dim3 block_dim, grid_dim;
-/// The calling thread's block.
+/// The running fiber's block.
 inline thread_local Block* block = nullptr;
+
+/// Each fiber's stack, with a page below it that faults on overflow.
+constexpr size_t kFiberStackBytes = 256 * 1024, kGuardBytes = 4096;
+
+inline void fiber_main() {
+  (*launch->kernel)();
+  launch->running->done = true;
+}  // then on to uc_link, the scheduler
+
+/// Runs `kernel()` on one fiber per thread of each block of `grid` (blockIdx.x from
+/// `first_block` on), all alive at once, until every one has returned; aborts, naming a
+/// waiting thread, when every fiber left waits on a barrier (a deadlock: on a device, a
+/// hang).
+inline void run_fibers(std::vector<std::unique_ptr<Block>>& grid, unsigned threads,
+                       const std::function<void()>& kernel, unsigned first_block = 0) {
+  Launch current;
+  current.kernel = &kernel;
+  current.fibers.resize(grid.size() * threads);
+  for (size_t i = 0; i < current.fibers.size(); ++i) {
+    Fiber& f = current.fibers[i];
+    f.block_id.x = first_block + static_cast<unsigned>(i / threads);
+    f.thread.x = static_cast<unsigned>(i % threads);
+    f.block = grid[i / threads].get();
+    f.stack = mmap(nullptr, kFiberStackBytes + kGuardBytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+    if (f.stack == MAP_FAILED || mprotect(f.stack, kGuardBytes, PROT_NONE) != 0 || getcontext(&f.context) != 0) {
+      std::perror("cuda_emulation: a fiber's stack");
+      std::abort();
+    }
+    f.context.uc_stack.ss_sp = static_cast<char*>(f.stack) + kGuardBytes;
+    f.context.uc_stack.ss_size = kFiberStackBytes;
+    f.context.uc_link = &current.scheduler;
+    makecontext(&f.context, fiber_main, 0);
+  }
+  Launch* const outer = launch;
+  launch = &current;
+  for (size_t finished = 0; finished < current.fibers.size();) {
+    bool ran = false;
+    for (Fiber& f : current.fibers) {
+      if (f.done || f.waiting) continue;
+      ran = true;
+      current.running = &f;
+      thread_index = f.thread;
+      block_index = f.block_id;
+      block = f.block;
+      swapcontext(&current.scheduler, &f.context);
+      finished += f.done;
+    }
+    if (!ran) {
+      for (const Fiber& f : current.fibers) {
+        if (f.done) continue;
+        std::fprintf(stderr, "cuda_emulation: deadlock: every thread left waits on a barrier, block %u thread %u "
+                     "among them\n", f.block_id.x, f.thread.x);
+        break;
+      }
+      std::abort();
+    }
+  }
+  launch = outer;
+  block = nullptr;
+  for (Fiber& f : current.fibers) munmap(f.stack, kFiberStackBytes + kGuardBytes);
+}
 
 /// Runs `kernel()` as `blocks` blocks of `threads` threads (a multiple of 32).
 template <typename Kernel>
 void run_grid(unsigned blocks, unsigned threads, Kernel&& kernel) {
   block_dim.x = threads;
   grid_dim.x = blocks;
+  const std::function<void()> body = kernel;
   for (unsigned b = 0; b < blocks; ++b) {
-    Block current(threads);
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < threads; ++t) {
-      pool.emplace_back([&, t] {
-        thread_index.x = t;
-        block_index.x = b;
-        block = &current;
-        kernel();
-      });
-    }
-    for (std::thread& t : pool) t.join();
+    std::vector<std::unique_ptr<Block>> one;
+    one.push_back(std::make_unique<Block>(threads));
+    run_fibers(one, threads, body, /*first_block=*/b);
   }
 }
 
@@ -128,18 +242,7 @@ void run_cooperative_grid(unsigned blocks, unsigned threads, size_t shared_bytes
   grid_dim.x = blocks;
   std::vector<std::unique_ptr<Block>> grid;
   for (unsigned b = 0; b < blocks; ++b) grid.push_back(std::make_unique<Block>(threads, shared_bytes));
-  std::vector<std::thread> pool;
-  for (unsigned b = 0; b < blocks; ++b) {
-    for (unsigned t = 0; t < threads; ++t) {
-      pool.emplace_back([&, b, t] {
-        thread_index.x = t;
-        block_index.x = b;
-        block = grid[b].get();
-        kernel();
-      });
-    }
-  }
-  for (std::thread& t : pool) t.join();
+  run_fibers(grid, threads, std::function<void()>(kernel));
 }
 
 }  // namespace weft::cuda::emulation
@@ -157,7 +260,8 @@ inline void __syncthreads() { weft::cuda::emulation::block->sync.arrive_and_wait
   type* name = reinterpret_cast<type*>(::weft::cuda::emulation::block->shared.data())
 
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
-inline void __nanosleep(unsigned /*ns*/) { std::this_thread::yield(); }
+/// The other fibers run (a poll's wait).
+inline void __nanosleep(unsigned /*ns*/) { weft::cuda::emulation::switch_to_scheduler(); }
 
 /// Lane `source`'s x, all 32 lanes taking part.
 template <typename T>
@@ -215,22 +319,31 @@ inline void mma_m16n8k16(MmaType type, float d[4], const uint32_t a[4], const ui
   for (int i = 0; i < 2; ++i) mine[static_cast<size_t>(4 + i)] = b[i];
   for (int i = 0; i < 4; ++i) std::memcpy(&mine[static_cast<size_t>(6 + i)], &c[i], sizeof(float));
   block->warps[warp]->arrive_and_wait();
+  const int group = static_cast<int>(lane / 4), in_group = static_cast<int>(lane % 4);
+  // This lane's rows of A and C (group, group + 8) are in its group's lanes' fragments,
+  // its columns of B (in_group · 2, + 1) in groups in_group · 2 and + 1: only those are
+  // read (the rest of A, B and C is not used).
   float A[16][16], B[16][8], C[16][8];
   for (unsigned l = 0; l < 32; ++l) {
     const std::array<uint32_t, 10>& f = block->fragments[warp * 32 + l];
-    const int group = static_cast<int>(l / 4), in_group = static_cast<int>(l % 4);
-    for (int i = 0; i < 8; ++i) {
-      const int row = group + ((i / 2) % 2 == 1 ? 8 : 0), col = in_group * 2 + (i & 1) + (i >= 4 ? 8 : 0);
-      A[row][col] = mma_element(f[static_cast<size_t>(i / 2)], i & 1, type);
+    const int l_group = static_cast<int>(l / 4), l_in_group = static_cast<int>(l % 4);
+    if (l_group == group) {
+      for (int i = 0; i < 8; ++i) {
+        const int row = l_group + ((i / 2) % 2 == 1 ? 8 : 0), col = l_in_group * 2 + (i & 1) + (i >= 4 ? 8 : 0);
+        A[row][col] = mma_element(f[static_cast<size_t>(i / 2)], i & 1, type);
+      }
+      for (int i = 0; i < 4; ++i) {
+        std::memcpy(&C[l_group + (i >= 2 ? 8 : 0)][l_in_group * 2 + (i & 1)], &f[static_cast<size_t>(6 + i)],
+                    sizeof(float));
+      }
     }
-    for (int i = 0; i < 4; ++i) {
-      B[in_group * 2 + (i & 1) + (i >= 2 ? 8 : 0)][group] = mma_element(f[static_cast<size_t>(4 + i / 2)], i & 1, type);
-    }
-    for (int i = 0; i < 4; ++i) {
-      std::memcpy(&C[group + (i >= 2 ? 8 : 0)][in_group * 2 + (i & 1)], &f[static_cast<size_t>(6 + i)], sizeof(float));
+    if (l_group / 2 == in_group) {
+      for (int i = 0; i < 4; ++i) {
+        B[l_in_group * 2 + (i & 1) + (i >= 2 ? 8 : 0)][l_group] =
+            mma_element(f[static_cast<size_t>(4 + i / 2)], i & 1, type);
+      }
     }
   }
-  const int group = static_cast<int>(lane / 4), in_group = static_cast<int>(lane % 4);
   for (int i = 0; i < 4; ++i) {
     const int row = group + (i >= 2 ? 8 : 0), col = in_group * 2 + (i & 1);
     double sum = C[row][col];

@@ -94,5 +94,42 @@ TEST(CudaEmulation, MmaElementsDecodeSpecialF16Values) {
   EXPECT_EQ(emulation::mma_element(0xc0490000u, 1, MmaType::bf16), -3.140625f);
 }
 
+// The fibers (one per CUDA thread): every thread of a block sees every other's write
+// after __syncthreads, run_grid's blocks know their blockIdx, and a cooperative grid's
+// blocks meet at a barrier polled through __nanosleep, as recurrent_kernel_device.inc's.
+TEST(CudaEmulation, BarriersOrderWritesWithinBlocksAndAcrossACooperativeGrid) {
+  constexpr unsigned kBlocks = 3, kThreads = 64;
+  std::vector<unsigned> seen(kBlocks * kThreads, 0), written(kBlocks * kThreads, 0);
+  emulation::run_grid(kBlocks, kThreads, [&] {
+    const unsigned i = blockIdx.x * kThreads + threadIdx.x;
+    written[i] = i + 1;
+    __syncthreads();
+    seen[i] = written[blockIdx.x * kThreads + (threadIdx.x + 1) % kThreads];  // a later thread's
+  });
+  for (unsigned i = 0; i < kBlocks * kThreads; ++i) {
+    EXPECT_EQ(seen[i], i / kThreads * kThreads + (i % kThreads + 1) % kThreads + 1) << "thread " << i;
+  }
+  unsigned arrived = 0;
+  std::vector<unsigned> after(kBlocks, 0);
+  emulation::run_cooperative_grid(kBlocks, kThreads, /*shared_bytes=*/0, [&] {
+    if (threadIdx.x == 0) {
+      atomicAdd(&arrived, 1u);
+      const volatile unsigned* poll = &arrived;
+      while (*poll < kBlocks) __nanosleep(32);
+      after[blockIdx.x] = *poll;
+    }
+    __syncthreads();
+  });
+  for (unsigned b = 0; b < kBlocks; ++b) EXPECT_EQ(after[b], kBlocks) << "block " << b;
+}
+
+// A barrier that some of the block's threads never reach hangs a device; here it aborts.
+TEST(CudaEmulationDeathTest, ABarrierNotEveryThreadReachesIsADeadlock) {
+  EXPECT_DEATH(emulation::run_grid(1, 64, [] {
+                 if (threadIdx.x != 5) __syncthreads();
+               }),
+               "cuda_emulation: deadlock: every thread left waits on a barrier, block 0 thread 0 among them");
+}
+
 }  // namespace
 }  // namespace weft::cuda

@@ -1,5 +1,5 @@
 // The CUDA library's kernels (library_kernels_device.inc) run on the host without a GPU,
-// each CUDA thread a std::thread (cuda_emulation.h), on the grids their launches use
+// each CUDA thread a fiber (cuda_emulation.h), on the grids their launches use
 // (library_kernels.cu) and on smaller ones that make the grid-stride loops go round:
 // cross_entropy (16-byte loads through lane_share: rows of every length modulo the vector
 // width, rows starting off a 16-byte boundary, one-element rows, 4096 classes; f32 and

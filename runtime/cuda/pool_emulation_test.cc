@@ -1,5 +1,5 @@
 // The pooling kernels (pool_device.inc) run on the host without a GPU, each CUDA thread a
-// std::thread (cuda_emulation.h), in the sequence pool.cu's launches enqueue them —
+// fiber (cuda_emulation.h), in the sequence pool.cu's launches enqueue them —
 // launch_pool (the scatter form of max_pool2d_backward for disjoint windows, into a
 // zeroed result) and launch_pool_half (widen, the f32 kernel, narrow) — on the launch's
 // grid and on one block (the grid-stride loops go round), compared bit for bit with the

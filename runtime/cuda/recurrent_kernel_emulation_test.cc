@@ -1,6 +1,6 @@
 // The persistent loop kernel (recurrent_kernel_device.inc) run on the host without a GPU:
 // every block's threads alive at once (cuda_emulation.h's cooperative launch), each CUDA
-// thread a std::thread, on small grids (2–6 blocks of 64, 128 or 256 threads). Each case of
+// thread a fiber, on small grids (2–6 blocks of 64, 128 or 256 threads). Each case of
 // recurrent_testing.h runs from the same data on the kernel and on the host oracle
 // (recurrent_reference.h), and every array is compared (relative 1e-5; the oracle sums
 // matmuls in f64, the kernel in f32 FMAs), with the loop's constant weights kept in shared

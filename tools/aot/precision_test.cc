@@ -1,6 +1,6 @@
 // Mixed-precision AOT libraries (weft_library's `precision`, issue #30) at run time:
 // //bench/aot:mlp_bf16 and :mlp_f16 beside the f32 //bench/aot:mlp, one model source.
-// (Their NAME_test targets compare 100 steps with the JIT Trainer at the same precision.)
+// (Their NAME_test targets compare 30 steps bit for bit with the JIT Trainer at the same precision.)
 // Here: each table records its precision; a bf16 step computes other losses than the f32
 // one, close to them; an f16 model reports its loss scale (GradScaler's 2^16, nothing
 // skipped), and a batch holding an inf skips exactly that update (no value changes but

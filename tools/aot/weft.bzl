@@ -48,7 +48,8 @@ What one weft_library(name = NAME) defines:
                       no LLVM, no passes
     NAME_factory      cc_library defining driver::make_compiled_model with this model
     NAME_test         cc_test: AOT vs the JIT Trainer on the same source and options:
-                      same initial values, same losses over 100 steps (1e-6), same eval
+                      same initial values, same losses (cpu: bit for bit over 30 steps;
+                      cuda: 1e-6 over 100), same eval
                       outputs, interchangeable checkpoints, failed loads change nothing
     NAME_runtime_test cc_test linking NAME alone: trains a step with no libMLIR/libLLVM
                       mapped; prints the time from process start to the first step
@@ -365,7 +366,7 @@ def _weft_aot(
     # The tests and the benchmark: each is a body from tools/aot linked with NAME_factory;
     # NAME_test and NAME_benchmark also link the model source (the JIT side), while
     # NAME_runtime_test links the generated library alone. (Bazel's default test size,
-    # medium, covers NAME_test's 100 steps.)
+    # medium, covers NAME_test's steps.)
     factory = ":" + library + "_factory"
     model_lib = ":" + library + "_model"
     gtest = "//third_party:gtest_main"

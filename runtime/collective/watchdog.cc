@@ -78,20 +78,14 @@ Watchdog::~Watchdog() {
   thread_.join();
 }
 
-// Wakes the thread only where it sleeps without a deadline: one already timing an earlier
-// arm wakes at that deadline, which is earlier than this one (the same timeout), and
-// waits on. So a step's collectives, each armed and disarmed in microseconds, cost no
-// context switch each (a wake-up was ~13 µs of the caller's time per arm here).
 void Watchdog::arm(std::string message) {
-  bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     armed_ = true;
     deadline_ = std::chrono::steady_clock::now() + timeout_;
     message_ = std::move(message);
-    wake = idle_;
   }
-  if (wake) changed_.notify_all();
+  changed_.notify_all();
 }
 
 void Watchdog::disarm() {
@@ -99,16 +93,13 @@ void Watchdog::disarm() {
   armed_ = false;
 }
 
-// Sleeps until armed, then until the deadline it saw (later arms move deadline_ on); a
-// deadline passed while still armed with it ends the process (the collective's thread is
-// stuck inside the transport).
+// Sleeps until armed, then until the deadline or a change; a deadline passed while still
+// armed ends the process (the collective's thread is stuck inside the transport).
 void Watchdog::watch() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
     if (!armed_) {
-      idle_ = true;
       changed_.wait(lock);
-      idle_ = false;
       continue;
     }
     const auto deadline = deadline_;

@@ -81,7 +81,6 @@ class Watchdog {
   std::mutex mutex_;
   std::condition_variable changed_;
   bool armed_ = false;
-  bool idle_ = false;  // the thread sleeps until notified (no deadline): arm() wakes it
   bool stopping_ = false;
   std::chrono::steady_clock::time_point deadline_;
   std::string message_;

@@ -21,7 +21,6 @@
 // every rank, so every rank ends up with identical bytes.
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -47,13 +46,6 @@ class PendingReduction {
   /// while a reduction is in flight (where MPI's progress thread runs, it only reads
   /// what that thread found). The default: true (completed when it started).
   virtual bool test() { return true; }
-  /// Offers the transport `after`, work on the reduced buffer (the executor copies its
-  /// bucket's results out of the staging slice), to run on the transport's own thread
-  /// right after the reduction completes, before wait() returns, so that it overlaps the
-  /// caller's computing as the reduction does. False where the transport has no such
-  /// thread or the reduction has already completed: then the caller runs `after` itself
-  /// once wait() returned. At most once, before wait(); `after` is not run on a failure.
-  virtual bool then(std::function<void()> /*after*/) { return false; }
 };
 
 /// "sum" or "mean" (the `reduction` attribute of all_reduce); anything else is an error.

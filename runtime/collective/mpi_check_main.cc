@@ -1,8 +1,6 @@
 // Exercises the MPI communicator on every rank of `mpirun -np N mpi_check` and prints
 // one line per check and rank, for communicator_mpi_test: rank r contributes (r+1, 2r,
 // -r) in every dtype, so the expected sums and means are known in closed form.
-#include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -69,27 +67,6 @@ int main() {
   std::printf("rank %d: started 1 MiB sum, completed during a 1 s sleep: %s, %s\n", comm.rank(),
               completed ? "yes" : "no",
               waited.ok() ? std::to_string(big.front() + big.back()).c_str() : waited.error().message.c_str());
-  // then(): the work handed over with a started reduction (the executor's copy of its
-  // results out of the staging slice) runs on the progress thread once the reduction
-  // completed, during the caller's 1 s sleep, before wait() — not on the caller's thread.
-  std::fill(big.begin(), big.end(), static_cast<float>(comm.rank() + 1));
-  std::atomic<bool> ran{false};
-  std::thread::id ran_on;
-  float copied = 0;
-  pending = comm.start_all_reduce(big.data(), static_cast<int64_t>(big.size()), DType::f32, Reduction::mean);
-  const bool handed = pending.ok() && (*pending)->then([&] {
-    copied = big.back();
-    ran_on = std::this_thread::get_id();
-    ran.store(true);
-  });
-  std::this_thread::sleep_for(std::chrono::seconds(1));
-  const bool ran_before_wait = ran.load();
-  waited = pending.ok() ? (*pending)->wait() : pending.error();
-  std::printf("rank %d: started 1 MiB mean, its then() work taken: %s, run during the sleep: %s, on another thread: %s, "
-              "saw %s\n",
-              comm.rank(), handed ? "yes" : "no", ran_before_wait ? "yes" : "no",
-              ran.load() && ran_on != std::this_thread::get_id() ? "yes" : "no",
-              waited.ok() ? std::to_string(copied).c_str() : waited.error().message.c_str());
   // broadcast: every rank ends with rank 1's bytes.
   char text[8] = "rank 0";
   text[5] = static_cast<char>('0' + comm.rank());

@@ -60,8 +60,7 @@ MpiProgress* progress_thread = nullptr;
 constexpr std::chrono::microseconds kProgressPause{50};
 
 // An MPI_Iallreduce per chunk in flight, tested by the progress thread where there is
-// one, which then divides for the mean (and runs then()'s work); else wait() completes
-// them and divides.
+// one; wait() completes them and divides for the mean.
 class MpiPending : public PendingReduction {
  public:
   MpiPending(void* data, int64_t count, DType dtype, Reduction reduction, int rank, int world, MpiProgress* progress)
@@ -77,12 +76,7 @@ class MpiPending : public PendingReduction {
                                     MPI_SUM, MPI_COMM_WORLD, &requests_.back());
       if (rc != MPI_SUCCESS) return failure("MPI_Iallreduce", rc);
     }
-    if (progress_ != nullptr) {
-      tracked_ = progress_->track(std::move(requests_), [data = data_, count = count_, dtype = dtype_,
-                                                         reduction = reduction_, world = world_] {
-        finish_mean(data, count, dtype, reduction, world);
-      });
-    }
+    if (progress_ != nullptr) tracked_ = progress_->track(std::move(requests_));
     return Status::ok_status();
   }
 
@@ -98,12 +92,8 @@ class MpiPending : public PendingReduction {
     const int rc = tracked_ ? progress_->wait(*tracked_)
                             : MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
     if (rc != MPI_SUCCESS) return failure("MPI_Iallreduce", rc);
-    if (!tracked_) finish_mean(data_, count_, dtype_, reduction_, world_);
+    finish_mean(data_, count_, dtype_, reduction_, world_);
     return Status::ok_status();
-  }
-
-  bool then(std::function<void()> after) override {
-    return tracked_ && progress_->then(*tracked_, std::move(after));
   }
 
  private:

@@ -11,24 +11,15 @@ MpiProgress::MpiProgress(std::chrono::microseconds pause) : pause_(pause), threa
 
 MpiProgress::~MpiProgress() { stop(); }
 
-std::shared_ptr<TrackedRequests> MpiProgress::track(std::vector<MPI_Request> requests,
-                                                    std::function<void()> finish) {
+std::shared_ptr<TrackedRequests> MpiProgress::track(std::vector<MPI_Request> requests) {
   auto tracked = std::make_shared<TrackedRequests>();
   tracked->requests = std::move(requests);
-  tracked->finish = std::move(finish);
   {
     const std::lock_guard<std::mutex> lock(mutex_);
     in_flight_.push_back(tracked);
   }
   changed_.notify_all();
   return tracked;
-}
-
-bool MpiProgress::then(TrackedRequests& tracked, std::function<void()> after) {
-  const std::lock_guard<std::mutex> lock(mutex_);
-  if (tracked.closed_) return false;
-  tracked.after_ = std::move(after);
-  return true;
 }
 
 int MpiProgress::wait(TrackedRequests& tracked) {
@@ -73,22 +64,13 @@ void MpiProgress::run() {
   }
 }
 
-// One MPI_Testall per entry of `batch`; whether any completed (or failed). A completed
-// entry's finish and then() work run here, before it is marked done.
+// One MPI_Testall per entry of `batch`; whether any completed (or failed).
 bool MpiProgress::test_all(std::vector<std::shared_ptr<TrackedRequests>>& batch) {
   bool completed = false;
   for (const std::shared_ptr<TrackedRequests>& t : batch) {
     int flag = 0;
     const int rc = MPI_Testall(static_cast<int>(t->requests.size()), t->requests.data(), &flag, MPI_STATUSES_IGNORE);
     if (rc != MPI_SUCCESS || flag != 0) {
-      if (rc == MPI_SUCCESS && t->finish) t->finish();
-      std::function<void()> after;
-      {
-        const std::lock_guard<std::mutex> lock(mutex_);
-        t->closed_ = true;
-        after = std::move(t->after_);
-      }
-      if (rc == MPI_SUCCESS && after) after();
       t->rc = rc;
       t->done.store(true);
       completed = true;

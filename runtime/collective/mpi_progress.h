@@ -5,10 +5,7 @@
 // invocations, and mostly run at the final wait. With MPI_THREAD_MULTIPLE, this thread
 // owns every request in flight and tests it (MPI_Testall) while any is pending, pausing
 // between tests so that it does not take a core from the step's own work; the caller's
-// thread only starts reductions and waits for the thread to say they completed. The
-// thread also does what follows a completion (the mean's division, the executor's copy
-// of the results out of its staging slice: TrackedRequests::finish, then()), so that
-// work overlaps the caller's too.
+// thread only starts reductions and waits for the thread to say they completed.
 //
 //   MpiProgress progress;                     // after MPI_Init_thread gave MULTIPLE
 //   auto done = progress.track(std::move(requests));   // MPI_Iallreduce's requests
@@ -20,7 +17,6 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -31,17 +27,9 @@ namespace weft::collective {
 /// Requests handed to the progress thread, and what became of them.
 struct TrackedRequests {
   std::vector<MPI_Request> requests;
-  /// Run by the thread once every request completed, before `done` is set (the mean's
-  /// division).
-  std::function<void()> finish;
   /// Set (after `rc`) once every request completed or a test failed.
   std::atomic<bool> done{false};
   int rc = MPI_SUCCESS;
-
- private:
-  friend class MpiProgress;
-  std::function<void()> after_;  // MpiProgress::then's work, run after `finish`
-  bool closed_ = false;          // completed: then() no longer takes work
 };
 
 class MpiProgress {
@@ -55,12 +43,8 @@ class MpiProgress {
   MpiProgress& operator=(const MpiProgress&) = delete;
 
   /// Hands `requests` (begun by this process, in the same order on every rank) to the
-  /// thread, which tests them from now on; the caller must not touch them again. `finish`
-  /// (may be empty) runs on the thread once they completed.
-  std::shared_ptr<TrackedRequests> track(std::vector<MPI_Request> requests, std::function<void()> finish = {});
-  /// Has the thread run `after` right after `tracked`'s `finish`, before it is done
-  /// (PendingReduction::then); false, and `after` is not kept, where it has completed.
-  bool then(TrackedRequests& tracked, std::function<void()> after);
+  /// thread, which tests them from now on; the caller must not touch them again.
+  std::shared_ptr<TrackedRequests> track(std::vector<MPI_Request> requests);
   /// Blocks until `tracked` is done; its MPI return code.
   int wait(TrackedRequests& tracked);
   /// Ends and joins the thread (requests still in flight are left to MPI_Finalize). Call

@@ -164,7 +164,6 @@ class Watched : public Communicator {
     /// The transport's own test (MPI advances a reduction inside it where no progress
     /// thread does), not the default's "completed".
     bool test() override { return inner_->test(); }
-    bool then(std::function<void()> after) override { return inner_->then(std::move(after)); }
 
    private:
     std::unique_ptr<PendingReduction> inner_;

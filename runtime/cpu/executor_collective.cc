@@ -14,10 +14,8 @@ namespace weft::cpu {
 
 // A bucket of the plan (runtime/collective/bucket_plan.h) bound to one set of buffers:
 // its staging slice and its members' results. start() begins the one reduction of the
-// slice (after the last member has copied its operand in); the transport's thread, where
-// it has one, copies every member's slice to its result as soon as the reduction
-// completes (PendingReduction::then), else wait() does, after completing it. Blocking
-// mode waits inside start(). A
+// slice (after the last member has copied its operand in); wait() completes it and
+// copies every member's slice to its result. Blocking mode waits inside start(). A
 // predicated bucket whose predicate (null: none) is false when it starts reduces only
 // its unpredicated members, the slice's first always_count elements (the predicated
 // ones' results are their operands, copied out unreduced); with none it makes no call
@@ -31,11 +29,6 @@ class BoundBucket {
               Executor::AllReduceTally* tally, std::string in_flight)
       : plan_(plan), comm_(std::move(comm)), staging_(staging), predicate_(predicate),
         results_(std::move(results)), overlap_(overlap), tally_(tally), in_flight_(std::move(in_flight)) {}
-  /// A reduction still in flight (a step that stopped at an error) may write the staging
-  /// slice and the results: it completes first.
-  ~BoundBucket() {
-    if (pending_) (void)pending_->wait();
-  }
 
   /// Copies member `member`'s operand into the staging slice.
   void stage(size_t member, const void* from) {
@@ -58,7 +51,6 @@ class BoundBucket {
         comm_->start_all_reduce(staging_, count, plan_.dtype, plan_.reduction);
     if (!pending.ok()) return pending.error();
     pending_ = std::move(*pending);
-    copied_by_transport_ = pending_->then([this] { copy_out(); });
     return overlap_ ? Status::ok_status() : finish();
   }
   /// Lets the transport advance a reduction in flight.
@@ -88,7 +80,7 @@ class BoundBucket {
     Status s = pending_->wait();
     pending_.reset();
     if (!s.ok()) return Error{s.error().message};
-    if (!copied_by_transport_) copy_out();
+    copy_out();
     return Status::ok_status();
   }
   void copy_out() {
@@ -107,7 +99,6 @@ class BoundBucket {
   Executor::AllReduceTally* tally_;
   std::string in_flight_;  ///< bucket_in_flight's words, for describe().
   std::unique_ptr<collective::PendingReduction> pending_;
-  bool copied_by_transport_ = false;  ///< pending_'s transport copies the results out.
 };
 
 namespace {

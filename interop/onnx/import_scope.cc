@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <set>
+#include <utility>
 
 #include "interop/onnx/fuse_gelu.h"
 #include "interop/onnx/reader.h"
@@ -358,7 +359,18 @@ void Importer::convert(const onnx::NodeProto& node, int index, int opset) {
       n.invalid("output '" + out + "' is already defined (an ONNX graph assigns each name once)");
     }
   }
+  // Which inputs the converter asks about (note_inputs_read); a subgraph's nodes, converted
+  // inside it, count their own.
+  const int outer_read = std::exchange(inputs_read_, 0);
   if (!try_fold(node, *c)) c->convert(n);
+  for (int i = inputs_read_; i < node.input_size(); ++i) {
+    if (!node.input(i).empty()) {
+      const std::string takes = inputs_read_ == 0 ? "no inputs" : "at most " + counted(inputs_read_, "input");
+      n.invalid("it takes " + takes + ", got " + std::to_string(node.input_size()) + " (input " +
+                std::to_string(i) + " is '" + node.input(i) + "')");
+    }
+  }
+  inputs_read_ = outer_read;
   // An output the converter did not produce (an optional one weft does not compute) is
   // refused where it is used, not here: most models never read them.
   Scope& here = scopes_.back();

@@ -136,7 +136,7 @@ void inject_test_fault(int rank, int64_t step) {
 }  // namespace
 
 TrainingRun::TrainingRun(const DriverConfig& config, const std::string& program, const ModelFactory& factory,
-                         std::FILE* out, const BinaryInfo& info, const StopSignals& signals)
+                         std::FILE* out, const BinaryInfo& info, StopSignals& signals)
     : config_(config), program_(program), factory_(factory), out_(out), info_(info), signals_(signals) {}
 
 TrainingRun::~TrainingRun() { model_.reset(); }
@@ -365,6 +365,7 @@ std::optional<Failure> TrainingRun::announce() {
 }
 
 std::optional<Failure> TrainingRun::train_steps() {
+  signals_.defer();  // a stop now waits for the step under way (until here it ends the run at once)
   start_ = epoch_start_ = Clock::now();
   start_loader();
   while (t_ < total_) {

@@ -114,6 +114,7 @@ Recurrence read_recurrence(NodeContext& n, Cell cell) {
   s.input = x.shape[2];
   if (r.shape.rank() != 3) n.invalid("R must have rank 3, got " + r.to_string());
   s.hidden = n.attr_int("hidden_size", r.shape[2]);
+  if (s.hidden < 1) n.invalid("hidden_size is " + std::to_string(s.hidden) + " (1 or more)");
   const int64_t rows = gates_of(cell) * s.hidden;
   const auto expect = [&](const Type& t, const char* what, Shape want) {
     if (t.shape != want || t.dtype != s.dtype) {

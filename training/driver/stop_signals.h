@@ -2,13 +2,14 @@
 // SIGINT and SIGTERM as a request to stop, taken on one thread of their own.
 //
 //   StopSignals signals;          // before any thread is started
-//   ... start the thread pools, join the ranks, compile, load ...
-//   signals.defer();              // the steps begin: from here a stop waits for a step's end
+//   ... join the ranks ...
+//   signals.defer();              // from here a stop waits for the step under way
+//   ... start the thread pools, train ...
 //   if (int s = signals.received()) { /* save, exit 128 + s */ }
 //
-// Before defer() there is nothing to save and no step to finish, and the waits there can
-// be long (a rendezvous waits --collective-timeout for its peers), so a signal then ends
-// the process at once, as its default action does.
+// Before defer() (the training driver: while it joins the ranks, whose rendezvous may wait
+// --collective-timeout for a peer) there is nothing to save, so a signal then ends the
+// process at once, as its default action does.
 //
 // Why not a handler. A handler runs on whichever thread the kernel picks, and the kernel
 // writes the signal's frame (registers, vector state: kilobytes) just below that thread's

@@ -207,6 +207,10 @@ std::optional<Failure> TrainingRun::connect_ranks() {
   }
   // Plain lines (no terminal escapes) in the logs of a job started by mpirun or srun.
   progress_.emplace(out_, config_.log_every, under_launcher);
+  // Joined: from here a stop waits for the step under way. Until here a signal ended the
+  // process at once, as a rendezvous may wait --collective-timeout for a peer that never
+  // comes, with nothing to save.
+  signals_.defer();
   return std::nullopt;
 }
 
@@ -365,7 +369,6 @@ std::optional<Failure> TrainingRun::announce() {
 }
 
 std::optional<Failure> TrainingRun::train_steps() {
-  signals_.defer();  // a stop now waits for the step under way (until here it ends the run at once)
   start_ = epoch_start_ = Clock::now();
   start_loader();
   while (t_ < total_) {

@@ -2,12 +2,13 @@
 // scopes, import-time folding and conversion of each node.
 #include "interop/onnx/import_scope.h"
 
+#include <onnx/defs/schema.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <set>
-#include <utility>
 
 #include "interop/onnx/fuse_gelu.h"
 #include "interop/onnx/reader.h"
@@ -359,18 +360,19 @@ void Importer::convert(const onnx::NodeProto& node, int index, int opset) {
       n.invalid("output '" + out + "' is already defined (an ONNX graph assigns each name once)");
     }
   }
-  // Which inputs the converter asks about (note_inputs_read); a subgraph's nodes, converted
-  // inside it, count their own.
-  const int outer_read = std::exchange(inputs_read_, 0);
-  if (!try_fold(node, *c)) c->convert(n);
-  for (int i = inputs_read_; i < node.input_size(); ++i) {
-    if (!node.input(i).empty()) {
-      const std::string takes = inputs_read_ == 0 ? "no inputs" : "at most " + counted(inputs_read_, "input");
+  // More inputs than ONNX's schema of the op at this opset declares (ONNX's own op table,
+  // libonnx; none for the importer's own Gelu): refused, not ignored. An empty name past
+  // them is an absent optional input.
+  if (const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(node.op_type(), opset, "")) {
+    const int most = schema->max_input();
+    for (int i = most; i < node.input_size(); ++i) {
+      if (node.input(i).empty()) continue;
+      const std::string takes = most == 0 ? "no inputs" : "at most " + counted(most, "input");
       n.invalid("it takes " + takes + ", got " + std::to_string(node.input_size()) + " (input " +
                 std::to_string(i) + " is '" + node.input(i) + "')");
     }
   }
-  inputs_read_ = outer_read;
+  if (!try_fold(node, *c)) c->convert(n);
   // An output the converter did not produce (an optional one weft does not compute) is
   // refused where it is used, not here: most models never read them.
   Scope& here = scopes_.back();

@@ -6,7 +6,6 @@
 // methods. The entry points (OnnxModel, import_onnx) are in importer.cc.
 // Internal to //interop/onnx:importer.
 
-#include <algorithm>
 #include <map>
 #include <memory>
 #include <optional>
@@ -52,10 +51,6 @@ class Importer {
   std::vector<SubgraphValue> import_subgraph(NodeContext& n, const onnx::GraphProto& g,
                                              std::vector<SubgraphValue> inputs);
   ValueId value_of(NodeContext& n, const SubgraphValue& v);
-  /// The converter asked about the node's first `count` inputs (NodeContext::has_input,
-  /// which every input accessor calls, and num_inputs): a given input past them is one
-  /// the op does not take, refused after the converter ran.
-  void note_inputs_read(int count) { inputs_read_ = std::max(inputs_read_, count); }
 
  private:
   // Evaluating one node at import time, in a scratch graph.
@@ -107,8 +102,6 @@ class Importer {
   /// The names given to graph inputs so far.
   std::set<std::string> input_names_;
   Fold* fold_ = nullptr;
-  /// note_inputs_read's count for the node being converted.
-  int inputs_read_ = 0;
 };
 
 }  // namespace weft::onnx_io

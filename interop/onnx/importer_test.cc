@@ -99,9 +99,9 @@ TEST(Importer, UnreadAttributeIsRefused) {
 }
 
 TEST(Importer, AnInputTheOpDoesNotTakeIsRefused) {
-  // Abs takes one input, Add two, Clip three (the last two optional), Constant none; an
-  // empty name past them is an absent optional input, not refused. Variadic ops (Sum,
-  // Concat) take any number.
+  // As ONNX's schemas say: Abs takes one input, Add two, Clip three (the last two
+  // optional); an empty name past them is an absent optional input, not refused. Variadic
+  // ops (Sum) take any number.
   const auto error = [](const std::string& op, std::vector<std::string> inputs) {
     OnnxBuilder b;
     for (const char* x : {"x", "y", "z", "w"}) b.input(x, DType::f32, {2});

@@ -4,18 +4,13 @@
 #include <algorithm>
 
 #include "interop/onnx/convert.h"
-#include "interop/onnx/import_scope.h"
 #include "interop/onnx/proto.h"
 
 namespace weft::onnx_io {
 
-int NodeContext::num_inputs() const {
-  importer_.note_inputs_read(node_.input_size());  // the converter sees them all
-  return node_.input_size();
-}
+int NodeContext::num_inputs() const { return node_.input_size(); }
 
 bool NodeContext::has_input(int i) const {
-  importer_.note_inputs_read(i + 1);
   return i < node_.input_size() && !node_.input(i).empty();
 }
 

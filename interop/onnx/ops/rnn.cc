@@ -334,7 +334,7 @@ ValueId length_mask(NodeContext& n, const Recurrence& s) {
 
 void convert_recurrence(NodeContext& n, Cell cell) {
   const int max_inputs = cell == Cell::lstm ? 8 : 6, max_outputs = cell == Cell::lstm ? 3 : 2;
-  if (n.num_inputs() < 3 || n.num_inputs() > max_inputs) {
+  if (n.num_inputs() < 3) {  // more than ONNX's schema allows: refused by the importer
     n.invalid("it takes 3 to " + std::to_string(max_inputs) + " inputs, got " + std::to_string(n.num_inputs()));
   }
   if (n.num_outputs() > max_outputs) {

@@ -104,8 +104,13 @@ void LossScaler::append_update(Graph& g, const ScaledUpdate& done) const {
   ValueId grown = scaled_f32(b, scale_, options_.growth_factor);
   ValueId grow = b.op(Op::And, {at_interval, is_finite(b, grown)});
   ValueId clean_scale = b.op(Op::Select, {grow, grown, scale_});
-  ValueId scale = b.op(Op::Select, {found_inf, scaled_f32(b, scale_, options_.backoff_factor),
-                                    clean_scale});
+  // Back off unless the smaller scale underflows f32 to 0 (about 170 skipped updates in a
+  // row from 2^16): GradScaler lets it reach 0, a scale no update recovers from and that a
+  // checkpoint's load refuses; this one stays at its smallest positive value.
+  ValueId backed = scaled_f32(b, scale_, options_.backoff_factor);
+  ValueId backed_off =
+      b.op(Op::Select, {b.op(Op::Gt, {backed, b.constant(0, DType::f32)}), backed, scale_});
+  ValueId scale = b.op(Op::Select, {found_inf, backed_off, clean_scale});
   ValueId reset = b.op(Op::Or, {found_inf, at_interval});
   ValueId tracker = b.op(Op::Select, {reset, b.constant(0, i64), successful});
   ValueId skipped =

@@ -14,7 +14,8 @@
 //   ... append_optimizer(..., {inv_scale = f32(1 / f64(%loss_scale)), %skipped_steps}) ...
 //   successful = tracker + 1
 //   grown      = f32(f64(scale) · growth_factor), kept only where finite
-//   assign(%loss_scale, found_inf ? f32(f64(scale) · backoff_factor)
+//   backed     = f32(f64(scale) · backoff_factor), kept only where > 0
+//   assign(%loss_scale, found_inf ? backed
 //                     : successful == growth_interval ? grown : scale)
 //   assign(%loss_scale_growth_tracker, found_inf or successful == growth_interval ? 0 : successful)
 //   assign(%skipped_steps, skipped_steps + (found_inf ? 1 : 0))

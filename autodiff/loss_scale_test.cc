@@ -1,6 +1,6 @@
 // LossScaler (autodiff/loss_scale.h) on the reference interpreter: GradScaler.update's
-// rules step by step (backoff, growth at the interval, no growth past f32's largest
-// number, factors rounded as f32(f64 · factor)), the unscaled gradient reaching the
+// rules step by step (backoff, but never to 0; growth at the interval, no growth past
+// f32's largest number; factors rounded as f32(f64 · factor)), the unscaled gradient reaching the
 // optimizer, and the errors. frontend/loss_scale_test.cc runs it inside the Trainer
 // against PyTorch.
 #include "autodiff/loss_scale.h"
@@ -98,6 +98,18 @@ TEST(LossScaler, TheScaleNeverGrowsPastTheLargestF32) {
   s.run(0, 0);
   EXPECT_EQ(s[kLossScaleState], largest_power);  // 2^128 is inf in f32: kept
   EXPECT_EQ(s[kGrowthTrackerState], 0);          // the interval still restarts
+}
+
+TEST(LossScaler, TheScaleNeverBacksOffToZero) {
+  // f32's smallest positive number halved rounds to 0: a diverged run's scale stays at it
+  // (a checkpoint with a scale of 0 would not load again).
+  const double smallest = std::numeric_limits<float>::denorm_min();
+  ScaledStep s({.enabled = true, .init_scale = 2 * smallest});
+  s.run(INFINITY, 0);
+  EXPECT_EQ(s[kLossScaleState], smallest);
+  s.run(NAN, 0);
+  EXPECT_EQ(s[kLossScaleState], smallest);
+  EXPECT_EQ(s[kSkippedStepsState], 2);
 }
 
 TEST(LossScaler, FactorsRoundAsGradScalersF32Scale) {

@@ -2,6 +2,8 @@
 // scopes, import-time folding and conversion of each node.
 #include "interop/onnx/import_scope.h"
 
+#include <onnx/defs/schema.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -356,6 +358,18 @@ void Importer::convert(const onnx::NodeProto& node, int index, int opset) {
   for (const std::string& out : node.output()) {
     if (!out.empty() && (scope.values.count(out) || scope.not_computed.count(out))) {
       n.invalid("output '" + out + "' is already defined (an ONNX graph assigns each name once)");
+    }
+  }
+  // More inputs than ONNX's schema of the op at this opset declares (ONNX's own op table,
+  // libonnx; none for the importer's own Gelu): refused, not ignored. An empty name past
+  // them is an absent optional input.
+  if (const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(node.op_type(), opset, "")) {
+    const int most = schema->max_input();
+    for (int i = most; i < node.input_size(); ++i) {
+      if (node.input(i).empty()) continue;
+      const std::string takes = most == 0 ? "no inputs" : "at most " + counted(most, "input");
+      n.invalid("it takes " + takes + ", got " + std::to_string(node.input_size()) + " (input " +
+                std::to_string(i) + " is '" + node.input(i) + "')");
     }
   }
   if (!try_fold(node, *c)) c->convert(n);

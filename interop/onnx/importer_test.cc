@@ -98,6 +98,29 @@ TEST(Importer, UnreadAttributeIsRefused) {
             "node '#0' (Relu, opset 17): attribute 'flavour' is not supported");
 }
 
+TEST(Importer, AnInputTheOpDoesNotTakeIsRefused) {
+  // As ONNX's schemas say: Abs takes one input, Add two, Clip three (the last two
+  // optional); an empty name past them is an absent optional input, not refused. Variadic
+  // ops (Sum) take any number.
+  const auto error = [](const std::string& op, std::vector<std::string> inputs) {
+    OnnxBuilder b;
+    for (const char* x : {"x", "y", "z", "w"}) b.input(x, DType::f32, {2});
+    for (const char* bound : {"lo", "hi"}) b.input(bound, DType::f32, {});
+    b.node(op, std::move(inputs), {"out"}, "n");
+    b.output("out", DType::f32);
+    StatusOr<ImportedGraph> g = import_onnx(b.file());
+    return g.ok() ? std::string("imported") : g.error().message;
+  };
+  EXPECT_EQ(error("Abs", {"x", "y", "z"}), "node 'n' (Abs, opset 17): it takes at most 1 input, got 3 (input 1 is 'y')");
+  EXPECT_EQ(error("Add", {"x", "y", "z", "w"}),
+            "node 'n' (Add, opset 17): it takes at most 2 inputs, got 4 (input 2 is 'z')");
+  EXPECT_EQ(error("Clip", {"x", "", "", "w"}),
+            "node 'n' (Clip, opset 17): it takes at most 3 inputs, got 4 (input 3 is 'w')");
+  EXPECT_EQ(error("Abs", {"x", ""}), "imported");
+  EXPECT_EQ(error("Clip", {"x", "lo", "hi"}), "imported");
+  EXPECT_EQ(error("Sum", {"x", "y", "z", "w"}), "imported");
+}
+
 TEST(Importer, SymbolicDimensionMustBeBound) {
   OnnxBuilder b;
   b.input_symbolic("x", DType::f32, {"batch", ""});

@@ -542,6 +542,15 @@ TEST(OnnxRnn, RefusalsArePinned) {
                            }
                          }),
             at + "W must be f32[1,20,3] for X f32[3,2,3] and hidden_size 5, got f32[1,16,3]");
+  for (const int64_t hidden : {0, -1}) {  // was "W must be f32[1,-4,3] for ... hidden_size -1"
+    EXPECT_EQ(import_error(lstm,
+                           [&](onnx::NodeProto& n) {
+                             for (onnx::AttributeProto& a : *n.mutable_attribute()) {
+                               if (a.name() == "hidden_size") a.set_i(hidden);
+                             }
+                           }),
+              at + "hidden_size is " + std::to_string(hidden) + " (1 or more)");
+  }
   EXPECT_EQ(import_error(lstm, [](onnx::NodeProto& n) { set_attr(n, "layout", 2); }), at + "layout is 2 (0 or 1)");
   EXPECT_EQ(import_error(lstm, [](onnx::NodeProto& n) { n.set_input(0, "v"); }),
             at + "X must be a float tensor of rank 3, got f32[2,3]");
@@ -552,7 +561,7 @@ TEST(OnnxRnn, RefusalsArePinned) {
   EXPECT_EQ(import_error(lstm, [](onnx::NodeProto& n) { n.set_input(4, "lens"); }),
             at + "sequence_lens[0] is 4, outside [0, 3]");
   EXPECT_EQ(import_error(lstm, [](onnx::NodeProto& n) { n.add_input("P"), n.add_input("X"); }),
-            at + "it takes 3 to 8 inputs, got 9");
+            at + "it takes at most 8 inputs, got 9 (input 8 is 'X')");  // ONNX's schema (importer)
   EXPECT_EQ(import_error(lstm, [](onnx::NodeProto& n) { n.add_output("more"); }),
             at + "it has at most 3 outputs, got 4");
   EXPECT_EQ(import_error({.op = "LSTM", .steps = 0}, [](onnx::NodeProto&) {}),

@@ -16,6 +16,7 @@
 #include <string>
 #include <tuple>
 
+#include "ir/text_util.h"
 #include "runtime/cuda/executor.h"
 #include "runtime/cuda/library.h"
 #include "runtime/reference/interpreter.h"
@@ -45,9 +46,9 @@ namespace {
   }
   if (first < 0) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure()
-         << count << " of " << got.numel() << " elements differ (largest by " << worst
-         << "); element " << first << ": GPU " << got.get_double(first) << ", reference "
-         << want.get_double(first);
+         << count << " of " << counted(got.numel(), "element") << (count == 1 ? " differs" : " differ")
+         << " (largest by " << worst << "); element " << first << ": GPU " << got.get_double(first)
+         << ", reference " << want.get_double(first);
 }
 
 // Each case launch by launch and as one captured CUDA graph.

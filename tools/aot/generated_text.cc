@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "codegen/program_source.h"
+#include "ir/text_util.h"
 #include "training/init.h"
 
 namespace weft::aot {
@@ -271,8 +272,8 @@ std::string header(const Generated& g) {
                      const char* fn) {
     for (size_t i = 0; i < specs.size(); ++i) {
       const Type& t = specs[i].type;
-      os << "  /// " << codegen::cpp_quoted(specs[i].name) << ": " << t.to_string() << " (" << t.shape.numel()
-         << " elements).\n"
+      os << "  /// " << codegen::cpp_quoted(specs[i].name) << ": " << t.to_string() << " ("
+         << counted(t.shape.numel(), "element") << ").\n"
          << "  " << element_cpp(t.dtype) << "* " << prefix << accessor(specs[i].name) << "_data() {\n"
          << "    return static_cast<" << element_cpp(t.dtype) << "*>(model_->" << fn << "(" << i
          << "));\n  }\n";

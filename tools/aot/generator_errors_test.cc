@@ -1,11 +1,14 @@
 // The AOT generator's own errors (tools/aot/generate_main.cc: its flags, the object
 // form's --object, a file it cannot write), pinned on scheduled_momentum's generator
-// (this package's weft_library), run as the weft_library macro runs it.
+// (this package's weft_library), run as the weft_library macro runs it; and the words of
+// the header it writes.
 
 #include <sys/wait.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -70,6 +73,22 @@ TEST(GeneratorErrors, AFileItCannotWrite) {
                              0),
             0u)
       << run.output;
+}
+
+// Not an error, but pinned on the same run: the header's comments count a buffer's
+// elements in words ("(1 element)", not "(1 elements)").
+TEST(GeneratorErrors, TheHeaderCountsElementsInWords) {
+  std::string f = flags();
+  f.replace(f.find("--batch=8"), 9, "--batch=1");
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string dir = tmp != nullptr ? tmp : "/tmp";
+  const GeneratorRun run = generate(f + " --object=" + dir + "/x.o");
+  ASSERT_EQ(run.status, 0) << run.output;
+  std::ifstream in(dir + "/x.h");
+  std::stringstream header;
+  header << in.rdbuf();
+  EXPECT_NE(header.str().find("/// \"weft.target\": i64[1] (1 element).\n"), std::string::npos) << header.str();
+  EXPECT_NE(header.str().find("/// \"x\": f32[1,6] (6 elements).\n"), std::string::npos);
 }
 
 }  // namespace

@@ -28,8 +28,11 @@ void StopSignals::watch() {
     const int number = sigtimedwait(&stop_set_, nullptr, &wait);
     if (number < 0) continue;  // EAGAIN (nothing came) or EINTR
     int none = 0;
-    if (received_.compare_exchange_strong(none, number, std::memory_order_acq_rel)) continue;
-    // A second one: end the process as the default action does.
+    if (deferring_.load(std::memory_order_acquire) &&
+        received_.compare_exchange_strong(none, number, std::memory_order_acq_rel)) {
+      continue;
+    }
+    // A second one, or one before defer(): end the process as the default action does.
     sigset_t one;
     sigemptyset(&one);
     sigaddset(&one, number);

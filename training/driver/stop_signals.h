@@ -2,8 +2,14 @@
 // SIGINT and SIGTERM as a request to stop, taken on one thread of their own.
 //
 //   StopSignals signals;          // before any thread is started
+//   ... join the ranks ...
+//   signals.defer();              // from here a stop waits for the step under way
 //   ... start the thread pools, train ...
 //   if (int s = signals.received()) { /* save, exit 128 + s */ }
+//
+// Before defer() (the training driver: while it joins the ranks, whose rendezvous may wait
+// --collective-timeout for a peer) there is nothing to save, so a signal then ends the
+// process at once, as its default action does.
 //
 // Why not a handler. A handler runs on whichever thread the kernel picks, and the kernel
 // writes the signal's frame (registers, vector state: kilobytes) just below that thread's
@@ -34,13 +40,17 @@ class StopSignals {
   StopSignals(const StopSignals&) = delete;
   StopSignals& operator=(const StopSignals&) = delete;
 
-  /// The first SIGINT or SIGTERM received, 0 if none. A second one ends the process as
-  /// the signal's default action does (exit status 128 + the signal).
+  /// From now on the first SIGINT or SIGTERM is recorded (received()) rather than ending
+  /// the process; until then each ends it as its default action does.
+  void defer() { deferring_.store(true, std::memory_order_release); }
+  /// The first SIGINT or SIGTERM received after defer(), 0 if none. A second one ends the
+  /// process as the signal's default action does (exit status 128 + the signal).
   int received() const { return received_.load(std::memory_order_acquire); }
 
  private:
   void watch();
 
+  std::atomic<bool> deferring_{false};
   std::atomic<int> received_{0};
   std::atomic<bool> done_{false};
   sigset_t stop_set_{}, old_mask_{};

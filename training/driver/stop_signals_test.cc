@@ -1,6 +1,7 @@
 // StopSignals: SIGINT and SIGTERM are blocked on every thread started while it lives (so
 // no signal frame is ever written on a thread that runs kernels: bug 1 of issue 16), the
-// watcher takes the first one, and a second one ends the process.
+// watcher takes the first one once defer() was called (before it, the first ends the process),
+// and a second one ends the process.
 #include "training/driver/stop_signals.h"
 
 #include <gtest/gtest.h>
@@ -48,6 +49,7 @@ TEST(StopSignals, BlocksThemOnEveryThreadStartedWhileItLives) {
 
 TEST(StopSignals, TheWatcherTakesTheFirstOne) {
   StopSignals signals;
+  signals.defer();
   // Busy threads that run while the signal comes: none of them may take it.
   std::atomic<bool> stop{false};
   std::thread busy([&] {
@@ -64,6 +66,7 @@ TEST(StopSignalsDeathTest, ASecondOneEndsTheProcess) {
   EXPECT_EXIT(
       {
         StopSignals signals;
+        signals.defer();
         ::kill(::getpid(), SIGINT);
         if (wait_for_signal(signals) != SIGINT) ::_exit(3);
         ::kill(::getpid(), SIGINT);
@@ -71,6 +74,19 @@ TEST(StopSignalsDeathTest, ASecondOneEndsTheProcess) {
         ::_exit(4);
       },
       ::testing::KilledBySignal(SIGINT), "");
+}
+
+TEST(StopSignalsDeathTest, BeforeDeferTheFirstOneEndsTheProcess) {
+  // A run stopped while it joins its ranks (a rendezvous may wait --collective-timeout,
+  // 300 s by default, for a peer) or compiles: nothing to save, so it ends at once.
+  EXPECT_EXIT(
+      {
+        StopSignals signals;
+        ::kill(::getpid(), SIGTERM);
+        std::this_thread::sleep_for(std::chrono::seconds(10));
+        ::_exit(signals.received() == 0 ? 4 : 5);
+      },
+      ::testing::KilledBySignal(SIGTERM), "");
 }
 
 }  // namespace

@@ -136,7 +136,7 @@ void inject_test_fault(int rank, int64_t step) {
 }  // namespace
 
 TrainingRun::TrainingRun(const DriverConfig& config, const std::string& program, const ModelFactory& factory,
-                         std::FILE* out, const BinaryInfo& info, const StopSignals& signals)
+                         std::FILE* out, const BinaryInfo& info, StopSignals& signals)
     : config_(config), program_(program), factory_(factory), out_(out), info_(info), signals_(signals) {}
 
 TrainingRun::~TrainingRun() { model_.reset(); }
@@ -207,6 +207,10 @@ std::optional<Failure> TrainingRun::connect_ranks() {
   }
   // Plain lines (no terminal escapes) in the logs of a job started by mpirun or srun.
   progress_.emplace(out_, config_.log_every, under_launcher);
+  // Joined: from here a stop waits for the step under way. Until here a signal ended the
+  // process at once, as a rendezvous may wait --collective-timeout for a peer that never
+  // comes, with nothing to save.
+  signals_.defer();
   return std::nullopt;
 }
 

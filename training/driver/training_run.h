@@ -49,7 +49,7 @@ class TrainingRun {
  public:
   /// `out` takes the progress and results; `signals` is watched between steps.
   TrainingRun(const DriverConfig& config, const std::string& program, const ModelFactory& factory,
-              std::FILE* out, const BinaryInfo& info, const StopSignals& signals);
+              std::FILE* out, const BinaryInfo& info, StopSignals& signals);
 
   /// The model goes before the loader: a batch it prefetched and no step took may still
   /// be read by the device until the model's executor is destroyed (loader.h's rule).
@@ -122,7 +122,7 @@ class TrainingRun {
   const ModelFactory& factory_;
   std::FILE* out_;
   const BinaryInfo& info_;
-  const StopSignals& signals_;
+  StopSignals& signals_;
 
   // Set by the steps, in their order.
   std::shared_ptr<collective::Communicator> comm_;

@@ -114,6 +114,7 @@ Recurrence read_recurrence(NodeContext& n, Cell cell) {
   s.input = x.shape[2];
   if (r.shape.rank() != 3) n.invalid("R must have rank 3, got " + r.to_string());
   s.hidden = n.attr_int("hidden_size", r.shape[2]);
+  if (s.hidden < 1) n.invalid("hidden_size is " + std::to_string(s.hidden) + " (1 or more)");
   const int64_t rows = gates_of(cell) * s.hidden;
   const auto expect = [&](const Type& t, const char* what, Shape want) {
     if (t.shape != want || t.dtype != s.dtype) {
@@ -332,7 +333,7 @@ ValueId length_mask(NodeContext& n, const Recurrence& s) {
 
 void convert_recurrence(NodeContext& n, Cell cell) {
   const int max_inputs = cell == Cell::lstm ? 8 : 6, max_outputs = cell == Cell::lstm ? 3 : 2;
-  if (n.num_inputs() < 3 || n.num_inputs() > max_inputs) {
+  if (n.num_inputs() < 3) {  // more than ONNX's schema allows: refused by the importer
     n.invalid("it takes 3 to " + std::to_string(max_inputs) + " inputs, got " + std::to_string(n.num_inputs()));
   }
   if (n.num_outputs() > max_outputs) {

@@ -75,7 +75,7 @@ def _units(pattern, sources, sources_per_unit, testonly, check):
             srcs = sources[start:start + per_unit],
             outs = [unit],
             tools = [_UNIT_SCRIPT],
-            cmd = "/usr/bin/python3 $(location %s) %s$@ $(SRCS)" % (_UNIT_SCRIPT, "" if check else "--no-check "),
+            cmd = "/usr/bin/python3 $(location %s) %s$@ $(SRCS)" % (_UNIT_SCRIPT, "" if check else "--test "),
             testonly = testonly,
         )
         units.append(unit)

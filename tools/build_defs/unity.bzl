@@ -60,10 +60,11 @@ with an #undef of the macros its sources left defined. Static initializers in a 
 in source order; no library here depends on that order (registrations go through
 `alwayslink` libraries of one source: runtime/cpu:backend, runtime/cuda:backend).
 
-A one-file edit recompiles that file's unit (up to 8 sources, at most about 9 CPU s
-here, against 1-6 s for the file alone; bench/RESULTS.md, "#28 library sources as units"). `bazel build --define=weft_unity=off`
-(the config_setting //tools/build_defs:unity_off) compiles every library source alone
-again, for a session of edits to one large library; it does not change the tests' units.
+A one-file edit recompiles that file's unit: up to 8 sources, 7-11 CPU s for the largest
+units here against 1-6 s for the file alone (bench/RESULTS.md, "#28 library sources as
+units"). `bazel build --define=weft_unity=off` (the config_setting
+//tools/build_defs:unity_off) compiles every library source alone again, for a session of
+edits to one large library; it does not change the tests' units.
 """
 
 load("@rules_cc//cc:defs.bzl", _cc_library = "cc_library", _cc_test = "cc_test")

@@ -20,6 +20,9 @@ void add_movement(Table& t);
 void add_nn(Table& t);  // contraction, pooling, creation, state
 void add_composite(Table& t);
 
+/// A scalar constant of `like`'s dtype.
+inline ValueId c(GradBuilder& b, double v, ValueId like) { return b.constant(v, b.type(like).dtype); }
+
 /// The gradient of node `node` of `g`, a `scan` (autodiff/scan_grad.cc): `cotangents`
 /// holds one per result (kNoValue: zero), `needs` says which operands want theirs.
 /// Appends a reverse scan over the body's gradient and returns one gradient per operand

@@ -11,8 +11,6 @@ namespace {
 
 using Grads = std::vector<ValueId>;
 
-ValueId c(GradBuilder& b, double v, ValueId like) { return b.constant(v, b.type(like).dtype); }
-
 ValueId sum_keep(GradBuilder& b, ValueId v, IntList axes) {
   return b.op(Op::Sum, {v}, {{"axes", std::move(axes)}, {"keepdims", true}});
 }

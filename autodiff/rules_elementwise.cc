@@ -15,8 +15,6 @@ using Grads = std::vector<ValueId>;
 
 ValueId x0(const Node& n) { return n.operands[0]; }
 ValueId x1(const Node& n) { return n.operands[1]; }
-/// A scalar constant of `like`'s dtype.
-ValueId c(GradBuilder& b, double v, ValueId like) { return b.constant(v, b.type(like).dtype); }
 
 Grads neg(GradBuilder& b, const Node&, ValueId g) { return {b.neg(g)}; }
 Grads abs(GradBuilder& b, const Node& n, ValueId g) {

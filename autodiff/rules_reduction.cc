@@ -46,7 +46,7 @@ Grads mean(GradBuilder& b, const Node& n, ValueId g) {
 /// (PyTorch's amax/amin convention; a single extremum takes it all). The tie mask is a
 /// constant of the graph (piecewise constant in x), so second derivatives flow through
 /// g alone.
-Grads extremum(GradBuilder& b, const Node& n, ValueId g) {
+Grads reduced_extremum(GradBuilder& b, const Node& n, ValueId g) {
   const Type x = b.type(n.operands[0]);
   ValueId hit = b.op(Op::Eq, {n.operands[0], keep_dims(b, n, n.result())});
   ValueId mask = b.op(Op::Cast, {hit}, {{"dtype", x.dtype}});
@@ -61,8 +61,8 @@ Grads extremum(GradBuilder& b, const Node& n, ValueId g) {
 void add_reduction(Table& t) {
   t[static_cast<int>(Op::Sum)].rule = sum;
   t[static_cast<int>(Op::Mean)].rule = mean;
-  t[static_cast<int>(Op::Max)].rule = extremum;
-  t[static_cast<int>(Op::Min)].rule = extremum;
+  t[static_cast<int>(Op::Max)].rule = reduced_extremum;
+  t[static_cast<int>(Op::Min)].rule = reduced_extremum;
   t[static_cast<int>(Op::Argmax)].not_differentiable = "integer result";
 }
 

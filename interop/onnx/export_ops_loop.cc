@@ -10,6 +10,7 @@
 
 namespace weft::onnx_io {
 namespace {
+namespace export_ops_loop {  // this file's names, apart in the exporter's unity unit
 
 // The body's nodes in place of the node, on its operands.
 void fused(ExportContext& c) {
@@ -104,8 +105,9 @@ const OpExporter kRows[] = {
     {Op::Scan, nullptr, scan},
 };
 
+}  // namespace export_ops_loop
 }  // namespace
 
-std::span<const OpExporter> loop_exporters() { return kRows; }
+std::span<const OpExporter> loop_exporters() { return export_ops_loop::kRows; }
 
 }  // namespace weft::onnx_io

@@ -9,6 +9,7 @@
 
 namespace weft::onnx_io {
 namespace {
+namespace export_ops_movement {  // this file's names, apart in the exporter's unity unit
 
 void reshape(ExportContext& c) {
   const std::vector<int64_t>& dims = c.out_type().shape.dims;
@@ -111,8 +112,9 @@ const OpExporter kRows[] = {
     {Op::Iota, nullptr, iota},
 };
 
+}  // namespace export_ops_movement
 }  // namespace
 
-std::span<const OpExporter> movement_exporters() { return kRows; }
+std::span<const OpExporter> movement_exporters() { return export_ops_movement::kRows; }
 
 }  // namespace weft::onnx_io

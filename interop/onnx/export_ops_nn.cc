@@ -10,6 +10,7 @@
 
 namespace weft::onnx_io {
 namespace {
+namespace export_ops_nn {  // this file's names, apart in the exporter's unity unit
 
 // Matrices with a transpose flag become Gemm (transA, transB), as PyTorch writes Linear;
 // other ranks transpose the flagged operand's last two dims before MatMul.
@@ -174,8 +175,9 @@ const OpExporter kRows[] = {
     {Op::Mse, nullptr, mse},
 };
 
+}  // namespace export_ops_nn
 }  // namespace
 
-std::span<const OpExporter> nn_exporters() { return kRows; }
+std::span<const OpExporter> nn_exporters() { return export_ops_nn::kRows; }
 
 }  // namespace weft::onnx_io

@@ -12,7 +12,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string number(double v) {
+std::string short_number(double v) {
   if (std::isinf(v)) return "inf";
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3g", v);
@@ -97,7 +97,7 @@ std::string format_row(const Row& row, const std::vector<std::string>& backends)
             pad(std::to_string(c.refused), kCount, true) + "  ";
     if (c.worst != nullptr) {
       note += (note.empty() ? "" : "; ") + b + " worst " + c.worst->name + " (|error| " +
-              number(c.worst_error) + ")";
+              short_number(c.worst_error) + ")";
     }
     if (first_reason.empty()) first_reason = c.top_reason();
   }

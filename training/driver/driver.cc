@@ -11,15 +11,6 @@
 #include "runtime/out_of_memory.h"
 
 namespace weft::driver {
-namespace {
-
-std::string format_number(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), format, v);
-  return buf;
-}
-
-}  // namespace
 
 std::string Evaluation::to_string() const {
   std::string s;

@@ -27,12 +27,6 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-std::string format_number(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), format, v);
-  return buf;
-}
-
 Failure runtime_failure(Error e) { return Failure{kExitRuntime, std::move(e)}; }
 Failure usage_failure(Error e) { return Failure{kExitUsage, std::move(e)}; }
 
@@ -114,6 +108,12 @@ Status check_outputs_writable(const DriverConfig& config) {
 }
 
 }  // namespace
+
+std::string format_number(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), format, v);
+  return buf;
+}
 
 namespace {
 

@@ -39,6 +39,9 @@
 
 namespace weft::driver {
 
+/// `v` printed with the printf `format` (one double), as the progress lines show numbers.
+std::string format_number(const char* format, double v);
+
 /// A failure and the exit status it gives.
 struct Failure {
   int status;

@@ -13,6 +13,7 @@
 
 namespace weft::onnx_io {
 namespace {
+namespace activation {  // this file's names, apart in the importer's unity units
 
 // expect_attrs(known), where opset 1's versions also carry `consumed_inputs`, a memory
 // hint of the time with no meaning here (opset 6 removed it).
@@ -228,8 +229,9 @@ const OpConverter kOps[] = {
     {"Hardmax", 1, normalize<hardmax_over>},
 };
 
+}  // namespace activation
 }  // namespace
 
-std::span<const OpConverter> activation_converters() { return kOps; }
+std::span<const OpConverter> activation_converters() { return activation::kOps; }
 
 }  // namespace weft::onnx_io

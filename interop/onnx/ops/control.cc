@@ -25,6 +25,7 @@
 
 namespace weft::onnx_io {
 namespace {
+namespace control {  // this file's names, apart in the importer's unity units
 
 // A graph value of its own equal to `v`: a carry's initial value that the body may also
 // read from the outer scope (it must stay a const there) — a same-shape reshape.
@@ -451,8 +452,9 @@ const OpConverter kControl[] = {
     {"Scan", 9, scan},
 };
 
+}  // namespace control
 }  // namespace
 
-std::span<const OpConverter> control_converters() { return kControl; }
+std::span<const OpConverter> control_converters() { return control::kControl; }
 
 }  // namespace weft::onnx_io

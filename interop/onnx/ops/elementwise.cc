@@ -22,6 +22,7 @@
 
 namespace weft::onnx_io {
 namespace {
+namespace elementwise {  // this file's names, apart in the importer's unity units
 
 // Opset 1's versions carry `consumed_inputs`, a memory hint of the time with no meaning
 // here; opset 6 removed it.
@@ -559,8 +560,9 @@ const OpConverter kOps[] = {
     {"DynamicQuantizeLinear", 11, dynamic_quantize_linear},
 };
 
+}  // namespace elementwise
 }  // namespace
 
-std::span<const OpConverter> elementwise_converters() { return kOps; }
+std::span<const OpConverter> elementwise_converters() { return elementwise::kOps; }
 
 }  // namespace weft::onnx_io

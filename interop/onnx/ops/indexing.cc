@@ -18,6 +18,7 @@
 
 namespace weft::onnx_io {
 namespace {
+namespace indexing {  // this file's names, apart in the importer's unity units
 
 /// Negative indices count from the end of a dim of size `dim`: idx < 0 ? idx + dim : idx.
 /// Skipped when the indices are known and none is negative.
@@ -304,8 +305,9 @@ const OpConverter kOps[] = {
     {"Resize", 10, resize},
 };
 
+}  // namespace indexing
 }  // namespace
 
-std::span<const OpConverter> indexing_converters() { return kOps; }
+std::span<const OpConverter> indexing_converters() { return indexing::kOps; }
 
 }  // namespace weft::onnx_io

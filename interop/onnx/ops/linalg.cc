@@ -7,6 +7,7 @@
 
 namespace weft::onnx_io {
 namespace {
+namespace linalg {  // this file's names, apart in the importer's unity units
 
 // NumPy's 1-D promotion, which weft's matmul leaves to the caller: a vector A is a row
 // [1, k], a vector B a column [k, 1], and the added axis is dropped from the product.
@@ -264,8 +265,9 @@ const OpConverter kOps[] = {
     {"Einsum", 12, einsum},
 };
 
+}  // namespace linalg
 }  // namespace
 
-std::span<const OpConverter> linalg_converters() { return kOps; }
+std::span<const OpConverter> linalg_converters() { return linalg::kOps; }
 
 }  // namespace weft::onnx_io

@@ -9,6 +9,7 @@
 
 namespace weft::onnx_io {
 namespace {
+namespace loss {  // this file's names, apart in the importer's unity units
 
 /// The NLL of log-probabilities `x` [N, C, d...] at `target` [N, d...] with input
 /// `weight_input` (-1: none) and the node's reduction and ignore_index.
@@ -76,8 +77,9 @@ const OpConverter kOps[] = {
     {"SoftmaxCrossEntropyLoss", 12, softmax_cross_entropy_loss},
 };
 
+}  // namespace loss
 }  // namespace
 
-std::span<const OpConverter> loss_converters() { return kOps; }
+std::span<const OpConverter> loss_converters() { return loss::kOps; }
 
 }  // namespace weft::onnx_io

@@ -74,6 +74,7 @@ ValueId add_channel_bias(Emitter& e, ValueId y, ValueId bias) {
 }
 
 namespace {
+namespace nn {  // this file's names, apart in the importer's unity units
 
 /// x and w of a convolution, checked: x [N, C, 1 to 3 spatial dims], w of x's rank.
 /// Returns the kernel (w's spatial dims), checked against kernel_shape when given.
@@ -176,8 +177,9 @@ const OpConverter kOps[] = {
     {"ConvTranspose", 1, conv_transpose},
 };
 
+}  // namespace nn
 }  // namespace
 
-std::span<const OpConverter> nn_converters() { return kOps; }
+std::span<const OpConverter> nn_converters() { return nn::kOps; }
 
 }  // namespace weft::onnx_io

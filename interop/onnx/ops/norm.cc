@@ -16,6 +16,7 @@
 
 namespace weft::onnx_io {
 namespace {
+namespace norm {  // this file's names, apart in the importer's unity units
 
 void batch_normalization(NodeContext& n) {
   n.expect_attrs({"consumed_inputs", "epsilon", "is_test", "momentum", "spatial", "training_mode"});
@@ -218,8 +219,9 @@ const OpConverter kOps[] = {
     {"Dropout", 1, dropout},
 };
 
+}  // namespace norm
 }  // namespace
 
-std::span<const OpConverter> norm_converters() { return kOps; }
+std::span<const OpConverter> norm_converters() { return norm::kOps; }
 
 }  // namespace weft::onnx_io

@@ -14,6 +14,7 @@
 
 namespace weft::onnx_io {
 namespace {
+namespace pool {  // this file's names, apart in the importer's unity units
 
 /// A max pool with dilations over x padded already: the elementwise maximum of one
 /// strided slice of `xp` per kernel position (the pool ops have no dilation).
@@ -144,8 +145,9 @@ const OpConverter kOps[] = {
     {"GlobalLpPool", 1, lp_pool},
 };
 
+}  // namespace pool
 }  // namespace
 
-std::span<const OpConverter> pool_converters() { return kOps; }
+std::span<const OpConverter> pool_converters() { return pool::kOps; }
 
 }  // namespace weft::onnx_io

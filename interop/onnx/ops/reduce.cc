@@ -14,6 +14,7 @@
 
 namespace weft::onnx_io {
 namespace {
+namespace reduce {  // this file's names, apart in the importer's unity units
 
 struct Reduction {
   std::vector<int64_t> axes;  // normalized, sorted; empty: nothing to reduce
@@ -199,8 +200,9 @@ const OpConverter kOps[] = {
     {"ArgMin", 1, arg_extreme<true>},
 };
 
+}  // namespace reduce
 }  // namespace
 
-std::span<const OpConverter> reduce_converters() { return kOps; }
+std::span<const OpConverter> reduce_converters() { return reduce::kOps; }
 
 }  // namespace weft::onnx_io

@@ -31,6 +31,7 @@
 
 namespace weft::onnx_io {
 namespace {
+namespace rnn {  // this file's names, apart in the importer's unity units
 
 enum class Cell { rnn, gru, lstm };
 
@@ -381,8 +382,9 @@ void lstm(NodeContext& n) {
 // One row each: opset 14's only change, `layout`, is read by opset (read_recurrence).
 const OpConverter kRecurrent[] = {{"RNN", 7, rnn}, {"GRU", 7, gru}, {"LSTM", 7, lstm}};
 
+}  // namespace rnn
 }  // namespace
 
-std::span<const OpConverter> rnn_converters() { return kRecurrent; }
+std::span<const OpConverter> rnn_converters() { return rnn::kRecurrent; }
 
 }  // namespace weft::onnx_io

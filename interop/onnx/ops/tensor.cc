@@ -17,6 +17,7 @@
 
 namespace weft::onnx_io {
 namespace {
+namespace tensor {  // this file's names, apart in the importer's unity units
 
 // ---- Constants and shapes -----------------------------------------------------------
 
@@ -400,8 +401,9 @@ const OpConverter kOps[] = {
     {"Unique", 11, data_dependent<kUnique>},
 };
 
+}  // namespace tensor
 }  // namespace
 
-std::span<const OpConverter> tensor_converters() { return kOps; }
+std::span<const OpConverter> tensor_converters() { return tensor::kOps; }
 
 }  // namespace weft::onnx_io

@@ -326,6 +326,14 @@ TEST(Driver, ErrorsAndExitStatuses) {
   r = train("--schedule=cosine --lr-gamma=0.5");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "error: --lr-gamma applies to --schedule=step, multistep or exponential, not --schedule=cosine\n");
+  // Flags that each pass can make a rate the step refuses: the error names the schedule
+  // and the step (set_lr's message alone did not say where the infinity came from).
+  r = train("--max-steps=3 --schedule=exponential --lr-gamma=1e308");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("error: ExponentialLR(base_lr=0.001, gamma=1e+308) at step 3: set_lr(inf): the "
+                       "learning rate must be finite (a step with it makes every weight NaN)\n"),
+            std::string::npos)
+      << r.out;
   write_classification(tmp("x.npy"), tmp("y.npy"), 20, 1);
   r = train("--train=" + tmp("x.npy") + "," + tmp("y.npy") + "," + tmp("y.npy"), "npy-classifier");
   EXPECT_EQ(r.exit_code, 2);

@@ -19,6 +19,7 @@
 #include "runtime/collective/watchdog.h"
 #include "training/data/dataset.h"
 #include "training/flag_values.h"
+#include "training/learning_rate.h"
 
 namespace weft::driver {
 namespace {
@@ -433,6 +434,12 @@ std::optional<Failure> TrainingRun::take_step(StepResult& step) {
     if (auto f = take_batch()) return f;
   }
   step.lr = schedule_->lr_at(t_);
+  if (Status s = check_set_lr(step.lr); !s.ok()) {
+    // A schedule whose flags each pass can still reach a bad rate (--lr-gamma=1e308 makes
+    // step 3's infinite): name the schedule and the step, not only set_lr's value.
+    return runtime_failure(Error{schedule_->describe() + " at step " + std::to_string(t_ + 1) +
+                                 ": " + s.error().message});
+  }
   model_->set_lr(step.lr);
   if (cycle_momentum_) {
     step.momentum = schedule_->momentum_at(t_).value_or(0);

@@ -19,9 +19,9 @@
 namespace weft {
 
 /// Ok for a finite `lr` >= 0. Otherwise an error that starts with `source`, where the
-/// rate came from, naming its value ("set_lr(nan)", "--lr=-1", "StepLR's gamma=-0.5 at
-/// step 1 gives -0.05"): a rate that is not a number, or infinite, turns every weight
-/// NaN in one step; a negative one ascends the loss (PyTorch refuses it too).
+/// rate came from, naming its value ("set_lr(nan)", "--lr=-1", "StepLR's base_lr=-0.1"):
+/// a rate that is not a number, or infinite, turns every weight NaN in one step; a
+/// negative one ascends the loss (PyTorch refuses it too).
 Status check_learning_rate(double lr, const std::string& source);
 
 /// check_learning_rate for a rate given through set_lr, its source "set_lr(-0.1)", or

@@ -202,9 +202,10 @@ StatusOr<OptimizerSpec> CompileOptions::optimizer_spec() const {
       continue;
     }
     WEFT_ASSIGN_OR_RETURN(double v, to_double(flag, text));
-    if (flag == "lr") WEFT_RETURN_IF_ERROR(check_learning_rate(v, "--lr=" + text));  // inf too
-    if (flag == "lr") s.lr = v;
-    else if (flag == "momentum") s.momentum = v;
+    if (flag == "lr") {
+      WEFT_RETURN_IF_ERROR(check_learning_rate(v, "--lr=" + text));  // inf too
+      s.lr = v;
+    } else if (flag == "momentum") s.momentum = v;
     else if (flag == "dampening") s.dampening = v;
     else if (flag == "weight_decay") s.weight_decay = v;
     else if (flag == "beta1") s.betas[0] = v;

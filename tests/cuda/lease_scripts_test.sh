@@ -15,7 +15,10 @@
 #      write no losses), `open_issues_check.sh first` runs every script to its end with
 #      rc=0, packs the logs into $OUT/logs.tar.gz and says the losses were not compared;
 #      --budget skips the scripts past it; its refusals (an unknown key or flag, a bad
-#      budget, no bundle) say what is wrong.
+#      budget, no bundle) say what is wrong;
+#   6. lease_common.sh's `timeout` kills a step that ignores SIGTERM (the training binaries
+#      take a first one as "stop after this step", which a hung step never reaches), and
+#      cuts a step's limit at LEASE_DEADLINE (--budget), starting none after it.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 fails=0
@@ -137,6 +140,25 @@ expect 0 "[28] == reliability_check.sh skipped: the budget of 0 s is spent" --bu
 expect 0 "0 problem(s)" --dry-run 28
 rm -f "$tmp/repo/.gpu/cases_test"
 expect 1 "error: no .gpu/cases_test: run tests/cuda/lease_bundle.sh here and carry .gpu" 28
+
+# 6. The steps' timeout.
+# elapsed RC_WANT MAX_S ENV... -- COMMAND...: lease_common.sh's `timeout` (kill-after 1 s)
+# ends COMMAND with RC_WANT within MAX_S seconds.
+elapsed() {
+  local want=$1 max=$2 start rc took
+  shift 2
+  start=$(date +%s)
+  (OUT="$tmp/common" && source "$here/lease_common.sh" && lease_kill_after=1 && "$@") >"$tmp/common.txt" 2>&1
+  rc=$? took=$(( $(date +%s) - start ))
+  [ $rc -eq "$want" ] && [ $took -le "$max" ] ||
+    fail "lease_common.sh's timeout: '$*' ended with rc=$rc after $took s, not $want within $max s"
+}
+elapsed 137 8 timeout 1 bash -c 'trap "" TERM; sleep 20'
+LEASE_DEADLINE=$(( $(date +%s) + 2 )) elapsed 124 8 timeout 30 sleep 20
+LEASE_DEADLINE=$(( $(date +%s) - 1 )) elapsed 124 2 timeout 30 touch "$tmp/started"
+[ -e "$tmp/started" ] && fail "lease_common.sh's timeout started a step past LEASE_DEADLINE"
+grep -q "not run: the call's deadline" "$tmp/common.txt" || fail "lease_common.sh's timeout: no 'not run' line past the deadline"
+elapsed 0 8 timeout 5 true
 
 if [ $fails -gt 0 ]; then
   echo "--- open_issues_check.sh first with stand-ins:"

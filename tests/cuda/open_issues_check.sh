@@ -5,9 +5,10 @@
 #   tests/cuda/open_issues_check.sh [--budget=S] KEY...  e.g. --budget=470 first
 #   tests/cuda/open_issues_check.sh --dry-run KEY...     no GPU: checks the steps (below)
 #
-# --budget=S: no script starts after S seconds (its line says it was skipped), so that a
-# call ends with its summary and packed logs before the device tool's timeout_s cuts it;
-# give timeout_s a script's length more (a minute) than S.
+# --budget=S: no script starts after S seconds (its line says it was skipped), and no step
+# of one runs past S + 45 s (each step's `timeout` is cut to what is left: lease_common.sh;
+# a step cut or not started shows rc=124), so that a call ends with its summary and packed
+# logs before the device tool's timeout_s cuts it; give timeout_s a minute more than S.
 #
 # A lease has 15 minutes of device time in all, the machine's start-up (one to two
 # minutes) included: two calls. Correctness of the default paths first, the rest after:
@@ -110,6 +111,10 @@ while [[ "${1:-}" == --* ]]; do
   shift
 done
 [[ "$budget" =~ ^[0-9]*$ ]] || { echo "error: --budget takes seconds, not '$budget'"; exit 2; }
+# The steps' deadline (lease_common.sh's timeout), counted like $SECONDS from this start.
+if [ -n "$budget" ] && [ -z "$dry" ]; then
+  export LEASE_DEADLINE=$(( $(date +%s) - SECONDS + budget + 45 ))
+fi
 if [ $# -eq 0 ]; then
   sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
   exit 2

@@ -130,9 +130,12 @@ class LtContractionBound : public Executor::Bound {
     const cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(handle, desc_, first_layout_, second_layout_, c_layout_,
                                                             c_layout_, pref, 1, &result, &found);
     // NOT_SUPPORTED: no algorithm for this problem (a bias pointer cuBLASLt cannot
-    // align, an epilogue it lacks for this type).
-    if (s == CUBLAS_STATUS_NOT_SUPPORTED || (s == CUBLAS_STATUS_SUCCESS && found == 0)) return false;
+    // align, an epilogue it lacks for this type). A result counts only with its own
+    // state SUCCESS (cublasLt.h: "inspect heuristicResultsArray[...].state"): any other
+    // is no algorithm either, found now rather than by cublasLtMatmul in a captured step.
+    if (s == CUBLAS_STATUS_NOT_SUPPORTED) return false;
     WEFT_RETURN_IF_ERROR(cublas_status(s, "cublasLtMatmulAlgoGetHeuristic"));
+    if (found == 0 || result.state != CUBLAS_STATUS_SUCCESS) return false;
     algo_ = result.algo;
     workspace_ = result.workspaceSize;
     return true;

@@ -13,19 +13,21 @@
 namespace weft::cuda {
 namespace {
 
-// What one rank reports for the duplicate check: a hash of (host, device), or -1 when
-// it needs no device check (its local rank is already refused).
-int64_t device_key(const NcclPlacement& me) {
-  const uint64_t h = std::hash<std::string>{}(me.host + "/" + std::to_string(me.local_rank));
+// What one rank reports for the duplicate check: a hash of (host, GPU: its PCI bus id,
+// else its device), or -1 when it needs no device check (its local rank is already refused).
+int64_t device_key(const NcclPlacement& me, int device) {
+  const std::string gpu = me.gpu.empty() ? "device " + std::to_string(device) : me.gpu;
+  const uint64_t h = std::hash<std::string>{}(me.host + "/" + gpu);
   return static_cast<int64_t>(h >> 1);  // non-negative, so -1 stays apart
 }
 
 Status local_rank_in_range(const NcclPlacement& me, int device_count) {
-  if (me.local_rank >= 0 && me.local_rank < device_count) return Status::ok_status();
+  if (nccl_device(me.local_rank, device_count) >= 0) return Status::ok_status();
   return Error{"rank " + std::to_string(me.rank) + ": local rank " + std::to_string(me.local_rank) +
                " needs CUDA device " + std::to_string(me.local_rank) + ", but host " + me.host + " has " +
                std::to_string(device_count) +
-               ": NCCL runs one rank per GPU (start at most as many ranks per machine as it has GPUs)"};
+               ": NCCL runs one rank per GPU (start at most as many ranks per machine as it has GPUs, or give "
+               "each its own: one CUDA_VISIBLE_DEVICES per rank, srun --gpus-per-task=1)"};
 }
 
 // Every rank's key, gathered by one sum all_reduce (rank r fills slot r).
@@ -37,26 +39,34 @@ StatusOr<std::vector<int64_t>> gather_keys(collective::Communicator& host, int64
   return keys;
 }
 
-Status refuse_shared_devices(const std::vector<int64_t>& keys, const NcclPlacement& me) {
+Status refuse_shared_devices(const std::vector<int64_t>& keys, const NcclPlacement& me, int device) {
   const int64_t mine = keys[static_cast<size_t>(me.rank)];
   for (size_t r = 0; r < keys.size(); ++r) {
     if (static_cast<int>(r) == me.rank || keys[r] != mine || mine < 0) continue;
     const int first = std::min(static_cast<int>(r), me.rank), second = std::max(static_cast<int>(r), me.rank);
-    return Error{"ranks " + std::to_string(first) + " and " + std::to_string(second) +
-                 " both use CUDA device " + std::to_string(me.local_rank) + " on host " + me.host +
-                 ": NCCL runs one rank per GPU (give each rank of a machine its own LOCAL_RANK)"};
+    return Error{"ranks " + std::to_string(first) + " and " + std::to_string(second) + " both use CUDA device " +
+                 std::to_string(device) + (me.gpu.empty() ? "" : " (PCI bus " + me.gpu + ")") + " on host " +
+                 me.host +
+                 ": NCCL runs one rank per GPU (give each rank of a machine its own LOCAL_RANK, and start at most "
+                 "as many ranks per machine as it has GPUs)"};
   }
   return Status::ok_status();
 }
 
 }  // namespace
 
+int nccl_device(int local_rank, int device_count) {
+  if (local_rank >= 0 && local_rank < device_count) return local_rank;
+  return local_rank >= 0 && device_count == 1 ? 0 : -1;
+}
+
 Status check_one_rank_per_device(collective::Communicator& host, const NcclPlacement& me,
                                  int device_count) {
   const Status in_range = local_rank_in_range(me, device_count);
-  WEFT_ASSIGN_OR_RETURN(std::vector<int64_t> keys, gather_keys(host, in_range.ok() ? device_key(me) : -1));
+  const int device = nccl_device(me.local_rank, device_count);
+  WEFT_ASSIGN_OR_RETURN(std::vector<int64_t> keys, gather_keys(host, in_range.ok() ? device_key(me, device) : -1));
   WEFT_RETURN_IF_ERROR(in_range);
-  return refuse_shared_devices(keys, me);
+  return refuse_shared_devices(keys, me, device);
 }
 
 StatusOr<NcclUniqueIdBytes> exchange_unique_id(collective::Communicator& host,

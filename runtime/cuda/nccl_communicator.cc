@@ -32,6 +32,16 @@ StatusOr<NcclUniqueIdBytes> make_unique_id() {
   return bytes;
 }
 
+// The PCI bus id of CUDA device `device` ("0000:3b:00.0"); empty where it cannot say.
+std::string pci_bus_id(int device) {
+  char id[32] = {};
+  if (device < 0 || cudaDeviceGetPCIBusId(id, sizeof(id), device) != cudaSuccess) {
+    cudaGetLastError();
+    return "";
+  }
+  return id;
+}
+
 StatusOr<int> device_count() {
   if (const std::string why = unavailable_reason(); !why.empty()) return Error{"no CUDA device: " + why};
   int count = 0;
@@ -78,20 +88,21 @@ StatusOr<ncclDataType_t> nccl_data_type(DType dtype, collective::Reduction reduc
 StatusOr<std::shared_ptr<NcclCommunicator>> NcclCommunicator::create(std::shared_ptr<collective::Communicator> host,
                                                                      int local_rank, std::chrono::milliseconds timeout) {
   WEFT_CHECK(host != nullptr, "NcclCommunicator::create: no host communicator");
-  const NcclPlacement me{.rank = host->rank(), .world_size = host->world_size(), .local_rank = local_rank,
-                         .host = host_name()};
   // Every rank takes part in both host exchanges, also one without a GPU or refused, so
   // that no rank waits for one that has already failed; then each reports its error.
   const StatusOr<int> count = device_count();
+  const int device = nccl_device(local_rank, count.ok() ? *count : 0);
+  const NcclPlacement me{.rank = host->rank(), .world_size = host->world_size(), .local_rank = local_rank,
+                         .host = host_name(), .gpu = pci_bus_id(device)};
   const Status placed = check_one_rank_per_device(*host, me, count.ok() ? *count : 0);
   WEFT_ASSIGN_OR_RETURN(NcclUniqueIdBytes id_bytes, exchange_unique_id(*host, make_unique_id));
   if (!count.ok()) return count.error();
   WEFT_RETURN_IF_ERROR(placed);
-  WEFT_RETURN_IF_ERROR(cuda_status(cudaSetDevice(local_rank), "cudaSetDevice (local rank " +
-                                                                std::to_string(local_rank) + ")"));
+  WEFT_RETURN_IF_ERROR(cuda_status(cudaSetDevice(device), "cudaSetDevice (local rank " + std::to_string(local_rank) +
+                                                              ": CUDA device " + std::to_string(device) + ")"));
   std::shared_ptr<NcclCommunicator> c(new NcclCommunicator());
   c->host_ = std::move(host);
-  c->device_ = local_rank;
+  c->device_ = device;
   c->version_ = nccl_version();
   ncclUniqueId id;
   std::memcpy(id.internal, id_bytes.data(), id_bytes.size());

@@ -1,6 +1,7 @@
 #pragma once
 // NCCL for data parallelism on GPUs (DESIGN.md, decision 11): one rank per GPU, the
-// device being the rank's local rank, the NCCL communicator started from a unique id
+// device being the rank's local rank (or device 0 where each process sees only its own
+// GPU: nccl_bootstrap.h, nccl_device), the NCCL communicator started from a unique id
 // that rank 0 makes and sends through the launcher's host communicator (mpi_world(), or
 // Gloo's when launched torchrun-style: one bootstrap, nccl_bootstrap.h).
 //
@@ -37,7 +38,8 @@ class NcclCommunicator : public collective::Communicator {
  public:
   /// Starts NCCL on every rank of `host` (each rank calls it): the device check
   /// (nccl_bootstrap.h, check_one_rank_per_device), the unique id from rank 0,
-  /// ncclCommInitRank on CUDA device `local_rank`, and a communication stream there.
+  /// ncclCommInitRank on the CUDA device of `local_rank` (nccl_device), and a
+  /// communication stream there.
   /// `timeout` (--collective-timeout) bounds each step's device collectives (watch_step).
   /// Errors: no CUDA device, the placement refusals, NCCL's failure (its message).
   static StatusOr<std::shared_ptr<NcclCommunicator>> create(
@@ -68,7 +70,8 @@ class NcclCommunicator : public collective::Communicator {
   /// calls both.
   void watch_step(int64_t bytes);
   void end_step();
-  /// The CUDA device this rank runs on (its local rank).
+  /// The CUDA device this rank runs on (nccl_device: its local rank, or 0 where the
+  /// process sees one GPU).
   int device() const { return device_; }
   /// The communication stream (non-blocking) on which the executor runs the step's
   /// reductions, beside its compute stream.

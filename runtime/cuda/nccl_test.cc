@@ -71,30 +71,62 @@ TEST(NcclBootstrap, RankZerosFailureReachesEveryRank) {
 
 TEST(NcclBootstrap, TwoRanksOnOneDeviceAreRefusedOnBoth) {
   const auto checks = on_two_ranks<std::string>([](collective::Communicator& host) {
-    const NcclPlacement me{.rank = host.rank(), .world_size = 2, .local_rank = 0, .host = "a"};
+    const NcclPlacement me{.rank = host.rank(), .world_size = 2, .local_rank = 0, .host = "a", .gpu = ""};
     return error_of(check_one_rank_per_device(host, me, /*device_count=*/1));
   });
   for (const std::string& e : checks) {
     EXPECT_EQ(e, "ranks 0 and 1 both use CUDA device 0 on host a: NCCL runs one rank per GPU (give each "
-                 "rank of a machine its own LOCAL_RANK)");
+                 "rank of a machine its own LOCAL_RANK, and start at most as many ranks per machine as it has "
+                 "GPUs)");
   }
 }
 
 TEST(NcclBootstrap, LocalRankBeyondTheDevicesIsRefused) {
   const auto checks = on_two_ranks<std::string>([](collective::Communicator& host) {
-    const NcclPlacement me{.rank = host.rank(), .world_size = 2, .local_rank = host.rank(), .host = "a"};
-    return error_of(check_one_rank_per_device(host, me, /*device_count=*/1));
+    const NcclPlacement me{.rank = host.rank(), .world_size = 2, .local_rank = 2 * host.rank(), .host = "a", .gpu = ""};
+    return error_of(check_one_rank_per_device(host, me, /*device_count=*/2));
   });
   EXPECT_EQ(checks[0], "ok");
-  EXPECT_EQ(checks[1], "rank 1: local rank 1 needs CUDA device 1, but host a has 1: NCCL runs one rank per GPU "
-                       "(start at most as many ranks per machine as it has GPUs)");
+  EXPECT_EQ(checks[1], "rank 1: local rank 2 needs CUDA device 2, but host a has 2: NCCL runs one rank per GPU "
+                       "(start at most as many ranks per machine as it has GPUs, or give each its own: one "
+                       "CUDA_VISIBLE_DEVICES per rank, srun --gpus-per-task=1)");
+}
+
+TEST(NcclBootstrap, TheDeviceOfALocalRank) {
+  EXPECT_EQ(nccl_device(/*local_rank=*/1, /*device_count=*/2), 1);
+  EXPECT_EQ(nccl_device(/*local_rank=*/0, /*device_count=*/1), 0);
+  // srun --gpus-per-task=1: each process sees only its own GPU, as device 0.
+  EXPECT_EQ(nccl_device(/*local_rank=*/3, /*device_count=*/1), 0);
+  EXPECT_EQ(nccl_device(/*local_rank=*/2, /*device_count=*/2), -1);
+  EXPECT_EQ(nccl_device(/*local_rank=*/0, /*device_count=*/0), -1);
+  EXPECT_EQ(nccl_device(/*local_rank=*/-1, /*device_count=*/1), -1);
+}
+
+// A launcher that gives each process its own GPU (srun --gpus-per-task=1): local ranks 0
+// and 1 each see one device, device 0, which are two GPUs (two PCI bus ids) — accepted;
+// the same GPU twice is refused, naming it.
+TEST(NcclBootstrap, OneVisibleGpuPerProcessIsItsOwnUnlessShared) {
+  for (const bool shared : {false, true}) {
+    const auto checks = on_two_ranks<std::string>([&](collective::Communicator& host) {
+      const NcclPlacement me{.rank = host.rank(), .world_size = 2, .local_rank = host.rank(), .host = "a",
+                             .gpu = shared || host.rank() == 0 ? "0000:3b:00.0" : "0000:5e:00.0"};
+      return error_of(check_one_rank_per_device(host, me, /*device_count=*/1));
+    });
+    for (const std::string& e : checks) {
+      EXPECT_EQ(e, shared ? "ranks 0 and 1 both use CUDA device 0 (PCI bus 0000:3b:00.0) on host a: NCCL runs one "
+                            "rank per GPU (give each rank of a machine its own LOCAL_RANK, and start at most as many ranks per "
+                            "machine as it has GPUs)"
+                          : "ok");
+    }
+  }
 }
 
 TEST(NcclBootstrap, OneDevicePerRankPasses) {
   for (const bool two_hosts : {false, true}) {
     const auto checks = on_two_ranks<std::string>([&](collective::Communicator& host) {
       const NcclPlacement me{.rank = host.rank(), .world_size = 2, .local_rank = two_hosts ? 0 : host.rank(),
-                             .host = two_hosts ? "h" + std::to_string(host.rank()) : "a"};
+                             .host = two_hosts ? "h" + std::to_string(host.rank()) : "a",
+                             .gpu = ""};
       return error_of(check_one_rank_per_device(host, me, /*device_count=*/two_hosts ? 1 : 2));
     });
     EXPECT_EQ(checks[0], "ok") << two_hosts;

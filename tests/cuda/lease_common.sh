@@ -21,6 +21,8 @@
 #                  log), so that the call ends with its summary and logs before the device
 #                  tool's own limit cuts it.
 #                --dry-run's own `timeout` (lease_dry_run.sh, exported) is kept where defined.
+#   nvidia-smi   the machine's, under `timeout` (20 s): every script starts with it, and it
+#                hangs on a GPU that an earlier step left wedged.
 out=${OUT:-/tmp/weft-gpu}
 mkdir -p "$out"
 part() { [ -z "${LEASE_PART:-}" ] || [ "$LEASE_PART" = "$1" ]; }
@@ -45,3 +47,5 @@ declare -F timeout >/dev/null || timeout() {
   fi
   command timeout --kill-after="$lease_kill_after" "${options[@]}" "$limit" "$@"
 }
+lease_smi_limit=20
+declare -F nvidia-smi >/dev/null || nvidia-smi() { timeout "$lease_smi_limit" nvidia-smi "$@"; }

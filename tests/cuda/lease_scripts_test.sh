@@ -18,7 +18,8 @@
 #      budget, no bundle) say what is wrong;
 #   6. lease_common.sh's `timeout` kills a step that ignores SIGTERM (the training binaries
 #      take a first one as "stop after this step", which a hung step never reaches), and
-#      cuts a step's limit at LEASE_DEADLINE (--budget), starting none after it.
+#      cuts a step's limit at LEASE_DEADLINE (--budget), starting none after it; its
+#      `nvidia-smi` (which a wedged GPU hangs) runs under it.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 fails=0
@@ -148,7 +149,8 @@ elapsed() {
   local want=$1 max=$2 start rc took
   shift 2
   start=$(date +%s)
-  (OUT="$tmp/common" && source "$here/lease_common.sh" && lease_kill_after=1 && "$@") >"$tmp/common.txt" 2>&1
+  (OUT="$tmp/common" && source "$here/lease_common.sh" && lease_kill_after=1 lease_smi_limit=1 && "$@") \
+    >"$tmp/common.txt" 2>&1
   rc=$? took=$(( $(date +%s) - start ))
   [ $rc -eq "$want" ] && [ $took -le "$max" ] ||
     fail "lease_common.sh's timeout: '$*' ended with rc=$rc after $took s, not $want within $max s"
@@ -159,6 +161,10 @@ LEASE_DEADLINE=$(( $(date +%s) - 1 )) elapsed 124 2 timeout 30 touch "$tmp/start
 [ -e "$tmp/started" ] && fail "lease_common.sh's timeout started a step past LEASE_DEADLINE"
 grep -q "not run: the call's deadline" "$tmp/common.txt" || fail "lease_common.sh's timeout: no 'not run' line past the deadline"
 elapsed 0 8 timeout 5 true
+mkdir -p "$tmp/wedged"
+printf '#!/bin/sh\nsleep 30\n' >"$tmp/wedged/nvidia-smi"
+chmod +x "$tmp/wedged/nvidia-smi"
+PATH="$tmp/wedged:$PATH" elapsed 124 8 nvidia-smi --query-gpu=name --format=csv
 
 if [ $fails -gt 0 ]; then
   echo "--- open_issues_check.sh first with stand-ins:"

@@ -13,12 +13,13 @@
 #   tests/cuda/lease_bundle.sh            # ends with open_issues_check.sh --dry-run all
 #   # then, with the device tool, one lease (15 minutes, start-up included):
 #   run(command="tests/cuda/open_issues_check.sh --budget=470 first", carry=[".gpu"], timeout_s=540)
-#   run(command="tests/cuda/open_issues_check.sh second", carry=[".gpu"], timeout_s=300)
-#   # (second's timeout_s: what status's budget_left_s leaves, less a minute); later leases:
+#   run(command="tests/cuda/open_issues_check.sh --budget=230 second", carry=[".gpu"], timeout_s=300)
+#   # (second's timeout_s: what status's budget_left_s leaves, less a minute; its --budget
+#   # that less 70, so that a step running long is cut with the summary kept); later leases:
 #   run(command="tests/cuda/open_issues_check.sh --budget=470 third", carry=[".gpu"], timeout_s=540)
 #   run(command="tests/cuda/open_issues_check.sh --budget=240 fourth", carry=[".gpu"], timeout_s=300)
-#   run(command="tests/cuda/open_issues_check.sh suite", carry=[".gpu"], timeout_s=540)
-#   run(command="tests/cuda/open_issues_check.sh mixedsuite", carry=[".gpu"], timeout_s=560)
+#   run(command="tests/cuda/open_issues_check.sh --budget=470 suite", carry=[".gpu"], timeout_s=540)
+#   run(command="tests/cuda/open_issues_check.sh --budget=490 mixedsuite", carry=[".gpu"], timeout_s=560)
 #   (open_issues_check.sh's header says what each runs, tests/cuda/README.md how long)
 #
 # A cold build of these targets takes a while on 2 cores (the suite's 21 AOT CUDA

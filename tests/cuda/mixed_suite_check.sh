@@ -12,7 +12,7 @@
 #
 # Device call (estimated 7 minutes, as the f32 suite: not yet measured), its own call
 # (the f32 suite, `open_issues_check.sh suite`, is another):
-#   run(command="tests/cuda/open_issues_check.sh mixedsuite", carry=[".gpu"], timeout_s=560)
+#   run(command="tests/cuda/open_issues_check.sh --budget=490 mixedsuite", carry=[".gpu"], timeout_s=560)
 #
 #   tests/cuda/mixed_suite_check.sh [SUITE FLAGS...]   default --epochs=5 --warmup=1 --rounds=1
 #

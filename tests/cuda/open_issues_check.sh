@@ -6,7 +6,7 @@
 #   tests/cuda/open_issues_check.sh --dry-run KEY...     no GPU: checks the steps (below)
 #
 # --budget=S: no script starts after S seconds (its line says it was skipped), and no step
-# of one runs past S + 45 s (each step's `timeout` is cut to what is left: lease_common.sh;
+# of one runs past S + 40 s (each step's `timeout` is cut to what is left: lease_common.sh;
 # a step cut or not started shows rc=124), so that a call ends with its summary and packed
 # logs before the device tool's timeout_s cuts it; give timeout_s a minute more than S.
 #
@@ -14,8 +14,10 @@
 # minutes) included: two calls. Correctness of the default paths first, the rest after:
 #
 #   run(command="tests/cuda/open_issues_check.sh --budget=470 first", carry=[".gpu"], timeout_s=540)
-#   run(command="tests/cuda/open_issues_check.sh second", carry=[".gpu"], timeout_s=300)
-#   (second's timeout_s: status's budget_left_s less 60, at most 600; give_back after it)
+#   run(command="tests/cuda/open_issues_check.sh --budget=230 second", carry=[".gpu"], timeout_s=300)
+#   (second's timeout_s: status's budget_left_s less 60, at most 600, and its --budget that
+#   less 70: `second` is one script, which only the budget's deadline can cut short with
+#   its summary kept; give_back after it)
 #
 #   first   call 1, every script's `default` part (150-320 s estimated), the
 #           correctness checks of the default paths of #28-#32 (LEASE_PART=default):
@@ -51,7 +53,7 @@
 #           libraries against PyTorch's four configurations under torch.autocast("cuda",
 #           dtype=torch.bfloat16), about seven minutes too: a call of its own, after the
 #           f32 `suite` (the two do not fit one lease's 15 minutes at these estimates):
-#             run(command="tests/cuda/open_issues_check.sh mixedsuite", carry=[".gpu"], timeout_s=560)
+#             run(command="tests/cuda/open_issues_check.sh --budget=490 mixedsuite", carry=[".gpu"], timeout_s=560)
 #
 # Estimated wall time of each step is in each script's header; the sums, and what they
 # rest on, are in tests/cuda/README.md ("Device time"). The keys of earlier notes still
@@ -113,7 +115,7 @@ done
 [[ "$budget" =~ ^[0-9]*$ ]] || { echo "error: --budget takes seconds, not '$budget'"; exit 2; }
 # The steps' deadline (lease_common.sh's timeout), counted like $SECONDS from this start.
 if [ -n "$budget" ] && [ -z "$dry" ]; then
-  export LEASE_DEADLINE=$(( $(date +%s) - SECONDS + budget + 45 ))
+  export LEASE_DEADLINE=$(( $(date +%s) - SECONDS + budget + 40 ))
 fi
 if [ $# -eq 0 ]; then
   sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'

@@ -45,7 +45,7 @@ declare -F timeout >/dev/null || timeout() {
     fi
     [ "$left" -lt "$limit" ] && limit=$left
   fi
-  command timeout --kill-after="$lease_kill_after" "${options[@]}" "$limit" "$@"
+  command timeout --kill-after="$lease_kill_after" ${options[@]+"${options[@]}"} "$limit" "$@"
 }
 lease_smi_limit=20
 declare -F nvidia-smi >/dev/null || nvidia-smi() { timeout "$lease_smi_limit" nvidia-smi "$@"; }

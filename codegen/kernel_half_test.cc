@@ -143,15 +143,8 @@ std::vector<Tensor> run_emitted(Jit& jit, const Graph& body, bool native_bf16,
   StatusOr<JitResult> k = jit.compile(emit_elementwise(body, "k", native_bf16), "k");
   EXPECT_TRUE(k.ok()) << k.error().to_string();
   if (!k.ok()) return {};
-  std::vector<Tensor> outputs;
-  std::vector<void*> buffers;
-  for (Tensor& t : inputs) buffers.push_back(t.raw_data());
-  for (ValueId v : body.outputs()) outputs.emplace_back(body.type(v));
-  for (Tensor& t : outputs) buffers.push_back(t.raw_data());
-  const int64_t rows = row_layout(body).rows;
-  reinterpret_cast<GeneratedFn>(k->address)(buffers.data(), 0, rows / 2);
-  reinterpret_cast<GeneratedFn>(k->address)(buffers.data(), rows / 2, rows);
-  return outputs;
+  return testing::run_rows(reinterpret_cast<GeneratedFn>(k->address), row_layout(body).rows, body,
+                           inputs);
 }
 
 // Rounding to bf16 on a target with AVX512_BF16 (Jit::native_bf16) takes vcvtneps2bf16

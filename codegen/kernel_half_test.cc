@@ -202,6 +202,20 @@ TEST(KernelHalf, NativeBf16IsTheTargetsAvx512Bf16) {
   EXPECT_FALSE(jit.native_bf16("x86-64-v3"));
 }
 
+// An object file compiled ahead of time for a CPU takes that CPU's answer, not the
+// host's: for x86-64-v3 the integer steps (the native path's AVX-512 intrinsics would
+// stop LLVM: "Do not know how to promote this operator"), for znver4 the native path.
+TEST(KernelHalf, AnObjectRoundsToBf16AsItsCpuCan) {
+  const Graph body = cast_body(DType::f32, DType::bf16, 1000);
+  for (const char* cpu : {"x86-64-v3", "znver4"}) {
+    SCOPED_TRACE(cpu);
+    StatusOr<std::string> object =
+        KernelCompiler::global().compile_object({{"k", &body, FusedKind::elementwise}}, cpu);
+    ASSERT_TRUE(object.ok()) << object.error().to_string();
+    EXPECT_FALSE(object->empty());
+  }
+}
+
 TEST(KernelHalf, OtherDtypesNarrowAsTheReferenceDoes) {
   std::mt19937_64 rng(31);
   std::vector<uint64_t> f64(20000), i64(20000);

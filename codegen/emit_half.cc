@@ -112,10 +112,10 @@ std::string Emitter::f32_to_half(const std::string& x, DType d, bool round, int 
   const std::string u = convert("arith.bitcast", x, "f32", "i32", w);
   const std::string top = bi("arith.shrui", u, c(16), i32);  // sign, exponent, 7 bits
   const std::string is_nan = cmp(DType::f32, "uno", x, x, w);
-  std::string bits, nan;
-  bits = convert("arith.bitcast", convert("arith.truncf", x, "f32", "f16", w), "f16", "i16", w);
+  const std::string bits =
+      convert("arith.bitcast", convert("arith.truncf", x, "f32", "f16", w), "f16", "i16", w);
   // float_to_f16 gives every NaN as sign | 0x7e00; a representable NaN keeps its payload.
-  nan = bi("arith.ori", bi("arith.andi", top, c(0x8000), i32), c(0x7e00), i32);
+  std::string nan = bi("arith.ori", bi("arith.andi", top, c(0x8000), i32), c(0x7e00), i32);
   if (!round) {
     nan = bi("arith.ori", bi("arith.andi", top, c(0x8000), i32),
              bi("arith.ori", c(0x7c00),

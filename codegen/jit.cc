@@ -201,7 +201,7 @@ bool Jit::native_bf16(const std::string& cpu) const {
   const std::unique_ptr<llvm::MCSubtargetInfo> subtarget(
       target->createMCSubtargetInfo(triple, cpu_name, features));
   return subtarget && subtarget->isCPUStringValid(cpu_name) &&
-         subtarget->checkFeatures("+avx512bf16,+avx512dq");
+         subtarget->checkFeatures("+avx512bf16,+avx512dq,+avx512vl");
 }
 
 StatusOr<std::string> Jit::compile_object(const std::vector<std::string>& mlir_modules,

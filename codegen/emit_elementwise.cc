@@ -544,9 +544,11 @@ void Emitter::operand_bases(const std::vector<std::string>& ptr,
 
 using emit_detail::Emitter;
 
-std::string emit_elementwise(const Graph& body, const std::string& symbol) {
+std::string emit_elementwise(const Graph& body, const std::string& symbol, bool native_bf16) {
   const CollapsedSpace space = collapse_space(body);
-  return Emitter(body, space).module(symbol);
+  Emitter e(body, space);
+  e.set_native_bf16(native_bf16);
+  return e.module(symbol);
 }
 
 }  // namespace weft::codegen

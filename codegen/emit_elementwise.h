@@ -82,7 +82,9 @@ std::optional<std::string_view> elementwise_gap(const Graph& g, const Node& node
 /// The MLIR module (func, arith, math, scf, vector and llvm dialects) defining
 /// `symbol` with the GeneratedFn ABI. Every node must pass `emit_supports`, and every
 /// output must have the shape of the first.
-std::string emit_elementwise(const Graph& body, const std::string& symbol);
+/// `native_bf16`: the target converts f32 → bf16 natively (Jit::native_bf16), which the
+/// rounding to bf16 then takes where no lane is denormal (emit_half.cc).
+std::string emit_elementwise(const Graph& body, const std::string& symbol, bool native_bf16 = false);
 
 /// The MLIR module of a row body (is_row_body): per row, one pass over the row for
 /// each level of reductions (a reduction whose input needs the per-row values of
@@ -90,11 +92,11 @@ std::string emit_elementwise(const Graph& body, const std::string& symbol);
 /// the per-row nodes computed once per row as scalars between passes, then a last pass
 /// computing and storing the full-shape outputs; per-row outputs are stored at the end
 /// of the row. Accumulation as in emit_reduction.
-std::string emit_rows(const Graph& body, const std::string& symbol);
+std::string emit_rows(const Graph& body, const std::string& symbol, bool native_bf16 = false);
 
 /// The same for a reduction body (body_reduction is not null): the elementwise nodes
 /// are computed per element of the reduction's input, then accumulated (float sums in
 /// f64, max/min propagating NaN as runtime/reference/reduction.cc does).
-std::string emit_reduction(const Graph& body, const std::string& symbol);
+std::string emit_reduction(const Graph& body, const std::string& symbol, bool native_bf16 = false);
 
 }  // namespace weft::codegen

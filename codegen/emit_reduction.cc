@@ -261,9 +261,11 @@ void Emitter::if_else(const std::string& cond, const std::function<void()>& then
 
 using emit_detail::Emitter;
 
-std::string emit_reduction(const Graph& body, const std::string& symbol) {
+std::string emit_reduction(const Graph& body, const std::string& symbol, bool native_bf16) {
   const ReductionSpace rs = collapse_reduction_space(body, FusedKind::reduction);
-  return Emitter(body, rs.space).reduction_module(symbol, *body_reduction(body), rs);
+  Emitter e(body, rs.space);
+  e.set_native_bf16(native_bf16);
+  return e.reduction_module(symbol, *body_reduction(body), rs);
 }
 
 }  // namespace weft::codegen

@@ -379,9 +379,11 @@ void Emitter::close_loop(const std::vector<std::string>& yields, const std::vect
 
 }  // namespace emit_detail
 
-std::string emit_rows(const Graph& body, const std::string& symbol) {
+std::string emit_rows(const Graph& body, const std::string& symbol, bool native_bf16) {
   const ReductionSpace rs = collapse_reduction_space(body, FusedKind::row);
-  return emit_detail::Emitter(body, rs.space).row_module(symbol, rs);
+  emit_detail::Emitter e(body, rs.space);
+  e.set_native_bf16(native_bf16);
+  return e.row_module(symbol, rs);
 }
 
 int row_passes(const Graph& body) { return emit_detail::plan_rows(body).passes + 1; }

@@ -57,6 +57,10 @@ class Emitter {
   /// that its buffers are so aligned and otherwise runs the same code at width 1.
   void set_gpu_width(int w) { width_ = w; }
 
+  /// CPU code for a target with a native f32 → bf16 conversion (Jit::native_bf16):
+  /// f32_to_half rounds a vector with it unless a lane is denormal (emit_half.cc).
+  void set_native_bf16(bool native) { native_bf16_ = native && !gpu_code_; }
+
   std::string module(const std::string& symbol);
   std::string reduction_module(const std::string& symbol, const Node& red, const ReductionSpace& rs);
   std::string row_module(const std::string& symbol, const ReductionSpace& rs);
@@ -133,6 +137,11 @@ class Emitter {
   /// f32 `x` → f16/bf16 bits (i16): rounded as float_to_f16/float_to_bf16 do with
   /// `round`, else `x` must be exactly representable (NaN payloads kept).
   std::string f32_to_half(const std::string& x, DType d, bool round, int w);
+  /// f32 `x` rounded to bf16 bits (i16) by the target's instruction (vcvtneps2bf16),
+  /// where the integer steps of f32_to_half run only if a lane is denormal, which the
+  /// instruction would flush to zero: the same bits, NaN and ties included.
+  std::string native_round_bf16(const std::string& x, int w,
+                                const std::function<std::string()>& integer_steps);
   /// f32 `x` with the quiet bit set in its NaN lanes (as a conversion through f64 sets it).
   std::string quiet_nan(const std::string& x, int w);
   /// `op x : from to to` on element types given by name (bitcasts, i16 ↔ i32).
@@ -289,6 +298,7 @@ class Emitter {
   int width_;
   bool gpu_;
   bool gpu_code_;           ///< GPU code, for the device or the host (set_gpu_width).
+  bool native_bf16_ = false;  ///< set_native_bf16.
   int lanes_ = 1;           ///< GPU threads sharing one row (set_row_lanes).
   std::string symbol_;      ///< The kernel's name (its shared-memory global is named after it).
   std::string lane_id_;     ///< This thread's lane in its row's warp (lanes_ > 1).

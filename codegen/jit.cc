@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <functional>
 #include <mutex>
+#include <utility>
 
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
@@ -176,6 +177,33 @@ StatusOr<JitResult> Jit::compile(const std::string& mlir_text, const std::string
   return result;
 }
 
+namespace {
+
+/// The CPU name and feature string for `cpu` ("native" or empty: the host's CPU and
+/// features, as the JIT uses; else the LLVM CPU name and its own features).
+std::pair<std::string, std::string> cpu_and_features(const std::string& cpu) {
+  if (!cpu.empty() && cpu != "native") return {cpu, ""};
+  std::string features;
+  for (const auto& f : llvm::sys::getHostCPUFeatures()) {
+    features += (features.empty() ? "" : ",") + std::string(f.second ? "+" : "-") + f.first().str();
+  }
+  return {llvm::sys::getHostCPUName().str(), features};
+}
+
+}  // namespace
+
+bool Jit::native_bf16(const std::string& cpu) const {
+  const std::string triple = llvm::sys::getProcessTriple();
+  std::string error;
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (target == nullptr) return false;
+  const auto [cpu_name, features] = cpu_and_features(cpu);
+  const std::unique_ptr<llvm::MCSubtargetInfo> subtarget(
+      target->createMCSubtargetInfo(triple, cpu_name, features));
+  return subtarget && subtarget->isCPUStringValid(cpu_name) &&
+         subtarget->checkFeatures("+avx512bf16,+avx512dq,+avx512vl");
+}
+
 StatusOr<std::string> Jit::compile_object(const std::vector<std::string>& mlir_modules,
                                           const std::string& cpu) {
   mlir::MLIRContext& ctx = impl_->context;
@@ -185,14 +213,7 @@ StatusOr<std::string> Jit::compile_object(const std::vector<std::string>& mlir_m
   std::string error;
   const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);
   if (target == nullptr) return Error("codegen: no LLVM target for " + triple + ": " + error);
-  std::string cpu_name = cpu, features;
-  if (cpu.empty() || cpu == "native") {
-    cpu_name = llvm::sys::getHostCPUName().str();
-    llvm::StringMap<bool> host_features = llvm::sys::getHostCPUFeatures();
-    for (const auto& f : host_features) {
-      features += (features.empty() ? "" : ",") + std::string(f.second ? "+" : "-") + f.first().str();
-    }
-  }
+  const auto [cpu_name, features] = cpu_and_features(cpu);
   // createMCSubtargetInfo hands over ownership (LeakSanitizer found it leaked here).
   const std::unique_ptr<llvm::MCSubtargetInfo> subtarget(
       target->createMCSubtargetInfo(triple, cpu_name, ""));

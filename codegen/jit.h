@@ -46,6 +46,12 @@ class Jit {
   StatusOr<std::string> compile_object(const std::vector<std::string>& mlir_modules,
                                        const std::string& cpu = "native");
 
+  /// Whether CPU `cpu` (as compile_object names it; "native": the host, which the JIT
+  /// compiles for) converts f32 → bf16 in one instruction: AVX512_BF16's vcvtneps2bf16,
+  /// with AVX512DQ's vfpclassps to find the denormal lanes it would flush, both on 8
+  /// lanes too (AVX512VL) (emit_half.cc).
+  bool native_bf16(const std::string& cpu = "native") const;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

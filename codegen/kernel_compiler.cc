@@ -154,11 +154,11 @@ Status check_body(const Graph& body, FusedKind kind) {
                " is a contraction; its kernel is its epilogue (lower.h)");
 }
 
-std::string emit(const Graph& body, FusedKind kind, const std::string& symbol) {
+std::string emit(const Graph& body, FusedKind kind, const std::string& symbol, bool native_bf16) {
   switch (kind) {
-    case FusedKind::row: return emit_rows(body, symbol);
-    case FusedKind::reduction: return emit_reduction(body, symbol);
-    default: return emit_elementwise(body, symbol);
+    case FusedKind::row: return emit_rows(body, symbol, native_bf16);
+    case FusedKind::reduction: return emit_reduction(body, symbol, native_bf16);
+    default: return emit_elementwise(body, symbol, native_bf16);
   }
 }
 
@@ -214,6 +214,7 @@ RowLayout row_layout(const Graph& body) { return row_layout(body, standalone_kin
 struct KernelCompiler::Impl {
   std::mutex mutex;
   Jit jit;
+  const bool native_bf16 = jit.native_bf16();  ///< The host's, for the JIT's kernels.
   std::unordered_map<std::string, std::unique_ptr<CompiledKernel>> kernels;
   std::vector<std::unique_ptr<JitModule>> modules;
   int compilations = 0;
@@ -232,7 +233,7 @@ bool KernelCompiler::supports(const Graph& g, const Node& node) { return emit_su
 
 StatusOr<std::string> KernelCompiler::emit_mlir(const Graph& body, FusedKind kind) {
   WEFT_RETURN_IF_ERROR(check_body(body, kind));
-  return emit(body, kind, "weft_kernel");
+  return emit(body, kind, "weft_kernel", impl_->native_bf16);
 }
 
 StatusOr<std::string> KernelCompiler::emit_mlir(const Graph& body) {
@@ -254,7 +255,8 @@ StatusOr<const CompiledKernel*> KernelCompiler::compile(const Graph& body, Fused
   auto kernel = std::make_unique<CompiledKernel>();
   kernel->symbol = "weft_kernel_" + std::to_string(impl_->compilations);
   WEFT_ASSIGN_OR_RETURN(JitResult jit,
-                        impl_->jit.compile(emit(body, kind, kernel->symbol), kernel->symbol));
+                        impl_->jit.compile(emit(body, kind, kernel->symbol, impl_->native_bf16),
+                                           kernel->symbol));
   const RowLayout layout = row_layout(body, kind);
   kernel->fn = reinterpret_cast<GeneratedFn>(jit.address);
   kernel->rows = layout.rows;
@@ -269,9 +271,10 @@ StatusOr<const CompiledKernel*> KernelCompiler::compile(const Graph& body, Fused
 StatusOr<std::string> KernelCompiler::compile_object(const std::vector<ObjectKernel>& kernels,
                                                     const std::string& cpu) {
   std::vector<std::string> modules;
+  const bool native_bf16 = impl_->jit.native_bf16(cpu);
   for (const ObjectKernel& k : kernels) {
     WEFT_RETURN_IF_ERROR(check_body(*k.body, k.kind));
-    modules.push_back(emit(*k.body, k.kind, k.symbol));
+    modules.push_back(emit(*k.body, k.kind, k.symbol, native_bf16));
   }
   std::lock_guard<std::mutex> lock(impl_->mutex);
   return impl_->jit.compile_object(modules, cpu);

@@ -17,6 +17,7 @@
 #include <tuple>
 
 #include "codegen/cpu_backend.h"
+#include "codegen/emit_elementwise.h"
 #include "codegen/gpu_host_test_util.h"
 #include "codegen/kernel_test_util.h"
 #include "passes/round_at_stores.h"
@@ -31,9 +32,9 @@ using testing::parse_typed;
 
 const DType kHalves[] = {DType::f16, DType::bf16};
 
-// Expects the kernel's outputs equal to the reference's byte for byte (NaN payloads too).
-void expect_same_bits(const Graph& body, std::vector<Tensor> inputs) {
-  std::vector<Tensor> got = testing::run_kernel(body, inputs);
+// Expects outputs `got` of `body` equal to the reference's byte for byte (NaN payloads too).
+void expect_reference_bits(const Graph& body, const std::vector<Tensor>& inputs,
+                           const std::vector<Tensor>& got) {
   StatusOr<reference::RunResult> want = reference::run(body, inputs);
   ASSERT_TRUE(want.ok()) << want.error().to_string();
   ASSERT_EQ(got.size(), want->outputs.size());
@@ -51,6 +52,11 @@ void expect_same_bits(const Graph& body, std::vector<Tensor> inputs) {
       return;
     }
   }
+}
+
+// Expects the kernel's outputs equal to the reference's byte for byte (NaN payloads too).
+void expect_same_bits(const Graph& body, std::vector<Tensor> inputs) {
+  expect_reference_bits(body, inputs, testing::run_kernel(body, inputs));
 }
 
 // A 1-D tensor of `d` holding the raw `bits` of each element.
@@ -105,6 +111,110 @@ TEST(KernelHalf, F32RoundsToNearestEvenAsTheReferenceDoes) {
     SCOPED_TRACE(std::string("f32 -> ") + std::string(dtype_name(to)));
     expect_same_bits(cast_body(DType::f32, to, static_cast<int64_t>(v.size())),
                      {from_bits(DType::f32, v)});
+  }
+}
+
+// f32 patterns at bf16's rounding corners, none denormal: ties (to even, up and down) in
+// several binades and both signs, the smallest normals, the largest finite values (a
+// tie that overflows to infinity), ±0, ±infinity, quiet and signaling NaNs with
+// payloads; then random patterns of every non-zero exponent. 1,600 of them (100
+// vectors of 16).
+std::vector<uint32_t> bf16_corner_patterns() {
+  std::vector<uint32_t> v = {
+      0x3f808000u, 0x3f818000u, 0x3f808001u, 0x3f817fffu, 0xbf808000u, 0xbf818000u,  // ties
+      0x00808000u, 0x00818000u, 0x80808000u, 0x7e808000u, 0x7f7f8000u, 0xff7f8000u,
+      0x00800000u, 0x80800000u, 0x0080ffffu, 0x00807fffu,  // the smallest normals
+      0x7f7fffffu, 0xff7fffffu, 0x7f7f7fffu, 0x7f7effffu,  // the largest finite
+      0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u,
+      0x7fc00000u, 0xffc00000u, 0x7fc12345u, 0xffffffffu, 0x7fffffffu, 0x7fc0ffffu,  // quiet
+      0x7f800001u, 0xff800001u, 0x7f812345u, 0xffbfffffu, 0x7f80e000u, 0x7fbf8000u};  // signaling
+  std::mt19937_64 rng(32);
+  while (v.size() < 1600) {
+    const uint32_t u = static_cast<uint32_t>(rng());
+    if ((u & 0x7f800000u) != 0) v.push_back(u);
+  }
+  return v;
+}
+
+// `body`'s outputs from its elementwise kernel emitted with or without the native bf16
+// conversion (emit_elementwise's native_bf16) and compiled by `jit`, rows in two calls.
+std::vector<Tensor> run_emitted(Jit& jit, const Graph& body, bool native_bf16,
+                                std::vector<Tensor>& inputs) {
+  StatusOr<JitResult> k = jit.compile(emit_elementwise(body, "k", native_bf16), "k");
+  EXPECT_TRUE(k.ok()) << k.error().to_string();
+  if (!k.ok()) return {};
+  return testing::run_rows(reinterpret_cast<GeneratedFn>(k->address), row_layout(body).rows, body,
+                           inputs);
+}
+
+// Rounding to bf16 on a target with AVX512_BF16 (Jit::native_bf16) takes vcvtneps2bf16
+// for a vector without denormal lanes and the integer steps for a vector with one (the
+// instruction flushes it to zero); a target without it takes the integer steps always.
+// All give float_to_bf16's bits: NaN quieted with its payload, ties to even, overflow to
+// infinity, denormals kept; 16-lane vectors and 8-lane ones (a body with an f64).
+TEST(KernelHalf, Bf16RoundsAsTheReferenceOnTheNativeAndTheIntegerPath) {
+  const std::vector<uint32_t> normal = bf16_corner_patterns();
+  std::vector<uint32_t> one_denormal = normal;  // vector k: lane k % 16 denormal
+  const uint32_t denormals[] = {0x00000001u, 0x80000001u, 0x00008000u, 0x00018000u, 0x00400000u,
+                                0x807fffffu, 0x007fffffu, 0x00017fffu, 0x8000c000u};
+  for (size_t k = 0; k * 16 < one_denormal.size(); ++k) {
+    one_denormal[k * 16 + k % 16] = denormals[k % std::size(denormals)];
+  }
+  const std::string n = std::to_string(normal.size());
+  const Graph lanes16 = cast_body(DType::f32, DType::bf16, static_cast<int64_t>(normal.size()));
+  const Graph lanes8 = parse_typed("graph @k(%x: f32[" + n + "], %y: f64[" + n + "]) -> (bf16[" +
+                                   n + "], f64[" + n + "]) {\n  %h = cast(%x) {dtype=bf16} : bf16[" +
+                                   n + "]\n  %z = neg(%y) : f64[" + n + "]\n  return %h, %z\n}");
+  const Tensor y = Tensor::from_doubles(DType::f64, Shape{{static_cast<int64_t>(normal.size())}},
+                                        std::vector<double>(normal.size(), 0.5));
+  // The choice, in the emitted code.
+  for (const auto& [body, lanes] : {std::pair{&lanes16, 16}, std::pair{&lanes8, 8}}) {
+    const std::string native = emit_elementwise(*body, "k", /*native_bf16=*/true);
+    const std::string integer = emit_elementwise(*body, "k", /*native_bf16=*/false);
+    const std::string w = std::to_string(lanes);
+    EXPECT_NE(native.find("llvm.x86.avx512.fpclass.ps." + std::to_string(32 * lanes)), std::string::npos);
+    EXPECT_NE(native.find("to vector<" + w + "xbf16>"), std::string::npos);
+    EXPECT_EQ(integer.find("fpclass"), std::string::npos);
+    EXPECT_EQ(integer.find("bf16>"), std::string::npos);
+  }
+  Jit jit;
+  if (!jit.native_bf16()) std::printf("  this host has no AVX512_BF16: the integer path only\n");
+  for (bool native : {true, false}) {
+    if (native && !jit.native_bf16()) continue;  // vcvtneps2bf16 would fault
+    for (const std::vector<uint32_t>* bits : {&normal, static_cast<const std::vector<uint32_t>*>(&one_denormal)}) {
+      SCOPED_TRACE(std::string(native ? "native" : "integer") + " path, " +
+                   (bits == &normal ? "no denormal lane" : "a denormal lane per vector"));
+      std::vector<Tensor> in16 = {from_bits(DType::f32, *bits)};
+      expect_reference_bits(lanes16, in16, run_emitted(jit, lanes16, native, in16));
+      std::vector<Tensor> in8 = {from_bits(DType::f32, *bits), y};
+      expect_reference_bits(lanes8, in8, run_emitted(jit, lanes8, native, in8));
+    }
+  }
+}
+
+// The host's answer is its CPU's flags; named CPUs answer by their features.
+TEST(KernelHalf, NativeBf16IsTheTargetsAvx512Bf16) {
+  Jit jit;
+  EXPECT_EQ(jit.native_bf16(), __builtin_cpu_supports("avx512bf16") &&
+                                  __builtin_cpu_supports("avx512dq") &&
+                                  __builtin_cpu_supports("avx512vl"));
+  EXPECT_TRUE(jit.native_bf16("znver4"));
+  EXPECT_TRUE(jit.native_bf16("cooperlake"));
+  EXPECT_FALSE(jit.native_bf16("skylake-avx512"));
+  EXPECT_FALSE(jit.native_bf16("x86-64-v3"));
+}
+
+// An object file compiled ahead of time for a CPU takes that CPU's answer, not the
+// host's: for x86-64-v3 the integer steps (the native path's AVX-512 intrinsics would
+// stop LLVM: "Do not know how to promote this operator"), for znver4 the native path.
+TEST(KernelHalf, AnObjectRoundsToBf16AsItsCpuCan) {
+  const Graph body = cast_body(DType::f32, DType::bf16, 1000);
+  for (const char* cpu : {"x86-64-v3", "znver4"}) {
+    SCOPED_TRACE(cpu);
+    StatusOr<std::string> object =
+        KernelCompiler::global().compile_object({{"k", &body, FusedKind::elementwise}}, cpu);
+    ASSERT_TRUE(object.ok()) << object.error().to_string();
+    EXPECT_FALSE(object->empty());
   }
 }
 

@@ -67,20 +67,26 @@ inline std::vector<Tensor> random_inputs(const Graph& g, std::mt19937_64& rng, d
   return inputs;
 }
 
-/// The JIT's outputs for `inputs`, rows computed in two calls (so row_begin matters).
-inline std::vector<Tensor> run_kernel(const Graph& body, std::vector<Tensor>& inputs) {
-  StatusOr<const CompiledKernel*> k = KernelCompiler::global().compile(body);
-  EXPECT_TRUE(k.ok()) << k.error().to_string();
-  if (!k.ok()) return {};
+/// The outputs of `body`'s compiled kernel `fn` over `rows` rows for `inputs`, rows
+/// computed in two calls (so row_begin matters).
+inline std::vector<Tensor> run_rows(GeneratedFn fn, int64_t rows, const Graph& body,
+                                    std::vector<Tensor>& inputs) {
   std::vector<Tensor> outputs;
   std::vector<void*> buffers;
   for (Tensor& t : inputs) buffers.push_back(t.raw_data());
   for (ValueId v : body.outputs()) outputs.emplace_back(body.type(v));
   for (Tensor& t : outputs) buffers.push_back(t.raw_data());
-  const int64_t rows = (*k)->rows, half = rows / 2;
-  (*k)->fn(buffers.data(), 0, half);
-  (*k)->fn(buffers.data(), half, rows);
+  fn(buffers.data(), 0, rows / 2);
+  fn(buffers.data(), rows / 2, rows);
   return outputs;
+}
+
+/// The JIT's outputs for `inputs` (run_rows).
+inline std::vector<Tensor> run_kernel(const Graph& body, std::vector<Tensor>& inputs) {
+  StatusOr<const CompiledKernel*> k = KernelCompiler::global().compile(body);
+  EXPECT_TRUE(k.ok()) << k.error().to_string();
+  if (!k.ok()) return {};
+  return run_rows((*k)->fn, (*k)->rows, body, inputs);
 }
 
 /// Largest |jit - reference| / max(1, |reference|) over the elements (absolute error

@@ -71,6 +71,10 @@ Status check_architecture(const DeviceArchitecture& device, const std::string& g
   return Status::ok_status();
 }
 
+bool runs_tf32(const DeviceArchitecture& device) {
+  return device.major * 10 + device.minor >= kTf32TensorCoreArchitecture;
+}
+
 Status check_features(const DeviceArchitecture& device, const Program& program) {
   if (device.major * 10 + device.minor >= kBf16TensorCoreArchitecture) return Status::ok_status();
   // The products that multiply in the low precision (the op table's autocast class Low:

@@ -46,6 +46,15 @@ Status check_architecture(const DeviceArchitecture& device, const std::string& g
 /// capability 8.0 (Ampere) and newer.
 inline constexpr int kBf16TensorCoreArchitecture = 80;
 
+/// TF32 tensor cores, which `--tf32` (ExecutorOptions::tf32) asks of f32 GEMMs and
+/// convolutions: compute capability 8.0 (Ampere) and newer.
+inline constexpr int kTf32TensorCoreArchitecture = 80;
+
+/// Whether `--tf32` takes effect on `device`. Before Ampere it does not: f32 GEMMs and
+/// convolutions run as without it (the opt-in trades exactness for speed the device
+/// cannot give), and their plans' descriptions name no tf32.
+bool runs_tf32(const DeviceArchitecture& device);
+
 /// Ok when the device has what `program` (its loop bodies included) needs beyond code it
 /// can run: a bf16 GEMM or convolution on a device older than kBf16TensorCoreArchitecture
 /// is refused at its op's location, saying what runs there instead (f16 or f32; no

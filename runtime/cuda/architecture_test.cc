@@ -101,6 +101,14 @@ TEST(Architecture, Bf16ContractionsNeedAmpereAndSaySo) {
   EXPECT_TRUE(check_features(device(8, 0), one_matmul(DType::bf16, true)).ok());
 }
 
+// --tf32 asks for TF32 tensor cores, which Turing lacks: there f32 runs as without it.
+TEST(Architecture, Tf32TakesEffectFromAmpereOn) {
+  EXPECT_FALSE(runs_tf32(device(7, 5)));
+  EXPECT_TRUE(runs_tf32(device(8, 0)));
+  EXPECT_TRUE(runs_tf32(device(8, 6)));
+  EXPECT_TRUE(runs_tf32(device(9, 0)));
+}
+
 // Pooling is a contraction in the op table but runs weft's own kernels, in f32, on any
 // device; a bf16 convolution is cuDNN's and needs the tensor cores.
 TEST(Architecture, Bf16PoolingRunsOnTuringAndABf16ConvolutionDoesNot) {

@@ -70,7 +70,7 @@ struct Executor::Device {
   /// convolutions never pay for cudnnCreate (which loads cuDNN's engine libraries).
   cudnnHandle_t cudnn = nullptr;
   ConvPolicy convolutions = ConvPolicy::deterministic;  ///< ExecutorOptions::convolutions.
-  bool tf32 = false;                                     ///< ExecutorOptions::tf32.
+  bool tf32 = false;  ///< ExecutorOptions::tf32, where the device has TF32 units (runs_tf32).
   cudaLibrary_t library = nullptr;  ///< The program's PTX module.
   void* arena = nullptr;
   void* inputs = nullptr;     ///< The inputs block.

@@ -135,7 +135,14 @@ Status check_fits(const Program& program, const ExecutorOptions& options) {
 Status open_device(Executor::Device& d, const Program& program, const ExecutorOptions& options) {
   d.ordinal = options.device;
   d.convolutions = options.convolutions;
-  d.tf32 = options.tf32;
+  if (options.tf32) {  // a plan names tf32 only where the device has its tensor cores
+    int major = 0, minor = 0;
+    WEFT_RETURN_IF_ERROR(cuda_status(
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d.ordinal), "cudaDeviceGetAttribute"));
+    WEFT_RETURN_IF_ERROR(cuda_status(
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, d.ordinal), "cudaDeviceGetAttribute"));
+    d.tf32 = runs_tf32({.ordinal = d.ordinal, .major = major, .minor = minor});
+  }
   WEFT_RETURN_IF_ERROR(cuda_status(cudaStreamCreate(&d.stream), "cudaStreamCreate"));
   WEFT_RETURN_IF_ERROR(cublas_status(cublasCreate(&d.cublas), "cublasCreate"));
   WEFT_RETURN_IF_ERROR(cublas_status(cublasSetStream(d.cublas, d.stream), "cublasSetStream"));

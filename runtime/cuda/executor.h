@@ -96,6 +96,7 @@ struct ExecutorOptions {
   /// off by default): operands rounded to a 10-bit mantissa, accumulation in f32 —
   /// faster, and far outside the reference's f32 tolerance, hence opt-in. f16/bf16
   /// GEMMs and convolutions always run on tensor cores (f32 accumulation); f64 never.
+  /// Before Ampere (no TF32 units; architecture.h, runs_tf32) f32 runs as without it.
   bool tf32 = false;
   /// Data parallelism on GPUs: the step's all_reduce invocations run through NCCL on its
   /// communication stream (nccl_communicator.h), bucketed; `device` must be its

@@ -3,10 +3,13 @@
 
 #include "frontend/flow_check.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "ir/checked_math.h"
 
 namespace weft::flow_detail {
 
@@ -15,6 +18,14 @@ std::string where(const std::source_location& loc) {
 }
 
 const Flow* as_flow(const ModulePtr& m) { return dynamic_cast<const Flow*>(m.get()); }
+
+std::string unrepresentable(const Type& t) {
+  const std::vector<int64_t>& dims = t.shape.dims;
+  if (std::any_of(dims.begin(), dims.end(), [](int64_t d) { return d < 0; })) {
+    return "a dimension is negative";
+  }
+  return size_fits(t.dtype, dims) ? "" : "its size in bytes does not fit in 64 bits";
+}
 
 namespace {
 
@@ -91,6 +102,11 @@ class StructureCheck {
   Status check_step(size_t i) {
     const FlowStep& s = steps_[i];
     switch (s.kind) {
+      case Kind::Split:
+        if (s.modules.empty()) {
+          return Error{"split({}) has no branches: give it at least one module", to_location(s.loc)};
+        }
+        return Status();
       case Kind::TagGroup:
         if (previous(i) != Kind::Split) {
           return Error{"tag_group(\"" + s.names[0] + "\") must directly follow split(...)",

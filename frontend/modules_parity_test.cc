@@ -440,6 +440,16 @@ TEST(ModuleShapes, LinearTakesAVector) {
   EXPECT_EQ(run->outputs[0].data<float>()[1], 4 - 12 - 1.0f);
 }
 
+// BatchNorm1d(0) on [N, 0] is empty, as in PyTorch; it divided the element count by the
+// channels (SIGFPE while building).
+TEST(ModuleShapes, BatchNormOfNoChannels) {
+  for (bool training : {false, true}) {
+    auto empty = FlowBuilder::from(BatchNorm1d(0)).build({{"x", f32({2, 0})}}, {.training = training});
+    ASSERT_TRUE(empty.ok()) << empty.error().to_string();
+    EXPECT_EQ(empty->graph().type(empty->graph().outputs()[0]), f32({2, 0}));
+  }
+}
+
 TEST(ModuleErrors, LinearAndActivations) {
   int line = __LINE__ + 1;
   std::string e1 = error_of(LearnedParameter({5, 8}), {{"x", f32({2, 4, 8})}});

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "frontend/loop.h"
 #include "ir/checked_math.h"
 
 namespace weft::flow_detail {
@@ -141,11 +142,20 @@ class StructureCheck {
       return Error{"uses(...) must follow a module: from, through, also, also_with or fork",
                    to_location(s.loc)};
     }
+    const FlowStep& module = steps_[m - 1];
+    const bool over = !module.modules.empty() && module.modules[0] && is_map_over(*module.modules[0]);
     for (const std::string& n : s.names) {
       if (tags_.count(n)) continue;
-      bool group = false;
-      for (const auto& [t, unused] : tags_) group |= t.rfind(n + ".", 0) == 0;
-      if (group) continue;
+      std::string group;
+      for (const auto& [t, unused] : tags_) {
+        if (t.rfind(n + ".", 0) == 0) group += (group.empty() ? "" : ", ") + t;
+      }
+      // over(tag) maps over one value; a group gave the module one input per branch.
+      if (!group.empty() && over) {
+        return Error{"map(...).over(\"" + n + "\") names a tag_group; map over one of its tags: " + group,
+                     to_location(s.loc)};
+      }
+      if (!group.empty()) continue;
       if (all_tags_.count(n)) continue;  // a forward reference: Flow::forward
       if (auto later = all_groups_.find(n); later != all_groups_.end()) {
         return Error{"uses(\"" + n + "\") refers to tag_group \"" + n + "\", defined later, at " +

@@ -323,6 +323,17 @@ TEST(Flow, ANullModuleInsideGateRouteMapOrLoopIsRefusedAtItsCall) {
   EXPECT_EQ(cond.error().to_string(), at(line) + ":56" + null_module);
 }
 
+// It said "map(Linear(4->2)).over(...) maps over one tagged value; it was given 3 inputs".
+TEST(Flow, MapOverATagGroupIsAnError) {
+  int line = __LINE__ + 2;
+  auto over = FlowBuilder::from(Linear(4, 4))
+                  .split({Identity(), Identity()}).tag_group("g").merge(Merge::add())
+                  .map(Linear(4, 2)).over("g")
+                  .build({{"x", f32({2, 4})}});
+  EXPECT_EQ(over.error().to_string(),
+            at(line + 1) + ":23: error: map(...).over(\"g\") names a tag_group; map over one of its tags: g.0, g.1");
+}
+
 TEST(Flow, InputTypesThatCannotExistAreRefused) {
   auto negative = FlowBuilder::from(Linear(4, 4)).build({{"x", f32({-2, 4})}});
   EXPECT_EQ(negative.error().to_string(),

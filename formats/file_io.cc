@@ -24,6 +24,10 @@ Error file_error(const std::string& file, std::string message) {
 // naming the file, and removes the temporary file.
 [[maybe_unused]] const bool kFileSizeLimitIsAnError = std::signal(SIGXFSZ, SIG_IGN) != SIG_ERR;
 
+// An empty path named no file in the error ("cannot rename .tmp.N.0 into place: No such
+// file or directory ( was left as it was)", or "cannot open for reading: ...").
+constexpr char kEmptyPath[] = "the file name is empty; give the path of a file";
+
 // The directory holding `path`, for the temporary file and the directory fsync.
 std::string directory_of(const std::string& path) {
   size_t slash = path.rfind('/');
@@ -35,6 +39,7 @@ std::string directory_of(const std::string& path) {
 }  // namespace
 
 Status write_file_atomically(const std::string& path, std::string_view bytes) {
+  if (path.empty()) return Error{kEmptyPath};
   static std::atomic<uint64_t> counter{0};
   // Same directory, so that the rename is atomic; O_EXCL so that two writers never share
   // a temporary file.
@@ -76,6 +81,7 @@ Status write_file_atomically(const std::string& path, std::string_view bytes) {
 }
 
 StatusOr<ReadOnlyFile> ReadOnlyFile::open(const std::string& path) {
+  if (path.empty()) return Error{kEmptyPath};
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return file_error(path, "cannot open for reading: " + std::string(std::strerror(errno)));
   struct stat st;

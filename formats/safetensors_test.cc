@@ -367,6 +367,14 @@ TEST(SafetensorsAtomicWrite, DirectoryDoesNotExist) {
   EXPECT_NE(s.error().message.find(": No such file or directory"), std::string::npos);
 }
 
+// An empty path (a flag given as `--checkpoint-out=`, Trainer::save("")) is named as one.
+TEST(SafetensorsAtomicWrite, AnEmptyPathIsNamedAsOne) {
+  Status s = write_safetensors("", {{"a", Tensor::scalar(DType::f32, 1)}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.to_string(), "error: the file name is empty; give the path of a file");
+  EXPECT_EQ(read_safetensors("").error().to_string(), "error: the file name is empty; give the path of a file");
+}
+
 TEST(SafetensorsAtomicWrite, FailedRenameLeavesNoTemporaryFile) {
   const std::string dir = fresh_dir("rename_fails");
   const std::string path = dir + "/ckpt.safetensors";

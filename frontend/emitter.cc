@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "frontend/flow_check.h"
 #include "ir/scan.h"
 #include "ir/shape_rules.h"
 
@@ -101,6 +102,16 @@ ValueId Emitter::persistent(std::string_view name, Shape shape, Initializer init
            "; a module instance used in several places must see the same input shapes");
     }
     return it->second;
+  }
+  const Type type{dtype, shape};
+  if (std::string why = flow_detail::unrepresentable(type); !why.empty()) {
+    fail("parameter '" + std::string(name) + "' would be " + type.to_string() + ": " + why +
+         "; check the module's sizes");
+  }
+  if (kind == InputKind::param && !is_floating(dtype)) {
+    fail("parameter '" + std::string(name) + "' would be " + type.to_string() +
+         ", the input's dtype, but parameters are trained and must be floating point; give "
+         "this module a float input (integer indices go to Embedding)");
   }
   std::string full_name = param_prefix() + std::string(name);
   if (graph_.find_value(full_name)) {

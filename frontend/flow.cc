@@ -17,6 +17,7 @@ using Kind = FlowStep::Kind;
 
 using flow_detail::as_flow;
 using flow_detail::check_cycles;
+using flow_detail::unrepresentable;
 using flow_detail::validate;
 using flow_detail::where;
 
@@ -299,6 +300,12 @@ StatusOr<Model> Flow::build(const std::vector<InputSpec>& inputs, BuildOptions o
                    " is '" + extra[i] + "' (inputs: " + want + ")"};
     }
   }
+  for (const InputSpec& in : inputs) {
+    if (std::string why = unrepresentable(in.type); !why.empty()) {
+      return Error{"build(...) input '" + in.name + "' is " + in.type.to_string() + ": " + why +
+                   "; check its dims"};
+    }
+  }
   Graph g(label_.empty() ? "model" : label_);
   Emitter e(g, options);
   std::vector<ValueId> values;
@@ -347,18 +354,33 @@ FlowBuilder& FlowBuilder::add(FlowStep step) {
 FlowBuilder& FlowBuilder::through(ModulePtr m, Loc loc) {
   return add(FlowStep{Kind::Through, {std::move(m)}, {}, {}, {}, loc});
 }
+// gate, route, map and loop_body wrap the modules they are given in one module of their
+// own; when one of those is null, the step's module is null instead, which build()
+// refuses at the user's call.
+namespace {
+bool any_null(const ModulePtr& m, const std::vector<ModulePtr>& more = {}) {
+  return !m || std::find(more.begin(), more.end(), nullptr) != more.end();
+}
+}  // namespace
+
 FlowBuilder& FlowBuilder::gate(ModulePtr router, std::vector<ModulePtr> experts, Loc loc) {
+  if (any_null(router, experts)) return through(nullptr, loc);
   return through(Gate(std::move(router), std::move(experts), loc), loc);
 }
 FlowBuilder& FlowBuilder::route(ModulePtr selector, std::vector<ModulePtr> branches, Loc loc) {
+  if (any_null(selector, branches)) return through(nullptr, loc);
   return through(Route(std::move(selector), std::move(branches), loc), loc);
 }
 MapCall FlowBuilder::map(ModulePtr body, Loc loc) { return MapCall(*this, std::move(body), loc); }
-FlowBuilder& MapCall::slices(int64_t n) && { return builder_.through(MapSlices(body_, n, loc_), loc_); }
+FlowBuilder& MapCall::slices(int64_t n) && {
+  return builder_.through(any_null(body_) ? nullptr : MapSlices(body_, n, loc_), loc_);
+}
 FlowBuilder& MapCall::batched() && { return builder_.through(body_, loc_); }
-FlowBuilder& MapCall::each() && { return builder_.through(MapEach(body_, loc_), loc_); }
+FlowBuilder& MapCall::each() && {
+  return builder_.through(any_null(body_) ? nullptr : MapEach(body_, loc_), loc_);
+}
 FlowBuilder& MapCall::over(std::string tag) && {
-  return builder_.through(MapOver(body_, loc_), loc_).uses({std::move(tag)}, loc_);
+  return builder_.through(any_null(body_) ? nullptr : MapOver(body_, loc_), loc_).uses({std::move(tag)}, loc_);
 }
 
 LoopCall FlowBuilder::loop_body(ModulePtr body, Loc loc) { return LoopCall(*this, std::move(body), loc); }
@@ -367,12 +389,15 @@ LoopCall&& LoopCall::recompute() && {
   return std::move(*this);
 }
 FlowBuilder& LoopCall::for_n(int64_t n) && {
+  if (any_null(body_)) return builder_.through(nullptr, loc_);
   return builder_.through(Loop(LoopKind::for_n, body_, nullptr, n, recompute_, loc_), loc_);
 }
 FlowBuilder& LoopCall::while_cond(ModulePtr cond, int64_t max) && {
+  if (any_null(body_, {cond})) return builder_.through(nullptr, loc_);
   return builder_.through(Loop(LoopKind::while_cond, body_, std::move(cond), max, recompute_, loc_), loc_);
 }
 FlowBuilder& LoopCall::until_cond(ModulePtr cond, int64_t max) && {
+  if (any_null(body_, {cond})) return builder_.through(nullptr, loc_);
   return builder_.through(Loop(LoopKind::until_cond, body_, std::move(cond), max, recompute_, loc_), loc_);
 }
 FlowBuilder& FlowBuilder::also(ModulePtr m, Loc loc) {

@@ -3,10 +3,14 @@
 
 #include "frontend/flow_check.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "frontend/loop.h"
+#include "ir/checked_math.h"
 
 namespace weft::flow_detail {
 
@@ -15,6 +19,14 @@ std::string where(const std::source_location& loc) {
 }
 
 const Flow* as_flow(const ModulePtr& m) { return dynamic_cast<const Flow*>(m.get()); }
+
+std::string unrepresentable(const Type& t) {
+  const std::vector<int64_t>& dims = t.shape.dims;
+  if (std::any_of(dims.begin(), dims.end(), [](int64_t d) { return d < 0; })) {
+    return "a dimension is negative";
+  }
+  return size_fits(t.dtype, dims) ? "" : "its size in bytes does not fit in 64 bits";
+}
 
 namespace {
 
@@ -91,6 +103,11 @@ class StructureCheck {
   Status check_step(size_t i) {
     const FlowStep& s = steps_[i];
     switch (s.kind) {
+      case Kind::Split:
+        if (s.modules.empty()) {
+          return Error{"split({}) has no branches: give it at least one module", to_location(s.loc)};
+        }
+        return Status();
       case Kind::TagGroup:
         if (previous(i) != Kind::Split) {
           return Error{"tag_group(\"" + s.names[0] + "\") must directly follow split(...)",
@@ -125,11 +142,20 @@ class StructureCheck {
       return Error{"uses(...) must follow a module: from, through, also, also_with or fork",
                    to_location(s.loc)};
     }
+    const FlowStep& module = steps_[m - 1];
+    const bool over = !module.modules.empty() && module.modules[0] && is_map_over(*module.modules[0]);
     for (const std::string& n : s.names) {
       if (tags_.count(n)) continue;
-      bool group = false;
-      for (const auto& [t, unused] : tags_) group |= t.rfind(n + ".", 0) == 0;
-      if (group) continue;
+      std::string group;
+      for (const auto& [t, unused] : tags_) {
+        if (t.rfind(n + ".", 0) == 0) group += (group.empty() ? "" : ", ") + t;
+      }
+      // over(tag) maps over one value; a group gave the module one input per branch.
+      if (!group.empty() && over) {
+        return Error{"map(...).over(\"" + n + "\") names a tag_group; map over one of its tags: " + group,
+                     to_location(s.loc)};
+      }
+      if (!group.empty()) continue;
       if (all_tags_.count(n)) continue;  // a forward reference: Flow::forward
       if (auto later = all_groups_.find(n); later != all_groups_.end()) {
         return Error{"uses(\"" + n + "\") refers to tag_group \"" + n + "\", defined later, at " +

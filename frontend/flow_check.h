@@ -16,6 +16,11 @@ std::string where(const std::source_location& loc);
 /// `m` as a nested Flow, or null.
 const Flow* as_flow(const ModulePtr& m);
 
+/// Why a value of type `t` cannot exist ("a dimension is negative", "its size in bytes does
+/// not fit in 64 bits"), or "" when it can: build()'s input types and the parameters the
+/// modules create (Linear(4, -3)) are refused with it before any op sees them.
+std::string unrepresentable(const Type& t);
+
 /// Checks one flow's structure (not its children's: they were checked when built):
 /// each step in order (what may follow a split, the step's own rule, a fork's tag, the
 /// labels of the flows it nests), then the whole (no split left unmerged, no label named

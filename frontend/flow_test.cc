@@ -287,6 +287,81 @@ TEST(Flow, ForkNeedsATag) {
                        "fork(...)");
 }
 
+TEST(Flow, ASplitWithoutBranchesIsAnError) {
+  int line = __LINE__ + 1;
+  auto empty = FlowBuilder::from(Linear(2, 2)).split({}).merge(Merge::add()).build({{"x", f32({1, 2})}});
+  EXPECT_EQ(empty.error().to_string(),
+            at(line) + ":53: error: split({}) has no branches: give it at least one module");
+}
+
+// gate, route, map and loop_body wrap the modules they are given: a null one among them is
+// refused at the user's call, as one given to through(), not a crash when emitted.
+TEST(Flow, ANullModuleInsideGateRouteMapOrLoopIsRefusedAtItsCall) {
+  const ModulePtr none;
+  const std::vector<InputSpec> x = {{"x", f32({2, 4})}};
+  const std::string null_module = ": error: a null module was passed to the builder";
+  int line = __LINE__ + 1;
+  auto gate = FlowBuilder::from(Linear(4, 4)).gate(none, {Linear(4, 2)}).build(x);
+  EXPECT_EQ(gate.error().to_string(), at(line) + ":51" + null_module);
+  line = __LINE__ + 1;
+  auto route = FlowBuilder::from(Linear(4, 4)).route(Linear(4, 2), {Linear(4, 2), none}).build(x);
+  EXPECT_EQ(route.error().to_string(), at(line) + ":53" + null_module);
+  line = __LINE__ + 1;
+  auto slices = FlowBuilder::from(Linear(4, 4)).map(none).slices(2).build(x);
+  EXPECT_EQ(slices.error().to_string(), at(line) + ":52" + null_module);
+  line = __LINE__ + 1;
+  auto each = FlowBuilder::from(Linear(4, 4)).map(none).each().build(x);
+  EXPECT_EQ(each.error().to_string(), at(line) + ":50" + null_module);
+  line = __LINE__ + 1;
+  auto over = FlowBuilder::from(Linear(4, 4)).tag("t").map(none).over("t").build(x);
+  EXPECT_EQ(over.error().to_string(), at(line) + ":59" + null_module);
+  line = __LINE__ + 1;
+  auto body = FlowBuilder::from(Linear(4, 4)).loop_body(none).for_n(2).build(x);
+  EXPECT_EQ(body.error().to_string(), at(line) + ":56" + null_module);
+  line = __LINE__ + 1;
+  auto cond = FlowBuilder::from(Linear(4, 4)).loop_body(Linear(4, 4)).until_cond(none, 3).build(x);
+  EXPECT_EQ(cond.error().to_string(), at(line) + ":56" + null_module);
+}
+
+// It said "map(Linear(4->2)).over(...) maps over one tagged value; it was given 3 inputs".
+TEST(Flow, MapOverATagGroupIsAnError) {
+  int line = __LINE__ + 2;
+  auto over = FlowBuilder::from(Linear(4, 4))
+                  .split({Identity(), Identity()}).tag_group("g").merge(Merge::add())
+                  .map(Linear(4, 2)).over("g")
+                  .build({{"x", f32({2, 4})}});
+  EXPECT_EQ(over.error().to_string(),
+            at(line + 1) + ":23: error: map(...).over(\"g\") names a tag_group; map over one of its tags: g.0, g.1");
+}
+
+TEST(Flow, InputTypesThatCannotExistAreRefused) {
+  auto negative = FlowBuilder::from(Linear(4, 4)).build({{"x", f32({-2, 4})}});
+  EXPECT_EQ(negative.error().to_string(),
+            "error: build(...) input 'x' is f32[-2,4]: a dimension is negative; check its dims");
+  auto huge = FlowBuilder::from(Linear(4, 4)).build({{"x", f32({int64_t{1} << 62, 4})}});
+  EXPECT_EQ(huge.error().to_string(),
+            "error: build(...) input 'x' is f32[4611686018427387904,4]: its size in bytes does not fit "
+            "in 64 bits; check its dims");
+}
+
+// A module's sizes and its input's dtype make its parameters: a negative size, or an integer
+// input, is named at the module's call instead of giving a graph with f32[-3,4] or i64 weights.
+TEST(Flow, ParametersThatCannotBeTrainedAreRefused) {
+  int line = __LINE__ + 1;
+  auto negative = FlowBuilder::from(Linear(4, -3)).build({{"x", f32({2, 4})}});
+  EXPECT_EQ(negative.error().to_string(),
+            at(line) + ":36: error: parameter 'weight' would be f32[-3,4]: a dimension is negative; check "
+                       "the module's sizes [in Linear(4->-3)]");
+  line = __LINE__ + 1;
+  auto integer = FlowBuilder::from(Linear(4, 4)).build({{"x", i64({2, 4})}});
+  EXPECT_EQ(integer.error().to_string(),
+            at(line) + ":35: error: parameter 'weight' would be i64[4,4], the input's dtype, but parameters "
+                       "are trained and must be floating point; give this module a float input (integer "
+                       "indices go to Embedding) [in Linear(4->4)]");
+  EXPECT_TRUE(FlowBuilder::from(Linear(4, 0)).build({{"x", f32({2, 4})}}).ok());  // PyTorch allows it too
+  EXPECT_TRUE(FlowBuilder::from(Linear(4, 4)).build({{"x", f64({2, 4})}}).ok());
+}
+
 TEST(Flow, ShapeErrorsNameFileLinePathOpAndShapes) {
   int line = __LINE__ + 2;
   auto model = FlowBuilder::from(Linear(4, 8))

@@ -38,6 +38,10 @@ struct BatchNormResult {
   ValueId new_running_mean = kNoValue, new_running_var = kNoValue;
 };
 
+/// The values per channel that batch statistics average over, for x of shape [N, C, ...]:
+/// every dim but C's (so a batch of 0 channels has its count too, as in PyTorch).
+int64_t batch_norm_count(const Shape& x);
+
 /// `batch_stats`: y = (x - mean) / sqrt(var + eps)·weight + bias with the batch mean and
 /// biased variance over every axis but 1, and (with `update_running`) the running
 /// statistics assigned their PyTorch update, the variance's from the unbiased batch

@@ -150,6 +150,16 @@ TEST(GraphTree, RendersSvgOrNamesGraphviz) {
   text << f.rdbuf();
   EXPECT_NE(text.str().find("<svg"), std::string::npos);
 
+  // The path goes to dot as it is, never through a shell: a quote made the render fail,
+  // and `';CMD;'` ran CMD.
+  const std::string odd = dir + "/it's a ';touch injected;'.svg";
+  s = render_svg(model_to_dot(*model), odd);
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  EXPECT_TRUE(std::ifstream(odd).good());
+  EXPECT_FALSE(std::ifstream("injected").good());
+  EXPECT_EQ(render_svg(model_to_dot(*model), "").to_string(),
+            "error: cannot render: the file name is empty; give the path of an .svg file");
+
   std::string path = std::getenv("PATH");
   setenv("PATH", "/nonexistent", 1);
   s = render_svg(model_to_dot(*model), svg);

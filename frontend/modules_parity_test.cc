@@ -425,6 +425,31 @@ TEST(ModuleErrors, EmbeddingDropoutPoolingFlatten) {
                 "input f32[2,3,4] [in Flatten(2, 1)]");
 }
 
+// nn.Linear takes a vector [in] and gives [out]; weft's Linear let it through its own
+// check and then failed in matmul ("operands need rank >= 2 ... [in Linear(3->2)]").
+TEST(ModuleShapes, LinearTakesAVector) {
+  auto vector = FlowBuilder::from(Linear(3, 2)).build({{"x", f32({3})}});
+  ASSERT_TRUE(vector.ok()) << vector.error().to_string();
+  const std::map<std::string, Tensor> params = {
+      {"0.weight", Tensor::from_vector<float>({2, 3}, {1, 2, 3, 4, 5, 6})},
+      {"0.bias", Tensor::from_vector<float>({2}, {0.5f, -1})}};
+  auto run = testing::run_model(*vector, {Tensor::from_vector<float>({3}, {1, 0, -2})}, params);
+  ASSERT_TRUE(run.ok()) << run.error().to_string();
+  ASSERT_EQ(run->outputs[0].type(), f32({2}));
+  EXPECT_EQ(run->outputs[0].data<float>()[0], 1 - 6 + 0.5f);
+  EXPECT_EQ(run->outputs[0].data<float>()[1], 4 - 12 - 1.0f);
+}
+
+// BatchNorm1d(0) on [N, 0] is empty, as in PyTorch; it divided the element count by the
+// channels (SIGFPE while building).
+TEST(ModuleShapes, BatchNormOfNoChannels) {
+  for (bool training : {false, true}) {
+    auto empty = FlowBuilder::from(BatchNorm1d(0)).build({{"x", f32({2, 0})}}, {.training = training});
+    ASSERT_TRUE(empty.ok()) << empty.error().to_string();
+    EXPECT_EQ(empty->graph().type(empty->graph().outputs()[0]), f32({2, 0}));
+  }
+}
+
 TEST(ModuleErrors, LinearAndActivations) {
   int line = __LINE__ + 1;
   std::string e1 = error_of(LearnedParameter({5, 8}), {{"x", f32({2, 4, 8})}});

@@ -118,6 +118,12 @@ TEST(Recurrent, SequenceModuleErrors) {
   EXPECT_EQ(error(FlowBuilder::from(Identity()).input({"h0"}).through(GRU(3, 4, {.layers = 2})).uses({"h0"}),
                   {{"x", f32({2, 5, 3})}, {"h0", f32({1, 2, 4})}}),
             "GRU(3->4, layers=2): the initial state h0 must be f32[2,2,4], got f32[1,2,4]");
+  // GRU(3, 0) built empty states and outputs (PyTorch refuses it); LSTM(3, -4) was refused
+  // only by its parameter's negative dims.
+  EXPECT_EQ(error(FlowBuilder::from(GRU(3, 0)), {{"x", f32({2, 5, 3})}}),
+            "GRU(3->0): hidden_size must be at least 1 (PyTorch: hidden_size must be greater than zero)");
+  EXPECT_EQ(error(FlowBuilder::from(LSTM(3, -4)), {{"x", f32({2, 5, 3})}}),
+            "LSTM(3->-4): hidden_size must be at least 1 (PyTorch: hidden_size must be greater than zero)");
 }
 
 }  // namespace recurrent_parity_test

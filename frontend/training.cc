@@ -75,6 +75,10 @@ StatusOr<ValueId> autocast(Graph& g, DType low, ValueId loss) {
 StatusOr<Trainer> Trainer::compile(const FlowPtr& net, const std::vector<InputSpec>& inputs,
                                    LossSpec loss, OptimizerSpec optimizer, TrainOptions options,
                                    std::source_location where) {
+  if (!net) {
+    return Error{"Trainer::compile: the network is null; pass the flow that FlowBuilder's build() returned",
+                 to_location(where)};
+  }
   WEFT_ASSIGN_OR_RETURN(const codegen::Target* target, codegen::find_target(options.backend));
   WEFT_RETURN_IF_ERROR(connect_ranks(*target, options));
   if (options.check_numerics && !target->has_check_numerics()) {

@@ -276,6 +276,10 @@ TEST(Training, Errors) {
                 .error()
                 .to_string(),
             "error: unknown backend 'tpu'; backends: cpu, cuda, reference");
+  const int line = __LINE__ + 1;  // A null network crashed (SIGSEGV).
+  EXPECT_EQ(Trainer::compile(nullptr, {{"x", f32({5, 4})}}, LossSpec::mse(), OptimizerSpec::adam()).error().to_string(),
+            "frontend/training_test.cc:" + std::to_string(line) +
+                ":3: error: Trainer::compile: the network is null; pass the flow that FlowBuilder's build() returned");
   EXPECT_EQ(Trainer::compile(*net, {{"x", f32({5, 4})}}, LossSpec::mse(), OptimizerSpec::adam(),
                              {.seed = 0, .backend = "cuda", .check_numerics = true})
                 .error()

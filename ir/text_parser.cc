@@ -530,6 +530,9 @@ StatusOr<Location> Parser::parse_loc() {
 }  // namespace
 
 StatusOr<Graph> parse_graph(std::string_view text, std::string_view filename) {
+  // Editors that save "UTF-8 with BOM" start the file with U+FEFF, which is no part of
+  // the graph (the JSON reader and the CSV sources skip it too); columns stay as shown.
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
   // Names and strings become JSON strings (`weftc dump --format=json`), which must be
   // UTF-8: invalid bytes would be replaced there, and two names could become one.
   if (std::optional<size_t> at = find_invalid_utf8(text)) {

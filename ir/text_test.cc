@@ -257,6 +257,15 @@ TEST(ParseTest, MultipleOutputsAndNoOutputs) {
             "ok");
 }
 
+// A file saved as "UTF-8 with BOM" was "1:1: error: unexpected character '\xef'"; the
+// mark is skipped, and an error on line 1 keeps the column an editor shows.
+TEST(ParseTest, AByteOrderMarkIsSkipped) {
+  EXPECT_EQ(parse_error("\xEF\xBB\xBFgraph @g(%x: f32[2]) { return %x }"), "ok");
+  EXPECT_EQ(parse_error("\xEF\xBB\xBFgraph @g(%x: f32[2]) { return %y }"),
+            "bad.wir:1:31: error: use of undefined value '%y'");
+  EXPECT_EQ(parse_error("graph @g(%x: f32[2]) {\xEF\xBB\xBF return %x }"), "bad.wir:1:23: error: unexpected character '\\xef'");
+}
+
 TEST(TextTest, FusedNodesWithSeveralResultsRoundTrip) {
   const std::string text =
       "graph @g(%m: f32[4] {state}, %g: f32[4]) -> (f32[4]) {\n"

@@ -6,6 +6,12 @@
 
 namespace weft::functional {
 
+int64_t batch_norm_count(const Shape& x) {
+  int64_t n = 1;
+  for (int d = 0; d < x.rank(); ++d) n *= d == 1 ? 1 : x[d];
+  return n;
+}
+
 BatchNormResult batch_norm(Emitter& e, ValueId x, const BatchNormParams& p, bool batch_stats,
                            bool update_running) {
   const Type t = e.type(x);  // A copy: emitting ops may move the graph's types.
@@ -25,7 +31,7 @@ BatchNormResult batch_norm(Emitter& e, ValueId x, const BatchNormParams& p, bool
 
   BatchNormResult r;
   if (batch_stats) {
-    const int64_t n = t.shape.numel() / c;
+    const int64_t n = batch_norm_count(t.shape);
     r.mean = over_ranks(e.mean(x, axes, /*keepdims=*/true), "mean");
     ValueId centered = e.sub(x, r.mean);
     r.var = over_ranks(e.mean(e.mul(centered, centered), axes, /*keepdims=*/true), "mean");

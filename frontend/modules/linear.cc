@@ -20,6 +20,8 @@ class LinearModule : public UnaryModule {
       e.fail(describe() + " expects inputs whose last dim is " + std::to_string(in_) +
              ", got " + e.type(x).to_string());
     }
+    // A vector [in] gives [out], as in PyTorch; matmul itself takes rank 2 and up.
+    if (s.rank() == 1) return e.reshape(forward1(e, e.reshape(x, {1, in_})), {out_});
     // PyTorch: weight kaiming_uniform(a=sqrt(5)) = U(±1/sqrt(in)); bias U(±1/sqrt(in)).
     DType dtype = e.type(x).dtype;
     ValueId w = e.param("weight", {out_, in_}, Initializer::kaiming_uniform(std::sqrt(5.0)), dtype);

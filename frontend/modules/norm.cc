@@ -89,7 +89,7 @@ class BatchNormModule : public UnaryModule {
     ValueId running_mean = e.state("running_mean", {c}, Initializer::zeros(), dtype);
     ValueId running_var = e.state("running_var", {c}, Initializer::ones(), dtype);
     ValueId batches = e.state("num_batches_tracked", {}, Initializer::zeros(), DType::i64);
-    if (e.training() && t.shape.numel() / c < 2) {
+    if (e.training() && functional::batch_norm_count(t.shape) < 2) {
       e.fail(describe() + " in training needs more than one value per channel to compute "
              "the batch variance, got " + t.to_string());
     }

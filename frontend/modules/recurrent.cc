@@ -166,6 +166,9 @@ class SequenceModule : public Module {
   ValueId forward(Emitter& e, const std::vector<ValueId>& inputs) override {
     const Type xt = e.type(inputs[0]);
     if (options_.layers < 1) e.fail(describe() + ": layers must be at least 1");
+    if (hidden_ < 1) {
+      e.fail(describe() + ": hidden_size must be at least 1 (PyTorch: hidden_size must be greater than zero)");
+    }
     if (xt.shape.rank() != 3 || xt.shape[2] != in_ || !is_floating(xt.dtype)) {
       e.fail(describe() + " expects a float sequence [batch, T, " + std::to_string(in_) + "], got " +
              xt.to_string());

@@ -136,6 +136,11 @@ TEST(OnnxNnErrors, EachMessageIsPinned) {
       {"LRN", 17, x4, {}, [](auto& n) { set_attr(n, "size", int64_t{0}); }, "size must be >= 1"},
       {"LRN", 17, {DType::f32, {3}}, {}, [](auto& n) { set_attr(n, "size", int64_t{1}); },
        "the input must be [N, C, ...], got f32[3]"},
+      // No channels: one value per channel here (the count divided by zero: SIGFPE).
+      {"BatchNormalization", 15, {DType::f32, {1, 0}},
+       {zeros({DType::f32, {0}}), zeros({DType::f32, {0}}), zeros({DType::f32, {0}}), zeros({DType::f32, {0}})},
+       none, "training needs more than one value per channel to compute the batch variance, got f32[1,0]",
+       /*training=*/true},
       {"Dropout", 10, x4, {}, [](auto& n) { set_attr(n, "ratio", 1.0); }, "the ratio must be in [0, 1), got 1.0",
        /*training=*/true},
       {"NegativeLogLikelihoodLoss", 13, {DType::f32, {3}}, {zeros({DType::i64, {3}})}, none,
@@ -159,6 +164,25 @@ TEST(OnnxNnErrors, EachMessageIsPinned) {
     b.output("y", DType::f32);
     EXPECT_EQ(import_error(b, c.training),
               "node 'n' (" + std::string(c.op) + ", opset " + std::to_string(c.opset) + "): " + c.message);
+  }
+}
+
+// An empty batch (`weftc import --dim batch=0`) or no channels: LRN and BatchNormalization
+// divided their element count by it (SIGFPE while importing); now they import.
+TEST(OnnxNnErrors, EmptyBatchesAndChannelsImport) {
+  for (const std::vector<int64_t>& dims : {std::vector<int64_t>{0, 2, 4, 4}, std::vector<int64_t>{2, 0, 4, 4}}) {
+    OnnxBuilder lrn(17);
+    lrn.input("x", DType::f32, dims);
+    set_attr(lrn.node("LRN", {"x"}, {"y"}, "n"), "size", int64_t{3});
+    lrn.output("y", DType::f32);
+    EXPECT_EQ(import_error(lrn), "imported");
+    OnnxBuilder bn(15);
+    bn.input("x", DType::f32, dims);
+    const Tensor c = zeros({DType::f32, {dims[1]}});
+    bn.initializer("s", c).initializer("b", c).initializer("m", c).initializer("v", c);
+    bn.node("BatchNormalization", {"x", "s", "b", "m", "v"}, {"y"}, "n");
+    bn.output("y", DType::f32);
+    EXPECT_EQ(import_error(bn), "imported");
   }
 }
 

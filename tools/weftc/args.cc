@@ -52,6 +52,11 @@ StatusOr<Args> parse_args(const std::string& command, const std::vector<std::str
     } else if (!spec->takes_value && has_value) {
       return Error{who + "flag --" + spec->name + " takes no value"};
     }
+    // No flag means anything by an empty value: `-o ""` wrote a temporary file it could not
+    // rename, `--backend=` checked nothing, `--after=` ran the whole pipeline.
+    if (spec->takes_value && value.empty()) {
+      return Error{who + "flag --" + spec->name + " needs a value, got an empty one" + help};
+    }
     auto& slot = args.flags[spec->name];
     if (!spec->repeatable && !slot.empty()) {
       return Error{who + "flag --" + spec->name + " given twice"};

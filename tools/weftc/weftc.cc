@@ -117,17 +117,13 @@ StatusOr<const codegen::Target*> target_for(const std::string& command, const st
   return target_for(command, backend, [](const codegen::Target&) { return true; });
 }
 
-/// `--after=PASS` of `weftc COMMAND` on `target`: empty is an error, and so is a pass that
-/// only another backend's pipeline runs (naming that backend, where "unknown pass" would
-/// mislead). Other unknown names are left to the pipeline's own error.
+/// `--after=PASS` of `weftc COMMAND` on `target`: a pass that only another backend's
+/// pipeline runs is an error naming that backend, where "unknown pass" would mislead (an
+/// empty one is parse_args's). Other unknown names are left to the pipeline's own error.
 Status check_after(const std::string& command, const Args& args, const codegen::Target& target,
                    const Pipeline& pipeline) {
   if (!args.has("after")) return Status();
   const std::string after = args.get("after");
-  if (after.empty()) {
-    return Error{"weftc " + command + ": --after needs a pass name (--after=PASS, or parse; see weftc " +
-                 command + " --help)"};
-  }
   const std::vector<std::string_view> ours = pipeline.pass_names();
   if (after == "parse" || std::find(ours.begin(), ours.end(), after) != ours.end()) return Status();
   std::string others;

@@ -43,7 +43,7 @@ TEST(Weftc, IntegerFlagsAreCheckedNotWrapped) {
                                "  %l = sum(%x)\n"
                                "  return %l\n"
                                "}\n");
-  for (const char* value : {"4294967296", "-1", "1.5", "99999999999999999999", "+0", ""}) {
+  for (const char* value : {"4294967296", "-1", "1.5", "99999999999999999999", "+0"}) {
     Result r = weftc("grad " + wir + " --wrt x --output=" + value);
     EXPECT_EQ(r.exit_code, 1) << value;
     EXPECT_EQ(r.out, std::string("error: weftc grad: --output expects a whole number in [0, "
@@ -56,6 +56,27 @@ TEST(Weftc, IntegerFlagsAreCheckedNotWrapped) {
     const std::string low = flag == "warmup" ? "0" : "1";  // no warmup times the cold steps
     EXPECT_EQ(r.out, "error: weftc profile: --" + flag + " expects a whole number in [" + low +
                          ", 1000000000], got '4294967297'\n");
+  }
+}
+
+// An empty value is refused by the one parser, for every flag that takes one: `-o=` wrote a
+// temporary file it then could not rename ("cannot rename .tmp.N.0 into place"),
+// `check --backend=` checked nothing and succeeded.
+TEST(Weftc, AnEmptyFlagValueIsRefused) {
+  const std::string wir = kExample + "mlp.wir";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"check " + wir + " -o=", "check: flag --out"},
+      {"check " + wir + " --backend=", "check: flag --backend"},
+      {"dump " + wir + " --after=", "dump: flag --after"},
+      {"grad " + wir + " --wrt w1 --output=", "grad: flag --output"},
+  };
+  for (const auto& [command, flag] : cases) {
+    const Result r = weftc(command);
+    EXPECT_EQ(r.exit_code, 1) << command;
+    const std::string name = flag.substr(0, flag.find(':'));
+    EXPECT_EQ(r.out, "error: weftc " + flag + " needs a value, got an empty one (see weftc " + name +
+                         " --help)\n")
+        << command;
   }
 }
 

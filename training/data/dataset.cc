@@ -4,6 +4,7 @@
 #include <charconv>
 #include <climits>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "ir/text_util.h"
 #include "training/data/idx.h"
 #include "formats/npy.h"
 #include "runtime/philox.h"
@@ -109,6 +111,25 @@ StatusOr<Column> safetensors_column(const std::string& path, const std::string& 
   return batched(*t, path, tensor);
 }
 
+// A line that is not text (a control character other than tab and carriage return, or
+// bytes that are not UTF-8: a compressed or binary file given as the CSV) is named by its
+// first such byte; echoing it printed raw binary into the error, cut short at its first
+// NUL or newline.
+Status check_text(const std::string& path, const std::string& line, int64_t line_number) {
+  size_t at = std::find_if(line.begin(), line.end(), [](char c) {
+                return static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\r';
+              }) - line.begin();
+  if (at == line.size()) at = std::string::npos;
+  if (std::optional<size_t> bad = find_invalid_utf8(line); bad && *bad < at) at = *bad;
+  if (at == std::string::npos) return Status();
+  char hex[8];
+  std::snprintf(hex, sizeof(hex), "0x%02X", static_cast<unsigned char>(line[at]));
+  return Error{"line " + std::to_string(line_number) + " is not text: byte " + std::to_string(at + 1) +
+                   " is " + hex + " (a compressed or binary file?); a CSV file is UTF-8 text",
+               Location{.file = path, .line = static_cast<int>(std::min<int64_t>(line_number, INT_MAX)),
+                        .col = 0, .path = {}}};
+}
+
 StatusOr<std::vector<Column>> csv_columns(const std::string& path,
                                           const std::vector<std::vector<std::string>>& groups) {
   std::error_code unused;
@@ -122,6 +143,7 @@ StatusOr<std::vector<Column>> csv_columns(const std::string& path,
   // Spreadsheets save "UTF-8 CSV" with a byte order mark, which would end up in the first
   // column's name.
   if (line.starts_with("\xEF\xBB\xBF")) line.erase(0, 3);
+  WEFT_RETURN_IF_ERROR(check_text(path, line, 1));
   const std::vector<std::string> header = split_fields(line);
   std::unordered_map<std::string_view, size_t> field_of;  // a name's first field
   for (size_t c = 0; c < header.size(); ++c) {
@@ -152,6 +174,7 @@ StatusOr<std::vector<Column>> csv_columns(const std::string& path,
   int64_t line_number = 1;
   while (std::getline(in, line)) {
     ++line_number;
+    WEFT_RETURN_IF_ERROR(check_text(path, line, line_number));
     if (trim(line).empty()) continue;  // a trailing newline, blank lines
     const std::vector<std::string> fields = split_fields(line);
     const Location at{.file = path, .line = static_cast<int>(std::min<int64_t>(line_number, INT_MAX)),
@@ -209,6 +232,7 @@ StatusOr<Column> source_column(const std::string& spec) {
     std::vector<std::string> names;
     std::stringstream in(what);
     for (std::string name; std::getline(in, name, '+');) names.push_back(name);
+    if (what.ends_with('+')) names.emplace_back();  // `a+` names an empty column, as `a++b` does
     WEFT_ASSIGN_OR_RETURN(std::vector<Column> columns, csv_columns(file, {names}));
     return std::move(columns[0]);
   }

@@ -168,6 +168,22 @@ TEST(Csv, DirectoryIsNamedAsOne) {
   EXPECT_EQ(cols.error().to_string(), dir + ": error: is a directory; give the path of a CSV file");
 }
 
+// A gzip-compressed or binary file given as the CSV echoed its bytes into the error (cut
+// short at the first NUL or newline); a NUL in a later line the same.
+TEST(Csv, BinaryBytesAreNamedNotEchoed) {
+  const std::string gz = write_text("data.csv.gz.csv", std::string("\x1f\x8b\x08\x08\xc3m\x0ek\n", 9));
+  EXPECT_EQ(csv_columns(gz, {{"x"}}).error().to_string(),
+            gz + ":1:0: error: line 1 is not text: byte 1 is 0x1F (a compressed or binary file?); a CSV file is UTF-8 "
+                 "text");
+  const std::string nul = write_text("nul.csv", std::string("x,y\n1,2\n\x01\0,3\n", 13));
+  EXPECT_EQ(csv_columns(nul, {{"x"}}).error().to_string(),
+            nul + ":3:0: error: line 3 is not text: byte 1 is 0x01 (a compressed or binary file?); a CSV file is UTF-8 "
+                  "text");
+  // UTF-8 names and fields stay text.
+  const std::string utf8 = write_text("utf8.csv", "température,y\n1.5,2\n");
+  EXPECT_TRUE(csv_columns(utf8, {{"température"}}).ok());
+}
+
 TEST(Sources, DifferentLengthsNameBothFilesAndLengths) {
   const std::string x = temp_path("x3.npy"), y = temp_path("y2.npy");
   ASSERT_TRUE(write_npy(x, f32_rows({1, 2, 3, 4, 5, 6}, 2)).ok());
@@ -218,6 +234,11 @@ TEST(Sources, ByCommandLineSpelling) {
   auto s = source_column(st + ":x");
   ASSERT_TRUE(s.ok()) << s.error().to_string();
   EXPECT_EQ(s->name, "x");
+  // A trailing '+' names an empty column, as a doubled one does (it was dropped silently).
+  for (const char* spec : {":a+", ":a++b"}) {
+    EXPECT_EQ(source_column(csv + spec).error().message, "has no column ''; its header (line 1) names 'a', 'b', 'y'")
+        << spec;
+  }
   auto bare = source_column(csv);
   ASSERT_FALSE(bare.ok());
   EXPECT_EQ(bare.error().message, "names no columns: write FILE.safetensors:TENSOR or FILE.csv:COLUMN[+COLUMN...]");

@@ -249,7 +249,8 @@ std::vector<Flag> make_flags() {
   boolean("partial-load",
           "with --checkpoint-in: load the tensors that match the model and print what was missing "
           "(left at its initial value) and unexpected (ignored); without it a checkpoint must hold "
-          "exactly the model's tensors",
+          "exactly the model's tensors. Either way the checkpoint must be of this model's "
+          "architecture (its structural hash)",
           &DriverConfig::partial_load);
   path("checkpoint-out", "write a checkpoint here (safetensors, atomically) at the end",
        &DriverConfig::checkpoint_out);

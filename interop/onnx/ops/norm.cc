@@ -38,7 +38,7 @@ void batch_normalization(NodeContext& n) {
                                (n.opset() >= 7 && n.opset() < 14 && names_statistics) ||
                                (n.opset() < 7 && n.attr_int("is_test", 0) == 0));
   const bool batch_stats = n.training() || model_training;
-  if (n.training() && t.shape.numel() / c < 2) {
+  if (n.training() && functional::batch_norm_count(t.shape) < 2) {
     n.invalid("training needs more than one value per channel to compute the batch variance, got " +
               t.to_string());
   }
@@ -154,6 +154,10 @@ void lrn(NodeContext& n) {
   ValueId x = n.input(0);
   const Type t = e.type(x);
   if (t.shape.rank() < 2) n.invalid("the input must be [N, C, ...], got " + t.to_string());
+  if (t.shape.numel() == 0) {  // an empty batch or no channels: nothing to normalize
+    n.set_output(0, x);
+    return;
+  }
   const int64_t batch = t.shape[0], c = t.shape[1], rest = t.shape.numel() / (batch * c);
   ValueId sq = e.reshape(e.mul(x, x), {batch, 1, c, rest});
   sq = e.op(Op::Pad, {sq}, {{"low", IntList{0, 0, (size - 1) / 2, 0}}, {"high", IntList{0, 0, size / 2, 0}}});

@@ -1,17 +1,11 @@
 #include "frontend/draw.h"
 
-#include "ir/dot.h"
-
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cerrno>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
+
+#include "ir/dot.h"
 
 namespace weft {
 namespace {
@@ -106,44 +100,11 @@ std::string model_to_dot(const Model& model) {
 
 Status render_svg(const std::string& dot, const std::string& svg_path) {
   if (svg_path.empty()) return Error{"cannot render: the file name is empty; give the path of an .svg file"};
-  std::string dot_path = svg_path + ".dot.tmp";
-  {
-    std::ofstream f(dot_path);
-    f << dot;
-    if (!f.flush()) return Error{"cannot write '" + dot_path + "'"};
-  }
-  // dot runs with its arguments as they are, never through a shell: a path with a quote
-  // ("it's.svg") failed, and one with `';CMD;'` ran CMD.
-  int out[2];
-  if (::pipe(out) != 0) {
-    std::remove(dot_path.c_str());
-    return Error{"cannot render '" + svg_path + "': pipe: " + std::strerror(errno)};
-  }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, out[1], STDERR_FILENO);
-  posix_spawn_file_actions_addclose(&actions, out[0]);
-  std::string program = "dot", format = "-Tsvg", flag = "-o", input = dot_path, output = svg_path;
-  char* argv[] = {program.data(), format.data(), input.data(), flag.data(), output.data(), nullptr};
-  pid_t pid = 0;
-  const int spawned = posix_spawnp(&pid, "dot", &actions, nullptr, argv, environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(out[1]);
-  std::string messages;
-  char buf[512];
-  for (ssize_t n; (n = ::read(out[0], buf, sizeof(buf))) > 0;) messages.append(buf, static_cast<size_t>(n));
-  ::close(out[0]);
-  int status = 0;
-  if (spawned == 0) ::waitpid(pid, &status, 0);
-  std::remove(dot_path.c_str());
-  if (spawned != 0) {
-    return Error{"cannot render '" + svg_path + "': graphviz's `dot` is not on PATH; install "
-                 "the Debian package `graphviz` (tools/setup installs it)"};
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return Error{"graphviz's dot failed to render '" + svg_path + "': " + messages};
-  }
+  StatusOr<std::string> svg = dot_to_svg(dot);
+  if (!svg.ok()) return Error{"cannot render '" + svg_path + "': " + svg.error().message};
+  std::ofstream f(svg_path, std::ios::binary);
+  f << *svg;
+  if (!f.flush()) return Error{"cannot render '" + svg_path + "': cannot write the file: " + std::strerror(errno)};
   return Status();
 }
 

@@ -1,5 +1,14 @@
 #include "ir/dot.h"
 
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
 namespace weft {
 
 std::string dot_escape(const std::string& s) {
@@ -89,6 +98,76 @@ std::string graph_to_dot(const Graph& g) {
     out += "  " + def[g.outputs()[i]] + " -> " + id + ";\n";
   }
   return out + "}\n";
+}
+
+
+namespace {
+
+// A temporary file named from $TMPDIR (or /tmp), open for writing; removed by its owner.
+struct TempFile {
+  std::string path;
+  int fd = -1;
+  ~TempFile() {
+    if (fd >= 0) ::close(fd);
+    if (!path.empty()) std::remove(path.c_str());
+  }
+};
+
+Status make_temp(const char* tag, TempFile& t) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string name = std::string(tmp && *tmp ? tmp : "/tmp") + "/weft-" + tag + "-XXXXXX";
+  t.fd = ::mkstemp(name.data());
+  if (t.fd < 0) return Error{"cannot create a temporary file for dot: " + std::string(std::strerror(errno))};
+  t.path = name;
+  return Status::ok_status();
+}
+
+std::string read_all(int fd) {
+  std::string text;
+  char buf[8192];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof(buf))) > 0;) text.append(buf, static_cast<size_t>(n));
+  return text;
+}
+
+}  // namespace
+
+StatusOr<std::string> dot_to_svg(const std::string& dot) {
+  // The DOT text and dot's messages go through files, its SVG through a pipe: no shell, and
+  // no two pipes to drain at once.
+  TempFile input, messages;
+  WEFT_RETURN_IF_ERROR(make_temp("dot", input));
+  WEFT_RETURN_IF_ERROR(make_temp("dot-messages", messages));
+  for (size_t done = 0; done < dot.size();) {
+    const ssize_t n = ::write(input.fd, dot.data() + done, dot.size() - done);
+    if (n <= 0) return Error{"cannot write the temporary file '" + input.path + "': " + std::strerror(errno)};
+    done += static_cast<size_t>(n);
+  }
+  int out[2];
+  if (::pipe(out) != 0) return Error{std::string("cannot run dot: pipe: ") + std::strerror(errno)};
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, messages.fd, STDERR_FILENO);
+  posix_spawn_file_actions_addclose(&actions, out[0]);
+  std::string program = "dot", format = "-Tsvg", path = input.path;
+  char* argv[] = {program.data(), format.data(), path.data(), nullptr};
+  pid_t pid = 0;
+  const int spawned = posix_spawnp(&pid, "dot", &actions, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(out[1]);
+  const std::string svg = read_all(out[0]);
+  ::close(out[0]);
+  int status = 0;
+  if (spawned == 0) ::waitpid(pid, &status, 0);
+  if (spawned != 0) {
+    return Error{"graphviz's `dot` is not on PATH; install the Debian package `graphviz` (tools/setup installs it)"};
+  }
+  ::lseek(messages.fd, 0, SEEK_SET);
+  const std::string said = read_all(messages.fd);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return Error{"graphviz's dot failed: " + said};
+  const size_t start = svg.find("<svg");
+  if (start == std::string::npos) return Error{"graphviz's dot printed no SVG: " + said};
+  return svg.substr(start);
 }
 
 }  // namespace weft

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "ir/graph.h"
+#include "ir/status.h"
 
 namespace weft {
 
@@ -15,5 +16,12 @@ std::string graph_to_dot(const Graph& g);
 /// Escapes text for a double-quoted DOT string: quotes and backslashes are escaped and
 /// newlines become `\n` line breaks.
 std::string dot_escape(const std::string& s);
+
+/// Lays DOT text out as SVG with graphviz's `dot` (run with its arguments as they are,
+/// never through a shell), returning the text from `<svg` on. Errors say what is
+/// missing (the `graphviz` package when `dot` is not on PATH) or what dot said; callers
+/// put their own context in front. The one runner of `dot`: frontend/draw.h's
+/// render_svg and tools/viz's page both call it.
+StatusOr<std::string> dot_to_svg(const std::string& dot);
 
 }  // namespace weft

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "ir/scan.h"
 #include "ir/shape_rules.h"
 
@@ -61,6 +63,27 @@ TEST(Dot, DrawsALoopsBodyAsANestedCluster) {
       << dot;
   EXPECT_NE(dot.find("    n0_n0 [shape=box, label=\"mul\\nf32[3]\"];\n"), std::string::npos) << dot;
   EXPECT_NE(dot.find("  n0 -> n0_in1 [style=dashed];\n  n0_n0 -> n0 [style=dashed];\n"), std::string::npos) << dot;
+}
+
+// The one runner of graphviz's dot (frontend's render_svg and tools/viz call it).
+TEST(DotToSvg, LaysOutOrSaysWhatWentWrong) {
+  StatusOr<std::string> svg = dot_to_svg("digraph { a -> b }");
+  ASSERT_TRUE(svg.ok()) << svg.error().to_string();  // tools/setup installs graphviz
+  EXPECT_EQ(svg->rfind("<svg", 0), 0u) << svg->substr(0, 80);
+  EXPECT_NE(svg->find("</svg>"), std::string::npos);
+
+  StatusOr<std::string> bad = dot_to_svg("digraph { a -> }");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message.rfind("graphviz's dot failed: ", 0), 0u) << bad.error().message;
+  EXPECT_NE(bad.error().message.find("syntax error"), std::string::npos) << bad.error().message;
+
+  const std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  ::setenv("PATH", "/nonexistent", 1);
+  StatusOr<std::string> missing = dot_to_svg("digraph { a -> b }");
+  ::setenv("PATH", path.c_str(), 1);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().message,
+            "graphviz's `dot` is not on PATH; install the Debian package `graphviz` (tools/setup installs it)");
 }
 
 }  // namespace

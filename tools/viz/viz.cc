@@ -1,16 +1,10 @@
 #include "tools/viz/viz.h"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <fstream>
 #include <map>
 #include <vector>
 
+#include "ir/dot.h"
 #include "ir/fused_kind.h"
 #include "ir/text.h"
 #include "ir/text_util.h"
@@ -149,49 +143,9 @@ std::string page_data_json(const Graph& g, const VizOptions& options, const Clus
 }  // namespace
 
 StatusOr<std::string> render_dot_to_svg(const std::string& dot) {
-  if (std::system("command -v dot >/dev/null 2>&1") != 0) {
-    return Error{"cannot lay out the graph: graphviz's `dot` is not on PATH; install the "
-                 "Debian package `graphviz` (tools/setup installs it)"};
-  }
-  const char* tmp = std::getenv("TMPDIR");
-  std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/weft-viz-XXXXXX";
-  std::vector<char> name(path.begin(), path.end());
-  name.push_back('\0');
-  const int fd = ::mkstemp(name.data());
-  if (fd < 0) return Error{"cannot create a temporary file for dot: " + std::string(std::strerror(errno))};
-  ::close(fd);
-  path = name.data();
-  {
-    std::ofstream f(path);
-    f << dot;
-    if (!f.flush()) {
-      std::remove(path.c_str());
-      return Error{"cannot write the temporary file '" + path + "'"};
-    }
-  }
-  const std::string errors = path + ".err";
-  const std::string cmd = "dot -Tsvg '" + path + "' 2>'" + errors + "'";
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  std::string svg;
-  if (pipe) {
-    char buf[8192];
-    size_t got;
-    while ((got = std::fread(buf, 1, sizeof(buf), pipe)) > 0) svg.append(buf, got);
-  }
-  const int status = pipe ? ::pclose(pipe) : -1;
-  std::string messages;
-  {
-    std::ifstream e(errors);
-    messages.assign(std::istreambuf_iterator<char>(e), std::istreambuf_iterator<char>());
-  }
-  std::remove(path.c_str());
-  std::remove(errors.c_str());
-  if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return Error{"graphviz's dot failed to lay out the graph: " + messages};
-  }
-  const size_t start = svg.find("<svg");
-  if (start == std::string::npos) return Error{"graphviz's dot printed no SVG: " + messages};
-  return svg.substr(start);
+  StatusOr<std::string> svg = dot_to_svg(dot);
+  if (!svg.ok()) return Error{"cannot lay out the graph: " + svg.error().message};
+  return svg;
 }
 
 namespace {

@@ -66,8 +66,8 @@ struct VizOptions {
 /// (clusters) and `e<J>` (edges), fused nodes double-outlined, filled by buffer kind.
 std::string graph_to_viz_dot(const Graph& g, const VizOptions& options = {});
 
-/// Runs `dot -Tsvg` on `dot` and returns the SVG element (the XML prologue dropped).
-/// Errors: graphviz missing, or dot failing (its messages are included).
+/// ir/dot.h's dot_to_svg (graphviz's `dot -Tsvg`), returning the SVG element (the XML
+/// prologue dropped); its errors begin "cannot lay out the graph: ".
 StatusOr<std::string> render_dot_to_svg(const std::string& dot);
 
 /// The whole page. Errors as render_dot_to_svg.

@@ -284,7 +284,7 @@ TEST(VizDot, LoopBodiesAreNestedClusters) {
 TEST(RenderDotToSvg, ReportsDotsErrors) {
   StatusOr<std::string> svg = render_dot_to_svg("digraph { a -> }");
   ASSERT_FALSE(svg.ok());
-  EXPECT_NE(svg.error().to_string().find("graphviz's dot failed to lay out the graph: "),
+  EXPECT_NE(svg.error().to_string().find("cannot lay out the graph: graphviz's dot failed: "),
             std::string::npos)
       << svg.error().to_string();
 }

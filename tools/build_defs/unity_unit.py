@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Writes one unity unit of a library's sources, refusing what a unit would change (#28).
+"""Writes one unity unit of a library's or a unity test's sources, refusing what a unit
+would change (#28).
 
     unity_unit.py [--test] OUT SOURCE...
 
@@ -28,11 +29,10 @@ compiler reports itself. What is not seen: a file-local function named like one 
 only a header of another source declares. The fix for a collision is the tests' rule
 (tools/build_defs/unity.bzl): the later file keeps its file-local names in a namespace
 named after it, inside its anonymous one; for the other two, the library takes
-`unity = False`. With `--test` (a unity_test's unit: session 31 found tests with each
-of these) the same checks apply and only the advice and the unit's first line differ:
-a test that must define a macro first is declared with `unity = False`, and its
-unit carries no pragma (a unit whose sources define no macro is byte for byte what
-session 29's units were).
+`unity = False`. With `--test` (a unity_test's unit) the same checks apply; only the
+advice (a test that must define a macro first is declared with `unity = False`), the
+unit's first line and the pragma below differ, so a test unit whose sources define no
+macro is byte for byte what it was before tests were checked.
 """
 
 import os

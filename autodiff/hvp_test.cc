@@ -22,6 +22,7 @@
 
 namespace weft {
 namespace {
+namespace hvp_test {  // this file's names, apart in its package's unity test
 
 struct Net {
   Graph forward;                // Output 0: the loss.
@@ -198,5 +199,6 @@ TEST(Hvp, LayerNormGeluSoftmax) {
             {"w", "gamma", "beta"}, {});
 }
 
+}  // namespace hvp_test
 }  // namespace
 }  // namespace weft

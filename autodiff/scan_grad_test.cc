@@ -19,6 +19,7 @@
 
 namespace weft {
 namespace {
+namespace scan_grad_test {  // this file's names, apart in its package's unity test
 
 Type f64(std::vector<int64_t> dims) { return Type{DType::f64, Shape(std::move(dims))}; }
 
@@ -326,5 +327,6 @@ TEST(ScanGrad, AnElementwiseValueReadingAComputedXIsSavedSoTheXsDieAfterTheForwa
   }
 }
 
+}  // namespace scan_grad_test
 }  // namespace
 }  // namespace weft

@@ -11,6 +11,7 @@
 
 namespace weft::bench {
 namespace {
+namespace loops_test {  // this file's names, apart in its package's unity test
 
 ProcessResult run_binary(const std::string& name, std::vector<std::string> args) {
   args.insert(args.begin(), "bench/" + name);
@@ -84,5 +85,6 @@ TEST(LoopsCuda, UnknownModelIsPinned) {
   EXPECT_EQ(r.err, "loops_cuda: no model 'nope' in the AOT CUDA libraries of bench/aot\n");
 }
 
+}  // namespace loops_test
 }  // namespace
 }  // namespace weft::bench

@@ -162,10 +162,43 @@ void Emitter::finish() {
   assign(rng_state_, add(rng_state_, lanes));
 }
 
+void Emitter::drop_nodes_from(int first_node) {
+  std::vector<bool> keep(graph_.nodes().size(), true);
+  std::fill(keep.begin() + first_node, keep.end(), false);
+  tags_.erase(std::remove_if(tags_.begin(), tags_.end(),
+                             [&](const auto& t) { return graph_.value(t.second).node >= first_node; }),
+              tags_.end());
+  graph_.remove_nodes(keep);
+  node_labels_.resize(static_cast<size_t>(first_node));
+}
+
 std::vector<ValueId> Emitter::outline_scan(const ScanRegion& r) {
   // A carry whose next value has another type is the scan shape rule's error (add_scan
   // below); the loop modules check first, to word it for the user.
   const int end = num_nodes();
+  for (int i = r.first_node; i < end; ++i) {
+    const Node& n = graph_.node(i);
+    if (n.op == Op::Assign) {
+      throw BuildFailure{Error{"a loop body cannot assign state (" + n.loc.path + " updates %" +
+                                   graph_.value(n.operands[0]).name +
+                                   " in every iteration: BatchNorm's running statistics or a "
+                                   "forward reference); keep it outside the loop",
+                               location()}};
+    }
+  }
+  if (r.length == 0) {
+    // No iteration runs: the initial carries, and each y stacked zero times.
+    std::vector<Type> stacked;
+    for (ValueId y : r.ys) {
+      Type t = type(y);
+      t.shape.dims.insert(t.shape.dims.begin(), 0);
+      stacked.push_back(t);
+    }
+    drop_nodes_from(r.first_node);
+    std::vector<ValueId> results = r.carries;
+    for (const Type& t : stacked) results.push_back(full(t.shape, 0, t.dtype));
+    return results;
+  }
   auto inside = [&](ValueId v) { return graph_.value(v).node >= r.first_node; };
   // Inputs: the outer values the iteration reads (consts), its carries, its slices.
   std::vector<bool> is_input(graph_.num_values(), false);
@@ -178,15 +211,7 @@ std::vector<ValueId> Emitter::outline_scan(const ScanRegion& r) {
     consts.push_back(v);
   };
   for (int i = r.first_node; i < end; ++i) {
-    const Node& n = graph_.node(i);
-    if (n.op == Op::Assign) {
-      throw BuildFailure{Error{"a loop body cannot assign state (" + n.loc.path + " updates %" +
-                                   graph_.value(n.operands[0]).name +
-                                   " in every iteration: BatchNorm's running statistics or a "
-                                   "forward reference); keep it outside the loop",
-                               location()}};
-    }
-    for (ValueId o : n.operands) note_const(o);
+    for (ValueId o : graph_.node(i).operands) note_const(o);
   }
   for (ValueId v : r.next_carries) note_const(v);
   for (ValueId v : r.ys) note_const(v);
@@ -203,13 +228,7 @@ std::vector<ValueId> Emitter::outline_scan(const ScanRegion& r) {
   }
   for (ValueId v : r.next_carries) body->add_output(inner[v]);
   for (ValueId v : r.ys) body->add_output(inner[v]);
-  // The iteration leaves the outer graph (with any tag it noted) for the body.
-  std::vector<bool> keep(graph_.nodes().size(), true);
-  std::fill(keep.begin() + r.first_node, keep.end(), false);
-  tags_.erase(std::remove_if(tags_.begin(), tags_.end(), [&](const auto& t) { return inside(t.second); }),
-              tags_.end());
-  graph_.remove_nodes(keep);
-  node_labels_.resize(static_cast<size_t>(r.first_node));
+  drop_nodes_from(r.first_node);  // the iteration leaves the outer graph (with any tag it noted) for the body
   std::vector<ValueId> operands = consts;
   operands.insert(operands.end(), r.carries.begin(), r.carries.end());
   operands.insert(operands.end(), r.xs.begin(), r.xs.end());

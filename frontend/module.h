@@ -87,7 +87,7 @@ struct BuildFailure {
 /// (Emitter::outline_scan). The nodes from `first_node` on are the iteration.
 struct ScanRegion {
   int first_node = 0;
-  int64_t length = 1;
+  int64_t length = 1;  ///< 0: no iteration runs (outline_scan drops it).
   bool remat = false;
   std::vector<ValueId> carries;       ///< Initial carries, read by the iteration as its state.
   std::vector<ValueId> next_carries;  ///< What the iteration computed for each carry.
@@ -159,7 +159,10 @@ class Emitter {
   /// Moves the iteration's nodes (region.first_node on) into the body of one `scan` node
   /// (ir/ops.def), whose consts are the outer values they read, and returns its results:
   /// the last carries, then the stacked ys. Fails the build when the iteration assigns
-  /// state (BatchNorm's statistics, a forward reference) or a carry changes type.
+  /// state (BatchNorm's statistics, a forward reference) or a carry changes type. A
+  /// region of length 0 runs no iteration: its nodes are dropped and the results are the
+  /// initial carries and ys stacked zero times (`full` of [0, ...]), with no `scan` node
+  /// (which has at least one slot).
   std::vector<ValueId> outline_scan(const ScanRegion& region);
 
   /// Fails the build with a user error at the current builder call and path.
@@ -203,6 +206,8 @@ class Emitter {
   ValueId persistent(std::string_view name, Shape shape, Initializer init, DType dtype,
                      InputKind kind);
   std::string param_prefix() const;
+  /// Removes the nodes from `first_node` on, with their tags and labels.
+  void drop_nodes_from(int first_node);
 
   Graph& graph_;
   BuildOptions options_;

@@ -80,7 +80,20 @@ class Parser {
   Status parse_header();
   Status parse_input();
   StatusOr<Type> parse_type();
+  /// A statement's operands, and the token of the first (where an assign's error points).
+  struct Operands {
+    std::vector<ValueId> values;
+    std::optional<Token> first;
+  };
   Status parse_statement();
+  /// The steps of a statement, in order: its result names, its op's name (checked against
+  /// them), its operands, its result types and its body.
+  StatusOr<std::vector<Token>> parse_results();
+  StatusOr<Token> parse_op_name(const std::vector<Token>& results);
+  StatusOr<Operands> parse_operands(const std::string& op_quoted);
+  StatusOr<std::vector<std::optional<Type>>> parse_result_types(const std::vector<Token>& results,
+                                                                const std::string& op_quoted);
+  StatusOr<std::shared_ptr<const Graph>> parse_body(Op op, const std::string& op_quoted);
   Status parse_return();
   StatusOr<std::shared_ptr<const Graph>> parse_region(const std::string& op_quoted);
   StatusOr<ValueId> parse_use(Token* where = nullptr);
@@ -240,35 +253,70 @@ Status Parser::check_new_name(const Token& name) {
   return Status::ok_status();
 }
 
+// `%a, %b = op(%x, %y) {attrs} : types ({ body }) loc(...)`, one step per part.
 Status Parser::parse_statement() {
-  Token first = tok_;
-  // Results: `%a =`, or `%a, %b =` for a fused node with several.
-  std::vector<Token> results;
-  if (at(TokenKind::ValueName)) {
-    results.push_back(take());
-    while (at(TokenKind::Comma)) {
-      take();
-      WEFT_ASSIGN_OR_RETURN(Token next, expect(TokenKind::ValueName, "a result name after ','"));
-      results.push_back(std::move(next));
-    }
-    WEFT_RETURN_IF_ERROR(expect(TokenKind::Equals, "'=' after '%" + results.back().text + "'"));
+  const Token first = tok_;
+  WEFT_ASSIGN_OR_RETURN(const std::vector<Token> results, parse_results());
+  WEFT_ASSIGN_OR_RETURN(const Token op_tok, parse_op_name(results));
+  const Op op = *parse_op(op_tok.text);  // parse_op_name checked that it names one
+  const OpInfo& info = op_info(op);
+  const std::string op_quoted = "'" + std::string(info.name) + "'";
+  WEFT_ASSIGN_OR_RETURN(const Operands operands, parse_operands(op_quoted));
+  if (auto message = check_operand_count(info, operands.values.size())) return error_at(op_tok, *message);
+  Attrs attrs;
+  if (at(TokenKind::LBrace)) WEFT_RETURN_IF_ERROR(parse_attrs(info, attrs));
+  if (auto message = check_required_attributes(info, attrs)) return error_at(op_tok, *message);
+  WEFT_ASSIGN_OR_RETURN(std::vector<std::optional<Type>> types, parse_result_types(results, op_quoted));
+  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> body, parse_body(op, op_quoted));
+  Location loc = loc_of(first);
+  if (at_word("loc")) {
+    WEFT_ASSIGN_OR_RETURN(loc, parse_loc());
   }
-  std::optional<Token> result;
-  if (!results.empty()) result = results[0];
+  if (body && body->outputs().size() != results.size()) {
+    const size_t returned = body->outputs().size();
+    return error_at(results.front(), "the body returns " + counted(static_cast<int64_t>(returned), "value") +
+                                         " but " + op_quoted + " names " +
+                                         counted(static_cast<int64_t>(results.size()), "result"));
+  }
+  graph_.add_node(op, operands.values, std::move(attrs), std::move(loc), types.empty() ? std::nullopt : types[0],
+                  results.empty() ? "" : results.front().text);
+  const int index = static_cast<int>(graph_.nodes().size()) - 1;
+  for (size_t k = 1; k < results.size(); ++k) graph_.add_result(index, results[k].text, types[k]);
+  graph_.mutable_nodes().back().body = std::move(body);
+  if (op == Op::Assign) {
+    if (auto message = check_assign_target(graph_, operands.values[0])) return error_at(*operands.first, *message);
+  }
+  return Status::ok_status();
+}
+
+StatusOr<std::vector<Token>> Parser::parse_results() {
+  // `%a =`, or `%a, %b =` for a node with several; none before an op without a result.
+  std::vector<Token> results;
+  if (!at(TokenKind::ValueName)) return results;
+  results.push_back(take());
+  while (at(TokenKind::Comma)) {
+    take();
+    WEFT_ASSIGN_OR_RETURN(Token next, expect(TokenKind::ValueName, "a result name after ','"));
+    results.push_back(std::move(next));
+  }
+  WEFT_RETURN_IF_ERROR(expect(TokenKind::Equals, "'=' after '%" + results.back().text + "'"));
+  return results;
+}
+
+StatusOr<Token> Parser::parse_op_name(const std::vector<Token>& results) {
   if (!at(TokenKind::Ident)) {
-    return unexpected(result ? std::string("an op name") : "a statement or 'return'");
+    return unexpected(!results.empty() ? std::string("an op name") : "a statement or 'return'");
   }
   Token op_tok = take();
   auto op = parse_op(op_tok.text);
   if (!op) return error_at(op_tok, unknown_op_message(op_tok.text));
   const OpInfo& info = op_info(*op);
-  std::string op_quoted = "'" + std::string(info.name) + "'";
-  if (result && info.results == 0) {
-    return error_at(*result, op_quoted + " has no result; remove '%" + result->text + " ='");
+  const std::string op_quoted = "'" + std::string(info.name) + "'";
+  if (!results.empty() && info.results == 0) {
+    return error_at(results[0], op_quoted + " has no result; remove '%" + results[0].text + " ='");
   }
-  if (!result && info.results > 0) {
-    return error_at(op_tok, op_quoted + " has a result; name it: '%name = " +
-                                std::string(info.name) + "(...)'");
+  if (results.empty() && info.results > 0) {
+    return error_at(op_tok, op_quoted + " has a result; name it: '%name = " + std::string(info.name) + "(...)'");
   }
   if (results.size() > 1 && !has_several_results(*op)) {
     return error_at(results[1], op_quoted +
@@ -277,73 +325,51 @@ Status Parser::parse_statement() {
   }
   if (auto message = check_result_count(info, results.size())) return error_at(results[0], *message);
   for (const Token& r : results) WEFT_RETURN_IF_ERROR(check_new_name(r));
+  return op_tok;
+}
 
+StatusOr<Parser::Operands> Parser::parse_operands(const std::string& op_quoted) {
   WEFT_RETURN_IF_ERROR(expect(TokenKind::LParen, "'(' after " + op_quoted));
-  std::vector<ValueId> operands;
-  std::optional<Token> first_operand;
+  Operands operands;
   if (!at(TokenKind::RParen)) {
     while (true) {
       Token where;
       WEFT_ASSIGN_OR_RETURN(ValueId v, parse_use(&where));
-      if (!first_operand) first_operand = where;
-      operands.push_back(v);
+      if (!operands.first) operands.first = where;
+      operands.values.push_back(v);
       if (!at(TokenKind::Comma)) break;
       Token comma = take();
       WEFT_RETURN_IF_ERROR(no_trailing_comma(comma, TokenKind::RParen, "the operands"));
     }
   }
   WEFT_RETURN_IF_ERROR(expect(TokenKind::RParen, "',' or ')' after an operand of " + op_quoted));
-  if (auto message = check_operand_count(info, operands.size())) return error_at(op_tok, *message);
+  return operands;
+}
 
-  Attrs attrs;
-  if (at(TokenKind::LBrace)) WEFT_RETURN_IF_ERROR(parse_attrs(info, attrs));
-  if (auto message = check_required_attributes(info, attrs)) return error_at(op_tok, *message);
-
+StatusOr<std::vector<std::optional<Type>>> Parser::parse_result_types(const std::vector<Token>& results,
+                                                                     const std::string& op_quoted) {
   std::vector<std::optional<Type>> types(results.size());
-  if (at(TokenKind::Colon)) {
-    if (!result) return error_at(tok_, op_quoted + " has no result, so it takes no ': type'");
-    take();
-    for (size_t k = 0; k < results.size(); ++k) {
-      if (k > 0) {
-        WEFT_RETURN_IF_ERROR(expect(TokenKind::Comma, "',' and the type of '%" +
-                                                          results[k].text + "'"));
-      }
-      WEFT_ASSIGN_OR_RETURN(types[k], parse_type());
+  if (!at(TokenKind::Colon)) return types;
+  if (results.empty()) return error_at(tok_, op_quoted + " has no result, so it takes no ': type'");
+  take();
+  for (size_t k = 0; k < results.size(); ++k) {
+    if (k > 0) {
+      WEFT_RETURN_IF_ERROR(expect(TokenKind::Comma, "',' and the type of '%" + results[k].text + "'"));
     }
+    WEFT_ASSIGN_OR_RETURN(types[k], parse_type());
   }
-  std::shared_ptr<const Graph> body;
-  if (at(TokenKind::LParen)) {
-    if (!has_body(*op)) {
-      return error_at(tok_, op_quoted +
-                                " takes no body; only 'fused' and 'scan' have a '({ ... })' region");
-    }
-    WEFT_ASSIGN_OR_RETURN(body, parse_region(op_quoted));
-  } else if (has_body(*op)) {
-    return unexpected("'({' to begin the body of " + op_quoted);
-  }
-  Location loc = loc_of(first);
-  if (at_word("loc")) {
-    WEFT_ASSIGN_OR_RETURN(loc, parse_loc());
-  }
+  return types;
+}
 
-  if (body && body->outputs().size() != results.size()) {
-    const size_t returned = body->outputs().size();
-    return error_at(*result, "the body returns " + counted(static_cast<int64_t>(returned), "value") + " but " +
-                                 op_quoted + " names " + counted(static_cast<int64_t>(results.size()), "result"));
-  }
-  graph_.add_node(*op, operands, std::move(attrs), std::move(loc),
-                  types.empty() ? std::nullopt : types[0], result ? result->text : "");
-  const int index = static_cast<int>(graph_.nodes().size()) - 1;
-  for (size_t k = 1; k < results.size(); ++k) {
-    graph_.add_result(index, results[k].text, types[k]);
-  }
-  graph_.mutable_nodes().back().body = std::move(body);
-  if (*op == Op::Assign) {
-    if (auto message = check_assign_target(graph_, operands[0])) {
-      return error_at(*first_operand, *message);
+StatusOr<std::shared_ptr<const Graph>> Parser::parse_body(Op op, const std::string& op_quoted) {
+  if (at(TokenKind::LParen)) {
+    if (!has_body(op)) {
+      return error_at(tok_, op_quoted + " takes no body; only 'fused' and 'scan' have a '({ ... })' region");
     }
+    return parse_region(op_quoted);
   }
-  return Status::ok_status();
+  if (has_body(op)) return unexpected("'({' to begin the body of " + op_quoted);
+  return std::shared_ptr<const Graph>();
 }
 
 // `({ ^label(%arg: type, ...): statement* return %v })`: the body is parsed as a graph

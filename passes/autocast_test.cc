@@ -8,6 +8,7 @@
 
 namespace weft {
 namespace {
+namespace autocast_test {  // this file's names, apart in its package's unity test
 
 std::string autocast(std::string_view text, DType low = DType::bf16) {
   AutocastPass pass(low);
@@ -373,5 +374,6 @@ TEST(AutocastTest, TableAgreesWithTheOpCategories) {
   EXPECT_EQ(autocast_class_name(autocast_class(Op::Softmax)), "f32");
 }
 
+}  // namespace autocast_test
 }  // namespace
 }  // namespace weft

@@ -13,6 +13,7 @@
 
 namespace weft {
 namespace {
+namespace schedule_test {  // this file's names, apart in its package's unity test
 
 // Bazel runs the test in its runfiles root, where the fixtures keep their tree paths.
 constexpr char kFixtures[] = "training/testdata/schedules.json";
@@ -385,5 +386,6 @@ TEST(Schedule, RatesAndFactorsThatWouldGiveABadRateAreRefused) {
   EXPECT_EQ(error_of(ReduceLROnPlateau(0).validate()), "ok");
 }
 
+}  // namespace schedule_test
 }  // namespace
 }  // namespace weft

@@ -11,7 +11,9 @@
 // its compiler; include it before the kernels' source, and only in tests (slow: a stack
 // and a context switch per CUDA thread). Fibers, not one std::thread per CUDA thread: on
 // a few cores, hundreds of threads spent most of recurrent_kernel_emulation_test's CPU
-// time in the kernel, spinning, yielding and switching at every barrier.
+// time in the kernel, spinning, yielding and switching at every barrier. Under
+// AddressSanitizer (tools/sanitize asan) each switch between stacks is announced to it
+// (leaving, arrived).
 //
 // Two launches, all one-dimensional (x only):
 // - run_grid(blocks, threads, kernel): blocks run one after another, `extern __shared__`
@@ -66,6 +68,20 @@
 #include <type_traits>
 #include <vector>
 
+// AddressSanitizer (tools/sanitize asan): GCC says so by __SANITIZE_ADDRESS__, clang by
+// __has_feature(address_sanitizer).
+#if defined(__SANITIZE_ADDRESS__)
+#define WEFT_CUDA_EMULATION_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define WEFT_CUDA_EMULATION_ASAN 1
+#endif
+#endif
+#if defined(WEFT_CUDA_EMULATION_ASAN)
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
+
 /// Defined for a kernel source that has to tell emulation from nvcc's host pass.
 #define WEFT_CUDA_EMULATION 1
 #define __global__
@@ -90,21 +106,60 @@ struct alignas(16) SharedChunk {
 
 struct Block;
 
+/// Each fiber's stack, with a page below it that faults on overflow.
+constexpr size_t kFiberStackBytes = 256 * 1024, kGuardBytes = 4096;
+
+/// A stack that one side of a switch leaves and the other runs on: where it is (`bottom`,
+/// its lowest address, and `size`) and AddressSanitizer's fake stack of the side that
+/// left it (its frames kept apart for detect_stack_use_after_return).
+struct Stack {
+  const void* bottom = nullptr;
+  size_t size = 0;
+  void* fake = nullptr;
+};
+
+/// AddressSanitizer follows one stack per thread; every swapcontext between the
+/// scheduler's stack and a fiber's is announced to it, before (`leaving`: `to` is the
+/// stack about to run; a fiber that has returned passes no `from`, and its fake stack
+/// goes) and after (`arrived`, on the new stack, which learns where the one it came from
+/// is). Unannounced, it takes the thread's stack for the one running: an unwinding on a
+/// fiber's stack (an exception) is ignored ("False positive error reports may follow")
+/// and leaves its redzones poisoned, where later calls report stack errors that are not
+/// there (cuda_emulation_test's AFibersStackIsKnownToAddressSanitizer). Without the
+/// sanitizer both do nothing; UndefinedBehaviorSanitizer needs neither.
+inline void leaving(Stack* from, const Stack& to) {
+#if defined(WEFT_CUDA_EMULATION_ASAN)
+  __sanitizer_start_switch_fiber(from != nullptr ? &from->fake : nullptr, to.bottom, to.size);
+#else
+  (void)from, (void)to;
+#endif
+}
+inline void arrived(const Stack& here, Stack* from = nullptr) {
+#if defined(WEFT_CUDA_EMULATION_ASAN)
+  __sanitizer_finish_switch_fiber(here.fake, from != nullptr ? &from->bottom : nullptr,
+                                  from != nullptr ? &from->size : nullptr);
+#else
+  (void)here, (void)from;
+#endif
+}
+
 /// One CUDA thread: its context, stack and place in the grid.
 struct Fiber {
   ucontext_t context;
-  void* stack = nullptr;
+  void* mapping = nullptr;  ///< Its stack's guard page and the stack above it.
+  Stack stack;
   Dim3 thread, block_id;
   Block* block = nullptr;
   bool waiting = false, done = false;
 };
 
 /// The fibers of the launch being run (on the launching thread), the one running and the
-/// context they return to.
+/// context they return to, on the launching thread's stack.
 struct Launch {
   std::vector<Fiber> fibers;
   Fiber* running = nullptr;
   ucontext_t scheduler;
+  Stack scheduler_stack;  ///< Where it is, as the first fiber to run learns.
   const std::function<void()>* kernel = nullptr;
 };
 inline thread_local Launch* launch = nullptr;
@@ -113,7 +168,9 @@ inline thread_local Launch* launch = nullptr;
 /// set its `waiting`).
 inline void switch_to_scheduler() {
   Fiber* me = launch->running;
+  leaving(&me->stack, launch->scheduler_stack);
   swapcontext(&me->context, &launch->scheduler);
+  arrived(me->stack);
 }
 
 /// A barrier of `count` fibers: each one to arrive waits until the last one does.
@@ -158,13 +215,28 @@ inline Dim3 block_dim, grid_dim;
 /// The running fiber's block.
 inline thread_local Block* block = nullptr;
 
-/// Each fiber's stack, with a page below it that faults on overflow.
-constexpr size_t kFiberStackBytes = 256 * 1024, kGuardBytes = 4096;
-
 inline void fiber_main() {
+  arrived(launch->running->stack, &launch->scheduler_stack);
   (*launch->kernel)();
   launch->running->done = true;
+  leaving(/*from=*/nullptr, launch->scheduler_stack);
 }  // then on to uc_link, the scheduler
+
+/// Gives `f` its stack and a context that starts in fiber_main and ends in `scheduler`.
+/// (A function of its own: getcontext returns twice, and GCC warns that the locals of a
+/// function calling it, a loop's index, might be clobbered.)
+inline void make_fiber(Fiber& f, ucontext_t* scheduler) {
+  f.mapping = mmap(nullptr, kFiberStackBytes + kGuardBytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+  if (f.mapping == MAP_FAILED || mprotect(f.mapping, kGuardBytes, PROT_NONE) != 0 || getcontext(&f.context) != 0) {
+    std::perror("cuda_emulation: a fiber's stack");
+    std::abort();
+  }
+  f.stack.bottom = f.context.uc_stack.ss_sp = static_cast<char*>(f.mapping) + kGuardBytes;
+  f.stack.size = f.context.uc_stack.ss_size = kFiberStackBytes;
+  f.context.uc_link = scheduler;
+  makecontext(&f.context, fiber_main, 0);
+}
 
 /// Runs `kernel()` on one fiber per thread of each block of `grid` (blockIdx.x from
 /// `first_block` on), all alive at once, until every one has returned; aborts, naming a
@@ -180,16 +252,7 @@ inline void run_fibers(std::vector<std::unique_ptr<Block>>& grid, unsigned threa
     f.block_id.x = first_block + static_cast<unsigned>(i / threads);
     f.thread.x = static_cast<unsigned>(i % threads);
     f.block = grid[i / threads].get();
-    f.stack = mmap(nullptr, kFiberStackBytes + kGuardBytes, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-    if (f.stack == MAP_FAILED || mprotect(f.stack, kGuardBytes, PROT_NONE) != 0 || getcontext(&f.context) != 0) {
-      std::perror("cuda_emulation: a fiber's stack");
-      std::abort();
-    }
-    f.context.uc_stack.ss_sp = static_cast<char*>(f.stack) + kGuardBytes;
-    f.context.uc_stack.ss_size = kFiberStackBytes;
-    f.context.uc_link = &current.scheduler;
-    makecontext(&f.context, fiber_main, 0);
+    make_fiber(f, &current.scheduler);
   }
   Launch* const outer = launch;
   launch = &current;
@@ -202,7 +265,9 @@ inline void run_fibers(std::vector<std::unique_ptr<Block>>& grid, unsigned threa
       thread_index = f.thread;
       block_index = f.block_id;
       block = f.block;
+      leaving(&current.scheduler_stack, f.stack);
       swapcontext(&current.scheduler, &f.context);
+      arrived(current.scheduler_stack);
       finished += f.done;
     }
     if (!ran) {
@@ -217,7 +282,14 @@ inline void run_fibers(std::vector<std::unique_ptr<Block>>& grid, unsigned threa
   }
   launch = outer;
   block = nullptr;
-  for (Fiber& f : current.fibers) munmap(f.stack, kFiberStackBytes + kGuardBytes);
+  for (Fiber& f : current.fibers) {
+#if defined(WEFT_CUDA_EMULATION_ASAN)
+    // Its frames' poisoned redzones must not outlive it: the next mapping at this address
+    // would start out with them.
+    ASAN_UNPOISON_MEMORY_REGION(f.stack.bottom, f.stack.size);
+#endif
+    munmap(f.mapping, kFiberStackBytes + kGuardBytes);
+  }
 }
 
 /// Runs `kernel()` as `blocks` blocks of `threads` threads (a multiple of 32).

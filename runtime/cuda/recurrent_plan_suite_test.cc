@@ -25,6 +25,7 @@
 
 namespace weft::cuda {
 namespace {
+namespace recurrent_plan_suite_test {  // this file's names, apart in its package's unity test
 
 using namespace plan_testing;
 
@@ -243,5 +244,6 @@ TEST(RecurrentPlan, SuiteBf16LoopsCostOnAnH200Model) {
   }
 }
 
+}  // namespace recurrent_plan_suite_test
 }  // namespace
 }  // namespace weft::cuda

@@ -23,8 +23,10 @@ ordinary test.
 
 The member sources of one unit share one scope: two members cannot both define a
 file-local helper (anonymous namespace or `static`) of the same name. The compiler says
-which, naming the original files; the later file then keeps its names in a namespace
-named after it, inside its anonymous one (`namespace { namespace cse_test { ... } }`).
+which when the two clash, and unity_unit.py when they would silently overload (as for
+libraries, below), naming the original files; the later file then keeps its names in a
+namespace named after it, inside its anonymous one (`namespace { namespace cse_test {
+... } }`), where its `using namespace` directives belong too.
 Compile errors, `__FILE__` and gtest's failure messages name the original file and line.
 The members' own targets are not built by `//...`: a member that compiles only inside
 its unit (it leans on a header or helper another member brought in) is caught when it is
@@ -46,12 +48,12 @@ single sources out of the units (codegen's jit.cc, the reference interpreter's
 elementwise.cc, onnx_conformance's two JSON-heavy files: each 9-21 CPU s of code
 generation, which a unit does not share).
 
-In one unit the sources share one scope, as the tests' members do, but a library's
-file-local helpers are used by its public functions, so a unit is checked, not only
-compiled: unity_unit.py fails the build, naming both files, when a file-local function
-is named like another source's declaration in the same namespace (in one unit they
-would be overloads, and a call could silently pick the other file's), when a source has
-a namespace-scope `using namespace` or defines a macro before an #include; same-named
+In one unit the sources share one scope, as the tests' members do, so a unit is
+checked, not only compiled: unity_unit.py fails the build, naming both files, when a
+file-local function is named like another source's declaration in the same namespace
+(in one unit they would be overloads, and a call could silently pick the other file's),
+when a source has a namespace-scope `using namespace` (other than in its own namespace)
+or defines a macro before an #include; same-named
 file-local types and variables are the compiler's redefinition errors. The fix is the
 tests' rule: the later file keeps its file-local names in a namespace named after it,
 inside its anonymous one (interop/onnx/ops/*.cc), or a helper two files share moves to
@@ -93,7 +95,7 @@ def cc_test(name, unity = True, tags = [], **kwargs):
         tags = ["manual", _MEMBER_TAG]
     _cc_test(name = name, tags = tags, **kwargs)
 
-def _units(pattern, sources, sources_per_unit, testonly, check):
+def _units(pattern, sources, sources_per_unit, testonly, test):
     """Splits `sources` (in name order) into as few units of at most `sources_per_unit` as
     they fill, evenly, and returns the units' file names (`pattern` % its index)."""
     units = []
@@ -111,7 +113,7 @@ def _units(pattern, sources, sources_per_unit, testonly, check):
             srcs = sources[start:start + per_unit],
             outs = [unit],
             tools = [_UNIT_SCRIPT],
-            cmd = "/usr/bin/python3 $(location %s) %s$@ $(SRCS)" % (_UNIT_SCRIPT, "" if check else "--test "),
+            cmd = "/usr/bin/python3 $(location %s) %s$@ $(SRCS)" % (_UNIT_SCRIPT, "--test " if test else ""),
             testonly = testonly,
         )
         units.append(unit)
@@ -134,7 +136,7 @@ def cc_library(name, srcs = [], unity = True, apart = [], sources_per_unit = 8, 
     if not unity or len(sources) < 2:
         _cc_library(name = name, srcs = srcs, testonly = testonly, **kwargs)
         return
-    units = _units(name + "_unit%d.cc", sorted(sources), sources_per_unit, testonly, check = True)
+    units = _units(name + "_unit%d.cc", sorted(sources), sources_per_unit, testonly, test = False)
     rest = [source for source in srcs if not source.endswith(".cc") or source in apart]
     _cc_library(
         name = name,
@@ -175,7 +177,7 @@ def unity_test(name, sources_per_unit = 12, shard_count = 2):
     # Named as a test source, so .bazelrc's options for test sources (`-O1`, by
     # `--per_file_copt=.*_test\.cc@...`) reach the units as they reach each member's own
     # compile; a unit named otherwise compiles at the libraries' -O2 (about a fifth more).
-    units = _units(name + "_unit%d_test.cc", sources, sources_per_unit, testonly = True, check = False)
+    units = _units(name + "_unit%d_test.cc", sources, sources_per_unit, testonly = True, test = True)
     _cc_test(
         name = name,
         srcs = units + headers,

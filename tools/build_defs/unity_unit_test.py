@@ -83,10 +83,28 @@ class UnityUnitTest(unittest.TestCase):
         self.assertTrue(text.endswith("#undef ONCE\n\n#undef TWICE\n"), text)
         self.assertIn('#pragma GCC diagnostic ignored "-Wsubobject-linkage"', text)
 
-    def test_test_units_keep_their_form_and_are_not_checked(self):
+    def test_test_units_are_checked_as_library_units_are(self):
+        # Session 31 found test units with each of these; the advice names the test.
+        status, _, err = self.unit({
+            "a_test.cc": "namespace weft {\nnamespace {\nint build(int x) { return x; }\n}\n}\n",
+            "b_test.cc": "namespace weft {\nnamespace {\nusing namespace std;\ndouble build(double x) { return x; }\n}\n}\n",
+            "c_test.cc": "#define WEFT_SETTING 1\n#include <vector>\n",
+        }, "--test")
+        self.assertEqual(status, 1)
+        self.assertIn("b_test.cc:4: `weft::(anonymous)::build` is also declared at a_test.cc:3", err)
+        self.assertIn("b_test.cc:3: `using namespace` at namespace scope would reach the sources after "
+                      "it in the unit; put it inside the functions that use it, or inside "
+                      "`namespace b_test` within the file's anonymous one", err)
+        self.assertIn("c_test.cc: defines WEFT_SETTING before an #include: in a unit an earlier source "
+                      "may have included that header without it; declare the test with unity = False", err)
+
+    def test_a_test_files_own_names_are_accepted_in_its_unit(self):
+        # The tests' rule: a file's local names (and its using directives) in a namespace
+        # named after it, inside its anonymous one; a unit without macros keeps its form.
         sources = {
-            "a_test.cc": "namespace {\nint f(int x) { return x; }\n}\n#define X 1\n",
-            "b_test.cc": "namespace {\ndouble f(double x) { return x; }\n}",
+            "a_test.cc": "namespace weft {\nnamespace {\nint build(int x) { return x; }\n}\n}\n",
+            "b_test.cc": "namespace weft {\nnamespace {\nnamespace b_test {  // this file's names\n"
+                         "using namespace std;\ndouble build(double x) { return x; }\n}\n}\n}\n",
         }
         status, text, err = self.unit(sources, "--test")
         self.assertEqual((status, err), (0, ""))
@@ -95,6 +113,18 @@ class UnityUnitTest(unittest.TestCase):
             expected += '#line 1 "%s/%s"\n%s\n' % (self.dir.name, name, source)
         self.assertEqual(text, expected)
 
+    def test_a_using_directive_in_another_files_namespace_is_refused(self):
+        status, _, err = self.unit({
+            "a_test.cc": "namespace {\nnamespace helpers {\nusing namespace std;\n}\n}\n",
+        }, "--test")
+        self.assertEqual(status, 1)
+        self.assertIn("a_test.cc:3: `using namespace` at namespace scope", err)
+
+    def test_a_test_units_macros_end_with_their_file(self):
+        status, text, err = self.unit({"a_test.cc": "#include <vector>\n#define SKIP_WITHOUT_GPU 1\n"}, "--test")
+        self.assertEqual((status, err), (0, ""))
+        self.assertTrue(text.endswith("#define SKIP_WITHOUT_GPU 1\n\n#undef SKIP_WITHOUT_GPU\n"), text)
+        self.assertNotIn("#pragma", text)
 
 if __name__ == "__main__":
     unittest.main()

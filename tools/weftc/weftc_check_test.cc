@@ -11,6 +11,7 @@
 
 namespace weft {
 namespace {
+namespace weftc_check_test {  // this file's names, apart in its package's unity test
 
 using namespace weftc_testing;
 
@@ -72,5 +73,6 @@ TEST(Weftc, CheckBackendCudaNamesOpsThatWouldRunOnTheHost) {
       << r.out;
 }
 
+}  // namespace weftc_check_test
 }  // namespace
 }  // namespace weft

@@ -16,6 +16,7 @@
 
 namespace weft {
 namespace {
+namespace weftc_dump_test {  // this file's names, apart in its package's unity test
 
 using namespace weftc_testing;
 
@@ -342,5 +343,6 @@ TEST(Weftc, PrecisionErrors) {
                    "--precision=bf16 or --precision=f16; at f32 there are none\n");
 }
 
+}  // namespace weftc_dump_test
 }  // namespace
 }  // namespace weft

@@ -13,6 +13,7 @@
 
 namespace weft {
 namespace {
+namespace weftc_grad_test {  // this file's names, apart in its package's unity test
 
 using namespace weftc_testing;
 
@@ -99,5 +100,6 @@ TEST(Weftc, GradMatchesTheGradientFixtures) {
   }
 }
 
+}  // namespace weftc_grad_test
 }  // namespace
 }  // namespace weft

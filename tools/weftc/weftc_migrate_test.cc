@@ -14,6 +14,7 @@
 
 namespace weft {
 namespace {
+namespace weftc_migrate_test {  // this file's names, apart in its package's unity test
 
 using namespace weftc_testing;
 
@@ -121,5 +122,6 @@ TEST(Weftc, MigrateErrors) {
   EXPECT_FALSE(std::filesystem::exists(out));
 }
 
+}  // namespace weftc_migrate_test
 }  // namespace
 }  // namespace weft

@@ -12,6 +12,7 @@
 
 namespace weft {
 namespace {
+namespace weftc_profile_test {  // this file's names, apart in its package's unity test
 
 using namespace weftc_testing;
 
@@ -59,5 +60,6 @@ TEST(Weftc, ProfileShowsEachGemmsDtype) {
   EXPECT_NE(r.out.find("  f32   f32[8,32]  %a\n"), std::string::npos) << r.out;
 }
 
+}  // namespace weftc_profile_test
 }  // namespace
 }  // namespace weft

@@ -16,6 +16,7 @@
 
 namespace weft {
 namespace {
+namespace weftc_run_test {  // this file's names, apart in its package's unity test
 
 using namespace weftc_testing;
 
@@ -217,5 +218,6 @@ TEST(Weftc, RunAtBf16StaysNearTheF32Results) {
   }
 }
 
+}  // namespace weftc_run_test
 }  // namespace
 }  // namespace weft

@@ -15,6 +15,7 @@
 
 namespace weft {
 namespace {
+namespace weftc_test {  // this file's names, apart in its package's unity test
 
 using namespace weftc_testing;
 
@@ -155,5 +156,6 @@ TEST(Weftc, HelpAndUsage) {
             "(see weftc check --help)\n");
 }
 
+}  // namespace weftc_test
 }  // namespace
 }  // namespace weft

@@ -11,6 +11,7 @@
 
 namespace weft {
 namespace {
+namespace weftc_viz_test {  // this file's names, apart in its package's unity test
 
 using namespace weftc_testing;
 
@@ -84,5 +85,6 @@ TEST(Weftc, VizColoursABf16StepByDtype) {
   EXPECT_NE(f32_text.find("class=\"edge dtype-f32\""), std::string::npos);
 }
 
+}  // namespace weftc_viz_test
 }  // namespace
 }  // namespace weft

@@ -173,7 +173,7 @@ std::vector<Flag> make_flags() {
                  const FlagNumber<double> lr = parse_real_number(v);
                  if (lr.malformed) return bad("lr", v, "not a number");
                  WEFT_RETURN_IF_ERROR(check_learning_rate(lr.value, "--lr=" + v));
-                 c.lr = lr.value;
+                 c.lr = lr.value + 0.0;  // -0 is the rate 0 (as the check takes it), and is printed so
                  return Status();
                }});
   f.push_back({"schedule", "NAME", "constant", std::string("learning-rate schedule, stepped every step: ") + kSchedules,

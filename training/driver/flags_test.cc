@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -347,6 +348,19 @@ TEST(Schedules, AreRuntimeSchedules) {
 
 // onecycle and cyclic cycle the momentum (PyTorch's cycle_momentum), between the bounds the
 // flags give or the schedule's defaults; --no-cycle-momentum turns it off.
+// --lr=-0 is the rate 0, as training/learning_rate.h's check takes it (0 leaves the
+// weights as they are, where a negative rate climbs the loss): it was printed
+// "ConstantLR(lr=-0)".
+TEST(Schedules, ANegativeZeroRateIsZero) {
+  const DriverConfig c = parse({"--lr=-0"});
+  ASSERT_TRUE(c.lr.has_value());
+  EXPECT_FALSE(std::signbit(*c.lr));
+  StatusOr<std::unique_ptr<LrSchedule>> s = make_schedule(c, *c.lr, /*total_steps=*/10);
+  ASSERT_TRUE(s.ok()) << s.error().to_string();
+  EXPECT_EQ((*s)->describe(), "ConstantLR(lr=0)");
+  EXPECT_EQ((*s)->lr_at(0), 0);
+}
+
 TEST(Schedules, CycleTheMomentum) {
   auto momentum = [](const std::vector<std::string>& args, int64_t t) -> std::optional<double> {
     StatusOr<DriverConfig> c = parse_flags(args);

@@ -14,8 +14,9 @@
 // carries keep the values of the iteration where ONNX's loop ends; a loop with such an
 // exit and scan outputs is refused, since those would end early (weft's `stop` leaves
 // zero-filled slots instead). A Loop with M = 0, or a Scan over sequences of length 0,
-// runs no iteration (weft's scan has at least one slot): a scan of one slot whose `stop`
-// starts true, its scan outputs cut to length 0.
+// runs no iteration: its body is imported (for its outputs' types) and dropped, and its
+// outputs are the initial states and scan outputs of length 0, with no `scan` (which has
+// at least one slot; Emitter::outline_scan of a region of length 0).
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -39,14 +40,6 @@ ValueId first_slot(Emitter& e, ValueId xs) {
   stop[0] = 1;
   const ValueId one = e.op(Op::Slice, {xs}, {{"start", start}, {"stop", stop}});
   return e.reshape(one, IntList(s.dims.begin() + 1, s.dims.end()));
-}
-
-// `ys` stacked by a loop that never ran, cut to length 0 along its first axis.
-ValueId no_slots(Emitter& e, ValueId ys) {
-  const Shape s = e.shape(ys);
-  IntList start(static_cast<size_t>(s.rank()), 0), stop = s.dims;
-  stop[0] = 0;
-  return e.op(Op::Slice, {ys}, {{"start", start}, {"stop", stop}});
 }
 
 // `x` with its first axis turned around.
@@ -140,42 +133,29 @@ std::vector<ValueId> scan_loop(NodeContext& n, const onnx::GraphProto& body, con
                 " iterations");
     }
   }
-  // Sequences of length 0 run no iteration, as a Loop with M = 0: a loop of one slot of
-  // zeros, which it does not read, whose stop carry starts true (the states come out as
-  // their initial values, the outputs are cut to length 0 below).
-  const bool never = length == 0;
-  std::vector<ValueId> read = xs;
-  if (never) {
-    for (ValueId& x : read) {
-      Shape one = e.shape(x);
-      one.dims[0] = 1;
-      x = e.full(one, 0, e.type(x).dtype);
-    }
-  }
-  for (ValueId x : read) slices.push_back(first_slot(e, x));
-  if (never) carries.push_back(stand_in(e, e.constant(1, DType::boolean)));
+  // Each slice the iteration reads, before it. Sequences of length 0 run no iteration,
+  // as a Loop with M = 0: the body is imported on zeros standing in for a slot, put
+  // inside the region so that outline_scan drops them with it (the states come out as
+  // their initial values, the outputs with length 0).
   ScanRegion region;
-  region.first_node = e.num_nodes();
-  region.length = never ? 1 : length;
+  region.length = length;
+  if (length == 0) region.first_node = e.num_nodes();
+  for (ValueId x : xs) {
+    const Shape s = e.shape(x);
+    slices.push_back(length > 0 ? first_slot(e, x)
+                                : e.full(Shape(IntList(s.dims.begin() + 1, s.dims.end())), 0, e.type(x).dtype));
+  }
+  if (length > 0) region.first_node = e.num_nodes();
   std::vector<SubgraphValue> in;
-  const std::vector<ValueId> states(carries.begin(), carries.begin() + static_cast<ptrdiff_t>(initial.size()));
-  for (ValueId v : states) in.push_back({"", v, std::nullopt});
+  for (ValueId v : carries) in.push_back({"", v, std::nullopt});
   for (ValueId v : slices) in.push_back({"", v, std::nullopt});
   const std::vector<SubgraphValue> outs = n.import_subgraph(body, std::move(in));
-  region.next_carries = next_carries(n, outs, 0, states, names);
+  region.next_carries = next_carries(n, outs, 0, carries, names);
   for (int64_t k = 0; k < k_out; ++k) region.ys.push_back(n.value_of(outs[initial.size() + static_cast<size_t>(k)]));
-  if (never) {
-    region.stop = static_cast<int64_t>(initial.size());
-    region.next_carries.push_back(carries.back());  // stays true
-  }
   region.carries = carries;
   region.slices = slices;
-  region.xs = read;
-  std::vector<ValueId> r = e.outline_scan(region);
-  if (!never) return r;
-  r.erase(r.begin() + static_cast<ptrdiff_t>(initial.size()));  // the stop carry
-  for (size_t k = initial.size(); k < r.size(); ++k) r[k] = no_slots(e, r[k]);
-  return r;
+  region.xs = xs;
+  return e.outline_scan(region);
 }
 
 // Scan (opset 9 on): N state variables, then M scanned inputs; the body maps (state,
@@ -355,17 +335,12 @@ void loop(NodeContext& n) {
     names.push_back(body.input(static_cast<int>(2 + i)).name());
   }
   // The stop carry, last: not the condition, before each iteration. M = 0 runs no
-  // iteration: a loop of one slot whose stop starts true, so the carries come out as
-  // their initial values (its scan outputs are cut to length 0 below).
+  // iteration (a region of length 0: the carries come out as their initial values, the
+  // scan outputs with length 0), and needs none.
   const bool never = trips == 0;
-  const bool starts = starts_true(n) && !never;
-  const bool stops = !starts || !keeps_condition(body);
-  if (stops) {
-    const ValueId stop = never            ? e.constant(1, DType::boolean)
-                         : n.has_input(1) ? negation(e, n.input(1))
-                                          : e.constant(0, DType::boolean);
-    carries.push_back(stand_in(e, stop));
-  }
+  const bool starts = starts_true(n);
+  const bool stops = !never && (!starts || !keeps_condition(body));
+  if (stops) carries.push_back(stand_in(e, n.has_input(1) ? negation(e, n.input(1)) : e.constant(0, DType::boolean)));
   ScanRegion region;
   region.first_node = e.num_nodes();
   std::vector<SubgraphValue> in;
@@ -386,7 +361,7 @@ void loop(NodeContext& n) {
     if (!starts && n.constant(1) == nullptr) n.computed_at_run_time(1, "an initial condition", why);
     n.unsupported((starts ? "a condition computed in the body " : "an initial condition that is false ") + why);
   }
-  region.length = never || (static_exit && outs[0].constant->get_double(0) == 0) ? 1 : trips;
+  region.length = !never && static_exit && outs[0].constant->get_double(0) == 0 ? 1 : trips;
   std::vector<ValueId> next = next_carries(
       n, outs, 1, std::vector<ValueId>(carries.begin() + static_cast<ptrdiff_t>(offset), carries.begin() + static_cast<ptrdiff_t>(names.size())),
       std::vector<std::string>(names.begin() + static_cast<ptrdiff_t>(offset), names.end()));
@@ -402,7 +377,7 @@ void loop(NodeContext& n) {
   for (int64_t i = 0; i < states; ++i) n.set_output(static_cast<int>(i), r[offset + static_cast<size_t>(i)]);
   for (int64_t k = 0; k < k_out; ++k) {
     const ValueId ys = r[carries.size() + static_cast<size_t>(k)];
-    n.set_output(static_cast<int>(states + k), never ? no_slots(e, ys) : ys);
+    n.set_output(static_cast<int>(states + k), ys);
   }
 }
 

@@ -28,6 +28,9 @@ TEST(MpiCommunicator, TwoRanksSumAndAverage) {
              "started f32 mean: 1.500000",
              // 1 + 2 on each of two elements.
              "started 1 MiB sum, completed during a 1 s sleep: yes, 6.000000",
+             // The progress thread sleeps between tests while the caller waits: a
+             // yielding one ran only after the spinner's time slice (mpi_progress.h).
+             "150 waited 1 MiB reductions beside a busy thread on the rank's CPU: under 0.6 s",
              "broadcast from rank 1: rank 1",
              "broadcast from rank 7: broadcast: root rank 7 outside the 2 ranks",
          }) {

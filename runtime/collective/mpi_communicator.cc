@@ -54,9 +54,11 @@ constexpr int64_t kChunk = int64_t{1} << 30;
 // reductions advance only inside test() and wait().
 MpiProgress* progress_thread = nullptr;
 
-// How long the progress thread sleeps between tests while nobody waits: short against a
-// reduction (~1 ms for 1 MB here), long against one MPI_Testall (a few µs), so it
-// costs the step's own work a few percent of a core. Measured in bench/RESULTS.md.
+// How long the progress thread sleeps between tests, a caller waiting or not: short
+// against a reduction (~1 ms for 1 MB here), long against one MPI_Testall (a few µs),
+// so it costs the step's own work a few percent of a core. Shorter sleeps (5, 20 µs)
+// made a rank sharing its core with another process slower, not faster. Measured in
+// bench/RESULTS.md.
 constexpr std::chrono::microseconds kProgressPause{50};
 
 // An MPI_Iallreduce per chunk in flight, tested by the progress thread where there is

@@ -1,5 +1,5 @@
-// The MPI progress thread (mpi_progress.h): tests the requests in flight, pausing
-// between tests unless a caller waits.
+// The MPI progress thread (mpi_progress.h): tests the requests in flight, sleeping
+// between tests.
 #include "runtime/collective/mpi_progress.h"
 
 #include <algorithm>
@@ -24,10 +24,7 @@ std::shared_ptr<TrackedRequests> MpiProgress::track(std::vector<MPI_Request> req
 
 int MpiProgress::wait(TrackedRequests& tracked) {
   std::unique_lock<std::mutex> lock(mutex_);
-  ++waiters_;
-  changed_.notify_all();  // the thread stops pausing between tests
   changed_.wait(lock, [&] { return tracked.done.load() || stopping_; });
-  --waiters_;
   return tracked.done.load() ? tracked.rc : MPI_ERR_OTHER;
 }
 
@@ -41,7 +38,8 @@ void MpiProgress::stop() {
 }
 
 // Sleeps while nothing is in flight; tests what is, without holding the lock (MPI calls
-// take microseconds), then pauses unless something completed or a caller waits.
+// take microseconds), then pauses unless something completed: a sleep even while a
+// caller waits, never a yield (mpi_progress.h says why).
 void MpiProgress::run() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
@@ -54,12 +52,8 @@ void MpiProgress::run() {
     std::erase_if(in_flight_, [](const std::shared_ptr<TrackedRequests>& t) { return t->done.load(); });
     if (completed) {
       changed_.notify_all();
-    } else if (waiters_ == 0) {
-      changed_.wait_for(lock, pause_, [&] { return stopping_ || waiters_ > 0; });
     } else {
-      lock.unlock();
-      std::this_thread::yield();
-      lock.lock();
+      changed_.wait_for(lock, pause_, [&] { return stopping_; });
     }
   }
 }

@@ -3,9 +3,17 @@
 // non-blocking collective only inside MPI calls, so an MPI_Iallreduce started in the
 // middle of the backward pass would otherwise move only when the executor polls between
 // invocations, and mostly run at the final wait. With MPI_THREAD_MULTIPLE, this thread
-// owns every request in flight and tests it (MPI_Testall) while any is pending, pausing
+// owns every request in flight and tests it (MPI_Testall) while any is pending, sleeping
 // between tests so that it does not take a core from the step's own work; the caller's
 // thread only starts reductions and waits for the thread to say they completed.
+//
+// It sleeps between tests while a caller waits, too, rather than yielding: on a core
+// shared with another runnable thread (a loaded machine; mpirun binds each rank to one
+// core), Linux's EEVDF scheduler moves a thread's deadline a whole time slice on at each
+// sched_yield, so a thread polling by yield ran only once the other one's slice ended,
+// each round of the reduction between the ranks cost milliseconds, and 2-rank steps took
+// 20-90 ms instead of ~3 ms; a thread that slept is run as soon as its sleep ends
+// (bench/RESULTS.md, "#32: the watchdog's wake-ups and the progress thread's yield").
 //
 //   MpiProgress progress;                     // after MPI_Init_thread gave MULTIPLE
 //   auto done = progress.track(std::move(requests));   // MPI_Iallreduce's requests
@@ -34,8 +42,7 @@ struct TrackedRequests {
 
 class MpiProgress {
  public:
-  /// Starts the thread; `pause` is how long it sleeps between tests while no caller waits
-  /// (while one waits it only yields, so the wait ends as soon as the reduction does).
+  /// Starts the thread; `pause` is how long it sleeps between tests.
   explicit MpiProgress(std::chrono::microseconds pause);
   /// Stops the thread (stop()).
   ~MpiProgress();
@@ -57,9 +64,8 @@ class MpiProgress {
 
   std::chrono::microseconds pause_;
   std::mutex mutex_;
-  std::condition_variable changed_;  // work arrived, a wait began, stop, or a completion
+  std::condition_variable changed_;  // work arrived, stop, or a completion
   std::vector<std::shared_ptr<TrackedRequests>> in_flight_;
-  int waiters_ = 0;
   bool stopping_ = false;
   std::thread thread_;
 };

@@ -78,12 +78,17 @@ Watchdog::~Watchdog() {
   thread_.join();
 }
 
+// Wakes the thread only where it sleeps without a deadline: one timing an earlier arm
+// wakes at that deadline (earlier than this one: the same timeout), finds deadline_ moved
+// on and times the new one. So the collectives of a step, each armed for microseconds,
+// cost no wake-up each (one was 12-15 µs of the caller's time per arm).
 void Watchdog::arm(std::string message) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     armed_ = true;
     deadline_ = std::chrono::steady_clock::now() + timeout_;
     message_ = std::move(message);
+    if (timing_) return;
   }
   changed_.notify_all();
 }
@@ -93,8 +98,9 @@ void Watchdog::disarm() {
   armed_ = false;
 }
 
-// Sleeps until armed, then until the deadline or a change; a deadline passed while still
-// armed ends the process (the collective's thread is stuck inside the transport).
+// Sleeps until armed, then until the deadline it saw (later arms move deadline_ on); a
+// deadline passed while still armed with it ends the process (the collective's thread
+// is stuck inside the transport).
 void Watchdog::watch() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
@@ -103,7 +109,10 @@ void Watchdog::watch() {
       continue;
     }
     const auto deadline = deadline_;
-    if (changed_.wait_until(lock, deadline) == std::cv_status::timeout && armed_ && deadline_ == deadline) {
+    timing_ = true;
+    const bool expired = changed_.wait_until(lock, deadline) == std::cv_status::timeout;
+    timing_ = false;
+    if (expired && armed_ && deadline_ == deadline) {
       std::fprintf(stderr, "error: %s\n", message_.c_str());
       std::fflush(stderr);
       std::fflush(stdout);

@@ -82,6 +82,7 @@ class Watchdog {
   std::condition_variable changed_;
   bool armed_ = false;
   bool stopping_ = false;
+  bool timing_ = false;  // the thread sleeps until a deadline: arm() need not wake it
   std::chrono::steady_clock::time_point deadline_;
   std::string message_;
   std::thread thread_;

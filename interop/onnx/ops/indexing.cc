@@ -244,10 +244,6 @@ ValueId source_coordinate(NodeContext& n, const Interpolation& m, int64_t in, in
   if (m.ctm == "pytorch_half_pixel") {
     return width == 1 ? e.full(Shape(Dims{out}), -0.5, DType::f64) : e.sub(centred(), c(0.5));
   }
-  if (m.ctm == "half_pixel_symmetric") {
-    const double offset = static_cast<double>(in) / 2 * (1 - static_cast<double>(out) / width);
-    return e.sub(e.add(c(offset), centred()), c(0.5));
-  }
   if (m.ctm == "align_corners") {
     if (width == 1) return e.full(Shape(Dims{out}), 0, DType::f64);
     return e.div(e.mul(x, c(static_cast<double>(in - 1))), c(width - 1));
@@ -333,12 +329,12 @@ ValueId resize_axis(NodeContext& n, const Interpolation& m, ValueId y, int axis,
   }
   Dims along(d.size(), 1);  // the weights broadcast along the axis
   along[axis] = out;
-  ValueId sum;
-  for (int64_t t = 0; t < taps; ++t) {
+  auto term = [&](int64_t t) {
     ValueId w = cast_to(e, e.reshape(weights[t], along), e.type(y).dtype);
-    ValueId term = e.mul(gather1(e, y, axis, clamped(index[t])), w);
-    sum = t == 0 ? term : e.add(sum, term);
-  }
+    return e.mul(gather1(e, y, axis, clamped(index[t])), w);
+  };
+  ValueId sum = term(0);
+  for (int64_t t = 1; t < taps; ++t) sum = e.add(sum, term(t));
   return sum;
 }
 
@@ -410,60 +406,39 @@ void upsample(NodeContext& n) {
   interpolate(n, m, scaled_sizes(in, scales), scales);
 }
 
+// Resize as of opsets 10, 11 and 13 (the importer reads opsets up to 17, so opset 18's
+// axes, antialias and keep_aspect_ratio_policy never reach it). roi is read only by
+// tf_crop_and_resize, which is refused.
 void resize(NodeContext& n) {
   n.expect_attrs({"mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a",
-                  "exclude_outside", "extrapolation_value", "antialias", "axes",
-                  "keep_aspect_ratio_policy"});
+                  "exclude_outside", "extrapolation_value"});
   const bool v10 = n.opset() < 11;
   const Interpolation m{
       n.attr_string("mode", "nearest"),
       n.attr_string("coordinate_transformation_mode", v10 ? "asymmetric" : "half_pixel"),
       n.attr_string("nearest_mode", v10 ? "floor" : "round_prefer_floor"),
       n.attr_float("cubic_coeff_a", -0.75), n.attr_int("exclude_outside", 0) != 0};
-  if (m.mode != "nearest" && m.mode != "linear" && m.mode != "cubic") {
-    n.invalid("mode '" + m.mode + "' is not nearest, linear or cubic");
+  if (m.mode != "nearest" && m.mode != "linear" && (m.mode != "cubic" || v10)) {
+    n.invalid("mode '" + m.mode + "' is not nearest" + (v10 ? " or linear" : ", linear or cubic"));
   }
-  if (m.mode == "cubic" && v10) n.invalid("mode 'cubic' needs opset 11");
-  if (n.attr_int("antialias", 0) != 0) n.unsupported("antialias");
   const Dims in = n.input_type(0).shape.dims;
-  const int rank = static_cast<int>(in.size());
-  Dims axes;
-  for (int64_t a : n.attr_ints("axes")) axes.push_back(axis_in(n, a, rank, "axes"));
-  if (axes.empty()) {
-    for (int k = 0; k < rank; ++k) axes.push_back(k);
-  }
-  std::vector<double> given;
+  std::vector<double> scales;
   Dims sizes;
   const int scales_at = v10 ? 1 : 2;
-  if (n.has_input(scales_at)) given = doubles_input(n, scales_at, "scales");
-  if (given.empty() && !v10 && n.has_input(3)) sizes = n.ints_input(3, "sizes");
-  if (given.empty() && sizes.size() != axes.size()) {
+  if (n.has_input(scales_at)) scales = doubles_input(n, scales_at, "scales");
+  if (scales.empty() && !v10 && n.has_input(3)) sizes = n.ints_input(3, "sizes");
+  if (scales.empty() && sizes.size() != in.size()) {
     n.invalid("give scales or sizes, one entry per axis");
   }
-  if (!given.empty() && given.size() != axes.size()) n.invalid("scales need one entry per axis");
-  std::vector<double> scales(in.size(), 1.0);
-  Dims out = in;
-  if (!given.empty()) {
-    for (size_t i = 0; i < axes.size(); ++i) scales[axes[i]] = given[i];
-    out = scaled_sizes(in, scales);
-  } else {
-    for (size_t i = 0; i < axes.size(); ++i) {
-      scales[axes[i]] = static_cast<double>(sizes[i]) / static_cast<double>(in[axes[i]]);
-      out[axes[i]] = sizes[i];
-    }
-    const std::string policy = n.attr_string("keep_aspect_ratio_policy", "stretch");
-    if (policy == "not_larger" || policy == "not_smaller") {
-      double s = scales[axes[0]];
-      for (int64_t a : axes) s = policy == "not_larger" ? std::min(s, scales[a]) : std::max(s, scales[a]);
-      for (int64_t a : axes) {
-        scales[a] = s;
-        out[a] = static_cast<int64_t>(s * static_cast<double>(in[a]) + 0.5);  // half up
-      }
-    } else if (policy != "stretch") {
-      n.invalid("keep_aspect_ratio_policy '" + policy + "' is not stretch, not_larger or not_smaller");
-    }
+  if (!scales.empty() && scales.size() != in.size()) n.invalid("scales need one entry per axis");
+  if (!scales.empty()) {
+    interpolate(n, m, scaled_sizes(in, scales), scales);
+    return;
   }
-  interpolate(n, m, out, scales);
+  for (size_t k = 0; k < in.size(); ++k) {  // sizes: the scale is their ratio
+    scales.push_back(static_cast<double>(sizes[k]) / static_cast<double>(in[k]));
+  }
+  interpolate(n, m, sizes, scales);
 }
 
 const OpConverter kOps[] = {

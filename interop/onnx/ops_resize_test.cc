@@ -144,6 +144,34 @@ TEST(Resize, CubicAsPyTorchsBicubic) {
                                   (-0.1875 + 5.0625 + 15.1875) / 1.0625}));
 }
 
+TEST(Resize, TfCropAndResizeReadsTheRoiAndExtrapolates) {
+  // 5 inputs, roi [0.25, 1.25] to 3 outputs: x · (1.25 - 0.25) · 4 / 2 + 0.25 · 4 = 1, 3, 5;
+  // 5 lies past the last input (4) and reads extrapolation_value.
+  const Tensor x = f32({5}, {1, 2, 3, 4, 5});
+  auto crop = [&](const std::vector<float>& roi, const std::string& mode, const Tensor* sizes,
+                  float scale) {
+    Case c(13);
+    c.data("x", x).init("roi", f32({2}, roi));
+    if (sizes != nullptr) c.init("sz", *sizes);
+    if (sizes == nullptr) c.init("s", f32({1}, {scale}));
+    onnx::NodeProto& n = c.node(
+        "Resize", sizes != nullptr ? std::vector<std::string>{"x", "roi", "", "sz"}
+                                   : std::vector<std::string>{"x", "roi", "s"});
+    set_attr(n, "coordinate_transformation_mode", "tf_crop_and_resize");
+    set_attr(n, "mode", mode);
+    set_attr(n, "extrapolation_value", 9.0);
+    return c.y();
+  };
+  const Tensor three = i64({1}, {3}), one = i64({1}, {1}), two = i64({1}, {2});
+  expect_close(crop({0.25, 1.25}, "linear", &three, 0), f32({3}, {2, 4, 9}));
+  // By scales the output is floor(5 · (1.25 - 0.25) · 0.6) = 3 long: the same positions.
+  expect_close(crop({0.25, 1.25}, "linear", nullptr, 0.6f), f32({3}, {2, 4, 9}));
+  // One output reads the region's middle: (0 + 0.5) / 2 · 4 = 1.
+  expect_close(crop({0, 0.5}, "linear", &one, 0), f32({1}, {2}));
+  // Nearest: roi [0.1, 0.6] to 2: x · 0.5 · 4 + 0.4 = 0.4, 2.4, rounded.
+  expect_close(crop({0.1f, 0.6f}, "nearest", &two, 0), f32({2}, {1, 3}));
+}
+
 TEST(Resize, GradientsThroughLinearAndCubicMatchFiniteDifferences) {
   // Resize linear (half_pixel, 5x4 -> 7x2: up on one axis, down on the other), then cubic
   // with exclude_outside (align_corners, -> 4x5), in f64.
@@ -178,8 +206,9 @@ TEST(Resize, RefusalsNameWhatIsRefused) {
     for (const auto& [name, value] : attrs) set_attr(n, name, value);
     return c.error();
   };
-  EXPECT_EQ(error(13, {{"coordinate_transformation_mode", "tf_crop_and_resize"}}, x),
-            "node 'n' (Resize, opset 13): coordinate_transformation_mode 'tf_crop_and_resize' "
+  // Opset 19's half_pixel_symmetric: the importer reads opsets up to 17.
+  EXPECT_EQ(error(13, {{"coordinate_transformation_mode", "half_pixel_symmetric"}}, x),
+            "node 'n' (Resize, opset 13): coordinate_transformation_mode 'half_pixel_symmetric' "
             "is not supported");
   EXPECT_EQ(error(13, {{"mode", "linear"}}, i32({2}, {1, 2})),
             "node 'n' (Resize, opset 13): mode 'linear' on i32 data is not supported");
@@ -191,6 +220,11 @@ TEST(Resize, RefusalsNameWhatIsRefused) {
             "node 'n' (Resize, opset 13): nearest_mode 'round' is not supported");
   EXPECT_EQ(error(9, {{"mode", "cubic"}}, x, "Upsample"),
             "node 'n' (Upsample, opset 9): mode 'cubic' is not supported");
+  Case roi(13);
+  roi.data("x", x).init("roi", f32({1}, {0})).init("s", f32({1}, {2}));
+  set_attr(roi.node("Resize", {"x", "roi", "s"}), "coordinate_transformation_mode",
+           "tf_crop_and_resize");
+  EXPECT_EQ(roi.error(), "node 'n' (Resize, opset 13): roi needs 2·rank = 2 entries");
   // Shapes are static: sizes computed at run time are refused (scales: ops_tensor_test).
   Case sizes(13);
   sizes.data("x", x).data("sz", i64({1}, {4})).node("Resize", {"x", "", "", "sz"});

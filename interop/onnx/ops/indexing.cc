@@ -228,12 +228,17 @@ struct Interpolation {
   std::string rounding;  ///< nearest_mode
   double cubic_a = -0.75;
   bool exclude_outside = false;
+  /// tf_crop_and_resize's region, per axis the start and end as fractions of the input
+  /// (ONNX's roi: the starts of every axis, then the ends), and the value of the output
+  /// read from outside the input.
+  std::vector<double> roi = {};
+  double extrapolation_value = 0;
 };
 
 /// The input coordinate (f64, as the reference computes it) that each of `out` output
-/// positions of an axis reads, the axis resized from `in` by `scale`.
-ValueId source_coordinate(NodeContext& n, const Interpolation& m, int64_t in, int64_t out,
-                          double scale) {
+/// positions of axis `axis` reads, the axis resized from `in` by `scale`.
+ValueId source_coordinate(NodeContext& n, const Interpolation& m, int axis, int64_t in,
+                          int64_t out, double scale) {
   Emitter& e = n.e();
   auto c = [&](double v) { return e.constant(v, DType::f64); };
   ValueId x =
@@ -250,6 +255,13 @@ ValueId source_coordinate(NodeContext& n, const Interpolation& m, int64_t in, in
   }
   if (m.ctm == "asymmetric") return e.div(x, c(scale));
   if (m.ctm == "tf_half_pixel_for_nn") return centred();
+  if (m.ctm == "tf_crop_and_resize") {  // the spec's: from roi's start to its end
+    const double start = m.roi[axis], end = m.roi[m.roi.size() / 2 + axis];
+    const double last = static_cast<double>(in - 1);
+    if (out == 1) return e.full(Shape(Dims{out}), (start + end) / 2 * last, DType::f64);
+    return e.add(e.div(e.mul(x, c((end - start) * last)), c(static_cast<double>(out - 1))),
+                 c(start * last));
+  }
   n.unsupported("coordinate_transformation_mode '" + m.ctm + "'");
 }
 
@@ -282,7 +294,7 @@ ValueId resize_axis(NodeContext& n, const Interpolation& m, ValueId y, int axis,
   const Dims d = e.shape(y).dims;
   const int64_t in = d[axis];
   auto c = [&](double v) { return e.constant(v, DType::f64); };
-  ValueId x = source_coordinate(n, m, in, out, scale);
+  ValueId x = source_coordinate(n, m, axis, in, out, scale);
   ValueId below = e.op(Op::Floor, {x});
   ValueId on_cell = e.op(Op::Eq, {x, below});
   ValueId ratio = e.op(Op::Select, {on_cell, c(1), e.sub(x, below)});
@@ -294,6 +306,16 @@ ValueId resize_axis(NodeContext& n, const Interpolation& m, ValueId y, int axis,
   first = e.op(Op::Minimum, {e.op(Op::Maximum, {first, c(static_cast<double>(-pad))}),
                              c(static_cast<double>(in - 1 + pad - (taps - 1)))});
   first = cast_to(e, first, DType::i64);
+  Dims along(d.size(), 1);  // a vector over the output positions, broadcast along the axis
+  along[axis] = out;
+  // tf_crop_and_resize gives extrapolation_value where the coordinate is off the input.
+  auto extrapolated = [&](ValueId v) {
+    if (m.ctm != "tf_crop_and_resize") return v;
+    ValueId off = e.op(Op::Or, {e.op(Op::Lt, {x, c(0)}),
+                                e.op(Op::Gt, {x, c(static_cast<double>(in - 1))})});
+    return e.op(Op::Select, {e.reshape(off, along),
+                             e.constant(m.extrapolation_value, e.type(v).dtype), v});
+  };
   auto clamped = [&](ValueId idx) {  // the padding's cells are copies of the edge's
     return e.op(Op::Minimum, {e.op(Op::Maximum, {idx, i64(e, 0)}), i64(e, in - 1)});
   };
@@ -309,7 +331,8 @@ ValueId resize_axis(NodeContext& n, const Interpolation& m, ValueId y, int axis,
       n.unsupported("nearest_mode '" + m.rounding + "'");
     }
     second = e.op(Op::Select, {on_cell, on_cell, second});
-    return gather1(e, y, axis, clamped(e.add(first, cast_to(e, second, DType::i64))));
+    return extrapolated(
+        gather1(e, y, axis, clamped(e.add(first, cast_to(e, second, DType::i64)))));
   }
   if (!is_floating(e.type(y).dtype)) {
     n.unsupported("mode '" + m.mode + "' on " + std::string(dtype_name(e.type(y).dtype)) +
@@ -327,15 +350,13 @@ ValueId resize_axis(NodeContext& n, const Interpolation& m, ValueId y, int axis,
     }
     for (ValueId& w : weights) w = e.div(w, total);
   }
-  Dims along(d.size(), 1);  // the weights broadcast along the axis
-  along[axis] = out;
   auto term = [&](int64_t t) {
     ValueId w = cast_to(e, e.reshape(weights[t], along), e.type(y).dtype);
     return e.mul(gather1(e, y, axis, clamped(index[t])), w);
   };
   ValueId sum = term(0);
   for (int64_t t = 1; t < taps; ++t) sum = e.add(sum, term(t));
-  return sum;
+  return extrapolated(sum);
 }
 
 /// Nearest resizing by integer factors is repeating each element, for the coordinate
@@ -372,7 +393,8 @@ void interpolate(NodeContext& n, const Interpolation& m, const Dims& out,
     return;
   }
   for (size_t k = 0; k < in.size(); ++k) {
-    if (scales[k] == 1 && out[k] == in[k]) continue;
+    const bool whole = m.roi.empty() || (m.roi[k] == 0 && m.roi[in.size() + k] == 1);
+    if (scales[k] == 1 && out[k] == in[k] && whole) continue;
     if (out[k] < 0) n.invalid("the output size " + std::to_string(out[k]) + " is negative");
     y = resize_axis(n, m, y, static_cast<int>(k), out[k], scales[k]);
   }
@@ -408,20 +430,28 @@ void upsample(NodeContext& n) {
 
 // Resize as of opsets 10, 11 and 13 (the importer reads opsets up to 17, so opset 18's
 // axes, antialias and keep_aspect_ratio_policy never reach it). roi is read only by
-// tf_crop_and_resize, which is refused.
+// tf_crop_and_resize.
 void resize(NodeContext& n) {
   n.expect_attrs({"mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a",
                   "exclude_outside", "extrapolation_value"});
   const bool v10 = n.opset() < 11;
-  const Interpolation m{
+  Interpolation m{
       n.attr_string("mode", "nearest"),
       n.attr_string("coordinate_transformation_mode", v10 ? "asymmetric" : "half_pixel"),
       n.attr_string("nearest_mode", v10 ? "floor" : "round_prefer_floor"),
       n.attr_float("cubic_coeff_a", -0.75), n.attr_int("exclude_outside", 0) != 0};
+  const bool crops = m.ctm == "tf_crop_and_resize";
   if (m.mode != "nearest" && m.mode != "linear" && (m.mode != "cubic" || v10)) {
     n.invalid("mode '" + m.mode + "' is not nearest" + (v10 ? " or linear" : ", linear or cubic"));
   }
   const Dims in = n.input_type(0).shape.dims;
+  if (crops) {
+    m.roi = doubles_input(n, 1, "roi");
+    if (m.roi.size() != 2 * in.size()) {
+      n.invalid("roi needs 2·rank = " + std::to_string(2 * in.size()) + " entries");
+    }
+    m.extrapolation_value = n.attr_float("extrapolation_value", 0);
+  }
   std::vector<double> scales;
   Dims sizes;
   const int scales_at = v10 ? 1 : 2;
@@ -431,8 +461,10 @@ void resize(NodeContext& n) {
     n.invalid("give scales or sizes, one entry per axis");
   }
   if (!scales.empty() && scales.size() != in.size()) n.invalid("scales need one entry per axis");
-  if (!scales.empty()) {
-    interpolate(n, m, scaled_sizes(in, scales), scales);
+  if (!scales.empty()) {  // tf_crop_and_resize scales the region: floor(in · (end - start) · s)
+    std::vector<double> region = scales;
+    for (size_t k = 0; crops && k < in.size(); ++k) region[k] *= m.roi[in.size() + k] - m.roi[k];
+    interpolate(n, m, scaled_sizes(in, region), scales);
     return;
   }
   for (size_t k = 0; k < in.size(); ++k) {  // sizes: the scale is their ratio

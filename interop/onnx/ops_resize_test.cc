@@ -225,6 +225,12 @@ TEST(Resize, RefusalsNameWhatIsRefused) {
   set_attr(roi.node("Resize", {"x", "roi", "s"}), "coordinate_transformation_mode",
            "tf_crop_and_resize");
   EXPECT_EQ(roi.error(), "node 'n' (Resize, opset 13): roi needs 2·rank = 2 entries");
+  Case empty(13);
+  empty.data("x", f32({0}, {})).init("sz", i64({1}, {2})).node("Resize", {"x", "", "", "sz"});
+  EXPECT_EQ(empty.error(), "node 'n' (Resize, opset 13): an empty axis cannot be resized to 2");
+  Case negative(13);
+  negative.data("x", x).init("sz", i64({1}, {-1})).node("Resize", {"x", "", "", "sz"});
+  EXPECT_EQ(negative.error(), "node 'n' (Resize, opset 13): the output size -1 is negative");
   // Shapes are static: sizes computed at run time are refused (scales: ops_tensor_test).
   Case sizes(13);
   sizes.data("x", x).data("sz", i64({1}, {4})).node("Resize", {"x", "", "", "sz"});

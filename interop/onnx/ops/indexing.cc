@@ -396,6 +396,9 @@ void interpolate(NodeContext& n, const Interpolation& m, const Dims& out,
     const bool whole = m.roi.empty() || (m.roi[k] == 0 && m.roi[in.size() + k] == 1);
     if (scales[k] == 1 && out[k] == in[k] && whole) continue;
     if (out[k] < 0) n.invalid("the output size " + std::to_string(out[k]) + " is negative");
+    if (in[k] == 0 && out[k] > 0) {
+      n.invalid("an empty axis cannot be resized to " + std::to_string(out[k]));
+    }
     y = resize_axis(n, m, y, static_cast<int>(k), out[k], scales[k]);
   }
   n.set_output(0, y);

@@ -151,6 +151,15 @@ TEST(TrainingParity, LstmOnCpu) { train_resnet("cpu", After::evaluate, kFixtures
 TEST(TrainingParity, LstmOnReference) { train_resnet("reference", After::evaluate, kFixtures + "lstm/"); }
 TEST(TrainingParity, GruOnCpu) { train_resnet("cpu", After::evaluate, kFixtures + "gru/"); }
 TEST(TrainingParity, RnnOnCpu) { train_resnet("cpu", After::evaluate, kFixtures + "rnn/"); }
+// A strided convolution, F.interpolate(scale_factor=2, mode="bilinear") (ONNX's Resize,
+// linear: two gathers and a weighted sum per axis, ops/indexing.cc) and a convolution:
+// the first convolution trains through the resize's gradient.
+TEST(TrainingParity, UpsamplingOnCpu) {
+  train_resnet("cpu", After::evaluate, kFixtures + "upsampling/");
+}
+TEST(TrainingParity, UpsamplingOnReference) {
+  train_resnet("reference", After::evaluate, kFixtures + "upsampling/");
+}
 TEST(TrainingParity, TransformerOnCpu) { train_transformer("cpu"); }
 TEST(TrainingParity, TransformerOnReference) { train_transformer("reference"); }
 

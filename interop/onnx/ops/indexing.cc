@@ -1,6 +1,6 @@
 // Indexing: gathers (Gather, GatherElements), tensors made from indices (OneHot, Trilu,
-// EyeLike), padding, prefix sums (CumSum) and nearest resizing by integer factors
-// (Resize, Upsample). The helpers shared with ops/tensor.cc are ops/tensor_util.h.
+// EyeLike), padding, prefix sums (CumSum) and resizing (Resize, Upsample: nearest, linear
+// and cubic interpolation over static shapes). The helpers shared with ops/tensor.cc are ops/tensor_util.h.
 //
 // Indices may be computed at run time; pads, axes and scales must be known at import
 // time. Index arithmetic (negative indices, reflect padding, flat offsets) is emitted as
@@ -221,19 +221,187 @@ void cum_sum(NodeContext& n) {
   n.set_output(0, y);
 }
 
-/// The integer factor of each axis from Resize's/Upsample's scales or sizes, or refused.
-Dims integer_scales(NodeContext& n, const Dims& in, const std::vector<double>& scales,
-                    const Dims& sizes) {
-  Dims out;
-  for (size_t k = 0; k < in.size(); ++k) {
-    const double s =
-        scales.empty() ? (in[k] == 0 ? 1.0 : static_cast<double>(sizes[k]) / in[k]) : scales[k];
-    if (s < 1 || s != std::floor(s)) {
-      n.unsupported("scale " + format_float(s) + " (only integer upsampling)");
-    }
-    out.push_back(static_cast<int64_t>(s));
+/// Resize's interpolation, as the ONNX reference implementation defines it.
+struct Interpolation {
+  std::string mode;      ///< nearest, linear or cubic
+  std::string ctm;       ///< coordinate_transformation_mode
+  std::string rounding;  ///< nearest_mode
+  double cubic_a = -0.75;
+  bool exclude_outside = false;
+  /// tf_crop_and_resize's region, per axis the start and end as fractions of the input
+  /// (ONNX's roi: the starts of every axis, then the ends), and the value of the output
+  /// read from outside the input.
+  std::vector<double> roi = {};
+  double extrapolation_value = 0;
+};
+
+/// The input coordinate (f64, as the reference computes it) that each of `out` output
+/// positions of axis `axis` reads, the axis resized from `in` by `scale`.
+ValueId source_coordinate(NodeContext& n, const Interpolation& m, int axis, int64_t in,
+                          int64_t out, double scale) {
+  Emitter& e = n.e();
+  auto c = [&](double v) { return e.constant(v, DType::f64); };
+  ValueId x =
+      e.op(Op::Iota, {}, {{"shape", Dims{out}}, {"axis", int64_t{0}}, {"dtype", DType::f64}});
+  const double width = scale * static_cast<double>(in);  // the output length before rounding
+  auto centred = [&] { return e.div(e.add(x, c(0.5)), c(scale)); };  // (x + 0.5) / scale
+  if (m.ctm == "half_pixel") return e.sub(centred(), c(0.5));
+  if (m.ctm == "pytorch_half_pixel") {
+    return width == 1 ? e.full(Shape(Dims{out}), -0.5, DType::f64) : e.sub(centred(), c(0.5));
   }
-  return out;
+  if (m.ctm == "align_corners") {
+    if (width == 1) return e.full(Shape(Dims{out}), 0, DType::f64);
+    return e.div(e.mul(x, c(static_cast<double>(in - 1))), c(width - 1));
+  }
+  if (m.ctm == "asymmetric") return e.div(x, c(scale));
+  if (m.ctm == "tf_half_pixel_for_nn") return centred();
+  if (m.ctm == "tf_crop_and_resize") {  // the spec's: from roi's start to its end
+    const double start = m.roi[axis], end = m.roi[m.roi.size() / 2 + axis];
+    const double last = static_cast<double>(in - 1);
+    if (out == 1) return e.full(Shape(Dims{out}), (start + end) / 2 * last, DType::f64);
+    return e.add(e.div(e.mul(x, c((end - start) * last)), c(static_cast<double>(out - 1))),
+                 c(start * last));
+  }
+  n.unsupported("coordinate_transformation_mode '" + m.ctm + "'");
+}
+
+/// The weight of each of the taps around a coordinate whose fraction is `ratio`
+/// (in (0, 1]: 1 on an input cell): linear's two, cubic's four (Keys, a = cubic_coeff_a).
+std::vector<ValueId> tap_weights(Emitter& e, const Interpolation& m, ValueId ratio) {
+  auto c = [&](double v) { return e.constant(v, DType::f64); };
+  ValueId one_minus = e.sub(c(1), ratio);
+  if (m.mode == "linear") return {one_minus, ratio};
+  const double a = m.cubic_a;
+  auto near = [&](ValueId r) {  // ((a + 2) r - (a + 3)) r² + 1, for |d| <= 1
+    return e.add(e.mul(e.mul(e.sub(e.mul(c(a + 2), r), c(a + 3)), r), r), c(1));
+  };
+  auto far = [&](ValueId r) {  // ((a u - 5a) u + 8a) u - 4a with u = r + 1, for 1 < |d| < 2
+    ValueId u = e.add(r, c(1));
+    return e.sub(e.mul(e.add(e.mul(e.sub(e.mul(c(a), u), c(5 * a)), u), c(8 * a)), u), c(4 * a));
+  };
+  return {far(ratio), near(ratio), near(one_minus), far(one_minus)};
+}
+
+/// Resizes axis `axis` of y to `out` positions. Shapes are static, so every output
+/// position's taps (input indices) and weights are known: nearest is one gather with
+/// an index vector, linear two gathers and a weighted sum, cubic four. The taps are the
+/// reference's: the `taps` indices nearest the coordinate (the lower on a tie) within the
+/// input padded by taps/2 cells of its edge values; `exclude_outside` drops the padding's
+/// and renormalises.
+ValueId resize_axis(NodeContext& n, const Interpolation& m, ValueId y, int axis, int64_t out,
+                    double scale) {
+  Emitter& e = n.e();
+  const Dims d = e.shape(y).dims;
+  const int64_t in = d[axis];
+  auto c = [&](double v) { return e.constant(v, DType::f64); };
+  ValueId x = source_coordinate(n, m, axis, in, out, scale);
+  ValueId below = e.op(Op::Floor, {x});
+  ValueId on_cell = e.op(Op::Eq, {x, below});
+  ValueId ratio = e.op(Op::Select, {on_cell, c(1), e.sub(x, below)});
+  const int64_t taps = m.mode == "cubic" ? 4 : 2, pad = taps / 2;
+  // The window's first tap: from x - taps/2 on a cell, else floor(x) - taps/2 + 1,
+  // moved inside [-pad, in - 1 + pad].
+  ValueId first = e.add(below, e.op(Op::Select, {on_cell, c(static_cast<double>(-pad)),
+                                                 c(static_cast<double>(1 - pad))}));
+  first = e.op(Op::Minimum, {e.op(Op::Maximum, {first, c(static_cast<double>(-pad))}),
+                             c(static_cast<double>(in - 1 + pad - (taps - 1)))});
+  first = cast_to(e, first, DType::i64);
+  Dims along(d.size(), 1);  // a vector over the output positions, broadcast along the axis
+  along[axis] = out;
+  // tf_crop_and_resize gives extrapolation_value where the coordinate is off the input.
+  auto extrapolated = [&](ValueId v) {
+    if (m.ctm != "tf_crop_and_resize") return v;
+    ValueId off = e.op(Op::Or, {e.op(Op::Lt, {x, c(0)}),
+                                e.op(Op::Gt, {x, c(static_cast<double>(in - 1))})});
+    return e.op(Op::Select, {e.reshape(off, along),
+                             e.constant(m.extrapolation_value, e.type(v).dtype), v});
+  };
+  auto clamped = [&](ValueId idx) {  // the padding's cells are copies of the edge's
+    return e.op(Op::Minimum, {e.op(Op::Maximum, {idx, i64(e, 0)}), i64(e, in - 1)});
+  };
+  if (m.mode == "nearest") {  // the second tap on a cell, else as nearest_mode rounds
+    ValueId second = on_cell;
+    if (m.rounding == "round_prefer_floor") {
+      second = e.op(Op::Gt, {ratio, c(0.5)});
+    } else if (m.rounding == "round_prefer_ceil") {
+      second = e.op(Op::Ge, {ratio, c(0.5)});
+    } else if (m.rounding == "ceil") {
+      second = e.full(Shape(Dims{out}), 1, DType::boolean);
+    } else if (m.rounding != "floor") {
+      n.unsupported("nearest_mode '" + m.rounding + "'");
+    }
+    second = e.op(Op::Select, {on_cell, on_cell, second});
+    return extrapolated(
+        gather1(e, y, axis, clamped(e.add(first, cast_to(e, second, DType::i64)))));
+  }
+  if (!is_floating(e.type(y).dtype)) {
+    n.unsupported("mode '" + m.mode + "' on " + std::string(dtype_name(e.type(y).dtype)) +
+                  " data");
+  }
+  std::vector<ValueId> weights = tap_weights(e, m, ratio);
+  std::vector<ValueId> index;
+  for (int64_t t = 0; t < taps; ++t) index.push_back(e.add(first, i64(e, t)));
+  if (m.exclude_outside) {
+    ValueId total = c(0);
+    for (int64_t t = 0; t < taps; ++t) {
+      ValueId outside = e.op(Op::Ne, {index[t], clamped(index[t])});
+      weights[t] = e.op(Op::Select, {outside, c(0), weights[t]});
+      total = e.add(total, weights[t]);
+    }
+    for (ValueId& w : weights) w = e.div(w, total);
+  }
+  auto term = [&](int64_t t) {
+    ValueId w = cast_to(e, e.reshape(weights[t], along), e.type(y).dtype);
+    return e.mul(gather1(e, y, axis, clamped(index[t])), w);
+  };
+  ValueId sum = term(0);
+  for (int64_t t = 1; t < taps; ++t) sum = e.add(sum, term(t));
+  return extrapolated(sum);
+}
+
+/// Nearest resizing by integer factors is repeating each element, for the coordinate
+/// transformations and rounding where every output maps back to its own input cell:
+/// half_pixel maps output x to (x + 0.5) / s - 0.5, which never lies on a .5 for an
+/// integer s, so rounding to nearest repeats (floor and ceil do not: ceil maps 1 of 2
+/// to 1); asymmetric with floor repeats too.
+bool repeats(const Interpolation& m, const Dims& in, const Dims& out,
+             const std::vector<double>& scales) {
+  const bool centred = (m.ctm == "half_pixel" || m.ctm == "pytorch_half_pixel") &&
+                       (m.rounding == "round_prefer_floor" || m.rounding == "round_prefer_ceil");
+  const bool floors =
+      m.rounding == "floor" && (m.ctm == "asymmetric" || m.ctm == "tf_half_pixel_for_nn");
+  if (m.mode != "nearest" || !(centred || floors)) return false;
+  for (size_t k = 0; k < in.size(); ++k) {
+    if (scales[k] < 1 || scales[k] != std::floor(scales[k]) ||
+        out[k] != in[k] * static_cast<int64_t>(scales[k])) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/// Resizes input 0 to `out` by `scales` (one of each per axis), axis by axis.
+void interpolate(NodeContext& n, const Interpolation& m, const Dims& out,
+                 const std::vector<double>& scales) {
+  Emitter& e = n.e();
+  ValueId y = n.input(0);
+  const Dims in = e.shape(y).dims;
+  if (repeats(m, in, out, scales)) {
+    Dims times;
+    for (double s : scales) times.push_back(static_cast<int64_t>(s));
+    n.set_output(0, repeat(e, y, times, /*blocks=*/false));
+    return;
+  }
+  for (size_t k = 0; k < in.size(); ++k) {
+    const bool whole = m.roi.empty() || (m.roi[k] == 0 && m.roi[in.size() + k] == 1);
+    if (scales[k] == 1 && out[k] == in[k] && whole) continue;
+    if (out[k] < 0) n.invalid("the output size " + std::to_string(out[k]) + " is negative");
+    if (in[k] == 0 && out[k] > 0) {
+      n.invalid("an empty axis cannot be resized to " + std::to_string(out[k]));
+    }
+    y = resize_axis(n, m, y, static_cast<int>(k), out[k], scales[k]);
+  }
+  n.set_output(0, y);
 }
 
 std::vector<double> doubles_input(NodeContext& n, int i, std::string_view what) {
@@ -242,55 +410,70 @@ std::vector<double> doubles_input(NodeContext& n, int i, std::string_view what) 
   return t->to_doubles();
 }
 
-void upsample_nearest(NodeContext& n, const Dims& factors) {
-  const Dims in = n.input_type(0).shape.dims;
-  if (factors.size() != in.size()) n.invalid("scales need one entry per axis");
-  n.set_output(0, repeat(n.e(), n.input(0), factors, /*blocks=*/false));
+/// floor(in · scale) per axis: the output of scaling.
+Dims scaled_sizes(const Dims& in, const std::vector<double>& scales) {
+  Dims out;
+  for (size_t k = 0; k < in.size(); ++k) {
+    out.push_back(static_cast<int64_t>(static_cast<double>(in[k]) * scales[k]));
+  }
+  return out;
 }
 
+// Upsample is Resize with asymmetric coordinates (and floor for nearest).
 void upsample(NodeContext& n) {
   n.expect_attrs({"mode", "scales"});
-  if (n.attr_string("mode", "nearest") != "nearest") {
-    n.unsupported("mode '" + n.attr_string("mode", "") + "'");
-  }
+  const Interpolation m{n.attr_string("mode", "nearest"), "asymmetric", "floor"};
+  if (m.mode != "nearest" && m.mode != "linear") n.unsupported("mode '" + m.mode + "'");
   const Dims in = n.input_type(0).shape.dims;
   std::vector<double> scales =
       n.opset() < 9 ? n.attr_floats("scales") : doubles_input(n, 1, "scales");
   if (scales.size() != in.size()) n.invalid("scales need one entry per axis");
-  upsample_nearest(n, integer_scales(n, in, scales, {}));
+  interpolate(n, m, scaled_sizes(in, scales), scales);
 }
 
-// Nearest resizing by integer factors is repeating each element, for the coordinate
-// transformations and rounding where every output maps back to its own input cell.
+// Resize as of opsets 10, 11 and 13 (the importer reads opsets up to 17, so opset 18's
+// axes, antialias and keep_aspect_ratio_policy never reach it). roi is read only by
+// tf_crop_and_resize.
 void resize(NodeContext& n) {
   n.expect_attrs({"mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a",
                   "exclude_outside", "extrapolation_value"});
-  const std::string mode = n.attr_string("mode", "nearest");
-  if (mode != "nearest") n.unsupported("mode '" + mode + "'");
-  const std::string ctm =
-      n.attr_string("coordinate_transformation_mode", n.opset() < 11 ? "asymmetric" : "half_pixel");
-  const std::string rounding =
-      n.attr_string("nearest_mode", n.opset() < 11 ? "floor" : "round_prefer_floor");
-  // half_pixel maps output x to (x + 0.5) / s - 0.5, which never lies on a .5 for an
-  // integer s: rounding to nearest repeats, floor and ceil do not (ceil maps 1 of 2 to 1).
-  const bool centred = (ctm == "half_pixel" || ctm == "pytorch_half_pixel") &&
-                       (rounding == "round_prefer_floor" || rounding == "round_prefer_ceil");
-  const bool floors = rounding == "floor" && (ctm == "asymmetric" || ctm == "tf_half_pixel_for_nn");
-  if (!centred && !floors) {
-    n.unsupported("coordinate_transformation_mode '" + ctm + "' with nearest_mode '" + rounding +
-                  "'");
+  const bool v10 = n.opset() < 11;
+  Interpolation m{
+      n.attr_string("mode", "nearest"),
+      n.attr_string("coordinate_transformation_mode", v10 ? "asymmetric" : "half_pixel"),
+      n.attr_string("nearest_mode", v10 ? "floor" : "round_prefer_floor"),
+      n.attr_float("cubic_coeff_a", -0.75), n.attr_int("exclude_outside", 0) != 0};
+  const bool crops = m.ctm == "tf_crop_and_resize";
+  if (m.mode != "nearest" && m.mode != "linear" && (m.mode != "cubic" || v10)) {
+    n.invalid("mode '" + m.mode + "' is not nearest" + (v10 ? " or linear" : ", linear or cubic"));
   }
   const Dims in = n.input_type(0).shape.dims;
+  if (crops) {
+    m.roi = doubles_input(n, 1, "roi");
+    if (m.roi.size() != 2 * in.size()) {
+      n.invalid("roi needs 2·rank = " + std::to_string(2 * in.size()) + " entries");
+    }
+    m.extrapolation_value = n.attr_float("extrapolation_value", 0);
+  }
   std::vector<double> scales;
   Dims sizes;
-  const int scales_at = n.opset() < 11 ? 1 : 2;
+  const int scales_at = v10 ? 1 : 2;
   if (n.has_input(scales_at)) scales = doubles_input(n, scales_at, "scales");
-  if (scales.empty() && n.opset() >= 11 && n.has_input(3)) sizes = n.ints_input(3, "sizes");
+  if (scales.empty() && !v10 && n.has_input(3)) sizes = n.ints_input(3, "sizes");
   if (scales.empty() && sizes.size() != in.size()) {
     n.invalid("give scales or sizes, one entry per axis");
   }
   if (!scales.empty() && scales.size() != in.size()) n.invalid("scales need one entry per axis");
-  upsample_nearest(n, integer_scales(n, in, scales, sizes));
+  if (!scales.empty()) {  // tf_crop_and_resize scales the region: floor(in · (end - start) · s)
+    std::vector<double> region = scales;
+    for (size_t k = 0; crops && k < in.size(); ++k) region[k] *= m.roi[in.size() + k] - m.roi[k];
+    interpolate(n, m, scaled_sizes(in, region), scales);
+    return;
+  }
+  for (size_t k = 0; k < in.size(); ++k) {  // sizes: the scale is their ratio
+    scales.push_back(static_cast<double>(sizes[k]) / static_cast<double>(in[k]));
+  }
+  interpolate(n, m, sizes, scales);
 }
 
 const OpConverter kOps[] = {

@@ -37,6 +37,9 @@ The models:
                writes each layer as one ONNX LSTM / GRU (linear_before_reset=1) / RNN
                (activations=["Relu"]) node, its weights sliced and concatenated from
                PyTorch's parameters (which stay the initializers, so they train).
+  upsampling   a strided 3x3 convolution, F.interpolate(scale_factor=2, mode="bilinear")
+               (ONNX's Resize, linear, half_pixel), a 3x3 convolution and a
+               linear head; input [4, 3, 8, 8], 4 classes.
 
 Export: opset 17 (LayerNormalization is an ONNX op from 17), do_constant_folding=False so
 every initializer keeps its PyTorch name. Both models are exported in training mode
@@ -52,7 +55,7 @@ dropouts (p = 0) are Dropout nodes with ratio 0 and training_mode true.
 Run from the repository root with the system Python (PyTorch 1.13, torchvision 0.14, onnx):
   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 \
       interop/onnx/testdata/make_parity_fixtures.py
-Names given on the command line (resnet transformer lstm gru rnn) write only those.
+Names given on the command line (resnet transformer lstm gru rnn upsampling) write only those.
 With `--resnet18 DIR` it writes instead the same fixture for torchvision's own
 torchvision.models.resnet18(num_classes=10), full width (44 MB, not checked in), into DIR;
 training_parity_test trains it too when WEFT_PARITY_RESNET18=DIR is set:
@@ -164,6 +167,31 @@ def recurrent(kind):
     return model, x, y, 0.1, torch.onnx.TrainingMode.PRESERVE, lambda out: out
 
 
+class Upsampling(nn.Module):
+    """A strided convolution, bilinear upsampling back to the input's size (as U-Nets' and
+    FPNs' decoders do), a convolution and a linear head."""
+
+    def __init__(self, classes):
+        super().__init__()
+        self.down = nn.Conv2d(3, 4, 3, stride=2, padding=1)
+        self.mix = nn.Conv2d(4, 2, 3, padding=1)
+        self.fc = nn.Linear(2 * 8 * 8, classes)
+
+    def forward(self, x):
+        h = F.interpolate(F.relu(self.down(x)), scale_factor=2, mode="bilinear",
+                          align_corners=False)
+        return self.fc(torch.flatten(F.relu(self.mix(h)), 1))
+
+
+def upsampling():
+    torch.manual_seed(0)
+    model = Upsampling(4)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(4, 3, 8, 8, generator=g)
+    y = torch.randint(0, 4, (4,), generator=g)
+    return model, x, y, 0.1, torch.onnx.TrainingMode.PRESERVE, lambda out: out
+
+
 def train(model, x, y, lr, flatten):
     """STEPS steps of plain SGD on mean cross-entropy; the loss of each. `model` is
     trained in place."""
@@ -220,7 +248,8 @@ def main():
         write(sys.argv[2], *resnet(full=True))
         return
     models = {"resnet": resnet, "transformer": transformer, "lstm": lambda: recurrent("lstm"),
-              "gru": lambda: recurrent("gru"), "rnn": lambda: recurrent("rnn")}
+              "gru": lambda: recurrent("gru"), "rnn": lambda: recurrent("rnn"),
+              "upsampling": upsampling}
     names = sys.argv[1:] or list(models)
     if any(name not in models for name in names):
         sys.exit("usage: make_parity_fixtures.py [--resnet18 DIR | NAME...], NAME among " + " ".join(models))

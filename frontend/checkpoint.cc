@@ -1,5 +1,7 @@
 #include "frontend/checkpoint.h"
 
+#include <numeric>
+#include <optional>
 #include <sstream>
 
 #include "autodiff/loss_scale.h"
@@ -76,8 +78,10 @@ bool same_but_batch(const std::string& theirs, const std::string& ours, int64_t 
 // In words, where the structure `theirs` (the checkpoint's) first differs from `ours`
 // (Model::structure of `nodes`, this model's subgraph); "" if the texts are equal. Lines
 // that differ only in the batch size (both sizes known) count as equal.
+// `what` names the text's graph after "the checkpoint's" and "this": "model's subgraph", "model".
 std::string first_difference(const Model& model, const std::vector<int>& nodes, const std::string& theirs,
-                             const std::string& ours, int64_t their_batch, int64_t our_batch) {
+                             const std::string& ours, int64_t their_batch, int64_t our_batch,
+                             const std::string& what) {
   const std::vector<std::string> a = lines_of(theirs), b = lines_of(ours);
   auto same = [&](const std::string& x, const std::string& y) {
     return x == y || (their_batch > 0 && our_batch > 0 && same_but_batch(x, y, their_batch, our_batch));
@@ -95,9 +99,9 @@ std::string first_difference(const Model& model, const std::vector<int>& nodes, 
   }
   std::string text;
   if (theirs_end) {
-    text = "the checkpoint's model's subgraph ends where this model has `" + trimmed(b[i]) + "`";
+    text = "the checkpoint's " + what + " ends where this model has `" + trimmed(b[i]) + "`";
   } else if (ours_end) {
-    return "the checkpoint's model has `" + trimmed(a[i]) + "` where this model's subgraph ends";
+    return "the checkpoint's model has `" + trimmed(a[i]) + "` where this " + what + " ends";
   } else {
     text = "the checkpoint's model has `" + trimmed(a[i]) + "` where this model has `" + trimmed(b[i]) + "`";
   }
@@ -131,12 +135,30 @@ Status check_subgraph(const std::string& file, const Model& model, const std::st
   std::string difference =
       structure == metadata.end()
           ? ""
-          : first_difference(model, nodes, structure->second, ours, their_batch, our_batch);
+          : first_difference(model, nodes, structure->second, ours, their_batch, our_batch, "model's subgraph");
   if (difference.empty()) {
     difference = "structural hash " + hash->second + " in the checkpoint, " + our_hash + " for this model";
   }
   return Error{"subgraph '" + path + "' differs from the checkpoint's: " + difference + kOptOut,
                Location::of_file(file)};
+}
+
+// For a whole load of a checkpoint whose structural hash differs from `model`'s: nullopt
+// when its weft.structure is this model's but for the batch size, else the first
+// difference in words ("" when the checkpoint has no weft.structure: saved before it was).
+std::optional<std::string> architecture_difference(const Model& model,
+                                                   const std::map<std::string, std::string>& metadata) {
+  auto structure = metadata.find(std::string(kStructureKey));
+  if (structure == metadata.end()) return "";
+  const std::string ours = *model.structure("");
+  const int64_t their_batch = checkpoint_batch(metadata), our_batch = model_batch(model);
+  if (their_batch > 0 && our_batch > 0 && their_batch != our_batch &&
+      same_but_batch(structure->second, ours, their_batch, our_batch)) {
+    return std::nullopt;
+  }
+  std::vector<int> nodes(model.graph().nodes().size());
+  std::iota(nodes.begin(), nodes.end(), 0);
+  return first_difference(model, nodes, structure->second, ours, their_batch, our_batch, "model");
 }
 
 }  // namespace
@@ -154,6 +176,7 @@ CheckpointSchema checkpoint_schema(const Model& model) {
   CheckpointSchema schema;
   schema.structural_hash = model.structural_hash();
   schema.batch = model_batch(model);
+  schema.structure = *model.structure("");
   for (const ParamInfo& p : model.parameters()) {
     schema.params.push_back({p.name, model.graph().type(p.value)});
   }
@@ -179,7 +202,11 @@ StatusOr<LoadReport> load_checkpoint(const std::string& path, const Model& model
   // Loss scaling's state: present in an f16 (or scaled) run's checkpoints only.
   scope.optional_keys = {kLossScaleStates.begin(), kLossScaleStates.end()};
   scope.loss_scale = {kLossScaleState, kGrowthTrackerState, kSkippedStepsState};
-  if (!scope.whole) {
+  if (scope.whole) {
+    scope.architecture_difference = [&](const std::map<std::string, std::string>& metadata) {
+      return architecture_difference(model, metadata);
+    };
+  } else {
     WEFT_ASSIGN_OR_RETURN(std::vector<const ParamInfo*> scoped,
                           model.parameters_at(options.subgraph));
     for (const ParamInfo* p : scoped) scope.params.push_back(p->name);

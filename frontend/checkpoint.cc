@@ -42,13 +42,34 @@ std::string inputs_of(const std::string& header) {
   return open == std::string::npos || close == std::string::npos ? header : header.substr(open, close - open + 1);
 }
 
+// `text` (lines of Model::structure) with the value of every scalar constant (`%7 = full()
+// {..., value=1.0000797} : f32[]`) as `?`: a constant the builder computed from the batch
+// size (batch norm's n/(n-1) over batch x height x width, a mean's 1/n) is another number
+// at another batch size, and a constant is neither a parameter, a state nor an op.
+std::string scalar_constants_blanked(const std::string& text) {
+  std::string out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    const size_t value = line.find("value=");
+    if (line.find("= full() {") != std::string::npos && value != std::string::npos &&
+        line.size() >= 2 && line.compare(line.size() - 2, 2, "[]") == 0) {
+      const size_t end = line.find_first_of(",}", value);
+      line.replace(value + 6, end == std::string::npos ? std::string::npos : end - value - 6, "?");
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
 // Whether the structures `theirs` (the checkpoint's, built for batch `their_batch`) and
 // `ours` (for `our_batch`) are the same text but for numbers inside brackets (the dims of
 // a type, a shape attribute) that are the checkpoint's batch size in `theirs` where they
-// are this model's in `ours`. A parameter's dim that happens to equal the batch size and
+// are this model's in `ours`, and for the values of scalar constants
+// (scalar_constants_blanked). A parameter's dim that happens to equal the batch size and
 // differs slips through here, and is then refused by the load's shape check.
-bool same_but_batch(const std::string& theirs, const std::string& ours, int64_t their_batch,
+bool same_but_batch(const std::string& their_text, const std::string& our_text, int64_t their_batch,
                     int64_t our_batch) {
+  const std::string theirs = scalar_constants_blanked(their_text), ours = scalar_constants_blanked(our_text);
   auto digit = [](char c) { return c >= '0' && c <= '9'; };
   size_t i = 0, j = 0;
   int depth = 0;  // brackets open at i (and at j: the texts agree outside numbers)

@@ -167,6 +167,7 @@ TEST(Checkpoint, MetadataAndLayout) {
   EXPECT_EQ(file->metadata.at("weft.subgraph_hash.encoder"),
             structural_hash_hex(*model.structural_hash("encoder")));
   EXPECT_EQ(file->metadata.at("weft.subgraph_structure.encoder"), *model.structure("encoder"));
+  EXPECT_EQ(file->metadata.at("weft.structure"), *model.structure(""));
   // Parameters first, in graph-input order.
   EXPECT_EQ(file->tensors[0].first, "encoder.0.weight");
   EXPECT_EQ(file->tensors[0].second.type().to_string(), "f32[8,4]");
@@ -252,6 +253,24 @@ TEST(Checkpoint, WholeLoadAtAnotherBatchSize) {
   auto r = load_checkpoint(back, at3, again);
   ASSERT_TRUE(r.ok()) << r.error().to_string();
   expect_same(again, saved);
+}
+
+// Batch norm's state loads at another batch size too, though the model's constants differ:
+// its unbiased variance's n/(n-1) is over batch x height x width.
+TEST(Checkpoint, BatchNormStateLoadsAtAnotherBatchSize) {
+  auto at2 = FlowBuilder::from(BatchNorm2d(3)).build({{"x", f32({2, 3, 4, 4})}});
+  auto at6 = FlowBuilder::from(BatchNorm2d(3)).build({{"x", f32({6, 3, 4, 4})}});
+  ASSERT_TRUE(at2.ok() && at6.ok());
+  ASSERT_NE(at2->structure("").value().find("= full() {"), std::string::npos);
+  Values saved = values_for(*at2, 3);
+  saved.at("0.running_mean").set_double(1, 0.25);
+  const std::string path = temp_path("bn.safetensors");
+  ASSERT_TRUE(save_checkpoint(path, *at2, saved, 41).ok());
+  Values loaded = values_for(*at6, 4);
+  auto r = load_checkpoint(path, *at6, loaded);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  expect_same(loaded, saved);
+  EXPECT_EQ(r->step, 41);
 }
 
 // At another batch size, what changes a parameter or an op is still refused, naming the

@@ -108,7 +108,8 @@ struct LossScaleKeys {
 
 /// Which keys a load is about.
 struct CheckpointScope {
-  /// True: the whole model; the checkpoint's structural hash must match the schema's.
+  /// True: the whole model; the checkpoint's structural hash must match the schema's
+  /// (or `architecture_difference` accept the difference).
   /// False: only `params` (names from the schema) and their optimizer slots, from a
   /// checkpoint of any model that shares them (the whole model's hash is not checked;
   /// `check_metadata` may check the subgraph's).
@@ -168,7 +169,8 @@ Status save_checkpoint(const std::string& path, const CheckpointSchema& schema,
 
 /// Loads the checkpoint at `path` into `values`. Errors, each leaving `values`
 /// untouched: an unreadable or malformed file; a whole load of a checkpoint whose
-/// structural hash differs from the schema's (both hashes named) or that has none; a key
+/// structural hash differs from the schema's (both hashes named, or the difference that
+/// `architecture_difference` words; it may accept it) or that has none; a key
 /// whose dtype or shape differs from the schema's parameter or from the entry already in
 /// `values` (the key and both types named); under `strict`, missing or unexpected keys.
 StatusOr<LoadReport> load_checkpoint(const std::string& path, const CheckpointSchema& schema,
@@ -191,7 +193,9 @@ struct KeyMigration {
   /// When set, becomes the checkpoint's weft.structural_hash: the hash of the model the
   /// renamed keys are meant for (a refused whole load names it). Otherwise the hash is
   /// kept, and a whole load into another model is still refused as a different
-  /// architecture: load a labelled subgraph instead, or set this.
+  /// architecture: load a labelled subgraph instead, or set this. weft.structure (the old
+  /// model's text, with the old names) is dropped either way: the migrated checkpoint
+  /// loads whole at its own batch size only.
   std::optional<uint64_t> structural_hash = std::nullopt;
 };
 

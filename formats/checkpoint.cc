@@ -260,7 +260,6 @@ StatusOr<LoadReport> load_checkpoint(const std::string& path, const CheckpointSc
       return file_error(path, "checkpoint is of a different architecture: " + *difference +
                                   "; nothing was loaded: on the command line, resume with the model and options "
                                   "the checkpoint was saved with" +
-                                  (options.architecture_difference ? " (--batch may differ)" : "") +
                                   (knob.empty() ? std::string()
                                                 : "; in C++, to load only a labelled subgraph both models share, set " + knob));
     }

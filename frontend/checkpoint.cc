@@ -166,13 +166,21 @@ Status check_subgraph(const std::string& file, const Model& model, const std::st
 
 // For a whole load of a checkpoint whose structural hash differs from `model`'s: nullopt
 // when its weft.structure is this model's but for the batch size, else the first
-// difference in words ("" when the checkpoint has no weft.structure: saved before it was).
+// difference in words ("" when the checkpoint has no weft.structure, saved before it was,
+// and no other batch size to name).
 std::optional<std::string> architecture_difference(const Model& model,
                                                    const std::map<std::string, std::string>& metadata) {
   auto structure = metadata.find(std::string(kStructureKey));
-  if (structure == metadata.end()) return "";
-  const std::string ours = *model.structure("");
   const int64_t their_batch = checkpoint_batch(metadata), our_batch = model_batch(model);
+  if (structure == metadata.end()) {
+    if (their_batch <= 0 || our_batch <= 0 || their_batch == our_batch) return "";
+    return "structural hash " + metadata.at("weft.structural_hash") + " in the checkpoint, " +
+           structural_hash_hex(model.structural_hash()) + " for this model, built for batch size " +
+           std::to_string(our_batch) + " where the checkpoint's was " + std::to_string(their_batch) +
+           "; a checkpoint without " + std::string(kStructureKey) +
+           " (saved by an older weft, or rewritten by weftc migrate) resumes at its own batch size only";
+  }
+  const std::string ours = *model.structure("");
   if (their_batch > 0 && our_batch > 0 && their_batch != our_batch &&
       same_but_batch(structure->second, ours, their_batch, our_batch)) {
     return std::nullopt;

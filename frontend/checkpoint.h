@@ -35,11 +35,11 @@
 //   ckpt.safetensors: error: checkpoint is of a different architecture: the checkpoint's
 //   model has `%3 = relu(%2) : f32[32,8]` where this model has `%3 = tanh(%2) : f32[64,8]`
 //   at model.cc:12:60 (encoder > Tanh); nothing was loaded: on the command line, resume
-//   with the model and options the checkpoint was saved with (--batch may differ); in C++,
+//   with the model and options the checkpoint was saved with; in C++,
 //   to load only a labelled subgraph both models share, set LoadOptions::subgraph
 //
 // A checkpoint without weft.structure (saved before 2026-12-01, or by weftc migrate) loads
-// at its own batch size only, and a refusal names both hashes.
+// at its own batch size only, and a refusal names both hashes (and both batch sizes).
 //
 // A subgraph load checks the
 // subgraph's, which depends only on the subgraph's own nodes (ops, attributes, types

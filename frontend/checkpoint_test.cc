@@ -112,7 +112,7 @@ SafetensorsFile without_checksum(const std::string& path) {
 // The hint of a refused whole load of a JIT model (formats/checkpoint.cc).
 const std::string kWholeHint =
     "; nothing was loaded: on the command line, resume with the model and options the checkpoint was saved "
-    "with (--batch may differ); in C++, to load only a labelled subgraph both models share, set "
+    "with; in C++, to load only a labelled subgraph both models share, set "
     "LoadOptions::subgraph";
 
 // Where the first (or last) node of `op` in `model` came from: `file:line:col (path)`.
@@ -310,7 +310,7 @@ TEST(Checkpoint, WholeLoadAtAnotherBatchRefusesAnotherArchitecture) {
 }
 
 // A checkpoint saved before weft.structure was written still loads whole at its own batch
-// size; at another, the load is refused naming both hashes, as it was.
+// size; at another, the load is refused naming both hashes and both batch sizes.
 TEST(Checkpoint, CheckpointWithoutAStructureLoadsAtItsOwnBatch) {
   Model at3 = model_with(8, Linear(8, 2), Identity(), 3), at5 = model_with(8, Linear(8, 2), Identity(), 5);
   const Values saved = values_for(at3, 1);
@@ -329,7 +329,10 @@ TEST(Checkpoint, CheckpointWithoutAStructureLoadsAtItsOwnBatch) {
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().message, "checkpoint is of a different architecture: structural hash " +
                                          structural_hash_hex(at3.structural_hash()) + " in the checkpoint, " +
-                                         structural_hash_hex(at5.structural_hash()) + " for this model" +
+                                         structural_hash_hex(at5.structural_hash()) +
+                                         " for this model, built for batch size 5 where the checkpoint's was 3; "
+                                         "a checkpoint without weft.structure (saved by an older weft, or "
+                                         "rewritten by weftc migrate) resumes at its own batch size only" +
                                          kWholeHint);
 }
 

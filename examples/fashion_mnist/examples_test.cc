@@ -187,7 +187,7 @@ TEST(FashionMnist, CnnWithBatchNormRuns) {
   EXPECT_EQ(r.out.substr(0, refusal.size()), refusal) << r.out;
   const std::string hint =
       "(Flow(3 steps) > ReLU); nothing was loaded: on the command line, resume with the model and options the "
-      "checkpoint was saved with (--batch may differ); in C++, to load only a labelled subgraph both models "
+      "checkpoint was saved with; in C++, to load only a labelled subgraph both models "
       "share, set LoadOptions::subgraph\n";
   EXPECT_NE(r.out.find(hint), std::string::npos) << r.out;
 }

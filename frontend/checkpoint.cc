@@ -105,7 +105,8 @@ std::string first_difference(const Model& model, const std::vector<int>& nodes, 
                              const std::string& what) {
   const std::vector<std::string> a = lines_of(theirs), b = lines_of(ours);
   auto same = [&](const std::string& x, const std::string& y) {
-    return x == y || (their_batch > 0 && our_batch > 0 && same_but_batch(x, y, their_batch, our_batch));
+    return x == y || (their_batch > 0 && our_batch > 0 && their_batch != our_batch &&
+                      same_but_batch(x, y, their_batch, our_batch));
   };
   size_t i = 1;
   int node = -1;  // This model's node (index into `nodes`) whose lines hold line i.

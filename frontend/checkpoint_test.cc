@@ -273,6 +273,24 @@ TEST(Checkpoint, BatchNormStateLoadsAtAnotherBatchSize) {
   EXPECT_EQ(r->step, 41);
 }
 
+// At the same batch size a changed scalar constant (batch norm's eps) is named, not
+// passed over as a batch-size constant.
+TEST(Checkpoint, WholeLoadNamesAChangedConstantAtTheSameBatch) {
+  auto saved_model = FlowBuilder::from(BatchNorm2d(3, 1e-5)).build({{"x", f32({2, 3, 4, 4})}});
+  auto model = FlowBuilder::from(BatchNorm2d(3, 1e-3)).build({{"x", f32({2, 3, 4, 4})}});
+  ASSERT_TRUE(saved_model.ok() && model.ok());
+  const std::string path = temp_path("eps.safetensors");
+  ASSERT_TRUE(save_checkpoint(path, *saved_model, values_for(*saved_model, 1), 2).ok());
+  Values target = values_for(*model, 2);
+  auto r = load_checkpoint(path, *model, target);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message,
+            "checkpoint is of a different architecture: the checkpoint's model has `%19 = full() {dtype=f32, "
+            "shape=[], value=1e-05} : f32[]` where this model has `%19 = full() {dtype=f32, shape=[], "
+            "value=0.001} : f32[]` at " +
+                location_in_model(*model, Op::Full) + kWholeHint);
+}
+
 // At another batch size, what changes a parameter or an op is still refused, naming the
 // first differing line of the structure and where this model's node came from.
 TEST(Checkpoint, WholeLoadAtAnotherBatchRefusesAnotherArchitecture) {

@@ -188,6 +188,7 @@ Status save_checkpoint(const std::string& path, const CheckpointSchema& schema,
     metadata[subgraph_structure_key(sub.path)] = sub.structure;
   }
   if (schema.batch > 0) metadata[std::string(kBatchKey)] = std::to_string(schema.batch);
+  if (!schema.structure.empty()) metadata[std::string(kStructureKey)] = schema.structure;
   return write_safetensors(path, tensors, metadata);
 }
 
@@ -250,11 +251,17 @@ StatusOr<LoadReport> load_checkpoint(const std::string& path, const CheckpointSc
                                   (knob.empty() ? std::string()
                                                 : "; to load the parameters of a labelled subgraph, set " + knob));
     }
+    std::optional<std::string> difference;
     if (*theirs != ours) {
-      return file_error(path, "checkpoint is of a different architecture: structural hash " + *theirs +
-                                  " in the checkpoint, " + ours + " for this model" +
+      difference = options.architecture_difference ? options.architecture_difference(file.metadata) : "";
+    }
+    if (difference) {
+      if (difference->empty()) difference = "structural hash " + *theirs + " in the checkpoint, " + ours + " for this model";
+      return file_error(path, "checkpoint is of a different architecture: " + *difference +
+                                  "; nothing was loaded: on the command line, resume with the model and options "
+                                  "the checkpoint was saved with" +
                                   (knob.empty() ? std::string()
-                                                : "; to load only a labelled subgraph both models share, set " + knob));
+                                                : "; in C++, to load only a labelled subgraph both models share, set " + knob));
     }
   }
   if (options.check_metadata) WEFT_RETURN_IF_ERROR(options.check_metadata(file.metadata));
@@ -452,6 +459,8 @@ StatusOr<MigrateReport> migrate_checkpoint(const std::string& in, const std::str
       return refuse("two labelled subgraphs would both be '" + label + "'");
     }
   }
+  // The old model's text, with the old names: a whole load falls back to the hash.
+  metadata.erase(std::string(kStructureKey));
   if (migration.structural_hash) metadata[kHashKey] = structural_hash_hex(*migration.structural_hash);
   WEFT_RETURN_IF_ERROR(write_safetensors(out, file.tensors, metadata));
   return report;

@@ -23,6 +23,9 @@
 //                                   of its first data input; CheckpointSchema::batch), so
 //                                   that a subgraph load can tell a batch size apart from
 //                                   an architecture
+//   weft.structure                  the whole model's structure (CheckpointSchema::structure),
+//                                   so that a whole load can do the same (written since
+//                                   session 32; older checkpoints load at their own batch)
 // plus the checksums of the data and of the metadata that write_safetensors adds, and
 // every value is validated on load. Saving is atomic (a failed save leaves the previous
 // file as it was); a failed load leaves `values` exactly as it was: everything is read
@@ -34,6 +37,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -75,6 +79,10 @@ struct CheckpointSchema {
   std::vector<Subgraph> subgraphs;
   /// The batch size the model was built for (0: unknown, not written).
   int64_t batch = 0;
+  /// The whole model's structure (frontend's Model::structure("")), written as
+  /// weft.structure so that a whole load can tell a model built for another batch size
+  /// from another architecture, and name the first difference ("": not written).
+  std::string structure;
 };
 
 /// The `weft.batch` of a checkpoint's metadata; 0 when absent or not a positive integer.
@@ -84,6 +92,8 @@ int64_t checkpoint_batch(const std::map<std::string, std::string>& metadata);
 /// `weft.subgraph_hash.<path>`, `weft.subgraph_structure.<path>`.
 std::string subgraph_hash_key(const std::string& path);
 std::string subgraph_structure_key(const std::string& path);
+/// The metadata key of the whole model's structure (CheckpointSchema::structure).
+inline constexpr std::string_view kStructureKey = "weft.structure";
 
 /// The state names of dynamic loss scaling in one model (autodiff/loss_scale.h: the
 /// scale, its growth tracker, the skipped-update count); empty names: the model has none.
@@ -98,7 +108,8 @@ struct LossScaleKeys {
 
 /// Which keys a load is about.
 struct CheckpointScope {
-  /// True: the whole model; the checkpoint's structural hash must match the schema's.
+  /// True: the whole model; the checkpoint's structural hash must match the schema's
+  /// (or `architecture_difference` accept the difference).
   /// False: only `params` (names from the schema) and their optimizer slots, from a
   /// checkpoint of any model that shares them (the whole model's hash is not checked;
   /// `check_metadata` may check the subgraph's).
@@ -127,6 +138,12 @@ struct CheckpointScope {
   /// anything is staged; an error refuses the load, as it is (frontend/checkpoint.cc
   /// checks a labelled subgraph's structure here).
   std::function<Status(const std::map<std::string, std::string>& metadata)> check_metadata;
+  /// For a whole load whose structural hash differs from the schema's: how the
+  /// checkpoint's model differs, in words, or nullopt when it differs only in what does
+  /// not change the checkpoint's keys and types (frontend/checkpoint.cc: the batch size),
+  /// and the load goes on. "" or unset: the load is refused naming both hashes.
+  std::function<std::optional<std::string>(const std::map<std::string, std::string>& metadata)>
+      architecture_difference;
 };
 
 /// What a successful load did. All lists are sorted.
@@ -152,7 +169,8 @@ Status save_checkpoint(const std::string& path, const CheckpointSchema& schema,
 
 /// Loads the checkpoint at `path` into `values`. Errors, each leaving `values`
 /// untouched: an unreadable or malformed file; a whole load of a checkpoint whose
-/// structural hash differs from the schema's (both hashes named) or that has none; a key
+/// structural hash differs from the schema's (both hashes named, or the difference that
+/// `architecture_difference` words; it may accept it) or that has none; a key
 /// whose dtype or shape differs from the schema's parameter or from the entry already in
 /// `values` (the key and both types named); under `strict`, missing or unexpected keys.
 StatusOr<LoadReport> load_checkpoint(const std::string& path, const CheckpointSchema& schema,
@@ -175,7 +193,9 @@ struct KeyMigration {
   /// When set, becomes the checkpoint's weft.structural_hash: the hash of the model the
   /// renamed keys are meant for (a refused whole load names it). Otherwise the hash is
   /// kept, and a whole load into another model is still refused as a different
-  /// architecture: load a labelled subgraph instead, or set this.
+  /// architecture: load a labelled subgraph instead, or set this. weft.structure (the old
+  /// model's text, with the old names) is dropped either way: the migrated checkpoint
+  /// loads whole at its own batch size only.
   std::optional<uint64_t> structural_hash = std::nullopt;
 };
 

@@ -41,6 +41,7 @@ CheckpointSchema schema() {
   s.params = {{"enc.0.weight", {DType::f32, {2, 3}}}, {"enc.0.bias", {DType::f32, {2}}}, {"1.weight", {DType::f32, {1, 2}}}};
   s.structural_hash = 0x1234;
   s.subgraphs = {{"enc", 0xabcd, "graph @subgraph() -> () {\n  return\n}\n"}};
+  s.structure = "graph @main() -> () {\n  return\n}\n";
   return s;
 }
 
@@ -83,6 +84,10 @@ TEST(MigrateCheckpoint, RenamesKeysAndTheirOptimizerSlots) {
   EXPECT_EQ(file->metadata.at("weft.step"), "7");
   EXPECT_EQ(file->metadata.at("weft.structural_hash"), structural_hash_hex(0x1234));
   EXPECT_EQ(file->metadata.at("weft.subgraph_hash.enc"), structural_hash_hex(0xabcd));
+  // But not the whole model's structure, which names the old keys.
+  ASSERT_EQ(tensors_of(in).size(), values.size());
+  EXPECT_EQ(read_safetensors(in)->metadata.at("weft.structure"), schema().structure);
+  EXPECT_EQ(file->metadata.count("weft.structure"), 0u);
 
   // The renamed checkpoint loads into a model with the new names (given its hash).
   CheckpointSchema renamed = schema();

@@ -1,5 +1,7 @@
 #include "frontend/checkpoint.h"
 
+#include <numeric>
+#include <optional>
 #include <sstream>
 
 #include "autodiff/loss_scale.h"
@@ -40,13 +42,34 @@ std::string inputs_of(const std::string& header) {
   return open == std::string::npos || close == std::string::npos ? header : header.substr(open, close - open + 1);
 }
 
+// `text` (lines of Model::structure) with the value of every scalar constant (`%7 = full()
+// {..., value=1.0000797} : f32[]`) as `?`: a constant the builder computed from the batch
+// size (batch norm's n/(n-1) over batch x height x width, a mean's 1/n) is another number
+// at another batch size, and a constant is neither a parameter, a state nor an op.
+std::string scalar_constants_blanked(const std::string& text) {
+  std::string out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    const size_t value = line.find("value=");
+    if (line.find("= full() {") != std::string::npos && value != std::string::npos &&
+        line.size() >= 2 && line.compare(line.size() - 2, 2, "[]") == 0) {
+      const size_t end = line.find_first_of(",}", value);
+      line.replace(value + 6, end == std::string::npos ? std::string::npos : end - value - 6, "?");
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
 // Whether the structures `theirs` (the checkpoint's, built for batch `their_batch`) and
 // `ours` (for `our_batch`) are the same text but for numbers inside brackets (the dims of
 // a type, a shape attribute) that are the checkpoint's batch size in `theirs` where they
-// are this model's in `ours`. A parameter's dim that happens to equal the batch size and
+// are this model's in `ours`, and for the values of scalar constants
+// (scalar_constants_blanked). A parameter's dim that happens to equal the batch size and
 // differs slips through here, and is then refused by the load's shape check.
-bool same_but_batch(const std::string& theirs, const std::string& ours, int64_t their_batch,
+bool same_but_batch(const std::string& their_text, const std::string& our_text, int64_t their_batch,
                     int64_t our_batch) {
+  const std::string theirs = scalar_constants_blanked(their_text), ours = scalar_constants_blanked(our_text);
   auto digit = [](char c) { return c >= '0' && c <= '9'; };
   size_t i = 0, j = 0;
   int depth = 0;  // brackets open at i (and at j: the texts agree outside numbers)
@@ -76,11 +99,14 @@ bool same_but_batch(const std::string& theirs, const std::string& ours, int64_t 
 // In words, where the structure `theirs` (the checkpoint's) first differs from `ours`
 // (Model::structure of `nodes`, this model's subgraph); "" if the texts are equal. Lines
 // that differ only in the batch size (both sizes known) count as equal.
+// `what` names the text's graph after "the checkpoint's" and "this": "model's subgraph", "model".
 std::string first_difference(const Model& model, const std::vector<int>& nodes, const std::string& theirs,
-                             const std::string& ours, int64_t their_batch, int64_t our_batch) {
+                             const std::string& ours, int64_t their_batch, int64_t our_batch,
+                             const std::string& what) {
   const std::vector<std::string> a = lines_of(theirs), b = lines_of(ours);
   auto same = [&](const std::string& x, const std::string& y) {
-    return x == y || (their_batch > 0 && our_batch > 0 && same_but_batch(x, y, their_batch, our_batch));
+    return x == y || (their_batch > 0 && our_batch > 0 && their_batch != our_batch &&
+                      same_but_batch(x, y, their_batch, our_batch));
   };
   size_t i = 1;
   int node = -1;  // This model's node (index into `nodes`) whose lines hold line i.
@@ -95,9 +121,9 @@ std::string first_difference(const Model& model, const std::vector<int>& nodes, 
   }
   std::string text;
   if (theirs_end) {
-    text = "the checkpoint's model's subgraph ends where this model has `" + trimmed(b[i]) + "`";
+    text = "the checkpoint's " + what + " ends where this model has `" + trimmed(b[i]) + "`";
   } else if (ours_end) {
-    return "the checkpoint's model has `" + trimmed(a[i]) + "` where this model's subgraph ends";
+    return "the checkpoint's model has `" + trimmed(a[i]) + "` where this " + what + " ends";
   } else {
     text = "the checkpoint's model has `" + trimmed(a[i]) + "` where this model has `" + trimmed(b[i]) + "`";
   }
@@ -131,12 +157,38 @@ Status check_subgraph(const std::string& file, const Model& model, const std::st
   std::string difference =
       structure == metadata.end()
           ? ""
-          : first_difference(model, nodes, structure->second, ours, their_batch, our_batch);
+          : first_difference(model, nodes, structure->second, ours, their_batch, our_batch, "model's subgraph");
   if (difference.empty()) {
     difference = "structural hash " + hash->second + " in the checkpoint, " + our_hash + " for this model";
   }
   return Error{"subgraph '" + path + "' differs from the checkpoint's: " + difference + kOptOut,
                Location::of_file(file)};
+}
+
+// For a whole load of a checkpoint whose structural hash differs from `model`'s: nullopt
+// when its weft.structure is this model's but for the batch size, else the first
+// difference in words ("" when the checkpoint has no weft.structure, saved before it was,
+// and no other batch size to name).
+std::optional<std::string> architecture_difference(const Model& model,
+                                                   const std::map<std::string, std::string>& metadata) {
+  auto structure = metadata.find(std::string(kStructureKey));
+  const int64_t their_batch = checkpoint_batch(metadata), our_batch = model_batch(model);
+  if (structure == metadata.end()) {
+    if (their_batch <= 0 || our_batch <= 0 || their_batch == our_batch) return "";
+    return "structural hash " + metadata.at("weft.structural_hash") + " in the checkpoint, " +
+           structural_hash_hex(model.structural_hash()) + " for this model, built for batch size " +
+           std::to_string(our_batch) + " where the checkpoint's was " + std::to_string(their_batch) +
+           "; a checkpoint without " + std::string(kStructureKey) +
+           " (saved by an older weft, or rewritten by weftc migrate) resumes at its own batch size only";
+  }
+  const std::string ours = *model.structure("");
+  if (their_batch > 0 && our_batch > 0 && their_batch != our_batch &&
+      same_but_batch(structure->second, ours, their_batch, our_batch)) {
+    return std::nullopt;
+  }
+  std::vector<int> nodes(model.graph().nodes().size());
+  std::iota(nodes.begin(), nodes.end(), 0);
+  return first_difference(model, nodes, structure->second, ours, their_batch, our_batch, "model");
 }
 
 }  // namespace
@@ -154,6 +206,7 @@ CheckpointSchema checkpoint_schema(const Model& model) {
   CheckpointSchema schema;
   schema.structural_hash = model.structural_hash();
   schema.batch = model_batch(model);
+  schema.structure = *model.structure("");
   for (const ParamInfo& p : model.parameters()) {
     schema.params.push_back({p.name, model.graph().type(p.value)});
   }
@@ -179,7 +232,11 @@ StatusOr<LoadReport> load_checkpoint(const std::string& path, const Model& model
   // Loss scaling's state: present in an f16 (or scaled) run's checkpoints only.
   scope.optional_keys = {kLossScaleStates.begin(), kLossScaleStates.end()};
   scope.loss_scale = {kLossScaleState, kGrowthTrackerState, kSkippedStepsState};
-  if (!scope.whole) {
+  if (scope.whole) {
+    scope.architecture_difference = [&](const std::map<std::string, std::string>& metadata) {
+      return architecture_difference(model, metadata);
+    };
+  } else {
     WEFT_ASSIGN_OR_RETURN(std::vector<const ParamInfo*> scoped,
                           model.parameters_at(options.subgraph));
     for (const ParamInfo* p : scoped) scope.params.push_back(p->name);

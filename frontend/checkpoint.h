@@ -19,12 +19,29 @@
 //   weft.step                       the training step, decimal
 //   weft.subgraph_hash.<path>       for every label path: Model::structural_hash(path)
 //   weft.subgraph_structure.<path>  Model::structure(path), the text hashed
+//   weft.structure                  Model::structure(""), the whole model's
+//   weft.batch                      model_batch(model)
 // plus the checksums that write_safetensors adds. Saving is atomic (a failed save leaves
 // the previous file as it was); a failed load leaves `values` exactly as it was:
 // everything is read and checked into a staging map first, and committed only when the
 // whole load succeeds.
 //
-// A whole load checks the model's structural hash; a subgraph load checks the
+// A whole load checks the model's structure: the same hash, or (the model built for another
+// batch size: resuming with another --batch) the same weft.structure but where one has the
+// checkpoint's batch size and the other this model's, or in a scalar constant's value
+// (batch norm's n/(n-1) over the batch). Parameters, state and optimizer slots do not
+// depend on the batch size. Any other difference is refused, naming its first line:
+//
+//   ckpt.safetensors: error: checkpoint is of a different architecture: the checkpoint's
+//   model has `%3 = relu(%2) : f32[32,8]` where this model has `%3 = tanh(%2) : f32[64,8]`
+//   at model.cc:12:60 (encoder > Tanh); nothing was loaded: on the command line, resume
+//   with the model and options the checkpoint was saved with; in C++,
+//   to load only a labelled subgraph both models share, set LoadOptions::subgraph
+//
+// A checkpoint without weft.structure (saved before 2026-12-01, or by weftc migrate) loads
+// at its own batch size only, and a refusal names both hashes (and both batch sizes).
+//
+// A subgraph load checks the
 // subgraph's, which depends only on the subgraph's own nodes (ops, attributes, types
 // and wiring; not names, not where it sits), so the same encoder in another model loads.
 // An encoder with another activation is refused, naming the first difference:
@@ -54,8 +71,8 @@ struct LoadOptions {
   /// subgraph (its weft.subgraph_hash.<path> must match Model::structural_hash(path), or
   /// its structure must differ only in the batch size: weft.batch where this model has
   /// its own).
-  /// "" loads everything and requires the checkpoint's structural hash to match the
-  /// model's.
+  /// "" loads everything and requires the checkpoint's model to be this one, but for the
+  /// batch size (see above).
   std::string subgraph;
   /// Fail when an expected key is missing from the checkpoint, or when the checkpoint
   /// holds a key (in scope) that nothing expects, listing both — as PyTorch's
@@ -84,8 +101,8 @@ Status save_checkpoint(const std::string& path, const Model& model,
 
 /// Loads the checkpoint at `path` into `values` (see LoadOptions for what is loaded).
 /// Errors, each leaving `values` untouched: an unreadable or malformed file; a full load
-/// of a checkpoint whose structural hash differs from the model's (both hashes named)
-/// or that has none; an unknown subgraph path; unless `by_names_and_shapes`, a subgraph
+/// of a checkpoint of another architecture (the first differing line of the structures
+/// named, or both hashes where the checkpoint has no weft.structure) or with no hash; an unknown subgraph path; unless `by_names_and_shapes`, a subgraph
 /// load from a checkpoint with no hash for that subgraph, or whose subgraph differs (the
 /// first difference named); a key whose dtype or shape differs from
 /// the model's parameter or from the entry already in `values` (the key and both types

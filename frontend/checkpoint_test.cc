@@ -33,10 +33,10 @@ std::string slurp(const std::string& path) {
 }
 
 // encoder { 0: Linear(4 -> width), 1: LayerNorm(width) } then a head.
-Model model_with(int64_t width, ModulePtr head, ModulePtr extra = Identity()) {
+Model model_with(int64_t width, ModulePtr head, ModulePtr extra = Identity(), int64_t batch = 3) {
   auto encoder = FlowBuilder::from(Linear(4, width)).through(LayerNorm(width)).label("encoder").build();
   EXPECT_TRUE(encoder.ok()) << encoder.error().to_string();
-  auto model = FlowBuilder::from(*encoder).through(head).through(extra).build({{"x", f32({3, 4})}});
+  auto model = FlowBuilder::from(*encoder).through(head).through(extra).build({{"x", f32({batch, 4})}});
   EXPECT_TRUE(model.ok()) << model.error().to_string();
   return std::move(*model);
 }
@@ -47,11 +47,12 @@ Model model_b() { return model_with(8, Linear(8, 3), ReLU()); }
 
 // The issue's models: encoder { 0: Linear(4 -> 8), 1: `activation`, 2: Linear(8 -> 8) },
 // after `before`, then `head`.
-Model issue_model(ModulePtr activation, ModulePtr before = Identity(), ModulePtr head = Linear(8, 2)) {
+Model issue_model(ModulePtr activation, ModulePtr before = Identity(), ModulePtr head = Linear(8, 2),
+                  int64_t batch = 3) {
   auto encoder =
       FlowBuilder::from(Linear(4, 8)).through(activation).through(Linear(8, 8)).label("encoder").build();
   EXPECT_TRUE(encoder.ok()) << encoder.error().to_string();
-  auto model = FlowBuilder::from(before).through(*encoder).through(head).build({{"x", f32({3, 4})}});
+  auto model = FlowBuilder::from(before).through(*encoder).through(head).build({{"x", f32({batch, 4})}});
   EXPECT_TRUE(model.ok()) << model.error().to_string();
   return std::move(*model);
 }
@@ -108,6 +109,23 @@ SafetensorsFile without_checksum(const std::string& path) {
   return std::move(*file);
 }
 
+// The hint of a refused whole load of a JIT model (formats/checkpoint.cc).
+const std::string kWholeHint =
+    "; nothing was loaded: on the command line, resume with the model and options the checkpoint was saved "
+    "with; in C++, to load only a labelled subgraph both models share, set "
+    "LoadOptions::subgraph";
+
+// Where the first (or last) node of `op` in `model` came from: `file:line:col (path)`.
+std::string location_in_model(const Model& model, Op op, bool last = false) {
+  std::string where = "(none)";
+  for (const Node& node : model.graph().nodes()) {
+    if (node.op != op) continue;
+    where = node.loc.to_string();
+    if (!last) break;
+  }
+  return where;
+}
+
 TEST(Checkpoint, RoundTrip) {
   Model model = model_a();
   Values saved = values_for(model, 1);
@@ -149,6 +167,7 @@ TEST(Checkpoint, MetadataAndLayout) {
   EXPECT_EQ(file->metadata.at("weft.subgraph_hash.encoder"),
             structural_hash_hex(*model.structural_hash("encoder")));
   EXPECT_EQ(file->metadata.at("weft.subgraph_structure.encoder"), *model.structure("encoder"));
+  EXPECT_EQ(file->metadata.at("weft.structure"), *model.structure(""));
   // Parameters first, in graph-input order.
   EXPECT_EQ(file->tensors[0].first, "encoder.0.weight");
   EXPECT_EQ(file->tensors[0].second.type().to_string(), "f32[8,4]");
@@ -203,11 +222,136 @@ TEST(Checkpoint, SubgraphLoadIntoADifferentModel) {
   auto whole = load_checkpoint(path, b, target);
   ASSERT_FALSE(whole.ok());
   EXPECT_EQ(whole.error().to_string(),
-            path + ": error: checkpoint is of a different architecture: structural hash " +
-                structural_hash_hex(a.structural_hash()) + " in the checkpoint, " +
-                structural_hash_hex(b.structural_hash()) +
-                " for this model; to load only a labelled subgraph both models share, set "
-                "LoadOptions::subgraph");
+            path + ": error: checkpoint is of a different architecture: the checkpoint's model has "
+                   "`%4 = transpose(%1.weight) {perm=[1, 0]} : f32[8,2]` where this model has "
+                   "`%4 = transpose(%1.weight) {perm=[1, 0]} : f32[8,3]` at " +
+                location_in_model(b, Op::Transpose, /*last=*/true) + kWholeHint);
+}
+
+// Resuming with another --batch: the parameters, optimizer state and step do not depend on
+// the batch size, so a checkpoint of the model built for batch 3 loads whole into the same
+// model built for batch 5, exactly as it loads at batch 3.
+TEST(Checkpoint, WholeLoadAtAnotherBatchSize) {
+  Model at3 = model_with(8, Linear(8, 2), Identity(), 3), at5 = model_with(8, Linear(8, 2), Identity(), 5);
+  ASSERT_NE(at3.structural_hash(), at5.structural_hash());
+  const Values saved = values_for(at3, 1);
+  const std::string path = temp_path("batch3.safetensors");
+  ASSERT_TRUE(save_checkpoint(path, at3, saved, 1200).ok());
+  Values same = values_for(at3, 2), other = values_for(at5, 2);
+  auto r3 = load_checkpoint(path, at3, same);
+  ASSERT_TRUE(r3.ok()) << r3.error().to_string();
+  auto r5 = load_checkpoint(path, at5, other);
+  ASSERT_TRUE(r5.ok()) << r5.error().to_string();
+  expect_same(other, same);
+  expect_same(other, saved);
+  EXPECT_EQ(r5->loaded, r3->loaded);
+  EXPECT_EQ(r5->step, 1200);
+  // And back: batch 5's checkpoint into batch 3.
+  const std::string back = temp_path("batch5.safetensors");
+  ASSERT_TRUE(save_checkpoint(back, at5, other, 1201).ok());
+  Values again = values_for(at3, 3);
+  auto r = load_checkpoint(back, at3, again);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  expect_same(again, saved);
+}
+
+// Batch norm's state loads at another batch size too, though the model's constants differ:
+// its unbiased variance's n/(n-1) is over batch x height x width.
+TEST(Checkpoint, BatchNormStateLoadsAtAnotherBatchSize) {
+  auto at2 = FlowBuilder::from(BatchNorm2d(3)).build({{"x", f32({2, 3, 4, 4})}});
+  auto at6 = FlowBuilder::from(BatchNorm2d(3)).build({{"x", f32({6, 3, 4, 4})}});
+  ASSERT_TRUE(at2.ok() && at6.ok());
+  ASSERT_NE(at2->structure("").value().find("= full() {"), std::string::npos);
+  Values saved = values_for(*at2, 3);
+  saved.at("0.running_mean").set_double(1, 0.25);
+  const std::string path = temp_path("bn.safetensors");
+  ASSERT_TRUE(save_checkpoint(path, *at2, saved, 41).ok());
+  Values loaded = values_for(*at6, 4);
+  auto r = load_checkpoint(path, *at6, loaded);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  expect_same(loaded, saved);
+  EXPECT_EQ(r->step, 41);
+}
+
+// At the same batch size a changed scalar constant (batch norm's eps) is named, not
+// passed over as a batch-size constant.
+TEST(Checkpoint, WholeLoadNamesAChangedConstantAtTheSameBatch) {
+  auto saved_model = FlowBuilder::from(BatchNorm2d(3, 1e-5)).build({{"x", f32({2, 3, 4, 4})}});
+  auto model = FlowBuilder::from(BatchNorm2d(3, 1e-3)).build({{"x", f32({2, 3, 4, 4})}});
+  ASSERT_TRUE(saved_model.ok() && model.ok());
+  const std::string path = temp_path("eps.safetensors");
+  ASSERT_TRUE(save_checkpoint(path, *saved_model, values_for(*saved_model, 1), 2).ok());
+  Values target = values_for(*model, 2);
+  auto r = load_checkpoint(path, *model, target);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message,
+            "checkpoint is of a different architecture: the checkpoint's model has `%19 = full() {dtype=f32, "
+            "shape=[], value=1e-05} : f32[]` where this model has `%19 = full() {dtype=f32, shape=[], "
+            "value=0.001} : f32[]` at " +
+                location_in_model(*model, Op::Full) + kWholeHint);
+}
+
+// At another batch size, what changes a parameter or an op is still refused, naming the
+// first differing line of the structure and where this model's node came from.
+TEST(Checkpoint, WholeLoadAtAnotherBatchRefusesAnotherArchitecture) {
+  Model saved_model = model_with(8, Linear(8, 2), Identity(), 3);
+  const std::string path = temp_path("arch.safetensors");
+  ASSERT_TRUE(save_checkpoint(path, saved_model, values_for(saved_model, 1), 9).ok());
+  auto refusal = [&](const Model& model) {
+    Values target = values_for(model, 2);
+    const Values before = target;
+    auto r = load_checkpoint(path, model, target);
+    EXPECT_EQ(target, before);
+    return r.ok() ? std::string("loaded") : r.error().message;
+  };
+  // A wider layer.
+  Model wider = model_with(16, Linear(16, 2), Identity(), 5);
+  EXPECT_EQ(refusal(wider), "checkpoint is of a different architecture: the checkpoint's model has "
+                            "`%0 = transpose(%encoder.0.weight) {perm=[1, 0]} : f32[4,8]` where this model has "
+                            "`%0 = transpose(%encoder.0.weight) {perm=[1, 0]} : f32[4,16]` at " +
+                                location_in_model(wider, Op::Transpose) + kWholeHint);
+  // Another op: the issue's encoder with Tanh where the checkpoint's has ReLU.
+  Model relu = issue_model(ReLU(), Identity(), Linear(8, 2), 3), tanh = issue_model(Tanh(), Identity(), Linear(8, 2), 5);
+  const std::string relu_path = temp_path("relu.safetensors");
+  ASSERT_TRUE(save_checkpoint(relu_path, relu, values_for(relu, 1), 9).ok());
+  Values target = values_for(tanh, 2);
+  auto r = load_checkpoint(relu_path, tanh, target);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "checkpoint is of a different architecture: the checkpoint's model has "
+                               "`%3 = relu(%2) : f32[3,8]` where this model has `%3 = tanh(%2) : f32[5,8]` at " +
+                                   location_in_model(tanh, Op::Tanh) + kWholeHint);
+  // An added layer.
+  Model longer = model_with(8, Linear(8, 2), ReLU(), 5);
+  EXPECT_EQ(refusal(longer), "checkpoint is of a different architecture: the checkpoint's model ends where "
+                             "this model has `%7 = relu(%6) : f32[5,2]` at " +
+                                 location_in_model(longer, Op::Relu) + kWholeHint);
+}
+
+// A checkpoint saved before weft.structure was written still loads whole at its own batch
+// size; at another, the load is refused naming both hashes and both batch sizes.
+TEST(Checkpoint, CheckpointWithoutAStructureLoadsAtItsOwnBatch) {
+  Model at3 = model_with(8, Linear(8, 2), Identity(), 3), at5 = model_with(8, Linear(8, 2), Identity(), 5);
+  const Values saved = values_for(at3, 1);
+  const std::string path = temp_path("old.safetensors");
+  ASSERT_TRUE(save_checkpoint(path, at3, saved, 4).ok());
+  SafetensorsFile file = without_checksum(path);
+  ASSERT_EQ(file.metadata.erase(std::string(kStructureKey)), 1u);
+  ASSERT_TRUE(write_safetensors(path, file.tensors, file.metadata).ok());
+  Values loaded = values_for(at3, 2);
+  auto r = load_checkpoint(path, at3, loaded);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  expect_same(loaded, saved);
+  EXPECT_EQ(r->step, 4);
+  Values other = values_for(at5, 2);
+  auto refused = load_checkpoint(path, at5, other);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().message, "checkpoint is of a different architecture: structural hash " +
+                                         structural_hash_hex(at3.structural_hash()) + " in the checkpoint, " +
+                                         structural_hash_hex(at5.structural_hash()) +
+                                         " for this model, built for batch size 5 where the checkpoint's was 3; "
+                                         "a checkpoint without weft.structure (saved by an older weft, or "
+                                         "rewritten by weftc migrate) resumes at its own batch size only" +
+                                         kWholeHint);
 }
 
 // Issue 19: a subgraph load checks the subgraph's structure. A ReLU encoder's weights

@@ -350,6 +350,38 @@ TEST(Trainer, ForwardReferencesCarryStateAcrossSteps) {
   }
 }
 
+// Resuming with another batch size: a Trainer built for batch 8 loads a batch-4 Trainer's
+// checkpoint with the same parameters, batch-norm state, Adam slots and step as a batch-4
+// Trainer does, bitwise, and steps on from there.
+TEST(Trainer, ResumesAtAnotherBatchSize) {
+  auto net = FlowBuilder::from(Linear(3, 4)).through(BatchNorm1d(4)).through(Linear(4, 1)).build();
+  ASSERT_TRUE(net.ok()) << net.error().to_string();
+  auto trainer = [&](int64_t batch) {
+    auto t = Trainer::compile(*net, {{"x", f32({batch, 3})}}, LossSpec::mse(), OptimizerSpec::adam(0.01),
+                              {.seed = 3, .backend = "cpu"});
+    EXPECT_TRUE(t.ok()) << t.error().to_string();
+    return std::move(*t);
+  };
+  auto batch4 = trainer(4);
+  Tensor x(f32({4, 3})), y(f32({4, 1}));
+  for (int64_t i = 0; i < x.numel(); ++i) x.set_double(i, 0.1 * static_cast<double>(i % 7) - 0.3);
+  for (int64_t i = 0; i < y.numel(); ++i) y.set_double(i, static_cast<double>(i));
+  for (int s = 0; s < 2; ++s) ASSERT_TRUE(batch4.step({x, y}).ok());
+  const std::string path = tmp("batch4.safetensors");
+  ASSERT_TRUE(batch4.save(path).ok());
+  auto same = trainer(4), other = trainer(8);
+  ASSERT_TRUE(same.load(path).ok());
+  auto loaded = other.load(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.error().to_string();
+  EXPECT_EQ(other.steps(), 2);
+  EXPECT_EQ(other.steps(), same.steps());
+  ASSERT_EQ(other.values().size(), same.values().size());
+  for (const auto& [name, value] : same.values()) EXPECT_TRUE(other.values().at(name) == value) << name;
+  auto step = other.step({Tensor(f32({8, 3})), Tensor(f32({8, 1}))});
+  ASSERT_TRUE(step.ok()) << step.error().to_string();
+  EXPECT_EQ(other.steps(), 3);
+}
+
 // The step count stops at 2^53 (kMaxSteps): a checkpoint there loads, and the next step
 // is an error rather than an overflow (found by tests/fuzz:driver_resume_fuzzer).
 TEST(Trainer, TheStepCountStopsAtTwoToThe53) {

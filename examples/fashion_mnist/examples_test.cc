@@ -169,6 +169,27 @@ TEST(FashionMnist, CnnWithBatchNormRuns) {
                  tmp("cnn.safetensors"));
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(epoch_results(r.out).size(), 1u) << r.out;
+  // Resuming with another --batch (the checkpoint's model was built for 128): the same
+  // architecture, though batch norm's constants differ with the batch size.
+  const std::string ck = tmp("cnn.safetensors");
+  r = run("examples/fashion_mnist/cnn --bn --epochs=1 --max-steps=1 --batch=16" + small_data() + " --checkpoint-in=" +
+          ck + " --checkpoint-out=" + tmp("cnn16.safetensors"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("resumed from " + ck + " at step 3\n"), std::string::npos) << r.out;
+  // Without --bn it is another architecture: refused, naming the first difference and the
+  // command-line remedy.
+  r = run("examples/fashion_mnist/cnn --epochs=1 --max-steps=1 --batch=16" + small_data() + " --checkpoint-in=" + ck);
+  EXPECT_EQ(r.exit_code, 1);
+  const std::string refusal =
+      ck + ": error: checkpoint is of a different architecture: the checkpoint's model has "
+           "`%3 = mean(%2) {axes=[0, 2, 3], keepdims=true} : f32[1,32,1,1]` where this model has "
+           "`%3 = relu(%2) : f32[16,32,28,28]` at examples/fashion_mnist/cnn_model.cc:";
+  EXPECT_EQ(r.out.substr(0, refusal.size()), refusal) << r.out;
+  const std::string hint =
+      "(Flow(3 steps) > ReLU); nothing was loaded: on the command line, resume with the model and options the "
+      "checkpoint was saved with; in C++, to load only a labelled subgraph both models "
+      "share, set LoadOptions::subgraph\n";
+  EXPECT_NE(r.out.find(hint), std::string::npos) << r.out;
 }
 
 // --precision=bf16: the step's matmuls in bf16 (TrainOptions::precision); it trains and

@@ -276,6 +276,11 @@ TEST_F(AotVsJit, FailedLoadChangesNothing) {
                                "0123456789abcdef in the checkpoint"),
             std::string::npos)
       << s.to_string();
+  // The command-line remedy, without --batch: a compiled model's batch size is compiled in.
+  const std::string hint =
+      " for this model; nothing was loaded: on the command line, resume with the model and options the "
+      "checkpoint was saved with";
+  EXPECT_EQ(s.to_string().substr(s.to_string().size() - std::min(s.to_string().size(), hint.size())), hint);
   // No hint to set LoadOptions::subgraph: a compiled model has no such option.
   EXPECT_EQ(s.to_string().find("subgraph"), std::string::npos) << s.to_string();
   s = p.aot->load(dir + "/missing.safetensors", /*partial=*/false).status();

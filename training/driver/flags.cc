@@ -250,7 +250,7 @@ std::vector<Flag> make_flags() {
           "with --checkpoint-in: load the tensors that match the model and print what was missing "
           "(left at its initial value) and unexpected (ignored); without it a checkpoint must hold "
           "exactly the model's tensors. Either way the checkpoint must be of this model's "
-          "architecture (its structural hash)",
+          "architecture (its structure; a JIT model's batch size may differ)",
           &DriverConfig::partial_load);
   path("checkpoint-out", "write a checkpoint here (safetensors, atomically) at the end",
        &DriverConfig::checkpoint_out);

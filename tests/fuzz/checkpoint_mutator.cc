@@ -32,7 +32,8 @@ constexpr std::string_view kInterestingValues[] = {
 
 /// Metadata keys the loader reads, and one it does not.
 const char* const kMetadataKeys[] = {"weft.format_version", "weft.structural_hash", "weft.step",
-                                     "weft.subgraph_hash.0", "weft.unknown"};
+                                     "weft.subgraph_hash.0", "weft.subgraph_structure.0", "weft.batch",
+                                     "weft.structure", "weft.unknown"};
 
 class Mutation {
  public:

@@ -15,7 +15,6 @@ namespace weft {
 namespace {
 
 constexpr const char* kVersionKey = "weft.format_version";
-constexpr const char* kHashKey = "weft.structural_hash";
 constexpr const char* kStepKey = "weft.step";
 constexpr std::string_view kSubgraphHashPrefix = "weft.subgraph_hash.";
 constexpr std::string_view kBatchKey = "weft.batch";
@@ -110,7 +109,7 @@ StatusOr<int64_t> validate_metadata(const std::string& path, const std::map<std:
     steps = *step;
   }
   for (const auto& [key, h] : metadata) {
-    if (key != kHashKey && key.rfind(kSubgraphHashPrefix, 0) != 0) continue;
+    if (key != kStructuralHashKey && key.rfind(kSubgraphHashPrefix, 0) != 0) continue;
     const bool hex = h.size() == 16 && std::all_of(h.begin(), h.end(), [](char c) {
       return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
     });
@@ -180,7 +179,7 @@ Status save_checkpoint(const std::string& path, const CheckpointSchema& schema,
   }
   std::map<std::string, std::string> metadata = {
       {kVersionKey, std::to_string(kCheckpointFormatVersion)},
-      {kHashKey, structural_hash_hex(schema.structural_hash)},
+      {kStructuralHashKey, structural_hash_hex(schema.structural_hash)},
       {kStepKey, std::to_string(step)},
   };
   for (const CheckpointSchema::Subgraph& sub : schema.subgraphs) {
@@ -243,7 +242,7 @@ StatusOr<LoadReport> load_checkpoint(const std::string& path, const CheckpointSc
   };
   if (whole) {
     const std::string ours = structural_hash_hex(schema.structural_hash);
-    const std::string* theirs = meta(kHashKey);
+    const std::string* theirs = meta(kStructuralHashKey);
     const std::string& knob = options.subgraph_knob;
     if (theirs == nullptr) {
       return file_error(path, "not a weft checkpoint: __metadata__ has no weft.structural_hash, "
@@ -461,7 +460,7 @@ StatusOr<MigrateReport> migrate_checkpoint(const std::string& in, const std::str
   }
   // The old model's text, with the old names: a whole load falls back to the hash.
   metadata.erase(std::string(kStructureKey));
-  if (migration.structural_hash) metadata[kHashKey] = structural_hash_hex(*migration.structural_hash);
+  if (migration.structural_hash) metadata[kStructuralHashKey] = structural_hash_hex(*migration.structural_hash);
   WEFT_RETURN_IF_ERROR(write_safetensors(out, file.tensors, metadata));
   return report;
 }

@@ -92,6 +92,8 @@ int64_t checkpoint_batch(const std::map<std::string, std::string>& metadata);
 /// `weft.subgraph_hash.<path>`, `weft.subgraph_structure.<path>`.
 std::string subgraph_hash_key(const std::string& path);
 std::string subgraph_structure_key(const std::string& path);
+/// The metadata key of the whole model's structural hash (CheckpointSchema::structural_hash).
+inline constexpr const char* kStructuralHashKey = "weft.structural_hash";
 /// The metadata key of the whole model's structure (CheckpointSchema::structure).
 inline constexpr std::string_view kStructureKey = "weft.structure";
 

@@ -175,11 +175,12 @@ std::optional<std::string> architecture_difference(const Model& model,
   const int64_t their_batch = checkpoint_batch(metadata), our_batch = model_batch(model);
   if (structure == metadata.end()) {
     if (their_batch <= 0 || our_batch <= 0 || their_batch == our_batch) return "";
-    return "structural hash " + metadata.at("weft.structural_hash") + " in the checkpoint, " +
+    return "structural hash " + metadata.at(kStructuralHashKey) + " in the checkpoint, " +
            structural_hash_hex(model.structural_hash()) + " for this model, built for batch size " +
            std::to_string(our_batch) + " where the checkpoint's was " + std::to_string(their_batch) +
            "; a checkpoint without " + std::string(kStructureKey) +
-           " (saved by an older weft, or rewritten by weftc migrate) resumes at its own batch size only";
+           " (written by an AOT binary or an older weft, or rewritten by weftc migrate) resumes at its own batch "
+           "size only";
   }
   const std::string ours = *model.structure("");
   if (their_batch > 0 && our_batch > 0 && their_batch != our_batch &&
@@ -206,7 +207,6 @@ CheckpointSchema checkpoint_schema(const Model& model) {
   CheckpointSchema schema;
   schema.structural_hash = model.structural_hash();
   schema.batch = model_batch(model);
-  schema.structure = *model.structure("");
   for (const ParamInfo& p : model.parameters()) {
     schema.params.push_back({p.name, model.graph().type(p.value)});
   }
@@ -219,7 +219,9 @@ CheckpointSchema checkpoint_schema(const Model& model) {
 
 Status save_checkpoint(const std::string& path, const Model& model,
                        const std::map<std::string, Tensor>& values, int64_t step) {
-  return save_checkpoint(path, checkpoint_schema(model), values, step);
+  CheckpointSchema schema = checkpoint_schema(model);
+  schema.structure = *model.structure("");  // written only here: a load compares it when the hash differs
+  return save_checkpoint(path, schema, values, step);
 }
 
 StatusOr<LoadReport> load_checkpoint(const std::string& path, const Model& model,

@@ -38,7 +38,8 @@
 //   with the model and options the checkpoint was saved with; in C++,
 //   to load only a labelled subgraph both models share, set LoadOptions::subgraph
 //
-// A checkpoint without weft.structure (saved before 2026-12-01, or by weftc migrate) loads
+// A checkpoint without weft.structure (written by an AOT binary, saved before 2026-12-01, or
+// rewritten by weftc migrate) loads
 // at its own batch size only, and a refusal names both hashes (and both batch sizes).
 //
 // A subgraph load checks the
@@ -87,7 +88,8 @@ struct LoadOptions {
 };
 
 /// The checkpoint table of `model`: its parameters and state with their types, its
-/// structural hash, each labelled subgraph's structure and the batch size.
+/// structural hash, each labelled subgraph's structure and the batch size (the whole
+/// model's structure, weft.structure, is added by save_checkpoint, which writes it).
 CheckpointSchema checkpoint_schema(const Model& model);
 
 /// The batch size `model` was built for: dimension 0 of its first data input (0 if none).

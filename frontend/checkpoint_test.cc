@@ -349,8 +349,9 @@ TEST(Checkpoint, CheckpointWithoutAStructureLoadsAtItsOwnBatch) {
                                          structural_hash_hex(at3.structural_hash()) + " in the checkpoint, " +
                                          structural_hash_hex(at5.structural_hash()) +
                                          " for this model, built for batch size 5 where the checkpoint's was 3; "
-                                         "a checkpoint without weft.structure (saved by an older weft, or "
-                                         "rewritten by weftc migrate) resumes at its own batch size only" +
+                                         "a checkpoint without weft.structure (written by an AOT binary or an "
+                                         "older weft, or rewritten by weftc migrate) resumes at its own batch "
+                                         "size only" +
                                          kWholeHint);
 }
 
